@@ -1,0 +1,285 @@
+package messages
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Marshal encodes v as msgpack with sorted map keys and compact integers, so
+// equal values give equal bytes.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("messages: encode %T: %w", v, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal decodes msgpack data into v, which must be a non-nil pointer.
+// Dynamic values (fields of type any, map[string]any) come back as plain Go
+// data: int64, float64, string, bool, nil, []any and map[string]any. Trailing
+// bytes after the value are an error.
+func Unmarshal(data []byte, v any) error {
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
+	dec.UseLooseInterfaceDecoding(true)
+	dec.SetMapDecoder(decodeMap)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("messages: decode %T: %w", v, err)
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("messages: decode %T: %d trailing bytes", v, r.Len())
+	}
+	if err := normalizeValue(reflect.ValueOf(v), 0); err != nil {
+		return fmt.Errorf("messages: decode %T: %w", v, err)
+	}
+	return nil
+}
+
+// decodeMap decodes any msgpack map as map[string]any. Non-string keys are
+// turned into their decimal or printed form, as JSON would require.
+func decodeMap(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
+	if err != nil {
+		return nil, err
+	}
+	if n == -1 {
+		return nil, nil
+	}
+	m := make(map[string]any, min(n, 1024))
+	for i := 0; i < n; i++ {
+		k, err := d.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		ks, ok := k.(string)
+		if !ok {
+			ks = fmt.Sprint(k)
+		}
+		m[ks] = v
+	}
+	return m, nil
+}
+
+// maxDepth bounds nesting so a hostile message cannot exhaust the stack.
+const maxDepth = 512
+
+// Normalize turns v into plain Go data: integers become int64 (uint64 beyond
+// the int64 range becomes float64), float32 becomes float64, []byte becomes
+// string, slices become []any and maps with string keys become
+// map[string]any. It returns an error for values with no plain form
+// (channels, funcs, maps with non-string keys, ...).
+func Normalize(v any) (any, error) { return normalize(v, 0) }
+
+func normalize(v any, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", maxDepth)
+	}
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string:
+		return v, nil
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint:
+		return normUint(uint64(x)), nil
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint64:
+		return normUint(x), nil
+	case float32:
+		return float64(x), nil
+	case []byte:
+		return string(x), nil
+	case []any:
+		for i, e := range x {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			x[i] = n
+		}
+		return x, nil
+	case map[string]any:
+		for k, e := range x {
+			n, err := normalize(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			x[k] = n
+		}
+		return x, nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		out := make([]any, rv.Len())
+		for i := range out {
+			n, err := normalize(rv.Index(i).Interface(), depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = n
+		}
+		return out, nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return nil, fmt.Errorf("map key type %s is not string", rv.Type().Key())
+		}
+		out := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			n, err := normalize(it.Value().Interface(), depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", it.Key().String(), err)
+			}
+			out[it.Key().String()] = n
+		}
+		return out, nil
+	case reflect.String:
+		return rv.String(), nil
+	case reflect.Bool:
+		return rv.Bool(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return normUint(rv.Uint()), nil
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), nil
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil, nil
+		}
+		return normalize(rv.Elem().Interface(), depth+1)
+	}
+	return nil, fmt.Errorf("value of type %T has no plain form", v)
+}
+
+func normUint(u uint64) any {
+	if u <= math.MaxInt64 {
+		return int64(u)
+	}
+	return float64(u)
+}
+
+// normalizeValue walks a decoded struct and normalizes every dynamic value
+// (fields of interface type and maps/slices of them) in place.
+func normalizeValue(rv reflect.Value, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("value nested deeper than %d levels", maxDepth)
+	}
+	switch rv.Kind() {
+	case reflect.Pointer:
+		if rv.IsNil() {
+			return nil
+		}
+		return normalizeValue(rv.Elem(), depth+1)
+	case reflect.Interface:
+		if rv.IsNil() || !rv.CanSet() {
+			return nil
+		}
+		n, err := normalize(rv.Interface(), depth)
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			rv.SetZero()
+		} else {
+			rv.Set(reflect.ValueOf(n))
+		}
+	case reflect.Struct:
+		if rv.Type().PkgPath() == "time" {
+			return nil
+		}
+		for i := 0; i < rv.NumField(); i++ {
+			if !rv.Type().Field(i).IsExported() {
+				continue
+			}
+			if err := normalizeValue(rv.Field(i), depth+1); err != nil {
+				return fmt.Errorf("%s: %w", rv.Type().Field(i).Name, err)
+			}
+		}
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return nil
+		}
+		for i := 0; i < rv.Len(); i++ {
+			if err := normalizeValue(rv.Index(i), depth+1); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case reflect.Map:
+		if rv.IsNil() {
+			return nil
+		}
+		if rv.Type().Elem().Kind() == reflect.Interface {
+			it := rv.MapRange()
+			for it.Next() {
+				n, err := normalize(it.Value().Interface(), depth+1)
+				if err != nil {
+					return fmt.Errorf("%v: %w", it.Key(), err)
+				}
+				if n == nil {
+					rv.SetMapIndex(it.Key(), reflect.Zero(rv.Type().Elem()))
+				} else {
+					rv.SetMapIndex(it.Key(), reflect.ValueOf(n))
+				}
+			}
+			return nil
+		}
+		it := rv.MapRange()
+		for it.Next() {
+			// Values of concrete struct type are not addressable in a map;
+			// copy, normalize and store back.
+			cp := reflect.New(rv.Type().Elem()).Elem()
+			cp.Set(it.Value())
+			if err := normalizeValue(cp, depth+1); err != nil {
+				return fmt.Errorf("%v: %w", it.Key(), err)
+			}
+			rv.SetMapIndex(it.Key(), cp)
+		}
+	}
+	return nil
+}
+
+// MarshalStep encodes a Step, setting its Version when zero.
+func MarshalStep(s *Step) ([]byte, error) {
+	if s.Version == 0 {
+		cp := *s
+		cp.Version = StepVersion
+		s = &cp
+	}
+	return Marshal(s)
+}
+
+// UnmarshalStep decodes and validates a Step.
+func UnmarshalStep(data []byte) (*Step, error) {
+	var s Step
+	if err := Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

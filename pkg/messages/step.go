@@ -1,0 +1,200 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// StepVersion is the version of the Step layout written by this package.
+// Decoders accept any version up to and including it.
+const StepVersion = 1
+
+// Step is the one result type of the system: a scripted PTC-Lisp run
+// (lisp.Run), an agent run and a fleet mission all return one.
+//
+// Exactly one of Return and Fail is meaningful: a run succeeded when Fail is
+// nil. Return holds plain Go data (nil, bool, int64, float64, string, []any,
+// map[string]any). Firewalled fields (keys starting with "_") are kept here:
+// the firewall applies to text sent to a model, not to Go callers.
+//
+// A Step is a value: it is safe to read from many goroutines once the run that
+// produced it has returned, and it is not modified afterwards.
+type Step struct {
+	// Version is the layout version; Marshal sets it to StepVersion when zero.
+	Version int `msgpack:"v"`
+	// Return is the value the run returned, when it succeeded.
+	Return any `msgpack:"return"`
+	// Fail describes why the run failed; nil on success.
+	Fail *Fail `msgpack:"fail,omitempty"`
+	// Signature is the contract the run was held to, in canonical signature
+	// syntax ("(query :string) -> {count :int}"); empty when there was none.
+	Signature string `msgpack:"signature,omitempty"`
+	// Memory is the agent's memory after the run (names to values).
+	Memory map[string]any `msgpack:"memory,omitempty"`
+	// Usage aggregates resource use over the whole run.
+	Usage Usage `msgpack:"usage"`
+	// Trace is the turn-by-turn history (empty when tracing was off).
+	Trace []Turn `msgpack:"trace,omitempty"`
+	// Prints holds the println output of a scripted run, one entry a line.
+	// Agent runs keep println output per turn in Trace.
+	Prints []string `msgpack:"prints,omitempty"`
+	// Warnings are non-fatal notes (coercions, validation in warn_only mode).
+	Warnings []string `msgpack:"warnings,omitempty"`
+	// Mode is the output mode that produced the Step: "ptc_lisp" (the default
+	// when empty) or "text".
+	Mode string `msgpack:"mode,omitempty"`
+	// Text is the model's final raw answer in text mode (also the Return of a
+	// plain-text agent); empty otherwise.
+	Text string `msgpack:"text,omitempty"`
+}
+
+// Ok reports whether the run succeeded.
+func (s *Step) Ok() bool { return s != nil && s.Fail == nil }
+
+// Fail is the failure data of a Step: the seeds' {reason, message, op,
+// details}. Reason is a short snake_case string such as "parse_error",
+// "timeout", "max_turns_exceeded" or the program's own reason given to
+// (fail {...}).
+type Fail struct {
+	// Reason is a short snake_case machine-readable reason.
+	Reason string `msgpack:"reason"`
+	// Message is the human (and model) readable explanation.
+	Message string `msgpack:"message"`
+	// Op names the operation that failed (a tool name, "return", ...), if any.
+	Op string `msgpack:"op,omitempty"`
+	// Details carries structured extra data (an upstream failure, paths, ...).
+	Details map[string]any `msgpack:"details,omitempty"`
+}
+
+// Error makes a Fail usable as an error text: "reason: message".
+func (f *Fail) Error() string {
+	if f == nil {
+		return "<nil fail>"
+	}
+	if f.Message == "" {
+		return f.Reason
+	}
+	return f.Reason + ": " + f.Message
+}
+
+// Usage is what a run consumed. Token counts are summed over every LLM
+// request of the run, including those of sub-agents.
+type Usage struct {
+	InputTokens      int64         `msgpack:"input_tokens"`
+	OutputTokens     int64         `msgpack:"output_tokens"`
+	TotalTokens      int64         `msgpack:"total_tokens"`
+	CacheReadTokens  int64         `msgpack:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64         `msgpack:"cache_write_tokens,omitempty"`
+	Requests         int           `msgpack:"requests"` // LLM requests made
+	Turns            int           `msgpack:"turns"`
+	ToolCalls        int           `msgpack:"tool_calls"`
+	Duration         time.Duration `msgpack:"duration"`
+	MemoryBytes      int64         `msgpack:"memory_bytes,omitempty"`
+}
+
+// Add adds o's counters to u (Duration and MemoryBytes are left alone: they
+// describe a run as a whole, not a sum of its parts).
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.TotalTokens += o.TotalTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.Requests += o.Requests
+	u.Turns += o.Turns
+	u.ToolCalls += o.ToolCalls
+}
+
+// Turn is one entry of a Step's trace: one program the model wrote (or the
+// one program of a scripted run) and what came of it.
+type Turn struct {
+	// Number counts turns from 1.
+	Number int `msgpack:"turn"`
+	// Program is the PTC-Lisp source that ran (empty in text mode).
+	Program string `msgpack:"program,omitempty"`
+	// Result is the value the program produced (nil on error).
+	Result any `msgpack:"result,omitempty"`
+	// Error is the error text fed back to the model, if the turn failed.
+	Error string `msgpack:"error,omitempty"`
+	// Feedback is the message sent back to the model after this turn.
+	Feedback string `msgpack:"feedback,omitempty"`
+	// ToolCalls lists the tool calls the turn made, in order.
+	ToolCalls []ToolCall `msgpack:"tool_calls,omitempty"`
+	// Prints is the println output of the turn.
+	Prints []string `msgpack:"prints,omitempty"`
+	// Raw is the model's raw response.
+	Raw string `msgpack:"raw,omitempty"`
+	// StartedAt and Duration time the turn (LLM call, tools and program).
+	StartedAt time.Time     `msgpack:"started_at"`
+	Duration  time.Duration `msgpack:"duration"`
+	// Usage is this turn's share of token use.
+	Usage Usage `msgpack:"usage"`
+	// Messages is the full prompt sent to the model (debug mode only).
+	Messages []PromptMessage `msgpack:"messages,omitempty"`
+	// Memory is a snapshot of memory after the turn (debug mode only).
+	Memory map[string]any `msgpack:"memory,omitempty"`
+}
+
+// PromptMessage is one message of a model conversation as recorded in a
+// debug trace.
+type PromptMessage struct {
+	Role    string `msgpack:"role"`
+	Content string `msgpack:"content"`
+}
+
+// ToolCall records one tool call made during a turn.
+type ToolCall struct {
+	// ID is the provider's tool call id in text mode; empty otherwise.
+	ID   string         `msgpack:"id,omitempty"`
+	Name string         `msgpack:"name"`
+	Args map[string]any `msgpack:"args,omitempty"`
+	// Result is the tool's result (nil when it failed).
+	Result any `msgpack:"result,omitempty"`
+	// Error is the error text when the call failed.
+	Error     string        `msgpack:"error,omitempty"`
+	StartedAt time.Time     `msgpack:"started_at"`
+	Duration  time.Duration `msgpack:"duration"`
+	// Child is the full Step of a sub-agent called as a tool.
+	Child *Step `msgpack:"child,omitempty"`
+}
+
+// ErrInvalid is wrapped by every Validate error of this package.
+var ErrInvalid = errors.New("invalid message")
+
+// Validate checks the invariants a decoded Step must hold.
+func (s *Step) Validate() error {
+	if s == nil {
+		return fmt.Errorf("%w: step is nil", ErrInvalid)
+	}
+	if s.Version < 0 || s.Version > StepVersion {
+		return fmt.Errorf("%w: step version %d not supported (max %d)", ErrInvalid, s.Version, StepVersion)
+	}
+	if s.Fail != nil && s.Fail.Reason == "" {
+		return fmt.Errorf("%w: step.fail.reason is empty", ErrInvalid)
+	}
+	switch s.Mode {
+	case "", ModeLisp, ModeText:
+	default:
+		return fmt.Errorf("%w: step.mode %q is not %q or %q", ErrInvalid, s.Mode, ModeLisp, ModeText)
+	}
+	for i, t := range s.Trace {
+		for j, c := range t.ToolCalls {
+			if c.Name == "" {
+				return fmt.Errorf("%w: step.trace[%d].tool_calls[%d].name is empty", ErrInvalid, i, j)
+			}
+			if c.Child != nil {
+				if err := c.Child.Validate(); err != nil {
+					return fmt.Errorf("step.trace[%d].tool_calls[%d].child: %w", i, j, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Output modes recorded in Step.Mode.
+const (
+	ModeLisp = "ptc_lisp"
+	ModeText = "text"
+)
