@@ -26,7 +26,16 @@ func Marshal(v any) ([]byte, error) {
 // Dynamic values (fields of type any, map[string]any) come back as plain Go
 // data: int64, float64, string, bool, nil, []any and map[string]any. Trailing
 // bytes after the value are an error.
-func Unmarshal(data []byte, v any) error {
+//
+// Hostile input cannot crash the caller: msgpack/v5 panics on some malformed
+// inputs (a repeated key whose first value was a map, for one), and Unmarshal
+// turns such a panic into an error.
+func Unmarshal(data []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("messages: decode %T: malformed input: %v", v, p)
+		}
+	}()
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)
 	dec.UseLooseInterfaceDecoding(true)

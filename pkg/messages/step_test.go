@@ -1,0 +1,284 @@
+package messages
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fullStep() *Step {
+	t0 := time.Date(2026, 11, 21, 14, 0, 0, 123456789, time.UTC)
+	return &Step{
+		Return: map[string]any{
+			"count":  int64(3),
+			"ratio":  0.5,
+			"whole":  float64(2), // an integral float must stay a float
+			"big":    int64(math.MaxInt64),
+			"neg":    int64(math.MinInt64),
+			"name":   "ünïcode ✓",
+			"ok":     true,
+			"none":   nil,
+			"ids":    []any{int64(1), int64(2), 3.5, "x", nil, false},
+			"nested": map[string]any{"a": map[string]any{"b": []any{map[string]any{"c": int64(-1)}}}},
+			"empty":  []any{},
+			"emap":   map[string]any{},
+			"_ids":   []any{int64(7)},
+		},
+		Signature: "{count :int, _ids [:int]}",
+		Memory:    map[string]any{"items": []any{int64(1)}, "f": 1.25},
+		Usage: Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120, CacheReadTokens: 5,
+			Requests: 2, Turns: 2, ToolCalls: 1, Duration: 1500 * time.Millisecond, MemoryBytes: 42},
+		Trace: []Turn{{
+			Number:  1,
+			Program: `(return {:count 3})`,
+			Result:  map[string]any{"count": int64(3)},
+			ToolCalls: []ToolCall{{
+				Name: "search", Args: map[string]any{"q": "x", "limit": int64(10)},
+				Result: []any{map[string]any{"id": int64(1)}}, StartedAt: t0, Duration: time.Millisecond,
+				Child: &Step{Return: "child", Usage: Usage{Turns: 1}},
+			}},
+			Prints:    []string{"hello"},
+			Raw:       "```clojure\n(return {:count 3})\n```",
+			StartedAt: t0,
+			Duration:  2 * time.Second,
+			Messages:  []PromptMessage{{Role: "user", Content: "hi"}},
+		}},
+		Prints:   []string{"line"},
+		Warnings: []string{"limit: coerced string \"10\" to integer"},
+		Mode:     ModeLisp,
+	}
+}
+
+func TestStepRoundTrip(t *testing.T) {
+	in := fullStep()
+	data, err := MarshalStep(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := UnmarshalStep(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Version != StepVersion {
+		t.Errorf("version = %d, want %d", out.Version, StepVersion)
+	}
+	if in.Version != 0 {
+		t.Errorf("MarshalStep modified its argument")
+	}
+	want := *in
+	want.Version = StepVersion
+	if !reflect.DeepEqual(out.Return, want.Return) {
+		t.Errorf("return mismatch:\n got %#v\nwant %#v", out.Return, want.Return)
+	}
+	// time.Time values carry a location pointer; compare instants then the rest.
+	if !out.Trace[0].StartedAt.Equal(want.Trace[0].StartedAt) {
+		t.Errorf("started_at = %v, want %v", out.Trace[0].StartedAt, want.Trace[0].StartedAt)
+	}
+	out.Trace[0].StartedAt = want.Trace[0].StartedAt
+	out.Trace[0].ToolCalls[0].StartedAt = want.Trace[0].ToolCalls[0].StartedAt
+	if !reflect.DeepEqual(*out, want) {
+		t.Errorf("step mismatch:\n got %#v\nwant %#v", *out, want)
+	}
+}
+
+func TestStepKindsPreserved(t *testing.T) {
+	cases := []struct {
+		name string
+		in   any
+		want any
+	}{
+		{"small int", int64(1), int64(1)},
+		{"zero", int64(0), int64(0)},
+		{"negative fixint", int64(-5), int64(-5)},
+		{"int32 range", int64(1 << 20), int64(1 << 20)},
+		{"integral float", 3.0, 3.0},
+		{"fraction", 0.1, 0.1},
+		{"inf", math.Inf(1), math.Inf(1)},
+		{"string", "s", "s"},
+		{"nil", nil, nil},
+		{"bool", false, false},
+		{"go int", 7, int64(7)},
+		{"uint8", uint8(200), int64(200)},
+		{"float32", float32(0.5), 0.5},
+		{"slice of strings", []string{"a", "b"}, []any{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := MarshalStep(&Step{Return: c.in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := UnmarshalStep(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(out.Return, c.want) {
+				t.Errorf("got %#v (%T), want %#v (%T)", out.Return, out.Return, c.want, c.want)
+			}
+		})
+	}
+}
+
+func TestStepNaN(t *testing.T) {
+	data, err := MarshalStep(&Step{Return: math.NaN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := UnmarshalStep(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := out.Return.(float64); !ok || !math.IsNaN(f) {
+		t.Errorf("got %#v, want NaN", out.Return)
+	}
+}
+
+func TestMarshalDeterministic(t *testing.T) {
+	a, err := MarshalStep(fullStep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		b, err := MarshalStep(fullStep())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Fatal("two encodings of the same step differ")
+		}
+	}
+}
+
+func TestUnmarshalErrors(t *testing.T) {
+	good, err := MarshalStep(&Step{Return: int64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "EOF"},
+		{"truncated", good[:len(good)-1], "EOF"},
+		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
+		{"not a map", []byte{0x01}, "decode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := UnmarshalStep(c.data)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestStepValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		step *Step
+		want string
+	}{
+		{"nil", nil, "step is nil"},
+		{"future version", &Step{Version: StepVersion + 1}, "version 2 not supported"},
+		{"fail without reason", &Step{Fail: &Fail{Message: "x"}}, "step.fail.reason is empty"},
+		{"bad mode", &Step{Mode: "prose"}, `step.mode "prose"`},
+		{"tool call without name", &Step{Trace: []Turn{{ToolCalls: []ToolCall{{}}}}}, "step.trace[0].tool_calls[0].name is empty"},
+		{"bad child", &Step{Trace: []Turn{{ToolCalls: []ToolCall{{Name: "a", Child: &Step{Fail: &Fail{}}}}}}}, "child: invalid message: step.fail.reason"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.step.Validate()
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid containing %q", err, c.want)
+			}
+		})
+	}
+	if err := fullStep().Validate(); err != nil {
+		t.Errorf("valid step: %v", err)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	type S struct{ A int }
+	got, err := Normalize(map[string]any{
+		"u": uint64(math.MaxUint64), "arr": [2]int{1, 2}, "m": map[string]int{"x": 1},
+		"p": ptr(int32(4)), "np": (*int)(nil), "b": []byte("hi"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"u": float64(math.MaxUint64), "arr": []any{int64(1), int64(2)}, "m": map[string]any{"x": int64(1)},
+		"p": int64(4), "np": nil, "b": "hi",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v\nwant %#v", got, want)
+	}
+	for _, bad := range []any{make(chan int), func() {}, map[int]string{1: "a"}, S{1}} {
+		if _, err := Normalize(bad); err == nil {
+			t.Errorf("Normalize(%T) succeeded, want error", bad)
+		}
+	}
+	deep := any(int64(1))
+	for i := 0; i < maxDepth+10; i++ {
+		deep = []any{deep}
+	}
+	if _, err := Normalize(deep); err == nil || !strings.Contains(err.Error(), "nested deeper") {
+		t.Errorf("deep value: err = %v", err)
+	}
+}
+
+func TestFailError(t *testing.T) {
+	f := &Fail{Reason: "not_found", Message: "no user 7"}
+	if got := f.Error(); got != "not_found: no user 7" {
+		t.Errorf("got %q", got)
+	}
+	if got := (&Fail{Reason: "timeout"}).Error(); got != "timeout" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestUsageAdd(t *testing.T) {
+	u := Usage{InputTokens: 1, Requests: 1, Duration: time.Second}
+	u.Add(Usage{InputTokens: 2, OutputTokens: 3, TotalTokens: 5, Requests: 2, Turns: 1, ToolCalls: 4, Duration: time.Hour})
+	want := Usage{InputTokens: 3, OutputTokens: 3, TotalTokens: 5, Requests: 3, Turns: 1, ToolCalls: 4, Duration: time.Second}
+	if u != want {
+		t.Errorf("got %+v, want %+v", u, want)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func FuzzUnmarshalStep(f *testing.F) {
+	for _, s := range []*Step{fullStep(), {}, {Fail: &Fail{Reason: "x"}}, {Return: []any{int64(1), "a"}}} {
+		data, err := MarshalStep(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte{0xde, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := UnmarshalStep(data)
+		if err != nil {
+			return
+		}
+		again, err := MarshalStep(s)
+		if err != nil {
+			t.Fatalf("re-encode of a decoded step failed: %v", err)
+		}
+		s2, err := UnmarshalStep(again)
+		if err != nil {
+			t.Fatalf("decode of a re-encoded step failed: %v", err)
+		}
+		b1, _ := MarshalStep(s2)
+		if string(b1) != string(again) {
+			t.Fatalf("encoding not stable across a round trip")
+		}
+	})
+}
