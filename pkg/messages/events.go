@@ -1,0 +1,155 @@
+package messages
+
+import (
+	"strings"
+	"time"
+)
+
+// EventVersion is the version of the Event layout.
+const EventVersion = 1
+
+// Event kinds; each is the last token of EventSubject.
+const (
+	// EventStarted: a worker took the mission (Attempt, Worker set).
+	EventStarted = "started"
+	// EventTurnStarted and EventTurnFinished bracket one turn (Turn set).
+	EventTurnStarted  = "turn_started"
+	EventTurnFinished = "turn_finished"
+	// EventLLMRequest: a request to the model is about to be sent.
+	EventLLMRequest = "llm_request"
+	// EventProgram: the model wrote a program (Program set).
+	EventProgram = "program"
+	// EventToolCall: a tool call is starting (Tool, CallID, Args set).
+	EventToolCall = "tool_call"
+	// EventToolResult: a tool call finished (Result or Error set).
+	EventToolResult = "tool_result"
+	// EventFinal: the mission ended (Step set); the last event.
+	EventFinal = "final"
+)
+
+// FirewallMask replaces the value of every firewalled key (a map key that
+// starts with "_") in events.
+const FirewallMask = "<Firewalled>"
+
+// Event is one progress event of a running mission, published on
+// EventSubject(MissionID, Kind). Events are for watchers (people, UIs);
+// values are masked with Masked before they are published.
+type Event struct {
+	Version   int       `msgpack:"v"`
+	MissionID string    `msgpack:"mission_id"`
+	Kind      string    `msgpack:"kind"`
+	Time      time.Time `msgpack:"time"`
+	// Attempt is the delivery attempt of the mission (1 for the first).
+	Attempt int    `msgpack:"attempt,omitempty"`
+	Worker  string `msgpack:"worker,omitempty"`
+	Turn    int    `msgpack:"turn,omitempty"`
+	Program string `msgpack:"program,omitempty"`
+	Tool    string `msgpack:"tool,omitempty"`
+	CallID  string `msgpack:"call_id,omitempty"`
+	// Args and Result are a tool call's arguments and result.
+	Args   map[string]any `msgpack:"args,omitempty"`
+	Result any            `msgpack:"result,omitempty"`
+	// Error is a failed turn's or tool call's error text.
+	Error    string        `msgpack:"error,omitempty"`
+	Duration time.Duration `msgpack:"duration,omitempty"`
+	// Step is the final Step (EventFinal only), without trace and memory.
+	Step *Step `msgpack:"step,omitempty"`
+	// Data holds anything else worth showing.
+	Data map[string]any `msgpack:"data,omitempty"`
+}
+
+// ValidEventKind reports whether k is one of the Event* kinds.
+func ValidEventKind(k string) bool {
+	switch k {
+	case EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest,
+		EventProgram, EventToolCall, EventToolResult, EventFinal:
+		return true
+	}
+	return false
+}
+
+// Validate checks an event.
+func (e *Event) Validate() error {
+	if e == nil {
+		return invalidf("event is nil")
+	}
+	if e.Version < 0 || e.Version > EventVersion {
+		return invalidf("event.v: version %d not supported (max %d)", e.Version, EventVersion)
+	}
+	if !ValidMissionID(e.MissionID) {
+		return invalidf("event.mission_id: %q is not a ULID", e.MissionID)
+	}
+	if !ValidEventKind(e.Kind) {
+		return invalidf("event.kind: %q is not a known event kind", e.Kind)
+	}
+	if e.Kind == EventFinal && e.Step == nil {
+		return invalidf("event.step: required for kind %q", EventFinal)
+	}
+	if e.Step != nil {
+		if err := e.Step.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Masked returns a copy of e whose Args, Result, Data and Step values have
+// every firewalled key masked (MaskFirewalled). The Step keeps Return, Fail,
+// Usage and the scalar fields; its Trace and Memory are dropped. e is not
+// modified.
+func (e *Event) Masked() *Event {
+	cp := *e
+	if e.Args != nil {
+		cp.Args = MaskFirewalled(e.Args).(map[string]any)
+	}
+	cp.Result = MaskFirewalled(e.Result)
+	if e.Data != nil {
+		cp.Data = MaskFirewalled(e.Data).(map[string]any)
+	}
+	if e.Step != nil {
+		s := *e.Step
+		s.Return = MaskFirewalled(s.Return)
+		s.Memory = nil
+		s.Trace = nil
+		if s.Fail != nil {
+			f := *s.Fail
+			if f.Details != nil {
+				f.Details = MaskFirewalled(f.Details).(map[string]any)
+			}
+			s.Fail = &f
+		}
+		cp.Step = &s
+	}
+	return &cp
+}
+
+// MaskFirewalled returns a deep copy of v (plain Go data) in which the value
+// of every map key starting with "_" is replaced by FirewallMask, at any
+// depth. Values other than []any and map[string]any are returned as they
+// are.
+func MaskFirewalled(v any) any { return mask(v, 0) }
+
+func mask(v any, depth int) any {
+	if depth > maxDepth {
+		return FirewallMask
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if strings.HasPrefix(k, "_") {
+				out[k] = FirewallMask
+			} else {
+				out[k] = mask(e, depth+1)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = mask(e, depth+1)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,330 @@
+package messages
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// MissionVersion is the version of the Mission layout written by this
+// package. Decoders accept any version up to and including it.
+const MissionVersion = 1
+
+// Mission kinds.
+const (
+	// KindAgent runs an agent spec: the LLM loop with tools.
+	KindAgent = "agent"
+	// KindCompiled runs a compiled PTC-Lisp program over a list of inputs
+	// with no LLM. Reserved: workers may reject it until it is implemented.
+	KindCompiled = "compiled"
+)
+
+// Validation modes of an AgentSpec.
+const (
+	ValidationEnabled  = "enabled"
+	ValidationWarnOnly = "warn_only"
+	ValidationDisabled = "disabled"
+	ValidationStrict   = "strict"
+)
+
+// Limits of the wire layout, so that a hostile message cannot make a worker
+// loop or allocate without bound.
+const (
+	// MaxSpecDepth bounds the nesting of sub-agent specs.
+	MaxSpecDepth = 16
+	// MaxMissionBytes is the largest encoded mission a submitter should
+	// publish inline; larger contexts go to the BucketContext object store.
+	MaxMissionBytes = 256 << 10
+)
+
+// Mission is a request to run one agent (or compiled program) somewhere in
+// the fleet. It is plain data: any worker can run it. The zero value is not
+// valid; use NewMissionID for the ID and call Validate.
+type Mission struct {
+	// Version is the layout version; 0 is written as MissionVersion.
+	Version int `msgpack:"v"`
+	// ID is a ULID; it is the JetStream Msg-Id on submit and the key of the
+	// mission's status and result.
+	ID string `msgpack:"id"`
+	// Kind is KindAgent or KindCompiled.
+	Kind string `msgpack:"kind"`
+	// Agent is the agent to run (KindAgent).
+	Agent *AgentSpec `msgpack:"agent,omitempty"`
+	// Compiled is the program to run (KindCompiled).
+	Compiled *CompiledSpec `msgpack:"compiled,omitempty"`
+	// Context is the input data (ctx/ in programs), plain Go data.
+	Context map[string]any `msgpack:"context,omitempty"`
+	// ContextRef names an object in BucketContext holding the msgpack
+	// encoded context when it was too large to travel inline; Context is
+	// then empty.
+	ContextRef string `msgpack:"context_ref,omitempty"`
+	// ContextSignature describes Context in signature syntax.
+	ContextSignature string `msgpack:"context_signature,omitempty"`
+	// Model is the LLM name to use (worker configuration maps names to
+	// providers); empty means the agent spec's LLM or the worker default.
+	Model string `msgpack:"model,omitempty"`
+	// Tools lists the remote tool names the mission may call; a worker
+	// refuses every other tool before sending any request.
+	Tools []string `msgpack:"tools,omitempty"`
+	// Limits override the agent spec's limits for this mission.
+	Limits Limits `msgpack:"limits"`
+	// Deadline is when the caller stops caring; zero means none. A worker
+	// that picks up a mission past its deadline fails it with "deadline".
+	Deadline time.Time `msgpack:"deadline,omitempty"`
+	// Priority is PriorityHigh, PriorityNormal (when empty) or PriorityLow.
+	Priority string `msgpack:"priority,omitempty"`
+	// CreatedAt is when the mission was built.
+	CreatedAt time.Time `msgpack:"created_at,omitempty"`
+	// Labels are free-form caller annotations (tenant, request id, ...).
+	Labels map[string]string `msgpack:"labels,omitempty"`
+}
+
+// Limits bound one mission. Zero fields mean "use the agent spec's value or
+// the worker default".
+type Limits struct {
+	// Timeout bounds the whole mission (all turns, tools and sub-agents).
+	Timeout time.Duration `msgpack:"timeout,omitempty"`
+	// MaxTurns bounds the turns of the top-level agent.
+	MaxTurns int `msgpack:"max_turns,omitempty"`
+	// MaxToolCalls bounds the tool calls of the whole mission.
+	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
+	// TurnBudget bounds the turns of the whole agent tree.
+	TurnBudget int `msgpack:"turn_budget,omitempty"`
+	// MemoryBytes bounds the memory of each program run.
+	MemoryBytes int64 `msgpack:"memory_bytes,omitempty"`
+}
+
+// AgentSpec is an agent as data: everything a worker needs to rebuild it.
+// Zero limits mean the defaults of pkg/agent.
+type AgentSpec struct {
+	Name        string `msgpack:"name,omitempty"`
+	Description string `msgpack:"description,omitempty"`
+	// Prompt is the prompt template ({{name}} placeholders).
+	Prompt string `msgpack:"prompt"`
+	// Signature is the output contract in signature syntax.
+	Signature string `msgpack:"signature,omitempty"`
+	// OutputMode is ModeLisp ("ptc_lisp", the default when empty) or
+	// ModeText.
+	OutputMode string `msgpack:"output_mode,omitempty"`
+	// Tools lists the tool names this agent may call (remote tools and
+	// SubAgents keys).
+	Tools []string `msgpack:"tools,omitempty"`
+	// ToolCatalog lists tools shown to the model but not callable.
+	ToolCatalog []ToolSchema `msgpack:"tool_catalog,omitempty"`
+	// SubAgents are agents callable as tools, by tool name.
+	SubAgents map[string]*AgentSpec `msgpack:"sub_agents,omitempty"`
+
+	MaxTurns       int           `msgpack:"max_turns,omitempty"`
+	MaxToolCalls   int           `msgpack:"max_tool_calls,omitempty"`
+	TurnTimeout    time.Duration `msgpack:"turn_timeout,omitempty"`
+	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
+	PromptLimit    PromptLimit   `msgpack:"prompt_limit"`
+	// LLM names the model to use; LLMOpts are passed to it.
+	LLM     string         `msgpack:"llm,omitempty"`
+	LLMOpts map[string]any `msgpack:"llm_opts,omitempty"`
+	// SystemPrefix and SystemSuffix wrap the generated system prompt.
+	SystemPrefix string `msgpack:"system_prefix,omitempty"`
+	SystemSuffix string `msgpack:"system_suffix,omitempty"`
+	MemoryLimit  int64  `msgpack:"memory_limit,omitempty"`
+	// ValidationMode is one of the Validation* constants ("" = enabled).
+	ValidationMode string `msgpack:"validation_mode,omitempty"`
+	MaxDepth       int    `msgpack:"max_depth,omitempty"`
+	TurnBudget     int    `msgpack:"turn_budget,omitempty"`
+}
+
+// PromptLimit truncates result previews fed back to the model: List items
+// and String characters (0 means the default).
+type PromptLimit struct {
+	List   int `msgpack:"list,omitempty"`
+	String int `msgpack:"string,omitempty"`
+}
+
+// ToolSchema describes a tool: its name, signature and description.
+type ToolSchema struct {
+	Name        string `msgpack:"name"`
+	Signature   string `msgpack:"signature,omitempty"`
+	Description string `msgpack:"description,omitempty"`
+}
+
+// CompiledSpec is a compiled PTC-Lisp program run once per input with no LLM.
+type CompiledSpec struct {
+	// Program is the PTC-Lisp source.
+	Program string `msgpack:"program"`
+	// Signature is the program's contract.
+	Signature string `msgpack:"signature,omitempty"`
+	// Inputs are the contexts to run the program on, in order.
+	Inputs []map[string]any `msgpack:"inputs,omitempty"`
+}
+
+// NewMissionID returns a fresh ULID string. It is safe for concurrent use.
+func NewMissionID() string { return ulid.Make().String() }
+
+// ValidMissionID reports whether id is a canonical ULID string.
+func ValidMissionID(id string) bool {
+	u, err := ulid.ParseStrict(id)
+	return err == nil && u.String() == id
+}
+
+// Validate checks the invariants a Mission must hold; the error wraps
+// ErrInvalid and names the field.
+func (m *Mission) Validate() error {
+	if m == nil {
+		return invalidf("mission is nil")
+	}
+	if m.Version < 0 || m.Version > MissionVersion {
+		return invalidf("mission.v: version %d not supported (max %d)", m.Version, MissionVersion)
+	}
+	if !ValidMissionID(m.ID) {
+		return invalidf("mission.id: %q is not a ULID", m.ID)
+	}
+	switch m.Kind {
+	case KindAgent:
+		if m.Agent == nil {
+			return invalidf("mission.agent: required for kind %q", KindAgent)
+		}
+		if m.Compiled != nil {
+			return invalidf("mission.compiled: not allowed for kind %q", KindAgent)
+		}
+		if err := m.Agent.validate("mission.agent", 0); err != nil {
+			return err
+		}
+	case KindCompiled:
+		if m.Compiled == nil {
+			return invalidf("mission.compiled: required for kind %q", KindCompiled)
+		}
+		if m.Agent != nil {
+			return invalidf("mission.agent: not allowed for kind %q", KindCompiled)
+		}
+		if m.Compiled.Program == "" {
+			return invalidf("mission.compiled.program: empty")
+		}
+	default:
+		return invalidf("mission.kind: %q is not %q or %q", m.Kind, KindAgent, KindCompiled)
+	}
+	if m.ContextRef != "" && len(m.Context) > 0 {
+		return invalidf("mission.context_ref: set together with an inline context")
+	}
+	if err := validNames("mission.tools", m.Tools); err != nil {
+		return err
+	}
+	if err := m.Limits.validate("mission.limits"); err != nil {
+		return err
+	}
+	if m.Priority != "" && !ValidPriority(m.Priority) {
+		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())
+	}
+	return nil
+}
+
+func (l Limits) validate(path string) error {
+	switch {
+	case l.Timeout < 0:
+		return invalidf("%s.timeout: negative", path)
+	case l.MaxTurns < 0:
+		return invalidf("%s.max_turns: negative", path)
+	case l.MaxToolCalls < 0:
+		return invalidf("%s.max_tool_calls: negative", path)
+	case l.TurnBudget < 0:
+		return invalidf("%s.turn_budget: negative", path)
+	case l.MemoryBytes < 0:
+		return invalidf("%s.memory_bytes: negative", path)
+	}
+	return nil
+}
+
+// Validate checks an agent spec and its sub-agents; the error wraps
+// ErrInvalid and names the field ("agent.sub_agents[\"x\"].max_turns").
+func (a *AgentSpec) Validate() error { return a.validate("agent", 0) }
+
+func (a *AgentSpec) validate(path string, depth int) error {
+	if a == nil {
+		return invalidf("%s: nil", path)
+	}
+	if depth > MaxSpecDepth {
+		return invalidf("%s: sub-agents nested deeper than %d", path, MaxSpecDepth)
+	}
+	if a.Prompt == "" {
+		return invalidf("%s.prompt: empty", path)
+	}
+	switch a.OutputMode {
+	case "", ModeLisp, ModeText:
+	default:
+		return invalidf("%s.output_mode: %q is not %q or %q", path, a.OutputMode, ModeLisp, ModeText)
+	}
+	switch a.ValidationMode {
+	case "", ValidationEnabled, ValidationWarnOnly, ValidationDisabled, ValidationStrict:
+	default:
+		return invalidf("%s.validation_mode: %q is not one of enabled, warn_only, disabled, strict", path, a.ValidationMode)
+	}
+	if err := validNames(path+".tools", a.Tools); err != nil {
+		return err
+	}
+	for i, t := range a.ToolCatalog {
+		if !ValidName(t.Name) {
+			return invalidf("%s.tool_catalog[%d].name: %q is not a valid tool name", path, i, t.Name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"max_turns", int64(a.MaxTurns)}, {"max_tool_calls", int64(a.MaxToolCalls)},
+		{"turn_timeout", int64(a.TurnTimeout)}, {"mission_timeout", int64(a.MissionTimeout)},
+		{"prompt_limit.list", int64(a.PromptLimit.List)}, {"prompt_limit.string", int64(a.PromptLimit.String)},
+		{"memory_limit", a.MemoryLimit}, {"max_depth", int64(a.MaxDepth)}, {"turn_budget", int64(a.TurnBudget)},
+	} {
+		if f.v < 0 {
+			return invalidf("%s.%s: negative", path, f.name)
+		}
+	}
+	for name, sub := range a.SubAgents {
+		p := fmt.Sprintf("%s.sub_agents[%q]", path, name)
+		if !ValidName(name) || isReservedTool(name) {
+			return invalidf("%s: %q is not a valid tool name", p, name)
+		}
+		if err := sub.validate(p, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validNames(path string, names []string) error {
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		if !ValidName(n) || isReservedTool(n) {
+			return invalidf("%s[%d]: %q is not a valid tool name", path, i, n)
+		}
+		if seen[n] {
+			return invalidf("%s[%d]: %q listed twice", path, i, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+func isReservedTool(n string) bool { return n == "return" || n == "fail" }
+
+// MarshalMission encodes a mission, setting its Version when zero. It does
+// not validate.
+func MarshalMission(m *Mission) ([]byte, error) {
+	if m.Version == 0 {
+		cp := *m
+		cp.Version = MissionVersion
+		m = &cp
+	}
+	return Marshal(m)
+}
+
+// UnmarshalMission decodes and validates a mission.
+func UnmarshalMission(data []byte) (*Mission, error) {
+	var m Mission
+	if err := Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

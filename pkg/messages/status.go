@@ -1,0 +1,68 @@
+package messages
+
+import "time"
+
+// StatusVersion is the version of the Status layout.
+const StatusVersion = 1
+
+// Mission states recorded in Status.State.
+const (
+	// StateQueued: submitted, not yet taken by a worker.
+	StateQueued = "queued"
+	// StateRunning: a worker holds it (Worker, Attempt set).
+	StateRunning = "running"
+	// StateSucceeded, StateFailed, StateCancelled and StateDead are terminal:
+	// the result is stored on ResultSubject(id).
+	StateSucceeded = "succeeded"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+	StateDead      = "dead"
+)
+
+// TerminalState reports whether s is a state a mission never leaves.
+func TerminalState(s string) bool {
+	return s == StateSucceeded || s == StateFailed || s == StateCancelled || s == StateDead
+}
+
+// Status is the value of a mission's key in BucketStatus. Every write is a
+// compare-and-set on the key's revision, so a worker that lost the mission (a
+// zombie) cannot overwrite the status of the worker that holds it now.
+type Status struct {
+	Version   int    `msgpack:"v"`
+	MissionID string `msgpack:"mission_id"`
+	State     string `msgpack:"state"`
+	// Attempt is the delivery attempt of the current or last run.
+	Attempt int `msgpack:"attempt,omitempty"`
+	// Worker is the id of the worker that runs or ran the mission.
+	Worker string `msgpack:"worker,omitempty"`
+	// StreamSeq is the MISSIONS stream sequence of the submitted message.
+	StreamSeq uint64 `msgpack:"stream_seq,omitempty"`
+	// CancelRequested is set by Cancel; workers check it on every heartbeat.
+	CancelRequested bool   `msgpack:"cancel_requested,omitempty"`
+	CancelReason    string `msgpack:"cancel_reason,omitempty"`
+	// Reason is the Fail reason of a failed, cancelled or dead mission.
+	Reason    string    `msgpack:"reason,omitempty"`
+	UpdatedAt time.Time `msgpack:"updated_at"`
+}
+
+// Validate checks a status value.
+func (s *Status) Validate() error {
+	if s == nil {
+		return invalidf("status is nil")
+	}
+	if s.Version < 0 || s.Version > StatusVersion {
+		return invalidf("status.v: version %d not supported (max %d)", s.Version, StatusVersion)
+	}
+	if !ValidMissionID(s.MissionID) {
+		return invalidf("status.mission_id: %q is not a ULID", s.MissionID)
+	}
+	switch s.State {
+	case StateQueued, StateRunning, StateSucceeded, StateFailed, StateCancelled, StateDead:
+	default:
+		return invalidf("status.state: %q is not a known state", s.State)
+	}
+	if s.Attempt < 0 {
+		return invalidf("status.attempt: negative")
+	}
+	return nil
+}

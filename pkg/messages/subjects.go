@@ -1,0 +1,133 @@
+package messages
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Stream, bucket and subject names of the fleet's JetStream layout
+// (docs/fleet.md). Everything that names a NATS subject or store goes through
+// the constants and functions of this file.
+const (
+	// StreamMissions is the WorkQueue stream of submitted missions.
+	StreamMissions = "MISSIONS"
+	// StreamResults holds one final Step per mission (MaxMsgsPerSubject 1).
+	StreamResults = "RESULTS"
+	// StreamEvents holds short-lived progress events.
+	StreamEvents = "EVENTS"
+	// StreamDead holds missions that exhausted MaxDeliver or could not be
+	// decoded.
+	StreamDead = "DEAD"
+	// BucketStatus is the KV bucket of mission status, keyed by mission id.
+	BucketStatus = "mission_status"
+	// BucketContext is the object store of large mission contexts.
+	BucketContext = "mission_ctx"
+
+	// SubjectSubmitPrefix prefixes mission.submit.<priority>.
+	SubjectSubmitPrefix = "mission.submit."
+	// SubjectResultPrefix prefixes mission.result.<id>.
+	SubjectResultPrefix = "mission.result."
+	// SubjectEventPrefix prefixes mission.event.<id>.<kind>.
+	SubjectEventPrefix = "mission.event."
+	// SubjectDeadPrefix prefixes mission.dead.<id>.
+	SubjectDeadPrefix = "mission.dead."
+	// SubjectCancelPrefix prefixes mission.cancel.<id> (core NATS).
+	SubjectCancelPrefix = "mission.cancel."
+	// SubjectToolPrefix prefixes tool.<service>.<tool> (core NATS, micro).
+	SubjectToolPrefix = "tool."
+)
+
+// Header names. The mission id and W3C trace context travel in headers so
+// that they can be read without decoding the body.
+const (
+	// HeaderMissionID carries the mission id on every fleet message.
+	HeaderMissionID = "Ptc-Mission-Id"
+	// HeaderCallID carries a tool call id on tool requests.
+	HeaderCallID = "Ptc-Call-Id"
+	// HeaderTimeout carries a tool request's timeout in milliseconds so the
+	// service can stop work the caller no longer waits for.
+	HeaderTimeout = "Ptc-Timeout-Ms"
+	// HeaderReason carries a human readable reason (dead letters, cancels).
+	HeaderReason = "Ptc-Reason"
+	// HeaderTraceParent is the W3C trace context header.
+	HeaderTraceParent = "traceparent"
+	// HeaderTraceState is the W3C trace state header.
+	HeaderTraceState = "tracestate"
+)
+
+// Mission priorities; each is a subject token and a durable consumer.
+const (
+	PriorityHigh   = "high"
+	PriorityNormal = "normal"
+	PriorityLow    = "low"
+)
+
+// Priorities lists the priorities from highest to lowest. Callers must not
+// modify it.
+func Priorities() []string { return []string{PriorityHigh, PriorityNormal, PriorityLow} }
+
+// ValidPriority reports whether p is a known priority ("" is not).
+func ValidPriority(p string) bool {
+	return p == PriorityHigh || p == PriorityNormal || p == PriorityLow
+}
+
+// SubmitSubject is the subject a mission of priority p is published on; an
+// empty p means PriorityNormal.
+func SubmitSubject(p string) string {
+	if p == "" {
+		p = PriorityNormal
+	}
+	return SubjectSubmitPrefix + p
+}
+
+// ResultSubject is the subject of mission id's final Step.
+func ResultSubject(id string) string { return SubjectResultPrefix + id }
+
+// EventSubject is the subject of a progress event of the given kind.
+func EventSubject(id, kind string) string { return SubjectEventPrefix + id + "." + kind }
+
+// EventFilter matches every progress event of mission id.
+func EventFilter(id string) string { return SubjectEventPrefix + id + ".>" }
+
+// DeadSubject is the dead-letter subject of mission id.
+func DeadSubject(id string) string { return SubjectDeadPrefix + id }
+
+// CancelSubject is the core NATS subject a cancel of mission id is sent on.
+func CancelSubject(id string) string { return SubjectCancelPrefix + id }
+
+// CancelWildcard matches every cancel subject; workers subscribe to it.
+const CancelWildcard = SubjectCancelPrefix + "*"
+
+// ToolSubject is the micro endpoint subject of a tool.
+func ToolSubject(service, tool string) string { return SubjectToolPrefix + service + "." + tool }
+
+// ValidToken reports whether s can be used as one NATS subject token: not
+// empty, and without '.', '*', '>' or whitespace.
+func ValidToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	return !strings.ContainsAny(s, ".*> \t\r\n\f\v")
+}
+
+// ValidName reports whether s is a valid tool, service or agent name: ASCII
+// letters, digits, '-' and '_' (what a micro endpoint name accepts), 1 to 128
+// characters.
+func ValidName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

@@ -1,0 +1,335 @@
+package messages
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testID = "01HZY8Q5J7Z4J0G6V9W5X3T2AB"
+
+func validMission() *Mission {
+	return &Mission{
+		ID:   testID,
+		Kind: KindAgent,
+		Agent: &AgentSpec{
+			Name:   "finder",
+			Prompt: "Find {{query}}",
+			Tools:  []string{"search", "get-user"},
+			SubAgents: map[string]*AgentSpec{
+				"summarize": {Prompt: "Summarize", MaxTurns: 2},
+			},
+			LLMOpts:     map[string]any{"temperature": 0.2},
+			PromptLimit: PromptLimit{List: 5, String: 1000},
+		},
+		Context:  map[string]any{"query": "x", "n": int64(3)},
+		Tools:    []string{"search"},
+		Limits:   Limits{Timeout: time.Minute, MaxToolCalls: 10},
+		Priority: PriorityHigh,
+		Deadline: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+func TestMissionValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(m *Mission)
+		wantErr string // substring; "" means valid
+	}{
+		{"valid", func(*Mission) {}, ""},
+		{"bad id", func(m *Mission) { m.ID = "nope" }, "mission.id"},
+		{"lowercase id", func(m *Mission) { m.ID = strings.ToLower(testID) }, "mission.id"},
+		{"future version", func(m *Mission) { m.Version = MissionVersion + 1 }, "mission.v"},
+		{"bad kind", func(m *Mission) { m.Kind = "robot" }, "mission.kind"},
+		{"agent missing", func(m *Mission) { m.Agent = nil }, "mission.agent: required"},
+		{"empty prompt", func(m *Mission) { m.Agent.Prompt = "" }, "mission.agent.prompt"},
+		{"bad output mode", func(m *Mission) { m.Agent.OutputMode = "json" }, "mission.agent.output_mode"},
+		{"bad validation mode", func(m *Mission) { m.Agent.ValidationMode = "lax" }, "mission.agent.validation_mode"},
+		{"negative turns", func(m *Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns"},
+		{"sub-agent error has path", func(m *Mission) { m.Agent.SubAgents["summarize"].TurnBudget = -2 },
+			`mission.agent.sub_agents["summarize"].turn_budget`},
+		{"reserved sub-agent name", func(m *Mission) { m.Agent.SubAgents["return"] = &AgentSpec{Prompt: "p"} }, `sub_agents["return"]`},
+		{"tool name with dot", func(m *Mission) { m.Tools = []string{"a.b"} }, "mission.tools[0]"},
+		{"duplicate tool", func(m *Mission) { m.Tools = []string{"a", "a"} }, "listed twice"},
+		{"reserved tool", func(m *Mission) { m.Tools = []string{"fail"} }, "mission.tools[0]"},
+		{"catalog name", func(m *Mission) { m.Agent.ToolCatalog = []ToolSchema{{Name: ""}} }, "tool_catalog[0].name"},
+		{"negative timeout", func(m *Mission) { m.Limits.Timeout = -time.Second }, "mission.limits.timeout"},
+		{"bad priority", func(m *Mission) { m.Priority = "urgent" }, "mission.priority"},
+		{"context and ref", func(m *Mission) { m.ContextRef = "x/context" }, "mission.context_ref"},
+		{"compiled ok", func(m *Mission) {
+			m.Kind, m.Agent, m.Compiled = KindCompiled, nil, &CompiledSpec{Program: "(+ 1 2)"}
+		}, ""},
+		{"compiled empty program", func(m *Mission) {
+			m.Kind, m.Agent, m.Compiled = KindCompiled, nil, &CompiledSpec{}
+		}, "mission.compiled.program"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := validMission()
+			tt.edit(m)
+			err := m.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate() = %v, want ErrInvalid mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestAgentSpecDepthLimit(t *testing.T) {
+	root := &AgentSpec{Prompt: "p"}
+	cur := root
+	for range MaxSpecDepth + 2 {
+		next := &AgentSpec{Prompt: "p"}
+		cur.SubAgents = map[string]*AgentSpec{"sub": next}
+		cur = next
+	}
+	if err := root.Validate(); err == nil || !strings.Contains(err.Error(), "nested deeper") {
+		t.Fatalf("Validate() = %v, want depth error", err)
+	}
+}
+
+func TestMissionRoundTrip(t *testing.T) {
+	m := validMission()
+	data, err := MarshalMission(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalMission(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != MissionVersion {
+		t.Errorf("version = %d, want %d", got.Version, MissionVersion)
+	}
+	if got.Context["n"] != int64(3) || got.Agent.LLMOpts["temperature"] != 0.2 {
+		t.Errorf("plain data lost: %#v %#v", got.Context, got.Agent.LLMOpts)
+	}
+	if got.Agent.SubAgents["summarize"].MaxTurns != 2 || !got.Deadline.Equal(m.Deadline) {
+		t.Errorf("fields lost: %+v", got)
+	}
+	if _, err := UnmarshalMission([]byte{0xc1}); err == nil {
+		t.Error("UnmarshalMission(garbage) = nil error")
+	}
+	bad := validMission()
+	bad.ID = "x"
+	data, _ = MarshalMission(bad)
+	if _, err := UnmarshalMission(data); !errors.Is(err, ErrInvalid) {
+		t.Errorf("UnmarshalMission(invalid) = %v, want ErrInvalid", err)
+	}
+}
+
+func TestNewMissionID(t *testing.T) {
+	a, b := NewMissionID(), NewMissionID()
+	if a == b || !ValidMissionID(a) || !ValidToken(a) {
+		t.Fatalf("NewMissionID() = %q, %q", a, b)
+	}
+}
+
+func TestToolMessagesValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		v       interface{ Validate() error }
+		wantErr string
+	}{
+		{"request ok", &ToolRequest{CallID: "c1", Tool: "search", MissionID: testID}, ""},
+		{"request no call id", &ToolRequest{Tool: "search"}, "tool_request.call_id"},
+		{"request bad tool", &ToolRequest{CallID: "c", Tool: "a b"}, "tool_request.tool"},
+		{"request bad mission", &ToolRequest{CallID: "c", Tool: "t", MissionID: "m"}, "tool_request.mission_id"},
+		{"response ok", &ToolResponse{CallID: "c", Result: int64(1)}, ""},
+		{"response error ok", &ToolResponse{Error: &ToolError{Code: ToolErrFailed, Message: "x"}}, ""},
+		{"response error no code", &ToolResponse{Error: &ToolError{Message: "x"}}, "tool_response.error.code"},
+		{"response both", &ToolResponse{Result: "r", Error: &ToolError{Code: "x"}}, "tool_response.result"},
+		{"response version", &ToolResponse{Version: 9}, "tool_response.v"},
+		{"cancel ok", &Cancel{MissionID: testID}, ""},
+		{"cancel bad id", &Cancel{MissionID: ""}, "cancel.mission_id"},
+		{"status ok", &Status{MissionID: testID, State: StateRunning}, ""},
+		{"status bad state", &Status{MissionID: testID, State: "lost"}, "status.state"},
+		{"status attempt", &Status{MissionID: testID, State: StateQueued, Attempt: -1}, "status.attempt"},
+		{"event ok", &Event{MissionID: testID, Kind: EventToolCall}, ""},
+		{"event bad kind", &Event{MissionID: testID, Kind: "nap"}, "event.kind"},
+		{"event final needs step", &Event{MissionID: testID, Kind: EventFinal}, "event.step"},
+		{"event bad step", &Event{MissionID: testID, Kind: EventFinal, Step: &Step{Fail: &Fail{}}}, "step.fail.reason"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.v.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate() = %v, want ErrInvalid mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{SubmitSubject(""), "mission.submit.normal"},
+		{SubmitSubject(PriorityHigh), "mission.submit.high"},
+		{ResultSubject(testID), "mission.result." + testID},
+		{EventSubject(testID, EventFinal), "mission.event." + testID + ".final"},
+		{EventFilter(testID), "mission.event." + testID + ".>"},
+		{DeadSubject(testID), "mission.dead." + testID},
+		{CancelSubject(testID), "mission.cancel." + testID},
+		{ToolSubject("mail", "search"), "tool.mail.search"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	for _, s := range []string{"", "a.b", "a*", ">", "a b"} {
+		if ValidToken(s) {
+			t.Errorf("ValidToken(%q) = true", s)
+		}
+	}
+	for _, s := range []string{"", "a.b", "a/b", strings.Repeat("x", 129)} {
+		if ValidName(s) {
+			t.Errorf("ValidName(%q) = true", s)
+		}
+	}
+	if !ValidName("get-user_2") || !ValidToken(testID) {
+		t.Error("valid names rejected")
+	}
+}
+
+func TestMaskFirewalled(t *testing.T) {
+	in := map[string]any{
+		"name": "a",
+		"_key": "secret",
+		"rows": []any{map[string]any{"id": int64(1), "_ssn": "123"}, "x"},
+		"deep": map[string]any{"_all": map[string]any{"x": 1}},
+	}
+	want := map[string]any{
+		"name": "a",
+		"_key": FirewallMask,
+		"rows": []any{map[string]any{"id": int64(1), "_ssn": FirewallMask}, "x"},
+		"deep": map[string]any{"_all": FirewallMask},
+	}
+	got := MaskFirewalled(in)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("MaskFirewalled = %#v, want %#v", got, want)
+	}
+	if in["_key"] != "secret" {
+		t.Fatal("MaskFirewalled modified its input")
+	}
+	if MaskFirewalled("_x") != "_x" {
+		t.Fatal("strings are not keys")
+	}
+	ev := &Event{MissionID: testID, Kind: EventFinal, Args: map[string]any{"_t": 1},
+		Result: []any{map[string]any{"_p": 1}}, Data: map[string]any{"_d": 1},
+		Step: &Step{Return: map[string]any{"_r": 1, "ok": true}, Memory: map[string]any{"m": 1},
+			Trace: []Turn{{Number: 1}}, Fail: &Fail{Reason: "x", Details: map[string]any{"_f": 1}}}}
+	m := ev.Masked()
+	if m.Args["_t"] != FirewallMask || m.Result.([]any)[0].(map[string]any)["_p"] != FirewallMask ||
+		m.Data["_d"] != FirewallMask || m.Step.Return.(map[string]any)["_r"] != FirewallMask ||
+		m.Step.Fail.Details["_f"] != FirewallMask || m.Step.Memory != nil || m.Step.Trace != nil {
+		t.Fatalf("Masked() = %+v", m)
+	}
+	if ev.Step.Memory == nil || ev.Args["_t"] != 1 {
+		t.Fatal("Masked modified its receiver")
+	}
+}
+
+func TestTerminalState(t *testing.T) {
+	for s, want := range map[string]bool{StateQueued: false, StateRunning: false,
+		StateSucceeded: true, StateFailed: true, StateCancelled: true, StateDead: true} {
+		if TerminalState(s) != want {
+			t.Errorf("TerminalState(%q) = %v", s, !want)
+		}
+	}
+}
+
+// roundTrip is the fuzz oracle: data that decodes and validates must
+// re-encode, decode and validate again to the same bytes.
+func roundTrip[T any](t *testing.T, data []byte, validate func(*T) error) {
+	t.Helper()
+	var v T
+	if err := Unmarshal(data, &v); err != nil {
+		return
+	}
+	if err := validate(&v); err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Validate error does not wrap ErrInvalid: %v", err)
+		}
+		return
+	}
+	enc, err := Marshal(&v)
+	if err != nil {
+		t.Fatalf("Marshal after decode: %v", err)
+	}
+	var w T
+	if err := Unmarshal(enc, &w); err != nil {
+		t.Fatalf("decode of re-encoded value: %v", err)
+	}
+	if err := validate(&w); err != nil {
+		t.Fatalf("re-decoded value invalid: %v", err)
+	}
+	enc2, err := Marshal(&w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(enc, enc2) {
+		t.Fatalf("round trip changed encoding:\n%x\n%x", enc, enc2)
+	}
+}
+
+func seed(f *testing.F, vs ...any) {
+	f.Helper()
+	for _, v := range vs {
+		b, err := Marshal(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0x80})
+}
+
+func FuzzMission(f *testing.F) {
+	m := validMission()
+	m.Version = MissionVersion
+	seed(f, m, &Mission{ID: testID, Kind: KindCompiled, Compiled: &CompiledSpec{Program: "1", Inputs: []map[string]any{{"a": 1}}}})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*Mission).Validate) })
+}
+
+func FuzzToolRequest(f *testing.F) {
+	seed(f, &ToolRequest{Version: 1, CallID: "c", Tool: "t", Args: map[string]any{"q": []any{1, "x"}}})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*ToolRequest).Validate) })
+}
+
+func FuzzToolResponse(f *testing.F) {
+	seed(f, &ToolResponse{Version: 1, CallID: "c", Result: map[string]any{"n": 1.5}},
+		&ToolResponse{Error: &ToolError{Code: ToolErrTimeout, Message: "slow"}})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*ToolResponse).Validate) })
+}
+
+func FuzzEvent(f *testing.F) {
+	seed(f, &Event{Version: 1, MissionID: testID, Kind: EventToolResult, Tool: "t", Result: []any{"x"}},
+		&Event{MissionID: testID, Kind: EventFinal, Step: &Step{Return: int64(1)}})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*Event).Validate) })
+}
+
+func FuzzCancel(f *testing.F) {
+	seed(f, &Cancel{Version: 1, MissionID: testID, Reason: "user", RequestedAt: time.Unix(1, 0).UTC()})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*Cancel).Validate) })
+}
+
+func FuzzStatus(f *testing.F) {
+	seed(f, &Status{Version: 1, MissionID: testID, State: StateRunning, Attempt: 2, Worker: "w1", StreamSeq: 7})
+	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*Status).Validate) })
+}
