@@ -1,0 +1,275 @@
+package signature
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// validSignatures maps source to the canonical form it must print as. Like
+// go/parser's short_test.go, every syntax form has an entry.
+var validSignatures = []struct{ src, want string }{
+	// Primitives and the output-only shorthand.
+	{":string", "() -> :string"},
+	{":int", "() -> :int"},
+	{":float", "() -> :float"},
+	{":bool", "() -> :bool"},
+	{":keyword", "() -> :keyword"},
+	{":any", "() -> :any"},
+	{":map", "() -> :map"},
+	{"() -> :int", "() -> :int"},
+	{"()->:int", "() -> :int"},
+	// Lists.
+	{"[:int]", "() -> [:int]"},
+	{"[:map]", "() -> [:map]"},
+	{"[[:string]]", "() -> [[:string]]"},
+	{"[{:id :int :name :string}]", "() -> [{id :int, name :string}]"},
+	// Maps, both field spellings, commas optional.
+	{"{id :int, name :string}", "() -> {id :int, name :string}"},
+	{"{:id :int :name :string}", "() -> {id :int, name :string}"},
+	{"{id :int name :string}", "() -> {id :int, name :string}"},
+	{"{id :int, :name :string,}", "() -> {id :int, name :string}"},
+	{"{}", "() -> {}"},
+	{"{:customer {:id :int :name :string}}", "() -> {customer {id :int, name :string}}"},
+	{"{:user {:id :int :profile {:bio :string}}}", "() -> {user {id :int, profile {bio :string}}}"},
+	{"{name :string, price :float, in_stock :bool}", "() -> {name :string, price :float, in_stock :bool}"},
+	{"{user-id :int}", "() -> {user-id :int}"},
+	{"{näme :string}", "() -> {näme :string}"},
+	// Optional on any type.
+	{"{:id :int :email :string?}", "() -> {id :int, email :string?}"},
+	{":int?", "() -> :int?"},
+	{"[:int]?", "() -> [:int]?"},
+	{"[:int?]", "() -> [:int?]"},
+	{"{a :int}?", "() -> {a :int}?"},
+	{"{a {b :int}?}", "() -> {a {b :int}?}"},
+	{"{a :int ?}", "() -> {a :int?}"},
+	// Firewalled fields.
+	{"{summary :string, count :int, _email_ids [:int]}", "() -> {summary :string, count :int, _email_ids [:int]}"},
+	// Inputs.
+	{"(query :string) -> [{id :int}]", "(query :string) -> [{id :int}]"},
+	{"(query :string, limit :int) -> [:map]", "(query :string, limit :int) -> [:map]"},
+	{"(query :string limit :int?) -> [:map]", "(query :string, limit :int?) -> [:map]"},
+	{"(:query :string) -> :any", "(query :string) -> :any"},
+	{"(user {name :string, email :string}, topic :string) -> {id :int}", "(user {name :string, email :string}, topic :string) -> {id :int}"},
+	{"(user {:id :int}, limit :int) -> :any", "(user {id :int}, limit :int) -> :any"},
+	{"(item :map, threshold :float) -> {score :float}", "(item :map, threshold :float) -> {score :float}"},
+	{"(_secret :string) -> :bool", "(_secret :string) -> :bool"},
+	// Whitespace, newlines, comments anywhere.
+	{"\n(query :string,\n options {limit :int?, sort :string?}) ->\n{results [{id :int, score :float, metadata :map}], total :int}\n",
+		"(query :string, options {limit :int?, sort :string?}) -> {results [{id :int, score :float, metadata :map}], total :int}"},
+	{"  {\tid\t:int\r\n}  ", "() -> {id :int}"},
+	{"[:int] ; list of integers", "() -> [:int]"},
+	{"{id :int ; the id\n name :string}", "() -> {id :int, name :string}"},
+}
+
+func TestParseValid(t *testing.T) {
+	for _, tc := range validSignatures {
+		sig, err := Parse(tc.src)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.src, err)
+			continue
+		}
+		if got := sig.String(); got != tc.want {
+			t.Errorf("Parse(%q).String() = %q, want %q", tc.src, got, tc.want)
+		}
+		again, err := Parse(sig.String())
+		if err != nil {
+			t.Errorf("reparse of %q: %v", sig.String(), err)
+			continue
+		}
+		if again.String() != sig.String() {
+			t.Errorf("round trip of %q: %q", sig.String(), again.String())
+		}
+	}
+}
+
+func TestParseShorthandEqualsEmptyInputs(t *testing.T) {
+	a := MustParse("{name :string, price :float}")
+	b := MustParse("() -> {name :string, price :float}")
+	if a.String() != b.String() || len(a.Inputs) != 0 || len(b.Inputs) != 0 {
+		t.Fatalf("shorthand %q differs from %q", a, b)
+	}
+}
+
+func TestParseStructure(t *testing.T) {
+	sig := MustParse("(user {name :string, _token :string}, limit :int?) -> [{id :int}]?")
+	if len(sig.Inputs) != 2 || sig.Inputs[0].Name != "user" || sig.Inputs[1].Name != "limit" {
+		t.Fatalf("inputs = %+v", sig.Inputs)
+	}
+	user, ok := sig.Inputs[0].Type.(Map)
+	if !ok || len(user.Fields) != 2 || user.Fields[1].Name != "_token" || user.Fields[1].Type != String {
+		t.Fatalf("user type = %#v", sig.Inputs[0].Type)
+	}
+	if lim, ok := sig.Inputs[1].Type.(Optional); !ok || lim.Elem != Int {
+		t.Fatalf("limit type = %#v", sig.Inputs[1].Type)
+	}
+	out, ok := sig.Output.(Optional)
+	if !ok {
+		t.Fatalf("output = %#v, want Optional", sig.Output)
+	}
+	list, ok := out.Elem.(List)
+	if !ok {
+		t.Fatalf("output elem = %#v, want List", out.Elem)
+	}
+	if m, ok := list.Elem.(Map); !ok || m.Fields[0] != (Field{Name: "id", Type: Int}) {
+		t.Fatalf("list elem = %#v", list.Elem)
+	}
+	if p, ok := sig.Input("limit"); !ok || p.Name != "limit" {
+		t.Fatalf("Input(limit) = %v, %v", p, ok)
+	}
+	if _, ok := sig.Input("nope"); ok {
+		t.Fatal("Input(nope) found")
+	}
+}
+
+// invalidSignatures lists sources that must not parse, with the exact first
+// line of the error (position and message).
+var invalidSignatures = []struct{ src, want string }{
+	{"", `1:1: expected type or "(" to start the inputs, got end of input`},
+	{"   ", `1:4: expected type or "(" to start the inputs, got end of input`},
+	{"{id :int, x}", `1:12: expected type after field "x", got "}"`},
+	{"{id}", `1:4: expected type after field "id", got "}"`},
+	{"{id :int", `1:9: expected field name or "}", got end of input`},
+	{"{[:int] :int}", `1:2: expected field name or "}", got "["`},
+	{"{id :integer}", `1:5: unknown type :integer (want :string, :int, :float, :bool, :keyword, :any or :map)`},
+	{"{id int}", `1:5: expected type after field "id", got "int" (did you mean :int?)`},
+	{"{id foo}", `1:5: expected type after field "id", got "foo"`},
+	{"{email? :string}", `1:7: expected type after field "email", got "?" (the "?" goes after the type, as in :string?)`},
+	{"{id :int, id :string}", `1:11: duplicate field "id"`},
+	{"{id :int??}", `1:10: duplicate "?"`},
+	{"[]", `1:2: expected list element type, got "]"`},
+	{"[:int", `1:6: expected "]" to close the list, got end of input`},
+	{"[:int :string]", `1:7: expected "]" to close the list, got ":string"`},
+	{":int :int", `1:6: expected end of signature, got ":int"`},
+	{"-> :int", `1:1: expected type or "(" to start the inputs, got "->"`},
+	{"(query :string)", `1:16: expected "->" after the inputs, got end of input`},
+	{"(query :string) :int", `1:17: expected "->" after the inputs, got ":int"`},
+	{"(query :string) ->", `1:19: expected output type after "->", got end of input`},
+	{"(query) -> :int", `1:7: expected type after input "query", got ")"`},
+	{"(q :int, q :int) -> :int", `1:10: duplicate input "q"`},
+	{"([:int]) -> :int", `1:2: expected input name or ")", got "["`},
+	{"(query :string -> :int", `1:16: expected input name or ")", got "->"`},
+	{"{id :int} trailing", `1:11: expected end of signature, got "trailing"`},
+	{"{id: :int}", `1:4: expected a name after ":"`},
+	{"{id :int @}", `1:10: unexpected character '@'`},
+	{"{id :int - }", `1:10: unexpected character '-'`},
+	{"{a :int}\n{b\n  :int x}", `2:1: expected end of signature, got "{"`},
+	{"(a :int,\n b) -> :int", `2:3: expected type after input "b", got ")"`},
+	{"{id \xff}", `1:5: invalid utf-8 encoding`},
+	{"?", `1:1: expected type or "(" to start the inputs, got "?" (the "?" goes after the type, as in :string?)`},
+	{strings.Repeat("[", 101) + ":int" + strings.Repeat("]", 101), `1:101: nesting too deep (more than 100 levels)`},
+}
+
+func TestParseInvalid(t *testing.T) {
+	for _, tc := range invalidSignatures {
+		sig, err := Parse(tc.src)
+		if err == nil {
+			t.Errorf("Parse(%q) = %q, want error %q", tc.src, sig, tc.want)
+			continue
+		}
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		if first != tc.want {
+			t.Errorf("Parse(%q) error:\n got %s\nwant %s", tc.src, first, tc.want)
+		}
+		var perr *Error
+		if !errors.As(err, &perr) || perr.Kind != KindSyntax || !errors.Is(err, ErrSyntax) {
+			t.Errorf("Parse(%q) error %T is not a KindSyntax *Error", tc.src, err)
+		}
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrUnsupportedType) {
+			t.Errorf("Parse(%q) error matches the wrong sentinel", tc.src)
+		}
+	}
+}
+
+func TestParseErrorSnippet(t *testing.T) {
+	_, err := Parse("(a :int,\n\tb {x}) -> :int")
+	want := "2:6: expected type after field \"x\", got \"}\"\n" +
+		" | \tb {x}) -> :int\n" +
+		" | \t    ^"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error:\n%v\nwant:\n%s", err, want)
+	}
+	var perr *Error
+	if !errors.As(err, &perr) {
+		t.Fatal("not an *Error")
+	}
+	if perr.Pos != (Pos{Offset: 14, Line: 2, Col: 6}) {
+		t.Errorf("Pos = %+v", perr.Pos)
+	}
+	if perr.Msg != `expected type after field "x", got "}"` {
+		t.Errorf("Msg = %q", perr.Msg)
+	}
+	// Columns count runes, not bytes.
+	_, err = Parse("{näme :int, ü}")
+	if !errors.As(err, &perr) || perr.Pos.Col != 14 || !strings.HasSuffix(perr.Snippet, " | "+strings.Repeat(" ", 13)+"^") {
+		t.Errorf("unicode column: %v", err)
+	}
+}
+
+func TestParseType(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{":int", ":int"},
+		{" [{id :int, tags [:string]?}] ", "[{id :int, tags [:string]?}]"},
+		{"{:a :int?}?", "{a :int?}?"},
+	} {
+		got, err := ParseType(tc.src)
+		if err != nil || got.String() != tc.want {
+			t.Errorf("ParseType(%q) = %v, %v; want %q", tc.src, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"(a :int) -> :int", `1:1: expected type, got "("`},
+		{":int :int", `1:6: expected end of type, got ":int"`},
+	} {
+		_, err := ParseType(tc.src)
+		if first, _, _ := strings.Cut(errString(err), "\n"); first != tc.want {
+			t.Errorf("ParseType(%q) error %q, want %q", tc.src, first, tc.want)
+		}
+	}
+}
+
+func TestMustParsePanics(t *testing.T) {
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(r.(string), `expected type after field "id"`) {
+			t.Fatalf("recover() = %v", r)
+		}
+	}()
+	MustParse("{id}")
+}
+
+func TestTypeStringsAndEqual(t *testing.T) {
+	if got := (Optional{Elem: Optional{Elem: Int}}).String(); got != ":int?" {
+		t.Errorf("nested optional prints %q", got)
+	}
+	if got := (List{}).String(); got != "[:any]" {
+		t.Errorf("nil list elem prints %q", got)
+	}
+	if got := Prim(0).String(); got != ":invalid" {
+		t.Errorf("Prim(0) prints %q", got)
+	}
+	if got := (&Signature{}).String(); got != "() -> :any" {
+		t.Errorf("zero Signature prints %q", got)
+	}
+	if !Equal(Optional{Elem: Optional{Elem: Int}}, Optional{Elem: Int}) || !Equal(nil, Any) || Equal(Int, Float) {
+		t.Error("Equal")
+	}
+	if !IsOptional(Any) || !IsOptional(Optional{Elem: Int}) || IsOptional(Int) {
+		t.Error("IsOptional")
+	}
+	for _, tc := range []struct {
+		s  string
+		ok bool
+	}{{"a", true}, {"_a-1", true}, {"1a", false}, {"", false}, {"a b", false}, {"a?", false}, {"-a", false}} {
+		if IsName(tc.s) != tc.ok {
+			t.Errorf("IsName(%q) = %v", tc.s, !tc.ok)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}

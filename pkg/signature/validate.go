@@ -1,0 +1,324 @@
+package signature
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Validate checks value v against type t and returns nil or a ValidationErrors
+// listing every problem with its path. Values are plain Go data: nil, bool,
+// integers, floats, string, []any, map[string]any; other slices, arrays and
+// maps with string keys are accepted through reflection, as are named types
+// over those kinds and json.Number.
+//
+// The rules: :int takes any Go integer kind (not an integral float); :float
+// takes floats and integers; :keyword and :string take strings; :map takes
+// any map; :any takes anything, nil included. A nil value matches only an
+// Optional type or :any. A map field of Optional type may be nil or absent;
+// other fields are required. Extra map fields are allowed unless mode is
+// Strict. In mode Disabled, Validate returns nil without looking; in the other
+// modes it reports problems and the caller decides, by mode.Fatal(), whether
+// they are fatal.
+//
+// Validate does not modify v and is safe for concurrent use.
+func Validate(t Type, v any, mode Mode) error {
+	if mode == Disabled {
+		return nil
+	}
+	c := checker{strict: mode == Strict}
+	c.check(orAny(t), v)
+	return c.errs.Err()
+}
+
+// ValidateOutput validates a result against the signature's output type, as
+// Validate does. Output validation never coerces.
+func (s *Signature) ValidateOutput(v any, mode Mode) error {
+	return Validate(s.Output, v, mode)
+}
+
+// ValidateInputs validates an args map against the signature's inputs without
+// coercing: a missing required input is "name: required input missing".
+// Extra args are allowed unless mode is Strict. See CoerceInputs for the
+// forgiving variant used for tool calls.
+func (s *Signature) ValidateInputs(args map[string]any, mode Mode) error {
+	if mode == Disabled {
+		return nil
+	}
+	c := checker{strict: mode == Strict, missing: "required input missing"}
+	c.checkFields(s.inputsMap(), args)
+	return c.errs.Err()
+}
+
+// seg is one step of a path: a field name or a list index.
+type seg struct {
+	name  string
+	index int // used when name == "" && isIndex
+	isIdx bool
+}
+
+// checker walks a value; the path is kept as segments and only turned into a
+// string when a problem is recorded, so a valid value costs no allocation.
+type checker struct {
+	strict  bool
+	missing string // message for an absent required field
+	path    []seg
+	errs    ValidationErrors
+}
+
+func (c *checker) pathString() string {
+	var b strings.Builder
+	for i, s := range c.path {
+		if s.isIdx {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.name)
+	}
+	return b.String()
+}
+
+func (c *checker) fail(msg string) {
+	c.errs = append(c.errs, &ValidationError{Path: c.pathString(), Msg: msg})
+}
+
+func (c *checker) mismatch(t Type, v any) {
+	c.fail("expected " + typeWord(t) + ", got " + describe(v))
+}
+
+// typeWord names a type in messages: "integer", "list", ...
+func typeWord(t Type) string {
+	switch t := t.(type) {
+	case Prim:
+		switch t {
+		case String:
+			return "string"
+		case Int:
+			return "integer"
+		case Float:
+			return "float"
+		case Bool:
+			return "boolean"
+		case Keyword:
+			return "keyword"
+		case Any:
+			return "any value"
+		case AnyMap:
+			return "map"
+		}
+	case List:
+		return "list"
+	case Map:
+		return "map"
+	case Optional:
+		return typeWord(orAny(t.Elem))
+	}
+	return "any value"
+}
+
+func (c *checker) check(t Type, v any) {
+	switch t := t.(type) {
+	case Optional:
+		if v == nil {
+			return
+		}
+		c.check(orAny(t.Elem), v)
+	case Prim:
+		if !primOK(t, v) {
+			c.mismatch(t, v)
+		}
+	case List:
+		elem := orAny(t.Elem)
+		switch xs := v.(type) {
+		case []any:
+			for i, x := range xs {
+				c.path = append(c.path, seg{index: i, isIdx: true})
+				c.check(elem, x)
+				c.path = c.path[:len(c.path)-1]
+			}
+			return
+		case nil:
+			c.mismatch(t, v)
+			return
+		}
+		rv := reflect.ValueOf(v)
+		if k := rv.Kind(); k != reflect.Slice && k != reflect.Array {
+			c.mismatch(t, v)
+			return
+		}
+		for i := range rv.Len() {
+			c.path = append(c.path, seg{index: i, isIdx: true})
+			c.check(elem, rv.Index(i).Interface())
+			c.path = c.path[:len(c.path)-1]
+		}
+	case Map:
+		switch m := v.(type) {
+		case map[string]any:
+			c.checkFields(t, m)
+			return
+		case nil:
+			c.mismatch(t, v)
+			return
+		}
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Map || !stringish(rv.Type().Key()) {
+			c.mismatch(t, v)
+			return
+		}
+		c.checkReflectFields(t, rv)
+	}
+}
+
+// stringish reports whether a map key type can hold field names.
+func stringish(k reflect.Type) bool {
+	return k.Kind() == reflect.String || k.Kind() == reflect.Interface && k.NumMethod() == 0
+}
+
+func (c *checker) missingMsg() string {
+	if c.missing != "" {
+		return c.missing
+	}
+	return "required field missing"
+}
+
+func (c *checker) checkFields(t Map, m map[string]any) {
+	for _, f := range t.Fields {
+		c.path = append(c.path, seg{name: f.Name})
+		x, ok := m[f.Name]
+		switch {
+		case ok:
+			c.check(orAny(f.Type), x)
+		case !IsOptional(f.Type):
+			c.fail(c.missingMsg())
+		}
+		c.path = c.path[:len(c.path)-1]
+	}
+	if c.strict && hasExtra(t, m) {
+		var extra []string
+		for k := range m {
+			if _, ok := t.Field(k); !ok {
+				extra = append(extra, k)
+			}
+		}
+		c.unexpected(extra)
+	}
+}
+
+func hasExtra(t Map, m map[string]any) bool {
+	for k := range m {
+		if _, ok := t.Field(k); !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) unexpected(names []string) {
+	slices.Sort(names)
+	for _, k := range names {
+		c.path = append(c.path, seg{name: k})
+		c.fail("unexpected field")
+		c.path = c.path[:len(c.path)-1]
+	}
+}
+
+func (c *checker) checkReflectFields(t Map, rv reflect.Value) {
+	kt := rv.Type().Key()
+	for _, f := range t.Fields {
+		c.path = append(c.path, seg{name: f.Name})
+		x := rv.MapIndex(reflect.ValueOf(f.Name).Convert(kt))
+		switch {
+		case x.IsValid():
+			c.check(orAny(f.Type), x.Interface())
+		case !IsOptional(f.Type):
+			c.fail(c.missingMsg())
+		}
+		c.path = c.path[:len(c.path)-1]
+	}
+	if !c.strict {
+		return
+	}
+	var extra []string
+	for it := rv.MapRange(); it.Next(); {
+		k := it.Key()
+		if k.Kind() == reflect.Interface {
+			k = k.Elem()
+		}
+		name := k.String()
+		if k.Kind() != reflect.String {
+			name = preview(k.Interface())
+		} else if _, ok := t.Field(name); ok {
+			continue
+		}
+		extra = append(extra, name)
+	}
+	c.unexpected(extra)
+}
+
+// primOK reports whether v is a value of primitive type p.
+func primOK(p Prim, v any) bool {
+	switch p {
+	case Any:
+		return true
+	case String, Keyword:
+		if _, ok := v.(string); ok {
+			return true
+		}
+	case Int:
+		switch x := v.(type) {
+		case int64, int, int32, int16, int8, uint, uint64, uint32, uint16, uint8, uintptr:
+			return true
+		case json.Number:
+			_, err := x.Int64()
+			return err == nil
+		case float64, float32, string, bool, nil, []any, map[string]any:
+			return false
+		}
+	case Float:
+		switch x := v.(type) {
+		case float64, float32, int64, int, int32, int16, int8, uint, uint64, uint32, uint16, uint8, uintptr:
+			return true
+		case json.Number:
+			f, err := x.Float64()
+			return err == nil && !math.IsInf(f, 0)
+		case string, bool, nil, []any, map[string]any:
+			return false
+		}
+	case Bool:
+		if _, ok := v.(bool); ok {
+			return true
+		}
+	case AnyMap:
+		if _, ok := v.(map[string]any); ok {
+			return true
+		}
+		return v != nil && reflect.TypeOf(v).Kind() == reflect.Map
+	}
+	if v == nil {
+		return false
+	}
+	// Named types over basic kinds (type Status string, type ID int64).
+	switch k := reflect.TypeOf(v).Kind(); p {
+	case String, Keyword:
+		return k == reflect.String
+	case Int:
+		return isIntKind(k)
+	case Float:
+		return isIntKind(k) || k == reflect.Float32 || k == reflect.Float64
+	case Bool:
+		return k == reflect.Bool
+	}
+	return false
+}
+
+func isIntKind(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uintptr
+}
