@@ -309,7 +309,10 @@ func DecodeToolInput(s string) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("tool input must be a json object, got %s", jsonKind(v))
 	}
-	return normalizeNumbers(m).(map[string]any), nil
+	if err := normalizeNumbers(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func jsonKind(v any) string {
@@ -329,29 +332,40 @@ func jsonKind(v any) string {
 	}
 }
 
-// normalizeNumbers turns json.Number into int64 when the number is an
-// integer that fits, else float64, so tool inputs are plain Go data.
-func normalizeNumbers(v any) any {
+// normalizeNumbers turns every json.Number in the maps and slices of v,
+// in place, into int64 when it is an integer that fits, else float64, so
+// tool inputs are plain Go data. A number out of float64 range is an error.
+func normalizeNumbers(v any) error {
+	fix := func(e any) (any, error) {
+		switch x := e.(type) {
+		case json.Number:
+			if i, err := x.Int64(); err == nil {
+				return i, nil
+			}
+			f, err := x.Float64()
+			if err != nil {
+				return nil, fmt.Errorf("tool input number %s is out of range", x)
+			}
+			return f, nil
+		case map[string]any, []any:
+			return x, normalizeNumbers(x)
+		}
+		return e, nil
+	}
+	var err error
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = normalizeNumbers(e)
+			if x[k], err = fix(e); err != nil {
+				return err
+			}
 		}
-		return x
 	case []any:
 		for i, e := range x {
-			x[i] = normalizeNumbers(e)
+			if x[i], err = fix(e); err != nil {
+				return err
+			}
 		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return x.String()
-	default:
-		return v
 	}
+	return nil
 }
