@@ -52,7 +52,7 @@ func (s *Signature) CoerceInputs(args map[string]any, mode Mode) (map[string]any
 			out[p.Name] = nv
 		}
 	}
-	c := checker{strict: mode == Strict, missing: "required input missing"}
+	c := checker{strict: mode == Strict, inputs: true}
 	c.checkFields(s.inputsMap(), out)
 	return out, co.warnings, c.errs.Err()
 }

@@ -211,8 +211,7 @@ func (d *deriver) typ(t reflect.Type, path string) (Type, error) {
 // structField is a field collected from a struct and its embedded structs.
 type structField struct {
 	Field
-	depth   int
-	dropped bool // two fields of this name at the same depth
+	depth int
 }
 
 func (d *deriver) structType(t reflect.Type, path string) (Type, error) {
@@ -225,18 +224,30 @@ func (d *deriver) structType(t reflect.Type, path string) (Type, error) {
 	if err := d.collect(t, path, 0, false, &fields); err != nil {
 		return nil, err
 	}
+	// encoding/json's rule: of the fields sharing a name, the shallowest wins,
+	// and when several are equally shallow all of them are dropped.
+	type best struct{ depth, count int }
+	dominant := map[string]best{}
+	for _, f := range fields {
+		b, ok := dominant[f.Name]
+		switch {
+		case !ok || f.depth < b.depth:
+			dominant[f.Name] = best{f.depth, 1}
+		case f.depth == b.depth:
+			dominant[f.Name] = best{b.depth, b.count + 1}
+		}
+	}
 	m := Map{Fields: make([]Field, 0, len(fields))}
 	for _, f := range fields {
-		if !f.dropped {
+		if b := dominant[f.Name]; b.depth == f.depth && b.count == 1 {
 			m.Fields = append(m.Fields, f.Field)
 		}
 	}
 	return m, nil
 }
 
-// collect appends the fields of struct t (flattening embedded structs) to
-// out. A field shadowed by a shallower one is dropped; two at the same depth
-// are both dropped, as encoding/json does.
+// collect appends the fields of struct t to out in encoding/json's order,
+// flattening embedded structs; depth is the embedding depth.
 func (d *deriver) collect(t reflect.Type, path string, depth int, optional bool, out *[]structField) error {
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -289,26 +300,9 @@ func (d *deriver) collect(t reflect.Type, path string, depth int, optional bool,
 				typ = Optional{Elem: typ}
 			}
 		}
-		add(out, structField{Field: Field{Name: name, Type: typ}, depth: depth})
+		*out = append(*out, structField{Field: Field{Name: name, Type: typ}, depth: depth})
 	}
 	return nil
-}
-
-func add(out *[]structField, f structField) {
-	for i := range *out {
-		g := &(*out)[i]
-		if g.Name != f.Name {
-			continue
-		}
-		switch {
-		case f.depth < g.depth:
-			*g = f
-		case f.depth == g.depth:
-			g.dropped = true
-		}
-		return
-	}
-	*out = append(*out, f)
 }
 
 func hasOpt(opts, want string) bool {

@@ -48,7 +48,7 @@ func (s *Signature) ValidateInputs(args map[string]any, mode Mode) error {
 	if mode == Disabled {
 		return nil
 	}
-	c := checker{strict: mode == Strict, missing: "required input missing"}
+	c := checker{strict: mode == Strict, inputs: true}
 	c.checkFields(s.inputsMap(), args)
 	return c.errs.Err()
 }
@@ -63,10 +63,10 @@ type seg struct {
 // checker walks a value; the path is kept as segments and only turned into a
 // string when a problem is recorded, so a valid value costs no allocation.
 type checker struct {
-	strict  bool
-	missing string // message for an absent required field
-	path    []seg
-	errs    ValidationErrors
+	strict bool
+	inputs bool // validating an args map: top-level keys are inputs
+	path   []seg
+	errs   ValidationErrors
 }
 
 func (c *checker) pathString() string {
@@ -183,8 +183,8 @@ func stringish(k reflect.Type) bool {
 }
 
 func (c *checker) missingMsg() string {
-	if c.missing != "" {
-		return c.missing
+	if c.inputs && len(c.path) == 1 {
+		return "required input missing"
 	}
 	return "required field missing"
 }
