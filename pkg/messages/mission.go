@@ -317,10 +317,11 @@ func MarshalMission(m *Mission) ([]byte, error) {
 	return Marshal(m)
 }
 
-// UnmarshalMission decodes and validates a mission.
+// UnmarshalMission checks bounds (CheckBounds), decodes and validates a
+// mission.
 func UnmarshalMission(data []byte) (*Mission, error) {
 	var m Mission
-	if err := Unmarshal(data, &m); err != nil {
+	if err := decode(data, &m); err != nil {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {
