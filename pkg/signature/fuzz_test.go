@@ -1,0 +1,78 @@
+package signature
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, that every error is a positioned
+// KindSyntax *Error, and that the canonical form of every signature parses
+// back to the same canonical form.
+func FuzzParse(f *testing.F) {
+	for _, tc := range validSignatures {
+		f.Add(tc.src)
+	}
+	for _, tc := range invalidSignatures {
+		f.Add(tc.src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		sig, err := Parse(src)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != KindSyntax {
+				t.Fatalf("Parse(%q) error %T %v is not a KindSyntax *Error", src, err, err)
+			}
+			if !e.Pos.IsValid() || e.Pos.Offset > len(src) || !strings.HasSuffix(e.Snippet, "^") {
+				t.Fatalf("Parse(%q) bad position %+v / snippet %q", src, e.Pos, e.Snippet)
+			}
+			return
+		}
+		printed := sig.String()
+		again, err := Parse(printed)
+		if err != nil {
+			t.Fatalf("Parse(%q) printed %q, which does not parse: %v", src, printed, err)
+		}
+		if again.String() != printed {
+			t.Fatalf("round trip of %q: %q then %q", src, printed, again.String())
+		}
+		// The derived forms must not panic either and stay parseable.
+		if _, err := Parse(sig.Prompt()); err != nil {
+			t.Fatalf("Prompt() %q does not parse: %v", sig.Prompt(), err)
+		}
+		_ = sig.JSONSchema()
+		_ = sig.InputSchema()
+		_ = sig.ValidateOutput(nil, Strict)
+		_, _, _ = sig.CoerceInputs(map[string]any{}, Enabled)
+	})
+}
+
+// FuzzPlaceholders checks that template scanning never panics and that every
+// placeholder points at a "{{" and has a non-empty dotted path of names.
+func FuzzPlaceholders(f *testing.F) {
+	for _, s := range []string{
+		"Hello {{name}}", "{{#items}}{{name}}{{/items}}", "{{{raw}}} {{&x}} {{!c}} {{.}}",
+		"{{", "}}{{", "{{a.b.c}}", "{{ a . b }}", "{{{{x}}}}", "{{#a}}{{#b}}{{c}}{{/a}}",
+	} {
+		f.Add(s)
+	}
+	sig := MustParse("(a {b {c :int}}, name :string, items [:map]) -> :any")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range Placeholders(s) {
+			if p.Offset < 0 || p.Offset >= len(s) || !strings.HasPrefix(s[p.Offset:], "{{") {
+				t.Fatalf("placeholder %+v does not point at {{ in %q", p, s)
+			}
+			if len(p.Path) == 0 {
+				t.Fatalf("empty path in %q", s)
+			}
+			for _, name := range p.Path {
+				if !IsName(name) {
+					t.Fatalf("bad name %q in %q", name, s)
+				}
+			}
+		}
+		if err := sig.CheckPlaceholders(s); err != nil && !errors.Is(err, ErrPlaceholder) {
+			t.Fatalf("CheckPlaceholders error %v", err)
+		}
+	})
+}
