@@ -1,0 +1,192 @@
+// Package httpx holds the HTTP plumbing the provider clients share: sending
+// a JSON request, turning transport failures and non-2xx answers into
+// *llm.ProviderError (retryable or not, with Retry-After), and reading
+// bodies with a size limit. It is internal to the provider clients.
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+)
+
+// MaxBody is the largest response body read into memory (error and
+// non-streaming bodies).
+const MaxBody = 32 << 20
+
+// Retryable reports whether an HTTP status is worth retrying: 408, 409,
+// 429 and every 5xx (including Anthropic's 529 overloaded).
+func Retryable(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// RetryAfter reads the delay a response asks for: retry-after-ms
+// (milliseconds), then Retry-After as seconds or an HTTP date. It returns 0
+// when there is none or it is malformed or in the past.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 && s < 1e9 {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// Client sends provider requests. Keep it behind a pointer in provider
+// structs: fmt prints nested pointers as addresses, so the key cannot leak
+// through reflection-based printing of an enclosing struct.
+type Client struct {
+	Provider string
+	HTTP     *http.Client
+	// Key is sent in the AuthHeader, after AuthPrefix, when not empty.
+	Key        llm.Secret
+	AuthHeader string
+	AuthPrefix string
+	Now        func() time.Time
+}
+
+// Post sends body as JSON to url with headers. On a 2xx answer it returns
+// the response (the caller closes its body). Otherwise it returns a
+// *llm.ProviderError built by decodeErr from the error body, or from the
+// transport failure. ctx's own error is returned as is.
+func (c *Client) Post(ctx context.Context, url string, headers http.Header, body any,
+	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, &llm.ProviderError{Provider: c.Provider, Type: "invalid_request", Message: c.Key.Scrub(err.Error())}
+	}
+	req.Header = headers.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	if c.Key != "" && c.AuthHeader != "" {
+		req.Header.Set(c.AuthHeader, c.AuthPrefix+c.Key.Reveal())
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, c.Transport(err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxBody))
+	pe := &llm.ProviderError{
+		Provider:   c.Provider,
+		StatusCode: resp.StatusCode,
+		RequestID:  RequestID(resp.Header),
+		Retryable:  Retryable(resp.StatusCode),
+	}
+	if pe.Retryable {
+		now := time.Now
+		if c.Now != nil {
+			now = c.Now
+		}
+		pe.RetryAfter = RetryAfter(resp.Header, now())
+	}
+	if rerr != nil {
+		pe.Err = rerr
+	}
+	typ, code, msg := decodeErr(resp.StatusCode, data)
+	if msg == "" {
+		msg = strings.TrimSpace(string(data))
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+	}
+	pe.Type, pe.Code, pe.Message = typ, code, c.Key.Scrub(msg)
+	return nil, pe
+}
+
+// Transport turns a transport failure into a retryable *llm.ProviderError
+// of type "timeout" or "connection_error"; the key is scrubbed from the
+// message.
+func (c *Client) Transport(err error) *llm.ProviderError {
+	typ := "connection_error"
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		typ = "timeout"
+	}
+	return &llm.ProviderError{Provider: c.Provider, Type: typ, Message: c.Key.Scrub(err.Error()), Retryable: true}
+}
+
+// Malformed returns the error for a 2xx body that could not be decoded. It
+// is not retryable: the same request would most likely get the same body.
+func (c *Client) Malformed(requestID string, err error) *llm.ProviderError {
+	return &llm.ProviderError{Provider: c.Provider, Type: "malformed_response",
+		Message: c.Key.Scrub("cannot decode response: " + err.Error()), RequestID: requestID}
+}
+
+// RequestID returns the provider's request id header (request-id for
+// Anthropic, x-request-id for OpenAI and most compatible servers).
+func RequestID(h http.Header) string {
+	if v := h.Get("Request-Id"); v != "" {
+		return v
+	}
+	return h.Get("X-Request-Id")
+}
+
+// ReadBody reads a 2xx body up to MaxBody and closes it.
+func ReadBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBody {
+		return nil, fmt.Errorf("response body larger than %d bytes", MaxBody)
+	}
+	return data, nil
+}
+
+// MergeOpts copies opts into body as top-level fields, refusing keys the
+// client sets itself.
+func MergeOpts(body map[string]any, opts map[string]any, reserved ...string) error {
+	for k, v := range opts {
+		for _, r := range reserved {
+			if k == r {
+				return fmt.Errorf("llm_opts key %q is set by the client and cannot be overridden", k)
+			}
+		}
+		body[k] = v
+	}
+	return nil
+}
