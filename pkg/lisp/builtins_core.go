@@ -1,0 +1,710 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+func registerCore(r registry) {
+	r.add("+", 0, -1, biAdd)
+	r.add("-", 1, -1, biSub)
+	r.add("*", 0, -1, biMul)
+	r.add("/", 1, -1, biDiv)
+	r.add("inc", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "inc", a[0], int64(1), 1) })
+	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) })
+	r.add("=", 1, -1, func(th *Thread, a []Value) Value {
+		for i := 1; i < len(a); i++ {
+			if !Equal(a[0], a[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	r.add("not=", 1, -1, func(th *Thread, a []Value) Value {
+		for i := 1; i < len(a); i++ {
+			if !Equal(a[0], a[i]) {
+				return true
+			}
+		}
+		return false
+	})
+	r.add("==", 1, -1, func(th *Thread, a []Value) Value {
+		for i := range a {
+			num(th, "==", a[i], i+1)
+		}
+		for i := 1; i < len(a); i++ {
+			if numCmp(a[0], a[i]) != 0 || isNaN(a[0]) || isNaN(a[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	r.add("<", 1, -1, cmpBuiltin("<", func(c int) bool { return c < 0 }))
+	r.add(">", 1, -1, cmpBuiltin(">", func(c int) bool { return c > 0 }))
+	r.add("<=", 1, -1, cmpBuiltin("<=", func(c int) bool { return c <= 0 }))
+	r.add(">=", 1, -1, cmpBuiltin(">=", func(c int) bool { return c >= 0 }))
+	r.add("not", 1, 1, func(th *Thread, a []Value) Value { return !Truthy(a[0]) })
+	r.add("count", 1, 1, biCount)
+	r.add("get", 2, 3, func(th *Thread, a []Value) Value {
+		var d Value
+		if len(a) == 3 {
+			d = a[2]
+		}
+		if s, ok := a[0].(string); ok {
+			if i, ok := a[1].(int64); ok && i >= 0 {
+				rs := []rune(s)
+				if i < int64(len(rs)) {
+					return string(rs[i])
+				}
+			}
+			return d
+		}
+		return getKey(a[0], a[1], d)
+	})
+	r.add("map", 2, -1, biMap)
+	r.alias("mapv", "map")
+	r.add("filter", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "filter", a[0], a[1], true) })
+	r.alias("filterv", "filter")
+	r.add("remove", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "remove", a[0], a[1], false) })
+	r.add("reduce", 2, 3, biReduce)
+	r.add("reduced", 1, 1, func(th *Thread, a []Value) Value { return &Reduced{Val: a[0]} })
+	r.add("reduced?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Reduced); return ok })
+	r.add("apply", 2, -1, biApply)
+	r.add("return", 0, 1, func(th *Thread, a []Value) Value {
+		var v Value
+		if len(a) == 1 {
+			v = a[0]
+		}
+		panic(&signal{ret: true, val: v, pos: th.pos})
+	})
+	r.add("fail", 0, 1, func(th *Thread, a []Value) Value {
+		var v Value
+		if len(a) == 1 {
+			v = a[0]
+		}
+		panic(&signal{val: v, pos: th.pos})
+	})
+	r.add("println", 0, -1, func(th *Thread, a []Value) Value {
+		th.Println(printArgs(a, true))
+		return nil
+	})
+	r.add("print", 0, -1, func(th *Thread, a []Value) Value {
+		th.Println(printArgs(a, true))
+		return nil
+	})
+	r.add("prn", 0, -1, func(th *Thread, a []Value) Value {
+		th.Println(printArgs(a, false))
+		return nil
+	})
+	r.add("str", 0, -1, func(th *Thread, a []Value) Value {
+		if len(a) == 1 {
+			if s, ok := a[0].(string); ok {
+				return s
+			}
+		}
+		var b strings.Builder
+		for _, v := range a {
+			b.WriteString(th.strOf(v))
+			if th.maxAlloc > 0 && int64(b.Len()) > th.maxAlloc {
+				th.memLimit()
+			}
+		}
+		return th.MakeString(b.String())
+	})
+	r.add("pr-str", 0, -1, func(th *Thread, a []Value) Value {
+		parts := make([]string, len(a))
+		for i, v := range a {
+			parts[i] = th.prOf(v)
+		}
+		return th.MakeString(strings.Join(parts, " "))
+	})
+	r.add("memory/put", 2, 2, func(th *Thread, a []Value) Value {
+		th.setMem(memName(th, "memory/put", a[0]), a[1])
+		return a[1]
+	})
+	r.add("memory/get", 1, 2, func(th *Thread, a []Value) Value {
+		if v, ok := th.mem[memName(th, "memory/get", a[0])]; ok {
+			return v
+		}
+		if len(a) == 2 {
+			return a[1]
+		}
+		return nil
+	})
+	r.add("juxt", 1, -1, func(th *Thread, a []Value) Value {
+		fns := append([]Value(nil), a...)
+		return &Builtin{Name: "juxt", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			out := make([]Value, len(fns))
+			for i, f := range fns {
+				out[i] = th.Call(f, args...)
+			}
+			return th.MakeVector(out)
+		}}
+	})
+	r.add("all-of", 0, -1, predCombinator("all-of", true, true))
+	r.add("any-of", 0, -1, predCombinator("any-of", false, false))
+	r.add("none-of", 0, -1, predCombinator("none-of", false, true))
+	r.add("pmap", 2, 2, biPmap)
+	r.add("pcalls", 0, -1, biPcalls)
+}
+
+// predCombinator builds all-of (stopOn=false result), any-of, none-of.
+func predCombinator(name string, all, empty bool) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		preds := append([]Value(nil), a...)
+		return &Builtin{Name: name, MinArgs: 1, MaxArgs: 1, Fn: func(th *Thread, args []Value) Value {
+			if len(preds) == 0 {
+				return empty
+			}
+			for _, p := range preds {
+				t := Truthy(th.Call1(p, args[0]))
+				switch name {
+				case "all-of":
+					if !t {
+						return false
+					}
+				case "any-of":
+					if t {
+						return true
+					}
+				case "none-of":
+					if t {
+						return false
+					}
+				}
+			}
+			return name != "any-of"
+		}}
+	}
+}
+
+func memName(th *Thread, fn string, k Value) string {
+	switch x := k.(type) {
+	case *Keyword:
+		return x.Name
+	case string:
+		return x
+	}
+	th.TypeError(fn, "a keyword or string name", k, 1)
+	return ""
+}
+
+// strOf is Str with lazy seqs realised.
+func (th *Thread) strOf(v Value) string {
+	th.realiseDeep(v)
+	return Str(v)
+}
+
+func (th *Thread) prOf(v Value) string {
+	th.realiseDeep(v)
+	return PrStr(v)
+}
+
+// realiseDeep realises lazy seqs reachable at the top of v (so printing
+// shows their items; infinite ones run into the limits).
+func (th *Thread) realiseDeep(v Value) {
+	switch x := v.(type) {
+	case *LazySeq:
+		for _, it := range th.Seq(x, "print", 0) {
+			th.realiseDeep(it)
+		}
+	case *Vector:
+		for _, it := range x.items {
+			if _, ok := it.(*LazySeq); ok {
+				th.realiseDeep(it)
+			}
+		}
+	}
+}
+
+// printArgs renders println (raw) or prn arguments as one line.
+func printArgs(a []Value, raw bool) string {
+	parts := make([]string, len(a))
+	for i, v := range a {
+		if raw {
+			if vec, ok := v.(*Vector); ok && len(vec.items) > 0 && allChars(vec.items) {
+				var b strings.Builder
+				for _, it := range vec.items {
+					b.WriteString(it.(string))
+				}
+				parts[i] = b.String()
+				continue
+			}
+			if s, ok := v.(string); ok {
+				parts[i] = s
+				continue
+			}
+			if v == nil {
+				parts[i] = "nil"
+				continue
+			}
+		}
+		parts[i] = Sprint(v, PrintOptions{MaxLen: 4000})
+	}
+	return strings.Join(parts, " ")
+}
+
+func allChars(items []Value) bool {
+	for _, it := range items {
+		s, ok := it.(string)
+		if !ok || len([]rune(s)) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func isNaN(v Value) bool {
+	f, ok := v.(float64)
+	return ok && f != f
+}
+
+// num checks that v is a number, raising a type error otherwise.
+func num(th *Thread, fn string, v Value, argN int) Value {
+	switch v.(type) {
+	case int64, float64:
+		return v
+	}
+	th.TypeError(fn, "number", v, argN)
+	return nil
+}
+
+// Num returns v as int64 or float64 (isFloat tells which), raising
+// "fn: expected number, got ... (arg n)" otherwise.
+func (th *Thread) Num(fn string, v Value, argN int) (i int64, f float64, isFloat bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, float64(x), false
+	case float64:
+		return 0, x, true
+	}
+	th.TypeError(fn, "number", v, argN)
+	return 0, 0, false
+}
+
+// Int returns v as int64, raising a type error for non-integers.
+func (th *Thread) Int(fn string, v Value, argN int) int64 {
+	if x, ok := v.(int64); ok {
+		return x
+	}
+	th.TypeError(fn, "integer", v, argN)
+	return 0
+}
+
+func (th *Thread) overflow() {
+	th.Raise(KindArithmetic, "integer overflow")
+}
+
+func addNum(th *Thread, fn string, a, b Value, argN int) Value {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			s := x + y
+			if (s > x) != (y > 0) {
+				th.overflow()
+			}
+			return Int(s)
+		}
+	}
+	_, xf, _ := th.Num(fn, a, argN)
+	_, yf, _ := th.Num(fn, b, argN+1)
+	return xf + yf
+}
+
+func biAdd(th *Thread, a []Value) Value {
+	switch len(a) {
+	case 0:
+		return Int(0)
+	case 1:
+		return num(th, "+", a[0], 1)
+	}
+	acc := addNum(th, "+", a[0], a[1], 1)
+	for i := 2; i < len(a); i++ {
+		acc = addNum(th, "+", acc, a[i], i+1)
+	}
+	return acc
+}
+
+func subNum(th *Thread, a, b Value, argN int) Value {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			s := x - y
+			if (s < x) != (y > 0) {
+				th.overflow()
+			}
+			return Int(s)
+		}
+	}
+	_, xf, _ := th.Num("-", a, argN)
+	_, yf, _ := th.Num("-", b, argN+1)
+	return xf - yf
+}
+
+func biSub(th *Thread, a []Value) Value {
+	if len(a) == 1 {
+		return subNum(th, Int(0), num(th, "-", a[0], 1), 1)
+	}
+	acc := subNum(th, a[0], a[1], 1)
+	for i := 2; i < len(a); i++ {
+		acc = subNum(th, acc, a[i], i+1)
+	}
+	return acc
+}
+
+func mulNum(th *Thread, a, b Value, argN int) Value {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			if x == 0 || y == 0 {
+				return Int(0)
+			}
+			p := x * y
+			if p/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+				th.overflow()
+			}
+			return Int(p)
+		}
+	}
+	_, xf, _ := th.Num("*", a, argN)
+	_, yf, _ := th.Num("*", b, argN+1)
+	return xf * yf
+}
+
+func biMul(th *Thread, a []Value) Value {
+	switch len(a) {
+	case 0:
+		return Int(1)
+	case 1:
+		return num(th, "*", a[0], 1)
+	}
+	acc := mulNum(th, a[0], a[1], 1)
+	for i := 2; i < len(a); i++ {
+		acc = mulNum(th, acc, a[i], i+1)
+	}
+	return acc
+}
+
+func divNum(th *Thread, a, b Value, argN int) Value {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			if y == 0 {
+				th.Raise(KindArithmetic, "division by zero")
+			}
+			if x%y == 0 {
+				if x == math.MinInt64 && y == -1 {
+					th.overflow()
+				}
+				return Int(x / y)
+			}
+			return float64(x) / float64(y)
+		}
+	}
+	_, xf, _ := th.Num("/", a, argN)
+	_, yf, _ := th.Num("/", b, argN+1)
+	return xf / yf
+}
+
+func biDiv(th *Thread, a []Value) Value {
+	if len(a) == 1 {
+		return divNum(th, Int(1), num(th, "/", a[0], 1), 1)
+	}
+	acc := divNum(th, a[0], a[1], 1)
+	for i := 2; i < len(a); i++ {
+		acc = divNum(th, acc, a[i], i+1)
+	}
+	return acc
+}
+
+func cmpBuiltin(name string, ok func(int) bool) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		for i := range a {
+			num(th, name, a[i], i+1)
+		}
+		for i := 0; i+1 < len(a); i++ {
+			if isNaN(a[i]) || isNaN(a[i+1]) || !ok(numCmp(a[i], a[i+1])) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func biCount(th *Thread, a []Value) Value {
+	switch x := a[0].(type) {
+	case nil:
+		return Int(0)
+	case *Vector:
+		return Int(int64(len(x.items)))
+	case *Map:
+		return Int(int64(x.Len()))
+	case *Set:
+		return Int(int64(x.Len()))
+	case string:
+		return Int(int64(len([]rune(x))))
+	case *LazySeq:
+		return Int(int64(len(th.Seq(x, "count", 1))))
+	}
+	th.TypeError("count", "a collection", a[0], 1)
+	return nil
+}
+
+func biMap(th *Thread, a []Value) Value {
+	f := a[0]
+	if len(a) == 2 {
+		coll := a[1]
+		if s, ok := coll.(*LazySeq); ok {
+			i := 0
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				v, ok := s.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				i++
+				return th.Call1(f, v), true
+			})
+		}
+		items := th.Seq(coll, "map", 2)
+		th.allocSlots(len(items))
+		out := make([]Value, len(items))
+		for i, v := range items {
+			out[i] = th.Call1(f, v)
+		}
+		if len(out) == 0 {
+			return emptyVector
+		}
+		return &Vector{items: out}
+	}
+	colls := a[1:]
+	lazy := false
+	for _, c := range colls {
+		if _, ok := c.(*LazySeq); ok {
+			lazy = true
+		}
+	}
+	seqs := make([][]Value, len(colls))
+	n := -1
+	for i, c := range colls {
+		if s, ok := c.(*LazySeq); ok && lazy {
+			_ = s
+			continue
+		}
+		seqs[i] = th.Seq(c, "map", i+2)
+		if n < 0 || len(seqs[i]) < n {
+			n = len(seqs[i])
+		}
+	}
+	if lazy {
+		idx := 0
+		gen := func(th *Thread) (Value, bool) {
+			args := make([]Value, len(colls))
+			for j, c := range colls {
+				if s, ok := c.(*LazySeq); ok {
+					v, ok := s.nth(th, idx)
+					if !ok {
+						return nil, false
+					}
+					args[j] = v
+				} else {
+					if idx >= len(seqs[j]) {
+						return nil, false
+					}
+					args[j] = seqs[j][idx]
+				}
+			}
+			idx++
+			return th.Call(f, args...), true
+		}
+		if n >= 0 {
+			out := make([]Value, 0, n)
+			for {
+				v, ok := gen(th)
+				if !ok {
+					break
+				}
+				th.allocSlots(1)
+				out = append(out, v)
+			}
+			return &Vector{items: out}
+		}
+		return NewLazySeq(gen)
+	}
+	th.allocSlots(n)
+	out := make([]Value, n)
+	mark := th.sp
+	args := th.alloca(len(colls))
+	for i := 0; i < n; i++ {
+		for j := range colls {
+			args[j] = seqs[j][i]
+		}
+		out[i] = th.call(f, args)
+	}
+	th.sp = mark
+	return &Vector{items: out}
+}
+
+func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
+	if s, ok := coll.(*LazySeq); ok {
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			for {
+				v, ok := s.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				i++
+				if Truthy(th.Call1(pred, v)) == keep {
+					return v, true
+				}
+			}
+		})
+	}
+	items := th.Seq(coll, name, 2)
+	var out []Value
+	for _, v := range items {
+		if Truthy(th.Call1(pred, v)) == keep {
+			out = append(out, v)
+		}
+	}
+	th.allocSlots(len(out))
+	if len(out) == 0 {
+		return emptyVector
+	}
+	return &Vector{items: out}
+}
+
+func biReduce(th *Thread, a []Value) Value {
+	f := a[0]
+	var acc Value
+	var coll Value
+	started := false
+	if len(a) == 3 {
+		acc, coll, started = a[1], a[2], true
+	} else {
+		coll = a[1]
+	}
+	done := false
+	th.Each(coll, "reduce", len(a), func(v Value) bool {
+		if !started {
+			acc, started = v, true
+			return true
+		}
+		acc = th.Call2(f, acc, v)
+		if r, ok := acc.(*Reduced); ok {
+			acc = r.Val
+			done = true
+			return false
+		}
+		return true
+	})
+	_ = done
+	return acc
+}
+
+func biApply(th *Thread, a []Value) Value {
+	f := a[0]
+	last := a[len(a)-1]
+	switch last.(type) {
+	case *Vector, *Set, *Map, *LazySeq:
+	default:
+		th.TypeError("apply", "a vector, set or map as the last argument", last, len(a))
+	}
+	items := th.Seq(last, "apply", len(a))
+	mid := a[1 : len(a)-1]
+	args := make([]Value, 0, len(mid)+len(items))
+	args = append(append(args, mid...), items...)
+	return th.Call(f, args...)
+}
+
+// maxParallel bounds pmap/pcalls branches.
+func maxParallel() int { return 2 * runtime.NumCPU() }
+
+const branchTimeout = 5 * time.Second
+
+// runBranches runs n branches concurrently in child threads and returns
+// their values in order; the first error fails the whole form.
+func (th *Thread) runBranches(name string, n int, branch func(child *Thread, i int) Value) []Value {
+	out := make([]Value, n)
+	if n == 0 {
+		return out
+	}
+	ctx, cancel := context.WithCancel(th.ctx)
+	defer cancel()
+	sem := make(chan struct{}, maxParallel())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr *Error
+	var firstIdx = -1
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			bctx, bcancel := context.WithTimeout(ctx, branchTimeout)
+			defer bcancel()
+			child := th.fork(bctx)
+			err := child.safeBranch(func() { out[i] = branch(child, i) })
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil || i < firstIdx {
+					firstErr, firstIdx = err, i
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}(i)
+	}
+	wg.Wait()
+	// merge counters so limits stay global
+	if firstErr != nil {
+		if name == "pcalls" && firstErr.Kind != KindTimeout && firstErr.Kind != KindCanceled {
+			firstErr.Msg = fmt.Sprintf("pcalls: thunk %d failed: %s", firstIdx, firstErr.Msg)
+		}
+		panic(firstErr)
+	}
+	if err := th.ctx.Err(); err != nil {
+		th.raiseCtx(err)
+	}
+	return out
+}
+
+func (th *Thread) safeBranch(fn func()) (err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if s, ok := p.(*signal); ok {
+				what := "fail"
+				if s.ret {
+					what = "return"
+				}
+				err = &Error{Kind: KindAnalysis, Pos: s.pos, Msg: what + " is not allowed inside pmap or pcalls"}
+				return
+			}
+			err = th.recoverValue(p)
+			if err.Kind == KindCanceled && err.Err == context.DeadlineExceeded {
+				err.Kind = KindTimeout
+			}
+		}
+	}()
+	fn()
+	return nil
+}
+
+func biPmap(th *Thread, a []Value) Value {
+	f := a[0]
+	items := th.Seq(a[1], "pmap", 2)
+	out := th.runBranches("pmap", len(items), func(child *Thread, i int) Value {
+		return child.Call1(f, items[i])
+	})
+	return th.MakeVector(out)
+}
+
+func biPcalls(th *Thread, a []Value) Value {
+	fns := append([]Value(nil), a...)
+	out := th.runBranches("pcalls", len(fns), func(child *Thread, i int) Value {
+		return child.Call(fns[i])
+	})
+	return th.MakeVector(out)
+}

@@ -1,0 +1,5 @@
+package lisp
+
+// registerHOF registers this group's builtins (see HANDOFF.md).
+func registerHOF(r registry) {
+}

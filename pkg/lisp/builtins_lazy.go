@@ -1,0 +1,155 @@
+package lisp
+
+import "math"
+
+// eagerRangeMax is the largest range built eagerly as a vector; larger
+// ones are lazy so (take 5 (range 1e9)) works.
+const eagerRangeMax = 100_000
+
+func registerLazy(r registry) {
+	r.add("range", 0, 3, biRange)
+	r.add("iterate", 2, 2, func(th *Thread, a []Value) Value {
+		f, cur := a[0], a[1]
+		first := true
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			if first {
+				first = false
+				return cur, true
+			}
+			cur = th.Call1(f, cur)
+			return cur, true
+		})
+	})
+	r.add("cycle", 1, 1, func(th *Thread, a []Value) Value {
+		items := th.Seq(a[0], "cycle", 1)
+		if len(items) == 0 {
+			return emptyVector
+		}
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			v := items[i%len(items)]
+			i++
+			return v, true
+		})
+	})
+	r.add("repeat", 1, 2, func(th *Thread, a []Value) Value {
+		if len(a) == 1 {
+			x := a[0]
+			return NewLazySeq(func(th *Thread) (Value, bool) { return x, true })
+		}
+		n := countArg(th, "repeat", a[0], 1)
+		th.allocSlots(n)
+		out := make([]Value, n)
+		for i := range out {
+			out[i] = a[1]
+		}
+		return &Vector{items: out}
+	})
+	r.add("repeatedly", 1, 2, func(th *Thread, a []Value) Value {
+		if len(a) == 1 {
+			f := a[0]
+			return NewLazySeq(func(th *Thread) (Value, bool) { return th.Call(f), true })
+		}
+		n := countArg(th, "repeatedly", a[0], 1)
+		th.allocSlots(n)
+		out := make([]Value, n)
+		for i := range out {
+			out[i] = th.Call(a[1])
+		}
+		return &Vector{items: out}
+	})
+}
+
+// countArg reads a count argument (an integer, or an integral float such
+// as 1e8); negative counts are 0.
+func countArg(th *Thread, fn string, v Value, argN int) int {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return 0
+		}
+		if x > math.MaxInt32 {
+			th.allocSlots(math.MaxInt32)
+		}
+		return int(x)
+	case float64:
+		if x != x || x < 0 {
+			return 0
+		}
+		if x > math.MaxInt32 {
+			th.allocSlots(math.MaxInt32)
+		}
+		return int(x)
+	}
+	th.TypeError(fn, "number", v, argN)
+	return 0
+}
+
+func biRange(th *Thread, a []Value) Value {
+	if len(a) == 0 {
+		i := int64(0)
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			v := Int(i)
+			i++
+			return v, true
+		})
+	}
+	var start, end, step Value = Int(0), nil, Int(1)
+	switch len(a) {
+	case 1:
+		end = num(th, "range", a[0], 1)
+	case 2:
+		start, end = num(th, "range", a[0], 1), num(th, "range", a[1], 2)
+	case 3:
+		start, end, step = num(th, "range", a[0], 1), num(th, "range", a[1], 2), num(th, "range", a[2], 3)
+	}
+	_, sf, sFloat := th.Num("range", start, 1)
+	_, ef, _ := th.Num("range", end, 2)
+	_, stf, stFloat := th.Num("range", step, 3)
+	if stf == 0 || math.IsNaN(stf) || (stf > 0 && sf >= ef) || (stf < 0 && sf <= ef) {
+		return emptyVector
+	}
+	allInt := !sFloat && !stFloat
+	n := math.Ceil((ef - sf) / stf)
+	if math.IsInf(n, 0) || n > math.MaxInt32 {
+		n = math.MaxInt32
+	}
+	count := int(n)
+	if allInt {
+		s0, st := start.(int64), step.(int64)
+		if count <= eagerRangeMax {
+			th.allocSlots(count)
+			out := make([]Value, count)
+			for i := range out {
+				out[i] = Int(s0 + int64(i)*st)
+			}
+			return &Vector{items: out}
+		}
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			if i >= count {
+				return nil, false
+			}
+			v := Int(s0 + int64(i)*st)
+			i++
+			return v, true
+		})
+	}
+	if count <= eagerRangeMax {
+		th.allocSlots(count)
+		out := make([]Value, 0, count)
+		for x := sf; (stf > 0 && x < ef) || (stf < 0 && x > ef); x += stf {
+			out = append(out, x)
+		}
+		return &Vector{items: out}
+	}
+	x := sf
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		if (stf > 0 && x >= ef) || (stf < 0 && x <= ef) {
+			return nil, false
+		}
+		v := x
+		x += stf
+		return v, true
+	})
+}

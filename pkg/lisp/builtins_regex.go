@@ -1,0 +1,5 @@
+package lisp
+
+// registerRegex registers this group's builtins (see HANDOFF.md).
+func registerRegex(r registry) {
+}

@@ -1,0 +1,5 @@
+package lisp
+
+// registerSeq registers this group's builtins (see HANDOFF.md).
+func registerSeq(r registry) {
+}

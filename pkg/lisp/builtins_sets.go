@@ -1,0 +1,5 @@
+package lisp
+
+// registerSets registers this group's builtins (see HANDOFF.md).
+func registerSets(r registry) {
+}

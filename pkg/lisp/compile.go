@@ -1,0 +1,778 @@
+package lisp
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// node is a compiled expression: it evaluates in a frame.
+type node func(fr *frame) Value
+
+// frame is the activation of a compiled function (or of the top level).
+type frame struct {
+	th    *Thread
+	slots []Value
+	caps  []Value
+	self  *Closure
+}
+
+type recurMark struct{}
+
+// recurSentinel is returned (not panicked) by a recur node; recur is only
+// allowed in tail position, so it flows straight back to its loop or fn.
+var recurSentinel Value = &recurMark{}
+
+// binder stores a value into a pattern's slots.
+type binder func(fr *frame, v Value)
+
+type fnProto struct {
+	name       string
+	arities    []*arity
+	paramNames []string
+	capRefs    []capRef
+}
+
+type arity struct {
+	nfixed   int
+	variadic bool
+	nslots   int
+	body     node
+	params   []binder // nfixed binders, plus the rest binder when variadic
+	simple   bool     // params are plain symbols in slots 0..n
+}
+
+func (p *fnProto) pick(n int) *arity {
+	for _, a := range p.arities {
+		if n == a.nfixed || (a.variadic && n >= a.nfixed) {
+			return a
+		}
+	}
+	return nil
+}
+
+func (p *fnProto) displayName() string {
+	if p.name != "" {
+		return p.name
+	}
+	return "fn"
+}
+
+func (p *fnProto) arityText() string {
+	var parts []string
+	for _, a := range p.arities {
+		if a.variadic {
+			parts = append(parts, fmt.Sprintf("%d or more", a.nfixed))
+		} else {
+			parts = append(parts, strconv.Itoa(a.nfixed))
+		}
+	}
+	s := strings.Join(parts, " or ")
+	if s == "1" {
+		return "1 arg"
+	}
+	return s + " args"
+}
+
+func (a *arity) bindParams(fr *frame, args []Value) {
+	if a.simple {
+		copy(fr.slots[:a.nfixed], args[:a.nfixed])
+		if a.variadic {
+			fr.slots[a.nfixed] = restVector(fr.th, args[a.nfixed:])
+		}
+		return
+	}
+	for i := 0; i < a.nfixed; i++ {
+		a.params[i](fr, args[i])
+	}
+	if a.variadic {
+		a.params[a.nfixed](fr, restVector(fr.th, args[a.nfixed:]))
+	}
+}
+
+func restVector(th *Thread, rest []Value) Value {
+	if len(rest) == 0 {
+		return nil
+	}
+	th.allocSlots(len(rest))
+	return &Vector{items: slices.Clone(rest)}
+}
+
+const (
+	refLocal = iota
+	refCap
+	refSelf
+)
+
+type capRef struct {
+	kind int
+	idx  int
+}
+
+type localVar struct {
+	name string
+	slot int
+}
+
+type recurTarget struct {
+	n int // binding count (a variadic fn counts its rest as one)
+}
+
+// scope is the compile-time view of one function activation.
+type scope struct {
+	parent   *scope
+	locals   []localVar
+	nslots   int
+	capRefs  []capRef
+	capNames []string
+	selfName string
+	recur    *recurTarget
+}
+
+func (s *scope) declare(name string) int {
+	slot := s.nslots
+	s.nslots++
+	s.locals = append(s.locals, localVar{name, slot})
+	return slot
+}
+
+func (s *scope) lookup(name string) (kind, idx int, ok bool) {
+	for i := len(s.locals) - 1; i >= 0; i-- {
+		if s.locals[i].name == name {
+			return refLocal, s.locals[i].slot, true
+		}
+	}
+	if s.selfName != "" && s.selfName == name {
+		return refSelf, 0, true
+	}
+	for i, n := range s.capNames {
+		if n == name {
+			return refCap, i, true
+		}
+	}
+	if s.parent == nil {
+		return 0, 0, false
+	}
+	pk, pidx, ok := s.parent.lookup(name)
+	if !ok {
+		return 0, 0, false
+	}
+	s.capRefs = append(s.capRefs, capRef{pk, pidx})
+	s.capNames = append(s.capNames, name)
+	return refCap, len(s.capRefs) - 1, true
+}
+
+// compiler turns forms into nodes, resolving every symbol once.
+type compiler struct {
+	src      string
+	host     *host
+	builtins map[string]*Builtin
+	memNames map[string]bool
+	sc       *scope
+	fnLit    *fnLitInfo
+	gensym   int
+}
+
+type fnLitInfo struct {
+	maxN int
+	rest bool
+}
+
+func (c *compiler) fail(kind Kind, pos Pos, hint, format string, args ...any) {
+	e := errorf(kind, pos, format, args...)
+	e.Hint = hint
+	e.src = c.src
+	panic(e)
+}
+
+// compileProgram compiles top-level forms as one do block.
+func (c *compiler) compileProgram(forms []*form) (body node, nslots int) {
+	c.sc = &scope{}
+	c.collectDefs(forms)
+	nodes := make([]node, len(forms))
+	for i, f := range forms {
+		nodes[i] = c.compile(f, false)
+	}
+	return seqNode(nodes), c.sc.nslots
+}
+
+// collectDefs records names def'd anywhere in the program: they count as
+// bound for the static check.
+func (c *compiler) collectDefs(forms []*form) {
+	for _, f := range forms {
+		if f == nil {
+			continue
+		}
+		if f.kind == fList && len(f.items) >= 2 && f.items[0].kind == fSym && f.items[0].ns == "" {
+			switch f.items[0].name {
+			case "def", "defn", "defn-", "defonce":
+				if f.items[1].kind == fSym && f.items[1].ns == "" {
+					c.memNames[f.items[1].name] = true
+				}
+			}
+		}
+		c.collectDefs(f.items)
+	}
+}
+
+func constNode(v Value) node { return func(*frame) Value { return v } }
+
+func seqNode(nodes []node) node {
+	switch len(nodes) {
+	case 0:
+		return constNode(nil)
+	case 1:
+		return nodes[0]
+	case 2:
+		a, b := nodes[0], nodes[1]
+		return func(fr *frame) Value { a(fr); return b(fr) }
+	}
+	last := nodes[len(nodes)-1]
+	init := nodes[:len(nodes)-1]
+	return func(fr *frame) Value {
+		for _, n := range init {
+			n(fr)
+		}
+		return last(fr)
+	}
+}
+
+func (c *compiler) compileBody(forms []*form, tail bool) node {
+	nodes := make([]node, len(forms))
+	for i, f := range forms {
+		nodes[i] = c.compile(f, tail && i == len(forms)-1)
+	}
+	return seqNode(nodes)
+}
+
+// compile compiles one form; tail reports whether it is in tail position
+// for recur.
+func (c *compiler) compile(f *form, tail bool) node {
+	switch f.kind {
+	case fLit:
+		return constNode(f.val)
+	case fSym:
+		return c.compileSym(f, false)
+	case fVec:
+		return c.compileVec(f)
+	case fMap:
+		return c.compileMap(f)
+	case fSet:
+		return c.compileSet(f)
+	case fRegex:
+		re, err := compileRegex(f.val.(string))
+		if err != nil {
+			c.fail(KindRegex, f.pos, "", "%s", err.Error())
+		}
+		return constNode(re)
+	case fFnLit:
+		return c.compileFnLit(f)
+	case fList:
+		return c.compileList(f, tail)
+	}
+	c.fail(KindInternal, f.pos, "", "unknown form")
+	return nil
+}
+
+func (c *compiler) compileVec(f *form) node {
+	if v, ok := constData(f); ok {
+		return constNode(v)
+	}
+	items := c.compileAll(f.items)
+	return func(fr *frame) Value {
+		out := make([]Value, len(items))
+		for i, n := range items {
+			out[i] = n(fr)
+		}
+		fr.th.allocSlots(len(out))
+		return &Vector{items: out}
+	}
+}
+
+func (c *compiler) compileMap(f *form) node {
+	if v, ok := constData(f); ok {
+		return constNode(v)
+	}
+	items := c.compileAll(f.items)
+	return func(fr *frame) Value {
+		b := newMapBuilder(len(items) / 2)
+		for i := 0; i < len(items); i += 2 {
+			k := items[i](fr)
+			b.setExactLast(k, items[i+1](fr))
+		}
+		fr.th.allocSlots(len(items))
+		return b.build()
+	}
+}
+
+func (c *compiler) compileSet(f *form) node {
+	if v, ok := constData(f); ok {
+		return constNode(v)
+	}
+	items := c.compileAll(f.items)
+	return func(fr *frame) Value {
+		s := emptySet
+		for _, n := range items {
+			s = s.Conj(n(fr))
+		}
+		fr.th.allocSlots(len(items))
+		return s
+	}
+}
+
+func (c *compiler) compileAll(fs []*form) []node {
+	out := make([]node, len(fs))
+	for i, f := range fs {
+		out[i] = c.compile(f, false)
+	}
+	return out
+}
+
+// constData returns the value of a form made only of literals.
+func constData(f *form) (Value, bool) {
+	switch f.kind {
+	case fLit:
+		return f.val, true
+	case fVec:
+		items := make([]Value, len(f.items))
+		for i, it := range f.items {
+			v, ok := constData(it)
+			if !ok {
+				return nil, false
+			}
+			items[i] = v
+		}
+		if len(items) == 0 {
+			return emptyVector, true
+		}
+		return &Vector{items: items}, true
+	case fMap:
+		b := newMapBuilder(len(f.items) / 2)
+		for i := 0; i+1 < len(f.items); i += 2 {
+			k, ok1 := constData(f.items[i])
+			v, ok2 := constData(f.items[i+1])
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			b.setExactLast(k, v)
+		}
+		return b.build(), true
+	case fSet:
+		s := emptySet
+		for _, it := range f.items {
+			v, ok := constData(it)
+			if !ok {
+				return nil, false
+			}
+			s = s.Conj(v)
+		}
+		return s, true
+	}
+	return nil, false
+}
+
+// setExactLast sets key with literal semantics: exact key match (not
+// flex), a duplicate key keeps the last value.
+func (b *mapBuilder) setExactLast(key, val Value) {
+	if b.root == nil {
+		for i := range b.es {
+			if Equal(b.es[i].key, key) {
+				b.es[i].val = val
+				return
+			}
+		}
+		if len(b.es) < smallMapMax {
+			b.es = append(b.es, mapEntry{key, val})
+			b.n++
+			return
+		}
+	}
+	m := b.build()
+	if k, ok := m.lookupKey(key); ok && Equal(k, key) {
+		m = m.Assoc(key, val)
+	} else {
+		m = m.assocExact(key, val)
+	}
+	b.es, b.root, b.n = nil, m.root, m.n
+	if m.root == nil {
+		b.es = m.small
+	}
+}
+
+// Namespace aliases (§3.11) mapped to canonical namespaces.
+var nsAliases = map[string]string{
+	"clojure.string": "str", "str": "str", "string": "str",
+	"clojure.core": "core", "core": "core",
+	"clojure.set": "set", "set": "set",
+	"Math": "Math", "System": "System", "Double": "Double", "Integer": "Integer", "Long": "Long",
+	"java.time.LocalDate": "LocalDate", "LocalDate": "LocalDate",
+	"memory": "memory", "mem": "memory",
+}
+
+// lookupBuiltin resolves ns/name to a builtin (ns may be "").
+func (c *compiler) lookupBuiltin(ns, name string) (*Builtin, bool) {
+	if ns == "" {
+		b, ok := c.builtins[name]
+		return b, ok
+	}
+	canon, ok := nsAliases[ns]
+	if !ok {
+		return nil, false
+	}
+	if b, ok := c.builtins[canon+"/"+name]; ok {
+		return b, true
+	}
+	if canon == "memory" {
+		return nil, false
+	}
+	b, ok := c.builtins[name]
+	return b, ok
+}
+
+func (c *compiler) compileSym(f *form, inOr bool) node {
+	if f.ns == "" {
+		if kind, idx, ok := c.sc.lookup(f.name); ok {
+			switch kind {
+			case refLocal:
+				return func(fr *frame) Value { return fr.slots[idx] }
+			case refCap:
+				return func(fr *frame) Value { return fr.caps[idx] }
+			default:
+				return func(fr *frame) Value { return fr.self }
+			}
+		}
+		if isSpecialForm(f.name) {
+			c.fail(KindAnalysis, f.pos, fmt.Sprintf("write (%s ...)", f.name), "%s is a special form and cannot be used as a value", f.name)
+		}
+		if b, ok := c.builtins[f.name]; ok {
+			return constNode(b)
+		}
+		if v, ok := hostConstants[f.name]; ok {
+			return constNode(v)
+		}
+		name := f.name
+		pos := f.pos
+		if c.memNames[name] || inOr {
+			return func(fr *frame) Value {
+				if v, ok := fr.th.mem[name]; ok {
+					return v
+				}
+				if inOr {
+					return nil
+				}
+				panic(&Error{Kind: KindUnbound, Pos: pos, Msg: "undefined symbol: " + name, Hint: "it is def'd later in the program; define it before use"})
+			}
+		}
+		c.unbound(f)
+	}
+	switch f.ns {
+	case "ctx", "data":
+		key := f.name
+		return func(fr *frame) Value { return fr.th.host.ctxGet(fr.th, key) }
+	case "memory", "mem":
+		name := f.name
+		if b, ok := c.builtins["memory/"+name]; ok {
+			return constNode(b)
+		}
+		return func(fr *frame) Value { return fr.th.mem[name] }
+	case "tool":
+		name := c.checkTool(f.name, f.pos)
+		return constNode(&Builtin{Name: "tool/" + name, MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			return th.host.callToolArgs(th, name, args)
+		}})
+	}
+	if b, ok := c.lookupBuiltin(f.ns, f.name); ok {
+		return constNode(b)
+	}
+	if v, ok := hostConstants[f.ns+"/"+f.name]; ok {
+		return constNode(v)
+	}
+	if _, ok := nsAliases[f.ns]; ok {
+		c.fail(KindUnbound, f.pos, c.categoryHint(f.name), "%s/%s is not available", f.ns, f.name)
+	}
+	c.fail(KindUnbound, f.pos, "", "unknown namespace %s/; use tool/ for tools, ctx/ for inputs", f.ns)
+	return nil
+}
+
+func (c *compiler) categoryHint(name string) string {
+	if h, ok := unavailableHints[name]; ok {
+		return h
+	}
+	if s := c.didYouMean(name); s != "" {
+		return "did you mean " + s
+	}
+	return ""
+}
+
+// unavailableHints explains Clojure names the language does not have.
+var unavailableHints = map[string]string{
+	"atom": "atoms are not supported; use let bindings, loop/recur or def", "swap!": "atoms are not supported; use def to store state",
+	"reset!": "atoms are not supported; use def to store state", "deref": "deref is not supported",
+	"try": "try/catch is not supported; use (fail {:reason :x :message \"...\"}) to stop with an error",
+	"catch": "try/catch is not supported", "throw": "throw is not supported; use (fail \"message\")",
+	"dotimes": "dotimes is not supported; use doseq over (range n)", "while": "while is not supported; use loop/recur",
+	"lazy-seq": "lazy-seq is not supported; use range, iterate or loop/recur", "defmacro": "macros are not supported",
+	"eval": "eval is not supported", "read-string": "read-string is not supported; use parse-long or parse-double",
+	"slurp": "there is no I/O; use tools", "spit": "there is no I/O; use tools",
+	"ns": "namespaces are not supported", "require": "require is not needed: clojure.string/ and clojure.set/ functions are built in",
+	"import": "Java interop is not supported", "future": "use pmap or pcalls for parallel work",
+	"ctx": "read inputs as ctx/name", "memory": "read memory as memory/name or by its plain name",
+	"%": "% can only be used inside #(...)", "%1": "% can only be used inside #(...)", "%2": "% can only be used inside #(...)",
+	"%&": "% can only be used inside #(...)", "else": "use :else in cond",
+}
+
+func (c *compiler) unbound(f *form) {
+	name := f.name
+	hint := ""
+	if h, ok := unavailableHints[name]; ok {
+		hint = h
+	} else if s := c.didYouMean(name); s != "" {
+		hint = "did you mean " + s
+	}
+	c.fail(KindUnbound, f.pos, hint, "undefined symbol: %s", name)
+}
+
+// didYouMean suggests the closest known name (locals, memory, builtins,
+// special forms), also trying '-' for '_'.
+func (c *compiler) didYouMean(name string) string {
+	alt := strings.ReplaceAll(name, "_", "-")
+	best, bestD := "", 3
+	if len(name) <= 3 {
+		bestD = 2
+	}
+	try := func(cand string) {
+		if cand == alt && alt != name {
+			best, bestD = cand, -1
+			return
+		}
+		if d := editDistance(name, cand, bestD); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	for s := c.sc; s != nil; s = s.parent {
+		for _, l := range s.locals {
+			try(l.name)
+		}
+	}
+	for n := range c.memNames {
+		try(n)
+	}
+	names := make([]string, 0, len(c.builtins)+len(specialFormNames))
+	for n := range c.builtins {
+		if !strings.Contains(n, "/") {
+			names = append(names, n)
+		}
+	}
+	names = append(names, specialFormNames...)
+	slices.Sort(names)
+	for _, n := range names {
+		try(n)
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance, giving up above limit.
+func editDistance(a, b string, limit int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func (c *compiler) checkTool(name string, pos Pos) string {
+	if name == "return" || name == "fail" {
+		return name
+	}
+	resolved, ok := c.host.resolveTool(name)
+	if !ok {
+		c.fail(KindUnknownTool, pos, "", "unknown tool: %s; available: %s", name, c.host.toolList())
+	}
+	return resolved
+}
+
+// compileList compiles a call or special form.
+func (c *compiler) compileList(f *form, tail bool) node {
+	if len(f.items) == 0 {
+		return constNode(emptyVector)
+	}
+	head := f.items[0]
+	if head.kind == fSym && head.ns == "" {
+		if _, _, local := c.sc.lookup(head.name); !local {
+			if sf := specialForm(head.name); sf != nil {
+				return sf(c, f, tail)
+			}
+		}
+	}
+	if head.kind == fSym && head.ns == "tool" {
+		return c.compileToolCall(f)
+	}
+	if head.kind == fSym && head.ns == "" && strings.HasPrefix(head.name, ".") && len(head.name) > 1 {
+		if _, _, local := c.sc.lookup(head.name); !local {
+			b, ok := c.builtins[head.name]
+			if !ok {
+				c.fail(KindUnbound, head.pos, "the only methods are .getTime, .indexOf and .lastIndexOf", "unknown method: %s", head.name)
+			}
+			return c.builtinCall(b, f)
+		}
+	}
+	var fnNode node
+	if head.kind == fSym {
+		if head.ns == "" {
+			if _, _, local := c.sc.lookup(head.name); !local {
+				if b, ok := c.builtins[head.name]; ok {
+					return c.builtinCall(b, f)
+				}
+			}
+		} else if _, isNs := nsAliases[head.ns]; isNs && head.ns != "memory" && head.ns != "mem" {
+			if b, ok := c.lookupBuiltin(head.ns, head.name); ok {
+				return c.builtinCall(b, f)
+			}
+		} else if head.ns == "memory" || head.ns == "mem" {
+			if b, ok := c.builtins["memory/"+head.name]; ok {
+				return c.builtinCall(b, f)
+			}
+		}
+	}
+	switch head.kind {
+	case fLit:
+		switch head.val.(type) {
+		case *Keyword, nil:
+		default:
+			c.fail(KindNotCallable, head.pos, "", "not callable: %s", preview(head.val))
+		}
+	case fVec:
+	}
+	fnNode = c.compile(head, false)
+	args := c.compileAll(f.items[1:])
+	pos := f.pos
+	n := len(args)
+	return func(fr *frame) Value {
+		th := fr.th
+		fn := fnNode(fr)
+		mark := th.sp
+		a := th.alloca(n)
+		for i, an := range args {
+			a[i] = an(fr)
+		}
+		th.pos = pos
+		v := th.call(fn, a)
+		th.sp = mark
+		return v
+	}
+}
+
+// builtinCall compiles a direct call of a known builtin, checking the
+// argument count statically.
+func (c *compiler) builtinCall(b *Builtin, f *form) node {
+	n := len(f.items) - 1
+	if n < b.MinArgs || (b.MaxArgs >= 0 && n > b.MaxArgs) {
+		c.fail(KindArity, f.pos, "", "%s expects %s, got %d", b.Name, b.arityText(), n)
+	}
+	args := c.compileAll(f.items[1:])
+	pos := f.pos
+	fn := b.Fn
+	switch n {
+	case 1:
+		a0 := args[0]
+		return func(fr *frame) Value {
+			th := fr.th
+			mark := th.sp
+			a := th.alloca(1)
+			a[0] = a0(fr)
+			th.pos = pos
+			th.tick()
+			v := fn(th, a)
+			th.sp = mark
+			return v
+		}
+	case 2:
+		a0, a1 := args[0], args[1]
+		return func(fr *frame) Value {
+			th := fr.th
+			mark := th.sp
+			a := th.alloca(2)
+			a[0] = a0(fr)
+			a[1] = a1(fr)
+			th.pos = pos
+			th.tick()
+			v := fn(th, a)
+			th.sp = mark
+			return v
+		}
+	}
+	return func(fr *frame) Value {
+		th := fr.th
+		mark := th.sp
+		a := th.alloca(n)
+		for i, an := range args {
+			a[i] = an(fr)
+		}
+		th.pos = pos
+		th.tick()
+		v := fn(th, a)
+		th.sp = mark
+		return v
+	}
+}
+
+// compileToolCall compiles (tool/name), (tool/name {...}), (tool/name :k v ...).
+func (c *compiler) compileToolCall(f *form) node {
+	name := c.checkTool(f.items[0].name, f.items[0].pos)
+	argForms := f.items[1:]
+	if len(argForms) > 1 {
+		if len(argForms)%2 != 0 || !allKeywordKeys(argForms) {
+			c.fail(KindToolArgs, f.pos, "", "tool calls take named arguments: (tool/%s {:key value}) or (tool/%s :key value)", name, name)
+		}
+	}
+	if len(argForms) == 1 && argForms[0].kind != fMap && argForms[0].kind != fList && argForms[0].kind != fSym {
+		if !(argForms[0].kind == fLit && argForms[0].val == nil) {
+			c.fail(KindToolArgs, f.pos, "", "tool calls take named arguments: (tool/%s {:key value}) or (tool/%s :key value)", name, name)
+		}
+	}
+	args := c.compileAll(argForms)
+	pos := f.pos
+	return func(fr *frame) Value {
+		th := fr.th
+		mark := th.sp
+		a := th.alloca(len(args))
+		for i, an := range args {
+			a[i] = an(fr)
+		}
+		th.pos = pos
+		v := th.host.callToolArgs(th, name, a)
+		th.sp = mark
+		return v
+	}
+}
+
+func allKeywordKeys(fs []*form) bool {
+	for i := 0; i < len(fs); i += 2 {
+		if fs[i].kind != fLit {
+			return false
+		}
+		if _, ok := fs[i].val.(*Keyword); !ok {
+			if _, ok := fs[i].val.(string); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}

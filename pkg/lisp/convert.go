@@ -1,0 +1,207 @@
+package lisp
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// FromGo converts plain Go data (the JSON model: nil, bool, numbers,
+// string, []any, map[string]any, json.Number, and slices/maps of those)
+// into a Value. Map keys stay strings. Values that already are interpreter
+// values pass through. Other types (structs) go through encoding/json.
+func FromGo(x any) (Value, error) {
+	switch v := x.(type) {
+	case nil:
+		return nil, nil
+	case bool:
+		return v, nil
+	case int:
+		return Int(int64(v)), nil
+	case int64:
+		return Int(v), nil
+	case int32:
+		return Int(int64(v)), nil
+	case int16:
+		return Int(int64(v)), nil
+	case int8:
+		return Int(int64(v)), nil
+	case uint:
+		if uint64(v) > math.MaxInt64 {
+			return float64(v), nil
+		}
+		return Int(int64(v)), nil
+	case uint64:
+		if v > math.MaxInt64 {
+			return float64(v), nil
+		}
+		return Int(int64(v)), nil
+	case uint32:
+		return Int(int64(v)), nil
+	case uint16:
+		return Int(int64(v)), nil
+	case uint8:
+		return Int(int64(v)), nil
+	case float64:
+		return v, nil
+	case float32:
+		return float64(v), nil
+	case json.Number:
+		s := string(v)
+		if !strings.ContainsAny(s, ".eE") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return Int(n), nil
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad number %q: %w", s, err)
+		}
+		return f, nil
+	case string:
+		return v, nil
+	case []any:
+		items := make([]Value, len(v))
+		for i, it := range v {
+			c, err := FromGo(it)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			items[i] = c
+		}
+		return &Vector{items: items}, nil
+	case map[string]any:
+		b := newMapBuilder(len(v))
+		for k, it := range v {
+			c, err := FromGo(it)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			b.set(k, c)
+		}
+		return b.build(), nil
+	case []map[string]any:
+		items := make([]Value, len(v))
+		for i, it := range v {
+			c, err := FromGo(it)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			items[i] = c
+		}
+		return &Vector{items: items}, nil
+	case []string:
+		items := make([]Value, len(v))
+		for i, it := range v {
+			items[i] = it
+		}
+		return &Vector{items: items}, nil
+	case *Keyword, *Vector, *Map, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
+		return v, nil
+	}
+	rv := reflect.ValueOf(x)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		items := make([]Value, rv.Len())
+		for i := range items {
+			c, err := FromGo(rv.Index(i).Interface())
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			items[i] = c
+		}
+		return &Vector{items: items}, nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() == reflect.String {
+			b := newMapBuilder(rv.Len())
+			it := rv.MapRange()
+			for it.Next() {
+				c, err := FromGo(it.Value().Interface())
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", it.Key().String(), err)
+				}
+				b.set(it.Key().String(), c)
+			}
+			return b.build(), nil
+		}
+	case reflect.Pointer:
+		if rv.IsNil() {
+			return nil, nil
+		}
+	}
+	data, err := json.Marshal(x)
+	if err != nil {
+		return nil, fmt.Errorf("unsupported host value of type %T: %w", x, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, fmt.Errorf("unsupported host value of type %T: %w", x, err)
+	}
+	return FromGo(generic)
+}
+
+// ToGo converts a Value to plain Go data: keywords become their names,
+// vectors, sets and realised lazy seqs become []any, maps become
+// map[string]any with keys as strings and '-' replaced by '_' (§3.5).
+// Functions, vars and regexes are kept as themselves (opaque to callers).
+func ToGo(v Value) any {
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string:
+		return x
+	case *Keyword:
+		return x.Name
+	case *Vector:
+		out := make([]any, len(x.items))
+		for i, it := range x.items {
+			out[i] = ToGo(it)
+		}
+		return out
+	case *LazySeq:
+		out := make([]any, len(x.items))
+		for i, it := range x.items {
+			out[i] = ToGo(it)
+		}
+		return out
+	case *Set:
+		items := x.Items()
+		out := make([]any, len(items))
+		for i, it := range items {
+			out[i] = ToGo(it)
+		}
+		return out
+	case *Map:
+		out := make(map[string]any, x.Len())
+		for _, e := range x.entries() {
+			out[hostKey(e.key)] = ToGo(e.val)
+		}
+		return out
+	case *Var:
+		return "#'" + x.Name
+	case *Reduced:
+		return ToGo(x.Val)
+	}
+	return v
+}
+
+// hostKey renders a map key for the host: strings and keyword names with
+// '-' replaced by '_'; other keys by their str form.
+func hostKey(k Value) string {
+	var s string
+	switch x := k.(type) {
+	case string:
+		s = x
+	case *Keyword:
+		s = x.Name
+	default:
+		s = Str(k)
+	}
+	if strings.IndexByte(s, '-') >= 0 {
+		s = strings.ReplaceAll(s, "-", "_")
+	}
+	return s
+}

@@ -1,0 +1,344 @@
+package lisp
+
+import (
+	"hash/maphash"
+	"math"
+	"strings"
+)
+
+// hashSeed is set once at package initialisation and only read afterwards.
+var hashSeed = maphash.MakeSeed()
+
+func hashString(s string) uint32 {
+	h := maphash.String(hashSeed, s)
+	return uint32(h ^ h>>32)
+}
+
+func hashInt(n int64) uint32 {
+	x := uint64(n)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return uint32(x)
+}
+
+// hashValue hashes v consistently with Equal: integral floats hash like
+// ints, a keyword like its name (so flex pairs share a trie slot), vectors
+// and lazy seqs by items, maps and sets independent of order.
+func hashValue(v Value) uint32 {
+	switch x := v.(type) {
+	case nil:
+		return 0x9e3779b9
+	case bool:
+		if x {
+			return 0x12345
+		}
+		return 0x54321
+	case int64:
+		return hashInt(x)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 9.2e18 {
+			return hashInt(int64(x))
+		}
+		return hashInt(int64(math.Float64bits(x)))
+	case string:
+		return hashString(x)
+	case *Keyword:
+		return x.hash
+	case *Vector:
+		h := uint32(0x811c9dc5)
+		for _, it := range x.items {
+			h = (h ^ hashValue(it)) * 16777619
+		}
+		return h
+	case *Map:
+		var h uint32
+		for _, e := range x.entries() {
+			h += hashValue(e.key)*31 ^ hashValue(e.val)
+		}
+		return h ^ 0xabcdef
+	case *Set:
+		var h uint32
+		for _, e := range x.m.entries() {
+			h += hashValue(e.key)
+		}
+		return h ^ 0xfedcba
+	case *Var:
+		return hashString(x.Name) ^ 0x77
+	case *Regex:
+		return hashString(x.Source) ^ 0x99
+	case *LazySeq:
+		h := uint32(0x811c9dc5)
+		for _, it := range x.items {
+			h = (h ^ hashValue(it)) * 16777619
+		}
+		return h
+	}
+	return 0x31415
+}
+
+// Equal reports PTC-Lisp equality (=): structural, numbers by value across
+// int and float, NaN unequal to itself, keywords unequal to strings.
+func Equal(a, b Value) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return float64(x) == y
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return x == float64(y)
+		case float64:
+			return x == y
+		}
+		return false
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case *Keyword:
+		y, ok := b.(*Keyword)
+		return ok && (x == y || x.Name == y.Name)
+	case *Vector:
+		switch y := b.(type) {
+		case *Vector:
+			if x == y {
+				return true
+			}
+			if len(x.items) != len(y.items) {
+				return false
+			}
+			for i := range x.items {
+				if !Equal(x.items[i], y.items[i]) {
+					return false
+				}
+			}
+			return true
+		case *LazySeq:
+			return y.done && Equal(x, &Vector{items: y.items})
+		}
+		return false
+	case *Map:
+		y, ok := b.(*Map)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		if x.n != y.n {
+			return false
+		}
+		for _, e := range x.entries() {
+			k, ok := y.lookupKey(e.key)
+			if !ok || !Equal(k, e.key) {
+				return false
+			}
+			v, _ := y.Get(k)
+			if !Equal(v, e.val) {
+				return false
+			}
+		}
+		return true
+	case *Set:
+		y, ok := b.(*Set)
+		if !ok {
+			return false
+		}
+		if x.Len() != y.Len() {
+			return false
+		}
+		for _, e := range x.m.entries() {
+			if !y.Has(e.key) {
+				return false
+			}
+		}
+		return true
+	case *LazySeq:
+		switch y := b.(type) {
+		case *Vector:
+			return Equal(y, x)
+		case *LazySeq:
+			return x == y || (x.done && y.done && Equal(&Vector{items: x.items}, &Vector{items: y.items}))
+		}
+		return false
+	case *Var:
+		y, ok := b.(*Var)
+		return ok && x.Name == y.Name
+	case *Regex:
+		return a == b
+	case *Reduced:
+		y, ok := b.(*Reduced)
+		return ok && Equal(x.Val, y.Val)
+	}
+	return a == b
+}
+
+// orderRank groups values for map/set key order (§5).
+func orderRank(v Value) int {
+	switch v.(type) {
+	case int64, float64:
+		return 0
+	case *Keyword:
+		return 1
+	case string:
+		return 2
+	}
+	return 3
+}
+
+// keyOrder is the total order of map keys and set members (§5): numbers by
+// value, then keywords by name, then strings, then other values by printed
+// form.
+func keyOrder(a, b Value) int {
+	ra, rb := orderRank(a), orderRank(b)
+	if ra != rb {
+		return ra - rb
+	}
+	switch ra {
+	case 0:
+		return numCmp(a, b)
+	case 1:
+		return strings.Compare(a.(*Keyword).Name, b.(*Keyword).Name)
+	case 2:
+		return strings.Compare(a.(string), b.(string))
+	}
+	if Equal(a, b) {
+		return 0
+	}
+	return strings.Compare(PrStr(a), PrStr(b))
+}
+
+// numCmp compares two numbers (int64 or float64); NaN sorts first.
+func numCmp(a, b Value) int {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			switch {
+			case x < y:
+				return -1
+			case x > y:
+				return 1
+			}
+			return 0
+		}
+	}
+	x, y := toFloat(a), toFloat(b)
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	case x == y:
+		return 0
+	case math.IsNaN(x) && !math.IsNaN(y):
+		return -1
+	case !math.IsNaN(x) && math.IsNaN(y):
+		return 1
+	}
+	return 0
+}
+
+func toFloat(v Value) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// javaCompareStrings compares like Java's String.compareTo: the difference
+// of the first differing UTF-16 units, else of the lengths.
+func javaCompareStrings(a, b string) int {
+	ua, ub := utf16Units(a), utf16Units(b)
+	n := min(len(ua), len(ub))
+	for i := 0; i < n; i++ {
+		if ua[i] != ub[i] {
+			return int(ua[i]) - int(ub[i])
+		}
+	}
+	return len(ua) - len(ub)
+}
+
+func utf16Units(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
+
+// Compare implements (compare a b): numbers by value, strings like Java,
+// keywords by name, nil lowest, booleans false < true, vectors by length
+// then element-wise. ok is false when the kinds cannot be compared.
+func Compare(a, b Value) (int, bool) {
+	if a == nil {
+		if b == nil {
+			return 0, true
+		}
+		return -1, true
+	}
+	if b == nil {
+		return 1, true
+	}
+	switch x := a.(type) {
+	case int64, float64:
+		switch b.(type) {
+		case int64, float64:
+			return numCmp(a, b), true
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return javaCompareStrings(x, y), true
+		}
+	case *Keyword:
+		if y, ok := b.(*Keyword); ok {
+			return javaCompareStrings(x.Name, y.Name), true
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0, true
+			case !x:
+				return -1, true
+			}
+			return 1, true
+		}
+	case *Vector:
+		if y, ok := b.(*Vector); ok {
+			if len(x.items) != len(y.items) {
+				if len(x.items) < len(y.items) {
+					return -1, true
+				}
+				return 1, true
+			}
+			for i := range x.items {
+				c, ok := Compare(x.items[i], y.items[i])
+				if !ok {
+					return 0, false
+				}
+				if c != 0 {
+					return c, true
+				}
+			}
+			return 0, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,222 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Tool is a host capability callable from a program: a local Go func, an
+// LLM tool, a sub-agent or a remote (NATS) tool. Call receives the run's
+// context and the named arguments as plain Go data (keys with '-' turned
+// into '_'), and returns plain Go data (see FromGo) or an error. Call may be
+// invoked from several goroutines at once (pmap).
+type Tool interface {
+	Call(ctx context.Context, args map[string]any) (any, error)
+}
+
+// ToolFunc adapts a function to Tool.
+type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
+
+// Call calls f.
+func (f ToolFunc) Call(ctx context.Context, args map[string]any) (any, error) { return f(ctx, args) }
+
+// Tools maps tool names to tools. A nil Tools has no tools.
+type Tools map[string]Tool
+
+// signal is panicked by return/fail and recovered at the run's edge.
+type signal struct {
+	ret bool
+	val Value
+	pos Pos
+}
+
+// host is the per-run shared state: tools, ctx inputs, keyword interning,
+// tool call records. It is shared with pmap branches (mu guards calls).
+type host struct {
+	tools    Tools
+	toolKeys []string
+	ctxMap   *Map
+	keywords map[string]*Keyword
+	kwMu     sync.Mutex
+	mu       sync.Mutex
+	calls    []messages.ToolCall
+	maxCalls int
+	nCalls   int
+	memKeys  func() []string
+}
+
+func (h *host) keyword(name string) *Keyword {
+	h.kwMu.Lock()
+	defer h.kwMu.Unlock()
+	if k, ok := h.keywords[name]; ok {
+		return k
+	}
+	k := NewKeyword(name)
+	h.keywords[name] = k
+	return k
+}
+
+func (h *host) toolList() string {
+	if len(h.toolKeys) == 0 {
+		return "(none)"
+	}
+	return strings.Join(h.toolKeys, ", ")
+}
+
+// resolveTool finds a tool by exact name, then treating '-' and '_' alike.
+func (h *host) resolveTool(name string) (string, bool) {
+	if _, ok := h.tools[name]; ok {
+		return name, true
+	}
+	norm := strings.ReplaceAll(name, "-", "_")
+	for _, k := range h.toolKeys {
+		if strings.ReplaceAll(k, "-", "_") == norm {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// ctxGet reads ctx/key with flex lookup, falling back to memory.
+func (h *host) ctxGet(th *Thread, key string) Value {
+	if h.ctxMap != nil {
+		if v, ok := h.ctxMap.Get(key); ok {
+			return v
+		}
+	}
+	if v, ok := th.mem[key]; ok {
+		return v
+	}
+	return nil
+}
+
+// callToolArgs calls a tool with the program's argument forms: none, one
+// map (or nil), or keyword/value pairs.
+func (h *host) callToolArgs(th *Thread, name string, args []Value) Value {
+	switch name {
+	case "return", "fail":
+		var v Value
+		if len(args) > 0 {
+			v = args[0]
+		}
+		panic(&signal{ret: name == "return", val: v, pos: th.pos})
+	}
+	var m *Map
+	switch {
+	case len(args) == 0:
+	case len(args) == 1:
+		switch a := args[0].(type) {
+		case nil:
+		case *Map:
+			m = a
+		default:
+			th.RaiseHint(KindToolArgs, fmt.Sprintf("(tool/%s {:key value})", name), "tool calls take named arguments: (tool/%s {:key value}), got %s", name, preview(a))
+		}
+	default:
+		if len(args)%2 != 0 {
+			th.Raise(KindToolArgs, "tool calls take named arguments: (tool/%s :key value ...), got %d args", name, len(args))
+		}
+		b := newMapBuilder(len(args) / 2)
+		for i := 0; i < len(args); i += 2 {
+			switch args[i].(type) {
+			case *Keyword, string:
+			default:
+				th.Raise(KindToolArgs, "tool calls take named arguments: (tool/%s :key value ...), got key %s", name, preview(args[i]))
+			}
+			b.setExactLast(args[i], args[i+1])
+		}
+		m = b.build()
+	}
+	return h.callTool(th, name, m)
+}
+
+// callTool calls the named tool (already resolved) and records the call.
+func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
+	th.tick()
+	tool := h.tools[name]
+	goArgs := map[string]any{}
+	if args != nil {
+		goArgs = ToGo(args).(map[string]any)
+	}
+	h.mu.Lock()
+	h.nCalls++
+	if h.maxCalls > 0 && h.nCalls > h.maxCalls {
+		h.mu.Unlock()
+		th.Raise(KindTool, "tool call limit exceeded (%d calls)", h.maxCalls)
+	}
+	h.mu.Unlock()
+	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
+	out, err := safeToolCall(th.ctx, tool, goArgs)
+	rec.Duration = time.Since(rec.StartedAt)
+	if err == nil {
+		result, err = FromGo(out)
+		if err != nil {
+			err = fmt.Errorf("bad result: %w", err)
+		}
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	} else {
+		rec.Result = out
+	}
+	h.mu.Lock()
+	h.calls = append(h.calls, rec)
+	h.mu.Unlock()
+	if err != nil {
+		if ctxErr := th.ctx.Err(); ctxErr != nil {
+			th.raiseCtx(ctxErr)
+		}
+		panic(&Error{Kind: KindTool, Pos: th.pos, Op: name, Msg: fmt.Sprintf("tool '%s' failed: %s", name, err.Error()), Err: err})
+	}
+	return result
+}
+
+func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+			_ = debug.Stack
+		}
+	}()
+	return t.Call(ctx, args)
+}
+
+// setMem writes memory (def, memory/put).
+func (th *Thread) setMem(name string, v Value) {
+	th.mem[name] = v
+}
+
+// fork makes a child thread for a pmap/pcalls branch: own stack and
+// counters, a snapshot of memory, shared host.
+func (th *Thread) fork(ctx context.Context) *Thread {
+	child := &Thread{
+		ctx: ctx, deadline: th.deadline, timeoutMs: th.timeoutMs,
+		maxSteps: th.maxSteps, maxAlloc: th.maxAlloc, maxDepth: th.maxDepth, maxLoops: th.maxLoops,
+		host: th.host, mem: maps.Clone(th.mem), child: true, pos: th.pos,
+		nextCheck: checkEvery,
+	}
+	child.depth = th.depth
+	return child
+}
+
+// errorsAsError extracts an *Error.
+func errorsAsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	ks := slices.Collect(maps.Keys(m))
+	slices.Sort(ks)
+	return ks
+}

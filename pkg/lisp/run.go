@@ -1,0 +1,431 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Defaults for Options (ptc-lisp.md §6).
+const (
+	DefaultTimeout        = time.Second
+	DefaultMaxAlloc       = 10 << 20
+	DefaultMaxDepth       = 10000
+	DefaultMaxMemoryBytes = 1 << 20
+	DefaultStepsPerSecond = 20_000_000
+	DefaultMaxSourceBytes = 256 << 10
+)
+
+// Options configures one run. The zero value is usable: no inputs, empty
+// memory, no tools, the §6 default limits.
+type Options struct {
+	// Context holds the ctx/ (and data/) inputs: plain Go data, string keys.
+	Context map[string]any
+	// Memory is the initial memory (names to plain Go data or Values such
+	// as closures kept from an earlier run).
+	Memory map[string]any
+	// Tools are the tools the program may call.
+	Tools Tools
+	// Signature, when set, validates the returned value (pkg/signature
+	// syntax, e.g. "{count :int}" or "() -> [:string]").
+	Signature string
+	// Timeout is the wall-clock limit (default DefaultTimeout); the run's
+	// ctx deadline applies too.
+	Timeout time.Duration
+	// MaxAlloc is the allocation budget in bytes: string bytes plus 8 bytes
+	// per collection slot (default DefaultMaxAlloc, negative: unlimited).
+	MaxAlloc int64
+	// MaxSteps is the evaluation step budget (default DefaultStepsPerSecond
+	// per second of Timeout; negative: unlimited).
+	MaxSteps int64
+	// LoopLimit caps loop/recur iterations (0: off, the default).
+	LoopLimit int64
+	// MaxDepth caps nested function calls (default DefaultMaxDepth).
+	MaxDepth int
+	// MaxMemoryBytes caps the printed size of memory after the run
+	// (default DefaultMaxMemoryBytes; negative: unlimited).
+	MaxMemoryBytes int
+	// MaxToolCalls caps tool calls per run (0: unlimited).
+	MaxToolCalls int
+	// MemoryContract applies the seed's Memory Result Contract (§3.9) to a
+	// top-level map result that did not come from return/fail.
+	MemoryContract bool
+	// FloatPrecision rounds floats in Step.Return to this many decimals
+	// (0: no rounding; agents use 2).
+	FloatPrecision int
+	// MaxSourceBytes rejects larger programs (default DefaultMaxSourceBytes).
+	MaxSourceBytes int
+}
+
+// Signal says how a run ended.
+type Signal int
+
+// Signals.
+const (
+	// SignalValue: the program ended with its last top-level value.
+	SignalValue Signal = iota
+	// SignalReturn: (return v) or (call "return" v) ran.
+	SignalReturn
+	// SignalFail: (fail v) ran, or any error occurred.
+	SignalFail
+)
+
+func (s Signal) String() string {
+	switch s {
+	case SignalReturn:
+		return "return"
+	case SignalFail:
+		return "fail"
+	}
+	return "value"
+}
+
+// Result is the full outcome of Exec, for the agent loop.
+type Result struct {
+	// Signal says whether the run ended by value, return or fail/error.
+	Signal Signal
+	// Value is the result as an interpreter value (for previews). Under
+	// the Memory Result Contract it is the value the model should see
+	// (the :return entry when present).
+	Value Value
+	// Memory is the memory after the run (only committed on success; on
+	// failure it equals the initial memory).
+	Memory map[string]Value
+	// Written lists memory names written by the run (sorted).
+	Written []string
+	// Prints holds println output, one entry a line.
+	Prints []string
+	// ToolCalls records tool calls in order (also on failure).
+	ToolCalls []messages.ToolCall
+	// Err is the error when Signal is SignalFail (also returned by Exec).
+	Err *Error
+	// Steps is the number of evaluation steps used.
+	Steps int64
+	// Duration is the wall time of the run.
+	Duration time.Duration
+}
+
+// Exec parses, compiles and runs source. It always returns a non-nil
+// Result; err is a *Error (or nil). Cancellation of ctx ends the run with a
+// KindCanceled or KindTimeout error that wraps ctx.Err(). Exec is safe for
+// concurrent use: runs share nothing but immutable tables.
+func Exec(ctx context.Context, source string, opts Options) (res *Result, err error) {
+	start := time.Now()
+	res = &Result{}
+	defer func() { res.Duration = time.Since(start) }()
+
+	fail := func(e *Error) (*Result, error) {
+		if e.src == "" {
+			e.src = source
+		}
+		res.Signal = SignalFail
+		res.Err = e
+		return res, e
+	}
+
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	maxSrc := opts.MaxSourceBytes
+	if maxSrc <= 0 {
+		maxSrc = DefaultMaxSourceBytes
+	}
+	if len(source) > maxSrc {
+		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
+	}
+
+	h := &host{tools: opts.Tools, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls}
+	h.toolKeys = sortedKeys(opts.Tools)
+	if opts.Context != nil {
+		cv, cerr := FromGo(opts.Context)
+		if cerr != nil {
+			return fail(&Error{Kind: KindType, Msg: "bad context: " + cerr.Error(), Err: cerr})
+		}
+		h.ctxMap = cv.(*Map)
+	}
+	mem := make(map[string]Value, len(opts.Memory))
+	for k, v := range opts.Memory {
+		mv, merr := FromGo(v)
+		if merr != nil {
+			return fail(&Error{Kind: KindType, Msg: "bad memory entry " + k + ": " + merr.Error(), Err: merr})
+		}
+		mem[k] = mv
+	}
+	res.Memory = mem
+
+	forms, perr := read(source, h.keywords)
+	if perr != nil {
+		return fail(perr.(*Error))
+	}
+	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}}
+	for k := range mem {
+		c.memNames[k] = true
+	}
+	// the reader interned keywords: share them with the run
+	body, nslots, cerr := c.safeCompile(forms)
+	if cerr != nil {
+		return fail(cerr)
+	}
+
+	th := &Thread{
+		ctx: ctx, timeoutMs: timeout.Milliseconds(), deadline: time.Now().Add(timeout),
+		host: h, mem: make(map[string]Value, len(mem)), nextCheck: checkEvery,
+	}
+	for k, v := range mem {
+		th.mem[k] = v
+	}
+	th.maxAlloc = opts.MaxAlloc
+	if th.maxAlloc == 0 {
+		th.maxAlloc = DefaultMaxAlloc
+	}
+	th.maxSteps = opts.MaxSteps
+	if th.maxSteps == 0 {
+		th.maxSteps = int64(timeout.Seconds()*DefaultStepsPerSecond) + 1_000_000
+	}
+	th.maxDepth = opts.MaxDepth
+	if th.maxDepth <= 0 {
+		th.maxDepth = DefaultMaxDepth
+	}
+	th.maxLoops = opts.LoopLimit
+
+	v, sig, rerr := th.runTop(body, nslots)
+	res.Prints = th.prints
+	res.ToolCalls = h.calls
+	res.Steps = th.steps
+	if rerr != nil {
+		return fail(rerr)
+	}
+	res.Value = v
+	if sig != nil {
+		if !sig.ret {
+			return fail(failError(sig))
+		}
+		res.Signal = SignalReturn
+		res.Value = sig.val
+	}
+	// commit memory
+	var written []string
+	for k, nv := range th.mem {
+		if ov, ok := mem[k]; !ok || ov != nv {
+			written = append(written, k)
+		}
+	}
+	newMem := th.mem
+	if opts.MemoryContract && sig == nil {
+		if m, ok := v.(*Map); ok {
+			var shown Value = m
+			hasReturn := false
+			for _, e := range m.entries() {
+				name := keyName(e.key)
+				if name == "return" {
+					shown, hasReturn = e.val, true
+					continue
+				}
+				newMem[name] = e.val
+				written = append(written, name)
+			}
+			if hasReturn {
+				res.Value = shown
+			}
+		}
+	}
+	if limit := opts.MaxMemoryBytes; limit >= 0 {
+		if limit == 0 {
+			limit = DefaultMaxMemoryBytes
+		}
+		size := 0
+		for k, mv := range newMem {
+			size += len(k) + len(Sprint(mv, PrintOptions{NoFirewall: true, MaxLen: limit + 1}))
+			if size > limit {
+				break
+			}
+		}
+		if size > limit {
+			return fail(&Error{Kind: KindMemory, Msg: fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, limit),
+				Hint: "store less data in memory; keep only what later turns need"})
+		}
+	}
+	if opts.Signature != "" {
+		if verr := validateSignature(opts.Signature, res.Value); verr != nil {
+			return fail(verr)
+		}
+	}
+	res.Memory = newMem
+	res.Written = uniqSorted(written)
+	return res, nil
+}
+
+func uniqSorted(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return sortedKeys(m)
+}
+
+func keyName(k Value) string {
+	switch x := k.(type) {
+	case string:
+		return x
+	case *Keyword:
+		return x.Name
+	}
+	return Str(k)
+}
+
+func (c *compiler) safeCompile(forms []*form) (body node, nslots int, err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e, ok := p.(*Error)
+			if !ok {
+				e = &Error{Kind: KindInternal, Msg: fmt.Sprintf("internal error while compiling: %v", p)}
+			}
+			e.src = c.src
+			err = e
+		}
+	}()
+	body, nslots = c.compileProgram(forms)
+	return body, nslots, nil
+}
+
+// runTop evaluates the compiled program, recovering errors and signals.
+func (th *Thread) runTop(body node, nslots int) (v Value, sig *signal, err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, sig, err = nil, nil, th.recoverValue(p)
+			if s, ok := p.(*signal); ok {
+				sig, err = s, nil
+			}
+		}
+	}()
+	fr := th.frameAt(0)
+	fr.slots = th.alloca(nslots)
+	v = body(fr)
+	return v, nil, nil
+}
+
+// recoverValue turns a recovered panic into an *Error (signals → nil).
+func (th *Thread) recoverValue(p any) *Error {
+	switch x := p.(type) {
+	case *Error:
+		return x
+	case *signal:
+		return nil
+	}
+	return &Error{Kind: KindInternal, Pos: th.pos, Msg: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
+}
+
+// failError converts a (fail v) signal into an Error.
+func failError(sig *signal) *Error {
+	v := sig.val
+	e := &Error{Kind: KindFail, Pos: sig.pos}
+	switch x := v.(type) {
+	case string:
+		e.Msg = x
+		e.Fail = map[string]any{"reason": "failed", "message": x}
+	case *Map:
+		g := ToGo(x).(map[string]any)
+		if _, ok := g["reason"]; !ok {
+			g["reason"] = "failed"
+		}
+		msg, _ := g["message"].(string)
+		if msg == "" {
+			msg = PrStr(x)
+		}
+		e.Msg = msg
+		if op, ok := g["op"].(string); ok {
+			e.Op = op
+		}
+		e.Fail = g
+	default:
+		e.Msg = PrStr(v)
+		e.Fail = map[string]any{"reason": "failed", "message": e.Msg}
+	}
+	return e
+}
+
+// Run runs source and returns a messages.Step: Return and Memory as plain
+// Go data, Prints, and one Trace turn with the program and its tool calls.
+// On failure err is non-nil (a *Error, which wraps ctx.Err() when the
+// context ended the run) and step.Fail is set.
+func Run(ctx context.Context, source string, opts Options) (*messages.Step, error) {
+	res, err := Exec(ctx, source, opts)
+	return res.Step(source, opts), err
+}
+
+// Step converts a Result to a messages.Step.
+func (r *Result) Step(source string, opts Options) *messages.Step {
+	st := &messages.Step{Version: messages.StepVersion, Signature: opts.Signature, Prints: r.Prints}
+	turn := messages.Turn{Number: 1, Program: source, ToolCalls: r.ToolCalls, Prints: r.Prints,
+		StartedAt: time.Now().Add(-r.Duration), Duration: r.Duration}
+	if r.Err != nil {
+		e := r.Err
+		f := &messages.Fail{Reason: e.Reason(), Message: e.Detail(), Op: e.Op}
+		if e.Kind == KindFail {
+			if m, ok := e.Fail.(map[string]any); ok {
+				if msg, ok := m["message"].(string); ok {
+					f.Message = msg
+				}
+				if d, ok := m["details"].(map[string]any); ok {
+					f.Details = d
+				}
+			}
+		}
+		st.Fail = f
+		turn.Error = e.Detail()
+	} else {
+		st.Return = roundFloats(ToGo(r.Value), opts.FloatPrecision)
+		turn.Result = st.Return
+	}
+	if len(r.Memory) > 0 {
+		st.Memory = make(map[string]any, len(r.Memory))
+		for k, v := range r.Memory {
+			st.Memory[k] = ToGo(v)
+		}
+	}
+	st.Trace = []messages.Turn{turn}
+	st.Usage = messages.Usage{Turns: 1, ToolCalls: len(r.ToolCalls), Duration: r.Duration}
+	return st
+}
+
+func roundFloats(v any, digits int) any {
+	if digits <= 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return x
+		}
+		p := math.Pow(10, float64(digits))
+		return math.Round(x*p) / p
+	case []any:
+		for i := range x {
+			x[i] = roundFloats(x[i], digits)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = roundFloats(x[k], digits)
+		}
+	}
+	return v
+}
+
+// validateSignature is replaced by pkg/signature validation once that
+// package's API exists.
+func validateSignature(sig string, v Value) *Error {
+	_ = strings.TrimSpace(sig)
+	return nil
+}

@@ -1,0 +1,43 @@
+;; arithmetic
+(+ 1 2)
+;=> 3
+---
+(+ 1 2.5)
+;=> 3.5
+---
+(/ 10 4)
+;=> 2.5
+---
+(/ 10 2)
+;=> 5
+---
+(/ 1 0)
+;;; "arithmetic_error: 1:1: division by zero"
+---
+(/ 1.0 0)
+;=> ##Inf
+---
+(+ 9223372036854775807 1)
+;;; "integer overflow"
+---
+(+ 1 nil)
+;;; "type_error: 1:1: \\+: expected number, got nil \\(arg 2\\)"
+---
+(map inc [1 2 3])
+;=> [2 3 4]
+---
+(filter #(> % 1) [1 2 3])
+;=> [2 3]
+---
+(reduce + 0 [1 2 3])
+;=> 6
+---
+(let [x 1 y (+ x 1)] [x y])
+;=> [1 2]
+---
+(defn fact [n] (if (<= n 1) 1 (* n (fact (dec n)))))
+(fact 10)
+;=> 3628800
+---
+(loop [i 0 acc 0] (if (< i 5) (recur (inc i) (+ acc i)) acc))
+;=> 10

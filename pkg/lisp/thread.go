@@ -1,0 +1,447 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// checkEvery is how many steps pass between ctx/deadline checks.
+const checkEvery = 1024
+
+// Thread is the per-run evaluation state: limits, counters, the value
+// stack, memory and host hooks. A Thread is used by one goroutine; pmap
+// branches get child threads. Builtins receive the Thread and use its
+// methods to call functions, charge the budgets and raise errors.
+type Thread struct {
+	ctx       context.Context
+	deadline  time.Time
+	timeoutMs int64
+	steps     int64
+	nextCheck int64
+	maxSteps  int64
+	alloc     int64
+	maxAlloc  int64
+	depth     int
+	maxDepth  int
+	loops     int64
+	maxLoops  int64
+
+	stack  []Value
+	sp     int
+	frames []*frame
+	pos    Pos
+	// recurArgs holds the values of the recur being executed.
+	recurArgs []Value
+
+	host *host
+	// mem is this thread's working memory (committed only on success).
+	mem map[string]Value
+	// child is true for pmap/pcalls branches: their defs and prints are dropped.
+	child bool
+	// prints collects println lines.
+	prints []string
+}
+
+// Context returns the run's context (pass it to anything that blocks).
+func (th *Thread) Context() context.Context { return th.ctx }
+
+// Pos returns the position of the call being evaluated.
+func (th *Thread) Pos() Pos { return th.pos }
+
+// tick counts one evaluation step and checks the limits every checkEvery
+// steps.
+func (th *Thread) tick() {
+	th.steps++
+	if th.steps >= th.nextCheck {
+		th.slowCheck()
+	}
+}
+
+// Tick counts one evaluation step (builtins call it once per element of
+// HOF loops so long loops honour the timeout and step budget).
+func (th *Thread) Tick() { th.tick() }
+
+func (th *Thread) slowCheck() {
+	th.nextCheck = th.steps + checkEvery
+	if th.maxSteps > 0 && th.steps > th.maxSteps {
+		panic(&Error{Kind: KindStepLimit, Pos: th.pos, Msg: fmt.Sprintf("step limit exceeded (%d evaluation steps)", th.maxSteps)})
+	}
+	if err := th.ctx.Err(); err != nil {
+		th.raiseCtx(err)
+	}
+	if !th.deadline.IsZero() && time.Now().After(th.deadline) {
+		panic(&Error{Kind: KindTimeout, Pos: th.pos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.timeoutMs), Err: context.DeadlineExceeded})
+	}
+}
+
+func (th *Thread) raiseCtx(err error) {
+	if err == context.DeadlineExceeded {
+		panic(&Error{Kind: KindTimeout, Pos: th.pos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.timeoutMs), Err: err})
+	}
+	panic(&Error{Kind: KindCanceled, Pos: th.pos, Msg: "execution canceled", Err: err})
+}
+
+// allocSlots charges n collection slots (one word each) to the
+// allocation budget.
+func (th *Thread) allocSlots(n int) {
+	th.alloc += int64(n) * 8
+	if th.maxAlloc > 0 && th.alloc > th.maxAlloc {
+		th.memLimit()
+	}
+}
+
+// AllocSlots charges n collection slots to the allocation budget; call it
+// before building a collection of n items.
+func (th *Thread) AllocSlots(n int) { th.allocSlots(n) }
+
+// AllocBytes charges n bytes of string data to the allocation budget.
+func (th *Thread) AllocBytes(n int) {
+	th.alloc += int64(n)
+	if th.maxAlloc > 0 && th.alloc > th.maxAlloc {
+		th.memLimit()
+	}
+}
+
+func (th *Thread) memLimit() {
+	panic(&Error{Kind: KindMemory, Pos: th.pos, Msg: fmt.Sprintf("memory limit exceeded: allocation budget of %d bytes used up", th.maxAlloc),
+		Hint: "process less data at once, or avoid building huge collections and strings"})
+}
+
+// alloca reserves n zeroed slots on the value stack.
+func (th *Thread) alloca(n int) []Value {
+	if th.sp+n > len(th.stack) {
+		size := 2 * len(th.stack)
+		if size < th.sp+n+256 {
+			size = th.sp + n + 256
+		}
+		th.stack = make([]Value, size)
+	}
+	s := th.stack[th.sp : th.sp+n : th.sp+n]
+	th.sp += n
+	clear(s)
+	return s
+}
+
+// Raise panics with an error of the given kind at the current position;
+// the run's edge recovers it. Builtins use it for every error.
+func (th *Thread) Raise(kind Kind, format string, args ...any) {
+	panic(&Error{Kind: kind, Pos: th.pos, Msg: fmt.Sprintf(format, args...)})
+}
+
+// RaiseHint is Raise with a hint for the model.
+func (th *Thread) RaiseHint(kind Kind, hint, format string, args ...any) {
+	panic(&Error{Kind: kind, Pos: th.pos, Msg: fmt.Sprintf(format, args...), Hint: hint})
+}
+
+// TypeError raises "fn: expected want, got <preview> (arg n)"; argN is
+// 1-based, 0 omits the arg note.
+func (th *Thread) TypeError(fn, want string, got Value, argN int) {
+	msg := fmt.Sprintf("%s: expected %s, got %s", fn, want, preview(got))
+	if argN > 0 {
+		msg += fmt.Sprintf(" (arg %d)", argN)
+	}
+	panic(&Error{Kind: KindType, Pos: th.pos, Msg: msg})
+}
+
+// ArityError raises "name expects want args, got n".
+func (th *Thread) ArityError(name, want string, got int) {
+	panic(&Error{Kind: KindArity, Pos: th.pos, Msg: fmt.Sprintf("%s expects %s, got %d", name, want, got)})
+}
+
+// preview renders a value for an error message: the type for nil-like
+// values, else a pr-str preview of at most 80 chars.
+func preview(v Value) string {
+	if v == nil {
+		return "nil"
+	}
+	s := Sprint(v, PrintOptions{MaxItems: 10, MaxString: 60, MaxLen: 100})
+	if utf8.RuneCountInString(s) > 80 {
+		s = string([]rune(s)[:77]) + "..."
+	}
+	switch v.(type) {
+	case *Vector, *Map, *Set, string, *Keyword, *LazySeq:
+		return TypeName(v) + " " + s
+	}
+	return s
+}
+
+func argsText(n int) string {
+	if n == 1 {
+		return "1 arg"
+	}
+	return fmt.Sprintf("%d args", n)
+}
+
+// arityText renders the accepted arg counts of a builtin.
+func (b *Builtin) arityText() string {
+	if b.ArityText != "" {
+		return b.ArityText
+	}
+	switch {
+	case b.MaxArgs < 0:
+		return fmt.Sprintf("%d or more args", b.MinArgs)
+	case b.MinArgs == b.MaxArgs:
+		return argsText(b.MinArgs)
+	case b.MaxArgs == b.MinArgs+1:
+		return fmt.Sprintf("%d or %d args", b.MinArgs, b.MaxArgs)
+	}
+	return fmt.Sprintf("%d to %d args", b.MinArgs, b.MaxArgs)
+}
+
+// Call calls any callable value with args (args is not retained).
+func (th *Thread) Call(f Value, args ...Value) Value {
+	mark := th.sp
+	a := th.alloca(len(args))
+	copy(a, args)
+	v := th.call(f, a)
+	th.sp = mark
+	return v
+}
+
+// Call1 calls f with one argument without allocating.
+func (th *Thread) Call1(f Value, x Value) Value {
+	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
+		mark := th.sp
+		a := th.alloca(1)
+		a[0] = x
+		th.tick()
+		v := b.Fn(th, a)
+		th.sp = mark
+		return v
+	}
+	if k, ok := f.(*Keyword); ok {
+		th.tick()
+		return getKey(x, k, nil)
+	}
+	mark := th.sp
+	a := th.alloca(1)
+	a[0] = x
+	v := th.call(f, a)
+	th.sp = mark
+	return v
+}
+
+// Call2 calls f with two arguments without allocating.
+func (th *Thread) Call2(f Value, x, y Value) Value {
+	mark := th.sp
+	a := th.alloca(2)
+	a[0], a[1] = x, y
+	v := th.call(f, a)
+	th.sp = mark
+	return v
+}
+
+// call dispatches on the callable's type. args lives on the value stack.
+func (th *Thread) call(f Value, args []Value) Value {
+	th.tick()
+	switch fn := f.(type) {
+	case *Closure:
+		return th.callClosure(fn, args)
+	case *Builtin:
+		if len(args) < fn.MinArgs || (fn.MaxArgs >= 0 && len(args) > fn.MaxArgs) {
+			th.ArityError(fn.Name, fn.arityText(), len(args))
+		}
+		return fn.Fn(th, args)
+	case *Keyword:
+		switch len(args) {
+		case 1:
+			return getKey(args[0], fn, nil)
+		case 2:
+			return getKey(args[0], fn, args[1])
+		}
+		th.ArityError(":"+fn.Name, "1 or 2 args", len(args))
+	case *Map:
+		switch len(args) {
+		case 1:
+			v, _ := fn.Get(args[0])
+			return v
+		case 2:
+			if v, ok := fn.Get(args[0]); ok {
+				return v
+			}
+			return args[1]
+		}
+		th.ArityError("a map", "1 or 2 args", len(args))
+	case *Set:
+		if len(args) != 1 {
+			th.ArityError("a set", "1 arg", len(args))
+		}
+		if fn.Has(args[0]) {
+			return args[0]
+		}
+		return nil
+	case *Vector:
+		if len(args) != 1 {
+			th.ArityError("a vector", "1 arg", len(args))
+		}
+		i, ok := args[0].(int64)
+		if !ok {
+			th.TypeError("vector", "an integer index", args[0], 1)
+		}
+		if i < 0 || i >= int64(len(fn.items)) {
+			th.Raise(KindValue, "index %d out of bounds for vector of %d items", i, len(fn.items))
+		}
+		return fn.items[i]
+	}
+	panic(&Error{Kind: KindNotCallable, Pos: th.pos, Msg: "not callable: " + preview(f)})
+}
+
+// getKey implements (get m k default) on any value: maps (flex), vectors
+// by index, nil and other values give the default.
+func getKey(m Value, k Value, dflt Value) Value {
+	switch c := m.(type) {
+	case *Map:
+		if v, ok := c.Get(k); ok {
+			return v
+		}
+	case *Vector:
+		if i, ok := k.(int64); ok && i >= 0 && i < int64(len(c.items)) {
+			return c.items[i]
+		}
+	case *Set:
+		if c.Has(k) {
+			return k
+		}
+	}
+	return dflt
+}
+
+func (th *Thread) frameAt(depth int) *frame {
+	for len(th.frames) <= depth {
+		th.frames = append(th.frames, &frame{th: th})
+	}
+	return th.frames[depth]
+}
+
+// callClosure runs a compiled function. Frames are pooled per depth and
+// slots live on the value stack: closures capture by value, so no frame
+// outlives its call.
+func (th *Thread) callClosure(c *Closure, args []Value) Value {
+	ar := c.proto.pick(len(args))
+	if ar == nil {
+		th.ArityError(c.proto.displayName(), c.proto.arityText(), len(args))
+	}
+	th.depth++
+	if th.depth > th.maxDepth {
+		panic(&Error{Kind: KindDepthLimit, Pos: th.pos, Msg: fmt.Sprintf("depth limit exceeded (%d nested calls)", th.maxDepth),
+			Hint: "use loop/recur or reduce instead of deep recursion"})
+	}
+	mark := th.sp
+	fr := th.frameAt(th.depth)
+	fr.slots = th.alloca(ar.nslots)
+	fr.caps = c.caps
+	fr.self = c
+	base := th.sp
+	ar.bindParams(fr, args)
+	for {
+		v := ar.body(fr)
+		if v == recurSentinel {
+			th.tick()
+			th.countLoop()
+			ar.bindParams(fr, th.recurArgs)
+			th.sp = base
+			continue
+		}
+		th.sp = mark
+		th.depth--
+		return v
+	}
+}
+
+func (th *Thread) countLoop() {
+	th.loops++
+	if th.maxLoops > 0 && th.loops > th.maxLoops {
+		panic(&Error{Kind: KindLoopLimit, Pos: th.pos, Msg: fmt.Sprintf("loop limit exceeded (%d iterations)", th.maxLoops)})
+	}
+}
+
+// Seq returns the items of a collection as a slice (do not modify it):
+// vectors as is, nil as empty, sets and lazy seqs realised, maps as [k v]
+// entries in key order, strings as 1-char strings. fn and argN name the
+// caller in the type error raised for other values.
+func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
+	switch c := coll.(type) {
+	case nil:
+		return nil
+	case *Vector:
+		return c.items
+	case *Set:
+		th.allocSlots(c.Len())
+		return c.Items()
+	case *Map:
+		es := c.entries()
+		th.allocSlots(3 * len(es))
+		out := make([]Value, len(es))
+		for i, e := range es {
+			out[i] = &Vector{items: []Value{e.key, e.val}}
+		}
+		return out
+	case string:
+		th.allocSlots(len(c))
+		out := make([]Value, 0, len(c))
+		for _, r := range c {
+			out = append(out, string(r))
+		}
+		return out
+	case *LazySeq:
+		for i := 0; ; i++ {
+			if _, ok := c.nth(th, i); !ok {
+				return c.items
+			}
+		}
+	}
+	th.TypeError(fn, "a collection", coll, argN)
+	return nil
+}
+
+// Each calls fn for each item of coll in order until fn returns false.
+// Lazy seqs are realised only as far as needed, so Each works on infinite
+// sequences.
+func (th *Thread) Each(coll Value, fname string, argN int, fn func(Value) bool) {
+	if s, ok := coll.(*LazySeq); ok {
+		for i := 0; ; i++ {
+			v, ok := s.nth(th, i)
+			if !ok || !fn(v) {
+				return
+			}
+		}
+	}
+	for _, v := range th.Seq(coll, fname, argN) {
+		if !fn(v) {
+			return
+		}
+	}
+}
+
+// Println appends a println line (capped at 2000 chars + "...").
+func (th *Thread) Println(line string) {
+	if utf8.RuneCountInString(line) > 2000 {
+		line = string([]rune(line)[:2000]) + "..."
+	}
+	th.AllocBytes(len(line))
+	th.prints = append(th.prints, line)
+}
+
+// Keyword returns the run's interned keyword for name.
+func (th *Thread) Keyword(name string) *Keyword { return th.host.keyword(name) }
+
+// MakeVector wraps items as a vector, charging the allocation budget.
+func (th *Thread) MakeVector(items []Value) *Vector {
+	th.allocSlots(len(items))
+	if len(items) == 0 {
+		return emptyVector
+	}
+	return &Vector{items: items}
+}
+
+// MakeString charges s to the budget and returns it.
+func (th *Thread) MakeString(s string) string {
+	th.AllocBytes(len(s))
+	return s
+}
+
+// joinNames renders a sorted name list for messages.
+func joinNames(names []string) string { return strings.Join(names, ", ") }

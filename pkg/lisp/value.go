@@ -1,0 +1,217 @@
+package lisp
+
+import (
+	"regexp"
+	"sync/atomic"
+)
+
+// Value is a PTC-Lisp value. The set of dynamic types is closed:
+//
+//	nil          Go nil (the only nil; a typed nil pointer never enters a value)
+//	bool
+//	int64
+//	float64
+//	string       also the reader's characters (\a is the 1-char string "a")
+//	*Keyword     :name
+//	*Vector      [1 2 3] (also lists: there is no list type)
+//	*Map         {:a 1}
+//	*Set         #{1 2}
+//	*Closure     a compiled (fn ...)
+//	*Builtin     a Go function
+//	*Regex       #"..."
+//	*LazySeq     (range), (iterate f x), (cycle v), (repeat x), (repeatedly f)
+//	*Var         the result of def, prints as #'name
+//	*Reduced     the wrapper made by (reduced x)
+//
+// Values are immutable once built and safe to share between goroutines.
+type Value = any
+
+// Keyword is an interned keyword. Keywords read from one program are
+// interned per run, so they usually compare by pointer; equality falls back
+// to the name, so keywords from different runs (e.g. stored in memory) are
+// still equal. A keyword hashes like its name string, which lets flex lookup
+// (:id against a host key "id") probe once.
+type Keyword struct {
+	Name string
+	hash uint32
+}
+
+// NewKeyword returns a keyword that is not interned in any run.
+func NewKeyword(name string) *Keyword { return &Keyword{Name: name, hash: hashString(name)} }
+
+// Vector is an immutable vector backed by a Go slice. Appending to the
+// newest version of a vector reuses spare capacity (the tail claim is an
+// atomic counter shared by all vectors on the same backing array), so conj
+// in a loop is amortized O(1) while older versions stay unchanged.
+type Vector struct {
+	items []Value
+	claim *atomic.Int64 // number of slots of the backing array in use; nil: none spare
+}
+
+// NewVector wraps items (which the caller must not modify afterwards).
+func NewVector(items []Value) *Vector { return &Vector{items: items} }
+
+// Len returns the number of items.
+func (v *Vector) Len() int { return len(v.items) }
+
+// Items returns the backing items; callers must not modify them.
+func (v *Vector) Items() []Value { return v.items }
+
+// At returns item i (no bounds check beyond Go's).
+func (v *Vector) At(i int) Value { return v.items[i] }
+
+// Conj returns v with x appended.
+func (v *Vector) Conj(x Value) *Vector {
+	n := len(v.items)
+	if v.claim != nil && n < cap(v.items) && v.claim.CompareAndSwap(int64(n), int64(n+1)) {
+		items := v.items[:n+1]
+		items[n] = x
+		return &Vector{items: items, claim: v.claim}
+	}
+	c := n * 2
+	if c < 4 {
+		c = 4
+	}
+	items := make([]Value, n+1, c)
+	copy(items, v.items)
+	items[n] = x
+	claim := new(atomic.Int64)
+	claim.Store(int64(n + 1))
+	return &Vector{items: items, claim: claim}
+}
+
+// emptyVector is shared; it is never modified.
+var emptyVector = &Vector{}
+
+// Closure is a compiled function value with its captured variables.
+type Closure struct {
+	proto *fnProto
+	caps  []Value
+}
+
+// Name returns the closure's name (empty for anonymous fns).
+func (c *Closure) Name() string { return c.proto.name }
+
+// BuiltinFunc is the Go signature of a builtin. args must not be retained
+// or modified (it lives on the run's value stack). Errors are raised with
+// the Thread's error helpers (they panic and are recovered at the run's edge).
+type BuiltinFunc func(th *Thread, args []Value) Value
+
+// Builtin is a named Go function value.
+type Builtin struct {
+	Name string
+	// MinArgs and MaxArgs bound the argument count; MaxArgs < 0 means variadic.
+	MinArgs, MaxArgs int
+	Fn               BuiltinFunc
+	// ArityText overrides the arity message ("2 or 3"); empty: derived.
+	ArityText string
+}
+
+// Regex is a compiled RE2 regular expression.
+type Regex struct {
+	Source string
+	re     *regexp.Regexp
+}
+
+// Var is the result of (def name v); it prints as #'name.
+type Var struct{ Name string }
+
+// Reduced wraps a value to stop reduce early.
+type Reduced struct{ Val Value }
+
+// LazySeq is a possibly infinite sequence realised on demand. gen returns
+// the next item, or ok=false at the end. Realised items are cached, so a
+// LazySeq is a value: every reader sees the same items. A LazySeq is not
+// safe for concurrent realisation; pmap branches realise copies.
+type LazySeq struct {
+	done  bool
+	items []Value
+	gen   func(th *Thread) (Value, bool)
+}
+
+// NewLazySeq returns a lazy sequence produced by gen.
+func NewLazySeq(gen func(th *Thread) (Value, bool)) *LazySeq { return &LazySeq{gen: gen} }
+
+// nth realises up to item i and returns it.
+func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
+	for len(s.items) <= i {
+		if s.done {
+			return nil, false
+		}
+		th.tick()
+		v, ok := s.gen(th)
+		if !ok {
+			s.done = true
+			s.gen = nil
+			return nil, false
+		}
+		th.allocSlots(1)
+		s.items = append(s.items, v)
+	}
+	return s.items[i], true
+}
+
+// Truthy reports whether v counts as true: everything but nil and false.
+func Truthy(v Value) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	}
+	return true
+}
+
+// TypeName returns the name used in error messages for v's type.
+func TypeName(v Value) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case bool:
+		return "boolean"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case *Keyword:
+		return "keyword"
+	case *Vector:
+		return "vector"
+	case *Map:
+		return "map"
+	case *Set:
+		return "set"
+	case *Closure, *Builtin:
+		return "function"
+	case *Regex:
+		return "regex"
+	case *LazySeq:
+		return "lazy sequence"
+	case *Var:
+		return "var"
+	case *Reduced:
+		return "reduced"
+	}
+	return "unknown"
+}
+
+// small-int cache: boxing these into an interface does not allocate.
+const smallIntMax = 1024
+
+var smallInts = func() [smallIntMax + 129]Value {
+	var a [smallIntMax + 129]Value
+	for i := range a {
+		a[i] = int64(i - 128)
+	}
+	return a
+}()
+
+// Int boxes n, without allocating for small values.
+func Int(n int64) Value {
+	if n >= -128 && n <= smallIntMax {
+		return smallInts[n+128]
+	}
+	return n
+}
