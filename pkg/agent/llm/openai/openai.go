@@ -82,7 +82,7 @@ func New(cfg Config) (*Client, error) {
 		headers:  h,
 		http: &httpx.Client{Provider: provider, HTTP: cfg.HTTPClient, Key: cfg.APIKey,
 			AuthHeader: "Authorization", AuthPrefix: "Bearer "},
-		noUsage:  cfg.NoStreamUsage,
+		noUsage: cfg.NoStreamUsage,
 	}, nil
 }
 

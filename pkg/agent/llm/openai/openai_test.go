@@ -119,7 +119,9 @@ func simpleReq() llm.Request {
 
 func TestCompleteText(t *testing.T) {
 	fs := newServer(t, reply{file: "chat_text.json"})
-	c := newClient(t, fs, func(cfg *openai.Config) { cfg.Headers = map[string]string{"HTTP-Referer": "https://ptc.example", "X-Title": "ptc"} })
+	c := newClient(t, fs, func(cfg *openai.Config) {
+		cfg.Headers = map[string]string{"HTTP-Referer": "https://ptc.example", "X-Title": "ptc"}
+	})
 	resp, err := c.Complete(context.Background(), simpleReq())
 	if err != nil {
 		t.Fatal(err)
