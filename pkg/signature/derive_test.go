@@ -113,8 +113,12 @@ func TestFromType(t *testing.T) {
 
 type Args struct {
 	Query    string `json:"query"`
-	Options  Opts   `json:"options"`
 	Callback func() `json:"callback"`
+}
+
+type Wrapper struct {
+	Query   string `json:"query"`
+	Options Opts   `json:"options"`
 }
 
 type Opts struct {
@@ -131,7 +135,8 @@ func TestFromTypeUnsupported(t *testing.T) {
 		typ  reflect.Type
 		want string
 	}{
-		{reflect.TypeFor[Args](), "Args.Options.Out: chan type not supported"},
+		{reflect.TypeFor[Args](), "Args.Callback: func type not supported"},
+		{reflect.TypeFor[Wrapper](), "Wrapper.Options.Out: chan type not supported"},
 		{reflect.TypeFor[struct {
 			Query    string
 			Callback func()
@@ -213,7 +218,7 @@ func TestFromFunc(t *testing.T) {
 		{func(a, b SearchArgs) {}, "func(signature.SearchArgs, signature.SearchArgs): want at most one args parameter after the context"},
 		{func(...int) {}, "func(...int): want at most one args parameter after the context"},
 		{func() (int, int) { return 0, 0 }, "func() (int, int): want one result, optionally followed by an error"},
-		{func(Args) {}, "Args.Options.Out: chan type not supported"},
+		{func(Args) {}, "Args.Callback: func type not supported"},
 		{func() func() { return nil }, "func(): func type not supported"},
 	} {
 		_, err := FromFunc(tc.fn)

@@ -273,3 +273,35 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+func TestErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		k        Kind
+		name     string
+		sentinel error
+	}{
+		{KindSyntax, "syntax", ErrSyntax},
+		{KindUnsupported, "unsupported_type", ErrUnsupportedType},
+		{KindPlaceholder, "placeholder", ErrPlaceholder},
+		{KindMode, "unknown_mode", ErrUnknownMode},
+		{Kind(0), "kind(0)", nil},
+	} {
+		if tc.k.String() != tc.name {
+			t.Errorf("Kind(%d).String() = %q", tc.k, tc.k.String())
+		}
+		e := &Error{Kind: tc.k, Msg: "m"}
+		if tc.sentinel != nil && !errors.Is(e, tc.sentinel) {
+			t.Errorf("%v does not match its sentinel", tc.k)
+		}
+		if errors.Is(e, ErrInvalid) {
+			t.Errorf("%v matches ErrInvalid", tc.k)
+		}
+	}
+	cause := errors.New("cause")
+	if e := (&Error{Kind: KindSyntax, Msg: "m", Err: cause}); !errors.Is(e, cause) || e.Error() != "m" {
+		t.Errorf("Unwrap/Error: %v", e)
+	}
+	if (Pos{}).IsValid() || (Pos{Line: 1, Col: 1}).String() != "1:1" {
+		t.Error("Pos")
+	}
+}

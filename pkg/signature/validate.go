@@ -29,7 +29,8 @@ func Validate(t Type, v any, mode Mode) error {
 	if mode == Disabled {
 		return nil
 	}
-	c := checker{strict: mode == Strict}
+	var buf [16]seg
+	c := checker{strict: mode == Strict, path: buf[:0]}
 	c.check(orAny(t), v)
 	return c.errs.Err()
 }
@@ -48,7 +49,8 @@ func (s *Signature) ValidateInputs(args map[string]any, mode Mode) error {
 	if mode == Disabled {
 		return nil
 	}
-	c := checker{strict: mode == Strict, inputs: true}
+	var buf [16]seg
+	c := checker{strict: mode == Strict, inputs: true, path: buf[:0]}
 	c.checkFields(s.inputsMap(), args)
 	return c.errs.Err()
 }
