@@ -148,7 +148,9 @@ func TestChunks(t *testing.T) {
 	t.Logf("%d chunks", total)
 }
 
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return jsonInt(n) }()) }
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { return jsonInt(n) }())
+}
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
 

@@ -509,7 +509,7 @@ func (c *compiler) categoryHint(name string) string {
 var unavailableHints = map[string]string{
 	"atom": "atoms are not supported; use let bindings, loop/recur or def", "swap!": "atoms are not supported; use def to store state",
 	"reset!": "atoms are not supported; use def to store state", "deref": "deref is not supported",
-	"try": "try/catch is not supported; use (fail {:reason :x :message \"...\"}) to stop with an error",
+	"try":   "try/catch is not supported; use (fail {:reason :x :message \"...\"}) to stop with an error",
 	"catch": "try/catch is not supported", "throw": "throw is not supported; use (fail \"message\")",
 	"dotimes": "dotimes is not supported; use doseq over (range n)", "while": "while is not supported; use loop/recur",
 	"lazy-seq": "lazy-seq is not supported; use range, iterate or loop/recur", "defmacro": "macros are not supported",

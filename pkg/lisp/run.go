@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // Defaults for Options (ptc-lisp.md §6).
@@ -423,9 +424,16 @@ func roundFloats(v any, digits int) any {
 	return v
 }
 
-// validateSignature is replaced by pkg/signature validation once that
-// package's API exists.
+// validateSignature checks the returned value against the signature's
+// output type (keys already normalised '-' → '_' by ToGo).
 func validateSignature(sig string, v Value) *Error {
-	_ = strings.TrimSpace(sig)
+	s, err := signature.Parse(sig)
+	if err != nil {
+		return &Error{Kind: KindValue, Msg: "invalid signature: " + err.Error(), Err: err}
+	}
+	if verr := s.ValidateOutput(ToGo(v), signature.Enabled); verr != nil {
+		return &Error{Kind: KindValidation, Msg: "return type validation failed: " + strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(verr.Error()), "\n- ", "; "), "- "), Err: verr,
+			Hint: "return a value of type " + s.PromptOutput()}
+	}
 	return nil
 }

@@ -772,7 +772,7 @@ func sfThread(c *compiler, f *form, tail bool) node {
 			g := c.gensymName()
 			next := threadStep(steps[0], mkSym(g, pos), op == "some->>")
 			return mkList(pos, mkSym("let", pos), mkVec(pos, mkSym(g, pos), x),
-				mkList(pos, mkSym("if", pos), mkList(pos, mkSym("nil?", pos), mkSym(g, pos)), &form{kind: fLit, pos: pos},
+				mkList(pos, mkSym("if", pos), mkList(pos, mkSym("=", pos), &form{kind: fLit, pos: pos}, mkSym(g, pos)), &form{kind: fLit, pos: pos},
 					build(next, steps[1:])))
 		}
 		return c.compile(build(x, steps), tail)

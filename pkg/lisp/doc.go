@@ -1,0 +1,76 @@
+// Package lisp implements PTC-Lisp, the sandboxed Clojure subset that
+// models write to call tools and shrink data (language reference:
+// ptc-lisp.md; docs/lisp.md for design and benchmarks).
+//
+// # Entry points
+//
+//	step, err := lisp.Run(ctx, src, lisp.Options{Context: inputs, Tools: tools, Signature: "{count :int}"})
+//	res, err := lisp.Exec(ctx, src, opts) // the richer Result, for the agent loop
+//
+// Run returns a *messages.Step: Return (plain Go data: nil, bool, int64,
+// float64, string, []any, map[string]any; keywords become names, map keys
+// become strings with '-' → '_'), Memory, Prints and one Trace turn with the
+// program and its tool calls. err != nil exactly when step.Fail is set;
+// step.Fail.Reason is snake_case ("parse_error", "unbound_symbol",
+// "type_error", "arity_error", "timeout", "memory_limit", "loop_limit",
+// "depth_limit", "step_limit", "tool_error", "validation_error", ..., or the
+// program's own :reason for (fail {...})), and step.Fail.Message is the text
+// for the model: "line:col: message", a caret snippet and a "hint:" line.
+//
+// Exec returns a *Result that is never nil, also on failure (Prints and
+// ToolCalls of a failed run are kept for feedback):
+//   - Signal: SignalValue (last top-level value), SignalReturn ((return v) or
+//     (call "return" v), even from inside fns, loops and HOFs) or SignalFail
+//     ((fail v) or any error; Err is set, and is also the returned error).
+//   - Value: the interpreter value, for previews (see Preview); with
+//     Options.MemoryContract and a map result it is the :return entry, if any.
+//   - Memory: memory after the run (the initial memory on failure: a failed
+//     run commits nothing); Written: names written.
+//   - Prints, ToolCalls (messages.ToolCall records), Steps, Duration.
+//
+// Errors are *Error{Pos, Kind, Msg, Hint, Op, Fail, Err}; errors.Is matches
+// the sentinels by Kind (ErrTimeout, ErrMemoryLimit, ErrDepthLimit, ...).
+// A run ended by ctx cancellation wraps ctx.Err() (errors.Is(err,
+// context.Canceled) works). Error.Detail renders the model-facing text.
+//
+// # Tools
+//
+// A Tool is anything with Call(ctx, args map[string]any) (any, error):
+// ToolFunc adapts a func; Tools maps names to tools. Programs call tools as
+// (tool/name {...}), (tool/name :k v ...) or (call "name" {...}); argument
+// keys arrive as strings with '-' → '_', results are converted with FromGo
+// (JSON model). A tool error or panic becomes a tool_error. Unknown literal
+// tool names are rejected before anything runs. (call "return" v) and
+// (call "fail" v) end the run.
+//
+// # Pipeline and performance
+//
+// reader.go (source → forms with positions) → compile.go/special.go/
+// destructure.go (every symbol resolved once: locals to frame slots,
+// builtins to direct pointers, special forms to closures; static checks for
+// unbound symbols with hints, recur position, arity of known builtins,
+// unknown tools) → evaluation of closures over a per-run Thread (value
+// stack, pooled frames; closures capture by value). Values are a closed set
+// (see Value); maps are sorted array maps up to 8 entries and a HAMT above,
+// with flex keyword/string lookup in one probe; vectors append in amortized
+// O(1) while staying immutable.
+//
+// # Sandbox
+//
+// Every run has a wall-clock timeout (Options.Timeout, also ctx), an
+// evaluation step budget, an allocation budget (string bytes + 8 bytes per
+// collection slot), a call depth limit (no Go stack overflow), an optional
+// loop limit and a memory size limit after the run. Limits are checked
+// cooperatively on calls, loop iterations, HOF steps and lazy-seq
+// realisation. There is no I/O, environment or reflection access from
+// programs; regexes are RE2 with a 256-byte pattern cap and a 32 KB input
+// cap. Any Go panic inside evaluation is recovered as an internal_error
+// with the program position.
+//
+// # Concurrency
+//
+// Exec and Run are safe for concurrent use; runs share only immutable
+// tables (the builtin table is built once). Values are immutable and may be
+// shared between runs (e.g. closures kept in memory). pmap/pcalls branches
+// run in goroutines on child threads with a memory snapshot.
+package lisp
