@@ -3,6 +3,7 @@ package signature
 import (
 	"context"
 	"encoding"
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 var (
 	timeType          = reflect.TypeFor[time.Time]()
+	numberType        = reflect.TypeFor[json.Number]()
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	contextType       = reflect.TypeFor[context.Context]()
 	errorType         = reflect.TypeFor[error]()
@@ -20,6 +23,7 @@ var (
 //
 //   - bool → :bool; integer kinds → :int; float kinds → :float; string → :string;
 //   - time.Time and other encoding.TextMarshaler types → :string;
+//     json.Number → :float; json.RawMessage → :any;
 //   - []byte → :string (JSON encodes it as base64); other slices and arrays → [T];
 //   - maps with string (or integer, or TextMarshaler) keys → :map, since their
 //     keys are data, not declared fields (the value type must still be
@@ -149,8 +153,13 @@ func unsupported(path, msg string) error {
 }
 
 func (d *deriver) typ(t reflect.Type, path string) (Type, error) {
-	if t == timeType {
+	switch t {
+	case timeType:
 		return String, nil
+	case numberType:
+		return Float, nil // a JSON number; :float accepts integers too
+	case rawMessageType:
+		return Any, nil // raw JSON of any shape
 	}
 	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
 		(t.Implements(textMarshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)) {

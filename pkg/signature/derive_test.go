@@ -2,6 +2,7 @@ package signature
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -77,6 +78,9 @@ func TestFromType(t *testing.T) {
 		{reflect.TypeFor[string](), ":string"},
 		{reflect.TypeFor[myString](), ":string"},
 		{reflect.TypeFor[time.Time](), ":string"},
+		{reflect.TypeFor[json.Number](), ":float"},
+		{reflect.TypeFor[json.RawMessage](), ":any"},
+		{reflect.TypeFor[time.Duration](), ":int"},
 		{reflect.TypeFor[*time.Time](), ":string?"},
 		{reflect.TypeFor[**int](), ":int?"},
 		{reflect.TypeFor[[]byte](), ":string"},
