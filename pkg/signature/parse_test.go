@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -303,5 +304,25 @@ func TestErrorKinds(t *testing.T) {
 	}
 	if (Pos{}).IsValid() || (Pos{Line: 1, Col: 1}).String() != "1:1" {
 		t.Error("Pos")
+	}
+}
+
+func TestSignatureText(t *testing.T) {
+	var doc struct {
+		Sig *Signature `json:"sig"`
+	}
+	if err := json.Unmarshal([]byte(`{"sig":"(q :string) -> {n :int}"}`), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Sig.String() != "(q :string) -> {n :int}" {
+		t.Fatalf("decoded %v", doc.Sig)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil || string(b) != `{"sig":"(q :string) -\u003e {n :int}"}` {
+		t.Fatalf("encoded %s %v", b, err)
+	}
+	err = json.Unmarshal([]byte(`{"sig":"{id}"}`), &doc)
+	if !errors.Is(err, ErrSyntax) {
+		t.Fatalf("bad signature error = %v", err)
 	}
 }

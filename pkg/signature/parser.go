@@ -215,3 +215,17 @@ func (p *parser) enter() error {
 	}
 	return nil
 }
+
+// MarshalText encodes the signature in canonical form, so a *Signature can sit
+// in a JSON, YAML or msgpack document as a string.
+func (s *Signature) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses b as Parse does and replaces *s with the result.
+func (s *Signature) UnmarshalText(b []byte) error {
+	parsed, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*s = *parsed
+	return nil
+}
