@@ -1,23 +1,18 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/fakeserver"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/openai"
 )
 
@@ -25,82 +20,14 @@ var update = flag.Bool("update", false, "rewrite golden request files")
 
 const testKey = llm.Secret("sk-test-SECRET-0123456789")
 
-// captured is one request the fake server received.
-type captured struct {
-	Method, Path string
-	Header       http.Header
-	Body         map[string]any
-	Raw          []byte
-}
+type reply = fakeserver.Reply
 
-// reply is one scripted server answer.
-type reply struct {
-	status  int
-	file    string // testdata file to send
-	body    string // or a literal body
-	headers map[string]string
-	sse     bool
-}
-
-// fakeServer answers with replies in order and records requests.
-type fakeServer struct {
-	*httptest.Server
-	mu      sync.Mutex
-	reqs    []captured
-	replies []reply
-}
-
-func newServer(t *testing.T, replies ...reply) *fakeServer {
+func newServer(t *testing.T, replies ...reply) *fakeserver.Server {
 	t.Helper()
-	fs := &fakeServer{replies: replies}
-	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		if err := json.Unmarshal(raw, &body); err != nil {
-			t.Errorf("request body is not a JSON object: %v: %s", err, raw)
-		}
-		fs.mu.Lock()
-		n := len(fs.reqs)
-		fs.reqs = append(fs.reqs, captured{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
-		fs.mu.Unlock()
-		if n >= len(fs.replies) {
-			http.Error(w, "unexpected request", http.StatusTeapot)
-			return
-		}
-		rep := fs.replies[n]
-		data := []byte(rep.body)
-		if rep.file != "" {
-			var err error
-			if data, err = os.ReadFile(filepath.Join("testdata", rep.file)); err != nil {
-				t.Error(err)
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if rep.sse {
-			w.Header().Set("Content-Type", "text/event-stream")
-		}
-		w.Header().Set("X-Request-Id", fmt.Sprintf("req_%d", n+1))
-		for k, v := range rep.headers {
-			w.Header().Set(k, v)
-		}
-		status := rep.status
-		if status == 0 {
-			status = 200
-		}
-		w.WriteHeader(status)
-		w.Write(data)
-	}))
-	t.Cleanup(fs.Close)
-	return fs
+	return fakeserver.New(t, "X-Request-Id", replies...)
 }
 
-func (fs *fakeServer) requests() []captured {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return append([]captured(nil), fs.reqs...)
-}
-
-func newClient(t *testing.T, fs *fakeServer, mod func(*openai.Config)) *openai.Client {
+func newClient(t *testing.T, fs *fakeserver.Server, mod func(*openai.Config)) *openai.Client {
 	t.Helper()
 	cfg := openai.Config{Model: "gpt-4.1-mini", BaseURL: fs.URL + "/v1", APIKey: testKey, HTTPClient: fs.Client()}
 	if mod != nil {
@@ -118,7 +45,7 @@ func simpleReq() llm.Request {
 }
 
 func TestCompleteText(t *testing.T) {
-	fs := newServer(t, reply{file: "chat_text.json"})
+	fs := newServer(t, reply{File: "chat_text.json"})
 	c := newClient(t, fs, func(cfg *openai.Config) {
 		cfg.Headers = map[string]string{"HTTP-Referer": "https://ptc.example", "X-Title": "ptc"}
 	})
@@ -133,7 +60,7 @@ func TestCompleteText(t *testing.T) {
 	if resp.Usage != (llm.Usage{InputTokens: 1117, OutputTokens: 12, CacheReadTokens: 1024}) {
 		t.Errorf("usage = %+v", resp.Usage)
 	}
-	r := fs.requests()[0]
+	r := fs.Requests()[0]
 	if r.Method != http.MethodPost || r.Path != "/v1/chat/completions" {
 		t.Errorf("request line %s %s", r.Method, r.Path)
 	}
@@ -144,26 +71,17 @@ func TestCompleteText(t *testing.T) {
 		t.Errorf("headers = %v", r.Header)
 	}
 	want := `{"messages":[{"content":"You write PTC-Lisp.","role":"system"},{"content":"Count the repos","role":"user"}],"model":"gpt-4.1-mini"}`
-	if got := canonical(t, r.Raw); got != want {
+	if got := fakeserver.Canonical(t, r.Raw); got != want {
 		t.Errorf("body = %s\nwant   %s", got, want)
 	}
 }
 
-func canonical(t *testing.T, raw []byte) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
-}
 
 // A full native tool-call round: the model calls two tools, the loop sends
 // the results back, the model answers. The second request is checked
 // against a golden file written from the API reference.
 func TestToolCallRound(t *testing.T) {
-	fs := newServer(t, reply{file: "chat_tool_calls.json"}, reply{file: "chat_text.json"})
+	fs := newServer(t, reply{File: "chat_tool_calls.json"}, reply{File: "chat_text.json"})
 	c := newClient(t, fs, nil)
 	req := llm.Request{
 		System:   "Answer with tools.",
@@ -198,35 +116,13 @@ func TestToolCallRound(t *testing.T) {
 	if _, err := c.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "request_tool_round.golden.json", fs.requests()[1].Raw)
+	fakeserver.Golden(t, *update, "request_tool_round.golden.json", fs.Requests()[1].Raw)
 }
 
-func golden(t *testing.T, name string, raw []byte) {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.MarshalIndent(v, "", "  ")
-	got = append(got, '\n')
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("request differs from %s:\n%s", path, got)
-	}
-}
 
 func TestCompleteRefusalAndStopAfterTools(t *testing.T) {
-	fs := newServer(t, reply{file: "chat_refusal.json"},
-		reply{body: `{"id":"x","model":"llama3","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":""}}]},"finish_reason":"stop"}]}`})
+	fs := newServer(t, reply{File: "chat_refusal.json"},
+		reply{Body: `{"id":"x","model":"llama3","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":""}}]},"finish_reason":"stop"}]}`})
 	c := newClient(t, fs, nil)
 	resp, err := c.Complete(context.Background(), simpleReq())
 	if err != nil || resp.StopReason != llm.StopRefusal || !strings.Contains(resp.Content, "cannot help") {
@@ -248,17 +144,17 @@ func TestCompleteErrors(t *testing.T) {
 		retryable  bool
 		retryAfter time.Duration
 	}{
-		{"400 invalid request", reply{status: 400, file: "error_invalid_request.json"}, 400, "invalid_request_error", "invalid_value", "Invalid value for 'temperature'", false, 0},
-		{"401 key scrubbed", reply{status: 401, file: "error_invalid_key.json"}, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: [redacted]", false, 0},
-		{"404 ollama string error", reply{status: 404, file: "error_ollama.json"}, 404, "", "", `model "llama9" not found`, false, 0},
-		{"429 retry-after", reply{status: 429, file: "error_rate_limit.json", headers: map[string]string{"Retry-After": "3"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 3 * time.Second},
-		{"429 retry-after-ms", reply{status: 429, file: "error_rate_limit.json", headers: map[string]string{"Retry-After-Ms": "120", "Retry-After": "1"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 120 * time.Millisecond},
-		{"500 html body", reply{status: 500, body: "<html>Internal Server Error</html>"}, 500, "", "", "<html>Internal Server Error</html>", true, 0},
-		{"503 empty body", reply{status: 503}, 503, "", "", "Service Unavailable", true, 0},
-		{"200 with error body", reply{file: "error_in_200.json"}, 200, "", "502", "Provider returned error", false, 0},
-		{"malformed json", reply{body: `{"id": "x", "choices": [`}, 0, "malformed_response", "", "cannot decode response", false, 0},
-		{"no choices", reply{file: "chat_no_choices.json"}, 0, "malformed_response", "", "no choices in response", false, 0},
-		{"bad tool arguments", reply{file: "chat_bad_tool_args.json"}, 0, "invalid_tool_call", "", `tool call "search": malformed tool input json`, false, 0},
+		{"400 invalid request", reply{Status: 400, File: "error_invalid_request.json"}, 400, "invalid_request_error", "invalid_value", "Invalid value for 'temperature'", false, 0},
+		{"401 key scrubbed", reply{Status: 401, File: "error_invalid_key.json"}, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: [redacted]", false, 0},
+		{"404 ollama string error", reply{Status: 404, File: "error_ollama.json"}, 404, "", "", `model "llama9" not found`, false, 0},
+		{"429 retry-after", reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After": "3"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 3 * time.Second},
+		{"429 retry-after-ms", reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After-Ms": "120", "Retry-After": "1"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 120 * time.Millisecond},
+		{"500 html body", reply{Status: 500, Body: "<html>Internal Server Error</html>"}, 500, "", "", "<html>Internal Server Error</html>", true, 0},
+		{"503 empty body", reply{Status: 503}, 503, "", "", "Service Unavailable", true, 0},
+		{"200 with error body", reply{File: "error_in_200.json"}, 200, "", "502", "Provider returned error", false, 0},
+		{"malformed json", reply{Body: `{"id": "x", "choices": [`}, 0, "malformed_response", "", "cannot decode response", false, 0},
+		{"no choices", reply{File: "chat_no_choices.json"}, 0, "malformed_response", "", "no choices in response", false, 0},
+		{"bad tool arguments", reply{File: "chat_bad_tool_args.json"}, 0, "invalid_tool_call", "", `tool call "search": malformed tool input json`, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,9 +222,9 @@ func TestTransportErrors(t *testing.T) {
 
 func TestRetriesAgainstServer(t *testing.T) {
 	fs := newServer(t,
-		reply{status: 429, file: "error_rate_limit.json", headers: map[string]string{"Retry-After": "2"}},
-		reply{status: 500, body: `{"error":{"message":"boom","type":"server_error"}}`},
-		reply{file: "chat_text.json"},
+		reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After": "2"}},
+		reply{Status: 500, Body: `{"error":{"message":"boom","type":"server_error"}}`},
+		reply{File: "chat_text.json"},
 	)
 	var waits []time.Duration
 	m := llm.WithRetry(newClient(t, fs, nil), llm.RetryPolicy{
@@ -339,19 +235,19 @@ func TestRetriesAgainstServer(t *testing.T) {
 	if err != nil || !strings.Contains(resp.Content, "return") {
 		t.Fatalf("Complete = %v, %v", resp, err)
 	}
-	if len(fs.requests()) != 3 || fmt.Sprint(waits) != "[2s 2s]" {
-		t.Errorf("requests %d waits %v (want Retry-After 2s, then exponential 2s)", len(fs.requests()), waits)
+	if len(fs.Requests()) != 3 || fmt.Sprint(waits) != "[2s 2s]" {
+		t.Errorf("requests %d waits %v (want Retry-After 2s, then exponential 2s)", len(fs.Requests()), waits)
 	}
 	// A 400 is not retried.
-	fs = newServer(t, reply{status: 400, file: "error_invalid_request.json"}, reply{file: "chat_text.json"})
+	fs = newServer(t, reply{Status: 400, File: "error_invalid_request.json"}, reply{File: "chat_text.json"})
 	m = llm.WithRetry(newClient(t, fs, nil), llm.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }})
-	if _, err := m.Complete(context.Background(), simpleReq()); err == nil || len(fs.requests()) != 1 {
-		t.Errorf("400 retried: %d requests, err %v", len(fs.requests()), err)
+	if _, err := m.Complete(context.Background(), simpleReq()); err == nil || len(fs.Requests()) != 1 {
+		t.Errorf("400 retried: %d requests, err %v", len(fs.Requests()), err)
 	}
 }
 
 func TestStreamText(t *testing.T) {
-	fs := newServer(t, reply{file: "stream_text.sse", sse: true})
+	fs := newServer(t, reply{File: "stream_text.sse", SSE: true})
 	c := newClient(t, fs, nil)
 	st, err := c.Stream(context.Background(), simpleReq())
 	if err != nil {
@@ -374,7 +270,7 @@ func TestStreamText(t *testing.T) {
 	if resp.Usage != (llm.Usage{InputTokens: 1117, OutputTokens: 9, CacheReadTokens: 1024}) {
 		t.Errorf("usage = %+v", resp.Usage)
 	}
-	r := fs.requests()[0]
+	r := fs.Requests()[0]
 	if r.Body["stream"] != true || r.Header.Get("Accept") != "text/event-stream" {
 		t.Errorf("stream request = %v %v", r.Body, r.Header)
 	}
@@ -384,7 +280,7 @@ func TestStreamText(t *testing.T) {
 }
 
 func TestStreamToolCalls(t *testing.T) {
-	fs := newServer(t, reply{file: "stream_tool_calls.sse", sse: true}, reply{file: "stream_text.sse", sse: true})
+	fs := newServer(t, reply{File: "stream_tool_calls.sse", SSE: true}, reply{File: "stream_text.sse", SSE: true})
 	c := newClient(t, fs, func(cfg *openai.Config) { cfg.NoStreamUsage = true })
 	resp, err := llm.Complete(context.Background(), c, simpleReq(), true)
 	if err != nil {
@@ -399,7 +295,7 @@ func TestStreamToolCalls(t *testing.T) {
 	if tc := resp.ToolCalls[1]; tc.ID != "call_2" || tc.Name != "ping" || len(tc.Input) != 0 {
 		t.Errorf("tool call 1 = %+v", tc)
 	}
-	if _, ok := fs.requests()[0].Body["stream_options"]; ok {
+	if _, ok := fs.Requests()[0].Body["stream_options"]; ok {
 		t.Error("NoStreamUsage must leave out stream_options")
 	}
 }
@@ -412,9 +308,9 @@ func TestStreamFailures(t *testing.T) {
 		msg       string
 		retryable bool
 	}{
-		{"error event", reply{file: "stream_error.sse", sse: true}, "server_error", "The server had an error", true},
-		{"truncated", reply{file: "stream_truncated.sse", sse: true}, "connection_error", "stream ended before [DONE]", true},
-		{"malformed chunk", reply{file: "stream_malformed.sse", sse: true}, "malformed_response", "cannot decode response", false},
+		{"error event", reply{File: "stream_error.sse", SSE: true}, "server_error", "The server had an error", true},
+		{"truncated", reply{File: "stream_truncated.sse", SSE: true}, "connection_error", "stream ended before [DONE]", true},
+		{"malformed chunk", reply{File: "stream_malformed.sse", SSE: true}, "malformed_response", "cannot decode response", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -434,7 +330,7 @@ func TestStreamFailures(t *testing.T) {
 		})
 	}
 	// A failed stream request reports the status before any event.
-	fs := newServer(t, reply{status: 429, file: "error_rate_limit.json", headers: map[string]string{"Retry-After": "1"}})
+	fs := newServer(t, reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After": "1"}})
 	_, err := newClient(t, fs, nil).Stream(context.Background(), simpleReq())
 	var pe *llm.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != 429 || pe.RetryAfter != time.Second {

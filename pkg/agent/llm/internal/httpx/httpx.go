@@ -112,6 +112,12 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 		RequestID:  RequestID(resp.Header),
 		Retryable:  Retryable(resp.StatusCode),
 	}
+	switch resp.Header.Get("X-Should-Retry") { // the provider's own verdict wins
+	case "true":
+		pe.Retryable = true
+	case "false":
+		pe.Retryable = false
+	}
 	if pe.Retryable {
 		now := time.Now
 		if c.Now != nil {

@@ -1,0 +1,351 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/httpx"
+)
+
+// Defaults of Config.
+const (
+	DefaultBaseURL   = "https://api.anthropic.com"
+	DefaultVersion   = "2023-06-01"
+	DefaultMaxTokens = 4096
+)
+
+// Config configures a Client. Model is required.
+type Config struct {
+	// Model is the model name ("claude-sonnet-4-5").
+	Model string
+	// BaseURL is the API root; "/v1/messages" is appended
+	// (default DefaultBaseURL).
+	BaseURL string
+	// APIKey is sent in the x-api-key header.
+	APIKey llm.Secret
+	// Version is the anthropic-version header (default DefaultVersion).
+	Version string
+	// MaxTokens is the max_tokens sent when the request's Opts have none
+	// (default DefaultMaxTokens).
+	MaxTokens int
+	// Headers are extra request headers (anthropic-beta, ...). They cannot
+	// replace x-api-key, anthropic-version or Content-Type.
+	Headers map[string]string
+	// HTTPClient sends the requests (default http.DefaultClient).
+	HTTPClient *http.Client
+}
+
+// Client is an llm.Model and llm.Streamer for the Messages API. Build it
+// with New; safe for concurrent use.
+type Client struct {
+	model     string
+	endpoint  string
+	maxTokens int
+	headers   http.Header
+	http      *httpx.Client
+}
+
+// New validates cfg and returns a client. Errors name the field.
+func New(cfg Config) (*Client, error) {
+	bad := func(format string, args ...any) error {
+		return &llm.Error{Kind: llm.KindConfig, Message: "anthropic: " + fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, bad("Model is required")
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, bad("BaseURL %q must be an absolute http or https URL", base)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, bad("MaxTokens must be positive, got %d", cfg.MaxTokens)
+	}
+	maxTokens := cfg.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	version := cfg.Version
+	if version == "" {
+		version = DefaultVersion
+	}
+	h := http.Header{}
+	for k, v := range cfg.Headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "X-Api-Key", "Anthropic-Version", "Content-Type":
+			return nil, bad("Headers cannot set %s", k)
+		}
+		h.Set(k, v)
+	}
+	h.Set("Anthropic-Version", version)
+	return &Client{
+		model:     cfg.Model,
+		endpoint:  strings.TrimRight(base, "/") + "/v1/messages",
+		maxTokens: maxTokens,
+		headers:   h,
+		http: &httpx.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, Key: cfg.APIKey,
+			AuthHeader: "X-Api-Key"},
+	}, nil
+}
+
+// String describes the client without its key: "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages".
+func (c Client) String() string { return "anthropic:" + c.model + "@" + c.endpoint }
+
+// GoString is the %#v form; it hides the key too.
+func (c Client) GoString() string { return "anthropic.Client(" + c.String() + ")" }
+
+// Format prints String under every verb so no field can leak through %v or
+// %+v.
+func (c Client) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, c.GoString())
+		return
+	}
+	fmt.Fprint(f, c.String())
+}
+
+// Model returns the configured model name.
+func (c *Client) Model() string { return c.model }
+
+// wire types
+
+type block struct {
+	Type string `json:"type"`
+	// text
+	Text *string `json:"text,omitempty"`
+	// tool_use
+	ID    string         `json:"id,omitempty"`
+	Name  string         `json:"name,omitempty"`
+	Input *map[string]any `json:"input,omitempty"` // a pointer: an empty input must still be sent
+	// tool_result
+	ToolUseID string  `json:"tool_use_id,omitempty"`
+	Content   *string `json:"content,omitempty"`
+	IsError   bool    `json:"is_error,omitempty"`
+	// system block
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+type tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	InputSchema map[string]any `json:"input_schema"`
+}
+
+type usage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+}
+
+// toLLM normalises usage: InputTokens is the whole prompt. When the
+// payload has no input_tokens (a message_delta carrying output only), the
+// input fields stay zero, which a stream treats as "unchanged".
+func (u *usage) toLLM() llm.Usage {
+	if u == nil {
+		return llm.Usage{}
+	}
+	out := llm.Usage{OutputTokens: u.OutputTokens}
+	if u.InputTokens != nil {
+		out.InputTokens = *u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+		out.CacheWriteTokens = u.CacheCreationInputTokens
+		out.CacheReadTokens = u.CacheReadInputTokens
+	}
+	return out
+}
+
+type respBlock struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type response struct {
+	ID         string      `json:"id"`
+	Type       string      `json:"type"`
+	Model      string      `json:"model"`
+	Content    []respBlock `json:"content"`
+	StopReason string      `json:"stop_reason"`
+	Usage      *usage      `json:"usage"`
+	Error      *apiError   `json:"error"`
+}
+
+type apiError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+var reserved = []string{"model", "messages", "system", "tools", "stream"}
+
+func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
+	msgs, err := toWire(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{"model": c.model, "max_tokens": c.maxTokens, "messages": msgs}
+	if req.System != "" {
+		if req.CacheSystem {
+			body["system"] = []block{{Type: "text", Text: &req.System, CacheControl: &cacheControl{Type: "ephemeral"}}}
+		} else {
+			body["system"] = req.System
+		}
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]tool, len(req.Tools))
+		for i, t := range req.Tools {
+			schema := t.InputSchema
+			if schema == nil {
+				schema = map[string]any{"type": "object", "properties": map[string]any{}}
+			}
+			tools[i] = tool{Name: t.Name, Description: t.Description, InputSchema: schema}
+		}
+		body["tools"] = tools
+	}
+	if err := httpx.MergeOpts(body, req.Opts, reserved...); err != nil {
+		return nil, &llm.Error{Kind: llm.KindConfig, Message: "anthropic: " + err.Error()}
+	}
+	if stream {
+		body["stream"] = true
+	}
+	return body, nil
+}
+
+func toWire(msgs []llm.Message) ([]message, error) {
+	out := make([]message, 0, len(msgs))
+	for i, m := range msgs {
+		if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
+			return nil, fmt.Errorf("anthropic: messages[%d]: unknown role %q", i, m.Role)
+		}
+		wm := message{Role: string(m.Role)}
+		for _, blk := range m.Content {
+			switch b := blk.(type) {
+			case llm.Text:
+				if b.Text == "" {
+					continue // the API rejects empty text blocks
+				}
+				wm.Content = append(wm.Content, block{Type: "text", Text: &b.Text})
+			case llm.ToolUse:
+				if m.Role != llm.RoleAssistant {
+					return nil, fmt.Errorf("anthropic: messages[%d]: a user message cannot hold a tool call", i)
+				}
+				input := b.Input
+				if input == nil {
+					input = map[string]any{}
+				}
+				wm.Content = append(wm.Content, block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: &input})
+			case llm.ToolResult:
+				if m.Role != llm.RoleUser {
+					return nil, fmt.Errorf("anthropic: messages[%d]: an assistant message cannot hold a tool result", i)
+				}
+				wm.Content = append(wm.Content, block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: &b.Content, IsError: b.IsError})
+			}
+		}
+		// The API wants a user turn's tool_result blocks before its text.
+		slices.SortStableFunc(wm.Content, func(a, b block) int {
+			return boolRank(b.Type == "tool_result") - boolRank(a.Type == "tool_result")
+		})
+		if len(wm.Content) == 0 {
+			return nil, fmt.Errorf("anthropic: messages[%d]: %s message has no content (the API rejects empty messages)", i, m.Role)
+		}
+		out = append(out, wm)
+	}
+	return out, nil
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func decodeError(_ int, data []byte) (typ, code, msg string) {
+	var env struct {
+		Error *apiError `json:"error"`
+	}
+	if json.Unmarshal(data, &env) != nil || env.Error == nil {
+		return "", "", ""
+	}
+	return env.Error.Type, "", env.Error.Message
+}
+
+// Complete sends one Messages API request.
+func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	body, err := c.body(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Post(ctx, c.endpoint, c.headers, body, decodeError)
+	if err != nil {
+		return nil, err
+	}
+	reqID := httpx.RequestID(resp.Header)
+	data, err := httpx.ReadBody(resp)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, c.http.Transport(err)
+	}
+	var r response
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, c.http.Malformed(reqID, err)
+	}
+	if r.Type == "error" && r.Error != nil {
+		return nil, c.streamError(reqID, r.Error)
+	}
+	if r.Type != "message" {
+		return nil, c.http.Malformed(reqID, fmt.Errorf("unexpected response type %q", r.Type))
+	}
+	out := &llm.Response{Model: r.Model, ID: r.ID, RequestID: reqID, Usage: r.Usage.toLLM(),
+		StopReason: llm.StopReason(r.StopReason), Raw: json.RawMessage(data)}
+	var text strings.Builder
+	for _, b := range r.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			input, err := llm.DecodeToolInput(string(b.Input))
+			if err != nil {
+				return nil, c.http.Malformed(reqID, fmt.Errorf("tool_use %q: %w", b.Name, err))
+			}
+			out.ToolCalls = append(out.ToolCalls, llm.ToolUse{ID: b.ID, Name: b.Name, Input: input})
+		}
+	}
+	out.Content = text.String()
+	return out, nil
+}
+
+// streamError builds the error for an error object in a 2xx body or an
+// error event of a stream.
+func (c *Client) streamError(reqID string, e *apiError) *llm.ProviderError {
+	pe := &llm.ProviderError{Provider: "anthropic", Type: e.Type, Message: c.http.Key.Scrub(e.Message), RequestID: reqID}
+	switch e.Type {
+	case "overloaded_error", "api_error", "rate_limit_error", "timeout_error":
+		pe.Retryable = true
+	}
+	return pe
+}
+
+var errNoStop = errors.New("stream ended before message_stop")

@@ -1,0 +1,155 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/httpx"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/sse"
+)
+
+type streamEvent struct {
+	Type         string    `json:"type"`
+	Message      *response `json:"message"`
+	Index        int       `json:"index"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage    `json:"usage"`
+	Error *apiError `json:"error"`
+}
+
+// Stream sends a streaming Messages API request. The request itself failing
+// is reported here; failures after it (error events, dropped connections,
+// malformed events) end the stream with Err.
+func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
+	body, err := c.body(req, true)
+	if err != nil {
+		return nil, err
+	}
+	h := c.headers.Clone()
+	h.Set("Accept", "text/event-stream")
+	resp, err := c.http.Post(ctx, c.endpoint, h, body, decodeError)
+	if err != nil {
+		return nil, err
+	}
+	return llm.NewStream(&source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
+		reqID: httpx.RequestID(resp.Header), tools: map[int]bool{}}), nil
+}
+
+type source struct {
+	ctx     context.Context
+	c       *Client
+	resp    *http.Response
+	rd      *sse.Reader
+	reqID   string
+	tools   map[int]bool // indexes of open tool_use blocks
+	stopped bool         // message_stop arrived
+}
+
+func (s *source) Close() error { return s.resp.Body.Close() }
+
+func (s *source) Next() (llm.Event, error) {
+	for {
+		if s.stopped {
+			return nil, io.EOF
+		}
+		raw, err := s.rd.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, &llm.ProviderError{Provider: "anthropic", Type: "connection_error", RequestID: s.reqID,
+				Message: errNoStop.Error(), Retryable: true}
+		}
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil, s.ctx.Err()
+			}
+			pe := s.c.http.Transport(err)
+			pe.RequestID = s.reqID
+			return nil, pe
+		}
+		if len(raw.Data) == 0 {
+			continue
+		}
+		var ev streamEvent
+		if err := json.Unmarshal(raw.Data, &ev); err != nil {
+			return nil, s.c.http.Malformed(s.reqID, err)
+		}
+		if out, err := s.convert(ev); err != nil || out != nil {
+			return out, err
+		}
+	}
+}
+
+// convert maps one event; (nil, nil) means "nothing to report".
+func (s *source) convert(ev streamEvent) (llm.Event, error) {
+	switch ev.Type {
+	case "message_start":
+		if ev.Message == nil {
+			return nil, s.c.http.Malformed(s.reqID, errors.New("message_start without message"))
+		}
+		u := ev.Message.Usage.toLLM()
+		u.OutputTokens = 0 // the final count arrives in message_delta
+		return llm.MessageStart{ID: ev.Message.ID, Model: ev.Message.Model, Usage: u}, nil
+	case "content_block_start":
+		if ev.ContentBlock == nil {
+			return nil, s.c.http.Malformed(s.reqID, errors.New("content_block_start without content_block"))
+		}
+		switch ev.ContentBlock.Type {
+		case "tool_use":
+			s.tools[ev.Index] = true
+			return llm.ToolUseStart{Index: ev.Index, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}, nil
+		case "text":
+			if ev.ContentBlock.Text != "" {
+				return llm.TextDelta{Text: ev.ContentBlock.Text}, nil
+			}
+		}
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return nil, s.c.http.Malformed(s.reqID, errors.New("content_block_delta without delta"))
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			return llm.TextDelta{Text: ev.Delta.Text}, nil
+		case "input_json_delta":
+			if ev.Delta.PartialJSON == "" {
+				return nil, nil
+			}
+			return llm.ToolUseDelta{Index: ev.Index, PartialJSON: ev.Delta.PartialJSON}, nil
+		}
+		// thinking_delta, signature_delta, citations_delta: not part of the answer
+	case "content_block_stop":
+		if s.tools[ev.Index] {
+			delete(s.tools, ev.Index)
+			return llm.ToolUseEnd{Index: ev.Index}, nil
+		}
+	case "message_delta":
+		md := llm.MessageDelta{Usage: ev.Usage.toLLM()}
+		if ev.Delta != nil {
+			md.StopReason = llm.StopReason(ev.Delta.StopReason)
+		}
+		return md, nil
+	case "message_stop":
+		s.stopped = true
+	case "error":
+		e := ev.Error
+		if e == nil {
+			e = &apiError{Type: "api_error", Message: "error event without details"}
+		}
+		return nil, s.c.streamError(s.reqID, e)
+	}
+	// ping and unknown event types are skipped.
+	return nil, nil
+}
