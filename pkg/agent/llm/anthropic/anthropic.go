@@ -124,8 +124,8 @@ type block struct {
 	// text
 	Text *string `json:"text,omitempty"`
 	// tool_use
-	ID    string         `json:"id,omitempty"`
-	Name  string         `json:"name,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
 	Input *map[string]any `json:"input,omitempty"` // a pointer: an empty input must still be sent
 	// tool_result
 	ToolUseID string  `json:"tool_use_id,omitempty"`

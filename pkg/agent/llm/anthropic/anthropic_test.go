@@ -45,7 +45,9 @@ func simpleReq() llm.Request {
 
 func TestCompleteText(t *testing.T) {
 	fs := newServer(t, reply{File: "message_text.json"})
-	c := newClient(t, fs, func(cfg *anthropic.Config) { cfg.Headers = map[string]string{"anthropic-beta": "token-efficient-tools-2025-02-19"} })
+	c := newClient(t, fs, func(cfg *anthropic.Config) {
+		cfg.Headers = map[string]string{"anthropic-beta": "token-efficient-tools-2025-02-19"}
+	})
 	resp, err := c.Complete(context.Background(), simpleReq())
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,6 @@ func TestCompleteText(t *testing.T) {
 	}
 }
 
-
 // A full native tool-call round: the model calls two tools, the loop sends
 // the results back, the model answers. The second request is checked
 // against a golden file written from the API reference.
@@ -118,7 +117,6 @@ func TestToolCallRound(t *testing.T) {
 	}
 	fakeserver.Golden(t, *update, "request_tool_round.golden.json", fs.Requests()[1].Raw)
 }
-
 
 func TestCompleteRefusalAndStopAfterTools(t *testing.T) {
 	fs := newServer(t, reply{File: "chat_refusal.json"},
