@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -73,6 +74,54 @@ func FuzzPlaceholders(f *testing.F) {
 		}
 		if err := sig.CheckPlaceholders(s); err != nil && !errors.Is(err, ErrPlaceholder) {
 			t.Fatalf("CheckPlaceholders error %v", err)
+		}
+	})
+}
+
+// FuzzValidate decodes a JSON value and validates it against a fuzzed type in
+// every mode: nothing panics, Disabled accepts everything, Strict only adds
+// "unexpected field" problems to Enabled's, and every problem has a message.
+func FuzzValidate(f *testing.F) {
+	f.Add("{a :int, b [:float?]}", `{"a": 1, "b": [1.5, null, "x"], "c": {}}`)
+	f.Add("[{id :int, _x :any}]?", `[{"id": "1"}, 2, null]`)
+	f.Add(":map", `{"k": [1, 2, {"z": true}]}`)
+	f.Add("{u {n :string}?}", `{"u": {"n": 3, "m": 4}}`)
+	f.Fuzz(func(t *testing.T, typSrc, value string) {
+		typ, err := ParseType(typSrc)
+		if err != nil {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(value))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		if err := Validate(typ, v, Disabled); err != nil {
+			t.Fatalf("Disabled returned %v", err)
+		}
+		var lenient, strict ValidationErrors
+		errors.As(Validate(typ, v, Enabled), &lenient)
+		errors.As(Validate(typ, v, Strict), &strict)
+		extra := 0
+		for _, e := range strict {
+			if e.Msg == "" {
+				t.Fatalf("empty message at %q", e.Path)
+			}
+			if e.Msg == "unexpected field" {
+				extra++
+			}
+		}
+		if len(strict)-extra != len(lenient) {
+			t.Fatalf("strict %v vs enabled %v", strict, lenient)
+		}
+		cv, _ := Coerce(typ, v)
+		if len(lenient) == 0 && Validate(typ, cv, Enabled) != nil {
+			t.Fatalf("coercion broke a valid value: %v -> %v", v, cv)
+		}
+		if m, ok := v.(map[string]any); ok {
+			sig := &Signature{Inputs: []Param{{Name: "x", Type: typ}}}
+			_, _, _ = sig.CoerceInputs(m, Strict)
 		}
 	})
 }

@@ -247,13 +247,19 @@ func (c *checker) checkReflectFields(t Map, rv reflect.Value) {
 	for it := rv.MapRange(); it.Next(); {
 		k := it.Key()
 		if k.Kind() == reflect.Interface {
-			k = k.Elem()
+			k = k.Elem() // invalid for a nil key
 		}
-		name := k.String()
-		if k.Kind() != reflect.String {
+		var name string
+		switch {
+		case !k.IsValid():
+			name = "nil"
+		case k.Kind() == reflect.String:
+			name = k.String()
+			if _, ok := t.Field(name); ok {
+				continue
+			}
+		default:
 			name = preview(k.Interface())
-		} else if _, ok := t.Field(name); ok {
-			continue
 		}
 		extra = append(extra, name)
 	}

@@ -106,6 +106,7 @@ func TestValidateInvalid(t *testing.T) {
 		{"{a {b :int}}", map[string]any{"a": map[string]any{"b": 1, "field": 1}}, Strict, "- a.field: unexpected field"},
 		{"{a :int}", map[string]int{"a": 1, "c": 2}, Strict, "- c: unexpected field"},
 		{"{}", map[string]any{"x": 1}, Strict, "- x: unexpected field"},
+		{"{a :int}", map[any]any{"a": 1, nil: 2, 3: 4}, Strict, "- 3: unexpected field\n- nil: unexpected field"},
 		// Warn-only validates the same way.
 		{":int", "x", WarnOnly, `- expected integer, got string "x"`},
 	} {
