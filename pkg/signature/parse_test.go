@@ -34,7 +34,8 @@ var validSignatures = []struct{ src, want string }{
 	{"{:customer {:id :int :name :string}}", "() -> {customer {id :int, name :string}}"},
 	{"{:user {:id :int :profile {:bio :string}}}", "() -> {user {id :int, profile {bio :string}}}"},
 	{"{name :string, price :float, in_stock :bool}", "() -> {name :string, price :float, in_stock :bool}"},
-	{"{user-id :int}", "() -> {user-id :int}"},
+	{"{user-id :int}", "() -> {user_id :int}"}, // names are host keys: - becomes _
+	{"(row-count :int) -> {max-row :int}", "(row_count :int) -> {max_row :int}"},
 	{"{näme :string}", "() -> {näme :string}"},
 	// Optional on any type.
 	{"{:id :int :email :string?}", "() -> {id :int, email :string?}"},

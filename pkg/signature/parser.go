@@ -3,6 +3,7 @@ package signature
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // maxDepth bounds the nesting of lists and maps, so hostile input cannot
@@ -124,15 +125,18 @@ func (p *parser) parseParams() ([]Param, error) {
 }
 
 // parseName parses a field or input name, written bare or as a keyword.
+// Hyphens become underscores: names are host keys, and PTC-Lisp turns
+// :user-id into "user_id" at the host boundary, so {user-id :int} must
+// describe the key "user_id".
 func (p *parser) parseName(what string) (string, token, error) {
 	tok := p.tok
 	switch tok.kind {
 	case tIdent:
 		p.advance()
-		return tok.text, tok, nil
+		return strings.ReplaceAll(tok.text, "-", "_"), tok, nil
 	case tKeyword:
 		p.advance()
-		return tok.text[1:], tok, nil
+		return strings.ReplaceAll(tok.text[1:], "-", "_"), tok, nil
 	}
 	return "", tok, p.expected(what)
 }
