@@ -1,0 +1,214 @@
+// Package cli holds what the binaries share: flags with environment twins,
+// the root logger, NATS connection options and the health endpoint. It is
+// internal: the binaries' configuration surface is documented in
+// docs/operations.md, not exported as an API.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+)
+
+// EnvName is the environment twin of a flag: "nats-url" → "PTC_NATS_URL".
+func EnvName(flagName string) string {
+	return "PTC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ApplyEnv sets every flag of fs that was not given on the command line from
+// its environment twin (EnvName), if that is set. It returns an error naming
+// the variable when a value does not parse. Call it after fs.Parse.
+func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		v := getenv(EnvName(f.Name))
+		if v == "" {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// EnvNames lists the environment twins of fs's flags, sorted; the k8s
+// manifest test checks that manifests only set variables a binary reads.
+func EnvNames(fs *flag.FlagSet) []string {
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) { out = append(out, EnvName(f.Name)) })
+	sort.Strings(out)
+	return out
+}
+
+// Usage installs a usage func on fs that lists each flag with its
+// environment twin.
+func Usage(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: %s\n\nflags (each also read from its environment variable):\n", synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(w, "  -%s  [%s]\n      %s%s\n", f.Name, EnvName(f.Name), f.Usage, def)
+		})
+	}
+}
+
+// LogOptions configures the root logger.
+type LogOptions struct {
+	Level  string // trace, debug, info (default), warn, error
+	Format string // json (default) or console
+}
+
+// Register adds -log-level and -log-format to fs.
+func (o *LogOptions) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Level, "log-level", "info", "log level: trace, debug, info, warn or error")
+	fs.StringVar(&o.Format, "log-format", "json", "log format: json or console")
+}
+
+// Logger builds the root logger writing to w. It is built once in main and
+// passed down; nothing in this module uses zerolog's global logger.
+func (o LogOptions) Logger(w io.Writer, component string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(o.Level))
+	if err != nil || o.Level == "" {
+		return zerolog.Nop(), fmt.Errorf("log level %q: want trace, debug, info, warn or error", o.Level)
+	}
+	switch o.Format {
+	case "json", "":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	default:
+		return zerolog.Nop(), fmt.Errorf("log format %q: want json or console", o.Format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", component).Logger(), nil
+}
+
+// NATSOptions says how to reach NATS. An empty URL means "start an embedded
+// server" (the binaries' no-setup mode).
+type NATSOptions struct {
+	URL         string
+	Creds       string // .creds file (JWT + nkey)
+	NKey        string // nkey seed file
+	User        string
+	Password    string
+	TLSCA       string
+	TLSCert     string
+	TLSKey      string
+	InboxPrefix string
+	Name        string
+}
+
+// Register adds the -nats-* flags to fs.
+func (o *NATSOptions) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.URL, "nats-url", "", "NATS server URL(s), comma separated; empty starts an embedded server")
+	fs.StringVar(&o.Creds, "nats-creds", "", "NATS credentials file (JWT and nkey)")
+	fs.StringVar(&o.NKey, "nats-nkey", "", "NATS nkey seed file")
+	fs.StringVar(&o.User, "nats-user", "", "NATS user name")
+	fs.StringVar(&o.Password, "nats-password", "", "NATS password")
+	fs.StringVar(&o.TLSCA, "nats-tls-ca", "", "CA certificate file for the NATS connection")
+	fs.StringVar(&o.TLSCert, "nats-tls-cert", "", "client certificate file for the NATS connection")
+	fs.StringVar(&o.TLSKey, "nats-tls-key", "", "client key file for the NATS connection")
+	fs.StringVar(&o.InboxPrefix, "nats-inbox-prefix", "", "custom inbox prefix (for restricted subject permissions)")
+}
+
+// Validate checks that the options fit together.
+func (o NATSOptions) Validate() error {
+	if (o.User == "") != (o.Password == "") {
+		return errors.New("nats-user and nats-password go together")
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errors.New("nats-tls-cert and nats-tls-key go together")
+	}
+	n := 0
+	for _, s := range []string{o.Creds, o.NKey, o.User} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("choose one of nats-creds, nats-nkey and nats-user")
+	}
+	return nil
+}
+
+// Options returns the nats.Options for a connection that reconnects forever
+// and logs connection events.
+func (o NATSOptions) Options(log zerolog.Logger) ([]nats.Option, error) {
+	opts := []nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("nats reconnected") }),
+		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			ev := log.Error().Err(err)
+			if s != nil {
+				ev = ev.Str("subject", s.Subject)
+			}
+			ev.Msg("nats async error")
+		}),
+	}
+	if o.Name != "" {
+		opts = append(opts, nats.Name(o.Name))
+	}
+	switch {
+	case o.Creds != "":
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	case o.NKey != "":
+		opt, err := nats.NkeyOptionFromSeed(o.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("nats-nkey: %w", err)
+		}
+		opts = append(opts, opt)
+	case o.User != "":
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	if o.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(o.TLSCA))
+	}
+	if o.TLSCert != "" {
+		opts = append(opts, nats.ClientCert(o.TLSCert, o.TLSKey))
+	}
+	if o.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
+	}
+	return opts, nil
+}
+
+// Redacted returns a printable form of the options with secrets hidden, for
+// the one "config" log line each binary writes at start.
+func (o NATSOptions) Redacted() map[string]any {
+	m := map[string]any{"url": o.URL, "embedded": o.URL == ""}
+	if o.Creds != "" {
+		m["creds"] = o.Creds
+	}
+	if o.NKey != "" {
+		m["nkey"] = o.NKey
+	}
+	if o.User != "" {
+		m["user"] = o.User
+		m["password"] = "[redacted]"
+	}
+	if o.TLSCA != "" || o.TLSCert != "" {
+		m["tls"] = true
+	}
+	return m
+}
