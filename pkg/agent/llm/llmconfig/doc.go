@@ -1,0 +1,39 @@
+// Package llmconfig names models in configuration, without code: a spec
+// string such as "anthropic:claude-sonnet-4-5" becomes an llm.Model, and a
+// worker's environment (PTC_MODEL_<NAME>=<spec>) becomes an llm.Registry.
+//
+// # Spec syntax
+//
+//	spec     = provider ":" model [ "@" base-url ] { ";" param }
+//	param    = "key_env=" VAR | "max_tokens=" N | "version=" V
+//	         | "stream_usage=false" | "header." NAME "=" VALUE
+//
+// Examples:
+//
+//	openai:gpt-4.1-mini
+//	anthropic:claude-sonnet-4-5;max_tokens=8192
+//	openrouter:anthropic/claude-sonnet-4.5
+//	ollama:llama3.2:3b
+//	openai:qwen2.5-coder@http://localhost:8000/v1;key_env=VLLM_KEY
+//	openai:llama3@http://localhost:11434/v1
+//
+// The provider is everything before the first ':' (openai, anthropic,
+// openrouter, ollama); the model is the rest up to "@http://" or
+// "@https://" (so Ollama tags like "llama3.2:3b" and OpenRouter names like
+// "anthropic/claude-sonnet-4.5" work); the base URL runs up to the first
+// ';'. openrouter and ollama are OpenAI-compatible presets
+// (https://openrouter.ai/api/v1, http://localhost:11434/v1).
+//
+// # Keys
+//
+// API keys never appear in a spec. They are read through an injected getenv
+// (the library never calls os.Getenv): OPENAI_API_KEY, ANTHROPIC_API_KEY or
+// OPENROUTER_API_KEY by default, or the variable named by key_env. A key is
+// required for the hosted default base URLs and optional when the base URL
+// is overridden (local servers) or for ollama; a key_env that is named must
+// be set. Keys are held as llm.Secret, so neither errors nor the models'
+// printed forms show them; header values are printed redacted too.
+//
+// Retries are not added here: the agent wraps models in its llm_retry
+// policy (llm.WithRetry), so wrapping twice would multiply attempts.
+package llmconfig

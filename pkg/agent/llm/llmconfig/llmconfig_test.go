@@ -1,0 +1,243 @@
+package llmconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Spec
+	}{
+		{"openai:gpt-4.1-mini", Spec{Provider: "openai", Model: "gpt-4.1-mini"}},
+		{" Anthropic:claude-sonnet-4-5 ", Spec{Provider: "anthropic", Model: "claude-sonnet-4-5"}},
+		{"ollama:llama3.2:3b", Spec{Provider: "ollama", Model: "llama3.2:3b"}},
+		{"openrouter:anthropic/claude-sonnet-4.5", Spec{Provider: "openrouter", Model: "anthropic/claude-sonnet-4.5"}},
+		{"openai:llama3@http://localhost:11434/v1", Spec{Provider: "openai", Model: "llama3", BaseURL: "http://localhost:11434/v1"}},
+		{"openai:org@name@https://vllm.internal:8000/v1;key_env=VLLM_KEY;stream_usage=false",
+			Spec{Provider: "openai", Model: "org@name", BaseURL: "https://vllm.internal:8000/v1", KeyEnv: "VLLM_KEY", NoStreamUsage: true}},
+		{"anthropic:claude-haiku-4-5;max_tokens=8192;version=2023-06-01;header.anthropic-beta=prompt-caching-2024-07-31",
+			Spec{Provider: "anthropic", Model: "claude-haiku-4-5", MaxTokens: 8192, Version: "2023-06-01", Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"}}},
+		{"openrouter:x;header.HTTP-Referer=https://ptc.example;header.X-Title=ptc fleet",
+			Spec{Provider: "openrouter", Model: "x", Headers: map[string]string{"HTTP-Referer": "https://ptc.example", "X-Title": "ptc fleet"}}},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Parse(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+		again, err := Parse(got.format(false))
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("round trip of %q via %q = %+v, %v", tt.in, got.format(false), again, err)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"gpt-4.1-mini", `want "provider:model"`},
+		{"", `want "provider:model"`},
+		{"gemini:pro", `unknown provider "gemini"`},
+		{"openai:", "model name is empty"},
+		{"openai: gpt", "surrounding spaces"},
+		{"openai:m@http://", "base URL \"http://\" is not an absolute"},
+		{"openai:m;oops", "parameter 1: want key=value"},
+		{"openai:m;=x", "parameter 1: want key=value"},
+		{"openai:m;key_env=1BAD", `key_env "1BAD" is not an environment variable name`},
+		{"openai:m;key_env=", `key_env "" is not`},
+		{"anthropic:m;max_tokens=-5", `max_tokens "-5" is not a positive integer`},
+		{"openai:m;max_tokens=5", "max_tokens applies to anthropic only"},
+		{"openai:m;version=1", "version applies to anthropic only"},
+		{"anthropic:m;stream_usage=false", "stream_usage applies to OpenAI-compatible providers only"},
+		{"openai:m;stream_usage=maybe", "stream_usage must be true or false"},
+		{"openai:m;header.Bad Name=x", `header name "Bad Name" is not valid`},
+		{"openai:m;temperature=0.2", `unknown parameter "temperature"`},
+	}
+	for _, tt := range tests {
+		_, err := Parse(tt.in)
+		if !errors.Is(err, llm.ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+	// Header values never reach an error message.
+	_, err := Parse("openai:m;header.Authorization=Bearer SECRET;bogus")
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestBuildKeys(t *testing.T) {
+	keys := map[string]string{"OPENAI_API_KEY": "sk-openai-SECRET1", "ANTHROPIC_API_KEY": "sk-ant-SECRET2", "MY_KEY": "SECRET3"}
+	tests := []struct {
+		spec    string
+		env     map[string]string
+		wantErr string
+		str     string
+	}{
+		{"openai:gpt-4.1-mini", keys, "", "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions"},
+		{"openai:gpt-4.1-mini", nil, "environment variable OPENAI_API_KEY is not set", ""},
+		{"anthropic:claude-sonnet-4-5", nil, "environment variable ANTHROPIC_API_KEY is not set", ""},
+		{"openrouter:meta/llama", nil, "environment variable OPENROUTER_API_KEY is not set", ""},
+		{"openrouter:meta/llama", map[string]string{"OPENROUTER_API_KEY": "k-SECRET"}, "", "openrouter:meta/llama@https://openrouter.ai/api/v1/chat/completions"},
+		{"ollama:llama3.2:3b", nil, "", "ollama:llama3.2:3b@http://localhost:11434/v1/chat/completions"},
+		{"openai:llama3@http://localhost:8080/v1", nil, "", "openai:llama3@http://localhost:8080/v1/chat/completions"},
+		{"openai:llama3@http://localhost:8080/v1;key_env=MY_KEY", nil, "environment variable MY_KEY is not set", ""},
+		{"anthropic:claude-sonnet-4-5;key_env=MY_KEY", keys, "", "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages"},
+		{"openai:m;header.Authorization=x", keys, "Headers cannot set Authorization", ""},
+	}
+	for _, tt := range tests {
+		m, err := NewModel(tt.spec, Options{Getenv: env(tt.env)})
+		if tt.wantErr != "" {
+			if !errors.Is(err, llm.ErrConfig) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("NewModel(%q) = %v, want %q", tt.spec, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("secret in error: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("NewModel(%q): %v", tt.spec, err)
+			continue
+		}
+		if got := fmt.Sprint(m); got != tt.str {
+			t.Errorf("model = %s, want %s", got, tt.str)
+		}
+		if s := fmt.Sprintf("%v %+v %#v", m, m, m); strings.Contains(s, "SECRET") {
+			t.Errorf("secret printed: %s", s)
+		}
+	}
+}
+
+// The built models send the key from the environment to the server, in
+// each provider's header.
+func TestBuiltModelsSendKeys(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got = append(got, r.URL.Path+" "+r.Header.Get("Authorization")+r.Header.Get("X-Api-Key")+" "+r.Header.Get("X-Title"))
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/messages") {
+			fmt.Fprint(w, `{"type":"message","id":"m","model":"c","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"c","model":"g","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	o := Options{Getenv: env(map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a", "K": "sk-k"}), HTTPClient: srv.Client()}
+	for _, spec := range []string{
+		"openai:g@" + srv.URL + "/v1;header.X-Title=t",
+		"anthropic:c@" + srv.URL,
+		"ollama:g@" + srv.URL + "/v1;key_env=K",
+		"ollama:g@" + srv.URL + "/v1",
+	} {
+		m, err := NewModel(spec, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := m.Complete(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi")}})
+		if err != nil || resp.Content != "ok" {
+			t.Fatalf("%s: %v %v", spec, resp, err)
+		}
+	}
+	want := []string{"/v1/chat/completions Bearer sk-o t", "/v1/messages sk-a ", "/v1/chat/completions Bearer sk-k ", "/v1/chat/completions  "}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("requests = %q\nwant       %q", got, want)
+	}
+}
+
+func TestRegistryFromEnv(t *testing.T) {
+	environ := []string{
+		"PATH=/usr/bin",
+		"PTC_MODEL_HAIKU=anthropic:claude-haiku-4-5",
+		"PTC_MODEL_SONNET=anthropic:claude-sonnet-4-5;max_tokens=8192",
+		"PTC_MODEL_LOCAL=ollama:llama3.2:3b",
+		"PTC_MODEL_GPT_MINI=openai:gpt-4.1-mini",
+		"ANTHROPIC_API_KEY=sk-ant-SECRET",
+		"OPENAI_API_KEY=sk-SECRET",
+	}
+	reg, err := RegistryFromEnv(environ, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Names(); !reflect.DeepEqual(got, []string{"gpt_mini", "haiku", "local", "sonnet"}) {
+		t.Errorf("names = %v", got)
+	}
+	if m, err := reg.Lookup("sonnet"); err != nil || fmt.Sprint(m) != "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages" {
+		t.Errorf("sonnet = %v, %v", m, err)
+	}
+
+	// Getenv, when given, is where keys come from.
+	_, err = RegistryFromEnv(environ, Options{Getenv: env(nil)})
+	if err == nil || !strings.Contains(err.Error(), "PTC_MODEL_GPT_MINI: ") || !strings.Contains(err.Error(), "PTC_MODEL_HAIKU: ") ||
+		!strings.Contains(err.Error(), "ANTHROPIC_API_KEY is not set") || strings.Contains(err.Error(), "PTC_MODEL_LOCAL") {
+		t.Errorf("err = %v", err)
+	}
+
+	bad := []string{"PTC_MODEL_=openai:x", "PTC_MODEL_A=gemini:pro", "PTC_MODEL_B=openai:b;header.Authorization=Bearer sk-SECRET;x", "PTC_MODEL_c=ollama:c", "PTC_MODEL_C=ollama:c"}
+	_, err = RegistryFromEnv(bad, Options{})
+	for _, want := range []string{"PTC_MODEL_: empty model name", "PTC_MODEL_A: ", `unknown provider`, "PTC_MODEL_B: ", `PTC_MODEL_c: model name "c" is defined twice`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("secret in error: %v", err)
+	}
+	reg, err = RegistryFromEnv(nil, Options{})
+	if err != nil || reg == nil || len(reg) != 0 {
+		t.Errorf("empty environ = %v, %v", reg, err)
+	}
+}
+
+func TestSpecStringRedactsHeaders(t *testing.T) {
+	s, err := Parse("openai:m;header.Authorization-Proxy=SECRET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.String(); got != "openai:m;header.Authorization-Proxy=[redacted]" || strings.Contains(fmt.Sprint(s), "SECRET") {
+		t.Errorf("String = %s", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"openai:gpt-4.1-mini", "ollama:llama3.2:3b", "openai:a@b@http://x:1/v1;key_env=K;stream_usage=false",
+		"anthropic:c;max_tokens=10;version=v;header.A-B=c d", "x", ":", "openai:m;", "openai:m@http://", "openai:m;header.=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := Parse(in)
+		if err != nil {
+			if !errors.Is(err, llm.ErrConfig) {
+				t.Fatalf("error is not a config error: %v", err)
+			}
+			return
+		}
+		canon := s.format(false)
+		again, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", canon, in, err)
+		}
+		if again.format(false) != canon {
+			t.Fatalf("round trip: %q -> %q -> %q", in, canon, again.format(false))
+		}
+	})
+}
