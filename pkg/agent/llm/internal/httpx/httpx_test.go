@@ -1,0 +1,56 @@
+package httpx
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		headers map[string]string
+		want    time.Duration
+	}{
+		{nil, 0},
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{map[string]string{"Retry-After": "1.5"}, 1500 * time.Millisecond},
+		{map[string]string{"Retry-After": " 2 "}, 2 * time.Second},
+		{map[string]string{"Retry-After": "0"}, 0},
+		{map[string]string{"Retry-After": "-4"}, 0},
+		{map[string]string{"Retry-After": "1e12"}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After": "Sat, 21 Nov 2026 12:00:30 GMT"}, 30 * time.Second},
+		{map[string]string{"Retry-After": "Sat, 21 Nov 2026 11:59:00 GMT"}, 0},
+		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond},
+		{map[string]string{"Retry-After-Ms": "junk", "Retry-After": "9"}, 9 * time.Second},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.headers {
+			h.Set(k, v)
+		}
+		if got := RetryAfter(h, now); got != tt.want {
+			t.Errorf("RetryAfter(%v) = %s, want %s", tt.headers, got, tt.want)
+		}
+	}
+}
+
+func TestRetryableStatus(t *testing.T) {
+	for status, want := range map[int]bool{200: false, 400: false, 401: false, 403: false, 404: false, 408: true, 409: true, 413: false, 422: false, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true} {
+		if Retryable(status) != want {
+			t.Errorf("Retryable(%d) = %v", status, !want)
+		}
+	}
+}
+
+func TestMergeOpts(t *testing.T) {
+	body := map[string]any{"model": "m"}
+	if err := MergeOpts(body, map[string]any{"temperature": 0.5, "seed": 7}, "model"); err != nil || body["temperature"] != 0.5 || body["seed"] != 7 {
+		t.Errorf("MergeOpts = %v %v", body, err)
+	}
+	if err := MergeOpts(body, map[string]any{"model": "x"}, "model"); err == nil || !strings.Contains(err.Error(), `"model"`) || body["model"] != "m" {
+		t.Errorf("reserved key: %v %v", body, err)
+	}
+}
