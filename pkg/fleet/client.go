@@ -1,0 +1,376 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// ClientConfig configures a Client. The zero value is ready to use.
+type ClientConfig struct {
+	// Store is passed to EnsureStores unless SkipSetup is set.
+	Store StoreConfig
+	// SkipSetup binds to existing streams and buckets instead of creating
+	// or updating them (for callers without the permission to manage them).
+	SkipSetup bool
+	// InlineContextBytes is the largest encoded mission sent inline; a
+	// mission above it has its context moved to the mission_ctx object
+	// store. Default messages.MaxMissionBytes - 4 KiB.
+	InlineContextBytes int
+}
+
+// Client submits missions and follows them: the dispatch side of the fleet.
+// It is safe for concurrent use. It does not own the connection: close nc
+// yourself after the last call.
+type Client struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	st  *Stores
+	cfg ClientConfig
+}
+
+// NewClient binds a client to nc, creating or updating the fleet's streams
+// and buckets unless cfg.SkipSetup is set.
+func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil connection", ErrInvalidConfig)
+	}
+	if cfg.InlineContextBytes <= 0 {
+		cfg.InlineContextBytes = messages.MaxMissionBytes - 4096
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: jetstream: %w", err)
+	}
+	st, err := openStores(ctx, js, cfg.Store, cfg.SkipSetup)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nc: nc, js: js, st: st, cfg: cfg}, nil
+}
+
+func openStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig, skip bool) (*Stores, error) {
+	if !skip {
+		return EnsureStores(ctx, js, cfg)
+	}
+	st := &Stores{Consumers: map[string]jetstream.Consumer{}}
+	var err error
+	if st.Missions, err = js.Stream(ctx, messages.StreamMissions); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamMissions, err)
+	}
+	if st.Results, err = js.Stream(ctx, messages.StreamResults); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamResults, err)
+	}
+	if st.Events, err = js.Stream(ctx, messages.StreamEvents); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamEvents, err)
+	}
+	if st.Dead, err = js.Stream(ctx, messages.StreamDead); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamDead, err)
+	}
+	if st.Status, err = js.KeyValue(ctx, messages.BucketStatus); err != nil {
+		return nil, fmt.Errorf("fleet: kv %s: %w", messages.BucketStatus, err)
+	}
+	if st.Context, err = js.ObjectStore(ctx, messages.BucketContext); err != nil {
+		return nil, fmt.Errorf("fleet: object store %s: %w", messages.BucketContext, err)
+	}
+	for _, p := range messages.Priorities() {
+		c, err := st.Missions.Consumer(ctx, ConsumerName(p))
+		if err != nil {
+			return nil, fmt.Errorf("fleet: consumer %s: %w", ConsumerName(p), err)
+		}
+		st.Consumers[p] = c
+	}
+	return st, nil
+}
+
+// Submission reports what Submit did.
+type Submission struct {
+	// ID is the mission id.
+	ID string
+	// Duplicate is true when the mission had already been submitted (same
+	// id): nothing new was queued.
+	Duplicate bool
+	// Sequence is the MISSIONS stream sequence (0 for a duplicate detected
+	// by the status fence).
+	Sequence uint64
+}
+
+// SubmitOptions are optional settings of one submission.
+type SubmitOptions struct {
+	// Header is copied onto the mission message (trace context:
+	// messages.HeaderTraceParent, messages.HeaderTraceState).
+	Header nats.Header
+}
+
+// Submit queues m. It is idempotent by mission id: within the stream's
+// duplicate window the Msg-Id dedupes, beyond it the status key (created
+// once) does. An empty m.ID is filled with a new ULID and an empty
+// m.CreatedAt with the current time (m is modified). Contexts too large to
+// travel inline are stored in the mission_ctx object store.
+func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...SubmitOptions) (*Submission, error) {
+	if m == nil {
+		return nil, fmt.Errorf("fleet: submit: %w: nil mission", messages.ErrInvalid)
+	}
+	if m.ID == "" {
+		m.ID = messages.NewMissionID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	if m.Version == 0 {
+		m.Version = messages.MissionVersion
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet: submit: %w", err)
+	}
+	data, err := messages.MarshalMission(m)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+	}
+	if len(data) > c.cfg.InlineContextBytes && len(m.Context) > 0 {
+		if data, err = c.offloadContext(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	sub := &Submission{ID: m.ID}
+	status := messages.Status{MissionID: m.ID, State: messages.StateQueued}
+	if _, err := casStatus(ctx, c.st.Status, status, 0); err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("fleet: submit %s: status: %w", m.ID, err)
+		}
+		cur, gerr := getStatus(ctx, c.st.Status, m.ID)
+		if gerr != nil {
+			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, gerr)
+		}
+		if cur.st.State != messages.StateQueued || cur.st.StreamSeq != 0 {
+			sub.Duplicate = true
+			sub.Sequence = cur.st.StreamSeq
+			return sub, nil
+		}
+		// Queued but never confirmed published: publish again; the Msg-Id
+		// dedupes if the first publish did land.
+	}
+	msg := &nats.Msg{Subject: messages.SubmitSubject(m.Priority), Data: data, Header: nats.Header{}}
+	for _, o := range opts {
+		for k, v := range o.Header {
+			msg.Header[k] = append([]string(nil), v...)
+		}
+	}
+	msg.Header.Set(messages.HeaderMissionID, m.ID)
+	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+	}
+	sub.Duplicate = ack.Duplicate
+	sub.Sequence = ack.Sequence
+	// Record the sequence; a worker may already have moved the status on,
+	// which is fine.
+	_, _ = updateStatus(ctx, c.st.Status, m.ID, func(s *messages.Status) bool {
+		if s.State != messages.StateQueued || s.StreamSeq != 0 {
+			return false
+		}
+		s.StreamSeq = ack.Sequence
+		return true
+	})
+	return sub, nil
+}
+
+func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byte, error) {
+	blob, err := messages.Marshal(m.Context)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: context: %w", m.ID, err)
+	}
+	ref := m.ID + "/context"
+	if _, err := c.st.Context.Put(ctx, jetstream.ObjectMeta{Name: ref}, bytes.NewReader(blob)); err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: store context: %w", m.ID, err)
+	}
+	cp := *m
+	cp.Context, cp.ContextRef = nil, ref
+	data, err := messages.MarshalMission(&cp)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+	}
+	return data, nil
+}
+
+// Await blocks until mission id has a result and returns it. It subscribes to
+// the result subject first and then reads the stored result, so a result
+// published at any time is seen. It returns ctx.Err() when ctx ends first.
+func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
+	w, err := c.watchResult(id)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Unsubscribe()
+	return c.awaitOn(ctx, id, w)
+}
+
+func (c *Client) watchResult(id string) (*nats.Subscription, error) {
+	if !messages.ValidMissionID(id) {
+		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
+	}
+	sub, err := c.nc.SubscribeSync(messages.ResultSubject(id))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: await %s: %w", id, err)
+	}
+	return sub, nil
+}
+
+func (c *Client) awaitOn(ctx context.Context, id string, sub *nats.Subscription) (*messages.Step, error) {
+	if step, err := readResult(ctx, c.st.Results, id); err == nil {
+		return step, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("fleet: await %s: %w", id, err)
+		}
+		step, err := decodeStep(msg.Data)
+		if err != nil {
+			continue // not ours to judge; the stored result is authoritative
+		}
+		return step, nil
+	}
+}
+
+// Run submits m and waits for its result: Submit then Await, subscribed
+// before publishing.
+func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOptions) (*messages.Step, error) {
+	if m != nil && m.ID == "" {
+		m.ID = messages.NewMissionID()
+	}
+	if m == nil {
+		return nil, fmt.Errorf("fleet: run: %w: nil mission", messages.ErrInvalid)
+	}
+	sub, err := c.watchResult(m.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if _, err := c.Submit(ctx, m, opts...); err != nil {
+		return nil, err
+	}
+	return c.awaitOn(ctx, m.ID, sub)
+}
+
+// Result returns the stored result of mission id, or ErrNotFound when it
+// has none yet.
+func (c *Client) Result(ctx context.Context, id string) (*messages.Step, error) {
+	return readResult(ctx, c.st.Results, id)
+}
+
+// Status returns the status of mission id, or ErrNotFound.
+func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error) {
+	e, err := getStatus(ctx, c.st.Status, id)
+	if err != nil {
+		return nil, err
+	}
+	return &e.st, nil
+}
+
+// Cancel cancels mission id. A queued mission is marked cancelled and its
+// cancelled Step is published at once (a worker that fetches it later skips
+// it); a running one gets its cancel flag set and a cancel message, and its
+// worker publishes the cancelled Step. Cancelling a finished mission does
+// nothing and returns nil.
+func (c *Client) Cancel(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "cancelled by caller"
+	}
+	var wasQueued bool
+	e, err := updateStatus(ctx, c.st.Status, id, func(s *messages.Status) bool {
+		wasQueued = false
+		switch {
+		case messages.TerminalState(s.State):
+			return false
+		case s.State == messages.StateQueued:
+			wasQueued = true
+			s.State, s.Reason = messages.StateCancelled, ReasonCancelled
+			s.CancelRequested, s.CancelReason = true, reason
+			return true
+		default:
+			if s.CancelRequested {
+				return false
+			}
+			s.CancelRequested, s.CancelReason = true, reason
+			return true
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: cancel %s: %w", id, err)
+	}
+	if messages.TerminalState(e.st.State) && !wasQueued {
+		return nil
+	}
+	if wasQueued {
+		if _, _, err := publishResult(ctx, c.js, c.st.Results, id, failStep(ReasonCancelled, "%s", reason)); err != nil {
+			return fmt.Errorf("fleet: cancel %s: %w", id, err)
+		}
+		return nil
+	}
+	data, err := messages.Marshal(&messages.Cancel{Version: messages.CancelVersion, MissionID: id, Reason: reason, RequestedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if err := c.nc.Publish(messages.CancelSubject(id), data); err != nil {
+		return fmt.Errorf("fleet: cancel %s: %w", id, err)
+	}
+	return flush(ctx, c.nc)
+}
+
+// Watch calls fn with every progress event of mission id, in order, from the
+// first one stored, until the final event (returns nil), fn returns an error
+// (returned), or ctx ends (ctx.Err()). Events are kept for
+// StoreConfig.EventTTL.
+func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) error) error {
+	if !messages.ValidMissionID(id) {
+		return fmt.Errorf("fleet: watch: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
+	}
+	cons, err := c.st.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{messages.EventFilter(id)},
+	})
+	if err != nil {
+		return fmt.Errorf("fleet: watch %s: %w", id, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("fleet: watch %s: %w", id, err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("fleet: watch %s: %w", id, err)
+		}
+		var ev messages.Event
+		if err := messages.Decode(msg.Data(), &ev); err != nil || ev.Validate() != nil {
+			continue
+		}
+		if err := fn(&ev); err != nil {
+			return err
+		}
+		if ev.Kind == messages.EventFinal {
+			return nil
+		}
+	}
+}
+
+// Stores returns the client's stream and bucket handles.
+func (c *Client) Stores() *Stores { return c.st }

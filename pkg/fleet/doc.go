@@ -1,0 +1,32 @@
+// Package fleet is the only code of this module that speaks NATS: it runs
+// missions across a fleet of stateless workers on JetStream.
+//
+//   - Client (dispatch side): Submit a messages.Mission (idempotent by mission
+//     id), Await or Run it, read its Status, Cancel it, Watch its progress
+//     events.
+//   - Worker: pulls missions with Fetch (one pull per free slot, never
+//     Consume), runs them through a Runner (pkg/agent provides the real one),
+//     publishes each result exactly once, heartbeats long missions, fences
+//     zombies with compare-and-set status, dead-letters poison and exhausted
+//     messages, and drains on Stop.
+//   - ToolService: serves Go funcs as tools on micro endpoints
+//     (tool.<service>.<tool>) with their signature in endpoint metadata.
+//     Workers discover them through $SRV.INFO (Discover) and call them
+//     through a mission's Toolbox, which refuses tools the mission does not
+//     name and turns no-responders, timeouts and service errors into
+//     *ToolError values whose text a model can read.
+//   - EnsureStores creates or updates the streams, consumers and buckets
+//     (docs/fleet.md has the layout); clients and workers call it at start.
+//
+// The embedded NATS server lives in pkg/fleet/embedded so that importing this
+// package does not link the server.
+//
+// Delivery is at least once; results are exactly once visible: the result
+// subject keeps one message (MaxMsgsPerSubject 1, ExpectLastSequencePerSubject
+// 0, Msg-Id "<id>/final"), a second writer reads the stored result back, and
+// the mission is acked only after its result is stored.
+//
+// Nothing here uses global state or a global logger: loggers are injected
+// (zerolog), every blocking call takes a context, and connections belong to
+// the caller.
+package fleet

@@ -1,0 +1,141 @@
+// Package embedded runs a NATS server with JetStream inside the process, for
+// the fleet's "no setup" mode and for tests. It is a separate package so that
+// programs importing the fleet client do not link the server (~16 MB).
+//
+// A Server stores JetStream data in a directory it creates (and removes on
+// Close) unless Options.Dir is set. Close is idempotent and safe for
+// concurrent use.
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configures an embedded server. The zero value is ready to use: a
+// server listening on a random loopback port with JetStream in a fresh
+// temporary directory.
+type Options struct {
+	// Dir is the JetStream store directory. Empty means a new temporary
+	// directory, removed by Close; a given Dir is kept.
+	Dir string
+	// Host is the listen address; default "127.0.0.1".
+	Host string
+	// Port is the client port; 0 picks a free port.
+	Port int
+	// NoListen serves in-process connections only (Conn); ClientURL is
+	// then empty.
+	NoListen bool
+	// ReadyTimeout bounds the wait for the server to accept connections;
+	// default 10s.
+	ReadyTimeout time.Duration
+	// MaxMemory and MaxStore bound JetStream resources (0 = server default).
+	MaxMemory int64
+	MaxStore  int64
+}
+
+// Server is a running embedded NATS server with JetStream.
+type Server struct {
+	ns      *server.Server
+	dir     string
+	ownDir  bool
+	closeMu sync.Once
+}
+
+// ErrNotReady is returned by Start when the server does not accept
+// connections within Options.ReadyTimeout.
+var ErrNotReady = errors.New("embedded: nats server not ready")
+
+// Start starts a server and waits until it accepts connections.
+func Start(opts Options) (*Server, error) {
+	s := &Server{dir: opts.Dir}
+	if s.dir == "" {
+		d, err := os.MkdirTemp("", "ptc-nats-*")
+		if err != nil {
+			return nil, fmt.Errorf("embedded: store dir: %w", err)
+		}
+		s.dir, s.ownDir = d, true
+	}
+	host := opts.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port := opts.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	so := &server.Options{
+		ServerName:         "ptc-embedded",
+		Host:               host,
+		Port:               port,
+		DontListen:         opts.NoListen,
+		JetStream:          true,
+		StoreDir:           s.dir,
+		JetStreamMaxMemory: opts.MaxMemory,
+		JetStreamMaxStore:  opts.MaxStore,
+		NoLog:              true,
+		NoSigs:             true,
+	}
+	ns, err := server.NewServer(so)
+	if err != nil {
+		s.removeDir()
+		return nil, fmt.Errorf("embedded: new server: %w", err)
+	}
+	ns.Start()
+	wait := opts.ReadyTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	if !ns.ReadyForConnections(wait) {
+		ns.Shutdown()
+		s.removeDir()
+		return nil, fmt.Errorf("%w after %s", ErrNotReady, wait)
+	}
+	s.ns = ns
+	return s, nil
+}
+
+// ClientURL is the nats:// URL other processes connect to ("" with
+// NoListen).
+func (s *Server) ClientURL() string {
+	if s.ns.ClientURL() == "" || s.ns.Addr() == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Dir is the JetStream store directory.
+func (s *Server) Dir() string { return s.dir }
+
+// Conn opens a client connection through an in-process pipe (no TCP).
+// The caller closes it.
+func (s *Server) Conn(opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("ptc-embedded-client")}, opts...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: connect: %w", err)
+	}
+	return nc, nil
+}
+
+// Close shuts the server down, waits for it to stop and removes the store
+// directory it created. It is idempotent.
+func (s *Server) Close() {
+	s.closeMu.Do(func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		s.removeDir()
+	})
+}
+
+func (s *Server) removeDir() {
+	if s.ownDir {
+		_ = os.RemoveAll(s.dir)
+	}
+}

@@ -1,0 +1,149 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// publishResult stores step as mission id's one visible result. When a result
+// is already stored (another worker, a retry, a cancel) it returns the stored
+// one and stored=false; the caller's step is then discarded.
+func publishResult(ctx context.Context, js jetstream.JetStream, results jetstream.Stream, id string, step *messages.Step) (*messages.Step, bool, error) {
+	data, err := messages.MarshalStep(step)
+	if err != nil {
+		return nil, false, err
+	}
+	msg := &nats.Msg{Subject: messages.ResultSubject(id), Data: data, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderMissionID, id)
+	_, err = js.PublishMsg(ctx, msg,
+		jetstream.WithExpectLastSequencePerSubject(0),
+		jetstream.WithMsgID(id+"/final"))
+	if err == nil {
+		return step, true, nil
+	}
+	if !isWrongLastSeq(err) {
+		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
+	}
+	stored, rerr := readResult(ctx, results, id)
+	if rerr != nil {
+		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", id, rerr)
+	}
+	return stored, false, nil
+}
+
+// readResult reads the stored result of mission id (direct get).
+func readResult(ctx context.Context, results jetstream.Stream, id string) (*messages.Step, error) {
+	raw, err := results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("fleet: read result %s: %w", id, err)
+	}
+	return decodeStep(raw.Data)
+}
+
+func decodeStep(data []byte) (*messages.Step, error) {
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, err
+	}
+	return messages.UnmarshalStep(data)
+}
+
+// statusEntry is a decoded status with the KV revision it was read at.
+type statusEntry struct {
+	st  messages.Status
+	rev uint64
+}
+
+func getStatus(ctx context.Context, kv jetstream.KeyValue, id string) (*statusEntry, error) {
+	e, err := kv.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	}
+	var st messages.Status
+	if err := messages.Decode(e.Value(), &st); err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	}
+	return &statusEntry{st: st, rev: e.Revision()}, nil
+}
+
+// casStatus writes st if the key is still at rev; jetstream.ErrKeyRevisionMismatch
+// (wrapped) means another writer won.
+func casStatus(ctx context.Context, kv jetstream.KeyValue, st messages.Status, rev uint64) (uint64, error) {
+	st.Version = messages.StatusVersion
+	st.UpdatedAt = time.Now().UTC()
+	data, err := messages.Marshal(&st)
+	if err != nil {
+		return 0, err
+	}
+	if rev == 0 {
+		return kv.Create(ctx, st.MissionID, data)
+	}
+	return kv.Update(ctx, st.MissionID, data, rev)
+}
+
+// updateStatus applies edit to the current status with compare-and-set,
+// retrying on conflicts up to a few times. edit returns false to leave the
+// status unchanged.
+func updateStatus(ctx context.Context, kv jetstream.KeyValue, id string, edit func(*messages.Status) bool) (*statusEntry, error) {
+	for range 8 {
+		cur, err := getStatus(ctx, kv, id)
+		if err != nil {
+			return nil, err
+		}
+		st := cur.st
+		if !edit(&st) {
+			return cur, nil
+		}
+		rev, err := casStatus(ctx, kv, st, cur.rev)
+		if err == nil {
+			return &statusEntry{st: st, rev: rev}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("fleet: update status %s: %w", id, err)
+		}
+	}
+	return nil, fmt.Errorf("fleet: update status %s: too many concurrent writers", id)
+}
+
+func failStep(reason, format string, args ...any) *messages.Step {
+	return &messages.Step{Fail: &messages.Fail{Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+func stateOf(step *messages.Step) string {
+	if step.Ok() {
+		return messages.StateSucceeded
+	}
+	switch step.Fail.Reason {
+	case ReasonCancelled:
+		return messages.StateCancelled
+	case ReasonMaxDeliveries, ReasonInvalid:
+		return messages.StateDead
+	}
+	return messages.StateFailed
+}
+
+// flush flushes nc, bounding the wait by 10s when ctx has no deadline (nats
+// requires one).
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
+}

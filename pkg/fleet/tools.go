@@ -1,0 +1,326 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Endpoint metadata keys under which a tool service publishes a tool's
+// schema; workers read them through $SRV.INFO.
+const (
+	MetaTool        = "ptc.tool"
+	MetaSignature   = "ptc.signature"
+	MetaDescription = "ptc.description"
+)
+
+// Tool is a callable tool: the shape pkg/agent's Tool has, so a remote tool
+// can be handed to the agent loop as it is.
+type Tool interface {
+	Name() string
+	Signature() string
+	Description() string
+	Call(ctx context.Context, args map[string]any) (any, error)
+}
+
+// ToolInfo is a tool's schema as discovered from a tool service.
+type ToolInfo struct {
+	Name        string
+	Service     string
+	Subject     string
+	Signature   string
+	Description string
+}
+
+// Discover asks every micro service for its info ($SRV.INFO) and returns the
+// tools found (endpoints with MetaTool metadata), sorted by name. It
+// gathers answers until wait has passed since the request, or 20ms passed
+// without a new answer after the first one. When two services expose one
+// tool name on different subjects, the service whose name sorts first wins.
+func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInfo, error) {
+	if wait <= 0 {
+		wait = 250 * time.Millisecond
+	}
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: discover: %w", err)
+	}
+	defer sub.Unsubscribe()
+	subj := micro.APIPrefix + "." + micro.InfoVerb.String()
+	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
+		return nil, fmt.Errorf("fleet: discover: %w", err)
+	}
+	deadline := time.Now().Add(wait)
+	byName := map[string]ToolInfo{}
+	got := false
+	for {
+		left := time.Until(deadline)
+		if got {
+			left = min(left, 20*time.Millisecond)
+		}
+		if left <= 0 {
+			break
+		}
+		msg, err := sub.NextMsg(left)
+		if err != nil {
+			if errors.Is(err, nats.ErrTimeout) {
+				break
+			}
+			return nil, fmt.Errorf("fleet: discover: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		got = true
+		var info micro.Info
+		if json.Unmarshal(msg.Data, &info) != nil {
+			continue
+		}
+		for _, ep := range info.Endpoints {
+			name := ep.Metadata[MetaTool]
+			if name == "" {
+				continue
+			}
+			ti := ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
+				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription]}
+			if old, ok := byName[name]; ok && old.Service <= ti.Service {
+				continue
+			}
+			byName[name] = ti
+		}
+	}
+	out := make([]ToolInfo, 0, len(byName))
+	for _, t := range byName {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// toolRegistry caches discovered tool schemas, shared by a worker's
+// missions. A lookup refreshes the cache when it is older than ttl, or when
+// the tool is missing and the last refresh is older than minRefresh (so a
+// tool whose service is down does not trigger a discovery per call).
+type toolRegistry struct {
+	nc         *nats.Conn
+	ttl        time.Duration
+	minRefresh time.Duration
+	wait       time.Duration
+
+	refreshMu sync.Mutex // one discovery at a time
+	mu        sync.RWMutex
+	tools     map[string]ToolInfo
+	fetched   time.Time
+}
+
+func (r *toolRegistry) snapshot() (map[string]ToolInfo, time.Time) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.tools, r.fetched
+}
+
+func (r *toolRegistry) refresh(ctx context.Context, ifOlder time.Duration) {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	if _, at := r.snapshot(); time.Since(at) < ifOlder {
+		return // someone refreshed while we waited
+	}
+	list, err := Discover(ctx, r.nc, r.wait)
+	if err != nil {
+		return // keep the old cache; lookups report unavailable
+	}
+	m := make(map[string]ToolInfo, len(list))
+	for _, t := range list {
+		m[t.Name] = t
+	}
+	r.mu.Lock()
+	r.tools, r.fetched = m, time.Now()
+	r.mu.Unlock()
+}
+
+// lookup returns the schema of name, refreshing the cache as documented on
+// toolRegistry.
+func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool) {
+	tools, at := r.snapshot()
+	if time.Since(at) > r.ttl {
+		r.refresh(ctx, r.ttl)
+		tools, at = r.snapshot()
+	}
+	if t, ok := tools[name]; ok {
+		return t, true
+	}
+	if time.Since(at) > r.minRefresh {
+		r.refresh(ctx, r.minRefresh)
+		tools, _ = r.snapshot()
+	}
+	t, ok := tools[name]
+	return t, ok
+}
+
+// Toolbox is the set of remote tools one mission may use. Tools that the
+// mission does not name are refused before any request is sent. It is safe
+// for concurrent use.
+type Toolbox struct {
+	reg       *toolRegistry
+	nc        *nats.Conn
+	missionID string
+	allowed   map[string]bool
+	names     []string
+	timeout   time.Duration
+	header    nats.Header
+	calls     atomic.Int64
+	onCall    func(name, callID string, args map[string]any)
+	onResult  func(name, callID string, result any, err error, d time.Duration)
+}
+
+// Names returns the tool names the mission may call, in mission order.
+func (b *Toolbox) Names() []string { return append([]string(nil), b.names...) }
+
+// List returns one Tool per allowed name. A tool whose service has not been
+// discovered has empty Signature and Description; calling it reports
+// "unavailable".
+func (b *Toolbox) List(ctx context.Context) []Tool {
+	out := make([]Tool, 0, len(b.names))
+	for _, n := range b.names {
+		t, _ := b.Get(ctx, n)
+		out = append(out, t)
+	}
+	return out
+}
+
+// Get returns the named tool, or a *ToolError with code forbidden when the
+// mission does not name it.
+func (b *Toolbox) Get(ctx context.Context, name string) (Tool, error) {
+	if !b.allowed[name] {
+		return nil, forbidden(name)
+	}
+	info, _ := b.reg.lookup(ctx, name)
+	return &remoteTool{box: b, name: name, info: info}, nil
+}
+
+// Call calls the named tool. Errors are *ToolError (forbidden, unavailable,
+// timeout, tool_error, ...) except when ctx ends first, which returns the
+// context's error.
+func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (any, error) {
+	if !b.allowed[name] {
+		return nil, forbidden(name)
+	}
+	return b.call(ctx, name, args)
+}
+
+// Calls returns the number of requests sent so far.
+func (b *Toolbox) Calls() int64 { return b.calls.Load() }
+
+func forbidden(name string) error {
+	return &ToolError{Tool: name, Code: messages.ToolErrForbidden,
+		Message: "this mission may not call it; call only the tools listed for the mission"}
+}
+
+func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (result any, err error) {
+	callID := strconv.FormatInt(b.calls.Add(1), 10)
+	start := time.Now()
+	if b.onCall != nil {
+		b.onCall(name, callID, args)
+	}
+	defer func() {
+		if b.onResult != nil {
+			b.onResult(name, callID, result, err, time.Since(start))
+		}
+	}()
+	info, ok := b.reg.lookup(ctx, name)
+	if !ok {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
+			Message: "no tool service is running for it; try again later or do without it"}
+	}
+	plain, err := messages.Normalize(args)
+	if err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
+	}
+	req := messages.ToolRequest{Version: messages.ToolCallVersion, CallID: callID, MissionID: b.missionID, Tool: name}
+	if m, ok := plain.(map[string]any); ok {
+		req.Args = m
+	}
+	data, err := messages.Marshal(&req)
+	if err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
+	}
+	timeout := b.timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: nats.Header{}}
+	for k, v := range b.header {
+		msg.Header[k] = v
+	}
+	if b.missionID != "" {
+		msg.Header.Set(messages.HeaderMissionID, b.missionID)
+	}
+	msg.Header.Set(messages.HeaderCallID, callID)
+	msg.Header.Set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
+	resp, err := b.nc.RequestMsgWithContext(cctx, msg)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, context.Cause(ctx)
+		case errors.Is(err, nats.ErrNoResponders):
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable, Err: err,
+				Message: "no tool service is running for it (no responders); try again later or do without it"}
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrTimeout, Err: err,
+				Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
+		default:
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: err.Error()}
+		}
+	}
+	if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" {
+		desc := resp.Header.Get(micro.ErrorHeader)
+		if desc == "" {
+			desc = "the tool failed"
+		}
+		return nil, &ToolError{Tool: name, Code: code, Message: desc}
+	}
+	var out messages.ToolResponse
+	if err := messages.Decode(resp.Data, &out); err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+	}
+	if err := out.Validate(); err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
+	}
+	if out.Error != nil {
+		return nil, &ToolError{Tool: name, Code: out.Error.Code, Message: out.Error.Message}
+	}
+	return out.Result, nil
+}
+
+type remoteTool struct {
+	box  *Toolbox
+	name string
+	info ToolInfo
+}
+
+func (t *remoteTool) Name() string        { return t.name }
+func (t *remoteTool) Signature() string   { return t.info.Signature }
+func (t *remoteTool) Description() string { return t.info.Description }
+func (t *remoteTool) Call(ctx context.Context, args map[string]any) (any, error) {
+	return t.box.call(ctx, t.name, args)
+}
+
+// String describes the tool for logs.
+func (t *remoteTool) String() string {
+	return "remote tool " + t.name + " (" + strings.TrimSpace(t.info.Subject) + ")"
+}

@@ -1,0 +1,326 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// ToolFunc is a map-based tool: it receives the call's arguments as plain Go
+// data and returns plain Go data (or anything messages.Normalize accepts).
+// Return a *messages.ToolError to choose the error code the caller sees.
+type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
+
+// ToolSpec describes a tool for discovery.
+type ToolSpec struct {
+	// Signature in signature syntax, e.g. "(query :string) -> [{id :int}]".
+	// RegisterTyped derives it from the Go types when empty.
+	Signature string
+	// Description tells the model what the tool does.
+	Description string
+}
+
+// ToolServiceConfig configures a ToolService.
+type ToolServiceConfig struct {
+	// Name of the micro service; also the <service> subject token. Required.
+	Name string
+	// Version is a semantic version; default "0.1.0".
+	Version string
+	// Description of the service.
+	Description string
+	// MaxConcurrent bounds the tool calls handled at once by this service
+	// instance; further requests wait in the subscription (back-pressure).
+	// Default 64.
+	MaxConcurrent int
+	// DefaultTimeout bounds a call when the request carries no timeout.
+	// Default 30s.
+	DefaultTimeout time.Duration
+	// Logger receives handler errors and panics; default zerolog.Nop().
+	Logger *zerolog.Logger
+}
+
+// ToolService serves Go funcs as tools over NATS: one micro endpoint per
+// tool on tool.<service>.<tool>, with the schema in endpoint metadata. Calls
+// run concurrently (micro calls an endpoint's handler one request at a time;
+// the service hands each request to a goroutine behind a semaphore). Errors
+// travel as Nats-Service-Error / -Code headers; panics are recovered into
+// errors with code messages.ToolErrPanic. Start more instances of a service
+// to scale: they share a queue group. It is safe for concurrent use.
+type ToolService struct {
+	nc      *nats.Conn
+	svc     micro.Service
+	cfg     ToolServiceConfig
+	log     zerolog.Logger
+	sem     chan struct{}
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// NewToolService starts a micro service with no tools on nc.
+func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil connection", ErrInvalidConfig)
+	}
+	if !messages.ValidName(cfg.Name) {
+		return nil, fmt.Errorf("%w: tool service name %q (want letters, digits, '-', '_')", ErrInvalidConfig, cfg.Name)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = 64
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 30 * time.Second
+	}
+	s := &ToolService{nc: nc, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), log: zerolog.Nop()}
+	if cfg.Logger != nil {
+		s.log = cfg.Logger.With().Str("tool_service", cfg.Name).Logger()
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: tool service %s: %w", cfg.Name, err)
+	}
+	s.svc = svc
+	return s, nil
+}
+
+// Register serves fn as the tool name. The signature, when given, must
+// parse.
+func (s *ToolService) Register(name string, spec ToolSpec, fn ToolFunc) error {
+	if fn == nil {
+		return fmt.Errorf("%w: tool %s: nil func", ErrInvalidConfig, name)
+	}
+	if !messages.ValidName(name) || name == "return" || name == "fail" {
+		return fmt.Errorf("%w: tool name %q (want letters, digits, '-', '_'; not return or fail)", ErrInvalidConfig, name)
+	}
+	if spec.Signature != "" {
+		if _, err := signature.Parse(spec.Signature); err != nil {
+			return fmt.Errorf("%w: tool %s: signature: %w", ErrInvalidConfig, name, err)
+		}
+	}
+	md := map[string]string{MetaTool: name, MetaSignature: spec.Signature, MetaDescription: spec.Description}
+	err := s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) { s.handle(name, fn, r) }),
+		micro.WithEndpointSubject(messages.ToolSubject(s.cfg.Name, name)),
+		micro.WithEndpointMetadata(md))
+	if err != nil {
+		return fmt.Errorf("fleet: tool %s: %w", name, err)
+	}
+	return nil
+}
+
+// RegisterTyped serves a typed func as the tool name. Arguments are decoded
+// into In and the result encoded from Out through encoding/json, so json
+// tags name the fields. An empty spec.Signature is derived from In and Out
+// (signature.ForFunc).
+func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn func(context.Context, In) (Out, error)) error {
+	if fn == nil {
+		return fmt.Errorf("%w: tool %s: nil func", ErrInvalidConfig, name)
+	}
+	if spec.Signature == "" {
+		sig, err := signature.ForFunc[In, Out]()
+		if err != nil {
+			return fmt.Errorf("%w: tool %s: derive signature: %w", ErrInvalidConfig, name, err)
+		}
+		spec.Signature = sig.String()
+	}
+	return s.Register(name, spec, func(ctx context.Context, args map[string]any) (any, error) {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
+		}
+		var in In
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return toPlain(out)
+	})
+}
+
+// toPlain converts v to plain Go data through JSON, keeping integers as
+// int64.
+func toPlain(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return numbers(out), nil
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = numbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = numbers(x[k])
+		}
+	}
+	return v
+}
+
+// handle runs in micro's subscription goroutine: it copies what it needs
+// and hands the call to a goroutine once a slot is free. The response is
+// published directly on the reply subject (micro's Request is not safe to
+// use after Handle returns).
+func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
+	reply := r.Reply()
+	data := r.Data()
+	hdr := r.Headers()
+	s.sem <- struct{}{}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		<-s.sem
+		s.respondError(reply, "", messages.ToolErrUnavailable, "tool service is stopping")
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		s.serve(name, fn, reply, data, hdr)
+	}()
+}
+
+func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte, hdr micro.Headers) {
+	if reply == "" {
+		return // nobody waits for an answer
+	}
+	var req messages.ToolRequest
+	if err := messages.Decode(data, &req); err != nil {
+		s.respondError(reply, "", messages.ToolErrBadRequest, "undecodable request: "+err.Error())
+		return
+	}
+	if err := req.Validate(); err != nil {
+		s.respondError(reply, req.CallID, messages.ToolErrBadRequest, err.Error())
+		return
+	}
+	timeout := s.cfg.DefaultTimeout
+	if ms, err := strconv.ParseInt(hdr.Get(messages.HeaderTimeout), 10, 64); err == nil && ms > 0 {
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
+	result, err := s.invoke(ctx, fn, req.Args, &log)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The caller stops waiting now too; say so in its words.
+		err = &messages.ToolError{Code: messages.ToolErrTimeout, Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
+	}
+	if err == nil {
+		result, err = messages.Normalize(result)
+		if err != nil {
+			err = &messages.ToolError{Code: messages.ToolErrFailed, Message: "result: " + err.Error()}
+		}
+	}
+	if err != nil {
+		var te *messages.ToolError
+		if !errors.As(err, &te) {
+			te = &messages.ToolError{Code: messages.ToolErrFailed, Message: err.Error()}
+		}
+		if te.Message == "" {
+			te.Message = te.Code
+		}
+		s.respondError(reply, req.CallID, te.Code, te.Message)
+		return
+	}
+	body, err := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: result})
+	if err != nil {
+		s.respondError(reply, req.CallID, messages.ToolErrFailed, "result: "+err.Error())
+		return
+	}
+	if err := s.nc.Publish(reply, body); err != nil {
+		log.Warn().Err(err).Msg("tool response not sent")
+	}
+}
+
+func (s *ToolService) invoke(ctx context.Context, fn ToolFunc, args map[string]any, log *zerolog.Logger) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("tool panicked")
+			res, err = nil, &messages.ToolError{Code: messages.ToolErrPanic, Message: fmt.Sprintf("the tool crashed: %v", p)}
+		}
+	}()
+	if args == nil {
+		args = map[string]any{}
+	}
+	return fn(ctx, args)
+}
+
+func (s *ToolService) respondError(reply, callID, code, msg string) {
+	if reply == "" {
+		return
+	}
+	body, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: callID,
+		Error: &messages.ToolError{Code: code, Message: msg}})
+	m := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
+	m.Header.Set(micro.ErrorHeader, msg)
+	m.Header.Set(micro.ErrorCodeHeader, code)
+	if err := s.nc.PublishMsg(m); err != nil {
+		s.log.Warn().Err(err).Msg("tool error response not sent")
+	}
+}
+
+// Stop stops serving: the endpoints are drained, calls in progress finish
+// (their contexts are cancelled once ctx ends), then Stop returns. It is
+// idempotent.
+func (s *ToolService) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	already := s.stopped
+	s.stopped = true
+	s.mu.Unlock()
+	var err error
+	if !already {
+		err = s.svc.Stop()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+	return err
+}
+
+// Info returns the micro service info (what discovery sees).
+func (s *ToolService) Info() micro.Info { return s.svc.Info() }
