@@ -33,7 +33,7 @@ type Reader struct {
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	sc.Buffer(make([]byte, 0, 4<<10), MaxLine)
 	return &Reader{sc: sc}
 }
 
