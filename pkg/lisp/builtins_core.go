@@ -301,13 +301,24 @@ func (th *Thread) overflow() {
 }
 
 func addNum(th *Thread, fn string, a, b Value, argN int) Value {
-	if x, ok := a.(int64); ok {
-		if y, ok := b.(int64); ok {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
 			s := x + y
 			if (s > x) != (y > 0) {
 				th.overflow()
 			}
 			return Int(s)
+		case float64:
+			return float64(x) + y
+		}
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return x + y
+		case int64:
+			return x + float64(y)
 		}
 	}
 	_, xf, _ := th.Num(fn, a, argN)
@@ -585,6 +596,11 @@ func biReduce(th *Thread, a []Value) Value {
 	} else {
 		coll = a[1]
 	}
+	if b, ok := f.(*Builtin); ok && b.Name == "+" {
+		if v, ok := sumFast(th, acc, started, coll); ok {
+			return v
+		}
+	}
 	done := false
 	th.Each(coll, "reduce", len(a), func(v Value) bool {
 		if !started {
@@ -601,6 +617,61 @@ func biReduce(th *Thread, a []Value) Value {
 	})
 	_ = done
 	return acc
+}
+
+// sumFast sums a vector of numbers without boxing intermediate results;
+// ok is false when it cannot (non-vector, non-number, overflow): the
+// caller then takes the general path, which reports errors precisely.
+func sumFast(th *Thread, init Value, hasInit bool, coll Value) (Value, bool) {
+	v, ok := coll.(*Vector)
+	if !ok {
+		return nil, false
+	}
+	items := v.items
+	if !hasInit {
+		if len(items) == 0 {
+			return Int(0), true
+		}
+		init, items = items[0], items[1:]
+	}
+	var is int64
+	var fs float64
+	isFloat := false
+	switch x := init.(type) {
+	case int64:
+		is = x
+	case float64:
+		fs, isFloat = x, true
+	default:
+		return nil, false
+	}
+	for _, it := range items {
+		switch x := it.(type) {
+		case int64:
+			if isFloat {
+				fs += float64(x)
+				continue
+			}
+			s := is + x
+			if (s > is) != (x > 0) {
+				return nil, false
+			}
+			is = s
+		case float64:
+			if !isFloat {
+				fs, isFloat = float64(is), true
+			}
+			fs += x
+		default:
+			return nil, false
+		}
+	}
+	th.steps += int64(len(items))
+	th.tick()
+	if isFloat {
+		return fs, true
+	}
+	return Int(is), true
 }
 
 func biApply(th *Thread, a []Value) Value {

@@ -1,5 +1,415 @@
 package lisp
 
-// registerHOF registers this group's builtins (see HANDOFF.md).
+// registerHOF registers §4.10's "Go SHOULD add" list with Clojure
+// semantics: partial comp complement constantly some-fn every-pred keep
+// keep-indexed zipmap not-every? subvec split-at split-with partition-by
+// dedupe merge-with update-keys reduce-kv hash-map list empty peek pop
+// disj int? float? true? false? fn? ifn?. Functions built here are
+// *Builtin values that capture copies of their arguments.
 func registerHOF(r registry) {
+	r.add("partial", 1, -1, func(th *Thread, a []Value) Value {
+		f := a[0]
+		bound := append([]Value(nil), a[1:]...)
+		return &Builtin{Name: "partial", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			mark := th.sp
+			all := th.alloca(len(bound) + len(args))
+			copy(all, bound)
+			copy(all[len(bound):], args)
+			v := th.call(f, all)
+			th.sp = mark
+			return v
+		}}
+	})
+	r.add("comp", 0, -1, func(th *Thread, a []Value) Value {
+		fns := append([]Value(nil), a...)
+		return &Builtin{Name: "comp", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			if len(fns) == 0 {
+				if len(args) != 1 {
+					th.ArityError("comp", "1 arg", len(args))
+				}
+				return args[0]
+			}
+			v := th.Call(fns[len(fns)-1], args...)
+			for i := len(fns) - 2; i >= 0; i-- {
+				v = th.Call1(fns[i], v)
+			}
+			return v
+		}}
+	})
+	r.add("complement", 1, 1, func(th *Thread, a []Value) Value {
+		f := a[0]
+		return &Builtin{Name: "complement", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			return !Truthy(th.Call(f, args...))
+		}}
+	})
+	r.add("constantly", 1, 1, func(th *Thread, a []Value) Value {
+		x := a[0]
+		return &Builtin{Name: "constantly", MinArgs: 0, MaxArgs: -1, Fn: func(*Thread, []Value) Value { return x }}
+	})
+	r.add("some-fn", 1, -1, func(th *Thread, a []Value) Value {
+		preds := append([]Value(nil), a...)
+		return &Builtin{Name: "some-fn", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			for _, x := range args {
+				for _, p := range preds {
+					if v := th.Call1(p, x); Truthy(v) {
+						return v
+					}
+				}
+			}
+			return nil
+		}}
+	})
+	r.add("every-pred", 1, -1, func(th *Thread, a []Value) Value {
+		preds := append([]Value(nil), a...)
+		return &Builtin{Name: "every-pred", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			for _, x := range args {
+				for _, p := range preds {
+					if !Truthy(th.Call1(p, x)) {
+						return false
+					}
+				}
+			}
+			return true
+		}}
+	})
+	r.add("keep", 2, 2, func(th *Thread, a []Value) Value {
+		f := a[0]
+		if s, ok := a[1].(*LazySeq); ok {
+			i := 0
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				for {
+					x, ok := s.nth(th, i)
+					if !ok {
+						return nil, false
+					}
+					i++
+					if v := th.Call1(f, x); v != nil {
+						return v, true
+					}
+				}
+			})
+		}
+		items := th.Seq(a[1], "keep", 2)
+		var out []Value
+		for _, x := range items {
+			if v := th.Call1(f, x); v != nil {
+				out = append(out, v)
+			}
+		}
+		return th.MakeVector(out)
+	})
+	r.add("keep-indexed", 2, 2, func(th *Thread, a []Value) Value {
+		f := a[0]
+		items := th.Seq(a[1], "keep-indexed", 2)
+		var out []Value
+		for i, x := range items {
+			if v := th.Call2(f, Int(int64(i)), x); v != nil {
+				out = append(out, v)
+			}
+		}
+		return th.MakeVector(out)
+	})
+	r.add("zipmap", 2, 2, func(th *Thread, a []Value) Value {
+		var keys []Value
+		th.Each(a[0], "zipmap", 1, func(k Value) bool { keys = append(keys, k); return true })
+		b := newMapBuilder(len(keys))
+		i := 0
+		th.Each(a[1], "zipmap", 2, func(v Value) bool {
+			if i >= len(keys) {
+				return false
+			}
+			th.Tick()
+			b.set(keys[i], v)
+			i++
+			return true
+		})
+		th.AllocSlots(2 * i)
+		return b.build()
+	})
+	r.add("not-every?", 2, 2, func(th *Thread, a []Value) Value {
+		all := true
+		th.Each(a[1], "not-every?", 2, func(x Value) bool {
+			all = Truthy(th.Call1(a[0], x))
+			return all
+		})
+		return !all
+	})
+	r.add("subvec", 2, 3, func(th *Thread, a []Value) Value {
+		v, ok := a[0].(*Vector)
+		if !ok {
+			th.TypeError("subvec", "vector", a[0], 1)
+		}
+		start := th.Int("subvec", a[1], 2)
+		end := int64(v.Len())
+		if len(a) == 3 {
+			end = th.Int("subvec", a[2], 3)
+		}
+		if start < 0 || end > int64(v.Len()) || start > end {
+			th.Raise(KindValue, "subvec: indexes %d..%d out of bounds for vector of %d items", start, end, v.Len())
+		}
+		if start == end {
+			return emptyVector
+		}
+		return NewVector(v.Items()[start:end:end])
+	})
+	r.add("split-at", 2, 2, func(th *Thread, a []Value) Value {
+		n := th.Int("split-at", a[0], 1)
+		var head []Value
+		var rest Value = emptyVector
+		if s, ok := a[1].(*LazySeq); ok {
+			for i := int64(0); i < n; i++ {
+				x, ok := s.nth(th, int(i))
+				if !ok {
+					break
+				}
+				head = append(head, x)
+			}
+			rest = dropLazy(s, len(head))
+		} else {
+			items := th.Seq(a[1], "split-at", 2)
+			k := int(max(0, min(n, int64(len(items)))))
+			head = items[:k:k]
+			if k < len(items) {
+				rest = NewVector(items[k:len(items):len(items)])
+			}
+		}
+		return th.MakeVector([]Value{vecOf(head), rest})
+	})
+	r.add("split-with", 2, 2, func(th *Thread, a []Value) Value {
+		var head []Value
+		var rest Value = emptyVector
+		if s, ok := a[1].(*LazySeq); ok {
+			i := 0
+			for {
+				x, ok := s.nth(th, i)
+				if !ok || !Truthy(th.Call1(a[0], x)) {
+					break
+				}
+				head = append(head, x)
+				i++
+			}
+			rest = dropLazy(s, i)
+		} else {
+			items := th.Seq(a[1], "split-with", 2)
+			k := 0
+			for k < len(items) && Truthy(th.Call1(a[0], items[k])) {
+				k++
+			}
+			head = items[:k:k]
+			if k < len(items) {
+				rest = NewVector(items[k:len(items):len(items)])
+			}
+		}
+		return th.MakeVector([]Value{vecOf(head), rest})
+	})
+	r.add("partition-by", 2, 2, func(th *Thread, a []Value) Value {
+		items := th.Seq(a[1], "partition-by", 2)
+		var out []Value
+		start := 0
+		var prev Value
+		for i, x := range items {
+			k := th.Call1(a[0], x)
+			if i > 0 && !Equal(k, prev) {
+				out = append(out, NewVector(items[start:i:i]))
+				start = i
+			}
+			prev = k
+		}
+		if start < len(items) {
+			out = append(out, NewVector(items[start:len(items):len(items)]))
+		}
+		return th.MakeVector(out)
+	})
+	r.add("dedupe", 1, 1, func(th *Thread, a []Value) Value {
+		items := th.Seq(a[0], "dedupe", 1)
+		out := make([]Value, 0, len(items))
+		for i, x := range items {
+			th.Tick()
+			if i == 0 || !Equal(x, items[i-1]) {
+				out = append(out, x)
+			}
+		}
+		return th.MakeVector(out)
+	})
+	r.add("merge-with", 1, -1, func(th *Thread, a []Value) Value {
+		f := a[0]
+		var acc *Map
+		for i, mv := range a[1:] {
+			if mv == nil {
+				continue
+			}
+			m, ok := mv.(*Map)
+			if !ok {
+				th.TypeError("merge-with", "map", mv, i+2)
+			}
+			if acc == nil {
+				acc = m
+				continue
+			}
+			for _, e := range m.entries() {
+				if old, found := acc.Get(e.key); found {
+					acc = acc.Assoc(e.key, th.Call2(f, old, e.val))
+				} else {
+					th.Tick()
+					acc = acc.Assoc(e.key, e.val)
+				}
+			}
+		}
+		if acc == nil {
+			return nil
+		}
+		return acc
+	})
+	r.add("update-keys", 2, 2, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyMap
+		}
+		m, ok := a[0].(*Map)
+		if !ok {
+			th.TypeError("update-keys", "map", a[0], 1)
+		}
+		es := m.entries()
+		th.AllocSlots(2 * len(es))
+		b := newMapBuilder(len(es))
+		for _, e := range es {
+			b.set(th.Call1(a[1], e.key), e.val)
+		}
+		return b.build()
+	})
+	r.add("reduce-kv", 3, 3, func(th *Thread, a []Value) Value {
+		f, acc := a[0], a[1]
+		call := func(k, v Value) bool {
+			mark := th.sp
+			args := th.alloca(3)
+			args[0], args[1], args[2] = acc, k, v
+			acc = th.call(f, args)
+			th.sp = mark
+			if r, ok := acc.(*Reduced); ok {
+				acc = r.Val
+				return false
+			}
+			return true
+		}
+		switch c := a[2].(type) {
+		case nil:
+		case *Map:
+			c.Each(call)
+		case *Vector:
+			for i, v := range c.Items() {
+				if !call(Int(int64(i)), v) {
+					break
+				}
+			}
+		default:
+			th.TypeError("reduce-kv", "a map or vector", a[2], 3)
+		}
+		return acc
+	})
+	r.add("hash-map", 0, -1, func(th *Thread, a []Value) Value {
+		if len(a)%2 != 0 {
+			th.Raise(KindArity, "hash-map expects an even number of args, got %d", len(a))
+		}
+		th.AllocSlots(len(a))
+		b := newMapBuilder(len(a) / 2)
+		for i := 0; i < len(a); i += 2 {
+			b.set(a[i], a[i+1])
+		}
+		return b.build()
+	})
+	r.alias("array-map", "hash-map")
+	r.add("list", 0, -1, func(th *Thread, a []Value) Value {
+		return th.MakeVector(append([]Value(nil), a...))
+	})
+	r.add("empty", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Vector, *LazySeq:
+			return emptyVector
+		case *Map:
+			return emptyMap
+		case *Set:
+			return emptySet
+		}
+		return nil
+	})
+	r.add("peek", 1, 1, func(th *Thread, a []Value) Value {
+		switch c := a[0].(type) {
+		case nil:
+			return nil
+		case *Vector:
+			if c.Len() == 0 {
+				return nil
+			}
+			return c.At(c.Len() - 1)
+		}
+		th.TypeError("peek", "vector", a[0], 1)
+		return nil
+	})
+	r.add("pop", 1, 1, func(th *Thread, a []Value) Value {
+		switch c := a[0].(type) {
+		case nil:
+			return nil
+		case *Vector:
+			n := c.Len()
+			if n == 0 {
+				th.Raise(KindValue, "pop: can't pop an empty vector")
+			}
+			if n == 1 {
+				return emptyVector
+			}
+			return NewVector(c.Items()[: n-1 : n-1])
+		}
+		th.TypeError("pop", "vector", a[0], 1)
+		return nil
+	})
+	r.add("disj", 1, -1, func(th *Thread, a []Value) Value {
+		switch s := a[0].(type) {
+		case nil:
+			return nil
+		case *Set:
+			for _, x := range a[1:] {
+				s = s.Disj(x)
+			}
+			return s
+		}
+		th.TypeError("disj", "set", a[0], 1)
+		return nil
+	})
+	r.add("int?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok })
+	r.add("float?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok })
+	r.add("true?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == true })
+	r.add("false?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == false })
+	r.add("fn?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Closure, *Builtin:
+			return true
+		}
+		return false
+	})
+	r.add("ifn?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Closure, *Builtin, *Keyword, *Map, *Set, *Vector:
+			return true
+		}
+		return false
+	})
+}
+
+// vecOf wraps items (possibly empty) as a vector without copying.
+func vecOf(items []Value) *Vector {
+	if len(items) == 0 {
+		return emptyVector
+	}
+	return NewVector(items)
+}
+
+// dropLazy returns the lazy seq s without its first n items.
+func dropLazy(s *LazySeq, n int) *LazySeq {
+	i := n
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		v, ok := s.nth(th, i)
+		if ok {
+			i++
+		}
+		return v, ok
+	})
 }

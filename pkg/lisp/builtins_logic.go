@@ -1,5 +1,134 @@
 package lisp
 
-// registerLogic registers this group's builtins (see HANDOFF.md).
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// registerLogic registers §4.7: boolean identity, the type predicates,
+// type, zero? pos? neg? even? odd? and compare. (not, = and the
+// comparisons live in core; set? in sets; int? float? true? false? fn? in
+// the higher-order group.)
 func registerLogic(r registry) {
+	r.add("boolean", 1, 1, func(th *Thread, a []Value) Value { return Truthy(a[0]) })
+	r.add("identity", 1, 1, func(th *Thread, a []Value) Value { return a[0] })
+	r.add("nil?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == nil })
+	r.add("some?", 1, 1, func(th *Thread, a []Value) Value { return a[0] != nil })
+	r.add("number?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case int64, float64:
+			return true
+		}
+		return false
+	})
+	r.add("string?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(string); return ok })
+	r.add("map?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Map); return ok })
+	r.add("vector?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Vector); return ok })
+	r.add("boolean?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(bool); return ok })
+	r.add("keyword?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Keyword); return ok })
+	r.add("char?", 1, 1, func(th *Thread, a []Value) Value {
+		s, ok := a[0].(string)
+		return ok && s != "" && utf8.RuneCountInString(s) == 1
+	})
+	r.add("coll?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Vector, *Map, *Set, *LazySeq:
+			return true
+		}
+		return false
+	})
+	sequential := func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Vector, *LazySeq:
+			return true
+		}
+		return false
+	}
+	r.add("sequential?", 1, 1, sequential)
+	r.add("seq?", 1, 1, sequential)
+	r.add("list?", 1, 1, sequential)
+	r.add("integer?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok })
+	r.add("double?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok })
+	r.add("NaN?", 1, 1, func(th *Thread, a []Value) Value {
+		_, f, _ := th.Num("NaN?", a[0], 1)
+		return math.IsNaN(f)
+	})
+	r.add("infinite?", 1, 1, func(th *Thread, a []Value) Value {
+		_, f, _ := th.Num("infinite?", a[0], 1)
+		return math.IsInf(f, 0)
+	})
+	r.add("type", 1, 1, func(th *Thread, a []Value) Value { return th.Keyword(typeKeyword(a[0])) })
+	r.add("zero?", 1, 1, func(th *Thread, a []Value) Value { return signTest(a[0], func(c int) bool { return c == 0 }) })
+	r.add("pos?", 1, 1, func(th *Thread, a []Value) Value { return signTest(a[0], func(c int) bool { return c > 0 }) })
+	r.add("neg?", 1, 1, func(th *Thread, a []Value) Value { return signTest(a[0], func(c int) bool { return c < 0 }) })
+	r.add("even?", 1, 1, func(th *Thread, a []Value) Value { return parity(th, "even?", a[0]) == 0 })
+	r.add("odd?", 1, 1, func(th *Thread, a []Value) Value { return parity(th, "odd?", a[0]) != 0 })
+	r.add("compare", 2, 2, func(th *Thread, a []Value) Value {
+		c, ok := Compare(a[0], a[1])
+		if !ok {
+			th.Raise(KindType, "compare: cannot compare %s with %s", preview(a[0]), preview(a[1]))
+		}
+		return Int(int64(c))
+	})
+}
+
+// typeKeyword names v's type for (type v).
+func typeKeyword(v Value) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case bool:
+		return "boolean"
+	case int64, float64:
+		return "number"
+	case string:
+		return "string"
+	case *Keyword:
+		return "keyword"
+	case *Vector, *LazySeq:
+		return "vector"
+	case *Map:
+		return "map"
+	case *Set:
+		return "set"
+	case *Regex:
+		return "regex"
+	case *Closure, *Builtin:
+		return "function"
+	case *Var:
+		return "var"
+	case *Reduced:
+		return "reduced"
+	}
+	return "unknown"
+}
+
+// signTest compares a number with zero; non-numbers and NaN give false.
+func signTest(v Value, ok func(int) bool) bool {
+	switch x := v.(type) {
+	case int64:
+		switch {
+		case x < 0:
+			return ok(-1)
+		case x > 0:
+			return ok(1)
+		}
+		return ok(0)
+	case float64:
+		switch {
+		case x < 0:
+			return ok(-1)
+		case x > 0:
+			return ok(1)
+		case x == 0:
+			return ok(0)
+		}
+	}
+	return false
+}
+
+// parity returns n mod 2 for an integer; anything else (floats included,
+// as in Clojure) is a type error.
+func parity(th *Thread, fn string, v Value) int64 {
+	return th.Int(fn, v, 1) & 1
 }

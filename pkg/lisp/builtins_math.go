@@ -1,5 +1,241 @@
 package lisp
 
-// registerMath registers this group's builtins (see HANDOFF.md).
+import (
+	"math"
+)
+
+// registerMath registers §4.6 and the Math/ statics of §0.1: mod rem quot
+// abs max min floor ceil round trunc sqrt pow double float int long, and
+// Math/round Math/floor Math/ceil Math/pow Math/sqrt Math/abs Math/max
+// Math/min (plus Math/exp log log10 cbrt signum hypot, cheap extras) with
+// Java's result types.
 func registerMath(r registry) {
+	r.add("mod", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "mod", a[0], a[1]) })
+	r.add("rem", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "rem", a[0], a[1]) })
+	r.add("quot", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "quot", a[0], a[1]) })
+	r.add("abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "abs", a[0]) })
+	r.add("max", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "max", a, 1) })
+	r.add("min", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "min", a, -1) })
+	r.add("floor", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "floor", a[0], math.Floor) })
+	r.add("ceil", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "ceil", a[0], math.Ceil) })
+	r.add("trunc", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "trunc", a[0], math.Trunc) })
+	r.add("round", 1, 2, func(th *Thread, a []Value) Value {
+		if len(a) == 2 {
+			// (round x places): a float rounded half away from zero.
+			_, f, _ := th.Num("round", a[0], 1)
+			p := th.Int("round", a[1], 2)
+			if p < 0 || p > 15 || math.IsInf(f, 0) || math.IsNaN(f) {
+				if p < 0 || p > 15 {
+					th.Raise(KindValue, "round: decimal places must be between 0 and 15, got %d", p)
+				}
+				return f
+			}
+			s := math.Pow(10, float64(p))
+			if g := math.Round(f*s) / s; !math.IsInf(g, 0) {
+				return g
+			}
+			return f
+		}
+		return toIntegral(th, "round", a[0], math.Round)
+	})
+	r.add("sqrt", 1, 1, func(th *Thread, a []Value) Value {
+		_, f, _ := th.Num("sqrt", a[0], 1)
+		return math.Sqrt(f)
+	})
+	r.add("pow", 2, 2, func(th *Thread, a []Value) Value {
+		_, x, _ := th.Num("pow", a[0], 1)
+		_, y, _ := th.Num("pow", a[1], 2)
+		return math.Pow(x, y)
+	})
+	r.add("double", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "double", a[0]) })
+	r.add("float", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "float", a[0]) })
+	r.add("int", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "int", a[0]) })
+	r.add("long", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "long", a[0]) })
+
+	// Math/ statics: Java's overloads and result types.
+	r.add("Math/round", 1, 1, func(th *Thread, a []Value) Value {
+		i, f, isF := th.Num("Math/round", a[0], 1)
+		if !isF {
+			return Int(i)
+		}
+		// Java: floor(x + 0.5), saturating; NaN → 0.
+		switch {
+		case math.IsNaN(f):
+			return Int(0)
+		case f >= 9.223372036854775807e18:
+			return int64(math.MaxInt64)
+		case f <= -9.223372036854775808e18:
+			return int64(math.MinInt64)
+		}
+		r := math.Floor(f)
+		if f-r >= 0.5 {
+			r++
+		}
+		return Int(int64(r))
+	})
+	r.add("Math/floor", 1, 1, func(th *Thread, a []Value) Value { return math.Floor(toF(th, "Math/floor", a[0], 1)) })
+	r.add("Math/ceil", 1, 1, func(th *Thread, a []Value) Value { return math.Ceil(toF(th, "Math/ceil", a[0], 1)) })
+	r.add("Math/rint", 1, 1, func(th *Thread, a []Value) Value { return math.RoundToEven(toF(th, "Math/rint", a[0], 1)) })
+	r.add("Math/abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "Math/abs", a[0]) })
+	r.add("Math/max", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/max", a, 1) })
+	r.add("Math/min", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/min", a, -1) })
+	r.add("Math/pow", 2, 2, func(th *Thread, a []Value) Value {
+		return math.Pow(toF(th, "Math/pow", a[0], 1), toF(th, "Math/pow", a[1], 2))
+	})
+	r.add("Math/sqrt", 1, 1, func(th *Thread, a []Value) Value { return math.Sqrt(toF(th, "Math/sqrt", a[0], 1)) })
+	r.add("Math/cbrt", 1, 1, func(th *Thread, a []Value) Value { return math.Cbrt(toF(th, "Math/cbrt", a[0], 1)) })
+	r.add("Math/exp", 1, 1, func(th *Thread, a []Value) Value { return math.Exp(toF(th, "Math/exp", a[0], 1)) })
+	r.add("Math/log", 1, 1, func(th *Thread, a []Value) Value { return math.Log(toF(th, "Math/log", a[0], 1)) })
+	r.add("Math/log10", 1, 1, func(th *Thread, a []Value) Value { return math.Log10(toF(th, "Math/log10", a[0], 1)) })
+	r.add("Math/hypot", 2, 2, func(th *Thread, a []Value) Value {
+		return math.Hypot(toF(th, "Math/hypot", a[0], 1), toF(th, "Math/hypot", a[1], 2))
+	})
+	r.add("Math/signum", 1, 1, func(th *Thread, a []Value) Value {
+		f := toF(th, "Math/signum", a[0], 1)
+		switch {
+		case f > 0:
+			return 1.0
+		case f < 0:
+			return -1.0
+		}
+		return f // ±0.0 and NaN
+	})
+}
+
+// toF reads a number as float64 (Java's widening to double).
+func toF(th *Thread, fn string, v Value, argN int) float64 {
+	_, f, _ := th.Num(fn, v, argN)
+	return f
+}
+
+// divOp implements quot (truncated), rem (sign of the dividend) and mod
+// (floored, sign of the divisor). Integers stay integers; a float operand
+// gives a float. A zero divisor is an arithmetic error, as in Clojure.
+func divOp(th *Thread, fn string, a, b Value) Value {
+	x, xf, xFloat := th.Num(fn, a, 1)
+	y, yf, yFloat := th.Num(fn, b, 2)
+	if !xFloat && !yFloat {
+		if y == 0 {
+			th.Raise(KindArithmetic, "division by zero")
+		}
+		if y == -1 {
+			// MinInt64 / -1 overflows; the remainder is 0 for every x.
+			if fn == "quot" {
+				if x == math.MinInt64 {
+					th.overflow()
+				}
+				return Int(-x)
+			}
+			return Int(0)
+		}
+		switch fn {
+		case "quot":
+			return Int(x / y)
+		case "rem":
+			return Int(x % y)
+		}
+		m := x % y
+		if m != 0 && (m < 0) != (y < 0) {
+			m += y
+		}
+		return Int(m)
+	}
+	if yf == 0 {
+		th.Raise(KindArithmetic, "division by zero")
+	}
+	switch fn {
+	case "quot":
+		return math.Trunc(xf / yf)
+	case "rem":
+		return math.Mod(xf, yf)
+	}
+	m := math.Mod(xf, yf)
+	if m != 0 && (m < 0) != (yf < 0) {
+		m += yf
+	}
+	return m
+}
+
+func absNum(th *Thread, fn string, v Value) Value {
+	i, f, isF := th.Num(fn, v, 1)
+	if isF {
+		return math.Abs(f)
+	}
+	if i < 0 {
+		if i == math.MinInt64 {
+			th.overflow()
+		}
+		return Int(-i)
+	}
+	return v
+}
+
+// extremum returns the greatest (dir 1) or least (dir -1) argument itself,
+// keeping its type as Clojure does; any NaN makes the result NaN.
+func extremum(th *Thread, fn string, a []Value, dir int) Value {
+	best := num(th, fn, a[0], 1)
+	nan := isNaN(best)
+	for i := 1; i < len(a); i++ {
+		v := num(th, fn, a[i], i+1)
+		if isNaN(v) {
+			nan = true
+			continue
+		}
+		if c := numCmp(v, best); c*dir >= 0 { // ties: the later arg, as in Clojure
+			best = v
+		}
+	}
+	if nan {
+		return math.NaN()
+	}
+	return best
+}
+
+// toIntegral applies op (floor, ceil, round half away from zero, trunc)
+// and returns an integer; Inf and NaN pass through; a float beyond the
+// int64 range is an integer overflow.
+func toIntegral(th *Thread, fn string, v Value, op func(float64) float64) Value {
+	i, f, isF := th.Num(fn, v, 1)
+	if !isF {
+		return Int(i)
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f
+	}
+	g := op(f)
+	if g >= 9.223372036854775807e18 || g < -9.223372036854775808e18 {
+		th.overflow()
+	}
+	return Int(int64(g))
+}
+
+func toDouble(th *Thread, fn string, v Value) Value {
+	i, _, isF := th.Num(fn, v, 1)
+	if isF {
+		return v
+	}
+	return float64(i)
+}
+
+// toLong truncates toward zero; Inf, NaN and out-of-range floats are
+// errors (Δ Clojure's (int ##NaN) is 0).
+func toLong(th *Thread, fn string, v Value) Value {
+	switch x := v.(type) {
+	case int64:
+		return v
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			th.Raise(KindArithmetic, "%s: cannot convert %s to an integer", fn, formatFloat(x, 0))
+		}
+		t := math.Trunc(x)
+		if t >= 9.223372036854775807e18 || t < -9.223372036854775808e18 {
+			th.Raise(KindArithmetic, "%s: value out of range: %s", fn, formatFloat(x, 0))
+		}
+		return Int(int64(t))
+	case string:
+		th.RaiseHint(KindType, "use parse-long or parse-double to read a number from a string",
+			"%s: expected number, got %s (arg 1)", fn, preview(v))
+	}
+	th.TypeError(fn, "number", v, 1)
+	return nil
 }

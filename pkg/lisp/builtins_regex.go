@@ -1,5 +1,282 @@
 package lisp
 
-// registerRegex registers this group's builtins (see HANDOFF.md).
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// registerRegex registers §4.9: parse-long parse-int parse-double
+// re-pattern re-find re-matches re-seq re-split regex? extract extract-int
+// and the Java statics Integer/parseInt Long/parseLong Double/parseDouble
+// (which raise on bad input, as Java throws). Patterns may be a regex or a
+// string; inputs past MaxRegexInput bytes are not scanned.
 func registerRegex(r registry) {
+	r.add("parse-long", 1, 1, func(th *Thread, a []Value) Value {
+		s, ok := a[0].(string)
+		if !ok {
+			return nil
+		}
+		if n, ok := parseLongStrict(s, 10); ok {
+			return Int(n)
+		}
+		return nil
+	})
+	r.alias("parse-int", "parse-long")
+	r.add("parse-double", 1, 1, func(th *Thread, a []Value) Value {
+		s, ok := a[0].(string)
+		if !ok {
+			return nil
+		}
+		if f, ok := parseDoubleStrict(s); ok {
+			return f
+		}
+		return nil
+	})
+	r.add("Integer/parseInt", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Integer/parseInt", a, 32) })
+	r.add("Long/parseLong", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Long/parseLong", a, 64) })
+	r.alias("Long/valueOf", "Long/parseLong")
+	r.alias("Integer/valueOf", "Integer/parseInt")
+	r.add("Double/parseDouble", 1, 1, func(th *Thread, a []Value) Value {
+		s := strArg(th, "Double/parseDouble", a[0], 1)
+		// Java trims ASCII whitespace and accepts a d/f suffix.
+		t := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+		if u := strings.TrimRight(t, "dDfF"); len(u) == len(t)-1 && u != "" && u != "NaN" && !strings.HasSuffix(u, "Infinity") {
+			t = u
+		}
+		if f, ok := parseDoubleStrict(t); ok {
+			return f
+		}
+		th.RaiseHint(KindValue, "use parse-double, which returns nil for text that is not a number",
+			"Double/parseDouble: cannot parse %s as a number", preview(s))
+		return nil
+	})
+	r.alias("Double/valueOf", "Double/parseDouble")
+	r.add("re-pattern", 1, 1, func(th *Thread, a []Value) Value { return regexArg(th, "re-pattern", a[0], 1) })
+	r.add("regex?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Regex); return ok })
+	r.add("re-find", 2, 2, func(th *Thread, a []Value) Value {
+		re := regexArg(th, "re-find", a[0], 1)
+		if a[1] == nil {
+			return nil
+		}
+		in := cutRegexInput(strArg(th, "re-find", a[1], 2))
+		m := re.re.FindStringSubmatchIndex(in)
+		if m == nil {
+			return nil
+		}
+		return groupsValue(th, in, m)
+	})
+	r.add("re-matches", 2, 2, func(th *Thread, a []Value) Value {
+		re := regexArg(th, "re-matches", a[0], 1)
+		if a[1] == nil {
+			return nil
+		}
+		in := cutRegexInput(strArg(th, "re-matches", a[1], 2))
+		m := re.re.FindStringSubmatchIndex(in)
+		if m == nil {
+			return nil
+		}
+		if m[0] != 0 || m[1] != len(in) {
+			// leftmost-first may prefer a shorter match; retry anchored
+			whole := th.Regex(`^(?:` + re.Source + `)$`)
+			if m = whole.re.FindStringSubmatchIndex(in); m == nil {
+				return nil
+			}
+		}
+		return groupsValue(th, in, m)
+	})
+	r.add("re-seq", 2, 2, func(th *Thread, a []Value) Value {
+		re := regexArg(th, "re-seq", a[0], 1)
+		if a[1] == nil {
+			return emptyVector
+		}
+		in := cutRegexInput(strArg(th, "re-seq", a[1], 2))
+		locs := re.re.FindAllStringSubmatchIndex(in, -1)
+		th.AllocSlots(len(locs))
+		out := make([]Value, len(locs))
+		for i, m := range locs {
+			th.Tick()
+			out[i] = groupsValue(th, in, m)
+		}
+		return th.MakeVector(out)
+	})
+	r.add("re-split", 2, 3, func(th *Thread, a []Value) Value {
+		re := regexArg(th, "re-split", a[0], 1)
+		if a[1] == nil {
+			return emptyVector
+		}
+		limit := 0
+		if len(a) == 3 {
+			limit = int(th.Int("re-split", a[2], 3))
+		}
+		return th.MakeVector(splitRegex(th, "re-split", strArg(th, "re-split", a[1], 2), re, limit))
+	})
+	r.add("re-quote-replacement", 1, 1, func(th *Thread, a []Value) Value {
+		s := strArg(th, "re-quote-replacement", a[0], 1)
+		return strings.NewReplacer(`\`, `\\`, `$`, `\$`).Replace(s)
+	})
+	r.add("extract", 2, 3, func(th *Thread, a []Value) Value {
+		g := int64(1)
+		if len(a) == 3 {
+			g = th.Int("extract", a[2], 3)
+		}
+		return extractGroup(th, "extract", a[0], a[1], g)
+	})
+	r.add("extract-int", 2, 4, func(th *Thread, a []Value) Value {
+		g := int64(1)
+		var dflt Value
+		if len(a) >= 3 {
+			g = th.Int("extract-int", a[2], 3)
+		}
+		if len(a) == 4 {
+			dflt = a[3]
+		}
+		s, ok := extractGroup(th, "extract-int", a[0], a[1], g).(string)
+		if !ok {
+			return dflt
+		}
+		if n, ok := parseLongStrict(s, 10); ok {
+			return Int(n)
+		}
+		return dflt
+	})
+}
+
+// regexArg accepts a regex or a pattern string (compiled with the caps).
+func regexArg(th *Thread, fn string, v Value, argN int) *Regex {
+	switch x := v.(type) {
+	case *Regex:
+		return x
+	case string:
+		return th.Regex(x)
+	}
+	th.TypeError(fn, "a regex or pattern string", v, argN)
+	return nil
+}
+
+// extractGroup returns group g of the first match of pattern in s, or nil.
+func extractGroup(th *Thread, fn string, pattern, s Value, g int64) Value {
+	re := regexArg(th, fn, pattern, 1)
+	if s == nil {
+		return nil
+	}
+	in := cutRegexInput(strArg(th, fn, s, 2))
+	m := re.re.FindStringSubmatchIndex(in)
+	if m == nil || g < 0 || g >= int64(len(m)/2) || m[2*g] < 0 {
+		return nil
+	}
+	return in[m[2*g]:m[2*g+1]]
+}
+
+// parseLongStrict accepts exactly [+-]?digits (in base) that fit int64,
+// like Clojure's parse-long: no whitespace, no underscores, no 0x.
+func parseLongStrict(s string, base int) (int64, bool) {
+	t := s
+	if t != "" && (t[0] == '+' || t[0] == '-') {
+		t = t[1:]
+	}
+	if t == "" {
+		return 0, false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		var d int
+		switch {
+		case c >= '0' && c <= '9':
+			d = int(c - '0')
+		case c >= 'a' && c <= 'z':
+			d = int(c-'a') + 10
+		case c >= 'A' && c <= 'Z':
+			d = int(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if d >= base {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, base, 64)
+	return n, err == nil
+}
+
+// javaParseInt is Integer/parseInt and Long/parseLong: (s [radix]); bad
+// text or an out-of-range value is a value error.
+func javaParseInt(th *Thread, fn string, a []Value, bits int) Value {
+	s := strArg(th, fn, a[0], 1)
+	base := int64(10)
+	if len(a) == 2 {
+		base = th.Int(fn, a[1], 2)
+		if base < 2 || base > 36 {
+			th.Raise(KindValue, "%s: radix %d out of range (2 to 36)", fn, base)
+		}
+	}
+	n, ok := parseLongStrict(s, int(base))
+	if ok && bits == 32 && (n > math.MaxInt32 || n < math.MinInt32) {
+		ok = false
+	}
+	if !ok {
+		th.RaiseHint(KindValue, "use parse-long, which returns nil for text that is not an integer",
+			"%s: cannot parse %s as an integer", fn, preview(s))
+	}
+	return Int(n)
+}
+
+// parseDoubleStrict accepts Java's decimal float grammar without
+// surrounding whitespace: [+-]? (digits [. digits?] | . digits) ([eE]
+// [+-]? digits)?, and NaN, Infinity, +Infinity, -Infinity.
+func parseDoubleStrict(s string) (float64, bool) {
+	switch s {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity", "+Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	intDigits := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+		intDigits++
+	}
+	fracDigits := 0
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			fracDigits++
+		}
+	}
+	if intDigits+fracDigits == 0 {
+		return 0, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		expDigits := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			expDigits++
+		}
+		if expDigits == 0 {
+			return 0, false
+		}
+	}
+	if i != len(s) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// out of range: Java gives ±Infinity or 0.0
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return f, true
+		}
+		return 0, false
+	}
+	return f, true
 }

@@ -1,5 +1,1137 @@
 package lisp
 
-// registerStrings registers this group's builtins (see HANDOFF.md).
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// registerStrings registers §4.8 (subs join split split-lines trim triml
+// trimr trim-newline replace replace-first upper-case lower-case
+// capitalize starts-with? ends-with? includes? index-of last-index-of
+// blank? escape), str/reverse, char, name, keyword and format (§0.1).
+// Strings are indexed by code points. nil is punned: transforms of nil give
+// nil, tests give false (blank? gives true), split gives [].
 func registerStrings(r registry) {
+	r.add("subs", 2, 3, biSubs)
+	r.add("join", 1, 2, biJoin)
+	r.add("split", 2, 3, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyVector
+		}
+		s := strArg(th, "split", a[0], 1)
+		limit := 0
+		if len(a) == 3 {
+			limit = int(th.Int("split", a[2], 3))
+		}
+		switch sep := a[1].(type) {
+		case string:
+			return th.MakeVector(splitLiteral(s, sep, limit))
+		case *Regex:
+			return th.MakeVector(splitRegex(th, "split", s, sep, limit))
+		}
+		th.TypeError("split", "a string or regex separator", a[1], 2)
+		return nil
+	})
+	r.add("split-lines", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyVector
+		}
+		s := strArg(th, "split-lines", a[0], 1)
+		parts := splitLiteral(s, "\n", 0)
+		for i, p := range parts {
+			if ps := p.(string); strings.HasSuffix(ps, "\r") {
+				parts[i] = ps[:len(ps)-1]
+			}
+		}
+		return th.MakeVector(dropTrailingEmpty(parts))
+	})
+	r.add("trim", 1, 1, strMap("trim", func(s string) string { return strings.TrimFunc(s, isJavaSpace) }))
+	r.add("triml", 1, 1, strMap("triml", func(s string) string { return strings.TrimLeftFunc(s, isJavaSpace) }))
+	r.add("trimr", 1, 1, strMap("trimr", func(s string) string { return strings.TrimRightFunc(s, isJavaSpace) }))
+	r.add("trim-newline", 1, 1, strMap("trim-newline", func(s string) string { return strings.TrimRight(s, "\r\n") }))
+	r.add("upper-case", 1, 1, strMap("upper-case", strings.ToUpper))
+	r.alias("upcase", "upper-case")
+	r.add("lower-case", 1, 1, strMap("lower-case", strings.ToLower))
+	r.alias("downcase", "lower-case")
+	r.add("capitalize", 1, 1, strMap("capitalize", func(s string) string {
+		if s == "" {
+			return s
+		}
+		r, n := utf8.DecodeRuneInString(s)
+		return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
+	}))
+	r.add("str/reverse", 1, 1, strMap("str/reverse", func(s string) string {
+		rs := []rune(s)
+		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+			rs[i], rs[j] = rs[j], rs[i]
+		}
+		return string(rs)
+	}))
+	r.add("starts-with?", 2, 2, strTest("starts-with?", strings.HasPrefix))
+	r.add("ends-with?", 2, 2, strTest("ends-with?", strings.HasSuffix))
+	r.add("includes?", 2, 2, strTest("includes?", strings.Contains))
+	r.add("blank?", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return true
+		}
+		s := strArg(th, "blank?", a[0], 1)
+		return strings.TrimLeftFunc(s, isJavaSpace) == ""
+	})
+	r.add("index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "index-of", a, false, false) })
+	r.add("last-index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "last-index-of", a, true, false) })
+	r.add("replace", 2, 3, func(th *Thread, a []Value) Value {
+		if len(a) == 2 {
+			return replaceColl(th, a[0], a[1])
+		}
+		return replaceStr(th, "replace", a, -1)
+	})
+	r.add("str/replace", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace", a, -1) })
+	r.add("replace-first", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace-first", a, 1) })
+	r.add("escape", 2, 2, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return nil
+		}
+		s := strArg(th, "escape", a[0], 1)
+		var b strings.Builder
+		for _, c := range s {
+			ch := string(c)
+			if rep := th.Call1(a[1], ch); rep != nil {
+				b.WriteString(th.strOf(rep))
+			} else {
+				b.WriteString(ch)
+			}
+		}
+		return th.MakeString(b.String())
+	})
+	r.add("char", 1, 1, func(th *Thread, a []Value) Value {
+		switch x := a[0].(type) {
+		case int64:
+			if x < 0 || x > unicode.MaxRune {
+				th.Raise(KindValue, "char: code point out of range: %d", x)
+			}
+			return string(rune(x))
+		case string:
+			if utf8.RuneCountInString(x) == 1 {
+				return x
+			}
+		}
+		th.TypeError("char", "an integer code point or a 1-char string", a[0], 1)
+		return nil
+	})
+	r.add("name", 1, 1, func(th *Thread, a []Value) Value {
+		switch x := a[0].(type) {
+		case nil:
+			return nil
+		case string:
+			return x
+		case *Keyword:
+			if i := strings.LastIndexByte(x.Name, '/'); i > 0 && i < len(x.Name)-1 {
+				return x.Name[i+1:]
+			}
+			return x.Name
+		}
+		th.TypeError("name", "a keyword or string", a[0], 1)
+		return nil
+	})
+	r.add("keyword", 1, 2, func(th *Thread, a []Value) Value {
+		if len(a) == 2 {
+			name := strArg(th, "keyword", a[1], 2)
+			switch ns := a[0].(type) {
+			case nil:
+				return th.Keyword(name)
+			case string:
+				return th.Keyword(ns + "/" + name)
+			}
+			th.TypeError("keyword", "a string namespace", a[0], 1)
+		}
+		switch x := a[0].(type) {
+		case *Keyword:
+			return x
+		case string:
+			return th.Keyword(x)
+		}
+		return nil // as Clojure: (keyword 1) and (keyword nil) are nil
+	})
+	r.add("format", 1, -1, func(th *Thread, a []Value) Value {
+		f := strArg(th, "format", a[0], 1)
+		return th.MakeString(formatJava(th, f, a[1:]))
+	})
+}
+
+// checkGrowth raises the memory limit error when a string being built
+// (n bytes so far, charged when done) would not fit the budget.
+func (th *Thread) checkGrowth(n int) {
+	if th.maxAlloc > 0 && th.alloc+int64(n) > th.maxAlloc {
+		th.memLimit()
+	}
+}
+
+// strArg returns v as a string or raises a type error.
+func strArg(th *Thread, fn string, v Value, argN int) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	th.TypeError(fn, "string", v, argN)
+	return ""
+}
+
+// strMap builds a one-string transform: nil gives nil.
+func strMap(name string, f func(string) string) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return nil
+		}
+		s := strArg(th, name, a[0], 1)
+		out := f(s)
+		if out != s {
+			th.AllocBytes(len(out))
+		}
+		return out
+	}
+}
+
+// strTest builds a (s x) string test: a nil s gives false.
+func strTest(name string, f func(s, x string) bool) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return false
+		}
+		s := strArg(th, name, a[0], 1)
+		return f(s, strArg(th, name, a[1], 2))
+	}
+}
+
+// isJavaSpace is Java's Character.isWhitespace (what clojure.string/trim
+// and blank? use): Unicode spaces except the no-break ones, plus the ASCII
+// controls \t \n \v \f \r and \x1c-\x1f.
+func isJavaSpace(r rune) bool {
+	if r < 0x80 {
+		return r == ' ' || (r >= '\t' && r <= '\r') || (r >= 0x1c && r <= 0x1f)
+	}
+	switch r {
+	case 0xa0, 0x2007, 0x202f:
+		return false
+	case 0x2028, 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Zs, r)
+}
+
+// isASCII reports whether s has only single-byte runes (byte index = rune
+// index).
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// runeOffset returns the byte offset of rune index i in s, clamped to
+// [0, len(s)].
+func runeOffset(s string, i int, ascii bool) int {
+	if i <= 0 {
+		return 0
+	}
+	if ascii {
+		return min(i, len(s))
+	}
+	n := 0
+	for off := range s {
+		if n == i {
+			return off
+		}
+		n++
+	}
+	return len(s)
+}
+
+// runeIndex converts a byte offset into a rune index.
+func runeIndex(s string, off int, ascii bool) int {
+	if ascii {
+		return off
+	}
+	return utf8.RuneCountInString(s[:off])
+}
+
+func biSubs(th *Thread, a []Value) Value {
+	if a[0] == nil {
+		return nil
+	}
+	s := strArg(th, "subs", a[0], 1)
+	start := th.Int("subs", a[1], 2)
+	ascii := isASCII(s)
+	n := int64(len(s))
+	if !ascii {
+		n = int64(utf8.RuneCountInString(s))
+	}
+	end := n
+	if len(a) == 3 && a[2] != nil {
+		end = th.Int("subs", a[2], 3)
+	}
+	start = max(0, min(start, n))
+	end = max(start, min(end, n))
+	b0 := runeOffset(s, int(start), ascii)
+	b1 := b0 + runeOffset(s[b0:], int(end-start), ascii)
+	return s[b0:b1]
+}
+
+func biJoin(th *Thread, a []Value) Value {
+	sep, coll := "", a[0]
+	if len(a) == 2 {
+		coll = a[1]
+		if a[0] != nil {
+			sep = th.strOf(a[0])
+		}
+	}
+	items := th.Seq(coll, "join", len(a))
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return th.MakeString(th.strOf(items[0]))
+	}
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		switch x := it.(type) {
+		case string:
+			b.WriteString(x)
+		case nil:
+		default:
+			b.WriteString(th.strOf(x))
+		}
+		th.checkGrowth(b.Len())
+	}
+	return th.MakeString(b.String())
+}
+
+// splitLiteral splits s on a literal separator with Java's String.split
+// rules: "" splits into chars; no match gives [s]; limit > 0 caps the
+// number of parts; limit 0 drops trailing empty strings.
+func splitLiteral(s, sep string, limit int) []Value {
+	if sep == "" {
+		var out []Value
+		if s == "" {
+			return []Value{""}
+		}
+		for i, c := range s {
+			if limit > 0 && len(out) == limit-1 {
+				out = append(out, s[i:])
+				return out
+			}
+			out = append(out, s[i:i+utf8.RuneLen(c)])
+		}
+		return out
+	}
+	if !strings.Contains(s, sep) {
+		return []Value{s}
+	}
+	n := strings.Count(s, sep) + 1
+	if limit > 0 && n > limit {
+		n = limit
+	}
+	out := make([]Value, 0, n)
+	for len(out) < n-1 {
+		i := strings.Index(s, sep)
+		out = append(out, s[:i])
+		s = s[i+len(sep):]
+	}
+	out = append(out, s)
+	if limit == 0 {
+		out = dropTrailingEmpty(out)
+	}
+	return out
+}
+
+func dropTrailingEmpty(out []Value) []Value {
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// splitRegex splits s on a regex with Java's Pattern.split rules (see
+// splitLiteral); a literal pattern takes the literal fast path. Only the
+// first MaxRegexInput bytes are scanned; the rest stays in the last part.
+func splitRegex(th *Thread, fn string, s string, re *Regex, limit int) []Value {
+	if lit, complete := re.re.LiteralPrefix(); complete {
+		return splitLiteral(s, lit, limit)
+	}
+	in := cutRegexInput(s)
+	rest := s[len(in):]
+	max := -1
+	if limit > 0 {
+		max = limit
+	}
+	locs := re.re.FindAllStringIndex(in, max)
+	var out []Value
+	index := 0
+	for _, m := range locs {
+		if limit > 0 && len(out) >= limit-1 {
+			break
+		}
+		if m[1] == 0 { // a zero-width match at the start gives no leading ""
+			continue
+		}
+		out = append(out, in[index:m[0]])
+		index = m[1]
+	}
+	if index == 0 && len(out) == 0 {
+		return []Value{s}
+	}
+	out = append(out, in[index:]+rest)
+	th.Tick()
+	if limit == 0 {
+		out = dropTrailingEmpty(out)
+	}
+	return out
+}
+
+// cutRegexInput cuts s to the scanned-input cap on a rune boundary.
+func cutRegexInput(s string) string {
+	if len(s) <= MaxRegexInput {
+		return s
+	}
+	n := MaxRegexInput
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// indexOf implements index-of / last-index-of (nil when absent) and, with
+// java set, .indexOf / .lastIndexOf (-1 when absent). Indices are code
+// points; from is clamped as in Java.
+func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
+	notFound := Value(nil)
+	if java {
+		notFound = Int(-1)
+	}
+	if a[0] == nil && !java {
+		return nil
+	}
+	s := strArg(th, fn, a[0], 1)
+	var sub string
+	switch x := a[1].(type) {
+	case string:
+		sub = x
+	case int64: // Java's indexOf(int ch)
+		sub = string(rune(x))
+	default:
+		th.TypeError(fn, "string", a[1], 2)
+	}
+	ascii := isASCII(s)
+	n := len(s)
+	if !ascii {
+		n = utf8.RuneCountInString(s)
+	}
+	if !last {
+		from := 0
+		if len(a) == 3 {
+			from = int(max(0, min(th.Int(fn, a[2], 3), int64(n)+1)))
+		}
+		if from > n {
+			return notFound
+		}
+		off := runeOffset(s, from, ascii)
+		i := strings.Index(s[off:], sub)
+		if i < 0 {
+			return notFound
+		}
+		return Int(int64(runeIndex(s, off+i, ascii)))
+	}
+	from := n
+	if len(a) == 3 {
+		f := th.Int(fn, a[2], 3)
+		if f < 0 {
+			return notFound
+		}
+		from = int(min(f, int64(n)))
+	}
+	// the match must start at or before rune index from
+	limit := runeOffset(s, from, ascii) + len(sub)
+	if limit > len(s) {
+		limit = len(s)
+	}
+	i := strings.LastIndex(s[:limit], sub)
+	if i < 0 {
+		return notFound
+	}
+	return Int(int64(runeIndex(s, i, ascii)))
+}
+
+// replaceColl is Clojure's (replace smap coll): items found as keys of
+// smap are replaced by their values.
+func replaceColl(th *Thread, smap, coll Value) Value {
+	m, ok := smap.(*Map)
+	if !ok {
+		if v, isVec := smap.(*Vector); isVec {
+			items := th.Seq(coll, "replace", 2)
+			out := make([]Value, len(items))
+			for i, it := range items {
+				out[i] = it
+				if k, isInt := it.(int64); isInt && k >= 0 && k < int64(v.Len()) {
+					out[i] = v.At(int(k))
+				}
+			}
+			return th.MakeVector(out)
+		}
+		th.TypeError("replace", "a string, or a map for (replace smap coll)", smap, 1)
+	}
+	items := th.Seq(coll, "replace", 2)
+	out := make([]Value, len(items))
+	for i, it := range items {
+		th.Tick()
+		out[i] = it
+		if v, found := m.Get(it); found {
+			out[i] = v
+		}
+	}
+	return th.MakeVector(out)
+}
+
+// replaceStr implements replace (n < 0: all) and replace-first (n = 1).
+// A string match is literal; a regex match takes Java $1 references in a
+// string replacement, or a fn of the match.
+func replaceStr(th *Thread, fn string, a []Value, n int) Value {
+	if a[0] == nil {
+		return nil
+	}
+	s := strArg(th, fn, a[0], 1)
+	switch m := a[1].(type) {
+	case string:
+		repl := strArg(th, fn, a[2], 3)
+		out := strings.Replace(s, m, repl, n)
+		if len(out) > len(s) {
+			th.AllocBytes(len(out))
+		}
+		return out
+	case *Regex:
+		return th.MakeString(regexReplace(th, fn, s, m, a[2], n))
+	}
+	th.TypeError(fn, "a string or regex match", a[1], 2)
+	return nil
+}
+
+// regexReplace replaces up to n (n < 0: all) matches of re in s. repl is
+// a string with Java $n / ${name} references and \ escapes, or a fn called
+// with the match (a string, or [whole g1 ...] with groups).
+func regexReplace(th *Thread, fn string, s string, re *Regex, repl Value, n int) string {
+	var tmpl string
+	switch x := repl.(type) {
+	case string:
+		if lit, complete := re.re.LiteralPrefix(); complete && !strings.ContainsAny(x, `$\`) {
+			return strings.Replace(s, lit, x, n)
+		}
+		tmpl = x
+	case *Closure, *Builtin, *Keyword, *Map, *Set:
+	default:
+		th.TypeError(fn, "a string or function replacement", repl, 3)
+	}
+	in := cutRegexInput(s)
+	rest := s[len(in):]
+	locs := re.re.FindAllStringSubmatchIndex(in, n)
+	if len(locs) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, m := range locs {
+		b.WriteString(in[last:m[0]])
+		if _, isStr := repl.(string); isStr {
+			expandJava(th, fn, &b, tmpl, in, m, re)
+		} else {
+			r := th.Call1(repl, groupsValue(th, in, m))
+			b.WriteString(th.strOf(r))
+		}
+		last = m[1]
+		th.checkGrowth(b.Len())
+	}
+	b.WriteString(in[last:])
+	b.WriteString(rest)
+	return b.String()
+}
+
+// expandJava appends Java's Matcher.appendReplacement expansion of tmpl.
+func expandJava(th *Thread, fn string, b *strings.Builder, tmpl, in string, m []int, re *Regex) {
+	ngroups := len(m)/2 - 1
+	for i := 0; i < len(tmpl); i++ {
+		c := tmpl[i]
+		switch c {
+		case '\\':
+			i++
+			if i >= len(tmpl) {
+				th.Raise(KindValue, "%s: character to be escaped is missing at the end of the replacement", fn)
+			}
+			b.WriteByte(tmpl[i])
+		case '$':
+			i++
+			if i >= len(tmpl) {
+				th.Raise(KindValue, "%s: illegal group reference: $ at the end of the replacement", fn)
+			}
+			g := -1
+			if tmpl[i] == '{' {
+				j := strings.IndexByte(tmpl[i:], '}')
+				if j < 0 {
+					th.Raise(KindValue, "%s: named group reference is missing its closing }", fn)
+				}
+				name := tmpl[i+1 : i+j]
+				g = re.re.SubexpIndex(name)
+				if g < 0 {
+					th.Raise(KindValue, "%s: no group named %q", fn, name)
+				}
+				i += j
+			} else {
+				if tmpl[i] < '0' || tmpl[i] > '9' {
+					th.Raise(KindValue, "%s: illegal group reference in replacement; write \\$ for a literal $", fn)
+				}
+				g = int(tmpl[i] - '0')
+				if g > ngroups {
+					th.Raise(KindValue, "%s: no group %d in the pattern", fn, g)
+				}
+				// Java takes more digits while the number stays a valid group.
+				for i+1 < len(tmpl) && tmpl[i+1] >= '0' && tmpl[i+1] <= '9' {
+					ng := g*10 + int(tmpl[i+1]-'0')
+					if ng > ngroups {
+						break
+					}
+					g = ng
+					i++
+				}
+			}
+			if m[2*g] >= 0 {
+				b.WriteString(in[m[2*g]:m[2*g+1]])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// groupsValue is re-find's result for one match: the string without
+// groups, else [whole g1 ...] with nil for unmatched groups.
+func groupsValue(th *Thread, in string, m []int) Value {
+	if len(m) == 2 {
+		return in[m[0]:m[1]]
+	}
+	out := make([]Value, len(m)/2)
+	for g := range out {
+		if m[2*g] >= 0 {
+			out[g] = in[m[2*g]:m[2*g+1]]
+		}
+	}
+	return th.MakeVector(out)
+}
+
+// fmtSpec is one parsed %[index$][flags][width][.precision]conv.
+type fmtSpec struct {
+	minus, plus, space, zero, comma, paren, alt bool
+	width, prec                                 int // -1: absent
+	conv                                        byte
+	text                                        string // the spec as written, for messages
+}
+
+// formatJava implements (format fmt args...) with java.util.Formatter's
+// syntax and output for the conversions s S b B c C d o x X e E f g G %
+// n, the flags - + space 0 , ( #, widths, precisions, explicit indexes
+// (%2$s) and %<s. Δ Java rejects %d on a float and %f on an integer; here
+// %d takes an integral float and %e/%f/%g take an integer.
+func formatJava(th *Thread, f string, args []Value) string {
+	var b strings.Builder
+	next, prev := 0, -1
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		start := i
+		i++
+		if i >= len(f) {
+			th.Raise(KindValue, "format: incomplete format specifier at the end of %q", f)
+		}
+		sp := fmtSpec{width: -1, prec: -1}
+		argIdx := -2 // -2: next ordinary arg
+		// explicit index n$ or <
+		if f[i] == '<' {
+			argIdx = -1
+			i++
+		} else if j := i; j < len(f) && f[j] >= '1' && f[j] <= '9' {
+			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				j++
+			}
+			if j < len(f) && f[j] == '$' {
+				argIdx = atoiSmall(f[i:j]) - 1
+				i = j + 1
+			}
+		}
+	flags:
+		for ; i < len(f); i++ {
+			switch f[i] {
+			case '-':
+				sp.minus = true
+			case '+':
+				sp.plus = true
+			case ' ':
+				sp.space = true
+			case '0':
+				sp.zero = true
+			case ',':
+				sp.comma = true
+			case '(':
+				sp.paren = true
+			case '#':
+				sp.alt = true
+			default:
+				break flags
+			}
+		}
+		if j := i; j < len(f) && f[j] >= '1' && f[j] <= '9' {
+			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				j++
+			}
+			sp.width = atoiSmall(f[i:j])
+			i = j
+		}
+		if i < len(f) && f[i] == '.' {
+			j := i + 1
+			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+				j++
+			}
+			if j == i+1 {
+				th.Raise(KindValue, "format: missing precision after '.' in %q", f[start:min(j+1, len(f))])
+			}
+			sp.prec = atoiSmall(f[i+1 : j])
+			i = j
+		}
+		if i >= len(f) {
+			th.Raise(KindValue, "format: incomplete format specifier %q", f[start:])
+		}
+		sp.conv = f[i]
+		sp.text = f[start : i+1]
+		if sp.width > 1<<20 || sp.prec > 1<<10 {
+			th.Raise(KindValue, "format: width or precision too large in %q", sp.text)
+		}
+		switch sp.conv {
+		case '%':
+			pad(&b, "%", sp)
+			continue
+		case 'n':
+			b.WriteByte('\n')
+			continue
+		}
+		var arg Value
+		switch {
+		case argIdx == -1:
+			if prev < 0 {
+				th.Raise(KindValue, "format: %s has no previous argument", sp.text)
+			}
+			arg = args[prev]
+		case argIdx >= 0:
+			if argIdx >= len(args) {
+				th.Raise(KindValue, "format: missing argument for %s (%d given)", sp.text, len(args))
+			}
+			arg, prev = args[argIdx], argIdx
+		default:
+			if next >= len(args) {
+				th.Raise(KindValue, "format: missing argument for %s (%d given)", sp.text, len(args))
+			}
+			arg, prev = args[next], next
+			next++
+		}
+		formatOne(th, &b, sp, arg)
+		th.checkGrowth(b.Len())
+	}
+	return b.String()
+}
+
+func atoiSmall(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+		if n > 1<<24 {
+			return 1 << 24
+		}
+	}
+	return n
+}
+
+// pad writes s padded to the spec's width with spaces.
+func pad(b *strings.Builder, s string, sp fmtSpec) {
+	n := utf8.RuneCountInString(s)
+	if sp.width <= n {
+		b.WriteString(s)
+		return
+	}
+	if sp.minus {
+		b.WriteString(s)
+		b.WriteString(strings.Repeat(" ", sp.width-n))
+		return
+	}
+	b.WriteString(strings.Repeat(" ", sp.width-n))
+	b.WriteString(s)
+}
+
+func upperIf(s string, conv byte) string {
+	if conv >= 'A' && conv <= 'Z' {
+		return strings.ToUpper(s)
+	}
+	return s
+}
+
+func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
+	switch sp.conv {
+	case 's', 'S':
+		s := "null"
+		if arg != nil {
+			s = th.strOf(arg)
+		}
+		if sp.prec >= 0 && utf8.RuneCountInString(s) > sp.prec {
+			s = string([]rune(s)[:sp.prec])
+		}
+		pad(b, upperIf(s, sp.conv), sp)
+	case 'b', 'B':
+		s := "true"
+		if arg == nil || arg == false {
+			s = "false"
+		}
+		if sp.prec >= 0 && len(s) > sp.prec {
+			s = s[:sp.prec]
+		}
+		pad(b, upperIf(s, sp.conv), sp)
+	case 'c', 'C':
+		var s string
+		switch x := arg.(type) {
+		case nil:
+			s = "null"
+		case string:
+			if utf8.RuneCountInString(x) != 1 {
+				th.Raise(KindValue, "format: %s expects a character, got %s", sp.text, preview(arg))
+			}
+			s = x
+		case int64:
+			if x < 0 || x > unicode.MaxRune {
+				th.Raise(KindValue, "format: %s: code point out of range: %d", sp.text, x)
+			}
+			s = string(rune(x))
+		default:
+			th.Raise(KindValue, "format: %s expects a character, got %s", sp.text, preview(arg))
+		}
+		pad(b, upperIf(s, sp.conv), sp)
+	case 'd':
+		n, ok := fmtInteger(arg)
+		if !ok {
+			if arg == nil {
+				pad(b, "null", sp)
+				return
+			}
+			th.RaiseHint(KindValue, "use %.2f for floats, or round first: (Math/round x)",
+				"format: %s expects an integer, got %s", sp.text, preview(arg))
+		}
+		neg := n < 0
+		var digits string
+		if neg {
+			digits = uitoa(uint64(-(n + 1)) + 1)
+		} else {
+			digits = uitoa(uint64(n))
+		}
+		if sp.comma {
+			digits = groupThousands(digits)
+		}
+		writeNumber(b, digits, neg, sp)
+	case 'o', 'x', 'X':
+		n, ok := fmtInteger(arg)
+		if !ok {
+			if arg == nil {
+				pad(b, "null", sp)
+				return
+			}
+			th.Raise(KindValue, "format: %s expects an integer, got %s", sp.text, preview(arg))
+		}
+		base := 16
+		prefix := "0x"
+		if sp.conv == 'o' {
+			base, prefix = 8, "0"
+		}
+		digits := formatUint(uint64(n), base) // negative: two's complement, as Java
+		if sp.alt {
+			digits = prefix + digits
+		}
+		if sp.zero && sp.width > len(digits) {
+			digits = strings.Repeat("0", sp.width-len(digits)) + digits
+		}
+		pad(b, upperIf(digits, sp.conv), sp)
+	case 'e', 'E', 'f', 'g', 'G':
+		var x float64
+		switch v := arg.(type) {
+		case float64:
+			x = v
+		case int64:
+			x = float64(v)
+		case nil:
+			pad(b, "null", sp)
+			return
+		default:
+			th.Raise(KindValue, "format: %s expects a number, got %s", sp.text, preview(arg))
+		}
+		if x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308 {
+			s := "NaN"
+			switch {
+			case x > 0:
+				s = "Infinity"
+				if sp.plus {
+					s = "+Infinity"
+				}
+			case x < 0:
+				s = "-Infinity"
+				if sp.paren {
+					s = "(Infinity)"
+				}
+			}
+			pad(b, upperIf(s, sp.conv), sp)
+			return
+		}
+		neg := x < 0 || (x == 0 && 1/x < 0)
+		if neg {
+			x = -x
+		}
+		prec := sp.prec
+		if prec < 0 {
+			prec = 6
+		}
+		var body string
+		switch sp.conv {
+		case 'f':
+			body = fixedDigits(x, prec, sp.comma)
+		case 'e', 'E':
+			body = sciDigits(x, prec)
+		default:
+			if prec == 0 {
+				prec = 1
+			}
+			ds, exp := roundedDigits(x, prec, false)
+			// exp: the value is 0.ds × 10^exp; Java uses %f when
+			// 10^-4 <= rounded < 10^prec (and for zero).
+			if x == 0 || (exp > -4 && exp <= prec) {
+				_ = ds
+				body = fixedDigits(x, prec-exp, sp.comma)
+				if x == 0 {
+					body = fixedDigits(0, prec-1, sp.comma)
+				}
+			} else {
+				body = sciDigits(x, prec-1)
+			}
+		}
+		writeNumber(b, upperIf(body, sp.conv), neg, sp)
+	default:
+		th.Raise(KindValue, "format: unknown conversion %q in %s", string(sp.conv), sp.text)
+	}
+}
+
+// fmtInteger reads an integer argument (an integral float counts).
+func fmtInteger(v Value) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		if x == float64(int64(x)) && x > -9.3e18 && x < 9.3e18 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+func uitoa(u uint64) string { return formatUint(u, 10) }
+
+func formatUint(u uint64, base int) string {
+	if u == 0 {
+		return "0"
+	}
+	var buf [64]byte
+	i := len(buf)
+	for u > 0 {
+		i--
+		buf[i] = "0123456789abcdef"[u%uint64(base)]
+		u /= uint64(base)
+	}
+	return string(buf[i:])
+}
+
+// groupThousands inserts ',' every three digits of the integer part.
+func groupThousands(digits string) string {
+	intPart, frac, hasFrac := strings.Cut(digits, ".")
+	if len(intPart) <= 3 {
+		return digits
+	}
+	var b strings.Builder
+	lead := len(intPart) % 3
+	if lead > 0 {
+		b.WriteString(intPart[:lead])
+	}
+	for i := lead; i < len(intPart); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(intPart[i : i+3])
+	}
+	if hasFrac {
+		b.WriteByte('.')
+		b.WriteString(frac)
+	}
+	return b.String()
+}
+
+// writeNumber writes sign, zero padding and width for d, e, f and g.
+func writeNumber(b *strings.Builder, digits string, neg bool, sp fmtSpec) {
+	prefix, suffix := "", ""
+	switch {
+	case neg && sp.paren:
+		prefix, suffix = "(", ")"
+	case neg:
+		prefix = "-"
+	case sp.plus:
+		prefix = "+"
+	case sp.space:
+		prefix = " "
+	}
+	if sp.zero && !sp.minus {
+		n := len(prefix) + len(digits) + len(suffix)
+		if sp.width > n {
+			digits = strings.Repeat("0", sp.width-n) + digits
+		}
+	}
+	pad(b, prefix+digits+suffix, sp)
+}
+
+// shortestDigits returns the shortest round-trip decimal digits of x >= 0
+// and exp such that x = 0.digits × 10^exp (Java's Formatter rounds from
+// these digits, HALF_UP, which is why (format "%.2f" 2.675) is "2.68").
+func shortestDigits(x float64) ([]byte, int) {
+	if x == 0 {
+		return nil, 0
+	}
+	s := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX
+	mant, e, _ := strings.Cut(s, "e")
+	exp, _ := strconv.Atoi(e)
+	ds := make([]byte, 0, len(mant))
+	for i := 0; i < len(mant); i++ {
+		if mant[i] != '.' {
+			ds = append(ds, mant[i])
+		}
+	}
+	return ds, exp + 1
+}
+
+// roundedDigits rounds x to n significant digits (sig) or, when fixed is
+// set, to n digits after the decimal point, HALF_UP from the shortest
+// digits. It returns exactly the kept digits (zero-padded) and the new exp.
+func roundedDigits(x float64, n int, fixed bool) ([]byte, int) {
+	ds, exp := shortestDigits(x)
+	keep := n
+	if fixed {
+		keep = exp + n
+	}
+	if x == 0 {
+		return make0(max(keep, 0)), exp
+	}
+	if keep < 0 {
+		return nil, exp
+	}
+	out := make([]byte, keep)
+	for i := range out {
+		if i < len(ds) {
+			out[i] = ds[i]
+		} else {
+			out[i] = '0'
+		}
+	}
+	if keep < len(ds) && ds[keep] >= '5' {
+		i := keep - 1
+		for ; i >= 0; i-- {
+			if out[i] < '9' {
+				out[i]++
+				break
+			}
+			out[i] = '0'
+		}
+		if i < 0 { // carried out of the top digit
+			out = append([]byte{'1'}, out...)
+			exp++
+			if !fixed {
+				out = out[:keep]
+			}
+		}
+	}
+	return out, exp
+}
+
+func make0(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '0'
+	}
+	return b
+}
+
+// fixedDigits renders x >= 0 with prec decimals (Java %f).
+func fixedDigits(x float64, prec int, comma bool) string {
+	if prec < 0 {
+		prec = 0
+	}
+	ds, exp := roundedDigits(x, prec, true)
+	// ds holds exp+prec digits (or fewer when the value rounds to zero)
+	intLen := len(ds) - prec
+	var ip, fp string
+	if intLen <= 0 {
+		ip = "0"
+		fp = strings.Repeat("0", -intLen) + string(ds)
+	} else {
+		ip = string(ds[:intLen])
+		fp = string(ds[intLen:])
+	}
+	_ = exp
+	if len(fp) < prec {
+		fp = strings.Repeat("0", prec-len(fp)) + fp
+	}
+	if comma {
+		ip = groupThousands(ip)
+	}
+	if prec == 0 {
+		return ip
+	}
+	return ip + "." + fp
+}
+
+// sciDigits renders x >= 0 as d.ddd e±XX with prec decimals (Java %e).
+func sciDigits(x float64, prec int) string {
+	ds, exp := roundedDigits(x, prec+1, false)
+	e := exp - 1
+	if x == 0 {
+		e = 0
+	}
+	var b strings.Builder
+	b.WriteByte(ds[0])
+	if prec > 0 {
+		b.WriteByte('.')
+		b.Write(ds[1:])
+	}
+	b.WriteByte('e')
+	if e < 0 {
+		b.WriteByte('-')
+		e = -e
+	} else {
+		b.WriteByte('+')
+	}
+	if e < 10 {
+		b.WriteByte('0')
+	}
+	b.WriteString(strconv.Itoa(e))
+	return b.String()
 }

@@ -396,7 +396,7 @@ func (b *mapBuilder) setExactLast(key, val Value) {
 	}
 	b.es, b.root, b.n = nil, m.root, m.n
 	if m.root == nil {
-		b.es = m.small
+		b.es = append([]mapEntry(nil), m.entries()...)
 	}
 }
 

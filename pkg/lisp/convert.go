@@ -14,6 +14,16 @@ import (
 // into a Value. Map keys stay strings. Values that already are interpreter
 // values pass through. Other types (structs) go through encoding/json.
 func FromGo(x any) (Value, error) {
+	cv := converter{shapes: &shapeCache{m: map[string]*shape{}}}
+	return cv.from(x)
+}
+
+// converter converts host data, sharing key shapes between records.
+type converter struct {
+	shapes *shapeCache
+}
+
+func (cv *converter) from(x any) (Value, error) {
 	switch v := x.(type) {
 	case nil:
 		return nil, nil
@@ -66,7 +76,7 @@ func FromGo(x any) (Value, error) {
 	case []any:
 		items := make([]Value, len(v))
 		for i, it := range v {
-			c, err := FromGo(it)
+			c, err := cv.from(it)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -75,8 +85,9 @@ func FromGo(x any) (Value, error) {
 		return &Vector{items: items}, nil
 	case map[string]any:
 		b := newMapBuilder(len(v))
+		b.shapes = cv.shapes
 		for k, it := range v {
-			c, err := FromGo(it)
+			c, err := cv.from(it)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
@@ -86,7 +97,7 @@ func FromGo(x any) (Value, error) {
 	case []map[string]any:
 		items := make([]Value, len(v))
 		for i, it := range v {
-			c, err := FromGo(it)
+			c, err := cv.from(it)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -107,7 +118,7 @@ func FromGo(x any) (Value, error) {
 	case reflect.Slice, reflect.Array:
 		items := make([]Value, rv.Len())
 		for i := range items {
-			c, err := FromGo(rv.Index(i).Interface())
+			c, err := cv.from(rv.Index(i).Interface())
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -117,9 +128,10 @@ func FromGo(x any) (Value, error) {
 	case reflect.Map:
 		if rv.Type().Key().Kind() == reflect.String {
 			b := newMapBuilder(rv.Len())
+			b.shapes = cv.shapes
 			it := rv.MapRange()
 			for it.Next() {
-				c, err := FromGo(it.Value().Interface())
+				c, err := cv.from(it.Value().Interface())
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", it.Key().String(), err)
 				}
@@ -142,7 +154,7 @@ func FromGo(x any) (Value, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, fmt.Errorf("unsupported host value of type %T: %w", x, err)
 	}
-	return FromGo(generic)
+	return cv.from(generic)
 }
 
 // ToGo converts a Value to plain Go data: keywords become their names,

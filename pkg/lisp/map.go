@@ -13,43 +13,65 @@ type mapEntry struct {
 	key, val Value
 }
 
+// shape is the sorted key list of a small map. Maps built from host data
+// with the same keys share one shape, so key scans hit hot memory, and a
+// keyword caches the slot it found per shape.
+type shape struct {
+	keys []Value
+}
+
+var emptyShape = &shape{}
+
 // Map is an immutable map. Up to smallMapMax entries it is a sorted array
-// (linear scan lookup); larger maps are a hash array mapped trie. Iteration
-// and printing follow the key order of ptc-lisp.md §5 (numbers, keywords,
-// strings, others by printed form).
+// map: a shared key shape plus a value slice (linear scan lookup); larger
+// maps are a hash array mapped trie. Iteration and printing follow the key
+// order of ptc-lisp.md §5 (numbers, keywords, strings, others by printed
+// form).
 //
 // Lookups are flex (§3.6): a keyword key also finds the same-named string
 // key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
 // resolve keys the same way, keeping the existing key's spelling.
 type Map struct {
-	small  []mapEntry // sorted; used when root == nil
+	shape  *shape  // small map keys; used when root == nil
+	vals   []Value // small map values, parallel to shape.keys
 	root   *hnode
 	n      int
-	sorted atomic.Pointer[[]mapEntry] // cached sorted entries of a trie map
+	sorted atomic.Pointer[[]mapEntry] // cached entries in key order
 }
 
-var emptyMap = &Map{}
+var emptyMap = &Map{shape: emptyShape}
 
 // Len returns the number of entries.
 func (m *Map) Len() int { return m.n }
 
-// Entries returns the entries in key order; callers must not modify it.
+// entries returns the entries in key order; callers must not modify it.
 func (m *Map) entries() []mapEntry {
-	if m.root == nil {
-		return m.small
-	}
 	if p := m.sorted.Load(); p != nil {
 		return *p
 	}
 	es := make([]mapEntry, 0, m.n)
-	m.root.each(func(e mapEntry) { es = append(es, e) })
-	slices.SortStableFunc(es, func(a, b mapEntry) int { return keyOrder(a.key, b.key) })
+	if m.root == nil {
+		for i, k := range m.shape.keys {
+			es = append(es, mapEntry{k, m.vals[i]})
+		}
+	} else {
+		m.root.each(func(e mapEntry) { es = append(es, e) })
+		slices.SortStableFunc(es, func(a, b mapEntry) int { return keyOrder(a.key, b.key) })
+	}
 	m.sorted.Store(&es)
 	return es
 }
 
 // Each calls fn for each entry in key order until fn returns false.
 func (m *Map) Each(fn func(k, v Value) bool) {
+	if m.root == nil {
+		for i, k := range m.shape.keys {
+			if !fn(k, m.vals[i]) {
+				return
+			}
+		}
+		return
+	}
 	for _, e := range m.entries() {
 		if !fn(e.key, e.val) {
 			return
@@ -70,14 +92,14 @@ func flexMatch(a, b Value) bool {
 	return false
 }
 
-// findSmall returns the index of key in es: exact match first, then flex;
+// findKey returns the index of key in keys: exact match first, then flex;
 // -1 when absent.
-func findSmall(es []mapEntry, key Value) int {
+func findKey(keys []Value, key Value) int {
 	switch k := key.(type) {
 	case *Keyword:
 		flex := -1
-		for i := range es {
-			switch ek := es[i].key.(type) {
+		for i, ek := range keys {
+			switch ek := ek.(type) {
 			case *Keyword:
 				if ek == k || ek.Name == k.Name {
 					return i
@@ -91,8 +113,8 @@ func findSmall(es []mapEntry, key Value) int {
 		return flex
 	case string:
 		flex := -1
-		for i := range es {
-			switch ek := es[i].key.(type) {
+		for i, ek := range keys {
+			switch ek := ek.(type) {
 			case string:
 				if ek == k {
 					return i
@@ -105,19 +127,38 @@ func findSmall(es []mapEntry, key Value) int {
 		}
 		return flex
 	}
-	for i := range es {
-		if Equal(es[i].key, key) {
+	for i, ek := range keys {
+		if Equal(ek, key) {
 			return i
 		}
 	}
 	return -1
 }
 
+// kwCache remembers where a keyword was found in a shape.
+type kwCache struct {
+	shape *shape
+	idx   int
+}
+
+// findSmall finds key in a small map, using the keyword's shape cache.
+func (m *Map) findSmall(key Value) int {
+	if k, ok := key.(*Keyword); ok {
+		if c := k.cache.Load(); c != nil && c.shape == m.shape {
+			return c.idx
+		}
+		i := findKey(m.shape.keys, key)
+		k.cache.Store(&kwCache{m.shape, i})
+		return i
+	}
+	return findKey(m.shape.keys, key)
+}
+
 // Get returns the value for key (flex lookup).
 func (m *Map) Get(key Value) (Value, bool) {
 	if m.root == nil {
-		if i := findSmall(m.small, key); i >= 0 {
-			return m.small[i].val, true
+		if i := m.findSmall(key); i >= 0 {
+			return m.vals[i], true
 		}
 		return nil, false
 	}
@@ -130,8 +171,8 @@ func (m *Map) Get(key Value) (Value, bool) {
 // lookupKey returns the stored key matching key (flex), if any.
 func (m *Map) lookupKey(key Value) (Value, bool) {
 	if m.root == nil {
-		if i := findSmall(m.small, key); i >= 0 {
-			return m.small[i].key, true
+		if i := m.findSmall(key); i >= 0 {
+			return m.shape.keys[i], true
 		}
 		return nil, false
 	}
@@ -141,29 +182,44 @@ func (m *Map) lookupKey(key Value) (Value, bool) {
 	return nil, false
 }
 
+// insertSmall returns a small map with a new key inserted in order.
+func (m *Map) insertSmall(key, val Value) *Map {
+	keys := m.shape.keys
+	pos, _ := slices.BinarySearchFunc(keys, key, keyOrder)
+	nk := make([]Value, m.n+1)
+	copy(nk, keys[:pos])
+	nk[pos] = key
+	copy(nk[pos+1:], keys[pos:])
+	nv := make([]Value, m.n+1)
+	copy(nv, m.vals[:pos])
+	nv[pos] = val
+	copy(nv[pos+1:], m.vals[pos:])
+	return &Map{shape: &shape{keys: nk}, vals: nv, n: m.n + 1}
+}
+
+// toTrie converts a small map's entries into a trie root.
+func (m *Map) toTrie() *hnode {
+	root := &hnode{}
+	for i, k := range m.shape.keys {
+		root = root.addExact(0, hashValue(k), k, m.vals[i])
+	}
+	return root
+}
+
 // Assoc returns m with key set to val. An existing entry matched by flex
 // lookup keeps its key spelling.
 func (m *Map) Assoc(key, val Value) *Map {
 	if m.root == nil {
-		if i := findSmall(m.small, key); i >= 0 {
-			es := make([]mapEntry, len(m.small))
-			copy(es, m.small)
-			es[i].val = val
-			return &Map{small: es, n: m.n}
+		if i := m.findSmall(key); i >= 0 {
+			nv := make([]Value, len(m.vals))
+			copy(nv, m.vals)
+			nv[i] = val
+			return &Map{shape: m.shape, vals: nv, n: m.n}
 		}
 		if m.n < smallMapMax {
-			pos, _ := slices.BinarySearchFunc(m.small, key, func(e mapEntry, k Value) int { return keyOrder(e.key, k) })
-			es := make([]mapEntry, m.n+1)
-			copy(es, m.small[:pos])
-			es[pos] = mapEntry{key, val}
-			copy(es[pos+1:], m.small[pos:])
-			return &Map{small: es, n: m.n + 1}
+			return m.insertSmall(key, val)
 		}
-		root := &hnode{}
-		for _, e := range m.small {
-			root, _ = root.set(0, hashValue(e.key), e.key, e.val)
-		}
-		root, _ = root.set(0, hashValue(key), key, val)
+		root, _ := m.toTrie().set(0, hashValue(key), key, val)
 		return &Map{root: root, n: m.n + 1}
 	}
 	root, added := m.root.set(0, hashValue(key), key, val)
@@ -177,14 +233,18 @@ func (m *Map) Assoc(key, val Value) *Map {
 // Dissoc returns m without key (flex).
 func (m *Map) Dissoc(key Value) *Map {
 	if m.root == nil {
-		i := findSmall(m.small, key)
+		i := m.findSmall(key)
 		if i < 0 {
 			return m
 		}
-		es := make([]mapEntry, 0, m.n-1)
-		es = append(es, m.small[:i]...)
-		es = append(es, m.small[i+1:]...)
-		return &Map{small: es, n: m.n - 1}
+		if m.n == 1 {
+			return emptyMap
+		}
+		nk := make([]Value, 0, m.n-1)
+		nk = append(append(nk, m.shape.keys[:i]...), m.shape.keys[i+1:]...)
+		nv := make([]Value, 0, m.n-1)
+		nv = append(append(nv, m.vals[:i]...), m.vals[i+1:]...)
+		return &Map{shape: &shape{keys: nk}, vals: nv, n: m.n - 1}
 	}
 	root, removed := m.root.del(0, hashValue(key), key)
 	if !removed {
@@ -192,7 +252,7 @@ func (m *Map) Dissoc(key Value) *Map {
 	}
 	if m.n-1 <= smallMapMax/2 {
 		b := newMapBuilder(m.n)
-		root.each(func(e mapEntry) { b.setRaw(e.key, e.val) })
+		root.each(func(e mapEntry) { b.set(e.key, e.val) })
 		return b.build()
 	}
 	return &Map{root: root, n: m.n - 1}
@@ -200,9 +260,10 @@ func (m *Map) Dissoc(key Value) *Map {
 
 // mapBuilder builds a map by mutation before it is published.
 type mapBuilder struct {
-	es   []mapEntry
-	root *hnode
-	n    int
+	es     []mapEntry
+	root   *hnode
+	n      int
+	shapes *shapeCache
 }
 
 func newMapBuilder(capHint int) *mapBuilder {
@@ -215,7 +276,7 @@ func newMapBuilder(capHint int) *mapBuilder {
 // set adds or replaces key (flex-resolved).
 func (b *mapBuilder) set(key, val Value) {
 	if b.root == nil {
-		if i := findSmall(b.es, key); i >= 0 {
+		if i := findEnt(b.es, key); i >= 0 {
 			b.es[i].val = val
 			return
 		}
@@ -226,7 +287,7 @@ func (b *mapBuilder) set(key, val Value) {
 		}
 		b.root = &hnode{}
 		for _, e := range b.es {
-			b.root, _ = b.root.set(0, hashValue(e.key), e.key, e.val)
+			b.root = b.root.addExact(0, hashValue(e.key), e.key, e.val)
 		}
 		b.es = nil
 	}
@@ -237,18 +298,62 @@ func (b *mapBuilder) set(key, val Value) {
 	}
 }
 
-// setRaw is set for keys known to be distinct.
-func (b *mapBuilder) setRaw(key, val Value) { b.set(key, val) }
-
 func (b *mapBuilder) build() *Map {
 	if b.root == nil {
 		if len(b.es) == 0 {
 			return emptyMap
 		}
 		slices.SortStableFunc(b.es, func(x, y mapEntry) int { return keyOrder(x.key, y.key) })
-		return &Map{small: b.es, n: len(b.es)}
+		// one allocation for the header and the values keeps them adjacent
+		a := &smallMapAlloc{}
+		n := len(b.es)
+		for i, e := range b.es {
+			a.v[i] = e.val
+		}
+		a.m = Map{shape: b.shapes.get(b.es), vals: a.v[:n:n], n: n}
+		return &a.m
 	}
 	return &Map{root: b.root, n: b.n}
+}
+
+// smallMapAlloc co-allocates a small map and its values.
+type smallMapAlloc struct {
+	m Map
+	v [smallMapMax]Value
+}
+
+// shapeCache interns shapes while converting host data, so records with
+// the same keys share one shape. A nil cache interns nothing.
+type shapeCache struct {
+	m   map[string]*shape
+	buf []byte
+}
+
+func (c *shapeCache) get(es []mapEntry) *shape {
+	if c == nil {
+		keys := make([]Value, len(es))
+		for i, e := range es {
+			keys[i] = e.key
+		}
+		return &shape{keys: keys}
+	}
+	c.buf = c.buf[:0]
+	for _, e := range es {
+		s, ok := e.key.(string)
+		if !ok {
+			return (*shapeCache)(nil).get(es)
+		}
+		c.buf = append(c.buf, s...)
+		c.buf = append(c.buf, 0)
+	}
+	if sh, ok := c.m[string(c.buf)]; ok {
+		return sh
+	}
+	sh := (*shapeCache)(nil).get(es)
+	if len(c.m) < 4096 {
+		c.m[string(c.buf)] = sh
+	}
+	return sh
 }
 
 // hnode is a node of the hash trie. Nodes are never modified once
@@ -266,9 +371,30 @@ type hslot struct {
 	child *hnode
 }
 
-func findEntry(ents []mapEntry, key Value) int {
-	return findSmall(ents, key)
+// findEnt finds key among entries: exact first, then flex.
+func findEnt(ents []mapEntry, key Value) int {
+	switch key.(type) {
+	case *Keyword, string:
+		flex := -1
+		for i := range ents {
+			if ents[i].key == key || Equal(ents[i].key, key) {
+				return i
+			}
+			if flex < 0 && flexMatch(key, ents[i].key) {
+				flex = i
+			}
+		}
+		return flex
+	}
+	for i := range ents {
+		if Equal(ents[i].key, key) {
+			return i
+		}
+	}
+	return -1
 }
+
+func findEntry(ents []mapEntry, key Value) int { return findEnt(ents, key) }
 
 func (n *hnode) find(h uint32, key Value) *mapEntry {
 	shift := uint(0)
@@ -438,19 +564,11 @@ func (s *Set) Items() []Value {
 // the existing key set is wanted for sets: "a" and :a are distinct members).
 func (m *Map) assocExact(key, val Value) *Map {
 	if m.root == nil && m.n < smallMapMax {
-		pos, _ := slices.BinarySearchFunc(m.small, key, func(e mapEntry, k Value) int { return keyOrder(e.key, k) })
-		es := make([]mapEntry, m.n+1)
-		copy(es, m.small[:pos])
-		es[pos] = mapEntry{key, val}
-		copy(es[pos+1:], m.small[pos:])
-		return &Map{small: es, n: m.n + 1}
+		return m.insertSmall(key, val)
 	}
 	var root *hnode
 	if m.root == nil {
-		root = &hnode{}
-		for _, e := range m.small {
-			root = root.addExact(0, hashValue(e.key), e.key, e.val)
-		}
+		root = m.toTrie()
 	} else {
 		root = m.root
 	}

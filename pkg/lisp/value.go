@@ -32,8 +32,9 @@ type Value = any
 // still equal. A keyword hashes like its name string, which lets flex lookup
 // (:id against a host key "id") probe once.
 type Keyword struct {
-	Name string
-	hash uint32
+	Name  string
+	hash  uint32
+	cache atomic.Pointer[kwCache] // last shape lookup (a hint, any goroutine)
 }
 
 // NewKeyword returns a keyword that is not interned in any run.
