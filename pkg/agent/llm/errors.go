@@ -168,6 +168,12 @@ func MarkRetryable(err error, class ErrorClass) error {
 // (fmt verbs including %v, %+v, %#v, %s, %q, %x; String; GoString; JSON and
 // text encodings) shows "[redacted]", or "" when empty; [Secret.Reveal]
 // returns the value for the one place that sends it.
+//
+// One gap is fmt's own: when a struct is printed with %v and the Secret is
+// in an unexported field, fmt cannot call its methods and prints the raw
+// string. Keep Secrets in exported fields, or behind a pointer (fmt prints
+// nested pointers as addresses), or give the enclosing type a String or
+// Format method, as the provider clients do.
 type Secret string
 
 const redacted = "[redacted]"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // Event is one streaming event. The set is sealed: MessageStart, TextDelta,
@@ -91,7 +92,8 @@ type Stream struct {
 	cur    Event
 	err    error
 	done   bool
-	closed bool
+	close  sync.Once
+	cerr   error
 
 	resp  Response
 	text  strings.Builder
@@ -167,13 +169,12 @@ func (s *Stream) Current() Event { return s.cur }
 // Err returns the error that ended the stream, or nil after a clean end.
 func (s *Stream) Err() error { return s.err }
 
-// Close releases the stream's connection. It is safe to call more than once.
+// Close releases the stream's connection. It is safe to call more than
+// once and from another goroutine (to abandon a stream that Next is
+// blocked on); later calls return the first call's result.
 func (s *Stream) Close() error {
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.src.Close()
+	s.close.Do(func() { s.cerr = s.src.Close() })
+	return s.cerr
 }
 
 // Response returns the response accumulated so far. After Next has returned

@@ -300,6 +300,11 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, err
 	}
+	return c.decode(ctx, resp)
+}
+
+// decode reads a complete (non-streamed) 2xx response.
+func (c *Client) decode(ctx context.Context, resp *http.Response) (*llm.Response, error) {
 	reqID := httpx.RequestID(resp.Header)
 	data, err := httpx.ReadBody(resp)
 	if err != nil {

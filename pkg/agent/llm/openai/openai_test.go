@@ -386,3 +386,47 @@ func TestClientNeverPrintsKey(t *testing.T) {
 		t.Errorf("String = %s", c)
 	}
 }
+
+func TestStreamJSONFallbackAndAbandon(t *testing.T) {
+	fs := newServer(t, reply{File: "chat_tool_calls.json"})
+	resp, err := llm.Complete(context.Background(), newClient(t, fs, nil), simpleReq(), true)
+	if err != nil || len(resp.ToolCalls) != 2 || resp.ToolCalls[0].Input["days"] != int64(2) || resp.Usage.InputTokens != 82 {
+		t.Fatalf("JSON answer to a stream request = %+v, %v", resp, err)
+	}
+
+	// Close from another goroutine unblocks a Next waiting on a silent server.
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, _ := openai.New(openai.Config{Model: "m", BaseURL: srv.URL})
+	st, err := c.Stream(context.Background(), simpleReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Next() || !st.Next() { // MessageStart, TextDelta
+		t.Fatalf("first events: %v", st.Err())
+	}
+	done := make(chan bool)
+	go func() { done <- st.Next() }()
+	time.Sleep(20 * time.Millisecond)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case more := <-done:
+		if more || st.Err() == nil {
+			t.Errorf("Next after Close = %v, err %v", more, st.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock Next")
+	}
+}

@@ -42,6 +42,14 @@ func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, erro
 	if err != nil {
 		return nil, err
 	}
+	if httpx.IsJSON(resp.Header) {
+		// A server (or proxy) that ignored "stream": the whole answer as one body.
+		r, err := c.decode(ctx, resp)
+		if err != nil {
+			return nil, err
+		}
+		return llm.StreamOf(llm.ResponseEvents(r)...), nil
+	}
 	return llm.NewStream(&source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
 		reqID: httpx.RequestID(resp.Header), started: map[int]bool{}}), nil
 }

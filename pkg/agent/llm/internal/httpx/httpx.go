@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -168,6 +169,13 @@ func RequestID(h http.Header) string {
 		return v
 	}
 	return h.Get("X-Request-Id")
+}
+
+// IsJSON reports whether the Content-Type is JSON (application/json or
+// a +json type).
+func IsJSON(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // ReadBody reads a 2xx body up to MaxBody and closes it.
