@@ -88,12 +88,12 @@ type EventSource interface {
 // not safe for concurrent use; Close may be called at any time (also from
 // another goroutine, as the source permits) and more than once.
 type Stream struct {
-	src    EventSource
-	cur    Event
-	err    error
-	done   bool
-	close  sync.Once
-	cerr   error
+	src   EventSource
+	cur   Event
+	err   error
+	done  bool
+	close sync.Once
+	cerr  error
 
 	resp  Response
 	text  strings.Builder
