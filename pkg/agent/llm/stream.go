@@ -85,8 +85,8 @@ type EventSource interface {
 //	resp := s.Response()
 //
 // The stream accumulates the events into a Response as it goes. A Stream is
-// not safe for concurrent use; Close may be called at any time (also from
-// another goroutine, as the source permits) and more than once.
+// not safe for concurrent use, except that Close may be called at any time
+// from any goroutine, and more than once.
 type Stream struct {
 	src   EventSource
 	cur   Event
