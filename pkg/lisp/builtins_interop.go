@@ -1,5 +1,153 @@
 package lisp
 
-// registerInterop registers this group's builtins (see HANDOFF.md).
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// registerInterop registers §4.11: (java.util.Date.) and (java.util.Date.
+// ms-secs-or-iso), (.getTime d), (System/currentTimeMillis),
+// (LocalDate/parse s), .isBefore / .isAfter, and the string methods
+// .indexOf .lastIndexOf (-1 when absent), .contains .startsWith .endsWith
+// .toUpperCase .toLowerCase .trim .length .substring.
+//
+// There is no date type: a date is its ISO-8601 text (UTC, millisecond
+// precision for java.util.Date, "YYYY-MM-DD" for LocalDate/parse), so it
+// prints as that string and round-trips through tools and memory; .getTime
+// and .isBefore parse it back.
 func registerInterop(r registry) {
+	r.add("java.util.Date.", 0, 1, func(th *Thread, a []Value) Value {
+		if len(a) == 0 {
+			return isoMillis(time.Now())
+		}
+		switch x := a[0].(type) {
+		case int64:
+			// v0.9.0: below 10^12 the number counts seconds, else ms.
+			if x > -1_000_000_000_000 && x < 1_000_000_000_000 {
+				return isoMillis(time.Unix(x, 0))
+			}
+			return isoMillis(time.UnixMilli(x))
+		case float64:
+			return isoMillis(time.UnixMilli(int64(x)))
+		case string:
+			t, ok := parseInstant(x)
+			if !ok {
+				th.Raise(KindValue, "java.util.Date.: cannot parse %s; expected ISO-8601 (2024-01-31 or 2024-01-31T10:00:00Z), RFC 2822 or a timestamp", preview(x))
+			}
+			return isoMillis(t)
+		}
+		th.TypeError("java.util.Date.", "a timestamp or date string", a[0], 1)
+		return nil
+	})
+	r.alias("Date.", "java.util.Date.")
+	r.add(".getTime", 1, 1, func(th *Thread, a []Value) Value {
+		return Int(dateArg(th, ".getTime", a[0], 1).UnixMilli())
+	})
+	r.add(".isBefore", 2, 2, func(th *Thread, a []Value) Value {
+		return dateArg(th, ".isBefore", a[0], 1).Before(dateArg(th, ".isBefore", a[1], 2))
+	})
+	r.add(".isAfter", 2, 2, func(th *Thread, a []Value) Value {
+		return dateArg(th, ".isAfter", a[0], 1).After(dateArg(th, ".isAfter", a[1], 2))
+	})
+	r.add("System/currentTimeMillis", 0, 0, func(th *Thread, a []Value) Value { return Int(time.Now().UnixMilli()) })
+	r.add("LocalDate/parse", 1, 1, func(th *Thread, a []Value) Value {
+		s := strArg(th, "LocalDate/parse", a[0], 1)
+		if strings.Contains(s, "T") {
+			t, ok := parseInstant(s)
+			if !ok {
+				th.Raise(KindValue, "LocalDate/parse: invalid ISO-8601 date/time %s", preview(s))
+			}
+			return isoMillis(t)
+		}
+		t, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			th.Raise(KindValue, "LocalDate/parse: invalid ISO-8601 date %s (expected YYYY-MM-DD)", preview(s))
+		}
+		return t.Format(time.DateOnly)
+	})
+	r.add(".indexOf", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, ".indexOf", a, false, true) })
+	r.add(".lastIndexOf", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, ".lastIndexOf", a, true, true) })
+	r.add(".contains", 2, 2, func(th *Thread, a []Value) Value {
+		return strings.Contains(strArg(th, ".contains", a[0], 1), strArg(th, ".contains", a[1], 2))
+	})
+	r.add(".startsWith", 2, 2, func(th *Thread, a []Value) Value {
+		return strings.HasPrefix(strArg(th, ".startsWith", a[0], 1), strArg(th, ".startsWith", a[1], 2))
+	})
+	r.add(".endsWith", 2, 2, func(th *Thread, a []Value) Value {
+		return strings.HasSuffix(strArg(th, ".endsWith", a[0], 1), strArg(th, ".endsWith", a[1], 2))
+	})
+	r.add(".toUpperCase", 1, 1, func(th *Thread, a []Value) Value {
+		return th.MakeString(strings.ToUpper(strArg(th, ".toUpperCase", a[0], 1)))
+	})
+	r.add(".toLowerCase", 1, 1, func(th *Thread, a []Value) Value {
+		return th.MakeString(strings.ToLower(strArg(th, ".toLowerCase", a[0], 1)))
+	})
+	r.add(".trim", 1, 1, func(th *Thread, a []Value) Value {
+		// Java's String.trim strips chars <= ' '.
+		return strings.TrimFunc(strArg(th, ".trim", a[0], 1), func(r rune) bool { return r <= ' ' })
+	})
+	r.add(".length", 1, 1, func(th *Thread, a []Value) Value {
+		return Int(int64(utf8.RuneCountInString(strArg(th, ".length", a[0], 1))))
+	})
+	r.add(".substring", 2, 3, func(th *Thread, a []Value) Value {
+		s := strArg(th, ".substring", a[0], 1)
+		ascii := isASCII(s)
+		n := int64(len(s))
+		if !ascii {
+			n = int64(utf8.RuneCountInString(s))
+		}
+		start, end := th.Int(".substring", a[1], 2), n
+		if len(a) == 3 {
+			end = th.Int(".substring", a[2], 3)
+		}
+		if start < 0 || end > n || start > end {
+			th.Raise(KindValue, ".substring: range %d..%d out of bounds for a string of length %d", start, end, n)
+		}
+		b0 := runeOffset(s, int(start), ascii)
+		return s[b0 : b0+runeOffset(s[b0:], int(end-start), ascii)]
+	})
+}
+
+// isoMillis renders t as UTC ISO-8601 with milliseconds.
+func isoMillis(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// instantLayouts are the accepted date texts, tried in order.
+var instantLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02T15:04",
+	time.DateOnly,
+	"Mon, 2 Jan 2006 15:04:05 -0700",
+	"2 Jan 2006 15:04:05 -0700",
+	"Mon, 2 Jan 2006 15:04:05 MST",
+	"Mon, 2 Jan 2006 15:04:05",
+}
+
+// parseInstant reads an ISO-8601 (offset optional: UTC), date-only or RFC
+// 2822 text.
+func parseInstant(s string) (time.Time, bool) {
+	for _, l := range instantLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// dateArg reads a date: its ISO text, or a millisecond timestamp.
+func dateArg(th *Thread, fn string, v Value, argN int) time.Time {
+	switch x := v.(type) {
+	case string:
+		if t, ok := parseInstant(x); ok {
+			return t
+		}
+		th.Raise(KindValue, "%s: cannot read %s as a date", fn, preview(x))
+	case int64:
+		return time.UnixMilli(x).UTC()
+	}
+	th.TypeError(fn, "a date", v, argN)
+	return time.Time{}
 }

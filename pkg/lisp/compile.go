@@ -656,7 +656,7 @@ func (c *compiler) compileList(f *form, tail bool) node {
 		switch head.val.(type) {
 		case *Keyword, nil:
 		default:
-			c.fail(KindNotCallable, head.pos, "", "not callable: %s", preview(head.val))
+			c.fail(KindNotCallable, f.pos, "", "not callable: %s", preview(head.val))
 		}
 	case fVec:
 	}
