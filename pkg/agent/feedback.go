@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/lisp"
+)
+
+// Turn feedback: the text sent back to the model after each turn. The
+// exact wording is part of the package's contract (tests pin it).
+
+// BoundaryReminder is sent when an answer holds no program.
+const BoundaryReminder = "Your mission is still active. Please provide a PTC-Lisp program in a ```clojure block, or call (return ...) to finish."
+
+const maxPrintLine = 512
+
+// turnLine tells the model which turn comes next.
+func turnLine(next, max int) string {
+	s := fmt.Sprintf("Turn %d of %d (%d remaining)", next, max, max-next)
+	if next == max {
+		s += "\nThis is your last turn: your program must call (return ...) or (fail ...)."
+	}
+	return s
+}
+
+// printsBlock renders println output (each line capped).
+func printsBlock(b *strings.Builder, prints []string) {
+	if len(prints) == 0 {
+		return
+	}
+	b.WriteString("Output:\n")
+	for _, p := range prints {
+		if len(p) > maxPrintLine {
+			p = p[:maxPrintLine] + "... (truncated, use println selectively)"
+		}
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+}
+
+// resultFeedback renders a successful non-final turn: println output, the
+// firewalled and truncated result preview with omission notes, memory
+// names, tool warnings and the turn line.
+func resultFeedback(res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
+	var b strings.Builder
+	printsBlock(&b, res.Prints)
+	text, omitted := lisp.Preview(res.Value, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10})
+	b.WriteString("Result: ")
+	b.WriteString(text)
+	b.WriteByte('\n')
+	_ = omitted
+	for _, n := range omissionNotes(res, lim) {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	if names := memoryNames(res.Memory); len(names) > 0 {
+		fmt.Fprintf(&b, "Memory: %s\n", strings.Join(names, ", "))
+	}
+	writeWarnings(&b, warnings)
+	b.WriteString(turnLine(next, max))
+	return b.String()
+}
+
+// omissionNotes tells the model where the full data of a truncated list
+// lives: a map result's entries are in memory, readable as ctx/key.
+func omissionNotes(res *lisp.Result, lim PromptLimit) []string {
+	m, ok := res.Value.(*lisp.Map)
+	if !ok {
+		return nil
+	}
+	var notes []string
+	m.Each(func(k, v lisp.Value) bool {
+		name := lisp.Str(k)
+		if _, inMem := res.Memory[name]; !inMem {
+			if _, inMem = res.Memory[strings.ReplaceAll(name, "-", "_")]; !inMem {
+				return true
+			}
+		}
+		if strings.HasPrefix(name, "_") {
+			return true
+		}
+		n := collLen(v)
+		if n > lim.List {
+			notes = append(notes, fmt.Sprintf("%d more items omitted. Full data available in ctx/%s", n-lim.List, name))
+		}
+		return true
+	})
+	return notes
+}
+
+func collLen(v lisp.Value) int {
+	switch x := v.(type) {
+	case *lisp.Vector:
+		return x.Len()
+	case *lisp.Set:
+		return x.Len()
+	}
+	return 0
+}
+
+func memoryNames(mem map[string]lisp.Value) []string {
+	names := make([]string, 0, len(mem))
+	for k := range mem {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func writeWarnings(b *strings.Builder, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	b.WriteString("Warnings:\n")
+	for _, w := range warnings {
+		b.WriteString("- ")
+		b.WriteString(w)
+		b.WriteByte('\n')
+	}
+}
+
+// errorFeedback renders a failed turn: println output, one "Error:" line
+// with the position, caret snippet and hint, warnings and the turn line.
+func errorFeedback(prints []string, errText string, warnings []string, next, max int) string {
+	var b strings.Builder
+	printsBlock(&b, prints)
+	b.WriteString("Error: ")
+	b.WriteString(strings.TrimPrefix(errText, "Error: "))
+	b.WriteByte('\n')
+	writeWarnings(&b, warnings)
+	b.WriteString(turnLine(next, max))
+	return b.String()
+}
+
+// lispErrorText renders a *lisp.Error for the model: "line:col: msg", the
+// caret snippet and a "Hint:" line.
+func lispErrorText(e *lisp.Error) string {
+	d := e.Detail()
+	if i := strings.LastIndex(d, "\nhint: "); i >= 0 {
+		d = d[:i] + "\nHint: " + d[i+len("\nhint: "):]
+	}
+	return d
+}
+
+// validationText renders a return-validation failure.
+func validationText(verr error, want string) string {
+	return "Return type validation failed:\n" + strings.TrimSpace(verr.Error()) + "\nExpected: " + want
+}

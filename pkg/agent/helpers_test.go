@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+func mustNew(t testing.TB, s Spec) *Agent {
+	t.Helper()
+	a, err := New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return a
+}
+
+// run runs a with the scripted replies and returns the step, the error
+// and the model.
+func run(t *testing.T, a *Agent, opts RunOptions, replies ...llmtest.Reply) (*messages.Step, error, *llmtest.Model) {
+	t.Helper()
+	m := llmtest.NewT(t, replies...)
+	if opts.Model == nil && opts.LLM == "" {
+		opts.Model = m
+	}
+	st, err := a.Run(context.Background(), opts)
+	if st == nil {
+		t.Fatal("Run returned a nil step")
+	}
+	if (err == nil) != (st.Fail == nil) {
+		t.Fatalf("err = %v but step.Fail = %v", err, st.Fail)
+	}
+	if err != nil {
+		if got := StepOf(err); got != st {
+			t.Fatalf("error carries step %p, want %p", got, st)
+		}
+	}
+	return st, err, m
+}
+
+func wantReason(t *testing.T, st *messages.Step, err error, reason string) {
+	t.Helper()
+	if st.Fail == nil {
+		t.Fatalf("run succeeded with %v, want failure %s", st.Return, reason)
+	}
+	if st.Fail.Reason != reason {
+		t.Fatalf("fail reason = %q (%s), want %q", st.Fail.Reason, st.Fail.Message, reason)
+	}
+	if !errors.Is(err, &Error{Kind: KindRun, Reason: reason}) {
+		t.Fatalf("errors.Is(err, reason %s) is false for %v", reason, err)
+	}
+}
+
+// userTexts returns the text of every user message of request i.
+func lastUser(req llm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleUser {
+			return req.Messages[i].Text()
+		}
+	}
+	return ""
+}
+
+func contains(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Fatalf("text does not contain %q:\n%s", sub, s)
+		}
+	}
+}
+
+func notContains(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			t.Fatalf("text contains %q:\n%s", sub, s)
+		}
+	}
+}
+
+var bg = context.Background()

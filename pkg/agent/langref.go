@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp"
+)
+
+// The language reference sent to the model is generated from what pkg/lisp
+// actually supports: each name below is probed once against the
+// interpreter, and names it does not resolve are left out (so the
+// reference grows as builtins are added and never advertises a missing
+// one). Every example is run by a test.
+
+type refGroup struct {
+	title string
+	names []string
+}
+
+var refGroups = []refGroup{
+	{"Special forms", []string{"do", "if", "if-not", "when", "when-not", "cond", "case", "condp", "if-let", "when-let", "if-some", "when-some", "let", "letfn", "fn", "defn", "def", "defonce", "loop", "recur", "and", "or", "->", "->>", "some->", "some->>", "as->", "cond->", "cond->>", "for", "doseq", "where", "all-of", "any-of", "none-of"}},
+	{"Sequences", []string{"map", "mapv", "filter", "filterv", "remove", "reduce", "reduce-kv", "keep", "mapcat", "map-indexed", "first", "second", "last", "nth", "rest", "next", "butlast", "take", "drop", "take-last", "drop-last", "take-while", "drop-while", "count", "empty?", "not-empty", "seq", "conj", "cons", "concat", "into", "vec", "vector", "range", "repeat", "sort", "sort-by", "reverse", "distinct", "group-by", "frequencies", "partition", "partition-all", "partition-by", "flatten", "interleave", "interpose", "find", "pluck", "some", "every?", "not-any?", "apply", "pmap", "pcalls", "juxt", "reduced"}},
+	{"Aggregation", []string{"sum", "avg", "sum-by", "avg-by", "min-by", "max-by", "max-key", "min-key", "max", "min"}},
+	{"Maps", []string{"get", "get-in", "assoc", "assoc-in", "update", "update-in", "dissoc", "merge", "merge-with", "select-keys", "keys", "vals", "contains?", "zipmap", "update-vals", "update-keys", "hash-map"}},
+	{"Sets", []string{"set", "union", "intersection", "difference", "disj"}},
+	{"Strings", []string{"str", "subs", "format", "name", "keyword", "str/join", "str/split", "str/trim", "str/lower-case", "str/upper-case", "str/includes?", "str/starts-with?", "str/ends-with?", "str/replace", "str/blank?", "str/split-lines", "pr-str", "println"}},
+	{"Regex and parsing", []string{"re-find", "re-matches", "re-seq", "re-pattern", "parse-long", "parse-double", "parse-int"}},
+	{"Math", []string{"+", "-", "*", "/", "mod", "rem", "quot", "inc", "dec", "abs", "round", "floor", "ceil", "Math/round", "Math/floor", "Math/ceil", "Math/pow", "Math/sqrt", "Math/abs"}},
+	{"Comparison and logic", []string{"=", "not=", "<", ">", "<=", ">=", "not", "compare", "identity", "constantly", "partial", "comp", "complement", "fnil"}},
+	{"Predicates", []string{"nil?", "some?", "number?", "string?", "map?", "vector?", "keyword?", "boolean?", "coll?", "zero?", "pos?", "neg?", "even?", "odd?"}},
+}
+
+type refExample struct {
+	src  string
+	ctx  map[string]any
+	want string // pr-str of the value
+	note string
+}
+
+var refExamples = []refExample{
+	{src: `(->> ctx/orders (filter #(> (:total %) 100)) (map :id))`, ctx: exampleOrders, want: `[2 3]`, note: "ids of large orders"},
+	{src: `(let [by (group-by :status ctx/orders)] (count (get by "open")))`, ctx: exampleOrders, want: `2`, note: "group and count"},
+	{src: `(reduce + 0 (map :total ctx/orders))`, ctx: exampleOrders, want: `400`, note: "sum a field"},
+	{src: `(for [o ctx/orders :when (= (:status o) "open")] {:id (:id o) :big (> (:total o) 100)})`, ctx: exampleOrders, want: `[{:big false :id 1} {:big true :id 3}]`, note: "shape records"},
+	{src: `(do (def seen (count ctx/orders)) {:seen seen})`, ctx: exampleOrders, want: `{:seen 3}`, note: "remember a value for later turns"},
+	{src: `(if-let [o (first (filter #(= (:id %) 2) ctx/orders))] (:total o) 0)`, ctx: exampleOrders, want: `150`, note: "find one record"},
+}
+
+var exampleOrders = map[string]any{"orders": []any{
+	map[string]any{"id": int64(1), "status": "open", "total": int64(50)},
+	map[string]any{"id": int64(2), "status": "closed", "total": int64(150)},
+	map[string]any{"id": int64(3), "status": "open", "total": int64(200)},
+}}
+
+type langSupport struct {
+	groups   []refGroup // names filtered to the supported ones
+	examples []refExample
+}
+
+// supportedLanguage probes pkg/lisp once per process; the result is
+// immutable.
+var supportedLanguage = sync.OnceValue(func() langSupport {
+	var ls langSupport
+	ok := map[string]bool{}
+	for _, g := range refGroups {
+		var names []string
+		for _, n := range g.names {
+			if probeName(n) {
+				names = append(names, n)
+				ok[n] = true
+			}
+		}
+		if len(names) > 0 {
+			ls.groups = append(ls.groups, refGroup{g.title, names})
+		}
+	}
+	for _, ex := range refExamples {
+		if got, err := runExample(ex); err == nil && got == ex.want {
+			ls.examples = append(ls.examples, ex)
+		}
+	}
+	return ls
+})
+
+// probeName reports whether the interpreter knows name as a builtin or a
+// special form.
+func probeName(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := lisp.Exec(ctx, name, lisp.Options{})
+	if err == nil {
+		_, isBuiltin := res.Value.(*lisp.Builtin)
+		return isBuiltin
+	}
+	var le *lisp.Error
+	return errors.As(err, &le) && strings.Contains(le.Msg, "special form")
+}
+
+func runExample(ex refExample) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := lisp.Exec(ctx, ex.src, lisp.Options{Context: ex.ctx})
+	if err != nil {
+		return "", err
+	}
+	return lisp.PrStr(res.Value), nil
+}
+
+// LanguagePresets returns the names of the built-in language references
+// usable as SystemPrompt.LanguageSpec.
+func LanguagePresets() []string { return []string{"default", "minimal"} }
+
+func languagePreset(name string) (func(a *Agent) string, bool) {
+	switch strings.TrimPrefix(name, ":") {
+	case "default":
+		return func(a *Agent) string { return languageReference(a, false) }, true
+	case "minimal":
+		return func(a *Agent) string { return languageReference(a, true) }, true
+	}
+	return nil, false
+}
+
+// languageReference renders the PTC-Lisp reference for the model.
+func languageReference(a *Agent, minimal bool) string {
+	ls := supportedLanguage()
+	var b strings.Builder
+	b.WriteString("## PTC-Lisp\n")
+	b.WriteString("PTC-Lisp is a small, safe subset of Clojure: immutable data, no I/O. ")
+	b.WriteString("Use it to call tools and to filter, join and aggregate data so that only small results come back to you.\n\n")
+	b.WriteString("### Data and host forms\n")
+	b.WriteString("- `ctx/name` reads an input (read-only; a missing input is nil). `ctx/fail` holds the previous turn's error as {:reason :message :op :details}, nil after a successful turn.\n")
+	b.WriteString("- Memory persists across turns: `(def name value)` or `(memory/put :name value)`; read it as `name`, `memory/name`, `mem/name` or `(memory/get :name)`. You see memory names, never their values.\n")
+	if !a.singleTurn() {
+		b.WriteString("- A map result (without `return`) is merged into memory; if it has a `:return` key, only that value is shown to you.\n")
+	}
+	if len(a.tools) > 0 {
+		b.WriteString("- Tools: `(tool/name {:arg value})` or `(call \"name\" {:arg value})`. Arguments are named (a map). Tool results are plain data: maps with string keys, read them with keywords (`(:id x)`).\n")
+	}
+	b.WriteString("- Finish: `(return value)` ends the mission with value; `(fail {:reason :some_reason :message \"why\"})` ends it with an error.\n")
+	b.WriteString("- `(println x ...)` output is shown to you after the turn.\n")
+	b.WriteString("- Map keys `_name` are firewalled: usable in programs, shown to you as <Firewalled>.\n\n")
+	if !minimal {
+		b.WriteString("### Available forms and functions\n")
+		for _, g := range ls.groups {
+			fmt.Fprintf(&b, "- %s: %s\n", g.title, strings.Join(g.names, " "))
+		}
+		b.WriteString("- Keywords, maps and sets are callable: `(:id m)`, `(m :id)`, `(#{1 2} x)`. `#(...)` is a short fn with `%`, `%1`, `%2`.\n")
+		b.WriteString("- Not available: try/catch/throw (use fail), atoms and swap!, macros, eval, ns/require, Java interop beyond the Math/ names above.\n\n")
+		if len(ls.examples) > 0 {
+			b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
+			for _, ex := range ls.examples {
+				fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)
+			}
+			b.WriteString("\n")
+		}
+	} else {
+		var all []string
+		for _, g := range ls.groups {
+			all = append(all, g.names...)
+		}
+		slices.Sort(all)
+		fmt.Fprintf(&b, "Available: %s\n\n", strings.Join(all, " "))
+	}
+	b.WriteString("### Limits\n")
+	fmt.Fprintf(&b, "- Each turn (your answer, the program and its tool calls) has %s; the whole mission has %s.\n", fmtDuration(a.turnTimeout()), fmtDuration(a.missionTimeout()))
+	fmt.Fprintf(&b, "- Memory is limited to %s; keep only what later turns need.\n", fmtBytes(a.memoryLimit()))
+	return b.String()
+}
+
+func fmtDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", int(d/time.Second))
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
+
+func fmtBytes(n int) string {
+	switch {
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

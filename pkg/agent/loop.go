@@ -1,0 +1,480 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"runtime/debug"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// runState is the state of one agent run (one level of the tree).
+type runState struct {
+	tree       *tree
+	name       string
+	depth      int
+	turn       int
+	model      llm.Model
+	modelName  string
+	missionCtx context.Context
+}
+
+func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messages.Step, err error) {
+	start := time.Now()
+	st := &messages.Step{Version: messages.StepVersion, Signature: a.sig.String(), Mode: messages.ModeLisp}
+	defer func() { st.Usage.Duration = time.Since(start) }()
+
+	// shared tree state
+	var t *tree
+	depth := 1
+	if l != nil {
+		t, depth = l.tree, l.depth+1
+	} else {
+		t = &tree{registry: opts.Registry, deadline: start.Add(a.missionTimeout()), maxDepth: a.maxDepth(),
+			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace}
+		t.budget.Store(int64(a.turnBudget()))
+	}
+	rs := &runState{tree: t, name: a.Name(), depth: depth}
+
+	in, fail := resolveInput(opts)
+	t.emit(ctx, Event{Kind: EventRunStart, Agent: rs.name, Depth: depth, Context: func() map[string]any {
+		if in != nil {
+			return in.data
+		}
+		return nil
+	}()})
+	defer func() {
+		if p := recover(); p != nil {
+			perr := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			t.emit(ctx, Event{Kind: EventRunException, Agent: rs.name, Depth: depth, Duration: time.Since(start), Err: perr})
+			step, err = failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("panic: %v", p)})
+		}
+		st.Usage.Duration = time.Since(start)
+		if t.trace == TraceOff || (t.trace == TraceOnError && st.Fail == nil) {
+			st.Trace = nil
+		}
+		status := "ok"
+		if st.Fail != nil {
+			status = "error"
+		}
+		t.emit(ctx, Event{Kind: EventRunStop, Agent: rs.name, Depth: depth, Duration: time.Since(start), Step: st, Status: status})
+	}()
+
+	if fail != nil {
+		return failStep(st, fail)
+	}
+	if a.spec.Output == OutputText {
+		return failStep(st, &messages.Fail{Reason: ReasonNotImplemented, Message: "output mode \"text\" is not implemented yet"})
+	}
+	if depth > t.maxDepth {
+		return failStep(st, &messages.Fail{Reason: ReasonMaxDepth,
+			Message: fmt.Sprintf("max nesting depth %d exceeded (agent %s at depth %d)", t.maxDepth, rs.name, depth)})
+	}
+	model, modelName, merr := a.resolveModel(opts, l, t.registry)
+	if merr != nil {
+		return failStep(st, &messages.Fail{Reason: reasonOf(merr), Message: llmMessage(merr)})
+	}
+	rs.model, rs.modelName = model, modelName
+
+	mode := a.spec.Validation
+	if len(a.sig.Inputs) > 0 && mode != signature.Disabled {
+		if verr := a.sig.ValidateInputs(in.data, mode); verr != nil {
+			if mode.Fatal() {
+				return failStep(st, &messages.Fail{Reason: ReasonInputValidation, Message: "input validation failed:\n" + verr.Error()})
+			}
+			st.Warnings = append(st.Warnings, prefixLines("input ", verr.Error())...)
+		}
+	}
+
+	deadline := start.Add(a.missionTimeout())
+	if l != nil && t.deadline.Before(deadline) {
+		deadline = t.deadline
+	}
+	missionCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	rs.missionCtx = missionCtx
+
+	return a.loop(ctx, missionCtx, rs, in, opts, st)
+}
+
+func llmMessage(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.Message
+	}
+	return err.Error()
+}
+
+// loop runs the turns.
+func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts RunOptions, st *messages.Step) (*messages.Step, error) {
+	t := rs.tree
+	maxT := a.maxTurns()
+	single := a.singleTurn()
+	lim := a.promptLimit()
+	policy := llm.RetryPolicy{}
+	if a.spec.LLMRetry != nil {
+		policy = *a.spec.LLMRetry
+	}
+	llmOpts := a.spec.LLMOpts
+	if len(opts.LLMOpts) > 0 {
+		llmOpts = maps.Clone(a.spec.LLMOpts)
+		if llmOpts == nil {
+			llmOpts = map[string]any{}
+		}
+		maps.Copy(llmOpts, opts.LLMOpts)
+	}
+	mission := a.tmpl.Render(in.data)
+	sysStatic := ""
+	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
+		sysStatic = a.systemPrompt(PromptContext{Turn: 1, Model: rs.modelName})
+	}
+	msgs := []llm.Message{llm.UserText(a.firstMessage(in))}
+	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
+	ltools := tr.lispTools()
+	hasSub := false
+	for _, bt := range a.tools {
+		hasSub = hasSub || bt.tool.sub != nil
+	}
+
+	mem := map[string]any{}
+	var lastFail map[string]any
+	var lastErr string
+
+	for turn := 1; turn <= maxT; turn++ {
+		rs.turn = turn
+		if f := missionEnd(ctx, missionCtx); f != nil {
+			return failStep(st, f)
+		}
+		if t.budget.Add(-1) < 0 {
+			return failStep(st, &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"})
+		}
+		turnStart := time.Now()
+		t.emit(ctx, Event{Kind: EventTurnStart, Agent: rs.name, Depth: rs.depth, Turn: turn})
+		sys := sysStatic
+		if sysStatic == "" {
+			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: msgs})
+		}
+		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
+		rec := messages.Turn{Number: turn, StartedAt: turnStart}
+		if t.debug {
+			rec.Messages = promptMessages(sys, msgs)
+		}
+
+		resp, attemptStart, requests, lerr := a.callModel(missionCtx, rs, policy, req)
+		st.Usage.Requests += requests
+		if lerr != nil {
+			if f := missionEnd(ctx, missionCtx); f != nil {
+				return failStep(st, f)
+			}
+			rec.Error = lerr.Error()
+			rec.Duration = time.Since(turnStart)
+			st.Trace = append(st.Trace, rec)
+			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
+		}
+		u := resp.Usage
+		rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
+		addTokens(&st.Usage, rec.Usage)
+		st.Usage.Turns++
+		rec.Raw = resp.Content
+		msgs = append(msgs, llm.AssistantText(resp.Content))
+
+		code, ok := ParseResponse(resp.Content)
+		var feedback string
+		endTurn := func() {
+			rec.Duration = time.Since(turnStart)
+			rec.Feedback = feedback
+			st.Trace = append(st.Trace, rec)
+			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u, Program: rec.Program})
+		}
+		if !ok {
+			rec.Error = "no code found in the response"
+			lastErr = rec.Error
+			if single {
+				endTurn()
+				return failStep(st, &messages.Fail{Reason: ReasonNoCode, Message: "the model's answer holds no PTC-Lisp program"})
+			}
+			feedback = BoundaryReminder
+			if turn < maxT {
+				feedback += "\n" + turnLine(turn+1, maxT)
+			}
+			endTurn()
+			msgs = append(msgs, llm.UserText(feedback))
+			continue
+		}
+		rec.Program = code
+
+		// the program's time: what is left of the turn (or of the mission
+		// when sub-agents may run)
+		progDeadline := attemptStart.Add(a.turnTimeout())
+		if md, ok := missionCtx.Deadline(); ok && (hasSub || md.Before(progDeadline)) {
+			progDeadline = md
+		}
+		timeout := time.Until(progDeadline)
+		if timeout <= 0 {
+			timeout = time.Millisecond
+		}
+		ctxData := in.data
+		if lastFail != nil {
+			ctxData = maps.Clone(in.data)
+			ctxData["fail"] = lastFail
+		}
+		tt := &turnTools{}
+		tr.cur = tt
+		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
+			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxMemoryBytes: -1,
+			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
+		})
+		rec.ToolCalls = tt.calls
+		rec.Prints = res.Prints
+		st.Usage.ToolCalls += len(tt.calls)
+		addTokens(&st.Usage, tt.usage)
+		st.Usage.Requests += tt.usage.Requests
+		st.Warnings = append(st.Warnings, tt.warnings...)
+		last := turn == maxT
+
+		if xerr != nil {
+			var le *lisp.Error
+			if !errors.As(xerr, &le) {
+				le = &lisp.Error{Kind: lisp.KindInternal, Msg: xerr.Error(), Err: xerr}
+			}
+			if f := missionEnd(ctx, missionCtx); f != nil {
+				rec.Error = lispErrorText(le)
+				endTurn()
+				return failStep(st, f)
+			}
+			if le.Kind == lisp.KindFail {
+				rec.Error = le.Msg
+				endTurn()
+				return failStep(st, programFail(le))
+			}
+			text := lispErrorText(le)
+			rec.Error = text
+			lastErr = text
+			lastFail = map[string]any{"reason": le.Reason(), "message": le.Error()}
+			if le.Op != "" {
+				lastFail["op"] = le.Op
+			}
+			if single {
+				endTurn()
+				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
+			}
+			if !last {
+				feedback = errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT)
+			}
+			if t.debug {
+				rec.Memory = toGoMemory(mem)
+			}
+			endTurn()
+			if !last {
+				msgs = append(msgs, llm.UserText(feedback))
+			}
+			continue
+		}
+
+		// committed memory
+		if res.Memory != nil {
+			if size := memorySize(res.Memory, a.memoryLimit()); size > a.memoryLimit() {
+				rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
+				endTurn()
+				st.Memory = toGoMemory(mem)
+				return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
+			}
+			mem = make(map[string]any, len(res.Memory))
+			for k, v := range res.Memory {
+				mem[k] = v
+			}
+		}
+		st.Memory = toGoMemory(mem)
+		if t.debug {
+			rec.Memory = st.Memory
+		}
+		value := roundFloats(lisp.ToGo(res.Value), FloatPrecision)
+		rec.Result = value
+
+		if res.Signal == lisp.SignalReturn || single {
+			if verr := a.validateReturn(value); verr != nil {
+				text := validationText(verr, signature.PromptType(a.sig.Output))
+				if a.spec.Validation.Fatal() {
+					rec.Error = text
+					lastErr = text
+					lastFail = map[string]any{"reason": ReasonValidation, "message": text, "op": "return"}
+					if single {
+						endTurn()
+						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
+					}
+					if !last {
+						feedback = errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT)
+						msgs = append(msgs, llm.UserText(feedback))
+					}
+					endTurn()
+					continue
+				}
+				st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
+			}
+			endTurn()
+			st.Return = value
+			return st, nil
+		}
+
+		lastFail = nil
+		if !last {
+			feedback = resultFeedback(res, lim, tt.warnings, turn+1, maxT)
+			msgs = append(msgs, llm.UserText(feedback))
+		}
+		endTurn()
+	}
+	msg := fmt.Sprintf("no return or fail after %d turns", maxT)
+	f := &messages.Fail{Reason: ReasonMaxTurns, Message: msg}
+	if lastErr != "" {
+		f.Details = map[string]any{"last_error": lastErr}
+	}
+	return failStep(st, f)
+}
+
+// callModel calls the model under the retry policy. Each attempt is
+// bounded by the turn timeout; an attempt that runs out of it is an
+// infrastructure error (class timeout) and uses the retry budget, not a
+// turn. It returns the response, when the successful attempt started (the
+// turn's clock for the program), and the number of requests made.
+func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, req llm.Request) (*llm.Response, time.Time, int, error) {
+	var resp *llm.Response
+	var attemptStart time.Time
+	requests := 0
+	err := policy.Do(missionCtx, func(ctx context.Context, attempt int) error {
+		actx, cancel := context.WithTimeout(ctx, a.turnTimeout())
+		defer cancel()
+		attemptStart = time.Now()
+		requests++
+		rs.tree.emit(ctx, Event{Kind: EventLLMStart, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Messages: req.Messages})
+		r, err := rs.model.Complete(actx, req)
+		if err == nil && r == nil {
+			err = errors.New("model returned no response")
+		}
+		if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the turn timeout of %s: %w", a.turnTimeout(), err), llm.ClassTimeout)
+		}
+		ev := Event{Kind: EventLLMStop, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Duration: time.Since(attemptStart), Err: err}
+		if r != nil {
+			ev.Usage, ev.Response = r.Usage, r.Content
+		}
+		rs.tree.emit(ctx, ev)
+		if err != nil {
+			return err
+		}
+		resp = r
+		return nil
+	})
+	return resp, attemptStart, requests, err
+}
+
+// missionEnd reports why the run must stop now: the caller canceled, or
+// the mission deadline passed.
+func missionEnd(ctx, missionCtx context.Context) *messages.Fail {
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the caller's deadline passed"}
+		}
+		return &messages.Fail{Reason: ReasonCanceled, Message: "the run was canceled"}
+	}
+	if missionCtx.Err() != nil {
+		return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the mission timeout passed"}
+	}
+	return nil
+}
+
+func (a *Agent) validateReturn(v any) error {
+	if a.spec.Validation == signature.Disabled || a.sig.Output == nil {
+		return nil
+	}
+	return a.sig.ValidateOutput(v, a.spec.Validation)
+}
+
+// programFail converts the program's (fail ...) into the Step's Fail,
+// keeping its reason, message, op and details.
+func programFail(le *lisp.Error) *messages.Fail {
+	f := &messages.Fail{Reason: le.Reason(), Message: le.Msg, Op: le.Op}
+	if m, ok := le.Fail.(map[string]any); ok {
+		if s, ok := m["message"].(string); ok {
+			f.Message = s
+		}
+		if s, ok := m["op"].(string); ok {
+			f.Op = s
+		}
+		if d, ok := m["details"].(map[string]any); ok {
+			f.Details = d
+		}
+	}
+	if f.Reason == "" {
+		f.Reason = "failed"
+	}
+	return f
+}
+
+func addTokens(u *messages.Usage, o messages.Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.TotalTokens += o.TotalTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+}
+
+func promptMessages(sys string, msgs []llm.Message) []messages.PromptMessage {
+	out := make([]messages.PromptMessage, 0, len(msgs)+1)
+	out = append(out, messages.PromptMessage{Role: "system", Content: sys})
+	for _, m := range msgs {
+		out = append(out, messages.PromptMessage{Role: string(m.Role), Content: m.Text()})
+	}
+	return out
+}
+
+func toGoMemory(mem map[string]any) map[string]any {
+	if len(mem) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(mem))
+	for k, v := range mem {
+		out[k] = lisp.ToGo(v)
+	}
+	return out
+}
+
+// memorySize is the printed size of memory (names plus values), stopping
+// early past limit.
+func memorySize(mem map[string]lisp.Value, limit int) int {
+	size := 0
+	for k, v := range mem {
+		size += len(k) + len(lisp.Sprint(v, lisp.PrintOptions{NoFirewall: true, MaxLen: limit + 1}))
+		if size > limit {
+			return size
+		}
+	}
+	return size
+}
+
+func roundFloats(v any, digits int) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return x
+		}
+		p := math.Pow(10, float64(digits))
+		return math.Round(x*p) / p
+	case []any:
+		for i := range x {
+			x[i] = roundFloats(x[i], digits)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = roundFloats(x[k], digits)
+		}
+	}
+	return v
+}

@@ -1,0 +1,273 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// Prompt building. The system prompt is static per agent (identical across
+// turns, so providers can cache it); everything that depends on the run
+// (data inventory, tools, expected output, the mission) goes into the
+// first user message.
+
+const corePrompt = `You are a PTC-Lisp program generator. You complete a mission by writing short PTC-Lisp programs that run in a sandbox. Programs call tools and transform data; large data stays in the sandbox, and you see a truncated preview of each program's result.`
+
+const recoveryPrompt = `## Error recovery
+If a program fails you get "Error: ..." with the position and a hint, and the next program can read the error as ctx/fail. Fix the cause and try again; do not resend a failing program unchanged. If the mission cannot be completed, call (fail {:reason :some_reason :message "why"}).`
+
+const outputFormatMulti = `## Output format
+Answer with at most a short reasoning, then exactly one ` + "```clojure" + ` block holding the program. Every answer must contain a program. The mission ends only when a program calls (return value) or (fail {...}); until then, use each result to decide the next program.`
+
+const outputFormatSingle = `## Output format
+Answer with exactly one ` + "```clojure" + ` block holding the program. The value of its last expression is your answer; it must match the expected output.`
+
+// systemPrompt assembles the system prompt for turn (only a
+// LanguageSpecFunc makes it depend on the turn).
+func (a *Agent) systemPrompt(pc PromptContext) string {
+	sp := a.spec.SystemPrompt
+	if sp.Override != "" {
+		return sp.Override
+	}
+	var parts []string
+	if sp.Prefix != "" {
+		parts = append(parts, sp.Prefix)
+	}
+	parts = append(parts, corePrompt)
+	switch {
+	case sp.LanguageSpecFunc != nil:
+		parts = append(parts, sp.LanguageSpecFunc(pc))
+	case sp.LanguageSpec != "":
+		if f, ok := languagePreset(sp.LanguageSpec); ok && !strings.ContainsAny(sp.LanguageSpec, " \n") {
+			parts = append(parts, f(a))
+		} else {
+			parts = append(parts, sp.LanguageSpec)
+		}
+	default:
+		parts = append(parts, languageReference(a, false))
+	}
+	for i := range parts {
+		parts[i] = strings.TrimRight(parts[i], "\n")
+	}
+	parts = append(parts, recoveryPrompt)
+	switch {
+	case sp.OutputFormat != "":
+		parts = append(parts, sp.OutputFormat)
+	case a.singleTurn():
+		parts = append(parts, outputFormatSingle)
+	default:
+		parts = append(parts, outputFormatMulti)
+	}
+	if sp.Suffix != "" {
+		parts = append(parts, sp.Suffix)
+	}
+	out := strings.Join(parts, "\n\n")
+	if sp.Transform != nil {
+		out = sp.Transform(out)
+	}
+	return out
+}
+
+// ToolSchema is how a tool is shown to the model: its name, public
+// signature and description.
+type ToolSchema = messages.ToolSchema
+
+// toolSchemas lists the callable tools (sorted by name) as the model sees
+// them: public signatures only.
+func (a *Agent) toolSchemas() []ToolSchema {
+	out := make([]ToolSchema, 0, len(a.toolKeys))
+	for _, name := range a.toolKeys {
+		bt := a.tools[name]
+		sig := "(args :map) -> :any"
+		if bt.tool.Signature != "" {
+			if s, err := signature.Parse(bt.tool.Signature); err == nil {
+				sig = s.Public().String()
+			}
+		}
+		out = append(out, ToolSchema{Name: name, Signature: sig, Description: bt.tool.Description})
+	}
+	return out
+}
+
+// firstMessage builds the first user message: data inventory, tools,
+// planning-only tools, expected output and the mission.
+func (a *Agent) firstMessage(in *runInput) string {
+	var b strings.Builder
+	b.WriteString("## Data inventory (ctx/)\n")
+	writeInventory(&b, a, in)
+	b.WriteString("\n## Tools you can call\n")
+	for _, ts := range a.toolSchemas() {
+		writeToolLine(&b, ts)
+	}
+	if !a.singleTurn() {
+		b.WriteString("- return(data :any): ends the mission successfully with data\n")
+		b.WriteString("- fail(error {reason :keyword, message :string, op :string?, details :map?}): ends the mission with an error\n")
+	} else if len(a.toolKeys) == 0 {
+		b.WriteString("(none)\n")
+	}
+	if len(a.spec.ToolCatalog) > 0 {
+		b.WriteString("\n## Tools for planning only (do not call)\n")
+		cat := append([]messages.ToolSchema(nil), a.spec.ToolCatalog...)
+		sort.Slice(cat, func(i, j int) bool { return cat[i].Name < cat[j].Name })
+		for _, ts := range cat {
+			if ts.Signature != "" {
+				if s, err := signature.Parse(ts.Signature); err == nil {
+					ts.Signature = s.Public().String()
+				}
+			}
+			writeToolLine(&b, ts)
+		}
+	}
+	b.WriteString("\n## Expected output\n")
+	out := signature.PromptType(a.sig.Output)
+	if out == "" {
+		out = ":any"
+	}
+	if a.singleTurn() {
+		fmt.Fprintf(&b, "The value of your program, of type %s.\n", out)
+	} else {
+		fmt.Fprintf(&b, "Finish with (return value) where value has type %s, or (fail {:reason :some_reason :message \"why\"}) if the mission cannot be done.\n", out)
+	}
+	b.WriteString("\n## Mission\n")
+	b.WriteString(a.tmpl.Render(in.data))
+	if !a.singleTurn() {
+		b.WriteString("\n\n")
+		b.WriteString(turnLine(1, a.maxTurns()))
+	}
+	return b.String()
+}
+
+func writeToolLine(b *strings.Builder, ts ToolSchema) {
+	sig := ts.Signature
+	if sig == "" {
+		sig = "(args :map) -> :any"
+	}
+	b.WriteString("- ")
+	b.WriteString(ts.Name)
+	b.WriteString(sig)
+	if ts.Description != "" {
+		b.WriteString(": ")
+		b.WriteString(strings.ReplaceAll(strings.TrimSpace(ts.Description), "\n", " "))
+	}
+	b.WriteByte('\n')
+}
+
+// writeInventory lists each ctx/ key with its type: from the context
+// signature, else the agent's input signature, else the runtime value.
+// Firewalled keys show their type but never a value.
+func writeInventory(b *strings.Builder, a *Agent, in *runInput) {
+	keys := sortedKeys(in.data)
+	if len(keys) == 0 {
+		b.WriteString("(no inputs)\n")
+		return
+	}
+	for _, k := range keys {
+		v := in.data[k]
+		var t signature.Type
+		if in.ctxType != nil {
+			if f, ok := in.ctxType.Field(k); ok {
+				t = f.Type
+			}
+		}
+		if t == nil {
+			if p, ok := a.sig.Input(k); ok {
+				t = p.Type
+			}
+		}
+		if t == nil {
+			t = inferType(v, 0)
+		}
+		ts := signature.PromptType(t)
+		if ts == "" {
+			ts = ":any"
+		}
+		fmt.Fprintf(b, "- ctx/%s %s", k, ts)
+		if signature.IsFirewalled(k) {
+			b.WriteString(" (firewalled: usable in programs, value hidden)\n")
+			continue
+		}
+		if l, ok := v.([]any); ok {
+			fmt.Fprintf(b, " (%d items)", len(l))
+			if len(l) > 0 {
+				fmt.Fprintf(b, ", first: %s", sample(l[0]))
+			}
+		} else {
+			fmt.Fprintf(b, " = %s", sample(v))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// sample prints a short firewalled preview of v for the inventory.
+func sample(v any) string {
+	lv, err := lisp.FromGo(v)
+	if err != nil {
+		return "?"
+	}
+	return lisp.Sprint(lv, lisp.PrintOptions{MaxItems: 3, MaxString: 40, MaxLen: 120})
+}
+
+// inferType derives a signature type from a runtime value (lists by their
+// first element, maps by their keys, three levels deep).
+func inferType(v any, depth int) signature.Type {
+	switch x := v.(type) {
+	case nil:
+		return signature.Any
+	case bool:
+		return signature.Bool
+	case int, int64, int32, int16, int8, uint, uint64, uint32, uint16, uint8:
+		return signature.Int
+	case float64, float32:
+		return signature.Float
+	case string:
+		return signature.String
+	case []any:
+		if len(x) == 0 || depth >= 3 {
+			return signature.List{Elem: signature.Any}
+		}
+		return signature.List{Elem: inferType(x[0], depth+1)}
+	case map[string]any:
+		if depth >= 3 || len(x) > 30 {
+			return signature.AnyMap
+		}
+		m := signature.Map{}
+		for _, k := range sortedKeys(x) {
+			if !signature.IsName(k) {
+				return signature.AnyMap
+			}
+			m.Fields = append(m.Fields, signature.Field{Name: k, Type: inferType(x[k], depth+1)})
+		}
+		return m
+	}
+	return signature.Any
+}
+
+// Preview is what a run would send to the model first, without calling it.
+type Preview struct {
+	// System is the system prompt.
+	System string
+	// User is the first user message (data inventory, tools, expected
+	// output, mission).
+	User string
+	// ToolSchemas are the callable tools as the model sees them.
+	ToolSchemas []ToolSchema
+}
+
+// PreviewPrompt renders the prompts a run of a with the given context (a
+// map, a *messages.Step or nil) would start with; no LLM is called. A
+// failed Step is an error (a run would end in chained_failure).
+func PreviewPrompt(a *Agent, context any) (*Preview, error) {
+	in, fail := resolveInput(RunOptions{Context: context})
+	if fail != nil {
+		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
+	}
+	return &Preview{
+		System:      a.systemPrompt(PromptContext{Turn: 1}),
+		User:        a.firstMessage(in),
+		ToolSchemas: a.toolSchemas(),
+	}, nil
+}

@@ -1,0 +1,424 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// Defaults of a Spec (the seeds' values).
+const (
+	DefaultMaxTurns       = 5
+	DefaultTurnTimeout    = 5 * time.Second
+	DefaultMissionTimeout = 60 * time.Second
+	DefaultMaxDepth       = 3
+	DefaultTurnBudget     = 20
+	DefaultMemoryLimit    = 1 << 20
+	DefaultListLimit      = 5
+	DefaultStringLimit    = 1000
+	// FloatPrecision is the number of decimals floats in a returned value
+	// are rounded to (the seeds' float_precision for agents).
+	FloatPrecision = 2
+)
+
+// Output modes of a Spec.
+const (
+	OutputLisp = messages.ModeLisp // PTC-Lisp programs (the default)
+	OutputText = messages.ModeText // plain text / JSON answers (not implemented yet)
+)
+
+// PromptLimit bounds the result previews fed back to the model: List items
+// per collection and String characters per string (0: the defaults 5 and
+// 1000).
+type PromptLimit = messages.PromptLimit
+
+// Spec is an agent as data: the static definition, separate from the
+// runtime options of a run. Zero fields take the defaults listed on each
+// field. New validates a Spec; a Spec is a value and may be reused.
+//
+// Everything but the Go funcs (tools, Model, the SystemPrompt functions)
+// round-trips through messages.AgentSpec (see ToWire / FromWire), where
+// tools are referenced by name.
+type Spec struct {
+	// Name and Description identify the agent (in traces, observer events
+	// and when used as a tool).
+	Name        string
+	Description string
+	// Prompt is the mission template, with {{placeholders}} expanded from
+	// the context. Required. Every placeholder must name an input of
+	// Signature (when Signature is set).
+	Prompt string
+	// Signature is the contract: "(inputs) -> output" or just "output".
+	// Empty means "() -> :any".
+	Signature string
+	// Tools are the tools programs may call, by name. "return" and "fail"
+	// are reserved.
+	Tools map[string]Tool
+	// ToolCatalog lists tools shown to the model for planning only (not
+	// callable).
+	ToolCatalog []messages.ToolSchema
+	// MaxTurns bounds the LLM turns (default 5). MaxTurns 1 without tools
+	// is single-turn mode: the program's value is the answer. Otherwise
+	// only return/fail end the mission.
+	MaxTurns int
+	// PromptLimit truncates result previews (default list 5, string 1000).
+	PromptLimit PromptLimit
+	// TurnTimeout bounds one turn: the LLM call, the program and its tools
+	// (default 5 s).
+	TurnTimeout time.Duration
+	// MissionTimeout bounds the whole run, sub-agents included (default 60 s).
+	MissionTimeout time.Duration
+	// LLMRetry retries infrastructure errors of the model (nil: 3 attempts,
+	// exponential backoff from 1 s). Logic errors use turns, not retries.
+	LLMRetry *llm.RetryPolicy
+	// LLM names the model in the run's registry; it overrides the model
+	// the agent would inherit or be bound to.
+	LLM string
+	// Model is a direct model override (takes precedence over LLM); it
+	// does not serialize.
+	Model llm.Model
+	// LLMOpts are passed to the model with every request (temperature...).
+	LLMOpts map[string]any
+	// SystemPrompt customizes the system prompt.
+	SystemPrompt SystemPrompt
+	// MemoryLimit caps the memory size in bytes after each turn
+	// (default 1 MiB); exceeding it fails the run (memory_limit_exceeded).
+	MemoryLimit int
+	// Validation is the signature validation mode (default Enabled).
+	Validation signature.Mode
+	// MaxDepth bounds sub-agent nesting (default 3; the top level is 1).
+	MaxDepth int
+	// TurnBudget bounds the turns of the whole agent tree (default 20);
+	// the top-level agent's value applies to the tree.
+	TurnBudget int
+	// MaxToolCalls caps tool calls per program (0: unlimited).
+	MaxToolCalls int
+	// Output is OutputLisp (default, "") or OutputText (not implemented in
+	// this package yet: Run fails with not_implemented).
+	Output string
+}
+
+// SystemPrompt customizes the generated system prompt. With every field
+// empty the default prompt is used. Assembly order (the specification's):
+// Prefix, core instructions, language reference, error recovery, output
+// format, Suffix; then Transform is applied. Override replaces everything.
+type SystemPrompt struct {
+	// Prefix is prepended before all generated content.
+	Prefix string
+	// Suffix is appended after all generated content.
+	Suffix string
+	// LanguageSpec replaces the language reference: a string used as is,
+	// or a preset name "default" or "minimal" (see LanguagePresets).
+	LanguageSpec string
+	// LanguageSpecFunc, when set, computes the language reference per turn
+	// (it makes the system prompt vary across turns, defeating provider
+	// caching).
+	LanguageSpecFunc func(PromptContext) string
+	// OutputFormat replaces the output format instructions.
+	OutputFormat string
+	// Transform, when set, receives the assembled prompt and returns the
+	// one to use.
+	Transform func(string) string
+	// Override, when set, is the whole system prompt (the caller then owns
+	// output format and error recovery instructions).
+	Override string
+}
+
+// PromptContext is passed to SystemPrompt.LanguageSpecFunc.
+type PromptContext struct {
+	Turn     int
+	Model    string
+	Memory   []string // memory names (values are never exposed)
+	Messages []llm.Message
+}
+
+// Agent is a validated Spec, ready to run. It is immutable and safe for
+// concurrent use: any number of runs may share it.
+type Agent struct {
+	spec     Spec
+	sig      *signature.Signature
+	tmpl     *Template
+	tools    map[string]*boundTool
+	toolKeys []string
+}
+
+type boundTool struct {
+	name string
+	tool Tool
+	sig  *signature.Signature // nil: no validation
+}
+
+var reservedTools = []string{"return", "fail"}
+
+// New validates spec, fills in defaults and returns the Agent. Errors are
+// *Error of KindSpec naming the field: the prompt is required, placeholders
+// must name signature inputs ("placeholders {{user}} not found in
+// signature"), max_turns must be positive, "return"/"fail" are reserved,
+// signatures must parse, strict mode needs a signature on every tool.
+func New(spec Spec) (*Agent, error) {
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return nil, specErr("prompt", "prompt is required", nil)
+	}
+	tmpl, err := ParseTemplate(spec.Prompt)
+	if err != nil {
+		return nil, specErr("prompt", err.Error(), err)
+	}
+	sig := &signature.Signature{Output: signature.Any}
+	if spec.Signature != "" {
+		sig, err = signature.Parse(spec.Signature)
+		if err != nil {
+			return nil, specErr("signature", err.Error(), err)
+		}
+		if err := sig.CheckPlaceholders(spec.Prompt); err != nil {
+			return nil, specErr("prompt", err.Error(), err)
+		}
+	}
+	if spec.MaxTurns < 0 {
+		return nil, specErr("max_turns", fmt.Sprintf("max_turns must be > 0, got %d", spec.MaxTurns), nil)
+	}
+	for _, c := range []struct {
+		field string
+		v     int64
+	}{
+		{"turn_timeout", int64(spec.TurnTimeout)}, {"mission_timeout", int64(spec.MissionTimeout)},
+		{"memory_limit", int64(spec.MemoryLimit)}, {"max_depth", int64(spec.MaxDepth)},
+		{"turn_budget", int64(spec.TurnBudget)}, {"max_tool_calls", int64(spec.MaxToolCalls)},
+		{"prompt_limit.list", int64(spec.PromptLimit.List)}, {"prompt_limit.string", int64(spec.PromptLimit.String)},
+	} {
+		if c.v < 0 {
+			return nil, specErr(c.field, fmt.Sprintf("%s must not be negative, got %d", c.field, c.v), nil)
+		}
+	}
+	switch spec.Output {
+	case "", OutputLisp, OutputText:
+	default:
+		return nil, specErr("output", fmt.Sprintf("unknown output mode %q (want %q or %q)", spec.Output, OutputLisp, OutputText), nil)
+	}
+	if spec.Validation > signature.Strict {
+		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
+	}
+	if spec.LLMRetry != nil {
+		if err := spec.LLMRetry.Validate(); err != nil {
+			return nil, specErr("llm_retry", err.Error(), err)
+		}
+	}
+	if p := spec.SystemPrompt.LanguageSpec; p != "" && !strings.ContainsAny(p, " \n") {
+		if _, ok := languagePreset(p); !ok {
+			return nil, specErr("system_prompt.language_spec", fmt.Sprintf("unknown language preset %q (known: %s)", p, strings.Join(LanguagePresets(), ", ")), nil)
+		}
+	}
+	a := &Agent{spec: spec, sig: sig, tmpl: tmpl, tools: map[string]*boundTool{}}
+	for name, t := range spec.Tools {
+		field := "tools[" + name + "]"
+		if slices.Contains(reservedTools, name) {
+			return nil, specErr(field, fmt.Sprintf("tool name %q is reserved", name), nil)
+		}
+		if name == "" || strings.ContainsAny(name, " \t\n()[]{}\"/") {
+			return nil, specErr(field, fmt.Sprintf("invalid tool name %q", name), nil)
+		}
+		if t.initErr != nil {
+			return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
+		}
+		if t.fn == nil && t.sub == nil {
+			return nil, specErr(field, "tool has no function", nil)
+		}
+		bt := &boundTool{name: name, tool: t}
+		if t.Signature != "" {
+			s, err := signature.Parse(t.Signature)
+			if err != nil {
+				return nil, specErr(field+".signature", err.Error(), err)
+			}
+			if !t.skip {
+				bt.sig = s
+			}
+		} else if spec.Validation == signature.Strict {
+			return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
+		}
+		a.tools[name] = bt
+		a.toolKeys = append(a.toolKeys, name)
+	}
+	slices.Sort(a.toolKeys)
+	for i, ts := range spec.ToolCatalog {
+		field := fmt.Sprintf("tool_catalog[%d]", i)
+		if ts.Name == "" {
+			return nil, specErr(field+".name", "tool name is required", nil)
+		}
+		if ts.Signature != "" {
+			if _, err := signature.Parse(ts.Signature); err != nil {
+				return nil, specErr(field+".signature", err.Error(), err)
+			}
+		}
+	}
+	return a, nil
+}
+
+// Spec returns a copy of the agent's spec with defaults filled in.
+func (a *Agent) Spec() Spec {
+	s := a.spec
+	s.MaxTurns = a.maxTurns()
+	s.TurnTimeout = a.turnTimeout()
+	s.MissionTimeout = a.missionTimeout()
+	s.MaxDepth = a.maxDepth()
+	s.TurnBudget = a.turnBudget()
+	s.MemoryLimit = a.memoryLimit()
+	s.PromptLimit = a.promptLimit()
+	return s
+}
+
+// Signature returns the agent's parsed signature.
+func (a *Agent) Signature() *signature.Signature { return a.sig }
+
+// Name returns the agent's name ("agent" when unnamed).
+func (a *Agent) Name() string {
+	if a.spec.Name != "" {
+		return a.spec.Name
+	}
+	return "agent"
+}
+
+func (a *Agent) maxTurns() int { return orDefault(a.spec.MaxTurns, DefaultMaxTurns) }
+func (a *Agent) maxDepth() int { return orDefault(a.spec.MaxDepth, DefaultMaxDepth) }
+func (a *Agent) turnBudget() int {
+	return orDefault(a.spec.TurnBudget, DefaultTurnBudget)
+}
+func (a *Agent) memoryLimit() int { return orDefault(a.spec.MemoryLimit, DefaultMemoryLimit) }
+func (a *Agent) turnTimeout() time.Duration {
+	return orDefault(a.spec.TurnTimeout, DefaultTurnTimeout)
+}
+func (a *Agent) missionTimeout() time.Duration {
+	return orDefault(a.spec.MissionTimeout, DefaultMissionTimeout)
+}
+func (a *Agent) promptLimit() PromptLimit {
+	return PromptLimit{List: orDefault(a.spec.PromptLimit.List, DefaultListLimit), String: orDefault(a.spec.PromptLimit.String, DefaultStringLimit)}
+}
+
+// singleTurn reports the specification's single-turn mode: max_turns 1
+// and no tools; the program's value is the answer.
+func (a *Agent) singleTurn() bool { return a.maxTurns() == 1 && len(a.tools) == 0 }
+
+func orDefault[T int | time.Duration](v, d T) T {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// ToWire converts the spec to its wire form. Tools are referenced by name
+// (the receiving worker resolves them); sub-agent tools (AsTool) travel as
+// SubAgents with their own specs. Go funcs, Model, LLMRetry's funcs and the
+// SystemPrompt funcs do not travel; LanguageSpec, OutputFormat and Override
+// have no wire field yet either (see docs/agent.md).
+func (s Spec) ToWire() *messages.AgentSpec {
+	w := &messages.AgentSpec{
+		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
+		OutputMode: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog),
+		MaxTurns: s.MaxTurns, MaxToolCalls: s.MaxToolCalls, TurnTimeout: s.TurnTimeout,
+		MissionTimeout: s.MissionTimeout, PromptLimit: s.PromptLimit, LLM: s.LLM,
+		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
+		MemoryLimit: int64(s.MemoryLimit), MaxDepth: s.MaxDepth, TurnBudget: s.TurnBudget,
+	}
+	if s.Validation != signature.Enabled {
+		w.ValidationMode = s.Validation.String()
+	}
+	for _, name := range sortedKeys(s.Tools) {
+		t := s.Tools[name]
+		if t.sub != nil {
+			if w.SubAgents == nil {
+				w.SubAgents = map[string]*messages.AgentSpec{}
+			}
+			cw := t.sub.agent.spec.ToWire()
+			if cw.LLM == "" {
+				cw.LLM = t.sub.boundName
+			}
+			w.SubAgents[name] = cw
+			continue
+		}
+		w.Tools = append(w.Tools, name)
+	}
+	return w
+}
+
+// FromWire rebuilds a Spec from its wire form. resolve maps each tool name
+// of w.Tools to a Tool (a local func or a remote-tool client); a name it
+// does not know is an error naming it. Sub-agents are rebuilt recursively
+// (New validates them) and wrapped with AsTool.
+func FromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool)) (Spec, error) {
+	return fromWire(w, resolve, 0)
+}
+
+func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), depth int) (Spec, error) {
+	if w == nil {
+		return Spec{}, specErr("agent", "agent spec is nil", nil)
+	}
+	if depth > messages.MaxSpecDepth {
+		return Spec{}, specErr("sub_agents", "sub-agent specs nested too deeply", nil)
+	}
+	mode, err := signature.ParseMode(w.ValidationMode)
+	if err != nil {
+		return Spec{}, specErr("validation_mode", err.Error(), err)
+	}
+	s := Spec{
+		Name: w.Name, Description: w.Description, Prompt: w.Prompt, Signature: w.Signature,
+		Output: w.OutputMode, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
+		MaxToolCalls: w.MaxToolCalls, TurnTimeout: w.TurnTimeout, MissionTimeout: w.MissionTimeout,
+		PromptLimit: w.PromptLimit, LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
+		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix},
+		MemoryLimit:  int(w.MemoryLimit), Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
+	}
+	if len(w.Tools)+len(w.SubAgents) > 0 {
+		s.Tools = map[string]Tool{}
+	}
+	for _, name := range w.Tools {
+		if resolve == nil {
+			return Spec{}, specErr("tools["+name+"]", "no tool resolver given", nil)
+		}
+		t, ok := resolve(name)
+		if !ok {
+			return Spec{}, specErr("tools["+name+"]", fmt.Sprintf("unknown tool %q", name), nil)
+		}
+		s.Tools[name] = t
+	}
+	for _, name := range sortedKeys(w.SubAgents) {
+		cs, err := fromWire(w.SubAgents[name], resolve, depth+1)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Field = "sub_agents[" + name + "]." + e.Field
+			}
+			return Spec{}, err
+		}
+		child, err := New(cs)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Field = "sub_agents[" + name + "]." + e.Field
+			}
+			return Spec{}, err
+		}
+		s.Tools[name] = child.AsTool(ToolOptions{})
+	}
+	return s, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

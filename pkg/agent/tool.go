@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// ToolFunc is the Go shape of a tool: named arguments in (plain Go data,
+// string keys with '-' already turned into '_'), plain Go data or an error
+// out. It may be called from several goroutines at once (pmap).
+type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
+
+// Tool is a capability an agent's programs may call, as (tool/name {...})
+// or (call "name" {...}); its name is its key in Spec.Tools. It is a value:
+// build it with Func, FuncSig, Typed, Skip or Agent.AsTool and refine it
+// with WithDescription / WithSignature.
+//
+// A tool with a signature has its input coerced and validated (warnings and
+// errors are fed back to the model) and its output validated; a tool
+// without one (Func) or built with Skip is called as is. Strict validation
+// mode requires every tool to have a signature. A returned error or a panic
+// becomes a tool error the model sees and can recover from.
+//
+// The zero Tool is not callable; New rejects it.
+type Tool struct {
+	// Signature is the tool's contract in signature syntax, "" for none.
+	Signature string
+	// Description is shown to the model next to the signature.
+	Description string
+
+	fn      ToolFunc
+	skip    bool
+	sub     *subTool
+	initErr error // a derivation error, reported by New
+}
+
+// Func returns a tool without a signature: its arguments and result are
+// not validated, and the model sees it as name(args :map) -> :any.
+func Func(fn ToolFunc) Tool { return Tool{fn: fn} }
+
+// FuncSig returns a tool with an explicit signature, such as
+// "(query :string, limit :int?) -> [{id :int}]".
+func FuncSig(sig string, fn ToolFunc) Tool { return Tool{Signature: sig, fn: fn} }
+
+// Skip returns a tool whose calls are never validated, even when it is
+// given a signature for the prompt (the seeds' {fun, :skip}). Strict mode
+// still rejects it unless it has a signature.
+func Skip(fn ToolFunc) Tool { return Tool{fn: fn, skip: true} }
+
+// Typed returns a tool calling a typed Go function. Its signature is
+// derived from the Args struct (the inputs, named by their json tags) and
+// the Result type (the output), the analogue of the seeds' @spec
+// extraction. Arguments are decoded into Args through encoding/json, and
+// the result is encoded back to plain data the same way. A type that
+// cannot be expressed as a signature makes New fail naming the tool.
+func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, error)) Tool {
+	sig, err := signature.ForFunc[Args, Result]()
+	t := Tool{initErr: err}
+	if sig != nil {
+		t.Signature = sig.String()
+	}
+	t.fn = func(ctx context.Context, in map[string]any) (any, error) {
+		var a Args
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encode arguments: %w", err)
+		}
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("decode arguments: %w", err)
+		}
+		r, err := fn(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return plainData(r)
+	}
+	return t
+}
+
+// WithDescription returns t with its description set.
+func (t Tool) WithDescription(d string) Tool { t.Description = d; return t }
+
+// WithSignature returns t with its signature set (validated by New).
+func (t Tool) WithSignature(sig string) Tool { t.Signature = sig; return t }
+
+// ToolOptions configure Agent.AsTool.
+type ToolOptions struct {
+	// LLM binds the child to a registry model name (resolution order:
+	// the child Spec's own model, then this, then the caller's model).
+	LLM string
+	// Model binds the child to a model directly (takes precedence over LLM).
+	Model llm.Model
+	// Description overrides the description shown to the parent model
+	// (default: the child Spec's Description, else its prompt's first line).
+	Description string
+}
+
+type subTool struct {
+	agent      *Agent
+	boundName  string
+	boundModel llm.Model
+}
+
+// AsTool wraps the agent as a tool another agent can call. The call's
+// arguments become the child's context (validated against the child's
+// signature inputs); the child inherits the caller's LLM registry, resolves
+// its model as child spec > bound (opts) > caller, shares the caller's turn
+// budget and mission deadline, and runs one nesting level deeper. The
+// parent model sees only the child's public signature (no "_" fields); the
+// parent program gets the child's full Return; the child's Step is kept in
+// the parent's trace (ToolCall.Child). A failed child is a tool error.
+func (a *Agent) AsTool(opts ToolOptions) Tool {
+	desc := opts.Description
+	if desc == "" {
+		desc = a.spec.Description
+	}
+	if desc == "" {
+		desc = firstLine(a.spec.Prompt)
+	}
+	return Tool{
+		Signature:   a.sig.String(),
+		Description: desc,
+		sub:         &subTool{agent: a, boundName: opts.LLM, boundModel: opts.Model},
+	}
+}
+
+// plainData converts any Go value to plain JSON-model data (nil, bool,
+// int64, float64, string, []any, map[string]any) through encoding/json.
+func plainData(v any) (any, error) {
+	switch v.(type) {
+	case nil, bool, int64, float64, string:
+		return v, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	return numbers(out), nil
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = numbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = numbers(x[k])
+		}
+	}
+	return v
+}

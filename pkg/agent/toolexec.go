@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// turnTools is the per-turn record of tool activity: calls (with child
+// Steps), warnings and the usage of sub-agents. Tools may run
+// concurrently (pmap), so it is guarded by a mutex.
+type turnTools struct {
+	mu       sync.Mutex
+	calls    []messages.ToolCall
+	warnings []string
+	usage    messages.Usage // sub-agent tokens and requests
+}
+
+func (tt *turnTools) warn(ws ...string) {
+	tt.mu.Lock()
+	tt.warnings = append(tt.warnings, ws...)
+	tt.mu.Unlock()
+}
+
+// toolRunner adapts the agent's tools to lisp tools for one run. cur
+// points at the current turn's record; it is swapped between turns, when
+// no program (and so no tool) is running.
+type toolRunner struct {
+	a    *Agent
+	run  *runState
+	cur  *turnTools
+	mode signature.Mode
+}
+
+func (tr *toolRunner) lispTools() lisp.Tools {
+	out := make(lisp.Tools, len(tr.a.tools))
+	for name, bt := range tr.a.tools {
+		out[name] = lisp.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+			return tr.call(ctx, bt, args)
+		})
+	}
+	return out
+}
+
+// call runs one tool call: input coercion and validation, the call (or a
+// sub-agent run), output validation, recording and observer events.
+func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]any) (out any, err error) {
+	tt := tr.cur
+	rs := tr.run
+	rec := messages.ToolCall{Name: bt.name, Args: args, StartedAt: time.Now()}
+	rs.tree.emit(ctx, Event{Kind: EventToolStart, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Args: args})
+	defer func() {
+		rec.Duration = time.Since(rec.StartedAt)
+		if err != nil {
+			rec.Error = err.Error()
+			rs.tree.emit(ctx, Event{Kind: EventToolException, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Args: args, Duration: rec.Duration, Err: err})
+		} else {
+			rec.Result = out
+			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Result: out, Duration: rec.Duration})
+		}
+		tt.mu.Lock()
+		tt.calls = append(tt.calls, rec)
+		tt.mu.Unlock()
+	}()
+
+	sig := bt.sig
+	if bt.tool.sub != nil {
+		sig = bt.tool.sub.agent.sig
+	}
+	validate := sig != nil && tr.mode != signature.Disabled
+	if validate {
+		coerced, warns, verr := sig.CoerceInputs(args, tr.mode)
+		for _, w := range warns {
+			tt.warn(bt.name + ": " + w)
+		}
+		if verr != nil {
+			if tr.mode.Fatal() {
+				return nil, fmt.Errorf("tool validation errors:\n%s", verr.Error())
+			}
+			tt.warn(prefixLines(bt.name+": ", verr.Error())...)
+		}
+		args = coerced
+		rec.Args = args
+	}
+
+	if bt.tool.sub != nil {
+		child, cerr := tr.runChild(ctx, bt, args)
+		rec.Child = child
+		tt.mu.Lock()
+		tt.usage.InputTokens += child.Usage.InputTokens
+		tt.usage.OutputTokens += child.Usage.OutputTokens
+		tt.usage.TotalTokens += child.Usage.TotalTokens
+		tt.usage.Requests += child.Usage.Requests
+		tt.mu.Unlock()
+		if cerr != nil {
+			return nil, fmt.Errorf("sub-agent %s failed: %s", bt.name, child.Fail.Error())
+		}
+		// The child's return is validated by the child's own run.
+		return child.Return, nil
+	}
+
+	out, err = safeCall(ctx, bt.tool.fn, args)
+	if err != nil {
+		return nil, err
+	}
+	if validate && bt.tool.Signature != "" {
+		if needsPlain(out) {
+			if out, err = plainData(out); err != nil {
+				return nil, err
+			}
+		}
+		if verr := sig.ValidateOutput(out, tr.mode); verr != nil {
+			if tr.mode.Fatal() {
+				return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
+			}
+			tt.warn(prefixLines(bt.name+" output: ", verr.Error())...)
+		}
+	}
+	return out, nil
+}
+
+func (tr *toolRunner) runChild(ctx context.Context, bt *boundTool, args map[string]any) (*messages.Step, error) {
+	rs := tr.run
+	sub := bt.tool.sub
+	l := &link{tree: rs.tree, depth: rs.depth, model: rs.model, modelName: rs.modelName,
+		boundModel: sub.boundModel, boundName: sub.boundName}
+	// The child shares the mission deadline (kept in the tree), not the
+	// caller's turn deadline: detach from the turn's timeout but keep
+	// cancellation of the caller.
+	cctx := context.WithoutCancel(ctx)
+	cctx, cancel := context.WithCancel(cctx)
+	defer cancel()
+	stop := context.AfterFunc(rs.missionCtx, cancel)
+	defer stop()
+	return sub.agent.run(cctx, RunOptions{Context: args, Observer: rs.tree.observer, Trace: rs.tree.trace, Debug: rs.tree.debug}, l)
+}
+
+func safeCall(ctx context.Context, fn ToolFunc, args map[string]any) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn(ctx, args)
+}
+
+func needsPlain(v any) bool {
+	switch v.(type) {
+	case nil, bool, int64, float64, string, []any, map[string]any, int:
+		return false
+	}
+	k := reflect.TypeOf(v).Kind()
+	return k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice || k == reflect.Map
+}
+
+func prefixLines(prefix, text string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		out = append(out, prefix+strings.TrimPrefix(l, "- "))
+	}
+	return out
+}
