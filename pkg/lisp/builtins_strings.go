@@ -39,8 +39,12 @@ func registerStrings(r registry) {
 			return emptyVector
 		}
 		s := strArg(th, "split-lines", a[0], 1)
-		parts := splitLiteral(s, "\n", 0)
-		for i, p := range parts {
+		// Clojure splits on #"\r?\n" and drops trailing empty lines.
+		parts := splitLiteral(s, "\n", -1)
+		if len(parts) == 1 {
+			return th.MakeVector(parts)
+		}
+		for i, p := range parts[:len(parts)-1] {
 			if ps := p.(string); strings.HasSuffix(ps, "\r") {
 				parts[i] = ps[:len(ps)-1]
 			}
@@ -434,10 +438,7 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 	if !last {
 		from := 0
 		if len(a) == 3 {
-			from = int(max(0, min(th.Int(fn, a[2], 3), int64(n)+1)))
-		}
-		if from > n {
-			return notFound
+			from = int(max(0, min(th.Int(fn, a[2], 3), int64(n))))
 		}
 		off := runeOffset(s, from, ascii)
 		i := strings.Index(s[off:], sub)
