@@ -52,6 +52,12 @@ type reader struct {
 	depth    int
 	fnLit    bool
 	keywords map[string]*Keyword
+	opens    []openBracket
+}
+
+type openBracket struct {
+	c   rune
+	pos Pos
 }
 
 // read parses src into top-level forms, interning keywords in kw. Stray
@@ -261,12 +267,13 @@ func (r *reader) readSeq(open rune, start Pos) []*form {
 		r.fail(start, "", "nesting too deep (more than %d levels)", maxReadDepth)
 	}
 	closer := closerOf[open]
+	r.opens = append(r.opens, openBracket{open, start})
 	var items []*form
 	for {
 		r.skipSpace()
 		if r.off >= len(r.src) {
-			n := r.depth
-			r.fail(start, "add the missing closing bracket", "unbalanced parentheses: %d unclosed '%c'", n, open)
+			outer := r.opens[0]
+			r.fail(outer.pos, "add the missing closing bracket", "unbalanced parentheses: %d unclosed '%c'", len(r.opens), outer.c)
 		}
 		c := r.peek()
 		if c == ')' || c == ']' || c == '}' {
@@ -275,6 +282,7 @@ func (r *reader) readSeq(open rune, start Pos) []*form {
 			}
 			r.advance()
 			r.depth--
+			r.opens = r.opens[:len(r.opens)-1]
 			return items
 		}
 		if f := r.read(); f != nil {
