@@ -88,6 +88,13 @@ func (r Reply) WithToolCall(name string, input map[string]any) Reply {
 	return r
 }
 
+// WithStopReason returns r with the given stop reason (max_tokens, to test
+// truncated answers).
+func (r Reply) WithStopReason(reason llm.StopReason) Reply {
+	r.StopReason = reason
+	return r
+}
+
 // Expect returns r with check run on the request it answers.
 func (r Reply) Expect(check func(req llm.Request) error) Reply {
 	r.Check = check

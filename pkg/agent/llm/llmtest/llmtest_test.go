@@ -209,3 +209,11 @@ func TestNoneContainFindsLeaks(t *testing.T) {
 		}
 	}
 }
+
+func TestWithStopReason(t *testing.T) {
+	m := llmtest.New(llmtest.Text("(return").WithStopReason(llm.StopMaxTokens))
+	r, err := m.Complete(context.Background(), userReq("x"))
+	if err != nil || r.StopReason != llm.StopMaxTokens {
+		t.Fatalf("reply = %+v, %v", r, err)
+	}
+}

@@ -216,7 +216,7 @@ func str(s string) *string { return &s }
 
 // toWire translates our messages into chat-completions messages.
 func toWire(req llm.Request) ([]message, error) {
-	var out []message
+	out := []message{} // never null on the wire
 	if req.System != "" {
 		out = append(out, message{Role: "system", Content: str(req.System)})
 	}

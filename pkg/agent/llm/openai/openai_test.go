@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -428,5 +429,37 @@ func TestStreamJSONFallbackAndAbandon(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not unblock Next")
+	}
+}
+
+func TestConcurrentClient(t *testing.T) {
+	replies := make([]reply, 20)
+	for i := range replies {
+		replies[i] = reply{File: "chat_tool_calls.json"}
+	}
+	fs := newServer(t, replies...)
+	c := newClient(t, fs, nil)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			resp, err := c.Complete(context.Background(), simpleReq())
+			if err != nil || len(resp.ToolCalls) != 2 {
+				t.Errorf("Complete = %v, %v", resp, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(fs.Requests()); n != 20 {
+		t.Errorf("requests = %d", n)
+	}
+}
+
+func TestEmptyConversationIsAnArray(t *testing.T) {
+	fs := newServer(t, reply{File: "chat_text.json"})
+	if _, err := newClient(t, fs, nil).Complete(context.Background(), llm.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakeserver.Canonical(t, fs.Requests()[0].Raw); got != `{"messages":[],"model":"gpt-4.1-mini"}` {
+		t.Errorf("body = %s", got)
 	}
 }
