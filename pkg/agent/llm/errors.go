@@ -105,7 +105,8 @@ type ProviderError struct {
 	// RetryAfter is the delay the provider asked for (Retry-After), 0 if
 	// none.
 	RetryAfter time.Duration
-	// Err is the underlying transport or decoding error, if any.
+	// Err is the underlying transport or decoding error, if any (for
+	// errors.Is/As); Error prints it only when Message is empty.
 	Err error
 }
 
@@ -129,7 +130,7 @@ func (e *ProviderError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
 	}
-	if e.Err != nil && !strings.Contains(e.Message, e.Err.Error()) {
+	if e.Err != nil && e.Message == "" { // Message, when set, is the scrubbed form of Err
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}

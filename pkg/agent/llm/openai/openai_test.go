@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,7 +192,7 @@ func TestTransportErrors(t *testing.T) {
 	}
 	_, err = c.Complete(context.Background(), simpleReq())
 	var pe *llm.ProviderError
-	if !errors.As(err, &pe) || pe.Type != "connection_error" || !pe.Retryable {
+	if !errors.As(err, &pe) || pe.Type != "connection_error" || !pe.Retryable || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("err = %#v", err)
 	}
 	if class, ok := llm.Classify(err); !ok || class != llm.ClassConnection {

@@ -152,7 +152,7 @@ func (c *Client) Transport(err error) *llm.ProviderError {
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 		typ = "timeout"
 	}
-	return &llm.ProviderError{Provider: c.Provider, Type: typ, Message: c.Key.Scrub(err.Error()), Retryable: true}
+	return &llm.ProviderError{Provider: c.Provider, Type: typ, Message: c.Key.Scrub(err.Error()), Retryable: true, Err: err}
 }
 
 // Malformed returns the error for a 2xx body that could not be decoded. It
