@@ -464,3 +464,16 @@ func TestEmptyConversationIsAnArray(t *testing.T) {
 		t.Errorf("body = %s", got)
 	}
 }
+
+// Ollama sends a whole tool call in one chunk without an index, and may
+// finish with "stop".
+func TestStreamOllamaToolCall(t *testing.T) {
+	fs := newServer(t, reply{File: "stream_ollama_tool.sse", SSE: true})
+	resp, err := llm.Complete(context.Background(), newClient(t, fs, nil), simpleReq(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StopReason != llm.StopToolUse || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "call_x1" || resp.ToolCalls[0].Input["city"] != "Oslo" || resp.Usage != (llm.Usage{}) {
+		t.Errorf("response = %+v", resp)
+	}
+}
