@@ -98,7 +98,7 @@ type Submission struct {
 	// id): nothing new was queued.
 	Duplicate bool
 	// Sequence is the MISSIONS stream sequence (0 for a duplicate detected
-	// by the status fence).
+	// by the status fence before publishing).
 	Sequence uint64
 }
 
@@ -149,13 +149,13 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 		if gerr != nil {
 			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, gerr)
 		}
-		if cur.st.State != messages.StateQueued || cur.st.StreamSeq != 0 {
+		if cur.st.State != messages.StateQueued {
 			sub.Duplicate = true
 			sub.Sequence = cur.st.StreamSeq
 			return sub, nil
 		}
-		// Queued but never confirmed published: publish again; the Msg-Id
-		// dedupes if the first publish did land.
+		// Still queued: the first publish may not have landed, so publish
+		// again; the Msg-Id dedupes if it did.
 	}
 	msg := &nats.Msg{Subject: messages.SubmitSubject(m.Priority), Data: data, Header: nats.Header{}}
 	for _, o := range opts {
@@ -170,15 +170,9 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 	}
 	sub.Duplicate = ack.Duplicate
 	sub.Sequence = ack.Sequence
-	// Record the sequence; a worker may already have moved the status on,
-	// which is fine.
-	_, _ = updateStatus(ctx, c.st.Status, m.ID, func(s *messages.Status) bool {
-		if s.State != messages.StateQueued || s.StreamSeq != 0 {
-			return false
-		}
-		s.StreamSeq = ack.Sequence
-		return true
-	})
+	// The worker that claims the message records its stream sequence in the
+	// status; a second copy (a resubmission beyond the dedupe window) then
+	// finds another sequence there and is dropped.
 	return sub, nil
 }
 

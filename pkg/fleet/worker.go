@@ -713,7 +713,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		log.Info().Msg("a result was already stored; keeping it")
 	}
 	final := stateOf(stored)
-	_, err = updateStatus(ctx, w.st.Status, id, func(s *messages.Status) bool {
+	setFinal := func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false
 		}
@@ -722,7 +722,17 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 			s.Reason = stored.Fail.Reason
 		}
 		return true
-	})
+	}
+	err = errors.New("no status in hand")
+	if entry != nil {
+		st := entry.st
+		if setFinal(&st) {
+			_, err = casStatus(ctx, w.st.Status, st, entry.rev)
+		}
+	}
+	if err != nil {
+		_, err = updateStatus(ctx, w.st.Status, id, setFinal)
+	}
 	if err != nil {
 		log.Warn().Err(err).Msg("final status not written")
 	}

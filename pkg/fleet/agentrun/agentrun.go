@@ -104,7 +104,7 @@ func applyLimits(s *agent.Spec, l messages.Limits) {
 		s.MaxToolCalls = l.MaxToolCalls
 	}
 	if l.MemoryBytes > 0 {
-		s.MemoryLimit = l.MemoryBytes
+		s.MemoryLimit = int(l.MemoryBytes)
 	}
 }
 
