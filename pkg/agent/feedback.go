@@ -73,6 +73,9 @@ func omissionNotes(res *lisp.Result, lim PromptLimit) []string {
 	var notes []string
 	m.Each(func(k, v lisp.Value) bool {
 		name := lisp.Str(k)
+		if kw, ok := k.(*lisp.Keyword); ok {
+			name = kw.Name
+		}
 		if _, inMem := res.Memory[name]; !inMem {
 			if _, inMem = res.Memory[strings.ReplaceAll(name, "-", "_")]; !inMem {
 				return true
