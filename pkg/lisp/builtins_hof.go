@@ -49,14 +49,15 @@ func registerHOF(r registry) {
 	r.add("some-fn", 1, -1, func(th *Thread, a []Value) Value {
 		preds := append([]Value(nil), a...)
 		return &Builtin{Name: "some-fn", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			var last Value
 			for _, x := range args {
 				for _, p := range preds {
-					if v := th.Call1(p, x); Truthy(v) {
-						return v
+					if last = th.Call1(p, x); Truthy(last) {
+						return last
 					}
 				}
 			}
-			return nil
+			return last // the last falsy result, as Clojure's or
 		}}
 	})
 	r.add("every-pred", 1, -1, func(th *Thread, a []Value) Value {
