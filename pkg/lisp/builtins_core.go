@@ -720,7 +720,8 @@ func (th *Thread) runBranches(name string, n int, branch func(child *Thread, i i
 			err := child.safeBranch(func() { out[i] = branch(child, i) })
 			if err != nil {
 				mu.Lock()
-				if firstErr == nil || i < firstIdx {
+				canceled := err.Kind == KindCanceled
+				if firstErr == nil || (firstErr.Kind == KindCanceled && !canceled) || (i < firstIdx && !canceled) {
 					firstErr, firstIdx = err, i
 				}
 				mu.Unlock()

@@ -30,6 +30,10 @@ func testTools() Tools {
 				map[string]any{"id": int64(3), "name": "cy", "role": "user", "age": int64(40)},
 			}, nil
 		}),
+		"hang": ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}),
 		"slow": ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
 			select {
 			case <-ctx.Done():

@@ -123,7 +123,7 @@ total
 ;=> [1 2 3]
 ---
 (tool/serch {})
-;;; "unknown_tool: 1:2: unknown tool: serch; available: add, boom, echo, get_users, panic, slow"
+;;; "unknown_tool: 1:2: unknown tool: serch; available: add, boom, echo, get_users, hang, panic, slow"
 ---
 (call "serch" {})
 ;;; "unknown_tool: .*unknown tool: serch"
