@@ -135,7 +135,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
 		sysStatic = a.systemPrompt(PromptContext{Turn: 1, Model: rs.modelName})
 	}
-	msgs := []llm.Message{llm.UserText(a.firstMessage(in))}
+	var sec secrets
+	sec.collect(in.data, false)
+	msgs := []llm.Message{llm.UserText(sec.scrub(a.firstMessage(in)))}
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	ltools := tr.lispTools()
 	hasSub := false
@@ -234,6 +236,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		})
 		rec.ToolCalls = tt.calls
 		rec.Prints = res.Prints
+		for _, c := range tt.calls {
+			sec.collect(c.Result, false)
+		}
 		st.Usage.ToolCalls += len(tt.calls)
 		addTokens(&st.Usage, tt.usage)
 		st.Usage.Requests += tt.usage.Requests
@@ -267,7 +272,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT)
+				feedback = sec.scrub(errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT))
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -290,6 +295,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			mem = make(map[string]any, len(res.Memory))
 			for k, v := range res.Memory {
 				mem[k] = v
+				sec.collect(v, signature.IsFirewalled(k))
 			}
 		}
 		st.Memory = toGoMemory(mem)
@@ -311,7 +317,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
 					}
 					if !last {
-						feedback = errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT)
+						feedback = sec.scrub(errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT))
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -326,7 +332,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		lastFail = nil
 		if !last {
-			feedback = resultFeedback(res, lim, tt.warnings, turn+1, maxT)
+			feedback = sec.scrub(resultFeedback(res, lim, tt.warnings, turn+1, maxT))
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()
@@ -384,7 +390,8 @@ func missionEnd(ctx, missionCtx context.Context) *messages.Fail {
 		}
 		return &messages.Fail{Reason: ReasonCanceled, Message: "the run was canceled"}
 	}
-	if missionCtx.Err() != nil {
+	d, ok := missionCtx.Deadline()
+	if missionCtx.Err() != nil || (ok && !time.Now().Before(d)) {
 		return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the mission timeout passed"}
 	}
 	return nil
