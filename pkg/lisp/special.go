@@ -525,9 +525,14 @@ func formText(f *form) string {
 		}
 		return "#{" + s + "}"
 	case fFnLit:
-		return "#(...)"
+		parts := make([]string, len(f.items))
+		for i, it := range f.items {
+			parts[i] = formText(it)
+		}
+		return "#(" + strings.Join(parts, " ") + ")"
 	case fRegex:
-		return "#\"" + f.val.(string) + "\""
+		src := strings.ReplaceAll(f.val.(string), `\`, `\\`)
+		return "#\"" + strings.ReplaceAll(src, `"`, `\"`) + "\""
 	}
 	return "?"
 }

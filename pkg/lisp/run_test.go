@@ -1,0 +1,158 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRunStep(t *testing.T) {
+	tools := testTools()
+	step, err := Run(context.Background(), `(println "hi") (def seen (tool/add {:a 1 :b 2})) {:row-count seen :_secret "k" :tags #{:b :a}}`,
+		Options{Tools: tools, Memory: map[string]any{"old": "x"}, Signature: "{row_count :int}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := step.Return.(map[string]any)
+	if ret["row_count"] != int64(3) || ret["_secret"] != "k" || len(ret["tags"].([]any)) != 2 {
+		t.Fatalf("return %#v", ret)
+	}
+	if step.Memory["seen"] != int64(3) || step.Memory["old"] != "x" {
+		t.Fatalf("memory %#v", step.Memory)
+	}
+	if len(step.Prints) != 1 || step.Prints[0] != "hi" {
+		t.Fatalf("prints %#v", step.Prints)
+	}
+	if len(step.Trace) != 1 || len(step.Trace[0].ToolCalls) != 1 || step.Trace[0].ToolCalls[0].Result != int64(3) {
+		t.Fatalf("trace %#v", step.Trace)
+	}
+	if step.Usage.ToolCalls != 1 || step.Signature == "" {
+		t.Fatalf("usage/signature %#v %q", step.Usage, step.Signature)
+	}
+	if err := step.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	cases := []struct {
+		src, sig, reason, msg string
+		sentinel              error
+	}{
+		{"(+ 1", "", "parse_error", "1:1: unbalanced parentheses", ErrParse},
+		{"(foo)", "", "unbound_symbol", "undefined symbol: foo", ErrUnbound},
+		{"((fn [x] x))", "", "arity_error", "fn expects 1 arg, got 0", ErrArity},
+		{"(+ 1 :a)", "", "type_error", "+: expected number, got keyword :a (arg 2)", ErrType},
+		{"(tool/boom)", "", "tool_error", "tool 'boom' failed: rate limited", ErrTool},
+		{`{:count "x"}`, "{count :int}", "validation_error", "return type validation failed: count: expected integer", ErrValidation},
+		{`(fail {:reason :not_found :message "gone" :details {:id 1}})`, "", "not_found", "gone", ErrFail},
+		{`(fail "plain")`, "", "failed", "plain", ErrFail},
+	}
+	for _, c := range cases {
+		step, err := Run(context.Background(), c.src, Options{Tools: testTools(), Signature: c.sig})
+		if err == nil || step.Fail == nil {
+			t.Fatalf("%s: want failure", c.src)
+		}
+		if step.Fail.Reason != c.reason || !strings.Contains(step.Fail.Message, c.msg) {
+			t.Fatalf("%s: fail %q %q", c.src, step.Fail.Reason, step.Fail.Message)
+		}
+		if !errors.Is(err, c.sentinel) {
+			t.Fatalf("%s: %v is not %v", c.src, err, c.sentinel)
+		}
+		if step.Return != nil {
+			t.Fatalf("%s: return %v", c.src, step.Return)
+		}
+	}
+	step, _ := Run(context.Background(), `(fail {:reason :x :message "m" :details {:id 1}})`, Options{})
+	if step.Fail.Details["id"] != int64(1) {
+		t.Fatalf("details %#v", step.Fail.Details)
+	}
+}
+
+func TestMemoryContract(t *testing.T) {
+	res, err := Exec(context.Background(), `{:total 5 :items [1 2] :return "done"}`, Options{MemoryContract: true, Memory: map[string]any{"k": int64(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Value != "done" || PrStr(res.Memory["total"]) != "5" || PrStr(res.Memory["items"]) != "[1 2]" || res.Memory["return"] != nil {
+		t.Fatalf("value %v memory %v", res.Value, res.Memory)
+	}
+	if strings.Join(res.Written, ",") != "items,total" {
+		t.Fatalf("written %v", res.Written)
+	}
+	// not applied to return, nor without the option
+	res, _ = Exec(context.Background(), `(return {:total 5})`, Options{MemoryContract: true})
+	if _, ok := res.Memory["total"]; ok || res.Signal != SignalReturn {
+		t.Fatalf("contract applied to return: %v", res.Memory)
+	}
+	res, _ = Exec(context.Background(), `{:total 5}`, Options{})
+	if _, ok := res.Memory["total"]; ok {
+		t.Fatal("contract applied without option")
+	}
+	// non-map leaves memory unchanged
+	res, _ = Exec(context.Background(), `42`, Options{MemoryContract: true, Memory: map[string]any{"k": int64(1)}})
+	if len(res.Memory) != 1 {
+		t.Fatalf("memory %v", res.Memory)
+	}
+}
+
+func TestClosuresPersistAcrossRuns(t *testing.T) {
+	res, err := Exec(context.Background(), `(defn sq [x] (* x x)) (def base 10)`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]any{}
+	for k, v := range res.Memory {
+		mem[k] = v
+	}
+	res, err = Exec(context.Background(), `(+ base (sq 3))`, Options{Memory: mem})
+	if err != nil || res.Value != int64(19) {
+		t.Fatalf("%v %v", res.Value, err)
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	_, err := Exec(context.Background(), `(def big (apply str (repeat 5000 "x")))`, Options{MaxMemoryBytes: 1000})
+	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "memory limit exceeded: ") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestFloatPrecision(t *testing.T) {
+	step, _ := Run(context.Background(), `[(/ 1.0 3) {:x 2.71828}]`, Options{FloatPrecision: 2})
+	if PrStr(mustFromGo(t, step.Return)) != `[0.33 {"x" 2.72}]` {
+		t.Fatalf("%v", step.Return)
+	}
+}
+
+func mustFromGo(t *testing.T, v any) Value {
+	t.Helper()
+	x, err := FromGo(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestPrintFloat(t *testing.T) {
+	cases := map[float64]string{1: "1.0", 0.1: "0.1", 1e7: "1.0E7", 1234567.5: "1234567.5", 1e-3: "0.001", 1e-4: "1.0E-4", 1.5e300: "1.5E300", -2.5: "-2.5"}
+	for f, want := range cases {
+		if got := PrStr(f); got != want {
+			t.Errorf("%v: got %s want %s", f, got, want)
+		}
+	}
+}
+
+func TestPreviewTruncation(t *testing.T) {
+	long := strings.Repeat("é", 20)
+	text, omitted := Preview(long, PreviewOptions{MaxString: 5})
+	if text != `"ééééé..."` || omitted != 0 {
+		t.Fatalf("%q %d", text, omitted)
+	}
+	m := mustFromGo(t, map[string]any{"a": []any{1, 2, 3, 4}, "_k": "x"})
+	text, _ = Preview(m, PreviewOptions{MaxItems: 2})
+	if text != `{"_k" <Firewalled> "a" [1 2 ...]}` {
+		t.Fatalf("%q", text)
+	}
+}
