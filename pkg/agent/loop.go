@@ -384,14 +384,15 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 // missionEnd reports why the run must stop now: the caller canceled, or
 // the mission deadline passed.
 func missionEnd(ctx, missionCtx context.Context) *messages.Fail {
-	if ctx.Err() != nil {
+	d, ok := missionCtx.Deadline()
+	timedOut := ok && !time.Now().Before(d)
+	if ctx.Err() != nil && !timedOut {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the caller's deadline passed"}
 		}
 		return &messages.Fail{Reason: ReasonCanceled, Message: "the run was canceled"}
 	}
-	d, ok := missionCtx.Deadline()
-	if missionCtx.Err() != nil || (ok && !time.Now().Before(d)) {
+	if missionCtx.Err() != nil || timedOut {
 		return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the mission timeout passed"}
 	}
 	return nil
