@@ -174,7 +174,7 @@ func registerHOF(r registry) {
 				rest = NewVector(items[k:len(items):len(items)])
 			}
 		}
-		return th.MakeVector([]Value{vecOf(head), rest})
+		return th.MakeVector([]Value{sliceVec(head), rest})
 	})
 	r.add("split-with", 2, 2, func(th *Thread, a []Value) Value {
 		var head []Value
@@ -201,7 +201,7 @@ func registerHOF(r registry) {
 				rest = NewVector(items[k:len(items):len(items)])
 			}
 		}
-		return th.MakeVector([]Value{vecOf(head), rest})
+		return th.MakeVector([]Value{sliceVec(head), rest})
 	})
 	r.add("partition-by", 2, 2, func(th *Thread, a []Value) Value {
 		items := th.Seq(a[1], "partition-by", 2)
@@ -395,8 +395,8 @@ func registerHOF(r registry) {
 	})
 }
 
-// vecOf wraps items (possibly empty) as a vector without copying.
-func vecOf(items []Value) *Vector {
+// sliceVec wraps items (possibly empty) as a vector without copying.
+func sliceVec(items []Value) *Vector {
 	if len(items) == 0 {
 		return emptyVector
 	}

@@ -109,7 +109,7 @@ func registerRegex(r registry) {
 		if len(a) == 3 {
 			limit = int(th.Int("re-split", a[2], 3))
 		}
-		return th.MakeVector(splitRegex(th, "re-split", strArg(th, "re-split", a[1], 2), re, limit))
+		return sliceVec(splitRegex(th, strArg(th, "re-split", a[1], 2), re, limit))
 	})
 	r.add("re-quote-replacement", 1, 1, func(th *Thread, a []Value) Value {
 		s := strArg(th, "re-quote-replacement", a[0], 1)

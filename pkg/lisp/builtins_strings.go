@@ -27,9 +27,9 @@ func registerStrings(r registry) {
 		}
 		switch sep := a[1].(type) {
 		case string:
-			return th.MakeVector(splitLiteral(s, sep, limit))
+			return sliceVec(splitLiteral(th, s, sep, limit))
 		case *Regex:
-			return th.MakeVector(splitRegex(th, "split", s, sep, limit))
+			return sliceVec(splitRegex(th, s, sep, limit))
 		}
 		th.TypeError("split", "a string or regex separator", a[1], 2)
 		return nil
@@ -40,16 +40,16 @@ func registerStrings(r registry) {
 		}
 		s := strArg(th, "split-lines", a[0], 1)
 		// Clojure splits on #"\r?\n" and drops trailing empty lines.
-		parts := splitLiteral(s, "\n", -1)
+		parts := splitLiteral(th, s, "\n", -1)
 		if len(parts) == 1 {
-			return th.MakeVector(parts)
+			return sliceVec(parts)
 		}
 		for i, p := range parts[:len(parts)-1] {
 			if ps := p.(string); strings.HasSuffix(ps, "\r") {
 				parts[i] = ps[:len(ps)-1]
 			}
 		}
-		return th.MakeVector(dropTrailingEmpty(parts))
+		return sliceVec(dropTrailingEmpty(parts))
 	})
 	r.add("trim", 1, 1, strMap("trim", func(s string) string { return strings.TrimFunc(s, isJavaSpace) }))
 	r.add("triml", 1, 1, strMap("triml", func(s string) string { return strings.TrimLeftFunc(s, isJavaSpace) }))
@@ -317,13 +317,19 @@ func biJoin(th *Thread, a []Value) Value {
 
 // splitLiteral splits s on a literal separator with Java's String.split
 // rules: "" splits into chars; no match gives [s]; limit > 0 caps the
-// number of parts; limit 0 drops trailing empty strings.
-func splitLiteral(s, sep string, limit int) []Value {
+// number of parts; limit 0 drops trailing empty strings. The parts are
+// charged to the allocation budget before they are made.
+func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 	if sep == "" {
-		var out []Value
 		if s == "" {
 			return []Value{""}
 		}
+		n := utf8.RuneCountInString(s)
+		if limit > 0 && n > limit {
+			n = limit
+		}
+		th.AllocSlots(n)
+		out := make([]Value, 0, n)
 		for i, c := range s {
 			if limit > 0 && len(out) == limit-1 {
 				out = append(out, s[i:])
@@ -340,6 +346,7 @@ func splitLiteral(s, sep string, limit int) []Value {
 	if limit > 0 && n > limit {
 		n = limit
 	}
+	th.AllocSlots(n)
 	out := make([]Value, 0, n)
 	for len(out) < n-1 {
 		i := strings.Index(s, sep)
@@ -363,9 +370,9 @@ func dropTrailingEmpty(out []Value) []Value {
 // splitRegex splits s on a regex with Java's Pattern.split rules (see
 // splitLiteral); a literal pattern takes the literal fast path. Only the
 // first MaxRegexInput bytes are scanned; the rest stays in the last part.
-func splitRegex(th *Thread, fn string, s string, re *Regex, limit int) []Value {
+func splitRegex(th *Thread, s string, re *Regex, limit int) []Value {
 	if lit, complete := re.re.LiteralPrefix(); complete {
-		return splitLiteral(s, lit, limit)
+		return splitLiteral(th, s, lit, limit)
 	}
 	in := cutRegexInput(s)
 	rest := s[len(in):]
@@ -374,7 +381,8 @@ func splitRegex(th *Thread, fn string, s string, re *Regex, limit int) []Value {
 		max = limit
 	}
 	locs := re.re.FindAllStringIndex(in, max)
-	var out []Value
+	th.AllocSlots(len(locs) + 1)
+	out := make([]Value, 0, len(locs)+1)
 	index := 0
 	for _, m := range locs {
 		if limit > 0 && len(out) >= limit-1 {
@@ -390,7 +398,6 @@ func splitRegex(th *Thread, fn string, s string, re *Regex, limit int) []Value {
 		return []Value{s}
 	}
 	out = append(out, in[index:]+rest)
-	th.Tick()
 	if limit == 0 {
 		out = dropTrailingEmpty(out)
 	}
