@@ -224,18 +224,32 @@ func (c *Client) awaitOn(ctx context.Context, id string, sub *nats.Subscription)
 		return nil, err
 	}
 	for {
-		msg, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
+		if _, err := sub.NextMsgWithContext(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, fmt.Errorf("fleet: await %s: %w", id, err)
 		}
-		step, err := decodeStep(msg.Data)
-		if err != nil {
-			continue // not ours to judge; the stored result is authoritative
+		// Core subscribers also see publishes the stream rejected (a second
+		// writer's result), so a message is only a signal: the stored
+		// result is the answer.
+		for i := 0; ; i++ {
+			step, err := readResult(ctx, c.st.Results, id)
+			if err == nil {
+				return step, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			if i == 20 {
+				break // the message was not stored; keep waiting
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
 		}
-		return step, nil
 	}
 }
 

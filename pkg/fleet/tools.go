@@ -186,6 +186,65 @@ type Toolbox struct {
 	onResult  func(name, callID string, result any, err error, d time.Duration)
 }
 
+// ToolboxConfig configures a stand-alone Toolbox (workers build their own).
+type ToolboxConfig struct {
+	// Tools are the names that may be called; every other is refused.
+	Tools []string
+	// MissionID is sent with each call (optional).
+	MissionID string
+	// Timeout bounds one call. Default 10s.
+	Timeout time.Duration
+	// CacheTTL, MissRefresh and DiscoveryWait tune discovery as in
+	// WorkerConfig. Defaults 30s, 1s, 250ms.
+	CacheTTL, MissRefresh, DiscoveryWait time.Duration
+	// Header is sent with each call (trace context).
+	Header nats.Header
+}
+
+// NewToolbox returns a Toolbox calling remote tools over nc outside any
+// worker, e.g. for an in-process agent that uses the fleet's tool services.
+func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil connection", ErrInvalidConfig)
+	}
+	if cfg.MissionID != "" && !messages.ValidMissionID(cfg.MissionID) {
+		return nil, fmt.Errorf("%w: mission id %q is not a ULID", ErrInvalidConfig, cfg.MissionID)
+	}
+	for _, n := range cfg.Tools {
+		if !messages.ValidName(n) {
+			return nil, fmt.Errorf("%w: tool name %q", ErrInvalidConfig, n)
+		}
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.Timeout, 10*time.Second)
+	def(&cfg.CacheTTL, 30*time.Second)
+	def(&cfg.MissRefresh, time.Second)
+	def(&cfg.DiscoveryWait, 250*time.Millisecond)
+	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait}
+	return newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.Header), nil
+}
+
+func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []string, timeout time.Duration, hdr nats.Header) *Toolbox {
+	b := &Toolbox{
+		reg: reg, nc: nc, missionID: missionID, timeout: timeout,
+		allowed: make(map[string]bool, len(tools)), names: append([]string(nil), tools...),
+		header: nats.Header{},
+	}
+	for _, n := range tools {
+		b.allowed[n] = true
+	}
+	for _, k := range []string{messages.HeaderTraceParent, messages.HeaderTraceState} {
+		if v := hdr.Get(k); v != "" {
+			b.header.Set(k, v)
+		}
+	}
+	return b
+}
+
 // Names returns the tool names the mission may call, in mission order.
 func (b *Toolbox) Names() []string { return append([]string(nil), b.names...) }
 

@@ -88,8 +88,9 @@ type WorkerConfig struct {
 	SkipSetup bool
 	// IdleWait is how long one fetch waits for missions when none are
 	// queued. With several priorities the worker waits on each in turn, so
-	// IdleWait bounds the pickup delay of an idle worker. Default 250ms with
-	// several priorities, 2s with one.
+	// IdleWait bounds the pickup delay of an idle worker; it also bounds how
+	// long Stop waits for the open fetch. Default 250ms with several
+	// priorities, 500ms with one.
 	IdleWait time.Duration
 	// NakDelay is the redelivery delay after a retryable failure. Default 5s.
 	NakDelay time.Duration
@@ -142,7 +143,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 		}
 	}
 	if len(c.Priorities) == 1 {
-		def(&c.IdleWait, 2*time.Second)
+		def(&c.IdleWait, 500*time.Millisecond)
 	} else {
 		def(&c.IdleWait, 250*time.Millisecond)
 	}
@@ -455,6 +456,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	attempt := int(meta.NumDelivered)
+	_ = msg.InProgress() // restart AckWait now; heartbeats follow once claimed
 	m, err := decodeMission(msg.Data())
 	if err != nil {
 		w.poison(ctx, msg, meta, err)
@@ -603,6 +605,12 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 		}
 		if messages.TerminalState(st.State) {
 			w.settleFinished(ctx, msg, m.ID, st, log)
+			return nil, true
+		}
+		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
+			// A later delivery of this message is already running elsewhere:
+			// ours is stale. Leave the message to that delivery.
+			log.Info().Str("owner", st.Worker).Int("owner_attempt", st.Attempt).Msg("stale delivery; dropping")
 			return nil, true
 		}
 		if st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
@@ -900,19 +908,7 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 }
 
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header) *Toolbox {
-	b := &Toolbox{
-		reg: w.reg, nc: w.nc, missionID: m.ID, timeout: w.cfg.ToolTimeout,
-		allowed: make(map[string]bool, len(m.Tools)), names: append([]string(nil), m.Tools...),
-		header: nats.Header{},
-	}
-	for _, n := range m.Tools {
-		b.allowed[n] = true
-	}
-	for _, k := range []string{messages.HeaderTraceParent, messages.HeaderTraceState} {
-		if v := hdr.Get(k); v != "" {
-			b.header.Set(k, v)
-		}
-	}
+	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, hdr)
 	b.onCall = func(name, callID string, args map[string]any) {
 		em.Emit(&messages.Event{Kind: messages.EventToolCall, Tool: name, CallID: callID, Args: args})
 	}

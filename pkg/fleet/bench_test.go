@@ -1,0 +1,167 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// BenchmarkToolCall compares a call through a Toolbox (what a runner's tool
+// call costs: args normalized, request encoded, micro service, response
+// decoded and checked) with a raw NATS request/reply of the same encoded
+// request to the same service, over TCP loopback as between processes.
+func BenchmarkToolCall(b *testing.B) {
+	srv, _ := runJetStream(b)
+	svcConn, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svcConn.Close()
+	startTools(b, svcConn)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	args := map[string]any{"query": "invoices"}
+
+	b.Run("toolbox", func(b *testing.B) {
+		box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := box.Call(ctx, "search", args); err != nil { // warm the schema cache
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := box.Call(ctx, "search", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		body, _ := messages.Marshal(&messages.ToolRequest{Version: 1, CallID: "1", Tool: "search", Args: args})
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nc.Request("tool.mail.search", body, 5*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkMissions measures missions per second end to end (submit, fetch,
+// a zero-latency runner making one tool call, result stored, ack) with one
+// and two in-process workers on their own TCP connections, and the
+// queue-to-runner-start latency (p50/p99) of those missions.
+func BenchmarkMissions(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			srv, _ := runJetStream(b)
+			dial := func() *nats.Conn {
+				nc, err := nats.Connect(srv.ClientURL())
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(nc.Close)
+				return nc
+			}
+			startTools(b, dial())
+			var mu sync.Mutex
+			var lat []time.Duration
+			runner := fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+				d := time.Since(m.CreatedAt)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+				r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+				return &messages.Step{Return: r}, err
+			})
+			for range workers {
+				startWorker(b, dial(), runner, func(cfg *fleet.WorkerConfig) { cfg.Slots = 16 })
+			}
+			nc := dial()
+			c := newClient(b, nc)
+			done := make(chan struct{}, 1<<16)
+			sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			ctx := context.Background()
+			b.ReportAllocs()
+			n := 0
+			start := time.Now()
+			for b.Loop() {
+				if _, err := c.Submit(ctx, newMission("search")); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			for range n {
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					b.Fatal("results missing")
+				}
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "missions/s")
+			mu.Lock()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-start-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-start-µs")
+			}
+			mu.Unlock()
+		})
+	}
+}
+
+// BenchmarkDispatchLatency runs one mission at a time on an idle worker:
+// the time from Submit to the runner starting, and the full round trip.
+func BenchmarkDispatchLatency(b *testing.B) {
+	srv, _ := runJetStream(b)
+	wnc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wnc.Close()
+	var mu sync.Mutex
+	var lat []time.Duration
+	startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		mu.Lock()
+		lat = append(lat, time.Since(m.CreatedAt))
+		mu.Unlock()
+		return &messages.Step{Return: true}, nil
+	}))
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	c := newClient(b, nc)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Run(ctx, newMission()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-start-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-start-µs")
+	}
+}

@@ -1,0 +1,90 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A whole fleet in one process: an embedded server, a tool service, a worker
+// whose runner calls a tool, and a client that runs a mission.
+func Example() {
+	srv, err := embedded.Start(embedded.Options{NoListen: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Conn()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// A tool service with one typed tool; its signature is derived.
+	type addArgs struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	tools, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "calc"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tools.Stop(ctx)
+	err = fleet.RegisterTyped(tools, "add", fleet.ToolSpec{Description: "adds two numbers"},
+		func(ctx context.Context, in addArgs) (int, error) { return in.A + in.B, nil })
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A worker whose runner (pkg/agent in production) calls the tool.
+	runner := fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		add, err := env.Tools.Get(ctx, "add")
+		if err != nil {
+			return nil, err
+		}
+		sum, err := add.Call(ctx, map[string]any{"a": m.Context["x"], "b": 2})
+		if err != nil {
+			return nil, err
+		}
+		return &messages.Step{Return: map[string]any{"sum": sum, "signature": add.Signature()}}, nil
+	})
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{Runner: runner, Priorities: []string{messages.PriorityNormal}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer w.Stop()
+
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	step, err := client.Run(ctx, &messages.Mission{
+		Kind:    messages.KindAgent,
+		Agent:   &messages.AgentSpec{Prompt: "add 2 to {{x}}"},
+		Tools:   []string{"add"},
+		Context: map[string]any{"x": 40},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ret := step.Return.(map[string]any)
+	fmt.Println(ret["sum"], ret["signature"])
+	// Output: 42 (a :int, b :int) -> :int
+}
+
+// Tool errors are values the model can read.
+func ExampleToolError() {
+	err := &fleet.ToolError{Tool: "search", Code: messages.ToolErrUnavailable, Message: "no tool service is running for it"}
+	fmt.Println(err)
+	// Output: tool search: unavailable: no tool service is running for it
+}
