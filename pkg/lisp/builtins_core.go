@@ -701,7 +701,7 @@ func (th *Thread) runBranches(name string, n int, branch func(child *Thread, i i
 	if n == 0 {
 		return out
 	}
-	ctx, cancel := context.WithCancel(th.ctx)
+	ctx, cancel := context.WithCancel(th.deadlineCtx())
 	defer cancel()
 	sem := make(chan struct{}, maxParallel())
 	var wg sync.WaitGroup
@@ -718,6 +718,9 @@ func (th *Thread) runBranches(name string, n int, branch func(child *Thread, i i
 			defer bcancel()
 			child := th.fork(bctx)
 			err := child.safeBranch(func() { out[i] = branch(child, i) })
+			if child.toolCancel != nil {
+				child.toolCancel()
+			}
 			if err != nil {
 				mu.Lock()
 				canceled := err.Kind == KindCanceled

@@ -155,7 +155,7 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 	}
 	h.mu.Unlock()
 	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
-	out, err := safeToolCall(th.ctx, tool, goArgs)
+	out, err := safeToolCall(th.deadlineCtx(), tool, goArgs)
 	rec.Duration = time.Since(rec.StartedAt)
 	if err == nil {
 		result, err = FromGo(out)
@@ -172,7 +172,7 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 	h.calls = append(h.calls, rec)
 	h.mu.Unlock()
 	if err != nil {
-		if ctxErr := th.ctx.Err(); ctxErr != nil {
+		if ctxErr := th.deadlineCtx().Err(); ctxErr != nil {
 			th.raiseCtx(ctxErr)
 		}
 		panic(&Error{Kind: KindTool, Pos: th.pos, Op: name, Msg: fmt.Sprintf("tool '%s' failed: %s", name, err.Error()), Err: err})

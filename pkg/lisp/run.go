@@ -133,8 +133,6 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 
 	maxSrc := opts.MaxSourceBytes
 	if maxSrc <= 0 {
@@ -199,6 +197,9 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	th.maxLoops = opts.LoopLimit
 
 	v, sig, rerr := th.runTop(body, nslots)
+	if th.toolCancel != nil {
+		th.toolCancel()
+	}
 	res.Prints = th.prints
 	res.ToolCalls = h.calls
 	res.Steps = th.steps

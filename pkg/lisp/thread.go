@@ -43,6 +43,22 @@ type Thread struct {
 	child bool
 	// prints collects println lines.
 	prints []string
+	// toolCtx is ctx with the run's deadline, made on the first tool call.
+	toolCtx    context.Context
+	toolCancel context.CancelFunc
+}
+
+// deadlineCtx returns the run's context bounded by the run's deadline
+// (for tools and pmap branches); it is created on first use.
+func (th *Thread) deadlineCtx() context.Context {
+	if th.toolCtx == nil {
+		if th.deadline.IsZero() {
+			th.toolCtx = th.ctx
+		} else {
+			th.toolCtx, th.toolCancel = context.WithDeadline(th.ctx, th.deadline)
+		}
+	}
+	return th.toolCtx
 }
 
 // Context returns the run's context (pass it to anything that blocks).
@@ -71,6 +87,11 @@ func (th *Thread) slowCheck() {
 	}
 	if err := th.ctx.Err(); err != nil {
 		th.raiseCtx(err)
+	}
+	if th.toolCtx != nil {
+		if err := th.toolCtx.Err(); err != nil {
+			th.raiseCtx(err)
+		}
 	}
 	if !th.deadline.IsZero() && time.Now().After(th.deadline) {
 		panic(&Error{Kind: KindTimeout, Pos: th.pos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.timeoutMs), Err: context.DeadlineExceeded})
@@ -114,8 +135,8 @@ func (th *Thread) memLimit() {
 func (th *Thread) alloca(n int) []Value {
 	if th.sp+n > len(th.stack) {
 		size := 2 * len(th.stack)
-		if size < th.sp+n+256 {
-			size = th.sp + n + 256
+		if size < th.sp+n+32 {
+			size = th.sp + n + 32
 		}
 		th.stack = make([]Value, size)
 	}
