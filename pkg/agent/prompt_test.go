@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+func TestPreviewPrompt(t *testing.T) {
+	a := mustNew(t, Spec{
+		Prompt:    "Find emails for {{user}} from {{sender}}",
+		Signature: "(user :string, sender :string) -> {count :int, _ids [:int]}",
+		Tools:     map[string]Tool{"list_emails": FuncSig("(user :string) -> [{id :int}]", noop).WithDescription("List a user's emails")},
+	})
+	p, err := PreviewPrompt(a, map[string]any{"user": "alice", "sender": "bob@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `## Data inventory (ctx/)
+- ctx/sender :string = "bob@example.com"
+- ctx/user :string = "alice"
+
+## Tools you can call
+- list_emails(user :string) -> [{id :int}]: List a user's emails
+- return(data :any): ends the mission successfully with data
+- fail(error {reason :keyword, message :string, op :string?, details :map?}): ends the mission with an error
+
+## Expected output
+Finish with (return value) where value has type {count :int}, or (fail {:reason :some_reason :message "why"}) if the mission cannot be done.
+
+## Mission
+Find emails for alice from bob@example.com
+
+Turn 1 of 5 (4 remaining)`
+	if p.User != want {
+		t.Fatalf("user message:\n%s\n--- want:\n%s", p.User, want)
+	}
+	contains(t, p.System, "## PTC-Lisp", "## Error recovery", "## Output format", "(tool/name {:arg value})")
+	// the preview is exactly what a run sends first
+	m := llmtest.NewT(t, llmtest.Code(`(return {:count 1 :_ids [1]})`))
+	if _, err := a.Run(bg, RunOptions{Model: m, Context: map[string]any{"user": "alice", "sender": "bob@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := m.Requests()[0]
+	if r.System != p.System || r.Messages[0].Text() != p.User {
+		t.Fatal("PreviewPrompt differs from the first request")
+	}
+	if _, err := PreviewPrompt(a, &messages.Step{Fail: &messages.Fail{Reason: "x"}}); err == nil {
+		t.Fatal("failed step previewed")
+	}
+}
+
+func TestDataInventoryTypes(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", Signature: "(orders [{id :int, total :float}]) -> :int"})
+	orders := []any{map[string]any{"id": int64(1), "total": 2.5, "note": "n"}}
+	ctx := map[string]any{
+		"orders": orders,
+		"meta":   map[string]any{"source": "crm", "count": int64(1), "_key": "k"},
+		"flag":   true,
+		"_tok":   "tok-value-xyz",
+		"extra":  []any{},
+	}
+	p, err := PreviewPrompt(a, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, p.User,
+		"- ctx/_tok :string (firewalled: usable in programs, value hidden)\n",
+		"- ctx/extra [:any] (0 items)\n",
+		"- ctx/flag :bool = true\n",
+		`- ctx/meta {count :int, source :string} = {"_key" <Firewalled> "count" 1 "source" "crm"}`,
+		`- ctx/orders [{id :int, total :float}] (1 items), first: {"id" 1 "note" "n" "total" 2.5}`)
+	notContains(t, p.User, "tok-value-xyz")
+	// context_signature wins over the agent signature and the value
+	st := &messages.Step{Return: ctx, Signature: "{orders [:map], meta :map, flag :bool, _tok :string, extra [:string]}"}
+	p, err = PreviewPrompt(a, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, p.User, "- ctx/orders [:map] (1 items)", "- ctx/meta :map =", "- ctx/extra [:string] (0 items)")
+	_, _, m := run(t, a, RunOptions{Context: ctx, ContextSignature: "{orders [:any]}"}, llmtest.Code(`(return 1)`))
+	contains(t, lastUser(m.Requests()[0]), "- ctx/orders [:any] (1 items)")
+	p, _ = PreviewPrompt(mustNew(t, Spec{Prompt: "x"}), nil)
+	contains(t, p.User, "## Data inventory (ctx/)\n(no inputs)\n")
+}
+
+func TestSystemPromptCustomization(t *testing.T) {
+	base := mustNew(t, Spec{Prompt: "x"})
+	def := base.systemPrompt(PromptContext{Turn: 1})
+	tests := []struct {
+		name  string
+		sp    SystemPrompt
+		check func(t *testing.T, s string)
+	}{
+		{"prefix and suffix wrap", SystemPrompt{Prefix: "PREFIX-TEXT", Suffix: "SUFFIX-TEXT"}, func(t *testing.T, s string) {
+			if !strings.HasPrefix(s, "PREFIX-TEXT\n\n") || !strings.HasSuffix(s, "\n\nSUFFIX-TEXT") || !strings.Contains(s, corePrompt) {
+				t.Fatal(s)
+			}
+		}},
+		{"order", SystemPrompt{Prefix: "P1", Suffix: "S1", LanguageSpec: "LANG REF", OutputFormat: "OUT FMT"}, func(t *testing.T, s string) {
+			idx := []int{strings.Index(s, "P1"), strings.Index(s, corePrompt), strings.Index(s, "LANG REF"), strings.Index(s, "## Error recovery"), strings.Index(s, "OUT FMT"), strings.Index(s, "S1")}
+			for i := 1; i < len(idx); i++ {
+				if idx[i-1] < 0 || idx[i] <= idx[i-1] {
+					t.Fatalf("order %v:\n%s", idx, s)
+				}
+			}
+			notContains(t, s, "## PTC-Lisp", "## Output format")
+		}},
+		{"minimal preset", SystemPrompt{LanguageSpec: "minimal"}, func(t *testing.T, s string) {
+			contains(t, s, "Available: ")
+			notContains(t, s, "### Examples")
+			if len(s) >= len(def) {
+				t.Fatal("minimal is not smaller")
+			}
+		}},
+		{"transform", SystemPrompt{Transform: func(s string) string { return strings.ReplaceAll(s, "PTC-Lisp", "MyDSL") + "\nEXTRA" }}, func(t *testing.T, s string) {
+			notContains(t, s, "PTC-Lisp")
+			contains(t, s, "MyDSL", "\nEXTRA")
+		}},
+		{"override", SystemPrompt{Override: "You are custom.", Prefix: "ignored"}, func(t *testing.T, s string) {
+			if s != "You are custom." {
+				t.Fatal(s)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, mustNew(t, Spec{Prompt: "x", SystemPrompt: tc.sp}).systemPrompt(PromptContext{Turn: 1}))
+		})
+	}
+}
+
+func TestLanguageSpecFuncPerTurn(t *testing.T) {
+	var turns []int
+	a := mustNew(t, Spec{Prompt: "x", SystemPrompt: SystemPrompt{LanguageSpecFunc: func(pc PromptContext) string {
+		turns = append(turns, pc.Turn)
+		if pc.Turn > 1 {
+			return "MULTI-TURN SPEC memory=" + strings.Join(pc.Memory, ",")
+		}
+		return "FIRST SPEC"
+	}}})
+	_, err, m := run(t, a, RunOptions{}, llmtest.Code(`(def k 1)`), llmtest.Code(`(return k)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Requests()
+	contains(t, r[0].System, "FIRST SPEC")
+	contains(t, r[1].System, "MULTI-TURN SPEC memory=k")
+}
+
+// Every example in the language reference runs and gives the value shown,
+// and every name listed resolves in pkg/lisp.
+func TestLanguageReferenceIsTrue(t *testing.T) {
+	ls := supportedLanguage()
+	if len(ls.examples) == 0 || len(ls.groups) == 0 {
+		t.Fatal("empty reference")
+	}
+	for _, ex := range ls.examples {
+		got, err := runExample(ex)
+		if err != nil || got != ex.want {
+			t.Errorf("example %s = %q, %v; want %q", ex.src, got, err, ex.want)
+		}
+	}
+	for _, g := range ls.groups {
+		for _, n := range g.names {
+			if !probeName(n) {
+				t.Errorf("listed name %s does not resolve", n)
+			}
+		}
+	}
+	ref := languageReference(mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}}), false)
+	contains(t, ref, "ctx/fail", "memory/put", "(return value)", "<Firewalled>", "5 s", "1 MiB")
+	if probeName("no-such-fn") || probeName("str/definitely-not") {
+		t.Fatal("probe accepts unknown names")
+	}
+	// names missing from the interpreter are left out
+	for _, n := range []string{"swap!", "atom"} {
+		if strings.Contains(ref, " "+n+" ") {
+			t.Errorf("reference lists unsupported %s", n)
+		}
+	}
+	_ = lisp.PrStr
+	_ = context.Background
+}
