@@ -74,15 +74,17 @@ func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInf
 		if left <= 0 {
 			break
 		}
-		msg, err := sub.NextMsg(left)
+		wctx, cancel := context.WithTimeout(ctx, left)
+		msg, err := sub.NextMsgWithContext(wctx)
+		cancel()
 		if err != nil {
-			if errors.Is(err, nats.ErrTimeout) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 				break
 			}
 			return nil, fmt.Errorf("fleet: discover: %w", err)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
 		}
 		got = true
 		var info micro.Info

@@ -1,0 +1,84 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Runner outcomes the worker turns into Steps.
+func TestRunnerOutcomes(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		switch m.Context["mode"] {
+		case "panic":
+			panic("runner bug")
+		case "error":
+			return nil, errors.New("spec could not be built")
+		case "nil":
+			return nil, nil
+		case "fail":
+			return &messages.Step{Fail: &messages.Fail{Reason: "max_turns_exceeded", Message: "5 turns"}}, errors.New("ignored")
+		case "hang":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	tests := []struct {
+		mode   string
+		edit   func(*messages.Mission)
+		reason string
+		msg    string
+		state  string
+	}{
+		{"ok", nil, "", "", messages.StateSucceeded},
+		{"panic", nil, fleet.ReasonRunnerPanic, "the runner crashed: runner bug", messages.StateFailed},
+		{"error", nil, fleet.ReasonRunnerError, "spec could not be built", messages.StateFailed},
+		{"nil", nil, fleet.ReasonRunnerError, "the runner returned no step", messages.StateFailed},
+		{"fail", nil, "max_turns_exceeded", "5 turns", messages.StateFailed},
+		{"hang", func(m *messages.Mission) { m.Limits.Timeout = 100 * time.Millisecond }, fleet.ReasonTimeout, "timeout of 100ms", messages.StateFailed},
+		{"ok", func(m *messages.Mission) { m.Deadline = time.Now().Add(-time.Second) }, fleet.ReasonDeadline, "deadline", messages.StateFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+tt.reason, func(t *testing.T) {
+			m := newMission()
+			m.Context = map[string]any{"mode": tt.mode}
+			if tt.edit != nil {
+				tt.edit(m)
+			}
+			step, err := c.Run(testCtx(t), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.reason == "" {
+				if !step.Ok() {
+					t.Fatalf("step failed: %v", step.Fail)
+				}
+			} else if step.Fail == nil || step.Fail.Reason != tt.reason || !strings.Contains(step.Fail.Message, tt.msg) {
+				t.Fatalf("fail = %+v, want %s containing %q", step.Fail, tt.reason, tt.msg)
+			}
+			waitState(t, c, m.ID, tt.state)
+		})
+	}
+}
+
+func TestWatchStopsWithContext(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := c.Watch(ctx, messages.NewMissionID(), func(*messages.Event) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Watch = %v, want deadline exceeded", err)
+	}
+	if err := c.Watch(ctx, "bad", nil); !errors.Is(err, messages.ErrInvalid) {
+		t.Fatalf("Watch(bad id) = %v", err)
+	}
+}
