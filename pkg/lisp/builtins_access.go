@@ -1,5 +1,434 @@
 package lisp
 
-// registerAccess registers this group's builtins (see HANDOFF.md).
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// registerAccess registers this group's builtins (see HANDOFF.md): §4.1
+// first second last nth rest next butlast ffirst fnext nfirst nnext take
+// drop take-last drop-last take-while drop-while empty? not-empty seq, plus
+// take-nth nthrest nthnext.
 func registerAccess(r registry) {
+	r.add("first", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "first", a[0], 0, 1); return v })
+	r.add("second", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "second", a[0], 1, 1); return v })
+	r.add("last", 1, 1, biLast)
+	r.add("nth", 2, 3, biNth)
+	r.add("rest", 1, 1, func(th *Thread, a []Value) Value { return dropN(th, "rest", a[0], 1, 1) })
+	r.add("next", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "next", a[0], 1, 1)) })
+	r.add("butlast", 1, 1, func(th *Thread, a []Value) Value { return dropLast(th, "butlast", a[0], 1, 1) })
+	r.add("ffirst", 1, 1, func(th *Thread, a []Value) Value {
+		v, _ := nthOf(th, "ffirst", a[0], 0, 1)
+		v, _ = nthOf(th, "ffirst", v, 0, 1)
+		return v
+	})
+	r.add("fnext", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "fnext", a[0], 1, 1); return v })
+	r.add("nfirst", 1, 1, func(th *Thread, a []Value) Value {
+		v, _ := nthOf(th, "nfirst", a[0], 0, 1)
+		return seqOrNil(th, dropN(th, "nfirst", v, 1, 1))
+	})
+	r.add("nnext", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "nnext", a[0], 2, 1)) })
+	r.add("take", 2, 2, biTake)
+	r.add("drop", 2, 2, func(th *Thread, a []Value) Value {
+		return dropN(th, "drop", a[1], takeCount(th, "drop", a[0], 1), 2)
+	})
+	r.add("nthrest", 2, 2, func(th *Thread, a []Value) Value {
+		return dropN(th, "nthrest", a[0], takeCount(th, "nthrest", a[1], 2), 1)
+	})
+	r.add("nthnext", 2, 2, func(th *Thread, a []Value) Value {
+		return seqOrNil(th, dropN(th, "nthnext", a[0], takeCount(th, "nthnext", a[1], 2), 1))
+	})
+	r.add("take-last", 2, 2, biTakeLast)
+	r.add("drop-last", 1, 2, func(th *Thread, a []Value) Value {
+		if len(a) == 1 {
+			return dropLast(th, "drop-last", a[0], 1, 1)
+		}
+		return dropLast(th, "drop-last", a[1], takeCount(th, "drop-last", a[0], 1), 2)
+	})
+	r.add("take-while", 2, 2, biTakeWhile)
+	r.add("drop-while", 2, 2, biDropWhile)
+	r.add("take-nth", 2, 2, biTakeNth)
+	r.add("empty?", 1, 1, func(th *Thread, a []Value) Value { return isEmpty(th, "empty?", a[0]) })
+	r.add("not-empty", 1, 1, func(th *Thread, a []Value) Value {
+		if isEmpty(th, "not-empty", a[0]) {
+			return nil
+		}
+		return a[0]
+	})
+	r.add("seq", 1, 1, biSeq)
+}
+
+// mapItemsHint is the hint for positional access on a map (§4.1 Δ).
+const mapItemsHint = "maps are not ordered sequences here; use keys, vals or entries"
+
+// rejectMap raises the type error for positional access on a map.
+func rejectMap(th *Thread, name string, m Value, argN int) {
+	th.RaiseHint(KindType, mapItemsHint, "%s: expected a vector, set, string or sequence, got %s (arg %d)", name, preview(m), argN)
+}
+
+// nthOf returns item i of coll (ok=false when out of range): vectors,
+// sets (in order), strings (chars), lazy seqs (realised up to i), nil.
+// A map is a type error with a hint (§4.1 Δ).
+func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
+	if i < 0 {
+		switch coll.(type) {
+		case nil, *Vector, *Set, string, *LazySeq:
+			return nil, false
+		}
+	}
+	switch c := coll.(type) {
+	case nil:
+		return nil, false
+	case *Vector:
+		if i < len(c.items) {
+			return c.items[i], true
+		}
+		return nil, false
+	case *Set:
+		if es := c.m.entries(); i < len(es) {
+			return es[i].key, true
+		}
+		return nil, false
+	case string:
+		if i < len(c) && c[i] < utf8.RuneSelf {
+			ascii := true
+			for j := 0; j < i; j++ {
+				if c[j] >= utf8.RuneSelf {
+					ascii = false
+					break
+				}
+			}
+			if ascii {
+				return c[i : i+1], true
+			}
+		}
+		n := 0
+		for _, r := range c {
+			if n == i {
+				return string(r), true
+			}
+			n++
+		}
+		return nil, false
+	case *LazySeq:
+		return c.nth(th, i)
+	case *Map:
+		rejectMap(th, name, c, argN)
+	}
+	th.TypeError(name, "a collection", coll, argN)
+	return nil, false
+}
+
+func biLast(th *Thread, a []Value) Value {
+	switch c := a[0].(type) {
+	case nil:
+		return nil
+	case *Vector:
+		if n := len(c.items); n > 0 {
+			return c.items[n-1]
+		}
+		return nil
+	case *Set:
+		if es := c.m.entries(); len(es) > 0 {
+			return es[len(es)-1].key
+		}
+		return nil
+	case string:
+		if c == "" {
+			return nil
+		}
+		r, _ := utf8.DecodeLastRuneInString(c)
+		return string(r)
+	case *LazySeq:
+		items := th.Seq(c, "last", 1)
+		if len(items) == 0 {
+			return nil
+		}
+		return items[len(items)-1]
+	case *Map:
+		rejectMap(th, "last", c, 1)
+	}
+	th.TypeError("last", "a collection", a[0], 1)
+	return nil
+}
+
+func biNth(th *Thread, a []Value) Value {
+	var i int64
+	switch x := a[1].(type) {
+	case int64:
+		i = x
+	case float64:
+		if x != x || math.IsInf(x, 0) {
+			th.TypeError("nth", "integer", a[1], 2)
+		}
+		i = int64(x)
+	default:
+		th.TypeError("nth", "integer", a[1], 2)
+	}
+	var dflt Value
+	if len(a) == 3 {
+		dflt = a[2]
+	}
+	if i < 0 || i > math.MaxInt32 {
+		nthOf(th, "nth", a[0], -1, 1) // type check only
+		return dflt
+	}
+	if v, ok := nthOf(th, "nth", a[0], int(i), 1); ok {
+		return v
+	}
+	return dflt
+}
+
+// takeCount reads a take/drop count: an integer, or a float rounded up
+// (Clojure counts down by 1 while the count is positive); negative → 0.
+func takeCount(th *Thread, name string, v Value, argN int) int {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return 0
+		}
+		if x > math.MaxInt32 {
+			return math.MaxInt32
+		}
+		return int(x)
+	case float64:
+		if x != x {
+			th.TypeError(name, "number", v, argN)
+		}
+		if x <= 0 {
+			return 0
+		}
+		if x > math.MaxInt32 {
+			return math.MaxInt32
+		}
+		return int(math.Ceil(x))
+	}
+	th.TypeError(name, "number", v, argN)
+	return 0
+}
+
+// view returns items[i:j] as a vector sharing the backing array (no
+// copy, nothing charged).
+func view(items []Value, i, j int) *Vector {
+	if i >= j {
+		return emptyVector
+	}
+	return &Vector{items: items[i:j:j]}
+}
+
+// lazyFrom returns a lazy seq of s's items from index start on.
+func lazyFrom(s *LazySeq, start int) *LazySeq {
+	i := start
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		v, ok := s.nth(th, i)
+		if ok {
+			i++
+		}
+		return v, ok
+	})
+}
+
+// dropN drops the first n items: vectors are sliced (O(1)), lazy seqs give
+// a lazy seq, nil gives [].
+func dropN(th *Thread, name string, coll Value, n int, argN int) Value {
+	switch c := coll.(type) {
+	case *Vector:
+		if n == 0 {
+			return c
+		}
+		return view(c.items, min(n, len(c.items)), len(c.items))
+	case *LazySeq:
+		if n == 0 {
+			return c
+		}
+		return lazyFrom(c, n)
+	}
+	items := th.Seq(coll, name, argN)
+	if n >= len(items) {
+		return emptyVector
+	}
+	return &Vector{items: items[n:len(items):len(items)]}
+}
+
+// seqOrNil turns an empty result into nil (next, nnext ...).
+func seqOrNil(th *Thread, v Value) Value {
+	switch c := v.(type) {
+	case *Vector:
+		if len(c.items) == 0 {
+			return nil
+		}
+	case *LazySeq:
+		if _, ok := c.nth(th, 0); !ok {
+			return nil
+		}
+	}
+	return v
+}
+
+// dropLast drops the last n items ([] when nothing is left, Δ).
+func dropLast(th *Thread, name string, coll Value, n int, argN int) Value {
+	if c, ok := coll.(*Vector); ok {
+		if n == 0 {
+			return c
+		}
+		return view(c.items, 0, len(c.items)-min(n, len(c.items)))
+	}
+	items := th.Seq(coll, name, argN)
+	if n >= len(items) {
+		return emptyVector
+	}
+	return &Vector{items: items[: len(items)-n : len(items)-n]}
+}
+
+func biTake(th *Thread, a []Value) Value {
+	n := takeCount(th, "take", a[0], 1)
+	switch c := a[1].(type) {
+	case *Vector:
+		if n >= len(c.items) {
+			return c
+		}
+		return view(c.items, 0, n)
+	case *LazySeq:
+		if n == 0 {
+			return emptyVector
+		}
+		var out []Value
+		th.Each(c, "take", 2, func(v Value) bool {
+			out = append(out, v)
+			return len(out) < n
+		})
+		return th.MakeVector(out)
+	}
+	items := th.Seq(a[1], "take", 2)
+	if n >= len(items) {
+		return th.MakeVector(items)
+	}
+	return &Vector{items: items[:n:n]}
+}
+
+func biTakeLast(th *Thread, a []Value) Value {
+	n := takeCount(th, "take-last", a[0], 1)
+	if c, ok := a[1].(*Vector); ok {
+		if n >= len(c.items) {
+			return c
+		}
+		return view(c.items, len(c.items)-n, len(c.items))
+	}
+	items := th.Seq(a[1], "take-last", 2)
+	if n >= len(items) {
+		return th.MakeVector(items)
+	}
+	return &Vector{items: items[len(items)-n : len(items) : len(items)]}
+}
+
+func biTakeWhile(th *Thread, a []Value) Value {
+	pred := a[0]
+	if c, ok := a[1].(*Vector); ok {
+		i := 0
+		for i < len(c.items) && Truthy(th.Call1(pred, c.items[i])) {
+			i++
+		}
+		if i == len(c.items) {
+			return c
+		}
+		return view(c.items, 0, i)
+	}
+	var out []Value
+	th.Each(a[1], "take-while", 2, func(v Value) bool {
+		if !Truthy(th.Call1(pred, v)) {
+			return false
+		}
+		out = append(out, v)
+		return true
+	})
+	return th.MakeVector(out)
+}
+
+func biDropWhile(th *Thread, a []Value) Value {
+	pred := a[0]
+	if s, ok := a[1].(*LazySeq); ok {
+		i := 0
+		for {
+			v, ok := s.nth(th, i)
+			if !ok || !Truthy(th.Call1(pred, v)) {
+				break
+			}
+			i++
+		}
+		return lazyFrom(s, i)
+	}
+	items := th.Seq(a[1], "drop-while", 2)
+	i := 0
+	for i < len(items) && Truthy(th.Call1(pred, items[i])) {
+		i++
+	}
+	if c, ok := a[1].(*Vector); ok && i == 0 {
+		return c
+	}
+	return view(items, i, len(items))
+}
+
+func biTakeNth(th *Thread, a []Value) Value {
+	n := th.Int("take-nth", a[0], 1)
+	if n <= 0 {
+		th.Raise(KindValue, "take-nth: step must be positive, got %d", n)
+	}
+	if s, ok := a[1].(*LazySeq); ok {
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			v, ok := s.nth(th, i)
+			if ok {
+				i += int(n)
+			}
+			return v, ok
+		})
+	}
+	items := th.Seq(a[1], "take-nth", 2)
+	out := make([]Value, 0, (len(items)+int(n)-1)/int(n))
+	for i := 0; i < len(items); i += int(n) {
+		out = append(out, items[i])
+	}
+	return th.MakeVector(out)
+}
+
+// isEmpty reports whether coll has no items (nil is empty; a non-collection
+// is a type error).
+func isEmpty(th *Thread, name string, coll Value) bool {
+	switch c := coll.(type) {
+	case nil:
+		return true
+	case *Vector:
+		return len(c.items) == 0
+	case *Map:
+		return c.Len() == 0
+	case *Set:
+		return c.Len() == 0
+	case string:
+		return c == ""
+	case *LazySeq:
+		_, ok := c.nth(th, 0)
+		return !ok
+	}
+	th.TypeError(name, "a collection", coll, 1)
+	return false
+}
+
+func biSeq(th *Thread, a []Value) Value {
+	switch c := a[0].(type) {
+	case *Vector:
+		if len(c.items) == 0 {
+			return nil
+		}
+		return c
+	case *LazySeq:
+		if _, ok := c.nth(th, 0); !ok {
+			return nil
+		}
+		return c
+	}
+	items := th.Seq(a[0], "seq", 1)
+	if len(items) == 0 {
+		return nil
+	}
+	return th.MakeVector(items)
 }
