@@ -366,9 +366,19 @@ type hnode struct {
 // hslot is either a child node or a leaf with all entries whose full hash
 // is hash (true collisions and flex pairs such as :id and "id").
 type hslot struct {
-	hash  uint32
-	ents  []mapEntry
 	child *hnode
+	leaf  *hleaf
+}
+
+// hleaf holds the entries of one full hash; it is never modified once
+// published (updates make a new leaf).
+type hleaf struct {
+	hash uint32
+	ents []mapEntry
+}
+
+func newLeaf(h uint32, key, val Value) hslot {
+	return hslot{leaf: &hleaf{hash: h, ents: []mapEntry{{key, val}}}}
 }
 
 // findEnt finds key among entries: exact first, then flex.
@@ -409,11 +419,11 @@ func (n *hnode) find(h uint32, key Value) *mapEntry {
 			shift += 5
 			continue
 		}
-		if s.hash != h {
+		if s.leaf.hash != h {
 			return nil
 		}
-		if i := findEntry(s.ents, key); i >= 0 {
-			return &s.ents[i]
+		if i := findEntry(s.leaf.ents, key); i >= 0 {
+			return &s.leaf.ents[i]
 		}
 		return nil
 	}
@@ -427,7 +437,7 @@ func (n *hnode) set(shift uint, h uint32, key, val Value) (*hnode, bool) {
 		nn.bitmap |= bit
 		nn.slots = make([]hslot, len(n.slots)+1)
 		copy(nn.slots, n.slots[:idx])
-		nn.slots[idx] = hslot{hash: h, ents: []mapEntry{{key, val}}}
+		nn.slots[idx] = newLeaf(h, key, val)
 		copy(nn.slots[idx+1:], n.slots[idx:])
 		return nn, true
 	}
@@ -439,26 +449,27 @@ func (n *hnode) set(shift uint, h uint32, key, val Value) (*hnode, bool) {
 		s.child = child
 		return nn, added
 	}
-	if s.hash == h {
-		if i := findEntry(s.ents, key); i >= 0 {
-			ents := make([]mapEntry, len(s.ents))
-			copy(ents, s.ents)
+	if s.leaf.hash == h {
+		old := s.leaf.ents
+		if i := findEntry(old, key); i >= 0 {
+			ents := make([]mapEntry, len(old))
+			copy(ents, old)
 			ents[i].val = val
-			s.ents = ents
+			s.leaf = &hleaf{hash: h, ents: ents}
 			return nn, false
 		}
-		ents := make([]mapEntry, len(s.ents)+1)
-		copy(ents, s.ents)
-		ents[len(s.ents)] = mapEntry{key, val}
-		s.ents = ents
+		ents := make([]mapEntry, len(old)+1)
+		copy(ents, old)
+		ents[len(old)] = mapEntry{key, val}
+		s.leaf = &hleaf{hash: h, ents: ents}
 		return nn, true
 	}
-	*s = hslot{child: mergeSlots(shift+5, *s, hslot{hash: h, ents: []mapEntry{{key, val}}})}
+	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
 	return nn, true
 }
 
 func mergeSlots(shift uint, a, b hslot) *hnode {
-	ia, ib := (a.hash>>shift)&31, (b.hash>>shift)&31
+	ia, ib := (a.leaf.hash>>shift)&31, (b.leaf.hash>>shift)&31
 	if ia == ib {
 		return &hnode{bitmap: 1 << ia, slots: []hslot{{child: mergeSlots(shift+5, a, b)}}}
 	}
@@ -490,19 +501,19 @@ func (n *hnode) del(shift uint, h uint32, key Value) (*hnode, bool) {
 		}
 		return nn, true
 	}
-	if s.hash != h {
+	if s.leaf.hash != h {
 		return n, false
 	}
-	i := findEntry(s.ents, key)
+	i := findEntry(s.leaf.ents, key)
 	if i < 0 {
 		return n, false
 	}
 	nn := &hnode{bitmap: n.bitmap, slots: slices.Clone(n.slots)}
-	if len(s.ents) == 1 {
+	if len(s.leaf.ents) == 1 {
 		nn.bitmap &^= bit
 		nn.slots = slices.Delete(nn.slots, idx, idx+1)
 	} else {
-		nn.slots[idx].ents = slices.Delete(slices.Clone(s.ents), i, i+1)
+		nn.slots[idx].leaf = &hleaf{hash: h, ents: slices.Delete(slices.Clone(s.leaf.ents), i, i+1)}
 	}
 	return nn, true
 }
@@ -514,7 +525,7 @@ func (n *hnode) each(fn func(mapEntry)) {
 			s.child.each(fn)
 			continue
 		}
-		for _, e := range s.ents {
+		for _, e := range s.leaf.ents {
 			fn(e)
 		}
 	}
@@ -585,7 +596,7 @@ func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 		nn.bitmap |= bit
 		nn.slots = make([]hslot, len(n.slots)+1)
 		copy(nn.slots, n.slots[:idx])
-		nn.slots[idx] = hslot{hash: h, ents: []mapEntry{{key, val}}}
+		nn.slots[idx] = newLeaf(h, key, val)
 		copy(nn.slots[idx+1:], n.slots[idx:])
 		return nn
 	}
@@ -595,11 +606,11 @@ func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 		s.child = s.child.addExact(shift+5, h, key, val)
 		return nn
 	}
-	if s.hash == h {
-		s.ents = append(slices.Clip(slices.Clone(s.ents)), mapEntry{key, val})
+	if s.leaf.hash == h {
+		s.leaf = &hleaf{hash: h, ents: append(slices.Clip(slices.Clone(s.leaf.ents)), mapEntry{key, val})}
 		return nn
 	}
-	*s = hslot{child: mergeSlots(shift+5, *s, hslot{hash: h, ents: []mapEntry{{key, val}}})}
+	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
 	return nn
 }
 
