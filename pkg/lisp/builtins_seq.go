@@ -1,5 +1,1011 @@
 package lisp
 
-// registerSeq registers this group's builtins (see HANDOFF.md).
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// registerSeq registers this group's builtins (see HANDOFF.md): §4.2 find
+// mapcat map-indexed pluck sort sort-by reverse distinct distinct-by
+// group-by frequencies partition partition-all flatten interleave interpose
+// zip combinations conj cons concat into vec vector walk prewalk postwalk
+// tree-seq, plus rseq distinct? doall dorun reductions.
 func registerSeq(r registry) {
+	r.add("find", 2, 2, biFind)
+	r.add("mapcat", 2, -1, biMapcat)
+	r.add("map-indexed", 2, 2, biMapIndexed)
+	r.add("pluck", 2, 2, func(th *Thread, a []Value) Value {
+		items := th.Seq(a[1], "pluck", 2)
+		th.allocSlots(len(items))
+		out := make([]Value, len(items))
+		for i, it := range items {
+			th.tick()
+			out[i] = getPath(it, a[0])
+		}
+		return seqVec(out)
+	})
+	r.add("sort", 1, 2, biSort)
+	r.add("sort-by", 2, 3, biSortBy)
+	r.add("reverse", 1, 1, func(th *Thread, a []Value) Value { return reverseOf(th, "reverse", a[0]) })
+	r.add("rseq", 1, 1, func(th *Thread, a []Value) Value {
+		if _, ok := a[0].(*Vector); !ok && a[0] != nil {
+			th.TypeError("rseq", "a vector", a[0], 1)
+		}
+		return seqOrNil(th, reverseOf(th, "rseq", a[0]))
+	})
+	r.add("distinct", 1, 1, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct", nil, a[0], 1) })
+	r.add("distinct-by", 2, 2, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct-by", a[0], a[1], 2) })
+	r.add("distinct?", 1, -1, func(th *Thread, a []Value) Value {
+		var seen valueSet
+		for _, v := range a {
+			th.tick()
+			if !seen.add(v) {
+				return false
+			}
+		}
+		return true
+	})
+	r.add("group-by", 2, 2, biGroupBy)
+	r.add("frequencies", 1, 1, biFrequencies)
+	r.add("partition", 2, 4, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition", a, false) })
+	r.add("partition-all", 2, 3, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition-all", a, true) })
+	r.add("flatten", 1, 1, func(th *Thread, a []Value) Value {
+		var out []Value
+		switch a[0].(type) {
+		case *Vector, *LazySeq:
+			out = flattenInto(th, out, a[0], 0)
+		}
+		return th.MakeVector(out)
+	})
+	r.add("interleave", 0, -1, biInterleave)
+	r.add("interpose", 2, 2, func(th *Thread, a []Value) Value {
+		items := th.Seq(a[1], "interpose", 2)
+		if len(items) == 0 {
+			return emptyVector
+		}
+		th.allocSlots(2*len(items) - 1)
+		out := make([]Value, 0, 2*len(items)-1)
+		for i, it := range items {
+			if i > 0 {
+				out = append(out, a[0])
+			}
+			out = append(out, it)
+		}
+		return &Vector{items: out}
+	})
+	r.add("zip", 1, -1, biZip)
+	r.add("combinations", 2, 2, biCombinations)
+	r.add("conj", 0, -1, biConj)
+	r.add("cons", 2, 2, biCons)
+	r.add("concat", 0, -1, biConcat)
+	r.add("into", 0, 2, biInto)
+	r.add("vec", 1, 1, func(th *Thread, a []Value) Value {
+		if v, ok := a[0].(*Vector); ok {
+			return v
+		}
+		items := th.Seq(a[0], "vec", 1)
+		if _, ok := a[0].(*LazySeq); ok {
+			items = slices.Clip(items) // the lazy seq may still grow its cache
+		}
+		return th.MakeVector(items)
+	})
+	r.add("vector", 0, -1, func(th *Thread, a []Value) Value {
+		return th.MakeVector(append([]Value(nil), a...))
+	})
+	r.add("walk", 3, 3, func(th *Thread, a []Value) Value {
+		inner, outer := a[0], a[1]
+		return walkForm(th, a[2], func(v Value) Value { return th.Call1(inner, v) }, func(v Value) Value { return th.Call1(outer, v) })
+	})
+	r.add("prewalk", 2, 2, func(th *Thread, a []Value) Value { return prewalk(th, a[0], a[1], 0) })
+	r.add("postwalk", 2, 2, func(th *Thread, a []Value) Value { return postwalk(th, a[0], a[1], 0) })
+	r.add("tree-seq", 3, 3, biTreeSeq)
+	r.add("doall", 1, 2, func(th *Thread, a []Value) Value {
+		c := a[len(a)-1]
+		if s, ok := c.(*LazySeq); ok {
+			th.Seq(s, "doall", len(a))
+		}
+		return c
+	})
+	r.add("dorun", 1, 2, func(th *Thread, a []Value) Value {
+		if s, ok := a[len(a)-1].(*LazySeq); ok {
+			th.Seq(s, "dorun", len(a))
+		}
+		return nil
+	})
+	r.add("reductions", 2, 3, biReductions)
+}
+
+// seqVec wraps items (already charged) as a vector.
+func seqVec(items []Value) *Vector {
+	if len(items) == 0 {
+		return emptyVector
+	}
+	return &Vector{items: items}
+}
+
+// keyOf applies a key argument: a keyword, string or vector path reads a
+// field (flex); anything else is called.
+func keyOf(th *Thread, key, item Value) Value {
+	switch key.(type) {
+	case *Keyword, string, *Vector:
+		th.tick()
+		return getPath(item, key)
+	}
+	return th.Call1(key, item)
+}
+
+// valueSet is a hash set of values with = semantics (1 and 1.0 are the
+// same member), used for dedup and grouping. The zero value is empty.
+type valueSet struct {
+	m map[uint32][]int
+	// vals holds the members in insertion order.
+	vals []Value
+}
+
+// index returns the position of v in vals, or -1.
+func (s *valueSet) index(v Value, h uint32) int {
+	for _, i := range s.m[h] {
+		if Equal(s.vals[i], v) {
+			return i
+		}
+	}
+	return -1
+}
+
+// find returns the position of v, adding it when absent (added=true).
+func (s *valueSet) find(v Value) (int, bool) {
+	if s.m == nil {
+		s.m = make(map[uint32][]int)
+	}
+	h := hashValue(v)
+	if i := s.index(v, h); i >= 0 {
+		return i, false
+	}
+	s.vals = append(s.vals, v)
+	s.m[h] = append(s.m[h], len(s.vals)-1)
+	return len(s.vals) - 1, true
+}
+
+// add adds v and reports whether it was new.
+func (s *valueSet) add(v Value) bool {
+	_, added := s.find(v)
+	return added
+}
+
+// buildMap builds a map from distinct keys (by =) and their values. Keys
+// that differ only as keyword vs string (:a and "a") stay separate entries.
+func buildMap(th *Thread, keys, vals []Value) *Map {
+	th.allocSlots(3 * len(keys))
+	clash := false
+	var names map[string]int
+	for _, k := range keys {
+		var name string
+		var bit int
+		switch x := k.(type) {
+		case *Keyword:
+			name, bit = x.Name, 1
+		case string:
+			name, bit = x, 2
+		default:
+			continue
+		}
+		if names == nil {
+			names = make(map[string]int)
+		}
+		names[name] |= bit
+		if names[name] == 3 {
+			clash = true
+			break
+		}
+	}
+	if clash {
+		m := emptyMap
+		for i, k := range keys {
+			m = m.assocExact(k, vals[i])
+		}
+		return m
+	}
+	b := newMapBuilder(len(keys))
+	for i, k := range keys {
+		b.set(k, vals[i])
+	}
+	return b.build()
+}
+
+func biFind(th *Thread, a []Value) Value {
+	// Clojure's (find map key) → [key val] entry.
+	if m, ok := a[0].(*Map); ok {
+		switch a[1].(type) {
+		case *Vector, *Set, *Map, *LazySeq:
+		default:
+			k, found := m.lookupKey(a[1])
+			if !found {
+				return nil
+			}
+			v, _ := m.Get(a[1])
+			return th.MakeVector([]Value{k, v})
+		}
+	}
+	if a[0] == nil {
+		return nil
+	}
+	pred := a[0]
+	var found Value
+	th.Each(a[1], "find", 2, func(v Value) bool {
+		if Truthy(th.Call1(pred, v)) {
+			found = v
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+func biMapcat(th *Thread, a []Value) Value {
+	mapped := biMap(th, a)
+	if s, ok := mapped.(*LazySeq); ok {
+		var cur []Value
+		i, j := 0, 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			for j >= len(cur) {
+				v, ok := s.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				i++
+				cur, j = th.Seq(v, "mapcat", 1), 0
+			}
+			j++
+			return cur[j-1], true
+		})
+	}
+	return concatItems(th, "mapcat", mapped.(*Vector).items, false)
+}
+
+// concatItems concatenates the items of colls (nil counts as empty);
+// args says whether colls are the builtin's own args (for arg numbers in
+// type errors).
+func concatItems(th *Thread, name string, colls []Value, args bool) Value {
+	if len(colls) == 1 && args {
+		return th.MakeVector(th.Seq(colls[0], name, 1))
+	}
+	var out []Value
+	for i, c := range colls {
+		argN := 0
+		if args {
+			argN = i + 1
+		}
+		items := th.Seq(c, name, argN)
+		th.allocSlots(len(items))
+		out = append(out, items...)
+	}
+	return seqVec(out)
+}
+
+func biMapIndexed(th *Thread, a []Value) Value {
+	f := a[0]
+	if s, ok := a[1].(*LazySeq); ok {
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			v, ok := s.nth(th, i)
+			if !ok {
+				return nil, false
+			}
+			i++
+			return th.Call2(f, Int(int64(i-1)), v), true
+		})
+	}
+	items := th.Seq(a[1], "map-indexed", 2)
+	th.allocSlots(len(items))
+	out := make([]Value, len(items))
+	for i, it := range items {
+		out[i] = th.Call2(f, Int(int64(i)), it)
+	}
+	return seqVec(out)
+}
+
+// comparator returns the 3-way comparison for sort/sort-by: nil or :asc
+// is compare, :desc its reverse, < > <= >= on numbers compare directly,
+// and any other fn is called: a boolean result means "a before b" (as
+// Clojure's fn comparators), a number is the 3-way result.
+func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) int {
+	natural := func(x, y Value) int {
+		th.tick()
+		c, ok := Compare(x, y)
+		if !ok {
+			th.RaiseHint(KindType, "sort values of one kind: numbers, strings, keywords or vectors",
+				"%s: cannot compare %s with %s", name, preview(x), preview(y))
+		}
+		return c
+	}
+	switch c := comp.(type) {
+	case nil:
+		return natural
+	case *Keyword:
+		switch c.Name {
+		case "asc":
+			return natural
+		case "desc":
+			return func(x, y Value) int { return natural(y, x) }
+		}
+		th.Raise(KindValue, "%s: unknown order :%s; use :asc, :desc or a comparator fn", name, c.Name)
+	case *Builtin:
+		sign := 0
+		switch c.Name {
+		case "<", "<=":
+			sign = 1
+		case ">", ">=":
+			sign = -1
+		case "compare":
+			return natural
+		}
+		if sign != 0 {
+			return func(x, y Value) int {
+				switch x.(type) {
+				case int64, float64:
+					switch y.(type) {
+					case int64, float64:
+						if !isNaN(x) && !isNaN(y) {
+							th.tick()
+							return sign * numCmp(x, y)
+						}
+					}
+				}
+				return callComparator(th, name, c, x, y)
+			}
+		}
+	}
+	return func(x, y Value) int { return callComparator(th, name, comp, x, y) }
+}
+
+// callComparator calls a user comparator like Clojure's AFunction.compare.
+func callComparator(th *Thread, name string, f, x, y Value) int {
+	switch r := th.Call2(f, x, y).(type) {
+	case bool, nil:
+		if Truthy(r) {
+			return -1
+		}
+		if Truthy(th.Call2(f, y, x)) {
+			return 1
+		}
+		return 0
+	case int64:
+		switch {
+		case r < 0:
+			return -1
+		case r > 0:
+			return 1
+		}
+		return 0
+	case float64:
+		return int(r) // Clojure truncates with intValue
+	default:
+		th.Raise(KindType, "%s: comparator must return a boolean or a number, got %s", name, preview(r))
+	}
+	return 0
+}
+
+func biSort(th *Thread, a []Value) Value {
+	var comp Value
+	coll := a[len(a)-1]
+	if len(a) == 2 {
+		comp = a[0]
+	}
+	items := th.Seq(coll, "sort", len(a))
+	th.allocSlots(len(items))
+	out := slices.Clone(items)
+	cmp := comparator(th, "sort", comp, 1)
+	slices.SortStableFunc(out, cmp)
+	return seqVec(out)
+}
+
+type keyed struct{ k, v Value }
+
+func biSortBy(th *Thread, a []Value) Value {
+	keyFn := a[0]
+	var comp Value
+	if len(a) == 3 {
+		comp = a[1]
+	}
+	items := th.Seq(a[len(a)-1], "sort-by", len(a))
+	th.allocSlots(3 * len(items))
+	ks := make([]keyed, len(items))
+	for i, it := range items {
+		ks[i] = keyed{keyOf(th, keyFn, it), it}
+	}
+	cmp := comparator(th, "sort-by", comp, 2)
+	// fast path: every key a number and the natural or a numeric order
+	if !sortNumericKeys(th, ks, comp) {
+		slices.SortStableFunc(ks, func(x, y keyed) int { return cmp(x.k, y.k) })
+	}
+	out := make([]Value, len(ks))
+	for i, e := range ks {
+		out[i] = e.v
+	}
+	return seqVec(out)
+}
+
+// sortNumericKeys sorts ks by float keys when every key is a non-NaN
+// number and comp is nil, :asc, :desc, <, <=, >, >= or compare; it reports
+// whether it did.
+func sortNumericKeys(th *Thread, ks []keyed, comp Value) bool {
+	desc := false
+	switch c := comp.(type) {
+	case nil:
+	case *Keyword:
+		switch c.Name {
+		case "asc":
+		case "desc":
+			desc = true
+		default:
+			return false
+		}
+	case *Builtin:
+		switch c.Name {
+		case "<", "<=", "compare":
+		case ">", ">=":
+			desc = true
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	for _, e := range ks {
+		switch x := e.k.(type) {
+		case int64:
+		case float64:
+			if x != x {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	type fk struct {
+		f     float64
+		i     int64
+		isInt bool
+		v     Value
+	}
+	fs := make([]fk, len(ks))
+	for i, e := range ks {
+		th.tick()
+		switch x := e.k.(type) {
+		case int64:
+			fs[i] = fk{float64(x), x, true, e.v}
+		case float64:
+			fs[i] = fk{x, 0, false, e.v}
+		}
+	}
+	cmpf := func(x, y fk) int {
+		switch {
+		case x.f < y.f:
+			return -1
+		case x.f > y.f:
+			return 1
+		case !x.isInt || !y.isInt:
+			return 0
+		case x.i < y.i:
+			return -1
+		case x.i > y.i:
+			return 1
+		}
+		return 0
+	}
+	if desc {
+		slices.SortStableFunc(fs, func(x, y fk) int { return cmpf(y, x) })
+	} else {
+		slices.SortStableFunc(fs, cmpf)
+	}
+	for i := range fs {
+		ks[i].v = fs[i].v
+	}
+	return true
+}
+
+func reverseOf(th *Thread, name string, coll Value) Value {
+	items := th.Seq(coll, name, 1)
+	th.allocSlots(len(items))
+	out := make([]Value, len(items))
+	for i, it := range items {
+		out[len(items)-1-i] = it
+	}
+	return seqVec(out)
+}
+
+func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
+	items := th.Seq(coll, name, argN)
+	var seen valueSet
+	out := make([]Value, 0, min(len(items), 64))
+	for _, it := range items {
+		k := it
+		if key != nil {
+			k = keyOf(th, key, it)
+		} else {
+			th.tick()
+		}
+		if seen.add(k) {
+			out = append(out, it)
+		}
+	}
+	th.allocSlots(len(out))
+	return seqVec(out)
+}
+
+func biGroupBy(th *Thread, a []Value) Value {
+	items := th.Seq(a[1], "group-by", 2)
+	var seen valueSet
+	var groups [][]Value
+	for _, it := range items {
+		i, added := seen.find(keyOf(th, a[0], it))
+		if added {
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], it)
+	}
+	th.allocSlots(len(items))
+	vals := make([]Value, len(groups))
+	for i, g := range groups {
+		vals[i] = &Vector{items: slices.Clip(g)}
+	}
+	return buildMap(th, seen.vals, vals)
+}
+
+func biFrequencies(th *Thread, a []Value) Value {
+	items := th.Seq(a[0], "frequencies", 1)
+	var seen valueSet
+	var counts []int64
+	for _, it := range items {
+		th.tick()
+		i, added := seen.find(it)
+		if added {
+			counts = append(counts, 0)
+		}
+		counts[i]++
+	}
+	vals := make([]Value, len(counts))
+	for i, c := range counts {
+		vals[i] = Int(c)
+	}
+	return buildMap(th, seen.vals, vals)
+}
+
+// partitionImpl implements (partition n [step [pad]] coll) and
+// (partition-all n [step] coll). Chunks share the input's backing array.
+func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
+	n := th.Int(name, a[0], 1)
+	step := n
+	var pad []Value
+	hasPad := false
+	coll := a[len(a)-1]
+	if len(a) >= 3 {
+		step = th.Int(name, a[1], 2)
+	}
+	if len(a) == 4 {
+		pad = th.Seq(a[2], name, 3)
+		hasPad = true
+	}
+	if n <= 0 {
+		th.Raise(KindValue, "%s: size must be positive, got %d", name, n)
+	}
+	if step <= 0 {
+		th.Raise(KindValue, "%s: step must be positive, got %d", name, step)
+	}
+	n, step = min(n, math.MaxInt32), min(step, math.MaxInt32)
+	items := th.Seq(coll, name, len(a))
+	var out []Value
+	for i := 0; i < len(items); i += int(step) {
+		th.tick()
+		end := i + int(n)
+		if end > len(items) {
+			switch {
+			case all:
+				out = append(out, view(items, i, len(items)))
+			case hasPad:
+				chunk := append(slices.Clone(items[i:]), pad[:min(len(pad), end-len(items))]...)
+				th.allocSlots(len(chunk))
+				out = append(out, &Vector{items: chunk})
+			}
+			break
+		}
+		out = append(out, view(items, i, end))
+	}
+	th.allocSlots(2 * len(out))
+	return seqVec(out)
+}
+
+// flattenInto appends the leaves of nested vectors and lazy seqs.
+func flattenInto(th *Thread, out []Value, v Value, depth int) []Value {
+	if depth > th.maxDepth {
+		th.depthLimit("flatten")
+	}
+	for _, it := range th.Seq(v, "flatten", 1) {
+		switch it.(type) {
+		case *Vector, *LazySeq:
+			out = flattenInto(th, out, it, depth+1)
+		default:
+			th.tick()
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// depthLimit raises the depth-limit error for recursive data walks.
+func (th *Thread) depthLimit(name string) {
+	panic(&Error{Kind: KindDepthLimit, Pos: th.pos, Msg: fmt.Sprintf("%s: depth limit exceeded (%d nested levels)", name, th.maxDepth)})
+}
+
+func biInterleave(th *Thread, a []Value) Value {
+	if len(a) == 0 {
+		return emptyVector
+	}
+	seqs := make([][]Value, len(a))
+	n := math.MaxInt
+	for i, c := range a {
+		seqs[i] = th.Seq(c, "interleave", i+1)
+		n = min(n, len(seqs[i]))
+	}
+	th.allocSlots(n * len(a))
+	out := make([]Value, 0, n*len(a))
+	for i := 0; i < n; i++ {
+		for _, s := range seqs {
+			out = append(out, s[i])
+		}
+	}
+	return seqVec(out)
+}
+
+func biZip(th *Thread, a []Value) Value {
+	seqs := make([][]Value, len(a))
+	n := math.MaxInt
+	for i, c := range a {
+		seqs[i] = th.Seq(c, "zip", i+1)
+		n = min(n, len(seqs[i]))
+	}
+	th.allocSlots(n * (len(a) + 1))
+	out := make([]Value, n)
+	for i := range out {
+		row := make([]Value, len(a))
+		for j, s := range seqs {
+			row[j] = s[i]
+		}
+		out[i] = &Vector{items: row}
+	}
+	return seqVec(out)
+}
+
+func biCombinations(th *Thread, a []Value) Value {
+	items := th.Seq(a[0], "combinations", 1)
+	k := th.Int("combinations", a[1], 2)
+	n := int64(len(items))
+	if k < 0 || k > n {
+		return emptyVector
+	}
+	// C(n, k), capped so the budget check below cannot overflow.
+	total := int64(1)
+	for i := int64(0); i < k; i++ {
+		total = total * (n - i) / (i + 1)
+		if total > 1<<40 {
+			th.memLimit()
+		}
+	}
+	th.allocSlots(int(total * (k + 1)))
+	out := make([]Value, 0, total)
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		th.tick()
+		row := make([]Value, k)
+		for i, j := range idx {
+			row[i] = items[j]
+		}
+		out = append(out, seqVec(row))
+		// advance the rightmost index that can move
+		i := int(k) - 1
+		for i >= 0 && idx[i] == int(n)-int(k)+i {
+			i--
+		}
+		if i < 0 {
+			break
+		}
+		idx[i]++
+		for j := i + 1; j < int(k); j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+	return seqVec(out)
+}
+
+// conjMap adds x to m: a [k v] entry, a map (merged) or nil.
+func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
+	switch e := x.(type) {
+	case nil:
+		return m
+	case *Vector:
+		if len(e.items) == 2 {
+			return assocCharged(th, m, e.items[0], e.items[1])
+		}
+	case *Map:
+		if m.Len() == 0 {
+			return e
+		}
+		e.Each(func(k, v Value) bool {
+			th.tick()
+			m = assocCharged(th, m, k, v)
+			return true
+		})
+		return m
+	}
+	th.TypeError(name, "a [key value] entry or a map", x, argN)
+	return nil
+}
+
+// assocCharged is m.Assoc, charging the budget when the map grows.
+func assocCharged(th *Thread, m *Map, k, v Value) *Map {
+	n := m.Len()
+	m = m.Assoc(k, v)
+	if m.Len() > n {
+		th.allocSlots(3)
+	}
+	return m
+}
+
+func biConj(th *Thread, a []Value) Value {
+	if len(a) == 0 {
+		return emptyVector
+	}
+	xs := a[1:]
+	switch c := a[0].(type) {
+	case nil:
+		return th.MakeVector(append([]Value(nil), xs...))
+	case *Vector:
+		th.allocSlots(len(xs))
+		for _, x := range xs {
+			c = c.Conj(x)
+		}
+		return c
+	case *Set:
+		for _, x := range xs {
+			th.tick()
+			n := c.Len()
+			if c = c.Conj(x); c.Len() > n {
+				th.allocSlots(3)
+			}
+		}
+		return c
+	case *Map:
+		for i, x := range xs {
+			c = conjMap(th, "conj", c, x, i+2)
+		}
+		return c
+	case *LazySeq:
+		// a seq grows at the front, as in Clojure
+		var v Value = c
+		for _, x := range xs {
+			v = consLazy(x, v.(*LazySeq))
+		}
+		return v
+	}
+	th.TypeError("conj", "a collection", a[0], 1)
+	return nil
+}
+
+// consLazy returns a lazy seq of x followed by s.
+func consLazy(x Value, s *LazySeq) *LazySeq {
+	i := -1
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		if i < 0 {
+			i = 0
+			return x, true
+		}
+		v, ok := s.nth(th, i)
+		if ok {
+			i++
+		}
+		return v, ok
+	})
+}
+
+func biCons(th *Thread, a []Value) Value {
+	if s, ok := a[1].(*LazySeq); ok {
+		return consLazy(a[0], s)
+	}
+	items := th.Seq(a[1], "cons", 2)
+	th.allocSlots(len(items) + 1)
+	out := make([]Value, len(items)+1)
+	out[0] = a[0]
+	copy(out[1:], items)
+	return &Vector{items: out}
+}
+
+func biConcat(th *Thread, a []Value) Value {
+	for _, c := range a {
+		if _, ok := c.(*LazySeq); ok {
+			colls := append([]Value(nil), a...)
+			ci, i := 0, 0
+			var cur []Value
+			var curLazy *LazySeq
+			started := false
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				for ci < len(colls) {
+					if !started {
+						started, i = true, 0
+						curLazy, _ = colls[ci].(*LazySeq)
+						if curLazy == nil {
+							cur = th.Seq(colls[ci], "concat", ci+1)
+						}
+					}
+					if curLazy != nil {
+						if v, ok := curLazy.nth(th, i); ok {
+							i++
+							return v, true
+						}
+					} else if i < len(cur) {
+						i++
+						return cur[i-1], true
+					}
+					ci, started = ci+1, false
+				}
+				return nil, false
+			})
+		}
+	}
+	if len(a) == 1 {
+		if v, ok := a[0].(*Vector); ok {
+			return v
+		}
+	}
+	return concatItems(th, "concat", a, true)
+}
+
+func biInto(th *Thread, a []Value) Value {
+	switch len(a) {
+	case 0:
+		return emptyVector
+	case 1:
+		return a[0]
+	}
+	from := th.Seq(a[1], "into", 2)
+	switch to := a[0].(type) {
+	case nil, *Vector:
+		var cur []Value
+		if v, ok := to.(*Vector); ok {
+			cur = v.items
+		}
+		if len(from) == 0 {
+			if to == nil {
+				return emptyVector
+			}
+			return to
+		}
+		th.allocSlots(len(cur) + len(from))
+		out := make([]Value, 0, len(cur)+len(from))
+		out = append(append(out, cur...), from...)
+		return &Vector{items: out}
+	case *Set:
+		for _, x := range from {
+			th.tick()
+			n := to.Len()
+			if to = to.Conj(x); to.Len() > n {
+				th.allocSlots(3)
+			}
+		}
+		return to
+	case *Map:
+		for _, x := range from {
+			to = conjMap(th, "into", to, x, 2)
+		}
+		return to
+	case *LazySeq:
+		return biConj(th, append([]Value{to}, from...))
+	}
+	th.TypeError("into", "a vector, set or map", a[0], 1)
+	return nil
+}
+
+// walkForm is clojure.walk/walk: inner on each element of a collection
+// (map entries as [k v]), then outer on the rebuilt collection.
+func walkForm(th *Thread, form Value, inner, outer func(Value) Value) Value {
+	switch c := form.(type) {
+	case *Vector:
+		th.allocSlots(len(c.items))
+		out := make([]Value, len(c.items))
+		for i, it := range c.items {
+			out[i] = inner(it)
+		}
+		return outer(seqVec(out))
+	case *LazySeq:
+		items := th.Seq(c, "walk", 0)
+		th.allocSlots(len(items))
+		out := make([]Value, len(items))
+		for i, it := range items {
+			out[i] = inner(it)
+		}
+		return outer(seqVec(out))
+	case *Map:
+		m := emptyMap
+		for _, e := range c.entries() {
+			m = conjMap(th, "walk", m, inner(&Vector{items: []Value{e.key, e.val}}), 0)
+		}
+		return outer(m)
+	case *Set:
+		s := emptySet
+		for _, it := range c.Items() {
+			s = s.Conj(inner(it))
+		}
+		th.allocSlots(3 * s.Len())
+		return outer(s)
+	}
+	return outer(form)
+}
+
+func prewalk(th *Thread, f, form Value, depth int) Value {
+	if depth > th.maxDepth {
+		th.depthLimit("prewalk")
+	}
+	return walkForm(th, th.Call1(f, form), func(v Value) Value { return prewalk(th, f, v, depth+1) }, func(v Value) Value { return v })
+}
+
+func postwalk(th *Thread, f, form Value, depth int) Value {
+	if depth > th.maxDepth {
+		th.depthLimit("postwalk")
+	}
+	return walkForm(th, form, func(v Value) Value { return postwalk(th, f, v, depth+1) }, func(v Value) Value { return th.Call1(f, v) })
+}
+
+// biTreeSeq is (tree-seq branch? children root): the nodes in depth-first
+// pre-order, iteratively (no Go recursion on deep trees).
+func biTreeSeq(th *Thread, a []Value) Value {
+	branch, children := a[0], a[1]
+	var out []Value
+	stack := []Value{a[2]}
+	for len(stack) > 0 {
+		node := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		th.allocSlots(1)
+		out = append(out, node)
+		if Truthy(th.Call1(branch, node)) {
+			kids := th.Seq(th.Call1(children, node), "tree-seq", 2)
+			for i := len(kids) - 1; i >= 0; i-- {
+				stack = append(stack, kids[i])
+			}
+		}
+	}
+	return seqVec(out)
+}
+
+func biReductions(th *Thread, a []Value) Value {
+	f := a[0]
+	var acc Value
+	started := false
+	coll := a[len(a)-1]
+	var out []Value
+	if len(a) == 3 {
+		acc, started = a[1], true
+		out = append(out, acc)
+	}
+	th.Each(coll, "reductions", len(a), func(v Value) bool {
+		if !started {
+			acc, started = v, true
+			out = append(out, acc)
+			return true
+		}
+		acc = th.Call2(f, acc, v)
+		if r, ok := acc.(*Reduced); ok {
+			out = append(out, r.Val)
+			return false
+		}
+		out = append(out, acc)
+		return true
+	})
+	if !started {
+		// (reductions f []) is [(f)]
+		out = append(out, th.Call(f))
+	}
+	return th.MakeVector(out)
 }
