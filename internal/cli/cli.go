@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -91,7 +92,7 @@ func (o LogOptions) Logger(w io.Writer, component string) (zerolog.Logger, error
 	switch o.Format {
 	case "json", "":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q: want json or console", o.Format)
 	}
@@ -211,4 +212,15 @@ func (o NATSOptions) Redacted() map[string]any {
 		m["tls"] = true
 	}
 	return m
+}
+
+// isTerminal reports whether w is a character device (colour is only for
+// people looking at a terminal, not for files and pipes).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

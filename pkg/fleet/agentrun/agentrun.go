@@ -150,14 +150,19 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 		ev.Kind = messages.EventTurnStarted
 	case agent.EventTurnStop:
 		ev.Kind = messages.EventTurnFinished
-		if e.Program != "" {
-			o.events.Emit(&messages.Event{Kind: messages.EventProgram, Turn: e.Turn, Time: ev.Time, Program: e.Program, Data: ev.Data})
-		}
 		if e.Err != nil {
 			ev.Error = e.Err.Error()
 		}
 	case agent.EventLLMStart:
 		ev.Kind = messages.EventLLMRequest
+	case agent.EventLLMStop:
+		// The program is known as soon as the model answers: report it
+		// before the tool calls it makes.
+		code, ok := agent.ParseResponse(e.Response)
+		if !ok {
+			return
+		}
+		ev.Kind, ev.Program = messages.EventProgram, code
 	case agent.EventToolStart, agent.EventToolStop, agent.EventToolException:
 		if _, sub := o.subAgents[e.Tool]; !sub || e.Depth > 1 {
 			return

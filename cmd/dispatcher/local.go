@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/missionfile"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+)
+
+type localConfig struct {
+	file         string
+	workers      int
+	slots        int
+	defaultModel string
+	timeout      time.Duration
+}
+
+// scriptedModel is the stand-in for a real model in local mode: it answers
+// turn N with the mission file's Nth scripted reply. It is stateless, so it
+// serves any number of concurrent missions.
+func scriptedModel(script []string) llm.Model {
+	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if req.Turn < 1 || req.Turn > len(script) {
+			return nil, fmt.Errorf("scripted model: no reply for turn %d (the script has %d)", req.Turn, len(script))
+		}
+		return &llm.Response{Content: script[req.Turn-1], Model: "scripted"}, nil
+	})
+}
+
+// runLocal runs one mission file on a fleet inside this process: an
+// embedded NATS server with JetStream in a temporary directory, the example
+// shop tool service and cfg.workers workers.
+func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, out io.Writer) error {
+	if cfg.workers < 1 || cfg.slots < 1 {
+		return errors.New("workers and slots must be at least 1")
+	}
+	f, err := missionfile.Read(cfg.file)
+	if err != nil {
+		return err
+	}
+	m, err := f.Mission()
+	if err != nil {
+		return err
+	}
+	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	name := m.Model
+	if name == "" {
+		name = m.Agent.LLM
+	}
+	if name == "" {
+		name = cfg.defaultModel
+	}
+	if _, ok := models[name]; ok {
+		fmt.Fprintf(out, "model: %s (configured by %s%s)\n", name, llmconfig.EnvPrefix, strings.ToUpper(name))
+	} else {
+		if len(f.Script) == 0 {
+			return fmt.Errorf("no model %q is configured (set %s%s=provider:model) and %s has no script", name, llmconfig.EnvPrefix, strings.ToUpper(name), cfg.file)
+		}
+		registry := llm.Registry{}
+		maps.Copy(registry, models)
+		registry["scripted"] = scriptedModel(f.Script)
+		models = registry
+		m.Model = "scripted"
+		fmt.Fprintf(out, "model: SCRIPTED — replaying %d replies from %s\n       (no model %q configured; set %s%s=openai:gpt-4.1-mini and OPENAI_API_KEY for a real one)\n",
+			len(f.Script), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
+	}
+
+	srv, err := embedded.Start(embedded.Options{})
+	if err != nil {
+		return fmt.Errorf("embedded nats: %w", err)
+	}
+	defer srv.Close()
+	nc, err := srv.Conn()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	fmt.Fprintf(out, "fleet: embedded NATS %s, %d workers × %d slots, tools: %s\n", srv.ClientURL(), cfg.workers, cfg.slots, strings.Join(shop.ToolNames(), ", "))
+
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", Logger: &log})
+	if err != nil {
+		return err
+	}
+	defer svc.Stop(context.Background())
+	if err := shop.Default().Register(svc); err != nil {
+		return err
+	}
+
+	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
+	var (
+		workers []*fleet.Worker
+		conns   []*nats.Conn
+	)
+	defer func() {
+		// Drain the workers before their connections close.
+		for _, w := range workers {
+			_ = w.Stop()
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range cfg.workers {
+		wnc, err := srv.Conn()
+		if err != nil {
+			return err
+		}
+		conns = append(conns, wnc)
+		w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
+			ID: fmt.Sprintf("local-%d", i+1), Runner: runner, Slots: cfg.slots, Logger: &log,
+		})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(ctx); err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	sub, err := client.Submit(ctx, m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "mission %s submitted\n", sub.ID)
+	return follow(ctx, client, sub.ID, out)
+}

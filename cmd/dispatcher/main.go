@@ -1,0 +1,256 @@
+// Command dispatcher submits missions to the fleet and follows them: submit a
+// mission file, wait for it with live progress, read its status, cancel or
+// watch it. "dispatcher local" runs a whole fleet in one process (an
+// embedded NATS server with JetStream, workers and the example shop tools)
+// so that an example mission runs end to end on a fresh machine:
+//
+//	go run ./cmd/dispatcher local examples/missions/top-customers.yaml
+//
+// Every flag has an environment twin (-nats-url → PTC_NATS_URL); see
+// docs/operations.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/internal/cli"
+	"github.com/ptcfleet/ptc/internal/missionfile"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ()}, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "dispatcher:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// env is the process environment, injected so tests control it.
+type env struct {
+	getenv  func(string) string
+	environ []string
+}
+
+const usage = `usage: dispatcher <command> [flags] [args]
+
+commands:
+  local FILE        run FILE on an in-process fleet (embedded NATS, workers, example tools)
+  submit FILE...    submit missions; -wait follows them to the end
+  wait ID           wait for a mission's result, with live progress
+  status ID         print a mission's status
+  cancel ID         cancel a queued or running mission
+  watch ID          print a mission's progress events as they happen
+
+Run "dispatcher <command> -h" for the flags of a command.`
+
+// common are the flags every command takes.
+type common struct {
+	nats    cli.NATSOptions
+	log     cli.LogOptions
+	timeout time.Duration
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	c.nats.Register(fs)
+	c.log.Register(fs)
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "how long to wait for results")
+}
+
+func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return errors.New("no command")
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("dispatcher "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	var (
+		wait    bool
+		reason  string
+		workers int
+		slots   int
+		model   string
+	)
+	switch cmd {
+	case "submit":
+		fs.BoolVar(&wait, "wait", false, "wait for each mission's result, with live progress")
+	case "cancel":
+		fs.StringVar(&reason, "reason", "cancelled by operator", "why the mission is cancelled")
+	case "local":
+		// A person at a terminal: readable warnings only, unless asked.
+		setDefault(fs, "log-level", "warn")
+		setDefault(fs, "log-format", "console")
+		fs.IntVar(&workers, "workers", 2, "workers to start")
+		fs.IntVar(&slots, "slots", 4, "mission slots per worker")
+		fs.StringVar(&model, "default-model", "default", "model name used when a mission names none (PTC_MODEL_<NAME> configures models)")
+	case "wait", "status", "watch":
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	cli.Usage(fs, "dispatcher "+cmd+" [flags] [args]")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cli.ApplyEnv(fs, e.getenv); err != nil {
+		return err
+	}
+	if err := c.nats.Validate(); err != nil {
+		return err
+	}
+	log, err := c.log.Logger(stderr, "dispatcher")
+	if err != nil {
+		return err
+	}
+	if cmd == "local" {
+		if fs.NArg() != 1 {
+			return errors.New("local takes one mission file")
+		}
+		return runLocal(ctx, localConfig{file: fs.Arg(0), workers: workers, slots: slots, defaultModel: model, timeout: c.timeout}, e, log, stdout)
+	}
+
+	if c.nats.URL == "" {
+		return errors.New("no NATS server: set -nats-url or PTC_NATS_URL (or run everything in one process with 'dispatcher local FILE')")
+	}
+	c.nats.Name = "ptc-dispatcher"
+	opts, err := c.nats.Options(log)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(c.nats.URL, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	defer nc.Close()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	switch cmd {
+	case "submit":
+		if fs.NArg() == 0 {
+			return errors.New("submit takes one or more mission files")
+		}
+		for _, path := range fs.Args() {
+			m, err := readMission(path)
+			if err != nil {
+				return err
+			}
+			sub, err := client.Submit(ctx, m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			dup := ""
+			if sub.Duplicate {
+				dup = " (duplicate: already submitted)"
+			}
+			fmt.Fprintf(stdout, "%s %s%s\n", sub.ID, path, dup)
+			if wait {
+				if err := follow(ctx, client, sub.ID, stdout); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%s takes one mission id", cmd)
+	}
+	id := fs.Arg(0)
+	if !messages.ValidMissionID(id) {
+		return fmt.Errorf("%q is not a mission id (a ULID)", id)
+	}
+	switch cmd {
+	case "wait":
+		return follow(ctx, client, id, stdout)
+	case "watch":
+		return client.Watch(ctx, id, func(ev *messages.Event) error { progress{stdout}.event(ev); return nil })
+	case "status":
+		st, err := client.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s %s attempt=%d worker=%s updated=%s", st.MissionID, st.State, st.Attempt, st.Worker, st.UpdatedAt.Format(time.RFC3339))
+		if st.Reason != "" {
+			fmt.Fprintf(stdout, " reason=%s", st.Reason)
+		}
+		if st.CancelRequested {
+			fmt.Fprintf(stdout, " cancel_requested=%q", st.CancelReason)
+		}
+		fmt.Fprintln(stdout)
+		return nil
+	case "cancel":
+		if err := client.Cancel(ctx, id, reason); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s cancel requested\n", id)
+		return nil
+	}
+	return nil
+}
+
+func readMission(path string) (*messages.Mission, error) {
+	f, err := missionfile.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.Mission()
+}
+
+// follow prints a mission's progress until its result arrives, then the
+// result. A failed mission is an error (exit status 1).
+func follow(ctx context.Context, client *fleet.Client, id string, w io.Writer) error {
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		_ = client.Watch(wctx, id, func(ev *messages.Event) error { progress{w}.event(ev); return nil })
+	}()
+	step, err := client.Await(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Give the watcher a moment to print the last events before the result.
+	select {
+	case <-watched:
+	case <-time.After(500 * time.Millisecond):
+	}
+	stopWatch()
+	<-watched
+	printStep(w, step)
+	if step.Fail != nil {
+		return fmt.Errorf("mission %s failed: %s", id, step.Fail.Reason)
+	}
+	return nil
+}
+
+// setDefault changes a registered flag's default value.
+func setDefault(fs *flag.FlagSet, name, value string) {
+	f := fs.Lookup(name)
+	_ = f.Value.Set(value)
+	f.DefValue = value
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// progress prints mission events for a person watching a terminal.
+type progress struct {
+	w io.Writer
+}
+
+func (p progress) event(ev *messages.Event) {
+	prefix := ev.Time.Format("15:04:05.000")
+	if ev.Turn > 0 {
+		prefix += fmt.Sprintf(" turn %d", ev.Turn)
+	}
+	switch ev.Kind {
+	case messages.EventStarted:
+		fmt.Fprintf(p.w, "%s started on worker %s (attempt %d)\n", ev.Time.Format("15:04:05.000"), ev.Worker, max(ev.Attempt, 1))
+	case messages.EventLLMRequest:
+		fmt.Fprintf(p.w, "%s: asking the model\n", prefix)
+	case messages.EventProgram:
+		fmt.Fprintf(p.w, "%s: program\n%s\n", prefix, indent(ev.Program, "    "))
+	case messages.EventToolCall:
+		fmt.Fprintf(p.w, "%s: → %s %s\n", prefix, ev.Tool, preview(ev.Args, 200))
+	case messages.EventToolResult:
+		if ev.Error != "" {
+			fmt.Fprintf(p.w, "%s: ← %s failed: %s (%s)\n", prefix, ev.Tool, ev.Error, ev.Duration.Round(time.Microsecond))
+		} else {
+			fmt.Fprintf(p.w, "%s: ← %s %s (%s)\n", prefix, ev.Tool, preview(ev.Result, 200), ev.Duration.Round(time.Microsecond))
+		}
+	case messages.EventTurnFinished:
+		if ev.Error != "" {
+			fmt.Fprintf(p.w, "%s: error fed back to the model:\n%s\n", prefix, indent(ev.Error, "    "))
+		} else if r, ok := ev.Data["result"]; ok {
+			fmt.Fprintf(p.w, "%s: result %s\n", prefix, preview(r, 300))
+		}
+	case messages.EventFinal:
+		// printed by the caller with the full Step
+	case messages.EventTurnStarted:
+	default:
+		fmt.Fprintf(p.w, "%s: %s\n", prefix, ev.Kind)
+	}
+}
+
+func indent(s, pad string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pad + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// preview renders v as compact JSON cut to n bytes; lists say how long they are.
+func preview(v any, n int) string {
+	if l, ok := v.([]any); ok && len(l) > 3 {
+		head, _ := json.Marshal(l[:2])
+		s := fmt.Sprintf("[%d items] %s…", len(l), strings.TrimSuffix(string(head), "]"))
+		if len(s) > n {
+			s = s[:n] + "…"
+		}
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// printStep prints the outcome of a mission: the answer as JSON, or the
+// failure, and a usage line.
+func printStep(w io.Writer, s *messages.Step) {
+	u := s.Usage
+	if s.Fail != nil {
+		for _, t := range s.Trace {
+			if t.Error != "" {
+				fmt.Fprintf(w, "\nturn %d error:\n%s\n", t.Number, indent(t.Error, "  "))
+			}
+		}
+		fmt.Fprintf(w, "\nFAILED: %s\n%s\n", s.Fail.Reason, indent(s.Fail.Message, "  "))
+	} else {
+		out, err := json.MarshalIndent(s.Return, "", "  ")
+		if err != nil {
+			out = []byte(fmt.Sprint(s.Return))
+		}
+		fmt.Fprintf(w, "\nRESULT (%s):\n%s\n", orDash(s.Signature), out)
+	}
+	fmt.Fprintf(w, "\nturns %d · llm requests %d · tokens %d in / %d out · tool calls %d · %s\n",
+		u.Turns, u.Requests, u.InputTokens, u.OutputTokens, u.ToolCalls, u.Duration.Round(time.Millisecond))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+// Command shoptools serves the example shop tools (list_customers,
+// list_orders, search_emails, get_customer over a generated dataset) as a
+// NATS micro service: the example of a tool-owning service in the fleet.
+// Start more instances to scale it; they share a queue group.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/cli"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "shoptools:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	nats          cli.NATSOptions
+	log           cli.LogOptions
+	healthAddr    string
+	maxConcurrent int
+	customers     int
+	orders        int
+	emails        int
+}
+
+func flagSet(c *config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("shoptools", flag.ContinueOnError)
+	fs.SetOutput(out)
+	c.nats.Register(fs)
+	c.log.Register(fs)
+	fs.StringVar(&c.healthAddr, "health-addr", ":8082", "address of the /healthz and /readyz endpoints (empty: off)")
+	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "tool calls handled at once")
+	fs.IntVar(&c.customers, "customers", 2000, "customers in the generated dataset")
+	fs.IntVar(&c.orders, "orders", 10000, "orders in the generated dataset")
+	fs.IntVar(&c.emails, "emails", 5000, "emails in the generated dataset")
+	cli.Usage(fs, "shoptools [flags]")
+	return fs
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer, ready chan<- string) error {
+	var c config
+	fs := flagSet(&c, logOut)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cli.ApplyEnv(fs, getenv); err != nil {
+		return err
+	}
+	if err := c.nats.Validate(); err != nil {
+		return err
+	}
+	if c.nats.URL == "" {
+		return errors.New("no NATS server: set -nats-url or PTC_NATS_URL")
+	}
+	if c.customers < 1 || c.orders < 0 || c.emails < 0 {
+		return errors.New("customers must be at least 1; orders and emails at least 0")
+	}
+	log, err := c.log.Logger(logOut, "shoptools")
+	if err != nil {
+		return err
+	}
+	c.nats.Name = "ptc-shoptools"
+	opts, err := c.nats.Options(log)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(c.nats.URL, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	defer nc.Close()
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", MaxConcurrent: c.maxConcurrent, Logger: &log})
+	if err != nil {
+		return err
+	}
+	if err := shop.Generate(c.customers, c.orders, c.emails).Register(svc); err != nil {
+		return err
+	}
+	hctx, stopHealth := context.WithCancel(context.Background())
+	defer stopHealth()
+	bound := make(chan string, 1)
+	health := cli.Health{Ready: func() error {
+		if !nc.IsConnected() {
+			return errors.New("nats disconnected")
+		}
+		return nil
+	}}
+	go func() { _ = health.Serve(hctx, c.healthAddr, bound) }()
+	addr := ""
+	if c.healthAddr != "" {
+		addr = <-bound
+	}
+	log.Info().Strs("tools", shop.ToolNames()).Str("health", addr).Msg("serving")
+	if ready != nil {
+		ready <- addr
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return svc.Stop(sctx)
+}

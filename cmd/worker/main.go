@@ -1,0 +1,226 @@
+// Command worker runs missions from NATS JetStream: it pulls missions,
+// runs the agent loop with the models named in its configuration, calls the
+// tools missions name over NATS request/reply, and publishes each mission's
+// Step on its result subject. Workers are stateless; scale them on queue lag.
+//
+// Configuration comes from flags, each with an environment twin
+// (-nats-url → PTC_NATS_URL), and models from PTC_MODEL_<NAME>=<spec>
+// variables (docs/operations.md). With no NATS URL the worker starts an
+// embedded NATS server with JetStream in a temporary directory.
+//
+// On SIGTERM the worker drains: readiness fails, it stops fetching, lets
+// running missions finish for -drain-grace, then hands the rest back.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/cli"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Environ(), os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// config is the worker's configuration.
+type config struct {
+	nats         cli.NATSOptions
+	log          cli.LogOptions
+	id           string
+	slots        int
+	replicas     int
+	healthAddr   string
+	drainGrace   time.Duration
+	toolTimeout  time.Duration
+	ackWait      time.Duration
+	maxDeliver   int
+	defaultModel string
+	exampleTools bool
+}
+
+func (c *config) register(fs *flag.FlagSet) {
+	c.nats.Register(fs)
+	c.log.Register(fs)
+	fs.StringVar(&c.id, "id", "", "worker id in status and logs (default <hostname>-<pid>-<random>)")
+	fs.IntVar(&c.slots, "slots", 4, "missions run at once")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and buckets the worker creates (3 in production)")
+	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz and /readyz endpoints (empty: off)")
+	fs.DurationVar(&c.drainGrace, "drain-grace", 25*time.Second, "on SIGTERM, how long running missions may finish before they are handed back")
+	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
+	fs.DurationVar(&c.ackWait, "ack-wait", 60*time.Second, "JetStream AckWait of the mission consumers (heartbeats every third of it)")
+	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
+	fs.StringVar(&c.defaultModel, "default-model", "default", "model name used when a mission names none")
+	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.slots < 1 {
+		errs = append(errs, fmt.Errorf("slots must be at least 1, got %d", c.slots))
+	}
+	if c.replicas < 1 || c.replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas must be 1 to 5, got %d", c.replicas))
+	}
+	if c.drainGrace < 0 || c.toolTimeout <= 0 || c.ackWait < 3*time.Second {
+		errs = append(errs, errors.New("drain-grace must be ≥ 0, tool-timeout > 0 and ack-wait ≥ 3s"))
+	}
+	if c.maxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
+	}
+	errs = append(errs, c.nats.Validate())
+	return errors.Join(errs...)
+}
+
+// flagSet builds the worker's flags; tests read the env names from it.
+func flagSet(c *config, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(out)
+	c.register(fs)
+	cli.Usage(fs, "worker [flags]")
+	return fs
+}
+
+// run is the whole worker; ready (if not nil) receives the health address
+// once the worker is running, for tests.
+func run(ctx context.Context, args []string, getenv func(string) string, environ []string, logOut io.Writer, ready chan<- string) error {
+	var c config
+	fs := flagSet(&c, logOut)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := cli.ApplyEnv(fs, getenv); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	log, err := c.log.Logger(logOut, "worker")
+	if err != nil {
+		return err
+	}
+	models, err := llmconfig.RegistryFromEnv(environ, llmconfig.Options{Getenv: getenv})
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	log.Info().Interface("nats", c.nats.Redacted()).Int("slots", c.slots).Int("replicas", c.replicas).
+		Strs("models", models.Names()).Str("default_model", c.defaultModel).Dur("drain_grace", c.drainGrace).
+		Msg("config")
+	if len(models) == 0 {
+		log.Warn().Msg("no models configured (PTC_MODEL_<NAME>=provider:model): missions will fail with llm_not_found")
+	}
+
+	url := c.nats.URL
+	if url == "" {
+		srv, err := embedded.Start(embedded.Options{})
+		if err != nil {
+			return fmt.Errorf("embedded nats: %w", err)
+		}
+		defer srv.Close()
+		url = srv.ClientURL()
+		log.Info().Str("url", url).Str("dir", srv.Dir()).Msg("no NATS URL configured: started an embedded server")
+	}
+	c.nats.Name = "ptc-worker"
+	opts, err := c.nats.Options(log)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	defer nc.Close()
+
+	if c.exampleTools {
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Logger: &log})
+		if err != nil {
+			return err
+		}
+		defer svc.Stop(context.Background())
+		if err := shop.Default().Register(svc); err != nil {
+			return err
+		}
+	}
+
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		ID:          c.id,
+		Runner:      agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
+		Slots:       c.slots,
+		Store:       fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver},
+		DrainGrace:  c.drainGrace,
+		ToolTimeout: c.toolTimeout,
+		Logger:      &log,
+	})
+	if err != nil {
+		return err
+	}
+
+	hctx, stopHealth := context.WithCancel(context.Background())
+	defer stopHealth()
+	health := cli.Health{
+		Live: func() error {
+			if nc.IsClosed() {
+				return errors.New("nats connection closed")
+			}
+			return nil
+		},
+		Ready: func() error {
+			if !w.Ready() {
+				return errors.New("not accepting missions (starting or draining)")
+			}
+			if !nc.IsConnected() {
+				return errors.New("nats disconnected")
+			}
+			return nil
+		},
+	}
+	bound := make(chan string, 1)
+	healthErr := make(chan error, 1)
+	go func() { healthErr <- health.Serve(hctx, c.healthAddr, bound) }()
+	addr := ""
+	if c.healthAddr != "" {
+		select {
+		case addr = <-bound:
+		case err := <-healthErr:
+			return fmt.Errorf("health endpoint: %w", err)
+		}
+	}
+
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	log.Info().Str("worker_id", w.ID()).Str("health", addr).Msg("worker started")
+	if ready != nil {
+		ready <- addr
+	}
+	<-ctx.Done()
+	log.Info().Dur("grace", c.drainGrace).Int("running", w.Running()).Msg("draining")
+	start := time.Now()
+	err = w.Stop()
+	log.Info().Dur("took", time.Since(start)).Err(err).Msg("stopped")
+	return err
+}
