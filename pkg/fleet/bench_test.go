@@ -1,8 +1,11 @@
 package fleet_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"sort"
 	"sync"
 	"testing"
@@ -163,5 +166,89 @@ func BenchmarkDispatchLatency(b *testing.B) {
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-start-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-start-µs")
+	}
+}
+
+const benchWorkerEnv = "PTC_FLEET_BENCH_WORKER_URL"
+
+// runBenchWorker is the body of a worker process for BenchmarkMissionsProcesses:
+// a zero-latency runner making one tool call.
+func runBenchWorker(url string) int {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		Slots: 16, Priorities: []string{messages.PriorityNormal}, Store: testStore,
+		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+			return &messages.Step{Return: r}, err
+		}),
+	})
+	if err == nil {
+		err = w.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// BenchmarkMissionsProcesses is BenchmarkMissions with each worker in its own
+// process (the test binary re-executed), as a deployment runs them.
+func BenchmarkMissionsProcesses(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			srv, _ := runJetStream(b)
+			nc, err := nats.Connect(srv.ClientURL())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			c := newClient(b, nc)
+			startTools(b, nc)
+			for range workers {
+				cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+				cmd.Env = append(os.Environ(), benchWorkerEnv+"="+srv.ClientURL())
+				out, err := cmd.StdoutPipe()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd.Stderr = os.Stderr
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+				if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+					b.Fatalf("worker process said %q, %v", line, err)
+				}
+			}
+			done := make(chan struct{}, 1<<16)
+			sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			ctx := context.Background()
+			n := 0
+			start := time.Now()
+			for b.Loop() {
+				if _, err := c.Submit(ctx, newMission("search")); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			for range n {
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					b.Fatal("results missing")
+				}
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "missions/s")
+		})
 	}
 }

@@ -24,6 +24,24 @@ import (
 // Return a *messages.ToolError to choose the error code the caller sees.
 type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
 
+// CallInfo describes the tool call being served; tool funcs read it with
+// CallInfoFrom(ctx), e.g. to log the mission id or continue a trace.
+type CallInfo struct {
+	Tool      string
+	CallID    string
+	MissionID string
+	// Header holds the request's headers (traceparent, tracestate, ...).
+	Header nats.Header
+}
+
+type callInfoKey struct{}
+
+// CallInfoFrom returns the CallInfo of a tool func's ctx.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return ci, ok
+}
+
 // ToolSpec describes a tool for discovery.
 type ToolSpec struct {
 	// Signature in signature syntax, e.g. "(query :string) -> [{id :int}]".
@@ -238,6 +256,7 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: name, CallID: req.CallID, MissionID: req.MissionID, Header: nats.Header(hdr)})
 	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
 	result, err := s.invoke(ctx, fn, req.Args, &log)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
