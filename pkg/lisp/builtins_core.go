@@ -18,6 +18,7 @@ func registerCore(r registry) {
 	r.add("inc", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "inc", a[0], int64(1), 1) })
 	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) })
 	r.add("=", 1, -1, func(th *Thread, a []Value) Value {
+		realiseArgs(th, a)
 		for i := 1; i < len(a); i++ {
 			if !Equal(a[0], a[i]) {
 				return false
@@ -26,6 +27,7 @@ func registerCore(r registry) {
 		return true
 	})
 	r.add("not=", 1, -1, func(th *Thread, a []Value) Value {
+		realiseArgs(th, a)
 		for i := 1; i < len(a); i++ {
 			if !Equal(a[0], a[i]) {
 				return true
@@ -205,8 +207,18 @@ func (th *Thread) prOf(v Value) string {
 	return PrStr(v)
 }
 
-// realiseDeep realises lazy seqs reachable at the top of v (so printing
-// shows their items; infinite ones run into the limits).
+// realiseArgs realises lazy seq arguments (for =).
+func realiseArgs(th *Thread, a []Value) {
+	for _, v := range a {
+		if s, ok := v.(*LazySeq); ok {
+			th.Seq(s, "=", 0)
+		}
+	}
+}
+
+// realiseDeep realises lazy seqs reachable from v through vectors and map
+// values (so printing and host conversion see all items; infinite ones
+// run into the limits).
 func (th *Thread) realiseDeep(v Value) {
 	switch x := v.(type) {
 	case *LazySeq:
@@ -215,10 +227,19 @@ func (th *Thread) realiseDeep(v Value) {
 		}
 	case *Vector:
 		for _, it := range x.items {
-			if _, ok := it.(*LazySeq); ok {
+			switch it.(type) {
+			case *LazySeq, *Vector, *Map:
 				th.realiseDeep(it)
 			}
 		}
+	case *Map:
+		x.Each(func(_, val Value) bool {
+			switch val.(type) {
+			case *LazySeq, *Vector, *Map:
+				th.realiseDeep(val)
+			}
+			return true
+		})
 	}
 }
 

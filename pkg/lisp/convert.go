@@ -174,8 +174,9 @@ func ToGo(v Value) any {
 		}
 		return out
 	case *LazySeq:
-		out := make([]any, len(x.items))
-		for i, it := range x.items {
+		items, _ := x.snapshot()
+		out := make([]any, len(items))
+		for i, it := range items {
 			out[i] = ToGo(it)
 		}
 		return out

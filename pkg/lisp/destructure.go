@@ -68,7 +68,7 @@ func (c *compiler) vectorPattern(p *form) binder {
 						break
 					}
 				}
-				seq = x.items
+				seq, _ = x.snapshot()
 			}
 		case *Set, string:
 			seq = fr.th.Seq(x, "destructure", 0)

@@ -69,7 +69,8 @@ func hashValue(v Value) uint32 {
 		return hashString(x.Source) ^ 0x99
 	case *LazySeq:
 		h := uint32(0x811c9dc5)
-		for _, it := range x.items {
+		items, _ := x.snapshot()
+		for _, it := range items {
 			h = (h ^ hashValue(it)) * 16777619
 		}
 		return h
@@ -124,7 +125,8 @@ func Equal(a, b Value) bool {
 			}
 			return true
 		case *LazySeq:
-			return y.done && Equal(x, &Vector{items: y.items})
+			items, done := y.snapshot()
+			return done && Equal(x, &Vector{items: items})
 		}
 		return false
 	case *Map:
@@ -168,7 +170,9 @@ func Equal(a, b Value) bool {
 		case *Vector:
 			return Equal(y, x)
 		case *LazySeq:
-			return x == y || (x.done && y.done && Equal(&Vector{items: x.items}, &Vector{items: y.items}))
+			xi, xd := x.snapshot()
+			yi, yd := y.snapshot()
+			return x == y || (xd && yd && Equal(&Vector{items: xi}, &Vector{items: yi}))
 		}
 		return false
 	case *Var:

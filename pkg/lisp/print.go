@@ -125,12 +125,13 @@ func (p *printer) print(v Value) {
 	case *Vector:
 		p.seq("[", "]", x.items, len(x.items))
 	case *LazySeq:
-		p.seq("[", "]", x.items, len(x.items))
-		if !x.done {
+		items, done := x.snapshot()
+		p.seq("[", "]", items, len(items))
+		if !done {
 			s := p.b.String()
 			p.b.Reset()
 			p.b.WriteString(strings.TrimSuffix(s, "]"))
-			if len(x.items) > 0 {
+			if len(items) > 0 {
 				p.b.WriteByte(' ')
 			}
 			p.b.WriteString("...]")

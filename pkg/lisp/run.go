@@ -302,20 +302,38 @@ func (c *compiler) safeCompile(forms []*form) (body node, nslots int, err *Error
 	return body, nslots, nil
 }
 
-// runTop evaluates the compiled program, recovering errors and signals.
+// runTop evaluates the compiled program, recovering errors and signals,
+// then realises lazy seqs in the result under the same limits.
 func (th *Thread) runTop(body node, nslots int) (v Value, sig *signal, err *Error) {
-	defer func() {
-		if p := recover(); p != nil {
-			v, sig, err = nil, nil, th.recoverValue(p)
-			if s, ok := p.(*signal); ok {
-				sig, err = s, nil
-			}
-		}
-	}()
 	fr := th.frameAt(0)
 	fr.slots = th.alloca(nslots)
-	v = body(fr)
-	return v, nil, nil
+	v, sig, err = th.protect(func() Value { return body(fr) })
+	if err != nil || (sig != nil && !sig.ret) {
+		return v, sig, err
+	}
+	target := v
+	if sig != nil {
+		target = sig.val
+	}
+	if _, _, rerr := th.protect(func() Value { th.realiseDeep(target); return nil }); rerr != nil {
+		return nil, nil, rerr
+	}
+	return v, sig, nil
+}
+
+// protect runs fn, turning panics into an error or a return/fail signal.
+func (th *Thread) protect(fn func() Value) (v Value, sig *signal, err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = nil
+			if s, ok := p.(*signal); ok {
+				sig = s
+				return
+			}
+			err = th.recoverValue(p)
+		}
+	}()
+	return fn(), nil, nil
 }
 
 // recoverValue turns a recovered panic into an *Error (signals → nil).

@@ -410,7 +410,8 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 	case *LazySeq:
 		for i := 0; ; i++ {
 			if _, ok := c.nth(th, i); !ok {
-				return c.items
+				items, _ := c.snapshot()
+				return items
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"regexp"
+	"sync"
 	"sync/atomic"
 )
 
@@ -122,9 +123,10 @@ type Reduced struct{ Val Value }
 
 // LazySeq is a possibly infinite sequence realised on demand. gen returns
 // the next item, or ok=false at the end. Realised items are cached, so a
-// LazySeq is a value: every reader sees the same items. A LazySeq is not
-// safe for concurrent realisation; pmap branches realise copies.
+// LazySeq is a value: every reader sees the same items. Concurrent
+// realisation (pmap branches sharing a seq) is serialised by a mutex.
 type LazySeq struct {
+	mu    sync.Mutex
 	done  bool
 	items []Value
 	gen   func(th *Thread) (Value, bool)
@@ -135,6 +137,8 @@ func NewLazySeq(gen func(th *Thread) (Value, bool)) *LazySeq { return &LazySeq{g
 
 // nth realises up to item i and returns it.
 func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for len(s.items) <= i {
 		if s.done {
 			return nil, false
@@ -150,6 +154,13 @@ func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
 		s.items = append(s.items, v)
 	}
 	return s.items[i], true
+}
+
+// snapshot returns the realised items and whether the seq is complete.
+func (s *LazySeq) snapshot() ([]Value, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.items[:len(s.items):len(s.items)], s.done
 }
 
 // Truthy reports whether v counts as true: everything but nil and false.

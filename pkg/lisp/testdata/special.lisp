@@ -470,7 +470,7 @@ inner
 ;=> 3
 ---
 (#(vector %&) 1 2)
-;;; "undefined symbol: vector|.*"
+;=> [[1 2]]
 ---
 (#(count %&) 1 2 3)
 ;=> 3
@@ -645,3 +645,21 @@ inner
 ---
 (apply str #{"a"})
 ;=> "a"
+---
+(range 200000 200003)
+;=> [200000 200001 200002]
+---
+(= (range 100001) (range 100001))
+;=> true
+---
+(map inc (range 100001 100003))
+;=> [100002 100003]
+---
+(iterate inc 0)
+;;; "memory_limit|timeout"
+---
+(return (repeat 1))
+;;; "memory_limit|timeout"
+---
+(let [s (iterate inc 0)] (pmap (fn [n] (reduce (fn [a x] (if (>= x n) (reduced a) (+ a x))) 0 s)) [10 20 30 40]))
+;=> [45 190 435 780]
