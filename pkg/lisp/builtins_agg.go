@@ -1,5 +1,210 @@
 package lisp
 
-// registerAgg registers this group's builtins (see HANDOFF.md).
+// registerAgg registers this group's builtins (see HANDOFF.md): §4.3 sum
+// avg sum-by avg-by min-by max-by max-key min-key some every? not-any?
+// contains?.
 func registerAgg(r registry) {
+	r.add("sum", 1, 1, func(th *Thread, a []Value) Value {
+		s, _ := sumOf(th, "sum", nil, a[0], 1)
+		return s
+	})
+	r.add("avg", 1, 1, func(th *Thread, a []Value) Value {
+		s, n := sumOf(th, "avg", nil, a[0], 1)
+		return avgOf(s, n)
+	})
+	r.add("sum-by", 2, 2, func(th *Thread, a []Value) Value {
+		s, _ := sumOf(th, "sum-by", a[0], a[1], 2)
+		return s
+	})
+	r.add("avg-by", 2, 2, func(th *Thread, a []Value) Value {
+		s, n := sumOf(th, "avg-by", a[0], a[1], 2)
+		return avgOf(s, n)
+	})
+	r.add("min-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "min-by", a, -1) })
+	r.add("max-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "max-by", a, 1) })
+	r.add("max-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "max-key", a, 1) })
+	r.add("min-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "min-key", a, -1) })
+	r.add("some", 2, 2, func(th *Thread, a []Value) Value {
+		pred := a[0]
+		var found Value
+		th.Each(a[1], "some", 2, func(v Value) bool {
+			if r := th.Call1(pred, v); Truthy(r) {
+				found = r
+				return false
+			}
+			return true
+		})
+		return found
+	})
+	r.add("every?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "every?", a[0], a[1], true) })
+	r.add("not-any?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "not-any?", a[0], a[1], false) })
+	r.add("contains?", 2, 2, biContains)
+}
+
+// sumOf adds the numbers of coll (through key when non-nil), skipping nil.
+// Integers stay integers (overflow is an error); a float makes the sum a
+// float. It returns the sum and how many numbers were added.
+func sumOf(th *Thread, name string, key, coll Value, argN int) (Value, int) {
+	var isum int64
+	var fsum float64
+	isFloat := false
+	n := 0
+	items := th.Seq(coll, name, argN)
+	for _, it := range items {
+		v := it
+		if key != nil {
+			v = keyOf(th, key, it)
+		} else {
+			th.tick()
+		}
+		switch x := v.(type) {
+		case nil:
+			continue
+		case int64:
+			if isFloat {
+				fsum += float64(x)
+			} else {
+				s := isum + x
+				if (s > isum) != (x > 0) {
+					th.overflow()
+				}
+				isum = s
+			}
+		case float64:
+			if !isFloat {
+				isFloat, fsum = true, float64(isum)
+			}
+			fsum += x
+		default:
+			if key != nil {
+				th.Raise(KindType, "%s: expected number, got %s (the key's value for item %d)", name, preview(v), n+1)
+			}
+			th.Raise(KindType, "%s: expected number, got %s (item %d)", name, preview(v), n+1)
+		}
+		n++
+	}
+	if isFloat {
+		return fsum, n
+	}
+	return Int(isum), n
+}
+
+// avgOf is sum/n as a float, nil when n is 0.
+func avgOf(sum Value, n int) Value {
+	if n == 0 {
+		return nil
+	}
+	switch s := sum.(type) {
+	case int64:
+		return float64(s) / float64(n)
+	case float64:
+		return s / float64(n)
+	}
+	return nil
+}
+
+// extremeBy implements (min-by key coll) and (max-by key x y ...): the
+// item whose key is smallest/largest (first wins on a tie), skipping nil
+// keys; nil when there is none. Keys compare like compare.
+func extremeBy(th *Thread, name string, a []Value, dir int) Value {
+	key := a[0]
+	var items []Value
+	if len(a) == 2 {
+		if m, ok := a[1].(*Map); ok {
+			items = []Value{m} // (apply max-by k [m]) passes one record
+		} else {
+			items = th.Seq(a[1], name, 2)
+		}
+	} else {
+		items = a[1:]
+	}
+	var best, bestKey Value
+	found := false
+	for _, it := range items {
+		k := keyOf(th, key, it)
+		if k == nil || isNaN(k) {
+			continue
+		}
+		if !found {
+			best, bestKey, found = it, k, true
+			continue
+		}
+		c, ok := Compare(k, bestKey)
+		if !ok {
+			th.Raise(KindType, "%s: cannot compare %s with %s", name, preview(k), preview(bestKey))
+		}
+		if c*dir > 0 {
+			best, bestKey = it, k
+		}
+	}
+	return best
+}
+
+// extremeKey implements max-key/min-key as Clojure 1.11: (f x) must be a
+// number; on a tie the last item wins.
+func extremeKey(th *Thread, name string, a []Value, dir int) Value {
+	f := a[0]
+	best := a[1]
+	if len(a) == 2 {
+		return best
+	}
+	bestKey := th.Call1(f, best)
+	num(th, name, bestKey, 2)
+	for i := 2; i < len(a); i++ {
+		k := th.Call1(f, a[i])
+		num(th, name, k, i+1)
+		if c := numCmp(k, bestKey); c*dir >= 0 && !isNaN(k) {
+			best, bestKey = a[i], k
+		}
+	}
+	return best
+}
+
+// allMatch is every? (want=true) and not-any? (want=false).
+func allMatch(th *Thread, name string, pred, coll Value, want bool) Value {
+	res := true
+	th.Each(coll, name, 2, func(v Value) bool {
+		if Truthy(th.Call1(pred, v)) != want {
+			res = false
+			return false
+		}
+		return true
+	})
+	return res
+}
+
+func biContains(th *Thread, a []Value) Value {
+	switch c := a[0].(type) {
+	case nil:
+		return false
+	case *Map:
+		_, ok := c.Get(a[1])
+		return ok
+	case *Set:
+		return c.Has(a[1])
+	case *Vector:
+		// Δ: a vector tests value membership, not the index
+		for _, it := range c.items {
+			th.tick()
+			if Equal(it, a[1]) {
+				return true
+			}
+		}
+		return false
+	case *LazySeq:
+		found := false
+		th.Each(c, "contains?", 1, func(v Value) bool {
+			found = Equal(v, a[1])
+			return !found
+		})
+		return found
+	case string:
+		// Clojure: an integer index within the string
+		if i, ok := a[1].(int64); ok {
+			return i >= 0 && i < int64(len([]rune(c)))
+		}
+		return false
+	}
+	th.TypeError("contains?", "a collection", a[0], 1)
+	return nil
 }

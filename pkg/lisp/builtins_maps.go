@@ -1,5 +1,312 @@
 package lisp
 
-// registerMaps registers this group's builtins (see HANDOFF.md).
+// registerMaps registers this group's builtins (see HANDOFF.md): §4.4
+// get-in assoc assoc-in update update-in dissoc merge select-keys keys
+// vals entries key val update-vals fnil. Keys are flex on writes too
+// (§3.6): a write to :n on {"n" 1} updates "n".
 func registerMaps(r registry) {
+	r.add("get-in", 2, 3, func(th *Thread, a []Value) Value {
+		var dflt Value
+		if len(a) == 3 {
+			dflt = a[2]
+		}
+		cur := a[0]
+		found := true
+		th.Each(a[1], "get-in", 2, func(k Value) bool {
+			th.tick()
+			cur, found = lookup(cur, k)
+			return found
+		})
+		if !found {
+			return dflt
+		}
+		return cur
+	})
+	b := r.add("assoc", 3, -1, func(th *Thread, a []Value) Value {
+		if len(a)%2 == 0 {
+			th.ArityError("assoc", "3, 5, 7 ... args (a map and key/value pairs)", len(a))
+		}
+		m := a[0]
+		for i := 1; i < len(a); i += 2 {
+			m = assocOne(th, "assoc", m, a[i], a[i+1])
+		}
+		return m
+	})
+	b.ArityText = "3, 5, 7 ... args (a map and key/value pairs)"
+	r.add("assoc-in", 3, 3, func(th *Thread, a []Value) Value {
+		path := th.Seq(a[1], "assoc-in", 2)
+		if len(path) == 0 {
+			return assocOne(th, "assoc-in", a[0], nil, a[2])
+		}
+		v := a[2]
+		return updatePath(th, "assoc-in", a[0], path, func(Value) Value { return v })
+	})
+	r.add("update", 3, -1, func(th *Thread, a []Value) Value {
+		f, extra := a[2], append([]Value(nil), a[3:]...)
+		old, _ := lookup(a[0], a[1])
+		return assocOne(th, "update", a[0], a[1], callWith(th, f, old, extra))
+	})
+	r.add("update-in", 3, -1, func(th *Thread, a []Value) Value {
+		path := th.Seq(a[1], "update-in", 2)
+		f, extra := a[2], append([]Value(nil), a[3:]...)
+		if len(path) == 0 {
+			old, _ := lookup(a[0], nil)
+			return assocOne(th, "update-in", a[0], nil, callWith(th, f, old, extra))
+		}
+		return updatePath(th, "update-in", a[0], path, func(old Value) Value { return callWith(th, f, old, extra) })
+	})
+	r.add("dissoc", 1, -1, func(th *Thread, a []Value) Value {
+		switch m := a[0].(type) {
+		case nil:
+			return nil
+		case *Map:
+			for _, k := range a[1:] {
+				th.tick()
+				m = m.Dissoc(k)
+			}
+			return m
+		}
+		th.TypeError("dissoc", "a map", a[0], 1)
+		return nil
+	})
+	r.add("merge", 0, -1, biMerge)
+	r.add("select-keys", 2, 2, func(th *Thread, a []Value) Value {
+		ks := th.Seq(a[1], "select-keys", 2)
+		switch a[0].(type) {
+		case nil, *Map, *Vector:
+		default:
+			th.TypeError("select-keys", "a map", a[0], 1)
+		}
+		var keys, vals []Value
+		for _, k := range ks {
+			th.tick()
+			if v, ok := lookup(a[0], k); ok {
+				keys, vals = append(keys, k), append(vals, v)
+			}
+		}
+		return buildMap(th, keys, vals)
+	})
+	r.add("keys", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "keys", a[0], 0) })
+	r.add("vals", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "vals", a[0], 1) })
+	r.add("entries", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyVector
+		}
+		if _, ok := a[0].(*Map); !ok {
+			th.TypeError("entries", "a map", a[0], 1)
+		}
+		return th.MakeVector(th.Seq(a[0], "entries", 1))
+	})
+	r.add("key", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "key", a[0], 0) })
+	r.add("val", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "val", a[0], 1) })
+	r.add("update-vals", 2, 2, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyMap
+		}
+		m, ok := a[0].(*Map)
+		if !ok {
+			th.TypeError("update-vals", "a map", a[0], 1)
+		}
+		es := m.entries()
+		keys := make([]Value, len(es))
+		vals := make([]Value, len(es))
+		for i, e := range es {
+			keys[i], vals[i] = e.key, th.Call1(a[1], e.val)
+		}
+		return buildMap(th, keys, vals)
+	})
+	r.add("fnil", 2, 4, func(th *Thread, a []Value) Value {
+		f, defaults := a[0], append([]Value(nil), a[1:]...)
+		return &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			patched := false
+			for i := 0; i < len(args) && i < len(defaults); i++ {
+				if args[i] == nil {
+					patched = true
+					break
+				}
+			}
+			if !patched {
+				return th.call(f, args)
+			}
+			var buf [4]Value
+			out := buf[:0]
+			if len(args) > len(buf) {
+				out = make([]Value, 0, len(args))
+			}
+			out = append(out, args...)
+			for i := 0; i < len(out) && i < len(defaults); i++ {
+				if out[i] == nil {
+					out[i] = defaults[i]
+				}
+			}
+			return th.Call(f, out...)
+		}}
+	})
+}
+
+// lookup is get with a found flag: maps (flex), vectors and strings by
+// index, sets by membership.
+func lookup(coll, k Value) (Value, bool) {
+	switch c := coll.(type) {
+	case *Map:
+		return c.Get(k)
+	case *Vector:
+		if i, ok := k.(int64); ok && i >= 0 && i < int64(len(c.items)) {
+			return c.items[i], true
+		}
+	case *Set:
+		if c.Has(k) {
+			return k, true
+		}
+	case string:
+		if i, ok := k.(int64); ok && i >= 0 {
+			n := int64(0)
+			for _, r := range c {
+				if n == i {
+					return string(r), true
+				}
+				n++
+			}
+		}
+	}
+	return nil, false
+}
+
+// callWith calls f with old followed by extra.
+func callWith(th *Thread, f, old Value, extra []Value) Value {
+	switch len(extra) {
+	case 0:
+		return th.Call1(f, old)
+	case 1:
+		return th.Call2(f, old, extra[0])
+	}
+	return th.Call(f, append([]Value{old}, extra...)...)
+}
+
+// assocOne is (assoc m k v) on a map (flex key), a vector (index ≤ len) or
+// nil (a new map).
+func assocOne(th *Thread, name string, m, k, v Value) Value {
+	th.tick()
+	switch c := m.(type) {
+	case nil:
+		th.allocSlots(3)
+		return emptyMap.Assoc(k, v)
+	case *Map:
+		return assocCharged(th, c, k, v)
+	case *Vector:
+		i, ok := k.(int64)
+		if !ok {
+			th.TypeError(name, "an integer index for a vector", k, 2)
+		}
+		n := int64(len(c.items))
+		switch {
+		case i == n:
+			th.allocSlots(1)
+			return c.Conj(v)
+		case i < 0 || i > n:
+			th.Raise(KindValue, "%s: index %d out of bounds for vector of %d items", name, i, n)
+		}
+		th.allocSlots(len(c.items))
+		out := make([]Value, len(c.items))
+		copy(out, c.items)
+		out[i] = v
+		return &Vector{items: out}
+	}
+	th.TypeError(name, "a map or vector", m, 1)
+	return nil
+}
+
+// updatePath replaces the value at path (non-empty) with f(old), creating
+// maps for missing or nil levels.
+func updatePath(th *Thread, name string, m Value, path []Value, f func(Value) Value) Value {
+	if len(path) > th.maxDepth {
+		th.depthLimit(name)
+	}
+	k := path[0]
+	old, _ := lookup(m, k)
+	var nv Value
+	if len(path) == 1 {
+		nv = f(old)
+	} else {
+		nv = updatePath(th, name, old, path[1:], f)
+	}
+	return assocOne(th, name, m, k, nv)
+}
+
+func biMerge(th *Thread, a []Value) Value {
+	var acc *Map
+	for i, x := range a {
+		switch c := x.(type) {
+		case nil:
+			continue
+		case *Map:
+			if acc == nil || acc.Len() == 0 {
+				acc = c
+				continue
+			}
+			if c.Len() == 0 {
+				continue
+			}
+			c.Each(func(k, v Value) bool {
+				th.tick()
+				acc = assocCharged(th, acc, k, v)
+				return true
+			})
+		default:
+			if acc == nil {
+				acc = emptyMap
+			}
+			acc = conjMap(th, "merge", acc, x, i+1)
+		}
+	}
+	if acc == nil {
+		return nil
+	}
+	return acc
+}
+
+// mapPart returns a map's keys (part 0) or values (part 1) in key order;
+// nil for nil or an empty map (as Clojure).
+func mapPart(th *Thread, name string, m Value, part int) Value {
+	switch c := m.(type) {
+	case nil:
+		return nil
+	case *Map:
+		if c.Len() == 0 {
+			return nil
+		}
+		es := c.entries()
+		th.allocSlots(len(es))
+		out := make([]Value, len(es))
+		for i, e := range es {
+			if part == 0 {
+				out[i] = e.key
+			} else {
+				out[i] = e.val
+			}
+		}
+		return &Vector{items: out}
+	case *Vector:
+		// a vector of [k v] entries (e.g. from sort-by over a map)
+		out := make([]Value, 0, len(c.items))
+		for _, it := range c.items {
+			out = append(out, entryPart(th, name, it, part))
+		}
+		th.allocSlots(len(out))
+		if len(out) == 0 {
+			return nil
+		}
+		return &Vector{items: out}
+	}
+	th.TypeError(name, "a map", m, 1)
+	return nil
+}
+
+// entryPart returns the key (0) or value (1) of a [k v] entry.
+func entryPart(th *Thread, name string, e Value, part int) Value {
+	if v, ok := e.(*Vector); ok && len(v.items) == 2 {
+		return v.items[part]
+	}
+	th.TypeError(name, "a map entry [key value]", e, 1)
+	return nil
 }

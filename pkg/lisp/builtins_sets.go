@@ -1,5 +1,295 @@
 package lisp
 
-// registerSets registers this group's builtins (see HANDOFF.md).
+// registerSets registers this group's builtins (see HANDOFF.md): §4.5 set
+// set? union intersection difference (also as clojure.set/ and set/), and
+// clojure.set's subset? superset? select project rename-keys map-invert
+// index join. The set operations accept any collection for a set (a
+// vector is converted, ptc-lisp.md §4.5 "Go MAY convert"); nil is empty.
 func registerSets(r registry) {
+	r.add("set", 1, 1, func(th *Thread, a []Value) Value { return toSet(th, "set", a[0], 1) })
+	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok })
+	r.add("union", 0, -1, func(th *Thread, a []Value) Value {
+		if len(a) == 0 {
+			return emptySet
+		}
+		// add the smaller sets into the biggest one
+		sets := make([]*Set, len(a))
+		big := 0
+		for i, x := range a {
+			sets[i] = toSet(th, "union", x, i+1)
+			if sets[i].Len() > sets[big].Len() {
+				big = i
+			}
+		}
+		acc := sets[big]
+		for i, s := range sets {
+			if i != big {
+				acc = setAddAll(th, acc, s.Items())
+			}
+		}
+		return acc
+	})
+	r.add("intersection", 1, -1, func(th *Thread, a []Value) Value {
+		sets := make([]*Set, len(a))
+		small := 0
+		for i, x := range a {
+			sets[i] = toSet(th, "intersection", x, i+1)
+			if sets[i].Len() < sets[small].Len() {
+				small = i
+			}
+		}
+		var keep []Value
+		for _, it := range sets[small].Items() {
+			th.tick()
+			in := true
+			for i, s := range sets {
+				if i != small && !s.Has(it) {
+					in = false
+					break
+				}
+			}
+			if in {
+				keep = append(keep, it)
+			}
+		}
+		if len(keep) == sets[small].Len() {
+			return sets[small]
+		}
+		return setAddAll(th, emptySet, keep)
+	})
+	r.add("difference", 1, -1, func(th *Thread, a []Value) Value {
+		acc := toSet(th, "difference", a[0], 1)
+		for i, x := range a[1:] {
+			s := toSet(th, "difference", x, i+2)
+			if acc.Len() <= s.Len() {
+				for _, it := range acc.Items() {
+					th.tick()
+					if s.Has(it) {
+						acc = acc.Disj(it)
+					}
+				}
+				continue
+			}
+			for _, it := range s.Items() {
+				th.tick()
+				acc = acc.Disj(it)
+			}
+		}
+		return acc
+	})
+	r.add("subset?", 2, 2, func(th *Thread, a []Value) Value {
+		return isSubset(th, toSet(th, "subset?", a[0], 1), toSet(th, "subset?", a[1], 2))
+	})
+	r.add("superset?", 2, 2, func(th *Thread, a []Value) Value {
+		return isSubset(th, toSet(th, "superset?", a[1], 2), toSet(th, "superset?", a[0], 1))
+	})
+	r.add("set/select", 2, 2, func(th *Thread, a []Value) Value {
+		s := toSet(th, "select", a[1], 2)
+		for _, it := range s.Items() {
+			if !Truthy(th.Call1(a[0], it)) {
+				s = s.Disj(it)
+			}
+		}
+		return s
+	})
+	r.add("set/project", 2, 2, func(th *Thread, a []Value) Value {
+		ks := th.Seq(a[1], "project", 2)
+		var out []Value
+		for _, it := range th.Seq(a[0], "project", 1) {
+			var keys, vals []Value
+			for _, k := range ks {
+				if v, ok := lookup(it, k); ok {
+					keys, vals = append(keys, k), append(vals, v)
+				}
+			}
+			out = append(out, buildMap(th, keys, vals))
+		}
+		return setAddAll(th, emptySet, out)
+	})
+	r.add("set/rename-keys", 2, 2, func(th *Thread, a []Value) Value {
+		m, ok := a[0].(*Map)
+		if a[0] == nil {
+			return nil
+		}
+		if !ok {
+			th.TypeError("rename-keys", "a map", a[0], 1)
+		}
+		km, ok := a[1].(*Map)
+		if !ok {
+			th.TypeError("rename-keys", "a map of old key to new key", a[1], 2)
+		}
+		return renameKeys(th, m, km)
+	})
+	r.add("set/map-invert", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return emptyMap
+		}
+		m, ok := a[0].(*Map)
+		if !ok {
+			th.TypeError("map-invert", "a map", a[0], 1)
+		}
+		out := emptyMap
+		m.Each(func(k, v Value) bool {
+			out = assocCharged(th, out, v, k)
+			return true
+		})
+		return out
+	})
+	r.add("set/index", 2, 2, func(th *Thread, a []Value) Value {
+		ks := th.Seq(a[1], "index", 2)
+		var seen valueSet
+		var groups [][]Value
+		for _, it := range th.Seq(a[0], "index", 1) {
+			th.tick()
+			var keys, vals []Value
+			for _, k := range ks {
+				if v, ok := lookup(it, k); ok {
+					keys, vals = append(keys, k), append(vals, v)
+				}
+			}
+			i, added := seen.find(buildMap(th, keys, vals))
+			if added {
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], it)
+		}
+		vals := make([]Value, len(groups))
+		for i, g := range groups {
+			vals[i] = setAddAll(th, emptySet, g)
+		}
+		return buildMap(th, seen.vals, vals)
+	})
+	r.add("set/join", 2, 3, biSetJoin)
+}
+
+// toSet converts a set argument: a set as is, nil as empty, any other
+// collection by its items.
+func toSet(th *Thread, name string, v Value, argN int) *Set {
+	switch c := v.(type) {
+	case *Set:
+		return c
+	case nil:
+		return emptySet
+	case *Vector, *Map, *LazySeq, string:
+		return setAddAll(th, emptySet, th.Seq(c, name, argN))
+	}
+	th.TypeError(name, "a set", v, argN)
+	return nil
+}
+
+// setAddAll adds items to s, charging the budget for new members.
+func setAddAll(th *Thread, s *Set, items []Value) *Set {
+	for _, it := range items {
+		th.tick()
+		n := s.Len()
+		if s = s.Conj(it); s.Len() > n {
+			th.allocSlots(3)
+		}
+	}
+	return s
+}
+
+func isSubset(th *Thread, a, b *Set) bool {
+	if a.Len() > b.Len() {
+		return false
+	}
+	for _, it := range a.Items() {
+		th.tick()
+		if !b.Has(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// renameKeys is clojure.set/rename-keys: every old key present in m is
+// replaced by its new name (all removals first, as Clojure 1.11).
+func renameKeys(th *Thread, m, km *Map) *Map {
+	out := m
+	km.Each(func(old, _ Value) bool {
+		out = out.Dissoc(old)
+		return true
+	})
+	km.Each(func(old, nk Value) bool {
+		if v, ok := m.Get(old); ok {
+			out = assocCharged(th, out, nk, v)
+		}
+		return true
+	})
+	return out
+}
+
+// biSetJoin is clojure.set/join: the natural join of two relations (colls
+// of maps) on their shared keys, or on an explicit key map {a-key b-key}.
+func biSetJoin(th *Thread, a []Value) Value {
+	xr := th.Seq(a[0], "join", 1)
+	yr := th.Seq(a[1], "join", 2)
+	var pairs [][2]Value // key in x, key in y
+	if len(a) == 3 {
+		km, ok := a[2].(*Map)
+		if !ok {
+			th.TypeError("join", "a map of key to key", a[2], 3)
+		}
+		km.Each(func(k, v Value) bool {
+			pairs = append(pairs, [2]Value{k, v})
+			return true
+		})
+	} else {
+		if len(xr) == 0 || len(yr) == 0 {
+			return emptySet
+		}
+		x0, ok1 := xr[0].(*Map)
+		y0, ok2 := yr[0].(*Map)
+		if !ok1 || !ok2 {
+			th.TypeError("join", "collections of maps", a[0], 1)
+		}
+		x0.Each(func(k, _ Value) bool {
+			if _, ok := y0.Get(k); ok {
+				pairs = append(pairs, [2]Value{k, k})
+			}
+			return true
+		})
+	}
+	// index y by its join values
+	var seen valueSet
+	var groups [][]*Map
+	keyOfRow := func(row Value, side int) Value {
+		vals := make([]Value, len(pairs))
+		for i, p := range pairs {
+			vals[i], _ = lookup(row, p[side])
+		}
+		return &Vector{items: vals}
+	}
+	for _, row := range yr {
+		m, ok := row.(*Map)
+		if !ok {
+			th.TypeError("join", "collections of maps", row, 2)
+		}
+		i, added := seen.find(keyOfRow(m, 1))
+		if added {
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], m)
+	}
+	out := emptySet
+	for _, row := range xr {
+		m, ok := row.(*Map)
+		if !ok {
+			th.TypeError("join", "collections of maps", row, 1)
+		}
+		k := keyOfRow(m, 0)
+		i := seen.index(k, hashValue(k))
+		if i < 0 {
+			continue
+		}
+		for _, ym := range groups[i] {
+			merged := m
+			ym.Each(func(k, v Value) bool {
+				merged = assocCharged(th, merged, k, v)
+				return true
+			})
+			out = setAddAll(th, out, []Value{merged})
+		}
+	}
+	return out
 }

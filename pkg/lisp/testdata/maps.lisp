@@ -1,0 +1,287 @@
+;; §4.4 get-in: default only when a key is absent (not for a found nil)
+(get-in {:a {:b 1}} [:a :b])
+;=> 1
+---
+(get-in {:a {:b 1}} [:a :c])
+;=> nil
+---
+(get-in {:a {:b 1}} [:a :c] :d)
+;=> :d
+---
+(get-in {:a nil} [:a] :d)
+;=> nil
+---
+(get-in {:a nil} [:a :b] 5)
+;=> 5
+---
+(get-in {:a 1} [] 5)
+;=> {:a 1}
+---
+(get-in {:a 1} nil)
+;=> {:a 1}
+---
+(get-in {:a [10 {:b 2}]} [:a 1 :b])
+;=> 2
+---
+(get-in nil [:a])
+;=> nil
+---
+(get-in {:s "abc"} [:s 1])
+;=> "b"
+---
+;; @ctx {"user": {"address": {"city": "Oslo"}}}
+[(get-in ctx/user [:address :city]) (get-in ctx/user ["address" :city]) (get-in ctx/user [:address :zip] "none")]
+;=> ["Oslo" "Oslo" "none"]
+---
+(get-in {:a 1} :a)
+;;; "type_error: .*get-in: expected a collection, got keyword :a \\(arg 2\\)"
+---
+;; assoc: maps, vectors (index ≤ len), nil → new map
+(assoc {:a 1} :b 2)
+;=> {:a 1 :b 2}
+---
+(assoc {:a 1} :a 2 :c 3)
+;=> {:a 2 :c 3}
+---
+(assoc nil :a 1)
+;=> {:a 1}
+---
+(assoc [1 2] 0 :x)
+;=> [:x 2]
+---
+(assoc [1 2] 2 3)
+;=> [1 2 3]
+---
+(assoc [1 2] 3 3)
+;;; "value_error: .*assoc: index 3 out of bounds for vector of 2 items"
+---
+(assoc [1 2] :a 3)
+;;; "type_error: .*assoc: expected an integer index for a vector, got keyword :a"
+---
+(assoc {} :a)
+;;; "arity_error: .*assoc expects"
+---
+(assoc {} :a 1 :b)
+;;; "arity_error: .*assoc expects 3, 5, 7 ... args"
+---
+(assoc "s" 0 1)
+;;; "type_error: .*assoc: expected a map or vector, got string"
+---
+;; @ctx {"m": {"n": 1}}
+(assoc ctx/m :n 2)
+;=> {"n" 2}
+---
+(let [m {:a 1} m2 (assoc m :b 2)] [m m2])
+;=> [{:a 1} {:a 1 :b 2}]
+---
+(count (reduce (fn [m i] (assoc m i (* i i))) {} (range 1000)))
+;=> 1000
+---
+;; assoc-in, update, update-in: missing levels become maps
+(assoc-in {} [:a :b] 1)
+;=> {:a {:b 1}}
+---
+(assoc-in {:a {:c 2}} [:a :b] 1)
+;=> {:a {:b 1 :c 2}}
+---
+(assoc-in nil [:a] 1)
+;=> {:a 1}
+---
+(assoc-in {:a [1 2]} [:a 0] :x)
+;=> {:a [:x 2]}
+---
+(assoc-in {} [] 1)
+;=> {nil 1}
+---
+;; @ctx {"u": {"address": {"zip": 1}}}
+(assoc-in ctx/u [:address :zip] 2)
+;=> {"address" {"zip" 2}}
+---
+(assoc-in {:a 1} [:a :b] 2)
+;;; "type_error: .*assoc-in: expected a map or vector, got 1"
+---
+(update {:n 1} :n inc)
+;=> {:n 2}
+---
+(update {:n 1} :n + 10 100)
+;=> {:n 111}
+---
+(update {:n 1} :n - 1)
+;=> {:n 0}
+---
+(update {} :n (fnil inc 0))
+;=> {:n 1}
+---
+(update {} :n inc)
+;;; "type_error: .*inc: expected number, got nil"
+---
+(update [1 2] 0 inc)
+;=> [2 2]
+---
+(update nil :a (fnil conj []) 1)
+;=> {:a [1]}
+---
+;; @ctx {"m": {"n": 1}}
+(update ctx/m :n inc)
+;=> {"n" 2}
+---
+(update-in {:a {:b 1}} [:a :b] inc)
+;=> {:a {:b 2}}
+---
+(update-in {} [:a :b] (fnil inc 0))
+;=> {:a {:b 1}}
+---
+(update-in {:a {:b 1}} [:a :b] + 2 3)
+;=> {:a {:b 6}}
+---
+(update-in {:a [{:n 1}]} [:a 0 :n] inc)
+;=> {:a [{:n 2}]}
+---
+;; @ctx {"u": {"address": {"zip": 10}}}
+(update-in ctx/u [:address :zip] inc)
+;=> {"address" {"zip" 11}}
+---
+(reduce (fn [m r] (update m (:category r) (fnil + 0) (:qty r))) {} [{:category "a" :qty 1} {:category "b" :qty 2} {:category "a" :qty 3}])
+;=> {"a" 4 "b" 2}
+---
+;; dissoc, merge
+(dissoc {:a 1 :b 2} :a)
+;=> {:b 2}
+---
+(dissoc {:a 1 :b 2} :a :b :c)
+;=> {}
+---
+(dissoc {:a 1})
+;=> {:a 1}
+---
+(dissoc nil :a)
+;=> nil
+---
+;; @ctx {"m": {"id": 1, "x": 2}}
+(dissoc ctx/m :id)
+;=> {"x" 2}
+---
+(dissoc [1 2] 0)
+;;; "type_error: .*dissoc: expected a map, got vector"
+---
+(merge {:a 1 :b 2} {:b 3} nil {:c 4})
+;=> {:a 1 :b 3 :c 4}
+---
+(merge)
+;=> nil
+---
+(merge nil nil)
+;=> nil
+---
+(merge nil {:a 1})
+;=> {:a 1}
+---
+(merge {:a 1} [:b 2])
+;=> {:a 1 :b 2}
+---
+;; @ctx {"m": {"n": 1}}
+(merge ctx/m {:n 2 :o 3})
+;=> {:o 3 "n" 2}
+---
+(merge {:a 1} 5)
+;;; "type_error: .*merge: expected a \\[key value\\] entry or a map, got 5 \\(arg 2\\)"
+---
+;; select-keys keeps the requested spelling; a present nil is kept
+(select-keys {:a 1 :b 2 :c 3} [:a :c :z])
+;=> {:a 1 :c 3}
+---
+(select-keys {:a nil :b 2} [:a :c])
+;=> {:a nil}
+---
+(select-keys nil [:a])
+;=> {}
+---
+;; @ctx {"m": {"id": 1, "name": "x", "secret": 2}}
+(select-keys ctx/m [:id :name])
+;=> {:id 1 :name "x"}
+---
+(select-keys {:a 1} :a)
+;;; "type_error: .*select-keys: expected a collection, got keyword :a \\(arg 2\\)"
+---
+(select-keys 5 [:a])
+;;; "type_error: .*select-keys: expected a map, got 5"
+---
+;; keys vals entries key val
+(keys {:b 2 :a 1})
+;=> [:a :b]
+---
+(vals {:b 2 :a 1})
+;=> [1 2]
+---
+(keys {})
+;=> nil
+---
+(vals nil)
+;=> nil
+---
+(keys {1 :x :a :y "s" :z})
+;=> [1 :a "s"]
+---
+(keys (sort-by val {:a 2 :b 1}))
+;=> [:b :a]
+---
+(keys [1 2])
+;;; "type_error: .*keys: expected a map entry \\[key value\\], got 1"
+---
+(keys 5)
+;;; "type_error: .*keys: expected a map, got 5"
+---
+(entries {:b 2 :a 1})
+;=> [[:a 1] [:b 2]]
+---
+(entries {})
+;=> []
+---
+(entries nil)
+;=> []
+---
+(entries [1])
+;;; "type_error: .*entries: expected a map"
+---
+(map key {:a 1 :b 2})
+;=> [:a :b]
+---
+(map val {:a 1 :b 2})
+;=> [1 2]
+---
+(key [:a 1])
+;=> :a
+---
+(key 5)
+;;; "type_error: .*key: expected a map entry \\[key value\\], got 5"
+---
+(into {} (filter (fn [[k v]] (> v 1)) {:a 1 :b 2 :c 3}))
+;=> {:b 2 :c 3}
+---
+;; update-vals fnil
+(update-vals {:a 1 :b 2} inc)
+;=> {:a 2 :b 3}
+---
+(update-vals nil inc)
+;=> {}
+---
+(update-vals [1] inc)
+;;; "type_error: .*update-vals: expected a map, got vector"
+---
+((fnil + 0) nil 5)
+;=> 5
+---
+((fnil + 0 10) nil nil)
+;=> 10
+---
+((fnil + 0) 1 2 3 4 5)
+;=> 15
+---
+((fnil str "a" "b" "c") nil nil nil nil "e")
+;=> "abce"
+---
+((fnil inc 0) 5)
+;=> 6
+---
+(map (fnil inc 0) [1 nil 3])
+;=> [2 1 4]

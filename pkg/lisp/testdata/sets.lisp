@@ -1,0 +1,115 @@
+;; §4.5 set set? union intersection difference (also clojure.set/ and set/)
+(set [1 2 1])
+;=> #{1 2}
+---
+(set nil)
+;=> #{}
+---
+(set "aba")
+;=> #{"a" "b"}
+---
+(set {:a 1})
+;=> #{[:a 1]}
+---
+(set [1 1.0])
+;=> #{1}
+---
+(set (range 3))
+;=> #{0 1 2}
+---
+(set 5)
+;;; "type_error: .*set: expected a set, got 5 \\(arg 1\\)"
+---
+[(set? #{}) (set? [1]) (set? nil)]
+;=> [true false false]
+---
+(union #{1 2} #{2 3})
+;=> #{1 2 3}
+---
+(union)
+;=> #{}
+---
+(union #{1})
+;=> #{1}
+---
+(clojure.set/union #{1} #{2} #{3})
+;=> #{1 2 3}
+---
+(set/union #{1} nil)
+;=> #{1}
+---
+(union #{1} [2 3])
+;=> #{1 2 3}
+---
+(union #{1} 2)
+;;; "type_error: .*union: expected a set, got 2 \\(arg 2\\)"
+---
+(intersection #{1 2 3} #{2 3 4})
+;=> #{2 3}
+---
+(clojure.set/intersection #{1 2} #{2 3} #{2})
+;=> #{2}
+---
+(intersection #{1 2} #{})
+;=> #{}
+---
+(intersection #{1 2})
+;=> #{1 2}
+---
+(set/intersection (set ["books" "toys"]) #{"books" "cars"})
+;=> #{"books"}
+---
+(intersection)
+;;; "arity_error: .*intersection expects 1 or more args, got 0"
+---
+(difference #{1 2 3} #{2})
+;=> #{1 3}
+---
+(difference #{1 2 3} #{2} #{3 4})
+;=> #{1}
+---
+(difference #{1 2} #{1 2 3 4 5})
+;=> #{}
+---
+(clojure.set/difference #{1 2})
+;=> #{1 2}
+---
+(difference nil #{1})
+;=> #{}
+---
+[(subset? #{1} #{1 2}) (subset? #{1 3} #{1 2}) (superset? #{1 2} #{2}) (set/subset? #{} #{})]
+;=> [true false true true]
+---
+(set/select odd? #{1 2 3})
+;=> #{1 3}
+---
+(set/project [{:a 1 :b 2} {:a 1 :b 3}] [:a])
+;=> #{{:a 1}}
+---
+(set/rename-keys {:a 1 :b 2} {:a :x})
+;=> {:b 2 :x 1}
+---
+(set/rename-keys {:a 1 :b 2} {:a :b :b :a})
+;=> {:a 2 :b 1}
+---
+(set/map-invert {:a 1 :b 2})
+;=> {1 :a 2 :b}
+---
+(set/index [{:t "x" :n 1} {:t "y" :n 2} {:t "x" :n 3}] [:t])
+;=> {{:t "x"} #{{:n 1 :t "x"} {:n 3 :t "x"}} {:t "y"} #{{:n 2 :t "y"}}}
+---
+(set/join [{:id 1 :a "x"} {:id 2 :a "y"}] [{:id 1 :b "p"} {:id 3 :b "q"}])
+;=> #{{:a "x" :b "p" :id 1}}
+---
+(set/join [{:uid 1 :a "x"}] [{:id 1 :b "p"}] {:uid :id})
+;=> #{{:a "x" :b "p" :id 1 :uid 1}}
+---
+(set/join [] [{:id 1}])
+;=> #{}
+---
+;; sets as predicates and in pipelines
+(filter #{"a" "c"} ["a" "b" "c"])
+;=> ["a" "c"]
+---
+(count (set (map :k (map (fn [i] {:k (mod i 7)}) (range 100)))))
+;=> 7
