@@ -1,0 +1,265 @@
+package agentrun_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// script is a scripted model answering by turn, recording every request.
+// Sub-agent requests are told apart by their prompt (req.Prompt).
+type script struct {
+	mu    sync.Mutex
+	reqs  []llm.Request
+	turns map[string][]string // prompt substring → replies by turn
+}
+
+func (s *script) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req.Clone())
+	s.mu.Unlock()
+	for key, replies := range s.turns {
+		if strings.Contains(req.Prompt, key) {
+			if req.Turn < 1 || req.Turn > len(replies) {
+				return nil, fmt.Errorf("no reply for turn %d of %q", req.Turn, key)
+			}
+			return &llm.Response{Content: replies[req.Turn-1], Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+		}
+	}
+	return nil, fmt.Errorf("no script for prompt %q", req.Prompt)
+}
+
+func (s *script) requests() []llm.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]llm.Request(nil), s.reqs...)
+}
+
+type fleetEnv struct {
+	client *fleet.Client
+	model  *script
+}
+
+// startFleet runs an embedded JetStream server, the shop tools (unless
+// noTools) and one worker whose runner uses the scripted model.
+func startFleet(t *testing.T, model *script, noTools bool) *fleetEnv {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	conn := func() *nats.Conn {
+		nc, err := srv.Conn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	store := fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 2}
+	if !noTools {
+		svc, err := fleet.NewToolService(conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+		if err := shop.Generate(200, 1000, 300).Register(svc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
+		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+		Slots:  2, Store: store, ToolTimeout: 2 * time.Second, IdleWait: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	client, err := fleet.NewClient(ctx, conn(), fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fleetEnv{client: client, model: model}
+}
+
+func runMission(t *testing.T, env *fleetEnv, m *messages.Mission) *messages.Step {
+	t.Helper()
+	if m.ID == "" {
+		m.ID = messages.NewMissionID()
+	}
+	if m.Kind == "" {
+		m.Kind = messages.KindAgent
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	step, err := env.client.Run(ctx, m)
+	if err != nil {
+		t.Fatalf("run mission: %v", err)
+	}
+	return step
+}
+
+func TestMissionWithToolCallsOverNATS(t *testing.T) {
+	model := &script{turns: map[string][]string{"paid orders": {
+		"```clojure\n(def paid (tool/list_orders {:status \"paid\"}))\n(count paid)\n```",
+		"```clojure\n(let [c (tool/get_customer {:id (:customer_id (first paid))})]\n  (return {:n (count paid) :first_customer (:name c) :has_phone (some? (:_phone c))}))\n```",
+	}}}
+	env := startFleet(t, model, false)
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{
+			Prompt:    "Count the paid orders and name the first customer.",
+			Signature: "{n :int, first_customer :string, has_phone :bool}",
+			Tools:     []string{"list_orders", "get_customer"},
+		},
+		Tools: []string{"list_orders", "get_customer"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v\ntrace: %+v", step.Fail, step.Trace)
+	}
+	ret := step.Return.(map[string]any)
+	want := 0
+	for _, o := range shop.Generate(200, 1000, 300).Orders {
+		if o.Status == "paid" {
+			want++
+		}
+	}
+	if ret["n"] != int64(want) || ret["first_customer"] == "" || ret["has_phone"] != true {
+		t.Errorf("return = %v (want n=%d)", ret, want)
+	}
+	if step.Usage.Turns != 2 || step.Usage.ToolCalls != 2 || step.Usage.InputTokens != 20 {
+		t.Errorf("usage = %+v", step.Usage)
+	}
+	var calls []string
+	for _, turn := range step.Trace {
+		for _, c := range turn.ToolCalls {
+			calls = append(calls, c.Name)
+		}
+	}
+	if strings.Join(calls, ",") != "list_orders,get_customer" {
+		t.Errorf("traced tool calls = %v", calls)
+	}
+	// The firewall: the customer's phone never reaches the model.
+	for _, req := range model.requests() {
+		for _, msg := range req.Messages {
+			for _, b := range msg.Content {
+				if txt, ok := b.(llm.Text); ok && strings.Contains(txt.Text, "+1-555-") {
+					t.Fatalf("a firewalled phone number reached the model: %s", txt.Text)
+				}
+			}
+		}
+	}
+}
+
+func TestToolServiceDownIsAnErrorTheModelSees(t *testing.T) {
+	model := &script{turns: map[string][]string{"weather": {
+		"```clojure\n(tool/weather {:city \"Oslo\"})\n```",
+		"```clojure\n(return {:ok (some? ctx/fail)})\n```",
+	}}}
+	env := startFleet(t, model, true)
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{Prompt: "What is the weather?", Signature: "{ok :bool}", Tools: []string{"weather"}},
+		Tools: []string{"weather"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	if step.Return.(map[string]any)["ok"] != true {
+		t.Errorf("ctx/fail was not set after the tool error: %v", step.Return)
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2", len(reqs))
+	}
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	text := fmt.Sprint(last.Content)
+	if !strings.Contains(text, "weather") || !strings.Contains(text, "unavailable") {
+		t.Errorf("feedback does not tell the model the tool is unavailable: %s", text)
+	}
+}
+
+func TestForbiddenToolIsRefused(t *testing.T) {
+	model := &script{turns: map[string][]string{"customer": {
+		"```clojure\n(tool/get_customer {:id 1})\n```",
+		"```clojure\n(return {:refused (some? ctx/fail)})\n```",
+	}}}
+	env := startFleet(t, model, false)
+	// The agent spec names get_customer, but the mission does not allow it.
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{Prompt: "Get customer 1.", Signature: "{refused :bool}", Tools: []string{"get_customer"}},
+		Tools: []string{"list_orders"},
+	})
+	if step.Fail != nil || step.Return.(map[string]any)["refused"] != true {
+		t.Fatalf("step = %+v / %+v", step.Return, step.Fail)
+	}
+	if calls := step.Usage.ToolCalls; calls != 0 && step.Trace[0].ToolCalls[0].Error == "" {
+		t.Errorf("forbidden call recorded without an error: %+v", step.Trace[0].ToolCalls)
+	}
+	fb := fmt.Sprint(model.requests()[1].Messages)
+	if !strings.Contains(fb, "get_customer") || !strings.Contains(fb, "forbidden") {
+		t.Errorf("feedback does not say the tool is forbidden: %s", fb)
+	}
+}
+
+func TestSubAgentInFleetMission(t *testing.T) {
+	model := &script{turns: map[string][]string{
+		"Summarise the region": {
+			"```clojure\n(return {:best (:name (tool/best_customer {:region \"north\"}))})\n```",
+		},
+		"Find the best customer": {
+			"```clojure\n(let [cs (tool/list_customers {:region ctx/region})]\n  (return {:name (:name (first (sort-by :id cs)))}))\n```",
+		},
+	}}
+	env := startFleet(t, model, false)
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{
+			Prompt: "Summarise the region.", Signature: "{best :string}",
+			Tools: []string{"best_customer"},
+			SubAgents: map[string]*messages.AgentSpec{"best_customer": {
+				Prompt: "Find the best customer of {{region}}.", Signature: "(region :string) -> {name :string}",
+				Description: "the best customer of a region", Tools: []string{"list_customers"},
+			}},
+		},
+		Tools: []string{"list_customers"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	if best, _ := step.Return.(map[string]any)["best"].(string); best == "" {
+		t.Errorf("return = %v", step.Return)
+	}
+	calls := step.Trace[0].ToolCalls
+	if len(calls) != 1 || calls[0].Name != "best_customer" || calls[0].Child == nil || calls[0].Child.Fail != nil {
+		t.Fatalf("sub-agent call not traced with its child step: %+v", calls)
+	}
+	if step.Usage.Requests != 2 {
+		t.Errorf("requests = %d, want 2 (parent and child)", step.Usage.Requests)
+	}
+}
+
+func TestUnsupportedKindAndBadSpecFailCleanly(t *testing.T) {
+	env := startFleet(t, &script{}, true)
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{Prompt: "Hi {{who}}", Signature: "{x :int}"},
+	})
+	if step.Fail == nil || step.Fail.Reason != "invalid_agent" || !strings.Contains(step.Fail.Message, "{{who}}") {
+		t.Errorf("bad placeholder: fail = %+v", step.Fail)
+	}
+}
