@@ -133,7 +133,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	mission := a.tmpl.Render(in.data)
 	sysStatic := ""
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
-		sysStatic = a.systemPrompt(PromptContext{Turn: 1, Model: rs.modelName})
+		sysStatic = a.sysPrompt()
 	}
 	var sec secrets
 	sec.collect(in.data, false)
@@ -145,6 +145,15 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		hasSub = hasSub || bt.tool.sub != nil
 	}
 
+	// Convert the inputs to interpreter values once, not on every turn.
+	inputs := make(map[string]any, len(in.data))
+	for k, v := range in.data {
+		lv, err := lisp.FromGo(v)
+		if err != nil {
+			return failStep(st, &messages.Fail{Reason: "invalid_context", Message: fmt.Sprintf("context key %s: %v", k, err)})
+		}
+		inputs[k] = lv
+	}
 	mem := map[string]any{}
 	var lastFail map[string]any
 	var lastErr string
@@ -223,9 +232,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		if timeout <= 0 {
 			timeout = time.Millisecond
 		}
-		ctxData := in.data
+		ctxData := inputs
 		if lastFail != nil {
-			ctxData = maps.Clone(in.data)
+			ctxData = maps.Clone(inputs)
 			ctxData["fail"] = lastFail
 		}
 		tt := &turnTools{}

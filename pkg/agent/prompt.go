@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -266,7 +267,7 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
 	}
 	return &Preview{
-		System:      a.systemPrompt(PromptContext{Turn: 1}),
+		System:      a.systemPrompt(PromptContext{Turn: 1, Messages: []llm.Message{llm.UserText(a.firstMessage(in))}}),
 		User:        a.firstMessage(in),
 		ToolSchemas: a.toolSchemas(),
 	}, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -146,6 +147,9 @@ type Agent struct {
 	tmpl     *Template
 	tools    map[string]*boundTool
 	toolKeys []string
+
+	// sysPrompt caches the static system prompt (built on first use).
+	sysPrompt func() string
 }
 
 type boundTool struct {
@@ -244,6 +248,7 @@ func New(spec Spec) (*Agent, error) {
 		a.toolKeys = append(a.toolKeys, name)
 	}
 	slices.Sort(a.toolKeys)
+	a.sysPrompt = sync.OnceValue(func() string { return a.systemPrompt(PromptContext{Turn: 1}) })
 	for i, ts := range spec.ToolCatalog {
 		field := fmt.Sprintf("tool_catalog[%d]", i)
 		if ts.Name == "" {

@@ -107,14 +107,21 @@ func parseNodes(src string, i int, open string) ([]tnode, int, string, error) {
 			out = append(out, tnode{kind: tag[0], path: strings.Split(name, "."), children: kids})
 			i = next
 		case '&':
-			out = append(out, tnode{kind: 'v', path: strings.Split(strings.TrimSpace(tag[1:]), ".")})
+			out = append(out, tnode{kind: 'v', path: splitPath(strings.TrimSpace(tag[1:]))})
 		case '>', '=':
 			return nil, 0, "", fmt.Errorf("template: offset %d: partials and delimiter changes are not supported", start)
 		default:
-			out = append(out, tnode{kind: 'v', path: strings.Split(tag, ".")})
+			out = append(out, tnode{kind: 'v', path: splitPath(tag)})
 		}
 	}
 	return out, i, "", closeErr(open, len(src))
+}
+
+func splitPath(tag string) []string {
+	if tag == "." {
+		return []string{"."}
+	}
+	return strings.Split(tag, ".")
 }
 
 func closeErr(open string, off int) error {
