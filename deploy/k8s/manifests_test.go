@@ -84,7 +84,7 @@ type scaledObject struct {
 				MetricType       string `json:"metricType,omitempty"`
 			} `json:"scalingModifiers,omitempty"`
 			HorizontalPodAutoscalerConfig *struct {
-				Name     string                                       `json:"name,omitempty"`
+				Name     string                                         `json:"name,omitempty"`
 				Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 			} `json:"horizontalPodAutoscalerConfig,omitempty"`
 			RestoreToOriginalReplicaCount bool `json:"restoreToOriginalReplicaCount,omitempty"`
