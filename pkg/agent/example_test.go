@@ -96,7 +96,7 @@ func ExampleAgent_AsTool() {
 
 	model := llmtest.New(
 		llmtest.Code(`(return (:id (tool/find_customer {:description "top"})))`), // parent
-		llmtest.Code(`(return {:id 501 :_notes "vip"})`),                          // child
+		llmtest.Code(`(return {:id 501 :_notes "vip"})`),                         // child
 	)
 	step, _ := orchestrator.Run(context.Background(), agent.RunOptions{Model: model})
 	child := step.Trace[0].ToolCalls[0].Child
