@@ -298,7 +298,17 @@ func biJoin(th *Thread, a []Value) Value {
 	case 1:
 		return th.MakeString(th.strOf(items[0]))
 	}
+	size := len(sep) * (len(items) - 1)
+	for _, it := range items {
+		if x, ok := it.(string); ok {
+			size += len(x)
+		} else {
+			size += 8
+		}
+	}
+	th.checkGrowth(size)
 	var b strings.Builder
+	b.Grow(size)
 	for i, it := range items {
 		if i > 0 {
 			b.WriteString(sep)
@@ -330,12 +340,13 @@ func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 		}
 		th.AllocSlots(n)
 		out := make([]Value, 0, n)
-		for i, c := range s {
+		for i := 0; i < len(s); {
 			if limit > 0 && len(out) == limit-1 {
-				out = append(out, s[i:])
-				return out
+				return append(out, s[i:])
 			}
-			out = append(out, s[i:i+utf8.RuneLen(c)])
+			_, w := utf8.DecodeRuneInString(s[i:]) // w is 1 for invalid UTF-8
+			out = append(out, s[i:i+w])
+			i += w
 		}
 		return out
 	}
