@@ -82,3 +82,38 @@ func TestWatchStopsWithContext(t *testing.T) {
 		t.Fatalf("Watch(bad id) = %v", err)
 	}
 }
+
+func TestWorkerRunDrainsWhenContextEnds(t *testing.T) {
+	_, nc := runJetStream(t)
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		Runner: fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+			return &messages.Step{}, nil
+		}),
+		Store: testStore, Priorities: []string{messages.PriorityNormal}, IdleWait: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Ready() {
+		t.Fatal("ready before Start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	eventually(t, 5*time.Second, "ready", w.Ready)
+	if err := w.Start(ctx); err == nil {
+		t.Error("second Start succeeded")
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("Done not closed after Run returned")
+	}
+	if w.Ready() {
+		t.Fatal("ready after drain")
+	}
+}

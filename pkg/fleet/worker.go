@@ -177,9 +177,11 @@ type Worker struct {
 
 	slots     chan struct{}
 	slotFreed chan struct{}
-	inflight  sync.WaitGroup
+	inflight  sync.WaitGroup // missions in hand; Add only from loop
+	advisory  sync.WaitGroup // dead-letter work from advisories
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc
+	closing   bool // guarded by mu; no new advisory work once set
 
 	runCtx    context.Context
 	runCancel context.CancelCauseFunc
@@ -266,6 +268,20 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.ackWait <= 0 {
 		w.ackWait = 30 * time.Second
 	}
+	if err := w.subscribe(ctx); err != nil {
+		for _, s := range w.subs {
+			_ = s.Unsubscribe()
+		}
+		w.subs = nil
+		return err
+	}
+	go w.loop()
+	w.ready.Store(true)
+	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Msg("worker started")
+	return nil
+}
+
+func (w *Worker) subscribe(ctx context.Context) error {
 	sub, err := w.nc.Subscribe(messages.CancelWildcard, w.onCancel)
 	if err != nil {
 		return fmt.Errorf("fleet: subscribe cancels: %w", err)
@@ -280,9 +296,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err := flush(ctx, w.nc); err != nil {
 		return fmt.Errorf("fleet: flush: %w", err)
 	}
-	go w.loop()
-	w.ready.Store(true)
-	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Msg("worker started")
 	return nil
 }
 
@@ -324,6 +337,10 @@ func (w *Worker) Stop() error {
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()
 		}
+		w.mu.Lock()
+		w.closing = true
+		w.mu.Unlock()
+		w.advisory.Wait()
 		w.log.Info().Msg("worker stopped")
 		close(w.stopped)
 	})
@@ -869,9 +886,15 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 	if json.Unmarshal(msg.Data, &adv) != nil || adv.StreamSeq == 0 {
 		return
 	}
-	w.inflight.Add(1)
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return
+	}
+	w.advisory.Add(1)
+	w.mu.Unlock()
 	go func() {
-		defer w.inflight.Done()
+		defer w.advisory.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		raw, err := w.st.Missions.GetMsg(ctx, adv.StreamSeq)
