@@ -1,10 +1,3 @@
-// Package embedded runs a NATS server with JetStream inside the process, for
-// the fleet's "no setup" mode and for tests. It is a separate package so that
-// programs importing the fleet client do not link the server (~16 MB).
-//
-// A Server stores JetStream data in a directory it creates (and removes on
-// Close) unless Options.Dir is set. Close is idempotent and safe for
-// concurrent use.
 package embedded
 
 import (
@@ -138,4 +131,29 @@ func (s *Server) removeDir() {
 	if s.ownDir {
 		_ = os.RemoveAll(s.dir)
 	}
+}
+
+// Connect connects to url, or, when url is empty, starts an embedded server
+// with opts and connects to it in-process: the "no setup" mode of the
+// binaries. The returned close func closes the connection and, if one was
+// started, the server (and its temporary store). The returned *Server is nil
+// when url was given; otherwise its ClientURL lets other processes join.
+func Connect(url string, opts Options, natsOpts ...nats.Option) (*nats.Conn, *Server, func(), error) {
+	if url != "" {
+		nc, err := nats.Connect(url, natsOpts...)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("embedded: connect %s: %w", url, err)
+		}
+		return nc, nil, nc.Close, nil
+	}
+	s, err := Start(opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nc, err := s.Conn(natsOpts...)
+	if err != nil {
+		s.Close()
+		return nil, nil, nil, err
+	}
+	return nc, s, func() { nc.Close(); s.Close() }, nil
 }

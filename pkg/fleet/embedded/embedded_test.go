@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -47,4 +48,45 @@ func TestKeepsGivenDir(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("given dir removed: %v", err)
 	}
+}
+
+func TestConnectStartsEmbeddedWithoutURL(t *testing.T) {
+	nc, srv, closeAll, err := Connect("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv == nil || srv.ClientURL() == "" || !nc.IsConnected() {
+		t.Fatalf("server %v, connected %v", srv, nc.IsConnected())
+	}
+	// Another client joins through the URL.
+	nc2, _, close2, err := Connect(srv.ClientURL(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nc2.IsConnected() {
+		t.Fatal("second client not connected")
+	}
+	close2()
+	dir := srv.Dir()
+	closeAll()
+	if !nc.IsClosed() {
+		t.Error("connection not closed")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("store dir left behind: %v", err)
+	}
+	if _, _, _, err := Connect("nats://127.0.0.1:1", Options{}, nats.MaxReconnects(0)); err == nil {
+		t.Error("Connect to a closed port succeeded")
+	}
+}
+
+func ExampleConnect() {
+	// With no URL configured, run an embedded server in a temp dir.
+	nc, _, closeAll, err := Connect("", Options{NoListen: true})
+	if err != nil {
+		panic(err)
+	}
+	defer closeAll()
+	fmt.Println(nc.IsConnected())
+	// Output: true
 }
