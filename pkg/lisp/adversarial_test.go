@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,15 +42,18 @@ func TestAdversarial(t *testing.T) {
 		{"huge source", "(+ " + strings.Repeat("1 ", 200000) + ")", []string{"parse_error"}, Options{}},
 		{"for product", `(count (for [a (range 1000) b (range 1000) c (range 1000)] 1))`, []string{"memory_limit", "timeout", "step_limit"}, Options{}},
 		{"iterate forever", `(reduce + (iterate inc 0))`, []string{"memory_limit", "timeout", "step_limit"}, Options{}},
-		{"memory size", `(def big (apply str (repeat 2000000 "x")))`, []string{"memory_limit"}, Options{MaxAlloc: 100 << 20}},
+		{"memory size", `(def big (apply str (repeat 200000 "x")))`, []string{"memory_limit"}, Options{MaxMemoryBytes: 100_000}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			opts := c.opts
 			opts.Tools = testTools()
 			if opts.Timeout == 0 {
 				opts.Timeout = 300 * time.Millisecond
+				if !slices.Contains(c.reasons, "timeout") {
+					// the limit under test must win even on a slow -race run
+					opts.Timeout = 5 * time.Second
+				}
 			}
 			limit := opts.Timeout
 			if limit == 0 {

@@ -165,7 +165,7 @@ func runChunk(t *testing.T, c chunk) {
 	opts.Memory = c.mem
 	opts.Tools = testTools()
 	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Second
+		opts.Timeout = 10 * time.Second
 	}
 	res, err := Exec(context.Background(), c.src, opts)
 	where := c.file + ":" + itoa(c.line)

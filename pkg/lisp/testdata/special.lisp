@@ -632,7 +632,7 @@ inner
 ;=> 30
 ---
 (count (range))
-;;; "memory_limit"
+;;; "memory_limit|timeout"
 ---
 (apply + 1 2 [3 4])
 ;=> 10
