@@ -117,3 +117,39 @@ func TestWorkerRunDrainsWhenContextEnds(t *testing.T) {
 		t.Fatal("ready after drain")
 	}
 }
+
+// A tool whose service starts after the worker's last discovery is found by
+// the miss-triggered refresh.
+func TestToolDiscoveredAfterServiceStarts(t *testing.T) {
+	_, nc := runJetStream(t)
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"late"}, MissRefresh: 20 * time.Millisecond, DiscoveryWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if _, err := box.Call(ctx, "late", nil); !errors.Is(err, fleet.ErrToolUnavailable) {
+		t.Fatalf("before the service: %v", err)
+	}
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "tardy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	if err := svc.Register("late", fleet.ToolSpec{Signature: "() -> :string"}, func(context.Context, map[string]any) (any, error) {
+		return "here", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	got, err := box.Call(ctx, "late", nil)
+	if err != nil || got != "here" {
+		t.Fatalf("after the service started: %v, %v", got, err)
+	}
+	tl, err := box.Get(ctx, "late")
+	if err != nil || tl.Signature() != "() -> :string" {
+		t.Fatalf("Get = %v, %v", tl, err)
+	}
+	if _, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"a.b"}}); !errors.Is(err, fleet.ErrInvalidConfig) {
+		t.Errorf("NewToolbox(bad name) = %v", err)
+	}
+}
