@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testEnv(vars map[string]string) env {
+	var environ []string
+	for k, v := range vars {
+		environ = append(environ, k+"="+v)
+	}
+	return env{getenv: func(k string) string { return vars[k] }, environ: environ}
+}
+
+func TestLocalRunsTheExampleMission(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"local", "-workers", "2", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
+	if err != nil {
+		t.Fatalf("local: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	got := out.String()
+	for _, want := range []string{"model: SCRIPTED", "turn 1: program", "→ list_orders", "RESULT (", `"orders_scanned": 1279`, "turns 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "+1-555-") {
+		t.Errorf("a firewalled phone number was printed:\n%s", got)
+	}
+}
+
+func TestLocalFailsClearly(t *testing.T) {
+	dir := t.TempDir()
+	noScript := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(noScript, []byte("agent: {prompt: hi}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	failing := filepath.Join(dir, "f.yaml")
+	if err := os.WriteFile(failing, []byte("agent: {prompt: hi, max_turns: 2}\nscript: ['(fail {:reason :nope :message \"cannot\"})']\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"local"}, "local takes one mission file"},
+		{[]string{"local", noScript}, `no model "default" is configured`},
+		{[]string{"local", failing}, "failed: nope"},
+		{[]string{"local", filepath.Join(dir, "missing.yaml")}, "no such file"},
+		{[]string{"status", "not-an-id"}, "no NATS server"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := run(ctx, c.args, testEnv(nil), &out, &errOut)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestPreview(t *testing.T) {
+	list := []any{map[string]any{"id": int64(1)}, map[string]any{"id": int64(2)}, 3, 4, 5}
+	if got := preview(list, 200); !strings.HasPrefix(got, "[5 items] [{\"id\":1},{\"id\":2}") {
+		t.Errorf("preview = %q", got)
+	}
+	long := strings.Repeat("x", 500)
+	if got := preview(long, 50); len(got) > 60 || !strings.HasSuffix(got, "…") {
+		t.Errorf("preview not cut: %q", got)
+	}
+	b, _ := json.Marshal("ok")
+	if got := preview("ok", 10); got != string(b) {
+		t.Errorf("preview = %q", got)
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// openAIServer answers chat completions in OpenAI's wire format with one
+// PTC-Lisp program per turn.
+func openAIServer(t *testing.T, programs ...string) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
+			return
+		}
+		n := int(calls.Add(1))
+		if n > len(programs) {
+			http.Error(w, `{"error":{"message":"script exhausted","type":"server_error"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": "```clojure\n" + programs[n-1] + "\n```"}}},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// TestWorkerConfiguredByEnvironment runs the worker binary's run function
+// with its whole configuration in environment variables (as in Kubernetes):
+// an external NATS, a model named by PTC_MODEL_DEFAULT served by an
+// OpenAI-compatible server, the example tools; then checks readiness, runs a
+// mission and drains on cancel.
+func TestWorkerConfiguredByEnvironment(t *testing.T) {
+	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	llmSrv, calls := openAIServer(t, `(return {:n (count (tool/list_customers {:region "north"}))})`)
+	vars := map[string]string{
+		"PTC_NATS_URL":      ns.ClientURL(),
+		"PTC_SLOTS":         "2",
+		"PTC_HEALTH_ADDR":   "127.0.0.1:0",
+		"PTC_EXAMPLE_TOOLS": "true",
+		"PTC_DRAIN_GRACE":   "2s",
+		"PTC_MODEL_DEFAULT": "openai:test-model@" + llmSrv.URL + "/v1",
+	}
+	var environ []string
+	for k, v := range vars {
+		environ = append(environ, k+"="+v)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs syncBuffer
+	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, environ, &logs, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("worker exited: %v\n%s", err, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not start")
+	}
+	if code := httpStatus(t, "http://"+addr+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz = %d", code)
+	}
+
+	nc, err := ns.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, mcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer mcancel()
+	step, err := client.Run(mctx, &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "How many customers in the north?", Signature: "{n :int}", Tools: []string{"list_customers"}},
+		Tools: []string{"list_customers"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail != nil || step.Return.(map[string]any)["n"] != int64(499) {
+		t.Fatalf("step: return=%v fail=%+v", step.Return, step.Fail)
+	}
+	if step.Usage.InputTokens != 100 || calls.Load() != 1 {
+		t.Errorf("usage = %+v, model calls = %d", step.Usage, calls.Load())
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("drain: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not drain")
+	}
+	for _, want := range []string{`"message":"config"`, `"message":"worker started"`, `"message":"draining"`, `"message":"stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s", want)
+		}
+	}
+}
+
+func TestWorkerConfigErrors(t *testing.T) {
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"PTC_SLOTS": "0"}, nil, "slots must be at least 1"},
+		{map[string]string{"PTC_SLOTS": "many"}, nil, `PTC_SLOTS="many"`},
+		{map[string]string{"PTC_NATS_USER": "u"}, nil, "go together"},
+		{map[string]string{"PTC_LOG_LEVEL": "loud"}, nil, "log level"},
+		{map[string]string{"PTC_MODEL_X": "nosuch:model"}, nil, "PTC_MODEL_X"},
+		{nil, []string{"extra"}, "unexpected arguments"},
+		{nil, []string{"-replicas", "9"}, "replicas must be 1 to 5"},
+	}
+	for _, c := range cases {
+		var environ []string
+		for k, v := range c.env {
+			environ = append(environ, k+"="+v)
+		}
+		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, environ, io.Discard, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: err = %v, want %q", c.env, c.args, err, c.want)
+		}
+	}
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// syncBuffer is a bytes.Buffer safe for the worker's concurrent log writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
