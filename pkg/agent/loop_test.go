@@ -589,3 +589,50 @@ func TestLLMRequestFields(t *testing.T) {
 		t.Fatalf("request %+v", r)
 	}
 }
+
+func TestPromptLimitTruncation(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", PromptLimit: PromptLimit{List: 2, String: 10}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`{:xs [1 2 3 4 5] :s "abcdefghijklmnopqrstuvwxyz"}`),
+		llmtest.Code(`(return (count xs))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := lastUser(m.Requests()[1])
+	contains(t, fb, `Result: {:s "abcdefghij..." :xs [1 2 ...]}`, "3 more items omitted. Full data available in ctx/xs\n")
+	// defaults: 5 items
+	a = mustNew(t, Spec{Prompt: "x"})
+	_, err, m = run(t, a, RunOptions{}, llmtest.Code(`(range 12)`), llmtest.Code(`(return 1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, lastUser(m.Requests()[1]), "Result: [0 1 2 3 4 ...")
+}
+
+func TestStepRoundTripsMsgpack(t *testing.T) {
+	child := mustNew(t, Spec{Name: "c", Prompt: "c"})
+	a := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"c": child.AsTool(ToolOptions{}),
+		"typed": Typed(func(_ context.Context, a getUserArgs) (user, error) { return user{ID: a.ID, Name: "n"}, nil })}})
+	st, err, _ := run(t, a, RunOptions{Debug: true},
+		llmtest.Code(`{:u (tool/typed {:id 1}) :k (tool/c {})}`), llmtest.Code(`(return {:k 1})`), llmtest.Code(`(return {:ok k})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := messages.MarshalStep(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := messages.UnmarshalStep(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if back.Trace[0].ToolCalls[1].Child == nil && back.Trace[0].ToolCalls[0].Child == nil {
+		t.Fatal("child step lost")
+	}
+	if fmt.Sprint(back.Return) != fmt.Sprint(st.Return) || back.Usage.Turns != st.Usage.Turns {
+		t.Fatalf("%v vs %v", back.Return, st.Return)
+	}
+}

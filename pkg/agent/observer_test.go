@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/rs/zerolog"
 )
 
 type recorder struct {
@@ -157,4 +158,23 @@ func TestPrintTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	contains(t, b.String(), "═══ Step 1 of 2 ═══\n┌─ Turn 1", "═══ Step 2 of 2 ═══")
+}
+
+func TestLogObserver(t *testing.T) {
+	var buf bytes.Buffer
+	l := zerolog.New(&buf)
+	tool := Func(func(context.Context, map[string]any) (any, error) { return nil, errors.New("down") })
+	a := mustNew(t, Spec{Name: "logged", Prompt: "x", Tools: map[string]Tool{"t": tool}})
+	_, err := a.Run(bg, RunOptions{Observer: LogObserver(l), Model: llmtest.NewT(t,
+		llmtest.Code(`(tool/t {:secret "do-not-log-me"})`).WithUsage(5, 2), llmtest.Code(`(fail "x")`))})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	out := buf.String()
+	contains(t, out, `"event":"run.start"`, `"agent":"logged"`, `"event":"tool.exception"`, `"level":"warn"`, `"error":"down"`,
+		`"input_tokens":5`, `"event":"run.stop"`, `"status":"error"`, `"reason":"failed"`)
+	notContains(t, out, "do-not-log-me")
+	if n := strings.Count(out, "\n"); n < 12 {
+		t.Fatalf("%d log lines:\n%s", n, out)
+	}
 }
