@@ -237,21 +237,22 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			ctxData = maps.Clone(inputs)
 			ctxData["fail"] = lastFail
 		}
-		tt := &turnTools{}
-		tr.cur = tt
+		tt := &turnTools{turn: turn}
+		tr.cur.Store(tt)
 		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
 			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxMemoryBytes: -1,
 			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
 		})
-		rec.ToolCalls = tt.calls
+		calls, warnings, subUsage := tt.snapshot()
+		rec.ToolCalls = calls
 		rec.Prints = res.Prints
-		for _, c := range tt.calls {
+		for _, c := range calls {
 			sec.collect(c.Result, false)
 		}
-		st.Usage.ToolCalls += len(tt.calls)
-		addTokens(&st.Usage, tt.usage)
-		st.Usage.Requests += tt.usage.Requests
-		st.Warnings = append(st.Warnings, tt.warnings...)
+		st.Usage.ToolCalls += len(calls)
+		addTokens(&st.Usage, subUsage)
+		st.Usage.Requests += subUsage.Requests
+		st.Warnings = append(st.Warnings, warnings...)
 		last := turn == maxT
 
 		if xerr != nil {
@@ -281,7 +282,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = sec.scrub(errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT))
+				feedback = sec.scrub(errorFeedback(res.Prints, text, warnings, turn+1, maxT))
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -326,7 +327,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
 					}
 					if !last {
-						feedback = sec.scrub(errorFeedback(res.Prints, text, tt.warnings, turn+1, maxT))
+						feedback = sec.scrub(errorFeedback(res.Prints, text, warnings, turn+1, maxT))
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -341,7 +342,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		lastFail = nil
 		if !last {
-			feedback = sec.scrub(resultFeedback(res, lim, tt.warnings, turn+1, maxT))
+			feedback = sec.scrub(resultFeedback(res, lim, warnings, turn+1, maxT))
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -17,10 +18,18 @@ import (
 // Steps), warnings and the usage of sub-agents. Tools may run
 // concurrently (pmap), so it is guarded by a mutex.
 type turnTools struct {
+	turn     int
 	mu       sync.Mutex
 	calls    []messages.ToolCall
 	warnings []string
 	usage    messages.Usage // sub-agent tokens and requests
+}
+
+// snapshot returns the calls, warnings and usage recorded so far.
+func (tt *turnTools) snapshot() ([]messages.ToolCall, []string, messages.Usage) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	return append([]messages.ToolCall(nil), tt.calls...), append([]string(nil), tt.warnings...), tt.usage
 }
 
 func (tt *turnTools) warn(ws ...string) {
@@ -35,7 +44,7 @@ func (tt *turnTools) warn(ws ...string) {
 type toolRunner struct {
 	a    *Agent
 	run  *runState
-	cur  *turnTools
+	cur  atomic.Pointer[turnTools]
 	mode signature.Mode
 }
 
@@ -52,18 +61,21 @@ func (tr *toolRunner) lispTools() lisp.Tools {
 // call runs one tool call: input coercion and validation, the call (or a
 // sub-agent run), output validation, recording and observer events.
 func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]any) (out any, err error) {
-	tt := tr.cur
+	// tt and turn are read once: a straggling call (abandoned by a timed
+	// out program) must not touch the next turn's state.
+	tt := tr.cur.Load()
 	rs := tr.run
+	turn := tt.turn
 	rec := messages.ToolCall{Name: bt.name, Args: args, StartedAt: time.Now()}
-	rs.tree.emit(ctx, Event{Kind: EventToolStart, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Args: args})
+	rs.tree.emit(ctx, Event{Kind: EventToolStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Args: args})
 	defer func() {
 		rec.Duration = time.Since(rec.StartedAt)
 		if err != nil {
 			rec.Error = err.Error()
-			rs.tree.emit(ctx, Event{Kind: EventToolException, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Args: args, Duration: rec.Duration, Err: err})
+			rs.tree.emit(ctx, Event{Kind: EventToolException, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Args: args, Duration: rec.Duration, Err: err})
 		} else {
 			rec.Result = out
-			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: rs.turn, Tool: bt.name, Result: out, Duration: rec.Duration})
+			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Result: out, Duration: rec.Duration})
 		}
 		tt.mu.Lock()
 		tt.calls = append(tt.calls, rec)
