@@ -574,20 +574,22 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	// Another worker takes over the status.
-	e, err := c.Stores().Status.Get(ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st messages.Status
-	if err := messages.Unmarshal(e.Value(), &st); err != nil {
-		t.Fatal(err)
-	}
-	st.Worker, st.Attempt = "other", st.Attempt+1
-	data, _ := messages.Marshal(&st)
-	if _, err := c.Stores().Status.Update(ctx, m.ID, data, e.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	// Another worker takes over the status (retrying if a heartbeat of the
+	// zombie wins the race for the revision).
+	eventually(t, 5*time.Second, "status taken over", func() bool {
+		e, err := c.Stores().Status.Get(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st messages.Status
+		if err := messages.Unmarshal(e.Value(), &st); err != nil {
+			t.Fatal(err)
+		}
+		st.Worker, st.Attempt = "other", st.Attempt+1
+		data, _ := messages.Marshal(&st)
+		_, err = c.Stores().Status.Update(ctx, m.ID, data, e.Revision())
+		return err == nil
+	})
 	eventually(t, 5*time.Second, "zombie run to stop", func() bool { return w.Running() == 0 })
 	if err, _ := cause.Load().(error); !errors.Is(err, fleet.ErrFenced) {
 		t.Fatalf("cause = %v, want ErrFenced", err)
