@@ -42,13 +42,14 @@ func registerMaps(r registry) {
 		return updatePath(th, "assoc-in", a[0], path, func(Value) Value { return v })
 	})
 	r.add("update", 3, -1, func(th *Thread, a []Value) Value {
-		f, extra := a[2], append([]Value(nil), a[3:]...)
+		// a outlives these calls (it is only read), so extra needs no copy
+		f, extra := a[2], a[3:]
 		old, _ := lookup(a[0], a[1])
 		return assocOne(th, "update", a[0], a[1], callWith(th, f, old, extra))
 	})
 	r.add("update-in", 3, -1, func(th *Thread, a []Value) Value {
 		path := th.Seq(a[1], "update-in", 2)
-		f, extra := a[2], append([]Value(nil), a[3:]...)
+		f, extra := a[2], a[3:]
 		if len(path) == 0 {
 			old, _ := lookup(a[0], nil)
 			return assocOne(th, "update-in", a[0], nil, callWith(th, f, old, extra))
@@ -116,7 +117,23 @@ func registerMaps(r registry) {
 		return buildMap(th, keys, vals)
 	})
 	r.add("fnil", 2, 4, func(th *Thread, a []Value) Value {
-		f, defaults := a[0], append([]Value(nil), a[1:]...)
+		f := a[0]
+		if len(a) == 2 {
+			d := a[1]
+			return &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+				if len(args) == 0 || args[0] != nil {
+					return th.call(f, args)
+				}
+				switch len(args) {
+				case 1:
+					return th.Call1(f, d)
+				case 2:
+					return th.Call2(f, d, args[1])
+				}
+				return th.Call(f, append([]Value{d}, args[1:]...)...)
+			}}
+		}
+		defaults := append([]Value(nil), a[1:]...)
 		return &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
 			patched := false
 			for i := 0; i < len(args) && i < len(defaults); i++ {
