@@ -98,6 +98,8 @@ type Limits struct {
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
 // Zero limits mean the defaults of pkg/agent.
 type AgentSpec struct {
+	// Name and Description identify the agent (and describe it when it is
+	// a sub-agent tool).
 	Name        string `msgpack:"name,omitempty"`
 	Description string `msgpack:"description,omitempty"`
 	// Prompt is the prompt template ({{name}} placeholders).
@@ -115,22 +117,30 @@ type AgentSpec struct {
 	// SubAgents are agents callable as tools, by tool name.
 	SubAgents map[string]*AgentSpec `msgpack:"sub_agents,omitempty"`
 
-	MaxTurns       int           `msgpack:"max_turns,omitempty"`
-	MaxToolCalls   int           `msgpack:"max_tool_calls,omitempty"`
-	TurnTimeout    time.Duration `msgpack:"turn_timeout,omitempty"`
+	// MaxTurns bounds this agent's turns (seed default 5).
+	MaxTurns int `msgpack:"max_turns,omitempty"`
+	// MaxToolCalls bounds this agent's tool calls.
+	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
+	// TurnTimeout bounds one turn: LLM call, tools and program (seed 5s).
+	TurnTimeout time.Duration `msgpack:"turn_timeout,omitempty"`
+	// MissionTimeout bounds the whole run (seed 60s).
 	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
-	PromptLimit    PromptLimit   `msgpack:"prompt_limit"`
+	// PromptLimit truncates result previews fed back to the model.
+	PromptLimit PromptLimit `msgpack:"prompt_limit"`
 	// LLM names the model to use; LLMOpts are passed to it.
 	LLM     string         `msgpack:"llm,omitempty"`
 	LLMOpts map[string]any `msgpack:"llm_opts,omitempty"`
 	// SystemPrefix and SystemSuffix wrap the generated system prompt.
 	SystemPrefix string `msgpack:"system_prefix,omitempty"`
 	SystemSuffix string `msgpack:"system_suffix,omitempty"`
-	MemoryLimit  int64  `msgpack:"memory_limit,omitempty"`
+	// MemoryLimit bounds program memory in bytes (seed 1 MiB).
+	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
 	// ValidationMode is one of the Validation* constants ("" = enabled).
 	ValidationMode string `msgpack:"validation_mode,omitempty"`
-	MaxDepth       int    `msgpack:"max_depth,omitempty"`
-	TurnBudget     int    `msgpack:"turn_budget,omitempty"`
+	// MaxDepth bounds sub-agent nesting at run time (seed 3).
+	MaxDepth int `msgpack:"max_depth,omitempty"`
+	// TurnBudget bounds the turns of the whole agent tree (seed 20).
+	TurnBudget int `msgpack:"turn_budget,omitempty"`
 }
 
 // PromptLimit truncates result previews fed back to the model: List items
