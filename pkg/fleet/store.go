@@ -22,13 +22,13 @@ func publishResult(ctx context.Context, js jetstream.JetStream, results jetstrea
 	}
 	msg := &nats.Msg{Subject: messages.ResultSubject(id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMissionID, id)
-	_, err = js.PublishMsg(ctx, msg,
+	ack, err := js.PublishMsg(ctx, msg,
 		jetstream.WithExpectLastSequencePerSubject(0),
 		jetstream.WithMsgID(id+"/final"))
-	if err == nil {
+	if err == nil && !ack.Duplicate {
 		return step, true, nil
 	}
-	if !isWrongLastSeq(err) {
+	if err != nil && !isWrongLastSeq(err) {
 		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
 	}
 	stored, rerr := readResult(ctx, results, id)

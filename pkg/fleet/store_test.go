@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// The first stored result wins; later writers, with or without the same
+// Msg-Id, get the stored one back.
+func TestPublishResultExactlyOnce(t *testing.T) {
+	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nc, err := s.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, _ := jetstream.New(nc)
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := messages.NewMissionID()
+	first := &messages.Step{Return: "first"}
+	got, mine, err := publishResult(ctx, js, st.Results, id, first)
+	if err != nil || !mine || got.Return != "first" {
+		t.Fatalf("first publish = %v, %v, %v", got, mine, err)
+	}
+	for i := range 3 {
+		got, mine, err = publishResult(ctx, js, st.Results, id, &messages.Step{Return: "second"})
+		if err != nil || mine || got.Return != "first" {
+			t.Fatalf("publish %d = %+v, %v, %v; want the stored first result", i+2, got, mine, err)
+		}
+	}
+	info, err := st.Results.Info(ctx)
+	if err != nil || info.State.Msgs != 1 {
+		t.Fatalf("results stored = %d, %v", info.State.Msgs, err)
+	}
+}
