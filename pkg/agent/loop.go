@@ -70,9 +70,6 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 	if fail != nil {
 		return failStep(st, fail)
 	}
-	if a.spec.Output == OutputText {
-		return failStep(st, &messages.Fail{Reason: ReasonNotImplemented, Message: "output mode \"text\" is not implemented yet"})
-	}
 	if depth > t.maxDepth {
 		return failStep(st, &messages.Fail{Reason: ReasonMaxDepth,
 			Message: fmt.Sprintf("max nesting depth %d exceeded (agent %s at depth %d)", t.maxDepth, rs.name, depth)})
@@ -101,6 +98,9 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 	defer cancel()
 	rs.missionCtx = missionCtx
 
+	if a.spec.Output == OutputText {
+		return a.runText(ctx, missionCtx, rs, in, opts, st)
+	}
 	return a.loop(ctx, missionCtx, rs, in, opts, st)
 }
 

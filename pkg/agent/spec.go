@@ -31,7 +31,7 @@ const (
 // Output modes of a Spec.
 const (
 	OutputLisp = messages.ModeLisp // PTC-Lisp programs (the default)
-	OutputText = messages.ModeText // plain text / JSON answers (not implemented yet)
+	OutputText = messages.ModeText // plain text / JSON answers, native tool calling (see textmode.go)
 )
 
 // PromptLimit bounds the result previews fed back to the model: List items
@@ -98,10 +98,11 @@ type Spec struct {
 	// TurnBudget bounds the turns of the whole agent tree (default 20);
 	// the top-level agent's value applies to the tree.
 	TurnBudget int
-	// MaxToolCalls caps tool calls per program (0: unlimited).
+	// MaxToolCalls caps tool calls per program (0: unlimited); in text
+	// mode it caps the tool calls of the whole run, across turns.
 	MaxToolCalls int
-	// Output is OutputLisp (default, "") or OutputText (not implemented in
-	// this package yet: Run fails with not_implemented).
+	// Output is OutputLisp (default, "") or OutputText: the model answers
+	// in text or JSON and calls tools natively (see docs/textmode.md).
 	Output string
 }
 

@@ -1,0 +1,384 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// Text mode (Spec.Output == OutputText): the model answers directly, in
+// text or JSON, and calls tools through the provider's native tool-calling
+// API instead of writing PTC-Lisp. The variant is detected from the tools
+// and the return type:
+//
+//	tools  return type                     variant
+//	no     none, :string, :keyword, :any   plain text (raw answer)
+//	no     anything else                   JSON (validated)
+//	yes    none, :string, :keyword, :any   tool loop, then text
+//	yes    anything else                   tool loop, then JSON
+//
+// Everything else is the PTC-Lisp loop's machinery: model resolution and
+// llm_retry (callModel), max_turns, the turn budget, the mission timeout,
+// observers, usage and trace, input validation, tool execution with input
+// coercion and output validation (toolRunner), the firewall scrubber.
+
+// Text-mode prompt texts (the exact wording is pinned by tests).
+const (
+	textCorePrompt  = "You are a helpful assistant. Complete the user's request directly."
+	textToolsPrompt = "You can call the provided tools to get the information you need; call several at once when they do not depend on each other. When you have what you need, give your final answer without calling tools."
+	textPlainFormat = "Answer in plain text."
+	textLastTurn    = "This is your last turn: give your final answer now; tool calls will not be executed."
+	textEmptyAnswer = "Your answer was empty. Please answer the request."
+)
+
+// textVariant is one of the four text-mode variants.
+type textVariant uint8
+
+const (
+	variantText textVariant = iota + 1
+	variantJSON
+	variantToolText
+	variantToolJSON
+)
+
+func (v textVariant) String() string {
+	switch v {
+	case variantText:
+		return "text"
+	case variantJSON:
+		return "json"
+	case variantToolText:
+		return "tool+text"
+	case variantToolJSON:
+		return "tool+json"
+	}
+	return "unknown"
+}
+
+func (v textVariant) json() bool  { return v == variantJSON || v == variantToolJSON }
+func (v textVariant) tools() bool { return v == variantToolText || v == variantToolJSON }
+
+// textReturn reports whether an output type makes text mode answer with
+// raw text: none, :string, :keyword or :any (optional or not).
+func textReturn(t signature.Type) bool {
+	t = unwrapOpt(t)
+	if t == nil {
+		return true
+	}
+	p, ok := t.(signature.Prim)
+	return ok && (p == signature.String || p == signature.Keyword || p == signature.Any)
+}
+
+func (a *Agent) textVariant() textVariant {
+	text := textReturn(a.sig.Output)
+	switch {
+	case len(a.tools) == 0 && text:
+		return variantText
+	case len(a.tools) == 0:
+		return variantJSON
+	case text:
+		return variantToolText
+	}
+	return variantToolJSON
+}
+
+// checkText validates a text-mode agent (called by New through its hook,
+// and at the start of every text-mode run): the prompt must parse as a
+// Mustache template and follow the validation rules of text mode against
+// the signature, and the output signature must not have firewalled fields
+// (text mode has no sandbox to keep them from the model).
+func (a *Agent) checkText() error {
+	tm, err := parseMustache(a.spec.Prompt)
+	if err != nil {
+		return specErr("prompt", err.Error(), err)
+	}
+	if a.spec.Signature != "" {
+		if err := tm.check(a.sig, true); err != nil {
+			return specErr("prompt", err.Error(), err)
+		}
+	}
+	if names := firewalledFields(a.sig.Output, ""); len(names) > 0 {
+		return specErr("signature", "text mode does not support firewalled fields in the output signature: "+strings.Join(names, ", "), nil)
+	}
+	return nil
+}
+
+// firewalledFields lists the paths of the "_" fields of t.
+func firewalledFields(t signature.Type, prefix string) []string {
+	var out []string
+	switch x := unwrapOpt(t).(type) {
+	case signature.List:
+		out = append(out, firewalledFields(x.Elem, prefix+"[]")...)
+	case signature.Map:
+		for _, f := range x.Fields {
+			p := f.Name
+			if prefix != "" {
+				p = prefix + "." + f.Name
+			}
+			if signature.IsFirewalled(f.Name) {
+				out = append(out, p)
+				continue
+			}
+			out = append(out, firewalledFields(f.Type, p)...)
+		}
+	}
+	return out
+}
+
+// textSystemPrompt assembles the (static) text-mode system prompt:
+// Prefix, core instructions, tool instructions, output format, Suffix;
+// then Transform. Override replaces it all; OutputFormat replaces the
+// output format. The language reference options do not apply.
+func (a *Agent) textSystemPrompt(v textVariant) string {
+	sp := a.spec.SystemPrompt
+	if sp.Override != "" {
+		return sp.Override
+	}
+	var parts []string
+	if sp.Prefix != "" {
+		parts = append(parts, sp.Prefix)
+	}
+	parts = append(parts, textCorePrompt)
+	if v.tools() {
+		parts = append(parts, textToolsPrompt)
+	}
+	switch {
+	case sp.OutputFormat != "":
+		parts = append(parts, sp.OutputFormat)
+	case v.json():
+		parts = append(parts, a.jsonFormat())
+	default:
+		parts = append(parts, textPlainFormat)
+	}
+	if sp.Suffix != "" {
+		parts = append(parts, sp.Suffix)
+	}
+	out := strings.Join(parts, "\n\n")
+	if sp.Transform != nil {
+		out = sp.Transform(out)
+	}
+	return out
+}
+
+// jsonFormat is the output format of the JSON variants: the expected type
+// in signature syntax and as JSON Schema.
+func (a *Agent) jsonFormat() string {
+	var b strings.Builder
+	b.WriteString("## Output format\nYour final answer must be a single JSON value of this type:\n\n    ")
+	b.WriteString(signature.PromptType(a.sig.Output))
+	b.WriteString("\n\nJSON Schema:\n")
+	b.WriteString(jsonText(signature.JSONSchema(a.sig.Output)))
+	if _, prim := unwrapOpt(a.sig.Output).(signature.Prim); prim {
+		b.WriteString("\n\nReply with the JSON value only (a bare number or boolean is fine), no other text.")
+	} else {
+		b.WriteString("\n\nReply with the JSON only (a ```json block is fine), no other text.")
+	}
+	return b.String()
+}
+
+// nativeToolSpecs converts the agent's tools to provider tool specs,
+// sorted by name. A signed tool's public inputs become the JSON Schema
+// (optional params are not required) and its output type is appended to
+// the description; a tool without a signature gets an open object schema.
+func (a *Agent) nativeToolSpecs() []llm.ToolSpec {
+	out := make([]llm.ToolSpec, 0, len(a.toolKeys))
+	for _, name := range a.toolKeys {
+		bt := a.tools[name]
+		ts := llm.ToolSpec{Name: name, Description: bt.tool.Description,
+			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+		if bt.tool.Signature != "" {
+			if s, err := signature.Parse(bt.tool.Signature); err == nil {
+				pub := s.Public()
+				ts.InputSchema = pub.InputSchema()
+				ret := "Returns: " + signature.PromptType(pub.Output)
+				if ts.Description == "" {
+					ts.Description = ret
+				} else {
+					ts.Description += "\n" + ret
+				}
+			}
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+// textTurnLine tells the model which turn comes next in text mode.
+func textTurnLine(next, max int) string {
+	s := fmt.Sprintf("Turn %d of %d (%d remaining)", next, max, max-next)
+	if next == max {
+		s += "\n" + textLastTurn
+	}
+	return s
+}
+
+// jsonFeedback is sent when a JSON answer cannot be used.
+func (a *Agent) jsonFeedback(problem string, next, max int) string {
+	return problem + "\nReply with only a JSON value of type " + signature.PromptType(a.sig.Output) + ".\n" + textTurnLine(next, max)
+}
+
+// runText is the text-mode loop; run() has resolved the model, checked
+// the depth, validated the inputs and set the mission deadline.
+func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts RunOptions, st *messages.Step) (*messages.Step, error) {
+	st.Mode = messages.ModeText
+	if err := a.checkText(); err != nil {
+		return failStep(st, &messages.Fail{Reason: ReasonInvalidAgent, Message: err.Error()})
+	}
+	tm, _ := parseMustache(a.spec.Prompt) // checked above
+	t := rs.tree
+	v := a.textVariant()
+	maxT := a.maxTurns()
+	policy := llm.RetryPolicy{}
+	if a.spec.LLMRetry != nil {
+		policy = *a.spec.LLMRetry
+	}
+	llmOpts := a.spec.LLMOpts
+	if len(opts.LLMOpts) > 0 {
+		llmOpts = maps.Clone(a.spec.LLMOpts)
+		if llmOpts == nil {
+			llmOpts = map[string]any{}
+		}
+		maps.Copy(llmOpts, opts.LLMOpts)
+	}
+
+	data := make(map[string]any, len(in.data))
+	for k, val := range in.data {
+		data[k] = plainValue(val)
+	}
+	var sec secrets
+	sec.collect(data, false)
+	prompt := sec.scrub(tm.render(data))
+	sys := a.textSystemPrompt(v)
+	var specs []llm.ToolSpec
+	if v.tools() {
+		specs = a.nativeToolSpecs()
+	}
+	msgs := []llm.Message{llm.UserText(prompt)}
+	tx := &textTools{a: a, tr: &toolRunner{a: a, run: rs, mode: a.spec.Validation}, sec: &sec}
+	var lastErr string
+
+	for turn := 1; turn <= maxT; turn++ {
+		rs.turn = turn
+		if f := missionEnd(ctx, missionCtx); f != nil {
+			return failStep(st, f)
+		}
+		if t.budget.Add(-1) < 0 {
+			return failStep(st, &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"})
+		}
+		turnStart := time.Now()
+		t.emit(ctx, Event{Kind: EventTurnStart, Agent: rs.name, Depth: rs.depth, Turn: turn})
+		req := llm.Request{System: sys, Messages: msgs, Tools: specs, Turn: turn, Prompt: prompt,
+			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
+		rec := messages.Turn{Number: turn, StartedAt: turnStart}
+		if t.debug {
+			rec.Messages = promptMessages(sys, msgs)
+		}
+		resp, _, requests, lerr := a.callModel(missionCtx, rs, policy, req)
+		st.Usage.Requests += requests
+		if lerr != nil {
+			if f := missionEnd(ctx, missionCtx); f != nil {
+				return failStep(st, f)
+			}
+			rec.Error = lerr.Error()
+			rec.Duration = time.Since(turnStart)
+			st.Trace = append(st.Trace, rec)
+			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
+		}
+		u := resp.Usage
+		rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
+		addTokens(&st.Usage, rec.Usage)
+		st.Usage.Turns++
+		rec.Raw = resp.Content
+		msgs = append(msgs, resp.Message())
+		last := turn == maxT
+		endTurn := func(feedback string) {
+			rec.Duration = time.Since(turnStart)
+			rec.Feedback = feedback
+			st.Trace = append(st.Trace, rec)
+			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u})
+		}
+
+		if len(resp.ToolCalls) > 0 {
+			if last {
+				rec.Error = "tool calls on the last turn were not executed"
+				lastErr = rec.Error
+				endTurn("")
+				break
+			}
+			results, calls, warnings, subUsage := tx.exec(missionCtx, turn, resp.ToolCalls)
+			rec.ToolCalls = calls
+			st.Usage.ToolCalls += len(calls)
+			addTokens(&st.Usage, subUsage)
+			st.Usage.Requests += subUsage.Requests
+			st.Warnings = append(st.Warnings, warnings...)
+			next := llm.ToolResults(results...)
+			feedback := ""
+			if turn+1 == maxT {
+				feedback = textTurnLine(turn+1, maxT)
+				next.Content = append(next.Content, llm.Text{Text: feedback})
+			}
+			msgs = append(msgs, next)
+			endTurn(feedback)
+			continue
+		}
+
+		// a final answer
+		if !v.json() {
+			if strings.TrimSpace(resp.Content) == "" {
+				rec.Error = "empty answer"
+				lastErr = rec.Error
+				feedback := ""
+				if !last {
+					feedback = textEmptyAnswer + "\n" + textTurnLine(turn+1, maxT)
+					msgs = append(msgs, llm.UserText(feedback))
+				}
+				endTurn(feedback)
+				continue
+			}
+			rec.Result = resp.Content
+			endTurn("")
+			st.Return = resp.Content
+			return st, nil
+		}
+		_, prim := unwrapOpt(a.sig.Output).(signature.Prim)
+		val, perr := extractJSON(resp.Content, prim)
+		problem := ""
+		if perr != nil {
+			problem = "Could not parse a JSON answer: " + perr.Error()
+		} else if verr := a.validateReturn(val); verr != nil {
+			text := validationText(verr, signature.PromptType(a.sig.Output))
+			if a.spec.Validation.Fatal() {
+				problem = text
+			} else {
+				st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
+			}
+		}
+		if problem != "" {
+			rec.Error = problem
+			lastErr = problem
+			feedback := ""
+			if !last {
+				feedback = sec.scrub(a.jsonFeedback(problem, turn+1, maxT))
+				msgs = append(msgs, llm.UserText(feedback))
+			}
+			endTurn(feedback)
+			continue
+		}
+		rec.Result = val
+		endTurn("")
+		st.Return = val
+		return st, nil
+	}
+	f := &messages.Fail{Reason: ReasonMaxTurns, Message: fmt.Sprintf("no final answer after %d turns", maxT)}
+	if lastErr != "" {
+		f.Details = map[string]any{"last_error": lastErr}
+	}
+	return failStep(st, f)
+}
