@@ -36,7 +36,7 @@ var stringPipelines = []pipeline{
 		func(rs []map[string]any) any {
 			n := 0
 			for _, r := range rs {
-				n += len(r["k"].(string) + "=" + strconv.FormatFloat(r["v"].(float64), 'f', 2, 64))
+				n += len(fmt.Sprintf("%s=%.2f", r["k"], r["v"]))
 			}
 			return n
 		}},

@@ -1,6 +1,7 @@
 package lisp
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
@@ -663,12 +664,12 @@ type fmtSpec struct {
 // (%2$s) and %<s. Δ Java rejects %d on a float and %f on an integer; here
 // %d takes an integral float and %e/%f/%g take an integer.
 func formatJava(th *Thread, f string, args []Value) string {
-	var b strings.Builder
+	b := make([]byte, 0, len(f)+16*len(args))
 	next, prev := 0, -1
 	for i := 0; i < len(f); i++ {
 		c := f[i]
 		if c != '%' {
-			b.WriteByte(c)
+			b = append(b, c)
 			continue
 		}
 		start := i
@@ -677,8 +678,7 @@ func formatJava(th *Thread, f string, args []Value) string {
 			th.Raise(KindValue, "format: incomplete format specifier at the end of %q", f)
 		}
 		sp := fmtSpec{width: -1, prec: -1}
-		argIdx := -2 // -2: next ordinary arg
-		// explicit index n$ or <
+		argIdx := -2 // -2: next ordinary arg, -1: the previous one
 		if f[i] == '<' {
 			argIdx = -1
 			i++
@@ -735,15 +735,18 @@ func formatJava(th *Thread, f string, args []Value) string {
 		}
 		sp.conv = f[i]
 		sp.text = f[start : i+1]
+		if sp.minus && sp.zero {
+			th.Raise(KindValue, "format: flags - and 0 cannot be combined in %s", sp.text)
+		}
 		if sp.width > 1<<20 || sp.prec > 1<<10 {
 			th.Raise(KindValue, "format: width or precision too large in %q", sp.text)
 		}
 		switch sp.conv {
 		case '%':
-			pad(&b, "%", sp)
+			b = appendPadded(b, "%", sp)
 			continue
 		case 'n':
-			b.WriteByte('\n')
+			b = append(b, '\n')
 			continue
 		}
 		var arg Value
@@ -765,10 +768,10 @@ func formatJava(th *Thread, f string, args []Value) string {
 			arg, prev = args[next], next
 			next++
 		}
-		formatOne(th, &b, sp, arg)
-		th.checkGrowth(b.Len())
+		b = formatOne(th, b, sp, arg)
+		th.checkGrowth(len(b))
 	}
-	return b.String()
+	return string(b)
 }
 
 func atoiSmall(s string) int {
@@ -782,30 +785,45 @@ func atoiSmall(s string) int {
 	return n
 }
 
-// pad writes s padded to the spec's width with spaces.
-func pad(b *strings.Builder, s string, sp fmtSpec) {
-	n := utf8.RuneCountInString(s)
-	if sp.width <= n {
-		b.WriteString(s)
-		return
+// appendSpaces appends n spaces.
+func appendSpaces(b []byte, n int) []byte {
+	for ; n > 0; n-- {
+		b = append(b, ' ')
 	}
-	if sp.minus {
-		b.WriteString(s)
-		b.WriteString(strings.Repeat(" ", sp.width-n))
-		return
-	}
-	b.WriteString(strings.Repeat(" ", sp.width-n))
-	b.WriteString(s)
+	return b
 }
 
-func upperIf(s string, conv byte) string {
-	if conv >= 'A' && conv <= 'Z' {
-		return strings.ToUpper(s)
+// appendPadded appends s padded with spaces to the spec's width (in code
+// points), left-justified with the - flag.
+func appendPadded(b []byte, s string, sp fmtSpec) []byte {
+	n := 0
+	if sp.width > 0 {
+		n = sp.width - utf8.RuneCountInString(s)
+	}
+	if !sp.minus {
+		b = appendSpaces(b, n)
+	}
+	b = append(b, s...)
+	if sp.minus {
+		b = appendSpaces(b, n)
+	}
+	return b
+}
+
+// upperASCII upper-cases ASCII letters in place (the %S %E %X ... forms).
+func upperASCII(s []byte) []byte {
+	for i, c := range s {
+		if c >= 'a' && c <= 'z' {
+			s[i] = c - 'a' + 'A'
+		}
 	}
 	return s
 }
 
-func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
+func isUpperConv(c byte) bool { return c >= 'A' && c <= 'Z' }
+
+func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
+	var scratch [80]byte
 	switch sp.conv {
 	case 's', 'S':
 		s := "null"
@@ -813,9 +831,12 @@ func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
 			s = th.strOf(arg)
 		}
 		if sp.prec >= 0 && utf8.RuneCountInString(s) > sp.prec {
-			s = string([]rune(s)[:sp.prec])
+			s = s[:runeOffset(s, sp.prec, false)]
 		}
-		pad(b, upperIf(s, sp.conv), sp)
+		if sp.conv == 'S' {
+			s = strings.ToUpper(s)
+		}
+		return appendPadded(b, s, sp)
 	case 'b', 'B':
 		s := "true"
 		if arg == nil || arg == false {
@@ -824,7 +845,10 @@ func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
 		if sp.prec >= 0 && len(s) > sp.prec {
 			s = s[:sp.prec]
 		}
-		pad(b, upperIf(s, sp.conv), sp)
+		if sp.conv == 'B' {
+			s = strings.ToUpper(s)
+		}
+		return appendPadded(b, s, sp)
 	case 'c', 'C':
 		var s string
 		switch x := arg.(type) {
@@ -843,50 +867,57 @@ func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
 		default:
 			th.Raise(KindValue, "format: %s expects a character, got %s", sp.text, preview(arg))
 		}
-		pad(b, upperIf(s, sp.conv), sp)
+		if sp.conv == 'C' {
+			s = strings.ToUpper(s)
+		}
+		return appendPadded(b, s, sp)
 	case 'd':
 		n, ok := fmtInteger(arg)
 		if !ok {
 			if arg == nil {
-				pad(b, "null", sp)
-				return
+				return appendPadded(b, "null", sp)
 			}
 			th.RaiseHint(KindValue, "use %.2f for floats, or round first: (Math/round x)",
 				"format: %s expects an integer, got %s", sp.text, preview(arg))
 		}
 		neg := n < 0
-		var digits string
+		u := uint64(n)
 		if neg {
-			digits = uitoa(uint64(-(n + 1)) + 1)
-		} else {
-			digits = uitoa(uint64(n))
+			u = -u // two's complement: also right for MinInt64
 		}
+		body := strconv.AppendUint(scratch[:0], u, 10)
 		if sp.comma {
-			digits = groupThousands(digits)
+			body = groupDigits(body, len(body))
 		}
-		writeNumber(b, digits, neg, sp)
+		return appendNumber(b, body, neg, sp)
 	case 'o', 'x', 'X':
 		n, ok := fmtInteger(arg)
 		if !ok {
 			if arg == nil {
-				pad(b, "null", sp)
-				return
+				return appendPadded(b, "null", sp)
 			}
 			th.Raise(KindValue, "format: %s expects an integer, got %s", sp.text, preview(arg))
 		}
-		base := 16
-		prefix := "0x"
+		base, prefix := 16, "0x"
 		if sp.conv == 'o' {
 			base, prefix = 8, "0"
 		}
-		digits := formatUint(uint64(n), base) // negative: two's complement, as Java
+		var dbuf [24]byte
+		digits := strconv.AppendUint(dbuf[:0], uint64(n), base) // negative: two's complement, as Java
+		body := scratch[:0]
 		if sp.alt {
-			digits = prefix + digits
+			body = append(body, prefix...)
 		}
-		if sp.zero && sp.width > len(digits) {
-			digits = strings.Repeat("0", sp.width-len(digits)) + digits
+		if sp.zero {
+			for z := sp.width - len(body) - len(digits); z > 0; z-- {
+				body = append(body, '0')
+			}
 		}
-		pad(b, upperIf(digits, sp.conv), sp)
+		body = append(body, digits...)
+		if sp.conv == 'X' {
+			body = upperASCII(body)
+		}
+		return appendPadded(b, string(body), sp)
 	case 'e', 'E', 'f', 'g', 'G':
 		var x float64
 		switch v := arg.(type) {
@@ -895,63 +926,68 @@ func formatOne(th *Thread, b *strings.Builder, sp fmtSpec, arg Value) {
 		case int64:
 			x = float64(v)
 		case nil:
-			pad(b, "null", sp)
-			return
+			return appendPadded(b, "null", sp)
 		default:
 			th.Raise(KindValue, "format: %s expects a number, got %s", sp.text, preview(arg))
 		}
-		if x != x || x > 1.7976931348623157e308 || x < -1.7976931348623157e308 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
 			s := "NaN"
 			switch {
+			case x > 0 && sp.plus:
+				s = "+Infinity"
 			case x > 0:
 				s = "Infinity"
-				if sp.plus {
-					s = "+Infinity"
-				}
+			case x < 0 && sp.paren:
+				s = "(Infinity)"
 			case x < 0:
 				s = "-Infinity"
-				if sp.paren {
-					s = "(Infinity)"
-				}
 			}
-			pad(b, upperIf(s, sp.conv), sp)
-			return
+			if isUpperConv(sp.conv) {
+				s = strings.ToUpper(s)
+			}
+			return appendPadded(b, s, sp)
 		}
-		neg := x < 0 || (x == 0 && 1/x < 0)
-		if neg {
-			x = -x
-		}
+		neg := math.Signbit(x)
+		x = math.Abs(x)
 		prec := sp.prec
 		if prec < 0 {
 			prec = 6
 		}
-		var body string
+		var dbuf [32]byte
+		ds, exp := shortestDigits(dbuf[:0], x)
+		body := scratch[:0]
 		switch sp.conv {
 		case 'f':
-			body = fixedDigits(x, prec, sp.comma)
+			ds, exp = roundDigits(ds, exp, exp+prec)
+			body = appendFixed(body, ds, exp, prec, sp.comma)
 		case 'e', 'E':
-			body = sciDigits(x, prec)
+			ds, exp = roundDigits(ds, exp, prec+1)
+			body = appendSci(body, ds, exp, prec)
 		default:
 			if prec == 0 {
 				prec = 1
 			}
-			ds, exp := roundedDigits(x, prec, false)
-			// exp: the value is 0.ds × 10^exp; Java uses %f when
-			// 10^-4 <= rounded < 10^prec (and for zero).
-			if x == 0 || (exp > -4 && exp <= prec) {
-				_ = ds
-				body = fixedDigits(x, prec-exp, sp.comma)
+			// Java uses %f when 10^-4 <= the value rounded to prec
+			// significant digits < 10^prec, and for zero.
+			if e := roundedExp(ds, exp, prec); x == 0 || (e >= -3 && e <= prec) {
+				p := prec - e
 				if x == 0 {
-					body = fixedDigits(0, prec-1, sp.comma)
+					p = prec - 1
 				}
+				ds, exp = roundDigits(ds, exp, exp+p)
+				body = appendFixed(body, ds, exp, p, sp.comma)
 			} else {
-				body = sciDigits(x, prec-1)
+				ds, exp = roundDigits(ds, exp, prec)
+				body = appendSci(body, ds, exp, prec-1)
 			}
 		}
-		writeNumber(b, upperIf(body, sp.conv), neg, sp)
-	default:
-		th.Raise(KindValue, "format: unknown conversion %q in %s", string(sp.conv), sp.text)
+		if isUpperConv(sp.conv) {
+			body = upperASCII(body)
+		}
+		return appendNumber(b, body, neg, sp)
 	}
+	th.Raise(KindValue, "format: unknown conversion %q in %s", string(sp.conv), sp.text)
+	return b
 }
 
 // fmtInteger reads an integer argument (an integral float counts).
@@ -960,55 +996,33 @@ func fmtInteger(v Value) (int64, bool) {
 	case int64:
 		return x, true
 	case float64:
-		if x == float64(int64(x)) && x > -9.3e18 && x < 9.3e18 {
+		if x == math.Trunc(x) && x > -9.2e18 && x < 9.2e18 {
 			return int64(x), true
 		}
 	}
 	return 0, false
 }
 
-func uitoa(u uint64) string { return formatUint(u, 10) }
-
-func formatUint(u uint64, base int) string {
-	if u == 0 {
-		return "0"
+// groupDigits inserts ',' every three digits into the first intLen
+// bytes of body (the integer part).
+func groupDigits(body []byte, intLen int) []byte {
+	commas := (intLen - 1) / 3
+	if commas <= 0 {
+		return body
 	}
-	var buf [64]byte
-	i := len(buf)
-	for u > 0 {
-		i--
-		buf[i] = "0123456789abcdef"[u%uint64(base)]
-		u /= uint64(base)
-	}
-	return string(buf[i:])
-}
-
-// groupThousands inserts ',' every three digits of the integer part.
-func groupThousands(digits string) string {
-	intPart, frac, hasFrac := strings.Cut(digits, ".")
-	if len(intPart) <= 3 {
-		return digits
-	}
-	var b strings.Builder
-	lead := len(intPart) % 3
-	if lead > 0 {
-		b.WriteString(intPart[:lead])
-	}
-	for i := lead; i < len(intPart); i += 3 {
-		if b.Len() > 0 {
-			b.WriteByte(',')
+	out := make([]byte, 0, len(body)+commas)
+	for i := 0; i < intLen; i++ {
+		if i > 0 && (intLen-i)%3 == 0 {
+			out = append(out, ',')
 		}
-		b.WriteString(intPart[i : i+3])
+		out = append(out, body[i])
 	}
-	if hasFrac {
-		b.WriteByte('.')
-		b.WriteString(frac)
-	}
-	return b.String()
+	return append(out, body[intLen:]...)
 }
 
-// writeNumber writes sign, zero padding and width for d, e, f and g.
-func writeNumber(b *strings.Builder, digits string, neg bool, sp fmtSpec) {
+// appendNumber appends sign, zero padding and width around body (the
+// digits of d, e, f and g).
+func appendNumber(b []byte, body []byte, neg bool, sp fmtSpec) []byte {
 	prefix, suffix := "", ""
 	switch {
 	case neg && sp.paren:
@@ -1020,137 +1034,149 @@ func writeNumber(b *strings.Builder, digits string, neg bool, sp fmtSpec) {
 	case sp.space:
 		prefix = " "
 	}
-	if sp.zero && !sp.minus {
-		n := len(prefix) + len(digits) + len(suffix)
-		if sp.width > n {
-			digits = strings.Repeat("0", sp.width-n) + digits
+	n := len(prefix) + len(body) + len(suffix)
+	pad := 0
+	if sp.width > n {
+		pad = sp.width - n
+	}
+	if pad > 0 && !sp.minus && !sp.zero {
+		b = appendSpaces(b, pad)
+	}
+	b = append(b, prefix...)
+	if pad > 0 && sp.zero && !sp.minus {
+		for ; pad > 0; pad-- {
+			b = append(b, '0')
 		}
 	}
-	pad(b, prefix+digits+suffix, sp)
-}
-
-// shortestDigits returns the shortest round-trip decimal digits of x >= 0
-// and exp such that x = 0.digits × 10^exp (Java's Formatter rounds from
-// these digits, HALF_UP, which is why (format "%.2f" 2.675) is "2.68").
-func shortestDigits(x float64) ([]byte, int) {
-	if x == 0 {
-		return nil, 0
-	}
-	s := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX
-	mant, e, _ := strings.Cut(s, "e")
-	exp, _ := strconv.Atoi(e)
-	ds := make([]byte, 0, len(mant))
-	for i := 0; i < len(mant); i++ {
-		if mant[i] != '.' {
-			ds = append(ds, mant[i])
-		}
-	}
-	return ds, exp + 1
-}
-
-// roundedDigits rounds x to n significant digits (sig) or, when fixed is
-// set, to n digits after the decimal point, HALF_UP from the shortest
-// digits. It returns exactly the kept digits (zero-padded) and the new exp.
-func roundedDigits(x float64, n int, fixed bool) ([]byte, int) {
-	ds, exp := shortestDigits(x)
-	keep := n
-	if fixed {
-		keep = exp + n
-	}
-	if x == 0 {
-		return make0(max(keep, 0)), exp
-	}
-	if keep < 0 {
-		return nil, exp
-	}
-	out := make([]byte, keep)
-	for i := range out {
-		if i < len(ds) {
-			out[i] = ds[i]
-		} else {
-			out[i] = '0'
-		}
-	}
-	if keep < len(ds) && ds[keep] >= '5' {
-		i := keep - 1
-		for ; i >= 0; i-- {
-			if out[i] < '9' {
-				out[i]++
-				break
-			}
-			out[i] = '0'
-		}
-		if i < 0 { // carried out of the top digit
-			out = append([]byte{'1'}, out...)
-			exp++
-			if !fixed {
-				out = out[:keep]
-			}
-		}
-	}
-	return out, exp
-}
-
-func make0(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = '0'
+	b = append(b, body...)
+	b = append(b, suffix...)
+	if pad > 0 && sp.minus {
+		b = appendSpaces(b, pad)
 	}
 	return b
 }
 
-// fixedDigits renders x >= 0 with prec decimals (Java %f).
-func fixedDigits(x float64, prec int, comma bool) string {
-	if prec < 0 {
-		prec = 0
+// shortestDigits appends to buf the shortest round-trip decimal digits of
+// x >= 0 and returns them with exp such that x = 0.digits × 10^exp (zero:
+// no digits). Java's Formatter rounds from these digits, HALF_UP, which is
+// why (format "%.2f" 2.675) is "2.68".
+func shortestDigits(buf []byte, x float64) ([]byte, int) {
+	if x == 0 {
+		return buf[:0], 0
 	}
-	ds, exp := roundedDigits(x, prec, true)
-	// ds holds exp+prec digits (or fewer when the value rounds to zero)
-	intLen := len(ds) - prec
-	var ip, fp string
-	if intLen <= 0 {
-		ip = "0"
-		fp = strings.Repeat("0", -intLen) + string(ds)
-	} else {
-		ip = string(ds[:intLen])
-		fp = string(ds[intLen:])
+	s := strconv.AppendFloat(buf[:0], x, 'e', -1, 64) // d.ddde±XX
+	e := 0
+	for e < len(s) && s[e] != 'e' {
+		e++
 	}
-	_ = exp
-	if len(fp) < prec {
-		fp = strings.Repeat("0", prec-len(fp)) + fp
+	exp, _ := strconv.Atoi(string(s[e+1:]))
+	n := 1
+	for i := 2; i < e; i++ { // drop the '.'
+		s[n] = s[i]
+		n++
 	}
-	if comma {
-		ip = groupThousands(ip)
-	}
-	if prec == 0 {
-		return ip
-	}
-	return ip + "." + fp
+	return s[:n], exp + 1
 }
 
-// sciDigits renders x >= 0 as d.ddd e±XX with prec decimals (Java %e).
-func sciDigits(x float64, prec int) string {
-	ds, exp := roundedDigits(x, prec+1, false)
+// roundedExp returns the exp of 0.ds × 10^exp rounded HALF_UP to keep
+// significant digits (a carry out of the top digit adds one).
+func roundedExp(ds []byte, exp, keep int) int {
+	if keep < 0 || keep >= len(ds) || ds[keep] < '5' {
+		return exp
+	}
+	for i := 0; i < keep; i++ {
+		if ds[i] != '9' {
+			return exp
+		}
+	}
+	return exp + 1
+}
+
+// roundDigits rounds 0.ds × 10^exp HALF_UP to its first keep digits, in
+// place. Digits past the returned slice are zeros.
+func roundDigits(ds []byte, exp, keep int) ([]byte, int) {
+	if keep < 0 {
+		return ds[:0], exp
+	}
+	if keep >= len(ds) {
+		return ds, exp
+	}
+	up := ds[keep] >= '5'
+	ds = ds[:keep]
+	if !up {
+		return ds, exp
+	}
+	i := keep - 1
+	for i >= 0 && ds[i] == '9' {
+		ds[i] = '0'
+		i--
+	}
+	if i >= 0 {
+		ds[i]++
+		return ds, exp
+	}
+	// carried out of the top digit: the value is 10^exp
+	ds = ds[:1]
+	ds[0] = '1'
+	return ds, exp + 1
+}
+
+// appendFixed appends 0.ds × 10^exp with prec decimals (Java %f).
+func appendFixed(b, ds []byte, exp, prec int, comma bool) []byte {
+	digit := func(i int) byte {
+		if i >= 0 && i < len(ds) {
+			return ds[i]
+		}
+		return '0'
+	}
+	if exp <= 0 {
+		b = append(b, '0')
+	} else {
+		for i := 0; i < exp; i++ {
+			if comma && i > 0 && (exp-i)%3 == 0 {
+				b = append(b, ',')
+			}
+			b = append(b, digit(i))
+		}
+	}
+	if prec > 0 {
+		b = append(b, '.')
+		for i := exp; i < exp+prec; i++ {
+			b = append(b, digit(i))
+		}
+	}
+	return b
+}
+
+// appendSci appends 0.ds × 10^exp as d.ddd e±XX with prec decimals (Java
+// %e).
+func appendSci(b, ds []byte, exp, prec int) []byte {
+	digit := func(i int) byte {
+		if i < len(ds) {
+			return ds[i]
+		}
+		return '0'
+	}
 	e := exp - 1
-	if x == 0 {
+	if len(ds) == 0 {
 		e = 0
 	}
-	var b strings.Builder
-	b.WriteByte(ds[0])
+	b = append(b, digit(0))
 	if prec > 0 {
-		b.WriteByte('.')
-		b.Write(ds[1:])
+		b = append(b, '.')
+		for i := 1; i <= prec; i++ {
+			b = append(b, digit(i))
+		}
 	}
-	b.WriteByte('e')
+	b = append(b, 'e')
 	if e < 0 {
-		b.WriteByte('-')
+		b = append(b, '-')
 		e = -e
 	} else {
-		b.WriteByte('+')
+		b = append(b, '+')
 	}
 	if e < 10 {
-		b.WriteByte('0')
+		b = append(b, '0')
 	}
-	b.WriteString(strconv.Itoa(e))
-	return b.String()
+	return strconv.AppendInt(b, int64(e), 10)
 }

@@ -83,3 +83,14 @@
 ;; @ctx {"rows": [{"name": "ann", "total": 1234.5}, {"name": "bob", "total": 7}]}
 (map #(format "%-5s|%8.2f" (:name %) (:total %)) ctx/rows)
 ;=> ["ann  | 1234.50" "bob  |    7.00"]
+---
+;; '0' pads after the sign or the 0x prefix
+[(format "%#08x" 255) (format "%08o" 8) (format "%+08.2f" 3.14159) (format "%,015.2f" 1234567.891) (format "%-5d|" -3) (format "%.3s" "héllo") (format "%10.2e|" 12345.0)]
+;=> ["0x0000ff" "00000010" "+0003.14" "0001,234,567.89" "-3   |" "hél" "  1.23e+04|"]
+---
+;; precision past the shortest digits pads zeros, as Java
+[(format "%.15g" 0.1) (format "%.20f" 0.1) (format "%.17f" 1.0E-10)]
+;=> ["0.100000000000000" "0.10000000000000000000" "0.00000000010000000"]
+---
+(format "%-08d" 5)
+;;; "value_error: 1:1: format: flags - and 0 cannot be combined in %-08d"
