@@ -153,3 +153,40 @@ func TestToolDiscoveredAfterServiceStarts(t *testing.T) {
 		t.Errorf("NewToolbox(bad name) = %v", err)
 	}
 }
+
+// After no responders the cache is refreshed, so a tool that moved to
+// another service is found again.
+func TestToolMovesToAnotherService(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	serve := func(name string) *fleet.ToolService {
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Register("where", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) { return name, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	old := serve("old")
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"where"}, MissRefresh: 10 * time.Millisecond, DiscoveryWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := box.Call(ctx, "where", nil); err != nil || got != "old" {
+		t.Fatalf("first call = %v, %v", got, err)
+	}
+	if err := old.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newSvc := serve("new")
+	defer newSvc.Stop(context.Background())
+	if _, err := box.Call(ctx, "where", nil); !errors.Is(err, fleet.ErrToolUnavailable) {
+		t.Fatalf("call after the move = %v, want unavailable (no responders)", err)
+	}
+	eventually(t, 5*time.Second, "the moved tool", func() bool {
+		got, err := box.Call(ctx, "where", nil)
+		return err == nil && got == "new"
+	})
+}

@@ -122,10 +122,11 @@ type toolRegistry struct {
 	minRefresh time.Duration
 	wait       time.Duration
 
-	refreshMu sync.Mutex // one discovery at a time
-	mu        sync.RWMutex
-	tools     map[string]ToolInfo
-	fetched   time.Time
+	refreshMu  sync.Mutex // one discovery at a time
+	background atomic.Bool
+	mu         sync.RWMutex
+	tools      map[string]ToolInfo
+	fetched    time.Time
 }
 
 func (r *toolRegistry) snapshot() (map[string]ToolInfo, time.Time) {
@@ -153,11 +154,30 @@ func (r *toolRegistry) refresh(ctx context.Context, ifOlder time.Duration) {
 	r.mu.Unlock()
 }
 
+// expire marks the cache stale so the next lookup refreshes it.
+func (r *toolRegistry) expire() {
+	r.mu.Lock()
+	r.fetched = time.Time{}
+	r.mu.Unlock()
+}
+
 // lookup returns the schema of name, refreshing the cache as documented on
-// toolRegistry.
+// toolRegistry. A stale cache that has the tool answers at once and is
+// refreshed in the background.
 func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool) {
 	tools, at := r.snapshot()
 	if time.Since(at) > r.ttl {
+		if t, ok := tools[name]; ok {
+			if r.background.CompareAndSwap(false, true) {
+				go func() {
+					defer r.background.Store(false)
+					ctx, cancel := context.WithTimeout(context.Background(), r.wait+time.Second)
+					defer cancel()
+					r.refresh(ctx, r.ttl)
+				}()
+			}
+			return t, true
+		}
 		r.refresh(ctx, r.ttl)
 		tools, at = r.snapshot()
 	}
@@ -339,6 +359,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		case ctx.Err() != nil:
 			return nil, context.Cause(ctx)
 		case errors.Is(err, nats.ErrNoResponders):
+			b.reg.expire() // the tool may have moved; rediscover
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable, Err: err,
 				Message: "no tool service is running for it (no responders); try again later or do without it"}
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
