@@ -83,13 +83,14 @@
 // PreviewPrompt renders the first request without a model; PrintTrace and
 // PrintChain draw the box layout.
 //
-// # Seams
+// # Modes of output
 //
-// Spec.Output "text" is accepted but Run fails with not_implemented: text
-// mode, LLM tools and compile are separate work. Prompt building
-// (prompt.go, langref.go), response parsing (parse.go), feedback
-// (feedback.go), tool execution (toolexec.go) and the loop (loop.go) are
-// separate so they can reuse the pieces.
+// Spec.Output selects PTC-Lisp programs (the default, described above) or
+// text mode (textmode.go: plain text or JSON answers with native tool
+// calling). The loop's pieces are separate files so both modes and
+// Compile share them: prompt building (prompt.go, langref.go), response
+// parsing (parse.go), feedback (feedback.go), tool execution
+// (toolexec.go) and the PTC-Lisp loop (loop.go).
 //
 // # Concurrency
 //

@@ -105,8 +105,8 @@ var (
 	ErrMemoryLimit = &Error{Kind: KindRun, Reason: ReasonMemoryLimit}
 	// ErrChainedFailure matches a run given a failed Step as context.
 	ErrChainedFailure = &Error{Kind: KindRun, Reason: ReasonChainedFailure}
-	// ErrNotImplemented matches a run of a mode this package does not
-	// implement yet (text output).
+	// ErrNotImplemented matches a run needing a feature this package does
+	// not implement (reason not_implemented).
 	ErrNotImplemented = &Error{Kind: KindRun, Reason: ReasonNotImplemented}
 )
 

@@ -50,7 +50,9 @@ func resultFeedback(res *lisp.Result, lim PromptLimit, warnings []string, next, 
 	b.WriteString("Result: ")
 	b.WriteString(text)
 	b.WriteByte('\n')
-	_ = omitted
+	if _, isMap := res.Value.(*lisp.Map); omitted > 0 && !isMap {
+		b.WriteString("Only a preview is shown and the value is not kept; to use the full data in the next program, return a map such as {:items ...} (its entries are stored in memory).\n")
+	}
 	for _, n := range omissionNotes(res, lim) {
 		b.WriteString(n)
 		b.WriteByte('\n')

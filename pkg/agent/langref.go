@@ -135,7 +135,7 @@ func languageReference(a *Agent, minimal bool) string {
 	b.WriteString("Use it to call tools and to filter, join and aggregate data so that only small results come back to you.\n\n")
 	b.WriteString("### Data and host forms\n")
 	b.WriteString("- `ctx/name` reads an input (read-only; a missing input is nil). `ctx/fail` holds the previous turn's error as {:reason :message :op :details}, nil after a successful turn.\n")
-	b.WriteString("- Memory persists across turns: `(def name value)` or `(memory/put :name value)`; read it as `name`, `memory/name`, `mem/name` or `(memory/get :name)`. You see memory names, never their values.\n")
+	b.WriteString("- Memory persists across turns: `(def total value)` or `(memory/put :total value)`; read it as `total`, `memory/total`, `mem/total` or `(memory/get :total)`. Do not reuse builtin names. You see memory names, never their values.\n")
 	if !a.singleTurn() {
 		b.WriteString("- A map result (without `return`) is merged into memory; if it has a `:return` key, only that value is shown to you.\n")
 	}

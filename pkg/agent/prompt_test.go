@@ -186,3 +186,33 @@ func TestLanguageReferenceIsTrue(t *testing.T) {
 	_ = lisp.PrStr
 	_ = context.Background
 }
+
+// The host forms the reference teaches work as written.
+func TestReferenceHostForms(t *testing.T) {
+	tools := lisp.Tools{"name": lisp.ToolFunc(func(_ context.Context, a map[string]any) (any, error) { return a["arg"], nil })}
+	tests := []struct{ src, want string }{
+		{`(do (def total 1) total)`, "1"},
+		{`(do (memory/put :total 2) [memory/total mem/total (memory/get :total)])`, "[2 2 2]"},
+		{`(tool/name {:arg 3})`, "3"},
+		{`(call "name" {:arg 4})`, "4"},
+		{`ctx/fail`, "nil"},
+		{`(let [m {:id 5}] [(:id m) (m :id) (#{1 2} 2) (#(+ % %2) 1 2)])`, "[5 5 2 3]"},
+		{`(->> [1 2 3] (map inc))`, "[2 3 4]"},
+	}
+	for _, tc := range tests {
+		res, err := lisp.Exec(bg, tc.src, lisp.Options{Tools: tools})
+		if err != nil {
+			t.Errorf("%s: %v", tc.src, err)
+			continue
+		}
+		if got := lisp.PrStr(res.Value); got != tc.want {
+			t.Errorf("%s = %s, want %s", tc.src, got, tc.want)
+		}
+	}
+	for _, src := range []string{`(return 1)`, `(fail {:reason :some_reason :message "why"})`, `(println "x" 1)`} {
+		res, _ := lisp.Exec(bg, src, lisp.Options{})
+		if src[1] == 'p' && res.Prints[0] != "x 1" || src[1] == 'r' && res.Signal != lisp.SignalReturn || src[1] == 'f' && res.Err.Reason() != "some_reason" {
+			t.Errorf("%s: %+v", src, res)
+		}
+	}
+}

@@ -261,6 +261,11 @@ func New(spec Spec) (*Agent, error) {
 			}
 		}
 	}
+	if spec.Output == OutputText {
+		if err := a.checkText(); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
