@@ -37,6 +37,9 @@
 (/ (- (.getTime "2024-03-01") (.getTime "2024-02-01")) 86400000)
 ;=> 29
 ---
+(Date. 0)
+;=> "1970-01-01T00:00:00.000Z"
+---
 (integer? (System/currentTimeMillis))
 ;=> true
 ---
