@@ -448,7 +448,7 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if err := w.Start(ctx); err != nil {
 		t.Fatalf("worker start: %v", err)
 	}
-	defer w.Stop()
+	defer w.Stop() // idempotent
 
 	dispatcher := as("dispatcher")
 	client, err := fleet.NewClient(ctx, dispatcher.nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3}})
@@ -487,14 +487,31 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if _, err := client.Submit(ctx, blocked); err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	for w.Running() == 0 && ctx.Err() == nil {
+	for ctx.Err() == nil {
+		if st, err := client.Status(ctx, blocked.ID); err == nil && st.State == messages.StateRunning {
+			break
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := client.Cancel(ctx, blocked.ID, "test"); err != nil {
-		t.Fatalf("cancel: %v", err)
+		t.Fatalf("cancel running: %v", err)
 	}
 	if step, err := client.Await(ctx, blocked.ID); err != nil || step.Fail == nil {
 		t.Fatalf("cancelled mission: step %+v, err %v; want a failure", step, err)
+	}
+	// Cancelling a queued mission: the dispatcher publishes its result.
+	if err := w.Stop(); err != nil {
+		t.Fatalf("worker stop: %v", err)
+	}
+	queued := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "never"}}
+	if _, err := client.Submit(ctx, queued); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	if err := client.Cancel(ctx, queued.ID, "test"); err != nil {
+		t.Fatalf("cancel queued: %v", err)
+	}
+	if step, err := client.Await(ctx, queued.ID); err != nil || step.Fail == nil {
+		t.Fatalf("cancelled queued mission: step %+v, err %v; want a failure", step, err)
 	}
 	for _, r := range []*role{tools, worker, dispatcher} {
 		if v := r.violations(); len(v) > 0 {
@@ -525,7 +542,7 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	sub(worker, "_INBOX.>")                       // nor read others' replies
 	sub(worker, messages.ResultSubject("*"))
 	pub(dispatcher, messages.ToolSubject(shop.ServiceName, "list_customers")) // dispatchers call no tools
-	pub(dispatcher, messages.ResultSubject(m.ID))                             // nor forge results
+	pub(dispatcher, messages.EventSubject(m.ID, messages.EventFinal))         // nor forge progress
 	pub(dispatcher, "$JS.API.STREAM.PURGE.MISSIONS")
 	sub(dispatcher, "mission.cancel.*")
 	pub(tools, messages.SubmitSubject("")) // tool services only answer
