@@ -49,6 +49,7 @@ func sumOf(th *Thread, name string, key, coll Value, argN int) (Value, int) {
 	var fsum float64
 	isFloat := false
 	n := 0
+	pos := th.pos // key fns move th.pos; errors point at this call
 	items := th.Seq(coll, name, argN)
 	for _, it := range items {
 		v := it
@@ -76,6 +77,7 @@ func sumOf(th *Thread, name string, key, coll Value, argN int) (Value, int) {
 			}
 			fsum += x
 		default:
+			th.pos = pos
 			if key != nil {
 				th.Raise(KindType, "%s: expected number, got %s (the key's value for item %d)", name, preview(v), n+1)
 			}
@@ -120,6 +122,7 @@ func extremeBy(th *Thread, name string, a []Value, dir int) Value {
 	}
 	var best, bestKey Value
 	found := false
+	pos := th.pos
 	for _, it := range items {
 		k := keyOf(th, key, it)
 		if k == nil || isNaN(k) {
@@ -131,6 +134,7 @@ func extremeBy(th *Thread, name string, a []Value, dir int) Value {
 		}
 		c, ok := Compare(k, bestKey)
 		if !ok {
+			th.pos = pos
 			th.Raise(KindType, "%s: cannot compare %s with %s", name, preview(k), preview(bestKey))
 		}
 		if c*dir > 0 {
@@ -148,10 +152,13 @@ func extremeKey(th *Thread, name string, a []Value, dir int) Value {
 	if len(a) == 2 {
 		return best
 	}
+	pos := th.pos
 	bestKey := th.Call1(f, best)
+	th.pos = pos
 	num(th, name, bestKey, 2)
 	for i := 2; i < len(a); i++ {
 		k := th.Call1(f, a[i])
+		th.pos = pos
 		num(th, name, k, i+1)
 		if c := numCmp(k, bestKey); c*dir >= 0 && !isNaN(k) {
 			best, bestKey = a[i], k

@@ -45,16 +45,26 @@ func registerMaps(r registry) {
 		// a outlives these calls (it is only read), so extra needs no copy
 		f, extra := a[2], a[3:]
 		old, _ := lookup(a[0], a[1])
-		return assocOne(th, "update", a[0], a[1], callWith(th, f, old, extra))
+		pos := th.pos
+		nv := callWith(th, f, old, extra)
+		th.pos = pos
+		return assocOne(th, "update", a[0], a[1], nv)
 	})
 	r.add("update-in", 3, -1, func(th *Thread, a []Value) Value {
 		path := th.Seq(a[1], "update-in", 2)
 		f, extra := a[2], a[3:]
+		pos := th.pos
 		if len(path) == 0 {
 			old, _ := lookup(a[0], nil)
-			return assocOne(th, "update-in", a[0], nil, callWith(th, f, old, extra))
+			nv := callWith(th, f, old, extra)
+			th.pos = pos
+			return assocOne(th, "update-in", a[0], nil, nv)
 		}
-		return updatePath(th, "update-in", a[0], path, func(old Value) Value { return callWith(th, f, old, extra) })
+		return updatePath(th, "update-in", a[0], path, func(old Value) Value {
+			nv := callWith(th, f, old, extra)
+			th.pos = pos
+			return nv
+		})
 	})
 	r.add("dissoc", 1, -1, func(th *Thread, a []Value) Value {
 		switch m := a[0].(type) {

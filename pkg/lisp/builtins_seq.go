@@ -177,29 +177,7 @@ func (s *valueSet) add(v Value) bool {
 // that differ only as keyword vs string (:a and "a") stay separate entries.
 func buildMap(th *Thread, keys, vals []Value) *Map {
 	th.allocSlots(3 * len(keys))
-	clash := false
-	var names map[string]int
-	for _, k := range keys {
-		var name string
-		var bit int
-		switch x := k.(type) {
-		case *Keyword:
-			name, bit = x.Name, 1
-		case string:
-			name, bit = x, 2
-		default:
-			continue
-		}
-		if names == nil {
-			names = make(map[string]int)
-		}
-		names[name] |= bit
-		if names[name] == 3 {
-			clash = true
-			break
-		}
-	}
-	if clash {
+	if flexClash(keys) {
 		m := emptyMap
 		for i, k := range keys {
 			m = m.assocExact(k, vals[i])
@@ -211,6 +189,38 @@ func buildMap(th *Thread, keys, vals []Value) *Map {
 		b.set(k, vals[i])
 	}
 	return b.build()
+}
+
+// flexClash reports whether keys holds a keyword and a string of the same
+// name (which a flex map write would merge).
+func flexClash(keys []Value) bool {
+	if len(keys) <= 16 {
+		for i, k := range keys {
+			for _, k2 := range keys[i+1:] {
+				if flexMatch(k, k2) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	names := make(map[string]int)
+	for _, k := range keys {
+		var name string
+		var bit int
+		switch x := k.(type) {
+		case *Keyword:
+			name, bit = x.Name, 1
+		case string:
+			name, bit = x, 2
+		default:
+			continue
+		}
+		if names[name] |= bit; names[name] == 3 {
+			return true
+		}
+	}
+	return false
 }
 
 func biFind(th *Thread, a []Value) Value {
@@ -243,7 +253,9 @@ func biFind(th *Thread, a []Value) Value {
 }
 
 func biMapcat(th *Thread, a []Value) Value {
+	pos := th.pos
 	mapped := biMap(th, a)
+	th.pos = pos
 	if s, ok := mapped.(*LazySeq); ok {
 		var cur []Value
 		i, j := 0, 0
@@ -310,10 +322,12 @@ func biMapIndexed(th *Thread, a []Value) Value {
 // and any other fn is called: a boolean result means "a before b" (as
 // Clojure's fn comparators), a number is the 3-way result.
 func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) int {
+	pos := th.pos
 	natural := func(x, y Value) int {
 		th.tick()
 		c, ok := Compare(x, y)
 		if !ok {
+			th.pos = pos
 			th.RaiseHint(KindType, "sort values of one kind: numbers, strings, keywords or vectors",
 				"%s: cannot compare %s with %s", name, preview(x), preview(y))
 		}
@@ -352,15 +366,15 @@ func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) 
 						}
 					}
 				}
-				return callComparator(th, name, c, x, y)
+				return callComparator(th, name, c, x, y, pos)
 			}
 		}
 	}
-	return func(x, y Value) int { return callComparator(th, name, comp, x, y) }
+	return func(x, y Value) int { return callComparator(th, name, comp, x, y, pos) }
 }
 
 // callComparator calls a user comparator like Clojure's AFunction.compare.
-func callComparator(th *Thread, name string, f, x, y Value) int {
+func callComparator(th *Thread, name string, f, x, y Value, pos Pos) int {
 	switch r := th.Call2(f, x, y).(type) {
 	case bool, nil:
 		if Truthy(r) {
@@ -381,6 +395,7 @@ func callComparator(th *Thread, name string, f, x, y Value) int {
 	case float64:
 		return int(r) // Clojure truncates with intValue
 	default:
+		th.pos = pos
 		th.Raise(KindType, "%s: comparator must return a boolean or a number, got %s", name, preview(r))
 	}
 	return 0
@@ -410,11 +425,11 @@ func biSortBy(th *Thread, a []Value) Value {
 	}
 	items := th.Seq(a[len(a)-1], "sort-by", len(a))
 	th.allocSlots(3 * len(items))
+	cmp := comparator(th, "sort-by", comp, 2) // before key fns move th.pos
 	ks := make([]keyed, len(items))
 	for i, it := range items {
 		ks[i] = keyed{keyOf(th, keyFn, it), it}
 	}
-	cmp := comparator(th, "sort-by", comp, 2)
 	// fast path: every key a number and the natural or a numeric order
 	if !sortNumericKeys(th, ks, comp) {
 		slices.SortStableFunc(ks, func(x, y keyed) int { return cmp(x.k, y.k) })
@@ -510,6 +525,7 @@ func reverseOf(th *Thread, name string, coll Value) Value {
 	th.allocSlots(len(items))
 	out := make([]Value, len(items))
 	for i, it := range items {
+		th.tick()
 		out[len(items)-1-i] = it
 	}
 	return seqVec(out)
@@ -745,6 +761,33 @@ func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
 	return nil
 }
 
+// mapFromEntries builds a map from [k v] entries and maps (nil skipped)
+// with one builder, later entries winning (flex keys, as conj).
+func mapFromEntries(th *Thread, name string, from []Value, argN int) *Map {
+	b := newMapBuilder(len(from))
+	for _, x := range from {
+		th.tick()
+		switch e := x.(type) {
+		case nil:
+			continue
+		case *Vector:
+			if len(e.items) == 2 {
+				b.set(e.items[0], e.items[1])
+				continue
+			}
+		case *Map:
+			e.Each(func(k, v Value) bool {
+				b.set(k, v)
+				return true
+			})
+			continue
+		}
+		th.TypeError(name, "a [key value] entry or a map", x, argN)
+	}
+	th.allocSlots(3 * b.n)
+	return b.build()
+}
+
 // assocCharged is m.Assoc, charging the budget when the map grows.
 func assocCharged(th *Thread, m *Map, k, v Value) *Map {
 	n := m.Len()
@@ -897,6 +940,9 @@ func biInto(th *Thread, a []Value) Value {
 		}
 		return to
 	case *Map:
+		if to.Len() == 0 {
+			return mapFromEntries(th, "into", from, 2)
+		}
 		for _, x := range from {
 			to = conjMap(th, "into", to, x, 2)
 		}
@@ -962,6 +1008,7 @@ func postwalk(th *Thread, f, form Value, depth int) Value {
 // pre-order, iteratively (no Go recursion on deep trees).
 func biTreeSeq(th *Thread, a []Value) Value {
 	branch, children := a[0], a[1]
+	pos := th.pos
 	var out []Value
 	stack := []Value{a[2]}
 	for len(stack) > 0 {
@@ -970,7 +1017,9 @@ func biTreeSeq(th *Thread, a []Value) Value {
 		th.allocSlots(1)
 		out = append(out, node)
 		if Truthy(th.Call1(branch, node)) {
-			kids := th.Seq(th.Call1(children, node), "tree-seq", 2)
+			kv := th.Call1(children, node)
+			th.pos = pos
+			kids := th.Seq(kv, "tree-seq", 2)
 			for i := len(kids) - 1; i >= 0; i-- {
 				stack = append(stack, kids[i])
 			}

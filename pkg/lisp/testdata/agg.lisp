@@ -214,3 +214,16 @@
 ---
 (contains? 5 1)
 ;;; "type_error: .*contains\\?: expected a collection, got 5 \\(arg 1\\)"
+---
+;; errors raised after calling a user fn point at the builtin's call
+(defn f [x] (:n x))
+(sum-by f [{:n 1} {:n "a"}])
+;;; "type_error: 3:1: sum-by: expected number, got string \"a\" \\(the key's value for item 2\\)"
+---
+(defn k [x] (count x))
+(max-key k "a" nil)
+;=> "a"
+---
+(defn k [x] (:a x))
+  (max-key k {:a 1} {})
+;;; "type_error: 2:3: max-key: expected number, got nil \\(arg 3\\)"

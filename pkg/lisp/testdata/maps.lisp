@@ -285,3 +285,7 @@
 ---
 (map (fnil inc 0) [1 nil 3])
 ;=> [2 1 4]
+---
+(let [v [1 2]]
+  (update v 5 (fn [x] x)))
+;;; "value_error: 2:3: update: index 5 out of bounds for vector of 2 items"

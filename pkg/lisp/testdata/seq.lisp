@@ -563,3 +563,10 @@
 ---
 (reductions (fn [a x] (if (> a 2) (reduced a) (+ a x))) [1 2 3 4])
 ;=> [1 3 3]
+---
+(defn k [x] (:p x))
+(sort-by k [{:p 1} {:p "a"}])
+;;; "type_error: 2:1: sort-by: cannot compare"
+---
+(mapcat (fn [x] x) [[1] 2])
+;;; "type_error: 1:1: mapcat: expected a collection, got 2"
