@@ -182,7 +182,7 @@ func TestUndecodableMessageIsTerminated(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	var runs atomic.Int64
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		runs.Add(1)
 		return &messages.Step{Return: int64(1)}, nil
 	}))
@@ -226,6 +226,10 @@ func TestUndecodableMessageIsTerminated(t *testing.T) {
 	if runs.Load() != 1 {
 		t.Errorf("runs = %d, want 1", runs.Load())
 	}
+	eventually(t, 5*time.Second, "stats", func() bool {
+		st := w.Stats()
+		return st.DeadLettered == 3 && st.Invalid == 3 && st.Succeeded == 1 && st.Runs == 1
+	})
 }
 
 func TestToolErrorsReachTheRunner(t *testing.T) {
@@ -384,7 +388,7 @@ func TestCancelRunningMission(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	started := make(chan struct{})
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, context.Cause(ctx)
@@ -408,13 +412,14 @@ func TestCancelRunningMission(t *testing.T) {
 	if st := waitState(t, c, m.ID, messages.StateCancelled); !st.CancelRequested {
 		t.Errorf("status = %+v", st)
 	}
+	eventually(t, 5*time.Second, "cancelled count", func() bool { return w.Stats().Cancelled == 1 })
 }
 
 func TestMaxDeliverExhaustionDeadLetters(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	var runs atomic.Int64
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		runs.Add(1)
 		return nil, fmt.Errorf("model overloaded: %w", fleet.ErrRetryable)
 	}))
@@ -438,6 +443,9 @@ func TestMaxDeliverExhaustionDeadLetters(t *testing.T) {
 		t.Errorf("dead letter = %v, %v", got, err)
 	}
 	waitState(t, c, m.ID, messages.StateDead)
+	if st := w.Stats(); st.Runs != 3 || st.Retried != 2 || st.DeadLettered != 1 || st.Invalid != 0 || st.Running != 0 {
+		t.Errorf("stats = %+v", st)
+	}
 }
 
 // A mission whose last delivery is never acked (its worker died) is
@@ -538,6 +546,9 @@ func TestDrainHandsBackMissionsPastGrace(t *testing.T) {
 	}
 	if err, _ := cause.Load().(error); !errors.Is(err, fleet.ErrWorkerShutdown) {
 		t.Fatalf("run cancelled with cause %v, want ErrWorkerShutdown", err)
+	}
+	if st := w.Stats(); st.HandedBack != 1 || st.Running != 0 {
+		t.Errorf("stats = %+v", st)
 	}
 	if _, err := c.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
 		t.Fatalf("a handed-back mission has a result: %v", err)

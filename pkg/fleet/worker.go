@@ -182,6 +182,7 @@ type Worker struct {
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc
 	closing   bool // guarded by mu; no new advisory work once set
+	stats     workerCounters
 
 	runCtx    context.Context
 	runCancel context.CancelCauseFunc
@@ -193,6 +194,40 @@ type Worker struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	subs      []*nats.Subscription
+}
+
+// WorkerStats counts what a worker did since it was created. All counts
+// only grow.
+type WorkerStats struct {
+	// Running is the number of missions in hand now.
+	Running int
+	// Runs counts Runner invocations.
+	Runs int64
+	// Succeeded, Failed and Cancelled count results this worker stored or
+	// found stored, by final state.
+	Succeeded, Failed, Cancelled int64
+	// Retried counts retryable failures handed back with NakDelay.
+	Retried int64
+	// HandedBack counts missions handed back at shutdown.
+	HandedBack int64
+	// DeadLettered counts messages moved to the DEAD stream (exhausted or
+	// invalid); Invalid counts the invalid ones among them.
+	DeadLettered, Invalid int64
+}
+
+type workerCounters struct {
+	runs, succeeded, failed, cancelled, retried, handedBack, dead, invalid atomic.Int64
+}
+
+// Stats returns the worker's counters, e.g. for a health endpoint.
+func (w *Worker) Stats() WorkerStats {
+	c := &w.stats
+	return WorkerStats{
+		Running: w.Running(), Runs: c.runs.Load(),
+		Succeeded: c.succeeded.Load(), Failed: c.failed.Load(), Cancelled: c.cancelled.Load(),
+		Retried: c.retried.Load(), HandedBack: c.handedBack.Load(),
+		DeadLettered: c.dead.Load(), Invalid: c.invalid.Load(),
+	}
 }
 
 // NewWorker validates cfg and binds a worker to nc. It does no I/O; Start
@@ -672,6 +707,7 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 			step, err = failStep(ReasonRunnerPanic, "the runner crashed: %v", p), nil
 		}
 	}()
+	w.stats.runs.Add(1)
 	return w.cfg.Runner.Run(ctx, m, env)
 }
 
@@ -769,6 +805,14 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; a redelivery will find the stored result")
 	}
+	switch final {
+	case messages.StateSucceeded:
+		w.stats.succeeded.Add(1)
+	case messages.StateCancelled:
+		w.stats.cancelled.Add(1)
+	default:
+		w.stats.failed.Add(1)
+	}
 	log.Info().Str("state", final).Msg("mission finished")
 }
 
@@ -784,6 +828,7 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, id string, ent
 	if err := msg.NakWithDelay(0); err != nil {
 		log.Warn().Err(err).Msg("hand back failed; the mission returns after AckWait")
 	}
+	w.stats.handedBack.Add(1)
 	log.Info().Msg("mission handed back")
 }
 
@@ -801,6 +846,7 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 		st.State, st.Worker = messages.StateQueued, ""
 		_, _ = casStatus(ctx, w.st.Status, st, entry.rev)
 	}
+	w.stats.retried.Add(1)
 	log.Warn().Err(cause).Dur("delay", w.cfg.NakDelay).Msg("retryable failure; handing back")
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
 }
@@ -824,6 +870,10 @@ func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nat
 	dm.Header.Set("Ptc-Deliveries", strconv.Itoa(deliveries))
 	if _, err := w.js.PublishMsg(ctx, dm); err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter not stored")
+	}
+	w.stats.dead.Add(1)
+	if deliveries == 0 {
+		w.stats.invalid.Add(1)
 	}
 	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
 	if !messages.ValidMissionID(id) {
