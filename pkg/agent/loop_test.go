@@ -351,7 +351,7 @@ func TestMissionTimeout(t *testing.T) {
 }
 
 func TestTurnTimeoutProgram(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 50 * time.Millisecond, MaxTurns: 2})
+	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 200 * time.Millisecond, MaxTurns: 2})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(loop [i 0] (recur (inc i)))`),
 		llmtest.Code(`(return (:reason ctx/fail))`))
@@ -366,7 +366,7 @@ func TestTurnTimeoutProgram(t *testing.T) {
 
 func TestTurnTimeoutLLMUsesRetries(t *testing.T) {
 	var slept []time.Duration
-	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 20 * time.Millisecond, LLMRetry: &llm.RetryPolicy{
+	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 100 * time.Millisecond, LLMRetry: &llm.RetryPolicy{
 		MaxAttempts: 3, BaseDelay: time.Millisecond, Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil },
 		Jitter: func(d time.Duration) time.Duration { return d },
 	}})
