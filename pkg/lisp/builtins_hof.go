@@ -101,6 +101,21 @@ func registerHOF(r registry) {
 	})
 	r.add("keep-indexed", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
+		if s, ok := a[1].(*LazySeq); ok {
+			i := 0
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				for {
+					x, ok := s.nth(th, i)
+					if !ok {
+						return nil, false
+					}
+					i++
+					if v := th.Call2(f, Int(int64(i-1)), x); v != nil {
+						return v, true
+					}
+				}
+			})
+		}
 		items := th.Seq(a[1], "keep-indexed", 2)
 		var out []Value
 		for i, x := range items {
@@ -111,20 +126,22 @@ func registerHOF(r registry) {
 		return th.MakeVector(out)
 	})
 	r.add("zipmap", 2, 2, func(th *Thread, a []Value) Value {
-		var keys []Value
-		th.Each(a[0], "zipmap", 1, func(k Value) bool { keys = append(keys, k); return true })
-		b := newMapBuilder(len(keys))
-		i := 0
-		th.Each(a[1], "zipmap", 2, func(v Value) bool {
-			if i >= len(keys) {
-				return false
+		// either side may be infinite: walk both in step
+		keys, vals := seqCursor(th, a[0], "zipmap", 1), seqCursor(th, a[1], "zipmap", 2)
+		b := newMapBuilder(0)
+		for i := 0; ; i++ {
+			k, ok := keys(i)
+			if !ok {
+				break
+			}
+			v, ok := vals(i)
+			if !ok {
+				break
 			}
 			th.Tick()
-			b.set(keys[i], v)
-			i++
-			return true
-		})
-		th.AllocSlots(2 * i)
+			th.AllocSlots(2)
+			b.set(k, v)
+		}
 		return b.build()
 	})
 	r.add("not-every?", 2, 2, func(th *Thread, a []Value) Value {
@@ -204,6 +221,26 @@ func registerHOF(r registry) {
 		return th.MakeVector([]Value{sliceVec(head), rest})
 	})
 	r.add("partition-by", 2, 2, func(th *Thread, a []Value) Value {
+		if s, ok := a[1].(*LazySeq); ok {
+			f, i := a[0], 0
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				x, ok := s.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				k := th.Call1(f, x)
+				part := []Value{x}
+				for i++; ; i++ {
+					y, ok := s.nth(th, i)
+					if !ok || !Equal(th.Call1(f, y), k) {
+						break
+					}
+					th.AllocSlots(1)
+					part = append(part, y)
+				}
+				return NewVector(part), true
+			})
+		}
 		items := th.Seq(a[1], "partition-by", 2)
 		var out []Value
 		start := 0
@@ -222,6 +259,24 @@ func registerHOF(r registry) {
 		return th.MakeVector(out)
 	})
 	r.add("dedupe", 1, 1, func(th *Thread, a []Value) Value {
+		if s, ok := a[0].(*LazySeq); ok {
+			i := 0
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				for {
+					x, ok := s.nth(th, i)
+					if !ok {
+						return nil, false
+					}
+					i++
+					if i == 1 {
+						return x, true
+					}
+					if prev, _ := s.nth(th, i-2); !Equal(x, prev) {
+						return x, true
+					}
+				}
+			})
+		}
 		items := th.Seq(a[0], "dedupe", 1)
 		out := make([]Value, 0, len(items))
 		for i, x := range items {
@@ -413,4 +468,19 @@ func dropLazy(s *LazySeq, n int) *LazySeq {
 		}
 		return v, ok
 	})
+}
+
+// seqCursor returns item i of coll (ok=false past the end), realising a
+// lazy seq only as far as asked.
+func seqCursor(th *Thread, coll Value, fn string, argN int) func(i int) (Value, bool) {
+	if s, ok := coll.(*LazySeq); ok {
+		return func(i int) (Value, bool) { return s.nth(th, i) }
+	}
+	items := th.Seq(coll, fn, argN)
+	return func(i int) (Value, bool) {
+		if i < len(items) {
+			return items[i], true
+		}
+		return nil, false
+	}
 }

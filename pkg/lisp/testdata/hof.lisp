@@ -36,8 +36,8 @@
 (keep inc 5)
 ;;; "type_error: 1:1: keep: expected a collection, got 5 \\(arg 2\\)"
 ---
-[(zipmap [:a :b :c] [1 2]) (zipmap [:a :a] [1 2]) (zipmap nil nil) (zipmap ["x" "y"] (range))]
-;=> [{:a 1 :b 2} {:a 2} {} {"x" 0 "y" 1}]
+[(zipmap [:a :b :c] [1 2]) (zipmap [:a :a] [1 2]) (zipmap nil nil) (zipmap ["x" "y"] (range)) (zipmap (range) [:a :b]) (zipmap (iterate inc 5) "ab")]
+;=> [{:a 1 :b 2} {:a 2} {} {"x" 0 "y" 1} {0 :a 1 :b} {5 "a" 6 "b"}]
 ---
 [(not-every? even? [2 4]) (not-every? even? [2 3]) (not-every? even? []) (not-every? :ok [{:ok true}])]
 ;=> [false true false false]
@@ -126,3 +126,7 @@
 ;; errors inside returned fns name the function called
 ((partial inc 1) 2)
 ;;; "arity_error: 2:1: inc expects 1 arg, got 2"
+---
+;; keep-indexed, partition-by and dedupe stay lazy on infinite input
+[(get (split-at 3 (keep-indexed #(when (even? %1) %2) (iterate inc 10))) 0) (get (split-at 3 (partition-by #(quot % 3) (range))) 0) (get (split-at 4 (dedupe (cycle [1 1 2]))) 0)]
+;=> [[10 12 14] [[0 1 2] [3 4 5] [6 7 8]] [1 2 1 2]]
