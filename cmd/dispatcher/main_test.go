@@ -19,22 +19,35 @@ func testEnv(vars map[string]string) env {
 	return env{getenv: func(k string) string { return vars[k] }, environ: environ}
 }
 
-func TestLocalRunsTheExampleMission(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	err := run(ctx, []string{"local", "-workers", "2", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
-	if err != nil {
-		t.Fatalf("local: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+func TestLocalRunsTheExampleMissions(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string
+	}{
+		{"top-customers.yaml", []string{"model: SCRIPTED", "turn 1: program", "→ list_orders", "RESULT (", `"orders_scanned": 1279`, "turns 2"}},
+		// The first program fails; the error goes back to the model, the second fixes it.
+		{"urgent-emails.yaml", []string{"turn 1: feedback to the model", `>: expected number, got string`, "Turn 2 of 3 (1 remaining)", `"count": 65`, `"_ids": [10,51,`}},
 	}
-	got := out.String()
-	for _, want := range []string{"model: SCRIPTED", "turn 1: program", "→ list_orders", "RESULT (", `"orders_scanned": 1279`, "turns 2"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "+1-555-") {
-		t.Errorf("a firewalled phone number was printed:\n%s", got)
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			err := run(ctx, []string{"local", "-workers", "2", "../../examples/missions/" + c.file}, testEnv(nil), &out, &errOut)
+			if err != nil {
+				t.Fatalf("local: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+			}
+			got := out.String()
+			for _, want := range c.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("output lacks %q:\n%s", want, got)
+				}
+			}
+			// Events are masked: firewalled values never reach the progress output.
+			if strings.Contains(got, "+1-555-") || strings.Contains(got, "Hello, this is") {
+				t.Errorf("a firewalled value was printed:\n%s", got)
+			}
+		})
 	}
 }
 
@@ -68,6 +81,14 @@ func TestLocalFailsClearly(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+func TestPretty(t *testing.T) {
+	v := map[string]any{"b": []any{int64(1), int64(2)}, "a": []any{map[string]any{"x": "y"}}, "c": map[string]any{}, "d": nil}
+	want := "{\n  \"a\": [\n    {\n      \"x\": \"y\"\n    }\n  ],\n  \"b\": [1,2],\n  \"c\": {},\n  \"d\": null\n}"
+	if got := pretty(v, ""); got != want {
+		t.Errorf("pretty =\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,10 +38,10 @@ func (p progress) event(ev *messages.Event) {
 			fmt.Fprintf(p.w, "%s: ← %s %s (%s)\n", prefix, ev.Tool, preview(ev.Result, 200), ev.Duration.Round(time.Microsecond))
 		}
 	case messages.EventTurnFinished:
-		if ev.Error != "" {
-			fmt.Fprintf(p.w, "%s: error fed back to the model:\n%s\n", prefix, indent(ev.Error, "    "))
-		} else if r, ok := ev.Data["result"]; ok {
-			fmt.Fprintf(p.w, "%s: result %s\n", prefix, preview(r, 300))
+		if fb, ok := ev.Data["feedback"].(string); ok {
+			fmt.Fprintf(p.w, "%s: feedback to the model\n%s\n", prefix, indent(fb, "    │ "))
+		} else if ev.Error != "" {
+			fmt.Fprintf(p.w, "%s: error\n%s\n", prefix, indent(ev.Error, "    │ "))
 		}
 	case messages.EventFinal:
 		// printed by the caller with the full Step
@@ -90,11 +92,7 @@ func printStep(w io.Writer, s *messages.Step) {
 		}
 		fmt.Fprintf(w, "\nFAILED: %s\n%s\n", s.Fail.Reason, indent(s.Fail.Message, "  "))
 	} else {
-		out, err := json.MarshalIndent(s.Return, "", "  ")
-		if err != nil {
-			out = []byte(fmt.Sprint(s.Return))
-		}
-		fmt.Fprintf(w, "\nRESULT (%s):\n%s\n", orDash(s.Signature), out)
+		fmt.Fprintf(w, "\nRESULT (%s):\n%s\n", orDash(s.Signature), pretty(s.Return, ""))
 	}
 	fmt.Fprintf(w, "\nturns %d · llm requests %d · tokens %d in / %d out · tool calls %d · %s\n",
 		u.Turns, u.Requests, u.InputTokens, u.OutputTokens, u.ToolCalls, u.Duration.Round(time.Millisecond))
@@ -105,4 +103,55 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// pretty renders v as indented JSON, keeping lists of scalars on one line
+// so that a list of 500 ids does not take 500 lines.
+func pretty(v any, pad string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return "{}"
+		}
+		keys := slices.Sorted(maps.Keys(x))
+		var b strings.Builder
+		b.WriteString("{\n")
+		for i, k := range keys {
+			kj, _ := json.Marshal(k)
+			fmt.Fprintf(&b, "%s  %s: %s", pad, kj, pretty(x[k], pad+"  "))
+			if i < len(keys)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(pad + "}")
+		return b.String()
+	case []any:
+		scalars := true
+		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				scalars = false
+			}
+		}
+		if scalars || len(x) == 0 {
+			break
+		}
+		var b strings.Builder
+		b.WriteString("[\n")
+		for i, e := range x {
+			b.WriteString(pad + "  " + pretty(e, pad+"  "))
+			if i < len(x)-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString(pad + "]")
+		return b.String()
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(out)
 }

@@ -148,12 +148,17 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 	switch e.Kind {
 	case agent.EventTurnStart:
 		ev.Kind = messages.EventTurnStarted
-	case agent.EventTurnStop:
-		ev.Kind = messages.EventTurnFinished
-		if e.Err != nil {
-			ev.Error = e.Err.Error()
-		}
 	case agent.EventLLMStart:
+		// From turn 2 on, the request's last message is the feedback on the
+		// previous turn: exactly what the model was told (already
+		// firewalled and truncated for the model). Report it as that
+		// turn's end, then the new request.
+		if e.Turn > 1 && len(e.Messages) > 0 {
+			if fb := e.Messages[len(e.Messages)-1].Text(); fb != "" {
+				o.events.Emit(&messages.Event{Kind: messages.EventTurnFinished, Turn: e.Turn - 1, Time: ev.Time,
+					Data: withData(ev.Data, "feedback", fb)})
+			}
+		}
 		ev.Kind = messages.EventLLMRequest
 	case agent.EventLLMStop:
 		// The program is known as soon as the model answers: report it
@@ -180,4 +185,14 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 		return
 	}
 	o.events.Emit(ev)
+}
+
+// withData returns a copy of d with k set to v.
+func withData(d map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(d)+1)
+	for dk, dv := range d {
+		out[dk] = dv
+	}
+	out[k] = v
+	return out
 }
