@@ -107,6 +107,7 @@ func registerStrings(r registry) {
 			} else {
 				b.WriteString(ch)
 			}
+			th.checkGrowth(b.Len())
 		}
 		return th.MakeString(b.String())
 	})
@@ -527,6 +528,13 @@ func replaceStr(th *Thread, fn string, a []Value, n int) Value {
 	switch m := a[1].(type) {
 	case string:
 		repl := strArg(th, fn, a[2], 3)
+		if len(repl) > len(m) {
+			k := strings.Count(s, m)
+			if n >= 0 && k > n {
+				k = n
+			}
+			th.checkGrowth(len(s) + k*(len(repl)-len(m)))
+		}
 		out := strings.Replace(s, m, repl, n)
 		if len(out) > len(s) {
 			th.AllocBytes(len(out))
