@@ -155,6 +155,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		inputs[k] = lv
 	}
 	mem := map[string]any{}
+	// Step.Memory is converted once, when the run ends.
+	defer func() { st.Memory = toGoMemory(mem) }()
 	var lastFail map[string]any
 	var lastErr string
 
@@ -299,7 +301,6 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			if size := memorySize(res.Memory, a.memoryLimit()); size > a.memoryLimit() {
 				rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
 				endTurn()
-				st.Memory = toGoMemory(mem)
 				return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
 			}
 			mem = make(map[string]any, len(res.Memory))
@@ -308,9 +309,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				sec.collect(v, signature.IsFirewalled(k))
 			}
 		}
-		st.Memory = toGoMemory(mem)
 		if t.debug {
-			rec.Memory = st.Memory
+			rec.Memory = toGoMemory(mem)
 		}
 		value := roundFloats(lisp.ToGo(res.Value), FloatPrecision)
 		rec.Result = value
