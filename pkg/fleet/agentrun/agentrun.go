@@ -2,6 +2,9 @@
 // the mission's agent from its wire spec, binds the mission's remote tools
 // (NATS request/reply through the worker's Toolbox), resolves the model from
 // the worker's registry, runs the SubAgent loop and reports progress events.
+// Missions of kind messages.KindCompiled ("apply at scale") run a compiled
+// PTC-Lisp program over a list of inputs with no LLM at all (see
+// runCompiled for the result layout).
 //
 // It is the one place where pkg/fleet meets pkg/agent; the fleet package
 // itself knows nothing of agents, so that tool services and dispatch clients
@@ -12,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
@@ -51,6 +55,8 @@ var _ fleet.Runner = (*Runner)(nil)
 func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 	switch m.Kind {
 	case messages.KindAgent:
+	case messages.KindCompiled:
+		return runCompiled(ctx, m, env)
 	default:
 		return failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
 	}
@@ -195,4 +201,95 @@ func withData(d map[string]any, k string, v any) map[string]any {
 	}
 	out[k] = v
 	return out
+}
+
+// Compiled missions ("apply at scale", messages.KindCompiled).
+
+// CompiledResultSignature is the Signature of a compiled mission's Step:
+// Return is a list with one entry per input, in input order, each a map
+// holding exactly one of "value" (the program's return for that input) or
+// "error" (why that input failed: reason, message and, when known, op).
+const CompiledResultSignature = "[{value :any?, error {reason :string, message :string, op :string?}?}]"
+
+// runCompiled runs m.Compiled.Program once per input with no model. The
+// program is loaded and checked first (agent.Load: a one-argument function,
+// the signature parses, only the mission's tools are called); a bad
+// program fails the whole mission with reason invalid_compiled. Each input
+// is a map of named arguments merged over m.Context (shared arguments; the
+// input wins); with no inputs the program runs once on m.Context.
+//
+// A failed input does not fail the mission: its entry is {"error": {...}}
+// and a warning "input <i>: <reason>: <message>" is added; the mission
+// fails only when it is canceled or its deadline passes, in which case the
+// inputs not run yet are reported as errors too (reason canceled or
+// mission_timeout). Limits.Timeout bounds the whole mission and
+// Limits.MaxToolCalls each execution.
+func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	start := time.Now()
+	spec := m.Compiled
+	tools := make(map[string]agent.Tool, len(m.Tools))
+	for _, name := range m.Tools {
+		tools[name] = remoteTool(ctx, env.Tools, name)
+	}
+	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, MaxToolCalls: m.Limits.MaxToolCalls})
+	if err != nil {
+		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
+	}
+	if !m.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
+		defer cancel()
+	}
+	if m.Limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.Limits.Timeout)
+		defer cancel()
+	}
+	inputs := spec.Inputs
+	if len(inputs) == 0 {
+		inputs = []map[string]any{nil}
+	}
+	st := &messages.Step{Version: messages.StepVersion, Signature: CompiledResultSignature, Mode: messages.ModeLisp}
+	results := make([]any, len(inputs))
+	for i, in := range inputs {
+		if ctx.Err() != nil {
+			reason := agent.ReasonCanceled
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				reason = agent.ReasonMissionTimeout
+			}
+			results[i] = map[string]any{"error": map[string]any{"reason": reason, "message": "not run: the mission ended"}}
+			continue
+		}
+		args := make(map[string]any, len(m.Context)+len(in))
+		maps.Copy(args, m.Context)
+		maps.Copy(args, in)
+		s, err := c.Execute(ctx, args)
+		st.Usage.ToolCalls += s.Usage.ToolCalls
+		for _, w := range s.Warnings {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("input %d: %s", i, w))
+		}
+		if err != nil {
+			e := map[string]any{"reason": s.Fail.Reason, "message": s.Fail.Message}
+			if s.Fail.Op != "" {
+				e["op"] = s.Fail.Op
+			}
+			results[i] = map[string]any{"error": e}
+			st.Warnings = append(st.Warnings, fmt.Sprintf("input %d: %s: %s", i, s.Fail.Reason, s.Fail.Message))
+			continue
+		}
+		results[i] = map[string]any{"value": s.Return}
+	}
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
+		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)
+	}
+	st.Return = results
+	st.Usage.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		reason := agent.ReasonCanceled
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = agent.ReasonMissionTimeout
+		}
+		st.Fail = &messages.Fail{Reason: reason, Message: "the compiled mission ended before every input ran"}
+	}
+	return st, nil
 }

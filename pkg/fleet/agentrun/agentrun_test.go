@@ -263,3 +263,73 @@ func TestUnsupportedKindAndBadSpecFailCleanly(t *testing.T) {
 		t.Errorf("bad placeholder: fail = %+v", step.Fail)
 	}
 }
+
+func TestCompiledMissionRunsWithoutLLM(t *testing.T) {
+	model := &script{} // answers nothing: any LLM request fails the mission
+	env := startFleet(t, model, false)
+	want := map[string]int64{}
+	for _, o := range shop.Generate(200, 1000, 300).Orders {
+		want[o.Status]++
+	}
+	step := runMission(t, env, &messages.Mission{
+		Kind: messages.KindCompiled,
+		Compiled: &messages.CompiledSpec{
+			Program:   "(fn [{:keys [status min]}]\n  (count (filter #(>= (:total %) min) (tool/list_orders {:status status}))))",
+			Signature: "(status :string, min :float) -> :int",
+			Inputs: []map[string]any{
+				{"status": "paid"}, {"status": "shipped"}, {"status": int64(42)}, {"status": "paid", "min": 1e12},
+			},
+		},
+		Context: map[string]any{"min": 0.0},
+		Tools:   []string{"list_orders"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	if n := len(model.requests()); n != 0 {
+		t.Fatalf("the model was asked %d times", n)
+	}
+	if step.Signature != agentrun.CompiledResultSignature {
+		t.Fatalf("signature = %q", step.Signature)
+	}
+	res, ok := step.Return.([]any)
+	if !ok || len(res) != 4 {
+		t.Fatalf("return = %#v", step.Return)
+	}
+	entry := func(i int) map[string]any { return res[i].(map[string]any) }
+	if entry(0)["value"] != want["paid"] || entry(1)["value"] != want["shipped"] || want["paid"] == 0 {
+		t.Fatalf("counts = %v %v, want %d %d", entry(0), entry(1), want["paid"], want["shipped"])
+	}
+	if entry(3)["value"] != int64(0) {
+		t.Fatalf("input 3 (shared min overridden) = %v", entry(3))
+	}
+	e, ok := entry(2)["error"].(map[string]any)
+	if !ok || e["reason"] != "input_validation_error" || !strings.Contains(e["message"].(string), "status") || entry(2)["value"] != nil {
+		t.Fatalf("input 2 = %#v, want an input_validation_error entry", entry(2))
+	}
+	if len(step.Warnings) != 1 || !strings.HasPrefix(step.Warnings[0], "input 2: input_validation_error") {
+		t.Fatalf("warnings = %q", step.Warnings)
+	}
+	if step.Usage.ToolCalls != 3 {
+		t.Fatalf("tool calls = %d, want 3", step.Usage.ToolCalls)
+	}
+
+	bad := []struct {
+		name string
+		spec *messages.CompiledSpec
+		tool []string
+		want string
+	}{
+		{"two arguments", &messages.CompiledSpec{Program: "(fn [a b] 1)"}, nil, "exactly one argument"},
+		{"tool not in the mission", &messages.CompiledSpec{Program: "(fn [_] (tool/list_orders {}))"}, nil, "list_orders"},
+		{"bad signature", &messages.CompiledSpec{Program: "(fn [_] 1)", Signature: "(x"}, nil, "signature"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			step := runMission(t, env, &messages.Mission{Kind: messages.KindCompiled, Compiled: tc.spec, Tools: tc.tool})
+			if step.Fail == nil || step.Fail.Reason != "invalid_compiled" || !strings.Contains(step.Fail.Message, tc.want) {
+				t.Fatalf("fail = %+v, want invalid_compiled mentioning %q", step.Fail, tc.want)
+			}
+		})
+	}
+}
