@@ -139,6 +139,10 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 			return nil, err
 		}
 	}
+	if limit := c.cfg.Store.withDefaults().MaxMissionBytes; len(data) > int(limit) {
+		return nil, fmt.Errorf("fleet: submit %s: %w: mission is %d bytes, more than the %d allowed (large inputs belong in the context, which is stored aside)",
+			m.ID, messages.ErrInvalid, len(data), limit)
+	}
 	sub := &Submission{ID: m.ID}
 	status := messages.Status{MissionID: m.ID, State: messages.StateQueued}
 	if _, err := casStatus(ctx, c.st.Status, status, 0); err != nil {

@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -176,5 +178,15 @@ func TestLargeContextTravelsThroughObjectStore(t *testing.T) {
 	ret := step.Return.(map[string]any)
 	if ret["rows"] != int64(20000) || ret["ref"] != "" {
 		t.Fatalf("runner saw %v", ret)
+	}
+	// A mission that is large for another reason is refused before
+	// anything is stored.
+	huge := newMission()
+	huge.Agent.Prompt = strings.Repeat("x", 300<<10)
+	if _, err := c.Submit(testCtx(t), huge); !errors.Is(err, messages.ErrInvalid) || !strings.Contains(err.Error(), "more than the") {
+		t.Fatalf("Submit(huge prompt) = %v", err)
+	}
+	if _, err := c.Status(testCtx(t), huge.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Fatalf("a refused mission has a status: %v", err)
 	}
 }
