@@ -3,8 +3,8 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
