@@ -139,3 +139,15 @@ func TestToolSchemasPublic(t *testing.T) {
 		t.Fatal("firewalled field in tool schema")
 	}
 }
+
+func TestMaxToolCallsPerProgram(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", MaxToolCalls: 2, Tools: map[string]Tool{"t": Func(noop)}})
+	st, err, m := run(t, a, RunOptions{}, llmtest.Code(`(do (tool/t {}) (tool/t {}) (tool/t {}))`), llmtest.Code(`(return 1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, lastUser(m.Requests()[1]), "tool call limit exceeded (2 calls)")
+	if len(st.Trace[0].ToolCalls) != 2 {
+		t.Fatalf("calls %d", len(st.Trace[0].ToolCalls))
+	}
+}
