@@ -529,7 +529,7 @@ func checkNodes(nodes []mnode, scopes []scope, used map[string]bool) error {
 			if cur.section != "" {
 				return fmt.Errorf("{{%s}} inside {{#%s}} not found in element type", n.name, cur.section)
 			}
-			return fmt.Errorf("placeholder {{%s}} not found in signature", n.name)
+			return fmt.Errorf("placeholder {{%s}} not found in signature%s", n.name, fieldsHint(scopes[0].typ, n.path))
 		}
 		if depth == 0 {
 			used[n.path[0]] = true
@@ -556,4 +556,31 @@ func checkNodes(nodes []mnode, scopes []scope, used map[string]bool) error {
 func isMapPrim(t signature.Type) bool {
 	p, ok := unwrapOpt(t).(signature.Prim)
 	return ok && p == signature.AnyMap
+}
+
+// fieldsHint explains a dotted path that fails inside a typed map:
+// "; user has fields: name".
+func fieldsHint(top signature.Type, path []string) string {
+	t := top
+	for i, seg := range path[:len(path)-1] {
+		m, ok := unwrapOpt(t).(signature.Map)
+		if !ok {
+			return ""
+		}
+		f, ok := m.Field(seg)
+		if !ok {
+			return ""
+		}
+		t = f.Type
+		if fm, ok := unwrapOpt(t).(signature.Map); ok {
+			if _, ok := fm.Field(path[i+1]); !ok {
+				names := make([]string, len(fm.Fields))
+				for j, ff := range fm.Fields {
+					names[j] = ff.Name
+				}
+				return "; " + strings.Join(path[:i+1], ".") + " has fields: " + strings.Join(names, ", ")
+			}
+		}
+	}
+	return ""
 }
