@@ -5,9 +5,35 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// cpuTime is the process's user+system CPU time. Benchmarks report it per
+// op ("cpu-ns/op", GC included) because wall time is unreliable on a
+// shared machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopCPU runs fn in a b.Loop and reports CPU time per op.
+func loopCPU(b *testing.B, fn func()) {
+	b.ReportAllocs()
+	start := cpuTime()
+	n := 0
+	for b.Loop() {
+		fn()
+		n++
+	}
+	if n > 0 {
+		b.ReportMetric(float64(cpuTime()-start)/float64(n), "cpu-ns/op")
+	}
+}
 
 // benchRecords builds n JSON-like records (deterministic).
 func benchRecords(n int) []map[string]any {
@@ -185,16 +211,10 @@ func BenchmarkPipelines(b *testing.B) {
 				if _, err := Exec(context.Background(), p.src, opts); err != nil {
 					b.Fatal(err.(*Error).Detail())
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					Exec(context.Background(), p.src, opts)
-				}
+				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
 			})
 			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					p.goFn(rs)
-				}
+				loopCPU(b, func() { p.goFn(rs) })
 			})
 		}
 	}
@@ -215,10 +235,7 @@ func BenchmarkTiny(b *testing.B) {
 			if _, err := Exec(context.Background(), p.src, Options{}); err != nil {
 				b.Fatal(err.(*Error).Detail())
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				Exec(context.Background(), p.src, Options{})
-			}
+			loopCPU(b, func() { Exec(context.Background(), p.src, Options{}) })
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -594,7 +595,9 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 		})
 	}
 	items := th.Seq(coll, name, 2)
-	var out []Value
+	// one allocation of the input's size beats append growth (the spare
+	// capacity is reused by conj on the result)
+	out := make([]Value, 0, len(items))
 	for _, v := range items {
 		if Truthy(th.Call1(pred, v)) == keep {
 			out = append(out, v)
@@ -604,7 +607,9 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	if len(out) == 0 {
 		return emptyVector
 	}
-	return &Vector{items: out}
+	claim := new(atomic.Int64)
+	claim.Store(int64(len(out)))
+	return &Vector{items: out, claim: claim}
 }
 
 func biReduce(th *Thread, a []Value) Value {

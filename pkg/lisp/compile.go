@@ -695,7 +695,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
-			a := th.alloca(1)
+			a := th.allocArgs(1)
 			a[0] = a0(fr)
 			th.pos = pos
 			th.tick()
@@ -708,7 +708,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
-			a := th.alloca(2)
+			a := th.allocArgs(2)
 			a[0] = a0(fr)
 			a[1] = a1(fr)
 			th.pos = pos

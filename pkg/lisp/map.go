@@ -211,10 +211,11 @@ func (m *Map) toTrie() *hnode {
 func (m *Map) Assoc(key, val Value) *Map {
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
-			nv := make([]Value, len(m.vals))
-			copy(nv, m.vals)
-			nv[i] = val
-			return &Map{shape: m.shape, vals: nv, n: m.n}
+			a := &smallMapAlloc{}
+			copy(a.v[:], m.vals)
+			a.v[i] = val
+			a.m = Map{shape: m.shape, vals: a.v[:m.n:m.n], n: m.n}
+			return &a.m
 		}
 		if m.n < smallMapMax {
 			return m.insertSmall(key, val)

@@ -683,7 +683,7 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 	args := c.compileAll(f.items[1:])
 	return func(fr *frame) Value {
 		th := fr.th
-		a := th.alloca(n)
+		a := th.allocArgs(n)
 		for i, an := range args {
 			a[i] = an(fr)
 		}

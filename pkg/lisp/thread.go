@@ -133,6 +133,13 @@ func (th *Thread) memLimit() {
 
 // alloca reserves n zeroed slots on the value stack.
 func (th *Thread) alloca(n int) []Value {
+	s := th.allocArgs(n)
+	clear(s)
+	return s
+}
+
+// allocArgs reserves n slots the caller overwrites at once (not zeroed).
+func (th *Thread) allocArgs(n int) []Value {
 	if th.sp+n > len(th.stack) {
 		size := 2 * len(th.stack)
 		if size < th.sp+n+32 {
@@ -142,7 +149,6 @@ func (th *Thread) alloca(n int) []Value {
 	}
 	s := th.stack[th.sp : th.sp+n : th.sp+n]
 	th.sp += n
-	clear(s)
 	return s
 }
 
@@ -215,7 +221,7 @@ func (b *Builtin) arityText() string {
 // Call calls any callable value with args (args is not retained).
 func (th *Thread) Call(f Value, args ...Value) Value {
 	mark := th.sp
-	a := th.alloca(len(args))
+	a := th.allocArgs(len(args))
 	copy(a, args)
 	v := th.call(f, a)
 	th.sp = mark
@@ -226,7 +232,7 @@ func (th *Thread) Call(f Value, args ...Value) Value {
 func (th *Thread) Call1(f Value, x Value) Value {
 	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
 		mark := th.sp
-		a := th.alloca(1)
+		a := th.allocArgs(1)
 		a[0] = x
 		th.tick()
 		v := b.Fn(th, a)
@@ -238,7 +244,7 @@ func (th *Thread) Call1(f Value, x Value) Value {
 		return getKey(x, k, nil)
 	}
 	mark := th.sp
-	a := th.alloca(1)
+	a := th.allocArgs(1)
 	a[0] = x
 	v := th.call(f, a)
 	th.sp = mark
@@ -248,7 +254,7 @@ func (th *Thread) Call1(f Value, x Value) Value {
 // Call2 calls f with two arguments without allocating.
 func (th *Thread) Call2(f Value, x, y Value) Value {
 	mark := th.sp
-	a := th.alloca(2)
+	a := th.allocArgs(2)
 	a[0], a[1] = x, y
 	v := th.call(f, a)
 	th.sp = mark
