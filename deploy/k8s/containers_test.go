@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,23 +48,50 @@ func parseUsage(out string) (binaryFlags, error) {
 	return flags, nil
 }
 
-// binaries builds cmd/worker, cmd/dispatcher and cmd/shoptools once into a
-// temporary directory and returns their usage: "worker", "shoptools" and
-// "dispatcher <command>" for each dispatcher command the manifests run.
+// binaries are cmd/worker, cmd/dispatcher and cmd/shoptools built into a
+// temporary directory, with the usage of "worker", "shoptools" and
+// "dispatcher <command>" read from their -h output as tests ask for it.
 type binaries struct {
 	dir   string
+	mu    sync.Mutex
 	usage map[string]binaryFlags
+}
+
+// built holds the binaries of this test run: they are built once, by the
+// first test that needs them, and removed by TestMain.
+var built struct {
+	once sync.Once
+	b    *binaries
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.b != nil {
+		os.RemoveAll(built.b.dir)
+	}
+	os.Exit(code)
 }
 
 func buildBinaries(t *testing.T) *binaries {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ptc-k8s-test-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.b = &binaries{dir: dir, usage: map[string]binaryFlags{}}
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return &binaries{dir: dir, usage: map[string]binaryFlags{}}
+	return built.b
 }
 
 // flags returns the flags of the binary (and dispatcher command) a
@@ -79,6 +107,8 @@ func (b *binaries) flags(t *testing.T, name string, args []string) binaryFlags {
 		argv = []string{args[0], "-h"}
 		key = name + " " + args[0]
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if f, ok := b.usage[key]; ok {
 		return f
 	}
@@ -634,5 +664,46 @@ func TestParseUsage(t *testing.T) {
 	}
 	if _, err := parseUsage("worker: flag provided but not defined: -h"); err == nil {
 		t.Fatal("no error for usage without flags")
+	}
+}
+
+// TestOperationsDocListsEveryVariable: docs/operations.md documents every
+// environment variable of every binary (and dispatcher command) with its
+// default, as the binaries print them.
+func TestOperationsDocListsEveryVariable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	bins := buildBinaries(t)
+	check := func(what, env, def string) {
+		t.Helper()
+		for _, l := range lines {
+			if strings.Contains(l, "`"+env+"`") && (def == "" || strings.Contains(l, "`"+def+"`")) {
+				return
+			}
+		}
+		if def == "" {
+			t.Errorf("%s: %s is not documented", what, env)
+		} else {
+			t.Errorf("%s: %s is not documented with its default `%s`", what, env, def)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		args []string
+	}{
+		{"worker", nil}, {"shoptools", nil},
+		{"dispatcher", []string{"submit"}}, {"dispatcher", []string{"wait"}}, {"dispatcher", []string{"status"}},
+		{"dispatcher", []string{"cancel"}}, {"dispatcher", []string{"watch"}}, {"dispatcher", []string{"local"}},
+	} {
+		what := strings.TrimSpace(b.name + " " + strings.Join(b.args, " "))
+		for env, def := range bins.flags(t, b.name, b.args) {
+			check(what, env, def)
+		}
+	}
+	for _, k := range append(providerKeys, llmconfig.EnvPrefix+"<NAME>") {
+		check("worker", k, "")
 	}
 }
