@@ -27,7 +27,11 @@ import (
 // be produced; wrap ErrRetryable in err to have the mission handed back and
 // retried after WorkerConfig.NakDelay instead of failed. Run must return
 // soon after ctx is done; context.Cause(ctx) says why (ErrCancelled,
-// ErrWorkerShutdown, ErrFenced, or a deadline).
+// ErrWorkerShutdown, ErrFenced, or a deadline). A successful Step is kept
+// even when ctx ended meanwhile (except ErrFenced: another worker owns the
+// mission); otherwise ErrCancelled turns the outcome into a "cancelled"
+// Step and ErrWorkerShutdown hands the mission back. Run may be called
+// concurrently for different missions.
 type Runner interface {
 	Run(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error)
 }
@@ -592,6 +596,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 	case errors.Is(cause, ErrFenced):
 		log.Warn().Msg("mission taken over by another worker; dropping this run")
 		return
+	case step.Ok():
+		// Finished, even if a cancel, timeout or shutdown came too late to
+		// matter: keep the answer.
 	case errors.Is(cause, ErrWorkerShutdown):
 		w.handBack(ctx, msg, m.ID, entry, &log)
 		return
@@ -602,7 +609,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 			reason = ce.reason
 		}
 		step = failStep(ReasonCancelled, "%s", reason)
-	case errors.Is(cause, errMissionTimeout) && (step == nil || step.Ok()):
+	case errors.Is(cause, errMissionTimeout) && step == nil:
 		step = failStep(ReasonTimeout, "the mission ran past its timeout of %s", w.missionTimeout(m))
 	case step == nil && runErr != nil && errors.Is(runErr, ErrRetryable):
 		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, runErr, &log)
