@@ -73,14 +73,15 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 	if err := tm.check(sig, false); err != nil {
 		return Tool{}, specErr("prompt", err.Error(), err)
 	}
-	// The inner agent's signature keeps only the inputs the prompt uses
-	// (text mode requires all of them in the prompt); the tool itself shows
-	// and is called with the full signature.
-	inner := &signature.Signature{Output: sig.Output}
+	// Text mode requires every input in the prompt; an LLM tool allows
+	// unused ones (they are still validated as arguments). Each unused
+	// input is referenced by an empty inverted section, which renders
+	// nothing, so the agent keeps the full signature.
+	prompt := s.Prompt
 	used := tm.usedInputs(sig)
 	for _, p := range sig.Inputs {
-		if used[p.Name] {
-			inner.Inputs = append(inner.Inputs, p)
+		if !used[p.Name] {
+			prompt += "{{^" + p.Name + "}}{{/" + p.Name + "}}"
 		}
 	}
 	name := s.Name
@@ -95,7 +96,7 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 		}
 	}
 	a, err := New(Spec{
-		Name: name, Description: s.Description, Prompt: s.Prompt, Signature: inner.String(),
+		Name: name, Description: s.Description, Prompt: prompt, Signature: s.Signature,
 		Tools: s.Tools, MaxTurns: maxTurns, LLMOpts: s.LLMOpts, Validation: s.Validation, Output: OutputText,
 	})
 	if err != nil {
@@ -108,9 +109,7 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 	if bound == CallerLLM {
 		bound = ""
 	}
-	t := a.AsTool(ToolOptions{LLM: bound, Model: s.Model, Description: s.Description})
-	t.Signature = sig.String()
-	return t, nil
+	return a.AsTool(ToolOptions{LLM: bound, Model: s.Model, Description: s.Description}), nil
 }
 
 // LLMTool is NewLLMTool for use in a Spec literal: an invalid spec makes
