@@ -651,6 +651,17 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			}
 		}
 	}
+	if head.kind == fLit {
+		if kw, ok := head.val.(*Keyword); ok && (len(f.items) == 2 || len(f.items) == 3) {
+			// (:k m) and (:k m default): a direct lookup, no call frame
+			m := c.compile(f.items[1], false)
+			if len(f.items) == 2 {
+				return func(fr *frame) Value { return getKey(m(fr), kw, nil) }
+			}
+			d := c.compile(f.items[2], false)
+			return func(fr *frame) Value { return getKey(m(fr), kw, d(fr)) }
+		}
+	}
 	switch head.kind {
 	case fLit:
 		switch head.val.(type) {
