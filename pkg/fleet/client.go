@@ -280,11 +280,17 @@ func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOpt
 // Result returns the stored result of mission id, or ErrNotFound when it
 // has none yet.
 func (c *Client) Result(ctx context.Context, id string) (*messages.Step, error) {
+	if err := checkID("result", id); err != nil {
+		return nil, err
+	}
 	return readResult(ctx, c.st.Results, id)
 }
 
 // Status returns the status of mission id, or ErrNotFound.
 func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error) {
+	if err := checkID("status", id); err != nil {
+		return nil, err
+	}
 	e, err := getStatus(ctx, c.st.Status, id)
 	if err != nil {
 		return nil, err
@@ -298,6 +304,9 @@ func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error
 // worker publishes the cancelled Step. Cancelling a finished mission does
 // nothing and returns nil.
 func (c *Client) Cancel(ctx context.Context, id, reason string) error {
+	if err := checkID("cancel", id); err != nil {
+		return err
+	}
 	if reason == "" {
 		reason = "cancelled by caller"
 	}
@@ -382,6 +391,13 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 			return nil
 		}
 	}
+}
+
+func checkID(op, id string) error {
+	if !messages.ValidMissionID(id) {
+		return fmt.Errorf("fleet: %s: %w: mission id %q is not a ULID", op, messages.ErrInvalid, id)
+	}
+	return nil
 }
 
 // Stores returns the client's stream and bucket handles.

@@ -208,6 +208,18 @@ func TestClientInputErrors(t *testing.T) {
 	if _, err := c.Status(ctx, messages.NewMissionID()); !errors.Is(err, fleet.ErrNotFound) {
 		t.Errorf("Status(unknown) = %v", err)
 	}
+	if _, err := c.Result(ctx, messages.NewMissionID()); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("Result(unknown) = %v", err)
+	}
+	for name, err := range map[string]error{
+		"Status": func() error { _, err := c.Status(ctx, "x.y"); return err }(),
+		"Result": func() error { _, err := c.Result(ctx, ""); return err }(),
+		"Cancel": c.Cancel(ctx, "nope", ""),
+	} {
+		if !errors.Is(err, messages.ErrInvalid) || !strings.Contains(err.Error(), "is not a ULID") {
+			t.Errorf("%s(bad id) = %v", name, err)
+		}
+	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if _, err := c.Await(short, messages.NewMissionID()); !errors.Is(err, context.DeadlineExceeded) {
