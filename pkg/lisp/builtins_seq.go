@@ -616,9 +616,11 @@ func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
 		th.tick()
 		end := i + int(n)
 		if end > len(items) {
-			switch {
-			case all:
+			if all {
 				out = append(out, view(items, i, len(items)))
+				continue
+			}
+			switch {
 			case hasPad:
 				chunk := append(slices.Clone(items[i:]), pad[:min(len(pad), end-len(items))]...)
 				th.allocSlots(len(chunk))
@@ -654,19 +656,54 @@ func (th *Thread) depthLimit(name string) {
 	panic(&Error{Kind: KindDepthLimit, Pos: th.pos, Msg: fmt.Sprintf("%s: depth limit exceeded (%d nested levels)", name, th.maxDepth)})
 }
 
+// shortestSeqs returns the items of colls cut to the shortest one; lazy
+// seqs are realised only that far when some coll is finite, so
+// (interleave (range) [:a :b]) works.
+func shortestSeqs(th *Thread, name string, colls []Value) ([][]Value, int) {
+	seqs := make([][]Value, len(colls))
+	n := -1
+	for i, c := range colls {
+		if _, lazy := c.(*LazySeq); lazy {
+			continue
+		}
+		seqs[i] = th.Seq(c, name, i+1)
+		if n < 0 || len(seqs[i]) < n {
+			n = len(seqs[i])
+		}
+	}
+	for i, c := range colls {
+		s, lazy := c.(*LazySeq)
+		if !lazy {
+			continue
+		}
+		if n < 0 {
+			seqs[i] = th.Seq(s, name, i+1)
+			n = len(seqs[i])
+			continue
+		}
+		var items []Value
+		for j := 0; j < n; j++ {
+			v, ok := s.nth(th, j)
+			if !ok {
+				break
+			}
+			items = append(items, v)
+		}
+		seqs[i] = items
+		n = min(n, len(items))
+	}
+	return seqs, max(n, 0)
+}
+
 func biInterleave(th *Thread, a []Value) Value {
 	if len(a) == 0 {
 		return emptyVector
 	}
-	seqs := make([][]Value, len(a))
-	n := math.MaxInt
-	for i, c := range a {
-		seqs[i] = th.Seq(c, "interleave", i+1)
-		n = min(n, len(seqs[i]))
-	}
+	seqs, n := shortestSeqs(th, "interleave", a)
 	th.allocSlots(n * len(a))
 	out := make([]Value, 0, n*len(a))
 	for i := 0; i < n; i++ {
+		th.tick()
 		for _, s := range seqs {
 			out = append(out, s[i])
 		}
@@ -675,15 +712,11 @@ func biInterleave(th *Thread, a []Value) Value {
 }
 
 func biZip(th *Thread, a []Value) Value {
-	seqs := make([][]Value, len(a))
-	n := math.MaxInt
-	for i, c := range a {
-		seqs[i] = th.Seq(c, "zip", i+1)
-		n = min(n, len(seqs[i]))
-	}
+	seqs, n := shortestSeqs(th, "zip", a)
 	th.allocSlots(n * (len(a) + 1))
 	out := make([]Value, n)
 	for i := range out {
+		th.tick()
 		row := make([]Value, len(a))
 		for j, s := range seqs {
 			row[j] = s[i]

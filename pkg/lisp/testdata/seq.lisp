@@ -570,3 +570,18 @@
 ---
 (mapcat (fn [x] x) [[1] 2])
 ;;; "type_error: 1:1: mapcat: expected a collection, got 2"
+---
+(partition-all 3 1 [1 2 3 4])
+;=> [[1 2 3] [2 3 4] [3 4] [4]]
+---
+(partition 3 1 [:p :q] [1 2 3 4 5])
+;=> [[1 2 3] [2 3 4] [3 4 5] [4 5 :p]]
+---
+(interleave (range) [:a :b])
+;=> [0 :a 1 :b]
+---
+(zip [:a :b :c] (iterate inc 1))
+;=> [[:a 1] [:b 2] [:c 3]]
+---
+(zip (range 2) (range 5 100000000))
+;=> [[0 5] [1 6]]
