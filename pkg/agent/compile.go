@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -550,6 +551,9 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 	src := strings.TrimSpace(source)
 	if src == "" {
 		return nil, invalidCompiled("source", "empty program: want (fn [args] ...)")
+	}
+	if !utf8.ValidString(src) {
+		return nil, invalidCompiled("source", "program is not valid UTF-8")
 	}
 	if len(src) > MaxCompiledSource {
 		return nil, invalidCompiled("source", "program of %d bytes exceeds the limit of %d", len(src), MaxCompiledSource)

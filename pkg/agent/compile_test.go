@@ -268,6 +268,7 @@ func TestLoadChecksTheProgram(t *testing.T) {
 		field, want    string
 	}{
 		{"empty", "  ", ":int", nil, "source", "empty program"},
+		{"invalid utf-8", "(fn [a] \"\xff\")", ":int", nil, "source", "not valid UTF-8"},
 		{"parse error", "(fn [a] (+ 1", ":int", nil, "source", "1:"},
 		{"not a function", `{:a 1}`, ":int", nil, "source", "must evaluate to a function"},
 		{"two args", "(fn [a b] a)", ":int", nil, "source", "expects 2 args"},
