@@ -14,14 +14,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
-func intList(n int) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = int64(i + 1)
-	}
-	return out
-}
-
 func TestTurnFeedbackExact(t *testing.T) {
 	search := FuncSig("(limit :int) -> [{id :int, _body :string}]", func(_ context.Context, args map[string]any) (any, error) {
 		var out []any
@@ -339,8 +331,7 @@ func TestMissionTimeout(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "x", MissionTimeout: 30 * time.Millisecond, LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Hang())
 	wantReason(t, st, err, ReasonMissionTimeout)
-	// between turns
-	a = mustNew(t, Spec{Prompt: "x", MissionTimeout: 40 * time.Millisecond})
+	// during a tool call
 	slow := Func(func(ctx context.Context, _ map[string]any) (any, error) {
 		time.Sleep(60 * time.Millisecond)
 		return 1, nil
