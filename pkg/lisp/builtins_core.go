@@ -627,6 +627,17 @@ func biReduce(th *Thread, a []Value) Value {
 			return v
 		}
 	}
+	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
+		if m, ok := acc.(*Map); ok {
+			// the fn uses its accumulator linearly: update it in place
+			acc = m.transient()
+			defer func() {
+				if m, ok := acc.(*Map); ok {
+					m.edit, m.ownVals = nil, false
+				}
+			}()
+		}
+	}
 	done := false
 	th.Each(coll, "reduce", len(a), func(v Value) bool {
 		if !started {

@@ -28,6 +28,10 @@ var recurSentinel Value = &recurMark{}
 type binder func(fr *frame, v Value)
 
 type fnProto struct {
+	// linearAcc: the first param is used only as the map argument of
+	// assoc/update/dissoc in tail position (or returned), so reduce may
+	// pass a transient map (see Map.edit).
+	linearAcc  bool
 	name       string
 	arities    []*arity
 	paramNames []string
@@ -169,9 +173,102 @@ type compiler struct {
 	host     *host
 	builtins map[string]*Builtin
 	memNames map[string]bool
-	sc       *scope
-	fnLit    *fnLitInfo
+	sc        *scope
+	fnLit     *fnLitInfo
+	lastProto *fnProto
 	gensym   int
+}
+
+// isFnForm reports whether f is a literal (fn [params] body...) form.
+func isFnForm(f *form) bool {
+	return f.kind == fList && len(f.items) >= 3 && f.items[0].isSym("fn") && f.items[1].kind == fVec
+}
+
+// linearAccFn checks (fn [acc x] body...) for a linearly used acc: every
+// use of acc is the map argument of a tail assoc/update/dissoc (whose other
+// arguments do not mention acc), or acc returned as is, possibly through
+// if/when/cond/let/do. No nested form may capture or rebind it.
+func linearAccFn(f *form) bool {
+	params := f.items[1].items
+	if len(params) != 2 || params[0].kind != fSym || params[0].ns != "" || params[0].name == "&" {
+		return false
+	}
+	acc := params[0].name
+	if formUses(params[1], acc) {
+		return false
+	}
+	body := f.items[2:]
+	for _, b := range body[:len(body)-1] {
+		if formUses(b, acc) {
+			return false
+		}
+	}
+	return linearTail(body[len(body)-1], acc)
+}
+
+// formUses reports whether symbol name occurs anywhere in f.
+func formUses(f *form, name string) bool {
+	if f.kind == fSym {
+		return f.ns == "" && f.name == name
+	}
+	for _, it := range f.items {
+		if formUses(it, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func linearTail(f *form, acc string) bool {
+	if f.isSym(acc) || !formUses(f, acc) {
+		return true
+	}
+	if f.kind != fList || len(f.items) == 0 || f.items[0].kind != fSym || f.items[0].ns != "" {
+		return false
+	}
+	it := f.items
+	noneUse := func(fs []*form) bool {
+		for _, x := range fs {
+			if formUses(x, acc) {
+				return false
+			}
+		}
+		return true
+	}
+	switch it[0].name {
+	case "if", "if-not":
+		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && linearTail(it[2], acc) && (len(it) == 3 || linearTail(it[3], acc))
+	case "when", "when-not", "do":
+		start := 1
+		if it[0].name != "do" {
+			if len(it) < 3 || formUses(it[1], acc) {
+				return false
+			}
+			start = 2
+		}
+		if len(it) <= start {
+			return true
+		}
+		return noneUse(it[start:len(it)-1]) && linearTail(it[len(it)-1], acc)
+	case "cond":
+		if len(it)%2 == 0 {
+			return false
+		}
+		for i := 1; i+1 < len(it); i += 2 {
+			if formUses(it[i], acc) || !linearTail(it[i+1], acc) {
+				return false
+			}
+		}
+		return true
+	case "let":
+		if len(it) < 3 || it[1].kind != fVec || formUses(it[1], acc) {
+			return false
+		}
+		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc)
+	case "assoc", "update", "dissoc", "assoc-in", "update-in":
+		return len(it) >= 3 && it[1].isSym(acc) && noneUse(it[2:])
+	}
+	return false
 }
 
 type fnLitInfo struct {
@@ -697,7 +794,19 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	if n < b.MinArgs || (b.MaxArgs >= 0 && n > b.MaxArgs) {
 		c.fail(KindArity, f.pos, "", "%s expects %s, got %d", b.Name, b.arityText(), n)
 	}
-	args := c.compileAll(f.items[1:])
+	var args []node
+	if b.Name == "reduce" && n == 3 {
+		args = make([]node, 3)
+		c.lastProto = nil
+		args[0] = c.compile(f.items[1], false)
+		if p := c.lastProto; p != nil && isFnForm(f.items[1]) && linearAccFn(f.items[1]) {
+			p.linearAcc = true
+		}
+		args[1] = c.compile(f.items[2], false)
+		args[2] = c.compile(f.items[3], false)
+	} else {
+		args = c.compileAll(f.items[1:])
+	}
 	pos := f.pos
 	fn := b.Fn
 	switch n {

@@ -37,6 +37,17 @@ type Map struct {
 	root   *hnode
 	n      int
 	sorted atomic.Pointer[[]mapEntry] // cached entries in key order
+	// edit is set only on the accumulator of a reduce whose function uses
+	// it linearly (compile-time check, see linearAcc): Assoc then updates
+	// the trie in place. It is cleared before the map escapes the reduce.
+	edit *editToken
+	// ownVals: vals belongs to this transient and may be updated in place.
+	ownVals bool
+}
+
+// transient returns a private copy of m's header that Assoc may mutate.
+func (m *Map) transient() *Map {
+	return &Map{shape: m.shape, vals: m.vals, root: m.root, n: m.n, edit: &editToken{}}
 }
 
 var emptyMap = &Map{shape: emptyShape}
@@ -209,6 +220,9 @@ func (m *Map) toTrie() *hnode {
 // Assoc returns m with key set to val. An existing entry matched by flex
 // lookup keeps its key spelling.
 func (m *Map) Assoc(key, val Value) *Map {
+	if m.edit != nil {
+		return m.assocTransient(key, val)
+	}
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
 			a := &smallMapAlloc{}
@@ -229,6 +243,32 @@ func (m *Map) Assoc(key, val Value) *Map {
 		n++
 	}
 	return &Map{root: root, n: n}
+}
+
+func (m *Map) assocTransient(key, val Value) *Map {
+	m.sorted.Store(nil)
+	if m.root == nil {
+		i := m.findSmall(key)
+		switch {
+		case i >= 0 && m.ownVals:
+			m.vals[i] = val
+			return m
+		case i < 0 && m.n >= smallMapMax:
+			m.root, m.shape, m.vals = m.toTrie(), nil, nil
+		default:
+			edit := m.edit
+			m.edit = nil
+			r := m.Assoc(key, val) // fresh vals
+			r.edit, r.ownVals = edit, true
+			return r
+		}
+	}
+	root, added := m.root.setMut(m.edit, 0, hashValue(key), key, val)
+	m.root = root
+	if added {
+		m.n++
+	}
+	return m
 }
 
 // Dissoc returns m without key (flex).
@@ -362,6 +402,45 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 type hnode struct {
 	bitmap uint32
 	slots  []hslot
+	edit   *editToken // owner while a transient reduce may mutate it in place
+}
+
+// editToken identifies one transient session (see Map.edit).
+type editToken struct{ _ byte }
+
+// setMut is set for a transient session: nodes owned by edit are updated
+// in place, others are copied once and then owned.
+func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*hnode, bool) {
+	nn := n
+	if n.edit != edit {
+		nn = &hnode{bitmap: n.bitmap, slots: append(make([]hslot, 0, len(n.slots)+1), n.slots...), edit: edit}
+	}
+	bit := uint32(1) << ((h >> shift) & 31)
+	idx := bits.OnesCount32(nn.bitmap & (bit - 1))
+	if nn.bitmap&bit == 0 {
+		nn.bitmap |= bit
+		nn.slots = slices.Insert(nn.slots, idx, newLeaf(h, key, val))
+		return nn, true
+	}
+	s := &nn.slots[idx]
+	if s.child != nil {
+		child, added := s.child.setMut(edit, shift+5, h, key, val)
+		s.child = child
+		return nn, added
+	}
+	if s.leaf.hash == h {
+		old := s.leaf.ents
+		if i := findEntry(old, key); i >= 0 {
+			ents := slices.Clone(old)
+			ents[i].val = val
+			s.leaf = &hleaf{hash: h, ents: ents}
+			return nn, false
+		}
+		s.leaf = &hleaf{hash: h, ents: append(slices.Clip(old), mapEntry{key, val})}
+		return nn, true
+	}
+	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
+	return nn, true
 }
 
 // hslot is either a child node or a leaf with all entries whose full hash
@@ -379,7 +458,13 @@ type hleaf struct {
 }
 
 func newLeaf(h uint32, key, val Value) hslot {
-	return hslot{leaf: &hleaf{hash: h, ents: []mapEntry{{key, val}}}}
+	a := &struct {
+		l hleaf
+		e [1]mapEntry
+	}{}
+	a.e[0] = mapEntry{key, val}
+	a.l = hleaf{hash: h, ents: a.e[:]}
+	return hslot{leaf: &a.l}
 }
 
 // findEnt finds key among entries: exact first, then flex.

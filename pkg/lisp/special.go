@@ -475,6 +475,7 @@ func (c *compiler) compileFn(f *form, name, selfName string, specs []fnSpec) nod
 		}
 	}
 	c.sc = outer
+	c.lastProto = proto
 	proto.capRefs = sc.capRefs
 	if len(proto.capRefs) == 0 {
 		clo := &Closure{proto: proto}

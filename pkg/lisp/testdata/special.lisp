@@ -663,3 +663,25 @@ inner
 ---
 (let [s (iterate inc 0)] (pmap (fn [n] (reduce (fn [a x] (if (>= x n) (reduced a) (+ a x))) 0 s)) [10 20 30 40]))
 ;=> [45 190 435 780]
+---
+;; reduce with a linear accumulator (transient in place) keeps persistence
+(let [base (into {} (map (fn [i] [i i]) (range 20)))
+      out (reduce (fn [m x] (assoc m x (* x 10))) base (range 15 40))]
+  [(count base) (get base 15) (count out) (get out 15) (get out 39)])
+;=> [20 15 40 150 390]
+---
+(let [out (reduce (fn [m x] (if (even? x) (update m (mod x 7) (fnil inc 0)) m)) {} (range 1000))
+      again (assoc out :extra 1)]
+  [(count out) (get out 0) (count again) (contains? out :extra)])
+;=> [7 72 8 false]
+---
+(reduce (fn [m x] (if (> x 50) (reduced m) (assoc m x x))) {} (range 100))
+;=> {0 0 1 1 2 2 3 3 4 4 5 5 6 6 7 7 8 8 9 9 10 10 11 11 12 12 13 13 14 14 15 15 16 16 17 17 18 18 19 19 20 20 21 21 22 22 23 23 24 24 25 25 26 26 27 27 28 28 29 29 30 30 31 31 32 32 33 33 34 34 35 35 36 36 37 37 38 38 39 39 40 40 41 41 42 42 43 43 44 44 45 45 46 46 47 47 48 48 49 49 50 50}
+---
+;; not linear: the accumulator is also stored, so no in-place update
+(let [seen (reduce (fn [acc x] (conj acc (assoc (last-or-empty acc) x x))) [] [1 2])] seen)
+;;; "undefined symbol: last-or-empty"
+---
+(let [snaps (reduce (fn [acc x] {:m (assoc (:m acc) x x) :prev (:m acc)}) {:m (into {} (map (fn [i] [i i]) (range 10)))} [100 101])]
+  [(count (:m snaps)) (count (:prev snaps))])
+;=> [12 11]
