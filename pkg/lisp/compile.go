@@ -169,14 +169,14 @@ func (s *scope) lookup(name string) (kind, idx int, ok bool) {
 
 // compiler turns forms into nodes, resolving every symbol once.
 type compiler struct {
-	src      string
-	host     *host
-	builtins map[string]*Builtin
-	memNames map[string]bool
+	src       string
+	host      *host
+	builtins  map[string]*Builtin
+	memNames  map[string]bool
 	sc        *scope
 	fnLit     *fnLitInfo
 	lastProto *fnProto
-	gensym   int
+	gensym    int
 }
 
 // isFnForm reports whether f is a literal (fn [params] body...) form.
