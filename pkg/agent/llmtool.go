@@ -102,14 +102,13 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 	if err != nil {
 		return Tool{}, err
 	}
-	if err := a.checkText(); err != nil {
-		return Tool{}, err
-	}
 	bound := s.LLM
 	if bound == CallerLLM {
 		bound = ""
 	}
-	return a.AsTool(ToolOptions{LLM: bound, Model: s.Model, Description: s.Description}), nil
+	t := a.AsTool(ToolOptions{LLM: bound, Model: s.Model, Description: s.Description})
+	t.llm = true
+	return t, nil
 }
 
 // LLMTool is NewLLMTool for use in a Spec literal: an invalid spec makes
@@ -128,7 +127,7 @@ func LLMTool(s LLMToolSpec) Tool {
 		if errors.As(err, &e) && e.Field != "" {
 			err = fmt.Errorf("llm tool %s: %s", e.Field, e.Msg)
 		}
-		return Tool{Signature: s.Signature, initErr: err}
+		return Tool{Signature: s.Signature, initErr: err, llm: true}
 	}
 	return t
 }

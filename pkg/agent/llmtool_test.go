@@ -296,3 +296,11 @@ func TestLLMToolUnusedInputs(t *testing.T) {
 		t.Fatalf("tool signature = %q", tool.Signature)
 	}
 }
+
+func TestLLMToolNeedsLLM(t *testing.T) {
+	ok := LLMTool(LLMToolSpec{Prompt: "{{a}}", Signature: "(a :string) -> :string"})
+	bad := LLMTool(LLMToolSpec{Prompt: "{{b}}", Signature: "(a :string) -> :string"})
+	if !ok.NeedsLLM() || !bad.NeedsLLM() {
+		t.Fatal("an LLM tool must report NeedsLLM")
+	}
+}

@@ -88,8 +88,7 @@ func (a *Agent) textVariant() textVariant {
 	return variantToolJSON
 }
 
-// checkText validates a text-mode agent (called by New through its hook,
-// and at the start of every text-mode run): the prompt must parse as a
+// checkText validates a text-mode agent (New calls it): the prompt must parse as a
 // Mustache template and follow the validation rules of text mode against
 // the signature, and the output signature must not have firewalled fields
 // (text mode has no sandbox to keep them from the model).
@@ -227,10 +226,10 @@ func (a *Agent) jsonFeedback(problem string, next, max int) string {
 // the depth, validated the inputs and set the mission deadline.
 func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts RunOptions, st *messages.Step) (*messages.Step, error) {
 	st.Mode = messages.ModeText
-	if err := a.checkText(); err != nil {
+	tm, err := parseMustache(a.spec.Prompt) // New has checked it (checkText)
+	if err != nil {
 		return failStep(st, &messages.Fail{Reason: ReasonInvalidAgent, Message: err.Error()})
 	}
-	tm, _ := parseMustache(a.spec.Prompt) // checked above
 	t := rs.tree
 	v := a.textVariant()
 	maxT := a.maxTurns()

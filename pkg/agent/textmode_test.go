@@ -16,18 +16,10 @@ import (
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
-// newText builds a text-mode agent: New plus the text-mode construction
-// checks (the same checks New runs once its hook is in; see NOTES.md).
+// newText builds a text-mode agent (New runs the text-mode checks).
 func newText(s Spec) (*Agent, error) {
 	s.Output = OutputText
-	a, err := New(s)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.checkText(); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return New(s)
 }
 
 func mustText(t testing.TB, s Spec) *Agent {
@@ -453,21 +445,18 @@ func TestTextModeConstructionRules(t *testing.T) {
 	}
 }
 
-// A text-mode agent whose spec breaks the rules fails its run with
-// invalid_agent without calling the model, even when built by New alone.
-func TestTextModeRunChecksSpec(t *testing.T) {
-	a, err := New(Spec{Prompt: "x", Signature: "{_ids [:int]}", Output: OutputText})
-	if err != nil {
-		if !strings.Contains(err.Error(), "firewalled") {
-			t.Fatalf("New: %v", err)
-		}
-		return // New's hook is in: checked at construction
+// New itself applies the text-mode rules.
+func TestTextModeNewChecksSpec(t *testing.T) {
+	_, err := New(Spec{Prompt: "x", Signature: "{_ids [:int]}", Output: OutputText})
+	if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "agent: signature: text mode does not support firewalled fields") {
+		t.Fatalf("New: %v", err)
 	}
-	st, err, m := run(t, a, RunOptions{})
-	wantReason(t, st, err, ReasonInvalidAgent)
-	if len(m.Requests()) != 0 {
-		t.Fatal("the model was called")
+	_, err = New(Spec{Prompt: "Analyze {{text}}", Signature: "(text :string, user :string) -> :string", Output: OutputText})
+	if err == nil || err.Error() != `agent: prompt: Text mode requires all signature params in prompt. Unused: ["user"]` {
+		t.Fatalf("New: %v", err)
 	}
+	// the same spec is fine in PTC-Lisp mode
+	mustNew(t, Spec{Prompt: "Analyze {{text}}", Signature: "(text :string, user :string) -> :string"})
 }
 
 func TestTextModeSections(t *testing.T) {
