@@ -7,7 +7,8 @@ import (
 // registerMath registers §4.6 and the Math/ statics of §0.1: mod rem quot
 // abs max min floor ceil round trunc sqrt pow double float int long, and
 // Math/round Math/floor Math/ceil Math/pow Math/sqrt Math/abs Math/max
-// Math/min (plus Math/exp log log10 cbrt signum hypot, cheap extras) with
+// Math/min (plus exp log log10 cbrt signum hypot rint, the trigonometric
+// functions, floorDiv and floorMod) with
 // Java's result types.
 func registerMath(r registry) {
 	r.add("mod", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "mod", a[0], a[1]) })
@@ -89,6 +90,37 @@ func registerMath(r registry) {
 	r.add("Math/log10", 1, 1, func(th *Thread, a []Value) Value { return math.Log10(toF(th, "Math/log10", a[0], 1)) })
 	r.add("Math/hypot", 2, 2, func(th *Thread, a []Value) Value {
 		return math.Hypot(toF(th, "Math/hypot", a[0], 1), toF(th, "Math/hypot", a[1], 2))
+	})
+	for name, f := range map[string]func(float64) float64{
+		"Math/sin": math.Sin, "Math/cos": math.Cos, "Math/tan": math.Tan,
+		"Math/asin": math.Asin, "Math/acos": math.Acos, "Math/atan": math.Atan,
+		"Math/toRadians": func(x float64) float64 { return x * math.Pi / 180 },
+		"Math/toDegrees": func(x float64) float64 { return x * 180 / math.Pi },
+	} {
+		r.add(name, 1, 1, func(th *Thread, a []Value) Value { return f(toF(th, name, a[0], 1)) })
+	}
+	r.add("Math/atan2", 2, 2, func(th *Thread, a []Value) Value {
+		return math.Atan2(toF(th, "Math/atan2", a[0], 1), toF(th, "Math/atan2", a[1], 2))
+	})
+	// Java's floorDiv/floorMod on longs: floored, sign of the divisor.
+	r.add("Math/floorDiv", 2, 2, func(th *Thread, a []Value) Value {
+		x, y := th.Int("Math/floorDiv", a[0], 1), th.Int("Math/floorDiv", a[1], 2)
+		if y == 0 {
+			th.Raise(KindArithmetic, "division by zero")
+		}
+		if x == math.MinInt64 && y == -1 {
+			th.overflow()
+		}
+		q := x / y
+		if (x%y != 0) && ((x < 0) != (y < 0)) {
+			q--
+		}
+		return Int(q)
+	})
+	r.add("Math/floorMod", 2, 2, func(th *Thread, a []Value) Value {
+		th.Int("Math/floorMod", a[0], 1)
+		th.Int("Math/floorMod", a[1], 2)
+		return divOp(th, "Math/floorMod", a[0], a[1])
 	})
 	r.add("Math/signum", 1, 1, func(th *Thread, a []Value) Value {
 		f := toF(th, "Math/signum", a[0], 1)

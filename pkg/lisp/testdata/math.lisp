@@ -138,3 +138,15 @@
 ---
 (->> [1.26 2.5 3.74] (map #(round % 1)) (reduce +))
 ;=> 7.5
+---
+[(Math/floorDiv 7 2) (Math/floorDiv -7 2) (Math/floorDiv 7 -2) (Math/floorMod -7 2) (Math/floorMod 7 -2) (Math/floorMod 6 3)]
+;=> [3 -4 -4 1 -1 0]
+---
+(Math/floorDiv 1 0)
+;;; "arithmetic_error: 1:1: division by zero"
+---
+(Math/floorMod 5.5 2)
+;;; "type_error: 1:1: Math/floorMod: expected integer, got 5.5 \\(arg 1\\)"
+---
+[(Math/sin 0) (Math/cos 0) (Math/tan 0) (Math/asin 1) (Math/acos 1) (Math/atan 0) (Math/atan2 0 1) (Math/toDegrees Math/PI) (Math/toRadians 180)]
+;=> [0.0 1.0 0.0 1.5707963267948966 0.0 0.0 0.0 180.0 3.141592653589793]
