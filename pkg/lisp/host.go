@@ -2,10 +2,8 @@ package lisp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -184,7 +182,6 @@ func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, er
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
-			_ = debug.Stack
 		}
 	}()
 	return t.Call(ctx, args)
@@ -208,12 +205,6 @@ func (th *Thread) fork(ctx context.Context) *Thread {
 	return child
 }
 
-// errorsAsError extracts an *Error.
-func errorsAsError(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
-}
 
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	ks := slices.Collect(maps.Keys(m))

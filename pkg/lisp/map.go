@@ -700,11 +700,3 @@ func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 	return nn
 }
 
-// setBuilder builds a set by mutation before it is published.
-type setBuilder struct{ s *Set }
-
-func newSetBuilder() *setBuilder { return &setBuilder{s: emptySet} }
-
-func (b *setBuilder) add(v Value) { b.s = b.s.Conj(v) }
-
-func (b *setBuilder) build() *Set { return b.s }

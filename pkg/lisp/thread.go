@@ -3,7 +3,6 @@ package lisp
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -471,5 +470,3 @@ func (th *Thread) MakeString(s string) string {
 	return s
 }
 
-// joinNames renders a sorted name list for messages.
-func joinNames(names []string) string { return strings.Join(names, ", ") }
