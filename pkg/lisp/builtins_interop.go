@@ -10,7 +10,8 @@ import (
 // ms-secs-or-iso), (.getTime d), (System/currentTimeMillis),
 // (LocalDate/parse s), .isBefore / .isAfter, and the string methods
 // .indexOf .lastIndexOf (-1 when absent), .contains .startsWith .endsWith
-// .toUpperCase .toLowerCase .trim .length .substring.
+// .toUpperCase .toLowerCase .trim .length .substring (.indexOf,
+// .lastIndexOf and .contains also work on vectors, as java.util.List).
 //
 // There is no date type: a date is its ISO-8601 text (UTC, millisecond
 // precision for java.util.Date, "YYYY-MM-DD" for LocalDate/parse), so it
@@ -66,9 +67,41 @@ func registerInterop(r registry) {
 		}
 		return t.Format(time.DateOnly)
 	})
-	r.add(".indexOf", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, ".indexOf", a, false, true) })
-	r.add(".lastIndexOf", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, ".lastIndexOf", a, true, true) })
+	r.add(".indexOf", 2, 3, func(th *Thread, a []Value) Value {
+		if v, ok := a[0].(*Vector); ok && len(a) == 2 { // java.util.List.indexOf
+			for i, x := range v.Items() {
+				if Equal(x, a[1]) {
+					return Int(int64(i))
+				}
+			}
+			return Int(-1)
+		}
+		return indexOf(th, ".indexOf", a, false, true)
+	})
+	r.add(".lastIndexOf", 2, 3, func(th *Thread, a []Value) Value {
+		if v, ok := a[0].(*Vector); ok && len(a) == 2 {
+			items := v.Items()
+			for i := len(items) - 1; i >= 0; i-- {
+				if Equal(items[i], a[1]) {
+					return Int(int64(i))
+				}
+			}
+			return Int(-1)
+		}
+		return indexOf(th, ".lastIndexOf", a, true, true)
+	})
 	r.add(".contains", 2, 2, func(th *Thread, a []Value) Value {
+		switch c := a[0].(type) {
+		case *Vector: // java.util.Collection.contains
+			for _, x := range c.Items() {
+				if Equal(x, a[1]) {
+					return true
+				}
+			}
+			return false
+		case *Set:
+			return c.Has(a[1])
+		}
 		return strings.Contains(strArg(th, ".contains", a[0], 1), strArg(th, ".contains", a[1], 2))
 	})
 	r.add(".startsWith", 2, 2, func(th *Thread, a []Value) Value {

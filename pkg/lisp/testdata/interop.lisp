@@ -63,3 +63,7 @@
 ;; @ctx {"events": [{"at": "2024-01-05T10:00:00Z"}, {"at": "2024-02-05T10:00:00Z"}]}
 (count (filter #(.isAfter (:at %) "2024-02-01") ctx/events))
 ;=> 1
+---
+;; .indexOf, .lastIndexOf and .contains also work on vectors (java.util.List)
+[(.indexOf [1 2 3 2] 2) (.indexOf [:a] :b) (.lastIndexOf [1 2 3 2] 2) (.contains [1 2] 2.0) (.contains #{:a} :a) (.contains [1] 3)]
+;=> [1 -1 3 true true false]
