@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // registerSeq registers this group's builtins (see HANDOFF.md): §4.2 find
@@ -403,15 +404,28 @@ func callComparator(th *Thread, name string, f, x, y Value, pos Pos) int {
 
 func biSort(th *Thread, a []Value) Value {
 	var comp Value
-	coll := a[len(a)-1]
 	if len(a) == 2 {
 		comp = a[0]
 	}
-	items := th.Seq(coll, "sort", len(a))
-	th.allocSlots(len(items))
-	out := slices.Clone(items)
-	cmp := comparator(th, "sort", comp, 1)
-	slices.SortStableFunc(out, cmp)
+	items := th.Seq(a[len(a)-1], "sort", len(a))
+	th.allocSlots(3 * len(items))
+	ks := make([]keyed, len(items))
+	for i, it := range items {
+		ks[i] = keyed{it, it}
+	}
+	return sortKeyed(th, "sort", ks, comp)
+}
+
+// sortKeyed stably sorts ks by key with comp and returns the items.
+func sortKeyed(th *Thread, name string, ks []keyed, comp Value) Value {
+	cmp := comparator(th, name, comp, 1)
+	if !sortFastKeys(th, ks, comp) {
+		slices.SortStableFunc(ks, func(x, y keyed) int { return cmp(x.k, y.k) })
+	}
+	out := make([]Value, len(ks))
+	for i, e := range ks {
+		out[i] = e.v
+	}
 	return seqVec(out)
 }
 
@@ -425,48 +439,79 @@ func biSortBy(th *Thread, a []Value) Value {
 	}
 	items := th.Seq(a[len(a)-1], "sort-by", len(a))
 	th.allocSlots(3 * len(items))
-	cmp := comparator(th, "sort-by", comp, 2) // before key fns move th.pos
+	comparator(th, "sort-by", comp, 2) // check comp before key fns run
+	pos := th.pos
 	ks := make([]keyed, len(items))
 	for i, it := range items {
 		ks[i] = keyed{keyOf(th, keyFn, it), it}
 	}
-	// fast path: every key a number and the natural or a numeric order
-	if !sortNumericKeys(th, ks, comp) {
-		slices.SortStableFunc(ks, func(x, y keyed) int { return cmp(x.k, y.k) })
-	}
-	out := make([]Value, len(ks))
-	for i, e := range ks {
-		out[i] = e.v
-	}
-	return seqVec(out)
+	th.pos = pos // key fns move th.pos; errors point at this call
+	return sortKeyed(th, "sort-by", ks, comp)
 }
 
-// sortNumericKeys sorts ks by float keys when every key is a non-NaN
-// number and comp is nil, :asc, :desc, <, <=, >, >= or compare; it reports
-// whether it did.
-func sortNumericKeys(th *Thread, ks []keyed, comp Value) bool {
-	desc := false
+// naturalOrder reports whether comp sorts by compare's order, and whether
+// descending: nil, :asc, :desc, compare, < <= > >=.
+func naturalOrder(comp Value) (ok, desc bool) {
 	switch c := comp.(type) {
 	case nil:
+		return true, false
 	case *Keyword:
 		switch c.Name {
 		case "asc":
+			return true, false
 		case "desc":
-			desc = true
-		default:
-			return false
+			return true, true
 		}
 	case *Builtin:
 		switch c.Name {
 		case "<", "<=", "compare":
+			return true, false
 		case ">", ">=":
-			desc = true
-		default:
-			return false
+			return true, true
 		}
-	default:
+	}
+	return false, false
+}
+
+// sortFastKeys sorts ks without calling comp when every key is a number,
+// or (for a comparator other than < > <= >=) every key a string, and comp
+// is a natural order; it reports whether it did.
+func sortFastKeys(th *Thread, ks []keyed, comp Value) bool {
+	ok, desc := naturalOrder(comp)
+	if !ok || len(ks) < 2 {
 		return false
 	}
+	if sortNumericKeys(th, ks, desc) {
+		return true
+	}
+	if b, isB := comp.(*Builtin); isB && b.Name != "compare" {
+		return false // < and > reject strings: let them raise
+	}
+	for _, e := range ks {
+		s, ok := e.k.(string)
+		if !ok {
+			return false
+		}
+		// UTF-8 byte order is UTF-16 (Java) order without 4-byte chars
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0xF0 {
+				return false
+			}
+		}
+		th.tick()
+	}
+	cmpf := func(x, y keyed) int { return strings.Compare(x.k.(string), y.k.(string)) }
+	if desc {
+		slices.SortStableFunc(ks, func(x, y keyed) int { return cmpf(y, x) })
+	} else {
+		slices.SortStableFunc(ks, cmpf)
+	}
+	return true
+}
+
+// sortNumericKeys sorts ks by number when every key is a non-NaN number;
+// it reports whether it did.
+func sortNumericKeys(th *Thread, ks []keyed, desc bool) bool {
 	for _, e := range ks {
 		switch x := e.k.(type) {
 		case int64:
