@@ -10,7 +10,8 @@ import (
 // ms-secs-or-iso), (.getTime d), (System/currentTimeMillis),
 // (LocalDate/parse s), .isBefore / .isAfter, and the string methods
 // .indexOf .lastIndexOf (-1 when absent), .contains .startsWith .endsWith
-// .toUpperCase .toLowerCase .trim .length .substring (.indexOf,
+// .toUpperCase .toLowerCase .trim .length .substring .charAt .isEmpty
+// .split (a regex, as Java) .replace (literal) .toString .equals (.indexOf,
 // .lastIndexOf and .contains also work on vectors, as java.util.List).
 //
 // There is no date type: a date is its ISO-8601 text (UTC, millisecond
@@ -122,6 +123,54 @@ func registerInterop(r registry) {
 	})
 	r.add(".length", 1, 1, func(th *Thread, a []Value) Value {
 		return Int(int64(utf8.RuneCountInString(strArg(th, ".length", a[0], 1))))
+	})
+	r.add(".toString", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			th.TypeError(".toString", "a value", nil, 1)
+		}
+		return th.MakeString(th.strOf(a[0]))
+	})
+	r.add(".equals", 2, 2, func(th *Thread, a []Value) Value { return Equal(a[0], a[1]) })
+	r.add(".isEmpty", 1, 1, func(th *Thread, a []Value) Value {
+		switch c := a[0].(type) {
+		case *Vector:
+			return c.Len() == 0
+		case *Map:
+			return c.Len() == 0
+		case *Set:
+			return c.Len() == 0
+		}
+		return strArg(th, ".isEmpty", a[0], 1) == ""
+	})
+	r.add(".charAt", 2, 2, func(th *Thread, a []Value) Value {
+		s := strArg(th, ".charAt", a[0], 1)
+		i := th.Int(".charAt", a[1], 2)
+		ascii := isASCII(s)
+		n := int64(len(s))
+		if !ascii {
+			n = int64(utf8.RuneCountInString(s))
+		}
+		if i < 0 || i >= n {
+			th.Raise(KindValue, ".charAt: index %d out of bounds for a string of length %d", i, n)
+		}
+		off := runeOffset(s, int(i), ascii)
+		_, w := utf8.DecodeRuneInString(s[off:])
+		return s[off : off+w]
+	})
+	// Java's String.split takes a regex (and drops trailing empty strings).
+	r.add(".split", 2, 3, func(th *Thread, a []Value) Value {
+		s := strArg(th, ".split", a[0], 1)
+		re := regexArg(th, ".split", a[1], 2)
+		limit := 0
+		if len(a) == 3 {
+			limit = int(th.Int(".split", a[2], 3))
+		}
+		return sliceVec(splitRegex(th, s, re, limit))
+	})
+	// Java's String.replace is literal and replaces every occurrence.
+	r.add(".replace", 3, 3, func(th *Thread, a []Value) Value {
+		s := strArg(th, ".replace", a[0], 1)
+		return replaceStr(th, ".replace", []Value{s, strArg(th, ".replace", a[1], 2), strArg(th, ".replace", a[2], 3)}, -1)
 	})
 	r.add(".substring", 2, 3, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".substring", a[0], 1)

@@ -47,6 +47,10 @@ func registerLogic(r registry) {
 	r.add("sequential?", 1, 1, sequential)
 	r.add("seq?", 1, 1, sequential)
 	r.add("list?", 1, 1, sequential)
+	r.add("nat-int?", 1, 1, func(th *Thread, a []Value) Value { n, ok := a[0].(int64); return ok && n >= 0 })
+	r.add("pos-int?", 1, 1, func(th *Thread, a []Value) Value { n, ok := a[0].(int64); return ok && n > 0 })
+	r.add("neg-int?", 1, 1, func(th *Thread, a []Value) Value { n, ok := a[0].(int64); return ok && n < 0 })
+	r.add("any?", 1, 1, func(th *Thread, a []Value) Value { return true })
 	r.add("integer?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok })
 	r.add("double?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok })
 	r.add("NaN?", 1, 1, func(th *Thread, a []Value) Value {

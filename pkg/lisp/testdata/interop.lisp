@@ -67,3 +67,16 @@
 ;; .indexOf, .lastIndexOf and .contains also work on vectors (java.util.List)
 [(.indexOf [1 2 3 2] 2) (.indexOf [:a] :b) (.lastIndexOf [1 2 3 2] 2) (.contains [1 2] 2.0) (.contains #{:a} :a) (.contains [1] 3)]
 ;=> [1 -1 3 true true false]
+---
+[(.toString 42) (.toString :a) (.equals "a" "a") (.equals 1 1.0) (.isEmpty "") (.isEmpty []) (.isEmpty "x") (.charAt "héllo" 1)]
+;=> ["42" ":a" true true true true false "é"]
+---
+;; .split takes a regex, as Java's String.split; .replace is literal
+[(.split "a.b,c" "[.,]") (.split "a,b,,," ",") (.split "a,b,c" "," 2) (.replace "a.b.c" "." "-")]
+;=> [["a" "b" "c"] ["a" "b"] ["a" "b,c"] "a-b-c"]
+---
+(.charAt "abc" 3)
+;;; "value_error: 1:1: .charAt: index 3 out of bounds for a string of length 3"
+---
+(.toString nil)
+;;; "type_error: 1:1: .toString: expected a value, got nil \\(arg 1\\)"

@@ -80,3 +80,6 @@
 ---
 (compare 1)
 ;;; "arity_error: 1:1: compare expects 2 args, got 1"
+---
+[(nat-int? 0) (nat-int? -1) (nat-int? 1.0) (pos-int? 1) (pos-int? 0) (neg-int? -2) (neg-int? -2.0) (any? nil) (any? false)]
+;=> [true false false true false true false true true]
