@@ -160,7 +160,9 @@ func (cv *converter) from(x any) (Value, error) {
 // ToGo converts a Value to plain Go data: keywords become their names,
 // vectors, sets and realised lazy seqs become []any, maps become
 // map[string]any with keys as strings and '-' replaced by '_' (§3.5).
-// Functions, vars and regexes are kept as themselves (opaque to callers).
+// Functions and regexes become their printed form ("#fn[x]", "#\"p\""),
+// vars "#'name": the result is always plain data (use Result.Memory to keep
+// closures between runs).
 func ToGo(v Value) any {
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string:
@@ -197,6 +199,8 @@ func ToGo(v Value) any {
 		return "#'" + x.Name
 	case *Reduced:
 		return ToGo(x.Val)
+	case *Closure, *Builtin, *Regex:
+		return PrStr(x)
 	}
 	return v
 }

@@ -388,6 +388,11 @@ func Run(ctx context.Context, source string, opts Options) (*messages.Step, erro
 // Step converts a Result to a messages.Step.
 func (r *Result) Step(source string, opts Options) *messages.Step {
 	st := &messages.Step{Version: messages.StepVersion, Signature: opts.Signature, Prints: r.Prints}
+	if opts.Signature != "" {
+		if s, err := signature.Parse(opts.Signature); err == nil {
+			st.Signature = s.String()
+		}
+	}
 	turn := messages.Turn{Number: 1, Program: source, ToolCalls: r.ToolCalls, Prints: r.Prints,
 		StartedAt: time.Now().Add(-r.Duration), Duration: r.Duration}
 	if r.Err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 func TestRunStep(t *testing.T) {
@@ -154,5 +156,26 @@ func TestPreviewTruncation(t *testing.T) {
 	text, _ = Preview(m, PreviewOptions{MaxItems: 2})
 	if text != `{"_k" <Firewalled> "a" [1 2 ...]}` {
 		t.Fatalf("%q", text)
+	}
+}
+
+func TestStepIsPlainData(t *testing.T) {
+	step, err := Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re (var-of f)]`, Options{})
+	if err == nil {
+		t.Fatal("want unbound var-of")
+	}
+	step, err = Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re + (def g 1)]`, Options{Signature: "[:any]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := step.Return.([]any)
+	if got[0] != "#fn[x]" || got[1] != `#"a+"` || got[2] != "#<builtin>" || got[3] != "#'g" {
+		t.Fatalf("%#v", got)
+	}
+	if step.Memory["f"] != "#fn[x]" {
+		t.Fatalf("memory %#v", step.Memory)
+	}
+	if _, err := messages.MarshalStep(step); err != nil {
+		t.Fatal(err)
 	}
 }
