@@ -410,6 +410,9 @@ func splitRegex(th *Thread, s string, re *Regex, limit int) []Value {
 	if index == 0 && len(out) == 0 {
 		return []Value{s}
 	}
+	if rest != "" { // the unscanned tail joins the last part (a copy)
+		th.AllocBytes(len(in) - index + len(rest))
+	}
 	out = append(out, in[index:]+rest)
 	if limit == 0 {
 		out = dropTrailingEmpty(out)
