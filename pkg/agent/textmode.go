@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -284,6 +286,22 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				return failStep(st, f)
 			}
+			var pe *llm.ProviderError
+			if errors.As(lerr, &pe) && pe.Type == "invalid_tool_call" && turn < maxT {
+				// the model's tool-call arguments were not a JSON object: a
+				// logic error, fed back at the cost of a turn
+				rec.Error = lerr.Error()
+				lastErr = rec.Error
+				st.Usage.Turns++
+				feedback := "Your tool call could not be used: " + pe.Message +
+					"\nCall the tool again with a JSON object of arguments.\n" + textTurnLine(turn+1, maxT)
+				msgs = appendUserText(msgs, feedback)
+				rec.Feedback = feedback
+				rec.Duration = time.Since(turnStart)
+				st.Trace = append(st.Trace, rec)
+				t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration})
+				continue
+			}
 			rec.Error = lerr.Error()
 			rec.Duration = time.Since(turnStart)
 			st.Trace = append(st.Trace, rec)
@@ -380,4 +398,19 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		f.Details = map[string]any{"last_error": lastErr}
 	}
 	return failStep(st, f)
+}
+
+// appendUserText adds text to the conversation: as a new block of the
+// last message when that is the user's (roles keep alternating), else as
+// a new user message.
+func appendUserText(msgs []llm.Message, text string) []llm.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == llm.RoleUser {
+		// copy: earlier requests (and observers) share the slice
+		out := slices.Clone(msgs)
+		last := out[n-1].Clone()
+		last.Content = append(last.Content, llm.Text{Text: text})
+		out[n-1] = last
+		return out
+	}
+	return append(msgs, llm.UserText(text))
 }

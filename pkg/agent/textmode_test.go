@@ -653,3 +653,31 @@ func lastReq(t *testing.T, m *llmtest.Model) llm.Request {
 	}
 	return req
 }
+
+// Tool-call arguments the provider client cannot decode (OpenAI's
+// invalid_tool_call) are fed back to the model at the cost of a turn.
+func TestTextModeInvalidToolCallFedBack(t *testing.T) {
+	a := mustText(t, Spec{Prompt: "Add", Signature: "() -> {result :int}", Tools: map[string]Tool{"add": addTool()}, MaxTurns: 3})
+	st, err, m := run(t, a, RunOptions{},
+		llmtest.Error(&llm.ProviderError{Provider: "openai", Type: "invalid_tool_call", Message: "tool call arguments are not a JSON object"}),
+		llmtest.Text(`{"result": 3}`).Expect(func(req llm.Request) error {
+			if len(req.Messages) != 1 {
+				return fmt.Errorf("%d messages, want the feedback merged into the first user message", len(req.Messages))
+			}
+			txt := req.Messages[0].Text()
+			if !strings.Contains(txt, "Your tool call could not be used: tool call arguments are not a JSON object") || !strings.Contains(txt, "Turn 2 of 3") {
+				return fmt.Errorf("feedback missing: %q", txt)
+			}
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Usage.Turns != 2 || len(st.Trace) != 2 || st.Trace[0].Error == "" || len(m.Requests()) != 2 {
+		t.Fatalf("usage %+v trace %d", st.Usage, len(st.Trace))
+	}
+	// on the last turn it is an llm_error
+	b := mustText(t, Spec{Prompt: "Add", Tools: map[string]Tool{"add": addTool()}, MaxTurns: 1})
+	st, err, _ = run(t, b, RunOptions{}, llmtest.Error(&llm.ProviderError{Type: "invalid_tool_call", Message: "bad"}))
+	wantReason(t, st, err, ReasonLLMError)
+}
