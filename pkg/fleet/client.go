@@ -381,7 +381,7 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 			return fmt.Errorf("fleet: watch %s: %w", id, err)
 		}
 		var ev messages.Event
-		if err := messages.Decode(msg.Data(), &ev); err != nil || ev.Validate() != nil {
+		if err := messages.Unmarshal(msg.Data(), &ev); err != nil || ev.Validate() != nil {
 			continue
 		}
 		if err := fn(&ev); err != nil {

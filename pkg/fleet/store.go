@@ -72,7 +72,7 @@ func getStatus(ctx context.Context, kv jetstream.KeyValue, id string) (*statusEn
 		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
 	}
 	var st messages.Status
-	if err := messages.Decode(e.Value(), &st); err != nil {
+	if err := messages.Unmarshal(e.Value(), &st); err != nil {
 		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
 	}
 	if err := st.Validate(); err != nil {

@@ -377,7 +377,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		return nil, &ToolError{Tool: name, Code: code, Message: desc}
 	}
 	var out messages.ToolResponse
-	if err := messages.Decode(resp.Data, &out); err != nil {
+	if err := messages.Unmarshal(resp.Data, &out); err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
 	}
 	if err := out.Validate(); err != nil {

@@ -242,7 +242,7 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 		return // nobody waits for an answer
 	}
 	var req messages.ToolRequest
-	if err := messages.Decode(data, &req); err != nil {
+	if err := messages.Unmarshal(data, &req); err != nil {
 		s.respondError(reply, "", messages.ToolErrBadRequest, "undecodable request: "+err.Error())
 		return
 	}

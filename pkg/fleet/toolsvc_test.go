@@ -110,7 +110,7 @@ func TestToolServiceWireErrors(t *testing.T) {
 			t.Errorf("%s: headers = %v", tt.name, resp.Header)
 		}
 		var out messages.ToolResponse
-		if err := messages.Decode(resp.Data, &out); err != nil || out.Error == nil || out.Error.Code != tt.code {
+		if err := messages.Unmarshal(resp.Data, &out); err != nil || out.Error == nil || out.Error.Code != tt.code {
 			t.Errorf("%s: body = %+v, %v", tt.name, out, err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestToolServiceHandlesCallsConcurrently(t *testing.T) {
 				return
 			}
 			var out messages.ToolResponse
-			if err := messages.Decode(resp.Data, &out); err != nil || out.Result != "met" {
+			if err := messages.Unmarshal(resp.Data, &out); err != nil || out.Result != "met" {
 				t.Errorf("response = %+v (%v), headers %v", out, err, resp.Header)
 			}
 		}()

@@ -485,7 +485,7 @@ var errMissionTimeout = errors.New("fleet: mission timed out")
 
 func (w *Worker) onCancel(msg *nats.Msg) {
 	var c messages.Cancel
-	if messages.Decode(msg.Data, &c) != nil || c.Validate() != nil {
+	if messages.Unmarshal(msg.Data, &c) != nil || c.Validate() != nil {
 		return
 	}
 	w.mu.Lock()
@@ -624,7 +624,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 
 func decodeMission(data []byte) (*messages.Mission, error) {
 	var m messages.Mission
-	if err := messages.Decode(data, &m); err != nil {
+	if err := messages.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {
@@ -980,7 +980,7 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
 	}
 	var c map[string]any
-	if err := messages.Decode(blob, &c); err != nil {
+	if err := messages.Unmarshal(blob, &c); err != nil {
 		return fmt.Errorf("fleet: context %s: %w", m.ContextRef, err)
 	}
 	m.Context, m.ContextRef = c, ""

@@ -9,8 +9,8 @@ import (
 // when a declared string, binary, extension, array or map length does not fit
 // in the bytes that follow. The msgpack decoder allocates a slice of the
 // declared length before reading its elements, so a 10-byte message claiming
-// a billion-element array would allocate gigabytes; every fleet decoder of
-// this package calls CheckBounds first. It runs in O(len(data)) with no
+// a billion-element array would allocate gigabytes; Unmarshal calls
+// CheckBounds first, so every decoder of this package is protected. It runs in O(len(data)) with no
 // allocation.
 func CheckBounds(data []byte) error {
 	pos := 0
@@ -105,15 +105,3 @@ func CheckBounds(data []byte) error {
 	}
 	return nil
 }
-
-// decode checks bounds, then unmarshals.
-func decode(data []byte, v any) error {
-	if err := CheckBounds(data); err != nil {
-		return err
-	}
-	return Unmarshal(data, v)
-}
-
-// Decode is Unmarshal preceded by CheckBounds: use it for every message that
-// comes off the wire. It does not validate.
-func Decode(data []byte, v any) error { return decode(data, v) }

@@ -25,7 +25,9 @@ func Marshal(v any) ([]byte, error) {
 // Unmarshal decodes msgpack data into v, which must be a non-nil pointer.
 // Dynamic values (fields of type any, map[string]any) come back as plain Go
 // data: int64, float64, string, bool, nil, []any and map[string]any. Trailing
-// bytes after the value are an error.
+// bytes after the value are an error, and so are declared lengths that do
+// not fit in the data (CheckBounds), so a tiny hostile message cannot make
+// the decoder allocate gigabytes.
 //
 // Hostile input cannot crash the caller: msgpack/v5 panics on some malformed
 // inputs (a repeated key whose first value was a map, for one), and Unmarshal
@@ -36,6 +38,9 @@ func Unmarshal(data []byte, v any) (err error) {
 			err = fmt.Errorf("messages: decode %T: malformed input: %v", v, p)
 		}
 	}()
+	if err := CheckBounds(data); err != nil {
+		return err
+	}
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)
 	dec.UseLooseInterfaceDecoding(true)

@@ -331,7 +331,7 @@ func MarshalMission(m *Mission) ([]byte, error) {
 // mission.
 func UnmarshalMission(data []byte) (*Mission, error) {
 	var m Mission
-	if err := decode(data, &m); err != nil {
+	if err := Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {

@@ -162,8 +162,8 @@ func TestUnmarshalErrors(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"empty", nil, "EOF"},
-		{"truncated", good[:len(good)-1], "EOF"},
+		{"empty", nil, "truncated at byte 0"},
+		{"truncated", good[:len(good)-1], "exceeds"},
 		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
 		{"not a map", []byte{0x01}, "decode"},
 	}
@@ -281,4 +281,13 @@ func FuzzUnmarshalStep(f *testing.F) {
 			t.Fatalf("encoding not stable across a round trip")
 		}
 	})
+}
+
+func TestUnmarshalStepRejectsHugeDeclaredLengths(t *testing.T) {
+	// A map with one key "return" whose value claims 2^32-1 array elements:
+	// without the bounds check the decoder would allocate tens of gigabytes.
+	data := []byte{0x81, 0xa6, 'r', 'e', 't', 'u', 'r', 'n', 0xdd, 0xff, 0xff, 0xff, 0xff}
+	if _, err := UnmarshalStep(data); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Fatalf("err = %v, want a bounds error", err)
+	}
 }

@@ -258,7 +258,7 @@ func TestTerminalState(t *testing.T) {
 func roundTrip[T any](t *testing.T, data []byte, validate func(*T) error) {
 	t.Helper()
 	var v T
-	if err := Decode(data, &v); err != nil {
+	if err := Unmarshal(data, &v); err != nil {
 		return
 	}
 	if err := validate(&v); err != nil {

@@ -333,3 +333,34 @@ func TestCompiledMissionRunsWithoutLLM(t *testing.T) {
 		})
 	}
 }
+
+func TestCompiledMissionTimeoutReportsEveryInput(t *testing.T) {
+	env := startFleet(t, &script{}, true)
+	step := runMission(t, env, &messages.Mission{
+		Kind: messages.KindCompiled,
+		Compiled: &messages.CompiledSpec{
+			Program: "(fn [{:keys [n]}] (if (= n 0) (loop [] (recur)) n))",
+			Inputs:  []map[string]any{{"n": int64(1)}, {"n": int64(0)}, {"n": int64(2)}},
+		},
+		Limits: messages.Limits{Timeout: 300 * time.Millisecond},
+	})
+	if step.Fail == nil || step.Fail.Reason != "mission_timeout" {
+		t.Fatalf("fail = %+v, want mission_timeout", step.Fail)
+	}
+	res, ok := step.Return.([]any)
+	if !ok || len(res) != 3 {
+		t.Fatalf("return = %#v", step.Return)
+	}
+	if v := res[0].(map[string]any)["value"]; v != int64(1) {
+		t.Fatalf("input 0 = %v, want its value before the timeout", res[0])
+	}
+	for i := 1; i < 3; i++ {
+		e, ok := res[i].(map[string]any)["error"].(map[string]any)
+		if !ok || e["reason"] == nil || (i == 1 && e["reason"] != "timeout") {
+			t.Fatalf("input %d = %#v, want an error entry", i, res[i])
+		}
+	}
+	if e := res[2].(map[string]any)["error"].(map[string]any); e["reason"] != "mission_timeout" || !strings.Contains(e["message"].(string), "not run") {
+		t.Fatalf("input 2 = %#v, want not run: mission_timeout", e)
+	}
+}
