@@ -739,6 +739,17 @@ func (c *Compiled) errorText(le *lisp.Error) string {
 	return b.String()
 }
 
+// WireSpec returns the program as a fleet payload for a mission of kind
+// messages.KindCompiled ("apply at scale"), run once per input with no
+// LLM. The mission must also list c.Tools() in Mission.Tools so the worker
+// binds them:
+//
+//	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindCompiled,
+//		Compiled: c.WireSpec(inputs), Tools: c.Tools()}
+func (c *Compiled) WireSpec(inputs []map[string]any) *messages.CompiledSpec {
+	return &messages.CompiledSpec{Program: c.Source, Signature: c.Signature, Inputs: inputs}
+}
+
 // Tools returns the names of the tools the program may call, sorted.
 func (c *Compiled) Tools() []string { return slices.Clone(c.toolNames) }
 

@@ -575,3 +575,24 @@ func TestCompiledAsTool(t *testing.T) {
 		t.Fatalf("Execute = %v, %v", st.Return, err)
 	}
 }
+
+func TestCompileRegistryModelAndWireSpec(t *testing.T) {
+	a := scorerAgent(t, new(atomic.Int64))
+	m := llmtest.NewT(t, llmtest.Code(scorerProgram))
+	c, err := Compile(bg, a, CompileOptions{LLM: "sonnet", Registry: llm.Registry{"sonnet": m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Metadata.Model != "sonnet" {
+		t.Fatalf("metadata model = %q, want the registry name", c.Metadata.Model)
+	}
+	in := []map[string]any{report(1, "a")}
+	ws := c.WireSpec(in)
+	if ws.Program != c.Source || ws.Signature != c.Signature || len(ws.Inputs) != 1 {
+		t.Fatalf("wire spec = %+v", ws)
+	}
+	back, err := Load(ws.Program, ws.Signature, LoadOptions{Tools: map[string]Tool{"threshold": thresholdTool(new(atomic.Int64))}})
+	if err != nil || back.Signature != c.Signature {
+		t.Fatalf("wire spec does not load: %v", err)
+	}
+}
