@@ -971,9 +971,12 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 		case 'f':
 			ds, exp = roundDigits(ds, exp, exp+prec)
 			body = appendFixed(body, ds, exp, prec, sp.comma)
+			if prec == 0 && sp.alt {
+				body = append(body, '.')
+			}
 		case 'e', 'E':
 			ds, exp = roundDigits(ds, exp, prec+1)
-			body = appendSci(body, ds, exp, prec)
+			body = appendSci(body, ds, exp, prec, sp.alt)
 		default:
 			if prec == 0 {
 				prec = 1
@@ -989,7 +992,7 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 				body = appendFixed(body, ds, exp, p, sp.comma)
 			} else {
 				ds, exp = roundDigits(ds, exp, prec)
-				body = appendSci(body, ds, exp, prec-1)
+				body = appendSci(body, ds, exp, prec-1, false)
 			}
 		}
 		if isUpperConv(sp.conv) {
@@ -1160,8 +1163,8 @@ func appendFixed(b, ds []byte, exp, prec int, comma bool) []byte {
 }
 
 // appendSci appends 0.ds × 10^exp as d.ddd e±XX with prec decimals (Java
-// %e).
-func appendSci(b, ds []byte, exp, prec int) []byte {
+// %e); alt keeps the '.' when prec is 0.
+func appendSci(b, ds []byte, exp, prec int, alt bool) []byte {
 	digit := func(i int) byte {
 		if i < len(ds) {
 			return ds[i]
@@ -1173,7 +1176,7 @@ func appendSci(b, ds []byte, exp, prec int) []byte {
 		e = 0
 	}
 	b = append(b, digit(0))
-	if prec > 0 {
+	if prec > 0 || alt {
 		b = append(b, '.')
 		for i := 1; i <= prec; i++ {
 			b = append(b, digit(i))

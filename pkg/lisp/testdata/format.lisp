@@ -94,3 +94,7 @@
 ---
 (format "%-08d" 5)
 ;;; "value_error: 1:1: format: flags - and 0 cannot be combined in %-08d"
+---
+;; '#' keeps the decimal point at precision 0
+[(format "%#1.0f" 99.995) (format "%#.0E" 123456.789) (format "%#.0f" 2.0)]
+;=> ["100." "1.E+05" "2."]
