@@ -299,7 +299,7 @@ func (a *Agent) tryCandidate(ctx context.Context, code string, samples []map[str
 			rec.Prints = append(rec.Prints, step.Trace[0].Prints...)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("on sample %d: %s", i+1, failText(step.Fail))
+			return nil, fmt.Errorf("on sample %d: %s%s", i+1, failText(step.Fail), a.argReminder())
 		}
 		if i == 0 {
 			rec.Result = step.Return
@@ -316,6 +316,20 @@ func modelText(err error) string {
 		return e.Msg
 	}
 	return err.Error()
+}
+
+// argReminder reminds the model of the argument shape after a failure on
+// a sample (a common mistake is a function of the input itself instead of
+// the map of named inputs).
+func (a *Agent) argReminder() string {
+	if len(a.sig.Inputs) == 0 {
+		return "\nReminder: the function is called with one argument, an empty map."
+	}
+	names := make([]string, len(a.sig.Inputs))
+	for i, p := range a.sig.Inputs {
+		names[i] = p.Name
+	}
+	return fmt.Sprintf("\nReminder: the function's one argument is the map of named inputs; destructure it as (fn [{:keys [%s]}] ...).", strings.Join(names, " "))
 }
 
 func failText(f *messages.Fail) string {

@@ -121,7 +121,7 @@ func TestCompileFeedsErrorsBack(t *testing.T) {
 		llmtest.Code("42").Expect(llmtest.LastUserContains("Error:", "1:")),
 		llmtest.Code("(fn [a b] 1)").Expect(llmtest.LastUserContains("must evaluate to a function", "got integer 42")),
 		llmtest.Code("(fn [{:keys [report]}] (+ (:text report) 1))").Expect(llmtest.LastUserContains("exactly one argument", "expects 2 args")),
-		llmtest.Code(`(fn [_] {:score "high" :reason "x"})`).Expect(llmtest.LastUserContains("on sample 1", "1:24: +: expected number", "(fn [{:keys [report]}] (+ (:text report) 1))\n                         ^")),
+		llmtest.Code(`(fn [_] {:score "high" :reason "x"})`).Expect(llmtest.LastUserContains("Reminder: the function's one argument is the map of named inputs; destructure it as (fn [{:keys [report]}] ...)", "on sample 1", "1:24: +: expected number", "(fn [{:keys [report]}] (+ (:text report) 1))\n                         ^")),
 		llmtest.Code(scorerProgram).Expect(llmtest.LastUserContains("on sample 1", "Return type validation failed", "score", "Turn 7 of 7")),
 	)
 	c, err := Compile(bg, a, CompileOptions{Model: m, Samples: cmpSamples(), MaxTurns: 7})
