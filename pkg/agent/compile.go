@@ -137,7 +137,7 @@ type Compiled struct {
 // that validates against the signature. Failures are fed back and cost a
 // turn, up to MaxTurns.
 //
-// Agents with a sub-agent tool (or any tool that needs an LLM at run time)
+// Agents with an LLM tool or a sub-agent tool (Tool.NeedsLLM)
 // are refused before any model call with an *Error matching
 // ErrNotCompilable and naming the tool (DD-8). A bad sample is an
 // ErrInvalidSpec error naming samples[i]. When no function passes, the
@@ -452,13 +452,17 @@ func samplePreview(s map[string]any, lim PromptLimit) string {
 	return text
 }
 
-// checkCompilable refuses tools that need an LLM at run time (DD-8): a
-// sub-agent tool, or a tool with no Go function behind it. The error
+// checkCompilable refuses tools that need an LLM at run time (DD-8): an
+// LLM tool, a sub-agent tool (Tool.NeedsLLM), or a tool with no Go
+// function behind it. The error
 // names the first such tool in name order.
 func checkCompilable(tools map[string]*boundTool) error {
 	for _, name := range sortedKeys(tools) {
 		t := tools[name].tool
 		switch {
+		case t.llm:
+			return &Error{Kind: KindSpec, Field: "tools[" + name + "]", Reason: ReasonNotCompilable,
+				Msg: fmt.Sprintf("tool %q is an LLM tool: it needs an LLM at run time, so the agent cannot be compiled (only pure tools can)", name)}
 		case t.sub != nil:
 			return &Error{Kind: KindSpec, Field: "tools[" + name + "]", Reason: ReasonNotCompilable,
 				Msg: fmt.Sprintf("tool %q is a sub-agent: it needs an LLM at run time, so the agent cannot be compiled (only pure tools can)", name)}

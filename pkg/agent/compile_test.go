@@ -197,6 +197,18 @@ func TestCompileRefusesImpureTools(t *testing.T) {
 	if !errors.Is(err, ErrNotCompilable) {
 		t.Fatalf("Load err = %v, want not_compilable", err)
 	}
+	classify, err := NewLLMTool(LLMToolSpec{Prompt: "Is {{subject}} urgent?", Signature: "(subject :string) -> {urgent :bool}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLLM := mustNew(t, Spec{Prompt: "p", Signature: ":int", Tools: map[string]Tool{"classify": classify, "add": Func(func(context.Context, map[string]any) (any, error) { return 1, nil })}})
+	_, err = Compile(bg, withLLM, CompileOptions{Model: m})
+	if !errors.Is(err, ErrNotCompilable) || !strings.Contains(err.Error(), `tools[classify]: tool "classify" is an LLM tool`) {
+		t.Fatalf("LLM tool: err = %v", err)
+	}
+	if _, err := Load("(fn [a] 1)", ":int", LoadOptions{Tools: map[string]Tool{"classify": classify}}); !errors.Is(err, ErrNotCompilable) {
+		t.Fatalf("Load with an LLM tool: err = %v", err)
+	}
 	text := mustNew(t, Spec{Prompt: "p", Output: OutputText})
 	if _, err := Compile(bg, text, CompileOptions{Model: m}); !errors.Is(err, ErrNotCompilable) {
 		t.Fatalf("text agent: err = %v", err)
