@@ -137,15 +137,45 @@ func keyOf(th *Thread, key, item Value) Value {
 }
 
 // valueSet is a hash set of values with = semantics (1 and 1.0 are the
-// same member), used for dedup and grouping. The zero value is empty.
+// same member), used for dedup and grouping. Strings and integral numbers
+// (the common grouping keys) use Go maps directly; other values go by
+// hashValue and Equal. The zero value is empty.
 type valueSet struct {
-	m map[uint32][]int
+	strs map[string]int
+	ints map[int64]int
+	m    map[uint32][]int
 	// vals holds the members in insertion order.
 	vals []Value
 }
 
+// intKey returns the int64 that v equals when v is an integer or an
+// integral float in int64 range.
+func intKey(v Value) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && x >= -(1<<63) && x < 1<<63 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
 // index returns the position of v in vals, or -1.
 func (s *valueSet) index(v Value, h uint32) int {
+	if str, ok := v.(string); ok {
+		if i, ok := s.strs[str]; ok {
+			return i
+		}
+		return -1
+	}
+	if n, ok := intKey(v); ok {
+		if i, ok := s.ints[n]; ok {
+			return i
+		}
+		return -1
+	}
 	for _, i := range s.m[h] {
 		if Equal(s.vals[i], v) {
 			return i
@@ -156,6 +186,28 @@ func (s *valueSet) index(v Value, h uint32) int {
 
 // find returns the position of v, adding it when absent (added=true).
 func (s *valueSet) find(v Value) (int, bool) {
+	if str, ok := v.(string); ok {
+		if i, ok := s.strs[str]; ok {
+			return i, false
+		}
+		if s.strs == nil {
+			s.strs = make(map[string]int)
+		}
+		s.strs[str] = len(s.vals)
+		s.vals = append(s.vals, v)
+		return len(s.vals) - 1, true
+	}
+	if n, ok := intKey(v); ok {
+		if i, ok := s.ints[n]; ok {
+			return i, false
+		}
+		if s.ints == nil {
+			s.ints = make(map[int64]int)
+		}
+		s.ints[n] = len(s.vals)
+		s.vals = append(s.vals, v)
+		return len(s.vals) - 1, true
+	}
 	if s.m == nil {
 		s.m = make(map[uint32][]int)
 	}
