@@ -175,17 +175,21 @@ func divOp(th *Thread, fn string, a, b Value) Value {
 	if yf == 0 {
 		th.Raise(KindArithmetic, "division by zero")
 	}
-	switch fn {
-	case "quot":
+	if fn == "quot" {
 		return math.Trunc(xf / yf)
-	case "rem":
-		return math.Mod(xf, yf)
 	}
-	m := math.Mod(xf, yf)
-	if m != 0 && (m < 0) != (yf < 0) {
-		m += yf
+	// Clojure's double remainder: n - trunc(n/d)*d while the quotient fits
+	// a long (so (rem 2 0.001) is 0.0, not fmod's 0.000999...).
+	var m float64
+	if q := xf / yf; q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
+		m = xf - float64(int64(q))*yf
+	} else {
+		m = math.Mod(xf, yf)
 	}
-	return m
+	if fn == "rem" || m == 0 || (xf > 0) == (yf > 0) {
+		return m
+	}
+	return m + yf
 }
 
 func absNum(th *Thread, fn string, v Value) Value {
