@@ -176,6 +176,10 @@ func divOp(th *Thread, fn string, a, b Value) Value {
 		th.Raise(KindArithmetic, "division by zero")
 	}
 	if fn == "quot" {
+		// Clojure: (double)(long)(n/d) while it fits, so no -0.0
+		if q := xf / yf; q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
+			return float64(int64(q))
+		}
 		return math.Trunc(xf / yf)
 	}
 	// Clojure's double remainder: n - trunc(n/d)*d while the quotient fits
