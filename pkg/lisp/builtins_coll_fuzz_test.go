@@ -106,15 +106,18 @@ func collFuzzProgram(data []byte) string {
 }
 
 // TestCollFuzzSeeds runs the fuzz check over a deterministic sweep: every
-// builtin with every argument in first position and a few fixed tails.
+// builtin with every argument in first position, each with two of a few
+// fixed tails.
 // The small allocation budget makes realising an infinite seq fail fast.
 func TestCollFuzzSeeds(t *testing.T) {
 	rows := []any{map[string]any{"a": int64(1)}, map[string]any{"a": "x"}}
 	n := 0
-	for _, fn := range collFuzzFns {
-		for _, a := range collFuzzArgs {
-			for _, a2 := range []string{"", " [1 2 3]", " {:a 1}", " nil", " (range)", " [{:a 1} {:a 2}]", " 1 [1 2]"} {
-				src := "(" + fn + " " + a + a2 + ")"
+	tails := []string{"", " [1 2 3]", " {:a 1}", " nil", " (range)", " [{:a 1} {:a 2}]", " 1 [1 2]", " :a ctx/rows"}
+	for fi, fn := range collFuzzFns {
+		for ai, a := range collFuzzArgs {
+			// two tails per (fn, arg) pair, rotating so every tail meets every fn
+			for _, tail := range []string{tails[(fi+ai)%len(tails)], tails[(fi*7+ai*3+1)%len(tails)]} {
+				src := "(" + fn + " " + a + tail + ")"
 				n++
 				_, err := Exec(context.Background(), src, Options{Context: map[string]any{"rows": rows}, Timeout: time.Second, MaxAlloc: 32 << 10})
 				var e *Error
