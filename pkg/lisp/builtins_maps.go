@@ -2,7 +2,7 @@ package lisp
 
 // registerMaps registers this group's builtins (see HANDOFF.md): §4.4
 // get-in assoc assoc-in update update-in dissoc merge select-keys keys
-// vals entries key val update-vals fnil. Keys are flex on writes too
+// vals entries key val update-vals fnil, plus sorted-map. Keys are flex on writes too
 // (§3.6): a write to :n on {"n" 1} updates "n".
 func registerMaps(r registry) {
 	r.add("get-in", 2, 3, func(th *Thread, a []Value) Value {
@@ -81,6 +81,20 @@ func registerMaps(r registry) {
 		return nil
 	})
 	r.add("merge", 0, -1, biMerge)
+	// every map iterates in key order (§5), so a sorted map is a map
+	sm := r.add("sorted-map", 0, -1, func(th *Thread, a []Value) Value {
+		if len(a)%2 != 0 {
+			th.ArityError("sorted-map", "an even number of args (key/value pairs)", len(a))
+		}
+		b := newMapBuilder(len(a) / 2)
+		for i := 0; i < len(a); i += 2 {
+			th.tick()
+			b.set(a[i], a[i+1])
+		}
+		th.allocSlots(3 * b.n)
+		return b.build()
+	})
+	sm.ArityText = "an even number of args (key/value pairs)"
 	r.add("select-keys", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "select-keys", 2)
 		switch a[0].(type) {

@@ -1,12 +1,14 @@
 package lisp
 
 // registerSets registers this group's builtins (see HANDOFF.md): §4.5 set
-// set? union intersection difference (also as clojure.set/ and set/), and
+// set? union intersection difference (also as clojure.set/ and set/),
+// sorted-set (sets iterate in order anyway), and
 // clojure.set's subset? superset? select project rename-keys map-invert
 // index join. The set operations accept any collection for a set (a
 // vector is converted, ptc-lisp.md §4.5 "Go MAY convert"); nil is empty.
 func registerSets(r registry) {
 	r.add("set", 1, 1, func(th *Thread, a []Value) Value { return toSet(th, "set", a[0], 1) })
+	r.add("sorted-set", 0, -1, func(th *Thread, a []Value) Value { return setAddAll(th, emptySet, a) })
 	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok })
 	r.add("union", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a) == 0 {

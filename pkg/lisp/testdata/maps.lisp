@@ -289,3 +289,12 @@
 (let [v [1 2]]
   (update v 5 (fn [x] x)))
 ;;; "value_error: 2:3: update: index 5 out of bounds for vector of 2 items"
+---
+(sorted-map :b 1 :a 2 :c 3)
+;=> {:a 2 :b 1 :c 3}
+---
+(into (sorted-map) {:z 1 :y 2})
+;=> {:y 2 :z 1}
+---
+(sorted-map :a)
+;;; "arity_error: .*sorted-map expects an even number of args"

@@ -113,3 +113,9 @@
 ---
 (count (set (map :k (map (fn [i] {:k (mod i 7)}) (range 100)))))
 ;=> 7
+---
+(sorted-set 3 1 2 1)
+;=> #{1 2 3}
+---
+(sorted-set)
+;=> #{}
