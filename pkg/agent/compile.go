@@ -105,7 +105,8 @@ type CompileMetadata struct {
 
 // Compiled is a derived PTC-Lisp function with its signature: the
 // specification's CompiledAgent. Execute runs it with no model; tools are
-// still called. A Compiled is immutable and safe for concurrent use.
+// still called. Build one with Compile, Load or LoadCompiled; the zero
+// value is not usable. A Compiled is immutable and safe for concurrent use.
 type Compiled struct {
 	// Name and Description identify the program (from the agent).
 	Name        string
