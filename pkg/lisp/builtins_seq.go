@@ -419,11 +419,29 @@ func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) 
 						}
 					}
 				}
-				return callComparator(th, name, c, x, y, pos)
+				if isNum(x) && isNum(y) {
+					return callComparator(th, name, c, x, y, pos) // NaN
+				}
+				bad := x
+				if isNum(x) {
+					bad = y
+				}
+				th.pos = pos
+				th.RaiseHint(KindType, "< > <= >= compare numbers only; for strings, dates or mixed keys use :asc, :desc or compare, e.g. (sort-by :date :desc xs)",
+					"%s: expected number, got %s (as the %s comparator)", c.Name, preview(bad), name)
+				return 0
 			}
 		}
 	}
 	return func(x, y Value) int { return callComparator(th, name, comp, x, y, pos) }
+}
+
+func isNum(v Value) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
 }
 
 // callComparator calls a user comparator like Clojure's AFunction.compare.

@@ -612,3 +612,14 @@
 ---
 (group-by identity [2.0 2 "x"])
 ;=> {2.0 [2.0 2] "x" ["x"]}
+---
+;; @ctx {"rows": [{"date": "2024-01-02"}, {"date": "2024-03-01"}]}
+(sort-by :date > ctx/rows)
+;;; "type_error: 1:1: >: expected number, got string \"2024-0.-0.\" \\(as the sort-by comparator\\)[\\s\\S]*hint: < > <= >= compare numbers only"
+---
+;; @ctx {"rows": [{"date": "2024-01-02"}, {"date": "2024-03-01"}]}
+(map :date (sort-by :date :desc ctx/rows))
+;=> ["2024-03-01" "2024-01-02"]
+---
+(count (sort < [3 ##NaN 1]))
+;=> 3
