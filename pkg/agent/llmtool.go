@@ -136,10 +136,6 @@ func LLMTool(s LLMToolSpec) Tool {
 // level (directly or as the first segment of a path or section).
 func (t *mustache) usedInputs(sig *signature.Signature) map[string]bool {
 	used := map[string]bool{}
-	top := make([]signature.Field, 0, len(sig.Inputs))
-	for _, p := range sig.Inputs {
-		top = append(top, signature.Field{Name: p.Name, Type: p.Type})
-	}
-	_ = checkNodes(t.nodes, []scope{{typ: signature.Map{Fields: top}}}, used)
+	_ = checkNodes(t.nodes, inputScope(sig), used)
 	return used
 }

@@ -411,12 +411,8 @@ func (t *mustache) check(sig *signature.Signature, requireAll bool) error {
 	if sig == nil || len(sig.Inputs) == 0 {
 		return nil
 	}
-	top := make([]signature.Field, 0, len(sig.Inputs))
-	for _, p := range sig.Inputs {
-		top = append(top, signature.Field{Name: p.Name, Type: p.Type})
-	}
 	used := map[string]bool{}
-	if err := checkNodes(t.nodes, []scope{{typ: signature.Map{Fields: top}}}, used); err != nil {
+	if err := checkNodes(t.nodes, inputScope(sig), used); err != nil {
 		return err
 	}
 	if !requireAll {
@@ -429,6 +425,7 @@ func (t *mustache) check(sig *signature.Signature, requireAll bool) error {
 		}
 	}
 	if len(unused) > 0 {
+		//lint:ignore ST1005 the message is text-mode.md's, word for word
 		return fmt.Errorf("Text mode requires all signature params in prompt. Unused: [%s]", strings.Join(unused, ", "))
 	}
 	return nil
@@ -498,12 +495,6 @@ func lookupType(scopes []scope, path []string) (signature.Type, int, bool) {
 		return rt, i, ok
 	}
 	return nil, -1, false
-}
-
-func isScalar(t signature.Type) bool {
-	t = unwrapOpt(t)
-	p, ok := t.(signature.Prim)
-	return ok && p != signature.AnyMap && p != signature.Any
 }
 
 func checkNodes(nodes []mnode, scopes []scope, used map[string]bool) error {
@@ -583,4 +574,14 @@ func fieldsHint(top signature.Type, path []string) string {
 		}
 	}
 	return ""
+}
+
+// inputScope is the top-level scope of a signature: its inputs as the
+// fields of a map.
+func inputScope(sig *signature.Signature) []scope {
+	top := make([]signature.Field, 0, len(sig.Inputs))
+	for _, p := range sig.Inputs {
+		top = append(top, signature.Field(p))
+	}
+	return []scope{{typ: signature.Map{Fields: top}}}
 }
