@@ -61,6 +61,21 @@ func registerSeq(r registry) {
 	})
 	r.add("interleave", 0, -1, biInterleave)
 	r.add("interpose", 2, 2, func(th *Thread, a []Value) Value {
+		if src, ok := a[1].(*LazySeq); ok {
+			sep, i, sepNext := a[0], 0, false
+			return NewLazySeq(func(th *Thread) (Value, bool) {
+				v, ok := src.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				if sepNext {
+					sepNext = false
+					return sep, true
+				}
+				i, sepNext = i+1, true
+				return v, true
+			})
+		}
 		items := th.Seq(a[1], "interpose", 2)
 		if len(items) == 0 {
 			return emptyVector
@@ -647,6 +662,26 @@ func reverseOf(th *Thread, name string, coll Value) Value {
 }
 
 func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
+	if src, ok := coll.(*LazySeq); ok {
+		var seen valueSet
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			for {
+				it, ok := src.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				i++
+				k := it
+				if key != nil {
+					k = keyOf(th, key, it)
+				}
+				if seen.add(k) {
+					return it, true
+				}
+			}
+		})
+	}
 	items := th.Seq(coll, name, argN)
 	var seen valueSet
 	out := make([]Value, 0, min(len(items), 64))
@@ -725,6 +760,9 @@ func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
 		th.Raise(KindValue, "%s: step must be positive, got %d", name, step)
 	}
 	n, step = min(n, math.MaxInt32), min(step, math.MaxInt32)
+	if src, ok := coll.(*LazySeq); ok {
+		return lazyPartition(src, int(n), int(step), pad, hasPad, all)
+	}
 	items := th.Seq(coll, name, len(a))
 	var out []Value
 	for i := 0; i < len(items); i += int(step) {
@@ -747,6 +785,43 @@ func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
 	}
 	th.allocSlots(2 * len(out))
 	return seqVec(out)
+}
+
+// lazyPartition is partition/partition-all over a lazy seq: each chunk is
+// realised when asked for, so (take 2 (partition 2 (range))) works.
+func lazyPartition(src *LazySeq, n, step int, pad []Value, hasPad, all bool) *LazySeq {
+	start := 0
+	done := false
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		if done {
+			return nil, false
+		}
+		chunk := make([]Value, 0, min(n, 1024))
+		for j := 0; j < n; j++ {
+			v, ok := src.nth(th, start+j)
+			if !ok {
+				break
+			}
+			chunk = append(chunk, v)
+		}
+		start += step
+		th.allocSlots(len(chunk) + 1)
+		switch {
+		case len(chunk) == n:
+			return &Vector{items: chunk}, true
+		case len(chunk) == 0:
+			done = true
+			return nil, false
+		case all:
+			return &Vector{items: chunk}, true
+		case hasPad:
+			done = true
+			chunk = append(chunk, pad[:min(len(pad), n-len(chunk))]...)
+			return &Vector{items: chunk}, true
+		}
+		done = true
+		return nil, false
+	})
 }
 
 // flattenInto appends the leaves of nested vectors and lazy seqs.
@@ -1178,6 +1253,41 @@ func biTreeSeq(th *Thread, a []Value) Value {
 
 func biReductions(th *Thread, a []Value) Value {
 	f := a[0]
+	if src, ok := a[len(a)-1].(*LazySeq); ok {
+		var acc Value
+		i, started, stop := 0, false, false
+		if len(a) == 3 {
+			acc = a[1]
+		}
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			if stop {
+				return nil, false
+			}
+			if !started && len(a) == 3 {
+				started = true
+				return acc, true
+			}
+			v, ok := src.nth(th, i)
+			if !ok {
+				if !started { // (reductions f <empty>) is [(f)]
+					stop = true
+					return th.Call(f), true
+				}
+				return nil, false
+			}
+			i++
+			if !started {
+				started, acc = true, v
+				return acc, true
+			}
+			acc = th.Call2(f, acc, v)
+			if r, ok := acc.(*Reduced); ok {
+				stop = true
+				return r.Val, true
+			}
+			return acc, true
+		})
+	}
 	var acc Value
 	started := false
 	coll := a[len(a)-1]

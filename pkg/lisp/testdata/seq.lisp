@@ -623,3 +623,52 @@
 ---
 (count (sort < [3 ##NaN 1]))
 ;=> 3
+---
+;; lazy inputs give lazy results where Clojure's are lazy
+(take 3 (distinct (cycle [1 2 1 3 4])))
+;=> [1 2 3]
+---
+(vec (distinct (take 6 (cycle [1 2]))))
+;=> [1 2]
+---
+(take 2 (distinct-by #(mod % 3) (range)))
+;=> [0 1]
+---
+(take 2 (partition 2 (range)))
+;=> [[0 1] [2 3]]
+---
+(take 3 (partition-all 2 3 (range)))
+;=> [[0 1] [3 4] [6 7]]
+---
+(vec (partition 2 (take 5 (range))))
+;=> [[0 1] [2 3]]
+---
+(vec (partition-all 2 (take 5 (range))))
+;=> [[0 1] [2 3] [4]]
+---
+(vec (partition 3 3 [:x] (take 5 (range))))
+;=> [[0 1 2] [3 4 :x]]
+---
+(take 4 (reductions + (range)))
+;=> [0 1 3 6]
+---
+(take 3 (reductions + 100 (range)))
+;=> [100 100 101]
+---
+(vec (reductions + (take 0 (range))))
+;=> [0]
+---
+(vec (reductions (fn [a x] (if (> a 5) (reduced :done) (+ a x))) (range)))
+;=> [0 1 3 6 :done]
+---
+(take 5 (interpose :s (range)))
+;=> [0 :s 1 :s 2]
+---
+(vec (interpose :s (take 2 (range))))
+;=> [0 :s 1]
+---
+(vec (reductions + (drop 100001 (range 100001))))
+;=> [0]
+---
+(vec (partition 2 (drop 100001 (range 100001))))
+;=> []
