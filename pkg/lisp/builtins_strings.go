@@ -675,7 +675,8 @@ type fmtSpec struct {
 // (%2$s) and %<s. Δ Java rejects %d on a float and %f on an integer; here
 // %d takes an integral float and %e/%f/%g take an integer.
 func formatJava(th *Thread, f string, args []Value) string {
-	b := make([]byte, 0, len(f)+16*len(args))
+	var stack [256]byte // most results fit: one allocation for the string
+	b := stack[:0]
 	next, prev := 0, -1
 	for i := 0; i < len(f); i++ {
 		c := f[i]
