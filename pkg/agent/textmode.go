@@ -248,13 +248,8 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		maps.Copy(llmOpts, opts.LLMOpts)
 	}
 
-	data := make(map[string]any, len(in.data))
-	for k, val := range in.data {
-		data[k] = plainValue(val)
-	}
 	var sec secrets
-	sec.collect(data, false)
-	prompt := sec.scrub(tm.render(data))
+	prompt := textPrompt(tm, in, &sec)
 	sys := a.textSystemPrompt(v)
 	var specs []llm.ToolSpec
 	if v.tools() {
@@ -413,4 +408,27 @@ func appendUserText(msgs []llm.Message, text string) []llm.Message {
 		return out
 	}
 	return append(msgs, llm.UserText(text))
+}
+
+// textPrompt renders the first (and only) user message of a text-mode
+// run: the template over the context, converted to plain data, with the
+// firewalled strings collected in sec and scrubbed.
+func textPrompt(tm *mustache, in *runInput, sec *secrets) string {
+	data := make(map[string]any, len(in.data))
+	for k, val := range in.data {
+		data[k] = plainValue(val)
+	}
+	sec.collect(data, false)
+	return sec.scrub(tm.render(data))
+}
+
+// textPreview is PreviewPrompt for a text-mode agent: the text-mode
+// system prompt and the rendered Mustache prompt.
+func (a *Agent) textPreview(in *runInput) (*Preview, error) {
+	tm, err := parseMustache(a.spec.Prompt)
+	if err != nil {
+		return nil, specErr("prompt", err.Error(), err)
+	}
+	var sec secrets
+	return &Preview{System: a.textSystemPrompt(a.textVariant()), User: textPrompt(tm, in, &sec), ToolSchemas: a.toolSchemas()}, nil
 }

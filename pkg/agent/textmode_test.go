@@ -681,3 +681,16 @@ func TestTextModeInvalidToolCallFedBack(t *testing.T) {
 	st, err, _ = run(t, b, RunOptions{}, llmtest.Error(&llm.ProviderError{Type: "invalid_tool_call", Message: "bad"}))
 	wantReason(t, st, err, ReasonLLMError)
 }
+
+func TestTextPreview(t *testing.T) {
+	a := mustText(t, Spec{Prompt: "Classify {{#tags}}{{.}} {{/tags}}for {{_k}}", Signature: "(tags [:string], _k :string) -> {primary_tag :string}",
+		Tools: map[string]Tool{"add": addTool()}})
+	in, _ := resolveInput(RunOptions{Context: map[string]any{"tags": []any{"a", "b"}, "_k": "secret-key"}})
+	p, err := a.textPreview(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.User != "Classify a b for <Firewalled>" || !strings.Contains(p.System, textToolsPrompt) || len(p.ToolSchemas) != 1 {
+		t.Fatalf("preview = %+v", p)
+	}
+}
