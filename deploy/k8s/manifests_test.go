@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -432,7 +433,7 @@ func TestKustomizations(t *testing.T) {
 		})
 	}
 	root := readKustomization(t, ".")
-	for _, want := range []string{"nats", "fleet", "namespace.yaml"} {
+	for _, want := range []string{"nats", "fleet", "namespace"} {
 		if !slices.Contains(root.Resources, want) {
 			t.Errorf("root kustomization does not include %s", want)
 		}
@@ -440,6 +441,19 @@ func TestKustomizations(t *testing.T) {
 	ns := find[*corev1.Namespace](t, ms, "Namespace", root.Namespace)
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
 		t.Errorf("namespace %s: pod security %q, want restricted", ns.Name, ns.Labels["pod-security.kubernetes.io/enforce"])
+	}
+	// The no-KEDA overlay cannot include the root (kustomize refuses a
+	// directory that contains the overlay), so it repeats the root's parts.
+	ov := readKustomization(t, filepath.Join("overlays", "no-keda"))
+	var want []string
+	for _, r := range root.Resources {
+		want = append(want, "../../"+r)
+	}
+	if got := slices.DeleteFunc(slices.Clone(ov.Resources), func(r string) bool { return !strings.HasPrefix(r, "../") }); !slices.Equal(got, want) {
+		t.Errorf("overlays/no-keda includes %v, the root %v", got, want)
+	}
+	if ov.Namespace != root.Namespace || !reflect.DeepEqual(ov.Images, root.Images) {
+		t.Errorf("overlays/no-keda namespace %q images %v; root %q %v", ov.Namespace, ov.Images, root.Namespace, root.Images)
 	}
 	if ex := readKustomization(t, "examples"); ex.Namespace != root.Namespace {
 		t.Errorf("examples namespace %q, root %q", ex.Namespace, root.Namespace)
