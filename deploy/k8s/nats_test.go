@@ -147,7 +147,15 @@ func TestNATSConfigLoads(t *testing.T) {
 		t.Errorf("store_dir %s and pid_file %s must be on volumes (read-only root)", opts.StoreDir, opts.PidFile)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != mounts[opts.StoreDir] {
-		t.Errorf("store_dir %s is not on the PVC", opts.StoreDir)
+		t.Fatalf("store_dir %s is not on the PVC", opts.StoreDir)
+	}
+	pvc := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+	if opts.JetStreamMaxStore <= 0 || opts.JetStreamMaxStore >= pvc.Value() {
+		t.Errorf("max_file_store %d bytes does not fit the %s PVC", opts.JetStreamMaxStore, pvc.String())
+	}
+	mem := sts.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+	if opts.JetStreamMaxMemory <= 0 || opts.JetStreamMaxMemory >= mem.Value()/2 {
+		t.Errorf("max_memory_store %d bytes: more than half the %s memory limit", opts.JetStreamMaxMemory, mem.String())
 	}
 	if opts.LameDuckDuration+opts.LameDuckGracePeriod >= time.Duration(*sts.Spec.Template.Spec.TerminationGracePeriodSeconds)*time.Second {
 		t.Errorf("lame duck %s + %s does not fit in terminationGracePeriodSeconds", opts.LameDuckDuration, opts.LameDuckGracePeriod)
