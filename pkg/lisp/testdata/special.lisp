@@ -631,8 +631,9 @@ inner
 (reduce + (filter (fn [x] (> x 5)) (range 10)))
 ;=> 30
 ---
+;; @maxalloc 200000
 (count (range))
-;;; "memory_limit|timeout"
+;;; "memory_limit"
 ---
 (apply + 1 2 [3 4])
 ;=> 10
@@ -655,11 +656,13 @@ inner
 (map inc (range 100001 100003))
 ;=> [100002 100003]
 ---
+;; @maxalloc 200000
 (iterate inc 0)
-;;; "memory_limit|timeout"
+;;; "memory_limit"
 ---
+;; @maxalloc 200000
 (return (repeat 1))
-;;; "memory_limit|timeout"
+;;; "memory_limit"
 ---
 (let [s (iterate inc 0)] (pmap (fn [n] (reduce (fn [a x] (if (>= x n) (reduced a) (+ a x))) 0 s)) [10 20 30 40]))
 ;=> [45 190 435 780]
