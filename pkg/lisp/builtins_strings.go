@@ -289,7 +289,12 @@ func biJoin(th *Thread, a []Value) Value {
 	sep, coll := "", a[0]
 	if len(a) == 2 {
 		coll = a[1]
-		if a[0] != nil {
+		switch a[0].(type) {
+		case nil:
+		case *Vector, *Set, *Map, *LazySeq:
+			th.RaiseHint(KindType, "the separator comes first: (join \", \" coll)",
+				"join: expected a string separator, got %s (arg 1)", preview(a[0]))
+		default:
 			sep = th.strOf(a[0])
 		}
 	}
@@ -889,8 +894,11 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 			if arg == nil {
 				return appendPadded(b, "null", sp)
 			}
-			th.RaiseHint(KindValue, "use %.2f for floats, or round first: (Math/round x)",
-				"format: %s expects an integer, got %s", sp.text, preview(arg))
+			if _, isF := arg.(float64); isF {
+				th.RaiseHint(KindValue, "use %.2f for floats, or round first: (Math/round x)",
+					"format: %s expects an integer, got %s", sp.text, preview(arg))
+			}
+			th.Raise(KindValue, "format: %s expects an integer, got %s", sp.text, preview(arg))
 		}
 		neg := n < 0
 		u := uint64(n)

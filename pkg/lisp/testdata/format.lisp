@@ -98,3 +98,6 @@
 ;; '#' keeps the decimal point at precision 0
 [(format "%#1.0f" 99.995) (format "%#.0E" 123456.789) (format "%#.0f" 2.0)]
 ;=> ["100." "1.E+05" "2."]
+---
+(format "%d" "5")
+;;; "value_error: 1:1: format: %d expects an integer, got string \"5\"\n  \\(format"

@@ -154,3 +154,7 @@
 ---
 (count (split (str (format "%1000000s" "") (format "%1000000s" "")) ""))
 ;;; "memory_limit: .*memory limit exceeded"
+---
+;; a collection as the separator is the (join coll sep) mistake
+(join ["a" "b"] ",")
+;;; "type_error: 2:1: join: expected a string separator, got vector \\[\"a\" \"b\"\\] \\(arg 1\\)\n(?s:.*)hint: the separator comes first"
