@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -26,7 +25,9 @@ type textTools struct {
 // usage of sub-agents.
 //
 // The calls of a turn run concurrently (tools must be safe for that, as
-// for pmap), each bounded by the turn timeout and the mission deadline.
+// for pmap), each bounded by the turn timeout and the mission deadline; a
+// call that ignores its context and runs past them is abandoned and
+// answered with an error.
 // Each call goes through the PTC-Lisp loop's tool runner: input coercion
 // and validation, output validation, sub-agent runs, observer events.
 // An unknown tool, a validation failure, a tool error or panic, and a call
@@ -37,9 +38,9 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 	results := make([]llm.ToolResult, n)
 	recs := make([][]messages.ToolCall, n)
 	runners := make([]*toolRunner, n)
+	done := make([]chan llm.ToolResult, n)
 	ctx, cancel := context.WithTimeout(missionCtx, x.a.turnTimeout())
 	defer cancel()
-	var wg sync.WaitGroup
 	for i, c := range calls {
 		results[i].ToolUseID = c.ID
 		bt, ok := x.a.tools[c.Name]
@@ -59,28 +60,45 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 		r := &toolRunner{a: x.a, run: x.tr.run, mode: x.tr.mode}
 		r.cur.Store(&turnTools{turn: turn})
 		runners[i] = r
-		wg.Add(1)
+		done[i] = make(chan llm.ToolResult, 1)
 		go func() {
-			defer wg.Done()
 			args := c.Input
 			if args == nil {
 				args = map[string]any{}
 			}
 			out, err := r.call(ctx, bt, args)
 			if err != nil {
-				results[i] = errorResult(c.ID, err.Error())
+				done[i] <- errorResult(c.ID, err.Error())
 				return
 			}
-			results[i] = llm.ToolResult{ToolUseID: c.ID, Content: string(jsonBytes(firewallData(plainValue(out))))}
+			done[i] <- llm.ToolResult{ToolUseID: c.ID, Content: string(jsonBytes(firewallData(plainValue(out))))}
 		}()
 	}
-	wg.Wait()
+	// Wait for each call until the turn's deadline; a call still running
+	// then is abandoned (it writes only to its own runner and channel).
+	abandoned := make([]bool, n)
+	for i, ch := range done {
+		if ch == nil {
+			continue
+		}
+		select {
+		case results[i] = <-ch:
+		case <-ctx.Done():
+			msg := fmt.Sprintf("tool call did not finish within the turn timeout of %s", x.a.turnTimeout())
+			if missionCtx.Err() != nil {
+				msg = "tool call did not finish before the mission deadline"
+			}
+			results[i] = errorResult(calls[i].ID, msg)
+			recs[i] = []messages.ToolCall{{Name: calls[i].Name, Args: calls[i].Input, Error: msg, StartedAt: time.Now()}}
+			abandoned[i] = true
+		}
+	}
 
 	var out []messages.ToolCall
 	var warnings []string
 	var usage messages.Usage
 	for i := range calls {
-		if r := runners[i]; r != nil {
+		if r := runners[i]; r != nil && !abandoned[i] {
 			cs, ws, u := r.cur.Load().snapshot()
 			recs[i] = cs
 			warnings = append(warnings, ws...)
