@@ -17,7 +17,21 @@ type textTools struct {
 	a     *Agent
 	tr    *toolRunner // the mode and run state shared by every call
 	sec   *secrets
-	count int // tool calls executed so far in the run
+	count int               // tool calls executed so far in the run
+	names map[string]string // provider tool name → tool name (when they differ)
+}
+
+func newTextTools(a *Agent, rs *runState, sec *secrets) *textTools {
+	x := &textTools{a: a, tr: &toolRunner{a: a, run: rs, mode: a.spec.Validation}, sec: sec}
+	for name, api := range a.apiToolNames() {
+		if api != name {
+			if x.names == nil {
+				x.names = map[string]string{}
+			}
+			x.names[api] = name
+		}
+	}
+	return x
 }
 
 // exec runs one turn's tool calls and returns one result per call, in the
@@ -43,7 +57,11 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 	defer cancel()
 	for i, c := range calls {
 		results[i].ToolUseID = c.ID
-		bt, ok := x.a.tools[c.Name]
+		name := c.Name
+		if n, ok := x.names[name]; ok {
+			name = n
+		}
+		bt, ok := x.a.tools[name]
 		if !ok {
 			msg := fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, strings.Join(x.a.toolKeys, ", "))
 			results[i] = errorResult(c.ID, msg)

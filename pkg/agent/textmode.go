@@ -187,11 +187,16 @@ func (a *Agent) jsonFormat() string {
 // sorted by name. A signed tool's public inputs become the JSON Schema
 // (optional params are not required) and its output type is appended to
 // the description; a tool without a signature gets an open object schema.
+//
+// Names are sent as the providers accept them (^[a-zA-Z0-9_-]{1,64}$, the
+// strictest rule, OpenAI's): other characters become '_' and a clash gets
+// a numeric suffix; apiNames maps them back.
 func (a *Agent) nativeToolSpecs() []llm.ToolSpec {
 	out := make([]llm.ToolSpec, 0, len(a.toolKeys))
+	api := a.apiToolNames()
 	for _, name := range a.toolKeys {
 		bt := a.tools[name]
-		ts := llm.ToolSpec{Name: name, Description: bt.tool.Description,
+		ts := llm.ToolSpec{Name: api[name], Description: bt.tool.Description,
 			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
 		if bt.tool.Signature != "" {
 			if s, err := signature.Parse(bt.tool.Signature); err == nil {
@@ -256,7 +261,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		specs = a.nativeToolSpecs()
 	}
 	msgs := []llm.Message{llm.UserText(prompt)}
-	tx := &textTools{a: a, tr: &toolRunner{a: a, run: rs, mode: a.spec.Validation}, sec: &sec}
+	tx := newTextTools(a, rs, &sec)
 	var lastErr string
 
 	for turn := 1; turn <= maxT; turn++ {
@@ -431,4 +436,53 @@ func (a *Agent) textPreview(in *runInput) (*Preview, error) {
 	}
 	var sec secrets
 	return &Preview{System: a.textSystemPrompt(a.textVariant()), User: textPrompt(tm, in, &sec), ToolSchemas: a.toolSchemas()}, nil
+}
+
+// apiToolNames maps each tool name to the name sent to the provider.
+func (a *Agent) apiToolNames() map[string]string {
+	out := make(map[string]string, len(a.toolKeys))
+	taken := make(map[string]bool, len(a.toolKeys))
+	for _, name := range a.toolKeys {
+		if validAPIName(name) {
+			out[name] = name
+			taken[name] = true
+		}
+	}
+	for _, name := range a.toolKeys {
+		if _, ok := out[name]; ok {
+			continue
+		}
+		b := []byte(name)
+		for i, c := range b {
+			if !apiNameChar(c) {
+				b[i] = '_'
+			}
+		}
+		if len(b) > 60 {
+			b = b[:60]
+		}
+		cand := string(b)
+		for n := 2; taken[cand]; n++ {
+			cand = fmt.Sprintf("%s_%d", b, n)
+		}
+		out[name] = cand
+		taken[cand] = true
+	}
+	return out
+}
+
+func apiNameChar(c byte) bool {
+	return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+func validAPIName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !apiNameChar(s[i]) {
+			return false
+		}
+	}
+	return true
 }

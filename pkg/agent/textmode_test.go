@@ -719,3 +719,29 @@ func TestTextModeToolTimeout(t *testing.T) {
 		t.Fatalf("trace calls %+v", c)
 	}
 }
+
+func TestTextModeToolNamesForProviders(t *testing.T) {
+	echo := func(v string) Tool {
+		return FuncSig("() -> :string", func(context.Context, map[string]any) (any, error) { return v, nil })
+	}
+	a := mustText(t, Spec{Prompt: "x", Tools: map[string]Tool{"get.user": echo("dot"), "get_user": echo("underscore"), "ok-name": echo("ok")}})
+	var names []string
+	for _, s := range a.nativeToolSpecs() {
+		names = append(names, s.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"get_user_2", "get_user", "ok-name"}) {
+		t.Fatalf("names = %v", names)
+	}
+	st, err, _ := run(t, a, RunOptions{},
+		llmtest.ToolCall("get_user_2", nil).WithToolCall("get_user", nil),
+		llmtest.Text("done").Expect(func(req llm.Request) error {
+			res := req.Messages[2].Content
+			if res[0].(llm.ToolResult).Content != `"dot"` || res[1].(llm.ToolResult).Content != `"underscore"` {
+				return fmt.Errorf("results %+v", res)
+			}
+			return nil
+		}))
+	if err != nil || st.Trace[0].ToolCalls[0].Name != "get.user" {
+		t.Fatalf("err %v trace %+v", err, st.Trace)
+	}
+}
