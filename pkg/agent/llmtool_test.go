@@ -304,3 +304,26 @@ func TestLLMToolNeedsLLM(t *testing.T) {
 		t.Fatal("an LLM tool must report NeedsLLM")
 	}
 }
+
+// An LLM tool travels in the wire form as a text-mode sub-agent spec and
+// works after FromWire (how a worker receives it).
+func TestLLMToolWire(t *testing.T) {
+	tool := LLMTool(LLMToolSpec{Prompt: "Is {{subject}} urgent?", Signature: "(subject :string, debug_id :int?) -> {urgent :bool}", LLM: "haiku"})
+	parent := Spec{Prompt: "Triage", Signature: "{urgent :bool}", Tools: map[string]Tool{"triage": tool}}
+	w := parent.ToWire()
+	child := w.SubAgents["triage"]
+	if child == nil || child.OutputMode != OutputText || child.LLM != "haiku" || child.Signature != "(subject :string, debug_id :int?) -> {urgent :bool}" {
+		t.Fatalf("wire child = %+v", child)
+	}
+	back, err := FromWire(w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustNew(t, back)
+	haiku := llmtest.NewT(t, llmtest.Text(`{"urgent": true}`).Expect(llmtest.LastUserContains("Is Server down urgent?")))
+	st, err, _ := run(t, a, RunOptions{Registry: llm.Registry{"haiku": haiku}},
+		llmtest.Code(`(return (tool/triage {:subject "Server down"}))`))
+	if err != nil || st.Return.(map[string]any)["urgent"] != true {
+		t.Fatalf("return %#v err %v", st.Return, err)
+	}
+}
