@@ -95,6 +95,28 @@ func (a *arity) bindParams(fr *frame, args []Value) {
 	}
 }
 
+// bindRecur binds recur values: like bindParams, except that a variadic
+// arity receives its rest parameter as one value (Clojure semantics).
+func (a *arity) bindRecur(fr *frame, args []Value) {
+	if !a.variadic {
+		a.bindParams(fr, args)
+		return
+	}
+	for i := 0; i < a.nfixed; i++ {
+		if a.simple {
+			fr.slots[i] = args[i]
+		} else {
+			a.params[i](fr, args[i])
+		}
+	}
+	rest := args[a.nfixed]
+	if a.simple {
+		fr.slots[a.nfixed] = rest
+	} else {
+		a.params[a.nfixed](fr, rest)
+	}
+}
+
 func restVector(th *Thread, rest []Value) Value {
 	if len(rest) == 0 {
 		return nil

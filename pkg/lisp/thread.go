@@ -367,7 +367,7 @@ func (th *Thread) callClosure(c *Closure, args []Value) Value {
 		if v == recurSentinel {
 			th.tick()
 			th.countLoop()
-			ar.bindParams(fr, th.recurArgs)
+			ar.bindRecur(fr, th.recurArgs)
 			th.sp = base
 			continue
 		}

@@ -688,3 +688,9 @@ inner
 (let [snaps (reduce (fn [acc x] {:m (assoc (:m acc) x x) :prev (:m acc)}) {:m (into {} (map (fn [i] [i i]) (range 10)))} [100 101])]
   [(count (:m snaps)) (count (:prev snaps))])
 ;=> [12 11]
+---
+((fn f [x & rest] (if rest (recur (+ x (first rest)) (next rest)) x)) 1 2 3 4)
+;=> 10
+---
+((fn [& xs] (if (next xs) (recur (rest xs)) xs)) 1 2 3)
+;=> [3]
