@@ -252,11 +252,25 @@ func buildMap(th *Thread, keys, vals []Value) *Map {
 		}
 		return m
 	}
-	b := newMapBuilder(len(keys))
-	for i, k := range keys {
-		b.set(k, vals[i])
+	if len(keys) <= smallMapMax {
+		b := newMapBuilder(len(keys))
+		for i, k := range keys {
+			b.set(k, vals[i])
+		}
+		return b.build()
 	}
-	return b.build()
+	m := emptyMap.transient()
+	for i, k := range keys {
+		m = m.Assoc(k, vals[i])
+	}
+	return endTransient(m)
+}
+
+// endTransient ends an in-place build started with m.transient() (the
+// owner's transient maps, see Map.edit) so the map can be published.
+func endTransient(m *Map) *Map {
+	m.edit, m.ownVals = nil, false
+	return m
 }
 
 // flexClash reports whether keys holds a keyword and a string of the same
@@ -984,31 +998,36 @@ func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
 	return nil
 }
 
-// mapFromEntries builds a map from [k v] entries and maps (nil skipped)
-// with one builder, later entries winning (flex keys, as conj).
-func mapFromEntries(th *Thread, name string, from []Value, argN int) *Map {
-	b := newMapBuilder(len(from))
+// mapFromEntries adds [k v] entries and maps (nil skipped) to a transient
+// copy of to, later entries winning (flex keys, as conj).
+func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *Map {
+	m := to.transient()
+	defer endTransient(m) // also on a type error: m may be to's twin
 	for _, x := range from {
 		th.tick()
+		n := m.Len()
 		switch e := x.(type) {
 		case nil:
 			continue
 		case *Vector:
 			if len(e.items) == 2 {
-				b.set(e.items[0], e.items[1])
+				m = m.Assoc(e.items[0], e.items[1])
+				if m.Len() > n {
+					th.allocSlots(3)
+				}
 				continue
 			}
 		case *Map:
 			e.Each(func(k, v Value) bool {
-				b.set(k, v)
+				m = m.Assoc(k, v)
 				return true
 			})
+			th.allocSlots(3 * (m.Len() - n))
 			continue
 		}
 		th.TypeError(name, "a [key value] entry or a map", x, argN)
 	}
-	th.allocSlots(3 * b.n)
-	return b.build()
+	return endTransient(m)
 }
 
 // assocCharged is m.Assoc, charging the budget when the map grows.
@@ -1163,13 +1182,10 @@ func biInto(th *Thread, a []Value) Value {
 		}
 		return to
 	case *Map:
-		if to.Len() == 0 {
-			return mapFromEntries(th, "into", from, 2)
+		if len(from) == 0 {
+			return to
 		}
-		for _, x := range from {
-			to = conjMap(th, "into", to, x, 2)
-		}
-		return to
+		return mapFromEntries(th, "into", to, from, 2)
 	case *LazySeq:
 		return biConj(th, append([]Value{to}, from...))
 	}

@@ -672,3 +672,16 @@
 ---
 (vec (partition 2 (drop 100001 (range 100001))))
 ;=> []
+---
+(let [base (into {} (map (fn [i] [i i]) (range 20)))
+      more (into base [[100 1] [:a 2]])]
+  [(count base) (count more) (get base 100) (get more 100)])
+;=> [20 22 nil 1]
+---
+(let [m (zipmap (range 12) (range 12))
+      g (into m {0 :x})]
+  [(get m 0) (get g 0) (count g)])
+;=> [0 :x 12]
+---
+(let [fs (frequencies (map #(mod % 50) (range 1000)))] [(count fs) (get fs 7) (first (keys fs))])
+;=> [50 20 0]
