@@ -101,7 +101,12 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 		}
 		select {
 		case results[i] = <-ch:
+			continue
 		case <-ctx.Done():
+		}
+		select { // a result that is ready wins over the deadline
+		case results[i] = <-ch:
+		default:
 			msg := fmt.Sprintf("tool call did not finish within the turn timeout of %s", x.a.turnTimeout())
 			if missionCtx.Err() != nil {
 				msg = "tool call did not finish before the mission deadline"
