@@ -1173,14 +1173,10 @@ func biInto(th *Thread, a []Value) Value {
 		out = append(append(out, cur...), from...)
 		return &Vector{items: out}
 	case *Set:
-		for _, x := range from {
-			th.tick()
-			n := to.Len()
-			if to = to.Conj(x); to.Len() > n {
-				th.allocSlots(3)
-			}
+		if to.Len() == 0 {
+			return setFromItems(th, from)
 		}
-		return to
+		return setAddAll(th, to, from)
 	case *Map:
 		if len(from) == 0 {
 			return to

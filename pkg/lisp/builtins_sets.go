@@ -173,10 +173,33 @@ func toSet(th *Thread, name string, v Value, argN int) *Set {
 	case nil:
 		return emptySet
 	case *Vector, *Map, *LazySeq, string:
-		return setAddAll(th, emptySet, th.Seq(c, name, argN))
+		return setFromItems(th, th.Seq(c, name, argN))
 	}
 	th.TypeError(name, "a set", v, argN)
 	return nil
+}
+
+// setFromItems builds a set from items: deduplicated with a Go hash set,
+// then built in place (transient map) unless a keyword and a string of the
+// same name are both members (the flex map write would merge them).
+func setFromItems(th *Thread, items []Value) *Set {
+	if len(items) <= smallMapMax {
+		return setAddAll(th, emptySet, items)
+	}
+	var seen valueSet
+	for _, it := range items {
+		th.tick()
+		seen.add(it)
+	}
+	if len(seen.vals) <= smallMapMax || flexClash(seen.vals) {
+		return setAddAll(th, emptySet, seen.vals)
+	}
+	th.allocSlots(3 * len(seen.vals))
+	m := emptyMap.transient()
+	for _, v := range seen.vals {
+		m = m.Assoc(v, v)
+	}
+	return &Set{m: endTransient(m)}
 }
 
 // setAddAll adds items to s, charging the budget for new members.

@@ -119,3 +119,18 @@
 ---
 (sorted-set)
 ;=> #{}
+---
+(let [s (set (range 50))] [(count s) (contains? s 49) (contains? s 49.0) (contains? s 50) (first s) (last s)])
+;=> [50 true true false 0 49]
+---
+(let [s (into #{} (concat (range 20) (range 10) [:a "a" 1.0]))] [(count s) (contains? s :a) (contains? s "a")])
+;=> [22 true true]
+---
+(let [s (set (map #(str "k" (mod % 30)) (range 300)))] [(count s) (s "k29") (s :k29)])
+;=> [30 "k29" nil]
+---
+(count (union (set (range 100)) (set (range 50 150))))
+;=> 150
+---
+(intersection (set (range 0 100 2)) (set (range 0 100 3)) #{0 6 7})
+;=> #{0 6}
