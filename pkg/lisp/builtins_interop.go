@@ -112,7 +112,7 @@ func registerInterop(r registry) {
 		return strings.HasSuffix(strArg(th, ".endsWith", a[0], 1), strArg(th, ".endsWith", a[1], 2))
 	})
 	r.add(".toUpperCase", 1, 1, func(th *Thread, a []Value) Value {
-		return th.MakeString(strings.ToUpper(strArg(th, ".toUpperCase", a[0], 1)))
+		return th.MakeString(javaUpper(strArg(th, ".toUpperCase", a[0], 1)))
 	})
 	r.add(".toLowerCase", 1, 1, func(th *Thread, a []Value) Value {
 		return th.MakeString(strings.ToLower(strArg(th, ".toLowerCase", a[0], 1)))

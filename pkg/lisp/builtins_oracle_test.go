@@ -8,8 +8,10 @@ import (
 )
 
 // TestClojureOracle replays testdata/clojure_oracle.tsv: randomly generated
-// format, string, math, compare and regex calls with the value Clojure
-// 1.11 printed for each (lines: expression TAB pr-str). Cases where
+// format, string, math, compare and regex calls, plus hand-picked
+// higher-order, predicate and parsing calls, with the value Clojure 1.11
+// printed for each (lines: expression TAB pr-str; Clojure's seqs turned
+// into vectors). Cases where
 // Clojure throws, and the documented deviations (re-seq gives [] where
 // Clojure gives nil; subnormal float digits; a JDK Double.toString
 // quirk printing 18 digits), were left out when the file

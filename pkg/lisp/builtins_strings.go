@@ -56,7 +56,7 @@ func registerStrings(r registry) {
 	r.add("triml", 1, 1, strMap("triml", func(s string) string { return strings.TrimLeftFunc(s, isJavaSpace) }))
 	r.add("trimr", 1, 1, strMap("trimr", func(s string) string { return strings.TrimRightFunc(s, isJavaSpace) }))
 	r.add("trim-newline", 1, 1, strMap("trim-newline", func(s string) string { return strings.TrimRight(s, "\r\n") }))
-	r.add("upper-case", 1, 1, strMap("upper-case", strings.ToUpper))
+	r.add("upper-case", 1, 1, strMap("upper-case", javaUpper))
 	r.alias("upcase", "upper-case")
 	r.add("lower-case", 1, 1, strMap("lower-case", strings.ToLower))
 	r.alias("downcase", "lower-case")
@@ -172,6 +172,21 @@ func (th *Thread) checkGrowth(n int) {
 	if th.maxAlloc > 0 && th.alloc+int64(n) > th.maxAlloc {
 		th.memLimit()
 	}
+}
+
+// javaUpperSpecial holds Java's one-to-many upper-case mappings that Go's
+// simple case mapping leaves alone (read-only; a Replacer is safe for
+// concurrent use).
+var javaUpperSpecial = strings.NewReplacer("ß", "SS", "ﬀ", "FF", "ﬁ", "FI", "ﬂ", "FL", "ﬃ", "FFI", "ﬄ", "FFL", "ﬅ", "ST", "ﬆ", "ST", "ŉ", "ʼN")
+
+// javaUpper upper-cases like Java's String.toUpperCase (so "straße" gives
+// "STRASSE").
+func javaUpper(s string) string {
+	u := strings.ToUpper(s)
+	if isASCII(u) {
+		return u
+	}
+	return javaUpperSpecial.Replace(u)
 }
 
 // strArg returns v as a string or raises a type error.
@@ -851,7 +866,7 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 			s = s[:runeOffset(s, sp.prec, false)]
 		}
 		if sp.conv == 'S' {
-			s = strings.ToUpper(s)
+			s = javaUpper(s)
 		}
 		return appendPadded(b, s, sp)
 	case 'b', 'B':
@@ -863,7 +878,7 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 			s = s[:sp.prec]
 		}
 		if sp.conv == 'B' {
-			s = strings.ToUpper(s)
+			s = javaUpper(s)
 		}
 		return appendPadded(b, s, sp)
 	case 'c', 'C':
@@ -885,7 +900,7 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 			th.Raise(KindValue, "format: %s expects a character, got %s", sp.text, preview(arg))
 		}
 		if sp.conv == 'C' {
-			s = strings.ToUpper(s)
+			s = javaUpper(s)
 		}
 		return appendPadded(b, s, sp)
 	case 'd':
@@ -963,7 +978,7 @@ func formatOne(th *Thread, b []byte, sp fmtSpec, arg Value) []byte {
 				s = "-Infinity"
 			}
 			if isUpperConv(sp.conv) {
-				s = strings.ToUpper(s)
+				s = javaUpper(s)
 			}
 			return appendPadded(b, s, sp)
 		}

@@ -158,3 +158,7 @@
 ;; a collection as the separator is the (join coll sep) mistake
 (join ["a" "b"] ",")
 ;;; "type_error: 2:1: join: expected a string separator, got vector \\[\"a\" \"b\"\\] \\(arg 1\\)\n(?s:.*)hint: the separator comes first"
+---
+;; Java's one-to-many upper-case mappings
+[(upper-case "straße") (upper-case "ﬁne") (.toUpperCase "groß") (format "%S" "ß")]
+;=> ["STRASSE" "FINE" "GROSS" "SS"]
