@@ -73,10 +73,10 @@ func registerRegex(r registry) {
 		}
 		in := cutRegexInput(strArg(th, "re-matches", a[1], 2))
 		m := re.re.FindStringSubmatchIndex(in)
-		if m == nil {
+		if m == nil || m[0] != 0 { // the leftmost match does not start at 0: none does
 			return nil
 		}
-		if m[0] != 0 || m[1] != len(in) {
+		if m[1] != len(in) {
 			// leftmost-first may prefer a shorter match; retry anchored
 			whole := th.Regex(`^(?:` + re.Source + `)$`)
 			if m = whole.re.FindStringSubmatchIndex(in); m == nil {
