@@ -71,7 +71,12 @@ func registerRegex(r registry) {
 		if a[1] == nil {
 			return nil
 		}
-		in := cutRegexInput(strArg(th, "re-matches", a[1], 2))
+		in := strArg(th, "re-matches", a[1], 2)
+		if len(in) > MaxRegexInput {
+			// a match of the scanned prefix says nothing about the whole string
+			th.RaiseHint(KindValue, "use re-find, or subs to cut the input",
+				"re-matches: input of %d bytes exceeds the %d-byte regex scan limit", len(in), MaxRegexInput)
+		}
 		m := re.re.FindStringSubmatchIndex(in)
 		if m == nil || m[0] != 0 { // the leftmost match does not start at 0: none does
 			return nil

@@ -103,3 +103,7 @@
 ;; @ctx {"lines": ["total: 12 items", "total: 30 items", "n/a"]}
 (->> ctx/lines (keep #(extract-int #"total: (\d+)" %)) (reduce +))
 ;=> 42
+---
+;; re-matches cannot judge a whole string past the scan cap
+(re-matches #"a+" (str (apply str (repeat 40000 "a")) "b"))
+;;; "value_error: 2:1: re-matches: input of 40001 bytes exceeds the 32768-byte regex scan limit"
