@@ -140,8 +140,9 @@ type Compiled struct {
 //
 // Agents with an LLM tool or a sub-agent tool (Tool.NeedsLLM)
 // are refused before any model call with an *Error matching
-// ErrNotCompilable and naming the tool (DD-8). A bad sample is an
-// ErrInvalidSpec error naming samples[i]. When no function passes, the
+// ErrNotCompilable and naming the tool (DD-8). A sample that does not
+// match the signature's inputs (in the agent's validation mode, when it is
+// fatal) is an ErrInvalidSpec error naming samples[i]. When no function passes, the
 // error is an *Error of KindRun carrying a Step with the compile trace
 // (reason max_turns_exceeded with details.last_error, or llm_error,
 // canceled, mission_timeout...). Compile is safe for concurrent use.
@@ -153,10 +154,10 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 		return nil, &Error{Kind: KindSpec, Field: "output", Reason: ReasonNotCompilable, Msg: "text-mode agents cannot be compiled"}
 	}
 	for i, s := range opts.Samples {
-		if len(a.sig.Inputs) == 0 {
+		if len(a.sig.Inputs) == 0 || !a.spec.Validation.Fatal() {
 			break
 		}
-		if err := a.sig.ValidateInputs(s, signature.Enabled); err != nil {
+		if err := a.sig.ValidateInputs(s, a.spec.Validation); err != nil {
 			return nil, &Error{Kind: KindSpec, Field: fmt.Sprintf("samples[%d]", i), Msg: "sample does not match the signature inputs:\n" + err.Error(), Err: err}
 		}
 	}
