@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"math/bits"
+	"strings"
 	"slices"
 	"sync/atomic"
 )
@@ -67,10 +68,47 @@ func (m *Map) entries() []mapEntry {
 		}
 	} else {
 		m.root.each(func(e mapEntry) { es = append(es, e) })
-		slices.SortStableFunc(es, func(a, b mapEntry) int { return keyOrder(a.key, b.key) })
+		sortEntries(es)
 	}
 	m.sorted.Store(&es)
 	return es
+}
+
+// sortEntries sorts entries in key order. Keys ordered by printed form
+// (vectors, maps, ...) are printed once each, not once per comparison.
+func sortEntries(es []mapEntry) {
+	other := false
+	for _, e := range es {
+		if orderRank(e.key) == 3 {
+			other = true
+			break
+		}
+	}
+	if !other {
+		slices.SortStableFunc(es, func(a, b mapEntry) int { return keyOrder(a.key, b.key) })
+		return
+	}
+	type keyed struct {
+		e       mapEntry
+		printed string
+	}
+	ks := make([]keyed, len(es))
+	for i, e := range es {
+		ks[i].e = e
+		if orderRank(e.key) == 3 {
+			ks[i].printed = PrStr(e.key)
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		ra, rb := orderRank(a.e.key), orderRank(b.e.key)
+		if ra != 3 || rb != 3 {
+			return keyOrder(a.e.key, b.e.key)
+		}
+		return strings.Compare(a.printed, b.printed)
+	})
+	for i := range ks {
+		es[i] = ks[i].e
+	}
 }
 
 // Each calls fn for each entry in key order until fn returns false.
