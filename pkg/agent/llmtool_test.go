@@ -327,3 +327,37 @@ func TestLLMToolWire(t *testing.T) {
 		t.Fatalf("return %#v err %v", st.Return, err)
 	}
 }
+
+// LLM tools called together in one text-mode turn run concurrently as
+// sub-agents sharing the caller's model, budget and deadline.
+func TestLLMToolsConcurrentInTextMode(t *testing.T) {
+	sentiment := LLMTool(LLMToolSpec{Prompt: "Sentiment of: {{text}}", Signature: "(text :string) -> {label :string}"})
+	parent := mustText(t, Spec{Prompt: "Compare the reviews", Signature: "{better :string}",
+		Tools: map[string]Tool{"sentiment": sentiment}})
+	answer := llmtest.Respond(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		p := req.Messages[0].Text()
+		switch {
+		case strings.Contains(p, "Sentiment of: great"):
+			return &llm.Response{Content: `{"label": "positive"}`}, nil
+		case strings.Contains(p, "Sentiment of: awful"):
+			return &llm.Response{Content: `{"label": "negative"}`}, nil
+		}
+		return nil, fmt.Errorf("unexpected prompt %q", p)
+	})
+	st, err, _ := run(t, parent, RunOptions{},
+		llmtest.ToolCall("sentiment", map[string]any{"text": "great"}).WithToolCall("sentiment", map[string]any{"text": "awful"}),
+		answer, answer,
+		llmtest.Text(`{"better": "first"}`).Expect(func(req llm.Request) error {
+			res := req.Messages[2].Content
+			if res[0].(llm.ToolResult).Content != `{"label":"positive"}` || res[1].(llm.ToolResult).Content != `{"label":"negative"}` {
+				return fmt.Errorf("results %+v", res)
+			}
+			return nil
+		}))
+	if err != nil || st.Return.(map[string]any)["better"] != "first" {
+		t.Fatalf("return %#v err %v", st.Return, err)
+	}
+	if st.Usage.Requests != 4 || st.Usage.ToolCalls != 2 || st.Trace[0].ToolCalls[1].Child == nil {
+		t.Fatalf("usage %+v", st.Usage)
+	}
+}
