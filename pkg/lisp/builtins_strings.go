@@ -338,6 +338,12 @@ func biJoin(th *Thread, a []Value) Value {
 		switch x := it.(type) {
 		case string:
 			b.WriteString(x)
+		case int64:
+			var buf [20]byte
+			b.Write(strconv.AppendInt(buf[:0], x, 10))
+		case *Keyword:
+			b.WriteByte(':')
+			b.WriteString(x.Name)
 		case nil:
 		default:
 			b.WriteString(th.strOf(x))
