@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -497,6 +498,20 @@ func TestDispatcherExamples(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("%d dispatcher containers, want a Job and a CronJob", n)
+	}
+	// The example mission is examples/missions/top-customers.yaml without
+	// its scripted replies.
+	want, err := missionfile.Read(filepath.Join("..", "..", "examples", "missions", "top-customers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Script = nil
+	got, err := missionfile.Parse([]byte(cms["ptc-example-missions"].Data["top-customers.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("examples/mission.yaml drifted from examples/missions/top-customers.yaml:\n got %+v\nwant %+v", got, want)
 	}
 }
 

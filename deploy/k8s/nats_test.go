@@ -192,6 +192,9 @@ func TestRolesWiredToUsers(t *testing.T) {
 				t.Fatalf("PTC_NATS_USER %q is not a user of auth.conf", name)
 			}
 			roles[name] = true
+			if r, ok := pc.env["PTC_REPLICAS"]; ok && r != fmt.Sprint(*ns.sts.Spec.Replicas) {
+				t.Errorf("PTC_REPLICAS %s; NATS runs %d servers", r, *ns.sts.Spec.Replicas)
+			}
 			var ref *corev1.SecretKeySelector
 			for _, e := range pc.c.Env {
 				if e.Name == "PTC_NATS_PASSWORD" {
