@@ -140,10 +140,7 @@ func checkTagName(name string, kind byte) error {
 		return fmt.Errorf("empty tag name")
 	}
 	if name == "." {
-		if kind == 'v' {
-			return nil
-		}
-		return fmt.Errorf("{{.}} cannot open or close a section")
+		return nil
 	}
 	for _, seg := range strings.Split(name, ".") {
 		if seg == "" {
@@ -503,27 +500,33 @@ func checkNodes(nodes []mnode, scopes []scope, used map[string]bool) error {
 		if n.kind == 0 {
 			continue
 		}
+		var t signature.Type
 		if len(n.path) == 1 && n.path[0] == "." {
 			if cur.section == "" {
 				return fmt.Errorf("{{.}} outside a section (offset %d)", n.offset)
 			}
-			if _, ok := unwrapOpt(cur.typ).(signature.Map); ok || isMapPrim(cur.typ) {
-				if cur.list {
-					return fmt.Errorf("{{.}} inside {{#%s}} - use {{field}} instead (list contains maps)", cur.section)
+			if n.kind == 'v' {
+				if _, ok := unwrapOpt(cur.typ).(signature.Map); ok || isMapPrim(cur.typ) {
+					if cur.list {
+						return fmt.Errorf("{{.}} inside {{#%s}} - use {{field}} instead (list contains maps)", cur.section)
+					}
+					return fmt.Errorf("{{.}} inside {{#%s}} - use {{field}} instead (%s is a map)", cur.section, cur.section)
 				}
-				return fmt.Errorf("{{.}} inside {{#%s}} - use {{field}} instead (%s is a map)", cur.section, cur.section)
+				continue
 			}
-			continue
-		}
-		t, depth, ok := lookupType(scopes, n.path)
-		if !ok || depth < 0 {
-			if cur.section != "" {
-				return fmt.Errorf("{{%s}} inside {{#%s}} not found in element type", n.name, cur.section)
+			t = cur.typ // {{#.}}: a section over the current element
+		} else {
+			rt, depth, ok := lookupType(scopes, n.path)
+			if !ok || depth < 0 {
+				if cur.section != "" {
+					return fmt.Errorf("{{%s}} inside {{#%s}} not found in element type", n.name, cur.section)
+				}
+				return fmt.Errorf("placeholder {{%s}} not found in signature%s", n.name, fieldsHint(scopes[0].typ, n.path))
 			}
-			return fmt.Errorf("placeholder {{%s}} not found in signature%s", n.name, fieldsHint(scopes[0].typ, n.path))
-		}
-		if depth == 0 {
-			used[n.path[0]] = true
+			if depth == 0 {
+				used[n.path[0]] = true
+			}
+			t = rt
 		}
 		if n.kind == 'v' {
 			continue

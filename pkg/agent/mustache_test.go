@@ -58,6 +58,8 @@ func TestMustacheRender(t *testing.T) {
 		{"go structs", "{{#items}}{{name}}={{n}} {{/items}}", map[string]any{"items": []item{{"a", 1}, {"b", 2}}}, "a=1 b=2 "},
 		{"typed slice of strings", "{{#tags}}<{{.}}>{{/tags}}", map[string]any{"tags": []string{"p", "q"}}, "<p><q>"},
 		{"section with dotted name", "{{#a.b}}{{c}}{{/a.b}}", map[string]any{"a": map[string]any{"b": []any{map[string]any{"c": "C"}}}}, "C"},
+		{"section over the current element (lists of lists)", "{{#m}}[{{#.}}{{.}} {{/.}}]{{/m}}",
+			map[string]any{"m": []any{[]any{int64(1), int64(2)}, []any{}, []any{int64(3)}}}, "[1 2 ][][3 ]"},
 		{"firewalled section skipped", "{{#_s}}x{{/_s}}{{^_s}}hidden{{/_s}}", map[string]any{"_s": []any{"1"}}, "hidden"},
 	}
 	for _, tc := range tests {
@@ -86,7 +88,6 @@ func TestMustacheParseErrors(t *testing.T) {
 		{"{{> partial}}", "template: offset 0: partials, blocks and delimiter changes are not supported"},
 		{"{{=<% %>=}}", "not supported"},
 		{"{{a..b}}", `template: offset 0: invalid name "a..b"`},
-		{"{{#.}}x{{/.}}", "{{.}} cannot open or close a section"},
 		{"{{a b}}", `invalid name "a b"`},
 		{"{{{x}}", "unclosed tag"},
 	}
@@ -141,6 +142,11 @@ func TestMustacheCheck(t *testing.T) {
 			"(groups [{members [{id :int}]}]) -> :int", ""},
 		{"nested section unknown", "{{#groups}}{{#members}}{{nope}}{{/members}}{{/groups}}",
 			"(groups [{members [{id :int}]}]) -> :int", "{{nope}} inside {{#members}} not found in element type"},
+		{"lists of lists", "{{#m}}{{#.}}{{.}}{{/.}}{{/m}}", "(m [[:int]]) -> :int", ""},
+		{"lists of lists of maps", "{{#m}}{{#.}}{{id}}{{/.}}{{/m}}", "(m [[{id :int}]]) -> :int", ""},
+		{"lists of lists of maps, unknown field", "{{#m}}{{#.}}{{x}}{{/.}}{{/m}}", "(m [[{id :int}]]) -> :int",
+			"{{x}} inside {{#.}} not found in element type"},
+		{"section over dot at top level", "{{#.}}x{{/.}}", "(a :int) -> :int", "{{.}} outside a section"},
 		{"optional list", "{{#tags}}{{.}}{{/tags}}", "(tags [:string]?) -> :int", ""},
 		{"no inputs: nothing checked", "Hello", "{count :int}", ""},
 	}
