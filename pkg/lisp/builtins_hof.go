@@ -368,6 +368,7 @@ func registerHOF(r registry) {
 		th.AllocSlots(len(a))
 		b := newMapBuilder(len(a) / 2)
 		for i := 0; i < len(a); i += 2 {
+			th.Tick()
 			b.set(a[i], a[i+1])
 		}
 		return b.build()
@@ -423,6 +424,7 @@ func registerHOF(r registry) {
 			return nil
 		case *Set:
 			for _, x := range a[1:] {
+				th.Tick()
 				s = s.Disj(x)
 			}
 			return s

@@ -332,6 +332,7 @@ func biJoin(th *Thread, a []Value) Value {
 	var b strings.Builder
 	b.Grow(size)
 	for i, it := range items {
+		th.Tick()
 		if i > 0 {
 			b.WriteString(sep)
 		}
@@ -372,6 +373,7 @@ func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 			if limit > 0 && len(out) == limit-1 {
 				return append(out, s[i:])
 			}
+			th.Tick()
 			_, w := utf8.DecodeRuneInString(s[i:]) // w is 1 for invalid UTF-8
 			out = append(out, s[i:i+w])
 			i += w
@@ -388,6 +390,7 @@ func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 	th.AllocSlots(n)
 	out := make([]Value, 0, n)
 	for len(out) < n-1 {
+		th.Tick()
 		i := strings.Index(s, sep)
 		out = append(out, s[:i])
 		s = s[i+len(sep):]
@@ -424,6 +427,7 @@ func splitRegex(th *Thread, s string, re *Regex, limit int) []Value {
 	out := make([]Value, 0, len(locs)+1)
 	index := 0
 	for _, m := range locs {
+		th.Tick()
 		if limit > 0 && len(out) >= limit-1 {
 			break
 		}
