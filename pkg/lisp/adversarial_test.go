@@ -181,3 +181,40 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSharedStructureBombs: values built by doubling share structure, so
+// they are cheap to build but exponential to print, compare, hash or
+// convert; each must end with a limit error (or a quick answer), never a
+// hang or an out-of-memory crash.
+func TestSharedStructureBombs(t *testing.T) {
+	dag := `(loop [v [1] i 0] (if (< i 60) (recur [v v] (inc i)) v))`
+	cases := []struct{ name, src string }{
+		{"return", dag},
+		{"str", `(str ` + dag + `)`},
+		{"pr-str", `(count (pr-str ` + dag + `))`},
+		{"println", `(println ` + dag + `)`},
+		{"tool arg", `(tool/echo {:v ` + dag + `})`},
+		{"fail value", `(fail {:message "x" :details {:v ` + dag + `}})`},
+		{"def", `(def big ` + dag + `) 1`},
+		{"equal", `(= ` + dag + ` (loop [v [1] i 0] (if (< i 60) (recur [v v] (inc i)) v)))`},
+		{"set", `(count (conj #{} ` + dag + `))`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			step, err := Run(context.Background(), c.src, Options{Tools: testTools(), Timeout: 2 * time.Second})
+			if time.Since(start) > 7*time.Second {
+				t.Fatalf("took %v", time.Since(start))
+			}
+			if err == nil {
+				if c.name != "equal" && c.name != "set" && c.name != "println" {
+					t.Fatalf("want a limit error, got %v", step.Return)
+				}
+				return
+			}
+			if r := step.Fail.Reason; r != "memory_limit" && r != "timeout" && r != "step_limit" && r != "failed" {
+				t.Fatalf("reason %s: %s", r, step.Fail.Message)
+			}
+		})
+	}
+}

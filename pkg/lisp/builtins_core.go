@@ -197,16 +197,20 @@ func memName(th *Thread, fn string, k Value) string {
 	return ""
 }
 
-// strOf is Str with lazy seqs realised.
+// strOf is Str with lazy seqs realised, within the budget.
 func (th *Thread) strOf(v Value) string {
-	th.realiseDeep(v)
-	return Str(v)
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case int64, float64, bool, *Keyword:
+		return Str(x)
+	}
+	return th.printCapped(v, true)
 }
 
-func (th *Thread) prOf(v Value) string {
-	th.realiseDeep(v)
-	return PrStr(v)
-}
+func (th *Thread) prOf(v Value) string { return th.printCapped(v, false) }
 
 // realiseArgs realises lazy seq arguments (for =).
 func realiseArgs(th *Thread, a []Value) {
@@ -219,29 +223,80 @@ func realiseArgs(th *Thread, a []Value) {
 
 // realiseDeep realises lazy seqs reachable from v through vectors and map
 // values (so printing and host conversion see all items; infinite ones
-// run into the limits).
+// run into the limits). It also bounds the expanded size of v: a value
+// whose tree (counting shared substructure once per path) exceeds the
+// allocation budget in slots is a memory_limit error, so host conversion
+// and printing of a doubled DAG cannot blow up the process.
 func (th *Thread) realiseDeep(v Value) {
+	n := 0
+	th.walkValue(v, &n)
+}
+
+func (th *Thread) walkValue(v Value, n *int) {
+	limit := 1 << 30
+	if th.maxAlloc > 0 {
+		limit = int(th.maxAlloc / 8)
+	}
+	visit := func(k int) {
+		*n += k
+		th.tick()
+		if *n > limit {
+			panic(&Error{Kind: KindMemory, Pos: th.pos, Msg: fmt.Sprintf("memory limit exceeded: value too large (more than %d items)", limit),
+				Hint: "return or print a smaller value, e.g. (take 10 xs) or a count"})
+		}
+	}
 	switch x := v.(type) {
 	case *LazySeq:
-		for _, it := range th.Seq(x, "print", 0) {
-			th.realiseDeep(it)
+		items := th.Seq(x, "print", 0)
+		visit(len(items))
+		for _, it := range items {
+			th.walkValue(it, n)
 		}
 	case *Vector:
+		visit(len(x.items))
 		for _, it := range x.items {
 			switch it.(type) {
-			case *LazySeq, *Vector, *Map:
-				th.realiseDeep(it)
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(it, n)
+			}
+		}
+	case *Set:
+		visit(x.Len())
+		for _, e := range x.m.entries() {
+			switch e.key.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(e.key, n)
 			}
 		}
 	case *Map:
-		x.Each(func(_, val Value) bool {
+		visit(x.Len())
+		x.Each(func(k, val Value) bool {
+			switch k.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(k, n)
+			}
 			switch val.(type) {
-			case *LazySeq, *Vector, *Map:
-				th.realiseDeep(val)
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(val, n)
 			}
 			return true
 		})
 	}
+}
+
+// printCapped prints v (str or pr-str) within the remaining allocation
+// budget: a huge (or exponentially shared) value is a memory_limit error.
+func (th *Thread) printCapped(v Value, raw bool) string {
+	th.realiseDeep(v)
+	limit := int64(1 << 30)
+	if th.maxAlloc > 0 {
+		limit = th.maxAlloc - th.alloc
+	}
+	out := Sprint(v, PrintOptions{Raw: raw, MaxLen: int(limit)})
+	if int64(len(out)) > limit {
+		th.memLimit()
+	}
+	return out
 }
 
 // printArgs renders println (raw) or prn arguments as one line.

@@ -26,6 +26,39 @@ func hashInt(n int64) uint32 {
 // ints, a keyword like its name (so flex pairs share a trie slot), vectors
 // and lazy seqs by items, maps and sets independent of order.
 func hashValue(v Value) uint32 {
+	var st hashState
+	return st.hash(v)
+}
+
+// hashState memoizes composite hashes once a hash has done a lot of work,
+// so values that share structure (a DAG built by doubling) hash in time
+// proportional to their distinct nodes, not their expanded size.
+type hashState struct {
+	work int
+	memo map[Value]uint32
+}
+
+func (st *hashState) hash(v Value) uint32 {
+	switch v.(type) {
+	case *Vector, *Map, *Set, *LazySeq:
+		st.work++
+		if st.work > 4096 {
+			if st.memo == nil {
+				st.memo = map[Value]uint32{}
+			}
+			if h, ok := st.memo[v]; ok {
+				return h
+			}
+			h := st.hashComposite(v)
+			st.memo[v] = h
+			return h
+		}
+		return st.hashComposite(v)
+	}
+	return st.hashComposite(v)
+}
+
+func (st *hashState) hashComposite(v Value) uint32 {
 	switch x := v.(type) {
 	case nil:
 		return 0x9e3779b9
@@ -48,19 +81,19 @@ func hashValue(v Value) uint32 {
 	case *Vector:
 		h := uint32(0x811c9dc5)
 		for _, it := range x.items {
-			h = (h ^ hashValue(it)) * 16777619
+			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
 	case *Map:
 		var h uint32
 		for _, e := range x.entries() {
-			h += hashValue(e.key)*31 ^ hashValue(e.val)
+			h += st.hash(e.key)*31 ^ st.hash(e.val)
 		}
 		return h ^ 0xabcdef
 	case *Set:
 		var h uint32
 		for _, e := range x.m.entries() {
-			h += hashValue(e.key)
+			h += st.hash(e.key)
 		}
 		return h ^ 0xfedcba
 	case *Var:
@@ -71,7 +104,7 @@ func hashValue(v Value) uint32 {
 		h := uint32(0x811c9dc5)
 		items, _ := x.snapshot()
 		for _, it := range items {
-			h = (h ^ hashValue(it)) * 16777619
+			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
 	}
@@ -81,6 +114,40 @@ func hashValue(v Value) uint32 {
 // Equal reports PTC-Lisp equality (=): structural, numbers by value across
 // int and float, NaN unequal to itself, keywords unequal to strings.
 func Equal(a, b Value) bool {
+	var st eqState
+	return st.equal(a, b)
+}
+
+// eqState memoizes composite pairs found equal once a comparison has done
+// a lot of work (see hashState).
+type eqState struct {
+	work int
+	memo map[[2]Value]struct{}
+}
+
+func (st *eqState) equal(a, b Value) bool {
+	switch a.(type) {
+	case *Vector, *Map, *Set, *LazySeq:
+		st.work++
+		if st.work > 4096 {
+			if st.memo == nil {
+				st.memo = map[[2]Value]struct{}{}
+			}
+			k := [2]Value{a, b}
+			if _, ok := st.memo[k]; ok {
+				return true
+			}
+			if st.equalComposite(a, b) {
+				st.memo[k] = struct{}{}
+				return true
+			}
+			return false
+		}
+	}
+	return st.equalComposite(a, b)
+}
+
+func (st *eqState) equalComposite(a, b Value) bool {
 	switch x := a.(type) {
 	case nil:
 		return b == nil
@@ -119,14 +186,14 @@ func Equal(a, b Value) bool {
 				return false
 			}
 			for i := range x.items {
-				if !Equal(x.items[i], y.items[i]) {
+				if !st.equal(x.items[i], y.items[i]) {
 					return false
 				}
 			}
 			return true
 		case *LazySeq:
 			items, done := y.snapshot()
-			return done && Equal(x, &Vector{items: items})
+			return done && st.equal(x, &Vector{items: items})
 		}
 		return false
 	case *Map:
@@ -142,11 +209,11 @@ func Equal(a, b Value) bool {
 		}
 		for _, e := range x.entries() {
 			k, ok := y.lookupKey(e.key)
-			if !ok || !Equal(k, e.key) {
+			if !ok || !st.equal(k, e.key) {
 				return false
 			}
 			v, _ := y.Get(k)
-			if !Equal(v, e.val) {
+			if !st.equal(v, e.val) {
 				return false
 			}
 		}
@@ -168,11 +235,11 @@ func Equal(a, b Value) bool {
 	case *LazySeq:
 		switch y := b.(type) {
 		case *Vector:
-			return Equal(y, x)
+			return st.equal(y, x)
 		case *LazySeq:
 			xi, xd := x.snapshot()
 			yi, yd := y.snapshot()
-			return x == y || (xd && yd && Equal(&Vector{items: xi}, &Vector{items: yi}))
+			return x == y || (xd && yd && st.equal(&Vector{items: xi}, &Vector{items: yi}))
 		}
 		return false
 	case *Var:
@@ -182,7 +249,7 @@ func Equal(a, b Value) bool {
 		return a == b
 	case *Reduced:
 		y, ok := b.(*Reduced)
-		return ok && Equal(x.Val, y.Val)
+		return ok && st.equal(x.Val, y.Val)
 	}
 	return a == b
 }

@@ -143,6 +143,7 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 	tool := h.tools[name]
 	goArgs := map[string]any{}
 	if args != nil {
+		th.realiseDeep(args)
 		goArgs = ToGo(args).(map[string]any)
 	}
 	h.mu.Lock()

@@ -308,7 +308,7 @@ func (th *Thread) runTop(body node, nslots int) (v Value, sig *signal, err *Erro
 	fr := th.frameAt(0)
 	fr.slots = th.alloca(nslots)
 	v, sig, err = th.protect(func() Value { return body(fr) })
-	if err != nil || (sig != nil && !sig.ret) {
+	if err != nil {
 		return v, sig, err
 	}
 	target := v
