@@ -605,6 +605,7 @@ func regexReplace(th *Thread, fn string, s string, re *Regex, repl Value, n int)
 	b.Grow(len(s))
 	last := 0
 	for _, m := range locs {
+		th.Tick()
 		b.WriteString(in[last:m[0]])
 		if _, isStr := repl.(string); isStr {
 			expandJava(th, fn, &b, tmpl, in, m, re)
