@@ -206,7 +206,6 @@ func (th *Thread) fork(ctx context.Context) *Thread {
 	return child
 }
 
-
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	ks := slices.Collect(maps.Keys(m))
 	slices.Sort(ks)

@@ -2,8 +2,8 @@ package lisp
 
 import (
 	"math/bits"
-	"strings"
 	"slices"
+	"strings"
 	"sync/atomic"
 )
 
@@ -737,4 +737,3 @@ func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
 	return nn
 }
-

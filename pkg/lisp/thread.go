@@ -469,4 +469,3 @@ func (th *Thread) MakeString(s string) string {
 	th.AllocBytes(len(s))
 	return s
 }
-
