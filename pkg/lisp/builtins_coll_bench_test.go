@@ -124,15 +124,11 @@ func BenchmarkCollBuiltins(b *testing.B) {
 					b.Fatal(err.(*Error).Detail())
 				}
 				b.ReportAllocs()
-				for b.Loop() {
-					Exec(context.Background(), p.src, opts)
-				}
+				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
 			})
 			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
 				b.ReportAllocs()
-				for b.Loop() {
-					p.goFn(rs)
-				}
+				loopCPU(b, func() { p.goFn(rs) })
 			})
 		}
 	}
