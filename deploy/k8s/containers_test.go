@@ -83,7 +83,7 @@ func buildBinaries(t *testing.T) *binaries {
 			return
 		}
 		built.b = &binaries{dir: dir, usage: map[string]binaryFlags{}}
-		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools")
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools")
 		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
