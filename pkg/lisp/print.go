@@ -62,6 +62,9 @@ type PreviewOptions struct {
 	MaxItems    int
 	MaxString   int
 	FloatDigits int
+	// MaxLen stops the preview after about this many bytes (default 64 KiB),
+	// so values that share structure cannot explode.
+	MaxLen int
 }
 
 // Preview prints v for a model: firewalled, collections cut to MaxItems
@@ -75,7 +78,10 @@ func Preview(v Value, opts PreviewOptions) (text string, omitted int) {
 	if opts.MaxString <= 0 {
 		opts.MaxString = 1000
 	}
-	p := printer{opts: PrintOptions{MaxItems: opts.MaxItems, MaxString: opts.MaxString, FloatDigits: opts.FloatDigits}}
+	if opts.MaxLen <= 0 {
+		opts.MaxLen = 64 << 10
+	}
+	p := printer{opts: PrintOptions{MaxItems: opts.MaxItems, MaxString: opts.MaxString, FloatDigits: opts.FloatDigits, MaxLen: opts.MaxLen}}
 	n := 0
 	switch x := v.(type) {
 	case *Vector:

@@ -222,6 +222,12 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		}
 	}
 	newMem := th.mem
+	for _, k := range written {
+		val := newMem[k]
+		if _, _, werr := th.protect(func() Value { th.realiseDeep(val); return nil }); werr != nil {
+			return fail(werr)
+		}
+	}
 	if opts.MemoryContract && sig == nil {
 		if m, ok := v.(*Map); ok {
 			var shown Value = m

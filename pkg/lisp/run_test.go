@@ -179,3 +179,20 @@ func TestStepIsPlainData(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPreviewOfSharedStructure(t *testing.T) {
+	res, err := Exec(context.Background(), `(def v (loop [v [1] i 0] (if (< i 60) (recur [v v v v v v] (inc i)) v))) 1`, Options{MaxMemoryBytes: -1})
+	if err == nil {
+		t.Fatal("want memory limit on commit")
+	}
+	// build the same shape by hand and preview it
+	v := Value(NewVector([]Value{Int(1)}))
+	for i := 0; i < 60; i++ {
+		v = NewVector([]Value{v, v, v, v, v, v})
+	}
+	text, _ := Preview(v, PreviewOptions{})
+	if len(text) > 70<<10 {
+		t.Fatalf("preview %d bytes", len(text))
+	}
+	_ = res
+}
