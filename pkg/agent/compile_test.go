@@ -591,6 +591,9 @@ func TestCompiledAsTool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	if tc := st.Trace[0].ToolCalls; len(tc) != 1 || tc[0].Name != "score" || !strings.Contains(tc[0].Error, "compiled scorer failed") {
+		t.Fatalf("tool call record = %+v", tc)
+	}
 	// an agent whose tool is a compiled program can itself be compiled
 	c, err := Compile(bg, parent, CompileOptions{Model: llmtest.NewT(t, llmtest.Code(`(fn [{:keys [reports]}] (mapv (fn [r] (:score (tool/score {:report r}))) reports))`)),
 		Samples: []map[string]any{{"reports": reports}}})
