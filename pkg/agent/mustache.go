@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -229,13 +230,34 @@ func splitMPath(name string) []string {
 // render expands the template with data (plain Go data; other Go values
 // are converted through encoding/json first).
 func (t *mustache) render(data map[string]any) string {
-	var b strings.Builder
-	renderM(&b, t.nodes, []any{data})
-	return b.String()
+	out, _ := t.renderLimit(data, 0)
+	return out
 }
 
-func renderM(b *strings.Builder, nodes []mnode, stack []any) {
+// maxPromptBytes bounds a rendered text-mode prompt: nested sections
+// multiply (k elements at depth d render k^d times), and a spec may come
+// from the wire.
+const maxPromptBytes = 8 << 20
+
+// errPromptTooLarge is returned by renderLimit past its limit.
+var errPromptTooLarge = errors.New("rendered prompt too large")
+
+// renderLimit is render that stops once the output passes limit bytes
+// (0: no limit) and returns errPromptTooLarge.
+func (t *mustache) renderLimit(data map[string]any, limit int) (string, error) {
+	var b strings.Builder
+	if !renderM(&b, t.nodes, []any{data}, limit) {
+		return "", fmt.Errorf("%w: more than %d bytes", errPromptTooLarge, limit)
+	}
+	return b.String(), nil
+}
+
+// renderM renders nodes; it returns false once b passes limit (> 0).
+func renderM(b *strings.Builder, nodes []mnode, stack []any, limit int) bool {
 	for _, n := range nodes {
+		if limit > 0 && b.Len() > limit {
+			return false
+		}
 		switch n.kind {
 		case 0:
 			b.WriteString(n.text)
@@ -255,8 +277,8 @@ func renderM(b *strings.Builder, nodes []mnode, stack []any) {
 			v = plainValue(v)
 			truthy := ok && truthyM(v)
 			if n.kind == '^' {
-				if !truthy {
-					renderM(b, n.children, stack)
+				if !truthy && !renderM(b, n.children, stack, limit) {
+					return false
 				}
 				continue
 			}
@@ -265,13 +287,18 @@ func renderM(b *strings.Builder, nodes []mnode, stack []any) {
 			}
 			if list, isList := v.([]any); isList {
 				for _, it := range list {
-					renderM(b, n.children, append(stack, plainValue(it)))
+					if !renderM(b, n.children, append(stack, plainValue(it)), limit) {
+						return false
+					}
 				}
 				continue
 			}
-			renderM(b, n.children, append(stack, v))
+			if !renderM(b, n.children, append(stack, v), limit) {
+				return false
+			}
 		}
 	}
+	return limit <= 0 || b.Len() <= limit
 }
 
 func truthyM(v any) bool {

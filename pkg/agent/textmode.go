@@ -30,6 +30,10 @@ import (
 // observers, usage and trace, input validation, tool execution with input
 // coercion and output validation (toolRunner), the firewall scrubber.
 
+// ReasonPromptTooLarge is the failure reason of a text-mode run whose
+// rendered prompt passes 8 MiB (nested sections over large lists).
+const ReasonPromptTooLarge = "prompt_too_large"
+
 // Text-mode prompt texts (the exact wording is pinned by tests).
 const (
 	textCorePrompt  = "You are a helpful assistant. Complete the user's request directly."
@@ -254,7 +258,10 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 	}
 
 	var sec secrets
-	prompt := textPrompt(tm, in, &sec)
+	prompt, err := textPrompt(tm, in, &sec)
+	if err != nil {
+		return failStep(st, &messages.Fail{Reason: ReasonPromptTooLarge, Message: err.Error()})
+	}
 	sys := a.textSystemPrompt(v)
 	var specs []llm.ToolSpec
 	if v.tools() {
@@ -417,14 +424,19 @@ func appendUserText(msgs []llm.Message, text string) []llm.Message {
 
 // textPrompt renders the first (and only) user message of a text-mode
 // run: the template over the context, converted to plain data, with the
-// firewalled strings collected in sec and scrubbed.
-func textPrompt(tm *mustache, in *runInput, sec *secrets) string {
+// firewalled strings collected in sec and scrubbed. A prompt past
+// maxPromptBytes is an error.
+func textPrompt(tm *mustache, in *runInput, sec *secrets) (string, error) {
 	data := make(map[string]any, len(in.data))
 	for k, val := range in.data {
 		data[k] = plainValue(val)
 	}
 	sec.collect(data, false)
-	return sec.scrub(tm.render(data))
+	out, err := tm.renderLimit(data, maxPromptBytes)
+	if err != nil {
+		return "", err
+	}
+	return sec.scrub(out), nil
 }
 
 // textPreview is PreviewPrompt for a text-mode agent: the text-mode
@@ -435,7 +447,11 @@ func (a *Agent) textPreview(in *runInput) (*Preview, error) {
 		return nil, specErr("prompt", err.Error(), err)
 	}
 	var sec secrets
-	return &Preview{System: a.textSystemPrompt(a.textVariant()), User: textPrompt(tm, in, &sec), ToolSchemas: a.toolSchemas()}, nil
+	user, err := textPrompt(tm, in, &sec)
+	if err != nil {
+		return nil, &Error{Kind: KindRun, Reason: ReasonPromptTooLarge, Msg: err.Error(), Err: err}
+	}
+	return &Preview{System: a.textSystemPrompt(a.textVariant()), User: user, ToolSchemas: a.toolSchemas()}, nil
 }
 
 // apiToolNames maps each tool name to the name sent to the provider.

@@ -745,3 +745,19 @@ func TestTextModeToolNamesForProviders(t *testing.T) {
 		t.Fatalf("err %v trace %+v", err, st.Trace)
 	}
 }
+
+// Nested sections multiply; a prompt past the limit fails the run
+// without calling the model.
+func TestTextModePromptTooLarge(t *testing.T) {
+	row := make([]any, 300)
+	for i := range row {
+		row[i] = "0123456789"
+	}
+	a := mustText(t, Spec{Prompt: "{{#l}}{{#l}}{{#l}}{{.}}{{/l}}{{/l}}{{/l}}", Signature: "(l [:string]) -> :string"})
+	// 300^3 * 10 bytes = 270 MB if rendered in full
+	st, err, m := run(t, a, RunOptions{Context: map[string]any{"l": row}})
+	wantReason(t, st, err, ReasonPromptTooLarge)
+	if len(m.Requests()) != 0 || !strings.Contains(st.Fail.Message, "rendered prompt too large: more than 8388608 bytes") {
+		t.Fatalf("fail %+v requests %d", st.Fail, len(m.Requests()))
+	}
+}
