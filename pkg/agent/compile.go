@@ -84,6 +84,12 @@ type CompileOptions struct {
 	// MaxSamplesShown bounds how many samples the prompt shows (default 3);
 	// all of them are still run.
 	MaxSamplesShown int
+	// Observer, if set, receives the compilation's events: run.start, per
+	// turn turn.start, llm.start, llm.stop and turn.stop (with the
+	// Program), then run.stop, whose Step is the compile Step (on success
+	// its Return is the Source). Tool calls of the sample runs are not
+	// reported.
+	Observer Observer
 }
 
 // CompileMetadata describes how a program was derived.
@@ -163,9 +169,20 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 	}
 	start := time.Now()
 	st := &messages.Step{Version: messages.StepVersion, Signature: a.sig.String(), Mode: messages.ModeLisp}
+	ev := &tree{observer: opts.Observer}
+	name := a.Name()
+	ev.emit(ctx, Event{Kind: EventRunStart, Agent: name, Depth: 1})
+	stop := func() {
+		status := "ok"
+		if st.Fail != nil {
+			status = "error"
+		}
+		ev.emit(ctx, Event{Kind: EventRunStop, Agent: name, Depth: 1, Duration: time.Since(start), Step: st, Status: status})
+	}
 	fail := func(f *messages.Fail) (*Compiled, error) {
 		st.Usage.Duration = time.Since(start)
 		st.Fail = f
+		stop()
 		return nil, &Error{Kind: KindRun, Reason: f.Reason, Msg: f.Message, Step: st}
 	}
 	model, modelName, err := a.resolveModel(RunOptions{Model: opts.Model, LLM: opts.LLM, Registry: opts.Registry}, nil, opts.Registry)
@@ -205,6 +222,13 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			return fail(f)
 		}
 		turnStart := time.Now()
+		ev.emit(ctx, Event{Kind: EventTurnStart, Agent: name, Depth: 1, Turn: turn})
+		endTurn := func(rec *messages.Turn) {
+			rec.Duration = time.Since(turnStart)
+			st.Trace = append(st.Trace, *rec)
+			ev.emit(ctx, Event{Kind: EventTurnStop, Agent: name, Depth: 1, Turn: turn, Duration: rec.Duration,
+				Usage: llm.Usage{InputTokens: rec.Usage.InputTokens, OutputTokens: rec.Usage.OutputTokens}, Program: rec.Program})
+		}
 		rec := messages.Turn{Number: turn, StartedAt: turnStart}
 		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: a.spec.Prompt,
 			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
@@ -214,6 +238,8 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			actx, cancel := context.WithTimeout(ctx, a.turnTimeout())
 			defer cancel()
 			requests++
+			attempt := time.Now()
+			ev.emit(ctx, Event{Kind: EventLLMStart, Agent: name, Depth: 1, Turn: turn, Messages: req.Messages})
 			r, err := model.Complete(actx, req)
 			if err == nil && r == nil {
 				err = errors.New("model returned no response")
@@ -221,14 +247,18 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 				err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the turn timeout of %s: %w", a.turnTimeout(), err), llm.ClassTimeout)
 			}
+			e := Event{Kind: EventLLMStop, Agent: name, Depth: 1, Turn: turn, Duration: time.Since(attempt), Err: err}
+			if r != nil {
+				e.Usage, e.Response = r.Usage, r.Content
+			}
+			ev.emit(ctx, e)
 			resp = r
 			return err
 		})
 		st.Usage.Requests += requests
 		if lerr != nil {
 			rec.Error = lerr.Error()
-			rec.Duration = time.Since(turnStart)
-			st.Trace = append(st.Trace, rec)
+			endTurn(&rec)
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				return fail(f)
 			}
@@ -254,17 +284,18 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			rec.Program = code
 			c, cerr := a.tryCandidate(missionCtx, code, opts.Samples, ltools, &rec)
 			if cerr == nil {
-				rec.Duration = time.Since(turnStart)
-				st.Trace = append(st.Trace, rec)
+				endTurn(&rec)
 				c.Metadata = CompileMetadata{CompiledAt: time.Now().UTC(), Model: modelName, Turns: st.Usage.Turns,
 					InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens,
 					TotalTokens: st.Usage.TotalTokens, Requests: st.Usage.Requests}
+				st.Return = c.Source
+				st.Usage.Duration = time.Since(start)
+				stop()
 				return c, nil
 			}
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				rec.Error = modelText(cerr)
-				rec.Duration = time.Since(turnStart)
-				st.Trace = append(st.Trace, rec)
+				endTurn(&rec)
 				return fail(f)
 			}
 			rec.Error = modelText(cerr)
@@ -276,8 +307,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			rec.Feedback = feedback
 			msgs = append(msgs, llm.UserText(feedback))
 		}
-		rec.Duration = time.Since(turnStart)
-		st.Trace = append(st.Trace, rec)
+		endTurn(&rec)
 	}
 	f := &messages.Fail{Reason: ReasonMaxTurns, Message: fmt.Sprintf("no valid function after %d turns", maxT)}
 	if lastErr != "" {

@@ -626,3 +626,33 @@ func TestCompileRegistryModelAndWireSpec(t *testing.T) {
 		t.Fatalf("wire spec does not load: %v", err)
 	}
 }
+
+func TestCompileObserver(t *testing.T) {
+	a := scorerAgent(t, new(atomic.Int64))
+	var mu sync.Mutex
+	var kinds []string
+	var last Event
+	obs := ObserverFunc(func(_ context.Context, e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		kinds = append(kinds, string(e.Kind))
+		last = e
+	})
+	m := llmtest.NewT(t, llmtest.Code("(fn [a b] 1)"), llmtest.Code(scorerProgram))
+	c, err := Compile(bg, a, CompileOptions{Model: m, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run.start turn.start llm.start llm.stop turn.stop turn.start llm.start llm.stop turn.stop run.stop"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("events = %s\nwant %s", got, want)
+	}
+	if last.Status != "ok" || last.Step == nil || last.Step.Return != c.Source || len(last.Step.Trace) != 2 || last.Agent != "scorer" {
+		t.Fatalf("run.stop = %+v", last)
+	}
+	kinds = nil
+	_, err = Compile(bg, a, CompileOptions{Model: llmtest.NewT(t, llmtest.Code("(fn [] 1)")), Observer: obs, MaxTurns: 1})
+	if err == nil || last.Kind != EventRunStop || last.Status != "error" || last.Step != StepOf(err) {
+		t.Fatalf("failed compile: err %v, last event %+v", err, last)
+	}
+}
