@@ -92,6 +92,12 @@
 // parsing (parse.go), feedback (feedback.go), tool execution
 // (toolexec.go) and the PTC-Lisp loop (loop.go).
 //
+// LLMTool / NewLLMTool (llmtool.go) wrap a text-mode agent as a tool (a
+// prompt template and a signature; the calling agent's model by default);
+// see docs/textmode.md. Compile (compile.go) asks the model once for a
+// one-argument PTC-Lisp function that fulfils the signature, then runs it
+// with no model (Compiled.Execute, AsTool); see docs/compile.md.
+//
 // # Concurrency
 //
 // An Agent is immutable and safe for concurrent runs. Tools may be called

@@ -22,7 +22,6 @@ const (
 	ReasonValidation      = "validation_error"
 	ReasonInputValidation = "input_validation_error"
 	ReasonInvalidAgent    = "invalid_agent"
-	ReasonNotImplemented  = "not_implemented"
 	ReasonNoCode          = "no_code"
 )
 
@@ -105,9 +104,6 @@ var (
 	ErrMemoryLimit = &Error{Kind: KindRun, Reason: ReasonMemoryLimit}
 	// ErrChainedFailure matches a run given a failed Step as context.
 	ErrChainedFailure = &Error{Kind: KindRun, Reason: ReasonChainedFailure}
-	// ErrNotImplemented matches a run needing a feature this package does
-	// not implement (reason not_implemented).
-	ErrNotImplemented = &Error{Kind: KindRun, Reason: ReasonNotImplemented}
 )
 
 func specErr(field, msg string, cause error) error {

@@ -266,6 +266,9 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 	if fail != nil {
 		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
 	}
+	if a.spec.Output == OutputText {
+		return a.textPreview(in)
+	}
 	return &Preview{
 		System:      a.systemPrompt(PromptContext{Turn: 1, Messages: []llm.Message{llm.UserText(a.firstMessage(in))}}),
 		User:        a.firstMessage(in),
