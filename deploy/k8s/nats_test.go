@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,9 @@ func natsConfig(t *testing.T, ms []manifest) natsSetup {
 		}
 	}
 	for _, e := range sts.Spec.Template.Spec.Containers[0].Env {
+		if slices.Contains(runtimeEnv, e.Name) {
+			continue // for the Go runtime, not for nats.conf (and not for go build)
+		}
 		v := "test-" + strings.ToLower(e.Name)
 		if e.Name == "SERVER_NAME" {
 			v = sts.Name + "-0"
@@ -393,26 +397,7 @@ func connectAs(t *testing.T, url, user, password, inbox string) *role {
 func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	ms := loadManifests(t)
 	ns := natsConfig(t, ms)
-	opts, err := server.ProcessConfigFile(filepath.Join(ns.dir, "nats.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One in-process server: no cluster, ephemeral ports, a temp store.
-	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
-	opts.Cluster = server.ClusterOpts{}
-	opts.Routes = nil
-	opts.StoreDir = t.TempDir()
-	opts.PidFile = ""
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
+	srv := startAuthServer(t, ns)
 	url := srv.ClientURL()
 
 	env := map[string]map[string]string{}
@@ -559,6 +544,33 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	pub(tools, messages.SubmitSubject("")) // tool services only answer
 	pub(tools, messages.ResultSubject(m.ID))
 	sub(tools, "mission.>")
+}
+
+// startAuthServer starts an in-process NATS server with the manifests'
+// nats.conf and auth.conf, without the cluster, on ephemeral ports, with a
+// temporary store.
+func startAuthServer(t *testing.T, ns natsSetup) *server.Server {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(filepath.Join(ns.dir, "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.HTTPPort = "127.0.0.1", -1, 0
+	opts.Cluster = server.ClusterOpts{}
+	opts.Routes = nil
+	opts.StoreDir = t.TempDir()
+	opts.PidFile = ""
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	return srv
 }
 
 // passwordVarOf returns the environment variable auth.conf reads user's
