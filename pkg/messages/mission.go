@@ -16,7 +16,7 @@ const (
 	// KindAgent runs an agent spec: the LLM loop with tools.
 	KindAgent = "agent"
 	// KindCompiled runs a compiled PTC-Lisp program over a list of inputs
-	// with no LLM. Reserved: workers may reject it until it is implemented.
+	// with no LLM (pkg/fleet/agentrun runs it; see docs/compile.md).
 	KindCompiled = "compiled"
 )
 

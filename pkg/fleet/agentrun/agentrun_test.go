@@ -56,6 +56,19 @@ type fleetEnv struct {
 // noTools) and one worker whose runner uses the scripted model.
 func startFleet(t *testing.T, model *script, noTools bool) *fleetEnv {
 	t.Helper()
+	env := startFleetModels(t, llm.Registry{"default": model}, noTools)
+	env.model = model
+	return env
+}
+
+// startFleetWith is startFleet with the shop tools and any models.
+func startFleetWith(t *testing.T, models llm.Registry) *fleetEnv {
+	t.Helper()
+	return startFleetModels(t, models, false)
+}
+
+func startFleetModels(t *testing.T, models llm.Registry, noTools bool) *fleetEnv {
+	t.Helper()
 	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +96,7 @@ func startFleet(t *testing.T, model *script, noTools bool) *fleetEnv {
 		}
 	}
 	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
-		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+		Runner: agentrun.New(agentrun.Config{Models: models}),
 		Slots:  2, Store: store, ToolTimeout: 2 * time.Second, IdleWait: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -97,7 +110,7 @@ func startFleet(t *testing.T, model *script, noTools bool) *fleetEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fleetEnv{client: client, model: model}
+	return &fleetEnv{client: client}
 }
 
 func runMission(t *testing.T, env *fleetEnv, m *messages.Mission) *messages.Step {
