@@ -11,6 +11,8 @@
 // ScaledObject into a local struct, the environment variables set on each
 // container are ones the binary reads (taken from the binary's own -h
 // output), probes, resources, security contexts and drain timing are
-// checked, the Dockerfile builds the binaries the manifests run, and the
-// NATS permissions are exercised against an embedded server.
+// checked, the Dockerfile builds the binaries the manifests run, the NATS
+// permissions are exercised against an in-process server loaded with the
+// manifests' config, and the real binaries start, become ready and stop on
+// SIGTERM with the environment their manifests give them.
 package k8s
