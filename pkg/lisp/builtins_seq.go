@@ -57,7 +57,7 @@ func registerSeq(r registry) {
 		case *Vector, *LazySeq:
 			out = flattenInto(th, out, a[0], 0)
 		}
-		return th.MakeVector(out)
+		return seqVec(out)
 	})
 	r.add("interleave", 0, -1, biInterleave)
 	r.add("interpose", 2, 2, func(th *Thread, a []Value) Value {
@@ -844,11 +844,12 @@ func flattenInto(th *Thread, out []Value, v Value, depth int) []Value {
 		th.depthLimit("flatten")
 	}
 	for _, it := range th.Seq(v, "flatten", 1) {
+		th.tick() // per node: shared subtrees can make huge trees cheaply
 		switch it.(type) {
 		case *Vector, *LazySeq:
 			out = flattenInto(th, out, it, depth+1)
 		default:
-			th.tick()
+			th.allocSlots(1) // charged as it grows, not at the end
 			out = append(out, it)
 		}
 	}

@@ -685,3 +685,13 @@
 ---
 (let [fs (frequencies (map #(mod % 50) (range 1000)))] [(count fs) (get fs 7) (first (keys fs))])
 ;=> [50 20 0]
+---
+;; shared structure: a 2^40-leaf tree built in 40 steps ends in a limit
+(count (flatten (loop [v [1] i 0] (if (< i 40) (recur [v v] (inc i)) v))))
+;;; "memory_limit|step_limit|timeout"
+---
+(count (postwalk identity (loop [v [1] i 0] (if (< i 40) (recur [v v] (inc i)) v))))
+;;; "memory_limit|step_limit|timeout"
+---
+(count (tree-seq vector? identity (loop [v [1] i 0] (if (< i 40) (recur [v v] (inc i)) v))))
+;;; "memory_limit|step_limit|timeout"
