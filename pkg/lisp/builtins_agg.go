@@ -132,7 +132,7 @@ func extremeBy(th *Thread, name string, a []Value, dir int) Value {
 			best, bestKey, found = it, k, true
 			continue
 		}
-		c, ok := Compare(k, bestKey)
+		c, ok := compareTick(th, k, bestKey)
 		if !ok {
 			th.pos = pos
 			th.Raise(KindType, "%s: cannot compare %s with %s", name, preview(k), preview(bestKey))

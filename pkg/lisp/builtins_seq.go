@@ -407,7 +407,7 @@ func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) 
 	pos := th.pos
 	natural := func(x, y Value) int {
 		th.tick()
-		c, ok := Compare(x, y)
+		c, ok := compareTick(th, x, y)
 		if !ok {
 			th.pos = pos
 			th.RaiseHint(KindType, "sort values of one kind: numbers, strings, keywords or vectors",
@@ -463,6 +463,33 @@ func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) 
 		}
 	}
 	return func(x, y Value) int { return callComparator(th, name, comp, x, y, pos) }
+}
+
+// compareTick is Compare, ticking per vector item so comparing huge
+// (possibly shared-structure) vectors honours the limits; identical
+// vectors compare equal at once.
+func compareTick(th *Thread, a, b Value) (int, bool) {
+	x, ok1 := a.(*Vector)
+	y, ok2 := b.(*Vector)
+	if !ok1 || !ok2 {
+		return Compare(a, b)
+	}
+	if x == y {
+		return 0, true
+	}
+	if len(x.items) != len(y.items) {
+		if len(x.items) < len(y.items) {
+			return -1, true
+		}
+		return 1, true
+	}
+	for i := range x.items {
+		th.tick()
+		if c, ok := compareTick(th, x.items[i], y.items[i]); !ok || c != 0 {
+			return c, ok
+		}
+	}
+	return 0, true
 }
 
 func isNum(v Value) bool {

@@ -695,3 +695,14 @@
 ---
 (count (tree-seq vector? identity (loop [v [1] i 0] (if (< i 40) (recur [v v] (inc i)) v))))
 ;;; "memory_limit|step_limit|timeout"
+---
+(let [t (fn [x] (loop [v [x] i 0] (if (< i 40) (recur [v v] (inc i)) v)))]
+  (count (sort [(t 1) (t 1)])))
+;;; "step_limit|timeout"
+---
+(let [t (loop [v [1] i 0] (if (< i 40) (recur [v v] (inc i)) v))]
+  (count (sort [t t t])))
+;=> 3
+---
+(sort [[1 [2 3]] [1 [2 2]] [0]])
+;=> [[0] [1 [2 2]] [1 [2 3]]]
