@@ -19,6 +19,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 type localConfig struct {
@@ -61,13 +62,15 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		return fmt.Errorf("models: %w", err)
 	}
 	name := m.Model
-	if name == "" {
+	if name == "" && m.Agent != nil {
 		name = m.Agent.LLM
 	}
 	if name == "" {
 		name = cfg.defaultModel
 	}
-	if _, ok := models[name]; ok {
+	if m.Kind == messages.KindCompiled {
+		fmt.Fprintf(out, "model: none (a compiled program applied to %d inputs)\n", len(m.Compiled.Inputs))
+	} else if _, ok := models[name]; ok {
 		fmt.Fprintf(out, "model: %s (configured by %s%s)\n", name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	} else {
 		if len(f.Script) == 0 {

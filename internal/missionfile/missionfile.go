@@ -40,7 +40,11 @@ type File struct {
 	Timeout          Duration          `json:"timeout,omitempty"`
 	MaxToolCalls     int               `json:"max_tool_calls,omitempty"`
 	Labels           map[string]string `json:"labels,omitempty"`
-	Agent            Agent             `json:"agent"`
+	// Agent is the agent to run; exactly one of Agent and Compiled is set.
+	Agent *Agent `json:"agent,omitempty"`
+	// Compiled is a compiled PTC-Lisp program to apply to every input with
+	// no model ("apply at scale"; see docs/compile.md).
+	Compiled *Compiled `json:"compiled,omitempty"`
 	// Script holds scripted model replies, in turn order.
 	Script []string `json:"script,omitempty"`
 }
@@ -71,6 +75,15 @@ type Agent struct {
 	ValidationMode string         `json:"validation_mode,omitempty"`
 	MaxDepth       int            `json:"max_depth,omitempty"`
 	TurnBudget     int            `json:"turn_budget,omitempty"`
+}
+
+// Compiled is a compiled program and its inputs, as written in a mission
+// file. Program is a one-argument PTC-Lisp function (agent.Compile writes
+// one); it runs once per input, with the input map as its argument.
+type Compiled struct {
+	Program   string           `json:"program"`
+	Signature string           `json:"signature,omitempty"`
+	Inputs    []map[string]any `json:"inputs"`
 }
 
 // ToolSchema is a tool_catalog entry.
@@ -144,6 +157,27 @@ func Parse(data []byte) (*File, error) {
 	if ctx != nil {
 		f.Context = ctx.(map[string]any)
 	}
+	switch {
+	case f.Agent == nil && f.Compiled == nil:
+		return nil, fmt.Errorf("mission file: agent or compiled is required")
+	case f.Agent != nil && f.Compiled != nil:
+		return nil, fmt.Errorf("mission file: agent and compiled exclude each other")
+	case f.Compiled != nil:
+		if strings.TrimSpace(f.Compiled.Program) == "" {
+			return nil, fmt.Errorf("mission file: compiled.program is required")
+		}
+		for i, in := range f.Compiled.Inputs {
+			v, err := plain(in)
+			if err != nil {
+				return nil, fmt.Errorf("mission file: compiled.inputs[%d]%w", i, err)
+			}
+			if v == nil {
+				return nil, fmt.Errorf("mission file: compiled.inputs[%d] is empty", i)
+			}
+			f.Compiled.Inputs[i] = v.(map[string]any)
+		}
+		return &f, nil
+	}
 	if err := f.Agent.plainOpts("agent"); err != nil {
 		return nil, err
 	}
@@ -213,17 +247,20 @@ func (f *File) Mission() (*messages.Mission, error) {
 	if id == "" {
 		id = messages.NewMissionID()
 	}
-	spec := f.Agent.spec()
-	tools := f.Tools
-	if len(tools) == 0 {
-		tools = remoteTools(spec, nil)
-	}
 	m := &messages.Mission{
-		ID: id, Kind: messages.KindAgent, Agent: spec,
-		Context: f.Context, ContextSignature: f.ContextSignature,
-		Model: f.Model, Tools: tools, Priority: f.Priority,
+		ID: id, Context: f.Context, ContextSignature: f.ContextSignature,
+		Model: f.Model, Tools: f.Tools, Priority: f.Priority,
 		Limits:    messages.Limits{Timeout: time.Duration(f.Timeout), MaxToolCalls: f.MaxToolCalls},
 		CreatedAt: time.Now().UTC(), Labels: f.Labels,
+	}
+	if f.Compiled != nil {
+		m.Kind = messages.KindCompiled
+		m.Compiled = &messages.CompiledSpec{Program: f.Compiled.Program, Signature: f.Compiled.Signature, Inputs: f.Compiled.Inputs}
+	} else {
+		m.Kind, m.Agent = messages.KindAgent, f.Agent.spec()
+		if len(m.Tools) == 0 {
+			m.Tools = remoteTools(m.Agent, nil)
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err

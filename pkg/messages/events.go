@@ -48,7 +48,7 @@ type Event struct {
 	CallID  string `msgpack:"call_id,omitempty"`
 	// Args and Result are a tool call's arguments and result.
 	Args   map[string]any `msgpack:"args,omitempty"`
-	Result any            `msgpack:"result,omitempty"`
+	Result any            `msgpack:"result"`
 	// Error is a failed turn's or tool call's error text.
 	Error    string        `msgpack:"error,omitempty"`
 	Duration time.Duration `msgpack:"duration,omitempty"`

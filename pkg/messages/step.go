@@ -114,7 +114,7 @@ type Turn struct {
 	// Program is the PTC-Lisp source that ran (empty in text mode).
 	Program string `msgpack:"program,omitempty"`
 	// Result is the value the program produced (nil on error).
-	Result any `msgpack:"result,omitempty"`
+	Result any `msgpack:"result"`
 	// Error is the error text fed back to the model, if the turn failed.
 	Error string `msgpack:"error,omitempty"`
 	// Feedback is the message sent back to the model after this turn.
@@ -150,7 +150,7 @@ type ToolCall struct {
 	Name string         `msgpack:"name"`
 	Args map[string]any `msgpack:"args,omitempty"`
 	// Result is the tool's result (nil when it failed).
-	Result any `msgpack:"result,omitempty"`
+	Result any `msgpack:"result"`
 	// Error is the error text when the call failed.
 	Error     string        `msgpack:"error,omitempty"`
 	StartedAt time.Time     `msgpack:"started_at"`

@@ -291,3 +291,41 @@ func TestUnmarshalStepRejectsHugeDeclaredLengths(t *testing.T) {
 		t.Fatalf("err = %v, want a bounds error", err)
 	}
 }
+
+// Zero values are data: a tool that returns 0, false, "" or [] must not
+// arrive as nil (msgpack's omitempty would drop them).
+func TestZeroResultsSurvive(t *testing.T) {
+	for _, v := range []any{int64(0), false, "", []any{}, map[string]any{}, 0.0} {
+		data, err := Marshal(&ToolResponse{CallID: "c", Result: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp ToolResponse
+		if err := Unmarshal(data, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(resp.Result, v) {
+			t.Errorf("tool result %#v arrived as %#v", v, resp.Result)
+		}
+		data, err = MarshalStep(&Step{Return: v, Trace: []Turn{{Result: v, ToolCalls: []ToolCall{{Name: "t", Result: v}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := UnmarshalStep(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(s.Return, v) || !reflect.DeepEqual(s.Trace[0].Result, v) || !reflect.DeepEqual(s.Trace[0].ToolCalls[0].Result, v) {
+			t.Errorf("step value %#v arrived as %#v / %#v / %#v", v, s.Return, s.Trace[0].Result, s.Trace[0].ToolCalls[0].Result)
+		}
+		ev := Event{Result: v}
+		data, err = Marshal(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Event
+		if err := Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back.Result, v) {
+			t.Errorf("event result %#v arrived as %#v (%v)", v, back.Result, err)
+		}
+	}
+}

@@ -68,7 +68,7 @@ type ToolResponse struct {
 	Version int    `msgpack:"v"`
 	CallID  string `msgpack:"call_id"`
 	// Result is the tool's result, plain Go data.
-	Result any `msgpack:"result,omitempty"`
+	Result any `msgpack:"result"`
 	// Error describes a failure; also sent as micro service-error headers.
 	Error *ToolError `msgpack:"error,omitempty"`
 }
