@@ -15,7 +15,8 @@ import (
 
 // ClientConfig configures a Client. The zero value is ready to use.
 type ClientConfig struct {
-	// Store is passed to EnsureStores unless SkipSetup is set.
+	// Store is the layout created when the fleet's streams and buckets do
+	// not exist yet (see NewClient); an existing layout is never changed.
 	Store StoreConfig
 	// SkipSetup binds to existing streams and buckets instead of creating
 	// or updating them (for callers without the permission to manage them).
@@ -36,8 +37,11 @@ type Client struct {
 	cfg ClientConfig
 }
 
-// NewClient binds a client to nc, creating or updating the fleet's streams
-// and buckets unless cfg.SkipSetup is set.
+// NewClient binds a client to nc. When the fleet's streams, consumers and
+// buckets exist it binds to them as they are: workers own the layout, and a
+// client started with another StoreConfig (a dispatcher with default
+// replicas, say) must not rewrite it. Only when some of them are missing does
+// it create them (EnsureStores with cfg.Store), unless cfg.SkipSetup is set.
 func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: nil connection", ErrInvalidConfig)
@@ -49,11 +53,20 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, fmt.Errorf("fleet: jetstream: %w", err)
 	}
-	st, err := openStores(ctx, js, cfg.Store, cfg.SkipSetup)
+	st, err := openStores(ctx, js, cfg.Store, true)
+	if err != nil && !cfg.SkipSetup && isNotFound(err) {
+		st, err = EnsureStores(ctx, js, cfg.Store)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Client{nc: nc, js: js, st: st, cfg: cfg}, nil
+}
+
+// isNotFound reports a missing stream, consumer or bucket.
+func isNotFound(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
 func openStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig, skip bool) (*Stores, error) {
