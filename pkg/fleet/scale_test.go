@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -98,9 +99,16 @@ func TestManyMissionsAcrossWorkers(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
-	info, err := c.Stores().Results.Info(ctx)
-	if err != nil || info.State.Msgs != uint64(missions) {
-		t.Errorf("stored results = %d (%v), want %d", info.State.Msgs, err, missions)
+	// A core subscriber can see a result a moment before the stream has
+	// stored it: wait for the count, then read every result back.
+	eventually(t, 10*time.Second, fmt.Sprintf("all %d results stored", missions), func() bool {
+		info, err := c.Stores().Results.Info(ctx)
+		return err == nil && info.State.Msgs == uint64(missions)
+	})
+	for id := range seen {
+		if step, err := c.Result(ctx, id); err != nil || step.Fail != nil {
+			t.Errorf("result of %s: %v (%+v)", id, err, step)
+		}
 	}
 
 	mu.Lock()
