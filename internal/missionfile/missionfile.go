@@ -71,10 +71,20 @@ type Agent struct {
 	LLMOpts        map[string]any `json:"llm_opts,omitempty"`
 	SystemPrefix   string         `json:"system_prefix,omitempty"`
 	SystemSuffix   string         `json:"system_suffix,omitempty"`
-	MemoryLimit    int64          `json:"memory_limit,omitempty"`
-	ValidationMode string         `json:"validation_mode,omitempty"`
-	MaxDepth       int            `json:"max_depth,omitempty"`
-	TurnBudget     int            `json:"turn_budget,omitempty"`
+	LanguageSpec   string         `json:"language_spec,omitempty"`
+	OutputFormat   string         `json:"output_format,omitempty"`
+	SystemOverride string         `json:"system_override,omitempty"`
+	LLMRetry       *struct {
+		MaxAttempts int      `json:"max_attempts,omitempty"`
+		Backoff     string   `json:"backoff,omitempty"`
+		BaseDelay   Duration `json:"base_delay,omitempty"`
+		MaxDelay    Duration `json:"max_delay,omitempty"`
+		Retryable   []string `json:"retryable,omitempty"`
+	} `json:"llm_retry,omitempty"`
+	MemoryLimit    int64  `json:"memory_limit,omitempty"`
+	ValidationMode string `json:"validation_mode,omitempty"`
+	MaxDepth       int    `json:"max_depth,omitempty"`
+	TurnBudget     int    `json:"turn_budget,omitempty"`
 }
 
 // Compiled is a compiled program and its inputs, as written in a mission
@@ -276,6 +286,11 @@ func (a *Agent) spec() *messages.AgentSpec {
 		PromptLimit: messages.PromptLimit{List: a.PromptLimit.List, String: a.PromptLimit.String},
 		LLM:         a.LLM, LLMOpts: a.LLMOpts, SystemPrefix: a.SystemPrefix, SystemSuffix: a.SystemSuffix,
 		MemoryLimit: a.MemoryLimit, ValidationMode: a.ValidationMode, MaxDepth: a.MaxDepth, TurnBudget: a.TurnBudget,
+	}
+	s.LanguageSpec, s.OutputFormat, s.SystemOverride = a.LanguageSpec, a.OutputFormat, a.SystemOverride
+	if r := a.LLMRetry; r != nil {
+		s.LLMRetry = &messages.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: r.Backoff,
+			BaseDelay: time.Duration(r.BaseDelay), MaxDelay: time.Duration(r.MaxDelay), Retryable: r.Retryable}
 	}
 	for _, t := range a.ToolCatalog {
 		s.ToolCatalog = append(s.ToolCatalog, messages.ToolSchema{Name: t.Name, Signature: t.Signature, Description: t.Description})

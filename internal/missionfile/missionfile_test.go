@@ -23,6 +23,8 @@ agent:
   tools: [search, helper]
   turn_timeout: 5s
   llm_opts: {temperature: 0.2, max_tokens: 100}
+  language_spec: minimal
+  llm_retry: {max_attempts: 5, backoff: linear, base_delay: 2s, retryable: [rate_limit]}
   sub_agents:
     helper:
       prompt: "help"
@@ -47,6 +49,9 @@ script: ["(return {:c 1})"]
 	if !messages.ValidMissionID(m.ID) || m.Priority != "high" || m.Limits.Timeout != 90*time.Second {
 		t.Errorf("mission = %+v", m)
 	}
+	if r := m.Agent.LLMRetry; r == nil || r.MaxAttempts != 5 || r.Backoff != "linear" || r.BaseDelay != 2*time.Second || r.Retryable[0] != "rate_limit" || m.Agent.LanguageSpec != "minimal" {
+		t.Errorf("llm_retry / language_spec = %+v / %q", m.Agent.LLMRetry, m.Agent.LanguageSpec)
+	}
 	if m.Agent.TurnTimeout != 5*time.Second || m.Agent.SubAgents["helper"].Prompt != "help" {
 		t.Errorf("agent spec = %+v", m.Agent)
 	}
@@ -61,16 +66,20 @@ script: ["(return {:c 1})"]
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
-		"agent: {prompt: x}\ncontxt: {}":            `unknown field "contxt"`,
-		"agent: {prompt: x, max_turn: 3}":           `unknown field "max_turn"`,
-		"agent: {prompt: ''}":                       "agent.prompt is required",
-		"agent: {prompt: x}\ntimeout: 5":            `duration must be a string`,
-		"agent: {prompt: x}\ntimeout: soon":         `duration "soon"`,
-		"agent: {prompt: x, sub_agents: {a: null}}": "agent.sub_agents.a is empty",
+		"agent: {prompt: x}\ncontxt: {}":                `unknown field "contxt"`,
+		"agent: {prompt: x, max_turn: 3}":               `unknown field "max_turn"`,
+		"agent: {prompt: ''}":                           "agent.prompt is required",
+		"agent: {prompt: x}\ntimeout: 5":                `duration must be a string`,
+		"agent: {prompt: x}\ntimeout: soon":             `duration "soon"`,
+		"agent: {prompt: x, sub_agents: {a: null}}":     "agent.sub_agents.a is empty",
+		"agent: {prompt: x, llm_retry: {backoff: fib}}": "llm_retry.backoff",
 		"agent: [": "mission file",
 	}
 	for src, want := range cases {
-		_, err := Parse([]byte(src))
+		f, err := Parse([]byte(src))
+		if err == nil {
+			_, err = f.Mission() // the wire validation
+		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", src, err, want)
 		}

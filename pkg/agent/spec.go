@@ -331,8 +331,8 @@ func firstLine(s string) string {
 // ToWire converts the spec to its wire form. Tools are referenced by name
 // (the receiving worker resolves them); sub-agent tools (AsTool) travel as
 // SubAgents with their own specs. Go funcs, Model, LLMRetry's funcs and the
-// SystemPrompt funcs do not travel; LanguageSpec, OutputFormat and Override
-// have no wire field yet either (see docs/agent.md).
+// SystemPrompt funcs do not travel; the SystemPrompt strings and the
+// LLMRetry policy's data do.
 func (s Spec) ToWire() *messages.AgentSpec {
 	w := &messages.AgentSpec{
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
@@ -344,6 +344,13 @@ func (s Spec) ToWire() *messages.AgentSpec {
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
+	}
+	w.LanguageSpec, w.OutputFormat, w.SystemOverride = s.SystemPrompt.LanguageSpec, s.SystemPrompt.OutputFormat, s.SystemPrompt.Override
+	if r := s.LLMRetry; r != nil {
+		w.LLMRetry = &messages.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: string(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}
+		for _, c := range r.Retryable {
+			w.LLMRetry.Retryable = append(w.LLMRetry.Retryable, string(c))
+		}
 	}
 	for _, name := range sortedKeys(s.Tools) {
 		t := s.Tools[name]
@@ -387,8 +394,15 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		Output: w.OutputMode, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
 		MaxToolCalls: w.MaxToolCalls, TurnTimeout: w.TurnTimeout, MissionTimeout: w.MissionTimeout,
 		PromptLimit: w.PromptLimit, LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
-		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix},
-		MemoryLimit:  int(w.MemoryLimit), Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
+		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
+			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
+		MemoryLimit: int(w.MemoryLimit), Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
+	}
+	if r := w.LLMRetry; r != nil {
+		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}
+		for _, c := range r.Retryable {
+			s.LLMRetry.Retryable = append(s.LLMRetry.Retryable, llm.ErrorClass(c))
+		}
 	}
 	if len(w.Tools)+len(w.SubAgents) > 0 {
 		s.Tools = map[string]Tool{}

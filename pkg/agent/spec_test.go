@@ -106,7 +106,8 @@ func TestWireRoundTrip(t *testing.T) {
 		ToolCatalog: []messages.ToolSchema{{Name: "plan", Signature: "() -> :map"}},
 		MaxTurns:    7, TurnTimeout: 3 * time.Second, MissionTimeout: time.Minute, LLM: "sonnet",
 		LLMOpts:      map[string]any{"temperature": 0.2},
-		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S"}, MemoryLimit: 2048,
+		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""}, MemoryLimit: 2048,
+		LLMRetry:     &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
 		Validation: signature.WarnOnly, MaxDepth: 2, TurnBudget: 9, PromptLimit: PromptLimit{List: 3, String: 50},
 	}
 	w := spec.ToWire()
@@ -128,6 +129,13 @@ func TestWireRoundTrip(t *testing.T) {
 	if got.MaxTurns != 7 || got.Validation != signature.WarnOnly || got.LLM != "sonnet" || got.SystemPrompt.Prefix != "P" ||
 		got.MemoryLimit != 2048 || got.TurnBudget != 9 || got.PromptLimit.List != 3 || got.Signature != spec.Signature {
 		t.Fatalf("round trip lost fields: %+v", got)
+	}
+	if got.SystemPrompt.LanguageSpec != "minimal" || got.SystemPrompt.OutputFormat != "OF" {
+		t.Fatalf("system prompt strings lost: %+v", got.SystemPrompt)
+	}
+	if r := got.LLMRetry; r == nil || r.MaxAttempts != 4 || r.Backoff != llm.BackoffLinear || r.BaseDelay != time.Second ||
+		r.MaxDelay != 9*time.Second || !reflect.DeepEqual(r.Retryable, []llm.ErrorClass{llm.ClassRateLimit}) {
+		t.Fatalf("llm_retry lost: %+v", got.LLMRetry)
 	}
 	a := mustNew(t, got)
 	if a.tools["finder"].tool.sub == nil || a.tools["finder"].tool.sub.agent.spec.Name != "finder" {

@@ -133,6 +133,15 @@ type AgentSpec struct {
 	// SystemPrefix and SystemSuffix wrap the generated system prompt.
 	SystemPrefix string `msgpack:"system_prefix,omitempty"`
 	SystemSuffix string `msgpack:"system_suffix,omitempty"`
+	// LanguageSpec replaces the language reference (text, or a preset name
+	// such as "minimal"); OutputFormat replaces the output instructions;
+	// SystemOverride replaces the whole system prompt.
+	LanguageSpec   string `msgpack:"language_spec,omitempty"`
+	OutputFormat   string `msgpack:"output_format,omitempty"`
+	SystemOverride string `msgpack:"system_override,omitempty"`
+	// LLMRetry is the llm_retry policy; nil means the default (3 attempts,
+	// exponential backoff).
+	LLMRetry *RetryPolicy `msgpack:"llm_retry,omitempty"`
 	// MemoryLimit bounds program memory in bytes (seed 1 MiB).
 	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
 	// ValidationMode is one of the Validation* constants ("" = enabled).
@@ -141,6 +150,20 @@ type AgentSpec struct {
 	MaxDepth int `msgpack:"max_depth,omitempty"`
 	// TurnBudget bounds the turns of the whole agent tree (seed 20).
 	TurnBudget int `msgpack:"turn_budget,omitempty"`
+}
+
+// RetryPolicy is an agent's llm_retry as data: how model calls that failed
+// with an infrastructure error are retried. Zero fields take the defaults.
+type RetryPolicy struct {
+	MaxAttempts int `msgpack:"max_attempts,omitempty"`
+	// Backoff is "exponential" (default), "linear" or "constant".
+	Backoff   string        `msgpack:"backoff,omitempty"`
+	BaseDelay time.Duration `msgpack:"base_delay,omitempty"`
+	MaxDelay  time.Duration `msgpack:"max_delay,omitempty"`
+	// Retryable restricts retries to these error classes (rate_limit,
+	// overloaded, server_error, timeout, connection, conflict); empty means
+	// all of them.
+	Retryable []string `msgpack:"retryable,omitempty"`
 }
 
 // PromptLimit truncates result previews fed back to the model: List items
@@ -286,6 +309,16 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	} {
 		if f.v < 0 {
 			return invalidf("%s.%s: negative", path, f.name)
+		}
+	}
+	if r := a.LLMRetry; r != nil {
+		switch r.Backoff {
+		case "", "exponential", "linear", "constant":
+		default:
+			return invalidf("%s.llm_retry.backoff: %q is not exponential, linear or constant", path, r.Backoff)
+		}
+		if r.MaxAttempts < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 {
+			return invalidf("%s.llm_retry: negative max_attempts, base_delay or max_delay", path)
 		}
 	}
 	for name, sub := range a.SubAgents {

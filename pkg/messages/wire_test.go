@@ -48,6 +48,8 @@ func TestMissionValidate(t *testing.T) {
 		{"empty prompt", func(m *Mission) { m.Agent.Prompt = "" }, "mission.agent.prompt"},
 		{"bad output mode", func(m *Mission) { m.Agent.OutputMode = "json" }, "mission.agent.output_mode"},
 		{"bad validation mode", func(m *Mission) { m.Agent.ValidationMode = "lax" }, "mission.agent.validation_mode"},
+		{"bad llm_retry backoff", func(m *Mission) { m.Agent.LLMRetry = &RetryPolicy{Backoff: "fibonacci"} }, "mission.agent.llm_retry.backoff"},
+		{"negative llm_retry delay", func(m *Mission) { m.Agent.LLMRetry = &RetryPolicy{BaseDelay: -1} }, "mission.agent.llm_retry: negative"},
 		{"negative turns", func(m *Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns"},
 		{"sub-agent error has path", func(m *Mission) { m.Agent.SubAgents["summarize"].TurnBudget = -2 },
 			`mission.agent.sub_agents["summarize"].turn_budget`},
