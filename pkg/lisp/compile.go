@@ -831,6 +831,15 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	}
 	pos := f.pos
 	fn := b.Fn
+	if v, ok := c.foldCtor(b, f.items[1:]); ok {
+		// same steps and position as the call it replaces
+		return func(fr *frame) Value {
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			return v
+		}
+	}
 	switch n {
 	case 1:
 		a0 := args[0]
@@ -917,4 +926,59 @@ func allKeywordKeys(fs []*form) bool {
 		}
 	}
 	return true
+}
+
+// foldableCtors build a function value from their arguments without
+// touching the Thread, charging budgets or failing once the arity is
+// right: called with constant arguments they return an equivalent value
+// every time, so the call is made once at compile time. This keeps
+// (update m k (fnil + 0) v) in a loop from allocating a closure per item.
+var foldableCtors = map[string]bool{
+	"fnil": true, "partial": true, "comp": true, "complement": true,
+	"constantly": true, "some-fn": true, "every-pred": true, "juxt": true,
+}
+
+// foldCtor evaluates a call of a foldable constructor whose arguments are
+// all literals or builtin names; ok is false otherwise.
+func (c *compiler) foldCtor(b *Builtin, argForms []*form) (v Value, ok bool) {
+	if !foldableCtors[b.Name] {
+		return nil, false
+	}
+	args := make([]Value, len(argForms))
+	for i, af := range argForms {
+		a, ok := c.constArg(af)
+		if !ok {
+			return nil, false
+		}
+		args[i] = a
+	}
+	defer func() {
+		if recover() != nil {
+			v, ok = nil, false
+		}
+	}()
+	return b.Fn(nil, args), true
+}
+
+// constArg returns the value of an argument form that is a literal or
+// names a builtin (not shadowed by a local).
+func (c *compiler) constArg(f *form) (Value, bool) {
+	if v, ok := constData(f); ok {
+		return v, true
+	}
+	if f.kind != fSym {
+		return nil, false
+	}
+	if f.ns == "" {
+		if _, _, local := c.sc.lookup(f.name); local {
+			return nil, false
+		}
+		b, ok := c.builtins[f.name]
+		return b, ok
+	}
+	if _, isNs := nsAliases[f.ns]; !isNs || f.ns == "memory" || f.ns == "mem" {
+		return nil, false
+	}
+	b, ok := c.lookupBuiltin(f.ns, f.name)
+	return b, ok
 }
