@@ -143,6 +143,8 @@ type localVar struct {
 
 type recurTarget struct {
 	n int // binding count (a variadic fn counts its rest as one)
+	// cursors[i] is set for loop bindings advanced in place (cursor.go).
+	cursors []*loopCursorSlot
 }
 
 // scope is the compile-time view of one function activation.

@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -643,11 +644,33 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	savedRecur := c.sc.recur
 	inits := make([]node, 0, len(b)/2)
 	binds := make([]binder, 0, len(b)/2)
+	var cursors []*loopCursorSlot
+	var owns []int
+	seen := map[string]int{}
 	for i := 0; i < len(b); i += 2 {
 		inits = append(inits, c.compile(b[i+1], false))
 		binds = append(binds, c.compilePattern(b[i]))
+		if b[i].kind == fSym {
+			seen[b[i].name]++
+		}
 	}
-	c.sc.recur = &recurTarget{n: len(binds)}
+	for i := 0; i < len(b); i += 2 {
+		p := b[i]
+		if p.kind != fSym || seen[p.name] != 1 || !c.loopCursor(p.name, f.items[2:]) {
+			continue
+		}
+		kind, slot, _ := c.sc.lookup(p.name)
+		if kind != refLocal {
+			continue
+		}
+		if cursors == nil {
+			cursors = make([]*loopCursorSlot, len(binds))
+		}
+		own := c.sc.declare(" cursor " + p.name)
+		cursors[i/2] = &loopCursorSlot{name: p.name, slot: slot, own: own}
+		owns = append(owns, own)
+	}
+	c.sc.recur = &recurTarget{n: len(binds), cursors: cursors}
 	body := c.compileBody(f.items[2:], true)
 	c.sc.recur = savedRecur
 	c.sc.locals = c.sc.locals[:saved]
@@ -655,6 +678,9 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		th := fr.th
 		for i, in := range inits {
 			binds[i](fr, in(fr))
+		}
+		for _, o := range owns {
+			fr.slots[o] = nil
 		}
 		mark := th.sp
 		for {
@@ -682,11 +708,53 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 		c.fail(KindArity, f.pos, "", "recur expects %s (the loop's bindings), got %d", argsText(c.sc.recur.n), n)
 	}
 	args := c.compileAll(f.items[1:])
+	var curs []*cursorArg
+	for i, af := range f.items[1:] {
+		if cu := c.cursorRecurArg(i, af); cu != nil {
+			if curs == nil {
+				curs = make([]*cursorArg, n)
+			}
+			curs[i] = cu
+		}
+	}
+	if curs == nil {
+		return func(fr *frame) Value {
+			th := fr.th
+			a := th.allocArgs(n)
+			for i, an := range args {
+				a[i] = an(fr)
+			}
+			th.recurArgs = a
+			return recurSentinel
+		}
+	}
 	return func(fr *frame) Value {
 		th := fr.th
 		a := th.allocArgs(n)
+		var pending uint64
 		for i, an := range args {
+			if cu := curs[i]; cu != nil {
+				if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+					// (rest xs) / (next xs) on a vector of 2+ items: a view
+					th.pos = cu.pos
+					th.tick()
+					if o, _ := fr.slots[cu.own].(*Vector); o == v {
+						a[i] = v // advanced once every argument is evaluated
+						pending |= 1 << i
+					} else {
+						nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+						fr.slots[cu.own] = nv
+						a[i] = nv
+					}
+					continue
+				}
+			}
 			a[i] = an(fr)
+		}
+		for pending != 0 {
+			v := a[bits.TrailingZeros64(pending)].(*Vector)
+			pending &= pending - 1
+			v.items = v.items[1:len(v.items):len(v.items)]
 		}
 		th.recurArgs = a
 		return recurSentinel

@@ -42,3 +42,45 @@
 ;; fnil with a non-function is an error at call time, as before
 ((fnil 1 0) nil)
 ;;; "not_callable: 2:1: not callable: 1"
+---
+;; loop cursors: (rest xs) advances a loop-private header in place; every
+;; other use of xs in the same recur still sees the old position
+(loop [rs [1 2 3 4] acc []] (if (empty? rs) acc (recur (rest rs) (conj acc [(first rs) (count rs)]))))
+;=> [[1 4] [2 3] [3 2] [4 1]]
+---
+;; the cursor is read after the advance is decided (argument order kept)
+(loop [acc [] rs [1 2 3]] (if (seq rs) (recur (conj acc (first rs) (count rs)) (next rs)) acc))
+;=> [1 3 2 2 3 1]
+---
+;; a binding that escapes is not a cursor: the kept views stay intact
+(loop [rs [1 2 3] seen []] (if (empty? rs) seen (recur (rest rs) (conj seen rs))))
+;=> [[1 2 3] [2 3] [3]]
+---
+(loop [rs [1 2 3] fs []] (if (empty? rs) (map #(%) fs) (recur (rest rs) (conj fs (fn [] (first rs))))))
+;=> [1 2 3]
+---
+;; a re-entered loop starts from its own input again
+(mapv (fn [v] (loop [rs v acc 0] (if (empty? rs) acc (recur (rest rs) (+ acc (first rs)))))) [[1 2] [3 4 5]])
+;=> [3 12]
+---
+;; the input vector is never changed
+(let [v [1 2 3 4]] (loop [rs v] (if (next rs) (recur (next rs)) [(first rs) v])))
+;=> [4 [1 2 3 4]]
+---
+;; nested loops over the same data
+(loop [xs [1 2] out []] (if (empty? xs) out (recur (rest xs) (conj out (loop [ys [10 20] s 0] (if (empty? ys) (+ s (first xs)) (recur (rest ys) (+ s (first ys)))))))))
+;=> [31 32]
+---
+;; lazy seqs and strings take the ordinary path
+[(loop [rs (range 4) acc 0] (if (empty? rs) acc (recur (rest rs) (+ acc (first rs)))))
+ (loop [cs "abc" acc ""] (if (empty? cs) acc (recur (rest cs) (str (first cs) acc))))]
+;=> [6 "cba"]
+---
+;; a local named rest is not the builtin
+(let [rest (fn [v] (vec (drop 2 v)))] (loop [rs [1 2 3 4 5] acc []] (if (empty? rs) acc (recur (rest rs) (conj acc (first rs))))))
+;=> [1 3 5]
+---
+;; the step still counts: a loop over 5 items ends in the step limit like before
+;; @looplimit 3
+(loop [rs [1 2 3 4 5]] (if (empty? rs) :done (recur (rest rs))))
+;;; "loop_limit"
