@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 func registerCore(r registry) {
@@ -531,7 +532,7 @@ func biCount(th *Thread, a []Value) Value {
 	case *Set:
 		return Int(int64(x.Len()))
 	case string:
-		return Int(int64(len([]rune(x))))
+		return Int(int64(utf8.RuneCountInString(x)))
 	case *LazySeq:
 		return Int(int64(len(th.Seq(x, "count", 1))))
 	}

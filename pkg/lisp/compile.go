@@ -818,6 +818,11 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	if n < b.MinArgs || (b.MaxArgs >= 0 && n > b.MaxArgs) {
 		c.fail(KindArity, f.pos, "", "%s expects %s, got %d", b.Name, b.arityText(), n)
 	}
+	if b.Name == "count" && n == 1 {
+		if nd, ok := c.countSplitCall(b, f); ok {
+			return nd
+		}
+	}
 	var args []node
 	if b.Name == "reduce" && n == 3 {
 		args = make([]node, 3)
