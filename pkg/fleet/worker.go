@@ -90,11 +90,12 @@ type WorkerConfig struct {
 	Store StoreConfig
 	// SkipSetup binds to existing streams instead of creating them.
 	SkipSetup bool
-	// IdleWait is how long one fetch waits for missions when none are
-	// queued. With several priorities the worker waits on each in turn, so
-	// IdleWait bounds the pickup delay of an idle worker; it also bounds how
-	// long Stop waits for the open fetch. Default 250ms with several
-	// priorities, 500ms with one.
+	// IdleWait is how long one long poll waits for a mission when none is
+	// queued. An idle worker keeps one poll open per priority (each on a
+	// free slot), so pickup is immediate whatever the priority; with fewer
+	// free slots than priorities the polls rotate and IdleWait bounds the
+	// pickup delay. It also bounds how long Stop waits for open polls.
+	// Default 250ms with several priorities, 500ms with one.
 	IdleWait time.Duration
 	// NakDelay is the redelivery delay after a retryable failure. Default 5s.
 	NakDelay time.Duration
@@ -179,9 +180,10 @@ type Worker struct {
 	ackWait    time.Duration
 	maxDeliver int
 
-	slots     chan struct{}
+	slots     chan struct{} // one token per mission in hand or long poll waiting
+	reserved  atomic.Int32  // slot tokens held by long polls, not missions
 	slotFreed chan struct{}
-	inflight  sync.WaitGroup // missions in hand; Add only from loop
+	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
 	advisory  sync.WaitGroup // dead-letter work from advisories
 	mu        sync.Mutex
 	running   map[string]context.CancelCauseFunc
@@ -275,7 +277,7 @@ func (w *Worker) ID() string { return w.cfg.ID }
 func (w *Worker) Ready() bool { return w.ready.Load() }
 
 // Running returns the number of missions in hand.
-func (w *Worker) Running() int { return len(w.slots) }
+func (w *Worker) Running() int { return max(len(w.slots)-int(w.reserved.Load()), 0) }
 
 // Done is closed when Stop has finished.
 func (w *Worker) Done() <-chan struct{} { return w.stopped }
@@ -397,37 +399,103 @@ func (w *Worker) isStopping() bool {
 }
 
 // loop fetches missions for free slots until Stop.
+//
+// While missions are queued it sweeps every priority, highest first, with
+// no-wait fetches for the free slots. When nothing is queued it keeps one
+// long poll (Fetch of one message, IdleWait) outstanding per priority, each
+// on a slot reserved for it, so that a mission of any priority starts as soon
+// as it is submitted; a poll that ends empty gives its slot back. With fewer
+// free slots than priorities the polls start from a rotating priority.
 func (w *Worker) loop() {
 	defer close(w.loopDone)
+	var polls sync.WaitGroup
+	defer polls.Wait()
+	n := len(w.consum)
+	polling := make([]bool, n)
+	pollDone := make(chan int, n)
 	turn := 0
 	for !w.isStopping() {
-		free := cap(w.slots) - len(w.slots)
-		if free == 0 {
-			select {
-			case <-w.slotFreed:
-			case <-w.stopping:
-				return
-			}
-			continue
-		}
 		got := 0
-		// Sweep every priority, highest first, without waiting.
 		for _, c := range w.consum {
-			if free-got == 0 {
+			free := cap(w.slots) - len(w.slots)
+			if free == 0 {
 				break
 			}
-			if len(w.consum) == 1 {
-				break // the blocking fetch below serves a single priority
-			}
-			got += w.fetch(c, free-got, false)
+			got += w.fetch(c, free, false)
 		}
 		if got > 0 {
 			continue
 		}
-		// Nothing queued: wait on one priority, rotating.
-		c := w.consum[turn%len(w.consum)]
+		for k := range n {
+			i := (turn + k) % n
+			if polling[i] {
+				continue
+			}
+			if !w.reserveSlot() {
+				break
+			}
+			polling[i] = true
+			polls.Add(1)
+			go func() {
+				defer polls.Done()
+				w.poll(w.consum[i])
+				pollDone <- i
+			}()
+		}
 		turn++
-		w.fetch(c, free, true)
+		select {
+		case i := <-pollDone:
+			polling[i] = false
+		case <-w.slotFreed:
+		case <-w.stopping:
+			return
+		}
+	}
+}
+
+// reserveSlot takes a free slot for a long poll, if there is one.
+func (w *Worker) reserveSlot() bool {
+	w.reserved.Add(1)
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		w.reserved.Add(-1)
+		return false
+	}
+}
+
+// poll waits up to IdleWait for one mission of c on a reserved slot: a
+// mission that arrives takes the slot, otherwise the slot is given back.
+func (w *Worker) poll(c jetstream.Consumer) {
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
+	if err != nil {
+		w.log.Warn().Err(err).Msg("fetch failed")
+		select {
+		case <-time.After(w.cfg.IdleWait):
+		case <-w.stopping:
+		}
+		w.reserved.Add(-1)
+		w.releaseSlot()
+		return
+	}
+	started := false
+	for msg := range batch.Messages() {
+		if started || w.isStopping() {
+			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
+			continue
+		}
+		started = true
+		w.reserved.Add(-1)
+		w.inflight.Add(1)
+		go w.process(msg)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		w.log.Debug().Err(err).Msg("fetch ended")
+	}
+	if !started {
+		w.reserved.Add(-1)
+		w.releaseSlot()
 	}
 }
 

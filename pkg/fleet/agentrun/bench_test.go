@@ -1,0 +1,149 @@
+package agentrun_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// firstCallModel is a zero-latency model that answers every mission with a
+// one-tool-call program and records when each mission first reached it.
+type firstCallModel struct {
+	mu        sync.Mutex
+	submitted map[string]time.Time // prompt → submit time
+	firstCall []time.Duration
+}
+
+func (m *firstCallModel) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	if t0, ok := m.submitted[req.Prompt]; ok {
+		m.firstCall = append(m.firstCall, time.Since(t0))
+		delete(m.submitted, req.Prompt)
+	}
+	m.mu.Unlock()
+	return &llm.Response{Content: "```clojure\n(return {:n (count (tool/get_customer {:id 1}))})\n```"}, nil
+}
+
+// BenchmarkMissions measures missions per second end to end (submit →
+// worker → agent loop with a zero-latency model → one NATS tool call →
+// result stored → Await) with 1 and 2 in-process workers, and the
+// queue-to-first-model-call latency: with one mission in flight (an idle
+// fleet: pickup is bounded by the worker's IdleWait when it serves several
+// priorities, and immediate when it serves one) and with 32 (a busy fleet,
+// where queueing dominates). Workers use their default configuration.
+func BenchmarkMissions(b *testing.B) {
+	for _, c := range []struct {
+		workers, inflight int
+		priorities        []string
+	}{{1, 1, nil}, {1, 1, []string{messages.PriorityNormal}}, {1, 32, nil}, {2, 32, nil}} {
+		workers := c.workers
+		name := fmt.Sprintf("workers=%d/inflight=%d", c.workers, c.inflight)
+		if c.priorities != nil {
+			name += "/one-priority"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv, err := embedded.Start(embedded.Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			conn := func() *nats.Conn {
+				nc, err := srv.Conn()
+				if err != nil {
+					b.Fatal(err)
+				}
+				return nc
+			}
+			ctx := context.Background()
+			tnc := conn()
+			defer tnc.Close()
+			svc, err := fleet.NewToolService(tnc, fleet.ToolServiceConfig{Name: shop.ServiceName})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer svc.Stop(ctx)
+			if err := shop.Generate(100, 10, 10).Register(svc); err != nil {
+				b.Fatal(err)
+			}
+			model := &firstCallModel{submitted: map[string]time.Time{}}
+			for range workers {
+				wnc := conn()
+				defer wnc.Close()
+				w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
+					Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+					Slots:  8, Priorities: c.priorities,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := w.Start(ctx); err != nil {
+					b.Fatal(err)
+				}
+				defer w.Stop()
+			}
+			cnc := conn()
+			defer cnc.Close()
+			client, err := fleet.NewClient(ctx, cnc, fleet.ClientConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec := &messages.AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, c.inflight)
+			errs := make(chan error, b.N)
+			for i := range b.N {
+				sem <- struct{}{}
+				wg.Add(1)
+				model.mu.Lock()
+				model.submitted["Mission "+strconv.Itoa(i)] = time.Now()
+				model.mu.Unlock()
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					step, err := client.Run(ctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+						Agent: spec, Context: map[string]any{"n": int64(i)}, Tools: spec.Tools})
+					if err == nil && step.Fail != nil {
+						err = fmt.Errorf("mission failed: %s", step.Fail.Error())
+					}
+					if err != nil {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				if !strings.Contains(err.Error(), "context") {
+					b.Fatal(err)
+				}
+			}
+			model.mu.Lock()
+			lat := slices.Clone(model.firstCall)
+			model.mu.Unlock()
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "missions/s")
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-first-call-ms")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-first-call-ms")
+			}
+		})
+	}
+}
