@@ -738,7 +738,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		st.Trace = []messages.Turn{turn}
 		return finish(f)
 	}
-	value := roundFloats(lisp.ToGo(res.Value), FloatPrecision)
+	value := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
 	turn.Result = value
 	turn.Duration = time.Since(start)
 	st.Trace = []messages.Turn{turn}

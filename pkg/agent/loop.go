@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"runtime/debug"
 	"time"
 
@@ -312,7 +311,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		if t.debug {
 			rec.Memory = toGoMemory(mem)
 		}
-		value := roundFloats(lisp.ToGo(res.Value), FloatPrecision)
+		value := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
 		rec.Result = value
 
 		if res.Signal == lisp.SignalReturn || single {
@@ -475,24 +474,4 @@ func memorySize(mem map[string]lisp.Value, limit int) int {
 		}
 	}
 	return size
-}
-
-func roundFloats(v any, digits int) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return x
-		}
-		p := math.Pow(10, float64(digits))
-		return math.Round(x*p) / p
-	case []any:
-		for i := range x {
-			x[i] = roundFloats(x[i], digits)
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = roundFloats(x[k], digits)
-		}
-	}
-	return v
 }

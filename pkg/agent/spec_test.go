@@ -107,7 +107,7 @@ func TestWireRoundTrip(t *testing.T) {
 		MaxTurns:    7, TurnTimeout: 3 * time.Second, MissionTimeout: time.Minute, LLM: "sonnet",
 		LLMOpts:      map[string]any{"temperature": 0.2},
 		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""}, MemoryLimit: 2048,
-		LLMRetry:     &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
+		LLMRetry:   &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
 		Validation: signature.WarnOnly, MaxDepth: 2, TurnBudget: 9, PromptLimit: PromptLimit{List: 3, String: 50},
 	}
 	w := spec.ToWire()

@@ -3,7 +3,6 @@ package lisp
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -417,7 +416,7 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 		st.Fail = f
 		turn.Error = e.Detail()
 	} else {
-		st.Return = roundFloats(ToGo(r.Value), opts.FloatPrecision)
+		st.Return = messages.RoundFloats(ToGo(r.Value), opts.FloatPrecision)
 		turn.Result = st.Return
 	}
 	if len(r.Memory) > 0 {
@@ -429,29 +428,6 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 	st.Trace = []messages.Turn{turn}
 	st.Usage = messages.Usage{Turns: 1, ToolCalls: len(r.ToolCalls), Duration: r.Duration}
 	return st
-}
-
-func roundFloats(v any, digits int) any {
-	if digits <= 0 {
-		return v
-	}
-	switch x := v.(type) {
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return x
-		}
-		p := math.Pow(10, float64(digits))
-		return math.Round(x*p) / p
-	case []any:
-		for i := range x {
-			x[i] = roundFloats(x[i], digits)
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = roundFloats(x[k], digits)
-		}
-	}
-	return v
 }
 
 // validateSignature checks the returned value against the signature's

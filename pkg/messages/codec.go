@@ -297,3 +297,30 @@ func UnmarshalStep(data []byte) (*Step, error) {
 	}
 	return &s, nil
 }
+
+// RoundFloats rounds every float64 in plain data v to digits decimals (half
+// away from zero), in place, and returns v; Inf and NaN are kept. digits <= 0
+// leaves v as it is. Agents round returned floats to 2 decimals (the seeds'
+// float_precision), so 0.1+0.2 is returned as 0.3.
+func RoundFloats(v any, digits int) any {
+	if digits <= 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return x
+		}
+		p := math.Pow(10, float64(digits))
+		return math.Round(x*p) / p
+	case []any:
+		for i := range x {
+			x[i] = RoundFloats(x[i], digits)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = RoundFloats(x[k], digits)
+		}
+	}
+	return v
+}

@@ -329,3 +329,15 @@ func TestZeroResultsSurvive(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundFloats(t *testing.T) {
+	v := map[string]any{"a": 0.1 + 0.2, "b": []any{2.675, int64(3), "x", math.Inf(-1)}, "c": -1.005}
+	got := RoundFloats(v, 2)
+	want := map[string]any{"a": 0.3, "b": []any{2.68, int64(3), "x", math.Inf(-1)}, "c": -1.0}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("RoundFloats = %#v, want %#v", got, want)
+	}
+	if f := RoundFloats(0.123456, 0); f != 0.123456 {
+		t.Errorf("digits 0 changed the value: %v", f)
+	}
+}
