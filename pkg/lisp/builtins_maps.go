@@ -44,8 +44,22 @@ func registerMaps(r registry) {
 	r.add("update", 3, -1, func(th *Thread, a []Value) Value {
 		// a outlives these calls (it is only read), so extra needs no copy
 		f, extra := a[2], a[3:]
-		old, _ := lookup(a[0], a[1])
 		pos := th.pos
+		if m, ok := a[0].(*Map); ok {
+			if i := m.transientSlot(a[1]); i >= 0 {
+				// a reduce's private accumulator (see Map.edit): one
+				// lookup, then the value is replaced in place
+				nv := callWith(th, f, m.vals[i], extra)
+				th.pos = pos
+				th.tick() // as assocOne
+				if m.sorted.Load() != nil {
+					m.sorted.Store(nil)
+				}
+				m.vals[i] = nv
+				return m
+			}
+		}
+		old, _ := lookup(a[0], a[1])
 		nv := callWith(th, f, old, extra)
 		th.pos = pos
 		return assocOne(th, "update", a[0], a[1], nv)

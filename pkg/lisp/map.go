@@ -284,7 +284,9 @@ func (m *Map) Assoc(key, val Value) *Map {
 }
 
 func (m *Map) assocTransient(key, val Value) *Map {
-	m.sorted.Store(nil)
+	if m.sorted.Load() != nil { // a plain load is cheaper than a store
+		m.sorted.Store(nil)
+	}
 	if m.root == nil {
 		i := m.findSmall(key)
 		switch {
@@ -443,8 +445,33 @@ type hnode struct {
 	edit   *editToken // owner while a transient reduce may mutate it in place
 }
 
-// editToken identifies one transient session (see Map.edit).
-type editToken struct{ _ byte }
+// editToken identifies one transient session (see Map.edit). It also
+// hands out the session's new leaves from chunks: one allocation per
+// leafChunk inserts. Leaves are immutable once made, and every chunk was
+// charged entry by entry as the map grew, so sharing a chunk changes only
+// when the memory is freed, not how much the budget admits.
+type editToken struct {
+	leaves []leafAlloc
+}
+
+// leafAlloc co-allocates a leaf and its single entry.
+type leafAlloc struct {
+	l hleaf
+	e [1]mapEntry
+}
+
+const leafChunk = 32
+
+func (t *editToken) newLeaf(h uint32, key, val Value) hslot {
+	if len(t.leaves) == 0 {
+		t.leaves = make([]leafAlloc, leafChunk)
+	}
+	a := &t.leaves[0]
+	t.leaves = t.leaves[1:]
+	a.e[0] = mapEntry{key, val}
+	a.l = hleaf{hash: h, ents: a.e[:]}
+	return hslot{leaf: &a.l}
+}
 
 // setMut is set for a transient session: nodes owned by edit are updated
 // in place, others are copied once and then owned.
@@ -457,7 +484,7 @@ func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*
 	idx := bits.OnesCount32(nn.bitmap & (bit - 1))
 	if nn.bitmap&bit == 0 {
 		nn.bitmap |= bit
-		nn.slots = slices.Insert(nn.slots, idx, newLeaf(h, key, val))
+		nn.slots = slices.Insert(nn.slots, idx, edit.newLeaf(h, key, val))
 		return nn, true
 	}
 	s := &nn.slots[idx]
@@ -477,7 +504,7 @@ func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*
 		s.leaf = &hleaf{hash: h, ents: append(slices.Clip(old), mapEntry{key, val})}
 		return nn, true
 	}
-	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
+	*s = hslot{child: mergeSlots(shift+5, *s, edit.newLeaf(h, key, val))}
 	return nn, true
 }
 
@@ -496,10 +523,7 @@ type hleaf struct {
 }
 
 func newLeaf(h uint32, key, val Value) hslot {
-	a := &struct {
-		l hleaf
-		e [1]mapEntry
-	}{}
+	a := &leafAlloc{}
 	a.e[0] = mapEntry{key, val}
 	a.l = hleaf{hash: h, ents: a.e[:]}
 	return hslot{leaf: &a.l}
@@ -736,4 +760,13 @@ func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 	}
 	*s = hslot{child: mergeSlots(shift+5, *s, newLeaf(h, key, val))}
 	return nn
+}
+
+// transientSlot returns the index of key in a transient small map whose
+// values it owns (so vals[i] may be replaced in place), or -1.
+func (m *Map) transientSlot(key Value) int {
+	if m.edit == nil || m.root != nil || !m.ownVals {
+		return -1
+	}
+	return m.findSmall(key)
 }

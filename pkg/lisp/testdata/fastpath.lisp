@@ -113,3 +113,16 @@
 ---
 (count "héllo")
 ;=> 5
+---
+;; a reduce's accumulator is updated in place, never its initial value
+(let [init {:a 1 "b" 2} r (reduce (fn [m x] (update m :a + x)) init [1 2 3])] [init r])
+;=> [{:a 1 "b" 2} {:a 7 "b" 2}]
+---
+;; flex keys: :b updates "b" in place and keeps its spelling
+(reduce (fn [m x] (update m :b (fnil inc 0))) {"b" 1} [1 2])
+;=> {"b" 3}
+---
+;; maps built in place stay immutable once the reduce returns
+(let [m (reduce (fn [m i] (assoc m i (* i i))) {} (range 100)) m2 (assoc m 5 :x) m3 (dissoc m 7)]
+  [(get m 5) (get m2 5) (count m) (count m3) (get m 7) (count (reduce (fn [m i] (assoc m i i)) m2 (range 100 200)))])
+;=> [25 :x 100 99 49 200]
