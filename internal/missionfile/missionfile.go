@@ -160,12 +160,8 @@ func Parse(data []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("mission file: %w", err)
 	}
-	ctx, err := plain(f.Context)
-	if err != nil {
-		return nil, fmt.Errorf("mission file: context%w", err)
-	}
-	if ctx != nil {
-		f.Context = ctx.(map[string]any)
+	if _, err := messages.JSONNumbers(f.Context); err != nil {
+		return nil, fmt.Errorf("mission file: context: %w", err)
 	}
 	switch {
 	case f.Agent == nil && f.Compiled == nil:
@@ -177,14 +173,12 @@ func Parse(data []byte) (*File, error) {
 			return nil, fmt.Errorf("mission file: compiled.program is required")
 		}
 		for i, in := range f.Compiled.Inputs {
-			v, err := plain(in)
-			if err != nil {
-				return nil, fmt.Errorf("mission file: compiled.inputs[%d]%w", i, err)
-			}
-			if v == nil {
+			if in == nil {
 				return nil, fmt.Errorf("mission file: compiled.inputs[%d] is empty", i)
 			}
-			f.Compiled.Inputs[i] = v.(map[string]any)
+			if _, err := messages.JSONNumbers(in); err != nil {
+				return nil, fmt.Errorf("mission file: compiled.inputs[%d]: %w", i, err)
+			}
 		}
 		return &f, nil
 	}
@@ -198,12 +192,8 @@ func Parse(data []byte) (*File, error) {
 }
 
 func (a *Agent) plainOpts(path string) error {
-	if a.LLMOpts != nil {
-		v, err := plain(a.LLMOpts)
-		if err != nil {
-			return fmt.Errorf("mission file: %s.llm_opts%w", path, err)
-		}
-		a.LLMOpts = v.(map[string]any)
+	if _, err := messages.JSONNumbers(a.LLMOpts); err != nil {
+		return fmt.Errorf("mission file: %s.llm_opts: %w", path, err)
 	}
 	for name, sub := range a.SubAgents {
 		if sub == nil {
@@ -214,40 +204,6 @@ func (a *Agent) plainOpts(path string) error {
 		}
 	}
 	return nil
-}
-
-// plain turns json.Number into int64 or float64, recursively.
-func plain(v any) (any, error) {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i, nil
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return nil, fmt.Errorf(": number %s out of range", x)
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range x {
-			n, err := plain(e)
-			if err != nil {
-				return nil, fmt.Errorf(".%s%w", k, err)
-			}
-			x[k] = n
-		}
-		return x, nil
-	case []any:
-		for i, e := range x {
-			n, err := plain(e)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]%w", i, err)
-			}
-			x[i] = n
-		}
-		return x, nil
-	}
-	return v, nil
 }
 
 // Mission builds the wire mission. A file without an id gets a new ULID.

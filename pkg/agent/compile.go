@@ -559,7 +559,7 @@ func callPure(ctx context.Context, bt *boundTool, args map[string]any, mode sign
 	}
 	if validate && bt.tool.Signature != "" {
 		if needsPlain(out) {
-			if out, err = plainData(out); err != nil {
+			if out, err = messages.FromJSON(out); err != nil {
 				return nil, err
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // errNoJSON is returned by extractJSON when a reply holds no JSON value.
@@ -92,7 +94,7 @@ func decodeJSON(s string, whole bool) (any, error) {
 			return nil, fmt.Errorf("invalid JSON: unexpected data after the value at offset %d", dec.InputOffset())
 		}
 	}
-	return numbers(v), nil
+	return messages.JSONNumbers(v)
 }
 
 // fencedBlocks returns the contents of the ``` fenced blocks of s, in

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
@@ -360,7 +361,7 @@ func plainValue(v any) any {
 	}
 	k := reflect.TypeOf(v).Kind()
 	if k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice || k == reflect.Array || k == reflect.Map || k == reflect.Interface {
-		if p, err := plainData(v); err == nil {
+		if p, err := messages.FromJSON(v); err == nil {
 			return p
 		}
 	}

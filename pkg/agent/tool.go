@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
@@ -82,7 +82,7 @@ func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, er
 		if err != nil {
 			return nil, err
 		}
-		return plainData(r)
+		return messages.FromJSON(r)
 	}
 	return t
 }
@@ -132,44 +132,4 @@ func (a *Agent) AsTool(opts ToolOptions) Tool {
 		Description: desc,
 		sub:         &subTool{agent: a, boundName: opts.LLM, boundModel: opts.Model},
 	}
-}
-
-// plainData converts any Go value to plain JSON-model data (nil, bool,
-// int64, float64, string, []any, map[string]any) through encoding/json.
-func plainData(v any) (any, error) {
-	switch v.(type) {
-	case nil, bool, int64, float64, string:
-		return v, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("decode result: %w", err)
-	}
-	return numbers(out), nil
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = numbers(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = numbers(x[k])
-		}
-	}
-	return v
 }

@@ -124,7 +124,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 	}
 	if validate && bt.tool.Signature != "" {
 		if needsPlain(out) {
-			if out, err = plainData(out); err != nil {
+			if out, err = messages.FromJSON(out); err != nil {
 				return nil, err
 			}
 		}

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,44 +171,8 @@ func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn f
 		if err != nil {
 			return nil, err
 		}
-		return toPlain(out)
+		return messages.FromJSON(out)
 	})
-}
-
-// toPlain converts v to plain Go data through JSON, keeping integers as
-// int64.
-func toPlain(v any) (any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("encode result: %w", err)
-	}
-	return numbers(out), nil
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = numbers(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = numbers(x[k])
-		}
-	}
-	return v
 }
 
 // handle runs in micro's subscription goroutine: it copies what it needs
