@@ -196,18 +196,8 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 	if maxT <= 0 {
 		maxT = a.maxTurns()
 	}
-	llmOpts := a.spec.LLMOpts
-	if len(opts.LLMOpts) > 0 {
-		llmOpts = maps.Clone(a.spec.LLMOpts)
-		if llmOpts == nil {
-			llmOpts = map[string]any{}
-		}
-		maps.Copy(llmOpts, opts.LLMOpts)
-	}
-	policy := llm.RetryPolicy{}
-	if a.spec.LLMRetry != nil {
-		policy = *a.spec.LLMRetry
-	}
+	llmOpts := a.llmOpts(opts.LLMOpts)
+	policy := a.retryPolicy()
 	var sec secrets
 	for _, s := range opts.Samples {
 		sec.collect(s, false)

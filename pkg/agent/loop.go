@@ -117,18 +117,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	maxT := a.maxTurns()
 	single := a.singleTurn()
 	lim := a.promptLimit()
-	policy := llm.RetryPolicy{}
-	if a.spec.LLMRetry != nil {
-		policy = *a.spec.LLMRetry
-	}
-	llmOpts := a.spec.LLMOpts
-	if len(opts.LLMOpts) > 0 {
-		llmOpts = maps.Clone(a.spec.LLMOpts)
-		if llmOpts == nil {
-			llmOpts = map[string]any{}
-		}
-		maps.Copy(llmOpts, opts.LLMOpts)
-	}
+	policy := a.retryPolicy()
+	llmOpts := a.llmOpts(opts.LLMOpts)
 	mission := a.tmpl.Render(in.data)
 	sysStatic := ""
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
@@ -474,4 +464,26 @@ func memorySize(mem map[string]lisp.Value, limit int) int {
 		}
 	}
 	return size
+}
+
+// retryPolicy is the agent's llm_retry (the default policy when unset).
+func (a *Agent) retryPolicy() llm.RetryPolicy {
+	if a.spec.LLMRetry != nil {
+		return *a.spec.LLMRetry
+	}
+	return llm.RetryPolicy{}
+}
+
+// llmOpts merges run-time llm_opts over the spec's (the spec's map is not
+// modified).
+func (a *Agent) llmOpts(run map[string]any) map[string]any {
+	if len(run) == 0 {
+		return a.spec.LLMOpts
+	}
+	out := maps.Clone(a.spec.LLMOpts)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, run)
+	return out
 }

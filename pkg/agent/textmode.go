@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -244,18 +243,8 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 	t := rs.tree
 	v := a.textVariant()
 	maxT := a.maxTurns()
-	policy := llm.RetryPolicy{}
-	if a.spec.LLMRetry != nil {
-		policy = *a.spec.LLMRetry
-	}
-	llmOpts := a.spec.LLMOpts
-	if len(opts.LLMOpts) > 0 {
-		llmOpts = maps.Clone(a.spec.LLMOpts)
-		if llmOpts == nil {
-			llmOpts = map[string]any{}
-		}
-		maps.Copy(llmOpts, opts.LLMOpts)
-	}
+	policy := a.retryPolicy()
+	llmOpts := a.llmOpts(opts.LLMOpts)
 
 	var sec secrets
 	prompt, err := textPrompt(tm, in, &sec)
