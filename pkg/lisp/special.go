@@ -646,28 +646,37 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	binds := make([]binder, 0, len(b)/2)
 	var cursors []*loopCursorSlot
 	var owns []int
-	seen := map[string]int{}
+	// direct[i] is the slot of binding i when it is a plain symbol that no
+	// other binding of this loop declares again (stored without a binder)
+	direct := make([]int, 0, len(b)/2)
 	for i := 0; i < len(b); i += 2 {
 		inits = append(inits, c.compile(b[i+1], false))
 		binds = append(binds, c.compilePattern(b[i]))
+		slot := -1
 		if b[i].kind == fSym {
-			seen[b[i].name]++
+			slot = c.sc.locals[len(c.sc.locals)-1].slot
+		}
+		direct = append(direct, slot)
+	}
+	declared := map[string]int{}
+	for _, l := range c.sc.locals[saved:] {
+		declared[l.name]++
+	}
+	for i := range direct {
+		if direct[i] >= 0 && declared[b[2*i].name] != 1 {
+			direct[i] = -1
 		}
 	}
-	for i := 0; i < len(b); i += 2 {
-		p := b[i]
-		if p.kind != fSym || seen[p.name] != 1 || !c.loopCursor(p.name, f.items[2:]) {
-			continue
-		}
-		kind, slot, _ := c.sc.lookup(p.name)
-		if kind != refLocal {
+	for i, slot := range direct {
+		p := b[2*i]
+		if slot < 0 || !c.loopCursor(p.name, f.items[2:]) {
 			continue
 		}
 		if cursors == nil {
 			cursors = make([]*loopCursorSlot, len(binds))
 		}
 		own := c.sc.declare(" cursor " + p.name)
-		cursors[i/2] = &loopCursorSlot{name: p.name, slot: slot, own: own}
+		cursors[i] = &loopCursorSlot{name: p.name, slot: slot, own: own}
 		owns = append(owns, own)
 	}
 	c.sc.recur = &recurTarget{n: len(binds), cursors: cursors}
@@ -692,7 +701,11 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			th.countLoop()
 			args := th.recurArgs
 			for i, bd := range binds {
-				bd(fr, args[i])
+				if s := direct[i]; s >= 0 {
+					fr.slots[s] = args[i]
+				} else {
+					bd(fr, args[i])
+				}
 			}
 			th.sp = mark
 		}

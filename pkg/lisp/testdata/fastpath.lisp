@@ -126,3 +126,10 @@
 (let [m (reduce (fn [m i] (assoc m i (* i i))) {} (range 100)) m2 (assoc m 5 :x) m3 (dissoc m 7)]
   [(get m 5) (get m2 5) (count m) (count m3) (get m 7) (count (reduce (fn [m i] (assoc m i i)) m2 (range 100 200)))])
 ;=> [25 :x 100 99 49 200]
+---
+;; loop bindings that share a name with a later pattern keep their binders
+(loop [xs [1 2 3] [xs] [[9]] n 0] (if (< n 2) (recur [4 5] [[n]] (inc n)) [xs n]))
+;=> [[1] 2]
+---
+(loop [x 1 x (inc x) i 0] (if (< i 2) (recur 10 (+ x 100) (inc i)) x))
+;=> 202
