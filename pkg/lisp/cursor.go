@@ -49,8 +49,15 @@ func cursorSafe(f *form, name string) bool {
 	if !formUses(f, name) {
 		return true
 	}
-	if f.kind != fList || len(f.items) == 0 {
-		return false // a bare use, or inside a vector/map/set literal
+	switch f.kind {
+	case fVec, fMap, fSet:
+		return allCursorSafe(f.items, name) // items are evaluated at once
+	case fList:
+	default:
+		return false // a bare use, or inside #(...)
+	}
+	if len(f.items) == 0 {
+		return false
 	}
 	it := f.items
 	head := it[0]
@@ -113,6 +120,21 @@ func cursorSafe(f *form, name string) bool {
 		return false // fn, for, loop, threading ...: may defer or rebind
 	}
 	return allCursorSafe(it[1:], name) // a function call: args are evaluated first
+}
+
+// advancesByRest reports whether some form in fs is (rest name) or
+// (next name): a cheap test before the full loopCursor analysis.
+func advancesByRest(fs []*form, name string) bool {
+	for _, f := range fs {
+		if f.kind == fList && len(f.items) == 2 && f.items[1].isSym(name) &&
+			(f.items[0].isSym("rest") || f.items[0].isSym("next")) {
+			return true
+		}
+		if advancesByRest(f.items, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func allCursorSafe(fs []*form, name string) bool {

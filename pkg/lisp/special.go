@@ -658,18 +658,20 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		}
 		direct = append(direct, slot)
 	}
-	declared := map[string]int{}
-	for _, l := range c.sc.locals[saved:] {
-		declared[l.name]++
-	}
 	for i := range direct {
-		if direct[i] >= 0 && declared[b[2*i].name] != 1 {
-			direct[i] = -1
+		if direct[i] < 0 {
+			continue
+		}
+		for _, l := range c.sc.locals[saved:] {
+			if l.name == b[2*i].name && l.slot != direct[i] {
+				direct[i] = -1 // declared again by another binding
+				break
+			}
 		}
 	}
 	for i, slot := range direct {
 		p := b[2*i]
-		if slot < 0 || !c.loopCursor(p.name, f.items[2:]) {
+		if slot < 0 || !advancesByRest(f.items[2:], p.name) || !c.loopCursor(p.name, f.items[2:]) {
 			continue
 		}
 		if cursors == nil {

@@ -133,3 +133,11 @@
 ---
 (loop [x 1 x (inc x) i 0] (if (< i 2) (recur 10 (+ x 100) (inc i)) x))
 ;=> 202
+---
+;; a cursor inside a collection literal escapes too
+(loop [rs [1 2 3] seen []] (if (empty? rs) seen (recur (rest rs) (conj seen {:at [rs]}))))
+;=> [{:at [[1 2 3]]} {:at [[2 3]]} {:at [[3]]}]
+---
+;; reads inside literals are fine
+(loop [rs [1 2 3] out #{}] (if (empty? rs) out (recur (rest rs) (conj out {:x (first rs) :n (count rs)}))))
+;=> #{{:n 1 :x 3} {:n 2 :x 2} {:n 3 :x 1}}
