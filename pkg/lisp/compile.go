@@ -451,14 +451,22 @@ func (c *compiler) compileAll(fs []*form) []node {
 }
 
 // constData returns the value of a form made only of literals.
-func constData(f *form) (Value, bool) {
+func constData(f *form) (Value, bool) { return formData(f, false) }
+
+// formData returns the value of a form made only of literals, vectors, maps
+// and sets. With quoted set (the form under ' or quote), lists are data too
+// and read as vectors.
+func formData(f *form, quoted bool) (Value, bool) {
 	switch f.kind {
 	case fLit:
 		return f.val, true
-	case fVec:
+	case fVec, fList:
+		if f.kind == fList && !quoted {
+			return nil, false
+		}
 		items := make([]Value, len(f.items))
 		for i, it := range f.items {
-			v, ok := constData(it)
+			v, ok := formData(it, quoted)
 			if !ok {
 				return nil, false
 			}
@@ -471,8 +479,8 @@ func constData(f *form) (Value, bool) {
 	case fMap:
 		b := newMapBuilder(len(f.items) / 2)
 		for i := 0; i+1 < len(f.items); i += 2 {
-			k, ok1 := constData(f.items[i])
-			v, ok2 := constData(f.items[i+1])
+			k, ok1 := formData(f.items[i], quoted)
+			v, ok2 := formData(f.items[i+1], quoted)
 			if !ok1 || !ok2 {
 				return nil, false
 			}
@@ -482,7 +490,7 @@ func constData(f *form) (Value, bool) {
 	case fSet:
 		s := emptySet
 		for _, it := range f.items {
-			v, ok := constData(it)
+			v, ok := formData(it, quoted)
 			if !ok {
 				return nil, false
 			}

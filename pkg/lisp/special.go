@@ -219,7 +219,7 @@ func (c *compiler) caseConst(f *form) Value {
 	if f.kind == fSym {
 		return f.symText()
 	}
-	v, ok := quoteData(f)
+	v, ok := formData(f, true)
 	if !ok {
 		c.fail(KindAnalysis, f.pos, "", "case test must be a constant")
 	}
@@ -1014,49 +1014,9 @@ func sfDoseq(c *compiler, f *form, _ bool) node {
 	}
 }
 
-// quoteData converts quoted data to a value: lists read as vectors.
-func quoteData(f *form) (Value, bool) {
-	switch f.kind {
-	case fLit:
-		return f.val, true
-	case fVec, fList:
-		items := make([]Value, len(f.items))
-		for i, it := range f.items {
-			v, ok := quoteData(it)
-			if !ok {
-				return nil, false
-			}
-			items[i] = v
-		}
-		return &Vector{items: items}, true
-	case fMap:
-		b := newMapBuilder(len(f.items) / 2)
-		for i := 0; i+1 < len(f.items); i += 2 {
-			k, ok1 := quoteData(f.items[i])
-			v, ok2 := quoteData(f.items[i+1])
-			if !ok1 || !ok2 {
-				return nil, false
-			}
-			b.setExactLast(k, v)
-		}
-		return b.build(), true
-	case fSet:
-		s := emptySet
-		for _, it := range f.items {
-			v, ok := quoteData(it)
-			if !ok {
-				return nil, false
-			}
-			s = s.Conj(v)
-		}
-		return s, true
-	}
-	return nil, false
-}
-
 func sfQuote(c *compiler, f *form, _ bool) node {
 	c.argc(f, "quote", 1, 1)
-	v, ok := quoteData(f.items[1])
+	v, ok := formData(f.items[1], true)
 	if !ok {
 		c.fail(KindAnalysis, f.items[1].pos, "quote works on data only; use a keyword (:x) or a string (\"x\") instead of a quoted symbol",
 			"quoting a symbol is not supported")
