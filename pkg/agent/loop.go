@@ -150,15 +150,10 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	var lastErr string
 
 	for turn := 1; turn <= maxT; turn++ {
-		rs.turn = turn
-		if f := missionEnd(ctx, missionCtx); f != nil {
+		if f := rs.beginTurn(ctx, missionCtx, turn); f != nil {
 			return failStep(st, f)
 		}
-		if t.budget.Add(-1) < 0 {
-			return failStep(st, &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"})
-		}
 		turnStart := time.Now()
-		t.emit(ctx, Event{Kind: EventTurnStart, Agent: rs.name, Depth: rs.depth, Turn: turn})
 		sys := sysStatic
 		if sysStatic == "" {
 			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: msgs})
@@ -382,6 +377,21 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 
 // missionEnd reports why the run must stop now: the caller canceled, or
 // the mission deadline passed.
+// beginTurn starts turn n of a run (PTC-Lisp or text mode): it fails when
+// the mission has ended or the agent tree's shared turn budget is spent,
+// and otherwise announces the turn to observers.
+func (rs *runState) beginTurn(ctx, missionCtx context.Context, n int) *messages.Fail {
+	rs.turn = n
+	if f := missionEnd(ctx, missionCtx); f != nil {
+		return f
+	}
+	if rs.tree.budget.Add(-1) < 0 {
+		return &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"}
+	}
+	rs.tree.emit(ctx, Event{Kind: EventTurnStart, Agent: rs.name, Depth: rs.depth, Turn: n})
+	return nil
+}
+
 func missionEnd(ctx, missionCtx context.Context) *messages.Fail {
 	d, ok := missionCtx.Deadline()
 	timedOut := ok && !time.Now().Before(d)

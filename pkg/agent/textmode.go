@@ -261,15 +261,10 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 	var lastErr string
 
 	for turn := 1; turn <= maxT; turn++ {
-		rs.turn = turn
-		if f := missionEnd(ctx, missionCtx); f != nil {
+		if f := rs.beginTurn(ctx, missionCtx, turn); f != nil {
 			return failStep(st, f)
 		}
-		if t.budget.Add(-1) < 0 {
-			return failStep(st, &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"})
-		}
 		turnStart := time.Now()
-		t.emit(ctx, Event{Kind: EventTurnStart, Agent: rs.name, Depth: rs.depth, Turn: turn})
 		req := llm.Request{System: sys, Messages: msgs, Tools: specs, Turn: turn, Prompt: prompt,
 			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
 		rec := messages.Turn{Number: turn, StartedAt: turnStart}
