@@ -75,55 +75,11 @@ func registerHOF(r registry) {
 	})
 	r.add("keep", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
-		if s, ok := a[1].(*LazySeq); ok {
-			i := 0
-			return NewLazySeq(func(th *Thread) (Value, bool) {
-				for {
-					x, ok := s.nth(th, i)
-					if !ok {
-						return nil, false
-					}
-					i++
-					if v := th.Call1(f, x); v != nil {
-						return v, true
-					}
-				}
-			})
-		}
-		items := th.Seq(a[1], "keep", 2)
-		var out []Value
-		for _, x := range items {
-			if v := th.Call1(f, x); v != nil {
-				out = append(out, v)
-			}
-		}
-		return th.MakeVector(out)
+		return keepEach(th, "keep", a[1], func(th *Thread, _ int, x Value) Value { return th.Call1(f, x) })
 	})
 	r.add("keep-indexed", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
-		if s, ok := a[1].(*LazySeq); ok {
-			i := 0
-			return NewLazySeq(func(th *Thread) (Value, bool) {
-				for {
-					x, ok := s.nth(th, i)
-					if !ok {
-						return nil, false
-					}
-					i++
-					if v := th.Call2(f, Int(int64(i-1)), x); v != nil {
-						return v, true
-					}
-				}
-			})
-		}
-		items := th.Seq(a[1], "keep-indexed", 2)
-		var out []Value
-		for i, x := range items {
-			if v := th.Call2(f, Int(int64(i)), x); v != nil {
-				out = append(out, v)
-			}
-		}
-		return th.MakeVector(out)
+		return keepEach(th, "keep-indexed", a[1], func(th *Thread, i int, x Value) Value { return th.Call2(f, Int(int64(i)), x) })
 	})
 	r.add("zipmap", 2, 2, func(th *Thread, a []Value) Value {
 		// either side may be infinite: walk both in step
@@ -485,4 +441,33 @@ func seqCursor(th *Thread, coll Value, fn string, argN int) func(i int) (Value, 
 		}
 		return nil, false
 	}
+}
+
+// keepEach is keep / keep-indexed: the non-nil results of fn(index, item),
+// lazily when coll is a lazy seq (it may be infinite), else as a vector.
+// fn gets the thread that realises the item (a lazy seq may be realised by
+// another run's thread than the one that built it).
+func keepEach(th *Thread, name string, coll Value, fn func(th *Thread, i int, x Value) Value) Value {
+	if s, ok := coll.(*LazySeq); ok {
+		i := 0
+		return NewLazySeq(func(th *Thread) (Value, bool) {
+			for {
+				x, ok := s.nth(th, i)
+				if !ok {
+					return nil, false
+				}
+				i++
+				if v := fn(th, i-1, x); v != nil {
+					return v, true
+				}
+			}
+		})
+	}
+	var out []Value
+	for i, x := range th.Seq(coll, name, 2) {
+		if v := fn(th, i, x); v != nil {
+			out = append(out, v)
+		}
+	}
+	return th.MakeVector(out)
 }
