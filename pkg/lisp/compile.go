@@ -617,8 +617,8 @@ func (c *compiler) compileSym(f *form, inOr bool) node {
 	if v, ok := hostConstants[f.ns+"/"+f.name]; ok {
 		return constNode(v)
 	}
-	if _, ok := nsAliases[f.ns]; ok {
-		c.fail(KindUnbound, f.pos, c.categoryHint(f.name), "%s/%s is not available", f.ns, f.name)
+	if canon, ok := nsAliases[f.ns]; ok {
+		c.fail(KindUnbound, f.pos, c.namespacedHint(canon, f.name), "%s/%s is not available", f.ns, f.name)
 	}
 	c.fail(KindUnbound, f.pos, "", "unknown namespace %s/; use tool/ for tools, ctx/ for inputs", f.ns)
 	return nil
@@ -653,13 +653,71 @@ var unavailableHints = map[string]string{
 
 func (c *compiler) unbound(f *form) {
 	name := f.name
-	hint := ""
-	if h, ok := unavailableHints[name]; ok {
-		hint = h
-	} else if s := c.didYouMean(name); s != "" {
-		hint = "did you mean " + s
+	if cat, ok := clojureOnly[name]; ok {
+		c.fail(KindUnbound, f.pos, c.categoryList(cat), "%s is not available", name)
 	}
-	c.fail(KindUnbound, f.pos, hint, "undefined symbol: %s", name)
+	c.fail(KindUnbound, f.pos, c.categoryHint(name), "undefined symbol: %s", name)
+}
+
+// namespacedHint explains an unknown ns/name: a close name first, else the
+// functions of the namespace's category (ptc-lisp.md §3.11).
+func (c *compiler) namespacedHint(canon, name string) string {
+	if h := c.categoryHint(name); h != "" {
+		return h
+	}
+	if cat, ok := clojureOnly[name]; ok {
+		return c.categoryList(cat)
+	}
+	for _, cat := range categories {
+		if cat.ns == canon {
+			return c.categoryList(cat.title)
+		}
+	}
+	return ""
+}
+
+// categoryList renders "string functions: str, subs, ..." with the names
+// of the category that this run actually provides.
+func (c *compiler) categoryList(title string) string {
+	for _, cat := range categories {
+		if cat.title != title {
+			continue
+		}
+		var names []string
+		for _, n := range strings.Fields(cat.names) {
+			if _, ok := c.builtins[n]; ok {
+				names = append(names, n)
+			} else if _, ok := c.builtins[cat.ns+"/"+n]; ok {
+				names = append(names, n)
+			}
+		}
+		return title + ": " + strings.Join(names, ", ")
+	}
+	return ""
+}
+
+// categories groups builtins for the "not available" hint; ns is the
+// canonical namespace whose unknown names list the category.
+var categories = []struct{ title, ns, names string }{
+	{"string functions", "str", "str subs join split split-lines trim triml trimr upper-case lower-case capitalize " +
+		"replace replace-first includes? starts-with? ends-with? blank? index-of last-index-of reverse format " +
+		"re-find re-matches re-seq re-split parse-long parse-double"},
+	{"set functions", "set", "set union intersection difference subset? superset? select map-invert rename-keys contains? conj disj"},
+	{"math functions", "Math", "+ - * / quot rem mod inc dec abs min max round floor ceil sqrt pow exp log log10 signum"},
+	{"collection functions", "core", "first rest nth count get get-in conj assoc update into concat map filter reduce " +
+		"sort sort-by group-by frequencies distinct take drop partition keys vals merge"},
+}
+
+// clojureOnly maps Clojure functions this language does not provide to the
+// category whose functions the hint lists.
+var clojureOnly = map[string]string{
+	"bit-and": "math functions", "bit-or": "math functions", "bit-xor": "math functions", "bit-not": "math functions",
+	"bit-shift-left": "math functions", "bit-shift-right": "math functions", "unsigned-bit-shift-right": "math functions",
+	"numerator": "math functions", "denominator": "math functions", "rationalize": "math functions",
+	"bigint": "math functions", "bigdec": "math functions", "log1p": "math functions", "expm1": "math functions",
+	"rename": "set functions", "char-array": "string functions",
+	"subseq": "collection functions", "rsubseq": "collection functions", "sorted-map-by": "collection functions",
+	"list*": "collection functions", "vector-of": "collection functions", "bounded-count": "collection functions",
 }
 
 // didYouMean suggests the closest known name (locals, memory, builtins,

@@ -232,21 +232,36 @@ func sfCondp(c *compiler, f *form, tail bool) node {
 	expr := c.compile(f.items[2], false)
 	cl := f.items[3:]
 	var dflt node
-	if len(cl)%2 == 1 {
-		dflt = c.compile(cl[len(cl)-1], tail)
-		cl = cl[:len(cl)-1]
-	}
 	var tests, bodies []node
-	for i := 0; i < len(cl); i += 2 {
+	var arrow []bool // clause i is "test :>> result-fn"
+	for i := 0; i < len(cl); {
+		if i == len(cl)-1 { // a lone last form is the default
+			dflt = c.compile(cl[i], tail)
+			break
+		}
 		tests = append(tests, c.compile(cl[i], false))
+		if k, ok := cl[i+1].val.(*Keyword); ok && cl[i+1].kind == fLit && k.Name == ">>" {
+			if i+2 >= len(cl) {
+				c.fail(KindAnalysis, cl[i+1].pos, "", "condp: :>> needs a function after it")
+			}
+			arrow = append(arrow, true)
+			bodies = append(bodies, c.compile(cl[i+2], false))
+			i += 3
+			continue
+		}
+		arrow = append(arrow, false)
 		bodies = append(bodies, c.compile(cl[i+1], tail))
+		i += 2
 	}
 	pos := f.pos
 	return func(fr *frame) Value {
 		p := pred(fr)
 		v := expr(fr)
 		for i, t := range tests {
-			if Truthy(fr.th.Call2(p, t(fr), v)) {
+			if r := fr.th.Call2(p, t(fr), v); Truthy(r) {
+				if arrow[i] {
+					return fr.th.Call1(bodies[i](fr), r)
+				}
 				return bodies[i](fr)
 			}
 		}

@@ -145,7 +145,24 @@ Double/POSITIVE_INFINITY
 ;;; "unknown namespace foo/; use tool/ for tools, ctx/ for inputs"
 ---
 (clojure.string/frobnicate "x")
-;;; "clojure.string/frobnicate is not available"
+;;; "clojure.string/frobnicate is not available\n(.|\n)*hint: string functions: str, subs, join, split, "
+---
+;; a close name wins over the category list
+(str/uper-case "x")
+;;; "str/uper-case is not available(.|\n)*hint: did you mean upper-case"
+---
+(Math/cube-root 2)
+;;; "Math/cube-root is not available(.|\n)*hint: math functions: \\+, -, \\*, /, quot"
+---
+(clojure.set/frobnicate #{1})
+;;; "hint: set functions: set, union, intersection, difference"
+---
+;; Clojure functions the language leaves out name their category
+(bit-and 6 3)
+;;; "unbound_symbol: 2:2: bit-and is not available(.|\n)*hint: math functions: "
+---
+(subseq [1 2] > 1)
+;;; "subseq is not available(.|\n)*hint: collection functions: first, rest, nth"
 ---
 if
 ;;; "if is a special form and cannot be used as a value(.|\n)*hint: write \\(if ...\\)"

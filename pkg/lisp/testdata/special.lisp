@@ -75,6 +75,22 @@
 (condp = 9 1 :a)
 ;;; "no matching clause: 9"
 ---
+;; :>> passes the predicate's result to a function (Clojure 1.11)
+(condp some [1 2 3 4] #{0 6 7} :>> inc #{4 5 9} :>> dec #{1 2 3} :>> #(+ % 3))
+;=> 3
+---
+(condp some [1 2 3 4] #{7} :>> inc :none)
+;=> :none
+---
+(condp #(get %2 %1) {:a 5} :b :>> inc :a :>> (fn [x] (* 10 x)))
+;=> 50
+---
+(condp = 2 1 :a 2 :>> str)
+;=> "true"
+---
+(condp = 2 1 :>>)
+;;; "condp: :>> needs a function after it"
+---
 ;; if-let family
 (if-let [x 5] (+ x 1) :no)
 ;=> 6
