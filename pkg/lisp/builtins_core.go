@@ -387,21 +387,21 @@ func addNum(th *Thread, fn string, a, b Value, argN int) Value {
 			if (s > x) != (y > 0) {
 				th.overflow()
 			}
-			return Int(s)
+			return th.boxInt(s)
 		case float64:
-			return float64(x) + y
+			return th.boxFloat(float64(x) + y)
 		}
 	case float64:
 		switch y := b.(type) {
 		case float64:
-			return x + y
+			return th.boxFloat(x + y)
 		case int64:
-			return x + float64(y)
+			return th.boxFloat(x + float64(y))
 		}
 	}
 	_, xf, _ := th.Num(fn, a, argN)
 	_, yf, _ := th.Num(fn, b, argN+1)
-	return xf + yf
+	return th.boxFloat(xf + yf)
 }
 
 func biAdd(th *Thread, a []Value) Value {
@@ -425,7 +425,7 @@ func subNum(th *Thread, a, b Value, argN int) Value {
 			if (s < x) != (y > 0) {
 				th.overflow()
 			}
-			return Int(s)
+			return th.boxInt(s)
 		}
 	}
 	_, xf, _ := th.Num("-", a, argN)
@@ -693,6 +693,21 @@ func biReduce(th *Thread, a []Value) Value {
 				}
 			}()
 		}
+	}
+	if v, ok := coll.(*Vector); ok && (started || len(v.items) > 0) {
+		// the common case without the per-item callback of Each
+		items := v.items
+		if !started {
+			acc, items = items[0], items[1:]
+		}
+		for _, it := range items {
+			acc = th.Call2(f, acc, it)
+			if r, ok := acc.(*Reduced); ok {
+				acc = r.Val // (the deferred transient cleanup reads acc)
+				break
+			}
+		}
+		return acc
 	}
 	done := false
 	th.Each(coll, "reduce", len(a), func(v Value) bool {

@@ -31,9 +31,12 @@ type fnProto struct {
 	// linearAcc: the first param is used only as the map argument of
 	// assoc/update/dissoc in tail position (or returned), so reduce may
 	// pass a transient map (see Map.edit).
-	linearAcc  bool
-	name       string
-	arities    []*arity
+	linearAcc bool
+	name      string
+	arities   []*arity
+	// direct[n] is the arity taking exactly n args when its params are
+	// plain symbols (callers then write args straight into its slots).
+	direct     [3]*arity
 	paramNames []string
 	capRefs    []capRef
 }
@@ -81,7 +84,10 @@ func (p *fnProto) arityText() string {
 
 func (a *arity) bindParams(fr *frame, args []Value) {
 	if a.simple {
-		copy(fr.slots[:a.nfixed], args[:a.nfixed])
+		slots := fr.slots[:a.nfixed]
+		for i := range slots { // element stores beat typedslicecopy for a few args
+			slots[i] = args[i]
+		}
 		if a.variadic {
 			fr.slots[a.nfixed] = restVector(fr.th, args[a.nfixed:])
 		}
@@ -866,6 +872,19 @@ func (c *compiler) compileList(f *form, tail bool) node {
 		th := fr.th
 		fn := fnNode(fr)
 		mark := th.sp
+		if c, ok := fn.(*Closure); ok && n < len(c.proto.direct) && c.proto.direct[n] != nil {
+			// arguments go straight into the callee's slots
+			ar := c.proto.direct[n]
+			slots := th.alloca(ar.nslots)
+			for i, an := range args {
+				slots[i] = an(fr)
+			}
+			th.pos = pos
+			th.tick()
+			v := th.runBody(th.enter(c, slots), ar)
+			th.sp = mark
+			return v
+		}
 		a := th.alloca(n)
 		for i, an := range args {
 			a[i] = an(fr)

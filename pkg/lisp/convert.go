@@ -18,9 +18,12 @@ func FromGo(x any) (Value, error) {
 	return cv.from(x)
 }
 
-// converter converts host data, sharing key shapes between records.
+// converter converts host data, sharing key shapes between records. Its
+// boxer and the slabs of fromSlice lay out records and their numbers
+// contiguously, so a scan over converted records streams through memory.
 type converter struct {
 	shapes *shapeCache
+	boxer
 }
 
 func (cv *converter) from(x any) (Value, error) {
@@ -30,80 +33,55 @@ func (cv *converter) from(x any) (Value, error) {
 	case bool:
 		return v, nil
 	case int:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case int64:
-		return Int(v), nil
+		return cv.boxInt(v), nil
 	case int32:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case int16:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case int8:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case uint:
 		if uint64(v) > math.MaxInt64 {
 			return float64(v), nil
 		}
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case uint64:
 		if v > math.MaxInt64 {
 			return float64(v), nil
 		}
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case uint32:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case uint16:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case uint8:
-		return Int(int64(v)), nil
+		return cv.boxInt(int64(v)), nil
 	case float64:
-		return v, nil
+		return cv.boxFloat(v), nil
 	case float32:
 		return float64(v), nil
 	case json.Number:
 		s := string(v)
 		if !strings.ContainsAny(s, ".eE") {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return Int(n), nil
+				return cv.boxInt(n), nil
 			}
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return nil, fmt.Errorf("bad number %q: %w", s, err)
 		}
-		return f, nil
+		return cv.boxFloat(f), nil
 	case string:
 		return v, nil
 	case []any:
-		items := make([]Value, len(v))
-		for i, it := range v {
-			c, err := cv.from(it)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			items[i] = c
-		}
-		return &Vector{items: items}, nil
+		return fromSlice(cv, v)
 	case map[string]any:
-		b := newMapBuilder(len(v))
-		b.shapes = cv.shapes
-		for k, it := range v {
-			c, err := cv.from(it)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			b.set(k, c)
-		}
-		return b.build(), nil
+		return cv.fromMap(v, nil)
 	case []map[string]any:
-		items := make([]Value, len(v))
-		for i, it := range v {
-			c, err := cv.from(it)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			items[i] = c
-		}
-		return &Vector{items: items}, nil
+		return fromSlice(cv, v)
 	case []string:
 		items := make([]Value, len(v))
 		for i, it := range v {
@@ -155,6 +133,53 @@ func (cv *converter) from(x any) (Value, error) {
 		return nil, fmt.Errorf("unsupported host value of type %T: %w", x, err)
 	}
 	return cv.from(generic)
+}
+
+// fromMap converts a host map, placing a small one in a when a is not nil.
+func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) {
+	b := newMapBuilder(len(m))
+	b.shapes = cv.shapes
+	for k, it := range m {
+		c, err := cv.from(it)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		b.set(k, c)
+	}
+	return b.buildIn(a), nil
+}
+
+// fromSlice converts a host slice. Its small maps (records) are laid out
+// in one slab, in order: a scan over them reads memory sequentially, which
+// the CPU prefetches, instead of chasing one allocation per record. The
+// slab lives as long as any record in it.
+func fromSlice[T any](cv *converter, xs []T) (Value, error) {
+	items := make([]Value, len(xs))
+	small := 0
+	for _, x := range xs {
+		if m, ok := any(x).(map[string]any); ok && len(m) > 0 && len(m) <= smallMapMax {
+			small++
+		}
+	}
+	var slab []smallMapAlloc
+	if small > 1 {
+		slab = make([]smallMapAlloc, small)
+	}
+	for i, x := range xs {
+		var c Value
+		var err error
+		if m, ok := any(x).(map[string]any); ok && len(slab) > 0 && len(m) > 0 && len(m) <= smallMapMax {
+			c, err = cv.fromMap(m, &slab[0])
+			slab = slab[1:]
+		} else {
+			c, err = cv.from(any(x))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		items[i] = c
+	}
+	return &Vector{items: items}, nil
 }
 
 // ToGo converts a Value to plain Go data: keywords become their names,

@@ -165,7 +165,9 @@ func findKey(keys []Value, key Value) int {
 		for i, ek := range keys {
 			switch ek := ek.(type) {
 			case string:
-				if ek == k {
+				// length and first byte first: most keys differ there, and
+				// it saves the runtime's memequal call
+				if len(ek) == len(k) && (len(k) == 0 || ek[0] == k[0]) && ek == k {
 					return i
 				}
 			case *Keyword:
@@ -379,14 +381,20 @@ func (b *mapBuilder) set(key, val Value) {
 	}
 }
 
-func (b *mapBuilder) build() *Map {
+func (b *mapBuilder) build() *Map { return b.buildIn(nil) }
+
+// buildIn is build, placing a small map in a (when not nil) instead of a
+// new allocation: converters lay out many records in one slab.
+func (b *mapBuilder) buildIn(a *smallMapAlloc) *Map {
 	if b.root == nil {
 		if len(b.es) == 0 {
 			return emptyMap
 		}
 		slices.SortStableFunc(b.es, func(x, y mapEntry) int { return keyOrder(x.key, y.key) })
 		// one allocation for the header and the values keeps them adjacent
-		a := &smallMapAlloc{}
+		if a == nil {
+			a = &smallMapAlloc{}
+		}
 		n := len(b.es)
 		for i, e := range b.es {
 			a.v[i] = e.val

@@ -493,6 +493,11 @@ func (c *compiler) compileFn(f *form, name, selfName string, specs []fnSpec) nod
 	c.sc = outer
 	c.lastProto = proto
 	proto.capRefs = sc.capRefs
+	for _, ar := range proto.arities {
+		if ar.simple && !ar.variadic && ar.nfixed < len(proto.direct) {
+			proto.direct[ar.nfixed] = ar
+		}
+	}
 	if len(proto.capRefs) == 0 {
 		clo := &Closure{proto: proto}
 		return constNode(clo)

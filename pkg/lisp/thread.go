@@ -45,6 +45,8 @@ type Thread struct {
 	// toolCtx is ctx with the run's deadline, made on the first tool call.
 	toolCtx    context.Context
 	toolCancel context.CancelFunc
+	// boxer boxes arithmetic results without a per-value allocation (box.go).
+	boxer
 }
 
 // deadlineCtx returns the run's context bounded by the run's deadline
@@ -133,7 +135,11 @@ func (th *Thread) memLimit() {
 // alloca reserves n zeroed slots on the value stack.
 func (th *Thread) alloca(n int) []Value {
 	s := th.allocArgs(n)
-	clear(s)
+	// element stores: for the few slots of a call they are much cheaper
+	// than clear's runtime call (memclrHasPointers with its bulk barrier)
+	for i := range s {
+		s[i] = nil
+	}
 	return s
 }
 
@@ -229,6 +235,11 @@ func (th *Thread) Call(f Value, args ...Value) Value {
 
 // Call1 calls f with one argument without allocating.
 func (th *Thread) Call1(f Value, x Value) Value {
+	if c, ok := f.(*Closure); ok {
+		if v, ok := th.call1Closure(c, x); ok {
+			return v
+		}
+	}
 	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
 		mark := th.sp
 		a := th.allocArgs(1)
@@ -252,6 +263,11 @@ func (th *Thread) Call1(f Value, x Value) Value {
 
 // Call2 calls f with two arguments without allocating.
 func (th *Thread) Call2(f Value, x, y Value) Value {
+	if c, ok := f.(*Closure); ok {
+		if v, ok := th.call2Closure(c, x, y); ok {
+			return v
+		}
+	}
 	mark := th.sp
 	a := th.allocArgs(2)
 	a[0], a[1] = x, y
@@ -350,18 +366,34 @@ func (th *Thread) callClosure(c *Closure, args []Value) Value {
 	if ar == nil {
 		th.ArityError(c.proto.displayName(), c.proto.arityText(), len(args))
 	}
+	mark := th.sp
+	slots := th.alloca(ar.nslots)
+	fr := th.enter(c, slots)
+	ar.bindParams(fr, args)
+	v := th.runBody(fr, ar)
+	th.sp = mark
+	return v
+}
+
+// enter pushes a call frame for c with the given slots.
+func (th *Thread) enter(c *Closure, slots []Value) *frame {
 	th.depth++
 	if th.depth > th.maxDepth {
 		panic(&Error{Kind: KindDepthLimit, Pos: th.pos, Msg: fmt.Sprintf("depth limit exceeded (%d nested calls)", th.maxDepth),
 			Hint: "use loop/recur or reduce instead of deep recursion"})
 	}
-	mark := th.sp
 	fr := th.frameAt(th.depth)
-	fr.slots = th.alloca(ar.nslots)
+	fr.slots = slots
 	fr.caps = c.caps
 	fr.self = c
+	return fr
+}
+
+// runBody runs an arity's body in fr (entered with enter) until it
+// returns, handling fn-level recur, and pops the frame. The caller
+// restores th.sp.
+func (th *Thread) runBody(fr *frame, ar *arity) Value {
 	base := th.sp
-	ar.bindParams(fr, args)
 	for {
 		v := ar.body(fr)
 		if v == recurSentinel {
@@ -371,10 +403,46 @@ func (th *Thread) callClosure(c *Closure, args []Value) Value {
 			th.sp = base
 			continue
 		}
-		th.sp = mark
 		th.depth--
 		return v
 	}
+}
+
+// call1Closure and call2Closure are the HOF fast path: a closure whose
+// arity for that many args is plain symbols gets its arguments written
+// straight into its slots (no argument copy, no arity search).
+func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
+	ar := c.proto.direct[1]
+	if ar == nil {
+		return nil, false
+	}
+	th.tick()
+	mark := th.sp
+	slots := th.allocArgs(ar.nslots)
+	slots[0] = x
+	for i := 1; i < len(slots); i++ {
+		slots[i] = nil
+	}
+	v := th.runBody(th.enter(c, slots), ar)
+	th.sp = mark
+	return v, true
+}
+
+func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
+	ar := c.proto.direct[2]
+	if ar == nil {
+		return nil, false
+	}
+	th.tick()
+	mark := th.sp
+	slots := th.allocArgs(ar.nslots)
+	slots[0], slots[1] = x, y
+	for i := 2; i < len(slots); i++ {
+		slots[i] = nil
+	}
+	v := th.runBody(th.enter(c, slots), ar)
+	th.sp = mark
+	return v, true
 }
 
 func (th *Thread) countLoop() {

@@ -1,0 +1,69 @@
+package lisp
+
+import "unsafe"
+
+// Boxing numbers into a Value (an interface) makes Go allocate 8 bytes per
+// int64 or float64 outside the small-int cache. Arithmetic in a loop
+// (an accumulator, a counter) would then allocate on every step, and the
+// allocator plus the GC it triggers cost more than the arithmetic itself.
+// A Thread instead hands out boxes from a chunk of numbers it allocates
+// 128 at a time: one allocation per 128 results.
+//
+// This builds an interface value by hand from its two words (type, data),
+// the layout every Go release has used for an empty interface. The boxes
+// are written once before the value is published and never again, so the
+// values stay immutable and safe to share like any other Value; a chunk
+// lives as long as any box in it.
+
+// eface is the memory layout of an empty interface (any).
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// boxChunk is how many numbers a Thread boxes per allocation.
+const boxChunk = 128
+
+var (
+	int64Type   = typeOf(int64(1 << 40))
+	float64Type = typeOf(float64(0.5))
+)
+
+func typeOf(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
+
+// boxer hands out number boxes from chunks (see above). A Thread has one
+// for arithmetic results, a converter one for host data: the numbers of
+// consecutive records then sit next to each other in memory.
+type boxer struct {
+	ints   []int64
+	floats []float64
+}
+
+// boxInt returns n as a Value without a per-value allocation.
+func (b *boxer) boxInt(n int64) Value {
+	if n >= -128 && n <= smallIntMax {
+		return smallInts[n+128]
+	}
+	if len(b.ints) == 0 {
+		b.ints = make([]int64, boxChunk)
+	}
+	p := &b.ints[0]
+	b.ints = b.ints[1:]
+	*p = n
+	var v Value
+	*(*eface)(unsafe.Pointer(&v)) = eface{typ: int64Type, data: unsafe.Pointer(p)}
+	return v
+}
+
+// boxFloat returns f as a Value without a per-value allocation.
+func (b *boxer) boxFloat(f float64) Value {
+	if len(b.floats) == 0 {
+		b.floats = make([]float64, boxChunk)
+	}
+	p := &b.floats[0]
+	b.floats = b.floats[1:]
+	*p = f
+	var v Value
+	*(*eface)(unsafe.Pointer(&v)) = eface{typ: float64Type, data: unsafe.Pointer(p)}
+	return v
+}
