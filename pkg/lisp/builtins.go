@@ -54,6 +54,7 @@ var builtinTable = sync.OnceValue(func() map[string]*Builtin {
 	for _, g := range builtinGroups {
 		g(r)
 	}
+	attachFast(r)
 	return r
 })
 

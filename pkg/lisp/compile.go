@@ -151,6 +151,9 @@ type recurTarget struct {
 	n int // binding count (a variadic fn counts its rest as one)
 	// cursors[i] is set for loop bindings advanced in place (cursor.go).
 	cursors []*loopCursorSlot
+	// slots, when set, are the frame slots of a loop whose bindings are
+	// all plain symbols: recur then writes them itself.
+	slots []int
 }
 
 // scope is the compile-time view of one function activation.
@@ -202,6 +205,7 @@ type compiler struct {
 	src       string
 	host      *host
 	builtins  map[string]*Builtin
+	fusions   int // reduce pipelines compiled as one loop (fuse.go)
 	memNames  map[string]bool
 	sc        *scope
 	fnLit     *fnLitInfo
@@ -908,6 +912,11 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			return nd
 		}
 	}
+	if b.Name == "reduce" && (n == 2 || n == 3) {
+		if nd, ok := c.fusedReduce(f); ok {
+			return nd
+		}
+	}
 	var args []node
 	if b.Name == "reduce" && n == 3 {
 		args = make([]node, 3)
@@ -931,6 +940,12 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			th.tick()
 			return v
 		}
+	}
+	if n == 1 && b.fn1 != nil {
+		return fast1(b.fn1, c.operandOf(f.items[1], args[0]), pos)
+	}
+	if n == 2 && b.fn2 != nil {
+		return fast2(b.fn2, c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1]), pos)
 	}
 	switch n {
 	case 1:
@@ -973,6 +988,60 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		v := fn(th, a)
 		th.sp = mark
 		return v
+	}
+}
+
+// operand is a call argument: a local slot or a constant is read in
+// place instead of through a node call.
+type operand struct {
+	slot int   // >= 0: a local's frame slot
+	val  Value // the constant when slot < 0 and node == nil
+	node node  // otherwise
+}
+
+func (o *operand) get(fr *frame) Value {
+	if o.slot >= 0 {
+		return fr.slots[o.slot]
+	}
+	if o.node == nil {
+		return o.val
+	}
+	return o.node(fr)
+}
+
+// operandOf classifies argument form f, compiled as nd.
+func (c *compiler) operandOf(f *form, nd node) operand {
+	if f.kind == fSym && f.ns == "" {
+		if kind, idx, ok := c.sc.lookup(f.name); ok && kind == refLocal {
+			return operand{slot: idx}
+		}
+	}
+	if f.kind == fLit {
+		return operand{slot: -1, val: f.val}
+	}
+	return operand{slot: -1, node: nd}
+}
+
+// fast1 and fast2 call a builtin's fixed-arity entry (fastcall.go) with
+// the same step and position accounting as a stack call.
+func fast1(fn func(*Thread, Value) Value, a operand, pos Pos) node {
+	return func(fr *frame) Value {
+		x := a.get(fr)
+		th := fr.th
+		th.pos = pos
+		th.tick()
+		return fn(th, x)
+	}
+}
+
+func fast2(fn func(*Thread, Value, Value) Value, a, b operand, pos Pos) node {
+	return func(fr *frame) Value {
+		x := a.get(fr)
+		y := b.get(fr)
+		th := fr.th
+		th.pos = pos
+		th.tick()
+		return fn(th, x, y)
 	}
 }
 

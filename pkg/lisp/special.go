@@ -701,10 +701,40 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		cursors[i] = &loopCursorSlot{name: p.name, slot: slot, own: own}
 		owns = append(owns, own)
 	}
-	c.sc.recur = &recurTarget{n: len(binds), cursors: cursors}
+	allDirect := len(direct) <= maxDirectRecur
+	for _, s := range direct {
+		allDirect = allDirect && s >= 0
+	}
+	rt := &recurTarget{n: len(binds), cursors: cursors}
+	if allDirect {
+		rt.slots = direct
+	}
+	c.sc.recur = rt
 	body := c.compileBody(f.items[2:], true)
 	c.sc.recur = savedRecur
 	c.sc.locals = c.sc.locals[:saved]
+	if allDirect {
+		// recur stores the new bindings itself
+		return func(fr *frame) Value {
+			th := fr.th
+			for i, in := range inits {
+				fr.slots[direct[i]] = in(fr)
+			}
+			for _, o := range owns {
+				fr.slots[o] = nil
+			}
+			mark := th.sp
+			for {
+				v := body(fr)
+				if _, again := v.(*recurMark); !again {
+					return v
+				}
+				th.tick()
+				th.countLoop()
+				th.sp = mark
+			}
+		}
+	}
 	return func(fr *frame) Value {
 		th := fr.th
 		for i, in := range inits {
@@ -734,6 +764,50 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	}
 }
 
+// maxDirectRecur is the most bindings a loop may have for recur to store
+// them itself (recurIntoSlots).
+const maxDirectRecur = 4
+
+// recurIntoSlots compiles a loop's recur whose bindings are all plain
+// symbols: the new values are computed, then stored straight into the
+// loop's slots (the loop node just runs its body again).
+func recurIntoSlots(args []node, curs []*cursorArg, slots []int) node {
+	if curs == nil {
+		curs = make([]*cursorArg, len(args))
+	}
+	return func(fr *frame) Value {
+		var vals [maxDirectRecur]Value
+		var adv [maxDirectRecur]*Vector // cursors advanced once all args are computed
+		for i, an := range args {
+			if cu := curs[i]; cu != nil {
+				if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+					// (rest xs) / (next xs) on a vector of 2+ items: a view
+					th := fr.th
+					th.pos = cu.pos
+					th.tick()
+					if o, _ := fr.slots[cu.own].(*Vector); o == v {
+						adv[i] = v
+						vals[i] = v
+					} else {
+						nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+						fr.slots[cu.own] = nv
+						vals[i] = nv
+					}
+					continue
+				}
+			}
+			vals[i] = an(fr)
+		}
+		for i, s := range slots {
+			if v := adv[i]; v != nil {
+				v.items = v.items[1:len(v.items):len(v.items)]
+			}
+			fr.slots[s] = vals[i]
+		}
+		return recurSentinel
+	}
+}
+
 func sfRecur(c *compiler, f *form, tail bool) node {
 	if c.sc.recur == nil || !tail {
 		c.fail(KindAnalysis, f.pos, "recur must be the last expression of a loop or fn body", "recur must be in tail position")
@@ -751,6 +825,9 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 			}
 			curs[i] = cu
 		}
+	}
+	if slots := c.sc.recur.slots; slots != nil {
+		return recurIntoSlots(args, curs, slots)
 	}
 	if curs == nil {
 		return func(fr *frame) Value {

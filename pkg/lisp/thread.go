@@ -241,6 +241,10 @@ func (th *Thread) Call1(f Value, x Value) Value {
 		}
 	}
 	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
+		if b.fn1 != nil {
+			th.tick()
+			return b.fn1(th, x)
+		}
 		mark := th.sp
 		a := th.allocArgs(1)
 		a[0] = x
@@ -263,9 +267,15 @@ func (th *Thread) Call1(f Value, x Value) Value {
 
 // Call2 calls f with two arguments without allocating.
 func (th *Thread) Call2(f Value, x, y Value) Value {
-	if c, ok := f.(*Closure); ok {
+	switch c := f.(type) {
+	case *Closure:
 		if v, ok := th.call2Closure(c, x, y); ok {
 			return v
+		}
+	case *Builtin:
+		if c.fn2 != nil {
+			th.tick()
+			return c.fn2(th, x, y)
 		}
 	}
 	mark := th.sp

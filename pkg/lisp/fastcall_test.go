@@ -1,0 +1,93 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestFastEntriesMatchFn checks every builtin's fixed-arity entry
+// (fastcall.go) against its general Fn on values of every type: the same
+// result, or the same error kind and message.
+func TestFastEntriesMatchFn(t *testing.T) {
+	samples := []Value{
+		nil, true, false, Int(0), Int(1), Int(-7), Int(1 << 40), int64(math.MaxInt64), int64(math.MinInt64),
+		0.5, -2.0, 1.0, math.NaN(), math.Inf(1), float64(1 << 53), "", "a", "abc",
+		NewKeyword("a"), NewKeyword("b"), emptyVector, NewVector([]Value{Int(1), Int(2)}), NewVector([]Value{Int(9)}),
+		emptyMap, emptyMap.Assoc(NewKeyword("a"), Int(1)), emptySet.Conj(Int(1)),
+		NewLazySeq(func(*Thread) (Value, bool) { return nil, false }),
+	}
+	run := func(th *Thread, f func() Value) (v Value, err *Error) {
+		defer func() {
+			if r := recover(); r != nil {
+				e, ok := r.(*Error)
+				if !ok {
+					panic(r)
+				}
+				err = e
+			}
+		}()
+		return f(), nil
+	}
+	realise := func(v Value) Value {
+		if s, ok := v.(*LazySeq); ok {
+			return NewVector(newTestThread().Seq(s, "test", 1))
+		}
+		return v
+	}
+	same := func(a, b Value) bool {
+		a, b = realise(a), realise(b)
+		if fa, ok := a.(float64); ok && math.IsNaN(fa) {
+			fb, ok := b.(float64)
+			return ok && math.IsNaN(fb)
+		}
+		return Equal(a, b) && TypeName(a) == TypeName(b)
+	}
+	checked := 0
+	for name, b := range builtinTable() {
+		if b.fn1 == nil && b.fn2 == nil {
+			continue
+		}
+		th := newTestThread()
+		for _, x := range samples {
+			if b.fn1 != nil {
+				fv, fe := run(th, func() Value { return b.fn1(th, x) })
+				sv, se := run(th, func() Value { return b.Fn(th, []Value{x}) })
+				compareOutcome(t, fmt.Sprintf("(%s %s)", name, PrStr(x)), fv, fe, sv, se, same)
+				checked++
+			}
+			if b.fn2 == nil {
+				continue
+			}
+			for _, y := range samples {
+				fv, fe := run(th, func() Value { return b.fn2(th, x, y) })
+				sv, se := run(th, func() Value { return b.Fn(th, []Value{x, y}) })
+				compareOutcome(t, fmt.Sprintf("(%s %s %s)", name, PrStr(x), PrStr(y)), fv, fe, sv, se, same)
+				checked++
+			}
+		}
+	}
+	if checked < 5000 {
+		t.Fatalf("only %d combinations checked", checked)
+	}
+}
+
+func compareOutcome(t *testing.T, what string, fv Value, fe *Error, sv Value, se *Error, same func(a, b Value) bool) {
+	t.Helper()
+	switch {
+	case fe != nil || se != nil:
+		if fe == nil || se == nil || fe.Kind != se.Kind || fe.Msg != se.Msg {
+			t.Errorf("%s: fast path %v / %v, Fn %v / %v", what, fv, fe, sv, se)
+		}
+	case !same(fv, sv):
+		t.Errorf("%s: fast path %s, Fn %s", what, PrStr(fv), PrStr(sv))
+	}
+}
+
+// newTestThread returns a Thread with default limits for calling builtins.
+func newTestThread() *Thread {
+	th := &Thread{ctx: context.Background(), maxDepth: 100, nextCheck: 1 << 62}
+	th.host = &host{}
+	return th
+}

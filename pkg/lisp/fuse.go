@@ -1,0 +1,548 @@
+package lisp
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Pipeline fusion. LLM-written programs are mostly pipelines such as
+//
+//	(->> ctx/orders (filter :paid) (map :total) (reduce +))
+//
+// Evaluated as written, filter and map each build a vector the size of
+// their input only for reduce to walk it once and drop it. When the
+// compiler sees reduce applied to a chain of map/filter/remove calls (one
+// function, one collection each) it compiles one loop instead: each item
+// goes through the stages and straight into the reducing function.
+//
+// What stays the same: arguments are evaluated in the order the program
+// gives them; every function is called with the same arguments as in the
+// eager pipeline (so tool calls, their arguments and the result are
+// identical); errors name the same call. What differs: calls of different
+// stages interleave per item (as with Clojure's lazy sequences) instead of
+// running stage by stage, and no intermediate vector is charged to the
+// allocation budget. A collection other than a vector (a lazy seq, a map,
+// a set, a string) runs the stages eagerly, as unfused code does.
+
+// stage kinds of a fused pipeline.
+const (
+	stageMap = iota
+	stageFilter
+	stageRemove
+)
+
+// maxFuseStages bounds the stages fused into one loop (longer chains fuse
+// their outermost stages and run the rest eagerly).
+const maxFuseStages = 8
+
+type fuseStage struct {
+	kind int
+	fn   node
+	b    *Builtin // the builtin the stage replaces (eager fallback)
+	pos  Pos
+}
+
+// fusedStageOf reports whether f is (map g coll), (filter p coll) or
+// (remove p coll) naming the builtin (not a local of that name).
+func (c *compiler) fusedStageOf(f *form) (*Builtin, int, bool) {
+	if f.kind != fList || len(f.items) != 3 {
+		return nil, 0, false
+	}
+	head := f.items[0]
+	if head.kind != fSym || (head.ns != "" && head.ns != "clojure.core" && head.ns != "core") {
+		return nil, 0, false
+	}
+	if head.ns == "" {
+		if _, _, local := c.sc.lookup(head.name); local {
+			return nil, 0, false
+		}
+	}
+	b, ok := c.builtins[head.name]
+	if !ok {
+		return nil, 0, false
+	}
+	switch b.Name {
+	case "map":
+		return b, stageMap, true
+	case "filter":
+		return b, stageFilter, true
+	case "remove":
+		return b, stageRemove, true
+	}
+	return nil, 0, false
+}
+
+// fusedReduce compiles (reduce f coll) / (reduce f init coll) where coll is
+// a map/filter/remove chain; ok is false when the form does not fuse.
+func (c *compiler) fusedReduce(f *form) (node, bool) {
+	n := len(f.items) - 1
+	collForm := f.items[n]
+	if _, _, ok := c.fusedStageOf(collForm); !ok || !c.pureFn(f.items[1]) {
+		return nil, false
+	}
+	c.lastProto = nil
+	fnNode := c.compile(f.items[1], false)
+	if p := c.lastProto; p != nil && isFnForm(f.items[1]) && linearAccFn(f.items[1]) {
+		p.linearAcc = true
+	}
+	var initNode node
+	if n == 3 {
+		initNode = c.compile(f.items[2], false)
+	}
+	// stages outermost first, as their arguments are evaluated
+	var stages []fuseStage
+	for len(stages) < maxFuseStages {
+		b, kind, ok := c.fusedStageOf(collForm)
+		if !ok || !c.pureFn(collForm.items[1]) {
+			break
+		}
+		stages = append(stages, fuseStage{kind: kind, fn: c.compile(collForm.items[1], false), b: b, pos: collForm.pos})
+		collForm = collForm.items[2]
+	}
+	collNode := c.compile(collForm, false)
+	if len(stages) == 0 {
+		return nil, false // (compiled nodes are dropped: compiling has no effect)
+	}
+	c.fusions++
+	pos := f.pos
+	reduce := c.builtins["reduce"]
+	return func(fr *frame) Value {
+		th := fr.th
+		fv := fnNode(fr)
+		var acc Value
+		if initNode != nil {
+			acc = initNode(fr)
+		}
+		var fns [maxFuseStages]Value
+		for i := range stages {
+			fns[i] = stages[i].fn(fr)
+		}
+		coll := collNode(fr)
+		vec, isVec := coll.(*Vector)
+		if !isVec {
+			// run the stages eagerly, innermost first, then reduce
+			for i := len(stages) - 1; i >= 0; i-- {
+				th.pos = stages[i].pos
+				th.tick()
+				coll = slowCall2(th, stages[i].b, fns[i], coll)
+			}
+			th.pos = pos
+			th.tick()
+			if initNode != nil {
+				return callBuiltin3(th, reduce, fv, acc, coll)
+			}
+			return slowCall2(th, reduce, fv, coll)
+		}
+		// the steps of the stage calls and of reduce itself
+		for i := len(stages) - 1; i >= 0; i-- {
+			th.pos = stages[i].pos
+			th.tick()
+		}
+		th.pos = pos
+		th.tick()
+		return reduceFused(th, fv, acc, initNode != nil, stages, fns[:len(stages)], vec.items, pos)
+	}, true
+}
+
+// eagerStages runs the stages over items as the unfused pipeline does,
+// innermost first, for their errors only.
+func eagerStages(th *Thread, stages []fuseStage, fns []Value, items []Value) {
+	var coll Value = NewVector(items)
+	for i := len(stages) - 1; i >= 0; i-- {
+		th.pos = stages[i].pos
+		coll = slowCall2(th, stages[i].b, fns[i], coll)
+	}
+}
+
+// deterministic reports whether an error kind comes from the program's
+// values (and so recurs when the same calls run again) rather than from a
+// budget or the caller.
+func deterministic(k Kind) bool {
+	switch k {
+	case KindLoopLimit, KindDepthLimit, KindStepLimit, KindTimeout, KindMemory, KindCanceled, KindInternal:
+		return false
+	}
+	return true
+}
+
+// callBuiltin3 calls b.Fn with three arguments on the value stack.
+func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value {
+	mark := th.sp
+	a := th.allocArgs(3)
+	a[0], a[1], a[2] = x, y, z
+	v := b.Fn(th, a)
+	th.sp = mark
+	return v
+}
+
+// sum modes of reduceFused's unboxed + accumulator.
+const (
+	sumBoxed = iota // acc holds the value
+	sumInt          // isum holds it
+	sumFloat        // fsum holds it
+)
+
+// reduceFused runs the fused loop over items: each item passes the stages
+// (innermost, i.e. last, first) and then the reducing function. A reduce
+// with + keeps its sum unboxed while the items are numbers.
+func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns []Value, items []Value, pos Pos) (result Value) {
+	transient := false
+	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
+		if m, ok := acc.(*Map); ok {
+			// the fn uses its accumulator linearly: update it in place
+			acc = m.transient()
+			transient = true
+		}
+	}
+	idx := 0 // the item being processed
+	sp, depth := th.sp, th.depth
+	defer func() {
+		if r := recover(); r != nil {
+			// The unfused pipeline runs each stage over all items before
+			// the next; its first error may be one this loop has not met
+			// yet. The stages are pure, so running them again is not
+			// observable: do it from the failing item on, which raises
+			// that error if there is one.
+			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
+				th.sp, th.depth = sp, depth
+				eagerStages(th, stages, fns, items[idx:])
+			}
+			panic(r)
+		}
+		if transient {
+			if m, ok := result.(*Map); ok {
+				m.edit, m.ownVals = nil, false
+			}
+		}
+	}()
+	plus := false
+	if b, ok := f.(*Builtin); ok && b.Name == "+" {
+		plus = true
+	}
+	mode := sumBoxed
+	var isum int64
+	var fsum float64
+	unbox := func() {
+		if !plus {
+			return
+		}
+		switch x := acc.(type) {
+		case int64:
+			mode, isum = sumInt, x
+		case float64:
+			mode, fsum = sumFloat, x
+		}
+	}
+	box := func() {
+		switch mode {
+		case sumInt:
+			acc = th.boxInt(isum)
+		case sumFloat:
+			acc = th.boxFloat(fsum)
+		}
+		mode = sumBoxed
+	}
+	if started {
+		unbox()
+	}
+items:
+	for i, x := range items {
+		idx = i
+		for i := len(stages) - 1; i >= 0; i-- {
+			th.pos = stages[i].pos
+			switch stages[i].kind {
+			case stageMap:
+				x = th.Call1(fns[i], x)
+			case stageFilter:
+				if !Truthy(th.Call1(fns[i], x)) {
+					continue items
+				}
+			case stageRemove:
+				if Truthy(th.Call1(fns[i], x)) {
+					continue items
+				}
+			}
+		}
+		th.pos = pos
+		if !started {
+			acc, started = x, true
+			unbox()
+			continue
+		}
+		switch mode {
+		case sumInt:
+			switch y := x.(type) {
+			case int64:
+				if s := isum + y; (s > isum) == (y > 0) {
+					isum = s
+					th.tick()
+					continue
+				}
+			case float64:
+				mode, fsum = sumFloat, float64(isum)+y
+				th.tick()
+				continue
+			}
+		case sumFloat:
+			switch y := x.(type) {
+			case float64:
+				fsum += y
+				th.tick()
+				continue
+			case int64:
+				fsum += float64(y)
+				th.tick()
+				continue
+			}
+		}
+		box() // the general path: overflow, a non-number, any other fn
+		acc = th.Call2(f, acc, x)
+		if r, ok := acc.(*Reduced); ok {
+			// the unfused stages would have run over every item: their
+			// errors still count
+			eagerStages(th, stages, fns, items[i+1:])
+			return r.Val
+		}
+		unbox()
+	}
+	if !started {
+		// as unfused reduce: (reduce + []) is 0, other fns give nil (Δ)
+		if plus {
+			return Int(0)
+		}
+		return nil
+	}
+	box()
+	return acc
+}
+
+// Fusion is only invisible when the stage functions and the reducing
+// function have no effects: then running them interleaved, or again, can
+// not be observed. pureFn and pureExpr decide that from the source,
+// conservatively: keywords, data builtins, and fn literals whose bodies
+// only compute with data builtins, special forms and their own values.
+// A call of a local (which may hold any function), tools, output, def and
+// memory writes, return and fail all make a form impure.
+
+// pureData are builtins that never call a function argument and have no
+// effect: usable as a stage function and anywhere inside a pure body.
+var pureData = wordSet(`+ - * / inc dec quot rem mod abs min max = not= == < > <= >= not
+	identity str subs count first second last rest next nth get get-in contains? keys vals
+	empty? not-empty seq vec set vector hash-map list conj assoc assoc-in dissoc merge select-keys
+	into concat distinct frequencies sort reverse flatten take drop take-last drop-last butlast
+	range zipmap interleave interpose partition partition-all
+	nil? some? true? false? number? string? keyword? map? vector? set? coll? int? float? boolean? zero? pos? neg? even? odd?
+	boolean int long double float keyword name upper-case lower-case capitalize trim triml trimr
+	includes? starts-with? ends-with? blank? split split-lines join replace replace-first index-of
+	parse-long parse-double parse-int re-find re-matches re-seq format round floor ceil sqrt pow
+	sum avg union intersection difference subset? superset? compare hash key val entries`)
+
+// hofFnArg maps pure higher-order builtins to the (1-based) argument that
+// is called as a function; every other argument is plain data.
+var hofFnArg = map[string]int{
+	"map": 1, "mapv": 1, "filter": 1, "filterv": 1, "remove": 1, "keep": 1, "some": 1, "every?": 1,
+	"not-any?": 1, "sort-by": 1, "group-by": 1, "reduce": 1, "sum-by": 1, "avg-by": 1, "max-by": 1,
+	"min-by": 1, "distinct-by": 1, "mapcat": 1, "update": 3, "update-in": 3, "fnil": 1,
+	"complement": 1, "take-while": 1, "drop-while": 1, "partition-by": 1, "count-by": 1, "update-vals": 2,
+	"update-keys": 2, "map-indexed": 1, "keep-indexed": 1,
+}
+
+func wordSet(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}
+
+// pureForms are the special forms a pure body may use (their subforms are
+// checked like calls; binding names are added to the locals).
+var pureForms = wordSet(`if if-not when when-not cond and or do let if-let when-let if-some when-some
+	case -> ->> some-> some->> cond-> cond->> quote`)
+
+// pureFn reports whether f evaluates to a function without effects.
+func (c *compiler) pureFn(f *form) bool {
+	switch f.kind {
+	case fLit:
+		_, ok := f.val.(*Keyword)
+		return ok
+	case fSet:
+		return c.pureExprs(f.items, nil)
+	case fSym:
+		return c.pureBuiltin(f) && pureData[f.name]
+	case fFnLit:
+		locals := map[string]bool{"%": true, "%&": true}
+		for i := 1; i <= 9; i++ {
+			locals["%"+strconv.Itoa(i)] = true
+		}
+		return c.pureExpr(&form{kind: fList, pos: f.pos, items: f.items}, locals)
+	case fList:
+		if len(f.items) == 0 || f.items[0].kind != fSym {
+			return false
+		}
+		head := f.items[0]
+		if head.isSym("fn") {
+			return c.pureFnLiteral(f, nil)
+		}
+		if c.pureBuiltin(head) && hofFnArg[head.name] > 0 {
+			// (fnil + 0), (complement even?) ...: a pure function of pure parts
+			return c.pureExpr(f, nil)
+		}
+	}
+	return false
+}
+
+// pureFnLiteral checks (fn name? [params] body...) and multi-arity fns.
+func (c *compiler) pureFnLiteral(f *form, outer map[string]bool) bool {
+	items := f.items[1:]
+	if len(items) > 0 && items[0].kind == fSym {
+		items = items[1:] // a name: the fn may call itself (pure if the rest is)
+	}
+	var arities [][]*form
+	if len(items) > 0 && items[0].kind == fVec {
+		arities = [][]*form{items}
+	} else {
+		for _, a := range items {
+			if a.kind != fList || len(a.items) == 0 || a.items[0].kind != fVec {
+				return false
+			}
+			arities = append(arities, a.items)
+		}
+	}
+	for _, a := range arities {
+		locals := copyLocals(outer)
+		bindNames(a[0], locals)
+		if !c.pureExprs(a[1:], locals) {
+			return false
+		}
+	}
+	return true
+}
+
+func copyLocals(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m)+4)
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// bindNames adds the symbols of a binding pattern to locals.
+func bindNames(p *form, locals map[string]bool) {
+	if p == nil {
+		return
+	}
+	if p.kind == fSym {
+		locals[p.name] = true
+		return
+	}
+	for _, it := range p.items {
+		bindNames(it, locals)
+	}
+}
+
+func (c *compiler) pureExprs(fs []*form, locals map[string]bool) bool {
+	for _, f := range fs {
+		if !c.pureExpr(f, locals) {
+			return false
+		}
+	}
+	return true
+}
+
+// pureBuiltin reports whether sym names a pure builtin (not shadowed).
+func (c *compiler) pureBuiltin(sym *form) bool {
+	if sym.kind != fSym {
+		return false
+	}
+	if sym.ns != "" {
+		canon, ok := nsAliases[sym.ns]
+		if !ok || (canon != "str" && canon != "core" && canon != "set") {
+			return false
+		}
+	} else if _, _, local := c.sc.lookup(sym.name); local {
+		return false
+	}
+	return pureData[sym.name] || hofFnArg[sym.name] > 0
+}
+
+// pureExpr reports whether evaluating f has no effect and calls only pure
+// functions. locals are names bound inside the fn being checked.
+func (c *compiler) pureExpr(f *form, locals map[string]bool) bool {
+	if f == nil {
+		return true
+	}
+	switch f.kind {
+	case fLit, fRegex:
+		return true
+	case fSym:
+		if f.ns == "" || f.ns == "ctx" || f.ns == "data" {
+			return true // a value: reading it has no effect
+		}
+		return c.pureBuiltin(f)
+	case fVec, fMap, fSet:
+		return c.pureExprs(f.items, locals)
+	case fFnLit:
+		return c.pureFn(f)
+	case fList:
+	default:
+		return false
+	}
+	if len(f.items) == 0 {
+		return true
+	}
+	head, args := f.items[0], f.items[1:]
+	switch head.kind {
+	case fLit:
+		if _, ok := head.val.(*Keyword); ok {
+			return c.pureExprs(args, locals)
+		}
+		return false
+	case fSym:
+	default:
+		return false
+	}
+	if head.ns == "" && locals[head.name] {
+		return false // calling a local: it may hold any function
+	}
+	if head.ns == "" && head.name == "fn" {
+		return c.pureFnLiteral(f, locals)
+	}
+	if head.ns == "" && pureForms[head.name] {
+		if _, _, shadowed := c.sc.lookup(head.name); shadowed {
+			return false
+		}
+		if head.name == "quote" {
+			return true
+		}
+		if (head.name == "let" || strings.HasSuffix(head.name, "-let") || strings.HasSuffix(head.name, "-some")) &&
+			len(args) > 0 && args[0].kind == fVec {
+			inner := copyLocals(locals)
+			bs := args[0].items
+			for i := 0; i+1 < len(bs); i += 2 {
+				if !c.pureExpr(bs[i+1], inner) {
+					return false
+				}
+				bindNames(bs[i], inner)
+			}
+			return c.pureExprs(args[1:], inner)
+		}
+		return c.pureExprs(args, locals)
+	}
+	if !c.pureBuiltin(head) {
+		return false
+	}
+	if k := hofFnArg[head.name]; k > 0 {
+		for i, a := range args {
+			if i+1 == k {
+				if !c.pureFn(a) {
+					return false
+				}
+			} else if !c.pureExpr(a, locals) {
+				return false
+			}
+		}
+		return true
+	}
+	return c.pureExprs(args, locals)
+}

@@ -1,0 +1,96 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestFusedReduceMatchesEager runs random map/filter/remove pipelines
+// feeding reduce twice: as written (fused) and with the chain wrapped in
+// identity (which does not fuse). Values, errors and tool calls must agree.
+func TestFusedReduceMatchesEager(t *testing.T) {
+	stageFns := []string{"inc", ":x", "even?", "odd?", "nil?", "some?", "#(* 2 %)", "str", "(fn [x] (if (> x 5) x nil))",
+		"identity", "count", "#(tool/echo {:v %})", "first", "(constantly 7)", "keyword"}
+	reducers := []string{"+", "+ 0", "+ 1.5", "conj []", "(fn [m x] (assoc m x 1)) {}", "max", "str",
+		"(fn [a x] (if (> a 10) (reduced a) (+ a x))) 0", "(fn [m x] (update m x (fnil inc 0))) {}", "* 1", "-"}
+	colls := []string{"[1 2 3 4 5 6 7 8]", "[]", "[1 \"a\" 2]", "[nil 1 nil 2]", "[9223372036854775806 1 1]",
+		"[1.5 2 2.5]", "(range 12)", "{:a 1 :b 2}", "\"abc\"", "nil", "[{:x 1} {:x 2} {:y 3}]", "[[1 2] [3]]", "#{1 2 3}",
+		"[[1] [2 3] []]", "ctx/xs"}
+	kinds := []string{"map", "filter", "remove"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	run := func(src string) (string, string) {
+		res, err := Exec(context.Background(), src, Options{
+			Context: map[string]any{"xs": []any{1, 2, 3.5, "q", nil}},
+			Tools:   Tools{"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
+		})
+		if err != nil {
+			e := err.(*Error)
+			return "", fmt.Sprintf("%v %s", e.Kind, e.Msg)
+		}
+		calls := make([]string, len(res.ToolCalls))
+		for i, c := range res.ToolCalls {
+			calls[i] = fmt.Sprint(c.Args)
+		}
+		return PrStr(res.Value) + " tools:" + strings.Join(calls, ","), ""
+	}
+	fused, ok := 0, 0
+	for i := 0; i < 3000; i++ {
+		chain := colls[rng.IntN(len(colls))]
+		for j := 0; j <= rng.IntN(3); j++ {
+			chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
+		}
+		red := reducers[rng.IntN(len(reducers))]
+		fusedSrc := fmt.Sprintf("(reduce %s %s)", red, chain)
+		eagerSrc := fmt.Sprintf("(reduce %s (identity %s))", red, chain)
+		fv, fe := run(fusedSrc)
+		ev, ee := run(eagerSrc)
+		if fv != ev || fe != ee {
+			t.Errorf("%s\n  fused: %s%s\n  eager: %s%s", fusedSrc, fv, fe, ev, ee)
+		}
+		if fe == "" {
+			ok++
+		}
+		fused += fusions(t, fusedSrc)
+	}
+	if ok < 500 || fused < 1000 {
+		t.Fatalf("%d pipelines ran without error, %d were fused", ok, fused)
+	}
+}
+
+// fusions compiles src and returns how many reduce pipelines it fused.
+func fusions(t *testing.T, src string) int {
+	t.Helper()
+	h := &host{keywords: map[string]*Keyword{}, tools: Tools{"echo": ToolFunc(nil)}}
+	forms, err := read(src, h.keywords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &compiler{src: src, host: h, builtins: builtinTable(), memNames: map[string]bool{}}
+	if _, _, err := c.safeCompile(forms); err != nil {
+		t.Fatal(err)
+	}
+	return c.fusions
+}
+
+func TestFusionNeedsPureFunctions(t *testing.T) {
+	for src, want := range map[string]int{
+		`(reduce + (map :price (filter :active ctx/rs)))`:                                       1,
+		`(->> ctx/rs (filter #(> (:qty %) 2)) (map #(* 2 (:qty %))) (reduce + 0))`:              1,
+		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:n r))) {} (remove nil? ctx/rs))`:       1,
+		`(reduce + (map #(tool/echo {:v %}) ctx/rs))`:                                           0, // a tool call
+		`(let [f inc] (reduce + (map f ctx/rs)))`:                                               0, // a local: any function
+		`(reduce + (map (fn [x] (println x) x) ctx/rs))`:                                        0, // output
+		`(reduce (fn [a x] (tool/echo {:v x})) 0 (map inc ctx/rs))`:                             0, // the reducer calls a tool
+		`(let [g (fn [x] x)] (reduce + (map (fn [x] (g x)) ctx/rs)))`:                           0, // calls a local
+		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                  0, // map is shadowed
+		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`: 1,
+		`(reduce + ctx/rs)`: 0, // nothing to fuse
+	} {
+		if got := fusions(t, src); got != want {
+			t.Errorf("%s: %d fusions, want %d", src, got, want)
+		}
+	}
+}
