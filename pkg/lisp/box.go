@@ -27,6 +27,7 @@ const boxChunk = 128
 var (
 	int64Type   = typeOf(int64(1 << 40))
 	float64Type = typeOf(float64(0.5))
+	stringType  = typeOf("s")
 )
 
 func typeOf(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
@@ -37,7 +38,19 @@ func typeOf(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
 type boxer struct {
 	ints   []int64
 	floats []float64
+	strs   []string
+	// interned maps short strings already boxed to their box (converters
+	// only): repeated values such as categories or statuses then share one
+	// box, which stays in cache when records are scanned.
+	interned map[string]Value
 }
+
+// internMax bounds the strings a converter interns (count and length), so
+// data made of unique strings does not grow a large map.
+const (
+	internMax    = 4096
+	internMaxLen = 64
+)
 
 // boxInt returns n as a Value without a per-value allocation.
 func (b *boxer) boxInt(n int64) Value {
@@ -65,5 +78,27 @@ func (b *boxer) boxFloat(f float64) Value {
 	*p = f
 	var v Value
 	*(*eface)(unsafe.Pointer(&v)) = eface{typ: float64Type, data: unsafe.Pointer(p)}
+	return v
+}
+
+// boxString returns s as a Value; the string header sits in a chunk, and
+// a converter (interned != nil) reuses the box of an equal short string.
+func (b *boxer) boxString(s string) Value {
+	if b.interned != nil && len(s) <= internMaxLen {
+		if v, ok := b.interned[s]; ok {
+			return v
+		}
+	}
+	if len(b.strs) == 0 {
+		b.strs = make([]string, boxChunk)
+	}
+	p := &b.strs[0]
+	b.strs = b.strs[1:]
+	*p = s
+	var v Value
+	*(*eface)(unsafe.Pointer(&v)) = eface{typ: stringType, data: unsafe.Pointer(p)}
+	if b.interned != nil && len(s) <= internMaxLen && len(b.interned) < internMax {
+		b.interned[s] = v
+	}
 	return v
 }

@@ -558,9 +558,11 @@ func biMap(th *Thread, a []Value) Value {
 		items := th.Seq(coll, "map", 2)
 		th.allocSlots(len(items))
 		out := make([]Value, len(items))
+		lc := th.newLoopCaller(f, 1)
 		for i, v := range items {
-			out[i] = th.Call1(f, v)
+			out[i] = lc.call1(v)
 		}
+		lc.end()
 		if len(out) == 0 {
 			return emptyVector
 		}
@@ -654,11 +656,13 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	// one allocation of the input's size beats append growth (the spare
 	// capacity is reused by conj on the result)
 	out := make([]Value, 0, len(items))
+	lc := th.newLoopCaller(pred, 1)
 	for _, v := range items {
-		if Truthy(th.Call1(pred, v)) == keep {
+		if Truthy(lc.call1(v)) == keep {
 			out = append(out, v)
 		}
 	}
+	lc.end()
 	th.allocSlots(len(out))
 	if len(out) == 0 {
 		return emptyVector
@@ -700,13 +704,15 @@ func biReduce(th *Thread, a []Value) Value {
 		if !started {
 			acc, items = items[0], items[1:]
 		}
+		lc := th.newLoopCaller(f, 2)
 		for _, it := range items {
-			acc = th.Call2(f, acc, it)
+			acc = lc.call2(acc, it)
 			if r, ok := acc.(*Reduced); ok {
 				acc = r.Val // (the deferred transient cleanup reads acc)
 				break
 			}
 		}
+		lc.end()
 		return acc
 	}
 	done := false

@@ -158,7 +158,7 @@ func registerMaps(r registry) {
 		f := a[0]
 		if len(a) == 2 {
 			d := a[1]
-			return &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
+			b := &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
 				if len(args) == 0 || args[0] != nil {
 					return th.call(f, args)
 				}
@@ -170,6 +170,20 @@ func registerMaps(r registry) {
 				}
 				return th.Call(f, append([]Value{d}, args[1:]...)...)
 			}}
+			// the fixed-arity entries (fastcall.go) make the same calls
+			b.fn1 = func(th *Thread, x Value) Value {
+				if x == nil {
+					x = d
+				}
+				return th.Call1(f, x)
+			}
+			b.fn2 = func(th *Thread, x, y Value) Value {
+				if x == nil {
+					x = d
+				}
+				return th.Call2(f, x, y)
+			}
+			return b
 		}
 		defaults := append([]Value(nil), a[1:]...)
 		return &Builtin{Name: "fnil", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {

@@ -853,6 +853,10 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			// (:k m) and (:k m default): a direct lookup, no call frame
 			m := c.compile(f.items[1], false)
 			if len(f.items) == 2 {
+				if op := c.operandOf(f.items[1], m); op.slot >= 0 {
+					slot := op.slot
+					return func(fr *frame) Value { return getKey(fr.slots[slot], kw, nil) }
+				}
 				return func(fr *frame) Value { return getKey(m(fr), kw, nil) }
 			}
 			d := c.compile(f.items[2], false)
@@ -947,14 +951,18 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	if n == 2 && b.fn2 != nil {
 		return fast2(b.fn2, c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1]), pos)
 	}
+	ops := make([]operand, n)
+	for i, an := range args {
+		ops[i] = c.operandOf(f.items[i+1], an)
+	}
 	switch n {
 	case 1:
-		a0 := args[0]
+		a0 := ops[0]
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
 			a := th.allocArgs(1)
-			a[0] = a0(fr)
+			a[0] = a0.get(fr)
 			th.pos = pos
 			th.tick()
 			v := fn(th, a)
@@ -962,13 +970,13 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			return v
 		}
 	case 2:
-		a0, a1 := args[0], args[1]
+		a0, a1 := ops[0], ops[1]
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
 			a := th.allocArgs(2)
-			a[0] = a0(fr)
-			a[1] = a1(fr)
+			a[0] = a0.get(fr)
+			a[1] = a1.get(fr)
 			th.pos = pos
 			th.tick()
 			v := fn(th, a)
@@ -980,8 +988,8 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		th := fr.th
 		mark := th.sp
 		a := th.alloca(n)
-		for i, an := range args {
-			a[i] = an(fr)
+		for i := range ops {
+			a[i] = ops[i].get(fr)
 		}
 		th.pos = pos
 		th.tick()

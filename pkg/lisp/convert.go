@@ -15,6 +15,7 @@ import (
 // values pass through. Other types (structs) go through encoding/json.
 func FromGo(x any) (Value, error) {
 	cv := converter{shapes: &shapeCache{m: map[string]*shape{}}}
+	cv.interned = map[string]Value{}
 	return cv.from(x)
 }
 
@@ -75,7 +76,7 @@ func (cv *converter) from(x any) (Value, error) {
 		}
 		return cv.boxFloat(f), nil
 	case string:
-		return v, nil
+		return cv.boxString(v), nil
 	case []any:
 		return fromSlice(cv, v)
 	case map[string]any:

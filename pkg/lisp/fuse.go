@@ -245,6 +245,8 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 	if started {
 		unbox()
 	}
+	lc := th.newLoopCaller(f, 2)
+	defer lc.end()
 items:
 	for i, x := range items {
 		idx = i
@@ -296,7 +298,7 @@ items:
 			}
 		}
 		box() // the general path: overflow, a non-number, any other fn
-		acc = th.Call2(f, acc, x)
+		acc = lc.call2(acc, x)
 		if r, ok := acc.(*Reduced); ok {
 			// the unfused stages would have run over every item: their
 			// errors still count

@@ -403,19 +403,94 @@ func (th *Thread) enter(c *Closure, slots []Value) *frame {
 // returns, handling fn-level recur, and pops the frame. The caller
 // restores th.sp.
 func (th *Thread) runBody(fr *frame, ar *arity) Value {
+	v := th.runArity(fr, ar)
+	th.depth--
+	return v
+}
+
+// runArity runs an arity's body in fr until it returns (fn-level recur
+// included); the frame stays entered.
+func (th *Thread) runArity(fr *frame, ar *arity) Value {
 	base := th.sp
 	for {
 		v := ar.body(fr)
-		if v == recurSentinel {
+		if _, again := v.(*recurMark); again {
 			th.tick()
 			th.countLoop()
 			ar.bindRecur(fr, th.recurArgs)
 			th.sp = base
 			continue
 		}
-		th.depth--
 		return v
 	}
+}
+
+// loopCaller calls one function many times from a builtin's loop (reduce,
+// map, filter). A closure whose arity for that many arguments is plain
+// symbols is entered once and its frame reused: each call writes the
+// arguments into the same slots, clears the others and runs the body.
+// Calls are sequential and a frame never outlives its call, so this is
+// not observable; depth and steps count as for separate calls.
+type loopCaller struct {
+	th   *Thread
+	f    Value
+	ar   *arity // nil: call f the general way
+	fr   *frame
+	base int // th.sp after the slots
+	mark int // th.sp before them
+}
+
+// newLoopCaller prepares calls of f with n arguments; call end when done.
+func (th *Thread) newLoopCaller(f Value, n int) loopCaller {
+	lc := loopCaller{th: th, f: f}
+	c, ok := f.(*Closure)
+	if !ok || n >= len(c.proto.direct) || c.proto.direct[n] == nil {
+		return lc
+	}
+	lc.ar = c.proto.direct[n]
+	lc.mark = th.sp
+	lc.fr = th.enter(c, th.allocArgs(lc.ar.nslots))
+	lc.base = th.sp
+	return lc
+}
+
+// end pops the reused frame.
+func (lc *loopCaller) end() {
+	if lc.ar != nil {
+		lc.th.depth--
+		lc.th.sp = lc.mark
+		lc.ar = nil
+	}
+}
+
+func (lc *loopCaller) call1(x Value) Value {
+	if lc.ar == nil {
+		return lc.th.Call1(lc.f, x)
+	}
+	th := lc.th
+	th.tick()
+	s := lc.fr.slots
+	s[0] = x
+	for i := 1; i < len(s); i++ {
+		s[i] = nil
+	}
+	th.sp = lc.base
+	return th.runArity(lc.fr, lc.ar)
+}
+
+func (lc *loopCaller) call2(x, y Value) Value {
+	if lc.ar == nil {
+		return lc.th.Call2(lc.f, x, y)
+	}
+	th := lc.th
+	th.tick()
+	s := lc.fr.slots
+	s[0], s[1] = x, y
+	for i := 2; i < len(s); i++ {
+		s[i] = nil
+	}
+	th.sp = lc.base
+	return th.runArity(lc.fr, lc.ar)
 }
 
 // call1Closure and call2Closure are the HOF fast path: a closure whose

@@ -298,3 +298,13 @@
 ---
 (sorted-map :a)
 ;;; "arity_error: .*sorted-map expects an even number of args"
+---
+;; fnil's result called through the fixed-arity entries (map, reduce, update)
+(reduce (fnil + 0) [nil 1 2])
+;=> 3
+---
+(map (fnil (fn [a] (* 2 a)) 4) [nil 1])
+;=> [8 2]
+---
+(reduce (fnil (fn [a] a) 0) [nil 1 2])
+;;; "arity_error: 1:1: fn expects 1 arg, got 2"
