@@ -999,20 +999,17 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	}
 }
 
-// operand is a call argument: a local slot or a constant is read in
-// place instead of through a node call.
+// operand is a call argument: a local's slot is read in place instead of
+// through a node call.
 type operand struct {
-	slot int   // >= 0: a local's frame slot
-	val  Value // the constant when slot < 0 and node == nil
-	node node  // otherwise
+	slot int  // >= 0: a local's frame slot
+	node node // otherwise
 }
 
+// get is small enough to inline.
 func (o *operand) get(fr *frame) Value {
 	if o.slot >= 0 {
 		return fr.slots[o.slot]
-	}
-	if o.node == nil {
-		return o.val
 	}
 	return o.node(fr)
 }
@@ -1023,9 +1020,6 @@ func (c *compiler) operandOf(f *form, nd node) operand {
 		if kind, idx, ok := c.sc.lookup(f.name); ok && kind == refLocal {
 			return operand{slot: idx}
 		}
-	}
-	if f.kind == fLit {
-		return operand{slot: -1, val: f.val}
 	}
 	return operand{slot: -1, node: nd}
 }

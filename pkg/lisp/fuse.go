@@ -331,17 +331,34 @@ items:
 var pureData = wordSet(`+ - * / inc dec quot rem mod abs min max = not= == < > <= >= not
 	identity str subs count first second last rest next nth get get-in contains? keys vals
 	empty? not-empty seq vec set vector hash-map list conj assoc assoc-in dissoc merge select-keys
-	into concat distinct frequencies sort reverse flatten take drop take-last drop-last butlast
+	into concat distinct frequencies reverse flatten take drop take-last drop-last butlast
 	range zipmap interleave interpose partition partition-all
 	nil? some? true? false? number? string? keyword? map? vector? set? coll? int? float? boolean? zero? pos? neg? even? odd?
 	boolean int long double float keyword name upper-case lower-case capitalize trim triml trimr
-	includes? starts-with? ends-with? blank? split split-lines join replace replace-first index-of
+	includes? starts-with? ends-with? blank? split split-lines join index-of
 	parse-long parse-double parse-int re-find re-matches re-seq format round floor ceil sqrt pow
 	sum avg union intersection difference subset? superset? compare hash key val entries`)
 
+// fnArgAt returns whether argument i (1-based) of a call of builtin name
+// with n arguments is called as a function, for the builtins of hofFnArg
+// and those that call an argument only in some shapes.
+func fnArgAt(name string, i, n int) bool {
+	switch name {
+	case "sort": // (sort comparator coll)
+		return n == 2 && i == 1
+	case "sort-by": // (sort-by keyfn comparator coll)
+		return i == 1 || (n == 3 && i == 2)
+	case "replace", "replace-first": // a function of the match
+		return i == 3
+	}
+	return hofFnArg[name] == i
+}
+
 // hofFnArg maps pure higher-order builtins to the (1-based) argument that
-// is called as a function; every other argument is plain data.
+// is called as a function; every other argument is plain data (see
+// fnArgAt for the exceptions).
 var hofFnArg = map[string]int{
+	"sort": -1, "replace": -1, "replace-first": -1,
 	"map": 1, "mapv": 1, "filter": 1, "filterv": 1, "remove": 1, "keep": 1, "some": 1, "every?": 1,
 	"not-any?": 1, "sort-by": 1, "group-by": 1, "reduce": 1, "sum-by": 1, "avg-by": 1, "max-by": 1,
 	"min-by": 1, "distinct-by": 1, "mapcat": 1, "update": 3, "update-in": 3, "fnil": 1,
@@ -465,7 +482,7 @@ func (c *compiler) pureBuiltin(sym *form) bool {
 	} else if _, _, local := c.sc.lookup(sym.name); local {
 		return false
 	}
-	return pureData[sym.name] || hofFnArg[sym.name] > 0
+	return pureData[sym.name] || hofFnArg[sym.name] != 0
 }
 
 // pureExpr reports whether evaluating f has no effect and calls only pure
@@ -534,9 +551,9 @@ func (c *compiler) pureExpr(f *form, locals map[string]bool) bool {
 	if !c.pureBuiltin(head) {
 		return false
 	}
-	if k := hofFnArg[head.name]; k > 0 {
+	if hofFnArg[head.name] != 0 {
 		for i, a := range args {
-			if i+1 == k {
+			if fnArgAt(head.name, i+1, len(args)) {
 				if !c.pureFn(a) {
 					return false
 				}

@@ -88,6 +88,11 @@ func TestFusionNeedsPureFunctions(t *testing.T) {
 		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                  0, // map is shadowed
 		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`: 1,
 		`(reduce + ctx/rs)`: 0, // nothing to fuse
+		`(let [f (fn [a b] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort f x))) ctx/rs)))`:           0, // sort calls f
+		`(let [f (fn [a] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort-by :a f x))) ctx/rs)))`:       0,
+		`(let [f (fn [m] (tool/echo {:v m}))] (reduce + (map (fn [x] (count (str/replace x #"a" f))) ctx/rs)))`: 0,
+		`(reduce + (map (fn [x] (count (sort x))) ctx/rs))`:                                                     1,
+		`(reduce + (map (fn [x] (count (sort-by :a > x))) ctx/rs))`:                                             1,
 	} {
 		if got := fusions(t, src); got != want {
 			t.Errorf("%s: %d fusions, want %d", src, got, want)

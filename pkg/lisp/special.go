@@ -771,32 +771,61 @@ const maxDirectRecur = 4
 // recurIntoSlots compiles a loop's recur whose bindings are all plain
 // symbols: the new values are computed, then stored straight into the
 // loop's slots (the loop node just runs its body again).
-func recurIntoSlots(args []node, curs []*cursorArg, slots []int) node {
+func recurIntoSlots(args []operand, curs []*cursorArg, slots []int) node {
 	if curs == nil {
 		curs = make([]*cursorArg, len(args))
+	}
+	switch len(args) {
+	case 1:
+		a0, c0, s0 := args[0], curs[0], slots[0]
+		return func(fr *frame) Value {
+			var v0 Value
+			var adv0 *Vector
+			if c0 != nil {
+				v0, adv0 = cursorStep(fr, c0, &a0)
+			} else {
+				v0 = a0.get(fr)
+			}
+			if adv0 != nil {
+				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+			}
+			fr.slots[s0] = v0
+			return recurSentinel
+		}
+	case 2:
+		a0, a1, c0, c1, s0, s1 := args[0], args[1], curs[0], curs[1], slots[0], slots[1]
+		return func(fr *frame) Value {
+			var v0, v1 Value
+			var adv0, adv1 *Vector
+			if c0 != nil {
+				v0, adv0 = cursorStep(fr, c0, &a0)
+			} else {
+				v0 = a0.get(fr)
+			}
+			if c1 != nil {
+				v1, adv1 = cursorStep(fr, c1, &a1)
+			} else {
+				v1 = a1.get(fr)
+			}
+			if adv0 != nil {
+				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+			}
+			if adv1 != nil {
+				adv1.items = adv1.items[1:len(adv1.items):len(adv1.items)]
+			}
+			fr.slots[s0], fr.slots[s1] = v0, v1
+			return recurSentinel
+		}
 	}
 	return func(fr *frame) Value {
 		var vals [maxDirectRecur]Value
 		var adv [maxDirectRecur]*Vector // cursors advanced once all args are computed
-		for i, an := range args {
+		for i := range args {
 			if cu := curs[i]; cu != nil {
-				if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
-					// (rest xs) / (next xs) on a vector of 2+ items: a view
-					th := fr.th
-					th.pos = cu.pos
-					th.tick()
-					if o, _ := fr.slots[cu.own].(*Vector); o == v {
-						adv[i] = v
-						vals[i] = v
-					} else {
-						nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
-						fr.slots[cu.own] = nv
-						vals[i] = nv
-					}
-					continue
-				}
+				vals[i], adv[i] = cursorStep(fr, cu, &args[i])
+				continue
 			}
-			vals[i] = an(fr)
+			vals[i] = args[i].get(fr)
 		}
 		for i, s := range slots {
 			if v := adv[i]; v != nil {
@@ -806,6 +835,25 @@ func recurIntoSlots(args []node, curs []*cursorArg, slots []int) node {
 		}
 		return recurSentinel
 	}
+}
+
+// cursorStep evaluates a recur argument (rest xs) / (next xs) that
+// advances a loop's own vector: a vector of 2+ items gives a view, which
+// the loop owns and advances in place (adv, once every argument is
+// computed); anything else evaluates the call as written.
+func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
+	if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+		th := fr.th
+		th.pos = cu.pos
+		th.tick()
+		if o, _ := fr.slots[cu.own].(*Vector); o == v {
+			return v, v
+		}
+		nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+		fr.slots[cu.own] = nv
+		return nv, nil
+	}
+	return a.get(fr), nil
 }
 
 func sfRecur(c *compiler, f *form, tail bool) node {
@@ -827,7 +875,11 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 		}
 	}
 	if slots := c.sc.recur.slots; slots != nil {
-		return recurIntoSlots(args, curs, slots)
+		ops := make([]operand, n)
+		for i, an := range args {
+			ops[i] = c.operandOf(f.items[i+1], an)
+		}
+		return recurIntoSlots(ops, curs, slots)
 	}
 	if curs == nil {
 		return func(fr *frame) Value {
