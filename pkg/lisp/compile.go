@@ -987,7 +987,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	return func(fr *frame) Value {
 		th := fr.th
 		mark := th.sp
-		a := th.alloca(n)
+		a := th.allocArgs(n) // every slot is written below
 		for i := range ops {
 			a[i] = ops[i].get(fr)
 		}

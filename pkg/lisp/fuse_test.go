@@ -8,45 +8,58 @@ import (
 	"testing"
 )
 
-// TestFusedReduceMatchesEager runs random map/filter/remove pipelines
-// feeding reduce twice: as written (fused) and with the chain wrapped in
-// identity (which does not fuse). Values, errors and tool calls must agree.
-func TestFusedReduceMatchesEager(t *testing.T) {
+// fusePipeline builds a random reduce over a map/filter/remove chain from
+// rng: the same pipeline as written (fused) and with the chain wrapped in
+// identity (which does not fuse).
+func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	stageFns := []string{"inc", ":x", "even?", "odd?", "nil?", "some?", "#(* 2 %)", "str", "(fn [x] (if (> x 5) x nil))",
-		"identity", "count", "#(tool/echo {:v %})", "first", "(constantly 7)", "keyword"}
+		"identity", "count", "#(tool/echo {:v %})", "first", "(constantly 7)", "keyword", "#(get {1 :a 2 nil} %)",
+		"(fn [x] (let [y (str x)] (count y)))", "(fnil inc 0)", "#(quot 100 %)", "(fn [x] (reduce + (map inc [x x])))"}
 	reducers := []string{"+", "+ 0", "+ 1.5", "conj []", "(fn [m x] (assoc m x 1)) {}", "max", "str",
-		"(fn [a x] (if (> a 10) (reduced a) (+ a x))) 0", "(fn [m x] (update m x (fnil inc 0))) {}", "* 1", "-"}
+		"(fn [a x] (if (> a 10) (reduced a) (+ a x))) 0", "(fn [m x] (update m x (fnil inc 0))) {}", "* 1", "-",
+		"(fn [a x] (conj a x)) []", "+ 9223372036854775800", "(fn [a x] (tool/echo {:v [a x]})) 0"}
 	colls := []string{"[1 2 3 4 5 6 7 8]", "[]", "[1 \"a\" 2]", "[nil 1 nil 2]", "[9223372036854775806 1 1]",
 		"[1.5 2 2.5]", "(range 12)", "{:a 1 :b 2}", "\"abc\"", "nil", "[{:x 1} {:x 2} {:y 3}]", "[[1 2] [3]]", "#{1 2 3}",
-		"[[1] [2 3] []]", "ctx/xs"}
+		"[[1] [2 3] []]", "ctx/xs", "[0 1 2]", "(range)"}
 	kinds := []string{"map", "filter", "remove"}
-	rng := rand.New(rand.NewPCG(1, 2))
-	run := func(src string) (string, string) {
-		res, err := Exec(context.Background(), src, Options{
-			Context: map[string]any{"xs": []any{1, 2, 3.5, "q", nil}},
-			Tools:   Tools{"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
-		})
-		if err != nil {
-			e := err.(*Error)
-			return "", fmt.Sprintf("%v %s", e.Kind, e.Msg)
-		}
-		calls := make([]string, len(res.ToolCalls))
-		for i, c := range res.ToolCalls {
-			calls[i] = fmt.Sprint(c.Args)
-		}
-		return PrStr(res.Value) + " tools:" + strings.Join(calls, ","), ""
+	chain := colls[rng.IntN(len(colls))]
+	for j := 0; j <= rng.IntN(3); j++ {
+		chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
 	}
+	red := reducers[rng.IntN(len(reducers))]
+	return fmt.Sprintf("(reduce %s %s)", red, chain), fmt.Sprintf("(reduce %s (identity %s))", red, chain)
+}
+
+// runOutcome runs src and renders its value and tool calls, or its error.
+func runOutcome(src string) (string, string) {
+	res, err := Exec(context.Background(), src, Options{
+		Context:  map[string]any{"xs": []any{1, 2, 3.5, "q", nil}},
+		Tools:    Tools{"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
+		MaxSteps: 20_000,
+	})
+	if err != nil {
+		e := err.(*Error)
+		if !deterministic(e.Kind) {
+			return "", e.Kind.Reason() // budgets are spent differently
+		}
+		return "", fmt.Sprintf("%v %s", e.Kind, e.Msg)
+	}
+	calls := make([]string, len(res.ToolCalls))
+	for i, c := range res.ToolCalls {
+		calls[i] = fmt.Sprint(c.Args)
+	}
+	return PrStr(res.Value) + " tools:" + strings.Join(calls, ","), ""
+}
+
+// TestFusedReduceMatchesEager runs random pipelines fused and unfused:
+// values, errors and tool calls must agree.
+func TestFusedReduceMatchesEager(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
 	fused, ok := 0, 0
 	for i := 0; i < 3000; i++ {
-		chain := colls[rng.IntN(len(colls))]
-		for j := 0; j <= rng.IntN(3); j++ {
-			chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
-		}
-		red := reducers[rng.IntN(len(reducers))]
-		fusedSrc := fmt.Sprintf("(reduce %s %s)", red, chain)
-		eagerSrc := fmt.Sprintf("(reduce %s (identity %s))", red, chain)
-		fv, fe := run(fusedSrc)
-		ev, ee := run(eagerSrc)
+		fusedSrc, eagerSrc := fusePipeline(rng)
+		fv, fe := runOutcome(fusedSrc)
+		ev, ee := runOutcome(eagerSrc)
 		if fv != ev || fe != ee {
 			t.Errorf("%s\n  fused: %s%s\n  eager: %s%s", fusedSrc, fv, fe, ev, ee)
 		}
@@ -58,6 +71,21 @@ func TestFusedReduceMatchesEager(t *testing.T) {
 	if ok < 500 || fused < 1000 {
 		t.Fatalf("%d pipelines ran without error, %d were fused", ok, fused)
 	}
+}
+
+// FuzzFusedReduce is TestFusedReduceMatchesEager with the fuzzer choosing
+// the pipelines.
+func FuzzFusedReduce(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(7), uint64(99))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		fusedSrc, eagerSrc := fusePipeline(rand.New(rand.NewPCG(a, b)))
+		fv, fe := runOutcome(fusedSrc)
+		ev, ee := runOutcome(eagerSrc)
+		if fv != ev || fe != ee {
+			t.Errorf("%s\n  fused: %s%s\n  eager: %s%s", fusedSrc, fv, fe, ev, ee)
+		}
+	})
 }
 
 // fusions compiles src and returns how many reduce pipelines it fused.

@@ -136,8 +136,9 @@ func (th *Thread) memLimit() {
 func (th *Thread) alloca(n int) []Value {
 	s := th.allocArgs(n)
 	// element stores: for the few slots of a call they are much cheaper
-	// than clear's runtime call (memclrHasPointers with its bulk barrier)
-	for i := range s {
+	// than clear's runtime call (memclrHasPointers with its bulk barrier);
+	// a range loop would be compiled into that call
+	for i := 0; i < len(s); i++ {
 		s[i] = nil
 	}
 	return s
