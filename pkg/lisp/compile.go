@@ -951,13 +951,9 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	if n == 2 && b.fn2 != nil {
 		return fast2(b.fn2, c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1]), pos)
 	}
-	ops := make([]operand, n)
-	for i, an := range args {
-		ops[i] = c.operandOf(f.items[i+1], an)
-	}
 	switch n {
 	case 1:
-		a0 := ops[0]
+		a0 := c.operandOf(f.items[1], args[0])
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
@@ -970,7 +966,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			return v
 		}
 	case 2:
-		a0, a1 := ops[0], ops[1]
+		a0, a1 := c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1])
 		return func(fr *frame) Value {
 			th := fr.th
 			mark := th.sp
@@ -983,6 +979,10 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			th.sp = mark
 			return v
 		}
+	}
+	ops := make([]operand, n)
+	for i, an := range args {
+		ops[i] = c.operandOf(f.items[i+1], an)
 	}
 	return func(fr *frame) Value {
 		th := fr.th

@@ -53,6 +53,9 @@ type reader struct {
 	fnLit    bool
 	keywords map[string]*Keyword
 	opens    []openBracket
+	// scratch collects the items of the sequences being read; each
+	// finished sequence gets one exact-size copy (not an append chain).
+	scratch []*form
 }
 
 type openBracket struct {
@@ -63,7 +66,7 @@ type openBracket struct {
 // read parses src into top-level forms, interning keywords in kw. Stray
 // closing brackets between top-level forms are ignored (§1 leniency).
 func read(src string, kw map[string]*Keyword) ([]*form, error) {
-	r := &reader{src: src, line: 1, col: 1, keywords: kw}
+	r := &reader{src: src, line: 1, col: 1, keywords: kw, opens: make([]openBracket, 0, 8), scratch: make([]*form, 0, 32)}
 	return r.readAll()
 }
 
@@ -268,7 +271,7 @@ func (r *reader) readSeq(open rune, start Pos) []*form {
 	}
 	closer := closerOf[open]
 	r.opens = append(r.opens, openBracket{open, start})
-	var items []*form
+	base := len(r.scratch)
 	for {
 		r.skipSpace()
 		if r.off >= len(r.src) {
@@ -283,10 +286,17 @@ func (r *reader) readSeq(open rune, start Pos) []*form {
 			r.advance()
 			r.depth--
 			r.opens = r.opens[:len(r.opens)-1]
+			var items []*form
+			if n := len(r.scratch) - base; n > 0 {
+				items = make([]*form, n)
+				copy(items, r.scratch[base:])
+				clear(r.scratch[base:])
+				r.scratch = r.scratch[:base]
+			}
 			return items
 		}
 		if f := r.read(); f != nil {
-			items = append(items, f)
+			r.scratch = append(r.scratch, f)
 		}
 	}
 }
