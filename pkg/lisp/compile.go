@@ -946,10 +946,10 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		}
 	}
 	if n == 1 && b.fn1 != nil {
-		return fast1(b.fn1, c.operandOf(f.items[1], args[0]), pos)
+		return fastNode1(b, c.operandOf(f.items[1], args[0]), pos)
 	}
 	if n == 2 && b.fn2 != nil {
-		return fast2(b.fn2, c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1]), pos)
+		return fastNode2(b, c.operandOf(f.items[1], args[0]), c.operandOf(f.items[2], args[1]), pos)
 	}
 	switch n {
 	case 1:

@@ -1,5 +1,7 @@
 package lisp
 
+import "math"
+
 // Fixed-arity entry points for the builtins that loops and HOF bodies call
 // most. A builtin's Fn takes its arguments as a slice on the value stack;
 // for (< i n), (inc i), (first xs) or (+ acc x) that stack traffic and the
@@ -184,4 +186,104 @@ func fastEqual(x, y Value) (same, ok bool) {
 		}
 	}
 	return false, false
+}
+
+// fastNode1 and fastNode2 compile a call of a builtin with a fixed-arity
+// entry. The hottest ones (loop tests and accumulators) get their common
+// case inline in the node, saving the entry's indirect call; the rest call
+// the entry. The inline cases are those of the entries (same results).
+func fastNode1(b *Builtin, a operand, pos Pos) node {
+	fn := b.fn1
+	switch b.Name {
+	case "first":
+		return func(fr *frame) Value {
+			x := a.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if v, ok := x.(*Vector); ok {
+				if len(v.items) == 0 {
+					return nil
+				}
+				return v.items[0]
+			}
+			return fn(th, x)
+		}
+	case "empty?":
+		return func(fr *frame) Value {
+			x := a.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if v, ok := x.(*Vector); ok {
+				return len(v.items) == 0
+			}
+			return fn(th, x)
+		}
+	case "inc":
+		return func(fr *frame) Value {
+			x := a.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if n, ok := x.(int64); ok && n < math.MaxInt64 {
+				return th.boxInt(n + 1)
+			}
+			return fn(th, x)
+		}
+	}
+	return fast1(fn, a, pos)
+}
+
+func fastNode2(b *Builtin, a, c operand, pos Pos) node {
+	fn := b.fn2
+	switch b.Name {
+	case "+":
+		return func(fr *frame) Value {
+			x, y := a.get(fr), c.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if p, q, ok := ints2(x, y); ok {
+				if s := p + q; (s > p) == (q > 0) {
+					return th.boxInt(s)
+				}
+			}
+			return fn(th, x, y)
+		}
+	case "<":
+		return func(fr *frame) Value {
+			x, y := a.get(fr), c.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if p, q, ok := ints2(x, y); ok {
+				return p < q
+			}
+			return fn(th, x, y)
+		}
+	case ">":
+		return func(fr *frame) Value {
+			x, y := a.get(fr), c.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if p, q, ok := ints2(x, y); ok {
+				return p > q
+			}
+			return fn(th, x, y)
+		}
+	case "=":
+		return func(fr *frame) Value {
+			x, y := a.get(fr), c.get(fr)
+			th := fr.th
+			th.pos = pos
+			th.tick()
+			if same, ok := fastEqual(x, y); ok {
+				return same
+			}
+			return fn(th, x, y)
+		}
+	}
+	return fast2(fn, a, c, pos)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -90,4 +91,52 @@ func newTestThread() *Thread {
 	th := &Thread{ctx: context.Background(), maxDepth: 100, nextCheck: 1 << 62}
 	th.host = &host{}
 	return th
+}
+
+// TestFastNodesMatchApply compiles calls of the builtins with fast nodes
+// (fastNode1/fastNode2) with constant and local arguments and compares
+// them with the same call through apply, which uses the general Fn.
+func TestFastNodesMatchApply(t *testing.T) {
+	lits := []string{"nil", "true", "0", "1", "-7", "1024", "1025", "9223372036854775807", "-9223372036854775808",
+		"0.5", "2.0", "##NaN", "##Inf", `""`, `"ab"`, ":a", "[]", "[1 2]", "{}", "{:a 1}", "#{1}", "(range 3)"}
+	outcome := func(src string) string {
+		res, err := Exec(context.Background(), src, Options{})
+		if err != nil {
+			e := err.(*Error)
+			return fmt.Sprintf("error %v %s", e.Kind, e.Msg)
+		}
+		return PrStr(res.Value)
+	}
+	n := 0
+	for name, b := range builtinTable() {
+		if b.fn1 == nil && b.fn2 == nil || strings.Contains(name, "/") {
+			continue
+		}
+		for _, x := range lits {
+			if b.fn1 != nil {
+				want := outcome(fmt.Sprintf("(apply %s [%s])", name, x))
+				for _, src := range []string{fmt.Sprintf("(%s %s)", name, x), fmt.Sprintf("(let [x %s] (%s x))", x, name)} {
+					if got := outcome(src); got != want {
+						t.Errorf("%s: %s, apply gives %s", src, got, want)
+					}
+					n++
+				}
+			}
+			if b.fn2 == nil {
+				continue
+			}
+			for _, y := range lits {
+				want := outcome(fmt.Sprintf("(apply %s [%s %s])", name, x, y))
+				for _, src := range []string{fmt.Sprintf("(%s %s %s)", name, x, y), fmt.Sprintf("(let [x %s y %s] (%s x y))", x, y, name)} {
+					if got := outcome(src); got != want {
+						t.Errorf("%s: %s, apply gives %s", src, got, want)
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n < 5000 {
+		t.Fatalf("only %d calls compared", n)
+	}
 }
