@@ -710,9 +710,41 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		rt.slots = direct
 	}
 	c.sc.recur = rt
-	body := c.compileBody(f.items[2:], true)
+	var test, exit, again node
+	var recurWhen bool
+	if allDirect {
+		test, exit, again, recurWhen = c.loopIf(f.items[2:])
+	}
+	var body node
+	if test == nil {
+		body = c.compileBody(f.items[2:], true)
+	}
 	c.sc.recur = savedRecur
 	c.sc.locals = c.sc.locals[:saved]
+	if test != nil {
+		// (loop [...] (if test exit (recur ...))) as a Go loop: the recur
+		// branch runs without a trip through the if node and the sentinel
+		return func(fr *frame) Value {
+			th := fr.th
+			for i, in := range inits {
+				fr.slots[direct[i]] = in(fr)
+			}
+			for _, o := range owns {
+				fr.slots[o] = nil
+			}
+			mark := th.sp
+			for {
+				if Truthy(test(fr)) == recurWhen {
+					again(fr)
+				} else if v := exit(fr); v != recurSentinel {
+					return v
+				}
+				th.tick()
+				th.countLoop()
+				th.sp = mark
+			}
+		}
+	}
 	if allDirect {
 		// recur stores the new bindings itself
 		return func(fr *frame) Value {
@@ -762,6 +794,46 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			th.sp = mark
 		}
 	}
+}
+
+// loopIf recognises a loop body that is one (if test a b) (or if-not)
+// where a or b is a recur form: it returns the test, the other branch
+// (compiled in tail position: it may recur too), the recur, and which
+// truth value of the test recurs. test is nil for any other body.
+func (c *compiler) loopIf(body []*form) (test, exit, again node, recurWhen bool) {
+	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
+		return nil, nil, nil, false
+	}
+	f := body[0]
+	head := f.items[0]
+	if !head.isSym("if") && !head.isSym("if-not") {
+		return nil, nil, nil, false
+	}
+	if _, _, local := c.sc.lookup(head.name); local {
+		return nil, nil, nil, false
+	}
+	isRecur := func(g *form) bool { return g.kind == fList && len(g.items) > 0 && g.items[0].isSym("recur") }
+	a, b := f.items[2], f.items[3]
+	var rec *form
+	switch {
+	case isRecur(b) && !isRecur(a):
+		rec, recurWhen = b, false
+	case isRecur(a) && !isRecur(b):
+		rec, recurWhen = a, true
+	default:
+		return nil, nil, nil, false
+	}
+	if head.isSym("if-not") {
+		recurWhen = !recurWhen
+	}
+	test = c.compile(f.items[1], false)
+	an, bn := c.compile(a, true), c.compile(b, true) // source order, as if does
+	if rec == a {
+		again, exit = an, bn
+	} else {
+		again, exit = bn, an
+	}
+	return test, exit, again, recurWhen
 }
 
 // maxDirectRecur is the most bindings a loop may have for recur to store

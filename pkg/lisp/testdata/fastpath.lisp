@@ -141,3 +141,35 @@
 ;; reads inside literals are fine
 (loop [rs [1 2 3] out #{}] (if (empty? rs) out (recur (rest rs) (conj out {:x (first rs) :n (count rs)}))))
 ;=> #{{:n 1 :x 3} {:n 2 :x 2} {:n 3 :x 1}}
+---
+;; loops shaped (if test exit (recur ...)) run as a Go loop (loopIf)
+(loop [i 0 acc []] (if (< i 3) (recur (inc i) (conj acc i)) acc))
+;=> [0 1 2]
+---
+(loop [i 0] (if-not (< i 5) i (recur (inc i))))
+;=> 5
+---
+(loop [i 0] (if-not (>= i 5) (recur (inc i)) i))
+;=> 5
+---
+;; the exit branch may recur too
+(loop [i 0 n 0] (if (< i 10) (recur (inc i) (+ n i)) (if (< n 100) (recur 0 n) n)))
+;=> 135
+---
+(loop [i 0] (if (< i "x") (recur (inc i)) i))
+;;; "type_error: 1:17: <: expected number, got string \"x\" \\(arg 2\\)"
+---
+;; compile errors come in source order
+(loop [i 0] (if (< i 1) (recur (foo i)) (bar i)))
+;;; "undefined symbol: foo"
+---
+(loop [i 0] (if (< i 1) (bar i) (recur (foo i))))
+;;; "undefined symbol: bar"
+---
+;; @looplimit 5
+(loop [i 0] (if (< i 100) (recur (inc i)) i))
+;;; "loop_limit"
+---
+;; a closure made in the loop keeps its iteration's values
+(loop [i 0 fs []] (if (< i 3) (recur (inc i) (conj fs (fn [] i))) (mapv #(%) fs)))
+;=> [0 1 2]
