@@ -49,14 +49,7 @@ func registerMaps(r registry) {
 			if i := m.transientSlot(a[1]); i >= 0 {
 				// a reduce's private accumulator (see Map.edit): one
 				// lookup, then the value is replaced in place
-				nv := callWith(th, f, m.vals[i], extra)
-				th.pos = pos
-				th.tick() // as assocOne
-				if m.sorted.Load() != nil {
-					m.sorted.Store(nil)
-				}
-				m.vals[i] = nv
-				return m
+				return m.setSlot(th, pos, i, callWith(th, f, m.vals[i], extra))
 			}
 		}
 		old, _ := lookup(a[0], a[1])
@@ -183,6 +176,17 @@ func registerMaps(r registry) {
 				}
 				return th.Call2(f, x, y)
 			}
+			if fb, ok := f.(*Builtin); ok && fb.fn2 != nil {
+				// (fnil + 0): what Call2 would do, without its type switch
+				ff := fb.fn2
+				b.fn2 = func(th *Thread, x, y Value) Value {
+					if x == nil {
+						x = d
+					}
+					th.tick()
+					return ff(th, x, y)
+				}
+			}
 			return b
 		}
 		defaults := append([]Value(nil), a[1:]...)
@@ -242,6 +246,18 @@ func lookup(coll, k Value) (Value, bool) {
 }
 
 // callWith calls f with old followed by extra.
+// setSlot stores nv as value i of a transient small map (update's in-place
+// path), with the step and position of the assoc it replaces.
+func (m *Map) setSlot(th *Thread, pos Pos, i int, nv Value) *Map {
+	th.pos = pos
+	th.tick() // as assocOne
+	if m.sorted.Load() != nil {
+		m.sorted.Store(nil)
+	}
+	m.vals[i] = nv
+	return m
+}
+
 func callWith(th *Thread, f, old Value, extra []Value) Value {
 	switch len(extra) {
 	case 0:

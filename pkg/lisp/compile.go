@@ -984,6 +984,9 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	for i, an := range args {
 		ops[i] = c.operandOf(f.items[i+1], an)
 	}
+	if b.Name == "update" && (n == 3 || n == 4) {
+		return updateNode(b, ops, pos)
+	}
 	return func(fr *frame) Value {
 		th := fr.th
 		mark := th.sp

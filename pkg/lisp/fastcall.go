@@ -287,3 +287,41 @@ func fastNode2(b *Builtin, a, c operand, pos Pos) node {
 	}
 	return fast2(fn, a, c, pos)
 }
+
+// updateNode compiles (update m k f) and (update m k f x): on a reduce's
+// transient accumulator (Map.transientSlot) it updates the value in place
+// without putting the arguments on the stack, as the builtin does;
+// otherwise it calls the builtin.
+func updateNode(b *Builtin, ops []operand, pos Pos) node {
+	n := len(ops)
+	return func(fr *frame) Value {
+		m, k, f := ops[0].get(fr), ops[1].get(fr), ops[2].get(fr)
+		var x Value
+		if n == 4 {
+			x = ops[3].get(fr)
+		}
+		th := fr.th
+		th.pos = pos
+		th.tick()
+		if mp, ok := m.(*Map); ok {
+			if i := mp.transientSlot(k); i >= 0 {
+				var nv Value
+				if n == 4 {
+					nv = th.Call2(f, mp.vals[i], x)
+				} else {
+					nv = th.Call1(f, mp.vals[i])
+				}
+				return mp.setSlot(th, pos, i, nv)
+			}
+		}
+		mark := th.sp
+		a := th.allocArgs(n)
+		a[0], a[1], a[2] = m, k, f
+		if n == 4 {
+			a[3] = x
+		}
+		v := b.Fn(th, a)
+		th.sp = mark
+		return v
+	}
+}

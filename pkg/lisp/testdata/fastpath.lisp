@@ -173,3 +173,26 @@
 ;; a closure made in the loop keeps its iteration's values
 (loop [i 0 fs []] (if (< i 3) (recur (inc i) (conj fs (fn [] i))) (mapv #(%) fs)))
 ;=> [0 1 2]
+---
+;; update compiled as a node: in place on a reduce's accumulator, the
+;; builtin otherwise; the same errors either way
+(reduce (fn [m x] (update m (mod x 3) (fnil + 0) x)) {} (range 10))
+;=> {0 18 1 12 2 15}
+---
+(reduce (fn [m x] (update m :n inc)) {:n 0} (range 4))
+;=> {:n 4}
+---
+(reduce (fn [m x] (update m :n + "a")) {:n 0} [1])
+;;; "type_error: 1:19: \\+: expected number, got string \"a\" \\(arg 2\\)"
+---
+(reduce (fn [m x] (update m :n 5 x)) {:n 0} [1])
+;;; "not callable: 5"
+---
+(update [1 2] 0 + 10)
+;=> [11 2]
+---
+(update nil :a (fnil inc 0))
+;=> {:a 1}
+---
+((fnil + 0) nil "x")
+;;; "type_error: 1:1: \\+: expected number, got string \"x\" \\(arg 2\\)"
