@@ -855,9 +855,9 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			if len(f.items) == 2 {
 				if op := c.operandOf(f.items[1], m); op.slot >= 0 {
 					slot := op.slot
-					return func(fr *frame) Value { return getKey(fr.slots[slot], kw, nil) }
+					return func(fr *frame) Value { return kwGet(fr.slots[slot], kw) }
 				}
-				return func(fr *frame) Value { return getKey(m(fr), kw, nil) }
+				return func(fr *frame) Value { return kwGet(m(fr), kw) }
 			}
 			d := c.compile(f.items[2], false)
 			return func(fr *frame) Value { return getKey(m(fr), kw, d(fr)) }
@@ -1000,6 +1000,20 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		th.sp = mark
 		return v
 	}
+}
+
+// kwGet is (:kw v). A small map whose shape the keyword last saw (the
+// common case in a scan over records) is read inline; see Map.findSmall.
+func kwGet(v Value, kw *Keyword) Value {
+	if m, ok := v.(*Map); ok && m.root == nil {
+		if c := kw.cache.Load(); c != nil && c.shape == m.shape {
+			if c.idx < 0 {
+				return nil
+			}
+			return m.vals[c.idx]
+		}
+	}
+	return getKey(v, kw, nil)
 }
 
 // operand is a call argument: a local's slot is read in place instead of

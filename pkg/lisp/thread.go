@@ -256,7 +256,7 @@ func (th *Thread) Call1(f Value, x Value) Value {
 	}
 	if k, ok := f.(*Keyword); ok {
 		th.tick()
-		return getKey(x, k, nil)
+		return kwGet(x, k)
 	}
 	mark := th.sp
 	a := th.allocArgs(1)
