@@ -57,28 +57,24 @@ func (b *boxer) boxInt(n int64) Value {
 	if n >= -128 && n <= smallIntMax {
 		return smallInts[n+128]
 	}
-	if len(b.ints) == 0 {
-		b.ints = make([]int64, boxChunk)
-	}
-	p := &b.ints[0]
-	b.ints = b.ints[1:]
-	*p = n
-	var v Value
-	*(*eface)(unsafe.Pointer(&v)) = eface{typ: int64Type, data: unsafe.Pointer(p)}
-	return v
+	return boxIn(&b.ints, int64Type, n)
 }
 
 // boxFloat returns f as a Value without a per-value allocation.
-func (b *boxer) boxFloat(f float64) Value {
-	if len(b.floats) == 0 {
-		b.floats = make([]float64, boxChunk)
+func (b *boxer) boxFloat(f float64) Value { return boxIn(&b.floats, float64Type, f) }
+
+// boxIn stores v in the next free box of *chunk (a new chunk when it is
+// used up) and returns the interface of type typ pointing at it.
+func boxIn[T any](chunk *[]T, typ unsafe.Pointer, v T) Value {
+	if len(*chunk) == 0 {
+		*chunk = make([]T, boxChunk)
 	}
-	p := &b.floats[0]
-	b.floats = b.floats[1:]
-	*p = f
-	var v Value
-	*(*eface)(unsafe.Pointer(&v)) = eface{typ: float64Type, data: unsafe.Pointer(p)}
-	return v
+	p := &(*chunk)[0]
+	*chunk = (*chunk)[1:]
+	*p = v
+	var out Value
+	*(*eface)(unsafe.Pointer(&out)) = eface{typ: typ, data: unsafe.Pointer(p)}
+	return out
 }
 
 // boxString returns s as a Value; the string header sits in a chunk, and
@@ -89,14 +85,7 @@ func (b *boxer) boxString(s string) Value {
 			return v
 		}
 	}
-	if len(b.strs) == 0 {
-		b.strs = make([]string, boxChunk)
-	}
-	p := &b.strs[0]
-	b.strs = b.strs[1:]
-	*p = s
-	var v Value
-	*(*eface)(unsafe.Pointer(&v)) = eface{typ: stringType, data: unsafe.Pointer(p)}
+	v := boxIn(&b.strs, stringType, s)
 	if b.interned != nil && len(s) <= internMaxLen && len(b.interned) < internMax {
 		b.interned[s] = v
 	}

@@ -726,12 +726,7 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		// branch runs without a trip through the if node and the sentinel
 		return func(fr *frame) Value {
 			th := fr.th
-			for i, in := range inits {
-				fr.slots[direct[i]] = in(fr)
-			}
-			for _, o := range owns {
-				fr.slots[o] = nil
-			}
+			bindDirect(fr, inits, direct, owns)
 			mark := th.sp
 			for {
 				if Truthy(test(fr)) == recurWhen {
@@ -749,12 +744,7 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 		// recur stores the new bindings itself
 		return func(fr *frame) Value {
 			th := fr.th
-			for i, in := range inits {
-				fr.slots[direct[i]] = in(fr)
-			}
-			for _, o := range owns {
-				fr.slots[o] = nil
-			}
+			bindDirect(fr, inits, direct, owns)
 			mark := th.sp
 			for {
 				v := body(fr)
@@ -793,6 +783,17 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			}
 			th.sp = mark
 		}
+	}
+}
+
+// bindDirect starts a loop whose bindings are plain symbols: each init
+// into its slot, the loop's cursor headers cleared.
+func bindDirect(fr *frame, inits []node, direct, owns []int) {
+	for i, in := range inits {
+		fr.slots[direct[i]] = in(fr)
+	}
+	for _, o := range owns {
+		fr.slots[o] = nil
 	}
 }
 

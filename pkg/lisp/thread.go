@@ -242,17 +242,11 @@ func (th *Thread) Call1(f Value, x Value) Value {
 		}
 	}
 	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
+		th.tick()
 		if b.fn1 != nil {
-			th.tick()
 			return b.fn1(th, x)
 		}
-		mark := th.sp
-		a := th.allocArgs(1)
-		a[0] = x
-		th.tick()
-		v := b.Fn(th, a)
-		th.sp = mark
-		return v
+		return slowCall1(th, b, x)
 	}
 	if k, ok := f.(*Keyword); ok {
 		th.tick()
