@@ -39,9 +39,10 @@ type boxer struct {
 	ints   []int64
 	floats []float64
 	strs   []string
-	// interned maps short strings already boxed to their box (converters
-	// only): repeated values such as categories or statuses then share one
-	// box, which stays in cache when records are scanned.
+	// intern (converters) makes interned map short strings already boxed
+	// to their box: repeated values such as categories or statuses then
+	// share one box, which stays in cache when records are scanned.
+	intern   bool
 	interned map[string]Value
 }
 
@@ -78,15 +79,19 @@ func boxIn[T any](chunk *[]T, typ unsafe.Pointer, v T) Value {
 }
 
 // boxString returns s as a Value; the string header sits in a chunk, and
-// a converter (interned != nil) reuses the box of an equal short string.
+// a converter (intern) reuses the box of an equal short string.
 func (b *boxer) boxString(s string) Value {
-	if b.interned != nil && len(s) <= internMaxLen {
-		if v, ok := b.interned[s]; ok {
-			return v
-		}
+	if !b.intern || len(s) > internMaxLen {
+		return boxIn(&b.strs, stringType, s)
+	}
+	if v, ok := b.interned[s]; ok {
+		return v
 	}
 	v := boxIn(&b.strs, stringType, s)
-	if b.interned != nil && len(s) <= internMaxLen && len(b.interned) < internMax {
+	if b.interned == nil {
+		b.interned = map[string]Value{}
+	}
+	if len(b.interned) < internMax {
 		b.interned[s] = v
 	}
 	return v

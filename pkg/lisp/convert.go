@@ -14,8 +14,8 @@ import (
 // into a Value. Map keys stay strings. Values that already are interpreter
 // values pass through. Other types (structs) go through encoding/json.
 func FromGo(x any) (Value, error) {
-	cv := converter{shapes: &shapeCache{m: map[string]*shape{}}}
-	cv.interned = map[string]Value{}
+	cv := converter{shapes: &shapeCache{}}
+	cv.intern = true
 	return cv.from(x)
 }
 

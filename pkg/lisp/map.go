@@ -439,6 +439,9 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 		return sh
 	}
 	sh := (*shapeCache)(nil).get(es)
+	if c.m == nil {
+		c.m = map[string]*shape{} // made on first use: most conversions are small
+	}
 	if len(c.m) < 4096 {
 		c.m[string(c.buf)] = sh
 	}
