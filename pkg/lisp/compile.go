@@ -915,6 +915,9 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		if nd, ok := c.countSplitCall(b, f); ok {
 			return nd
 		}
+		if nd, ok := c.fusedCount(f, b); ok {
+			return nd
+		}
 	}
 	if b.Name == "reduce" && (n == 2 || n == 3) {
 		if nd, ok := c.fusedReduce(f); ok {

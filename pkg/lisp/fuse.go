@@ -77,7 +77,7 @@ func (c *compiler) fusedStageOf(f *form) (*Builtin, int, bool) {
 func (c *compiler) fusedReduce(f *form) (node, bool) {
 	n := len(f.items) - 1
 	collForm := f.items[n]
-	if _, _, ok := c.fusedStageOf(collForm); !ok || !c.pureFn(f.items[1]) {
+	if !c.fusable(collForm) || !c.pureFn(f.items[1]) {
 		return nil, false
 	}
 	c.lastProto = nil
@@ -89,20 +89,7 @@ func (c *compiler) fusedReduce(f *form) (node, bool) {
 	if n == 3 {
 		initNode = c.compile(f.items[2], false)
 	}
-	// stages outermost first, as their arguments are evaluated
-	var stages []fuseStage
-	for len(stages) < maxFuseStages {
-		b, kind, ok := c.fusedStageOf(collForm)
-		if !ok || !c.pureFn(collForm.items[1]) {
-			break
-		}
-		stages = append(stages, fuseStage{kind: kind, fn: c.compile(collForm.items[1], false), b: b, pos: collForm.pos})
-		collForm = collForm.items[2]
-	}
-	collNode := c.compile(collForm, false)
-	if len(stages) == 0 {
-		return nil, false // (compiled nodes are dropped: compiling has no effect)
-	}
+	stages, collNode := c.fuseChain(collForm)
 	c.fusions++
 	pos := f.pos
 	reduce := c.builtins["reduce"]
@@ -142,6 +129,107 @@ func (c *compiler) fusedReduce(f *form) (node, bool) {
 		th.tick()
 		return reduceFused(th, fv, acc, initNode != nil, stages, fns[:len(stages)], vec.items, pos)
 	}, true
+}
+
+// fusable reports whether f is a map/filter/remove call with a pure
+// function: a chain of at least one stage.
+func (c *compiler) fusable(f *form) bool {
+	_, _, ok := c.fusedStageOf(f)
+	return ok && c.pureFn(f.items[1])
+}
+
+// fuseChain compiles a fusable chain: its stages outermost first (as their
+// arguments are evaluated) and the innermost collection.
+func (c *compiler) fuseChain(collForm *form) ([]fuseStage, node) {
+	var stages []fuseStage
+	for len(stages) < maxFuseStages && c.fusable(collForm) {
+		b, kind, _ := c.fusedStageOf(collForm)
+		stages = append(stages, fuseStage{kind: kind, fn: c.compile(collForm.items[1], false), b: b, pos: collForm.pos})
+		collForm = collForm.items[2]
+	}
+	return stages, c.compile(collForm, false)
+}
+
+// fusedCount compiles (count chain) for a fusable chain: the items that
+// pass the stages are counted without building the vector. The stages
+// still run on every item (their errors count, as unfused).
+func (c *compiler) fusedCount(f *form, count *Builtin) (node, bool) {
+	if len(f.items) != 2 || !c.fusable(f.items[1]) {
+		return nil, false
+	}
+	stages, collNode := c.fuseChain(f.items[1])
+	c.fusions++
+	pos := f.pos
+	return func(fr *frame) Value {
+		th := fr.th
+		var fns [maxFuseStages]Value
+		for i := range stages {
+			fns[i] = stages[i].fn(fr)
+		}
+		coll := collNode(fr)
+		vec, isVec := coll.(*Vector)
+		if !isVec {
+			for i := len(stages) - 1; i >= 0; i-- {
+				th.pos = stages[i].pos
+				th.tick()
+				coll = slowCall2(th, stages[i].b, fns[i], coll)
+			}
+			th.pos = pos
+			th.tick()
+			return slowCall1(th, count, coll)
+		}
+		for i := len(stages) - 1; i >= 0; i-- {
+			th.pos = stages[i].pos
+			th.tick()
+		}
+		th.pos = pos
+		th.tick()
+		return countFused(th, stages, fns[:len(stages)], vec.items)
+	}, true
+}
+
+// passStages runs item x through the stages, innermost (last) first: its
+// value after the maps, and whether every filter kept it.
+func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bool) {
+	for k := len(stages) - 1; k >= 0; k-- {
+		th.pos = stages[k].pos
+		switch stages[k].kind {
+		case stageMap:
+			x = th.Call1(fns[k], x)
+		case stageFilter:
+			if !Truthy(th.Call1(fns[k], x)) {
+				return nil, false
+			}
+		case stageRemove:
+			if Truthy(th.Call1(fns[k], x)) {
+				return nil, false
+			}
+		}
+	}
+	return x, true
+}
+
+// countFused counts the items that pass the stages; errors as reduceFused.
+func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Value {
+	idx := 0
+	sp, depth := th.sp, th.depth
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
+				th.sp, th.depth = sp, depth
+				eagerStages(th, stages, fns, items[idx:])
+			}
+			panic(r)
+		}
+	}()
+	n := int64(0)
+	for i, x := range items {
+		idx = i
+		if _, keep := passStages(th, stages, fns, x); keep {
+			n++
+		}
+	}
+	return th.boxInt(n)
 }
 
 // eagerStages runs the stages over items as the unfused pipeline does,
@@ -247,23 +335,11 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 	}
 	lc := th.newLoopCaller(f, 2)
 	defer lc.end()
-items:
 	for i, x := range items {
 		idx = i
-		for i := len(stages) - 1; i >= 0; i-- {
-			th.pos = stages[i].pos
-			switch stages[i].kind {
-			case stageMap:
-				x = th.Call1(fns[i], x)
-			case stageFilter:
-				if !Truthy(th.Call1(fns[i], x)) {
-					continue items
-				}
-			case stageRemove:
-				if Truthy(th.Call1(fns[i], x)) {
-					continue items
-				}
-			}
+		x, keep := passStages(th, stages, fns, x)
+		if !keep {
+			continue
 		}
 		th.pos = pos
 		if !started {

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// fusePipeline builds a random reduce over a map/filter/remove chain from
-// rng: the same pipeline as written (fused) and with the chain wrapped in
-// identity (which does not fuse).
+// fusePipeline builds a random reduce (or count) over a map/filter/remove
+// chain from rng: the same pipeline as written (fused) and with the chain
+// wrapped in identity (which does not fuse).
 func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	stageFns := []string{"inc", ":x", "even?", "odd?", "nil?", "some?", "#(* 2 %)", "str", "(fn [x] (if (> x 5) x nil))",
 		"identity", "count", "#(tool/echo {:v %})", "first", "(constantly 7)", "keyword", "#(get {1 :a 2 nil} %)",
@@ -25,6 +25,9 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	chain := colls[rng.IntN(len(colls))]
 	for j := 0; j <= rng.IntN(3); j++ {
 		chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
+	}
+	if rng.IntN(4) == 0 {
+		return fmt.Sprintf("(count %s)", chain), fmt.Sprintf("(count (identity %s))", chain)
 	}
 	red := reducers[rng.IntN(len(reducers))]
 	return fmt.Sprintf("(reduce %s %s)", red, chain), fmt.Sprintf("(reduce %s (identity %s))", red, chain)
@@ -115,6 +118,8 @@ func TestFusionNeedsPureFunctions(t *testing.T) {
 		`(let [g (fn [x] x)] (reduce + (map (fn [x] (g x)) ctx/rs)))`:                           0, // calls a local
 		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                  0, // map is shadowed
 		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`: 1,
+		`(count (filter :active ctx/rs))`:                                                       1,
+		`(count (map #(tool/echo {:v %}) ctx/rs))`:                                              0,
 		`(reduce + ctx/rs)`: 0, // nothing to fuse
 		`(let [f (fn [a b] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort f x))) ctx/rs)))`:           0, // sort calls f
 		`(let [f (fn [a] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort-by :a f x))) ctx/rs)))`:       0,
