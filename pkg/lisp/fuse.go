@@ -11,18 +11,20 @@ import (
 //
 // Evaluated as written, filter and map each build a vector the size of
 // their input only for reduce to walk it once and drop it. When the
-// compiler sees reduce applied to a chain of map/filter/remove calls (one
-// function, one collection each) it compiles one loop instead: each item
-// goes through the stages and straight into the reducing function.
+// compiler sees reduce (or count) applied to a chain of map/filter/remove
+// calls (one function, one collection each) whose functions are all pure,
+// it compiles one loop instead: each item goes through the stages and
+// straight into the reducing function.
 //
-// What stays the same: arguments are evaluated in the order the program
-// gives them; every function is called with the same arguments as in the
-// eager pipeline (so tool calls, their arguments and the result are
-// identical); errors name the same call. What differs: calls of different
-// stages interleave per item (as with Clojure's lazy sequences) instead of
-// running stage by stage, and no intermediate vector is charged to the
-// allocation budget. A collection other than a vector (a lazy seq, a map,
-// a set, a string) runs the stages eagerly, as unfused code does.
+// The result is exactly the eager pipeline's. Arguments are evaluated in
+// the order the program gives them. Pure functions (pureFn) cannot observe
+// that their calls now interleave per item, and errors are made to agree:
+// when a stage or the reducer fails, the rest of the items run through the
+// stages eagerly first (eagerStages), so the error the eager pipeline
+// would have met first is the one raised; after a reduced the rest of the
+// items still pass the stages. A collection other than a vector (a lazy
+// seq, a map, a set, a string) runs the stages eagerly, as unfused code
+// does. No intermediate vector is charged to the allocation budget.
 
 // stage kinds of a fused pipeline.
 const (
