@@ -724,8 +724,7 @@ func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
 		})
 	}
 	items := th.Seq(coll, name, argN)
-	var seen valueSet
-	out := make([]Value, 0, min(len(items), 64))
+	d := distinctSink{out: make([]Value, 0, min(len(items), 64))}
 	for _, it := range items {
 		k := it
 		if key != nil {
@@ -733,12 +732,26 @@ func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
 		} else {
 			th.tick()
 		}
-		if seen.add(k) {
-			out = append(out, it)
-		}
+		d.add(k, it)
 	}
-	th.allocSlots(len(out))
-	return seqVec(out)
+	return d.result(th)
+}
+
+// distinctSink collects the items whose keys were not seen before.
+type distinctSink struct {
+	seen valueSet
+	out  []Value
+}
+
+func (d *distinctSink) add(k, it Value) {
+	if d.seen.add(k) {
+		d.out = append(d.out, it)
+	}
+}
+
+func (d *distinctSink) result(th *Thread) Value {
+	th.allocSlots(len(d.out))
+	return seqVec(d.out)
 }
 
 func biGroupBy(th *Thread, a []Value) Value {

@@ -191,6 +191,11 @@ func setFromItems(th *Thread, items []Value) *Set {
 		th.tick()
 		seen.add(it)
 	}
+	return setFromSeen(th, &seen)
+}
+
+// setFromSeen builds the set of seen's members (in order).
+func setFromSeen(th *Thread, seen *valueSet) *Set {
 	if len(seen.vals) <= smallMapMax || flexClash(seen.vals) {
 		return setAddAll(th, emptySet, seen.vals)
 	}

@@ -919,6 +919,11 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			return nd
 		}
 	}
+	if (b.Name == "distinct" || b.Name == "set") && n == 1 {
+		if nd, ok := c.fusedCollect(f, b); ok {
+			return nd
+		}
+	}
 	if b.Name == "reduce" && (n == 2 || n == 3) {
 		if nd, ok := c.fusedReduce(f); ok {
 			return nd

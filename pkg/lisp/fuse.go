@@ -211,6 +211,72 @@ func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bo
 	return x, true
 }
 
+// fusedCollect compiles (distinct chain) and (set chain) for a fusable
+// chain: the items that pass the stages go straight into the result's
+// deduplicating set, without the stage vectors.
+func (c *compiler) fusedCollect(f *form, b *Builtin) (node, bool) {
+	if len(f.items) != 2 || !c.fusable(f.items[1]) {
+		return nil, false
+	}
+	stages, collNode := c.fuseChain(f.items[1])
+	c.fusions++
+	pos := f.pos
+	asSet := b.Name == "set"
+	return func(fr *frame) Value {
+		th := fr.th
+		var fns [maxFuseStages]Value
+		for i := range stages {
+			fns[i] = stages[i].fn(fr)
+		}
+		coll := collNode(fr)
+		vec, isVec := coll.(*Vector)
+		for i := len(stages) - 1; i >= 0; i-- {
+			th.pos = stages[i].pos
+			th.tick()
+			if !isVec {
+				coll = slowCall2(th, stages[i].b, fns[i], coll)
+			}
+		}
+		th.pos = pos
+		th.tick()
+		if !isVec {
+			return slowCall1(th, b, coll)
+		}
+		return collectFused(th, stages, fns[:len(stages)], vec.items, asSet, pos)
+	}, true
+}
+
+// collectFused runs items through the stages into distinct's or set's
+// deduplication; errors as reduceFused.
+func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, asSet bool, pos Pos) Value {
+	idx := 0
+	sp, depth := th.sp, th.depth
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
+				th.sp, th.depth = sp, depth
+				eagerStages(th, stages, fns, items[idx:])
+			}
+			panic(r)
+		}
+	}()
+	d := distinctSink{out: make([]Value, 0, min(len(items), 64))}
+	for i, x := range items {
+		idx = i
+		x, keep := passStages(th, stages, fns, x)
+		if !keep {
+			continue
+		}
+		th.pos = pos
+		th.tick()
+		d.add(x, x)
+	}
+	if asSet {
+		return setFromSeen(th, &d.seen)
+	}
+	return d.result(th)
+}
+
 // countFused counts the items that pass the stages; errors as reduceFused.
 func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Value {
 	idx := 0

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// fusePipeline builds a random reduce (or count) over a map/filter/remove
+// fusePipeline builds a random reduce (or count, distinct, set) over a map/filter/remove
 // chain from rng: the same pipeline as written (fused) and with the chain
 // wrapped in identity (which does not fuse).
 func fusePipeline(rng *rand.Rand) (fused, eager string) {
@@ -26,8 +26,9 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	for j := 0; j <= rng.IntN(3); j++ {
 		chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
 	}
-	if rng.IntN(4) == 0 {
-		return fmt.Sprintf("(count %s)", chain), fmt.Sprintf("(count (identity %s))", chain)
+	if k := rng.IntN(8); k < 3 {
+		consumer := []string{"count", "distinct", "set"}[k]
+		return fmt.Sprintf("(%s %s)", consumer, chain), fmt.Sprintf("(%s (identity %s))", consumer, chain)
 	}
 	red := reducers[rng.IntN(len(reducers))]
 	return fmt.Sprintf("(reduce %s %s)", red, chain), fmt.Sprintf("(reduce %s (identity %s))", red, chain)
@@ -119,6 +120,8 @@ func TestFusionNeedsPureFunctions(t *testing.T) {
 		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                  0, // map is shadowed
 		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`: 1,
 		`(count (filter :active ctx/rs))`:                                                       1,
+		`(set (map :category ctx/rs))`:                                                          1,
+		`(distinct (filter odd? (map :qty ctx/rs)))`:                                            1,
 		`(count (map #(tool/echo {:v %}) ctx/rs))`:                                              0,
 		`(reduce + ctx/rs)`: 0, // nothing to fuse
 		`(let [f (fn [a b] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort f x))) ctx/rs)))`:           0, // sort calls f

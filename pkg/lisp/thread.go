@@ -429,7 +429,8 @@ func (th *Thread) runArity(fr *frame, ar *arity) Value {
 type loopCaller struct {
 	th   *Thread
 	f    Value
-	ar   *arity // nil: call f the general way
+	kw   *Keyword // f as a keyword called with one argument
+	ar   *arity   // nil: call f the general way
 	fr   *frame
 	base int // th.sp after the slots
 	mark int // th.sp before them
@@ -438,6 +439,10 @@ type loopCaller struct {
 // newLoopCaller prepares calls of f with n arguments; call end when done.
 func (th *Thread) newLoopCaller(f Value, n int) loopCaller {
 	lc := loopCaller{th: th, f: f}
+	if k, ok := f.(*Keyword); ok && n == 1 {
+		lc.kw = k
+		return lc
+	}
 	c, ok := f.(*Closure)
 	if !ok || n >= len(c.proto.direct) || c.proto.direct[n] == nil {
 		return lc
@@ -459,6 +464,10 @@ func (lc *loopCaller) end() {
 }
 
 func (lc *loopCaller) call1(x Value) Value {
+	if lc.kw != nil {
+		lc.th.tick() // as Call1
+		return kwGet(x, lc.kw)
+	}
 	if lc.ar == nil {
 		return lc.th.Call1(lc.f, x)
 	}
