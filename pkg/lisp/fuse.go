@@ -103,33 +103,14 @@ func (c *compiler) fusedReduce(f *form) (node, bool) {
 			acc = initNode(fr)
 		}
 		var fns [maxFuseStages]Value
-		for i := range stages {
-			fns[i] = stages[i].fn(fr)
-		}
-		coll := collNode(fr)
-		vec, isVec := coll.(*Vector)
-		if !isVec {
-			// run the stages eagerly, innermost first, then reduce
-			for i := len(stages) - 1; i >= 0; i-- {
-				th.pos = stages[i].pos
-				th.tick()
-				coll = slowCall2(th, stages[i].b, fns[i], coll)
-			}
-			th.pos = pos
-			th.tick()
+		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		if !fused {
 			if initNode != nil {
 				return callBuiltin3(th, reduce, fv, acc, coll)
 			}
 			return slowCall2(th, reduce, fv, coll)
 		}
-		// the steps of the stage calls and of reduce itself
-		for i := len(stages) - 1; i >= 0; i-- {
-			th.pos = stages[i].pos
-			th.tick()
-		}
-		th.pos = pos
-		th.tick()
-		return reduceFused(th, fv, acc, initNode != nil, stages, fns[:len(stages)], vec.items, pos)
+		return reduceFused(th, fv, acc, initNode != nil, stages, fns[:len(stages)], items, pos)
 	}, true
 }
 
@@ -152,6 +133,33 @@ func (c *compiler) fuseChain(collForm *form) ([]fuseStage, node) {
 	return stages, c.compile(collForm, false)
 }
 
+// startChain evaluates a fused chain's stage functions (into fns) and its
+// collection, and counts the steps of the stage calls and of the consumer
+// call, at their positions. A vector's items are returned to be fused
+// (fused true); any other collection runs through the stages eagerly and
+// comes back as coll for the consumer's general function.
+func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNode node, pos Pos) (coll Value, items []Value, fused bool) {
+	th := fr.th
+	for i := range stages {
+		fns[i] = stages[i].fn(fr)
+	}
+	coll = collNode(fr)
+	vec, isVec := coll.(*Vector)
+	for i := len(stages) - 1; i >= 0; i-- {
+		th.pos = stages[i].pos
+		th.tick()
+		if !isVec {
+			coll = slowCall2(th, stages[i].b, fns[i], coll)
+		}
+	}
+	th.pos = pos
+	th.tick()
+	if !isVec {
+		return coll, nil, false
+	}
+	return nil, vec.items, true
+}
+
 // fusedCount compiles (count chain) for a fusable chain: the items that
 // pass the stages are counted without building the vector. The stages
 // still run on every item (their errors count, as unfused).
@@ -163,30 +171,12 @@ func (c *compiler) fusedCount(f *form, count *Builtin) (node, bool) {
 	c.fusions++
 	pos := f.pos
 	return func(fr *frame) Value {
-		th := fr.th
 		var fns [maxFuseStages]Value
-		for i := range stages {
-			fns[i] = stages[i].fn(fr)
+		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		if !fused {
+			return slowCall1(fr.th, count, coll)
 		}
-		coll := collNode(fr)
-		vec, isVec := coll.(*Vector)
-		if !isVec {
-			for i := len(stages) - 1; i >= 0; i-- {
-				th.pos = stages[i].pos
-				th.tick()
-				coll = slowCall2(th, stages[i].b, fns[i], coll)
-			}
-			th.pos = pos
-			th.tick()
-			return slowCall1(th, count, coll)
-		}
-		for i := len(stages) - 1; i >= 0; i-- {
-			th.pos = stages[i].pos
-			th.tick()
-		}
-		th.pos = pos
-		th.tick()
-		return countFused(th, stages, fns[:len(stages)], vec.items)
+		return countFused(fr.th, stages, fns[:len(stages)], items)
 	}, true
 }
 
@@ -223,26 +213,12 @@ func (c *compiler) fusedCollect(f *form, b *Builtin) (node, bool) {
 	pos := f.pos
 	asSet := b.Name == "set"
 	return func(fr *frame) Value {
-		th := fr.th
 		var fns [maxFuseStages]Value
-		for i := range stages {
-			fns[i] = stages[i].fn(fr)
+		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		if !fused {
+			return slowCall1(fr.th, b, coll)
 		}
-		coll := collNode(fr)
-		vec, isVec := coll.(*Vector)
-		for i := len(stages) - 1; i >= 0; i-- {
-			th.pos = stages[i].pos
-			th.tick()
-			if !isVec {
-				coll = slowCall2(th, stages[i].b, fns[i], coll)
-			}
-		}
-		th.pos = pos
-		th.tick()
-		if !isVec {
-			return slowCall1(th, b, coll)
-		}
-		return collectFused(th, stages, fns[:len(stages)], vec.items, asSet, pos)
+		return collectFused(fr.th, stages, fns[:len(stages)], items, asSet, pos)
 	}, true
 }
 
@@ -250,16 +226,7 @@ func (c *compiler) fusedCollect(f *form, b *Builtin) (node, bool) {
 // deduplication; errors as reduceFused.
 func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, asSet bool, pos Pos) Value {
 	idx := 0
-	sp, depth := th.sp, th.depth
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
-				th.sp, th.depth = sp, depth
-				eagerStages(th, stages, fns, items[idx:])
-			}
-			panic(r)
-		}
-	}()
+	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	d := distinctSink{out: make([]Value, 0, min(len(items), 64))}
 	for i, x := range items {
 		idx = i
@@ -280,16 +247,7 @@ func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, as
 // countFused counts the items that pass the stages; errors as reduceFused.
 func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Value {
 	idx := 0
-	sp, depth := th.sp, th.depth
-	defer func() {
-		if r := recover(); r != nil {
-			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
-				th.sp, th.depth = sp, depth
-				eagerStages(th, stages, fns, items[idx:])
-			}
-			panic(r)
-		}
-	}()
+	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	n := int64(0)
 	for i, x := range items {
 		idx = i
@@ -298,6 +256,24 @@ func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Valu
 		}
 	}
 	return th.boxInt(n)
+}
+
+// eagerOnPanic is deferred by the fused loops. The unfused pipeline runs
+// each stage over all items before the next, so its first error may be one
+// the fused loop has not met yet when it fails at item *idx. The stages are
+// pure, so running them again is not observable: they run eagerly from
+// that item on (sp and depth as at the loop's start), which raises that
+// error if there is one; otherwise the loop's own panic goes on.
+func eagerOnPanic(th *Thread, stages []fuseStage, fns, items []Value, idx *int, sp, depth int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(*Error); ok && deterministic(e.Kind) {
+		th.sp, th.depth = sp, depth
+		eagerStages(th, stages, fns, items[*idx:])
+	}
+	panic(r)
 }
 
 // eagerStages runs the stages over items as the unfused pipeline does,
@@ -351,20 +327,8 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 		}
 	}
 	idx := 0 // the item being processed
-	sp, depth := th.sp, th.depth
+	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	defer func() {
-		if r := recover(); r != nil {
-			// The unfused pipeline runs each stage over all items before
-			// the next; its first error may be one this loop has not met
-			// yet. The stages are pure, so running them again is not
-			// observable: do it from the failing item on, which raises
-			// that error if there is one.
-			if e, ok := r.(*Error); ok && deterministic(e.Kind) {
-				th.sp, th.depth = sp, depth
-				eagerStages(th, stages, fns, items[idx:])
-			}
-			panic(r)
-		}
 		if transient {
 			if m, ok := result.(*Map); ok {
 				m.edit, m.ownVals = nil, false
