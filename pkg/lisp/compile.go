@@ -915,12 +915,9 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 		if nd, ok := c.countSplitCall(b, f); ok {
 			return nd
 		}
-		if nd, ok := c.fusedCount(f, b); ok {
-			return nd
-		}
 	}
-	if (b.Name == "distinct" || b.Name == "set") && n == 1 {
-		if nd, ok := c.fusedCollect(f, b); ok {
+	if (b.Name == "count" || b.Name == "distinct" || b.Name == "set") && n == 1 {
+		if nd, ok := c.fusedConsumer(f, b); ok {
 			return nd
 		}
 	}

@@ -160,26 +160,6 @@ func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNo
 	return nil, vec.items, true
 }
 
-// fusedCount compiles (count chain) for a fusable chain: the items that
-// pass the stages are counted without building the vector. The stages
-// still run on every item (their errors count, as unfused).
-func (c *compiler) fusedCount(f *form, count *Builtin) (node, bool) {
-	if len(f.items) != 2 || !c.fusable(f.items[1]) {
-		return nil, false
-	}
-	stages, collNode := c.fuseChain(f.items[1])
-	c.fusions++
-	pos := f.pos
-	return func(fr *frame) Value {
-		var fns [maxFuseStages]Value
-		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
-		if !fused {
-			return slowCall1(fr.th, count, coll)
-		}
-		return countFused(fr.th, stages, fns[:len(stages)], items)
-	}, true
-}
-
 // passStages runs item x through the stages, innermost (last) first: its
 // value after the maps, and whether every filter kept it.
 func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bool) {
@@ -201,24 +181,28 @@ func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bo
 	return x, true
 }
 
-// fusedCollect compiles (distinct chain) and (set chain) for a fusable
-// chain: the items that pass the stages go straight into the result's
-// deduplicating set, without the stage vectors.
-func (c *compiler) fusedCollect(f *form, b *Builtin) (node, bool) {
+// fusedConsumer compiles (count chain), (distinct chain) and (set chain)
+// for a fusable chain: the items that pass the stages are counted, or go
+// straight into the result's deduplicating set, without the stage
+// vectors. The stages still run on every item (their errors count, as
+// unfused).
+func (c *compiler) fusedConsumer(f *form, b *Builtin) (node, bool) {
 	if len(f.items) != 2 || !c.fusable(f.items[1]) {
 		return nil, false
 	}
 	stages, collNode := c.fuseChain(f.items[1])
 	c.fusions++
 	pos := f.pos
-	asSet := b.Name == "set"
 	return func(fr *frame) Value {
 		var fns [maxFuseStages]Value
 		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
-		if !fused {
+		switch {
+		case !fused:
 			return slowCall1(fr.th, b, coll)
+		case b.Name == "count":
+			return countFused(fr.th, stages, fns[:len(stages)], items)
 		}
-		return collectFused(fr.th, stages, fns[:len(stages)], items, asSet, pos)
+		return collectFused(fr.th, stages, fns[:len(stages)], items, b.Name == "set", pos)
 	}, true
 }
 
