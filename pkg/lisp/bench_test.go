@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -197,7 +198,11 @@ var pipelines = []pipeline{
 		}},
 }
 
-func BenchmarkPipelines(b *testing.B) {
+func BenchmarkPipelines(b *testing.B) { benchPipelines(b, pipelines) }
+
+// benchPipelines runs each pipeline as PTC-Lisp and as hand-written Go
+// over 1k, 10k and 100k records (converted to interpreter values once).
+func benchPipelines(b *testing.B, ps []pipeline) {
 	for _, n := range benchSizes {
 		rs := benchRecords(n)
 		recs, err := FromGo(rs)
@@ -205,7 +210,7 @@ func BenchmarkPipelines(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctxData := map[string]any{"records": recs}
-		for _, p := range pipelines {
+		for _, p := range ps {
 			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
 				opts := Options{Context: ctxData, Timeout: time.Minute, MaxAlloc: -1, MaxSteps: -1}
 				if _, err := Exec(context.Background(), p.src, opts); err != nil {
@@ -216,6 +221,27 @@ func BenchmarkPipelines(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
 				loopCPU(b, func() { p.goFn(rs) })
 			})
+		}
+	}
+}
+
+// TestPipelinesAgree checks that each benchmark program computes what its
+// hand-written Go version computes, so the ratios compare equal work.
+func TestPipelinesAgree(t *testing.T) {
+	rs := benchRecords(1000)
+	recs, err := FromGo(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pipelines {
+		res, err := Exec(context.Background(), p.src, Options{Context: map[string]any{"records": recs}, Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		got, _ := json.Marshal(ToGo(res.Value))
+		want, _ := json.Marshal(p.goFn(rs))
+		if string(got) != string(want) {
+			t.Errorf("%s: lisp %s, go %s", p.name, got, want)
 		}
 	}
 }

@@ -109,30 +109,7 @@ var collPipelines = []pipeline{
 		}},
 }
 
-func BenchmarkCollBuiltins(b *testing.B) {
-	for _, n := range benchSizes {
-		rs := benchRecords(n)
-		recs, err := FromGo(rs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctxData := map[string]any{"records": recs}
-		for _, p := range collPipelines {
-			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				opts := Options{Context: ctxData, Timeout: time.Minute, MaxAlloc: -1, MaxSteps: -1}
-				if _, err := Exec(context.Background(), p.src, opts); err != nil {
-					b.Fatal(err.(*Error).Detail())
-				}
-				b.ReportAllocs()
-				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
-			})
-			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				b.ReportAllocs()
-				loopCPU(b, func() { p.goFn(rs) })
-			})
-		}
-	}
-}
+func BenchmarkCollBuiltins(b *testing.B) { benchPipelines(b, collPipelines) }
 
 // TestCollPipelinesAgree checks that each benchmark program computes what
 // its hand-written Go version computes (on 1000 records).
