@@ -672,6 +672,26 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	return &Vector{items: out, claim: claim}
 }
 
+// transientAcc gives a reduce whose function uses its map accumulator
+// linearly (fnProto.linearAcc) a private transient copy of it, updated in
+// place (Map.edit); ok tells the caller to end it on the result.
+func transientAcc(f, acc Value, started bool) (Value, bool) {
+	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
+		if m, ok := acc.(*Map); ok {
+			return m.transient(), true
+		}
+	}
+	return acc, false
+}
+
+// endTransientResult ends the transient a reduce returns (the accumulator
+// must not stay mutable once it leaves reduce).
+func endTransientResult(v Value) {
+	if m, ok := v.(*Map); ok {
+		endTransient(m)
+	}
+}
+
 func biReduce(th *Thread, a []Value) Value {
 	f := a[0]
 	var acc Value
@@ -687,16 +707,9 @@ func biReduce(th *Thread, a []Value) Value {
 			return v
 		}
 	}
-	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
-		if m, ok := acc.(*Map); ok {
-			// the fn uses its accumulator linearly: update it in place
-			acc = m.transient()
-			defer func() {
-				if m, ok := acc.(*Map); ok {
-					m.edit, m.ownVals = nil, false
-				}
-			}()
-		}
+	acc, transient := transientAcc(f, acc, started)
+	if transient {
+		defer func() { endTransientResult(acc) }()
 	}
 	if v, ok := coll.(*Vector); ok && (started || len(v.items) > 0) {
 		// the common case without the per-item callback of Each

@@ -170,12 +170,6 @@ func registerMaps(r registry) {
 				}
 				return th.Call1(f, x)
 			}
-			b.fn2 = func(th *Thread, x, y Value) Value {
-				if x == nil {
-					x = d
-				}
-				return th.Call2(f, x, y)
-			}
 			if fb, ok := f.(*Builtin); ok && fb.fn2 != nil {
 				// (fnil + 0): what Call2 would do, without its type switch
 				ff := fb.fn2
@@ -185,6 +179,13 @@ func registerMaps(r registry) {
 					}
 					th.tick()
 					return ff(th, x, y)
+				}
+			} else {
+				b.fn2 = func(th *Thread, x, y Value) Value {
+					if x == nil {
+						x = d
+					}
+					return th.Call2(f, x, y)
 				}
 			}
 			return b

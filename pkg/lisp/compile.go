@@ -218,6 +218,17 @@ func isFnForm(f *form) bool {
 	return f.kind == fList && len(f.items) >= 3 && f.items[0].isSym("fn") && f.items[1].kind == fVec
 }
 
+// compileReducer compiles reduce's function; a literal fn that uses its
+// accumulator linearly is marked so reduce may pass a transient map.
+func (c *compiler) compileReducer(f *form) node {
+	c.lastProto = nil
+	nd := c.compile(f, false)
+	if p := c.lastProto; p != nil && isFnForm(f) && linearAccFn(f) {
+		p.linearAcc = true
+	}
+	return nd
+}
+
 // linearAccFn checks (fn [acc x] body...) for a linearly used acc: every
 // use of acc is the map argument of a tail assoc/update/dissoc (whose other
 // arguments do not mention acc), or acc returned as is, possibly through
@@ -929,11 +940,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	var args []node
 	if b.Name == "reduce" && n == 3 {
 		args = make([]node, 3)
-		c.lastProto = nil
-		args[0] = c.compile(f.items[1], false)
-		if p := c.lastProto; p != nil && isFnForm(f.items[1]) && linearAccFn(f.items[1]) {
-			p.linearAcc = true
-		}
+		args[0] = c.compileReducer(f.items[1])
 		args[1] = c.compile(f.items[2], false)
 		args[2] = c.compile(f.items[3], false)
 	} else {

@@ -82,11 +82,7 @@ func (c *compiler) fusedReduce(f *form) (node, bool) {
 	if !c.fusable(collForm) || !c.pureFn(f.items[1]) {
 		return nil, false
 	}
-	c.lastProto = nil
-	fnNode := c.compile(f.items[1], false)
-	if p := c.lastProto; p != nil && isFnForm(f.items[1]) && linearAccFn(f.items[1]) {
-		p.linearAcc = true
-	}
+	fnNode := c.compileReducer(f.items[1])
 	var initNode node
 	if n == 3 {
 		initNode = c.compile(f.items[2], false)
@@ -302,23 +298,12 @@ const (
 // (innermost, i.e. last, first) and then the reducing function. A reduce
 // with + keeps its sum unboxed while the items are numbers.
 func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns []Value, items []Value, pos Pos) (result Value) {
-	transient := false
-	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
-		if m, ok := acc.(*Map); ok {
-			// the fn uses its accumulator linearly: update it in place
-			acc = m.transient()
-			transient = true
-		}
-	}
+	acc, transient := transientAcc(f, acc, started)
 	idx := 0 // the item being processed
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
-	defer func() {
-		if transient {
-			if m, ok := result.(*Map); ok {
-				m.edit, m.ownVals = nil, false
-			}
-		}
-	}()
+	if transient {
+		defer func() { endTransientResult(result) }()
+	}
 	plus := false
 	if b, ok := f.(*Builtin); ok && b.Name == "+" {
 		plus = true
