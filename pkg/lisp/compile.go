@@ -864,11 +864,8 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			// (:k m) and (:k m default): a direct lookup, no call frame
 			m := c.compile(f.items[1], false)
 			if len(f.items) == 2 {
-				if op := c.operandOf(f.items[1], m); op.slot >= 0 {
-					slot := op.slot
-					return func(fr *frame) Value { return kwGet(fr.slots[slot], kw) }
-				}
-				return func(fr *frame) Value { return kwGet(m(fr), kw) }
+				op := c.operandOf(f.items[1], m)
+				return func(fr *frame) Value { return kwGet(op.get(fr), kw) }
 			}
 			d := c.compile(f.items[2], false)
 			return func(fr *frame) Value { return getKey(m(fr), kw, d(fr)) }
@@ -1051,29 +1048,6 @@ func (c *compiler) operandOf(f *form, nd node) operand {
 		}
 	}
 	return operand{slot: -1, node: nd}
-}
-
-// fast1 and fast2 call a builtin's fixed-arity entry (fastcall.go) with
-// the same step and position accounting as a stack call.
-func fast1(fn func(*Thread, Value) Value, a operand, pos Pos) node {
-	return func(fr *frame) Value {
-		x := a.get(fr)
-		th := fr.th
-		th.pos = pos
-		th.tick()
-		return fn(th, x)
-	}
-}
-
-func fast2(fn func(*Thread, Value, Value) Value, a, b operand, pos Pos) node {
-	return func(fr *frame) Value {
-		x := a.get(fr)
-		y := b.get(fr)
-		th := fr.th
-		th.pos = pos
-		th.tick()
-		return fn(th, x, y)
-	}
 }
 
 // compileToolCall compiles (tool/name), (tool/name {...}), (tool/name :k v ...).

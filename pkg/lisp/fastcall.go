@@ -30,6 +30,16 @@ func slowCall2(th *Thread, b *Builtin, x, y Value) Value {
 	return v
 }
 
+// callBuiltin3 calls b.Fn with three arguments on the value stack.
+func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value {
+	mark := th.sp
+	a := th.allocArgs(3)
+	a[0], a[1], a[2] = x, y, z
+	v := b.Fn(th, a)
+	th.sp = mark
+	return v
+}
+
 // attachFast sets fn1/fn2 on the builtins that have a fast path. It runs
 // once, while the table is built. Each entry is one flat function: these
 // run once per loop iteration, so no helper closures in between.
@@ -186,6 +196,29 @@ func fastEqual(x, y Value) (same, ok bool) {
 		}
 	}
 	return false, false
+}
+
+// fast1 and fast2 call a builtin's fixed-arity entry (fastcall.go) with
+// the same step and position accounting as a stack call.
+func fast1(fn func(*Thread, Value) Value, a operand, pos Pos) node {
+	return func(fr *frame) Value {
+		x := a.get(fr)
+		th := fr.th
+		th.pos = pos
+		th.tick()
+		return fn(th, x)
+	}
+}
+
+func fast2(fn func(*Thread, Value, Value) Value, a, b operand, pos Pos) node {
+	return func(fr *frame) Value {
+		x := a.get(fr)
+		y := b.get(fr)
+		th := fr.th
+		th.pos = pos
+		th.tick()
+		return fn(th, x, y)
+	}
 }
 
 // fastNode1 and fastNode2 compile a call of a builtin with a fixed-arity

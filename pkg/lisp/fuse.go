@@ -277,16 +277,6 @@ func deterministic(k Kind) bool {
 	return true
 }
 
-// callBuiltin3 calls b.Fn with three arguments on the value stack.
-func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value {
-	mark := th.sp
-	a := th.allocArgs(3)
-	a[0], a[1], a[2] = x, y, z
-	v := b.Fn(th, a)
-	th.sp = mark
-	return v
-}
-
 // sum modes of reduceFused's unboxed + accumulator.
 const (
 	sumBoxed = iota // acc holds the value
