@@ -17,7 +17,11 @@ const (
 	DefaultMaxAlloc       = 10 << 20
 	DefaultMaxDepth       = 10000
 	DefaultMaxMemoryBytes = 1 << 20
-	DefaultStepsPerSecond = 20_000_000
+	// DefaultStepsPerSecond sizes the default step budget per second of
+	// timeout. It sits above what the interpreter runs (≈ 100M simple steps
+	// a second on the 2-core CI machine) so that a runaway loop ends on the
+	// wall clock (timeout) and the budget stays a backstop.
+	DefaultStepsPerSecond = 200_000_000
 	DefaultMaxSourceBytes = 256 << 10
 )
 
