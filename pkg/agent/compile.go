@@ -254,12 +254,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			}
 			return fail(&messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
 		}
-		u := resp.Usage
-		rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
-		addTokens(&st.Usage, rec.Usage)
-		st.Usage.Turns++
-		rec.Raw = resp.Content
+		recordTurn(st, &rec, resp, requests)
 		if modelName == "" {
 			modelName = resp.Model
 		}

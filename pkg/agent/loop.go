@@ -176,11 +176,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
 		}
 		u := resp.Usage
-		rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
-		addTokens(&st.Usage, rec.Usage)
-		st.Usage.Turns++
-		rec.Raw = resp.Content
+		recordTurn(st, &rec, resp, requests)
 		msgs = append(msgs, llm.AssistantText(resp.Content))
 
 		code, ok := ParseResponse(resp.Content)
@@ -433,6 +429,17 @@ func programFail(le *lisp.Error) *messages.Fail {
 		f.Reason = "failed"
 	}
 	return f
+}
+
+// recordTurn records a model answer: its usage on the turn and the run,
+// and its raw text on the turn.
+func recordTurn(st *messages.Step, rec *messages.Turn, resp *llm.Response, requests int) {
+	u := resp.Usage
+	rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
+	addTokens(&st.Usage, rec.Usage)
+	st.Usage.Turns++
+	rec.Raw = resp.Content
 }
 
 func addTokens(u *messages.Usage, o messages.Usage) {

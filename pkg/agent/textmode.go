@@ -299,11 +299,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
 		}
 		u := resp.Usage
-		rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
-		addTokens(&st.Usage, rec.Usage)
-		st.Usage.Turns++
-		rec.Raw = resp.Content
+		recordTurn(st, &rec, resp, requests)
 		msgs = append(msgs, resp.Message())
 		last := turn == maxT
 		endTurn := func(feedback string) {
