@@ -170,7 +170,12 @@ func runChunk(t *testing.T, c chunk) {
 	opts.Memory = c.mem
 	opts.Tools = testTools()
 	if opts.Timeout == 0 {
+		// long, for slow -race runs; the step budget below ends runaway
+		// chunks quickly instead
 		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxSteps == 0 {
+		opts.MaxSteps = 20_000_000
 	}
 	res, err := Exec(context.Background(), c.src, opts)
 	where := c.file + ":" + itoa(c.line)
