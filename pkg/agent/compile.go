@@ -399,11 +399,8 @@ func (a *Agent) compileSystemPrompt() string {
 	for i := range parts {
 		parts[i] = strings.TrimRight(parts[i], "\n")
 	}
-	out := strings.Join(parts, "\n\n")
-	if sp.Transform != nil {
-		out = sp.Transform(out)
-	}
-	return out
+	sp.Suffix = "" // appended (and trimmed) above; sp is a copy
+	return sp.finish(parts)
 }
 
 // compileUserMessage holds the contract, the tools, the samples and the

@@ -320,33 +320,8 @@ func truthyM(v any) bool {
 
 // lookupM resolves a dotted path: the first segment in the innermost
 // context (map) that has it, the rest inside that value; "." is the
-// current element.
-func lookupM(stack []any, path []string) (any, bool) {
-	if len(path) == 1 && path[0] == "." {
-		return stack[len(stack)-1], true
-	}
-	for i := len(stack) - 1; i >= 0; i-- {
-		m, ok := plainValue(stack[i]).(map[string]any)
-		if !ok {
-			continue
-		}
-		v, ok := m[path[0]]
-		if !ok {
-			continue
-		}
-		for _, seg := range path[1:] {
-			mm, ok := plainValue(v).(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			if v, ok = mm[seg]; !ok {
-				return nil, false
-			}
-		}
-		return v, true
-	}
-	return nil, false
-}
+// current element. Non-plain values are converted on the way.
+func lookupM(stack []any, path []string) (any, bool) { return lookupVia(stack, path, plainValue) }
 
 // plainValue converts Go values that are not plain data (structs, typed
 // slices and maps) to plain data through encoding/json; plain data is

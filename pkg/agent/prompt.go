@@ -63,14 +63,7 @@ func (a *Agent) systemPrompt(pc PromptContext) string {
 	default:
 		parts = append(parts, outputFormatMulti)
 	}
-	if sp.Suffix != "" {
-		parts = append(parts, sp.Suffix)
-	}
-	out := strings.Join(parts, "\n\n")
-	if sp.Transform != nil {
-		out = sp.Transform(out)
-	}
-	return out
+	return sp.finish(parts)
 }
 
 // ToolSchema is how a tool is shown to the model: its name, public
@@ -274,4 +267,17 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 		User:        a.firstMessage(in),
 		ToolSchemas: a.toolSchemas(),
 	}, nil
+}
+
+// finish appends the suffix to a system prompt's sections, joins them and
+// applies the transform.
+func (sp SystemPrompt) finish(parts []string) string {
+	if sp.Suffix != "" {
+		parts = append(parts, sp.Suffix)
+	}
+	out := strings.Join(parts, "\n\n")
+	if sp.Transform != nil {
+		out = sp.Transform(out)
+	}
+	return out
 }

@@ -199,11 +199,17 @@ func firewalledPath(p []string) bool {
 // lookupPath resolves a dotted path against the innermost context that
 // has its first segment; "." is the current element.
 func lookupPath(stack []any, path []string) (any, bool) {
+	return lookupVia(stack, path, func(v any) any { return v })
+}
+
+// lookupVia is lookupPath with asPlain applied to each map it looks into
+// (the Mustache renderer converts structs to plain data there).
+func lookupVia(stack []any, path []string, asPlain func(any) any) (any, bool) {
 	if len(path) == 1 && path[0] == "." {
 		return stack[len(stack)-1], true
 	}
 	for i := len(stack) - 1; i >= 0; i-- {
-		m, ok := stack[i].(map[string]any)
+		m, ok := asPlain(stack[i]).(map[string]any)
 		if !ok {
 			continue
 		}
@@ -212,7 +218,7 @@ func lookupPath(stack []any, path []string) (any, bool) {
 			continue
 		}
 		for _, seg := range path[1:] {
-			mm, ok := v.(map[string]any)
+			mm, ok := asPlain(v).(map[string]any)
 			if !ok {
 				return nil, false
 			}

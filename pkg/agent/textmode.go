@@ -160,14 +160,7 @@ func (a *Agent) textSystemPrompt(v textVariant) string {
 	default:
 		parts = append(parts, textPlainFormat)
 	}
-	if sp.Suffix != "" {
-		parts = append(parts, sp.Suffix)
-	}
-	out := strings.Join(parts, "\n\n")
-	if sp.Transform != nil {
-		out = sp.Transform(out)
-	}
-	return out
+	return sp.finish(parts)
 }
 
 // jsonFormat is the output format of the JSON variants: the expected type
