@@ -745,25 +745,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 func (c *Compiled) errorText(le *lisp.Error) string {
 	var b strings.Builder
 	b.WriteString(le.Error())
-	if le.Pos.IsValid() {
-		lines := strings.Split(c.Source, "\n")
-		if le.Pos.Line-1 < len(lines) {
-			line := []rune(strings.TrimRight(lines[le.Pos.Line-1], "\r"))
-			if len(line) <= 200 && le.Pos.Col-1 <= len(line) {
-				b.WriteString("\n  ")
-				b.WriteString(string(line))
-				b.WriteString("\n  ")
-				for i := 0; i < le.Pos.Col-1; i++ {
-					if line[i] == '\t' {
-						b.WriteByte('\t')
-					} else {
-						b.WriteByte(' ')
-					}
-				}
-				b.WriteByte('^')
-			}
-		}
-	}
+	b.WriteString(lisp.Snippet(c.Source, le.Pos))
 	if le.Hint != "" {
 		b.WriteString("\nHint: ")
 		b.WriteString(le.Hint)

@@ -156,31 +156,43 @@ func (e *Error) Reason() string {
 func (e *Error) Detail() string {
 	var b strings.Builder
 	b.WriteString(e.Error())
-	if e.Pos.IsValid() && e.src != "" {
-		lines := strings.Split(e.src, "\n")
-		if e.Pos.Line-1 < len(lines) {
-			line := strings.TrimRight(lines[e.Pos.Line-1], "\r")
-			if len([]rune(line)) <= 200 {
-				b.WriteString("\n  ")
-				b.WriteString(line)
-				b.WriteString("\n  ")
-				col := e.Pos.Col - 1
-				rs := []rune(line)
-				for i := 0; i < col && i < len(rs); i++ {
-					if rs[i] == '\t' {
-						b.WriteByte('\t')
-					} else {
-						b.WriteByte(' ')
-					}
-				}
-				b.WriteByte('^')
-			}
-		}
+	if e.src != "" {
+		b.WriteString(Snippet(e.src, e.Pos))
 	}
 	if e.Hint != "" {
 		b.WriteString("\nhint: ")
 		b.WriteString(e.Hint)
 	}
+	return b.String()
+}
+
+// Snippet renders the source line of pos with a caret under its column,
+// as "\n  line\n  ^" (tabs kept so the caret lines up); empty when pos is
+// not valid, not in src, or on a line over 200 characters.
+func Snippet(src string, pos Pos) string {
+	if !pos.IsValid() {
+		return ""
+	}
+	lines := strings.Split(src, "\n")
+	if pos.Line-1 >= len(lines) {
+		return ""
+	}
+	rs := []rune(strings.TrimRight(lines[pos.Line-1], "\r"))
+	if len(rs) > 200 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n  ")
+	b.WriteString(string(rs))
+	b.WriteString("\n  ")
+	for i := 0; i < pos.Col-1 && i < len(rs); i++ {
+		if rs[i] == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	b.WriteByte('^')
 	return b.String()
 }
 

@@ -196,3 +196,21 @@ func TestPreviewOfSharedStructure(t *testing.T) {
 	}
 	_ = res
 }
+
+func TestSnippet(t *testing.T) {
+	src := "(+ 1\n\t(foo 2))\n" + strings.Repeat("x", 201)
+	for _, c := range []struct {
+		pos  Pos
+		want string
+	}{
+		{Pos{Line: 1, Col: 4}, "\n  (+ 1\n     ^"},
+		{Pos{Line: 2, Col: 3}, "\n  \t(foo 2))\n  \t ^"}, // the tab is kept so the caret lines up
+		{Pos{}, ""},                // no position
+		{Pos{Line: 9, Col: 1}, ""}, // not in the source
+		{Pos{Line: 3, Col: 1}, ""}, // a line too long to show
+	} {
+		if got := Snippet(src, c.pos); got != c.want {
+			t.Errorf("Snippet(%v) = %q, want %q", c.pos, got, c.want)
+		}
+	}
+}
