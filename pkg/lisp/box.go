@@ -21,8 +21,13 @@ type eface struct {
 	data unsafe.Pointer
 }
 
-// boxChunk is how many numbers a Thread boxes per allocation.
-const boxChunk = 128
+// boxChunk is how many numbers a Thread boxes per allocation once it
+// boxes many; its first chunk of each kind holds firstBoxChunk (most runs
+// box a few numbers, and a run's fixed cost is mostly its allocations).
+const (
+	boxChunk      = 128
+	firstBoxChunk = 8
+)
 
 var (
 	int64Type   = typeOf(int64(1 << 40))
@@ -68,10 +73,14 @@ func (b *boxer) boxFloat(f float64) Value { return boxIn(&b.floats, float64Type,
 // used up) and returns the interface of type typ pointing at it.
 func boxIn[T any](chunk *[]T, typ unsafe.Pointer, v T) Value {
 	if len(*chunk) == 0 {
-		*chunk = make([]T, boxChunk)
+		n := boxChunk
+		if *chunk == nil {
+			n = firstBoxChunk
+		}
+		*chunk = make([]T, n)
 	}
 	p := &(*chunk)[0]
-	*chunk = (*chunk)[1:]
+	*chunk = (*chunk)[1:] // stays non-nil when used up: the next chunk is full size
 	*p = v
 	var out Value
 	*(*eface)(unsafe.Pointer(&out)) = eface{typ: typ, data: unsafe.Pointer(p)}

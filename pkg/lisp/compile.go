@@ -154,6 +154,14 @@ type recurTarget struct {
 	// slots, when set, are the frame slots of a loop whose bindings are
 	// all plain symbols: recur then writes them itself.
 	slots []int
+	// walk is 1 + the index of the binding a walk loop advances itself
+	// (walk.go): recur leaves it alone. 0: not a walk.
+	walk    int
+	walkAdv *walkAdvance
+	// names are the loop's binding names (with slots); owned[i] is the
+	// owned-box slot of binding i, or -1 (owned.go); nil: none.
+	names []string
+	owned []int
 }
 
 // scope is the compile-time view of one function activation.
@@ -206,11 +214,16 @@ type compiler struct {
 	host      *host
 	builtins  map[string]*Builtin
 	fusions   int // reduce pipelines compiled as one loop (fuse.go)
+	walks     int // loops compiled as walks (walk.go)
+	ownedN    int // loop bindings given an owned box (owned.go)
 	memNames  map[string]bool
 	sc        *scope
 	fnLit     *fnLitInfo
 	lastProto *fnProto
 	gensym    int
+	walk      *walkAlias // the walk loop being compiled (walk.go)
+	// plainLoops turns off walk loops and owned boxes (Options.plainLoops)
+	plainLoops bool
 }
 
 // isFnForm reports whether f is a literal (fn [params] body...) form.
@@ -840,6 +853,9 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			}
 			return c.builtinCall(b, f)
 		}
+	}
+	if nd := c.walkFirst(f); nd != nil {
+		return nd
 	}
 	var fnNode node
 	if head.kind == fSym {

@@ -414,8 +414,10 @@ type smallMapAlloc struct {
 // shapeCache interns shapes while converting host data, so records with
 // the same keys share one shape. A nil cache interns nothing.
 type shapeCache struct {
-	m   map[string]*shape
-	buf []byte
+	one    *shape // the first shape (its keys in oneKey): most conversions have one
+	oneKey string
+	m      map[string]*shape
+	buf    []byte
 }
 
 func (c *shapeCache) get(es []mapEntry) *shape {
@@ -435,12 +437,19 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 		c.buf = append(c.buf, s...)
 		c.buf = append(c.buf, 0)
 	}
+	if c.one != nil && c.oneKey == string(c.buf) {
+		return c.one
+	}
 	if sh, ok := c.m[string(c.buf)]; ok {
 		return sh
 	}
 	sh := (*shapeCache)(nil).get(es)
+	if c.one == nil {
+		c.one, c.oneKey = sh, string(c.buf)
+		return sh
+	}
 	if c.m == nil {
-		c.m = map[string]*shape{} // made on first use: most conversions are small
+		c.m = map[string]*shape{} // made for a second shape: most conversions have one
 	}
 	if len(c.m) < 4096 {
 		c.m[string(c.buf)] = sh

@@ -64,6 +64,10 @@ type Options struct {
 	FloatPrecision int
 	// MaxSourceBytes rejects larger programs (default DefaultMaxSourceBytes).
 	MaxSourceBytes int
+
+	// plainLoops compiles loops as written, without walk loops and owned
+	// boxes (walk.go, owned.go): tests compare both.
+	plainLoops bool
 }
 
 // Signal says how a run ended.
@@ -168,7 +172,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	if perr != nil {
 		return fail(perr.(*Error))
 	}
-	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}}
+	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}, plainLoops: opts.plainLoops}
 	for k := range mem {
 		c.memNames[k] = true
 	}

@@ -3,6 +3,7 @@ package lisp
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -689,6 +690,18 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			}
 		}
 	}
+	if len(direct) <= maxDirectRecur && !slices.Contains(direct, -1) {
+		names := make([]string, len(direct))
+		for i := range direct {
+			names[i] = b[2*i].name
+		}
+		if p := c.walkLoop(f, names); p != nil {
+			nd := c.compileWalk(p, names, inits, direct)
+			c.sc.recur = savedRecur
+			c.sc.locals = c.sc.locals[:saved]
+			return nd
+		}
+	}
 	for i, slot := range direct {
 		p := b[2*i]
 		if slot < 0 || !advancesByRest(f.items[2:], p.name) || !c.loopCursor(p.name, f.items[2:]) {
@@ -708,6 +721,22 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	rt := &recurTarget{n: len(binds), cursors: cursors}
 	if allDirect {
 		rt.slots = direct
+		if test, rec, exit := loopIfForms(f.items[2:]); test != nil {
+			forms := []*form{test, rec}
+			if formUses(exit, "recur") {
+				forms = append(forms, exit)
+			}
+			rt.names = make([]string, len(direct))
+			for i := range direct {
+				rt.names[i] = b[2*i].name
+			}
+			rt.owned = c.ownedBindings(rt.names, -1, forms)
+			for _, o := range rt.owned {
+				if o >= 0 {
+					owns = append(owns, o) // cleared on entry, as cursors are
+				}
+			}
+		}
 	}
 	c.sc.recur = rt
 	var test, exit, again node
@@ -801,6 +830,28 @@ func bindDirect(fr *frame, inits []node, direct, owns []int) {
 // where a or b is a recur form: it returns the test, the other branch
 // (compiled in tail position: it may recur too), the recur, and which
 // truth value of the test recurs. test is nil for any other body.
+// loopIfForms returns the test and branches of a loop body that is one
+// (if test a b) where exactly one branch is a recur form (nil test: any
+// other body). It is loopIf's shape, for analyses before compiling.
+func loopIfForms(body []*form) (test, rec, exit *form) {
+	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
+		return nil, nil, nil
+	}
+	f := body[0]
+	if !f.items[0].isSym("if") && !f.items[0].isSym("if-not") {
+		return nil, nil, nil
+	}
+	isRecur := func(g *form) bool { return g.kind == fList && len(g.items) > 0 && g.items[0].isSym("recur") }
+	a, b := f.items[2], f.items[3]
+	switch {
+	case isRecur(b) && !isRecur(a):
+		return f.items[1], b, a
+	case isRecur(a) && !isRecur(b):
+		return f.items[1], a, b
+	}
+	return nil, nil, nil
+}
+
 func (c *compiler) loopIf(body []*form) (test, exit, again node, recurWhen bool) {
 	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
 		return nil, nil, nil, false
@@ -844,7 +895,7 @@ const maxDirectRecur = 4
 // recurIntoSlots compiles a loop's recur whose bindings are all plain
 // symbols: the new values are computed, then stored straight into the
 // loop's slots (the loop node just runs its body again).
-func recurIntoSlots(args []operand, curs []*cursorArg, slots []int) node {
+func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGeneric) node {
 	if curs == nil {
 		curs = make([]*cursorArg, len(args))
 	}
@@ -852,6 +903,9 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int) node {
 	case 1:
 		a0, c0, s0 := args[0], curs[0], slots[0]
 		return func(fr *frame) Value {
+			if gen != nil && walkUnset(fr.slots[gen.item]) {
+				return gen.run(fr)
+			}
 			var v0 Value
 			var adv0 *Vector
 			if c0 != nil {
@@ -868,6 +922,9 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int) node {
 	case 2:
 		a0, a1, c0, c1, s0, s1 := args[0], args[1], curs[0], curs[1], slots[0], slots[1]
 		return func(fr *frame) Value {
+			if gen != nil && walkUnset(fr.slots[gen.item]) {
+				return gen.run(fr)
+			}
 			var v0, v1 Value
 			var adv0, adv1 *Vector
 			if c0 != nil {
@@ -891,6 +948,9 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int) node {
 		}
 	}
 	return func(fr *frame) Value {
+		if gen != nil && walkUnset(fr.slots[gen.item]) {
+			return gen.run(fr)
+		}
 		var vals [maxDirectRecur]Value
 		var adv [maxDirectRecur]*Vector // cursors advanced once all args are computed
 		for i := range args {
@@ -929,6 +989,72 @@ func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
 	return a.get(fr), nil
 }
 
+// recurDirect compiles a recur of a loop whose bindings are all plain
+// symbols (rt.slots): the arguments are computed, then stored straight into
+// the loop's slots. A walk loop's advance is left to the loop (walk.go),
+// an owned binding's arithmetic update writes its box (owned.go).
+func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
+	var ops []operand
+	var curs []*cursorArg
+	var owned []*ownedArg
+	var slots []int
+	for i, af := range f.items[1:] {
+		if i == rt.walk-1 {
+			continue // the walk loop advances it
+		}
+		var ow *ownedArg
+		if rt.owned != nil && rt.owned[i] >= 0 {
+			ow = c.compileOwnedUpdate(af, rt.names[i], rt.slots[i], rt.owned[i])
+		}
+		var op operand
+		if ow == nil {
+			op = c.operandOf(af, c.compile(af, false))
+		}
+		cu := c.cursorRecurArg(i, af)
+		if cu != nil && curs == nil {
+			curs = make([]*cursorArg, len(ops), len(f.items))
+		}
+		if ow != nil && owned == nil {
+			owned = make([]*ownedArg, len(ops), len(f.items))
+		}
+		ops, slots = append(ops, op), append(slots, rt.slots[i])
+		if curs != nil {
+			curs = append(curs, cu)
+		}
+		if owned != nil {
+			owned = append(owned, ow)
+		}
+	}
+	var gen *walkGeneric
+	if w := rt.walkAdv; w != nil {
+		if curs == nil {
+			curs = make([]*cursorArg, len(ops))
+		}
+		if owned == nil {
+			owned = make([]*ownedArg, len(ops))
+		}
+		gen = &walkGeneric{walkAdvance: w, args: ops, curs: curs, slots: slots, owned: owned}
+	}
+	if len(ops) == 0 {
+		if gen != nil {
+			return func(fr *frame) Value {
+				if walkUnset(fr.slots[gen.item]) {
+					return gen.run(fr)
+				}
+				return recurSentinel
+			}
+		}
+		return func(*frame) Value { return recurSentinel }
+	}
+	if slices.ContainsFunc(owned, func(o *ownedArg) bool { return o != nil }) {
+		return recurOwned(ops, curs, slots, owned, gen)
+	}
+	if !slices.ContainsFunc(curs, func(c *cursorArg) bool { return c != nil }) {
+		curs = nil
+	}
+	return recurIntoSlots(ops, curs, slots, gen)
+}
+
 func sfRecur(c *compiler, f *form, tail bool) node {
 	if c.sc.recur == nil || !tail {
 		c.fail(KindAnalysis, f.pos, "recur must be the last expression of a loop or fn body", "recur must be in tail position")
@@ -936,6 +1062,10 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 	n := len(f.items) - 1
 	if n != c.sc.recur.n {
 		c.fail(KindArity, f.pos, "", "recur expects %s (the loop's bindings), got %d", argsText(c.sc.recur.n), n)
+	}
+	rt := c.sc.recur
+	if rt.slots != nil {
+		return c.recurDirect(f, rt)
 	}
 	args := c.compileAll(f.items[1:])
 	var curs []*cursorArg
@@ -946,13 +1076,6 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 			}
 			curs[i] = cu
 		}
-	}
-	if slots := c.sc.recur.slots; slots != nil {
-		ops := make([]operand, n)
-		for i, an := range args {
-			ops[i] = c.operandOf(f.items[i+1], an)
-		}
-		return recurIntoSlots(ops, curs, slots)
 	}
 	if curs == nil {
 		return func(fr *frame) Value {
