@@ -21,13 +21,18 @@ import (
 // it was published (box.go); ownership is decided statically below and
 // checked at run time (the binding must still hold the owned box).
 
-// ownSafe lists the builtins that neither keep an argument nor return it
-// (with at least this many arguments): their result is a new number or a
-// boolean.
-var ownSafe = map[string]int{
-	"+": 2, "-": 1, "*": 2, "inc": 1, "dec": 1, "quot": 2, "rem": 2, "mod": 2,
-	"<": 1, ">": 1, "<=": 1, ">=": 1, "=": 1, "not=": 1, "==": 1,
-	"zero?": 1, "pos?": 1, "neg?": 1, "even?": 1, "odd?": 1,
+// ownSafeMin reports whether builtin name neither keeps an argument nor
+// returns it when called with at least min arguments: its result is a new
+// number or a boolean. (A switch: the compiler asks for every call head.)
+func ownSafeMin(name string) (min int, ok bool) {
+	switch name {
+	case "+", "*", "quot", "rem", "mod":
+		return 2, true
+	case "-", "inc", "dec", "<", ">", "<=", ">=", "=", "not=", "==",
+		"zero?", "pos?", "neg?", "even?", "odd?":
+		return 1, true
+	}
+	return 0, false
 }
 
 // ownUnsafeHeads are forms under which no binding can be owned: they bind
@@ -39,7 +44,7 @@ var ownUnsafeHeads = map[string]bool{"letfn": true, "def": true, "defn": true, "
 // names the binding names; skip is a binding never owned (-1: none).
 // It returns each binding's owned-box slot, or nil when there is none.
 func (c *compiler) ownedBindings(names []string, skip int, forms []*form) []int {
-	if c.plainLoops || c.sc.bindsAny(ownSafe) {
+	if c.plainLoops || c.sc.bindsAny(func(n string) bool { _, ok := ownSafeMin(n); return ok }) {
 		return nil
 	}
 	for _, f := range forms {
@@ -75,7 +80,7 @@ func ownShadows(f *form, head bool) bool {
 		if head {
 			return ownUnsafeHeads[f.name]
 		}
-		_, safe := ownSafe[f.name]
+		_, safe := ownSafeMin(f.name)
 		return safe
 	case fLit, fRegex:
 		return false
@@ -101,20 +106,28 @@ func (c *compiler) ownable(name string, i int, forms []*form) bool {
 }
 
 // ownSafeUse checks that in f, name only appears as an argument of an
-// ownSafe call, as the test of an if/when, or in recur position i (bare or
-// as an update, see ownedUpdateForm). It is conservative: a form it does
-// not know that mentions name fails.
+// ownSafeMin call, as the test of an if/when, or in recur position i (bare
+// or as an update, see ownedUpdateForm). It is conservative: a form it
+// does not know that mentions name fails.
 func ownSafeUse(f *form, name string, i int, updated *bool) bool {
-	if !formUses(f, name) {
+	switch f.kind {
+	case fSym:
+		return f.ns != "" || f.name != name // a bare use keeps the value
+	case fLit, fRegex:
 		return true
+	case fFnLit:
+		return !formUses(f, name) // a closure keeps it
+	case fList:
+	default:
+		return ownSafeAll(f.items, name, i, updated)
 	}
-	if f.kind != fList || len(f.items) == 0 {
-		return false // a bare use, or in a literal collection or #(...)
+	if len(f.items) == 0 {
+		return true
 	}
 	head := f.items[0]
 	args := f.items[1:]
 	if head.kind != fSym || head.ns != "" {
-		return false
+		return ownSafeAll(f.items, name, i, updated)
 	}
 	argsOK := func(args []*form) bool {
 		for _, a := range args {
@@ -124,7 +137,7 @@ func ownSafeUse(f *form, name string, i int, updated *bool) bool {
 		}
 		return true
 	}
-	if min, ok := ownSafe[head.name]; ok && len(args) >= min {
+	if min, ok := ownSafeMin(head.name); ok && len(args) >= min {
 		return argsOK(args)
 	}
 	switch head.name {
@@ -146,22 +159,19 @@ func ownSafeUse(f *form, name string, i int, updated *bool) bool {
 		if len(args) == 0 {
 			return false
 		}
-		if !args[0].isSym(name) && !ownSafeUse(args[0], name, i, updated) {
-			return false
-		}
-		for _, a := range args[1:] {
-			if !ownSafeUse(a, name, i, updated) {
-				return false
-			}
-		}
-		return true
+		return argsOK(args[:1]) && ownSafeAll(args[1:], name, i, updated)
+	case "do", "let", "cond", "and", "or":
+		return ownSafeAll(args, name, i, updated)
 	}
-	if isSpecialForm(head.name) && head.name != "do" && head.name != "let" && head.name != "cond" &&
-		head.name != "and" && head.name != "or" {
-		return false // fn, loop, for, threading...: may capture or rebind
+	if isSpecialForm(head.name) {
+		return !formUses(f, name) // fn, loop, for, threading...: may capture or rebind
 	}
-	for _, a := range args {
-		if !ownSafeUse(a, name, i, updated) {
+	return ownSafeAll(args, name, i, updated) // a call: a bare argument fails
+}
+
+func ownSafeAll(fs []*form, name string, i int, updated *bool) bool {
+	for _, f := range fs {
+		if !ownSafeUse(f, name, i, updated) {
 			return false
 		}
 	}
@@ -310,6 +320,10 @@ func (o *ownedArg) store(fr *frame, r ownedVal) {
 	}
 	var nv Value
 	if r.kind == 'i' {
+		if n := int64(r.n); n >= -128 && n <= smallIntMax {
+			fr.slots[o.slot] = smallInts[n+128] // shared: no box to own yet
+			return
+		}
 		nv = boxIn(&fr.th.ints, int64Type, int64(r.n))
 	} else {
 		nv = boxIn(&fr.th.floats, float64Type, math.Float64frombits(r.n))
@@ -364,21 +378,21 @@ func recurOwned(args []operand, curs []*cursorArg, slots []int, owned []*ownedAr
 	}
 }
 
-// bindsAny reports whether a name in names is a local, captured or self
-// name of this scope or an enclosing one.
-func (s *scope) bindsAny(names map[string]int) bool {
+// bindsAny reports whether a name for which is returns true is a local,
+// captured or self name of this scope or an enclosing one.
+func (s *scope) bindsAny(is func(string) bool) bool {
 	for ; s != nil; s = s.parent {
 		for _, l := range s.locals {
-			if _, ok := names[l.name]; ok {
+			if is(l.name) {
 				return true
 			}
 		}
 		for _, n := range s.capNames {
-			if _, ok := names[n]; ok {
+			if is(n) {
 				return true
 			}
 		}
-		if _, ok := names[s.selfName]; ok && s.selfName != "" {
+		if s.selfName != "" && is(s.selfName) {
 			return true
 		}
 	}

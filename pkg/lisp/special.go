@@ -690,8 +690,9 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			}
 		}
 	}
+	var names []string // the binding names when all are plain symbols
 	if len(direct) <= maxDirectRecur && !slices.Contains(direct, -1) {
-		names := make([]string, len(direct))
+		names = make([]string, len(direct))
 		for i := range direct {
 			names[i] = b[2*i].name
 		}
@@ -722,14 +723,11 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	if allDirect {
 		rt.slots = direct
 		if test, rec, exit := loopIfForms(f.items[2:]); test != nil {
-			forms := []*form{test, rec}
-			if formUses(exit, "recur") {
-				forms = append(forms, exit)
+			forms := []*form{test, rec, exit}
+			if !formUses(exit, "recur") {
+				forms = forms[:2]
 			}
-			rt.names = make([]string, len(direct))
-			for i := range direct {
-				rt.names[i] = b[2*i].name
-			}
+			rt.names = names
 			rt.owned = c.ownedBindings(rt.names, -1, forms)
 			for _, o := range rt.owned {
 				if o >= 0 {
@@ -994,10 +992,11 @@ func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
 // the loop's slots. A walk loop's advance is left to the loop (walk.go),
 // an owned binding's arithmetic update writes its box (owned.go).
 func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
-	var ops []operand
+	n := len(f.items) - 1
+	ops := make([]operand, 0, n)
+	slots := make([]int, 0, n)
 	var curs []*cursorArg
 	var owned []*ownedArg
-	var slots []int
 	for i, af := range f.items[1:] {
 		if i == rt.walk-1 {
 			continue // the walk loop advances it
