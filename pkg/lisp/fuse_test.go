@@ -95,6 +95,13 @@ func FuzzFusedReduce(f *testing.F) {
 // fusions compiles src and returns how many reduce pipelines it fused.
 func fusions(t *testing.T, src string) int {
 	t.Helper()
+	return compiled(t, src).fusions
+}
+
+// compiled compiles src (with an echo tool) and returns the compiler, for
+// its counts of optimised forms.
+func compiled(t testing.TB, src string) *compiler {
+	t.Helper()
 	h := &host{keywords: map[string]*Keyword{}, tools: Tools{"echo": ToolFunc(nil)}}
 	forms, err := read(src, h.keywords)
 	if err != nil {
@@ -104,7 +111,7 @@ func fusions(t *testing.T, src string) int {
 	if _, _, err := c.safeCompile(forms); err != nil {
 		t.Fatal(err)
 	}
-	return c.fusions
+	return c
 }
 
 func TestFusionNeedsPureFunctions(t *testing.T) {

@@ -103,15 +103,7 @@ func loopOutcome(src string, plain bool) string {
 // loopOpts compiles src and returns its walk loops and owned bindings.
 func loopOpts(t testing.TB, src string) (walks, owned int) {
 	t.Helper()
-	h := &host{keywords: map[string]*Keyword{}}
-	forms, err := read(src, h.keywords)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &compiler{src: src, host: h, builtins: builtinTable(), memNames: map[string]bool{}}
-	if _, _, err := c.safeCompile(forms); err != nil {
-		t.Fatal(err)
-	}
+	c := compiled(t, src)
 	return c.walks, c.ownedN
 }
 
