@@ -824,13 +824,10 @@ func bindDirect(fr *frame, inits []node, direct, owns []int) {
 	}
 }
 
-// loopIf recognises a loop body that is one (if test a b) (or if-not)
-// where a or b is a recur form: it returns the test, the other branch
-// (compiled in tail position: it may recur too), the recur, and which
-// truth value of the test recurs. test is nil for any other body.
 // loopIfForms returns the test and branches of a loop body that is one
-// (if test a b) where exactly one branch is a recur form (nil test: any
-// other body). It is loopIf's shape, for analyses before compiling.
+// (if test a b) or (if-not ...) where exactly one branch is a recur form
+// (nil test: any other body). It only reads the forms: sfLoop's analyses
+// use it before compiling, loopIf to compile.
 func loopIfForms(body []*form) (test, rec, exit *form) {
 	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
 		return nil, nil, nil
@@ -850,33 +847,26 @@ func loopIfForms(body []*form) (test, rec, exit *form) {
 	return nil, nil, nil
 }
 
+// loopIf compiles a loop body of loopIfForms' shape (with if not a local):
+// it returns the test, the other branch (compiled in tail position: it may
+// recur too), the recur, and which truth value of the test recurs. test is
+// nil for any other body.
 func (c *compiler) loopIf(body []*form) (test, exit, again node, recurWhen bool) {
-	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
+	testF, rec, _ := loopIfForms(body)
+	if testF == nil {
 		return nil, nil, nil, false
 	}
 	f := body[0]
 	head := f.items[0]
-	if !head.isSym("if") && !head.isSym("if-not") {
-		return nil, nil, nil, false
-	}
 	if _, _, local := c.sc.lookup(head.name); local {
 		return nil, nil, nil, false
 	}
-	isRecur := func(g *form) bool { return g.kind == fList && len(g.items) > 0 && g.items[0].isSym("recur") }
 	a, b := f.items[2], f.items[3]
-	var rec *form
-	switch {
-	case isRecur(b) && !isRecur(a):
-		rec, recurWhen = b, false
-	case isRecur(a) && !isRecur(b):
-		rec, recurWhen = a, true
-	default:
-		return nil, nil, nil, false
-	}
+	recurWhen = rec == a
 	if head.isSym("if-not") {
 		recurWhen = !recurWhen
 	}
-	test = c.compile(f.items[1], false)
+	test = c.compile(testF, false)
 	an, bn := c.compile(a, true), c.compile(b, true) // source order, as if does
 	if rec == a {
 		again, exit = an, bn
@@ -1026,13 +1016,10 @@ func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
 	}
 	var gen *walkGeneric
 	if w := rt.walkAdv; w != nil {
-		if curs == nil {
-			curs = make([]*cursorArg, len(ops))
-		}
+		gen = &walkGeneric{walkAdvance: w, args: ops, slots: slots, owned: owned}
 		if owned == nil {
-			owned = make([]*ownedArg, len(ops))
+			gen.owned = make([]*ownedArg, len(ops))
 		}
-		gen = &walkGeneric{walkAdvance: w, args: ops, curs: curs, slots: slots, owned: owned}
 	}
 	if len(ops) == 0 {
 		if gen != nil {
@@ -1045,11 +1032,8 @@ func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
 		}
 		return func(*frame) Value { return recurSentinel }
 	}
-	if slices.ContainsFunc(owned, func(o *ownedArg) bool { return o != nil }) {
+	if owned != nil {
 		return recurOwned(ops, curs, slots, owned, gen)
-	}
-	if !slices.ContainsFunc(curs, func(c *cursorArg) bool { return c != nil }) {
-		curs = nil
 	}
 	return recurIntoSlots(ops, curs, slots, gen)
 }

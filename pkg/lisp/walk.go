@@ -176,10 +176,9 @@ func isWalkFirst(f *form, xs string) bool {
 
 // walkAlias makes the compiler read (first xs) from the walk's item slot.
 type walkAlias struct {
-	xs     string
-	xsSlot int
-	sc     *scope
-	item   string // the hidden local holding (first xs)
+	xs               string
+	xsSlot, itemSlot int // xs's slot, the hidden item local's slot
+	sc               *scope
 }
 
 // walkItem returns the item local's slot when f is the walk's (first xs)
@@ -196,11 +195,7 @@ func (c *compiler) walkItem(f *form) (int, bool) {
 	if !ok || kind != refLocal || idx != w.xsSlot {
 		return 0, false
 	}
-	kind, idx, ok = c.sc.lookup(w.item)
-	if !ok || kind != refLocal {
-		return 0, false
-	}
-	return idx, true
+	return w.itemSlot, true
 }
 
 // walkFirst compiles the walk's (first xs): the item slot, or when a
@@ -248,7 +243,6 @@ type walkAdvance struct {
 type walkGeneric struct {
 	*walkAdvance
 	args  []operand // the other arguments (those of owned[i] unused)
-	curs  []*cursorArg
 	slots []int
 	owned []*ownedArg
 }
@@ -293,8 +287,14 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 	c.walks++
 	item := c.sc.declare(" first " + p.xs)
 	owned := c.ownedBindings(names, p.idx, []*form{p.test, p.rec})
+	var owns []int // the owned boxes' slots, cleared on entry
+	for _, o := range owned {
+		if o >= 0 {
+			owns = append(owns, o)
+		}
+	}
 	savedWalk := c.walk
-	c.walk = &walkAlias{xs: p.xs, xsSlot: slots[p.idx], sc: c.sc, item: " first " + p.xs}
+	c.walk = &walkAlias{xs: p.xs, xsSlot: slots[p.idx], itemSlot: item, sc: c.sc}
 	advB := c.builtins["rest"]
 	if p.useNext {
 		advB = c.builtins["next"]
@@ -318,14 +318,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 	testPos := p.test.pos
 	return func(fr *frame) Value {
 		th := fr.th
-		for i, in := range inits {
-			fr.slots[slots[i]] = in(fr)
-		}
-		for _, o := range owned {
-			if o >= 0 {
-				fr.slots[o] = nil
-			}
-		}
+		bindDirect(fr, inits, slots, owns)
 		mark := th.sp
 		coll := fr.slots[xsSlot]
 		if v, ok := coll.(*Vector); ok || coll == nil {
