@@ -202,11 +202,16 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		th.maxDepth = DefaultMaxDepth
 	}
 	th.maxLoops = opts.LoopLimit
+	// The tool context lives until Exec returns: realising the values the
+	// program stored in memory (below) checks it, and lazy seqs realised
+	// there may still call tools.
+	defer func() {
+		if th.toolCancel != nil {
+			th.toolCancel()
+		}
+	}()
 
 	v, sig, rerr := th.runTop(body, nslots)
-	if th.toolCancel != nil {
-		th.toolCancel()
-	}
 	res.Prints = th.prints
 	res.ToolCalls = h.calls
 	res.Steps = th.steps

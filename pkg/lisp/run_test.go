@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -212,5 +213,46 @@ func TestSnippet(t *testing.T) {
 		if got := Snippet(src, c.pos); got != c.want {
 			t.Errorf("Snippet(%v) = %q, want %q", c.pos, got, c.want)
 		}
+	}
+}
+
+// bigRecords returns n flat records, the shape of a large tool result.
+func bigRecords(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{"id": int64(i), "name": "item", "tags": []any{"a", "b"}}
+	}
+	return out
+}
+
+// A large tool result stored with def survives the end of the program:
+// memory is realised while the tool context is still live.
+func TestDefKeepsLargeToolResult(t *testing.T) {
+	recs := bigRecords(100_000)
+	tools := Tools{"list": ToolFunc(func(context.Context, map[string]any) (any, error) { return recs, nil })}
+	opts := Options{Tools: tools, Timeout: time.Minute, MaxMemoryBytes: -1, MaxAlloc: -1}
+	res, err := Exec(context.Background(), `(def xs (tool/list {})) (count xs)`, opts)
+	if err != nil {
+		t.Fatalf("def of a %d-record tool result: %v", len(recs), err)
+	}
+	if res.Value != int64(100_000) || len(res.Written) != 1 || res.Written[0] != "xs" {
+		t.Fatalf("value %v, written %v", res.Value, res.Written)
+	}
+	opts.Memory = map[string]any{"xs": res.Memory["xs"]}
+	res, err = Exec(context.Background(), `(map :id (take 2 xs))`, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ToGo(res.Value).([]any); len(got) != 2 || got[0] != int64(0) || got[1] != int64(1) {
+		t.Fatalf("(take 2 xs) = %v", got)
+	}
+	// a lazy seq stored in memory is realised after the program, with its
+	// tool calls still allowed
+	res, err = Exec(context.Background(), `(def ys (map :id (tool/list {}))) (def zs (map (fn [_] (tool/list {})) [1])) 1`, opts)
+	if err != nil {
+		t.Fatalf("lazy seqs in memory: %v", err)
+	}
+	if n := len(ToGo(res.Memory["ys"]).([]any)); n != 100_000 {
+		t.Fatalf("ys has %d items", n)
 	}
 }
