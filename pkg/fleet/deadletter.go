@@ -1,0 +1,131 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// deadLetter copies a mission message to the DEAD stream and, when its id is
+// known, publishes a failure Step so callers unblock.
+func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) {
+	subjID := id
+	if !messages.ValidMissionID(id) {
+		subjID = "seq-" + strconv.FormatUint(seq, 10)
+	}
+	dm := &nats.Msg{Subject: messages.DeadSubject(subjID), Data: data, Header: nats.Header{}}
+	for k, v := range hdr {
+		if k == nats.MsgIdHdr {
+			continue
+		}
+		dm.Header[k] = v
+	}
+	dm.Header.Set(messages.HeaderReason, reason)
+	dm.Header.Set("Ptc-Stream-Seq", strconv.FormatUint(seq, 10))
+	dm.Header.Set("Ptc-Deliveries", strconv.Itoa(deliveries))
+	if _, err := w.js.PublishMsg(ctx, dm); err != nil {
+		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter not stored")
+	}
+	w.stats.dead.Add(1)
+	if deliveries == 0 {
+		w.stats.invalid.Add(1)
+	}
+	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
+	if !messages.ValidMissionID(id) {
+		return
+	}
+	failReason := ReasonMaxDeliveries
+	if deliveries == 0 {
+		failReason = ReasonInvalid
+	}
+	stored, _, err := publishResult(ctx, w.js, w.st.Results, id, failStep(failReason, "%s", reason))
+	if err != nil {
+		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
+		return
+	}
+	final := stateOf(stored)
+	_, err = updateStatus(ctx, w.st.Status, id, func(s *messages.Status) bool {
+		if messages.TerminalState(s.State) {
+			return false
+		}
+		s.State, s.Reason = final, failReason
+		return true
+	})
+	if errors.Is(err, ErrNotFound) {
+		_, _ = casStatus(ctx, w.st.Status, messages.Status{MissionID: id, State: final, Reason: failReason, StreamSeq: seq}, 0)
+	}
+	em := &emitter{nc: w.nc, missionID: id, worker: w.cfg.ID}
+	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
+}
+
+// poison terminates a message that does not decode or validate.
+func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, cause error) {
+	id := msg.Headers().Get(messages.HeaderMissionID)
+	reason := "invalid mission: " + cause.Error()
+	w.deadLetter(ctx, id, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
+	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
+		w.log.Warn().Err(err).Msg("term failed")
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// maxDeliveriesAdvisory is the part of the server's max-deliveries advisory
+// the worker reads.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// onMaxDeliveries dead-letters a mission whose last delivery was lost (its
+// worker died): the server keeps such a message in the WorkQueue.
+func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
+	var adv maxDeliveriesAdvisory
+	if json.Unmarshal(msg.Data, &adv) != nil || adv.StreamSeq == 0 {
+		return
+	}
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return
+	}
+	w.advisory.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.advisory.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		raw, err := w.st.Missions.GetMsg(ctx, adv.StreamSeq)
+		if err != nil {
+			return // already settled
+		}
+		id := raw.Header.Get(messages.HeaderMissionID)
+		if m, err := decodeMission(raw.Data); err == nil {
+			id = m.ID
+		}
+		if cur, err := getStatus(ctx, w.st.Status, id); err == nil && messages.TerminalState(cur.st.State) {
+			_ = w.st.Missions.DeleteMsg(ctx, adv.StreamSeq)
+			return
+		}
+		w.deadLetter(ctx, id, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries),
+			fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries))
+		if err := w.st.Missions.DeleteMsg(ctx, adv.StreamSeq); err != nil {
+			w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("exhausted mission not removed")
+		}
+	}()
+}

@@ -1,0 +1,153 @@
+package fleet
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// loop fetches missions for free slots until Stop.
+//
+// While missions are queued it sweeps every priority, highest first, with
+// no-wait fetches for the free slots. When nothing is queued it keeps one
+// long poll (Fetch of one message, IdleWait) outstanding per priority, each
+// on a slot reserved for it, so that a mission of any priority starts as soon
+// as it is submitted; a poll that ends empty gives its slot back. With fewer
+// free slots than priorities the polls start from a rotating priority.
+func (w *Worker) loop() {
+	defer close(w.loopDone)
+	var polls sync.WaitGroup
+	defer polls.Wait()
+	n := len(w.consum)
+	polling := make([]bool, n)
+	pollDone := make(chan int, n)
+	turn := 0
+	for !w.isStopping() {
+		got := 0
+		for _, c := range w.consum {
+			free := cap(w.slots) - len(w.slots)
+			if free == 0 {
+				break
+			}
+			got += w.fetch(c, free, false)
+		}
+		if got > 0 {
+			continue
+		}
+		for k := range n {
+			i := (turn + k) % n
+			if polling[i] {
+				continue
+			}
+			if !w.reserveSlot() {
+				break
+			}
+			polling[i] = true
+			polls.Add(1)
+			go func() {
+				defer polls.Done()
+				w.poll(w.consum[i])
+				pollDone <- i
+			}()
+		}
+		turn++
+		select {
+		case i := <-pollDone:
+			polling[i] = false
+		case <-w.slotFreed:
+		case <-w.stopping:
+			return
+		}
+	}
+}
+
+// reserveSlot takes a free slot for a long poll, if there is one.
+func (w *Worker) reserveSlot() bool {
+	w.reserved.Add(1)
+	select {
+	case w.slots <- struct{}{}:
+		return true
+	default:
+		w.reserved.Add(-1)
+		return false
+	}
+}
+
+// poll waits up to IdleWait for one mission of c on a reserved slot: a
+// mission that arrives takes the slot, otherwise the slot is given back.
+func (w *Worker) poll(c jetstream.Consumer) {
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
+	if err != nil {
+		w.log.Warn().Err(err).Msg("fetch failed")
+		select {
+		case <-time.After(w.cfg.IdleWait):
+		case <-w.stopping:
+		}
+		w.reserved.Add(-1)
+		w.releaseSlot()
+		return
+	}
+	started := false
+	for msg := range batch.Messages() {
+		if started || w.isStopping() {
+			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
+			continue
+		}
+		started = true
+		w.reserved.Add(-1)
+		w.inflight.Add(1)
+		go w.process(msg)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		w.log.Debug().Err(err).Msg("fetch ended")
+	}
+	if !started {
+		w.reserved.Add(-1)
+		w.releaseSlot()
+	}
+}
+
+// fetch pulls up to n messages and starts them; it returns how many.
+func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
+	var batch jetstream.MessageBatch
+	var err error
+	if wait {
+		batch, err = c.Fetch(n, jetstream.FetchMaxWait(w.cfg.IdleWait))
+	} else {
+		batch, err = c.FetchNoWait(n)
+	}
+	if err != nil {
+		w.log.Warn().Err(err).Msg("fetch failed")
+		select {
+		case <-time.After(w.cfg.IdleWait):
+		case <-w.stopping:
+		}
+		return 0
+	}
+	got := 0
+	for msg := range batch.Messages() {
+		got++
+		if w.isStopping() {
+			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
+			continue
+		}
+		w.slots <- struct{}{}
+		w.inflight.Add(1)
+		go w.process(msg)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		w.log.Debug().Err(err).Msg("fetch ended")
+	}
+	return got
+}
+
+func (w *Worker) releaseSlot() {
+	<-w.slots
+	select {
+	case w.slotFreed <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Start sets up the streams (unless SkipSetup), subscribes to cancels and
+// max-delivery advisories and starts fetching. It returns once the worker
+// is ready. Calling it twice, or after Stop, returns an error.
+func (w *Worker) Start(ctx context.Context) error {
+	select {
+	case <-w.stopping:
+		return ErrWorkerStopped
+	default:
+	}
+	if !w.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("fleet: worker %s already started", w.cfg.ID)
+	}
+	st, err := openStores(ctx, w.js, w.cfg.Store, w.cfg.SkipSetup)
+	if err != nil {
+		return err
+	}
+	w.st = st
+	for _, p := range w.cfg.Priorities {
+		c := st.Consumers[p]
+		w.consum = append(w.consum, c)
+		if ci := c.CachedInfo(); ci != nil && w.ackWait == 0 {
+			w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
+		}
+	}
+	if w.ackWait <= 0 {
+		w.ackWait = 30 * time.Second
+	}
+	if err := w.subscribe(ctx); err != nil {
+		for _, s := range w.subs {
+			_ = s.Unsubscribe()
+		}
+		w.subs = nil
+		return err
+	}
+	go w.loop()
+	w.ready.Store(true)
+	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Msg("worker started")
+	return nil
+}
+
+func (w *Worker) subscribe(ctx context.Context) error {
+	sub, err := w.nc.Subscribe(messages.CancelWildcard, w.onCancel)
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe cancels: %w", err)
+	}
+	w.subs = append(w.subs, sub)
+	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"
+	sub, err = w.nc.QueueSubscribe(adv, "ptc-dead-letter", w.onMaxDeliveries)
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe advisories: %w", err)
+	}
+	w.subs = append(w.subs, sub)
+	if err := flush(ctx, w.nc); err != nil {
+		return fmt.Errorf("fleet: flush: %w", err)
+	}
+	return nil
+}
+
+// Run starts the worker and stops it (draining) when ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return w.Stop()
+}
+
+// Stop drains the worker: readiness turns false, fetching stops, running
+// missions get DrainGrace to finish, then they are cancelled with cause
+// ErrWorkerShutdown and handed back to the queue. It returns when every
+// mission is finished or handed back. Stop is idempotent; later calls wait
+// for the first to finish.
+func (w *Worker) Stop() error {
+	w.stopOnce.Do(func() {
+		w.ready.Store(false)
+		close(w.stopping)
+		if w.started.Load() {
+			<-w.loopDone
+		}
+		done := make(chan struct{})
+		go func() { w.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(w.cfg.DrainGrace):
+			w.log.Warn().Int("running", w.Running()).Msg("drain grace over; handing missions back")
+			w.runCancel(ErrWorkerShutdown)
+			select {
+			case <-done:
+			case <-time.After(w.cfg.HandBackWait):
+				w.log.Error().Int("running", w.Running()).Msg("missions did not return after cancel")
+			}
+		}
+		w.runCancel(ErrWorkerShutdown)
+		for _, s := range w.subs {
+			_ = s.Unsubscribe()
+		}
+		w.mu.Lock()
+		w.closing = true
+		w.mu.Unlock()
+		w.advisory.Wait()
+		w.log.Info().Msg("worker stopped")
+		close(w.stopped)
+	})
+	<-w.stopped
+	return nil
+}
+
+func (w *Worker) isStopping() bool {
+	select {
+	case <-w.stopping:
+		return true
+	default:
+		return false
+	}
+}

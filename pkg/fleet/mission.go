@@ -1,0 +1,429 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// cancelledError is the cause of a mission cancelled by Cancel.
+type cancelledError struct{ reason string }
+
+func (e *cancelledError) Error() string        { return "fleet: mission cancelled: " + e.reason }
+func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
+
+// errMissionTimeout is the cause of a mission that ran past its timeout or
+// deadline.
+var errMissionTimeout = errors.New("fleet: mission timed out")
+
+func (w *Worker) onCancel(msg *nats.Msg) {
+	var c messages.Cancel
+	if messages.Unmarshal(msg.Data, &c) != nil || c.Validate() != nil {
+		return
+	}
+	w.mu.Lock()
+	cancel := w.running[c.MissionID]
+	w.mu.Unlock()
+	if cancel != nil {
+		reason := c.Reason
+		if reason == "" {
+			reason = "cancelled by caller"
+		}
+		cancel(&cancelledError{reason: reason})
+	}
+}
+
+// process runs one delivered mission message to its end.
+func (w *Worker) process(msg jetstream.Msg) {
+	defer w.inflight.Done()
+	defer w.releaseSlot()
+	ctx := context.Background()
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.log.Error().Err(err).Msg("message without JetStream metadata")
+		_ = msg.Term()
+		return
+	}
+	attempt := int(meta.NumDelivered)
+	_ = msg.InProgress() // restart AckWait now; heartbeats follow once claimed
+	m, err := decodeMission(msg.Data())
+	if err != nil {
+		w.poison(ctx, msg, meta, err)
+		return
+	}
+	log := w.log.With().Str("mission_id", m.ID).Int("attempt", attempt).Logger()
+
+	// Take the mission: register for cancels first, then compare-and-set
+	// the status to running by this worker.
+	w.mu.Lock()
+	if w.running[m.ID] != nil {
+		w.mu.Unlock()
+		// Redelivered to us while we still run it (a late heartbeat): the
+		// run in hand acks the sequence.
+		_ = msg.InProgress()
+		return
+	}
+	runCtx, cancel := context.WithCancelCause(w.runCtx)
+	w.running[m.ID] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, m.ID)
+		w.mu.Unlock()
+		cancel(nil)
+	}()
+	entry, skip := w.claim(ctx, msg, m, meta, attempt, &log)
+	if skip {
+		return
+	}
+	if entry.st.CancelRequested {
+		w.finish(ctx, msg, m.ID, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, &log)
+		return
+	}
+	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
+		w.finish(ctx, msg, m.ID, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, &log)
+		return
+	}
+	if m.ContextRef != "" {
+		if err := w.loadContext(ctx, m); err != nil {
+			log.Warn().Err(err).Msg("context not loaded")
+			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, err, &log)
+			return
+		}
+	}
+
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
+	defer cancelTimeout()
+	if !m.Deadline.IsZero() {
+		var c context.CancelFunc
+		runCtx, c = context.WithDeadlineCause(runCtx, m.Deadline, errMissionTimeout)
+		defer c()
+	}
+	runCtx = log.WithContext(runCtx)
+
+	hbDone := make(chan struct{})
+	hbStop := make(chan struct{})
+	var hbEntry atomic.Pointer[statusEntry]
+	hbEntry.Store(entry)
+	go w.heartbeat(msg, m.ID, &hbEntry, cancel, hbStop, hbDone)
+
+	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
+	em.Emit(&messages.Event{Kind: messages.EventStarted})
+	env := RunEnv{
+		Tools:    w.toolbox(m, em, msg.Headers()),
+		Events:   em,
+		Logger:   log,
+		Attempt:  attempt,
+		WorkerID: w.cfg.ID,
+		Header:   msg.Headers(),
+	}
+	start := time.Now()
+	step, runErr := w.safeRun(runCtx, m, env)
+	close(hbStop)
+	<-hbDone
+	entry = hbEntry.Load()
+	cause := context.Cause(runCtx)
+	log.Debug().Dur("duration", time.Since(start)).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
+
+	switch {
+	case errors.Is(cause, ErrFenced):
+		log.Warn().Msg("mission taken over by another worker; dropping this run")
+		return
+	case step.Ok():
+		// Finished, even if a cancel, timeout or shutdown came too late to
+		// matter: keep the answer.
+	case errors.Is(cause, ErrWorkerShutdown):
+		w.handBack(ctx, msg, m.ID, entry, &log)
+		return
+	case errors.Is(cause, ErrCancelled):
+		reason := "cancelled"
+		var ce *cancelledError
+		if errors.As(cause, &ce) {
+			reason = ce.reason
+		}
+		step = failStep(ReasonCancelled, "%s", reason)
+	case errors.Is(cause, errMissionTimeout) && step == nil:
+		step = failStep(ReasonTimeout, "the mission ran past its timeout of %s", w.missionTimeout(m))
+	case step == nil && runErr != nil && errors.Is(runErr, ErrRetryable):
+		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, runErr, &log)
+		return
+	case step == nil && runErr != nil:
+		step = failStep(ReasonRunnerError, "%v", runErr)
+	case step == nil:
+		step = failStep(ReasonRunnerError, "the runner returned no step")
+	}
+	w.finish(ctx, msg, m.ID, step, entry, &log)
+}
+
+func decodeMission(data []byte) (*messages.Mission, error) {
+	var m messages.Mission
+	if err := messages.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
+	if m.Limits.Timeout > 0 {
+		return m.Limits.Timeout
+	}
+	if m.Agent != nil && m.Agent.MissionTimeout > 0 {
+		return m.Agent.MissionTimeout
+	}
+	return w.cfg.MissionTimeout
+}
+
+// claim compare-and-sets the status to running by this worker. skip is true
+// when the message needs no run (already finished, duplicate, fenced); the
+// message has then been settled.
+func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (*statusEntry, bool) {
+	for range 8 {
+		cur, err := getStatus(ctx, w.st.Status, m.ID)
+		var st messages.Status
+		var rev uint64
+		switch {
+		case errors.Is(err, ErrNotFound):
+			// Published without Submit: create the status as we go.
+			st = messages.Status{MissionID: m.ID, StreamSeq: meta.Sequence.Stream}
+		case err != nil:
+			log.Warn().Err(err).Msg("status unreadable; retrying later")
+			_ = msg.NakWithDelay(w.cfg.NakDelay)
+			return nil, true
+		default:
+			st, rev = cur.st, cur.rev
+		}
+		if messages.TerminalState(st.State) {
+			w.settleFinished(ctx, msg, m.ID, st, log)
+			return nil, true
+		}
+		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
+			// A later delivery of this message is already running elsewhere:
+			// ours is stale. Leave the message to that delivery.
+			log.Info().Str("owner", st.Worker).Int("owner_attempt", st.Attempt).Msg("stale delivery; dropping")
+			return nil, true
+		}
+		if st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
+			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
+			_ = msg.Term()
+			return nil, true
+		}
+		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
+		newRev, err := casStatus(ctx, w.st.Status, st, rev)
+		if err == nil {
+			return &statusEntry{st: st, rev: newRev}, false
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			log.Warn().Err(err).Msg("status not written; retrying later")
+			_ = msg.NakWithDelay(w.cfg.NakDelay)
+			return nil, true
+		}
+	}
+	_ = msg.NakWithDelay(w.cfg.NakDelay)
+	return nil, true
+}
+
+// settleFinished acks a message whose mission already finished, making sure
+// its result is stored (a cancel of a queued mission may have crashed
+// between the status and the result).
+func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, id string, st messages.Status, log *zerolog.Logger) {
+	if _, err := readResult(ctx, w.st.Results, id); errors.Is(err, ErrNotFound) {
+		reason := st.Reason
+		if reason == "" {
+			reason = ReasonRunnerError
+		}
+		_, _, _ = publishResult(ctx, w.js, w.st.Results, id, failStep(reason, "the mission ended as %s", st.State))
+	}
+	log.Debug().Str("state", st.State).Msg("mission already finished; acking")
+	_ = msg.Ack()
+}
+
+func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (step *messages.Step, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			env.Logger.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("runner panicked")
+			step, err = failStep(ReasonRunnerPanic, "the runner crashed: %v", p), nil
+		}
+	}()
+	w.stats.runs.Add(1)
+	return w.cfg.Runner.Run(ctx, m, env)
+}
+
+// heartbeat keeps the message in progress and the status fenced until stop
+// is closed. It cancels the run when the status shows a cancel request
+// (ErrCancelled) or another owner (ErrFenced).
+func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(max(w.ackWait/3, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		_ = msg.InProgress()
+		ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
+		e := entry.Load()
+		rev, err := casStatus(ctx, w.st.Status, e.st, e.rev)
+		if err == nil {
+			entry.Store(&statusEntry{st: e.st, rev: rev})
+			c()
+			continue
+		}
+		cur, gerr := getStatus(ctx, w.st.Status, id)
+		c()
+		if gerr != nil {
+			continue // transient; try again next beat
+		}
+		switch {
+		case cur.st.Worker != w.cfg.ID || cur.st.Attempt != e.st.Attempt || cur.st.State != messages.StateRunning:
+			if cur.st.CancelRequested && cur.st.Worker == w.cfg.ID {
+				cancel(&cancelledError{reason: cur.st.CancelReason})
+			} else {
+				cancel(ErrFenced)
+			}
+			return
+		case cur.st.CancelRequested:
+			entry.Store(cur)
+			cancel(&cancelledError{reason: cur.st.CancelReason})
+		default:
+			entry.Store(cur)
+		}
+	}
+}
+
+// finish stores step as the mission's result (exactly once), records the
+// final status and acks.
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, log *zerolog.Logger) {
+	// A last fence check: a worker that lost the mission publishes nothing.
+	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
+		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
+		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
+		return
+	}
+	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
+	if err != nil {
+		log.Error().Err(err).Msg("result not stored; retrying later")
+		_ = msg.NakWithDelay(w.cfg.NakDelay)
+		return
+	}
+	if !mine {
+		log.Info().Msg("a result was already stored; keeping it")
+	}
+	final := stateOf(stored)
+	setFinal := func(s *messages.Status) bool {
+		if messages.TerminalState(s.State) {
+			return false
+		}
+		s.State, s.Worker = final, w.cfg.ID
+		if stored.Fail != nil {
+			s.Reason = stored.Fail.Reason
+		}
+		return true
+	}
+	err = errors.New("no status in hand")
+	if entry != nil {
+		st := entry.st
+		if setFinal(&st) {
+			_, err = casStatus(ctx, w.st.Status, st, entry.rev)
+		}
+	}
+	if err != nil {
+		_, err = updateStatus(ctx, w.st.Status, id, setFinal)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("final status not written")
+	}
+	em := &emitter{nc: w.nc, missionID: id, worker: w.cfg.ID, attempt: 0}
+	if entry != nil {
+		em.attempt = entry.st.Attempt
+	}
+	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
+	if err := msg.Ack(); err != nil {
+		log.Warn().Err(err).Msg("ack failed; a redelivery will find the stored result")
+	}
+	switch final {
+	case messages.StateSucceeded:
+		w.stats.succeeded.Add(1)
+	case messages.StateCancelled:
+		w.stats.cancelled.Add(1)
+	default:
+		w.stats.failed.Add(1)
+	}
+	log.Info().Str("state", final).Msg("mission finished")
+}
+
+// handBack returns a mission to the queue at shutdown.
+func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, id string, entry *statusEntry, log *zerolog.Logger) {
+	if entry != nil {
+		st := entry.st
+		st.State, st.Worker = messages.StateQueued, ""
+		if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
+			log.Warn().Err(err).Msg("status not reset on hand back")
+		}
+	}
+	if err := msg.NakWithDelay(0); err != nil {
+		log.Warn().Err(err).Msg("hand back failed; the mission returns after AckWait")
+	}
+	w.stats.handedBack.Add(1)
+	log.Info().Msg("mission handed back")
+}
+
+// retryOrDead naks a retryable failure, or dead-letters it on the last
+// delivery.
+func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
+	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
+		w.deadLetter(ctx, id, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
+			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))
+		_ = msg.Term()
+		return
+	}
+	if entry != nil {
+		st := entry.st
+		st.State, st.Worker = messages.StateQueued, ""
+		_, _ = casStatus(ctx, w.st.Status, st, entry.rev)
+	}
+	w.stats.retried.Add(1)
+	log.Warn().Err(cause).Dur("delay", w.cfg.NakDelay).Msg("retryable failure; handing back")
+	_ = msg.NakWithDelay(w.cfg.NakDelay)
+}
+
+func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
+	blob, err := w.st.Context.GetBytes(ctx, m.ContextRef)
+	if err != nil {
+		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
+	}
+	var c map[string]any
+	if err := messages.Unmarshal(blob, &c); err != nil {
+		return fmt.Errorf("fleet: context %s: %w", m.ContextRef, err)
+	}
+	m.Context, m.ContextRef = c, ""
+	return nil
+}
+
+func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header) *Toolbox {
+	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, hdr)
+	b.onCall = func(name, callID string, args map[string]any) {
+		em.Emit(&messages.Event{Kind: messages.EventToolCall, Tool: name, CallID: callID, Args: args})
+	}
+	b.onResult = func(name, callID string, result any, err error, d time.Duration) {
+		ev := &messages.Event{Kind: messages.EventToolResult, Tool: name, CallID: callID, Result: result, Duration: d}
+		if err != nil {
+			ev.Error = err.Error()
+		}
+		em.Emit(ev)
+	}
+	return b
+}

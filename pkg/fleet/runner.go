@@ -1,0 +1,93 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Runner executes one mission. pkg/agent provides the real one; tests use
+// fakes. Run returns the mission's Step (a failed Step is a normal outcome,
+// with or without an error). It returns (nil, err) only when no Step could
+// be produced; wrap ErrRetryable in err to have the mission handed back and
+// retried after WorkerConfig.NakDelay instead of failed. Run must return
+// soon after ctx is done; context.Cause(ctx) says why (ErrCancelled,
+// ErrWorkerShutdown, ErrFenced, or a deadline). A successful Step is kept
+// even when ctx ended meanwhile (except ErrFenced: another worker owns the
+// mission); otherwise ErrCancelled turns the outcome into a "cancelled"
+// Step and ErrWorkerShutdown hands the mission back. Run may be called
+// concurrently for different missions.
+type Runner interface {
+	Run(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error)
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+	return f(ctx, m, env)
+}
+
+// RunEnv is what a worker gives a Runner for one mission.
+type RunEnv struct {
+	// Tools are the remote tools the mission names (Mission.Tools); every
+	// other name is refused before any request. Tool calls made through it
+	// emit tool_call and tool_result events.
+	Tools *Toolbox
+	// Events publishes progress events of this mission (turns, programs,
+	// LLM requests). The emitter fills MissionID, Time, Worker and Attempt
+	// and masks firewalled values. Never nil.
+	Events Emitter
+	// Logger is the worker's logger with mission_id and attempt fields; it
+	// is also attached to the run's ctx (zerolog.Ctx).
+	Logger zerolog.Logger
+	// Attempt counts deliveries of the mission, from 1.
+	Attempt int
+	// WorkerID names the worker.
+	WorkerID string
+	// Header holds the mission message's headers (trace context); read
+	// only.
+	Header nats.Header
+}
+
+// Emitter publishes progress events; Emit does not block on the network and
+// is safe for concurrent use.
+type Emitter interface {
+	Emit(ev *messages.Event)
+}
+
+// emitter publishes a mission's events on core NATS; the EVENTS stream
+// stores them.
+type emitter struct {
+	nc        *nats.Conn
+	missionID string
+	worker    string
+	attempt   int
+}
+
+func (e *emitter) Emit(ev *messages.Event) {
+	if ev == nil || !messages.ValidEventKind(ev.Kind) {
+		return
+	}
+	out := ev.Masked()
+	out.Version = messages.EventVersion
+	out.MissionID = e.missionID
+	if out.Time.IsZero() {
+		out.Time = time.Now().UTC()
+	}
+	out.Worker, out.Attempt = e.worker, e.attempt
+	data, err := messages.Marshal(out)
+	if err != nil {
+		// A value with no plain form: send the event without it.
+		out.Args, out.Result, out.Data = nil, nil, nil
+		if data, err = messages.Marshal(out); err != nil {
+			return
+		}
+	}
+	_ = e.nc.Publish(messages.EventSubject(e.missionID, out.Kind), data)
+}
