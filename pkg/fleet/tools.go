@@ -44,12 +44,56 @@ type ToolInfo struct {
 	Description string
 }
 
-// Discover asks every micro service for its info ($SRV.INFO) and returns the
-// tools found (endpoints with MetaTool metadata), sorted by name. It
-// gathers answers until wait has passed since the request, or 20ms passed
-// without a new answer after the first one. When two services expose one
-// tool name on different subjects, the service whose name sorts first wins.
-func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInfo, error) {
+// Discovery is what one discovery round found.
+type Discovery struct {
+	// Tools are the usable tools, sorted by name.
+	Tools []ToolInfo
+	// Conflicts are tool names claimed by more than one service and not
+	// resolved by a pin; they are left out of Tools, so calling them
+	// reports "unavailable" with the conflict.
+	Conflicts []ToolConflict
+	// Rejected are tool endpoints that were refused: a subject other than
+	// tool.<service>.<endpoint> of the service that answered, an invalid
+	// service or endpoint name, a tool name other than the endpoint's, or
+	// a service other than the tool's pin.
+	Rejected []RejectedEndpoint
+}
+
+// ToolConflict is a tool name claimed by several services.
+type ToolConflict struct {
+	Tool     string
+	Services []string // sorted
+}
+
+// RejectedEndpoint is a tool endpoint Discover refused, and why.
+type RejectedEndpoint struct {
+	Service, Endpoint, Tool, Subject string
+	Reason                           string
+}
+
+// DiscoverOptions tune DiscoverTools.
+type DiscoverOptions struct {
+	// Wait bounds the round: answers are gathered until Wait has passed
+	// since the request, or 20ms passed without a new answer after the
+	// first one. Default 250ms.
+	Wait time.Duration
+	// Pins maps a tool name to the one service allowed to serve it. A
+	// pinned tool is taken only from its service (other services claiming
+	// it are rejected); an unpinned tool claimed by two services is a
+	// conflict.
+	Pins map[string]string
+}
+
+// DiscoverTools asks every micro service for its info ($SRV.INFO) and
+// returns the tools found (endpoints with MetaTool metadata). An endpoint is
+// taken only when its subject is tool.<service>.<endpoint> of the service
+// that answered and its MetaTool names the endpoint, so a service cannot
+// make callers publish tool requests to another subject (a mission's result
+// or status) or take over another service's tool. A tool name claimed by
+// two services is reported in Conflicts and left out, unless Pins names the
+// service to use.
+func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*Discovery, error) {
+	wait := opts.Wait
 	if wait <= 0 {
 		wait = 250 * time.Millisecond
 	}
@@ -64,7 +108,15 @@ func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInf
 		return nil, fmt.Errorf("fleet: discover: %w", err)
 	}
 	deadline := time.Now().Add(wait)
-	byName := map[string]ToolInfo{}
+	claims := map[string]map[string]ToolInfo{} // tool → service → info
+	d := &Discovery{}
+	rejected := map[RejectedEndpoint]bool{}
+	reject := func(r RejectedEndpoint) {
+		if !rejected[r] {
+			rejected[r] = true
+			d.Rejected = append(d.Rejected, r)
+		}
+	}
 	got := false
 	for {
 		left := time.Until(deadline)
@@ -96,20 +148,54 @@ func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInf
 			if name == "" {
 				continue
 			}
-			ti := ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
-				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription]}
-			if old, ok := byName[name]; ok && old.Service <= ti.Service {
+			r := RejectedEndpoint{Service: info.Name, Endpoint: ep.Name, Tool: name, Subject: ep.Subject}
+			switch {
+			case !messages.ValidName(info.Name) || !messages.ValidName(ep.Name):
+				r.Reason = "service or endpoint name is not a valid name"
+			case name != ep.Name:
+				r.Reason = fmt.Sprintf("tool name %q differs from the endpoint name %q", name, ep.Name)
+			case ep.Subject != messages.ToolSubject(info.Name, ep.Name):
+				r.Reason = fmt.Sprintf("subject %q is not %q", ep.Subject, messages.ToolSubject(info.Name, ep.Name))
+			case opts.Pins[name] != "" && opts.Pins[name] != info.Name:
+				r.Reason = fmt.Sprintf("tool %q is pinned to service %q", name, opts.Pins[name])
+			}
+			if r.Reason != "" {
+				reject(r)
 				continue
 			}
-			byName[name] = ti
+			if claims[name] == nil {
+				claims[name] = map[string]ToolInfo{}
+			}
+			claims[name][info.Name] = ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
+				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription]}
 		}
 	}
-	out := make([]ToolInfo, 0, len(byName))
-	for _, t := range byName {
-		out = append(out, t)
+	for name, bySvc := range claims {
+		if len(bySvc) == 1 {
+			for _, t := range bySvc {
+				d.Tools = append(d.Tools, t)
+			}
+			continue
+		}
+		c := ToolConflict{Tool: name}
+		for svc := range bySvc {
+			c.Services = append(c.Services, svc)
+		}
+		sort.Strings(c.Services)
+		d.Conflicts = append(d.Conflicts, c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Slice(d.Tools, func(i, j int) bool { return d.Tools[i].Name < d.Tools[j].Name })
+	sort.Slice(d.Conflicts, func(i, j int) bool { return d.Conflicts[i].Tool < d.Conflicts[j].Tool })
+	return d, nil
+}
+
+// Discover is DiscoverTools with no pins, returning only the usable tools.
+func Discover(ctx context.Context, nc *nats.Conn, wait time.Duration) ([]ToolInfo, error) {
+	d, err := DiscoverTools(ctx, nc, DiscoverOptions{Wait: wait})
+	if err != nil {
+		return nil, err
+	}
+	return d.Tools, nil
 }
 
 // toolRegistry caches discovered tool schemas, shared by a worker's
@@ -121,11 +207,16 @@ type toolRegistry struct {
 	ttl        time.Duration
 	minRefresh time.Duration
 	wait       time.Duration
+	pins       map[string]string
+	// report, when set, is told of every discovery with conflicts or
+	// rejected endpoints (the worker logs them).
+	report func(*Discovery)
 
 	refreshMu  sync.Mutex // one discovery at a time
 	background atomic.Bool
 	mu         sync.RWMutex
 	tools      map[string]ToolInfo
+	conflicts  map[string][]string // tool → services claiming it
 	fetched    time.Time
 }
 
@@ -141,17 +232,35 @@ func (r *toolRegistry) refresh(ctx context.Context, ifOlder time.Duration) {
 	if _, at := r.snapshot(); time.Since(at) < ifOlder {
 		return // someone refreshed while we waited
 	}
-	list, err := Discover(ctx, r.nc, r.wait)
+	d, err := DiscoverTools(ctx, r.nc, DiscoverOptions{Wait: r.wait, Pins: r.pins})
 	if err != nil {
 		return // keep the old cache; lookups report unavailable
 	}
-	m := make(map[string]ToolInfo, len(list))
-	for _, t := range list {
+	if r.report != nil && (len(d.Conflicts) > 0 || len(d.Rejected) > 0) {
+		r.report(d)
+	}
+	m := make(map[string]ToolInfo, len(d.Tools))
+	for _, t := range d.Tools {
 		m[t.Name] = t
 	}
+	var conflicts map[string][]string
+	if len(d.Conflicts) > 0 {
+		conflicts = make(map[string][]string, len(d.Conflicts))
+		for _, c := range d.Conflicts {
+			conflicts[c.Tool] = c.Services
+		}
+	}
 	r.mu.Lock()
-	r.tools, r.fetched = m, time.Now()
+	r.tools, r.conflicts, r.fetched = m, conflicts, time.Now()
 	r.mu.Unlock()
+}
+
+// conflict returns the services claiming name when the last discovery
+// found it claimed by several.
+func (r *toolRegistry) conflict(name string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.conflicts[name]
 }
 
 // expire marks the cache stale so the next lookup refreshes it.
@@ -221,6 +330,9 @@ type ToolboxConfig struct {
 	CacheTTL, MissRefresh, DiscoveryWait time.Duration
 	// Header is sent with each call (trace context).
 	Header nats.Header
+	// ToolPins maps a tool name to the one service allowed to serve it
+	// (DiscoverOptions.Pins).
+	ToolPins map[string]string
 }
 
 // NewToolbox returns a Toolbox calling remote tools over nc outside any
@@ -246,8 +358,21 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 	def(&cfg.CacheTTL, 30*time.Second)
 	def(&cfg.MissRefresh, time.Second)
 	def(&cfg.DiscoveryWait, 250*time.Millisecond)
-	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait}
+	if err := checkPins(cfg.ToolPins); err != nil {
+		return nil, err
+	}
+	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait, pins: cfg.ToolPins}
 	return newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.Header), nil
+}
+
+// checkPins validates a tool → service pin map.
+func checkPins(pins map[string]string) error {
+	for tool, svc := range pins {
+		if !messages.ValidName(tool) || !messages.ValidName(svc) {
+			return fmt.Errorf("%w: tool pin %q=%q: names must be letters, digits, '-' or '_'", ErrInvalidConfig, tool, svc)
+		}
+	}
+	return nil
 }
 
 func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []string, timeout time.Duration, hdr nats.Header) *Toolbox {
@@ -323,6 +448,10 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	}()
 	info, ok := b.reg.lookup(ctx, name)
 	if !ok {
+		if svcs := b.reg.conflict(name); len(svcs) > 0 {
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
+				Message: fmt.Sprintf("services %s all offer it and none is pinned for it; do without it", strings.Join(svcs, ", "))}
+		}
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
 			Message: "no tool service is running for it; try again later or do without it"}
 	}
@@ -405,4 +534,18 @@ func (t *remoteTool) Call(ctx context.Context, args map[string]any) (any, error)
 // String describes the tool for logs.
 func (t *remoteTool) String() string {
 	return "remote tool " + t.name + " (" + strings.TrimSpace(t.info.Subject) + ")"
+}
+
+// reportDiscovery logs the conflicts and rejected endpoints of a discovery:
+// an operator resolves a conflict with WorkerConfig.ToolPins and a rejected
+// endpoint by fixing (or removing) the service that advertises it.
+func (w *Worker) reportDiscovery(d *Discovery) {
+	for _, c := range d.Conflicts {
+		w.log.Warn().Str("tool", c.Tool).Strs("services", c.Services).
+			Msg("tool offered by several services and not pinned; refused")
+	}
+	for _, r := range d.Rejected {
+		w.log.Warn().Str("service", r.Service).Str("endpoint", r.Endpoint).Str("tool", r.Tool).
+			Str("subject", r.Subject).Str("reason", r.Reason).Msg("tool endpoint refused")
+	}
 }

@@ -63,6 +63,10 @@ type WorkerConfig struct {
 	ToolMissRefresh time.Duration
 	// DiscoveryWait bounds one $SRV.INFO discovery. Default 250ms.
 	DiscoveryWait time.Duration
+	// ToolPins maps a tool name to the one service allowed to serve it; a
+	// tool claimed by two services and not pinned is refused and logged
+	// (DiscoverTools).
+	ToolPins map[string]string
 	// Logger receives the worker's logs; default zerolog.Nop().
 	Logger *zerolog.Logger
 }
@@ -106,6 +110,9 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)
+	if err := checkPins(c.ToolPins); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -202,8 +209,9 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{
 		nc: nc, js: js, cfg: cfg,
-		log:       log.With().Str("worker", cfg.ID).Logger(),
-		reg:       &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait},
+		log: log.With().Str("worker", cfg.ID).Logger(),
+		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
+			pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
 		running:   map[string]context.CancelCauseFunc{},
@@ -211,6 +219,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		loopDone:  make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	w.reg.report = w.reportDiscovery
 	w.runCtx, w.runCancel = context.WithCancelCause(context.Background())
 	return w, nil
 }

@@ -32,7 +32,11 @@ func Marshal(v any) ([]byte, error) {
 // Hostile input cannot crash the caller: msgpack/v5 panics on some malformed
 // inputs (a repeated key whose first value was a map, for one), and Unmarshal
 // turns such a panic into an error.
-func Unmarshal(data []byte, v any) (err error) {
+func Unmarshal(data []byte, v any) error { return unmarshal(data, v, false) }
+
+// unmarshal is Unmarshal; strict refuses map keys that name no field of
+// the target struct.
+func unmarshal(data []byte, v any, strict bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("messages: decode %T: malformed input: %v", v, p)
@@ -45,6 +49,7 @@ func Unmarshal(data []byte, v any) (err error) {
 	dec := msgpack.NewDecoder(r)
 	dec.UseLooseInterfaceDecoding(true)
 	dec.SetMapDecoder(decodeMap)
+	dec.DisallowUnknownFields(strict)
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("messages: decode %T: %w", v, err)
 	}
@@ -276,26 +281,51 @@ func normalizeValue(rv reflect.Value, depth int) error {
 	return nil
 }
 
-// MarshalStep encodes a Step, setting its Version when zero.
+// StepType is the value of the "type" key MarshalStep writes next to a
+// Step's fields. UnmarshalStep requires it, so bytes that are some other
+// message (a tool request published to a result subject, say) do not decode
+// as a Step.
+const StepType = "step"
+
+// stepWire is a Step as it travels: the type marker, then the Step's fields.
+type stepWire struct {
+	Type string `msgpack:"type"`
+	*Step
+}
+
+// MarshalStep encodes a Step with its type marker, setting its Version when
+// zero.
 func MarshalStep(s *Step) ([]byte, error) {
 	if s.Version == 0 {
 		cp := *s
 		cp.Version = StepVersion
 		s = &cp
 	}
-	return Marshal(s)
+	return Marshal(&stepWire{Type: StepType, Step: s})
 }
 
-// UnmarshalStep decodes and validates a Step.
+// UnmarshalStep decodes and validates a Step written by MarshalStep. The
+// "type" key must be StepType. Bytes without the key (Steps written before
+// the marker existed) decode only when every key is a Step field, so a
+// message of another type, which always has keys a Step lacks, is refused.
 func UnmarshalStep(data []byte) (*Step, error) {
-	var s Step
-	if err := Unmarshal(data, &s); err != nil {
+	w := stepWire{Step: &Step{}}
+	if err := Unmarshal(data, &w); err != nil {
 		return nil, err
 	}
-	if err := s.Validate(); err != nil {
+	switch w.Type {
+	case StepType:
+	case "":
+		if err := unmarshal(data, &stepWire{Step: &Step{}}, true); err != nil {
+			return nil, fmt.Errorf("%w: not a step (no %q marker and %v)", ErrInvalid, StepType, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: message type %q is not %q", ErrInvalid, w.Type, StepType)
+	}
+	if err := w.Step.Validate(); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return w.Step, nil
 }
 
 // RoundFloats rounds every float64 in plain data v to digits decimals (half

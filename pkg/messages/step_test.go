@@ -341,3 +341,41 @@ func TestRoundFloats(t *testing.T) {
 		t.Errorf("digits 0 changed the value: %v", f)
 	}
 }
+
+// TestUnmarshalStepRefusesOtherMessages: the bytes of a tool request (what a
+// worker publishes when a tool service makes it call a result subject) are
+// not a Step, nor is a message marked with another type; a Step written
+// without the marker still decodes when all its keys are Step fields.
+func TestUnmarshalStepRefusesOtherMessages(t *testing.T) {
+	req, err := Marshal(&ToolRequest{Version: ToolCallVersion, CallID: "1", MissionID: NewMissionID(),
+		Tool: "get_customer", Args: map[string]any{"id": int64(7)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := UnmarshalStep(req); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not a step") {
+		t.Fatalf("tool request decoded as step %+v, err %v", st, err)
+	}
+	other, err := Marshal(map[string]any{"type": "status", "v": int64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := UnmarshalStep(other); err == nil || !strings.Contains(err.Error(), `message type "status" is not "step"`) {
+		t.Fatalf("err = %v", err)
+	}
+	legacy, err := Marshal(&Step{Version: 1, Return: "old", Usage: Usage{Turns: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := UnmarshalStep(legacy)
+	if err != nil || st.Return != "old" || st.Usage.Turns != 1 {
+		t.Fatalf("unmarked step: %+v, %v", st, err)
+	}
+	marked, err := MarshalStep(&Step{Return: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := Unmarshal(marked, &raw); err != nil || raw["type"] != StepType {
+		t.Fatalf("MarshalStep wrote %v (%v), want type %q", raw, err, StepType)
+	}
+}
