@@ -58,6 +58,7 @@ type config struct {
 	maxDeliver   int
 	defaultModel string
 	exampleTools bool
+	verifyLayout bool
 }
 
 func (c *config) register(fs *flag.FlagSet) {
@@ -69,7 +70,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz and /readyz endpoints (empty: off)")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 25*time.Second, "on SIGTERM, how long running missions may finish before they are handed back")
 	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
-	fs.DurationVar(&c.ackWait, "ack-wait", 60*time.Second, "JetStream AckWait of the mission consumers (heartbeats every third of it)")
+	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
+	fs.BoolVar(&c.verifyLayout, "verify-layout", false, "only wait for the streams and buckets to exist (created by an administrator) instead of creating or updating them")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
 	fs.StringVar(&c.defaultModel, "default-model", "default", "model name used when a mission names none")
 	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
@@ -170,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		ID:          c.id,
 		Runner:      agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
 		Slots:       c.slots,
-		Store:       fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver},
+		Store:       fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
 		DrainGrace:  c.drainGrace,
 		ToolTimeout: c.toolTimeout,
 		Logger:      &log,

@@ -53,7 +53,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, fmt.Errorf("fleet: jetstream: %w", err)
 	}
-	st, err := openStores(ctx, js, cfg.Store, true)
+	st, err := bindStores(ctx, js)
 	if err != nil && !cfg.SkipSetup && isNotFound(err) {
 		st, err = EnsureStores(ctx, js, cfg.Store)
 	}
@@ -69,10 +69,7 @@ func isNotFound(err error) bool {
 		errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
-func openStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig, skip bool) (*Stores, error) {
-	if !skip {
-		return EnsureStores(ctx, js, cfg)
-	}
+func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
 	st := &Stores{Consumers: map[string]jetstream.Consumer{}}
 	var err error
 	if st.Missions, err = js.Stream(ctx, messages.StreamMissions); err != nil {

@@ -8,9 +8,13 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// Start sets up the streams (unless SkipSetup), subscribes to cancels and
-// max-delivery advisories and starts fetching. It returns once the worker
-// is ready. Calling it twice, or after Stop, returns an error.
+// Start sets up the layout (EnsureStores with WorkerConfig.Store),
+// subscribes to cancels and max-delivery advisories and starts fetching. It
+// returns once the worker is ready; until then Ready is false. Transient
+// JetStream failures (a cluster without a leader, a node catching up,
+// peers creating the same streams) are retried with backoff until ctx
+// ends, so a worker started on a cluster in any state waits instead of
+// exiting. Calling it twice, or after Stop, returns an error.
 func (w *Worker) Start(ctx context.Context) error {
 	select {
 	case <-w.stopping:
@@ -20,7 +24,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("fleet: worker %s already started", w.cfg.ID)
 	}
-	st, err := openStores(ctx, w.js, w.cfg.Store, w.cfg.SkipSetup)
+	scfg := w.cfg.Store
+	scfg.OnRetry = func(what string, err error, wait time.Duration) {
+		w.log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("JetStream layout not ready; retrying")
+		if w.cfg.Store.OnRetry != nil {
+			w.cfg.Store.OnRetry(what, err, wait)
+		}
+	}
+	st, err := EnsureStores(ctx, w.js, scfg)
 	if err != nil {
 		return err
 	}

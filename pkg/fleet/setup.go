@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,14 +36,22 @@ type StoreConfig struct {
 	DeadTTL time.Duration
 	// StatusTTL is how long mission status is kept. Default 72h.
 	StatusTTL time.Duration
-	// AckWait of the mission consumers; workers heartbeat every AckWait/3.
-	// Default 60s.
+	// AckWait of the mission consumers; workers heartbeat every AckWait/3,
+	// so a killed worker's missions are redelivered at most AckWait after
+	// its last heartbeat. Default DefaultAckWait.
 	AckWait time.Duration
 	// MaxDeliver of the mission consumers. Default 5.
 	MaxDeliver int
 	// MaxAckPending of each consumer: the fleet's total mission slots.
 	// Default 1000.
 	MaxAckPending int
+	// VerifyOnly makes EnsureStores wait for the layout to exist instead
+	// of creating or updating it: for deployments where workers may not
+	// create streams and an administrator sets the layout up.
+	VerifyOnly bool
+	// OnRetry, if set, is told about each transient setup failure before
+	// EnsureStores waits and tries again (e.g. to log it).
+	OnRetry func(what string, err error, wait time.Duration)
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -58,7 +68,7 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	def(&c.EventTTL, time.Hour)
 	def(&c.DeadTTL, 30*24*time.Hour)
 	def(&c.StatusTTL, 72*time.Hour)
-	def(&c.AckWait, 60*time.Second)
+	def(&c.AckWait, DefaultAckWait)
 	if c.MaxMissionBytes <= 0 {
 		c.MaxMissionBytes = messages.MaxMissionBytes
 	}
@@ -73,6 +83,12 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	return c
 }
+
+// DefaultAckWait is the mission consumers' default AckWait: short enough
+// that another worker takes over a killed worker's missions within
+// seconds, long enough that a live worker's heartbeat (every third of it)
+// survives a NATS reconnect.
+const DefaultAckWait = 6 * time.Second
 
 // ConsumerName is the durable pull consumer of missions of a priority.
 func ConsumerName(priority string) string { return "workers-" + priority }
@@ -89,48 +105,38 @@ type Stores struct {
 	Consumers map[string]jetstream.Consumer
 }
 
-// EnsureStores creates or updates every stream, consumer and bucket of the
-// fleet layout (docs/fleet.md). It is idempotent and safe to call from every
-// worker and client at start; concurrent calls with different configurations
-// leave the last one written.
+// EnsureStores makes the fleet layout (docs/fleet.md) exist as cfg says and
+// returns handles to it. It is safe to call from every worker and client at
+// once, on a single server or a cluster in any state:
+//
+//   - each stream, consumer and bucket is read first; one that exists with
+//     the wanted settings is left alone (no write), one that differs is
+//     updated with only the fleet's fields changed, a missing one is created;
+//   - a peer creating the same store at the same moment is not an error
+//     (the create is followed by another read);
+//   - transient failures (no JetStream leader, 503, API timeouts, lost
+//     responses) are retried with capped exponential backoff until ctx ends;
+//     only errors no retry can fix (an invalid or conflicting
+//     configuration) return early.
+//
+// With cfg.VerifyOnly it never creates or updates anything: it waits, with
+// the same backoff, until every store exists (for deployments where only an
+// administrator may create streams). Concurrent calls with different
+// configurations leave the last one written.
 func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) (*Stores, error) {
 	cfg = cfg.withDefaults()
 	st := &Stores{Consumers: map[string]jetstream.Consumer{}}
-	var err error
-	streams := []struct {
-		dst *jetstream.Stream
-		cfg jetstream.StreamConfig
-	}{
-		{&st.Missions, jetstream.StreamConfig{
-			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*"},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			Duplicates: cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
-			Discard: jetstream.DiscardNew,
-		}},
-		{&st.Results, jetstream.StreamConfig{
-			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*"},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,
-		}},
-		{&st.Events, jetstream.StreamConfig{
-			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*"},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			MaxAge: cfg.EventTTL, Discard: jetstream.DiscardOld,
-		}},
-		{&st.Dead, jetstream.StreamConfig{
-			Name: messages.StreamDead, Subjects: []string{messages.SubjectDeadPrefix + "*"},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			MaxAge: cfg.DeadTTL, MaxMsgSize: cfg.MaxMissionBytes + 4096,
-		}},
-	}
-	for _, s := range streams {
-		if *s.dst, err = js.CreateOrUpdateStream(ctx, s.cfg); err != nil {
-			return nil, fmt.Errorf("fleet: stream %s: %w", s.cfg.Name, err)
+	for _, s := range layoutStreams(cfg) {
+		str, err := retrySetup(ctx, cfg, "stream "+s.cfg.Name, func(ctx context.Context) (jetstream.Stream, error) {
+			return ensureStream(ctx, js, s.cfg, cfg.VerifyOnly)
+		})
+		if err != nil {
+			return nil, err
 		}
+		*s.dst(st) = str
 	}
 	for _, p := range messages.Priorities() {
-		c, err := st.Missions.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		want := jetstream.ConsumerConfig{
 			Durable:       ConsumerName(p),
 			FilterSubject: messages.SubmitSubject(p),
 			AckPolicy:     jetstream.AckExplicitPolicy,
@@ -138,25 +144,229 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 			MaxDeliver:    cfg.MaxDeliver,
 			MaxAckPending: cfg.MaxAckPending,
 			MaxWaiting:    4096,
+		}
+		c, err := retrySetup(ctx, cfg, "consumer "+want.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+			return ensureConsumer(ctx, st.Missions, want, cfg.VerifyOnly)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("fleet: consumer %s: %w", ConsumerName(p), err)
+			return nil, err
 		}
 		st.Consumers[p] = c
 	}
-	if st.Status, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kvCfg := jetstream.KeyValueConfig{
 		Bucket: messages.BucketStatus, History: 1, TTL: cfg.StatusTTL,
 		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-	}); err != nil {
-		return nil, fmt.Errorf("fleet: kv %s: %w", messages.BucketStatus, err)
 	}
-	if st.Context, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	var err error
+	st.Status, err = retrySetup(ctx, cfg, "kv "+kvCfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return ensureKV(ctx, js, kvCfg, cfg.VerifyOnly)
+	})
+	if err != nil {
+		return nil, err
+	}
+	objCfg := jetstream.ObjectStoreConfig{
 		Bucket: messages.BucketContext, TTL: cfg.ResultTTL,
 		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-	}); err != nil {
-		return nil, fmt.Errorf("fleet: object store %s: %w", messages.BucketContext, err)
+	}
+	st.Context, err = retrySetup(ctx, cfg, "object store "+objCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return ensureObjectStore(ctx, js, objCfg, cfg.VerifyOnly)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return st, nil
+}
+
+// layoutStream is one stream of the layout and where its handle goes.
+type layoutStream struct {
+	dst func(*Stores) *jetstream.Stream
+	cfg jetstream.StreamConfig
+}
+
+// layoutStreams lists the fleet's streams as cfg configures them.
+func layoutStreams(cfg StoreConfig) []layoutStream {
+	return []layoutStream{
+		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
+			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*"},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			Duplicates: cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
+			Discard: jetstream.DiscardNew,
+		}},
+		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
+			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
+			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,
+		}},
+		{func(s *Stores) *jetstream.Stream { return &s.Events }, jetstream.StreamConfig{
+			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			MaxAge: cfg.EventTTL, Discard: jetstream.DiscardOld,
+		}},
+		{func(s *Stores) *jetstream.Stream { return &s.Dead }, jetstream.StreamConfig{
+			Name: messages.StreamDead, Subjects: []string{messages.SubjectDeadPrefix + "*"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			MaxAge: cfg.DeadTTL, MaxMsgSize: cfg.MaxMissionBytes + 4096,
+		}},
+	}
+}
+
+// setupOpTimeout bounds one JetStream API call of the setup; a call that
+// times out is retried.
+const setupOpTimeout = 5 * time.Second
+
+// errLayoutMissing is what VerifyOnly waits out.
+var errLayoutMissing = errors.New("not created yet")
+
+// retrySetup runs op until it succeeds, fails permanently or ctx ends,
+// backing off from 50ms to 2s (with jitter) between transient failures.
+func retrySetup[T any](ctx context.Context, cfg StoreConfig, what string, op func(context.Context) (T, error)) (T, error) {
+	backoff := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		octx, cancel := context.WithTimeout(ctx, setupOpTimeout)
+		v, err := op(octx)
+		cancel()
+		if err == nil {
+			return v, nil
+		}
+		if ctx.Err() != nil || !transientSetupError(err) {
+			var zero T
+			if ctx.Err() != nil {
+				return zero, fmt.Errorf("fleet: %s: %w (gave up after %d tries: %w)", what, err, try, context.Cause(ctx))
+			}
+			return zero, fmt.Errorf("fleet: %s: %w", what, err)
+		}
+		wait := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
+		if cfg.OnRetry != nil {
+			cfg.OnRetry(what, err, wait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// transientSetupError reports whether a setup failure may go away by
+// itself: everything except a request the server rejects as bad (HTTP-like
+// code 400, e.g. an invalid configuration or one that cannot be changed),
+// and the missing layout VerifyOnly waits for.
+func transientSetupError(err error) bool {
+	if errors.Is(err, errLayoutMissing) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code != 400 || apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse
+	}
+	return !errors.Is(err, jetstream.ErrInvalidStreamName) && !errors.Is(err, jetstream.ErrInvalidBucketName) &&
+		!errors.Is(err, jetstream.ErrInvalidStoreName)
+}
+
+// ensureStream reads the stream and creates or updates it when needed.
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, verify bool) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if verify {
+			return nil, errLayoutMissing
+		}
+		// A peer creating it now makes this fail with "name already in
+		// use" (or time out on a cluster): both are retried, and the next
+		// try reads what the peer created.
+		return js.CreateStream(ctx, want)
+	}
+	if err != nil || verify {
+		return s, err
+	}
+	have := s.CachedInfo().Config
+	next := have
+	overlayStream(&next, want)
+	if reflect.DeepEqual(next, have) {
+		return s, nil
+	}
+	return js.UpdateStream(ctx, next)
+}
+
+// overlayStream sets the fields the fleet decides on dst (every field the
+// layout sets, zero or not); the rest keep the server's values.
+func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
+	dst.Subjects, dst.Retention, dst.Storage, dst.Replicas = w.Subjects, w.Retention, w.Storage, w.Replicas
+	dst.Discard, dst.DiscardNewPerSubject, dst.AllowDirect, dst.MaxAge = w.Discard, w.DiscardNewPerSubject, w.AllowDirect, w.MaxAge
+	if w.Duplicates != 0 {
+		dst.Duplicates = w.Duplicates
+	}
+	if w.MaxMsgSize != 0 {
+		dst.MaxMsgSize = w.MaxMsgSize
+	}
+	if w.MaxMsgs != 0 {
+		dst.MaxMsgs = w.MaxMsgs
+	}
+	if w.MaxMsgsPerSubject != 0 {
+		dst.MaxMsgsPerSubject = w.MaxMsgsPerSubject
+	}
+}
+
+// ensureConsumer reads the durable consumer and creates or updates it when
+// needed.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, verify bool) (jetstream.Consumer, error) {
+	c, err := s.Consumer(ctx, want.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		if verify {
+			return nil, errLayoutMissing
+		}
+		return s.CreateOrUpdateConsumer(ctx, want)
+	}
+	if err != nil || verify {
+		return c, err
+	}
+	have := c.CachedInfo().Config
+	next := have
+	next.FilterSubject, next.AckPolicy, next.AckWait = want.FilterSubject, want.AckPolicy, want.AckWait
+	next.MaxDeliver, next.MaxAckPending, next.MaxWaiting = want.MaxDeliver, want.MaxAckPending, want.MaxWaiting
+	if reflect.DeepEqual(next, have) {
+		return c, nil
+	}
+	return s.UpdateConsumer(ctx, next)
+}
+
+// ensureKV reads the bucket's stream and creates or updates the bucket when
+// needed.
+func ensureKV(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, verify bool) (jetstream.KeyValue, error) {
+	s, err := js.Stream(ctx, "KV_"+want.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && verify:
+		return nil, errLayoutMissing
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return js.CreateKeyValue(ctx, want)
+	case err != nil:
+		return nil, err
+	}
+	have := s.CachedInfo().Config
+	if verify || (have.MaxAge == want.TTL && have.Replicas == want.Replicas &&
+		have.MaxMsgsPerSubject == int64(want.History) && have.Storage == want.Storage) {
+		return js.KeyValue(ctx, want.Bucket)
+	}
+	return js.UpdateKeyValue(ctx, want)
+}
+
+// ensureObjectStore reads the store's stream and creates or updates the
+// store when needed.
+func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig, verify bool) (jetstream.ObjectStore, error) {
+	s, err := js.Stream(ctx, "OBJ_"+want.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound) && verify:
+		return nil, errLayoutMissing
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return js.CreateObjectStore(ctx, want)
+	case err != nil:
+		return nil, err
+	}
+	have := s.CachedInfo().Config
+	if verify || (have.MaxAge == want.TTL && have.Replicas == want.Replicas && have.Storage == want.Storage) {
+		return js.ObjectStore(ctx, want.Bucket)
+	}
+	return js.UpdateObjectStore(ctx, want)
 }
 
 // isWrongLastSeq reports a compare-and-set conflict on publish (10071, or

@@ -30,12 +30,11 @@ type WorkerConfig struct {
 	Slots int
 	// Priorities are fetched in this order. Default messages.Priorities().
 	Priorities []string
-	// Store configures the streams (EnsureStores) unless SkipSetup is set.
-	// Its AckWait and MaxDeliver define the consumers; the worker reads
-	// them back from the consumer (heartbeats every AckWait/3).
+	// Store configures the streams, consumers and buckets (EnsureStores at
+	// Start; with Store.VerifyOnly the worker only waits for them to
+	// exist). Its AckWait and MaxDeliver define the consumers; the worker
+	// reads them back from the consumer (heartbeats every AckWait/3).
 	Store StoreConfig
-	// SkipSetup binds to existing streams instead of creating them.
-	SkipSetup bool
 	// IdleWait is how long one long poll waits for a mission when none is
 	// queued. An idle worker keeps one poll open per priority (each on a
 	// free slot), so pickup is immediate whatever the priority; with fewer

@@ -1,0 +1,180 @@
+package fleet_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// countWrites counts the JetStream API requests that create or update
+// streams and consumers (meta-layer writes) seen on nc's server.
+func countWrites(t *testing.T, nc *nats.Conn) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	for _, subj := range []string{"$JS.API.STREAM.CREATE.>", "$JS.API.STREAM.UPDATE.>", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>"} {
+		sub, err := nc.Subscribe(subj, func(*nats.Msg) { n.Add(1) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+// A second EnsureStores with the same configuration writes nothing; a
+// changed consumer setting updates the consumers only.
+func TestEnsureStoresDoesNotRewriteAnUnchangedLayout(t *testing.T) {
+	s, nc := runJetStream(t)
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	spy := connect(t, s)
+	writes := countWrites(t, spy)
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	flushWait(t, spy)
+	if writes.Load() == 0 {
+		t.Fatal("the spy saw no create on an empty server")
+	}
+	writes.Store(0)
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	flushWait(t, spy)
+	if n := writes.Load(); n != 0 {
+		t.Errorf("unchanged layout: %d create/update requests, want 0", n)
+	}
+	st, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{MaxDeliver: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushWait(t, spy)
+	if n, want := writes.Load(), int64(len(messages.Priorities())); n != want {
+		t.Errorf("MaxDeliver changed: %d writes, want %d (the consumers only)", n, want)
+	}
+	if got := st.Consumers[messages.PriorityLow].CachedInfo().Config.MaxDeliver; got != 9 {
+		t.Errorf("MaxDeliver = %d", got)
+	}
+}
+
+func flushWait(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+// Many workers and clients setting the layout up at the same moment all
+// succeed.
+func TestEnsureStoresConcurrentPeers(t *testing.T) {
+	s, _ := runJetStream(t)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			js, _ := jetstream.New(connect(t, s))
+			_, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A worker that only verifies the layout waits, not ready, until someone
+// else creates it; then it starts and runs missions.
+func TestWorkerVerifyOnlyWaitsForTheLayout(t *testing.T) {
+	s, nc := runJetStream(t)
+	ctx := testCtx(t)
+	var retries atomic.Int64
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		Runner: fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+			return &messages.Step{Return: "ok"}, nil
+		}),
+		Priorities: []string{messages.PriorityNormal},
+		Store: fleet.StoreConfig{AckWait: testStore.AckWait, VerifyOnly: true,
+			OnRetry: func(string, error, time.Duration) { retries.Add(1) }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- w.Start(ctx) }()
+	t.Cleanup(func() { _ = w.Stop() })
+	time.Sleep(300 * time.Millisecond)
+	if w.Ready() {
+		t.Fatal("ready before the layout exists")
+	}
+	if retries.Load() == 0 {
+		t.Error("no retry reported while waiting")
+	}
+	js, _ := jetstream.New(connect(t, s))
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{AckWait: testStore.AckWait}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("worker did not start once the layout existed")
+	}
+	if !w.Ready() {
+		t.Error("started but not ready")
+	}
+	c := newClient(t, nc)
+	step, err := c.Run(ctx, newMission())
+	if err != nil || !step.Ok() {
+		t.Fatalf("Run = %+v, %v", step, err)
+	}
+	// VerifyOnly created nothing of its own: the stream's config is the
+	// one the administrator wrote.
+	str, _ := js.Stream(ctx, messages.StreamMissions)
+	if str.CachedInfo().Config.Replicas != 1 {
+		t.Errorf("replicas = %d", str.CachedInfo().Config.Replicas)
+	}
+}
+
+// EnsureStores keeps retrying while JetStream is unavailable and gives up
+// only when its ctx ends, naming the store and the cause.
+func TestEnsureStoresRetriesUntilCtxEnds(t *testing.T) {
+	_, nc := runJetStream(t)
+	// A domain nobody serves: every API request finds no responders.
+	jsOther, _ := jetstream.NewWithDomain(nc, "nowhere")
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	var retries atomic.Int64
+	start := time.Now()
+	_, err := fleet.EnsureStores(ctx, jsOther, fleet.StoreConfig{OnRetry: func(string, error, time.Duration) { retries.Add(1) }})
+	if err == nil {
+		t.Fatal("EnsureStores succeeded against a missing domain")
+	}
+	if time.Since(start) < 600*time.Millisecond {
+		t.Errorf("gave up after %v, before its ctx ended", time.Since(start))
+	}
+	if retries.Load() < 3 {
+		t.Errorf("retries = %d", retries.Load())
+	}
+	t.Log(err)
+}
