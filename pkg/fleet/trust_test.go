@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,5 +147,33 @@ func TestDiscoveryToolNameConflict(t *testing.T) {
 	}
 	if _, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{ToolPins: map[string]string{"lookup": "a.b"}}); !errors.Is(err, fleet.ErrInvalidConfig) {
 		t.Errorf("bad pin: %v", err)
+	}
+}
+
+// TestToolReplyNestedTooDeep: a tool reply of nearly 1 MiB nested one level
+// per byte is refused by the bounds scan, as an invalid response, before
+// the decoder recurses into it.
+func TestToolReplyNestedTooDeep(t *testing.T) {
+	_, nc := runJetStream(t)
+	deep := bytes.Repeat([]byte{0x91}, 1<<20-4096)
+	deep[len(deep)-1] = 0xc0
+	svc, err := micro.AddService(nc, micro.Config{Name: "deep", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	err = svc.AddEndpoint("nest", micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(deep) }),
+		micro.WithEndpointSubject(messages.ToolSubject("deep", "nest")), micro.WithEndpointMetadata(map[string]string{fleet.MetaTool: "nest"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"nest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = box.Call(testCtx(t), "nest", nil)
+	var te *fleet.ToolError
+	if !errors.As(err, &te) || te.Code != messages.ToolErrInternal || !strings.Contains(errors.Unwrap(err).Error(), "nested deeper than 512 levels") {
+		t.Fatalf("call: %v", err)
 	}
 }

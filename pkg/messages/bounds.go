@@ -5,32 +5,65 @@ import (
 	"fmt"
 )
 
+// Limits of a msgpack message that CheckBounds enforces while scanning,
+// before anything is decoded.
+const (
+	// MaxNesting bounds how deeply arrays and maps may nest. The decoder
+	// recurses once per level (a 1 MiB message of nested one-element arrays
+	// is a million levels deep) and so does every walk over the decoded
+	// value.
+	MaxNesting = 512
+	// MaxValues bounds the values of one message: every scalar, array, map
+	// and map key counts one. A decoded value costs tens of bytes (an empty
+	// map about 60), so without it a 1 MiB message of a million empty maps
+	// becomes 60 MB of heap; with it a message decodes to at most ~16 MB.
+	MaxValues = 1 << 18
+)
+
 // CheckBounds walks msgpack data without decoding it and reports an error
 // when a declared string, binary, extension, array or map length does not fit
-// in the bytes that follow. The msgpack decoder allocates a slice of the
-// declared length before reading its elements, so a 10-byte message claiming
-// a billion-element array would allocate gigabytes; Unmarshal calls
-// CheckBounds first, so every decoder of this package is protected. It runs in O(len(data)) with no
-// allocation.
+// in the bytes that follow, when containers nest deeper than MaxNesting, or
+// when the message holds more than MaxValues values. The msgpack decoder
+// allocates a slice of the declared length before reading its elements and
+// recurses once per nesting level, so a 10-byte message claiming a
+// billion-element array, or a small one nested a million levels deep, would
+// exhaust memory or stack; Unmarshal calls CheckBounds first, so every
+// decoder of this package is protected. It runs in O(len(data)) and does
+// not allocate.
 func CheckBounds(data []byte) error {
-	pos := 0
-	pending := 1 // values still to read
-	for pending > 0 {
+	// open[i] counts the values still to read in the i-th open container;
+	// the outermost level is the one top-level value.
+	var open [MaxNesting + 1]int
+	depth := 0
+	open[0] = 1
+	pos, values := 0, 0
+	pending := 1 // values still to read, over every open container
+	for depth >= 0 {
+		if open[depth] == 0 {
+			depth--
+			continue
+		}
 		if pos >= len(data) {
 			return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 		}
+		open[depth]--
+		pending--
+		values++
+		if values > MaxValues {
+			return fmt.Errorf("messages: msgpack holds more than %d values (at byte %d)", MaxValues, pos)
+		}
 		c := data[pos]
 		pos++
-		pending--
 		rest := len(data) - pos
 		var skip, items int // payload bytes to skip; nested values announced
 		var lenBytes int
+		container := false
 		switch {
 		case c <= 0x7f || c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3:
 		case c >= 0x80 && c <= 0x8f:
-			items = 2 * int(c&0x0f)
+			items, container = 2*int(c&0x0f), true
 		case c >= 0x90 && c <= 0x9f:
-			items = int(c & 0x0f)
+			items, container = int(c&0x0f), true
 		case c >= 0xa0 && c <= 0xbf:
 			skip = int(c & 0x1f)
 		case c == 0xc4 || c == 0xd9:
@@ -63,13 +96,13 @@ func CheckBounds(data []byte) error {
 			if rest < 2 {
 				return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 			}
-			items = int(binary.BigEndian.Uint16(data[pos:]))
+			items, container = int(binary.BigEndian.Uint16(data[pos:])), true
 			pos += 2
 		case c == 0xdd, c == 0xdf:
 			if rest < 4 {
 				return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 			}
-			items = int(binary.BigEndian.Uint32(data[pos:]))
+			items, container = int(binary.BigEndian.Uint32(data[pos:])), true
 			pos += 4
 		default:
 			return fmt.Errorf("messages: msgpack invalid code 0x%02x at byte %d", c, pos-1)
@@ -97,10 +130,22 @@ func CheckBounds(data []byte) error {
 			return fmt.Errorf("messages: msgpack length %d at byte %d exceeds the %d bytes left", skip, pos, len(data)-pos)
 		}
 		pos += skip
-		// Every announced value takes at least one byte.
+		if !container {
+			continue
+		}
+		// Every announced value takes at least one byte, and so does every
+		// value still pending in the containers already open.
 		if items > len(data)-pos || pending+items > len(data)-pos {
 			return fmt.Errorf("messages: msgpack container of %d values at byte %d exceeds the %d bytes left", items, pos, len(data)-pos)
 		}
+		if items == 0 {
+			continue
+		}
+		if depth+1 > MaxNesting {
+			return fmt.Errorf("messages: msgpack nested deeper than %d levels at byte %d", MaxNesting, pos)
+		}
+		depth++
+		open[depth] = items
 		pending += items
 	}
 	return nil

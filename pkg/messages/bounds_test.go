@@ -1,6 +1,9 @@
 package messages
 
 import (
+	"bytes"
+	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -55,4 +58,68 @@ func FuzzCheckBounds(f *testing.F) {
 		var v any
 		_ = Unmarshal(data, &v) // must not panic or allocate beyond the input's claims
 	})
+}
+
+// TestCheckBoundsNestingAndValues: a 1 MiB message nested a million levels
+// deep and one of a million empty maps are refused while scanning, without
+// allocating more than an error and before the decoder sees them; messages just inside the
+// limits decode.
+func TestCheckBoundsNestingAndValues(t *testing.T) {
+	const mib = 1 << 20
+	deep := bytes.Repeat([]byte{0x91}, mib) // [[[[...]]]]
+	deep[len(deep)-1] = 0xc0
+	maps := make([]byte, 0, mib)
+	maps = append(maps, 0xdd, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(maps[1:], mib-5)
+	maps = append(maps, bytes.Repeat([]byte{0x80}, mib-5)...) // [{} {} {} ...]
+
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"million levels", deep, "nested deeper than 512 levels at byte 513"},
+		{"million empty maps", maps, "more than 262144 values"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := CheckBounds(c.data); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckBounds = %v, want %q", err, c.want)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var v any
+			err := Unmarshal(c.data, &v)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Unmarshal = %v, want %q", err, c.want)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+				t.Errorf("Unmarshal allocated %d bytes before refusing", grew)
+			}
+		})
+	}
+
+	ok := append([]byte{}, deep[len(deep)-MaxNesting-1:]...) // 512 levels, then nil
+	if err := CheckBounds(ok); err != nil {
+		t.Errorf("%d levels: %v", MaxNesting, err)
+	}
+	var v any
+	if err := Unmarshal(ok, &v); err != nil {
+		t.Errorf("decode %d levels: %v", MaxNesting, err)
+	}
+	if err := CheckBounds(append([]byte{0x91}, ok...)); err == nil {
+		t.Errorf("%d levels accepted", MaxNesting+1)
+	}
+	many := []byte{0xdd, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(many[1:], MaxValues-1)
+	many = append(many, make([]byte, MaxValues-1)...) // MaxValues-1 zeros in one array
+	var arr []any
+	if err := Unmarshal(many, &arr); err != nil || len(arr) != MaxValues-1 {
+		t.Errorf("array of %d values: %v", MaxValues-1, err)
+	}
+	binary.BigEndian.PutUint32(many[1:], MaxValues)
+	many = append(many, 0)
+	if err := CheckBounds(many); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("array of %d values: %v", MaxValues, err)
+	}
 }

@@ -91,8 +91,14 @@ func decodeMap(d *msgpack.Decoder) (any, error) {
 	return m, nil
 }
 
-// maxDepth bounds nesting so a hostile message cannot exhaust the stack.
-const maxDepth = 512
+// maxDepth bounds the nesting Normalize accepts: the MaxNesting a message
+// may have.
+const maxDepth = MaxNesting
+
+// maxWalkDepth bounds normalizeValue's walk over decoded structs, which
+// counts pointer, struct and field levels as well as the message's own (a
+// Step's child Steps), so it allows more than the message's MaxNesting.
+const maxWalkDepth = 2 * MaxNesting
 
 // Normalize turns v into plain Go data: integers become int64 (uint64 beyond
 // the int64 range becomes float64), float32 becomes float64, []byte becomes
@@ -204,8 +210,8 @@ func normUint(u uint64) any {
 // normalizeValue walks a decoded struct and normalizes every dynamic value
 // (fields of interface type and maps/slices of them) in place.
 func normalizeValue(rv reflect.Value, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("value nested deeper than %d levels", maxDepth)
+	if depth > maxWalkDepth {
+		return fmt.Errorf("value nested deeper than %d levels", maxWalkDepth)
 	}
 	switch rv.Kind() {
 	case reflect.Pointer:
@@ -217,7 +223,7 @@ func normalizeValue(rv reflect.Value, depth int) error {
 		if rv.IsNil() || !rv.CanSet() {
 			return nil
 		}
-		n, err := normalize(rv.Interface(), depth)
+		n, err := normalize(rv.Interface(), 0)
 		if err != nil {
 			return err
 		}
@@ -254,7 +260,7 @@ func normalizeValue(rv reflect.Value, depth int) error {
 		if rv.Type().Elem().Kind() == reflect.Interface {
 			it := rv.MapRange()
 			for it.Next() {
-				n, err := normalize(it.Value().Interface(), depth+1)
+				n, err := normalize(it.Value().Interface(), 0)
 				if err != nil {
 					return fmt.Errorf("%v: %w", it.Key(), err)
 				}

@@ -163,7 +163,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "truncated at byte 0"},
-		{"truncated", good[:len(good)-1], "exceeds"},
+		{"truncated", good[:len(good)-1], "truncated"},
 		{"trailing", append(append([]byte{}, good...), 0xc0), "1 trailing bytes"},
 		{"not a map", []byte{0x01}, "decode"},
 	}
