@@ -112,8 +112,8 @@ func registerMaps(r registry) {
 		var keys, vals []Value
 		for _, k := range ks {
 			th.tick()
-			if v, ok := lookup(a[0], k); ok {
-				keys, vals = append(keys, k), append(vals, v)
+			if sk, v, ok := lookupStored(a[0], k); ok {
+				keys, vals = append(keys, sk), append(vals, v)
 			}
 		}
 		return buildMap(th, keys, vals)
@@ -220,6 +220,22 @@ func registerMaps(r registry) {
 
 // lookup is get with a found flag: maps (flex), vectors and strings by
 // index, sets by membership.
+// lookupStored is lookup that also returns the key as the collection
+// spells it: a map's stored key (flex lookup finds "id" for :id, and
+// "id" is what a selection keeps, so host keys leave unchanged), else k.
+func lookupStored(coll, k Value) (Value, Value, bool) {
+	if m, ok := coll.(*Map); ok {
+		sk, found := m.lookupKey(k)
+		if !found {
+			return nil, nil, false
+		}
+		v, _ := m.Get(sk)
+		return sk, v, true
+	}
+	v, ok := lookup(coll, k)
+	return k, v, ok
+}
+
 func lookup(coll, k Value) (Value, bool) {
 	switch c := coll.(type) {
 	case *Map:

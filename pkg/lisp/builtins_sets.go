@@ -100,8 +100,8 @@ func registerSets(r registry) {
 		for _, it := range th.Seq(a[0], "project", 1) {
 			var keys, vals []Value
 			for _, k := range ks {
-				if v, ok := lookup(it, k); ok {
-					keys, vals = append(keys, k), append(vals, v)
+				if sk, v, ok := lookupStored(it, k); ok {
+					keys, vals = append(keys, sk), append(vals, v)
 				}
 			}
 			out = append(out, buildMap(th, keys, vals))
@@ -145,8 +145,8 @@ func registerSets(r registry) {
 			th.tick()
 			var keys, vals []Value
 			for _, k := range ks {
-				if v, ok := lookup(it, k); ok {
-					keys, vals = append(keys, k), append(vals, v)
+				if sk, v, ok := lookupStored(it, k); ok {
+					keys, vals = append(keys, sk), append(vals, v)
 				}
 			}
 			i, added := seen.find(buildMap(th, keys, vals))

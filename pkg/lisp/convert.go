@@ -185,7 +185,12 @@ func fromSlice[T any](cv *converter, xs []T) (Value, error) {
 
 // ToGo converts a Value to plain Go data: keywords become their names,
 // vectors, sets and realised lazy seqs become []any, maps become
-// map[string]any with keys as strings and '-' replaced by '_' (§3.5).
+// map[string]any. Map keys follow the boundary rule: a keyword key is
+// spelled with '_' for '-' (:row-count → "row_count"); a string key is data
+// and goes out exactly as it is; any other key (a number, a vector, ...)
+// becomes its str form. When two keys of one map give the same host key, a
+// key spelled exactly (a string, or a keyword without '-') wins over a
+// respelled one; between two respelled keys the first in key order wins.
 // Functions and regexes become their printed form ("#fn[x]", "#\"p\""),
 // vars "#'name": the result is always plain data (use Result.Memory to keep
 // closures between runs).
@@ -217,8 +222,20 @@ func ToGo(v Value) any {
 		return out
 	case *Map:
 		out := make(map[string]any, x.Len())
+		var respelled []mapEntry
 		for _, e := range x.entries() {
-			out[hostKey(e.key)] = ToGo(e.val)
+			k, exact := hostKey(e.key)
+			if !exact {
+				respelled = append(respelled, e)
+				continue
+			}
+			out[k] = ToGo(e.val)
+		}
+		for _, e := range respelled {
+			k, _ := hostKey(e.key)
+			if _, taken := out[k]; !taken {
+				out[k] = ToGo(e.val)
+			}
 		}
 		return out
 	case *Var:
@@ -231,20 +248,19 @@ func ToGo(v Value) any {
 	return v
 }
 
-// hostKey renders a map key for the host: strings and keyword names with
-// '-' replaced by '_'; other keys by their str form.
-func hostKey(k Value) string {
-	var s string
+// hostKey renders a map key for the host (the boundary rule, see ToGo):
+// a string as is, a keyword's name with '-' replaced by '_', any other key
+// by its str form. exact reports whether the key is spelled as it is in
+// the program (a string or a keyword without '-').
+func hostKey(k Value) (name string, exact bool) {
 	switch x := k.(type) {
 	case string:
-		s = x
+		return x, true
 	case *Keyword:
-		s = x.Name
-	default:
-		s = Str(k)
+		if strings.IndexByte(x.Name, '-') < 0 {
+			return x.Name, true
+		}
+		return strings.ReplaceAll(x.Name, "-", "_"), false
 	}
-	if strings.IndexByte(s, '-') >= 0 {
-		s = strings.ReplaceAll(s, "-", "_")
-	}
-	return s
+	return Str(k), false
 }

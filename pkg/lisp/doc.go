@@ -8,8 +8,8 @@
 //	res, err := lisp.Exec(ctx, src, opts) // the richer Result, for the agent loop
 //
 // Run returns a *messages.Step: Return (plain Go data: nil, bool, int64,
-// float64, string, []any, map[string]any; keywords become names, map keys
-// become strings with '-' → '_'), Memory, Prints and one Trace turn with the
+// float64, string, []any, map[string]any; keywords become names; map keys
+// follow the boundary rule below), Memory, Prints and one Trace turn with the
 // program and its tool calls. err != nil exactly when step.Fail is set;
 // step.Fail.Reason is snake_case ("parse_error", "unbound_symbol",
 // "type_error", "arity_error", "timeout", "memory_limit", "loop_limit",
@@ -38,10 +38,23 @@
 // A Tool is anything with Call(ctx, args map[string]any) (any, error):
 // ToolFunc adapts a func; Tools maps names to tools. Programs call tools as
 // (tool/name {...}), (tool/name :k v ...) or (call "name" {...}); argument
-// keys arrive as strings with '-' → '_', results are converted with FromGo
+// keys arrive by the boundary rule, results are converted with FromGo
 // (JSON model). A tool error or panic becomes a tool_error. Unknown literal
 // tool names are rejected before anything runs. (call "return" v) and
 // (call "fail" v) end the run.
+//
+// # The host boundary
+//
+// Map keys cross the boundary (ToGo: Step.Return, Step.Memory, tool
+// arguments, fail values, signature validation) by one rule: a keyword key
+// written by a program is spelled with '_' for '-' (:row-count → "row_count",
+// so it satisfies a signature's row_count); a string key is data and never
+// changes ("2024-01-31", "SKU-1"); host map keys enter as strings (FromGo),
+// so a key that came in from the host goes back out exactly as it came,
+// through every builtin, memory, tool arguments and return. Other keys
+// (numbers, vectors) go out as their str form. When two keys of one map give
+// the same host key, the exactly spelled one (a string, or a keyword without
+// '-') wins.
 //
 // # Pipeline and performance
 //

@@ -14,8 +14,9 @@ import (
 
 // Tool is a host capability callable from a program: a local Go func, an
 // LLM tool, a sub-agent or a remote (NATS) tool. Call receives the run's
-// context and the named arguments as plain Go data (keys with '-' turned
-// into '_'), and returns plain Go data (see FromGo) or an error. Call may be
+// context and the named arguments as plain Go data (keys by the boundary
+// rule of ToGo: keyword keys with '_' for '-', string keys as written), and
+// returns plain Go data (see FromGo) or an error. Call may be
 // invoked from several goroutines at once (pmap).
 type Tool interface {
 	Call(ctx context.Context, args map[string]any) (any, error)

@@ -444,7 +444,7 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 }
 
 // validateSignature checks the returned value against the signature's
-// output type (keys already normalised '-' → '_' by ToGo).
+// output type, on the value as the host sees it (ToGo's key rule).
 func validateSignature(sig string, v Value) *Error {
 	s, err := signature.Parse(sig)
 	if err != nil {
