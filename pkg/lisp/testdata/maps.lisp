@@ -196,9 +196,10 @@
 (select-keys nil [:a])
 ;=> {}
 ---
+;; host keys keep their spelling: flex lookup finds "id" for :id
 ;; @ctx {"m": {"id": 1, "name": "x", "secret": 2}}
 (select-keys ctx/m [:id :name])
-;=> {:id 1 :name "x"}
+;=> {"id" 1 "name" "x"}
 ---
 (select-keys {:a 1} :a)
 ;;; "type_error: .*select-keys: expected a collection, got keyword :a \\(arg 2\\)"
