@@ -248,6 +248,13 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 		s.respondError(reply, req.CallID, messages.ToolErrFailed, "result: "+err.Error())
 		return
 	}
+	if limit := s.nc.MaxPayload(); limit > 0 && int64(len(body)) > limit-1024 {
+		// Publishing would fail and the caller would only see a timeout.
+		s.respondError(reply, req.CallID, messages.ToolErrFailed, fmt.Sprintf(
+			"the result is %d bytes encoded, more than the %d a tool response may carry; ask for less (filter, page or limit the call)",
+			len(body), limit-1024))
+		return
+	}
 	if err := s.nc.Publish(reply, body); err != nil {
 		log.Warn().Err(err).Msg("tool response not sent")
 	}

@@ -1,0 +1,104 @@
+// Command mcpbridge serves the tools of MCP (Model Context Protocol) servers
+// as fleet tools: it connects to each configured server, over stdio (it
+// starts the command) or Streamable HTTP, lists its tools and serves each as
+// a micro endpoint tool.<service>.<tool> with a signature derived from the
+// tool's JSON Schemas, so workers discover and call them like any other
+// tool service. Servers that exit or fail are reconnected with backoff;
+// their tools answer "unavailable" meanwhile; tool list changes are
+// followed. See docs/mcp.md.
+//
+//	mcpbridge -config bridge.yaml -nats-url nats://localhost:4222
+//
+// Every flag has an environment twin (-config → PTC_MCP_CONFIG).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "mcpbridge:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer) error {
+	fs := flag.NewFlagSet("mcpbridge", flag.ContinueOnError)
+	fs.SetOutput(logOut)
+	var (
+		natsOpts   cli.NATSOptions
+		logOpts    cli.LogOptions
+		configPath string
+		healthAddr string
+	)
+	natsOpts.Register(fs)
+	logOpts.Register(fs)
+	fs.StringVar(&configPath, "mcp-config", "", "the bridge's configuration file (YAML or JSON): the MCP servers to serve")
+	fs.StringVar(&healthAddr, "health-addr", ":8083", "address of the /healthz and /readyz endpoints (empty: off)")
+	cli.Usage(fs, "mcpbridge -mcp-config FILE [flags]")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cli.ApplyEnv(fs, getenv); err != nil {
+		return err
+	}
+	if err := natsOpts.Validate(); err != nil {
+		return err
+	}
+	if configPath == "" {
+		return errors.New("no configuration: set -mcp-config or PTC_MCP_CONFIG")
+	}
+	if natsOpts.URL == "" {
+		return errors.New("no NATS server: set -nats-url or PTC_NATS_URL")
+	}
+	cfg, err := LoadConfig(configPath, getenv)
+	if err != nil {
+		return err
+	}
+	log, err := logOpts.Logger(logOut, "mcpbridge")
+	if err != nil {
+		return err
+	}
+	natsOpts.Name = "ptc-mcpbridge"
+	opts, err := natsOpts.Options(log)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(natsOpts.URL, opts...)
+	if err != nil {
+		return fmt.Errorf("connect to nats: %w", err)
+	}
+	defer nc.Close()
+	b, err := NewBridge(nc, cfg, Options{Logger: &log})
+	if err != nil {
+		return err
+	}
+	hctx, stopHealth := context.WithCancel(context.Background())
+	defer stopHealth()
+	health := cli.Health{Ready: func() error {
+		if !nc.IsConnected() {
+			return errors.New("nats disconnected")
+		}
+		return nil
+	}}
+	if healthAddr != "" {
+		go func() { _ = health.Serve(hctx, healthAddr, nil) }()
+	}
+	return b.Run(ctx)
+}
