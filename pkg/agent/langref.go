@@ -2,39 +2,18 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
 )
 
-// The language reference sent to the model is generated from what pkg/lisp
-// actually supports: each name below is probed once against the
-// interpreter, and names it does not resolve are left out (so the
-// reference grows as builtins are added and never advertises a missing
-// one). Every example is run by a test.
-
-type refGroup struct {
-	title string
-	names []string
-}
-
-var refGroups = []refGroup{
-	{"Special forms", []string{"do", "if", "if-not", "when", "when-not", "cond", "case", "condp", "if-let", "when-let", "if-some", "when-some", "let", "letfn", "fn", "defn", "def", "defonce", "loop", "recur", "and", "or", "->", "->>", "some->", "some->>", "as->", "cond->", "cond->>", "for", "doseq", "where", "all-of", "any-of", "none-of"}},
-	{"Sequences", []string{"map", "mapv", "filter", "filterv", "remove", "reduce", "reduce-kv", "keep", "mapcat", "map-indexed", "first", "second", "last", "nth", "rest", "next", "butlast", "take", "drop", "take-last", "drop-last", "take-while", "drop-while", "count", "empty?", "not-empty", "seq", "conj", "cons", "concat", "into", "vec", "vector", "range", "repeat", "sort", "sort-by", "reverse", "distinct", "group-by", "frequencies", "partition", "partition-all", "partition-by", "flatten", "interleave", "interpose", "find", "pluck", "some", "every?", "not-any?", "apply", "pmap", "pcalls", "juxt", "reduced"}},
-	{"Aggregation", []string{"sum", "avg", "sum-by", "avg-by", "min-by", "max-by", "max-key", "min-key", "max", "min"}},
-	{"Maps", []string{"get", "get-in", "assoc", "assoc-in", "update", "update-in", "dissoc", "merge", "merge-with", "select-keys", "keys", "vals", "contains?", "zipmap", "update-vals", "update-keys", "hash-map"}},
-	{"Sets", []string{"set", "union", "intersection", "difference", "disj"}},
-	{"Strings", []string{"str", "subs", "format", "name", "keyword", "str/join", "str/split", "str/trim", "str/lower-case", "str/upper-case", "str/includes?", "str/starts-with?", "str/ends-with?", "str/replace", "str/blank?", "str/split-lines", "pr-str", "println"}},
-	{"Regex and parsing", []string{"re-find", "re-matches", "re-seq", "re-pattern", "parse-long", "parse-double", "parse-int"}},
-	{"Math", []string{"+", "-", "*", "/", "mod", "rem", "quot", "inc", "dec", "abs", "round", "floor", "ceil", "Math/round", "Math/floor", "Math/ceil", "Math/pow", "Math/sqrt", "Math/abs"}},
-	{"Comparison and logic", []string{"=", "not=", "<", ">", "<=", ">=", "not", "compare", "identity", "constantly", "partial", "comp", "complement", "fnil"}},
-	{"Predicates", []string{"nil?", "some?", "number?", "string?", "map?", "vector?", "keyword?", "boolean?", "coll?", "zero?", "pos?", "neg?", "even?", "odd?"}},
-}
+// The language reference sent to the model lists the special forms and
+// builtins that pkg/lisp's builtin table marks for it (lisp.Reference), so
+// it names exactly what the interpreter has. Every example is run by a
+// test.
 
 type refExample struct {
 	src  string
@@ -58,50 +37,7 @@ var exampleOrders = map[string]any{"orders": []any{
 	map[string]any{"id": int64(3), "status": "open", "total": int64(200)},
 }}
 
-type langSupport struct {
-	groups   []refGroup // names filtered to the supported ones
-	examples []refExample
-}
-
-// supportedLanguage probes pkg/lisp once per process; the result is
-// immutable.
-var supportedLanguage = sync.OnceValue(func() langSupport {
-	var ls langSupport
-	ok := map[string]bool{}
-	for _, g := range refGroups {
-		var names []string
-		for _, n := range g.names {
-			if probeName(n) {
-				names = append(names, n)
-				ok[n] = true
-			}
-		}
-		if len(names) > 0 {
-			ls.groups = append(ls.groups, refGroup{g.title, names})
-		}
-	}
-	for _, ex := range refExamples {
-		if got, err := runExample(ex); err == nil && got == ex.want {
-			ls.examples = append(ls.examples, ex)
-		}
-	}
-	return ls
-})
-
-// probeName reports whether the interpreter knows name as a builtin or a
-// special form.
-func probeName(name string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	res, err := lisp.Exec(ctx, name, lisp.Options{})
-	if err == nil {
-		_, isBuiltin := res.Value.(*lisp.Builtin)
-		return isBuiltin
-	}
-	var le *lisp.Error
-	return errors.As(err, &le) && strings.Contains(le.Msg, "special form")
-}
-
+// runExample runs a reference example and prints its value.
 func runExample(ex refExample) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -128,7 +64,7 @@ func languagePreset(name string) (func(a *Agent) string, bool) {
 
 // languageReference renders the PTC-Lisp reference for the model.
 func languageReference(a *Agent, minimal bool) string {
-	ls := supportedLanguage()
+	lines := lisp.Reference()
 	var b strings.Builder
 	b.WriteString("## PTC-Lisp\n")
 	b.WriteString("PTC-Lisp is a small, safe subset of Clojure: immutable data, no I/O. ")
@@ -147,22 +83,20 @@ func languageReference(a *Agent, minimal bool) string {
 	b.WriteString("- Map keys `_name` are firewalled: usable in programs, shown to you as <Firewalled>.\n\n")
 	if !minimal {
 		b.WriteString("### Available forms and functions\n")
-		for _, g := range ls.groups {
-			fmt.Fprintf(&b, "- %s: %s\n", g.title, strings.Join(g.names, " "))
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s: %s\n", l.Title, strings.Join(l.Names, " "))
 		}
 		b.WriteString("- Keywords, maps and sets are callable: `(:id m)`, `(m :id)`, `(#{1 2} x)`. `#(...)` is a short fn with `%`, `%1`, `%2`.\n")
 		b.WriteString("- Not available: try/catch/throw (use fail), atoms and swap!, macros, eval, ns/require, Java interop beyond the Math/ names above.\n\n")
-		if len(ls.examples) > 0 {
-			b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
-			for _, ex := range ls.examples {
-				fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)
-			}
-			b.WriteString("\n")
+		b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
+		for _, ex := range refExamples {
+			fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)
 		}
+		b.WriteString("\n")
 	} else {
 		var all []string
-		for _, g := range ls.groups {
-			all = append(all, g.names...)
+		for _, l := range lines {
+			all = append(all, l.Names...)
 		}
 		slices.Sort(all)
 		fmt.Fprintf(&b, "Available: %s\n\n", strings.Join(all, " "))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -155,36 +156,43 @@ func TestLanguageSpecFuncPerTurn(t *testing.T) {
 // Every example in the language reference runs and gives the value shown,
 // and every name listed resolves in pkg/lisp.
 func TestLanguageReferenceIsTrue(t *testing.T) {
-	ls := supportedLanguage()
-	if len(ls.examples) == 0 || len(ls.groups) == 0 {
-		t.Fatal("empty reference")
-	}
-	for _, ex := range ls.examples {
+	for _, ex := range refExamples {
 		got, err := runExample(ex)
 		if err != nil || got != ex.want {
 			t.Errorf("example %s = %q, %v; want %q", ex.src, got, err, ex.want)
 		}
 	}
-	for _, g := range ls.groups {
-		for _, n := range g.names {
-			if !probeName(n) {
+	lines := lisp.Reference()
+	if len(lines) < 5 {
+		t.Fatalf("reference has %d lines", len(lines))
+	}
+	ref := languageReference(mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}}), false)
+	for _, l := range lines {
+		contains(t, ref, "- "+l.Title+": "+strings.Join(l.Names, " ")+"\n")
+		for _, n := range l.Names {
+			if !resolves(n) {
 				t.Errorf("listed name %s does not resolve", n)
 			}
 		}
 	}
-	ref := languageReference(mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}}), false)
-	contains(t, ref, "ctx/fail", "memory/put", "(return value)", "<Firewalled>", "5 s", "1 MiB")
-	if probeName("no-such-fn") || probeName("str/definitely-not") {
-		t.Fatal("probe accepts unknown names")
+	contains(t, ref, "ctx/fail", "memory/put", "(return value)", "<Firewalled>", "5 s", "1 MiB", "str/join", "Math/sqrt")
+	if resolves("no-such-fn") || resolves("str/definitely-not") {
+		t.Fatal("resolves accepts unknown names")
 	}
-	// names missing from the interpreter are left out
-	for _, n := range []string{"swap!", "atom"} {
-		if strings.Contains(ref, " "+n+" ") {
-			t.Errorf("reference lists unsupported %s", n)
-		}
+	minimal := languageReference(mustNew(t, Spec{Prompt: "x"}), true)
+	contains(t, minimal, "Available: ", " str/join ")
+}
+
+// resolves reports whether the interpreter knows name as a builtin or a
+// special form.
+func resolves(name string) bool {
+	res, err := lisp.Exec(context.Background(), name, lisp.Options{})
+	if err == nil {
+		_, isBuiltin := res.Value.(*lisp.Builtin)
+		return isBuiltin
 	}
-	_ = lisp.PrStr
-	_ = context.Background
+	var le *lisp.Error
+	return errors.As(err, &le) && strings.Contains(le.Msg, "special form")
 }
 
 // The host forms the reference teaches work as written.

@@ -1,62 +1,282 @@
 package lisp
 
+//go:generate go test -run TestBuiltinDocsCurrent -update-docs .
+
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync"
 )
 
-// registry collects builtins while the table is built (once).
-type registry map[string]*Builtin
+// The builtin table. Every builtin is one entry, registered by the
+// register function of its group (one builtins_<group>.go file each):
+//
+//	r.add("inc", 1, 1, fn).
+//		doc("x plus one").ref(refMath).pure().owns(1)
+//
+// The entry's metadata is the single source for everything that lists or
+// reasons about builtins: the language reference in the agent's prompt
+// (Reference), the "not available" hints (hints.go), the optimiser's facts
+// (purity and function arguments for fusion, fuse.go; owned number boxes,
+// owned.go) and docs/lisp-builtins.md (TestBuiltinDocsCurrent).
 
-// add registers fn under name with its arity bounds (max < 0: variadic).
-func (r registry) add(name string, min, max int, fn BuiltinFunc) *Builtin {
-	if _, dup := r[name]; dup {
-		panic("lisp: duplicate builtin " + name)
-	}
-	b := &Builtin{Name: name, MinArgs: min, MaxArgs: max, Fn: fn}
-	r[name] = b
-	return b
+// entry is one builtin with its metadata.
+type entry struct {
+	name    string
+	b       *Builtin
+	group   *builtinGroup
+	aliasOf string  // set for r.alias entries
+	docLine string  // one line for the docs
+	refLine refLine // the reference line that lists the name (refNone: not listed)
+	refName string  // the spelling listed ("str/join"); "" = name
+	seq     int     // registration order: the order within a reference line
+
+	// Optimiser facts (conservative: the zero value claims nothing).
+	isPure bool // no effect and never calls an argument (fusion may reorder it)
+	fnArg  int  // pure higher-order: the 1-based argument called as a function; -1: depends on the call's shape (fnArgAt)
+	ownMin int  // >0: with at least ownMin arguments the result is a new number or boolean, no argument is kept
 }
 
-// alias registers an existing builtin under another name.
-func (r registry) alias(alias, name string) {
-	b, ok := r[name]
+// doc sets the entry's one-line description.
+func (e *entry) doc(s string) *entry { e.docLine = s; return e }
+
+// ref lists the entry on line l of the model's language reference.
+func (e *entry) ref(l refLine) *entry { e.refLine = l; return e }
+
+// refAs lists the entry on line l under another spelling (a namespaced one).
+func (e *entry) refAs(l refLine, spelling string) *entry {
+	e.refLine, e.refName = l, spelling
+	return e
+}
+
+// pure marks a builtin that has no effect and never calls an argument.
+func (e *entry) pure() *entry { e.isPure = true; return e }
+
+// hof marks a pure higher-order builtin whose argument i (1-based) is
+// called as a function (-1: it depends on the call's shape, see fnArgAt);
+// every other argument is plain data.
+func (e *entry) hof(i int) *entry { e.fnArg = i; return e }
+
+// arity sets the arity error's wording ("2 or 3") where the bounds alone
+// do not say it.
+func (e *entry) arity(text string) *entry { e.b.ArityText = text; return e }
+
+// owns marks a builtin that, called with at least min arguments, returns a
+// new number or boolean and keeps no argument (owned.go).
+func (e *entry) owns(min int) *entry { e.ownMin = min; return e }
+
+// registry collects the entries while the table is built (once).
+type registry struct {
+	entries map[string]*entry
+	group   *builtinGroup
+}
+
+func newRegistry() *registry { return &registry{entries: map[string]*entry{}} }
+
+// add registers fn under name with its arity bounds (max < 0: variadic).
+func (r *registry) add(name string, min, max int, fn BuiltinFunc) *entry {
+	return r.put(name, &Builtin{Name: name, MinArgs: min, MaxArgs: max, Fn: fn}, "")
+}
+
+// alias registers an existing builtin under another name; the alias
+// shares the function and its optimiser facts.
+func (r *registry) alias(alias, name string) *entry {
+	e, ok := r.entries[name]
 	if !ok {
 		panic("lisp: alias of unknown builtin " + name)
 	}
-	if _, dup := r[alias]; dup {
-		panic("lisp: duplicate builtin " + alias)
+	a := r.put(alias, e.b, name)
+	a.isPure, a.fnArg, a.ownMin = e.isPure, e.fnArg, e.ownMin
+	return a
+}
+
+func (r *registry) put(name string, b *Builtin, aliasOf string) *entry {
+	if _, dup := r.entries[name]; dup {
+		panic("lisp: duplicate builtin " + name)
 	}
-	r[alias] = b
+	e := &entry{name: name, b: b, group: r.group, aliasOf: aliasOf, seq: len(r.entries)}
+	r.entries[name] = e
+	return e
 }
 
-// builtinGroups are the registration functions, one per builtins_<group>.go
-// file. The order does not matter; names must be unique.
-var builtinGroups = []func(registry){
-	registerCore,    // builtins_core.go: arithmetic, =, count, get, map, filter, reduce, apply, return, fail, println, str, memory/
-	registerLazy,    // builtins_lazy.go: range, iterate, cycle, repeat, repeatedly
-	registerAccess,  // builtins_access.go: §4.1
-	registerSeq,     // builtins_seq.go: §4.2
-	registerAgg,     // builtins_agg.go: §4.3
-	registerMaps,    // builtins_maps.go: §4.4
-	registerSets,    // builtins_sets.go: §4.5
-	registerMath,    // builtins_math.go: §4.6, Math/
-	registerLogic,   // builtins_logic.go: §4.7
-	registerStrings, // builtins_strings.go: §4.8, format
-	registerRegex,   // builtins_regex.go: §4.9, parse-long ...
-	registerHOF,     // builtins_hof.go: §4.10
-	registerInterop, // builtins_interop.go: §4.11
+// builtin returns the registered builtin name (for attaching fast paths).
+func (r *registry) builtin(name string) *Builtin { return r.entries[name].b }
+
+// builtinGroup is one builtins_<group>.go file.
+type builtinGroup struct {
+	name     string // the file's <group>
+	title    string // the docs' heading
+	register func(*registry)
 }
 
-// builtinTable returns the immutable builtin table, built on first use.
-var builtinTable = sync.OnceValue(func() map[string]*Builtin {
-	r := registry{}
+// builtinGroups are the groups in reference order; names must be unique
+// across groups.
+var builtinGroups = []*builtinGroup{
+	{"core", "Core: arithmetic, comparison, count, get, map/filter/reduce, output, memory, return and fail", registerCore},
+	{"lazy", "Lazy sequences", registerLazy},
+	{"access", "Access", registerAccess},
+	{"seq", "Sequences", registerSeq},
+	{"agg", "Aggregation", registerAgg},
+	{"maps", "Maps", registerMaps},
+	{"sets", "Sets", registerSets},
+	{"math", "Math", registerMath},
+	{"logic", "Predicates and logic", registerLogic},
+	{"strings", "Strings", registerStrings},
+	{"regex", "Regular expressions and parsing", registerRegex},
+	{"hof", "Functions and more collections", registerHOF},
+	{"interop", "Host interop", registerInterop},
+}
+
+// builtinEntries returns the immutable entry table, built on first use.
+var builtinEntries = sync.OnceValue(func() map[string]*entry {
+	r := newRegistry()
 	for _, g := range builtinGroups {
-		g(r)
+		r.group = g
+		g.register(r)
 	}
 	attachFast(r)
-	return r
+	return r.entries
 })
+
+// builtinTable returns the immutable name → builtin table.
+var builtinTable = sync.OnceValue(func() map[string]*Builtin {
+	es := builtinEntries()
+	m := make(map[string]*Builtin, len(es))
+	for n, e := range es {
+		m[n] = e.b
+	}
+	return m
+})
+
+// facts returns the entry of builtin name for its optimiser facts (the
+// zero entry, which claims nothing, when there is none).
+func facts(name string) entry {
+	if e, ok := builtinEntries()[name]; ok {
+		return *e
+	}
+	return entry{}
+}
+
+// refLine is a line of the model's language reference.
+type refLine int
+
+const (
+	refNone refLine = iota
+	refForms
+	refSeq
+	refAgg
+	refMaps
+	refSets
+	refStrings
+	refRegex
+	refMath
+	refLogic
+	refPred
+	refLines // the number of lines
+)
+
+// refTitles are the reference lines' titles, in the order shown.
+var refTitles = [refLines]string{
+	refForms:   "Special forms",
+	refSeq:     "Sequences",
+	refAgg:     "Aggregation",
+	refMaps:    "Maps",
+	refSets:    "Sets",
+	refStrings: "Strings",
+	refRegex:   "Regex and parsing",
+	refMath:    "Math",
+	refLogic:   "Comparison and logic",
+	refPred:    "Predicates",
+}
+
+// ReferenceLine is one line of the language reference: a title and the
+// names it lists.
+type ReferenceLine struct {
+	Title string
+	Names []string
+}
+
+// Reference returns the language reference's lines: the special forms and
+// the builtins that the builtin table lists for the model, in table order.
+// The result is freshly allocated.
+func Reference() []ReferenceLine {
+	lines := referenceLines()
+	out := make([]ReferenceLine, len(lines))
+	for i, l := range lines {
+		out[i] = ReferenceLine{Title: l.Title, Names: slices.Clone(l.Names)}
+	}
+	return out
+}
+
+var referenceLines = sync.OnceValue(func() []ReferenceLine {
+	var byLine [refLines][]*entry
+	for _, e := range builtinEntries() {
+		if e.refLine != refNone {
+			byLine[e.refLine] = append(byLine[e.refLine], e)
+		}
+	}
+	var out []ReferenceLine
+	for l := refForms; l < refLines; l++ {
+		var names []string
+		if l == refForms {
+			for _, f := range specialForms {
+				if f.ref {
+					names = append(names, f.name)
+				}
+			}
+		}
+		es := byLine[l]
+		slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+		for _, e := range es {
+			names = append(names, e.refSpelling())
+		}
+		if len(names) > 0 {
+			out = append(out, ReferenceLine{Title: refTitles[l], Names: names})
+		}
+	}
+	return out
+})
+
+func (e *entry) refSpelling() string {
+	if e.refName != "" {
+		return e.refName
+	}
+	return e.name
+}
+
+// BuiltinInfo describes one builtin for references and documentation.
+type BuiltinInfo struct {
+	Name  string
+	Group string // the group's title
+	// MinArgs and MaxArgs bound the argument count; MaxArgs < 0 means variadic.
+	MinArgs, MaxArgs int
+	Doc              string
+	AliasOf          string // the builtin this name is another name for; "" if none
+}
+
+// Builtins describes every builtin, by group and then by name.
+func Builtins() []BuiltinInfo {
+	es := builtinEntries()
+	out := make([]BuiltinInfo, 0, len(es))
+	gi := map[*builtinGroup]int{}
+	for i, g := range builtinGroups {
+		gi[g] = i
+	}
+	names := make([]string, 0, len(es))
+	for n := range es {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(gi[es[a].group], gi[es[b].group]), cmp.Compare(a, b))
+	})
+	for _, n := range names {
+		e := es[n]
+		out = append(out, BuiltinInfo{Name: n, Group: e.group.title, MinArgs: e.b.MinArgs, MaxArgs: e.b.MaxArgs,
+			Doc: e.docLine, AliasOf: e.aliasOf})
+	}
+	return out
+}
 
 // hostConstants are symbols that name constant values.
 var hostConstants = map[string]Value{

@@ -9,53 +9,69 @@ import (
 // first second last nth rest next butlast ffirst fnext nfirst nnext take
 // drop take-last drop-last take-while drop-while empty? not-empty seq, plus
 // take-nth nthrest nthnext.
-func registerAccess(r registry) {
-	r.add("first", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "first", a[0], 0, 1); return v })
-	r.add("second", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "second", a[0], 1, 1); return v })
-	r.add("last", 1, 1, biLast)
-	r.add("nth", 2, 3, biNth)
-	r.add("rest", 1, 1, func(th *Thread, a []Value) Value { return dropN(th, "rest", a[0], 1, 1) })
-	r.add("next", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "next", a[0], 1, 1)) })
-	r.add("butlast", 1, 1, func(th *Thread, a []Value) Value { return dropLast(th, "butlast", a[0], 1, 1) })
+func registerAccess(r *registry) {
+	r.add("first", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "first", a[0], 0, 1); return v }).
+		doc("the first item, or nil").ref(refSeq).pure()
+	r.add("second", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "second", a[0], 1, 1); return v }).
+		doc("the second item, or nil").ref(refSeq).pure()
+	r.add("last", 1, 1, biLast).
+		doc("the last item, or nil").ref(refSeq).pure()
+	r.add("nth", 2, 3, biNth).
+		doc("the item at an index; out of range is an error unless a default is given").ref(refSeq).pure()
+	r.add("rest", 1, 1, func(th *Thread, a []Value) Value { return dropN(th, "rest", a[0], 1, 1) }).
+		doc("the items after the first (empty when none)").ref(refSeq).pure()
+	r.add("next", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "next", a[0], 1, 1)) }).
+		doc("the items after the first, or nil when none").ref(refSeq).pure()
+	r.add("butlast", 1, 1, func(th *Thread, a []Value) Value { return dropLast(th, "butlast", a[0], 1, 1) }).
+		doc("all items but the last, or nil when none").ref(refSeq).pure()
 	r.add("ffirst", 1, 1, func(th *Thread, a []Value) Value {
 		v, _ := nthOf(th, "ffirst", a[0], 0, 1)
 		v, _ = nthOf(th, "ffirst", v, 0, 1)
 		return v
-	})
-	r.add("fnext", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "fnext", a[0], 1, 1); return v })
+	}).doc("(first (first coll))")
+	r.add("fnext", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "fnext", a[0], 1, 1); return v }).
+		doc("(first (next coll))")
 	r.add("nfirst", 1, 1, func(th *Thread, a []Value) Value {
 		v, _ := nthOf(th, "nfirst", a[0], 0, 1)
 		return seqOrNil(th, dropN(th, "nfirst", v, 1, 1))
-	})
-	r.add("nnext", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "nnext", a[0], 2, 1)) })
-	r.add("take", 2, 2, biTake)
+	}).doc("(next (first coll))")
+	r.add("nnext", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "nnext", a[0], 2, 1)) }).
+		doc("(next (next coll))")
+	r.add("take", 2, 2, biTake).
+		doc("the first n items").ref(refSeq).pure()
 	r.add("drop", 2, 2, func(th *Thread, a []Value) Value {
 		return dropN(th, "drop", a[1], takeCount(th, "drop", a[0], 1), 2)
-	})
+	}).doc("the items after the first n").ref(refSeq).pure()
 	r.add("nthrest", 2, 2, func(th *Thread, a []Value) Value {
 		return dropN(th, "nthrest", a[0], takeCount(th, "nthrest", a[1], 2), 1)
-	})
+	}).doc("the items after the first n (the collection itself for n <= 0)")
 	r.add("nthnext", 2, 2, func(th *Thread, a []Value) Value {
 		return seqOrNil(th, dropN(th, "nthnext", a[0], takeCount(th, "nthnext", a[1], 2), 1))
-	})
-	r.add("take-last", 2, 2, biTakeLast)
+	}).doc("the items after the first n, or nil when none")
+	r.add("take-last", 2, 2, biTakeLast).
+		doc("the last n items").ref(refSeq).pure()
 	r.add("drop-last", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			return dropLast(th, "drop-last", a[0], 1, 1)
 		}
 		return dropLast(th, "drop-last", a[1], takeCount(th, "drop-last", a[0], 1), 2)
-	})
-	r.add("take-while", 2, 2, biTakeWhile)
-	r.add("drop-while", 2, 2, biDropWhile)
-	r.add("take-nth", 2, 2, biTakeNth)
-	r.add("empty?", 1, 1, func(th *Thread, a []Value) Value { return isEmpty(th, "empty?", a[0]) })
+	}).doc("all items but the last n (1)").ref(refSeq).pure()
+	r.add("take-while", 2, 2, biTakeWhile).
+		doc("the leading items for which pred is truthy").ref(refSeq).hof(1)
+	r.add("drop-while", 2, 2, biDropWhile).
+		doc("the items from the first for which pred is falsy").ref(refSeq).hof(1)
+	r.add("take-nth", 2, 2, biTakeNth).
+		doc("every nth item, starting with the first")
+	r.add("empty?", 1, 1, func(th *Thread, a []Value) Value { return isEmpty(th, "empty?", a[0]) }).
+		doc("true for nil and empty collections and strings").ref(refSeq).pure()
 	r.add("not-empty", 1, 1, func(th *Thread, a []Value) Value {
 		if isEmpty(th, "not-empty", a[0]) {
 			return nil
 		}
 		return a[0]
-	})
-	r.add("seq", 1, 1, biSeq)
+	}).doc("the collection, or nil when it is empty").ref(refSeq).pure()
+	r.add("seq", 1, 1, biSeq).
+		doc("the items as a sequence, or nil when empty; a map gives its entries").ref(refSeq).pure()
 }
 
 // mapItemsHint is the hint for positional access on a map (§4.1 Δ).

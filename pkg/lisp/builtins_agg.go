@@ -3,27 +3,31 @@ package lisp
 // registerAgg registers this group's builtins (see HANDOFF.md): §4.3 sum
 // avg sum-by avg-by min-by max-by max-key min-key some every? not-any?
 // contains?.
-func registerAgg(r registry) {
+func registerAgg(r *registry) {
 	r.add("sum", 1, 1, func(th *Thread, a []Value) Value {
 		s, _ := sumOf(th, "sum", nil, a[0], 1)
 		return s
-	})
+	}).doc("sum of the numbers of a collection (0 when empty)").ref(refAgg).pure()
 	r.add("avg", 1, 1, func(th *Thread, a []Value) Value {
 		s, n := sumOf(th, "avg", nil, a[0], 1)
 		return avgOf(s, n)
-	})
+	}).doc("mean of the numbers of a collection, or nil when empty").ref(refAgg).pure()
 	r.add("sum-by", 2, 2, func(th *Thread, a []Value) Value {
 		s, _ := sumOf(th, "sum-by", a[0], a[1], 2)
 		return s
-	})
+	}).doc("sum of f of each item").ref(refAgg).hof(1)
 	r.add("avg-by", 2, 2, func(th *Thread, a []Value) Value {
 		s, n := sumOf(th, "avg-by", a[0], a[1], 2)
 		return avgOf(s, n)
-	})
-	r.add("min-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "min-by", a, -1) })
-	r.add("max-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "max-by", a, 1) })
-	r.add("max-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "max-key", a, 1) })
-	r.add("min-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "min-key", a, -1) })
+	}).doc("mean of f of each item, or nil when empty").ref(refAgg).hof(1)
+	r.add("min-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "min-by", a, -1) }).
+		doc("the item with the smallest f").ref(refAgg).hof(1)
+	r.add("max-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "max-by", a, 1) }).
+		doc("the item with the largest f").ref(refAgg).hof(1)
+	r.add("max-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "max-key", a, 1) }).
+		doc("the argument with the largest (k x)").ref(refAgg)
+	r.add("min-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "min-key", a, -1) }).
+		doc("the argument with the smallest (k x)").ref(refAgg)
 	r.add("some", 2, 2, func(th *Thread, a []Value) Value {
 		pred := a[0]
 		var found Value
@@ -35,10 +39,13 @@ func registerAgg(r registry) {
 			return true
 		})
 		return found
-	})
-	r.add("every?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "every?", a[0], a[1], true) })
-	r.add("not-any?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "not-any?", a[0], a[1], false) })
-	r.add("contains?", 2, 2, biContains)
+	}).doc("the first truthy (pred x), or nil").ref(refSeq).hof(1)
+	r.add("every?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "every?", a[0], a[1], true) }).
+		doc("true when pred holds for every item").ref(refSeq).hof(1)
+	r.add("not-any?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "not-any?", a[0], a[1], false) }).
+		doc("true when pred holds for no item").ref(refSeq).hof(1)
+	r.add("contains?", 2, 2, biContains).
+		doc("true when a map or set has the key, or a vector the index").ref(refMaps).pure()
 }
 
 // sumOf adds the numbers of coll (through key when non-nil), skipping nil.

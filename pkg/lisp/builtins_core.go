@@ -12,13 +12,19 @@ import (
 	"unicode/utf8"
 )
 
-func registerCore(r registry) {
-	r.add("+", 0, -1, biAdd)
-	r.add("-", 1, -1, biSub)
-	r.add("*", 0, -1, biMul)
-	r.add("/", 1, -1, biDiv)
-	r.add("inc", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "inc", a[0], int64(1), 1) })
-	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) })
+func registerCore(r *registry) {
+	r.add("+", 0, -1, biAdd).
+		doc("sum of the numbers; (+) is 0").ref(refMath).pure().owns(2)
+	r.add("-", 1, -1, biSub).
+		doc("negation of one number, or the first minus the rest").ref(refMath).pure().owns(1)
+	r.add("*", 0, -1, biMul).
+		doc("product of the numbers; (*) is 1").ref(refMath).pure().owns(2)
+	r.add("/", 1, -1, biDiv).
+		doc("the first divided by the rest (integers divide exactly or give a float)").ref(refMath).pure()
+	r.add("inc", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "inc", a[0], int64(1), 1) }).
+		doc("x plus one").ref(refMath).pure().owns(1)
+	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) }).
+		doc("x minus one").ref(refMath).pure().owns(1)
 	r.add("=", 1, -1, func(th *Thread, a []Value) Value {
 		realiseArgs(th, a)
 		for i := 1; i < len(a); i++ {
@@ -27,7 +33,7 @@ func registerCore(r registry) {
 			}
 		}
 		return true
-	})
+	}).doc("true when all arguments are equal (numbers by value across int and float)").ref(refLogic).pure().owns(1)
 	r.add("not=", 1, -1, func(th *Thread, a []Value) Value {
 		realiseArgs(th, a)
 		for i := 1; i < len(a); i++ {
@@ -36,7 +42,7 @@ func registerCore(r registry) {
 			}
 		}
 		return false
-	})
+	}).doc("true when some arguments differ").ref(refLogic).pure().owns(1)
 	r.add("==", 1, -1, func(th *Thread, a []Value) Value {
 		for i := range a {
 			num(th, "==", a[i], i+1)
@@ -47,13 +53,19 @@ func registerCore(r registry) {
 			}
 		}
 		return true
-	})
-	r.add("<", 1, -1, cmpBuiltin("<", func(c int) bool { return c < 0 }))
-	r.add(">", 1, -1, cmpBuiltin(">", func(c int) bool { return c > 0 }))
-	r.add("<=", 1, -1, cmpBuiltin("<=", func(c int) bool { return c <= 0 }))
-	r.add(">=", 1, -1, cmpBuiltin(">=", func(c int) bool { return c >= 0 }))
-	r.add("not", 1, 1, func(th *Thread, a []Value) Value { return !Truthy(a[0]) })
-	r.add("count", 1, 1, biCount)
+	}).doc("true when all numbers are numerically equal").pure().owns(1)
+	r.add("<", 1, -1, cmpBuiltin("<", func(c int) bool { return c < 0 })).
+		doc("true when the numbers increase").ref(refLogic).pure().owns(1)
+	r.add(">", 1, -1, cmpBuiltin(">", func(c int) bool { return c > 0 })).
+		doc("true when the numbers decrease").ref(refLogic).pure().owns(1)
+	r.add("<=", 1, -1, cmpBuiltin("<=", func(c int) bool { return c <= 0 })).
+		doc("true when the numbers never decrease").ref(refLogic).pure().owns(1)
+	r.add(">=", 1, -1, cmpBuiltin(">=", func(c int) bool { return c >= 0 })).
+		doc("true when the numbers never increase").ref(refLogic).pure().owns(1)
+	r.add("not", 1, 1, func(th *Thread, a []Value) Value { return !Truthy(a[0]) }).
+		doc("true for nil and false, else false").ref(refLogic).pure()
+	r.add("count", 1, 1, biCount).
+		doc("number of items of a collection or characters of a string; 0 for nil").ref(refSeq).pure()
 	r.add("get", 2, 3, func(th *Thread, a []Value) Value {
 		var d Value
 		if len(a) == 3 {
@@ -69,42 +81,51 @@ func registerCore(r registry) {
 			return d
 		}
 		return getKey(a[0], a[1], d)
-	})
-	r.add("map", 2, -1, biMap)
-	r.alias("mapv", "map")
-	r.add("filter", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "filter", a[0], a[1], true) })
-	r.alias("filterv", "filter")
-	r.add("remove", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "remove", a[0], a[1], false) })
-	r.add("reduce", 2, 3, biReduce)
-	r.add("reduced", 1, 1, func(th *Thread, a []Value) Value { return &Reduced{Val: a[0]} })
-	r.add("reduced?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Reduced); return ok })
-	r.add("apply", 2, -1, biApply)
+	}).doc("the value at a key or index, or the default (nil)").ref(refMaps).pure()
+	r.add("map", 2, -1, biMap).
+		doc("applies f to each item (to items in step for several collections); a vector").ref(refSeq).hof(1)
+	r.alias("mapv", "map").
+		ref(refSeq)
+	r.add("filter", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "filter", a[0], a[1], true) }).
+		doc("the items for which pred is truthy, as a vector").ref(refSeq).hof(1)
+	r.alias("filterv", "filter").
+		ref(refSeq)
+	r.add("remove", 2, 2, func(th *Thread, a []Value) Value { return filterImpl(th, "remove", a[0], a[1], false) }).
+		doc("the items for which pred is falsy, as a vector").ref(refSeq).hof(1)
+	r.add("reduce", 2, 3, biReduce).
+		doc("folds the collection with f, from init or the first item; stops at reduced").ref(refSeq).hof(1)
+	r.add("reduced", 1, 1, func(th *Thread, a []Value) Value { return &Reduced{Val: a[0]} }).
+		doc("wraps a value so that reduce stops with it").ref(refSeq)
+	r.add("reduced?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Reduced); return ok }).
+		doc("true for a value wrapped by reduced")
+	r.add("apply", 2, -1, biApply).
+		doc("calls f with the leading arguments followed by the items of the last").ref(refSeq)
 	r.add("return", 0, 1, func(th *Thread, a []Value) Value {
 		var v Value
 		if len(a) == 1 {
 			v = a[0]
 		}
 		panic(&signal{ret: true, val: v, pos: th.pos})
-	})
+	}).doc("ends the program with the value (the mission's answer)")
 	r.add("fail", 0, 1, func(th *Thread, a []Value) Value {
 		var v Value
 		if len(a) == 1 {
 			v = a[0]
 		}
 		panic(&signal{val: v, pos: th.pos})
-	})
+	}).doc("ends the program with an error value or message")
 	r.add("println", 0, -1, func(th *Thread, a []Value) Value {
 		th.Println(printArgs(a, true))
 		return nil
-	})
+	}).doc("prints the arguments (as str does) and a newline to the program's output").ref(refStrings)
 	r.add("print", 0, -1, func(th *Thread, a []Value) Value {
 		th.Println(printArgs(a, true))
 		return nil
-	})
+	}).doc("prints the arguments (as str does) to the program's output")
 	r.add("prn", 0, -1, func(th *Thread, a []Value) Value {
 		th.Println(printArgs(a, false))
 		return nil
-	})
+	}).doc("prints the arguments readably (as pr-str does) and a newline")
 	r.add("str", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			if s, ok := a[0].(string); ok {
@@ -119,18 +140,18 @@ func registerCore(r registry) {
 			}
 		}
 		return th.MakeString(b.String())
-	})
+	}).doc("concatenates the printed arguments; nil prints as nothing").ref(refStrings).pure()
 	r.add("pr-str", 0, -1, func(th *Thread, a []Value) Value {
 		parts := make([]string, len(a))
 		for i, v := range a {
 			parts[i] = th.prOf(v)
 		}
 		return th.MakeString(strings.Join(parts, " "))
-	})
+	}).doc("the readable printed form of the arguments, space-separated").ref(refStrings)
 	r.add("memory/put", 2, 2, func(th *Thread, a []Value) Value {
 		th.setMem(memName(th, "memory/put", a[0]), a[1])
 		return a[1]
-	})
+	}).doc("stores a value in memory under a name; returns the value")
 	r.add("memory/get", 1, 2, func(th *Thread, a []Value) Value {
 		if v, ok := th.mem[memName(th, "memory/get", a[0])]; ok {
 			return v
@@ -139,7 +160,7 @@ func registerCore(r registry) {
 			return a[1]
 		}
 		return nil
-	})
+	}).doc("the memory value of a name, or the default")
 	r.add("juxt", 1, -1, func(th *Thread, a []Value) Value {
 		fns := append([]Value(nil), a...)
 		return &Builtin{Name: "juxt", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -149,12 +170,17 @@ func registerCore(r registry) {
 			}
 			return th.MakeVector(out)
 		}}
-	})
-	r.add("all-of", 0, -1, predCombinator("all-of", true, true))
-	r.add("any-of", 0, -1, predCombinator("any-of", false, false))
-	r.add("none-of", 0, -1, predCombinator("none-of", false, true))
-	r.add("pmap", 2, 2, biPmap)
-	r.add("pcalls", 0, -1, biPcalls)
+	}).doc("a function returning the vector of each function applied to its arguments").ref(refSeq)
+	r.add("all-of", 0, -1, predCombinator("all-of", true, true)).
+		doc("a predicate true when every given predicate holds").ref(refLogic)
+	r.add("any-of", 0, -1, predCombinator("any-of", false, false)).
+		doc("a predicate true when some given predicate holds").ref(refLogic)
+	r.add("none-of", 0, -1, predCombinator("none-of", false, true)).
+		doc("a predicate true when no given predicate holds").ref(refLogic)
+	r.add("pmap", 2, 2, biPmap).
+		doc("map run in parallel; results in input order").ref(refSeq)
+	r.add("pcalls", 0, -1, biPcalls).
+		doc("calls the functions in parallel; the vector of their results").ref(refSeq)
 }
 
 // predCombinator builds all-of (stopOn=false result), any-of, none-of.

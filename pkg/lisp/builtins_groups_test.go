@@ -2,46 +2,51 @@ package lisp
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// myGroups are the builtin groups whose every name must appear in their
-// testdata files.
-var myGroups = []struct {
-	name     string
-	register func(registry)
-	files    []string
-}{
-	{"math", registerMath, []string{"testdata/math.lisp"}},
-	{"logic", registerLogic, []string{"testdata/logic.lisp"}},
-	{"strings", registerStrings, []string{"testdata/strings.lisp", "testdata/format.lisp"}},
-	{"regex", registerRegex, []string{"testdata/regex.lisp"}},
-	{"hof", registerHOF, []string{"testdata/hof.lisp"}},
-	{"interop", registerInterop, []string{"testdata/interop.lisp"}},
+// groupTestFiles are the testdata files of each builtin group (default:
+// testdata/<group>.lisp); the core and lazy builtins are used everywhere.
+var groupTestFiles = map[string][]string{
+	"core":    {"testdata/*.lisp"},
+	"lazy":    {"testdata/*.lisp"},
+	"strings": {"testdata/strings.lisp", "testdata/format.lisp"},
 }
 
-// TestGroupBuiltinsCovered fails when a builtin of these groups is not
-// called in any chunk of its testdata files.
+// TestGroupBuiltinsCovered fails when a builtin is not called in any chunk
+// of its group's testdata files: adding a builtin means adding its chunk.
 func TestGroupBuiltinsCovered(t *testing.T) {
-	for _, g := range myGroups {
+	for _, g := range builtinGroups {
 		t.Run(g.name, func(t *testing.T) {
-			r := registry{}
+			r := newRegistry()
+			r.group = g
 			g.register(r)
-			if len(r) == 0 {
+			if len(r.entries) == 0 {
 				t.Fatal("group registers no builtins")
 			}
+			files := groupTestFiles[g.name]
+			if files == nil {
+				files = []string{"testdata/" + g.name + ".lisp"}
+			}
 			var text strings.Builder
-			for _, f := range g.files {
-				data, err := os.ReadFile(f)
-				if err != nil {
-					t.Fatal(err)
+			for _, pat := range files {
+				fs, err := filepath.Glob(pat)
+				if err != nil || len(fs) == 0 {
+					t.Fatalf("%s: no files (%v)", pat, err)
 				}
-				text.Write(data)
+				for _, f := range fs {
+					data, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					text.Write(data)
+				}
 			}
 			src := text.String()
-			for name := range r {
+			for name := range r.entries {
 				// the name as a symbol: not part of a longer symbol
 				short := name
 				if i := strings.IndexByte(name, '/'); i > 0 && !strings.HasPrefix(name, "java.") {
@@ -49,29 +54,50 @@ func TestGroupBuiltinsCovered(t *testing.T) {
 				}
 				pat := `(^|[\s(\[{#'])` + `(\S+/)?` + regexp.QuoteMeta(short) + `($|[\s)\]}])`
 				if !regexp.MustCompile(pat).MatchString(src) {
-					t.Errorf("builtin %s is not used in %v", name, g.files)
+					t.Errorf("builtin %s is not used in %v", name, files)
 				}
 			}
 		})
 	}
 }
 
-// TestGroupNamesResolve checks that every name of these groups is in the
-// builtin table under the same *Builtin (no other group took the name).
-func TestGroupNamesResolve(t *testing.T) {
-	table := builtinTable()
-	for _, g := range myGroups {
-		r := registry{}
-		g.register(r)
-		for name, b := range r {
-			got, ok := table[name]
-			if !ok {
-				t.Errorf("%s: %s missing from the builtin table", g.name, name)
-				continue
+// TestBuiltinEntriesComplete checks every entry's metadata: a doc line
+// (aliases take their target's), a group, facts that agree with each other,
+// and reference lines that name real builtins.
+func TestBuiltinEntriesComplete(t *testing.T) {
+	es := builtinEntries()
+	if len(es) < 300 {
+		t.Fatalf("only %d builtins", len(es))
+	}
+	for name, e := range es {
+		if e.name != name || e.group == nil {
+			t.Errorf("%s: entry name %q, group %v", name, e.name, e.group)
+		}
+		if e.aliasOf == "" && (e.docLine == "" || strings.Contains(e.docLine, "\n")) {
+			t.Errorf("%s: needs a one-line doc", name)
+		}
+		if e.aliasOf != "" && es[e.aliasOf].b != e.b {
+			t.Errorf("%s: alias of %s with another function", name, e.aliasOf)
+		}
+		if e.isPure && e.fnArg != 0 {
+			t.Errorf("%s: pure() means it calls no argument; use hof(i) alone", name)
+		}
+		if e.refName != "" {
+			ns, n, _ := strings.Cut(e.refName, "/")
+			b, ok := (&compiler{builtins: builtinTable()}).lookupBuiltin(ns, n)
+			if !ok || b != e.b {
+				t.Errorf("%s: listed as %s, which resolves elsewhere", name, e.refName)
 			}
-			if got.Name != b.Name || got.MinArgs != b.MinArgs || got.MaxArgs != b.MaxArgs {
-				t.Errorf("%s: %s resolves to another builtin (%s)", g.name, name, got.Name)
-			}
+		}
+	}
+	for _, l := range Reference() {
+		if len(l.Names) == 0 {
+			t.Errorf("reference line %s is empty", l.Title)
+		}
+	}
+	for _, f := range specialForms {
+		if !isSpecialForm(f.name) || f.doc == "" {
+			t.Errorf("special form %s: not compiled as one, or no doc", f.name)
 		}
 	}
 }

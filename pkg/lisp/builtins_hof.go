@@ -6,7 +6,7 @@ package lisp
 // dedupe merge-with update-keys reduce-kv hash-map list empty peek pop
 // disj int? float? true? false? fn? ifn?. Functions built here are
 // *Builtin values that capture copies of their arguments.
-func registerHOF(r registry) {
+func registerHOF(r *registry) {
 	r.add("partial", 1, -1, func(th *Thread, a []Value) Value {
 		f := a[0]
 		bound := append([]Value(nil), a[1:]...)
@@ -19,7 +19,7 @@ func registerHOF(r registry) {
 			th.sp = mark
 			return v
 		}}
-	})
+	}).doc("f with leading arguments fixed").ref(refLogic)
 	r.add("comp", 0, -1, func(th *Thread, a []Value) Value {
 		fns := append([]Value(nil), a...)
 		return &Builtin{Name: "comp", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -35,17 +35,17 @@ func registerHOF(r registry) {
 			}
 			return v
 		}}
-	})
+	}).doc("the composition of the functions, right to left").ref(refLogic)
 	r.add("complement", 1, 1, func(th *Thread, a []Value) Value {
 		f := a[0]
 		return &Builtin{Name: "complement", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
 			return !Truthy(th.Call(f, args...))
 		}}
-	})
+	}).doc("a function returning the opposite truth of f").ref(refLogic).hof(1)
 	r.add("constantly", 1, 1, func(th *Thread, a []Value) Value {
 		x := a[0]
 		return &Builtin{Name: "constantly", MinArgs: 0, MaxArgs: -1, Fn: func(*Thread, []Value) Value { return x }}
-	})
+	}).doc("a function always returning x").ref(refLogic)
 	r.add("some-fn", 1, -1, func(th *Thread, a []Value) Value {
 		preds := append([]Value(nil), a...)
 		return &Builtin{Name: "some-fn", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -59,7 +59,7 @@ func registerHOF(r registry) {
 			}
 			return last // the last falsy result, as Clojure's or
 		}}
-	})
+	}).doc("a function returning the first truthy result of the predicates")
 	r.add("every-pred", 1, -1, func(th *Thread, a []Value) Value {
 		preds := append([]Value(nil), a...)
 		return &Builtin{Name: "every-pred", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -72,15 +72,15 @@ func registerHOF(r registry) {
 			}
 			return true
 		}}
-	})
+	}).doc("a function true when every predicate holds for every argument")
 	r.add("keep", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
 		return keepEach(th, "keep", a[1], func(th *Thread, _ int, x Value) Value { return th.Call1(f, x) })
-	})
+	}).doc("the non-nil results of f on each item").ref(refSeq).hof(1)
 	r.add("keep-indexed", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
 		return keepEach(th, "keep-indexed", a[1], func(th *Thread, i int, x Value) Value { return th.Call2(f, Int(int64(i)), x) })
-	})
+	}).doc("the non-nil results of f on each index and item").hof(1)
 	r.add("zipmap", 2, 2, func(th *Thread, a []Value) Value {
 		// either side may be infinite: walk both in step
 		keys, vals := seqCursor(th, a[0], "zipmap", 1), seqCursor(th, a[1], "zipmap", 2)
@@ -99,7 +99,7 @@ func registerHOF(r registry) {
 			b.set(k, v)
 		}
 		return b.build()
-	})
+	}).doc("a map from the keys to the values, pairwise").ref(refMaps).pure()
 	r.add("not-every?", 2, 2, func(th *Thread, a []Value) Value {
 		all := true
 		th.Each(a[1], "not-every?", 2, func(x Value) bool {
@@ -107,7 +107,7 @@ func registerHOF(r registry) {
 			return all
 		})
 		return !all
-	})
+	}).doc("true when pred fails for some item")
 	r.add("subvec", 2, 3, func(th *Thread, a []Value) Value {
 		v, ok := a[0].(*Vector)
 		if !ok {
@@ -125,7 +125,7 @@ func registerHOF(r registry) {
 			return emptyVector
 		}
 		return NewVector(v.Items()[start:end:end])
-	})
+	}).doc("the items of a vector from start (to end)")
 	r.add("split-at", 2, 2, func(th *Thread, a []Value) Value {
 		n := th.Int("split-at", a[0], 1)
 		var head []Value
@@ -148,7 +148,7 @@ func registerHOF(r registry) {
 			}
 		}
 		return th.MakeVector([]Value{sliceVec(head), rest})
-	})
+	}).doc("[(take n coll) (drop n coll)]")
 	r.add("split-with", 2, 2, func(th *Thread, a []Value) Value {
 		var head []Value
 		var rest Value = emptyVector
@@ -175,7 +175,7 @@ func registerHOF(r registry) {
 			}
 		}
 		return th.MakeVector([]Value{sliceVec(head), rest})
-	})
+	}).doc("[(take-while pred coll) (drop-while pred coll)]")
 	r.add("partition-by", 2, 2, func(th *Thread, a []Value) Value {
 		if s, ok := a[1].(*LazySeq); ok {
 			f, i := a[0], 0
@@ -213,7 +213,7 @@ func registerHOF(r registry) {
 			out = append(out, NewVector(items[start:len(items):len(items)]))
 		}
 		return th.MakeVector(out)
-	})
+	}).doc("groups of consecutive items with the same f result").ref(refSeq).hof(1)
 	r.add("dedupe", 1, 1, func(th *Thread, a []Value) Value {
 		if s, ok := a[0].(*LazySeq); ok {
 			i := 0
@@ -242,7 +242,7 @@ func registerHOF(r registry) {
 			}
 		}
 		return th.MakeVector(out)
-	})
+	}).doc("the items without consecutive duplicates")
 	r.add("merge-with", 1, -1, func(th *Thread, a []Value) Value {
 		f := a[0]
 		var acc *Map
@@ -271,7 +271,7 @@ func registerHOF(r registry) {
 			return nil
 		}
 		return acc
-	})
+	}).doc("the maps merged; values of a repeated key combined with f").ref(refMaps)
 	r.add("update-keys", 2, 2, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyMap
@@ -287,7 +287,7 @@ func registerHOF(r registry) {
 			b.set(th.Call1(a[1], e.key), e.val)
 		}
 		return b.build()
-	})
+	}).doc("a map with f applied to every key").ref(refMaps).hof(2)
 	r.add("reduce-kv", 3, 3, func(th *Thread, a []Value) Value {
 		f, acc := a[0], a[1]
 		call := func(k, v Value) bool {
@@ -316,7 +316,7 @@ func registerHOF(r registry) {
 			th.TypeError("reduce-kv", "a map or vector", a[2], 3)
 		}
 		return acc
-	})
+	}).doc("folds a map with f of the accumulator, each key and value").ref(refSeq)
 	r.add("hash-map", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a)%2 != 0 {
 			th.Raise(KindArity, "hash-map expects an even number of args, got %d", len(a))
@@ -328,11 +328,11 @@ func registerHOF(r registry) {
 			b.set(a[i], a[i+1])
 		}
 		return b.build()
-	})
+	}).doc("a map of the key-value arguments").ref(refMaps).pure()
 	r.alias("array-map", "hash-map")
 	r.add("list", 0, -1, func(th *Thread, a []Value) Value {
 		return th.MakeVector(append([]Value(nil), a...))
-	})
+	}).doc("a sequence of the arguments").pure()
 	r.add("empty", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
 		case *Vector, *LazySeq:
@@ -343,7 +343,7 @@ func registerHOF(r registry) {
 			return emptySet
 		}
 		return nil
-	})
+	}).doc("an empty collection of the same kind")
 	r.add("peek", 1, 1, func(th *Thread, a []Value) Value {
 		switch c := a[0].(type) {
 		case nil:
@@ -356,7 +356,7 @@ func registerHOF(r registry) {
 		}
 		th.TypeError("peek", "vector", a[0], 1)
 		return nil
-	})
+	}).doc("the last item of a vector")
 	r.add("pop", 1, 1, func(th *Thread, a []Value) Value {
 		switch c := a[0].(type) {
 		case nil:
@@ -373,7 +373,7 @@ func registerHOF(r registry) {
 		}
 		th.TypeError("pop", "vector", a[0], 1)
 		return nil
-	})
+	}).doc("a vector without its last item")
 	r.add("disj", 1, -1, func(th *Thread, a []Value) Value {
 		switch s := a[0].(type) {
 		case nil:
@@ -387,25 +387,29 @@ func registerHOF(r registry) {
 		}
 		th.TypeError("disj", "set", a[0], 1)
 		return nil
-	})
-	r.add("int?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok })
-	r.add("float?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok })
-	r.add("true?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == true })
-	r.add("false?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == false })
+	}).doc("a set without the items").ref(refSets)
+	r.add("int?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok }).
+		doc("true for integers").pure()
+	r.add("float?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok }).
+		doc("true for floats").pure()
+	r.add("true?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == true }).
+		doc("true for true only").pure()
+	r.add("false?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == false }).
+		doc("true for false only").pure()
 	r.add("fn?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
 		case *Closure, *Builtin:
 			return true
 		}
 		return false
-	})
+	}).doc("true for functions")
 	r.add("ifn?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
 		case *Closure, *Builtin, *Keyword, *Map, *Set, *Vector:
 			return true
 		}
 		return false
-	})
+	}).doc("true for anything callable: functions, keywords, maps, sets, vectors")
 }
 
 // sliceVec wraps items (possibly empty) as a vector without copying.

@@ -18,7 +18,7 @@ import (
 // precision for java.util.Date, "YYYY-MM-DD" for LocalDate/parse), so it
 // prints as that string and round-trips through tools and memory; .getTime
 // and .isBefore parse it back.
-func registerInterop(r registry) {
+func registerInterop(r *registry) {
 	r.add("java.util.Date.", 0, 1, func(th *Thread, a []Value) Value {
 		if len(a) == 0 {
 			return isoMillis(time.Now())
@@ -41,18 +41,19 @@ func registerInterop(r registry) {
 		}
 		th.TypeError("java.util.Date.", "a timestamp or date string", a[0], 1)
 		return nil
-	})
+	}).doc("a date of the current time or of epoch milliseconds")
 	r.alias("Date.", "java.util.Date.")
 	r.add(".getTime", 1, 1, func(th *Thread, a []Value) Value {
 		return Int(dateArg(th, ".getTime", a[0], 1).UnixMilli())
-	})
+	}).doc("the epoch milliseconds of a date")
 	r.add(".isBefore", 2, 2, func(th *Thread, a []Value) Value {
 		return dateArg(th, ".isBefore", a[0], 1).Before(dateArg(th, ".isBefore", a[1], 2))
-	})
+	}).doc("true when the first date is before the second")
 	r.add(".isAfter", 2, 2, func(th *Thread, a []Value) Value {
 		return dateArg(th, ".isAfter", a[0], 1).After(dateArg(th, ".isAfter", a[1], 2))
-	})
-	r.add("System/currentTimeMillis", 0, 0, func(th *Thread, a []Value) Value { return Int(time.Now().UnixMilli()) })
+	}).doc("true when the first date is after the second")
+	r.add("System/currentTimeMillis", 0, 0, func(th *Thread, a []Value) Value { return Int(time.Now().UnixMilli()) }).
+		doc("the current time in epoch milliseconds")
 	r.add("LocalDate/parse", 1, 1, func(th *Thread, a []Value) Value {
 		s := strArg(th, "LocalDate/parse", a[0], 1)
 		if strings.Contains(s, "T") {
@@ -67,7 +68,7 @@ func registerInterop(r registry) {
 			th.Raise(KindValue, "LocalDate/parse: invalid ISO-8601 date %s (expected YYYY-MM-DD)", preview(s))
 		}
 		return t.Format(time.DateOnly)
-	})
+	}).doc("a date from an ISO yyyy-mm-dd string")
 	r.add(".indexOf", 2, 3, func(th *Thread, a []Value) Value {
 		if v, ok := a[0].(*Vector); ok && len(a) == 2 { // java.util.List.indexOf
 			for i, x := range v.Items() {
@@ -79,7 +80,7 @@ func registerInterop(r registry) {
 			return Int(-1)
 		}
 		return indexOf(th, ".indexOf", a, false, true)
-	})
+	}).doc("Java's indexOf of a string or vector (-1 when absent)")
 	r.add(".lastIndexOf", 2, 3, func(th *Thread, a []Value) Value {
 		if v, ok := a[0].(*Vector); ok && len(a) == 2 {
 			items := v.Items()
@@ -92,7 +93,7 @@ func registerInterop(r registry) {
 			return Int(-1)
 		}
 		return indexOf(th, ".lastIndexOf", a, true, true)
-	})
+	}).doc("Java's lastIndexOf of a string or vector (-1 when absent)")
 	r.add(".contains", 2, 2, func(th *Thread, a []Value) Value {
 		switch c := a[0].(type) {
 		case *Vector: // java.util.Collection.contains
@@ -107,33 +108,34 @@ func registerInterop(r registry) {
 			return c.Has(a[1])
 		}
 		return strings.Contains(strArg(th, ".contains", a[0], 1), strArg(th, ".contains", a[1], 2))
-	})
+	}).doc("Java's contains of a string or vector")
 	r.add(".startsWith", 2, 2, func(th *Thread, a []Value) Value {
 		return strings.HasPrefix(strArg(th, ".startsWith", a[0], 1), strArg(th, ".startsWith", a[1], 2))
-	})
+	}).doc("Java's String.startsWith")
 	r.add(".endsWith", 2, 2, func(th *Thread, a []Value) Value {
 		return strings.HasSuffix(strArg(th, ".endsWith", a[0], 1), strArg(th, ".endsWith", a[1], 2))
-	})
+	}).doc("Java's String.endsWith")
 	r.add(".toUpperCase", 1, 1, func(th *Thread, a []Value) Value {
 		return th.MakeString(javaUpper(strArg(th, ".toUpperCase", a[0], 1)))
-	})
+	}).doc("Java's String.toUpperCase")
 	r.add(".toLowerCase", 1, 1, func(th *Thread, a []Value) Value {
 		return th.MakeString(strings.ToLower(strArg(th, ".toLowerCase", a[0], 1)))
-	})
+	}).doc("Java's String.toLowerCase")
 	r.add(".trim", 1, 1, func(th *Thread, a []Value) Value {
 		// Java's String.trim strips chars <= ' '.
 		return strings.TrimFunc(strArg(th, ".trim", a[0], 1), func(r rune) bool { return r <= ' ' })
-	})
+	}).doc("Java's String.trim")
 	r.add(".length", 1, 1, func(th *Thread, a []Value) Value {
 		return Int(int64(utf8.RuneCountInString(strArg(th, ".length", a[0], 1))))
-	})
+	}).doc("the length of a string in characters")
 	r.add(".toString", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			th.TypeError(".toString", "a value", nil, 1)
 		}
 		return th.MakeString(th.strOf(a[0]))
-	})
-	r.add(".equals", 2, 2, func(th *Thread, a []Value) Value { return Equal(a[0], a[1]) })
+	}).doc("the printed form of a value")
+	r.add(".equals", 2, 2, func(th *Thread, a []Value) Value { return Equal(a[0], a[1]) }).
+		doc("Java's equals")
 	r.add(".isEmpty", 1, 1, func(th *Thread, a []Value) Value {
 		switch c := a[0].(type) {
 		case *Vector:
@@ -144,7 +146,7 @@ func registerInterop(r registry) {
 			return c.Len() == 0
 		}
 		return strArg(th, ".isEmpty", a[0], 1) == ""
-	})
+	}).doc("true for an empty string")
 	r.add(".charAt", 2, 2, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".charAt", a[0], 1)
 		i := th.Int(".charAt", a[1], 2)
@@ -159,7 +161,7 @@ func registerInterop(r registry) {
 		off := runeOffset(s, int(i), ascii)
 		_, w := utf8.DecodeRuneInString(s[off:])
 		return s[off : off+w]
-	})
+	}).doc("the character at an index, as a string")
 	// Java's String.split takes a regex (and drops trailing empty strings).
 	r.add(".split", 2, 3, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".split", a[0], 1)
@@ -169,12 +171,12 @@ func registerInterop(r registry) {
 			limit = int(th.Int(".split", a[2], 3))
 		}
 		return sliceVec(splitRegex(th, s, re, limit))
-	})
+	}).doc("Java's String.split by a regex")
 	// Java's String.replace is literal and replaces every occurrence.
 	r.add(".replace", 3, 3, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".replace", a[0], 1)
 		return replaceStr(th, ".replace", []Value{s, strArg(th, ".replace", a[1], 2), strArg(th, ".replace", a[2], 3)}, -1)
-	})
+	}).doc("Java's String.replace: every literal occurrence replaced")
 	r.add(".substring", 2, 3, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".substring", a[0], 1)
 		ascii := isASCII(s)
@@ -191,7 +193,7 @@ func registerInterop(r registry) {
 		}
 		b0 := runeOffset(s, int(start), ascii)
 		return s[b0 : b0+runeOffset(s[b0:], int(end-start), ascii)]
-	})
+	}).doc("Java's String.substring")
 }
 
 // isoMillis renders t as UTC ISO-8601 with milliseconds.

@@ -6,8 +6,9 @@ import "math"
 // ones are lazy so (take 5 (range 1e9)) works.
 const eagerRangeMax = 100_000
 
-func registerLazy(r registry) {
-	r.add("range", 0, 3, biRange)
+func registerLazy(r *registry) {
+	r.add("range", 0, 3, biRange).
+		doc("the integers from start (0) below end by step (1); endless without end").ref(refSeq).pure()
 	r.add("iterate", 2, 2, func(th *Thread, a []Value) Value {
 		f, cur := a[0], a[1]
 		first := true
@@ -19,7 +20,7 @@ func registerLazy(r registry) {
 			cur = th.Call1(f, cur)
 			return cur, true
 		})
-	})
+	}).doc("the lazy sequence x, (f x), (f (f x)), ...")
 	r.add("cycle", 1, 1, func(th *Thread, a []Value) Value {
 		items := th.Seq(a[0], "cycle", 1)
 		if len(items) == 0 {
@@ -31,7 +32,7 @@ func registerLazy(r registry) {
 			i++
 			return v, true
 		})
-	})
+	}).doc("the items of the collection repeated without end, lazily")
 	r.add("repeat", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			x := a[0]
@@ -44,7 +45,7 @@ func registerLazy(r registry) {
 			out[i] = a[1]
 		}
 		return &Vector{items: out}
-	})
+	}).doc("x repeated n times, or without end").ref(refSeq)
 	r.add("repeatedly", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			f := a[0]
@@ -57,7 +58,7 @@ func registerLazy(r registry) {
 			out[i] = th.Call(a[1])
 		}
 		return &Vector{items: out}
-	})
+	}).doc("the results of calling f n times, or without end")
 }
 
 // countArg reads a count argument (an integer, or an integral float such

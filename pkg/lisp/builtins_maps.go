@@ -4,7 +4,7 @@ package lisp
 // get-in assoc assoc-in update update-in dissoc merge select-keys keys
 // vals entries key val update-vals fnil, plus sorted-map. Keys are flex on writes too
 // (§3.6): a write to :n on {"n" 1} updates "n".
-func registerMaps(r registry) {
+func registerMaps(r *registry) {
 	r.add("get-in", 2, 3, func(th *Thread, a []Value) Value {
 		var dflt Value
 		if len(a) == 3 {
@@ -21,8 +21,8 @@ func registerMaps(r registry) {
 			return dflt
 		}
 		return cur
-	})
-	b := r.add("assoc", 3, -1, func(th *Thread, a []Value) Value {
+	}).doc("the value at a key path, or the default").ref(refMaps).pure()
+	r.add("assoc", 3, -1, func(th *Thread, a []Value) Value {
 		if len(a)%2 == 0 {
 			th.ArityError("assoc", "3, 5, 7 ... args (a map and key/value pairs)", len(a))
 		}
@@ -31,8 +31,8 @@ func registerMaps(r registry) {
 			m = assocOne(th, "assoc", m, a[i], a[i+1])
 		}
 		return m
-	})
-	b.ArityText = "3, 5, 7 ... args (a map and key/value pairs)"
+	}).doc("a map with keys set to values (a vector: indexes)").ref(refMaps).pure().
+		arity("3, 5, 7 ... args (a map and key/value pairs)")
 	r.add("assoc-in", 3, 3, func(th *Thread, a []Value) Value {
 		path := th.Seq(a[1], "assoc-in", 2)
 		if len(path) == 0 {
@@ -40,7 +40,7 @@ func registerMaps(r registry) {
 		}
 		v := a[2]
 		return updatePath(th, "assoc-in", a[0], path, func(Value) Value { return v })
-	})
+	}).doc("a nested map with the value at a key path set").ref(refMaps).pure()
 	r.add("update", 3, -1, func(th *Thread, a []Value) Value {
 		// a outlives these calls (it is only read), so extra needs no copy
 		f, extra := a[2], a[3:]
@@ -56,7 +56,7 @@ func registerMaps(r registry) {
 		nv := callWith(th, f, old, extra)
 		th.pos = pos
 		return assocOne(th, "update", a[0], a[1], nv)
-	})
+	}).doc("a map with the value at a key replaced by (f old args...)").ref(refMaps).hof(3)
 	r.add("update-in", 3, -1, func(th *Thread, a []Value) Value {
 		path := th.Seq(a[1], "update-in", 2)
 		f, extra := a[2], a[3:]
@@ -72,7 +72,7 @@ func registerMaps(r registry) {
 			th.pos = pos
 			return nv
 		})
-	})
+	}).doc("a nested map with the value at a key path replaced by (f old args...)").ref(refMaps).hof(3)
 	r.add("dissoc", 1, -1, func(th *Thread, a []Value) Value {
 		switch m := a[0].(type) {
 		case nil:
@@ -86,10 +86,11 @@ func registerMaps(r registry) {
 		}
 		th.TypeError("dissoc", "a map", a[0], 1)
 		return nil
-	})
-	r.add("merge", 0, -1, biMerge)
+	}).doc("a map without the keys").ref(refMaps).pure()
+	r.add("merge", 0, -1, biMerge).
+		doc("the maps merged left to right; later keys win").ref(refMaps).pure()
 	// every map iterates in key order (§5), so a sorted map is a map
-	sm := r.add("sorted-map", 0, -1, func(th *Thread, a []Value) Value {
+	r.add("sorted-map", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a)%2 != 0 {
 			th.ArityError("sorted-map", "an even number of args (key/value pairs)", len(a))
 		}
@@ -100,8 +101,8 @@ func registerMaps(r registry) {
 		}
 		th.allocSlots(3 * b.n)
 		return b.build()
-	})
-	sm.ArityText = "an even number of args (key/value pairs)"
+	}).doc("a map of the key-value arguments kept in key order").
+		arity("an even number of args (key/value pairs)")
 	r.add("select-keys", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "select-keys", 2)
 		switch a[0].(type) {
@@ -117,9 +118,11 @@ func registerMaps(r registry) {
 			}
 		}
 		return buildMap(th, keys, vals)
-	})
-	r.add("keys", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "keys", a[0], 0) })
-	r.add("vals", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "vals", a[0], 1) })
+	}).doc("a map with only the given keys").ref(refMaps).pure()
+	r.add("keys", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "keys", a[0], 0) }).
+		doc("the keys of a map, or nil when empty").ref(refMaps).pure()
+	r.add("vals", 1, 1, func(th *Thread, a []Value) Value { return mapPart(th, "vals", a[0], 1) }).
+		doc("the values of a map, or nil when empty").ref(refMaps).pure()
 	r.add("entries", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyVector
@@ -128,9 +131,11 @@ func registerMaps(r registry) {
 			th.TypeError("entries", "a map", a[0], 1)
 		}
 		return th.MakeVector(th.Seq(a[0], "entries", 1))
-	})
-	r.add("key", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "key", a[0], 0) })
-	r.add("val", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "val", a[0], 1) })
+	}).doc("the [key value] entries of a map, in key order").pure()
+	r.add("key", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "key", a[0], 0) }).
+		doc("the key of a map entry").pure()
+	r.add("val", 1, 1, func(th *Thread, a []Value) Value { return entryPart(th, "val", a[0], 1) }).
+		doc("the value of a map entry").pure()
 	r.add("update-vals", 2, 2, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyMap
@@ -146,7 +151,7 @@ func registerMaps(r registry) {
 			keys[i], vals[i] = e.key, th.Call1(a[1], e.val)
 		}
 		return buildMap(th, keys, vals)
-	})
+	}).doc("a map with f applied to every value").ref(refMaps).hof(2)
 	r.add("fnil", 2, 4, func(th *Thread, a []Value) Value {
 		f := a[0]
 		if len(a) == 2 {
@@ -215,7 +220,7 @@ func registerMaps(r registry) {
 			}
 			return th.Call(f, out...)
 		}}
-	})
+	}).doc("f with nil arguments replaced by defaults").ref(refLogic).hof(1)
 }
 
 // lookup is get with a found flag: maps (flex), vectors and strings by

@@ -10,16 +10,25 @@ import (
 // Math/min (plus exp log log10 cbrt signum hypot rint, the trigonometric
 // functions, floorDiv and floorMod) with
 // Java's result types.
-func registerMath(r registry) {
-	r.add("mod", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "mod", a[0], a[1]) })
-	r.add("rem", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "rem", a[0], a[1]) })
-	r.add("quot", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "quot", a[0], a[1]) })
-	r.add("abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "abs", a[0]) })
-	r.add("max", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "max", a, 1) })
-	r.add("min", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "min", a, -1) })
-	r.add("floor", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "floor", a[0], math.Floor) })
-	r.add("ceil", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "ceil", a[0], math.Ceil) })
-	r.add("trunc", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "trunc", a[0], math.Trunc) })
+func registerMath(r *registry) {
+	r.add("mod", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "mod", a[0], a[1]) }).
+		doc("floored modulus: the sign of the divisor").ref(refMath).pure().owns(2)
+	r.add("rem", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "rem", a[0], a[1]) }).
+		doc("remainder of truncating division: the sign of the dividend").ref(refMath).pure().owns(2)
+	r.add("quot", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "quot", a[0], a[1]) }).
+		doc("quotient of truncating division").ref(refMath).pure().owns(2)
+	r.add("abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "abs", a[0]) }).
+		doc("absolute value").ref(refMath).pure()
+	r.add("max", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "max", a, 1) }).
+		doc("the largest number").ref(refAgg).pure()
+	r.add("min", 1, -1, func(th *Thread, a []Value) Value { return extremum(th, "min", a, -1) }).
+		doc("the smallest number").ref(refAgg).pure()
+	r.add("floor", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "floor", a[0], math.Floor) }).
+		doc("the largest integer not above x, as an integer").ref(refMath).pure()
+	r.add("ceil", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "ceil", a[0], math.Ceil) }).
+		doc("the smallest integer not below x, as an integer").ref(refMath).pure()
+	r.add("trunc", 1, 1, func(th *Thread, a []Value) Value { return toIntegral(th, "trunc", a[0], math.Trunc) }).
+		doc("x with its fraction dropped, as an integer")
 	r.add("round", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 2 {
 			// (round x places): a float rounded half away from zero.
@@ -38,20 +47,24 @@ func registerMath(r registry) {
 			return f
 		}
 		return toIntegral(th, "round", a[0], math.Round)
-	})
+	}).doc("x rounded half away from zero, as an integer; with places a float").ref(refMath).pure()
 	r.add("sqrt", 1, 1, func(th *Thread, a []Value) Value {
 		_, f, _ := th.Num("sqrt", a[0], 1)
 		return math.Sqrt(f)
-	})
+	}).doc("square root, as a float").pure()
 	r.add("pow", 2, 2, func(th *Thread, a []Value) Value {
 		_, x, _ := th.Num("pow", a[0], 1)
 		_, y, _ := th.Num("pow", a[1], 2)
 		return math.Pow(x, y)
-	})
-	r.add("double", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "double", a[0]) })
-	r.add("float", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "float", a[0]) })
-	r.add("int", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "int", a[0]) })
-	r.add("long", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "long", a[0]) })
+	}).doc("x to the power y, as a float").pure()
+	r.add("double", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "double", a[0]) }).
+		doc("x as a float").pure()
+	r.add("float", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "float", a[0]) }).
+		doc("x as a float").pure()
+	r.add("int", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "int", a[0]) }).
+		doc("x truncated to an integer").pure()
+	r.add("long", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "long", a[0]) }).
+		doc("x truncated to an integer").pure()
 
 	// Math/ statics: Java's overloads and result types.
 	r.add("Math/round", 1, 1, func(th *Thread, a []Value) Value {
@@ -73,35 +86,51 @@ func registerMath(r registry) {
 			r++
 		}
 		return Int(int64(r))
-	})
-	r.add("Math/floor", 1, 1, func(th *Thread, a []Value) Value { return math.Floor(toF(th, "Math/floor", a[0], 1)) })
-	r.add("Math/ceil", 1, 1, func(th *Thread, a []Value) Value { return math.Ceil(toF(th, "Math/ceil", a[0], 1)) })
-	r.add("Math/rint", 1, 1, func(th *Thread, a []Value) Value { return math.RoundToEven(toF(th, "Math/rint", a[0], 1)) })
-	r.add("Math/abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "Math/abs", a[0]) })
-	r.add("Math/max", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/max", a, 1) })
-	r.add("Math/min", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/min", a, -1) })
+	}).doc("Java's Math.round: nearest integer, halves up").ref(refMath)
+	r.add("Math/floor", 1, 1, func(th *Thread, a []Value) Value { return math.Floor(toF(th, "Math/floor", a[0], 1)) }).
+		doc("Java's Math.floor, as a float").ref(refMath)
+	r.add("Math/ceil", 1, 1, func(th *Thread, a []Value) Value { return math.Ceil(toF(th, "Math/ceil", a[0], 1)) }).
+		doc("Java's Math.ceil, as a float").ref(refMath)
+	r.add("Math/rint", 1, 1, func(th *Thread, a []Value) Value { return math.RoundToEven(toF(th, "Math/rint", a[0], 1)) }).
+		doc("nearest integer as a float, halves to even")
+	r.add("Math/abs", 1, 1, func(th *Thread, a []Value) Value { return absNum(th, "Math/abs", a[0]) }).
+		doc("Java's Math.abs").ref(refMath)
+	r.add("Math/max", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/max", a, 1) }).
+		doc("the larger of two numbers")
+	r.add("Math/min", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/min", a, -1) }).
+		doc("the smaller of two numbers")
 	r.add("Math/pow", 2, 2, func(th *Thread, a []Value) Value {
 		return math.Pow(toF(th, "Math/pow", a[0], 1), toF(th, "Math/pow", a[1], 2))
-	})
-	r.add("Math/sqrt", 1, 1, func(th *Thread, a []Value) Value { return math.Sqrt(toF(th, "Math/sqrt", a[0], 1)) })
-	r.add("Math/cbrt", 1, 1, func(th *Thread, a []Value) Value { return math.Cbrt(toF(th, "Math/cbrt", a[0], 1)) })
-	r.add("Math/exp", 1, 1, func(th *Thread, a []Value) Value { return math.Exp(toF(th, "Math/exp", a[0], 1)) })
-	r.add("Math/log", 1, 1, func(th *Thread, a []Value) Value { return math.Log(toF(th, "Math/log", a[0], 1)) })
-	r.add("Math/log10", 1, 1, func(th *Thread, a []Value) Value { return math.Log10(toF(th, "Math/log10", a[0], 1)) })
+	}).doc("x to the power y").ref(refMath)
+	r.add("Math/sqrt", 1, 1, func(th *Thread, a []Value) Value { return math.Sqrt(toF(th, "Math/sqrt", a[0], 1)) }).
+		doc("square root").ref(refMath)
+	r.add("Math/cbrt", 1, 1, func(th *Thread, a []Value) Value { return math.Cbrt(toF(th, "Math/cbrt", a[0], 1)) }).
+		doc("cube root")
+	r.add("Math/exp", 1, 1, func(th *Thread, a []Value) Value { return math.Exp(toF(th, "Math/exp", a[0], 1)) }).
+		doc("e to the power x").ref(refMath)
+	r.add("Math/log", 1, 1, func(th *Thread, a []Value) Value { return math.Log(toF(th, "Math/log", a[0], 1)) }).
+		doc("natural logarithm").ref(refMath)
+	r.add("Math/log10", 1, 1, func(th *Thread, a []Value) Value { return math.Log10(toF(th, "Math/log10", a[0], 1)) }).
+		doc("base-10 logarithm").ref(refMath)
 	r.add("Math/hypot", 2, 2, func(th *Thread, a []Value) Value {
 		return math.Hypot(toF(th, "Math/hypot", a[0], 1), toF(th, "Math/hypot", a[1], 2))
-	})
-	for name, f := range map[string]func(float64) float64{
-		"Math/sin": math.Sin, "Math/cos": math.Cos, "Math/tan": math.Tan,
-		"Math/asin": math.Asin, "Math/acos": math.Acos, "Math/atan": math.Atan,
-		"Math/toRadians": func(x float64) float64 { return x * math.Pi / 180 },
-		"Math/toDegrees": func(x float64) float64 { return x * 180 / math.Pi },
-	} {
-		r.add(name, 1, 1, func(th *Thread, a []Value) Value { return f(toF(th, name, a[0], 1)) })
+	}).doc("sqrt(x² + y²) without overflow")
+	unary := func(name string, f func(float64) float64) BuiltinFunc {
+		return func(th *Thread, a []Value) Value { return f(toF(th, name, a[0], 1)) }
 	}
+	r.add("Math/sin", 1, 1, unary("Math/sin", math.Sin)).doc("sine of radians")
+	r.add("Math/cos", 1, 1, unary("Math/cos", math.Cos)).doc("cosine of radians")
+	r.add("Math/tan", 1, 1, unary("Math/tan", math.Tan)).doc("tangent of radians")
+	r.add("Math/asin", 1, 1, unary("Math/asin", math.Asin)).doc("arc sine, in radians")
+	r.add("Math/acos", 1, 1, unary("Math/acos", math.Acos)).doc("arc cosine, in radians")
+	r.add("Math/atan", 1, 1, unary("Math/atan", math.Atan)).doc("arc tangent, in radians")
+	r.add("Math/toRadians", 1, 1, unary("Math/toRadians", func(x float64) float64 { return x * math.Pi / 180 })).
+		doc("degrees to radians")
+	r.add("Math/toDegrees", 1, 1, unary("Math/toDegrees", func(x float64) float64 { return x * 180 / math.Pi })).
+		doc("radians to degrees")
 	r.add("Math/atan2", 2, 2, func(th *Thread, a []Value) Value {
 		return math.Atan2(toF(th, "Math/atan2", a[0], 1), toF(th, "Math/atan2", a[1], 2))
-	})
+	}).doc("the angle of the point (x, y), in radians")
 	// Java's floorDiv/floorMod on longs: floored, sign of the divisor.
 	r.add("Math/floorDiv", 2, 2, func(th *Thread, a []Value) Value {
 		x, y := th.Int("Math/floorDiv", a[0], 1), th.Int("Math/floorDiv", a[1], 2)
@@ -116,12 +145,12 @@ func registerMath(r registry) {
 			q--
 		}
 		return Int(q)
-	})
+	}).doc("floored integer division")
 	r.add("Math/floorMod", 2, 2, func(th *Thread, a []Value) Value {
 		th.Int("Math/floorMod", a[0], 1)
 		th.Int("Math/floorMod", a[1], 2)
 		return divOp(th, "Math/floorMod", a[0], a[1])
-	})
+	}).doc("floored integer modulus")
 	r.add("Math/signum", 1, 1, func(th *Thread, a []Value) Value {
 		f := toF(th, "Math/signum", a[0], 1)
 		switch {
@@ -131,7 +160,7 @@ func registerMath(r registry) {
 			return -1.0
 		}
 		return f // ±0.0 and NaN
-	})
+	}).doc("-1.0, 0.0 or 1.0 by the sign of x").ref(refMath)
 }
 
 // toF reads a number as float64 (Java's widening to double).

@@ -11,7 +11,7 @@ import (
 // and the Java statics Integer/parseInt Long/parseLong Double/parseDouble
 // (which raise on bad input, as Java throws). Patterns may be a regex or a
 // string; inputs past MaxRegexInput bytes are not scanned.
-func registerRegex(r registry) {
+func registerRegex(r *registry) {
 	r.add("parse-long", 1, 1, func(th *Thread, a []Value) Value {
 		s, ok := a[0].(string)
 		if !ok {
@@ -21,8 +21,9 @@ func registerRegex(r registry) {
 			return Int(n)
 		}
 		return nil
-	})
-	r.alias("parse-int", "parse-long")
+	}).doc("the integer a string spells, or nil").ref(refRegex).pure()
+	r.alias("parse-int", "parse-long").
+		ref(refRegex)
 	r.add("parse-double", 1, 1, func(th *Thread, a []Value) Value {
 		s, ok := a[0].(string)
 		if !ok {
@@ -32,9 +33,11 @@ func registerRegex(r registry) {
 			return f
 		}
 		return nil
-	})
-	r.add("Integer/parseInt", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Integer/parseInt", a, 32) })
-	r.add("Long/parseLong", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Long/parseLong", a, 64) })
+	}).doc("the float a string spells, or nil").ref(refRegex).pure()
+	r.add("Integer/parseInt", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Integer/parseInt", a, 32) }).
+		doc("the integer a string spells (in a radix); an error otherwise")
+	r.add("Long/parseLong", 1, 2, func(th *Thread, a []Value) Value { return javaParseInt(th, "Long/parseLong", a, 64) }).
+		doc("the integer a string spells (in a radix); an error otherwise")
 	r.alias("Long/valueOf", "Long/parseLong")
 	r.alias("Integer/valueOf", "Integer/parseInt")
 	r.add("Double/parseDouble", 1, 1, func(th *Thread, a []Value) Value {
@@ -50,10 +53,12 @@ func registerRegex(r registry) {
 		th.RaiseHint(KindValue, "use parse-double, which returns nil for text that is not a number",
 			"Double/parseDouble: cannot parse %s as a number", preview(s))
 		return nil
-	})
+	}).doc("the float a string spells; an error otherwise")
 	r.alias("Double/valueOf", "Double/parseDouble")
-	r.add("re-pattern", 1, 1, func(th *Thread, a []Value) Value { return regexArg(th, "re-pattern", a[0], 1) })
-	r.add("regex?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Regex); return ok })
+	r.add("re-pattern", 1, 1, func(th *Thread, a []Value) Value { return regexArg(th, "re-pattern", a[0], 1) }).
+		doc("a regex compiled from a string").ref(refRegex)
+	r.add("regex?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Regex); return ok }).
+		doc("true for regexes")
 	r.add("re-find", 2, 2, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-find", a[0], 1)
 		if a[1] == nil {
@@ -65,7 +70,7 @@ func registerRegex(r registry) {
 			return nil
 		}
 		return groupsValue(th, in, m)
-	})
+	}).doc("the first match (with its groups), or nil").ref(refRegex).pure()
 	r.add("re-matches", 2, 2, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-matches", a[0], 1)
 		if a[1] == nil {
@@ -89,7 +94,7 @@ func registerRegex(r registry) {
 			}
 		}
 		return groupsValue(th, in, m)
-	})
+	}).doc("the match of the whole string (with its groups), or nil").ref(refRegex).pure()
 	r.add("re-seq", 2, 2, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-seq", a[0], 1)
 		if a[1] == nil {
@@ -104,7 +109,7 @@ func registerRegex(r registry) {
 			out[i] = groupsValue(th, in, m)
 		}
 		return th.MakeVector(out)
-	})
+	}).doc("every match (with its groups)").ref(refRegex).pure()
 	r.add("re-split", 2, 3, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-split", a[0], 1)
 		if a[1] == nil {
@@ -115,18 +120,18 @@ func registerRegex(r registry) {
 			limit = int(th.Int("re-split", a[2], 3))
 		}
 		return sliceVec(splitRegex(th, strArg(th, "re-split", a[1], 2), re, limit))
-	})
+	}).doc("the parts of a string around a regex").ref(refRegex)
 	r.add("re-quote-replacement", 1, 1, func(th *Thread, a []Value) Value {
 		s := strArg(th, "re-quote-replacement", a[0], 1)
 		return strings.NewReplacer(`\`, `\\`, `$`, `\$`).Replace(s)
-	})
+	}).doc("a replacement string with \\ and $ escaped")
 	r.add("extract", 2, 3, func(th *Thread, a []Value) Value {
 		g := int64(1)
 		if len(a) == 3 {
 			g = th.Int("extract", a[2], 3)
 		}
 		return extractGroup(th, "extract", a[0], a[1], g)
-	})
+	}).doc("group n (1) of a regex's first match in a string, or nil")
 	r.add("extract-int", 2, 4, func(th *Thread, a []Value) Value {
 		g := int64(1)
 		var dflt Value
@@ -144,7 +149,7 @@ func registerRegex(r registry) {
 			return Int(n)
 		}
 		return dflt
-	})
+	}).doc("group n (1) of a regex's first match, parsed as an integer, or the default")
 }
 
 // regexArg accepts a regex or a pattern string (compiled with the caps).

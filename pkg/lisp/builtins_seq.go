@@ -12,10 +12,13 @@ import (
 // group-by frequencies partition partition-all flatten interleave interpose
 // zip combinations conj cons concat into vec vector walk prewalk postwalk
 // tree-seq, plus rseq distinct? doall dorun reductions.
-func registerSeq(r registry) {
-	r.add("find", 2, 2, biFind)
-	r.add("mapcat", 2, -1, biMapcat)
-	r.add("map-indexed", 2, 2, biMapIndexed)
+func registerSeq(r *registry) {
+	r.add("find", 2, 2, biFind).
+		doc("the [key value] entry of a key in a map, or nil").ref(refSeq)
+	r.add("mapcat", 2, -1, biMapcat).
+		doc("map, then concatenate the results").ref(refSeq).hof(1)
+	r.add("map-indexed", 2, 2, biMapIndexed).
+		doc("f applied to each index and item").ref(refSeq).hof(1)
 	r.add("pluck", 2, 2, func(th *Thread, a []Value) Value {
 		items := th.Seq(a[1], "pluck", 2)
 		th.allocSlots(len(items))
@@ -25,18 +28,23 @@ func registerSeq(r registry) {
 			out[i] = getPath(it, a[0])
 		}
 		return seqVec(out)
-	})
-	r.add("sort", 1, 2, biSort)
-	r.add("sort-by", 2, 3, biSortBy)
-	r.add("reverse", 1, 1, func(th *Thread, a []Value) Value { return reverseOf(th, "reverse", a[0]) })
+	}).doc("the value at a key (or key path) of each item").ref(refSeq)
+	r.add("sort", 1, 2, biSort).
+		doc("the items in ascending order, or by a comparator").ref(refSeq).hof(-1)
+	r.add("sort-by", 2, 3, biSortBy).
+		doc("the items ordered by keyfn's result, optionally with a comparator").ref(refSeq).hof(1)
+	r.add("reverse", 1, 1, func(th *Thread, a []Value) Value { return reverseOf(th, "reverse", a[0]) }).
+		doc("the items in reverse order").ref(refSeq).pure()
 	r.add("rseq", 1, 1, func(th *Thread, a []Value) Value {
 		if _, ok := a[0].(*Vector); !ok && a[0] != nil {
 			th.TypeError("rseq", "a vector", a[0], 1)
 		}
 		return seqOrNil(th, reverseOf(th, "rseq", a[0]))
-	})
-	r.add("distinct", 1, 1, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct", nil, a[0], 1) })
-	r.add("distinct-by", 2, 2, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct-by", a[0], a[1], 2) })
+	}).doc("the items of a vector or sorted collection in reverse order, or nil when empty")
+	r.add("distinct", 1, 1, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct", nil, a[0], 1) }).
+		doc("the items without duplicates, first occurrence kept").ref(refSeq).pure()
+	r.add("distinct-by", 2, 2, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct-by", a[0], a[1], 2) }).
+		doc("the items whose keyfn result was not seen before").hof(1)
 	r.add("distinct?", 1, -1, func(th *Thread, a []Value) Value {
 		var seen valueSet
 		for _, v := range a {
@@ -46,11 +54,15 @@ func registerSeq(r registry) {
 			}
 		}
 		return true
-	})
-	r.add("group-by", 2, 2, biGroupBy)
-	r.add("frequencies", 1, 1, biFrequencies)
-	r.add("partition", 2, 4, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition", a, false) })
-	r.add("partition-all", 2, 3, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition-all", a, true) })
+	}).doc("true when no two arguments are equal")
+	r.add("group-by", 2, 2, biGroupBy).
+		doc("a map from keyfn's result to the vector of items that gave it").ref(refSeq).hof(1)
+	r.add("frequencies", 1, 1, biFrequencies).
+		doc("a map from each distinct item to its number of occurrences").ref(refSeq).pure()
+	r.add("partition", 2, 4, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition", a, false) }).
+		doc("groups of n items (stepping by step), complete groups only unless a pad is given").ref(refSeq).pure()
+	r.add("partition-all", 2, 3, func(th *Thread, a []Value) Value { return partitionImpl(th, "partition-all", a, true) }).
+		doc("groups of n items (stepping by step); the last group may be short").ref(refSeq).pure()
 	r.add("flatten", 1, 1, func(th *Thread, a []Value) Value {
 		var out []Value
 		switch a[0].(type) {
@@ -58,8 +70,9 @@ func registerSeq(r registry) {
 			out = flattenInto(th, out, a[0], 0)
 		}
 		return seqVec(out)
-	})
-	r.add("interleave", 0, -1, biInterleave)
+	}).doc("the atoms of nested sequential collections, in order").ref(refSeq).pure()
+	r.add("interleave", 0, -1, biInterleave).
+		doc("the first item of each collection, then the second of each, ...").ref(refSeq).pure()
 	r.add("interpose", 2, 2, func(th *Thread, a []Value) Value {
 		if src, ok := a[1].(*LazySeq); ok {
 			sep, i, sepNext := a[0], 0, false
@@ -89,13 +102,19 @@ func registerSeq(r registry) {
 			out = append(out, it)
 		}
 		return &Vector{items: out}
-	})
-	r.add("zip", 1, -1, biZip)
-	r.add("combinations", 2, 2, biCombinations)
-	r.add("conj", 0, -1, biConj)
-	r.add("cons", 2, 2, biCons)
-	r.add("concat", 0, -1, biConcat)
-	r.add("into", 0, 2, biInto)
+	}).doc("the items with sep between each two").ref(refSeq).pure()
+	r.add("zip", 1, -1, biZip).
+		doc("vectors of the items at the same index of each collection")
+	r.add("combinations", 2, 2, biCombinations).
+		doc("every combination of n items of the collection, in order")
+	r.add("conj", 0, -1, biConj).
+		doc("adds items to a collection (vectors at the end, sets and maps by key)").ref(refSeq).pure()
+	r.add("cons", 2, 2, biCons).
+		doc("x followed by the items").ref(refSeq)
+	r.add("concat", 0, -1, biConcat).
+		doc("the items of the collections one after another").ref(refSeq).pure()
+	r.add("into", 0, 2, biInto).
+		doc("the items of from added (as conj does) to to").ref(refSeq).pure()
 	r.add("vec", 1, 1, func(th *Thread, a []Value) Value {
 		if v, ok := a[0].(*Vector); ok {
 			return v
@@ -105,31 +124,35 @@ func registerSeq(r registry) {
 			items = slices.Clip(items) // the lazy seq may still grow its cache
 		}
 		return th.MakeVector(items)
-	})
+	}).doc("the items as a vector").ref(refSeq).pure()
 	r.add("vector", 0, -1, func(th *Thread, a []Value) Value {
 		return th.MakeVector(append([]Value(nil), a...))
-	})
+	}).doc("a vector of the arguments").ref(refSeq).pure()
 	r.add("walk", 3, 3, func(th *Thread, a []Value) Value {
 		inner, outer := a[0], a[1]
 		return walkForm(th, a[2], func(v Value) Value { return th.Call1(inner, v) }, func(v Value) Value { return th.Call1(outer, v) })
-	})
-	r.add("prewalk", 2, 2, func(th *Thread, a []Value) Value { return prewalk(th, a[0], a[1], 0) })
-	r.add("postwalk", 2, 2, func(th *Thread, a []Value) Value { return postwalk(th, a[0], a[1], 0) })
-	r.add("tree-seq", 3, 3, biTreeSeq)
+	}).doc("applies inner to each element of a form and outer to the result")
+	r.add("prewalk", 2, 2, func(th *Thread, a []Value) Value { return prewalk(th, a[0], a[1], 0) }).
+		doc("transforms a nested form top down with f")
+	r.add("postwalk", 2, 2, func(th *Thread, a []Value) Value { return postwalk(th, a[0], a[1], 0) }).
+		doc("transforms a nested form bottom up with f")
+	r.add("tree-seq", 3, 3, biTreeSeq).
+		doc("the nodes of a tree, depth first, as branch? and children decide")
 	r.add("doall", 1, 2, func(th *Thread, a []Value) Value {
 		c := a[len(a)-1]
 		if s, ok := c.(*LazySeq); ok {
 			th.Seq(s, "doall", len(a))
 		}
 		return c
-	})
+	}).doc("realises a lazy sequence (its first n items) and returns it")
 	r.add("dorun", 1, 2, func(th *Thread, a []Value) Value {
 		if s, ok := a[len(a)-1].(*LazySeq); ok {
 			th.Seq(s, "dorun", len(a))
 		}
 		return nil
-	})
-	r.add("reductions", 2, 3, biReductions)
+	}).doc("realises a lazy sequence (its first n items) and returns nil")
+	r.add("reductions", 2, 3, biReductions).
+		doc("the intermediate values of reduce")
 }
 
 // seqVec wraps items (already charged) as a vector.

@@ -6,10 +6,13 @@ package lisp
 // clojure.set's subset? superset? select project rename-keys map-invert
 // index join. The set operations accept any collection for a set (a
 // vector is converted, ptc-lisp.md §4.5 "Go MAY convert"); nil is empty.
-func registerSets(r registry) {
-	r.add("set", 1, 1, func(th *Thread, a []Value) Value { return toSet(th, "set", a[0], 1) })
-	r.add("sorted-set", 0, -1, func(th *Thread, a []Value) Value { return setAddAll(th, emptySet, a) })
-	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok })
+func registerSets(r *registry) {
+	r.add("set", 1, 1, func(th *Thread, a []Value) Value { return toSet(th, "set", a[0], 1) }).
+		doc("a set of the items").ref(refSets).pure()
+	r.add("sorted-set", 0, -1, func(th *Thread, a []Value) Value { return setAddAll(th, emptySet, a) }).
+		doc("a set of the arguments kept in order")
+	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok }).
+		doc("true for sets").pure()
 	r.add("union", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a) == 0 {
 			return emptySet
@@ -30,7 +33,7 @@ func registerSets(r registry) {
 			}
 		}
 		return acc
-	})
+	}).doc("the set of items in any of the sets").ref(refSets).pure()
 	r.add("intersection", 1, -1, func(th *Thread, a []Value) Value {
 		sets := make([]*Set, len(a))
 		small := 0
@@ -58,7 +61,7 @@ func registerSets(r registry) {
 			return sets[small]
 		}
 		return setAddAll(th, emptySet, keep)
-	})
+	}).doc("the set of items in every set").ref(refSets).pure()
 	r.add("difference", 1, -1, func(th *Thread, a []Value) Value {
 		acc := toSet(th, "difference", a[0], 1)
 		for i, x := range a[1:] {
@@ -78,13 +81,13 @@ func registerSets(r registry) {
 			}
 		}
 		return acc
-	})
+	}).doc("the items of the first set that are in none of the others").ref(refSets).pure()
 	r.add("subset?", 2, 2, func(th *Thread, a []Value) Value {
 		return isSubset(th, toSet(th, "subset?", a[0], 1), toSet(th, "subset?", a[1], 2))
-	})
+	}).doc("true when every item of the first set is in the second").ref(refSets).pure()
 	r.add("superset?", 2, 2, func(th *Thread, a []Value) Value {
 		return isSubset(th, toSet(th, "superset?", a[1], 2), toSet(th, "superset?", a[0], 1))
-	})
+	}).doc("true when every item of the second set is in the first").ref(refSets).pure()
 	r.add("set/select", 2, 2, func(th *Thread, a []Value) Value {
 		s := toSet(th, "select", a[1], 2)
 		for _, it := range s.Items() {
@@ -93,7 +96,7 @@ func registerSets(r registry) {
 			}
 		}
 		return s
-	})
+	}).doc("the items of a set for which pred is truthy").ref(refSets)
 	r.add("set/project", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "project", 2)
 		var out []Value
@@ -107,7 +110,7 @@ func registerSets(r registry) {
 			out = append(out, buildMap(th, keys, vals))
 		}
 		return setAddAll(th, emptySet, out)
-	})
+	}).doc("the maps of a set with only the given keys")
 	r.add("set/rename-keys", 2, 2, func(th *Thread, a []Value) Value {
 		m, ok := a[0].(*Map)
 		if a[0] == nil {
@@ -121,7 +124,7 @@ func registerSets(r registry) {
 			th.TypeError("rename-keys", "a map of old key to new key", a[1], 2)
 		}
 		return renameKeys(th, m, km)
-	})
+	}).doc("a map with keys renamed by a map of old to new").ref(refSets)
 	r.add("set/map-invert", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyMap
@@ -136,7 +139,7 @@ func registerSets(r registry) {
 			return true
 		})
 		return out
-	})
+	}).doc("a map from values to keys").ref(refSets)
 	r.add("set/index", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "index", 2)
 		var seen valueSet
@@ -160,8 +163,9 @@ func registerSets(r registry) {
 			vals[i] = setAddAll(th, emptySet, g)
 		}
 		return buildMap(th, seen.vals, vals)
-	})
-	r.add("set/join", 2, 3, biSetJoin)
+	}).doc("a map from each key-subset to the set of maps that have it")
+	r.add("set/join", 2, 3, biSetJoin).
+		doc("the natural join of two sets of maps (or joined on a key map)")
 }
 
 // toSet converts a set argument: a set as is, nil as empty, any other

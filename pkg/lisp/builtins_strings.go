@@ -14,9 +14,11 @@ import (
 // blank? escape), str/reverse, char, name, keyword and format (§0.1).
 // Strings are indexed by code points. nil is punned: transforms of nil give
 // nil, tests give false (blank? gives true), split gives [].
-func registerStrings(r registry) {
-	r.add("subs", 2, 3, biSubs)
-	r.add("join", 1, 2, biJoin)
+func registerStrings(r *registry) {
+	r.add("subs", 2, 3, biSubs).
+		doc("the substring from start (to end), by characters").ref(refStrings).pure()
+	r.add("join", 1, 2, biJoin).
+		doc("the printed items joined, optionally with a separator").refAs(refStrings, "str/join").pure()
 	r.add("split", 2, 3, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyVector
@@ -34,7 +36,7 @@ func registerStrings(r registry) {
 		}
 		th.TypeError("split", "a string or regex separator", a[1], 2)
 		return nil
-	})
+	}).doc("the parts of a string around a separator string or regex").refAs(refStrings, "str/split").pure()
 	r.add("split-lines", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyVector
@@ -51,14 +53,20 @@ func registerStrings(r registry) {
 			}
 		}
 		return sliceVec(dropTrailingEmpty(parts))
-	})
-	r.add("trim", 1, 1, strMap("trim", func(s string) string { return strings.TrimFunc(s, isJavaSpace) }))
-	r.add("triml", 1, 1, strMap("triml", func(s string) string { return strings.TrimLeftFunc(s, isJavaSpace) }))
-	r.add("trimr", 1, 1, strMap("trimr", func(s string) string { return strings.TrimRightFunc(s, isJavaSpace) }))
-	r.add("trim-newline", 1, 1, strMap("trim-newline", func(s string) string { return strings.TrimRight(s, "\r\n") }))
-	r.add("upper-case", 1, 1, strMap("upper-case", javaUpper))
+	}).doc("the lines of a string").refAs(refStrings, "str/split-lines").pure()
+	r.add("trim", 1, 1, strMap("trim", func(s string) string { return strings.TrimFunc(s, isJavaSpace) })).
+		doc("a string without leading and trailing whitespace").refAs(refStrings, "str/trim").pure()
+	r.add("triml", 1, 1, strMap("triml", func(s string) string { return strings.TrimLeftFunc(s, isJavaSpace) })).
+		doc("a string without leading whitespace").refAs(refStrings, "str/triml").pure()
+	r.add("trimr", 1, 1, strMap("trimr", func(s string) string { return strings.TrimRightFunc(s, isJavaSpace) })).
+		doc("a string without trailing whitespace").refAs(refStrings, "str/trimr").pure()
+	r.add("trim-newline", 1, 1, strMap("trim-newline", func(s string) string { return strings.TrimRight(s, "\r\n") })).
+		doc("a string without trailing newlines and returns")
+	r.add("upper-case", 1, 1, strMap("upper-case", javaUpper)).
+		doc("a string in upper case").refAs(refStrings, "str/upper-case").pure()
 	r.alias("upcase", "upper-case")
-	r.add("lower-case", 1, 1, strMap("lower-case", strings.ToLower))
+	r.add("lower-case", 1, 1, strMap("lower-case", strings.ToLower)).
+		doc("a string in lower case").refAs(refStrings, "str/lower-case").pure()
 	r.alias("downcase", "lower-case")
 	r.add("capitalize", 1, 1, strMap("capitalize", func(s string) string {
 		if s == "" {
@@ -66,34 +74,43 @@ func registerStrings(r registry) {
 		}
 		r, n := utf8.DecodeRuneInString(s)
 		return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
-	}))
+	})).
+		doc("a string with its first character upper case and the rest lower case").refAs(refStrings, "str/capitalize").pure()
 	r.add("str/reverse", 1, 1, strMap("str/reverse", func(s string) string {
 		rs := []rune(s)
 		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
 			rs[i], rs[j] = rs[j], rs[i]
 		}
 		return string(rs)
-	}))
-	r.add("starts-with?", 2, 2, strTest("starts-with?", strings.HasPrefix))
-	r.add("ends-with?", 2, 2, strTest("ends-with?", strings.HasSuffix))
-	r.add("includes?", 2, 2, strTest("includes?", strings.Contains))
+	})).
+		doc("the characters of a string in reverse order").ref(refStrings)
+	r.add("starts-with?", 2, 2, strTest("starts-with?", strings.HasPrefix)).
+		doc("true when the string starts with the prefix").refAs(refStrings, "str/starts-with?").pure()
+	r.add("ends-with?", 2, 2, strTest("ends-with?", strings.HasSuffix)).
+		doc("true when the string ends with the suffix").refAs(refStrings, "str/ends-with?").pure()
+	r.add("includes?", 2, 2, strTest("includes?", strings.Contains)).
+		doc("true when the string contains the substring").refAs(refStrings, "str/includes?").pure()
 	r.add("blank?", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return true
 		}
 		s := strArg(th, "blank?", a[0], 1)
 		return strings.TrimLeftFunc(s, isJavaSpace) == ""
-	})
-	r.add("index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "index-of", a, false, false) })
-	r.add("last-index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "last-index-of", a, true, false) })
+	}).doc("true for nil, empty and whitespace-only strings").refAs(refStrings, "str/blank?").pure()
+	r.add("index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "index-of", a, false, false) }).
+		doc("the index of the first occurrence of a substring (from an index), or nil").refAs(refStrings, "str/index-of").pure()
+	r.add("last-index-of", 2, 3, func(th *Thread, a []Value) Value { return indexOf(th, "last-index-of", a, true, false) }).
+		doc("the index of the last occurrence of a substring, or nil").refAs(refStrings, "str/last-index-of")
 	r.add("replace", 2, 3, func(th *Thread, a []Value) Value {
 		if len(a) == 2 {
 			return replaceColl(th, a[0], a[1])
 		}
 		return replaceStr(th, "replace", a, -1)
-	})
-	r.add("str/replace", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace", a, -1) })
-	r.add("replace-first", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace-first", a, 1) })
+	}).doc("every match of a string or regex replaced (by a string or a function of the match); with two arguments, items replaced by a map").hof(-1)
+	r.add("str/replace", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace", a, -1) }).
+		doc("every match of a string or regex replaced by a string or a function of the match").ref(refStrings)
+	r.add("replace-first", 3, 3, func(th *Thread, a []Value) Value { return replaceStr(th, "replace-first", a, 1) }).
+		doc("the first match of a string or regex replaced").refAs(refStrings, "str/replace-first").hof(-1)
 	r.add("escape", 2, 2, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return nil
@@ -110,7 +127,7 @@ func registerStrings(r registry) {
 			th.checkGrowth(b.Len())
 		}
 		return th.MakeString(b.String())
-	})
+	}).doc("a string with each character replaced by (cmap char) when that is not nil")
 	r.add("char", 1, 1, func(th *Thread, a []Value) Value {
 		switch x := a[0].(type) {
 		case int64:
@@ -125,7 +142,7 @@ func registerStrings(r registry) {
 		}
 		th.TypeError("char", "an integer code point or a 1-char string", a[0], 1)
 		return nil
-	})
+	}).doc("the one-character string of a code point")
 	r.add("name", 1, 1, func(th *Thread, a []Value) Value {
 		switch x := a[0].(type) {
 		case nil:
@@ -140,7 +157,7 @@ func registerStrings(r registry) {
 		}
 		th.TypeError("name", "a keyword or string", a[0], 1)
 		return nil
-	})
+	}).doc("the name of a keyword or symbol, or the string itself").ref(refStrings).pure()
 	r.add("keyword", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 2 {
 			name := strArg(th, "keyword", a[1], 2)
@@ -159,11 +176,11 @@ func registerStrings(r registry) {
 			return th.Keyword(x)
 		}
 		return nil // as Clojure: (keyword 1) and (keyword nil) are nil
-	})
+	}).doc("a keyword of a name (and namespace)").ref(refStrings).pure()
 	r.add("format", 1, -1, func(th *Thread, a []Value) Value {
 		f := strArg(th, "format", a[0], 1)
 		return th.MakeString(formatJava(th, f, a[1:]))
-	})
+	}).doc("a string formatted as Java's String.format does").ref(refStrings).pure()
 }
 
 // checkGrowth raises the memory limit error when a string being built

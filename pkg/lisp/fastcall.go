@@ -43,13 +43,13 @@ func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value {
 // attachFast sets fn1/fn2 on the builtins that have a fast path. It runs
 // once, while the table is built. Each entry is one flat function: these
 // run once per loop iteration, so no helper closures in between.
-func attachFast(r registry) {
-	r["+"].fn2 = func(th *Thread, x, y Value) Value { return addNum(th, "+", x, y, 1) }
-	r["-"].fn2 = func(th *Thread, x, y Value) Value { return subNum(th, x, y, 1) }
-	r["*"].fn2 = func(th *Thread, x, y Value) Value { return mulNum(th, x, y, 1) }
-	r["inc"].fn1 = func(th *Thread, x Value) Value { return addNum(th, "inc", x, int64(1), 1) }
-	r["dec"].fn1 = func(th *Thread, x Value) Value { return addNum(th, "dec", x, int64(-1), 1) }
-	lt, gt, le, ge := r["<"], r[">"], r["<="], r[">="]
+func attachFast(r *registry) {
+	r.builtin("+").fn2 = func(th *Thread, x, y Value) Value { return addNum(th, "+", x, y, 1) }
+	r.builtin("-").fn2 = func(th *Thread, x, y Value) Value { return subNum(th, x, y, 1) }
+	r.builtin("*").fn2 = func(th *Thread, x, y Value) Value { return mulNum(th, x, y, 1) }
+	r.builtin("inc").fn1 = func(th *Thread, x Value) Value { return addNum(th, "inc", x, int64(1), 1) }
+	r.builtin("dec").fn1 = func(th *Thread, x Value) Value { return addNum(th, "dec", x, int64(-1), 1) }
+	lt, gt, le, ge := r.builtin("<"), r.builtin(">"), r.builtin("<="), r.builtin(">=")
 	lt.fn2 = func(th *Thread, x, y Value) Value {
 		if p, q, ok := ints2(x, y); ok {
 			return p < q
@@ -86,7 +86,7 @@ func attachFast(r registry) {
 		}
 		return slowCall2(th, ge, x, y)
 	}
-	eq, ne := r["="], r["not="]
+	eq, ne := r.builtin("="), r.builtin("not=")
 	eq.fn2 = func(th *Thread, x, y Value) Value {
 		if same, ok := fastEqual(x, y); ok {
 			return same
@@ -99,7 +99,7 @@ func attachFast(r registry) {
 		}
 		return slowCall2(th, ne, x, y)
 	}
-	first, rest, empty, count, get := r["first"], r["rest"], r["empty?"], r["count"], r["get"]
+	first, rest, empty, count, get := r.builtin("first"), r.builtin("rest"), r.builtin("empty?"), r.builtin("count"), r.builtin("get")
 	first.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
 			if len(v.items) == 0 {
@@ -134,9 +134,9 @@ func attachFast(r registry) {
 		}
 		return slowCall2(th, get, x, y)
 	}
-	r["not"].fn1 = func(th *Thread, x Value) Value { return !Truthy(x) }
-	r["nil?"].fn1 = func(th *Thread, x Value) Value { return x == nil }
-	r["some?"].fn1 = func(th *Thread, x Value) Value { return x != nil }
+	r.builtin("not").fn1 = func(th *Thread, x Value) Value { return !Truthy(x) }
+	r.builtin("nil?").fn1 = func(th *Thread, x Value) Value { return x == nil }
+	r.builtin("some?").fn1 = func(th *Thread, x Value) Value { return x != nil }
 }
 
 // ints2 returns both values as int64 when both are integers.

@@ -393,22 +393,9 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 // A call of a local (which may hold any function), tools, output, def and
 // memory writes, return and fail all make a form impure.
 
-// pureData are builtins that never call a function argument and have no
-// effect: usable as a stage function and anywhere inside a pure body.
-var pureData = wordSet(`+ - * / inc dec quot rem mod abs min max = not= == < > <= >= not
-	identity str subs count first second last rest next nth get get-in contains? keys vals
-	empty? not-empty seq vec set vector hash-map list conj assoc assoc-in dissoc merge select-keys
-	into concat distinct frequencies reverse flatten take drop take-last drop-last butlast
-	range zipmap interleave interpose partition partition-all
-	nil? some? true? false? number? string? keyword? map? vector? set? coll? int? float? boolean? zero? pos? neg? even? odd?
-	boolean int long double float keyword name upper-case lower-case capitalize trim triml trimr
-	includes? starts-with? ends-with? blank? split split-lines join index-of
-	parse-long parse-double parse-int re-find re-matches re-seq format round floor ceil sqrt pow
-	sum avg union intersection difference subset? superset? compare hash key val entries`)
-
 // fnArgAt returns whether argument i (1-based) of a call of builtin name
-// with n arguments is called as a function, for the builtins of hofFnArg
-// and those that call an argument only in some shapes.
+// with n arguments is called as a function: the entry's hof argument, or
+// for the builtins marked hof(-1), the argument their call's shape calls.
 func fnArgAt(name string, i, n int) bool {
 	switch name {
 	case "sort": // (sort comparator coll)
@@ -418,19 +405,7 @@ func fnArgAt(name string, i, n int) bool {
 	case "replace", "replace-first": // a function of the match
 		return i == 3
 	}
-	return hofFnArg[name] == i
-}
-
-// hofFnArg maps pure higher-order builtins to the (1-based) argument that
-// is called as a function; every other argument is plain data (see
-// fnArgAt for the exceptions).
-var hofFnArg = map[string]int{
-	"sort": -1, "replace": -1, "replace-first": -1,
-	"map": 1, "mapv": 1, "filter": 1, "filterv": 1, "remove": 1, "keep": 1, "some": 1, "every?": 1,
-	"not-any?": 1, "sort-by": 1, "group-by": 1, "reduce": 1, "sum-by": 1, "avg-by": 1, "max-by": 1,
-	"min-by": 1, "distinct-by": 1, "mapcat": 1, "update": 3, "update-in": 3, "fnil": 1,
-	"complement": 1, "take-while": 1, "drop-while": 1, "partition-by": 1, "count-by": 1, "update-vals": 2,
-	"update-keys": 2, "map-indexed": 1, "keep-indexed": 1,
+	return facts(name).fnArg == i
 }
 
 func wordSet(words string) map[string]bool {
@@ -455,7 +430,7 @@ func (c *compiler) pureFn(f *form) bool {
 	case fSet:
 		return c.pureExprs(f.items, nil)
 	case fSym:
-		return c.pureBuiltin(f) && pureData[f.name]
+		return c.pureBuiltin(f) && facts(f.name).isPure
 	case fFnLit:
 		locals := map[string]bool{"%": true, "%&": true}
 		for i := 1; i <= 9; i++ {
@@ -470,7 +445,7 @@ func (c *compiler) pureFn(f *form) bool {
 		if head.isSym("fn") {
 			return c.pureFnLiteral(f, nil)
 		}
-		if c.pureBuiltin(head) && hofFnArg[head.name] > 0 {
+		if c.pureBuiltin(head) && facts(head.name).fnArg > 0 {
 			// (fnil + 0), (complement even?) ...: a pure function of pure parts
 			return c.pureExpr(f, nil)
 		}
@@ -549,7 +524,8 @@ func (c *compiler) pureBuiltin(sym *form) bool {
 	} else if _, _, local := c.sc.lookup(sym.name); local {
 		return false
 	}
-	return pureData[sym.name] || hofFnArg[sym.name] != 0
+	e := facts(sym.name)
+	return e.isPure || e.fnArg != 0
 }
 
 // pureExpr reports whether evaluating f has no effect and calls only pure
@@ -618,7 +594,7 @@ func (c *compiler) pureExpr(f *form, locals map[string]bool) bool {
 	if !c.pureBuiltin(head) {
 		return false
 	}
-	if hofFnArg[head.name] != 0 {
+	if facts(head.name).fnArg != 0 {
 		for i, a := range args {
 			if fnArgAt(head.name, i+1, len(args)) {
 				if !c.pureFn(a) {

@@ -23,16 +23,10 @@ import (
 
 // ownSafeMin reports whether builtin name neither keeps an argument nor
 // returns it when called with at least min arguments: its result is a new
-// number or a boolean. (A switch: the compiler asks for every call head.)
+// number or a boolean (the entry's owns fact).
 func ownSafeMin(name string) (min int, ok bool) {
-	switch name {
-	case "+", "*", "quot", "rem", "mod":
-		return 2, true
-	case "-", "inc", "dec", "<", ">", "<=", ">=", "=", "not=", "==",
-		"zero?", "pos?", "neg?", "even?", "odd?":
-		return 1, true
-	}
-	return 0, false
+	e := facts(name)
+	return e.ownMin, e.ownMin > 0
 }
 
 // ownUnsafeHeads are forms under which no binding can be owned: they bind

@@ -41,3 +41,9 @@
 ---
 (loop [i 0 acc 0] (if (< i 5) (recur (inc i) (+ acc i)) acc))
 ;=> 10
+---
+[(== 1 1.0) (== 1 2)]
+;=> [true false]
+---
+(filterv even? [1 2 3 4])
+;=> [2 4]

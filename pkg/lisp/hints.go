@@ -1,0 +1,169 @@
+package lisp
+
+import (
+	"slices"
+	"strings"
+)
+
+// Hints for names the program uses but the language does not have: a
+// close known name, an explanation for Clojure features left out, or the
+// functions of the category the name belongs to (from the builtin table's
+// reference lines).
+
+func (c *compiler) categoryHint(name string) string {
+	if h, ok := unavailableHints[name]; ok {
+		return h
+	}
+	if s := c.didYouMean(name); s != "" {
+		return "did you mean " + s
+	}
+	return ""
+}
+
+// unavailableHints explains Clojure names the language does not have.
+var unavailableHints = map[string]string{
+	"atom": "atoms are not supported; use let bindings, loop/recur or def", "swap!": "atoms are not supported; use def to store state",
+	"reset!": "atoms are not supported; use def to store state", "deref": "deref is not supported",
+	"try":   "try/catch is not supported; use (fail {:reason :x :message \"...\"}) to stop with an error",
+	"catch": "try/catch is not supported", "throw": "throw is not supported; use (fail \"message\")",
+	"dotimes": "dotimes is not supported; use doseq over (range n)", "while": "while is not supported; use loop/recur",
+	"lazy-seq": "lazy-seq is not supported; use range, iterate or loop/recur", "defmacro": "macros are not supported",
+	"eval": "eval is not supported", "read-string": "read-string is not supported; use parse-long or parse-double",
+	"slurp": "there is no I/O; use tools", "spit": "there is no I/O; use tools",
+	"ns": "namespaces are not supported", "require": "require is not needed: clojure.string/ and clojure.set/ functions are built in",
+	"import": "Java interop is not supported", "future": "use pmap or pcalls for parallel work",
+	"ctx": "read inputs as ctx/name", "memory": "read memory as memory/name or by its plain name",
+	"%": "% can only be used inside #(...)", "%1": "% can only be used inside #(...)", "%2": "% can only be used inside #(...)",
+	"%&": "% can only be used inside #(...)", "else": "use :else in cond",
+}
+
+func (c *compiler) unbound(f *form) {
+	name := f.name
+	if cat, ok := clojureOnly[name]; ok {
+		c.fail(KindUnbound, f.pos, c.categoryList(cat), "%s is not available", name)
+	}
+	c.fail(KindUnbound, f.pos, c.categoryHint(name), "undefined symbol: %s", name)
+}
+
+// namespacedHint explains an unknown ns/name: a close name first, else the
+// functions of the namespace's category.
+func (c *compiler) namespacedHint(canon, name string) string {
+	if h := c.categoryHint(name); h != "" {
+		return h
+	}
+	if cat, ok := clojureOnly[name]; ok {
+		return c.categoryList(cat)
+	}
+	for _, cat := range hintCategories {
+		if cat.ns == canon {
+			return c.categoryList(cat.title)
+		}
+	}
+	return ""
+}
+
+// categoryList renders "string functions: str, subs, ..." with the names
+// the language reference lists on the category's lines.
+func (c *compiler) categoryList(title string) string {
+	for _, cat := range hintCategories {
+		if cat.title != title {
+			continue
+		}
+		var names []string
+		for _, l := range referenceLines() {
+			if slices.Contains(cat.lines, l.Title) {
+				names = append(names, l.Names...)
+			}
+		}
+		return title + ": " + strings.Join(names, ", ")
+	}
+	return ""
+}
+
+// hintCategories group the reference lines for the "not available" hint;
+// ns is the canonical namespace whose unknown names list the category.
+var hintCategories = []struct {
+	title, ns string
+	lines     []string
+}{
+	{"string functions", "str", []string{refTitles[refStrings], refTitles[refRegex]}},
+	{"set functions", "set", []string{refTitles[refSets]}},
+	{"math functions", "Math", []string{refTitles[refMath]}},
+	{"collection functions", "core", []string{refTitles[refSeq]}},
+}
+
+// clojureOnly maps Clojure functions this language does not provide to the
+// category whose functions the hint lists.
+var clojureOnly = map[string]string{
+	"bit-and": "math functions", "bit-or": "math functions", "bit-xor": "math functions", "bit-not": "math functions",
+	"bit-shift-left": "math functions", "bit-shift-right": "math functions", "unsigned-bit-shift-right": "math functions",
+	"numerator": "math functions", "denominator": "math functions", "rationalize": "math functions",
+	"bigint": "math functions", "bigdec": "math functions", "log1p": "math functions", "expm1": "math functions",
+	"rename": "set functions", "char-array": "string functions",
+	"subseq": "collection functions", "rsubseq": "collection functions", "sorted-map-by": "collection functions",
+	"list*": "collection functions", "vector-of": "collection functions", "bounded-count": "collection functions",
+}
+
+// didYouMean suggests the closest known name (locals, memory, builtins,
+// special forms), also trying '-' for '_'.
+func (c *compiler) didYouMean(name string) string {
+	alt := strings.ReplaceAll(name, "_", "-")
+	best, bestD := "", 3
+	if len(name) <= 3 {
+		bestD = 2
+	}
+	try := func(cand string) {
+		if cand == alt && alt != name {
+			best, bestD = cand, -1
+			return
+		}
+		if d := editDistance(name, cand, bestD); d < bestD {
+			best, bestD = cand, d
+		}
+	}
+	for s := c.sc; s != nil; s = s.parent {
+		for _, l := range s.locals {
+			try(l.name)
+		}
+	}
+	for n := range c.memNames {
+		try(n)
+	}
+	names := make([]string, 0, len(c.builtins)+len(specialFormNames))
+	for n := range c.builtins {
+		if !strings.Contains(n, "/") {
+			names = append(names, n)
+		}
+	}
+	names = append(names, specialFormNames...)
+	slices.Sort(names)
+	for _, n := range names {
+		try(n)
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance, giving up above limit.
+func editDistance(a, b string, limit int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
