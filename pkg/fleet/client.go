@@ -195,6 +195,10 @@ func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: context: %w", m.ID, err)
 	}
+	if limit := c.cfg.Store.withDefaults().MaxContextBytes; int64(len(blob)) > limit {
+		return nil, fmt.Errorf("fleet: submit %s: %w: context is %d bytes encoded, more than the %d allowed",
+			m.ID, messages.ErrInvalid, len(blob), limit)
+	}
 	ref := m.ID + "/context"
 	if _, err := c.st.Context.Put(ctx, jetstream.ObjectMeta{Name: ref}, bytes.NewReader(blob)); err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: store context: %w", m.ID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,10 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, m); err != nil {
 			log.Warn().Err(err).Msg("context not loaded")
+			if !errors.Is(err, ErrRetryable) {
+				w.finish(ctx, msg, m.ID, failStep(ReasonInvalid, "%v", err), entry, &log)
+				return
+			}
 			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, err, &log)
 			return
 		}
@@ -400,10 +405,32 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
 }
 
+// loadContext reads the mission's context from the object store, at most
+// Store.MaxContextBytes of it: a larger object is refused from its recorded
+// size before any chunk is read, and the read itself stops one byte past
+// the limit. Only transport failures are retryable.
 func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
-	blob, err := w.st.Context.GetBytes(ctx, m.ContextRef)
+	limit := w.cfg.Store.withDefaults().MaxContextBytes
+	info, err := w.st.Context.GetInfo(ctx, m.ContextRef)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return fmt.Errorf("fleet: context %s: %w", m.ContextRef, err)
+	case err != nil:
+		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
+	case int64(info.Size) > limit:
+		return fmt.Errorf("fleet: context %s is %d bytes, more than the %d a worker reads", m.ContextRef, info.Size, limit)
+	}
+	obj, err := w.st.Context.Get(ctx, m.ContextRef)
 	if err != nil {
 		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
+	}
+	defer obj.Close()
+	blob, err := io.ReadAll(io.LimitReader(obj, limit+1))
+	switch {
+	case err != nil:
+		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
+	case int64(len(blob)) > limit:
+		return fmt.Errorf("fleet: context %s holds more than the %d bytes a worker reads", m.ContextRef, limit)
 	}
 	var c map[string]any
 	if err := messages.Unmarshal(blob, &c); err != nil {

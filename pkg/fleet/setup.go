@@ -25,6 +25,15 @@ type StoreConfig struct {
 	// MaxMissionBytes bounds one mission message. Default
 	// messages.MaxMissionBytes (256 KiB).
 	MaxMissionBytes int32
+	// MaxContextBytes bounds one mission context stored aside in the
+	// mission_ctx object store: a client refuses to store a larger one and
+	// a worker refuses to read one (the mission fails with
+	// invalid_mission). Default 8 MiB.
+	MaxContextBytes int64
+	// ContextStoreBytes bounds the whole mission_ctx object store (its
+	// stream's MaxBytes); a context stored beyond it is refused. Default
+	// 1 GiB.
+	ContextStoreBytes int64
 	// MaxQueued bounds queued missions; publishers get an error beyond it
 	// (Discard: New). Default 1,000,000.
 	MaxQueued int64
@@ -71,6 +80,12 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	def(&c.AckWait, DefaultAckWait)
 	if c.MaxMissionBytes <= 0 {
 		c.MaxMissionBytes = messages.MaxMissionBytes
+	}
+	if c.MaxContextBytes <= 0 {
+		c.MaxContextBytes = 8 << 20
+	}
+	if c.ContextStoreBytes <= 0 {
+		c.ContextStoreBytes = 1 << 30
 	}
 	if c.MaxQueued <= 0 {
 		c.MaxQueued = 1_000_000
@@ -165,7 +180,7 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		return nil, err
 	}
 	objCfg := jetstream.ObjectStoreConfig{
-		Bucket: messages.BucketContext, TTL: cfg.ResultTTL,
+		Bucket: messages.BucketContext, TTL: cfg.ResultTTL, MaxBytes: cfg.ContextStoreBytes,
 		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 	}
 	st.Context, err = retrySetup(ctx, cfg, "object store "+objCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -363,7 +378,8 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 		return nil, err
 	}
 	have := s.CachedInfo().Config
-	if verify || (have.MaxAge == want.TTL && have.Replicas == want.Replicas && have.Storage == want.Storage) {
+	if verify || (have.MaxAge == want.TTL && have.Replicas == want.Replicas && have.Storage == want.Storage &&
+		have.MaxBytes == want.MaxBytes) {
 		return js.ObjectStore(ctx, want.Bucket)
 	}
 	return js.UpdateObjectStore(ctx, want)

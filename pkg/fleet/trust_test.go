@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -175,5 +176,67 @@ func TestToolReplyNestedTooDeep(t *testing.T) {
 	var te *fleet.ToolError
 	if !errors.As(err, &te) || te.Code != messages.ToolErrInternal || !strings.Contains(errors.Unwrap(err).Error(), "nested deeper than 512 levels") {
 		t.Fatalf("call: %v", err)
+	}
+}
+
+// TestContextObjectsBounded: the context object store has a size bound, a
+// client refuses to store a context over the limit, and a worker refuses
+// to read one (a submitter may write the store directly): the mission
+// fails as invalid_mission without the object being read whole.
+func TestContextObjectsBounded(t *testing.T) {
+	_, nc := runJetStream(t)
+	store := testStore
+	store.MaxContextBytes = 64 << 10
+	c, err := fleet.NewClient(testCtx(t), nc, fleet.ClientConfig{Store: store, InlineContextBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Stores().Context.Status(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.(*jetstream.ObjectBucketStatus).StreamInfo().Config.MaxBytes; got != 1<<30 {
+		t.Errorf("mission_ctx MaxBytes = %d, want 1 GiB", got)
+	}
+	big := newMission()
+	big.Context = map[string]any{"blob": strings.Repeat("x", 100<<10)}
+	if _, err := c.Submit(testCtx(t), big); !errors.Is(err, messages.ErrInvalid) || !strings.Contains(err.Error(), "more than the 65536 allowed") {
+		t.Fatalf("submit of a 100 KiB context: %v", err)
+	}
+	ran := make(chan struct{}, 1)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		ran <- struct{}{}
+		return &messages.Step{Return: len(m.Context)}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
+	// A submitter that writes the object store itself.
+	m := newMission()
+	m.Context, m.ContextRef = nil, m.ID+"/context"
+	blob, err := messages.Marshal(map[string]any{"blob": strings.Repeat("x", 100<<10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores().Context.PutBytes(testCtx(t), m.ContextRef, blob); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(testCtx(t), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid || !strings.Contains(step.Fail.Message, "more than the 65536 a worker reads") {
+		t.Fatalf("step %+v", step.Fail)
+	}
+	select {
+	case <-ran:
+		t.Fatal("the mission ran")
+	default:
+	}
+	// Within the limit it is read and runs.
+	ok := newMission()
+	ok.Context = map[string]any{"blob": strings.Repeat("y", 10<<10)}
+	if step, err := c.Run(testCtx(t), ok); err != nil || step.Return != int64(1) {
+		t.Fatalf("small offloaded context: %+v, %v", step, err)
 	}
 }
