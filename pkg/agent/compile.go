@@ -198,7 +198,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 	}
 	llmOpts := a.llmOpts(opts.LLMOpts)
 	policy := a.retryPolicy()
-	var sec secrets
+	sec := &secrets{}
 	for _, s := range opts.Samples {
 		sec.collect(s, false)
 	}
@@ -268,6 +268,9 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 		} else {
 			rec.Program = code
 			c, cerr := a.tryCandidate(missionCtx, code, opts.Samples, ltools, &rec)
+			for _, tc := range rec.ToolCalls {
+				sec.collect(tc.Result, false)
+			}
 			if cerr == nil {
 				endTurn(&rec)
 				c.Metadata = CompileMetadata{CompiledAt: time.Now().UTC(), Model: modelName, Turns: st.Usage.Turns,
@@ -430,11 +433,8 @@ func (a *Agent) compileUserMessage(opts CompileOptions) string {
 		writeToolLine(&b, ts)
 	}
 	b.WriteString("\n## Expected output\n")
-	out := signature.PromptType(a.sig.Output)
-	if out == "" {
-		out = ":any"
-	}
-	fmt.Fprintf(&b, "The function's value, of type %s.\n", out)
+	fmt.Fprintf(&b, "The function's value, of type %s.\n", outputType(a.sig.Output))
+	writeFirewallNote(&b, a.sig.Output)
 	if len(opts.Samples) > 0 {
 		shown := opts.MaxSamplesShown
 		if shown <= 0 {
@@ -727,7 +727,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 	if c.mode != signature.Disabled && c.sig.Output != nil {
 		if verr := c.sig.ValidateOutput(value, c.mode); verr != nil {
 			if c.mode.Fatal() {
-				text := validationText(verr, signature.PromptType(c.sig.Output))
+				text := validationText(verr, outputType(c.sig.Output))
 				st.Trace[0].Error = text
 				return finish(&messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
 			}

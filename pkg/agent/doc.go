@@ -69,9 +69,11 @@
 //
 // "_" fields and inputs never reach a model: previews and inventory show
 // <Firewalled>, templates render <Firewalled>, tool schemas drop them, and
-// as defense in depth every string seen under a "_" key (inputs, tool
-// results, sub-agent returns, memory) is scrubbed from all model-bound
-// text. Go callers get everything (Step.Return, Step.Memory, the trace).
+// as defense in depth every value seen under a "_" key anywhere in the
+// agent tree (inputs, tool results, sub-agent returns and failures,
+// memory) is hidden in every model-bound text of the tree, before any cut.
+// Go callers get everything (Step.Return, Step.Memory, the trace). The
+// guarantee and its limits are in docs/firewall.md.
 //
 // # Observability
 //

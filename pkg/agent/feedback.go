@@ -25,13 +25,14 @@ func turnLine(next, max int) string {
 	return s
 }
 
-// printsBlock renders println output (each line capped).
-func printsBlock(b *strings.Builder, prints []string) {
+// printsBlock renders println output (each line scrubbed, then capped).
+func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 	if len(prints) == 0 {
 		return
 	}
 	b.WriteString("Output:\n")
 	for _, p := range prints {
+		p = sec.scrub(p)
 		if len(p) > maxPrintLine {
 			p = p[:maxPrintLine] + "... (truncated, use println selectively)"
 		}
@@ -42,11 +43,12 @@ func printsBlock(b *strings.Builder, prints []string) {
 
 // resultFeedback renders a successful non-final turn: println output, the
 // firewalled and truncated result preview with omission notes, memory
-// names, tool warnings and the turn line.
-func resultFeedback(res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
+// names, tool warnings and the turn line. Every part is scrubbed before it
+// is cut, and the whole text once more.
+func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
 	var b strings.Builder
-	printsBlock(&b, res.Prints)
-	text, omitted := lisp.Preview(res.Value, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10})
+	printsBlock(&b, sec, res.Prints)
+	text, omitted := lisp.Preview(res.Value, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10, Scrub: sec.hook()})
 	b.WriteString("Result: ")
 	b.WriteString(text)
 	b.WriteByte('\n')
@@ -62,7 +64,7 @@ func resultFeedback(res *lisp.Result, lim PromptLimit, warnings []string, next, 
 	}
 	writeWarnings(&b, warnings)
 	b.WriteString(turnLine(next, max))
-	return b.String()
+	return sec.scrub(b.String())
 }
 
 // omissionNotes tells the model where the full data of a truncated list
@@ -128,15 +130,15 @@ func writeWarnings(b *strings.Builder, warnings []string) {
 
 // errorFeedback renders a failed turn: println output, one "Error:" line
 // with the position, caret snippet and hint, warnings and the turn line.
-func errorFeedback(prints []string, errText string, warnings []string, next, max int) string {
+func errorFeedback(sec *secrets, prints []string, errText string, warnings []string, next, max int) string {
 	var b strings.Builder
-	printsBlock(&b, prints)
+	printsBlock(&b, sec, prints)
 	b.WriteString("Error: ")
 	b.WriteString(strings.TrimPrefix(errText, "Error: "))
 	b.WriteByte('\n')
 	writeWarnings(&b, warnings)
 	b.WriteString(turnLine(next, max))
-	return b.String()
+	return sec.scrub(b.String())
 }
 
 // lispErrorText renders a *lisp.Error for the model: "line:col: msg", the

@@ -37,7 +37,7 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		t, depth = l.tree, l.depth+1
 	} else {
 		t = &tree{registry: opts.Registry, deadline: start.Add(a.missionTimeout()), maxDepth: a.maxDepth(),
-			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace}
+			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}}
 		t.budget.Store(int64(a.turnBudget()))
 	}
 	rs := &runState{tree: t, name: a.Name(), depth: depth}
@@ -124,7 +124,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
 		sysStatic = a.sysPrompt()
 	}
-	var sec secrets
+	sec := t.secrets
 	sec.collect(in.data, false)
 	msgs := []llm.Message{llm.UserText(sec.scrub(a.firstMessage(in)))}
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
@@ -224,13 +224,11 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
 			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxMemoryBytes: -1,
 			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
+			Scrub: sec.hook(),
 		})
 		calls, warnings, subUsage := tt.snapshot()
 		rec.ToolCalls = calls
 		rec.Prints = res.Prints
-		for _, c := range calls {
-			sec.collect(c.Result, false)
-		}
 		st.Usage.ToolCalls += len(calls)
 		addTokens(&st.Usage, subUsage)
 		st.Usage.Requests += subUsage.Requests
@@ -264,7 +262,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = sec.scrub(errorFeedback(res.Prints, text, warnings, turn+1, maxT))
+				feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, maxT)
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -297,7 +295,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		if res.Signal == lisp.SignalReturn || single {
 			if verr := a.validateReturn(value); verr != nil {
-				text := validationText(verr, signature.PromptType(a.sig.Output))
+				text := validationText(verr, outputType(a.sig.Output))
 				if a.spec.Validation.Fatal() {
 					rec.Error = text
 					lastErr = text
@@ -307,7 +305,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
 					}
 					if !last {
-						feedback = sec.scrub(errorFeedback(res.Prints, text, warnings, turn+1, maxT))
+						feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, maxT)
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -322,7 +320,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		lastFail = nil
 		if !last {
-			feedback = sec.scrub(resultFeedback(res, lim, warnings, turn+1, maxT))
+			feedback = resultFeedback(sec, res, lim, warnings, turn+1, maxT)
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()

@@ -117,15 +117,13 @@ func (a *Agent) firstMessage(in *runInput) string {
 		}
 	}
 	b.WriteString("\n## Expected output\n")
-	out := signature.PromptType(a.sig.Output)
-	if out == "" {
-		out = ":any"
-	}
+	out := outputType(a.sig.Output)
 	if a.singleTurn() {
 		fmt.Fprintf(&b, "The value of your program, of type %s.\n", out)
 	} else {
 		fmt.Fprintf(&b, "Finish with (return value) where value has type %s, or (fail {:reason :some_reason :message \"why\"}) if the mission cannot be done.\n", out)
 	}
+	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
 	b.WriteString(a.tmpl.Render(in.data))
 	if !a.singleTurn() {
@@ -133,6 +131,24 @@ func (a *Agent) firstMessage(in *runInput) string {
 		b.WriteString(turnLine(1, a.maxTurns()))
 	}
 	return b.String()
+}
+
+// outputType is an agent's own output contract as it is shown to that
+// agent: the whole type, firewalled fields included (only their values are
+// hidden from the model; a caller's view of a sub-agent omits them).
+func outputType(t signature.Type) string {
+	if t == nil {
+		return ":any"
+	}
+	return t.String()
+}
+
+// writeFirewallNote explains the "_" fields of an output type, if any.
+func writeFirewallNote(b *strings.Builder, t signature.Type) {
+	if signature.Equal(signature.Public(t), t) {
+		return
+	}
+	b.WriteString("Fields starting with _ are firewalled: fill them from your data like any other field; their values are never shown to you or to the caller's model.\n")
 }
 
 func writeToolLine(b *strings.Builder, ts ToolSchema) {

@@ -31,7 +31,8 @@ func TestPreviewPrompt(t *testing.T) {
 - fail(error {reason :keyword, message :string, op :string?, details :map?}): ends the mission with an error
 
 ## Expected output
-Finish with (return value) where value has type {count :int}, or (fail {:reason :some_reason :message "why"}) if the mission cannot be done.
+Finish with (return value) where value has type {count :int, _ids [:int]}, or (fail {:reason :some_reason :message "why"}) if the mission cannot be done.
+Fields starting with _ are firewalled: fill them from your data like any other field; their values are never shown to you or to the caller's model.
 
 ## Mission
 Find emails for alice from bob@example.com

@@ -62,6 +62,9 @@ type tree struct {
 	observer Observer
 	debug    bool
 	trace    TraceMode
+	// secrets is the firewall's registry, shared by every agent of the
+	// tree so that a value firewalled anywhere stays hidden everywhere.
+	secrets *secrets
 }
 
 // link is what a sub-agent run inherits from its caller.

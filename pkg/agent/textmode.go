@@ -239,8 +239,8 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 	policy := a.retryPolicy()
 	llmOpts := a.llmOpts(opts.LLMOpts)
 
-	var sec secrets
-	prompt, err := textPrompt(tm, in, &sec)
+	sec := t.secrets
+	prompt, err := textPrompt(tm, in, sec)
 	if err != nil {
 		return failStep(st, &messages.Fail{Reason: ReasonPromptTooLarge, Message: err.Error()})
 	}
@@ -250,7 +250,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		specs = a.nativeToolSpecs()
 	}
 	msgs := []llm.Message{llm.UserText(prompt)}
-	tx := newTextTools(a, rs, &sec)
+	tx := newTextTools(a, rs, sec)
 	var lastErr string
 
 	for turn := 1; turn <= maxT; turn++ {
@@ -419,8 +419,7 @@ func (a *Agent) textPreview(in *runInput) (*Preview, error) {
 	if err != nil {
 		return nil, specErr("prompt", err.Error(), err)
 	}
-	var sec secrets
-	user, err := textPrompt(tm, in, &sec)
+	user, err := textPrompt(tm, in, &secrets{})
 	if err != nil {
 		return nil, &Error{Kind: KindRun, Reason: ReasonPromptTooLarge, Msg: err.Error(), Err: err}
 	}

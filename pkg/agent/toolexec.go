@@ -75,6 +75,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 			rs.tree.emit(ctx, Event{Kind: EventToolException, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Args: args, Duration: rec.Duration, Err: err})
 		} else {
 			rec.Result = out
+			rs.tree.secrets.collect(out, false)
 			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Result: out, Duration: rec.Duration})
 		}
 		tt.mu.Lock()

@@ -115,15 +115,15 @@ func registerCore(r *registry) {
 		panic(&signal{val: v, pos: th.pos})
 	}).doc("ends the program with an error value or message")
 	r.add("println", 0, -1, func(th *Thread, a []Value) Value {
-		th.Println(printArgs(a, true))
+		th.Println(printArgs(a, true, th.host.scrub))
 		return nil
 	}).doc("prints the arguments (as str does) and a newline to the program's output").ref(refStrings)
 	r.add("print", 0, -1, func(th *Thread, a []Value) Value {
-		th.Println(printArgs(a, true))
+		th.Println(printArgs(a, true, th.host.scrub))
 		return nil
 	}).doc("prints the arguments (as str does) to the program's output")
 	r.add("prn", 0, -1, func(th *Thread, a []Value) Value {
-		th.Println(printArgs(a, false))
+		th.Println(printArgs(a, false, th.host.scrub))
 		return nil
 	}).doc("prints the arguments readably (as pr-str does) and a newline")
 	r.add("str", 0, -1, func(th *Thread, a []Value) Value {
@@ -326,8 +326,9 @@ func (th *Thread) printCapped(v Value, raw bool) string {
 	return out
 }
 
-// printArgs renders println (raw) or prn arguments as one line.
-func printArgs(a []Value, raw bool) string {
+// printArgs renders println (raw) or prn arguments as one line; scrub
+// (Options.Scrub, may be nil) rewrites every string before it is printed.
+func printArgs(a []Value, raw bool, scrub func(string) string) string {
 	parts := make([]string, len(a))
 	for i, v := range a {
 		if raw {
@@ -337,9 +338,15 @@ func printArgs(a []Value, raw bool) string {
 					b.WriteString(it.(string))
 				}
 				parts[i] = b.String()
+				if scrub != nil {
+					parts[i] = scrub(parts[i])
+				}
 				continue
 			}
 			if s, ok := v.(string); ok {
+				if scrub != nil {
+					s = scrub(s)
+				}
 				parts[i] = s
 				continue
 			}
@@ -348,7 +355,7 @@ func printArgs(a []Value, raw bool) string {
 				continue
 			}
 		}
-		parts[i] = Sprint(v, PrintOptions{MaxLen: 4000})
+		parts[i] = Sprint(v, PrintOptions{MaxLen: 4000, Scrub: scrub})
 	}
 	return strings.Join(parts, " ")
 }

@@ -24,7 +24,15 @@ type PrintOptions struct {
 	FloatDigits int
 	// MaxLen stops printing after about this many bytes (0: no cap).
 	MaxLen int
+	// Scrub, when set, rewrites every string, keyword name and map key
+	// before it is printed and before any cut (the agent's firewall hides
+	// firewalled text here). A result equal to FirewalledText is printed
+	// bare, as a firewalled map value is.
+	Scrub func(string) string
 }
+
+// FirewalledText is what printers show in place of a firewalled value.
+const FirewalledText = "<Firewalled>"
 
 // PrStr prints v readably (pr-str), firewall on.
 func PrStr(v Value) string { return Sprint(v, PrintOptions{}) }
@@ -40,6 +48,9 @@ func Sprint(v Value, opts PrintOptions) string {
 		case nil:
 			return ""
 		case string:
+			if opts.Scrub != nil {
+				return opts.Scrub(x)
+			}
 			return x
 		case float64:
 			switch {
@@ -65,6 +76,8 @@ type PreviewOptions struct {
 	// MaxLen stops the preview after about this many bytes (default 64 KiB),
 	// so values that share structure cannot explode.
 	MaxLen int
+	// Scrub is PrintOptions.Scrub.
+	Scrub func(string) string
 }
 
 // Preview prints v for a model: firewalled, collections cut to MaxItems
@@ -81,7 +94,7 @@ func Preview(v Value, opts PreviewOptions) (text string, omitted int) {
 	if opts.MaxLen <= 0 {
 		opts.MaxLen = 64 << 10
 	}
-	p := printer{opts: PrintOptions{MaxItems: opts.MaxItems, MaxString: opts.MaxString, FloatDigits: opts.FloatDigits, MaxLen: opts.MaxLen}}
+	p := printer{opts: PrintOptions{MaxItems: opts.MaxItems, MaxString: opts.MaxString, FloatDigits: opts.FloatDigits, MaxLen: opts.MaxLen, Scrub: opts.Scrub}}
 	n := 0
 	switch x := v.(type) {
 	case *Vector:
@@ -126,8 +139,15 @@ func (p *printer) print(v Value) {
 	case string:
 		p.str(x)
 	case *Keyword:
+		name := x.Name
+		if p.opts.Scrub != nil {
+			if name = p.opts.Scrub(name); name == FirewalledText {
+				p.b.WriteString(FirewalledText)
+				return
+			}
+		}
 		p.b.WriteByte(':')
-		p.b.WriteString(x.Name)
+		p.b.WriteString(name)
 	case *Vector:
 		p.seq("[", "]", x.items, len(x.items))
 	case *LazySeq:
@@ -157,7 +177,7 @@ func (p *printer) print(v Value) {
 			p.print(e.key)
 			p.b.WriteByte(' ')
 			if !p.opts.NoFirewall && isFirewalled(e.key) {
-				p.b.WriteString("<Firewalled>")
+				p.b.WriteString(FirewalledText)
 			} else {
 				p.print(e.val)
 			}
@@ -213,6 +233,12 @@ func (p *printer) seq(open, close string, items []Value, n int) {
 }
 
 func (p *printer) str(s string) {
+	if p.opts.Scrub != nil {
+		if s = p.opts.Scrub(s); s == FirewalledText {
+			p.b.WriteString(FirewalledText)
+			return
+		}
+	}
 	if p.opts.MaxString > 0 && utf8.RuneCountInString(s) > p.opts.MaxString {
 		rs := []rune(s)
 		s = string(rs[:p.opts.MaxString]) + "..."

@@ -64,6 +64,10 @@ type Options struct {
 	FloatPrecision int
 	// MaxSourceBytes rejects larger programs (default DefaultMaxSourceBytes).
 	MaxSourceBytes int
+	// Scrub, when set, rewrites every string that println, print and prn
+	// render, before the line is built (see PrintOptions.Scrub). It may be
+	// called from several goroutines at once.
+	Scrub func(string) string
 
 	// plainLoops compiles loops as written, without walk loops and owned
 	// boxes (walk.go, owned.go): tests compare both.
@@ -149,7 +153,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
 	}
 
-	h := &host{tools: opts.Tools, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls}
+	h := &host{tools: opts.Tools, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
 	h.toolKeys = sortedKeys(opts.Tools)
 	if opts.Context != nil {
 		cv, cerr := FromGo(opts.Context)

@@ -256,3 +256,27 @@ func TestDefKeepsLargeToolResult(t *testing.T) {
 		t.Fatalf("ys has %d items", n)
 	}
 }
+
+// Options.Scrub and PrintOptions.Scrub see every string, keyword name and
+// map key before it is printed or cut.
+func TestScrubHook(t *testing.T) {
+	hide := func(s string) string {
+		if s == "pin" || s == "k1" {
+			return FirewalledText
+		}
+		return strings.ReplaceAll(s, "SECRET", "***")
+	}
+	res, err := Exec(context.Background(), `(println "pin" :pin {"k1" 1 :a "xSECRETx"}) (prn "pin") (println (str "a" "pin"))`, Options{Scrub: hide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`<Firewalled> <Firewalled> {:a "x***x" <Firewalled> 1}`, `<Firewalled>`, `apin`}
+	if strings.Join(res.Prints, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("prints %q, want %q", res.Prints, want)
+	}
+	long := strings.Repeat("SECRET", 100)
+	text, _ := Preview(NewVector([]Value{long, "pin"}), PreviewOptions{MaxString: 10, Scrub: hide})
+	if text != `["**********..." <Firewalled>]` {
+		t.Fatalf("preview %s", text)
+	}
+}
