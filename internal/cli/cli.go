@@ -127,10 +127,23 @@ func (o *NATSOptions) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.InboxPrefix, "nats-inbox-prefix", "", "custom inbox prefix (for restricted subject permissions)")
 }
 
-// Validate checks that the options fit together.
+// PlaceholderSecretPrefix starts every placeholder value of the shipped
+// Secrets (deploy/k8s/fleet/secrets.yaml); the binaries and the NATS
+// servers refuse to start with one.
+const PlaceholderSecretPrefix = "change-me"
+
+// IsPlaceholderSecret reports whether s is a placeholder left from the
+// shipped Secrets.
+func IsPlaceholderSecret(s string) bool { return strings.HasPrefix(s, PlaceholderSecretPrefix) }
+
+// Validate checks that the options fit together and that the password is
+// not a placeholder.
 func (o NATSOptions) Validate() error {
 	if (o.User == "") != (o.Password == "") {
 		return errors.New("nats-user and nats-password go together")
+	}
+	if IsPlaceholderSecret(o.Password) {
+		return fmt.Errorf("nats-password is a placeholder (%s…): set the real password in the Secret before starting (docs/operations.md)", PlaceholderSecretPrefix)
 	}
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return errors.New("nats-tls-cert and nats-tls-key go together")

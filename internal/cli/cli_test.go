@@ -53,6 +53,7 @@ func TestNATSOptionsValidate(t *testing.T) {
 		{NATSOptions{TLSCert: "c"}, "go together"},
 		{NATSOptions{User: "u", Password: "p", Creds: "f"}, "choose one"},
 		{NATSOptions{Creds: "f"}, ""},
+		{NATSOptions{User: "worker", Password: "change-me-worker"}, "nats-password is a placeholder"},
 	}
 	for _, c := range cases {
 		err := c.o.Validate()

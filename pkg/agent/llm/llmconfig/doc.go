@@ -28,10 +28,11 @@
 //
 // API keys never appear in a spec. They are read through an injected getenv
 // (the library never calls os.Getenv): OPENAI_API_KEY, ANTHROPIC_API_KEY or
-// OPENROUTER_API_KEY by default, or the variable named by key_env. A key is
-// required for the hosted default base URLs and optional when the base URL
-// is overridden (local servers) or for ollama; a key_env that is named must
-// be set. Keys are held as llm.Secret, so neither errors nor the models'
+// OPENROUTER_API_KEY for the presets' own base URLs, or the variable named
+// by key_env. A key is required for the hosted default base URLs. A spec
+// that overrides the base URL sends a key only when it names the variable
+// with key_env (the provider's default key is never sent to another URL);
+// a key_env that is named must be set. Keys are held as llm.Secret, so neither errors nor the models'
 // printed forms show them; header values are printed redacted too.
 //
 // Retries are not added here: the agent wraps models in its llm_retry

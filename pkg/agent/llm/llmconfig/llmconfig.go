@@ -245,9 +245,12 @@ func (s Spec) Build(o Options) (llm.Model, error) {
 	if !ok {
 		return nil, specErr(s.String(), "unknown provider %q", s.Provider)
 	}
-	keyEnv := p.keyEnv
-	if s.KeyEnv != "" {
-		keyEnv = s.KeyEnv
+	// A key goes to the preset's own base URL, or to an overridden one only
+	// when the spec names its variable: a URL override must not receive
+	// the hosted provider's key (over plain http, perhaps) by default.
+	keyEnv := s.KeyEnv
+	if keyEnv == "" && s.BaseURL == "" {
+		keyEnv = p.keyEnv
 	}
 	var key llm.Secret
 	if keyEnv != "" {

@@ -128,7 +128,8 @@ func TestBuildKeys(t *testing.T) {
 }
 
 // The built models send the key from the environment to the server, in
-// each provider's header.
+// each provider's header, and to an overridden base URL only the key its
+// spec names.
 func TestBuiltModelsSendKeys(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,6 +149,8 @@ func TestBuiltModelsSendKeys(t *testing.T) {
 		"anthropic:c@" + srv.URL,
 		"ollama:g@" + srv.URL + "/v1;key_env=K",
 		"ollama:g@" + srv.URL + "/v1",
+		"openai:g@" + srv.URL + "/v1;key_env=OPENAI_API_KEY",
+		"anthropic:c@" + srv.URL + ";key_env=ANTHROPIC_API_KEY",
 	} {
 		m, err := NewModel(spec, o)
 		if err != nil {
@@ -158,7 +161,10 @@ func TestBuiltModelsSendKeys(t *testing.T) {
 			t.Fatalf("%s: %v %v", spec, resp, err)
 		}
 	}
-	want := []string{"/v1/chat/completions Bearer sk-o t", "/v1/messages sk-a ", "/v1/chat/completions Bearer sk-k ", "/v1/chat/completions  "}
+	// An overridden base URL gets a key only when the spec names its
+	// variable, never the provider's default key.
+	want := []string{"/v1/chat/completions  t", "/v1/messages  ", "/v1/chat/completions Bearer sk-k ", "/v1/chat/completions  ",
+		"/v1/chat/completions Bearer sk-o ", "/v1/messages sk-a "}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("requests = %q\nwant       %q", got, want)
 	}
