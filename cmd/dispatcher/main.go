@@ -55,6 +55,7 @@ commands:
   status ID         print a mission's status
   cancel ID         cancel a queued or running mission
   watch ID          print a mission's progress events as they happen
+  mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
 
 Run "dispatcher <command> -h" for the flags of a command.`
 
@@ -87,6 +88,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		workers int
 		slots   int
 		model   string
+		mcpHTTP string
 	)
 	switch cmd {
 	case "submit":
@@ -101,6 +103,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.IntVar(&slots, "slots", 4, "mission slots per worker")
 		fs.StringVar(&model, "default-model", "default", "model name used when a mission names none (PTC_MODEL_<NAME> configures models)")
 	case "wait", "status", "watch":
+	case "mcp":
+		fs.StringVar(&mcpHTTP, "mcp-http", "", "serve MCP over Streamable HTTP on this address (path /mcp) instead of stdin/stdout")
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -145,6 +149,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
 	if err != nil {
 		return err
+	}
+	if cmd == "mcp" {
+		return serveMCP(ctx, client, nc, mcpHTTP, log, nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

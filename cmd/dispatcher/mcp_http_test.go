@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+)
+
+// "dispatcher mcp -mcp-http" serves the same tools over Streamable HTTP;
+// an MCP client (the Go SDK) runs a mission, reads a status and gets clear
+// errors for bad requests.
+func TestMCPServerOverStreamableHTTP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, paid := startMCPFleet(ctx, t, llmtest.Code(`(return {:paid (count (tool/list_orders {:status "paid"})) :_secret 7})`))
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	bound := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- serveMCP(sctx, client, nc, "127.0.0.1:0", zerolog.Nop(), bound) }()
+	defer func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("serveMCP: %v", err)
+		}
+	}()
+	addr := <-bound
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_mission", Arguments: map[string]any{
+		"prompt": "count paid orders", "signature": "{paid :int, _secret :int}", "tools": []string{"list_orders"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("run_mission: %v", res.Content)
+	}
+	ret := res.StructuredContent.(map[string]any)["return"].(map[string]any)
+	if ret["paid"] != float64(paid) || ret["_secret"] != "<Firewalled>" {
+		t.Errorf("return = %v (want paid %d, _secret masked)", ret, paid)
+	}
+	id := res.StructuredContent.(map[string]any)["mission_id"].(string)
+	st, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mission_status", Arguments: map[string]any{"mission_id": id}})
+	if err != nil || st.IsError || st.StructuredContent.(map[string]any)["state"] != "succeeded" {
+		t.Errorf("mission_status: %v %+v", err, st)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"mission_status", map[string]any{"mission_id": "nope"}, `"nope" is not a ULID`},
+		{"run_mission", map[string]any{"prompt": "x", "tools": []string{"no.such"}}, `tools[0]: "no.such" is not a valid tool name`},
+		{"mission_result", map[string]any{"mission_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "has no result yet"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		text := ""
+		if len(res.Content) > 0 {
+			text = res.Content[0].(*mcp.TextContent).Text
+		}
+		if !res.IsError || !strings.Contains(text, c.want) {
+			t.Errorf("%s %v: isError %v, %q; want %q", c.tool, c.args, res.IsError, text, c.want)
+		}
+	}
+}
