@@ -34,12 +34,17 @@ type File struct {
 	Model string `json:"model,omitempty"`
 	// Tools are the remote tools the mission may call; empty means the
 	// agent's tools (and its sub-agents' tools).
-	Tools            []string          `json:"tools,omitempty"`
-	Context          map[string]any    `json:"context,omitempty"`
-	ContextSignature string            `json:"context_signature,omitempty"`
-	Timeout          Duration          `json:"timeout,omitempty"`
-	MaxToolCalls     int               `json:"max_tool_calls,omitempty"`
-	Labels           map[string]string `json:"labels,omitempty"`
+	Tools            []string       `json:"tools,omitempty"`
+	Context          map[string]any `json:"context,omitempty"`
+	ContextSignature string         `json:"context_signature,omitempty"`
+	Limits           struct {
+		MissionTimeout Duration `json:"mission_timeout,omitempty"`
+		MaxTurns       int      `json:"max_turns,omitempty"`
+		MaxToolCalls   int      `json:"max_tool_calls,omitempty"`
+		TurnBudget     int      `json:"turn_budget,omitempty"`
+		MemoryLimit    int64    `json:"memory_limit,omitempty"`
+	} `json:"limits,omitzero"`
+	Labels map[string]string `json:"labels,omitempty"`
 	// Agent is the agent to run; exactly one of Agent and Compiled is set.
 	Agent *Agent `json:"agent,omitempty"`
 	// Compiled is a compiled PTC-Lisp program to apply to every input with
@@ -61,7 +66,9 @@ type Agent struct {
 	SubAgents      map[string]*Agent `json:"sub_agents,omitempty"`
 	MaxTurns       int               `json:"max_turns,omitempty"`
 	MaxToolCalls   int               `json:"max_tool_calls,omitempty"`
-	TurnTimeout    Duration          `json:"turn_timeout,omitempty"`
+	LLMTimeout     Duration          `json:"llm_timeout,omitempty"`
+	ProgramTimeout Duration          `json:"program_timeout,omitempty"`
+	MaxSteps       int64             `json:"max_steps,omitempty"`
 	MissionTimeout Duration          `json:"mission_timeout,omitempty"`
 	PromptLimit    struct {
 		List   int `json:"list,omitempty"`
@@ -115,9 +122,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("duration %q: %w", s, err)
-	}
-	if v < 0 {
-		return fmt.Errorf("duration %q is negative", s)
 	}
 	*d = Duration(v)
 	return nil
@@ -216,7 +220,8 @@ func (f *File) Mission() (*messages.Mission, error) {
 	m := &messages.Mission{
 		ID: id, Context: f.Context, ContextSignature: f.ContextSignature,
 		Model: f.Model, Tools: f.Tools, Priority: f.Priority,
-		Limits:    messages.Limits{Timeout: time.Duration(f.Timeout), MaxToolCalls: f.MaxToolCalls},
+		Limits: messages.Limits{MissionTimeout: time.Duration(f.Limits.MissionTimeout), MaxTurns: f.Limits.MaxTurns,
+			MaxToolCalls: f.Limits.MaxToolCalls, TurnBudget: f.Limits.TurnBudget, MemoryLimit: f.Limits.MemoryLimit},
 		CreatedAt: time.Now().UTC(), Labels: f.Labels,
 	}
 	if f.Compiled != nil {
@@ -237,10 +242,11 @@ func (f *File) Mission() (*messages.Mission, error) {
 func (a *Agent) spec() *messages.AgentSpec {
 	s := &messages.AgentSpec{
 		Name: a.Name, Description: a.Description, Prompt: a.Prompt, Signature: a.Signature,
-		OutputMode: a.Output, Tools: a.Tools, MaxTurns: a.MaxTurns, MaxToolCalls: a.MaxToolCalls,
-		TurnTimeout: time.Duration(a.TurnTimeout), MissionTimeout: time.Duration(a.MissionTimeout),
-		PromptLimit: messages.PromptLimit{List: a.PromptLimit.List, String: a.PromptLimit.String},
-		LLM:         a.LLM, LLMOpts: a.LLMOpts, SystemPrefix: a.SystemPrefix, SystemSuffix: a.SystemSuffix,
+		Output: a.Output, Tools: a.Tools, MaxTurns: a.MaxTurns, MaxToolCalls: a.MaxToolCalls,
+		LLMTimeout: time.Duration(a.LLMTimeout), ProgramTimeout: time.Duration(a.ProgramTimeout), MaxSteps: a.MaxSteps,
+		MissionTimeout: time.Duration(a.MissionTimeout),
+		PromptLimit:    messages.PromptLimit{List: a.PromptLimit.List, String: a.PromptLimit.String},
+		LLM:            a.LLM, LLMOpts: a.LLMOpts, SystemPrefix: a.SystemPrefix, SystemSuffix: a.SystemSuffix,
 		MemoryLimit: a.MemoryLimit, ValidationMode: a.ValidationMode, MaxDepth: a.MaxDepth, TurnBudget: a.TurnBudget,
 	}
 	s.LanguageSpec, s.OutputFormat, s.SystemOverride = a.LanguageSpec, a.OutputFormat, a.SystemOverride

@@ -15,13 +15,13 @@ func TestParse(t *testing.T) {
 	// "n" is a key here: under YAML 1.1 it would read as false.
 	f, err := Parse([]byte(`
 priority: high
-timeout: 90s
+limits: {mission_timeout: 90s}
 context: {n: 3, x: 2.5, big: 12345678901, list: [1, "a", {k: 2}]}
 agent:
   prompt: "count {{n}}"
   signature: "(n :int) -> {c :int}"
   tools: [search, helper]
-  turn_timeout: 5s
+  program_timeout: 5s
   llm_opts: {temperature: 0.2, max_tokens: 100}
   language_spec: minimal
   llm_retry: {max_attempts: 5, backoff: linear, base_delay: 2s, retryable: [rate_limit]}
@@ -46,13 +46,13 @@ script: ["(return {:c 1})"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !messages.ValidMissionID(m.ID) || m.Priority != "high" || m.Limits.Timeout != 90*time.Second {
+	if !messages.ValidMissionID(m.ID) || m.Priority != "high" || m.Limits.MissionTimeout != 90*time.Second {
 		t.Errorf("mission = %+v", m)
 	}
 	if r := m.Agent.LLMRetry; r == nil || r.MaxAttempts != 5 || r.Backoff != "linear" || r.BaseDelay != 2*time.Second || r.Retryable[0] != "rate_limit" || m.Agent.LanguageSpec != "minimal" {
 		t.Errorf("llm_retry / language_spec = %+v / %q", m.Agent.LLMRetry, m.Agent.LanguageSpec)
 	}
-	if m.Agent.TurnTimeout != 5*time.Second || m.Agent.SubAgents["helper"].Prompt != "help" {
+	if m.Agent.ProgramTimeout != 5*time.Second || m.Agent.SubAgents["helper"].Prompt != "help" {
 		t.Errorf("agent spec = %+v", m.Agent)
 	}
 	// remote tools: the agent's own minus sub-agent names, plus the sub-agent's.
@@ -66,13 +66,13 @@ script: ["(return {:c 1})"]
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
-		"agent: {prompt: x}\ncontxt: {}":                `unknown field "contxt"`,
-		"agent: {prompt: x, max_turn: 3}":               `unknown field "max_turn"`,
-		"agent: {prompt: ''}":                           "agent.prompt is required",
-		"agent: {prompt: x}\ntimeout: 5":                `duration must be a string`,
-		"agent: {prompt: x}\ntimeout: soon":             `duration "soon"`,
-		"agent: {prompt: x, sub_agents: {a: null}}":     "agent.sub_agents.a is empty",
-		"agent: {prompt: x, llm_retry: {backoff: fib}}": "llm_retry.backoff",
+		"agent: {prompt: x}\ncontxt: {}":                      `unknown field "contxt"`,
+		"agent: {prompt: x, max_turn: 3}":                     `unknown field "max_turn"`,
+		"agent: {prompt: ''}":                                 "agent.prompt is required",
+		"agent: {prompt: x}\nlimits: {mission_timeout: 5}":    `duration must be a string`,
+		"agent: {prompt: x}\nlimits: {mission_timeout: soon}": `duration "soon"`,
+		"agent: {prompt: x, sub_agents: {a: null}}":           "agent.sub_agents.a is empty",
+		"agent: {prompt: x, llm_retry: {backoff: fib}}":       "llm_retry.backoff",
 		"agent: [": "mission file",
 	}
 	for src, want := range cases {

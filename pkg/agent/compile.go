@@ -225,7 +225,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 		var resp *llm.Response
 		requests := 0
 		lerr := policy.Do(missionCtx, func(ctx context.Context, _ int) error {
-			actx, cancel := context.WithTimeout(ctx, a.turnTimeout())
+			actx, cancel := context.WithTimeout(ctx, a.llmTimeout())
 			defer cancel()
 			requests++
 			attempt := time.Now()
@@ -235,7 +235,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 				err = errors.New("model returned no response")
 			}
 			if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-				err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the turn timeout of %s: %w", a.turnTimeout(), err), llm.ClassTimeout)
+				err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the llm_timeout of %s: %w", a.llmTimeout(), err), llm.ClassTimeout)
 			}
 			e := Event{Kind: EventLLMStop, Agent: name, Depth: 1, Turn: turn, Duration: time.Since(attempt), Err: err}
 			if r != nil {
@@ -311,7 +311,7 @@ func (a *Agent) tryCandidate(ctx context.Context, code string, samples []map[str
 		return nil, err
 	}
 	c.Name, c.Description = a.Name(), a.spec.Description
-	c.timeout, c.maxToolCalls = a.turnTimeout(), a.spec.MaxToolCalls
+	c.timeout, c.maxToolCalls = a.programTimeout(), a.spec.MaxToolCalls
 	for i, s := range samples {
 		step, err := c.Execute(ctx, s)
 		if len(step.Trace) > 0 {
@@ -628,7 +628,7 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 		return nil, invalidCompiled("source", "the function must take exactly one argument, a map of the named inputs (%s)", got)
 	}
 	return &Compiled{Source: src, Signature: sig.String(), sig: sig, mode: mode, fn: fn, defs: defs,
-		tools: tools, toolNames: names, ltools: ltools, timeout: DefaultTurnTimeout}, nil
+		tools: tools, toolNames: names, ltools: ltools, timeout: messages.DefaultProgramTimeout}, nil
 }
 
 func lispDetail(err error) string {
@@ -909,7 +909,7 @@ type LoadOptions struct {
 	// Validation is the signature validation mode of executions (default
 	// Enabled); a document's own mode is used when this is zero.
 	Validation signature.Mode
-	// Timeout bounds one execution (default DefaultTurnTimeout).
+	// Timeout bounds one execution (default messages.DefaultProgramTimeout).
 	Timeout time.Duration
 	// MaxToolCalls caps tool calls per execution (0: unlimited).
 	MaxToolCalls int

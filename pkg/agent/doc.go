@@ -44,13 +44,15 @@
 // "Turn 3 of 5 (2 remaining)". Errors are one "Error: ..." with position,
 // caret and Hint; ctx/fail carries them into the next program.
 //
-// Limits (defaults): MaxTurns 5 (max_turns_exceeded), TurnTimeout 5 s per
-// LLM attempt + program + tools, MissionTimeout 60 s for the whole tree
-// (mission_timeout), MaxDepth 3 (max_depth_exceeded), TurnBudget 20 shared
-// by the agent tree (turn_budget_exhausted), MemoryLimit 1 MiB
-// (memory_limit_exceeded). LLMRetry retries infrastructure errors only
-// (llm.Classify), with an injectable sleep; an LLM attempt that runs out
-// of the turn timeout is such an error. Logic errors use turns.
+// Limits (defaults from messages.Default*; 0 means the default, negative
+// unlimited): MaxTurns 5 (max_turns_exceeded), LLMTimeout 5 min per LLM
+// attempt, ProgramTimeout 30 s per program run (its step budget derives
+// from it), MissionTimeout 15 min for the whole tree (mission_timeout),
+// MaxDepth 3 (max_depth_exceeded), TurnBudget 20 shared by the agent tree
+// (turn_budget_exhausted), MemoryLimit 1 MiB (memory_limit_exceeded).
+// LLMRetry retries infrastructure errors only (llm.Classify), with an
+// injectable sleep; an LLM attempt that runs out of the LLM timeout is such
+// an error. Logic errors use turns.
 //
 // # Tools and sub-agents
 //

@@ -102,19 +102,27 @@ func languageReference(a *Agent, minimal bool) string {
 		fmt.Fprintf(&b, "Available: %s\n\n", strings.Join(all, " "))
 	}
 	b.WriteString("### Limits\n")
-	fmt.Fprintf(&b, "- Each turn (your answer, the program and its tool calls) has %s; the whole mission has %s.\n", fmtDuration(a.turnTimeout()), fmtDuration(a.missionTimeout()))
-	fmt.Fprintf(&b, "- Memory is limited to %s; keep only what later turns need.\n", fmtBytes(a.memoryLimit()))
+	fmt.Fprintf(&b, "- Each program run (with its tool calls) has %s; the whole mission has %s.\n", fmtDuration(a.programTimeout()), fmtDuration(a.missionTimeout()))
+	if a.spec.MemoryLimit >= 0 {
+		fmt.Fprintf(&b, "- Memory is limited to %s; keep only what later turns need.\n", fmtBytes(a.memoryLimit()))
+	}
 	return b.String()
 }
 
 func fmtDuration(d time.Duration) string {
+	if d >= unlimitedTimeout {
+		return "no time limit"
+	}
+	if d >= time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	}
 	if d%time.Second == 0 {
 		return fmt.Sprintf("%d s", int(d/time.Second))
 	}
 	return fmt.Sprintf("%d ms", d.Milliseconds())
 }
 
-func fmtBytes(n int) string {
+func fmtBytes(n int64) string {
 	switch {
 	case n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)

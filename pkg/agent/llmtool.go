@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
@@ -92,7 +93,7 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 	if maxTurns == 0 {
 		maxTurns = 1
 		if len(s.Tools) > 0 {
-			maxTurns = DefaultMaxTurns
+			maxTurns = messages.DefaultMaxTurns
 		}
 	}
 	a, err := New(Spec{

@@ -312,7 +312,7 @@ func TestLLMToolWire(t *testing.T) {
 	parent := Spec{Prompt: "Triage", Signature: "{urgent :bool}", Tools: map[string]Tool{"triage": tool}}
 	w := parent.ToWire()
 	child := w.SubAgents["triage"]
-	if child == nil || child.OutputMode != OutputText || child.LLM != "haiku" || child.Signature != "(subject :string, debug_id :int?) -> {urgent :bool}" {
+	if child == nil || child.Output != OutputText || child.LLM != "haiku" || child.Signature != "(subject :string, debug_id :int?) -> {urgent :bool}" {
 		t.Fatalf("wire child = %+v", child)
 	}
 	back, err := FromWire(w, nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -164,7 +165,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			rec.Messages = promptMessages(sys, msgs)
 		}
 
-		resp, attemptStart, requests, lerr := a.callModel(missionCtx, rs, policy, req)
+		resp, requests, lerr := a.callModel(missionCtx, rs, policy, req)
 		st.Usage.Requests += requests
 		if lerr != nil {
 			if f := missionEnd(ctx, missionCtx); f != nil {
@@ -204,15 +205,14 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		}
 		rec.Program = code
 
-		// the program's time: what is left of the turn (or of the mission
-		// when sub-agents may run)
-		progDeadline := attemptStart.Add(a.turnTimeout())
-		if md, ok := missionCtx.Deadline(); ok && (hasSub || md.Before(progDeadline)) {
-			progDeadline = md
-		}
-		timeout := time.Until(progDeadline)
-		if timeout <= 0 {
-			timeout = time.Millisecond
+		// the program's own time and step budget; the mission's deadline
+		// (missionCtx) still cuts it short. With sub-agents a program may
+		// run until the mission ends: a sub-agent makes model calls.
+		timeout := a.programTimeout()
+		if hasSub {
+			if md, ok := missionCtx.Deadline(); ok {
+				timeout = max(time.Until(md), time.Millisecond)
+			}
 		}
 		ctxData := inputs
 		if lastFail != nil {
@@ -222,7 +222,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		tt := &turnTools{turn: turn}
 		tr.cur.Store(tt)
 		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
-			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxMemoryBytes: -1,
+			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxSteps: a.maxSteps(), MaxMemoryBytes: -1,
 			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
 			Scrub: sec.hook(),
 		})
@@ -276,7 +276,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		// committed memory
 		if res.Memory != nil {
-			if size := memorySize(res.Memory, a.memoryLimit()); size > a.memoryLimit() {
+			if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
 				rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
 				endTurn()
 				return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
@@ -334,18 +334,17 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 }
 
 // callModel calls the model under the retry policy. Each attempt is
-// bounded by the turn timeout; an attempt that runs out of it is an
+// bounded by the LLM timeout; an attempt that runs out of it is an
 // infrastructure error (class timeout) and uses the retry budget, not a
-// turn. It returns the response, when the successful attempt started (the
-// turn's clock for the program), and the number of requests made.
-func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, req llm.Request) (*llm.Response, time.Time, int, error) {
+// turn. It returns the response and the number of requests made.
+func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, req llm.Request) (*llm.Response, int, error) {
 	var resp *llm.Response
-	var attemptStart time.Time
 	requests := 0
+	limit := a.llmTimeout()
 	err := policy.Do(missionCtx, func(ctx context.Context, attempt int) error {
-		actx, cancel := context.WithTimeout(ctx, a.turnTimeout())
+		actx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		attemptStart = time.Now()
+		attemptStart := time.Now()
 		requests++
 		rs.tree.emit(ctx, Event{Kind: EventLLMStart, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Messages: req.Messages})
 		r, err := rs.model.Complete(actx, req)
@@ -353,7 +352,7 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 			err = errors.New("model returned no response")
 		}
 		if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the turn timeout of %s: %w", a.turnTimeout(), err), llm.ClassTimeout)
+			err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the llm_timeout of %s: %w", limit, err), llm.ClassTimeout)
 		}
 		ev := Event{Kind: EventLLMStop, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Duration: time.Since(attemptStart), Err: err}
 		if r != nil {
@@ -366,7 +365,7 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 		resp = r
 		return nil
 	})
-	return resp, attemptStart, requests, err
+	return resp, requests, err
 }
 
 // missionEnd reports why the run must stop now: the caller canceled, or
@@ -470,10 +469,11 @@ func toGoMemory(mem map[string]any) map[string]any {
 
 // memorySize is the printed size of memory (names plus values), stopping
 // early past limit.
-func memorySize(mem map[string]lisp.Value, limit int) int {
-	size := 0
+func memorySize(mem map[string]lisp.Value, limit int64) int64 {
+	var size int64
+	maxLen := int(min(limit, math.MaxInt32)) + 1
 	for k, v := range mem {
-		size += len(k) + len(lisp.Sprint(v, lisp.PrintOptions{NoFirewall: true, MaxLen: limit + 1}))
+		size += int64(len(k) + len(lisp.Sprint(v, lisp.PrintOptions{NoFirewall: true, MaxLen: maxLen})))
 		if size > limit {
 			return size
 		}

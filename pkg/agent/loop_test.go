@@ -341,8 +341,8 @@ func TestMissionTimeout(t *testing.T) {
 	wantReason(t, st, err, ReasonMissionTimeout)
 }
 
-func TestTurnTimeoutProgram(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 200 * time.Millisecond, MaxTurns: 2})
+func TestProgramTimeout(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", ProgramTimeout: 200 * time.Millisecond, MaxTurns: 2})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(loop [i 0] (recur (inc i)))`),
 		llmtest.Code(`(return (:reason ctx/fail))`))
@@ -355,9 +355,9 @@ func TestTurnTimeoutProgram(t *testing.T) {
 	contains(t, lastUser(m.Requests()[1]), "Error: ", "Turn 2 of 2")
 }
 
-func TestTurnTimeoutLLMUsesRetries(t *testing.T) {
+func TestLLMTimeoutUsesRetries(t *testing.T) {
 	var slept []time.Duration
-	a := mustNew(t, Spec{Prompt: "x", TurnTimeout: 100 * time.Millisecond, LLMRetry: &llm.RetryPolicy{
+	a := mustNew(t, Spec{Prompt: "x", LLMTimeout: 100 * time.Millisecond, LLMRetry: &llm.RetryPolicy{
 		MaxAttempts: 3, BaseDelay: time.Millisecond, Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil },
 		Jitter: func(d time.Duration) time.Duration { return d },
 	}})
@@ -616,5 +616,53 @@ func TestStepRoundTripsMsgpack(t *testing.T) {
 	}
 	if fmt.Sprint(back.Return) != fmt.Sprint(st.Return) || back.Usage.Turns != st.Usage.Turns {
 		t.Fatalf("%v vs %v", back.Return, st.Return)
+	}
+}
+
+// A program's time does not depend on how long the model took to answer:
+// the model's 300 ms exceed the program's 200 ms, and the program (100 ms
+// in a tool) still runs to its end.
+func TestProgramBudgetIndependentOfModel(t *testing.T) {
+	slow := Func(func(ctx context.Context, _ map[string]any) (any, error) {
+		time.Sleep(100 * time.Millisecond)
+		return int64(7), nil
+	})
+	a := mustNew(t, Spec{Prompt: "x", ProgramTimeout: 200 * time.Millisecond, Tools: map[string]Tool{"slow": slow}})
+	st, err, _ := run(t, a, RunOptions{}, llmtest.Respond(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+		time.Sleep(300 * time.Millisecond)
+		return &llm.Response{Content: "```clojure\n(return (tool/slow {}))\n```"}, nil
+	}))
+	if err != nil || st.Return != int64(7) {
+		t.Fatalf("step %+v, err %v", st, err)
+	}
+}
+
+// max_steps bounds one program run; the error is fed back like any other.
+func TestMaxSteps(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", MaxSteps: 10_000, MaxTurns: 2})
+	st, err, _ := run(t, a, RunOptions{},
+		llmtest.Code(`(reduce + (range 100000))`),
+		llmtest.Code(`(return (:reason ctx/fail))`))
+	if err != nil || st.Return != "step_limit" {
+		t.Fatalf("return %v, err %v", st.Return, err)
+	}
+}
+
+// Negative limits are unlimited: more turns than the default, a memory
+// larger than the default limit, no LLM, program or mission timeout.
+func TestNegativeLimitsAreUnlimited(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", MaxTurns: -1, TurnBudget: -1, MemoryLimit: -1,
+		LLMTimeout: -1, ProgramTimeout: -1, MissionTimeout: -1, MaxSteps: -1})
+	if s := a.Spec(); s.MaxTurns != -1 || s.LLMTimeout != -1 || s.MemoryLimit != -1 {
+		t.Fatalf("Spec() = %+v, want the negative limits kept", s)
+	}
+	var replies []llmtest.Reply
+	for range messages.DefaultMaxTurns + 2 {
+		replies = append(replies, llmtest.Code(`(def big (apply str (repeat 1500 (apply str (repeat 1000 "x")))))`))
+	}
+	replies = append(replies, llmtest.Code(`(return (count big))`))
+	st, err, _ := run(t, a, RunOptions{}, replies...)
+	if err != nil || st.Return != int64(1500000) || st.Usage.Turns != messages.DefaultMaxTurns+3 {
+		t.Fatalf("return %v, turns %d, err %v", st.Return, st.Usage.Turns, err)
 	}
 }

@@ -39,7 +39,7 @@ func newTextTools(a *Agent, rs *runState, sec *secrets) *textTools {
 // usage of sub-agents.
 //
 // The calls of a turn run concurrently (tools must be safe for that, as
-// for pmap), each bounded by the turn timeout and the mission deadline; a
+// for pmap), each bounded by the program timeout and the mission deadline; a
 // call that ignores its context and runs past them is abandoned and
 // answered with an error.
 // Each call goes through the PTC-Lisp loop's tool runner: input coercion
@@ -53,7 +53,7 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 	recs := make([][]messages.ToolCall, n)
 	runners := make([]*toolRunner, n)
 	done := make([]chan llm.ToolResult, n)
-	ctx, cancel := context.WithTimeout(missionCtx, x.a.turnTimeout())
+	ctx, cancel := context.WithTimeout(missionCtx, x.a.programTimeout())
 	defer cancel()
 	for i, c := range calls {
 		results[i].ToolUseID = c.ID
@@ -107,7 +107,7 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 		select { // a result that is ready wins over the deadline
 		case results[i] = <-ch:
 		default:
-			msg := fmt.Sprintf("tool call did not finish within the turn timeout of %s", x.a.turnTimeout())
+			msg := fmt.Sprintf("tool call did not finish within the program_timeout of %s", x.a.programTimeout())
 			if missionCtx.Err() != nil {
 				msg = "tool call did not finish before the mission deadline"
 			}

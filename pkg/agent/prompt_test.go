@@ -176,7 +176,7 @@ func TestLanguageReferenceIsTrue(t *testing.T) {
 			}
 		}
 	}
-	contains(t, ref, "ctx/fail", "memory/put", "(return value)", "<Firewalled>", "5 s", "1 MiB", "str/join", "Math/sqrt")
+	contains(t, ref, "ctx/fail", "memory/put", "(return value)", "<Firewalled>", "30 s", "15 min", "1 MiB", "str/join", "Math/sqrt")
 	if resolves("no-such-fn") || resolves("str/definitely-not") {
 		t.Fatal("resolves accepts unknown names")
 	}

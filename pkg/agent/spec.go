@@ -3,30 +3,25 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
-// Defaults of a Spec (the seeds' values).
-const (
-	DefaultMaxTurns       = 5
-	DefaultTurnTimeout    = 5 * time.Second
-	DefaultMissionTimeout = 60 * time.Second
-	DefaultMaxDepth       = 3
-	DefaultTurnBudget     = 20
-	DefaultMemoryLimit    = 1 << 20
-	DefaultListLimit      = 5
-	DefaultStringLimit    = 1000
-	// FloatPrecision is the number of decimals floats in a returned value
-	// are rounded to (the seeds' float_precision for agents).
-	FloatPrecision = 2
-)
+// FloatPrecision is the number of decimals floats in a returned value are
+// rounded to.
+const FloatPrecision = 2
+
+// unlimitedTimeout stands for a negative (unlimited) timeout: a deadline
+// far enough away never to matter, which keeps deadline arithmetic simple.
+const unlimitedTimeout = 100 * 365 * 24 * time.Hour
 
 // Output modes of a Spec.
 const (
@@ -64,16 +59,32 @@ type Spec struct {
 	// ToolCatalog lists tools shown to the model for planning only (not
 	// callable).
 	ToolCatalog []messages.ToolSchema
+	// Limits. Every limit follows one convention: 0 means the default
+	// (messages.Default*), a negative value means unlimited. The mission
+	// timeout bounds the whole run; within it, each model call has its own
+	// LLMTimeout and each program run its own ProgramTimeout, so a slow
+	// model never eats the program's time or step budget.
+
 	// MaxTurns bounds the LLM turns (default 5). MaxTurns 1 without tools
 	// is single-turn mode: the program's value is the answer. Otherwise
 	// only return/fail end the mission.
 	MaxTurns int
 	// PromptLimit truncates result previews (default list 5, string 1000).
 	PromptLimit PromptLimit
-	// TurnTimeout bounds one turn: the LLM call, the program and its tools
-	// (default 5 s).
-	TurnTimeout time.Duration
-	// MissionTimeout bounds the whole run, sub-agents included (default 60 s).
+	// LLMTimeout bounds one model call, each retry attempt on its own
+	// (default 5 min); an attempt that runs out of it is retried under
+	// LLMRetry.
+	LLMTimeout time.Duration
+	// ProgramTimeout bounds one program run with its tool calls, and one
+	// native tool call in text mode (default 30 s). When the agent has
+	// sub-agents, a program may run until the mission timeout (a sub-agent
+	// makes model calls of its own).
+	ProgramTimeout time.Duration
+	// MaxSteps bounds the evaluation steps of one program run (default:
+	// lisp.DefaultStepsPerSecond per second of ProgramTimeout).
+	MaxSteps int64
+	// MissionTimeout bounds the whole run, sub-agents included (default
+	// 15 min).
 	MissionTimeout time.Duration
 	// LLMRetry retries infrastructure errors of the model (nil: 3 attempts,
 	// exponential backoff from 1 s). Logic errors use turns, not retries.
@@ -88,9 +99,9 @@ type Spec struct {
 	LLMOpts map[string]any
 	// SystemPrompt customizes the system prompt.
 	SystemPrompt SystemPrompt
-	// MemoryLimit caps the memory size in bytes after each turn
+	// MemoryLimit caps the printed size of memory in bytes after each turn
 	// (default 1 MiB); exceeding it fails the run (memory_limit_exceeded).
-	MemoryLimit int
+	MemoryLimit int64
 	// Validation is the signature validation mode (default Enabled).
 	Validation signature.Mode
 	// MaxDepth bounds sub-agent nesting (default 3; the top level is 1).
@@ -184,22 +195,6 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr("prompt", err.Error(), err)
 		}
 	}
-	if spec.MaxTurns < 0 {
-		return nil, specErr("max_turns", fmt.Sprintf("max_turns must be > 0, got %d", spec.MaxTurns), nil)
-	}
-	for _, c := range []struct {
-		field string
-		v     int64
-	}{
-		{"turn_timeout", int64(spec.TurnTimeout)}, {"mission_timeout", int64(spec.MissionTimeout)},
-		{"memory_limit", int64(spec.MemoryLimit)}, {"max_depth", int64(spec.MaxDepth)},
-		{"turn_budget", int64(spec.TurnBudget)}, {"max_tool_calls", int64(spec.MaxToolCalls)},
-		{"prompt_limit.list", int64(spec.PromptLimit.List)}, {"prompt_limit.string", int64(spec.PromptLimit.String)},
-	} {
-		if c.v < 0 {
-			return nil, specErr(c.field, fmt.Sprintf("%s must not be negative, got %d", c.field, c.v), nil)
-		}
-	}
 	switch spec.Output {
 	case "", OutputLisp, OutputText:
 	default:
@@ -269,16 +264,19 @@ func New(spec Spec) (*Agent, error) {
 	return a, nil
 }
 
-// Spec returns a copy of the agent's spec with defaults filled in.
+// Spec returns a copy of the agent's spec with defaults filled in
+// (unlimited limits stay negative).
 func (a *Agent) Spec() Spec {
 	s := a.spec
-	s.MaxTurns = a.maxTurns()
-	s.TurnTimeout = a.turnTimeout()
-	s.MissionTimeout = a.missionTimeout()
-	s.MaxDepth = a.maxDepth()
-	s.TurnBudget = a.turnBudget()
-	s.MemoryLimit = a.memoryLimit()
-	s.PromptLimit = a.promptLimit()
+	s.MaxTurns = orDefault(s.MaxTurns, messages.DefaultMaxTurns)
+	s.LLMTimeout = orDefault(s.LLMTimeout, messages.DefaultLLMTimeout)
+	s.ProgramTimeout = orDefault(s.ProgramTimeout, messages.DefaultProgramTimeout)
+	s.MissionTimeout = orDefault(s.MissionTimeout, messages.DefaultMissionTimeout)
+	s.MaxDepth = orDefault(s.MaxDepth, messages.DefaultMaxDepth)
+	s.TurnBudget = orDefault(s.TurnBudget, messages.DefaultTurnBudget)
+	s.MemoryLimit = orDefault(s.MemoryLimit, messages.DefaultMemoryLimit)
+	s.PromptLimit = PromptLimit{List: orDefault(s.PromptLimit.List, messages.DefaultListLimit),
+		String: orDefault(s.PromptLimit.String, messages.DefaultStringLimit)}
 	return s
 }
 
@@ -293,31 +291,63 @@ func (a *Agent) Name() string {
 	return "agent"
 }
 
-func (a *Agent) maxTurns() int { return orDefault(a.spec.MaxTurns, DefaultMaxTurns) }
-func (a *Agent) maxDepth() int { return orDefault(a.spec.MaxDepth, DefaultMaxDepth) }
-func (a *Agent) turnBudget() int {
-	return orDefault(a.spec.TurnBudget, DefaultTurnBudget)
+// The limits to enforce: the spec's value, its default when 0, and the
+// largest useful value when negative (unlimited).
+func (a *Agent) maxTurns() int {
+	return limitOr(a.spec.MaxTurns, messages.DefaultMaxTurns, math.MaxInt)
 }
-func (a *Agent) memoryLimit() int { return orDefault(a.spec.MemoryLimit, DefaultMemoryLimit) }
-func (a *Agent) turnTimeout() time.Duration {
-	return orDefault(a.spec.TurnTimeout, DefaultTurnTimeout)
+func (a *Agent) maxDepth() int {
+	return limitOr(a.spec.MaxDepth, messages.DefaultMaxDepth, math.MaxInt)
+}
+func (a *Agent) turnBudget() int {
+	return limitOr(a.spec.TurnBudget, messages.DefaultTurnBudget, math.MaxInt)
+}
+func (a *Agent) memoryLimit() int64 {
+	return limitOr(a.spec.MemoryLimit, messages.DefaultMemoryLimit, math.MaxInt64)
+}
+func (a *Agent) llmTimeout() time.Duration {
+	return limitOr(a.spec.LLMTimeout, messages.DefaultLLMTimeout, unlimitedTimeout)
+}
+func (a *Agent) programTimeout() time.Duration {
+	return limitOr(a.spec.ProgramTimeout, messages.DefaultProgramTimeout, unlimitedTimeout)
 }
 func (a *Agent) missionTimeout() time.Duration {
-	return orDefault(a.spec.MissionTimeout, DefaultMissionTimeout)
+	return limitOr(a.spec.MissionTimeout, messages.DefaultMissionTimeout, unlimitedTimeout)
 }
 func (a *Agent) promptLimit() PromptLimit {
-	return PromptLimit{List: orDefault(a.spec.PromptLimit.List, DefaultListLimit), String: orDefault(a.spec.PromptLimit.String, DefaultStringLimit)}
+	return PromptLimit{List: limitOr(a.spec.PromptLimit.List, messages.DefaultListLimit, math.MaxInt),
+		String: limitOr(a.spec.PromptLimit.String, messages.DefaultStringLimit, math.MaxInt)}
+}
+
+// maxSteps is the step budget of one program run: the spec's MaxSteps, or
+// (0) the interpreter's budget for the program timeout; never derived from
+// what is left of a turn or the mission.
+func (a *Agent) maxSteps() int64 {
+	if a.spec.MaxSteps != 0 {
+		return a.spec.MaxSteps
+	}
+	if a.spec.ProgramTimeout < 0 {
+		return -1
+	}
+	return lisp.StepBudget(a.programTimeout())
 }
 
 // singleTurn reports the specification's single-turn mode: max_turns 1
 // and no tools; the program's value is the answer.
 func (a *Agent) singleTurn() bool { return a.maxTurns() == 1 && len(a.tools) == 0 }
 
-func orDefault[T int | time.Duration](v, d T) T {
+func orDefault[T ~int | ~int64](v, d T) T {
 	if v == 0 {
 		return d
 	}
 	return v
+}
+
+func limitOr[T ~int | ~int64](v, d, unlimited T) T {
+	if l, ok := messages.LimitOr(v, d); ok {
+		return l
+	}
+	return unlimited
 }
 
 func firstLine(s string) string {
@@ -336,11 +366,12 @@ func firstLine(s string) string {
 func (s Spec) ToWire() *messages.AgentSpec {
 	w := &messages.AgentSpec{
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
-		OutputMode: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog),
-		MaxTurns: s.MaxTurns, MaxToolCalls: s.MaxToolCalls, TurnTimeout: s.TurnTimeout,
+		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog),
+		MaxTurns: s.MaxTurns, MaxToolCalls: s.MaxToolCalls, LLMTimeout: s.LLMTimeout,
+		ProgramTimeout: s.ProgramTimeout, MaxSteps: s.MaxSteps,
 		MissionTimeout: s.MissionTimeout, PromptLimit: s.PromptLimit, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
-		MemoryLimit: int64(s.MemoryLimit), MaxDepth: s.MaxDepth, TurnBudget: s.TurnBudget,
+		MemoryLimit: s.MemoryLimit, MaxDepth: s.MaxDepth, TurnBudget: s.TurnBudget,
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
@@ -391,12 +422,13 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 	}
 	s := Spec{
 		Name: w.Name, Description: w.Description, Prompt: w.Prompt, Signature: w.Signature,
-		Output: w.OutputMode, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
-		MaxToolCalls: w.MaxToolCalls, TurnTimeout: w.TurnTimeout, MissionTimeout: w.MissionTimeout,
+		Output: w.Output, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
+		MaxToolCalls: w.MaxToolCalls, LLMTimeout: w.LLMTimeout, ProgramTimeout: w.ProgramTimeout,
+		MaxSteps: w.MaxSteps, MissionTimeout: w.MissionTimeout,
 		PromptLimit: w.PromptLimit, LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
-		MemoryLimit: int(w.MemoryLimit), Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
+		MemoryLimit: w.MemoryLimit, Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
 	}
 	if r := w.LLMRetry; r != nil {
 		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}

@@ -31,8 +31,6 @@ func TestNewValidation(t *testing.T) {
 		{"placeholder missing", Spec{Prompt: "Find emails for {{user}}", Signature: "(person :string) -> {count :int}"}, "prompt", "placeholders {{user}} not found in signature"},
 		{"nested placeholder missing", Spec{Prompt: "Hi {{user.email}}", Signature: "(user {name :string}) -> :string"}, "prompt", "{{user.email}}"},
 		{"bad template", Spec{Prompt: "Hi {{#items}} x"}, "prompt", "section {{#items}} is not closed"},
-		{"max_turns", Spec{Prompt: "x", MaxTurns: -1}, "max_turns", "max_turns must be > 0, got -1"},
-		{"negative timeout", Spec{Prompt: "x", TurnTimeout: -time.Second}, "turn_timeout", "must not be negative"},
 		{"reserved return", Spec{Prompt: "x", Tools: map[string]Tool{"return": Func(noop)}}, "tools[return]", `tool name "return" is reserved`},
 		{"reserved fail", Spec{Prompt: "x", Tools: map[string]Tool{"fail": Func(noop)}}, "tools[fail]", `tool name "fail" is reserved`},
 		{"bad signature", Spec{Prompt: "x", Signature: "{id :int, x}"}, "signature", "1:12: expected type"},
@@ -91,7 +89,7 @@ func TestNewValid(t *testing.T) {
 func TestSpecDefaults(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "x"})
 	s := a.Spec()
-	if s.MaxTurns != 5 || s.TurnTimeout != 5*time.Second || s.MissionTimeout != time.Minute || s.MaxDepth != 3 ||
+	if s.MaxTurns != 5 || s.LLMTimeout != 5*time.Minute || s.ProgramTimeout != 30*time.Second || s.MissionTimeout != 15*time.Minute || s.MaxDepth != 3 ||
 		s.TurnBudget != 20 || s.MemoryLimit != 1<<20 || s.PromptLimit != (PromptLimit{List: 5, String: 1000}) {
 		t.Fatalf("defaults: %+v", s)
 	}
@@ -104,7 +102,7 @@ func TestWireRoundTrip(t *testing.T) {
 		Name: "orch", Description: "top", Prompt: "Do {{x}}", Signature: "(x :int) -> :int",
 		Tools:       map[string]Tool{"search": tools["search"], "finder": child.AsTool(ToolOptions{LLM: "haiku"})},
 		ToolCatalog: []messages.ToolSchema{{Name: "plan", Signature: "() -> :map"}},
-		MaxTurns:    7, TurnTimeout: 3 * time.Second, MissionTimeout: time.Minute, LLM: "sonnet",
+		MaxTurns:    7, LLMTimeout: 2 * time.Minute, ProgramTimeout: 3 * time.Second, MaxSteps: 5000, MissionTimeout: time.Minute, LLM: "sonnet",
 		LLMOpts:      map[string]any{"temperature": 0.2},
 		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""}, MemoryLimit: 2048,
 		LLMRetry:   &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},

@@ -264,7 +264,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		if t.debug {
 			rec.Messages = promptMessages(sys, msgs)
 		}
-		resp, _, requests, lerr := a.callModel(missionCtx, rs, policy, req)
+		resp, requests, lerr := a.callModel(missionCtx, rs, policy, req)
 		st.Usage.Requests += requests
 		if lerr != nil {
 			if f := missionEnd(ctx, missionCtx); f != nil {

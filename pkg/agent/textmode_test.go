@@ -695,19 +695,19 @@ func TestTextPreview(t *testing.T) {
 	}
 }
 
-// A tool that ignores its context is abandoned at the turn timeout; the
+// A tool that ignores its context is abandoned at the program timeout; the
 // model gets an error and the run goes on.
 func TestTextModeToolTimeout(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	stuck := Func(func(context.Context, map[string]any) (any, error) { <-release; return "late", nil })
-	a := mustText(t, Spec{Prompt: "x", Tools: map[string]Tool{"stuck": stuck, "add": addTool()}, TurnTimeout: 300 * time.Millisecond})
+	a := mustText(t, Spec{Prompt: "x", Tools: map[string]Tool{"stuck": stuck, "add": addTool()}, ProgramTimeout: 300 * time.Millisecond})
 	st, err, _ := run(t, a, RunOptions{},
 		llmtest.ToolCall("stuck", nil).WithToolCall("add", map[string]any{"a": int64(1), "b": int64(2)}),
 		llmtest.Text("gave up").Expect(func(req llm.Request) error {
 			res := req.Messages[2].Content
 			r0, r1 := res[0].(llm.ToolResult), res[1].(llm.ToolResult)
-			if !r0.IsError || !strings.Contains(r0.Content, "did not finish within the turn timeout of 300ms") || r1.Content != "3" {
+			if !r0.IsError || !strings.Contains(r0.Content, "did not finish within the program_timeout of 300ms") || r1.Content != "3" {
 				return fmt.Errorf("results %+v %+v", r0, r1)
 			}
 			return nil

@@ -180,14 +180,21 @@ func decodeMission(data []byte) (*messages.Mission, error) {
 	return &m, nil
 }
 
+// missionTimeout is the mission's own timeout (its limits, then its
+// agent's), else the worker's; negative (unlimited) runs until the mission
+// ends by itself.
 func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
-	if m.Limits.Timeout > 0 {
-		return m.Limits.Timeout
+	d := m.Limits.MissionTimeout
+	if d == 0 && m.Agent != nil {
+		d = m.Agent.MissionTimeout
 	}
-	if m.Agent != nil && m.Agent.MissionTimeout > 0 {
-		return m.Agent.MissionTimeout
+	if d == 0 {
+		d = w.cfg.MissionTimeout
 	}
-	return w.cfg.MissionTimeout
+	if d < 0 {
+		return 100 * 365 * 24 * time.Hour
+	}
+	return d
 }
 
 // claim compare-and-sets the status to running by this worker. skip is true

@@ -43,7 +43,7 @@ func TestRunnerOutcomes(t *testing.T) {
 		{"error", nil, fleet.ReasonRunnerError, "spec could not be built", messages.StateFailed},
 		{"nil", nil, fleet.ReasonRunnerError, "the runner returned no step", messages.StateFailed},
 		{"fail", nil, "max_turns_exceeded", "5 turns", messages.StateFailed},
-		{"hang", func(m *messages.Mission) { m.Limits.Timeout = 100 * time.Millisecond }, fleet.ReasonTimeout, "timeout of 100ms", messages.StateFailed},
+		{"hang", func(m *messages.Mission) { m.Limits.MissionTimeout = 100 * time.Millisecond }, fleet.ReasonTimeout, "timeout of 100ms", messages.StateFailed},
 		{"ok", func(m *messages.Mission) { m.Deadline = time.Now().Add(-time.Second) }, fleet.ReasonDeadline, "deadline", messages.StateFailed},
 	}
 	for _, tt := range tests {

@@ -51,7 +51,7 @@ type WorkerConfig struct {
 	// DrainGrace. Default 5s.
 	HandBackWait time.Duration
 	// MissionTimeout applies when neither the mission's limits nor its agent
-	// spec set one. Default 60s.
+	// spec set one. Default messages.DefaultMissionTimeout.
 	MissionTimeout time.Duration
 	// ToolTimeout bounds one remote tool call. Default 10s.
 	ToolTimeout time.Duration
@@ -104,7 +104,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.NakDelay, 5*time.Second)
 	def(&c.DrainGrace, 25*time.Second)
 	def(&c.HandBackWait, 5*time.Second)
-	def(&c.MissionTimeout, 60*time.Second)
+	def(&c.MissionTimeout, messages.DefaultMissionTimeout)
 	def(&c.ToolTimeout, 10*time.Second)
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)

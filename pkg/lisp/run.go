@@ -74,6 +74,12 @@ type Options struct {
 	plainLoops bool
 }
 
+// StepBudget is the default step budget of a run with the given timeout:
+// DefaultStepsPerSecond per second, plus a fixed allowance for short runs.
+func StepBudget(timeout time.Duration) int64 {
+	return int64(timeout.Seconds()*DefaultStepsPerSecond) + 1_000_000
+}
+
 // Signal says how a run ended.
 type Signal int
 
@@ -199,7 +205,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	}
 	th.maxSteps = opts.MaxSteps
 	if th.maxSteps == 0 {
-		th.maxSteps = int64(timeout.Seconds()*DefaultStepsPerSecond) + 1_000_000
+		th.maxSteps = StepBudget(timeout)
 	}
 	th.maxDepth = opts.MaxDepth
 	if th.maxDepth <= 0 {

@@ -8,8 +8,10 @@ import (
 )
 
 // MissionVersion is the version of the Mission layout written by this
-// package. Decoders accept any version up to and including it.
-const MissionVersion = 1
+// package. Decoders accept any version up to and including it. Version 2
+// bounds an LLM call (llm_timeout) and a program run (program_timeout)
+// separately.
+const MissionVersion = 2
 
 // Mission kinds.
 const (
@@ -68,7 +70,7 @@ type Mission struct {
 	// refuses every other tool before sending any request.
 	Tools []string `msgpack:"tools,omitempty"`
 	// Limits override the agent spec's limits for this mission.
-	Limits Limits `msgpack:"limits"`
+	Limits Limits `msgpack:"limits,omitempty"`
 	// Deadline is when the caller stops caring; zero means none. A worker
 	// that picks up a mission past its deadline fails it with "deadline".
 	Deadline time.Time `msgpack:"deadline,omitempty"`
@@ -80,19 +82,23 @@ type Mission struct {
 	Labels map[string]string `msgpack:"labels,omitempty"`
 }
 
-// Limits bound one mission. Zero fields mean "use the agent spec's value or
-// the worker default".
+// Limits bound one mission and override the same-named limits of its agent
+// spec. Every limit follows one convention: 0 means the default (the agent
+// spec's value, then the Default* constants), a negative value means
+// unlimited.
 type Limits struct {
-	// Timeout bounds the whole mission (all turns, tools and sub-agents).
-	Timeout time.Duration `msgpack:"timeout,omitempty"`
+	// MissionTimeout bounds the whole mission (all turns, tools and
+	// sub-agents).
+	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
 	// MaxTurns bounds the turns of the top-level agent.
 	MaxTurns int `msgpack:"max_turns,omitempty"`
-	// MaxToolCalls bounds the tool calls of the whole mission.
+	// MaxToolCalls bounds the tool calls of each program run (text mode:
+	// of the whole run; compiled missions: of each execution).
 	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
 	// TurnBudget bounds the turns of the whole agent tree.
 	TurnBudget int `msgpack:"turn_budget,omitempty"`
-	// MemoryBytes bounds the memory of each program run.
-	MemoryBytes int64 `msgpack:"memory_bytes,omitempty"`
+	// MemoryLimit bounds the printed size of an agent's memory in bytes.
+	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
 }
 
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
@@ -106,9 +112,9 @@ type AgentSpec struct {
 	Prompt string `msgpack:"prompt"`
 	// Signature is the output contract in signature syntax.
 	Signature string `msgpack:"signature,omitempty"`
-	// OutputMode is ModeLisp ("ptc_lisp", the default when empty) or
+	// Output is ModeLisp ("ptc_lisp", the default when empty) or
 	// ModeText.
-	OutputMode string `msgpack:"output_mode,omitempty"`
+	Output string `msgpack:"output,omitempty"`
 	// Tools lists the tool names this agent may call (remote tools and
 	// SubAgents keys).
 	Tools []string `msgpack:"tools,omitempty"`
@@ -117,13 +123,22 @@ type AgentSpec struct {
 	// SubAgents are agents callable as tools, by tool name.
 	SubAgents map[string]*AgentSpec `msgpack:"sub_agents,omitempty"`
 
-	// MaxTurns bounds this agent's turns (seed default 5).
+	// MaxTurns bounds this agent's turns (DefaultMaxTurns).
 	MaxTurns int `msgpack:"max_turns,omitempty"`
-	// MaxToolCalls bounds this agent's tool calls.
+	// MaxToolCalls bounds the tool calls of each program run (text mode:
+	// of the whole run); the default is unlimited.
 	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
-	// TurnTimeout bounds one turn: LLM call, tools and program (seed 5s).
-	TurnTimeout time.Duration `msgpack:"turn_timeout,omitempty"`
-	// MissionTimeout bounds the whole run (seed 60s).
+	// LLMTimeout bounds one model call, each retry attempt on its own
+	// (DefaultLLMTimeout).
+	LLMTimeout time.Duration `msgpack:"llm_timeout,omitempty"`
+	// ProgramTimeout bounds one program run with its tool calls, and one
+	// native tool call in text mode (DefaultProgramTimeout).
+	ProgramTimeout time.Duration `msgpack:"program_timeout,omitempty"`
+	// MaxSteps bounds the evaluation steps of one program run; the
+	// default is derived from ProgramTimeout.
+	MaxSteps int64 `msgpack:"max_steps,omitempty"`
+	// MissionTimeout bounds the whole run, sub-agents included
+	// (DefaultMissionTimeout).
 	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
 	// PromptLimit truncates result previews fed back to the model.
 	PromptLimit PromptLimit `msgpack:"prompt_limit"`
@@ -142,13 +157,15 @@ type AgentSpec struct {
 	// LLMRetry is the llm_retry policy; nil means the default (3 attempts,
 	// exponential backoff).
 	LLMRetry *RetryPolicy `msgpack:"llm_retry,omitempty"`
-	// MemoryLimit bounds program memory in bytes (seed 1 MiB).
+	// MemoryLimit bounds the printed size of the agent's memory in bytes
+	// after each turn (DefaultMemoryLimit).
 	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
 	// ValidationMode is one of the Validation* constants ("" = enabled).
 	ValidationMode string `msgpack:"validation_mode,omitempty"`
-	// MaxDepth bounds sub-agent nesting at run time (seed 3).
+	// MaxDepth bounds sub-agent nesting at run time (DefaultMaxDepth).
 	MaxDepth int `msgpack:"max_depth,omitempty"`
-	// TurnBudget bounds the turns of the whole agent tree (seed 20).
+	// TurnBudget bounds the turns of the whole agent tree
+	// (DefaultTurnBudget).
 	TurnBudget int `msgpack:"turn_budget,omitempty"`
 }
 
@@ -241,27 +258,8 @@ func (m *Mission) Validate() error {
 	if err := validNames("mission.tools", m.Tools); err != nil {
 		return err
 	}
-	if err := m.Limits.validate("mission.limits"); err != nil {
-		return err
-	}
 	if m.Priority != "" && !ValidPriority(m.Priority) {
 		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())
-	}
-	return nil
-}
-
-func (l Limits) validate(path string) error {
-	switch {
-	case l.Timeout < 0:
-		return invalidf("%s.timeout: negative", path)
-	case l.MaxTurns < 0:
-		return invalidf("%s.max_turns: negative", path)
-	case l.MaxToolCalls < 0:
-		return invalidf("%s.max_tool_calls: negative", path)
-	case l.TurnBudget < 0:
-		return invalidf("%s.turn_budget: negative", path)
-	case l.MemoryBytes < 0:
-		return invalidf("%s.memory_bytes: negative", path)
 	}
 	return nil
 }
@@ -280,10 +278,10 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	if a.Prompt == "" {
 		return invalidf("%s.prompt: empty", path)
 	}
-	switch a.OutputMode {
+	switch a.Output {
 	case "", ModeLisp, ModeText:
 	default:
-		return invalidf("%s.output_mode: %q is not %q or %q", path, a.OutputMode, ModeLisp, ModeText)
+		return invalidf("%s.output: %q is not %q or %q", path, a.Output, ModeLisp, ModeText)
 	}
 	switch a.ValidationMode {
 	case "", ValidationEnabled, ValidationWarnOnly, ValidationDisabled, ValidationStrict:
@@ -296,19 +294,6 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	for i, t := range a.ToolCatalog {
 		if !ValidName(t.Name) {
 			return invalidf("%s.tool_catalog[%d].name: %q is not a valid tool name", path, i, t.Name)
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"max_turns", int64(a.MaxTurns)}, {"max_tool_calls", int64(a.MaxToolCalls)},
-		{"turn_timeout", int64(a.TurnTimeout)}, {"mission_timeout", int64(a.MissionTimeout)},
-		{"prompt_limit.list", int64(a.PromptLimit.List)}, {"prompt_limit.string", int64(a.PromptLimit.String)},
-		{"memory_limit", a.MemoryLimit}, {"max_depth", int64(a.MaxDepth)}, {"turn_budget", int64(a.TurnBudget)},
-	} {
-		if f.v < 0 {
-			return invalidf("%s.%s: negative", path, f.name)
 		}
 	}
 	if r := a.LLMRetry; r != nil {

@@ -95,22 +95,19 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	return step, nil
 }
 
-// applyLimits lets the mission's limits override the agent spec's.
+// applyLimits lets the mission's limits override the agent spec's: a
+// non-zero limit (negative: unlimited) replaces the spec's value.
 func applyLimits(s *agent.Spec, l messages.Limits) {
-	if l.MaxTurns > 0 {
-		s.MaxTurns = l.MaxTurns
-	}
-	if l.Timeout > 0 {
-		s.MissionTimeout = l.Timeout
-	}
-	if l.TurnBudget > 0 {
-		s.TurnBudget = l.TurnBudget
-	}
-	if l.MaxToolCalls > 0 {
-		s.MaxToolCalls = l.MaxToolCalls
-	}
-	if l.MemoryBytes > 0 {
-		s.MemoryLimit = int(l.MemoryBytes)
+	override(&s.MaxTurns, l.MaxTurns)
+	override(&s.MissionTimeout, l.MissionTimeout)
+	override(&s.TurnBudget, l.TurnBudget)
+	override(&s.MaxToolCalls, l.MaxToolCalls)
+	override(&s.MemoryLimit, l.MemoryLimit)
+}
+
+func override[T ~int | ~int64](dst *T, v T) {
+	if v != 0 {
+		*dst = v
 	}
 }
 
@@ -222,7 +219,7 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 // and a warning "input <i>: <reason>: <message>" is added; the mission
 // fails only when it is canceled or its deadline passes, in which case the
 // inputs not run yet are reported as errors too (reason canceled or
-// mission_timeout). Limits.Timeout bounds the whole mission and
+// mission_timeout). Limits.MissionTimeout bounds the whole mission and
 // Limits.MaxToolCalls each execution.
 func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 	start := time.Now()
@@ -240,9 +237,9 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 		defer cancel()
 	}
-	if m.Limits.Timeout > 0 {
+	if m.Limits.MissionTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, m.Limits.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, m.Limits.MissionTimeout)
 		defer cancel()
 	}
 	inputs := spec.Inputs

@@ -355,7 +355,7 @@ func TestCompiledMissionTimeoutReportsEveryInput(t *testing.T) {
 			Program: "(fn [{:keys [n]}] (if (= n 0) (loop [] (recur)) n))",
 			Inputs:  []map[string]any{{"n": int64(1)}, {"n": int64(0)}, {"n": int64(2)}},
 		},
-		Limits: messages.Limits{Timeout: 300 * time.Millisecond},
+		Limits: messages.Limits{MissionTimeout: 300 * time.Millisecond},
 	})
 	if step.Fail == nil || step.Fail.Reason != "mission_timeout" {
 		t.Fatalf("fail = %+v, want mission_timeout", step.Fail)

@@ -55,7 +55,7 @@ func TestTextModeMissionOverNATS(t *testing.T) {
 	step := runMission(t, env, &messages.Mission{
 		Agent: &messages.AgentSpec{
 			Prompt: "Look up customer 7.", Signature: "{name :string, region_known :bool}",
-			OutputMode: messages.ModeText, Tools: []string{"get_customer"},
+			Output: messages.ModeText, Tools: []string{"get_customer"},
 		},
 		Tools: []string{"get_customer"},
 	})

@@ -1,0 +1,95 @@
+package missionfile
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// docTable returns the rows of the markdown table under heading in
+// docs/missions.md, keyed by the first cell without backquotes.
+func docTable(t *testing.T, heading string) map[string][]string {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/missions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/missions.md has no %q section", heading)
+	}
+	if i := strings.Index(section, "\n#"); i >= 0 {
+		section = section[:i]
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows[strings.Trim(cells[0], "`")] = cells
+	}
+	return rows
+}
+
+// The limits table names every limit of the wire types and states the
+// defaults the code applies.
+func TestDocsLimits(t *testing.T) {
+	rows := docTable(t, "## Limits")
+	want := map[string]string{
+		"llm_timeout":         "`" + shortDuration(messages.DefaultLLMTimeout) + "`",
+		"program_timeout":     "`" + shortDuration(messages.DefaultProgramTimeout) + "`",
+		"mission_timeout":     "`" + shortDuration(messages.DefaultMissionTimeout) + "`",
+		"max_steps":           "`200000000` per second of `program_timeout`",
+		"max_turns":           fmt.Sprintf("`%d`", messages.DefaultMaxTurns),
+		"turn_budget":         fmt.Sprintf("`%d`", messages.DefaultTurnBudget),
+		"max_depth":           fmt.Sprintf("`%d`", messages.DefaultMaxDepth),
+		"max_tool_calls":      "unlimited",
+		"memory_limit":        fmt.Sprintf("`%d`", messages.DefaultMemoryLimit),
+		"prompt_limit.list":   fmt.Sprintf("`%d`", messages.DefaultListLimit),
+		"prompt_limit.string": fmt.Sprintf("`%d`", messages.DefaultStringLimit),
+	}
+	for name, def := range want {
+		row, ok := rows[name]
+		if !ok {
+			t.Errorf("limits table: no row for %s", name)
+			continue
+		}
+		if len(row) != 5 || row[3] != def {
+			t.Errorf("limits table: %s default is %q, want %q", name, row[3:4], def)
+		}
+	}
+	// every limit a mission can override is in the table
+	lt := reflect.TypeFor[messages.Limits]()
+	for i := range lt.NumField() {
+		tag, _, _ := strings.Cut(lt.Field(i).Tag.Get("msgpack"), ",")
+		if _, ok := want[tag]; !ok {
+			t.Errorf("messages.Limits.%s (%s) is not in the limits table", lt.Field(i).Name, tag)
+		}
+	}
+	for name := range rows {
+		if _, ok := want[name]; !ok {
+			t.Errorf("limits table row %s is not checked by this test", name)
+		}
+	}
+}
+
+// shortDuration prints d as a mission file would write it: "5m", "30s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
