@@ -164,7 +164,7 @@ func mission(req *mcp.CallToolRequest, in missionArgs) (*messages.Mission, error
 		ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: in.Tools, Context: ctxData,
 		ContextSignature: in.ContextSignature, Model: in.Model, Priority: in.Priority,
 		Agent:  &messages.AgentSpec{Prompt: in.Prompt, Signature: in.Signature, Tools: in.Tools},
-		Limits: messages.Limits{MaxTurns: in.MaxTurns, Timeout: time.Duration(in.TimeoutSeconds * float64(time.Second))},
+		Limits: messages.Limits{MaxTurns: in.MaxTurns, MissionTimeout: time.Duration(in.TimeoutSeconds * float64(time.Second))},
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
