@@ -74,17 +74,18 @@ func registerAccess(r *registry) {
 		doc("the items as a sequence, or nil when empty; a map gives its entries").ref(refSeq).pure()
 }
 
-// mapItemsHint is the hint for positional access on a map (§4.1 Δ).
-const mapItemsHint = "maps are not ordered sequences here; use keys, vals or entries"
+// mapItemsHint is the hint for indexed access on a map.
+const mapItemsHint = "nth does not index maps; use get, or (nth (entries m) i)"
 
-// rejectMap raises the type error for positional access on a map.
+// rejectMap raises the type error for indexed access on a map.
 func rejectMap(th *Thread, name string, m Value, argN int) {
 	th.RaiseHint(KindType, mapItemsHint, "%s: expected a vector, set, string or sequence, got %s (arg %d)", name, preview(m), argN)
 }
 
 // nthOf returns item i of coll (ok=false when out of range): vectors,
-// sets (in order), strings (chars), lazy seqs (realised up to i), nil.
-// A map is a type error with a hint (§4.1 Δ).
+// sets (in order), strings (chars), lazy seqs (realised up to i), maps
+// (their [key value] entries in key order), nil. nth of a map is a type
+// error with a hint, as in Clojure.
 func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 	if i < 0 {
 		switch coll.(type) {
@@ -129,7 +130,14 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 	case *LazySeq:
 		return c.nth(th, i)
 	case *Map:
-		rejectMap(th, name, c, argN)
+		if name == "nth" {
+			rejectMap(th, name, c, argN)
+		}
+		if es := c.entries(); i < len(es) {
+			th.allocSlots(3)
+			return &Vector{items: []Value{es[i].key, es[i].val}}, true
+		}
+		return nil, false
 	}
 	th.TypeError(name, "a collection", coll, argN)
 	return nil, false
@@ -162,7 +170,11 @@ func biLast(th *Thread, a []Value) Value {
 		}
 		return items[len(items)-1]
 	case *Map:
-		rejectMap(th, "last", c, 1)
+		if es := c.entries(); len(es) > 0 {
+			th.allocSlots(3)
+			return &Vector{items: []Value{es[len(es)-1].key, es[len(es)-1].val}}
+		}
+		return nil
 	}
 	th.TypeError("last", "a collection", a[0], 1)
 	return nil

@@ -838,9 +838,9 @@ func biApply(th *Thread, a []Value) Value {
 	f := a[0]
 	last := a[len(a)-1]
 	switch last.(type) {
-	case *Vector, *Set, *Map, *LazySeq:
+	case nil, string, *Vector, *Set, *Map, *LazySeq:
 	default:
-		th.TypeError("apply", "a vector, set or map as the last argument", last, len(a))
+		th.TypeError("apply", "a collection or nil as the last argument", last, len(a))
 	}
 	items := th.Seq(last, "apply", len(a))
 	mid := a[1 : len(a)-1]

@@ -98,6 +98,42 @@ func registerLogic(r *registry) {
 		}
 		return Int(int64(c))
 	}).doc("-1, 0 or 1 as x sorts before, with or after y").ref(refLogic).pure()
+	r.add("associative?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Map, *Vector:
+			return true
+		}
+		return false
+	}).doc("true for maps and vectors (assoc works on them)").pure()
+	r.add("seqable?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case nil, string, *Vector, *Map, *Set, *LazySeq:
+			return true
+		}
+		return false
+	}).doc("true for nil, strings and collections (seq works on them)").pure()
+	r.add("indexed?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Vector); return ok }).
+		doc("true for vectors (nth is constant time)").pure()
+	r.add("counted?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Map, *Vector, *Set:
+			return true
+		}
+		return false
+	}).doc("true for vectors, maps and sets (count is constant time)").pure()
+	r.add("reversible?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Vector); return ok }).
+		doc("true for vectors (rseq works on them)").pure()
+	r.add("sorted?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Map, *Set:
+			return true
+		}
+		return false
+	}).doc("true for maps and sets: every map and set is kept in key order").pure()
+	r.add("rational?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok }).
+		doc("true for integers (there are no ratios)").pure()
+	r.add("map-entry?", 1, 1, func(th *Thread, a []Value) Value { v, ok := a[0].(*Vector); return ok && len(v.items) == 2 }).
+		doc("true for a map entry: a [key value] vector").pure()
 }
 
 // typeKeyword names v's type for (type v).

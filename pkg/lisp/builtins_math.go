@@ -161,6 +161,35 @@ func registerMath(r *registry) {
 		}
 		return f // ±0.0 and NaN
 	}).doc("-1.0, 0.0 or 1.0 by the sign of x").ref(refMath)
+	// Bit operations on 64-bit integers; shift counts and bit indexes
+	// are taken modulo 64, as Java's long shifts do.
+	r.add("bit-and", 2, -1, bitFold("bit-and", func(x, y int64) int64 { return x & y })).
+		doc("bitwise and of the integers").pure()
+	r.add("bit-or", 2, -1, bitFold("bit-or", func(x, y int64) int64 { return x | y })).
+		doc("bitwise or of the integers").pure()
+	r.add("bit-xor", 2, -1, bitFold("bit-xor", func(x, y int64) int64 { return x ^ y })).
+		doc("bitwise exclusive or of the integers").pure()
+	r.add("bit-and-not", 2, -1, bitFold("bit-and-not", func(x, y int64) int64 { return x &^ y })).
+		doc("the first integer with the bits of the others cleared").pure()
+	r.add("bit-not", 1, 1, func(th *Thread, a []Value) Value { return Int(^th.Int("bit-not", a[0], 1)) }).
+		doc("bitwise complement").pure()
+	r.add("bit-shift-left", 2, 2, bitShift("bit-shift-left", func(x int64, n uint) int64 { return x << n })).
+		doc("x shifted left by n bits").pure()
+	r.add("bit-shift-right", 2, 2, bitShift("bit-shift-right", func(x int64, n uint) int64 { return x >> n })).
+		doc("x shifted right by n bits, keeping the sign").pure()
+	r.add("unsigned-bit-shift-right", 2, 2, bitShift("unsigned-bit-shift-right", func(x int64, n uint) int64 {
+		return int64(uint64(x) >> n)
+	})).doc("x shifted right by n bits, filling with zeros").pure()
+	r.add("bit-set", 2, 2, bitShift("bit-set", func(x int64, n uint) int64 { return x | 1<<n })).
+		doc("x with bit n set").pure()
+	r.add("bit-clear", 2, 2, bitShift("bit-clear", func(x int64, n uint) int64 { return x &^ (1 << n) })).
+		doc("x with bit n cleared").pure()
+	r.add("bit-flip", 2, 2, bitShift("bit-flip", func(x int64, n uint) int64 { return x ^ 1<<n })).
+		doc("x with bit n flipped").pure()
+	r.add("bit-test", 2, 2, func(th *Thread, a []Value) Value {
+		x, n := th.Int("bit-test", a[0], 1), th.Int("bit-test", a[1], 2)
+		return x&(1<<(uint(n)&63)) != 0
+	}).doc("true when bit n of x is set").pure()
 }
 
 // toF reads a number as float64 (Java's widening to double).
@@ -308,4 +337,23 @@ func toLong(th *Thread, fn string, v Value) Value {
 	}
 	th.TypeError(fn, "number", v, 1)
 	return nil
+}
+
+// bitFold folds the integer arguments with op.
+func bitFold(name string, op func(x, y int64) int64) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		acc := th.Int(name, a[0], 1)
+		for i, v := range a[1:] {
+			acc = op(acc, th.Int(name, v, i+2))
+		}
+		return Int(acc)
+	}
+}
+
+// bitShift applies op to the integer x and the count n modulo 64.
+func bitShift(name string, op func(x int64, n uint) int64) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		x, n := th.Int(name, a[0], 1), th.Int(name, a[1], 2)
+		return Int(op(x, uint(n)&63))
+	}
 }

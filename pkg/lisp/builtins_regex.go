@@ -24,6 +24,21 @@ func registerRegex(r *registry) {
 	}).doc("the integer a string spells, or nil").ref(refRegex).pure()
 	r.alias("parse-int", "parse-long").
 		ref(refRegex)
+	r.add("parse-boolean", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0] {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+		return nil
+	}).doc("true for \"true\", false for \"false\", else nil").ref(refRegex).pure()
+	r.add("Boolean/parseBoolean", 1, 1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return false
+		}
+		return strings.EqualFold(strArg(th, "Boolean/parseBoolean", a[0], 1), "true")
+	}).doc("true when the string is \"true\" in any case, else false")
 	r.add("parse-double", 1, 1, func(th *Thread, a []Value) Value {
 		s, ok := a[0].(string)
 		if !ok {

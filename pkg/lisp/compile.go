@@ -568,7 +568,7 @@ var nsAliases = map[string]string{
 	"clojure.string": "str", "str": "str", "string": "str",
 	"clojure.core": "core", "core": "core",
 	"clojure.set": "set", "set": "set",
-	"Math": "Math", "System": "System", "Double": "Double", "Integer": "Integer", "Long": "Long",
+	"Math": "Math", "Boolean": "Boolean", "System": "System", "Double": "Double", "Integer": "Integer", "Long": "Long",
 	"java.time.LocalDate": "LocalDate", "LocalDate": "LocalDate",
 	"memory": "memory", "mem": "memory",
 }
@@ -676,8 +676,8 @@ func (c *compiler) compileList(f *form, tail bool) node {
 	}
 	head := f.items[0]
 	if head.kind == fSym && head.ns == "" {
-		if _, _, local := c.sc.lookup(head.name); !local {
-			if sf := specialForm(head.name); sf != nil {
+		if sf := specialForm(head.name); sf != nil {
+			if _, _, local := c.sc.lookup(head.name); !local || unshadowable[head.name] {
 				return sf(c, f, tail)
 			}
 		}

@@ -95,8 +95,6 @@ var hintCategories = []struct {
 // clojureOnly maps Clojure functions this language does not provide to the
 // category whose functions the hint lists.
 var clojureOnly = map[string]string{
-	"bit-and": "math functions", "bit-or": "math functions", "bit-xor": "math functions", "bit-not": "math functions",
-	"bit-shift-left": "math functions", "bit-shift-right": "math functions", "unsigned-bit-shift-right": "math functions",
 	"numerator": "math functions", "denominator": "math functions", "rationalize": "math functions",
 	"bigint": "math functions", "bigdec": "math functions", "log1p": "math functions", "expm1": "math functions",
 	"rename": "set functions", "char-array": "string functions",

@@ -63,8 +63,8 @@ type openBracket struct {
 	pos Pos
 }
 
-// read parses src into top-level forms, interning keywords in kw. Stray
-// closing brackets between top-level forms are ignored (§1 leniency).
+// read parses src into top-level forms, interning keywords in kw. A
+// closing bracket that closes nothing is a parse error, as in Clojure.
 func read(src string, kw map[string]*Keyword) ([]*form, error) {
 	r := &reader{src: src, line: 1, col: 1, keywords: kw, opens: make([]openBracket, 0, 8), scratch: make([]*form, 0, 32)}
 	return r.readAll()
@@ -88,8 +88,7 @@ func (r *reader) readAll() (forms []*form, err error) {
 		}
 		c := r.src[r.off]
 		if c == ')' || c == ']' || c == '}' {
-			r.advance()
-			continue
+			r.fail(r.pos(), "remove the extra closing bracket", "unbalanced parentheses: unexpected '%c'", c)
 		}
 		f := r.read()
 		if f != nil {

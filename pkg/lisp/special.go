@@ -55,6 +55,11 @@ var specialForms = []struct {
 	{"call", "(call \"name\" args): calls the tool name", false},
 }
 
+// unshadowable are the forms that are special forms in Clojure too (the
+// others are macros there): a local of the same name does not shadow them
+// in call position, so (let [if inc] (if true 1 2)) is 1.
+var unshadowable = map[string]bool{"if": true, "do": true, "quote": true, "def": true, "recur": true}
+
 // specialFormNames lists the special forms' names (for hints).
 var specialFormNames = func() []string {
 	names := make([]string, len(specialForms))

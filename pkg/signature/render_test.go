@@ -72,7 +72,7 @@ func TestJSONSchema(t *testing.T) {
 		{"{}", `{"properties":{},"type":"object"}`},
 		{"{a :int?}", `{"properties":{"a":{"type":["integer","null"]}},"type":"object"}`},
 		{"{id :int, name :string?, tags [:string], owner {id :int}?, _x :any}",
-			`{"properties":{"_x":{},"id":{"type":"integer"},"name":{"type":["string","null"]},"owner":{"properties":{"id":{"type":"integer"}},"required":["id"],"type":["object","null"]},"tags":{"items":{"type":"string"},"type":"array"}},"required":["id","tags"],"type":"object"}`},
+			`{"properties":{"_x":{},"id":{"type":"integer"},"name":{"type":["string","null"]},"owner":{"properties":{"id":{"type":"integer"}},"required":["id"],"type":["object","null"]},"tags":{"items":{"type":"string"},"type":"array"}},"required":["id","tags","_x"],"type":"object"}`},
 	} {
 		typ, err := ParseType(tc.typ)
 		if err != nil {

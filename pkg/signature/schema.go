@@ -49,7 +49,7 @@ func objectSchema(m Map) map[string]any {
 	var required []string
 	for _, f := range m.Fields {
 		props[f.Name] = JSONSchema(orAny(f.Type))
-		if !IsOptional(f.Type) {
+		if fieldRequired(f.Type) {
 			required = append(required, f.Name)
 		}
 	}

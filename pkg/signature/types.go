@@ -151,8 +151,16 @@ func (o Optional) String() string {
 
 func (Optional) isType() {}
 
-// IsOptional reports whether t is an Optional type (or :any, which accepts nil
-// too).
+// fieldRequired reports whether a map field of type t must be present:
+// every field but an Optional one (a :any field takes nil, but must be
+// there).
+func fieldRequired(t Type) bool {
+	_, opt := t.(Optional)
+	return !opt
+}
+
+// IsOptional reports whether t accepts nil: an Optional type, or :any.
+// (Only an Optional map field may be absent.)
 func IsOptional(t Type) bool {
 	switch t := t.(type) {
 	case Optional:

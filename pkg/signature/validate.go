@@ -200,7 +200,7 @@ func (c *checker) checkFields(t Map, m map[string]any) {
 		case ok:
 			present++
 			c.check(orAny(f.Type), x)
-		case !IsOptional(f.Type):
+		case fieldRequired(f.Type):
 			c.fail(c.missingMsg())
 		}
 		c.path = c.path[:len(c.path)-1]
@@ -235,7 +235,7 @@ func (c *checker) checkReflectFields(t Map, rv reflect.Value) {
 		switch {
 		case x.IsValid():
 			c.check(orAny(f.Type), x.Interface())
-		case !IsOptional(f.Type):
+		case fieldRequired(f.Type):
 			c.fail(c.missingMsg())
 		}
 		c.path = c.path[:len(c.path)-1]

@@ -17,8 +17,17 @@
 (first (range))
 ;=> 0
 ---
-(first {:a 1})
-;;; "type_error: 1:1: first: expected a vector, set, string or sequence, got map \\{:a 1\\} \\(arg 1\\)[\\s\\S]*keys, vals or entries"
+(first {:k "v"})
+;=> [:k "v"]
+---
+[(first {}) (second {:a 1 :b 2}) (ffirst {:a 1}) (fnext {:a 1 :b 2})]
+;=> [nil [:b 2] :a [:b 2]]
+---
+(map key {:b 2 :a 1})
+;=> [:a :b]
+---
+(nth {:a 1} 0)
+;;; "type_error: 1:1: nth: expected a vector, set, string or sequence, got map \\{:a 1\\} \\(arg 1\\)[\\s\\S]*use get"
 ---
 (first 42)
 ;;; "type_error: 1:1: first: expected a collection, got 42 \\(arg 1\\)"
@@ -56,8 +65,8 @@
 (last (range 5))
 ;=> 4
 ---
-(last {:a 1})
-;;; "type_error: .*last: expected a vector, set, string or sequence, got map"
+[(last {:a 1 :b 2}) (last {})]
+;=> [[:b 2] nil]
 ---
 ;; nth: out of range → nil (Δ), negative → nil, optional default
 (nth [10 20 30] 1)

@@ -47,3 +47,12 @@
 ---
 (filterv even? [1 2 3 4])
 ;=> [2 4]
+---
+[(apply + nil) (apply + []) (apply * nil) (apply + 1 nil) (apply str "abc")]
+;=> [0 0 1 1 "abc"]
+---
+(do (defn f [& xs] (apply + xs)) [(f) (f 1 2)])
+;=> [0 3]
+---
+(apply + 1 2)
+;;; "type_error: 1:1: apply: expected a collection or nil as the last argument, got 2 \\(arg 3\\)"

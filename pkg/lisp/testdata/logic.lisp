@@ -83,3 +83,28 @@
 ---
 [(nat-int? 0) (nat-int? -1) (nat-int? 1.0) (pos-int? 1) (pos-int? 0) (neg-int? -2) (neg-int? -2.0) (any? nil) (any? false)]
 ;=> [true false false true false true false true true]
+---
+[(associative? {}) (associative? []) (associative? #{}) (associative? nil) (associative? "ab")]
+;=> [true true false false false]
+---
+[(seqable? nil) (seqable? "") (seqable? []) (seqable? {}) (seqable? #{}) (seqable? (range 3)) (seqable? 1) (seqable? :a) (seqable? inc)]
+;=> [true true true true true true false false false]
+---
+[(indexed? []) (indexed? {}) (indexed? "ab") (indexed? nil)]
+;=> [true false false false]
+---
+[(counted? []) (counted? {}) (counted? #{}) (counted? "ab") (counted? nil)]
+;=> [true true true false false]
+---
+[(reversible? []) (reversible? nil) (reversible? "ab")]
+;=> [true false false]
+---
+;; every map and set is kept in key order, so all are sorted (Clojure: only sorted-map/sorted-set)
+[(sorted? (sorted-map :b 1)) (sorted? (sorted-set 1)) (sorted? {:a 1}) (sorted? []) (sorted? nil)]
+;=> [true true true false false]
+---
+[(rational? 1) (rational? 1.5) (rational? nil) (rational? "1")]
+;=> [true false false false]
+---
+[(map-entry? (first {:a 1})) (map-entry? nil) (map-entry? [1 2 3]) (map-entry? {:a 1})]
+;=> [true false false false]

@@ -154,3 +154,22 @@
 ;; float rem/mod follow Clojure's n - trunc(n/d)*d, not fmod
 [(rem 2 1e-3) (mod 1e10 1e-3) (rem -0.5 1e-3) (mod -9223372036854775808 2.5) (mod 7.5 -2) (rem ##Inf 2)]
 ;=> [0.0 0.0 0.0 0.0 -0.5 ##NaN]
+---
+[(bit-and 12 10) (bit-and 12 10 8) (bit-or 12 3) (bit-or 1 2 4) (bit-xor 12 10) (bit-xor 1 2 3) (bit-and-not 15 1) (bit-and-not 15 1 2) (bit-not 5) (bit-not -1)]
+;=> [8 8 15 7 6 0 14 12 -6 0]
+---
+;; shift counts and bit indexes are taken modulo 64, as in Java
+[(bit-shift-left 1 10) (bit-shift-left 1 64) (bit-shift-left 1 65) (bit-shift-left 1 -1) (bit-shift-right -16 2) (bit-shift-right 16 66) (unsigned-bit-shift-right -1 60) (unsigned-bit-shift-right 16 2)]
+;=> [1024 1 2 -9223372036854775808 -4 4 15 4]
+---
+[(bit-set 0 3) (bit-set 0 63) (bit-clear 15 0) (bit-flip 5 1) (bit-flip 5 0) (bit-test 5 2) (bit-test 5 1) (bit-test -1 63)]
+;=> [8 -9223372036854775808 14 7 4 true false true]
+---
+(bit-and 1.5 1)
+;;; "type_error: 1:1: bit-and: expected integer, got 1.5 \\(arg 1\\)"
+---
+(bit-shift-left 1 nil)
+;;; "type_error: 1:1: bit-shift-left: expected integer, got nil \\(arg 2\\)"
+---
+(bit-and 1)
+;;; "arity_error"

@@ -107,3 +107,12 @@
 ;; re-matches cannot judge a whole string past the scan cap
 (re-matches #"a+" (str (apply str (repeat 40000 "a")) "b"))
 ;;; "value_error: 2:1: re-matches: input of 40001 bytes exceeds the 32768-byte regex scan limit"
+---
+[(parse-boolean "true") (parse-boolean "false") (parse-boolean "True") (parse-boolean "") (parse-boolean " true") (parse-boolean nil)]
+;=> [true false nil nil nil nil]
+---
+[(Boolean/parseBoolean "true") (Boolean/parseBoolean "TRUE") (Boolean/parseBoolean "tRuE") (Boolean/parseBoolean "yes") (Boolean/parseBoolean "") (Boolean/parseBoolean nil)]
+;=> [true true true false false false]
+---
+(Boolean/parseBoolean 1)
+;;; "type_error: 1:1: Boolean/parseBoolean: expected string"

@@ -658,7 +658,7 @@ inner
 ;=> 0
 ---
 (apply + 1 nil)
-;;; "type_error: .*apply: expected a vector, set or map as the last argument, got nil \\(arg 3\\)"
+;=> 1
 ---
 (apply str #{"a"})
 ;=> "a"
@@ -710,3 +710,17 @@ inner
 ---
 ((fn [& xs] (if (next xs) (recur (rest xs)) xs)) 1 2 3)
 ;=> [3]
+---
+---
+;; locals shadow the forms that are macros in Clojure, not its special forms
+(let [if inc] (if true 1 2))
+;=> 1
+---
+(let [do inc] [(do 1) (map do [1 2])])
+;=> [1 [2 3]]
+---
+(let [when inc] (when 1))
+;=> 2
+---
+(let [quote inc] (quote 1))
+;=> 1
