@@ -121,10 +121,22 @@ func (w *Worker) process(msg jetstream.Msg) {
 	hbEntry.Store(entry)
 	go w.heartbeat(msg, m.ID, &hbEntry, cancel, hbStop, hbDone)
 
+	var journal *Journal
+	if !w.cfg.NoJournal {
+		if journal, err = openJournal(ctx, w.js, m.ID, attempt); err != nil {
+			log.Warn().Err(err).Msg("journal not read")
+			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
+			return
+		}
+		if n := journal.Entries(); n > 0 {
+			log.Info().Int("entries", n).Msg("replaying the journal of earlier attempts")
+		}
+	}
 	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
 	env := RunEnv{
-		Tools:    w.toolbox(m, em, msg.Headers()),
+		Journal:  journal,
+		Tools:    w.toolbox(m, em, msg.Headers(), journal, attempt),
 		Events:   em,
 		Logger:   log,
 		Attempt:  attempt,
@@ -165,6 +177,10 @@ func (w *Worker) process(msg jetstream.Msg) {
 		step = failStep(ReasonRunnerError, "%v", runErr)
 	case step == nil:
 		step = failStep(ReasonRunnerError, "the runner returned no step")
+	}
+	step.Attempts = attempt
+	if r := journal.Replayed(); r != (messages.Replayed{}) {
+		step.Replayed = &r
 	}
 	w.finish(ctx, msg, m.ID, step, entry, &log)
 }
@@ -220,6 +236,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 			w.settleFinished(ctx, msg, m.ID, st, log)
 			return nil, true
 		}
+		if attempt > 1 || st.State == messages.StateRunning {
+			// The stored result is the truth: a run that stored it but
+			// lost its final status write and its ack is not run again.
+			if stored, err := readResult(ctx, w.st.Results, m.ID); err == nil {
+				w.settleStored(ctx, msg, m.ID, stored, log)
+				return nil, true
+			}
+		}
 		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
 			// A later delivery of this message is already running elsewhere:
 			// ours is stale. Leave the message to that delivery.
@@ -244,6 +268,27 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 	}
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
 	return nil, true
+}
+
+// settleStored acks a message whose mission has a stored result though its
+// status is not final, and makes the status final.
+func (w *Worker) settleStored(ctx context.Context, msg jetstream.Msg, id string, stored *messages.Step, log *zerolog.Logger) {
+	final := stateOf(stored)
+	_, err := updateStatus(ctx, w.st.Status, id, func(s *messages.Status) bool {
+		if messages.TerminalState(s.State) {
+			return false
+		}
+		s.State, s.Replayed = final, stored.Replayed
+		if stored.Fail != nil {
+			s.Reason = stored.Fail.Reason
+		}
+		return true
+	})
+	if err != nil {
+		log.Warn().Err(err).Msg("final status not written")
+	}
+	log.Info().Str("state", final).Msg("mission already has a result; acking without running it")
+	_ = msg.Ack()
 }
 
 // settleFinished acks a message whose mission already finished, making sure
@@ -339,7 +384,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		if messages.TerminalState(s.State) {
 			return false
 		}
-		s.State, s.Worker = final, w.cfg.ID
+		s.State, s.Worker, s.Replayed = final, w.cfg.ID, stored.Replayed
 		if stored.Fail != nil {
 			s.Reason = stored.Fail.Reason
 		}
@@ -447,15 +492,19 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 	return nil
 }
 
-func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header) *Toolbox {
-	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, hdr)
-	b.onCall = func(name, callID string, args map[string]any) {
-		em.Emit(&messages.Event{Kind: messages.EventToolCall, Tool: name, CallID: callID, Args: args})
+func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {
+	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, w.cfg.ToolUnavailableWait, hdr)
+	b.journal, b.attempt = j, attempt
+	b.onCall = func(turn int, name, callID string, args map[string]any) {
+		em.Emit(&messages.Event{Kind: messages.EventToolCall, Turn: turn, Tool: name, CallID: callID, Args: args})
 	}
-	b.onResult = func(name, callID string, result any, err error, d time.Duration) {
-		ev := &messages.Event{Kind: messages.EventToolResult, Tool: name, CallID: callID, Result: result, Duration: d}
+	b.onResult = func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool) {
+		ev := &messages.Event{Kind: messages.EventToolResult, Turn: turn, Tool: name, CallID: callID, Result: result, Duration: d}
 		if err != nil {
 			ev.Error = err.Error()
+		}
+		if replayed {
+			ev.Data = map[string]any{"replayed": true}
 		}
 		em.Emit(ev)
 	}

@@ -39,6 +39,11 @@ type RunEnv struct {
 	// other name is refused before any request. Tool calls made through it
 	// emit tool_call and tool_result events.
 	Tools *Toolbox
+	// Journal is the mission's turn journal (nil when the worker runs with
+	// NoJournal). Tools already journal their results through it; a
+	// runner journals its model replies (pkg/fleet/agentrun does): Replay
+	// before asking the model, Record the reply before using it.
+	Journal *Journal
 	// Events publishes progress events of this mission (turns, programs,
 	// LLM requests). The emitter fills MissionID, Time, Worker and Attempt
 	// and masks firewalled values. Never nil.

@@ -114,6 +114,7 @@ type Stores struct {
 	Results  jetstream.Stream
 	Events   jetstream.Stream
 	Dead     jetstream.Stream
+	Journal  jetstream.Stream
 	Status   jetstream.KeyValue
 	Context  jetstream.ObjectStore
 	// Consumers by priority.
@@ -222,6 +223,11 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Name: messages.StreamDead, Subjects: []string{messages.SubjectDeadPrefix + "*"},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.DeadTTL, MaxMsgSize: cfg.MaxMissionBytes + 4096,
+		}},
+		{func(s *Stores) *jetstream.Stream { return &s.Journal }, jetstream.StreamConfig{
+			Name: messages.StreamJournal, Subjects: []string{messages.SubjectJournalPrefix + "*"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			MaxAge: cfg.ResultTTL, Duplicates: 2 * time.Minute,
 		}},
 	}
 }

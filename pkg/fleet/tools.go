@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -313,8 +314,18 @@ type Toolbox struct {
 	timeout   time.Duration
 	header    nats.Header
 	calls     atomic.Int64
-	onCall    func(name, callID string, args map[string]any)
-	onResult  func(name, callID string, result any, err error, d time.Duration)
+	onCall    func(turn int, name, callID string, args map[string]any)
+	onResult  func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool)
+
+	// retryWait bounds how long a call keeps retrying a tool whose
+	// service has no responders.
+	retryWait time.Duration
+	// journal records and replays tool results (nil: off); attempt is the
+	// mission's delivery attempt.
+	journal   *Journal
+	attempt   int
+	turnMu    sync.Mutex
+	turnCalls map[int]int // calls made so far per turn (the call index)
 }
 
 // ToolboxConfig configures a stand-alone Toolbox (workers build their own).
@@ -333,6 +344,10 @@ type ToolboxConfig struct {
 	// ToolPins maps a tool name to the one service allowed to serve it
 	// (DiscoverOptions.Pins).
 	ToolPins map[string]string
+	// UnavailableWait bounds how long a call keeps retrying, with backoff,
+	// a discovered tool whose service has no responders (a service
+	// restarting, or resubscribing after a NATS reconnect). Default 3s.
+	UnavailableWait time.Duration
 }
 
 // NewToolbox returns a Toolbox calling remote tools over nc outside any
@@ -358,11 +373,12 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 	def(&cfg.CacheTTL, 30*time.Second)
 	def(&cfg.MissRefresh, time.Second)
 	def(&cfg.DiscoveryWait, 250*time.Millisecond)
+	def(&cfg.UnavailableWait, 3*time.Second)
 	if err := checkPins(cfg.ToolPins); err != nil {
 		return nil, err
 	}
 	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait, pins: cfg.ToolPins}
-	return newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.Header), nil
+	return newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.UnavailableWait, cfg.Header), nil
 }
 
 // checkPins validates a tool → service pin map.
@@ -375,11 +391,11 @@ func checkPins(pins map[string]string) error {
 	return nil
 }
 
-func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []string, timeout time.Duration, hdr nats.Header) *Toolbox {
+func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []string, timeout, retryWait time.Duration, hdr nats.Header) *Toolbox {
 	b := &Toolbox{
-		reg: reg, nc: nc, missionID: missionID, timeout: timeout,
+		reg: reg, nc: nc, missionID: missionID, timeout: timeout, retryWait: retryWait,
 		allowed: make(map[string]bool, len(tools)), names: append([]string(nil), tools...),
-		header: nats.Header{},
+		header: nats.Header{}, turnCalls: map[int]int{},
 	}
 	for _, n := range tools {
 		b.allowed[n] = true
@@ -435,17 +451,40 @@ func forbidden(name string) error {
 		Message: "this mission may not call it; call only the tools listed for the mission"}
 }
 
+// callIndex returns the index of a new call in turn (from 1).
+func (b *Toolbox) callIndex(turn int) int {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	b.turnCalls[turn]++
+	return b.turnCalls[turn]
+}
+
 func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (result any, err error) {
 	callID := strconv.FormatInt(b.calls.Add(1), 10)
+	turn := TurnFrom(ctx)
+	index := b.callIndex(turn)
 	start := time.Now()
 	if b.onCall != nil {
-		b.onCall(name, callID, args)
+		b.onCall(turn, name, callID, args)
 	}
+	replayed := false
 	defer func() {
 		if b.onResult != nil {
-			b.onResult(name, callID, result, err, time.Since(start))
+			b.onResult(turn, name, callID, result, err, time.Since(start), replayed)
 		}
 	}()
+	plain, err := messages.Normalize(args)
+	if err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
+	}
+	jkey := ""
+	if b.journal != nil {
+		jkey = toolKey(turn, name, plain)
+		if data, ok := b.journal.Replay(jkey); ok {
+			replayed = true
+			return decodeToolResponse(name, data)
+		}
+	}
 	info, ok := b.reg.lookup(ctx, name)
 	if !ok {
 		if svcs := b.reg.conflict(name); len(svcs) > 0 {
@@ -454,10 +493,6 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		}
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
 			Message: "no tool service is running for it; try again later or do without it"}
-	}
-	plain, err := messages.Normalize(args)
-	if err != nil {
-		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 	}
 	req := messages.ToolRequest{Version: messages.ToolCallVersion, CallID: callID, MissionID: b.missionID, Tool: name}
 	if m, ok := plain.(map[string]any); ok {
@@ -479,10 +514,14 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	}
 	if b.missionID != "" {
 		msg.Header.Set(messages.HeaderMissionID, b.missionID)
+		msg.Header.Set(messages.HeaderIdempotencyKey, b.missionID+"/"+strconv.Itoa(turn)+"/"+strconv.Itoa(index))
+	}
+	if b.attempt > 0 {
+		msg.Header.Set(messages.HeaderAttempt, strconv.Itoa(b.attempt))
 	}
 	msg.Header.Set(messages.HeaderCallID, callID)
 	msg.Header.Set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
-	resp, err := b.nc.RequestMsgWithContext(cctx, msg)
+	resp, err := b.send(cctx, msg)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -491,31 +530,107 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 			b.reg.expire() // the tool may have moved; rediscover
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable, Err: err,
 				Message: "no tool service is running for it (no responders); try again later or do without it"}
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, errConnLost):
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrTimeout, Err: err,
 				Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
 		default:
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: err.Error()}
 		}
 	}
+	body := resp.Data
 	if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" {
+		// The tool ran and failed: that is its answer, journaled like a
+		// result. The body carries the same error.
 		desc := resp.Header.Get(micro.ErrorHeader)
 		if desc == "" {
 			desc = "the tool failed"
 		}
-		return nil, &ToolError{Tool: name, Code: code, Message: desc}
+		body, _ = messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: callID,
+			Error: &messages.ToolError{Code: code, Message: desc}})
 	}
+	if jkey != "" {
+		if jerr := b.journal.Record(ctx, jkey, body); jerr != nil {
+			zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("tool result not journaled")
+		}
+	}
+	return decodeToolResponse(name, body)
+}
+
+// decodeToolResponse turns a tool response body into the call's result.
+func decodeToolResponse(name string, data []byte) (any, error) {
 	var out messages.ToolResponse
-	if err := messages.Unmarshal(resp.Data, &out); err != nil {
+	if err := messages.Unmarshal(data, &out); err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
 	}
 	if err := out.Validate(); err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
 	}
 	if out.Error != nil {
-		return nil, &ToolError{Tool: name, Code: out.Error.Code, Message: out.Error.Message}
+		msg := out.Error.Message
+		if msg == "" {
+			msg = "the tool failed"
+		}
+		return nil, &ToolError{Tool: name, Code: out.Error.Code, Message: msg}
 	}
 	return out.Result, nil
+}
+
+// errConnLost: the connection dropped while a request waited for its
+// answer, so the request or its answer may be lost.
+var errConnLost = errors.New("connection lost while waiting for the answer")
+
+// send sends a tool request and waits for the answer within ctx. A request
+// whose connection drops while it waits (the answer may be lost), or that
+// finds no responders (a service restarting or resubscribing after a
+// reconnect; for up to retryWait), is sent again with the same headers
+// (so the same idempotency key) and a Ptc-Retry count, after a backoff
+// from 25ms doubling to 500ms.
+func (b *Toolbox) send(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	start := time.Now()
+	backoff := 25 * time.Millisecond
+	for retry := 0; ; retry++ {
+		if retry > 0 {
+			msg.Header.Set(messages.HeaderRetry, strconv.Itoa(retry))
+		}
+		resp, err := b.request(ctx, msg)
+		if err == nil || ctx.Err() != nil {
+			return resp, err
+		}
+		lost := errors.Is(err, errConnLost)
+		noResp := errors.Is(err, nats.ErrNoResponders) && time.Since(start) < b.retryWait
+		if !lost && !noResp {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// request is one request/reply that gives up with errConnLost as soon as
+// the connection drops.
+func (b *Toolbox) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	ch := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+	defer b.nc.RemoveStatusListener(ch)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case _, ok := <-ch:
+			if ok {
+				cancel(errConnLost)
+			}
+		case <-rctx.Done():
+		}
+	}()
+	resp, err := b.nc.RequestMsgWithContext(rctx, msg)
+	if err != nil && errors.Is(context.Cause(rctx), errConnLost) {
+		return nil, errConnLost
+	}
+	return resp, err
 }
 
 type remoteTool struct {

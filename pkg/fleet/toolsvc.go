@@ -31,6 +31,16 @@ type CallInfo struct {
 	MissionID string
 	// Header holds the request's headers (traceparent, tracestate, ...).
 	Header nats.Header
+	// IdempotencyKey is the call's Idempotency-Key header, "<mission
+	// id>/<turn>/<call index>": the same on every attempt and every worker
+	// that makes this call; empty for calls made outside a mission.
+	IdempotencyKey string
+	// Attempt is the delivery attempt of the mission making the call (1 on
+	// the first worker; 0 when unknown).
+	Attempt int
+	// Retry counts how many times the calling worker resent this request
+	// after a lost connection or no responders (0 on the first send).
+	Retry int
 }
 
 type callInfoKey struct{}
@@ -67,6 +77,9 @@ type ToolServiceConfig struct {
 	DefaultTimeout time.Duration
 	// Logger receives handler errors and panics; default zerolog.Nop().
 	Logger *zerolog.Logger
+	// Dedup, when set, makes the service run each call at most once per
+	// idempotency key (see DedupConfig); nil runs every request.
+	Dedup *DedupConfig
 }
 
 // ToolService serves Go funcs as tools over NATS: one micro endpoint per
@@ -87,6 +100,7 @@ type ToolService struct {
 	wg      sync.WaitGroup
 	ctx     context.Context
 	cancel  context.CancelFunc
+	dedup   *dedupStore
 }
 
 // NewToolService starts a micro service with no tools on nc.
@@ -111,6 +125,13 @@ func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) 
 		s.log = cfg.Logger.With().Str("tool_service", cfg.Name).Logger()
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Dedup != nil {
+		d, err := openDedup(nc, cfg.Name, *cfg.Dedup)
+		if err != nil {
+			return nil, err
+		}
+		s.dedup = d
+	}
 	svc, err := micro.AddService(nc, micro.Config{Name: cfg.Name, Version: cfg.Version, Description: cfg.Description})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: tool service %s: %w", cfg.Name, err)
@@ -217,11 +238,41 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 	if ms, err := strconv.ParseInt(hdr.Get(messages.HeaderTimeout), 10, 64); err == nil && ms > 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
+	ci := CallInfo{Tool: name, CallID: req.CallID, MissionID: req.MissionID, Header: nats.Header(hdr),
+		IdempotencyKey: hdr.Get(messages.HeaderIdempotencyKey)}
+	ci.Attempt, _ = strconv.Atoi(hdr.Get(messages.HeaderAttempt))
+	ci.Retry, _ = strconv.Atoi(hdr.Get(messages.HeaderRetry))
+	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
+	var out toolOutcome
+	if s.dedup != nil && validDedupKey(ci.IdempotencyKey) {
+		out = s.once(name, fn, &req, ci, timeout, &log)
+	} else {
+		out = s.execute(name, fn, &req, ci, timeout, &log)
+	}
+	s.send(reply, out, &log)
+}
+
+// toolOutcome is the answer to one call: a response body, and an error
+// code and description when the call failed (sent in the micro error
+// headers too).
+type toolOutcome struct {
+	Body []byte `msgpack:"body"`
+	Code string `msgpack:"code,omitempty"`
+	Desc string `msgpack:"desc,omitempty"`
+}
+
+func errorOutcome(callID, code, msg string) toolOutcome {
+	body, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: callID,
+		Error: &messages.ToolError{Code: code, Message: msg}})
+	return toolOutcome{Body: body, Code: code, Desc: msg}
+}
+
+// execute runs the tool func for one call and encodes its outcome.
+func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolRequest, ci CallInfo, timeout time.Duration, log *zerolog.Logger) toolOutcome {
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: name, CallID: req.CallID, MissionID: req.MissionID, Header: nats.Header(hdr)})
-	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
-	result, err := s.invoke(ctx, fn, req.Args, &log)
+	ctx = context.WithValue(ctx, callInfoKey{}, ci)
+	result, err := s.invoke(ctx, fn, req.Args, log)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// The caller stops waiting now too; say so in its words.
 		err = &messages.ToolError{Code: messages.ToolErrTimeout, Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
@@ -240,22 +291,30 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 		if te.Message == "" {
 			te.Message = te.Code
 		}
-		s.respondError(reply, req.CallID, te.Code, te.Message)
-		return
+		return errorOutcome(req.CallID, te.Code, te.Message)
 	}
 	body, err := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: result})
 	if err != nil {
-		s.respondError(reply, req.CallID, messages.ToolErrFailed, "result: "+err.Error())
-		return
+		return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
 	}
 	if limit := s.nc.MaxPayload(); limit > 0 && int64(len(body)) > limit-1024 {
 		// Publishing would fail and the caller would only see a timeout.
-		s.respondError(reply, req.CallID, messages.ToolErrFailed, fmt.Sprintf(
+		return errorOutcome(req.CallID, messages.ToolErrFailed, fmt.Sprintf(
 			"the result is %d bytes encoded, more than the %d a tool response may carry; ask for less (filter, page or limit the call)",
 			len(body), limit-1024))
-		return
 	}
-	if err := s.nc.Publish(reply, body); err != nil {
+	return toolOutcome{Body: body}
+}
+
+// send publishes an outcome on the reply subject.
+func (s *ToolService) send(reply string, out toolOutcome, log *zerolog.Logger) {
+	m := &nats.Msg{Subject: reply, Data: out.Body}
+	if out.Code != "" {
+		m.Header = nats.Header{}
+		m.Header.Set(micro.ErrorHeader, out.Desc)
+		m.Header.Set(micro.ErrorCodeHeader, out.Code)
+	}
+	if err := s.nc.PublishMsg(m); err != nil {
 		log.Warn().Err(err).Msg("tool response not sent")
 	}
 }

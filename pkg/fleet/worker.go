@@ -55,6 +55,15 @@ type WorkerConfig struct {
 	MissionTimeout time.Duration
 	// ToolTimeout bounds one remote tool call. Default 10s.
 	ToolTimeout time.Duration
+	// ToolUnavailableWait bounds how long a tool call keeps retrying a
+	// discovered tool whose service has no responders (restarting, or
+	// resubscribing after a NATS reconnect), within the call's timeout.
+	// Default 3s.
+	ToolUnavailableWait time.Duration
+	// NoJournal turns the turn journal off: a redelivered mission then
+	// runs again from its first turn, asking the model and calling tools
+	// again.
+	NoJournal bool
 	// ToolCacheTTL is how long discovered tool schemas are reused. Default 30s.
 	ToolCacheTTL time.Duration
 	// ToolMissRefresh is the minimum time between discoveries triggered by
@@ -106,6 +115,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.HandBackWait, 5*time.Second)
 	def(&c.MissionTimeout, messages.DefaultMissionTimeout)
 	def(&c.ToolTimeout, 10*time.Second)
+	def(&c.ToolUnavailableWait, 3*time.Second)
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)

@@ -41,7 +41,10 @@ type Status struct {
 	CancelRequested bool   `msgpack:"cancel_requested,omitempty"`
 	CancelReason    string `msgpack:"cancel_reason,omitempty"`
 	// Reason is the Fail reason of a failed, cancelled or dead mission.
-	Reason    string    `msgpack:"reason,omitempty"`
+	Reason string `msgpack:"reason,omitempty"`
+	// Replayed is set with the final state: what the last run took from
+	// the mission's journal instead of repeating it.
+	Replayed  *Replayed `msgpack:"replayed,omitempty"`
 	UpdatedAt time.Time `msgpack:"updated_at"`
 }
 

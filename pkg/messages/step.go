@@ -47,6 +47,20 @@ type Step struct {
 	// Text is the model's final raw answer in text mode (also the Return of a
 	// plain-text agent); empty otherwise.
 	Text string `msgpack:"text,omitempty"`
+	// Attempts is the number of deliveries of a fleet mission that ran it
+	// (1 when it ran once); 0 outside the fleet.
+	Attempts int `msgpack:"attempts,omitempty"`
+	// Replayed counts what a redelivered fleet mission took from its turn
+	// journal instead of doing it again; nil when nothing was replayed.
+	Replayed *Replayed `msgpack:"replayed,omitempty"`
+}
+
+// Replayed counts the work a redelivered mission did not repeat: model
+// replies and tool results it took from the journal an earlier attempt
+// wrote.
+type Replayed struct {
+	ModelCalls int `msgpack:"model_calls"`
+	ToolCalls  int `msgpack:"tool_calls"`
 }
 
 // Ok reports whether the run succeeded.

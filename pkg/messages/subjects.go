@@ -18,6 +18,9 @@ const (
 	// StreamDead holds missions that exhausted MaxDeliver or could not be
 	// decoded.
 	StreamDead = "DEAD"
+	// StreamJournal holds the turn journal of running missions: the model
+	// replies and tool results a redelivered mission replays.
+	StreamJournal = "JOURNAL"
 	// BucketStatus is the KV bucket of mission status, keyed by mission id.
 	BucketStatus = "mission_status"
 	// BucketContext is the object store of large mission contexts.
@@ -31,6 +34,8 @@ const (
 	SubjectEventPrefix = "mission.event."
 	// SubjectDeadPrefix prefixes mission.dead.<id>.
 	SubjectDeadPrefix = "mission.dead."
+	// SubjectJournalPrefix prefixes mission.journal.<id>.
+	SubjectJournalPrefix = "mission.journal."
 	// SubjectCancelPrefix prefixes mission.cancel.<id> (core NATS).
 	SubjectCancelPrefix = "mission.cancel."
 	// SubjectToolPrefix prefixes tool.<service>.<tool> (core NATS, micro).
@@ -47,6 +52,18 @@ const (
 	// HeaderTimeout carries a tool request's timeout in milliseconds so the
 	// service can stop work the caller no longer waits for.
 	HeaderTimeout = "Ptc-Timeout-Ms"
+	// HeaderIdempotencyKey carries a tool call's idempotency key,
+	// "<mission id>/<turn>/<call index>": the same on every attempt and
+	// every worker that makes the call.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderAttempt carries the delivery attempt of the mission making a
+	// tool call (1 on the first worker).
+	HeaderAttempt = "Ptc-Attempt"
+	// HeaderRetry carries how many times this worker resent a tool request
+	// after a lost connection or no responders; absent on the first send.
+	HeaderRetry = "Ptc-Retry"
+	// HeaderJournalKey names a journal entry (which reply or result it is).
+	HeaderJournalKey = "Ptc-Journal-Key"
 	// HeaderReason carries a human readable reason (dead letters, cancels).
 	HeaderReason = "Ptc-Reason"
 	// HeaderTraceParent is the W3C trace context header.
@@ -88,6 +105,9 @@ func EventSubject(id, kind string) string { return SubjectEventPrefix + id + "."
 
 // EventFilter matches every progress event of mission id.
 func EventFilter(id string) string { return SubjectEventPrefix + id + ".>" }
+
+// JournalSubject is the subject of mission id's turn journal.
+func JournalSubject(id string) string { return SubjectJournalPrefix + id }
 
 // DeadSubject is the dead-letter subject of mission id.
 func DeadSubject(id string) string { return SubjectDeadPrefix + id }

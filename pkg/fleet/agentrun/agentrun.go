@@ -60,7 +60,8 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	default:
 		return failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
 	}
-	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, env.Tools, name), true }
+	turns := &turnTracker{}
+	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, env.Tools, name, turns), true }
 	spec, err := agent.FromWire(m.Agent, resolve)
 	if err != nil {
 		return failStep(agent.ReasonInvalidAgent, err.Error()), nil
@@ -81,11 +82,14 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	}
 	step, runErr := a.Run(ctx, agent.RunOptions{
 		LLM:              model,
-		Registry:         r.cfg.Models,
+		Registry:         journalModels(r.cfg.Models, env.Journal),
 		Context:          m.Context,
 		ContextSignature: m.ContextSignature,
-		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents},
+		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns},
 	})
+	if step != nil {
+		step.Usage.Add(unreplayedUsage(env.Journal))
+	}
 	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
 		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)
 	}
@@ -116,8 +120,10 @@ func override[T ~int | ~int64](dst *T, v T) {
 // and coerces inputs against it; when the service cannot be found now the
 // tool is still bound, so the model sees "tool unavailable" when it calls it
 // and can carry on.
-func remoteTool(ctx context.Context, box *fleet.Toolbox, name string) agent.Tool {
-	call := func(ctx context.Context, args map[string]any) (any, error) { return box.Call(ctx, name, args) }
+func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *turnTracker) agent.Tool {
+	call := func(ctx context.Context, args map[string]any) (any, error) {
+		return box.Call(turns.withTurn(ctx), name, args)
+	}
 	t, err := box.Get(ctx, name)
 	if err != nil || t.Signature() == "" {
 		tool := agent.Skip(call)
@@ -138,9 +144,11 @@ func failStep(reason, msg string) *messages.Step {
 type observer struct {
 	events    fleet.Emitter
 	subAgents map[string]*messages.AgentSpec
+	turns     *turnTracker
 }
 
 func (o observer) Observe(_ context.Context, e agent.Event) {
+	o.turns.observe(e)
 	ev := &messages.Event{Turn: e.Turn, Time: e.Time, Duration: e.Duration}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -224,9 +232,12 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 	start := time.Now()
 	spec := m.Compiled
+	// Each input's execution is a turn of its own for the journal and
+	// the tool events.
+	turns := &turnTracker{}
 	tools := make(map[string]agent.Tool, len(m.Tools))
 	for _, name := range m.Tools {
-		tools[name] = remoteTool(ctx, env.Tools, name)
+		tools[name] = remoteTool(ctx, env.Tools, name, turns)
 	}
 	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, MaxToolCalls: m.Limits.MaxToolCalls})
 	if err != nil {
@@ -257,6 +268,7 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 			results[i] = map[string]any{"error": map[string]any{"reason": reason, "message": "not run: the mission ended"}}
 			continue
 		}
+		turns.n.Store(int64(i + 1))
 		args := make(map[string]any, len(m.Context)+len(in))
 		maps.Copy(args, m.Context)
 		maps.Copy(args, in)

@@ -1,0 +1,136 @@
+package agentrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/agent"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// The agent loop meets the mission's turn journal (fleet.Journal) at its
+// two sources of outside answers, both bound here and not in pkg/agent:
+//
+//   - models: every model of the run's registry is wrapped so that a
+//     request whose reply an earlier attempt recorded gets that reply
+//     without a model call, and a new reply is recorded before the loop
+//     sees it;
+//   - remote tools: the worker's Toolbox journals their results itself;
+//     the runner only tells it the turn (fleet.WithTurn), which it tracks
+//     from the loop's turn_start events of the top-level agent.
+
+// turnTracker holds the current turn of the top-level agent.
+type turnTracker struct{ n atomic.Int64 }
+
+func (t *turnTracker) withTurn(ctx context.Context) context.Context {
+	if t == nil {
+		return ctx
+	}
+	return fleet.WithTurn(ctx, int(t.n.Load()))
+}
+
+// journalModels returns reg with every model's replies going through j; reg
+// itself when j is nil.
+func journalModels(reg llm.Registry, j *fleet.Journal) llm.Registry {
+	if j == nil || reg == nil {
+		return reg
+	}
+	out := make(llm.Registry, len(reg))
+	for name, m := range reg {
+		if m == nil {
+			out[name] = m
+			continue
+		}
+		out[name] = &journaledModel{name: name, inner: m, j: j}
+	}
+	return out
+}
+
+// journaledModel replays and records one model's replies.
+type journaledModel struct {
+	name  string
+	inner llm.Model
+	j     *fleet.Journal
+}
+
+// journalReply is a model reply as the journal keeps it (the provider's
+// raw body is not kept).
+type journalReply struct {
+	Content    string         `msgpack:"content"`
+	ToolCalls  []llm.ToolUse  `msgpack:"tool_calls,omitempty"`
+	Usage      llm.Usage      `msgpack:"usage"`
+	StopReason llm.StopReason `msgpack:"stop_reason,omitempty"`
+	Model      string         `msgpack:"model,omitempty"`
+	ID         string         `msgpack:"id,omitempty"`
+}
+
+// Complete answers from the journal when it can, else asks the model and
+// records the reply before returning it.
+func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	key := modelKey(m.name, req)
+	if data, ok := m.j.Replay(key); ok {
+		var rec journalReply
+		if err := messages.Unmarshal(data, &rec); err == nil {
+			return &llm.Response{Content: rec.Content, ToolCalls: rec.ToolCalls, Usage: rec.Usage,
+				StopReason: rec.StopReason, Model: rec.Model, ID: rec.ID}, nil
+		}
+	}
+	resp, err := m.inner.Complete(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	data, err := messages.Marshal(&journalReply{Content: resp.Content, ToolCalls: resp.ToolCalls, Usage: resp.Usage,
+		StopReason: resp.StopReason, Model: resp.Model, ID: resp.ID})
+	if err == nil {
+		err = m.j.Record(ctx, key, data)
+	}
+	if err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("model reply not journaled")
+	}
+	return resp, nil
+}
+
+// modelKey is the journal key of a request to the model named name: it
+// covers everything the reply depends on.
+func modelKey(name string, req llm.Request) string {
+	msgs, err := json.Marshal(req.Messages)
+	if err != nil {
+		msgs = []byte(fmt.Sprintf("%v", req.Messages))
+	}
+	tools, _ := json.Marshal(req.Tools)
+	opts, _ := json.Marshal(req.Opts)
+	return fleet.ModelKey(name, req.System, string(msgs), string(tools), string(opts), fmt.Sprint(req.Turn))
+}
+
+// unreplayedUsage is the usage of model replies earlier attempts paid for
+// that this run did not replay (a reply recorded just before a worker died
+// whose request this run asked differently, or never reached).
+func unreplayedUsage(j *fleet.Journal) messages.Usage {
+	var u messages.Usage
+	for _, data := range j.Unreplayed(fleet.ModelKeyPrefix) {
+		var rec journalReply
+		if messages.Unmarshal(data, &rec) != nil {
+			continue
+		}
+		u.InputTokens += rec.Usage.InputTokens
+		u.OutputTokens += rec.Usage.OutputTokens
+		u.TotalTokens += rec.Usage.Total()
+		u.CacheReadTokens += rec.Usage.CacheReadTokens
+		u.CacheWriteTokens += rec.Usage.CacheWriteTokens
+		u.Requests++
+	}
+	return u
+}
+
+// trackTurns keeps t at the top-level agent's turn.
+func (t *turnTracker) observe(e agent.Event) {
+	if t != nil && e.Kind == agent.EventTurnStart && e.Depth <= 1 {
+		t.n.Store(int64(e.Turn))
+	}
+}

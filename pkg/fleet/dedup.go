@@ -1,0 +1,145 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// DedupConfig turns on deduplication of tool calls by idempotency key in
+// a ToolService. The first request with a key claims it in a JetStream KV
+// bucket before the tool runs and stores the outcome after; a request with
+// the same key and the same call (tool and arguments) gets the stored
+// outcome without running the tool, or waits for the run that holds the
+// claim. The tool thus runs at most once per key: when the run holding a
+// claim never finishes (its process died), later requests are answered
+// with a tool_error saying the outcome is unknown, not run again, until
+// the claim expires with TTL. A request whose key names a different call
+// (the same key with other arguments) runs without deduplication.
+type DedupConfig struct {
+	// Bucket is the KV bucket of claims and outcomes, created when
+	// missing. Default "tool_dedup".
+	Bucket string
+	// TTL is how long a claim and its outcome are kept; the same key after
+	// it runs again. Default 72h (the fleet's result lifetime).
+	TTL time.Duration
+	// Replicas of the bucket when it is created. Default 1.
+	Replicas int
+}
+
+// dedupStore is a ToolService's idempotency-key store.
+type dedupStore struct {
+	kv      jetstream.KeyValue
+	service string
+}
+
+func openDedup(nc *nats.Conn, service string, cfg DedupConfig) (*dedupStore, error) {
+	if cfg.Bucket == "" {
+		cfg.Bucket = "tool_dedup"
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 72 * time.Hour
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: tool service %s: dedup: %w", service, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := jetstream.KeyValueConfig{Bucket: cfg.Bucket, History: 1, TTL: cfg.TTL,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas}
+	kv, err := retrySetup(ctx, StoreConfig{}, "kv "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return js.CreateKeyValue(ctx, want)
+		}
+		return kv, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: tool service %s: dedup: %w", service, err)
+	}
+	return &dedupStore{kv: kv, service: service}, nil
+}
+
+// dedupKeyRE is what a KV key may hold; keys of other shapes run
+// without deduplication.
+var dedupKeyRE = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]{1,200}$`)
+
+func validDedupKey(k string) bool { return k != "" && dedupKeyRE.MatchString(k) }
+
+// dedupRecord is a key's claim (Done false) or outcome.
+type dedupRecord struct {
+	Digest  string        `msgpack:"digest"`
+	Done    bool          `msgpack:"done"`
+	Started time.Time     `msgpack:"started"`
+	Timeout time.Duration `msgpack:"timeout"`
+	Out     toolOutcome   `msgpack:"out"`
+}
+
+// dedupPoll is how often a request waiting for another run's outcome
+// looks again.
+const dedupPoll = 25 * time.Millisecond
+
+// once answers a call with an idempotency key: the stored outcome, the
+// outcome of the run holding the key, or a new run claimed first.
+func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, ci CallInfo, timeout time.Duration, log *zerolog.Logger) toolOutcome {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	key := s.dedup.service + "/" + name + "/" + ci.IdempotencyKey
+	digest := callDigest(name, req.Args)
+	backoff := dedupPoll
+	for {
+		e, err := s.dedup.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			claim, _ := messages.Marshal(&dedupRecord{Digest: digest, Started: time.Now().UTC(), Timeout: timeout})
+			rev, cerr := s.dedup.kv.Create(ctx, key, claim)
+			if cerr != nil {
+				err = cerr
+				break // another request claimed it first (or a transient error): look again
+			}
+			out := s.execute(name, fn, req, ci, timeout, log)
+			done, _ := messages.Marshal(&dedupRecord{Digest: digest, Done: true, Started: time.Now().UTC(), Out: out})
+			if _, perr := s.dedup.kv.Update(context.WithoutCancel(ctx), key, done, rev); perr != nil {
+				log.Warn().Err(perr).Str("key", ci.IdempotencyKey).Msg("tool outcome not stored for deduplication")
+			}
+			return out
+		case err == nil:
+			var rec dedupRecord
+			if messages.Unmarshal(e.Value(), &rec) != nil || rec.Digest != digest {
+				// The key names another call: no deduplication for it.
+				return s.execute(name, fn, req, ci, timeout, log)
+			}
+			if rec.Done {
+				log.Debug().Str("key", ci.IdempotencyKey).Msg("duplicate call answered from the stored outcome")
+				return rec.Out
+			}
+			if time.Since(rec.Started) > rec.Timeout+5*time.Second {
+				return errorOutcome(req.CallID, messages.ToolErrFailed,
+					"an earlier attempt of this call started but never finished; its outcome is unknown and the tool is not run twice")
+			}
+			// Another run holds the claim: wait for its outcome.
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			log.Debug().Err(err).Msg("dedup store")
+		}
+		select {
+		case <-ctx.Done():
+			return errorOutcome(req.CallID, messages.ToolErrTimeout,
+				fmt.Sprintf("no answer within %s (waiting for another attempt of the same call)", timeout.Round(time.Millisecond)))
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}

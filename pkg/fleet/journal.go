@@ -1,0 +1,259 @@
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Journal is the turn journal of one mission: every model reply and every
+// tool result the mission's runs received, recorded in the JOURNAL stream
+// (subject mission.journal.<id>) before the run uses it. A redelivered
+// mission loads the journal its earlier attempts wrote and replays it: a
+// model request or tool call whose answer is recorded gets the recorded
+// answer, with no model call and no tool call, so the run continues from
+// where the dead worker was at no cost.
+//
+// Entries are keyed by content, not by position: "<kind>/<scope>/<digest>"
+// plus an occurrence number, where the digest covers everything the answer
+// depends on (the whole model request; the tool's name and arguments). A
+// program is deterministic given its inputs and the answers it gets, so a
+// replay asks the same questions in the same order; concurrent tool calls
+// (pmap) may be issued in another order, which content keys make harmless.
+// See docs/fleet.md for what is and is not deterministic.
+//
+// A nil *Journal journals nothing (every method is a no-op), which is what
+// runners see when journaling is off. A Journal is safe for concurrent
+// use.
+type Journal struct {
+	js        jetstream.JetStream
+	missionID string
+	subject   string
+
+	mu       sync.Mutex
+	recorded map[string][]byte // earlier attempts' entries by full key
+	next     map[string]int    // next occurrence per base key
+	replayed messages.Replayed
+}
+
+// journalReadWait bounds the wait for one batch of journal entries.
+const journalReadWait = 5 * time.Second
+
+// maxJournalEntries bounds the entries one mission's journal is read back
+// with; entries beyond it are not replayed (their work is done again).
+const maxJournalEntries = 100_000
+
+// openJournal returns mission id's journal. From the second delivery on
+// (attempt > 1) it reads the entries earlier attempts wrote.
+func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt int) (*Journal, error) {
+	j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id),
+		recorded: map[string][]byte{}, next: map[string]int{}}
+	if attempt <= 1 {
+		return j, nil
+	}
+	cons, err := js.OrderedConsumer(ctx, messages.StreamJournal, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{j.subject},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+	}
+	pending := min(int(info.NumPending), maxJournalEntries)
+	for got := 0; got < pending; {
+		batch, err := cons.Fetch(min(pending-got, 512), jetstream.FetchMaxWait(journalReadWait))
+		if err != nil {
+			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			if k := msg.Headers().Get(messages.HeaderJournalKey); k != "" {
+				j.recorded[k] = msg.Data()
+			}
+		}
+		if n == 0 {
+			if err := batch.Error(); err != nil {
+				return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+			}
+			return nil, fmt.Errorf("fleet: journal %s: %d of %d entries read", id, got, pending)
+		}
+		got += n
+	}
+	return j, nil
+}
+
+// Entries returns the number of entries earlier attempts recorded.
+func (j *Journal) Entries() int {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.recorded)
+}
+
+// Replay returns the recorded answer to the next occurrence of base (a
+// key built with ModelKey or ToolKey), if an earlier attempt recorded it,
+// and counts it as replayed. ok is false when the answer must be obtained
+// (and then recorded with Record).
+func (j *Journal) Replay(base string) (data []byte, ok bool) {
+	if j == nil {
+		return nil, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	k := j.next[base]
+	data, ok = j.recorded[base+"#"+strconv.Itoa(k)]
+	if !ok {
+		return nil, false
+	}
+	j.next[base] = k + 1
+	if strings.HasPrefix(base, journalModel) {
+		j.replayed.ModelCalls++
+	} else {
+		j.replayed.ToolCalls++
+	}
+	return data, true
+}
+
+// Record stores data as the answer to the next occurrence of base and
+// returns once JetStream has it. A failed write is retried with backoff
+// until ctx ends; the error is returned then (the caller may still use
+// the answer: the work is only done again if this attempt dies too).
+func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	k := j.next[base]
+	j.next[base] = k + 1
+	j.mu.Unlock()
+	key := base + "#" + strconv.Itoa(k)
+	msg := &nats.Msg{Subject: j.subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderJournalKey, key)
+	msg.Header.Set(messages.HeaderMissionID, j.missionID)
+	backoff := 20 * time.Millisecond
+	for {
+		// Msg-Id makes a retried write after a lost ack land once.
+		_, err := j.js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.missionID+"/"+key))
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Replayed returns what was replayed so far.
+func (j *Journal) Replayed() messages.Replayed {
+	if j == nil {
+		return messages.Replayed{}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.replayed
+}
+
+// Unreplayed returns the recorded entries under prefix (ModelKeyPrefix
+// for model replies) that no replay consumed: work an earlier attempt paid
+// for that this run did not reach or asked differently.
+func (j *Journal) Unreplayed(prefix string) [][]byte {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out [][]byte
+	for key, data := range j.recorded {
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(key, '#')
+		k, err := strconv.Atoi(key[i+1:])
+		if err == nil && k >= j.next[key[:i]] {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// Journal key kinds.
+const (
+	journalModel = "m/"
+	journalTool  = "t/"
+)
+
+// ModelKeyPrefix prefixes every model reply key (for Unreplayed).
+const ModelKeyPrefix = journalModel
+
+// ModelKey is the journal key of a model request: parts are everything the
+// reply depends on (model name, system prompt, messages, options), in a
+// fixed order.
+func ModelKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	return journalModel + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// toolKey is the journal key of a call of tool with args in turn.
+func toolKey(turn int, tool string, args any) string {
+	return journalTool + strconv.Itoa(turn) + "/" + callDigest(tool, args)
+}
+
+// callDigest identifies a tool call by content: the tool's name and its
+// arguments in canonical JSON (map keys sorted).
+func callDigest(tool string, args any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		b = []byte(fmt.Sprintf("%#v", args))
+	}
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// turnKey carries the mission turn a tool call belongs to.
+type turnKey struct{}
+
+// WithTurn returns ctx carrying the mission turn n: tool calls made
+// through a Toolbox with it report the turn in their events and use it in
+// their idempotency and journal keys. Runners set it (pkg/fleet/agentrun
+// does for every turn of the top-level agent).
+func WithTurn(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, turnKey{}, n)
+}
+
+// TurnFrom returns the turn WithTurn put on ctx, or 0.
+func TurnFrom(ctx context.Context) int {
+	n, _ := ctx.Value(turnKey{}).(int)
+	return n
+}
+
+// errJournalUnreadable marks a journal that could not be read: the
+// mission is handed back to try again.
+var errJournalUnreadable = errors.New("journal unreadable")
