@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +60,9 @@ type config struct {
 	defaultModel string
 	exampleTools bool
 	verifyLayout bool
+	ceilings     fleet.Ceilings
+	llmOpts      string
+	toolPins     string
 }
 
 func (c *config) register(fs *flag.FlagSet) {
@@ -75,6 +79,42 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
 	fs.StringVar(&c.defaultModel, "default-model", "default", "model name used when a mission names none")
 	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
+	fs.DurationVar(&c.ceilings.MissionTimeout, "max-mission-timeout", time.Hour, "ceiling of a mission's timeout (limits and agent specs); longer missions are refused (0: none)")
+	fs.IntVar(&c.ceilings.MaxTurns, "max-turns", 50, "ceiling of max_turns of a mission and its agents (0: none)")
+	fs.IntVar(&c.ceilings.TurnBudget, "max-turn-budget", 200, "ceiling of turn_budget of a mission and its agents (0: none)")
+	fs.Int64Var(&c.ceilings.MemoryLimit, "max-memory-limit", 64<<20, "ceiling of memory_limit of a mission and its agents, in bytes (0: none)")
+	fs.IntVar(&c.ceilings.LLMRetryAttempts, "max-llm-attempts", 10, "ceiling of llm_retry.max_attempts (0: none)")
+	fs.DurationVar(&c.ceilings.LLMRetryMaxDelay, "max-llm-retry-delay", 2*time.Minute, "ceiling of llm_retry base_delay and max_delay (0: none)")
+	fs.StringVar(&c.llmOpts, "llm-opts", strings.Join(fleet.DefaultLLMOpts(), ","), "comma-separated llm_opts keys missions may set (none: no key)")
+	fs.StringVar(&c.toolPins, "tool-pins", "", "comma-separated tool=service pairs: the one service that may serve a tool offered by several")
+}
+
+// parseLists turns -llm-opts and -tool-pins into the ceilings' allow-list
+// and the worker's tool pins.
+func (c *config) parseLists() (map[string]string, error) {
+	c.ceilings.LLMOpts = []string{}
+	if v := strings.TrimSpace(c.llmOpts); v != "none" {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				c.ceilings.LLMOpts = append(c.ceilings.LLMOpts, k)
+			}
+		}
+	}
+	var pins map[string]string
+	for _, p := range strings.Split(c.toolPins, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		tool, svc, ok := strings.Cut(p, "=")
+		if !ok || tool == "" || svc == "" {
+			return nil, fmt.Errorf("tool-pins: %q is not tool=service", p)
+		}
+		if pins == nil {
+			pins = map[string]string{}
+		}
+		pins[strings.TrimSpace(tool)] = strings.TrimSpace(svc)
+	}
+	return pins, nil
 }
 
 func (c *config) validate() error {
@@ -90,6 +130,10 @@ func (c *config) validate() error {
 	}
 	if c.maxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
+	}
+	if c.ceilings.MissionTimeout < 0 || c.ceilings.MaxTurns < 0 || c.ceilings.TurnBudget < 0 || c.ceilings.MemoryLimit < 0 ||
+		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 {
+		errs = append(errs, errors.New("the max-* ceilings must be ≥ 0 (0: no ceiling)"))
 	}
 	errs = append(errs, c.nats.Validate())
 	return errors.Join(errs...)
@@ -121,6 +165,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	if err := c.validate(); err != nil {
 		return err
 	}
+	pins, err := c.parseLists()
+	if err != nil {
+		return err
+	}
 	log, err := c.log.Logger(logOut, "worker")
 	if err != nil {
 		return err
@@ -130,7 +178,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		return fmt.Errorf("models: %w", err)
 	}
 	log.Info().Interface("nats", c.nats.Redacted()).Int("slots", c.slots).Int("replicas", c.replicas).
-		Strs("models", models.Names()).Str("default_model", c.defaultModel).Dur("drain_grace", c.drainGrace).
+		Strs("models", models.Names()).Str("default_model", c.defaultModel).Dur("drain_grace", c.drainGrace).Interface("ceilings", c.ceilings).
 		Msg("config")
 	if len(models) == 0 {
 		log.Warn().Msg("no models configured (PTC_MODEL_<NAME>=provider:model): missions will fail with llm_not_found")
@@ -175,6 +223,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		Store:       fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
 		DrainGrace:  c.drainGrace,
 		ToolTimeout: c.toolTimeout,
+		Ceilings:    c.ceilings,
+		ToolPins:    pins,
 		Logger:      &log,
 	})
 	if err != nil {

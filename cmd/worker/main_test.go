@@ -63,6 +63,8 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 		"PTC_EXAMPLE_TOOLS": "true",
 		"PTC_DRAIN_GRACE":   "2s",
 		"PTC_MODEL_DEFAULT": "openai:test-model@" + llmSrv.URL + "/v1",
+		"PTC_MAX_TURNS":     "7",
+		"PTC_LLM_OPTS":      "temperature",
 	}
 	var environ []string
 	for k, v := range vars {
@@ -111,6 +113,19 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	if step.Usage.InputTokens != 100 || calls.Load() != 1 {
 		t.Errorf("usage = %+v, model calls = %d", step.Usage, calls.Load())
 	}
+	// The ceilings from the environment refuse missions over them.
+	for _, spec := range []*messages.AgentSpec{
+		{Prompt: "p", MaxTurns: 8},
+		{Prompt: "p", LLMOpts: map[string]any{"max_tokens": int64(10)}},
+	} {
+		step, err := client.Run(mctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: spec})
+		if err != nil || step.Fail == nil || step.Fail.Reason != fleet.ReasonOverLimit {
+			t.Errorf("mission over the ceilings: %+v, %v", step, err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Errorf("refused missions called the model")
+	}
 
 	cancel()
 	select {
@@ -141,6 +156,10 @@ func TestWorkerConfigErrors(t *testing.T) {
 		{map[string]string{"PTC_MODEL_X": "nosuch:model"}, nil, "PTC_MODEL_X"},
 		{nil, []string{"extra"}, "unexpected arguments"},
 		{nil, []string{"-replicas", "9"}, "replicas must be 1 to 5"},
+		{map[string]string{"PTC_TOOL_PINS": "lookup"}, nil, `tool-pins: "lookup" is not tool=service`},
+		{map[string]string{"PTC_TOOL_PINS": "lookup=a.b"}, nil, `tool pin "lookup"="a.b"`},
+		{map[string]string{"PTC_MAX_TURNS": "-1"}, nil, "ceilings must be ≥ 0"},
+		{map[string]string{"PTC_NATS_USER": "worker", "PTC_NATS_PASSWORD": "change-me-worker"}, nil, "placeholder"},
 	}
 	for _, c := range cases {
 		var environ []string

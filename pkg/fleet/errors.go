@@ -82,4 +82,7 @@ const (
 	ReasonRunnerPanic   = "runner_panic"
 	ReasonUnsupported   = "unsupported"
 	ReasonInvalid       = "invalid_mission"
+	// ReasonOverLimit: the mission asks for more than the worker's
+	// Ceilings allow; it did not run.
+	ReasonOverLimit = "over_limit"
 )

@@ -94,6 +94,11 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.finish(ctx, msg, m.ID, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, &log)
 		return
 	}
+	if over := w.cfg.Ceilings.check(m); over != "" {
+		log.Warn().Str("over", over).Msg("mission refused: over the worker's ceilings")
+		w.finish(ctx, msg, m.ID, failStep(ReasonOverLimit, "%s", over), entry, &log)
+		return
+	}
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, m); err != nil {
 			log.Warn().Err(err).Msg("context not loaded")
@@ -198,7 +203,7 @@ func decodeMission(data []byte) (*messages.Mission, error) {
 
 // missionTimeout is the mission's own timeout (its limits, then its
 // agent's), else the worker's; negative (unlimited) runs until the mission
-// ends by itself.
+// ends by itself. It never exceeds the worker's ceiling.
 func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 	d := m.Limits.MissionTimeout
 	if d == 0 && m.Agent != nil {
@@ -206,6 +211,9 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 	}
 	if d == 0 {
 		d = w.cfg.MissionTimeout
+	}
+	if c := w.cfg.Ceilings.MissionTimeout; c > 0 && (d < 0 || d > c) {
+		return c
 	}
 	if d < 0 {
 		return 100 * 365 * 24 * time.Hour

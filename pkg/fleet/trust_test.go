@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -238,5 +240,62 @@ func TestContextObjectsBounded(t *testing.T) {
 	ok.Context = map[string]any{"blob": strings.Repeat("y", 10<<10)}
 	if step, err := c.Run(testCtx(t), ok); err != nil || step.Return != int64(1) {
 		t.Fatalf("small offloaded context: %+v, %v", step, err)
+	}
+}
+
+// TestMissionsOverCeilingsRefused: a mission whose limits, sub-agent
+// limits, llm_retry or llm_opts exceed the worker's ceilings fails with
+// over_limit, naming the field, and never runs; one within them runs.
+func TestMissionsOverCeilingsRefused(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	var runs atomic.Int64
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		runs.Add(1)
+		return &messages.Step{Return: "ran"}, nil
+	}), func(cfg *fleet.WorkerConfig) {
+		cfg.Ceilings = fleet.Ceilings{MissionTimeout: time.Minute, MaxTurns: 10, TurnBudget: 30,
+			MemoryLimit: 8 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
+	})
+	cases := []struct {
+		name string
+		edit func(m *messages.Mission)
+		want string
+	}{
+		{"timeout", func(m *messages.Mission) { m.Limits.MissionTimeout = 2 * time.Hour }, "mission.limits.mission_timeout 2h0m0s is over this worker's ceiling of 1m0s"},
+		{"unlimited", func(m *messages.Mission) { m.Limits.MissionTimeout = -1 }, "mission.limits.mission_timeout asks for no limit; this worker allows at most 1m0s"},
+		{"memory", func(m *messages.Mission) { m.Limits.MemoryLimit = 1 << 30 }, "mission.limits.memory_limit 1073741824 is over this worker's ceiling of 8388608"},
+		{"unlimited turns", func(m *messages.Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns asks for no limit"},
+		{"llm timeout", func(m *messages.Mission) { m.Agent.LLMTimeout = time.Hour }, "mission.agent.llm_timeout 1h0m0s"},
+		{"agent turns", func(m *messages.Mission) { m.Agent.MaxTurns = 11 }, "mission.agent.max_turns 11 is over"},
+		{"agent timeout", func(m *messages.Mission) { m.Agent.MissionTimeout = time.Hour }, "mission.agent.mission_timeout 1h0m0s"},
+		{"sub-agent budget", func(m *messages.Mission) {
+			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", TurnBudget: 1000}}
+		}, `mission.agent.sub_agents["helper"].turn_budget 1000 is over this worker's ceiling of 30`},
+		{"llm_retry", func(m *messages.Mission) { m.Agent.LLMRetry = &messages.RetryPolicy{MaxAttempts: 100} }, "llm_retry.max_attempts 100"},
+		{"llm_retry delay", func(m *messages.Mission) { m.Agent.LLMRetry = &messages.RetryPolicy{MaxDelay: time.Hour} }, "llm_retry.max_delay 1h0m0s"},
+		{"llm_opts", func(m *messages.Mission) { m.Agent.LLMOpts = map[string]any{"temperature": 0.2, "n": int64(50)} }, "mission.agent.llm_opts: n not allowed by this worker (allowed: frequency_penalty, max_completion_tokens"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMission()
+			tc.edit(m)
+			step, err := c.Run(testCtx(t), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step.Fail == nil || step.Fail.Reason != fleet.ReasonOverLimit || !strings.Contains(step.Fail.Message, tc.want) {
+				t.Fatalf("step %+v %+v, want over_limit %q", step.Fail, step.Return, tc.want)
+			}
+		})
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("%d refused missions ran", n)
+	}
+	ok := newMission()
+	ok.Limits.MissionTimeout, ok.Agent.MaxTurns = 30*time.Second, 10
+	ok.Agent.LLMOpts = map[string]any{"temperature": 0.2, "max_tokens": int64(1000)}
+	if step, err := c.Run(testCtx(t), ok); err != nil || step.Return != "ran" {
+		t.Fatalf("mission within the ceilings: %+v, %v", step, err)
 	}
 }

@@ -71,6 +71,10 @@ type WorkerConfig struct {
 	ToolMissRefresh time.Duration
 	// DiscoveryWait bounds one $SRV.INFO discovery. Default 250ms.
 	DiscoveryWait time.Duration
+	// Ceilings bound what a mission may ask for (limits, llm_retry,
+	// llm_opts keys); a mission over them fails with ReasonOverLimit
+	// before it runs.
+	Ceilings Ceilings
 	// ToolPins maps a tool name to the one service allowed to serve it; a
 	// tool claimed by two services and not pinned is refused and logged
 	// (DiscoverTools).
