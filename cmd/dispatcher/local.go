@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/internal/missionfile"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
@@ -28,6 +29,11 @@ type localConfig struct {
 	slots        int
 	defaultModel string
 	timeout      time.Duration
+	// nats is the server to use; an empty URL starts an embedded one.
+	nats cli.NATSOptions
+	// exampleTools serves the example shop tools on a given server (the
+	// embedded server always gets them).
+	exampleTools bool
 }
 
 // scriptedModel is the stand-in for a real model in local mode: it answers
@@ -42,9 +48,13 @@ func scriptedModel(script []string) llm.Model {
 	})
 }
 
-// runLocal runs one mission file on a fleet inside this process: an
-// embedded NATS server with JetStream in a temporary directory, the example
-// shop tool service and cfg.workers workers.
+// runLocal runs one mission file on a fleet inside this process:
+// cfg.workers workers and, on an embedded NATS server with JetStream in a
+// temporary directory, the example shop tool service. Given a NATS URL it
+// uses that server instead and starts only the workers (and the example
+// tools when asked), so a tool author runs a mission, scripted or not,
+// against their own services. The scripted model lives in this process: it
+// reaches this process's workers only.
 func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, out io.Writer) error {
 	if cfg.workers < 1 || cfg.slots < 1 {
 		return errors.New("workers and slots must be at least 1")
@@ -85,25 +95,37 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 			len(f.Script), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	}
 
-	srv, err := embedded.Start(embedded.Options{})
+	connect, where, closeServer, err := localNATS(cfg, log)
 	if err != nil {
-		return fmt.Errorf("embedded nats: %w", err)
+		return err
 	}
-	defer srv.Close()
-	nc, err := srv.Conn()
+	defer closeServer()
+	nc, err := connect()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	fmt.Fprintf(out, "fleet: embedded NATS %s, %d workers × %d slots, tools: %s\n", srv.ClientURL(), cfg.workers, cfg.slots, strings.Join(shop.ToolNames(), ", "))
-
-	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", Logger: &log})
-	if err != nil {
-		return err
+	tools := "the server's tool services"
+	if cfg.nats.URL == "" || cfg.exampleTools {
+		tools = "example shop (" + strings.Join(shop.ToolNames(), ", ") + ")"
+		if cfg.nats.URL != "" {
+			tools += " and the server's tool services"
+		}
 	}
-	defer svc.Stop(context.Background())
-	if err := shop.Default().Register(svc); err != nil {
-		return err
+	fmt.Fprintf(out, "fleet: %s, %d workers × %d slots, tools: %s\n", where, cfg.workers, cfg.slots, tools)
+	if m.Model == "scripted" && cfg.nats.URL != "" {
+		fmt.Fprintln(out, "       (scripted replies reach this process's workers only: other workers on the server would fail the mission)")
+	}
+
+	if cfg.nats.URL == "" || cfg.exampleTools {
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", Logger: &log})
+		if err != nil {
+			return err
+		}
+		defer svc.Stop(context.Background())
+		if err := shop.Default().Register(svc); err != nil {
+			return err
+		}
 	}
 
 	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
@@ -121,7 +143,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		}
 	}()
 	for i := range cfg.workers {
-		wnc, err := srv.Conn()
+		wnc, err := connect()
 		if err != nil {
 			return err
 		}
@@ -150,4 +172,31 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	}
 	fmt.Fprintf(out, "mission %s submitted\n", sub.ID)
 	return follow(ctx, client, sub.ID, out)
+}
+
+// localNATS returns how to connect to the fleet's NATS server, a line
+// naming it, and how to close it: an embedded server when cfg names none.
+func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn, error), where string, closeServer func(), err error) {
+	if cfg.nats.URL == "" {
+		srv, err := embedded.Start(embedded.Options{})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		connect := func() (*nats.Conn, error) { return srv.Conn() }
+		return connect, "embedded NATS " + srv.ClientURL(), srv.Close, nil
+	}
+	nopts := cfg.nats
+	nopts.Name = "ptc-dispatcher-local"
+	opts, err := nopts.Options(log)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	connect = func() (*nats.Conn, error) {
+		nc, err := nats.Connect(nopts.URL, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("connect to nats %s: %w", cli.RedactURL(nopts.URL), err)
+		}
+		return nc, nil
+	}
+	return connect, "NATS " + cli.RedactURL(nopts.URL), func() {}, nil
 }

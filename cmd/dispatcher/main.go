@@ -89,6 +89,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		slots   int
 		model   string
 		mcpHTTP string
+
+		exampleTools bool
 	)
 	switch cmd {
 	case "submit":
@@ -102,6 +104,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.IntVar(&workers, "workers", 2, "workers to start")
 		fs.IntVar(&slots, "slots", 4, "mission slots per worker")
 		fs.StringVar(&model, "default-model", "default", "model name used when a mission names none (PTC_MODEL_<NAME> configures models)")
+		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 	case "wait", "status", "watch":
 	case "mcp":
 		fs.StringVar(&mcpHTTP, "mcp-http", "", "serve MCP over Streamable HTTP on this address (path /mcp) instead of stdin/stdout")
@@ -130,7 +133,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if fs.NArg() != 1 {
 			return errors.New("local takes one mission file")
 		}
-		return runLocal(ctx, localConfig{file: fs.Arg(0), workers: workers, slots: slots, defaultModel: model, timeout: c.timeout}, e, log, stdout)
+		return runLocal(ctx, localConfig{file: fs.Arg(0), workers: workers, slots: slots, defaultModel: model,
+			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools}, e, log, stdout)
 	}
 
 	if c.nats.URL == "" {

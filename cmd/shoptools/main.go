@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -84,9 +82,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(c.nats.URL, opts...)
+	nc, err := cli.Connect(ctx, c.nats.URL, opts, log)
 	if err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
+		return err
 	}
 	defer nc.Close()
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", MaxConcurrent: c.maxConcurrent, Logger: &log})

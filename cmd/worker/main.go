@@ -24,8 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
@@ -193,15 +191,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		defer srv.Close()
 		url = srv.ClientURL()
 		log.Info().Str("url", url).Str("dir", srv.Dir()).Msg("no NATS URL configured: started an embedded server")
+		// plainly, for the person who starts tools and dispatchers next
+		fmt.Fprintf(logOut, "worker: embedded NATS server at %s (give tools and dispatchers PTC_NATS_URL=%s)\n", url, url)
 	}
 	c.nats.Name = "ptc-worker"
 	opts, err := c.nats.Options(log)
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := cli.Connect(ctx, url, opts, log)
 	if err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
+		return err
 	}
 	defer nc.Close()
 
@@ -265,7 +265,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("worker_id", w.ID()).Str("health", addr).Msg("worker started")
+	if addr != "" {
+		log.Info().Str("worker", w.ID()).Str("addr", addr).Msg("health endpoints listening")
+	}
 	if ready != nil {
 		ready <- addr
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -199,4 +201,79 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// startWorker runs the worker with vars until the test ends; it returns once
+// the worker is ready, with its logs.
+func startWorker(t *testing.T, vars map[string]string) *syncBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, nil, logs, ready) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("worker exited: %v\n%s", err, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker did not start:\n%s", logs.String())
+	}
+	return logs
+}
+
+// Without a URL the worker prints its embedded server's URL as a plain line
+// and logs "worker started" once, with one key for its id.
+func TestWorkerEmbeddedServerURL(t *testing.T) {
+	logs := startWorker(t, map[string]string{"PTC_HEALTH_ADDR": "", "PTC_ID": "w-embedded"})
+	out := logs.String()
+	if !strings.Contains(out, "\nworker: embedded NATS server at nats://127.0.0.1:") || !strings.Contains(out, "(give tools and dispatchers PTC_NATS_URL=nats://") {
+		t.Errorf("no plain line with the embedded server's URL:\n%s", out)
+	}
+	if n := strings.Count(out, `"message":"worker started"`); n != 1 {
+		t.Errorf(`"worker started" logged %d times:\n%s`, n, out)
+	}
+	if strings.Contains(out, "worker_id") || !strings.Contains(out, `"worker":"w-embedded"`) {
+		t.Errorf("worker id not logged under the one key \"worker\":\n%s", out)
+	}
+}
+
+// A worker started before its NATS server waits for it instead of exiting.
+func TestWorkerWaitsForNATS(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	started := make(chan *embedded.Server, 1)
+	// registered first, so the server closes after the worker stopped
+	t.Cleanup(func() {
+		if ns := <-started; ns != nil {
+			ns.Close()
+		}
+	})
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		ns, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- ns
+	}()
+	logs := startWorker(t, map[string]string{"PTC_HEALTH_ADDR": "", "PTC_NATS_URL": fmt.Sprintf("nats://127.0.0.1:%d", port)})
+	for _, want := range []string{`"message":"nats not reachable yet; retrying every second"`, `"message":"nats connected"`, `"message":"worker started"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, logs.String())
+		}
+	}
 }

@@ -5,11 +5,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -205,6 +208,48 @@ func (o NATSOptions) Options(log zerolog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.CustomInboxPrefix(o.InboxPrefix))
 	}
 	return opts, nil
+}
+
+// Connect makes a long-running process's first connection to NATS: when
+// the server is not reachable yet (it starts after the process, or is
+// restarting), it keeps retrying (nats.RetryOnFailedConnect) until the
+// connection is up or ctx ends, logging once that it waits.
+func Connect(ctx context.Context, addr string, opts []nats.Option, log zerolog.Logger) (*nats.Conn, error) {
+	up := make(chan struct{}, 1)
+	opts = append(slices.Clone(opts), nats.RetryOnFailedConnect(true),
+		nats.ConnectHandler(func(*nats.Conn) {
+			select {
+			case up <- struct{}{}:
+			default:
+			}
+		}))
+	nc, err := nats.Connect(addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats %s: %w", RedactURL(addr), err)
+	}
+	if nc.IsConnected() {
+		return nc, nil
+	}
+	log.Warn().Str("url", RedactURL(addr)).Msg("nats not reachable yet; retrying every second")
+	select {
+	case <-up:
+		log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("nats connected")
+		return nc, nil
+	case <-ctx.Done():
+		nc.Close()
+		return nil, fmt.Errorf("connect to nats %s: gave up waiting: %w", RedactURL(addr), context.Cause(ctx))
+	}
+}
+
+// RedactURL returns a comma-separated URL list with passwords hidden.
+func RedactURL(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Redacted returns a printable form of the options with secrets hidden, for
