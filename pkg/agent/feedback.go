@@ -55,11 +55,14 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 	if _, isMap := res.Value.(*lisp.Map); omitted > 0 && !isMap {
 		b.WriteString("Only a preview is shown and the value is not kept; to use the full data in the next program, return a map such as {:items ...} (its entries are stored in memory).\n")
 	}
-	for _, n := range omissionNotes(res, lim) {
+	for _, n := range omissionNotes(sec, res, lim) {
 		b.WriteString(n)
 		b.WriteByte('\n')
 	}
 	if names := memoryNames(res.Memory); len(names) > 0 {
+		for i, n := range names {
+			names[i] = sec.redact(n) // a name can be a firewalled value (a map key merged into memory)
+		}
 		fmt.Fprintf(&b, "Memory: %s\n", strings.Join(names, ", "))
 	}
 	writeWarnings(&b, warnings)
@@ -69,7 +72,7 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 
 // omissionNotes tells the model where the full data of a truncated list
 // lives: a map result's entries are in memory, readable as ctx/key.
-func omissionNotes(res *lisp.Result, lim PromptLimit) []string {
+func omissionNotes(sec *secrets, res *lisp.Result, lim PromptLimit) []string {
 	m, ok := res.Value.(*lisp.Map)
 	if !ok {
 		return nil
@@ -90,7 +93,7 @@ func omissionNotes(res *lisp.Result, lim PromptLimit) []string {
 		}
 		n := collLen(v)
 		if n > lim.List {
-			notes = append(notes, fmt.Sprintf("%d more items omitted. Full data available in ctx/%s", n-lim.List, name))
+			notes = append(notes, fmt.Sprintf("%d more items omitted. Full data available in ctx/%s", n-lim.List, sec.redact(name)))
 		}
 		return true
 	})

@@ -44,6 +44,9 @@ type secrets struct {
 	long     []string
 	r        *strings.Replacer
 	byPrefix map[string][]string // first minSecretLen bytes → long secrets
+	// starts holds the first 1 to minSecretLen-1 bytes of every secret
+	// and firewalled integer: what a cut can leave of one.
+	starts map[string]struct{}
 }
 
 // collect records the strings under firewalled keys of v (plain Go data or
@@ -127,7 +130,7 @@ func (s *secrets) add(x string) {
 	}
 	if _, ok := s.set[x]; !ok {
 		s.set[x] = struct{}{}
-		s.long, s.r, s.byPrefix = nil, nil, nil
+		s.long, s.r, s.byPrefix, s.starts = nil, nil, nil, nil
 	}
 }
 
@@ -140,6 +143,7 @@ func (s *secrets) addNum(n int64) {
 		s.nums = map[string]struct{}{}
 	}
 	s.nums[strings.TrimPrefix(d, "-")] = struct{}{}
+	s.long, s.r, s.byPrefix, s.starts = nil, nil, nil, nil
 }
 
 // has reports whether x is a recorded secret.
@@ -162,6 +166,33 @@ func (s *secrets) redact(x string) string {
 	return s.scrub(x)
 }
 
+// redactData returns a copy of plain data v for rendering into a prompt:
+// strings equal to a recorded secret become <Firewalled>, map keys too.
+func (s *secrets) redactData(v any) any {
+	switch x := v.(type) {
+	case string:
+		if s.has(x) {
+			return firewalledText
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if s.has(k) {
+				k = firewalledText
+			}
+			out[k] = s.redactData(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = s.redactData(e)
+		}
+		return out
+	}
+	return v
+}
+
 // hook returns the Scrub hook for lisp printers.
 func (s *secrets) hook() func(string) string {
 	if s == nil {
@@ -170,17 +201,18 @@ func (s *secrets) hook() func(string) string {
 	return s.redact
 }
 
-// quoted matches a double-quoted string literal in a message; digits a
-// whole run of digits.
+// quoted matches a double-quoted string literal in a message, keyword a
+// printed keyword, digits a whole run of digits.
 var (
-	quoted = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
-	digits = regexp.MustCompile(`[0-9]+`)
+	quoted  = regexp.MustCompile(`"(?:[^"\\\n]|\\.)*"`)
+	keyword = regexp.MustCompile(`:[^\s"(){}\[\],;:]+`)
+	digits  = regexp.MustCompile(`[0-9]+`)
 )
 
 // scrub hides every recorded secret in text: occurrences of secrets of at
 // least minSecretLen bytes (raw, as printed in quotes, and as JSON), the
-// start of such a secret cut short by "...", quoted strings equal to a
-// secret of any length or to the start of one, and whole runs of digits equal to a firewalled
+// start of such a secret cut short by "...", quoted strings and keywords
+// equal to a secret of any length (or a quoted start of one), and whole runs of digits equal to a firewalled
 // integer of at least minSecretDigits digits. Call it on every model-bound text before cutting.
 func (s *secrets) scrub(text string) string {
 	if s == nil || text == "" {
@@ -196,7 +228,7 @@ func (s *secrets) scrub(text string) string {
 	if r != nil {
 		text = r.Replace(text)
 	}
-	text = cutSecrets(text, byPrefix)
+	text = cutSecrets(text, byPrefix, s.starts)
 	text = quoted.ReplaceAllStringFunc(text, func(q string) string {
 		inner := q[1 : len(q)-1]
 		if _, ok := set[inner]; ok || inner == firewalledText || isSecretPrefix(inner, byPrefix) {
@@ -208,6 +240,12 @@ func (s *secrets) scrub(text string) string {
 			}
 		}
 		return q
+	})
+	text = keyword.ReplaceAllStringFunc(text, func(k string) string {
+		if _, ok := set[k[1:]]; ok {
+			return firewalledText
+		}
+		return k
 	})
 	if len(s.nums) > 0 {
 		nums := s.nums
@@ -226,6 +264,18 @@ func (s *secrets) scrub(text string) string {
 func (s *secrets) build() {
 	if s.long != nil || s.r != nil {
 		return
+	}
+	s.starts = map[string]struct{}{}
+	addStarts := func(k string) {
+		for n := 1; n < minSecretLen && n <= len(k); n++ {
+			s.starts[k[:n]] = struct{}{}
+		}
+	}
+	for k := range s.set {
+		addStarts(k)
+	}
+	for k := range s.nums {
+		addStarts(k)
 	}
 	forms := map[string]struct{}{}
 	for k := range s.set {
@@ -250,23 +300,32 @@ func (s *secrets) build() {
 		return strings.Compare(a, b)
 	})
 	s.long = long
+	s.byPrefix = make(map[string][]string, len(long)+len(s.nums))
+	for _, k := range long {
+		p := k[:minSecretLen]
+		s.byPrefix[p] = append(s.byPrefix[p], k)
+	}
+	// a firewalled integer cut short is caught like a string; whole ones
+	// only as whole runs of digits (see scrub)
+	for k := range s.nums {
+		s.byPrefix[k[:minSecretLen]] = append(s.byPrefix[k[:minSecretLen]], k)
+	}
 	if len(long) == 0 {
 		return
 	}
 	pairs := make([]string, 0, 2*len(long))
-	s.byPrefix = make(map[string][]string, len(long))
 	for _, k := range long {
 		pairs = append(pairs, k, firewalledText)
-		p := k[:minSecretLen]
-		s.byPrefix[p] = append(s.byPrefix[p], k)
 	}
 	s.r = strings.NewReplacer(pairs...)
 }
 
 // cutSecrets replaces the visible start of a secret that a printer cut
-// short (text ending in "..." or "…") with <Firewalled>.
-func cutSecrets(text string, byPrefix map[string][]string) string {
-	if len(byPrefix) == 0 {
+// short (text ending in "..." or "…") with <Firewalled>: at least
+// minSecretLen bytes of one, or fewer right after a quote, a keyword's
+// colon or as a run of digits.
+func cutSecrets(text string, byPrefix map[string][]string, starts map[string]struct{}) string {
+	if len(byPrefix) == 0 && len(starts) == 0 {
 		return text
 	}
 	var b strings.Builder
@@ -281,7 +340,11 @@ func cutSecrets(text string, byPrefix map[string][]string) string {
 		default:
 			continue
 		}
-		if start := cutStart(text, last, i, byPrefix); start >= 0 {
+		start := cutStart(text, last, i, byPrefix)
+		if start < 0 {
+			start = shortCutStart(text, last, i, starts)
+		}
+		if start >= 0 {
 			b.WriteString(text[last:start])
 			b.WriteString(firewalledText)
 			last = i
@@ -307,6 +370,30 @@ func isSecretPrefix(s string, byPrefix map[string][]string) bool {
 		}
 	}
 	return false
+}
+
+// shortCutStart finds a cut start of fewer than minSecretLen bytes ending
+// at end: after a quote or a colon, or a whole run of digits; -1 when there
+// is none.
+func shortCutStart(text string, lo, end int, starts map[string]struct{}) int {
+	j := end
+	for j > lo && end-j < minSecretLen && !strings.ContainsRune(" \t\n\"():[]{},;", rune(text[j-1])) {
+		j--
+	}
+	tok := text[j:end]
+	if tok == "" || end-j >= minSecretLen {
+		return -1
+	}
+	if _, ok := starts[tok]; !ok {
+		return -1
+	}
+	if j > lo && (text[j-1] == '"' || text[j-1] == ':') {
+		return j - 1
+	}
+	if strings.Trim(tok, "0123456789") == "" && (j == lo || text[j-1] < '0' || text[j-1] > '9') {
+		return j
+	}
+	return -1
 }
 
 // cutStart finds the earliest start j in [lo, end) such that text[j:end]

@@ -127,7 +127,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	}
 	sec := t.secrets
 	sec.collect(in.data, false)
-	msgs := []llm.Message{llm.UserText(sec.scrub(a.firstMessage(in)))}
+	msgs := []llm.Message{llm.UserText(a.firstMessage(in, sec))}
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	ltools := tr.lispTools()
 	hasSub := false

@@ -89,10 +89,10 @@ func (a *Agent) toolSchemas() []ToolSchema {
 
 // firstMessage builds the first user message: data inventory, tools,
 // planning-only tools, expected output and the mission.
-func (a *Agent) firstMessage(in *runInput) string {
+func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
 	var b strings.Builder
 	b.WriteString("## Data inventory (ctx/)\n")
-	writeInventory(&b, a, in)
+	writeInventory(&b, a, in, sec)
 	b.WriteString("\n## Tools you can call\n")
 	for _, ts := range a.toolSchemas() {
 		writeToolLine(&b, ts)
@@ -125,12 +125,12 @@ func (a *Agent) firstMessage(in *runInput) string {
 	}
 	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
-	b.WriteString(a.tmpl.Render(in.data))
+	b.WriteString(a.tmpl.render(in.data, sec.hook()))
 	if !a.singleTurn() {
 		b.WriteString("\n\n")
 		b.WriteString(turnLine(1, a.maxTurns()))
 	}
-	return b.String()
+	return sec.scrub(b.String())
 }
 
 // outputType is an agent's own output contract as it is shown to that
@@ -169,7 +169,7 @@ func writeToolLine(b *strings.Builder, ts ToolSchema) {
 // writeInventory lists each ctx/ key with its type: from the context
 // signature, else the agent's input signature, else the runtime value.
 // Firewalled keys show their type but never a value.
-func writeInventory(b *strings.Builder, a *Agent, in *runInput) {
+func writeInventory(b *strings.Builder, a *Agent, in *runInput, sec *secrets) {
 	keys := sortedKeys(in.data)
 	if len(keys) == 0 {
 		b.WriteString("(no inputs)\n")
@@ -203,22 +203,22 @@ func writeInventory(b *strings.Builder, a *Agent, in *runInput) {
 		if l, ok := v.([]any); ok {
 			fmt.Fprintf(b, " (%d items)", len(l))
 			if len(l) > 0 {
-				fmt.Fprintf(b, ", first: %s", sample(l[0]))
+				fmt.Fprintf(b, ", first: %s", sample(l[0], sec))
 			}
 		} else {
-			fmt.Fprintf(b, " = %s", sample(v))
+			fmt.Fprintf(b, " = %s", sample(v, sec))
 		}
 		b.WriteByte('\n')
 	}
 }
 
 // sample prints a short firewalled preview of v for the inventory.
-func sample(v any) string {
+func sample(v any, sec *secrets) string {
 	lv, err := lisp.FromGo(v)
 	if err != nil {
 		return "?"
 	}
-	return lisp.Sprint(lv, lisp.PrintOptions{MaxItems: 3, MaxString: 40, MaxLen: 120})
+	return lisp.Sprint(lv, lisp.PrintOptions{MaxItems: 3, MaxString: 40, MaxLen: 120, Scrub: sec.hook()})
 }
 
 // inferType derives a signature type from a runtime value (lists by their
@@ -278,9 +278,12 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 	if a.spec.Output == OutputText {
 		return a.textPreview(in)
 	}
+	sec := &secrets{}
+	sec.collect(in.data, false)
+	user := a.firstMessage(in, sec)
 	return &Preview{
-		System:      a.systemPrompt(PromptContext{Turn: 1, Messages: []llm.Message{llm.UserText(a.firstMessage(in))}}),
-		User:        a.firstMessage(in),
+		System:      a.systemPrompt(PromptContext{Turn: 1, Messages: []llm.Message{llm.UserText(user)}}),
+		User:        user,
 		ToolSchemas: a.toolSchemas(),
 	}, nil
 }

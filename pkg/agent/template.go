@@ -135,13 +135,17 @@ func closeErr(open string, off int) error {
 // Strings render raw, other values as PTC-Lisp data with the firewall on;
 // a path with a "_"-prefixed segment renders as <Firewalled> (so a prompt
 // never leaks a firewalled input); a missing value renders as "".
-func (t *Template) Render(data map[string]any) string {
+func (t *Template) Render(data map[string]any) string { return t.render(data, nil) }
+
+// render is Render with every rendered string passed through scrub (the
+// firewall's redact hook; nil: none).
+func (t *Template) render(data map[string]any, scrub func(string) string) string {
 	var b strings.Builder
-	renderNodes(&b, t.nodes, []any{data})
+	renderNodes(&b, t.nodes, []any{data}, scrub)
 	return b.String()
 }
 
-func renderNodes(b *strings.Builder, nodes []tnode, stack []any) {
+func renderNodes(b *strings.Builder, nodes []tnode, stack []any, scrub func(string) string) {
 	for _, n := range nodes {
 		switch n.kind {
 		case 0:
@@ -153,7 +157,7 @@ func renderNodes(b *strings.Builder, nodes []tnode, stack []any) {
 			}
 			v, ok := lookupPath(stack, n.path)
 			if ok {
-				b.WriteString(renderValue(v))
+				b.WriteString(renderValue(v, scrub))
 			}
 		case '#', '^':
 			v, ok := lookupPath(stack, n.path)
@@ -167,7 +171,7 @@ func renderNodes(b *strings.Builder, nodes []tnode, stack []any) {
 			}
 			if n.kind == '^' {
 				if !truthy {
-					renderNodes(b, n.children, stack)
+					renderNodes(b, n.children, stack, scrub)
 				}
 				continue
 			}
@@ -176,11 +180,11 @@ func renderNodes(b *strings.Builder, nodes []tnode, stack []any) {
 			}
 			if isList {
 				for _, it := range list {
-					renderNodes(b, n.children, append(stack, it))
+					renderNodes(b, n.children, append(stack, it), scrub)
 				}
 				continue
 			}
-			renderNodes(b, n.children, append(stack, v))
+			renderNodes(b, n.children, append(stack, v), scrub)
 		}
 	}
 }
@@ -233,13 +237,16 @@ func lookupVia(stack []any, path []string, asPlain func(any) any) (any, bool) {
 
 // renderValue prints a value for a prompt: strings raw, the rest as
 // firewalled PTC-Lisp data.
-func renderValue(v any) string {
+func renderValue(v any, scrub func(string) string) string {
 	if s, ok := v.(string); ok {
+		if scrub != nil {
+			return scrub(s)
+		}
 		return s
 	}
 	lv, err := lisp.FromGo(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return lisp.Sprint(lv, lisp.PrintOptions{Raw: true})
+	return lisp.Sprint(lv, lisp.PrintOptions{Raw: true, Scrub: scrub})
 }

@@ -405,7 +405,7 @@ func textPrompt(tm *mustache, in *runInput, sec *secrets) (string, error) {
 		data[k] = plainValue(val)
 	}
 	sec.collect(data, false)
-	out, err := tm.renderLimit(data, maxPromptBytes)
+	out, err := tm.renderLimit(sec.redactData(data).(map[string]any), maxPromptBytes)
 	if err != nil {
 		return "", err
 	}

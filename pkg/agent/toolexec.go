@@ -113,7 +113,12 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		tt.usage.Requests += child.Usage.Requests
 		tt.mu.Unlock()
 		if cerr != nil {
-			return nil, fmt.Errorf("sub-agent %s failed: %s", bt.name, child.Fail.Error())
+			// a message that is a firewalled value is hidden whatever
+			// its length (the tree's scrubber catches longer ones inside
+			// other text)
+			f := *child.Fail
+			f.Message = rs.tree.secrets.redact(f.Message)
+			return nil, fmt.Errorf("sub-agent %s failed: %s", bt.name, f.Error())
 		}
 		// The child's return is validated by the child's own run.
 		return child.Return, nil
