@@ -1,0 +1,295 @@
+package agentrun_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func dial(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, reconnecting()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// A three-turn mission whose worker process is SIGKILLed during turn 3 is
+// finished by another worker process, with default settings, within 10 s:
+// the model answers each turn once and each tool call runs once.
+func TestKilledWorkerProcessMissionFinishedByAnother(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc := dial(t, srv.ClientURL())
+	tools := startCountingTools(t, nc, 1)
+	model := newFakeModel()
+	held := make(chan string, 1)
+	var holdOnce atomic.Bool
+	model.hold = func(id string, turn int) bool {
+		if turn == 3 && holdOnce.CompareAndSwap(false, true) {
+			held <- id
+			return true
+		}
+		return false
+	}
+	ms := httptest.NewServer(model)
+	t.Cleanup(ms.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := map[string]*proc{}
+	for _, id := range []string{"wa", "wb"} {
+		procs[id] = startWorkerProc(t, srv.ClientURL(), ms.URL, id, nil, true)
+	}
+	m := chaosMission(7)
+	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the mission never reached turn 3")
+	}
+	owner := statusWorker(ctx, client, m.ID)
+	p := procs[owner]
+	if p == nil {
+		t.Fatalf("status names worker %q", owner)
+	}
+	p.kill()
+	killed := time.Now()
+	step, err := client.Await(ctx, m.ID)
+	took := time.Since(killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(7)) {
+		t.Fatalf("step = %+v / %+v", step.Return, step.Fail)
+	}
+	if took > 10*time.Second {
+		t.Errorf("takeover and finish took %v after the kill, want < 10s with default settings", took)
+	}
+	model.mu.Lock()
+	for turn := 1; turn <= 3; turn++ {
+		if n := model.answered[fmt.Sprintf("%s/%d", m.ID, turn)]; n != 1 {
+			t.Errorf("turn %d answered %d times, want 1", turn, n)
+		}
+	}
+	for turn := 1; turn <= 2; turn++ {
+		if n := model.asked[fmt.Sprintf("%s/%d", m.ID, turn)]; n != 1 {
+			t.Errorf("turn %d asked %d times, want 1", turn, n)
+		}
+	}
+	model.mu.Unlock()
+	addRep, noteRep, calls := tools.repeats()
+	if addRep != 0 || noteRep != 0 || calls != 3 {
+		t.Errorf("tool executions: %d calls, %d repeated add, %d repeated note; want 3 calls, none repeated", calls, addRep, noteRep)
+	}
+	if step.Attempts != 2 || step.Replayed == nil || step.Replayed.ModelCalls != 2 || step.Replayed.ToolCalls != 3 {
+		t.Errorf("attempts %d, replayed %+v", step.Attempts, step.Replayed)
+	}
+	if step.Usage.Requests != 3 || step.Usage.InputTokens != 300 {
+		t.Errorf("usage %+v, want 3 requests and 300 input tokens over both attempts", step.Usage)
+	}
+	t.Logf("killed %s in turn 3; mission finished by the other worker %v later", owner, took.Round(time.Millisecond))
+}
+
+// chaosFigures are what a chaos run measured.
+type chaosFigures struct {
+	missions, lost, duplicated, wrong, kills, selfExits int
+	modelRepeats, modelAnswerRepeats, afterFinal        int
+	addRepeats, noteRepeats, toolCalls                  int
+	replayedModel, replayedTools, multiAttempt          int
+	elapsed                                             time.Duration
+}
+
+func (f chaosFigures) String() string {
+	return fmt.Sprintf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d self-exits; "+
+		"model requests repeated %d (answers repeated %d), %d for finished missions; "+
+		"tool executions %d, repeated: deduplicating tool %d, plain tool %d; "+
+		"%d missions ran more than once, replay saved %d model calls and %d tool calls",
+		f.missions, f.elapsed.Round(time.Millisecond), f.lost, f.duplicated, f.wrong, f.kills, f.selfExits,
+		f.modelRepeats, f.modelAnswerRepeats, f.afterFinal, f.toolCalls, f.addRepeats, f.noteRepeats,
+		f.multiAttempt, f.replayedModel, f.replayedTools)
+}
+
+// chaosMissions is the number of missions of a chaos run.
+func chaosMissions() int {
+	if testing.Short() {
+		return 100
+	}
+	return 150
+}
+
+// Missions keep their exactly-once results and lose no work while worker
+// processes are SIGKILLed at random and the NATS server restarts once.
+func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
+	dir := t.TempDir()
+	port := freeTCPPort(t)
+	var srvMu sync.Mutex
+	srv, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srvMu.Lock(); srv.Close(); srvMu.Unlock() })
+	url := srv.ClientURL()
+	nc := dial(t, url)
+	tools := startCountingTools(t, dial(t, url), 1)
+	model := newFakeModel()
+	model.delay = 100 * time.Millisecond
+	ms := httptest.NewServer(model)
+	t.Cleanup(ms.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	store := fleet.StoreConfig{AckWait: 2 * time.Second, MaxDeliver: 30}
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := dial(t, url)
+	checkClient, _ := fleet.NewClient(ctx, checker, fleet.ClientConfig{SkipSetup: true})
+	model.finished = func(id string) bool {
+		cctx, c := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer c()
+		_, err := checkClient.Result(cctx, id)
+		return err == nil
+	}
+	env := []string{envWorkerAckWait + "=2s", envWorkerDeliver + "=30"}
+	var fig chaosFigures
+	fig.missions = chaosMissions()
+	seq := 0
+	start := func() *proc {
+		seq++
+		return startWorkerProc(t, url, ms.URL, fmt.Sprintf("w%d", seq), env, true)
+	}
+	workers := []*proc{start(), start(), start()}
+
+	ks := make([]int, fig.missions)
+	ids := make([]string, fig.missions)
+	began := time.Now()
+	for i := range fig.missions {
+		m := chaosMission(i)
+		ks[i], ids[i] = i, m.ID
+		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finished := func() int {
+		n := 0
+		for _, id := range ids {
+			if _, err := client.Result(ctx, id); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	restarted := false
+	for ctx.Err() == nil {
+		time.Sleep(time.Duration(150+rng.IntN(350)) * time.Millisecond)
+		done := finished()
+		if done == fig.missions {
+			break
+		}
+		if !restarted && fig.kills >= 3 && done >= fig.missions/3 {
+			restarted = true
+			srvMu.Lock()
+			srv.Close()
+			time.Sleep(300 * time.Millisecond)
+			srv, err = embedded.Start(embedded.Options{Dir: dir, Port: port})
+			srvMu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("NATS restarted with %d of %d missions finished", done, fig.missions)
+			continue
+		}
+		i := rng.IntN(len(workers))
+		select {
+		case <-workers[i].done:
+			if workers[i].code != -1 {
+				fig.selfExits++
+			}
+		default:
+			workers[i].kill()
+			fig.kills++
+		}
+		workers[i] = start()
+	}
+	fig.elapsed = time.Since(began)
+	if !restarted {
+		t.Error("the missions finished before the NATS restart")
+	}
+	for _, w := range workers {
+		select {
+		case <-w.done:
+			if w.code != -1 {
+				fig.selfExits++
+			}
+		default:
+		}
+	}
+	for i, id := range ids {
+		actx, c := context.WithTimeout(ctx, 10*time.Second)
+		step, err := client.Await(actx, id)
+		c()
+		switch {
+		case err != nil:
+			fig.lost++
+			continue
+		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(ks[i])):
+			fig.wrong++
+			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
+		}
+		if step.Attempts > 1 {
+			fig.multiAttempt++
+		}
+		if step.Replayed != nil {
+			fig.replayedModel += step.Replayed.ModelCalls
+			fig.replayedTools += step.Replayed.ToolCalls
+		}
+	}
+	js, _ := nc.JetStream()
+	if info, err := js.StreamInfo(messages.StreamResults); err == nil {
+		fig.duplicated = int(info.State.Msgs) - (fig.missions - fig.lost)
+	}
+	fig.modelRepeats, fig.modelAnswerRepeats, fig.afterFinal = model.repeats()
+	fig.addRepeats, fig.noteRepeats, fig.toolCalls = tools.repeats()
+	t.Log(fig)
+	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
+		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
+	}
+	if fig.kills == 0 {
+		t.Error("no worker was killed")
+	}
+}

@@ -1,0 +1,364 @@
+package agentrun_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/openai"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Environment of the processes the test binary re-executes as.
+const (
+	envWorkerNATS    = "PTC_TEST_WORKER_NATS"     // NATS URLs (comma-separated): run as a worker
+	envWorkerModel   = "PTC_TEST_WORKER_MODEL"    // OpenAI-wire base URL of the fake model
+	envWorkerID      = "PTC_TEST_WORKER_ID"       // worker id
+	envWorkerAckWait = "PTC_TEST_WORKER_ACK_WAIT" // consumer AckWait ("" = default)
+	envWorkerReplica = "PTC_TEST_WORKER_REPLICAS" // stream replicas
+	envWorkerDeliver = "PTC_TEST_WORKER_DELIVER"  // MaxDeliver
+	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
+)
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(envWorkerNATS) != "":
+		os.Exit(runWorkerProcess())
+	case os.Getenv(envNATSConfig) != "":
+		os.Exit(runNATSNode(os.Getenv(envNATSConfig)))
+	}
+	os.Exit(m.Run())
+}
+
+// runWorkerProcess is a worker process: cmd/worker's setup with the fake
+// model. It prints "ready" once started; exit code 3 means Start failed
+// (a self-exit).
+func runWorkerProcess() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	nc, err := nats.Connect(os.Getenv(envWorkerNATS), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nats.RetryOnFailedConnect(true), nats.Name(os.Getenv(envWorkerID)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connect:", err)
+		return 2
+	}
+	defer nc.Close()
+	model, err := openai.New(openai.Config{BaseURL: os.Getenv(envWorkerModel) + "/v1", Model: "fake"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "model:", err)
+		return 2
+	}
+	store := fleet.StoreConfig{}
+	if d, err := time.ParseDuration(os.Getenv(envWorkerAckWait)); err == nil {
+		store.AckWait = d
+	}
+	store.Replicas, _ = strconv.Atoi(os.Getenv(envWorkerReplica))
+	store.MaxDeliver, _ = strconv.Atoi(os.Getenv(envWorkerDeliver))
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		ID:     os.Getenv(envWorkerID),
+		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+		Slots:  4, Store: store, Priorities: []string{messages.PriorityNormal},
+		IdleWait: 100 * time.Millisecond, ToolTimeout: 5 * time.Second, NakDelay: 200 * time.Millisecond,
+		DrainGrace: time.Second, Logger: &log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := w.Start(sctx); err != nil {
+		fmt.Fprintln(os.Stderr, "start:", err)
+		return 3
+	}
+	fmt.Println("ready")
+	<-ctx.Done()
+	_ = w.Stop()
+	return 0
+}
+
+// runNATSNode is a nats-server process for the cluster tests.
+func runNATSNode(configFile string) int {
+	opts, err := server.ProcessConfigFile(configFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "config:", err)
+		return 2
+	}
+	opts.NoSigs = true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		return 2
+	}
+	s.Start()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	s.Shutdown()
+	return 0
+}
+
+// proc is a worker process started by a test.
+type proc struct {
+	id   string
+	cmd  *exec.Cmd
+	done chan struct{}
+	code int
+}
+
+// startWorkerProc starts a worker process; wait says whether to wait for
+// it to be ready.
+func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, wait bool) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envWorkerNATS+"="+natsURL, envWorkerModel+"="+modelURL, envWorkerID+"="+id)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = io.Discard
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{id: id, cmd: cmd, done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(ready)
+			}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	if wait {
+		select {
+		case <-ready:
+		case <-p.done:
+			t.Fatalf("worker %s exited with %d before it was ready", id, p.code)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("worker %s not ready", id)
+		}
+	}
+	return p
+}
+
+// kill SIGKILLs the process and waits for it.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// fakeModel speaks the OpenAI chat completions wire format. Each mission's
+// prompt carries its id and a number k; turn t's reply is the program
+// programFor(k, t). It counts requests and answers per mission and turn.
+type fakeModel struct {
+	delay time.Duration
+	// hold, when set, is asked before answering; true holds the request
+	// until the client goes away.
+	hold func(id string, turn int) bool
+	// finished, when set, reports whether the mission already has a result.
+	finished func(id string) bool
+
+	mu         sync.Mutex
+	asked      map[string]int
+	answered   map[string]int
+	afterFinal int
+}
+
+func newFakeModel() *fakeModel {
+	return &fakeModel{asked: map[string]int{}, answered: map[string]int{}}
+}
+
+var promptRE = regexp.MustCompile(`mission ([0-9A-Z]{26}) k=(\d+)`)
+
+// programFor is the reply to turn t of a mission with number k: two turns
+// of tool calls (add deduplicates, note does not), then the return.
+func programFor(k, t int) string {
+	switch t {
+	case 1:
+		return fmt.Sprintf("```clojure\n(def a (tool/add {:n %d}))\na\n```", k)
+	case 2:
+		return "```clojure\n(def c (tool/add {:n (+ a 10)}))\n(tool/note {:text (str \"a=\" a)})\nc\n```"
+	default:
+		return "```clojure\n(return {:a a :c c})\n```"
+	}
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	turn, id, k := 1, "", 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			turn++
+		}
+		if mm := promptRE.FindStringSubmatch(string(m.Content)); mm != nil && id == "" {
+			id = mm[1]
+			k, _ = strconv.Atoi(mm[2])
+		}
+	}
+	key := id + "/" + strconv.Itoa(turn)
+	f.mu.Lock()
+	f.asked[key]++
+	f.mu.Unlock()
+	if f.finished != nil && f.finished(id) {
+		f.mu.Lock()
+		f.afterFinal++
+		f.mu.Unlock()
+	}
+	if f.hold != nil && f.hold(id, turn) {
+		<-r.Context().Done()
+		return
+	}
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-r.Context().Done():
+			return // the caller died: this answer is never delivered
+		}
+	}
+	f.mu.Lock()
+	f.answered[key]++
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-" + key, "object": "chat.completion", "model": "fake",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": programFor(k, turn)}}},
+		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+	})
+}
+
+// repeats returns how many requests (asked) and answers beyond one per
+// mission turn the model saw.
+func (f *fakeModel) repeats() (asked, answered, afterFinal int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.asked {
+		asked += n - 1
+	}
+	for _, n := range f.answered {
+		answered += max(n-1, 0)
+	}
+	return asked, answered, f.afterFinal
+}
+
+// countingTools serves add (deduplicated by idempotency key) and note (not)
+// and counts executions per idempotency key.
+type countingTools struct {
+	mu   sync.Mutex
+	add  map[string]int
+	note map[string]int
+}
+
+func startCountingTools(t *testing.T, nc *nats.Conn, replicas int) *countingTools {
+	t.Helper()
+	c := &countingTools{add: map[string]int{}, note: map[string]int{}}
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "acct", Dedup: &fleet.DedupConfig{Replicas: replicas}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	count := func(m map[string]int, ctx context.Context) {
+		ci, _ := fleet.CallInfoFrom(ctx)
+		c.mu.Lock()
+		m[ci.IdempotencyKey]++
+		c.mu.Unlock()
+	}
+	_ = svc.Register("add", fleet.ToolSpec{Signature: "(n :int) -> :int"}, func(ctx context.Context, args map[string]any) (any, error) {
+		count(c.add, ctx)
+		time.Sleep(5 * time.Millisecond)
+		n, _ := args["n"].(int64)
+		return n + 1, nil
+	})
+	_ = svc.Register("note", fleet.ToolSpec{Signature: "(text :string) -> :bool"}, func(ctx context.Context, args map[string]any) (any, error) {
+		count(c.note, ctx)
+		return true, nil
+	})
+	return c
+}
+
+// repeats returns executions beyond one per key, for add and note.
+func (c *countingTools) repeats() (add, note, calls int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.add {
+		add += n - 1
+		calls += n
+	}
+	for _, n := range c.note {
+		note += n - 1
+		calls += n
+	}
+	return add, note, calls
+}
+
+func chaosMission(k int) *messages.Mission {
+	id := messages.NewMissionID()
+	return &messages.Mission{
+		ID:   id,
+		Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: add things", id, k),
+			Tools: []string{"add", "note"}, MaxTurns: 5},
+		Tools: []string{"add", "note"},
+	}
+}
+
+func wantReturn(k int) map[string]any {
+	return map[string]any{"a": int64(k + 1), "c": int64(k + 12)}
+}
+
+func reconnecting() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond), nats.RetryOnFailedConnect(true)}
+}
+
+// statusWorker returns the worker that holds mission id now.
+func statusWorker(ctx context.Context, c *fleet.Client, id string) string {
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return st.Worker
+}
+
+// joinURLs joins server URLs for nats.Connect.
+func joinURLs(urls []string) string { return strings.Join(urls, ",") }
