@@ -115,7 +115,7 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 			return // already settled
 		}
 		id := raw.Header.Get(messages.HeaderMissionID)
-		if m, err := decodeMission(raw.Data); err == nil {
+		if m, err := decodeMission(raw.Header.Get(messages.HeaderContentType), raw.Data); err == nil {
 			id = m.ID
 		}
 		if cur, err := getStatus(ctx, w.st.Status, id); err == nil && messages.TerminalState(cur.st.State) {

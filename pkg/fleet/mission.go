@@ -28,7 +28,7 @@ var errMissionTimeout = errors.New("fleet: mission timed out")
 
 func (w *Worker) onCancel(msg *nats.Msg) {
 	var c messages.Cancel
-	if messages.Unmarshal(msg.Data, &c) != nil || c.Validate() != nil {
+	if messages.UnmarshalAs(msg.Header.Get(messages.HeaderContentType), msg.Data, &c) != nil || c.Validate() != nil {
 		return
 	}
 	w.mu.Lock()
@@ -56,7 +56,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	attempt := int(meta.NumDelivered)
 	_ = msg.InProgress() // restart AckWait now; heartbeats follow once claimed
-	m, err := decodeMission(msg.Data())
+	m, err := decodeMission(msg.Headers().Get(messages.HeaderContentType), msg.Data())
 	if err != nil {
 		w.poison(ctx, msg, meta, err)
 		return
@@ -190,9 +190,11 @@ func (w *Worker) process(msg jetstream.Msg) {
 	w.finish(ctx, msg, m.ID, step, entry, &log)
 }
 
-func decodeMission(data []byte) (*messages.Mission, error) {
+// decodeMission decodes a submitted mission: msgpack, or JSON when the
+// message's Content-Type header says so.
+func decodeMission(contentType string, data []byte) (*messages.Mission, error) {
 	var m messages.Mission
-	if err := messages.Unmarshal(data, &m); err != nil {
+	if err := messages.UnmarshalAs(contentType, data, &m); err != nil {
 		return nil, err
 	}
 	if err := m.Validate(); err != nil {

@@ -25,6 +25,9 @@ const (
 	MetaTool        = "ptc.tool"
 	MetaSignature   = "ptc.signature"
 	MetaDescription = "ptc.description"
+	// MetaContentType, when messages.ContentTypeJSON, asks callers to
+	// send the tool's requests as JSON; empty means msgpack.
+	MetaContentType = "ptc.content_type"
 )
 
 // Tool is a callable tool: the shape pkg/agent's Tool has, so a remote tool
@@ -43,6 +46,9 @@ type ToolInfo struct {
 	Subject     string
 	Signature   string
 	Description string
+	// ContentType is the encoding the tool wants its requests in
+	// (MetaContentType): "" (msgpack) or messages.ContentTypeJSON.
+	ContentType string
 }
 
 // Discovery is what one discovery round found.
@@ -168,7 +174,8 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 				claims[name] = map[string]ToolInfo{}
 			}
 			claims[name][info.Name] = ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
-				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription]}
+				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription],
+				ContentType: ep.Metadata[MetaContentType]}
 		}
 	}
 	for name, bySvc := range claims {
@@ -498,7 +505,11 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	if m, ok := plain.(map[string]any); ok {
 		req.Args = m
 	}
-	data, err := messages.Marshal(&req)
+	var ctype string
+	if messages.IsJSON(info.ContentType) {
+		ctype = messages.ContentTypeJSON
+	}
+	data, err := messages.MarshalAs(ctype, &req)
 	if err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 	}
@@ -520,6 +531,9 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		msg.Header.Set(messages.HeaderAttempt, strconv.Itoa(b.attempt))
 	}
 	msg.Header.Set(messages.HeaderCallID, callID)
+	if ctype != "" {
+		msg.Header.Set(messages.HeaderContentType, ctype)
+	}
 	msg.Header.Set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
 	resp, err := b.send(cctx, msg)
 	if err != nil {
@@ -538,6 +552,16 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		}
 	}
 	body := resp.Data
+	if messages.IsJSON(resp.Header.Get(messages.HeaderContentType)) {
+		// A JSON answer is kept (and journaled) as msgpack, like any other.
+		var r messages.ToolResponse
+		if err := messages.DecodeJSON(body, &r); err != nil {
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+		}
+		if body, err = messages.Marshal(&r); err != nil {
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+		}
+	}
 	if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" {
 		// The tool ran and failed: that is its answer, journaled like a
 		// result. The body carries the same error.

@@ -209,7 +209,7 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	if s.stopped {
 		s.mu.Unlock()
 		<-s.sem
-		s.respondError(reply, "", messages.ToolErrUnavailable, "tool service is stopping")
+		s.respondError(reply, replyType(hdr), "", messages.ToolErrUnavailable, "tool service is stopping")
 		return
 	}
 	s.wg.Add(1)
@@ -225,13 +225,14 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 	if reply == "" {
 		return // nobody waits for an answer
 	}
+	ctype := replyType(hdr)
 	var req messages.ToolRequest
-	if err := messages.Unmarshal(data, &req); err != nil {
-		s.respondError(reply, "", messages.ToolErrBadRequest, "undecodable request: "+err.Error())
+	if err := messages.UnmarshalAs(hdr.Get(messages.HeaderContentType), data, &req); err != nil {
+		s.respondError(reply, ctype, "", messages.ToolErrBadRequest, "undecodable request: "+err.Error())
 		return
 	}
 	if err := req.Validate(); err != nil {
-		s.respondError(reply, req.CallID, messages.ToolErrBadRequest, err.Error())
+		s.respondError(reply, ctype, req.CallID, messages.ToolErrBadRequest, err.Error())
 		return
 	}
 	timeout := s.cfg.DefaultTimeout
@@ -249,7 +250,7 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 	} else {
 		out = s.execute(name, fn, &req, ci, timeout, &log)
 	}
-	s.send(reply, out, &log)
+	s.send(reply, ctype, out, &log)
 }
 
 // toolOutcome is the answer to one call: a response body, and an error
@@ -306,11 +307,24 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 	return toolOutcome{Body: body}
 }
 
-// send publishes an outcome on the reply subject.
-func (s *ToolService) send(reply string, out toolOutcome, log *zerolog.Logger) {
-	m := &nats.Msg{Subject: reply, Data: out.Body}
+// send publishes an outcome on the reply subject, in JSON when ctype says
+// so (outcomes are kept as msgpack, the form the dedup cache stores).
+func (s *ToolService) send(reply, ctype string, out toolOutcome, log *zerolog.Logger) {
+	m := &nats.Msg{Subject: reply, Data: out.Body, Header: nats.Header{}}
+	if ctype != "" {
+		var r messages.ToolResponse
+		js, err := []byte(nil), messages.Unmarshal(out.Body, &r)
+		if err == nil {
+			js, err = messages.EncodeJSON(&r)
+		}
+		if err != nil {
+			log.Warn().Err(err).Msg("tool response not sent")
+			return
+		}
+		m.Data = js
+		m.Header.Set(messages.HeaderContentType, ctype)
+	}
 	if out.Code != "" {
-		m.Header = nats.Header{}
 		m.Header.Set(micro.ErrorHeader, out.Desc)
 		m.Header.Set(micro.ErrorCodeHeader, out.Code)
 	}
@@ -332,13 +346,25 @@ func (s *ToolService) invoke(ctx context.Context, fn ToolFunc, args map[string]a
 	return fn(ctx, args)
 }
 
-func (s *ToolService) respondError(reply, callID, code, msg string) {
+// replyType is the content type of the answer to a request: JSON when the
+// request was JSON, else msgpack ("").
+func replyType(hdr micro.Headers) string {
+	if messages.IsJSON(hdr.Get(messages.HeaderContentType)) {
+		return messages.ContentTypeJSON
+	}
+	return ""
+}
+
+func (s *ToolService) respondError(reply, ctype, callID, code, msg string) {
 	if reply == "" {
 		return
 	}
-	body, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: callID,
+	body, _ := messages.MarshalAs(ctype, &messages.ToolResponse{Version: messages.ToolCallVersion, CallID: callID,
 		Error: &messages.ToolError{Code: code, Message: msg}})
 	m := &nats.Msg{Subject: reply, Data: body, Header: nats.Header{}}
+	if ctype != "" {
+		m.Header.Set(messages.HeaderContentType, ctype)
+	}
 	m.Header.Set(micro.ErrorHeader, msg)
 	m.Header.Set(micro.ErrorCodeHeader, code)
 	if err := s.nc.PublishMsg(m); err != nil {

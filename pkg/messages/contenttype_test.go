@@ -1,0 +1,96 @@
+package messages
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestJSONAndMsgpackDecodeAlike(t *testing.T) {
+	// Decoded times are in the local zone, as msgpack decodes them.
+	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC).Local()
+	m := &Mission{
+		Version: MissionVersion, ID: NewMissionID(), Kind: KindAgent, CreatedAt: at, Deadline: at.Add(time.Hour),
+		Agent: &AgentSpec{Prompt: "p", Signature: "{n :int}", LLMTimeout: 1500 * time.Millisecond,
+			SubAgents: map[string]*AgentSpec{"helper": {Prompt: "q"}}},
+		Context: map[string]any{"n": int64(9007199254740993), "f": 2.5, "zero": int64(0), "list": []any{"a", nil, true}},
+		Tools:   []string{"search"}, Limits: Limits{MissionTimeout: time.Minute, MaxTurns: 3},
+		Labels: map[string]string{"tenant": "t1"},
+	}
+	for _, ct := range []string{"", ContentTypeMsgpack, ContentTypeJSON, "application/json; charset=utf-8"} {
+		data, err := MarshalAs(ct, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Mission
+		if err := UnmarshalAs(ct, data, &back); err != nil {
+			t.Fatalf("%q: %v", ct, err)
+		}
+		if !reflect.DeepEqual(&back, m) {
+			t.Errorf("%q: round trip\n got %#v\nwant %#v", ct, back, *m)
+		}
+	}
+	js, _ := EncodeJSON(m)
+	for _, want := range []string{`"created_at":"2026-01-02T03:04:05.0000006Z"`, `"llm_timeout":1500000000`, `"n":9007199254740993`, `"zero":0`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("JSON %s lacks %s", js, want)
+		}
+	}
+}
+
+func TestStepJSONKeepsTypeMarker(t *testing.T) {
+	s := &Step{Return: map[string]any{"x": int64(1)}, Usage: Usage{Turns: 1}}
+	data, err := MarshalStep(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain map[string]any
+	if err := Unmarshal(data, &plain); err != nil {
+		t.Fatal(err)
+	}
+	js, err := EncodeJSON(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"type":"step"`) {
+		t.Errorf("step JSON %s has no type marker", js)
+	}
+}
+
+func TestDecodeJSONErrors(t *testing.T) {
+	for _, c := range []struct {
+		ct, body, want string
+	}{
+		{ContentTypeJSON, `{"v":1,"created_at":"yesterday"}`, `created_at: "yesterday" is not an RFC 3339 time`},
+		{ContentTypeJSON, `{"v":1,"created_at":5}`, "created_at: expected an RFC 3339 time string"},
+		{ContentTypeJSON, `{"v":1} {"v":2}`, "trailing data"},
+		{ContentTypeJSON, `{"v":1,`, "JSON: unexpected EOF"},
+		{ContentTypeJSON, `{"context":{"n":1e999}}`, "context.n: number 1e999 is out of range"},
+		{ContentTypeJSON, `{"agent":{"prompt":"p","sub_agents":{"a":{"prompt":5}}}}`, "decode"},
+		{ContentTypeJSON, `"` + strings.Repeat("x", MaxJSONBytes) + `"`, "larger than"},
+		{"text/plain", `x`, `content type "text/plain" is not`},
+	} {
+		var m Mission
+		err := UnmarshalAs(c.ct, []byte(c.body), &m)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.60s: %v, want %q", c.body, err, c.want)
+		}
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add(`{"v":1,"id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","kind":"agent","agent":{"prompt":"p"},"deadline":"2026-01-02T03:04:05Z"}`)
+	f.Add(`{"v":1,"call_id":"1","tool":"t","args":{"a":[1,2.5,null]}}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var m Mission
+		if DecodeJSON([]byte(body), &m) == nil {
+			if _, err := EncodeJSON(&m); err != nil {
+				t.Fatalf("decoded mission does not encode: %v", err)
+			}
+		}
+		var r ToolRequest
+		_ = DecodeJSON([]byte(body), &r)
+	})
+}
