@@ -3,6 +3,10 @@ package messages
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
@@ -22,7 +26,7 @@ var wireDocTypes = map[string]reflect.Type{
 	"Turn": reflect.TypeFor[Turn](), "ToolCall": reflect.TypeFor[ToolCall](), "PromptMessage": reflect.TypeFor[PromptMessage](),
 	"ToolRequest": reflect.TypeFor[ToolRequest](), "ToolResponse": reflect.TypeFor[ToolResponse](),
 	"ToolError": reflect.TypeFor[ToolError](), "Event": reflect.TypeFor[Event](), "Cancel": reflect.TypeFor[Cancel](),
-	"Status": reflect.TypeFor[Status](),
+	"Status": reflect.TypeFor[Status](), "Replayed": reflect.TypeFor[Replayed](),
 }
 
 func readWireDoc(t *testing.T) string {
@@ -145,6 +149,7 @@ func TestWireDoc(t *testing.T) {
 	}
 
 	for _, s := range []string{HeaderMissionID, HeaderCallID, HeaderTimeout, HeaderReason, HeaderTraceParent, HeaderTraceState,
+		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderJournalKey, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
 		SubmitSubject("<priority>"), ResultSubject("<id>"), EventSubject("<id>", "<kind>"), CancelSubject("<id>"),
@@ -168,6 +173,56 @@ func TestWireDoc(t *testing.T) {
 	if !reflect.DeepEqual(codes, want) {
 		t.Errorf("tool error codes documented %v, the code has %v", codes, want)
 	}
+}
+
+// TestWireDocNamesEveryConstant checks that every header, stream, bucket,
+// event kind and tool error code declared in this package is named in
+// docs/wire.md, so a new one cannot go undocumented.
+func TestWireDocNamesEveryConstant(t *testing.T) {
+	doc := readWireDoc(t)
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range pkgs["messages"].Files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if i >= len(vs.Values) || !hasAnyPrefix(name.Name, "Header", "Stream", "Bucket", "ToolErr", "Event") {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					n++
+					if !strings.Contains(doc, "`"+v+"`") {
+						t.Errorf("docs/wire.md does not name %s (%q)", name.Name, v)
+					}
+				}
+			}
+		}
+	}
+	if n < 30 {
+		t.Fatalf("found only %d constants; the scan is broken", n)
+	}
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func collectDocFields(f reflect.StructField, into map[string]string) {
