@@ -46,7 +46,7 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	c.nats.Register(fs)
 	c.log.Register(fs)
-	fs.StringVar(&c.healthAddr, "health-addr", ":8082", "address of the /healthz and /readyz endpoints (empty: off)")
+	fs.StringVar(&c.healthAddr, "health-addr", ":8082", "address of the /healthz, /readyz and /metrics endpoints (empty: off)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "tool calls handled at once")
 	fs.IntVar(&c.customers, "customers", 2000, "customers in the generated dataset")
 	fs.IntVar(&c.orders, "orders", 10000, "orders in the generated dataset")
@@ -87,7 +87,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 		return err
 	}
 	defer nc.Close()
-	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", MaxConcurrent: c.maxConcurrent, Logger: &log})
+	metrics, metricsHandler, err := cli.Metrics()
+	if err != nil {
+		return err
+	}
+	tp, shutdownTracing, err := cli.Tracing(ctx, getenv, "ptc-shoptools")
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(context.Background())
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", MaxConcurrent: c.maxConcurrent, Logger: &log,
+		Metrics: metrics, TracerProvider: tp})
 	if err != nil {
 		return err
 	}
@@ -97,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	hctx, stopHealth := context.WithCancel(context.Background())
 	defer stopHealth()
 	bound := make(chan string, 1)
-	health := cli.Health{Ready: func() error {
+	health := cli.Health{Metrics: metricsHandler, Ready: func() error {
 		if !nc.IsConnected() {
 			return errors.New("nats disconnected")
 		}

@@ -69,7 +69,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "worker id in status and logs (default <hostname>-<pid>-<random>)")
 	fs.IntVar(&c.slots, "slots", 4, "missions run at once")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and buckets the worker creates (3 in production)")
-	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz and /readyz endpoints (empty: off)")
+	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz, /readyz and /metrics endpoints (empty: off)")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 25*time.Second, "on SIGTERM, how long running missions may finish before they are handed back")
 	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
 	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
@@ -182,6 +182,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		log.Warn().Msg("no models configured (PTC_MODEL_<NAME>=provider:model): missions will fail with llm_not_found")
 	}
 
+	metrics, metricsHandler, err := cli.Metrics()
+	if err != nil {
+		return err
+	}
+	tp, shutdownTracing, err := cli.Tracing(ctx, getenv, "ptc-worker")
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(context.Background())
+	log.Info().Bool("tracing", tp != nil).Msg("telemetry")
+
 	url := c.nats.URL
 	if url == "" {
 		srv, err := embedded.Start(embedded.Options{})
@@ -206,7 +217,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	defer nc.Close()
 
 	if c.exampleTools {
-		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Logger: &log})
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Logger: &log, Metrics: metrics, TracerProvider: tp})
 		if err != nil {
 			return err
 		}
@@ -217,15 +228,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	}
 
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
-		ID:          c.id,
-		Runner:      agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
-		Slots:       c.slots,
-		Store:       fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
-		DrainGrace:  c.drainGrace,
-		ToolTimeout: c.toolTimeout,
-		Ceilings:    c.ceilings,
-		ToolPins:    pins,
-		Logger:      &log,
+		ID:             c.id,
+		Runner:         agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
+		Slots:          c.slots,
+		Store:          fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
+		DrainGrace:     c.drainGrace,
+		ToolTimeout:    c.toolTimeout,
+		Ceilings:       c.ceilings,
+		ToolPins:       pins,
+		Logger:         &log,
+		Metrics:        metrics,
+		TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -234,6 +247,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	hctx, stopHealth := context.WithCancel(context.Background())
 	defer stopHealth()
 	health := cli.Health{
+		Metrics: metricsHandler,
 		Live: func() error {
 			if nc.IsClosed() {
 				return errors.New("nats connection closed")

@@ -129,6 +129,30 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 		t.Errorf("refused missions called the model")
 	}
 
+	// /metrics on the health address counts the mission, its model call
+	// and its tool call (the final count lands just after the result).
+	wantMetrics := []string{
+		`ptc_missions_finished_total{reason="",state="succeeded"} 1`,
+		`ptc_llm_requests_total{model="default"} 1`,
+		`ptc_llm_tokens_total{kind="input",model="default"} 100`,
+		`ptc_tool_calls_total{code="ok",tool="list_customers"} 1`,
+		`ptc_tool_requests_total{code="ok",service="shop",tool="list_customers"} 1`,
+		`ptc_worker_slots 2`,
+		`go_goroutines `,
+	}
+	var body string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		body = httpBody(t, "http://"+addr+"/metrics")
+		if strings.Contains(body, wantMetrics[0]) {
+			break
+		}
+	}
+	for _, want := range wantMetrics {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -152,6 +176,8 @@ func TestWorkerConfigErrors(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"PTC_SLOTS": "0"}, nil, "slots must be at least 1"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, nil, "only http/protobuf"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, nil, "only otlp"},
 		{map[string]string{"PTC_SLOTS": "many"}, nil, `PTC_SLOTS="many"`},
 		{map[string]string{"PTC_NATS_USER": "u"}, nil, "go together"},
 		{map[string]string{"PTC_LOG_LEVEL": "loud"}, nil, "log level"},
@@ -276,4 +302,18 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 			t.Errorf("logs lack %s:\n%s", want, logs.String())
 		}
 	}
+}
+
+func httpBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -143,6 +143,10 @@ func TestBinariesRunWithManifestEnv(t *testing.T) {
 			if err := waitStatus("http://"+addr+"/healthz", http.StatusOK, time.Second, done); err != nil {
 				t.Fatalf("%v\n%s", err, stderr.String())
 			}
+			// What Prometheus scrapes, at the path the pod annotations name.
+			if body := httpGet(t, "http://"+addr+pc.pod.Annotations["prometheus.io/path"]); !strings.Contains(body, "\nptc_worker_slots ") || !strings.Contains(body, "\ngo_goroutines ") {
+				t.Errorf("%s%s does not serve the fleet's metrics:\n%.2000s", addr, pc.pod.Annotations["prometheus.io/path"], body)
+			}
 			grace := 30 * time.Second
 			if g := pc.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 				grace = time.Duration(*g) * time.Second

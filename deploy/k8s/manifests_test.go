@@ -59,6 +59,7 @@ var kinds = map[string]struct {
 	"CronJob":                 {"batch/v1", func() any { return new(batchv1.CronJob) }},
 	"HorizontalPodAutoscaler": {"autoscaling/v2", func() any { return new(autoscalingv2.HorizontalPodAutoscaler) }},
 	"ScaledObject":            {"keda.sh/v1alpha1", func() any { return new(scaledObject) }},
+	"PodMonitor":              {"monitoring.coreos.com/v1", func() any { return new(podMonitor) }},
 }
 
 // scaledObject is the part of KEDA's ScaledObject (keda.sh/v1alpha1) the
@@ -289,7 +290,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for kind, min := range map[string]int{
 		"StatefulSet": 1, "Deployment": 2, "Service": 2, "ConfigMap": 2, "Secret": 2,
 		"PodDisruptionBudget": 3, "NetworkPolicy": 4, "ServiceAccount": 2, "Job": 1, "CronJob": 1,
-		"ScaledObject": 1, "HorizontalPodAutoscaler": 1, "Namespace": 1,
+		"ScaledObject": 1, "HorizontalPodAutoscaler": 1, "Namespace": 1, "PodMonitor": 1,
 	} {
 		if count[kind] < min {
 			t.Errorf("%d %s manifests, want at least %d", count[kind], kind, min)

@@ -10,11 +10,15 @@ import (
 )
 
 // Health serves /healthz (liveness) and /readyz (readiness) for Kubernetes
-// probes. Live reports whether the process should keep running; Ready whether
-// it should receive work (a draining worker is live but not ready).
+// probes, and /metrics when Metrics is set. Live reports whether the process
+// should keep running; Ready whether it should receive work (a draining
+// worker is live but not ready).
 type Health struct {
 	Live  func() error
 	Ready func() error
+	// Metrics serves GET /metrics (Prometheus exposition); nil: no
+	// /metrics.
+	Metrics http.Handler
 }
 
 // Handler returns the probe handler.
@@ -35,6 +39,9 @@ func (h Health) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", probe(h.Live))
 	mux.HandleFunc("GET /readyz", probe(h.Ready))
+	if h.Metrics != nil {
+		mux.Handle("GET /metrics", h.Metrics)
+	}
 	return mux
 }
 

@@ -20,6 +20,8 @@ const (
 	EventTurnStop      EventKind = "turn.stop"      // Turn, Duration, Usage, Program
 	EventLLMStart      EventKind = "llm.start"      // Turn, Messages
 	EventLLMStop       EventKind = "llm.stop"       // Turn, Duration, Usage, Response (Err when it failed)
+	EventProgramStart  EventKind = "program.start"  // Turn, Program
+	EventProgramStop   EventKind = "program.stop"   // Turn, Duration, Err (a *lisp.Error when the program failed)
 	EventToolStart     EventKind = "tool.start"     // Tool, Args
 	EventToolStop      EventKind = "tool.stop"      // Tool, Duration, Result
 	EventToolException EventKind = "tool.exception" // Tool, Duration, Err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/rs/zerolog"
 )
@@ -58,6 +59,7 @@ func TestObserverEvents(t *testing.T) {
 turn.start
 llm.start
 llm.stop
+program.start
 tool.start
 tool.stop
 tool.start
@@ -65,15 +67,20 @@ tool.start
   turn.start
   llm.start
   llm.stop
+  program.start
+  program.stop
   turn.stop
   run.stop
 tool.stop
 tool.start
 tool.exception
+program.stop
 turn.stop
 turn.start
 llm.start
 llm.stop
+program.start
+program.stop
 turn.stop
 run.stop`
 	if got := rec.kinds(); got != want {
@@ -83,8 +90,19 @@ run.stop`
 	if ev[3].Usage.InputTokens != 7 || ev[3].Turn != 1 || ev[3].Agent != "parent" {
 		t.Fatalf("llm.stop %+v", ev[3])
 	}
-	if ev[15].Tool != "boom" || ev[15].Err == nil {
-		t.Fatalf("tool.exception %+v", ev[15])
+	if ev[18].Tool != "boom" || ev[18].Err == nil {
+		t.Fatalf("tool.exception %+v", ev[18])
+	}
+	// The program that called the failing tool failed; the next succeeded.
+	var le *lisp.Error
+	if ev[19].Kind != EventProgramStop || !errors.As(ev[19].Err, &le) || ev[19].Duration <= 0 || ev[19].Turn != 1 {
+		t.Fatalf("program.stop %+v", ev[19])
+	}
+	if ev[4].Kind != EventProgramStart || !strings.Contains(ev[4].Program, "boom") {
+		t.Fatalf("program.start %+v", ev[4])
+	}
+	if ev[25].Kind != EventProgramStop || ev[25].Err != nil {
+		t.Fatalf("second program.stop %+v", ev[25])
 	}
 	last := ev[len(ev)-1]
 	if last.Step != st || last.Status != "ok" || last.Duration <= 0 {

@@ -115,7 +115,9 @@ type Submission struct {
 // SubmitOptions are optional settings of one submission.
 type SubmitOptions struct {
 	// Header is copied onto the mission message (trace context:
-	// messages.HeaderTraceParent, messages.HeaderTraceState).
+	// messages.HeaderTraceParent, messages.HeaderTraceState). When it
+	// holds no traceparent, the span context of Submit's ctx, if any, is
+	// sent: the mission's spans join the submitter's trace.
 	Header nats.Header
 }
 
@@ -176,6 +178,9 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 		for k, v := range o.Header {
 			msg.Header[k] = append([]string(nil), v...)
 		}
+	}
+	if msg.Header.Get(messages.HeaderTraceParent) == "" {
+		InjectTrace(ctx, msg.Header)
 	}
 	msg.Header.Set(messages.HeaderMissionID, m.ID)
 	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))

@@ -37,6 +37,9 @@ func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nat
 	w.stats.dead.Add(1)
 	if deliveries == 0 {
 		w.stats.invalid.Add(1)
+		w.cfg.Metrics.deadLetter(ReasonInvalid)
+	} else {
+		w.cfg.Metrics.deadLetter(ReasonMaxDeliveries)
 	}
 	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
 	if !messages.ValidMissionID(id) {

@@ -6,6 +6,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -87,4 +89,29 @@ func ExampleToolError() {
 	err := &fleet.ToolError{Tool: "search", Code: messages.ToolErrUnavailable, Message: "no tool service is running for it"}
 	fmt.Println(err)
 	// Output: tool search: unavailable: no tool service is running for it
+}
+
+// ExampleNewMetrics records into a registry that a process serves on
+// /metrics (promhttp.HandlerFor(reg, promhttp.HandlerOpts{})); workers,
+// toolboxes and tool services take the *Metrics in their configs.
+func ExampleNewMetrics() {
+	reg := prometheus.NewRegistry()
+	m, err := fleet.NewMetrics(reg)
+	if err != nil {
+		panic(err)
+	}
+	// A Runner reports a model call like this (agentrun does).
+	m.LLMCall("default", 1200*time.Millisecond, 1500, 80, 0, 0, false)
+	fams, _ := reg.Gather()
+	for _, f := range fams {
+		if f.GetName() != "ptc_llm_tokens_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			fmt.Println(f.GetName(), s.GetLabel()[0].GetValue(), s.GetLabel()[1].GetValue(), s.GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// ptc_llm_tokens_total input default 1500
+	// ptc_llm_tokens_total output default 80
 }

@@ -54,6 +54,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	go w.loop()
+	w.cfg.Metrics.addSlots(w.cfg.Slots)
 	w.ready.Store(true)
 	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Msg("worker started")
 	return nil
@@ -119,6 +120,9 @@ func (w *Worker) Stop() error {
 		w.closing = true
 		w.mu.Unlock()
 		w.advisory.Wait()
+		if w.started.Load() {
+			w.cfg.Metrics.addSlots(-w.cfg.Slots)
+		}
 		w.log.Info().Msg("worker stopped")
 		close(w.stopped)
 	})

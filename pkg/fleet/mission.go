@@ -86,6 +86,10 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if skip {
 		return
 	}
+	w.cfg.Metrics.slotBusy(1)
+	defer w.cfg.Metrics.slotBusy(-1)
+	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
+	defer at.end()
 	if entry.st.CancelRequested {
 		w.finish(ctx, msg, m.ID, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, &log)
 		return
@@ -147,6 +151,8 @@ func (w *Worker) process(msg jetstream.Msg) {
 		Attempt:  attempt,
 		WorkerID: w.cfg.ID,
 		Header:   msg.Headers(),
+		Metrics:  w.cfg.Metrics,
+		Tracer:   w.tracer,
 	}
 	start := time.Now()
 	step, runErr := w.safeRun(runCtx, m, env)
@@ -159,6 +165,8 @@ func (w *Worker) process(msg jetstream.Msg) {
 	switch {
 	case errors.Is(cause, ErrFenced):
 		log.Warn().Msg("mission taken over by another worker; dropping this run")
+		w.cfg.Metrics.fencedRun()
+		at.setOutcome("fenced")
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
@@ -378,12 +386,15 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
 		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
+		w.cfg.Metrics.fencedRun()
+		attemptFrom(ctx).setOutcome("fenced")
 		return
 	}
 	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
 		_ = msg.NakWithDelay(w.cfg.NakDelay)
+		attemptFrom(ctx).setOutcome("result_not_stored")
 		return
 	}
 	if !mine {
@@ -418,6 +429,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		em.attempt = entry.st.Attempt
 	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
+	w.recordStored(ctx, final, stored)
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; a redelivery will find the stored result")
 	}
@@ -445,6 +457,8 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, id string, ent
 		log.Warn().Err(err).Msg("hand back failed; the mission returns after AckWait")
 	}
 	w.stats.handedBack.Add(1)
+	w.cfg.Metrics.handBack()
+	attemptFrom(ctx).setOutcome("handed_back")
 	log.Info().Msg("mission handed back")
 }
 
@@ -455,6 +469,7 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 		w.deadLetter(ctx, id, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
 			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))
 		_ = msg.Term()
+		attemptFrom(ctx).setOutcome("dead_lettered")
 		return
 	}
 	if entry != nil {
@@ -463,6 +478,8 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 		_, _ = casStatus(ctx, w.st.Status, st, entry.rev)
 	}
 	w.stats.retried.Add(1)
+	w.cfg.Metrics.retry()
+	attemptFrom(ctx).setOutcome("retried")
 	log.Warn().Err(cause).Dur("delay", w.cfg.NakDelay).Msg("retryable failure; handing back")
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
 }
@@ -505,6 +522,7 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {
 	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, w.cfg.ToolUnavailableWait, hdr)
 	b.journal, b.attempt = j, attempt
+	b.metrics, b.tracer = w.cfg.Metrics, w.tracer
 	b.onCall = func(turn int, name, callID string, args map[string]any) {
 		em.Emit(&messages.Event{Kind: messages.EventToolCall, Turn: turn, Tool: name, CallID: callID, Args: args})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -58,6 +59,12 @@ type RunEnv struct {
 	// Header holds the mission message's headers (trace context); read
 	// only.
 	Header nats.Header
+	// Metrics records model calls and program runs; nil when the worker
+	// has no metrics (its methods then do nothing).
+	Metrics *Metrics
+	// Tracer starts the run's spans (turns, model calls, programs) under
+	// the attempt span the run's ctx carries; nil when tracing is off.
+	Tracer trace.Tracer
 }
 
 // Emitter publishes progress events; Emit does not block on the network and

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -333,6 +334,8 @@ type Toolbox struct {
 	attempt   int
 	turnMu    sync.Mutex
 	turnCalls map[int]int // calls made so far per turn (the call index)
+	metrics   *Metrics
+	tracer    trace.Tracer // nil when tracing is off
 }
 
 // ToolboxConfig configures a stand-alone Toolbox (workers build their own).
@@ -355,6 +358,12 @@ type ToolboxConfig struct {
 	// a discovered tool whose service has no responders (a service
 	// restarting, or resubscribing after a NATS reconnect). Default 3s.
 	UnavailableWait time.Duration
+	// Metrics records the calls (ptc_tool_calls_total, ...); nil: none.
+	Metrics *Metrics
+	// TracerProvider records a client span per call and sends its context
+	// in the request's traceparent header; nil: no spans, Header's trace
+	// context is sent as it is.
+	TracerProvider trace.TracerProvider
 }
 
 // NewToolbox returns a Toolbox calling remote tools over nc outside any
@@ -385,7 +394,12 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 		return nil, err
 	}
 	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait, pins: cfg.ToolPins}
-	return newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.UnavailableWait, cfg.Header), nil
+	b := newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.UnavailableWait, cfg.Header)
+	b.metrics = cfg.Metrics
+	if cfg.TracerProvider != nil {
+		b.tracer = cfg.TracerProvider.Tracer(TracerName)
+	}
+	return b, nil
 }
 
 // checkPins validates a tool → service pin map.
@@ -475,9 +489,14 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		b.onCall(turn, name, callID, args)
 	}
 	replayed := false
+	var span trace.Span
+	ctx, span = startToolSpan(ctx, b.tracer, name, callID)
 	defer func() {
+		d := time.Since(start)
+		b.metrics.toolCall(name, d, err)
+		endSpan(span, err)
 		if b.onResult != nil {
-			b.onResult(turn, name, callID, result, err, time.Since(start), replayed)
+			b.onResult(turn, name, callID, result, err, d, replayed)
 		}
 	}()
 	plain, err := messages.Normalize(args)
@@ -522,6 +541,9 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: nats.Header{}}
 	for k, v := range b.header {
 		msg.Header[k] = v
+	}
+	if span != nil {
+		InjectTrace(ctx, msg.Header)
 	}
 	if b.missionID != "" {
 		msg.Header.Set(messages.HeaderMissionID, b.missionID)

@@ -13,6 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -41,6 +44,8 @@ type CallInfo struct {
 	// Retry counts how many times the calling worker resent this request
 	// after a lost connection or no responders (0 on the first send).
 	Retry int
+	// span is the server span of the call (nil when tracing is off).
+	span trace.Span
 }
 
 type callInfoKey struct{}
@@ -80,6 +85,14 @@ type ToolServiceConfig struct {
 	// Dedup, when set, makes the service run each call at most once per
 	// idempotency key (see DedupConfig); nil runs every request.
 	Dedup *DedupConfig
+	// Metrics records the requests served (ptc_tool_requests_total,
+	// ptc_tool_request_duration_seconds); nil: none. Serve the registry
+	// it was created with on /metrics.
+	Metrics *Metrics
+	// TracerProvider records a server span per request, a child of the
+	// caller's span found in the request's traceparent header; the tool
+	// func's ctx carries it. Nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // ToolService serves Go funcs as tools over NATS: one micro endpoint per
@@ -101,6 +114,7 @@ type ToolService struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	dedup   *dedupStore
+	tracer  trace.Tracer // nil when tracing is off
 }
 
 // NewToolService starts a micro service with no tools on nc.
@@ -123,6 +137,9 @@ func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) 
 	s := &ToolService{nc: nc, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), log: zerolog.Nop()}
 	if cfg.Logger != nil {
 		s.log = cfg.Logger.With().Str("tool_service", cfg.Name).Logger()
+	}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Dedup != nil {
@@ -217,23 +234,43 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.sem }()
-		s.serve(name, fn, reply, data, hdr)
+		start := time.Now()
+		var span trace.Span
+		if s.tracer != nil {
+			_, span = s.tracer.Start(ExtractTrace(context.Background(), nats.Header(hdr)), "tool "+name,
+				trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(AttrTool.String(name), attribute.String("ptc.tool.service", s.cfg.Name)))
+		}
+		code := s.serve(span, name, fn, reply, data, hdr)
+		s.cfg.Metrics.toolServed(s.cfg.Name, name, code, time.Since(start))
+		if span != nil {
+			if code != "ok" {
+				span.SetAttributes(AttrToolCode.String(code))
+				span.SetStatus(codes.Error, code)
+			}
+			span.End()
+		}
 	}()
 }
 
-func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte, hdr micro.Headers) {
+// serve answers one request and returns its outcome: "ok" or the error
+// code sent.
+func (s *ToolService) serve(span trace.Span, name string, fn ToolFunc, reply string, data []byte, hdr micro.Headers) string {
 	if reply == "" {
-		return // nobody waits for an answer
+		return "no_reply" // nobody waits for an answer
 	}
 	ctype := replyType(hdr)
 	var req messages.ToolRequest
 	if err := messages.UnmarshalAs(hdr.Get(messages.HeaderContentType), data, &req); err != nil {
 		s.respondError(reply, ctype, "", messages.ToolErrBadRequest, "undecodable request: "+err.Error())
-		return
+		return messages.ToolErrBadRequest
 	}
 	if err := req.Validate(); err != nil {
 		s.respondError(reply, ctype, req.CallID, messages.ToolErrBadRequest, err.Error())
-		return
+		return messages.ToolErrBadRequest
+	}
+	if span != nil {
+		span.SetAttributes(AttrMissionID.String(req.MissionID), AttrCallID.String(req.CallID))
 	}
 	timeout := s.cfg.DefaultTimeout
 	if ms, err := strconv.ParseInt(hdr.Get(messages.HeaderTimeout), 10, 64); err == nil && ms > 0 {
@@ -243,6 +280,7 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 		IdempotencyKey: hdr.Get(messages.HeaderIdempotencyKey)}
 	ci.Attempt, _ = strconv.Atoi(hdr.Get(messages.HeaderAttempt))
 	ci.Retry, _ = strconv.Atoi(hdr.Get(messages.HeaderRetry))
+	ci.span = span
 	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
 	var out toolOutcome
 	if s.dedup != nil && validDedupKey(ci.IdempotencyKey) {
@@ -251,6 +289,10 @@ func (s *ToolService) serve(name string, fn ToolFunc, reply string, data []byte,
 		out = s.execute(name, fn, &req, ci, timeout, &log)
 	}
 	s.send(reply, ctype, out, &log)
+	if out.Code != "" {
+		return out.Code
+	}
+	return "ok"
 }
 
 // toolOutcome is the answer to one call: a response body, and an error
@@ -270,7 +312,11 @@ func errorOutcome(callID, code, msg string) toolOutcome {
 
 // execute runs the tool func for one call and encodes its outcome.
 func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolRequest, ci CallInfo, timeout time.Duration, log *zerolog.Logger) toolOutcome {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	base := s.ctx
+	if ci.span != nil {
+		base = trace.ContextWithSpan(base, ci.span)
+	}
+	ctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
 	ctx = context.WithValue(ctx, callInfoKey{}, ci)
 	result, err := s.invoke(ctx, fn, req.Args, log)

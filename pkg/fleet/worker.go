@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -81,6 +82,14 @@ type WorkerConfig struct {
 	ToolPins map[string]string
 	// Logger receives the worker's logs; default zerolog.Nop().
 	Logger *zerolog.Logger
+	// Metrics receives the worker's Prometheus metrics (NewMetrics); nil:
+	// none.
+	Metrics *Metrics
+	// TracerProvider records the worker's spans (mission, attempt, tool
+	// calls; the Runner adds its own through RunEnv.Tracer). Build it with
+	// MissionIDGenerator. Nil: no spans, trace headers pass through
+	// unchanged.
+	TracerProvider trace.TracerProvider
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
@@ -166,6 +175,7 @@ type Worker struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	subs      []*nats.Subscription
+	tracer    trace.Tracer // nil when tracing is off
 }
 
 // WorkerStats counts what a worker did since it was created. All counts
@@ -233,6 +243,9 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		stopped:   make(chan struct{}),
 	}
 	w.reg.report = w.reportDiscovery
+	if cfg.TracerProvider != nil {
+		w.tracer = cfg.TracerProvider.Tracer(TracerName)
+	}
 	w.runCtx, w.runCancel = context.WithCancelCause(context.Background())
 	return w, nil
 }

@@ -80,12 +80,21 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 		defer cancel()
 	}
-	step, runErr := a.Run(ctx, agent.RunOptions{
+	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, model: model, subModels: map[string]string{}}
+	if tel.model == "" {
+		tel.model = m.Agent.LLM
+	}
+	for name, sa := range m.Agent.SubAgents {
+		if sa != nil {
+			tel.subModels[name] = sa.LLM
+		}
+	}
+	step, runErr := a.Run(tel.context(ctx), agent.RunOptions{
 		LLM:              model,
 		Registry:         journalModels(r.cfg.Models, env.Journal),
 		Context:          m.Context,
 		ContextSignature: m.ContextSignature,
-		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns},
+		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
 	})
 	if step != nil {
 		step.Usage.Add(unreplayedUsage(env.Journal))
@@ -145,10 +154,12 @@ type observer struct {
 	events    fleet.Emitter
 	subAgents map[string]*messages.AgentSpec
 	turns     *turnTracker
+	tel       *telemetry
 }
 
 func (o observer) Observe(_ context.Context, e agent.Event) {
 	o.turns.observe(e)
+	o.tel.observe(e)
 	ev := &messages.Event{Turn: e.Turn, Time: e.Time, Duration: e.Duration}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()

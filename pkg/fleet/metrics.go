@@ -1,0 +1,300 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Metrics holds the fleet's Prometheus collectors: missions, slots, fetch
+// lag, redeliveries and dead letters (recorded by a Worker), remote tool
+// calls (Toolbox, client side), tool requests served (ToolService, server
+// side), and model calls and program runs (recorded by the Runner through
+// RunEnv.Metrics). Create one per registry with NewMetrics and share it
+// between the workers and tool services of a process. Every method is safe
+// for concurrent use and does nothing on a nil *Metrics, so code records
+// unconditionally and pays nothing when metrics are off.
+//
+// Names follow Prometheus conventions: the ptc_ prefix, base units
+// (seconds), _total counters and histograms for durations. Labels hold only
+// bounded values: priorities, final states, fail reasons, model names, tool
+// names, error codes and limit kinds — never mission ids. A label fed from
+// data (a reason, a tool or model name) keeps at most maxLabelValues distinct
+// values; later ones are counted under "other".
+type Metrics struct {
+	started     *prometheus.CounterVec
+	finished    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	turns       prometheus.Histogram
+	slots       prometheus.Gauge
+	busy        prometheus.Gauge
+	fetchLag    *prometheus.HistogramVec
+	redelivered prometheus.Counter
+	retried     prometheus.Counter
+	handedBack  prometheus.Counter
+	dead        *prometheus.CounterVec
+	fenced      prometheus.Counter
+
+	toolCalls    *prometheus.CounterVec
+	toolDuration *prometheus.HistogramVec
+	served       *prometheus.CounterVec
+	serveTime    *prometheus.HistogramVec
+
+	llmRequests *prometheus.CounterVec
+	llmErrors   *prometheus.CounterVec
+	llmDuration *prometheus.HistogramVec
+	llmTokens   *prometheus.CounterVec
+
+	programs    *prometheus.CounterVec
+	programTime prometheus.Histogram
+	limitHits   *prometheus.CounterVec
+
+	reasons, tools, models, codes labelSet
+}
+
+// maxLabelValues bounds the distinct values of a label fed from data.
+const maxLabelValues = 64
+
+// labelOther replaces label values beyond maxLabelValues or not fit to be
+// a label value.
+const labelOther = "other"
+
+// labelSet admits up to maxLabelValues distinct label values.
+type labelSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *labelSet) get(v string) string {
+	if v == "" {
+		return v
+	}
+	if len(v) > 64 || !messages.ValidName(v) {
+		return labelOther
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[v] {
+		return v
+	}
+	if len(s.seen) >= maxLabelValues {
+		return labelOther
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[v] = true
+	return v
+}
+
+// Duration buckets in seconds: dispatch and tool calls sit in the
+// milliseconds, model calls and missions in seconds to minutes.
+var (
+	fastBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	slowBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+)
+
+// NewMetrics creates the fleet's collectors and registers them with reg
+// (prometheus.NewRegistry(), or prometheus.DefaultRegisterer). Registering
+// twice with one registry fails: share the *Metrics instead.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil {
+		return nil, errors.New("fleet: NewMetrics needs a registerer")
+	}
+	m := &Metrics{
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_missions_started_total",
+			Help: "Mission runs started by this process (every delivery that was claimed), by priority."}, []string{"priority"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_missions_finished_total",
+			Help: "Missions whose result this process stored, by final state and fail reason (empty when succeeded)."}, []string{"state", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_mission_duration_seconds",
+			Help: "Time from submit to stored result, by final state.", Buckets: slowBuckets}, []string{"state"}),
+		turns: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ptc_mission_turns",
+			Help: "Turns (model answers) per finished mission.", Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50}}),
+		slots: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_slots",
+			Help: "Mission slots of the running workers of this process."}),
+		busy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_slots_busy",
+			Help: "Mission slots holding a mission now."}),
+		fetchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_mission_fetch_lag_seconds",
+			Help: "Time a mission waited in the queue before a worker fetched it (first delivery), by priority.", Buckets: slowBuckets}, []string{"priority"}),
+		redelivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "ptc_mission_redeliveries_total",
+			Help: "Deliveries of a mission after its first (a retry, a hand-back or a lost worker)."}),
+		retried: prometheus.NewCounter(prometheus.CounterOpts{Name: "ptc_missions_retried_total",
+			Help: "Retryable failures handed back to the queue with a delay."}),
+		handedBack: prometheus.NewCounter(prometheus.CounterOpts{Name: "ptc_missions_handed_back_total",
+			Help: "Missions handed back to the queue by a draining worker."}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_dead_letters_total",
+			Help: "Mission messages moved to the DEAD stream, by reason (max_deliveries or invalid_mission)."}, []string{"reason"}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "ptc_fenced_runs_total",
+			Help: "Runs stopped because another worker took the mission over."}),
+
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_tool_calls_total",
+			Help: "Remote tool calls made by missions, by tool and error code (ok when it succeeded)."}, []string{"tool", "code"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_tool_call_duration_seconds",
+			Help: "Duration of remote tool calls seen by the caller, by tool.", Buckets: fastBuckets}, []string{"tool"}),
+		served: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_tool_requests_total",
+			Help: "Tool requests served by tool services, by service, tool and error code (ok when it succeeded)."}, []string{"service", "tool", "code"}),
+		serveTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_tool_request_duration_seconds",
+			Help: "Time tool services spent serving a request, by service and tool.", Buckets: fastBuckets}, []string{"service", "tool"}),
+
+		llmRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_llm_requests_total",
+			Help: "Model requests (each retry counts), by model name."}, []string{"model"}),
+		llmErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_llm_request_errors_total",
+			Help: "Model requests that failed, by model name."}, []string{"model"}),
+		llmDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_llm_request_duration_seconds",
+			Help: "Duration of model requests, by model name.", Buckets: slowBuckets}, []string{"model"}),
+		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_llm_tokens_total",
+			Help: "Tokens used by model requests, by model name and kind (input, output, cache_read, cache_write)."}, []string{"model", "kind"}),
+
+		programs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_program_runs_total",
+			Help: "PTC-Lisp programs run, by outcome (ok, or the error reason: type_error, timeout, step_limit, ...)."}, []string{"outcome"}),
+		programTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ptc_program_duration_seconds",
+			Help: "Duration of PTC-Lisp program runs, tool calls included.", Buckets: fastBuckets}),
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_program_limit_hits_total",
+			Help: "PTC-Lisp programs stopped by a limit, by kind (timeout, memory_limit, step_limit, loop_limit, depth_limit)."}, []string{"kind"}),
+	}
+	for _, c := range []prometheus.Collector{
+		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.fetchLag, m.redelivered,
+		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
+		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("fleet: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// LLMCall records one model request: the model's name as the worker's
+// registry knows it, its duration, token counts and whether it failed.
+func (m *Metrics) LLMCall(model string, d time.Duration, input, output, cacheRead, cacheWrite int64, failed bool) {
+	if m == nil {
+		return
+	}
+	model = m.models.get(model)
+	m.llmRequests.WithLabelValues(model).Inc()
+	if failed {
+		m.llmErrors.WithLabelValues(model).Inc()
+	}
+	m.llmDuration.WithLabelValues(model).Observe(d.Seconds())
+	for _, t := range [...]struct {
+		kind string
+		n    int64
+	}{{"input", input}, {"output", output}, {"cache_read", cacheRead}, {"cache_write", cacheWrite}} {
+		if t.n > 0 {
+			m.llmTokens.WithLabelValues(model, t.kind).Add(float64(t.n))
+		}
+	}
+}
+
+// ProgramRun records one program run: its duration and its outcome, "ok"
+// or the error's reason; limit is the limit that stopped it ("" when none).
+func (m *Metrics) ProgramRun(d time.Duration, outcome, limit string) {
+	if m == nil {
+		return
+	}
+	m.programs.WithLabelValues(m.codes.get(outcome)).Inc()
+	m.programTime.Observe(d.Seconds())
+	if limit != "" {
+		m.limitHits.WithLabelValues(m.codes.get(limit)).Inc()
+	}
+}
+
+func (m *Metrics) missionStarted(priority string, attempt int, queued time.Time) {
+	if m == nil {
+		return
+	}
+	m.started.WithLabelValues(priority).Inc()
+	if attempt > 1 {
+		m.redelivered.Inc()
+	} else if !queued.IsZero() {
+		m.fetchLag.WithLabelValues(priority).Observe(max(time.Since(queued), 0).Seconds())
+	}
+}
+
+func (m *Metrics) missionFinished(state string, step *messages.Step, submitted time.Time) {
+	if m == nil {
+		return
+	}
+	reason := ""
+	if step != nil && step.Fail != nil {
+		reason = m.reasons.get(step.Fail.Reason)
+	}
+	m.finished.WithLabelValues(state, reason).Inc()
+	if !submitted.IsZero() {
+		m.duration.WithLabelValues(state).Observe(max(time.Since(submitted), 0).Seconds())
+	}
+	if step != nil && step.Usage.Turns > 0 {
+		m.turns.Observe(float64(step.Usage.Turns))
+	}
+}
+
+func (m *Metrics) addSlots(n int) {
+	if m != nil {
+		m.slots.Add(float64(n))
+	}
+}
+
+func (m *Metrics) slotBusy(n int) {
+	if m != nil {
+		m.busy.Add(float64(n))
+	}
+}
+
+func (m *Metrics) fencedRun() {
+	if m != nil {
+		m.fenced.Inc()
+	}
+}
+
+func (m *Metrics) retry() {
+	if m != nil {
+		m.retried.Inc()
+	}
+}
+
+func (m *Metrics) handBack() {
+	if m != nil {
+		m.handedBack.Inc()
+	}
+}
+
+func (m *Metrics) deadLetter(reason string) {
+	if m != nil {
+		m.dead.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) toolCall(tool string, d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	tool = m.tools.get(tool)
+	m.toolCalls.WithLabelValues(tool, m.codes.get(toolErrCode(err))).Inc()
+	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+func (m *Metrics) toolServed(service, tool, code string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	tool = m.tools.get(tool)
+	m.served.WithLabelValues(service, tool, m.codes.get(code)).Inc()
+	m.serveTime.WithLabelValues(service, tool).Observe(d.Seconds())
+}
+
+// toolErrCode is the metric code of a tool call's outcome.
+func toolErrCode(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var te *ToolError
+	if errors.As(err, &te) && te.Code != "" {
+		return te.Code
+	}
+	return "canceled"
+}
