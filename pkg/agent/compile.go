@@ -941,15 +941,9 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 		if t.initErr != nil {
 			return nil, invalidCompiled(field+".signature", "%s", t.initErr.Error())
 		}
-		bt := &boundTool{name: name, tool: t}
-		if t.Signature != "" {
-			ts, err := signature.Parse(t.Signature)
-			if err != nil {
-				return nil, invalidCompiled(field+".signature", "%s", err.Error())
-			}
-			if !t.skip {
-				bt.sig = ts
-			}
+		bt, err := bindTool(name, t)
+		if err != nil {
+			return nil, invalidCompiled(field+".signature", "%s", err.Error())
 		}
 		tools[name] = bt
 	}

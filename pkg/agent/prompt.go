@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -76,13 +75,7 @@ func (a *Agent) toolSchemas() []ToolSchema {
 	out := make([]ToolSchema, 0, len(a.toolKeys))
 	for _, name := range a.toolKeys {
 		bt := a.tools[name]
-		sig := "(args :map) -> :any"
-		if bt.tool.Signature != "" {
-			if s, err := signature.Parse(bt.tool.Signature); err == nil {
-				sig = s.Public().String()
-			}
-		}
-		out = append(out, ToolSchema{Name: name, Signature: sig, Description: bt.tool.Description})
+		out = append(out, ToolSchema{Name: name, Signature: bt.publicSignature(), Description: bt.tool.Description})
 	}
 	return out
 }
@@ -103,16 +96,9 @@ func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
 	} else if len(a.toolKeys) == 0 {
 		b.WriteString("(none)\n")
 	}
-	if len(a.spec.ToolCatalog) > 0 {
+	if len(a.catalog) > 0 {
 		b.WriteString("\n## Tools for planning only (do not call)\n")
-		cat := append([]messages.ToolSchema(nil), a.spec.ToolCatalog...)
-		sort.Slice(cat, func(i, j int) bool { return cat[i].Name < cat[j].Name })
-		for _, ts := range cat {
-			if ts.Signature != "" {
-				if s, err := signature.Parse(ts.Signature); err == nil {
-					ts.Signature = s.Public().String()
-				}
-			}
+		for _, ts := range a.catalog {
 			writeToolLine(&b, ts)
 		}
 	}

@@ -159,6 +159,9 @@ type Agent struct {
 	tmpl     *Template
 	tools    map[string]*boundTool
 	toolKeys []string
+	// catalog is spec.ToolCatalog sorted by name, signatures in their
+	// public form (parsed once, in New).
+	catalog []messages.ToolSchema
 
 	// sysPrompt caches the static system prompt (built on first use).
 	sysPrompt func() string
@@ -167,7 +170,33 @@ type Agent struct {
 type boundTool struct {
 	name string
 	tool Tool
-	sig  *signature.Signature // nil: no validation
+	decl *signature.Signature // the tool's signature, parsed; nil when it has none
+	sig  *signature.Signature // the signature calls are validated with; nil: no validation
+}
+
+// bindTool parses a tool's signature once; the error is the parser's.
+func bindTool(name string, t Tool) (*boundTool, error) {
+	bt := &boundTool{name: name, tool: t}
+	if t.Signature != "" {
+		s, err := signature.Parse(t.Signature)
+		if err != nil {
+			return nil, err
+		}
+		bt.decl = s
+		if !t.skip {
+			bt.sig = s
+		}
+	}
+	return bt, nil
+}
+
+// publicSignature renders a tool's signature for the model (firewalled
+// fields left out), or the signature of a tool that declares none.
+func (bt *boundTool) publicSignature() string {
+	if bt.decl == nil {
+		return "(args :map) -> :any"
+	}
+	return bt.decl.Public().String()
 }
 
 var reservedTools = []string{"return", "fail"}
@@ -228,16 +257,11 @@ func New(spec Spec) (*Agent, error) {
 		if t.fn == nil && t.sub == nil {
 			return nil, specErr(field, "tool has no function", nil)
 		}
-		bt := &boundTool{name: name, tool: t}
-		if t.Signature != "" {
-			s, err := signature.Parse(t.Signature)
-			if err != nil {
-				return nil, specErr(field+".signature", err.Error(), err)
-			}
-			if !t.skip {
-				bt.sig = s
-			}
-		} else if spec.Validation == signature.Strict {
+		bt, err := bindTool(name, t)
+		if err != nil {
+			return nil, specErr(field+".signature", err.Error(), err)
+		}
+		if bt.decl == nil && spec.Validation == signature.Strict {
 			return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
 		}
 		a.tools[name] = bt
@@ -251,11 +275,15 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr(field+".name", "tool name is required", nil)
 		}
 		if ts.Signature != "" {
-			if _, err := signature.Parse(ts.Signature); err != nil {
+			s, err := signature.Parse(ts.Signature)
+			if err != nil {
 				return nil, specErr(field+".signature", err.Error(), err)
 			}
+			ts.Signature = s.Public().String()
 		}
+		a.catalog = append(a.catalog, ts)
 	}
+	slices.SortFunc(a.catalog, func(x, y messages.ToolSchema) int { return strings.Compare(x.Name, y.Name) })
 	if spec.Output == OutputText {
 		if err := a.checkText(); err != nil {
 			return nil, err

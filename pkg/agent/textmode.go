@@ -194,16 +194,14 @@ func (a *Agent) nativeToolSpecs() []llm.ToolSpec {
 		bt := a.tools[name]
 		ts := llm.ToolSpec{Name: api[name], Description: bt.tool.Description,
 			InputSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
-		if bt.tool.Signature != "" {
-			if s, err := signature.Parse(bt.tool.Signature); err == nil {
-				pub := s.Public()
-				ts.InputSchema = pub.InputSchema()
-				ret := "Returns: " + signature.PromptType(pub.Output)
-				if ts.Description == "" {
-					ts.Description = ret
-				} else {
-					ts.Description += "\n" + ret
-				}
+		if bt.decl != nil {
+			pub := bt.decl.Public()
+			ts.InputSchema = pub.InputSchema()
+			ret := "Returns: " + signature.PromptType(pub.Output)
+			if ts.Description == "" {
+				ts.Description = ret
+			} else {
+				ts.Description += "\n" + ret
 			}
 		}
 		out = append(out, ts)

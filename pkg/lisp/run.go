@@ -36,7 +36,9 @@ type Options struct {
 	// Tools are the tools the program may call.
 	Tools Tools
 	// Signature, when set, validates the returned value (pkg/signature
-	// syntax, e.g. "{count :int}" or "() -> [:string]").
+	// syntax, e.g. "{count :int}" or "() -> [:string]"). It is parsed once,
+	// before the program runs; a signature that does not parse fails the
+	// run with a value error.
 	Signature string
 	// Timeout is the wall-clock limit (default DefaultTimeout); the run's
 	// ctx deadline applies too.
@@ -126,6 +128,8 @@ type Result struct {
 	Steps int64
 	// Duration is the wall time of the run.
 	Duration time.Duration
+
+	sig *signature.Signature // Options.Signature, parsed
 }
 
 // Exec parses, compiles and runs source. It always returns a non-nil
@@ -157,6 +161,14 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	}
 	if len(source) > maxSrc {
 		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
+	}
+
+	if opts.Signature != "" {
+		s, serr := signature.Parse(opts.Signature)
+		if serr != nil {
+			return fail(&Error{Kind: KindValue, Msg: "invalid signature: " + serr.Error(), Err: serr})
+		}
+		res.sig = s
 	}
 
 	h := &host{tools: opts.Tools, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
@@ -284,8 +296,8 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 				Hint: "store less data in memory; keep only what later turns need"})
 		}
 	}
-	if opts.Signature != "" {
-		if verr := validateSignature(opts.Signature, res.Value); verr != nil {
+	if res.sig != nil {
+		if verr := validateSignature(res.sig, res.Value); verr != nil {
 			return fail(verr)
 		}
 	}
@@ -416,10 +428,8 @@ func Run(ctx context.Context, source string, opts Options) (*messages.Step, erro
 // Step converts a Result to a messages.Step.
 func (r *Result) Step(source string, opts Options) *messages.Step {
 	st := &messages.Step{Version: messages.StepVersion, Signature: opts.Signature, Prints: r.Prints}
-	if opts.Signature != "" {
-		if s, err := signature.Parse(opts.Signature); err == nil {
-			st.Signature = s.String()
-		}
+	if r.sig != nil {
+		st.Signature = r.sig.String()
 	}
 	turn := messages.Turn{Number: 1, Program: source, ToolCalls: r.ToolCalls, Prints: r.Prints,
 		StartedAt: time.Now().Add(-r.Duration), Duration: r.Duration}
@@ -455,11 +465,7 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 
 // validateSignature checks the returned value against the signature's
 // output type, on the value as the host sees it (ToGo's key rule).
-func validateSignature(sig string, v Value) *Error {
-	s, err := signature.Parse(sig)
-	if err != nil {
-		return &Error{Kind: KindValue, Msg: "invalid signature: " + err.Error(), Err: err}
-	}
+func validateSignature(s *signature.Signature, v Value) *Error {
 	if verr := s.ValidateOutput(ToGo(v), signature.Enabled); verr != nil {
 		return &Error{Kind: KindValidation, Msg: "return type validation failed: " + strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(verr.Error()), "\n- ", "; "), "- "), Err: verr,
 			Hint: "return a value of type " + s.PromptOutput()}

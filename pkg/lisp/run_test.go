@@ -73,6 +73,24 @@ func TestRunFailures(t *testing.T) {
 	}
 }
 
+// A signature is parsed before the program runs: one that does not parse
+// fails the run without calling any tool.
+func TestRunInvalidSignature(t *testing.T) {
+	called := false
+	tools := Tools{"t": ToolFunc(func(context.Context, map[string]any) (any, error) { called = true; return 1, nil })}
+	step, err := Run(context.Background(), `(tool/t)`, Options{Tools: tools, Signature: "{count :integer}"})
+	if err == nil || !strings.Contains(err.Error(), "invalid signature") || step.Fail == nil {
+		t.Fatalf("err %v, step %+v", err, step)
+	}
+	if called {
+		t.Fatal("the program ran with an invalid signature")
+	}
+	step, err = Run(context.Background(), `{:count 1}`, Options{Signature: "{count   :int}"})
+	if err != nil || step.Signature != "() -> {count :int}" {
+		t.Fatalf("err %v, signature %q (want the parsed form)", err, step.Signature)
+	}
+}
+
 func TestMemoryContract(t *testing.T) {
 	res, err := Exec(context.Background(), `{:total 5 :items [1 2] :return "done"}`, Options{MemoryContract: true, Memory: map[string]any{"k": int64(1)}})
 	if err != nil {
