@@ -10,6 +10,11 @@
 //
 // On SIGTERM the worker drains: readiness fails, it stops fetching, lets
 // running missions finish for -drain-grace, then hands the rest back.
+//
+// `worker setup` is the administrator's step instead: it creates or
+// updates the streams, consumers and buckets (-replicas, -ack-wait,
+// -max-deliver) and exits; workers run with -verify-layout need no
+// permission to create them (docs/security.md).
 package main
 
 import (
@@ -23,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/cli"
@@ -142,8 +149,52 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(out)
 	c.register(fs)
-	cli.Usage(fs, "worker [flags]")
+	cli.Usage(fs, "worker [setup] [flags]")
 	return fs
+}
+
+// runSetup is `worker setup`: the administrator's step that creates or
+// updates the fleet's streams, consumers and buckets (fleet.EnsureStores
+// with -replicas, -ack-wait and -max-deliver) and exits. Workers started
+// with -verify-layout then only wait for that layout, so they need no
+// permission to create or change it.
+func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, getenv func(string) string, logOut io.Writer) error {
+	if err := cli.ApplyEnv(fs, getenv); err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.nats.URL == "" {
+		return errors.New("setup needs a NATS URL (-nats-url)")
+	}
+	log, err := c.log.Logger(logOut, "worker-setup")
+	if err != nil {
+		return err
+	}
+	c.nats.Name = "ptc-worker-setup"
+	opts, err := c.nats.Options(log)
+	if err != nil {
+		return err
+	}
+	nc, err := cli.Connect(ctx, c.nats.URL, opts, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	store := fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver,
+		OnRetry: func(what string, err error, wait time.Duration) {
+			log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("layout not set up yet; retrying")
+		}}
+	if _, err := fleet.EnsureStores(ctx, js, store); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	log.Info().Int("replicas", c.replicas).Dur("ack_wait", c.ackWait).Int("max_deliver", c.maxDeliver).Msg("layout ready")
+	return nil
 }
 
 // run is the whole worker; ready (if not nil) receives the health address
@@ -151,11 +202,18 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 func run(ctx context.Context, args []string, getenv func(string) string, environ []string, logOut io.Writer, ready chan<- string) error {
 	var c config
 	fs := flagSet(&c, logOut)
+	setup := len(args) > 0 && args[0] == "setup"
+	if setup {
+		args = args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if setup {
+		return runSetup(ctx, &c, fs, getenv, logOut)
 	}
 	if err := cli.ApplyEnv(fs, getenv); err != nil {
 		return err

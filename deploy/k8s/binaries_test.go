@@ -99,7 +99,8 @@ func waitStatus(url string, want int, within time.Duration, done chan error) err
 // TestBinariesRunWithManifestEnv starts the real binaries with the
 // environment their manifests give them, against a NATS server with the
 // manifests' users and permissions (one server, so PTC_REPLICAS is 1 and
-// the health port is a free one): the worker and the tool service become
+// the health port is a free one): the setup Job creates the layout, the
+// worker (which may only verify it) and the tool service become
 // ready, report ready on /readyz and stop cleanly on SIGTERM within the
 // pod's termination grace; the dispatcher Job's command submits the
 // example mission. No worker runs while that mission is queued, so no
@@ -110,9 +111,28 @@ func TestBinariesRunWithManifestEnv(t *testing.T) {
 	srv := startAuthServer(t, ns)
 	bins := buildBinaries(t)
 	byBinary := map[string]ptcContainer{}
+	var setup *ptcContainer
 	for _, pc := range ptcContainers(t, ms) {
+		if pc.isSetup() {
+			setup = &pc
+			continue
+		}
 		if _, ok := byBinary[pc.binary]; !ok || pc.pod.Spec.RestartPolicy == corev1.RestartPolicyNever && strings.Contains(pc.where, "Job/") {
 			byBinary[pc.binary] = pc
+		}
+	}
+	// The setup Job creates the layout the workers only verify.
+	if setup == nil {
+		t.Fatal("no container runs worker setup")
+	}
+	{
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, setup.binary), setup.c.Args...)
+		cmd.Env = processEnv(t, *setup, ns, map[string]string{"PTC_NATS_URL": srv.ClientURL(), "PTC_REPLICAS": "1"})
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil || !strings.Contains(string(out), "layout ready") {
+			t.Fatalf("worker setup: %v\n%s", err, out)
 		}
 	}
 	for _, name := range []string{"shoptools", "worker"} {

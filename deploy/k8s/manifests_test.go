@@ -289,7 +289,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	// The deployment the issue asks for.
 	for kind, min := range map[string]int{
 		"StatefulSet": 1, "Deployment": 2, "Service": 2, "ConfigMap": 2, "Secret": 2,
-		"PodDisruptionBudget": 3, "NetworkPolicy": 4, "ServiceAccount": 2, "Job": 1, "CronJob": 1,
+		"PodDisruptionBudget": 3, "NetworkPolicy": 4, "ServiceAccount": 2, "Job": 2, "CronJob": 1,
 		"ScaledObject": 1, "HorizontalPodAutoscaler": 1, "Namespace": 1, "PodMonitor": 1,
 	} {
 		if count[kind] < min {

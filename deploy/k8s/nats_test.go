@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -76,8 +77,23 @@ func authUsers(t *testing.T, path string) []natsUser {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	auth, _ := m["authorization"].(map[string]any)
-	return toUsers(t, auth["users"])
+	accounts, _ := m["accounts"].(map[string]any)
+	var all []any
+	for _, name := range sortedNames(accounts) {
+		a, _ := accounts[name].(map[string]any)
+		users, _ := a["users"].([]any)
+		all = append(all, users...)
+	}
+	return toUsers(t, all)
+}
+
+func sortedNames(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func toUsers(t *testing.T, v any) []natsUser {
@@ -282,9 +298,10 @@ func TestHelmValuesMatchManifests(t *testing.T) {
 				Port    int  `json:"port"`
 			} `json:"monitor"`
 			Merge struct {
-				Authorization struct {
-					Users []any `json:"users"`
-				} `json:"authorization"`
+				Accounts map[string]struct {
+					JetStream string `json:"jetstream"`
+					Users     []any  `json:"users"`
+				} `json:"accounts"`
 			} `json:"merge"`
 		} `json:"config"`
 		Container struct {
@@ -304,7 +321,19 @@ func TestHelmValuesMatchManifests(t *testing.T) {
 		t.Errorf("cluster/jetstream/monitor settings differ from the StatefulSet: %+v", c)
 	}
 	want := authUsers(t, filepath.Join(ns.dir, "auth.conf"))
-	got := toUsers(t, c.Merge.Authorization.Users)
+	var helmUsers []any
+	var names []string
+	for name := range c.Merge.Accounts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if c.Merge.Accounts[name].JetStream != "enabled" {
+			t.Errorf("account %s: jetstream %q", name, c.Merge.Accounts[name].JetStream)
+		}
+		helmUsers = append(helmUsers, c.Merge.Accounts[name].Users...)
+	}
+	got := toUsers(t, helmUsers)
 	// Passwords: "<< $VAR >>" in the chart, $VAR (resolved) in auth.conf.
 	for _, u := range got {
 		pw := fmt.Sprint(u["password"])
@@ -402,6 +431,10 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 
 	env := map[string]map[string]string{}
 	for _, pc := range ptcContainers(t, ms) {
+		if pc.isSetup() {
+			env["setup"] = pc.env
+			continue
+		}
 		env[pc.binary] = pc.env
 	}
 	as := func(binary string) *role {
@@ -410,6 +443,16 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+
+	// The admin's setup step creates the layout; no other role may.
+	admin := as("setup")
+	adminJS, err := jetstream.New(admin.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fleet.EnsureStores(ctx, adminJS, fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3}); err != nil {
+		t.Fatalf("setup as admin: %v", err)
+	}
 
 	tools := as("shoptools")
 	svc, err := fleet.NewToolService(tools.nc, fleet.ToolServiceConfig{Name: shop.ServiceName})
@@ -423,7 +466,7 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 
 	worker := as("worker")
 	w, err := fleet.NewWorker(worker.nc, fleet.WorkerConfig{
-		ID: "w1", Slots: 2, Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3},
+		ID: "w1", Slots: 2, Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3, VerifyOnly: true},
 		IdleWait: 100 * time.Millisecond, DrainGrace: time.Second, ToolTimeout: 5 * time.Second,
 		DiscoveryWait: 200 * time.Millisecond,
 		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {

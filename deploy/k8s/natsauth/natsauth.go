@@ -1,0 +1,296 @@
+// Package natsauth is the one source of the fleet's NATS accounts, users and
+// permissions. The auth.conf of deploy/k8s/nats/config.yaml and the
+// accounts of deploy/k8s/helm/nats-values.yaml are generated from it
+// (TestNATSAuthGenerated fails when either drifts; run it with -update to
+// rewrite them), and the permissions derive from pkg/messages' stream,
+// bucket and subject names, so a renamed subject cannot leave a stale
+// permission behind.
+//
+// Each tenant is a NATS account with its own JetStream layout, workers and
+// tool service users: accounts share nothing, so one tenant's submitters
+// can neither see nor touch another's missions, results, status, contexts
+// or events. Inside an account each role gets only the JetStream API
+// subjects it needs, per stream and consumer: streams, consumers and
+// buckets are created by the admin user (the `worker setup` Job), never by
+// workers or submitters.
+package natsauth
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Account is one tenant: a NATS account with JetStream and the fleet's
+// users.
+type Account struct {
+	// Name is the NATS account name ("PTC").
+	Name string
+	// UserPrefix prefixes every user and password variable of the account
+	// ("" for the shipped account: users dispatcher, worker, ...; "acme"
+	// gives acme-dispatcher and NATS_ACME_DISPATCHER_PASSWORD).
+	UserPrefix string
+	// ToolServices are the tool services with a user in this account, by
+	// micro service name; the user is <service>tools. Workers may call
+	// only these services' tools.
+	ToolServices []string
+}
+
+// Shipped is the layout of deploy/k8s: one tenant account.
+func Shipped() []Account {
+	return []Account{{Name: "PTC", ToolServices: []string{"shop"}}}
+}
+
+// Role names.
+const (
+	RoleDispatcher = "dispatcher"
+	RoleWorker     = "worker"
+	RoleAdmin      = "admin"
+)
+
+// Inbox is the inbox prefix a role's connections use
+// (PTC_NATS_INBOX_PREFIX); a role may read only its own inboxes.
+func Inbox(role string) string { return "_INBOX_" + role }
+
+// User is one user of an account with its permissions; nil lists mean
+// "no restriction" (the admin).
+type User struct {
+	Name        string
+	PasswordVar string
+	// Role is RoleDispatcher, RoleWorker, RoleAdmin or "tools:<service>".
+	Role           string
+	Restricted     bool
+	PubAllow       []string
+	PubDeny        []string
+	SubAllow       []string
+	AllowResponses bool
+}
+
+// Users returns the users of account a.
+func (a Account) Users() []User {
+	name := func(role string) string {
+		if a.UserPrefix == "" {
+			return role
+		}
+		return a.UserPrefix + "-" + role
+	}
+	pw := func(role string) string {
+		v := "NATS_" + strings.ToUpper(role) + "_PASSWORD"
+		if a.UserPrefix != "" {
+			v = "NATS_" + strings.ToUpper(a.UserPrefix) + "_" + strings.ToUpper(role) + "_PASSWORD"
+		}
+		return strings.ReplaceAll(v, "-", "_")
+	}
+	users := []User{
+		{Name: name(RoleDispatcher), PasswordVar: pw(RoleDispatcher), Role: RoleDispatcher, Restricted: true,
+			PubAllow: dispatcherPublish(), SubAllow: []string{Inbox(RoleDispatcher) + ".>", messages.SubjectResultPrefix + "*"}},
+		{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
+			PubAllow: workerPublish(a.ToolServices),
+			SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard,
+				"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"}},
+	}
+	for _, svc := range a.ToolServices {
+		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
+			PubDeny: []string{">"}, SubAllow: []string{messages.ToolSubject(svc, "*"), "$SRV.>"}, AllowResponses: true})
+	}
+	return append(users, User{Name: name(RoleAdmin), PasswordVar: pw(RoleAdmin), Role: RoleAdmin})
+}
+
+const api = "$JS.API."
+
+func streamInfo(streams ...string) []string {
+	var out []string
+	for _, s := range streams {
+		out = append(out, api+"STREAM.INFO."+s)
+	}
+	return out
+}
+
+// directGet allows reading single messages of stream s (direct get and
+// the message get API): results, status entries, object metadata.
+func directGet(s string) []string {
+	return []string{api + "DIRECT.GET." + s + ".>", api + "STREAM.MSG.GET." + s}
+}
+
+// orderedRead allows an ordered (ephemeral, pull) consumer on stream s: to
+// create it, pull from it, read and delete it.
+func orderedRead(s string) []string {
+	return []string{api + "CONSUMER.CREATE." + s + ".>", api + "CONSUMER.MSG.NEXT." + s + ".>",
+		api + "CONSUMER.INFO." + s + ".>", api + "CONSUMER.DELETE." + s + ".>"}
+}
+
+var (
+	kvStream  = "KV_" + messages.BucketStatus
+	objStream = "OBJ_" + messages.BucketContext
+)
+
+// bindStreams are the stores a client binds to (fleet.NewClient).
+func bindStreams() []string {
+	return []string{messages.StreamMissions, messages.StreamResults, messages.StreamEvents, messages.StreamDead, kvStream, objStream}
+}
+
+func workerConsumers(verb string) []string {
+	var out []string
+	for _, p := range messages.Priorities() {
+		out = append(out, api+"CONSUMER."+verb+"."+messages.StreamMissions+"."+fleet.ConsumerName(p))
+	}
+	return out
+}
+
+// dispatcherPublish: submit, cancel, status, large contexts, results and
+// events of its account; no stream, consumer or bucket management, no
+// purge, no tool call.
+func dispatcherPublish() []string {
+	l := []string{api + "INFO"}
+	l = append(l, streamInfo(bindStreams()...)...)
+	l = append(l, workerConsumers("INFO")...)
+	l = append(l, directGet(messages.StreamResults)...)
+	l = append(l, directGet(kvStream)...)
+	l = append(l, directGet(objStream)...)
+	l = append(l, orderedRead(messages.StreamEvents)...)
+	return append(l,
+		messages.SubjectSubmitPrefix+"*",
+		messages.CancelWildcard,
+		// Cancelling a queued mission stores its cancelled result.
+		messages.SubjectResultPrefix+"*",
+		"$KV."+messages.BucketStatus+".>",
+		"$O."+messages.BucketContext+".>",
+	)
+}
+
+// workerPublish: pull and settle missions, store results, events, dead
+// letters, journal entries and status, read contexts, discover tools and
+// call the listed services' tools; verify (never create or change) the
+// layout.
+func workerPublish(services []string) []string {
+	l := []string{api + "INFO"}
+	l = append(l, streamInfo(append(bindStreams(), messages.StreamJournal)...)...)
+	l = append(l, workerConsumers("INFO")...)
+	l = append(l, workerConsumers("MSG.NEXT")...)
+	l = append(l, "$JS.ACK."+messages.StreamMissions+".>")
+	// Dead-lettering a mission whose worker died reads and removes it.
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.DELETE."+messages.StreamMissions)
+	l = append(l, directGet(messages.StreamResults)...)
+	l = append(l, directGet(kvStream)...)
+	l = append(l, directGet(objStream)...)
+	l = append(l, orderedRead(objStream)...)
+	l = append(l, orderedRead(messages.StreamJournal)...)
+	l = append(l,
+		messages.SubjectResultPrefix+"*",
+		messages.SubjectEventPrefix+"*.*",
+		messages.SubjectDeadPrefix+"*",
+		messages.SubjectJournalPrefix+"*",
+		"$KV."+messages.BucketStatus+".>",
+		"$SRV.INFO",
+	)
+	for _, svc := range services {
+		l = append(l, messages.ToolSubject(svc, "*"))
+	}
+	return l
+}
+
+// AuthConf renders accounts as the auth.conf NATS includes.
+func AuthConf(accounts []Account) string {
+	var b strings.Builder
+	b.WriteString("# Generated from deploy/k8s/natsauth; do not edit. Change natsauth and run\n")
+	b.WriteString("#   go test ./deploy/k8s -run TestNATSAuthGenerated -update\n")
+	b.WriteString("accounts {\n")
+	for _, a := range accounts {
+		fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n    users: [\n", a.Name)
+		for _, u := range a.Users() {
+			fmt.Fprintf(&b, "      {\n        user: %q\n        password: $%s\n", u.Name, u.PasswordVar)
+			if u.Restricted {
+				b.WriteString("        permissions: {\n")
+				writePerm(&b, "publish", u.PubAllow, u.PubDeny)
+				writePerm(&b, "subscribe", u.SubAllow, nil)
+				if u.AllowResponses {
+					b.WriteString("          allow_responses: true\n")
+				}
+				b.WriteString("        }\n")
+			}
+			b.WriteString("      }\n")
+		}
+		b.WriteString("    ]\n  }\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func writePerm(b *strings.Builder, dir string, allow, deny []string) {
+	if allow == nil && deny == nil {
+		return
+	}
+	fmt.Fprintf(b, "          %s: {\n", dir)
+	for _, l := range []struct {
+		kind string
+		subs []string
+	}{{"allow", allow}, {"deny", deny}} {
+		if l.subs == nil {
+			continue
+		}
+		fmt.Fprintf(b, "            %s: [\n", l.kind)
+		for _, s := range l.subs {
+			fmt.Fprintf(b, "              %q\n", s)
+		}
+		b.WriteString("            ]\n")
+	}
+	b.WriteString("          }\n")
+}
+
+// HelmAccounts renders accounts as the value of config.merge.accounts of
+// the official NATS chart: the same users and permissions, passwords as
+// "<< $VAR >>" so the chart writes the variable unquoted.
+func HelmAccounts(accounts []Account) map[string]any {
+	out := map[string]any{}
+	for _, a := range accounts {
+		var users []any
+		for _, u := range a.Users() {
+			m := map[string]any{"user": u.Name, "password": "<< $" + u.PasswordVar + " >>"}
+			if u.Restricted {
+				p := map[string]any{}
+				if pub := perm(u.PubAllow, u.PubDeny); pub != nil {
+					p["publish"] = pub
+				}
+				if sub := perm(u.SubAllow, nil); sub != nil {
+					p["subscribe"] = sub
+				}
+				if u.AllowResponses {
+					p["allow_responses"] = true
+				}
+				m["permissions"] = p
+			}
+			users = append(users, m)
+		}
+		out[a.Name] = map[string]any{"jetstream": "enabled", "users": users}
+	}
+	return out
+}
+
+func perm(allow, deny []string) map[string]any {
+	if allow == nil && deny == nil {
+		return nil
+	}
+	m := map[string]any{}
+	if allow != nil {
+		m["allow"] = allow
+	}
+	if deny != nil {
+		m["deny"] = deny
+	}
+	return m
+}
+
+// PasswordVars lists every password variable of accounts, sorted.
+func PasswordVars(accounts []Account) []string {
+	var out []string
+	for _, a := range accounts {
+		for _, u := range a.Users() {
+			out = append(out, u.PasswordVar)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

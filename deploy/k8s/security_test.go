@@ -1,0 +1,291 @@
+package k8s_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// fleetAccount is one tenant account of a running test server: its roles
+// connected, its layout set up by its admin, a tool service, a worker and
+// a client.
+type fleetAccount struct {
+	dispatcher, worker, tools, admin *role
+	client                           *fleet.Client
+}
+
+// startAccount sets up account a's layout as its admin and starts its
+// shop tool service and a worker (which only verifies the layout), all
+// connected as their own users with their roles' inbox prefixes.
+func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a natsauth.Account) *fleetAccount {
+	t.Helper()
+	users := map[string]natsauth.User{}
+	for _, u := range a.Users() {
+		users[u.Role] = u
+	}
+	as := func(role, inbox string) *role {
+		u := users[role]
+		pw := os.Getenv(u.PasswordVar)
+		if pw == "" {
+			t.Fatalf("no test password for %s", u.PasswordVar)
+		}
+		return connectAs(t, url, u.Name, pw, inbox)
+	}
+	fa := &fleetAccount{
+		admin:      as(natsauth.RoleAdmin, ""),
+		dispatcher: as(natsauth.RoleDispatcher, natsauth.Inbox(natsauth.RoleDispatcher)),
+		worker:     as(natsauth.RoleWorker, natsauth.Inbox(natsauth.RoleWorker)),
+		tools:      as("tools:"+shop.ServiceName, ""),
+	}
+	store := fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3}
+	js, err := jetstream.New(fa.admin.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fleet.EnsureStores(ctx, js, store); err != nil {
+		t.Fatalf("%s: setup as admin: %v", a.Name, err)
+	}
+	svc, err := fleet.NewToolService(fa.tools.nc, fleet.ToolServiceConfig{Name: shop.ServiceName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := shop.Generate(20, 50, 10).Register(svc); err != nil {
+		t.Fatal(err)
+	}
+	store.VerifyOnly = true
+	w, err := fleet.NewWorker(fa.worker.nc, fleet.WorkerConfig{
+		ID: a.Name + "-w", Slots: 2, Store: store, IdleWait: 100 * time.Millisecond, DrainGrace: time.Second,
+		ToolTimeout: 5 * time.Second, DiscoveryWait: 200 * time.Millisecond,
+		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			got, err := env.Tools.Call(ctx, "list_customers", map[string]any{"region": "north"})
+			if err != nil {
+				return nil, err
+			}
+			return &messages.Step{Return: map[string]any{"account": a.Name, "customers": got, "context": len(m.Context)}}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatalf("%s: worker start: %v", a.Name, err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	fa.client, err = fleet.NewClient(ctx, fa.dispatcher.nc, fleet.ClientConfig{SkipSetup: true, InlineContextBytes: 1024})
+	if err != nil {
+		t.Fatalf("%s: client: %v", a.Name, err)
+	}
+	return fa
+}
+
+// bigMission lists customers through the shop tool, with a context large
+// enough to be stored aside in the object store.
+func bigMission() *messages.Mission {
+	return &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "list", Tools: []string{"list_customers"}}, Tools: []string{"list_customers"},
+		Context: map[string]any{"notes": strings.Repeat("n", 4096)}}
+}
+
+// refused sends a request to subject as r and asserts the server refused
+// it as a permissions violation (the JetStream API never saw it).
+func refused(t *testing.T, r *role, subject string, body any) {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	if body == nil {
+		data = nil
+	}
+	if _, err := r.nc.Request(subject, data, 300*time.Millisecond); err == nil {
+		t.Errorf("%s: request answered", subject)
+	}
+	r.waitViolation(t, subject)
+}
+
+// TestNATSRolesLeastPrivilege loads the shipped NATS config into a real
+// server and, role by role, runs what the role needs (a mission with an
+// offloaded context and a tool call runs end to end, watched and
+// cancelled) and tries what the attacker did: every JetStream
+// management call, purge and foreign read is refused.
+func TestNATSRolesLeastPrivilege(t *testing.T) {
+	ms := loadManifests(t)
+	ns := natsConfig(t, ms)
+	srv := startAuthServer(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fa := startAccount(t, ctx, srv.ClientURL(), ns, natsauth.Shipped()[0])
+
+	m := bigMission()
+	step, err := fa.client.Run(ctx, m)
+	if err != nil || step.Fail != nil {
+		t.Fatalf("mission: %+v, %v", step, err)
+	}
+	if r, _ := step.Return.(map[string]any); r["context"] != int64(1) {
+		t.Fatalf("result %v: the worker did not read the offloaded context", step.Return)
+	}
+	var kinds []string
+	if err := fa.client.Watch(ctx, m.ID, func(ev *messages.Event) error { kinds = append(kinds, ev.Kind); return nil }); err != nil || !contains(kinds, messages.EventFinal) {
+		t.Fatalf("watch: %v %v", kinds, err)
+	}
+	for _, r := range []*role{fa.dispatcher, fa.worker, fa.tools} {
+		if v := r.violations(); len(v) > 0 {
+			t.Fatalf("the fleet's own traffic was refused: %v", v)
+		}
+	}
+
+	spy := func(subjects ...string) map[string]any {
+		return map[string]any{"name": "SPY", "subjects": subjects, "storage": "memory"}
+	}
+	for _, r := range []struct {
+		name string
+		r    *role
+	}{{"dispatcher", fa.dispatcher}, {"worker", fa.worker}} {
+		t.Run(r.name, func(t *testing.T) {
+			// Capture others' traffic in a stream of one's own.
+			refused(t, r.r, "$JS.API.STREAM.CREATE.SPY", spy("tool.>"))
+			refused(t, r.r, "$JS.API.STREAM.CREATE.SPY2", spy("_INBOX_worker.>", "_INBOX_dispatcher.>"))
+			// Change, purge or delete the fleet's stores.
+			refused(t, r.r, "$JS.API.STREAM.UPDATE."+messages.StreamMissions, map[string]any{"name": messages.StreamMissions, "max_msgs": 1})
+			for _, s := range []string{messages.StreamMissions, messages.StreamResults, messages.StreamEvents, messages.StreamDead,
+				messages.StreamJournal, "KV_" + messages.BucketStatus, "OBJ_" + messages.BucketContext} {
+				refused(t, r.r, "$JS.API.STREAM.PURGE."+s, nil)
+				refused(t, r.r, "$JS.API.STREAM.DELETE."+s, nil)
+			}
+			refused(t, r.r, "$JS.API.CONSUMER.DELETE."+messages.StreamMissions+"."+fleet.ConsumerName(messages.PriorityNormal), nil)
+			refused(t, r.r, "$JS.API.CONSUMER.CREATE."+messages.StreamMissions+".thief", map[string]any{"stream_name": messages.StreamMissions})
+			refused(t, r.r, "$JS.API.CONSUMER.DURABLE.CREATE."+messages.StreamMissions+".thief", map[string]any{"stream_name": messages.StreamMissions})
+			refused(t, r.r, "$JS.API.STREAM.SNAPSHOT."+messages.StreamResults, nil)
+			refused(t, r.r, "$JS.API.ACCOUNT.PURGE.PTC", nil)
+			// Another role's replies.
+			sub := func(subject string) {
+				if _, err := r.r.nc.SubscribeSync(subject); err != nil {
+					t.Fatal(err)
+				}
+				_ = r.r.nc.Flush()
+				r.r.waitViolation(t, subject)
+			}
+			sub("_INBOX.>")
+			if r.name == "worker" {
+				sub(natsauth.Inbox(natsauth.RoleDispatcher) + ".>")
+				sub(messages.ResultSubject("*"))
+			} else {
+				sub(natsauth.Inbox(natsauth.RoleWorker) + ".>")
+				sub(messages.CancelWildcard)
+			}
+		})
+	}
+	t.Run("dispatcher only", func(t *testing.T) {
+		d := fa.dispatcher
+		refused(t, d, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamMissions+"."+fleet.ConsumerName(messages.PriorityNormal), map[string]any{"batch": 1})
+		refused(t, d, "$JS.API.STREAM.MSG.DELETE."+messages.StreamMissions, map[string]any{"seq": 1})
+		refused(t, d, messages.ToolSubject(shop.ServiceName, "list_customers"), nil)
+		refused(t, d, messages.EventSubject(m.ID, messages.EventFinal), nil)
+		refused(t, d, "$JS.API.CONSUMER.CREATE.OBJ_"+messages.BucketContext+".x", nil) // read contexts in bulk
+	})
+	t.Run("worker only", func(t *testing.T) {
+		w := fa.worker
+		refused(t, w, messages.SubmitSubject(""), nil)
+		refused(t, w, "tool.billing.refund", nil)
+		refused(t, w, "$O."+messages.BucketContext+".M.x", nil) // write contexts
+		refused(t, w, "$JS.API.CONSUMER.CREATE.EVENTS.x", nil)
+	})
+	t.Run("tool service", func(t *testing.T) {
+		for _, s := range []string{messages.SubmitSubject(""), messages.ResultSubject(m.ID), "$KV." + messages.BucketStatus + "." + m.ID,
+			"$JS.API.STREAM.INFO." + messages.StreamMissions} {
+			if err := fa.tools.nc.Publish(s, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			_ = fa.tools.nc.Flush()
+			fa.tools.waitViolation(t, s)
+		}
+	})
+	// The layout is as set up: nothing above changed it.
+	info, err := fa.client.Stores().Missions.Info(ctx)
+	if err != nil || info.Config.MaxMsgs != 1_000_000 {
+		t.Errorf("MISSIONS MaxMsgs %v (%v)", info.Config.MaxMsgs, err)
+	}
+	if st, err := fa.client.Status(ctx, m.ID); err != nil || st.State != messages.StateSucceeded {
+		t.Errorf("status %+v %v", st, err)
+	}
+}
+
+// TestNATSTenantsIsolated: two tenants generated from the same source are
+// two accounts; each runs its missions, and neither's submitter can read
+// the other's status, result, context or events, see its results, or
+// pre-empt its result.
+func TestNATSTenantsIsolated(t *testing.T) {
+	ms := loadManifests(t)
+	ns := natsConfig(t, ms)
+	accounts := append(natsauth.Shipped(), natsauth.Account{Name: "ACME", UserPrefix: "acme", ToolServices: []string{"shop"}})
+	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range natsauth.PasswordVars(accounts) {
+		if os.Getenv(v) == "" {
+			t.Setenv(v, "test-"+strings.ToLower(v))
+		}
+	}
+	srv := startAuthServer(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ptc := startAccount(t, ctx, srv.ClientURL(), ns, accounts[0])
+	acme := startAccount(t, ctx, srv.ClientURL(), ns, accounts[1])
+
+	seen := make(chan string, 10)
+	if _, err := ptc.dispatcher.nc.Subscribe(messages.ResultSubject("*"), func(msg *nats.Msg) { seen <- msg.Subject }); err != nil {
+		t.Fatal(err)
+	}
+	m := bigMission()
+	if _, err := acme.client.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	step, err := acme.client.Await(ctx, m.ID)
+	if err != nil || step.Fail != nil || step.Return.(map[string]any)["account"] != "ACME" {
+		t.Fatalf("ACME's mission: %+v, %v", step, err)
+	}
+	if _, err := ptc.client.Status(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("PTC reads ACME's status: %v", err)
+	}
+	if _, err := ptc.client.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("PTC reads ACME's result: %v", err)
+	}
+	if _, err := ptc.client.Stores().Context.GetInfo(ctx, m.ID+"/context"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("PTC reads ACME's context: %v", err)
+	}
+	if _, err := acme.client.Stores().Context.GetInfo(ctx, m.ID+"/context"); err != nil {
+		t.Errorf("ACME's own context: %v", err)
+	}
+	var kinds []string
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_ = ptc.client.Watch(wctx, m.ID, func(ev *messages.Event) error { kinds = append(kinds, ev.Kind); return nil })
+	wcancel()
+	if len(kinds) > 0 {
+		t.Errorf("PTC watches ACME's events: %v", kinds)
+	}
+	select {
+	case s := <-seen:
+		t.Errorf("PTC saw ACME's result on %s", s)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// PTC's dispatcher publishing on the result subject reaches only its
+	// own account's stream; ACME's stored result is the worker's.
+	if err := ptc.dispatcher.nc.Publish(messages.ResultSubject(m.ID), []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	_ = ptc.dispatcher.nc.Flush()
+	if got, err := acme.client.Result(ctx, m.ID); err != nil || got.Return.(map[string]any)["account"] != "ACME" {
+		t.Errorf("ACME result after the forgery: %+v %v", got, err)
+	}
+}
