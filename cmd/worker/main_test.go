@@ -184,6 +184,8 @@ func TestWorkerConfigErrors(t *testing.T) {
 		{map[string]string{"PTC_MODEL_X": "nosuch:model"}, nil, "PTC_MODEL_X"},
 		{nil, []string{"extra"}, "unexpected arguments"},
 		{nil, []string{"-replicas", "9"}, "replicas must be 1 to 5"},
+		{nil, []string{"setup"}, "setup needs a NATS URL"},
+		{nil, []string{"setup", "extra"}, "unexpected arguments"},
 		{map[string]string{"PTC_TOOL_PINS": "lookup"}, nil, `tool-pins: "lookup" is not tool=service`},
 		{map[string]string{"PTC_TOOL_PINS": "lookup=a.b"}, nil, `tool pin "lookup"="a.b"`},
 		{map[string]string{"PTC_MAX_TURNS": "-1"}, nil, "ceilings must be ≥ 0"},
