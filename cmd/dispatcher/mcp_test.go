@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/testnode"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -32,30 +32,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// npmFolder returns a folder with a package-lock.json whose packages are
-// installed, or fails saying how to install them. Node is required, not
-// optional: the test fails when it is missing.
-func npmFolder(t *testing.T, dir string) string {
-	t.Helper()
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is not installed; install it (Debian: apt-get install -y nodejs npm), then run: npm ci --prefix %s", abs)
-	}
-	if _, err := os.Stat(filepath.Join(abs, "node_modules")); err != nil {
-		t.Fatalf("the npm packages are not installed; run: npm ci --prefix %s (.ci/run does)", abs)
-	}
-	return abs
-}
-
 // The official TypeScript MCP SDK drives "dispatcher mcp" over stdio: it
 // lists the tools, runs a scripted two-turn mission with progress
 // notifications, sees a bad request as a tool error, and submits a mission
 // and waits for its result.
 func TestMCPServerWithTypeScriptSDK(t *testing.T) {
-	dir := npmFolder(t, "testdata/mcpclient")
+	dir := testnode.Folder(t, "testdata/mcpclient")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	srv, paid := startMCPFleet(ctx, t,
