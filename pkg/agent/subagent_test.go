@@ -273,3 +273,31 @@ func errorsIs(err, target error) bool {
 }
 
 var _ = messages.Step{}
+
+// A sub-agent's tokens, cache tokens included, and requests are summed
+// into its caller's Usage; Turns and ToolCalls stay the caller's own.
+func TestSubAgentUsageIncludesCacheTokens(t *testing.T) {
+	m := llmtest.NewT(t)
+	child := mustNew(t, Spec{Name: "child", Prompt: "Count"})
+	parent := mustNew(t, Spec{Name: "main", Prompt: "Go", Tools: map[string]Tool{"child": child.AsTool(ToolOptions{Model: m})}})
+	withCache := func(r llmtest.Reply, read, write int64) llmtest.Reply {
+		r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens = read, write
+		return r
+	}
+	m.Add(
+		withCache(llmtest.Code(`(def n (tool/child {}))`).WithUsage(100, 10), 5, 7),
+		withCache(llmtest.Code(`(return 3)`).WithUsage(40, 4), 30, 2), // child
+		withCache(llmtest.Code(`(return n)`).WithUsage(120, 12), 100, 0),
+	)
+	st, err := parent.Run(bg, RunOptions{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := st.Usage
+	if u.InputTokens != 260 || u.OutputTokens != 26 || u.CacheReadTokens != 135 || u.CacheWriteTokens != 9 || u.Requests != 3 {
+		t.Fatalf("tokens/requests %+v", u)
+	}
+	if u.Turns != 2 || u.ToolCalls != 1 {
+		t.Fatalf("turns %d, tool calls %d: want the caller's own", u.Turns, u.ToolCalls)
+	}
+}

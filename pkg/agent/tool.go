@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -101,7 +103,8 @@ type ToolOptions struct {
 	// Model binds the child to a model directly (takes precedence over LLM).
 	Model llm.Model
 	// Description overrides the description shown to the parent model
-	// (default: the child Spec's Description, else its prompt's first line).
+	// (default: the child Spec's Description, else its prompt's first line with
+	// placeholders shown by name).
 	Description string
 }
 
@@ -109,6 +112,25 @@ type subTool struct {
 	agent      *Agent
 	boundName  string
 	boundModel llm.Model
+}
+
+// mustacheTag matches a template tag: {{x}}, {{{x}}}, {{&x}}, {{#x}},
+// {{^x}}, {{/x}}, {{! comment}}.
+var mustacheTag = regexp.MustCompile(`\{\{(\{?)([&#^/!]?)\s*([^}]*?)\s*\}?\}\}`)
+
+// promptSummary is a sub-agent tool's default description: the first line
+// of its prompt with each placeholder shown as its name and section tags
+// removed.
+func promptSummary(prompt string) string {
+	line := firstLine(prompt)
+	out := mustacheTag.ReplaceAllStringFunc(line, func(tag string) string {
+		m := mustacheTag.FindStringSubmatch(tag)
+		if m[2] != "" && m[2] != "&" {
+			return ""
+		}
+		return m[3]
+	})
+	return strings.Join(strings.Fields(out), " ")
 }
 
 // AsTool wraps the agent as a tool another agent can call. The call's
@@ -125,7 +147,7 @@ func (a *Agent) AsTool(opts ToolOptions) Tool {
 		desc = a.spec.Description
 	}
 	if desc == "" {
-		desc = firstLine(a.spec.Prompt)
+		desc = promptSummary(a.spec.Prompt)
 	}
 	return Tool{
 		Signature:   a.sig.String(),

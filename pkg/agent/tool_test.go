@@ -151,3 +151,18 @@ func TestMaxToolCallsPerProgram(t *testing.T) {
 		t.Fatalf("calls %d", len(st.Trace[0].ToolCalls))
 	}
 }
+
+// A sub-agent tool's default description is its prompt's first line with
+// placeholders shown by name, never raw template tags.
+func TestSubAgentDefaultDescription(t *testing.T) {
+	for _, tc := range []struct{ prompt, want string }{
+		{"Find urgent emails for {{user.name}} since {{{since}}}\nMore detail", "Find urgent emails for user.name since since"},
+		{"Summarise {{#items}}{{title}}, {{/items}}{{^items}}nothing{{/items}} {{! note}}", "Summarise title, nothing"},
+		{"Plain prompt", "Plain prompt"},
+	} {
+		child := mustNew(t, Spec{Name: "c", Prompt: tc.prompt})
+		if got := child.AsTool(ToolOptions{}).Description; got != tc.want {
+			t.Errorf("description of %q = %q, want %q", tc.prompt, got, tc.want)
+		}
+	}
+}

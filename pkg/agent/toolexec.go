@@ -107,9 +107,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		child, cerr := tr.runChild(ctx, bt, args)
 		rec.Child = child
 		tt.mu.Lock()
-		tt.usage.InputTokens += child.Usage.InputTokens
-		tt.usage.OutputTokens += child.Usage.OutputTokens
-		tt.usage.TotalTokens += child.Usage.TotalTokens
+		addTokens(&tt.usage, child.Usage)
 		tt.usage.Requests += child.Usage.Requests
 		tt.mu.Unlock()
 		if cerr != nil {

@@ -92,19 +92,27 @@ func (f *Fail) Error() string {
 	return f.Reason + ": " + f.Message
 }
 
-// Usage is what a run consumed. Token counts are summed over every LLM
-// request of the run, including those of sub-agents.
+// Usage is what a run consumed. The token counts and Requests cover the
+// whole agent tree (the run's own LLM requests and those of its sub-agents
+// and LLM tools); Turns and ToolCalls count the run's own turns and tool
+// calls only (a sub-agent's are in its Step, ToolCall.Child).
 type Usage struct {
-	InputTokens      int64         `msgpack:"input_tokens"`
-	OutputTokens     int64         `msgpack:"output_tokens"`
-	TotalTokens      int64         `msgpack:"total_tokens"`
-	CacheReadTokens  int64         `msgpack:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64         `msgpack:"cache_write_tokens,omitempty"`
-	Requests         int           `msgpack:"requests"` // LLM requests made
-	Turns            int           `msgpack:"turns"`
-	ToolCalls        int           `msgpack:"tool_calls"`
-	Duration         time.Duration `msgpack:"duration"`
-	MemoryBytes      int64         `msgpack:"memory_bytes,omitempty"`
+	// InputTokens, OutputTokens, TotalTokens, CacheReadTokens and
+	// CacheWriteTokens: summed over the agent tree.
+	InputTokens      int64 `msgpack:"input_tokens"`
+	OutputTokens     int64 `msgpack:"output_tokens"`
+	TotalTokens      int64 `msgpack:"total_tokens"`
+	CacheReadTokens  int64 `msgpack:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `msgpack:"cache_write_tokens,omitempty"`
+	// Requests is the number of LLM requests made by the agent tree.
+	Requests int `msgpack:"requests"`
+	// Turns is the number of the run's own turns.
+	Turns int `msgpack:"turns"`
+	// ToolCalls is the number of the run's own tool calls (a sub-agent
+	// call counts once).
+	ToolCalls   int           `msgpack:"tool_calls"`
+	Duration    time.Duration `msgpack:"duration"`
+	MemoryBytes int64         `msgpack:"memory_bytes,omitempty"`
 }
 
 // Add adds o's counters to u (Duration and MemoryBytes are left alone: they
