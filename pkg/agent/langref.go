@@ -62,6 +62,10 @@ func languagePreset(name string) (func(a *Agent) string, bool) {
 	return nil, false
 }
 
+// memoryContractNote states the memory result contract with an example.
+const memoryContractNote = "- A map a program ends with (without `return`) is merged into memory: ending with `(first ctx/accounts)`, a map {:id 1 :name \"a\"}, stores `id` and `name`. " +
+	"To look at a map without storing it, end with `{:return (first ctx/accounts)}`: only the `:return` value is shown to you and the other keys are stored (none here). To keep data, end with `{:accounts xs}` or use def.\n"
+
 // languageReference renders the PTC-Lisp reference for the model.
 func languageReference(a *Agent, minimal bool) string {
 	lines := lisp.Reference()
@@ -73,7 +77,7 @@ func languageReference(a *Agent, minimal bool) string {
 	b.WriteString("- `ctx/name` reads an input (read-only; a missing input is nil). `ctx/fail` holds the previous turn's error as {:reason :message :op :details}, nil after a successful turn.\n")
 	b.WriteString("- Memory persists across turns: `(def total value)` or `(memory/put :total value)`; read it as `total`, `memory/total`, `mem/total` or `(memory/get :total)`. Do not reuse builtin names. You see memory names, never their values.\n")
 	if !a.singleTurn() {
-		b.WriteString("- A map result (without `return`) is merged into memory; if it has a `:return` key, only that value is shown to you.\n")
+		b.WriteString(memoryContractNote)
 	}
 	if len(a.tools) > 0 {
 		b.WriteString("- Tools: `(tool/name {:arg value})` or `(call \"name\" {:arg value})`. Arguments are named (a map). Tool results are plain data: maps with string keys, read them with keywords (`(:id x)`).\n")

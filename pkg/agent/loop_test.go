@@ -666,3 +666,19 @@ func TestNegativeLimitsAreUnlimited(t *testing.T) {
 		t.Fatalf("return %v, turns %d, err %v", st.Return, st.Usage.Turns, err)
 	}
 }
+
+// The memory result contract is stated in the language notes, and the
+// example there is what a run does.
+func TestMemoryContractNoteIsTrue(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Inspect"})
+	accts := []any{map[string]any{"id": int64(1), "name": "a"}}
+	_, err, m := run(t, a, RunOptions{Context: map[string]any{"accounts": accts}},
+		llmtest.Code(`{:return (first ctx/accounts)}`).Expect(llmtest.SystemContains(memoryContractNote)),
+		llmtest.Code(`(first ctx/accounts)`).Expect(llmtest.LastUserContains(`Result: {"id" 1 "name" "a"}`)),
+		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("Memory: id, name")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notContains(t, lastUser(m.Requests()[1]), "Memory:")
+}

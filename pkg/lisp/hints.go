@@ -17,7 +17,79 @@ func (c *compiler) categoryHint(name string) string {
 	if s := c.didYouMean(name); s != "" {
 		return "did you mean " + s
 	}
+	if rel := c.relatedNames(name, 6); len(rel) > 0 {
+		return "no such name; related names: " + strings.Join(rel, ", ")
+	}
 	return ""
+}
+
+// relatedNames lists up to max known names (locals, memory, builtins,
+// special forms) that share a word of at least 3 letters with name
+// ("filter-by-name" → filter, filterv, ...), most shared words first.
+func (c *compiler) relatedNames(name string, max int) []string {
+	words := nameWords(name)
+	if len(words) == 0 {
+		return nil
+	}
+	score := map[string]int{}
+	consider := func(cand string) {
+		if strings.ContainsAny(cand, "/.") || cand == name {
+			return
+		}
+		n := 0
+		for _, w := range nameWords(cand) {
+			for _, x := range words {
+				if w == x || (len(x) >= 4 && strings.HasPrefix(w, x)) || (len(w) >= 4 && strings.HasPrefix(x, w)) {
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			score[cand] = n
+		}
+	}
+	for s := c.sc; s != nil; s = s.parent {
+		for _, l := range s.locals {
+			consider(l.name)
+		}
+	}
+	for n := range c.memNames {
+		consider(n)
+	}
+	for n := range c.builtins {
+		consider(n)
+	}
+	for _, n := range specialFormNames {
+		consider(n)
+	}
+	out := make([]string, 0, len(score))
+	for n := range score {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if score[a] != score[b] {
+			return score[b] - score[a]
+		}
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out
+}
+
+// nameWords splits a name into its words of at least 3 letters.
+func nameWords(name string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') }) {
+		if len(w) >= 3 {
+			out = append(out, strings.ToLower(w))
+		}
+	}
+	return out
 }
 
 // unavailableHints explains Clojure names the language does not have.

@@ -298,3 +298,26 @@ func TestScrubHook(t *testing.T) {
 		t.Fatalf("preview %s", text)
 	}
 }
+
+// An undefined name with no close match gets the related names: those
+// sharing a word with it.
+func TestUndefinedSymbolRelatedNames(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`(filter-by-name "x" [])`, "no such name; related names: name, filter, filterv"},
+		{`(let [user-emails [1]] (count emails-of-user))`, "no such name; related names: user-emails"},
+		{`(sort-by-date [])`, "no such name; related names: sort, sort-by, sorted?"},
+	} {
+		_, err := Exec(context.Background(), tc.src, Options{})
+		var le *Error
+		if !errors.As(err, &le) || le.Kind != KindUnbound {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if !strings.Contains(le.Hint, tc.want) {
+			t.Errorf("%s: hint %q, want it to contain %q", tc.src, le.Hint, tc.want)
+		}
+	}
+	_, err := Exec(context.Background(), `(qqq 1)`, Options{})
+	if le := err.(*Error); le.Hint != "" {
+		t.Errorf("hint for a name sharing no word: %q", le.Hint)
+	}
+}
