@@ -63,7 +63,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	if err != nil {
 		return err
 	}
-	m, err := f.Mission()
+	m, err := f.Build()
 	if err != nil {
 		return err
 	}

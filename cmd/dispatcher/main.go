@@ -228,7 +228,7 @@ func readMission(path string) (*messages.Mission, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.Mission()
+	return f.Build()
 }
 
 // follow prints a mission's progress until its result arrives, then the

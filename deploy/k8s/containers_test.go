@@ -494,7 +494,7 @@ func TestDispatcherExamples(t *testing.T) {
 			}
 			f, err := missionfile.Parse([]byte(data))
 			if err == nil {
-				_, err = f.Mission()
+				_, err = f.Build()
 			}
 			if err != nil {
 				t.Errorf("%s: %s: %v", pc.where, a, err)

@@ -14,6 +14,12 @@ import (
 // docTable returns the rows of the markdown table under heading in
 // docs/missions.md, keyed by the first cell without backquotes.
 func docTable(t *testing.T, heading string) map[string][]string {
+	rows, _ := docTableOrdered(t, heading)
+	return rows
+}
+
+// docTableOrdered is docTable with the first cells in order.
+func docTableOrdered(t *testing.T, heading string) (map[string][]string, []string) {
 	t.Helper()
 	raw, err := os.ReadFile("../../docs/missions.md")
 	if err != nil {
@@ -27,6 +33,7 @@ func docTable(t *testing.T, heading string) map[string][]string {
 		section = section[:i]
 	}
 	rows := map[string][]string{}
+	var order []string
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			continue
@@ -35,9 +42,73 @@ func docTable(t *testing.T, heading string) map[string][]string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		rows[strings.Trim(cells[0], "`")] = cells
+		name := strings.Trim(cells[0], "`")
+		rows[name] = cells
+		order = append(order, name)
 	}
-	return rows
+	return rows, order
+}
+
+// Every table of the field reference lists exactly the fields the decoder
+// accepts, in order, with the type it decodes.
+func TestDocsFields(t *testing.T) {
+	tables := []struct {
+		heading string
+		typ     reflect.Type
+	}{
+		{"### Top level", reflect.TypeFor[File]()},
+		{"### agent", reflect.TypeFor[messages.AgentSpec]()},
+		{"### limits", reflect.TypeFor[messages.Limits]()},
+		{"### compiled", reflect.TypeFor[messages.CompiledSpec]()},
+		{"### agent.llm_retry", reflect.TypeFor[messages.RetryPolicy]()},
+		{"### agent.prompt_limit", reflect.TypeFor[messages.PromptLimit]()},
+		{"### agent.tool_catalog entries", reflect.TypeFor[messages.ToolSchema]()},
+	}
+	for _, tb := range tables {
+		rows, order := docTableOrdered(t, tb.heading)
+		var want []string
+		for _, f := range fieldsOf(tb.typ) {
+			want = append(want, f.name)
+			row, ok := rows[f.name]
+			if !ok {
+				continue
+			}
+			if typ := TypeName(tb.typ.FieldByIndex(f.index).Type); len(row) != 4 || row[1] != typ {
+				t.Errorf("%s: %s has type %q in the docs, the decoder takes %s", tb.heading, f.name, row[1:2], typ)
+			}
+		}
+		if strings.Join(order, ",") != strings.Join(want, ",") {
+			t.Errorf("%s lists\n  %v\nthe decoder takes\n  %v", tb.heading, order, want)
+		}
+	}
+	// the limits rows of the agent table state the limits table's defaults
+	limits := docTable(t, "## Limits")
+	agent := docTable(t, "### agent")
+	for name, row := range limits {
+		if a, ok := agent[name]; ok && a[2] != row[3] && !strings.HasPrefix(row[3], "`200000000`") {
+			t.Errorf("agent.%s default %s differs from the limits table's %s", name, a[2], row[3])
+		}
+	}
+}
+
+// The example at the top of docs/missions.md is a valid mission.
+func TestDocsExample(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/missions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(raw), "```yaml\n")
+	example, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("no yaml example")
+	}
+	f, err := Parse([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Build(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The limits table names every limit of the wire types and states the

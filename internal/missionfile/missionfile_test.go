@@ -1,6 +1,8 @@
 package missionfile
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -42,7 +44,7 @@ script: ["(return {:c 1})"]
 	if f.Agent.LLMOpts["max_tokens"] != int64(100) || f.Agent.LLMOpts["temperature"] != 0.2 {
 		t.Errorf("llm_opts = %#v", f.Agent.LLMOpts)
 	}
-	m, err := f.Mission()
+	m, err := f.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,19 +68,29 @@ script: ["(return {:c 1})"]
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
-		"agent: {prompt: x}\ncontxt: {}":                      `unknown field "contxt"`,
-		"agent: {prompt: x, max_turn: 3}":                     `unknown field "max_turn"`,
-		"agent: {prompt: ''}":                                 "agent.prompt is required",
-		"agent: {prompt: x}\nlimits: {mission_timeout: 5}":    `duration must be a string`,
-		"agent: {prompt: x}\nlimits: {mission_timeout: soon}": `duration "soon"`,
-		"agent: {prompt: x, sub_agents: {a: null}}":           "agent.sub_agents.a is empty",
-		"agent: {prompt: x, llm_retry: {backoff: fib}}":       "llm_retry.backoff",
-		"agent: [": "mission file",
+		"agent: {prompt: x}\ncontxt: {}":                         `line 2: contxt: unknown field (did you mean context?)`,
+		"agent: {prompt: x, max_turn: 3}":                        `line 1: agent.max_turn: unknown field (did you mean max_turns?)`,
+		"agent: {prompt: x, frobnicate: 3}":                      `line 1: agent.frobnicate: unknown field (known: name, description, prompt,`,
+		"agent: {prompt: x, max_turns: 3, max_turns: 4}":         `line 1: agent.max_turns: listed twice`,
+		"agent:\n  prompt: ''":                                   `line 2: agent.prompt: required`,
+		"agent: {prompt: x}\nlimits: {mission_timeout: 5}":       `line 2: limits.mission_timeout: expected a duration string such as "30s" or "5m", got int "5"`,
+		"agent: {prompt: x}\nlimits: {mission_timeout: soon}":    `line 2: limits.mission_timeout: "soon" is not a duration`,
+		"agent: {prompt: x, max_turns: many}":                    `line 1: agent.max_turns: expected an integer, got str "many"`,
+		"agent: {prompt: x, tools: search}":                      `line 1: agent.tools: expected a list, got str "search"`,
+		"agent: {prompt: x, tools: [1]}":                         `line 1: agent.tools[0]: expected a string, got int "1"`,
+		"agent: {prompt: x}\ncontext: {a: .inf}":                 `line 2: context.a: .inf is not a finite number`,
+		"agent: {prompt: x}\ncontext: {a: 99999999999999999999}": `context.a: integer 99999999999999999999 does not fit in 64 bits`,
+		"agent: {prompt: x}\nkind: compiled":                     `line 2: kind: unknown field`,
+		"agent: {prompt: x, sub_agents: {a: null}}":              "line 1: agent.sub_agents.a: empty",
+		"agent: {prompt: x, llm_retry: {backoff: fib}}":          "llm_retry.backoff",
+		"context: {}": "agent or compiled is required",
+		"agent: [":    "mission file",
+		"- 1":         "line 1: expected an object",
 	}
 	for src, want := range cases {
 		f, err := Parse([]byte(src))
 		if err == nil {
-			_, err = f.Mission() // the wire validation
+			_, err = f.Build() // the wire validation
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", src, err, want)
@@ -97,7 +109,7 @@ func TestExampleMissionsParse(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}
-		if _, err := f.Mission(); err != nil {
+		if _, err := f.Build(); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 		if f.Agent != nil && len(f.Script) == 0 {
@@ -106,5 +118,71 @@ func TestExampleMissionsParse(t *testing.T) {
 	}
 	if _, err := Read("does-not-exist.yaml"); !os.IsNotExist(err) {
 		t.Errorf("missing file: err = %v", err)
+	}
+}
+
+// A misspelled field deep in a file names its line, its path and the field
+// meant.
+func TestUnknownFieldNamesLineAndSuggestion(t *testing.T) {
+	src := `# a mission
+context:
+  region: north
+  limit: 3
+  tags: [a, b]
+agent:
+  name: top
+  prompt: |
+    Find the {{limit}} best customers of {{region}}.
+  signature: "(region :string, limit :int) -> :any"
+  tools:
+    - list_customers
+    - list_orders
+  max_turn: 4
+`
+	_, err := Parse([]byte(src))
+	want := "line 14: agent.max_turn: unknown field (did you mean max_turns?)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Line != 14 || fe.Path != "agent.max_turn" {
+		t.Fatalf("err = %#v", err)
+	}
+	// through Read, the file's path comes first
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil || err.Error() != path+": "+want {
+		t.Fatalf("Read: err = %v", err)
+	}
+}
+
+// JSON files decode like YAML ones, into the same wire fields.
+func TestParseJSON(t *testing.T) {
+	f, err := Parse([]byte(`{"agent": {"prompt": "p", "max_turns": 2, "llm_timeout": "90s", "max_steps": -1},
+ "context": {"n": 1, "x": 1.5, "ok": true, "none": null}, "limits": {"memory_limit": -1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"n": int64(1), "x": 1.5, "ok": true, "none": nil}
+	if !reflect.DeepEqual(f.Context, want) || f.Agent.MaxTurns != 2 || f.Agent.LLMTimeout != 90*time.Second ||
+		f.Agent.MaxSteps != -1 || f.Limits.MemoryLimit != -1 {
+		t.Fatalf("file = %+v, agent = %+v", f, f.Agent)
+	}
+}
+
+// Aliases cannot expand a small file into billions of values.
+func TestAliasBomb(t *testing.T) {
+	src := "agent: {prompt: x}\ncontext:\n  a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+	prev := "a"
+	for i := range 9 {
+		name := fmt.Sprintf("l%d", i)
+		src += fmt.Sprintf("  %s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = name
+	}
+	_, err := Parse([]byte(src))
+	if err == nil || !strings.Contains(err.Error(), "values (anchors and aliases included)") {
+		t.Fatalf("err = %v", err)
 	}
 }
