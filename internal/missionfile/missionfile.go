@@ -142,25 +142,11 @@ func (f *File) Build() (*messages.Mission, error) {
 	} else {
 		m.Kind = messages.KindAgent
 		if len(m.Tools) == 0 {
-			m.Tools = remoteTools(m.Agent, nil)
+			m.Tools = m.Agent.RemoteTools()
 		}
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	return &m, nil
-}
-
-// remoteTools lists the tool names an agent tree calls that are not its own
-// sub-agents: the remote tools a mission must be allowed to use.
-func remoteTools(s *messages.AgentSpec, acc []string) []string {
-	for _, t := range s.Tools {
-		if _, sub := s.SubAgents[t]; !sub && !slices.Contains(acc, t) {
-			acc = append(acc, t)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.SubAgents)) {
-		acc = remoteTools(s.SubAgents[name], acc)
-	}
-	return acc
 }

@@ -2,6 +2,9 @@ package messages
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -66,8 +69,9 @@ type Mission struct {
 	// Model is the LLM name to use (worker configuration maps names to
 	// providers); empty means the agent spec's LLM or the worker default.
 	Model string `msgpack:"model,omitempty"`
-	// Tools lists the remote tool names the mission may call; a worker
-	// refuses every other tool before sending any request.
+	// Tools lists the remote tool names the mission may call; a mission
+	// whose agent names any other is invalid, and a worker refuses every
+	// other tool before sending any request.
 	Tools []string `msgpack:"tools,omitempty"`
 	// Limits override the agent spec's limits for this mission.
 	Limits Limits `msgpack:"limits,omitempty"`
@@ -258,6 +262,9 @@ func (m *Mission) Validate() error {
 	if err := validNames("mission.tools", m.Tools); err != nil {
 		return err
 	}
+	if names := m.UnallowedTools(); len(names) > 0 {
+		return invalidf("mission.tools: the agent names tools the mission does not allow: %s", strings.Join(names, ", "))
+	}
 	if m.Priority != "" && !ValidPriority(m.Priority) {
 		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())
 	}
@@ -330,6 +337,44 @@ func validNames(path string, names []string) error {
 		seen[n] = true
 	}
 	return nil
+}
+
+// UnallowedTools returns, sorted, the remote tools of the mission's agent
+// (RemoteTools) that the mission's Tools do not list; such a mission is
+// invalid.
+func (m *Mission) UnallowedTools() []string {
+	if m.Agent == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range m.Agent.RemoteTools() {
+		if !slices.Contains(m.Tools, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RemoteTools lists, once each, the tool names the agent and its
+// sub-agents call that are none of their sub-agents: the remote tools a
+// mission must allow. The agent's own come first, then each sub-agent's by
+// name.
+func (a *AgentSpec) RemoteTools() []string { return a.remoteTools(nil, 0) }
+
+func (a *AgentSpec) remoteTools(acc []string, depth int) []string {
+	if a == nil || depth > MaxSpecDepth {
+		return acc
+	}
+	for _, n := range a.Tools {
+		if _, sub := a.SubAgents[n]; !sub && !slices.Contains(acc, n) {
+			acc = append(acc, n)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
+		acc = a.SubAgents[name].remoteTools(acc, depth+1)
+	}
+	return acc
 }
 
 func isReservedTool(n string) bool { return n == "return" || n == "fail" }

@@ -26,7 +26,7 @@ func validMission() *Mission {
 			PromptLimit: PromptLimit{List: 5, String: 1000},
 		},
 		Context:  map[string]any{"query": "x", "n": int64(3)},
-		Tools:    []string{"search"},
+		Tools:    []string{"search", "get-user"},
 		Limits:   Limits{MissionTimeout: time.Minute, MaxToolCalls: 10},
 		Priority: PriorityHigh,
 		Deadline: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
@@ -59,6 +59,12 @@ func TestMissionValidate(t *testing.T) {
 		{"tool name with dot", func(m *Mission) { m.Tools = []string{"a.b"} }, "mission.tools[0]"},
 		{"duplicate tool", func(m *Mission) { m.Tools = []string{"a", "a"} }, "listed twice"},
 		{"reserved tool", func(m *Mission) { m.Tools = []string{"fail"} }, "mission.tools[0]"},
+		{"agent tool not allowed", func(m *Mission) { m.Tools = []string{"search"} },
+			"mission.tools: the agent names tools the mission does not allow: get-user"},
+		{"sub-agent tools not allowed", func(m *Mission) {
+			m.Agent.SubAgents["summarize"].Tools = []string{"zeta", "search", "alpha"}
+		}, "does not allow: alpha, zeta"},
+		{"sub-agent names are not remote tools", func(m *Mission) { m.Agent.Tools = append(m.Agent.Tools, "summarize") }, ""},
 		{"catalog name", func(m *Mission) { m.Agent.ToolCatalog = []ToolSchema{{Name: ""}} }, "tool_catalog[0].name"},
 		{"bad priority", func(m *Mission) { m.Priority = "urgent" }, "mission.priority"},
 		{"context and ref", func(m *Mission) { m.ContextRef = "x/context" }, "mission.context_ref"},

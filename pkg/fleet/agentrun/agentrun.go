@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
@@ -59,6 +60,9 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		return runCompiled(ctx, m, env)
 	default:
 		return failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
+	}
+	if names := m.UnallowedTools(); len(names) > 0 {
+		return failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
 	}
 	turns := &turnTracker{}
 	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, env.Tools, name, turns), true }

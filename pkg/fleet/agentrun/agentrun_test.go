@@ -2,6 +2,7 @@ package agentrun_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -208,26 +209,31 @@ func TestToolServiceDownIsAnErrorTheModelSees(t *testing.T) {
 	}
 }
 
-func TestForbiddenToolIsRefused(t *testing.T) {
-	model := &script{turns: map[string][]string{"customer": {
-		"```clojure\n(tool/get_customer {:id 1})\n```",
-		"```clojure\n(return {:refused (some? ctx/fail)})\n```",
-	}}}
+// A mission whose agent names a tool the mission does not allow is
+// invalid on arrival: the client refuses to submit it, and a worker's
+// runner fails it with the names before any model call.
+func TestUnallowedToolFailsTheMissionOnArrival(t *testing.T) {
+	model := &script{turns: map[string][]string{"customer": {"```clojure\n(return 1)\n```"}}}
 	env := startFleet(t, model, false)
-	// The agent spec names get_customer, but the mission does not allow it.
-	step := runMission(t, env, &messages.Mission{
-		Agent: &messages.AgentSpec{Prompt: "Get customer 1.", Signature: "{refused :bool}", Tools: []string{"get_customer"}},
+	m := &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "Get customer 1.", Tools: []string{"get_customer", "list_orders", "best"},
+			SubAgents: map[string]*messages.AgentSpec{"best": {Prompt: "Best customer.", Tools: []string{"list_customers"}}}},
 		Tools: []string{"list_orders"},
-	})
-	if step.Fail != nil || step.Return.(map[string]any)["refused"] != true {
-		t.Fatalf("step = %+v / %+v", step.Return, step.Fail)
 	}
-	if calls := step.Usage.ToolCalls; calls != 0 && step.Trace[0].ToolCalls[0].Error == "" {
-		t.Errorf("forbidden call recorded without an error: %+v", step.Trace[0].ToolCalls)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := env.client.Run(ctx, m)
+	if !errors.Is(err, messages.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "does not allow: get_customer, list_customers") {
+		t.Fatalf("submit: err = %v, want an invalid mission naming get_customer and list_customers", err)
 	}
-	fb := fmt.Sprint(model.requests()[1].Messages)
-	if !strings.Contains(fb, "get_customer") || !strings.Contains(fb, "forbidden") {
-		t.Errorf("feedback does not say the tool is forbidden: %s", fb)
+	step, err := agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}).Run(ctx, m, fleet.RunEnv{})
+	if err != nil || step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid ||
+		step.Fail.Message != "the agent names tools the mission does not allow: get_customer, list_customers" {
+		t.Fatalf("run: step %+v, err %v", step, err)
+	}
+	if n := len(model.requests()); n != 0 {
+		t.Errorf("%d model calls for an invalid mission", n)
 	}
 }
 
