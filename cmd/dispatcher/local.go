@@ -34,6 +34,12 @@ type localConfig struct {
 	// exampleTools serves the example shop tools on a given server (the
 	// embedded server always gets them).
 	exampleTools bool
+	// ui serves the mission viewer on uiAddr while the fleet runs, and
+	// after the mission until ctx ends.
+	ui     bool
+	uiAddr string
+	// uiBound receives the viewer's address once it listens (tests).
+	uiBound chan<- string
 }
 
 // scriptedModel is the stand-in for a real model in local mode: it answers
@@ -164,14 +170,36 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	uiDone := make(chan error, 1)
+	if cfg.ui {
+		bound := make(chan string, 1)
+		uctx, stopUI := context.WithCancel(ctx)
+		defer func() { stopUI(); <-uiDone }()
+		go func() { uiDone <- serveUI(uctx, client, cfg.uiAddr, log, bound) }()
+		select {
+		case addr := <-bound:
+			fmt.Fprintf(out, "mission viewer: http://%s/\n", addr)
+			if cfg.uiBound != nil {
+				cfg.uiBound <- addr
+			}
+		case err := <-uiDone:
+			uiDone <- nil
+			return fmt.Errorf("mission viewer: %w", err)
+		}
+	}
+	mctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	sub, err := client.Submit(ctx, m)
+	sub, err := client.Submit(mctx, m)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "mission %s submitted\n", sub.ID)
-	return follow(ctx, client, sub.ID, out)
+	err = follow(mctx, client, sub.ID, out)
+	if cfg.ui {
+		fmt.Fprintf(out, "the mission viewer keeps serving; stop with Ctrl-C\n")
+		<-ctx.Done()
+	}
+	return err
 }
 
 // localNATS returns how to connect to the fleet's NATS server, a line

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +37,7 @@ func main() {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "dispatcher:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -55,9 +56,26 @@ commands:
   status ID         print a mission's status
   cancel ID         cancel a queued or running mission
   watch ID          print a mission's progress events as they happen
+  list              list recent missions (state, attempts, duration, worker); -state, -limit, -json
+  trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
+  ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
 
-Run "dispatcher <command> -h" for the flags of a command.`
+Run "dispatcher <command> -h" for the flags of a command.
+
+exit status: 0 success; 1 an error (including a mission that failed, for
+submit -wait and wait); 3 no such mission (status, trace).`
+
+// exitNotFound is the exit status when the mission asked for does not exist.
+const exitNotFound = 3
+
+// exitCode maps run's error to the process's exit status.
+func exitCode(err error) int {
+	if errors.Is(err, errMissionNotFound) || errors.Is(err, fleet.ErrNotFound) {
+		return exitNotFound
+	}
+	return 1
+}
 
 // common are the flags every command takes.
 type common struct {
@@ -89,6 +107,11 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		slots   int
 		model   string
 		mcpHTTP string
+		asJSON  bool
+		states  string
+		limit   int
+		uiAddr  string
+		withUI  bool
 
 		exampleTools bool
 	)
@@ -105,7 +128,17 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.IntVar(&slots, "slots", 4, "mission slots per worker")
 		fs.StringVar(&model, "default-model", "default", "model name used when a mission names none (PTC_MODEL_<NAME> configures models)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
+		fs.BoolVar(&withUI, "ui", false, "serve the mission viewer while the fleet runs, and keep serving after the mission until interrupted")
+		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address of the mission viewer (with -ui)")
 	case "wait", "status", "watch":
+	case "list":
+		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
+		fs.IntVar(&limit, "limit", 50, "how many missions, newest first (at most 1000)")
+		fs.BoolVar(&asJSON, "json", false, "print JSON (one array) instead of a table")
+	case "trace":
+		fs.BoolVar(&asJSON, "json", false, "print the mission's view as JSON (status, step with firewalled values masked, events)")
+	case "ui":
+		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on")
 	case "mcp":
 		fs.StringVar(&mcpHTTP, "mcp-http", "", "serve MCP over Streamable HTTP on this address (path /mcp) instead of stdin/stdout")
 	case "-h", "-help", "--help", "help":
@@ -134,7 +167,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return errors.New("local takes one mission file")
 		}
 		return runLocal(ctx, localConfig{file: fs.Arg(0), workers: workers, slots: slots, defaultModel: model,
-			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools}, e, log, stdout)
+			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools, ui: withUI, uiAddr: uiAddr}, e, log, stdout)
 	}
 
 	if c.nats.URL == "" {
@@ -154,13 +187,43 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if cmd == "mcp" {
+	switch cmd {
+	case "mcp":
 		return serveMCP(ctx, client, nc, mcpHTTP, log, nil)
+	case "ui":
+		bound := make(chan string, 1)
+		go func() {
+			if addr, ok := <-bound; ok {
+				fmt.Fprintf(stdout, "mission viewer: http://%s/\n", addr)
+			}
+		}()
+		return serveUI(ctx, client, uiAddr, log, bound)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
 	switch cmd {
+	case "list":
+		if fs.NArg() > 0 {
+			return errors.New("list takes no arguments")
+		}
+		opts := fleet.ListOptions{Limit: limit}
+		if states != "" {
+			opts.States = strings.Split(states, ",")
+		}
+		ms, err := client.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			b, err := marshalJSON(listItems(ms), "  ")
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		return printList(stdout, ms)
 	case "submit":
 		if fs.NArg() == 0 {
 			return errors.New("submit takes one or more mission files")
@@ -195,6 +258,20 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("%q is not a mission id (a ULID)", id)
 	}
 	switch cmd {
+	case "trace":
+		v, err := loadView(ctx, client, id)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			b, err := marshalJSON(v, "")
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		return printTrace(stdout, v)
 	case "wait":
 		return follow(ctx, client, id, stdout)
 	case "watch":

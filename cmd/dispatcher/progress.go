@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,18 +63,19 @@ func indent(s, pad string) string {
 // preview renders v as compact JSON cut to n bytes; lists say how long they are.
 func preview(v any, n int) string {
 	if l, ok := v.([]any); ok && len(l) > 3 {
-		head, _ := json.Marshal(l[:2])
+		head, _ := marshalJSON(l[:2], "")
+		head = bytes.TrimSuffix(head, []byte("\n"))
 		s := fmt.Sprintf("[%d items] %s…", len(l), strings.TrimSuffix(string(head), "]"))
 		if len(s) > n {
 			s = s[:n] + "…"
 		}
 		return s
 	}
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v, "")
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	s := string(b)
+	s := strings.TrimSuffix(string(b), "\n")
 	if len(s) > n {
 		s = s[:n] + "…"
 	}

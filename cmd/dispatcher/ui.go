@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// uiFiles are the viewer's page template, script and style sheet, served
+// as they are: no build step.
+//
+//go:embed ui
+var uiFiles embed.FS
+
+// viewerStates are the states the viewer's filter offers.
+var viewerStates = []string{messages.StateQueued, messages.StateRunning, messages.StateSucceeded,
+	messages.StateFailed, messages.StateCancelled, messages.StateDead}
+
+// viewer serves the mission viewer: a page listing missions (refreshed
+// live by a small script) and one mission's trace, and the JSON API the
+// script reads. It reads only what a dispatcher may read: statuses,
+// results and events.
+type viewer struct {
+	client *fleet.Client
+	page   *template.Template
+	log    zerolog.Logger
+}
+
+func newViewer(client *fleet.Client, log zerolog.Logger) (*viewer, error) {
+	page, err := template.New("index.html").Funcs(template.FuncMap{"dur": fmtDuration}).ParseFS(uiFiles, "ui/index.html")
+	if err != nil {
+		return nil, err
+	}
+	return &viewer{client: client, page: page, log: log}, nil
+}
+
+// listItem is one mission in the JSON list.
+type listItem struct {
+	ID         string    `json:"id"`
+	State      string    `json:"state"`
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Submitted  time.Time `json:"submitted"`
+	Updated    time.Time `json:"updated"`
+	DurationNs int64     `json:"duration_ns"`
+}
+
+func listItems(ms []fleet.MissionInfo) []listItem {
+	out := make([]listItem, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, listItem{ID: m.MissionID, State: m.State, Attempt: m.Attempt, Worker: m.Worker, Reason: m.Reason,
+			Submitted: m.Submitted, Updated: m.UpdatedAt.UTC(), DurationNs: int64(m.Duration)})
+	}
+	return out
+}
+
+// Handler returns the viewer's routes: GET / and /missions/{id} (the
+// page), /api/missions?state=&limit= (the list as JSON), /api/missions/{id}
+// (one mission's view as JSON, missionView.MarshalJSON) and /static/.
+func (v *viewer) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(uiFiles, "ui")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", v.servePage)
+	mux.HandleFunc("GET /missions/{id}", v.servePage)
+	mux.HandleFunc("GET /api/missions", v.serveList)
+	mux.HandleFunc("GET /api/missions/{id}", v.serveMission)
+	return mux
+}
+
+func (v *viewer) listOptions(r *http.Request) (fleet.ListOptions, error) {
+	var o fleet.ListOptions
+	if s := r.URL.Query().Get("state"); s != "" {
+		o.States = []string{s}
+	}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			return o, errors.New("limit must be a positive number")
+		}
+		o.Limit = n
+	}
+	return o, nil
+}
+
+func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id != "" && !messages.ValidMissionID(id) {
+		http.Error(w, "not a mission id (a ULID)", http.StatusNotFound)
+		return
+	}
+	opts, err := v.listOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ms, err := v.client.List(r.Context(), opts)
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	state := ""
+	if len(opts.States) == 1 {
+		state = opts.States[0]
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := v.page.Execute(w, map[string]any{"Missions": ms, "Selected": id, "States": viewerStates, "State": state}); err != nil {
+		v.log.Warn().Err(err).Msg("viewer page not written")
+	}
+}
+
+func (v *viewer) serveList(w http.ResponseWriter, r *http.Request) {
+	opts, err := v.listOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ms, err := v.client.List(r.Context(), opts)
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	writeJSON(w, listItems(ms))
+}
+
+func (v *viewer) serveMission(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !messages.ValidMissionID(id) {
+		http.Error(w, "not a mission id (a ULID)", http.StatusNotFound)
+		return
+	}
+	mv, err := loadView(r.Context(), v.client, id)
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	writeJSON(w, mv)
+}
+
+func (v *viewer) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errMissionNotFound):
+		http.Error(w, err.Error(), http.StatusNotFound)
+	case errors.Is(err, messages.ErrInvalid):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	default:
+		v.log.Warn().Err(err).Msg("viewer request failed")
+		http.Error(w, err.Error(), http.StatusBadGateway)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := marshalJSON(v, "")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// marshalJSON encodes v as JSON, indented by indent (none when empty),
+// without HTML escapes: "<Firewalled>" and "->" stay readable.
+func marshalJSON(v any, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// serveUI serves the viewer on addr until ctx ends; the bound address is
+// sent on bound (if not nil) once listening.
+func serveUI(ctx context.Context, client *fleet.Client, addr string, log zerolog.Logger, bound chan<- string) error {
+	v, err := newViewer(client, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if bound != nil {
+		bound <- ln.Addr().String()
+	}
+	srv := &http.Server{Handler: v.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+// The mission viewer: polls the mission list and the selected mission's
+// trace from the dispatcher's JSON API and renders them. Every value is
+// inserted as text, never as HTML.
+"use strict";
+
+const $ = (sel, el = document) => el.querySelector(sel);
+let selected = document.body.dataset.selected || "";
+
+function el(tag, attrs = {}, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v; else if (k === "style") e.style.cssText = v; else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+
+function dur(ns) {
+  if (!ns || ns <= 0) return "0s";
+  const ms = ns / 1e6;
+  if (ms < 1) return Math.round(ns / 1e3) + "µs";
+  if (ms < 1000) return Math.round(ms) + "ms";
+  if (ms < 60000) return (ms / 1000).toFixed(1) + "s";
+  return Math.round(ms / 1000) + "s";
+}
+
+function preview(v, max = 400) {
+  let s = v === undefined ? "nil" : JSON.stringify(v);
+  if (s === undefined) s = String(v);
+  return s.length > max ? s.slice(0, max) + "…" : s;
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, { headers: { Accept: "application/json" } });
+  if (!r.ok) throw new Error(url + ": " + r.status + " " + (await r.text()));
+  return r.json();
+}
+
+async function refreshList() {
+  const state = $("#state").value;
+  try {
+    const list = await getJSON("/api/missions?limit=100" + (state ? "&state=" + encodeURIComponent(state) : ""));
+    const body = $("#missions tbody");
+    body.replaceChildren();
+    if (list.length === 0) body.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "no missions yet")));
+    for (const m of list) {
+      const tr = el("tr", { "data-id": m.id, class: "state-" + m.state + (m.id === selected ? " selected" : "") },
+        el("td", { class: "id" }, m.id), el("td", {}, m.state), el("td", {}, m.attempt),
+        el("td", {}, dur(m.duration_ns)), el("td", {}, m.worker || ""));
+      body.append(tr);
+    }
+    $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
+  } catch (e) {
+    $("#updated").textContent = String(e);
+  }
+}
+
+async function refreshTrace() {
+  if (!selected) return;
+  try {
+    const v = await getJSON("/api/missions/" + encodeURIComponent(selected));
+    renderTrace(v);
+  } catch (e) {
+    $("#trace").replaceChildren(el("p", { class: "err" }, String(e)));
+  }
+}
+
+function renderTrace(v) {
+  const root = $("#trace");
+  const st = v.status || {};
+  const step = v.step;
+  const kids = [el("h2", { class: "mono" }, v.id)];
+  const u = (step && step.usage) || {};
+  kids.push(el("div", { class: "summary" },
+    el("div", {}, "state", el("b", { class: v.state === "succeeded" ? "ok" : (v.state === "failed" || v.state === "dead" ? "err" : "") }, v.state)),
+    el("div", {}, "attempt", el("b", {}, st.attempt || 0)),
+    el("div", {}, "worker", el("b", {}, st.worker || "—")),
+    el("div", {}, "turns", el("b", {}, u.turns || 0)),
+    el("div", {}, "model requests", el("b", {}, u.requests || 0)),
+    el("div", {}, "tool calls", el("b", {}, u.tool_calls || 0)),
+    el("div", {}, "tokens in / out", el("b", {}, (u.input_tokens || 0) + " / " + (u.output_tokens || 0))),
+    el("div", {}, "cache read / write", el("b", {}, (u.cache_read_tokens || 0) + " / " + (u.cache_write_tokens || 0))),
+    el("div", {}, "duration", el("b", {}, dur(u.duration)))));
+  if (step) {
+    kids.push(renderStep(step));
+  } else {
+    kids.push(renderEvents(v.events || []));
+  }
+  root.replaceChildren(...kids);
+}
+
+function renderStep(step) {
+  const box = el("div", { class: "step" });
+  const turns = step.trace || [];
+  const t0 = turns.length ? Date.parse(turns[0].started_at) : 0;
+  const total = turns.reduce((m, t) => Math.max(m, Date.parse(t.started_at) - t0 + t.duration / 1e6), 1);
+  for (const t of turns) {
+    const left = ((Date.parse(t.started_at) - t0) / total) * 100;
+    const width = Math.max((t.duration / 1e6 / total) * 100, 0.5);
+    const u = t.usage || {};
+    const turn = el("div", { class: "turn", "data-turn": t.turn },
+      el("h3", {}, "turn " + t.turn, el("span", { class: "muted" }, dur(t.duration)),
+        el("span", { class: "muted" }, (u.input_tokens || 0) + " in / " + (u.output_tokens || 0) + " out"),
+        el("div", { class: "bar", title: "when this turn ran, within the mission" },
+          el("span", { style: "left:" + left + "%;width:" + width + "%" }))));
+    if (t.program) turn.append(el("div", { class: "label" }, "program"), el("pre", { class: "program" }, t.program));
+    else if (t.raw) turn.append(el("div", { class: "label" }, "response"), el("pre", {}, t.raw));
+    const calls = t.tool_calls || [];
+    if (calls.length) {
+      const tbl = el("table", { class: "tools" }, el("tr", {}, el("th", {}, "tool"), el("th", {}, "arguments"), el("th", {}, "duration"), el("th", {}, "result")));
+      for (const c of calls) {
+        const res = c.error ? el("span", { class: "err" }, "✗ " + c.error) : el("span", { class: "mono" }, preview(c.result));
+        tbl.append(el("tr", { class: "tool-call" }, el("td", { class: "mono" }, c.name), el("td", { class: "mono" }, preview(c.args)),
+          el("td", {}, dur(c.duration)), el("td", {}, res)));
+        if (c.child) tbl.append(el("tr", {}, el("td", { colspan: 4 }, el("div", { class: "sub" }, el("div", { class: "label" }, "sub-agent " + c.name), renderStep(c.child)))));
+      }
+      turn.append(el("div", { class: "label" }, "tool calls"), tbl);
+    }
+    for (const p of t.prints || []) turn.append(el("pre", { class: "muted" }, "printed: " + p));
+    if (t.error) turn.append(el("div", { class: "label err" }, "error"), el("pre", { class: "err" }, t.error));
+    else if (t.program) turn.append(el("div", { class: "label" }, "result"), el("pre", { class: "result" }, preview(t.result, 2000)));
+    if (t.feedback) turn.append(el("div", { class: "label" }, "feedback the model received"), el("pre", { class: "feedback" }, t.feedback));
+    box.append(turn);
+  }
+  if (step.fail) box.append(el("div", { class: "label err" }, "failed: " + step.fail.reason), el("pre", { class: "err" }, step.fail.message || ""));
+  else box.append(el("div", { class: "label ok" }, "return"), el("pre", { class: "return" }, preview(step.return, 4000)));
+  return box;
+}
+
+function renderEvents(evs) {
+  const box = el("div", { class: "events" }, el("p", { class: "muted" }, "running: progress so far"));
+  let turn = null;
+  for (const e of evs) {
+    if (e.kind === "turn_started") { turn = el("div", { class: "turn", "data-turn": e.turn }, el("h3", {}, "turn " + e.turn)); box.append(turn); }
+    const into = turn || box;
+    if (e.kind === "program") into.append(el("div", { class: "label" }, "program"), el("pre", { class: "program" }, e.program));
+    if (e.kind === "tool_call") into.append(el("div", { class: "tool-call mono" }, "→ " + e.tool + " " + preview(e.args)));
+    if (e.kind === "tool_result") into.append(el("div", { class: e.error ? "err mono" : "mono" }, (e.error ? "✗ " + e.error : "← " + preview(e.result)) + "  " + dur(e.duration)));
+    if (e.kind === "turn_finished" && e.data && e.data.feedback) into.append(el("div", { class: "label" }, "feedback the model received"), el("pre", { class: "feedback" }, e.data.feedback));
+  }
+  return box;
+}
+
+$("#missions").addEventListener("click", (ev) => {
+  const tr = ev.target.closest("tr[data-id]");
+  if (!tr) return;
+  selected = tr.dataset.id;
+  history.replaceState(null, "", "/missions/" + selected);
+  for (const r of document.querySelectorAll("#missions tr.selected")) r.classList.remove("selected");
+  tr.classList.add("selected");
+  refreshTrace();
+});
+$("#state").addEventListener("change", refreshList);
+
+refreshList();
+refreshTrace();
+setInterval(() => { refreshList(); refreshTrace(); }, 2000);

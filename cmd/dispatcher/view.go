@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// missionView is what `dispatcher trace` and the viewer show of one
+// mission, built only from what a dispatcher may read: its status, its
+// stored result (the Step with its trace) and, while no result is stored,
+// its progress events. Firewalled values are masked in it (JSON and HTML
+// never carry them); the text printer reads the unmasked step and hides
+// them itself.
+type missionView struct {
+	ID        string           `json:"id"`
+	Status    *messages.Status `json:"-"`
+	Submitted time.Time        `json:"-"`
+	// Step is the stored result, nil while the mission runs.
+	Step *messages.Step `json:"-"`
+	// Events are the progress events stored so far when there is no
+	// result yet (the EVENTS stream keeps them for an hour).
+	Events []*messages.Event `json:"-"`
+}
+
+// errMissionNotFound is returned for an id with neither status nor result.
+var errMissionNotFound = errors.New("no such mission")
+
+// loadView reads mission id's status, result and (without a result) its
+// events.
+func loadView(ctx context.Context, c *fleet.Client, id string) (*missionView, error) {
+	v := &missionView{ID: id}
+	st, err := c.Status(ctx, id)
+	switch {
+	case errors.Is(err, fleet.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		v.Status = st
+	}
+	v.Submitted, _ = fleet.MissionTime(id)
+	step, err := c.Result(ctx, id)
+	switch {
+	case errors.Is(err, fleet.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		v.Step = step
+	}
+	if v.Status == nil && v.Step == nil {
+		return nil, fmt.Errorf("mission %s: %w", id, errMissionNotFound)
+	}
+	if v.Step == nil {
+		if v.Events, err = c.Events(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// state is the mission's state: the status's, or the result's when the
+// status is gone.
+func (v *missionView) state() string {
+	switch {
+	case v.Status != nil:
+		return v.Status.State
+	case v.Step != nil && v.Step.Fail != nil:
+		return messages.StateFailed
+	case v.Step != nil:
+		return messages.StateSucceeded
+	}
+	return ""
+}
+
+// MarshalJSON writes the view in the wire's JSON form (msgpack field
+// names, messages.EncodeJSON) with every firewalled value masked:
+// {"id", "state", "submitted", "status", "step", "events"}.
+func (v *missionView) MarshalJSON() ([]byte, error) {
+	out := map[string]json.RawMessage{}
+	put := func(k string, x any) error {
+		b, err := json.Marshal(x)
+		out[k] = b
+		return err
+	}
+	if err := put("id", v.ID); err != nil {
+		return nil, err
+	}
+	if err := put("state", v.state()); err != nil {
+		return nil, err
+	}
+	if !v.Submitted.IsZero() {
+		if err := put("submitted", v.Submitted.UTC()); err != nil {
+			return nil, err
+		}
+	}
+	if v.Status != nil {
+		b, err := messages.EncodeJSON(v.Status)
+		if err != nil {
+			return nil, err
+		}
+		out["status"] = b
+	}
+	if v.Step != nil {
+		b, err := messages.EncodeJSON(maskStep(v.Step))
+		if err != nil {
+			return nil, err
+		}
+		out["step"] = b
+	}
+	if v.Events != nil {
+		evs := make([]json.RawMessage, 0, len(v.Events))
+		for _, ev := range v.Events {
+			b, err := messages.EncodeJSON(ev.Masked())
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, b)
+		}
+		b, err := json.Marshal(evs)
+		if err != nil {
+			return nil, err
+		}
+		out["events"] = b
+	}
+	b, err := marshalJSON(out, "")
+	return bytes.TrimSuffix(b, []byte("\n")), err
+}
+
+// maskStep returns a copy of st with every firewalled value masked
+// (messages.MaskFirewalled): the return value, failure details, memory,
+// and in the trace each turn's result and memory and each tool call's
+// arguments and result, sub-agent steps included.
+func maskStep(st *messages.Step) *messages.Step {
+	if st == nil {
+		return nil
+	}
+	cp := *st
+	cp.Return = messages.MaskFirewalled(st.Return)
+	if st.Memory != nil {
+		cp.Memory, _ = messages.MaskFirewalled(st.Memory).(map[string]any)
+	}
+	if st.Fail != nil {
+		f := *st.Fail
+		if f.Details != nil {
+			f.Details, _ = messages.MaskFirewalled(f.Details).(map[string]any)
+		}
+		cp.Fail = &f
+	}
+	if st.Trace != nil {
+		cp.Trace = make([]messages.Turn, len(st.Trace))
+		for i, t := range st.Trace {
+			t.Result = messages.MaskFirewalled(t.Result)
+			if t.Memory != nil {
+				t.Memory, _ = messages.MaskFirewalled(t.Memory).(map[string]any)
+			}
+			if t.ToolCalls != nil {
+				calls := make([]messages.ToolCall, len(t.ToolCalls))
+				for j, c := range t.ToolCalls {
+					if c.Args != nil {
+						c.Args, _ = messages.MaskFirewalled(c.Args).(map[string]any)
+					}
+					c.Result = messages.MaskFirewalled(c.Result)
+					c.Child = maskStep(c.Child)
+					calls[j] = c
+				}
+				t.ToolCalls = calls
+			}
+			cp.Trace[i] = t
+		}
+	}
+	return &cp
+}

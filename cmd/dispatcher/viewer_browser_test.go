@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// chromium returns the path of a headless Chromium, failing the test with
+// the command that installs one when there is none.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium-headless-shell", "chromium", "headless_shell", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no headless Chromium: install it with `apt-get install -y chromium-headless-shell` (.ci/run does)")
+	return ""
+}
+
+// TestViewerInBrowser drives headless Chromium against the viewer serving
+// a real mission: the list shows it, a click shows its trace (turns,
+// programs, tool calls with sub-agent nested, the feedback, firewalled
+// values masked), and a mission submitted while the page is open appears
+// without a reload. The screenshot is saved in the test's temp dir
+// (PTC_VIEWER_SCREENSHOT=path copies it there too, e.g. docs/img/viewer.png).
+func TestViewerInBrowser(t *testing.T) {
+	exe := chromium(t)
+	f := startObservedFleet(t)
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(v.Handler())
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.WindowSize(1500, 1300), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	row := `#missions tr[data-id="` + f.id + `"]`
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, a); err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("browser: text of %s: %v", sel, err)
+		}
+		return s
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+		if err != nil {
+			t.Fatalf("browser: count %s: %v", sel, err)
+		}
+		return n
+	}
+	step("open the viewer", chromedp.Navigate(srv.URL+"/"))
+	step("the mission is listed", chromedp.WaitVisible(row))
+	step("select it", chromedp.Click(row))
+	step("its trace shows", chromedp.WaitVisible(`#trace .turn[data-turn="2"] .tool-call`))
+	listText, traceText := text("#missions"), text("#trace")
+	turns, toolCalls := count("#trace .turn"), count("#trace .tool-call")
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("browser: screenshot: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "viewer.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+	if dst := os.Getenv("PTC_VIEWER_SCREENSHOT"); dst != "" {
+		if err := os.WriteFile(dst, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(shot) < 10000 || string(shot[1:4]) != "PNG" {
+		t.Errorf("screenshot is not a PNG of the page (%d bytes)", len(shot))
+	}
+	if !strings.Contains(listText, f.id) || !strings.Contains(listText, "succeeded") || !strings.Contains(listText, "viewer-worker") {
+		t.Errorf("mission list: %s", listText)
+	}
+	// Two turns of the mission and one of its sub-agent; four tool calls
+	// (three in turn 2, one in the sub-agent) and one in turn 1.
+	if turns != 3 || toolCalls != 5 {
+		t.Errorf("%d turns and %d tool calls on the page, want 3 and 5", turns, toolCalls)
+	}
+	for _, want := range []string{
+		"turn 1", "turn 2", `(def paid (tool/list_orders {:status "paid"}))`, `(+ 1 "x")`,
+		"expected number", "feedback the model received", "Turn 2 of 5",
+		"list_orders", `{"status":"paid"}`, "get_customer", "best_customer", "sub-agent best_customer", "list_customers",
+		`"_phone":"<Firewalled>"`, "Margaret Turing", "tokens in / out", "360 / 90",
+	} {
+		if !strings.Contains(traceText, want) {
+			t.Errorf("the trace on the page lacks %q", want)
+		}
+	}
+	if strings.Contains(traceText, "+1-555-") || strings.Contains(listText, "+1-555-") {
+		t.Error("a firewalled value reached the page")
+	}
+	if t.Failed() {
+		t.Logf("trace text:\n%s", traceText)
+	}
+
+	// The list is live: a mission submitted now appears without a reload.
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent:   &messages.AgentSpec{Prompt: "Find the best customer of {{region}}.", Signature: "(region :string) -> {name :string}", Tools: []string{"list_customers"}},
+		Context: map[string]any{"region": "south"}, Tools: []string{"list_customers"}}
+	if st, err := f.client.Run(ctx, m); err != nil || st.Fail != nil {
+		t.Fatalf("second mission: %v %+v", err, st)
+	}
+	wctx, wcancel := context.WithTimeout(bctx, 15*time.Second)
+	defer wcancel()
+	if _, err := chromedp.Run(wctx, chromedp.WaitVisible(`#missions tr[data-id="`+m.ID+`"].state-succeeded`)); err != nil {
+		t.Errorf("a new mission did not appear in the open page: %v\n%s\n%s", err, text("#missions"), text("#updated"))
+	}
+}

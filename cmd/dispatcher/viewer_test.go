@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// observedFleet is an embedded server with the shop tools, one worker
+// whose model answers from a script, a client, and one finished mission:
+// turn 1's program fails (the error goes back to the model), turn 2 calls
+// two tools and a sub-agent (which calls a third) and returns a customer
+// whose phone is firewalled.
+type observedFleet struct {
+	url    string
+	client *fleet.Client
+	id     string
+	step   *messages.Step
+}
+
+func scriptedReplies(replies map[string][]string) llm.Model {
+	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		for key, rs := range replies {
+			if strings.Contains(req.Prompt, key) {
+				if req.Turn < 1 || req.Turn > len(rs) {
+					return nil, fmt.Errorf("no reply for turn %d of %q", req.Turn, key)
+				}
+				return &llm.Response{Content: "```clojure\n" + rs[req.Turn-1] + "\n```", Usage: llm.Usage{InputTokens: 120, OutputTokens: 30}}, nil
+			}
+		}
+		return nil, fmt.Errorf("no script for %q", req.Prompt)
+	})
+}
+
+func startObservedFleet(t *testing.T) *observedFleet {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	conn := func() *nats.Conn {
+		nc, err := srv.Conn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	svc, err := fleet.NewToolService(conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := shop.Generate(200, 1000, 300).Register(svc); err != nil {
+		t.Fatal(err)
+	}
+	model := scriptedReplies(map[string][]string{
+		"Report on paid orders": {
+			"(def paid (tool/list_orders {:status \"paid\"}))\n(+ 1 \"x\")",
+			"(let [c (tool/get_customer {:id 1})\n      best (tool/best_customer {:region \"north\"})]\n  (return {:paid (count (tool/list_orders {:status \"paid\"})) :customer c :best (:name best)}))",
+		},
+		"Find the best customer": {
+			"(return {:name (:name (first (sort-by :id (tool/list_customers {:region ctx/region}))))})",
+		},
+	})
+	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
+		ID: "viewer-worker", Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+		Slots: 2, IdleWait: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	client, err := fleet.NewClient(ctx, conn(), fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{
+			Prompt: "Report on paid orders.", Signature: "{paid :int, customer :any, best :string}",
+			Tools: []string{"list_orders", "get_customer", "best_customer"},
+			SubAgents: map[string]*messages.AgentSpec{"best_customer": {
+				Prompt: "Find the best customer of {{region}}.", Signature: "(region :string) -> {name :string}",
+				Description: "the best customer of a region", Tools: []string{"list_customers"},
+			}},
+		},
+		Tools: []string{"list_orders", "get_customer", "list_customers"},
+	}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail != nil || len(step.Trace) != 2 {
+		t.Fatalf("mission: fail %+v, %d turns", step.Fail, len(step.Trace))
+	}
+	if ph, _ := step.Return.(map[string]any)["customer"].(map[string]any)["_phone"].(string); !strings.HasPrefix(ph, "+1-555-") {
+		t.Fatalf("the test mission should return a firewalled phone: %v", step.Return)
+	}
+	// The final status lands just after the result.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if st, err := client.Status(ctx, m.ID); err == nil && st.State == messages.StateSucceeded {
+			break
+		}
+	}
+	return &observedFleet{url: srv.ClientURL(), client: client, id: m.ID, step: step}
+}
+
+func TestListAndTraceCommands(t *testing.T) {
+	f := startObservedFleet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	vars := testEnv(map[string]string{"PTC_NATS_URL": f.url})
+	dispatch := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, vars, &out, &errOut)
+		return out.String(), err
+	}
+
+	out, err := dispatch("list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "MISSION") || !strings.Contains(out, f.id+"  succeeded") || !strings.Contains(out, "viewer-worker") {
+		t.Errorf("list:\n%s", out)
+	}
+	if out, err = dispatch("list", "-state", "running,queued"); err != nil || strings.TrimSpace(out) != "no missions" {
+		t.Errorf("list -state running,queued: %v\n%s", err, out)
+	}
+	if _, err = dispatch("list", "-state", "done"); err == nil || !strings.Contains(err.Error(), `state "done"`) {
+		t.Errorf("list -state done: %v", err)
+	}
+	out, err = dispatch("list", "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []listItem
+	if err := json.Unmarshal([]byte(out), &items); err != nil || len(items) != 1 {
+		t.Fatalf("list -json: %v\n%s", err, out)
+	}
+	if it := items[0]; it.ID != f.id || it.State != "succeeded" || it.Attempt != 1 || it.Worker != "viewer-worker" || it.DurationNs <= 0 || it.Submitted.IsZero() {
+		t.Errorf("list -json item %+v", it)
+	}
+
+	out, err = dispatch("trace", f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"mission " + f.id + "  SUCCEEDED  attempt 1  worker viewer-worker",
+		"── turn 1", "── turn 2", "program:", `(+ 1 "x")`,
+		"tool list_orders {\"status\":\"paid\"}", "error: ", "feedback to the model:",
+		"tool get_customer {\"id\":1}", `"_phone":"<Firewalled>"`,
+		"tool best_customer {\"region\":\"north\"}", "sub-agent best_customer:", "tool list_customers {\"region\":\"north\"}",
+		"RETURN {", "usage: 2 turns, 3 model requests, 4 tool calls, 360 in / 90 out tokens",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trace lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "+1-555-") {
+		t.Errorf("trace shows a firewalled value")
+	}
+	if t.Failed() {
+		t.Logf("trace:\n%s", out)
+	}
+
+	out, err = dispatch("trace", "-json", f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		ID, State string
+		Status    map[string]any
+		Step      struct {
+			Trace []struct {
+				Turn      int              `json:"turn"`
+				Program   string           `json:"program"`
+				Feedback  string           `json:"feedback"`
+				ToolCalls []map[string]any `json:"tool_calls"`
+			} `json:"trace"`
+			Usage map[string]any `json:"usage"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("trace -json: %v\n%s", err, out)
+	}
+	if v.ID != f.id || v.State != "succeeded" || v.Status["worker"] != "viewer-worker" || len(v.Step.Trace) != 2 ||
+		v.Step.Trace[0].Feedback == "" || len(v.Step.Trace[1].ToolCalls) != 3 || v.Step.Usage["turns"] != float64(2) {
+		t.Errorf("trace -json: %s", out)
+	}
+	if strings.Contains(out, "+1-555-") || !strings.Contains(out, `"_phone":"<Firewalled>"`) {
+		t.Errorf("trace -json does not mask the firewalled phone")
+	}
+
+	missing := messages.NewMissionID()
+	_, err = dispatch("trace", missing)
+	if err == nil || exitCode(err) != exitNotFound || !strings.Contains(err.Error(), "no such mission") {
+		t.Errorf("trace of an unknown id: %v (exit %d)", err, exitCode(err))
+	}
+	if _, err = dispatch("status", missing); err == nil || exitCode(err) != exitNotFound {
+		t.Errorf("status of an unknown id: %v (exit %d)", err, exitCode(err))
+	}
+	if _, err = dispatch("trace", "nope"); err == nil || exitCode(err) != 1 {
+		t.Errorf("trace of a bad id: %v", err)
+	}
+}
+
+func TestViewerAPI(t *testing.T) {
+	f := startObservedFleet(t)
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(v.Handler())
+	defer srv.Close()
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	code, ctype, body := get("/")
+	if code != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(body, `data-id="`+f.id+`"`) || !strings.Contains(body, "/static/app.js") {
+		t.Errorf("page: %d %s\n%s", code, ctype, body)
+	}
+	if code, _, body = get("/missions/" + f.id); code != 200 || !strings.Contains(body, `data-selected="`+f.id+`"`) {
+		t.Errorf("mission page: %d\n%s", code, body)
+	}
+	if code, ctype, _ = get("/static/app.js"); code != 200 || !strings.Contains(ctype, "javascript") {
+		t.Errorf("app.js: %d %s", code, ctype)
+	}
+	code, _, body = get("/api/missions?state=succeeded")
+	if code != 200 || !strings.Contains(body, `"id":"`+f.id+`"`) {
+		t.Errorf("list: %d %s", code, body)
+	}
+	code, _, body = get("/api/missions/" + f.id)
+	if code != 200 || !strings.Contains(body, `"feedback":`) || !strings.Contains(body, `"<Firewalled>"`) || strings.Contains(body, "+1-555-") {
+		t.Errorf("mission: %d %.500s", code, body)
+	}
+	for path, want := range map[string]int{
+		"/api/missions/" + messages.NewMissionID(): 404,
+		"/api/missions/not-an-id":                  404,
+		"/api/missions?state=done":                 400,
+		"/api/missions?limit=-1":                   400,
+		"/missions/../etc":                         404,
+	} {
+		if code, _, body := get(path); code != want {
+			t.Errorf("GET %s = %d, want %d (%s)", path, code, want, body)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// dispatcher local -ui serves the viewer for its one-process fleet, and
+// keeps serving after the mission until interrupted.
+func TestLocalServesTheViewer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"local", "-ui", "-ui-addr", "127.0.0.1:0", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
+	}()
+	addr := regexp.MustCompile(`mission viewer: (http://[0-9.:]+)/`)
+	var base string
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), "keeps serving") {
+			base = m[1]
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("local ended: %v\n%s\n%s", err, out.String(), errOut.String())
+		default:
+		}
+	}
+	if base == "" {
+		t.Fatalf("no viewer address or the mission did not end:\n%s", out.String())
+	}
+	resp, err := http.Get(base + "/api/missions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []listItem
+	err = json.NewDecoder(resp.Body).Decode(&items)
+	resp.Body.Close()
+	if err != nil || len(items) != 1 || items[0].State != "succeeded" || !strings.Contains(out.String(), "mission "+items[0].ID+" submitted") {
+		t.Errorf("viewer list: %v %+v", err, items)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("local -ui after interrupt: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("local -ui did not stop on interrupt")
+	}
+}

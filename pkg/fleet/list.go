@@ -1,0 +1,159 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// ListOptions filter and bound Client.List.
+type ListOptions struct {
+	// States keeps only missions in these states (messages.StateQueued,
+	// StateRunning, StateSucceeded, ...); empty keeps all.
+	States []string
+	// Limit is the number of missions returned, newest first. Default 50;
+	// at most MaxList.
+	Limit int
+}
+
+// MaxList bounds the missions one List returns.
+const MaxList = 1000
+
+// MissionInfo is one mission as List sees it: its status and times.
+type MissionInfo struct {
+	messages.Status
+	// Submitted is when the mission id was made (its ULID time): the
+	// submit time for ids made by Submit.
+	Submitted time.Time
+	// Duration runs from Submitted to the last status change for a
+	// finished mission, and to now for a queued or running one.
+	Duration time.Duration
+}
+
+// List returns the most recent missions known to the status bucket,
+// newest first (mission ids are ULIDs, so their order is submit order).
+// It reads only the status bucket, which a dispatcher may read.
+func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, error) {
+	for _, s := range opts.States {
+		if !validState(s) {
+			return nil, fmt.Errorf("fleet: list: %w: state %q is not one of %v", messages.ErrInvalid, s, states)
+		}
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, MaxList)
+	lister, err := c.st.Status.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("fleet: list: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if messages.ValidMissionID(k) {
+			keys = append(keys, k)
+		}
+	}
+	_ = lister.Stop() // the channel is drained; Stop only releases the watcher
+	slices.Sort(keys)
+	slices.Reverse(keys)
+	out := make([]MissionInfo, 0, min(limit, len(keys)))
+	now := time.Now()
+	for _, k := range keys {
+		if len(out) == limit {
+			break
+		}
+		e, err := getStatus(ctx, c.st.Status, k)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleet: list: %w", err)
+		}
+		if len(opts.States) > 0 && !slices.Contains(opts.States, e.st.State) {
+			continue
+		}
+		mi := MissionInfo{Status: e.st}
+		mi.Submitted, _ = MissionTime(k)
+		end := now
+		if messages.TerminalState(e.st.State) && !e.st.UpdatedAt.IsZero() {
+			end = e.st.UpdatedAt
+		}
+		if !mi.Submitted.IsZero() {
+			mi.Duration = max(end.Sub(mi.Submitted), 0)
+		}
+		out = append(out, mi)
+	}
+	return out, nil
+}
+
+// MissionTime returns the time encoded in a mission id (a ULID, made by
+// Submit at submit time), in UTC; false when id is not a ULID.
+func MissionTime(id string) (time.Time, bool) {
+	u, err := ulid.ParseStrict(id)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()).UTC(), true
+}
+
+// states are the mission states, in life order.
+var states = []string{messages.StateQueued, messages.StateRunning, messages.StateSucceeded,
+	messages.StateFailed, messages.StateCancelled, messages.StateDead}
+
+func validState(s string) bool { return slices.Contains(states, s) }
+
+// Events returns the progress events of mission id stored now (the EVENTS
+// stream keeps them for an hour), oldest first, without waiting for more.
+func (c *Client) Events(ctx context.Context, id string) ([]*messages.Event, error) {
+	if err := checkID("events", id); err != nil {
+		return nil, err
+	}
+	filter := messages.EventFilter(id)
+	info, err := c.st.Events.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: events %s: %w", id, err)
+	}
+	var n uint64
+	for _, cnt := range info.State.Subjects {
+		n += cnt
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	cons, err := c.st.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: events %s: %w", id, err)
+	}
+	var out []*messages.Event
+	for uint64(len(out)) < n {
+		batch, err := cons.Fetch(int(min(n-uint64(len(out)), 256)), jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("fleet: events %s: %w", id, err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			var ev messages.Event
+			if messages.Unmarshal(msg.Data(), &ev) != nil || ev.Validate() != nil {
+				n-- // not an event: skip it
+				continue
+			}
+			out = append(out, &ev)
+		}
+		if got == 0 {
+			break // expired meanwhile
+		}
+	}
+	return out, nil
+}
