@@ -840,7 +840,7 @@ func (r ValidationReport) String() string {
 	return b.String()
 }
 
-// Validate runs every case (the seeds' validate_compiled) and reports
+// Validate runs every case and reports
 // which failed and why: an unexpected failure (with its reason and
 // message), an unexpected success, a different value (want vs got) or a
 // failed Check. Cases run one after another; ctx bounds them all.
@@ -918,8 +918,8 @@ type LoadOptions struct {
 	Name, Description string
 }
 
-// Load rebuilds a compiled program from its source and signature (the
-// seeds' SubAgent.load): the signature must parse (empty means
+// Load rebuilds a compiled program from its source and signature: the
+// signature must parse (empty means
 // "() -> :any"), the source must define
 // a function of exactly one argument (checked without calling any tool),
 // and every tool must be pure. Errors match ErrInvalidCompiled (or

@@ -11,7 +11,7 @@ import (
 )
 
 // CallerLLM is the LLMToolSpec.LLM value that makes an LLM tool use the
-// calling agent's model (the seeds' llm: :caller); it is also what an
+// calling agent's model; it is also what an
 // empty LLM means.
 const CallerLLM = "caller"
 

@@ -40,9 +40,8 @@ func ParseTemplate(src string) (*Template, error) {
 	return &Template{src: src, nodes: nodes}, nil
 }
 
-// MustTemplate is ParseTemplate that panics on error: the analogue of the
-// seeds' ~PROMPT sigil, for package-level variables initialised from
-// constant text.
+// MustTemplate is ParseTemplate that panics on error, for package-level
+// variables initialised from constant text.
 func MustTemplate(src string) *Template {
 	t, err := ParseTemplate(src)
 	if err != nil {

@@ -55,14 +55,13 @@ func Func(fn ToolFunc) Tool { return Tool{fn: fn} }
 func FuncSig(sig string, fn ToolFunc) Tool { return Tool{Signature: sig, fn: fn} }
 
 // Skip returns a tool whose calls are never validated, even when it is
-// given a signature for the prompt (the seeds' {fun, :skip}). Strict mode
+// given a signature for the prompt. Strict mode
 // still rejects it unless it has a signature.
 func Skip(fn ToolFunc) Tool { return Tool{fn: fn, skip: true} }
 
 // Typed returns a tool calling a typed Go function. Its signature is
 // derived from the Args struct (the inputs, named by their json tags) and
-// the Result type (the output), the analogue of the seeds' @spec
-// extraction. Arguments are decoded into Args through encoding/json, and
+// the Result type (the output). Arguments are decoded into Args through encoding/json, and
 // the result is encoded back to plain data the same way. A type that
 // cannot be expressed as a signature makes New fail naming the tool.
 func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, error)) Tool {

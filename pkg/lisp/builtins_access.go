@@ -5,10 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// registerAccess registers this group's builtins (see HANDOFF.md): §4.1
-// first second last nth rest next butlast ffirst fnext nfirst nnext take
-// drop take-last drop-last take-while drop-while empty? not-empty seq, plus
-// take-nth nthrest nthnext.
+// registerAccess registers the positional access builtins: first, rest,
+// nth, take, drop and their relatives.
 func registerAccess(r *registry) {
 	r.add("first", 1, 1, func(th *Thread, a []Value) Value { v, _ := nthOf(th, "first", a[0], 0, 1); return v }).
 		doc("the first item, or nil").ref(refSeq).pure()
@@ -293,7 +291,8 @@ func seqOrNil(th *Thread, v Value) Value {
 	return v
 }
 
-// dropLast drops the last n items ([] when nothing is left, Δ).
+// dropLast drops the last n items ([] when nothing is left: sequence
+// results are vectors).
 func dropLast(th *Thread, name string, coll Value, n int, argN int) Value {
 	if c, ok := coll.(*Vector); ok {
 		if n == 0 {

@@ -1,8 +1,8 @@
 package lisp
 
-// registerAgg registers this group's builtins (see HANDOFF.md): §4.3 sum
-// avg sum-by avg-by min-by max-by max-key min-key some every? not-any?
-// contains?.
+// registerAgg registers the aggregation builtins (sum, avg, the -by and
+// -key extremes) and the predicates over collections (some, every?,
+// contains?).
 func registerAgg(r *registry) {
 	r.add("sum", 1, 1, func(th *Thread, a []Value) Value {
 		s, _ := sumOf(th, "sum", nil, a[0], 1)
@@ -197,7 +197,7 @@ func biContains(th *Thread, a []Value) Value {
 	case *Set:
 		return c.Has(a[1])
 	case *Vector:
-		// Δ: a vector tests value membership, not the index
+		// unlike Clojure, a vector tests value membership, not the index
 		for _, it := range c.items {
 			th.tick()
 			if Equal(it, a[1]) {

@@ -1,11 +1,9 @@
 package lisp
 
-// registerHOF registers §4.10's "Go SHOULD add" list with Clojure
-// semantics: partial comp complement constantly some-fn every-pred keep
-// keep-indexed zipmap not-every? subvec split-at split-with partition-by
-// dedupe merge-with update-keys reduce-kv hash-map list empty peek pop
-// disj int? float? true? false? fn? ifn?. Functions built here are
-// *Builtin values that capture copies of their arguments.
+// registerHOF registers the function builders (partial, comp, ...), the
+// higher-order collection builtins that are not core, and a few more
+// collection and type functions. Functions built here are *Builtin values
+// that capture copies of their arguments.
 func registerHOF(r *registry) {
 	r.add("partial", 1, -1, func(th *Thread, a []Value) Value {
 		f := a[0]

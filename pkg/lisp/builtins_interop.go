@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// registerInterop registers §4.11: (java.util.Date.) and (java.util.Date.
+// registerInterop registers the host interop builtins: (java.util.Date.) and (java.util.Date.
 // ms-secs-or-iso), (.getTime d), (System/currentTimeMillis),
 // (LocalDate/parse s), .isBefore / .isAfter, and the string methods
 // .indexOf .lastIndexOf (-1 when absent), .contains .startsWith .endsWith
@@ -25,7 +25,7 @@ func registerInterop(r *registry) {
 		}
 		switch x := a[0].(type) {
 		case int64:
-			// v0.9.0: below 10^12 the number counts seconds, else ms.
+			// below 10^12 the number counts seconds, else milliseconds
 			if x > -1_000_000_000_000 && x < 1_000_000_000_000 {
 				return isoMillis(time.Unix(x, 0))
 			}

@@ -5,10 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// registerLogic registers §4.7: boolean identity, the type predicates,
-// type, zero? pos? neg? even? odd? and compare. (not, = and the
-// comparisons live in core; set? in sets; int? float? true? false? fn? in
-// the higher-order group.)
+// registerLogic registers the type and number predicates, boolean,
+// identity, type and compare. (not, = and the comparisons are core.)
 func registerLogic(r *registry) {
 	r.add("boolean", 1, 1, func(th *Thread, a []Value) Value { return Truthy(a[0]) }).
 		doc("true for truthy values, false for nil and false").pure()

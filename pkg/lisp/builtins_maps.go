@@ -1,9 +1,7 @@
 package lisp
 
-// registerMaps registers this group's builtins (see HANDOFF.md): §4.4
-// get-in assoc assoc-in update update-in dissoc merge select-keys keys
-// vals entries key val update-vals fnil, plus sorted-map. Keys are flex on writes too
-// (§3.6): a write to :n on {"n" 1} updates "n".
+// registerMaps registers the map builtins. Keys are flex on writes too: a
+// write to :n on {"n" 1} updates "n".
 func registerMaps(r *registry) {
 	r.add("get-in", 2, 3, func(th *Thread, a []Value) Value {
 		var dflt Value
@@ -89,7 +87,7 @@ func registerMaps(r *registry) {
 	}).doc("a map without the keys").ref(refMaps).pure()
 	r.add("merge", 0, -1, biMerge).
 		doc("the maps merged left to right; later keys win").ref(refMaps).pure()
-	// every map iterates in key order (§5), so a sorted map is a map
+	// every map iterates in key order, so a sorted map is a map
 	r.add("sorted-map", 0, -1, func(th *Thread, a []Value) Value {
 		if len(a)%2 != 0 {
 			th.ArityError("sorted-map", "an even number of args (key/value pairs)", len(a))

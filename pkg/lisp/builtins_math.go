@@ -4,12 +4,8 @@ import (
 	"math"
 )
 
-// registerMath registers §4.6 and the Math/ statics of §0.1: mod rem quot
-// abs max min floor ceil round trunc sqrt pow double float int long, and
-// Math/round Math/floor Math/ceil Math/pow Math/sqrt Math/abs Math/max
-// Math/min (plus exp log log10 cbrt signum hypot rint, the trigonometric
-// functions, floorDiv and floorMod) with
-// Java's result types.
+// registerMath registers the number builtins and the Math/ statics (with
+// Java's result types), and the bit operations.
 func registerMath(r *registry) {
 	r.add("mod", 2, 2, func(th *Thread, a []Value) Value { return divOp(th, "mod", a[0], a[1]) }).
 		doc("floored modulus: the sign of the divisor").ref(refMath).pure().owns(2)
@@ -317,7 +313,7 @@ func toDouble(th *Thread, fn string, v Value) Value {
 }
 
 // toLong truncates toward zero; Inf, NaN and out-of-range floats are
-// errors (Δ Clojure's (int ##NaN) is 0).
+// errors (Clojure's (int ##NaN) is 0).
 func toLong(th *Thread, fn string, v Value) Value {
 	switch x := v.(type) {
 	case int64:

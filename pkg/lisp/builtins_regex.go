@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// registerRegex registers §4.9: parse-long parse-int parse-double
-// re-pattern re-find re-matches re-seq re-split regex? extract extract-int
-// and the Java statics Integer/parseInt Long/parseLong Double/parseDouble
-// (which raise on bad input, as Java throws). Patterns may be a regex or a
-// string; inputs past MaxRegexInput bytes are not scanned.
+// registerRegex registers the regex builtins and the parsers: parse-long
+// and the other nil-returning parse-*, and the Java statics
+// Integer/parseInt, Long/parseLong, Double/parseDouble,
+// Boolean/parseBoolean (which raise on bad input, as Java throws). Patterns
+// may be a regex or a string; inputs past MaxRegexInput bytes are not
+// scanned.
 func registerRegex(r *registry) {
 	r.add("parse-long", 1, 1, func(th *Thread, a []Value) Value {
 		s, ok := a[0].(string)

@@ -7,11 +7,8 @@ import (
 	"strings"
 )
 
-// registerSeq registers this group's builtins (see HANDOFF.md): §4.2 find
-// mapcat map-indexed pluck sort sort-by reverse distinct distinct-by
-// group-by frequencies partition partition-all flatten interleave interpose
-// zip combinations conj cons concat into vec vector walk prewalk postwalk
-// tree-seq, plus rseq distinct? doall dorun reductions.
+// registerSeq registers the sequence builtins: searching, sorting,
+// grouping, partitioning, building and walking collections.
 func registerSeq(r *registry) {
 	r.add("find", 2, 2, biFind).
 		doc("the [key value] entry of a key in a map, or nil").ref(refSeq)

@@ -1,11 +1,8 @@
 package lisp
 
-// registerSets registers this group's builtins (see HANDOFF.md): §4.5 set
-// set? union intersection difference (also as clojure.set/ and set/),
-// sorted-set (sets iterate in order anyway), and
-// clojure.set's subset? superset? select project rename-keys map-invert
-// index join. The set operations accept any collection for a set (a
-// vector is converted, ptc-lisp.md §4.5 "Go MAY convert"); nil is empty.
+// registerSets registers the set builtins and clojure.set's functions (also
+// as set/). The set operations accept any collection for a set (a vector
+// is converted); nil is empty.
 func registerSets(r *registry) {
 	r.add("set", 1, 1, func(th *Thread, a []Value) Value { return toSet(th, "set", a[0], 1) }).
 		doc("a set of the items").ref(refSets).pure()

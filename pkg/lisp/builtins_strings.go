@@ -8,12 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// registerStrings registers §4.8 (subs join split split-lines trim triml
-// trimr trim-newline replace replace-first upper-case lower-case
-// capitalize starts-with? ends-with? includes? index-of last-index-of
-// blank? escape), str/reverse, char, name, keyword and format (§0.1).
-// Strings are indexed by code points. nil is punned: transforms of nil give
-// nil, tests give false (blank? gives true), split gives [].
+// registerStrings registers the string builtins (clojure.string's, also
+// as str/), char, name, keyword and format. Strings are indexed by code
+// points. nil is punned: transforms of nil give nil, tests give false
+// (blank? gives true), split gives [].
 func registerStrings(r *registry) {
 	r.add("subs", 2, 3, biSubs).
 		doc("the substring from start (to end), by characters").ref(refStrings).pure()
@@ -720,7 +718,7 @@ type fmtSpec struct {
 // formatJava implements (format fmt args...) with java.util.Formatter's
 // syntax and output for the conversions s S b B c C d o x X e E f g G %
 // n, the flags - + space 0 , ( #, widths, precisions, explicit indexes
-// (%2$s) and %<s. Δ Java rejects %d on a float and %f on an integer; here
+// (%2$s) and %<s. Java rejects %d on a float and %f on an integer; here
 // %d takes an integral float and %e/%f/%g take an integer.
 func formatJava(th *Thread, f string, args []Value) string {
 	var stack [256]byte // most results fit: one allocation for the string

@@ -563,7 +563,7 @@ func (b *mapBuilder) setExactLast(key, val Value) {
 	}
 }
 
-// Namespace aliases (§3.11) mapped to canonical namespaces.
+// Namespace aliases mapped to canonical namespaces.
 var nsAliases = map[string]string{
 	"clojure.string": "str", "str": "str", "string": "str",
 	"clojure.core": "core", "core": "core",

@@ -3,7 +3,7 @@ package lisp
 import "fmt"
 
 // compilePattern compiles a binding pattern (symbol, vector or map
-// pattern, §2.3), declaring its names in the current scope.
+// pattern), declaring its names in the current scope.
 func (c *compiler) compilePattern(p *form) binder {
 	switch p.kind {
 	case fSym:
@@ -220,7 +220,7 @@ func (c *compiler) mapPattern(p *form) binder {
 	}
 }
 
-// compileFnLit compiles #(...) (§2.5).
+// compileFnLit compiles #(...).
 func (c *compiler) compileFnLit(f *form) node {
 	info := &fnLitInfo{}
 	scanPercent(f.items, info)

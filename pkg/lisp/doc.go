@@ -1,6 +1,6 @@
 // Package lisp implements PTC-Lisp, the sandboxed Clojure subset that
-// models write to call tools and shrink data (language reference:
-// ptc-lisp.md; docs/lisp.md for design and benchmarks).
+// models write to call tools and shrink data (docs/lisp-builtins.md lists
+// the forms and builtins; docs/lisp.md covers design and benchmarks).
 //
 // # Entry points
 //

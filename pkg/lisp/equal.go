@@ -254,7 +254,7 @@ func (st *eqState) equalComposite(a, b Value) bool {
 	return a == b
 }
 
-// orderRank groups values for map/set key order (§5).
+// orderRank groups values for map/set key order.
 func orderRank(v Value) int {
 	switch v.(type) {
 	case int64, float64:
@@ -267,7 +267,7 @@ func orderRank(v Value) int {
 	return 3
 }
 
-// keyOrder is the total order of map keys and set members (§5): numbers by
+// keyOrder is the total order of map keys and set members: numbers by
 // value, then keywords by name, then strings, then other values by printed
 // form.
 func keyOrder(a, b Value) int {

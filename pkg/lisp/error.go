@@ -22,7 +22,7 @@ func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
 // messages.Fail.Reason.
 type Kind int
 
-// Error kinds (ptc-lisp.md §6).
+// Error kinds.
 const (
 	KindInternal    Kind = iota // a recovered Go panic: a bug in the interpreter
 	KindParse                   // reader errors

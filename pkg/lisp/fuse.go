@@ -375,7 +375,7 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 		unbox()
 	}
 	if !started {
-		// as unfused reduce: (reduce + []) is 0, other fns give nil (Δ)
+		// as unfused reduce: (reduce + []) is 0, other fns give nil
 		if plus {
 			return Int(0)
 		}

@@ -26,10 +26,10 @@ var emptyShape = &shape{}
 // Map is an immutable map. Up to smallMapMax entries it is a sorted array
 // map: a shared key shape plus a value slice (linear scan lookup); larger
 // maps are a hash array mapped trie. Iteration and printing follow the key
-// order of ptc-lisp.md §5 (numbers, keywords, strings, others by printed
+// key order (numbers, keywords, strings, others by printed
 // form).
 //
-// Lookups are flex (§3.6): a keyword key also finds the same-named string
+// Lookups are flex: a keyword key also finds the same-named string
 // key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
 // resolve keys the same way, keeping the existing key's spelling.
 type Map struct {
@@ -699,7 +699,7 @@ func (n *hnode) each(fn func(mapEntry)) {
 	}
 }
 
-// Set is an immutable set of values, iterated in §5 key order.
+// Set is an immutable set of values, iterated in key order.
 type Set struct{ m *Map }
 
 var emptySet = &Set{m: emptyMap}

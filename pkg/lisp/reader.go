@@ -436,7 +436,7 @@ func isSymbolStart(c rune) bool {
 	return strings.ContainsRune("+-*/<>=?!_%.&$", c)
 }
 
-// number parses an integer or float token strictly (§1).
+// number parses an integer or float token strictly.
 func (r *reader) number(tok string, pos Pos) Value {
 	s := tok
 	if s[0] == '+' {

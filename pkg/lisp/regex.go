@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Regex limits (§4.9).
+// Regex limits.
 const (
 	MaxRegexPattern = 256
 	MaxRegexInput   = 32 << 10

@@ -11,7 +11,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
-// Defaults for Options (ptc-lisp.md §6).
+// Defaults for Options.
 const (
 	DefaultTimeout        = time.Second
 	DefaultMaxAlloc       = 10 << 20
@@ -26,7 +26,7 @@ const (
 )
 
 // Options configures one run. The zero value is usable: no inputs, empty
-// memory, no tools, the §6 default limits.
+// memory, no tools, the default limits.
 type Options struct {
 	// Context holds the ctx/ (and data/) inputs: plain Go data, string keys.
 	Context map[string]any
@@ -58,7 +58,7 @@ type Options struct {
 	MaxMemoryBytes int
 	// MaxToolCalls caps tool calls per run (0: unlimited).
 	MaxToolCalls int
-	// MemoryContract applies the seed's Memory Result Contract (§3.9) to a
+	// MemoryContract applies the Memory Result Contract (docs/agent.md) to a
 	// top-level map result that did not come from return/fail.
 	MemoryContract bool
 	// FloatPrecision rounds floats in Step.Return to this many decimals

@@ -336,8 +336,7 @@ func UnmarshalStep(data []byte) (*Step, error) {
 
 // RoundFloats rounds every float64 in plain data v to digits decimals (half
 // away from zero), in place, and returns v; Inf and NaN are kept. digits <= 0
-// leaves v as it is. Agents round returned floats to 2 decimals (the seeds'
-// float_precision), so 0.1+0.2 is returned as 0.3.
+// leaves v as it is. Agents round returned floats to 2 decimals, so 0.1+0.2 is returned as 0.3.
 func RoundFloats(v any, digits int) any {
 	if digits <= 0 {
 		return v

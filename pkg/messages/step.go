@@ -66,8 +66,7 @@ type Replayed struct {
 // Ok reports whether the run succeeded.
 func (s *Step) Ok() bool { return s != nil && s.Fail == nil }
 
-// Fail is the failure data of a Step: the seeds' {reason, message, op,
-// details}. Reason is a short snake_case string such as "parse_error",
+// Fail is the failure data of a Step: reason, message, op and details. Reason is a short snake_case string such as "parse_error",
 // "timeout", "max_turns_exceeded" or the program's own reason given to
 // (fail {...}).
 type Fail struct {

@@ -51,8 +51,7 @@ func FromType(t reflect.Type) (Type, error) {
 // For is FromType for the type argument: For[[]Order]().
 func For[T any]() (Type, error) { return FromType(reflect.TypeFor[T]()) }
 
-// FromFunc derives a signature from a function value's type, the Go analogue
-// of the seeds' @spec extraction. The function may take a context.Context
+// FromFunc derives a signature from a function value's type. The function may take a context.Context
 // first, then at most one args parameter, a struct (or pointer to struct)
 // whose fields become the inputs as FromType maps them. It may return a
 // result, an error, or (result, error). The output is FromType(result), or

@@ -29,7 +29,7 @@ const (
 )
 
 // ParseMode parses a mode name: "enabled", "warn_only", "disabled" or
-// "strict" (a leading ":" is accepted, as in the Elixir seeds). The empty
+// "strict" (a leading ":" is accepted, as in keyword syntax). The empty
 // string is Enabled. Any other name is an *Error of KindMode.
 func ParseMode(s string) (Mode, error) {
 	if len(s) > 0 && s[0] == ':' {

@@ -1,4 +1,4 @@
-;; §4.1 access: first second last
+;; access: first second last
 (first [1 2 3])
 ;=> 1
 ---
@@ -68,7 +68,7 @@
 [(last {:a 1 :b 2}) (last {})]
 ;=> [[:b 2] nil]
 ---
-;; nth: out of range → nil (Δ), negative → nil, optional default
+;; nth: out of range → nil (unlike Clojure), negative → nil, optional default
 (nth [10 20 30] 1)
 ;=> 20
 ---

@@ -1,4 +1,4 @@
-;; §4.3 sum avg: skip nil, empty → 0 / nil, avg is a float
+;; sum avg: skip nil, empty → 0 / nil, avg is a float
 (sum [1 2 3])
 ;=> 6
 ---
@@ -171,7 +171,7 @@
 (not-any? odd? [])
 ;=> true
 ---
-;; contains?: map keys (flex), set members, Δ vector values, nil → false
+;; contains?: map keys (flex), set members, vector values (not indexes, unlike Clojure), nil → false
 (contains? {:a 1} :a)
 ;=> true
 ---

@@ -1,4 +1,4 @@
-;; format (§0.1): java.util.Formatter syntax and output, checked against Clojure 1.11
+;; format: java.util.Formatter syntax and output, checked against Clojure 1.11
 [(format "%s %d" "a" 5) (format "%d%%" 50) (format "a%nb") (format "no args")]
 ;=> ["a 5" "50%" "a\nb" "no args"]
 ---
@@ -9,7 +9,7 @@
 [(format "%f" 3.14159265) (format "%.2f" -0.001) (format "%.2f" 1e20) (format "%10.4f|" 3.14159) (format "%08.2f" -3.14159) (format "%+.1f" 2.0) (format "%,.2f" 1234567.891) (format "%(,.2f" -1234.5)]
 ;=> ["3.141593" "-0.00" "100000000000000000000.00" "    3.1416|" "-0003.14" "+2.0" "1,234,567.89" "(1,234.50)"]
 ---
-;; Δ: %f accepts an integer and %d an integral float (Java throws)
+;; unlike Java, %f accepts an integer and %d an integral float (Java throws)
 [(format "%.2f" 3) (format "%d" 3.0) (format "%.1f" (/ 10 4))]
 ;=> ["3.00" "3" "2.5"]
 ---

@@ -1,4 +1,4 @@
-;; builtins_hof.go: §4.10 higher-order and misc
+;; builtins_hof.go: higher-order and misc
 [((partial + 1 2) 3) ((partial str "a") "b" "c") ((partial +)) (map (partial * 2) [1 2 3])]
 ;=> [6 "abc" 0 [2 4 6]]
 ---

@@ -1,4 +1,4 @@
-;; builtins_interop.go: §4.11. A date is its ISO-8601 text (UTC).
+;; builtins_interop.go. A date is its ISO-8601 text (UTC).
 [(java.util.Date. 1700000000000) (java.util.Date. 1700000000) (java.util.Date. "2024-01-31") (java.util.Date. "2024-01-31T10:00:00+02:00") (java.util.Date. "Wed, 8 Jan 2026 14:30:00 +0000")]
 ;=> ["2023-11-14T22:13:20.000Z" "2023-11-14T22:13:20.000Z" "2024-01-31T00:00:00.000Z" "2024-01-31T08:00:00.000Z" "2026-01-08T14:30:00.000Z"]
 ---

@@ -1,4 +1,4 @@
-;; builtins_logic.go: §4.7 predicates, type, compare
+;; builtins_logic.go: predicates, type, compare
 [(boolean nil) (boolean false) (boolean 0) (boolean "") (boolean []) (identity 5) (identity nil)]
 ;=> [false false true true true 5 nil]
 ---
@@ -31,7 +31,7 @@
 (regex? #"a")
 ;=> true
 ---
-;; type names every kind; nil is :nil (v0.9.0 returns nil)
+;; type names every kind; nil is :nil
 [(type nil) (type true) (type 1) (type 1.5) (type "s") (type :k) (type [1]) (type {}) (type #{}) (type #"x") (type inc) (type (fn [x] x)) (type (range))]
 ;=> [:nil :boolean :number :number :string :keyword :vector :map :set :regex :function :function :vector]
 ---

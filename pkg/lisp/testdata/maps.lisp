@@ -1,4 +1,4 @@
-;; §4.4 get-in: default only when a key is absent (not for a found nil)
+;; get-in: default only when a key is absent (not for a found nil)
 (get-in {:a {:b 1}} [:a :b])
 ;=> 1
 ---

@@ -1,4 +1,4 @@
-;; builtins_math.go: §4.6 and the Math/ statics of §0.1
+;; builtins_math.go: numbers, the Math/ statics and bit operations
 ;; mod is floored (sign of the divisor), rem truncated (sign of the dividend)
 [(mod -7 2) (mod 7 -2) (mod 7 2) (mod -7 -2) (mod 6 3) (mod -6 3)]
 ;=> [1 -1 1 -1 0 0]

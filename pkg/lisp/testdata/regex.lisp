@@ -1,4 +1,4 @@
-;; builtins_regex.go: §4.9 parsing and regex
+;; builtins_regex.go: parsing and regex
 ;; parse-long: exactly [+-]?digits fitting int64, else nil
 [(parse-long "42") (parse-long "+5") (parse-long "-0") (parse-long "-17") (parse-long "9223372036854775807")]
 ;=> [42 5 0 -17 9223372036854775807]

@@ -1,4 +1,4 @@
-;; §4.2 find: (find pred coll) Δ, and Clojure's (find map key)
+;; find: (find pred coll), and Clojure's (find map key)
 (find even? [1 3 4 6])
 ;=> 4
 ---

@@ -1,4 +1,4 @@
-;; §4.5 set set? union intersection difference (also clojure.set/ and set/)
+;; set set? union intersection difference (also clojure.set/ and set/)
 (set [1 2 1])
 ;=> #{1 2}
 ---

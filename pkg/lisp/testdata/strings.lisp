@@ -1,5 +1,5 @@
-;; builtins_strings.go: §4.8, name, keyword, char
-;; subs: code-point indices, clamped (Δ Clojure throws)
+;; builtins_strings.go: strings, name, keyword, char
+;; subs: code-point indices, clamped (Clojure throws)
 [(subs "hello" 1 3) (subs "hello" 2) (subs "héllo" 1 3) (subs "abc" -1 10) (subs "abc" 2 1) (subs "abc" 5) (subs "" 0)]
 ;=> ["el" "llo" "él" "abc" "" "" ""]
 ---
@@ -22,7 +22,7 @@
 (join "," 5)
 ;;; "type_error: 1:1: join: expected a collection, got 5 \\(arg 2\\)"
 ---
-;; split on a literal string or a regex; trailing empty strings are dropped (Δ v0.9.0 keeps them)
+;; split on a literal string or a regex; trailing empty strings are dropped
 [(split "a,b,,c,," ",") (str/split "a,b,,c,," #",") (split ",a" ",") (split "" ",") (split "abc" "") (split "," ",") (split "abc" ";")]
 ;=> [["a" "b" "" "c"] ["a" "b" "" "c"] ["" "a"] [""] ["a" "b" "c"] [] ["abc"]]
 ---
