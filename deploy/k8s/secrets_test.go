@@ -2,13 +2,16 @@ package k8s_test
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ptcfleet/ptc/internal/cli"
 )
@@ -81,5 +84,25 @@ func TestPlaceholderPasswordsRefused(t *testing.T) {
 	}
 	if out, err := run(func(key string) string { return "s3cr3t-" + key }); err != nil {
 		t.Errorf("check-secrets with real passwords: %v %q", err, out)
+	}
+	// The Helm values run the same init container.
+	data, err := os.ReadFile(filepath.Join("helm", "nats-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		PodTemplate struct {
+			Merge struct {
+				Spec struct {
+					InitContainers []corev1.Container `json:"initContainers"`
+				} `json:"spec"`
+			} `json:"merge"`
+		} `json:"podTemplate"`
+	}
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	if ics := v.PodTemplate.Merge.Spec.InitContainers; len(ics) != 1 || !reflect.DeepEqual(ics[0], *check) {
+		t.Errorf("helm podTemplate.merge.spec.initContainers %+v differ from the StatefulSet's check-secrets", ics)
 	}
 }
