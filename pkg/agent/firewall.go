@@ -39,14 +39,21 @@ type secrets struct {
 	// nums holds the decimal forms of firewalled integers of at least
 	// minSecretDigits digits.
 	nums map[string]struct{}
-	// long holds the recorded strings of at least minSecretLen bytes (and
-	// their printed forms), longest first, once built; nil when stale.
-	long     []string
-	r        *strings.Replacer
-	byPrefix map[string][]string // first minSecretLen bytes → long secrets
+	// The indexes below grow with the sets (sorted lazily, on use).
+	// strs indexes every recorded string of at least minSecretLen bytes
+	// (and its quoted forms); nums the recorded integers.
+	strs, ints *prefixIndex
 	// starts holds the first 1 to minSecretLen-1 bytes of every secret
 	// and firewalled integer: what a cut can leave of one.
 	starts map[string]struct{}
+	// walked holds the collections already collected (by identity, with
+	// their "under" flag): memory is collected after every turn.
+	walked map[walkKey]struct{}
+}
+
+type walkKey struct {
+	v     any
+	under bool
 }
 
 // collect records the strings under firewalled keys of v (plain Go data or
@@ -91,6 +98,9 @@ func (s *secrets) collectLocked(v any, under bool) {
 			s.collectLocked(e, under)
 		}
 	case *lisp.Map:
+		if !s.firstWalk(x, under) {
+			return
+		}
 		x.Each(func(k, e lisp.Value) bool {
 			if under {
 				s.collectLocked(k, true)
@@ -99,6 +109,9 @@ func (s *secrets) collectLocked(v any, under bool) {
 			return true
 		})
 	case *lisp.Vector:
+		if !s.firstWalk(x, under) {
+			return
+		}
 		for _, e := range x.Items() {
 			s.collectLocked(e, under)
 		}
@@ -109,6 +122,20 @@ func (s *secrets) collectLocked(v any, under bool) {
 	case *lisp.LazySeq:
 		s.collectLocked(lisp.ToGo(x), under)
 	}
+}
+
+// firstWalk reports whether the interpreter collection v (immutable) is
+// collected for the first time with this under flag, and marks it.
+func (s *secrets) firstWalk(v any, under bool) bool {
+	k := walkKey{v, under}
+	if _, ok := s.walked[k]; ok {
+		return false
+	}
+	if s.walked == nil {
+		s.walked = map[walkKey]struct{}{}
+	}
+	s.walked[k] = struct{}{}
+	return true
 }
 
 func isFirewalledKey(k lisp.Value) bool {
@@ -128,9 +155,31 @@ func (s *secrets) add(x string) {
 	if s.set == nil {
 		s.set = map[string]struct{}{}
 	}
-	if _, ok := s.set[x]; !ok {
-		s.set[x] = struct{}{}
-		s.long, s.r, s.byPrefix, s.starts = nil, nil, nil, nil
+	if _, ok := s.set[x]; ok {
+		return
+	}
+	s.set[x] = struct{}{}
+	s.index()
+	s.addStarts(x)
+	s.strs.add(x)
+	if needsEscape(x) {
+		// the forms printers give it: PTC-Lisp/Go quoting and JSON
+		s.strs.add(strings.Trim(lisp.PrStr(x), `"`))
+		q := strconv.Quote(x)
+		s.strs.add(q[1 : len(q)-1])
+	}
+}
+
+// index makes the indexes on first use.
+func (s *secrets) index() {
+	if s.strs == nil {
+		s.strs, s.ints, s.starts = newPrefixIndex(), newPrefixIndex(), map[string]struct{}{}
+	}
+}
+
+func (s *secrets) addStarts(k string) {
+	for n := 1; n < minSecretLen && n <= len(k); n++ {
+		s.starts[k[:n]] = struct{}{}
 	}
 }
 
@@ -142,8 +191,15 @@ func (s *secrets) addNum(n int64) {
 	if s.nums == nil {
 		s.nums = map[string]struct{}{}
 	}
-	s.nums[strings.TrimPrefix(d, "-")] = struct{}{}
-	s.long, s.r, s.byPrefix, s.starts = nil, nil, nil, nil
+	d = strings.TrimPrefix(d, "-")
+	if _, ok := s.nums[d]; !ok {
+		s.nums[d] = struct{}{}
+		// a firewalled integer cut short is caught like a string; whole
+		// ones only as whole runs of digits (see scrub)
+		s.index()
+		s.addStarts(d)
+		s.ints.add(d)
+	}
 }
 
 // has reports whether x is a recorded secret.
@@ -223,15 +279,14 @@ func (s *secrets) scrub(text string) string {
 		s.mu.Unlock()
 		return text
 	}
-	s.build()
-	r, byPrefix, set := s.r, s.byPrefix, s.set
-	if r != nil {
-		text = r.Replace(text)
-	}
-	text = cutSecrets(text, byPrefix, s.starts)
+	s.strs.finish()
+	s.ints.finish()
+	strs, set := s.strs, s.set
+	text = replaceSecrets(text, strs)
+	text = cutSecrets(text, strs, s.ints, s.starts)
 	text = quoted.ReplaceAllStringFunc(text, func(q string) string {
 		inner := q[1 : len(q)-1]
-		if _, ok := set[inner]; ok || inner == firewalledText || isSecretPrefix(inner, byPrefix) {
+		if _, ok := set[inner]; ok || inner == firewalledText || strs.isPrefix(inner) {
 			return firewalledText
 		}
 		if u, err := strconv.Unquote(q); err == nil {
@@ -260,76 +315,140 @@ func (s *secrets) scrub(text string) string {
 	return text
 }
 
-// build makes the replacer and the prefix index (s.mu held).
-func (s *secrets) build() {
-	if s.long != nil || s.r != nil {
+// prefixIndex finds recorded strings of at least minSecretLen bytes in
+// text: by their first minSecretLen bytes, then by exact match over the
+// few lengths of that group (occurrences) or by binary search (prefixes).
+type prefixIndex struct {
+	groups map[string]*prefixGroup
+	exact  map[string]struct{}
+	dirty  []*prefixGroup // groups added to since the last finish
+}
+
+type prefixGroup struct {
+	lens   []int    // the distinct lengths, longest first
+	sorted []string // the strings, sorted (once finish ran)
+	dirty  bool     // in prefixIndex.dirty
+}
+
+func newPrefixIndex() *prefixIndex {
+	return &prefixIndex{groups: map[string]*prefixGroup{}, exact: map[string]struct{}{}}
+}
+
+func (x *prefixIndex) add(k string) {
+	if len(k) < minSecretLen {
 		return
 	}
-	s.starts = map[string]struct{}{}
-	addStarts := func(k string) {
-		for n := 1; n < minSecretLen && n <= len(k); n++ {
-			s.starts[k[:n]] = struct{}{}
+	if _, ok := x.exact[k]; ok {
+		return
+	}
+	x.exact[k] = struct{}{}
+	g := x.groups[k[:minSecretLen]]
+	if g == nil {
+		g = &prefixGroup{}
+		x.groups[k[:minSecretLen]] = g
+	}
+	if !g.dirty {
+		g.dirty = true
+		x.dirty = append(x.dirty, g)
+	}
+	g.sorted = append(g.sorted, k)
+	if !slices.Contains(g.lens, len(k)) {
+		g.lens = append(g.lens, len(k))
+	}
+}
+
+// finish sorts the groups added to since the last call.
+func (x *prefixIndex) finish() {
+	for _, g := range x.dirty {
+		slices.Sort(g.sorted)
+		slices.SortFunc(g.lens, func(a, b int) int { return b - a })
+		g.dirty = false
+	}
+	x.dirty = x.dirty[:0]
+}
+
+// longestAt returns the length of the longest indexed string that text
+// has at offset i (0: none).
+func (x *prefixIndex) longestAt(text string, i int) int {
+	if x == nil || i+minSecretLen > len(text) {
+		return 0
+	}
+	g := x.groups[text[i:i+minSecretLen]]
+	if g == nil {
+		return 0
+	}
+	for _, n := range g.lens {
+		if i+n <= len(text) {
+			if _, ok := x.exact[text[i:i+n]]; ok {
+				return n
+			}
 		}
 	}
-	for k := range s.set {
-		addStarts(k)
+	return 0
+}
+
+// isPrefix reports whether p (at least minSecretLen bytes) starts an
+// indexed string.
+func (x *prefixIndex) isPrefix(p string) bool {
+	if x == nil || len(p) < minSecretLen {
+		return false
 	}
-	for k := range s.nums {
-		addStarts(k)
+	g := x.groups[p[:minSecretLen]]
+	if g == nil {
+		return false
 	}
-	forms := map[string]struct{}{}
-	for k := range s.set {
-		if len(k) < minSecretLen {
+	i, _ := slices.BinarySearch(g.sorted, p)
+	return i < len(g.sorted) && strings.HasPrefix(g.sorted[i], p)
+}
+
+// needsEscape reports whether a printer quotes s differently from its raw
+// bytes.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceSecrets replaces every occurrence of an indexed secret in text.
+func replaceSecrets(text string, strs *prefixIndex) string {
+	if strs == nil || len(strs.exact) == 0 || len(text) < minSecretLen {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i+minSecretLen <= len(text); {
+		n := strs.longestAt(text, i)
+		if n == 0 {
+			i++
 			continue
 		}
-		forms[k] = struct{}{}
-		// the forms printers give it: PTC-Lisp/Go quoting and JSON
-		forms[strings.Trim(lisp.PrStr(k), `"`)] = struct{}{}
-		q := strconv.Quote(k)
-		forms[q[1:len(q)-1]] = struct{}{}
+		b.WriteString(text[last:i])
+		b.WriteString(firewalledText)
+		i += n
+		last = i
 	}
-	long := make([]string, 0, len(forms))
-	for k := range forms {
-		long = append(long, k)
+	if last == 0 {
+		return text
 	}
-	// longest first, so a secret containing another is replaced whole
-	slices.SortFunc(long, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
-	s.long = long
-	s.byPrefix = make(map[string][]string, len(long)+len(s.nums))
-	for _, k := range long {
-		p := k[:minSecretLen]
-		s.byPrefix[p] = append(s.byPrefix[p], k)
-	}
-	// a firewalled integer cut short is caught like a string; whole ones
-	// only as whole runs of digits (see scrub)
-	for k := range s.nums {
-		s.byPrefix[k[:minSecretLen]] = append(s.byPrefix[k[:minSecretLen]], k)
-	}
-	if len(long) == 0 {
-		return
-	}
-	pairs := make([]string, 0, 2*len(long))
-	for _, k := range long {
-		pairs = append(pairs, k, firewalledText)
-	}
-	s.r = strings.NewReplacer(pairs...)
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // cutSecrets replaces the visible start of a secret that a printer cut
 // short (text ending in "..." or "…") with <Firewalled>: at least
 // minSecretLen bytes of one, or fewer right after a quote, a keyword's
 // colon or as a run of digits.
-func cutSecrets(text string, byPrefix map[string][]string, starts map[string]struct{}) string {
-	if len(byPrefix) == 0 && len(starts) == 0 {
+func cutSecrets(text string, strs, ints *prefixIndex, starts map[string]struct{}) string {
+	if len(starts) == 0 {
 		return text
 	}
 	var b strings.Builder
-	last := 0
+	// last is the end of the text copied so far; lo where the next cut
+	// may start (after the previous mark: each byte is looked at once)
+	last, lo := 0, 0
 	for i := 0; i < len(text); i++ {
 		var mark int
 		switch {
@@ -340,9 +459,12 @@ func cutSecrets(text string, byPrefix map[string][]string, starts map[string]str
 		default:
 			continue
 		}
-		start := cutStart(text, last, i, byPrefix)
+		start := cutStart(text, lo, i, strs)
 		if start < 0 {
-			start = shortCutStart(text, last, i, starts)
+			start = cutStart(text, lo, i, ints)
+		}
+		if start < 0 {
+			start = shortCutStart(text, lo, i, starts)
 		}
 		if start >= 0 {
 			b.WriteString(text[last:start])
@@ -350,26 +472,13 @@ func cutSecrets(text string, byPrefix map[string][]string, starts map[string]str
 			last = i
 		}
 		i += mark - 1
+		lo = i + 1
 	}
 	if last == 0 {
 		return text
 	}
 	b.WriteString(text[last:])
 	return b.String()
-}
-
-// isSecretPrefix reports whether s (at least minSecretLen bytes) is the
-// start of a recorded secret.
-func isSecretPrefix(s string, byPrefix map[string][]string) bool {
-	if len(s) < minSecretLen {
-		return false
-	}
-	for _, c := range byPrefix[s[:minSecretLen]] {
-		if strings.HasPrefix(c, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // shortCutStart finds a cut start of fewer than minSecretLen bytes ending
@@ -397,16 +506,15 @@ func shortCutStart(text string, lo, end int, starts map[string]struct{}) int {
 }
 
 // cutStart finds the earliest start j in [lo, end) such that text[j:end]
-// is at least minSecretLen bytes and the start of a recorded secret; -1
+// is at least minSecretLen bytes and the start of an indexed string; -1
 // when there is none.
-func cutStart(text string, lo, end int, byPrefix map[string][]string) int {
-	from := max(lo, end-maxSecretPrefix)
-	for j := from; j+minSecretLen <= end; j++ {
-		cands := byPrefix[text[j:j+minSecretLen]]
-		for _, c := range cands {
-			if strings.HasPrefix(c, text[j:end]) {
-				return j
-			}
+func cutStart(text string, lo, end int, x *prefixIndex) int {
+	if x == nil || len(x.exact) == 0 {
+		return -1
+	}
+	for j := max(lo, end-maxSecretPrefix); j+minSecretLen <= end; j++ {
+		if x.isPrefix(text[j:end]) {
+			return j
 		}
 	}
 	return -1
