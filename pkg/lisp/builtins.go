@@ -18,8 +18,8 @@ import (
 // The entry's metadata is the single source for everything that lists or
 // reasons about builtins: the language reference in the agent's prompt
 // (Reference), the "not available" hints (hints.go), the optimiser's facts
-// (purity and function arguments for fusion, fuse.go; owned number boxes,
-// owned.go) and docs/lisp-builtins.md (TestBuiltinDocsCurrent).
+// (purity and function arguments for fusion, opt_fuse.go; owned number boxes,
+// opt_ownedbox.go) and docs/lisp-builtins.md (TestBuiltinDocsCurrent).
 
 // entry is one builtin with its metadata.
 type entry struct {
@@ -36,6 +36,10 @@ type entry struct {
 	isPure bool // no effect and never calls an argument (fusion may reorder it)
 	fnArg  int  // pure higher-order: the 1-based argument called as a function; -1: depends on the call's shape (fnArgAt)
 	ownMin int  // >0: with at least ownMin arguments the result is a new number or boolean, no argument is kept
+	// foldable: a constructor of a function value that neither touches the
+	// Thread nor fails once the arity is right, so a call with constant
+	// arguments is made once, at compile time (foldCtor).
+	foldable bool
 }
 
 // doc sets the entry's one-line description.
@@ -62,8 +66,15 @@ func (e *entry) hof(i int) *entry { e.fnArg = i; return e }
 // do not say it.
 func (e *entry) arity(text string) *entry { e.b.ArityText = text; return e }
 
+// folds marks a function constructor whose calls with constant arguments
+// may be made at compile time: it builds an equivalent value every time,
+// without touching the Thread, charging budgets or failing once the arity
+// is right. This keeps (update m k (fnil + 0) v) in a loop from allocating
+// a closure per item.
+func (e *entry) folds() *entry { e.foldable = true; return e }
+
 // owns marks a builtin that, called with at least min arguments, returns a
-// new number or boolean and keeps no argument (owned.go).
+// new number or boolean and keeps no argument (opt_ownedbox.go).
 func (e *entry) owns(min int) *entry { e.ownMin = min; return e }
 
 // registry collects the entries while the table is built (once).
@@ -87,7 +98,7 @@ func (r *registry) alias(alias, name string) *entry {
 		panic("lisp: alias of unknown builtin " + name)
 	}
 	a := r.put(alias, e.b, name)
-	a.isPure, a.fnArg, a.ownMin = e.isPure, e.fnArg, e.ownMin
+	a.isPure, a.fnArg, a.ownMin, a.foldable = e.isPure, e.fnArg, e.ownMin, e.foldable
 	return a
 }
 

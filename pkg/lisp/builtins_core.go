@@ -170,7 +170,7 @@ func registerCore(r *registry) {
 			}
 			return th.MakeVector(out)
 		}}
-	}).doc("a function returning the vector of each function applied to its arguments").ref(refSeq)
+	}).doc("a function returning the vector of each function applied to its arguments").ref(refSeq).folds()
 	r.add("all-of", 0, -1, predCombinator("all-of", true, true)).
 		doc("a predicate true when every given predicate holds").ref(refLogic)
 	r.add("any-of", 0, -1, predCombinator("any-of", false, false)).

@@ -17,7 +17,7 @@ func registerHOF(r *registry) {
 			th.sp = mark
 			return v
 		}}
-	}).doc("f with leading arguments fixed").ref(refLogic)
+	}).doc("f with leading arguments fixed").ref(refLogic).folds()
 	r.add("comp", 0, -1, func(th *Thread, a []Value) Value {
 		fns := append([]Value(nil), a...)
 		return &Builtin{Name: "comp", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -33,17 +33,17 @@ func registerHOF(r *registry) {
 			}
 			return v
 		}}
-	}).doc("the composition of the functions, right to left").ref(refLogic)
+	}).doc("the composition of the functions, right to left").ref(refLogic).folds()
 	r.add("complement", 1, 1, func(th *Thread, a []Value) Value {
 		f := a[0]
 		return &Builtin{Name: "complement", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
 			return !Truthy(th.Call(f, args...))
 		}}
-	}).doc("a function returning the opposite truth of f").ref(refLogic).hof(1)
+	}).doc("a function returning the opposite truth of f").ref(refLogic).hof(1).folds()
 	r.add("constantly", 1, 1, func(th *Thread, a []Value) Value {
 		x := a[0]
 		return &Builtin{Name: "constantly", MinArgs: 0, MaxArgs: -1, Fn: func(*Thread, []Value) Value { return x }}
-	}).doc("a function always returning x").ref(refLogic)
+	}).doc("a function always returning x").ref(refLogic).folds()
 	r.add("some-fn", 1, -1, func(th *Thread, a []Value) Value {
 		preds := append([]Value(nil), a...)
 		return &Builtin{Name: "some-fn", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -57,7 +57,7 @@ func registerHOF(r *registry) {
 			}
 			return last // the last falsy result, as Clojure's or
 		}}
-	}).doc("a function returning the first truthy result of the predicates")
+	}).doc("a function returning the first truthy result of the predicates").folds()
 	r.add("every-pred", 1, -1, func(th *Thread, a []Value) Value {
 		preds := append([]Value(nil), a...)
 		return &Builtin{Name: "every-pred", MinArgs: 0, MaxArgs: -1, Fn: func(th *Thread, args []Value) Value {
@@ -70,7 +70,7 @@ func registerHOF(r *registry) {
 			}
 			return true
 		}}
-	}).doc("a function true when every predicate holds for every argument")
+	}).doc("a function true when every predicate holds for every argument").folds()
 	r.add("keep", 2, 2, func(th *Thread, a []Value) Value {
 		f := a[0]
 		return keepEach(th, "keep", a[1], func(th *Thread, _ int, x Value) Value { return th.Call1(f, x) })

@@ -166,7 +166,7 @@ func registerMaps(r *registry) {
 				}
 				return th.Call(f, append([]Value{d}, args[1:]...)...)
 			}}
-			// the fixed-arity entries (fastcall.go) make the same calls
+			// the fixed-arity entries (opt_fastcall.go) make the same calls
 			b.fn1 = func(th *Thread, x Value) Value {
 				if x == nil {
 					x = d
@@ -218,7 +218,7 @@ func registerMaps(r *registry) {
 			}
 			return th.Call(f, out...)
 		}}
-	}).doc("f with nil arguments replaced by defaults").ref(refLogic).hof(1)
+	}).doc("f with nil arguments replaced by defaults").ref(refLogic).hof(1).folds()
 }
 
 // lookup is get with a found flag: maps (flex), vectors and strings by

@@ -149,17 +149,17 @@ type localVar struct {
 
 type recurTarget struct {
 	n int // binding count (a variadic fn counts its rest as one)
-	// cursors[i] is set for loop bindings advanced in place (cursor.go).
+	// cursors[i] is set for loop bindings advanced in place (opt_cursor.go).
 	cursors []*loopCursorSlot
 	// slots, when set, are the frame slots of a loop whose bindings are
 	// all plain symbols: recur then writes them itself.
 	slots []int
 	// walk is 1 + the index of the binding a walk loop advances itself
-	// (walk.go): recur leaves it alone. 0: not a walk.
+	// (opt_walkloop.go): recur leaves it alone. 0: not a walk.
 	walk    int
 	walkAdv *walkAdvance
 	// names are the loop's binding names (with slots); owned[i] is the
-	// owned-box slot of binding i, or -1 (owned.go); nil: none.
+	// owned-box slot of binding i, or -1 (opt_ownedbox.go); nil: none.
 	names []string
 	owned []int
 }
@@ -213,15 +213,15 @@ type compiler struct {
 	src       string
 	host      *host
 	builtins  map[string]*Builtin
-	fusions   int // reduce pipelines compiled as one loop (fuse.go)
-	walks     int // loops compiled as walks (walk.go)
-	ownedN    int // loop bindings given an owned box (owned.go)
+	fusions   int // reduce pipelines compiled as one loop (opt_fuse.go)
+	walks     int // loops compiled as walks (opt_walkloop.go)
+	ownedN    int // loop bindings given an owned box (opt_ownedbox.go)
 	memNames  map[string]bool
 	sc        *scope
 	fnLit     *fnLitInfo
 	lastProto *fnProto
 	gensym    int
-	walk      *walkAlias // the walk loop being compiled (walk.go)
+	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
 	// plainLoops turns off walk loops and owned boxes (Options.plainLoops)
 	plainLoops bool
 }
@@ -950,20 +950,10 @@ func allKeywordKeys(fs []*form) bool {
 	return true
 }
 
-// foldableCtors build a function value from their arguments without
-// touching the Thread, charging budgets or failing once the arity is
-// right: called with constant arguments they return an equivalent value
-// every time, so the call is made once at compile time. This keeps
-// (update m k (fnil + 0) v) in a loop from allocating a closure per item.
-var foldableCtors = map[string]bool{
-	"fnil": true, "partial": true, "comp": true, "complement": true,
-	"constantly": true, "some-fn": true, "every-pred": true, "juxt": true,
-}
-
 // foldCtor evaluates a call of a foldable constructor whose arguments are
 // all literals or builtin names; ok is false otherwise.
 func (c *compiler) foldCtor(b *Builtin, argForms []*form) (v Value, ok bool) {
-	if !foldableCtors[b.Name] {
+	if !facts(b.Name).foldable {
 		return nil, false
 	}
 	args := make([]Value, len(argForms))

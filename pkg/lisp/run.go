@@ -72,7 +72,7 @@ type Options struct {
 	Scrub func(string) string
 
 	// plainLoops compiles loops as written, without walk loops and owned
-	// boxes (walk.go, owned.go): tests compare both.
+	// boxes (opt_walkloop.go, opt_ownedbox.go): tests compare both.
 	plainLoops bool
 }
 

@@ -107,7 +107,7 @@ type Builtin struct {
 	Fn               BuiltinFunc
 	// ArityText overrides the arity message ("2 or 3"); empty: derived.
 	ArityText string
-	// fn1/fn2, when set, take one or two arguments directly (fastcall.go).
+	// fn1/fn2, when set, take one or two arguments directly (opt_fastcall.go).
 	fn1 func(th *Thread, x Value) Value
 	fn2 func(th *Thread, x, y Value) Value
 }

@@ -18,7 +18,7 @@ import (
 // value then leaves as the loop's result and the box is never written
 // again: the next activation starts with a new one), so programs cannot
 // observe the difference. This is the one place a box is written after
-// it was published (box.go); ownership is decided statically below and
+// it was published (opt_numbox.go); ownership is decided statically below and
 // checked at run time (the binding must still hold the owned box).
 
 // ownSafeMin reports whether builtin name neither keeps an argument nor

@@ -198,7 +198,7 @@ func fastEqual(x, y Value) (same, ok bool) {
 	return false, false
 }
 
-// fast1 and fast2 call a builtin's fixed-arity entry (fastcall.go) with
+// fast1 and fast2 call a builtin's fixed-arity entry (opt_fastcall.go) with
 // the same step and position accounting as a stack call.
 func fast1(fn func(*Thread, Value) Value, a operand, pos Pos) node {
 	return func(fr *frame) Value {

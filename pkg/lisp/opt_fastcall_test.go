@@ -9,7 +9,7 @@ import (
 )
 
 // TestFastEntriesMatchFn checks every builtin's fixed-arity entry
-// (fastcall.go) against its general Fn on values of every type: the same
+// (opt_fastcall.go) against its general Fn on values of every type: the same
 // result, or the same error kind and message.
 func TestFastEntriesMatchFn(t *testing.T) {
 	samples := []Value{

@@ -1,0 +1,457 @@
+package lisp
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// loop and recur. A loop compiles to a Go for over its frame slots: recur
+// stores the new values itself (bindDirect, recurDirect), a
+// (loop [...] (if test exit (recur ...))) runs without the if node
+// (loopIf), and loops that walk a collection or keep a number in an owned
+// box use the optimisations of opt_walkloop.go and opt_ownedbox.go.
+
+func sfLoop(c *compiler, f *form, _ bool) node {
+	b := c.bindingPairs(f, "loop")
+	saved := len(c.sc.locals)
+	savedRecur := c.sc.recur
+	inits := make([]node, 0, len(b)/2)
+	binds := make([]binder, 0, len(b)/2)
+	var cursors []*loopCursorSlot
+	var owns []int
+	// direct[i] is the slot of binding i when it is a plain symbol that no
+	// other binding of this loop declares again (stored without a binder)
+	direct := make([]int, 0, len(b)/2)
+	for i := 0; i < len(b); i += 2 {
+		inits = append(inits, c.compile(b[i+1], false))
+		binds = append(binds, c.compilePattern(b[i]))
+		slot := -1
+		if b[i].kind == fSym {
+			slot = c.sc.locals[len(c.sc.locals)-1].slot
+		}
+		direct = append(direct, slot)
+	}
+	for i := range direct {
+		if direct[i] < 0 {
+			continue
+		}
+		for _, l := range c.sc.locals[saved:] {
+			if l.name == b[2*i].name && l.slot != direct[i] {
+				direct[i] = -1 // declared again by another binding
+				break
+			}
+		}
+	}
+	var names []string // the binding names when all are plain symbols
+	if len(direct) <= maxDirectRecur && !slices.Contains(direct, -1) {
+		names = make([]string, len(direct))
+		for i := range direct {
+			names[i] = b[2*i].name
+		}
+		if p := c.walkLoop(f, names); p != nil {
+			nd := c.compileWalk(p, names, inits, direct)
+			c.sc.recur = savedRecur
+			c.sc.locals = c.sc.locals[:saved]
+			return nd
+		}
+	}
+	for i, slot := range direct {
+		p := b[2*i]
+		if slot < 0 || !advancesByRest(f.items[2:], p.name) || !c.loopCursor(p.name, f.items[2:]) {
+			continue
+		}
+		if cursors == nil {
+			cursors = make([]*loopCursorSlot, len(binds))
+		}
+		own := c.sc.declare(" cursor " + p.name)
+		cursors[i] = &loopCursorSlot{name: p.name, slot: slot, own: own}
+		owns = append(owns, own)
+	}
+	allDirect := len(direct) <= maxDirectRecur
+	for _, s := range direct {
+		allDirect = allDirect && s >= 0
+	}
+	rt := &recurTarget{n: len(binds), cursors: cursors}
+	if allDirect {
+		rt.slots = direct
+		if test, rec, exit := loopIfForms(f.items[2:]); test != nil {
+			forms := []*form{test, rec, exit}
+			if !formUses(exit, "recur") {
+				forms = forms[:2]
+			}
+			rt.names = names
+			rt.owned = c.ownedBindings(rt.names, -1, forms)
+			for _, o := range rt.owned {
+				if o >= 0 {
+					owns = append(owns, o) // cleared on entry, as cursors are
+				}
+			}
+		}
+	}
+	c.sc.recur = rt
+	var test, exit, again node
+	var recurWhen bool
+	if allDirect {
+		test, exit, again, recurWhen = c.loopIf(f.items[2:])
+	}
+	var body node
+	if test == nil {
+		body = c.compileBody(f.items[2:], true)
+	}
+	c.sc.recur = savedRecur
+	c.sc.locals = c.sc.locals[:saved]
+	if test != nil {
+		// (loop [...] (if test exit (recur ...))) as a Go loop: the recur
+		// branch runs without a trip through the if node and the sentinel
+		return func(fr *frame) Value {
+			th := fr.th
+			bindDirect(fr, inits, direct, owns)
+			mark := th.sp
+			for {
+				if Truthy(test(fr)) == recurWhen {
+					again(fr)
+				} else if v := exit(fr); v != recurSentinel {
+					return v
+				}
+				th.tick()
+				th.countLoop()
+				th.sp = mark
+			}
+		}
+	}
+	if allDirect {
+		// recur stores the new bindings itself
+		return func(fr *frame) Value {
+			th := fr.th
+			bindDirect(fr, inits, direct, owns)
+			mark := th.sp
+			for {
+				v := body(fr)
+				if _, again := v.(*recurMark); !again {
+					return v
+				}
+				th.tick()
+				th.countLoop()
+				th.sp = mark
+			}
+		}
+	}
+	return func(fr *frame) Value {
+		th := fr.th
+		for i, in := range inits {
+			binds[i](fr, in(fr))
+		}
+		for _, o := range owns {
+			fr.slots[o] = nil
+		}
+		mark := th.sp
+		for {
+			v := body(fr)
+			if v != recurSentinel {
+				return v
+			}
+			th.tick()
+			th.countLoop()
+			args := th.recurArgs
+			for i, bd := range binds {
+				if s := direct[i]; s >= 0 {
+					fr.slots[s] = args[i]
+				} else {
+					bd(fr, args[i])
+				}
+			}
+			th.sp = mark
+		}
+	}
+}
+
+// bindDirect starts a loop whose bindings are plain symbols: each init
+// into its slot, the loop's cursor headers cleared.
+func bindDirect(fr *frame, inits []node, direct, owns []int) {
+	for i, in := range inits {
+		fr.slots[direct[i]] = in(fr)
+	}
+	for _, o := range owns {
+		fr.slots[o] = nil
+	}
+}
+
+// loopIfForms returns the test and branches of a loop body that is one
+// (if test a b) or (if-not ...) where exactly one branch is a recur form
+// (nil test: any other body). It only reads the forms: sfLoop's analyses
+// use it before compiling, loopIf to compile.
+func loopIfForms(body []*form) (test, rec, exit *form) {
+	if len(body) != 1 || body[0].kind != fList || len(body[0].items) != 4 {
+		return nil, nil, nil
+	}
+	f := body[0]
+	if !f.items[0].isSym("if") && !f.items[0].isSym("if-not") {
+		return nil, nil, nil
+	}
+	isRecur := func(g *form) bool { return g.kind == fList && len(g.items) > 0 && g.items[0].isSym("recur") }
+	a, b := f.items[2], f.items[3]
+	switch {
+	case isRecur(b) && !isRecur(a):
+		return f.items[1], b, a
+	case isRecur(a) && !isRecur(b):
+		return f.items[1], a, b
+	}
+	return nil, nil, nil
+}
+
+// loopIf compiles a loop body of loopIfForms' shape (with if not a local):
+// it returns the test, the other branch (compiled in tail position: it may
+// recur too), the recur, and which truth value of the test recurs. test is
+// nil for any other body.
+func (c *compiler) loopIf(body []*form) (test, exit, again node, recurWhen bool) {
+	testF, rec, _ := loopIfForms(body)
+	if testF == nil {
+		return nil, nil, nil, false
+	}
+	f := body[0]
+	head := f.items[0]
+	if _, _, local := c.sc.lookup(head.name); local {
+		return nil, nil, nil, false
+	}
+	a, b := f.items[2], f.items[3]
+	recurWhen = rec == a
+	if head.isSym("if-not") {
+		recurWhen = !recurWhen
+	}
+	test = c.compile(testF, false)
+	an, bn := c.compile(a, true), c.compile(b, true) // source order, as if does
+	if rec == a {
+		again, exit = an, bn
+	} else {
+		again, exit = bn, an
+	}
+	return test, exit, again, recurWhen
+}
+
+// maxDirectRecur is the most bindings a loop may have for recur to store
+// them itself (recurIntoSlots).
+const maxDirectRecur = 4
+
+// recurIntoSlots compiles a loop's recur whose bindings are all plain
+// symbols: the new values are computed, then stored straight into the
+// loop's slots (the loop node just runs its body again).
+func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGeneric) node {
+	if curs == nil {
+		curs = make([]*cursorArg, len(args))
+	}
+	switch len(args) {
+	case 1:
+		a0, c0, s0 := args[0], curs[0], slots[0]
+		return func(fr *frame) Value {
+			if gen != nil && walkUnset(fr.slots[gen.item]) {
+				return gen.run(fr)
+			}
+			var v0 Value
+			var adv0 *Vector
+			if c0 != nil {
+				v0, adv0 = cursorStep(fr, c0, &a0)
+			} else {
+				v0 = a0.get(fr)
+			}
+			if adv0 != nil {
+				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+			}
+			fr.slots[s0] = v0
+			return recurSentinel
+		}
+	case 2:
+		a0, a1, c0, c1, s0, s1 := args[0], args[1], curs[0], curs[1], slots[0], slots[1]
+		return func(fr *frame) Value {
+			if gen != nil && walkUnset(fr.slots[gen.item]) {
+				return gen.run(fr)
+			}
+			var v0, v1 Value
+			var adv0, adv1 *Vector
+			if c0 != nil {
+				v0, adv0 = cursorStep(fr, c0, &a0)
+			} else {
+				v0 = a0.get(fr)
+			}
+			if c1 != nil {
+				v1, adv1 = cursorStep(fr, c1, &a1)
+			} else {
+				v1 = a1.get(fr)
+			}
+			if adv0 != nil {
+				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+			}
+			if adv1 != nil {
+				adv1.items = adv1.items[1:len(adv1.items):len(adv1.items)]
+			}
+			fr.slots[s0], fr.slots[s1] = v0, v1
+			return recurSentinel
+		}
+	}
+	return func(fr *frame) Value {
+		if gen != nil && walkUnset(fr.slots[gen.item]) {
+			return gen.run(fr)
+		}
+		var vals [maxDirectRecur]Value
+		var adv [maxDirectRecur]*Vector // cursors advanced once all args are computed
+		for i := range args {
+			if cu := curs[i]; cu != nil {
+				vals[i], adv[i] = cursorStep(fr, cu, &args[i])
+				continue
+			}
+			vals[i] = args[i].get(fr)
+		}
+		for i, s := range slots {
+			if v := adv[i]; v != nil {
+				v.items = v.items[1:len(v.items):len(v.items)]
+			}
+			fr.slots[s] = vals[i]
+		}
+		return recurSentinel
+	}
+}
+
+// cursorStep evaluates a recur argument (rest xs) / (next xs) that
+// advances a loop's own vector: a vector of 2+ items gives a view, which
+// the loop owns and advances in place (adv, once every argument is
+// computed); anything else evaluates the call as written.
+func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
+	if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+		th := fr.th
+		th.pos = cu.pos
+		th.tick()
+		if o, _ := fr.slots[cu.own].(*Vector); o == v {
+			return v, v
+		}
+		nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+		fr.slots[cu.own] = nv
+		return nv, nil
+	}
+	return a.get(fr), nil
+}
+
+// recurDirect compiles a recur of a loop whose bindings are all plain
+// symbols (rt.slots): the arguments are computed, then stored straight into
+// the loop's slots. A walk loop's advance is left to the loop (opt_walkloop.go),
+// an owned binding's arithmetic update writes its box (opt_ownedbox.go).
+func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
+	n := len(f.items) - 1
+	ops := make([]operand, 0, n)
+	slots := make([]int, 0, n)
+	var curs []*cursorArg
+	var owned []*ownedArg
+	for i, af := range f.items[1:] {
+		if i == rt.walk-1 {
+			continue // the walk loop advances it
+		}
+		var ow *ownedArg
+		if rt.owned != nil && rt.owned[i] >= 0 {
+			ow = c.compileOwnedUpdate(af, rt.names[i], rt.slots[i], rt.owned[i])
+		}
+		var op operand
+		if ow == nil {
+			op = c.operandOf(af, c.compile(af, false))
+		}
+		cu := c.cursorRecurArg(i, af)
+		if cu != nil && curs == nil {
+			curs = make([]*cursorArg, len(ops), len(f.items))
+		}
+		if ow != nil && owned == nil {
+			owned = make([]*ownedArg, len(ops), len(f.items))
+		}
+		ops, slots = append(ops, op), append(slots, rt.slots[i])
+		if curs != nil {
+			curs = append(curs, cu)
+		}
+		if owned != nil {
+			owned = append(owned, ow)
+		}
+	}
+	var gen *walkGeneric
+	if w := rt.walkAdv; w != nil {
+		gen = &walkGeneric{walkAdvance: w, args: ops, slots: slots, owned: owned}
+		if owned == nil {
+			gen.owned = make([]*ownedArg, len(ops))
+		}
+	}
+	if len(ops) == 0 {
+		if gen != nil {
+			return func(fr *frame) Value {
+				if walkUnset(fr.slots[gen.item]) {
+					return gen.run(fr)
+				}
+				return recurSentinel
+			}
+		}
+		return func(*frame) Value { return recurSentinel }
+	}
+	if owned != nil {
+		return recurOwned(ops, curs, slots, owned, gen)
+	}
+	return recurIntoSlots(ops, curs, slots, gen)
+}
+
+func sfRecur(c *compiler, f *form, tail bool) node {
+	if c.sc.recur == nil || !tail {
+		c.fail(KindAnalysis, f.pos, "recur must be the last expression of a loop or fn body", "recur must be in tail position")
+	}
+	n := len(f.items) - 1
+	if n != c.sc.recur.n {
+		c.fail(KindArity, f.pos, "", "recur expects %s (the loop's bindings), got %d", argsText(c.sc.recur.n), n)
+	}
+	rt := c.sc.recur
+	if rt.slots != nil {
+		return c.recurDirect(f, rt)
+	}
+	args := c.compileAll(f.items[1:])
+	var curs []*cursorArg
+	for i, af := range f.items[1:] {
+		if cu := c.cursorRecurArg(i, af); cu != nil {
+			if curs == nil {
+				curs = make([]*cursorArg, n)
+			}
+			curs[i] = cu
+		}
+	}
+	if curs == nil {
+		return func(fr *frame) Value {
+			th := fr.th
+			a := th.allocArgs(n)
+			for i, an := range args {
+				a[i] = an(fr)
+			}
+			th.recurArgs = a
+			return recurSentinel
+		}
+	}
+	return func(fr *frame) Value {
+		th := fr.th
+		a := th.allocArgs(n)
+		var pending uint64
+		for i, an := range args {
+			if cu := curs[i]; cu != nil {
+				if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+					// (rest xs) / (next xs) on a vector of 2+ items: a view
+					th.pos = cu.pos
+					th.tick()
+					if o, _ := fr.slots[cu.own].(*Vector); o == v {
+						a[i] = v // advanced once every argument is evaluated
+						pending |= 1 << i
+					} else {
+						nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+						fr.slots[cu.own] = nv
+						a[i] = nv
+					}
+					continue
+				}
+			}
+			a[i] = an(fr)
+		}
+		for pending != 0 {
+			v := a[bits.TrailingZeros64(pending)].(*Vector)
+			pending &= pending - 1
+			v.items = v.items[1:len(v.items):len(v.items)]
+		}
+		th.recurArgs = a
+		return recurSentinel
+	}
+}
