@@ -193,6 +193,15 @@ func (f *mcpFleet) runMission(ctx context.Context, req *mcp.CallToolRequest, in 
 	stopWatch()
 	<-watched
 	if err != nil {
+		if ctx.Err() != nil {
+			// The client gave up on the call (cancelled it or went away):
+			// nobody waits for the mission any more.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if cerr := f.client.Cancel(cctx, m.ID, "the MCP client cancelled run_mission"); cerr != nil {
+				f.log.Warn().Err(cerr).Str("mission_id", m.ID).Msg("mission not cancelled")
+			}
+		}
 		return nil, missionOutcome{}, fmt.Errorf("mission %s: %w", m.ID, err)
 	}
 	return outcome(m.ID, step)

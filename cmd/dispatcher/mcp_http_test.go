@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
@@ -86,5 +87,64 @@ func TestMCPServerOverStreamableHTTP(t *testing.T) {
 		if !res.IsError || !strings.Contains(text, c.want) {
 			t.Errorf("%s %v: isError %v, %q; want %q", c.tool, c.args, res.IsError, text, c.want)
 		}
+	}
+}
+
+// A client that cancels run_mission cancels the mission.
+func TestMCPCancelledRunCancelsTheMission(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, _ := startMCPFleet(ctx, t, llmtest.Hang())
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	bound := make(chan string, 1)
+	go func() { _ = serveMCP(sctx, client, nc, "127.0.0.1:0", zerolog.Nop(), bound) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + <-bound + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// Watch for the mission to start, then give up on the call.
+	started := make(chan string, 1)
+	sub, err := nc.Subscribe("mission.event.*.started", func(m *nats.Msg) { started <- strings.Split(m.Subject, ".")[2] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	callCtx, giveUp := context.WithCancel(ctx)
+	go func() {
+		<-started
+		giveUp()
+	}()
+	_, err = cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_mission", Arguments: map[string]any{"prompt": "wait forever"}})
+	if err == nil {
+		t.Fatal("a cancelled call returned a result")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		list, _ := client.Stores().Status.Keys(ctx)
+		if len(list) == 1 {
+			st, err := client.Status(ctx, list[0])
+			if err == nil && st.State == "cancelled" {
+				if !strings.Contains(st.CancelReason, "MCP client cancelled") {
+					t.Errorf("cancel reason %q", st.CancelReason)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mission not cancelled: %v", list)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

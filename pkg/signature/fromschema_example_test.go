@@ -1,0 +1,29 @@
+package signature_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// An MCP tool's JSON Schemas become a signature; what the DSL cannot say
+// is typed :any and noted.
+func ExampleFromJSONSchema() {
+	var input, output any
+	_ = json.Unmarshal([]byte(`{"type":"object","properties":{
+		"query":{"type":"string"},
+		"limit":{"type":"integer"},
+		"filter":{"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]}},
+		"required":["query"]}`), &input)
+	_ = json.Unmarshal([]byte(`{"type":"array","items":{"type":"object",
+		"properties":{"id":{"type":"integer"},"title":{"type":["string","null"]}},"required":["id","title"]}}`), &output)
+	sig, untyped, notes := signature.FromJSONSchema(input, output)
+	fmt.Println(sig, untyped)
+	for _, n := range notes {
+		fmt.Println(n)
+	}
+	// Output:
+	// (query :string, filter :any?, limit :int?) -> [{id :int, title :string?}] false
+	// input.properties.filter: anyOf with 2 alternatives is not supported; typed :any
+}
