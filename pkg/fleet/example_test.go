@@ -115,3 +115,45 @@ func ExampleNewMetrics() {
 	// ptc_llm_tokens_total input default 1500
 	// ptc_llm_tokens_total output default 80
 }
+
+// Two services offer a tool of the same name: discovery reports the
+// conflict and leaves the tool out until a pin names the service to use.
+func ExampleDiscoverTools() {
+	srv, err := embedded.Start(embedded.Options{NoListen: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Conn()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range []string{"crm", "billing"} {
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: name})
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer svc.Stop(ctx)
+		err = svc.Register("customer", fleet.ToolSpec{Description: "a customer from " + name},
+			func(context.Context, map[string]any) (any, error) { return name, nil })
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	d, err := fleet.DiscoverTools(ctx, nc, fleet.DiscoverOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(d.Tools), d.Conflicts[0].Tool, d.Conflicts[0].Services)
+	d, err = fleet.DiscoverTools(ctx, nc, fleet.DiscoverOptions{Pins: map[string]string{"customer": "crm"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Tools[0].Subject, d.Rejected[0].Service, d.Rejected[0].Reason)
+	// Output:
+	// 0 customer [billing crm]
+	// tool.crm.customer billing tool "customer" is pinned to service "crm"
+}
