@@ -519,6 +519,14 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if st, err := client.Status(ctx, m.ID); err != nil || st.State != messages.StateSucceeded {
 		t.Errorf("status %+v, %v", st, err)
 	}
+	// What dispatcher list, trace and ui read: the status bucket's keys,
+	// the stored result and the stored events.
+	if ms, err := client.List(ctx, fleet.ListOptions{}); err != nil || len(ms) != 1 || ms[0].MissionID != m.ID {
+		t.Errorf("list as the dispatcher: %+v, %v", ms, err)
+	}
+	if evs, err := client.Events(ctx, m.ID); err != nil || len(evs) != len(kinds) {
+		t.Errorf("stored events as the dispatcher: %d, %v; want %d", len(evs), err, len(kinds))
+	}
 
 	// Cancel reaches the worker (mission.cancel.*, status KV).
 	blocked := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,20 +52,24 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		limit = 50
 	}
 	limit = min(limit, MaxList)
-	lister, err := c.st.Status.ListKeys(ctx)
+	// The bucket's keys come from the stream's per-subject counts (stream
+	// info with a subject filter): no consumer, so a dispatcher needs only
+	// the stream-info and get permissions it has anyway.
+	stream, err := c.js.Stream(ctx, "KV_"+messages.BucketStatus)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
 		return nil, fmt.Errorf("fleet: list: %w", err)
 	}
-	var keys []string
-	for k := range lister.Keys() {
-		if messages.ValidMissionID(k) {
+	prefix := "$KV." + messages.BucketStatus + "."
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: list: %w", err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		if k := strings.TrimPrefix(subj, prefix); messages.ValidMissionID(k) {
 			keys = append(keys, k)
 		}
 	}
-	_ = lister.Stop() // the channel is drained; Stop only releases the watcher
 	slices.Sort(keys)
 	slices.Reverse(keys)
 	out := make([]MissionInfo, 0, min(limit, len(keys)))
