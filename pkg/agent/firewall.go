@@ -88,7 +88,7 @@ func (s *secrets) collectLocked(v any, under bool) {
 	case map[string]any:
 		for k, e := range x {
 			fw := under || signature.IsFirewalled(k)
-			if under {
+			if under && !isFieldName(k) {
 				s.add(k)
 			}
 			s.collectLocked(e, fw)
@@ -102,7 +102,7 @@ func (s *secrets) collectLocked(v any, under bool) {
 			return
 		}
 		x.Each(func(k, e lisp.Value) bool {
-			if under {
+			if under && !isFieldNameKey(k) {
 				s.collectLocked(k, true)
 			}
 			s.collectLocked(e, under || isFirewalledKey(k))
@@ -136,6 +136,37 @@ func (s *secrets) firstWalk(v any, under bool) bool {
 	}
 	s.walked[k] = struct{}{}
 	return true
+}
+
+// isFieldName reports whether a map key looks like a record's field name
+// (a letter or "_", then letters, digits, "_" or "-", at most 32 bytes).
+// Such keys under a "_" key are structure ({:_raw {:id 1 :name "x"}}), not
+// data: recording them would hide every public field of the same name.
+// Other keys (e-mail addresses, numbers, phrases) are data and recorded.
+func isFieldName(k string) bool {
+	if k == "" || len(k) > 32 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isFieldNameKey(k lisp.Value) bool {
+	switch x := k.(type) {
+	case string:
+		return isFieldName(x)
+	case *lisp.Keyword:
+		return isFieldName(x.Name)
+	}
+	return false
 }
 
 func isFirewalledKey(k lisp.Value) bool {

@@ -75,10 +75,7 @@ func FuzzFirewall(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seed, seed2 uint64) {
 		r := rand.New(rand.NewPCG(seed, seed2))
-		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: randCanary(r, 3000)}
-		for c.key == c.str {
-			c.key += "Q"
-		}
+		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: "@" + randCanary(r, 3000)}
 		c.num = 100_000 + r.Int64N(1<<40)
 		echo := Func(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
 		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int}", MaxTurns: 4,
