@@ -212,7 +212,7 @@ func benchPipelines(b *testing.B, ps []pipeline) {
 		ctxData := map[string]any{"records": recs}
 		for _, p := range ps {
 			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				opts := Options{Context: ctxData, Timeout: time.Minute, MaxAlloc: -1, MaxSteps: -1}
+				opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
 				if _, err := Exec(context.Background(), p.src, opts); err != nil {
 					b.Fatal(err.(*Error).Detail())
 				}

@@ -242,6 +242,16 @@ func view(items []Value, i, j int) *Vector {
 	return &Vector{items: items[i:j:j]}
 }
 
+// viewOf is view over a vector's items; a view of host data is host data
+// (it shares the host's backing array).
+func viewOf(v *Vector, i, j int) *Vector {
+	w := view(v.items, i, j)
+	if v.host && w != emptyVector {
+		w.host = true
+	}
+	return w
+}
+
 // lazyFrom returns a lazy seq of s's items from index start on.
 func lazyFrom(s *LazySeq, start int) *LazySeq {
 	i := start
@@ -262,7 +272,7 @@ func dropN(th *Thread, name string, coll Value, n int, argN int) Value {
 		if n == 0 {
 			return c
 		}
-		return view(c.items, min(n, len(c.items)), len(c.items))
+		return viewOf(c, min(n, len(c.items)), len(c.items))
 	case *LazySeq:
 		if n == 0 {
 			return c
@@ -298,7 +308,7 @@ func dropLast(th *Thread, name string, coll Value, n int, argN int) Value {
 		if n == 0 {
 			return c
 		}
-		return view(c.items, 0, len(c.items)-min(n, len(c.items)))
+		return viewOf(c, 0, len(c.items)-min(n, len(c.items)))
 	}
 	items := th.Seq(coll, name, argN)
 	if n >= len(items) {
@@ -314,7 +324,7 @@ func biTake(th *Thread, a []Value) Value {
 		if n >= len(c.items) {
 			return c
 		}
-		return view(c.items, 0, n)
+		return viewOf(c, 0, n)
 	case *LazySeq:
 		if n == 0 {
 			return emptyVector
@@ -339,7 +349,7 @@ func biTakeLast(th *Thread, a []Value) Value {
 		if n >= len(c.items) {
 			return c
 		}
-		return view(c.items, len(c.items)-n, len(c.items))
+		return viewOf(c, len(c.items)-n, len(c.items))
 	}
 	items := th.Seq(a[1], "take-last", 2)
 	if n >= len(items) {
@@ -358,7 +368,7 @@ func biTakeWhile(th *Thread, a []Value) Value {
 		if i == len(c.items) {
 			return c
 		}
-		return view(c.items, 0, i)
+		return viewOf(c, 0, i)
 	}
 	var out []Value
 	th.Each(a[1], "take-while", 2, func(v Value) bool {

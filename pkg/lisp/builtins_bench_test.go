@@ -77,7 +77,7 @@ func BenchmarkStringBuiltins(b *testing.B) {
 	ctxData := map[string]any{"rows": rows}
 	for _, p := range stringPipelines {
 		b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-			opts := Options{Context: ctxData, Timeout: time.Minute, MaxAlloc: -1, MaxSteps: -1}
+			opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
 			res, err := Exec(context.Background(), p.src, opts)
 			if err != nil {
 				b.Fatal(err.(*Error).Detail())

@@ -53,7 +53,7 @@ func FuzzCollBuiltins(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		start := time.Now()
-		_, err := Exec(ctx, src, Options{Context: map[string]any{"rows": rows}, Timeout: 200 * time.Millisecond, MaxAlloc: 1 << 20})
+		_, err := Exec(ctx, src, Options{Context: map[string]any{"rows": rows}, Timeout: 200 * time.Millisecond, MaxMemory: 1 << 20})
 		if d := time.Since(start); d > 1500*time.Millisecond {
 			t.Fatalf("%s took %v", src, d)
 		}
@@ -119,7 +119,7 @@ func TestCollFuzzSeeds(t *testing.T) {
 			for _, tail := range []string{tails[(fi+ai)%len(tails)], tails[(fi*7+ai*3+1)%len(tails)]} {
 				src := "(" + fn + " " + a + tail + ")"
 				n++
-				_, err := Exec(context.Background(), src, Options{Context: map[string]any{"rows": rows}, Timeout: time.Second, MaxAlloc: 32 << 10})
+				_, err := Exec(context.Background(), src, Options{Context: map[string]any{"rows": rows}, Timeout: time.Second, MaxMemory: 32 << 10})
 				var e *Error
 				if err != nil && (!errors.As(err, &e) || e.Kind == KindInternal) {
 					t.Fatalf("%s: %v", src, err)

@@ -135,7 +135,7 @@ func registerCore(r *registry) {
 		var b strings.Builder
 		for _, v := range a {
 			b.WriteString(th.strOf(v))
-			if th.maxAlloc > 0 && int64(b.Len()) > th.maxAlloc {
+			if th.maxMem > 0 && int64(b.Len()) > th.maxMem {
 				th.memLimit()
 			}
 		}
@@ -261,8 +261,8 @@ func (th *Thread) realiseDeep(v Value) {
 
 func (th *Thread) walkValue(v Value, n *int) {
 	limit := 1 << 30
-	if th.maxAlloc > 0 {
-		limit = int(th.maxAlloc / 8)
+	if th.maxMem > 0 {
+		limit = int(th.maxMem / slotBytes)
 	}
 	visit := func(k int) {
 		*n += k
@@ -270,6 +270,16 @@ func (th *Thread) walkValue(v Value, n *int) {
 		if *n > limit {
 			panic(&Error{Kind: KindMemory, Pos: th.pos, Msg: fmt.Sprintf("memory limit exceeded: value too large (more than %d items)", limit),
 				Hint: "return or print a smaller value, e.g. (take 10 xs) or a count"})
+		}
+	}
+	switch x := v.(type) {
+	case *Vector:
+		if x.host {
+			return // plain host data: no lazy seqs, its size is the host's
+		}
+	case *Map:
+		if x.host {
+			return
 		}
 	}
 	switch x := v.(type) {
@@ -316,8 +326,8 @@ func (th *Thread) walkValue(v Value, n *int) {
 func (th *Thread) printCapped(v Value, raw bool) string {
 	th.realiseDeep(v)
 	limit := int64(1 << 30)
-	if th.maxAlloc > 0 {
-		limit = th.maxAlloc - th.alloc
+	if th.maxMem > 0 {
+		limit = th.maxMem - th.alloc
 	}
 	out := Sprint(v, PrintOptions{Raw: raw, MaxLen: int(limit)})
 	if int64(len(out)) > limit {

@@ -11,7 +11,7 @@ import (
 
 // testThread is a bare thread for calling builtin helpers directly.
 func testThread() *Thread {
-	return &Thread{ctx: context.Background(), nextCheck: checkEvery, maxAlloc: DefaultMaxAlloc, host: &host{}}
+	return &Thread{ctx: context.Background(), nextCheck: checkEvery, maxMem: DefaultMaxMemory, host: &host{}}
 }
 
 // catchLisp runs fn and returns the *Error it raised, if any; any other

@@ -184,7 +184,7 @@ func registerStrings(r *registry) {
 // checkGrowth raises the memory limit error when a string being built
 // (n bytes so far, charged when done) would not fit the budget.
 func (th *Thread) checkGrowth(n int) {
-	if th.maxAlloc > 0 && th.alloc+int64(n) > th.maxAlloc {
+	if th.maxMem > 0 && th.alloc+int64(n) > th.maxMem {
 		th.memLimit()
 	}
 }

@@ -66,7 +66,7 @@ type chunk struct {
 //	;; @contract           Options.MemoryContract = true
 //	;; @prints "line"      expected println line (repeatable)
 //	;; @looplimit N        Options.LoopLimit
-//	;; @maxalloc N         Options.MaxAlloc (bytes)
+//	;; @maxmemory N         Options.MaxMemory (bytes)
 func readChunks(t *testing.T, path string) []chunk {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -111,10 +111,10 @@ func readChunks(t *testing.T, path string) []chunk {
 				t.Fatalf("%s:%d: bad @prints: %v", path, i+1, err)
 			}
 			cur.prints = append(cur.prints, s)
-		case strings.HasPrefix(tl, ";; @maxalloc "):
+		case strings.HasPrefix(tl, ";; @maxmemory "):
 			var n int64
-			json.Unmarshal([]byte(strings.TrimPrefix(tl, ";; @maxalloc ")), &n)
-			cur.opts.MaxAlloc = n
+			json.Unmarshal([]byte(strings.TrimPrefix(tl, ";; @maxmemory ")), &n)
+			cur.opts.MaxMemory = n
 		case strings.HasPrefix(tl, ";; @looplimit "):
 			var n int64
 			json.Unmarshal([]byte(strings.TrimPrefix(tl, ";; @looplimit ")), &n)

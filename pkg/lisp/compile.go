@@ -349,7 +349,21 @@ func (c *compiler) compileProgram(forms []*form) (body node, nslots int) {
 	for i, f := range forms {
 		nodes[i] = c.compile(f, false)
 	}
-	return seqNode(nodes), c.sc.nslots
+	if len(nodes) < 2 {
+		return seqNode(nodes), c.sc.nslots
+	}
+	// a top-level form's value is dropped unless it is the last: what it
+	// charged and did not keep (def, prints) is given back (retain.go)
+	return func(fr *frame) Value {
+		th := fr.th
+		last := len(nodes) - 1
+		for _, n := range nodes[:last] {
+			mark := th.alloc
+			n(fr)
+			th.credit(mark, nil)
+		}
+		return nodes[last](fr)
+	}, c.sc.nslots
 }
 
 // collectDefs records names def'd anywhere in the program: they count as
@@ -753,8 +767,14 @@ func (c *compiler) compileList(f *form, tail bool) node {
 			}
 			th.pos = pos
 			th.tick()
+			var given [4]Value // the arguments, for the credit (retain.go)
+			copy(given[:], slots[:min(n, 4)])
+			amark := th.alloc
 			v := th.runBody(th.enter(c, slots), ar)
 			th.sp = mark
+			if th.alloc != amark && n <= 4 {
+				th.credit(amark, given[:n], v)
+			}
 			return v
 		}
 		a := th.alloca(n)

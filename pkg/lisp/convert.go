@@ -88,7 +88,7 @@ func (cv *converter) from(x any) (Value, error) {
 		for i, it := range v {
 			items[i] = it
 		}
-		return &Vector{items: items}, nil
+		return &Vector{items: items, host: true}, nil
 	case *Keyword, *Vector, *Map, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
 		return v, nil
 	}
@@ -103,7 +103,7 @@ func (cv *converter) from(x any) (Value, error) {
 			}
 			items[i] = c
 		}
-		return &Vector{items: items}, nil
+		return &Vector{items: items, host: true}, nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() == reflect.String {
 			b := newMapBuilder(rv.Len())
@@ -116,7 +116,7 @@ func (cv *converter) from(x any) (Value, error) {
 				}
 				b.set(it.Key().String(), c)
 			}
-			return b.build(), nil
+			return hostMap(b.build()), nil
 		}
 	case reflect.Pointer:
 		if rv.IsNil() {
@@ -147,7 +147,15 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 		}
 		b.set(k, c)
 	}
-	return b.buildIn(a), nil
+	return hostMap(b.buildIn(a)), nil
+}
+
+// hostMap marks a converted map as host data.
+func hostMap(m *Map) *Map {
+	if m != emptyMap {
+		m.host = true
+	}
+	return m
 }
 
 // fromSlice converts a host slice. Its small maps (records) are laid out
@@ -180,7 +188,7 @@ func fromSlice[T any](cv *converter, xs []T) (Value, error) {
 		}
 		items[i] = c
 	}
-	return &Vector{items: items}, nil
+	return &Vector{items: items, host: true}, nil
 }
 
 // ToGo converts a Value to plain Go data: keywords become their names,

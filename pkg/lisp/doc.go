@@ -71,9 +71,13 @@
 // # Sandbox
 //
 // Every run has a wall-clock timeout (Options.Timeout, also ctx), an
-// evaluation step budget, an allocation budget (string bytes + 8 bytes per
-// collection slot), a call depth limit (no Go stack overflow), an optional
-// loop limit and a memory size limit after the run. Limits are checked
+// evaluation step budget (Options.MaxSteps, default StepBudget of the
+// timeout), a limit on the memory the program holds
+// (Options.MaxMemory: what it builds and keeps, not what it allocates and
+// drops; host data does not count, see IsHostData), a call depth limit (no
+// Go stack overflow), an optional loop limit and a memory size limit after
+// the run. For every limit option 0 means the default and a negative value
+// unlimited. Limits are checked
 // cooperatively on calls, loop iterations, HOF steps and lazy-seq
 // realisation. There is no I/O, environment or reflection access from
 // programs; regexes are RE2 with a 256-byte pattern cap and a 32 KB input

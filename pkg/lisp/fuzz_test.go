@@ -62,7 +62,7 @@ func FuzzEval(f *testing.F) {
 	delete(tools, "hang")
 	delete(tools, "slow")
 	f.Fuzz(func(t *testing.T, src string) {
-		_, err := Exec(context.Background(), src, Options{Tools: tools, Timeout: 100 * time.Millisecond, MaxAlloc: 1 << 20})
+		_, err := Exec(context.Background(), src, Options{Tools: tools, Timeout: 100 * time.Millisecond, MaxMemory: 1 << 20})
 		if err == nil {
 			return
 		}

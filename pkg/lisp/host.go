@@ -193,6 +193,7 @@ func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, er
 // setMem writes memory (def, memory/put).
 func (th *Thread) setMem(name string, v Value) {
 	th.mem[name] = v
+	th.keep()
 }
 
 // fork makes a child thread for a pmap/pcalls branch: own stack and
@@ -200,7 +201,7 @@ func (th *Thread) setMem(name string, v Value) {
 func (th *Thread) fork(ctx context.Context) *Thread {
 	child := &Thread{
 		ctx: ctx, deadline: th.deadline, timeoutMs: th.timeoutMs,
-		maxSteps: th.maxSteps, maxAlloc: th.maxAlloc, maxDepth: th.maxDepth, maxLoops: th.maxLoops,
+		maxSteps: th.maxSteps, maxMem: th.maxMem, maxDepth: th.maxDepth, maxLoops: th.maxLoops,
 		host: th.host, mem: maps.Clone(th.mem), child: true, pos: th.pos,
 		nextCheck: checkEvery,
 	}

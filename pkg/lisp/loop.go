@@ -107,6 +107,8 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			th := fr.th
 			bindDirect(fr, inits, direct, owns)
 			mark := th.sp
+			var it loopIter
+			it.begin(th, fr.slots, direct)
 			for {
 				if Truthy(test(fr)) == recurWhen {
 					again(fr)
@@ -116,6 +118,10 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 				th.tick()
 				th.countLoop()
 				th.sp = mark
+				if th.alloc != it.mark || it.churn {
+					it.end(th, fr.slots, direct)
+					it.begin(th, fr.slots, direct)
+				}
 			}
 		}
 	}
@@ -125,6 +131,8 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			th := fr.th
 			bindDirect(fr, inits, direct, owns)
 			mark := th.sp
+			var it loopIter
+			it.begin(th, fr.slots, direct)
 			for {
 				v := body(fr)
 				if _, again := v.(*recurMark); !again {
@@ -133,6 +141,10 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 				th.tick()
 				th.countLoop()
 				th.sp = mark
+				if th.alloc != it.mark || it.churn {
+					it.end(th, fr.slots, direct)
+					it.begin(th, fr.slots, direct)
+				}
 			}
 		}
 	}
@@ -145,6 +157,8 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			fr.slots[o] = nil
 		}
 		mark := th.sp
+		var it loopIter // given nothing: the bindings may be destructured
+		it.mark = th.alloc
 		for {
 			v := body(fr)
 			if v != recurSentinel {
@@ -153,6 +167,10 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			th.tick()
 			th.countLoop()
 			args := th.recurArgs
+			if th.alloc != it.mark {
+				it.endArgs(th, args)
+				it.mark = th.alloc
+			}
 			for i, bd := range binds {
 				if s := direct[i]; s >= 0 {
 					fr.slots[s] = args[i]

@@ -44,6 +44,9 @@ type Map struct {
 	edit *editToken
 	// ownVals: vals belongs to this transient and may be updated in place.
 	ownVals bool
+	// host marks maps converted from host data: the host's memory, not
+	// counted against the program's limit.
+	host bool
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.

@@ -326,6 +326,8 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 			if ok {
 				items = v.items
 			}
+			var it loopIter
+			it.begin(th, fr.slots, slots)
 			for i := 0; ; i++ {
 				if i >= len(items) {
 					fr.slots[item] = nil
@@ -338,10 +340,16 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 				th.tick()
 				th.countLoop()
 				th.sp = mark
+				if th.alloc != it.mark || it.churn {
+					it.end(th, fr.slots, slots)
+					it.begin(th, fr.slots, slots)
+				}
 			}
 		}
 		// any other collection: the builtins as written; recur advances xs
 		fr.slots[item] = unsetItem
+		var it loopIter
+		it.begin(th, fr.slots, slots)
 		for {
 			th.pos = testPos
 			th.tick()
@@ -354,6 +362,10 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 			th.tick()
 			th.countLoop()
 			th.sp = mark
+			if th.alloc != it.mark || it.churn {
+				it.end(th, fr.slots, slots)
+				it.begin(th, fr.slots, slots)
+			}
 		}
 	}
 }

@@ -13,8 +13,11 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultTimeout        = time.Second
-	DefaultMaxAlloc       = 10 << 20
+	DefaultTimeout = time.Second
+	// DefaultMaxMemory bounds the memory a program holds at once (what it
+	// builds and keeps; host data does not count). It admits the
+	// benchmark pipelines over 100k records with room to spare.
+	DefaultMaxMemory      = 64 << 20
 	DefaultMaxDepth       = 10000
 	DefaultMaxMemoryBytes = 1 << 20
 	// DefaultStepsPerSecond sizes the default step budget per second of
@@ -40,14 +43,20 @@ type Options struct {
 	// before the program runs; a signature that does not parse fails the
 	// run with a value error.
 	Signature string
-	// Timeout is the wall-clock limit (default DefaultTimeout); the run's
-	// ctx deadline applies too.
+	// Timeout is the wall-clock limit of this run (default
+	// DefaultTimeout); the run's ctx deadline applies too.
 	Timeout time.Duration
-	// MaxAlloc is the allocation budget in bytes: string bytes plus 8 bytes
-	// per collection slot (default DefaultMaxAlloc, negative: unlimited).
-	MaxAlloc int64
-	// MaxSteps is the evaluation step budget (default DefaultStepsPerSecond
-	// per second of Timeout; negative: unlimited).
+	// MaxMemory bounds the memory the program holds at once, in bytes:
+	// 16 per collection slot (48 per map entry) plus string bytes, counted
+	// for what the program builds and still holds, not for what it
+	// allocated and dropped; host data (Context, tool results) does not
+	// count (0: DefaultMaxMemory, negative: unlimited). Exceeding it ends
+	// the run with memory_limit.
+	MaxMemory int64
+	// MaxSteps is the evaluation step budget (0: StepBudget(Timeout);
+	// negative: unlimited). A caller whose run gets only what is left of a
+	// longer budget passes StepBudget of the program's own time limit, so
+	// the budget does not depend on how long anything before the run took.
 	MaxSteps int64
 	// LoopLimit caps loop/recur iterations (0: off, the default).
 	LoopLimit int64
@@ -211,9 +220,9 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	for k, v := range mem {
 		th.mem[k] = v
 	}
-	th.maxAlloc = opts.MaxAlloc
-	if th.maxAlloc == 0 {
-		th.maxAlloc = DefaultMaxAlloc
+	th.maxMem = opts.MaxMemory
+	if th.maxMem == 0 {
+		th.maxMem = DefaultMaxMemory
 	}
 	th.maxSteps = opts.MaxSteps
 	if th.maxSteps == 0 {
@@ -286,6 +295,10 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		}
 		size := 0
 		for k, mv := range newMem {
+			if IsHostData(mv) {
+				size += len(k) // the host's data, kept by reference
+				continue
+			}
 			size += len(k) + len(Sprint(mv, PrintOptions{NoFirewall: true, MaxLen: limit + 1}))
 			if size > limit {
 				break

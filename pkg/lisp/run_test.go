@@ -248,7 +248,7 @@ func bigRecords(n int) []any {
 func TestDefKeepsLargeToolResult(t *testing.T) {
 	recs := bigRecords(100_000)
 	tools := Tools{"list": ToolFunc(func(context.Context, map[string]any) (any, error) { return recs, nil })}
-	opts := Options{Tools: tools, Timeout: time.Minute, MaxMemoryBytes: -1, MaxAlloc: -1}
+	opts := Options{Tools: tools, Timeout: time.Minute, MaxMemoryBytes: -1, MaxMemory: -1}
 	res, err := Exec(context.Background(), `(def xs (tool/list {})) (count xs)`, opts)
 	if err != nil {
 		t.Fatalf("def of a %d-record tool result: %v", len(recs), err)

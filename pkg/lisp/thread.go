@@ -21,12 +21,15 @@ type Thread struct {
 	steps     int64
 	nextCheck int64
 	maxSteps  int64
-	alloc     int64
-	maxAlloc  int64
-	depth     int
-	maxDepth  int
-	loops     int64
-	maxLoops  int64
+	// alloc is an upper bound of the bytes the program holds (retain.go);
+	// floor is the part of it that no scope's end may give back.
+	alloc    int64
+	floor    int64
+	maxMem   int64
+	depth    int
+	maxDepth int
+	loops    int64
+	maxLoops int64
 
 	stack  []Value
 	sp     int
@@ -106,30 +109,30 @@ func (th *Thread) raiseCtx(err error) {
 	panic(&Error{Kind: KindCanceled, Pos: th.pos, Msg: "execution canceled", Err: err})
 }
 
-// allocSlots charges n collection slots (one word each) to the
-// allocation budget.
+// allocSlots charges n collection slots to the memory the program holds
+// (retain.go).
 func (th *Thread) allocSlots(n int) {
-	th.alloc += int64(n) * 8
-	if th.maxAlloc > 0 && th.alloc > th.maxAlloc {
+	th.alloc += int64(n) * slotBytes
+	if th.maxMem > 0 && th.alloc > th.maxMem {
 		th.memLimit()
 	}
 }
 
-// AllocSlots charges n collection slots to the allocation budget; call it
+// AllocSlots charges n collection slots to the memory limit; call it
 // before building a collection of n items.
 func (th *Thread) AllocSlots(n int) { th.allocSlots(n) }
 
-// AllocBytes charges n bytes of string data to the allocation budget.
+// AllocBytes charges n bytes of string data to the memory limit.
 func (th *Thread) AllocBytes(n int) {
 	th.alloc += int64(n)
-	if th.maxAlloc > 0 && th.alloc > th.maxAlloc {
+	if th.maxMem > 0 && th.alloc > th.maxMem {
 		th.memLimit()
 	}
 }
 
 func (th *Thread) memLimit() {
-	panic(&Error{Kind: KindMemory, Pos: th.pos, Msg: fmt.Sprintf("memory limit exceeded: allocation budget of %d bytes used up", th.maxAlloc),
-		Hint: "process less data at once, or avoid building huge collections and strings"})
+	panic(&Error{Kind: KindMemory, Pos: th.pos, Msg: fmt.Sprintf("memory limit exceeded: the program holds more than %d bytes", th.maxMem),
+		Hint: "keep less data at once: filter or aggregate before collecting, (take n ...) instead of whole sequences, no huge strings"})
 }
 
 // alloca reserves n zeroed slots on the value stack.
@@ -371,12 +374,15 @@ func (th *Thread) callClosure(c *Closure, args []Value) Value {
 	if ar == nil {
 		th.ArityError(c.proto.displayName(), c.proto.arityText(), len(args))
 	}
-	mark := th.sp
+	mark, amark := th.sp, th.alloc
 	slots := th.alloca(ar.nslots)
 	fr := th.enter(c, slots)
 	ar.bindParams(fr, args)
 	v := th.runBody(fr, ar)
 	th.sp = mark
+	if th.alloc != amark {
+		th.credit(amark, args, v)
+	}
 	return v
 }
 
@@ -479,7 +485,12 @@ func (lc *loopCaller) call1(x Value) Value {
 		s[i] = nil
 	}
 	th.sp = lc.base
-	return th.runArity(lc.fr, lc.ar)
+	amark := th.alloc
+	v := th.runArity(lc.fr, lc.ar)
+	if th.alloc != amark {
+		th.credit2(amark, x, nil, v)
+	}
+	return v
 }
 
 func (lc *loopCaller) call2(x, y Value) Value {
@@ -494,7 +505,12 @@ func (lc *loopCaller) call2(x, y Value) Value {
 		s[i] = nil
 	}
 	th.sp = lc.base
-	return th.runArity(lc.fr, lc.ar)
+	amark := th.alloc
+	v := th.runArity(lc.fr, lc.ar)
+	if th.alloc != amark {
+		th.credit2(amark, x, y, v)
+	}
+	return v
 }
 
 // call1Closure and call2Closure are the HOF fast path: a closure whose
@@ -506,7 +522,7 @@ func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
 		return nil, false
 	}
 	th.tick()
-	mark := th.sp
+	mark, amark := th.sp, th.alloc
 	slots := th.allocArgs(ar.nslots)
 	slots[0] = x
 	for i := 1; i < len(slots); i++ {
@@ -514,6 +530,9 @@ func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
 	}
 	v := th.runBody(th.enter(c, slots), ar)
 	th.sp = mark
+	if th.alloc != amark {
+		th.credit2(amark, x, nil, v)
+	}
 	return v, true
 }
 
@@ -523,7 +542,7 @@ func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
 		return nil, false
 	}
 	th.tick()
-	mark := th.sp
+	mark, amark := th.sp, th.alloc
 	slots := th.allocArgs(ar.nslots)
 	slots[0], slots[1] = x, y
 	for i := 2; i < len(slots); i++ {
@@ -531,6 +550,9 @@ func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
 	}
 	v := th.runBody(th.enter(c, slots), ar)
 	th.sp = mark
+	if th.alloc != amark {
+		th.credit2(amark, x, y, v)
+	}
 	return v, true
 }
 
@@ -607,6 +629,7 @@ func (th *Thread) Println(line string) {
 	}
 	th.AllocBytes(len(line))
 	th.prints = append(th.prints, line)
+	th.keep()
 }
 
 // Keyword returns the run's interned keyword for name.

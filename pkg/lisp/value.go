@@ -48,6 +48,9 @@ func NewKeyword(name string) *Keyword { return &Keyword{Name: name, hash: hashSt
 type Vector struct {
 	items []Value
 	claim *atomic.Int64 // number of slots of the backing array in use; nil: none spare
+	// host marks vectors converted from host data (and views of them):
+	// the host's memory, not counted against the program's limit.
+	host bool
 }
 
 // NewVector wraps items (which the caller must not modify afterwards).
@@ -153,8 +156,9 @@ func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
 			s.gen = nil
 			return nil, false
 		}
-		th.allocSlots(1)
+		th.allocSlots(2) // the slot, and the slack of the growing cache
 		s.items = append(s.items, v)
+		th.keep() // the cache lives as long as the seq, made before any scope
 	}
 	return s.items[i], true
 }

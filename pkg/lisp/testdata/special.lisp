@@ -647,7 +647,7 @@ inner
 (reduce + (filter (fn [x] (> x 5)) (range 10)))
 ;=> 30
 ---
-;; @maxalloc 200000
+;; @maxmemory 200000
 (count (range))
 ;;; "memory_limit"
 ---
@@ -672,11 +672,11 @@ inner
 (map inc (range 100001 100003))
 ;=> [100002 100003]
 ---
-;; @maxalloc 200000
+;; @maxmemory 200000
 (iterate inc 0)
 ;;; "memory_limit"
 ---
-;; @maxalloc 200000
+;; @maxmemory 200000
 (return (repeat 1))
 ;;; "memory_limit"
 ---

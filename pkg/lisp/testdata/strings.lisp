@@ -142,16 +142,20 @@
 (->> (split-lines ctx/csv) (remove #(starts-with? % "id,")) (map #(split % ",")) (map (fn [[id n]] {:id (parse-long id) :name n})))
 ;=> [{:id 1 :name "ann"} {:id 2 :name "bob"}]
 ---
-;; building huge strings runs into the allocation budget
+;; building huge strings runs into the memory limit
+;; @maxmemory 10000000
 (let [s (apply str (repeat 100000 "a"))] (replace s "a" (apply str (repeat 200 "b"))))
 ;;; "memory_limit: .*memory limit exceeded"
 ---
+;; @maxmemory 10000000
 (loop [i 0 acc []] (if (< i 100) (recur (inc i) (conj acc (format "%1000000s" i))) (count acc)))
 ;;; "memory_limit: .*memory limit exceeded"
 ---
+;; @maxmemory 10000000
 (join "," (repeat 300000 "abcdefghijklmnopqrstuvwxyz0123456789abcd"))
 ;;; "memory_limit: .*memory limit exceeded"
 ---
+;; @maxmemory 10000000
 (count (split (str (format "%1000000s" "") (format "%1000000s" "")) ""))
 ;;; "memory_limit: .*memory limit exceeded"
 ---

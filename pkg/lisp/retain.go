@@ -1,0 +1,283 @@
+package lisp
+
+import "unsafe"
+
+// Retained-memory accounting.
+//
+// Builtins charge what they build (slotBytes per collection slot, string
+// bytes) to th.alloc before or as they build it, and the run fails with
+// memory_limit as soon as th.alloc exceeds the limit. th.alloc is kept an
+// upper bound of what the program still holds, not of what it ever
+// allocated: when a scope ends — a closure call returns, a loop iteration
+// recurs, a top-level form finishes — whatever the scope charged and does
+// not hand on is given back. What a scope hands on is its result (the
+// return value, or the new loop bindings); credit measures the part of it
+// that is new (not reachable from what the scope was given, nor host data)
+// and lowers th.alloc to the mark at the scope's start plus that.
+//
+// Values are immutable, so a scope's allocations can outlive it only
+// through its result, memory writes (def, memory/put), printed lines and
+// the realised items of lazy sequences made before it. Those three move
+// th.floor up to th.alloc: a credit never goes below the floor. Builtins
+// that hold what they build in Go variables while they call back into the
+// program (map, mapv, reduce, ...) keep it charged: a callback's credit
+// only covers what the callback itself charged.
+
+// IsHostData reports whether v is a collection converted from host data
+// (FromGo: Options.Context, Options.Memory given as Go data, tool
+// results) or a view of one. Such values are the host's memory: they do
+// not count against a run's memory limit, and keeping them in memory keeps
+// a reference, not a copy.
+func IsHostData(v Value) bool {
+	switch x := v.(type) {
+	case *Vector:
+		return x.host
+	case *Map:
+		return x.host
+	}
+	return false
+}
+
+// slotBytes is the charge for one collection slot (an interface value).
+const slotBytes = 16
+
+// entryBytes is the charge for one map or set entry (key, value and the
+// share of its node).
+const entryBytes = 3 * slotBytes
+
+// keep marks everything charged so far as held (memory writes, prints,
+// lazy-seq caches): no credit goes below it.
+func (th *Thread) keep() {
+	if th.floor < th.alloc {
+		th.floor = th.alloc
+	}
+}
+
+// credit ends a scope that started when th.alloc was mark, was given ins
+// and hands on outs.
+func (th *Thread) credit(mark int64, ins []Value, outs ...Value) {
+	c := th.alloc - mark
+	if c <= 0 || th.alloc <= th.floor {
+		return
+	}
+	s := sizer{budget: c, ins: ins}
+	for _, o := range outs {
+		if s.add(o) {
+			return
+		}
+	}
+	n := mark + s.size
+	if n < th.floor {
+		n = th.floor
+	}
+	if n < th.alloc {
+		th.alloc = n
+	}
+}
+
+// credit2 is credit for a scope given at most two values.
+func (th *Thread) credit2(mark int64, x, y Value, out Value) {
+	if th.alloc-mark <= 0 || th.alloc <= th.floor {
+		return
+	}
+	ins := [2]Value{x, y}
+	th.credit(mark, ins[:], out)
+}
+
+// sizer measures the new part of values, up to a budget.
+type sizer struct {
+	budget, size int64
+	ins          []Value
+}
+
+// over adds n bytes and reports whether the budget is exceeded.
+func (s *sizer) over(n int64) bool {
+	s.size += n
+	return s.size >= s.budget
+}
+
+// given reports whether v is one of the scope's inputs (by identity).
+func (s *sizer) given(v Value) bool {
+	for _, in := range s.ins {
+		if sameRef(in, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRef reports whether a and b are the same reference value.
+func sameRef(a, b Value) bool {
+	switch x := a.(type) {
+	case *Vector:
+		y, ok := b.(*Vector)
+		return ok && x == y
+	case *Map:
+		y, ok := b.(*Map)
+		return ok && x == y && x.edit == nil // a transient may have grown in place
+	case *Set:
+		y, ok := b.(*Set)
+		return ok && x == y
+	case *Closure:
+		y, ok := b.(*Closure)
+		return ok && x == y
+	case *LazySeq:
+		y, ok := b.(*LazySeq)
+		return ok && x == y
+	case string:
+		y, ok := b.(string)
+		return ok && len(x) == len(y) && len(x) > 0 && unsafe.StringData(x) == unsafe.StringData(y)
+	}
+	return false
+}
+
+// sharedPrefix returns how many leading items of v are shared with an
+// input vector on the same backing array (conj appends in place).
+func (s *sizer) sharedPrefix(v *Vector) int {
+	if len(v.items) == 0 {
+		return 0
+	}
+	p := unsafe.SliceData(v.items)
+	best := 0
+	for _, in := range s.ins {
+		if iv, ok := in.(*Vector); ok && len(iv.items) > best && len(iv.items) <= len(v.items) && unsafe.SliceData(iv.items) == p {
+			best = len(iv.items)
+		}
+	}
+	return best
+}
+
+// add measures v; it reports true when the budget is exceeded.
+func (s *sizer) add(v Value) bool {
+	switch x := v.(type) {
+	case string:
+		if len(x) <= 16 || s.given(x) {
+			return false
+		}
+		return s.over(int64(len(x)))
+	case *Vector:
+		if x.host || s.given(x) {
+			return false
+		}
+		from := s.sharedPrefix(x)
+		if s.over(int64(len(x.items)-from) * slotBytes) {
+			return true
+		}
+		for _, it := range x.items[from:] {
+			if s.add(it) {
+				return true
+			}
+		}
+	case *Map:
+		if x.host || s.given(x) {
+			return false
+		}
+		if s.over(int64(x.n) * entryBytes) {
+			return true
+		}
+		stop := false
+		x.eachUnordered(func(k, v Value) bool {
+			stop = s.add(k) || s.add(v)
+			return !stop
+		})
+		return stop
+	case *Set:
+		if s.given(x) {
+			return false
+		}
+		return s.add(x.m)
+	case *LazySeq:
+		if s.given(x) {
+			return false
+		}
+		items, _ := x.snapshot()
+		if s.over(int64(len(items))*slotBytes + 64) {
+			return true
+		}
+		for _, it := range items {
+			if s.add(it) {
+				return true
+			}
+		}
+	case *Closure:
+		if s.given(x) {
+			return false
+		}
+		if s.over(int64(len(x.caps)) * slotBytes) {
+			return true
+		}
+		for _, it := range x.caps {
+			if s.add(it) {
+				return true
+			}
+		}
+	case *Reduced:
+		return s.add(x.Val)
+	case *Builtin:
+		// partial, comp, juxt...: their captured arguments are a few
+		// slots; count them at a fixed size
+		return s.over(4 * slotBytes)
+	}
+	return false
+}
+
+// eachUnordered calls fn for each entry in storage order (no sorting).
+func (m *Map) eachUnordered(fn func(k, v Value) bool) {
+	if m.root == nil {
+		for i, k := range m.shape.keys {
+			if !fn(k, m.vals[i]) {
+				return
+			}
+		}
+		return
+	}
+	stop := false
+	m.root.each(func(e mapEntry) {
+		if !stop && !fn(e.key, e.val) {
+			stop = true
+		}
+	})
+}
+
+// loopIter credits the iterations of a loop whose bindings live in frame
+// slots: an iteration is a scope given the bindings it started with and
+// handing on the ones it recurs with.
+type loopIter struct {
+	mark   int64
+	given  [4]Value
+	nGiven int // how many of given are set (0 after an iteration that charged nothing)
+	churn  bool
+}
+
+// begin starts an iteration whose bindings are slots[idx[i]].
+func (it *loopIter) begin(th *Thread, slots []Value, idx []int) {
+	it.mark = th.alloc
+	it.nGiven = 0
+	if it.churn && len(idx) <= len(it.given) {
+		for i, s := range idx {
+			it.given[i] = slots[s]
+		}
+		it.nGiven = len(idx)
+	}
+}
+
+// end credits the iteration that recurs with slots[idx[i]].
+func (it *loopIter) end(th *Thread, slots []Value, idx []int) {
+	it.churn = th.alloc != it.mark
+	if !it.churn || len(idx) > 4 {
+		return
+	}
+	var outs [4]Value
+	for i, s := range idx {
+		outs[i] = slots[s]
+	}
+	th.credit(it.mark, it.given[:it.nGiven], outs[:len(idx)]...)
+}
+
+// endArgs credits the iteration that recurs with args.
+func (it *loopIter) endArgs(th *Thread, args []Value) {
+	it.churn = th.alloc != it.mark
+	if it.churn {
+		th.credit(it.mark, it.given[:it.nGiven], args...)
+	}
+}

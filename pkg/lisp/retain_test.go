@@ -1,0 +1,184 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestChurnIsNotHeld: programs that allocate far more than the limit but
+// hold little at any time run under a small limit. Each allocates
+// hundreds of MB in total against a 4 MiB limit.
+func TestChurnIsNotHeld(t *testing.T) {
+	progs := []string{
+		// loop iterations
+		`(loop [i 0 acc 0] (if (< i 200000) (recur (inc i) (+ acc (count (vec (range 100))))) acc))`,
+		`(loop [i 0 s ""] (if (< i 20000) (recur (inc i) (subs (str s (apply str (repeat 1000 "x"))) 0 10)) (count s)))`,
+		// callbacks of HOFs
+		`(reduce (fn [acc i] (+ acc (count (vec (range 100))))) 0 (range 50000))`,
+		`(count (filter (fn [i] (> (count (str/split (str "a b c " i) " ")) 3)) (range 50000)))`,
+		`(reduce + (map (fn [i] (count (into [] (range 500)))) (range 50000)))`,
+		// an accumulator that grows slowly while each step churns
+		`(count (reduce (fn [acc i] (if (zero? (mod i 1000)) (conj acc (count (vec (range 100)))) (do (vec (range 100)) acc))) [] (range 50000)))`,
+		`(loop [i 0 acc []] (if (< i 100000) (recur (inc i) (if (zero? (mod i 1000)) (conj acc (count (vec (range 100)))) (do (vec (range 100)) acc))) (count acc)))`,
+		// top-level forms whose values are dropped
+		strings.Repeat(`(count (vec (range 100000))) `, 40) + `:done`,
+		// a named function called many times
+		`(defn f [i] (count (vec (range 1000)))) (reduce + (map f (range 50000)))`,
+	}
+	for _, src := range progs {
+		res, err := Exec(context.Background(), src, Options{MaxMemory: 4 << 20, Timeout: time.Minute, MaxSteps: -1})
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if res.Value == nil {
+			t.Errorf("%s: no value", src)
+		}
+	}
+}
+
+// TestHostDataIsNotCounted: data given by the host (ctx, memory, tool
+// results) is the host's; reading, binding, keeping it in memory and
+// passing it around costs nothing against the limit.
+func TestHostDataIsNotCounted(t *testing.T) {
+	rs := benchRecords(20000)
+	tools := Tools{"rows": ToolFunc(func(context.Context, map[string]any) (any, error) {
+		out := make([]any, len(rs))
+		for i, r := range rs {
+			out[i] = r
+		}
+		return out, nil
+	})}
+	opts := Options{Context: map[string]any{"records": rs}, Tools: tools, MaxMemory: 64 << 10, Timeout: time.Minute}
+	for _, src := range []string{
+		`(def d ctx/records) (count d)`,
+		`(let [d ctx/records e (rest d)] (count e))`,
+		`(def t (tool/rows)) (count (drop 10 t))`,
+		`(loop [xs ctx/records n 0] (if (empty? xs) n (recur (rest xs) (+ n (:qty (first xs))))))`,
+		`(count (filter :active ctx/records))`,             // fused: nothing kept
+		`(let [a (filter :active ctx/records)] (count a))`, // 13k kept: over the 64 KiB limit
+	} {
+		_, err := Exec(context.Background(), src, opts)
+		kept := strings.HasPrefix(src, "(let [a")
+		if kept != (err != nil) {
+			t.Errorf("%s: %v", src, err)
+		}
+		if kept && !errors.Is(err, ErrMemoryLimit) {
+			t.Errorf("%s: want memory_limit, got %v", src, err)
+		}
+	}
+}
+
+// bombs are programs that hold ever more memory: each must end with
+// memory_limit, not run into its time limit.
+var bombs = []string{
+	`(vec (range 1e9))`,
+	`(count (range))`,
+	`(def r (range 1e9)) (count r)`,
+	`(loop [s "x"] (recur (str s s)))`,
+	`(loop [v [] i 0] (recur (conj v i) (inc i)))`,
+	`(reduce (fn [v _] [v]) [] (range))`,
+	`(count (apply concat (repeat 1e6 (vec (range 1000)))))`,
+	`(apply str (repeat 1e8 "x"))`,
+	`(mapv (fn [_] (vec (range 10000))) (range 100000))`,
+	`(loop [i 0] (memory/put (keyword (str "k" i)) (vec (range 1000))) (recur (inc i)))`,
+	`(let [s (range)] (count (map (fn [i] (nth s (* i 1000))) (range 1e6))))`,
+	`(defn f [n] (let [v (vec (range 1000))] (fn [] (+ n (count v))))) (count (map f (range 1e6)))`,
+	`(reduce (fn [m i] (assoc m i (str "value-" i))) {} (range))`,
+	`(loop [acc [] i 0] (recur (conj acc (vec (range 100))) (inc i)))`,
+}
+
+// TestBombsStop runs every bomb with a small limit.
+func TestBombsStop(t *testing.T) {
+	for _, src := range bombs {
+		start := time.Now()
+		_, err := Exec(context.Background(), src, Options{MaxMemory: 8 << 20, Timeout: 20 * time.Second, MaxSteps: -1})
+		if !errors.Is(err, ErrMemoryLimit) {
+			t.Errorf("%s: want memory_limit, got %v", src, err)
+			continue
+		}
+		var e *Error
+		errors.As(err, &e)
+		if e.Hint == "" || !strings.Contains(e.Msg, "memory limit exceeded") {
+			t.Errorf("%s: error %q without the limit's name or a hint", src, e.Detail())
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: took %v", src, d)
+		}
+	}
+}
+
+// TestBombsRSS runs every bomb under the default limits in a subprocess
+// and checks its peak resident memory.
+func TestBombsRSS(t *testing.T) {
+	if os.Getenv("PTC_LISP_BOMBS") == "1" {
+		for _, src := range bombs {
+			start := time.Now()
+			_, err := Exec(context.Background(), src, Options{Timeout: 3 * time.Second})
+			var e *Error
+			if !errors.As(err, &e) {
+				fmt.Printf("FAIL %s: %v\n", src, err)
+				continue
+			}
+			fmt.Printf("ran %s: %s in %v\n", src, e.Reason(), time.Since(start).Round(time.Millisecond))
+			debug.FreeOSMemory() // each bomb's peak on its own
+		}
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		fmt.Printf("maxrss %d\n", ru.Maxrss) // KiB on Linux
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBombsRSS$", "-test.v")
+	// the Go heap is capped as a worker's would be; the limits must keep
+	// the program far below it
+	cmd.Env = append(os.Environ(), "PTC_LISP_BOMBS=1", "GOMEMLIMIT=1GiB")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("subprocess: %v\n%s", err, out)
+	}
+	var rss int64
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "FAIL ") {
+			t.Error(line)
+		}
+		if strings.HasPrefix(line, "ran ") {
+			t.Log(line)
+		}
+		if v, ok := strings.CutPrefix(line, "maxrss "); ok {
+			rss, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	t.Logf("peak RSS of the bombs' process: %d MiB (limit %d MiB per run)", rss>>10, DefaultMaxMemory>>20)
+	if rss == 0 || rss<<10 > 640<<20 {
+		t.Fatalf("peak RSS %d KiB", rss)
+	}
+}
+
+// TestLegitUnderDefaults: the benchmark pipelines over 100k records and
+// heavy but legitimate programs run under the default limits (with the
+// default time limit raised: the shared, -race test machine is slow).
+func TestLegitUnderDefaults(t *testing.T) {
+	recs, err := FromGo(benchRecords(100000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Context: map[string]any{"records": recs}, Timeout: time.Minute}
+	srcs := []string{`(count (filter even? (range 1000000)))`, `(count (mapcat #(str/split (:text %) " ") ctx/records))`}
+	for _, p := range pipelines {
+		srcs = append(srcs, p.src)
+	}
+	for _, src := range srcs {
+		if _, err := Exec(context.Background(), src, opts); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
