@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -80,7 +82,11 @@ func validDedupKey(k string) bool { return k != "" && dedupKeyRE.MatchString(k) 
 
 // dedupRecord is a key's claim (Done false) or outcome.
 type dedupRecord struct {
-	Digest  string        `msgpack:"digest"`
+	Digest string `msgpack:"digest"`
+	// Owner identifies the request that made the claim, so that a request
+	// whose claim was written but whose acknowledgement was lost finds
+	// it is its own.
+	Owner   string        `msgpack:"owner"`
 	Done    bool          `msgpack:"done"`
 	Started time.Time     `msgpack:"started"`
 	Timeout time.Duration `msgpack:"timeout"`
@@ -98,28 +104,44 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 	defer cancel()
 	key := s.dedup.service + "/" + name + "/" + ci.IdempotencyKey
 	digest := callDigest(name, req.Args)
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	owner := hex.EncodeToString(nonce[:])
+	run := func(rev uint64) toolOutcome {
+		out := s.execute(name, fn, req, ci, timeout, log)
+		done, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Done: true, Started: time.Now().UTC(), Out: out})
+		if _, perr := s.dedup.kv.Update(context.WithoutCancel(ctx), key, done, rev); perr != nil {
+			// The store is busy (a leader moving): keep trying in the
+			// background so later requests find the outcome instead of an
+			// orphaned claim.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.dedup.storeOutcome(key, done, rev, log)
+			}()
+		}
+		return out
+	}
 	backoff := dedupPoll
 	for {
 		e, err := s.dedup.kv.Get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			claim, _ := messages.Marshal(&dedupRecord{Digest: digest, Started: time.Now().UTC(), Timeout: timeout})
+			claim, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Started: time.Now().UTC(), Timeout: timeout})
 			rev, cerr := s.dedup.kv.Create(ctx, key, claim)
 			if cerr != nil {
 				err = cerr
-				break // another request claimed it first (or a transient error): look again
+				break // another request claimed it first, or the answer was lost: look again
 			}
-			out := s.execute(name, fn, req, ci, timeout, log)
-			done, _ := messages.Marshal(&dedupRecord{Digest: digest, Done: true, Started: time.Now().UTC(), Out: out})
-			if _, perr := s.dedup.kv.Update(context.WithoutCancel(ctx), key, done, rev); perr != nil {
-				log.Warn().Err(perr).Str("key", ci.IdempotencyKey).Msg("tool outcome not stored for deduplication")
-			}
-			return out
+			return run(rev)
 		case err == nil:
 			var rec dedupRecord
 			if messages.Unmarshal(e.Value(), &rec) != nil || rec.Digest != digest {
 				// The key names another call: no deduplication for it.
 				return s.execute(name, fn, req, ci, timeout, log)
+			}
+			if !rec.Done && rec.Owner == owner {
+				return run(e.Revision()) // our claim; its acknowledgement was lost
 			}
 			if rec.Done {
 				log.Debug().Str("key", ci.IdempotencyKey).Msg("duplicate call answered from the stored outcome")
@@ -141,5 +163,36 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// outcomeStoreWait bounds the retries of storing an outcome.
+const outcomeStoreWait = time.Minute
+
+// storeOutcome retries writing a run's outcome over its claim (revision
+// rev) until it lands, the key holds an outcome already (a lost
+// acknowledgement), or outcomeStoreWait has passed.
+func (d *dedupStore) storeOutcome(key string, done []byte, rev uint64, log *zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), outcomeStoreWait)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			log.Warn().Str("key", key).Msg("tool outcome not stored for deduplication; the key stays claimed until its TTL")
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		_, err := d.kv.Update(ctx, key, done, rev)
+		if err == nil {
+			return
+		}
+		if e, gerr := d.kv.Get(ctx, key); gerr == nil {
+			var rec dedupRecord
+			if messages.Unmarshal(e.Value(), &rec) == nil && rec.Done {
+				return
+			}
+		}
 	}
 }

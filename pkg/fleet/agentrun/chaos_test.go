@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
@@ -291,5 +295,203 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	}
 	if fig.kills == 0 {
 		t.Error("no worker was killed")
+	}
+}
+
+// natsNode is a nats-server process of a test cluster.
+type natsNode struct {
+	name, conf, url string
+	cmd             *exec.Cmd
+	done            chan struct{}
+}
+
+func (n *natsNode) start(t *testing.T) {
+	t.Helper()
+	n.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	n.cmd.Env = append(os.Environ(), envNATSConfig+"="+n.conf)
+	if os.Getenv("PTC_TEST_NATS_LOG") != "" {
+		n.cmd.Stderr = os.Stderr
+	}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.done = make(chan struct{})
+	cmd, done := n.cmd, n.done
+	go func() { _ = cmd.Wait(); close(done) }()
+}
+
+func (n *natsNode) kill() {
+	_ = n.cmd.Process.Kill()
+	<-n.done
+}
+
+// startCluster starts a 3-node JetStream cluster of nats-server processes
+// and returns at once (the cluster forms while the caller goes on).
+func startCluster(t *testing.T) []*natsNode {
+	t.Helper()
+	dir := t.TempDir()
+	var ports, cports [3]int
+	for i := range 3 {
+		ports[i], cports[i] = freeTCPPort(t), freeTCPPort(t)
+	}
+	routes := ""
+	for i := range 3 {
+		routes += fmt.Sprintf("\"nats://127.0.0.1:%d\", ", cports[i])
+	}
+	nodes := make([]*natsNode, 3)
+	for i := range 3 {
+		n := &natsNode{name: fmt.Sprintf("n%d", i+1), url: fmt.Sprintf("nats://127.0.0.1:%d", ports[i])}
+		n.conf = filepath.Join(dir, n.name+".conf")
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream { store_dir: %q }
+cluster { name: ptc, listen: 127.0.0.1:%d, routes: [ %s ] }
+`, n.name, ports[i], filepath.Join(dir, n.name), cports[i], routes)
+		if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n.start(t)
+		t.Cleanup(n.kill)
+		nodes[i] = n
+	}
+	return nodes
+}
+
+// The chaos test on a 3-node cluster with R3 streams: several workers
+// started at once on the fresh cluster all wait for it instead of exiting;
+// then worker processes are killed at random and one node at a time is
+// killed and restarted. No result is lost or duplicated, no finished
+// mission runs again, no deduplicating tool runs twice, no worker exits.
+func TestClusterChaos(t *testing.T) {
+	nodes := startCluster(t)
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.url
+	}
+	url := joinURLs(urls)
+	model := newFakeModel()
+	model.delay = 100 * time.Millisecond
+	ms := httptest.NewServer(model)
+	t.Cleanup(ms.Close)
+	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3"}
+	var fig chaosFigures
+	fig.missions = chaosMissions()
+	// Several workers at once on a cluster that is still forming.
+	seq := 0
+	start := func(wait bool) *proc {
+		seq++
+		return startWorkerProc(t, url, ms.URL, fmt.Sprintf("c%d", seq), env, wait)
+	}
+	workers := []*proc{start(false), start(false), start(false), start(false)}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	nc := dial(t, url)
+	js, _ := jetstream.New(nc)
+	formed := time.Now()
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 30, VerifyOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("layout ready %v after the nodes started", time.Since(formed).Round(time.Millisecond))
+	tools := startCountingTools(t, dial(t, url), 3)
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{SkipSetup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClient, _ := fleet.NewClient(ctx, dial(t, url), fleet.ClientConfig{SkipSetup: true})
+	model.finished = func(id string) bool {
+		cctx, c := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer c()
+		_, err := checkClient.Result(cctx, id)
+		return err == nil
+	}
+	ids := make([]string, fig.missions)
+	began := time.Now()
+	for i := range fig.missions {
+		m := chaosMission(i)
+		ids[i] = m.ID
+		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finished := func() int {
+		n := 0
+		for _, id := range ids {
+			cctx, c := context.WithTimeout(ctx, time.Second)
+			if _, err := client.Result(cctx, id); err == nil {
+				n++
+			}
+			c()
+		}
+		return n
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodeKills := 0
+	for ctx.Err() == nil {
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		done := finished()
+		if done == fig.missions {
+			break
+		}
+		if nodeKills < 3 && done >= (nodeKills+1)*fig.missions/4 {
+			// One node at a time: kill it, let it come back.
+			n := nodes[nodeKills%len(nodes)]
+			n.kill()
+			time.Sleep(time.Second)
+			n.start(t)
+			nodeKills++
+			t.Logf("node %s killed and restarted (%d of %d missions finished)", n.name, done, fig.missions)
+			continue
+		}
+		i := rng.IntN(len(workers))
+		select {
+		case <-workers[i].done:
+			fig.selfExits++
+		default:
+			workers[i].kill()
+			fig.kills++
+		}
+		workers[i] = start(false)
+	}
+	fig.elapsed = time.Since(began)
+	for _, w := range workers {
+		select {
+		case <-w.done:
+			fig.selfExits++
+		default:
+		}
+	}
+	for i, id := range ids {
+		actx, c := context.WithTimeout(ctx, 20*time.Second)
+		step, err := client.Await(actx, id)
+		c()
+		switch {
+		case err != nil:
+			fig.lost++
+			continue
+		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(i)):
+			fig.wrong++
+			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
+			for _, turn := range step.Trace {
+				t.Logf("  turn %d: %s", turn.Number, turn.Error)
+			}
+		}
+		if step.Attempts > 1 {
+			fig.multiAttempt++
+		}
+		if step.Replayed != nil {
+			fig.replayedModel += step.Replayed.ModelCalls
+			fig.replayedTools += step.Replayed.ToolCalls
+		}
+	}
+	if s, err := js.Stream(ctx, messages.StreamResults); err == nil {
+		if info, err := s.Info(ctx); err == nil {
+			fig.duplicated = int(info.State.Msgs) - (fig.missions - fig.lost)
+		}
+	}
+	fig.modelRepeats, fig.modelAnswerRepeats, fig.afterFinal = model.repeats()
+	fig.addRepeats, fig.noteRepeats, fig.toolCalls = tools.repeats()
+	t.Logf("%v; %d node restarts", fig, nodeKills)
+	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
+		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
 	}
 }

@@ -207,7 +207,12 @@ func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
 	if step.Usage.Requests != 3 || step.Usage.InputTokens != 300 || step.Usage.ToolCalls != 3 {
 		t.Errorf("usage = %+v, want the 3 requests and 3 tool calls of both attempts", step.Usage)
 	}
+	// The status is made final just after the result is stored.
 	st, err := client.Status(ctx, m.ID)
+	for wait := time.Now(); err == nil && st.State == messages.StateRunning && time.Since(wait) < 5*time.Second; {
+		time.Sleep(10 * time.Millisecond)
+		st, err = client.Status(ctx, m.ID)
+	}
 	if err != nil || st.State != messages.StateSucceeded || st.Replayed == nil || st.Replayed.ModelCalls != 2 || st.Attempt != 2 {
 		t.Errorf("status = %+v, %v", st, err)
 	}

@@ -79,7 +79,7 @@ func runWorkerProcess() int {
 		ID:     os.Getenv(envWorkerID),
 		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
 		Slots:  4, Store: store, Priorities: []string{messages.PriorityNormal},
-		IdleWait: 100 * time.Millisecond, ToolTimeout: 5 * time.Second, NakDelay: 200 * time.Millisecond,
+		IdleWait: 100 * time.Millisecond, NakDelay: 200 * time.Millisecond,
 		DrainGrace: time.Second, Logger: &log,
 	})
 	if err != nil {
@@ -110,6 +110,9 @@ func runNATSNode(configFile string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		return 2
+	}
+	if os.Getenv("PTC_TEST_NATS_LOG") != "" {
+		s.ConfigureLogger()
 	}
 	s.Start()
 	sig := make(chan os.Signal, 1)
