@@ -8,7 +8,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// EventKind names an observer event (the specification's telemetry table).
+// EventKind names an observer event.
 type EventKind string
 
 // The events, in the order a run emits them.

@@ -86,7 +86,7 @@ func (a *Agent) Run(ctx context.Context, opts RunOptions) (*messages.Step, error
 }
 
 // RunPrompt builds an agent from spec with prompt as its Prompt and runs
-// it: the specification's run("prompt", opts) convenience. An invalid spec
+// it, a convenience for one-off agents. An invalid spec
 // gives a failed Step with reason invalid_agent.
 func RunPrompt(ctx context.Context, prompt string, spec Spec, opts RunOptions) (*messages.Step, error) {
 	spec.Prompt = prompt
@@ -99,8 +99,7 @@ func RunPrompt(ctx context.Context, prompt string, spec Spec, opts RunOptions) (
 	return a.Run(ctx, opts)
 }
 
-// Then runs next with prev as its context: the specification's then!
-// without the panic. A failed (or nil) prev gives chained_failure without
+// Then runs next with prev as its context, without panicking. A failed (or nil) prev gives chained_failure without
 // calling any model, so a chain can run step after step and check the
 // error once at the end:
 //

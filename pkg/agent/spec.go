@@ -118,7 +118,7 @@ type Spec struct {
 }
 
 // SystemPrompt customizes the generated system prompt. With every field
-// empty the default prompt is used. Assembly order (the specification's):
+// empty the default prompt is used. Assembly order:
 // Prefix, core instructions, language reference, error recovery, output
 // format, Suffix; then Transform is applied. Override replaces everything.
 type SystemPrompt struct {
@@ -360,7 +360,7 @@ func (a *Agent) maxSteps() int64 {
 	return lisp.StepBudget(a.programTimeout())
 }
 
-// singleTurn reports the specification's single-turn mode: max_turns 1
+// singleTurn reports single-turn mode: max_turns 1
 // and no tools; the program's value is the answer.
 func (a *Agent) singleTurn() bool { return a.maxTurns() == 1 && len(a.tools) == 0 }
 

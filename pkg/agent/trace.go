@@ -19,7 +19,7 @@ type TraceOptions struct {
 	Width int
 }
 
-// PrintTrace writes a step's trace in the specification's box layout:
+// PrintTrace writes a step's trace in a box layout:
 // one box per turn with the program, the tool calls (sub-agent calls
 // nested below them), the result or error, duration and tokens; then a
 // summary line. It returns the first write error.

@@ -45,7 +45,7 @@ var (
 
 // Error is the error type of this package for registry, configuration and
 // retry failures. Message is the human-readable text (for registry errors,
-// the specification's exact message); Err is the cause, if any.
+// a fixed message); Err is the cause, if any.
 //
 // errors.Is(err, ErrNotFound) and friends match on Kind.
 type Error struct {

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Registry maps model names to models: the specification's llm_registry.
+// Registry maps model names to models.
 // The agent passes one registry down the whole agent tree.
 //
 // A nil Registry means "no registry was given": looking a name up in it
@@ -15,7 +15,7 @@ import (
 type Registry map[string]Model
 
 // Lookup returns the model registered under name. Errors are [*Error]s
-// carrying the specification's reason and message:
+// carrying a reason and a message:
 //
 //   - no registry (nil): llm_registry_required, "llm_registry required when using atom :name"
 //   - name missing: llm_not_found, "LLM :name not found in registry"

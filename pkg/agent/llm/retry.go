@@ -119,7 +119,7 @@ type RetryInfo struct {
 	Delay   time.Duration // the wait before the next attempt
 }
 
-// RetryPolicy is the specification's llm_retry: how often and how patiently
+// RetryPolicy is a mission's llm_retry: how often and how patiently
 // to retry a model call that failed with an infrastructure error. The zero
 // value is the seed default: 3 attempts, exponential backoff from 1 s capped
 // at 30 s, every error class retryable.

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// LoadOptions configure Load and LoadCompiled.
+type LoadOptions struct {
+	// Tools are the tools the program may call, by name. Only pure tools
+	// are accepted (not sub-agents). A document's listed tools must all be
+	// given.
+	Tools map[string]Tool
+	// Validation is the signature validation mode of executions (default
+	// Enabled); a document's own mode is used when this is zero.
+	Validation signature.Mode
+	// Timeout bounds one execution (default messages.DefaultProgramTimeout).
+	Timeout time.Duration
+	// MaxToolCalls caps tool calls per execution (0: unlimited).
+	MaxToolCalls int
+	// Name and Description label the program (a document's own are used
+	// when these are empty).
+	Name, Description string
+}
+
+// Load rebuilds a compiled program from its source and signature: the
+// signature must parse (empty means
+// "() -> :any"), the source must define
+// a function of exactly one argument (checked without calling any tool),
+// and every tool must be pure. Errors match ErrInvalidCompiled (or
+// ErrNotCompilable) and name the field. Metadata is zero.
+func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
+	s := &signature.Signature{Output: signature.Any}
+	if strings.TrimSpace(sig) != "" {
+		var err error
+		if s, err = signature.Parse(sig); err != nil {
+			return nil, &Error{Kind: KindSpec, Field: "signature", Reason: ReasonInvalidCompiled, Msg: err.Error(), Err: err}
+		}
+	}
+	tools := make(map[string]*boundTool, len(opts.Tools))
+	for name, t := range opts.Tools {
+		field := "tools[" + name + "]"
+		if name == "" || strings.ContainsAny(name, " \t\n()[]{}\"/") || slices.Contains(reservedTools, name) {
+			return nil, invalidCompiled(field, "invalid tool name %q", name)
+		}
+		if t.initErr != nil {
+			return nil, invalidCompiled(field+".signature", "%s", t.initErr.Error())
+		}
+		bt, err := bindTool(name, t)
+		if err != nil {
+			return nil, invalidCompiled(field+".signature", "%s", err.Error())
+		}
+		tools[name] = bt
+	}
+	if err := checkCompilable(tools); err != nil {
+		return nil, err
+	}
+	c, err := newCompiled(source, s, opts.Validation, tools, compiledLispTools(tools, opts.Validation))
+	if err != nil {
+		return nil, err
+	}
+	c.Name, c.Description = opts.Name, opts.Description
+	if c.Name == "" {
+		c.Name = "compiled"
+	}
+	if opts.Timeout > 0 {
+		c.timeout = opts.Timeout
+	}
+	c.maxToolCalls = opts.MaxToolCalls
+	return c, nil
+}
+
+// compiledDoc is the persisted form of a Compiled.
+type compiledDoc struct {
+	Format      string          `json:"format"`
+	Version     int             `json:"version"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Signature   string          `json:"signature"`
+	Source      string          `json:"source"`
+	Tools       []string        `json:"tools,omitempty"`
+	Validation  string          `json:"validation,omitempty"`
+	Metadata    CompileMetadata `json:"metadata"`
+}
+
+// MarshalJSON writes the program as a small versioned JSON document:
+// format "ptc-compiled", version, name, description, signature, source,
+// the tool names, the validation mode and the metadata. LoadCompiled
+// reads it back.
+func (c *Compiled) MarshalJSON() ([]byte, error) {
+	d := compiledDoc{Format: CompiledFormat, Version: CompiledVersion, Name: c.Name, Description: c.Description,
+		Signature: c.Signature, Source: c.Source, Tools: c.toolNames, Metadata: c.Metadata}
+	if c.mode != signature.Enabled {
+		d.Validation = c.mode.String()
+	}
+	return json.MarshalIndent(d, "", "  ")
+}
+
+// LoadCompiled reads a document written by MarshalJSON and checks it again
+// as Load does: format and version, signature, validation mode, a
+// one-argument function, and every listed tool given in opts.Tools (the
+// error names a missing one). Errors match ErrInvalidCompiled and name the
+// field.
+func LoadCompiled(data []byte, opts LoadOptions) (*Compiled, error) {
+	var d compiledDoc
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, &Error{Kind: KindSpec, Field: "document", Reason: ReasonInvalidCompiled, Msg: err.Error(), Err: err}
+	}
+	if d.Format != CompiledFormat {
+		return nil, invalidCompiled("format", "%q is not %q", d.Format, CompiledFormat)
+	}
+	if d.Version < 1 || d.Version > CompiledVersion {
+		return nil, invalidCompiled("version", "version %d not supported (want 1 to %d)", d.Version, CompiledVersion)
+	}
+	for _, name := range d.Tools {
+		if _, ok := opts.Tools[name]; !ok {
+			return nil, invalidCompiled("tools["+name+"]", "the program uses tool %q, which is not given", name)
+		}
+	}
+	if opts.Validation == signature.Enabled && d.Validation != "" {
+		m, err := signature.ParseMode(d.Validation)
+		if err != nil {
+			return nil, invalidCompiled("validation", "%s", err.Error())
+		}
+		opts.Validation = m
+	}
+	if opts.Name == "" {
+		opts.Name = d.Name
+	}
+	if opts.Description == "" {
+		opts.Description = d.Description
+	}
+	c, err := Load(d.Source, d.Signature, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.Metadata = d.Metadata
+	return c, nil
+}
