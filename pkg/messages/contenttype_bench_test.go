@@ -67,4 +67,3 @@ func BenchmarkToolRequestDecode(b *testing.B) {
 		}
 	})
 }
-
