@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -76,7 +77,17 @@ func TestToolboxSpeaksJSONToJSONServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"double"}})
+	// A failure may come as error headers alone, with an empty body.
+	err = svc.AddEndpoint("refuse", micro.HandlerFunc(func(r micro.Request) {
+		_ = r.Respond(nil, micro.WithHeaders(micro.Headers{messages.HeaderContentType: {messages.ContentTypeJSON},
+			micro.ErrorCodeHeader: {messages.ToolErrBadRequest}, micro.ErrorHeader: {"n: too large"}}))
+	}), micro.WithEndpointSubject("tool.jsonsvc.refuse"), micro.WithEndpointMetadata(map[string]string{
+		fleet.MetaTool: "refuse", fleet.MetaContentType: messages.ContentTypeJSON,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"double", "refuse"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +101,11 @@ func TestToolboxSpeaksJSONToJSONServices(t *testing.T) {
 	m := got.(map[string]any)
 	if m["twice"] != int64(9007199254740992) || m["of"] != int64(4503599627370496) {
 		t.Errorf("result = %#v", m)
+	}
+	_, err = box.Call(testCtx(t), "refuse", map[string]any{"n": int64(1)})
+	var te *fleet.ToolError
+	if !errors.As(err, &te) || te.Code != messages.ToolErrBadRequest || te.Message != "n: too large" {
+		t.Errorf("refuse: %v", err)
 	}
 }
 

@@ -574,8 +574,9 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		}
 	}
 	body := resp.Data
-	if messages.IsJSON(resp.Header.Get(messages.HeaderContentType)) {
+	if messages.IsJSON(resp.Header.Get(messages.HeaderContentType)) && resp.Header.Get(micro.ErrorCodeHeader) == "" {
 		// A JSON answer is kept (and journaled) as msgpack, like any other.
+		// (A failed call is read from its error headers below.)
 		var r messages.ToolResponse
 		if err := messages.DecodeJSON(body, &r); err != nil {
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
