@@ -125,16 +125,7 @@ func TestBinariesRunWithManifestEnv(t *testing.T) {
 	if setup == nil {
 		t.Fatal("no container runs worker setup")
 	}
-	{
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, setup.binary), setup.c.Args...)
-		cmd.Env = processEnv(t, *setup, ns, map[string]string{"PTC_NATS_URL": srv.ClientURL(), "PTC_REPLICAS": "1"})
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil || !strings.Contains(string(out), "layout ready") {
-			t.Fatalf("worker setup: %v\n%s", err, out)
-		}
-	}
+	runSetupJob(t, bins, *setup, ns, srv.ClientURL())
 	for _, name := range []string{"shoptools", "worker"} {
 		t.Run(name, func(t *testing.T) {
 			pc := byBinary[name]

@@ -1,18 +1,26 @@
 package k8s_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
 	"github.com/ptcfleet/ptc/examples/shop"
@@ -332,5 +340,168 @@ func TestNATSTenantsIsolated(t *testing.T) {
 	_ = ptc.dispatcher.nc.Flush()
 	if got, err := acme.client.Result(ctx, m.ID); err != nil || got.Return.(map[string]any)["account"] != "ACME" {
 		t.Errorf("ACME result after the forgery: %+v %v", got, err)
+	}
+}
+
+// runSetupJob runs the setup Job's container (worker setup, as admin)
+// against url and waits for it to finish.
+func runSetupJob(t *testing.T, bins *binaries, setup ptcContainer, ns natsSetup, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, setup.binary), setup.c.Args...)
+	cmd.Env = processEnv(t, setup, ns, map[string]string{"PTC_NATS_URL": url, "PTC_REPLICAS": "1"})
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "layout ready") {
+		t.Fatalf("worker setup: %v\n%s", err, out)
+	}
+}
+
+// startBinary starts pc's binary with its manifest environment and
+// overrides, waits until /readyz answers 200 and stops it (SIGTERM) on
+// cleanup; it returns the process's stderr.
+func startBinary(t *testing.T, bins *binaries, pc ptcContainer, ns natsSetup, overrides map[string]string) *syncBuffer {
+	t.Helper()
+	addr := freeAddr(t)
+	env := map[string]string{"PTC_HEALTH_ADDR": addr}
+	for k, v := range overrides {
+		env[k] = v
+	}
+	cmd := exec.Command(filepath.Join(bins.dir, pc.binary), pc.c.Args...)
+	cmd.Env = processEnv(t, pc, ns, env)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	if err := waitStatus("http://"+addr+"/readyz", http.StatusOK, 20*time.Second, done); err != nil {
+		t.Fatalf("%s: %v\n%s", pc.where, err, stderr.String())
+	}
+	return stderr
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while a test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestShippedPermissionsRunARealMission: the real binaries, each with its
+// manifest's user and environment, against a server with the shipped
+// config: the setup Job creates the layout, the tool service and a worker
+// (the real agent loop, its model an OpenAI-compatible test server
+// replaying the example mission's scripted programs) start, and the
+// dispatcher Job's command submits the example mission and waits for its
+// result. No process is refused anything.
+func TestShippedPermissionsRunARealMission(t *testing.T) {
+	ms := loadManifests(t)
+	ns := natsConfig(t, ms)
+	srv := startAuthServer(t, ns)
+	bins := buildBinaries(t)
+	var setup, worker, tools, dispatcher ptcContainer
+	for _, pc := range ptcContainers(t, ms) {
+		switch {
+		case pc.isSetup():
+			setup = pc
+		case pc.binary == "worker":
+			worker = pc
+		case pc.binary == "shoptools":
+			tools = pc
+		case pc.binary == "dispatcher" && strings.Contains(pc.where, "Job/") && !strings.Contains(pc.where, "CronJob/"):
+			dispatcher = pc
+		}
+	}
+	if setup.c == nil || worker.c == nil || tools.c == nil || dispatcher.c == nil {
+		t.Fatal("the manifests lack the setup Job, the worker, the tool service or the dispatcher Job")
+	}
+
+	raw, err := os.ReadFile(filepath.Join("..", "..", "examples", "missions", "top-customers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example struct {
+		Script []string `json:"script"`
+	}
+	if err := yaml.Unmarshal(raw, &example); err != nil || len(example.Script) == 0 {
+		t.Fatalf("example script: %v", err)
+	}
+	var calls atomic.Int32
+	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(calls.Add(1))
+		if r.URL.Path != "/v1/chat/completions" || n > len(example.Script) {
+			http.Error(w, `{"error":{"message":"unexpected request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": example.Script[n-1]}}},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+		})
+	}))
+	defer llm.Close()
+
+	url := srv.ClientURL()
+	runSetupJob(t, bins, setup, ns, url)
+	logs := []*syncBuffer{
+		startBinary(t, bins, tools, ns, map[string]string{"PTC_NATS_URL": url}),
+		startBinary(t, bins, worker, ns, map[string]string{"PTC_NATS_URL": url, "PTC_REPLICAS": "1",
+			"PTC_MODEL_DEFAULT": "openai:test-model@" + llm.URL + "/v1"}),
+	}
+
+	dir := t.TempDir()
+	args := append([]string(nil), dispatcher.c.Args...)
+	for i, a := range args {
+		if strings.HasPrefix(a, "/missions/") {
+			p := filepath.Join(dir, filepath.Base(a))
+			if err := os.WriteFile(p, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args[i] = p
+		}
+	}
+	if !contains(args, "-wait") {
+		t.Fatalf("the dispatcher Job does not wait for its result: %v", args)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "dispatcher"), args...)
+	cmd.Env = processEnv(t, dispatcher, ns, map[string]string{"PTC_NATS_URL": url})
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "orders_scanned") {
+		t.Fatalf("dispatcher %v: %v\n%s\nworker:\n%s", args, err, out, logs[1].String())
+	}
+	if n := calls.Load(); n != int32(len(example.Script)) {
+		t.Errorf("%d model calls, want %d", n, len(example.Script))
+	}
+	for _, l := range append(logs, &syncBuffer{b: *bytes.NewBuffer(out)}) {
+		if strings.Contains(l.String(), "Permissions Violation") {
+			t.Errorf("a permission the fleet needs is missing:\n%s", l.String())
+		}
 	}
 }
