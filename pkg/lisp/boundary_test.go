@@ -300,3 +300,30 @@ func FuzzHostRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestFromGoShapes: records converted through a recent shape get their
+// values in that shape's key order; records with other keys of the same
+// count do not take it.
+func TestFromGoShapes(t *testing.T) {
+	v, err := FromGo([]any{
+		map[string]any{"a": int64(1), "b": int64(2)},
+		map[string]any{"a": int64(3), "c": int64(4)},
+		map[string]any{"b": int64(5), "a": int64(6)},
+		map[string]any{"c": int64(7), "a": int64(8)},
+		map[string]any{"a": int64(9)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"a" 1 "b" 2} {"a" 3 "c" 4} {"a" 6 "b" 5} {"a" 8 "c" 7} {"a" 9}]`
+	if got := PrStr(v); got != want {
+		t.Fatalf("got %s", got)
+	}
+	rs := v.(*Vector).items
+	if rs[0].(*Map).shape != rs[2].(*Map).shape || rs[1].(*Map).shape != rs[3].(*Map).shape {
+		t.Fatal("records with the same keys do not share a shape")
+	}
+	if !IsHostData(v) || !IsHostData(rs[0]) {
+		t.Fatal("converted data is not marked as the host's")
+	}
+}

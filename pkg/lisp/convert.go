@@ -138,6 +138,24 @@ func (cv *converter) from(x any) (Value, error) {
 
 // fromMap converts a host map, placing a small one in a when a is not nil.
 func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) {
+	if sh := cv.shapes.match(m); sh != nil {
+		// the keys of a shape seen before: values in its order, no
+		// builder and no sort
+		if a == nil {
+			a = &smallMapAlloc{}
+		}
+		for i, k := range sh.keys {
+			ks := k.(string)
+			c, err := cv.from(m[ks])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", ks, err)
+			}
+			a.v[i] = c
+		}
+		n := len(sh.keys)
+		a.m = Map{shape: sh, vals: a.v[:n:n], n: n, host: true}
+		return &a.m, nil
+	}
 	b := newMapBuilder(len(m))
 	b.shapes = cv.shapes
 	for k, it := range m {

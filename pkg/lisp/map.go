@@ -421,6 +421,42 @@ type shapeCache struct {
 	oneKey string
 	m      map[string]*shape
 	buf    []byte
+	// recent holds the last shapes handed out (records nest: a record, its
+	// user, the user's address), tried first by match
+	recent [4]*shape
+	next   int
+}
+
+// match returns a recent shape whose keys are exactly m's keys, or nil.
+func (c *shapeCache) match(m map[string]any) *shape {
+	if c == nil || len(m) == 0 || len(m) > smallMapMax {
+		return nil
+	}
+next:
+	for _, sh := range c.recent {
+		if sh == nil || len(sh.keys) != len(m) {
+			continue
+		}
+		for _, k := range sh.keys {
+			if _, ok := m[k.(string)]; !ok {
+				continue next
+			}
+		}
+		return sh
+	}
+	return nil
+}
+
+// remember makes sh a recent shape.
+func (c *shapeCache) remember(sh *shape) *shape {
+	for _, r := range c.recent {
+		if r == sh {
+			return sh
+		}
+	}
+	c.recent[c.next] = sh
+	c.next = (c.next + 1) % len(c.recent)
+	return sh
 }
 
 func (c *shapeCache) get(es []mapEntry) *shape {
@@ -441,15 +477,15 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 		c.buf = append(c.buf, 0)
 	}
 	if c.one != nil && c.oneKey == string(c.buf) {
-		return c.one
+		return c.remember(c.one)
 	}
 	if sh, ok := c.m[string(c.buf)]; ok {
-		return sh
+		return c.remember(sh)
 	}
 	sh := (*shapeCache)(nil).get(es)
 	if c.one == nil {
 		c.one, c.oneKey = sh, string(c.buf)
-		return sh
+		return c.remember(sh)
 	}
 	if c.m == nil {
 		c.m = map[string]*shape{} // made for a second shape: most conversions have one
@@ -457,7 +493,7 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 	if len(c.m) < 4096 {
 		c.m[string(c.buf)] = sh
 	}
-	return sh
+	return c.remember(sh)
 }
 
 // hnode is a node of the hash trie. Nodes are never modified once
