@@ -476,6 +476,12 @@ func memorySize(mem map[string]lisp.Value, limit int64) int64 {
 	var size int64
 	maxLen := int(min(limit, math.MaxInt32)) + 1
 	for k, v := range mem {
+		if lisp.IsHostData(v) {
+			// the host's data (ctx, tool results) kept by reference: its
+			// name only, so (def rows ctx/rows) costs nothing per turn
+			size += int64(len(k))
+			continue
+		}
 		size += int64(len(k) + len(lisp.Sprint(v, lisp.PrintOptions{NoFirewall: true, MaxLen: maxLen})))
 		if size > limit {
 			return size

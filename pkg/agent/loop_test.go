@@ -278,6 +278,26 @@ func TestMemoryLimit(t *testing.T) {
 	contains(t, st.Fail.Message, "memory limit exceeded:", "> 100 bytes")
 }
 
+// TestMemoryKeepsHostData: keeping the host's data in memory keeps a
+// reference; the printed-size memory limit counts it by name only.
+func TestMemoryKeepsHostData(t *testing.T) {
+	rows := make([]any, 5000)
+	for i := range rows {
+		rows[i] = map[string]any{"id": int64(i), "text": "some text that makes the rows print large"}
+	}
+	a := mustNew(t, Spec{Prompt: "x", MemoryLimit: 1000, MaxTurns: 2})
+	st, err, _ := run(t, a, RunOptions{Context: map[string]any{"rows": rows}},
+		llmtest.Code(`(def kept ctx/rows)`),
+		llmtest.Code(`(return (count kept))`))
+	if err != nil || st.Return != int64(5000) {
+		t.Fatalf("return %v, err %v", st.Return, err)
+	}
+	// data the program built still counts
+	st, err, _ = run(t, a, RunOptions{Context: map[string]any{"rows": rows}},
+		llmtest.Code(`(def built (mapv :id ctx/rows))`))
+	wantReason(t, st, err, ReasonMemoryLimit)
+}
+
 func TestBoundaryReminder(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 3})
 	st, err, m := run(t, a, RunOptions{},
