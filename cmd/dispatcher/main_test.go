@@ -84,6 +84,27 @@ func TestLocalFailsClearly(t *testing.T) {
 	}
 }
 
+// A mission whose tool no service provides fails showing that cause, not
+// only the scripted model running out of replies.
+func TestLocalFailureShowsCause(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte("agent: {prompt: hi, tools: [get_weather]}\nscript: ['(tool/get_weather {:city \"Oslo\"})']\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"local", file}, testEnv(nil), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "failed: llm_error") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"no reply for turn 2", "the turn before failed: ", "tool get_weather: unavailable"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestPretty(t *testing.T) {
 	v := map[string]any{"b": []any{int64(1), int64(2)}, "a": []any{map[string]any{"x": "y"}}, "c": map[string]any{}, "d": nil}
 	want := "{\n  \"a\": [\n    {\n      \"x\": \"y\"\n    }\n  ],\n  \"b\": [1,2],\n  \"c\": {},\n  \"d\": null\n}"

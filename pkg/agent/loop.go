@@ -174,7 +174,11 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			rec.Error = lerr.Error()
 			rec.Duration = time.Since(turnStart)
 			st.Trace = append(st.Trace, rec)
-			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
+			prev := ""
+			if lastFail != nil {
+				prev = lastErr
+			}
+			return failStep(st, llmFail(lerr, prev))
 		}
 		u := resp.Usage
 		recordTurn(st, &rec, resp, requests)

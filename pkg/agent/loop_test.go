@@ -702,3 +702,17 @@ func TestMemoryContractNoteIsTrue(t *testing.T) {
 	}
 	notContains(t, lastUser(m.Requests()[1]), "Memory:")
 }
+
+// A model call that fails for good after a failed turn reports that turn's
+// error as the likely cause.
+func TestLLMErrorCarriesPreviousError(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
+	st, err, _ := run(t, a, RunOptions{},
+		llmtest.Code(`(tool/nope {})`),
+		llmtest.Error(errors.New("model gone")))
+	wantReason(t, st, err, ReasonLLMError)
+	if !strings.Contains(st.Fail.Message, "model gone; the turn before failed: ") || !strings.Contains(st.Fail.Message, "nope") ||
+		st.Fail.Details["last_error"] == nil {
+		t.Fatalf("fail = %+v", st.Fail)
+	}
+}

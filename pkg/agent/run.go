@@ -211,6 +211,19 @@ func failStep(st *messages.Step, f *messages.Fail) (*messages.Step, error) {
 	return st, &Error{Kind: KindRun, Reason: f.Reason, Msg: f.Message, Step: st}
 }
 
+// llmFail is the Fail of a run whose model call failed for good. When the
+// turn before ended in an error, that error is often the real cause (a tool
+// no service provides, ...), so the Fail carries it in its message and in
+// details.last_error.
+func llmFail(lerr error, prevErr string) *messages.Fail {
+	f := &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"}
+	if prevErr != "" {
+		f.Message += "; the turn before failed: " + firstLine(prevErr)
+		f.Details = map[string]any{"last_error": prevErr}
+	}
+	return f
+}
+
 func reasonOf(err error) string {
 	var le *llm.Error
 	if errors.As(err, &le) {

@@ -287,7 +287,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 			rec.Error = lerr.Error()
 			rec.Duration = time.Since(turnStart)
 			st.Trace = append(st.Trace, rec)
-			return failStep(st, &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
+			return failStep(st, llmFail(lerr, lastErr))
 		}
 		u := resp.Usage
 		recordTurn(st, &rec, resp, requests)

@@ -16,11 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -79,6 +81,11 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	if model == "" && m.Agent.LLM == "" {
 		model = r.cfg.DefaultModel
 	}
+	if missing := r.missingModel(model, m.Agent); missing != "" {
+		return failStep(string(llm.KindNotFound), fmt.Sprintf("model %q is not configured on this worker (configured: %s); "+
+			"a worker reads its models from %s<NAME>=provider:model in its environment when it starts, here %s%s",
+			missing, modelList(r.cfg.Models), llmconfig.EnvPrefix, llmconfig.EnvPrefix, strings.ToUpper(missing))), nil
+	}
 	if !m.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
@@ -110,6 +117,51 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		step = failStep("internal_error", fmt.Sprint(runErr))
 	}
 	return step, nil
+}
+
+// missingModel returns the first model name the mission uses that the
+// worker does not have, or "": the mission's (or default) model for the
+// top-level agent, and each agent's own llm.
+func (r *Runner) missingModel(model string, a *messages.AgentSpec) string {
+	if model != "" {
+		if _, ok := r.cfg.Models[model]; !ok {
+			return model
+		}
+	}
+	var walk func(a *messages.AgentSpec, depth int) string
+	walk = func(a *messages.AgentSpec, depth int) string {
+		if a == nil || depth > messages.MaxSpecDepth {
+			return ""
+		}
+		if a.LLM != "" {
+			if _, ok := r.cfg.Models[a.LLM]; !ok {
+				return a.LLM
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
+			if n := walk(a.SubAgents[name], depth+1); n != "" {
+				return n
+			}
+		}
+		return ""
+	}
+	if model != "" {
+		// the mission's model overrides the top-level agent's llm
+		for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
+			if n := walk(a.SubAgents[name], 1); n != "" {
+				return n
+			}
+		}
+		return ""
+	}
+	return walk(a, 0)
+}
+
+func modelList(reg llm.Registry) string {
+	if len(reg) == 0 {
+		return "none"
+	}
+	return strings.Join(reg.Names(), ", ")
 }
 
 // applyLimits lets the mission's limits override the agent spec's: a

@@ -283,6 +283,30 @@ func TestUnsupportedKindAndBadSpecFailCleanly(t *testing.T) {
 	}
 }
 
+// A mission naming a model the worker lacks fails before any model call,
+// saying which variable configures it and where it is read.
+func TestMissingModelNamesItsVariable(t *testing.T) {
+	env := startFleet(t, &script{}, true)
+	for _, c := range []struct {
+		m    *messages.Mission
+		want string
+	}{
+		{&messages.Mission{Model: "fast", Agent: &messages.AgentSpec{Prompt: "x"}}, `model "fast" is not configured on this worker (configured: default)`},
+		{&messages.Mission{Agent: &messages.AgentSpec{Prompt: "x", LLM: "big"}}, "here PTC_MODEL_BIG"},
+		{&messages.Mission{Agent: &messages.AgentSpec{Prompt: "x", Tools: []string{"h"},
+			SubAgents: map[string]*messages.AgentSpec{"h": {Prompt: "y", LLM: "haiku"}}}}, `model "haiku"`},
+	} {
+		step := runMission(t, env, c.m)
+		if step.Fail == nil || step.Fail.Reason != "llm_not_found" || !strings.Contains(step.Fail.Message, c.want) ||
+			!strings.Contains(step.Fail.Message, "PTC_MODEL_<NAME>=provider:model in its environment when it starts") {
+			t.Errorf("fail = %+v, want %q", step.Fail, c.want)
+		}
+	}
+	if n := len(env.model.requests()); n != 0 {
+		t.Errorf("%d model calls, want none", n)
+	}
+}
+
 func TestCompiledMissionRunsWithoutLLM(t *testing.T) {
 	model := &script{} // answers nothing: any LLM request fails the mission
 	env := startFleet(t, model, false)
