@@ -41,7 +41,7 @@ type secrets struct {
 	nums map[string]struct{}
 	// The indexes below grow with the sets (sorted lazily, on use).
 	// strs indexes every recorded string of at least minSecretLen bytes
-	// (and its quoted forms); nums the recorded integers.
+	// (and its quoted forms); ints the recorded integers.
 	strs, ints *prefixIndex
 	// starts holds the first 1 to minSecretLen-1 bytes of every secret
 	// and firewalled integer: what a cut can leave of one.

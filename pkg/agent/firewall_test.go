@@ -262,3 +262,26 @@ func TestFirewallShortValuesPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A typed tool returning a struct with a firewalled field: the value is
+// recorded from its plain form.
+func TestFirewallTypedToolResult(t *testing.T) {
+	type doc struct {
+		ID   int      `json:"id"`
+		Body string   `json:"_body"`
+		Tags []string `json:"_tags"`
+	}
+	body, tag := canaryText("typed", 200), "vip-tag-secret"
+	get := Func(func(context.Context, map[string]any) (any, error) {
+		return doc{ID: 1, Body: body, Tags: []string{tag}}, nil
+	})
+	a := mustNew(t, Spec{Prompt: "Read", Tools: map[string]Tool{"get": get}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(def d (tool/get {})) (println (:_body d) (first (:_tags d))) (+ 1 (:_body d))`),
+		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("Output:\n<Firewalled> <Firewalled>\n")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, m.Requests(), body, tag)
+}

@@ -128,9 +128,7 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 			addTokens(&usage, u)
 			usage.Requests += u.Requests
 		}
-		for _, c := range recs[i] {
-			x.sec.collect(c.Result, false)
-		}
+		// results were recorded by the firewall as the tools returned
 		out = append(out, recs[i]...)
 	}
 	for i := range results {

@@ -75,7 +75,11 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 			rs.tree.emit(ctx, Event{Kind: EventToolException, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Args: args, Duration: rec.Duration, Err: err})
 		} else {
 			rec.Result = out
-			rs.tree.secrets.collect(out, false)
+			plain := out
+			if needsPlain(out) { // structs, typed slices and maps
+				plain, _ = messages.FromJSON(out)
+			}
+			rs.tree.secrets.collect(plain, false)
 			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Result: out, Duration: rec.Duration})
 		}
 		tt.mu.Lock()
