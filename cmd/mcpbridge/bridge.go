@@ -31,6 +31,11 @@ const (
 	stableAfter = 30 * time.Second
 )
 
+// codeRejected is the JSON-RPC error code the SDK gives a request its
+// transport could not deliver (the server is gone): a transport failure,
+// not an answer of the tool.
+const codeRejected = -32005
+
 // Options tune a Bridge; the zero value is the production setting.
 type Options struct {
 	// Logger receives connection changes, schema notes and skipped tools;
@@ -432,7 +437,8 @@ func (s *server) call(ctx context.Context, t *bridgedTool, args map[string]any) 
 			return nil, ctx.Err()
 		}
 		var rpc *jsonrpc.Error
-		if errors.As(err, &rpc) {
+		if errors.As(err, &rpc) && rpc.Code != codeRejected &&
+			!errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, mcp.ErrSessionMissing) {
 			return nil, &messages.ToolError{Code: messages.ToolErrFailed, Message: rpc.Message}
 		}
 		// The transport failed: the session is gone. Closing it wakes the

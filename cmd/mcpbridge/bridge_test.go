@@ -425,3 +425,37 @@ func TestAllowListAndRenames(t *testing.T) {
 		t.Errorf("plus: %#v, %v", got, err)
 	}
 }
+
+// An HTTP server that goes away: calls answer "unavailable" at once (no
+// timeout), and the bridge keeps retrying and reporting why.
+func TestDeadHTTPServerIsUnavailable(t *testing.T) {
+	hs := startHTTPServer(t)
+	f := startFleet(t)
+	b := f.startBridge(t, &Config{Servers: []ServerConfig{{Name: "mcphttp", URL: hs.URL}}})
+	f.waitTools(t, "add")
+	box := f.toolbox(t, "add")
+	ctx := testContext(t)
+	if _, err := box.Call(ctx, "add", map[string]any{"a": int64(1), "b": int64(2)}); err != nil {
+		t.Fatal(err)
+	}
+	hs.CloseClientConnections()
+	hs.Close()
+	for range 3 {
+		_, err := box.Call(ctx, "add", map[string]any{"a": int64(1), "b": int64(2)})
+		var te *fleet.ToolError
+		if !errors.As(err, &te) || te.Code != messages.ToolErrUnavailable {
+			t.Fatalf("call to a dead server: %v, want unavailable", err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := b.Status()[0]
+		if !st.Connected && st.LastError != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status = %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
