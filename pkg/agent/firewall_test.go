@@ -216,6 +216,11 @@ func TestFirewallSecretToChildUnderPublicName(t *testing.T) {
 		t.Fatalf("return %v", st.Return)
 	}
 	noLeak(t, m.Requests(), token)
+	for _, r := range m.Requests() {
+		if strings.Contains(r.Prompt, token) {
+			t.Fatalf("Request.Prompt holds the secret: %q", r.Prompt)
+		}
+	}
 }
 
 // A secret passed as an LLM tool's argument is replaced in that tool's

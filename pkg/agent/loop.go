@@ -120,13 +120,15 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	lim := a.promptLimit()
 	policy := a.retryPolicy()
 	llmOpts := a.llmOpts(opts.LLMOpts)
-	mission := a.tmpl.Render(in.data)
+	sec := t.secrets
+	sec.collect(in.data, false)
+	// the mission as the model reads it (also Request.Prompt, for custom
+	// models and observers)
+	mission := sec.scrub(a.tmpl.render(in.data, sec.hook()))
 	sysStatic := ""
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
 		sysStatic = a.sysPrompt()
 	}
-	sec := t.secrets
-	sec.collect(in.data, false)
 	msgs := []llm.Message{llm.UserText(a.firstMessage(in, sec))}
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	ltools := tr.lispTools()
