@@ -38,7 +38,9 @@ type Config struct {
 	// Headers are extra request headers (anthropic-beta, ...). They cannot
 	// replace x-api-key, anthropic-version or Content-Type.
 	Headers map[string]string
-	// HTTPClient sends the requests (default http.DefaultClient).
+	// HTTPClient sends the requests (default: one with dial, TLS and
+	// response header timeouts). Requests carry a User-Agent naming the
+	// project and its version unless Headers set one.
 	HTTPClient *http.Client
 }
 
@@ -46,10 +48,9 @@ type Config struct {
 // with New; safe for concurrent use.
 type Client struct {
 	model     string
-	endpoint  string
 	maxTokens int
-	headers   http.Header
 	http      *httpx.Client
+	ep        *httpx.Endpoint
 }
 
 // New validates cfg and returns a client. Errors name the field.
@@ -88,18 +89,26 @@ func New(cfg Config) (*Client, error) {
 		h.Set(k, v)
 	}
 	h.Set("Anthropic-Version", version)
-	return &Client{
+	c := &Client{
 		model:     cfg.Model,
-		endpoint:  strings.TrimRight(base, "/") + "/v1/messages",
 		maxTokens: maxTokens,
-		headers:   h,
-		http: &httpx.Client{Provider: "anthropic", HTTP: cfg.HTTPClient, Key: cfg.APIKey,
+		http: &httpx.Client{Provider: "anthropic", HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
 			AuthHeader: "X-Api-Key"},
-	}, nil
+	}
+	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/v1/messages", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source}
+	return c, nil
+}
+
+func httpClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		return httpx.NewHTTPClient()
+	}
+	return hc
 }
 
 // String describes the client without its key: "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages".
-func (c Client) String() string { return "anthropic:" + c.model + "@" + c.endpoint }
+func (c Client) String() string { return "anthropic:" + c.model + "@" + c.ep.URL }
 
 // GoString is the %#v form; it hides the key too.
 func (c Client) GoString() string { return "anthropic.Client(" + c.String() + ")" }
@@ -292,15 +301,12 @@ func decodeError(_ int, data []byte) (typ, code, msg string) {
 
 // Complete sends one Messages API request.
 func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	body, err := c.body(req, false)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Post(ctx, c.endpoint, c.headers, body, decodeError)
-	if err != nil {
-		return nil, err
-	}
-	return c.decode(ctx, resp)
+	return c.ep.Complete(ctx, req)
+}
+
+// Stream sends a streaming Messages API request (see httpx.Endpoint).
+func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
+	return c.ep.Stream(ctx, req)
 }
 
 // decode reads a complete (non-streamed) 2xx response.

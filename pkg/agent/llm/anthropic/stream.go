@@ -32,30 +32,10 @@ type streamEvent struct {
 	Error *apiError `json:"error"`
 }
 
-// Stream sends a streaming Messages API request. The request itself failing
-// is reported here; failures after it (error events, dropped connections,
-// malformed events) end the stream with Err.
-func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
-	body, err := c.body(req, true)
-	if err != nil {
-		return nil, err
-	}
-	h := c.headers.Clone()
-	h.Set("Accept", "text/event-stream")
-	resp, err := c.http.Post(ctx, c.endpoint, h, body, decodeError)
-	if err != nil {
-		return nil, err
-	}
-	if httpx.IsJSON(resp.Header) {
-		// A server (or proxy) that ignored "stream": the whole answer as one body.
-		r, err := c.decode(ctx, resp)
-		if err != nil {
-			return nil, err
-		}
-		return llm.StreamOf(llm.ResponseEvents(r)...), nil
-	}
-	return llm.NewStream(&source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
-		reqID: httpx.RequestID(resp.Header), tools: map[int]bool{}}), nil
+// source reads a Messages API event stream.
+func (c *Client) source(ctx context.Context, resp *http.Response) llm.EventSource {
+	return &source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
+		reqID: httpx.RequestID(resp.Header), tools: map[int]bool{}}
 }
 
 type source struct {

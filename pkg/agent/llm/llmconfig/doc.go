@@ -24,6 +24,22 @@
 // ';'. openrouter and ollama are OpenAI-compatible presets
 // (https://openrouter.ai/api/v1, http://localhost:11434/v1).
 //
+// Specs are checked when read, and errors show the accepted forms: a base
+// URL without a scheme ("openai:qwen@localhost:8000/v1"), an Azure
+// deployment URL or any URL with a query, one that already ends with the
+// path the client appends, and another provider's hosted endpoint
+// (anthropic: at api.openai.com) are refused, as are parameters the
+// provider does not take.
+//
+// # Adding a provider
+//
+// A provider is one entry of the providers table in llmconfig.go: its
+// default base URL and key variable, the wire API it speaks, the path its
+// client appends, the spec parameters it takes and the function building
+// its client. A new wire API also needs its client package under
+// pkg/agent/llm (built on internal/httpx.Endpoint, which holds Complete
+// and Stream for every provider).
+//
 // # Keys
 //
 // API keys never appear in a spec. They are read through an injected getenv

@@ -3,6 +3,7 @@ package llmconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -26,18 +27,68 @@ const (
 	Ollama     = "ollama"
 )
 
-type preset struct {
-	baseURL   string
-	keyEnv    string
-	needKey   bool // on the default base URL
-	anthropic bool
+// wire is the API a provider speaks.
+type wire string
+
+const (
+	wireChat     wire = "OpenAI chat completions"
+	wireMessages wire = "Anthropic Messages"
+)
+
+// provider is everything llmconfig knows of a provider: adding one is one
+// entry of providers.
+type provider struct {
+	baseURL string
+	keyEnv  string
+	needKey bool // on the default base URL
+	wire    wire
+	// appends is what the client appends to the base URL; a base URL
+	// ending with it would be mangled.
+	appends string
+	// params are the spec parameters the provider takes besides key_env
+	// and header.NAME.
+	params []string
+	// build makes the client of s with its base URL and key.
+	build func(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error)
 }
 
-var presets = map[string]preset{
-	OpenAI:     {baseURL: openai.DefaultBaseURL, keyEnv: "OPENAI_API_KEY", needKey: true},
-	Anthropic:  {baseURL: anthropic.DefaultBaseURL, keyEnv: "ANTHROPIC_API_KEY", needKey: true, anthropic: true},
-	OpenRouter: {baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", needKey: true},
-	Ollama:     {baseURL: "http://localhost:11434/v1"},
+func buildOpenAI(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
+	return openai.New(openai.Config{Model: s.Model, BaseURL: base, APIKey: key, Provider: s.Provider,
+		Headers: s.Headers, HTTPClient: hc, NoStreamUsage: s.NoStreamUsage})
+}
+
+func buildAnthropic(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
+	return anthropic.New(anthropic.Config{Model: s.Model, BaseURL: base, APIKey: key, Version: s.Version,
+		MaxTokens: s.MaxTokens, Headers: s.Headers, HTTPClient: hc})
+}
+
+var providers = map[string]provider{
+	OpenAI: {baseURL: openai.DefaultBaseURL, keyEnv: "OPENAI_API_KEY", needKey: true, wire: wireChat,
+		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+	Anthropic: {baseURL: anthropic.DefaultBaseURL, keyEnv: "ANTHROPIC_API_KEY", needKey: true, wire: wireMessages,
+		appends: "/v1/messages", params: []string{"max_tokens", "version"}, build: buildAnthropic},
+	OpenRouter: {baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", needKey: true, wire: wireChat,
+		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+	Ollama: {baseURL: "http://localhost:11434/v1", wire: wireChat,
+		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+}
+
+// knownHosts are hosted APIs by the wire they speak, so that a spec
+// pointing a provider at another provider's endpoint is refused.
+var knownHosts = map[string]wire{
+	"api.openai.com":    wireChat,
+	"openrouter.ai":     wireChat,
+	"api.anthropic.com": wireMessages,
+}
+
+// acceptedForms is the syntax shown by spec errors.
+const acceptedForms = `accepted forms: "provider:model", "provider:model@https://host[:port][/path]", ` +
+	`each optionally followed by ";key_env=VAR", ";header.NAME=VALUE" or a provider parameter ` +
+	`(e.g. "openai:gpt-4.1-mini", "openai:qwen2.5-coder@http://localhost:8000/v1", "anthropic:claude-sonnet-4-5;max_tokens=8192")`
+
+func providerNames() string {
+	names := slices.Sorted(maps.Keys(providers))
+	return strings.Join(names, ", ")
 }
 
 // Spec is a parsed model spec. The zero value is not valid; use Parse.
@@ -114,19 +165,23 @@ func Parse(spec string) (Spec, error) {
 		return Spec{}, specErr(shown, `want "provider:model", e.g. "openai:gpt-4.1-mini"`)
 	}
 	provider = strings.ToLower(strings.TrimSpace(provider))
-	if _, ok := presets[provider]; !ok {
-		return Spec{}, specErr(shown, "unknown provider %q (want openai, anthropic, openrouter or ollama)", provider)
+	p, ok := providers[provider]
+	if !ok {
+		return Spec{}, specErr(shown, "unknown provider %q (want one of %s)", provider, providerNames())
 	}
 	s := Spec{Provider: provider}
 	main, params, _ := strings.Cut(rest, ";")
 	if i := indexURL(main); i >= 0 {
 		s.Model, s.BaseURL = main[:i], main[i+1:]
-		u, err := url.Parse(s.BaseURL)
-		if err != nil || u.Host == "" {
-			return Spec{}, specErr(shown, "base URL %q is not an absolute http or https URL", s.BaseURL)
+		if err := checkBaseURL(provider, p, s.BaseURL); err != nil {
+			return Spec{}, specErr(shown, "%v; %s", err, acceptedForms)
 		}
 	} else {
 		s.Model = main
+		if at := strings.LastIndexByte(main, '@'); at >= 0 && looksLikeHost(main[at+1:]) {
+			return Spec{}, specErr(shown, "base URL %q has no scheme: write %s:%s@http://%s (or https://); %s",
+				main[at+1:], provider, main[:at], main[at+1:], acceptedForms)
+		}
 	}
 	if strings.TrimSpace(s.Model) != s.Model || s.Model == "" {
 		return Spec{}, specErr(shown, "model name is empty or has surrounding spaces")
@@ -134,10 +189,18 @@ func Parse(spec string) (Spec, error) {
 	if params == "" {
 		return s, nil
 	}
-	for i, p := range strings.Split(params, ";") {
-		key, val, ok := strings.Cut(p, "=")
+	for i, param := range strings.Split(params, ";") {
+		key, val, ok := strings.Cut(param, "=")
 		if !ok || key == "" {
 			return Spec{}, specErr(shown, "parameter %d: want key=value", i+1)
+		}
+		if !strings.HasPrefix(key, "header.") && key != "key_env" && !slices.Contains(p.params, key) {
+			known := append([]string{"key_env", "header.NAME"}, p.params...)
+			hint := ""
+			if key == "max_tokens" || key == "temperature" {
+				hint = "; request options go in the agent's llm_opts (OpenAI: max_completion_tokens)"
+			}
+			return Spec{}, specErr(shown, "parameter %q does not apply to %s (it takes %s)%s", key, provider, strings.Join(known, ", "), hint)
 		}
 		switch {
 		case key == "key_env":
@@ -150,21 +213,15 @@ func Parse(spec string) (Spec, error) {
 			if err != nil || n <= 0 {
 				return Spec{}, specErr(shown, "max_tokens %q is not a positive integer", val)
 			}
-			if provider != Anthropic {
-				return Spec{}, specErr(shown, "max_tokens applies to anthropic only; pass it in llm_opts")
-			}
 			s.MaxTokens = n
 		case key == "version":
-			if provider != Anthropic || val == "" {
-				return Spec{}, specErr(shown, "version applies to anthropic only and must not be empty")
+			if val == "" {
+				return Spec{}, specErr(shown, "version must not be empty")
 			}
 			s.Version = val
 		case key == "stream_usage":
 			if val != "false" && val != "true" {
 				return Spec{}, specErr(shown, "stream_usage must be true or false")
-			}
-			if provider == Anthropic {
-				return Spec{}, specErr(shown, "stream_usage applies to OpenAI-compatible providers only")
 			}
 			s.NoStreamUsage = val == "false"
 		case strings.HasPrefix(key, "header."):
@@ -184,6 +241,40 @@ func Parse(spec string) (Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkBaseURL refuses base URLs the client would mangle or that belong to
+// another provider, saying what to write instead.
+func checkBaseURL(name string, p provider, base string) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("base URL %q is not an absolute http or https URL", base)
+	}
+	if w, ok := knownHosts[strings.ToLower(u.Hostname())]; ok && w != p.wire {
+		return fmt.Errorf("base URL %q is an endpoint of the %s API, but %s speaks the %s API", base, w, name, p.wire)
+	}
+	switch {
+	case strings.Contains(u.Path, "/deployments/"):
+		return fmt.Errorf("base URL %q is an Azure OpenAI deployment URL; the client appends %s to the base URL and "+
+			"names the model in the body, so give the resource's OpenAI-compatible v1 endpoint instead "+
+			"(openai:DEPLOYMENT@https://RESOURCE.openai.azure.com/openai/v1;key_env=VAR)", base, p.appends)
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("base URL %q has a query or fragment; the client appends %s to it, so give the API root only", base, p.appends)
+	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), p.appends):
+		return fmt.Errorf("base URL %q already ends with %s, which the client appends; give %s", base, p.appends,
+			strings.TrimSuffix(strings.TrimRight(base, "/"), p.appends))
+	case p.wire == wireMessages && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1"):
+		return fmt.Errorf("base URL %q ends with /v1; the client appends %s, so give %s", base, p.appends,
+			strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1"))
+	}
+	return nil
+}
+
+// looksLikeHost reports whether s (what follows '@' without a scheme) is
+// a host rather than part of a model name such as "model@20240620".
+func looksLikeHost(s string) bool {
+	return strings.HasPrefix(s, "localhost") || strings.ContainsAny(s, "/.") ||
+		strings.Contains(s, ":") && !strings.HasPrefix(s, ":")
 }
 
 // indexURL returns the index of the '@' starting "@http://" or
@@ -227,7 +318,8 @@ type Options struct {
 	// nil means an empty environment (RegistryFromEnv falls back to its
 	// environ list).
 	Getenv func(string) string
-	// HTTPClient is used by every model built (default http.DefaultClient).
+	// HTTPClient is used by every model built (default: each model gets
+	// one with dial, TLS and response header timeouts).
 	HTTPClient *http.Client
 }
 
@@ -241,9 +333,9 @@ func (o Options) getenv(name string) string {
 // Build turns a parsed spec into a model, reading its key through
 // o.Getenv.
 func (s Spec) Build(o Options) (llm.Model, error) {
-	p, ok := presets[s.Provider]
+	p, ok := providers[s.Provider]
 	if !ok {
-		return nil, specErr(s.String(), "unknown provider %q", s.Provider)
+		return nil, specErr(s.String(), "unknown provider %q (want one of %s)", s.Provider, providerNames())
 	}
 	// A key goes to the preset's own base URL, or to an overridden one only
 	// when the spec names its variable: a URL override must not receive
@@ -263,17 +355,7 @@ func (s Spec) Build(o Options) (llm.Model, error) {
 	if base == "" {
 		base = p.baseURL
 	}
-	var (
-		m   llm.Model
-		err error
-	)
-	if p.anthropic {
-		m, err = anthropic.New(anthropic.Config{Model: s.Model, BaseURL: base, APIKey: key, Version: s.Version,
-			MaxTokens: s.MaxTokens, Headers: s.Headers, HTTPClient: o.HTTPClient})
-	} else {
-		m, err = openai.New(openai.Config{Model: s.Model, BaseURL: base, APIKey: key, Provider: s.Provider,
-			Headers: s.Headers, HTTPClient: o.HTTPClient, NoStreamUsage: s.NoStreamUsage})
-	}
+	m, err := p.build(s, base, key, o.HTTPClient)
 	if err != nil {
 		return nil, fmt.Errorf("model spec %q: %w", s.String(), err)
 	}

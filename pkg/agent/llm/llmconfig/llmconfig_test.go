@@ -60,12 +60,21 @@ func TestParseErrors(t *testing.T) {
 		{"openai:m;key_env=1BAD", `key_env "1BAD" is not an environment variable name`},
 		{"openai:m;key_env=", `key_env "" is not`},
 		{"anthropic:m;max_tokens=-5", `max_tokens "-5" is not a positive integer`},
-		{"openai:m;max_tokens=5", "max_tokens applies to anthropic only"},
-		{"openai:m;version=1", "version applies to anthropic only"},
-		{"anthropic:m;stream_usage=false", "stream_usage applies to OpenAI-compatible providers only"},
+		{"openai:m;max_tokens=5", `parameter "max_tokens" does not apply to openai (it takes key_env, header.NAME, stream_usage); request options go in the agent's llm_opts (OpenAI: max_completion_tokens)`},
+		{"openai:m;version=1", `parameter "version" does not apply to openai`},
+		{"anthropic:m;stream_usage=false", `parameter "stream_usage" does not apply to anthropic (it takes key_env, header.NAME, max_tokens, version)`},
+		// base URLs: no scheme, Azure deployments, queries, mangled paths, another provider's endpoint
+		{"openai:qwen@localhost:8000/v1", `base URL "localhost:8000/v1" has no scheme: write openai:qwen@http://localhost:8000/v1 (or https://); accepted forms: "provider:model"`},
+		{"openai:qwen@10.0.0.5:8000/v1;key_env=K", `base URL "10.0.0.5:8000/v1" has no scheme`},
+		{"openai:d@https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21", `is an Azure OpenAI deployment URL`},
+		{"openai:m@https://gw.example/v1?tenant=1", `has a query or fragment; the client appends /chat/completions`},
+		{"openai:m@https://gw.example/v1/chat/completions", `already ends with /chat/completions, which the client appends; give https://gw.example/v1`},
+		{"anthropic:m@https://gw.example/v1", `ends with /v1; the client appends /v1/messages, so give https://gw.example`},
+		{"anthropic:claude@https://api.openai.com/v1", `is an endpoint of the OpenAI chat completions API, but anthropic speaks the Anthropic Messages API`},
+		{"openai:gpt@https://api.anthropic.com", `is an endpoint of the Anthropic Messages API, but openai speaks the OpenAI chat completions API`},
 		{"openai:m;stream_usage=maybe", "stream_usage must be true or false"},
 		{"openai:m;header.Bad Name=x", `header name "Bad Name" is not valid`},
-		{"openai:m;temperature=0.2", `unknown parameter "temperature"`},
+		{"openai:m;temperature=0.2", `parameter "temperature" does not apply to openai`},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.in)
@@ -246,4 +255,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip: %q -> %q -> %q", in, canon, again.format(false))
 		}
 	})
+}
+
+// An '@' inside a model name is not taken for a base URL.
+func TestModelNameWithAt(t *testing.T) {
+	s, err := Parse("anthropic:claude-3-5-sonnet@20240620")
+	if err != nil || s.Model != "claude-3-5-sonnet@20240620" || s.BaseURL != "" {
+		t.Fatalf("Parse = %+v, %v", s, err)
+	}
 }

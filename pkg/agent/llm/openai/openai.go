@@ -30,9 +30,10 @@ type Config struct {
 	// X-Title, an organization header, ...). They cannot replace
 	// Authorization or Content-Type.
 	Headers map[string]string
-	// HTTPClient sends the requests (default http.DefaultClient). Give it a
-	// Transport with timeouts for production; per-call deadlines come from
-	// the context.
+	// HTTPClient sends the requests (default: one with dial, TLS and
+	// response header timeouts; per-call deadlines come from the context).
+	// Requests carry a User-Agent naming the project and its version unless
+	// Headers set one.
 	HTTPClient *http.Client
 	// Provider names the provider in errors (default "openai").
 	Provider string
@@ -44,11 +45,10 @@ type Config struct {
 // Client is an llm.Model and llm.Streamer for a chat-completions API. Build
 // it with New; safe for concurrent use.
 type Client struct {
-	model    string
-	endpoint string
-	headers  http.Header
-	http     *httpx.Client
-	noUsage  bool
+	model   string
+	http    *httpx.Client
+	ep      *httpx.Endpoint
+	noUsage bool
 }
 
 // New validates cfg and returns a client. Errors name the field.
@@ -76,19 +76,27 @@ func New(cfg Config) (*Client, error) {
 		}
 		h.Set(k, v)
 	}
-	return &Client{
-		model:    cfg.Model,
-		endpoint: strings.TrimRight(base, "/") + "/chat/completions",
-		headers:  h,
-		http: &httpx.Client{Provider: provider, HTTP: cfg.HTTPClient, Key: cfg.APIKey,
+	c := &Client{
+		model: cfg.Model,
+		http: &httpx.Client{Provider: provider, HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
 			AuthHeader: "Authorization", AuthPrefix: "Bearer "},
 		noUsage: cfg.NoStreamUsage,
-	}, nil
+	}
+	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/chat/completions", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source}
+	return c, nil
+}
+
+func httpClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		return httpx.NewHTTPClient()
+	}
+	return hc
 }
 
 // String describes the client without its key: "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions".
 func (c Client) String() string {
-	return c.http.Provider + ":" + c.model + "@" + c.endpoint
+	return c.http.Provider + ":" + c.model + "@" + c.ep.URL
 }
 
 // GoString is the %#v form; it hides the key too.
@@ -299,15 +307,12 @@ func parseAPIError(raw json.RawMessage) (typ, code, msg string) {
 
 // Complete sends one chat-completions request.
 func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	body, err := c.body(req, false)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Post(ctx, c.endpoint, c.headers, body, decodeError)
-	if err != nil {
-		return nil, err
-	}
-	return c.decode(ctx, resp)
+	return c.ep.Complete(ctx, req)
+}
+
+// Stream sends a streaming chat-completions request (see httpx.Endpoint).
+func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
+	return c.ep.Stream(ctx, req)
 }
 
 // decode reads a complete (non-streamed) 2xx response.

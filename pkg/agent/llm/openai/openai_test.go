@@ -149,6 +149,7 @@ func TestCompleteErrors(t *testing.T) {
 		{"404 ollama string error", reply{Status: 404, File: "error_ollama.json"}, 404, "", "", `model "llama9" not found`, false, 0},
 		{"429 retry-after", reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After": "3"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 3 * time.Second},
 		{"429 retry-after-ms", reply{Status: 429, File: "error_rate_limit.json", Headers: map[string]string{"Retry-After-Ms": "120", "Retry-After": "1"}}, 429, "requests", "rate_limit_exceeded", "Rate limit reached", true, 120 * time.Millisecond},
+		{"429 insufficient quota is not retried", reply{Status: 429, File: "error_insufficient_quota.json", Headers: map[string]string{"Retry-After": "3"}}, 429, "insufficient_quota", "insufficient_quota", "exceeded your current quota", false, 0},
 		{"500 html body", reply{Status: 500, Body: "<html>Internal Server Error</html>"}, 500, "", "", "<html>Internal Server Error</html>", true, 0},
 		{"503 empty body", reply{Status: 503}, 503, "", "", "Service Unavailable", true, 0},
 		{"200 with error body", reply{File: "error_in_200.json"}, 200, "", "502", "Provider returned error", false, 0},
@@ -276,6 +277,42 @@ func TestStreamText(t *testing.T) {
 	}
 	if so, _ := r.Body["stream_options"].(map[string]any); so["include_usage"] != true {
 		t.Errorf("stream_options = %v", r.Body["stream_options"])
+	}
+}
+
+// A refusal streamed sets the refusal stop reason, as Complete does.
+func TestStreamRefusal(t *testing.T) {
+	fs := newServer(t, reply{File: "stream_refusal.sse", SSE: true})
+	c := newClient(t, fs, nil)
+	st, err := c.Stream(context.Background(), simpleReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := llm.Collect(st)
+	if err != nil || resp.StopReason != llm.StopRefusal || !strings.Contains(resp.Content, "cannot help") {
+		t.Fatalf("refusal = %+v, %v", resp, err)
+	}
+}
+
+// Requests name the project and its version; a client built without an
+// HTTP client gets one with transport timeouts.
+func TestUserAgentAndDefaultHTTPClient(t *testing.T) {
+	var ua string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua = r.Header.Get("User-Agent")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := openai.New(openai.Config{Model: "m", BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(context.Background(), simpleReq()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ua, "ptc/") || !strings.Contains(ua, "github.com/ptcfleet/ptc") {
+		t.Errorf("User-Agent = %q", ua)
 	}
 }
 

@@ -28,30 +28,10 @@ type chunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// Stream sends a streaming chat-completions request. The request itself
-// failing (status, transport) is reported here; failures after the first
-// event end the stream with Err.
-func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
-	body, err := c.body(req, true)
-	if err != nil {
-		return nil, err
-	}
-	h := c.headers.Clone()
-	h.Set("Accept", "text/event-stream")
-	resp, err := c.http.Post(ctx, c.endpoint, h, body, decodeError)
-	if err != nil {
-		return nil, err
-	}
-	if httpx.IsJSON(resp.Header) {
-		// A server (or proxy) that ignored "stream": the whole answer as one body.
-		r, err := c.decode(ctx, resp)
-		if err != nil {
-			return nil, err
-		}
-		return llm.StreamOf(llm.ResponseEvents(r)...), nil
-	}
-	return llm.NewStream(&source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
-		reqID: httpx.RequestID(resp.Header), started: map[int]bool{}}), nil
+// source reads a chat-completions event stream.
+func (c *Client) source(ctx context.Context, resp *http.Response) llm.EventSource {
+	return &source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
+		reqID: httpx.RequestID(resp.Header), started: map[int]bool{}}
 }
 
 // source turns chat-completion chunks into llm events.
@@ -64,6 +44,7 @@ type source struct {
 	queue    []llm.Event
 	began    bool
 	finished bool // a finish_reason arrived
+	refused  bool // the answer is a refusal
 	done     bool
 	started  map[int]bool
 }
@@ -131,6 +112,7 @@ func (s *source) read() error {
 			s.queue = append(s.queue, llm.TextDelta{Text: *d.Content})
 		}
 		if d.Refusal != nil && *d.Refusal != "" {
+			s.refused = true
 			s.queue = append(s.queue, llm.TextDelta{Text: *d.Refusal})
 		}
 		for i, tc := range d.ToolCalls {
@@ -151,6 +133,9 @@ func (s *source) read() error {
 			stop := stopReason(*choice.FinishReason)
 			if *choice.FinishReason == "stop" && len(s.started) > 0 {
 				stop = llm.StopToolUse // some servers say "stop" after tool calls
+			}
+			if s.refused {
+				stop = llm.StopRefusal // as Complete reports a refusal
 			}
 			s.queue = append(s.queue, llm.MessageDelta{StopReason: stop})
 		}

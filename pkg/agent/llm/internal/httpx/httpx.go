@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,47 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// Transport timeouts of NewHTTPClient. A non-streamed answer sends its
+// headers only once the whole answer is generated, so the response header
+// timeout is the bound of the slowest answer; a call's own deadline
+// (llm_timeout in the agent) is usually shorter.
+const (
+	DialTimeout           = 30 * time.Second
+	TLSHandshakeTimeout   = 15 * time.Second
+	ResponseHeaderTimeout = 15 * time.Minute
+)
+
+// NewHTTPClient returns the HTTP client provider clients use when none is
+// given: the default transport's proxy and connection pool settings with
+// dial, TLS handshake and response header timeouts.
+func NewHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = TLSHandshakeTimeout
+	t.ResponseHeaderTimeout = ResponseHeaderTimeout
+	return &http.Client{Transport: t}
+}
+
+// UserAgent names the project and its version, as built:
+// "ptc/v1.2.3 (+https://github.com/ptcfleet/ptc)", "ptc/devel (...)" when
+// built from a checkout.
+func UserAgent() string {
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == modulePath && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version = bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == modulePath && d.Version != "" {
+				version = d.Version
+			}
+		}
+	}
+	return "ptc/" + version + " (+https://" + modulePath + ")"
+}
+
+const modulePath = "github.com/ptcfleet/ptc"
+
 // Client sends provider requests. Keep it behind a pointer in provider
 // structs: fmt prints nested pointers as addresses, so the key cannot leak
 // through reflection-based printing of an enclosing struct.
@@ -84,6 +126,9 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 	}
 	req.Header = headers.Clone()
 	req.Header.Set("Content-Type", "application/json")
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", UserAgent())
+	}
 	if c.Key != "" && c.AuthHeader != "" {
 		req.Header.Set(c.AuthHeader, c.AuthPrefix+c.Key.Reveal())
 	}
@@ -126,6 +171,10 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 		pe.Err = rerr
 	}
 	typ, code, msg := decodeErr(resp.StatusCode, data)
+	if typ == "insufficient_quota" || code == "insufficient_quota" {
+		// a 429 that waiting does not cure: the account is out of credit
+		pe.Retryable, pe.RetryAfter = false, 0
+	}
 	if msg == "" {
 		msg = strings.TrimSpace(string(data))
 		if len(msg) > 500 {
@@ -199,4 +248,59 @@ func MergeOpts(body map[string]any, opts map[string]any, reserved ...string) err
 		body[k] = v
 	}
 	return nil
+}
+
+// Endpoint is one provider API endpoint: what differs between providers
+// (the request body, the decoding of a whole answer and of a stream), with
+// Complete and Stream written once for all of them.
+type Endpoint struct {
+	HTTP    *Client
+	URL     string
+	Headers http.Header
+	// Body builds the request body of req (stream: a streaming request).
+	Body func(req llm.Request, stream bool) (map[string]any, error)
+	// DecodeErr reads a non-2xx error body.
+	DecodeErr func(status int, body []byte) (typ, code, msg string)
+	// Decode reads a whole 2xx answer.
+	Decode func(ctx context.Context, resp *http.Response) (*llm.Response, error)
+	// Source reads a 2xx event stream.
+	Source func(ctx context.Context, resp *http.Response) llm.EventSource
+}
+
+// Complete sends one request and decodes the whole answer.
+func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	body, err := e.Body(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.HTTP.Post(ctx, e.URL, e.Headers, body, e.DecodeErr)
+	if err != nil {
+		return nil, err
+	}
+	return e.Decode(ctx, resp)
+}
+
+// Stream sends a streaming request. The request itself failing (status,
+// transport) is reported here; failures after it end the stream with Err.
+// A server (or proxy) that ignored the stream flag and sent the whole
+// answer as JSON gets that answer replayed as events.
+func (e *Endpoint) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
+	body, err := e.Body(req, true)
+	if err != nil {
+		return nil, err
+	}
+	h := e.Headers.Clone()
+	h.Set("Accept", "text/event-stream")
+	resp, err := e.HTTP.Post(ctx, e.URL, h, body, e.DecodeErr)
+	if err != nil {
+		return nil, err
+	}
+	if IsJSON(resp.Header) {
+		r, err := e.Decode(ctx, resp)
+		if err != nil {
+			return nil, err
+		}
+		return llm.StreamOf(llm.ResponseEvents(r)...), nil
+	}
+	return llm.NewStream(e.Source(ctx, resp)), nil
 }

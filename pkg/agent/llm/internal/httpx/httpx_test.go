@@ -54,3 +54,13 @@ func TestMergeOpts(t *testing.T) {
 		t.Errorf("reserved key: %v %v", body, err)
 	}
 }
+
+func TestNewHTTPClientHasTimeouts(t *testing.T) {
+	tr, ok := NewHTTPClient().Transport.(*http.Transport)
+	if !ok || tr.TLSHandshakeTimeout != TLSHandshakeTimeout || tr.ResponseHeaderTimeout != ResponseHeaderTimeout || tr.DialContext == nil || tr.Proxy == nil {
+		t.Fatalf("transport = %+v", tr)
+	}
+	if ua := UserAgent(); !strings.HasPrefix(ua, "ptc/") {
+		t.Errorf("UserAgent = %q", ua)
+	}
+}
