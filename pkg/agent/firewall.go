@@ -98,7 +98,9 @@ func (s *secrets) collectLocked(v any, under bool) {
 			s.collectLocked(e, under)
 		}
 	case *lisp.Map:
-		if !s.firstWalk(x, under) {
+		if (!under && lisp.IsHostData(x)) || !s.firstWalk(x, under) {
+			// host data (inputs, tool results) was collected in its Go
+			// form when it arrived, by the same rules
 			return
 		}
 		x.Each(func(k, e lisp.Value) bool {
@@ -109,7 +111,7 @@ func (s *secrets) collectLocked(v any, under bool) {
 			return true
 		})
 	case *lisp.Vector:
-		if !s.firstWalk(x, under) {
+		if (!under && lisp.IsHostData(x)) || !s.firstWalk(x, under) {
 			return
 		}
 		for _, e := range x.Items() {

@@ -290,3 +290,23 @@ func TestFirewallTypedToolResult(t *testing.T) {
 	}
 	noLeak(t, m.Requests(), body, tag)
 }
+
+// Host data kept under a firewalled memory name is firewalled as a whole,
+// although it was public when it arrived.
+func TestFirewallHostDataUnderFirewalledName(t *testing.T) {
+	note := canaryText("kept", 40)
+	a := mustNew(t, Spec{Prompt: "Read", MaxTurns: 3})
+	_, err, m := run(t, a, RunOptions{Context: map[string]any{"rows": []any{map[string]any{"id": int64(1), "note": note}}}},
+		llmtest.Code(`(def _kept ctx/rows) 1`),
+		llmtest.Code(`(println (:note (first _kept))) 2`),
+		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("Output:\n<Firewalled>")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the mission's inputs showed the note when it was public; the output
+	// of the turn that printed it from _kept does not
+	if fb := lastUser(m.Requests()[2]); strings.Contains(fb, note) {
+		t.Fatalf("feedback leaks the note: %s", fb)
+	}
+}
