@@ -225,6 +225,32 @@ func benchPipelines(b *testing.B, ps []pipeline) {
 	}
 }
 
+// BenchmarkPipelinesFromGo measures from the caller's starting point:
+// each op is a lisp.Exec with the records in Options.Context as plain Go
+// data ([]map[string]any, converted by the run), next to the same
+// computation hand-written in Go over the same records.
+func BenchmarkPipelinesFromGo(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		rs := benchRecords(n)
+		ctxData := map[string]any{"records": rs}
+		for _, p := range pipelines {
+			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
+				opts := Options{Context: ctxData, Timeout: time.Minute}
+				if _, err := Exec(context.Background(), p.src, opts); err != nil {
+					b.Fatal(err.(*Error).Detail())
+				}
+				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
+			})
+			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
+				loopCPU(b, func() { p.goFn(rs) })
+			})
+		}
+		b.Run(fmt.Sprintf("convert/%d", n), func(b *testing.B) {
+			loopCPU(b, func() { FromGo(rs) })
+		})
+	}
+}
+
 // TestPipelinesAgree checks that each benchmark program computes what its
 // hand-written Go version computes, so the ratios compare equal work.
 func TestPipelinesAgree(t *testing.T) {
