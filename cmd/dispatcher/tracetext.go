@@ -23,9 +23,12 @@ func maskedPreview(v any, n int) string { return preview(messages.MaskFirewalled
 func printTrace(w io.Writer, v *missionView) error {
 	p := &textPrinter{w: w}
 	p.header(v)
-	if v.Step != nil {
+	switch {
+	case v.Step != nil:
 		p.step(v.Step, "")
-	} else {
+	case v.Status != nil && messages.TerminalState(v.Status.State):
+		p.printf("", "the result is no longer stored (results are kept 72 h by default)")
+	default:
 		p.events(v.Events)
 	}
 	return p.err

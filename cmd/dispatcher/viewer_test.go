@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/examples/shop"
@@ -228,6 +229,14 @@ func TestListAndTraceCommands(t *testing.T) {
 	}
 	if _, err = dispatch("trace", "nope"); err == nil || exitCode(err) != 1 {
 		t.Errorf("trace of a bad id: %v", err)
+	}
+
+	// A finished mission whose result has expired says so.
+	if err := f.client.Stores().Results.Purge(ctx, jetstream.WithPurgeSubject(messages.ResultSubject(f.id))); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = dispatch("trace", f.id); err != nil || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, "the result is no longer stored") {
+		t.Errorf("trace after the result expired: %v\n%s", err, out)
 	}
 }
 
