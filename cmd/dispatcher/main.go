@@ -1,6 +1,7 @@
 // Command dispatcher submits missions to the fleet and follows them: submit a
 // mission file, wait for it with live progress, read its status, cancel or
-// watch it. "dispatcher local" runs a whole fleet in one process (an
+// watch it, list recent missions, print a mission's trace, or serve the
+// mission viewer (a web page: "dispatcher ui"). "dispatcher local" runs a whole fleet in one process (an
 // embedded NATS server with JetStream, workers and the example shop tools)
 // so that an example mission runs end to end on a fresh machine:
 //

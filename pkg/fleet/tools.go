@@ -493,7 +493,14 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	ctx, span = startToolSpan(ctx, b.tracer, name, callID)
 	defer func() {
 		d := time.Since(start)
-		b.metrics.toolCall(name, d, err)
+		if replayed {
+			// Answered from the journal: no request was sent.
+			if span != nil {
+				span.SetAttributes(AttrReplayed.Bool(true))
+			}
+		} else {
+			b.metrics.toolCall(name, d, err)
+		}
 		endSpan(span, err)
 		if b.onResult != nil {
 			b.onResult(turn, name, callID, result, err, d, replayed)

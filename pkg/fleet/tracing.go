@@ -33,6 +33,7 @@ const (
 	AttrTool      = attribute.Key("ptc.tool.name")
 	AttrToolCode  = attribute.Key("ptc.tool.error_code")
 	AttrCallID    = attribute.Key("ptc.tool.call_id")
+	AttrReplayed  = attribute.Key("ptc.replayed")
 )
 
 // propagator carries trace context in NATS headers (W3C traceparent and

@@ -91,18 +91,13 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 		defer cancel()
 	}
-	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, model: model, subModels: map[string]string{}}
-	if tel.model == "" {
-		tel.model = m.Agent.LLM
-	}
-	for name, sa := range m.Agent.SubAgents {
-		if sa != nil {
-			tel.subModels[name] = sa.LLM
-		}
+	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: map[string]struct{}{}}
+	for name := range m.Agent.SubAgents {
+		tel.subAgents[name] = struct{}{}
 	}
 	step, runErr := a.Run(tel.context(ctx), agent.RunOptions{
 		LLM:              model,
-		Registry:         journalModels(r.cfg.Models, env.Journal),
+		Registry:         journalModels(meteredModels(r.cfg.Models, env.Metrics, env.Tracer), env.Journal),
 		Context:          m.Context,
 		ContextSignature: m.ContextSignature,
 		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},

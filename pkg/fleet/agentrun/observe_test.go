@@ -284,16 +284,16 @@ func TestTraceSpanTree(t *testing.T) {
 	want := `mission [consumer]
   attempt 1
     turn 1
-      chat default
+      chat default [client]
       program
       tool list_orders [client]
         tool list_orders [server]
     turn 2
-      chat default
+      chat default [client]
       program
       agent best_customer
         turn 1
-          chat default
+          chat default [client]
           program
           tool list_customers [client]
             tool list_customers [server]
@@ -349,4 +349,82 @@ func spanTree(spans tracetest.SpanStubs, parent trace.SpanID) string {
 	}
 	walk(parent, "")
 	return b.String()
+}
+
+// A mission finished by a second worker from its journal: the second
+// worker counts only the model request and tool calls it really made, not
+// the replies and results it replayed; the first counts what it did before
+// handing the mission back.
+func TestReplayedWorkIsNotCountedAgain(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	startAddTools(t, nc, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	mA, err := fleet.NewMetrics(regA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mB, err := fleet.NewMetrics(regB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &threeTurns{blocked: make(chan struct{}), answered: map[int]int{}}
+	model.block.Store(true)
+	a := startDurableWorker(t, srv, model, func(c *fleet.WorkerConfig) { c.Metrics = mA })
+	m := durableMission()
+	if _, err := client.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-model.blocked:
+	case <-ctx.Done():
+		t.Fatal("the first worker never reached turn 3")
+	}
+	_ = a.Stop()
+	startDurableWorker(t, srv, model, func(c *fleet.WorkerConfig) { c.Metrics = mB })
+	step, err := client.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("mission: %v %+v", err, step)
+	}
+	var gotB map[string]float64
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if gotB = scrape(t, promhttp.HandlerFor(regB, promhttp.HandlerOpts{})); gotB["ptc_missions_finished_total{reason=,state=succeeded}"] == 1 {
+			break
+		}
+	}
+	gotA := scrape(t, promhttp.HandlerFor(regA, promhttp.HandlerOpts{}))
+	for _, c := range []struct {
+		got  map[string]float64
+		key  string
+		want float64
+	}{
+		{gotA, "ptc_llm_requests_total{model=default}", 3}, // turns 1, 2 and the turn 3 cut off
+		{gotA, "ptc_llm_request_errors_total{model=default}", 1},
+		{gotA, "ptc_tool_calls_total{code=ok,tool=add}", 3},
+		{gotA, "ptc_missions_handed_back_total", 1},
+		{gotA, "ptc_missions_finished_total{reason=,state=succeeded}", 0},
+		{gotB, "ptc_llm_requests_total{model=default}", 1}, // turn 3 only: 1 and 2 replayed
+		{gotB, "ptc_llm_tokens_total{kind=input,model=default}", 100},
+		{gotB, "ptc_tool_calls_total{code=ok,tool=add}", 0}, // all three replayed
+		{gotB, "ptc_mission_redeliveries_total", 1},
+		{gotB, "ptc_missions_finished_total{reason=,state=succeeded}", 1},
+	} {
+		if c.got[c.key] != c.want {
+			t.Errorf("%s = %v, want %v", c.key, c.got[c.key], c.want)
+		}
+	}
 }

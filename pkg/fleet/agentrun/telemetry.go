@@ -12,22 +12,24 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 )
 
 // GenAI semantic convention attributes of model call spans.
 const (
-	attrGenAIOperation    = attribute.Key("gen_ai.operation.name")
-	attrGenAIRequestModel = attribute.Key("gen_ai.request.model")
-	attrGenAIInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
-	attrGenAIOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
-	attrCacheReadTokens   = attribute.Key("gen_ai.usage.cache_read.input_tokens")
-	attrCacheWriteTokens  = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
-	attrAgentName         = attribute.Key("gen_ai.agent.name")
-	attrTurn              = attribute.Key("ptc.turn")
-	attrDepth             = attribute.Key("ptc.agent.depth")
-	attrErrorReason       = attribute.Key("ptc.error.reason")
+	attrGenAIOperation     = attribute.Key("gen_ai.operation.name")
+	attrGenAIRequestModel  = attribute.Key("gen_ai.request.model")
+	attrGenAIResponseModel = attribute.Key("gen_ai.response.model")
+	attrGenAIInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	attrGenAIOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	attrCacheReadTokens    = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	attrCacheWriteTokens   = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	attrAgentName          = attribute.Key("gen_ai.agent.name")
+	attrTurn               = attribute.Key("ptc.turn")
+	attrDepth              = attribute.Key("ptc.agent.depth")
+	attrErrorReason        = attribute.Key("ptc.error.reason")
 )
 
 // limitReasons are the program error reasons that mean a limit stopped the
@@ -38,20 +40,20 @@ var limitReasons = map[string]bool{
 }
 
 // telemetry turns one mission's agent events into metrics and spans: a
-// span per turn under the attempt span, and under each turn the model call
-// (GenAI attributes), the program run and the remote tool calls; a
-// sub-agent's run is a span under the turn that called it, with its own
-// turns below.
+// span per turn under the attempt span, and under each turn the program run
+// and, started from the run's ctx, the model call (meteredModel) and the
+// remote tool calls (the Toolbox); a sub-agent's run is a span under the
+// turn that called it, with its own turns below.
 //
 // The agent loop does not hand observers a context to extend, so the run's
 // ctx carries a span whose SpanContext is always the innermost open turn
-// (currentSpan): spans started from that ctx — the Toolbox's tool call
-// client spans — become children of the turn that made the call.
+// (currentSpan): spans started from that ctx — model calls and the
+// Toolbox's tool call client spans — become children of the turn that made
+// the call.
 type telemetry struct {
 	metrics   *fleet.Metrics
-	tracer    trace.Tracer // nil when tracing is off
-	model     string
-	subModels map[string]string
+	tracer    trace.Tracer        // nil when tracing is off
+	subAgents map[string]struct{} // the mission's sub-agent tool names
 
 	mu     sync.Mutex
 	root   trace.Span
@@ -60,8 +62,7 @@ type telemetry struct {
 
 // frame holds the open spans of one agent run.
 type frame struct {
-	agent, turn, llm, program trace.Span
-	model                     string
+	agent, turn, program trace.Span
 	// calling is the sub-agent tool this run called last: the name of the
 	// next run one level down.
 	calling string
@@ -112,7 +113,7 @@ func (t *telemetry) frame(depth int) *frame {
 		t.frames = append(t.frames, nil)
 	}
 	if t.frames[depth-1] == nil {
-		t.frames[depth-1] = &frame{model: t.model}
+		t.frames[depth-1] = &frame{}
 	}
 	return t.frames[depth-1]
 }
@@ -131,9 +132,6 @@ func (t *telemetry) observe(e agent.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch e.Kind {
-	case agent.EventLLMStop:
-		t.metrics.LLMCall(t.frame(e.Depth).model, e.Duration, e.Usage.InputTokens, e.Usage.OutputTokens,
-			e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.Err != nil)
 	case agent.EventProgramStop:
 		outcome, limit := "ok", ""
 		if e.Err != nil {
@@ -150,7 +148,7 @@ func (t *telemetry) observe(e agent.Event) {
 	}
 	switch e.Kind {
 	case agent.EventToolStart:
-		if _, sub := t.subModels[e.Tool]; sub {
+		if _, sub := t.subAgents[e.Tool]; sub {
 			t.frame(e.Depth).calling = e.Tool
 		}
 	case agent.EventRunStart:
@@ -160,10 +158,7 @@ func (t *telemetry) observe(e agent.Event) {
 				name = e.Agent
 			}
 			f := t.frame(e.Depth)
-			*f = frame{model: t.model}
-			if m := t.subModels[name]; m != "" {
-				f.model = m
-			}
+			*f = frame{}
 			if t.tracer != nil {
 				f.agent = t.start(t.currentLocked(), "agent "+name, attrAgentName.String(name), attrDepth.Int(e.Depth))
 			}
@@ -197,23 +192,6 @@ func (t *telemetry) observe(e agent.Event) {
 	case agent.EventTurnStop:
 		f := t.frame(e.Depth)
 		endAll(f, nil)
-	case agent.EventLLMStart:
-		f := t.frame(e.Depth)
-		if f.turn == nil {
-			return
-		}
-		f.llm = t.start(f.turn, "chat "+f.model, attrGenAIOperation.String("chat"), attrGenAIRequestModel.String(f.model), attrTurn.Int(e.Turn))
-	case agent.EventLLMStop:
-		f := t.frame(e.Depth)
-		if f.llm == nil {
-			return
-		}
-		f.llm.SetAttributes(attrGenAIInputTokens.Int64(e.Usage.InputTokens), attrGenAIOutputTokens.Int64(e.Usage.OutputTokens))
-		if e.Usage.CacheReadTokens > 0 || e.Usage.CacheWriteTokens > 0 {
-			f.llm.SetAttributes(attrCacheReadTokens.Int64(e.Usage.CacheReadTokens), attrCacheWriteTokens.Int64(e.Usage.CacheWriteTokens))
-		}
-		endWith(f.llm, e.Err)
-		f.llm = nil
 	case agent.EventProgramStart:
 		f := t.frame(e.Depth)
 		if f.turn == nil {
@@ -244,10 +222,10 @@ func endWith(s trace.Span, err error) {
 	s.End()
 }
 
-// endAll ends f's open model call, program and turn spans.
+// endAll ends f's open program and turn spans.
 func endAll(f *frame, err error) {
 	now := trace.WithTimestamp(time.Now())
-	for _, s := range []*trace.Span{&f.llm, &f.program, &f.turn} {
+	for _, s := range []*trace.Span{&f.program, &f.turn} {
 		if *s != nil {
 			if err != nil {
 				(*s).SetStatus(codes.Error, err.Error())
@@ -256,4 +234,60 @@ func endAll(f *frame, err error) {
 			*s = nil
 		}
 	}
+}
+
+// meteredModels wraps each model of reg so that every request that reaches
+// the model is measured (ptc_llm_* metrics by the model's registry name)
+// and traced (a "chat <name>" span with GenAI attributes under the current
+// turn). It goes inside the journal: replies replayed from the journal
+// reach no model and are not counted again. reg is returned as it is when
+// neither metrics nor tracing is on.
+func meteredModels(reg llm.Registry, metrics *fleet.Metrics, tracer trace.Tracer) llm.Registry {
+	if reg == nil || (metrics == nil && tracer == nil) {
+		return reg
+	}
+	out := make(llm.Registry, len(reg))
+	for name, m := range reg {
+		if m == nil {
+			out[name] = m
+			continue
+		}
+		out[name] = &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
+	}
+	return out
+}
+
+// meteredModel measures and traces the requests to one model.
+type meteredModel struct {
+	name    string
+	inner   llm.Model
+	metrics *fleet.Metrics
+	tracer  trace.Tracer
+}
+
+// Complete calls the model, recording the request.
+func (m *meteredModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	var span trace.Span
+	if m.tracer != nil {
+		ctx, span = m.tracer.Start(ctx, "chat "+m.name, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attrGenAIOperation.String("chat"), attrGenAIRequestModel.String(m.name), attrTurn.Int(req.Turn)))
+	}
+	start := time.Now()
+	resp, err := m.inner.Complete(ctx, req)
+	var u llm.Usage
+	if resp != nil {
+		u = resp.Usage
+	}
+	m.metrics.LLMCall(m.name, time.Since(start), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, err != nil)
+	if span != nil {
+		span.SetAttributes(attrGenAIInputTokens.Int64(u.InputTokens), attrGenAIOutputTokens.Int64(u.OutputTokens))
+		if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+			span.SetAttributes(attrCacheReadTokens.Int64(u.CacheReadTokens), attrCacheWriteTokens.Int64(u.CacheWriteTokens))
+		}
+		if resp != nil && resp.Model != "" {
+			span.SetAttributes(attrGenAIResponseModel.String(resp.Model))
+		}
+		endWith(span, err)
+	}
+	return resp, err
 }
