@@ -43,14 +43,15 @@ func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 
 // resultFeedback renders a successful non-final turn: println output, the
 // firewalled and truncated result preview with omission notes, memory
-// names, tool warnings and the turn line. Every part is scrubbed before it
-// is cut, and the whole text once more.
+// names, tool warnings and the turn line. Every part that carries data is
+// scrubbed before it is cut (the labels are not: a secret equal to
+// "Result" must not rewrite the layout).
 func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
 	var b strings.Builder
 	printsBlock(&b, sec, res.Prints)
 	text, omitted := lisp.Preview(res.Value, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10, Scrub: sec.hook()})
 	b.WriteString("Result: ")
-	b.WriteString(text)
+	b.WriteString(sec.scrub(text))
 	b.WriteByte('\n')
 	if _, isMap := res.Value.(*lisp.Map); omitted > 0 && !isMap {
 		b.WriteString("Only a preview is shown and the value is not kept; to use the full data in the next program, return a map such as {:items ...} (its entries are stored in memory).\n")
@@ -65,9 +66,9 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 		}
 		fmt.Fprintf(&b, "Memory: %s\n", strings.Join(names, ", "))
 	}
-	writeWarnings(&b, warnings)
+	writeWarnings(&b, sec, warnings)
 	b.WriteString(turnLine(next, max))
-	return sec.scrub(b.String())
+	return b.String()
 }
 
 // omissionNotes tells the model where the full data of a truncated list
@@ -119,14 +120,14 @@ func memoryNames(mem map[string]lisp.Value) []string {
 	return names
 }
 
-func writeWarnings(b *strings.Builder, warnings []string) {
+func writeWarnings(b *strings.Builder, sec *secrets, warnings []string) {
 	if len(warnings) == 0 {
 		return
 	}
 	b.WriteString("Warnings:\n")
 	for _, w := range warnings {
 		b.WriteString("- ")
-		b.WriteString(w)
+		b.WriteString(sec.scrub(w))
 		b.WriteByte('\n')
 	}
 }
@@ -137,11 +138,11 @@ func errorFeedback(sec *secrets, prints []string, errText string, warnings []str
 	var b strings.Builder
 	printsBlock(&b, sec, prints)
 	b.WriteString("Error: ")
-	b.WriteString(strings.TrimPrefix(errText, "Error: "))
+	b.WriteString(sec.scrub(strings.TrimPrefix(errText, "Error: ")))
 	b.WriteByte('\n')
-	writeWarnings(&b, warnings)
+	writeWarnings(&b, sec, warnings)
 	b.WriteString(turnLine(next, max))
-	return sec.scrub(b.String())
+	return b.String()
 }
 
 // lispErrorText renders a *lisp.Error for the model: "line:col: msg", the

@@ -310,3 +310,17 @@ func TestFirewallHostDataUnderFirewalledName(t *testing.T) {
 		t.Fatalf("feedback leaks the note: %s", fb)
 	}
 }
+
+// Secrets equal to the feedback's labels hide the data, not the layout.
+func TestFirewallLabelsKept(t *testing.T) {
+	rec := map[string]any{"_kind": "Result", "_next": "Memory", "_warn": "Warnings"}
+	a := mustNew(t, Spec{Prompt: "Read", Tools: map[string]Tool{"get": constTool(rec)}})
+	_, err, _ := run(t, a, RunOptions{},
+		llmtest.Code(`(def r (tool/get {})) (println (:_kind r) (:_next r)) {:m (:_warn r)}`),
+		llmtest.Code(`(+ 1 (:_kind r))`).Expect(llmtest.LastUserContains("Output:\n<Firewalled> <Firewalled>\nResult: {:m <Firewalled>}\nMemory: m, r\nTurn 2 of 5")),
+		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("Error: 1:1: +: expected number, got string <Firewalled>")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
