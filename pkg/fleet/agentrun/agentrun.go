@@ -334,7 +334,17 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 		args := make(map[string]any, len(m.Context)+len(in))
 		maps.Copy(args, m.Context)
 		maps.Copy(args, in)
+		runStart := time.Now()
 		s, err := c.Execute(ctx, args)
+		outcome := "ok"
+		if err != nil {
+			outcome = s.Fail.Reason
+		}
+		limit := ""
+		if limitReasons[outcome] {
+			limit = outcome
+		}
+		env.Metrics.ProgramRun(time.Since(runStart), outcome, limit)
 		st.Usage.ToolCalls += s.Usage.ToolCalls
 		for _, w := range s.Warnings {
 			st.Warnings = append(st.Warnings, fmt.Sprintf("input %d: %s", i, w))

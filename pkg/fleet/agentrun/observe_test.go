@@ -192,6 +192,19 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 	if bad.Fail == nil || bad.Fail.Reason != "max_turns_exceeded" {
 		t.Fatalf("second mission = %+v, want max_turns_exceeded", bad.Fail)
 	}
+	// A compiled mission: one program run per input, no model.
+	comp := runMission(t, env, &messages.Mission{
+		Kind: messages.KindCompiled,
+		Compiled: &messages.CompiledSpec{
+			Program:   "(fn [{:keys [status]}] (count (tool/list_orders {:status status})))",
+			Signature: "(status :string) -> :int",
+			Inputs:    []map[string]any{{"status": "paid"}, {"status": int64(42)}},
+		},
+		Tools: []string{"list_orders"},
+	})
+	if comp.Fail != nil {
+		t.Fatalf("compiled mission failed: %+v", comp.Fail)
+	}
 	// The final state is counted after the result is published: wait for it.
 	var got map[string]float64
 	deadline := time.Now().Add(5 * time.Second)
@@ -203,15 +216,15 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	want := map[string]float64{
-		"ptc_missions_started_total{priority=normal}":                            1,
+		"ptc_missions_started_total{priority=normal}":                            2,
 		"ptc_missions_started_total{priority=high}":                              1,
-		"ptc_missions_finished_total{reason=,state=succeeded}":                   1,
+		"ptc_missions_finished_total{reason=,state=succeeded}":                   2,
 		"ptc_missions_finished_total{reason=max_turns_exceeded,state=failed}":    1,
-		"ptc_mission_duration_seconds_count{state=succeeded}":                    1,
+		"ptc_mission_duration_seconds_count{state=succeeded}":                    2,
 		"ptc_mission_duration_seconds_count{state=failed}":                       1,
 		"ptc_mission_turns_count":                                                2,
 		"ptc_mission_turns_sum":                                                  4,
-		"ptc_mission_fetch_lag_seconds_count{priority=normal}":                   1,
+		"ptc_mission_fetch_lag_seconds_count{priority=normal}":                   2,
 		"ptc_mission_fetch_lag_seconds_count{priority=high}":                     1,
 		"ptc_worker_slots":                                                       2,
 		"ptc_worker_slots_busy":                                                  0,
@@ -219,13 +232,14 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 		"ptc_llm_request_duration_seconds_count{model=default}":                  4,
 		"ptc_llm_tokens_total{kind=input,model=default}":                         40,
 		"ptc_llm_tokens_total{kind=output,model=default}":                        20,
-		"ptc_tool_calls_total{code=ok,tool=list_orders}":                         1,
-		"ptc_tool_call_duration_seconds_count{tool=list_orders}":                 1,
-		"ptc_tool_requests_total{code=ok,service=shop,tool=list_orders}":         1,
-		"ptc_tool_request_duration_seconds_count{service=shop,tool=list_orders}": 1,
-		"ptc_program_runs_total{outcome=ok}":                                     3,
+		"ptc_tool_calls_total{code=ok,tool=list_orders}":                         2,
+		"ptc_tool_call_duration_seconds_count{tool=list_orders}":                 2,
+		"ptc_tool_requests_total{code=ok,service=shop,tool=list_orders}":         2,
+		"ptc_tool_request_duration_seconds_count{service=shop,tool=list_orders}": 2,
+		"ptc_program_runs_total{outcome=ok}":                                     4,
 		"ptc_program_runs_total{outcome=type_error}":                             1,
-		"ptc_program_duration_seconds_count":                                     4,
+		"ptc_program_runs_total{outcome=input_validation_error}":                 1,
+		"ptc_program_duration_seconds_count":                                     6,
 	}
 	for k, v := range want {
 		if got[k] != v {
