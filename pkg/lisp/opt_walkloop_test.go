@@ -93,7 +93,7 @@ func loopOutcome(src string, plain bool) string {
 	if err != nil {
 		e := err.(*Error)
 		if !deterministic(e.Kind) {
-			return e.Kind.Reason() // budgets are spent differently
+			return budgetClass(e.Kind) // budgets are spent differently
 		}
 		return fmt.Sprintf("error %v %s at %d:%d", e.Kind, e.Msg, e.Pos.Line, e.Pos.Col)
 	}
