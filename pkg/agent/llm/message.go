@@ -1,7 +1,9 @@
 package llm
 
 import (
+	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +29,7 @@ type Message struct {
 }
 
 // Block is one piece of message content. The set is sealed: the only
-// implementations are Text, ToolUse and ToolResult.
+// implementations are Text, ToolUse, ToolResult and ProviderBlock.
 type Block interface {
 	isBlock()
 }
@@ -54,9 +56,21 @@ type ToolResult struct {
 	IsError   bool
 }
 
-func (Text) isBlock()       {}
-func (ToolUse) isBlock()    {}
-func (ToolResult) isBlock() {}
+// ProviderBlock is content of one provider that the loop does not
+// interpret, carried through the conversation unchanged and sent back only
+// to that provider: Anthropic's thinking and redacted_thinking blocks with
+// their signatures (which the API requires back in a tool-use loop). Raw is
+// the block exactly as the provider sent it.
+type ProviderBlock struct {
+	Provider string
+	Type     string
+	Raw      json.RawMessage
+}
+
+func (Text) isBlock()          {}
+func (ToolUse) isBlock()       {}
+func (ToolResult) isBlock()    {}
+func (ProviderBlock) isBlock() {}
 
 // UserText returns a user message holding one text block.
 func UserText(text string) Message {
@@ -108,9 +122,13 @@ func (m Message) Clone() Message {
 	if m.Content != nil {
 		out.Content = make([]Block, len(m.Content))
 		for i, blk := range m.Content {
-			if u, ok := blk.(ToolUse); ok {
-				u.Input = CloneMap(u.Input)
-				blk = u
+			switch b := blk.(type) {
+			case ToolUse:
+				b.Input = CloneMap(b.Input)
+				blk = b
+			case ProviderBlock:
+				b.Raw = slices.Clone(b.Raw)
+				blk = b
 			}
 			out.Content[i] = blk
 		}

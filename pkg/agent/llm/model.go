@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"slices"
 )
 
 // ToolSpec describes a tool offered to the model for native tool calling.
@@ -107,6 +108,9 @@ type Response struct {
 	Content string
 	// ToolCalls are the tool calls the model requested, in order.
 	ToolCalls []ToolUse
+	// Provider holds the provider's blocks the loop does not interpret
+	// (Anthropic thinking), to be sent back with the answer (Message).
+	Provider []ProviderBlock
 	// Usage holds the token counts, zero when unknown.
 	Usage Usage
 	// StopReason says why generation stopped (empty when unknown).
@@ -122,10 +126,15 @@ type Response struct {
 	Raw json.RawMessage
 }
 
-// Message returns the assistant message to append to the conversation: a
-// text block (when Content is not empty) followed by the tool calls.
+// Message returns the assistant message to append to the conversation: the
+// provider's blocks (thinking comes first), a text block (when Content is
+// not empty), then the tool calls.
 func (r *Response) Message() Message {
 	m := Message{Role: RoleAssistant}
+	for _, b := range r.Provider {
+		b.Raw = slices.Clone(b.Raw)
+		m.Content = append(m.Content, b)
+	}
 	if r.Content != "" {
 		m.Content = append(m.Content, Text{Text: r.Content})
 	}

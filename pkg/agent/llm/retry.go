@@ -394,6 +394,9 @@ func ResponseEvents(resp *Response) []Event {
 	evs := []Event{MessageStart{ID: resp.ID, Model: resp.Model, Usage: Usage{
 		InputTokens: resp.Usage.InputTokens, CacheReadTokens: resp.Usage.CacheReadTokens,
 		CacheWriteTokens: resp.Usage.CacheWriteTokens}}}
+	for _, b := range resp.Provider {
+		evs = append(evs, ProviderBlockEnd{Block: b})
+	}
 	if resp.Content != "" {
 		evs = append(evs, TextDelta{Text: resp.Content})
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // Event is one streaming event. The set is sealed: MessageStart, TextDelta,
-// ToolUseStart, ToolUseDelta, ToolUseEnd and MessageDelta.
+// ToolUseStart, ToolUseDelta, ToolUseEnd, ProviderBlockEnd and
+// MessageDelta.
 type Event interface {
 	isEvent()
 }
@@ -60,12 +61,19 @@ type MessageDelta struct {
 	Usage      Usage
 }
 
-func (MessageStart) isEvent() {}
-func (TextDelta) isEvent()    {}
-func (ToolUseStart) isEvent() {}
-func (ToolUseDelta) isEvent() {}
-func (ToolUseEnd) isEvent()   {}
-func (MessageDelta) isEvent() {}
+// ProviderBlockEnd carries a whole provider block (Anthropic thinking with
+// its signature) once the provider finished sending it.
+type ProviderBlockEnd struct {
+	Block ProviderBlock
+}
+
+func (ProviderBlockEnd) isEvent() {}
+func (MessageStart) isEvent()     {}
+func (TextDelta) isEvent()        {}
+func (ToolUseStart) isEvent()     {}
+func (ToolUseDelta) isEvent()     {}
+func (ToolUseEnd) isEvent()       {}
+func (MessageDelta) isEvent()     {}
 
 // EventSource produces the events of a Stream. Next returns io.EOF after the
 // last event, or another error when the stream failed; Close releases the
@@ -203,6 +211,8 @@ func (s *Stream) apply(ev Event) (Event, error) {
 		mergeUsage(&s.resp.Usage, e.Usage)
 	case TextDelta:
 		s.text.WriteString(e.Text)
+	case ProviderBlockEnd:
+		s.resp.Provider = append(s.resp.Provider, e.Block)
 	case ToolUseStart:
 		if _, dup := s.tools[e.Index]; dup {
 			return nil, fmt.Errorf("llm: stream: tool call %d started twice", e.Index)

@@ -62,12 +62,15 @@ type journaledModel struct {
 // journalReply is a model reply as the journal keeps it (the provider's
 // raw body is not kept).
 type journalReply struct {
-	Content    string         `msgpack:"content"`
-	ToolCalls  []llm.ToolUse  `msgpack:"tool_calls,omitempty"`
-	Usage      llm.Usage      `msgpack:"usage"`
-	StopReason llm.StopReason `msgpack:"stop_reason,omitempty"`
-	Model      string         `msgpack:"model,omitempty"`
-	ID         string         `msgpack:"id,omitempty"`
+	Content   string        `msgpack:"content"`
+	ToolCalls []llm.ToolUse `msgpack:"tool_calls,omitempty"`
+	// Provider keeps the provider's blocks (thinking with its signature),
+	// which must go back to the provider with the reply.
+	Provider   []llm.ProviderBlock `msgpack:"provider,omitempty"`
+	Usage      llm.Usage           `msgpack:"usage"`
+	StopReason llm.StopReason      `msgpack:"stop_reason,omitempty"`
+	Model      string              `msgpack:"model,omitempty"`
+	ID         string              `msgpack:"id,omitempty"`
 }
 
 // Complete answers from the journal when it can, else asks the model and
@@ -77,7 +80,7 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 	if data, ok := m.j.Replay(key); ok {
 		var rec journalReply
 		if err := messages.Unmarshal(data, &rec); err == nil {
-			return &llm.Response{Content: rec.Content, ToolCalls: rec.ToolCalls, Usage: rec.Usage,
+			return &llm.Response{Content: rec.Content, ToolCalls: rec.ToolCalls, Provider: rec.Provider, Usage: rec.Usage,
 				StopReason: rec.StopReason, Model: rec.Model, ID: rec.ID}, nil
 		}
 	}
@@ -85,7 +88,7 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 	if err != nil || resp == nil {
 		return resp, err
 	}
-	data, err := messages.Marshal(&journalReply{Content: resp.Content, ToolCalls: resp.ToolCalls, Usage: resp.Usage,
+	data, err := messages.Marshal(&journalReply{Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider, Usage: resp.Usage,
 		StopReason: resp.StopReason, Model: resp.Model, ID: resp.ID})
 	if err == nil {
 		err = m.j.Record(ctx, key, data)

@@ -149,8 +149,25 @@ type cacheControl struct {
 }
 
 type message struct {
-	Role    string  `json:"role"`
-	Content []block `json:"content"`
+	Role string `json:"role"`
+	// Content holds blocks, and json.RawMessage for provider blocks sent
+	// back exactly as they came.
+	Content []any `json:"content"`
+}
+
+// blockType is the type of a content element of message.
+func blockType(c any) string {
+	switch b := c.(type) {
+	case block:
+		return b.Type
+	case json.RawMessage:
+		var t struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(b, &t)
+		return t.Type
+	}
+	return ""
 }
 
 type tool struct {
@@ -191,10 +208,10 @@ type respBlock struct {
 }
 
 type response struct {
-	ID         string      `json:"id"`
-	Type       string      `json:"type"`
-	Model      string      `json:"model"`
-	Content    []respBlock `json:"content"`
+	ID         string            `json:"id"`
+	Type       string            `json:"type"`
+	Model      string            `json:"model"`
+	Content    []json.RawMessage `json:"content"`
 	StopReason string      `json:"stop_reason"`
 	Usage      *usage      `json:"usage"`
 	Error      *apiError   `json:"error"`
@@ -268,11 +285,15 @@ func toWire(msgs []llm.Message) ([]message, error) {
 					return nil, fmt.Errorf("anthropic: messages[%d]: an assistant message cannot hold a tool result", i)
 				}
 				wm.Content = append(wm.Content, block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: &b.Content, IsError: b.IsError})
+			case llm.ProviderBlock:
+				if b.Provider == "anthropic" && json.Valid(b.Raw) {
+					wm.Content = append(wm.Content, b.Raw) // thinking, signature included, unchanged
+				}
 			}
 		}
 		// The API wants a user turn's tool_result blocks before its text.
-		slices.SortStableFunc(wm.Content, func(a, b block) int {
-			return boolRank(b.Type == "tool_result") - boolRank(a.Type == "tool_result")
+		slices.SortStableFunc(wm.Content, func(a, b any) int {
+			return boolRank(blockType(b) == "tool_result") - boolRank(blockType(a) == "tool_result")
 		})
 		if len(wm.Content) == 0 {
 			return nil, fmt.Errorf("anthropic: messages[%d]: %s message has no content (the API rejects empty messages)", i, m.Role)
@@ -332,8 +353,14 @@ func (c *Client) decode(ctx context.Context, resp *http.Response) (*llm.Response
 	out := &llm.Response{Model: r.Model, ID: r.ID, RequestID: reqID, Usage: r.Usage.toLLM(),
 		StopReason: llm.StopReason(r.StopReason), Raw: json.RawMessage(data)}
 	var text strings.Builder
-	for _, b := range r.Content {
+	for _, raw := range r.Content {
+		var b respBlock
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, c.http.Malformed(reqID, err)
+		}
 		switch b.Type {
+		case "thinking", "redacted_thinking":
+			out.Provider = append(out.Provider, llm.ProviderBlock{Provider: "anthropic", Type: b.Type, Raw: raw})
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":

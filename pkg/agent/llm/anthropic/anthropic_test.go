@@ -2,10 +2,12 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,64 @@ func TestToolUseRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeserver.Golden(t, *update, "request_tool_round.golden.json", fs.Requests()[1].Raw)
+}
+
+// Thinking and redacted_thinking blocks travel back to the API unchanged,
+// signatures included, from a whole answer and from a stream.
+func TestThinkingBlocksCarriedThroughHistory(t *testing.T) {
+	thinking := `{"type":"thinking","thinking":"Check the tool first.","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3h=="}`
+	redacted := `{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj"}`
+	body := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","stop_reason":"tool_use",
+"usage":{"input_tokens":10,"output_tokens":5},"content":[` + thinking + `,` + redacted + `,
+{"type":"tool_use","id":"toolu_1","name":"ping","input":{}}]}`
+	fs := newServer(t, reply{Body: body}, reply{File: "message_text.json"}, reply{File: "stream_tool_use.sse", SSE: true}, reply{File: "message_text.json"})
+	c := newClient(t, fs, nil)
+	req := llm.Request{Messages: []llm.Message{llm.UserText("ping")}, Tools: []llm.ToolSpec{{Name: "ping"}}}
+	resp, err := c.Complete(context.Background(), req)
+	if err != nil || len(resp.Provider) != 2 || resp.Provider[1].Type != "redacted_thinking" {
+		t.Fatalf("response = %+v, %v", resp, err)
+	}
+	next := req
+	next.Messages = append(next.Messages, resp.Message(), llm.ToolResults(llm.ToolResult{ToolUseID: "toolu_1", Content: "pong"}))
+	if _, err := c.Complete(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	sent := fs.Requests()[1].Body["messages"].([]any)[1].(map[string]any)["content"].([]any)
+	want := []any{}
+	for _, raw := range []string{thinking, redacted} {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, v)
+	}
+	if len(sent) != 3 || !reflect.DeepEqual(sent[:2], want) || sent[2].(map[string]any)["type"] != "tool_use" {
+		t.Fatalf("assistant content sent back = %v", sent)
+	}
+
+	// the same from a stream: the block is rebuilt from its deltas
+	st, err := c.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sresp, err := llm.Collect(st)
+	if err != nil || len(sresp.Provider) != 1 {
+		t.Fatalf("stream response = %+v, %v", sresp, err)
+	}
+	var tb map[string]any
+	if err := json.Unmarshal(sresp.Provider[0].Raw, &tb); err != nil || tb["thinking"] != "I need the weather." ||
+		tb["signature"] != "EqQBCgIYAhIM1gbcDa9GJwZA2b3h" || tb["type"] != "thinking" {
+		t.Fatalf("streamed thinking block = %s, %v", sresp.Provider[0].Raw, err)
+	}
+	next = req
+	next.Messages = append(next.Messages, sresp.Message(), llm.ToolResults(llm.ToolResult{ToolUseID: sresp.ToolCalls[0].ID, Content: "{}"}))
+	if _, err := c.Complete(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	first := fs.Requests()[3].Body["messages"].([]any)[1].(map[string]any)["content"].([]any)[0]
+	if !reflect.DeepEqual(first, tb) {
+		t.Fatalf("streamed thinking sent back as %v", first)
+	}
 }
 
 func TestCompleteErrors(t *testing.T) {

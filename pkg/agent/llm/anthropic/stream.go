@@ -17,16 +17,21 @@ type streamEvent struct {
 	Message      *response `json:"message"`
 	Index        int       `json:"index"`
 	ContentBlock *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 	} `json:"delta"`
 	Usage *usage    `json:"usage"`
 	Error *apiError `json:"error"`
@@ -46,6 +51,18 @@ type source struct {
 	reqID   string
 	tools   map[int]bool // indexes of open tool_use blocks
 	stopped bool         // message_stop arrived
+	// thinking holds the open thinking blocks by index, rebuilt from their
+	// deltas so they can be sent back whole.
+	thinking map[int]*thinkingBlock
+}
+
+// thinkingBlock is a thinking or redacted_thinking block as the Messages
+// API wants it back.
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 func (s *source) Close() error { return s.resp.Body.Close() }
@@ -96,6 +113,12 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 			return nil, s.c.http.Malformed(s.reqID, errors.New("content_block_start without content_block"))
 		}
 		switch ev.ContentBlock.Type {
+		case "thinking", "redacted_thinking":
+			if s.thinking == nil {
+				s.thinking = map[int]*thinkingBlock{}
+			}
+			cb := ev.ContentBlock
+			s.thinking[ev.Index] = &thinkingBlock{Type: cb.Type, Thinking: cb.Thinking, Signature: cb.Signature, Data: cb.Data}
 		case "tool_use":
 			s.tools[ev.Index] = true
 			return llm.ToolUseStart{Index: ev.Index, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}, nil
@@ -116,9 +139,22 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 				return nil, nil
 			}
 			return llm.ToolUseDelta{Index: ev.Index, PartialJSON: ev.Delta.PartialJSON}, nil
+		case "thinking_delta", "signature_delta":
+			if tb := s.thinking[ev.Index]; tb != nil {
+				tb.Thinking += ev.Delta.Thinking
+				tb.Signature += ev.Delta.Signature
+			}
 		}
-		// thinking_delta, signature_delta, citations_delta: not part of the answer
+		// citations_delta: not part of the answer
 	case "content_block_stop":
+		if tb := s.thinking[ev.Index]; tb != nil {
+			delete(s.thinking, ev.Index)
+			raw, err := json.Marshal(tb)
+			if err != nil {
+				return nil, s.c.http.Malformed(s.reqID, err)
+			}
+			return llm.ProviderBlockEnd{Block: llm.ProviderBlock{Provider: "anthropic", Type: tb.Type, Raw: raw}}, nil
+		}
 		if s.tools[ev.Index] {
 			delete(s.tools, ev.Index)
 			return llm.ToolUseEnd{Index: ev.Index}, nil
