@@ -212,9 +212,9 @@ type response struct {
 	Type       string            `json:"type"`
 	Model      string            `json:"model"`
 	Content    []json.RawMessage `json:"content"`
-	StopReason string      `json:"stop_reason"`
-	Usage      *usage      `json:"usage"`
-	Error      *apiError   `json:"error"`
+	StopReason string            `json:"stop_reason"`
+	Usage      *usage            `json:"usage"`
+	Error      *apiError         `json:"error"`
 }
 
 type apiError struct {
