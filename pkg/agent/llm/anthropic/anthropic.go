@@ -38,6 +38,11 @@ type Config struct {
 	// Headers are extra request headers (anthropic-beta, ...). They cannot
 	// replace x-api-key, anthropic-version or Content-Type.
 	Headers map[string]string
+	// Stream makes Complete stream the answer over the wire and return it
+	// whole: the response headers arrive at once and a long answer keeps
+	// the connection busy, so proxies and load balancers that cut idle
+	// connections do not cut it. Response.Raw is then nil.
+	Stream bool
 	// HTTPClient sends the requests (default: one with dial, TLS and
 	// response header timeouts). Requests carry a User-Agent naming the
 	// project and its version unless Headers set one.
@@ -96,7 +101,7 @@ func New(cfg Config) (*Client, error) {
 			AuthHeader: "X-Api-Key"},
 	}
 	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/v1/messages", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source}
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
 	return c, nil
 }
 

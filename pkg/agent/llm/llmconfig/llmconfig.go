@@ -54,23 +54,23 @@ type provider struct {
 
 func buildOpenAI(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
 	return openai.New(openai.Config{Model: s.Model, BaseURL: base, APIKey: key, Provider: s.Provider,
-		Headers: s.Headers, HTTPClient: hc, NoStreamUsage: s.NoStreamUsage})
+		Headers: s.Headers, HTTPClient: hc, NoStreamUsage: s.NoStreamUsage, Stream: !s.NoStream})
 }
 
 func buildAnthropic(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
 	return anthropic.New(anthropic.Config{Model: s.Model, BaseURL: base, APIKey: key, Version: s.Version,
-		MaxTokens: s.MaxTokens, Headers: s.Headers, HTTPClient: hc})
+		MaxTokens: s.MaxTokens, Headers: s.Headers, HTTPClient: hc, Stream: !s.NoStream})
 }
 
 var providers = map[string]provider{
 	OpenAI: {baseURL: openai.DefaultBaseURL, keyEnv: "OPENAI_API_KEY", needKey: true, wire: wireChat,
-		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+		appends: "/chat/completions", params: []string{"stream", "stream_usage"}, build: buildOpenAI},
 	Anthropic: {baseURL: anthropic.DefaultBaseURL, keyEnv: "ANTHROPIC_API_KEY", needKey: true, wire: wireMessages,
-		appends: "/v1/messages", params: []string{"max_tokens", "version"}, build: buildAnthropic},
+		appends: "/v1/messages", params: []string{"max_tokens", "stream", "version"}, build: buildAnthropic},
 	OpenRouter: {baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", needKey: true, wire: wireChat,
-		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+		appends: "/chat/completions", params: []string{"stream", "stream_usage"}, build: buildOpenAI},
 	Ollama: {baseURL: "http://localhost:11434/v1", wire: wireChat,
-		appends: "/chat/completions", params: []string{"stream_usage"}, build: buildOpenAI},
+		appends: "/chat/completions", params: []string{"stream", "stream_usage"}, build: buildOpenAI},
 }
 
 // knownHosts are hosted APIs by the wire they speak, so that a spec
@@ -105,6 +105,9 @@ type Spec struct {
 	Version string
 	// NoStreamUsage drops stream_options.include_usage (OpenAI-compatible).
 	NoStreamUsage bool
+	// NoStream makes the model answer in one body instead of a stream
+	// (stream=false; see openai.Config.Stream).
+	NoStream bool
 	// Headers are extra request headers.
 	Headers map[string]string
 }
@@ -133,6 +136,9 @@ func (s Spec) format(redact bool) string {
 	}
 	if s.NoStreamUsage {
 		b.WriteString(";stream_usage=false")
+	}
+	if s.NoStream {
+		b.WriteString(";stream=false")
 	}
 	names := make([]string, 0, len(s.Headers))
 	for k := range s.Headers {
@@ -219,6 +225,11 @@ func Parse(spec string) (Spec, error) {
 				return Spec{}, specErr(shown, "version must not be empty")
 			}
 			s.Version = val
+		case key == "stream":
+			if val != "false" && val != "true" {
+				return Spec{}, specErr(shown, "stream must be true or false")
+			}
+			s.NoStream = val == "false"
 		case key == "stream_usage":
 			if val != "false" && val != "true" {
 				return Spec{}, specErr(shown, "stream_usage must be true or false")

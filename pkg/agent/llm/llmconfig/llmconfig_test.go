@@ -2,6 +2,7 @@ package llmconfig
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,9 @@ func TestParseErrors(t *testing.T) {
 		{"openai:m;key_env=1BAD", `key_env "1BAD" is not an environment variable name`},
 		{"openai:m;key_env=", `key_env "" is not`},
 		{"anthropic:m;max_tokens=-5", `max_tokens "-5" is not a positive integer`},
-		{"openai:m;max_tokens=5", `parameter "max_tokens" does not apply to openai (it takes key_env, header.NAME, stream_usage); request options go in the agent's llm_opts (OpenAI: max_completion_tokens)`},
+		{"openai:m;max_tokens=5", `parameter "max_tokens" does not apply to openai (it takes key_env, header.NAME, stream, stream_usage); request options go in the agent's llm_opts (OpenAI: max_completion_tokens)`},
 		{"openai:m;version=1", `parameter "version" does not apply to openai`},
-		{"anthropic:m;stream_usage=false", `parameter "stream_usage" does not apply to anthropic (it takes key_env, header.NAME, max_tokens, version)`},
+		{"anthropic:m;stream_usage=false", `parameter "stream_usage" does not apply to anthropic (it takes key_env, header.NAME, max_tokens, stream, version)`},
 		// base URLs: no scheme, Azure deployments, queries, mangled paths, another provider's endpoint
 		{"openai:qwen@localhost:8000/v1", `base URL "localhost:8000/v1" has no scheme: write openai:qwen@http://localhost:8000/v1 (or https://); accepted forms: "provider:model"`},
 		{"openai:qwen@10.0.0.5:8000/v1;key_env=K", `base URL "10.0.0.5:8000/v1" has no scheme`},
@@ -262,5 +263,37 @@ func TestModelNameWithAt(t *testing.T) {
 	s, err := Parse("anthropic:claude-3-5-sonnet@20240620")
 	if err != nil || s.Model != "claude-3-5-sonnet@20240620" || s.BaseURL != "" {
 		t.Fatalf("Parse = %+v, %v", s, err)
+	}
+}
+
+// Models built from specs stream their answers over the wire unless the
+// spec says stream=false; a server answering with one JSON body still works.
+func TestSpecModelsStream(t *testing.T) {
+	var streamed []any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		streamed = append(streamed, body["stream"])
+		if body["stream"] == true {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, spec := range []string{"openai:m@" + srv.URL + "/v1", "openai:m@" + srv.URL + "/v1;stream=false"} {
+		m, err := NewModel(spec, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := m.Complete(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("x")}})
+		if err != nil || resp.Content != "hi" || resp.StopReason != llm.StopEndTurn {
+			t.Fatalf("%s: %+v, %v", spec, resp, err)
+		}
+	}
+	if len(streamed) != 2 || streamed[0] != true || streamed[1] != nil {
+		t.Fatalf("stream flags sent = %v", streamed)
 	}
 }

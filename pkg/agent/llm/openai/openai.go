@@ -37,6 +37,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Provider names the provider in errors (default "openai").
 	Provider string
+	// Stream makes Complete stream the answer over the wire and return it
+	// whole: the response headers arrive at once and a long answer keeps
+	// the connection busy, so proxies and load balancers that cut idle
+	// connections do not cut it. Response.Raw is then nil.
+	Stream bool
 	// NoStreamUsage leaves out stream_options.include_usage when streaming,
 	// for servers that reject it.
 	NoStreamUsage bool
@@ -83,7 +88,7 @@ func New(cfg Config) (*Client, error) {
 		noUsage: cfg.NoStreamUsage,
 	}
 	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/chat/completions", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source}
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
 	return c, nil
 }
 

@@ -265,10 +265,20 @@ type Endpoint struct {
 	Decode func(ctx context.Context, resp *http.Response) (*llm.Response, error)
 	// Source reads a 2xx event stream.
 	Source func(ctx context.Context, resp *http.Response) llm.EventSource
+	// Streamed makes Complete stream the answer over the wire and return
+	// it whole (see the providers' Config.Stream).
+	Streamed bool
 }
 
 // Complete sends one request and decodes the whole answer.
 func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if e.Streamed {
+		st, err := e.Stream(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return llm.Collect(st)
+	}
 	body, err := e.Body(req, false)
 	if err != nil {
 		return nil, err
