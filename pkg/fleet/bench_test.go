@@ -66,10 +66,21 @@ func BenchmarkToolCall(b *testing.B) {
 // BenchmarkMissions measures missions per second end to end (submit, fetch,
 // a zero-latency runner making one tool call, result stored, ack) with one
 // and two in-process workers on their own TCP connections, and the
-// queue-to-runner-start latency (p50/p99) of those missions.
+// queue-to-runner-start latency (p50/p99) of those missions, with the turn
+// journal on (the default: the tool result is journaled before the runner
+// gets it) and off, in the same run.
 func BenchmarkMissions(b *testing.B) {
 	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+		for _, journal := range []bool{true, false} {
+			benchMissions(b, workers, journal)
+		}
+	}
+}
+
+func benchMissions(b *testing.B, workers int, journal bool) {
+	onOff := map[bool]string{true: "on", false: "off"}
+	{
+		b.Run(fmt.Sprintf("workers=%d/journal=%s", workers, onOff[journal]), func(b *testing.B) {
 			srv, _ := runJetStream(b)
 			dial := func() *nats.Conn {
 				nc, err := nats.Connect(srv.ClientURL())
@@ -91,7 +102,7 @@ func BenchmarkMissions(b *testing.B) {
 				return &messages.Step{Return: r}, err
 			})
 			for range workers {
-				startWorker(b, dial(), runner, func(cfg *fleet.WorkerConfig) { cfg.Slots = 16 })
+				startWorker(b, dial(), runner, func(cfg *fleet.WorkerConfig) { cfg.Slots, cfg.NoJournal = 16, !journal })
 			}
 			nc := dial()
 			c := newClient(b, nc)

@@ -44,16 +44,24 @@ func (m *firstCallModel) Complete(_ context.Context, req llm.Request) (*llm.Resp
 // queue-to-first-model-call latency: with one mission in flight (an idle
 // fleet: pickup is bounded by the worker's IdleWait when it serves several
 // priorities, and immediate when it serves one) and with 32 (a busy fleet,
-// where queueing dominates). Workers use their default configuration.
+// where queueing dominates). Workers use their default configuration; the
+// 32-in-flight cases run with the turn journal on (the default: the model
+// reply and the tool result are journaled before the loop uses them) and
+// off, in the same run.
 func BenchmarkMissions(b *testing.B) {
 	for _, c := range []struct {
 		workers, inflight int
 		priorities        []string
-	}{{1, 1, nil}, {1, 1, []string{messages.PriorityNormal}}, {1, 32, nil}, {2, 32, nil}} {
+		noJournal         bool
+	}{{1, 1, nil, false}, {1, 1, []string{messages.PriorityNormal}, false},
+		{1, 32, nil, false}, {1, 32, nil, true}, {2, 32, nil, false}, {2, 32, nil, true}} {
 		workers := c.workers
 		name := fmt.Sprintf("workers=%d/inflight=%d", c.workers, c.inflight)
 		if c.priorities != nil {
 			name += "/one-priority"
+		}
+		if c.inflight > 1 {
+			name += map[bool]string{false: "/journal=on", true: "/journal=off"}[c.noJournal]
 		}
 		b.Run(name, func(b *testing.B) {
 			srv, err := embedded.Start(embedded.Options{Dir: b.TempDir()})
@@ -85,7 +93,7 @@ func BenchmarkMissions(b *testing.B) {
 				defer wnc.Close()
 				w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
 					Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-					Slots:  8, Priorities: c.priorities,
+					Slots:  8, Priorities: c.priorities, NoJournal: c.noJournal,
 				})
 				if err != nil {
 					b.Fatal(err)
