@@ -11,6 +11,7 @@
 // Examples:
 //
 //	openai:gpt-4.1-mini
+//	openai-responses:gpt-5-codex
 //	anthropic:claude-sonnet-4-5;max_tokens=8192
 //	openrouter:anthropic/claude-sonnet-4.5
 //	ollama:llama3.2:3b

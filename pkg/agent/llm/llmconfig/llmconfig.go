@@ -21,18 +21,22 @@ const EnvPrefix = "PTC_MODEL_"
 
 // Provider presets.
 const (
-	OpenAI     = "openai"
-	Anthropic  = "anthropic"
-	OpenRouter = "openrouter"
-	Ollama     = "ollama"
+	OpenAI = "openai"
+	// OpenAIResponses is OpenAI's Responses API, for the models chat
+	// completions does not serve (the codex and -pro families).
+	OpenAIResponses = "openai-responses"
+	Anthropic       = "anthropic"
+	OpenRouter      = "openrouter"
+	Ollama          = "ollama"
 )
 
 // wire is the API a provider speaks.
 type wire string
 
 const (
-	wireChat     wire = "OpenAI chat completions"
-	wireMessages wire = "Anthropic Messages"
+	wireChat      wire = "OpenAI chat completions"
+	wireResponses wire = "OpenAI Responses"
+	wireMessages  wire = "Anthropic Messages"
 )
 
 // provider is everything llmconfig knows of a provider: adding one is one
@@ -57,6 +61,11 @@ func buildOpenAI(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Mode
 		Headers: s.Headers, HTTPClient: hc, NoStreamUsage: s.NoStreamUsage, Stream: !s.NoStream})
 }
 
+func buildResponses(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
+	return openai.NewResponses(openai.Config{Model: s.Model, BaseURL: base, APIKey: key, Provider: s.Provider,
+		Headers: s.Headers, HTTPClient: hc, Stream: !s.NoStream})
+}
+
 func buildAnthropic(s Spec, base string, key llm.Secret, hc *http.Client) (llm.Model, error) {
 	return anthropic.New(anthropic.Config{Model: s.Model, BaseURL: base, APIKey: key, Version: s.Version,
 		MaxTokens: s.MaxTokens, Headers: s.Headers, HTTPClient: hc, Stream: !s.NoStream})
@@ -65,6 +74,8 @@ func buildAnthropic(s Spec, base string, key llm.Secret, hc *http.Client) (llm.M
 var providers = map[string]provider{
 	OpenAI: {baseURL: openai.DefaultBaseURL, keyEnv: "OPENAI_API_KEY", needKey: true, wire: wireChat,
 		appends: "/chat/completions", params: []string{"stream", "stream_usage"}, build: buildOpenAI},
+	OpenAIResponses: {baseURL: openai.DefaultBaseURL, keyEnv: "OPENAI_API_KEY", needKey: true, wire: wireResponses,
+		appends: "/responses", params: []string{"stream"}, build: buildResponses},
 	Anthropic: {baseURL: anthropic.DefaultBaseURL, keyEnv: "ANTHROPIC_API_KEY", needKey: true, wire: wireMessages,
 		appends: "/v1/messages", params: []string{"max_tokens", "stream", "version"}, build: buildAnthropic},
 	OpenRouter: {baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY", needKey: true, wire: wireChat,
@@ -75,10 +86,10 @@ var providers = map[string]provider{
 
 // knownHosts are hosted APIs by the wire they speak, so that a spec
 // pointing a provider at another provider's endpoint is refused.
-var knownHosts = map[string]wire{
-	"api.openai.com":    wireChat,
-	"openrouter.ai":     wireChat,
-	"api.anthropic.com": wireMessages,
+var knownHosts = map[string][]wire{
+	"api.openai.com":    {wireChat, wireResponses},
+	"openrouter.ai":     {wireChat},
+	"api.anthropic.com": {wireMessages},
 }
 
 // acceptedForms is the syntax shown by spec errors.
@@ -261,8 +272,8 @@ func checkBaseURL(name string, p provider, base string) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("base URL %q is not an absolute http or https URL", base)
 	}
-	if w, ok := knownHosts[strings.ToLower(u.Hostname())]; ok && w != p.wire {
-		return fmt.Errorf("base URL %q is an endpoint of the %s API, but %s speaks the %s API", base, w, name, p.wire)
+	if ws, ok := knownHosts[strings.ToLower(u.Hostname())]; ok && !slices.Contains(ws, p.wire) {
+		return fmt.Errorf("base URL %q is an endpoint of the %s API, but %s speaks the %s API", base, ws[0], name, p.wire)
 	}
 	switch {
 	case strings.Contains(u.Path, "/deployments/"):

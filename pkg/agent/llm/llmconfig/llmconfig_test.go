@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/openai"
 )
 
 func TestParse(t *testing.T) {
@@ -295,5 +296,24 @@ func TestSpecModelsStream(t *testing.T) {
 	}
 	if len(streamed) != 2 || streamed[0] != true || streamed[1] != nil {
 		t.Fatalf("stream flags sent = %v", streamed)
+	}
+}
+
+// openai-responses selects the Responses API client.
+func TestResponsesProvider(t *testing.T) {
+	m, err := NewModel("openai-responses:gpt-5-codex", Options{Getenv: func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "sk-x"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(*openai.ResponsesClient); !ok || !strings.HasSuffix(fmt.Sprint(m), "@https://api.openai.com/v1/responses") {
+		t.Fatalf("model = %T %v", m, m)
+	}
+	if _, err := Parse("openai-responses:m@https://gw.example/v1/responses"); err == nil || !strings.Contains(err.Error(), "already ends with /responses") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -77,3 +77,32 @@ func FuzzComplete(f *testing.F) {
 		checkResult(t, resp, err)
 	})
 }
+
+func FuzzResponses(f *testing.F) {
+	addFiles(f, "responses_tool_call.json", "responses_text.json", "responses_refusal.json")
+	f.Fuzz(func(t *testing.T, body string) {
+		c, err := openai.NewResponses(openai.Config{Model: "m", BaseURL: "http://fuzz/v1", HTTPClient: fixedClient(200, "application/json", body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Complete(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("x")}})
+		checkResult(t, resp, err)
+	})
+}
+
+func FuzzResponsesStream(f *testing.F) {
+	addFiles(f, "responses_stream.sse")
+	f.Add("data: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"function_call\",\"arguments\":\"[\"}]}}\n\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		c, err := openai.NewResponses(openai.Config{Model: "m", BaseURL: "http://fuzz/v1", HTTPClient: fixedClient(200, "text/event-stream", body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stream(context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := llm.Collect(st)
+		checkResult(t, resp, err)
+	})
+}

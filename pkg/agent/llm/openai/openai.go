@@ -58,8 +58,22 @@ type Client struct {
 
 // New validates cfg and returns a client. Errors name the field.
 func New(cfg Config) (*Client, error) {
+	hc, base, h, err := setup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{model: cfg.Model, http: hc, noUsage: cfg.NoStreamUsage}
+	c.ep = &httpx.Endpoint{HTTP: c.http, URL: base + "/chat/completions", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
+	return c, nil
+}
+
+// setup validates what both OpenAI APIs share: the model, base URL and
+// headers; it returns the HTTP client and the base URL without its
+// trailing slash.
+func setup(cfg Config) (*httpx.Client, string, http.Header, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, &llm.Error{Kind: llm.KindConfig, Message: "openai: Model is required"}
+		return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: "openai: Model is required"}
 	}
 	base := cfg.BaseURL
 	if base == "" {
@@ -67,7 +81,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: BaseURL %q must be an absolute http or https URL", base)}
+		return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: BaseURL %q must be an absolute http or https URL", base)}
 	}
 	provider := cfg.Provider
 	if provider == "" {
@@ -77,19 +91,13 @@ func New(cfg Config) (*Client, error) {
 	for k, v := range cfg.Headers {
 		switch http.CanonicalHeaderKey(k) {
 		case "Authorization", "Content-Type":
-			return nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: Headers cannot set %s", k)}
+			return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: Headers cannot set %s", k)}
 		}
 		h.Set(k, v)
 	}
-	c := &Client{
-		model: cfg.Model,
-		http: &httpx.Client{Provider: provider, HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
-			AuthHeader: "Authorization", AuthPrefix: "Bearer "},
-		noUsage: cfg.NoStreamUsage,
-	}
-	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/chat/completions", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
-	return c, nil
+	hc := &httpx.Client{Provider: provider, HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
+		AuthHeader: "Authorization", AuthPrefix: "Bearer "}
+	return hc, strings.TrimRight(base, "/"), h, nil
 }
 
 func httpClient(hc *http.Client) *http.Client {
