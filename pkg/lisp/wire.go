@@ -1,0 +1,144 @@
+package lisp
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// DecodeMsgpack decodes one msgpack value (a tool reply from NATS) straight
+// into interpreter values, in one pass: no intermediate map[string]any.
+// The result is host data (see IsHostData) equal to what FromGo gives for
+// messages.Unmarshal of the same bytes: the same bounds (CheckBounds runs
+// first: declared lengths, nesting, value count), the same scalars (every
+// integer an int64 unless it needs a float64, binary as a string), map
+// keys as strings (other keys by their printed form, the last of repeated
+// keys wins), trailing bytes and malformed input are errors, never panics.
+func DecodeMsgpack(data []byte) (v Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("lisp: decode msgpack: malformed input: %v", p)
+		}
+	}()
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, err
+	}
+	r := bytes.NewReader(data)
+	w := wireDecoder{d: msgpack.NewDecoder(r), cv: converter{shapes: &shapeCache{}}}
+	w.d.UseLooseInterfaceDecoding(true)
+	w.d.SetMapDecoder(goMap) // maps inside map keys, as messages.Unmarshal reads them
+	w.cv.intern = true
+	v, err = w.value()
+	if err != nil {
+		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("lisp: decode msgpack: %d trailing bytes", r.Len())
+	}
+	return v, nil
+}
+
+// wireDecoder builds interpreter values from a msgpack stream, boxing and
+// sharing key shapes as FromGo does.
+type wireDecoder struct {
+	d  *msgpack.Decoder
+	cv converter
+}
+
+func (w *wireDecoder) value() (Value, error) {
+	c, err := w.d.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		return w.mapValue(nil)
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := w.d.DecodeArrayLen()
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		items := make([]Value, n)
+		var slab []smallMapAlloc // records laid out together, as fromSlice does
+		for i := range items {
+			if pc, _ := w.d.PeekCode(); msgpcode.IsFixedMap(pc) && pc != msgpcode.FixedMapLow {
+				if len(slab) == 0 {
+					slab = make([]smallMapAlloc, min(n-i, 256))
+				}
+				items[i], err = w.mapValue(&slab[0])
+				slab = slab[1:]
+			} else {
+				items[i], err = w.value()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		return &Vector{items: items, host: true}, nil
+	}
+	x, err := w.d.DecodeInterfaceLoose()
+	if err != nil {
+		return nil, err
+	}
+	nx, err := messages.Normalize(x)
+	if err != nil {
+		return nil, err
+	}
+	return w.cv.from(nx)
+}
+
+// mapValue decodes a map, placing a small one in a when a is not nil.
+func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
+	n, err := w.d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	b := newMapBuilder(n)
+	b.shapes = w.cv.shapes
+	for range n {
+		k, err := w.d.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		ks, ok := k.(string)
+		if !ok {
+			ks = fmt.Sprint(k)
+		}
+		v, err := w.value()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ks, err)
+		}
+		b.set(ks, v)
+	}
+	return hostMap(b.buildIn(a)), nil
+}
+
+// goMap decodes a msgpack map as map[string]any the way messages.Unmarshal
+// does (non-string keys by their printed form); DecodeMsgpack needs it
+// only for map keys that are themselves maps.
+func goMap(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	m := make(map[string]any, min(n, 1024))
+	for range n {
+		k, err := d.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.DecodeInterfaceLoose()
+		if err != nil {
+			return nil, err
+		}
+		ks, ok := k.(string)
+		if !ok {
+			ks = fmt.Sprint(k)
+		}
+		m[ks] = v
+	}
+	return m, nil
+}
