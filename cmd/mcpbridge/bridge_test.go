@@ -389,18 +389,26 @@ func TestHTTPServerRestartIsFollowed(t *testing.T) {
 }
 
 func TestToolListChangesAreFollowed(t *testing.T) {
-	f := startFleet(t)
-	f.startBridge(t, stdioConfig("mcptest"))
-	f.waitTools(t, "grow")
-	box := f.toolbox(t, "grow", "late")
-	ctx := testContext(t)
-	if _, err := box.Call(ctx, "grow", nil); err != nil {
-		t.Fatal(err)
-	}
-	f.waitTools(t, "late", "grow", "add")
-	got, err := box.Call(ctx, "late", nil)
-	if err != nil || got != "late" {
-		t.Fatalf("late tool: %#v, %v", got, err)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			f := startFleet(t)
+			cfg := stdioConfig("mcptest")
+			if transport == "http" {
+				cfg = &Config{Servers: []ServerConfig{{Name: "mcptest", URL: startHTTPServer(t).URL}}}
+			}
+			f.startBridge(t, cfg)
+			f.waitTools(t, "grow")
+			box := f.toolbox(t, "grow", "late")
+			ctx := testContext(t)
+			if _, err := box.Call(ctx, "grow", nil); err != nil {
+				t.Fatal(err)
+			}
+			f.waitTools(t, "late", "grow", "add")
+			got, err := box.Call(ctx, "late", nil)
+			if err != nil || got != "late" {
+				t.Fatalf("late tool: %#v, %v", got, err)
+			}
+		})
 	}
 }
 

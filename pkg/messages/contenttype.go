@@ -26,9 +26,10 @@ const (
 	ContentTypeJSON = "application/json"
 )
 
-// MaxJSONBytes bounds a JSON body: the largest message the fleet's
-// streams accept inline.
-const MaxJSONBytes = MaxMissionBytes
+// MaxJSONBytes bounds a JSON body before it is parsed: 64 MiB, the largest
+// payload a NATS server can be configured to carry (servers carry 1 MiB by
+// default, and streams less; those limits apply first).
+const MaxJSONBytes = 64 << 20
 
 // IsJSON reports whether a Content-Type header value names JSON
 // (parameters such as charset are ignored). An empty value is msgpack.

@@ -68,7 +68,6 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{ContentTypeJSON, `{"v":1,`, "JSON: unexpected EOF"},
 		{ContentTypeJSON, `{"context":{"n":1e999}}`, "context.n: number 1e999 is out of range"},
 		{ContentTypeJSON, `{"agent":{"prompt":"p","sub_agents":{"a":{"prompt":5}}}}`, "decode"},
-		{ContentTypeJSON, `"` + strings.Repeat("x", MaxJSONBytes) + `"`, "larger than"},
 		{"text/plain", `x`, `content type "text/plain" is not`},
 	} {
 		var m Mission
@@ -76,6 +75,26 @@ func TestDecodeJSONErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.60s: %v, want %q", c.body, err, c.want)
 		}
+	}
+}
+
+func TestDecodeJSONBounds(t *testing.T) {
+	// A large tool response (more than a mission may be) decodes.
+	big := `{"v":1,"call_id":"1","result":"` + strings.Repeat("x", 900<<10) + `"}`
+	var r ToolResponse
+	if err := DecodeJSON([]byte(big), &r); err != nil || len(r.Result.(string)) != 900<<10 {
+		t.Fatalf("900 KiB response: %v", err)
+	}
+	// Beyond the bound, nothing is parsed.
+	huge := make([]byte, MaxJSONBytes+1)
+	if err := DecodeJSON(huge, &r); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("oversized body: %v", err)
+	}
+	// Nesting beyond the decoder's bound is an error, not a crash.
+	deep := `{"v":1,"call_id":"1","tool":"t","args":{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`
+	var q ToolRequest
+	if err := DecodeJSON([]byte(deep), &q); err == nil {
+		t.Fatal("600 levels of nesting decoded")
 	}
 }
 
