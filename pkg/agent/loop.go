@@ -230,7 +230,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		progStart := time.Now()
 		t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
 		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
-			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxSteps: a.maxSteps(), MaxMemoryBytes: -1,
+			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxSteps: a.maxSteps(), MemoryLimit: -1,
 			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
 			Scrub: sec.hook(),
 		})

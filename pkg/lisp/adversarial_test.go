@@ -42,7 +42,7 @@ func TestAdversarial(t *testing.T) {
 		{"huge source", "(+ " + strings.Repeat("1 ", 200000) + ")", []string{"parse_error"}, Options{}},
 		{"for product", `(count (for [a (range 1000) b (range 1000) c (range 1000)] 1))`, []string{"memory_limit", "timeout", "step_limit"}, Options{}},
 		{"iterate forever", `(reduce + (iterate inc 0))`, []string{"memory_limit", "timeout", "step_limit"}, Options{}},
-		{"memory size", `(def big (apply str (repeat 200000 "x")))`, []string{"memory_limit"}, Options{MaxMemoryBytes: 100_000}},
+		{"memory size", `(def big (apply str (repeat 200000 "x")))`, []string{"memory_limit"}, Options{MemoryLimit: 100_000}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

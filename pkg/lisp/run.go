@@ -3,6 +3,7 @@ package lisp
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -17,9 +18,11 @@ const (
 	// DefaultMaxMemory bounds the memory a program holds at once (what it
 	// builds and keeps; host data does not count). It admits the
 	// benchmark pipelines over 100k records with room to spare.
-	DefaultMaxMemory      = 64 << 20
-	DefaultMaxDepth       = 10000
-	DefaultMaxMemoryBytes = 1 << 20
+	DefaultMaxMemory = 64 << 20
+	DefaultMaxDepth  = 10000
+	// DefaultMemoryLimit bounds the printed size of memory after a run:
+	// the agents' memory_limit default.
+	DefaultMemoryLimit = messages.DefaultMemoryLimit
 	// DefaultStepsPerSecond sizes the default step budget per second of
 	// timeout. It sits above what the interpreter runs (≈ 100M simple steps
 	// a second on the 2-core CI machine) so that a runaway loop ends on the
@@ -62,9 +65,10 @@ type Options struct {
 	LoopLimit int64
 	// MaxDepth caps nested function calls (default DefaultMaxDepth).
 	MaxDepth int
-	// MaxMemoryBytes caps the printed size of memory after the run
-	// (default DefaultMaxMemoryBytes; negative: unlimited).
-	MaxMemoryBytes int
+	// MemoryLimit caps the printed size of memory after the run in bytes
+	// (default DefaultMemoryLimit; negative: unlimited); an agent's
+	// memory_limit.
+	MemoryLimit int64
 	// MaxToolCalls caps tool calls per run (0: unlimited).
 	MaxToolCalls int
 	// MemoryContract applies the Memory Result Contract (docs/agent.md) to a
@@ -289,17 +293,18 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 			}
 		}
 	}
-	if limit := opts.MaxMemoryBytes; limit >= 0 {
+	if limit := opts.MemoryLimit; limit >= 0 {
 		if limit == 0 {
-			limit = DefaultMaxMemoryBytes
+			limit = DefaultMemoryLimit
 		}
-		size := 0
+		var size int64
+		maxLen := int(min(limit, math.MaxInt32)) + 1
 		for k, mv := range newMem {
 			if IsHostData(mv) {
-				size += len(k) // the host's data, kept by reference
+				size += int64(len(k)) // the host's data, kept by reference
 				continue
 			}
-			size += len(k) + len(Sprint(mv, PrintOptions{NoFirewall: true, MaxLen: limit + 1}))
+			size += int64(len(k) + len(Sprint(mv, PrintOptions{NoFirewall: true, MaxLen: maxLen})))
 			if size > limit {
 				break
 			}

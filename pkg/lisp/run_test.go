@@ -134,7 +134,7 @@ func TestClosuresPersistAcrossRuns(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	_, err := Exec(context.Background(), `(def big (apply str (repeat 5000 "x")))`, Options{MaxMemoryBytes: 1000})
+	_, err := Exec(context.Background(), `(def big (apply str (repeat 5000 "x")))`, Options{MemoryLimit: 1000})
 	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "memory limit exceeded: ") {
 		t.Fatalf("got %v", err)
 	}
@@ -200,7 +200,7 @@ func TestStepIsPlainData(t *testing.T) {
 }
 
 func TestPreviewOfSharedStructure(t *testing.T) {
-	res, err := Exec(context.Background(), `(def v (loop [v [1] i 0] (if (< i 60) (recur [v v v v v v] (inc i)) v))) 1`, Options{MaxMemoryBytes: -1})
+	res, err := Exec(context.Background(), `(def v (loop [v [1] i 0] (if (< i 60) (recur [v v v v v v] (inc i)) v))) 1`, Options{MemoryLimit: -1})
 	if err == nil {
 		t.Fatal("want memory limit on commit")
 	}
@@ -248,7 +248,7 @@ func bigRecords(n int) []any {
 func TestDefKeepsLargeToolResult(t *testing.T) {
 	recs := bigRecords(100_000)
 	tools := Tools{"list": ToolFunc(func(context.Context, map[string]any) (any, error) { return recs, nil })}
-	opts := Options{Tools: tools, Timeout: time.Minute, MaxMemoryBytes: -1, MaxMemory: -1}
+	opts := Options{Tools: tools, Timeout: time.Minute, MemoryLimit: -1, MaxMemory: -1}
 	res, err := Exec(context.Background(), `(def xs (tool/list {})) (count xs)`, opts)
 	if err != nil {
 		t.Fatalf("def of a %d-record tool result: %v", len(recs), err)
