@@ -112,7 +112,7 @@ function renderStep(step) {
         const res = c.error ? el("span", { class: "err" }, "✗ " + c.error) : el("span", { class: "mono" }, preview(c.result));
         tbl.append(el("tr", { class: "tool-call" }, el("td", { class: "mono" }, c.name), el("td", { class: "mono" }, preview(c.args)),
           el("td", {}, dur(c.duration)), el("td", {}, res)));
-        if (c.child) tbl.append(el("tr", {}, el("td", { colspan: 4 }, el("div", { class: "sub" }, el("div", { class: "label" }, "sub-agent " + c.name), renderStep(c.child)))));
+        if (c.child) tbl.append(el("tr", {}, el("td", { colspan: 4, class: "subcell" }, el("div", { class: "sub" }, el("div", { class: "label" }, "sub-agent " + c.name), renderStep(c.child)))));
       }
       turn.append(el("div", { class: "label" }, "tool calls"), tbl);
     }
