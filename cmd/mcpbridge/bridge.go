@@ -113,6 +113,10 @@ type ServerState struct {
 	LastError string
 	// Restarts counts the sessions started after the first.
 	Restarts int
+	// Notes say where a tool's schema could not be expressed as a
+	// signature ("tool add: input.properties.x: $ref is not supported;
+	// typed :any"), and which listed tools were skipped.
+	Notes []string
 }
 
 // Status reports each server's state.
@@ -120,7 +124,8 @@ func (b *Bridge) Status() []ServerState {
 	out := make([]ServerState, 0, len(b.servers))
 	for _, s := range b.servers {
 		s.mu.Lock()
-		st := ServerState{Name: s.cfg.Name, Connected: s.session != nil, LastError: s.lastErr, Restarts: max(s.sessions-1, 0)}
+		st := ServerState{Name: s.cfg.Name, Connected: s.session != nil, LastError: s.lastErr, Restarts: max(s.sessions-1, 0),
+			Notes: append([]string(nil), s.notes...)}
 		for n := range s.tools {
 			st.Tools = append(st.Tools, n)
 		}
@@ -144,6 +149,7 @@ type server struct {
 	tools    map[string]*bridgedTool
 	lastErr  string
 	sessions int
+	notes    []string // of the last listing
 }
 
 // bridgedTool is one exposed tool.
@@ -320,8 +326,9 @@ func (s *server) relist(ctx context.Context, cs *mcp.ClientSession) error {
 			return errors.New("list tools: more than 10000 tools")
 		}
 	}
-	tools := s.expose(listed)
+	tools, notes := s.expose(listed)
 	s.mu.Lock()
+	s.notes = notes
 	same := s.svc != nil && sameTools(s.tools, tools)
 	s.mu.Unlock()
 	if same {
@@ -386,7 +393,8 @@ func sameTools(a, b map[string]*bridgedTool) bool {
 
 // expose applies the allow-list and renames, and converts each tool's
 // schemas to a signature.
-func (s *server) expose(listed []*mcp.Tool) map[string]*bridgedTool {
+func (s *server) expose(listed []*mcp.Tool) (map[string]*bridgedTool, []string) {
+	var notes []string
 	byName := make(map[string]*mcp.Tool, len(listed))
 	for _, t := range listed {
 		byName[t.Name] = t
@@ -396,6 +404,7 @@ func (s *server) expose(listed []*mcp.Tool) map[string]*bridgedTool {
 		for _, t := range listed {
 			if !messages.ValidName(t.Name) || t.Name == "return" || t.Name == "fail" {
 				s.log.Warn().Str("tool", t.Name).Msg("tool skipped: its name is not a valid fleet tool name; allow it under another name (tools: [{name, as}])")
+				notes = append(notes, fmt.Sprintf("tool %s: skipped: not a valid fleet tool name; allow it under another name", t.Name))
 				continue
 			}
 			rules = append(rules, ToolRule{Name: t.Name})
@@ -406,11 +415,13 @@ func (s *server) expose(listed []*mcp.Tool) map[string]*bridgedTool {
 		t, ok := byName[r.Name]
 		if !ok {
 			s.log.Warn().Str("tool", r.Name).Msg("allowed tool is not listed by the server")
+			notes = append(notes, fmt.Sprintf("tool %s: allowed but not listed by the server", r.Name))
 			continue
 		}
-		sig, untyped, notes := signature.FromJSONSchema(t.InputSchema, t.OutputSchema)
-		for _, n := range notes {
+		sig, untyped, schemaNotes := signature.FromJSONSchema(t.InputSchema, t.OutputSchema)
+		for _, n := range schemaNotes {
 			s.log.Warn().Str("tool", t.Name).Str("note", n).Msg("schema feature not expressible as a signature")
+			notes = append(notes, fmt.Sprintf("tool %s: %s", t.Name, n))
 		}
 		bt := &bridgedTool{mcpName: t.Name, description: t.Description}
 		if !untyped {
@@ -421,7 +432,7 @@ func (s *server) expose(listed []*mcp.Tool) map[string]*bridgedTool {
 		}
 		out[r.exposed()] = bt
 	}
-	return out
+	return out, notes
 }
 
 // call forwards one fleet tool call to the MCP server.

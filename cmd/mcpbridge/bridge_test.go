@@ -245,8 +245,19 @@ func TestMCPToolErrorReachesTheModel(t *testing.T) {
 
 func TestMCPSchemasDegrade(t *testing.T) {
 	f := startFleet(t)
-	f.startBridge(t, stdioConfig("mcptest"))
+	b := f.startBridge(t, stdioConfig("mcptest"))
 	found := f.waitTools(t, "odd_union", "odd_names")
+	notes := strings.Join(b.Status()[0].Notes, "\n")
+	for _, want := range []string{
+		"tool odd_union: input.properties.id: anyOf with 2 alternatives is not supported; typed :any",
+		"tool odd_union: input.properties.ref: $ref is not supported; typed :any",
+		`tool odd_names: input.properties: the names "file-path" are not signature names`,
+		"tool bad.name: skipped: not a valid fleet tool name",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("status notes lack %q:\n%s", want, notes)
+		}
+	}
 	if got := found["odd_union"].Signature; got != "(id :any, n :int, ref :any?) -> :any" {
 		t.Errorf("odd_union signature = %q", got)
 	}

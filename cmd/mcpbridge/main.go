@@ -14,13 +14,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -30,7 +34,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "mcpbridge:", err)
 		}
@@ -38,7 +42,9 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer) error {
+// run runs the bridge until ctx ends; bound, when not nil, receives the
+// address of the health and status endpoints once they listen.
+func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer, bound chan<- string) error {
 	fs := flag.NewFlagSet("mcpbridge", flag.ContinueOnError)
 	fs.SetOutput(logOut)
 	var (
@@ -50,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	natsOpts.Register(fs)
 	logOpts.Register(fs)
 	fs.StringVar(&configPath, "mcp-config", "", "the bridge's configuration file (YAML or JSON): the MCP servers to serve")
-	fs.StringVar(&healthAddr, "health-addr", ":8083", "address of the /healthz and /readyz endpoints (empty: off)")
+	fs.StringVar(&healthAddr, "health-addr", ":8083", "address of the /healthz, /readyz and /status endpoints (empty: off)")
 	cli.Usage(fs, "mcpbridge -mcp-config FILE [flags]")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,16 +95,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	hctx, stopHealth := context.WithCancel(context.Background())
-	defer stopHealth()
-	health := cli.Health{Ready: func() error {
-		if !nc.IsConnected() {
-			return errors.New("nats disconnected")
-		}
-		return nil
-	}}
 	if healthAddr != "" {
-		go func() { _ = health.Serve(hctx, healthAddr, nil) }()
+		health := cli.Health{Ready: func() error {
+			if !nc.IsConnected() {
+				return errors.New("nats disconnected")
+			}
+			return nil
+		}}
+		mux := http.NewServeMux()
+		mux.Handle("/", health.Handler())
+		// /status: each MCP server's connection, tools, last error and
+		// schema notes, as JSON.
+		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(b.Status())
+		})
+		ln, err := net.Listen("tcp", healthAddr)
+		if err != nil {
+			return fmt.Errorf("health endpoints: %w", err)
+		}
+		if bound != nil {
+			bound <- ln.Addr().String()
+		}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
 	}
 	return b.Run(ctx)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +25,7 @@ func TestRunNeedsConfigAndNATS(t *testing.T) {
 		{map[string]string{"PTC_MCP_CONFIG": "/nonexistent.yaml", "PTC_NATS_URL": "nats://127.0.0.1:1"}, "config: open /nonexistent.yaml"},
 	} {
 		var out bytes.Buffer
-		err := run(context.Background(), nil, func(k string) string { return c.env[k] }, &out)
+		err := run(context.Background(), nil, func(k string) string { return c.env[k] }, &out, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("env %v: %v, want %q", c.env, err, c.want)
 		}
@@ -51,7 +53,8 @@ func TestRunServesConfiguredServers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var logs bytes.Buffer
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs) }()
+	bound := make(chan string, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs, bound) }()
 	nc, err := srv.Conn()
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +70,16 @@ func TestRunServesConfiguredServers(t *testing.T) {
 			t.Fatalf("tools not served: %v", tools)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get("http://" + <-bound + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []ServerState
+	err = json.NewDecoder(resp.Body).Decode(&status)
+	resp.Body.Close()
+	if err != nil || len(status) != 1 || !status[0].Connected || strings.Join(status[0].Tools, ",") != "add" {
+		t.Errorf("/status = %+v, %v", status, err)
 	}
 	cancel()
 	if err := <-done; err != nil {
