@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +42,12 @@ type Journal struct {
 	js        jetstream.JetStream
 	missionID string
 	subject   string
+
+	// broken is set once a write failed for journalWriteWait: later
+	// writes of this run are skipped (the run goes on unjournaled rather
+	// than waiting on every answer).
+	broken    atomic.Bool
+	writeWait time.Duration // journalWriteWait unless a test shortens it
 
 	mu       sync.Mutex
 	recorded map[string][]byte // earlier attempts' entries by full key
@@ -131,10 +138,15 @@ func (j *Journal) Replay(base string) (data []byte, ok bool) {
 	return data, true
 }
 
+// journalWriteWait bounds the retries of one journal write.
+const journalWriteWait = 5 * time.Second
+
 // Record stores data as the answer to the next occurrence of base and
 // returns once JetStream has it. A failed write is retried with backoff
-// until ctx ends; the error is returned then (the caller may still use
-// the answer: the work is only done again if this attempt dies too).
+// for up to journalWriteWait (and never past ctx); the error is returned
+// then and the journal stops writing for the rest of the run (the caller
+// still uses the answer: the work is only done again if this attempt dies
+// too).
 func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	if j == nil {
 		return nil
@@ -143,6 +155,15 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	k := j.next[base]
 	j.next[base] = k + 1
 	j.mu.Unlock()
+	if j.broken.Load() {
+		return fmt.Errorf("fleet: journal %s: not written (an earlier write failed)", j.missionID)
+	}
+	wait := j.writeWait
+	if wait <= 0 {
+		wait = journalWriteWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
 	key := base + "#" + strconv.Itoa(k)
 	msg := &nats.Msg{Subject: j.subject, Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderJournalKey, key)
@@ -156,6 +177,7 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 		}
 		select {
 		case <-ctx.Done():
+			j.broken.Store(true)
 			return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
 		case <-time.After(backoff):
 		}
