@@ -160,14 +160,19 @@ var builtinTable = sync.OnceValue(func() map[string]*Builtin {
 	return m
 })
 
-// facts returns the entry of builtin name for its optimiser facts (the
-// zero entry, which claims nothing, when there is none).
-func facts(name string) entry {
-	if e, ok := builtinEntries()[name]; ok {
-		return *e
+// facts returns the entry of builtin name for its optimiser facts, or the
+// zero entry, which claims nothing, when there is none. The compiler asks
+// for every call head, so this is one map lookup and no copy; callers
+// only read the entry.
+func facts(name string) *entry {
+	if e := builtinEntries()[name]; e != nil {
+		return e
 	}
-	return entry{}
+	return &noFacts
 }
+
+// noFacts is the zero entry (never written).
+var noFacts entry
 
 // refLine is a line of the model's language reference.
 type refLine int
