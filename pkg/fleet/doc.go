@@ -16,7 +16,13 @@
 //     name and turns no-responders, timeouts and service errors into
 //     *ToolError values whose text a model can read.
 //   - EnsureStores creates or updates the streams, consumers and buckets
-//     (docs/fleet.md has the layout); clients and workers call it at start.
+//     (docs/fleet.md has the layout), reading before it writes and retrying
+//     transient failures, so every worker can call it at start on a cluster
+//     in any state; with StoreConfig.VerifyOnly it only waits for them.
+//   - Journal: each mission's model replies and tool results, recorded
+//     before use, so a redelivered mission replays them instead of paying
+//     again; tool calls carry an Idempotency-Key and a ToolService can run
+//     each key at most once (DedupConfig).
 //
 // The embedded NATS server lives in pkg/fleet/embedded so that importing this
 // package does not link the server.
@@ -24,7 +30,10 @@
 // Delivery is at least once; results are exactly once visible: the result
 // subject keeps one message (MaxMsgsPerSubject 1, ExpectLastSequencePerSubject
 // 0, Msg-Id "<id>/final"), a second writer reads the stored result back, and
-// the mission is acked only after its result is stored.
+// the mission is acked only after its result is stored, and a redelivered
+// mission whose result exists is acked without running. The work in
+// between is durable too: what a dead worker already received is replayed
+// from the journal (docs/fleet.md, "Durable missions").
 //
 // Nothing here uses global state or a global logger: loggers are injected
 // (zerolog), every blocking call takes a context, and connections belong to
