@@ -62,7 +62,7 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 	}
 	if names := memoryNames(res.Memory); len(names) > 0 {
 		for i, n := range names {
-			names[i] = sec.redact(n) // a name can be a firewalled value (a map key merged into memory)
+			names[i] = sec.redact(n, true) // a name can be a firewalled value (a map key merged into memory)
 		}
 		fmt.Fprintf(&b, "Memory: %s\n", strings.Join(names, ", "))
 	}
@@ -94,7 +94,7 @@ func omissionNotes(sec *secrets, res *lisp.Result, lim PromptLimit) []string {
 		}
 		n := collLen(v)
 		if n > lim.List {
-			notes = append(notes, fmt.Sprintf("%d more items omitted. Full data available in ctx/%s", n-lim.List, sec.redact(name)))
+			notes = append(notes, fmt.Sprintf("%d more items omitted. Full data available in ctx/%s", n-lim.List, sec.redact(name, true)))
 		}
 		return true
 	})

@@ -36,6 +36,9 @@ const maxSecretPrefix = 16 << 10
 type secrets struct {
 	mu  sync.Mutex
 	set map[string]struct{}
+	// fields holds the keys under "_" keys shaped like field names (see
+	// isFieldName): hidden where printed as values, never as keys.
+	fields map[string]struct{}
 	// nums holds the decimal forms of firewalled integers of at least
 	// minSecretDigits digits.
 	nums map[string]struct{}
@@ -88,8 +91,8 @@ func (s *secrets) collectLocked(v any, under bool) {
 	case map[string]any:
 		for k, e := range x {
 			fw := under || signature.IsFirewalled(k)
-			if under && !isFieldName(k) {
-				s.add(k)
+			if under {
+				s.addKey(k)
 			}
 			s.collectLocked(e, fw)
 		}
@@ -104,8 +107,15 @@ func (s *secrets) collectLocked(v any, under bool) {
 			return
 		}
 		x.Each(func(k, e lisp.Value) bool {
-			if under && !isFieldNameKey(k) {
-				s.collectLocked(k, true)
+			if under {
+				switch k := k.(type) {
+				case string:
+					s.addKey(k)
+				case *lisp.Keyword:
+					s.addKey(k.Name)
+				default:
+					s.collectLocked(k, true)
+				}
 			}
 			s.collectLocked(e, under || isFirewalledKey(k))
 			return true
@@ -161,16 +171,6 @@ func isFieldName(k string) bool {
 	return true
 }
 
-func isFieldNameKey(k lisp.Value) bool {
-	switch x := k.(type) {
-	case string:
-		return isFieldName(x)
-	case *lisp.Keyword:
-		return isFieldName(x.Name)
-	}
-	return false
-}
-
 func isFirewalledKey(k lisp.Value) bool {
 	switch x := k.(type) {
 	case string:
@@ -179,6 +179,18 @@ func isFirewalledKey(k lisp.Value) bool {
 		return signature.IsFirewalled(x.Name)
 	}
 	return false
+}
+
+// addKey records a map key found under a "_" key.
+func (s *secrets) addKey(k string) {
+	if !isFieldName(k) {
+		s.add(k)
+		return
+	}
+	if s.fields == nil {
+		s.fields = map[string]struct{}{}
+	}
+	s.fields[k] = struct{}{}
 }
 
 func (s *secrets) add(x string) {
@@ -235,21 +247,26 @@ func (s *secrets) addNum(n int64) {
 	}
 }
 
-// has reports whether x is a recorded secret.
-func (s *secrets) has(x string) bool {
+// has reports whether x is a recorded secret; as a value (key false) a
+// field-name key recorded under a "_" key counts too.
+func (s *secrets) has(x string, key bool) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.set[x]
-	return ok
+	if _, ok := s.set[x]; ok {
+		return true
+	}
+	_, ok := s.fields[x]
+	return ok && !key
 }
 
 // redact is the printers' Scrub hook: a recorded secret, whatever its
-// length, becomes <Firewalled>; any other string is scrubbed.
-func (s *secrets) redact(x string) string {
-	if s.has(x) {
+// length, becomes <Firewalled>; any other string is scrubbed. key is true
+// for a map key or a name (memory names are keys).
+func (s *secrets) redact(x string, key bool) string {
+	if s.has(x, key) {
 		return firewalledText
 	}
 	return s.scrub(x)
@@ -260,13 +277,13 @@ func (s *secrets) redact(x string) string {
 func (s *secrets) redactData(v any) any {
 	switch x := v.(type) {
 	case string:
-		if s.has(x) {
+		if s.has(x, false) {
 			return firewalledText
 		}
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if s.has(k) {
+			if s.has(k, true) {
 				k = firewalledText
 			}
 			out[k] = s.redactData(e)
@@ -283,7 +300,7 @@ func (s *secrets) redactData(v any) any {
 }
 
 // hook returns the Scrub hook for lisp printers.
-func (s *secrets) hook() func(string) string {
+func (s *secrets) hook() func(string, bool) string {
 	if s == nil {
 		return nil
 	}

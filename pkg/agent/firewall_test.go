@@ -84,15 +84,16 @@ func TestFirewallPrintLongSecret(t *testing.T) {
 	noLeak(t, m.Requests(), body)
 }
 
-// Field-name keys under a "_" key are structure, not data: they are not
-// recorded, so public fields of the same name stay readable.
-func TestFirewallFieldNameKeysNotRecorded(t *testing.T) {
+// Field-name keys under a "_" key may be data (user names) or structure
+// (a record's fields): printed as values they are hidden, printed as keys
+// they are not, so public fields of the same name stay readable.
+func TestFirewallFieldNameKeys(t *testing.T) {
 	rec := map[string]any{"id": int64(1), "name": "Bob", "_raw": map[string]any{"id": int64(1), "name": "Robert-private", "e-mail": "x"}}
 	a := mustNew(t, Spec{Prompt: "Read", Tools: map[string]Tool{"get": constTool(rec)}})
 	_, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(def r (tool/get {})) (println (sort (keys (:_raw r)))) r`),
 		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains(`Output:
-["e-mail" "id" "name"]`, `Result: {"_raw" <Firewalled> "id" 1 "name" "Bob"}`)),
+[<Firewalled> <Firewalled> <Firewalled>]`, `Result: {"_raw" <Firewalled> "id" 1 "name" "Bob"}`)),
 	)
 	if err != nil {
 		t.Fatal(err)

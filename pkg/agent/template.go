@@ -138,13 +138,13 @@ func (t *Template) Render(data map[string]any) string { return t.render(data, ni
 
 // render is Render with every rendered string passed through scrub (the
 // firewall's redact hook; nil: none).
-func (t *Template) render(data map[string]any, scrub func(string) string) string {
+func (t *Template) render(data map[string]any, scrub func(string, bool) string) string {
 	var b strings.Builder
 	renderNodes(&b, t.nodes, []any{data}, scrub)
 	return b.String()
 }
 
-func renderNodes(b *strings.Builder, nodes []tnode, stack []any, scrub func(string) string) {
+func renderNodes(b *strings.Builder, nodes []tnode, stack []any, scrub func(string, bool) string) {
 	for _, n := range nodes {
 		switch n.kind {
 		case 0:
@@ -236,10 +236,10 @@ func lookupVia(stack []any, path []string, asPlain func(any) any) (any, bool) {
 
 // renderValue prints a value for a prompt: strings raw, the rest as
 // firewalled PTC-Lisp data.
-func renderValue(v any, scrub func(string) string) string {
+func renderValue(v any, scrub func(string, bool) string) string {
 	if s, ok := v.(string); ok {
 		if scrub != nil {
-			return scrub(s)
+			return scrub(s, false)
 		}
 		return s
 	}

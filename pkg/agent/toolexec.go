@@ -119,7 +119,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 			// its length (the tree's scrubber catches longer ones inside
 			// other text)
 			f := *child.Fail
-			f.Message = rs.tree.secrets.redact(f.Message)
+			f.Message = rs.tree.secrets.redact(f.Message, false)
 			return nil, fmt.Errorf("sub-agent %s failed: %s", bt.name, f.Error())
 		}
 		// The child's return is validated by the child's own run.

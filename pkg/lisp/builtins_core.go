@@ -338,7 +338,7 @@ func (th *Thread) printCapped(v Value, raw bool) string {
 
 // printArgs renders println (raw) or prn arguments as one line; scrub
 // (Options.Scrub, may be nil) rewrites every string before it is printed.
-func printArgs(a []Value, raw bool, scrub func(string) string) string {
+func printArgs(a []Value, raw bool, scrub func(string, bool) string) string {
 	parts := make([]string, len(a))
 	for i, v := range a {
 		if raw {
@@ -349,13 +349,13 @@ func printArgs(a []Value, raw bool, scrub func(string) string) string {
 				}
 				parts[i] = b.String()
 				if scrub != nil {
-					parts[i] = scrub(parts[i])
+					parts[i] = scrub(parts[i], false)
 				}
 				continue
 			}
 			if s, ok := v.(string); ok {
 				if scrub != nil {
-					s = scrub(s)
+					s = scrub(s, false)
 				}
 				parts[i] = s
 				continue

@@ -51,7 +51,7 @@ type host struct {
 	maxCalls int
 	nCalls   int
 	memKeys  func() []string
-	scrub    func(string) string // Options.Scrub
+	scrub    func(string, bool) string // Options.Scrub
 }
 
 func (h *host) keyword(name string) *Keyword {

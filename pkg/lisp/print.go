@@ -24,11 +24,12 @@ type PrintOptions struct {
 	FloatDigits int
 	// MaxLen stops printing after about this many bytes (0: no cap).
 	MaxLen int
-	// Scrub, when set, rewrites every string, keyword name and map key
-	// before it is printed and before any cut (the agent's firewall hides
-	// firewalled text here). A result equal to FirewalledText is printed
-	// bare, as a firewalled map value is.
-	Scrub func(string) string
+	// Scrub, when set, rewrites every string and keyword name before it is
+	// printed and before any cut (the agent's firewall hides firewalled
+	// text here); key is true for a map key (a string or keyword printed in
+	// key position). A result equal to FirewalledText is printed bare, as a
+	// firewalled map value is.
+	Scrub func(s string, key bool) string
 }
 
 // FirewalledText is what printers show in place of a firewalled value.
@@ -49,7 +50,7 @@ func Sprint(v Value, opts PrintOptions) string {
 			return ""
 		case string:
 			if opts.Scrub != nil {
-				return opts.Scrub(x)
+				return opts.Scrub(x, false)
 			}
 			return x
 		case float64:
@@ -77,7 +78,7 @@ type PreviewOptions struct {
 	// so values that share structure cannot explode.
 	MaxLen int
 	// Scrub is PrintOptions.Scrub.
-	Scrub func(string) string
+	Scrub func(s string, key bool) string
 }
 
 // Preview prints v for a model: firewalled, collections cut to MaxItems
@@ -113,8 +114,9 @@ func Preview(v Value, opts PreviewOptions) (text string, omitted int) {
 }
 
 type printer struct {
-	b    strings.Builder
-	opts PrintOptions
+	b     strings.Builder
+	opts  PrintOptions
+	inKey bool // printing a map key (for Scrub)
 }
 
 func (p *printer) full() bool { return p.opts.MaxLen > 0 && p.b.Len() > p.opts.MaxLen }
@@ -141,7 +143,7 @@ func (p *printer) print(v Value) {
 	case *Keyword:
 		name := x.Name
 		if p.opts.Scrub != nil {
-			if name = p.opts.Scrub(name); name == FirewalledText {
+			if name = p.opts.Scrub(name, p.inKey); name == FirewalledText {
 				p.b.WriteString(FirewalledText)
 				return
 			}
@@ -174,7 +176,9 @@ func (p *printer) print(v Value) {
 			if i > 0 {
 				p.b.WriteByte(' ')
 			}
+			p.inKey = true
 			p.print(e.key)
+			p.inKey = false
 			p.b.WriteByte(' ')
 			if !p.opts.NoFirewall && isFirewalled(e.key) {
 				p.b.WriteString(FirewalledText)
@@ -234,7 +238,7 @@ func (p *printer) seq(open, close string, items []Value, n int) {
 
 func (p *printer) str(s string) {
 	if p.opts.Scrub != nil {
-		if s = p.opts.Scrub(s); s == FirewalledText {
+		if s = p.opts.Scrub(s, p.inKey); s == FirewalledText {
 			p.b.WriteString(FirewalledText)
 			return
 		}

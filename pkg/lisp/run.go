@@ -82,7 +82,7 @@ type Options struct {
 	// Scrub, when set, rewrites every string that println, print and prn
 	// render, before the line is built (see PrintOptions.Scrub). It may be
 	// called from several goroutines at once.
-	Scrub func(string) string
+	Scrub func(s string, key bool) string
 
 	// plainLoops compiles loops as written, without walk loops and owned
 	// boxes (opt_walkloop.go, opt_ownedbox.go): tests compare both.

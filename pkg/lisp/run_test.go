@@ -278,17 +278,17 @@ func TestDefKeepsLargeToolResult(t *testing.T) {
 // Options.Scrub and PrintOptions.Scrub see every string, keyword name and
 // map key before it is printed or cut.
 func TestScrubHook(t *testing.T) {
-	hide := func(s string) string {
-		if s == "pin" || s == "k1" {
+	hide := func(s string, key bool) string {
+		if s == "pin" || s == "k1" && key {
 			return FirewalledText
 		}
 		return strings.ReplaceAll(s, "SECRET", "***")
 	}
-	res, err := Exec(context.Background(), `(println "pin" :pin {"k1" 1 :a "xSECRETx"}) (prn "pin") (println (str "a" "pin"))`, Options{Scrub: hide})
+	res, err := Exec(context.Background(), `(println "pin" :pin {"k1" "k1" :a "xSECRETx"}) (prn "pin") (println (str "a" "pin"))`, Options{Scrub: hide})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`<Firewalled> <Firewalled> {:a "x***x" <Firewalled> 1}`, `<Firewalled>`, `apin`}
+	want := []string{`<Firewalled> <Firewalled> {:a "x***x" <Firewalled> "k1"}`, `<Firewalled>`, `apin`}
 	if strings.Join(res.Prints, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("prints %q, want %q", res.Prints, want)
 	}
