@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ func (w *Worker) loop() {
 	pollDone := make(chan int, n)
 	turn := 0
 	for !w.isStopping() {
+		if w.layoutLost.Load() {
+			w.resetup()
+			continue
+		}
 		got := 0
 		for _, c := range w.consum {
 			free := cap(w.slots) - len(w.slots)
@@ -47,9 +52,10 @@ func (w *Worker) loop() {
 			}
 			polling[i] = true
 			polls.Add(1)
+			c := w.consum[i]
 			go func() {
 				defer polls.Done()
-				w.poll(w.consum[i])
+				w.poll(c)
 				pollDone <- i
 			}()
 		}
@@ -82,6 +88,7 @@ func (w *Worker) poll(c jetstream.Consumer) {
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 	if err != nil {
 		w.log.Warn().Err(err).Msg("fetch failed")
+		w.noteFetchError(err)
 		select {
 		case <-time.After(w.cfg.IdleWait):
 		case <-w.stopping:
@@ -103,6 +110,7 @@ func (w *Worker) poll(c jetstream.Consumer) {
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 		w.log.Debug().Err(err).Msg("fetch ended")
+		w.noteFetchError(err)
 	}
 	if !started {
 		w.reserved.Add(-1)
@@ -121,6 +129,7 @@ func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
 	}
 	if err != nil {
 		w.log.Warn().Err(err).Msg("fetch failed")
+		w.noteFetchError(err)
 		select {
 		case <-time.After(w.cfg.IdleWait):
 		case <-w.stopping:
@@ -140,6 +149,7 @@ func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 		w.log.Debug().Err(err).Msg("fetch ended")
+		w.noteFetchError(err)
 	}
 	return got
 }
@@ -150,4 +160,43 @@ func (w *Worker) releaseSlot() {
 	case w.slotFreed <- struct{}{}:
 	default:
 	}
+}
+
+// noteFetchError marks the layout lost when a fetch says the consumer or
+// its stream is gone (deleted, or lost with a node); the loop then sets it
+// up again.
+func (w *Worker) noteFetchError(err error) {
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrStreamNotFound) {
+		w.layoutLost.Store(true)
+	}
+}
+
+// resetup runs the start-up setup again from the loop goroutine (the only
+// reader of w.consum): the worker is not ready meanwhile, and retries until
+// the layout is back or Stop is called.
+func (w *Worker) resetup() {
+	w.ready.Store(false)
+	w.log.Warn().Msg("mission consumers gone; setting the layout up again")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	st, err := EnsureStores(ctx, w.js, w.storeConfig())
+	if err != nil {
+		return // stopping
+	}
+	for i, p := range w.cfg.Priorities {
+		w.consum[i] = st.Consumers[p]
+	}
+	w.layoutLost.Store(false)
+	if !w.isStopping() {
+		w.ready.Store(true)
+	}
+	w.log.Info().Msg("layout set up again; fetching")
 }

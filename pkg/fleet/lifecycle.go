@@ -24,14 +24,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("fleet: worker %s already started", w.cfg.ID)
 	}
-	scfg := w.cfg.Store
-	scfg.OnRetry = func(what string, err error, wait time.Duration) {
-		w.log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("JetStream layout not ready; retrying")
-		if w.cfg.Store.OnRetry != nil {
-			w.cfg.Store.OnRetry(what, err, wait)
-		}
-	}
-	st, err := EnsureStores(ctx, w.js, scfg)
+	st, err := EnsureStores(ctx, w.js, w.storeConfig())
 	if err != nil {
 		return err
 	}
@@ -137,4 +130,16 @@ func (w *Worker) isStopping() bool {
 	default:
 		return false
 	}
+}
+
+// storeConfig is WorkerConfig.Store with retries logged.
+func (w *Worker) storeConfig() StoreConfig {
+	scfg := w.cfg.Store
+	scfg.OnRetry = func(what string, err error, wait time.Duration) {
+		w.log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("JetStream layout not ready; retrying")
+		if w.cfg.Store.OnRetry != nil {
+			w.cfg.Store.OnRetry(what, err, wait)
+		}
+	}
+	return scfg
 }

@@ -178,3 +178,32 @@ func TestEnsureStoresRetriesUntilCtxEnds(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A worker whose mission consumer disappears (deleted, or lost with a
+// node) sets the layout up again and keeps running missions: a JetStream
+// failure is never fatal to it.
+func TestWorkerSetsALostLayoutUpAgain(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	w := startWorker(t, nc, fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	c := newClient(t, nc)
+	if step, err := c.Run(ctx, newMission()); err != nil || !step.Ok() {
+		t.Fatalf("first run: %+v %v", step, err)
+	}
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteConsumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal)); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Run(ctx, newMission())
+	if err != nil || !step.Ok() {
+		t.Fatalf("run after the consumer was deleted: %+v %v", step, err)
+	}
+	if !w.Ready() {
+		t.Error("not ready after the layout came back")
+	}
+	if _, err := js.Consumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal)); err != nil {
+		t.Errorf("consumer not recreated: %v", err)
+	}
+}

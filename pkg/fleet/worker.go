@@ -172,10 +172,12 @@ type Worker struct {
 	stopped   chan struct{}
 	started   atomic.Bool
 	ready     atomic.Bool
-	startOnce sync.Once
-	stopOnce  sync.Once
-	subs      []*nats.Subscription
-	tracer    trace.Tracer // nil when tracing is off
+	// layoutLost is set when a fetch finds the consumer or stream gone.
+	layoutLost atomic.Bool
+	startOnce  sync.Once
+	stopOnce   sync.Once
+	subs       []*nats.Subscription
+	tracer     trace.Tracer // nil when tracing is off
 }
 
 // WorkerStats counts what a worker did since it was created. All counts
