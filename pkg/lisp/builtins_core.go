@@ -252,7 +252,7 @@ func realiseArgs(th *Thread, a []Value) {
 // values (so printing and host conversion see all items; infinite ones
 // run into the limits). It also bounds the expanded size of v: a value
 // whose tree (counting shared substructure once per path) exceeds the
-// allocation budget in slots is a memory_limit error, so host conversion
+// memory limit in slots is a memory_limit error, so host conversion
 // and printing of a doubled DAG cannot blow up the process.
 func (th *Thread) realiseDeep(v Value) {
 	n := 0

@@ -372,7 +372,7 @@ func biJoin(th *Thread, a []Value) Value {
 // splitLiteral splits s on a literal separator with Java's String.split
 // rules: "" splits into chars; no match gives [s]; limit > 0 caps the
 // number of parts; limit 0 drops trailing empty strings. The parts are
-// charged to the allocation budget before they are made.
+// charged to the memory limit before they are made.
 func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 	if sep == "" {
 		if s == "" {

@@ -40,7 +40,7 @@ const (
 	KindDepthLimit              // call depth exceeded
 	KindStepLimit               // evaluation step budget exceeded
 	KindTimeout                 // wall-clock limit exceeded
-	KindMemory                  // allocation budget or memory size limit exceeded
+	KindMemory                  // memory limit (what a program holds) or memory size limit exceeded
 	KindTool                    // a tool returned an error or panicked
 	KindValidation              // the return value does not match the signature
 	KindFail                    // the program called (fail ...)

@@ -24,7 +24,7 @@ import (
 // would have met first is the one raised; after a reduced the rest of the
 // items still pass the stages. A collection other than a vector (a lazy
 // seq, a map, a set, a string) runs the stages eagerly, as unfused code
-// does. No intermediate vector is charged to the allocation budget.
+// does. No intermediate vector is charged to the memory limit.
 
 // stage kinds of a fused pipeline.
 const (

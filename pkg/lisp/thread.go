@@ -635,7 +635,7 @@ func (th *Thread) Println(line string) {
 // Keyword returns the run's interned keyword for name.
 func (th *Thread) Keyword(name string) *Keyword { return th.host.keyword(name) }
 
-// MakeVector wraps items as a vector, charging the allocation budget.
+// MakeVector wraps items as a vector, charging the memory limit.
 func (th *Thread) MakeVector(items []Value) *Vector {
 	th.allocSlots(len(items))
 	if len(items) == 0 {
@@ -644,7 +644,7 @@ func (th *Thread) MakeVector(items []Value) *Vector {
 	return &Vector{items: items}
 }
 
-// MakeString charges s to the budget and returns it.
+// MakeString charges s to the memory limit and returns it.
 func (th *Thread) MakeString(s string) string {
 	th.AllocBytes(len(s))
 	return s
