@@ -257,6 +257,23 @@ func TestRolesWiredToUsers(t *testing.T) {
 	}
 }
 
+// finalStatus reads a mission's status once it has left running: the
+// worker stores the result first and makes the status final just after,
+// so a reader that has the result may still see running for a moment.
+func finalStatus(ctx context.Context, c *fleet.Client, id string) (*messages.Status, error) {
+	for {
+		st, err := c.Status(ctx, id)
+		if err != nil || st.State != messages.StateRunning {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func contains(l []string, s string) bool {
 	for _, x := range l {
 		if x == s {
@@ -516,7 +533,7 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if !contains(kinds, messages.EventToolCall) || !contains(kinds, messages.EventFinal) {
 		t.Errorf("events %v, want tool_call and final", kinds)
 	}
-	if st, err := client.Status(ctx, m.ID); err != nil || st.State != messages.StateSucceeded {
+	if st, err := finalStatus(ctx, client, m.ID); err != nil || st.State != messages.StateSucceeded {
 		t.Errorf("status %+v, %v", st, err)
 	}
 	// What dispatcher list, trace and ui read: the status bucket's keys,

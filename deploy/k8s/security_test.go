@@ -260,7 +260,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 				t.Errorf("forged tool call: %v", e)
 			}
 		}
-		if st, err := fa.client.Status(ctx, victim.ID); err != nil || st.State != messages.StateSucceeded {
+		if st, err := finalStatus(ctx, fa.client, victim.ID); err != nil || st.State != messages.StateSucceeded {
 			t.Errorf("victim's status %+v, %v", st, err)
 		}
 	})
@@ -269,7 +269,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if err != nil || info.Config.MaxMsgs != 1_000_000 {
 		t.Errorf("MISSIONS MaxMsgs %v (%v)", info.Config.MaxMsgs, err)
 	}
-	if st, err := fa.client.Status(ctx, m.ID); err != nil || st.State != messages.StateSucceeded {
+	if st, err := finalStatus(ctx, fa.client, m.ID); err != nil || st.State != messages.StateSucceeded {
 		t.Errorf("status %+v %v", st, err)
 	}
 }
