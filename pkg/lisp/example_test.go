@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // A program that calls a tool and shrinks its result.
@@ -74,4 +75,22 @@ func ExamplePreview() {
 	// Output:
 	// [{:_token <Firewalled> :id 0} {:_token <Firewalled> :id 1} ...] ... (6 more items omitted)
 	// 6
+}
+
+// A tool reply as msgpack bytes is decoded straight into interpreter
+// values and given to a program as host data.
+func ExampleDecodeMsgpack() {
+	data, _ := messages.Marshal([]any{
+		map[string]any{"sku": "SKU-1", "qty": 2},
+		map[string]any{"sku": "SKU-2", "qty": 5},
+	})
+	rows, err := lisp.DecodeMsgpack(data)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	step, _ := lisp.Run(context.Background(), `(into {} (map (juxt :sku :qty) ctx/rows))`,
+		lisp.Options{Context: map[string]any{"rows": rows}})
+	fmt.Println(step.Return, lisp.IsHostData(rows))
+	// Output: map[SKU-1:2 SKU-2:5] true
 }
