@@ -124,14 +124,11 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	}
 
 	if cfg.nats.URL == "" || cfg.exampleTools {
-		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName, Description: "example shop data", Logger: &log})
+		stop, err := serveExampleTools(nc, log)
 		if err != nil {
 			return err
 		}
-		defer svc.Stop(context.Background())
-		if err := shop.Default().Register(svc); err != nil {
-			return err
-		}
+		defer stop()
 	}
 
 	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})

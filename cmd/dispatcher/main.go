@@ -34,7 +34,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ()}, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ(), stdin: os.Stdin}, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "dispatcher:", err)
 		}
@@ -46,12 +46,16 @@ func main() {
 type env struct {
 	getenv  func(string) string
 	environ []string
+	// stdin is the input of "repl" (nil: none).
+	stdin io.Reader
 }
 
 const usage = `usage: dispatcher <command> [flags] [args]
 
 commands:
   local FILE        run FILE on an in-process fleet (embedded NATS, workers, example tools)
+  repl              a PTC-Lisp REPL on the fleet's tools (embedded fleet with the example tools
+                    when no NATS URL is set); -e PROGRAM, a script on stdin, or a terminal
   submit FILE...    submit missions; -wait follows them to the end
   wait ID           wait for a mission's result, with live progress
   status ID         print a mission's status
@@ -65,7 +69,8 @@ commands:
 Run "dispatcher <command> -h" for the flags of a command.
 
 exit status: 0 success; 1 an error (including a mission that failed, for
-submit -wait and wait); 3 no such mission (status, trace).`
+submit -wait and wait); 3 no such mission (status, trace); 4 a repl
+program failed (an error, fail, or a return not matching the signature).`
 
 // exitNotFound is the exit status when the mission asked for does not exist.
 const exitNotFound = 3
@@ -74,6 +79,9 @@ const exitNotFound = 3
 func exitCode(err error) int {
 	if errors.Is(err, errMissionNotFound) || errors.Is(err, fleet.ErrNotFound) {
 		return exitNotFound
+	}
+	if errors.Is(err, errProgramFailed) {
+		return exitProgramFailed
 	}
 	return 1
 }
@@ -115,6 +123,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		withUI  bool
 
 		exampleTools bool
+		expr         string
+		missionFile  string
+		contextFile  string
 	)
 	switch cmd {
 	case "submit":
@@ -131,6 +142,13 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 		fs.BoolVar(&withUI, "ui", false, "serve the mission viewer while the fleet runs, and keep serving after the mission until interrupted")
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address of the mission viewer (with -ui)")
+	case "repl":
+		setDefault(fs, "log-level", "warn")
+		setDefault(fs, "log-format", "console")
+		fs.StringVar(&expr, "e", "", "evaluate this program (then exit) instead of reading stdin or a terminal")
+		fs.StringVar(&missionFile, "mission", "", "mission file whose tools, signature, limits and context the REPL takes")
+		fs.StringVar(&contextFile, "context", "", "JSON file with the ctx/ inputs (replaces the mission's context)")
+		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -162,6 +180,17 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	log, err := c.log.Logger(stderr, "dispatcher")
 	if err != nil {
 		return err
+	}
+	if cmd == "repl" {
+		if fs.NArg() != 0 {
+			return errors.New("repl takes no arguments (-e PROGRAM, or a script on stdin)")
+		}
+		stdin := e.stdin
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin,
+			local: localConfig{nats: c.nats, exampleTools: exampleTools}}, log, stdout, stderr)
 	}
 	if cmd == "local" {
 		if fs.NArg() != 1 {

@@ -229,11 +229,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		tr.cur.Store(tt)
 		progStart := time.Now()
 		t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
-		res, xerr := lisp.Exec(missionCtx, code, lisp.Options{
-			Context: ctxData, Memory: mem, Tools: ltools, Timeout: timeout, MaxSteps: a.maxSteps(), MemoryLimit: -1,
-			MemoryContract: !single, MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
-			Scrub: sec.hook(),
-		})
+		res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, mem, ltools, timeout, sec))
 		t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
 		calls, warnings, subUsage := tt.snapshot()
 		rec.ToolCalls = calls

@@ -67,13 +67,7 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		return failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
 	}
 	turns := &turnTracker{}
-	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, env.Tools, name, turns), true }
-	spec, err := agent.FromWire(m.Agent, resolve)
-	if err != nil {
-		return failStep(agent.ReasonInvalidAgent, err.Error()), nil
-	}
-	applyLimits(&spec, m.Limits)
-	a, err := agent.New(spec)
+	a, err := buildAgent(ctx, m, env.Tools, turns)
 	if err != nil {
 		return failStep(agent.ReasonInvalidAgent, err.Error()), nil
 	}

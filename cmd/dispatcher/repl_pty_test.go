@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/rs/zerolog"
+)
+
+// ptyScreen collects what the REPL writes to the terminal.
+type ptyScreen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *ptyScreen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *ptyScreen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor waits until the screen, from offset from on, holds want, and
+// returns the offset just past it.
+func (s *ptyScreen) waitFor(t *testing.T, from int, want string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got := s.String()
+		if i := strings.Index(got[from:], want); i >= 0 {
+			return from + i + len(want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s.String()[from:])
+	return 0
+}
+
+// TestREPLInteractiveOnATerminal drives the REPL through a pseudo-terminal:
+// line editing input, multi-line entries, history, Ctrl-C cancelling a
+// running program and clearing a half-typed entry, and Ctrl-D leaving.
+func TestREPLInteractiveOnATerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 200}); err != nil {
+		t.Fatal(err)
+	}
+	screen := &ptyScreen{}
+	go func() { _, _ = io.Copy(screen, ptmx) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- runREPL(ctx, replConfig{stdin: tty}, zerolog.Nop(), tty, tty)
+	}()
+	key := func(s string) {
+		t.Helper()
+		if _, err := ptmx.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	at := screen.waitFor(t, 0, "Ctrl-D leaves")
+	at = screen.waitFor(t, at, "ptc> ")
+	key("(def x 41)\r")
+	at = screen.waitFor(t, at, "Result: #'x")
+
+	// an entry spans lines until its brackets close
+	key("(+ x\r")
+	at = screen.waitFor(t, at, "...   ")
+	key("1)\r")
+	at = screen.waitFor(t, at, "Result: 42")
+
+	// line editing: type, move left over a character, insert one
+	key("(+ 1 3)\x1b[D\x1b[D2\r") // (+ 1 23)
+	at = screen.waitFor(t, at, "Result: 24")
+
+	// Ctrl-C cancels the running program, not the REPL
+	key("(loop [i 0] (recur (inc i)))\r")
+	time.Sleep(500 * time.Millisecond) // let the program start
+	key("\x03")
+	at = screen.waitFor(t, at, "execution canceled")
+	key("(+ 1 2)\r")
+	at = screen.waitFor(t, at, "Result: 3")
+
+	// Ctrl-C at the prompt drops the entry being typed
+	key("(+ 100\r")
+	at = screen.waitFor(t, at, "...   ")
+	key("\x03")
+	at = screen.waitFor(t, at, "^C")
+	key("(* 2 2)\r")
+	at = screen.waitFor(t, at, "Result: 4")
+
+	// history: arrow up brings back the last entry
+	key("\x1b[A\r")
+	at = screen.waitFor(t, at, "Result: 4")
+
+	// memory survived all of it
+	key("x\r")
+	screen.waitFor(t, at, "Result: 41")
+
+	// Ctrl-D on an empty line leaves
+	key("\x04")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("repl: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Ctrl-D did not leave the REPL; the terminal shows:\n%s", screen.String())
+	}
+}

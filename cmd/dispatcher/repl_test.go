@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runRepl runs "dispatcher repl" on an embedded fleet with the example
+// tools, stdin as given.
+func runRepl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := testEnv(nil)
+	e.stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	err := run(ctx, append([]string{"repl"}, args...), e, &out, &errOut)
+	if err != nil {
+		code = exitCode(err)
+		errOut.WriteString("dispatcher: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), code
+}
+
+func mustContain(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, got)
+		}
+	}
+}
+
+func TestREPLExprCallsTheFleetTools(t *testing.T) {
+	out, errOut, code := runRepl(t, "", "-e", `(count (tool/list_orders {:status "paid"}))`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if strings.TrimSpace(out) != "Result: 4971" { // every paid order of the example shop
+		t.Errorf("stdout = %q, want the count of paid orders as the model sees it", out)
+	}
+
+	// the tool's signature validates the arguments before the call
+	_, errOut, code = runRepl(t, "", "-e", `(tool/get_customer {:id "seven"})`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
+	}
+	mustContain(t, "stderr", errOut, "Error: ", "id", "(tool/get_customer", "^")
+}
+
+func TestREPLMissionAllowListSignatureAndContext(t *testing.T) {
+	mission := "../../examples/missions/top-customers.yaml"
+	// the mission's context is ctx/
+	out, errOut, code := runRepl(t, "", "-mission", mission, "-e", `[ctx/region ctx/limit]`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, `Result: ["north" 3]`)
+
+	// a tool the mission does not allow is not callable
+	_, errOut, code = runRepl(t, "", "-mission", mission, "-e", `(tool/search_emails {})`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
+	}
+	mustContain(t, "stderr", errOut, "search_emails")
+
+	// a return is checked against the mission's signature
+	_, errOut, code = runRepl(t, "", "-mission", mission, "-e", `(return {:top [] :orders_scanned "many"})`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
+	}
+	mustContain(t, "stderr", errOut, "Return type validation failed", "orders_scanned", "Expected: {top [")
+
+	// -context replaces the mission's context
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "ctx.json")
+	if err := os.WriteFile(cf, []byte(`{"region": "south", "limit": 2}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runRepl(t, "", "-mission", mission, "-context", cf, "-e", `[ctx/region ctx/limit]`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, `Result: ["south" 2]`)
+
+	if err := os.WriteFile(cf, []byte(`[1, 2]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runRepl(t, "", "-context", cf, "-e", `1`)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errOut)
+	}
+	mustContain(t, "stderr", errOut, "ctx.json: the context must be a JSON object")
+}
+
+func TestREPLScriptFromStdin(t *testing.T) {
+	script := `; defs persist, *1 *2 *3 hold the last values, entries span lines
+(def paid (tool/list_orders {:status "paid"}))
+(count paid)
+(+ *1
+   1)
+[*1 *2]
+:check [:int]
+:check :string
+`
+	out, errOut, code := runRepl(t, script)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d (the last :check fails)\nstdout:\n%s\nstderr:\n%s", code, exitProgramFailed, out, errOut)
+	}
+	mustContain(t, "stdout", out, "Result: #'paid", "Memory: paid", "Result: 4971", "Result: 4972", "Result: [4972 4971]", "matches [:int]")
+	mustContain(t, "stderr", errOut, "does not match :string", "program failed (entry ending on line 8)")
+
+	// the script stops at the first failing program
+	out, errOut, code = runRepl(t, "(+ 1 1)\n(nth [] \"x\")\n(+ 2 2)\n")
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d", code, exitProgramFailed)
+	}
+	mustContain(t, "stdout", out, "Result: 2")
+	if strings.Contains(out, "Result: 4") {
+		t.Errorf("the script went on after a failure:\n%s", out)
+	}
+	mustContain(t, "stderr", errOut, "Error: ", "^", "entry ending on line 2")
+
+	// an unclosed entry at the end is reported by the reader, with its position
+	_, errOut, code = runRepl(t, "(+ 1\n")
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d", code, exitProgramFailed)
+	}
+	mustContain(t, "stderr", errOut, "Error: ")
+
+	// :quit ends a script early, successfully
+	out, _, code = runRepl(t, "(+ 1 1)\n:quit\n(nth [] \"x\")\n")
+	if code != 0 || !strings.Contains(out, "Result: 2") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}
+
+func TestREPLShowsWhatTheModelSees(t *testing.T) {
+	// the preview is firewalled and truncated as in the model's feedback;
+	// :full shows the whole value
+	script := "(first (tool/list_customers {:region \"north\"}))\n{:return (vec (range 100))}\n:full\n"
+	out, errOut, code := runRepl(t, script)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, `"_phone" <Firewalled>`, "more items omitted", "[0 1 2 3 4 5 6 7 8 9 10 11 12")
+	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	mustContain(t, ":full", last, "97 98 99]")
+
+	first, _, _ := runRepl(t, "(first (tool/list_customers {:region \"north\"}))\n:full\n")
+	if !strings.Contains(first, "+1-555-") {
+		t.Errorf(":full does not show the firewalled field to the person at the REPL:\n%s", first)
+	}
+	if strings.Count(first, "+1-555-") != 1 {
+		t.Errorf("the preview leaked a firewalled value:\n%s", first)
+	}
+}
+
+func TestREPLMetaCommands(t *testing.T) {
+	out, errOut, code := runRepl(t, ":tools\n:ref\n:prompt\n:mem\n:help\n", "-mission", "../../examples/missions/top-customers.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out,
+		"tool/list_customers (region :string?, tier :string?) -> [{id :int",
+		"tool/list_orders (customer_id :int?",
+		"## PTC-Lisp",               // the language reference
+		"=== user ===",              // the first user message
+		"customers in region north", // the mission prompt, rendered
+		"ctx/: limit, region",
+		":check TYPE")
+	if strings.Contains(out, "tool/search_emails") {
+		t.Errorf(":tools lists a tool the mission does not allow:\n%s", out)
+	}
+	_, errOut, code = runRepl(t, ":nope\n")
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d", code)
+	}
+	mustContain(t, "stderr", errOut, "unknown meta command :nope")
+}
+
+func TestIncomplete(t *testing.T) {
+	for src, want := range map[string]bool{
+		"(+ 1 2)":             false,
+		"(+ 1\n":              true,
+		`(str "(")`:           false,
+		`(str "a\"(")`:        false,
+		`(str "abc`:           true,
+		`[\( \[]`:             false,
+		"(+ 1 ; (\n 2)":       false,
+		"{:a [1 2]":           true,
+		"(+ 1))":              false,
+		"#{1 2":               true,
+		":check {count :int}": false,
+		"; only a comment (":  false,
+	} {
+		if got := incomplete(src); got != want {
+			t.Errorf("incomplete(%q) = %v, want %v", src, got, want)
+		}
+	}
+}
+
+func TestREPLNeedsAFleetItCanReach(t *testing.T) {
+	_, errOut, code := runRepl(t, "", "-nats-url", "nats://127.0.0.1:1", "-e", "1")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errOut)
+	}
+	mustContain(t, "stderr", errOut, "connect to nats")
+}

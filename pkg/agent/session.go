@@ -1,0 +1,185 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// Session runs programs one at a time against an agent's tools, context
+// and limits, the way the agent's turns run them, without a model: the
+// programs come from a person (a REPL) instead. Memory (def, memory/put
+// and the Memory Result Contract) carries over from one program to the
+// next, tool calls go through the agent's validation, and each outcome is
+// rendered with the same preview and firewall as the feedback the model
+// reads. The last three successful values are kept in memory as *1, *2
+// and *3 (hidden from the rendered memory names). A Session runs one
+// program at a time.
+type Session struct {
+	a      *Agent
+	rs     *runState
+	tr     *toolRunner
+	tools  lisp.Tools
+	inputs map[string]any
+	sec    *secrets
+
+	mu   sync.Mutex
+	mem  map[string]any
+	last []lisp.Value // the last values, newest first (*1 *2 *3)
+	turn int
+}
+
+// Evaluation is the outcome of one Session.Eval.
+type Evaluation struct {
+	// Shown is the outcome as the model would read it: println output, the
+	// firewalled and truncated result preview, memory names and tool
+	// warnings, or the error with its caret snippet and hint.
+	Shown string
+	// Value is the full result in its plain Go form (nil on error). It is
+	// not firewalled: it is for the person at the REPL.
+	Value any
+	// Signal says how the program ended (value, return or fail).
+	Signal lisp.Signal
+	// Err is the program's error, nil when it ran to a value or return.
+	Err *lisp.Error
+	// Validation is the return validation failure against the agent's
+	// signature, for a program that called return ("" when it matched).
+	Validation string
+	// ToolCalls are the program's tool calls in order.
+	ToolCalls []messages.ToolCall
+	// Duration is the program's wall time.
+	Duration time.Duration
+}
+
+// replNames are the memory names of the last three values.
+var replNames = [...]string{"*1", "*2", "*3"}
+
+// NewSession starts a Session of a with the run's context (opts.Context
+// and ContextSignature, as for Run) and, for sub-agent tools, its model
+// options. A context that does not resolve is an error.
+func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
+	in, fail := resolveInput(opts)
+	if fail != nil {
+		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
+	}
+	t := &tree{registry: opts.Registry, deadline: time.Now().Add(a.missionTimeout()), maxDepth: a.maxDepth(),
+		observer: opts.Observer, trace: TraceOff, secrets: &secrets{}}
+	t.budget.Store(int64(a.turnBudget()))
+	rs := &runState{tree: t, name: a.Name(), depth: 1, model: opts.Model, modelName: opts.LLM}
+	s := &Session{a: a, rs: rs, sec: t.secrets, mem: map[string]any{}, inputs: make(map[string]any, len(in.data))}
+	s.sec.collect(in.data, false)
+	for k, v := range in.data {
+		lv, err := lisp.FromGo(v)
+		if err != nil {
+			return nil, fmt.Errorf("context key %s: %w", k, err)
+		}
+		s.inputs[k] = lv
+	}
+	s.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
+	s.tools = s.tr.lispTools()
+	return s, nil
+}
+
+// Eval runs one program. Cancelling ctx ends the program (and its tool
+// calls) with a cancelled error; the Session stays usable.
+func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turn++
+	a := s.a
+	tt := &turnTools{turn: s.turn}
+	s.tr.cur.Store(tt)
+	s.rs.missionCtx = ctx
+	res, xerr := lisp.Exec(ctx, src, a.programOptions(s.inputs, s.mem, s.tools, a.programTimeout(), s.sec))
+	calls, warnings, _ := tt.snapshot()
+	ev := &Evaluation{Signal: res.Signal, ToolCalls: calls, Duration: res.Duration}
+	if xerr != nil {
+		var le *lisp.Error
+		if !errors.As(xerr, &le) {
+			le = &lisp.Error{Kind: lisp.KindInternal, Msg: xerr.Error(), Err: xerr}
+		}
+		ev.Err = le
+		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, lispErrorText(le), warnings, 1, 1))
+		return ev
+	}
+	if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
+		msg := fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
+		ev.Err = &lisp.Error{Kind: lisp.KindMemory, Msg: msg}
+		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, msg, warnings, 1, 1))
+		return ev
+	}
+	mem := make(map[string]any, len(res.Memory)+len(replNames))
+	shownMem := make(map[string]lisp.Value, len(res.Memory))
+	for k, v := range res.Memory {
+		mem[k] = v
+		s.sec.collect(v, signature.IsFirewalled(k))
+		if !isReplName(k) {
+			shownMem[k] = v
+		}
+	}
+	ev.Value = messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
+	s.last = append([]lisp.Value{res.Value}, s.last...)[:min(len(s.last)+1, len(replNames))]
+	for i, v := range s.last {
+		mem[replNames[i]] = v
+	}
+	s.mem = mem
+
+	shown := *res
+	shown.Memory = shownMem
+	ev.Shown = s.trimTurn(resultFeedback(s.sec, &shown, a.promptLimit(), warnings, 1, 1))
+	if res.Signal == lisp.SignalReturn {
+		if verr := a.validateReturn(ev.Value); verr != nil {
+			ev.Validation = validationText(verr, outputType(a.sig.Output))
+		}
+	}
+	return ev
+}
+
+// programOptions are the interpreter options of one of a's programs: a
+// turn's and a Session's alike. The memory limit is the agent's, checked
+// on the committed memory after the run (memorySize), so the
+// interpreter's own printed-size check is off.
+func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, timeout time.Duration, sec *secrets) lisp.Options {
+	return lisp.Options{
+		Context: ctxData, Memory: mem, Tools: tools, Timeout: timeout, MaxSteps: a.maxSteps(), MemoryLimit: -1,
+		MemoryContract: !a.singleTurn(), MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
+		Scrub: sec.hook(),
+	}
+}
+
+// Memory returns the names held in memory (sorted), *1 *2 *3 included.
+func (s *Session) Memory() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sortedKeys(s.mem)
+}
+
+// trimTurn drops the turn line that feedback ends with: a session has no
+// turns.
+func (s *Session) trimTurn(text string) string {
+	return strings.TrimRight(strings.TrimSuffix(text, turnLine(1, 1)), "\n")
+}
+
+func isReplName(k string) bool {
+	for _, n := range replNames {
+		if k == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Inputs returns the names of the session's ctx/ inputs (sorted).
+func (s *Session) Inputs() []string {
+	return sortedKeys(s.inputs)
+}
+
+// ToolSchemas lists the agent's callable tools as the model sees them.
+func (a *Agent) ToolSchemas() []ToolSchema { return a.toolSchemas() }

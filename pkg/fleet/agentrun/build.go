@@ -1,0 +1,36 @@
+package agentrun
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/agent"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// BuildAgent builds the agent an agent mission runs, as a worker builds
+// it: the mission's limits over the spec's, and every tool bound to box
+// (which holds the mission's allow-list), validated against the signature
+// its service advertises. A tool the agent names that the mission does not
+// allow, or a spec that does not build, is an error.
+func BuildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox) (*agent.Agent, error) {
+	return buildAgent(ctx, m, box, &turnTracker{})
+}
+
+func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, turns *turnTracker) (*agent.Agent, error) {
+	if m.Kind != messages.KindAgent || m.Agent == nil {
+		return nil, fmt.Errorf("mission kind %q has no agent", m.Kind)
+	}
+	if names := m.UnallowedTools(); len(names) > 0 {
+		return nil, fmt.Errorf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))
+	}
+	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, box, name, turns), true }
+	spec, err := agent.FromWire(m.Agent, resolve)
+	if err != nil {
+		return nil, err
+	}
+	applyLimits(&spec, m.Limits)
+	return agent.New(spec)
+}
