@@ -229,10 +229,16 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
 		return
 	}
-	turn, id, k := 1, "", 0
-	for _, m := range req.Messages {
+	// turn counts the model's answers so far; step the ones whose program
+	// ran without error (the feedback after it has no "Error"): like a
+	// real model, the fake one writes a failed step's program again.
+	turn, step, id, k := 1, 1, "", 0
+	for i, m := range req.Messages {
 		if m.Role == "assistant" {
 			turn++
+			if i+1 < len(req.Messages) && !strings.Contains(string(req.Messages[i+1].Content), "Error") {
+				step++
+			}
 		}
 		if mm := promptRE.FindStringSubmatch(string(m.Content)); mm != nil && id == "" {
 			id = mm[1]
@@ -266,7 +272,7 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-" + key, "object": "chat.completion", "model": "fake",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": programFor(k, turn)}}},
+			"message": map[string]any{"role": "assistant", "content": programFor(k, step)}}},
 		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
 	})
 }
