@@ -96,8 +96,8 @@ func printStep(w io.Writer, s *messages.Step) {
 	} else {
 		fmt.Fprintf(w, "\nRESULT (%s):\n%s\n", orDash(s.Signature), pretty(s.Return, ""))
 	}
-	fmt.Fprintf(w, "\nturns %d · llm requests %d · tokens %d in / %d out · tool calls %d · %s\n",
-		u.Turns, u.Requests, u.InputTokens, u.OutputTokens, u.ToolCalls, u.Duration.Round(time.Millisecond))
+	fmt.Fprintf(w, "\nturns %d · llm requests %d · tokens %d in / %d out%s · tool calls %d · %s\n",
+		u.Turns, u.Requests, u.InputTokens, u.OutputTokens, cacheAndCost(u), u.ToolCalls, u.Duration.Round(time.Millisecond))
 }
 
 func orDash(s string) string {
@@ -156,4 +156,17 @@ func pretty(v any, pad string) string {
 		return fmt.Sprint(v)
 	}
 	return string(out)
+}
+
+// cacheAndCost renders the prompt-cache counts and the estimated cost of a
+// usage line, each only when known.
+func cacheAndCost(u messages.Usage) string {
+	var b strings.Builder
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		fmt.Fprintf(&b, " (cache %d read / %d written)", u.CacheReadTokens, u.CacheWriteTokens)
+	}
+	if u.CostUSD > 0 {
+		fmt.Fprintf(&b, " · est. cost $%.4f", u.CostUSD)
+	}
+	return b.String()
 }

@@ -117,8 +117,8 @@ func (p *textPrinter) step(st *messages.Step, indent string) {
 		p.printf(indent, "RETURN %s", maskedPreview(st.Return, 2000))
 	}
 	u := st.Usage
-	p.printf(indent, "usage: %d turns, %d model requests, %d tool calls, %d in / %d out tokens (cache %d read / %d written), %s",
-		u.Turns, u.Requests, u.ToolCalls, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, fmtDuration(u.Duration))
+	p.printf(indent, "usage: %d turns, %d model requests, %d tool calls, %d in / %d out tokens%s, %s",
+		u.Turns, u.Requests, u.ToolCalls, u.InputTokens, u.OutputTokens, cacheAndCost(u), fmtDuration(u.Duration))
 }
 
 // events prints a running mission from its progress events.

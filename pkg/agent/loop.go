@@ -438,7 +438,7 @@ func programFail(le *lisp.Error) *messages.Fail {
 func recordTurn(st *messages.Step, rec *messages.Turn, resp *llm.Response, requests int) {
 	u := resp.Usage
 	rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
-		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Requests: requests, Turns: 1}
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Requests: requests, Turns: 1}
 	addTokens(&st.Usage, rec.Usage)
 	st.Usage.Turns++
 	rec.Raw = resp.Content
@@ -450,6 +450,7 @@ func addTokens(u *messages.Usage, o messages.Usage) {
 	u.TotalTokens += o.TotalTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
 }
 
 func promptMessages(sys string, msgs []llm.Message) []messages.PromptMessage {

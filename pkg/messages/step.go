@@ -103,6 +103,9 @@ type Usage struct {
 	TotalTokens      int64 `msgpack:"total_tokens"`
 	CacheReadTokens  int64 `msgpack:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `msgpack:"cache_write_tokens,omitempty"`
+	// CostUSD is the estimated cost in US dollars of the tokens of models
+	// whose prices are configured, summed like the tokens (0: unknown).
+	CostUSD float64 `msgpack:"cost_usd,omitempty"`
 	// Requests is the number of LLM requests made by the agent tree.
 	Requests int `msgpack:"requests"`
 	// Turns is the number of the run's own turns.
@@ -122,6 +125,7 @@ func (u *Usage) Add(o Usage) {
 	u.TotalTokens += o.TotalTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
 	u.Requests += o.Requests
 	u.Turns += o.Turns
 	u.ToolCalls += o.ToolCalls

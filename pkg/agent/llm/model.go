@@ -89,6 +89,9 @@ type Usage struct {
 	OutputTokens     int64
 	CacheReadTokens  int64
 	CacheWriteTokens int64
+	// CostUSD is the estimated cost in US dollars, set by a model with
+	// prices (WithPrices); 0 when unknown.
+	CostUSD float64
 }
 
 // Total returns InputTokens + OutputTokens.
@@ -100,6 +103,7 @@ func (u *Usage) Add(o Usage) {
 	u.OutputTokens += o.OutputTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
 }
 
 // Response is what a model answered.

@@ -408,5 +408,5 @@ func ResponseEvents(resp *Response) []Event {
 		evs = append(evs, ToolUseStart{Index: i, ID: c.ID, Name: c.Name},
 			ToolUseEnd{Index: i, ToolUse: ToolUse{ID: c.ID, Name: c.Name, Input: input}})
 	}
-	return append(evs, MessageDelta{StopReason: resp.StopReason, Usage: Usage{OutputTokens: resp.Usage.OutputTokens}})
+	return append(evs, MessageDelta{StopReason: resp.StopReason, Usage: Usage{OutputTokens: resp.Usage.OutputTokens, CostUSD: resp.Usage.CostUSD}})
 }

@@ -286,6 +286,9 @@ func mergeUsage(dst *Usage, u Usage) {
 	if u.CacheWriteTokens != 0 {
 		dst.CacheWriteTokens = u.CacheWriteTokens
 	}
+	if u.CostUSD != 0 {
+		dst.CostUSD = u.CostUSD
+	}
 }
 
 // Collect reads s to its end, closes it and returns the accumulated

@@ -50,7 +50,7 @@ func (m *threeTurns) Complete(ctx context.Context, req llm.Request) (*llm.Respon
 	m.mu.Lock()
 	m.answered[req.Turn]++
 	m.mu.Unlock()
-	return &llm.Response{Content: turnPrograms[req.Turn-1], Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+	return &llm.Response{Content: turnPrograms[req.Turn-1], Usage: llm.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25}}, nil
 }
 
 func (m *threeTurns) counts() map[int]int {
@@ -204,8 +204,8 @@ func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
 	if step.Replayed == nil || *step.Replayed != (messages.Replayed{ModelCalls: 2, ToolCalls: 3}) {
 		t.Errorf("replayed = %+v, want 2 model calls and 3 tool calls", step.Replayed)
 	}
-	if step.Usage.Requests != 3 || step.Usage.InputTokens != 300 || step.Usage.ToolCalls != 3 {
-		t.Errorf("usage = %+v, want the 3 requests and 3 tool calls of both attempts", step.Usage)
+	if step.Usage.Requests != 3 || step.Usage.InputTokens != 300 || step.Usage.ToolCalls != 3 || step.Usage.CostUSD != 0.75 {
+		t.Errorf("usage = %+v, want the 3 requests, 3 tool calls and the estimated cost of both attempts", step.Usage)
 	}
 	// The status is made final just after the result is stored.
 	st, err := client.Status(ctx, m.ID)

@@ -126,6 +126,7 @@ func unreplayedUsage(j *fleet.Journal) messages.Usage {
 		u.TotalTokens += rec.Usage.Total()
 		u.CacheReadTokens += rec.Usage.CacheReadTokens
 		u.CacheWriteTokens += rec.Usage.CacheWriteTokens
+		u.CostUSD += rec.Usage.CostUSD
 		u.Requests++
 	}
 	return u

@@ -7,12 +7,15 @@
 //	spec     = provider ":" model [ "@" base-url ] { ";" param }
 //	param    = "key_env=" VAR | "max_tokens=" N | "version=" V
 //	         | "stream_usage=false" | "header." NAME "=" VALUE
+//	         | "price_in=" USD | "price_out=" USD
+//	         | "price_cache_read=" USD | "price_cache_write=" USD
 //
 // Examples:
 //
 //	openai:gpt-4.1-mini
 //	openai-responses:gpt-5-codex
 //	anthropic:claude-sonnet-4-5;max_tokens=8192
+//	anthropic:claude-sonnet-4-5;price_in=3;price_out=15;price_cache_read=0.3;price_cache_write=3.75
 //	openrouter:anthropic/claude-sonnet-4.5
 //	ollama:llama3.2:3b
 //	openai:qwen2.5-coder@http://localhost:8000/v1;key_env=VLLM_KEY
@@ -31,6 +34,12 @@
 // path the client appends, and another provider's hosted endpoint
 // (anthropic: at api.openai.com) are refused, as are parameters the
 // provider does not take.
+//
+// # Prices
+//
+// price_in, price_out, price_cache_read and price_cache_write (US dollars
+// per million tokens, any provider) wrap the model with llm.WithPrices, so
+// that each answer's Usage.CostUSD estimates its cost.
 //
 // # Adding a provider
 //

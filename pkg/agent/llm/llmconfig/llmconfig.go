@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -102,6 +103,15 @@ func providerNames() string {
 	return strings.Join(names, ", ")
 }
 
+// priceParams are the spec parameters every provider takes for its
+// prices, in US dollars per million tokens, and the field each sets.
+var priceParams = map[string]func(*llm.Prices) *float64{
+	"price_in":          func(p *llm.Prices) *float64 { return &p.Input },
+	"price_out":         func(p *llm.Prices) *float64 { return &p.Output },
+	"price_cache_read":  func(p *llm.Prices) *float64 { return &p.CacheRead },
+	"price_cache_write": func(p *llm.Prices) *float64 { return &p.CacheWrite },
+}
+
 // Spec is a parsed model spec. The zero value is not valid; use Parse.
 type Spec struct {
 	Provider string
@@ -114,6 +124,10 @@ type Spec struct {
 	MaxTokens int
 	// Version is the anthropic-version header ("" for the client's).
 	Version string
+	// Prices, when set, make the model estimate each answer's cost
+	// (llm.Usage.CostUSD; parameters price_in, price_out,
+	// price_cache_read, price_cache_write).
+	Prices llm.Prices
 	// NoStreamUsage drops stream_options.include_usage (OpenAI-compatible).
 	NoStreamUsage bool
 	// NoStream makes the model answer in one body instead of a stream
@@ -150,6 +164,11 @@ func (s Spec) format(redact bool) string {
 	}
 	if s.NoStream {
 		b.WriteString(";stream=false")
+	}
+	for _, k := range slices.Sorted(maps.Keys(priceParams)) {
+		if f := *priceParams[k](&s.Prices); f != 0 {
+			b.WriteString(";" + k + "=" + strconv.FormatFloat(f, 'f', -1, 64))
+		}
 	}
 	names := make([]string, 0, len(s.Headers))
 	for k := range s.Headers {
@@ -211,8 +230,9 @@ func Parse(spec string) (Spec, error) {
 		if !ok || key == "" {
 			return Spec{}, specErr(shown, "parameter %d: want key=value", i+1)
 		}
-		if !strings.HasPrefix(key, "header.") && key != "key_env" && !slices.Contains(p.params, key) {
-			known := append([]string{"key_env", "header.NAME"}, p.params...)
+		_, isPrice := priceParams[key]
+		if !strings.HasPrefix(key, "header.") && key != "key_env" && !isPrice && !slices.Contains(p.params, key) {
+			known := append([]string{"key_env", "header.NAME", "price_in", "price_out", "price_cache_read", "price_cache_write"}, p.params...)
 			hint := ""
 			if key == "max_tokens" || key == "temperature" {
 				hint = "; request options go in the agent's llm_opts (OpenAI: max_completion_tokens)"
@@ -225,6 +245,12 @@ func Parse(spec string) (Spec, error) {
 				return Spec{}, specErr(shown, "key_env %q is not an environment variable name", val)
 			}
 			s.KeyEnv = val
+		case isPrice:
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return Spec{}, specErr(shown, "%s %q is not a price (US dollars per million tokens, e.g. 3 or 0.30)", key, val)
+			}
+			*priceParams[key](&s.Prices) = f
 		case key == "max_tokens":
 			n, err := strconv.Atoi(val)
 			if err != nil || n <= 0 {
@@ -380,6 +406,9 @@ func (s Spec) Build(o Options) (llm.Model, error) {
 	m, err := p.build(s, base, key, o.HTTPClient)
 	if err != nil {
 		return nil, fmt.Errorf("model spec %q: %w", s.String(), err)
+	}
+	if !s.Prices.IsZero() {
+		m = llm.WithPrices(m, s.Prices)
 	}
 	return m, nil
 }
