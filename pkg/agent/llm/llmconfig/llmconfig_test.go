@@ -62,9 +62,9 @@ func TestParseErrors(t *testing.T) {
 		{"openai:m;key_env=1BAD", `key_env "1BAD" is not an environment variable name`},
 		{"openai:m;key_env=", `key_env "" is not`},
 		{"anthropic:m;max_tokens=-5", `max_tokens "-5" is not a positive integer`},
-		{"openai:m;max_tokens=5", `parameter "max_tokens" does not apply to openai (it takes key_env, header.NAME, stream, stream_usage); request options go in the agent's llm_opts (OpenAI: max_completion_tokens)`},
+		{"openai:m;max_tokens=5", `parameter "max_tokens" does not apply to openai (it takes key_env, header.NAME, price_in, price_out, price_cache_read, price_cache_write, stream, stream_usage); request options go in the agent's llm_opts (OpenAI: max_completion_tokens)`},
 		{"openai:m;version=1", `parameter "version" does not apply to openai`},
-		{"anthropic:m;stream_usage=false", `parameter "stream_usage" does not apply to anthropic (it takes key_env, header.NAME, max_tokens, stream, version)`},
+		{"anthropic:m;stream_usage=false", `parameter "stream_usage" does not apply to anthropic (it takes key_env, header.NAME, price_in, price_out, price_cache_read, price_cache_write, max_tokens, stream, version)`},
 		// base URLs: no scheme, Azure deployments, queries, mangled paths, another provider's endpoint
 		{"openai:qwen@localhost:8000/v1", `base URL "localhost:8000/v1" has no scheme: write openai:qwen@http://localhost:8000/v1 (or https://); accepted forms: "provider:model"`},
 		{"openai:qwen@10.0.0.5:8000/v1;key_env=K", `base URL "10.0.0.5:8000/v1" has no scheme`},
