@@ -179,7 +179,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 		}
 		rec := messages.Turn{Number: turn, StartedAt: turnStart}
 		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: a.spec.Prompt,
-			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
+			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
 		var resp *llm.Response
 		requests := 0
 		lerr := policy.Do(missionCtx, func(ctx context.Context, _ int) error {

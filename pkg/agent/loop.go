@@ -161,7 +161,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		if sysStatic == "" {
 			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: msgs})
 		}
-		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
+		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
 		rec := messages.Turn{Number: turn, StartedAt: turnStart}
 		if t.debug {
 			rec.Messages = promptMessages(sys, msgs)

@@ -257,7 +257,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		}
 		turnStart := time.Now()
 		req := llm.Request{System: sys, Messages: msgs, Tools: specs, Turn: turn, Prompt: prompt,
-			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true}
+			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
 		rec := messages.Turn{Number: turn, StartedAt: turnStart}
 		if t.debug {
 			rec.Messages = promptMessages(sys, msgs)

@@ -39,10 +39,19 @@ type Request struct {
 	// Opts are the agent's llm_opts (temperature, max_tokens, top_p, ...).
 	// Providers copy them into the request body as top-level fields.
 	Opts map[string]any
-	// CacheSystem asks the provider to mark the static system prompt as
-	// cacheable (Anthropic cache_control); providers that cache
-	// automatically ignore it.
+	// CacheSystem asks the provider to mark the stable prefix, the tool
+	// list and the static system prompt, as cacheable (Anthropic
+	// cache_control breakpoints); providers that cache automatically
+	// ignore it.
 	CacheSystem bool
+	// CacheHistory asks the provider to mark the conversation up to the
+	// last message as cacheable too (Anthropic: a breakpoint on the last
+	// block), so that the next turn, which repeats it, reads it from the
+	// cache.
+	CacheHistory bool
+	// CacheKey names the requests that share a prefix (the agent), for
+	// providers that route by it (OpenAI prompt_cache_key); "" sends none.
+	CacheKey string
 }
 
 // Clone returns a deep copy of r.

@@ -176,9 +176,10 @@ func blockType(c any) string {
 }
 
 type tool struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	InputSchema map[string]any `json:"input_schema"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  map[string]any `json:"input_schema"`
+	CacheControl *cacheControl  `json:"cache_control,omitempty"`
 }
 
 type usage struct {
@@ -237,7 +238,7 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	body := map[string]any{"model": c.model, "max_tokens": c.maxTokens, "messages": msgs}
 	if req.System != "" {
 		if req.CacheSystem {
-			body["system"] = []block{{Type: "text", Text: &req.System, CacheControl: &cacheControl{Type: "ephemeral"}}}
+			body["system"] = []block{{Type: "text", Text: &req.System, CacheControl: ephemeral}}
 		} else {
 			body["system"] = req.System
 		}
@@ -251,7 +252,13 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 			}
 			tools[i] = tool{Name: t.Name, Description: t.Description, InputSchema: schema}
 		}
+		if req.CacheSystem {
+			tools[len(tools)-1].CacheControl = ephemeral
+		}
 		body["tools"] = tools
+	}
+	if req.CacheHistory {
+		markLast(msgs)
 	}
 	if err := httpx.MergeOpts(body, req.Opts, reserved...); err != nil {
 		return nil, &llm.Error{Kind: llm.KindConfig, Message: "anthropic: " + err.Error()}
@@ -260,6 +267,26 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 		body["stream"] = true
 	}
 	return body, nil
+}
+
+// ephemeral is the cache_control of every breakpoint.
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// markLast puts a cache breakpoint on the last block of the last message
+// that the client built (provider blocks pass through unchanged and are
+// skipped).
+func markLast(msgs []message) {
+	if len(msgs) == 0 {
+		return
+	}
+	content := msgs[len(msgs)-1].Content
+	for i := len(content) - 1; i >= 0; i-- {
+		if b, ok := content[i].(block); ok {
+			b.CacheControl = ephemeral
+			content[i] = b
+			return
+		}
+	}
 }
 
 func toWire(msgs []llm.Message) ([]message, error) {

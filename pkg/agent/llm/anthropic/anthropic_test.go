@@ -76,15 +76,17 @@ func TestCompleteText(t *testing.T) {
 	}
 }
 
-// A tool round with the cacheable system prompt; the second request is
-// compared with a golden file written from the API reference.
+// A tool round with the cacheable prefix (breakpoints on the last tool,
+// the system prompt and the last message's last block); the second request
+// is compared with a golden file written from the API reference.
 func TestToolUseRound(t *testing.T) {
 	fs := newServer(t, reply{File: "message_tool_use.json"}, reply{File: "message_text.json"})
 	c := newClient(t, fs, nil)
 	req := llm.Request{
-		System:      "Answer with tools.",
-		CacheSystem: true,
-		Messages:    []llm.Message{llm.UserText("Weather in San Francisco?")},
+		System:       "Answer with tools.",
+		CacheSystem:  true,
+		CacheHistory: true,
+		Messages:     []llm.Message{llm.UserText("Weather in San Francisco?")},
 		Tools: []llm.ToolSpec{
 			{Name: "get_weather", Description: "Get the current weather in a given location", InputSchema: map[string]any{
 				"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}, "unit": map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}}},

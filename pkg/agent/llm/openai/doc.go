@@ -8,7 +8,9 @@
 // JSON-string arguments, and llm.ToolSpec becomes a "function" tool. The
 // request's Opts (llm_opts) are copied into the body as top-level fields
 // (temperature, max_tokens or max_completion_tokens, top_p, seed, ...); the
-// keys the client sets itself are refused.
+// keys the client sets itself are refused. Request.CacheKey goes out as
+// prompt_cache_key (unless llm_opts set one), on chat completions and the
+// Responses API alike.
 //
 // Usage: prompt_tokens become InputTokens (they include the cached ones),
 // completion_tokens OutputTokens, prompt_tokens_details.cached_tokens

@@ -224,6 +224,7 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if err := httpx.MergeOpts(body, req.Opts, reserved...); err != nil {
 		return nil, &llm.Error{Kind: llm.KindConfig, Message: "openai: " + err.Error()}
 	}
+	setCacheKey(body, req)
 	if stream {
 		body["stream"] = true
 		if !c.noUsage {
@@ -401,4 +402,12 @@ func streamErrRetryable(typ, code string) bool {
 		return true
 	}
 	return false
+}
+
+// setCacheKey sends req.CacheKey as prompt_cache_key, which routes requests
+// sharing a prefix to the same cache, unless llm_opts set one.
+func setCacheKey(body map[string]any, req llm.Request) {
+	if _, set := body["prompt_cache_key"]; !set && req.CacheKey != "" {
+		body["prompt_cache_key"] = req.CacheKey
+	}
 }

@@ -105,6 +105,7 @@ func (c *ResponsesClient) body(req llm.Request, stream bool) (map[string]any, er
 	if err := httpx.MergeOpts(body, req.Opts, responsesReserved...); err != nil {
 		return nil, &llm.Error{Kind: llm.KindConfig, Message: "openai responses: " + err.Error()}
 	}
+	setCacheKey(body, req)
 	if stream {
 		body["stream"] = true
 	}
