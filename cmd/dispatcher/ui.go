@@ -8,13 +8,13 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -194,22 +194,5 @@ func serveUI(ctx context.Context, client *fleet.Client, addr string, log zerolog
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	if bound != nil {
-		bound <- ln.Addr().String()
-	}
-	srv := &http.Server{Handler: v.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return cli.ServeHTTP(ctx, addr, v.Handler(), bound)
 }

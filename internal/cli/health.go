@@ -53,6 +53,13 @@ func (h Health) Serve(ctx context.Context, addr string, bound chan<- string) err
 		<-ctx.Done()
 		return nil
 	}
+	return ServeHTTP(ctx, addr, h.Handler(), bound)
+}
+
+// ServeHTTP listens on addr and serves handler until ctx ends, then shuts
+// the server down (2 s for requests in flight). The bound address is sent
+// on bound (if not nil) once listening, which tests use with addr ":0".
+func ServeHTTP(ctx context.Context, addr string, handler http.Handler, bound chan<- string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -60,7 +67,7 @@ func (h Health) Serve(ctx context.Context, addr string, bound chan<- string) err
 	if bound != nil {
 		bound <- ln.Addr().String()
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
