@@ -26,7 +26,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no headless Chromium: install it with `apt-get install -y chromium-headless-shell` (.ci/run does)")
+	t.Fatal("no headless Chromium: install it with `apt-get install -y chromium-headless-shell` (scripts/test-deps.sh does)")
 	return ""
 }
 

@@ -24,7 +24,7 @@ func Folder(tb testing.TB, dir string) string {
 		tb.Fatalf("node is not installed; install it (Debian: apt-get install -y nodejs npm), then run: npm ci --prefix %s", abs)
 	}
 	if _, err := os.Stat(filepath.Join(abs, "node_modules")); err != nil {
-		tb.Fatalf("the npm packages of %s are not installed; run: npm ci --prefix %s (.ci/run does)", dir, abs)
+		tb.Fatalf("the npm packages of %s are not installed; run: npm ci --prefix %s (scripts/test-deps.sh does)", dir, abs)
 	}
 	return abs
 }
