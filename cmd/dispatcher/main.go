@@ -65,6 +65,8 @@ commands:
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
+  bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
+                    text mode, at -scales (scripted models, no fleet needed)
 
 Run "dispatcher <command> -h" for the flags of a command.
 
@@ -126,6 +128,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		expr         string
 		missionFile  string
 		contextFile  string
+		scales       string
 	)
 	switch cmd {
 	case "submit":
@@ -149,6 +152,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&missionFile, "mission", "", "mission file whose tools, signature, limits and context the REPL takes")
 		fs.StringVar(&contextFile, "context", "", "JSON file with the ctx/ inputs (replaces the mission's context)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
+	case "bench":
+		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -180,6 +185,12 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	log, err := c.log.Logger(stderr, "dispatcher")
 	if err != nil {
 		return err
+	}
+	if cmd == "bench" {
+		if fs.NArg() != 1 || fs.Arg(0) != "context" {
+			return errors.New("bench takes one benchmark name: context")
+		}
+		return runBenchContext(ctx, scales, stdout)
 	}
 	if cmd == "repl" {
 		if fs.NArg() != 0 {
