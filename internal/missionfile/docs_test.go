@@ -125,6 +125,7 @@ func TestDocsLimits(t *testing.T) {
 		"max_depth":           fmt.Sprintf("`%d`", messages.DefaultMaxDepth),
 		"max_tool_calls":      "unlimited",
 		"memory_limit":        fmt.Sprintf("`%d`", messages.DefaultMemoryLimit),
+		"program_memory":      fmt.Sprintf("`%d`", messages.DefaultProgramMemory),
 		"prompt_limit.list":   fmt.Sprintf("`%d`", messages.DefaultListLimit),
 		"prompt_limit.string": fmt.Sprintf("`%d`", messages.DefaultStringLimit),
 	}

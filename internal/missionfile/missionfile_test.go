@@ -160,14 +160,16 @@ agent:
 
 // JSON files decode like YAML ones, into the same wire fields.
 func TestParseJSON(t *testing.T) {
-	f, err := Parse([]byte(`{"agent": {"prompt": "p", "max_turns": 2, "llm_timeout": "90s", "max_steps": -1},
- "context": {"n": 1, "x": 1.5, "ok": true, "none": null}, "limits": {"memory_limit": -1}}`))
+	f, err := Parse([]byte(`{"agent": {"prompt": "p", "max_turns": 2, "llm_timeout": "90s", "max_steps": -1, "program_memory": 4096},
+ "context": {"n": 1, "x": 1.5, "ok": true, "none": null},
+ "limits": {"memory_limit": -1, "max_steps": 1000, "program_memory": -1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"n": int64(1), "x": 1.5, "ok": true, "none": nil}
 	if !reflect.DeepEqual(f.Context, want) || f.Agent.MaxTurns != 2 || f.Agent.LLMTimeout != 90*time.Second ||
-		f.Agent.MaxSteps != -1 || f.Limits.MemoryLimit != -1 {
+		f.Agent.MaxSteps != -1 || f.Agent.ProgramMemory != 4096 || f.Limits.MemoryLimit != -1 ||
+		f.Limits.MaxSteps != 1000 || f.Limits.ProgramMemory != -1 {
 		t.Fatalf("file = %+v, agent = %+v", f, f.Agent)
 	}
 }

@@ -52,6 +52,9 @@ type Compiled struct {
 	ltools       lisp.Tools
 	timeout      time.Duration
 	maxToolCalls int
+	// maxSteps and maxMemory are lisp.Options.MaxSteps and MaxMemory of
+	// each execution (0: the interpreter's defaults).
+	maxSteps, maxMemory int64
 }
 
 // compiledLispTools adapts pure tools for compiled executions: input
@@ -264,7 +267,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		ctx = context.WithValue(ctx, warnKey{}, w)
 	}
 	res, xerr := lisp.Exec(ctx, compiledCall, lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
-		Timeout: c.timeout, MemoryLimit: -1, MaxToolCalls: c.maxToolCalls, FloatPrecision: FloatPrecision})
+		Timeout: c.timeout, MaxSteps: c.maxSteps, MaxMemory: c.maxMemory, MemoryLimit: -1, MaxToolCalls: c.maxToolCalls, FloatPrecision: FloatPrecision})
 	turn := messages.Turn{Number: 1, Program: c.Source, StartedAt: start, ToolCalls: res.ToolCalls, Prints: res.Prints}
 	st.Usage.ToolCalls = len(res.ToolCalls)
 	if w != nil {

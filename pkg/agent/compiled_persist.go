@@ -22,6 +22,10 @@ type LoadOptions struct {
 	Timeout time.Duration
 	// MaxToolCalls caps tool calls per execution (0: unlimited).
 	MaxToolCalls int
+	// MaxSteps bounds the evaluation steps of one execution (0: derived
+	// from Timeout) and ProgramMemory the memory it holds at once, in bytes
+	// (0: messages.DefaultProgramMemory); negative means unlimited.
+	MaxSteps, ProgramMemory int64
 	// Name and Description label the program (a document's own are used
 	// when these are empty).
 	Name, Description string
@@ -71,6 +75,7 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 		c.timeout = opts.Timeout
 	}
 	c.maxToolCalls = opts.MaxToolCalls
+	c.maxSteps, c.maxMemory = opts.MaxSteps, opts.ProgramMemory
 	return c, nil
 }
 

@@ -49,7 +49,9 @@
 // attempt, ProgramTimeout 30 s per program run (its step budget derives
 // from it), MissionTimeout 15 min for the whole tree (mission_timeout),
 // MaxDepth 3 (max_depth_exceeded), TurnBudget 20 shared by the agent tree
-// (turn_budget_exhausted), MemoryLimit 1 MiB (memory_limit_exceeded).
+// (turn_budget_exhausted), MemoryLimit 1 MiB (memory_limit_exceeded),
+// ProgramMemory 64 MiB held by one program run (memory_limit, fed back to
+// the model like any program error).
 // LLMRetry retries infrastructure errors only (llm.Classify), with an
 // injectable sleep; an LLM attempt that runs out of the LLM timeout is such
 // an error. Logic errors use turns.

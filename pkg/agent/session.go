@@ -148,7 +148,7 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 // interpreter's own printed-size check is off.
 func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, timeout time.Duration, sec *secrets) lisp.Options {
 	return lisp.Options{
-		Context: ctxData, Memory: mem, Tools: tools, Timeout: timeout, MaxSteps: a.maxSteps(), MemoryLimit: -1,
+		Context: ctxData, Memory: mem, Tools: tools, Timeout: timeout, MaxSteps: a.maxSteps(), MaxMemory: a.spec.ProgramMemory, MemoryLimit: -1,
 		MemoryContract: !a.singleTurn(), MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
 		Scrub: sec.hook(),
 	}

@@ -83,6 +83,12 @@ type Spec struct {
 	// MaxSteps bounds the evaluation steps of one program run (default:
 	// lisp.DefaultStepsPerSecond per second of ProgramTimeout).
 	MaxSteps int64
+	// ProgramMemory bounds the memory one program run holds at once, in
+	// bytes: what it builds and keeps, not what it allocates and drops;
+	// host data does not count (default 64 MiB, lisp.Options.MaxMemory).
+	// Exceeding it stops the program with memory_limit, fed back to the
+	// model like any program error.
+	ProgramMemory int64
 	// MissionTimeout bounds the whole run, sub-agents included (default
 	// 15 min).
 	MissionTimeout time.Duration
@@ -303,6 +309,7 @@ func (a *Agent) Spec() Spec {
 	s.MaxDepth = orDefault(s.MaxDepth, messages.DefaultMaxDepth)
 	s.TurnBudget = orDefault(s.TurnBudget, messages.DefaultTurnBudget)
 	s.MemoryLimit = orDefault(s.MemoryLimit, messages.DefaultMemoryLimit)
+	s.ProgramMemory = orDefault(s.ProgramMemory, messages.DefaultProgramMemory)
 	s.PromptLimit = PromptLimit{List: orDefault(s.PromptLimit.List, messages.DefaultListLimit),
 		String: orDefault(s.PromptLimit.String, messages.DefaultStringLimit)}
 	return s
@@ -396,7 +403,7 @@ func (s Spec) ToWire() *messages.AgentSpec {
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
 		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog),
 		MaxTurns: s.MaxTurns, MaxToolCalls: s.MaxToolCalls, LLMTimeout: s.LLMTimeout,
-		ProgramTimeout: s.ProgramTimeout, MaxSteps: s.MaxSteps,
+		ProgramTimeout: s.ProgramTimeout, MaxSteps: s.MaxSteps, ProgramMemory: s.ProgramMemory,
 		MissionTimeout: s.MissionTimeout, PromptLimit: s.PromptLimit, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
 		MemoryLimit: s.MemoryLimit, MaxDepth: s.MaxDepth, TurnBudget: s.TurnBudget,
@@ -452,7 +459,7 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		Name: w.Name, Description: w.Description, Prompt: w.Prompt, Signature: w.Signature,
 		Output: w.Output, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
 		MaxToolCalls: w.MaxToolCalls, LLMTimeout: w.LLMTimeout, ProgramTimeout: w.ProgramTimeout,
-		MaxSteps: w.MaxSteps, MissionTimeout: w.MissionTimeout,
+		MaxSteps: w.MaxSteps, ProgramMemory: w.ProgramMemory, MissionTimeout: w.MissionTimeout,
 		PromptLimit: w.PromptLimit, LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},

@@ -102,7 +102,7 @@ func TestWireRoundTrip(t *testing.T) {
 		Name: "orch", Description: "top", Prompt: "Do {{x}}", Signature: "(x :int) -> :int",
 		Tools:       map[string]Tool{"search": tools["search"], "finder": child.AsTool(ToolOptions{LLM: "haiku"})},
 		ToolCatalog: []messages.ToolSchema{{Name: "plan", Signature: "() -> :map"}},
-		MaxTurns:    7, LLMTimeout: 2 * time.Minute, ProgramTimeout: 3 * time.Second, MaxSteps: 5000, MissionTimeout: time.Minute, LLM: "sonnet",
+		MaxTurns:    7, LLMTimeout: 2 * time.Minute, ProgramTimeout: 3 * time.Second, MaxSteps: 5000, ProgramMemory: 1 << 20, MissionTimeout: time.Minute, LLM: "sonnet",
 		LLMOpts:      map[string]any{"temperature": 0.2},
 		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""}, MemoryLimit: 2048,
 		LLMRetry:   &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
@@ -125,7 +125,7 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.MaxTurns != 7 || got.Validation != signature.WarnOnly || got.LLM != "sonnet" || got.SystemPrompt.Prefix != "P" ||
-		got.MemoryLimit != 2048 || got.TurnBudget != 9 || got.PromptLimit.List != 3 || got.Signature != spec.Signature {
+		got.MemoryLimit != 2048 || got.MaxSteps != 5000 || got.ProgramMemory != 1<<20 || got.TurnBudget != 9 || got.PromptLimit.List != 3 || got.Signature != spec.Signature {
 		t.Fatalf("round trip lost fields: %+v", got)
 	}
 	if got.SystemPrompt.LanguageSpec != "minimal" || got.SystemPrompt.OutputFormat != "OF" {

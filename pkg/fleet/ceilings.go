@@ -37,6 +37,9 @@ type Ceilings struct {
 	// MemoryLimit bounds mission.limits.memory_limit and every agent's
 	// memory_limit.
 	MemoryLimit int64
+	// ProgramMemory bounds mission.limits.program_memory and every
+	// agent's program_memory.
+	ProgramMemory int64
 	// LLMRetryAttempts bounds llm_retry.max_attempts; LLMRetryMaxDelay
 	// bounds llm_retry.base_delay and max_delay.
 	LLMRetryAttempts int
@@ -61,6 +64,7 @@ func (c Ceilings) check(m *messages.Mission) string {
 	ck.num("mission.limits.max_turns", int64(l.MaxTurns), int64(c.MaxTurns))
 	ck.num("mission.limits.turn_budget", int64(l.TurnBudget), int64(c.TurnBudget))
 	ck.num("mission.limits.memory_limit", l.MemoryLimit, c.MemoryLimit)
+	ck.num("mission.limits.program_memory", l.ProgramMemory, c.ProgramMemory)
 	if m.Agent != nil {
 		ck.agent("mission.agent", m.Agent, 0)
 	}
@@ -107,6 +111,7 @@ func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
 	ck.num(path+".max_turns", int64(a.MaxTurns), int64(ck.c.MaxTurns))
 	ck.num(path+".turn_budget", int64(a.TurnBudget), int64(ck.c.TurnBudget))
 	ck.num(path+".memory_limit", a.MemoryLimit, ck.c.MemoryLimit)
+	ck.num(path+".program_memory", a.ProgramMemory, ck.c.ProgramMemory)
 	if r := a.LLMRetry; r != nil {
 		ck.num(path+".llm_retry.max_attempts", int64(r.MaxAttempts), int64(ck.c.LLMRetryAttempts))
 		ck.dur(path+".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)

@@ -255,7 +255,7 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		return &messages.Step{Return: "ran"}, nil
 	}), func(cfg *fleet.WorkerConfig) {
 		cfg.Ceilings = fleet.Ceilings{MissionTimeout: time.Minute, MaxTurns: 10, TurnBudget: 30,
-			MemoryLimit: 8 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
+			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
 	})
 	cases := []struct {
 		name string
@@ -265,6 +265,11 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		{"timeout", func(m *messages.Mission) { m.Limits.MissionTimeout = 2 * time.Hour }, "mission.limits.mission_timeout 2h0m0s is over this worker's ceiling of 1m0s"},
 		{"unlimited", func(m *messages.Mission) { m.Limits.MissionTimeout = -1 }, "mission.limits.mission_timeout asks for no limit; this worker allows at most 1m0s"},
 		{"memory", func(m *messages.Mission) { m.Limits.MemoryLimit = 1 << 30 }, "mission.limits.memory_limit 1073741824 is over this worker's ceiling of 8388608"},
+		{"program memory", func(m *messages.Mission) { m.Limits.ProgramMemory = 32 << 20 }, "mission.limits.program_memory 33554432 is over this worker's ceiling of 16777216"},
+		{"unlimited program memory", func(m *messages.Mission) { m.Agent.ProgramMemory = -1 }, "mission.agent.program_memory asks for no limit; this worker allows at most 16777216"},
+		{"sub-agent program memory", func(m *messages.Mission) {
+			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", ProgramMemory: 1 << 30}}
+		}, `mission.agent.sub_agents["helper"].program_memory 1073741824 is over this worker's ceiling of 16777216`},
 		{"unlimited turns", func(m *messages.Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns asks for no limit"},
 		{"llm timeout", func(m *messages.Mission) { m.Agent.LLMTimeout = time.Hour }, "mission.agent.llm_timeout 1h0m0s"},
 		{"agent turns", func(m *messages.Mission) { m.Agent.MaxTurns = 11 }, "mission.agent.max_turns 11 is over"},
@@ -294,6 +299,7 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 	}
 	ok := newMission()
 	ok.Limits.MissionTimeout, ok.Agent.MaxTurns = 30*time.Second, 10
+	ok.Limits.ProgramMemory, ok.Agent.ProgramMemory = 16<<20, 8<<20
 	ok.Agent.LLMOpts = map[string]any{"temperature": 0.2, "max_tokens": int64(1000)}
 	if step, err := c.Run(testCtx(t), ok); err != nil || step.Return != "ran" {
 		t.Fatalf("mission within the ceilings: %+v, %v", step, err)

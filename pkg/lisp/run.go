@@ -16,9 +16,10 @@ import (
 const (
 	DefaultTimeout = time.Second
 	// DefaultMaxMemory bounds the memory a program holds at once (what it
-	// builds and keeps; host data does not count). It admits the
-	// benchmark pipelines over 100k records with room to spare.
-	DefaultMaxMemory = 64 << 20
+	// builds and keeps; host data does not count): the agents'
+	// program_memory default. It admits the benchmark pipelines over 100k
+	// records with room to spare.
+	DefaultMaxMemory = messages.DefaultProgramMemory
 	DefaultMaxDepth  = 10000
 	// DefaultMemoryLimit bounds the printed size of memory after a run:
 	// the agents' memory_limit default.

@@ -25,6 +25,9 @@ const (
 	DefaultMissionTimeout = 15 * time.Minute
 	// DefaultMemoryLimit bounds the printed size of an agent's memory.
 	DefaultMemoryLimit = 1 << 20
+	// DefaultProgramMemory bounds the memory one program run holds at once
+	// (what it builds and keeps; host data does not count).
+	DefaultProgramMemory = 64 << 20
 	// DefaultListLimit and DefaultStringLimit bound the result previews fed
 	// back to the model: items per collection, characters per string.
 	DefaultListLimit   = 5

@@ -103,6 +103,11 @@ type Limits struct {
 	TurnBudget int `msgpack:"turn_budget,omitempty"`
 	// MemoryLimit bounds the printed size of an agent's memory in bytes.
 	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
+	// MaxSteps bounds the evaluation steps of each program run.
+	MaxSteps int64 `msgpack:"max_steps,omitempty"`
+	// ProgramMemory bounds the memory each program run holds at once, in
+	// bytes.
+	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
 }
 
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
@@ -141,6 +146,10 @@ type AgentSpec struct {
 	// MaxSteps bounds the evaluation steps of one program run; the
 	// default is derived from ProgramTimeout.
 	MaxSteps int64 `msgpack:"max_steps,omitempty"`
+	// ProgramMemory bounds the memory one program run holds at once, in
+	// bytes: what it builds and keeps, not what it allocates and drops;
+	// host data does not count (DefaultProgramMemory).
+	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
 	// MissionTimeout bounds the whole run, sub-agents included
 	// (DefaultMissionTimeout).
 	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`

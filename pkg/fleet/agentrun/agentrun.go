@@ -161,6 +161,8 @@ func applyLimits(s *agent.Spec, l messages.Limits) {
 	override(&s.TurnBudget, l.TurnBudget)
 	override(&s.MaxToolCalls, l.MaxToolCalls)
 	override(&s.MemoryLimit, l.MemoryLimit)
+	override(&s.MaxSteps, l.MaxSteps)
+	override(&s.ProgramMemory, l.ProgramMemory)
 }
 
 func override[T ~int | ~int64](dst *T, v T) {
@@ -295,7 +297,8 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 	for _, name := range m.Tools {
 		tools[name] = remoteTool(ctx, env.Tools, name, turns)
 	}
-	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, MaxToolCalls: m.Limits.MaxToolCalls})
+	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, MaxToolCalls: m.Limits.MaxToolCalls,
+		MaxSteps: m.Limits.MaxSteps, ProgramMemory: m.Limits.ProgramMemory})
 	if err != nil {
 		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
 	}

@@ -407,3 +407,61 @@ func TestCompiledMissionTimeoutReportsEveryInput(t *testing.T) {
 		t.Fatalf("input 2 = %#v, want not run: mission_timeout", e)
 	}
 }
+
+// A mission's program_memory bounds what each program run holds: over it
+// the program stops with memory_limit (single-turn: the mission's failure
+// reason); the same program passes under the default, and a negative
+// mission limit lifts the agent's own. Compiled missions take it too.
+func TestMissionProgramMemory(t *testing.T) {
+	const prog = "```clojure\n(count (vec (range 100000)))\n```"
+	model := &script{turns: map[string][]string{"Hold": {prog}}}
+	env := startFleet(t, model, true)
+	mission := func(agentLimit int64, l messages.Limits) *messages.Mission {
+		return &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Hold a vector.", Signature: ":int",
+			MaxTurns: 1, ProgramMemory: agentLimit}, Limits: l}
+	}
+	step := runMission(t, env, mission(0, messages.Limits{ProgramMemory: 64 << 10}))
+	if step.Fail == nil || step.Fail.Reason != "memory_limit" || !strings.Contains(step.Fail.Message, "more than 65536 bytes") {
+		t.Fatalf("small program_memory: fail %+v, return %v; want memory_limit", step.Fail, step.Return)
+	}
+	for name, m := range map[string]*messages.Mission{
+		"default":             mission(0, messages.Limits{}),
+		"mission lifts agent": mission(64<<10, messages.Limits{ProgramMemory: -1}),
+	} {
+		if step := runMission(t, env, m); step.Fail != nil || step.Return != int64(100000) {
+			t.Fatalf("%s: fail %+v, return %v", name, step.Fail, step.Return)
+		}
+	}
+
+	compiled := func(l messages.Limits) *messages.Step {
+		return runMission(t, env, &messages.Mission{Kind: messages.KindCompiled, Limits: l,
+			Compiled: &messages.CompiledSpec{Program: "(fn [_] (count (vec (range 100000))))", Signature: ":int"}})
+	}
+	step = compiled(messages.Limits{ProgramMemory: 64 << 10})
+	res, _ := step.Return.([]any)
+	if step.Fail != nil || len(res) != 1 {
+		t.Fatalf("compiled: fail %+v, return %#v", step.Fail, step.Return)
+	}
+	if e, _ := res[0].(map[string]any)["error"].(map[string]any); e == nil || e["reason"] != "memory_limit" {
+		t.Fatalf("compiled with small program_memory: %#v, want a memory_limit entry", res[0])
+	}
+	step = compiled(messages.Limits{})
+	if res, _ := step.Return.([]any); len(res) != 1 || res[0].(map[string]any)["value"] != int64(100000) {
+		t.Fatalf("compiled with the default: %+v %#v", step.Fail, step.Return)
+	}
+}
+
+// A mission's max_steps overrides the agent's step budget.
+func TestMissionMaxSteps(t *testing.T) {
+	model := &script{turns: map[string][]string{"Sum": {"```clojure\n(reduce + (range 100000))\n```"}}}
+	env := startFleet(t, model, true)
+	m := func(l messages.Limits) *messages.Mission {
+		return &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Sum.", Signature: ":int", MaxTurns: 1}, Limits: l}
+	}
+	if step := runMission(t, env, m(messages.Limits{MaxSteps: 10_000})); step.Fail == nil || step.Fail.Reason != "step_limit" {
+		t.Fatalf("max_steps 10000: fail %+v, return %v; want step_limit", step.Fail, step.Return)
+	}
+	if step := runMission(t, env, m(messages.Limits{})); step.Fail != nil || step.Return != int64(4999950000) {
+		t.Fatalf("default: fail %+v, return %v", step.Fail, step.Return)
+	}
+}
