@@ -212,3 +212,22 @@ func TestREPLNeedsAFleetItCanReach(t *testing.T) {
 	}
 	mustContain(t, "stderr", errOut, "connect to nats")
 }
+
+// The mission's limits apply to REPL programs: here its tool-call cap.
+func TestREPLMissionLimits(t *testing.T) {
+	dir := t.TempDir()
+	mf := filepath.Join(dir, "m.yaml")
+	if err := os.WriteFile(mf, []byte("agent:\n  prompt: look\n  tools: [list_customers]\nlimits: {max_tool_calls: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runRepl(t, "", "-mission", mf, "-e", `(count (tool/list_customers {:region "north"}))`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, "Result: ")
+	_, errOut, code = runRepl(t, "", "-mission", mf, "-e", `(+ (count (tool/list_customers {})) (count (tool/list_customers {})))`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
+	}
+	mustContain(t, "stderr", errOut, "tool call limit")
+}
