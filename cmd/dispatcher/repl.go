@@ -170,9 +170,13 @@ func readBounded(path string, limit int) ([]byte, error) {
 	return data, nil
 }
 
-// fleetToolNames lists the tools the fleet's services offer.
+// fleetToolNames lists the tools the fleet's services offer (none when no
+// tool service answers).
 func fleetToolNames(ctx context.Context, nc *nats.Conn) ([]string, error) {
 	infos, err := fleet.Discover(ctx, nc, 500*time.Millisecond)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, nil // no tool service runs: a REPL without tools
+	}
 	if err != nil {
 		return nil, fmt.Errorf("discover tools: %w", err)
 	}

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 // runRepl runs "dispatcher repl" on an embedded fleet with the example
@@ -230,4 +234,40 @@ func TestREPLMissionLimits(t *testing.T) {
 		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
 	}
 	mustContain(t, "stderr", errOut, "tool call limit")
+}
+
+// With -nats-url the REPL calls the tool services of that server, found by
+// discovery, and starts none of its own.
+func TestREPLOnAGivenFleet(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	stop, err := serveExampleTools(nc, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	out, errOut, code := runRepl(t, ":tools\n(count (tool/list_orders {:status \"paid\"}))\n", "-nats-url", srv.ClientURL())
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, "tool/search_emails", "tool/list_orders", "Result: 4971")
+
+	// a server without tool services: no tools, and a call says so
+	bare, err := embedded.Start(embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bare.Close)
+	out, errOut, code = runRepl(t, ":tools\n", "-nats-url", bare.ClientURL())
+	if code != 0 || !strings.Contains(out, "no tools") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
