@@ -20,7 +20,8 @@
 //     transient failures, so every worker can call it at start on a cluster
 //     in any state; with StoreConfig.VerifyOnly it only waits for them.
 //   - Journal: each mission's model replies and tool results, recorded
-//     before use, so a redelivered mission replays them instead of paying
+//     and acknowledged before anything depending on them leaves the
+//     worker, so a redelivered mission replays them instead of paying
 //     again; tool calls carry an Idempotency-Key and a ToolService can run
 //     each key at most once (DedupConfig).
 //

@@ -21,7 +21,8 @@ import (
 
 // Journal is the turn journal of one mission: every model reply and every
 // tool result the mission's runs received, recorded in the JOURNAL stream
-// (subject mission.journal.<id>) before the run uses it. A redelivered
+// (subject mission.journal.<id>) before anything that depends on it leaves
+// the worker (Record, then Flush). A redelivered
 // mission loads the journal its earlier attempts wrote and replays it: a
 // model request or tool call whose answer is recorded gets the recorded
 // answer, with no model call and no tool call, so the run continues from
@@ -49,7 +50,10 @@ type Journal struct {
 	broken    atomic.Bool
 	writeWait time.Duration // journalWriteWait unless a test shortens it
 
+	flushMu sync.Mutex // serializes Flush
+
 	mu       sync.Mutex
+	pending  []pendingWrite    // written, not yet known acknowledged
 	recorded map[string][]byte // earlier attempts' entries by full key
 	next     map[string]int    // next occurrence per base key
 	replayed messages.Replayed
@@ -65,8 +69,7 @@ const maxJournalEntries = 100_000
 // openJournal returns mission id's journal. From the second delivery on
 // (attempt > 1) it reads the entries earlier attempts wrote.
 func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt int) (*Journal, error) {
-	j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id),
-		recorded: map[string][]byte{}, next: map[string]int{}}
+	j := NewJournal(js, id)
 	if attempt <= 1 {
 		return j, nil
 	}
@@ -104,6 +107,15 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt
 	return j, nil
 }
 
+// NewJournal returns an empty journal of mission id that records through
+// js (on the mission's subject of the JOURNAL stream) and has nothing to
+// replay: a runner run outside a worker, or its test, journals with it. A
+// worker opens the journal of each run itself (RunEnv.Journal).
+func NewJournal(js jetstream.JetStream, id string) *Journal {
+	return &Journal{js: js, missionID: id, subject: messages.JournalSubject(id),
+		recorded: map[string][]byte{}, next: map[string]int{}}
+}
+
 // Entries returns the number of entries earlier attempts recorded.
 func (j *Journal) Entries() int {
 	if j == nil {
@@ -138,15 +150,29 @@ func (j *Journal) Replay(base string) (data []byte, ok bool) {
 	return data, true
 }
 
-// journalWriteWait bounds the retries of one journal write.
+// journalWriteWait bounds the wait for and the retries of one journal
+// write.
 const journalWriteWait = 5 * time.Second
 
-// Record stores data as the answer to the next occurrence of base and
-// returns once JetStream has it. A failed write is retried with backoff
-// for up to journalWriteWait (and never past ctx); the error is returned
-// then and the journal stops writing for the rest of the run (the caller
-// still uses the answer: the work is only done again if this attempt dies
-// too).
+// journalAckWait bounds the wait for the acknowledgement of an
+// asynchronous journal write before it is published again: an ack lost to
+// a disconnect is not waited for until journalWriteWait.
+const journalAckWait = time.Second
+
+// pendingWrite is a journal write published asynchronously and not yet
+// known to be acknowledged.
+type pendingWrite struct {
+	msg *nats.Msg
+	fut jetstream.PubAckFuture // nil: the asynchronous publish was refused
+}
+
+// Record stores data as the answer to the next occurrence of base. It
+// publishes the entry asynchronously and returns at once: the write is
+// acknowledged only once Flush returns nil, and the caller must call Flush
+// before anything that depends on the answer leaves the process (the next
+// model call, the next tool call, the result). The Toolbox, the agentrun
+// model wrapper and the worker do. An error means the entry was not
+// written (the journal stopped writing after an earlier failure).
 func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	if j == nil {
 		return nil
@@ -158,27 +184,95 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	if j.broken.Load() {
 		return fmt.Errorf("fleet: journal %s: not written (an earlier write failed)", j.missionID)
 	}
+	key := base + "#" + strconv.Itoa(k)
+	msg := &nats.Msg{Subject: j.subject, Data: data, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderJournalKey, key)
+	msg.Header.Set(messages.HeaderMissionID, j.missionID)
+	// No Msg-Id: a write published again after a lost ack may land twice,
+	// as two identical entries under one key, and the reader keeps one
+	// (which spares the stream a duplicate check per entry).
+	w := pendingWrite{msg: msg}
+	if fut, err := j.js.PublishMsgAsync(msg); err == nil {
+		w.fut = fut
+	}
+	j.mu.Lock()
+	j.pending = append(j.pending, w)
+	j.mu.Unlock()
+	return nil
+}
+
+// Flush returns once every entry recorded so far is acknowledged by
+// JetStream. A write that failed or whose ack does not come within
+// journalAckWait is published again with backoff, for up to
+// journalWriteWait in all and never past ctx; if one still fails, Flush
+// returns the error and the journal stops writing for the rest of the run
+// (the caller goes on: the work is only done again if this attempt dies
+// too). Concurrent Flushes are serialized, so none returns while a write
+// recorded before it was called is still unacknowledged.
+func (j *Journal) Flush(ctx context.Context) error {
+	if j == nil {
+		return nil
+	}
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	j.mu.Lock()
+	pending := j.pending
+	j.pending = nil
+	j.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
 	wait := j.writeWait
 	if wait <= 0 {
 		wait = journalWriteWait
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	key := base + "#" + strconv.Itoa(k)
-	msg := &nats.Msg{Subject: j.subject, Data: data, Header: nats.Header{}}
-	msg.Header.Set(messages.HeaderJournalKey, key)
-	msg.Header.Set(messages.HeaderMissionID, j.missionID)
+	var first error
+	for _, w := range pending {
+		if err := j.await(ctx, w); err != nil && first == nil {
+			j.broken.Store(true)
+			first = fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
+		}
+	}
+	return first
+}
+
+// Pending returns the number of recorded entries not yet known to be
+// acknowledged (Flush waits for them).
+func (j *Journal) Pending() int {
+	if j == nil {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.pending)
+}
+
+// await waits for w's ack, publishing it again synchronously when the
+// asynchronous publish failed or its ack is late.
+func (j *Journal) await(ctx context.Context, w pendingWrite) error {
+	if w.fut != nil {
+		t := time.NewTimer(journalAckWait)
+		defer t.Stop()
+		select {
+		case <-w.fut.Ok():
+			return nil
+		case <-w.fut.Err():
+		case <-t.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 	backoff := 20 * time.Millisecond
 	for {
-		// Msg-Id makes a retried write after a lost ack land once.
-		_, err := j.js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.missionID+"/"+key))
+		_, err := j.js.PublishMsg(ctx, w.msg)
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			j.broken.Store(true)
-			return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
+			return err
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)

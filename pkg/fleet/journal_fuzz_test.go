@@ -91,7 +91,7 @@ func TestJournalStopsWritingAfterAFailure(t *testing.T) {
 	}
 	j.writeWait = 300 * time.Millisecond
 	start := time.Now()
-	if err := j.Record(context.Background(), "t/1/x", []byte("a")); err == nil {
+	if err := errors.Join(j.Record(context.Background(), "t/1/x", []byte("a")), j.Flush(context.Background())); err == nil {
 		t.Fatal("a write without a stream succeeded")
 	}
 	if d := time.Since(start); d < 250*time.Millisecond || d > 3*time.Second {

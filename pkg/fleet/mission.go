@@ -156,6 +156,11 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	start := time.Now()
 	step, runErr := w.safeRun(runCtx, m, env)
+	// Nothing leaves for this mission (its result, its ack) before every
+	// answer its run journaled is acknowledged.
+	if err := journal.Flush(ctx); err != nil {
+		log.Warn().Err(err).Msg("answers not journaled")
+	}
 	close(hbStop)
 	<-hbDone
 	entry = hbEntry.Load()

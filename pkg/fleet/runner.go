@@ -43,7 +43,9 @@ type RunEnv struct {
 	// Journal is the mission's turn journal (nil when the worker runs with
 	// NoJournal). Tools already journal their results through it; a
 	// runner journals its model replies (pkg/fleet/agentrun does): Replay
-	// before asking the model, Record the reply before using it.
+	// before asking the model, Record the reply as it comes, and Flush
+	// before any other request leaves the runner (the Toolbox flushes
+	// before each tool request, the worker before the result).
 	Journal *Journal
 	// Events publishes progress events of this mission (turns, programs,
 	// LLM requests). The emitter fills MissionID, Time, Worker and Attempt

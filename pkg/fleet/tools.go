@@ -564,6 +564,11 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		msg.Header.Set(messages.HeaderContentType, ctype)
 	}
 	msg.Header.Set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
+	// The request may depend on answers whose journal writes are still in
+	// flight: they are acknowledged before it leaves.
+	if jerr := b.journal.Flush(ctx); jerr != nil {
+		zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("answers not journaled")
+	}
 	resp, err := b.send(cctx, msg)
 	if err != nil {
 		switch {

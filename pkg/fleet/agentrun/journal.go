@@ -19,8 +19,9 @@ import (
 //
 //   - models: every model of the run's registry is wrapped so that a
 //     request whose reply an earlier attempt recorded gets that reply
-//     without a model call, and a new reply is recorded before the loop
-//     sees it;
+//     without a model call, a new reply is recorded (asynchronously) as
+//     the loop gets it, and every recorded answer is acknowledged
+//     (fleet.Journal.Flush) before the next request goes to the model;
 //   - remote tools: the worker's Toolbox journals their results itself;
 //     the runner only tells it the turn (fleet.WithTurn), which it tracks
 //     from the loop's turn_start events of the top-level agent.
@@ -78,18 +79,22 @@ type journalReply struct {
 func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	key := modelKey(m.name, req)
 	if data, ok := m.j.Replay(key); ok {
-		var rec journalReply
-		if err := messages.Unmarshal(data, &rec); err == nil {
-			return &llm.Response{Content: rec.Content, ToolCalls: rec.ToolCalls, Provider: rec.Provider, Usage: rec.Usage,
-				StopReason: rec.StopReason, Model: rec.Model, ID: rec.ID}, nil
+		resp, err := decodeReply(data)
+		if err == nil {
+			return resp, nil
 		}
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("journaled model reply unreadable; asking the model")
+	}
+	// The request carries the answers the loop got so far: their journal
+	// writes are acknowledged before it leaves.
+	if err := m.j.Flush(ctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("answers not journaled")
 	}
 	resp, err := m.inner.Complete(ctx, req)
 	if err != nil || resp == nil {
 		return resp, err
 	}
-	data, err := messages.Marshal(&journalReply{Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider, Usage: resp.Usage,
-		StopReason: resp.StopReason, Model: resp.Model, ID: resp.ID})
+	data, err := encodeReply(resp)
 	if err == nil {
 		err = m.j.Record(ctx, key, data)
 	}
@@ -97,6 +102,22 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("model reply not journaled")
 	}
 	return resp, nil
+}
+
+// decodeReply decodes a journaled model reply.
+func decodeReply(data []byte) (*llm.Response, error) {
+	var rec journalReply
+	if err := messages.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("agentrun: journaled model reply: %w", err)
+	}
+	return &llm.Response{Content: rec.Content, ToolCalls: rec.ToolCalls, Provider: rec.Provider, Usage: rec.Usage,
+		StopReason: rec.StopReason, Model: rec.Model, ID: rec.ID}, nil
+}
+
+// encodeReply encodes a model reply for the journal.
+func encodeReply(resp *llm.Response) ([]byte, error) {
+	return messages.Marshal(&journalReply{Content: resp.Content, ToolCalls: resp.ToolCalls, Provider: resp.Provider, Usage: resp.Usage,
+		StopReason: resp.StopReason, Model: resp.Model, ID: resp.ID})
 }
 
 // modelKey is the journal key of a request to the model named name: it
