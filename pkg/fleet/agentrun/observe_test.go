@@ -205,12 +205,14 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 	if comp.Fail != nil {
 		t.Fatalf("compiled mission failed: %+v", comp.Fail)
 	}
-	// The final state is counted after the result is published: wait for it.
+	// The final state is counted after the result is published: wait for
+	// every mission's.
 	var got map[string]float64
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got = scrape(t, promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{}))
-		if got["ptc_mission_duration_seconds_count{state=failed}"] == 1 || time.Now().After(deadline) {
+		if got["ptc_mission_duration_seconds_count{state=failed}"] == 1 && got["ptc_mission_duration_seconds_count{state=succeeded}"] == 2 &&
+			got["ptc_worker_slots_busy"] == 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
