@@ -90,6 +90,10 @@ type DiscoverOptions struct {
 	// it are rejected); an unpinned tool claimed by two services is a
 	// conflict.
 	Pins map[string]string
+	// Want, when set, keeps the round open until a service offering the
+	// tool Want answered (then the usual 20ms of quiet end it) or Wait
+	// passed: a loaded service answering late is still heard.
+	Want string
 }
 
 // DiscoverTools asks every micro service for its info ($SRV.INFO) and
@@ -128,7 +132,7 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 	got := false
 	for {
 		left := time.Until(deadline)
-		if got {
+		if got && (opts.Want == "" || len(claims[opts.Want]) > 0) {
 			left = min(left, 20*time.Millisecond)
 		}
 		if left <= 0 {
@@ -216,7 +220,10 @@ type toolRegistry struct {
 	ttl        time.Duration
 	minRefresh time.Duration
 	wait       time.Duration
-	pins       map[string]string
+	// missWait bounds the longer discovery a lookup of a tool still
+	// missing after a refresh waits for (toolMissWait unless set).
+	missWait time.Duration
+	pins     map[string]string
 	// report, when set, is told of every discovery with conflicts or
 	// rejected endpoints (the worker logs them).
 	report func(*Discovery)
@@ -227,7 +234,13 @@ type toolRegistry struct {
 	tools      map[string]ToolInfo
 	conflicts  map[string][]string // tool → services claiming it
 	fetched    time.Time
+	missed     map[string]time.Time     // tool → when a long wait last found it absent
+	waiting    map[string]chan struct{} // tool → closed when its long wait ends
 }
+
+// toolMissWait is the default bound of the wait for a tool missing after a
+// refresh.
+const toolMissWait = 2 * time.Second
 
 func (r *toolRegistry) snapshot() (map[string]ToolInfo, time.Time) {
 	r.mu.RLock()
@@ -306,8 +319,81 @@ func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool)
 		r.refresh(ctx, r.minRefresh)
 		tools, _ = r.snapshot()
 	}
-	t, ok := tools[name]
-	return t, ok
+	if t, ok := tools[name]; ok {
+		return t, true
+	}
+	return r.await(ctx, name)
+}
+
+// await waits for a service offering name to answer a discovery, for up to
+// missWait and never past ctx's deadline: a loaded machine's services may
+// answer after the short rounds of refresh give up. A tool no service
+// offers costs that wait once per minRefresh; lookups meanwhile answer at
+// once, and concurrent lookups of the tool share one wait.
+func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) {
+	r.mu.Lock()
+	if ch, ok := r.waiting[name]; ok {
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		r.mu.RLock()
+		defer r.mu.RUnlock()
+		t, ok := r.tools[name]
+		return t, ok
+	}
+	if at, ok := r.missed[name]; ok && time.Since(at) < r.minRefresh {
+		r.mu.Unlock()
+		return ToolInfo{}, false
+	}
+	if r.waiting == nil {
+		r.waiting = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	r.waiting[name] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiting, name)
+		r.mu.Unlock()
+		close(ch)
+	}()
+	wait := r.missWait
+	if wait <= 0 {
+		wait = toolMissWait
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl))
+	}
+	var t ToolInfo
+	found := false
+	if wait > 0 {
+		if d, err := DiscoverTools(ctx, r.nc, DiscoverOptions{Wait: wait, Pins: r.pins, Want: name}); err == nil {
+			for _, info := range d.Tools {
+				if info.Name == name {
+					t, found = info, true
+				}
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !found {
+		if r.missed == nil {
+			r.missed = map[string]time.Time{}
+		}
+		r.missed[name] = time.Now()
+		return ToolInfo{}, false
+	}
+	delete(r.missed, name)
+	tools := make(map[string]ToolInfo, len(r.tools)+1)
+	for k, v := range r.tools {
+		tools[k] = v
+	}
+	tools[name] = t
+	r.tools = tools
+	return t, true
 }
 
 // Toolbox is the set of remote tools one mission may use. Tools that the
@@ -346,9 +432,9 @@ type ToolboxConfig struct {
 	MissionID string
 	// Timeout bounds one call. Default 10s.
 	Timeout time.Duration
-	// CacheTTL, MissRefresh and DiscoveryWait tune discovery as in
-	// WorkerConfig. Defaults 30s, 1s, 250ms.
-	CacheTTL, MissRefresh, DiscoveryWait time.Duration
+	// CacheTTL, MissRefresh, DiscoveryWait and MissWait tune discovery as
+	// in WorkerConfig. Defaults 30s, 1s, 250ms, 2s.
+	CacheTTL, MissRefresh, DiscoveryWait, MissWait time.Duration
 	// Header is sent with each call (trace context).
 	Header nats.Header
 	// ToolPins maps a tool name to the one service allowed to serve it
@@ -389,11 +475,13 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 	def(&cfg.CacheTTL, 30*time.Second)
 	def(&cfg.MissRefresh, time.Second)
 	def(&cfg.DiscoveryWait, 250*time.Millisecond)
+	def(&cfg.MissWait, toolMissWait)
 	def(&cfg.UnavailableWait, 3*time.Second)
 	if err := checkPins(cfg.ToolPins); err != nil {
 		return nil, err
 	}
-	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait, pins: cfg.ToolPins}
+	reg := &toolRegistry{nc: nc, ttl: cfg.CacheTTL, minRefresh: cfg.MissRefresh, wait: cfg.DiscoveryWait,
+		missWait: cfg.MissWait, pins: cfg.ToolPins}
 	b := newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.UnavailableWait, cfg.Header)
 	b.metrics = cfg.Metrics
 	if cfg.TracerProvider != nil {
@@ -518,7 +606,9 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 			return decodeToolResponse(name, data)
 		}
 	}
-	info, ok := b.reg.lookup(ctx, name)
+	lctx, lcancel := context.WithTimeout(ctx, b.timeout)
+	info, ok := b.reg.lookup(lctx, name)
+	lcancel()
 	if !ok {
 		if svcs := b.reg.conflict(name); len(svcs) > 0 {
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,

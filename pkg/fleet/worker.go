@@ -72,6 +72,12 @@ type WorkerConfig struct {
 	ToolMissRefresh time.Duration
 	// DiscoveryWait bounds one $SRV.INFO discovery. Default 250ms.
 	DiscoveryWait time.Duration
+	// ToolMissWait bounds the longer discovery a call of a tool still
+	// missing after a refresh waits for, so that a service answering late
+	// on a loaded machine is found (never past the call's timeout). A tool
+	// no service offers costs it once per ToolMissRefresh; calls meanwhile
+	// report it unavailable at once. Default 2s.
+	ToolMissWait time.Duration
 	// Ceilings bound what a mission may ask for (limits, llm_retry,
 	// llm_opts keys); a mission over them fails with ReasonOverLimit
 	// before it runs.
@@ -132,6 +138,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)
+	def(&c.ToolMissWait, toolMissWait)
 	if err := checkPins(c.ToolPins); err != nil {
 		return c, err
 	}
@@ -236,7 +243,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		nc: nc, js: js, cfg: cfg,
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
-			pins: cfg.ToolPins},
+			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
 		running:   map[string]context.CancelCauseFunc{},
