@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -41,19 +42,8 @@ func testContext(t *testing.T) context.Context {
 
 func startFleet(t *testing.T, replies ...llmtest.Reply) *testFleet {
 	t.Helper()
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	conn := func() *nats.Conn {
-		nc, err := srv.Conn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	srv := fleettest.Start(t)
+	conn := srv.Conn
 	ctx := testContext(t)
 	model := llmtest.NewT(t, replies...)
 	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
@@ -72,7 +62,7 @@ func startFleet(t *testing.T, replies ...llmtest.Reply) *testFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testFleet{srv: srv, nc: conn(), client: client, model: model}
+	return &testFleet{srv: srv.Server, nc: conn(), client: client, model: model}
 }
 
 // startBridge runs a bridge for cfg until the test ends.
