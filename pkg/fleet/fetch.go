@@ -163,11 +163,15 @@ func (w *Worker) releaseSlot() {
 }
 
 // noteFetchError marks the layout lost when a fetch says the consumer or
-// its stream is gone (deleted, or lost with a node); the loop then sets it
-// up again.
+// its stream is gone (deleted, or lost with a node), or finds no responders:
+// a pull request sent to a consumer that no longer exists gets no answer
+// (a consumer deleted while no pull of ours was outstanding ends that way,
+// not with ErrConsumerDeleted). The loop then sets the layout up again,
+// which reads before it writes and, while JetStream is unavailable, keeps
+// the worker not ready and retries.
 func (w *Worker) noteFetchError(err error) {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
-		errors.Is(err, jetstream.ErrStreamNotFound) {
+		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) {
 		w.layoutLost.Store(true)
 	}
 }
