@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -19,21 +19,8 @@ import (
 // no service offers is reported unavailable after at most the miss wait,
 // then at once until the next miss refresh.
 func TestToolLookupWaitsForASlowService(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	snc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snc.Close()
+	s := fleettest.Start(t)
+	nc, snc := s.Conn(), s.Conn()
 	// A service that answers $SRV.INFO 600 ms late, well after the 250 ms
 	// discovery round.
 	info, _ := json.Marshal(micro.Info{

@@ -7,23 +7,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // The first stored result wins; later writers, with or without the same
 // Msg-Id, get the stored one back.
 func TestPublishResultExactlyOnce(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleettest.Start(t).Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	js, _ := jetstream.New(nc)
