@@ -77,12 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	c.nats.Name = "ptc-shoptools"
-	opts, err := c.nats.Options(log)
-	if err != nil {
-		return err
-	}
-	nc, err := cli.Connect(ctx, c.nats.URL, opts, log)
+	nc, err := c.nats.Dial(ctx, c.nats.URL, "ptc-shoptools", log)
 	if err != nil {
 		return err
 	}

@@ -174,12 +174,7 @@ func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, getenv func(stri
 	if err != nil {
 		return err
 	}
-	c.nats.Name = "ptc-worker-setup"
-	opts, err := c.nats.Options(log)
-	if err != nil {
-		return err
-	}
-	nc, err := cli.Connect(ctx, c.nats.URL, opts, log)
+	nc, err := c.nats.Dial(ctx, c.nats.URL, "ptc-worker-setup", log)
 	if err != nil {
 		return err
 	}
@@ -265,12 +260,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		// plainly, for the person who starts tools and dispatchers next
 		fmt.Fprintf(logOut, "worker: embedded NATS server at %s (give tools and dispatchers PTC_NATS_URL=%s)\n", url, url)
 	}
-	c.nats.Name = "ptc-worker"
-	opts, err := c.nats.Options(log)
-	if err != nil {
-		return err
-	}
-	nc, err := cli.Connect(ctx, url, opts, log)
+	nc, err := c.nats.Dial(ctx, url, "ptc-worker", log)
 	if err != nil {
 		return err
 	}

@@ -252,6 +252,17 @@ func RedactURL(list string) string {
 	return strings.Join(parts, ",")
 }
 
+// Dial connects to url as the client name, with the options o gives and
+// the first connection retried (Connect).
+func (o NATSOptions) Dial(ctx context.Context, url, name string, log zerolog.Logger) (*nats.Conn, error) {
+	o.Name = name
+	opts, err := o.Options(log)
+	if err != nil {
+		return nil, err
+	}
+	return Connect(ctx, url, opts, log)
+}
+
 // Redacted returns a printable form of the options with secrets hidden, for
 // the one "config" log line each binary writes at start.
 func (o NATSOptions) Redacted() map[string]any {
