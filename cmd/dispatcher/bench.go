@@ -16,7 +16,7 @@ const maxBenchScale = 100
 
 // runBenchContext runs the context-efficiency benchmark: each mission in
 // PTC-Lisp and text mode at each scale, and prints prompt tokens
-// (estimated as bytes/4), requests and the largest request.
+// (o200k_base), requests and the largest request.
 func runBenchContext(ctx context.Context, scales string, out io.Writer) error {
 	var ss []int
 	for f := range strings.SplitSeq(scales, ",") {
@@ -27,7 +27,7 @@ func runBenchContext(ctx context.Context, scales string, out io.Writer) error {
 		ss = append(ss, n)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mission\tscale\trecords\tmode\trequests\tprompt tokens (est.)\tlargest request (est.)\tPTC saves\t")
+	fmt.Fprintln(tw, "mission\tscale\trecords\tmode\trequests\tprompt tokens\tlargest request\tprompt bytes\tPTC saves\t")
 	for _, m := range ctxbench.Missions() {
 		for _, s := range ss {
 			p, err := ctxbench.Run(ctx, m, ctxbench.PTC, s)
@@ -41,15 +41,15 @@ func runBenchContext(ctx context.Context, scales string, out io.Writer) error {
 			for _, r := range []ctxbench.Result{p, t} {
 				saves := ""
 				if r.Mode == ctxbench.PTC {
-					saves = fmt.Sprintf("%.1f%%", 100*(1-float64(p.PromptBytes)/float64(t.PromptBytes)))
+					saves = fmt.Sprintf("%.1f%%", 100*ctxbench.Saving(p, t))
 				}
-				fmt.Fprintf(tw, "%s\t%d×\t%d\t%s\t%d\t%d\t%d\t%s\t\n", m.Name, s, r.Records, r.Mode, r.Requests, r.PromptTokens(), r.LargestTokens(), saves)
+				fmt.Fprintf(tw, "%s\t%d×\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t\n", m.Name, s, r.Records, r.Mode, r.Requests, r.PromptTokens, r.LargestTokens, r.PromptBytes, saves)
 			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "tokens are bytes/4 of each request (system prompt, messages, tool results, tool definitions): an estimate, no tokenizer")
+	fmt.Fprintln(out, "tokens: o200k_base (OpenAI's current encoding) over each request's system prompt, messages, tool calls and results, tool definitions; per-message framing not counted")
 	return nil
 }

@@ -13,7 +13,7 @@ func TestBenchContextCommand(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, errOut.String())
 	}
 	got := out.String()
-	for _, want := range []string{"prompt tokens (est.)", "triage-emails", "order-totals", "join-customers-orders", "5000", "ptc", "text", "bytes/4"} {
+	for _, want := range []string{"prompt tokens", "o200k_base", "triage-emails", "order-totals", "join-customers-orders", "5000", "ptc", "text"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

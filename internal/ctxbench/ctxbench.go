@@ -1,9 +1,16 @@
 // Package ctxbench measures how much of a mission's data reaches the model:
 // three data-heavy missions, each run in PTC-Lisp mode and in text mode
 // (native tool calling) with scripted models that make the same decisions,
-// at a given scale of records. It counts the bytes of every request (system
-// prompt, messages, tool results, tool definitions) and reports prompt
-// tokens as bytes/4, an estimate: no tokenizer is used.
+// at a given scale of records. It counts the tokens of every request (system
+// prompt, messages, tool calls and results, tool definitions) with the
+// o200k_base BPE encoding (github.com/tiktoken-go/tokenizer, vocabulary
+// compiled in, no network), and its bytes.
+//
+// o200k_base is the encoding of OpenAI's current models (GPT-4o, GPT-4.1,
+// o-series): a real tokenizer for one of the providers the fleet speaks.
+// Anthropic publishes no offline tokenizer; its counts differ somewhat, the
+// same way for both modes. The per-message framing a provider adds (a few
+// tokens per message) is not counted.
 package ctxbench
 
 import (
@@ -13,6 +20,8 @@ import (
 	"math"
 	"sort"
 	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -34,20 +43,22 @@ type Result struct {
 	Mode    Mode
 	Scale   int
 	Records int
-	// Requests is the number of model requests; PromptBytes their summed
-	// size and LargestBytes the largest one.
-	Requests     int
-	PromptBytes  int
-	LargestBytes int
+	// Requests is the number of model requests; PromptTokens their summed
+	// o200k_base tokens and LargestTokens the largest request's;
+	// PromptBytes their summed size in bytes.
+	Requests      int
+	PromptTokens  int
+	LargestTokens int
+	PromptBytes   int
 	// Return is the mission's answer.
 	Return any
 }
 
-// PromptTokens estimates the prompt tokens as bytes/4.
-func (r Result) PromptTokens() int { return r.PromptBytes / 4 }
-
-// LargestTokens estimates the largest request's tokens as bytes/4.
-func (r Result) LargestTokens() int { return r.LargestBytes / 4 }
+// Saving is the fraction of text mode's prompt tokens that ptc does not
+// send: 1 - ptc/text.
+func Saving(ptc, text Result) float64 {
+	return 1 - float64(ptc.PromptTokens)/float64(text.PromptTokens)
+}
 
 // Mission is one benchmark mission.
 type Mission struct {
@@ -213,7 +224,11 @@ func Run(ctx context.Context, m Mission, mode Mode, scale int) (Result, error) {
 	spec := m.spec
 	spec.Tools = m.tools(scale)
 	spec.MaxTurns = 3
-	rec := &recorder{}
+	enc, err := encoding()
+	if err != nil {
+		return Result{}, err
+	}
+	rec := &recorder{enc: enc}
 	var model llm.Model
 	if mode == PTC {
 		model = rec.wrap(func(req llm.Request) (*llm.Response, error) {
@@ -253,11 +268,19 @@ func Run(ctx context.Context, m Mission, mode Mode, scale int) (Result, error) {
 		return Result{}, err
 	}
 	st, err := a.Run(ctx, agent.RunOptions{Model: model})
+	if err == nil {
+		err = rec.err
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%s (%s, %d×): %w", m.Name, mode, scale, err)
 	}
-	return Result{Mission: m.Name, Mode: mode, Scale: scale, Records: m.records(scale),
-		Requests: len(rec.sizes), PromptBytes: rec.total(), LargestBytes: rec.largest(), Return: st.Return}, nil
+	r := Result{Mission: m.Name, Mode: mode, Scale: scale, Records: m.records(scale), Requests: len(rec.tokens), Return: st.Return}
+	for i, n := range rec.tokens {
+		r.PromptTokens += n
+		r.LargestTokens = max(r.LargestTokens, n)
+		r.PromptBytes += rec.bytes[i]
+	}
+	return r, nil
 }
 
 // toolResults maps the tool-call ids of req's messages to their results.
@@ -273,58 +296,78 @@ func toolResults(req llm.Request) map[string]string {
 	return out
 }
 
+// encoding is the o200k_base codec, built once: its vocabulary is
+// compiled into the binary, so counting needs no network.
+var encoding = sync.OnceValues(func() (tokenizer.Codec, error) { return tokenizer.Get(tokenizer.O200kBase) })
+
 // recorder measures the requests a model receives.
 type recorder struct {
-	mu    sync.Mutex
-	sizes []int
+	enc    tokenizer.Codec
+	mu     sync.Mutex
+	tokens []int
+	bytes  []int
+	err    error
 }
 
 func (r *recorder) wrap(answer func(llm.Request) (*llm.Response, error)) llm.Model {
 	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		n, err := RequestTokens(r.enc, req)
 		r.mu.Lock()
-		r.sizes = append(r.sizes, RequestBytes(req))
+		r.tokens = append(r.tokens, n)
+		r.bytes = append(r.bytes, RequestBytes(req))
+		if err != nil && r.err == nil {
+			r.err = err
+		}
 		r.mu.Unlock()
 		return answer(req)
 	})
 }
 
-func (r *recorder) total() int {
-	n := 0
-	for _, s := range r.sizes {
-		n += s
-	}
-	return n
-}
-
-func (r *recorder) largest() int {
-	n := 0
-	for _, s := range r.sizes {
-		n = max(n, s)
-	}
-	return n
-}
-
-// RequestBytes is the size of what a request sends the model: the system
-// prompt, every message's text, tool calls and tool results, and the tool
-// definitions.
-func RequestBytes(req llm.Request) int {
-	n := len(req.System)
+// requestParts are the texts a request sends the model: the system prompt,
+// every message's text, tool calls (name and JSON input) and tool results,
+// and the tool definitions (name, description, JSON input schema).
+func requestParts(req llm.Request) []string {
+	parts := []string{req.System}
 	for _, m := range req.Messages {
 		for _, b := range m.Content {
 			switch x := b.(type) {
 			case llm.Text:
-				n += len(x.Text)
+				parts = append(parts, x.Text)
 			case llm.ToolUse:
 				in, _ := json.Marshal(x.Input)
-				n += len(x.Name) + len(in)
+				parts = append(parts, x.Name, string(in))
 			case llm.ToolResult:
-				n += len(x.Content)
+				parts = append(parts, x.Content)
 			}
 		}
 	}
 	for _, t := range req.Tools {
 		schema, _ := json.Marshal(t.InputSchema)
-		n += len(t.Name) + len(t.Description) + len(schema)
+		parts = append(parts, t.Name, t.Description, string(schema))
+	}
+	return parts
+}
+
+// RequestTokens counts the tokens of what a request sends the model (see
+// requestParts) with enc.
+func RequestTokens(enc tokenizer.Codec, req llm.Request) (int, error) {
+	n := 0
+	for _, p := range requestParts(req) {
+		c, err := enc.Count(p)
+		if err != nil {
+			return 0, fmt.Errorf("counting tokens: %w", err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// RequestBytes is the size in bytes of what a request sends the model (see
+// requestParts).
+func RequestBytes(req llm.Request) int {
+	n := 0
+	for _, p := range requestParts(req) {
+		n += len(p)
 	}
 	return n
 }

@@ -31,22 +31,22 @@ func TestModesAgreeAndPTCStaysFlat(t *testing.T) {
 			if !reflect.DeepEqual(norm(p1.Return), norm(t1.Return)) {
 				t.Errorf("answers differ:\nptc  %v\ntext %v", p1.Return, t1.Return)
 			}
-			t.Logf("1×: ptc %d tokens (est.), text %d: %.1f%% fewer; 10×: ptc %d, text %d",
-				p1.PromptTokens(), t1.PromptTokens(), 100*(1-float64(p1.PromptBytes)/float64(t1.PromptBytes)), p10.PromptTokens(), t10.PromptTokens())
-			if p1.PromptBytes*10 > t1.PromptBytes {
-				t.Errorf("PTC sends %d bytes, text %d: less than 90%% fewer", p1.PromptBytes, t1.PromptBytes)
+			t.Logf("1×: ptc %d tokens, text %d: %.1f%% fewer; 10×: ptc %d, text %d",
+				p1.PromptTokens, t1.PromptTokens, 100*Saving(p1, t1), p10.PromptTokens, t10.PromptTokens)
+			if Saving(p1, t1) < 0.90 {
+				t.Errorf("PTC sends %d tokens, text %d: %.1f%% fewer, below 90%%", p1.PromptTokens, t1.PromptTokens, 100*Saving(p1, t1))
 			}
-			if float64(p10.PromptBytes) > 1.05*float64(p1.PromptBytes) {
-				t.Errorf("PTC prompt grew from %d to %d bytes with 10× the records", p1.PromptBytes, p10.PromptBytes)
+			if float64(p10.PromptTokens) > 1.05*float64(p1.PromptTokens) {
+				t.Errorf("PTC prompt grew from %d to %d tokens with 10× the records", p1.PromptTokens, p10.PromptTokens)
 			}
-			if t10.PromptBytes < 9*t1.PromptBytes {
-				t.Errorf("text prompt grew only from %d to %d bytes with 10× the records", t1.PromptBytes, t10.PromptBytes)
+			if t10.PromptTokens < 9*t1.PromptTokens {
+				t.Errorf("text prompt grew only from %d to %d tokens with 10× the records", t1.PromptTokens, t10.PromptTokens)
 			}
 		})
 	}
 }
 
-// BenchmarkContext reports the estimated prompt tokens, requests and the
+// BenchmarkContext reports the prompt tokens (o200k_base), requests and the
 // largest request of each mission, mode and scale.
 func BenchmarkContext(b *testing.B) {
 	for _, m := range Missions() {
@@ -60,9 +60,9 @@ func BenchmarkContext(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric(float64(r.PromptTokens()), "prompt-tokens-est")
+					b.ReportMetric(float64(r.PromptTokens), "prompt-tokens")
 					b.ReportMetric(float64(r.Requests), "requests")
-					b.ReportMetric(float64(r.LargestTokens()), "largest-request-tokens-est")
+					b.ReportMetric(float64(r.LargestTokens), "largest-request-tokens")
 				})
 			}
 		}
