@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,64 +76,236 @@ func FuzzDecodeMsgpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { decodeBoth(t, data) })
 }
 
-// BenchmarkFromWire: a tool reply of n records as msgpack bytes → a
-// program's result, against Go decoding the same bytes into
-// []map[string]any (messages.Unmarshal) and computing the same.
-func BenchmarkFromWire(b *testing.B) {
-	for _, n := range []int{1000, 5000} {
-		rs := benchRecords(n)
-		data, err := messages.Marshal(rs)
-		if err != nil {
-			b.Fatal(err)
+// jsonReference decodes data as the fleet decodes a JSON reply body
+// (messages.DecodeJSON: encoding/json, numbers by JSONNumbers, the bounds
+// of a message) and converts it with FromGo. A reply is exactly one
+// value, so non-space bytes after it are an error (Decoder.Decode, and so
+// DecodeJSON, leaves a trailing ']' or '}' unread).
+func jsonReference(data []byte) (Value, error) {
+	var plain any
+	if err := messages.DecodeJSON(data, &plain); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var skip json.RawMessage
+	if err := dec.Decode(&skip); err != nil {
+		return nil, err
+	}
+	for _, c := range data[dec.InputOffset():] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, fmt.Errorf("trailing %q", c)
 		}
-		for _, p := range pipelines {
-			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				run := func() {
-					v, err := DecodeMsgpack(data)
-					if err != nil {
-						b.Fatal(err)
+	}
+	return FromGo(plain)
+}
+
+// decodeJSONBoth decodes data with DecodeJSON and with jsonReference; both
+// must agree on the value or on failing.
+func decodeJSONBoth(t testing.TB, data []byte) {
+	t.Helper()
+	got, err := DecodeJSON(data)
+	want, rerr := jsonReference(data)
+	if (err == nil) != (rerr == nil) {
+		t.Fatalf("DecodeJSON err %v, reference err %v (%q)", err, rerr, data[:min(len(data), 200)])
+	}
+	if err != nil {
+		return
+	}
+	if PrStr(got) != PrStr(want) || fmt.Sprintf("%#v", ToGo(got)) != fmt.Sprintf("%#v", ToGo(want)) {
+		t.Fatalf("DecodeJSON %s, reference %s", PrStr(got), PrStr(want))
+	}
+	if c, ok := got.(*Vector); ok && !IsHostData(c) {
+		t.Fatal("decoded vector not host data")
+	}
+	if c, ok := got.(*Map); ok && c.Len() > 0 && !IsHostData(c) {
+		t.Fatal("decoded map not host data")
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	docs := []string{
+		`null`, `true`, `false`, `-5`, `0`, `-0`, `1.0`, `1e3`, `1E-3`, `-1.5e+300`, `9223372036854775807`,
+		`9223372036854775808`, `-9223372036854775808`, `-9223372036854775809`, `123456789012345678`,
+		`1234567890123456789`, `18446744073709551615`, `"s"`, `""`, `"a\"b\\c\u00e9\ud83d\ude00\n"`,
+		`"\ud800"`, "\"\xff\xfe\"", `[]`, `{}`, ` [1, "a", null, [{"k-1": 2}]] `,
+		`{"order-id": 7, "2024-01-31": {"SKU-1": 2.0}, "big": 12345678901234567890}`,
+		`{"a": 1, "a": 2, "b": {"c": [], "d": {}}}`,
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9}`,
+		`[{"id":1,"x":"y"},{"id":2,"x":"z"},{"x":"w","id":3},{"id":4}]`,
+	}
+	for _, d := range docs {
+		decodeJSONBoth(t, []byte(d))
+	}
+	recs, _ := json.Marshal(benchRecords(300))
+	decodeJSONBoth(t, recs)
+	// malformed, out of range, out of bounds: errors naming the problem
+	for _, c := range []struct{ in, want string }{
+		{``, "EOF"},
+		{`[1,]`, "invalid character"},
+		{`{"a" 1}`, "invalid character"},
+		{`[1] 2`, "trailing data"},
+		{`[1]]`, "trailing data"},
+		{`{"a":1}}`, "trailing data"},
+		{`1e400`, "out of range"},
+		{`[1, -1e999]`, "[1]: number -1e999 is out of range"},
+		{`{"x-y": [tru]}`, "x-y: [0]"},
+		{strings.Repeat(`[`, messages.MaxNesting+2) + strings.Repeat(`]`, messages.MaxNesting+2), "nested deeper than 512"},
+		{"[" + strings.Repeat(`0,`, messages.MaxValues) + "0]", "more than 262144 values"},
+		{"[" + strings.Repeat(`{"":0},`, messages.MaxValues/3) + "0]", "more than 262144 values"},
+	} {
+		_, err := DecodeJSON([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.40q: error %v, want one containing %q", c.in, err, c.want)
+		}
+		decodeJSONBoth(t, []byte(c.in))
+	}
+	// a non-empty container at the deepest level admitted, and empty ones
+	// below it, pass
+	deep := []byte(strings.Repeat(`[`, messages.MaxNesting+1) + strings.Repeat(`]`, messages.MaxNesting+1))
+	if _, err := DecodeJSON(deep); err != nil {
+		t.Errorf("%d levels: %v", messages.MaxNesting, err)
+	}
+	decodeJSONBoth(t, deep)
+	big := make([]byte, messages.MaxJSONBytes+1)
+	if _, err := DecodeJSON(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized body: %v", err)
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	for _, d := range []string{`{"a-b": [1, "x", 2.5, 1.0, -0, 1e2]}`, `[{"id": 1}, {"id": 2, "id": 3}]`, `"s\u00e9"`, `null`,
+		`[[[]], {}, {"": ""}]`, `12345678901234567890`, `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8}`} {
+		f.Add([]byte(d))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { decodeJSONBoth(t, data) })
+}
+
+// decodeJSONRecords decodes a JSON reply of records the way Go code
+// does: encoding/json into []map[string]any, numbers by the project's rule
+// (UseNumber, then messages.JSONNumbers: an integer that fits is an int64).
+func decodeJSONRecords(data []byte) ([]map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var recs []map[string]any
+	if err := dec.Decode(&recs); err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if _, err := messages.JSONNumbers(r); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// jsonFloat is a float64 written with a fraction or exponent even when
+// integral (5.0, not encoding/json's 5), as many JSON writers do, so
+// that it decodes as a float again.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	b := strconv.AppendFloat(nil, float64(f), 'g', -1, 64)
+	if !bytes.ContainsAny(b, ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
+}
+
+// marshalJSONFloats encodes records as JSON, floats as jsonFloat.
+func marshalJSONFloats(v any) ([]byte, error) {
+	rs := v.([]map[string]any)
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		out[i] = map[string]any{}
+		for k, x := range r {
+			if f, ok := x.(float64); ok {
+				x = jsonFloat(f)
+			}
+			out[i][k] = x
+		}
+	}
+	return json.Marshal(out)
+}
+
+// wireCodecs are the wire formats of a tool reply, each with its one-pass
+// decoder into interpreter values and the Go decoding of the same bytes
+// into []map[string]any.
+var wireCodecs = []struct {
+	name   string
+	encode func(any) ([]byte, error)
+	lisp   func([]byte) (Value, error)
+	goDec  func([]byte) ([]map[string]any, error)
+}{
+	{"msgpack", func(v any) ([]byte, error) { return messages.Marshal(v) }, DecodeMsgpack,
+		func(data []byte) ([]map[string]any, error) {
+			var recs []map[string]any
+			return recs, messages.Unmarshal(data, &recs)
+		}},
+	{"json", marshalJSONFloats, DecodeJSON, decodeJSONRecords},
+}
+
+// BenchmarkFromWire: a tool reply of n records as msgpack or JSON bytes →
+// a program's result, against Go decoding the same bytes into
+// []map[string]any (messages.Unmarshal; encoding/json) and computing the
+// same.
+func BenchmarkFromWire(b *testing.B) {
+	for _, c := range wireCodecs {
+		for _, n := range []int{1000, 5000} {
+			data, err := c.encode(benchRecords(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, p := range pipelines {
+				b.Run(fmt.Sprintf("%s/%s/%d/lisp", c.name, p.name, n), func(b *testing.B) {
+					run := func() {
+						v, err := c.lisp(data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := Exec(context.Background(), p.src, Options{Context: map[string]any{"records": v}, Timeout: time.Minute}); err != nil {
+							b.Fatal(err)
+						}
 					}
-					if _, err := Exec(context.Background(), p.src, Options{Context: map[string]any{"records": v}, Timeout: time.Minute}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				run()
-				loopCPU(b, run)
-			})
-			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				loopCPU(b, func() {
-					var recs []map[string]any
-					if err := messages.Unmarshal(data, &recs); err != nil {
-						b.Fatal(err)
-					}
-					p.goFn(recs)
+					run()
+					loopCPU(b, run)
 				})
-			})
+				b.Run(fmt.Sprintf("%s/%s/%d/go", c.name, p.name, n), func(b *testing.B) {
+					loopCPU(b, func() {
+						recs, err := c.goDec(data)
+						if err != nil {
+							b.Fatal(err)
+						}
+						p.goFn(recs)
+					})
+				})
+			}
 		}
 	}
 }
 
 // TestFromWireAgrees: the wire benchmark's programs compute what their Go
-// twins compute from the decoded records.
+// twins compute from the decoded records, for both wire formats.
 func TestFromWireAgrees(t *testing.T) {
-	data, _ := messages.Marshal(benchRecords(500))
-	v, err := DecodeMsgpack(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []map[string]any
-	if err := messages.Unmarshal(data, &recs); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pipelines {
-		res, err := Exec(context.Background(), p.src, Options{Context: map[string]any{"records": v}, Timeout: time.Minute})
+	for _, c := range wireCodecs {
+		data, _ := c.encode(benchRecords(500))
+		v, err := c.lisp(data)
 		if err != nil {
-			t.Fatalf("%s: %v", p.name, err)
+			t.Fatal(err)
 		}
-		got, _ := json.Marshal(ToGo(res.Value))
-		want, _ := json.Marshal(p.goFn(recs))
-		if !strings.EqualFold(string(got), string(want)) {
-			t.Errorf("%s: lisp %s, go %s", p.name, got, want)
+		recs, err := c.goDec(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pipelines {
+			res, err := Exec(context.Background(), p.src, Options{Context: map[string]any{"records": v}, Timeout: time.Minute})
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, p.name, err)
+			}
+			got, _ := json.Marshal(ToGo(res.Value))
+			want, _ := json.Marshal(p.goFn(recs))
+			if !strings.EqualFold(string(got), string(want)) {
+				t.Errorf("%s %s: lisp %s, go %s", c.name, p.name, got, want)
+			}
 		}
 	}
 }
