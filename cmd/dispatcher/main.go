@@ -152,6 +152,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&missionFile, "mission", "", "mission file whose tools, signature, limits and context the REPL takes")
 		fs.StringVar(&contextFile, "context", "", "JSON file with the ctx/ inputs (replaces the mission's context)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
+		fs.StringVar(&model, "default-model", "default", "model of the mission's sub-agents and LLM tools when the mission names none (PTC_MODEL_<NAME> configures models)")
 	case "bench":
 		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
 	case "wait", "status", "watch":
@@ -201,7 +202,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			stdin = strings.NewReader("")
 		}
 		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin,
-			local: localConfig{nats: c.nats, exampleTools: exampleTools}}, log, stdout, stderr)
+			local: localConfig{nats: c.nats, exampleTools: exampleTools, defaultModel: model}}, e, log, stdout, stderr)
 	}
 	if cmd == "local" {
 		if fs.NArg() != 1 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/missionfile"
 	"github.com/ptcfleet/ptc/pkg/agent"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -66,11 +68,27 @@ meta commands:
 // runREPL connects to the fleet (or starts an embedded one with the
 // example tools), builds the mission's agent with its tools bound to the
 // fleet's services, and evaluates programs: -e, a script on stdin, or
-// interactively on a terminal.
-func runREPL(ctx context.Context, cfg replConfig, log zerolog.Logger, stdout, stderr io.Writer) error {
+// interactively on a terminal. Sub-agent and LLM tools call the models
+// configured in the environment (PTC_MODEL_<NAME>), as in dispatcher local.
+func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, stdout, stderr io.Writer) error {
 	m, err := replMission(cfg)
 	if err != nil {
 		return err
+	}
+	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	if err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	model := m.Model
+	if model == "" && m.Agent != nil {
+		model = m.Agent.LLM
+	}
+	if model == "" {
+		model = cfg.local.defaultModel
+	}
+	if _, ok := models[model]; !ok && m.Agent != nil && len(m.Agent.SubAgents) > 0 {
+		fmt.Fprintf(stderr, "note: no model %q is configured (set %s%s=provider:model): the sub-agent tools %s fail when called\n",
+			model, llmconfig.EnvPrefix, strings.ToUpper(model), strings.Join(slices.Sorted(maps.Keys(m.Agent.SubAgents)), ", "))
 	}
 	connect, where, closeServer, err := localNATS(cfg.local, log)
 	if err != nil {
@@ -104,7 +122,7 @@ func runREPL(ctx context.Context, cfg replConfig, log zerolog.Logger, stdout, st
 	if err != nil {
 		return fmt.Errorf("mission: %w", err)
 	}
-	sess, err := a.NewSession(agent.RunOptions{Context: m.Context, ContextSignature: m.ContextSignature})
+	sess, err := a.NewSession(agent.RunOptions{LLM: model, Registry: models, Context: m.Context, ContextSignature: m.ContextSignature})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func TestREPLInteractiveOnATerminal(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runREPL(ctx, replConfig{stdin: tty}, zerolog.Nop(), tty, tty)
+		done <- runREPL(ctx, replConfig{stdin: tty}, testEnv(nil), zerolog.Nop(), tty, tty)
 	}()
 	key := func(s string) {
 		t.Helper()

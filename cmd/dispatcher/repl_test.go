@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,4 +275,86 @@ func TestREPLOnAGivenFleet(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "no tools") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+}
+
+// A mission's sub-agent tool calls the model configured in the environment
+// (PTC_MODEL_<NAME>, as for dispatcher local): here a fake OpenAI server
+// whose answer is the sub-agent's program, run on the sub-agent's own
+// tools on the fleet. Without a configured model the call fails naming it.
+func TestREPLSubAgentToolsCallTheConfiguredModel(t *testing.T) {
+	var prompts []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "mini-1" {
+			http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		prompts = append(prompts, req.Messages[len(req.Messages)-1].Content)
+		mu.Unlock()
+		program := "```clojure\n(return {:paid (count (tool/list_orders {:customer_id ctx/customer :status \"paid\"}))})\n```"
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "model": "mini-1",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": program}}},
+			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+		})
+	}))
+	t.Cleanup(srv.Close)
+
+	mission := filepath.Join(t.TempDir(), "sub.yaml")
+	if err := os.WriteFile(mission, []byte(`
+agent:
+  prompt: "look at customers"
+  tools: [get_customer, counter]
+  sub_agents:
+    counter:
+      prompt: "count the paid orders of customer {{customer}}"
+      signature: "(customer :int) -> {paid :int}"
+      tools: [list_orders]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := testEnv(map[string]string{"PTC_MODEL_DEFAULT": "openai:mini-1@" + srv.URL + "/v1"})
+	e.stdin = strings.NewReader("")
+	var out, errOut bytes.Buffer
+	if err := run(ctx, []string{"repl", "-mission", mission, "-e", `(tool/counter {:customer 7})`}, e, &out, &errOut); err != nil {
+		t.Fatalf("repl: %v\n%s", err, errOut.String())
+	}
+	want := fmt.Sprintf("Result: {\"paid\" %d}", paidOrdersOf(t, 7))
+	mustContain(t, "stdout", out.String(), want)
+	if len(prompts) != 1 || !strings.Contains(prompts[0], "count the paid orders of customer 7") {
+		t.Errorf("the model was asked %q", prompts)
+	}
+
+	// no model configured: the sub-agent tool fails and says which model it needs
+	_, errText, code := runRepl(t, "", "-mission", mission, "-e", `(tool/counter {:customer 7})`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errText)
+	}
+	mustContain(t, "stderr", errText, `no model "default" is configured (set PTC_MODEL_DEFAULT=provider:model): the sub-agent tools counter fail`, "sub-agent counter failed")
+}
+
+// paidOrdersOf counts customer id's paid orders through the REPL itself.
+func paidOrdersOf(t *testing.T, id int) int {
+	t.Helper()
+	out, errOut, code := runRepl(t, "", "-e", fmt.Sprintf(`(count (tool/list_orders {:customer_id %d :status "paid"}))`, id))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var n int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "Result: %d", &n); err != nil || n == 0 {
+		t.Fatalf("paid orders of %d: %q (%v)", id, out, err)
+	}
+	return n
 }

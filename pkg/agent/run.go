@@ -195,6 +195,9 @@ func (a *Agent) resolveModel(opts RunOptions, l *link, reg llm.Registry) (llm.Mo
 			return lookup(l.boundName)
 		case l.model != nil:
 			return l.model, l.modelName, nil
+		case l.modelName != "":
+			// a Session's parent names its model without having called it
+			return lookup(l.modelName)
 		}
 	}
 	switch {
