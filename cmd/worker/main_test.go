@@ -117,7 +117,7 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	}
 	// The ceilings from the environment refuse missions over them.
 	for _, spec := range []*messages.AgentSpec{
-		{Prompt: "p", MaxTurns: 8},
+		{Prompt: "p", Limits: messages.Limits{MaxTurns: 8}},
 		{Prompt: "p", LLMOpts: map[string]any{"max_tokens": int64(10)}},
 	} {
 		step, err := client.Run(mctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: spec})

@@ -85,8 +85,8 @@ func TestDocsFields(t *testing.T) {
 	limits := docTable(t, "## Limits")
 	agent := docTable(t, "### agent")
 	for name, row := range limits {
-		if a, ok := agent[name]; ok && a[2] != row[3] && !strings.HasPrefix(row[3], "`200000000`") {
-			t.Errorf("agent.%s default %s differs from the limits table's %s", name, a[2], row[3])
+		if a, ok := agent[name]; ok && a[2] != row[2] && !strings.HasPrefix(row[2], "`200000000`") {
+			t.Errorf("agent.%s default %s differs from the limits table's %s", name, a[2], row[2])
 		}
 	}
 }
@@ -111,45 +111,46 @@ func TestDocsExample(t *testing.T) {
 	}
 }
 
-// The limits table names every limit of the wire types and states the
-// defaults the code applies.
+// The limits table names every limit (messages.Limits) and states the
+// defaults the code applies (messages.DefaultLimits).
 func TestDocsLimits(t *testing.T) {
 	rows := docTable(t, "## Limits")
+	// the limits whose default is not a value of DefaultLimits
 	want := map[string]string{
-		"llm_timeout":         "`" + shortDuration(messages.DefaultLLMTimeout) + "`",
-		"program_timeout":     "`" + shortDuration(messages.DefaultProgramTimeout) + "`",
-		"mission_timeout":     "`" + shortDuration(messages.DefaultMissionTimeout) + "`",
-		"max_steps":           "`200000000` per second of `program_timeout`",
-		"max_turns":           fmt.Sprintf("`%d`", messages.DefaultMaxTurns),
-		"turn_budget":         fmt.Sprintf("`%d`", messages.DefaultTurnBudget),
-		"max_depth":           fmt.Sprintf("`%d`", messages.DefaultMaxDepth),
-		"max_tool_calls":      "unlimited",
-		"memory_limit":        fmt.Sprintf("`%d`", messages.DefaultMemoryLimit),
-		"program_memory":      fmt.Sprintf("`%d`", messages.DefaultProgramMemory),
-		"prompt_limit.list":   fmt.Sprintf("`%d`", messages.DefaultListLimit),
-		"prompt_limit.string": fmt.Sprintf("`%d`", messages.DefaultStringLimit),
+		"max_steps":      "`200000000` per second of `program_timeout`",
+		"max_tool_calls": "unlimited",
 	}
+	var walk func(prefix string, v reflect.Value)
+	walk = func(prefix string, v reflect.Value) {
+		for _, f := range fieldsOf(v.Type()) {
+			name, fv := prefix+f.name, v.FieldByIndex(f.index)
+			switch {
+			case fv.Kind() == reflect.Struct:
+				walk(name+".", fv)
+			case want[name] != "":
+			case fv.Type() == reflect.TypeFor[time.Duration]():
+				want[name] = "`" + shortDuration(time.Duration(fv.Int())) + "`"
+			case fv.Int() == 0:
+				t.Errorf("limit %s has no default in messages.DefaultLimits and none stated here", name)
+			default:
+				want[name] = fmt.Sprintf("`%d`", fv.Int())
+			}
+		}
+	}
+	walk("", reflect.ValueOf(messages.DefaultLimits()))
 	for name, def := range want {
 		row, ok := rows[name]
 		if !ok {
 			t.Errorf("limits table: no row for %s", name)
 			continue
 		}
-		if len(row) != 5 || row[3] != def {
-			t.Errorf("limits table: %s default is %q, want %q", name, row[3:4], def)
-		}
-	}
-	// every limit a mission can override is in the table
-	lt := reflect.TypeFor[messages.Limits]()
-	for i := range lt.NumField() {
-		tag, _, _ := strings.Cut(lt.Field(i).Tag.Get("msgpack"), ",")
-		if _, ok := want[tag]; !ok {
-			t.Errorf("messages.Limits.%s (%s) is not in the limits table", lt.Field(i).Name, tag)
+		if len(row) != 4 || row[2] != def {
+			t.Errorf("limits table: %s default is %q, want %q", name, row[2:3], def)
 		}
 	}
 	for name := range rows {
 		if _, ok := want[name]; !ok {
-			t.Errorf("limits table row %s is not checked by this test", name)
+			t.Errorf("limits table row %s is not a limit", name)
 		}
 	}
 }

@@ -49,7 +49,7 @@ var missionTurns = []string{
 // cost of three turns that read the kept records.
 func BenchmarkMissionTurns(b *testing.B) {
 	rs := missionRecords(100_000)
-	a, err := New(Spec{Prompt: "Summarise the orders", MaxTurns: 5})
+	a, err := New(Spec{Prompt: "Summarise the orders", Limits: Limits{MaxTurns: 5}})
 	if err != nil {
 		b.Fatal(err)
 	}

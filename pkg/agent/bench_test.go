@@ -31,7 +31,7 @@ func records(n int) []any {
 // model on a small context.
 func BenchmarkLoopTurn(b *testing.B) {
 	const turns = 5
-	a := mustNew(b, Spec{Prompt: "Count the items", Signature: "{n :int}", MaxTurns: turns})
+	a := mustNew(b, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: turns}})
 	opts := RunOptions{Model: turnModel(turns), Context: map[string]any{"items": records(10)}, Trace: TraceOff}
 	b.ReportAllocs()
 	n := 0
@@ -58,7 +58,7 @@ func BenchmarkPromptBytes1000(b *testing.B) {
 		}
 		return inner.Complete(ctx, req)
 	})
-	a := mustNew(b, Spec{Prompt: "Summarize the records", Signature: "{n :int}", MaxTurns: turns})
+	a := mustNew(b, Spec{Prompt: "Summarize the records", Signature: "{n :int}", Limits: Limits{MaxTurns: turns}})
 	opts := RunOptions{Model: model, Context: map[string]any{"items": records(1000)}, Trace: TraceOff}
 	b.ReportAllocs()
 	n := 0

@@ -16,7 +16,7 @@ func TestDefKeepsLargeToolResultAcrossTurns(t *testing.T) {
 		recs[i] = map[string]any{"id": int64(i), "name": "item", "score": int64(i % 7)}
 	}
 	list := Func(func(context.Context, map[string]any) (any, error) { return recs, nil })
-	a := mustNew(t, Spec{Prompt: "Count", Signature: "{n :int, first :int}", MemoryLimit: 64 << 20,
+	a := mustNew(t, Spec{Prompt: "Count", Signature: "{n :int, first :int}", Limits: Limits{MemoryLimit: 64 << 20},
 		Tools: map[string]Tool{"list": list}})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(def xs (tool/list {}))

@@ -145,7 +145,7 @@ func TestPromptCacheHitsFromTurnTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := mustNew(t, Spec{Name: "totals", Prompt: "Count the paid orders and their total.", Signature: "{count :int, total :float}",
-		MaxTurns: 4, Tools: map[string]Tool{"list_orders": FuncSig("() -> [{id :int, status :string, total :float}]",
+		Limits: Limits{MaxTurns: 4}, Tools: map[string]Tool{"list_orders": FuncSig("() -> [{id :int, status :string, total :float}]",
 			func(context.Context, map[string]any) (any, error) { return orders, nil })}})
 	st, err := a.Run(context.Background(), RunOptions{Model: model})
 	if err != nil {

@@ -96,7 +96,7 @@ func canaryLoop(t *testing.T, c canaries) {
 	m := llmtest.New()
 	child := mustNew(t, Spec{Name: "child", Prompt: "Echo {{token}}", Signature: "(token :string) -> {echo :string, _raw :string}"})
 	fchild := mustNew(t, Spec{Name: "fchild", Prompt: "Check {{token}}", Signature: "(token :string) -> :int"})
-	a := mustNew(t, Spec{Name: "main", Prompt: "Audit the record", Signature: "{count :int}", MaxTurns: 20, Tools: map[string]Tool{
+	a := mustNew(t, Spec{Name: "main", Prompt: "Audit the record", Signature: "{count :int}", Limits: Limits{MaxTurns: 20}, Tools: map[string]Tool{
 		"get":    constTool(c.record()),
 		"child":  child.AsTool(ToolOptions{Model: m}),
 		"fchild": fchild.AsTool(ToolOptions{Model: m}),

@@ -269,8 +269,7 @@ func (a *Agent) tryCandidate(ctx context.Context, code string, samples []map[str
 		return nil, err
 	}
 	c.Name, c.Description = a.Name(), a.spec.Description
-	c.timeout, c.maxToolCalls = a.programTimeout(), a.spec.MaxToolCalls
-	c.maxSteps, c.maxMemory = a.spec.MaxSteps, a.spec.ProgramMemory
+	c.lim = a.lim
 	for i, s := range samples {
 		step, err := c.Execute(ctx, s)
 		if len(step.Trace) > 0 {

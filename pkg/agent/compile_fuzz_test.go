@@ -33,7 +33,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	tools := map[string]Tool{"threshold": thresholdTool(new(atomic.Int64))}
 	f.Fuzz(func(t *testing.T, src, sig string) {
-		c, err := Load(src, sig, LoadOptions{Tools: tools, Timeout: 20 * time.Millisecond})
+		c, err := Load(src, sig, LoadOptions{Tools: tools, Limits: Limits{ProgramTimeout: 20 * time.Millisecond}})
 		if err != nil {
 			if !errors.Is(err, ErrInvalidCompiled) {
 				t.Fatalf("Load error %v does not match ErrInvalidCompiled", err)
@@ -70,7 +70,7 @@ func FuzzLoadCompiled(f *testing.F) {
 	f.Add([]byte(`{"format":"ptc-compiled","version":1,"source":"(fn [a] 1)","validation":"nope"}`))
 	tools := map[string]Tool{"threshold": thresholdTool(new(atomic.Int64))}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		c, err := LoadCompiled(doc, LoadOptions{Tools: tools, Timeout: 20 * time.Millisecond})
+		c, err := LoadCompiled(doc, LoadOptions{Tools: tools, Limits: Limits{ProgramTimeout: 20 * time.Millisecond}})
 		if err != nil {
 			if !errors.Is(err, ErrInvalidCompiled) {
 				t.Fatalf("error %v does not match ErrInvalidCompiled", err)

@@ -353,7 +353,7 @@ func TestExecute(t *testing.T) {
 			if tc.name == "timeout" || tc.name == "endless loop" {
 				// only this case may run out of time: a short limit for
 				// the others could fail them on a loaded machine
-				opts.Timeout = 50 * time.Millisecond
+				opts.ProgramTimeout = 50 * time.Millisecond
 			}
 			c, err := Load(tc.src, tc.sig, opts)
 			if err != nil {

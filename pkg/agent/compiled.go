@@ -43,18 +43,16 @@ type Compiled struct {
 	// Metadata describes the compilation (zero for Load).
 	Metadata CompileMetadata
 
-	sig          *signature.Signature
-	mode         signature.Mode
-	fn           lisp.Value            // the *lisp.Closure
-	defs         map[string]lisp.Value // top-level defs of Source (helpers)
-	tools        map[string]*boundTool
-	toolNames    []string
-	ltools       lisp.Tools
-	timeout      time.Duration
-	maxToolCalls int
-	// maxSteps and maxMemory are lisp.Options.MaxSteps and MaxMemory of
-	// each execution (0: the interpreter's defaults).
-	maxSteps, maxMemory int64
+	sig       *signature.Signature
+	mode      signature.Mode
+	fn        lisp.Value            // the *lisp.Closure
+	defs      map[string]lisp.Value // top-level defs of Source (helpers)
+	tools     map[string]*boundTool
+	toolNames []string
+	ltools    lisp.Tools
+	// lim bounds each execution: its program limits apply
+	// (programLimits).
+	lim Limits
 }
 
 // compiledLispTools adapts pure tools for compiled executions: input
@@ -197,7 +195,7 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 		return nil, invalidCompiled("source", "the function must take exactly one argument, a map of the named inputs (%s)", got)
 	}
 	return &Compiled{Source: src, Signature: sig.String(), sig: sig, mode: mode, fn: fn, defs: defs,
-		tools: tools, toolNames: names, ltools: ltools, timeout: messages.DefaultProgramTimeout}, nil
+		tools: tools, toolNames: names, ltools: ltools}, nil
 }
 
 func lispDetail(err error) string {
@@ -266,8 +264,8 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		w = &execWarnings{}
 		ctx = context.WithValue(ctx, warnKey{}, w)
 	}
-	res, xerr := lisp.Exec(ctx, compiledCall, lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
-		Timeout: c.timeout, MaxSteps: c.maxSteps, MaxMemory: c.maxMemory, MemoryLimit: -1, MaxToolCalls: c.maxToolCalls, FloatPrecision: FloatPrecision})
+	res, xerr := lisp.Exec(ctx, compiledCall, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
+		MemoryLimit: -1, FloatPrecision: FloatPrecision}, c.lim))
 	turn := messages.Turn{Number: 1, Program: c.Source, StartedAt: start, ToolCalls: res.ToolCalls, Prints: res.Prints}
 	st.Usage.ToolCalls = len(res.ToolCalls)
 	if w != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
@@ -18,14 +17,10 @@ type LoadOptions struct {
 	// Validation is the signature validation mode of executions (default
 	// Enabled); a document's own mode is used when this is zero.
 	Validation signature.Mode
-	// Timeout bounds one execution (default messages.DefaultProgramTimeout).
-	Timeout time.Duration
-	// MaxToolCalls caps tool calls per execution (0: unlimited).
-	MaxToolCalls int
-	// MaxSteps bounds the evaluation steps of one execution (0: derived
-	// from Timeout) and ProgramMemory the memory it holds at once, in bytes
-	// (0: messages.DefaultProgramMemory); negative means unlimited.
-	MaxSteps, ProgramMemory int64
+	// Limits bound each execution: ProgramTimeout, MaxSteps,
+	// ProgramMemory and MaxToolCalls apply to it (0: the default,
+	// negative: unlimited), the other limits do not.
+	Limits
 	// Name and Description label the program (a document's own are used
 	// when these are empty).
 	Name, Description string
@@ -71,11 +66,7 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 	if c.Name == "" {
 		c.Name = "compiled"
 	}
-	if opts.Timeout > 0 {
-		c.timeout = opts.Timeout
-	}
-	c.maxToolCalls = opts.MaxToolCalls
-	c.maxSteps, c.maxMemory = opts.MaxSteps, opts.ProgramMemory
+	c.lim = opts.Limits
 	return c, nil
 }
 

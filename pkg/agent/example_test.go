@@ -149,7 +149,7 @@ func ExampleMustTemplate() {
 
 // PreviewPrompt shows what the model would receive, without calling it.
 func ExamplePreviewPrompt() {
-	a, _ := agent.New(agent.Spec{Prompt: "Summarize {{text}}", Signature: "(text :string) -> {summary :string}", MaxTurns: 1})
+	a, _ := agent.New(agent.Spec{Prompt: "Summarize {{text}}", Signature: "(text :string) -> {summary :string}", Limits: agent.Limits{MaxTurns: 1}})
 	p, _ := agent.PreviewPrompt(a, map[string]any{"text": "Go is fun."})
 	fmt.Println(p.User)
 	// Output:

@@ -78,7 +78,7 @@ func FuzzFirewall(f *testing.F) {
 		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: "@" + randCanary(r, 3000)}
 		c.num = 100_000 + r.Int64N(1<<40)
 		echo := Func(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
-		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int}", MaxTurns: 4,
+		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int}", Limits: Limits{MaxTurns: 4},
 			Tools: map[string]Tool{"get": constTool(c.record()), "echo": echo}})
 		progs := []string{fuzzProgram(r), fuzzProgram(r), fuzzProgram(r)}
 		m := llmtest.New(llmtest.Code(progs[0]), llmtest.Code(progs[1]), llmtest.Code(progs[2]), llmtest.Code(`(return {:count 1})`))

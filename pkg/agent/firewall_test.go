@@ -296,7 +296,7 @@ func TestFirewallTypedToolResult(t *testing.T) {
 // although it was public when it arrived.
 func TestFirewallHostDataUnderFirewalledName(t *testing.T) {
 	note := canaryText("kept", 40)
-	a := mustNew(t, Spec{Prompt: "Read", MaxTurns: 3})
+	a := mustNew(t, Spec{Prompt: "Read", Limits: Limits{MaxTurns: 3}})
 	_, err, m := run(t, a, RunOptions{Context: map[string]any{"rows": []any{map[string]any{"id": int64(1), "note": note}}}},
 		llmtest.Code(`(def _kept ctx/rows) 1`),
 		llmtest.Code(`(println (:note (first _kept))) 2`),

@@ -17,7 +17,7 @@ func FuzzFromWire(f *testing.F) {
 	seeds := []Spec{
 		{Prompt: "x"},
 		{Name: "a", Prompt: "Hi {{user.name}} {{#items}}{{.}}{{/items}}", Signature: "(user {name :string}, items [:string]) -> {n :int, _ids [:int]}",
-			MaxTurns: 3, ProgramTimeout: time.Second, LLMTimeout: time.Minute, MaxSteps: 1000, Validation: signature.Strict, ToolCatalog: []messages.ToolSchema{{Name: "p", Signature: ":int"}},
+			Limits: Limits{MaxTurns: 3, ProgramTimeout: time.Second, LLMTimeout: time.Minute, MaxSteps: 1000}, Validation: signature.Strict, ToolCatalog: []messages.ToolSchema{{Name: "p", Signature: ":int"}},
 			Tools: map[string]Tool{"search": FuncSig("(q :string) -> :any", noop), "child": ca.AsTool(ToolOptions{LLM: "haiku"})}},
 		{Prompt: "{{", Signature: "(x"},
 	}

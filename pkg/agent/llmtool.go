@@ -98,7 +98,7 @@ func NewLLMTool(s LLMToolSpec) (Tool, error) {
 	}
 	a, err := New(Spec{
 		Name: name, Description: s.Description, Prompt: prompt, Signature: s.Signature,
-		Tools: s.Tools, MaxTurns: maxTurns, LLMOpts: s.LLMOpts, Validation: s.Validation, Output: OutputText,
+		Tools: s.Tools, Limits: Limits{MaxTurns: maxTurns}, LLMOpts: s.LLMOpts, Validation: s.Validation, Output: OutputText,
 	})
 	if err != nil {
 		return Tool{}, err

@@ -128,7 +128,7 @@ func TestLLMToolModelSelection(t *testing.T) {
 	})
 	t.Run("missing registry name is a tool error", func(t *testing.T) {
 		tool := LLMTool(LLMToolSpec{Prompt: prompt, Signature: sig, LLM: "haiku"})
-		parent := mustNew(t, Spec{Prompt: "Triage", Tools: map[string]Tool{"triage": tool}, MaxTurns: 2})
+		parent := mustNew(t, Spec{Prompt: "Triage", Tools: map[string]Tool{"triage": tool}, Limits: Limits{MaxTurns: 2}})
 		st, err, _ := run(t, parent, RunOptions{Registry: llm.Registry{}}, code,
 			llmtest.Code(`(return {:priority "unknown"})`).Expect(llmtest.LastUserContains("LLM :haiku not found in registry")))
 		if err != nil || st.Return.(map[string]any)["priority"] != "unknown" {
@@ -255,7 +255,7 @@ Return a list with urgency for each email ID.
 func TestLLMToolInvalidAnswer(t *testing.T) {
 	sig := "(subject :string) -> {urgent :bool}"
 	tool := LLMTool(LLMToolSpec{Prompt: "{{subject}}", Signature: sig})
-	parent := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"u": tool}, MaxTurns: 2})
+	parent := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"u": tool}, Limits: Limits{MaxTurns: 2}})
 	st, err, _ := run(t, parent, RunOptions{},
 		llmtest.Code(`(return (tool/u {:subject "a"}))`),
 		llmtest.Text(`{"urgent": "yes"}`),
@@ -279,7 +279,7 @@ func TestLLMToolInvalidAnswer(t *testing.T) {
 // nothing to the prompt.
 func TestLLMToolUnusedInputs(t *testing.T) {
 	tool := LLMTool(LLMToolSpec{Prompt: "Hello {{name}}\n", Signature: "(name :string, debug_id :int) -> {greeting :string}"})
-	parent := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"greet": tool}, MaxTurns: 2})
+	parent := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"greet": tool}, Limits: Limits{MaxTurns: 2}})
 	st, err, _ := run(t, parent, RunOptions{},
 		llmtest.Code(`(return (tool/greet {:name "Ann"}))`),
 		llmtest.Code(`(return (tool/greet {:name "Ann" :debug_id 7}))`).Expect(llmtest.LastUserContains("debug_id")),

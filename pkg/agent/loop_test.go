@@ -146,7 +146,7 @@ func TestValidationModes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode.String(), func(t *testing.T) {
-			a := mustNew(t, Spec{Prompt: "x", Signature: "{n :int}", MaxTurns: 2, Validation: tc.mode})
+			a := mustNew(t, Spec{Prompt: "x", Signature: "{n :int}", Limits: Limits{MaxTurns: 2}, Validation: tc.mode})
 			src := `(return {:n "one"})`
 			if tc.mode == signature.Strict {
 				src = `(return {:n 1 :extra 2})`
@@ -200,7 +200,7 @@ func TestCallReturnForm(t *testing.T) {
 
 func TestModes(t *testing.T) {
 	t.Run("single turn value", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "{{x}} + {{y}}", Signature: "(x :int, y :int) -> :int", MaxTurns: 1})
+		a := mustNew(t, Spec{Prompt: "{{x}} + {{y}}", Signature: "(x :int, y :int) -> :int", Limits: Limits{MaxTurns: 1}})
 		st, err, m := run(t, a, RunOptions{Context: map[string]any{"x": int64(10), "y": int64(5)}}, llmtest.Code(`(+ ctx/x ctx/y)`))
 		if err != nil || st.Return != int64(15) {
 			t.Fatalf("%v %v", st.Return, err)
@@ -211,23 +211,23 @@ func TestModes(t *testing.T) {
 		notContains(t, lastUser(req), "return(data", "Turn 1 of")
 	})
 	t.Run("single turn error is fatal", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1})
+		a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}})
 		st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`(+ 1`))
 		wantReason(t, st, err, "parse_error")
 		contains(t, st.Fail.Message, "unbalanced parentheses")
 	})
 	t.Run("single turn validation is fatal", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "x", Signature: ":int", MaxTurns: 1})
+		a := mustNew(t, Spec{Prompt: "x", Signature: ":int", Limits: Limits{MaxTurns: 1}})
 		st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`"nope"`))
 		wantReason(t, st, err, ReasonValidation)
 	})
 	t.Run("single turn no code", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1})
+		a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}})
 		st, err, _ := run(t, a, RunOptions{}, llmtest.Text("I think it is 4."))
 		wantReason(t, st, err, ReasonNoCode)
 	})
 	t.Run("max_turns 1 with tools needs return", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1, Tools: map[string]Tool{"t": Func(noop)}})
+		a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}, Tools: map[string]Tool{"t": Func(noop)}})
 		st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`42`))
 		wantReason(t, st, err, ReasonMaxTurns)
 		st, err, _ = run(t, a, RunOptions{}, llmtest.Code(`(return 42)`))
@@ -236,7 +236,7 @@ func TestModes(t *testing.T) {
 		}
 	})
 	t.Run("multi turn value does not end", func(t *testing.T) {
-		a := mustNew(t, Spec{Prompt: "x", MaxTurns: 2})
+		a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 2}})
 		st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`42`), llmtest.Code(`43`))
 		wantReason(t, st, err, ReasonMaxTurns)
 		if st.Fail.Message != "no return or fail after 2 turns" {
@@ -269,7 +269,7 @@ func TestMemoryResultContract(t *testing.T) {
 }
 
 func TestMemoryLimit(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MemoryLimit: 100})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MemoryLimit: 100}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`(def big (apply str (repeat 200 "x")))`))
 	wantReason(t, st, err, ReasonMemoryLimit)
 	if !errors.Is(err, ErrMemoryLimit) {
@@ -285,7 +285,7 @@ func TestMemoryKeepsHostData(t *testing.T) {
 	for i := range rows {
 		rows[i] = map[string]any{"id": int64(i), "text": "some text that makes the rows print large"}
 	}
-	a := mustNew(t, Spec{Prompt: "x", MemoryLimit: 1000, MaxTurns: 2})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MemoryLimit: 1000, MaxTurns: 2}})
 	st, err, _ := run(t, a, RunOptions{Context: map[string]any{"rows": rows}},
 		llmtest.Code(`(def kept ctx/rows)`),
 		llmtest.Code(`(return (count kept))`))
@@ -299,7 +299,7 @@ func TestMemoryKeepsHostData(t *testing.T) {
 }
 
 func TestBoundaryReminder(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 3})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 3}})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Text("Let me think about this."),
 		llmtest.Text("\u200b\u00a0(return \u201cdone\u201d)"),
@@ -314,7 +314,7 @@ func TestBoundaryReminder(t *testing.T) {
 		t.Fatalf("return %v", st.Return)
 	}
 	// no code in the last turn → max_turns_exceeded with the last error
-	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", MaxTurns: 2}), RunOptions{}, llmtest.Text("a"), llmtest.Text("b"))
+	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 2}}), RunOptions{}, llmtest.Text("a"), llmtest.Text("b"))
 	wantReason(t, st, err, ReasonMaxTurns)
 	if st.Fail.Details["last_error"] == nil {
 		t.Fatalf("details %v", st.Fail.Details)
@@ -322,7 +322,7 @@ func TestBoundaryReminder(t *testing.T) {
 }
 
 func TestBoundaryReminderPlainCode(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 2})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 2}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Text("reasoning first\n(return 1)"), llmtest.Text("(return 2)"))
 	if err != nil || st.Return != int64(2) || st.Usage.Turns != 2 {
 		t.Fatalf("%v %v", st.Return, err)
@@ -338,7 +338,7 @@ func TestMultipleBlocksRunAsDo(t *testing.T) {
 }
 
 func TestMaxTurnsExceeded(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 3})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 3}})
 	st, err, m := run(t, a, RunOptions{}, llmtest.Code(`1`), llmtest.Code(`(/ 1 0)`), llmtest.Code(`3`))
 	wantReason(t, st, err, ReasonMaxTurns)
 	if !errors.Is(err, ErrMaxTurns) || st.Usage.Turns != 3 || m.Calls() != 3 {
@@ -348,7 +348,7 @@ func TestMaxTurnsExceeded(t *testing.T) {
 }
 
 func TestMissionTimeout(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MissionTimeout: 30 * time.Millisecond, LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MissionTimeout: 30 * time.Millisecond}, LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Hang())
 	wantReason(t, st, err, ReasonMissionTimeout)
 	// during a tool call
@@ -356,13 +356,13 @@ func TestMissionTimeout(t *testing.T) {
 		time.Sleep(60 * time.Millisecond)
 		return 1, nil
 	})
-	a = mustNew(t, Spec{Prompt: "x", MissionTimeout: 40 * time.Millisecond, Tools: map[string]Tool{"slow": slow}})
+	a = mustNew(t, Spec{Prompt: "x", Limits: Limits{MissionTimeout: 40 * time.Millisecond}, Tools: map[string]Tool{"slow": slow}})
 	st, err, _ = run(t, a, RunOptions{}, llmtest.Code(`(tool/slow {})`))
 	wantReason(t, st, err, ReasonMissionTimeout)
 }
 
 func TestProgramTimeout(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", ProgramTimeout: 200 * time.Millisecond, MaxTurns: 2})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{ProgramTimeout: 200 * time.Millisecond, MaxTurns: 2}})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(loop [i 0] (recur (inc i)))`),
 		llmtest.Code(`(return (:reason ctx/fail))`))
@@ -377,7 +377,7 @@ func TestProgramTimeout(t *testing.T) {
 
 func TestLLMTimeoutUsesRetries(t *testing.T) {
 	var slept []time.Duration
-	a := mustNew(t, Spec{Prompt: "x", LLMTimeout: 100 * time.Millisecond, LLMRetry: &llm.RetryPolicy{
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{LLMTimeout: 100 * time.Millisecond}, LLMRetry: &llm.RetryPolicy{
 		MaxAttempts: 3, BaseDelay: time.Millisecond, Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil },
 		Jitter: func(d time.Duration) time.Duration { return d },
 	}})
@@ -543,7 +543,7 @@ func TestUsageAndTrace(t *testing.T) {
 }
 
 func TestTraceModes(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}})
 	for _, tc := range []struct {
 		mode      TraceMode
 		src       string
@@ -574,7 +574,7 @@ func TestDebugMode(t *testing.T) {
 }
 
 func TestSystemPromptStaticAcrossTurns(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 3})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 3}})
 	_, _, m := run(t, a, RunOptions{}, llmtest.Code(`1`), llmtest.Code(`(/ 1 0)`), llmtest.Code(`(return 1)`))
 	rs := m.Requests()
 	if rs[0].System != rs[1].System || rs[1].System != rs[2].System || !rs[0].CacheSystem {
@@ -593,7 +593,7 @@ func TestLLMRequestFields(t *testing.T) {
 }
 
 func TestPromptLimitTruncation(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", PromptLimit: PromptLimit{List: 2, String: 10}})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{PromptLimit: PromptLimit{List: 2, String: 10}}})
 	_, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`{:xs [1 2 3 4 5] :s "abcdefghijklmnopqrstuvwxyz"}`),
 		llmtest.Code(`(return (count xs))`))
@@ -647,7 +647,7 @@ func TestProgramBudgetIndependentOfModel(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		return int64(7), nil
 	})
-	a := mustNew(t, Spec{Prompt: "x", ProgramTimeout: 200 * time.Millisecond, Tools: map[string]Tool{"slow": slow}})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{ProgramTimeout: 200 * time.Millisecond}, Tools: map[string]Tool{"slow": slow}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Respond(func(ctx context.Context, _ llm.Request) (*llm.Response, error) {
 		time.Sleep(300 * time.Millisecond)
 		return &llm.Response{Content: "```clojure\n(return (tool/slow {}))\n```"}, nil
@@ -659,7 +659,7 @@ func TestProgramBudgetIndependentOfModel(t *testing.T) {
 
 // max_steps bounds one program run; the error is fed back like any other.
 func TestMaxSteps(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxSteps: 10_000, MaxTurns: 2})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxSteps: 10_000, MaxTurns: 2}})
 	st, err, _ := run(t, a, RunOptions{},
 		llmtest.Code(`(reduce + (range 100000))`),
 		llmtest.Code(`(return (:reason ctx/fail))`))
@@ -671,8 +671,7 @@ func TestMaxSteps(t *testing.T) {
 // Negative limits are unlimited: more turns than the default, a memory
 // larger than the default limit, no LLM, program or mission timeout.
 func TestNegativeLimitsAreUnlimited(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: -1, TurnBudget: -1, MemoryLimit: -1,
-		LLMTimeout: -1, ProgramTimeout: -1, MissionTimeout: -1, MaxSteps: -1})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: -1, TurnBudget: -1, MemoryLimit: -1, LLMTimeout: -1, ProgramTimeout: -1, MissionTimeout: -1, MaxSteps: -1}})
 	if s := a.Spec(); s.MaxTurns != -1 || s.LLMTimeout != -1 || s.MemoryLimit != -1 {
 		t.Fatalf("Spec() = %+v, want the negative limits kept", s)
 	}

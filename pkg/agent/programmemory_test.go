@@ -16,7 +16,7 @@ const holdVector = `(count (vec (range 100000)))`
 // stops with memory_limit, fed back to the model like any program error;
 // the same program passes under the default.
 func TestProgramMemory(t *testing.T) {
-	small := mustNew(t, Spec{Prompt: "x", ProgramMemory: 64 << 10, MaxTurns: 2})
+	small := mustNew(t, Spec{Prompt: "x", Limits: Limits{ProgramMemory: 64 << 10, MaxTurns: 2}})
 	st, err, _ := run(t, small, RunOptions{},
 		llmtest.Code(holdVector),
 		llmtest.Code(`(return (:reason ctx/fail))`))
@@ -44,18 +44,18 @@ func TestProgramMemoryUnlimited(t *testing.T) {
       big (apply str (repeat 65 mb))]
   (return (count big)))`
 	want := int64(65 << 20)
-	st, err, _ := run(t, mustNew(t, Spec{Prompt: "x", MaxTurns: 1}), RunOptions{}, llmtest.Code(over))
+	st, err, _ := run(t, mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}}), RunOptions{}, llmtest.Code(over))
 	if err == nil {
 		t.Fatalf("default limit: returned %v, want the run stopped by the program memory limit", st.Return)
 	}
 	if st.Fail.Reason != "memory_limit" {
 		t.Fatalf("default limit: fail %+v, want memory_limit", st.Fail)
 	}
-	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", MaxTurns: 1, ProgramMemory: -1}), RunOptions{}, llmtest.Code(over))
+	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1, ProgramMemory: -1}}), RunOptions{}, llmtest.Code(over))
 	if err != nil || st.Return != want {
 		t.Fatalf("unlimited: return %v, err %v", st.Return, err)
 	}
-	if s := mustNew(t, Spec{Prompt: "x", ProgramMemory: -1}).Spec(); s.ProgramMemory != -1 {
+	if s := mustNew(t, Spec{Prompt: "x", Limits: Limits{ProgramMemory: -1}}).Spec(); s.ProgramMemory != -1 {
 		t.Fatalf("Spec().ProgramMemory = %d, want -1 kept", s.ProgramMemory)
 	}
 }
@@ -65,7 +65,7 @@ func TestProgramMemoryUnlimited(t *testing.T) {
 func TestProgramMemorySubAgent(t *testing.T) {
 	w := &messages.AgentSpec{Prompt: "Parent",
 		SubAgents: map[string]*messages.AgentSpec{"helper": {
-			Prompt: "Helper", Description: "helps", Signature: ":string", MaxTurns: 2, ProgramMemory: 64 << 10,
+			Prompt: "Helper", Description: "helps", Signature: ":string", Limits: messages.Limits{MaxTurns: 2, ProgramMemory: 64 << 10},
 		}}}
 	spec, err := FromWire(w, nil)
 	if err != nil {

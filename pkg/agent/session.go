@@ -143,15 +143,17 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 }
 
 // programOptions are the interpreter options of one of a's programs: a
-// turn's and a Session's alike. The memory limit is the agent's, checked
+// turn's and a Session's alike, under the agent's program limits with the
+// time limit given. The memory limit is the agent's, checked
 // on the committed memory after the run (memorySize), so the
 // interpreter's own printed-size check is off.
 func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, timeout time.Duration, sec *secrets) lisp.Options {
-	return lisp.Options{
-		Context: ctxData, Memory: mem, Tools: tools, Timeout: timeout, MaxSteps: a.maxSteps(), MaxMemory: a.spec.ProgramMemory, MemoryLimit: -1,
-		MemoryContract: !a.singleTurn(), MaxToolCalls: a.spec.MaxToolCalls, FloatPrecision: FloatPrecision,
-		Scrub: sec.hook(),
-	}
+	o := programLimits(lisp.Options{
+		Context: ctxData, Memory: mem, Tools: tools, MemoryLimit: -1,
+		MemoryContract: !a.singleTurn(), FloatPrecision: FloatPrecision, Scrub: sec.hook(),
+	}, a.lim)
+	o.Timeout = timeout
+	return o
 }
 
 // Memory returns the names held in memory (sorted), *1 *2 *3 included.

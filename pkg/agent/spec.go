@@ -29,6 +29,10 @@ const (
 	OutputText = messages.ModeText // plain text / JSON answers, native tool calling (see textmode.go)
 )
 
+// Limits bound an agent's run: the wire type messages.Limits, the one
+// representation of the limits from mission file to interpreter.
+type Limits = messages.Limits
+
 // PromptLimit bounds the result previews fed back to the model: List items
 // per collection and String characters per string (0: the defaults 5 and
 // 1000).
@@ -59,39 +63,11 @@ type Spec struct {
 	// ToolCatalog lists tools shown to the model for planning only (not
 	// callable).
 	ToolCatalog []messages.ToolSchema
-	// Limits. Every limit follows one convention: 0 means the default
-	// (messages.Default*), a negative value means unlimited. The mission
-	// timeout bounds the whole run; within it, each model call has its own
-	// LLMTimeout and each program run its own ProgramTimeout, so a slow
-	// model never eats the program's time or step budget.
-
-	// MaxTurns bounds the LLM turns (default 5). MaxTurns 1 without tools
-	// is single-turn mode: the program's value is the answer. Otherwise
-	// only return/fail end the mission.
-	MaxTurns int
-	// PromptLimit truncates result previews (default list 5, string 1000).
-	PromptLimit PromptLimit
-	// LLMTimeout bounds one model call, each retry attempt on its own
-	// (default 5 min); an attempt that runs out of it is retried under
-	// LLMRetry.
-	LLMTimeout time.Duration
-	// ProgramTimeout bounds one program run with its tool calls, and one
-	// native tool call in text mode (default 30 s). When the agent has
-	// sub-agents, a program may run until the mission timeout (a sub-agent
-	// makes model calls of its own).
-	ProgramTimeout time.Duration
-	// MaxSteps bounds the evaluation steps of one program run (default:
-	// lisp.DefaultStepsPerSecond per second of ProgramTimeout).
-	MaxSteps int64
-	// ProgramMemory bounds the memory one program run holds at once, in
-	// bytes: what it builds and keeps, not what it allocates and drops;
-	// host data does not count (default 64 MiB, lisp.Options.MaxMemory).
-	// Exceeding it stops the program with memory_limit, fed back to the
-	// model like any program error.
-	ProgramMemory int64
-	// MissionTimeout bounds the whole run, sub-agents included (default
-	// 15 min).
-	MissionTimeout time.Duration
+	// Limits bound the run (messages.Limits: max turns, timeouts, step
+	// and memory budgets...). Every limit follows one convention: 0 means
+	// the default (messages.DefaultLimits), a negative value means
+	// unlimited. Embedded, so spec.MaxTurns reads a limit.
+	Limits
 	// LLMRetry retries infrastructure errors of the model (nil: 3 attempts,
 	// exponential backoff from 1 s). Logic errors use turns, not retries.
 	LLMRetry *llm.RetryPolicy
@@ -105,19 +81,8 @@ type Spec struct {
 	LLMOpts map[string]any
 	// SystemPrompt customizes the system prompt.
 	SystemPrompt SystemPrompt
-	// MemoryLimit caps the printed size of memory in bytes after each turn
-	// (default 1 MiB); exceeding it fails the run (memory_limit_exceeded).
-	MemoryLimit int64
 	// Validation is the signature validation mode (default Enabled).
 	Validation signature.Mode
-	// MaxDepth bounds sub-agent nesting (default 3; the top level is 1).
-	MaxDepth int
-	// TurnBudget bounds the turns of the whole agent tree (default 20);
-	// the top-level agent's value applies to the tree.
-	TurnBudget int
-	// MaxToolCalls caps tool calls per program (0: unlimited); in text
-	// mode it caps the tool calls of the whole run, across turns.
-	MaxToolCalls int
 	// Output is OutputLisp (default, "") or OutputText: the model answers
 	// in text or JSON and calls tools natively (see docs/textmode.md).
 	Output string
@@ -160,7 +125,10 @@ type PromptContext struct {
 // Agent is a validated Spec, ready to run. It is immutable and safe for
 // concurrent use: any number of runs may share it.
 type Agent struct {
-	spec     Spec
+	spec Spec
+	// lim is spec.Limits with the defaults filled in (unlimited limits
+	// stay negative).
+	lim      Limits
 	sig      *signature.Signature
 	tmpl     *Template
 	tools    map[string]*boundTool
@@ -248,7 +216,7 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr("system_prompt.language_spec", fmt.Sprintf("unknown language preset %q (known: %s)", p, strings.Join(LanguagePresets(), ", ")), nil)
 		}
 	}
-	a := &Agent{spec: spec, sig: sig, tmpl: tmpl, tools: map[string]*boundTool{}}
+	a := &Agent{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl, tools: map[string]*boundTool{}}
 	for name, t := range spec.Tools {
 		field := "tools[" + name + "]"
 		if slices.Contains(reservedTools, name) {
@@ -302,16 +270,7 @@ func New(spec Spec) (*Agent, error) {
 // (unlimited limits stay negative).
 func (a *Agent) Spec() Spec {
 	s := a.spec
-	s.MaxTurns = orDefault(s.MaxTurns, messages.DefaultMaxTurns)
-	s.LLMTimeout = orDefault(s.LLMTimeout, messages.DefaultLLMTimeout)
-	s.ProgramTimeout = orDefault(s.ProgramTimeout, messages.DefaultProgramTimeout)
-	s.MissionTimeout = orDefault(s.MissionTimeout, messages.DefaultMissionTimeout)
-	s.MaxDepth = orDefault(s.MaxDepth, messages.DefaultMaxDepth)
-	s.TurnBudget = orDefault(s.TurnBudget, messages.DefaultTurnBudget)
-	s.MemoryLimit = orDefault(s.MemoryLimit, messages.DefaultMemoryLimit)
-	s.ProgramMemory = orDefault(s.ProgramMemory, messages.DefaultProgramMemory)
-	s.PromptLimit = PromptLimit{List: orDefault(s.PromptLimit.List, messages.DefaultListLimit),
-		String: orDefault(s.PromptLimit.String, messages.DefaultStringLimit)}
+	s.Limits = a.lim
 	return s
 }
 
@@ -328,61 +287,60 @@ func (a *Agent) Name() string {
 
 // The limits to enforce: the spec's value, its default when 0, and the
 // largest useful value when negative (unlimited).
-func (a *Agent) maxTurns() int {
-	return limitOr(a.spec.MaxTurns, messages.DefaultMaxTurns, math.MaxInt)
-}
-func (a *Agent) maxDepth() int {
-	return limitOr(a.spec.MaxDepth, messages.DefaultMaxDepth, math.MaxInt)
-}
-func (a *Agent) turnBudget() int {
-	return limitOr(a.spec.TurnBudget, messages.DefaultTurnBudget, math.MaxInt)
-}
-func (a *Agent) memoryLimit() int64 {
-	return limitOr(a.spec.MemoryLimit, messages.DefaultMemoryLimit, math.MaxInt64)
-}
-func (a *Agent) llmTimeout() time.Duration {
-	return limitOr(a.spec.LLMTimeout, messages.DefaultLLMTimeout, unlimitedTimeout)
-}
-func (a *Agent) programTimeout() time.Duration {
-	return limitOr(a.spec.ProgramTimeout, messages.DefaultProgramTimeout, unlimitedTimeout)
-}
+func (a *Agent) maxTurns() int             { return unlimitedAs(a.lim.MaxTurns, math.MaxInt) }
+func (a *Agent) maxDepth() int             { return unlimitedAs(a.lim.MaxDepth, math.MaxInt) }
+func (a *Agent) turnBudget() int           { return unlimitedAs(a.lim.TurnBudget, math.MaxInt) }
+func (a *Agent) memoryLimit() int64        { return unlimitedAs(a.lim.MemoryLimit, math.MaxInt64) }
+func (a *Agent) llmTimeout() time.Duration { return unlimitedAs(a.lim.LLMTimeout, unlimitedTimeout) }
 func (a *Agent) missionTimeout() time.Duration {
-	return limitOr(a.spec.MissionTimeout, messages.DefaultMissionTimeout, unlimitedTimeout)
+	return unlimitedAs(a.lim.MissionTimeout, unlimitedTimeout)
 }
+func (a *Agent) programTimeout() time.Duration { return programTimeout(a.lim) }
 func (a *Agent) promptLimit() PromptLimit {
-	return PromptLimit{List: limitOr(a.spec.PromptLimit.List, messages.DefaultListLimit, math.MaxInt),
-		String: limitOr(a.spec.PromptLimit.String, messages.DefaultStringLimit, math.MaxInt)}
+	return PromptLimit{List: unlimitedAs(a.lim.PromptLimit.List, math.MaxInt),
+		String: unlimitedAs(a.lim.PromptLimit.String, math.MaxInt)}
 }
 
-// maxSteps is the step budget of one program run: the spec's MaxSteps, or
-// (0) the interpreter's budget for the program timeout; never derived from
-// what is left of a turn or the mission.
-func (a *Agent) maxSteps() int64 {
-	if a.spec.MaxSteps != 0 {
-		return a.spec.MaxSteps
+// programTimeout is the time limit of one program run under l (defaults
+// filled in or not).
+func programTimeout(l Limits) time.Duration {
+	t, ok := messages.LimitOr(l.ProgramTimeout, messages.DefaultProgramTimeout)
+	if !ok {
+		return unlimitedTimeout
 	}
-	if a.spec.ProgramTimeout < 0 {
-		return -1
+	return t
+}
+
+// programLimits returns o with the limits of one program run under l set:
+// the time limit, the step budget (l.MaxSteps, or 0: the interpreter's
+// budget for the program timeout, never derived from what is left of a
+// turn or the mission), the memory held and the tool calls. Agents and
+// compiled programs run their programs under it.
+func programLimits(o lisp.Options, l Limits) lisp.Options {
+	o.Timeout = programTimeout(l)
+	o.MaxSteps = l.MaxSteps
+	switch {
+	case o.MaxSteps != 0:
+	case l.ProgramTimeout < 0:
+		o.MaxSteps = -1
+	default:
+		o.MaxSteps = lisp.StepBudget(o.Timeout)
 	}
-	return lisp.StepBudget(a.programTimeout())
+	o.MaxMemory = l.ProgramMemory
+	o.MaxToolCalls = l.MaxToolCalls
+	return o
 }
 
 // singleTurn reports single-turn mode: max_turns 1
 // and no tools; the program's value is the answer.
 func (a *Agent) singleTurn() bool { return a.maxTurns() == 1 && len(a.tools) == 0 }
 
-func orDefault[T ~int | ~int64](v, d T) T {
-	if v == 0 {
-		return d
+// unlimitedAs is v, or unlimited when v is negative.
+func unlimitedAs[T ~int | ~int64](v, unlimited T) T {
+	if v < 0 {
+		return unlimited
 	}
 	return v
-}
-
-func limitOr[T ~int | ~int64](v, d, unlimited T) T {
-	if l, ok := messages.LimitOr(v, d); ok {
-		return l
-	}
-	return unlimited
 }
 
 func firstLine(s string) string {
@@ -401,12 +359,8 @@ func firstLine(s string) string {
 func (s Spec) ToWire() *messages.AgentSpec {
 	w := &messages.AgentSpec{
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
-		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog),
-		MaxTurns: s.MaxTurns, MaxToolCalls: s.MaxToolCalls, LLMTimeout: s.LLMTimeout,
-		ProgramTimeout: s.ProgramTimeout, MaxSteps: s.MaxSteps, ProgramMemory: s.ProgramMemory,
-		MissionTimeout: s.MissionTimeout, PromptLimit: s.PromptLimit, LLM: s.LLM,
+		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog), Limits: s.Limits, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
-		MemoryLimit: s.MemoryLimit, MaxDepth: s.MaxDepth, TurnBudget: s.TurnBudget,
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
@@ -457,13 +411,11 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 	}
 	s := Spec{
 		Name: w.Name, Description: w.Description, Prompt: w.Prompt, Signature: w.Signature,
-		Output: w.Output, ToolCatalog: slices.Clone(w.ToolCatalog), MaxTurns: w.MaxTurns,
-		MaxToolCalls: w.MaxToolCalls, LLMTimeout: w.LLMTimeout, ProgramTimeout: w.ProgramTimeout,
-		MaxSteps: w.MaxSteps, ProgramMemory: w.ProgramMemory, MissionTimeout: w.MissionTimeout,
-		PromptLimit: w.PromptLimit, LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
+		Output: w.Output, ToolCatalog: slices.Clone(w.ToolCatalog), Limits: w.Limits,
+		LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
-		MemoryLimit: w.MemoryLimit, Validation: mode, MaxDepth: w.MaxDepth, TurnBudget: w.TurnBudget,
+		Validation: mode,
 	}
 	if r := w.LLMRetry; r != nil {
 		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}

@@ -96,17 +96,20 @@ func TestSpecDefaults(t *testing.T) {
 }
 
 func TestWireRoundTrip(t *testing.T) {
-	child := mustNew(t, Spec{Name: "finder", Prompt: "Find {{q}}", Signature: "(q :string) -> {id :int, _raw :map}", MaxTurns: 2})
+	child := mustNew(t, Spec{Name: "finder", Prompt: "Find {{q}}", Signature: "(q :string) -> {id :int, _raw :map}", Limits: Limits{MaxTurns: 2}})
 	tools := map[string]Tool{"search": FuncSig("(q :string) -> [:int]", noop).WithDescription("search things")}
 	spec := Spec{
 		Name: "orch", Description: "top", Prompt: "Do {{x}}", Signature: "(x :int) -> :int",
 		Tools:       map[string]Tool{"search": tools["search"], "finder": child.AsTool(ToolOptions{LLM: "haiku"})},
 		ToolCatalog: []messages.ToolSchema{{Name: "plan", Signature: "() -> :map"}},
-		MaxTurns:    7, LLMTimeout: 2 * time.Minute, ProgramTimeout: 3 * time.Second, MaxSteps: 5000, ProgramMemory: 1 << 20, MissionTimeout: time.Minute, LLM: "sonnet",
+		Limits: Limits{MaxTurns: 7, LLMTimeout: 2 * time.Minute, ProgramTimeout: 3 * time.Second, MaxSteps: 5000,
+			ProgramMemory: 1 << 20, MissionTimeout: time.Minute, MemoryLimit: 2048, MaxDepth: 2, TurnBudget: 9,
+			PromptLimit: PromptLimit{List: 3, String: 50}},
+		LLM:          "sonnet",
 		LLMOpts:      map[string]any{"temperature": 0.2},
-		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""}, MemoryLimit: 2048,
-		LLMRetry:   &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
-		Validation: signature.WarnOnly, MaxDepth: 2, TurnBudget: 9, PromptLimit: PromptLimit{List: 3, String: 50},
+		SystemPrompt: SystemPrompt{Prefix: "P", Suffix: "S", LanguageSpec: "minimal", OutputFormat: "OF", Override: ""},
+		LLMRetry:     &llm.RetryPolicy{MaxAttempts: 4, Backoff: llm.BackoffLinear, BaseDelay: time.Second, MaxDelay: 9 * time.Second, Retryable: []llm.ErrorClass{llm.ClassRateLimit}},
+		Validation:   signature.WarnOnly,
 	}
 	w := spec.ToWire()
 	raw, err := messages.Marshal(w)

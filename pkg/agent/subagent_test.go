@@ -153,7 +153,7 @@ func TestMaxDepth(t *testing.T) {
 		t.Fatalf("l4 step %+v", l3.Trace[0].ToolCalls[0].Child)
 	}
 	// a direct run of a deeper limit works
-	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", MaxDepth: 1, Tools: map[string]Tool{"c": agents[4].AsTool(ToolOptions{})}}), RunOptions{},
+	st, err, _ = run(t, mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxDepth: 1}, Tools: map[string]Tool{"c": agents[4].AsTool(ToolOptions{})}}), RunOptions{},
 		llmtest.Code(`(tool/c {})`), llmtest.Code(`(return (:message ctx/fail))`))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestMaxDepth(t *testing.T) {
 
 func TestTurnBudgetShared(t *testing.T) {
 	child := mustNew(t, Spec{Name: "child", Prompt: "c"})
-	parent := mustNew(t, Spec{Prompt: "p", TurnBudget: 3, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
+	parent := mustNew(t, Spec{Prompt: "p", Limits: Limits{TurnBudget: 3}, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
 	m := llmtest.NewT(t,
 		llmtest.Code(`(tool/c {})`), // parent turn 1 (budget 2 left)
 		llmtest.Code(`1`),           // child turn 1 (1 left)
@@ -175,7 +175,7 @@ func TestTurnBudgetShared(t *testing.T) {
 		t.Fatalf("turns %d", st.Usage.Turns)
 	}
 	// the child exhausting the budget fails the child, seen by the parent as a tool error
-	parent = mustNew(t, Spec{Prompt: "p", TurnBudget: 2, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
+	parent = mustNew(t, Spec{Prompt: "p", Limits: Limits{TurnBudget: 2}, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
 	m = llmtest.NewT(t, llmtest.Code(`(tool/c {})`), llmtest.Code(`1`))
 	st, err = parent.Run(bg, RunOptions{Model: m})
 	wantReason(t, st, err, ReasonTurnBudget)
@@ -186,7 +186,7 @@ func TestTurnBudgetShared(t *testing.T) {
 
 func TestSubAgentSharesMissionDeadline(t *testing.T) {
 	child := mustNew(t, Spec{Name: "child", Prompt: "c", LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
-	parent := mustNew(t, Spec{Prompt: "p", MissionTimeout: 60 * time.Millisecond, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
+	parent := mustNew(t, Spec{Prompt: "p", Limits: Limits{MissionTimeout: 60 * time.Millisecond}, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}})
 	m := llmtest.New(llmtest.Code(`(tool/c {})`), llmtest.Hang())
 	start := time.Now()
 	st, err := parent.Run(bg, RunOptions{Model: m})
@@ -222,7 +222,7 @@ func TestFirewallCanaries(t *testing.T) {
 		return map[string]any{"id": a["id"], "_body": toolSecret}, nil
 	})
 	child := mustNew(t, Spec{Name: "child", Prompt: "Look up {{q}}", Signature: "(q :string) -> {summary :string, _raw :string}"})
-	a := mustNew(t, Spec{Prompt: "Process {{user}} with {{_token}}", Signature: "(user :string, _token :string) -> {ok :bool}", MaxTurns: 6,
+	a := mustNew(t, Spec{Prompt: "Process {{user}} with {{_token}}", Signature: "(user :string, _token :string) -> {ok :bool}", Limits: Limits{MaxTurns: 6},
 		Tools: map[string]Tool{"fetch": fetch, "child": child.AsTool(ToolOptions{}),
 			"vault": Func(func(context.Context, map[string]any) (any, error) { return memSecret, nil })}})
 

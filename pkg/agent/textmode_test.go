@@ -118,7 +118,7 @@ func TestTextModeJSON(t *testing.T) {
 }
 
 func TestTextModeJSONRetry(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "Classify {{text}}", Signature: "(text :string) -> {sentiment :string, score :float}", MaxTurns: 3})
+	a := mustText(t, Spec{Prompt: "Classify {{text}}", Signature: "(text :string) -> {sentiment :string, score :float}", Limits: Limits{MaxTurns: 3}})
 	st, err, m := run(t, a, RunOptions{Context: map[string]any{"text": "meh"}},
 		llmtest.Text("I'd say it is neutral."),
 		llmtest.Text(`{"sentiment": "neutral"}`).Expect(llmtest.LastUserContains(
@@ -168,7 +168,7 @@ func TestTextModeJSONPrimitives(t *testing.T) {
 }
 
 func TestTextModeJSONMaxTurns(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "Answer", Signature: "() -> {n :int}", MaxTurns: 2})
+	a := mustText(t, Spec{Prompt: "Answer", Signature: "() -> {n :int}", Limits: Limits{MaxTurns: 2}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Text("no"), llmtest.Text(`{"n": "x"}`))
 	wantReason(t, st, err, ReasonMaxTurns)
 	if !errors.Is(err, ErrMaxTurns) {
@@ -189,7 +189,7 @@ func TestTextModeWarnOnlyAcceptsInvalidJSONShape(t *testing.T) {
 }
 
 func TestTextModeEmptyAnswerRetried(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "Say hi", MaxTurns: 2})
+	a := mustText(t, Spec{Prompt: "Say hi", Limits: Limits{MaxTurns: 2}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Text("  "),
 		llmtest.Text("hi").Expect(llmtest.LastUserContains(textEmptyAnswer)))
 	if err != nil || st.Return != "hi" {
@@ -269,7 +269,7 @@ func TestTextModeMultipleToolsPerTurn(t *testing.T) {
 			return args["a"].(int64) - args["b"].(int64), nil
 		}).WithDescription("Subtract b from a"),
 	}
-	a := mustText(t, Spec{Prompt: "Calculate (6 * 7) - 10", Signature: "() -> {result :int}", Tools: tools, MaxTurns: 5})
+	a := mustText(t, Spec{Prompt: "Calculate (6 * 7) - 10", Signature: "() -> {result :int}", Tools: tools, Limits: Limits{MaxTurns: 5}})
 	st, err, _ := run(t, a, RunOptions{},
 		// two independent calls in one turn (the second is not needed, but
 		// shows results come back in call order)
@@ -342,7 +342,7 @@ func TestTextModeMaxToolCalls(t *testing.T) {
 		calls.Add(1)
 		return args["q"], nil
 	})
-	a := mustText(t, Spec{Prompt: "Search", Tools: map[string]Tool{"echo": echo}, MaxToolCalls: 3})
+	a := mustText(t, Spec{Prompt: "Search", Tools: map[string]Tool{"echo": echo}, Limits: Limits{MaxToolCalls: 3}})
 	st, err, _ := run(t, a, RunOptions{},
 		llmtest.ToolCall("echo", map[string]any{"q": "1"}).WithToolCall("echo", map[string]any{"q": "2"}),
 		llmtest.ToolCall("echo", map[string]any{"q": "3"}).WithToolCall("echo", map[string]any{"q": "4"}).Expect(func(req llm.Request) error {
@@ -367,7 +367,7 @@ func TestTextModeMaxToolCalls(t *testing.T) {
 }
 
 func TestTextModeMaxTurnsWithTools(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "Loop", Tools: map[string]Tool{"add": addTool()}, MaxTurns: 2})
+	a := mustText(t, Spec{Prompt: "Loop", Tools: map[string]Tool{"add": addTool()}, Limits: Limits{MaxTurns: 2}})
 	var ran atomic.Int64
 	a.tools["add"].tool.fn = func(context.Context, map[string]any) (any, error) { ran.Add(1); return int64(1), nil }
 	st, err, _ := run(t, a, RunOptions{},
@@ -523,11 +523,11 @@ func TestTextModeLLMErrorAndRetry(t *testing.T) {
 }
 
 func TestTextModeTurnBudgetAndTimeout(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "x", Signature: "() -> {n :int}", MaxTurns: 5, TurnBudget: 2})
+	a := mustText(t, Spec{Prompt: "x", Signature: "() -> {n :int}", Limits: Limits{MaxTurns: 5, TurnBudget: 2}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Text("?"), llmtest.Text("?"))
 	wantReason(t, st, err, ReasonTurnBudget)
 
-	b := mustText(t, Spec{Prompt: "x", MissionTimeout: 1, LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
+	b := mustText(t, Spec{Prompt: "x", Limits: Limits{MissionTimeout: 1}, LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}})
 	st, err = b.Run(bg, RunOptions{Model: llmtest.New(llmtest.Hang())})
 	wantReason(t, st, err, ReasonMissionTimeout)
 }
@@ -657,7 +657,7 @@ func lastReq(t *testing.T, m *llmtest.Model) llm.Request {
 // Tool-call arguments the provider client cannot decode (OpenAI's
 // invalid_tool_call) are fed back to the model at the cost of a turn.
 func TestTextModeInvalidToolCallFedBack(t *testing.T) {
-	a := mustText(t, Spec{Prompt: "Add", Signature: "() -> {result :int}", Tools: map[string]Tool{"add": addTool()}, MaxTurns: 3})
+	a := mustText(t, Spec{Prompt: "Add", Signature: "() -> {result :int}", Tools: map[string]Tool{"add": addTool()}, Limits: Limits{MaxTurns: 3}})
 	st, err, m := run(t, a, RunOptions{},
 		llmtest.Error(&llm.ProviderError{Provider: "openai", Type: "invalid_tool_call", Message: "tool call arguments are not a JSON object"}),
 		llmtest.Text(`{"result": 3}`).Expect(func(req llm.Request) error {
@@ -677,7 +677,7 @@ func TestTextModeInvalidToolCallFedBack(t *testing.T) {
 		t.Fatalf("usage %+v trace %d", st.Usage, len(st.Trace))
 	}
 	// on the last turn it is an llm_error
-	b := mustText(t, Spec{Prompt: "Add", Tools: map[string]Tool{"add": addTool()}, MaxTurns: 1})
+	b := mustText(t, Spec{Prompt: "Add", Tools: map[string]Tool{"add": addTool()}, Limits: Limits{MaxTurns: 1}})
 	st, err, _ = run(t, b, RunOptions{}, llmtest.Error(&llm.ProviderError{Type: "invalid_tool_call", Message: "bad"}))
 	wantReason(t, st, err, ReasonLLMError)
 }
@@ -701,7 +701,7 @@ func TestTextModeToolTimeout(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	stuck := Func(func(context.Context, map[string]any) (any, error) { <-release; return "late", nil })
-	a := mustText(t, Spec{Prompt: "x", Tools: map[string]Tool{"stuck": stuck, "add": addTool()}, ProgramTimeout: 300 * time.Millisecond})
+	a := mustText(t, Spec{Prompt: "x", Tools: map[string]Tool{"stuck": stuck, "add": addTool()}, Limits: Limits{ProgramTimeout: 300 * time.Millisecond}})
 	st, err, _ := run(t, a, RunOptions{},
 		llmtest.ToolCall("stuck", nil).WithToolCall("add", map[string]any{"a": int64(1), "b": int64(2)}),
 		llmtest.Text("gave up").Expect(func(req llm.Request) error {

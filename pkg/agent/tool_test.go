@@ -60,7 +60,7 @@ func TestToolKinds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := mustNew(t, Spec{Prompt: "x", MaxTurns: 2, Tools: tools})
+			a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 2}, Tools: tools})
 			replies := []llmtest.Reply{llmtest.Code(tc.src)}
 			if tc.errText != "" {
 				replies = append(replies, llmtest.Code(`(return :recovered)`))
@@ -111,7 +111,7 @@ func TestToolCallsRecordedWithPmap(t *testing.T) {
 }
 
 func TestToolCatalogShownNotCallable(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "plan", MaxTurns: 2, ToolCatalog: []ToolSchema{{Name: "email_finder", Signature: "() -> {count :int, _ids [:int]}", Description: "finds emails"}}})
+	a := mustNew(t, Spec{Prompt: "plan", Limits: Limits{MaxTurns: 2}, ToolCatalog: []ToolSchema{{Name: "email_finder", Signature: "() -> {count :int, _ids [:int]}", Description: "finds emails"}}})
 	_, err, m := run(t, a, RunOptions{}, llmtest.Code(`(tool/email_finder {})`), llmtest.Code(`(return 1)`))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestToolSchemasPublic(t *testing.T) {
 }
 
 func TestMaxToolCallsPerProgram(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "x", MaxToolCalls: 2, Tools: map[string]Tool{"t": Func(noop)}})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxToolCalls: 2}, Tools: map[string]Tool{"t": Func(noop)}})
 	st, err, m := run(t, a, RunOptions{}, llmtest.Code(`(do (tool/t {}) (tool/t {}) (tool/t {}))`), llmtest.Code(`(return 1)`))
 	if err != nil {
 		t.Fatal(err)

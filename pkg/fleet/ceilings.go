@@ -25,9 +25,9 @@ func DefaultLLMOpts() []string { return append([]string(nil), defaultLLMOpts...)
 // its Step fails with ReasonOverLimit naming the field. Zero fields set no
 // ceiling, except LLMOpts.
 type Ceilings struct {
-	// MissionTimeout bounds mission.limits.mission_timeout and every
-	// agent's mission_timeout, llm_timeout and program_timeout; the
-	// worker's own run timeout is clamped to it.
+	// MissionTimeout bounds the mission_timeout, llm_timeout and
+	// program_timeout of mission.limits and of every agent; the worker's
+	// own run timeout is clamped to it.
 	MissionTimeout time.Duration
 	// MaxTurns bounds mission.limits.max_turns and every agent's max_turns.
 	MaxTurns int
@@ -59,12 +59,7 @@ func (c Ceilings) check(m *messages.Mission) string {
 	for _, k := range allowed {
 		ck.allowed[k] = true
 	}
-	l := m.Limits
-	ck.dur("mission.limits.mission_timeout", l.MissionTimeout, c.MissionTimeout)
-	ck.num("mission.limits.max_turns", int64(l.MaxTurns), int64(c.MaxTurns))
-	ck.num("mission.limits.turn_budget", int64(l.TurnBudget), int64(c.TurnBudget))
-	ck.num("mission.limits.memory_limit", l.MemoryLimit, c.MemoryLimit)
-	ck.num("mission.limits.program_memory", l.ProgramMemory, c.ProgramMemory)
+	ck.limits("mission.limits.", m.Limits)
 	if m.Agent != nil {
 		ck.agent("mission.agent", m.Agent, 0)
 	}
@@ -101,17 +96,22 @@ func (ck *ceilingCheck) dur(path string, v, ceiling time.Duration) {
 	}
 }
 
+// limits checks a mission's or an agent's limits; prefix ends with a dot.
+func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
+	ck.dur(prefix+"mission_timeout", l.MissionTimeout, ck.c.MissionTimeout)
+	ck.dur(prefix+"llm_timeout", l.LLMTimeout, ck.c.MissionTimeout)
+	ck.dur(prefix+"program_timeout", l.ProgramTimeout, ck.c.MissionTimeout)
+	ck.num(prefix+"max_turns", int64(l.MaxTurns), int64(ck.c.MaxTurns))
+	ck.num(prefix+"turn_budget", int64(l.TurnBudget), int64(ck.c.TurnBudget))
+	ck.num(prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
+	ck.num(prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
+}
+
 func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
 	if a == nil || depth > messages.MaxSpecDepth {
 		return
 	}
-	ck.dur(path+".mission_timeout", a.MissionTimeout, ck.c.MissionTimeout)
-	ck.dur(path+".llm_timeout", a.LLMTimeout, ck.c.MissionTimeout)
-	ck.dur(path+".program_timeout", a.ProgramTimeout, ck.c.MissionTimeout)
-	ck.num(path+".max_turns", int64(a.MaxTurns), int64(ck.c.MaxTurns))
-	ck.num(path+".turn_budget", int64(a.TurnBudget), int64(ck.c.TurnBudget))
-	ck.num(path+".memory_limit", a.MemoryLimit, ck.c.MemoryLimit)
-	ck.num(path+".program_memory", a.ProgramMemory, ck.c.ProgramMemory)
+	ck.limits(path+".", a.Limits)
 	if r := a.LLMRetry; r != nil {
 		ck.num(path+".llm_retry.max_attempts", int64(r.MaxAttempts), int64(ck.c.LLMRetryAttempts))
 		ck.dur(path+".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)

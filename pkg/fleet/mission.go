@@ -221,8 +221,8 @@ func decodeMission(contentType string, data []byte) (*messages.Mission, error) {
 // ends by itself. It never exceeds the worker's ceiling.
 func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 	d := m.Limits.MissionTimeout
-	if d == 0 && m.Agent != nil {
-		d = m.Agent.MissionTimeout
+	if m.Agent != nil {
+		d = m.Agent.Limits.Override(m.Limits).MissionTimeout
 	}
 	if d == 0 {
 		d = w.cfg.MissionTimeout

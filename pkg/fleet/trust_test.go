@@ -268,14 +268,16 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		{"program memory", func(m *messages.Mission) { m.Limits.ProgramMemory = 32 << 20 }, "mission.limits.program_memory 33554432 is over this worker's ceiling of 16777216"},
 		{"unlimited program memory", func(m *messages.Mission) { m.Agent.ProgramMemory = -1 }, "mission.agent.program_memory asks for no limit; this worker allows at most 16777216"},
 		{"sub-agent program memory", func(m *messages.Mission) {
-			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", ProgramMemory: 1 << 30}}
+			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", Limits: messages.Limits{ProgramMemory: 1 << 30}}}
 		}, `mission.agent.sub_agents["helper"].program_memory 1073741824 is over this worker's ceiling of 16777216`},
 		{"unlimited turns", func(m *messages.Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns asks for no limit"},
 		{"llm timeout", func(m *messages.Mission) { m.Agent.LLMTimeout = time.Hour }, "mission.agent.llm_timeout 1h0m0s"},
+		{"mission llm timeout", func(m *messages.Mission) { m.Limits.LLMTimeout = time.Hour }, "mission.limits.llm_timeout 1h0m0s"},
+		{"mission program timeout", func(m *messages.Mission) { m.Limits.ProgramTimeout = -1 }, "mission.limits.program_timeout asks for no limit"},
 		{"agent turns", func(m *messages.Mission) { m.Agent.MaxTurns = 11 }, "mission.agent.max_turns 11 is over"},
 		{"agent timeout", func(m *messages.Mission) { m.Agent.MissionTimeout = time.Hour }, "mission.agent.mission_timeout 1h0m0s"},
 		{"sub-agent budget", func(m *messages.Mission) {
-			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", TurnBudget: 1000}}
+			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", Limits: messages.Limits{TurnBudget: 1000}}}
 		}, `mission.agent.sub_agents["helper"].turn_budget 1000 is over this worker's ceiling of 30`},
 		{"llm_retry", func(m *messages.Mission) { m.Agent.LLMRetry = &messages.RetryPolicy{MaxAttempts: 100} }, "llm_retry.max_attempts 100"},
 		{"llm_retry delay", func(m *messages.Mission) { m.Agent.LLMRetry = &messages.RetryPolicy{MaxDelay: time.Hour} }, "llm_retry.max_delay 1h0m0s"},

@@ -12,7 +12,7 @@ func TestJSONAndMsgpackDecodeAlike(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC).Local()
 	m := &Mission{
 		Version: MissionVersion, ID: NewMissionID(), Kind: KindAgent, CreatedAt: at, Deadline: at.Add(time.Hour),
-		Agent: &AgentSpec{Prompt: "p", Signature: "{n :int}", LLMTimeout: 1500 * time.Millisecond,
+		Agent: &AgentSpec{Prompt: "p", Signature: "{n :int}", Limits: Limits{LLMTimeout: 1500 * time.Millisecond},
 			SubAgents: map[string]*AgentSpec{"helper": {Prompt: "q"}}},
 		Context: map[string]any{"n": int64(9007199254740993), "f": 2.5, "zero": int64(0), "list": []any{"a", nil, true}},
 		Tools:   []string{"search"}, Limits: Limits{MissionTimeout: time.Minute, MaxTurns: 3},

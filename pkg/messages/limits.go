@@ -1,12 +1,15 @@
 package messages
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
-// Defaults of the limits of an agent (AgentSpec and Limits). They are the
-// one source of these values: pkg/agent applies them to a spec's zero
-// fields and a fleet worker bounds a mission with DefaultMissionTimeout
-// when neither the mission nor its agent sets one. docs/missions.md lists
-// them in its limits table, checked by a test.
+// Defaults of the limits (Limits). They are the one source of these
+// values: DefaultLimits gathers them, pkg/agent applies them to a spec's
+// zero limits and a fleet worker bounds a mission with
+// DefaultMissionTimeout when neither the mission nor its agent sets one.
+// docs/missions.md lists them in its limits table, checked by a test.
 const (
 	// DefaultMaxTurns bounds the turns of one agent.
 	DefaultMaxTurns = 5
@@ -33,6 +36,106 @@ const (
 	DefaultListLimit   = 5
 	DefaultStringLimit = 1000
 )
+
+// Limits bound an agent's run. It is the one representation of the limits
+// from mission file to interpreter: AgentSpec embeds it (each agent of a
+// tree has its own), Mission.Limits overrides the top-level agent's for
+// one mission, agent.Spec embeds it, and pkg/agent passes the program
+// limits on to lisp.Options.
+//
+// Every limit follows one convention: 0 means the default (DefaultLimits),
+// a negative value means unlimited. The mission timeout bounds the whole
+// run; within it, each model call has its own LLMTimeout and each program
+// run its own ProgramTimeout, so a slow model never eats the program's
+// time or step budget.
+type Limits struct {
+	// MaxTurns bounds the agent's LLM turns (DefaultMaxTurns). MaxTurns 1
+	// without tools is single-turn mode: the program's value is the
+	// answer; otherwise only return/fail end the mission.
+	MaxTurns int `msgpack:"max_turns,omitempty"`
+	// TurnBudget bounds the turns of the whole agent tree
+	// (DefaultTurnBudget); the top-level agent's value applies to the
+	// tree.
+	TurnBudget int `msgpack:"turn_budget,omitempty"`
+	// MaxDepth bounds sub-agent nesting at run time (DefaultMaxDepth; the
+	// top level is 1).
+	MaxDepth int `msgpack:"max_depth,omitempty"`
+	// MaxToolCalls bounds the tool calls of each program run (text mode:
+	// of the whole run, across turns; compiled missions: of each
+	// execution); the default is unlimited.
+	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
+	// LLMTimeout bounds one model call, each retry attempt on its own
+	// (DefaultLLMTimeout); an attempt that runs out of it is retried under
+	// the agent's llm_retry.
+	LLMTimeout time.Duration `msgpack:"llm_timeout,omitempty"`
+	// ProgramTimeout bounds one program run with its tool calls, and one
+	// native tool call in text mode (DefaultProgramTimeout). When the
+	// agent has sub-agents, a program may run until the mission timeout (a
+	// sub-agent makes model calls of its own).
+	ProgramTimeout time.Duration `msgpack:"program_timeout,omitempty"`
+	// MissionTimeout bounds the whole run, sub-agents included
+	// (DefaultMissionTimeout).
+	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
+	// MaxSteps bounds the evaluation steps of one program run; the default
+	// is derived from ProgramTimeout (lisp.StepBudget).
+	MaxSteps int64 `msgpack:"max_steps,omitempty"`
+	// ProgramMemory bounds the memory one program run holds at once, in
+	// bytes: what it builds and keeps, not what it allocates and drops;
+	// host data does not count (DefaultProgramMemory). Exceeding it stops
+	// the program with memory_limit, fed back to the model like any
+	// program error.
+	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
+	// MemoryLimit bounds the printed size of the agent's memory in bytes,
+	// checked after each turn (DefaultMemoryLimit); exceeding it fails the
+	// run (memory_limit_exceeded).
+	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
+	// PromptLimit truncates the result previews fed back to the model
+	// (DefaultListLimit items, DefaultStringLimit characters).
+	PromptLimit PromptLimit `msgpack:"prompt_limit,omitempty"`
+}
+
+// PromptLimit truncates result previews fed back to the model: List items
+// and String characters (0 means the default).
+type PromptLimit struct {
+	List   int `msgpack:"list,omitempty"`
+	String int `msgpack:"string,omitempty"`
+}
+
+// DefaultLimits returns the default of every limit; a limit whose default
+// is unlimited or derived from another (MaxToolCalls, MaxSteps) is 0.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxTurns: DefaultMaxTurns, TurnBudget: DefaultTurnBudget, MaxDepth: DefaultMaxDepth,
+		LLMTimeout: DefaultLLMTimeout, ProgramTimeout: DefaultProgramTimeout, MissionTimeout: DefaultMissionTimeout,
+		ProgramMemory: DefaultProgramMemory, MemoryLimit: DefaultMemoryLimit,
+		PromptLimit: PromptLimit{List: DefaultListLimit, String: DefaultStringLimit},
+	}
+}
+
+// Override returns l with every non-zero limit of o (negative: unlimited)
+// in place of l's own.
+func (l Limits) Override(o Limits) Limits {
+	override(reflect.ValueOf(&l).Elem(), reflect.ValueOf(o))
+	return l
+}
+
+// WithDefaults returns l with every zero limit replaced by its default
+// (DefaultLimits); unlimited (negative) limits stay negative.
+func (l Limits) WithDefaults() Limits { return DefaultLimits().Override(l) }
+
+// override sets every non-zero number of src, a struct of numbers and
+// structs of numbers, in dst.
+func override(dst, src reflect.Value) {
+	for i := range src.NumField() {
+		f := src.Field(i)
+		switch {
+		case f.Kind() == reflect.Struct:
+			override(dst.Field(i), f)
+		case !f.IsZero():
+			dst.Field(i).Set(f)
+		}
+	}
+}
 
 // LimitOr applies the limit convention to v: 0 means d (the default), a
 // negative value means unlimited and is reported by ok = false.

@@ -73,7 +73,9 @@ type Mission struct {
 	// whose agent names any other is invalid, and a worker refuses every
 	// other tool before sending any request.
 	Tools []string `msgpack:"tools,omitempty"`
-	// Limits override the agent spec's limits for this mission.
+	// Limits override the top-level agent's limits for this mission: a
+	// non-zero limit replaces the agent spec's (Limits.Override); for a
+	// compiled mission they bound each execution and the whole mission.
 	Limits Limits `msgpack:"limits,omitempty"`
 	// Deadline is when the caller stops caring; zero means none. A worker
 	// that picks up a mission past its deadline fails it with "deadline".
@@ -86,32 +88,8 @@ type Mission struct {
 	Labels map[string]string `msgpack:"labels,omitempty"`
 }
 
-// Limits bound one mission and override the same-named limits of its agent
-// spec. Every limit follows one convention: 0 means the default (the agent
-// spec's value, then the Default* constants), a negative value means
-// unlimited.
-type Limits struct {
-	// MissionTimeout bounds the whole mission (all turns, tools and
-	// sub-agents).
-	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
-	// MaxTurns bounds the turns of the top-level agent.
-	MaxTurns int `msgpack:"max_turns,omitempty"`
-	// MaxToolCalls bounds the tool calls of each program run (text mode:
-	// of the whole run; compiled missions: of each execution).
-	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
-	// TurnBudget bounds the turns of the whole agent tree.
-	TurnBudget int `msgpack:"turn_budget,omitempty"`
-	// MemoryLimit bounds the printed size of an agent's memory in bytes.
-	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
-	// MaxSteps bounds the evaluation steps of each program run.
-	MaxSteps int64 `msgpack:"max_steps,omitempty"`
-	// ProgramMemory bounds the memory each program run holds at once, in
-	// bytes.
-	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
-}
-
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
-// Zero limits mean the defaults of pkg/agent.
+// Zero limits mean the defaults (DefaultLimits).
 type AgentSpec struct {
 	// Name and Description identify the agent (and describe it when it is
 	// a sub-agent tool).
@@ -132,29 +110,10 @@ type AgentSpec struct {
 	// SubAgents are agents callable as tools, by tool name.
 	SubAgents map[string]*AgentSpec `msgpack:"sub_agents,omitempty"`
 
-	// MaxTurns bounds this agent's turns (DefaultMaxTurns).
-	MaxTurns int `msgpack:"max_turns,omitempty"`
-	// MaxToolCalls bounds the tool calls of each program run (text mode:
-	// of the whole run); the default is unlimited.
-	MaxToolCalls int `msgpack:"max_tool_calls,omitempty"`
-	// LLMTimeout bounds one model call, each retry attempt on its own
-	// (DefaultLLMTimeout).
-	LLMTimeout time.Duration `msgpack:"llm_timeout,omitempty"`
-	// ProgramTimeout bounds one program run with its tool calls, and one
-	// native tool call in text mode (DefaultProgramTimeout).
-	ProgramTimeout time.Duration `msgpack:"program_timeout,omitempty"`
-	// MaxSteps bounds the evaluation steps of one program run; the
-	// default is derived from ProgramTimeout.
-	MaxSteps int64 `msgpack:"max_steps,omitempty"`
-	// ProgramMemory bounds the memory one program run holds at once, in
-	// bytes: what it builds and keeps, not what it allocates and drops;
-	// host data does not count (DefaultProgramMemory).
-	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
-	// MissionTimeout bounds the whole run, sub-agents included
-	// (DefaultMissionTimeout).
-	MissionTimeout time.Duration `msgpack:"mission_timeout,omitempty"`
-	// PromptLimit truncates result previews fed back to the model.
-	PromptLimit PromptLimit `msgpack:"prompt_limit"`
+	// Limits bound this agent's run (each sub-agent has its own); they
+	// travel as fields of the agent spec itself.
+	Limits
+
 	// LLM names the model to use; LLMOpts are passed to it.
 	LLM     string         `msgpack:"llm,omitempty"`
 	LLMOpts map[string]any `msgpack:"llm_opts,omitempty"`
@@ -170,16 +129,8 @@ type AgentSpec struct {
 	// LLMRetry is the llm_retry policy; nil means the default (3 attempts,
 	// exponential backoff).
 	LLMRetry *RetryPolicy `msgpack:"llm_retry,omitempty"`
-	// MemoryLimit bounds the printed size of the agent's memory in bytes
-	// after each turn (DefaultMemoryLimit).
-	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
 	// ValidationMode is one of the Validation* constants ("" = enabled).
 	ValidationMode string `msgpack:"validation_mode,omitempty"`
-	// MaxDepth bounds sub-agent nesting at run time (DefaultMaxDepth).
-	MaxDepth int `msgpack:"max_depth,omitempty"`
-	// TurnBudget bounds the turns of the whole agent tree
-	// (DefaultTurnBudget).
-	TurnBudget int `msgpack:"turn_budget,omitempty"`
 }
 
 // RetryPolicy is an agent's llm_retry as data: how model calls that failed
@@ -194,13 +145,6 @@ type RetryPolicy struct {
 	// overloaded, server_error, timeout, connection, conflict); empty means
 	// all of them.
 	Retryable []string `msgpack:"retryable,omitempty"`
-}
-
-// PromptLimit truncates result previews fed back to the model: List items
-// and String characters (0 means the default).
-type PromptLimit struct {
-	List   int `msgpack:"list,omitempty"`
-	String int `msgpack:"string,omitempty"`
 }
 
 // ToolSchema describes a tool: its name, signature and description.

@@ -20,10 +20,10 @@ func validMission() *Mission {
 			Prompt: "Find {{query}}",
 			Tools:  []string{"search", "get-user"},
 			SubAgents: map[string]*AgentSpec{
-				"summarize": {Prompt: "Summarize", MaxTurns: 2},
+				"summarize": {Prompt: "Summarize", Limits: Limits{MaxTurns: 2}},
 			},
-			LLMOpts:     map[string]any{"temperature": 0.2},
-			PromptLimit: PromptLimit{List: 5, String: 1000},
+			LLMOpts: map[string]any{"temperature": 0.2},
+			Limits:  Limits{PromptLimit: PromptLimit{List: 5, String: 1000}},
 		},
 		Context:  map[string]any{"query": "x", "n": int64(3)},
 		Tools:    []string{"search", "get-user"},

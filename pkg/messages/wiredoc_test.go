@@ -230,6 +230,11 @@ func collectDocFields(f reflect.StructField, into map[string]string) {
 		return
 	}
 	tag := f.Tag.Get("msgpack")
+	if _, documented := wireDocTypes[f.Type.Name()]; f.Anonymous && tag == "" && documented {
+		// an embedded documented type has a table of its own
+		into[f.Type.Name()] = "inline (" + f.Type.Name() + ")"
+		return
+	}
 	if f.Anonymous && tag == "" {
 		et := f.Type
 		for et.Kind() == reflect.Pointer {

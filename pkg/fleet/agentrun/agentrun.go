@@ -153,24 +153,6 @@ func modelList(reg llm.Registry) string {
 	return strings.Join(reg.Names(), ", ")
 }
 
-// applyLimits lets the mission's limits override the agent spec's: a
-// non-zero limit (negative: unlimited) replaces the spec's value.
-func applyLimits(s *agent.Spec, l messages.Limits) {
-	override(&s.MaxTurns, l.MaxTurns)
-	override(&s.MissionTimeout, l.MissionTimeout)
-	override(&s.TurnBudget, l.TurnBudget)
-	override(&s.MaxToolCalls, l.MaxToolCalls)
-	override(&s.MemoryLimit, l.MemoryLimit)
-	override(&s.MaxSteps, l.MaxSteps)
-	override(&s.ProgramMemory, l.ProgramMemory)
-}
-
-func override[T ~int | ~int64](dst *T, v T) {
-	if v != 0 {
-		*dst = v
-	}
-}
-
 // remoteTool binds a mission tool name to the worker's Toolbox. When the
 // tool's schema is known (discovered through $SRV.INFO), the agent validates
 // and coerces inputs against it; when the service cannot be found now the
@@ -285,8 +267,9 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 // and a warning "input <i>: <reason>: <message>" is added; the mission
 // fails only when it is canceled or its deadline passes, in which case the
 // inputs not run yet are reported as errors too (reason canceled or
-// mission_timeout). Limits.MissionTimeout bounds the whole mission and
-// Limits.MaxToolCalls each execution.
+// mission_timeout). Limits.MissionTimeout bounds the whole mission, and
+// the program limits (program_timeout, max_steps, program_memory,
+// max_tool_calls) each execution.
 func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 	start := time.Now()
 	spec := m.Compiled
@@ -297,8 +280,7 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 	for _, name := range m.Tools {
 		tools[name] = remoteTool(ctx, env.Tools, name, turns)
 	}
-	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, MaxToolCalls: m.Limits.MaxToolCalls,
-		MaxSteps: m.Limits.MaxSteps, ProgramMemory: m.Limits.ProgramMemory})
+	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: m.Limits})
 	if err != nil {
 		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
 	}

@@ -405,7 +405,7 @@ func TestMissionProgramMemory(t *testing.T) {
 	env := startFleet(t, model, true)
 	mission := func(agentLimit int64, l messages.Limits) *messages.Mission {
 		return &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Hold a vector.", Signature: ":int",
-			MaxTurns: 1, ProgramMemory: agentLimit}, Limits: l}
+			Limits: messages.Limits{MaxTurns: 1, ProgramMemory: agentLimit}}, Limits: l}
 	}
 	step := runMission(t, env, mission(0, messages.Limits{ProgramMemory: 64 << 10}))
 	if step.Fail == nil || step.Fail.Reason != "memory_limit" || !strings.Contains(step.Fail.Message, "more than 65536 bytes") {
@@ -443,7 +443,7 @@ func TestMissionMaxSteps(t *testing.T) {
 	model := &script{turns: map[string][]string{"Sum": {"```clojure\n(reduce + (range 100000))\n```"}}}
 	env := startFleet(t, model, true)
 	m := func(l messages.Limits) *messages.Mission {
-		return &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Sum.", Signature: ":int", MaxTurns: 1}, Limits: l}
+		return &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Sum.", Signature: ":int", Limits: messages.Limits{MaxTurns: 1}}, Limits: l}
 	}
 	if step := runMission(t, env, m(messages.Limits{MaxSteps: 10_000})); step.Fail == nil || step.Fail.Reason != "step_limit" {
 		t.Fatalf("max_steps 10000: fail %+v, return %v; want step_limit", step.Fail, step.Return)

@@ -31,6 +31,6 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 	if err != nil {
 		return nil, err
 	}
-	applyLimits(&spec, m.Limits)
+	spec.Limits = spec.Limits.Override(m.Limits)
 	return agent.New(spec)
 }

@@ -112,7 +112,7 @@ func durableMission() *messages.Mission {
 	return &messages.Mission{
 		ID:    messages.NewMissionID(),
 		Kind:  messages.KindAgent,
-		Agent: &messages.AgentSpec{Prompt: "add things", Tools: []string{"add"}, MaxTurns: 5},
+		Agent: &messages.AgentSpec{Prompt: "add things", Tools: []string{"add"}, Limits: messages.Limits{MaxTurns: 5}},
 		Tools: []string{"add"},
 	}
 }

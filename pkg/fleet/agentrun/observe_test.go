@@ -176,7 +176,7 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 	bad := runMission(t, env, &messages.Mission{
 		ID:       ids[1],
 		Priority: messages.PriorityHigh,
-		Agent:    &messages.AgentSpec{Prompt: "This is never done.", Signature: "{n :int}", MaxTurns: 2},
+		Agent:    &messages.AgentSpec{Prompt: "This is never done.", Signature: "{n :int}", Limits: messages.Limits{MaxTurns: 2}},
 	})
 	if bad.Fail == nil || bad.Fail.Reason != "max_turns_exceeded" {
 		t.Fatalf("second mission = %+v, want max_turns_exceeded", bad.Fail)

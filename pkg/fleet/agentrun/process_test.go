@@ -347,7 +347,7 @@ func chaosMission(k int) *messages.Mission {
 		ID:   id,
 		Kind: messages.KindAgent,
 		Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: add things", id, k),
-			Tools: []string{"add", "note"}, MaxTurns: 5},
+			Tools: []string{"add", "note"}, Limits: messages.Limits{MaxTurns: 5}},
 		Tools: []string{"add", "note"},
 	}
 }
