@@ -13,7 +13,20 @@ import (
 // string, []any, map[string]any, json.Number, and slices/maps of those)
 // into a Value. Map keys stay strings. Values that already are interpreter
 // values pass through. Other types (structs) go through encoding/json.
+//
+// A map[string]any, []any or []map[string]any is not copied: the result
+// is a view of it (view.go) that converts what a program reads when it
+// reads it, so a value inside such data that cannot be converted (a
+// channel, a func) is reported when it is read, not here.
 func FromGo(x any) (Value, error) {
+	switch v := x.(type) {
+	case map[string]any:
+		return newMapView(v), nil
+	case []any:
+		return sliceView(v)
+	case []map[string]any:
+		return sliceView(v)
+	}
 	cv := converter{shapes: &shapeCache{}}
 	cv.intern = true
 	return cv.from(x)
@@ -247,6 +260,9 @@ func ToGo(v Value) any {
 		}
 		return out
 	case *Map:
+		if x.src != nil {
+			return viewToGo(x.src)
+		}
 		out := make(map[string]any, x.Len())
 		var respelled []mapEntry
 		for _, e := range x.entries() {

@@ -201,7 +201,7 @@ func (st *eqState) equalComposite(a, b Value) bool {
 		if !ok {
 			return false
 		}
-		if x == y {
+		if x == y || sameView(x, y) {
 			return true
 		}
 		if x.n != y.n {

@@ -44,6 +44,10 @@ type host struct {
 	tools    Tools
 	toolKeys []string
 	ctxMap   *Map
+	// ctxVals caches the ctx/ values read from a view of the host's
+	// context, so each is converted once per run (ctxMu guards it: pmap)
+	ctxVals  map[string]Value
+	ctxMu    sync.Mutex
 	keywords map[string]*Keyword
 	kwMu     sync.Mutex
 	mu       sync.Mutex
@@ -88,7 +92,11 @@ func (h *host) resolveTool(name string) (string, bool) {
 
 // ctxGet reads ctx/key with flex lookup, falling back to memory.
 func (h *host) ctxGet(th *Thread, key string) Value {
-	if h.ctxMap != nil {
+	if h.ctxMap != nil && h.ctxMap.src != nil {
+		if v, ok := h.ctxView(key); ok {
+			return v
+		}
+	} else if h.ctxMap != nil {
 		if v, ok := h.ctxMap.Get(key); ok {
 			return v
 		}
@@ -97,6 +105,30 @@ func (h *host) ctxGet(th *Thread, key string) Value {
 		return v
 	}
 	return nil
+}
+
+// ctxView reads ctx/key from a view of the host's context: a collection
+// is converted (to a view) on its first read and kept for the run.
+func (h *host) ctxView(key string) (Value, bool) {
+	x, ok := h.ctxMap.src[key]
+	if !ok {
+		return nil, false
+	}
+	switch x.(type) {
+	case nil, bool, int64, float64, string:
+		return x, true
+	}
+	h.ctxMu.Lock()
+	defer h.ctxMu.Unlock()
+	if v, ok := h.ctxVals[key]; ok {
+		return v, true
+	}
+	v := viewValue(key, x)
+	if h.ctxVals == nil {
+		h.ctxVals = map[string]Value{}
+	}
+	h.ctxVals[key] = v
+	return v, true
 }
 
 // callToolArgs calls a tool with the program's argument forms: none, one

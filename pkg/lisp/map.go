@@ -47,10 +47,17 @@ type Map struct {
 	// host marks maps converted from host data: the host's memory, not
 	// counted against the program's limit.
 	host bool
+	// src, when set, makes m a view of a host map (view.go): n is
+	// len(src), shape, vals and root are unset, Get and lookupKey read src
+	// in place, and every other operation works on mat, the map's
+	// interpreter form, built on first need.
+	src map[string]any
+	mat atomic.Pointer[Map]
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.
 func (m *Map) transient() *Map {
+	m = m.form()
 	return &Map{shape: m.shape, vals: m.vals, root: m.root, n: m.n, edit: &editToken{}}
 }
 
@@ -61,6 +68,7 @@ func (m *Map) Len() int { return m.n }
 
 // entries returns the entries in key order; callers must not modify it.
 func (m *Map) entries() []mapEntry {
+	m = m.form()
 	if p := m.sorted.Load(); p != nil {
 		return *p
 	}
@@ -116,6 +124,7 @@ func sortEntries(es []mapEntry) {
 
 // Each calls fn for each entry in key order until fn returns false.
 func (m *Map) Each(fn func(k, v Value) bool) {
+	m = m.form()
 	if m.root == nil {
 		for i, k := range m.shape.keys {
 			if !fn(k, m.vals[i]) {
@@ -210,6 +219,9 @@ func (m *Map) findSmall(key Value) int {
 
 // Get returns the value for key (flex lookup).
 func (m *Map) Get(key Value) (Value, bool) {
+	if m.src != nil {
+		return m.viewGet(key)
+	}
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
 			return m.vals[i], true
@@ -224,6 +236,9 @@ func (m *Map) Get(key Value) (Value, bool) {
 
 // lookupKey returns the stored key matching key (flex), if any.
 func (m *Map) lookupKey(key Value) (Value, bool) {
+	if m.src != nil {
+		return m.viewKey(key)
+	}
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
 			return m.shape.keys[i], true
@@ -266,6 +281,7 @@ func (m *Map) Assoc(key, val Value) *Map {
 	if m.edit != nil {
 		return m.assocTransient(key, val)
 	}
+	m = m.form()
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
 			a := &smallMapAlloc{}
@@ -318,6 +334,12 @@ func (m *Map) assocTransient(key, val Value) *Map {
 
 // Dissoc returns m without key (flex).
 func (m *Map) Dissoc(key Value) *Map {
+	if m.src != nil {
+		if _, ok := m.viewKey(key); !ok {
+			return m
+		}
+		m = m.form()
+	}
 	if m.root == nil {
 		i := m.findSmall(key)
 		if i < 0 {
@@ -781,6 +803,7 @@ func (s *Set) Items() []Value {
 // assocExact adds a key known to be absent (no flex matching applied on
 // the existing key set is wanted for sets: "a" and :a are distinct members).
 func (m *Map) assocExact(key, val Value) *Map {
+	m = m.form()
 	if m.root == nil && m.n < smallMapMax {
 		return m.insertSmall(key, val)
 	}

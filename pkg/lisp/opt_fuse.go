@@ -249,7 +249,8 @@ func eagerOnPanic(th *Thread, stages []fuseStage, fns, items []Value, idx *int, 
 	if r == nil {
 		return
 	}
-	if e, ok := r.(*Error); ok && deterministic(e.Kind) {
+	e, ok := r.(*Error)
+	if _, host := r.(*HostDataError); (ok && deterministic(e.Kind)) || host {
 		th.sp, th.depth = sp, depth
 		eagerStages(th, stages, fns, items[*idx:])
 	}

@@ -402,6 +402,8 @@ func (th *Thread) recoverValue(p any) *Error {
 		return x
 	case *signal:
 		return nil
+	case *HostDataError:
+		return &Error{Kind: KindType, Pos: th.pos, Msg: x.Error(), Err: x}
 	}
 	return &Error{Kind: KindInternal, Pos: th.pos, Msg: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
 }

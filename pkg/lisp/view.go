@@ -1,0 +1,234 @@
+package lisp
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Host data enters the interpreter as views, not copies (docs/lisp.md,
+// "Values"). FromGo makes a *Map over a map[string]any that reads the
+// host's map in place (Map.src), and a *Vector over a []any or
+// []map[string]any whose items are such map views, laid out in one slab.
+// A view converts only what a program reads, when it reads it: a value
+// that already is an interpreter value (nil, bool, int64, float64, string)
+// is returned as it is, other numbers are boxed, and a nested map or slice
+// becomes a view in turn. Every operation other than a lookup (iteration,
+// assoc, printing, equality, hashing) works on the map's interpreter form,
+// built once on first need and kept in Map.mat.
+
+// newMapView returns a view of src (an empty map is the empty map).
+func newMapView(src map[string]any) *Map {
+	if len(src) == 0 {
+		return emptyMap
+	}
+	return &Map{src: src, n: len(src), host: true}
+}
+
+// hostValue converts one host value for a view: leaves that are
+// interpreter values pass as they are, maps and slices of maps become
+// views, anything else is converted as FromGo converts it.
+func hostValue(x any) (Value, error) {
+	switch v := x.(type) {
+	case nil, bool, int64, float64, string:
+		return x, nil
+	case map[string]any:
+		return newMapView(v), nil
+	case []any:
+		return sliceView(v)
+	case []map[string]any:
+		return sliceView(v)
+	case int:
+		return Int(int64(v)), nil
+	case int32:
+		return Int(int64(v)), nil
+	case float32:
+		return float64(v), nil
+	}
+	var cv converter
+	return cv.from(x)
+}
+
+// sliceView returns a host vector over xs: maps become views (their
+// headers in one slab), other items are converted by hostValue.
+func sliceView[T any](xs []T) (Value, error) {
+	items := make([]Value, len(xs))
+	maps := 0
+	for _, x := range xs {
+		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
+			maps++
+		}
+	}
+	slab := make([]Map, maps)
+	for i, x := range xs {
+		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
+			v := &slab[0]
+			slab = slab[1:]
+			v.src, v.n, v.host = m, len(m), true
+			items[i] = v
+			continue
+		}
+		v, err := hostValue(any(x))
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		items[i] = v
+	}
+	return &Vector{items: items, host: true}, nil
+}
+
+// viewName returns the host key a lookup key reads: host keys are strings,
+// so a keyword finds the string of its name (the flex rule) and any other
+// key finds nothing.
+func viewName(key Value) (string, bool) {
+	switch k := key.(type) {
+	case *Keyword:
+		return k.Name, true
+	case string:
+		return k, true
+	}
+	return "", false
+}
+
+// viewGet is Get on a view.
+func (m *Map) viewGet(key Value) (Value, bool) {
+	name, ok := viewName(key)
+	if !ok {
+		return nil, false
+	}
+	x, ok := m.src[name]
+	if !ok {
+		return nil, false
+	}
+	switch x.(type) {
+	case nil, bool, int64, float64, string:
+		return x, true
+	}
+	return viewValue(name, x), true
+}
+
+// viewKey is lookupKey on a view: the stored key is the host's string.
+func (m *Map) viewKey(key Value) (Value, bool) {
+	name, ok := viewName(key)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := m.src[name]; !ok {
+		return nil, false
+	}
+	return name, true
+}
+
+// viewValue converts the value of key name read from a view. A host value
+// the interpreter cannot represent (a channel, a func, a bad json.Number)
+// is found when a program reads it: the read raises a type error naming
+// the key and the Go type, at the position of the form that read it.
+// Outside a run (a Go caller reading a view) the panic value is a
+// *HostDataError.
+func viewValue(name string, x any) Value {
+	v, err := hostValue(x)
+	if err != nil {
+		panic(&HostDataError{Key: name, Err: err})
+	}
+	return v
+}
+
+// HostDataError is a value in host data that the interpreter cannot
+// represent, found when a program read it (see FromGo).
+type HostDataError struct {
+	Key string // the map key the value was read under
+	Err error  // what the conversion reported, naming the Go type
+}
+
+func (e *HostDataError) Error() string {
+	return fmt.Sprintf("host data: value of %q: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the conversion error.
+func (e *HostDataError) Unwrap() error { return e.Err }
+
+// form returns m's interpreter form: m itself, or for a view the map its
+// values convert to, built once and shared (a view may be read from
+// several goroutines: pmap).
+func (m *Map) form() *Map {
+	if m.src == nil {
+		return m
+	}
+	if p := m.mat.Load(); p != nil {
+		return p
+	}
+	b := newMapBuilder(len(m.src))
+	for k, x := range m.src {
+		b.set(k, viewValue(k, x))
+	}
+	f := hostMap(b.build())
+	if !m.mat.CompareAndSwap(nil, f) {
+		return m.mat.Load()
+	}
+	return f
+}
+
+// sameView reports whether x and y view the same host map.
+func sameView(x, y *Map) bool {
+	return x.src != nil && y.src != nil && reflect.ValueOf(x.src).UnsafePointer() == reflect.ValueOf(y.src).UnsafePointer()
+}
+
+// viewToGo is ToGo of a view: the host's own map when all of it is plain
+// data (the JSON model FromGo's conversion gives: nil, bool, int64,
+// float64, string, map[string]any, []any), otherwise a copy with the
+// values converted as FromGo and ToGo convert them. A value the
+// interpreter cannot represent goes back as it came.
+func viewToGo(src map[string]any) any {
+	if plainHost(src, 0) {
+		return src
+	}
+	out := make(map[string]any, len(src))
+	for k, x := range src {
+		out[k] = hostToGo(x)
+	}
+	return out
+}
+
+// hostToGo is ToGo of a host value read through a view.
+func hostToGo(x any) any {
+	if m, ok := x.(map[string]any); ok {
+		return viewToGo(m)
+	}
+	v, err := hostValue(x)
+	if err != nil {
+		return x
+	}
+	return ToGo(v)
+}
+
+// plainDepth bounds the nesting plainHost checks; deeper data is copied
+// (the copy recurses as FromGo's conversion does).
+const plainDepth = 64
+
+// plainHost reports whether x is plain data that ToGo may return as it is.
+func plainHost(x any, depth int) bool {
+	switch v := x.(type) {
+	case nil, bool, int64, float64, string:
+		return true
+	case map[string]any:
+		if depth >= plainDepth {
+			return false
+		}
+		for _, it := range v {
+			if !plainHost(it, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if depth >= plainDepth {
+			return false
+		}
+		for _, it := range v {
+			if !plainHost(it, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

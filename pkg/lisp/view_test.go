@@ -1,0 +1,177 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func viewRecords() []map[string]any {
+	return []map[string]any{
+		{"id": int64(1), "order-id": "A-1", "qty": 3, "user": map[string]any{"name": "ann", "tags": []any{"x", int64(2)}}},
+		{"id": int64(2), "order-id": "A-2", "qty": int32(4), "price": float32(1.5), "user": map[string]any{"name": "bob"}},
+	}
+}
+
+// sameGoMap reports whether a and b are the same Go map (not a copy).
+func sameGoMap(a, b any) bool {
+	ma, ok1 := a.(map[string]any)
+	mb, ok2 := b.(map[string]any)
+	return ok1 && ok2 && reflect.ValueOf(ma).UnsafePointer() == reflect.ValueOf(mb).UnsafePointer()
+}
+
+// TestViewsReadInPlace checks that FromGo does not copy maps: records are
+// views read in place, counted in O(1), never built into interpreter maps
+// by lookups, and handed back as the host's own maps.
+func TestViewsReadInPlace(t *testing.T) {
+	rs := viewRecords()
+	v, err := FromGo(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := v.(*Vector)
+	r0 := vec.items[0].(*Map)
+	if r0.src == nil || !IsHostData(vec) || !IsHostData(r0) {
+		t.Fatal("a record is not a host view")
+	}
+	if r0.Len() != 4 {
+		t.Fatalf("Len = %d", r0.Len())
+	}
+	kw := NewKeyword("order-id")
+	if got, _ := r0.Get(kw); got != "A-1" {
+		t.Fatalf(":order-id = %v", got)
+	}
+	if got, _ := r0.Get("qty"); got != int64(3) {
+		t.Fatalf(`"qty" = %#v (an int is read as int64)`, got)
+	}
+	u, _ := r0.Get(NewKeyword("user"))
+	if um, ok := u.(*Map); !ok || um.src == nil {
+		t.Fatalf(":user = %#v, want a view", u)
+	}
+	if _, ok := r0.Get(NewKeyword("order_id")); ok {
+		t.Fatal(":order_id found \"order-id\": host keys match by name only")
+	}
+	if k, ok := r0.lookupKey(kw); !ok || k != "order-id" {
+		t.Fatalf("lookupKey = %v %v", k, ok)
+	}
+	if r0.mat.Load() != nil {
+		t.Fatal("lookups built the record's interpreter form")
+	}
+	// rs[0] holds an int: it comes back as a copy holding an int64
+	if g := ToGo(r0).(map[string]any); sameGoMap(g, rs[0]) || g["qty"] != int64(3) || g["order-id"] != "A-1" {
+		t.Fatalf("ToGo = %#v", g)
+	}
+	plain := map[string]any{"a": int64(1), "b": []any{"x", map[string]any{"c": 1.5}}}
+	pv, _ := FromGo(plain)
+	if !sameGoMap(ToGo(pv), plain) {
+		t.Fatal("ToGo of a view of plain data is not the host's map")
+	}
+	if PrStr(r0) != `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}` {
+		t.Fatalf("printed %s", PrStr(r0))
+	}
+	if r0.mat.Load() == nil {
+		t.Fatal("printing did not keep the interpreter form")
+	}
+	if want, _ := new(converter).from(rs[1]); !Equal(vec.items[1], want) || hashValue(vec.items[1]) != hashValue(want) {
+		t.Fatal("a view is not equal to (or hashes unlike) the converted map")
+	}
+}
+
+// TestViewsInPrograms runs programs over views: lookups, nested paths,
+// writes (which leave the host's data as it was), equality, iteration.
+func TestViewsInPrograms(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`(map :order-id ctx/rows)`, `["A-1" "A-2"]`},
+		{`(get-in (first ctx/rows) [:user :tags 1])`, `2`},
+		{`(:price (second ctx/rows))`, `1.5`},
+		{`(:qty (second ctx/rows))`, `4`},
+		{`(count (first ctx/rows))`, `4`},
+		{`(keys (second ctx/rows))`, `["id" "order-id" "price" "qty" "user"]`},
+		{`(update-in (first ctx/rows) [:user :name] upper-case)`, `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ANN" "tags" ["x" 2]}}`},
+		{`(dissoc (first ctx/rows) :user :qty)`, `{"id" 1 "order-id" "A-1"}`},
+		{`(assoc (first ctx/rows) :id 9)`, `{"id" 9 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}`},
+		{`(= (:user (first ctx/rows)) {"name" "ann" "tags" ["x" 2]})`, `true`},
+		{`(= (first ctx/rows) (first ctx/rows) (nth ctx/rows 0))`, `true`},
+		{`(get (frequencies ctx/rows) (first ctx/rows))`, `1`},
+		{`(let [{:keys [id user]} (first ctx/rows)] [id (:name user)])`, `[1 "ann"]`},
+		{`(contains? (first ctx/rows) :order-id)`, `true`},
+		{`(select-keys (first ctx/rows) [:order-id :nope])`, `{"order-id" "A-1"}`},
+		{`(into {} (map (fn [[k v]] [k (str v)]) (:user (second ctx/rows))))`, `{"name" "bob"}`},
+		{`(reduce (fn [acc r] (assoc acc (:order-id r) (:qty r))) {} ctx/rows)`, `{"A-1" 3 "A-2" 4}`},
+		{`(sort-by :id > ctx/rows)`, `[{"id" 2 "order-id" "A-2" "price" 1.5 "qty" 4 "user" {"name" "bob"}} {"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}]`},
+		{`(vec (pmap (fn [r] (count (keys r))) (concat ctx/rows ctx/rows)))`, `[4 5 4 5]`},
+	}
+	rs := viewRecords()
+	for _, c := range cases {
+		res, err := Exec(context.Background(), c.src, Options{Context: map[string]any{"rows": rs}, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		if got := PrStr(res.Value); got != c.want {
+			t.Errorf("%s = %s, want %s", c.src, got, c.want)
+		}
+	}
+	if got := PrStr(mustFromGo(t, rs)); got != PrStr(mustFromGo(t, viewRecords())) {
+		t.Fatalf("the programs changed the host's data: %s", got)
+	}
+}
+
+// TestViewsComeBackAsTheyCame checks that host maps a program returns
+// unchanged reach the host as the same Go maps.
+func TestViewsComeBackAsTheyCame(t *testing.T) {
+	rows := []any{
+		map[string]any{"k-1": "a", "n": int64(1), "sub": map[string]any{"x-y": []any{1.5, nil, true}}},
+		map[string]any{"k-1": "b", "n": int64(2)},
+	}
+	step, err := Run(context.Background(), `(return {:first (first ctx/rows) :sub (:sub (first ctx/rows)) :all ctx/rows})`,
+		Options{Context: map[string]any{"rows": rows}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := step.Return.(map[string]any)
+	if !sameGoMap(out["first"], rows[0]) || !sameGoMap(out["sub"], rows[0].(map[string]any)["sub"]) {
+		t.Fatalf("returned records are not the host's maps: %#v", out)
+	}
+	all := out["all"].([]any)
+	if len(all) != 2 || !sameGoMap(all[1], rows[1]) {
+		t.Fatalf("all = %#v", all)
+	}
+}
+
+// TestViewBadValue checks that a host value the interpreter cannot
+// represent is reported, naming its key and type, when a program reads
+// it, and that data around it is usable.
+func TestViewBadValue(t *testing.T) {
+	bad := map[string]any{"id": int64(7), "when": make(chan int)}
+	ctx := map[string]any{"rows": []any{bad}}
+	run := func(src string) (*Result, error) {
+		return Exec(context.Background(), src, Options{Context: ctx, Timeout: 5 * time.Second})
+	}
+	if res, err := run(`[(count ctx/rows) (:id (first ctx/rows)) (count (first ctx/rows))]`); err != nil || PrStr(res.Value) != "[1 7 2]" {
+		t.Fatalf("reading around the bad value: %v %v", err, res.Value)
+	}
+	for _, src := range []string{`(:when (first ctx/rows))`, `(str (first ctx/rows))`, `(keys (first ctx/rows))`, `(assoc (first ctx/rows) :x 1)`} {
+		_, err := run(src)
+		var le *Error
+		if !errors.As(err, &le) || le.Kind != KindType || !strings.Contains(le.Msg, `"when"`) || !strings.Contains(le.Msg, "chan int") || !le.Pos.IsValid() {
+			t.Errorf("%s: %v, want a type error naming \"when\" and chan int at a position", src, err)
+		}
+	}
+	step, err := Run(context.Background(), `(first ctx/rows)`, Options{Context: ctx, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := step.Return.(map[string]any); !ok || out["when"] != bad["when"] || out["id"] != int64(7) {
+		t.Fatalf("an unread bad value does not come back as it came: %#v", step.Return)
+	}
+	if _, err := FromGo(map[string]any{"rows": []any{make(chan int)}}); err != nil {
+		t.Fatalf("FromGo converted a slice under a map up front: %v", err)
+	}
+	if _, err := FromGo([]any{make(chan int)}); err == nil || !strings.Contains(err.Error(), "[0]") {
+		t.Fatalf("FromGo of a bad slice item: %v, want an error naming [0]", err)
+	}
+}
