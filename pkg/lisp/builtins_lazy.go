@@ -27,16 +27,25 @@ func registerLazy(r *registry) {
 			return emptyVector
 		}
 		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			v := items[i%len(items)]
-			i++
-			return v, true
+		return newPureSeq(func(buf []Value) []Value {
+			for len(buf) < cap(buf) {
+				buf = append(buf, items[i])
+				if i++; i == len(items) {
+					i = 0
+				}
+			}
+			return buf
 		})
 	}).doc("the items of the collection repeated without end, lazily")
 	r.add("repeat", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			x := a[0]
-			return NewLazySeq(func(th *Thread) (Value, bool) { return x, true })
+			return newPureSeq(func(buf []Value) []Value {
+				for len(buf) < cap(buf) {
+					buf = append(buf, x)
+				}
+				return buf
+			})
 		}
 		n := countArg(th, "repeat", a[0], 1)
 		th.allocSlots(n)
@@ -89,10 +98,12 @@ func countArg(th *Thread, fn string, v Value, argN int) int {
 func biRange(th *Thread, a []Value) Value {
 	if len(a) == 0 {
 		i := int64(0)
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			v := Int(i)
-			i++
-			return v, true
+		return newPureSeq(func(buf []Value) []Value {
+			for len(buf) < cap(buf) {
+				buf = append(buf, Int(i))
+				i++
+			}
+			return buf
 		})
 	}
 	var start, end, step Value = Int(0), nil, Int(1)
@@ -127,13 +138,11 @@ func biRange(th *Thread, a []Value) Value {
 			return &Vector{items: out}
 		}
 		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			if i >= count {
-				return nil, false
+		return newPureSeq(func(buf []Value) []Value {
+			for ; len(buf) < cap(buf) && i < count; i++ {
+				buf = append(buf, Int(s0+int64(i)*st))
 			}
-			v := Int(s0 + int64(i)*st)
-			i++
-			return v, true
+			return buf
 		})
 	}
 	if count <= eagerRangeMax {
@@ -145,12 +154,10 @@ func biRange(th *Thread, a []Value) Value {
 		return &Vector{items: out}
 	}
 	x := sf
-	return NewLazySeq(func(th *Thread) (Value, bool) {
-		if (stf > 0 && x >= ef) || (stf < 0 && x <= ef) {
-			return nil, false
+	return newPureSeq(func(buf []Value) []Value {
+		for ; len(buf) < cap(buf) && ((stf > 0 && x < ef) || (stf < 0 && x > ef)); x += stf {
+			buf = append(buf, x)
 		}
-		v := x
-		x += stf
-		return v, true
+		return buf
 	})
 }

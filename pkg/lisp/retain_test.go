@@ -82,26 +82,34 @@ func TestHostDataIsNotCounted(t *testing.T) {
 
 // bombs are programs that hold ever more memory: each must end with
 // memory_limit, not run into its time limit.
-var bombs = []string{
-	`(vec (range 1e9))`,
-	`(count (range))`,
-	`(def r (range 1e9)) (count r)`,
-	`(loop [s "x"] (recur (str s s)))`,
-	`(loop [v [] i 0] (recur (conj v i) (inc i)))`,
-	`(reduce (fn [v _] [v]) [] (range))`,
-	`(count (apply concat (repeat 1e6 (vec (range 1000)))))`,
-	`(apply str (repeat 1e8 "x"))`,
-	`(mapv (fn [_] (vec (range 10000))) (range 100000))`,
-	`(loop [i 0] (memory/put (keyword (str "k" i)) (vec (range 1000))) (recur (inc i)))`,
-	`(let [s (range)] (count (map (fn [i] (nth s (* i 1000))) (range 1e6))))`,
-	`(defn f [n] (let [v (vec (range 1000))] (fn [] (+ n (count v))))) (count (map f (range 1e6)))`,
-	`(reduce (fn [m i] (assoc m i (str "value-" i))) {} (range))`,
-	`(loop [acc [] i 0] (recur (conj acc (vec (range 100))) (inc i)))`,
+var bombs = []struct{ name, src string }{
+	{"vec-range", `(vec (range 1e9))`},
+	{"count-range", `(count (range))`},
+	{"def-range", `(def r (range 1e9)) (count r)`},
+	{"into-range", `(into [] (range))`},
+	{"into-set", `(into #{} (range))`},
+	{"iterate", `(count (iterate inc 0))`},
+	{"repeat", `(vec (repeat "x"))`},
+	{"str-doubling", `(loop [s "x"] (recur (str s s)))`},
+	{"conj-loop", `(loop [v [] i 0] (recur (conj v i) (inc i)))`},
+	{"reduce-conj", `(reduce conj [] (range))`},
+	{"reduce-nest", `(reduce (fn [v _] [v]) [] (range))`},
+	{"concat-repeat", `(count (apply concat (repeat 1e6 (vec (range 1000)))))`},
+	{"str-repeat", `(apply str (repeat 1e8 "x"))`},
+	{"mapv-vecs", `(mapv (fn [_] (vec (range 10000))) (range 100000))`},
+	{"memory-put", `(loop [i 0] (memory/put (keyword (str "k" i)) (vec (range 1000))) (recur (inc i)))`},
+	{"nth-range", `(let [s (range)] (count (map (fn [i] (nth s (* i 1000))) (range 1e6))))`},
+	{"closures", `(defn f [n] (let [v (vec (range 1000))] (fn [] (+ n (count v))))) (count (map f (range 1e6)))`},
+	{"reduce-assoc", `(reduce (fn [m i] (assoc m i (str "value-" i))) {} (range))`},
+	{"reduce-assoc-lit", `(reduce #(assoc %1 %2 %2) {} (range))`},
+	{"loop-assoc", `(loop [m {} i 0] (recur (assoc m i i) (inc i)))`},
+	{"conj-vecs", `(loop [acc [] i 0] (recur (conj acc (vec (range 100))) (inc i)))`},
 }
 
 // TestBombsStop runs every bomb with a small limit.
 func TestBombsStop(t *testing.T) {
-	for _, src := range bombs {
+	for _, b := range bombs {
+		src := b.src
 		start := time.Now()
 		_, err := Exec(context.Background(), src, Options{MaxMemory: 8 << 20, Timeout: 20 * time.Second, MaxSteps: -1})
 		if !errors.Is(err, ErrMemoryLimit) {
@@ -140,7 +148,8 @@ func TestBombsRSS(t *testing.T) {
 				}
 			}
 		}()
-		for _, src := range bombs {
+		for _, b := range bombs {
+			src := b.src
 			start := time.Now()
 			_, err := Exec(context.Background(), src, Options{Timeout: 3 * time.Second})
 			var e *Error
@@ -208,5 +217,21 @@ func TestLegitUnderDefaults(t *testing.T) {
 		if _, err := Exec(context.Background(), src, opts); err != nil {
 			t.Errorf("%s: %v", src, err)
 		}
+	}
+}
+
+// BenchmarkBombs measures how long each bomb takes to reach the default
+// memory limit (time and CPU per op; the time limit is raised so a slow
+// machine still measures the bomb, not the timeout).
+func BenchmarkBombs(b *testing.B) {
+	for _, bomb := range bombs {
+		b.Run(bomb.name, func(b *testing.B) {
+			loopCPU(b, func() {
+				_, err := Exec(context.Background(), bomb.src, Options{Timeout: time.Minute})
+				if !errors.Is(err, ErrMemoryLimit) {
+					b.Fatalf("%s: want memory_limit, got %v", bomb.src, err)
+				}
+			})
+		})
 	}
 }

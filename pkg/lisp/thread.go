@@ -80,6 +80,14 @@ func (th *Thread) tick() {
 	}
 }
 
+// ticks counts n evaluation steps at once (a chunk of work done in Go).
+func (th *Thread) ticks(n int) {
+	th.steps += int64(n)
+	if th.steps >= th.nextCheck {
+		th.slowCheck()
+	}
+}
+
 // Tick counts one evaluation step (builtins call it once per element of
 // HOF loops so long loops honour the timeout and step budget).
 func (th *Thread) Tick() { th.tick() }
@@ -592,12 +600,7 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 		}
 		return out
 	case *LazySeq:
-		for i := 0; ; i++ {
-			if _, ok := c.nth(th, i); !ok {
-				items, _ := c.snapshot()
-				return items
-			}
-		}
+		return c.realiseAll(th)
 	}
 	th.TypeError(fn, "a collection", coll, argN)
 	return nil
@@ -608,10 +611,15 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 // sequences.
 func (th *Thread) Each(coll Value, fname string, argN int, fn func(Value) bool) {
 	if s, ok := coll.(*LazySeq); ok {
-		for i := 0; ; i++ {
-			v, ok := s.nth(th, i)
-			if !ok || !fn(v) {
+		for i := 0; ; {
+			items, _ := s.realise(th, i+1)
+			if i >= len(items) {
 				return
+			}
+			for ; i < len(items); i++ {
+				if !fn(items[i]) {
+					return
+				}
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package lisp
 
 import (
 	"regexp"
-	"sync"
 	"sync/atomic"
 )
 
@@ -126,49 +125,6 @@ type Var struct{ Name string }
 
 // Reduced wraps a value to stop reduce early.
 type Reduced struct{ Val Value }
-
-// LazySeq is a possibly infinite sequence realised on demand. gen returns
-// the next item, or ok=false at the end. Realised items are cached, so a
-// LazySeq is a value: every reader sees the same items. Concurrent
-// realisation (pmap branches sharing a seq) is serialised by a mutex.
-type LazySeq struct {
-	mu    sync.Mutex
-	done  bool
-	items []Value
-	gen   func(th *Thread) (Value, bool)
-}
-
-// NewLazySeq returns a lazy sequence produced by gen.
-func NewLazySeq(gen func(th *Thread) (Value, bool)) *LazySeq { return &LazySeq{gen: gen} }
-
-// nth realises up to item i and returns it.
-func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.items) <= i {
-		if s.done {
-			return nil, false
-		}
-		th.tick()
-		v, ok := s.gen(th)
-		if !ok {
-			s.done = true
-			s.gen = nil
-			return nil, false
-		}
-		th.allocSlots(2) // the slot, and the slack of the growing cache
-		s.items = append(s.items, v)
-		th.keep() // the cache lives as long as the seq, made before any scope
-	}
-	return s.items[i], true
-}
-
-// snapshot returns the realised items and whether the seq is complete.
-func (s *LazySeq) snapshot() ([]Value, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.items[:len(s.items):len(s.items)], s.done
-}
 
 // Truthy reports whether v counts as true: everything but nil and false.
 func Truthy(v Value) bool {
