@@ -3,10 +3,8 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -60,22 +58,14 @@ type Client struct {
 
 // New validates cfg and returns a client. Errors name the field.
 func New(cfg Config) (*Client, error) {
-	bad := func(format string, args ...any) error {
-		return &llm.Error{Kind: llm.KindConfig, Message: "anthropic: " + fmt.Sprintf(format, args...)}
-	}
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, bad("Model is required")
-	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, bad("BaseURL %q must be an absolute http or https URL", base)
+	hc, base, h, err := httpx.Setup{Name: "anthropic", Provider: "anthropic", Model: cfg.Model, BaseURL: cfg.BaseURL,
+		DefaultBaseURL: DefaultBaseURL, Headers: cfg.Headers, Reserved: []string{"X-Api-Key", "Anthropic-Version", "Content-Type"},
+		HTTPClient: cfg.HTTPClient, Key: cfg.APIKey, AuthHeader: "X-Api-Key"}.Client()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxTokens < 0 {
-		return nil, bad("MaxTokens must be positive, got %d", cfg.MaxTokens)
+		return nil, httpx.ConfigError("anthropic", "MaxTokens must be positive, got %d", cfg.MaxTokens)
 	}
 	maxTokens := cfg.MaxTokens
 	if maxTokens == 0 {
@@ -85,48 +75,22 @@ func New(cfg Config) (*Client, error) {
 	if version == "" {
 		version = DefaultVersion
 	}
-	h := http.Header{}
-	for k, v := range cfg.Headers {
-		switch http.CanonicalHeaderKey(k) {
-		case "X-Api-Key", "Anthropic-Version", "Content-Type":
-			return nil, bad("Headers cannot set %s", k)
-		}
-		h.Set(k, v)
-	}
 	h.Set("Anthropic-Version", version)
-	c := &Client{
-		model:     cfg.Model,
-		maxTokens: maxTokens,
-		http: &httpx.Client{Provider: "anthropic", HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
-			AuthHeader: "X-Api-Key"},
-	}
-	c.ep = &httpx.Endpoint{HTTP: c.http, URL: strings.TrimRight(base, "/") + "/v1/messages", Headers: h,
+	c := &Client{model: cfg.Model, maxTokens: maxTokens, http: hc}
+	c.ep = &httpx.Endpoint{HTTP: hc, URL: base + "/v1/messages", Headers: h,
 		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
 	return c, nil
 }
 
-func httpClient(hc *http.Client) *http.Client {
-	if hc == nil {
-		return httpx.NewHTTPClient()
-	}
-	return hc
-}
-
 // String describes the client without its key: "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages".
-func (c Client) String() string { return "anthropic:" + c.model + "@" + c.ep.URL }
+func (c Client) String() string { return c.ep.Describe(c.model) }
 
 // GoString is the %#v form; it hides the key too.
 func (c Client) GoString() string { return "anthropic.Client(" + c.String() + ")" }
 
 // Format prints String under every verb so no field can leak through %v or
 // %+v.
-func (c Client) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
-		return
-	}
-	fmt.Fprint(f, c.String())
-}
+func (c Client) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
 
 // Model returns the configured model name.
 func (c *Client) Model() string { return c.model }
@@ -246,11 +210,7 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if len(req.Tools) > 0 {
 		tools := make([]tool, len(req.Tools))
 		for i, t := range req.Tools {
-			schema := t.InputSchema
-			if schema == nil {
-				schema = map[string]any{"type": "object", "properties": map[string]any{}}
-			}
-			tools[i] = tool{Name: t.Name, Description: t.Description, InputSchema: schema}
+			tools[i] = tool{Name: t.Name, Description: t.Description, InputSchema: httpx.InputSchema(t)}
 		}
 		if req.CacheSystem {
 			tools[len(tools)-1].CacheControl = ephemeral
@@ -260,8 +220,8 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if req.CacheHistory {
 		markLast(msgs)
 	}
-	if err := httpx.MergeOpts(body, req.Opts, reserved...); err != nil {
-		return nil, &llm.Error{Kind: llm.KindConfig, Message: "anthropic: " + err.Error()}
+	if err := httpx.MergeOpts("anthropic", body, req.Opts, reserved...); err != nil {
+		return nil, err
 	}
 	if stream {
 		body["stream"] = true
@@ -364,17 +324,10 @@ func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, erro
 
 // decode reads a complete (non-streamed) 2xx response.
 func (c *Client) decode(ctx context.Context, resp *http.Response) (*llm.Response, error) {
-	reqID := httpx.RequestID(resp.Header)
-	data, err := httpx.ReadBody(resp)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, c.http.Transport(err)
-	}
 	var r response
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, c.http.Malformed(reqID, err)
+	reqID, data, err := c.http.DecodeJSON(ctx, resp, &r)
+	if err != nil {
+		return nil, err
 	}
 	if r.Type == "error" && r.Error != nil {
 		return nil, c.streamError(reqID, r.Error)
@@ -417,5 +370,3 @@ func (c *Client) streamError(reqID string, e *apiError) *llm.ProviderError {
 	}
 	return pe
 }
-
-var errNoStop = errors.New("stream ended before message_stop")

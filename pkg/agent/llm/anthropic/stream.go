@@ -9,7 +9,6 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/httpx"
-	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/sse"
 )
 
 type streamEvent struct {
@@ -39,16 +38,12 @@ type streamEvent struct {
 
 // source reads a Messages API event stream.
 func (c *Client) source(ctx context.Context, resp *http.Response) llm.EventSource {
-	return &source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
-		reqID: httpx.RequestID(resp.Header), tools: map[int]bool{}}
+	return &source{Events: c.http.Events(ctx, resp), c: c, tools: map[int]bool{}}
 }
 
 type source struct {
-	ctx     context.Context
+	*httpx.Events
 	c       *Client
-	resp    *http.Response
-	rd      *sse.Reader
-	reqID   string
 	tools   map[int]bool // indexes of open tool_use blocks
 	stopped bool         // message_stop arrived
 	// thinking holds the open thinking blocks by index, rebuilt from their
@@ -65,32 +60,21 @@ type thinkingBlock struct {
 	Data      string `json:"data,omitempty"`
 }
 
-func (s *source) Close() error { return s.resp.Body.Close() }
-
 func (s *source) Next() (llm.Event, error) {
 	for {
 		if s.stopped {
 			return nil, io.EOF
 		}
-		raw, err := s.rd.Next()
+		raw, err := s.Read()
 		if errors.Is(err, io.EOF) {
-			return nil, &llm.ProviderError{Provider: "anthropic", Type: "connection_error", RequestID: s.reqID,
-				Message: errNoStop.Error(), Retryable: true}
+			return nil, s.Cut("message_stop")
 		}
 		if err != nil {
-			if s.ctx.Err() != nil {
-				return nil, s.ctx.Err()
-			}
-			pe := s.c.http.Transport(err)
-			pe.RequestID = s.reqID
-			return nil, pe
-		}
-		if len(raw.Data) == 0 {
-			continue
+			return nil, err
 		}
 		var ev streamEvent
 		if err := json.Unmarshal(raw.Data, &ev); err != nil {
-			return nil, s.c.http.Malformed(s.reqID, err)
+			return nil, s.Malformed(err)
 		}
 		if out, err := s.convert(ev); err != nil || out != nil {
 			return out, err
@@ -103,14 +87,14 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 	switch ev.Type {
 	case "message_start":
 		if ev.Message == nil {
-			return nil, s.c.http.Malformed(s.reqID, errors.New("message_start without message"))
+			return nil, s.Malformed(errors.New("message_start without message"))
 		}
 		u := ev.Message.Usage.toLLM()
 		u.OutputTokens = 0 // the final count arrives in message_delta
 		return llm.MessageStart{ID: ev.Message.ID, Model: ev.Message.Model, Usage: u}, nil
 	case "content_block_start":
 		if ev.ContentBlock == nil {
-			return nil, s.c.http.Malformed(s.reqID, errors.New("content_block_start without content_block"))
+			return nil, s.Malformed(errors.New("content_block_start without content_block"))
 		}
 		switch ev.ContentBlock.Type {
 		case "thinking", "redacted_thinking":
@@ -129,7 +113,7 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 		}
 	case "content_block_delta":
 		if ev.Delta == nil {
-			return nil, s.c.http.Malformed(s.reqID, errors.New("content_block_delta without delta"))
+			return nil, s.Malformed(errors.New("content_block_delta without delta"))
 		}
 		switch ev.Delta.Type {
 		case "text_delta":
@@ -151,7 +135,7 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 			delete(s.thinking, ev.Index)
 			raw, err := json.Marshal(tb)
 			if err != nil {
-				return nil, s.c.http.Malformed(s.reqID, err)
+				return nil, s.Malformed(err)
 			}
 			return llm.ProviderBlockEnd{Block: llm.ProviderBlock{Provider: "anthropic", Type: tb.Type, Raw: raw}}, nil
 		}
@@ -172,7 +156,7 @@ func (s *source) convert(ev streamEvent) (llm.Event, error) {
 		if e == nil {
 			e = &apiError{Type: "api_error", Message: "error event without details"}
 		}
-		return nil, s.c.streamError(s.reqID, e)
+		return nil, s.c.streamError(s.ReqID, e)
 	}
 	// ping and unknown event types are skipped.
 	return nil, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -72,58 +71,24 @@ func New(cfg Config) (*Client, error) {
 // headers; it returns the HTTP client and the base URL without its
 // trailing slash.
 func setup(cfg Config) (*httpx.Client, string, http.Header, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: "openai: Model is required"}
-	}
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: BaseURL %q must be an absolute http or https URL", base)}
-	}
 	provider := cfg.Provider
 	if provider == "" {
 		provider = "openai"
 	}
-	h := http.Header{}
-	for k, v := range cfg.Headers {
-		switch http.CanonicalHeaderKey(k) {
-		case "Authorization", "Content-Type":
-			return nil, "", nil, &llm.Error{Kind: llm.KindConfig, Message: fmt.Sprintf("openai: Headers cannot set %s", k)}
-		}
-		h.Set(k, v)
-	}
-	hc := &httpx.Client{Provider: provider, HTTP: httpClient(cfg.HTTPClient), Key: cfg.APIKey,
-		AuthHeader: "Authorization", AuthPrefix: "Bearer "}
-	return hc, strings.TrimRight(base, "/"), h, nil
-}
-
-func httpClient(hc *http.Client) *http.Client {
-	if hc == nil {
-		return httpx.NewHTTPClient()
-	}
-	return hc
+	return httpx.Setup{Name: "openai", Provider: provider, Model: cfg.Model, BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL,
+		Headers: cfg.Headers, Reserved: []string{"Authorization", "Content-Type"}, HTTPClient: cfg.HTTPClient,
+		Key: cfg.APIKey, AuthHeader: "Authorization", AuthPrefix: "Bearer "}.Client()
 }
 
 // String describes the client without its key: "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions".
-func (c Client) String() string {
-	return c.http.Provider + ":" + c.model + "@" + c.ep.URL
-}
+func (c Client) String() string { return c.ep.Describe(c.model) }
 
 // GoString is the %#v form; it hides the key too.
 func (c Client) GoString() string { return "openai.Client(" + c.String() + ")" }
 
 // Format prints String under every verb so no field can leak through %v or
 // %+v (of the Client or of a pointer to it).
-func (c Client) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
-		return
-	}
-	fmt.Fprint(f, c.String())
-}
+func (c Client) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
 
 // Model returns the configured model name.
 func (c *Client) Model() string { return c.model }
@@ -213,16 +178,12 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if len(req.Tools) > 0 {
 		tools := make([]tool, len(req.Tools))
 		for i, t := range req.Tools {
-			params := t.InputSchema
-			if params == nil {
-				params = map[string]any{"type": "object", "properties": map[string]any{}}
-			}
-			tools[i] = tool{Type: "function", Function: functionDef{Name: t.Name, Description: t.Description, Parameters: params}}
+			tools[i] = tool{Type: "function", Function: functionDef{Name: t.Name, Description: t.Description, Parameters: httpx.InputSchema(t)}}
 		}
 		body["tools"] = tools
 	}
-	if err := httpx.MergeOpts(body, req.Opts, reserved...); err != nil {
-		return nil, &llm.Error{Kind: llm.KindConfig, Message: "openai: " + err.Error()}
+	if err := httpx.MergeOpts("openai", body, req.Opts, reserved...); err != nil {
+		return nil, err
 	}
 	setCacheKey(body, req)
 	if stream {
@@ -331,17 +292,10 @@ func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, erro
 
 // decode reads a complete (non-streamed) 2xx response.
 func (c *Client) decode(ctx context.Context, resp *http.Response) (*llm.Response, error) {
-	reqID := httpx.RequestID(resp.Header)
-	data, err := httpx.ReadBody(resp)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, c.http.Transport(err)
-	}
 	var r response
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, c.http.Malformed(reqID, err)
+	reqID, data, err := c.http.DecodeJSON(ctx, resp, &r)
+	if err != nil {
+		return nil, err
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
 		typ, code, msg := parseAPIError(r.Error)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/httpx"
-	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/sse"
 )
 
 // ResponsesProvider names the Responses API's provider blocks (reasoning
@@ -45,19 +44,13 @@ func NewResponses(cfg Config) (*ResponsesClient, error) {
 }
 
 // String describes the client without its key.
-func (c ResponsesClient) String() string { return c.http.Provider + ":" + c.model + "@" + c.ep.URL }
+func (c ResponsesClient) String() string { return c.ep.Describe(c.model) }
 
 // GoString is the %#v form; it hides the key too.
 func (c ResponsesClient) GoString() string { return "openai.ResponsesClient(" + c.String() + ")" }
 
 // Format prints String under every verb so no field can leak.
-func (c ResponsesClient) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
-		return
-	}
-	fmt.Fprint(f, c.String())
-}
+func (c ResponsesClient) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
 
 // Model returns the configured model name.
 func (c *ResponsesClient) Model() string { return c.model }
@@ -94,16 +87,12 @@ func (c *ResponsesClient) body(req llm.Request, stream bool) (map[string]any, er
 	if len(req.Tools) > 0 {
 		tools := make([]responsesTool, len(req.Tools))
 		for i, t := range req.Tools {
-			params := t.InputSchema
-			if params == nil {
-				params = map[string]any{"type": "object", "properties": map[string]any{}}
-			}
-			tools[i] = responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params}
+			tools[i] = responsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: httpx.InputSchema(t)}
 		}
 		body["tools"] = tools
 	}
-	if err := httpx.MergeOpts(body, req.Opts, responsesReserved...); err != nil {
-		return nil, &llm.Error{Kind: llm.KindConfig, Message: "openai responses: " + err.Error()}
+	if err := httpx.MergeOpts("openai responses", body, req.Opts, responsesReserved...); err != nil {
+		return nil, err
 	}
 	setCacheKey(body, req)
 	if stream {
@@ -192,13 +181,9 @@ type outputItem struct {
 }
 
 func (c *ResponsesClient) decode(ctx context.Context, resp *http.Response) (*llm.Response, error) {
-	reqID := httpx.RequestID(resp.Header)
-	data, err := httpx.ReadBody(resp)
+	reqID, data, err := c.http.Read(ctx, resp)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, c.http.Transport(err)
+		return nil, err
 	}
 	out, err := c.response(reqID, data, true)
 	if err != nil {
@@ -276,51 +261,26 @@ func (c *ResponsesClient) response(reqID string, data []byte, withText bool) (*l
 // the rest (reasoning items, function calls, stop reason, usage) from the
 // final response object.
 func (c *ResponsesClient) source(ctx context.Context, resp *http.Response) llm.EventSource {
-	return &responsesSource{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body), reqID: httpx.RequestID(resp.Header)}
+	return &responsesSource{Events: c.http.Events(ctx, resp), c: c}
 }
 
 type responsesSource struct {
-	ctx     context.Context
+	*httpx.Events
 	c       *ResponsesClient
-	resp    *http.Response
-	rd      *sse.Reader
-	reqID   string
-	queue   []llm.Event
 	sawText bool
-	done    bool
 }
 
-func (s *responsesSource) Close() error { return s.resp.Body.Close() }
-
-func (s *responsesSource) Next() (llm.Event, error) {
-	for len(s.queue) == 0 {
-		if s.done {
-			return nil, io.EOF
-		}
-		if err := s.read(); err != nil {
-			return nil, err
-		}
-	}
-	ev := s.queue[0]
-	s.queue = s.queue[1:]
-	return ev, nil
-}
+func (s *responsesSource) Next() (llm.Event, error) { return s.Pop(s.read) }
 
 func (s *responsesSource) read() error {
-	raw, err := s.rd.Next()
+	raw, err := s.Read()
 	if errors.Is(err, io.EOF) {
-		return &llm.ProviderError{Provider: s.c.http.Provider, Type: "connection_error", RequestID: s.reqID,
-			Message: "stream ended before response.completed", Retryable: true}
+		return s.Cut("response.completed")
 	}
 	if err != nil {
-		if s.ctx.Err() != nil {
-			return s.ctx.Err()
-		}
-		pe := s.c.http.Transport(err)
-		pe.RequestID = s.reqID
-		return pe
+		return err
 	}
-	if len(raw.Data) == 0 || string(raw.Data) == "[DONE]" {
+	if string(raw.Data) == "[DONE]" {
 		return nil
 	}
 	var ev struct {
@@ -331,31 +291,31 @@ func (s *responsesSource) read() error {
 		Code     string          `json:"code"`
 	}
 	if err := json.Unmarshal(raw.Data, &ev); err != nil {
-		return s.c.http.Malformed(s.reqID, err)
+		return s.Malformed(err)
 	}
 	switch ev.Type {
 	case "response.created":
 		var r responsesBody
 		if json.Unmarshal(ev.Response, &r) == nil {
-			s.queue = append(s.queue, llm.MessageStart{ID: r.ID, Model: r.Model})
+			s.Push(llm.MessageStart{ID: r.ID, Model: r.Model})
 		}
 	case "response.output_text.delta", "response.refusal.delta":
 		if ev.Delta != "" {
 			s.sawText = true
-			s.queue = append(s.queue, llm.TextDelta{Text: ev.Delta})
+			s.Push(llm.TextDelta{Text: ev.Delta})
 		}
 	case "response.completed", "response.incomplete", "response.failed":
-		r, err := s.c.response(s.reqID, ev.Response, !s.sawText)
+		r, err := s.c.response(s.ReqID, ev.Response, !s.sawText)
 		if err != nil {
 			return err
 		}
-		s.done = true
+		s.End()
 		evs := llm.ResponseEvents(r)
 		// MessageStart came with response.created; the whole usage follows
-		s.queue = append(s.queue, evs[1:]...)
-		s.queue = append(s.queue, llm.MessageDelta{Usage: r.Usage})
+		s.Push(evs[1:]...)
+		s.Push(llm.MessageDelta{Usage: r.Usage})
 	case "error":
-		return &llm.ProviderError{Provider: s.c.http.Provider, Type: "server_error", Code: ev.Code, RequestID: s.reqID,
+		return &llm.ProviderError{Provider: s.c.http.Provider, Type: "server_error", Code: ev.Code, RequestID: s.ReqID,
 			Message: s.c.http.Key.Scrub(ev.Message), Retryable: streamErrRetryable("", ev.Code)}
 	}
 	return nil

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -114,4 +115,32 @@ func mustRead(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// A Responses stream cut before response.completed ends with a retryable
+// connection error, after the text that did arrive.
+func TestResponsesStreamTruncated(t *testing.T) {
+	full, err := os.ReadFile("testdata/responses_stream.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, _, _ := strings.Cut(string(full), "event: response.completed")
+	fs := newServer(t, reply{Body: cut, SSE: true})
+	st, err := newResponsesClient(t, fs.URL, nil).Stream(context.Background(), simpleReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for st.Next() {
+		if d, ok := st.Current().(llm.TextDelta); ok {
+			text += d.Text
+		}
+	}
+	var pe *llm.ProviderError
+	if !errors.As(st.Err(), &pe) || pe.Type != "connection_error" || !pe.Retryable || pe.Message != "stream ended before response.completed" {
+		t.Fatalf("err = %v", st.Err())
+	}
+	if text != "```clojure\n(return 42)\n```" {
+		t.Errorf("text before the cut = %q", text)
+	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/httpx"
-	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/sse"
 )
 
 type chunk struct {
@@ -30,78 +29,50 @@ type chunk struct {
 
 // source reads a chat-completions event stream.
 func (c *Client) source(ctx context.Context, resp *http.Response) llm.EventSource {
-	return &source{ctx: ctx, c: c, resp: resp, rd: sse.NewReader(resp.Body),
-		reqID: httpx.RequestID(resp.Header), started: map[int]bool{}}
+	return &source{Events: c.http.Events(ctx, resp), c: c, started: map[int]bool{}}
 }
 
 // source turns chat-completion chunks into llm events.
 type source struct {
-	ctx      context.Context
+	*httpx.Events
 	c        *Client
-	resp     *http.Response
-	rd       *sse.Reader
-	reqID    string
-	queue    []llm.Event
 	began    bool
 	finished bool // a finish_reason arrived
 	refused  bool // the answer is a refusal
-	done     bool
 	started  map[int]bool
 }
 
-func (s *source) Next() (llm.Event, error) {
-	for len(s.queue) == 0 {
-		if s.done {
-			return nil, io.EOF
-		}
-		if err := s.read(); err != nil {
-			return nil, err
-		}
-	}
-	ev := s.queue[0]
-	s.queue = s.queue[1:]
-	return ev, nil
-}
-
-func (s *source) Close() error { return s.resp.Body.Close() }
+func (s *source) Next() (llm.Event, error) { return s.Pop(s.read) }
 
 func (s *source) read() error {
-	ev, err := s.rd.Next()
+	ev, err := s.Read()
 	if errors.Is(err, io.EOF) {
-		s.done = true
+		s.End()
 		if !s.finished {
-			return &llm.ProviderError{Provider: s.c.http.Provider, Type: "connection_error", RequestID: s.reqID,
-				Message: "stream ended before [DONE]", Retryable: true}
+			return s.Cut("[DONE]")
 		}
 		return nil
 	}
 	if err != nil {
-		if s.ctx.Err() != nil {
-			return s.ctx.Err()
-		}
-		pe := s.c.http.Transport(err)
-		pe.RequestID = s.reqID
-		return pe
+		return err
 	}
 	if string(ev.Data) == "[DONE]" {
-		s.done, s.finished = true, true
-		return nil
-	}
-	if len(ev.Data) == 0 {
+		s.End()
+		s.finished = true
 		return nil
 	}
 	var ch chunk
 	if err := json.Unmarshal(ev.Data, &ch); err != nil {
-		return s.c.http.Malformed(s.reqID, err)
+		return s.Malformed(err)
 	}
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		typ, code, msg := parseAPIError(ch.Error)
-		return &llm.ProviderError{Provider: s.c.http.Provider, Type: typ, Code: code, RequestID: s.reqID,
+		return &llm.ProviderError{Provider: s.c.http.Provider, Type: typ, Code: code, RequestID: s.ReqID,
 			Message: s.c.http.Key.Scrub(msg), Retryable: streamErrRetryable(typ, code)}
 	}
 	if !s.began {
 		s.began = true
-		s.queue = append(s.queue, llm.MessageStart{ID: ch.ID, Model: ch.Model})
+		s.Push(llm.MessageStart{ID: ch.ID, Model: ch.Model})
 	}
 	for _, choice := range ch.Choices {
 		if choice.Index != 0 {
@@ -109,11 +80,11 @@ func (s *source) read() error {
 		}
 		d := choice.Delta
 		if d.Content != nil && *d.Content != "" {
-			s.queue = append(s.queue, llm.TextDelta{Text: *d.Content})
+			s.Push(llm.TextDelta{Text: *d.Content})
 		}
 		if d.Refusal != nil && *d.Refusal != "" {
 			s.refused = true
-			s.queue = append(s.queue, llm.TextDelta{Text: *d.Refusal})
+			s.Push(llm.TextDelta{Text: *d.Refusal})
 		}
 		for i, tc := range d.ToolCalls {
 			idx := i
@@ -122,10 +93,10 @@ func (s *source) read() error {
 			}
 			if !s.started[idx] {
 				s.started[idx] = true
-				s.queue = append(s.queue, llm.ToolUseStart{Index: idx, ID: tc.ID, Name: tc.Function.Name})
+				s.Push(llm.ToolUseStart{Index: idx, ID: tc.ID, Name: tc.Function.Name})
 			}
 			if tc.Function.Arguments != "" {
-				s.queue = append(s.queue, llm.ToolUseDelta{Index: idx, PartialJSON: tc.Function.Arguments})
+				s.Push(llm.ToolUseDelta{Index: idx, PartialJSON: tc.Function.Arguments})
 			}
 		}
 		if choice.FinishReason != nil && *choice.FinishReason != "" {
@@ -137,11 +108,11 @@ func (s *source) read() error {
 			if s.refused {
 				stop = llm.StopRefusal // as Complete reports a refusal
 			}
-			s.queue = append(s.queue, llm.MessageDelta{StopReason: stop})
+			s.Push(llm.MessageDelta{StopReason: stop})
 		}
 	}
 	if ch.Usage != nil {
-		s.queue = append(s.queue, llm.MessageDelta{Usage: ch.Usage.toLLM()})
+		s.Push(llm.MessageDelta{Usage: ch.Usage.toLLM()})
 	}
 	return nil
 }

@@ -237,12 +237,12 @@ func ReadBody(resp *http.Response) ([]byte, error) {
 }
 
 // MergeOpts copies opts into body as top-level fields, refusing keys the
-// client sets itself.
-func MergeOpts(body map[string]any, opts map[string]any, reserved ...string) error {
+// client sets itself with a configuration error prefixed with name.
+func MergeOpts(name string, body map[string]any, opts map[string]any, reserved ...string) error {
 	for k, v := range opts {
 		for _, r := range reserved {
 			if k == r {
-				return fmt.Errorf("llm_opts key %q is set by the client and cannot be overridden", k)
+				return ConfigError(name, "llm_opts key %q is set by the client and cannot be overridden", k)
 			}
 		}
 		body[k] = v

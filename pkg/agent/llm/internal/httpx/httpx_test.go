@@ -1,10 +1,13 @@
 package httpx
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -47,10 +50,10 @@ func TestRetryableStatus(t *testing.T) {
 
 func TestMergeOpts(t *testing.T) {
 	body := map[string]any{"model": "m"}
-	if err := MergeOpts(body, map[string]any{"temperature": 0.5, "seed": 7}, "model"); err != nil || body["temperature"] != 0.5 || body["seed"] != 7 {
+	if err := MergeOpts("p", body, map[string]any{"temperature": 0.5, "seed": 7}, "model"); err != nil || body["temperature"] != 0.5 || body["seed"] != 7 {
 		t.Errorf("MergeOpts = %v %v", body, err)
 	}
-	if err := MergeOpts(body, map[string]any{"model": "x"}, "model"); err == nil || !strings.Contains(err.Error(), `"model"`) || body["model"] != "m" {
+	if err := MergeOpts("p", body, map[string]any{"model": "x"}, "model"); err == nil || !strings.Contains(err.Error(), `"model"`) || body["model"] != "m" {
 		t.Errorf("reserved key: %v %v", body, err)
 	}
 }
@@ -62,5 +65,39 @@ func TestNewHTTPClientHasTimeouts(t *testing.T) {
 	}
 	if ua := UserAgent(); !strings.HasPrefix(ua, "ptc/") {
 		t.Errorf("UserAgent = %q", ua)
+	}
+}
+
+func TestSetupClient(t *testing.T) {
+	s := Setup{Name: "p", Provider: "prov", Model: "m", DefaultBaseURL: "https://api.example.com/v1/",
+		Headers: map[string]string{"x-title": "t"}, Reserved: []string{"Authorization"}, AuthHeader: "Authorization"}
+	c, base, h, err := s.Client()
+	if err != nil || base != "https://api.example.com/v1" || h.Get("X-Title") != "t" || c.Provider != "prov" || c.HTTP == nil {
+		t.Fatalf("Client() = %+v %q %v %v", c, base, h, err)
+	}
+	for _, tc := range []struct {
+		edit func(*Setup)
+		want string
+	}{
+		{func(s *Setup) { s.Model = " " }, "p: Model is required"},
+		{func(s *Setup) { s.BaseURL = "api.example.com" }, `p: BaseURL "api.example.com" must be an absolute http or https URL`},
+		{func(s *Setup) { s.Headers = map[string]string{"authorization": "x"} }, "p: Headers cannot set authorization"},
+	} {
+		bad := s
+		tc.edit(&bad)
+		var le *llm.Error
+		if _, _, _, err := bad.Client(); !errors.As(err, &le) || le.Kind != llm.KindConfig || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want a config error %q", err, tc.want)
+		}
+	}
+}
+
+func TestInputSchema(t *testing.T) {
+	if got := InputSchema(llm.ToolSpec{Name: "t"}); got["type"] != "object" || got["properties"] == nil {
+		t.Errorf("no schema: %v", got)
+	}
+	own := map[string]any{"type": "object", "required": []any{"a"}}
+	if got := InputSchema(llm.ToolSpec{Name: "t", InputSchema: own}); got["required"] == nil {
+		t.Errorf("own schema replaced: %v", got)
 	}
 }
