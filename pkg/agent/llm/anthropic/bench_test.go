@@ -7,6 +7,7 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/anthropic"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/fakeserver"
 )
 
 // BenchmarkStream decodes the tool-use SSE fixture (thinking, text, two
@@ -16,7 +17,7 @@ func BenchmarkStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := anthropic.New(anthropic.Config{Model: "m", BaseURL: "http://bench", APIKey: "k", HTTPClient: fixedClient(200, "text/event-stream", string(data))})
+	c, err := anthropic.New(anthropic.Config{Model: "m", BaseURL: "http://bench", APIKey: "k", HTTPClient: fakeserver.Fixed(200, "text/event-stream", string(data))})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/internal/fakeserver"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/openai"
 )
 
@@ -15,7 +16,7 @@ func benchClient(b *testing.B, file, contentType string) *openai.Client {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := openai.New(openai.Config{Model: "m", BaseURL: "http://bench/v1", APIKey: "k", HTTPClient: fixedClient(200, contentType, string(data))})
+	c, err := openai.New(openai.Config{Model: "m", BaseURL: "http://bench/v1", APIKey: "k", HTTPClient: fakeserver.Fixed(200, contentType, string(data))})
 	if err != nil {
 		b.Fatal(err)
 	}
