@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -18,16 +17,8 @@ import (
 // with the same Idempotency-Key (a worker's resend, or a later attempt of
 // the mission) gets the first outcome and the tool runs once.
 func ExampleDedupConfig() {
-	srv, err := embedded.Start(embedded.Options{NoListen: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Conn()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
+	nc, stop := exampleNATS()
+	defer stop()
 
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "pay", Dedup: &fleet.DedupConfig{TTL: time.Hour}})
 	if err != nil {
@@ -72,16 +63,8 @@ func ExampleDedupConfig() {
 // (or every worker at start); a worker with Store.VerifyOnly then only
 // waits for it.
 func ExampleEnsureStores() {
-	srv, err := embedded.Start(embedded.Options{NoListen: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Conn()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
+	nc, stop := exampleNATS()
+	defer stop()
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -119,16 +120,8 @@ func ExampleNewMetrics() {
 // Two services offer a tool of the same name: discovery reports the
 // conflict and leaves the tool out until a pin names the service to use.
 func ExampleDiscoverTools() {
-	srv, err := embedded.Start(embedded.Options{NoListen: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Conn()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
+	nc, stop := exampleNATS()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, name := range []string{"crm", "billing"} {
@@ -156,4 +149,22 @@ func ExampleDiscoverTools() {
 	// Output:
 	// 0 customer [billing crm]
 	// tool.crm.customer billing tool "customer" is pinned to service "crm"
+}
+
+// exampleNATS starts the embedded server the examples run against, as
+// Example does, and connects to it; stop closes both.
+func exampleNATS() (nc *nats.Conn, stop func()) {
+	srv, err := embedded.Start(embedded.Options{NoListen: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	nc, err = srv.Conn()
+	if err != nil {
+		srv.Close()
+		log.Fatal(err)
+	}
+	return nc, func() {
+		nc.Close()
+		srv.Close()
+	}
 }
