@@ -2,7 +2,8 @@ package fleet
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,39 +73,29 @@ type ceilingCheck struct {
 	over    string
 }
 
-func (ck *ceilingCheck) num(path string, v, ceiling int64) {
+// check records the first limit v over its ceiling (0: none), or asking
+// for no limit (negative) where a ceiling is set.
+func check[T int | int64 | time.Duration](ck *ceilingCheck, path string, v, ceiling T) {
 	if ck.over != "" || ceiling <= 0 || v == 0 {
 		return
 	}
 	switch {
 	case v < 0:
-		ck.over = fmt.Sprintf("%s asks for no limit; this worker allows at most %d", path, ceiling)
+		ck.over = fmt.Sprintf("%s asks for no limit; this worker allows at most %v", path, ceiling)
 	case v > ceiling:
-		ck.over = fmt.Sprintf("%s %d is over this worker's ceiling of %d", path, v, ceiling)
-	}
-}
-
-func (ck *ceilingCheck) dur(path string, v, ceiling time.Duration) {
-	if ck.over != "" || ceiling <= 0 || v == 0 {
-		return
-	}
-	switch {
-	case v < 0:
-		ck.over = fmt.Sprintf("%s asks for no limit; this worker allows at most %s", path, ceiling)
-	case v > ceiling:
-		ck.over = fmt.Sprintf("%s %s is over this worker's ceiling of %s", path, v, ceiling)
+		ck.over = fmt.Sprintf("%s %v is over this worker's ceiling of %v", path, v, ceiling)
 	}
 }
 
 // limits checks a mission's or an agent's limits; prefix ends with a dot.
 func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
-	ck.dur(prefix+"mission_timeout", l.MissionTimeout, ck.c.MissionTimeout)
-	ck.dur(prefix+"llm_timeout", l.LLMTimeout, ck.c.MissionTimeout)
-	ck.dur(prefix+"program_timeout", l.ProgramTimeout, ck.c.MissionTimeout)
-	ck.num(prefix+"max_turns", int64(l.MaxTurns), int64(ck.c.MaxTurns))
-	ck.num(prefix+"turn_budget", int64(l.TurnBudget), int64(ck.c.TurnBudget))
-	ck.num(prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
-	ck.num(prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
+	check(ck, prefix+"mission_timeout", l.MissionTimeout, ck.c.MissionTimeout)
+	check(ck, prefix+"llm_timeout", l.LLMTimeout, ck.c.MissionTimeout)
+	check(ck, prefix+"program_timeout", l.ProgramTimeout, ck.c.MissionTimeout)
+	check(ck, prefix+"max_turns", l.MaxTurns, ck.c.MaxTurns)
+	check(ck, prefix+"turn_budget", l.TurnBudget, ck.c.TurnBudget)
+	check(ck, prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
+	check(ck, prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
 }
 
 func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
@@ -113,9 +104,9 @@ func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
 	}
 	ck.limits(path+".", a.Limits)
 	if r := a.LLMRetry; r != nil {
-		ck.num(path+".llm_retry.max_attempts", int64(r.MaxAttempts), int64(ck.c.LLMRetryAttempts))
-		ck.dur(path+".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)
-		ck.dur(path+".llm_retry.max_delay", r.MaxDelay, ck.c.LLMRetryMaxDelay)
+		check(ck, path+".llm_retry.max_attempts", r.MaxAttempts, ck.c.LLMRetryAttempts)
+		check(ck, path+".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)
+		check(ck, path+".llm_retry.max_delay", r.MaxDelay, ck.c.LLMRetryMaxDelay)
 	}
 	if ck.over == "" {
 		var refused []string
@@ -125,22 +116,13 @@ func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
 			}
 		}
 		if len(refused) > 0 {
-			sort.Strings(refused)
+			slices.Sort(refused)
 			ck.over = fmt.Sprintf("%s.llm_opts: %s not allowed by this worker (allowed: %s)", path,
-				strings.Join(refused, ", "), strings.Join(sortedKeys(ck.allowed), ", "))
+				strings.Join(refused, ", "), strings.Join(slices.Sorted(maps.Keys(ck.allowed)), ", "))
 		}
 	}
-	names := sortedKeys(a.SubAgents)
+	names := slices.Sorted(maps.Keys(a.SubAgents))
 	for _, n := range names {
 		ck.agent(fmt.Sprintf("%s.sub_agents[%q]", path, n), a.SubAgents[n], depth+1)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
