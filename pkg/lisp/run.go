@@ -20,7 +20,8 @@ const (
 	// program_memory default. It admits the benchmark pipelines over 100k
 	// records with room to spare.
 	DefaultMaxMemory = messages.DefaultProgramMemory
-	DefaultMaxDepth  = 10000
+	// DefaultMaxCallDepth bounds nested function calls.
+	DefaultMaxCallDepth = 10000
 	// DefaultMemoryLimit bounds the printed size of memory after a run:
 	// the agents' memory_limit default.
 	DefaultMemoryLimit = messages.DefaultMemoryLimit
@@ -64,8 +65,9 @@ type Options struct {
 	MaxSteps int64
 	// LoopLimit caps loop/recur iterations (0: off, the default).
 	LoopLimit int64
-	// MaxDepth caps nested function calls (default DefaultMaxDepth).
-	MaxDepth int
+	// MaxCallDepth caps nested function calls (default
+	// DefaultMaxCallDepth).
+	MaxCallDepth int
 	// MemoryLimit caps the printed size of memory after the run in bytes
 	// (default DefaultMemoryLimit; negative: unlimited); an agent's
 	// memory_limit.
@@ -233,9 +235,9 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	if th.maxSteps == 0 {
 		th.maxSteps = StepBudget(timeout)
 	}
-	th.maxDepth = opts.MaxDepth
+	th.maxDepth = opts.MaxCallDepth
 	if th.maxDepth <= 0 {
-		th.maxDepth = DefaultMaxDepth
+		th.maxDepth = DefaultMaxCallDepth
 	}
 	th.maxLoops = opts.LoopLimit
 	// The tool context lives until Exec returns: realising the values the
