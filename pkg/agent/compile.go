@@ -349,7 +349,7 @@ func (a *Agent) compileSystemPrompt() string {
 		case sp.LanguageSpec != "":
 			parts = append(parts, sp.LanguageSpec)
 		default:
-			parts = append(parts, languageReference(a, false))
+			parts = append(parts, languageReference(a, refCompact))
 		}
 	}
 	parts = append(parts, "## Error recovery\nIf your function does not parse, is not a one-argument function, fails on a sample or returns a value that does not match the expected output, you get \"Error: ...\" with the position and a hint. Fix the cause and answer with the whole corrected function.")

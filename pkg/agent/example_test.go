@@ -156,7 +156,7 @@ func ExamplePreviewPrompt() {
 	// ## Data inventory (ctx/)
 	// - ctx/text :string = "Go is fun."
 	//
-	// ## Tools you can call
+	// ## Tools
 	// (none)
 	//
 	// ## Expected output

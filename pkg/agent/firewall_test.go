@@ -176,7 +176,7 @@ func TestFirewallCompileToolResults(t *testing.T) {
 func TestFirewallOwnOutputContract(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "Find", Signature: "{count :int, _ids [:int]}"})
 	st, err, _ := run(t, a, RunOptions{},
-		llmtest.Code(`(return {:count 2})`).Expect(llmtest.LastUserContains("value has type {count :int, _ids [:int]}", "Fields starting with _ are firewalled")),
+		llmtest.Code(`(return {:count 2})`).Expect(llmtest.LastUserContains("Return a value of type {count :int, _ids [:int]}", "Fields starting with _ are firewalled")),
 		llmtest.Code(`(return {:count 2 :_ids [1 2]})`).Expect(llmtest.LastUserContains("_ids: required field missing", "Expected: {count :int, _ids [:int]}")),
 	)
 	if err != nil {

@@ -49,25 +49,48 @@ func runExample(ex refExample) (string, error) {
 }
 
 // LanguagePresets returns the names of the built-in language references
-// usable as SystemPrompt.LanguageSpec.
-func LanguagePresets() []string { return []string{"default", "minimal"} }
+// usable as SystemPrompt.LanguageSpec: "default" states what PTC-Lisp adds
+// to Clojure 1.11 and its conventions (models know Clojure), "full" also
+// lists every form and builtin with examples, "minimal" lists every name
+// on one line.
+func LanguagePresets() []string { return []string{"default", "full", "minimal"} }
+
+// refKind is a language reference preset.
+type refKind int
+
+const (
+	refCompact refKind = iota
+	refFull
+	refMinimal
+)
 
 func languagePreset(name string) (func(a *Agent) string, bool) {
+	var k refKind
 	switch strings.TrimPrefix(name, ":") {
 	case "default":
-		return func(a *Agent) string { return languageReference(a, false) }, true
+		k = refCompact
+	case "full":
+		k = refFull
 	case "minimal":
-		return func(a *Agent) string { return languageReference(a, true) }, true
+		k = refMinimal
+	default:
+		return nil, false
 	}
-	return nil, false
+	return func(a *Agent) string { return languageReference(a, k) }, true
 }
 
 // memoryContractNote states the memory result contract with an example.
 const memoryContractNote = "- A map a program ends with (without `return`) is merged into memory: ending with `(first ctx/accounts)`, a map {:id 1 :name \"a\"}, stores `id` and `name`. " +
 	"To look at a map without storing it, end with `{:return (first ctx/accounts)}`: only the `:return` value is shown to you and the other keys are stored (none here). To keep data, end with `{:accounts xs}` or use def.\n"
 
+// compactMemoryNote states memory and the memory result contract in short.
+const compactMemoryNote = "- (def x v) keeps x for later turns; you see memory names, not values. A map a program ends with is stored key by key, except :return, whose value is shown to you.\n"
+
 // languageReference renders the PTC-Lisp reference for the model.
-func languageReference(a *Agent, minimal bool) string {
+func languageReference(a *Agent, kind refKind) string {
+	if kind == refCompact {
+		return compactReference(a)
+	}
 	lines := lisp.Reference()
 	var b strings.Builder
 	b.WriteString("## PTC-Lisp\n")
@@ -85,13 +108,13 @@ func languageReference(a *Agent, minimal bool) string {
 	b.WriteString("- Finish: `(return value)` ends the mission with value; `(fail {:reason :some_reason :message \"why\"})` ends it with an error.\n")
 	b.WriteString("- `(println x ...)` output is shown to you after the turn.\n")
 	b.WriteString("- Map keys `_name` are firewalled: usable in programs, shown to you as <Firewalled>.\n\n")
-	if !minimal {
+	if kind == refFull {
 		b.WriteString("### Available forms and functions\n")
 		for _, l := range lines {
 			fmt.Fprintf(&b, "- %s: %s\n", l.Title, strings.Join(l.Names, " "))
 		}
 		b.WriteString("- Keywords, maps and sets are callable: `(:id m)`, `(m :id)`, `(#{1 2} x)`. `#(...)` is a short fn with `%`, `%1`, `%2`.\n")
-		b.WriteString("- Not available: try/catch/throw (use fail), atoms and swap!, macros, eval, ns/require, Java interop beyond the Math/ names above.\n\n")
+		b.WriteString("- " + notAvailable + "\n\n")
 		b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
 		for _, ex := range refExamples {
 			fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)
@@ -110,6 +133,44 @@ func languageReference(a *Agent, minimal bool) string {
 	if a.spec.MemoryLimit >= 0 {
 		fmt.Fprintf(&b, "- Memory is limited to %s; keep only what later turns need.\n", fmtBytes(a.memoryLimit()))
 	}
+	return b.String()
+}
+
+// notAvailable names the Clojure features PTC-Lisp leaves out.
+const notAvailable = "Not available: try/catch/throw (use fail), atoms and swap!, macros, eval, ns/require, Java interop beyond the Math/ names above."
+
+// compactReference is the default reference: a model that knows Clojure
+// 1.11 is told what PTC-Lisp leaves out, the names it adds (from the
+// builtin table: lisp.Extensions) and the conventions of a mission (ctx/,
+// tools, memory, return and fail, firewalled keys, limits). A Clojure name
+// it lacks fails with a hint that lists the names of its category.
+func compactReference(a *Agent) string {
+	var b strings.Builder
+	b.WriteString("## PTC-Lisp\n")
+	b.WriteString("Clojure 1.11 on plain data, with str/ and set/; no I/O, try/catch, atoms, macros, eval or Java beyond Math/.\n")
+	b.WriteString("- ctx/name is an input.")
+	if len(a.tools) > 0 {
+		b.WriteString(" (tool/name {:arg v}) calls a tool; results have string keys, read with keywords: (:id x).")
+	}
+	b.WriteString("\n")
+	if a.singleTurn() {
+		b.WriteString("- println output is shown to you.")
+	} else {
+		b.WriteString(compactMemoryNote)
+		b.WriteString("- (return v) ends the mission with v, (fail {:reason :kw :message \"why\"}) with an error. println output is shown to you.")
+	}
+	b.WriteString(" _keys are firewalled: usable, shown as <Firewalled>.\n")
+	b.WriteString("- Added:")
+	for _, l := range lisp.Extensions() {
+		b.WriteString(" ")
+		b.WriteString(strings.Join(l.Names, " "))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "- Limits: %s a program, %s the mission", fmtDuration(a.programTimeout()), fmtDuration(a.missionTimeout()))
+	if a.spec.MemoryLimit >= 0 {
+		fmt.Fprintf(&b, ", %s memory", fmtBytes(a.memoryLimit()))
+	}
+	b.WriteString(".\n")
 	return b.String()
 }
 

@@ -208,7 +208,8 @@ func TestModes(t *testing.T) {
 		req := m.Requests()[0]
 		contains(t, req.System, "The value of its last expression is your answer")
 		contains(t, lastUser(req), "## Mission\n10 + 5", "The value of your program, of type :int.")
-		notContains(t, lastUser(req), "return(data", "Turn 1 of")
+		notContains(t, lastUser(req), "Return a value", "Turn 1 of")
+		notContains(t, req.System, "(return v)", "keeps x for later turns")
 	})
 	t.Run("single turn error is fatal", func(t *testing.T) {
 		a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}})
@@ -686,13 +687,15 @@ func TestNegativeLimitsAreUnlimited(t *testing.T) {
 	}
 }
 
-// The memory result contract is stated in the language notes, and the
-// example there is what a run does.
+// The memory result contract is stated in the language notes (in short in
+// the default reference, with an example in the full one), and the example
+// is what a run does.
 func TestMemoryContractNoteIsTrue(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "Inspect"})
+	contains(t, languageReference(a, refFull), memoryContractNote)
 	accts := []any{map[string]any{"id": int64(1), "name": "a"}}
 	_, err, m := run(t, a, RunOptions{Context: map[string]any{"accounts": accts}},
-		llmtest.Code(`{:return (first ctx/accounts)}`).Expect(llmtest.SystemContains(memoryContractNote)),
+		llmtest.Code(`{:return (first ctx/accounts)}`).Expect(llmtest.SystemContains(compactMemoryNote)),
 		llmtest.Code(`(first ctx/accounts)`).Expect(llmtest.LastUserContains(`Result: {"id" 1 "name" "a"}`)),
 		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("Memory: id, name")),
 	)

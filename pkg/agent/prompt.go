@@ -15,16 +15,16 @@ import (
 // (data inventory, tools, expected output, the mission) goes into the
 // first user message.
 
-const corePrompt = `You are a PTC-Lisp program generator. You complete a mission by writing short PTC-Lisp programs that run in a sandbox. Programs call tools and transform data; large data stays in the sandbox, and you see a truncated preview of each program's result.`
+const corePrompt = `Complete the mission by writing PTC-Lisp programs. They run in a sandbox, call tools and reduce data; you see a short preview of each result.`
 
 const recoveryPrompt = `## Error recovery
-If a program fails you get "Error: ..." with the position and a hint, and the next program can read the error as ctx/fail. Fix the cause and try again; do not resend a failing program unchanged. If the mission cannot be completed, call (fail {:reason :some_reason :message "why"}).`
+Errors come back with a hint (and as ctx/fail): fix the cause, do not resend.`
 
 const outputFormatMulti = `## Output format
-Answer with at most a short reasoning, then exactly one ` + "```clojure" + ` block holding the program. Every answer must contain a program. The mission ends only when a program calls (return value) or (fail {...}); until then, use each result to decide the next program.`
+At most a short reasoning, then one ` + "```clojure" + ` block; go on until a program calls return or fail.`
 
 const outputFormatSingle = `## Output format
-Answer with exactly one ` + "```clojure" + ` block holding the program. The value of its last expression is your answer; it must match the expected output.`
+Exactly one ` + "```clojure" + ` block with the program. The value of its last expression is your answer; it must match the expected output.`
 
 // systemPrompt assembles the system prompt for turn (only a
 // LanguageSpecFunc makes it depend on the turn).
@@ -48,7 +48,7 @@ func (a *Agent) systemPrompt(pc PromptContext) string {
 			parts = append(parts, sp.LanguageSpec)
 		}
 	default:
-		parts = append(parts, languageReference(a, false))
+		parts = append(parts, languageReference(a, refCompact))
 	}
 	for i := range parts {
 		parts[i] = strings.TrimRight(parts[i], "\n")
@@ -80,20 +80,21 @@ func (a *Agent) toolSchemas() []ToolSchema {
 	return out
 }
 
-// firstMessage builds the first user message: data inventory, tools,
-// planning-only tools, expected output and the mission.
+// firstMessage builds the first user message: data inventory (when there
+// are inputs), tools, planning-only tools, expected output and the
+// mission. How to return, fail and use memory is in the system prompt.
 func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
 	var b strings.Builder
-	b.WriteString("## Data inventory (ctx/)\n")
-	writeInventory(&b, a, in, sec)
-	b.WriteString("\n## Tools you can call\n")
+	if len(in.data) > 0 {
+		b.WriteString("## Data inventory (ctx/)\n")
+		writeInventory(&b, a, in, sec)
+		b.WriteString("\n")
+	}
+	b.WriteString("## Tools\n")
 	for _, ts := range a.toolSchemas() {
 		writeToolLine(&b, ts)
 	}
-	if !a.singleTurn() {
-		b.WriteString("- return(data :any): ends the mission successfully with data\n")
-		b.WriteString("- fail(error {reason :keyword, message :string, op :string?, details :map?}): ends the mission with an error\n")
-	} else if len(a.toolKeys) == 0 {
+	if len(a.toolKeys) == 0 {
 		b.WriteString("(none)\n")
 	}
 	if len(a.catalog) > 0 {
@@ -107,7 +108,7 @@ func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
 	if a.singleTurn() {
 		fmt.Fprintf(&b, "The value of your program, of type %s.\n", out)
 	} else {
-		fmt.Fprintf(&b, "Finish with (return value) where value has type %s, or (fail {:reason :some_reason :message \"why\"}) if the mission cannot be done.\n", out)
+		fmt.Fprintf(&b, "Return a value of type %s.\n", out)
 	}
 	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
@@ -152,16 +153,11 @@ func writeToolLine(b *strings.Builder, ts ToolSchema) {
 	b.WriteByte('\n')
 }
 
-// writeInventory lists each ctx/ key with its type: from the context
+// writeInventory lists each ctx/ key (there is at least one) with its type: from the context
 // signature, else the agent's input signature, else the runtime value.
 // Firewalled keys show their type but never a value.
 func writeInventory(b *strings.Builder, a *Agent, in *runInput, sec *secrets) {
-	keys := sortedKeys(in.data)
-	if len(keys) == 0 {
-		b.WriteString("(no inputs)\n")
-		return
-	}
-	for _, k := range keys {
+	for _, k := range sortedKeys(in.data) {
 		v := in.data[k]
 		var t signature.Type
 		if in.ctxType != nil {

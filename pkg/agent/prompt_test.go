@@ -25,13 +25,11 @@ func TestPreviewPrompt(t *testing.T) {
 - ctx/sender :string = "bob@example.com"
 - ctx/user :string = "alice"
 
-## Tools you can call
+## Tools
 - list_emails(user :string) -> [{id :int}]: List a user's emails
-- return(data :any): ends the mission successfully with data
-- fail(error {reason :keyword, message :string, op :string?, details :map?}): ends the mission with an error
 
 ## Expected output
-Finish with (return value) where value has type {count :int, _ids [:int]}, or (fail {:reason :some_reason :message "why"}) if the mission cannot be done.
+Return a value of type {count :int, _ids [:int]}.
 Fields starting with _ are firewalled: fill them from your data like any other field; their values are never shown to you or to the caller's model.
 
 ## Mission
@@ -41,7 +39,7 @@ Turn 1 of 5 (4 remaining)`
 	if p.User != want {
 		t.Fatalf("user message:\n%s\n--- want:\n%s", p.User, want)
 	}
-	contains(t, p.System, "## PTC-Lisp", "## Error recovery", "## Output format", "(tool/name {:arg value})")
+	contains(t, p.System, "## PTC-Lisp", "## Error recovery", "## Output format", "(tool/name {:arg v})", "(return v)", "(fail {:reason")
 	// the preview is exactly what a run sends first
 	m := llmtest.NewT(t, llmtest.Code(`(return {:count 1 :_ids [1]})`))
 	if _, err := a.Run(bg, RunOptions{Model: m, Context: map[string]any{"user": "alice", "sender": "bob@example.com"}}); err != nil {
@@ -86,8 +84,11 @@ func TestDataInventoryTypes(t *testing.T) {
 	contains(t, p.User, "- ctx/orders [:map] (1 items)", "- ctx/meta :map =", "- ctx/extra [:string] (0 items)")
 	_, _, m := run(t, a, RunOptions{Context: ctx, ContextSignature: "{orders [:any]}"}, llmtest.Code(`(return 1)`))
 	contains(t, lastUser(m.Requests()[0]), "- ctx/orders [:any] (1 items)")
+	// without inputs there is no inventory
 	p, _ = PreviewPrompt(mustNew(t, Spec{Prompt: "x"}), nil)
-	contains(t, p.User, "## Data inventory (ctx/)\n(no inputs)\n")
+	if !strings.HasPrefix(p.User, "## Tools\n") {
+		t.Errorf("user message without inputs:\n%s", p.User)
+	}
 }
 
 func TestSystemPromptCustomization(t *testing.T) {
@@ -112,12 +113,17 @@ func TestSystemPromptCustomization(t *testing.T) {
 			}
 			notContains(t, s, "## PTC-Lisp", "## Output format")
 		}},
+		{"full preset", SystemPrompt{LanguageSpec: "full"}, func(t *testing.T, s string) {
+			contains(t, s, "### Examples", "- Sequences: ", "memory/put")
+		}},
 		{"minimal preset", SystemPrompt{LanguageSpec: "minimal"}, func(t *testing.T, s string) {
 			contains(t, s, "Available: ")
 			notContains(t, s, "### Examples")
-			if len(s) >= len(def) {
-				t.Fatal("minimal is not smaller")
+			full := mustNew(t, Spec{Prompt: "x", SystemPrompt: SystemPrompt{LanguageSpec: "full"}}).systemPrompt(PromptContext{Turn: 1})
+			if len(s) >= len(full) {
+				t.Fatal("minimal is not smaller than full")
 			}
+			notContains(t, def, "Available: ")
 		}},
 		{"transform", SystemPrompt{Transform: func(s string) string { return strings.ReplaceAll(s, "PTC-Lisp", "MyDSL") + "\nEXTRA" }}, func(t *testing.T, s string) {
 			notContains(t, s, "PTC-Lisp")
@@ -154,8 +160,8 @@ func TestLanguageSpecFuncPerTurn(t *testing.T) {
 	contains(t, r[1].System, "MULTI-TURN SPEC memory=k")
 }
 
-// Every example in the language reference runs and gives the value shown,
-// and every name listed resolves in pkg/lisp.
+// Every example in the full language reference runs and gives the value
+// shown, and every name listed resolves in pkg/lisp.
 func TestLanguageReferenceIsTrue(t *testing.T) {
 	for _, ex := range refExamples {
 		got, err := runExample(ex)
@@ -167,7 +173,7 @@ func TestLanguageReferenceIsTrue(t *testing.T) {
 	if len(lines) < 5 {
 		t.Fatalf("reference has %d lines", len(lines))
 	}
-	ref := languageReference(mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}}), false)
+	ref := languageReference(mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}}), refFull)
 	for _, l := range lines {
 		contains(t, ref, "- "+l.Title+": "+strings.Join(l.Names, " ")+"\n")
 		for _, n := range l.Names {
@@ -180,8 +186,46 @@ func TestLanguageReferenceIsTrue(t *testing.T) {
 	if resolves("no-such-fn") || resolves("str/definitely-not") {
 		t.Fatal("resolves accepts unknown names")
 	}
-	minimal := languageReference(mustNew(t, Spec{Prompt: "x"}), true)
+	minimal := languageReference(mustNew(t, Spec{Prompt: "x"}), refMinimal)
 	contains(t, minimal, "Available: ", " str/join ")
+}
+
+// The default reference tells a model that knows Clojure what PTC-Lisp
+// adds (every extension's usage, whose name resolves) and a mission's
+// conventions, and leaves the rest to Clojure: it lists no Clojure name
+// beyond those conventions and is a fraction of the full reference.
+func TestCompactReference(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}})
+	ref := languageReference(a, refCompact)
+	ext := lisp.Extensions()
+	if len(ext) == 0 {
+		t.Fatal("no extensions")
+	}
+	for _, l := range ext {
+		for _, u := range l.Names {
+			contains(t, ref, u)
+			name := strings.Fields(strings.TrimPrefix(u, "("))[0]
+			if lisp.InClojure(name) || !resolves(name) {
+				t.Errorf("extension %s: in Clojure, or does not resolve", u)
+			}
+		}
+	}
+	contains(t, ref, "Clojure 1.11", "ctx/", "(tool/name {:arg v})", "(def x v)", ":return", "(return v)", "(fail {:reason",
+		"<Firewalled>", "30 s", "15 min", "1 MiB")
+	for _, clj := range []string{"group-by", "str/join", "filter"} {
+		notContains(t, ref, clj)
+	}
+	if full := languageReference(a, refFull); 3*len(ref) > len(full) {
+		t.Errorf("default reference %d bytes, full %d: not under a third", len(ref), len(full))
+	}
+	if def := a.systemPrompt(PromptContext{Turn: 1}); !strings.Contains(def, ref) {
+		t.Error("the default system prompt does not use the compact reference")
+	}
+	// without tools the reference does not teach tool calls; a single-turn
+	// agent's has no memory or return
+	contains(t, languageReference(mustNew(t, Spec{Prompt: "x"}), refCompact), "(return v)")
+	single := languageReference(mustNew(t, Spec{Prompt: "x", MaxTurns: 1}), refCompact)
+	notContains(t, single, "tool/name", "(def x v)", "(return v)")
 }
 
 // resolves reports whether the interpreter knows name as a builtin or a
@@ -207,6 +251,9 @@ func TestReferenceHostForms(t *testing.T) {
 		{`ctx/fail`, "nil"},
 		{`(let [m {:id 5}] [(:id m) (m :id) (#{1 2} 2) (#(+ % %2) 1 2)])`, "[5 5 2 3]"},
 		{`(->> [1 2 3] (map inc))`, "[2 3 4]"},
+		{`(let [x {"id" 6}] (:id x))`, "6"},
+		{`((where :total > 2) {:total 3})`, "true"},
+		{`(sum-by :total [{:total 1} {:total 2}])`, "3"},
 	}
 	for _, tc := range tests {
 		res, err := lisp.Exec(bg, tc.src, lisp.Options{Tools: tools})

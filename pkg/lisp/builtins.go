@@ -30,7 +30,10 @@ type entry struct {
 	docLine string  // one line for the docs
 	refLine refLine // the reference line that lists the name (refNone: not listed)
 	refName string  // the spelling listed ("str/join"); "" = name
-	seq     int     // registration order: the order within a reference line
+	// usageForm shows how a name Clojure lacks is called ("(sum-by f
+	// coll)"), for the reference that lists only those (Extensions).
+	usageForm string
+	seq       int // registration order: the order within a reference line
 
 	// Optimiser facts (conservative: the zero value claims nothing).
 	isPure bool // no effect and never calls an argument (fusion may reorder it)
@@ -53,6 +56,10 @@ func (e *entry) refAs(l refLine, spelling string) *entry {
 	e.refLine, e.refName = l, spelling
 	return e
 }
+
+// usage sets how the entry is called, shown where the reference lists the
+// names Clojure lacks.
+func (e *entry) usage(form string) *entry { e.usageForm = form; return e }
 
 // pure marks a builtin that has no effect and never calls an argument.
 func (e *entry) pure() *entry { e.isPure = true; return e }

@@ -7,23 +7,23 @@ func registerAgg(r *registry) {
 	r.add("sum", 1, 1, func(th *Thread, a []Value) Value {
 		s, _ := sumOf(th, "sum", nil, a[0], 1)
 		return s
-	}).doc("sum of the numbers of a collection (0 when empty)").ref(refAgg).pure()
+	}).doc("sum of the numbers of a collection (0 when empty)").ref(refAgg).usage("(sum coll)").pure()
 	r.add("avg", 1, 1, func(th *Thread, a []Value) Value {
 		s, n := sumOf(th, "avg", nil, a[0], 1)
 		return avgOf(s, n)
-	}).doc("mean of the numbers of a collection, or nil when empty").ref(refAgg).pure()
+	}).doc("mean of the numbers of a collection, or nil when empty").ref(refAgg).usage("(avg coll)").pure()
 	r.add("sum-by", 2, 2, func(th *Thread, a []Value) Value {
 		s, _ := sumOf(th, "sum-by", a[0], a[1], 2)
 		return s
-	}).doc("sum of f of each item").ref(refAgg).hof(1)
+	}).doc("sum of f of each item").ref(refAgg).usage("(sum-by f coll)").hof(1)
 	r.add("avg-by", 2, 2, func(th *Thread, a []Value) Value {
 		s, n := sumOf(th, "avg-by", a[0], a[1], 2)
 		return avgOf(s, n)
-	}).doc("mean of f of each item, or nil when empty").ref(refAgg).hof(1)
+	}).doc("mean of f of each item, or nil when empty").ref(refAgg).usage("(avg-by f coll)").hof(1)
 	r.add("min-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "min-by", a, -1) }).
-		doc("the item with the smallest f").ref(refAgg).hof(1)
+		doc("the item with the smallest f").ref(refAgg).usage("(min-by f coll)").hof(1)
 	r.add("max-by", 2, -1, func(th *Thread, a []Value) Value { return extremeBy(th, "max-by", a, 1) }).
-		doc("the item with the largest f").ref(refAgg).hof(1)
+		doc("the item with the largest f").ref(refAgg).usage("(max-by f coll)").hof(1)
 	r.add("max-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "max-key", a, 1) }).
 		doc("the argument with the largest (k x)").ref(refAgg)
 	r.add("min-key", 2, -1, func(th *Thread, a []Value) Value { return extremeKey(th, "min-key", a, -1) }).

@@ -172,11 +172,11 @@ func registerCore(r *registry) {
 		}}
 	}).doc("a function returning the vector of each function applied to its arguments").ref(refSeq).folds()
 	r.add("all-of", 0, -1, predCombinator("all-of", true, true)).
-		doc("a predicate true when every given predicate holds").ref(refLogic)
+		doc("a predicate true when every given predicate holds").ref(refLogic).usage("(all-of pred ...)")
 	r.add("any-of", 0, -1, predCombinator("any-of", false, false)).
-		doc("a predicate true when some given predicate holds").ref(refLogic)
+		doc("a predicate true when some given predicate holds").ref(refLogic).usage("(any-of pred ...)")
 	r.add("none-of", 0, -1, predCombinator("none-of", false, true)).
-		doc("a predicate true when no given predicate holds").ref(refLogic)
+		doc("a predicate true when no given predicate holds").ref(refLogic).usage("(none-of pred ...)")
 	r.add("pmap", 2, 2, biPmap).
 		doc("map run in parallel; results in input order").ref(refSeq)
 	r.add("pcalls", 0, -1, biPcalls).

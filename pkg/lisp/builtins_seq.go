@@ -25,7 +25,7 @@ func registerSeq(r *registry) {
 			out[i] = getPath(it, a[0])
 		}
 		return seqVec(out)
-	}).doc("the value at a key (or key path) of each item").ref(refSeq)
+	}).doc("the value at a key (or key path) of each item").ref(refSeq).usage("(pluck k coll)")
 	r.add("sort", 1, 2, biSort).
 		doc("the items in ascending order, or by a comparator").ref(refSeq).hof(-1)
 	r.add("sort-by", 2, 3, biSortBy).
