@@ -224,7 +224,7 @@ func TestCompactReference(t *testing.T) {
 	// without tools the reference does not teach tool calls; a single-turn
 	// agent's has no memory or return
 	contains(t, languageReference(mustNew(t, Spec{Prompt: "x"}), refCompact), "(return v)")
-	single := languageReference(mustNew(t, Spec{Prompt: "x", MaxTurns: 1}), refCompact)
+	single := languageReference(mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}}), refCompact)
 	notContains(t, single, "tool/name", "(def x v)", "(return v)")
 }
 
