@@ -264,7 +264,7 @@ func (s *valueSet) add(v Value) bool {
 // buildMap builds a map from distinct keys (by =) and their values. Keys
 // that differ only as keyword vs string (:a and "a") stay separate entries.
 func buildMap(th *Thread, keys, vals []Value) *Map {
-	th.allocSlots(3 * len(keys))
+	th.allocMap(len(keys))
 	if flexClash(keys) {
 		m := emptyMap
 		for i, k := range keys {
@@ -1074,7 +1074,7 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 			if len(e.items) == 2 {
 				m = m.Assoc(e.items[0], e.items[1])
 				if m.Len() > n {
-					th.allocSlots(3)
+					th.allocEntries(m, 1)
 				}
 				continue
 			}
@@ -1083,7 +1083,7 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 				m = m.Assoc(k, v)
 				return true
 			})
-			th.allocSlots(3 * (m.Len() - n))
+			th.allocEntries(m, m.Len()-n)
 			continue
 		}
 		th.TypeError(name, "a [key value] entry or a map", x, argN)
@@ -1096,7 +1096,7 @@ func assocCharged(th *Thread, m *Map, k, v Value) *Map {
 	n := m.Len()
 	m = m.Assoc(k, v)
 	if m.Len() > n {
-		th.allocSlots(3)
+		th.allocEntries(m, 1)
 	}
 	return m
 }
@@ -1110,7 +1110,7 @@ func biConj(th *Thread, a []Value) Value {
 	case nil:
 		return th.MakeVector(append([]Value(nil), xs...))
 	case *Vector:
-		th.allocSlots(len(xs))
+		th.AllocBytes(len(xs) * conjSlotBytes)
 		for _, x := range xs {
 			c = c.Conj(x)
 		}
@@ -1120,7 +1120,7 @@ func biConj(th *Thread, a []Value) Value {
 			th.tick()
 			n := c.Len()
 			if c = c.Conj(x); c.Len() > n {
-				th.allocSlots(3)
+				th.allocEntries(c.m, 1)
 			}
 		}
 		return c

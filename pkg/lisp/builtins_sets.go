@@ -200,7 +200,7 @@ func setFromSeen(th *Thread, seen *valueSet) *Set {
 	if len(seen.vals) <= smallMapMax || flexClash(seen.vals) {
 		return setAddAll(th, emptySet, seen.vals)
 	}
-	th.allocSlots(3 * len(seen.vals))
+	th.allocMap(len(seen.vals))
 	m := emptyMap.transient()
 	for _, v := range seen.vals {
 		m = m.Assoc(v, v)
@@ -214,7 +214,7 @@ func setAddAll(th *Thread, s *Set, items []Value) *Set {
 		th.tick()
 		n := s.Len()
 		if s = s.Conj(it); s.Len() > n {
-			th.allocSlots(3)
+			th.allocEntries(s.m, 1)
 		}
 	}
 	return s

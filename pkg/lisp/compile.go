@@ -231,13 +231,19 @@ func isFnForm(f *form) bool {
 	return f.kind == fList && len(f.items) >= 3 && f.items[0].isSym("fn") && f.items[1].kind == fVec
 }
 
-// compileReducer compiles reduce's function; a literal fn that uses its
-// accumulator linearly is marked so reduce may pass a transient map.
+// compileReducer compiles reduce's function; a literal fn (or #(...))
+// that uses its accumulator linearly is marked so reduce may pass a
+// transient map.
 func (c *compiler) compileReducer(f *form) node {
 	c.lastProto = nil
 	nd := c.compile(f, false)
-	if p := c.lastProto; p != nil && isFnForm(f) && linearAccFn(f) {
-		p.linearAcc = true
+	if p := c.lastProto; p != nil && f != nil {
+		if f.kind == fFnLit {
+			f = fnLitAsFn(f)
+		}
+		if isFnForm(f) && linearAccFn(f) {
+			p.linearAcc = true
+		}
 	}
 	return nd
 }

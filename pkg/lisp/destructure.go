@@ -222,6 +222,12 @@ func (c *compiler) mapPattern(p *form) binder {
 
 // compileFnLit compiles #(...).
 func (c *compiler) compileFnLit(f *form) node {
+	fn := fnLitAsFn(f)
+	return c.compileFn(f, "", "", []fnSpec{{params: fn.items[1], body: fn.items[2:]}})
+}
+
+// fnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
+func fnLitAsFn(f *form) *form {
 	info := &fnLitInfo{}
 	scanPercent(f.items, info)
 	params := make([]*form, 0, info.maxN+2)
@@ -238,7 +244,7 @@ func (c *compiler) compileFnLit(f *form) node {
 		body = &form{kind: fList, pos: f.pos, items: f.items}
 	}
 	body = renamePercent(body)
-	return c.compileFn(f, "", "", []fnSpec{{params: mkVec(f.pos, params...), body: []*form{body}}})
+	return &form{kind: fList, pos: f.pos, items: []*form{mkSym("fn", f.pos), mkVec(f.pos, params...), body}}
 }
 
 func scanPercent(fs []*form, info *fnLitInfo) {

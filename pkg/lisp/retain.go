@@ -41,9 +41,50 @@ func IsHostData(v Value) bool {
 // slotBytes is the charge for one collection slot (an interface value).
 const slotBytes = 16
 
-// entryBytes is the charge for one map or set entry (key, value and the
-// share of its node).
+// conjSlotBytes is the charge for a slot that conj appends: the slot and
+// the spare capacity of a backing array that grows by doubling.
+const conjSlotBytes = 2 * slotBytes
+
+// entryBytes is the charge for one entry of a small map or set (at most
+// smallMapMax entries: its value's slot, its key's share of the shape and
+// of the map's header).
 const entryBytes = 3 * slotBytes
+
+// trieEntryBytes is the charge for one entry of a larger map or set (a
+// hash trie): its leaf (64 B), its slot in a node (16 B), its share of the
+// nodes and the boxes of numeric keys and values — 120–136 B an entry
+// measured on maps of 200k integers.
+const trieEntryBytes = 8 * slotBytes
+
+// entryCharge is the charge for one entry of m.
+func entryCharge(m *Map) int64 {
+	if m.root != nil {
+		return trieEntryBytes
+	}
+	return entryBytes
+}
+
+// allocMap charges a map or set of n entries about to be built at once
+// (a trie beyond smallMapMax entries).
+func (th *Thread) allocMap(n int) {
+	c := int64(entryBytes)
+	if n > smallMapMax {
+		c = trieEntryBytes
+	}
+	th.alloc += int64(n) * c
+	if th.maxMem > 0 && th.alloc > th.maxMem {
+		th.memLimit()
+	}
+}
+
+// allocEntries charges n entries added to m (m is the map after they
+// were added, so the charge follows its representation).
+func (th *Thread) allocEntries(m *Map, n int) {
+	th.alloc += int64(n) * entryCharge(m)
+	if th.maxMem > 0 && th.alloc > th.maxMem {
+		th.memLimit()
+	}
+}
 
 // keep marks everything charged so far as held (memory writes, prints,
 // lazy-seq caches): no credit goes below it.
@@ -160,7 +201,11 @@ func (s *sizer) add(v Value) bool {
 			return false
 		}
 		from := s.sharedPrefix(x)
-		if s.over(int64(len(x.items)-from) * slotBytes) {
+		per := int64(slotBytes)
+		if x.claim != nil { // grown by conj
+			per = conjSlotBytes
+		}
+		if s.over(int64(len(x.items)-from) * per) {
 			return true
 		}
 		for _, it := range x.items[from:] {
@@ -172,7 +217,7 @@ func (s *sizer) add(v Value) bool {
 		if x.host || s.given(x) {
 			return false
 		}
-		if s.over(int64(x.n) * entryBytes) {
+		if s.over(int64(x.n) * entryCharge(x)) {
 			return true
 		}
 		stop := false

@@ -235,3 +235,26 @@ func BenchmarkBombs(b *testing.B) {
 		})
 	}
 }
+
+// TestLinearFnLit: #(...) reducers that use their accumulator linearly get
+// the transient accumulator that (fn [m x] ...) gets.
+func TestLinearFnLit(t *testing.T) {
+	for src, want := range map[string]bool{
+		`#(assoc %1 %2 %2)`:                  true,
+		`#(assoc % %2 (inc %2))`:             true,
+		`#(if (odd? %2) (assoc %1 %2 1) %1)`: true,
+		`#(assoc %1 %2 (count %1))`:          false, // acc read besides the assoc
+		`#(assoc %1 %2 %)`:                   false,
+		`#(merge %1 {%2 1})`:                 false,
+		`#(assoc %1 %2 %&)`:                  false, // not two params
+		`#(assoc %1 :k 1)`:                   false, // one param
+	} {
+		forms, err := read(src, map[string]*Keyword{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := linearAccFn(fnLitAsFn(forms[0])); got != want {
+			t.Errorf("%s: linear %v, want %v", src, got, want)
+		}
+	}
+}

@@ -52,7 +52,8 @@ type Options struct {
 	// DefaultTimeout); the run's ctx deadline applies too.
 	Timeout time.Duration
 	// MaxMemory bounds the memory the program holds at once, in bytes:
-	// 16 per collection slot (48 per map entry) plus string bytes, counted
+	// 16 per collection slot (more where the Go heap holds more: see
+	// retain.go and docs/lisp.md) plus string bytes, counted
 	// for what the program builds and still holds, not for what it
 	// allocated and dropped; host data (Context, tool results) does not
 	// count (0: DefaultMaxMemory, negative: unlimited). Exceeding it ends

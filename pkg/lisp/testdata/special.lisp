@@ -724,3 +724,13 @@ inner
 ---
 (let [quote inc] (quote 1))
 ;=> 1
+---
+;; a #() reducer with a linear accumulator keeps persistence too
+(let [base (into {} (map (fn [i] [i i]) (range 20)))
+      out (reduce #(assoc %1 %2 (* %2 10)) base (range 15 40))]
+  [(count base) (get base 15) (count out) (get out 15) (get out 39)])
+;=> [20 15 40 150 390]
+---
+(let [out (reduce #(assoc % (mod %2 5) (count %)) {} (range 20))]
+  out)
+;=> {0 5 1 5 2 5 3 5 4 5}
