@@ -50,14 +50,32 @@ type Journal struct {
 	broken    atomic.Bool
 	writeWait time.Duration // journalWriteWait unless a test shortens it
 
+	linger time.Duration // journalLinger unless a test changes it
+
 	flushMu sync.Mutex // serializes Flush
 
 	mu       sync.Mutex
-	pending  []pendingWrite    // written, not yet known acknowledged
+	unsent   []journalEntry    // recorded, not yet published
+	timer    *time.Timer       // publishes unsent entries after linger
+	armed    bool              // timer is running
+	settled  bool              // the result is stored: nothing more is written
+	pending  []pendingWrite    // published, not yet known acknowledged
 	recorded map[string][]byte // earlier attempts' entries by full key
 	next     map[string]int    // next occurrence per base key
 	replayed messages.Replayed
 }
+
+// journalEntry is one recorded answer under its full key.
+type journalEntry struct {
+	Key  string `msgpack:"k"`
+	Data []byte `msgpack:"d"`
+}
+
+// journalLinger is how long a recorded answer waits for a Flush before it
+// is published anyway: an answer followed by the mission's result within
+// it is never written (the stored result makes it moot), and one the loop
+// computes with for longer is durable without waiting for the next call.
+const journalLinger = 50 * time.Millisecond
 
 // journalReadWait bounds the wait for one batch of journal entries.
 const journalReadWait = 5 * time.Second
@@ -92,9 +110,7 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt
 		n := 0
 		for msg := range batch.Messages() {
 			n++
-			if k := msg.Headers().Get(messages.HeaderJournalKey); k != "" {
-				j.recorded[k] = msg.Data()
-			}
+			j.load(msg.Headers(), msg.Data())
 		}
 		if n == 0 {
 			if err := batch.Error(); err != nil {
@@ -105,6 +121,29 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt
 		got += n
 	}
 	return j, nil
+}
+
+// load adds the entries of one JOURNAL message: one entry named by its
+// Ptc-Journal-Key header, or a batch (Ptc-Journal-Batch) whose body lists
+// its entries. An undecodable batch adds nothing: its answers are obtained
+// again.
+func (j *Journal) load(hdr nats.Header, data []byte) {
+	if k := hdr.Get(messages.HeaderJournalKey); k != "" {
+		j.recorded[k] = data
+		return
+	}
+	if hdr.Get(messages.HeaderJournalBatch) == "" {
+		return
+	}
+	var entries []journalEntry
+	if messages.Unmarshal(data, &entries) != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Key != "" {
+			j.recorded[e.Key] = e.Data
+		}
+	}
 }
 
 // NewJournal returns an empty journal of mission id that records through
@@ -167,41 +206,103 @@ type pendingWrite struct {
 }
 
 // Record stores data as the answer to the next occurrence of base. It
-// publishes the entry asynchronously and returns at once: the write is
-// acknowledged only once Flush returns nil, and the caller must call Flush
-// before anything that depends on the answer leaves the process (the next
-// model call, the next tool call, the result). The Toolbox, the agentrun
-// model wrapper and the worker do. An error means the entry was not
-// written (the journal stopped writing after an earlier failure).
+// returns at once: the entry is published by the next Flush, or after
+// journalLinger if no Flush comes first, and is acknowledged only once
+// Flush returns nil. The caller must call Flush before anything that
+// depends on the answer leaves the process (the next model call, the next
+// tool call, a hand-back); the Toolbox, the agentrun model wrapper and
+// the worker do. An error means the entry will not be written (the
+// journal stopped writing after an earlier failure).
 func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	if j == nil {
 		return nil
 	}
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	k := j.next[base]
 	j.next[base] = k + 1
-	j.mu.Unlock()
 	if j.broken.Load() {
 		return fmt.Errorf("fleet: journal %s: not written (an earlier write failed)", j.missionID)
 	}
-	key := base + "#" + strconv.Itoa(k)
-	msg := &nats.Msg{Subject: j.subject, Data: data, Header: nats.Header{}}
-	msg.Header.Set(messages.HeaderJournalKey, key)
-	msg.Header.Set(messages.HeaderMissionID, j.missionID)
-	// No Msg-Id: a write published again after a lost ack may land twice,
-	// as two identical entries under one key, and the reader keeps one
-	// (which spares the stream a duplicate check per entry).
+	if j.settled {
+		return nil
+	}
+	j.unsent = append(j.unsent, journalEntry{Key: base + "#" + strconv.Itoa(k), Data: data})
+	if !j.armed {
+		j.armed = true
+		linger := j.linger
+		if linger <= 0 {
+			linger = journalLinger
+		}
+		if j.timer == nil {
+			j.timer = time.AfterFunc(linger, j.lingered)
+		} else {
+			j.timer.Reset(linger)
+		}
+	}
+	return nil
+}
+
+// lingered publishes the entries no Flush took within journalLinger.
+func (j *Journal) lingered() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.armed = false
+	j.publishLocked()
+}
+
+// publishLocked publishes the unsent entries asynchronously, as one
+// message (a batch when there are several), and adds the write to
+// pending. j.mu is held, so a Flush sees every write published before it.
+func (j *Journal) publishLocked() {
+	if len(j.unsent) == 0 || j.settled {
+		return
+	}
+	// The subject names the mission; no Msg-Id: a write published again
+	// after a lost ack may land twice, as identical entries under the same
+	// keys, and the reader keeps one (which spares the stream a duplicate
+	// check per message).
+	msg := &nats.Msg{Subject: j.subject, Header: nats.Header{}}
+	if len(j.unsent) == 1 {
+		msg.Header.Set(messages.HeaderJournalKey, j.unsent[0].Key)
+		msg.Data = j.unsent[0].Data
+	} else {
+		data, err := messages.Marshal(j.unsent)
+		if err != nil {
+			j.broken.Store(true)
+			j.unsent = nil
+			return
+		}
+		msg.Header.Set(messages.HeaderJournalBatch, strconv.Itoa(len(j.unsent)))
+		msg.Data = data
+	}
+	j.unsent = nil
 	w := pendingWrite{msg: msg}
 	if fut, err := j.js.PublishMsgAsync(msg); err == nil {
 		w.fut = fut
 	}
-	j.mu.Lock()
 	j.pending = append(j.pending, w)
-	j.mu.Unlock()
-	return nil
 }
 
-// Flush returns once every entry recorded so far is acknowledged by
+// settle ends the journal once the mission's result is stored: entries
+// not yet published are dropped (nothing can depend on them any more) and
+// nothing more is written. Writes in flight complete on their own.
+func (j *Journal) settle() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.settled = true
+	j.unsent = nil
+	j.pending = nil
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+}
+
+// Flush publishes the entries recorded and not yet published, as one
+// message, and returns once every entry recorded so far is acknowledged by
 // JetStream. A write that failed or whose ack does not come within
 // journalAckWait is published again with backoff, for up to
 // journalWriteWait in all and never past ctx; if one still fails, Flush
@@ -216,6 +317,7 @@ func (j *Journal) Flush(ctx context.Context) error {
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
+	j.publishLocked()
 	pending := j.pending
 	j.pending = nil
 	j.mu.Unlock()
@@ -238,15 +340,20 @@ func (j *Journal) Flush(ctx context.Context) error {
 	return first
 }
 
-// Pending returns the number of recorded entries not yet known to be
-// acknowledged (Flush waits for them).
+// Pending returns the number of journal writes not yet known to be
+// acknowledged, counting the recorded entries not yet published as one
+// (Flush publishes and waits for them).
 func (j *Journal) Pending() int {
 	if j == nil {
 		return 0
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return len(j.pending)
+	n := len(j.pending)
+	if len(j.unsent) > 0 {
+		n++
+	}
+	return n
 }
 
 // await waits for w's ack, publishing it again synchronously when the

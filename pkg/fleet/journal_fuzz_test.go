@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
@@ -13,14 +14,16 @@ import (
 )
 
 // FuzzJournalEntry feeds arbitrary bytes to the decoders of journal and
-// dedup entries (what a replay and a deduplicating tool service read back
-// from JetStream): they return a result or a *ToolError, never panic.
+// dedup entries and journal batches (what a replay and a deduplicating
+// tool service read back from JetStream): they return a result or a
+// *ToolError, or load nothing, never panic.
 func FuzzJournalEntry(f *testing.F) {
 	ok, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "1", Result: map[string]any{"n": int64(1)}})
 	bad, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "1",
 		Error: &messages.ToolError{Code: messages.ToolErrFailed, Message: "declined"}})
 	rec, _ := messages.Marshal(&dedupRecord{Digest: "d", Owner: "o", Done: true, Out: toolOutcome{Body: ok}})
-	for _, seed := range [][]byte{ok, bad, rec, nil, {0xc1}, {0x81, 0xa1, 'v', 0x7f}} {
+	batch, _ := messages.Marshal([]journalEntry{{Key: "t/1/x#0", Data: ok}, {Key: "m/y#0", Data: []byte("r")}})
+	for _, seed := range [][]byte{ok, bad, rec, batch, nil, {0xc1}, {0x81, 0xa1, 'v', 0x7f}} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -36,6 +39,13 @@ func FuzzJournalEntry(f *testing.F) {
 		}
 		var r dedupRecord
 		_ = messages.Unmarshal(data, &r)
+		j := NewJournal(nil, "m")
+		j.load(nats.Header{messages.HeaderJournalBatch: {"2"}}, data)
+		for k := range j.recorded {
+			if k == "" {
+				t.Fatal("a batch entry without a key was loaded")
+			}
+		}
 	})
 }
 

@@ -91,23 +91,23 @@ func (w *Worker) process(msg jetstream.Msg) {
 	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
 	defer at.end()
 	if entry.st.CancelRequested {
-		w.finish(ctx, msg, m.ID, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, &log)
+		w.finish(ctx, msg, m.ID, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, &log)
 		return
 	}
 	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
-		w.finish(ctx, msg, m.ID, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, &log)
+		w.finish(ctx, msg, m.ID, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, &log)
 		return
 	}
 	if over := w.cfg.Ceilings.check(m); over != "" {
 		log.Warn().Str("over", over).Msg("mission refused: over the worker's ceilings")
-		w.finish(ctx, msg, m.ID, failStep(ReasonOverLimit, "%s", over), entry, &log)
+		w.finish(ctx, msg, m.ID, failStep(ReasonOverLimit, "%s", over), entry, nil, &log)
 		return
 	}
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, m); err != nil {
 			log.Warn().Err(err).Msg("context not loaded")
 			if !errors.Is(err, ErrRetryable) {
-				w.finish(ctx, msg, m.ID, failStep(ReasonInvalid, "%v", err), entry, &log)
+				w.finish(ctx, msg, m.ID, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
 				return
 			}
 			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, err, &log)
@@ -156,10 +156,15 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	start := time.Now()
 	step, runErr := w.safeRun(runCtx, m, env)
-	// Nothing leaves for this mission (its result, its ack) before every
-	// answer its run journaled is acknowledged.
-	if err := journal.Flush(ctx); err != nil {
-		log.Warn().Err(err).Msg("answers not journaled")
+	// The answers the run journaled matter only if its result is not
+	// stored: every way back to the queue (a hand-back, a retry, a result
+	// not stored) flushes them first, and once the mission is done those
+	// not yet written are dropped (settle).
+	defer journal.settle()
+	flush := func() {
+		if err := journal.Flush(ctx); err != nil {
+			log.Warn().Err(err).Msg("answers not journaled")
+		}
 	}
 	close(hbStop)
 	<-hbDone
@@ -177,6 +182,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		// Finished, even if a cancel, timeout or shutdown came too late to
 		// matter: keep the answer.
 	case errors.Is(cause, ErrWorkerShutdown):
+		flush()
 		w.handBack(ctx, msg, m.ID, entry, &log)
 		return
 	case errors.Is(cause, ErrCancelled):
@@ -189,6 +195,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	case errors.Is(cause, errMissionTimeout) && step == nil:
 		step = failStep(ReasonTimeout, "the mission ran past its timeout of %s", w.missionTimeout(m))
 	case step == nil && runErr != nil && errors.Is(runErr, ErrRetryable):
+		flush()
 		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, runErr, &log)
 		return
 	case step == nil && runErr != nil:
@@ -200,7 +207,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	w.finish(ctx, msg, m.ID, step, entry, &log)
+	w.finish(ctx, msg, m.ID, step, entry, flush, &log)
 }
 
 // decodeMission decodes a submitted mission: msgpack, or JSON when the
@@ -385,8 +392,9 @@ func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[s
 }
 
 // finish stores step as the mission's result (exactly once), records the
-// final status and acks.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, log *zerolog.Logger) {
+// final status and acks. When the result cannot be stored, unsaved (if not
+// nil) runs before the mission goes back to the queue.
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, unsaved func(), log *zerolog.Logger) {
 	// A last fence check: a worker that lost the mission publishes nothing.
 	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
@@ -398,6 +406,9 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
+		if unsaved != nil {
+			unsaved()
+		}
 		_ = msg.NakWithDelay(w.cfg.NakDelay)
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return

@@ -64,6 +64,9 @@ const (
 	HeaderRetry = "Ptc-Retry"
 	// HeaderJournalKey names a journal entry (which reply or result it is).
 	HeaderJournalKey = "Ptc-Journal-Key"
+	// HeaderJournalBatch marks a journal message carrying several entries
+	// (their count); its body lists them, each with its key.
+	HeaderJournalBatch = "Ptc-Journal-Batch"
 	// HeaderReason carries a human readable reason (dead letters, cancels).
 	HeaderReason = "Ptc-Reason"
 	// HeaderTraceParent is the W3C trace context header.
