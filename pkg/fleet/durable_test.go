@@ -176,8 +176,16 @@ func freePort(t *testing.T) int {
 // A tool request in flight when the NATS server restarts is sent again
 // after the reconnect (same idempotency key, Ptc-Retry set) and completes
 // long before the call's timeout; so does a call that meets "no
-// responders" while the tool service resubscribes.
+// responders" while the tool service resubscribes. Both as a plain
+// request and as a live call (a worker's call to a tool that reports
+// progress).
 func TestToolRequestAcrossNATSRestart(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "live"}[live], func(t *testing.T) { toolRequestAcrossNATSRestart(t, live) })
+	}
+}
+
+func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 	dir := t.TempDir()
 	port := freePort(t)
 	srv, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
@@ -218,6 +226,9 @@ func TestToolRequestAcrossNATSRestart(t *testing.T) {
 	box, err := fleet.NewToolbox(callConn, fleet.ToolboxConfig{Tools: []string{"work"}, MissionID: id, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if live {
+		fleet.LiveCalls(box, 100*time.Millisecond)
 	}
 	// Discover while the server is up.
 	if _, err := box.Get(context.Background(), "work"); err != nil {

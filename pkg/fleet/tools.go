@@ -50,6 +50,9 @@ type ToolInfo struct {
 	// ContentType is the encoding the tool wants its requests in
 	// (MetaContentType): "" (msgpack) or messages.ContentTypeJSON.
 	ContentType string
+	// Heartbeat says the service sends progress messages while it works
+	// on a call (MetaHeartbeat).
+	Heartbeat bool
 }
 
 // Discovery is what one discovery round found.
@@ -180,7 +183,7 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 			}
 			claims[name][info.Name] = ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
 				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription],
-				ContentType: ep.Metadata[MetaContentType]}
+				ContentType: ep.Metadata[MetaContentType], Heartbeat: ep.Metadata[MetaHeartbeat] == "1"}
 		}
 	}
 	for name, bySvc := range claims {
@@ -422,6 +425,11 @@ type Toolbox struct {
 	turnCalls map[int]int // calls made so far per turn (the call index)
 	metrics   *Metrics
 	tracer    trace.Tracer // nil when tracing is off
+
+	// replies and heartbeat make calls to tools that send progress
+	// messages live (sendLive); nil: every call is a plain request.
+	replies   *replyMux
+	heartbeat time.Duration
 }
 
 // ToolboxConfig configures a stand-alone Toolbox (workers build their own).
@@ -659,7 +667,12 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 	if jerr := b.journal.Flush(ctx); jerr != nil {
 		zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("answers not journaled")
 	}
-	resp, err := b.send(cctx, msg)
+	var resp *nats.Msg
+	if info.Heartbeat && b.replies != nil && b.heartbeat > 0 {
+		resp, err = b.sendLive(cctx, msg)
+	} else {
+		resp, err = b.send(cctx, msg)
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -668,7 +681,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 			b.reg.expire() // the tool may have moved; rediscover
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable, Err: err,
 				Message: "no tool service is running for it (no responders); try again later or do without it"}
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, errConnLost):
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, errConnLost), errors.Is(err, errSilent):
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrTimeout, Err: err,
 				Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
 		default:

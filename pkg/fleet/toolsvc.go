@@ -171,7 +171,7 @@ func (s *ToolService) Register(name string, spec ToolSpec, fn ToolFunc) error {
 			return fmt.Errorf("%w: tool %s: signature: %w", ErrInvalidConfig, name, err)
 		}
 	}
-	md := map[string]string{MetaTool: name, MetaSignature: spec.Signature, MetaDescription: spec.Description}
+	md := map[string]string{MetaTool: name, MetaSignature: spec.Signature, MetaDescription: spec.Description, MetaHeartbeat: "1"}
 	err := s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) { s.handle(name, fn, r) }),
 		micro.WithEndpointSubject(messages.ToolSubject(s.cfg.Name, name)),
 		micro.WithEndpointMetadata(md))
@@ -221,11 +221,14 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	reply := r.Reply()
 	data := r.Data()
 	hdr := r.Headers()
+	// Progress messages from now on, also while the call waits for a slot.
+	stopBeat := s.heartbeat(reply, hdr)
 	s.sem <- struct{}{}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		<-s.sem
+		stopBeat()
 		s.respondError(reply, replyType(hdr), "", messages.ToolErrUnavailable, "tool service is stopping")
 		return
 	}
@@ -234,6 +237,7 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.sem }()
+		defer stopBeat()
 		start := time.Now()
 		var span trace.Span
 		if s.tracer != nil {

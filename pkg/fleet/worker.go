@@ -61,6 +61,13 @@ type WorkerConfig struct {
 	// resubscribing after a NATS reconnect), within the call's timeout.
 	// Default 3s.
 	ToolUnavailableWait time.Duration
+	// ToolHeartbeat is the interval at which tool services that offer
+	// progress messages (MetaHeartbeat) are asked to send one while they
+	// work on a call. A call that hears nothing from its service for four
+	// intervals sends its request again with the same idempotency key
+	// (the request or its answer was lost), within the call's timeout.
+	// Default 500ms (a lost request or answer costs about 2s).
+	ToolHeartbeat time.Duration
 	// NoJournal turns the turn journal off: a redelivered mission then
 	// runs again from its first turn, asking the model and calling tools
 	// again.
@@ -135,6 +142,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.MissionTimeout, messages.DefaultMissionTimeout)
 	def(&c.ToolTimeout, 10*time.Second)
 	def(&c.ToolUnavailableWait, 3*time.Second)
+	def(&c.ToolHeartbeat, defaultToolHeartbeat)
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)
@@ -158,6 +166,10 @@ type Worker struct {
 	reg    *toolRegistry
 	st     *Stores
 	consum []jetstream.Consumer
+
+	// replies receives the answers and progress messages of live tool
+	// calls (liveness.go).
+	replies *replyMux
 
 	ackWait    time.Duration
 	maxDeliver int
@@ -240,7 +252,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, js: js, cfg: cfg,
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc),
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},

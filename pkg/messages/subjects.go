@@ -62,6 +62,14 @@ const (
 	// HeaderRetry carries how many times this worker resent a tool request
 	// after a lost connection or no responders; absent on the first send.
 	HeaderRetry = "Ptc-Retry"
+	// HeaderHeartbeatMs on a tool request asks the tool service for a
+	// progress message every that many milliseconds while it works on the
+	// call (services whose endpoints carry the ptc.heartbeat metadata send
+	// them).
+	HeaderHeartbeatMs = "Ptc-Heartbeat-Ms"
+	// HeaderHeartbeat marks a progress message: an empty message on a tool
+	// request's reply subject saying the call is still being worked on.
+	HeaderHeartbeat = "Ptc-Heartbeat"
 	// HeaderJournalKey names a journal entry (which reply or result it is).
 	HeaderJournalKey = "Ptc-Journal-Key"
 	// HeaderJournalBatch marks a journal message carrying several entries

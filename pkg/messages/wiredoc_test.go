@@ -149,7 +149,7 @@ func TestWireDoc(t *testing.T) {
 	}
 
 	for _, s := range []string{HeaderMissionID, HeaderCallID, HeaderTimeout, HeaderReason, HeaderTraceParent, HeaderTraceState,
-		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderJournalKey, HeaderJournalBatch, StreamJournal, JournalSubject("<id>"),
+		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
 		SubmitSubject("<priority>"), ResultSubject("<id>"), EventSubject("<id>", "<kind>"), CancelSubject("<id>"),

@@ -1,0 +1,221 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Tool call liveness. A tool service that offers it (endpoint metadata
+// MetaHeartbeat, set by ToolService) answers a request carrying
+// Ptc-Heartbeat-Ms with, besides its answer, an empty progress message
+// (header Ptc-Heartbeat) on the reply subject every that many
+// milliseconds for as long as the call is in its hands. A worker's call to
+// such a tool that hears nothing — no progress, no answer — for
+// heartbeatSilence intervals sends the request again with the same
+// idempotency key: the request or its answer was lost (the service's
+// NATS node died, say), which a worker whose own connection stayed up
+// cannot otherwise tell from a slow tool.
+
+// MetaHeartbeat is the endpoint metadata key by which a tool service says
+// it sends progress messages to requests that ask for them ("1").
+const MetaHeartbeat = "ptc.heartbeat"
+
+// heartbeatSilence is how many heartbeat intervals without a message a
+// call waits before it sends its request again.
+const heartbeatSilence = 4
+
+// minHeartbeat is the shortest interval a tool service honours.
+const minHeartbeat = 50 * time.Millisecond
+
+// defaultToolHeartbeat is WorkerConfig.ToolHeartbeat's default.
+const defaultToolHeartbeat = 500 * time.Millisecond
+
+// replyMux receives the answers and progress messages of a worker's live
+// tool calls on one wildcard subscription of its own inbox (nats.go's
+// request mux keeps only the first message of a request).
+type replyMux struct {
+	nc     *nats.Conn
+	once   sync.Once
+	prefix string
+	err    error
+	next   atomic.Uint64
+
+	mu    sync.Mutex
+	calls map[string]*liveCall
+}
+
+// liveCall is one call waiting on a replyMux.
+type liveCall struct {
+	reply chan *nats.Msg // the answer; later copies are dropped
+	beat  chan struct{}  // a progress message came
+}
+
+func newReplyMux(nc *nats.Conn) *replyMux {
+	return &replyMux{nc: nc, calls: map[string]*liveCall{}}
+}
+
+// open subscribes once, on first use.
+func (m *replyMux) open() error {
+	m.once.Do(func() {
+		m.prefix = m.nc.NewInbox()
+		_, m.err = m.nc.Subscribe(m.prefix+".*", m.deliver)
+	})
+	return m.err
+}
+
+func (m *replyMux) deliver(msg *nats.Msg) {
+	if len(msg.Subject) <= len(m.prefix)+1 {
+		return
+	}
+	m.mu.Lock()
+	c := m.calls[msg.Subject[len(m.prefix)+1:]]
+	m.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if msg.Header.Get(messages.HeaderHeartbeat) != "" {
+		select {
+		case c.beat <- struct{}{}:
+		default:
+		}
+		return
+	}
+	select {
+	case c.reply <- msg:
+	default:
+	}
+}
+
+// add registers a call and returns its reply subject and a func that
+// unregisters it.
+func (m *replyMux) add(c *liveCall) (string, func()) {
+	token := strconv.FormatUint(m.next.Add(1), 36)
+	m.mu.Lock()
+	m.calls[token] = c
+	m.mu.Unlock()
+	return m.prefix + "." + token, func() {
+		m.mu.Lock()
+		delete(m.calls, token)
+		m.mu.Unlock()
+	}
+}
+
+// errSilent: a live call heard nothing for heartbeatSilence intervals.
+var errSilent = errors.New("no answer and no progress from the tool service")
+
+// sendLive sends a request to a tool that reports progress and waits for
+// its answer within ctx. Every send uses the same reply subject, so an
+// answer to any of them ends the call. The request is sent again, with a
+// Ptc-Retry count, when nothing (answer or progress) came for
+// heartbeatSilence intervals (at once), when the connection drops, and on
+// no responders for up to retryWait (after a backoff from 25ms doubling to
+// 500ms).
+func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	if err := b.replies.open(); err != nil {
+		return nil, err
+	}
+	c := &liveCall{reply: make(chan *nats.Msg, 1), beat: make(chan struct{}, 1)}
+	reply, done := b.replies.add(c)
+	defer done()
+	msg.Reply = reply
+	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(b.heartbeat.Milliseconds(), 10))
+	silence := heartbeatSilence * b.heartbeat
+	status := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+	defer b.nc.RemoveStatusListener(status)
+	start := time.Now()
+	backoff := 25 * time.Millisecond
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+	var last error
+	for retry := 0; ; retry++ {
+		if retry > 0 {
+			msg.Header.Set(messages.HeaderRetry, strconv.Itoa(retry))
+		}
+		if err := b.nc.PublishMsg(msg); err != nil {
+			last = err // the connection is closed or refuses: wait and resend
+		} else {
+			last = errSilent
+			timer.Reset(silence)
+		}
+		pause := backoff
+	waiting:
+		for {
+			select {
+			case r := <-c.reply:
+				if len(r.Data) == 0 && r.Header.Get("Status") == "503" {
+					if time.Since(start) >= b.retryWait {
+						return nil, nats.ErrNoResponders
+					}
+					last = nats.ErrNoResponders
+					break waiting
+				}
+				return r, nil
+			case <-c.beat:
+				timer.Reset(silence)
+			case _, ok := <-status:
+				if !ok {
+					return nil, errConnLost
+				}
+				last = errConnLost
+				break waiting
+			case <-timer.C:
+				pause = 0
+				break waiting
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, errors.Join(ctx.Err(), last)
+			case <-time.After(pause):
+			}
+			backoff = min(2*backoff, 500*time.Millisecond)
+		}
+	}
+}
+
+// heartbeat sends progress messages on reply every interval the request
+// asks for (Ptc-Heartbeat-Ms, at least minHeartbeat) until the returned
+// func is called, which the service does right before it answers. A
+// request that asks for none gets none.
+func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
+	ms, err := strconv.ParseInt(hdr.Get(messages.HeaderHeartbeatMs), 10, 64)
+	if reply == "" || err != nil || ms <= 0 {
+		return func() {}
+	}
+	every := max(time.Duration(ms)*time.Millisecond, minHeartbeat)
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	beat := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if err := s.nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{messages.HeaderHeartbeat: {"1"}}}); err != nil {
+			s.log.Debug().Err(err).Msg("progress message not sent")
+		}
+		t.Reset(every)
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, beat)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
+}

@@ -1,0 +1,264 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// answerDropper is a TCP proxy in front of a NATS server for a tool
+// service's connection. Once armed, it swallows the next answer the
+// service publishes on a reply inbox (not a progress message) and cuts
+// the connection, as a NATS node dying under the service would: the
+// service reconnects, the answer is lost, and the caller's connection
+// never drops.
+type answerDropper struct {
+	ln      net.Listener
+	target  string
+	armed   atomic.Bool
+	dropped atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func newAnswerDropper(t *testing.T, target string) *answerDropper {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &answerDropper{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *answerDropper) url() string { return "nats://" + p.ln.Addr().String() }
+
+func (p *answerDropper) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			defer p.wg.Done()
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					chunk := buf[:n]
+					if bytes.Contains(chunk, []byte("PUB _INBOX.")) && !bytes.Contains(chunk, []byte(messages.HeaderHeartbeat)) &&
+						p.armed.CompareAndSwap(true, false) {
+						p.dropped.Add(1)
+						c.Close()
+						return
+					}
+					if _, werr := s.Write(chunk); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// A tool's answer lost with its service's connection (the caller's
+// connection stays up, so nothing tells it) is asked for again with the
+// same idempotency key once the service has been silent for four
+// heartbeat intervals, long before the call's deadline: a deduplicating
+// tool answers from its stored outcome and runs once; a plain one runs
+// again (at least once).
+func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, c := range []struct {
+		name     string
+		dedup    bool
+		wantRuns int64
+	}{{"dedup", true, 1}, {"plain", false, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			proxy := newAnswerDropper(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+			snc, err := nats.Connect(proxy.url(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer snc.Close()
+			cfg := ToolServiceConfig{Name: "lossy" + c.name}
+			if c.dedup {
+				cfg.Dedup = &DedupConfig{}
+			}
+			svc, err := NewToolService(snc, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer svc.Stop(context.Background())
+			var runs atomic.Int64
+			if err := svc.Register("charge", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+				if runs.Add(1) == 1 {
+					proxy.armed.Store(true) // this answer is lost
+				}
+				return args["amount"], nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			nc, err := srv.Conn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			// Every request the worker sends, as the service would see it.
+			var mu sync.Mutex
+			var seen []nats.Header
+			sub, err := nc.Subscribe(messages.ToolSubject(cfg.Name, "charge"), func(m *nats.Msg) {
+				mu.Lock()
+				seen = append(seen, m.Header)
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"charge"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+			start := time.Now()
+			r, err := box.Call(WithTurn(context.Background(), 1), "charge", map[string]any{"amount": int64(42)})
+			took := time.Since(start)
+			if err != nil || r != int64(42) {
+				t.Fatalf("call = %v, %v", r, err)
+			}
+			if proxy.dropped.Load() != 1 {
+				t.Fatalf("%d answers dropped, want 1", proxy.dropped.Load())
+			}
+			if took > 10*time.Second {
+				t.Errorf("the call took %v, want well within its 20s timeout", took)
+			}
+			if n := runs.Load(); n != c.wantRuns {
+				t.Errorf("the tool ran %d times, want %d", n, c.wantRuns)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < 2 {
+				t.Fatalf("%d requests sent, want the lost one sent again", len(seen))
+			}
+			for i, h := range seen {
+				key := h.Get(messages.HeaderIdempotencyKey)
+				if key == "" || key != seen[0].Get(messages.HeaderIdempotencyKey) || h.Get(messages.HeaderHeartbeatMs) != "100" ||
+					(i > 0) != (h.Get(messages.HeaderRetry) != "") {
+					t.Errorf("request %d: key %q, heartbeat %q, retry %q; want the first one's key, 100 ms and a retry count on resends",
+						i, key, h.Get(messages.HeaderHeartbeatMs), h.Get(messages.HeaderRetry))
+				}
+			}
+			t.Logf("answered %v after the call: %d requests, %d runs", took.Round(time.Millisecond), len(seen), runs.Load())
+		})
+	}
+}
+
+// A call that takes many silence windows is not sent again while its
+// service reports progress, and a request that asks for no progress
+// messages gets none.
+func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	svc, err := NewToolService(nc, ToolServiceConfig{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	var runs atomic.Int64
+	if err := svc.Register("crunch", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+		runs.Add(1)
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return "done", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var retries atomic.Int64
+	sub, err := nc.Subscribe(messages.ToolSubject("slow", "crunch"), func(m *nats.Msg) {
+		if m.Header.Get(messages.HeaderRetry) != "" {
+			retries.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Silence after 4 × 100ms: the call outlasts it more than three times.
+	box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+	if r, err := box.Call(context.Background(), "crunch", nil); err != nil || r != "done" {
+		t.Fatalf("call = %v, %v", r, err)
+	}
+	if runs.Load() != 1 || retries.Load() != 0 {
+		t.Fatalf("%d runs, %d requests sent again; want 1 and 0", runs.Load(), retries.Load())
+	}
+
+	// A plain request (no Ptc-Heartbeat-Ms) gets its answer as the first
+	// and only message.
+	msg := &nats.Msg{Subject: messages.ToolSubject("slow", "crunch"), Header: nats.Header{}}
+	msg.Data, _ = messages.Marshal(&messages.ToolRequest{Version: messages.ToolCallVersion, CallID: "1", Tool: "crunch"})
+	resp, err := nc.RequestMsg(msg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get(messages.HeaderHeartbeat) != "" || len(resp.Data) == 0 {
+		t.Fatalf("a plain request got a progress message: %v %q", resp.Header, resp.Data)
+	}
+}
