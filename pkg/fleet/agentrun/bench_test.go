@@ -47,7 +47,9 @@ func (m *firstCallModel) Complete(_ context.Context, req llm.Request) (*llm.Resp
 // where queueing dominates). Workers use their default configuration; the
 // 32-in-flight cases run with the turn journal on (the default: the model
 // reply and the tool result are journaled before the loop uses them) and
-// off, in the same run.
+// off, in the same run. cpu-µs/mission is the CPU time the whole process
+// (server, workers, client) spent per mission: unlike missions/s it holds
+// on a busy machine.
 func BenchmarkMissions(b *testing.B) {
 	for _, c := range []struct {
 		workers, inflight int
@@ -112,6 +114,7 @@ func BenchmarkMissions(b *testing.B) {
 			spec := &messages.AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0, cpuOK := processCPU()
 			start := time.Now()
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, c.inflight)
@@ -148,6 +151,9 @@ func BenchmarkMissions(b *testing.B) {
 			model.mu.Unlock()
 			slices.Sort(lat)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "missions/s")
+			if cpu1, ok := processCPU(); ok && cpuOK {
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/mission")
+			}
 			if len(lat) > 0 {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-first-call-ms")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-first-call-ms")
