@@ -41,7 +41,7 @@ func runBenchContext(ctx context.Context, scales string, out io.Writer) error {
 			for _, r := range []ctxbench.Result{p, t} {
 				saves := ""
 				if r.Mode == ctxbench.PTC {
-					saves = fmt.Sprintf("%.1f%%", 100*ctxbench.Saving(p, t))
+					saves = fmt.Sprintf("%.2f%%", 100*ctxbench.Saving(p, t))
 				}
 				fmt.Fprintf(tw, "%s\t%d×\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t\n", m.Name, s, r.Records, r.Mode, r.Requests, r.PromptTokens, r.LargestTokens, r.PromptBytes, saves)
 			}

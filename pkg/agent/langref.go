@@ -84,7 +84,7 @@ const memoryContractNote = "- A map a program ends with (without `return`) is me
 	"To look at a map without storing it, end with `{:return (first ctx/accounts)}`: only the `:return` value is shown to you and the other keys are stored (none here). To keep data, end with `{:accounts xs}` or use def.\n"
 
 // compactMemoryNote states memory and the memory result contract in short.
-const compactMemoryNote = "- (def x v) keeps x for later turns; you see memory names, not values. A map a program ends with is stored key by key, except :return, whose value is shown to you.\n"
+const compactMemoryNote = "- (def x v) keeps x for later turns (you see names, not values); so does each key of a map a program ends with, except :return, whose value is shown to you.\n"
 
 // languageReference renders the PTC-Lisp reference for the model.
 func languageReference(a *Agent, kind refKind) string {
@@ -154,10 +154,10 @@ func compactReference(a *Agent) string {
 	}
 	b.WriteString("\n")
 	if a.singleTurn() {
-		b.WriteString("- println output is shown to you.")
+		b.WriteString("- println output is shown.")
 	} else {
 		b.WriteString(compactMemoryNote)
-		b.WriteString("- (return v) ends the mission with v, (fail {:reason :kw :message \"why\"}) with an error. println output is shown to you.")
+		b.WriteString("- (return v) ends the mission with v, (fail {:reason :kw :message s}) with an error. println output is shown.")
 	}
 	b.WriteString(" _keys are firewalled: usable, shown as <Firewalled>.\n")
 	b.WriteString("- Added:")

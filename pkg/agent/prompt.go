@@ -15,10 +15,10 @@ import (
 // (data inventory, tools, expected output, the mission) goes into the
 // first user message.
 
-const corePrompt = `Complete the mission by writing PTC-Lisp programs. They run in a sandbox, call tools and reduce data; you see a short preview of each result.`
+const corePrompt = `Write PTC-Lisp programs to complete the mission: they run in a sandbox, and you see a short preview of each result.`
 
 const recoveryPrompt = `## Error recovery
-Errors come back with a hint (and as ctx/fail): fix the cause, do not resend.`
+Errors come with a hint (also as ctx/fail): fix the cause, do not resend.`
 
 const outputFormatMulti = `## Output format
 At most a short reasoning, then one ` + "```clojure" + ` block; go on until a program calls return or fail.`
