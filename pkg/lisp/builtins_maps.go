@@ -271,8 +271,8 @@ func lookup(coll, k Value) (Value, bool) {
 func (m *Map) setSlot(th *Thread, pos Pos, i int, nv Value) *Map {
 	th.pos = pos
 	th.tick() // as assocOne
-	if m.sorted.Load() != nil {
-		m.sorted.Store(nil)
+	if m.cache.Load() != nil {
+		m.cache.Store(nil)
 	}
 	m.vals[i] = nv
 	return m

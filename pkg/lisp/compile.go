@@ -897,6 +897,17 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 // common case in a scan over records) is read inline; see Map.findSmall.
 func kwGet(v Value, kw *Keyword) Value {
 	if m, ok := v.(*Map); ok && m.root == nil {
+		if m.src != nil { // a host view: one Go map read
+			x, ok := m.src[kw.Name]
+			switch x.(type) {
+			case nil, bool, int64, float64, string:
+				return x
+			}
+			if !ok {
+				return nil
+			}
+			return viewValue(kw.Name, x)
+		}
 		if c := kw.cache.Load(); c != nil && c.shape == m.shape {
 			if c.idx < 0 {
 				return nil

@@ -37,7 +37,9 @@ type Map struct {
 	vals   []Value // small map values, parallel to shape.keys
 	root   *hnode
 	n      int
-	sorted atomic.Pointer[[]mapEntry] // cached entries in key order
+	// cache holds a trie's entries in key order, or a view's
+	// interpreter form, made on first need
+	cache atomic.Pointer[mapCache]
 	// edit is set only on the accumulator of a reduce whose function uses
 	// it linearly (compile-time check, see linearAcc): Assoc then updates
 	// the trie in place. It is cleared before the map escapes the reduce.
@@ -49,10 +51,15 @@ type Map struct {
 	host bool
 	// src, when set, makes m a view of a host map (view.go): n is
 	// len(src), shape, vals and root are unset, Get and lookupKey read src
-	// in place, and every other operation works on mat, the map's
-	// interpreter form, built on first need.
+	// in place, and every other operation works on the map's interpreter
+	// form (cache.form), built on first need.
 	src map[string]any
-	mat atomic.Pointer[Map]
+}
+
+// mapCache is what a map computes once and keeps (Map.cache).
+type mapCache struct {
+	sorted []mapEntry // a trie's entries in key order
+	form   *Map       // a view's interpreter form
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.
@@ -69,8 +76,8 @@ func (m *Map) Len() int { return m.n }
 // entries returns the entries in key order; callers must not modify it.
 func (m *Map) entries() []mapEntry {
 	m = m.form()
-	if p := m.sorted.Load(); p != nil {
-		return *p
+	if c := m.cache.Load(); c != nil {
+		return c.sorted
 	}
 	es := make([]mapEntry, 0, m.n)
 	if m.root == nil {
@@ -81,7 +88,7 @@ func (m *Map) entries() []mapEntry {
 		m.root.each(func(e mapEntry) { es = append(es, e) })
 		sortEntries(es)
 	}
-	m.sorted.Store(&es)
+	m.cache.Store(&mapCache{sorted: es})
 	return es
 }
 
@@ -305,8 +312,8 @@ func (m *Map) Assoc(key, val Value) *Map {
 }
 
 func (m *Map) assocTransient(key, val Value) *Map {
-	if m.sorted.Load() != nil { // a plain load is cheaper than a store
-		m.sorted.Store(nil)
+	if m.cache.Load() != nil { // a plain load is cheaper than a store
+		m.cache.Store(nil)
 	}
 	if m.root == nil {
 		i := m.findSmall(key)

@@ -14,7 +14,7 @@ import (
 // is returned as it is, other numbers are boxed, and a nested map or slice
 // becomes a view in turn. Every operation other than a lookup (iteration,
 // assoc, printing, equality, hashing) works on the map's interpreter form,
-// built once on first need and kept in Map.mat.
+// built once on first need and kept in Map.cache.
 
 // newMapView returns a view of src (an empty map is the empty map).
 func newMapView(src map[string]any) *Map {
@@ -52,6 +52,19 @@ func hostValue(x any) (Value, error) {
 // headers in one slab), other items are converted by hostValue.
 func sliceView[T any](xs []T) (Value, error) {
 	items := make([]Value, len(xs))
+	if ms, ok := any(xs).([]map[string]any); ok { // records: one pass
+		slab := make([]Map, len(ms))
+		for i, m := range ms {
+			if len(m) == 0 {
+				items[i] = emptyMap
+				continue
+			}
+			v := &slab[i]
+			v.src, v.n, v.host = m, len(m), true
+			items[i] = v
+		}
+		return &Vector{items: items, host: true}, nil
+	}
 	maps := 0
 	for _, x := range xs {
 		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
@@ -153,16 +166,16 @@ func (m *Map) form() *Map {
 	if m.src == nil {
 		return m
 	}
-	if p := m.mat.Load(); p != nil {
-		return p
+	if c := m.cache.Load(); c != nil {
+		return c.form
 	}
 	b := newMapBuilder(len(m.src))
 	for k, x := range m.src {
 		b.set(k, viewValue(k, x))
 	}
 	f := hostMap(b.build())
-	if !m.mat.CompareAndSwap(nil, f) {
-		return m.mat.Load()
+	if !m.cache.CompareAndSwap(nil, &mapCache{form: f}) {
+		return m.cache.Load().form
 	}
 	return f
 }

@@ -57,7 +57,7 @@ func TestViewsReadInPlace(t *testing.T) {
 	if k, ok := r0.lookupKey(kw); !ok || k != "order-id" {
 		t.Fatalf("lookupKey = %v %v", k, ok)
 	}
-	if r0.mat.Load() != nil {
+	if r0.cache.Load() != nil {
 		t.Fatal("lookups built the record's interpreter form")
 	}
 	// rs[0] holds an int: it comes back as a copy holding an int64
@@ -72,7 +72,7 @@ func TestViewsReadInPlace(t *testing.T) {
 	if PrStr(r0) != `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}` {
 		t.Fatalf("printed %s", PrStr(r0))
 	}
-	if r0.mat.Load() == nil {
+	if r0.cache.Load() == nil {
 		t.Fatal("printing did not keep the interpreter form")
 	}
 	if want, _ := new(converter).from(rs[1]); !Equal(vec.items[1], want) || hashValue(vec.items[1]) != hashValue(want) {
