@@ -56,6 +56,13 @@
 // the same host key, the exactly spelled one (a string, or a keyword without
 // '-') wins.
 //
+// Host data is not copied on the way in: FromGo makes a map[string]any a
+// *Map that reads the host's map in place (a view), and a []any or
+// []map[string]any a vector of such views. A view converts a value when a
+// program reads it and builds its interpreter form once when a program
+// iterates or changes it; ToGo of a view of plain data gives the host's own
+// map back (docs/lisp.md, "Values").
+//
 // # Pipeline and performance
 //
 // reader.go (source → forms with positions) → compile.go/special.go/
