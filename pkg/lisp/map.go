@@ -33,10 +33,10 @@ var emptyShape = &shape{}
 // key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
 // resolve keys the same way, keeping the existing key's spelling.
 type Map struct {
-	shape  *shape  // small map keys; used when root == nil
-	vals   []Value // small map values, parallel to shape.keys
-	root   *hnode
-	n      int
+	shape *shape  // small map keys; used when root == nil
+	vals  []Value // small map values, parallel to shape.keys
+	root  *hnode
+	n     int
 	// cache holds a trie's entries in key order, or a view's
 	// interpreter form, made on first need
 	cache atomic.Pointer[mapCache]
