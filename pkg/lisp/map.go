@@ -288,6 +288,10 @@ func (m *Map) Assoc(key, val Value) *Map {
 	if m.edit != nil {
 		return m.assocTransient(key, val)
 	}
+	if m.src != nil && m.n < smallMapMax && m.cache.Load() == nil {
+		// a view written before anything needed its form: one build
+		return m.smallWith(key, val, true)
+	}
 	m = m.form()
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {

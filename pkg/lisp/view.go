@@ -169,15 +169,59 @@ func (m *Map) form() *Map {
 	if c := m.cache.Load(); c != nil {
 		return c.form
 	}
-	b := newMapBuilder(len(m.src))
-	for k, x := range m.src {
-		b.set(k, viewValue(k, x))
-	}
-	f := hostMap(b.build())
+	f := m.buildForm()
 	if !m.cache.CompareAndSwap(nil, &mapCache{form: f}) {
 		return m.cache.Load().form
 	}
 	return f
+}
+
+// buildForm converts a view's entries into an interpreter map: a small
+// map (keys in order by insertion, values beside the header) or a trie.
+func (m *Map) buildForm() *Map {
+	if len(m.src) > smallMapMax {
+		b := newMapBuilder(len(m.src))
+		for k, x := range m.src {
+			b.set(k, viewValue(k, x))
+		}
+		return hostMap(b.build())
+	}
+	f := m.smallWith(nil, nil, false)
+	f.host = true
+	return f
+}
+
+// smallWith builds a small map of a view's entries, with key set to val
+// when set is true (the caller checked that the result has at most
+// smallMapMax entries). Keys are put in order by insertion.
+func (m *Map) smallWith(key, val Value, set bool) *Map {
+	a := &smallMapAlloc{}
+	keys := make([]Value, 0, len(m.src)+1)
+	put := func(k, v Value) {
+		i := len(keys)
+		keys = append(keys, k)
+		for ; i > 0 && keyOrder(keys[i-1], k) > 0; i-- {
+			keys[i] = keys[i-1]
+			a.v[i] = a.v[i-1]
+		}
+		keys[i], a.v[i] = k, v
+	}
+	name, isName := viewName(key)
+	_, exists := m.src[name]
+	exists = exists && isName && set
+	for k, x := range m.src {
+		if exists && k == name {
+			put(k, val) // the stored spelling stays
+			continue
+		}
+		put(k, viewValue(k, x))
+	}
+	if set && !exists {
+		put(key, val)
+	}
+	n := len(keys)
+	a.m = Map{shape: &shape{keys: keys}, vals: a.v[:n:n], n: n}
+	return &a.m
 }
 
 // sameView reports whether x and y view the same host map.

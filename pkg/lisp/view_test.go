@@ -91,6 +91,8 @@ func TestViewsInPrograms(t *testing.T) {
 		{`(count (first ctx/rows))`, `4`},
 		{`(keys (second ctx/rows))`, `["id" "order-id" "price" "qty" "user"]`},
 		{`(update-in (first ctx/rows) [:user :name] upper-case)`, `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ANN" "tags" ["x" 2]}}`},
+		{`(assoc (second ctx/rows) :qty 5 "" 0 1 2 :a-b 3)`, `{1 2 :a-b 3 "" 0 "id" 2 "order-id" "A-2" "price" 1.5 "qty" 5 "user" {"name" "bob"}}`},
+		{`(let [r (first ctx/rows)] [(assoc r :id 2) (count (keys r)) (assoc r :id 3)])`, `[{"id" 2 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}} 4 {"id" 3 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}]`},
 		{`(dissoc (first ctx/rows) :user :qty)`, `{"id" 1 "order-id" "A-1"}`},
 		{`(assoc (first ctx/rows) :id 9)`, `{"id" 9 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}`},
 		{`(= (:user (first ctx/rows)) {"name" "ann" "tags" ["x" 2]})`, `true`},
