@@ -235,7 +235,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		rec.ToolCalls = calls
 		rec.Prints = res.Prints
 		st.Usage.ToolCalls += len(calls)
-		addTokens(&st.Usage, subUsage)
+		st.Usage.AddTokens(subUsage)
 		st.Usage.Requests += subUsage.Requests
 		st.Warnings = append(st.Warnings, warnings...)
 		last := turn == maxT
@@ -439,18 +439,9 @@ func recordTurn(st *messages.Step, rec *messages.Turn, resp *llm.Response, reque
 	u := resp.Usage
 	rec.Usage = messages.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.Total(),
 		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Requests: requests, Turns: 1}
-	addTokens(&st.Usage, rec.Usage)
+	st.Usage.AddTokens(rec.Usage)
 	st.Usage.Turns++
 	rec.Raw = resp.Content
-}
-
-func addTokens(u *messages.Usage, o messages.Usage) {
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-	u.TotalTokens += o.TotalTokens
-	u.CacheReadTokens += o.CacheReadTokens
-	u.CacheWriteTokens += o.CacheWriteTokens
-	u.CostUSD += o.CostUSD
 }
 
 func promptMessages(sys string, msgs []llm.Message) []messages.PromptMessage {

@@ -125,7 +125,7 @@ func (x *textTools) exec(missionCtx context.Context, turn int, calls []llm.ToolU
 			cs, ws, u := r.cur.Load().snapshot()
 			recs[i] = cs
 			warnings = append(warnings, ws...)
-			addTokens(&usage, u)
+			usage.AddTokens(u)
 			usage.Requests += u.Requests
 		}
 		// results were recorded by the firewall as the tools returned

@@ -310,7 +310,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 			results, calls, warnings, subUsage := tx.exec(missionCtx, turn, resp.ToolCalls)
 			rec.ToolCalls = calls
 			st.Usage.ToolCalls += len(calls)
-			addTokens(&st.Usage, subUsage)
+			st.Usage.AddTokens(subUsage)
 			st.Usage.Requests += subUsage.Requests
 			st.Warnings = append(st.Warnings, warnings...)
 			next := llm.ToolResults(results...)

@@ -111,7 +111,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		child, cerr := tr.runChild(ctx, bt, args)
 		rec.Child = child
 		tt.mu.Lock()
-		addTokens(&tt.usage, child.Usage)
+		tt.usage.AddTokens(child.Usage)
 		tt.usage.Requests += child.Usage.Requests
 		tt.mu.Unlock()
 		if cerr != nil {

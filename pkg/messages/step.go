@@ -120,15 +120,21 @@ type Usage struct {
 // Add adds o's counters to u (Duration and MemoryBytes are left alone: they
 // describe a run as a whole, not a sum of its parts).
 func (u *Usage) Add(o Usage) {
+	u.AddTokens(o)
+	u.Requests += o.Requests
+	u.Turns += o.Turns
+	u.ToolCalls += o.ToolCalls
+}
+
+// AddTokens adds o's tokens and cost to u, leaving the other counters
+// alone (a parent counts a sub-agent's tokens, not its turns).
+func (u *Usage) AddTokens(o Usage) {
 	u.InputTokens += o.InputTokens
 	u.OutputTokens += o.OutputTokens
 	u.TotalTokens += o.TotalTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
-	u.Requests += o.Requests
-	u.Turns += o.Turns
-	u.ToolCalls += o.ToolCalls
 }
 
 // Turn is one entry of a Step's trace: one program the model wrote (or the

@@ -252,6 +252,17 @@ func TestUsageAdd(t *testing.T) {
 	}
 }
 
+func TestUsageAddTokens(t *testing.T) {
+	u := Usage{InputTokens: 1, Requests: 1, Turns: 2}
+	u.AddTokens(Usage{InputTokens: 2, OutputTokens: 3, TotalTokens: 5, CacheReadTokens: 1, CacheWriteTokens: 2, CostUSD: 0.5,
+		Requests: 2, Turns: 1, ToolCalls: 4})
+	want := Usage{InputTokens: 3, OutputTokens: 3, TotalTokens: 5, CacheReadTokens: 1, CacheWriteTokens: 2, CostUSD: 0.5,
+		Requests: 1, Turns: 2}
+	if u != want {
+		t.Errorf("got %+v, want %+v", u, want)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func FuzzUnmarshalStep(f *testing.F) {
