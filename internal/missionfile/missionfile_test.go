@@ -174,6 +174,30 @@ func TestParseJSON(t *testing.T) {
 	}
 }
 
+// Every limit is written the same under an agent and under limits:, and an
+// unknown one is named with the closest known name.
+func TestParseLimits(t *testing.T) {
+	f, err := Parse([]byte(`
+agent: {prompt: x, max_depth: 2, prompt_limit: {list: 3}}
+limits: {llm_timeout: 2m, program_timeout: -1s, max_depth: -1, prompt_limit: {string: 40}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Agent.Limits != (messages.Limits{MaxDepth: 2, PromptLimit: messages.PromptLimit{List: 3}}) {
+		t.Errorf("agent limits = %+v", f.Agent.Limits)
+	}
+	want := messages.Limits{LLMTimeout: 2 * time.Minute, ProgramTimeout: -time.Second, MaxDepth: -1,
+		PromptLimit: messages.PromptLimit{String: 40}}
+	if f.Limits != want {
+		t.Errorf("limits = %+v, want %+v", f.Limits, want)
+	}
+	_, err = Parse([]byte("agent: {prompt: x}\nlimits: {max_turn: 3}"))
+	if err == nil || !strings.Contains(err.Error(), "max_turns") {
+		t.Errorf("unknown limit: %v", err)
+	}
+}
+
 // Aliases cannot expand a small file into billions of values.
 func TestAliasBomb(t *testing.T) {
 	src := "agent: {prompt: x}\ncontext:\n  a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
