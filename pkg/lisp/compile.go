@@ -267,7 +267,7 @@ func linearAccFn(f *form) bool {
 			return false
 		}
 	}
-	return linearTail(body[len(body)-1], acc)
+	return linearTail(body[len(body)-1], acc, -1)
 }
 
 // formUses reports whether symbol name occurs anywhere in f.
@@ -283,7 +283,11 @@ func formUses(f *form, name string) bool {
 	return false
 }
 
-func linearTail(f *form, acc string) bool {
+// linearTail checks that f, in tail position, uses acc linearly. In a
+// loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
+// may hand acc on as that binding the same way: its other arguments must
+// not mention acc.
+func linearTail(f *form, acc string, recurArg int) bool {
 	if f.isSym(acc) || !formUses(f, acc) {
 		return true
 	}
@@ -301,7 +305,7 @@ func linearTail(f *form, acc string) bool {
 	}
 	switch it[0].name {
 	case "if", "if-not":
-		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && linearTail(it[2], acc) && (len(it) == 3 || linearTail(it[3], acc))
+		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && linearTail(it[2], acc, recurArg) && (len(it) == 3 || linearTail(it[3], acc, recurArg))
 	case "when", "when-not", "do":
 		start := 1
 		if it[0].name != "do" {
@@ -313,13 +317,13 @@ func linearTail(f *form, acc string) bool {
 		if len(it) <= start {
 			return true
 		}
-		return noneUse(it[start:len(it)-1]) && linearTail(it[len(it)-1], acc)
+		return noneUse(it[start:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
 	case "cond":
 		if len(it)%2 == 0 {
 			return false
 		}
 		for i := 1; i+1 < len(it); i += 2 {
-			if formUses(it[i], acc) || !linearTail(it[i+1], acc) {
+			if formUses(it[i], acc) || !linearTail(it[i+1], acc, recurArg) {
 				return false
 			}
 		}
@@ -328,9 +332,19 @@ func linearTail(f *form, acc string) bool {
 		if len(it) < 3 || it[1].kind != fVec || formUses(it[1], acc) {
 			return false
 		}
-		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc)
+		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
 	case "assoc", "update", "dissoc", "assoc-in", "update-in":
 		return len(it) >= 3 && it[1].isSym(acc) && noneUse(it[2:])
+	case "recur":
+		if recurArg < 0 || recurArg+1 >= len(it) {
+			return false
+		}
+		for j, x := range it[1:] {
+			if j != recurArg && formUses(x, acc) {
+				return false
+			}
+		}
+		return linearTail(it[recurArg+1], acc, -1)
 	}
 	return false
 }

@@ -12,6 +12,74 @@ import (
 // box use the optimisations of opt_walkloop.go and opt_ownedbox.go.
 
 func sfLoop(c *compiler, f *form, _ bool) node {
+	lin := linearLoopBindings(f)
+	nd := compileLoop(c, f, lin)
+	if lin == nil {
+		return nd
+	}
+	return func(fr *frame) Value {
+		v := nd(fr)
+		if m, ok := v.(*Map); ok && m.edit != nil {
+			endTransient(m) // the loop's own accumulator, handed out as is
+		}
+		return v
+	}
+}
+
+// linearLoopBindings reports which bindings of a loop (plain symbols
+// bound once) are used linearly in its body (linearTail: only as the map
+// argument of a tail assoc/update/dissoc/assoc-in/update-in handed to
+// recur as the same binding, or returned as is); nil when none is. Such a
+// binding starts as a private transient copy of its initial map, so a
+// loop that builds a map with assoc updates it in place as a linear
+// reduce does (Map.edit); the transient is ended when the loop returns
+// it.
+func linearLoopBindings(f *form) []bool {
+	if len(f.items) < 3 || f.items[1].kind != fVec || len(f.items[1].items)%2 != 0 {
+		return nil
+	}
+	b := f.items[1].items
+	body := f.items[2:]
+	var lin []bool
+	for i := 0; i < len(b); i += 2 {
+		p := b[i]
+		if p.kind != fSym || p.ns != "" || p.name == "&" || p.name == "_" {
+			continue
+		}
+		again := false
+		for j := 0; j < len(b); j += 2 {
+			again = again || (j != i && formUses(b[j], p.name))
+		}
+		for j := i + 1; j < len(b); j += 2 { // later inits see the binding
+			again = again || formUses(b[j], p.name)
+		}
+		if again || !linearLoopBody(body, p.name, i/2) {
+			continue
+		}
+		if lin == nil {
+			lin = make([]bool, len(b)/2)
+		}
+		lin[i/2] = true
+	}
+	return lin
+}
+
+// linearLoopBody checks a loop body for linear use of binding k, name.
+func linearLoopBody(body []*form, name string, k int) bool {
+	if len(body) == 0 {
+		return false
+	}
+	for _, f := range body[:len(body)-1] {
+		if formUses(f, name) {
+			return false
+		}
+	}
+	return linearTail(body[len(body)-1], name, k)
+}
+
+// compileLoop compiles a loop; lin marks the bindings that start as
+// transient maps (linearLoopBindings).
+func compileLoop(c *compiler, f *form, lin []bool) node {
 	b := c.bindingPairs(f, "loop")
 	saved := len(c.sc.locals)
 	savedRecur := c.sc.recur
@@ -23,7 +91,11 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 	// other binding of this loop declares again (stored without a binder)
 	direct := make([]int, 0, len(b)/2)
 	for i := 0; i < len(b); i += 2 {
-		inits = append(inits, c.compile(b[i+1], false))
+		init := c.compile(b[i+1], false)
+		if lin != nil && lin[i/2] {
+			init = transientInit(init)
+		}
+		inits = append(inits, init)
 		binds = append(binds, c.compilePattern(b[i]))
 		slot := -1
 		if b[i].kind == fSym {
@@ -180,6 +252,18 @@ func sfLoop(c *compiler, f *form, _ bool) node {
 			}
 			th.sp = mark
 		}
+	}
+}
+
+// transientInit wraps the initial value of a linear loop binding: a map
+// becomes a private transient copy (the map itself is never changed).
+func transientInit(init node) node {
+	return func(fr *frame) Value {
+		v := init(fr)
+		if m, ok := v.(*Map); ok {
+			return m.transient()
+		}
+		return v
 	}
 }
 

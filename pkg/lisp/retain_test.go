@@ -258,3 +258,31 @@ func TestLinearFnLit(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearLoopBindings: which loop bindings start as transient maps.
+func TestLinearLoopBindings(t *testing.T) {
+	for src, want := range map[string]string{
+		`(loop [m {} i 0] (recur (assoc m i i) (inc i)))`:                        "[true false]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (inc i)) m))`:         "[true false]",
+		`(loop [i 0 m {}] (when (< i 9) (recur (inc i) (update m :a conj i))))`:  "[false true]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i (count m)) (inc i)) m))`: "[]", // read besides the assoc
+		`(loop [m {} i 0] (if (< (count m) 9) (recur (assoc m i i) (inc i)) m))`: "[]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (inc i)) [m]))`:       "[]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (count m)) m))`:       "[]", // another recur argument
+		`(loop [m {} i 0] (if (< i 9) (recur m (inc i)) (assoc m :a 1)))`:        "[true false]",
+		`(loop [m {} f (fn [] m)] (recur (assoc m 1 1) f))`:                      "[false true]", // a later init captures m
+		`(loop [m {} i 0] (println m) (recur (assoc m i i) (inc i)))`:            "[]",
+		`(loop [m {} i 0] (recur (let [x (assoc m i i)] x) (inc i)))`:            "[]",
+		`(loop [[a b] [1 2] m {}] (recur [a b] (assoc m a b)))`:                  "[false true]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (inc i)) (fn [] m)))`: "[]",
+		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i (fn [] m)) (inc i)) m))`: "[]",
+	} {
+		forms, err := read(src, map[string]*Keyword{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(linearLoopBindings(forms[0])); got != want {
+			t.Errorf("%s: %s, want %s", src, got, want)
+		}
+	}
+}

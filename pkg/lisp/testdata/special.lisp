@@ -734,3 +734,30 @@ inner
 (let [out (reduce #(assoc % (mod %2 5) (count %)) {} (range 20))]
   out)
 ;=> {0 5 1 5 2 5 3 5 4 5}
+---
+;; a loop that builds a map with assoc (linear binding, transient in place) keeps persistence
+(let [base (into {} (map (fn [i] [i i]) (range 20)))
+      out (loop [m base i 15] (if (< i 40) (recur (assoc m i (* i 10)) (inc i)) m))]
+  [(count base) (get base 15) (count out) (get out 15) (get out 39) (= out (assoc out :x 1))])
+;=> [20 15 40 150 390 false]
+---
+(let [out (loop [m {} xs (range 1000)]
+            (if (empty? xs) m (recur (if (even? (first xs)) (update m (mod (first xs) 7) (fnil inc 0)) m) (rest xs))))
+      again (assoc out :extra 1)]
+  [(count out) (get out 0) (count again) (contains? out :extra)])
+;=> [7 72 8 false]
+---
+(loop [m {} i 0] (if (< i 3) (recur (assoc m i i) (inc i)) [(count m) m]))
+;=> [3 {0 0 1 1 2 2}]
+---
+(let [ms (for [j (range 3)] (loop [m {:j j} i 0] (if (< i 20) (recur (assoc m i j) (inc i)) m)))]
+  (map (fn [m] [(count m) (get m 19) (:j m)]) ms))
+;=> [[21 0 0] [21 1 1] [21 2 2]]
+---
+(defn build [m n] (loop [acc m i 0] (if (< i n) (recur (assoc acc i i) (inc i)) acc)))
+(let [a (build {} 30) b (build a 40) c (build a 10)]
+  [(count a) (count b) (count c) (= a c)])
+;=> [30 40 30 true]
+---
+(loop [m [] i 0] (if (< i 3) (recur (assoc m i i) (inc i)) m))
+;=> [0 1 2]
