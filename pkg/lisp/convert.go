@@ -12,7 +12,8 @@ import (
 // FromGo converts plain Go data (the JSON model: nil, bool, numbers,
 // string, []any, map[string]any, json.Number, and slices/maps of those)
 // into a Value. Map keys stay strings. Values that already are interpreter
-// values pass through. Other types (structs) go through encoding/json.
+// values pass through, and so does a WireResult's decoded value. Other
+// types (structs) go through encoding/json.
 //
 // A map[string]any, []any or []map[string]any is not copied: the result
 // is a view of it (view.go) that converts what a program reads when it
@@ -104,6 +105,8 @@ func (cv *converter) from(x any) (Value, error) {
 		return &Vector{items: items, host: true}, nil
 	case *Keyword, *Vector, *Map, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
 		return v, nil
+	case *WireResult:
+		return v.value, nil
 	}
 	rv := reflect.ValueOf(x)
 	switch rv.Kind() {

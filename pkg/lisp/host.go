@@ -16,9 +16,11 @@ import (
 // LLM tool, a sub-agent or a remote (NATS) tool. Call receives the run's
 // context and the named arguments as plain Go data (keys by the boundary
 // rule of ToGo: keyword keys with '_' for '-', string keys as written), and
-// returns plain Go data (see FromGo) or an error. Call may be
-// invoked from several goroutines at once (pmap), and must not modify args:
-// a host map a program passes on is handed over as it is, not copied.
+// returns plain Go data (see FromGo), a *WireResult (a result decoded
+// from its wire bytes; the run's ToolCall record keeps it as it is) or an
+// error. Call may be invoked from several goroutines at once (pmap), and
+// must not modify args: a host map a program passes on is handed over as
+// it is, not copied.
 type Tool interface {
 	Call(ctx context.Context, args map[string]any) (any, error)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -306,6 +307,81 @@ func TestFromWireAgrees(t *testing.T) {
 			if !strings.EqualFold(string(got), string(want)) {
 				t.Errorf("%s %s: lisp %s, go %s", c.name, p.name, got, want)
 			}
+		}
+	}
+}
+
+// TestWireResultThroughRun: a tool reply's bytes, msgpack or JSON, handed
+// to a run as a WireResult come back from (identity (tool/x {})) exactly as
+// the tool sent them (keys with '-', big ints, 1.0 as a float, nesting),
+// while the run's ToolCall record keeps the WireResult, which encodes as
+// the same data (msgpack: the very bytes).
+func TestWireResultThroughRun(t *testing.T) {
+	want := map[string]any{
+		"order-id": int64(7), "big": int64(math.MaxInt64), "huge": 1.8446744073709552e19, "f": 1.0, "neg": -2.5,
+		"nested": map[string]any{"SKU-1": []any{int64(1), "x", nil, true, map[string]any{}}, "2024-01-31": []any{}},
+	}
+	mp, err := messages.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := []byte(`{"order-id": 7, "big": 9223372036854775807, "huge": 18446744073709551616, "f": 1.0, "neg": -2.5,
+		"nested": {"SKU-1": [1, "x", null, true, {}], "2024-01-31": []}}`)
+	for _, c := range []struct {
+		ctype string
+		data  []byte
+	}{{"", mp}, {messages.ContentTypeJSON, js}} {
+		w, err := NewWireResult(c.ctype, c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools := Tools{"x": ToolFunc(func(context.Context, map[string]any) (any, error) { return w, nil })}
+		res, err := Exec(context.Background(), `(identity (tool/x {}))`, Options{Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ToGo(res.Value); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: run returned %#v, want %#v", c.ctype, got, want)
+		}
+		if len(res.ToolCalls) != 1 || res.ToolCalls[0].Result != any(w) {
+			t.Fatalf("%q: tool call record %#v does not keep the WireResult", c.ctype, res.ToolCalls)
+		}
+		enc, err := messages.Marshal(&res.ToolCalls[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ctype == "" && !bytes.Contains(enc, mp) {
+			t.Errorf("encoded tool call does not hold the reply's bytes")
+		}
+		var back messages.ToolCall
+		if err := messages.Unmarshal(enc, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back.Result, want) {
+			t.Errorf("%q: tool call encoded and decoded: %#v, want %#v", c.ctype, back.Result, want)
+		}
+		if js, err := json.Marshal(w); err != nil || !strings.Contains(string(js), `"order-id":7`) {
+			t.Errorf("%q: JSON %s, %v", c.ctype, js, err)
+		}
+		if w.Firewalled() || messages.MaskFirewalled(w) != any(w) {
+			t.Errorf("%q: result without firewalled keys is masked", c.ctype)
+		}
+	}
+	// a firewalled key anywhere: masking and secret collection see Go data
+	w, err := NewWireResult(messages.ContentTypeJSON, []byte(`[{"id": 1}, {"id": 2, "user": {"_token": "s3"}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Firewalled() {
+		t.Fatal("nested _token not found")
+	}
+	wantMasked := []any{map[string]any{"id": int64(1)}, map[string]any{"id": int64(2), "user": map[string]any{"_token": messages.FirewallMask}}}
+	if masked := messages.MaskFirewalled(w); !reflect.DeepEqual(masked, wantMasked) {
+		t.Errorf("masked %#v", masked)
+	}
+	for _, bad := range []struct{ ctype, data string }{{"", "\x91"}, {messages.ContentTypeJSON, "[1,"}, {"text/plain", "1"}} {
+		if _, err := NewWireResult(bad.ctype, []byte(bad.data)); err == nil {
+			t.Errorf("%q %q: no error", bad.ctype, bad.data)
 		}
 	}
 }

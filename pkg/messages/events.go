@@ -125,9 +125,16 @@ func (e *Event) Masked() *Event {
 
 // MaskFirewalled returns a deep copy of v (plain Go data) in which the value
 // of every map key starting with "_" is replaced by FirewallMask, at any
-// depth. Values other than []any and map[string]any are returned as they
-// are.
+// depth. A Masker masks itself. Other values than []any and map[string]any
+// are returned as they are.
 func MaskFirewalled(v any) any { return mask(v, 0) }
+
+// Masker is a value that masks its own firewalled keys for MaskFirewalled:
+// a tool result kept as its wire bytes (lisp.WireResult) returns itself
+// when it holds no firewalled key, so an event carries the bytes unchanged.
+type Masker interface {
+	MaskFirewalled() any
+}
 
 func mask(v any, depth int) any {
 	if depth > maxDepth {
@@ -150,6 +157,8 @@ func mask(v any, depth int) any {
 			out[i] = mask(e, depth+1)
 		}
 		return out
+	case Masker:
+		return x.MaskFirewalled()
 	}
 	return v
 }

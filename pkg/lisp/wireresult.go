@@ -1,0 +1,130 @@
+package lisp
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// WireResult is a tool result kept as the bytes it arrived in (msgpack
+// from NATS; JSON from HTTP, MCP, a JSON tool service or a typed Go
+// tool), decoded once, in one pass, into interpreter values by
+// NewWireResult. A Tool returns it to hand a run its result with no Go
+// data in between: the run (and FromGo) uses Value; a trace, journal or
+// event that records the result keeps it as it is, and encoding it as
+// msgpack writes the msgpack bytes unchanged. Go data is made only for a
+// consumer that asks for it (Plain: signature validation, JSON
+// rendering), once.
+type WireResult struct {
+	contentType string
+	data        []byte
+	value       Value
+
+	plainOnce sync.Once
+	plain     any
+	fwOnce    sync.Once
+	fw        bool
+}
+
+// NewWireResult decodes data, one value in the content type named
+// (messages.ContentTypeJSON, or msgpack when empty or
+// messages.ContentTypeMsgpack), with DecodeJSON or DecodeMsgpack. data
+// must not be modified afterwards.
+func NewWireResult(contentType string, data []byte) (*WireResult, error) {
+	if err := messages.CheckContentType(contentType); err != nil {
+		return nil, err
+	}
+	json := messages.IsJSON(contentType)
+	var v Value
+	var err error
+	if json {
+		v, err = DecodeJSON(data)
+	} else {
+		v, err = DecodeMsgpack(data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := &WireResult{data: data, value: v}
+	if json {
+		w.contentType = messages.ContentTypeJSON
+	}
+	return w, nil
+}
+
+// Value returns the decoded result (host data).
+func (w *WireResult) Value() Value { return w.value }
+
+// Bytes returns the result's encoding and its content type ("" for
+// msgpack).
+func (w *WireResult) Bytes() (contentType string, data []byte) { return w.contentType, w.data }
+
+// Plain returns the result as plain Go data (ToGo of Value: what
+// messages.Unmarshal or messages.DecodeJSON give for the same bytes),
+// converted on the first call.
+func (w *WireResult) Plain() any {
+	w.plainOnce.Do(func() { w.plain = ToGo(w.value) })
+	return w.plain
+}
+
+// Firewalled reports whether the result holds a firewalled map key (one
+// starting with "_", signature.IsFirewalled) at any depth: only then do
+// masking and secret collection need its Go data.
+func (w *WireResult) Firewalled() bool {
+	w.fwOnce.Do(func() { w.fw = hasFirewalledKey(w.value) })
+	return w.fw
+}
+
+func hasFirewalledKey(v Value) bool {
+	found := false
+	switch x := v.(type) {
+	case *Map:
+		x.Each(func(k, e Value) bool {
+			if s, ok := k.(string); ok && signature.IsFirewalled(s) || hasFirewalledKey(e) {
+				found = true
+				return false
+			}
+			return true
+		})
+	case *Vector:
+		for _, e := range x.items {
+			if hasFirewalledKey(e) {
+				return true
+			}
+		}
+	}
+	return found
+}
+
+// MaskFirewalled implements messages.Masker: the result itself when it
+// holds no firewalled key, else its Go data masked.
+func (w *WireResult) MaskFirewalled() any {
+	if !w.Firewalled() {
+		return w
+	}
+	return messages.MaskFirewalled(w.Plain())
+}
+
+// MarshalMsgpack writes a msgpack result's bytes as they are, a JSON one's
+// Go data.
+func (w *WireResult) MarshalMsgpack() ([]byte, error) {
+	if w.contentType == "" {
+		return w.data, nil
+	}
+	return messages.Marshal(w.Plain())
+}
+
+// MarshalJSON writes the result's Go data.
+func (w *WireResult) MarshalJSON() ([]byte, error) { return json.Marshal(w.Plain()) }
+
+// String describes the result for logs.
+func (w *WireResult) String() string {
+	format := "msgpack"
+	if w.contentType != "" {
+		format = "JSON"
+	}
+	return fmt.Sprintf("tool result (%d bytes of %s)", len(w.data), format)
+}
