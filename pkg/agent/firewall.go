@@ -100,6 +100,12 @@ func (s *secrets) collectLocked(v any, under bool) {
 		for _, e := range x {
 			s.collectLocked(e, under)
 		}
+	case *lisp.WireResult:
+		// a tool result decoded from its bytes: only a firewalled key
+		// in it, or a firewalled key above it, makes secrets
+		if under || x.Firewalled() {
+			s.collectLocked(x.Plain(), under)
+		}
 	case *lisp.Map:
 		if (!under && lisp.IsHostData(x)) || !s.firstWalk(x, under) {
 			// host data (inputs, tool results) was collected in its Go

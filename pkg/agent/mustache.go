@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
@@ -330,9 +331,11 @@ func plainValue(v any) any {
 	if v == nil {
 		return nil
 	}
-	switch v.(type) {
+	switch x := v.(type) {
 	case bool, string, int, int64, float64, []any, map[string]any, json.Number:
 		return v
+	case *lisp.WireResult:
+		return x.Plain()
 	}
 	k := reflect.TypeOf(v).Kind()
 	if k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice || k == reflect.Array || k == reflect.Map || k == reflect.Interface {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
@@ -61,9 +62,11 @@ func Skip(fn ToolFunc) Tool { return Tool{fn: fn, skip: true} }
 
 // Typed returns a tool calling a typed Go function. Its signature is
 // derived from the Args struct (the inputs, named by their json tags) and
-// the Result type (the output). Arguments are decoded into Args through encoding/json, and
-// the result is encoded back to plain data the same way. A type that
-// cannot be expressed as a signature makes New fail naming the tool.
+// the Result type (the output). Arguments are decoded into Args through
+// encoding/json; the result is encoded as JSON and decoded once, straight
+// into interpreter values (a *lisp.WireResult: numbers keep their kind, as
+// with messages.FromJSON). A type that cannot be expressed as a signature
+// makes New fail naming the tool.
 func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, error)) Tool {
 	sig, err := signature.ForFunc[Args, Result]()
 	t := Tool{initErr: err}
@@ -83,7 +86,17 @@ func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, er
 		if err != nil {
 			return nil, err
 		}
-		return messages.FromJSON(r)
+		// the result crosses as JSON once, decoded straight into
+		// interpreter values (numbers keep their kind as in FromJSON)
+		out, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode result: %w", err)
+		}
+		w, err := lisp.NewWireResult(messages.ContentTypeJSON, out)
+		if err != nil {
+			return nil, fmt.Errorf("decode result: %w", err)
+		}
+		return w, nil
 	}
 	return t
 }

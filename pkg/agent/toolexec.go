@@ -136,7 +136,11 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 				return nil, err
 			}
 		}
-		if verr := sig.ValidateOutput(out, tr.mode); verr != nil {
+		plain := out
+		if w, ok := out.(*lisp.WireResult); ok {
+			plain = w.Plain() // validation reads Go data
+		}
+		if verr := sig.ValidateOutput(plain, tr.mode); verr != nil {
 			if tr.mode.Fatal() {
 				return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
 			}
@@ -173,7 +177,7 @@ func safeCall(ctx context.Context, fn ToolFunc, args map[string]any) (out any, e
 
 func needsPlain(v any) bool {
 	switch v.(type) {
-	case nil, bool, int64, float64, string, []any, map[string]any, int:
+	case nil, bool, int64, float64, string, []any, map[string]any, int, *lisp.WireResult:
 		return false
 	}
 	k := reflect.TypeOf(v).Kind()

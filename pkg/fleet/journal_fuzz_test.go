@@ -16,17 +16,19 @@ import (
 // FuzzJournalEntry feeds arbitrary bytes to the decoders of journal and
 // dedup entries and journal batches (what a replay and a deduplicating
 // tool service read back from JetStream): they return a result or a
-// *ToolError, or load nothing, never panic.
+// *ToolError, or load nothing, never panic; and the Go-data and the
+// one-pass decoders of a tool response agree.
 func FuzzJournalEntry(f *testing.F) {
 	ok, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "1", Result: map[string]any{"n": int64(1)}})
 	bad, _ := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "1",
 		Error: &messages.ToolError{Code: messages.ToolErrFailed, Message: "declined"}})
 	rec, _ := messages.Marshal(&dedupRecord{Digest: "d", Owner: "o", Done: true, Out: toolOutcome{Body: ok}})
 	batch, _ := messages.Marshal([]journalEntry{{Key: "t/1/x#0", Data: ok}, {Key: "m/y#0", Data: []byte("r")}})
-	for _, seed := range [][]byte{ok, bad, rec, batch, nil, {0xc1}, {0x81, 0xa1, 'v', 0x7f}} {
+	for _, seed := range [][]byte{ok, bad, rec, batch, nil, {0xc1}, {0x81, 0xa1, 'v', 0x7f}, []byte(`{"v":1,"call_id":"c","result":{"a-b":[1.0,2]}}`)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		agree(t, data)
 		res, err := decodeToolResponse("t", data)
 		if err != nil {
 			var te *ToolError

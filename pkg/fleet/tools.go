@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,11 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -550,14 +556,30 @@ func (b *Toolbox) Get(ctx context.Context, name string) (Tool, error) {
 	return &remoteTool{box: b, name: name, info: info}, nil
 }
 
-// Call calls the named tool. Errors are *ToolError (forbidden, unavailable,
-// timeout, tool_error, ...) except when ctx ends first, which returns the
-// context's error.
+// Call calls the named tool and returns its result as plain Go data.
+// Errors are *ToolError (forbidden, unavailable, timeout, tool_error, ...)
+// except when ctx ends first, which returns the context's error.
 func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (any, error) {
 	if !b.allowed[name] {
 		return nil, forbidden(name)
 	}
-	return b.call(ctx, name, args)
+	return b.call(ctx, name, args, decodeToolResponse)
+}
+
+// CallWire is Call with the result decoded once, straight from the reply's
+// bytes (msgpack, or JSON from a JSON service) into interpreter values: a
+// program uses the WireResult's value, and the trace, the journal and the
+// tool_result event keep the bytes (see lisp.WireResult). An agent
+// mission's remote tools are called this way.
+func (b *Toolbox) CallWire(ctx context.Context, name string, args map[string]any) (*lisp.WireResult, error) {
+	if !b.allowed[name] {
+		return nil, forbidden(name)
+	}
+	r, err := b.call(ctx, name, args, decodeWireResponse)
+	if err != nil {
+		return nil, err
+	}
+	return r.(*lisp.WireResult), nil
 }
 
 // Calls returns the number of requests sent so far.
@@ -576,7 +598,9 @@ func (b *Toolbox) callIndex(turn int) int {
 	return b.turnCalls[turn]
 }
 
-func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (result any, err error) {
+// call calls the named tool; decode turns the response body (as
+// received, or as journaled) into the result.
+func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, decode func(name string, body []byte) (any, error)) (result any, err error) {
 	callID := strconv.FormatInt(b.calls.Add(1), 10)
 	turn := TurnFrom(ctx)
 	index := b.callIndex(turn)
@@ -611,7 +635,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 		jkey = toolKey(turn, name, plain)
 		if data, ok := b.journal.Replay(jkey); ok {
 			replayed = true
-			return decodeToolResponse(name, data)
+			return decode(name, data)
 		}
 	}
 	lctx, lcancel := context.WithTimeout(ctx, b.timeout)
@@ -688,18 +712,10 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: err.Error()}
 		}
 	}
+	// A JSON answer is kept (and journaled) as it came: decode tells it
+	// from msgpack by its first byte. (A failed call is read from its error
+	// headers below.)
 	body := resp.Data
-	if messages.IsJSON(resp.Header.Get(messages.HeaderContentType)) && resp.Header.Get(micro.ErrorCodeHeader) == "" {
-		// A JSON answer is kept (and journaled) as msgpack, like any other.
-		// (A failed call is read from its error headers below.)
-		var r messages.ToolResponse
-		if err := messages.DecodeJSON(body, &r); err != nil {
-			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
-		}
-		if body, err = messages.Marshal(&r); err != nil {
-			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
-		}
-	}
 	if code := resp.Header.Get(micro.ErrorCodeHeader); code != "" {
 		// The tool ran and failed: that is its answer, journaled like a
 		// result. The body carries the same error.
@@ -715,26 +731,139 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any) (r
 			zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("tool result not journaled")
 		}
 	}
-	return decodeToolResponse(name, body)
+	return decode(name, body)
 }
 
-// decodeToolResponse turns a tool response body into the call's result.
+// decodeToolResponse turns a tool response body into the call's result as
+// plain Go data.
 func decodeToolResponse(name string, data []byte) (any, error) {
-	var out messages.ToolResponse
-	if err := messages.Unmarshal(data, &out); err != nil {
+	ctype, raw, err := splitToolResponse(name, data)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var out any
+	if err := messages.UnmarshalAs(ctype, raw, &out); err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
 	}
-	if err := out.Validate(); err != nil {
-		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
+	return out, nil
+}
+
+// decodeWireResponse turns a tool response body into the call's result
+// decoded once into interpreter values, a *lisp.WireResult.
+func decodeWireResponse(name string, data []byte) (any, error) {
+	ctype, raw, err := splitToolResponse(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if out.Error != nil {
-		msg := out.Error.Message
+	if raw == nil {
+		ctype, raw = "", []byte{msgpcode.Nil}
+	}
+	w, err := lisp.NewWireResult(ctype, raw)
+	if err != nil {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+	}
+	return w, nil
+}
+
+// splitToolResponse reads a tool response body, msgpack or JSON (a JSON
+// object, told from a msgpack map by its first byte), and returns the
+// bytes of its result, undecoded, in their content type: nil when the
+// result is null or absent. A failed call's error is returned as a
+// *ToolError, and so is a body that is no valid response.
+func splitToolResponse(name string, data []byte) (ctype string, result []byte, err error) {
+	var r messages.ToolResponse
+	if isJSONBody(data) {
+		ctype = messages.ContentTypeJSON
+		result, err = splitJSONResponse(data, &r)
+	} else {
+		var w struct {
+			Version int                 `msgpack:"v"`
+			CallID  string              `msgpack:"call_id"`
+			Result  msgpack.RawMessage  `msgpack:"result"`
+			Error   *messages.ToolError `msgpack:"error,omitempty"`
+		}
+		err = messages.Unmarshal(data, &w)
+		r = messages.ToolResponse{Version: w.Version, CallID: w.CallID, Error: w.Error}
+		result = w.Result
+	}
+	if err != nil {
+		return "", nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+	}
+	if len(result) == 0 || (ctype == "" && len(result) == 1 && result[0] == msgpcode.Nil) || (ctype != "" && string(result) == "null") {
+		result = nil
+	} else {
+		r.Result = result // for Validate: a result set together with an error
+	}
+	if err := r.Validate(); err != nil {
+		return "", nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
+	}
+	if r.Error != nil {
+		msg := r.Error.Message
 		if msg == "" {
 			msg = "the tool failed"
 		}
-		return nil, &ToolError{Tool: name, Code: out.Error.Code, Message: msg}
+		return "", nil, &ToolError{Tool: name, Code: r.Error.Code, Message: msg}
 	}
-	return out.Result, nil
+	return ctype, result, nil
+}
+
+// isJSONBody reports whether a tool response body is JSON: it starts with
+// '{' or JSON whitespace, bytes that never start a msgpack map.
+func isJSONBody(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	switch data[0] {
+	case '{', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+// splitJSONResponse reads a JSON tool response: its result's bytes are
+// returned as they are (validated, not decoded), every other member is
+// decoded into r by messages.DecodeJSON.
+func splitJSONResponse(data []byte, r *messages.ToolResponse) ([]byte, error) {
+	if len(data) > messages.MaxJSONBytes {
+		return nil, fmt.Errorf("JSON body of %d bytes is larger than %d", len(data), messages.MaxJSONBytes)
+	}
+	d := jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := d.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind() != '{' {
+		return nil, fmt.Errorf("JSON response is a %v, not an object", tok.Kind())
+	}
+	rest := []byte{'{'}
+	var result []byte
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := tok.String() // before the next read voids tok
+		val, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if name == "result" {
+			result = bytes.Clone(val)
+			continue
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		rest, _ = jsontext.AppendQuote(rest, name)
+		rest = append(append(rest, ':'), val...)
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return nil, err
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON response")
+	}
+	return result, messages.DecodeJSON(append(rest, '}'), r)
 }
 
 // errConnLost: the connection dropped while a request waited for its
@@ -805,7 +934,7 @@ func (t *remoteTool) Name() string        { return t.name }
 func (t *remoteTool) Signature() string   { return t.info.Signature }
 func (t *remoteTool) Description() string { return t.info.Description }
 func (t *remoteTool) Call(ctx context.Context, args map[string]any) (any, error) {
-	return t.box.call(ctx, t.name, args)
+	return t.box.call(ctx, t.name, args, decodeToolResponse)
 }
 
 // String describes the tool for logs.

@@ -160,7 +160,13 @@ func modelList(reg llm.Registry) string {
 // and can carry on.
 func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *turnTracker) agent.Tool {
 	call := func(ctx context.Context, args map[string]any) (any, error) {
-		return box.Call(turns.withTurn(ctx), name, args)
+		// the reply is decoded once, into interpreter values (and the
+		// trace keeps its bytes)
+		w, err := box.CallWire(turns.withTurn(ctx), name, args)
+		if err != nil {
+			return nil, err
+		}
+		return w, nil
 	}
 	t, err := box.Get(ctx, name)
 	if err != nil || t.Signature() == "" {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
@@ -69,12 +74,8 @@ func startFleetWith(t *testing.T, models llm.Registry) *fleetEnv {
 func startFleetModels(t *testing.T, models llm.Registry, noTools bool) *fleetEnv {
 	t.Helper()
 	srv := fleettest.Start(t)
-	conn := srv.Conn
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	store := fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 2}
 	if !noTools {
-		svc, err := fleet.NewToolService(conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
+		svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +84,17 @@ func startFleetModels(t *testing.T, models llm.Registry, noTools bool) *fleetEnv
 			t.Fatal(err)
 		}
 	}
+	return startFleetOn(t, srv, models)
+}
+
+// startFleetOn starts one worker whose runner uses models, and a client, on
+// srv.
+func startFleetOn(t *testing.T, srv *fleettest.Server, models llm.Registry) *fleetEnv {
+	t.Helper()
+	conn := srv.Conn
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	store := fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 2}
 	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
 		Runner: agentrun.New(agentrun.Config{Models: models}),
 		Slots:  2, Store: store, ToolTimeout: 2 * time.Second, IdleWait: 100 * time.Millisecond,
@@ -450,5 +462,68 @@ func TestMissionMaxSteps(t *testing.T) {
 	}
 	if step := runMission(t, env, m(messages.Limits{})); step.Fail != nil || step.Return != int64(4999950000) {
 		t.Fatalf("default: fail %+v, return %v", step.Fail, step.Return)
+	}
+}
+
+// A remote tool's reply crosses into the program once, from its bytes, and
+// comes back unchanged: keys with '-', big integers, 1.0 as a float,
+// nesting, from a msgpack and from a JSON tool service alike; the trace
+// records the same data.
+func TestToolReplyBytesReachTheProgramUnchanged(t *testing.T) {
+	want := map[string]any{
+		"order-id": int64(7), "big": int64(math.MaxInt64), "huge": 1.8446744073709552e19, "f": 1.0, "neg": -2.5,
+		"nested": map[string]any{"SKU-1": []any{int64(1), "x", nil, true, map[string]any{}}, "2024-01-31": []any{}},
+	}
+	result, err := messages.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := messages.Marshal(map[string]any{"v": int64(1), "call_id": "c", "result": msgpack.RawMessage(result)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := []byte(`{"v": 1, "call_id": "c", "result": {"order-id": 7, "big": 9223372036854775807, "huge": 18446744073709551616,
+		"f": 1.0, "neg": -2.5, "nested": {"SKU-1": [1, "x", null, true, {}], "2024-01-31": []}}}`)
+
+	model := &script{turns: map[string][]string{"wire": {"```clojure\n(return {:mp (identity (tool/mp {})) :js (identity (tool/js {}))})\n```"}}}
+	srv := fleettest.Start(t)
+	svc, err := micro.AddService(srv.Conn(), micro.Config{Name: "wire", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	for name, body := range map[string][]byte{"mp": mp, "js": js} {
+		var hdr micro.Headers
+		if name == "js" {
+			hdr = micro.Headers{messages.HeaderContentType: {messages.ContentTypeJSON}}
+		}
+		err := svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(body, micro.WithHeaders(hdr)) }),
+			micro.WithEndpointSubject("tool.wire."+name), micro.WithEndpointMetadata(map[string]string{fleet.MetaTool: name}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := startFleetOn(t, srv, llm.Registry{"default": model})
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{Prompt: "Fetch the wire records.", Tools: []string{"mp", "js"}},
+		Tools: []string{"mp", "js"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v\ntrace: %+v", step.Fail, step.Trace)
+	}
+	if got := step.Return; !reflect.DeepEqual(got, map[string]any{"mp": want, "js": want}) {
+		t.Errorf("return = %#v\nwant both %#v", got, want)
+	}
+	n := 0
+	for _, turn := range step.Trace {
+		for _, c := range turn.ToolCalls {
+			n++
+			if !reflect.DeepEqual(c.Result, want) {
+				t.Errorf("traced result of %s = %#v", c.Name, c.Result)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d traced tool calls, want 2", n)
 	}
 }

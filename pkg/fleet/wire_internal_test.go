@@ -1,0 +1,161 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// wireReplies are one tool result as a msgpack and as a JSON tool
+// response body, and the result as Go data.
+func wireReplies(t *testing.T) (bodies map[string][]byte, want map[string]any) {
+	t.Helper()
+	want = map[string]any{
+		"order-id": int64(7), "big": int64(math.MaxInt64), "huge": 1.8446744073709552e19, "f": 1.0,
+		"nested": map[string]any{"SKU-1": []any{int64(1), "x", nil, true, map[string]any{}}},
+	}
+	result, err := messages.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := messages.Marshal(map[string]any{"v": int64(1), "call_id": "c", "result": msgpack.RawMessage(result)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := []byte(` {"call_id": "c", "result": {"order-id": 7, "big": 9223372036854775807, "huge": 18446744073709551616,
+		"f": 1.0, "nested": {"SKU-1": [1, "x", null, true, {}]}}, "v": 1}`)
+	return map[string][]byte{"mp": mp, "js": js}, want
+}
+
+// A tool reply is journaled as the bytes that came (msgpack or JSON), and
+// a replay from the journal decodes to the very same value, with no
+// request sent.
+func TestToolReplyReplaysToTheSameValue(t *testing.T) {
+	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nc, err := s.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	bodies, want := wireReplies(t)
+	svc, err := micro.AddService(nc, micro.Config{Name: "wire", Version: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	var requests atomic.Int64
+	for name, body := range bodies {
+		var hdr micro.Headers
+		if name == "js" {
+			hdr = micro.Headers{messages.HeaderContentType: {messages.ContentTypeJSON}}
+		}
+		err := svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) {
+			requests.Add(1)
+			_ = r.Respond(body, micro.WithHeaders(hdr))
+		}), micro.WithEndpointSubject("tool.wire."+name), micro.WithEndpointMetadata(map[string]string{MetaTool: name}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := WithTurn(context.Background(), 1)
+	journaled := func(recorded map[string][]byte) (*Toolbox, *Journal, *heldJS) {
+		js := &heldJS{release: make(chan struct{})}
+		js.open()
+		id := messages.NewMissionID()
+		j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id), recorded: recorded, next: map[string]int{}}
+		box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"mp", "js"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		box.journal, box.missionID = j, id
+		return box, j, js
+	}
+	for name, body := range bodies {
+		box, j, _ := journaled(map[string][]byte{})
+		first, err := box.CallWire(ctx, name, map[string]any{"q": "x"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(first.Plain(), want) {
+			t.Errorf("%s: result %#v, want %#v", name, first.Plain(), want)
+		}
+		j.mu.Lock()
+		if len(j.pending) != 1 {
+			t.Fatalf("%s: %d journal writes", name, len(j.pending))
+		}
+		entry := j.pending[0].msg
+		j.mu.Unlock()
+		if !bytes.Equal(entry.Data, body) {
+			t.Errorf("%s: journaled %q, want the reply's bytes %q", name, entry.Data, body)
+		}
+		sent := requests.Load()
+		replay, _, _ := journaled(map[string][]byte{entry.Header.Get(messages.HeaderJournalKey): entry.Data})
+		again, err := replay.CallWire(ctx, name, map[string]any{"q": "x"})
+		if err != nil {
+			t.Fatalf("%s replayed: %v", name, err)
+		}
+		if lisp.PrStr(again.Value()) != lisp.PrStr(first.Value()) || !reflect.DeepEqual(again.Plain(), want) {
+			t.Errorf("%s replayed: %s, first %s", name, lisp.PrStr(again.Value()), lisp.PrStr(first.Value()))
+		}
+		plainBox, _, _ := journaled(map[string][]byte{entry.Header.Get(messages.HeaderJournalKey): entry.Data})
+		if plain, err := plainBox.Call(ctx, name, map[string]any{"q": "x"}); err != nil || !reflect.DeepEqual(plain, want) {
+			t.Errorf("%s replayed as Go data: %#v, %v", name, plain, err)
+		}
+		if requests.Load() != sent {
+			t.Errorf("%s: a replayed call sent a request", name)
+		}
+	}
+}
+
+// Every tool response body, msgpack or JSON, read as Go data and read
+// once into interpreter values gives the same result or the same error.
+func TestToolResponseDecodersAgree(t *testing.T) {
+	bodies, _ := wireReplies(t)
+	for _, data := range [][]byte{bodies["mp"], bodies["js"],
+		[]byte(`{"v":1,"call_id":"c","result":null}`), []byte(`{"v":1,"call_id":"c"}`),
+		[]byte(`{"v":1,"call_id":"c","error":{"code":"tool_error","message":"declined"}}`),
+		[]byte(`{"v":1,"call_id":"c","error":{"code":"tool_error","message":"x"},"result":[1]}`),
+		[]byte(`{"v":9,"call_id":"c","result":1}`), []byte(`{"v":1,"result":[1,}`), []byte(`{"v":1,"result":1} x`),
+		[]byte(`{"v":1,"result":{"a":1,"a":2},"result":[3]}`), []byte("\n{\"v\":1,\"result\":\"\xff\"}"),
+	} {
+		agree(t, data)
+	}
+}
+
+// agree checks that decodeToolResponse and decodeWireResponse agree on
+// data.
+func agree(t *testing.T, data []byte) {
+	t.Helper()
+	plain, perr := decodeToolResponse("t", data)
+	w, werr := decodeWireResponse("t", data)
+	if (perr == nil) != (werr == nil) {
+		t.Fatalf("%q: Go data err %v, wire err %v", data, perr, werr)
+	}
+	if perr != nil {
+		var pe, we *ToolError
+		if !errors.As(perr, &pe) || !errors.As(werr, &we) || pe.Code != we.Code || pe.Tool != "t" {
+			t.Fatalf("%q: errors %v and %v", data, perr, werr)
+		}
+		return
+	}
+	got := w.(*lisp.WireResult).Plain()
+	if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", plain) {
+		t.Fatalf("%q: Go data %#v, wire %#v", data, plain, got)
+	}
+}
