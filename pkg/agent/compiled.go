@@ -107,12 +107,11 @@ func callPure(ctx context.Context, bt *boundTool, args map[string]any, mode sign
 		return nil, err
 	}
 	if validate && bt.tool.Signature != "" {
-		if needsPlain(out) {
-			if out, err = messages.FromJSON(out); err != nil {
-				return nil, err
-			}
+		var plain any
+		if out, plain, err = outputForValidation(out); err != nil {
+			return nil, err
 		}
-		if verr := bt.sig.ValidateOutput(out, mode); verr != nil {
+		if verr := bt.sig.ValidateOutput(plain, mode); verr != nil {
 			if mode.Fatal() {
 				return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
 			}

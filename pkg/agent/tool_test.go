@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"errors"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
@@ -164,5 +167,42 @@ func TestSubAgentDefaultDescription(t *testing.T) {
 		if got := child.AsTool(ToolOptions{}).Description; got != tc.want {
 			t.Errorf("description of %q = %q, want %q", tc.prompt, got, tc.want)
 		}
+	}
+}
+
+type wireOrder struct {
+	ID    int64          `json:"order_id"`
+	Big   int64          `json:"big"`
+	Price float64        `json:"price"`
+	Lines map[string]any `json:"lines"`
+	Tags  []string       `json:"tags"`
+}
+
+// A typed tool's result crosses into the program once (JSON, decoded
+// straight into interpreter values) and comes back unchanged: keys with
+// '-', big integers, nested maps, numbers of the kind their JSON gives
+// them (encoding/json writes 1.0 as 1, an integer, as messages.FromJSON
+// reads it); the trace records the same data.
+func TestTypedToolResultUnchanged(t *testing.T) {
+	typed := Typed(func(context.Context, struct{}) ([]wireOrder, error) {
+		return []wireOrder{{ID: 7, Big: math.MaxInt64, Price: 2.5, Lines: map[string]any{"SKU-1": 1.0, "2024-01-31": map[string]any{"n": int64(-3)}}, Tags: []string{"a-b"}}}, nil
+	})
+	want := []any{map[string]any{"order_id": int64(7), "big": int64(math.MaxInt64), "price": 2.5,
+		"lines": map[string]any{"SKU-1": int64(1), "2024-01-31": map[string]any{"n": int64(-3)}}, "tags": []any{"a-b"}}}
+	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1, Tools: map[string]Tool{"orders": typed}})
+	st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`(return (identity (tool/orders {})))`))
+	if err != nil {
+		t.Fatalf("%v: %+v", err, st.Trace)
+	}
+	if !reflect.DeepEqual(st.Return, want) {
+		t.Fatalf("return %#v\nwant %#v\n%+v", st.Return, want, st.Trace)
+	}
+	calls := st.Trace[0].ToolCalls
+	if len(calls) != 1 {
+		t.Fatalf("%d traced calls", len(calls))
+	}
+	w, ok := calls[0].Result.(*lisp.WireResult)
+	if !ok || !reflect.DeepEqual(w.Plain(), want) {
+		t.Fatalf("traced result %#v", calls[0].Result)
 	}
 }

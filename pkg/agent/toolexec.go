@@ -131,14 +131,9 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		return nil, err
 	}
 	if validate && bt.tool.Signature != "" {
-		if needsPlain(out) {
-			if out, err = messages.FromJSON(out); err != nil {
-				return nil, err
-			}
-		}
-		plain := out
-		if w, ok := out.(*lisp.WireResult); ok {
-			plain = w.Plain() // validation reads Go data
+		var plain any
+		if out, plain, err = outputForValidation(out); err != nil {
+			return nil, err
 		}
 		if verr := sig.ValidateOutput(plain, tr.mode); verr != nil {
 			if tr.mode.Fatal() {
@@ -173,6 +168,22 @@ func safeCall(ctx context.Context, fn ToolFunc, args map[string]any) (out any, e
 		}
 	}()
 	return fn(ctx, args)
+}
+
+// outputForValidation returns a tool's result as the program gets it
+// (structs, typed slices and maps made plain data) and as Go data for
+// signature validation: a *lisp.WireResult stays as it is for the program
+// and is converted for validation (once).
+func outputForValidation(out any) (result, plain any, err error) {
+	if w, ok := out.(*lisp.WireResult); ok {
+		return out, w.Plain(), nil
+	}
+	if needsPlain(out) {
+		if out, err = messages.FromJSON(out); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, out, nil
 }
 
 func needsPlain(v any) bool {
