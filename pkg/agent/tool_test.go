@@ -189,7 +189,7 @@ func TestTypedToolResultUnchanged(t *testing.T) {
 	})
 	want := []any{map[string]any{"order_id": int64(7), "big": int64(math.MaxInt64), "price": 2.5,
 		"lines": map[string]any{"SKU-1": int64(1), "2024-01-31": map[string]any{"n": int64(-3)}}, "tags": []any{"a-b"}}}
-	a := mustNew(t, Spec{Prompt: "x", MaxTurns: 1, Tools: map[string]Tool{"orders": typed}})
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 1}, Tools: map[string]Tool{"orders": typed}})
 	st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`(return (identity (tool/orders {})))`))
 	if err != nil {
 		t.Fatalf("%v: %+v", err, st.Trace)
