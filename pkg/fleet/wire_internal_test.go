@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/vmihailenco/msgpack/v5"
@@ -78,7 +79,8 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 		js := &heldJS{release: make(chan struct{})}
 		js.open()
 		id := messages.NewMissionID()
-		j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id), recorded: recorded, next: map[string]int{}}
+		j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id), recorded: recorded, next: map[string]int{},
+			linger: time.Hour} // entries stay unsent: the test reads them
 		box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"mp", "js"}})
 		if err != nil {
 			t.Fatal(err)
@@ -96,16 +98,16 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 			t.Errorf("%s: result %#v, want %#v", name, first.Plain(), want)
 		}
 		j.mu.Lock()
-		if len(j.pending) != 1 {
-			t.Fatalf("%s: %d journal writes", name, len(j.pending))
+		if len(j.unsent) != 1 {
+			t.Fatalf("%s: %d journal entries", name, len(j.unsent))
 		}
-		entry := j.pending[0].msg
+		entry := j.unsent[0]
 		j.mu.Unlock()
 		if !bytes.Equal(entry.Data, body) {
 			t.Errorf("%s: journaled %q, want the reply's bytes %q", name, entry.Data, body)
 		}
 		sent := requests.Load()
-		replay, _, _ := journaled(map[string][]byte{entry.Header.Get(messages.HeaderJournalKey): entry.Data})
+		replay, _, _ := journaled(map[string][]byte{entry.Key: entry.Data})
 		again, err := replay.CallWire(ctx, name, map[string]any{"q": "x"})
 		if err != nil {
 			t.Fatalf("%s replayed: %v", name, err)
@@ -113,7 +115,7 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 		if lisp.PrStr(again.Value()) != lisp.PrStr(first.Value()) || !reflect.DeepEqual(again.Plain(), want) {
 			t.Errorf("%s replayed: %s, first %s", name, lisp.PrStr(again.Value()), lisp.PrStr(first.Value()))
 		}
-		plainBox, _, _ := journaled(map[string][]byte{entry.Header.Get(messages.HeaderJournalKey): entry.Data})
+		plainBox, _, _ := journaled(map[string][]byte{entry.Key: entry.Data})
 		if plain, err := plainBox.Call(ctx, name, map[string]any{"q": "x"}); err != nil || !reflect.DeepEqual(plain, want) {
 			t.Errorf("%s replayed as Go data: %#v, %v", name, plain, err)
 		}
