@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -20,7 +21,9 @@ import (
 // BenchmarkToolCall compares a call through a Toolbox (what a runner's tool
 // call costs: args normalized, request encoded, micro service, response
 // decoded and checked) with a raw NATS request/reply of the same encoded
-// request to the same service, over TCP loopback as between processes.
+// request to the same service, over TCP loopback as between processes;
+// toolbox-live is a worker's call (progress messages asked for, answer on
+// the worker's own reply subscription).
 func BenchmarkToolCall(b *testing.B) {
 	srv, _ := runJetStream(b)
 	svcConn, err := nats.Connect(srv.ClientURL())
@@ -37,21 +40,27 @@ func BenchmarkToolCall(b *testing.B) {
 	ctx := context.Background()
 	args := map[string]any{"query": "invoices"}
 
-	b.Run("toolbox", func(b *testing.B) {
-		box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := box.Call(ctx, "search", args); err != nil { // warm the schema cache
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := box.Call(ctx, "search", args); err != nil {
+	for _, live := range []bool{false, true} {
+		name := map[bool]string{false: "toolbox", true: "toolbox-live"}[live]
+		b.Run(name, func(b *testing.B) {
+			box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+			if live {
+				fleet.LiveCalls(box, 500*time.Millisecond)
+			}
+			if _, err := box.Call(ctx, "search", args); err != nil { // warm the schema cache
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := box.Call(ctx, "search", args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	b.Run("raw", func(b *testing.B) {
 		body, _ := messages.Marshal(&messages.ToolRequest{Version: 1, CallID: "1", Tool: "search", Args: args})
 		b.ReportAllocs()
@@ -67,8 +76,10 @@ func BenchmarkToolCall(b *testing.B) {
 // a zero-latency runner making one tool call, result stored, ack) with one
 // and two in-process workers on their own TCP connections, and the
 // queue-to-runner-start latency (p50/p99) of those missions, with the turn
-// journal on (the default: the tool result is journaled before the runner
-// gets it) and off, in the same run.
+// journal on (the default: the tool result is recorded, and dropped
+// unwritten once the mission's result is stored, since no outside call
+// follows it) and off, in the same run, and the CPU time the whole process
+// (server, workers, client) spent per mission.
 func BenchmarkMissions(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		for _, journal := range []bool{true, false} {
@@ -115,6 +126,7 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			n := 0
+			cpu0, cpuOK := fleettest.ProcessCPU()
 			start := time.Now()
 			for b.Loop() {
 				if _, err := c.Submit(ctx, newMission("search")); err != nil {
@@ -130,6 +142,9 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 				}
 			}
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "missions/s")
+			if cpu1, ok := fleettest.ProcessCPU(); ok && cpuOK && n > 0 {
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n), "cpu-µs/mission")
+			}
 			mu.Lock()
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			if len(lat) > 0 {

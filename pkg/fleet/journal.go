@@ -243,6 +243,20 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	return nil
 }
 
+// Push publishes the entries recorded and not yet published, as Flush
+// does, without waiting for their acknowledgement: for an answer that is
+// costly to lose and that an outside call nearly always follows (a model
+// reply), so that its write travels while the loop computes with it.
+// Flush still must be called before anything that depends on it leaves.
+func (j *Journal) Push() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.publishLocked()
+}
+
 // lingered publishes the entries no Flush took within journalLinger.
 func (j *Journal) lingered() {
 	j.mu.Lock()

@@ -161,9 +161,9 @@ func journalMessages(t *testing.T, js jetstream.JetStream, id string) uint64 {
 }
 
 // What Flush finds unpublished goes out as one message, which a later
-// attempt reads back entry by entry; an entry no Flush takes is published
-// after the linger; and once the result is stored (settle) entries not yet
-// published are never written.
+// attempt reads back entry by entry; Push publishes without waiting; an
+// entry no Flush takes is published after the linger; and once the result
+// is stored (settle) entries not yet published are never written.
 func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
 	if err != nil {
@@ -215,6 +215,21 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 		if d, ok := again.Replay(e.base); !ok || string(d) != e.data {
 			t.Fatalf("replay %s = %q, %v; want %q", e.base, d, ok, e.data)
 		}
+	}
+
+	pushed := NewJournal(js, messages.NewMissionID())
+	pushed.linger = time.Hour
+	if err := pushed.Record(ctx, "m/b", []byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	pushed.Push()
+	for deadline := time.Now().Add(10 * time.Second); journalMessages(t, js, pushed.missionID) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a pushed entry was not published without a flush")
+		}
+	}
+	if err := pushed.Flush(ctx); err != nil || journalMessages(t, js, pushed.missionID) != 1 {
+		t.Fatalf("a pushed entry: flush %v, %d messages; want 1", err, journalMessages(t, js, pushed.missionID))
 	}
 
 	lingering := NewJournal(js, messages.NewMissionID())

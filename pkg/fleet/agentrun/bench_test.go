@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
@@ -114,7 +115,7 @@ func BenchmarkMissions(b *testing.B) {
 			spec := &messages.AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := fleettest.ProcessCPU()
 			start := time.Now()
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, c.inflight)
@@ -151,7 +152,7 @@ func BenchmarkMissions(b *testing.B) {
 			model.mu.Unlock()
 			slices.Sort(lat)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "missions/s")
-			if cpu1, ok := processCPU(); ok && cpuOK {
+			if cpu1, ok := fleettest.ProcessCPU(); ok && cpuOK {
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/mission")
 			}
 			if len(lat) > 0 {

@@ -19,9 +19,10 @@ import (
 //
 //   - models: every model of the run's registry is wrapped so that a
 //     request whose reply an earlier attempt recorded gets that reply
-//     without a model call, a new reply is recorded (asynchronously) as
-//     the loop gets it, and every recorded answer is acknowledged
-//     (fleet.Journal.Flush) before the next request goes to the model;
+//     without a model call, a new reply is recorded and published
+//     (asynchronously, fleet.Journal.Push) as the loop gets it, and every
+//     recorded answer is acknowledged (fleet.Journal.Flush) before the
+//     next request goes to the model;
 //   - remote tools: the worker's Toolbox journals their results itself;
 //     the runner only tells it the turn (fleet.WithTurn), which it tracks
 //     from the loop's turn_start events of the top-level agent.
@@ -98,6 +99,10 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 	if err == nil {
 		err = m.j.Record(ctx, key, data)
 	}
+	// A reply is the costliest answer to lose, and a tool call or the next
+	// model call nearly always follows it: its write travels now, while
+	// the loop runs the reply's program.
+	m.j.Push()
 	if err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("model reply not journaled")
 	}

@@ -1,17 +1,17 @@
 //go:build unix
 
-package agentrun_test
+package fleettest
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user + system) this process used so
+// ProcessCPU returns the CPU time (user + system) this process used so
 // far: with the server, the workers and the client all in process, the
 // CPU a benchmark's missions cost, however busy the rest of the machine
 // is. ok is false where it cannot be read.
-func processCPU() (d time.Duration, ok bool) {
+func ProcessCPU() (d time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0, false
