@@ -256,6 +256,32 @@ func BenchmarkFromWire(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// decoding alone; for JSON, Go's fastest encoding/json start
+			// too: json.Unmarshal with every number a float64
+			b.Run(fmt.Sprintf("%s/decode/%d/lisp", c.name, n), func(b *testing.B) {
+				loopCPU(b, func() {
+					if _, err := c.lisp(data); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			b.Run(fmt.Sprintf("%s/decode/%d/go", c.name, n), func(b *testing.B) {
+				loopCPU(b, func() {
+					if _, err := c.goDec(data); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			if c.name == "json" {
+				b.Run(fmt.Sprintf("%s/decode/%d/go_float64", c.name, n), func(b *testing.B) {
+					loopCPU(b, func() {
+						var recs []map[string]any
+						if err := json.Unmarshal(data, &recs); err != nil {
+							b.Fatal(err)
+						}
+					})
+				})
+			}
 			for _, p := range pipelines {
 				b.Run(fmt.Sprintf("%s/%s/%d/lisp", c.name, p.name, n), func(b *testing.B) {
 					run := func() {
