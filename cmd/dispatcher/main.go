@@ -18,9 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,14 +30,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ(), stdin: os.Stdin}, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "dispatcher:", err)
-		}
-		os.Exit(exitCode(err))
-	}
+	cli.Main("dispatcher", func(ctx context.Context) error {
+		return run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ(), stdin: os.Stdin}, os.Stdout, os.Stderr)
+	}, exitCode)
 }
 
 // env is the process environment, injected so tests control it.

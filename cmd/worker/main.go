@@ -24,9 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,14 +38,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Environ(), os.Stderr, nil); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-		}
-		os.Exit(1)
-	}
+	cli.Main("worker", func(ctx context.Context) error {
+		return run(ctx, os.Args[1:], os.Getenv, os.Environ(), os.Stderr, nil)
+	}, nil)
 }
 
 // config is the worker's configuration.

@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -122,5 +124,19 @@ func TestHealth(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v", err)
+	}
+}
+
+func TestExit(t *testing.T) {
+	var b strings.Builder
+	if c := exit(&b, "worker", errors.New("no NATS server"), nil); c != 1 || b.String() != "worker: no NATS server\n" {
+		t.Errorf("exit = %d, printed %q", c, b.String())
+	}
+	b.Reset()
+	if c := exit(&b, "worker", fmt.Errorf("flags: %w", flag.ErrHelp), nil); c != 1 || b.Len() != 0 {
+		t.Errorf("help: exit = %d, printed %q", c, b.String())
+	}
+	if c := exit(&b, "dispatcher", errors.New("failed"), func(error) int { return 3 }); c != 3 {
+		t.Errorf("exit code = %d, want the command's 3", c)
 	}
 }
