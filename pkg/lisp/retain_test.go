@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // TestChurnIsNotHeld: programs that allocate far more than the limit but
@@ -127,6 +129,36 @@ func TestBombsStop(t *testing.T) {
 	}
 }
 
+// bombDefaults are the limits a program gets by default in an agent's
+// turn: the default memory limit and the agent's program time limit
+// (with the step budget derived from it). The bombs must end on memory,
+// not on time; how long each takes is measured by BenchmarkBombs.
+var bombDefaults = Options{Timeout: messages.DefaultProgramTimeout}
+
+// checkBombError checks that a bomb ended with memory_limit, naming the
+// limit and with a hint.
+func checkBombError(src string, err error) error {
+	var e *Error
+	if !errors.Is(err, ErrMemoryLimit) || !errors.As(err, &e) {
+		return fmt.Errorf("%s: want memory_limit, got %v", src, err)
+	}
+	if e.Hint == "" || !strings.Contains(e.Msg, "memory limit exceeded") || !strings.Contains(e.Msg, strconv.Itoa(DefaultMaxMemory)) {
+		return fmt.Errorf("%s: error %q does not name the %d-byte limit or has no hint", src, e.Detail(), DefaultMaxMemory)
+	}
+	return nil
+}
+
+// TestBombsUnderDefaults runs every bomb under the default limits: each
+// ends with memory_limit, before the time limit.
+func TestBombsUnderDefaults(t *testing.T) {
+	for _, b := range bombs {
+		_, err := Exec(context.Background(), b.src, bombDefaults)
+		if err := checkBombError(b.src, err); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestBombsRSS runs every bomb under the default limits in a subprocess
 // and checks its peak resident memory.
 func TestBombsRSS(t *testing.T) {
@@ -151,12 +183,13 @@ func TestBombsRSS(t *testing.T) {
 		for _, b := range bombs {
 			src := b.src
 			start := time.Now()
-			_, err := Exec(context.Background(), src, Options{Timeout: 3 * time.Second})
-			var e *Error
-			if !errors.As(err, &e) {
-				fmt.Printf("FAIL %s: %v\n", src, err)
+			_, err := Exec(context.Background(), src, bombDefaults)
+			if err := checkBombError(src, err); err != nil {
+				fmt.Printf("FAIL %v\n", err)
 				continue
 			}
+			var e *Error
+			errors.As(err, &e)
 			var ru syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 			fmt.Printf("ran %s: %s in %v, peak RSS so far %d MiB\n", src, e.Reason(), time.Since(start).Round(time.Millisecond), ru.Maxrss>>10)
@@ -221,15 +254,14 @@ func TestLegitUnderDefaults(t *testing.T) {
 }
 
 // BenchmarkBombs measures how long each bomb takes to reach the default
-// memory limit (time and CPU per op; the time limit is raised so a slow
-// machine still measures the bomb, not the timeout).
+// memory limit (time and CPU per op) under bombDefaults.
 func BenchmarkBombs(b *testing.B) {
 	for _, bomb := range bombs {
 		b.Run(bomb.name, func(b *testing.B) {
 			loopCPU(b, func() {
-				_, err := Exec(context.Background(), bomb.src, Options{Timeout: time.Minute})
-				if !errors.Is(err, ErrMemoryLimit) {
-					b.Fatalf("%s: want memory_limit, got %v", bomb.src, err)
+				_, err := Exec(context.Background(), bomb.src, bombDefaults)
+				if err := checkBombError(bomb.src, err); err != nil {
+					b.Fatal(err)
 				}
 			})
 		})
