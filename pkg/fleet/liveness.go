@@ -139,16 +139,25 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 	for retry := 0; ; retry++ {
 		if retry > 0 {
 			msg.Header.Set(messages.HeaderRetry, strconv.Itoa(retry))
+			// One disconnection reports several statuses: one resend.
+			for drained := false; !drained; {
+				select {
+				case <-status:
+				default:
+					drained = true
+				}
+			}
 		}
-		if err := b.nc.PublishMsg(msg); err != nil {
+		pause := backoff
+		err := b.nc.PublishMsg(msg)
+		if err != nil {
 			last = err // the connection is closed or refuses: wait and resend
 		} else {
 			last = errSilent
 			timer.Reset(silence)
 		}
-		pause := backoff
 	waiting:
-		for {
+		for err == nil {
 			select {
 			case r := <-c.reply:
 				if len(r.Data) == 0 && r.Header.Get("Status") == "503" {
@@ -187,8 +196,9 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 
 // heartbeat sends progress messages on reply every interval the request
 // asks for (Ptc-Heartbeat-Ms, at least minHeartbeat) until the returned
-// func is called, which the service does right before it answers. A
-// request that asks for none gets none.
+// func is called, which the service does once it has answered (a late
+// progress message finds no one waiting). A request that asks for none
+// gets none.
 func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
 	ms, err := strconv.ParseInt(hdr.Get(messages.HeaderHeartbeatMs), 10, 64)
 	if reply == "" || err != nil || ms <= 0 {
