@@ -147,7 +147,7 @@ const notAvailable = "Not available: try/catch/throw (use fail), atoms and swap!
 func compactReference(a *Agent) string {
 	var b strings.Builder
 	b.WriteString("## PTC-Lisp\n")
-	b.WriteString("Clojure 1.11 on plain data, with str/ and set/; no I/O, try/catch, atoms, macros, eval or Java beyond Math/.\n")
+	b.WriteString("Clojure 1.11 on plain data, with str/ and set/; no I/O, try/catch, atoms, transducers, macros or Java beyond Math/.\n")
 	b.WriteString("- ctx/name is an input.")
 	if len(a.tools) > 0 {
 		b.WriteString(" (tool/name {:arg v}) calls a tool; results have string keys, read with keywords: (:id x).")

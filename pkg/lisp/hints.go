@@ -107,6 +107,10 @@ var unavailableHints = map[string]string{
 	"ctx": "read inputs as ctx/name", "memory": "read memory as memory/name or by its plain name",
 	"%": "% can only be used inside #(...)", "%1": "% can only be used inside #(...)", "%2": "% can only be used inside #(...)",
 	"%&": "% can only be used inside #(...)", "else": "use :else in cond",
+	"transduce": "transducers are not supported; thread the collection through map, filter and reduce with ->>",
+	"sequence":  "transducers are not supported; thread the collection through map and filter with ->>",
+	"eduction":  "transducers are not supported; thread the collection through map and filter with ->>",
+	"hash-set":  "use (set coll) or #{...}", "printf": "use (println (format ...))",
 }
 
 func (c *compiler) unbound(f *form) {

@@ -144,6 +144,12 @@ Double/POSITIVE_INFINITY
 (atom 1)
 ;;; "hint: atoms are not supported"
 ---
+(transduce (map inc) + [1 2])
+;;; "hint: transducers are not supported; thread the collection through map, filter and reduce with ->>"
+---
+(hash-set 1 2)
+;;; "undefined symbol: hash-set(.|\n)*hint: use \\(set coll\\) or #\\{"
+---
 (foo/bar 1)
 ;;; "unknown namespace foo/; use tool/ for tools, ctx/ for inputs"
 ---
