@@ -19,9 +19,8 @@ import (
 // rounded to.
 const FloatPrecision = 2
 
-// unlimitedTimeout stands for a negative (unlimited) timeout: a deadline
-// far enough away never to matter, which keeps deadline arithmetic simple.
-const unlimitedTimeout = 100 * 365 * 24 * time.Hour
+// unlimitedTimeout stands for a negative (unlimited) timeout.
+const unlimitedTimeout = messages.UnlimitedTimeout
 
 // Output modes of a Spec.
 const (

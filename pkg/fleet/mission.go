@@ -238,7 +238,7 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 		return c
 	}
 	if d < 0 {
-		return 100 * 365 * 24 * time.Hour
+		return messages.UnlimitedTimeout
 	}
 	return d
 }

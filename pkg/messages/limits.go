@@ -137,6 +137,11 @@ func override(dst, src reflect.Value) {
 	}
 }
 
+// UnlimitedTimeout stands for an unlimited (negative) timeout where a
+// duration is needed: a deadline far enough away never to matter, which
+// keeps deadline arithmetic simple.
+const UnlimitedTimeout = 100 * 365 * 24 * time.Hour
+
 // LimitOr applies the limit convention to v: 0 means d (the default), a
 // negative value means unlimited and is reported by ok = false.
 func LimitOr[T ~int | ~int64](v, d T) (limit T, ok bool) {
