@@ -114,7 +114,7 @@ func languageReference(a *Agent, kind refKind) string {
 			fmt.Fprintf(&b, "- %s: %s\n", l.Title, strings.Join(l.Names, " "))
 		}
 		b.WriteString("- Keywords, maps and sets are callable: `(:id m)`, `(m :id)`, `(#{1 2} x)`. `#(...)` is a short fn with `%`, `%1`, `%2`.\n")
-		b.WriteString("- " + notAvailable + "\n\n")
+		b.WriteString("- Not available: " + leftOut + ".\n\n")
 		b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
 		for _, ex := range refExamples {
 			fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)
@@ -136,8 +136,9 @@ func languageReference(a *Agent, kind refKind) string {
 	return b.String()
 }
 
-// notAvailable names the Clojure features PTC-Lisp leaves out.
-const notAvailable = "Not available: try/catch/throw (use fail), atoms and swap!, macros, eval, ns/require, Java interop beyond the Math/ names above."
+// leftOut names the Clojure features PTC-Lisp leaves out (a program that
+// uses one fails with a hint naming what to use instead).
+const leftOut = "I/O, try/catch, atoms, transducers, macros or Java beyond Math/"
 
 // compactReference is the default reference: a model that knows Clojure
 // 1.11 is told what PTC-Lisp leaves out, the names it adds (from the
@@ -147,7 +148,7 @@ const notAvailable = "Not available: try/catch/throw (use fail), atoms and swap!
 func compactReference(a *Agent) string {
 	var b strings.Builder
 	b.WriteString("## PTC-Lisp\n")
-	b.WriteString("Clojure 1.11 on plain data, with str/ and set/; no I/O, try/catch, atoms, transducers, macros or Java beyond Math/.\n")
+	b.WriteString("Clojure 1.11 on plain data, with str/ and set/; no " + leftOut + ".\n")
 	b.WriteString("- ctx/name is an input.")
 	if len(a.tools) > 0 {
 		b.WriteString(" (tool/name {:arg v}) calls a tool; results have string keys, read with keywords: (:id x).")
