@@ -171,12 +171,12 @@ func safeCall(ctx context.Context, fn ToolFunc, args map[string]any) (out any, e
 }
 
 // outputForValidation returns a tool's result as the program gets it
-// (structs, typed slices and maps made plain data) and as Go data for
-// signature validation: a *lisp.WireResult stays as it is for the program
-// and is converted for validation (once).
-func outputForValidation(out any) (result, plain any, err error) {
+// (structs, typed slices and maps made plain data) and as signature
+// validation reads it: a *lisp.WireResult stays as it is for the program
+// and is validated in place (View), not converted.
+func outputForValidation(out any) (result, checked any, err error) {
 	if w, ok := out.(*lisp.WireResult); ok {
-		return out, w.Plain(), nil
+		return out, w.View(), nil
 	}
 	if needsPlain(out) {
 		if out, err = messages.FromJSON(out); err != nil {

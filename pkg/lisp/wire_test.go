@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -408,6 +409,35 @@ func TestWireResultThroughRun(t *testing.T) {
 	for _, bad := range []struct{ ctype, data string }{{"", "\x91"}, {messages.ContentTypeJSON, "[1,"}, {"text/plain", "1"}} {
 		if _, err := NewWireResult(bad.ctype, []byte(bad.data)); err == nil {
 			t.Errorf("%q %q: no error", bad.ctype, bad.data)
+		}
+	}
+}
+
+// A WireResult is validated in place (View) with the very outcome its Go
+// data gets: the same errors, paths and previews, in every mode.
+func TestWireResultValidatesInPlace(t *testing.T) {
+	data := `[{"id": 1, "name": "a", "tags": ["x"], "user": {"zip": 10001}},
+		{"id": "2", "tags": [1, "y"], "user": {"zip": 1.5, "extra-key": true}, "more": null},
+		{"id": 3, "name": null, "tags": null, "user": []}]`
+	w, err := NewWireResult(messages.ContentTypeJSON, []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{
+		"[{id :int, name :string, tags [:string], user {zip :int}}]",
+		"[{id :int, name :string?, tags [:string]?, user {zip :float}?}]",
+		"[{id :any, user :map}]", "[:map]", ":any", "{id :int}", "[:int]",
+	} {
+		sig, err := signature.Parse("() -> " + src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []signature.Mode{signature.Enabled, signature.Strict} {
+			want := fmt.Sprint(sig.ValidateOutput(w.Plain(), mode))
+			got := fmt.Sprint(sig.ValidateOutput(w.View(), mode))
+			if got != want {
+				t.Errorf("%s (mode %v): in place\n%s\nGo data\n%s", src, mode, got, want)
+			}
 		}
 	}
 }

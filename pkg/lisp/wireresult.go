@@ -16,8 +16,9 @@ import (
 // data in between: the run (and FromGo) uses Value; a trace, journal or
 // event that records the result keeps it as it is, and encoding it as
 // msgpack writes the msgpack bytes unchanged. Go data is made only for a
-// consumer that asks for it (Plain: signature validation, JSON
-// rendering), once.
+// consumer that asks for it (Plain: JSON rendering, a text-mode model,
+// masking a result that holds a firewalled key), once; signature
+// validation reads the values in place (View).
 type WireResult struct {
 	contentType string
 	data        []byte
@@ -69,6 +70,59 @@ func (w *WireResult) Plain() any {
 	w.plainOnce.Do(func() { w.plain = ToGo(w.value) })
 	return w.plain
 }
+
+// View returns the result for signature validation, read in place:
+// vectors and maps as signature.ListView and signature.MapView over the
+// interpreter values, scalars as they are (nil, bool, int64, float64,
+// string). Nothing is converted.
+func (w *WireResult) View() any { return validationView(w.value) }
+
+func validationView(v Value) any {
+	switch x := v.(type) {
+	case *Vector:
+		return wireListView{x}
+	case *Map:
+		return wireMapView{x}
+	}
+	return v
+}
+
+// wireListView is a decoded vector as a signature.ListView.
+type wireListView struct{ v *Vector }
+
+func (l wireListView) Len() int       { return len(l.v.items) }
+func (l wireListView) At(i int) any   { return validationView(l.v.items[i]) }
+func (l wireListView) String() string { return PrStr(l.v) }
+
+// wireMapView is a decoded map (string keys) as a signature.MapView.
+type wireMapView struct{ m *Map }
+
+func (m wireMapView) Len() int { return m.m.Len() }
+
+// Lookup finds key exactly: a decoded map's keys are all strings, which
+// a string finds only as itself.
+func (m wireMapView) Lookup(key string) (any, bool) {
+	v, ok := m.m.Get(key)
+	if !ok {
+		return nil, false
+	}
+	return validationView(v), true
+}
+
+func (m wireMapView) Keys() []string {
+	keys := make([]string, 0, m.m.Len())
+	m.m.Each(func(k, _ Value) bool {
+		if s, ok := k.(string); ok {
+			keys = append(keys, s)
+		} else {
+			keys = append(keys, PrStr(k))
+		}
+		return true
+	})
+	return keys
+}
+
+func (m wireMapView) String() string { return PrStr(m.m) }
 
 // Firewalled reports whether the result holds a firewalled map key (one
 // starting with "_", signature.IsFirewalled) at any depth: only then do

@@ -53,7 +53,7 @@ func (s *Signature) CoerceInputs(args map[string]any, mode Mode) (map[string]any
 		}
 	}
 	c := checker{strict: mode == Strict, inputs: true}
-	c.checkFields(s.inputsMap(), out)
+	c.checkFields(s.inputsMap(), plainMap(out))
 	return out, co.warnings, c.errs.Err()
 }
 

@@ -33,6 +33,10 @@ func describe(v any) string {
 		return "list " + preview(x)
 	case map[string]any:
 		return "map " + preview(x)
+	case ListView:
+		return "list " + preview(x)
+	case MapView:
+		return "map " + preview(x)
 	}
 	switch k := reflect.TypeOf(v).Kind(); {
 	case k == reflect.String:
@@ -132,6 +136,34 @@ func (w *previewWriter) value(v any, depth int) {
 			}
 			w.write(":" + k + " ")
 			w.value(x[k], depth+1)
+			if w.full {
+				return
+			}
+		}
+		w.write("}")
+	case ListView:
+		w.write("[")
+		for i := range x.Len() {
+			if i > 0 {
+				w.write(" ")
+			}
+			w.value(x.At(i), depth+1)
+			if w.full {
+				return
+			}
+		}
+		w.write("]")
+	case MapView:
+		keys := x.Keys()
+		slices.Sort(keys)
+		w.write("{")
+		for i, k := range keys {
+			if i > 0 {
+				w.write(", ")
+			}
+			w.write(":" + k + " ")
+			e, _ := x.Lookup(k)
+			w.value(e, depth+1)
 			if w.full {
 				return
 			}

@@ -51,7 +51,7 @@ func (s *Signature) ValidateInputs(args map[string]any, mode Mode) error {
 	}
 	var buf [16]seg
 	c := checker{strict: mode == Strict, inputs: true, path: buf[:0]}
-	c.checkFields(s.inputsMap(), args)
+	c.checkFields(s.inputsMap(), plainMap(args))
 	return c.errs.Err()
 }
 
@@ -147,6 +147,13 @@ func (c *checker) check(t Type, v any) {
 				c.path = c.path[:len(c.path)-1]
 			}
 			return
+		case ListView:
+			for i := range xs.Len() {
+				c.path = append(c.path, seg{index: i, isIdx: true})
+				c.check(elem, xs.At(i))
+				c.path = c.path[:len(c.path)-1]
+			}
+			return
 		case nil:
 			c.mismatch(t, v)
 			return
@@ -164,6 +171,9 @@ func (c *checker) check(t Type, v any) {
 	case Map:
 		switch m := v.(type) {
 		case map[string]any:
+			c.checkFields(t, plainMap(m))
+			return
+		case MapView:
 			c.checkFields(t, m)
 			return
 		case nil:
@@ -191,11 +201,11 @@ func (c *checker) missingMsg() string {
 	return "required field missing"
 }
 
-func (c *checker) checkFields(t Map, m map[string]any) {
+func (c *checker) checkFields(t Map, m MapView) {
 	present := 0
 	for _, f := range t.Fields {
 		c.path = append(c.path, seg{name: f.Name})
-		x, ok := m[f.Name]
+		x, ok := m.Lookup(f.Name)
 		switch {
 		case ok:
 			present++
@@ -207,9 +217,9 @@ func (c *checker) checkFields(t Map, m map[string]any) {
 	}
 	// Every key of m that is a declared field was counted, so m has extra keys
 	// exactly when it has more keys than that.
-	if c.strict && len(m) > present {
+	if c.strict && m.Len() > present {
 		var extra []string
-		for k := range m {
+		for _, k := range m.Keys() {
 			if _, ok := t.Field(k); !ok {
 				extra = append(extra, k)
 			}
@@ -300,7 +310,8 @@ func primOK(p Prim, v any) bool {
 			return true
 		}
 	case AnyMap:
-		if _, ok := v.(map[string]any); ok {
+		switch v.(type) {
+		case map[string]any, MapView:
 			return true
 		}
 		return v != nil && reflect.TypeOf(v).Kind() == reflect.Map
