@@ -384,8 +384,21 @@ func concatItems(th *Thread, name string, colls []Value, args bool) Value {
 	if len(colls) == 1 && args {
 		return th.MakeVector(th.Seq(colls[0], name, 1))
 	}
-	var out []Value
+	// vectors are charged and sized up front: a concat too large to hold
+	// stops before it is built, and the output is allocated once
+	n := 0
+	for _, c := range colls {
+		if v, ok := c.(*Vector); ok {
+			n += len(v.items)
+		}
+	}
+	th.allocSlots(n)
+	out := make([]Value, 0, n)
 	for i, c := range colls {
+		if v, ok := c.(*Vector); ok {
+			out = append(out, v.items...)
+			continue
+		}
 		argN := 0
 		if args {
 			argN = i + 1

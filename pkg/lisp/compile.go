@@ -474,7 +474,7 @@ func (c *compiler) compileVec(f *form) node {
 		for i, n := range items {
 			out[i] = n(fr)
 		}
-		fr.th.allocSlots(len(out))
+		fr.th.allocVector(len(out))
 		return &Vector{items: out}
 	}
 }

@@ -46,7 +46,7 @@ func TestLazySeqCharges(t *testing.T) {
 	n := eagerRangeMax + 10
 	cache := int64(n) * lazyItemBytes
 	ahead := int64(lazyChunk) * lazyItemBytes
-	taken := int64(n) * slotBytes // take's result
+	taken := int64(n)*slotBytes + vectorBytes // take's result
 	for _, c := range []struct {
 		src   string
 		limit int64

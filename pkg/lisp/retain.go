@@ -41,6 +41,19 @@ func IsHostData(v Value) bool {
 // slotBytes is the charge for one collection slot (an interface value).
 const slotBytes = 16
 
+// vectorBytes is the charge for a vector's header (its slice, claim and
+// host flag: a 48-byte object), made by a vector literal or MakeVector.
+// conj charges none: the header it makes replaces the one it was given.
+const vectorBytes = 3 * slotBytes
+
+// allocVector charges a new vector of n slots with its header.
+func (th *Thread) allocVector(n int) {
+	th.alloc += int64(n)*slotBytes + vectorBytes
+	if th.maxMem > 0 && th.alloc > th.maxMem {
+		th.memLimit()
+	}
+}
+
 // conjSlotBytes is the charge for a slot that conj appends: the slot and
 // the spare capacity of a backing array that grows by doubling.
 const conjSlotBytes = 2 * slotBytes
@@ -201,6 +214,9 @@ func (s *sizer) add(v Value) bool {
 			return false
 		}
 		from := s.sharedPrefix(x)
+		if from == 0 && s.over(vectorBytes) {
+			return true
+		}
 		per := int64(slotBytes)
 		if x.claim != nil { // grown by conj
 			per = conjSlotBytes

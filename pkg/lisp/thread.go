@@ -645,10 +645,10 @@ func (th *Thread) Keyword(name string) *Keyword { return th.host.keyword(name) }
 
 // MakeVector wraps items as a vector, charging the memory limit.
 func (th *Thread) MakeVector(items []Value) *Vector {
-	th.allocSlots(len(items))
 	if len(items) == 0 {
 		return emptyVector
 	}
+	th.allocVector(len(items))
 	return &Vector{items: items}
 }
 
