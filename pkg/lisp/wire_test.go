@@ -116,6 +116,15 @@ func decodeJSONBoth(t testing.TB, data []byte) {
 	if PrStr(got) != PrStr(want) || fmt.Sprintf("%#v", ToGo(got)) != fmt.Sprintf("%#v", ToGo(want)) {
 		t.Fatalf("DecodeJSON %s, reference %s", PrStr(got), PrStr(want))
 	}
+	// a JSON result kept in a trace encodes as messages.Marshal encodes
+	// its Go data
+	enc, err := (&WireResult{contentType: messages.ContentTypeJSON, value: got}).MarshalMsgpack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, _ := messages.Marshal(ToGo(want)); !bytes.Equal(enc, plain) {
+		t.Fatalf("MarshalMsgpack % x, messages.Marshal % x", enc, plain)
+	}
 	if c, ok := got.(*Vector); ok && !IsHostData(c) {
 		t.Fatal("decoded vector not host data")
 	}

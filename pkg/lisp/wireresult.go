@@ -1,9 +1,13 @@
 package lisp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -162,13 +166,68 @@ func (w *WireResult) MaskFirewalled() any {
 	return messages.MaskFirewalled(w.Plain())
 }
 
-// MarshalMsgpack writes a msgpack result's bytes as they are, a JSON one's
-// Go data.
+// MarshalMsgpack writes a msgpack result's bytes as they are, and a JSON
+// one's value as messages.Marshal writes its Go data (map keys sorted,
+// integers compact), straight from the interpreter values.
 func (w *WireResult) MarshalMsgpack() ([]byte, error) {
 	if w.contentType == "" {
 		return w.data, nil
 	}
-	return messages.Marshal(w.Plain())
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.UseCompactInts(true)
+	if err := encodeWire(enc, w.value); err != nil {
+		return nil, fmt.Errorf("lisp: encode tool result: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeWire writes a decoded value (nil, bool, int64, float64, string,
+// vectors, maps with string keys) as msgpack.
+func encodeWire(enc *msgpack.Encoder, v Value) error {
+	switch x := v.(type) {
+	case nil:
+		return enc.EncodeNil()
+	case bool:
+		return enc.EncodeBool(x)
+	case int64:
+		return enc.EncodeInt(x)
+	case float64:
+		return enc.EncodeFloat64(x)
+	case string:
+		return enc.EncodeString(x)
+	case *Vector:
+		if err := enc.EncodeArrayLen(len(x.items)); err != nil {
+			return err
+		}
+		for _, e := range x.items {
+			if err := encodeWire(enc, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *Map:
+		keys := make([]string, 0, x.Len())
+		x.Each(func(k, _ Value) bool {
+			keys = append(keys, k.(string))
+			return true
+		})
+		slices.Sort(keys)
+		if err := enc.EncodeMapLen(len(keys)); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			e, _ := x.Get(k)
+			if err := enc.EncodeString(k); err != nil {
+				return err
+			}
+			if err := encodeWire(enc, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unexpected %T in a decoded value", v)
 }
 
 // MarshalJSON writes the result's Go data.
