@@ -190,10 +190,7 @@ func compileLoop(c *compiler, f *form, lin []bool) node {
 				th.tick()
 				th.countLoop()
 				th.sp = mark
-				if th.alloc != it.mark || it.churn {
-					it.end(th, fr.slots, direct)
-					it.begin(th, fr.slots, direct)
-				}
+				it.next(th, fr.slots, direct)
 			}
 		}
 	}
@@ -213,10 +210,7 @@ func compileLoop(c *compiler, f *form, lin []bool) node {
 				th.tick()
 				th.countLoop()
 				th.sp = mark
-				if th.alloc != it.mark || it.churn {
-					it.end(th, fr.slots, direct)
-					it.begin(th, fr.slots, direct)
-				}
+				it.next(th, fr.slots, direct)
 			}
 		}
 	}
@@ -239,10 +233,7 @@ func compileLoop(c *compiler, f *form, lin []bool) node {
 			th.tick()
 			th.countLoop()
 			args := th.recurArgs
-			if th.alloc != it.mark {
-				it.endArgs(th, args)
-				it.mark = th.alloc
-			}
+			it.nextArgs(th, args)
 			for i, bd := range binds {
 				if s := direct[i]; s >= 0 {
 					fr.slots[s] = args[i]

@@ -340,10 +340,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 				th.tick()
 				th.countLoop()
 				th.sp = mark
-				if th.alloc != it.mark || it.churn {
-					it.end(th, fr.slots, slots)
-					it.begin(th, fr.slots, slots)
-				}
+				it.next(th, fr.slots, slots)
 			}
 		}
 		// any other collection: the builtins as written; recur advances xs
@@ -362,10 +359,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 			th.tick()
 			th.countLoop()
 			th.sp = mark
-			if th.alloc != it.mark || it.churn {
-				it.end(th, fr.slots, slots)
-				it.begin(th, fr.slots, slots)
-			}
+			it.next(th, fr.slots, slots)
 		}
 	}
 }

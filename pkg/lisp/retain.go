@@ -305,14 +305,58 @@ func (m *Map) eachUnordered(fn func(k, v Value) bool) {
 // handing on the ones it recurs with.
 type loopIter struct {
 	mark   int64
+	iters  int // iterations since mark
 	given  [4]Value
 	nGiven int // how many of given are set (0 after an iteration that charged nothing)
 	churn  bool
 }
 
+// creditEvery and creditBytes bound a loop's credit scope: the
+// iterations since the last credit are credited together once there are
+// creditEvery of them, or sooner once they charged creditBytes. A scope of
+// several iterations gives back the same (what they built and did not hand
+// on) for a fraction of the measuring: a loop that conj's one item an
+// iteration measures its new tail once every 64 items, not every item.
+const (
+	creditEvery = 64
+	creditBytes = 64 << 10
+)
+
+// next ends an iteration of a loop whose bindings are slots[idx[i]],
+// crediting the iterations since the last credit when they are due.
+func (it *loopIter) next(th *Thread, slots []Value, idx []int) {
+	d := th.alloc - it.mark
+	if d == 0 {
+		if it.churn { // nothing charged since the last credit: forget its inputs
+			it.end(th, slots, idx)
+			it.begin(th, slots, idx)
+		}
+		return
+	}
+	if it.iters++; it.iters < creditEvery && d < creditBytes {
+		return
+	}
+	it.end(th, slots, idx)
+	it.begin(th, slots, idx)
+}
+
+// nextArgs is next for a loop whose bindings may be destructured: the
+// iterations are given nothing and hand on args.
+func (it *loopIter) nextArgs(th *Thread, args []Value) {
+	d := th.alloc - it.mark
+	if d == 0 {
+		return
+	}
+	if it.iters++; it.iters < creditEvery && d < creditBytes {
+		return
+	}
+	it.endArgs(th, args)
+	it.mark, it.iters = th.alloc, 0
+}
+
 // begin starts an iteration whose bindings are slots[idx[i]].
 func (it *loopIter) begin(th *Thread, slots []Value, idx []int) {
-	it.mark = th.alloc
+	it.mark, it.iters = th.alloc, 0
 	it.nGiven = 0
 	if it.churn && len(idx) <= len(it.given) {
 		for i, s := range idx {

@@ -20,11 +20,14 @@ import (
 
 // TestChurnIsNotHeld: programs that allocate far more than the limit but
 // hold little at any time run under a small limit. Each allocates
-// hundreds of MB in total against a 4 MiB limit.
+// hundreds of MB in total against a 4 MiB limit (and each fails with the
+// credits switched off).
 func TestChurnIsNotHeld(t *testing.T) {
 	progs := []string{
 		// loop iterations
 		`(loop [i 0 acc 0] (if (< i 200000) (recur (inc i) (+ acc (count (vec (range 100))))) acc))`,
+		// iterations that each churn more than a credit scope's bytes
+		`(loop [i 0 n 0] (if (< i 100) (recur (inc i) (+ n (count (vec (range 100000))))) n))`,
 		`(loop [i 0 s ""] (if (< i 20000) (recur (inc i) (subs (str s (apply str (repeat 1000 "x"))) 0 10)) (count s)))`,
 		// callbacks of HOFs
 		`(reduce (fn [acc i] (+ acc (count (vec (range 100))))) 0 (range 50000))`,
