@@ -20,10 +20,12 @@
 //     transient failures, so every worker can call it at start on a cluster
 //     in any state; with StoreConfig.VerifyOnly it only waits for them.
 //   - Journal: each mission's model replies and tool results, recorded
-//     and acknowledged before anything depending on them leaves the
+//     and acknowledged before any call depending on them leaves the
 //     worker, so a redelivered mission replays them instead of paying
 //     again; tool calls carry an Idempotency-Key and a ToolService can run
-//     each key at most once (DedupConfig).
+//     each key at most once (DedupConfig); tool services report progress
+//     on long calls, and a call that hears nothing for four intervals is
+//     sent again with its key (WorkerConfig.ToolHeartbeat).
 //
 // The embedded NATS server lives in pkg/fleet/embedded so that importing this
 // package does not link the server.

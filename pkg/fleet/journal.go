@@ -21,8 +21,9 @@ import (
 
 // Journal is the turn journal of one mission: every model reply and every
 // tool result the mission's runs received, recorded in the JOURNAL stream
-// (subject mission.journal.<id>) before anything that depends on it leaves
-// the worker (Record, then Flush). A redelivered
+// (subject mission.journal.<id>) before any call that depends on it leaves
+// the worker (Record, then Flush); the answers a stored result follows are
+// dropped unwritten, since the result supersedes them. A redelivered
 // mission loads the journal its earlier attempts wrote and replays it: a
 // model request or tool call whose answer is recorded gets the recorded
 // answer, with no model call and no tool call, so the run continues from
