@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
@@ -50,7 +51,7 @@ func (m *firstCallModel) Complete(_ context.Context, req llm.Request) (*llm.Resp
 // reply and the tool result are journaled before the loop uses them) and
 // off, in the same run. cpu-µs/mission is the CPU time the whole process
 // (server, workers, client) spent per mission: unlike missions/s it holds
-// on a busy machine.
+// on a busy machine; so do the journal's messages and bytes per mission.
 func BenchmarkMissions(b *testing.B) {
 	for _, c := range []struct {
 		workers, inflight int
@@ -154,6 +155,23 @@ func BenchmarkMissions(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "missions/s")
 			if cpu1, ok := fleettest.ProcessCPU(); ok && cpuOK {
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "cpu-µs/mission")
+			}
+			if c.inflight > 1 && !c.noJournal {
+				// What the journal wrote, whatever the machine's load.
+				js, err := jetstream.New(cnc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := js.Stream(ctx, messages.StreamJournal)
+				if err != nil {
+					b.Fatal(err)
+				}
+				info, err := s.Info(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(info.State.Msgs)/float64(b.N), "journal-msgs/mission")
+				b.ReportMetric(float64(info.State.Bytes)/float64(b.N), "journal-B/mission")
 			}
 			if len(lat) > 0 {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-first-call-ms")
