@@ -596,8 +596,27 @@ func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*
 		s.leaf = &hleaf{hash: h, ents: append(slices.Clip(old), mapEntry{key, val})}
 		return nn, true
 	}
-	*s = hslot{child: mergeSlots(shift+5, *s, edit.newLeaf(h, key, val))}
+	*s = hslot{child: mergeSlotsOwned(edit, shift+5, *s, edit.newLeaf(h, key, val))}
 	return nn, true
+}
+
+// mergeSlotsOwned is mergeSlots for a transient session: the new nodes
+// belong to edit, so the next insert below them updates them in place
+// instead of copying them first.
+func mergeSlotsOwned(edit *editToken, shift uint, a, b hslot) *hnode {
+	ia, ib := (a.leaf.hash>>shift)&31, (b.leaf.hash>>shift)&31
+	if ia == ib {
+		n := &hnode{bitmap: 1 << ia, slots: make([]hslot, 1, 4), edit: edit}
+		n.slots[0] = hslot{child: mergeSlotsOwned(edit, shift+5, a, b)}
+		return n
+	}
+	if ia > ib {
+		a, b = b, a
+		ia, ib = ib, ia
+	}
+	n := &hnode{bitmap: 1<<ia | 1<<ib, slots: make([]hslot, 2, 4), edit: edit}
+	n.slots[0], n.slots[1] = a, b
+	return n
 }
 
 // hslot is either a child node or a leaf with all entries whose full hash
