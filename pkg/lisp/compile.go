@@ -912,13 +912,10 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 func kwGet(v Value, kw *Keyword) Value {
 	if m, ok := v.(*Map); ok && m.root == nil {
 		if m.src != nil { // a host view: one Go map read
-			x, ok := m.src[kw.Name]
+			x := m.src[kw.Name]
 			switch x.(type) {
 			case nil, bool, int64, float64, string:
-				return x
-			}
-			if !ok {
-				return nil
+				return x // nil: absent, or nil in the host's map
 			}
 			return viewValue(kw.Name, x)
 		}
