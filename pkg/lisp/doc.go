@@ -60,8 +60,8 @@
 // *Map that reads the host's map in place (a view), and a []any or
 // []map[string]any a vector of such views. A view converts a value when a
 // program reads it and builds its interpreter form once when a program
-// iterates or changes it; ToGo of a view of plain data gives the host's own
-// map back (docs/lisp.md, "Values").
+// iterates or changes it; ToGo gives a copy, so what the host receives it
+// may change without changing its own data (docs/lisp.md, "Values").
 //
 // # Pipeline and performance
 //

@@ -38,7 +38,7 @@ const (
 type Options struct {
 	// Context holds the ctx/ (and data/) inputs: plain Go data, string keys.
 	// The run reads it in place (see FromGo): it must not change while the
-	// run goes on, and maps of it may come back in Step.Return as they are.
+	// run goes on.
 	Context map[string]any
 	// Memory is the initial memory (names to plain Go data or Values such
 	// as closures kept from an earlier run).

@@ -229,63 +229,36 @@ func sameView(x, y *Map) bool {
 	return x.src != nil && y.src != nil && reflect.ValueOf(x.src).UnsafePointer() == reflect.ValueOf(y.src).UnsafePointer()
 }
 
-// viewToGo is ToGo of a view: the host's own map when all of it is plain
-// data (the JSON model FromGo's conversion gives: nil, bool, int64,
-// float64, string, map[string]any, []any), otherwise a copy with the
-// values converted as FromGo and ToGo convert them. A value the
+// viewToGo is ToGo of a view: a copy of the host's map with the values
+// converted as FromGo and ToGo convert them (plain data is copied as it
+// is, without conversion). It is a copy, not the host's map, because what
+// ToGo gives is the caller's to change: rounding a return value's floats,
+// adding a fail value's reason, a tool normalising its arguments all
+// write in place, and host data must come back as it came. A value the
 // interpreter cannot represent goes back as it came.
-func viewToGo(src map[string]any) any {
-	if plainHost(src, 0) {
-		return src
-	}
-	out := make(map[string]any, len(src))
-	for k, x := range src {
-		out[k] = hostToGo(x)
-	}
-	return out
-}
+func viewToGo(src map[string]any) any { return copyHost(src) }
 
-// hostToGo is ToGo of a host value read through a view.
-func hostToGo(x any) any {
-	if m, ok := x.(map[string]any); ok {
-		return viewToGo(m)
+// copyHost copies plain host data, converting what is not plain.
+func copyHost(x any) any {
+	switch v := x.(type) {
+	case nil, bool, int64, float64, string:
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyHost(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyHost(e)
+		}
+		return out
 	}
-	v, err := hostValue(x)
+	hv, err := hostValue(x)
 	if err != nil {
 		return x
 	}
-	return ToGo(v)
-}
-
-// plainDepth bounds the nesting plainHost checks; deeper data is copied
-// (the copy recurses as FromGo's conversion does).
-const plainDepth = 64
-
-// plainHost reports whether x is plain data that ToGo may return as it is.
-func plainHost(x any, depth int) bool {
-	switch v := x.(type) {
-	case nil, bool, int64, float64, string:
-		return true
-	case map[string]any:
-		if depth >= plainDepth {
-			return false
-		}
-		for _, it := range v {
-			if !plainHost(it, depth+1) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		if depth >= plainDepth {
-			return false
-		}
-		for _, it := range v {
-			if !plainHost(it, depth+1) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	return ToGo(hv)
 }

@@ -25,7 +25,7 @@ func sameGoMap(a, b any) bool {
 
 // TestViewsReadInPlace checks that FromGo does not copy maps: records are
 // views read in place, counted in O(1), never built into interpreter maps
-// by lookups, and handed back as the host's own maps.
+// by lookups, and handed back as equal copies.
 func TestViewsReadInPlace(t *testing.T) {
 	rs := viewRecords()
 	v, err := FromGo(rs)
@@ -66,8 +66,8 @@ func TestViewsReadInPlace(t *testing.T) {
 	}
 	plain := map[string]any{"a": int64(1), "b": []any{"x", map[string]any{"c": 1.5}}}
 	pv, _ := FromGo(plain)
-	if !sameGoMap(ToGo(pv), plain) {
-		t.Fatal("ToGo of a view of plain data is not the host's map")
+	if out := ToGo(pv); sameGoMap(out, plain) || !reflect.DeepEqual(out, plain) {
+		t.Fatalf("ToGo of a view of plain data = %#v, want an equal copy", out)
 	}
 	if PrStr(r0) != `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}` {
 		t.Fatalf("printed %s", PrStr(r0))
@@ -122,25 +122,38 @@ func TestViewsInPrograms(t *testing.T) {
 	}
 }
 
-// TestViewsComeBackAsTheyCame checks that host maps a program returns
-// unchanged reach the host as the same Go maps.
+// TestViewsComeBackAsTheyCame checks that host maps a program returns,
+// fails with or keeps come back equal to the host's data, as copies: what
+// the host receives it may change (the run rounds floats in place, a fail
+// value gets a reason), and its own data stays as it was.
 func TestViewsComeBackAsTheyCame(t *testing.T) {
-	rows := []any{
-		map[string]any{"k-1": "a", "n": int64(1), "sub": map[string]any{"x-y": []any{1.5, nil, true}}},
-		map[string]any{"k-1": "b", "n": int64(2)},
+	mk := func() []any {
+		return []any{
+			map[string]any{"k-1": "a", "n": int64(1), "p": 1.23456, "sub": map[string]any{"x-y": []any{1.5, nil, true}}},
+			map[string]any{"k-1": "b", "n": int64(2), "p": 2.5},
+		}
 	}
-	step, err := Run(context.Background(), `(return {:first (first ctx/rows) :sub (:sub (first ctx/rows)) :all ctx/rows})`,
-		Options{Context: map[string]any{"rows": rows}, Timeout: 5 * time.Second})
+	rows, orig := mk(), mk()
+	opts := Options{Context: map[string]any{"rows": rows}, Timeout: 5 * time.Second, FloatPrecision: 2}
+	step, err := Run(context.Background(), `(def kept (first ctx/rows)) (return {:first (first ctx/rows) :sub (:sub (first ctx/rows)) :all ctx/rows})`, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := step.Return.(map[string]any)
-	if !sameGoMap(out["first"], rows[0]) || !sameGoMap(out["sub"], rows[0].(map[string]any)["sub"]) {
-		t.Fatalf("returned records are not the host's maps: %#v", out)
+	if sameGoMap(out["first"], rows[0]) || out["first"].(map[string]any)["p"] != 1.23 {
+		t.Fatalf("first = %#v, want a rounded copy", out["first"])
 	}
-	all := out["all"].([]any)
-	if len(all) != 2 || !sameGoMap(all[1], rows[1]) {
-		t.Fatalf("all = %#v", all)
+	if !reflect.DeepEqual(out["sub"], orig[0].(map[string]any)["sub"]) || len(out["all"].([]any)) != 2 {
+		t.Fatalf("returned %#v", out)
+	}
+	if !reflect.DeepEqual(step.Memory["kept"], orig[0]) || sameGoMap(step.Memory["kept"], rows[0]) {
+		t.Fatalf("kept = %#v, want an equal copy", step.Memory["kept"])
+	}
+	if _, err := Run(context.Background(), `(fail (second ctx/rows))`, opts); err == nil {
+		t.Fatal("fail did not fail")
+	}
+	if !reflect.DeepEqual(rows, orig) {
+		t.Fatalf("the run changed the host's data: %#v", rows)
 	}
 }
 
