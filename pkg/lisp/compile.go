@@ -222,7 +222,8 @@ type compiler struct {
 	lastProto *fnProto
 	gensym    int
 	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
-	// plainLoops turns off walk loops and owned boxes (Options.plainLoops)
+	// plainLoops turns off walk loops, owned boxes and transient loop
+	// bindings (Options.plainLoops)
 	plainLoops bool
 }
 

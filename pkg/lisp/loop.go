@@ -12,7 +12,10 @@ import (
 // box use the optimisations of opt_walkloop.go and opt_ownedbox.go.
 
 func sfLoop(c *compiler, f *form, _ bool) node {
-	lin := linearLoopBindings(f)
+	var lin []bool
+	if !c.plainLoops {
+		lin = linearLoopBindings(f)
+	}
 	nd := compileLoop(c, f, lin)
 	if lin == nil {
 		return nd

@@ -15,7 +15,7 @@ import (
 func loopProgram(rng *rand.Rand) string {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	acc := pick("0", "1", "0.5", "9223372036854775806", "-9223372036854775807", "1023", "1024", "[]", "nil", "{}", "-2")
-	other := pick("[]", "0", "nil")
+	other := pick("[]", "0", "nil", "{}") // {}: o may be a transient map (assoc)
 	if rng.IntN(3) == 0 {
 		// a counting loop: (loop [i 0 acc a o b] (if (< i n) (recur ...) exit))
 		i := "i"

@@ -90,8 +90,9 @@ type Options struct {
 	// called from several goroutines at once.
 	Scrub func(s string, key bool) string
 
-	// plainLoops compiles loops as written, without walk loops and owned
-	// boxes (opt_walkloop.go, opt_ownedbox.go): tests compare both.
+	// plainLoops compiles loops as written, without walk loops, owned
+	// boxes and transient loop bindings (opt_walkloop.go, opt_ownedbox.go,
+	// linearLoopBindings): tests compare both.
 	plainLoops bool
 }
 
