@@ -307,6 +307,9 @@ func (th *Thread) walkValue(v Value, n *int) {
 		}
 	case *Map:
 		visit(x.Len())
+		if !x.holdsCollections() {
+			return
+		}
 		x.Each(func(k, val Value) bool {
 			switch k.(type) {
 			case *LazySeq, *Vector, *Map, *Set:

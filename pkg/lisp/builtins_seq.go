@@ -289,6 +289,9 @@ func buildMap(th *Thread, keys, vals []Value) *Map {
 // endTransient ends an in-place build started with m.transient() (the
 // owner's transient maps, see Map.edit) so the map can be published.
 func endTransient(m *Map) *Map {
+	if m.edit != nil && m.edit.store != nil {
+		m.cache.Store(&mapCache{store: m.edit.store}) // read in place from now on
+	}
 	m.edit, m.ownVals = nil, false
 	return m
 }

@@ -59,11 +59,15 @@ type Map struct {
 // mapCache is what a map computes once and keeps (Map.cache).
 type mapCache struct {
 	sorted []mapEntry // a trie's entries in key order
-	form   *Map       // a view's interpreter form
+	form   *Map       // a view's or a stored map's interpreter form
+	store  *hashStore // a stored map's entries, until its form is built (mapstore.go)
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.
 func (m *Map) transient() *Map {
+	if s := m.store(); s != nil && m.edit == nil {
+		return &Map{n: m.n, edit: &editToken{store: s.clone()}}
+	}
 	m = m.form()
 	return &Map{shape: m.shape, vals: m.vals, root: m.root, n: m.n, edit: &editToken{}}
 }
@@ -230,6 +234,10 @@ func (m *Map) Get(key Value) (Value, bool) {
 		return m.viewGet(key)
 	}
 	if m.root == nil {
+		if m.shape == nil {
+			_, v, ok := m.storeLookup(key)
+			return v, ok
+		}
 		if i := m.findSmall(key); i >= 0 {
 			return m.vals[i], true
 		}
@@ -247,6 +255,10 @@ func (m *Map) lookupKey(key Value) (Value, bool) {
 		return m.viewKey(key)
 	}
 	if m.root == nil {
+		if m.shape == nil {
+			k, _, ok := m.storeLookup(key)
+			return k, ok
+		}
 		if i := m.findSmall(key); i >= 0 {
 			return m.shape.keys[i], true
 		}
@@ -316,6 +328,15 @@ func (m *Map) Assoc(key, val Value) *Map {
 }
 
 func (m *Map) assocTransient(key, val Value) *Map {
+	if s := m.edit.store; s != nil {
+		if storable(key) {
+			if s.set(key, val) {
+				m.n++
+			}
+			return m
+		}
+		m.spill()
+	}
 	if m.cache.Load() != nil { // a plain load is cheaper than a store
 		m.cache.Store(nil)
 	}
@@ -326,6 +347,11 @@ func (m *Map) assocTransient(key, val Value) *Map {
 			m.vals[i] = val
 			return m
 		case i < 0 && m.n >= smallMapMax:
+			if m.toStore(key) {
+				m.edit.store.put(key, val)
+				m.n++
+				return m
+			}
 			m.root, m.shape, m.vals = m.toTrie(), nil, nil
 		default:
 			edit := m.edit
@@ -335,7 +361,7 @@ func (m *Map) assocTransient(key, val Value) *Map {
 			return r
 		}
 	}
-	root, added := m.root.setMut(m.edit, 0, hashValue(key), key, val)
+	root, added := m.root.setMut(m.edit, 0, hashValue(key), key, val, false)
 	m.root = root
 	if added {
 		m.n++
@@ -349,8 +375,8 @@ func (m *Map) Dissoc(key Value) *Map {
 		if _, ok := m.viewKey(key); !ok {
 			return m
 		}
-		m = m.form()
 	}
+	m = m.form()
 	if m.root == nil {
 		i := m.findSmall(key)
 		if i < 0 {
@@ -544,6 +570,9 @@ type hnode struct {
 // when the memory is freed, not how much the budget admits.
 type editToken struct {
 	leaves []leafAlloc
+	// store holds the transient's entries while they are kept in Go hash
+	// maps (mapstore.go); nil when they are in the map's shape or trie
+	store *hashStore
 }
 
 // leafAlloc co-allocates a leaf and its single entry.
@@ -567,7 +596,8 @@ func (t *editToken) newLeaf(h uint32, key, val Value) hslot {
 
 // setMut is set for a transient session: nodes owned by edit are updated
 // in place, others are copied once and then owned.
-func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*hnode, bool) {
+// With exact set, key is known to be absent (no flex match is made).
+func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value, exact bool) (*hnode, bool) {
 	nn := n
 	if n.edit != edit {
 		nn = &hnode{bitmap: n.bitmap, slots: append(make([]hslot, 0, len(n.slots)+1), n.slots...), edit: edit}
@@ -581,13 +611,13 @@ func (n *hnode) setMut(edit *editToken, shift uint, h uint32, key, val Value) (*
 	}
 	s := &nn.slots[idx]
 	if s.child != nil {
-		child, added := s.child.setMut(edit, shift+5, h, key, val)
+		child, added := s.child.setMut(edit, shift+5, h, key, val, exact)
 		s.child = child
 		return nn, added
 	}
 	if s.leaf.hash == h {
 		old := s.leaf.ents
-		if i := findEntry(old, key); i >= 0 {
+		if i := findEntry(old, key); i >= 0 && !exact {
 			ents := slices.Clone(old)
 			ents[i].val = val
 			s.leaf = &hleaf{hash: h, ents: ents}

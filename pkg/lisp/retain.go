@@ -71,7 +71,7 @@ const trieEntryBytes = 8 * slotBytes
 
 // entryCharge is the charge for one entry of m.
 func entryCharge(m *Map) int64 {
-	if m.root != nil {
+	if m.shape == nil { // a trie, or a hashStore whose form is a trie
 		return trieEntryBytes
 	}
 	return entryBytes
@@ -284,6 +284,13 @@ func (s *sizer) add(v Value) bool {
 
 // eachUnordered calls fn for each entry in storage order (no sorting).
 func (m *Map) eachUnordered(fn func(k, v Value) bool) {
+	if m.shape == nil && m.root == nil {
+		if s := m.store(); s != nil {
+			s.each(fn)
+			return
+		}
+		m = m.form()
+	}
 	if m.root == nil {
 		for i, k := range m.shape.keys {
 			if !fn(k, m.vals[i]) {

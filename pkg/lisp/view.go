@@ -159,21 +159,14 @@ func (e *HostDataError) Error() string {
 // Unwrap returns the conversion error.
 func (e *HostDataError) Unwrap() error { return e.Err }
 
-// form returns m's interpreter form: m itself, or for a view the map its
-// values convert to, built once and shared (a view may be read from
-// several goroutines: pmap).
+// form returns m's interpreter form: m itself, or for a view (or a map
+// kept in a hashStore, mapstore.go) the map its entries convert to, built
+// once and shared (a view may be read from several goroutines: pmap).
 func (m *Map) form() *Map {
-	if m.src == nil {
+	if m.shape != nil || m.root != nil {
 		return m
 	}
-	if c := m.cache.Load(); c != nil {
-		return c.form
-	}
-	f := m.buildForm()
-	if !m.cache.CompareAndSwap(nil, &mapCache{form: f}) {
-		return m.cache.Load().form
-	}
-	return f
+	return m.lazyForm()
 }
 
 // buildForm converts a view's entries into an interpreter map: a small

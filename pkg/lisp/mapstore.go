@@ -1,0 +1,276 @@
+package lisp
+
+import "maps"
+
+// A transient map beyond smallMapMax entries whose keys are all integers,
+// strings or keywords keeps its entries in Go hash maps (a hashStore)
+// instead of a hash trie: an insert is one Go map assignment, where the
+// trie walks a path and allocates a leaf. The store is held by the
+// transient's edit token while the transient is being built; when the
+// transient ends (endTransient) the map keeps it in Map.cache, and the map
+// is then read in place like a view: Get, lookupKey, count and the memory
+// sizer read the store, and every other operation (iteration in key
+// order, assoc, dissoc, printing, =, hashing) works on the map's
+// interpreter form, a trie built from the store once on first need
+// (Map.form). A key of another type (a float, a vector, nil, ...) moves a
+// transient's entries into a trie first (spill), so a store never holds
+// keys whose equality is not plain Go equality.
+//
+// Keys follow the flex rule as in the trie: strings and keywords are kept
+// apart (a map may hold both "a" and :a), a lookup finds the exact key
+// first and the other spelling second, and a write to an existing entry
+// keeps that entry's key.
+
+// hashStore holds a map's entries by key type.
+type hashStore struct {
+	ints map[int64]Value
+	strs map[string]Value // entries whose key is a string
+	kws  map[string]kwEnt // entries whose key is a keyword, by name
+}
+
+// kwEnt is an entry with a keyword key.
+type kwEnt struct {
+	k *Keyword
+	v Value
+}
+
+// storable reports whether key may be kept in a hashStore.
+func storable(key Value) bool {
+	switch key.(type) {
+	case int64, string, *Keyword:
+		return true
+	}
+	return false
+}
+
+// newHashStore returns a store holding the given entries (storable keys,
+// none matching another by flex rules other than a string/keyword pair).
+func newHashStore(keys, vals []Value) *hashStore {
+	s := &hashStore{}
+	for i, k := range keys {
+		s.put(k, vals[i])
+	}
+	return s
+}
+
+// put adds an entry known to be absent (exactly).
+func (s *hashStore) put(key, val Value) {
+	switch k := key.(type) {
+	case int64:
+		if s.ints == nil {
+			s.ints = make(map[int64]Value, 2*smallMapMax)
+		}
+		s.ints[k] = val
+	case string:
+		if s.strs == nil {
+			s.strs = make(map[string]Value, 2*smallMapMax)
+		}
+		s.strs[k] = val
+	case *Keyword:
+		if s.kws == nil {
+			s.kws = make(map[string]kwEnt, 2*smallMapMax)
+		}
+		s.kws[k.Name] = kwEnt{k, val}
+	}
+}
+
+// get returns the stored key and value matching key (a storable key):
+// exact first, then flex.
+func (s *hashStore) get(key Value) (Value, Value, bool) {
+	switch k := key.(type) {
+	case int64:
+		v, ok := s.ints[k]
+		return k, v, ok
+	case string:
+		if v, ok := s.strs[k]; ok {
+			return k, v, true
+		}
+		if e, ok := s.kws[k]; ok {
+			return e.k, e.v, true
+		}
+	case *Keyword:
+		if e, ok := s.kws[k.Name]; ok {
+			return e.k, e.v, true
+		}
+		if v, ok := s.strs[k.Name]; ok {
+			return k.Name, v, true
+		}
+	}
+	return nil, nil, false
+}
+
+// set sets key (a storable key) to val, resolving the key as get does; it
+// reports whether an entry was added.
+func (s *hashStore) set(key, val Value) bool {
+	switch k := key.(type) {
+	case int64:
+		if s.ints == nil {
+			s.ints = make(map[int64]Value, 2*smallMapMax)
+		}
+		n := len(s.ints)
+		s.ints[k] = val
+		return len(s.ints) > n
+	case string:
+		if _, ok := s.strs[k]; ok {
+			s.strs[k] = val
+			return false
+		}
+		if e, ok := s.kws[k]; ok {
+			s.kws[k] = kwEnt{e.k, val}
+			return false
+		}
+	case *Keyword:
+		if e, ok := s.kws[k.Name]; ok {
+			s.kws[k.Name] = kwEnt{e.k, val}
+			return false
+		}
+		if _, ok := s.strs[k.Name]; ok {
+			s.strs[k.Name] = val
+			return false
+		}
+	}
+	s.put(key, val)
+	return true
+}
+
+// each calls fn for every entry, in no particular order, until fn returns
+// false.
+func (s *hashStore) each(fn func(k, v Value) bool) {
+	for k, v := range s.ints {
+		if !fn(k, v) {
+			return
+		}
+	}
+	for k, v := range s.strs {
+		if !fn(k, v) {
+			return
+		}
+	}
+	for _, e := range s.kws {
+		if !fn(e.k, e.v) {
+			return
+		}
+	}
+}
+
+// clone returns a copy that may be changed without affecting s.
+func (s *hashStore) clone() *hashStore {
+	return &hashStore{ints: maps.Clone(s.ints), strs: maps.Clone(s.strs), kws: maps.Clone(s.kws)}
+}
+
+// trie builds a trie of the store's entries whose nodes belong to edit.
+// Entries are added exactly: "a" and :a stay two entries.
+func (s *hashStore) trie(edit *editToken) *hnode {
+	root := &hnode{edit: edit}
+	s.each(func(k, v Value) bool {
+		root, _ = root.setMut(edit, 0, hashValue(k), k, v, true)
+		return true
+	})
+	return root
+}
+
+// store returns the hashStore holding m's entries, or nil: a transient's
+// (its edit token's), or a map's whose form has not been built.
+func (m *Map) store() *hashStore {
+	if m.edit != nil {
+		return m.edit.store
+	}
+	if c := m.cache.Load(); c != nil && c.form == nil {
+		return c.store
+	}
+	return nil
+}
+
+// lazyForm is form for a map without its own shape or trie: a view, a
+// map kept in a hashStore, or a transient in a hashStore (which moves
+// its entries into a trie in place and stays a transient).
+func (m *Map) lazyForm() *Map {
+	if m.edit != nil {
+		if m.edit.store != nil {
+			m.spill()
+		}
+		return m
+	}
+	c := m.cache.Load()
+	if c != nil && c.form != nil {
+		return c.form
+	}
+	var f *Map
+	switch {
+	case m.src != nil:
+		f = m.buildForm()
+	case c != nil && c.store != nil:
+		f = &Map{root: c.store.trie(&editToken{}), n: m.n}
+	default:
+		return m
+	}
+	if !m.cache.CompareAndSwap(c, &mapCache{form: f}) {
+		return m.cache.Load().form
+	}
+	return f
+}
+
+// spill moves a transient's entries from its hashStore into a trie owned
+// by its edit token.
+func (m *Map) spill() {
+	m.root = m.edit.store.trie(m.edit)
+	m.edit.store = nil
+}
+
+// storeLookup is Get and lookupKey on a map kept in a hashStore: the
+// stored key and value.
+func (m *Map) storeLookup(key Value) (Value, Value, bool) {
+	if s := m.store(); s != nil && storable(key) {
+		return s.get(key)
+	}
+	f := m.form()
+	if f.root == nil && f.shape == nil {
+		return nil, nil, false // (no such map: every map has a form)
+	}
+	if f.root == nil {
+		if i := f.findSmall(key); i >= 0 {
+			return f.shape.keys[i], f.vals[i], true
+		}
+		return nil, nil, false
+	}
+	if e := f.root.find(hashValue(key), key); e != nil {
+		return e.key, e.val, true
+	}
+	return nil, nil, false
+}
+
+// toStore moves a small transient's entries into a new hashStore when its
+// keys and key allow it, and reports whether it did.
+func (m *Map) toStore(key Value) bool {
+	if !storable(key) {
+		return false
+	}
+	for _, k := range m.shape.keys {
+		if !storable(k) {
+			return false
+		}
+	}
+	m.edit.store = newHashStore(m.shape.keys, m.vals)
+	m.shape, m.vals, m.ownVals = nil, nil, false
+	return true
+}
+
+// holdsCollections reports whether a key or value of m may be a
+// collection or lazy seq. It is true for every map but one kept in a
+// hashStore, whose entries it scans without building the form (a walk
+// over the entries in key order needs it).
+func (m *Map) holdsCollections() bool {
+	s := m.store()
+	if s == nil || m.shape != nil || m.root != nil {
+		return true
+	}
+	found := false
+	s.each(func(_, v Value) bool {
+		switch v.(type) {
+		case *LazySeq, *Vector, *Map, *Set:
+			found = true
+		}
+		return !found
+	})
+	return found
+}

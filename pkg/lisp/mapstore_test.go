@@ -1,0 +1,163 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// storeCases are reducers and loops that build maps beyond smallMapMax
+// entries in place. Each case is written with %s where the accumulator is
+// handed to assoc/update/dissoc: "m" keeps the accumulator linear (a
+// transient, kept in a hashStore while its keys allow), "(identity m)"
+// makes it a plain persistent build. Both must give the same map.
+var storeCases = []struct{ name, src string }{
+	{"ints", `(reduce (fn [m x] (assoc %s x (* x 10))) {} (range 100))`},
+	{"strings", `(reduce (fn [m x] (assoc %s (str "k-" x) x)) {} (range 100))`},
+	{"keywords", `(reduce (fn [m x] (assoc %s (keyword (str "k-" x)) x)) {} (range 100))`},
+	// "a" and :a are two entries; a keyword write finds the string first
+	// only when no keyword entry exists (flex)
+	{"flex pairs", `(reduce (fn [m x] (assoc %s (if (even? x) (str "n" (quot x 4)) (keyword (str "n" (quot x 4)))) x)) {} (range 100))`},
+	{"string then keyword", `(let [m0 (into {} (map (fn [i] [(str "s" i) i]) (range 20)))] (reduce (fn [m x] (assoc %s (keyword (str "s" x)) (- x))) m0 (range 30)))`},
+	{"overwrite", `(reduce (fn [m x] (assoc %s (mod x 30) x)) {} (range 100))`},
+	{"update fnil", `(reduce (fn [m x] (update %s (mod x 20) (fnil + 0) x)) {} (range 200))`},
+	{"update keyword", `(reduce (fn [m x] (update %s (keyword (str "c" (mod x 12))) (fnil inc 0))) {} (range 200))`},
+	{"float key spills", `(reduce (fn [m x] (assoc %s (if (= x 50) 7.0 x) x)) {} (range 100))`},
+	{"float key 1.5", `(reduce (fn [m x] (assoc %s (if (= x 50) 1.5 x) x)) {} (range 100))`},
+	{"nil key", `(reduce (fn [m x] (assoc %s (if (= x 40) nil x) x)) {} (range 60))`},
+	{"vector key", `(reduce (fn [m x] (assoc %s (if (= x 40) [x] x) x)) {} (range 60))`},
+	{"dissoc", `(reduce (fn [m x] (if (zero? (mod x 3)) (dissoc %s (- x 2)) (assoc %s x x))) {} (range 100))`},
+	{"reduced", `(reduce (fn [m x] (if (= x 50) (reduced m) (assoc %s x x))) {} (range 100))`},
+	{"returns acc", `(reduce (fn [m x] (if (odd? x) m (assoc %s x x))) {} (range 100))`},
+	{"assoc-in", `(reduce (fn [m x] (assoc-in %s [(mod x 20) :n] x)) {} (range 100))`},
+	{"loop", `(loop [m {} i 0] (if (< i 100) (recur (assoc %s i (* i i)) (inc i)) m))`},
+}
+
+// storeChecks are read by each case on its result a: lookups, count,
+// order, equality and hashing against the persistent build b, writes after
+// the build, and the result as a reduce's initial value (left unchanged).
+const storeChecks = `
+(let [ks (concat (keys b) [0 7 7.0 1.5 "k-3" :k-3 :n1 "n1" nil [40] :absent])]
+  [(= a b) (= b a) (= (pr-str a) (pr-str b))
+   (= (count a) (count b)) (= (keys a) (keys b)) (= (vals a) (vals b)) (= (seq a) (seq b))
+   (= (map #(get a %) ks) (map #(get b %) ks))
+   (= (map #(contains? a %) ks) (map #(contains? b %) ks))
+   (= (map #(find a %) ks) (map #(find b %) ks))
+   (contains? #{a} b) (= (get {a 1} b) 1)
+   (= (assoc a :extra 1) (assoc b :extra 1)) (= (dissoc a (first (keys b))) (dissoc b (first (keys b))))
+   (= (merge a {0 :zero}) (merge b {0 :zero}))
+   (= (select-keys a ks) (select-keys b ks))
+   (let [c (reduce (fn [m x] (assoc m (str "more" x) x)) a (range 20))]
+     [(= (count c) (+ 20 (count b))) (= a b)])
+   (= (pmap (fn [k] (get a k)) ks) (map #(get b %) ks))
+   (apply = (pr-str b) (pmap (fn [_] (pr-str a)) (range 4)))])`
+
+// TestStoredMapsMatchPersistent checks that maps built in a transient
+// hashStore read, compare, hash, print and change exactly as the same
+// maps built persistently.
+func TestStoredMapsMatchPersistent(t *testing.T) {
+	for _, c := range storeCases {
+		t.Run(c.name, func(t *testing.T) {
+			lin := strings.ReplaceAll(c.src, "%s", "m")
+			plain := strings.ReplaceAll(c.src, "%s", "(identity m)")
+			src := "(let [a " + lin + " b " + plain + "] [" + storeChecks + " a b])"
+			res, err := Exec(context.Background(), src, Options{Timeout: time.Minute})
+			if err != nil {
+				t.Fatalf("%v", err.(*Error).Detail())
+			}
+			out := res.Value.(*Vector).items
+			if got := PrStr(out[0]); strings.Contains(got, "false") {
+				t.Fatalf("checks: %s", got)
+			}
+			if hashValue(out[1]) != hashValue(out[2]) {
+				t.Fatal("hashes differ")
+			}
+			if !reflect.DeepEqual(ToGo(out[1]), ToGo(out[2])) {
+				t.Fatalf("ToGo differs: %v vs %v", ToGo(out[1]), ToGo(out[2]))
+			}
+		})
+	}
+}
+
+// TestStoredMapRepresentation pins where the entries live: a reduce over
+// integer keys keeps them in a hashStore that lookups and count read in
+// place (no trie built), a float key moves them into a trie, and the
+// form built for printing is kept.
+func TestStoredMapRepresentation(t *testing.T) {
+	run := func(src string) *Map {
+		t.Helper()
+		res, err := Exec(context.Background(), src, Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Value.(*Map)
+	}
+	m := run(`(reduce (fn [m x] (assoc m x (str x))) {} (range 1000))`)
+	if m.edit != nil {
+		t.Fatal("the result is still a transient")
+	}
+	if m.store() == nil || m.root != nil || m.shape != nil {
+		t.Fatalf("entries not in a hashStore: root %v shape %v", m.root != nil, m.shape != nil)
+	}
+	if v, ok := m.Get(int64(999)); !ok || v != "999" || m.Len() != 1000 {
+		t.Fatalf("Get = %v %v, Len %d", v, ok, m.Len())
+	}
+	if m.cache.Load().form != nil {
+		t.Fatal("a lookup built the form")
+	}
+	if PrStr(m)[:10] != `{0 "0" 1 "` {
+		t.Fatalf("printed %.20s", PrStr(m))
+	}
+	f := m.cache.Load().form
+	if f == nil || f.root == nil || m.store() != nil {
+		t.Fatal("printing did not keep the trie form")
+	}
+	if v, ok := m.Get(int64(5)); !ok || v != "5" {
+		t.Fatalf("Get after form = %v %v", v, ok)
+	}
+	s := run(`(reduce (fn [m x] (assoc m (if (= x 500) 2.5 x) x)) {} (range 1000))`)
+	if s.store() != nil || s.root == nil {
+		t.Fatal("a float key did not move the entries into a trie")
+	}
+	if v, _ := s.Get(2.5); v != int64(500) {
+		t.Fatalf("Get 2.5 = %v", v)
+	}
+}
+
+// TestStoredMapBoundary checks that a stored map leaves with the boundary
+// rule: string keys as they are, keyword keys with _ for -.
+func TestStoredMapBoundary(t *testing.T) {
+	res, err := Exec(context.Background(),
+		`(reduce (fn [m x] (assoc m (str "order-" x) x (keyword (str "row-" x)) x)) {} (range 10))`,
+		Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{}
+	for i := range 10 {
+		want["order-"+itoa(i)] = int64(i)
+		want["row_"+itoa(i)] = int64(i)
+	}
+	if got := ToGo(res.Value); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ToGo = %v", got)
+	}
+}
+
+// TestStoredMapCharged checks that a map kept in a hashStore is charged
+// per entry as a trie is: building one beyond the limit fails.
+func TestStoredMapCharged(t *testing.T) {
+	_, err := Exec(context.Background(), `(count (reduce (fn [m x] (assoc m x x)) {} (range 200000)))`,
+		Options{Timeout: time.Minute, MaxMemory: 4 << 20})
+	var le *Error
+	if !errors.As(err, &le) || le.Kind != KindMemory {
+		t.Fatalf("err = %v, want memory_limit", err)
+	}
+	res, err := Exec(context.Background(), `(count (reduce (fn [m x] (assoc m x x)) {} (range 20000)))`,
+		Options{Timeout: time.Minute, MaxMemory: 4 << 20})
+	if err != nil || res.Value != int64(20000) {
+		t.Fatalf("20k entries under 4 MiB: %v %v", res.Value, err)
+	}
+}
