@@ -109,6 +109,10 @@ var bombs = []struct{ name, src string }{
 	{"reduce-assoc-lit", `(reduce #(assoc %1 %2 %2) {} (range))`},
 	{"loop-assoc", `(loop [m {} i 0] (recur (assoc m i i) (inc i)))`},
 	{"conj-vecs", `(loop [acc [] i 0] (recur (conj acc (vec (range 100))) (inc i)))`},
+	{"str-lazy-repeat", `(apply str (repeat "x"))`},
+	{"for-product", `(count (for [a (range 1000) b (range 1000) c (range 1000)] 1))`},
+	{"reduce-iterate", `(reduce + (iterate inc 0))`},
+	{"nest-doubling", `(loop [v [1]] (recur [v v v v]))`},
 }
 
 // TestBombsStop runs every bomb with a small limit.
