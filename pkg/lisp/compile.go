@@ -592,7 +592,7 @@ func (b *mapBuilder) setExactLast(key, val Value) {
 	} else {
 		m = m.assocExact(key, val)
 	}
-	b.es, b.root, b.n = nil, m.root, m.n
+	b.es, b.root, b.n = nil, m.root, int(m.n)
 	if m.root == nil {
 		b.es = append([]mapEntry(nil), m.entries()...)
 	}

@@ -36,7 +36,6 @@ type Map struct {
 	shape *shape  // small map keys; used when root == nil
 	vals  []Value // small map values, parallel to shape.keys
 	root  *hnode
-	n     int
 	// cache holds a trie's entries in key order, or a view's
 	// interpreter form, made on first need
 	cache atomic.Pointer[mapCache]
@@ -44,16 +43,19 @@ type Map struct {
 	// it linearly (compile-time check, see linearAcc): Assoc then updates
 	// the trie in place. It is cleared before the map escapes the reduce.
 	edit *editToken
-	// ownVals: vals belongs to this transient and may be updated in place.
-	ownVals bool
-	// host marks maps converted from host data: the host's memory, not
-	// counted against the program's limit.
-	host bool
 	// src, when set, makes m a view of a host map (view.go): n is
 	// len(src), shape, vals and root are unset, Get and lookupKey read src
 	// in place, and every other operation works on the map's interpreter
 	// form (cache.form), built on first need.
 	src map[string]any
+	// n is the number of entries (an int32 beside the two flags keeps the
+	// header at 72 bytes: the view of every host record is one)
+	n int32
+	// ownVals: vals belongs to this transient and may be updated in place.
+	ownVals bool
+	// host marks maps converted from host data: the host's memory, not
+	// counted against the program's limit.
+	host bool
 }
 
 // mapCache is what a map computes once and keeps (Map.cache).
@@ -75,7 +77,7 @@ func (m *Map) transient() *Map {
 var emptyMap = &Map{shape: emptyShape}
 
 // Len returns the number of entries.
-func (m *Map) Len() int { return m.n }
+func (m *Map) Len() int { return int(m.n) }
 
 // entries returns the entries in key order; callers must not modify it.
 func (m *Map) entries() []mapEntry {
@@ -396,7 +398,7 @@ func (m *Map) Dissoc(key Value) *Map {
 		return m
 	}
 	if m.n-1 <= smallMapMax/2 {
-		b := newMapBuilder(m.n)
+		b := newMapBuilder(int(m.n))
 		root.each(func(e mapEntry) { b.set(e.key, e.val) })
 		return b.build()
 	}
@@ -461,10 +463,10 @@ func (b *mapBuilder) buildIn(a *smallMapAlloc) *Map {
 		for i, e := range b.es {
 			a.v[i] = e.val
 		}
-		a.m = Map{shape: b.shapes.get(b.es), vals: a.v[:n:n], n: n}
+		a.m = Map{shape: b.shapes.get(b.es), vals: a.v[:n:n], n: int32(n)}
 		return &a.m
 	}
-	return &Map{root: b.root, n: b.n}
+	return &Map{root: b.root, n: int32(b.n)}
 }
 
 // smallMapAlloc co-allocates a small map and its values.
@@ -826,7 +828,7 @@ type Set struct{ m *Map }
 var emptySet = &Set{m: emptyMap}
 
 // Len returns the number of members.
-func (s *Set) Len() int { return s.m.n }
+func (s *Set) Len() int { return int(s.m.n) }
 
 // Has reports membership (equality as =, not flex).
 func (s *Set) Has(v Value) bool {

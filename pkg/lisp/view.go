@@ -21,7 +21,7 @@ func newMapView(src map[string]any) *Map {
 	if len(src) == 0 {
 		return emptyMap
 	}
-	return &Map{src: src, n: len(src), host: true}
+	return &Map{src: src, n: int32(len(src)), host: true}
 }
 
 // hostValue converts one host value for a view: leaves that are
@@ -60,7 +60,7 @@ func sliceView[T any](xs []T) (Value, error) {
 				continue
 			}
 			v := &slab[i]
-			v.src, v.n, v.host = m, len(m), true
+			v.src, v.n, v.host = m, int32(len(m)), true
 			items[i] = v
 		}
 		return &Vector{items: items, host: true}, nil
@@ -76,7 +76,7 @@ func sliceView[T any](xs []T) (Value, error) {
 		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
 			v := &slab[0]
 			slab = slab[1:]
-			v.src, v.n, v.host = m, len(m), true
+			v.src, v.n, v.host = m, int32(len(m)), true
 			items[i] = v
 			continue
 		}
@@ -213,7 +213,7 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 		put(key, val)
 	}
 	n := len(keys)
-	a.m = Map{shape: &shape{keys: keys}, vals: a.v[:n:n], n: n}
+	a.m = Map{shape: &shape{keys: keys}, vals: a.v[:n:n], n: int32(n)}
 	return &a.m
 }
 

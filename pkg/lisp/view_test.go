@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func viewRecords() []map[string]any {
@@ -188,5 +189,13 @@ func TestViewBadValue(t *testing.T) {
 	}
 	if _, err := FromGo([]any{make(chan int)}); err == nil || !strings.Contains(err.Error(), "[0]") {
 		t.Fatalf("FromGo of a bad slice item: %v, want an error naming [0]", err)
+	}
+}
+
+// TestMapHeaderSize pins the size of a map header: FromGo lays out one per
+// host record, so every byte is paid per record by every run.
+func TestMapHeaderSize(t *testing.T) {
+	if n := unsafe.Sizeof(Map{}); n > 72 {
+		t.Fatalf("Map is %d bytes, want at most 72", n)
 	}
 }
