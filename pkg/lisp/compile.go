@@ -470,12 +470,13 @@ func (c *compiler) compileVec(f *form) node {
 		return constNode(v)
 	}
 	items := c.compileAll(f.items)
+	pos := f.pos
 	return func(fr *frame) Value {
 		out := make([]Value, len(items))
 		for i, n := range items {
 			out[i] = n(fr)
 		}
-		fr.th.allocVector(len(out))
+		fr.th.allocVectorAt(len(out), pos)
 		return &Vector{items: out}
 	}
 }

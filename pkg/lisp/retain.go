@@ -54,6 +54,16 @@ func (th *Thread) allocVector(n int) {
 	}
 }
 
+// allocVectorAt is allocVector for a vector literal at pos: an error
+// points at the literal (evaluating one sets no position of its own).
+func (th *Thread) allocVectorAt(n int, pos Pos) {
+	th.alloc += int64(n)*slotBytes + vectorBytes
+	if th.maxMem > 0 && th.alloc > th.maxMem {
+		th.pos = pos
+		th.memLimit()
+	}
+}
+
 // conjSlotBytes is the charge for a slot that conj appends: the slot and
 // the spare capacity of a backing array that grows by doubling.
 const conjSlotBytes = 2 * slotBytes

@@ -143,7 +143,7 @@ func TestBombsStop(t *testing.T) {
 var bombDefaults = Options{Timeout: messages.DefaultProgramTimeout}
 
 // checkBombError checks that a bomb ended with memory_limit, naming the
-// limit and with a hint.
+// limit, with a hint and a position in the source.
 func checkBombError(src string, err error) error {
 	var e *Error
 	if !errors.Is(err, ErrMemoryLimit) || !errors.As(err, &e) {
@@ -151,6 +151,9 @@ func checkBombError(src string, err error) error {
 	}
 	if e.Hint == "" || !strings.Contains(e.Msg, "memory limit exceeded") || !strings.Contains(e.Msg, strconv.Itoa(DefaultMaxMemory)) {
 		return fmt.Errorf("%s: error %q does not name the %d-byte limit or has no hint", src, e.Detail(), DefaultMaxMemory)
+	}
+	if e.Pos.Line == 0 {
+		return fmt.Errorf("%s: error %q has no position", src, e.Detail())
 	}
 	return nil
 }
