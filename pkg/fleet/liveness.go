@@ -117,8 +117,10 @@ var errSilent = errors.New("no answer and no progress from the tool service")
 // answer to any of them ends the call. The request is sent again, with a
 // Ptc-Retry count, when nothing (answer or progress) came for
 // heartbeatSilence intervals (at once), when the connection drops, and on
-// no responders for up to retryWait (after a backoff from 25ms doubling to
-// 500ms).
+// no responders (after a backoff from 25ms doubling to 500ms) until the
+// service has had no responders for retryWait in a row: the window starts
+// at the first no-responders answer, not at the call, so a service that
+// restarts late in a long call gets the whole window to come back.
 func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 	if err := b.replies.open(); err != nil {
 		return nil, err
@@ -131,7 +133,7 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 	silence := heartbeatSilence * b.heartbeat
 	status := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
 	defer b.nc.RemoveStatusListener(status)
-	start := time.Now()
+	var noResp time.Time // first of the current run of no-responders answers
 	backoff := 25 * time.Millisecond
 	timer := time.NewTimer(silence)
 	defer timer.Stop()
@@ -161,7 +163,9 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 			select {
 			case r := <-c.reply:
 				if len(r.Data) == 0 && r.Header.Get("Status") == "503" {
-					if time.Since(start) >= b.retryWait {
+					if noResp.IsZero() {
+						noResp = time.Now()
+					} else if time.Since(noResp) >= b.retryWait {
 						return nil, nats.ErrNoResponders
 					}
 					last = nats.ErrNoResponders
@@ -169,6 +173,7 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 				}
 				return r, nil
 			case <-c.beat:
+				noResp = time.Time{}
 				timer.Reset(silence)
 			case _, ok := <-status:
 				if !ok {

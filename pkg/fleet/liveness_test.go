@@ -27,7 +27,11 @@ type answerDropper struct {
 	target  string
 	armed   atomic.Bool
 	dropped atomic.Int64
-	wg      sync.WaitGroup
+	// hold, when set, keeps the proxy refusing connections for that long
+	// after a drop (a node that takes a while to come back).
+	hold      time.Duration
+	downUntil atomic.Int64 // unix nanos
+	wg        sync.WaitGroup
 }
 
 func newAnswerDropper(t *testing.T, target string) *answerDropper {
@@ -51,6 +55,10 @@ func (p *answerDropper) serve() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if time.Now().UnixNano() < p.downUntil.Load() {
+			c.Close()
+			continue
 		}
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -85,6 +93,7 @@ func (p *answerDropper) serve() {
 					if bytes.Contains(chunk, []byte("PUB _INBOX.")) && !bytes.Contains(chunk, []byte(messages.HeaderHeartbeat)) &&
 						p.armed.CompareAndSwap(true, false) {
 						p.dropped.Add(1)
+						p.downUntil.Store(time.Now().Add(p.hold).UnixNano())
 						c.Close()
 						return
 					}
@@ -142,6 +151,9 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
+			if err := snc.Flush(); err != nil { // the service's subscriptions reach the server
+				t.Fatal(err)
+			}
 			nc, err := srv.Conn()
 			if err != nil {
 				t.Fatal(err)
@@ -194,6 +206,61 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			}
 			t.Logf("answered %v after the call: %d requests, %d runs", took.Round(time.Millisecond), len(seen), runs.Load())
 		})
+	}
+}
+
+// The window in which a call keeps resending to a tool with no responders
+// starts at the first no-responders answer, not at the call: a service
+// whose node dies after a long call and takes a while to come back is
+// waited for, however long the call had run before.
+func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	proxy := newAnswerDropper(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
+	proxy.hold = 600 * time.Millisecond
+	snc, err := nats.Connect(proxy.url(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snc.Close()
+	svc, err := NewToolService(snc, ToolServiceConfig{Name: "lateloss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	const window = 2 * time.Second
+	var runs atomic.Int64
+	if err := svc.Register("report", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+		if runs.Add(1) == 1 {
+			time.Sleep(window + 200*time.Millisecond) // longer than the window
+			proxy.armed.Store(true)                   // this answer is lost, and the service's node is down a while
+		}
+		return "done", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := snc.Flush(); err != nil { // the service's subscriptions reach the server
+		t.Fatal(err)
+	}
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"report"}, Timeout: 20 * time.Second, UnavailableWait: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+	r, err := box.Call(WithTurn(context.Background(), 1), "report", map[string]any{})
+	if err != nil || r != "done" {
+		t.Fatalf("call = %v, %v; want the answer once the service is back", r, err)
+	}
+	if proxy.dropped.Load() != 1 || runs.Load() != 2 {
+		t.Fatalf("%d answers dropped, %d runs; want 1 and 2", proxy.dropped.Load(), runs.Load())
 	}
 }
 

@@ -873,11 +873,11 @@ var errConnLost = errors.New("connection lost while waiting for the answer")
 // send sends a tool request and waits for the answer within ctx. A request
 // whose connection drops while it waits (the answer may be lost), or that
 // finds no responders (a service restarting or resubscribing after a
-// reconnect; for up to retryWait), is sent again with the same headers
+// reconnect; until it has had none for retryWait in a row), is sent again with the same headers
 // (so the same idempotency key) and a Ptc-Retry count, after a backoff
 // from 25ms doubling to 500ms.
 func (b *Toolbox) send(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
-	start := time.Now()
+	var noRespSince time.Time // first of the current run of no-responders answers
 	backoff := 25 * time.Millisecond
 	for retry := 0; ; retry++ {
 		if retry > 0 {
@@ -888,7 +888,15 @@ func (b *Toolbox) send(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 			return resp, err
 		}
 		lost := errors.Is(err, errConnLost)
-		noResp := errors.Is(err, nats.ErrNoResponders) && time.Since(start) < b.retryWait
+		noResp := errors.Is(err, nats.ErrNoResponders)
+		switch {
+		case !noResp:
+			noRespSince = time.Time{}
+		case noRespSince.IsZero():
+			noRespSince = time.Now()
+		case time.Since(noRespSince) >= b.retryWait:
+			noResp = false
+		}
 		if !lost && !noResp {
 			return nil, err
 		}
