@@ -97,7 +97,7 @@ type SystemPrompt struct {
 	// Suffix is appended after all generated content.
 	Suffix string
 	// LanguageSpec replaces the language reference: a string used as is,
-	// or a preset name "default" or "minimal" (see LanguagePresets).
+	// or a preset name (see LanguagePresets).
 	LanguageSpec string
 	// LanguageSpecFunc, when set, computes the language reference per turn
 	// (it makes the system prompt vary across turns, defeating provider
