@@ -204,7 +204,7 @@ func (st *eqState) equalComposite(a, b Value) bool {
 		if x == y || sameView(x, y) {
 			return true
 		}
-		if x.n != y.n {
+		if x.Len() != y.Len() {
 			return false
 		}
 		for _, e := range x.entries() {

@@ -43,8 +43,8 @@ type Map struct {
 	// it linearly (compile-time check, see linearAcc): Assoc then updates
 	// the trie in place. It is cleared before the map escapes the reduce.
 	edit *editToken
-	// src, when set, makes m a view of a host map (view.go): n is
-	// len(src), shape, vals and root are unset, Get and lookupKey read src
+	// src, when set, makes m a view of a host map (view.go): n, shape,
+	// vals and root are unset (Len is len(src)), Get and lookupKey read src
 	// in place, and every other operation works on the map's interpreter
 	// form (cache.form), built on first need.
 	src map[string]any
@@ -77,7 +77,12 @@ func (m *Map) transient() *Map {
 var emptyMap = &Map{shape: emptyShape}
 
 // Len returns the number of entries.
-func (m *Map) Len() int { return int(m.n) }
+func (m *Map) Len() int {
+	if m.src != nil {
+		return len(m.src)
+	}
+	return int(m.n)
+}
 
 // entries returns the entries in key order; callers must not modify it.
 func (m *Map) entries() []mapEntry {
@@ -302,7 +307,7 @@ func (m *Map) Assoc(key, val Value) *Map {
 	if m.edit != nil {
 		return m.assocTransient(key, val)
 	}
-	if m.src != nil && m.n < smallMapMax && m.cache.Load() == nil {
+	if m.src != nil && len(m.src) < smallMapMax && m.cache.Load() == nil {
 		// a view written before anything needed its form: one build
 		return m.smallWith(key, val, true)
 	}

@@ -21,7 +21,7 @@ func newMapView(src map[string]any) *Map {
 	if len(src) == 0 {
 		return emptyMap
 	}
-	return &Map{src: src, n: int32(len(src)), host: true}
+	return &Map{src: src, host: true}
 }
 
 // hostValue converts one host value for a view: leaves that are
@@ -55,28 +55,30 @@ func sliceView[T any](xs []T) (Value, error) {
 	if ms, ok := any(xs).([]map[string]any); ok { // records: one pass
 		slab := make([]Map, len(ms))
 		for i, m := range ms {
-			if len(m) == 0 {
+			// m is not dereferenced here (not even for its length): each
+			// record's first touch is the program's own read of it
+			if m == nil {
 				items[i] = emptyMap
 				continue
 			}
 			v := &slab[i]
-			v.src, v.n, v.host = m, int32(len(m)), true
+			v.src, v.host = m, true
 			items[i] = v
 		}
 		return &Vector{items: items, host: true}, nil
 	}
 	maps := 0
 	for _, x := range xs {
-		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
+		if m, ok := any(x).(map[string]any); ok && m != nil {
 			maps++
 		}
 	}
 	slab := make([]Map, maps)
 	for i, x := range xs {
-		if m, ok := any(x).(map[string]any); ok && len(m) > 0 {
+		if m, ok := any(x).(map[string]any); ok && m != nil {
 			v := &slab[0]
 			slab = slab[1:]
-			v.src, v.n, v.host = m, int32(len(m)), true
+			v.src, v.host = m, true
 			items[i] = v
 			continue
 		}

@@ -199,3 +199,28 @@ func TestMapHeaderSize(t *testing.T) {
 		t.Fatalf("Map is %d bytes, want at most 72", n)
 	}
 }
+
+// TestEmptyRecordViews checks records that are empty or nil maps: FromGo
+// does not read a record to view it, so an empty record is an empty view
+// and must behave as {} in every respect.
+func TestEmptyRecordViews(t *testing.T) {
+	for _, recs := range []any{
+		[]map[string]any{{}, nil, {"a": int64(1)}},
+		[]any{map[string]any{}, map[string]any(nil), map[string]any{"a": int64(1)}},
+	} {
+		res, err := Exec(context.Background(), `(let [[e n r] ctx/rs]
+		  [(count e) (count n) (empty? e) (= e {}) (= {} e) (= e n) (pr-str e) (get e :a) (assoc e :b 2)
+		   (merge e r) (into {} e) (keys e) (seq e) (contains? #{{}} e) (frequencies [e n {}]) e])`,
+			Options{Context: map[string]any{"rs": recs}, Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `[0 0 true true true true "{}" nil {:b 2} {"a" 1} {} nil nil true {{} 3} {}]`
+		if got := PrStr(res.Value); got != want {
+			t.Fatalf("%T: got  %s\nwant %s", recs, got, want)
+		}
+		if got := ToGo(res.Value.(*Vector).items[15]); !reflect.DeepEqual(got, map[string]any{}) {
+			t.Fatalf("ToGo of an empty record = %#v", got)
+		}
+	}
+}
