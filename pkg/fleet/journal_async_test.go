@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -65,16 +65,8 @@ func (f *heldFuture) Msg() *nats.Msg               { return f.msg }
 // answer's journal write is acknowledged, however long that takes; and
 // Flush does not return before.
 func TestJournalWriteAcknowledgedBeforeNextToolCall(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	s := fleettest.Start(t)
+	nc := s.Conn()
 	js := &heldJS{release: make(chan struct{})}
 	var calls atomic.Int64
 	var heldAtCall []bool
@@ -165,16 +157,8 @@ func journalMessages(t *testing.T, js jetstream.JetStream, id string) uint64 {
 // entry no Flush takes is published after the linger; and once the result
 // is stored (settle) entries not yet published are never written.
 func TestJournalBatchesLingersAndSettles(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	s := fleettest.Start(t)
+	nc := s.Conn()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -85,16 +85,8 @@ func TestJournalReplayByOccurrence(t *testing.T) {
 // A journal whose writes keep failing gives up after its wait and skips
 // the rest of the run's writes at once.
 func TestJournalStopsWritingAfterAFailure(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	s := fleettest.Start(t)
+	nc := s.Conn()
 	js, _ := jetstream.New(nc)
 	// No JOURNAL stream: every publish finds no stream.
 	j, err := openJournal(context.Background(), js, messages.NewMissionID(), 1)

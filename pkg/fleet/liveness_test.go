@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -268,16 +269,8 @@ func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
 // service reports progress, and a request that asks for no progress
 // messages gets none.
 func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	svc, err := NewToolService(nc, ToolServiceConfig{Name: "slow"})
 	if err != nil {
 		t.Fatal(err)

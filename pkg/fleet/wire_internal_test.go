@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -44,16 +44,8 @@ func wireReplies(t *testing.T) (bodies map[string][]byte, want map[string]any) {
 // a replay from the journal decodes to the very same value, with no
 // request sent.
 func TestToolReplyReplaysToTheSameValue(t *testing.T) {
-	s, err := embedded.Start(embedded.Options{Dir: t.TempDir(), NoListen: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := s.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	s := fleettest.Start(t)
+	nc := s.Conn()
 	bodies, want := wireReplies(t)
 	svc, err := micro.AddService(nc, micro.Config{Name: "wire", Version: "1.0.0"})
 	if err != nil {
