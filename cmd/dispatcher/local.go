@@ -73,16 +73,9 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	if err != nil {
 		return err
 	}
-	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	models, name, err := missionModels(m, e, cfg.defaultModel)
 	if err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
-	name := m.Model
-	if name == "" && m.Agent != nil {
-		name = m.Agent.LLM
-	}
-	if name == "" {
-		name = cfg.defaultModel
+		return err
 	}
 	if m.Kind == messages.KindCompiled {
 		fmt.Fprintf(out, "model: none (a compiled program applied to %d inputs)\n", len(m.Compiled.Inputs))
@@ -224,4 +217,22 @@ func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn,
 		return nc, nil
 	}
 	return connect, "NATS " + cli.RedactURL(nopts.URL), func() {}, nil
+}
+
+// missionModels returns the models configured in the environment
+// (PTC_MODEL_<NAME>) and the name of the one mission m runs on: its own,
+// its agent's, or def.
+func missionModels(m *messages.Mission, e env, def string) (llm.Registry, string, error) {
+	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	if err != nil {
+		return nil, "", fmt.Errorf("models: %w", err)
+	}
+	name := m.Model
+	if name == "" && m.Agent != nil {
+		name = m.Agent.LLM
+	}
+	if name == "" {
+		name = def
+	}
+	return models, name, nil
 }

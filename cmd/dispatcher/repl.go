@@ -75,16 +75,9 @@ func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, std
 	if err != nil {
 		return err
 	}
-	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	models, model, err := missionModels(m, e, cfg.local.defaultModel)
 	if err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
-	model := m.Model
-	if model == "" && m.Agent != nil {
-		model = m.Agent.LLM
-	}
-	if model == "" {
-		model = cfg.local.defaultModel
+		return err
 	}
 	if _, ok := models[model]; !ok && m.Agent != nil && len(m.Agent.SubAgents) > 0 {
 		fmt.Fprintf(stderr, "note: no model %q is configured (set %s%s=provider:model): the sub-agent tools %s fail when called\n",
