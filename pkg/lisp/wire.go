@@ -29,7 +29,7 @@ func DecodeMsgpack(data []byte) (v Value, err error) {
 	r := bytes.NewReader(data)
 	w := wireDecoder{d: msgpack.NewDecoder(r), cv: converter{shapes: &shapeCache{}}}
 	w.d.UseLooseInterfaceDecoding(true)
-	w.d.SetMapDecoder(goMap) // maps inside map keys, as messages.Unmarshal reads them
+	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.intern = true
 	v, err = w.value()
 	if err != nil {
@@ -114,31 +114,4 @@ func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 		b.set(ks, v)
 	}
 	return hostMap(b.buildIn(a)), nil
-}
-
-// goMap decodes a msgpack map as map[string]any the way messages.Unmarshal
-// does (non-string keys by their printed form); DecodeMsgpack needs it
-// only for map keys that are themselves maps.
-func goMap(d *msgpack.Decoder) (any, error) {
-	n, err := d.DecodeMapLen()
-	if err != nil || n < 0 {
-		return nil, err
-	}
-	m := make(map[string]any, min(n, 1024))
-	for range n {
-		k, err := d.DecodeInterfaceLoose()
-		if err != nil {
-			return nil, err
-		}
-		v, err := d.DecodeInterfaceLoose()
-		if err != nil {
-			return nil, err
-		}
-		ks, ok := k.(string)
-		if !ok {
-			ks = fmt.Sprint(k)
-		}
-		m[ks] = v
-	}
-	return m, nil
 }

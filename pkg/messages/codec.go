@@ -48,7 +48,7 @@ func unmarshal(data []byte, v any, strict bool) (err error) {
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)
 	dec.UseLooseInterfaceDecoding(true)
-	dec.SetMapDecoder(decodeMap)
+	dec.SetMapDecoder(DecodeMap)
 	dec.DisallowUnknownFields(strict)
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("messages: decode %T: %w", v, err)
@@ -62,9 +62,10 @@ func unmarshal(data []byte, v any, strict bool) (err error) {
 	return nil
 }
 
-// decodeMap decodes any msgpack map as map[string]any. Non-string keys are
-// turned into their decimal or printed form, as JSON would require.
-func decodeMap(d *msgpack.Decoder) (any, error) {
+// DecodeMap decodes any msgpack map as map[string]any, the way Unmarshal
+// reads maps: non-string keys are turned into their decimal or printed
+// form, as JSON would require. It suits msgpack.Decoder.SetMapDecoder.
+func DecodeMap(d *msgpack.Decoder) (any, error) {
 	n, err := d.DecodeMapLen()
 	if err != nil {
 		return nil, err

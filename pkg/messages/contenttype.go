@@ -88,7 +88,7 @@ func EncodeJSON(v any) ([]byte, error) {
 	}
 	dec := msgpack.NewDecoder(bytes.NewReader(raw))
 	dec.UseLooseInterfaceDecoding(true)
-	dec.SetMapDecoder(decodeMap)
+	dec.SetMapDecoder(DecodeMap)
 	plain, err := dec.DecodeInterfaceLoose()
 	if err != nil {
 		return nil, fmt.Errorf("messages: encode %T as JSON: %w", v, err)
