@@ -169,7 +169,7 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 			a.v[i] = c
 		}
 		n := len(sh.keys)
-		a.m = Map{shape: sh, vals: a.v[:n:n], n: int32(n), host: true}
+		a.m = Map{shape: sh, vals: &a.v, n: int32(n), host: true}
 		return &a.m, nil
 	}
 	b := newMapBuilder(len(m))

@@ -33,8 +33,8 @@ var emptyShape = &shape{}
 // key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
 // resolve keys the same way, keeping the existing key's spelling.
 type Map struct {
-	shape *shape  // small map keys; used when root == nil
-	vals  []Value // small map values, parallel to shape.keys
+	shape *shape              // small map keys; used when root == nil
+	vals  *[smallMapMax]Value // small map values, parallel to shape.keys
 	root  *hnode
 	// cache holds a trie's entries in key order, or a view's
 	// interpreter form, made on first need
@@ -49,7 +49,7 @@ type Map struct {
 	// form (cache.form), built on first need.
 	src map[string]any
 	// n is the number of entries (an int32 beside the two flags keeps the
-	// header at 72 bytes: the view of every host record is one)
+	// header at 56 bytes: the view of every host record is one)
 	n int32
 	// ownVals: vals belongs to this transient and may be updated in place.
 	ownVals bool
@@ -285,11 +285,14 @@ func (m *Map) insertSmall(key, val Value) *Map {
 	copy(nk, keys[:pos])
 	nk[pos] = key
 	copy(nk[pos+1:], keys[pos:])
-	nv := make([]Value, m.n+1)
-	copy(nv, m.vals[:pos])
-	nv[pos] = val
-	copy(nv[pos+1:], m.vals[pos:])
-	return &Map{shape: &shape{keys: nk}, vals: nv, n: m.n + 1}
+	a := &smallMapAlloc{}
+	if m.n > 0 { // (an empty map has no values array)
+		copy(a.v[:], m.vals[:pos])
+		copy(a.v[pos+1:], m.vals[pos:m.n])
+	}
+	a.v[pos] = val
+	a.m = Map{shape: &shape{keys: nk}, vals: &a.v, n: m.n + 1}
+	return &a.m
 }
 
 // toTrie converts a small map's entries into a trie root.
@@ -315,9 +318,9 @@ func (m *Map) Assoc(key, val Value) *Map {
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
 			a := &smallMapAlloc{}
-			copy(a.v[:], m.vals)
+			a.v = *m.vals
 			a.v[i] = val
-			a.m = Map{shape: m.shape, vals: a.v[:m.n:m.n], n: m.n}
+			a.m = Map{shape: m.shape, vals: &a.v, n: m.n}
 			return &a.m
 		}
 		if m.n < smallMapMax {
@@ -394,9 +397,11 @@ func (m *Map) Dissoc(key Value) *Map {
 		}
 		nk := make([]Value, 0, m.n-1)
 		nk = append(append(nk, m.shape.keys[:i]...), m.shape.keys[i+1:]...)
-		nv := make([]Value, 0, m.n-1)
-		nv = append(append(nv, m.vals[:i]...), m.vals[i+1:]...)
-		return &Map{shape: &shape{keys: nk}, vals: nv, n: m.n - 1}
+		a := &smallMapAlloc{}
+		copy(a.v[:], m.vals[:i])
+		copy(a.v[i:], m.vals[i+1:m.n])
+		a.m = Map{shape: &shape{keys: nk}, vals: &a.v, n: m.n - 1}
+		return &a.m
 	}
 	root, removed := m.root.del(0, hashValue(key), key)
 	if !removed {
@@ -468,7 +473,7 @@ func (b *mapBuilder) buildIn(a *smallMapAlloc) *Map {
 		for i, e := range b.es {
 			a.v[i] = e.val
 		}
-		a.m = Map{shape: b.shapes.get(b.es), vals: a.v[:n:n], n: int32(n)}
+		a.m = Map{shape: b.shapes.get(b.es), vals: &a.v, n: int32(n)}
 		return &a.m
 	}
 	return &Map{root: b.root, n: int32(b.n)}

@@ -250,7 +250,7 @@ func (m *Map) toStore(key Value) bool {
 			return false
 		}
 	}
-	m.edit.store = newHashStore(m.shape.keys, m.vals)
+	m.edit.store = newHashStore(m.shape.keys, m.vals[:m.n])
 	m.shape, m.vals, m.ownVals = nil, nil, false
 	return true
 }
