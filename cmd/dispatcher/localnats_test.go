@@ -9,24 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 // A tool author's own service on their own NATS server: "local" given the
 // server starts only its workers, and the scripted mission calls the
 // author's tool there.
 func TestLocalUsesGivenNATSServer(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "weather"})
 	if err != nil {
 		t.Fatal(err)

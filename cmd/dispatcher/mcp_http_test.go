@@ -21,33 +21,7 @@ func TestMCPServerOverStreamableHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, paid := startMCPFleet(ctx, t, llmtest.Code(`(return {:paid (count (tool/list_orders {:status "paid"})) :_secret 7})`))
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	bound := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() { served <- serveMCP(sctx, client, nc, "127.0.0.1:0", zerolog.Nop(), bound) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("serveMCP: %v", err)
-		}
-	}()
-	addr := <-bound
-
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, _ := serveMCPHTTP(ctx, t, srv.Conn())
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_mission", Arguments: map[string]any{
 		"prompt": "count paid orders", "signature": "{paid :int, _secret :int}", "tools": []string{"list_orders"},
@@ -95,25 +69,8 @@ func TestMCPCancelledRunCancelsTheMission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	srv, _ := startMCPFleet(ctx, t, llmtest.Hang())
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	bound := make(chan string, 1)
-	go func() { _ = serveMCP(sctx, client, nc, "127.0.0.1:0", zerolog.Nop(), bound) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + <-bound + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	nc := srv.Conn()
+	cs, client := serveMCPHTTP(ctx, t, nc)
 	// Watch for the mission to start, then give up on the call.
 	started := make(chan string, 1)
 	sub, err := nc.Subscribe("mission.event.*.started", func(m *nats.Msg) { started <- strings.Split(m.Subject, ".")[2] })
@@ -147,4 +104,33 @@ func TestMCPCancelledRunCancelsTheMission(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// serveMCPHTTP serves "dispatcher mcp -mcp-http" for the fleet on nc at a
+// free local port and returns an MCP client session connected to it, with
+// the fleet client the server uses. When the test ends the session closes
+// and the server stops, which must end without an error.
+func serveMCPHTTP(ctx context.Context, t *testing.T, nc *nats.Conn) (*mcp.ClientSession, *fleet.Client) {
+	t.Helper()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	bound := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- serveMCP(sctx, client, nc, "127.0.0.1:0", zerolog.Nop(), bound) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("serveMCP: %v", err)
+		}
+	})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + <-bound + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, client
 }

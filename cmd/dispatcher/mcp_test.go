@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/testnode"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 // mainEnv makes the test binary run the dispatcher's main (TestMain), so
@@ -124,18 +126,10 @@ func containsPrefix(list []string, prefix string) bool {
 // startMCPFleet starts an embedded fleet: the shop tools, one worker whose
 // model plays replies, and returns the server and the number of paid
 // orders in the shop data.
-func startMCPFleet(ctx context.Context, t *testing.T, replies ...llmtest.Reply) (*embedded.Server, int) {
+func startMCPFleet(ctx context.Context, t *testing.T, replies ...llmtest.Reply) (*fleettest.Server, int) {
 	t.Helper()
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 
 	data := shop.Generate(50, 300, 10)
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: shop.ServiceName})
@@ -156,15 +150,17 @@ func startMCPFleet(ctx context.Context, t *testing.T, replies ...llmtest.Reply) 
 	}
 	paid := len(paidOrders.([]any))
 
-	model := llmtest.NewT(t, replies...)
-	wnc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(wnc.Close)
-	w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
-		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots:  2, IdleWait: 100 * time.Millisecond,
+	startScriptedWorker(ctx, t, srv.Conn(), "", llmtest.NewT(t, replies...))
+	return srv, paid
+}
+
+// startScriptedWorker starts a worker (two slots, short idle wait) whose
+// agent runner answers with model, and stops it when the test ends.
+func startScriptedWorker(ctx context.Context, t *testing.T, nc *nats.Conn, id string, model llm.Model) *fleet.Worker {
+	t.Helper()
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		ID: id, Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
+		Slots: 2, IdleWait: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +169,5 @@ func startMCPFleet(ctx context.Context, t *testing.T, replies ...llmtest.Reply) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop() })
-
-	return srv, paid
+	return w
 }

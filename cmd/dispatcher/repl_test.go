@@ -16,7 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/internal/fleettest"
 )
 
 // runRepl runs "dispatcher repl" on an embedded fleet with the example
@@ -244,16 +244,8 @@ func TestREPLMissionLimits(t *testing.T) {
 // With -nats-url the REPL calls the tool services of that server, found by
 // discovery, and starts none of its own.
 func TestREPLOnAGivenFleet(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	stop, err := serveExampleTools(nc, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -266,11 +258,7 @@ func TestREPLOnAGivenFleet(t *testing.T) {
 	mustContain(t, "stdout", out, "tool/search_emails", "tool/list_orders", "Result: 4971")
 
 	// a server without tool services: no tools, and a call says so
-	bare, err := embedded.Start(embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bare.Close)
+	bare := fleettest.Start(t)
 	out, errOut, code = runRepl(t, ":tools\n", "-nats-url", bare.ClientURL())
 	if code != 0 || !strings.Contains(out, "no tools") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)

@@ -21,7 +21,6 @@ import (
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -74,17 +73,7 @@ func startObservedFleet(t *testing.T) *observedFleet {
 			"(return {:name (:name (first (sort-by :id (tool/list_customers {:region ctx/region}))))})",
 		},
 	})
-	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
-		ID: "viewer-worker", Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots: 2, IdleWait: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
+	startScriptedWorker(ctx, t, conn(), "viewer-worker", model)
 	client, err := fleet.NewClient(ctx, conn(), fleet.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
