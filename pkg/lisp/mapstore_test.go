@@ -161,3 +161,28 @@ func TestStoredMapCharged(t *testing.T) {
 		t.Fatalf("20k entries under 4 MiB: %v %v", res.Value, err)
 	}
 }
+
+// TestStoredMapEscapes checks reducers whose accumulator escapes into a
+// closure or a pmap branch mid-reduce: each step must see the map as it
+// was at that step, never a later in-place write.
+func TestStoredMapEscapes(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`(let [r (reduce (fn [m x] (assoc m x (fn [] (count m)))) {} (range 20))] (map #((get r %)) (range 20)))`,
+			`[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19]`},
+		{`(let [r (reduce (fn [m x] (assoc m x (first (pmap (fn [_] (count m)) [1])))) {} (range 20))] (vals r))`,
+			`[0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19]`},
+		{`(let [seen (reduce (fn [acc x] (let [m (:m acc)] {:m (assoc m x x) :sizes (conj (:sizes acc) (count m))})) {:m {} :sizes []} (range 12))] [(count (:m seen)) (:sizes seen)])`,
+			`[12 [0 1 2 3 4 5 6 7 8 9 10 11]]`},
+		{`(let [a (reduce (fn [m x] (assoc m x x)) {} (range 20)) b (reduce (fn [m x] (dissoc m x)) a (range 10))] [(count a) (count b) (get a 3) (get b 3)])`,
+			`[20 10 3 nil]`},
+	}
+	for _, c := range cases {
+		res, err := Exec(context.Background(), c.src, Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		if got := PrStr(res.Value); got != c.want {
+			t.Errorf("%s\n got  %s\n want %s", c.src, got, c.want)
+		}
+	}
+}
