@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/examples/shop"
@@ -18,7 +17,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -68,22 +66,9 @@ func BenchmarkMissions(b *testing.B) {
 			name += map[bool]string{false: "/journal=on", true: "/journal=off"}[c.noJournal]
 		}
 		b.Run(name, func(b *testing.B) {
-			srv, err := embedded.Start(embedded.Options{Dir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer srv.Close()
-			conn := func() *nats.Conn {
-				nc, err := srv.Conn()
-				if err != nil {
-					b.Fatal(err)
-				}
-				return nc
-			}
+			conn := fleettest.Start(b).Conn
 			ctx := context.Background()
-			tnc := conn()
-			defer tnc.Close()
-			svc, err := fleet.NewToolService(tnc, fleet.ToolServiceConfig{Name: shop.ServiceName})
+			svc, err := fleet.NewToolService(conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -93,9 +78,7 @@ func BenchmarkMissions(b *testing.B) {
 			}
 			model := &firstCallModel{submitted: map[string]time.Time{}}
 			for range workers {
-				wnc := conn()
-				defer wnc.Close()
-				w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
+				w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
 					Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
 					Slots:  8, Priorities: c.priorities, NoJournal: c.noJournal,
 				})
@@ -108,7 +91,6 @@ func BenchmarkMissions(b *testing.B) {
 				defer w.Stop()
 			}
 			cnc := conn()
-			defer cnc.Close()
 			client, err := fleet.NewClient(ctx, cnc, fleet.ClientConfig{})
 			if err != nil {
 				b.Fatal(err)
@@ -117,33 +99,12 @@ func BenchmarkMissions(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0, cpuOK := fleettest.ProcessCPU()
-			start := time.Now()
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, c.inflight)
-			errs := make(chan error, b.N)
-			for i := range b.N {
-				sem <- struct{}{}
-				wg.Add(1)
+			elapsed, errs := runMissions(ctx, b, client, spec, c.inflight, func(i int) {
 				model.mu.Lock()
 				model.submitted["Mission "+strconv.Itoa(i)] = time.Now()
 				model.mu.Unlock()
-				go func() {
-					defer func() { <-sem; wg.Done() }()
-					step, err := client.Run(ctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
-						Agent: spec, Context: map[string]any{"n": int64(i)}, Tools: spec.Tools})
-					if err == nil && step.Fail != nil {
-						err = fmt.Errorf("mission failed: %s", step.Fail.Error())
-					}
-					if err != nil {
-						errs <- err
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
+			})
+			for _, err := range errs {
 				if !strings.Contains(err.Error(), "context") {
 					b.Fatal(err)
 				}
@@ -179,4 +140,42 @@ func BenchmarkMissions(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runMissions runs b.N missions of spec on client, inflight at a time
+// (mission i with context n = i), calling before(i), if given, just ahead
+// of submitting mission i. It stops the timer when all are done and
+// returns the time they took and the errors of those that did not succeed.
+func runMissions(ctx context.Context, b *testing.B, client *fleet.Client, spec *messages.AgentSpec, inflight int, before func(i int)) (time.Duration, []error) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, inflight)
+	errs := make(chan error, b.N)
+	for i := range b.N {
+		sem <- struct{}{}
+		wg.Add(1)
+		if before != nil {
+			before(i)
+		}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			step, err := client.Run(ctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+				Agent: spec, Context: map[string]any{"n": int64(i)}, Tools: spec.Tools})
+			if err == nil && step.Fail != nil {
+				err = fmt.Errorf("mission failed: %s", step.Fail.Error())
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	var failed []error
+	for err := range errs {
+		failed = append(failed, err)
+	}
+	return elapsed, failed
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -47,11 +48,7 @@ func dial(t *testing.T, url string) *nats.Conn {
 // finished by another worker process, with default settings, within 10 s:
 // the model answers each turn once and each tool call runs once.
 func TestKilledWorkerProcessMissionFinishedByAnother(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := fleettest.Start(t)
 	nc := dial(t, srv.ClientURL())
 	tools := startCountingTools(t, nc, 1)
 	model := newFakeModel()
@@ -137,6 +134,36 @@ type chaosFigures struct {
 	elapsed                                             time.Duration
 }
 
+// await waits up to within for the result of each mission ids[i] (built
+// by chaosMission(i)) and counts those lost, those wrong (logged with
+// their turns' errors), those run more than once and what replay saved.
+func (f *chaosFigures) await(ctx context.Context, t *testing.T, client *fleet.Client, ids []string, within time.Duration) {
+	t.Helper()
+	for i, id := range ids {
+		actx, c := context.WithTimeout(ctx, within)
+		step, err := client.Await(actx, id)
+		c()
+		switch {
+		case err != nil:
+			f.lost++
+			continue
+		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(i)):
+			f.wrong++
+			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
+			for _, turn := range step.Trace {
+				t.Logf("  turn %d: %s", turn.Number, turn.Error)
+			}
+		}
+		if step.Attempts > 1 {
+			f.multiAttempt++
+		}
+		if step.Replayed != nil {
+			f.replayedModel += step.Replayed.ModelCalls
+			f.replayedTools += step.Replayed.ToolCalls
+		}
+	}
+}
+
 func (f chaosFigures) String() string {
 	return fmt.Sprintf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d self-exits; "+
 		"model requests repeated %d (answers repeated %d), %d for finished missions; "+
@@ -198,12 +225,11 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	}
 	workers := []*proc{start(), start(), start()}
 
-	ks := make([]int, fig.missions)
 	ids := make([]string, fig.missions)
 	began := time.Now()
 	for i := range fig.missions {
 		m := chaosMission(i)
-		ks[i], ids[i] = i, m.ID
+		ids[i] = m.ID
 		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -263,26 +289,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 		default:
 		}
 	}
-	for i, id := range ids {
-		actx, c := context.WithTimeout(ctx, 10*time.Second)
-		step, err := client.Await(actx, id)
-		c()
-		switch {
-		case err != nil:
-			fig.lost++
-			continue
-		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(ks[i])):
-			fig.wrong++
-			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
-		}
-		if step.Attempts > 1 {
-			fig.multiAttempt++
-		}
-		if step.Replayed != nil {
-			fig.replayedModel += step.Replayed.ModelCalls
-			fig.replayedTools += step.Replayed.ToolCalls
-		}
-	}
+	fig.await(ctx, t, client, ids, 10*time.Second)
 	js, _ := nc.JetStream()
 	if info, err := js.StreamInfo(messages.StreamResults); err == nil {
 		fig.duplicated = int(info.State.Msgs) - (fig.missions - fig.lost)
@@ -460,29 +467,7 @@ func TestClusterChaos(t *testing.T) {
 		default:
 		}
 	}
-	for i, id := range ids {
-		actx, c := context.WithTimeout(ctx, 20*time.Second)
-		step, err := client.Await(actx, id)
-		c()
-		switch {
-		case err != nil:
-			fig.lost++
-			continue
-		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(i)):
-			fig.wrong++
-			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
-			for _, turn := range step.Trace {
-				t.Logf("  turn %d: %s", turn.Number, turn.Error)
-			}
-		}
-		if step.Attempts > 1 {
-			fig.multiAttempt++
-		}
-		if step.Replayed != nil {
-			fig.replayedModel += step.Replayed.ModelCalls
-			fig.replayedTools += step.Replayed.ToolCalls
-		}
-	}
+	fig.await(ctx, t, client, ids, 20*time.Second)
 	if s, err := js.Stream(ctx, messages.StreamResults); err == nil {
 		if info, err := s.Info(ctx); err == nil {
 			fig.duplicated = int(info.State.Msgs) - (fig.missions - fig.lost)

@@ -3,6 +3,7 @@ package agentrun_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -12,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -56,11 +57,7 @@ func (m *threeTurns) Complete(ctx context.Context, req llm.Request) (*llm.Respon
 func (m *threeTurns) counts() map[int]int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[int]int{}
-	for k, v := range m.answered {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m.answered)
 }
 
 // addTools serves tool add (n → n+1) counting executions per n.
@@ -101,11 +98,7 @@ func startAddTools(t *testing.T, nc *nats.Conn, dedup bool) *addTools {
 func (a *addTools) executions() map[int64]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := map[int64]int{}
-	for k, v := range a.runs {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.runs)
 }
 
 func durableMission() *messages.Mission {
@@ -117,13 +110,9 @@ func durableMission() *messages.Mission {
 	}
 }
 
-func startDurableWorker(t *testing.T, srv *embedded.Server, model llm.Model, edit func(*fleet.WorkerConfig)) *fleet.Worker {
+func startDurableWorker(t *testing.T, srv *fleettest.Server, model llm.Model, edit func(*fleet.WorkerConfig)) *fleet.Worker {
 	t.Helper()
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := srv.Conn()
 	cfg := fleet.WorkerConfig{
 		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
 		Slots:  2, Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4},
@@ -152,13 +141,8 @@ func startDurableWorker(t *testing.T, srv *embedded.Server, model llm.Model, edi
 // replay saved; tool events carry their turn; and the replayed Step equals
 // the Step of the same mission run without interruption.
 func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, _ := srv.Conn()
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	tools := startAddTools(t, nc, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -279,13 +263,8 @@ func compareSteps(t *testing.T, got, want *messages.Step) {
 // its status still says running (the final status write and the ack were
 // lost).
 func TestFinishedMissionIsNotRunAgain(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, _ := srv.Conn()
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var runs atomic.Int64

@@ -2,10 +2,7 @@ package agentrun_test
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -37,30 +34,8 @@ func BenchmarkMissionsObserved(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, 8)
-			errs := make(chan error, b.N)
-			for i := range b.N {
-				sem <- struct{}{}
-				wg.Add(1)
-				go func() {
-					defer func() { <-sem; wg.Done() }()
-					step, err := o.client.Run(ctx, &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
-						Agent: spec, Context: map[string]any{"n": int64(i)}, Tools: spec.Tools})
-					if err == nil && step.Fail != nil {
-						err = fmt.Errorf("mission failed: %s", step.Fail.Error())
-					}
-					if err != nil {
-						errs <- err
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
+			elapsed, errs := runMissions(ctx, b, o.client, spec, 8, nil)
+			for _, err := range errs {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "missions/s")

@@ -24,7 +24,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -361,16 +360,8 @@ func spanTree(spans tracetest.SpanStubs, parent trace.SpanID) string {
 // the replies and results it replayed; the first counts what it did before
 // handing the mission back.
 func TestReplayedWorkIsNotCountedAgain(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	startAddTools(t, nc, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
