@@ -40,3 +40,10 @@ func (s *Server) Conn() *nats.Conn {
 	s.tb.Cleanup(nc.Close)
 	return nc
 }
+
+// For returns the same server bound to tb (a subtest of the test that
+// started it): connections opened through it are closed when tb ends, and
+// a failure to open one fails tb.
+func (s *Server) For(tb testing.TB) *Server {
+	return &Server{Server: s.Server, tb: tb}
+}

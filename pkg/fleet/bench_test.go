@@ -117,30 +117,11 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 			}
 			nc := dial()
 			c := newClient(b, nc)
-			done := make(chan struct{}, 1<<16)
-			sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sub.Unsubscribe()
-			ctx := context.Background()
+			done := resultSignals(b, nc)
 			b.ReportAllocs()
-			n := 0
 			cpu0, cpuOK := fleettest.ProcessCPU()
 			start := time.Now()
-			for b.Loop() {
-				if _, err := c.Submit(ctx, newMission("search")); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			for range n {
-				select {
-				case <-done:
-				case <-time.After(30 * time.Second):
-					b.Fatal("results missing")
-				}
-			}
+			n := submitAndWait(b, c, done)
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "missions/s")
 			if cpu1, ok := fleettest.ProcessCPU(); ok && cpuOK && n > 0 {
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n), "cpu-µs/mission")
@@ -252,29 +233,46 @@ func BenchmarkMissionsProcesses(b *testing.B) {
 					b.Fatalf("worker process said %q, %v", line, err)
 				}
 			}
-			done := make(chan struct{}, 1<<16)
-			sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer sub.Unsubscribe()
-			ctx := context.Background()
-			n := 0
+			done := resultSignals(b, nc)
 			start := time.Now()
-			for b.Loop() {
-				if _, err := c.Submit(ctx, newMission("search")); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			for range n {
-				select {
-				case <-done:
-				case <-time.After(30 * time.Second):
-					b.Fatal("results missing")
-				}
-			}
+			n := submitAndWait(b, c, done)
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "missions/s")
 		})
 	}
+}
+
+// resultSignals sends on the returned channel once for every result stored
+// on nc's server, until the benchmark ends.
+func resultSignals(b *testing.B, nc *nats.Conn) <-chan struct{} {
+	b.Helper()
+	done := make(chan struct{}, 1<<16)
+	sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sub.Unsubscribe() })
+	return done
+}
+
+// submitAndWait submits a mission calling the search tool for each
+// iteration of b.Loop, then waits for as many results on done and returns
+// how many missions it submitted.
+func submitAndWait(b *testing.B, c *fleet.Client, done <-chan struct{}) int {
+	b.Helper()
+	ctx := context.Background()
+	n := 0
+	for b.Loop() {
+		if _, err := c.Submit(ctx, newMission("search")); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	for range n {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			b.Fatal("results missing")
+		}
+	}
+	return n
 }

@@ -349,16 +349,7 @@ func TestCancelQueuedMission(t *testing.T) {
 	if _, err := c.Submit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Cancel(ctx, m.ID, "changed my mind"); err != nil {
-		t.Fatal(err)
-	}
-	step, err := c.Await(ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if step.Fail == nil || step.Fail.Reason != fleet.ReasonCancelled || step.Fail.Message != "changed my mind" {
-		t.Fatalf("step = %+v", step.Fail)
-	}
+	cancelAndAwait(ctx, t, c, m.ID, "changed my mind")
 	// A worker that fetches it later skips it.
 	var runs atomic.Int64
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
@@ -384,6 +375,22 @@ func TestCancelQueuedMission(t *testing.T) {
 	}
 }
 
+// cancelAndAwait cancels mission id with reason and fails t unless its
+// result is a cancellation carrying that reason.
+func cancelAndAwait(ctx context.Context, t *testing.T, c *fleet.Client, id, reason string) {
+	t.Helper()
+	if err := c.Cancel(ctx, id, reason); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonCancelled || step.Fail.Message != reason {
+		t.Fatalf("step = %+v", step.Fail)
+	}
+}
+
 func TestCancelRunningMission(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
@@ -399,16 +406,7 @@ func TestCancelRunningMission(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	if err := c.Cancel(ctx, m.ID, "user pressed stop"); err != nil {
-		t.Fatal(err)
-	}
-	step, err := c.Await(ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if step.Fail == nil || step.Fail.Reason != fleet.ReasonCancelled || step.Fail.Message != "user pressed stop" {
-		t.Fatalf("step = %+v", step.Fail)
-	}
+	cancelAndAwait(ctx, t, c, m.ID, "user pressed stop")
 	if st := waitState(t, c, m.ID, messages.StateCancelled); !st.CancelRequested {
 		t.Errorf("status = %+v", st)
 	}

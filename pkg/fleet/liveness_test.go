@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -48,7 +47,17 @@ func newAnswerDropper(t *testing.T, target string) *answerDropper {
 	return p
 }
 
-func (p *answerDropper) url() string { return "nats://" + p.ln.Addr().String() }
+// dial connects through the proxy, reconnecting quickly and without end as
+// a service does when its node dies; the connection closes when t ends.
+func (p *answerDropper) dial(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+p.ln.Addr().String(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
 
 func (p *answerDropper) serve() {
 	defer p.wg.Done()
@@ -117,11 +126,7 @@ func (p *answerDropper) serve() {
 // tool answers from its stored outcome and runs once; a plain one runs
 // again (at least once).
 func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fleettest.Start(t)
 	for _, c := range []struct {
 		name     string
 		dedup    bool
@@ -129,11 +134,7 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 	}{{"dedup", true, 1}, {"plain", false, 2}} {
 		t.Run(c.name, func(t *testing.T) {
 			proxy := newAnswerDropper(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
-			snc, err := nats.Connect(proxy.url(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer snc.Close()
+			snc := proxy.dial(t)
 			cfg := ToolServiceConfig{Name: "lossy" + c.name}
 			if c.dedup {
 				cfg.Dedup = &DedupConfig{}
@@ -155,11 +156,7 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			if err := snc.Flush(); err != nil { // the service's subscriptions reach the server
 				t.Fatal(err)
 			}
-			nc, err := srv.Conn()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
+			nc := srv.For(t).Conn()
 			// Every request the worker sends, as the service would see it.
 			var mu sync.Mutex
 			var seen []nats.Header
@@ -215,18 +212,10 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 // whose node dies after a long call and takes a while to come back is
 // waited for, however long the call had run before.
 func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fleettest.Start(t)
 	proxy := newAnswerDropper(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	proxy.hold = 600 * time.Millisecond
-	snc, err := nats.Connect(proxy.url(), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snc.Close()
+	snc := proxy.dial(t)
 	svc, err := NewToolService(snc, ToolServiceConfig{Name: "lateloss"})
 	if err != nil {
 		t.Fatal(err)
@@ -246,11 +235,7 @@ func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
 	if err := snc.Flush(); err != nil { // the service's subscriptions reach the server
 		t.Fatal(err)
 	}
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := srv.Conn()
 	box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"report"}, Timeout: 20 * time.Second, UnavailableWait: window})
 	if err != nil {
 		t.Fatal(err)
