@@ -11,15 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/fleettest/agentworker"
 	"github.com/ptcfleet/ptc/internal/testnode"
-	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 )
 
 // mainEnv makes the test binary run the dispatcher's main (TestMain), so
@@ -150,24 +147,6 @@ func startMCPFleet(ctx context.Context, t *testing.T, replies ...llmtest.Reply) 
 	}
 	paid := len(paidOrders.([]any))
 
-	startScriptedWorker(ctx, t, srv.Conn(), "", llmtest.NewT(t, replies...))
+	agentworker.Start(ctx, t, srv.Conn(), llmtest.NewT(t, replies...))
 	return srv, paid
-}
-
-// startScriptedWorker starts a worker (two slots, short idle wait) whose
-// agent runner answers with model, and stops it when the test ends.
-func startScriptedWorker(ctx context.Context, t *testing.T, nc *nats.Conn, id string, model llm.Model) *fleet.Worker {
-	t.Helper()
-	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
-		ID: id, Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots: 2, IdleWait: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
-	return w
 }

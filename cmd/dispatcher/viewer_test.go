@@ -19,6 +19,7 @@ import (
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/fleettest/agentworker"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -73,7 +74,7 @@ func startObservedFleet(t *testing.T) *observedFleet {
 			"(return {:name (:name (first (sort-by :id (tool/list_customers {:region ctx/region}))))})",
 		},
 	})
-	startScriptedWorker(ctx, t, conn(), "viewer-worker", model)
+	agentworker.Start(ctx, t, conn(), model, func(c *fleet.WorkerConfig) { c.ID = "viewer-worker" })
 	client, err := fleet.NewClient(ctx, conn(), fleet.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
-	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/internal/fleettest/agentworker"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -46,18 +45,9 @@ func startFleet(t *testing.T, replies ...llmtest.Reply) *testFleet {
 	conn := srv.Conn
 	ctx := testContext(t)
 	model := llmtest.NewT(t, replies...)
-	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
-		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots:  2, ToolTimeout: 10 * time.Second, IdleWait: 100 * time.Millisecond,
-		ToolMissRefresh: 50 * time.Millisecond,
+	agentworker.Start(ctx, t, conn(), model, func(c *fleet.WorkerConfig) {
+		c.ToolTimeout, c.ToolMissRefresh = 10*time.Second, 50*time.Millisecond
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
 	client, err := fleet.NewClient(ctx, conn(), fleet.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 func TestRunNeedsConfigAndNATS(t *testing.T) {
@@ -35,11 +35,7 @@ func TestRunNeedsConfigAndNATS(t *testing.T) {
 // The binary's entry point, configured by environment only, serves a stdio
 // server's tools until its context ends.
 func TestRunServesConfiguredServers(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fleettest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "bridge.yaml")
 	if err := os.WriteFile(cfg, []byte(`servers:
   - name: viaenv
@@ -55,11 +51,7 @@ func TestRunServesConfiguredServers(t *testing.T) {
 	var logs bytes.Buffer
 	bound := make(chan string, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs, bound) }()
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := srv.Conn()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		tools, _ := fleet.Discover(ctx, nc, 200*time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -52,11 +53,7 @@ func openAIServer(t *testing.T, programs ...string) (*httptest.Server, *atomic.I
 // OpenAI-compatible server, the example tools; then checks readiness, runs a
 // mission and drains on cancel.
 func TestWorkerConfiguredByEnvironment(t *testing.T) {
-	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
+	ns := fleettest.Start(t)
 	llmSrv, calls := openAIServer(t, `(return {:n (count (tool/list_customers {:region "north"}))})`)
 	vars := map[string]string{
 		"PTC_NATS_URL":      ns.ClientURL(),
@@ -90,12 +87,7 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 		t.Fatalf("readyz = %d", code)
 	}
 
-	nc, err := ns.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	client, err := fleet.NewClient(ctx, ns.Conn(), fleet.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/fleettest/agentworker"
 	"github.com/ptcfleet/ptc/internal/testnode"
-	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 // program is what the scripted model writes: it calls both Node tools.
@@ -34,16 +33,8 @@ func TestNodeCallerAndToolService(t *testing.T) {
 	dir := testnode.Folder(t, ".")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
 	env := append(os.Environ(), "PTC_NATS_URL="+srv.ClientURL())
 
 	tools := exec.CommandContext(ctx, "node", "toolservice.mjs")
@@ -79,23 +70,7 @@ func TestNodeCallerAndToolService(t *testing.T) {
 		t.Errorf("word_stats discovered as %+v", s)
 	}
 
-	model := llmtest.NewT(t, llmtest.Code(program), llmtest.Code(program))
-	wnc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wnc.Close()
-	w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
-		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots:  2, IdleWait: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	agentworker.Start(ctx, t, srv.Conn(), llmtest.NewT(t, llmtest.Code(program), llmtest.Code(program)))
 
 	for _, args := range [][]string{{"submit.mjs"}, {"submit.mjs", "--json"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
