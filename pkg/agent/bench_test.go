@@ -33,6 +33,14 @@ func BenchmarkLoopTurn(b *testing.B) {
 	const turns = 5
 	a := mustNew(b, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: turns}})
 	opts := RunOptions{Model: turnModel(turns), Context: map[string]any{"items": records(10)}, Trace: TraceOff}
+	n := runEach(b, a, opts)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*turns), "ns/turn")
+}
+
+// runEach reports allocations and runs a with opts once per iteration of
+// b.Loop; it returns the number of runs.
+func runEach(b *testing.B, a *Agent, opts RunOptions) int {
+	b.Helper()
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -41,7 +49,7 @@ func BenchmarkLoopTurn(b *testing.B) {
 		}
 		n++
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*turns), "ns/turn")
+	return n
 }
 
 // BenchmarkPromptBytes1000 runs three turns on a 1,000-record context and
@@ -60,13 +68,6 @@ func BenchmarkPromptBytes1000(b *testing.B) {
 	})
 	a := mustNew(b, Spec{Prompt: "Summarize the records", Signature: "{n :int}", Limits: Limits{MaxTurns: turns}})
 	opts := RunOptions{Model: model, Context: map[string]any{"items": records(1000)}, Trace: TraceOff}
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		if _, err := a.Run(context.Background(), opts); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
+	n := runEach(b, a, opts)
 	b.ReportMetric(float64(bytesSent)/float64(n*turns), "prompt-bytes/turn")
 }
