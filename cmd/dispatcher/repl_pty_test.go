@@ -78,42 +78,35 @@ func TestREPLInteractiveOnATerminal(t *testing.T) {
 
 	at := screen.waitFor(t, 0, "Ctrl-D leaves")
 	at = screen.waitFor(t, at, "ptc> ")
-	key("(def x 41)\r")
-	at = screen.waitFor(t, at, "Result: #'x")
-
-	// an entry spans lines until its brackets close
-	key("(+ x\r")
-	at = screen.waitFor(t, at, "...   ")
-	key("1)\r")
-	at = screen.waitFor(t, at, "Result: 42")
-
-	// line editing: type, move left over a character, insert one
-	key("(+ 1 3)\x1b[D\x1b[D2\r") // (+ 1 23)
-	at = screen.waitFor(t, at, "Result: 24")
-
-	// Ctrl-C cancels the running program, not the REPL
-	key("(loop [i 0] (recur (inc i)))\r")
-	time.Sleep(500 * time.Millisecond) // let the program start
-	key("\x03")
-	at = screen.waitFor(t, at, "execution canceled")
-	key("(+ 1 2)\r")
-	at = screen.waitFor(t, at, "Result: 3")
-
-	// Ctrl-C at the prompt drops the entry being typed
-	key("(+ 100\r")
-	at = screen.waitFor(t, at, "...   ")
-	key("\x03")
-	at = screen.waitFor(t, at, "^C")
-	key("(* 2 2)\r")
-	at = screen.waitFor(t, at, "Result: 4")
-
-	// history: arrow up brings back the last entry
-	key("\x1b[A\r")
-	at = screen.waitFor(t, at, "Result: 4")
-
-	// memory survived all of it
-	key("x\r")
-	screen.waitFor(t, at, "Result: 41")
+	// Each step types keys, waits settle, then waits until the screen
+	// shows want after what the steps before it showed.
+	for _, step := range []struct {
+		keys, want string
+		settle     time.Duration
+	}{
+		{keys: "(def x 41)\r", want: "Result: #'x"},
+		// an entry spans lines until its brackets close
+		{keys: "(+ x\r", want: "...   "},
+		{keys: "1)\r", want: "Result: 42"},
+		// line editing: type, move left over a character, insert one
+		{keys: "(+ 1 3)\x1b[D\x1b[D2\r", want: "Result: 24"}, // (+ 1 23)
+		// Ctrl-C cancels the running program, not the REPL
+		{keys: "(loop [i 0] (recur (inc i)))\r", settle: 500 * time.Millisecond}, // let the program start
+		{keys: "\x03", want: "execution canceled"},
+		{keys: "(+ 1 2)\r", want: "Result: 3"},
+		// Ctrl-C at the prompt drops the entry being typed
+		{keys: "(+ 100\r", want: "...   "},
+		{keys: "\x03", want: "^C"},
+		{keys: "(* 2 2)\r", want: "Result: 4"},
+		// history: arrow up brings back the last entry
+		{keys: "\x1b[A\r", want: "Result: 4"},
+		// memory survived all of it
+		{keys: "x\r", want: "Result: 41"},
+	} {
+		key(step.keys)
+		time.Sleep(step.settle)
+		at = screen.waitFor(t, at, step.want)
+	}
 
 	// Ctrl-D on an empty line leaves
 	key("\x04")
