@@ -44,3 +44,38 @@ func TestForBindsConnectionsToTheSubtest(t *testing.T) {
 		t.Error("test connection closed with the subtest")
 	}
 }
+
+// TestHeldJSAcknowledgesOnlyOnceReleased: publishes wait for Release (a
+// synchronous one gives up with its context), then both kinds are
+// acknowledged naming the stream, and every publish is counted.
+func TestHeldJSAcknowledgesOnlyOnceReleased(t *testing.T) {
+	h := NewHeldJS("JOURNAL")
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := h.PublishMsg(short, nats.NewMsg("a")); err != context.DeadlineExceeded {
+		t.Fatalf("held publish = %v, want the context's deadline", err)
+	}
+	f, err := h.PublishMsgAsync(nats.NewMsg("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.Ok():
+		t.Fatal("async publish acknowledged before Release")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if h.Released() {
+		t.Fatal("Released before Release")
+	}
+	h.Release()
+	if ack := <-f.Ok(); ack.Stream != "JOURNAL" || f.Msg().Subject != "b" {
+		t.Errorf("async ack = %+v for %q", ack, f.Msg().Subject)
+	}
+	ack, err := h.PublishMsg(context.Background(), nats.NewMsg("c"))
+	if err != nil || ack.Stream != "JOURNAL" {
+		t.Errorf("publish after Release = %+v, %v", ack, err)
+	}
+	if !h.Released() || h.Writes() != 3 {
+		t.Errorf("released %v, writes %d; want true, 3", h.Released(), h.Writes())
+	}
+}

@@ -345,10 +345,7 @@ func TestCancelQueuedMission(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	cancelAndAwait(ctx, t, c, m.ID, "changed my mind")
 	// A worker that fetches it later skips it.
 	var runs atomic.Int64
@@ -391,6 +388,31 @@ func cancelAndAwait(ctx context.Context, t *testing.T, c *fleet.Client, id, reas
 	}
 }
 
+// submitNew submits a new mission (newMission) and returns it.
+func submitNew(ctx context.Context, t *testing.T, c *fleet.Client) *messages.Mission {
+	t.Helper()
+	m := newMission()
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// holdUntilDone is a runner that signals started when a run begins, holds
+// the run until its context ends, stores the context's cause in cause and
+// returns step, or the context's error when step is nil.
+func holdUntilDone(started chan<- struct{}, cause *atomic.Value, step *messages.Step) fleet.RunnerFunc {
+	return func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cause.Store(context.Cause(ctx))
+		if step == nil {
+			return nil, ctx.Err()
+		}
+		return step, nil
+	}
+}
+
 func TestCancelRunningMission(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
@@ -401,10 +423,7 @@ func TestCancelRunningMission(t *testing.T) {
 		return nil, context.Cause(ctx)
 	}))
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	<-started
 	cancelAndAwait(ctx, t, c, m.ID, "user pressed stop")
 	if st := waitState(t, c, m.ID, messages.StateCancelled); !st.CancelRequested {
@@ -458,10 +477,7 @@ func TestMaxDeliveriesAdvisoryDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	// Play a worker that takes the mission and dies.
 	msgs, err := c.Stores().Consumers[messages.PriorityNormal].Fetch(1, jetstream.FetchMaxWait(time.Second))
 	if err != nil {
@@ -503,10 +519,7 @@ func TestDrainFinishesInFlightMissions(t *testing.T) {
 		t.Fatal("worker not ready after Start")
 	}
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	<-started
 	stopDone := make(chan struct{})
 	go func() { _ = w.Stop(); close(stopDone) }()
@@ -529,17 +542,9 @@ func TestDrainHandsBackMissionsPastGrace(t *testing.T) {
 	c := newClient(t, nc)
 	started := make(chan struct{}, 1)
 	var cause atomic.Value
-	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		cause.Store(context.Cause(ctx))
-		return nil, ctx.Err()
-	}), func(cfg *fleet.WorkerConfig) { cfg.DrainGrace = 100 * time.Millisecond })
+	w := startWorker(t, nc, holdUntilDone(started, &cause, nil), func(cfg *fleet.WorkerConfig) { cfg.DrainGrace = 100 * time.Millisecond })
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	<-started
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
@@ -573,17 +578,9 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 	c := newClient(t, nc)
 	started := make(chan struct{}, 1)
 	var cause atomic.Value
-	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		cause.Store(context.Cause(ctx))
-		return &messages.Step{Return: "zombie result"}, nil
-	}))
+	w := startWorker(t, nc, holdUntilDone(started, &cause, &messages.Step{Return: "zombie result"}))
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	<-started
 	// Another worker takes over the status (retrying if a heartbeat of the
 	// zombie wins the race for the revision).
@@ -648,10 +645,7 @@ func TestKilledWorkerMissionIsRedelivered(t *testing.T) {
 	srv, nc := runJetStream(t)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	m := newMission()
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	m := submitNew(ctx, t, c)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), subprocessEnv+"="+srv.ClientURL())
 	out, err := cmd.StdoutPipe()

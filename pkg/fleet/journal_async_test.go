@@ -8,56 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
-
-// heldJS is a JetStream whose journal writes are acknowledged only once
-// the test releases them: synchronous publishes block until then, and
-// asynchronous ones return futures that resolve then.
-type heldJS struct {
-	jetstream.JetStream
-	release  chan struct{}
-	released atomic.Bool
-	writes   atomic.Int64
-}
-
-func (h *heldJS) open() {
-	h.released.Store(true)
-	close(h.release)
-}
-
-func (h *heldJS) PublishMsg(ctx context.Context, msg *nats.Msg, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	h.writes.Add(1)
-	select {
-	case <-h.release:
-		return &jetstream.PubAck{Stream: messages.StreamJournal}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (h *heldJS) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
-	h.writes.Add(1)
-	f := &heldFuture{msg: msg, ok: make(chan *jetstream.PubAck, 1)}
-	go func() {
-		<-h.release
-		f.ok <- &jetstream.PubAck{Stream: messages.StreamJournal}
-	}()
-	return f, nil
-}
-
-type heldFuture struct {
-	msg *nats.Msg
-	ok  chan *jetstream.PubAck
-}
-
-func (f *heldFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
-func (f *heldFuture) Err() <-chan error            { return make(chan error) }
-func (f *heldFuture) Msg() *nats.Msg               { return f.msg }
 
 // No tool request leaves while a journal write recorded before it is
 // unacknowledged: the second call of a mission (which may depend on the
@@ -67,7 +22,7 @@ func (f *heldFuture) Msg() *nats.Msg               { return f.msg }
 func TestJournalWriteAcknowledgedBeforeNextToolCall(t *testing.T) {
 	s := fleettest.Start(t)
 	nc := s.Conn()
-	js := &heldJS{release: make(chan struct{})}
+	js := fleettest.NewHeldJS(messages.StreamJournal)
 	var calls atomic.Int64
 	var heldAtCall []bool
 	var mu sync.Mutex
@@ -79,7 +34,7 @@ func TestJournalWriteAcknowledgedBeforeNextToolCall(t *testing.T) {
 	if err := svc.Register("echo", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
 		calls.Add(1)
 		mu.Lock()
-		heldAtCall = append(heldAtCall, !js.released.Load())
+		heldAtCall = append(heldAtCall, !js.Released())
 		mu.Unlock()
 		return args["n"], nil
 	}); err != nil {
@@ -97,8 +52,8 @@ func TestJournalWriteAcknowledgedBeforeNextToolCall(t *testing.T) {
 	if r, err := box.Call(ctx, "echo", map[string]any{"n": int64(1)}); err != nil || r != int64(1) {
 		t.Fatalf("first call = %v, %v", r, err)
 	}
-	if j.Pending() != 1 || js.writes.Load() > 1 {
-		t.Fatalf("after the first call: %d pending, %d writes; want its result recorded and unacknowledged", j.Pending(), js.writes.Load())
+	if j.Pending() != 1 || js.Writes() > 1 {
+		t.Fatalf("after the first call: %d pending, %d writes; want its result recorded and unacknowledged", j.Pending(), js.Writes())
 	}
 	second := make(chan error, 1)
 	go func() {
@@ -119,7 +74,7 @@ func TestJournalWriteAcknowledgedBeforeNextToolCall(t *testing.T) {
 		t.Fatalf("the second call returned %v while a write was unacknowledged", err)
 	default:
 	}
-	js.open()
+	js.Release()
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}

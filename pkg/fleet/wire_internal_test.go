@@ -67,9 +67,9 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 		}
 	}
 	ctx := WithTurn(context.Background(), 1)
-	journaled := func(recorded map[string][]byte) (*Toolbox, *Journal, *heldJS) {
-		js := &heldJS{release: make(chan struct{})}
-		js.open()
+	journaled := func(recorded map[string][]byte) (*Toolbox, *Journal, *fleettest.HeldJS) {
+		js := fleettest.NewHeldJS(messages.StreamJournal)
+		js.Release()
 		id := messages.NewMissionID()
 		j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id), recorded: recorded, next: map[string]int{},
 			linger: time.Hour} // entries stay unsent: the test reads them

@@ -134,6 +134,32 @@ type chaosFigures struct {
 	elapsed                                             time.Duration
 }
 
+// submitChaosMissions submits chaosMission(i) for i below n and returns
+// their IDs in that order.
+func submitChaosMissions(ctx context.Context, t *testing.T, client *fleet.Client, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		m := chaosMission(i)
+		ids[i] = m.ID
+		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// hasResult reports whether a mission has a stored result, asking client
+// for at most within.
+func hasResult(client *fleet.Client, within time.Duration) func(id string) bool {
+	return func(id string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		_, err := client.Result(ctx, id)
+		return err == nil
+	}
+}
+
 // await waits up to within for the result of each mission ids[i] (built
 // by chaosMission(i)) and counts those lost, those wrong (logged with
 // their turns' errors), those run more than once and what replay saved.
@@ -209,12 +235,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	}
 	checker := dial(t, url)
 	checkClient, _ := fleet.NewClient(ctx, checker, fleet.ClientConfig{SkipSetup: true})
-	model.finished = func(id string) bool {
-		cctx, c := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer c()
-		_, err := checkClient.Result(cctx, id)
-		return err == nil
-	}
+	model.finished = hasResult(checkClient, 200*time.Millisecond)
 	env := []string{envWorkerAckWait + "=2s", envWorkerDeliver + "=30"}
 	var fig chaosFigures
 	fig.missions = chaosMissions()
@@ -225,15 +246,8 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	}
 	workers := []*proc{start(), start(), start()}
 
-	ids := make([]string, fig.missions)
 	began := time.Now()
-	for i := range fig.missions {
-		m := chaosMission(i)
-		ids[i] = m.ID
-		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := submitChaosMissions(ctx, t, client, fig.missions)
 	finished := func() int {
 		n := 0
 		for _, id := range ids {
@@ -405,21 +419,9 @@ func TestClusterChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkClient, _ := fleet.NewClient(ctx, dial(t, url), fleet.ClientConfig{SkipSetup: true})
-	model.finished = func(id string) bool {
-		cctx, c := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer c()
-		_, err := checkClient.Result(cctx, id)
-		return err == nil
-	}
-	ids := make([]string, fig.missions)
+	model.finished = hasResult(checkClient, 500*time.Millisecond)
 	began := time.Now()
-	for i := range fig.missions {
-		m := chaosMission(i)
-		ids[i] = m.ID
-		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := submitChaosMissions(ctx, t, client, fig.missions)
 	finished := func() int {
 		n := 0
 		for _, id := range ids {

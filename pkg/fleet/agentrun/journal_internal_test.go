@@ -7,58 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// heldJS acknowledges journal writes only once the test releases them.
-type heldJS struct {
-	jetstream.JetStream // nil: only the publishes below are used
-	release             chan struct{}
-	released            atomic.Bool
-}
-
-func (h *heldJS) PublishMsg(ctx context.Context, msg *nats.Msg, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	select {
-	case <-h.release:
-		return &jetstream.PubAck{Stream: messages.StreamJournal}, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (h *heldJS) PublishMsgAsync(msg *nats.Msg, _ ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
-	f := &heldFuture{msg: msg, ok: make(chan *jetstream.PubAck, 1)}
-	go func() {
-		<-h.release
-		f.ok <- &jetstream.PubAck{Stream: messages.StreamJournal}
-	}()
-	return f, nil
-}
-
-type heldFuture struct {
-	msg *nats.Msg
-	ok  chan *jetstream.PubAck
-}
-
-func (f *heldFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
-func (f *heldFuture) Err() <-chan error            { return make(chan error) }
-func (f *heldFuture) Msg() *nats.Msg               { return f.msg }
-
 // countingModel answers every request and notes whether a journal write
 // was held back when it was asked.
 type countingModel struct {
-	js        *heldJS
+	js        *fleettest.HeldJS
 	calls     atomic.Int64
 	whileHeld atomic.Int64
 }
 
 func (m *countingModel) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
-	if m.calls.Add(1) > 1 && !m.js.released.Load() {
+	if m.calls.Add(1) > 1 && !m.js.Released() {
 		m.whileHeld.Add(1)
 	}
 	return &llm.Response{Content: "reply to turn " + string(rune('0'+req.Turn))}, nil
@@ -67,7 +31,7 @@ func (m *countingModel) Complete(_ context.Context, req llm.Request) (*llm.Respo
 // The next model request (which carries the previous reply) is not sent
 // while the previous reply's journal write is unacknowledged.
 func TestJournalModelReplyAcknowledgedBeforeNextRequest(t *testing.T) {
-	js := &heldJS{release: make(chan struct{})}
+	js := fleettest.NewHeldJS(messages.StreamJournal)
 	inner := &countingModel{js: js}
 	j := fleet.NewJournal(js, messages.NewMissionID())
 	m := journalModels(llm.Registry{"default": inner}, j)["default"]
@@ -87,8 +51,7 @@ func TestJournalModelReplyAcknowledgedBeforeNextRequest(t *testing.T) {
 	if n := inner.calls.Load(); n != 1 {
 		t.Fatalf("the model was asked %d times while a reply's journal write was unacknowledged", n)
 	}
-	js.released.Store(true)
-	close(js.release)
+	js.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
