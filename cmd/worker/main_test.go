@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -268,12 +267,7 @@ func TestWorkerEmbeddedServerURL(t *testing.T) {
 
 // A worker started before its NATS server waits for it instead of exiting.
 func TestWorkerWaitsForNATS(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := fleettest.FreePort(t)
 	dir := t.TempDir()
 	started := make(chan *embedded.Server, 1)
 	// registered first, so the server closes after the worker stopped

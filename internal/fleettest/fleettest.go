@@ -4,6 +4,7 @@
 package fleettest
 
 import (
+	"net"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -46,4 +47,16 @@ func (s *Server) Conn() *nats.Conn {
 // a failure to open one fails tb.
 func (s *Server) For(tb testing.TB) *Server {
 	return &Server{Server: s.Server, tb: tb}
+}
+
+// FreePort returns a TCP port of the loopback interface that is free now,
+// for a server a test starts (and restarts) on a fixed port.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -2,6 +2,8 @@ package fleettest
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -78,4 +80,14 @@ func TestHeldJSAcknowledgesOnlyOnceReleased(t *testing.T) {
 	if !h.Released() || h.Writes() != 3 {
 		t.Errorf("released %v, writes %d; want true, 3", h.Released(), h.Writes())
 	}
+}
+
+// TestFreePort: the port returned can be listened on.
+func TestFreePort(t *testing.T) {
+	port := FreePort(t)
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("port %d: %v", port, err)
+	}
+	l.Close()
 }

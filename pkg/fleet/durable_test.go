@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -162,17 +162,6 @@ func TestToolCallsCarryIdempotencyKeys(t *testing.T) {
 	}
 }
 
-// freePort returns a TCP port free now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // A tool request in flight when the NATS server restarts is sent again
 // after the reconnect (same idempotency key, Ptc-Retry set) and completes
 // long before the call's timeout; so does a call that meets "no
@@ -187,7 +176,7 @@ func TestToolRequestAcrossNATSRestart(t *testing.T) {
 
 func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 	dir := t.TempDir()
-	port := freePort(t)
+	port := fleettest.FreePort(t)
 	srv, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
 	if err != nil {
 		t.Fatal(err)

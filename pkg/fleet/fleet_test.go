@@ -182,10 +182,7 @@ func TestUndecodableMessageIsTerminated(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	var runs atomic.Int64
-	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		runs.Add(1)
-		return &messages.Step{Return: int64(1)}, nil
-	}))
+	w := startWorker(t, nc, countingRunner(&runs, int64(1)))
 	js, _ := jetstream.New(nc)
 	ctx := testCtx(t)
 	// Garbage with a mission id header: callers of that id get a failure.
@@ -349,10 +346,7 @@ func TestCancelQueuedMission(t *testing.T) {
 	cancelAndAwait(ctx, t, c, m.ID, "changed my mind")
 	// A worker that fetches it later skips it.
 	var runs atomic.Int64
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		runs.Add(1)
-		return &messages.Step{}, nil
-	}))
+	startWorker(t, nc, countingRunner(&runs, nil))
 	eventually(t, 5*time.Second, "queue drained", func() bool {
 		info, err := c.Stores().Missions.Info(ctx)
 		return err == nil && info.State.Msgs == 0
@@ -486,10 +480,7 @@ func TestMaxDeliveriesAdvisoryDeadLetters(t *testing.T) {
 	for range msgs.Messages() {
 	}
 	var runs atomic.Int64
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		runs.Add(1)
-		return &messages.Step{}, nil
-	}), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
+	startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
 	step, err := c.Await(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)

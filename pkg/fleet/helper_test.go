@@ -93,6 +93,14 @@ func startWorker(t testing.TB, nc *nats.Conn, r fleet.Runner, edit ...func(*flee
 	return w
 }
 
+// countingRunner counts its runs in runs and returns a Step with ret.
+func countingRunner(runs *atomic.Int64, ret any) fleet.RunnerFunc {
+	return func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+		runs.Add(1)
+		return &messages.Step{Return: ret}, nil
+	}
+}
+
 func newMission(tools ...string) *messages.Mission {
 	return &messages.Mission{
 		ID:      messages.NewMissionID(),

@@ -250,10 +250,7 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	var runs atomic.Int64
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		runs.Add(1)
-		return &messages.Step{Return: "ran"}, nil
-	}), func(cfg *fleet.WorkerConfig) {
+	startWorker(t, nc, countingRunner(&runs, "ran"), func(cfg *fleet.WorkerConfig) {
 		cfg.Ceilings = fleet.Ceilings{MissionTimeout: time.Minute, MaxTurns: 10, TurnBudget: 30,
 			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
 	})

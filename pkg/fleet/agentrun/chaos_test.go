@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -23,16 +22,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func dial(t *testing.T, url string) *nats.Conn {
 	t.Helper()
@@ -212,7 +201,7 @@ func chaosMissions() int {
 // processes are SIGKILLed at random and the NATS server restarts once.
 func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	dir := t.TempDir()
-	port := freeTCPPort(t)
+	port := fleettest.FreePort(t)
 	var srvMu sync.Mutex
 	srv, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
 	if err != nil {
@@ -353,7 +342,7 @@ func startCluster(t *testing.T) []*natsNode {
 	dir := t.TempDir()
 	var ports, cports [3]int
 	for i := range 3 {
-		ports[i], cports[i] = freeTCPPort(t), freeTCPPort(t)
+		ports[i], cports[i] = fleettest.FreePort(t), fleettest.FreePort(t)
 	}
 	routes := ""
 	for i := range 3 {
