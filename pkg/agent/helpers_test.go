@@ -20,6 +20,19 @@ func mustNew(t testing.TB, s Spec) *Agent {
 	return a
 }
 
+// wantSpecError fails t unless err is a spec *Error (one that is
+// ErrInvalidSpec) naming field, whose message contains msg.
+func wantSpecError(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindSpec || !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("err = %v, want a spec error", err)
+	}
+	if e.Field != field || !strings.Contains(e.Msg, msg) {
+		t.Fatalf("field %q msg %q, want %q %q", e.Field, e.Msg, field, msg)
+	}
+}
+
 // run runs a with the scripted replies and returns the step, the error
 // and the model.
 func run(t *testing.T, a *Agent, opts RunOptions, replies ...llmtest.Reply) (*messages.Step, error, *llmtest.Model) {

@@ -56,13 +56,7 @@ func TestNewLLMToolValidation(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindSpec {
-				t.Fatalf("err = %v, want a spec error", err)
-			}
-			if e.Field != tc.field || !strings.Contains(e.Msg, tc.msg) {
-				t.Fatalf("field %q msg %q, want %q %q", e.Field, e.Msg, tc.field, tc.msg)
-			}
+			wantSpecError(t, err, tc.field, tc.msg)
 		})
 	}
 }

@@ -425,13 +425,7 @@ func TestTextModeConstructionRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := newText(tc.spec)
-			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindSpec || !errors.Is(err, ErrInvalidSpec) {
-				t.Fatalf("err = %v, want a spec error", err)
-			}
-			if e.Field != tc.field || !strings.Contains(e.Msg, tc.msg) {
-				t.Fatalf("field %q msg %q, want %q %q", e.Field, e.Msg, tc.field, tc.msg)
-			}
+			wantSpecError(t, err, tc.field, tc.msg)
 		})
 	}
 	// the valid examples of the document construct
