@@ -1,39 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 )
 
-// ptyScreen collects what the REPL writes to the terminal.
-type ptyScreen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *ptyScreen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *ptyScreen) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// waitFor waits until the screen, from offset from on, holds want, and
+// waitFor waits until the screen s, from offset from on, holds want, and
 // returns the offset just past it.
-func (s *ptyScreen) waitFor(t *testing.T, from int, want string) int {
+func waitFor(t *testing.T, s *syncbuf.Buffer, from int, want string) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -60,7 +42,7 @@ func TestREPLInteractiveOnATerminal(t *testing.T) {
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 200}); err != nil {
 		t.Fatal(err)
 	}
-	screen := &ptyScreen{}
+	screen := &syncbuf.Buffer{} // what the REPL writes to the terminal
 	go func() { _, _ = io.Copy(screen, ptmx) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -76,8 +58,8 @@ func TestREPLInteractiveOnATerminal(t *testing.T) {
 		}
 	}
 
-	at := screen.waitFor(t, 0, "Ctrl-D leaves")
-	at = screen.waitFor(t, at, "ptc> ")
+	at := waitFor(t, screen, 0, "Ctrl-D leaves")
+	at = waitFor(t, screen, at, "ptc> ")
 	// Each step types keys, waits settle, then waits until the screen
 	// shows want after what the steps before it showed.
 	for _, step := range []struct {
@@ -105,7 +87,7 @@ func TestREPLInteractiveOnATerminal(t *testing.T) {
 	} {
 		key(step.keys)
 		time.Sleep(step.settle)
-		at = screen.waitFor(t, at, step.want)
+		at = waitFor(t, screen, at, step.want)
 	}
 
 	// Ctrl-D on an empty line leaves

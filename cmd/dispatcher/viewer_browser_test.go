@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -39,12 +37,7 @@ func chromium(t *testing.T) string {
 func TestViewerInBrowser(t *testing.T) {
 	exe := chromium(t)
 	f := startObservedFleet(t)
-	v, err := newViewer(f.client, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(v.Handler())
-	defer srv.Close()
+	srv := f.serveViewer(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/fleettest/agentworker"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -49,6 +49,19 @@ func scriptedReplies(replies map[string][]string) llm.Model {
 		}
 		return nil, fmt.Errorf("no script for %q", req.Prompt)
 	})
+}
+
+// serveViewer serves the mission viewer for f's client on a local test
+// server, closed when the test ends.
+func (f *observedFleet) serveViewer(t *testing.T) *httptest.Server {
+	t.Helper()
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(v.Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func startObservedFleet(t *testing.T) *observedFleet {
@@ -220,12 +233,7 @@ func TestListAndTraceCommands(t *testing.T) {
 
 func TestViewerAPI(t *testing.T) {
 	f := startObservedFleet(t)
-	v, err := newViewer(f.client, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(v.Handler())
-	defer srv.Close()
+	srv := f.serveViewer(t)
 	get := func(path string) (int, string, string) {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -266,30 +274,12 @@ func TestViewerAPI(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // dispatcher local -ui serves the viewer for its one-process fleet, and
 // keeps serving after the mission until interrupted.
 func TestLocalServesTheViewer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"local", "-ui", "-ui-addr", "127.0.0.1:0", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)

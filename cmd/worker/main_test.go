@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,12 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -72,7 +71,7 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	defer cancel()
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, environ, &logs, ready) }()
 	var addr string
 	select {
@@ -204,32 +203,14 @@ func httpStatus(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-// syncBuffer is a bytes.Buffer safe for the worker's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startWorker runs the worker with vars until the test ends; it returns once
 // the worker is ready, with its logs.
-func startWorker(t *testing.T, vars map[string]string) *syncBuffer {
+func startWorker(t *testing.T, vars map[string]string) *syncbuf.Buffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, nil, logs, ready) }()
 	t.Cleanup(func() {
 		cancel()

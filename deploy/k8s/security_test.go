@@ -1,7 +1,6 @@
 package k8s_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
 	"github.com/ptcfleet/ptc/examples/shop"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -360,7 +359,7 @@ func runSetupJob(t *testing.T, bins *binaries, setup ptcContainer, ns natsSetup,
 // startBinary starts pc's binary with its manifest environment and
 // overrides, waits until /readyz answers 200 and stops it (SIGTERM) on
 // cleanup; it returns the process's stderr.
-func startBinary(t *testing.T, bins *binaries, pc ptcContainer, ns natsSetup, overrides map[string]string) *syncBuffer {
+func startBinary(t *testing.T, bins *binaries, pc ptcContainer, ns natsSetup, overrides map[string]string) *syncbuf.Buffer {
 	t.Helper()
 	addr := freeAddr(t)
 	env := map[string]string{"PTC_HEALTH_ADDR": addr}
@@ -369,7 +368,7 @@ func startBinary(t *testing.T, bins *binaries, pc ptcContainer, ns natsSetup, ov
 	}
 	cmd := exec.Command(filepath.Join(bins.dir, pc.binary), pc.c.Args...)
 	cmd.Env = processEnv(t, pc, ns, env)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -389,25 +388,6 @@ func startBinary(t *testing.T, bins *binaries, pc ptcContainer, ns natsSetup, ov
 		t.Fatalf("%s: %v\n%s", pc.where, err, stderr.String())
 	}
 	return stderr
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while a test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestShippedPermissionsRunARealMission: the real binaries, each with its
@@ -468,7 +448,7 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 
 	url := srv.ClientURL()
 	runSetupJob(t, bins, setup, ns, url)
-	logs := []*syncBuffer{
+	logs := []*syncbuf.Buffer{
 		startBinary(t, bins, tools, ns, map[string]string{"PTC_NATS_URL": url}),
 		startBinary(t, bins, worker, ns, map[string]string{"PTC_NATS_URL": url, "PTC_REPLICAS": "1",
 			"PTC_MODEL_DEFAULT": "openai:test-model@" + llm.URL + "/v1"}),
@@ -499,9 +479,9 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 	if n := calls.Load(); n != int32(len(example.Script)) {
 		t.Errorf("%d model calls, want %d", n, len(example.Script))
 	}
-	for _, l := range append(logs, &syncBuffer{b: *bytes.NewBuffer(out)}) {
-		if strings.Contains(l.String(), "Permissions Violation") {
-			t.Errorf("a permission the fleet needs is missing:\n%s", l.String())
+	for _, text := range []string{logs[0].String(), logs[1].String(), string(out)} {
+		if strings.Contains(text, "Permissions Violation") {
+			t.Errorf("a permission the fleet needs is missing:\n%s", text)
 		}
 	}
 }

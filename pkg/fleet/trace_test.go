@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -38,7 +38,7 @@ func TestTraceHeadersAndMissionLogs(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	var runnerTrace string
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		runnerTrace = env.Header.Get(messages.HeaderTraceParent)
@@ -69,23 +69,6 @@ func TestTraceHeadersAndMissionLogs(t *testing.T) {
 	eventually(t, 5*time.Second, "the final log line", func() bool {
 		return strings.Contains(logs.String(), `"mission_id":"`+m.ID+`","attempt":1,"state":"succeeded","message":"mission finished"`)
 	})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // EnsureStores is idempotent and applies the documented configuration.
