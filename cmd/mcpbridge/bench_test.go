@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 // BenchmarkBridgeCall compares one call of an MCP tool (add, structured
@@ -46,18 +46,9 @@ func BenchmarkBridgeCall(b *testing.B) {
 	})
 
 	b.Run("through_fleet", func(b *testing.B) {
-		ns, err := embedded.Start(embedded.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ns.Close()
-		nc, err := ns.Conn()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer nc.Close()
+		ns := fleettest.Start(b)
 		log := zerolog.Nop()
-		br, err := NewBridge(nc, &Config{Servers: []ServerConfig{{Name: "bench", URL: hs, Tools: []ToolRule{{Name: "add"}}}}}, Options{Logger: &log})
+		br, err := NewBridge(ns.Conn(), &Config{Servers: []ServerConfig{{Name: "bench", URL: hs, Tools: []ToolRule{{Name: "add"}}}}}, Options{Logger: &log})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,12 +56,7 @@ func BenchmarkBridgeCall(b *testing.B) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = br.Run(bctx) }()
 		defer func() { stop(); <-done }()
-		cnc, err := ns.Conn()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cnc.Close()
-		box, err := fleet.NewToolbox(cnc, fleet.ToolboxConfig{Tools: []string{"add"}, MissRefresh: 20 * time.Millisecond})
+		box, err := fleet.NewToolbox(ns.Conn(), fleet.ToolboxConfig{Tools: []string{"add"}, MissRefresh: 20 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -127,11 +127,7 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(n), "cpu-µs/mission")
 			}
 			mu.Lock()
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			if len(lat) > 0 {
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-start-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-start-µs")
-			}
+			reportStartLatency(b, lat)
 			mu.Unlock()
 		})
 	}
@@ -169,6 +165,12 @@ func BenchmarkDispatchLatency(b *testing.B) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	reportStartLatency(b, lat)
+}
+
+// reportStartLatency sorts lat, the times from submit to the runner
+// starting, and reports their median and 99th percentile.
+func reportStartLatency(b *testing.B, lat []time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-start-µs")

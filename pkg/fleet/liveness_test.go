@@ -47,6 +47,18 @@ func newAnswerDropper(t *testing.T, target string) *answerDropper {
 	return p
 }
 
+// heartbeatBox is a toolbox on nc for cfg whose calls count a service
+// as silent after four missed 100 ms heartbeats.
+func heartbeatBox(t *testing.T, nc *nats.Conn, cfg ToolboxConfig) *Toolbox {
+	t.Helper()
+	box, err := NewToolbox(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+	return box
+}
+
 // dial connects through the proxy, reconnecting quickly and without end as
 // a service does when its node dies; the connection closes when t ends.
 func (p *answerDropper) dial(t *testing.T) *nats.Conn {
@@ -169,11 +181,7 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sub.Unsubscribe()
-			box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"charge"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+			box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"charge"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
 			start := time.Now()
 			r, err := box.Call(WithTurn(context.Background(), 1), "charge", map[string]any{"amount": int64(42)})
 			took := time.Since(start)
@@ -236,11 +244,7 @@ func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc := srv.Conn()
-	box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"report"}, Timeout: 20 * time.Second, UnavailableWait: window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"report"}, Timeout: 20 * time.Second, UnavailableWait: window})
 	r, err := box.Call(WithTurn(context.Background(), 1), "report", map[string]any{})
 	if err != nil || r != "done" {
 		t.Fatalf("call = %v, %v; want the answer once the service is back", r, err)
@@ -282,12 +286,8 @@ func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Silence after 4 × 100ms: the call outlasts it more than three times.
-	box.replies, box.heartbeat = newReplyMux(nc), 100*time.Millisecond
+	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
 	if r, err := box.Call(context.Background(), "crunch", nil); err != nil || r != "done" {
 		t.Fatalf("call = %v, %v", r, err)
 	}
