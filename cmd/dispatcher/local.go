@@ -94,18 +94,14 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 			len(f.Script), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	}
 
-	connect, where, closeServer, err := localNATS(cfg, log)
+	lf, err := openLocalFleet(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeServer()
-	nc, err := connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer lf.close()
+	connect, where, nc := lf.connect, lf.where, lf.nc
 	tools := "the server's tool services"
-	if cfg.nats.URL == "" || cfg.exampleTools {
+	if cfg.servesExampleTools() {
 		tools = "example shop (" + strings.Join(shop.ToolNames(), ", ") + ")"
 		if cfg.nats.URL != "" {
 			tools += " and the server's tool services"
@@ -114,14 +110,6 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	fmt.Fprintf(out, "fleet: %s, %d workers × %d slots, tools: %s\n", where, cfg.workers, cfg.slots, tools)
 	if m.Model == "scripted" && cfg.nats.URL != "" {
 		fmt.Fprintln(out, "       (scripted replies reach this process's workers only: other workers on the server would fail the mission)")
-	}
-
-	if cfg.nats.URL == "" || cfg.exampleTools {
-		stop, err := serveExampleTools(nc, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 
 	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
@@ -217,6 +205,42 @@ func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn,
 		return nc, nil
 	}
 	return connect, "NATS " + cli.RedactURL(nopts.URL), func() {}, nil
+}
+
+// servesExampleTools reports whether a local command serves the example
+// shop's tools itself: on its embedded server, or when asked to on a
+// server of the user's.
+func (cfg localConfig) servesExampleTools() bool { return cfg.nats.URL == "" || cfg.exampleTools }
+
+// localFleet is the NATS server a local command runs on (embedded, or
+// the one its config names) with one connection open on it and, when the
+// config asks for them, the example shop's tools served there.
+type localFleet struct {
+	connect func() (*nats.Conn, error) // opens a further connection
+	where   string                     // the server, for the user
+	nc      *nats.Conn
+	close   func() // stops the tools, closes nc, stops an embedded server
+}
+
+func openLocalFleet(cfg localConfig, log zerolog.Logger) (*localFleet, error) {
+	connect, where, closeServer, err := localNATS(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := connect()
+	if err != nil {
+		closeServer()
+		return nil, err
+	}
+	stop := func() {}
+	if cfg.servesExampleTools() {
+		if stop, err = serveExampleTools(nc, log); err != nil {
+			nc.Close()
+			closeServer()
+			return nil, err
+		}
+	}
+	return &localFleet{connect: connect, where: where, nc: nc, close: func() { stop(); nc.Close(); closeServer() }}, nil
 }
 
 // missionModels returns the models configured in the environment

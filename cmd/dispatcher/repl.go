@@ -83,23 +83,12 @@ func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, std
 		fmt.Fprintf(stderr, "note: no model %q is configured (set %s%s=provider:model): the sub-agent tools %s fail when called\n",
 			model, llmconfig.EnvPrefix, strings.ToUpper(model), strings.Join(slices.Sorted(maps.Keys(m.Agent.SubAgents)), ", "))
 	}
-	connect, where, closeServer, err := localNATS(cfg.local, log)
+	lf, err := openLocalFleet(cfg.local, log)
 	if err != nil {
 		return err
 	}
-	defer closeServer()
-	nc, err := connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	if cfg.local.nats.URL == "" || cfg.local.exampleTools {
-		stop, err := serveExampleTools(nc, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer lf.close()
+	nc, where := lf.nc, lf.where
 	if len(m.Tools) == 0 && (m.Agent == nil || len(m.Agent.Tools) == 0) {
 		names, err := fleetToolNames(ctx, nc)
 		if err != nil {
