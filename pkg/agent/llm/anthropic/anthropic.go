@@ -48,12 +48,13 @@ type Config struct {
 }
 
 // Client is an llm.Model and llm.Streamer for the Messages API. Build it
-// with New; safe for concurrent use.
+// with New; safe for concurrent use. Its String,
+// "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages", and
+// every fmt form of it leave out the key.
 type Client struct {
-	model     string
+	httpx.Provider
 	maxTokens int
 	http      *httpx.Client
-	ep        *httpx.Endpoint
 }
 
 // New validates cfg and returns a client. Errors name the field.
@@ -76,24 +77,11 @@ func New(cfg Config) (*Client, error) {
 		version = DefaultVersion
 	}
 	h.Set("Anthropic-Version", version)
-	c := &Client{model: cfg.Model, maxTokens: maxTokens, http: hc}
-	c.ep = &httpx.Endpoint{HTTP: hc, URL: base + "/v1/messages", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
+	c := &Client{maxTokens: maxTokens, http: hc}
+	c.Provider = httpx.NewProvider("anthropic.Client", cfg.Model, &httpx.Endpoint{HTTP: hc, URL: base + "/v1/messages", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream})
 	return c, nil
 }
-
-// String describes the client without its key: "anthropic:claude-sonnet-4-5@https://api.anthropic.com/v1/messages".
-func (c Client) String() string { return c.ep.Describe(c.model) }
-
-// GoString is the %#v form; it hides the key too.
-func (c Client) GoString() string { return "anthropic.Client(" + c.String() + ")" }
-
-// Format prints String under every verb so no field can leak through %v or
-// %+v.
-func (c Client) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
-
-// Model returns the configured model name.
-func (c *Client) Model() string { return c.model }
 
 // wire types
 
@@ -199,7 +187,7 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"model": c.model, "max_tokens": c.maxTokens, "messages": msgs}
+	body := map[string]any{"model": c.Model(), "max_tokens": c.maxTokens, "messages": msgs}
 	if req.System != "" {
 		if req.CacheSystem {
 			body["system"] = []block{{Type: "text", Text: &req.System, CacheControl: ephemeral}}
@@ -310,16 +298,6 @@ func decodeError(_ int, data []byte) (typ, code, msg string) {
 		return "", "", ""
 	}
 	return env.Error.Type, "", env.Error.Message
-}
-
-// Complete sends one Messages API request.
-func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	return c.ep.Complete(ctx, req)
-}
-
-// Stream sends a streaming Messages API request (see httpx.Endpoint).
-func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
-	return c.ep.Stream(ctx, req)
 }
 
 // decode reads a complete (non-streamed) 2xx response.

@@ -47,11 +47,12 @@ type Config struct {
 }
 
 // Client is an llm.Model and llm.Streamer for a chat-completions API. Build
-// it with New; safe for concurrent use.
+// it with New; safe for concurrent use. Its String,
+// "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions", and
+// every fmt form of it leave out the key.
 type Client struct {
-	model   string
+	httpx.Provider
 	http    *httpx.Client
-	ep      *httpx.Endpoint
 	noUsage bool
 }
 
@@ -61,9 +62,9 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{model: cfg.Model, http: hc, noUsage: cfg.NoStreamUsage}
-	c.ep = &httpx.Endpoint{HTTP: c.http, URL: base + "/chat/completions", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
+	c := &Client{http: hc, noUsage: cfg.NoStreamUsage}
+	c.Provider = httpx.NewProvider("openai.Client", cfg.Model, &httpx.Endpoint{HTTP: hc, URL: base + "/chat/completions", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream})
 	return c, nil
 }
 
@@ -79,19 +80,6 @@ func setup(cfg Config) (*httpx.Client, string, http.Header, error) {
 		Headers: cfg.Headers, Reserved: []string{"Authorization", "Content-Type"}, HTTPClient: cfg.HTTPClient,
 		Key: cfg.APIKey, AuthHeader: "Authorization", AuthPrefix: "Bearer "}.Client()
 }
-
-// String describes the client without its key: "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions".
-func (c Client) String() string { return c.ep.Describe(c.model) }
-
-// GoString is the %#v form; it hides the key too.
-func (c Client) GoString() string { return "openai.Client(" + c.String() + ")" }
-
-// Format prints String under every verb so no field can leak through %v or
-// %+v (of the Client or of a pointer to it).
-func (c Client) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
-
-// Model returns the configured model name.
-func (c *Client) Model() string { return c.model }
 
 // wire types
 
@@ -174,7 +162,7 @@ func (c *Client) body(req llm.Request, stream bool) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"model": c.model, "messages": msgs}
+	body := map[string]any{"model": c.Model(), "messages": msgs}
 	if len(req.Tools) > 0 {
 		tools := make([]tool, len(req.Tools))
 		for i, t := range req.Tools {
@@ -278,16 +266,6 @@ func parseAPIError(raw json.RawMessage) (typ, code, msg string) {
 		code = ""
 	}
 	return e.Type, code, e.Message
-}
-
-// Complete sends one chat-completions request.
-func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	return c.ep.Complete(ctx, req)
-}
-
-// Stream sends a streaming chat-completions request (see httpx.Endpoint).
-func (c *Client) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
-	return c.ep.Stream(ctx, req)
 }
 
 // decode reads a complete (non-streamed) 2xx response.

@@ -412,17 +412,39 @@ func TestConfigAndRequestValidation(t *testing.T) {
 }
 
 func TestClientNeverPrintsKey(t *testing.T) {
-	c, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: testKey})
+	cfg := openai.Config{Model: "gpt-4.1-mini", APIKey: testKey}
+	chat, err := openai.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c), c.String(), c.GoString(), fmt.Sprintf("%v", *c)} {
-		if strings.Contains(s, "SECRET") {
-			t.Errorf("key leaked: %s", s)
-		}
+	responses, err := openai.NewResponses(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c.String() != "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions" || c.Model() != "gpt-4.1-mini" {
-		t.Errorf("String = %s", c)
+	for _, c := range []struct {
+		m interface {
+			llm.Model
+			Model() string
+		}
+		value      any
+		str, goStr string
+	}{
+		{chat, *chat, "openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions",
+			"openai.Client(openai:gpt-4.1-mini@https://api.openai.com/v1/chat/completions)"},
+		{responses, *responses, "openai:gpt-4.1-mini@https://api.openai.com/v1/responses",
+			"openai.ResponsesClient(openai:gpt-4.1-mini@https://api.openai.com/v1/responses)"},
+	} {
+		for _, s := range []string{fmt.Sprint(c.m), fmt.Sprintf("%v %+v %#v %s", c.m, c.m, c.m, c.m), fmt.Sprintf("%v %+v %#v", c.value, c.value, c.value)} {
+			if strings.Contains(s, "SECRET") {
+				t.Errorf("key leaked: %s", s)
+			}
+		}
+		if got := fmt.Sprint(c.m); got != c.str || c.m.Model() != "gpt-4.1-mini" {
+			t.Errorf("String = %s, Model = %s", got, c.m.Model())
+		}
+		if got := fmt.Sprintf("%#v", c.m); got != c.goStr || fmt.Sprintf("%#v", c.value) != c.goStr {
+			t.Errorf("%%#v = %s, want %s", got, c.goStr)
+		}
 	}
 }
 

@@ -23,11 +23,11 @@ const ResponsesProvider = "openai-responses"
 // stateless (store: false); the model's reasoning items come back
 // encrypted and travel to the next turn as llm.ProviderBlocks, so a
 // reasoning model keeps its reasoning across tool calls. Build it with
-// NewResponses; safe for concurrent use.
+// NewResponses; safe for concurrent use. Its String and every fmt form of
+// it leave out the key.
 type ResponsesClient struct {
-	model string
-	http  *httpx.Client
-	ep    *httpx.Endpoint
+	httpx.Provider
+	http *httpx.Client
 }
 
 // NewResponses validates cfg and returns a Responses API client.
@@ -37,32 +37,10 @@ func NewResponses(cfg Config) (*ResponsesClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ResponsesClient{model: cfg.Model, http: hc}
-	c.ep = &httpx.Endpoint{HTTP: hc, URL: base + "/responses", Headers: h,
-		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream}
+	c := &ResponsesClient{http: hc}
+	c.Provider = httpx.NewProvider("openai.ResponsesClient", cfg.Model, &httpx.Endpoint{HTTP: hc, URL: base + "/responses", Headers: h,
+		Body: c.body, DecodeErr: decodeError, Decode: c.decode, Source: c.source, Streamed: cfg.Stream})
 	return c, nil
-}
-
-// String describes the client without its key.
-func (c ResponsesClient) String() string { return c.ep.Describe(c.model) }
-
-// GoString is the %#v form; it hides the key too.
-func (c ResponsesClient) GoString() string { return "openai.ResponsesClient(" + c.String() + ")" }
-
-// Format prints String under every verb so no field can leak.
-func (c ResponsesClient) Format(f fmt.State, verb rune) { httpx.Format(f, verb, c) }
-
-// Model returns the configured model name.
-func (c *ResponsesClient) Model() string { return c.model }
-
-// Complete sends one Responses API request.
-func (c *ResponsesClient) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	return c.ep.Complete(ctx, req)
-}
-
-// Stream sends a streaming Responses API request.
-func (c *ResponsesClient) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
-	return c.ep.Stream(ctx, req)
 }
 
 var responsesReserved = []string{"model", "input", "instructions", "tools", "stream", "store", "include"}
@@ -79,7 +57,7 @@ func (c *ResponsesClient) body(req llm.Request, stream bool) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"model": c.model, "input": input, "store": false,
+	body := map[string]any{"model": c.Model(), "input": input, "store": false,
 		"include": []string{"reasoning.encrypted_content"}}
 	if req.System != "" {
 		body["instructions"] = req.System

@@ -76,21 +76,51 @@ func (s Setup) Client() (*Client, string, http.Header, error) {
 	return c, strings.TrimRight(base, "/"), h, nil
 }
 
-// Describe is the String of a provider client, without its key:
-// "provider:model@url".
-func (e *Endpoint) Describe(model string) string { return e.HTTP.Provider + ":" + model + "@" + e.URL }
+// Provider is what every provider client shows of itself: the llm.Model
+// and llm.Streamer methods over its Endpoint, and String, GoString and
+// Format that never print the key. Provider clients embed it.
+type Provider struct {
+	ep     *Endpoint
+	model  string
+	goName string
+}
 
-// Format prints c's String under every verb and its GoString under %#v, so
-// that no field of a client (its key) can leak through fmt.
-func Format(f fmt.State, verb rune, c interface {
-	fmt.Stringer
-	fmt.GoStringer
-}) {
+// NewProvider is the Provider of a client of Go type goName
+// ("anthropic.Client") calling model at ep.
+func NewProvider(goName, model string, ep *Endpoint) Provider {
+	return Provider{ep: ep, model: model, goName: goName}
+}
+
+// Model returns the configured model name.
+func (p Provider) Model() string { return p.model }
+
+// Complete sends one request and decodes the whole answer (see
+// Endpoint.Complete).
+func (p Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	return p.ep.Complete(ctx, req)
+}
+
+// Stream sends a streaming request (see Endpoint.Stream).
+func (p Provider) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
+	return p.ep.Stream(ctx, req)
+}
+
+// String describes the client without its key: "provider:model@url".
+func (p Provider) String() string { return p.ep.HTTP.Provider + ":" + p.model + "@" + p.ep.URL }
+
+// GoString is the %#v form, the Go type around String; it hides the key
+// too.
+func (p Provider) GoString() string { return p.goName + "(" + p.String() + ")" }
+
+// Format prints String under every verb and GoString under %#v, so that no
+// field of a client (its key) can leak through fmt, whether the client or
+// a pointer to it is printed.
+func (p Provider) Format(f fmt.State, verb rune) {
 	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, c.GoString())
+		fmt.Fprint(f, p.GoString())
 		return
 	}
-	fmt.Fprint(f, c.String())
+	fmt.Fprint(f, p.String())
 }
 
 // InputSchema is a tool's input schema as the APIs want it: an empty object
