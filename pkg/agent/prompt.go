@@ -29,14 +29,20 @@ Exactly one ` + "```clojure" + ` block with the program. The value of its last e
 // systemPrompt assembles the system prompt for turn (only a
 // LanguageSpecFunc makes it depend on the turn).
 func (a *Agent) systemPrompt(pc PromptContext) string {
+	return a.spec.SystemPrompt.assemble(func(parts []string) []string {
+		return a.lispPromptBody(pc, parts)
+	}, func() string {
+		if a.singleTurn() {
+			return outputFormatSingle
+		}
+		return outputFormatMulti
+	})
+}
+
+// lispPromptBody appends to parts (the Prefix) the core instructions, the
+// language reference and error recovery.
+func (a *Agent) lispPromptBody(pc PromptContext, parts []string) []string {
 	sp := a.spec.SystemPrompt
-	if sp.Override != "" {
-		return sp.Override
-	}
-	var parts []string
-	if sp.Prefix != "" {
-		parts = append(parts, sp.Prefix)
-	}
 	parts = append(parts, corePrompt)
 	switch {
 	case sp.LanguageSpecFunc != nil:
@@ -53,16 +59,7 @@ func (a *Agent) systemPrompt(pc PromptContext) string {
 	for i := range parts {
 		parts[i] = strings.TrimRight(parts[i], "\n")
 	}
-	parts = append(parts, recoveryPrompt)
-	switch {
-	case sp.OutputFormat != "":
-		parts = append(parts, sp.OutputFormat)
-	case a.singleTurn():
-		parts = append(parts, outputFormatSingle)
-	default:
-		parts = append(parts, outputFormatMulti)
-	}
-	return sp.finish(parts)
+	return append(parts, recoveryPrompt)
 }
 
 // ToolSchema is how a tool is shown to the model: its name, public
@@ -268,6 +265,26 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 		User:        user,
 		ToolSchemas: a.toolSchemas(),
 	}, nil
+}
+
+// assemble puts a system prompt together: Override replaces it all;
+// otherwise the Prefix, what body appends to it, OutputFormat or the
+// mode's own format, the Suffix, then Transform.
+func (sp SystemPrompt) assemble(body func(parts []string) []string, format func() string) string {
+	if sp.Override != "" {
+		return sp.Override
+	}
+	var parts []string
+	if sp.Prefix != "" {
+		parts = append(parts, sp.Prefix)
+	}
+	parts = body(parts)
+	if sp.OutputFormat != "" {
+		parts = append(parts, sp.OutputFormat)
+	} else {
+		parts = append(parts, format())
+	}
+	return sp.finish(parts)
 }
 
 // finish appends the suffix to a system prompt's sections, joins them and

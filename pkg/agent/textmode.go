@@ -140,27 +140,18 @@ func firewalledFields(t signature.Type, prefix string) []string {
 // then Transform. Override replaces it all; OutputFormat replaces the
 // output format. The language reference options do not apply.
 func (a *Agent) textSystemPrompt(v textVariant) string {
-	sp := a.spec.SystemPrompt
-	if sp.Override != "" {
-		return sp.Override
-	}
-	var parts []string
-	if sp.Prefix != "" {
-		parts = append(parts, sp.Prefix)
-	}
-	parts = append(parts, textCorePrompt)
-	if v.tools() {
-		parts = append(parts, textToolsPrompt)
-	}
-	switch {
-	case sp.OutputFormat != "":
-		parts = append(parts, sp.OutputFormat)
-	case v.json():
-		parts = append(parts, a.jsonFormat())
-	default:
-		parts = append(parts, textPlainFormat)
-	}
-	return sp.finish(parts)
+	return a.spec.SystemPrompt.assemble(func(parts []string) []string {
+		parts = append(parts, textCorePrompt)
+		if v.tools() {
+			parts = append(parts, textToolsPrompt)
+		}
+		return parts
+	}, func() string {
+		if v.json() {
+			return a.jsonFormat()
+		}
+		return textPlainFormat
+	})
 }
 
 // jsonFormat is the output format of the JSON variants: the expected type
