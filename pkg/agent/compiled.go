@@ -106,19 +106,12 @@ func callPure(ctx context.Context, bt *boundTool, args map[string]any, mode sign
 	if err != nil {
 		return nil, err
 	}
-	if validate && bt.tool.Signature != "" {
-		var plain any
-		if out, plain, err = outputForValidation(out); err != nil {
-			return nil, err
-		}
-		if verr := bt.sig.ValidateOutput(plain, mode); verr != nil {
-			if mode.Fatal() {
-				return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
-			}
+	if validate {
+		return checkToolOutput(bt, bt.sig, out, mode, func(ws ...string) {
 			if w, _ := ctx.Value(warnKey{}).(*execWarnings); w != nil {
-				w.add(prefixLines(bt.name+" output: ", verr.Error())...)
+				w.add(ws...)
 			}
-		}
+		})
 	}
 	return out, nil
 }

@@ -130,17 +130,29 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 	if err != nil {
 		return nil, err
 	}
-	if validate && bt.tool.Signature != "" {
-		var plain any
-		if out, plain, err = outputForValidation(out); err != nil {
-			return nil, err
+	if validate {
+		return checkToolOutput(bt, sig, out, tr.mode, tt.warn)
+	}
+	return out, nil
+}
+
+// checkToolOutput validates the result of a call of bt against sig's
+// output under mode, when the tool declares a signature. A mismatch is the
+// call's error in a fatal mode and warnings (one a line, naming the tool)
+// otherwise. out comes back as outputForValidation leaves it.
+func checkToolOutput(bt *boundTool, sig *signature.Signature, out any, mode signature.Mode, warn func(...string)) (any, error) {
+	if bt.tool.Signature == "" {
+		return out, nil
+	}
+	out, plain, err := outputForValidation(out)
+	if err != nil {
+		return nil, err
+	}
+	if verr := sig.ValidateOutput(plain, mode); verr != nil {
+		if mode.Fatal() {
+			return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
 		}
-		if verr := sig.ValidateOutput(plain, tr.mode); verr != nil {
-			if tr.mode.Fatal() {
-				return nil, fmt.Errorf("tool output validation errors:\n%s", verr.Error())
-			}
-			tt.warn(prefixLines(bt.name+" output: ", verr.Error())...)
-		}
+		warn(prefixLines(bt.name+" output: ", verr.Error())...)
 	}
 	return out, nil
 }
