@@ -40,16 +40,27 @@ func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 // journalModels returns reg with every model's replies going through j; reg
 // itself when j is nil.
 func journalModels(reg llm.Registry, j *fleet.Journal) llm.Registry {
-	if j == nil || reg == nil {
+	if j == nil {
 		return reg
+	}
+	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
+		return &journaledModel{name: name, inner: m, j: j}
+	})
+}
+
+// wrapModels returns a copy of reg with each model m replaced by wrap(name,
+// m); a nil model (which the registry reports as invalid) stays nil, and a
+// nil reg stays nil.
+func wrapModels(reg llm.Registry, wrap func(name string, m llm.Model) llm.Model) llm.Registry {
+	if reg == nil {
+		return nil
 	}
 	out := make(llm.Registry, len(reg))
 	for name, m := range reg {
-		if m == nil {
-			out[name] = m
-			continue
+		if m != nil {
+			m = wrap(name, m)
 		}
-		out[name] = &journaledModel{name: name, inner: m, j: j}
+		out[name] = m
 	}
 	return out
 }

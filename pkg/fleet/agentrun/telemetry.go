@@ -243,18 +243,12 @@ func endAll(f *frame, err error) {
 // reach no model and are not counted again. reg is returned as it is when
 // neither metrics nor tracing is on.
 func meteredModels(reg llm.Registry, metrics *fleet.Metrics, tracer trace.Tracer) llm.Registry {
-	if reg == nil || (metrics == nil && tracer == nil) {
+	if metrics == nil && tracer == nil {
 		return reg
 	}
-	out := make(llm.Registry, len(reg))
-	for name, m := range reg {
-		if m == nil {
-			out[name] = m
-			continue
-		}
-		out[name] = &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
-	}
-	return out
+	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
+		return &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
+	})
 }
 
 // meteredModel measures and traces the requests to one model.
