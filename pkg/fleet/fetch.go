@@ -87,12 +87,7 @@ func (w *Worker) reserveSlot() bool {
 func (w *Worker) poll(c jetstream.Consumer) {
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 	if err != nil {
-		w.log.Warn().Err(err).Msg("fetch failed")
-		w.noteFetchError(err)
-		select {
-		case <-time.After(w.cfg.IdleWait):
-		case <-w.stopping:
-		}
+		w.fetchFailed(err)
 		w.reserved.Add(-1)
 		w.releaseSlot()
 		return
@@ -108,10 +103,7 @@ func (w *Worker) poll(c jetstream.Consumer) {
 		w.inflight.Add(1)
 		go w.process(msg)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-		w.log.Debug().Err(err).Msg("fetch ended")
-		w.noteFetchError(err)
-	}
+	w.batchEnded(batch)
 	if !started {
 		w.reserved.Add(-1)
 		w.releaseSlot()
@@ -128,12 +120,7 @@ func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
 		batch, err = c.FetchNoWait(n)
 	}
 	if err != nil {
-		w.log.Warn().Err(err).Msg("fetch failed")
-		w.noteFetchError(err)
-		select {
-		case <-time.After(w.cfg.IdleWait):
-		case <-w.stopping:
-		}
+		w.fetchFailed(err)
 		return 0
 	}
 	got := 0
@@ -147,10 +134,7 @@ func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
 		w.inflight.Add(1)
 		go w.process(msg)
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-		w.log.Debug().Err(err).Msg("fetch ended")
-		w.noteFetchError(err)
-	}
+	w.batchEnded(batch)
 	return got
 }
 
@@ -159,6 +143,26 @@ func (w *Worker) releaseSlot() {
 	select {
 	case w.slotFreed <- struct{}{}:
 	default:
+	}
+}
+
+// fetchFailed logs and notes a fetch that could not start, then waits
+// IdleWait (or until Stop) before the next one.
+func (w *Worker) fetchFailed(err error) {
+	w.log.Warn().Err(err).Msg("fetch failed")
+	w.noteFetchError(err)
+	select {
+	case <-time.After(w.cfg.IdleWait):
+	case <-w.stopping:
+	}
+}
+
+// batchEnded logs and notes the error that ended a batch, unless the
+// batch merely ran out of time or messages.
+func (w *Worker) batchEnded(batch jetstream.MessageBatch) {
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		w.log.Debug().Err(err).Msg("fetch ended")
+		w.noteFetchError(err)
 	}
 }
 
