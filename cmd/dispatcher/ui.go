@@ -82,6 +82,22 @@ func (v *viewer) Handler() http.Handler {
 	return mux
 }
 
+// list lists the missions the request's query asks for. It answers a
+// bad query (400) or a failed listing itself and then returns false.
+func (v *viewer) list(w http.ResponseWriter, r *http.Request) (fleet.ListOptions, []fleet.MissionInfo, bool) {
+	opts, err := v.listOptions(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return opts, nil, false
+	}
+	ms, err := v.client.List(r.Context(), opts)
+	if err != nil {
+		v.fail(w, err)
+		return opts, nil, false
+	}
+	return opts, ms, true
+}
+
 func (v *viewer) listOptions(r *http.Request) (fleet.ListOptions, error) {
 	var o fleet.ListOptions
 	if s := r.URL.Query().Get("state"); s != "" {
@@ -103,14 +119,8 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a mission id (a ULID)", http.StatusNotFound)
 		return
 	}
-	opts, err := v.listOptions(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	ms, err := v.client.List(r.Context(), opts)
-	if err != nil {
-		v.fail(w, err)
+	opts, ms, ok := v.list(w, r)
+	if !ok {
 		return
 	}
 	state := ""
@@ -124,14 +134,8 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (v *viewer) serveList(w http.ResponseWriter, r *http.Request) {
-	opts, err := v.listOptions(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	ms, err := v.client.List(r.Context(), opts)
-	if err != nil {
-		v.fail(w, err)
+	_, ms, ok := v.list(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, listItems(ms))
