@@ -124,23 +124,7 @@ func (w *previewWriter) value(v any, depth int) {
 		}
 		w.write("]")
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		w.write("{")
-		for i, k := range keys {
-			if i > 0 {
-				w.write(", ")
-			}
-			w.write(":" + k + " ")
-			w.value(x[k], depth+1)
-			if w.full {
-				return
-			}
-		}
-		w.write("}")
+		w.mapView(plainMap(x), depth)
 	case ListView:
 		w.write("[")
 		for i := range x.Len() {
@@ -154,24 +138,29 @@ func (w *previewWriter) value(v any, depth int) {
 		}
 		w.write("]")
 	case MapView:
-		keys := x.Keys()
-		slices.Sort(keys)
-		w.write("{")
-		for i, k := range keys {
-			if i > 0 {
-				w.write(", ")
-			}
-			w.write(":" + k + " ")
-			e, _ := x.Lookup(k)
-			w.value(e, depth+1)
-			if w.full {
-				return
-			}
-		}
-		w.write("}")
+		w.mapView(x, depth)
 	default:
 		w.reflectValue(reflect.ValueOf(v), depth)
 	}
+}
+
+// mapView writes m as {:k v, ...} in key order.
+func (w *previewWriter) mapView(m MapView, depth int) {
+	keys := m.Keys()
+	slices.Sort(keys)
+	w.write("{")
+	for i, k := range keys {
+		if i > 0 {
+			w.write(", ")
+		}
+		w.write(":" + k + " ")
+		e, _ := m.Lookup(k)
+		w.value(e, depth+1)
+		if w.full {
+			return
+		}
+	}
+	w.write("}")
 }
 
 func (w *previewWriter) reflectValue(rv reflect.Value, depth int) {
