@@ -88,9 +88,12 @@ type List struct {
 }
 
 // String returns the canonical form "[elem]".
-func (l List) String() string {
+func (l List) String() string { return typeString(l) }
+
+// typeString is the canonical form of a composite type.
+func typeString(t Type) string {
 	var b strings.Builder
-	writeType(&b, l)
+	writeType(&b, t)
 	return b.String()
 }
 
@@ -126,11 +129,7 @@ func (m Map) Field(name string) (Field, bool) {
 }
 
 // String returns the canonical form "{a :int, b [:string]}".
-func (m Map) String() string {
-	var b strings.Builder
-	writeType(&b, m)
-	return b.String()
-}
+func (m Map) String() string { return typeString(m) }
 
 func (Map) isType() {}
 
@@ -143,11 +142,7 @@ type Optional struct {
 }
 
 // String returns the canonical form, Elem followed by "?".
-func (o Optional) String() string {
-	var b strings.Builder
-	writeType(&b, o)
-	return b.String()
-}
+func (o Optional) String() string { return typeString(o) }
 
 func (Optional) isType() {}
 
