@@ -71,6 +71,9 @@ func (s *secrets) collect(v any, under bool) {
 }
 
 func (s *secrets) collectLocked(v any, under bool) {
+	if m, ok := lisp.AsMap(v); ok { // a host record read in place, as its view
+		v = m
+	}
 	switch x := v.(type) {
 	case string:
 		if under {

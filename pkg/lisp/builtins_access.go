@@ -91,7 +91,7 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 			return nil, false
 		}
 	}
-	switch c := coll.(type) {
+	switch c := mapValue(coll).(type) {
 	case nil:
 		return nil, false
 	case *Vector:
@@ -142,7 +142,7 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 }
 
 func biLast(th *Thread, a []Value) Value {
-	switch c := a[0].(type) {
+	switch c := mapValue(a[0]).(type) {
 	case nil:
 		return nil
 	case *Vector:
@@ -438,6 +438,8 @@ func isEmpty(th *Thread, name string, coll Value) bool {
 		return len(c.items) == 0
 	case *Map:
 		return c.Len() == 0
+	case hostMap:
+		return len(c.src()) == 0
 	case *Set:
 		return c.Len() == 0
 	case string:

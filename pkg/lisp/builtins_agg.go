@@ -119,9 +119,10 @@ func extremeBy(th *Thread, name string, a []Value, dir int) Value {
 	key := a[0]
 	var items []Value
 	if len(a) == 2 {
-		if m, ok := a[1].(*Map); ok {
-			items = []Value{m} // (apply max-by k [m]) passes one record
-		} else {
+		switch a[1].(type) {
+		case *Map, hostMap:
+			items = []Value{a[1]} // (apply max-by k [m]) passes one record
+		default:
 			items = th.Seq(a[1], name, 2)
 		}
 	} else {
@@ -193,6 +194,9 @@ func biContains(th *Thread, a []Value) Value {
 		return false
 	case *Map:
 		_, ok := c.Get(a[1])
+		return ok
+	case hostMap:
+		_, ok := c.get(a[1])
 		return ok
 	case *Set:
 		return c.Has(a[1])

@@ -281,6 +281,8 @@ func (th *Thread) walkValue(v Value, n *int) {
 		if x.host {
 			return
 		}
+	case hostMap:
+		return
 	}
 	switch x := v.(type) {
 	case *LazySeq:
@@ -575,6 +577,8 @@ func biCount(th *Thread, a []Value) Value {
 		return Int(int64(len(x.items)))
 	case *Map:
 		return Int(int64(x.Len()))
+	case hostMap:
+		return Int(int64(len(x.src())))
 	case *Set:
 		return Int(int64(x.Len()))
 	case string:
@@ -851,7 +855,7 @@ func biApply(th *Thread, a []Value) Value {
 	f := a[0]
 	last := a[len(a)-1]
 	switch last.(type) {
-	case nil, string, *Vector, *Set, *Map, *LazySeq:
+	case nil, string, *Vector, *Set, *Map, hostMap, *LazySeq:
 	default:
 		th.TypeError("apply", "a collection or nil as the last argument", last, len(a))
 	}

@@ -248,7 +248,7 @@ func registerHOF(r *registry) {
 			if mv == nil {
 				continue
 			}
-			m, ok := mv.(*Map)
+			m, ok := asMap(mv)
 			if !ok {
 				th.TypeError("merge-with", "map", mv, i+2)
 			}
@@ -274,7 +274,7 @@ func registerHOF(r *registry) {
 		if a[0] == nil {
 			return emptyMap
 		}
-		m, ok := a[0].(*Map)
+		m, ok := asMap(a[0])
 		if !ok {
 			th.TypeError("update-keys", "map", a[0], 1)
 		}
@@ -300,7 +300,7 @@ func registerHOF(r *registry) {
 			}
 			return true
 		}
-		switch c := a[2].(type) {
+		switch c := mapValue(a[2]).(type) {
 		case nil:
 		case *Map:
 			c.Each(call)
@@ -335,7 +335,7 @@ func registerHOF(r *registry) {
 		switch a[0].(type) {
 		case *Vector, *LazySeq:
 			return emptyVector
-		case *Map:
+		case *Map, hostMap:
 			return emptyMap
 		case *Set:
 			return emptySet
@@ -403,7 +403,7 @@ func registerHOF(r *registry) {
 	}).doc("true for functions")
 	r.add("ifn?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case *Closure, *Builtin, *Keyword, *Map, *Set, *Vector:
+		case *Closure, *Builtin, *Keyword, *Map, hostMap, *Set, *Vector:
 			return true
 		}
 		return false

@@ -142,6 +142,8 @@ func registerInterop(r *registry) {
 			return c.Len() == 0
 		case *Map:
 			return c.Len() == 0
+		case hostMap:
+			return len(c.src()) == 0
 		case *Set:
 			return c.Len() == 0
 		}

@@ -25,7 +25,13 @@ func registerLogic(r *registry) {
 	}).doc("true for integers and floats").ref(refPred).pure()
 	r.add("string?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(string); return ok }).
 		doc("true for strings").ref(refPred).pure()
-	r.add("map?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Map); return ok }).
+	r.add("map?", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Map, hostMap:
+			return true
+		}
+		return false
+	}).
 		doc("true for maps").ref(refPred).pure()
 	r.add("vector?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Vector); return ok }).
 		doc("true for vectors").ref(refPred).pure()
@@ -39,7 +45,7 @@ func registerLogic(r *registry) {
 	}).doc("true for one-character strings")
 	r.add("coll?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case *Vector, *Map, *Set, *LazySeq:
+		case *Vector, *Map, hostMap, *Set, *LazySeq:
 			return true
 		}
 		return false
@@ -98,14 +104,14 @@ func registerLogic(r *registry) {
 	}).doc("-1, 0 or 1 as x sorts before, with or after y").ref(refLogic).pure()
 	r.add("associative?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case *Map, *Vector:
+		case *Map, hostMap, *Vector:
 			return true
 		}
 		return false
 	}).doc("true for maps and vectors (assoc works on them)").pure()
 	r.add("seqable?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case nil, string, *Vector, *Map, *Set, *LazySeq:
+		case nil, string, *Vector, *Map, hostMap, *Set, *LazySeq:
 			return true
 		}
 		return false
@@ -114,7 +120,7 @@ func registerLogic(r *registry) {
 		doc("true for vectors (nth is constant time)").pure()
 	r.add("counted?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case *Map, *Vector, *Set:
+		case *Map, hostMap, *Vector, *Set:
 			return true
 		}
 		return false
@@ -123,7 +129,7 @@ func registerLogic(r *registry) {
 		doc("true for vectors (rseq works on them)").pure()
 	r.add("sorted?", 1, 1, func(th *Thread, a []Value) Value {
 		switch a[0].(type) {
-		case *Map, *Set:
+		case *Map, hostMap, *Set:
 			return true
 		}
 		return false
@@ -149,7 +155,7 @@ func typeKeyword(v Value) string {
 		return "keyword"
 	case *Vector, *LazySeq:
 		return "vector"
-	case *Map:
+	case *Map, hostMap:
 		return "map"
 	case *Set:
 		return "set"

@@ -72,7 +72,7 @@ func registerMaps(r *registry) {
 		})
 	}).doc("a nested map with the value at a key path replaced by (f old args...)").ref(refMaps).hof(3)
 	r.add("dissoc", 1, -1, func(th *Thread, a []Value) Value {
-		switch m := a[0].(type) {
+		switch m := mapValue(a[0]).(type) {
 		case nil:
 			return nil
 		case *Map:
@@ -104,7 +104,7 @@ func registerMaps(r *registry) {
 	r.add("select-keys", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "select-keys", 2)
 		switch a[0].(type) {
-		case nil, *Map, *Vector:
+		case nil, *Map, hostMap, *Vector:
 		default:
 			th.TypeError("select-keys", "a map", a[0], 1)
 		}
@@ -125,7 +125,7 @@ func registerMaps(r *registry) {
 		if a[0] == nil {
 			return emptyVector
 		}
-		if _, ok := a[0].(*Map); !ok {
+		if _, ok := asMap(a[0]); !ok {
 			th.TypeError("entries", "a map", a[0], 1)
 		}
 		return th.MakeVector(th.Seq(a[0], "entries", 1))
@@ -138,7 +138,7 @@ func registerMaps(r *registry) {
 		if a[0] == nil {
 			return emptyMap
 		}
-		m, ok := a[0].(*Map)
+		m, ok := asMap(a[0])
 		if !ok {
 			th.TypeError("update-vals", "a map", a[0], 1)
 		}
@@ -227,6 +227,14 @@ func registerMaps(r *registry) {
 // spells it: a map's stored key (flex lookup finds "id" for :id, and
 // "id" is what a selection keeps, so host keys leave unchanged), else k.
 func lookupStored(coll, k Value) (Value, Value, bool) {
+	if h, ok := coll.(hostMap); ok {
+		sk, found := srcKey(h.src(), k)
+		if !found {
+			return nil, nil, false
+		}
+		v, _ := h.get(sk)
+		return sk, v, true
+	}
 	if m, ok := coll.(*Map); ok {
 		sk, found := m.lookupKey(k)
 		if !found {
@@ -243,6 +251,8 @@ func lookup(coll, k Value) (Value, bool) {
 	switch c := coll.(type) {
 	case *Map:
 		return c.Get(k)
+	case hostMap:
+		return c.get(k)
 	case *Vector:
 		if i, ok := k.(int64); ok && i >= 0 && i < int64(len(c.items)) {
 			return c.items[i], true
@@ -292,7 +302,7 @@ func callWith(th *Thread, f, old Value, extra []Value) Value {
 // nil (a new map).
 func assocOne(th *Thread, name string, m, k, v Value) Value {
 	th.tick()
-	switch c := m.(type) {
+	switch c := mapValue(m).(type) {
 	case nil:
 		th.allocSlots(3)
 		return emptyMap.Assoc(k, v)
@@ -341,7 +351,7 @@ func updatePath(th *Thread, name string, m Value, path []Value, f func(Value) Va
 func biMerge(th *Thread, a []Value) Value {
 	var acc *Map
 	for i, x := range a {
-		switch c := x.(type) {
+		switch c := mapValue(x).(type) {
 		case nil:
 			continue
 		case *Map:
@@ -373,7 +383,7 @@ func biMerge(th *Thread, a []Value) Value {
 // mapPart returns a map's keys (part 0) or values (part 1) in key order;
 // nil for nil or an empty map (as Clojure).
 func mapPart(th *Thread, name string, m Value, part int) Value {
-	switch c := m.(type) {
+	switch c := mapValue(m).(type) {
 	case nil:
 		return nil
 	case *Map:

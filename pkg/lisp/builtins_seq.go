@@ -330,9 +330,9 @@ func flexClash(keys []Value) bool {
 
 func biFind(th *Thread, a []Value) Value {
 	// Clojure's (find map key) → [key val] entry.
-	if m, ok := a[0].(*Map); ok {
+	if m, ok := asMap(a[0]); ok {
 		switch a[1].(type) {
-		case *Vector, *Set, *Map, *LazySeq:
+		case *Vector, *Set, *Map, hostMap, *LazySeq:
 		default:
 			k, found := m.lookupKey(a[1])
 			if !found {
@@ -1053,7 +1053,7 @@ func biCombinations(th *Thread, a []Value) Value {
 
 // conjMap adds x to m: a [k v] entry, a map (merged) or nil.
 func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
-	switch e := x.(type) {
+	switch e := mapValue(x).(type) {
 	case nil:
 		return m
 	case *Vector:
@@ -1083,7 +1083,7 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 	for _, x := range from {
 		th.tick()
 		n := m.Len()
-		switch e := x.(type) {
+		switch e := mapValue(x).(type) {
 		case nil:
 			continue
 		case *Vector:
@@ -1122,7 +1122,7 @@ func biConj(th *Thread, a []Value) Value {
 		return emptyVector
 	}
 	xs := a[1:]
-	switch c := a[0].(type) {
+	switch c := mapValue(a[0]).(type) {
 	case nil:
 		return th.MakeVector(append([]Value(nil), xs...))
 	case *Vector:
@@ -1233,7 +1233,7 @@ func biInto(th *Thread, a []Value) Value {
 		return a[0]
 	}
 	from := th.Seq(a[1], "into", 2)
-	switch to := a[0].(type) {
+	switch to := mapValue(a[0]).(type) {
 	case nil, *Vector:
 		var cur []Value
 		if v, ok := to.(*Vector); ok {
@@ -1269,7 +1269,7 @@ func biInto(th *Thread, a []Value) Value {
 // walkForm is clojure.walk/walk: inner on each element of a collection
 // (map entries as [k v]), then outer on the rebuilt collection.
 func walkForm(th *Thread, form Value, inner, outer func(Value) Value) Value {
-	switch c := form.(type) {
+	switch c := mapValue(form).(type) {
 	case *Vector:
 		th.allocSlots(len(c.items))
 		out := make([]Value, len(c.items))

@@ -109,14 +109,14 @@ func registerSets(r *registry) {
 		return setAddAll(th, emptySet, out)
 	}).doc("the maps of a set with only the given keys")
 	r.add("set/rename-keys", 2, 2, func(th *Thread, a []Value) Value {
-		m, ok := a[0].(*Map)
+		m, ok := asMap(a[0])
 		if a[0] == nil {
 			return nil
 		}
 		if !ok {
 			th.TypeError("rename-keys", "a map", a[0], 1)
 		}
-		km, ok := a[1].(*Map)
+		km, ok := asMap(a[1])
 		if !ok {
 			th.TypeError("rename-keys", "a map of old key to new key", a[1], 2)
 		}
@@ -126,7 +126,7 @@ func registerSets(r *registry) {
 		if a[0] == nil {
 			return emptyMap
 		}
-		m, ok := a[0].(*Map)
+		m, ok := asMap(a[0])
 		if !ok {
 			th.TypeError("map-invert", "a map", a[0], 1)
 		}
@@ -173,7 +173,7 @@ func toSet(th *Thread, name string, v Value, argN int) *Set {
 		return c
 	case nil:
 		return emptySet
-	case *Vector, *Map, *LazySeq, string:
+	case *Vector, *Map, hostMap, *LazySeq, string:
 		return setFromItems(th, th.Seq(c, name, argN))
 	}
 	th.TypeError(name, "a set", v, argN)
@@ -257,7 +257,7 @@ func biSetJoin(th *Thread, a []Value) Value {
 	yr := th.Seq(a[1], "join", 2)
 	var pairs [][2]Value // key in x, key in y
 	if len(a) == 3 {
-		km, ok := a[2].(*Map)
+		km, ok := asMap(a[2])
 		if !ok {
 			th.TypeError("join", "a map of key to key", a[2], 3)
 		}
@@ -269,8 +269,8 @@ func biSetJoin(th *Thread, a []Value) Value {
 		if len(xr) == 0 || len(yr) == 0 {
 			return emptySet
 		}
-		x0, ok1 := xr[0].(*Map)
-		y0, ok2 := yr[0].(*Map)
+		x0, ok1 := asMap(xr[0])
+		y0, ok2 := asMap(yr[0])
 		if !ok1 || !ok2 {
 			th.TypeError("join", "collections of maps", a[0], 1)
 		}
@@ -292,7 +292,7 @@ func biSetJoin(th *Thread, a []Value) Value {
 		return &Vector{items: vals}
 	}
 	for _, row := range yr {
-		m, ok := row.(*Map)
+		m, ok := asMap(row)
 		if !ok {
 			th.TypeError("join", "collections of maps", row, 2)
 		}
@@ -304,7 +304,7 @@ func biSetJoin(th *Thread, a []Value) Value {
 	}
 	out := emptySet
 	for _, row := range xr {
-		m, ok := row.(*Map)
+		m, ok := asMap(row)
 		if !ok {
 			th.TypeError("join", "collections of maps", row, 1)
 		}

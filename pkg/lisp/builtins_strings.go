@@ -321,7 +321,7 @@ func biJoin(th *Thread, a []Value) Value {
 		coll = a[1]
 		switch a[0].(type) {
 		case nil:
-		case *Vector, *Set, *Map, *LazySeq:
+		case *Vector, *Set, *Map, hostMap, *LazySeq:
 			th.RaiseHint(KindType, "the separator comes first: (join \", \" coll)",
 				"join: expected a string separator, got %s (arg 1)", preview(a[0]))
 		default:
@@ -538,7 +538,7 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 // replaceColl is Clojure's (replace smap coll): items found as keys of
 // smap are replaced by their values.
 func replaceColl(th *Thread, smap, coll Value) Value {
-	m, ok := smap.(*Map)
+	m, ok := asMap(smap)
 	if !ok {
 		if v, isVec := smap.(*Vector); isVec {
 			items := th.Seq(coll, "replace", 2)
@@ -606,7 +606,7 @@ func regexReplace(th *Thread, fn string, s string, re *Regex, repl Value, n int)
 			return strings.Replace(s, lit, x, n)
 		}
 		tmpl = x
-	case *Closure, *Builtin, *Keyword, *Map, *Set:
+	case *Closure, *Builtin, *Keyword, *Map, hostMap, *Set:
 	default:
 		th.TypeError(fn, "a string or function replacement", repl, 3)
 	}

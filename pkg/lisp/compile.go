@@ -912,6 +912,14 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 // kwGet is (:kw v). A small map whose shape the keyword last saw (the
 // common case in a scan over records) is read inline; see Map.findSmall.
 func kwGet(v Value, kw *Keyword) Value {
+	if h, ok := v.(hostMap); ok { // a host record: one Go map read
+		x := h.src()[kw.Name]
+		switch x.(type) {
+		case nil, bool, int64, float64, string:
+			return x // nil: absent, or nil in the host's map
+		}
+		return viewValue(kw.Name, x)
+	}
 	if m, ok := v.(*Map); ok && m.root == nil {
 		if m.src != nil { // a host view: one Go map read
 			x := m.src[kw.Name]

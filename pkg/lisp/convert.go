@@ -103,7 +103,7 @@ func (cv *converter) from(x any) (Value, error) {
 			items[i] = it
 		}
 		return &Vector{items: items, host: true}, nil
-	case *Keyword, *Vector, *Map, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
+	case *Keyword, *Vector, *Map, hostMap, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
 		return v, nil
 	case *WireResult:
 		return v.value, nil
@@ -132,7 +132,7 @@ func (cv *converter) from(x any) (Value, error) {
 				}
 				b.set(it.Key().String(), c)
 			}
-			return hostMap(b.build()), nil
+			return markHost(b.build()), nil
 		}
 	case reflect.Pointer:
 		if rv.IsNil() {
@@ -181,11 +181,11 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 		}
 		b.set(k, c)
 	}
-	return hostMap(b.buildIn(a)), nil
+	return markHost(b.buildIn(a)), nil
 }
 
-// hostMap marks a converted map as host data.
-func hostMap(m *Map) *Map {
+// markHost marks a converted map as host data.
+func markHost(m *Map) *Map {
 	if m != emptyMap {
 		m.host = true
 	}
@@ -262,6 +262,8 @@ func ToGo(v Value) any {
 			out[i] = ToGo(it)
 		}
 		return out
+	case hostMap:
+		return viewToGo(x.src())
 	case *Map:
 		if x.src != nil {
 			return viewToGo(x.src)

@@ -192,6 +192,18 @@ func (c *compiler) mapPattern(p *form) binder {
 		switch x := v.(type) {
 		case nil:
 			m = emptyMap
+		case hostMap: // a host record is read in place
+			for _, e := range entries {
+				val, ok := x.get(e.key)
+				if !ok && e.dflt != nil {
+					val = e.dflt(fr)
+				}
+				e.bind(fr, val)
+			}
+			if as != nil {
+				as(fr, v)
+			}
+			return
 		case *Map:
 			m = x
 		case *Vector:

@@ -39,6 +39,9 @@ type hashState struct {
 }
 
 func (st *hashState) hash(v Value) uint32 {
+	if h, ok := v.(hostMap); ok { // a host record hashes as its view
+		v = h.view()
+	}
 	switch v.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
 		st.work++
@@ -126,6 +129,16 @@ type eqState struct {
 }
 
 func (st *eqState) equal(a, b Value) bool {
+	// a host record compares as its view (the same host map: equal)
+	if x, ok := a.(hostMap); ok {
+		if y, ok := b.(hostMap); ok && x == y {
+			return true
+		}
+		a = x.view()
+	}
+	if y, ok := b.(hostMap); ok {
+		b = y.view()
+	}
 	switch a.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
 		st.work++

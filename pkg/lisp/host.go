@@ -153,6 +153,8 @@ func (h *host) callToolArgs(th *Thread, name string, args []Value) Value {
 		case nil:
 		case *Map:
 			m = a
+		case hostMap:
+			m = a.view()
 		default:
 			th.RaiseHint(KindToolArgs, fmt.Sprintf("(tool/%s {:key value})", name), "tool calls take named arguments: (tool/%s {:key value}), got %s", name, preview(a))
 		}

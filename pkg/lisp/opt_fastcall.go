@@ -128,8 +128,12 @@ func attachFast(r *registry) {
 		return slowCall1(th, count, x)
 	}
 	get.fn2 = func(th *Thread, x, y Value) Value {
-		if m, ok := x.(*Map); ok {
+		switch m := x.(type) {
+		case *Map:
 			v, _ := m.Get(y)
+			return v
+		case hostMap:
+			v, _ := m.get(y)
 			return v
 		}
 		return slowCall2(th, get, x, y)

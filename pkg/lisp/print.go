@@ -97,7 +97,7 @@ func Preview(v Value, opts PreviewOptions) (text string, omitted int) {
 	}
 	p := printer{opts: PrintOptions{MaxItems: opts.MaxItems, MaxString: opts.MaxString, FloatDigits: opts.FloatDigits, MaxLen: opts.MaxLen, Scrub: opts.Scrub}}
 	n := 0
-	switch x := v.(type) {
+	switch x := mapValue(v).(type) {
 	case *Vector:
 		n = x.Len()
 	case *Set:
@@ -125,7 +125,7 @@ func (p *printer) print(v Value) {
 	if p.full() {
 		return
 	}
-	switch x := v.(type) {
+	switch x := mapValue(v).(type) {
 	case nil:
 		p.b.WriteString("nil")
 	case bool:

@@ -34,6 +34,8 @@ func IsHostData(v Value) bool {
 		return x.host
 	case *Map:
 		return x.host
+	case hostMap:
+		return true
 	}
 	return false
 }
@@ -239,6 +241,8 @@ func (s *sizer) add(v Value) bool {
 				return true
 			}
 		}
+	case hostMap:
+		return false // the host's memory
 	case *Map:
 		if x.host || s.given(x) {
 			return false

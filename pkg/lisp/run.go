@@ -260,13 +260,15 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	if rerr != nil {
 		return fail(rerr)
 	}
+	// a host record leaves as its *Map view (the type callers know)
+	v = mapValue(v)
 	res.Value = v
 	if sig != nil {
 		if !sig.ret {
 			return fail(failError(sig))
 		}
 		res.Signal = SignalReturn
-		res.Value = sig.val
+		res.Value = mapValue(sig.val)
 	}
 	// commit memory
 	var written []string
@@ -325,6 +327,9 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		if verr := validateSignature(res.sig, res.Value); verr != nil {
 			return fail(verr)
 		}
+	}
+	for _, k := range written {
+		newMem[k] = mapValue(newMem[k])
 	}
 	res.Memory = newMem
 	res.Written = uniqSorted(written)
@@ -418,7 +423,7 @@ func (th *Thread) recoverValue(p any) *Error {
 func failError(sig *signal) *Error {
 	v := sig.val
 	e := &Error{Kind: KindFail, Pos: sig.pos}
-	switch x := v.(type) {
+	switch x := mapValue(v).(type) {
 	case string:
 		e.Msg = x
 		e.Fail = map[string]any{"reason": "failed", "message": x}

@@ -206,7 +206,7 @@ func preview(v Value) string {
 		s = string([]rune(s)[:77]) + "..."
 	}
 	switch v.(type) {
-	case *Vector, *Map, *Set, string, *Keyword, *LazySeq:
+	case *Vector, *Map, hostMap, *Set, string, *Keyword, *LazySeq:
 		return TypeName(v) + " " + s
 	}
 	return s
@@ -311,6 +311,18 @@ func (th *Thread) call(f Value, args []Value) Value {
 			return getKey(args[0], fn, args[1])
 		}
 		th.ArityError(":"+fn.Name, "1 or 2 args", len(args))
+	case hostMap:
+		switch len(args) {
+		case 1:
+			v, _ := fn.get(args[0])
+			return v
+		case 2:
+			if v, ok := fn.get(args[0]); ok {
+				return v
+			}
+			return args[1]
+		}
+		th.ArityError("a map", "1 or 2 args", len(args))
 	case *Map:
 		switch len(args) {
 		case 1:
@@ -353,6 +365,10 @@ func getKey(m Value, k Value, dflt Value) Value {
 	switch c := m.(type) {
 	case *Map:
 		if v, ok := c.Get(k); ok {
+			return v
+		}
+	case hostMap:
+		if v, ok := c.get(k); ok {
 			return v
 		}
 	case *Vector:
@@ -576,7 +592,7 @@ func (th *Thread) countLoop() {
 // entries in key order, strings as 1-char strings. fn and argN name the
 // caller in the type error raised for other values.
 func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
-	switch c := coll.(type) {
+	switch c := mapValue(coll).(type) {
 	case nil:
 		return nil
 	case *Vector:

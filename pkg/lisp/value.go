@@ -154,7 +154,7 @@ func TypeName(v Value) string {
 		return "keyword"
 	case *Vector:
 		return "vector"
-	case *Map:
+	case *Map, hostMap:
 		return "map"
 	case *Set:
 		return "set"

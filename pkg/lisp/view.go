@@ -3,18 +3,79 @@ package lisp
 import (
 	"fmt"
 	"reflect"
+	"unsafe"
 )
 
 // Host data enters the interpreter as views, not copies (docs/lisp.md,
 // "Values"). FromGo makes a *Map over a map[string]any that reads the
 // host's map in place (Map.src), and a *Vector over a []any or
-// []map[string]any whose items are such map views, laid out in one slab.
+// []map[string]any whose items are host records. A host record inside
+// host data (an item of a host vector, a map nested in a host map) is a
+// hostMap: the host's map itself as a Value, which costs no allocation.
+// Lookups (keyword as function, get, get-in, count, contains?, find,
+// destructuring) read it in place; every other operation takes it as the
+// *Map view asMap makes of it, so a record behaves exactly as a view.
 // A view converts only what a program reads, when it reads it: a value
 // that already is an interpreter value (nil, bool, int64, float64, string)
 // is returned as it is, other numbers are boxed, and a nested map or slice
-// becomes a view in turn. Every operation other than a lookup (iteration,
-// assoc, printing, equality, hashing) works on the map's interpreter form,
-// built once on first need and kept in Map.cache.
+// becomes a host record or a host vector in turn. Every operation other
+// than a lookup (iteration, assoc, printing, equality, hashing) works on
+// the map's interpreter form, built once on first need and kept in
+// Map.cache.
+
+// hostMap is a host record read in place: a map[string]any held as the
+// one pointer a Go map is, so that it is stored in a Value without an
+// allocation, and compares (==) and hashes in a Go map by identity, as a
+// *Map does (a Go map value would panic in both). A nil map is nil.
+type hostMap struct{ p unsafe.Pointer }
+
+// recordOf returns m as a Value: a hostMap, or the empty map for a nil
+// map (which, unlike an empty one, it can tell without reading m).
+func recordOf(m map[string]any) Value {
+	if m == nil {
+		return emptyMap
+	}
+	return hostMap{*(*unsafe.Pointer)(unsafe.Pointer(&m))}
+}
+
+// src returns the host's map.
+func (h hostMap) src() map[string]any {
+	return *(*map[string]any)(unsafe.Pointer(&h.p))
+}
+
+// view returns the *Map view of h (an empty map is the empty map).
+func (h hostMap) view() *Map { return newMapView(h.src()) }
+
+// get is Get on h.
+func (h hostMap) get(key Value) (Value, bool) { return srcGet(h.src(), key) }
+
+// asMap returns v as a *Map when it is a map: a *Map as it is, a host
+// record as its view (a new header). It is the one way a value that must
+// be a map is taken as one.
+func asMap(v Value) (*Map, bool) {
+	switch x := v.(type) {
+	case *Map:
+		return x, true
+	case hostMap:
+		return x.view(), true
+	}
+	return nil, false
+}
+
+// mapValue returns v with a host record replaced by its *Map view, for
+// code that dispatches on a value's type.
+func mapValue(v Value) Value {
+	if h, ok := v.(hostMap); ok {
+		return h.view()
+	}
+	return v
+}
+
+// AsMap returns v as a *Map when it is a map value, including a record of
+// host data, which the interpreter reads in place and which AsMap wraps in
+// a view (a *Map over the host's map). Code outside the package that walks
+// interpreter values (Map.Each, Vector.Items) takes maps through AsMap.
+func AsMap(v Value) (*Map, bool) { return asMap(v) }
 
 // newMapView returns a view of src (an empty map is the empty map).
 func newMapView(src map[string]any) *Map {
@@ -25,14 +86,14 @@ func newMapView(src map[string]any) *Map {
 }
 
 // hostValue converts one host value for a view: leaves that are
-// interpreter values pass as they are, maps and slices of maps become
-// views, anything else is converted as FromGo converts it.
+// interpreter values pass as they are, maps become host records, slices
+// host vectors, anything else is converted as FromGo converts it.
 func hostValue(x any) (Value, error) {
 	switch v := x.(type) {
 	case nil, bool, int64, float64, string:
 		return x, nil
 	case map[string]any:
-		return newMapView(v), nil
+		return recordOf(v), nil
 	case []any:
 		return sliceView(v)
 	case []map[string]any:
@@ -48,38 +109,20 @@ func hostValue(x any) (Value, error) {
 	return cv.from(x)
 }
 
-// sliceView returns a host vector over xs: maps become views (their
-// headers in one slab), other items are converted by hostValue.
+// sliceView returns a host vector over xs: maps become host records
+// (no allocation each, and no read of the record: its first touch is the
+// program's own read of it), other items are converted by hostValue.
 func sliceView[T any](xs []T) (Value, error) {
 	items := make([]Value, len(xs))
 	if ms, ok := any(xs).([]map[string]any); ok { // records: one pass
-		slab := make([]Map, len(ms))
 		for i, m := range ms {
-			// m is not dereferenced here (not even for its length): each
-			// record's first touch is the program's own read of it
-			if m == nil {
-				items[i] = emptyMap
-				continue
-			}
-			v := &slab[i]
-			v.src, v.host = m, true
-			items[i] = v
+			items[i] = recordOf(m)
 		}
 		return &Vector{items: items, host: true}, nil
 	}
-	maps := 0
-	for _, x := range xs {
-		if m, ok := any(x).(map[string]any); ok && m != nil {
-			maps++
-		}
-	}
-	slab := make([]Map, maps)
 	for i, x := range xs {
-		if m, ok := any(x).(map[string]any); ok && m != nil {
-			v := &slab[0]
-			slab = slab[1:]
-			v.src, v.host = m, true
-			items[i] = v
+		if m, ok := any(x).(map[string]any); ok {
+			items[i] = recordOf(m)
 			continue
 		}
 		v, err := hostValue(any(x))
@@ -105,12 +148,15 @@ func viewName(key Value) (string, bool) {
 }
 
 // viewGet is Get on a view.
-func (m *Map) viewGet(key Value) (Value, bool) {
+func (m *Map) viewGet(key Value) (Value, bool) { return srcGet(m.src, key) }
+
+// srcGet is Get on a host map.
+func srcGet(src map[string]any, key Value) (Value, bool) {
 	name, ok := viewName(key)
 	if !ok {
 		return nil, false
 	}
-	x, ok := m.src[name]
+	x, ok := src[name]
 	if !ok {
 		return nil, false
 	}
@@ -122,12 +168,15 @@ func (m *Map) viewGet(key Value) (Value, bool) {
 }
 
 // viewKey is lookupKey on a view: the stored key is the host's string.
-func (m *Map) viewKey(key Value) (Value, bool) {
+func (m *Map) viewKey(key Value) (Value, bool) { return srcKey(m.src, key) }
+
+// srcKey is lookupKey on a host map.
+func srcKey(src map[string]any, key Value) (Value, bool) {
 	name, ok := viewName(key)
 	if !ok {
 		return nil, false
 	}
-	if _, ok := m.src[name]; !ok {
+	if _, ok := src[name]; !ok {
 		return nil, false
 	}
 	return name, true
@@ -179,7 +228,7 @@ func (m *Map) buildForm() *Map {
 		for k, x := range m.src {
 			b.set(k, viewValue(k, x))
 		}
-		return hostMap(b.build())
+		return markHost(b.build())
 	}
 	f := m.smallWith(nil, nil, false)
 	f.host = true

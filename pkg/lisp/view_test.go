@@ -25,8 +25,9 @@ func sameGoMap(a, b any) bool {
 }
 
 // TestViewsReadInPlace checks that FromGo does not copy maps: records are
-// views read in place, counted in O(1), never built into interpreter maps
-// by lookups, and handed back as equal copies.
+// the host's maps themselves (hostMap), read in place without an
+// allocation, their views count in O(1), are never built into interpreter
+// maps by lookups, and are handed back as equal copies.
 func TestViewsReadInPlace(t *testing.T) {
 	rs := viewRecords()
 	v, err := FromGo(rs)
@@ -34,9 +35,22 @@ func TestViewsReadInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	vec := v.(*Vector)
-	r0 := vec.items[0].(*Map)
-	if r0.src == nil || !IsHostData(vec) || !IsHostData(r0) {
-		t.Fatal("a record is not a host view")
+	h0, ok := vec.items[0].(hostMap)
+	if !ok || !sameGoMap(h0.src(), rs[0]) || !IsHostData(vec) || !IsHostData(h0) {
+		t.Fatalf("a record is %#v, not the host's map", vec.items[0])
+	}
+	user, name, qty, order := NewKeyword("user"), NewKeyword("name"), NewKeyword("qty"), NewKeyword("order-id")
+	if n := testing.AllocsPerRun(100, func() {
+		_ = kwGet(kwGet(h0, user), name)
+		_ = kwGet(h0, qty)
+		_, _ = h0.get(order)
+		_ = getKey(h0, order, nil)
+	}); n != 0 {
+		t.Fatalf("reading a host record allocates %v times", n)
+	}
+	r0, ok := AsMap(h0)
+	if !ok || r0.src == nil || !IsHostData(r0) {
+		t.Fatal("AsMap of a record is not a host view")
 	}
 	if r0.Len() != 4 {
 		t.Fatalf("Len = %d", r0.Len())
@@ -49,8 +63,8 @@ func TestViewsReadInPlace(t *testing.T) {
 		t.Fatalf(`"qty" = %#v (an int is read as int64)`, got)
 	}
 	u, _ := r0.Get(NewKeyword("user"))
-	if um, ok := u.(*Map); !ok || um.src == nil {
-		t.Fatalf(":user = %#v, want a view", u)
+	if um, ok := u.(hostMap); !ok || !sameGoMap(um.src(), rs[0]["user"]) {
+		t.Fatalf(":user = %#v, want the host's map", u)
 	}
 	if _, ok := r0.Get(NewKeyword("order_id")); ok {
 		t.Fatal(":order_id found \"order-id\": host keys match by name only")
@@ -192,8 +206,8 @@ func TestViewBadValue(t *testing.T) {
 	}
 }
 
-// TestMapHeaderSize pins the size of a map header: FromGo lays out one per
-// host record, so every byte is paid per record by every run.
+// TestMapHeaderSize pins the size of a map header: every small map and
+// every view of a host record taken as a *Map (asMap) has one.
 func TestMapHeaderSize(t *testing.T) {
 	if n := unsafe.Sizeof(Map{}); n > 56 {
 		t.Fatalf("Map is %d bytes, want at most 56", n)
@@ -201,8 +215,8 @@ func TestMapHeaderSize(t *testing.T) {
 }
 
 // TestEmptyRecordViews checks records that are empty or nil maps: FromGo
-// does not read a record to view it, so an empty record is an empty view
-// and must behave as {} in every respect.
+// does not read a record to hold it, so an empty record is an empty host
+// record and must behave as {} in every respect.
 func TestEmptyRecordViews(t *testing.T) {
 	for _, recs := range []any{
 		[]map[string]any{{}, nil, {"a": int64(1)}},

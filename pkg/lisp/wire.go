@@ -113,5 +113,5 @@ func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 		}
 		b.set(ks, v)
 	}
-	return hostMap(b.buildIn(a)), nil
+	return markHost(b.buildIn(a)), nil
 }

@@ -148,7 +148,7 @@ func (j *jsonDecoder) object(depth int, a *smallMapAlloc) (Value, error) {
 	if _, err := j.d.ReadToken(); err != nil {
 		return nil, err
 	}
-	return hostMap(b.buildIn(a)), nil
+	return markHost(b.buildIn(a)), nil
 }
 
 func (j *jsonDecoder) array(depth int) (Value, error) {

@@ -87,6 +87,8 @@ func validationView(v Value) any {
 		return wireListView{x}
 	case *Map:
 		return wireMapView{x}
+	case hostMap:
+		return wireMapView{x.view()}
 	}
 	return v
 }
@@ -138,7 +140,7 @@ func (w *WireResult) Firewalled() bool {
 
 func hasFirewalledKey(v Value) bool {
 	found := false
-	switch x := v.(type) {
+	switch x := mapValue(v).(type) {
 	case *Map:
 		x.Each(func(k, e Value) bool {
 			if s, ok := k.(string); ok && signature.IsFirewalled(s) || hasFirewalledKey(e) {

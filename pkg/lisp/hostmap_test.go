@@ -1,0 +1,203 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// hostRecs are host records as a caller passes them: maps nested in
+// maps and slices, keys with '-', a nil value, an empty map.
+func hostRecs() []map[string]any {
+	return []map[string]any{
+		{"id": int64(1), "order-id": "A-1", "qty": int64(3), "price": 2.5, "tag": nil,
+			"user":  map[string]any{"name": "ann", "address": map[string]any{"city": "Oslo", "zip": int64(150)}},
+			"items": []any{map[string]any{"sku": "S-1", "n": int64(2)}, "x"}, "meta": map[string]any{}},
+		{"id": int64(2), "order-id": "A-2", "qty": int64(4), "price": 1.5,
+			"user": map[string]any{"name": "bob", "address": map[string]any{"city": "Bergen", "zip": int64(5003)}}},
+		{"id": int64(3), "order-id": "A-3", "qty": int64(3), "price": 9.0, "active": true,
+			"user": map[string]any{"name": "ann"}},
+	}
+}
+
+// interpRecs converts records into interpreter maps (no views, no host
+// records): the reference a host record must behave like.
+func interpRecs(t testing.TB, rs []map[string]any) Value {
+	t.Helper()
+	v, err := (&converter{shapes: &shapeCache{}}).from(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// hostMapPrograms use host records (r, s, u: a nested one, e: empty) with
+// every builtin that takes a map.
+var hostMapPrograms = []string{
+	// lookups
+	`(:order-id r)`, `(:nope r)`, `(:nope r 0)`, `(r :qty)`, `(r "qty" 9)`, `(get r :price)`, `(get r "order-id")`, `(get r :nope 7)`,
+	`(get-in r [:user :address :city])`, `(get-in r [:items 0 :sku])`, `(get-in r [:user :nope] :d)`, `((:user r) :name)`,
+	`(count r)`, `(count u)`, `(count e)`, `(contains? r :tag)`, `(contains? r :nope)`, `(find r :qty)`, `(find r :nope)`,
+	`(keys r)`, `(vals s)`, `(keys e)`, `(vals e)`, `(empty? r)`, `(empty? e)`, `(seq r)`, `(seq e)`, `(first r)`, `(last r)`, `(second r)`,
+	`(nth (seq r) 2)`, `(entries s)`, `(:tag r)`, `(:meta r)`, `(empty (:meta r))`, `(empty r)`,
+	// predicates and types
+	`(map? r)`, `(map? u)`, `(coll? r)`, `(associative? r)`, `(seqable? r)`, `(counted? r)`, `(sorted? r)`, `(ifn? r)`, `(type r)`,
+	`(if r 1 2)`, `(when (:meta r) :yes)`, `(nil? r)`, `(some? r)`, `(vector? r)`, `(sequential? r)`,
+	// destructuring
+	`(let [{:keys [id qty nope] :or {nope 5}} r] [id qty nope])`, `(let [{:strs [order-id]} r] order-id)`,
+	`(let [{{:keys [name]} :user :as all} r] [name (count all)])`, `((fn [{:keys [qty]}] qty) s)`,
+	`(for [{:keys [id]} rs] id)`, `(let [[k v] (first r)] [k v])`,
+	// equality, hashing, sets, sorting
+	`(= r r)`, `(= r s)`, `(= u {"name" "ann" "address" {"city" "Oslo" "zip" 150}})`, `(= {"name" "ann" "address" {"city" "Oslo" "zip" 150}} u)`,
+	`(= (:meta r) {})`, `(= e {})`, `(= {} e)`, `(not= r s)`, `(= (set [u]) #{{"name" "ann" "address" {"city" "Oslo" "zip" 150}}})`,
+	`(count (set rs))`, `(contains? (set rs) r)`, `(distinct [r s r])`, `(frequencies (map :user rs))`, `(group-by :qty rs)`,
+	`(sort-by :price rs)`, `(sort-by :price > rs)`, `(sort-by (juxt :qty :id) rs)`, `(max-by :price rs)`, `(min-by :qty rs)`,
+	`(apply max-by :price [r])`, `(dedupe [r r s])`, `(.indexOf [s r] r)`, `(compare [1] [2])`,
+	`(get {r 1} r)`, `(assoc {} r 1)`, `(set [r s])`, `(disj (set rs) r)`, `(clojure.set/union #{r} #{s})`,
+	`(clojure.set/intersection (set rs) #{s})`, `(clojure.set/difference (set rs) #{s})`, `(clojure.set/subset? #{r} (set rs))`,
+	// writes
+	`(assoc r :qty 9)`, `(assoc r :new 1 "x-y" 2)`, `(assoc u :name "z")`, `(assoc e :a 1)`, `(dissoc r :user :items)`, `(dissoc e :a)`,
+	`(update r :qty inc)`, `(update r :nope (fnil inc 0))`, `(update-in r [:user :address :zip] inc)`, `(update-in r [:user :new] (constantly 1))`,
+	`(assoc-in r [:user :address :city] "X")`, `(assoc-in r [:items 0 :n] 7)`, `(merge r s)`, `(merge {} r)`, `(merge r nil {:a 1})`, `(merge e r)`,
+	`(merge-with + (select-keys r [:qty :id]) (select-keys s [:qty :id]))`, `(select-keys r [:qty "id" :nope])`, `(select-keys e [:a])`,
+	`(into {} r)`, `(into [] r)`, `(into #{} u)`, `(into r {:a 1})`, `(into r [[:qty 0]])`, `(conj r [:a 1])`, `(conj r s)`, `(conj {} r)`, `(conj [] r)`,
+	`(update-vals (select-keys r [:qty :id]) inc)`, `(update-keys u str)`, `(reduce-kv (fn [a k v] (conj a k)) [] u)`,
+	`(zipmap (keys r) (vals r))`, `(clojure.set/rename-keys r {"qty" :q})`, `(clojure.set/map-invert (:address u))`,
+	`(clojure.set/project rs [:id :qty])`, `(clojure.set/select :active (set rs))`, `(clojure.set/join rs [{"id" 1 "z" 0}])`,
+	`(clojure.set/join rs [{"k" 1}] {"id" "k"})`, `(clojure.set/index rs [:qty])`, `(reduce (fn [m x] (assoc m (:id x) (:qty x))) {} rs)`,
+	`(reduce (fn [m x] (update m (:qty x) (fnil conj []) (:id x))) {} rs)`, `(reduce #(merge %1 %2) {} rs)`,
+	// sequences over records and maps
+	`(map :qty rs)`, `(mapv #(get % :id) rs)`, `(filter :active rs)`, `(remove :active rs)`, `(map count rs)`, `(mapcat keys [u s])`,
+	`(apply merge rs)`, `(apply hash-map (apply concat u))`, `(apply str r)`, `(map first r)`, `(sort r)`, `(reverse r)`, `(vec r)`,
+	`(take 2 r)`, `(drop 1 u)`, `(some :active rs)`, `(every? map? rs)`, `(keep :tag rs)`, `(partition 2 r)`, `(flatten [r])`,
+	`(walk identity identity r)`, `(postwalk identity r)`, `(prewalk identity u)`, `(postwalk #(if (string? %) (keyword %) %) u)`,
+	`(prewalk #(if (map? %) (dissoc % :n) %) r)`, `(tree-seq map? vals u)`, `(loop [xs rs acc 0] (if (empty? xs) acc (recur (rest xs) (+ acc (:qty (first xs))))))`,
+	`(pmap :id rs)`, `(replace r [:qty "qty" "id"])`, `(replace {r 1} [r s])`, `(clojure.string/join ", " (keys r))`,
+	// printing and strings
+	`(str r)`, `(pr-str u)`, `(str [r])`, `(pr-str e)`, `(pr-str (:items r))`, `(println r)`, `(count (str rs))`,
+	// errors
+	`(nth r 0)`, `(+ r 1)`, `(r)`, `(clojure.string/join r ", ")`, `(assoc r)`, `(dissoc 1 :a)`, `(inc (:user r))`, `(reduce-kv + 0 1)`,
+}
+
+// TestHostRecordsLikeMaps runs every program with host records and with the
+// same data converted to interpreter maps: results (printed, ToGo) and
+// errors must be the same, and the host's data must come back as it was.
+func TestHostRecordsLikeMaps(t *testing.T) {
+	recs, orig := hostRecs(), hostRecs()
+	host := map[string]any{"rs": recs}
+	interp := map[string]any{"rs": interpRecs(t, hostRecs())}
+	run := func(src string, ctx map[string]any) (*Result, error) {
+		prog := `(let [rs ctx/rs r (first rs) s (second rs) u (:user r) e (:meta r)] ` + src + `)`
+		return Exec(context.Background(), prog, Options{Context: ctx, Timeout: 10 * time.Second})
+	}
+	for _, src := range hostMapPrograms {
+		got, gerr := run(src, host)
+		want, werr := run(src, interp)
+		if (gerr == nil) != (werr == nil) {
+			t.Errorf("%s: host error %v, interpreter error %v", src, gerr, werr)
+			continue
+		}
+		if werr != nil {
+			var ge, we *Error
+			if !errors.As(gerr, &ge) || !errors.As(werr, &we) || ge.Kind != we.Kind || ge.Msg != we.Msg {
+				t.Errorf("%s: host error %v, interpreter error %v", src, gerr, werr)
+			}
+			continue
+		}
+		if g, w := PrStr(got.Value), PrStr(want.Value); g != w {
+			t.Errorf("%s:\n host        %s\n interpreter %s", src, g, w)
+			continue
+		}
+		if g, w := ToGo(got.Value), ToGo(want.Value); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: ToGo host %#v, interpreter %#v", src, g, w)
+		}
+		if _, ok := got.Value.(hostMap); ok {
+			t.Errorf("%s: a host record left the run as Result.Value", src)
+		}
+	}
+	if !reflect.DeepEqual(recs, orig) {
+		t.Fatalf("the programs changed the host's data: %#v", recs)
+	}
+}
+
+// TestHostRecordIdentity checks the identity-based parts of host records:
+// a record is usable as a Go map key (where a Go map value would panic),
+// the same host map is one key, and memory keeps the record as its view,
+// not a copy.
+func TestHostRecordIdentity(t *testing.T) {
+	recs := hostRecs()
+	res, err := Exec(context.Background(), `(def kept (second ctx/rs))
+	  [(count (distinct (concat ctx/rs ctx/rs))) (count (frequencies (map :user ctx/rs)))]`,
+		Options{Context: map[string]any{"rs": recs}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PrStr(res.Value); got != "[3 3]" {
+		t.Fatalf("got %s", got)
+	}
+	kept, ok := res.Memory["kept"].(*Map)
+	if !ok || !sameGoMap(kept.src, recs[1]) {
+		t.Fatalf("memory keeps %#v, want a view of the host's record", res.Memory["kept"])
+	}
+	seen := map[Value]int{}
+	v := mustFromGo(t, recs).(*Vector)
+	for _, it := range append(v.items, v.items...) {
+		seen[it]++
+	}
+	if len(seen) != 3 {
+		t.Fatalf("records as Go map keys: %d distinct, want 3", len(seen))
+	}
+	if m, ok := AsMap(v.items[0]); !ok || m.Len() != len(recs[0]) {
+		t.Fatal("AsMap of a record")
+	}
+	if _, ok := AsMap("x"); ok {
+		t.Fatal("AsMap of a string")
+	}
+}
+
+// TestHostRecordsRoundTrip: random records, given as []map[string]any,
+// come back from programs that pass them through exactly as they went
+// in, and compare equal to the same data converted to interpreter maps.
+func TestHostRecordsRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 2))
+	progs := []string{`(identity ctx/rs)`, `(mapv identity ctx/rs)`, `(mapv #(into {} %) ctx/rs)`, `(mapv #(merge % {}) ctx/rs)`,
+		`(mapv #(dissoc (assoc % :zz 1) :zz) ctx/rs)`, `(vec (map (fn [x] (reduce-kv assoc {} x)) ctx/rs))`, `(mapv #(select-keys % (keys %)) ctx/rs)`}
+	for i := range 300 {
+		recs := make([]map[string]any, r.IntN(4))
+		plain := make([]any, len(recs))
+		for j := range recs {
+			m, _ := randHost(r, 1).(map[string]any)
+			if _, has := m["zz"]; has {
+				delete(m, "zz")
+			}
+			recs[j], plain[j] = m, m
+		}
+		want := fmt.Sprintf("%#v", plain)
+		for _, p := range progs {
+			step, err := Run(context.Background(), p, Options{Context: map[string]any{"rs": recs}})
+			if err != nil {
+				t.Fatalf("case %d %s: %v", i, p, err)
+			}
+			got := step.Return
+			if got == nil && len(recs) == 0 {
+				continue
+			}
+			for j, m := range recs { // a nil record comes back as {}
+				if m == nil {
+					got.([]any)[j] = map[string]any(nil)
+				}
+			}
+			if !reflect.DeepEqual(got, any(plain)) {
+				t.Fatalf("case %d %s\n got %#v\nwant %s", i, p, got, want)
+			}
+		}
+		res, err := Exec(context.Background(), `(= ctx/rs ctx/conv)`, Options{Context: map[string]any{"rs": recs, "conv": interpRecs(t, recs)}})
+		if err != nil || res.Value != true {
+			t.Fatalf("case %d: host records unequal to their conversion: %v %v", i, res, err)
+		}
+	}
+}
