@@ -2,48 +2,20 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/syncbuf"
+	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
-
-// openAIServer answers chat completions in OpenAI's wire format with one
-// PTC-Lisp program per turn.
-func openAIServer(t *testing.T, programs ...string) (*httptest.Server, *atomic.Int32) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/chat/completions" {
-			http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
-			return
-		}
-		n := int(calls.Add(1))
-		if n > len(programs) {
-			http.Error(w, `{"error":{"message":"script exhausted","type":"server_error"}}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": "```clojure\n" + programs[n-1] + "\n```"}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
-}
 
 // TestWorkerConfiguredByEnvironment runs the worker binary's run function
 // with its whole configuration in environment variables (as in Kubernetes):
@@ -52,7 +24,7 @@ func openAIServer(t *testing.T, programs ...string) (*httptest.Server, *atomic.I
 // mission and drains on cancel.
 func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	ns := fleettest.Start(t)
-	llmSrv, calls := openAIServer(t, `(return {:n (count (tool/list_customers {:region "north"}))})`)
+	llmSrv, calls := webtest.ScriptedChat(t, "```clojure\n"+`(return {:n (count (tool/list_customers {:region "north"}))})`+"\n```")
 	vars := map[string]string{
 		"PTC_NATS_URL":      ns.ClientURL(),
 		"PTC_SLOTS":         "2",
@@ -132,7 +104,7 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	}
 	var body string
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		body = httpBody(t, "http://"+addr+"/metrics")
+		body = webtest.Get(t, "http://"+addr+"/metrics")
 		if strings.Contains(body, wantMetrics[0]) {
 			break
 		}
@@ -271,18 +243,4 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 			t.Errorf("logs lack %s:\n%s", want, logs.String())
 		}
 	}
-}
-
-func httpBody(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

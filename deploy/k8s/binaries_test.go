@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ptcfleet/ptc/internal/webtest"
 )
 
 // processEnv is the environment a container of the manifests gets, as the
@@ -155,7 +157,7 @@ func TestBinariesRunWithManifestEnv(t *testing.T) {
 				t.Fatalf("%v\n%s", err, stderr.String())
 			}
 			// What Prometheus scrapes, at the path the pod annotations name.
-			if body := httpGet(t, "http://"+addr+pc.pod.Annotations["prometheus.io/path"]); !strings.Contains(body, "\nptc_worker_slots ") || !strings.Contains(body, "\ngo_goroutines ") {
+			if body := webtest.Get(t, "http://"+addr+pc.pod.Annotations["prometheus.io/path"]); !strings.Contains(body, "\nptc_worker_slots ") || !strings.Contains(body, "\ngo_goroutines ") {
 				t.Errorf("%s%s does not serve the fleet's metrics:\n%.2000s", addr, pc.pod.Annotations["prometheus.io/path"], body)
 			}
 			grace := 30 * time.Second

@@ -3,7 +3,6 @@ package k8s_test
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -192,21 +191,4 @@ func TestGrafanaDashboard(t *testing.T) {
 			t.Errorf("the dashboard does not show %s", n)
 		}
 	}
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b)
 }

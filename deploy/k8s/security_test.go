@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/syncbuf"
+	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -429,22 +428,7 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &example); err != nil || len(example.Script) == 0 {
 		t.Fatalf("example script: %v", err)
 	}
-	var calls atomic.Int32
-	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int(calls.Add(1))
-		if r.URL.Path != "/v1/chat/completions" || n > len(example.Script) {
-			http.Error(w, `{"error":{"message":"unexpected request","type":"invalid_request_error"}}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": example.Script[n-1]}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
-		})
-	}))
-	defer llm.Close()
+	llm, calls := webtest.ScriptedChat(t, example.Script...)
 
 	url := srv.ClientURL()
 	runSetupJob(t, bins, setup, ns, url)

@@ -1,0 +1,64 @@
+// Package webtest holds the HTTP sides of the tests of the binaries and
+// deployments: a GET that fails the test on error, and a model server
+// speaking OpenAI's chat-completions wire format (the way a worker reaches
+// its model).
+package webtest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+)
+
+// Get returns the body of a GET of url. A request that fails ends tb; a
+// status other than 200 is reported as an error.
+func Get(tb testing.TB, url string) string {
+	tb.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		tb.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
+}
+
+// ChatCompletion writes a chat.completion answer: content as the
+// assistant's message, with the given usage.
+func ChatCompletion(w http.ResponseWriter, id, model, content string, promptTokens, completionTokens int) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": id, "object": "chat.completion", "created": 1, "model": model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": content}}},
+		"usage": map[string]any{"prompt_tokens": promptTokens, "completion_tokens": completionTokens,
+			"total_tokens": promptTokens + completionTokens},
+	})
+}
+
+// ScriptedChat starts a server (closed when tb ends) answering POST
+// {URL}/v1/chat/completions with replies in order, each with 100 prompt
+// and 7 completion tokens; a request past the script or to another path
+// gets a 400 in OpenAI's error format. The counter counts the requests.
+func ScriptedChat(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(calls.Add(1))
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || n > len(replies) {
+			http.Error(w, `{"error":{"message":"unexpected request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+			return
+		}
+		ChatCompletion(w, "chatcmpl-1", "test-model", replies[n-1], 100, 7)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv, &calls
+}
