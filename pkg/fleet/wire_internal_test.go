@@ -5,40 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
-
-// wireReplies are one tool result as a msgpack and as a JSON tool
-// response body, and the result as Go data.
-func wireReplies(t *testing.T) (bodies map[string][]byte, want map[string]any) {
-	t.Helper()
-	want = map[string]any{
-		"order-id": int64(7), "big": int64(math.MaxInt64), "huge": 1.8446744073709552e19, "f": 1.0,
-		"nested": map[string]any{"SKU-1": []any{int64(1), "x", nil, true, map[string]any{}}},
-	}
-	result, err := messages.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp, err := messages.Marshal(map[string]any{"v": int64(1), "call_id": "c", "result": msgpack.RawMessage(result)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := []byte(` {"call_id": "c", "result": {"order-id": 7, "big": 9223372036854775807, "huge": 18446744073709551616,
-		"f": 1.0, "nested": {"SKU-1": [1, "x", null, true, {}]}}, "v": 1}`)
-	return map[string][]byte{"mp": mp, "js": js}, want
-}
 
 // A tool reply is journaled as the bytes that came (msgpack or JSON), and
 // a replay from the journal decodes to the very same value, with no
@@ -46,7 +23,7 @@ func wireReplies(t *testing.T) (bodies map[string][]byte, want map[string]any) {
 func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 	s := fleettest.Start(t)
 	nc := s.Conn()
-	bodies, want := wireReplies(t)
+	bodies, want := fleettest.ToolReplies(t)
 	svc, err := micro.AddService(nc, micro.Config{Name: "wire", Version: "1.0.0"})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +97,7 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 // Every tool response body, msgpack or JSON, read as Go data and read
 // once into interpreter values gives the same result or the same error.
 func TestToolResponseDecodersAgree(t *testing.T) {
-	bodies, _ := wireReplies(t)
+	bodies, _ := fleettest.ToolReplies(t)
 	for _, data := range [][]byte{bodies["mp"], bodies["js"],
 		[]byte(`{"v":1,"call_id":"c","result":null}`), []byte(`{"v":1,"call_id":"c"}`),
 		[]byte(`{"v":1,"call_id":"c","error":{"code":"tool_error","message":"declined"}}`),

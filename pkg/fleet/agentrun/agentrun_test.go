@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
@@ -470,20 +468,7 @@ func TestMissionMaxSteps(t *testing.T) {
 // nesting, from a msgpack and from a JSON tool service alike; the trace
 // records the same data.
 func TestToolReplyBytesReachTheProgramUnchanged(t *testing.T) {
-	want := map[string]any{
-		"order-id": int64(7), "big": int64(math.MaxInt64), "huge": 1.8446744073709552e19, "f": 1.0, "neg": -2.5,
-		"nested": map[string]any{"SKU-1": []any{int64(1), "x", nil, true, map[string]any{}}, "2024-01-31": []any{}},
-	}
-	result, err := messages.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp, err := messages.Marshal(map[string]any{"v": int64(1), "call_id": "c", "result": msgpack.RawMessage(result)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := []byte(`{"v": 1, "call_id": "c", "result": {"order-id": 7, "big": 9223372036854775807, "huge": 18446744073709551616,
-		"f": 1.0, "neg": -2.5, "nested": {"SKU-1": [1, "x", null, true, {}], "2024-01-31": []}}}`)
+	bodies, want := fleettest.ToolReplies(t)
 
 	model := &script{turns: map[string][]string{"wire": {"```clojure\n(return {:mp (identity (tool/mp {})) :js (identity (tool/js {}))})\n```"}}}
 	srv := fleettest.Start(t)
@@ -492,7 +477,7 @@ func TestToolReplyBytesReachTheProgramUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	for name, body := range map[string][]byte{"mp": mp, "js": js} {
+	for name, body := range bodies {
 		var hdr micro.Headers
 		if name == "js" {
 			hdr = micro.Headers{messages.HeaderContentType: {messages.ContentTypeJSON}}
