@@ -162,13 +162,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: msgs})
 		}
 		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
-		rec := messages.Turn{Number: turn, StartedAt: turnStart}
-		if t.debug {
-			rec.Messages = promptMessages(sys, msgs)
-		}
-
-		resp, requests, lerr := a.callModel(missionCtx, rs, policy, req)
-		st.Usage.Requests += requests
+		rec, resp, requests, lerr := a.modelTurn(missionCtx, rs, policy, st, req, turnStart)
 		if lerr != nil {
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				return failStep(st, f)
@@ -336,6 +330,19 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		f.Details = map[string]any{"last_error": lastErr}
 	}
 	return failStep(st, f)
+}
+
+// modelTurn opens the trace record of turn req.Turn, started at start, and
+// calls the model with req under policy; the record holds the prompt in
+// debug runs, and st counts the requests made.
+func (a *Agent) modelTurn(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, st *messages.Step, req llm.Request, start time.Time) (messages.Turn, *llm.Response, int, error) {
+	rec := messages.Turn{Number: req.Turn, StartedAt: start}
+	if rs.tree.debug {
+		rec.Messages = promptMessages(req.System, req.Messages)
+	}
+	resp, requests, err := a.callModel(missionCtx, rs, policy, req)
+	st.Usage.Requests += requests
+	return rec, resp, requests, err
 }
 
 // callModel calls the model under the retry policy. Each attempt is

@@ -249,12 +249,7 @@ func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runIn
 		turnStart := time.Now()
 		req := llm.Request{System: sys, Messages: msgs, Tools: specs, Turn: turn, Prompt: prompt,
 			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
-		rec := messages.Turn{Number: turn, StartedAt: turnStart}
-		if t.debug {
-			rec.Messages = promptMessages(sys, msgs)
-		}
-		resp, requests, lerr := a.callModel(missionCtx, rs, policy, req)
-		st.Usage.Requests += requests
+		rec, resp, requests, lerr := a.modelTurn(missionCtx, rs, policy, st, req, turnStart)
 		if lerr != nil {
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				return failStep(st, f)
