@@ -195,16 +195,7 @@ func writeType(b *strings.Builder, t Type) {
 		writeType(b, t.Elem)
 		b.WriteByte(']')
 	case Map:
-		b.WriteByte('{')
-		for i, f := range t.Fields {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(f.Name)
-			b.WriteByte(' ')
-			writeType(b, f.Type)
-		}
-		b.WriteByte('}')
+		writeFields(b, '{', '}', t.Fields)
 	case Optional:
 		writeType(b, t.Elem)
 		if _, ok := t.Elem.(Optional); !ok {
@@ -250,7 +241,7 @@ func (s *Signature) Input(name string) (Param, bool) {
 // Parsing it gives back a signature that prints the same.
 func (s *Signature) String() string {
 	var b strings.Builder
-	writeInputs(&b, s.Inputs)
+	writeFields(&b, '(', ')', s.Inputs)
 	b.WriteString(" -> ")
 	writeType(&b, s.Output)
 	return b.String()
@@ -260,21 +251,24 @@ func (s *Signature) String() string {
 // "(query :string, limit :int?)".
 func (s *Signature) InputsString() string {
 	var b strings.Builder
-	writeInputs(&b, s.Inputs)
+	writeFields(&b, '(', ')', s.Inputs)
 	return b.String()
 }
 
-func writeInputs(b *strings.Builder, ps []Param) {
-	b.WriteByte('(')
-	for i, p := range ps {
+// writeFields writes "name type" pairs joined by ", " between open and
+// end: a map type's fields or a signature's inputs.
+func writeFields[F Field | Param](b *strings.Builder, open, end byte, fs []F) {
+	b.WriteByte(open)
+	for i, f := range fs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(p.Name)
+		f := Field(f)
+		b.WriteString(f.Name)
 		b.WriteByte(' ')
-		writeType(b, p.Type)
+		writeType(b, f.Type)
 	}
-	b.WriteByte(')')
+	b.WriteByte(end)
 }
 
 // inputsMap returns the inputs as a Map type, for validation and schemas.
