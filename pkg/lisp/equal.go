@@ -3,6 +3,7 @@ package lisp
 import (
 	"hash/maphash"
 	"math"
+	"reflect"
 	"strings"
 )
 
@@ -39,8 +40,8 @@ type hashState struct {
 }
 
 func (st *hashState) hash(v Value) uint32 {
-	if h, ok := v.(hostMap); ok { // a host record hashes as its view
-		v = h.view()
+	if h, ok := v.(hostMap); ok {
+		return st.hashHost(h.src())
 	}
 	switch v.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -59,6 +60,17 @@ func (st *hashState) hash(v Value) uint32 {
 		return st.hashComposite(v)
 	}
 	return st.hashComposite(v)
+}
+
+// hashHost hashes a host map as its interpreter form hashes (the sum of
+// its entries' hashes does not depend on their order), reading it in
+// place.
+func (st *hashState) hashHost(src map[string]any) uint32 {
+	var h uint32
+	for k, x := range src {
+		h += hashString(k)*31 ^ st.hash(viewValue(k, x))
+	}
+	return h ^ 0xabcdef
 }
 
 func (st *hashState) hashComposite(v Value) uint32 {
@@ -129,15 +141,12 @@ type eqState struct {
 }
 
 func (st *eqState) equal(a, b Value) bool {
-	// a host record compares as its view (the same host map: equal)
+	// a host record compares as its view would, read in place
 	if x, ok := a.(hostMap); ok {
-		if y, ok := b.(hostMap); ok && x == y {
-			return true
-		}
-		a = x.view()
+		return st.equalHost(x.src(), b)
 	}
 	if y, ok := b.(hostMap); ok {
-		b = y.view()
+		return st.equalHost(y.src(), a)
 	}
 	switch a.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -158,6 +167,39 @@ func (st *eqState) equal(a, b Value) bool {
 		}
 	}
 	return st.equalComposite(a, b)
+}
+
+// equalHost reports whether host map src equals b (= is symmetric): b is
+// a map with the same number of entries, each key of src stored in b as
+// the same string (a keyword key is not equal to a string key) and each
+// value equal.
+func (st *eqState) equalHost(src map[string]any, b Value) bool {
+	var y *Map
+	switch m := b.(type) {
+	case hostMap:
+		y = m.view()
+	case *Map:
+		y = m
+	default:
+		return false
+	}
+	if len(src) != y.Len() {
+		return false
+	}
+	if y.src != nil && reflect.ValueOf(y.src).UnsafePointer() == reflect.ValueOf(src).UnsafePointer() {
+		return true
+	}
+	for k, x := range src {
+		sk, ok := y.lookupKey(k)
+		if s, isStr := sk.(string); !ok || !isStr || s != k {
+			return false
+		}
+		yv, _ := y.Get(sk)
+		if !st.equal(viewValue(k, x), yv) {
+			return false
+		}
+	}
+	return true
 }
 
 func (st *eqState) equalComposite(a, b Value) bool {

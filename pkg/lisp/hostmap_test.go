@@ -53,7 +53,9 @@ var hostMapPrograms = []string{
 	`(for [{:keys [id]} rs] id)`, `(let [[k v] (first r)] [k v])`,
 	// equality, hashing, sets, sorting
 	`(= r r)`, `(= r s)`, `(= u {"name" "ann" "address" {"city" "Oslo" "zip" 150}})`, `(= {"name" "ann" "address" {"city" "Oslo" "zip" 150}} u)`,
-	`(= (:meta r) {})`, `(= e {})`, `(= {} e)`, `(not= r s)`, `(= (set [u]) #{{"name" "ann" "address" {"city" "Oslo" "zip" 150}}})`,
+	`(= u {:name "ann" :address {"city" "Oslo" "zip" 150}})`, `(= {"name" "ann" "address" {:city "Oslo" "zip" 150}} u)`, `(= (:address u) (:address u))`,
+	`(= u (:user (nth rs 2)))`, `(= (:user (nth rs 2)) {"name" "ann"})`, `(contains? #{{"name" "ann"}} (:user (nth rs 2)))`, `(= [r s] (vec (take 2 rs)))`,
+	`(get (group-by :user rs) {"name" "ann"})`, `(count (set (map :user rs)))`, `(= (:meta r) {})`, `(= e {})`, `(= {} e)`, `(not= r s)`, `(= (set [u]) #{{"name" "ann" "address" {"city" "Oslo" "zip" 150}}})`,
 	`(count (set rs))`, `(contains? (set rs) r)`, `(distinct [r s r])`, `(frequencies (map :user rs))`, `(group-by :qty rs)`,
 	`(sort-by :price rs)`, `(sort-by :price > rs)`, `(sort-by (juxt :qty :id) rs)`, `(max-by :price rs)`, `(min-by :qty rs)`,
 	`(apply max-by :price [r])`, `(dedupe [r r s])`, `(.indexOf [s r] r)`, `(compare [1] [2])`,
