@@ -44,6 +44,8 @@ type mustache struct {
 	nodes []mnode
 }
 
+// mnode is a node of a parsed template, text-mode or Template (which
+// leaves name and offset empty).
 type mnode struct {
 	kind     byte // 0 text, 'v' variable, '#' section, '^' inverted
 	text     string
@@ -197,14 +199,14 @@ func buildNodes(src string, tags []mtag, pos *int, last int, open *mtag) ([]mnod
 		switch tg.kind {
 		case '!':
 		case 'v':
-			out = append(out, mnode{kind: 'v', name: tg.name, path: splitMPath(tg.name), offset: tg.start})
+			out = append(out, mnode{kind: 'v', name: tg.name, path: splitPath(tg.name), offset: tg.start})
 		case '#', '^':
 			kids, next, err := buildNodes(src, tags, pos, last, &tg)
 			if err != nil {
 				return nil, 0, err
 			}
 			last = next
-			out = append(out, mnode{kind: tg.kind, name: tg.name, path: splitMPath(tg.name), offset: tg.start, children: kids})
+			out = append(out, mnode{kind: tg.kind, name: tg.name, path: splitPath(tg.name), offset: tg.start, children: kids})
 		case '/':
 			if open == nil {
 				return nil, 0, templateError(tg.start, "{{/%s}} closes no section", tg.name)
@@ -220,13 +222,6 @@ func buildNodes(src string, tags []mtag, pos *int, last int, open *mtag) ([]mnod
 	}
 	text(last, len(src))
 	return out, len(src), nil
-}
-
-func splitMPath(name string) []string {
-	if name == "." {
-		return []string{"."}
-	}
-	return strings.Split(name, ".")
 }
 
 // render expands the template with data (plain Go data; other Go values
@@ -248,61 +243,14 @@ var errPromptTooLarge = errors.New("rendered prompt too large")
 // (0: no limit) and returns errPromptTooLarge.
 func (t *mustache) renderLimit(data map[string]any, limit int) (string, error) {
 	var b strings.Builder
-	if !renderM(&b, t.nodes, []any{data}, limit) {
+	if !renderNodes(&b, t.nodes, []any{data}, &templateRules{plain: plainValue, truthy: truthyM, value: textValue, limit: limit}) {
 		return "", fmt.Errorf("%w: more than %d bytes", errPromptTooLarge, limit)
 	}
 	return b.String(), nil
 }
 
-// renderM renders nodes; it returns false once b passes limit (> 0).
-func renderM(b *strings.Builder, nodes []mnode, stack []any, limit int) bool {
-	for _, n := range nodes {
-		if limit > 0 && b.Len() > limit {
-			return false
-		}
-		switch n.kind {
-		case 0:
-			b.WriteString(n.text)
-		case 'v':
-			if firewalledPath(n.path) {
-				b.WriteString(firewalledText)
-				continue
-			}
-			if v, ok := lookupM(stack, n.path); ok {
-				b.WriteString(textValue(v))
-			}
-		case '#', '^':
-			v, ok := lookupM(stack, n.path)
-			if firewalledPath(n.path) {
-				v, ok = nil, false
-			}
-			v = plainValue(v)
-			truthy := ok && truthyM(v)
-			if n.kind == '^' {
-				if !truthy && !renderM(b, n.children, stack, limit) {
-					return false
-				}
-				continue
-			}
-			if !truthy {
-				continue
-			}
-			if list, isList := v.([]any); isList {
-				for _, it := range list {
-					if !renderM(b, n.children, append(stack, plainValue(it)), limit) {
-						return false
-					}
-				}
-				continue
-			}
-			if !renderM(b, n.children, append(stack, v), limit) {
-				return false
-			}
-		}
-	}
-	return limit <= 0 || b.Len() <= limit
-}
-
+// truthyM is the text-mode truth of a section's value: missing, nil,
+// false, "", an empty list and an empty map are false.
 func truthyM(v any) bool {
 	switch x := v.(type) {
 	case nil:
@@ -318,11 +266,6 @@ func truthyM(v any) bool {
 	}
 	return true
 }
-
-// lookupM resolves a dotted path: the first segment in the innermost
-// context (map) that has it, the rest inside that value; "." is the
-// current element. Non-plain values are converted on the way.
-func lookupM(stack []any, path []string) (any, bool) { return lookupVia(stack, path, plainValue) }
 
 // plainValue converts Go values that are not plain data (structs, typed
 // slices and maps) to plain data through encoding/json; plain data is

@@ -17,14 +17,7 @@ import (
 // (MustTemplate for package-level variables) and render it many times.
 type Template struct {
 	src   string
-	nodes []tnode
-}
-
-type tnode struct {
-	text     string   // literal text (when path is nil and kind == 0)
-	kind     byte     // 0 text, 'v' variable, '#' section, '^' inverted
-	path     []string // variable / section path
-	children []tnode
+	nodes []mnode
 }
 
 // ParseTemplate parses src. Errors name the byte offset: an unclosed "{{",
@@ -58,16 +51,16 @@ func (t *Template) Placeholders() []signature.Placeholder { return signature.Pla
 
 // parseNodes parses from offset i until the end or a closing tag; it
 // returns the nodes, the offset after the closing tag and the closer's name.
-func parseNodes(src string, i int, open string) ([]tnode, int, string, error) {
-	var out []tnode
+func parseNodes(src string, i int, open string) ([]mnode, int, string, error) {
+	var out []mnode
 	for i < len(src) {
 		j := strings.Index(src[i:], "{{")
 		if j < 0 {
-			out = append(out, tnode{text: src[i:]})
+			out = append(out, mnode{text: src[i:]})
 			return out, len(src), "", closeErr(open, len(src))
 		}
 		if j > 0 {
-			out = append(out, tnode{text: src[i : i+j]})
+			out = append(out, mnode{text: src[i : i+j]})
 		}
 		start := i + j
 		endTok := "}}"
@@ -103,14 +96,14 @@ func parseNodes(src string, i int, open string) ([]tnode, int, string, error) {
 			if err != nil {
 				return nil, 0, "", err
 			}
-			out = append(out, tnode{kind: tag[0], path: strings.Split(name, "."), children: kids})
+			out = append(out, mnode{kind: tag[0], path: strings.Split(name, "."), children: kids})
 			i = next
 		case '&':
-			out = append(out, tnode{kind: 'v', path: splitPath(strings.TrimSpace(tag[1:]))})
+			out = append(out, mnode{kind: 'v', path: splitPath(strings.TrimSpace(tag[1:]))})
 		case '>', '=':
 			return nil, 0, "", fmt.Errorf("template: offset %d: partials and delimiter changes are not supported", start)
 		default:
-			out = append(out, tnode{kind: 'v', path: splitPath(tag)})
+			out = append(out, mnode{kind: 'v', path: splitPath(tag)})
 		}
 	}
 	return out, i, "", closeErr(open, len(src))
@@ -140,12 +133,30 @@ func (t *Template) Render(data map[string]any) string { return t.render(data, ni
 // firewall's redact hook; nil: none).
 func (t *Template) render(data map[string]any, scrub func(string, bool) string) string {
 	var b strings.Builder
-	renderNodes(&b, t.nodes, []any{data}, scrub)
+	renderNodes(&b, t.nodes, []any{data}, &templateRules{plain: identity, truthy: truthyT,
+		value: func(v any) string { return renderValue(v, scrub) }})
 	return b.String()
 }
 
-func renderNodes(b *strings.Builder, nodes []tnode, stack []any, scrub func(string, bool) string) {
+// templateRules are what a template dialect decides at rendering: plain
+// reads a value reached by a path (identity for Template, conversion of
+// Go values to plain data in text mode), truthy says whether a section
+// renders, value prints a variable; limit bounds the output in bytes (0:
+// none).
+type templateRules struct {
+	plain  func(any) any
+	truthy func(any) bool
+	value  func(any) string
+	limit  int
+}
+
+// renderNodes renders nodes under the rules r. It returns false once b
+// passes r.limit.
+func renderNodes(b *strings.Builder, nodes []mnode, stack []any, r *templateRules) bool {
 	for _, n := range nodes {
+		if r.limit > 0 && b.Len() > r.limit {
+			return false
+		}
 		switch n.kind {
 		case 0:
 			b.WriteString(n.text)
@@ -154,39 +165,54 @@ func renderNodes(b *strings.Builder, nodes []tnode, stack []any, scrub func(stri
 				b.WriteString(firewalledText)
 				continue
 			}
-			v, ok := lookupPath(stack, n.path)
-			if ok {
-				b.WriteString(renderValue(v, scrub))
+			if v, ok := lookupVia(stack, n.path, r.plain); ok {
+				b.WriteString(r.value(v))
 			}
 		case '#', '^':
-			v, ok := lookupPath(stack, n.path)
+			v, ok := lookupVia(stack, n.path, r.plain)
 			if firewalledPath(n.path) {
-				ok, v = false, nil
+				v, ok = nil, false
 			}
-			truthy := ok && v != nil && v != false
-			list, isList := v.([]any)
-			if isList && len(list) == 0 {
-				truthy = false
-			}
+			v = r.plain(v)
+			truthy := ok && r.truthy(v)
 			if n.kind == '^' {
-				if !truthy {
-					renderNodes(b, n.children, stack, scrub)
+				if !truthy && !renderNodes(b, n.children, stack, r) {
+					return false
 				}
 				continue
 			}
 			if !truthy {
 				continue
 			}
-			if isList {
+			if list, isList := v.([]any); isList {
 				for _, it := range list {
-					renderNodes(b, n.children, append(stack, it), scrub)
+					if !renderNodes(b, n.children, append(stack, r.plain(it)), r) {
+						return false
+					}
 				}
 				continue
 			}
-			renderNodes(b, n.children, append(stack, v), scrub)
+			if !renderNodes(b, n.children, append(stack, v), r) {
+				return false
+			}
 		}
 	}
+	return r.limit <= 0 || b.Len() <= r.limit
 }
+
+// truthyT is the truth of a Template section's value: missing, nil, false
+// and an empty list are false.
+func truthyT(v any) bool {
+	if v == nil || v == false {
+		return false
+	}
+	if list, ok := v.([]any); ok {
+		return len(list) > 0
+	}
+	return true
+}
+
+func identity(v any) any { return v }
 
 const firewalledText = "<Firewalled>"
 
@@ -199,14 +225,10 @@ func firewalledPath(p []string) bool {
 	return false
 }
 
-// lookupPath resolves a dotted path against the innermost context that
-// has its first segment; "." is the current element.
-func lookupPath(stack []any, path []string) (any, bool) {
-	return lookupVia(stack, path, func(v any) any { return v })
-}
-
-// lookupVia is lookupPath with asPlain applied to each map it looks into
-// (the Mustache renderer converts structs to plain data there).
+// lookupVia resolves a dotted path against the innermost context that has
+// its first segment, the rest inside that value; "." is the current
+// element. asPlain reads each map it looks into (text mode converts
+// structs to plain data there).
 func lookupVia(stack []any, path []string, asPlain func(any) any) (any, bool) {
 	if len(path) == 1 && path[0] == "." {
 		return stack[len(stack)-1], true
