@@ -2,7 +2,6 @@ package agentrun_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
@@ -105,17 +105,9 @@ func scrape(t *testing.T, h http.Handler) map[string]float64 {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := webtest.Get(t, srv.URL+"/metrics")
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("parse /metrics: %v\n%s", err, body)
 	}
