@@ -338,19 +338,7 @@ func (a *Agent) compileSystemPrompt() string {
 		if sp.Prefix != "" {
 			parts = append(parts, sp.Prefix)
 		}
-		parts = append(parts, compilePrompt)
-		switch {
-		case sp.LanguageSpec != "" && !strings.ContainsAny(sp.LanguageSpec, " \n"):
-			if f, ok := languagePreset(sp.LanguageSpec); ok {
-				parts = append(parts, f(a))
-			} else {
-				parts = append(parts, sp.LanguageSpec)
-			}
-		case sp.LanguageSpec != "":
-			parts = append(parts, sp.LanguageSpec)
-		default:
-			parts = append(parts, languageReference(a, refCompact))
-		}
+		parts = append(parts, compilePrompt, a.languageSpec())
 	}
 	parts = append(parts, "## Error recovery\nIf your function does not parse, is not a one-argument function, fails on a sample or returns a value that does not match the expected output, you get \"Error: ...\" with the position and a hint. Fix the cause and answer with the whole corrected function.")
 	parts = append(parts, compileOutputFormat)

@@ -44,17 +44,10 @@ func (a *Agent) systemPrompt(pc PromptContext) string {
 func (a *Agent) lispPromptBody(pc PromptContext, parts []string) []string {
 	sp := a.spec.SystemPrompt
 	parts = append(parts, corePrompt)
-	switch {
-	case sp.LanguageSpecFunc != nil:
+	if sp.LanguageSpecFunc != nil {
 		parts = append(parts, sp.LanguageSpecFunc(pc))
-	case sp.LanguageSpec != "":
-		if f, ok := languagePreset(sp.LanguageSpec); ok && !strings.ContainsAny(sp.LanguageSpec, " \n") {
-			parts = append(parts, f(a))
-		} else {
-			parts = append(parts, sp.LanguageSpec)
-		}
-	default:
-		parts = append(parts, languageReference(a, refCompact))
+	} else {
+		parts = append(parts, a.languageSpec())
 	}
 	for i := range parts {
 		parts[i] = strings.TrimRight(parts[i], "\n")
@@ -265,6 +258,20 @@ func PreviewPrompt(a *Agent, context any) (*Preview, error) {
 		User:        user,
 		ToolSchemas: a.toolSchemas(),
 	}, nil
+}
+
+// languageSpec is the language reference of a prompt: the preset that
+// LanguageSpec names, the text LanguageSpec holds (any text with a space
+// or a newline, or an unknown name), or the compact reference.
+func (a *Agent) languageSpec() string {
+	spec := a.spec.SystemPrompt.LanguageSpec
+	if spec == "" {
+		return languageReference(a, refCompact)
+	}
+	if f, ok := languagePreset(spec); ok && !strings.ContainsAny(spec, " \n") {
+		return f(a)
+	}
+	return spec
 }
 
 // assemble puts a system prompt together: Override replaces it all;
