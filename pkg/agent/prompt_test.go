@@ -272,3 +272,22 @@ func TestReferenceHostForms(t *testing.T) {
 		}
 	}
 }
+
+// The run and the compile prompts carry the same language reference: the
+// preset LanguageSpec names, the text it holds, or the compact default.
+func TestRunAndCompilePromptsShareTheLanguageReference(t *testing.T) {
+	refs := map[string]string{}
+	for _, spec := range []string{"", ":minimal", "full", "Use only (+ a b)."} {
+		a := mustNew(t, Spec{Prompt: "x", SystemPrompt: SystemPrompt{LanguageSpec: spec}})
+		ref := strings.TrimRight(a.languageSpec(), "\n")
+		refs[spec] = ref
+		for name, p := range map[string]string{"run": a.systemPrompt(PromptContext{Turn: 1}), "compile": a.compileSystemPrompt()} {
+			if !strings.Contains(p, ref) {
+				t.Errorf("%s prompt with LanguageSpec %q lacks its reference", name, spec)
+			}
+		}
+	}
+	if refs["Use only (+ a b)."] != "Use only (+ a b)." || refs[""] == refs[":minimal"] || refs[":minimal"] == refs["full"] || refs[""] == refs["full"] {
+		t.Error("the presets, the default and a spec's own text do not give four different references")
+	}
+}
