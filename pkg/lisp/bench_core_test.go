@@ -1,0 +1,35 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkPipelinesViewedOnce runs each pipeline over records given as
+// FromGo views made once, outside the loop (the from-Go path without the
+// per-run boundary cost), next to the same hand-written Go: it measures
+// the interpreter core over host records.
+func BenchmarkPipelinesViewedOnce(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		rs := benchRecords(n)
+		recs, err := FromGo(rs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctxData := map[string]any{"records": recs}
+		for _, p := range pipelines {
+			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
+				opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
+				if _, err := Exec(context.Background(), p.src, opts); err != nil {
+					b.Fatal(err.(*Error).Detail())
+				}
+				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
+			})
+			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
+				loopCPU(b, func() { p.goFn(rs) })
+			})
+		}
+	}
+}
