@@ -163,8 +163,11 @@ func seqVec(items []Value) *Vector {
 // keyOf applies a key argument: a keyword, string or vector path reads a
 // field (flex); anything else is called.
 func keyOf(th *Thread, key, item Value) Value {
-	switch key.(type) {
-	case *Keyword, string, *Vector:
+	switch k := key.(type) {
+	case *Keyword:
+		th.tick()
+		return kwGet(item, k)
+	case string, *Vector:
 		th.tick()
 		return getPath(item, key)
 	}
@@ -792,40 +795,84 @@ func (d *distinctSink) result(th *Thread) Value {
 
 func biGroupBy(th *Thread, a []Value) Value {
 	items := th.Seq(a[1], "group-by", 2)
-	var seen valueSet
-	var groups [][]Value
+	g := groupSink{group: make([]int32, 0, len(items))}
 	for _, it := range items {
-		i, added := seen.find(keyOf(th, a[0], it))
-		if added {
-			groups = append(groups, nil)
-		}
-		groups[i] = append(groups[i], it)
+		g.add(keyOf(th, a[0], it))
 	}
+	return g.result(th, items)
+}
+
+// groupSink groups items by key for group-by: it records each item's
+// group as the items come, then lays the groups out in one slab, group
+// after group, each in the order its items came (no vector grown by
+// appending per group).
+type groupSink struct {
+	seen  valueSet
+	group []int32 // the group of each item added, in order
+	sizes []int   // the number of items of each group
+}
+
+// add records the next item's key.
+func (g *groupSink) add(k Value) {
+	i, added := g.seen.find(k)
+	if added {
+		g.sizes = append(g.sizes, 0)
+	}
+	g.sizes[i]++
+	g.group = append(g.group, int32(i))
+}
+
+// result returns the map from each key to the vector of its items: items
+// are the items added, in order.
+func (g *groupSink) result(th *Thread, items []Value) Value {
 	th.allocSlots(len(items))
-	vals := make([]Value, len(groups))
-	for i, g := range groups {
-		vals[i] = &Vector{items: slices.Clip(g)}
+	slab := make([]Value, len(items))
+	next := make([]int, len(g.sizes)) // where each group's next item goes
+	vals := make([]Value, len(g.sizes))
+	off := 0
+	for i, n := range g.sizes {
+		next[i] = off
+		vals[i] = &Vector{items: slab[off : off+n : off+n]}
+		off += n
 	}
-	return buildMap(th, seen.vals, vals)
+	for j, it := range items {
+		i := g.group[j]
+		slab[next[i]] = it
+		next[i]++
+	}
+	return buildMap(th, g.seen.vals, vals)
 }
 
 func biFrequencies(th *Thread, a []Value) Value {
 	items := th.Seq(a[0], "frequencies", 1)
-	var seen valueSet
-	var counts []int64
+	var f freqSink
 	for _, it := range items {
 		th.tick()
-		i, added := seen.find(it)
-		if added {
-			counts = append(counts, 0)
-		}
-		counts[i]++
+		f.add(it)
 	}
-	vals := make([]Value, len(counts))
-	for i, c := range counts {
+	return f.result(th)
+}
+
+// freqSink counts items for frequencies.
+type freqSink struct {
+	seen   valueSet
+	counts []int64
+}
+
+func (f *freqSink) add(it Value) {
+	i, added := f.seen.find(it)
+	if added {
+		f.counts = append(f.counts, 0)
+	}
+	f.counts[i]++
+}
+
+func (f *freqSink) result(th *Thread) Value {
+	vals := make([]Value, len(f.counts))
+	for i, c := range f.counts {
 		vals[i] = Int(c)
 	}
-	return buildMap(th, seen.vals, vals)
+	return buildMap(th, f.seen.vals, vals)
 }
 
 // partitionImpl implements (partition n [step [pad]] coll) and

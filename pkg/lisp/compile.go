@@ -822,7 +822,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 			return nd
 		}
 	}
-	if (b.Name == "count" || b.Name == "distinct" || b.Name == "set") && n == 1 {
+	if ((b.Name == "count" || b.Name == "distinct" || b.Name == "set" || b.Name == "frequencies") && n == 1) || (b.Name == "group-by" && n == 2) {
 		if nd, ok := c.fusedConsumer(f, b); ok {
 			return nd
 		}

@@ -177,28 +177,53 @@ func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bo
 	return x, true
 }
 
-// fusedConsumer compiles (count chain), (distinct chain) and (set chain)
-// for a fusable chain: the items that pass the stages are counted, or go
-// straight into the result's deduplicating set, without the stage
+// fusedConsumer compiles (count chain), (distinct chain), (set chain),
+// (frequencies chain) and (group-by f chain) with a pure f, for a fusable
+// chain: the items that pass the stages are counted, or go straight into
+// the result's deduplicating set, counts or groups, without the stage
 // vectors. The stages still run on every item (their errors count, as
 // unfused).
 func (c *compiler) fusedConsumer(f *form, b *Builtin) (node, bool) {
-	if len(f.items) != 2 || !c.fusable(f.items[1]) {
+	var keyNode node // group-by's key function
+	switch {
+	case b.Name == "group-by" && len(f.items) == 3:
+		if !c.pureFn(f.items[1]) {
+			return nil, false
+		}
+	case len(f.items) != 2:
 		return nil, false
 	}
-	stages, collNode := c.fuseChain(f.items[1])
+	chainForm := f.items[len(f.items)-1]
+	if !c.fusable(chainForm) {
+		return nil, false
+	}
+	if len(f.items) == 3 {
+		keyNode = c.compile(f.items[1], false)
+	}
+	stages, collNode := c.fuseChain(chainForm)
 	c.fusions++
 	pos := f.pos
 	return func(fr *frame) Value {
+		var key Value
+		if keyNode != nil {
+			key = keyNode(fr) // evaluated first, as the call's first argument
+		}
 		var fns [maxFuseStages]Value
 		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		th := fr.th
 		switch {
+		case !fused && keyNode != nil:
+			return slowCall2(th, b, key, coll)
 		case !fused:
-			return slowCall1(fr.th, b, coll)
+			return slowCall1(th, b, coll)
 		case b.Name == "count":
-			return countFused(fr.th, stages, fns[:len(stages)], items)
+			return countFused(th, stages, fns[:len(stages)], items)
+		case b.Name == "frequencies":
+			return frequenciesFused(th, stages, fns[:len(stages)], items, pos)
+		case b.Name == "group-by":
+			return groupFused(th, key, stages, fns[:len(stages)], items, pos)
 		}
-		return collectFused(fr.th, stages, fns[:len(stages)], items, b.Name == "set", pos)
+		return collectFused(th, stages, fns[:len(stages)], items, b.Name == "set", pos)
 	}, true
 }
 
@@ -222,6 +247,45 @@ func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, as
 		return setFromSeen(th, &d.seen)
 	}
 	return d.result(th)
+}
+
+// frequenciesFused counts the items that pass the stages by value;
+// errors as reduceFused.
+func frequenciesFused(th *Thread, stages []fuseStage, fns []Value, items []Value, pos Pos) Value {
+	idx := 0
+	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
+	var f freqSink
+	for i, x := range items {
+		idx = i
+		x, keep := passStages(th, stages, fns, x)
+		if !keep {
+			continue
+		}
+		th.pos = pos
+		th.tick()
+		f.add(x)
+	}
+	return f.result(th)
+}
+
+// groupFused groups the items that pass the stages by (key item); errors
+// as reduceFused.
+func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items []Value, pos Pos) Value {
+	idx := 0
+	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
+	g := groupSink{group: make([]int32, 0, len(items))}
+	kept := make([]Value, 0, len(items))
+	for i, x := range items {
+		idx = i
+		x, keep := passStages(th, stages, fns, x)
+		if !keep {
+			continue
+		}
+		th.pos = pos
+		g.add(keyOf(th, key, x))
+		kept = append(kept, x)
+	}
+	return g.result(th, kept)
 }
 
 // countFused counts the items that pass the stages; errors as reduceFused.

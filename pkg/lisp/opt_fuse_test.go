@@ -26,8 +26,12 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	for j := 0; j <= rng.IntN(3); j++ {
 		chain = fmt.Sprintf("(%s %s %s)", kinds[rng.IntN(len(kinds))], stageFns[rng.IntN(len(stageFns))], chain)
 	}
-	if k := rng.IntN(8); k < 3 {
-		consumer := []string{"count", "distinct", "set"}[k]
+	if k := rng.IntN(10); k < 5 {
+		consumer := []string{"count", "distinct", "set", "frequencies", "group-by"}[k]
+		if consumer == "group-by" {
+			keyFns := []string{":x", "even?", "str", "count", "nil?", "#(quot 100 %)", "first", "identity", "#(get {1 :a 2 nil} %)"}
+			consumer += " " + keyFns[rng.IntN(len(keyFns))]
+		}
 		return fmt.Sprintf("(%s %s)", consumer, chain), fmt.Sprintf("(%s (identity %s))", consumer, chain)
 	}
 	red := reducers[rng.IntN(len(reducers))]
@@ -116,21 +120,25 @@ func compiled(t testing.TB, src string) *compiler {
 
 func TestFusionNeedsPureFunctions(t *testing.T) {
 	for src, want := range map[string]int{
-		`(reduce + (map :price (filter :active ctx/rs)))`:                                       1,
-		`(->> ctx/rs (filter #(> (:qty %) 2)) (map #(* 2 (:qty %))) (reduce + 0))`:              1,
-		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:n r))) {} (remove nil? ctx/rs))`:       1,
-		`(reduce + (map #(tool/echo {:v %}) ctx/rs))`:                                           0, // a tool call
-		`(let [f inc] (reduce + (map f ctx/rs)))`:                                               0, // a local: any function
-		`(reduce + (map (fn [x] (println x) x) ctx/rs))`:                                        0, // output
-		`(reduce (fn [a x] (tool/echo {:v x})) 0 (map inc ctx/rs))`:                             0, // the reducer calls a tool
-		`(let [g (fn [x] x)] (reduce + (map (fn [x] (g x)) ctx/rs)))`:                           0, // calls a local
-		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                  0, // map is shadowed
-		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`: 1,
-		`(count (filter :active ctx/rs))`:                                                       1,
-		`(set (map :category ctx/rs))`:                                                          1,
-		`(distinct (filter odd? (map :qty ctx/rs)))`:                                            1,
-		`(count (map #(tool/echo {:v %}) ctx/rs))`:                                              0,
-		`(reduce + ctx/rs)`: 0, // nothing to fuse
+		`(reduce + (map :price (filter :active ctx/rs)))`:                                                       1,
+		`(->> ctx/rs (filter #(> (:qty %) 2)) (map #(* 2 (:qty %))) (reduce + 0))`:                              1,
+		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:n r))) {} (remove nil? ctx/rs))`:                       1,
+		`(reduce + (map #(tool/echo {:v %}) ctx/rs))`:                                                           0, // a tool call
+		`(let [f inc] (reduce + (map f ctx/rs)))`:                                                               0, // a local: any function
+		`(reduce + (map (fn [x] (println x) x) ctx/rs))`:                                                        0, // output
+		`(reduce (fn [a x] (tool/echo {:v x})) 0 (map inc ctx/rs))`:                                             0, // the reducer calls a tool
+		`(let [g (fn [x] x)] (reduce + (map (fn [x] (g x)) ctx/rs)))`:                                           0, // calls a local
+		`(let [map (fn [f c] c)] (reduce + (map inc ctx/rs)))`:                                                  0, // map is shadowed
+		`(reduce + (map (fn [x] (let [y (inc x)] (if (odd? y) y 0))) (filter number? ctx/rs)))`:                 1,
+		`(count (filter :active ctx/rs))`:                                                                       1,
+		`(set (map :category ctx/rs))`:                                                                          1,
+		`(distinct (filter odd? (map :qty ctx/rs)))`:                                                            1,
+		`(count (map #(tool/echo {:v %}) ctx/rs))`:                                                              0,
+		`(frequencies (map :category ctx/rs))`:                                                                  1,
+		`(group-by :category (filter :active ctx/rs))`:                                                          1,
+		`(group-by #(tool/echo {:v %}) (map inc ctx/rs))`:                                                       0, // the key calls a tool
+		`(group-by :k ctx/rs)`:                                                                                  0,
+		`(reduce + ctx/rs)`:                                                                                     0, // nothing to fuse
 		`(let [f (fn [a b] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort f x))) ctx/rs)))`:           0, // sort calls f
 		`(let [f (fn [a] (tool/echo {:v a}))] (reduce + (map (fn [x] (count (sort-by :a f x))) ctx/rs)))`:       0,
 		`(let [f (fn [m] (tool/echo {:v m}))] (reduce + (map (fn [x] (count (str/replace x #"a" f))) ctx/rs)))`: 0,
