@@ -734,6 +734,18 @@ func transientAcc(f, acc Value, started bool) (Value, bool) {
 	return acc, false
 }
 
+// feeding returns the edit token of a reduce's transient accumulator
+// acc, told that the reduce has n items (it sizes the map's store, see
+// hashStore.fit), or nil when acc is not transient.
+func feeding(acc Value, transient bool, n int) *editToken {
+	m, ok := acc.(*Map)
+	if !transient || !ok || m.edit == nil {
+		return nil
+	}
+	m.edit.items = n
+	return m.edit
+}
+
 // endTransientResult ends the transient a reduce returns (the accumulator
 // must not stay mutable once it leaves reduce).
 func endTransientResult(v Value) {
@@ -768,7 +780,11 @@ func biReduce(th *Thread, a []Value) Value {
 			acc, items = items[0], items[1:]
 		}
 		lc := th.newLoopCaller(f, 2)
-		for _, it := range items {
+		tok := feeding(acc, transient, len(items))
+		for i, it := range items {
+			if tok != nil {
+				tok.done = i + 1
+			}
 			acc = lc.call2(acc, it)
 			if r, ok := acc.(*Reduced); ok {
 				acc = r.Val // (the deferred transient cleanup reads acc)

@@ -340,7 +340,7 @@ func (m *Map) Assoc(key, val Value) *Map {
 func (m *Map) assocTransient(key, val Value) *Map {
 	if s := m.edit.store; s != nil {
 		if storable(key) {
-			if s.set(key, val) {
+			if s.set(key, val, m.edit) {
 				m.n++
 			}
 			return m
@@ -585,6 +585,10 @@ type editToken struct {
 	// store holds the transient's entries while they are kept in Go hash
 	// maps (mapstore.go); nil when they are in the map's shape or trie
 	store *hashStore
+	// items and done: when a reduce feeds the transient, the number of
+	// items it has and the number it has fed so far (0: unknown), from
+	// which the store sizes its maps (hashStore.fit)
+	items, done int
 }
 
 // leafAlloc co-allocates a leaf and its single entry.

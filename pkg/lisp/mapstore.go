@@ -1,6 +1,9 @@
 package lisp
 
-import "maps"
+import (
+	"maps"
+	"math/bits"
+)
 
 // A transient map beyond smallMapMax entries whose keys are all integers,
 // strings or keywords keeps its entries in Go hash maps (a hashStore)
@@ -100,8 +103,9 @@ func (s *hashStore) get(key Value) (Value, Value, bool) {
 }
 
 // set sets key (a storable key) to val, resolving the key as get does; it
-// reports whether an entry was added.
-func (s *hashStore) set(key, val Value) bool {
+// reports whether an entry was added. edit is the transient's token
+// (its reduce's progress sizes the store, see fit).
+func (s *hashStore) set(key, val Value, edit *editToken) bool {
 	switch k := key.(type) {
 	case int64:
 		if s.ints == nil {
@@ -109,7 +113,13 @@ func (s *hashStore) set(key, val Value) bool {
 		}
 		n := len(s.ints)
 		s.ints[k] = val
-		return len(s.ints) > n
+		if len(s.ints) == n {
+			return false
+		}
+		if c, ok := fit(n+1, edit); ok {
+			s.ints = resized(s.ints, c)
+		}
+		return true
 	case string:
 		if _, ok := s.strs[k]; ok {
 			s.strs[k] = val
@@ -130,7 +140,58 @@ func (s *hashStore) set(key, val Value) bool {
 		}
 	}
 	s.put(key, val)
+	switch key.(type) {
+	case string:
+		if c, ok := fit(len(s.strs), edit); ok {
+			s.strs = resized(s.strs, c)
+		}
+	case *Keyword:
+		if c, ok := fit(len(s.kws), edit); ok {
+			s.kws = resized(s.kws, c)
+		}
+	}
 	return true
+}
+
+// A Go map grows by doubling, rehashing its entries at every step; for a
+// map built by a reduce over a vector of many items (an index by id) that
+// rehashing costs about as much as the inserts. So when a map of the
+// store reaches a checkpoint (1024 entries, then 16 times as many each
+// time), fit estimates its final size from the reduce's progress (entries
+// per item so far, times the items the reduce has) and the map is rebuilt
+// once with room for that many: at most the items the reduce has, and at
+// most 16 times its entries, which bounds the room a map whose keys stop
+// being new (a count per category) can waste.
+const (
+	fitFirst = 1 << 10 // the first checkpoint
+	fitShift = 4       // log2 of the factor between checkpoints
+)
+
+// fit reports the capacity a map of the store that has just reached n
+// entries is to be rebuilt with, if it is to be: n is a checkpoint, a
+// reduce over a known number of items feeds the transient and the
+// estimate is at least four times n.
+func fit(n int, edit *editToken) (int, bool) {
+	if n < fitFirst || n&(n-1) != 0 || (bits.TrailingZeros(uint(n))-bits.TrailingZeros(fitFirst))%fitShift != 0 {
+		return 0, false
+	}
+	if edit == nil || edit.items <= 0 || edit.done <= 0 || edit.done > edit.items {
+		return 0, false
+	}
+	est := int(min(int64(n)*int64(edit.items)/int64(edit.done), int64(edit.items), int64(n)<<fitShift))
+	if est < 4*n {
+		return 0, false
+	}
+	return est, true
+}
+
+// resized returns a copy of m with room for c entries.
+func resized[K comparable, V any](m map[K]V, c int) map[K]V {
+	r := make(map[K]V, c)
+	for k, v := range m {
+		r[k] = v
+	}
+	return r
 }
 
 // each calls fn for every entry, in no particular order, until fn returns

@@ -34,6 +34,14 @@ var storeCases = []struct{ name, src string }{
 	{"returns acc", `(reduce (fn [m x] (if (odd? x) m (assoc %s x x))) {} (range 100))`},
 	{"assoc-in", `(reduce (fn [m x] (assoc-in %s [(mod x 20) :n] x)) {} (range 100))`},
 	{"loop", `(loop [m {} i 0] (if (< i 100) (recur (assoc %s i (* i i)) (inc i)) m))`},
+	// past the store's checkpoints (hashStore.fit): the maps are rebuilt
+	// with room for the estimate
+	{"ints sized", `(reduce (fn [m x] (assoc %s x (* x 10))) {} (vec (range 5000)))`},
+	{"strings sized", `(reduce (fn [m x] (assoc %s (str "k-" x) x)) {} (vec (range 3000)))`},
+	{"keywords sized", `(reduce (fn [m x] (assoc %s (keyword (str "k-" x)) x)) {} (vec (range 2000)))`},
+	{"keys stop being new", `(reduce (fn [m x] (assoc %s (mod x 1100) x)) {} (vec (range 20000)))`},
+	{"sized fused", `(reduce (fn [m x] (assoc %s x (inc x))) {} (filter even? (vec (range 6000))))`},
+	{"sized then spills", `(reduce (fn [m x] (assoc %s (if (= x 4000) 0.5 x) x)) {} (vec (range 4100)))`},
 }
 
 // storeChecks are read by each case on its result a: lookups, count,
@@ -184,5 +192,45 @@ func TestStoredMapEscapes(t *testing.T) {
 		if got := PrStr(res.Value); got != c.want {
 			t.Errorf("%s\n got  %s\n want %s", c.src, got, c.want)
 		}
+	}
+}
+
+// TestStoreFit checks when and how far a store's map is resized: only at
+// its checkpoints, only for a reduce over a known number of items, never
+// beyond those items nor beyond 16 times its entries, and only when the
+// estimate is well beyond what the map holds.
+func TestStoreFit(t *testing.T) {
+	for _, c := range []struct {
+		n, items, done int
+		want           int // 0: not resized
+	}{
+		{1024, 10_000, 1024, 10_000},     // one entry per item: room for all
+		{1024, 100_000, 1024, 16 * 1024}, // at most 16 times its entries
+		{16 * 1024, 100_000, 16 * 1024, 100_000},
+		{1024, 1_000_000, 1100, 16 * 1024},
+		{1024, 3000, 1024, 0},      // under four times its entries
+		{1024, 100_000, 50_000, 0}, // keys have mostly stopped being new
+		{1023, 100_000, 1023, 0},   // not a checkpoint
+		{2048, 100_000, 2048, 0},   // not a checkpoint
+		{512, 100_000, 512, 0},     // before the first one
+		{1024, 0, 0, 0},            // not fed by a reduce over a vector
+		{1024, 100_000, 0, 0},      // no progress known
+		{1024, 2000, 3000, 0},      // inconsistent progress
+		{256 * 1024, 8_000_000, 256 * 1024, 4 * 1024 * 1024},
+	} {
+		var edit *editToken
+		if c.items > 0 {
+			edit = &editToken{items: c.items, done: c.done}
+		}
+		got, ok := fit(c.n, edit)
+		if !ok {
+			got = 0
+		}
+		if got != c.want {
+			t.Errorf("fit(%d entries, %d of %d items) = %d, want %d", c.n, c.done, c.items, got, c.want)
+		}
+	}
+	if _, ok := fit(1024, nil); ok {
+		t.Error("fit without a token resized")
 	}
 }

@@ -391,8 +391,12 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 	}
 	lc := th.newLoopCaller(f, 2)
 	defer lc.end()
+	tok := feeding(acc, transient, len(items))
 	for i, x := range items {
 		idx = i
+		if tok != nil {
+			tok.done = i + 1
+		}
 		x, keep := passStages(th, stages, fns, x)
 		if !keep {
 			continue
