@@ -161,15 +161,22 @@ func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNo
 func passStages(th *Thread, stages []fuseStage, fns []Value, x Value) (Value, bool) {
 	for k := len(stages) - 1; k >= 0; k-- {
 		th.pos = stages[k].pos
+		var y Value
+		if kw, ok := fns[k].(*Keyword); ok { // as Call1 calls a keyword
+			th.tick()
+			y = kwGet(x, kw)
+		} else {
+			y = th.Call1(fns[k], x)
+		}
 		switch stages[k].kind {
 		case stageMap:
-			x = th.Call1(fns[k], x)
+			x = y
 		case stageFilter:
-			if !Truthy(th.Call1(fns[k], x)) {
+			if !Truthy(y) {
 				return nil, false
 			}
 		case stageRemove:
-			if Truthy(th.Call1(fns[k], x)) {
+			if Truthy(y) {
 				return nil, false
 			}
 		}

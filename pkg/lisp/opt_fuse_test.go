@@ -20,7 +20,10 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 		"(fn [a x] (conj a x)) []", "+ 9223372036854775800", "(fn [a x] (tool/echo {:v [a x]})) 0"}
 	colls := []string{"[1 2 3 4 5 6 7 8]", "[]", "[1 \"a\" 2]", "[nil 1 nil 2]", "[9223372036854775806 1 1]",
 		"[1.5 2 2.5]", "(range 12)", "{:a 1 :b 2}", "\"abc\"", "nil", "[{:x 1} {:x 2} {:y 3}]", "[[1 2] [3]]", "#{1 2 3}",
-		"[[1] [2 3] []]", "ctx/xs", "[0 1 2]", "(range)"}
+		"[[1] [2 3] []]", "ctx/xs", "[0 1 2]", "(range)",
+		// longer: errors far from the first item
+		"(vec (range 1 150))", "(conj (vec (range 1 130)) 0)", "(vec (concat (range 1 70) [\"a\" nil] (range 1 70)))",
+		"(vec (map (fn [i] {:x i}) (range 200)))"}
 	kinds := []string{"map", "filter", "remove"}
 	chain := colls[rng.IntN(len(colls))]
 	for j := 0; j <= rng.IntN(3); j++ {
@@ -160,4 +163,37 @@ func budgetClass(k Kind) string {
 		return "budget"
 	}
 	return k.Reason()
+}
+
+// TestFusedLongPipelines checks fused pipelines over a few hundred items
+// against the same pipelines unfused: values, and errors raised by a
+// stage on a later item than the one the consumer failed on.
+func TestFusedLongPipelines(t *testing.T) {
+	recs := "(vec (map (fn [i] {:id i :active (odd? i) :price (* 1.5 i) :cat (nth [\"a\" :b nil 2] (mod i 4))}) (range 300)))"
+	for _, c := range []struct{ consumer, chain string }{
+		{"reduce +", "(map :price (filter :active R))"},
+		{"reduce max", "(map inc (conj (vec (range 1 130)) \"a\"))"},
+		{"reduce (fn [a x] (+ a (quot 100 x))) 0", "(map dec (filter odd? (vec (range 1 200))))"},
+		{"reduce (fn [a x] (+ a (quot 100 x))) 0", "(map #(- 150 %) (vec (range 1 200)))"},
+		{"reduce (fn [a x] (+ a (quot 100 x))) 0", "(map #(quot 200 (- 180 %)) (vec (range 1 200)))"},
+		{"count", "(filter :active (remove #(= 7 (:id %)) R))"},
+		{"frequencies", "(map :cat R)"},
+		{"group-by :cat", "(filter :active R)"},
+		{"group-by #(quot 10 (- 100 (:id %)))", "(map #(update % :id inc) R)"},
+		{"set", "(map :cat R)"},
+		{"distinct", "(map #(mod (:id %) 70) R)"},
+		{"reduce (fn [m r] (assoc m (:id r) (:price r))) {}", "(filter :active R)"},
+	} {
+		chain := strings.ReplaceAll(c.chain, "R", recs)
+		src := "(" + c.consumer + " " + chain + ")"
+		eager := "(" + c.consumer + " (identity " + chain + "))"
+		if fusions(t, src) == 0 {
+			t.Errorf("%s: not fused", src)
+		}
+		fv, fe := runOutcome(src)
+		ev, ee := runOutcome(eager)
+		if fv != ev || fe != ee {
+			t.Errorf("%s %s\n  fused: %.200s%s\n  eager: %.200s%s", c.consumer, c.chain, fv, fe, ev, ee)
+		}
+	}
 }
