@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/webtest"
 )
 
 // runRepl runs "dispatcher repl" on an embedded fleet with the example
@@ -288,13 +289,7 @@ func TestREPLSubAgentToolsCallTheConfiguredModel(t *testing.T) {
 		prompts = append(prompts, req.Messages[len(req.Messages)-1].Content)
 		mu.Unlock()
 		program := "```clojure\n(return {:paid (count (tool/list_orders {:customer_id ctx/customer :status \"paid\"}))})\n```"
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-1", "object": "chat.completion", "model": "mini-1",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": program}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-		})
+		webtest.ChatCompletion(w, "chatcmpl-1", "mini-1", program, 100, 20)
 	}))
 	t.Cleanup(srv.Close)
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ptcfleet/ptc/internal/missionfile"
+	"github.com/ptcfleet/ptc/internal/webtest"
 )
 
 // slowReply is how long the fake model takes for every answer: longer than
@@ -56,13 +57,7 @@ func TestSlowModelCompletesExampleMission(t *testing.T) {
 			http.Error(w, `{"error":{"message":"no reply","type":"invalid_request_error"}}`, http.StatusBadRequest)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": fmt.Sprintf("chatcmpl-%d", turn), "object": "chat.completion", "model": "slow-1",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": f.Script[turn-1]}}},
-			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
-		})
+		webtest.ChatCompletion(w, fmt.Sprintf("chatcmpl-%d", turn), "slow-1", f.Script[turn-1], 100, 50)
 	}))
 	t.Cleanup(srv.Close)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/openai"
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -268,13 +269,7 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.answered[key]++
 	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-" + key, "object": "chat.completion", "model": "fake",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": programFor(k, step)}}},
-		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-	})
+	webtest.ChatCompletion(w, "chatcmpl-"+key, "fake", programFor(k, step), 100, 10)
 }
 
 // repeats returns how many requests (asked) and answers beyond one per
