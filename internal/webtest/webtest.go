@@ -1,7 +1,7 @@
-// Package webtest holds the HTTP sides of the tests of the binaries and
-// deployments: a GET that fails the test on error, and a model server
-// speaking OpenAI's chat-completions wire format (the way a worker reaches
-// its model).
+// Package webtest holds the HTTP sides of tests that reach a service or a
+// model over HTTP: a GET that fails the test on error, and OpenAI's
+// chat-completions wire format (one answer, or a scripted server), the
+// way a worker reaches its model.
 package webtest
 
 import (
