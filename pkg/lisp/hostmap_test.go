@@ -73,6 +73,8 @@ var hostMapPrograms = []string{
 	`(clojure.set/join rs [{"k" 1}] {"id" "k"})`, `(clojure.set/index rs [:qty])`, `(reduce (fn [m x] (assoc m (:id x) (:qty x))) {} rs)`,
 	`(reduce (fn [m x] (update m (:qty x) (fnil conj []) (:id x))) {} rs)`, `(reduce #(merge %1 %2) {} rs)`,
 	// sequences over records and maps
+	`(pluck :qty rs)`, `(pluck [:user :name] rs)`, `(sum-by :qty rs)`, `(avg-by :price rs)`, `(distinct-by :qty rs)`, `(partition-by :qty rs)`,
+	`(filter (where :qty = 3) rs)`, `(filter (where [:user :name] = "ann") rs)`, `(filter (where :order-id in ["A-2"]) rs)`,
 	`(map :qty rs)`, `(mapv #(get % :id) rs)`, `(filter :active rs)`, `(remove :active rs)`, `(map count rs)`, `(mapcat keys [u s])`,
 	`(apply merge rs)`, `(apply hash-map (apply concat u))`, `(apply str r)`, `(map first r)`, `(sort r)`, `(reverse r)`, `(vec r)`,
 	`(take 2 r)`, `(drop 1 u)`, `(some :active rs)`, `(every? map? rs)`, `(keep :tag rs)`, `(partition 2 r)`, `(flatten [r])`,

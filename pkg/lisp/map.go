@@ -49,7 +49,7 @@ type Map struct {
 	// form (cache.form), built on first need.
 	src map[string]any
 	// n is the number of entries (an int32 beside the two flags keeps the
-	// header at 56 bytes: the view of every host record is one)
+	// header at 56 bytes: every small map and every view has one)
 	n int32
 	// ownVals: vals belongs to this transient and may be updated in place.
 	ownVals bool
