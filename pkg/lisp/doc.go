@@ -58,10 +58,13 @@
 //
 // Host data is not copied on the way in: FromGo makes a map[string]any a
 // *Map that reads the host's map in place (a view), and a []any or
-// []map[string]any a vector of such views. A view converts a value when a
-// program reads it and builds its interpreter form once when a program
-// iterates or changes it; ToGo gives a copy, so what the host receives it
-// may change without changing its own data (docs/lisp.md, "Values").
+// []map[string]any a vector whose records are the host's maps themselves,
+// read in place with no allocation per record. A record or view converts
+// a value when a program reads it and builds its interpreter form when a
+// program iterates or changes it; a record leaves a run (Result.Value,
+// memory) as its view, and code walking values takes maps through AsMap.
+// ToGo gives a copy, so what the host receives it may change without
+// changing its own data (docs/lisp.md, "Values").
 //
 // # Pipeline and performance
 //
