@@ -205,3 +205,22 @@ func TestHostRecordsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestHostRecordsNotCounted: records and the maps read from them are the
+// host's memory: a program passing them along, keeping them in memory and
+// returning them from closures and loops is charged nothing for them.
+func TestHostRecordsNotCounted(t *testing.T) {
+	rs := benchRecords(20000)
+	opts := Options{Context: map[string]any{"records": rs}, MaxMemory: 64 << 10, Timeout: time.Minute}
+	for _, src := range []string{
+		`(def r (first ctx/records)) (def u (:user r)) (count (:address u))`,
+		`(:id (reduce (fn [best r] (if (> (:qty r) (:qty best)) r best)) ctx/records))`,
+		`(loop [xs ctx/records best nil] (if (empty? xs) (:id best) (recur (rest xs) (let [r (first xs)] (if (or (nil? best) (> (:price r) (:price best))) r best)))))`,
+		`(count (keep (fn [r] (when (= 7 (:id r)) (:user r))) ctx/records))`,
+		`(:id (max-by :price ctx/records))`,
+	} {
+		if _, err := Exec(context.Background(), src, opts); err != nil {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
