@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 )
@@ -68,22 +69,22 @@ func TestMCPServerOverStreamableHTTP(t *testing.T) {
 func TestMCPCancelledRunCancelsTheMission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, _ := startMCPFleet(ctx, t, llmtest.Hang())
+	// Give up on the call once the mission is running and waits on its
+	// model (a cancellation before the model call would leave the scripted
+	// reply unused).
+	calling := make(chan struct{})
+	srv, _ := startMCPFleet(ctx, t, llmtest.Hang().Expect(func(llm.Request) error {
+		close(calling)
+		return nil
+	}))
 	nc := srv.Conn()
 	cs, client := serveMCPHTTP(ctx, t, nc)
-	// Watch for the mission to start, then give up on the call.
-	started := make(chan string, 1)
-	sub, err := nc.Subscribe("mission.event.*.started", func(m *nats.Msg) { started <- strings.Split(m.Subject, ".")[2] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
 	callCtx, giveUp := context.WithCancel(ctx)
 	go func() {
-		<-started
+		<-calling
 		giveUp()
 	}()
-	_, err = cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_mission", Arguments: map[string]any{"prompt": "wait forever"}})
+	_, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "run_mission", Arguments: map[string]any{"prompt": "wait forever"}})
 	if err == nil {
 		t.Fatal("a cancelled call returned a result")
 	}
