@@ -25,24 +25,10 @@ func registerCore(r *registry) {
 		doc("x plus one").ref(refMath).pure().owns(1)
 	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) }).
 		doc("x minus one").ref(refMath).pure().owns(1)
-	r.add("=", 1, -1, func(th *Thread, a []Value) Value {
-		realiseArgs(th, a)
-		for i := 1; i < len(a); i++ {
-			if !Equal(a[0], a[i]) {
-				return false
-			}
-		}
-		return true
-	}).doc("true when all arguments are equal (numbers by value across int and float)").ref(refLogic).pure().owns(1)
-	r.add("not=", 1, -1, func(th *Thread, a []Value) Value {
-		realiseArgs(th, a)
-		for i := 1; i < len(a); i++ {
-			if !Equal(a[0], a[i]) {
-				return true
-			}
-		}
-		return false
-	}).doc("true when some arguments differ").ref(refLogic).pure().owns(1)
+	r.add("=", 1, -1, biEqual).
+		doc("true when all arguments are equal (numbers by value across int and float)").ref(refLogic).pure().owns(1)
+	r.add("not=", 1, -1, func(th *Thread, a []Value) Value { return !biEqual(th, a).(bool) }).
+		doc("true when some arguments differ").ref(refLogic).pure().owns(1)
 	r.add("==", 1, -1, func(th *Thread, a []Value) Value {
 		for i := range a {
 			num(th, "==", a[i], i+1)
@@ -461,7 +447,7 @@ func biAdd(th *Thread, a []Value) Value {
 	}
 	acc := addNum(th, "+", a[0], a[1], 1)
 	for i := 2; i < len(a); i++ {
-		acc = addNum(th, "+", acc, a[i], i+1)
+		acc = addNum(th, "+", acc, a[i], i)
 	}
 	return acc
 }
@@ -487,7 +473,7 @@ func biSub(th *Thread, a []Value) Value {
 	}
 	acc := subNum(th, a[0], a[1], 1)
 	for i := 2; i < len(a); i++ {
-		acc = subNum(th, acc, a[i], i+1)
+		acc = subNum(th, acc, a[i], i)
 	}
 	return acc
 }
@@ -519,7 +505,7 @@ func biMul(th *Thread, a []Value) Value {
 	}
 	acc := mulNum(th, a[0], a[1], 1)
 	for i := 2; i < len(a); i++ {
-		acc = mulNum(th, acc, a[i], i+1)
+		acc = mulNum(th, acc, a[i], i)
 	}
 	return acc
 }
@@ -550,9 +536,20 @@ func biDiv(th *Thread, a []Value) Value {
 	}
 	acc := divNum(th, a[0], a[1], 1)
 	for i := 2; i < len(a); i++ {
-		acc = divNum(th, acc, a[i], i+1)
+		acc = divNum(th, acc, a[i], i)
 	}
 	return acc
+}
+
+// biEqual is =: true when every argument equals the first.
+func biEqual(th *Thread, a []Value) Value {
+	realiseArgs(th, a)
+	for i := 1; i < len(a); i++ {
+		if !Equal(a[0], a[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func cmpBuiltin(name string, ok func(int) bool) BuiltinFunc {
@@ -595,15 +592,7 @@ func biMap(th *Thread, a []Value) Value {
 	if len(a) == 2 {
 		coll := a[1]
 		if s, ok := coll.(*LazySeq); ok {
-			i := 0
-			return NewLazySeq(func(th *Thread) (Value, bool) {
-				v, ok := s.nth(th, i)
-				if !ok {
-					return nil, false
-				}
-				i++
-				return th.Call1(f, v), true
-			})
+			return lazyMap(s, func(th *Thread, _ int, v Value) Value { return th.Call1(f, v) })
 		}
 		items := th.Seq(coll, "map", 2)
 		th.allocSlots(len(items))
@@ -686,21 +675,41 @@ func biMap(th *Thread, a []Value) Value {
 	return &Vector{items: out}
 }
 
+// lazyMap is the lazy seq of f applied to each item of s and its index,
+// called as the result is realised.
+func lazyMap(s *LazySeq, f func(th *Thread, i int, v Value) Value) *LazySeq {
+	i := 0
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		v, ok := s.nth(th, i)
+		if !ok {
+			return nil, false
+		}
+		i++
+		return f(th, i-1, v), true
+	})
+}
+
+// lazyFilter is the lazy seq of the items of s that keep accepts, asked
+// in order as the result is realised.
+func lazyFilter(s *LazySeq, keep func(th *Thread, v Value) bool) *LazySeq {
+	i := 0
+	return NewLazySeq(func(th *Thread) (Value, bool) {
+		for {
+			v, ok := s.nth(th, i)
+			if !ok {
+				return nil, false
+			}
+			i++
+			if keep(th, v) {
+				return v, true
+			}
+		}
+	})
+}
+
 func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	if s, ok := coll.(*LazySeq); ok {
-		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			for {
-				v, ok := s.nth(th, i)
-				if !ok {
-					return nil, false
-				}
-				i++
-				if Truthy(th.Call1(pred, v)) == keep {
-					return v, true
-				}
-			}
-		})
+		return lazyFilter(s, func(th *Thread, v Value) bool { return Truthy(th.Call1(pred, v)) == keep })
 	}
 	items := th.Seq(coll, name, 2)
 	// one allocation of the input's size beats append growth (the spare

@@ -152,11 +152,8 @@ func registerInterop(r *registry) {
 	r.add(".charAt", 2, 2, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".charAt", a[0], 1)
 		i := th.Int(".charAt", a[1], 2)
-		ascii := isASCII(s)
-		n := int64(len(s))
-		if !ascii {
-			n = int64(utf8.RuneCountInString(s))
-		}
+		rn, ascii := runeLen(s)
+		n := int64(rn)
 		if i < 0 || i >= n {
 			th.Raise(KindValue, ".charAt: index %d out of bounds for a string of length %d", i, n)
 		}
@@ -181,11 +178,8 @@ func registerInterop(r *registry) {
 	}).doc("Java's String.replace: every literal occurrence replaced")
 	r.add(".substring", 2, 3, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".substring", a[0], 1)
-		ascii := isASCII(s)
-		n := int64(len(s))
-		if !ascii {
-			n = int64(utf8.RuneCountInString(s))
-		}
+		rn, ascii := runeLen(s)
+		n := int64(rn)
 		start, end := th.Int(".substring", a[1], 2), n
 		if len(a) == 3 {
 			end = th.Int(".substring", a[2], 3)

@@ -225,26 +225,10 @@ func (s *valueSet) index(v Value, h uint32) int {
 // find returns the position of v, adding it when absent (added=true).
 func (s *valueSet) find(v Value) (int, bool) {
 	if str, ok := v.(string); ok {
-		if i, ok := s.strs[str]; ok {
-			return i, false
-		}
-		if s.strs == nil {
-			s.strs = make(map[string]int)
-		}
-		s.strs[str] = len(s.vals)
-		s.vals = append(s.vals, v)
-		return len(s.vals) - 1, true
+		return findKeyed(s, &s.strs, str, v)
 	}
 	if n, ok := intKey(v); ok {
-		if i, ok := s.ints[n]; ok {
-			return i, false
-		}
-		if s.ints == nil {
-			s.ints = make(map[int64]int)
-		}
-		s.ints[n] = len(s.vals)
-		s.vals = append(s.vals, v)
-		return len(s.vals) - 1, true
+		return findKeyed(s, &s.ints, n, v)
 	}
 	if s.m == nil {
 		s.m = make(map[uint32][]int)
@@ -255,6 +239,19 @@ func (s *valueSet) find(v Value) (int, bool) {
 	}
 	s.vals = append(s.vals, v)
 	s.m[h] = append(s.m[h], len(s.vals)-1)
+	return len(s.vals) - 1, true
+}
+
+// findKeyed is valueSet.find for v keyed by k in the side map *m.
+func findKeyed[K comparable](s *valueSet, m *map[K]int, k K, v Value) (int, bool) {
+	if i, ok := (*m)[k]; ok {
+		return i, false
+	}
+	if *m == nil {
+		*m = make(map[K]int)
+	}
+	(*m)[k] = len(s.vals)
+	s.vals = append(s.vals, v)
 	return len(s.vals) - 1, true
 }
 
@@ -419,15 +416,7 @@ func concatItems(th *Thread, name string, colls []Value, args bool) Value {
 func biMapIndexed(th *Thread, a []Value) Value {
 	f := a[0]
 	if s, ok := a[1].(*LazySeq); ok {
-		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			v, ok := s.nth(th, i)
-			if !ok {
-				return nil, false
-			}
-			i++
-			return th.Call2(f, Int(int64(i-1)), v), true
-		})
+		return lazyMap(s, func(th *Thread, i int, v Value) Value { return th.Call2(f, Int(int64(i)), v) })
 	}
 	items := th.Seq(a[1], "map-indexed", 2)
 	th.allocSlots(len(items))
@@ -744,22 +733,12 @@ func reverseOf(th *Thread, name string, coll Value) Value {
 func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
 	if src, ok := coll.(*LazySeq); ok {
 		var seen valueSet
-		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			for {
-				it, ok := src.nth(th, i)
-				if !ok {
-					return nil, false
-				}
-				i++
-				k := it
-				if key != nil {
-					k = keyOf(th, key, it)
-				}
-				if seen.add(k) {
-					return it, true
-				}
+		return lazyFilter(src, func(th *Thread, it Value) bool {
+			k := it
+			if key != nil {
+				k = keyOf(th, key, it)
 			}
+			return seen.add(k)
 		})
 	}
 	items := th.Seq(coll, name, argN)
@@ -1179,14 +1158,7 @@ func biConj(th *Thread, a []Value) Value {
 		}
 		return c
 	case *Set:
-		for _, x := range xs {
-			th.tick()
-			n := c.Len()
-			if c = c.Conj(x); c.Len() > n {
-				th.allocEntries(c.m, 1)
-			}
-		}
-		return c
+		return setAddAll(th, c, xs)
 	case *Map:
 		for i, x := range xs {
 			c = conjMap(th, "conj", c, x, i+2)

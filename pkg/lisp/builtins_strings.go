@@ -266,6 +266,15 @@ func isASCII(s string) bool {
 	return true
 }
 
+// runeLen returns the length of s in runes and whether s is ASCII (for
+// runeOffset and runeIndex).
+func runeLen(s string) (n int, ascii bool) {
+	if isASCII(s) {
+		return len(s), true
+	}
+	return utf8.RuneCountInString(s), false
+}
+
 // runeOffset returns the byte offset of rune index i in s, clamped to
 // [0, len(s)].
 func runeOffset(s string, i int, ascii bool) int {
@@ -299,11 +308,8 @@ func biSubs(th *Thread, a []Value) Value {
 	}
 	s := strArg(th, "subs", a[0], 1)
 	start := th.Int("subs", a[1], 2)
-	ascii := isASCII(s)
-	n := int64(len(s))
-	if !ascii {
-		n = int64(utf8.RuneCountInString(s))
-	}
+	rn, ascii := runeLen(s)
+	n := int64(rn)
 	end := n
 	if len(a) == 3 && a[2] != nil {
 		end = th.Int("subs", a[2], 3)
@@ -498,11 +504,7 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 	default:
 		th.TypeError(fn, "string", a[1], 2)
 	}
-	ascii := isASCII(s)
-	n := len(s)
-	if !ascii {
-		n = utf8.RuneCountInString(s)
-	}
+	n, ascii := runeLen(s)
 	if !last {
 		from := 0
 		if len(a) == 3 {
