@@ -10,7 +10,9 @@ import "math"
 // goes to Fn (slowCall1/slowCall2), so results and error messages stay
 // exactly those of Fn.
 
-// slowCall1 calls b.Fn with one argument on the value stack.
+// slowCall1 calls b.Fn with one argument on the value stack. It and
+// slowCall2 are the fallback of every fixed-arity entry, so they store
+// the arguments directly rather than through withArgs's slice.
 func slowCall1(th *Thread, b *Builtin, x Value) Value {
 	mark := th.sp
 	a := th.allocArgs(1)
@@ -31,14 +33,7 @@ func slowCall2(th *Thread, b *Builtin, x, y Value) Value {
 }
 
 // callBuiltin3 calls b.Fn with three arguments on the value stack.
-func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value {
-	mark := th.sp
-	a := th.allocArgs(3)
-	a[0], a[1], a[2] = x, y, z
-	v := b.Fn(th, a)
-	th.sp = mark
-	return v
-}
+func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value { return th.withArgs(b.Fn, x, y, z) }
 
 // attachFast sets fn1/fn2 on the builtins that have a fast path. It runs
 // once, while the table is built. Each entry is one flat function: these

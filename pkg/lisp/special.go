@@ -161,14 +161,21 @@ func (c *compiler) argc(f *form, name string, min, max int) {
 func sfDo(c *compiler, f *form, tail bool) node { return c.compileBody(f.items[1:], tail) }
 
 func sfIf(c *compiler, f *form, tail bool) node {
-	c.argc(f, "if", 2, 3)
-	test := c.compile(f.items[1], false)
-	then := c.compile(f.items[2], tail)
-	els := constNode(nil)
+	test, then, els := c.ifParts(f, "if", tail)
+	return ifNode(test, then, els)
+}
+
+// ifParts compiles the test and branches of (name test then else?); a
+// missing else is nil.
+func (c *compiler) ifParts(f *form, name string, tail bool) (test, then, els node) {
+	c.argc(f, name, 2, 3)
+	test = c.compile(f.items[1], false)
+	then = c.compile(f.items[2], tail)
+	els = constNode(nil)
 	if len(f.items) == 4 {
 		els = c.compile(f.items[3], tail)
 	}
-	return ifNode(test, then, els)
+	return test, then, els
 }
 
 func ifNode(test, then, els node) node {
@@ -181,13 +188,7 @@ func ifNode(test, then, els node) node {
 }
 
 func sfIfNot(c *compiler, f *form, tail bool) node {
-	c.argc(f, "if-not", 2, 3)
-	test := c.compile(f.items[1], false)
-	then := c.compile(f.items[2], tail)
-	els := constNode(nil)
-	if len(f.items) == 4 {
-		els = c.compile(f.items[3], tail)
-	}
+	test, then, els := c.ifParts(f, "if-not", tail)
 	return ifNode(test, els, then)
 }
 
@@ -709,32 +710,25 @@ func sfDefn(c *compiler, f *form, _ bool) node {
 }
 
 func sfAnd(c *compiler, f *form, tail bool) node {
-	if len(f.items) == 1 {
-		return constNode(true)
-	}
-	parts := make([]node, len(f.items)-1)
-	for i, it := range f.items[1:] {
-		parts[i] = c.compile(it, tail && i == len(f.items)-2)
-	}
-	return func(fr *frame) Value {
-		var v Value
-		for _, p := range parts {
-			v = p(fr)
-			if !Truthy(v) {
-				return v
-			}
-		}
-		return v
-	}
+	return shortCircuit(c, f, tail, false, true)
 }
 
+// sfOr: a bare unqualified symbol in an or that names nothing is nil
+// (compileSym's inOr), so (or x default) works before x is defined.
 func sfOr(c *compiler, f *form, tail bool) node {
+	return shortCircuit(c, f, tail, true, nil)
+}
+
+// shortCircuit compiles and (stopOn false) and or (stopOn true): the
+// first part whose truthiness is stopOn is the value, else the last part;
+// with no parts, empty.
+func shortCircuit(c *compiler, f *form, tail, stopOn bool, empty Value) node {
 	if len(f.items) == 1 {
-		return constNode(nil)
+		return constNode(empty)
 	}
 	parts := make([]node, len(f.items)-1)
 	for i, it := range f.items[1:] {
-		if it.kind == fSym && it.ns == "" {
+		if stopOn && it.kind == fSym && it.ns == "" {
 			parts[i] = c.compileSym(it, true)
 			continue
 		}
@@ -744,7 +738,7 @@ func sfOr(c *compiler, f *form, tail bool) node {
 		var v Value
 		for _, p := range parts {
 			v = p(fr)
-			if Truthy(v) {
+			if Truthy(v) == stopOn {
 				return v
 			}
 		}
@@ -911,14 +905,21 @@ func runFor(fr *frame, levels []forLevel, i int, name string, emit func()) {
 	})
 }
 
-func sfFor(c *compiler, f *form, _ bool) node {
+// forParts compiles the bindings and body of a for or doseq. The body is
+// a scope of its own: a recur in it cannot target an enclosing loop.
+func (c *compiler) forParts(f *form, name string) ([]forLevel, node) {
 	saved := len(c.sc.locals)
 	savedRecur := c.sc.recur
 	c.sc.recur = nil
-	levels := c.compileForBindings(f, "for")
+	levels := c.compileForBindings(f, name)
 	body := c.compileBody(f.items[2:], false)
 	c.sc.locals = c.sc.locals[:saved]
 	c.sc.recur = savedRecur
+	return levels, body
+}
+
+func sfFor(c *compiler, f *form, _ bool) node {
+	levels, body := c.forParts(f, "for")
 	return func(fr *frame) Value {
 		var out []Value
 		runFor(fr, levels, 0, "for", func() {
@@ -933,13 +934,7 @@ func sfFor(c *compiler, f *form, _ bool) node {
 }
 
 func sfDoseq(c *compiler, f *form, _ bool) node {
-	saved := len(c.sc.locals)
-	savedRecur := c.sc.recur
-	c.sc.recur = nil
-	levels := c.compileForBindings(f, "doseq")
-	body := c.compileBody(f.items[2:], false)
-	c.sc.locals = c.sc.locals[:saved]
-	c.sc.recur = savedRecur
+	levels, body := c.forParts(f, "doseq")
 	return func(fr *frame) Value {
 		runFor(fr, levels, 0, "doseq", func() { body(fr) })
 		return nil

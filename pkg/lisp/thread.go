@@ -237,10 +237,18 @@ func (b *Builtin) arityText() string {
 
 // Call calls any callable value with args (args is not retained).
 func (th *Thread) Call(f Value, args ...Value) Value {
+	return th.withArgs(func(th *Thread, a []Value) Value { return th.call(f, a) }, args...)
+}
+
+// withArgs copies args onto the value stack, calls fn with them there
+// and pops them (args is not retained).
+func (th *Thread) withArgs(fn BuiltinFunc, args ...Value) Value {
 	mark := th.sp
 	a := th.allocArgs(len(args))
-	copy(a, args)
-	v := th.call(f, a)
+	for i, x := range args { // not copy: a call to typedslicecopy costs more than one or two stores
+		a[i] = x
+	}
+	v := fn(th, a)
 	th.sp = mark
 	return v
 }
@@ -263,12 +271,7 @@ func (th *Thread) Call1(f Value, x Value) Value {
 		th.tick()
 		return kwGet(x, k)
 	}
-	mark := th.sp
-	a := th.allocArgs(1)
-	a[0] = x
-	v := th.call(f, a)
-	th.sp = mark
-	return v
+	return th.Call(f, x)
 }
 
 // Call2 calls f with two arguments without allocating.
@@ -284,12 +287,7 @@ func (th *Thread) Call2(f Value, x, y Value) Value {
 			return c.fn2(th, x, y)
 		}
 	}
-	mark := th.sp
-	a := th.allocArgs(2)
-	a[0], a[1] = x, y
-	v := th.call(f, a)
-	th.sp = mark
-	return v
+	return th.Call(f, x, y)
 }
 
 // call dispatches on the callable's type. args lives on the value stack.
@@ -493,39 +491,30 @@ func (lc *loopCaller) end() {
 	}
 }
 
-func (lc *loopCaller) call1(x Value) Value {
-	if lc.kw != nil {
-		lc.th.tick() // as Call1
-		return kwGet(x, lc.kw)
-	}
-	if lc.ar == nil {
-		return lc.th.Call1(lc.f, x)
-	}
+func (lc *loopCaller) call1(x Value) Value { return lc.call(1, x, nil) }
+
+func (lc *loopCaller) call2(x, y Value) Value { return lc.call(2, x, y) }
+
+// call calls f with n (1 or 2) arguments: x, and y when n is 2.
+func (lc *loopCaller) call(n int, x, y Value) Value {
 	th := lc.th
+	if lc.ar == nil {
+		switch {
+		case lc.kw != nil:
+			th.tick() // as Call1
+			return kwGet(x, lc.kw)
+		case n == 1:
+			return th.Call1(lc.f, x)
+		}
+		return th.Call2(lc.f, x, y)
+	}
 	th.tick()
 	s := lc.fr.slots
 	s[0] = x
-	for i := 1; i < len(s); i++ {
-		s[i] = nil
+	if n == 2 {
+		s[1] = y
 	}
-	th.sp = lc.base
-	amark := th.alloc
-	v := th.runArity(lc.fr, lc.ar)
-	if th.alloc != amark {
-		th.credit2(amark, x, nil, v)
-	}
-	return v
-}
-
-func (lc *loopCaller) call2(x, y Value) Value {
-	if lc.ar == nil {
-		return lc.th.Call2(lc.f, x, y)
-	}
-	th := lc.th
-	th.tick()
-	s := lc.fr.slots
-	s[0], s[1] = x, y
-	for i := 2; i < len(s); i++ {
+	for i := n; i < len(s); i++ {
 		s[i] = nil
 	}
 	th.sp = lc.base
@@ -541,7 +530,17 @@ func (lc *loopCaller) call2(x, y Value) Value {
 // arity for that many args is plain symbols gets its arguments written
 // straight into its slots (no argument copy, no arity search).
 func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
-	ar := c.proto.direct[1]
+	return th.callDirect(c, 1, x, nil)
+}
+
+func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
+	return th.callDirect(c, 2, x, y)
+}
+
+// callDirect is call1Closure and call2Closure: n (1 or 2) arguments, x
+// and, when n is 2, y.
+func (th *Thread) callDirect(c *Closure, n int, x, y Value) (Value, bool) {
+	ar := c.proto.direct[n]
 	if ar == nil {
 		return nil, false
 	}
@@ -549,27 +548,10 @@ func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
 	mark, amark := th.sp, th.alloc
 	slots := th.allocArgs(ar.nslots)
 	slots[0] = x
-	for i := 1; i < len(slots); i++ {
-		slots[i] = nil
+	if n == 2 {
+		slots[1] = y
 	}
-	v := th.runBody(th.enter(c, slots), ar)
-	th.sp = mark
-	if th.alloc != amark {
-		th.credit2(amark, x, nil, v)
-	}
-	return v, true
-}
-
-func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
-	ar := c.proto.direct[2]
-	if ar == nil {
-		return nil, false
-	}
-	th.tick()
-	mark, amark := th.sp, th.alloc
-	slots := th.allocArgs(ar.nslots)
-	slots[0], slots[1] = x, y
-	for i := 2; i < len(slots); i++ {
+	for i := n; i < len(slots); i++ {
 		slots[i] = nil
 	}
 	v := th.runBody(th.enter(c, slots), ar)
