@@ -592,7 +592,7 @@ func biMap(th *Thread, a []Value) Value {
 	if len(a) == 2 {
 		coll := a[1]
 		if s, ok := coll.(*LazySeq); ok {
-			return lazyMap(s, func(th *Thread, _ int, v Value) Value { return th.Call1(f, v) })
+			return lazyEach(s, func(th *Thread, _ int, x Value) (Value, bool) { return th.Call1(f, x), true })
 		}
 		items := th.Seq(coll, "map", 2)
 		th.allocSlots(len(items))
@@ -675,32 +675,20 @@ func biMap(th *Thread, a []Value) Value {
 	return &Vector{items: out}
 }
 
-// lazyMap is the lazy seq of f applied to each item of s and its index,
-// called as the result is realised.
-func lazyMap(s *LazySeq, f func(th *Thread, i int, v Value) Value) *LazySeq {
-	i := 0
-	return NewLazySeq(func(th *Thread) (Value, bool) {
-		v, ok := s.nth(th, i)
-		if !ok {
-			return nil, false
-		}
-		i++
-		return f(th, i-1, v), true
-	})
-}
-
-// lazyFilter is the lazy seq of the items of s that keep accepts, asked
-// in order as the result is realised.
-func lazyFilter(s *LazySeq, keep func(th *Thread, v Value) bool) *LazySeq {
+// lazyEach is the lazy seq of f's results over the items of s (x, at
+// index i) that f keeps (ok): map, filter and the like on a lazy seq.
+// f is called in order, once per item, as the result is realised, with
+// the thread that realises it.
+func lazyEach(s *LazySeq, f func(th *Thread, i int, x Value) (Value, bool)) *LazySeq {
 	i := 0
 	return NewLazySeq(func(th *Thread) (Value, bool) {
 		for {
-			v, ok := s.nth(th, i)
+			x, ok := s.nth(th, i)
 			if !ok {
 				return nil, false
 			}
 			i++
-			if keep(th, v) {
+			if v, ok := f(th, i-1, x); ok {
 				return v, true
 			}
 		}
@@ -709,7 +697,7 @@ func lazyFilter(s *LazySeq, keep func(th *Thread, v Value) bool) *LazySeq {
 
 func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	if s, ok := coll.(*LazySeq); ok {
-		return lazyFilter(s, func(th *Thread, v Value) bool { return Truthy(th.Call1(pred, v)) == keep })
+		return lazyEach(s, func(th *Thread, _ int, x Value) (Value, bool) { return x, Truthy(th.Call1(pred, x)) == keep })
 	}
 	items := th.Seq(coll, name, 2)
 	// one allocation of the input's size beats append growth (the spare

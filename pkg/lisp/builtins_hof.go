@@ -125,54 +125,10 @@ func registerHOF(r *registry) {
 		return NewVector(v.Items()[start:end:end])
 	}).doc("the items of a vector from start (to end)")
 	r.add("split-at", 2, 2, func(th *Thread, a []Value) Value {
-		n := th.Int("split-at", a[0], 1)
-		var head []Value
-		var rest Value = emptyVector
-		if s, ok := a[1].(*LazySeq); ok {
-			for i := int64(0); i < n; i++ {
-				x, ok := s.nth(th, int(i))
-				if !ok {
-					break
-				}
-				head = append(head, x)
-			}
-			rest = dropLazy(s, len(head))
-		} else {
-			items := th.Seq(a[1], "split-at", 2)
-			k := int(max(0, min(n, int64(len(items)))))
-			head = items[:k:k]
-			if k < len(items) {
-				rest = NewVector(items[k:len(items):len(items)])
-			}
-		}
-		return th.MakeVector([]Value{sliceVec(head), rest})
+		return splitHead(th, "split-at", a[1], max(0, th.Int("split-at", a[0], 1)), nil)
 	}).doc("[(take n coll) (drop n coll)]")
 	r.add("split-with", 2, 2, func(th *Thread, a []Value) Value {
-		var head []Value
-		var rest Value = emptyVector
-		if s, ok := a[1].(*LazySeq); ok {
-			i := 0
-			for {
-				x, ok := s.nth(th, i)
-				if !ok || !Truthy(th.Call1(a[0], x)) {
-					break
-				}
-				head = append(head, x)
-				i++
-			}
-			rest = dropLazy(s, i)
-		} else {
-			items := th.Seq(a[1], "split-with", 2)
-			k := 0
-			for k < len(items) && Truthy(th.Call1(a[0], items[k])) {
-				k++
-			}
-			head = items[:k:k]
-			if k < len(items) {
-				rest = NewVector(items[k:len(items):len(items)])
-			}
-		}
-		return th.MakeVector([]Value{sliceVec(head), rest})
+		return splitHead(th, "split-with", a[1], -1, func(x Value) bool { return Truthy(th.Call1(a[0], x)) })
 	}).doc("[(take-while pred coll) (drop-while pred coll)]")
 	r.add("partition-by", 2, 2, func(th *Thread, a []Value) Value {
 		if s, ok := a[1].(*LazySeq); ok {
@@ -214,21 +170,12 @@ func registerHOF(r *registry) {
 	}).doc("groups of consecutive items with the same f result").ref(refSeq).hof(1)
 	r.add("dedupe", 1, 1, func(th *Thread, a []Value) Value {
 		if s, ok := a[0].(*LazySeq); ok {
-			i := 0
-			return NewLazySeq(func(th *Thread) (Value, bool) {
-				for {
-					x, ok := s.nth(th, i)
-					if !ok {
-						return nil, false
-					}
-					i++
-					if i == 1 {
-						return x, true
-					}
-					if prev, _ := s.nth(th, i-2); !Equal(x, prev) {
-						return x, true
-					}
+			return lazyEach(s, func(th *Thread, i int, x Value) (Value, bool) {
+				if i == 0 {
+					return x, true
 				}
+				prev, _ := s.nth(th, i-1)
+				return x, !Equal(x, prev)
 			})
 		}
 		items := th.Seq(a[0], "dedupe", 1)
@@ -418,6 +365,37 @@ func sliceVec(items []Value) *Vector {
 	return NewVector(items)
 }
 
+// splitHead is [head rest] of coll: head its first items, at most limit
+// of them (limit < 0: no limit) and, with keep, only while keep accepts
+// them; a lazy coll is realised only as far as the head and rest stays
+// lazy.
+func splitHead(th *Thread, name string, coll Value, limit int64, keep func(x Value) bool) Value {
+	var head []Value
+	var rest Value = emptyVector
+	more := func(i int) bool { return limit < 0 || int64(i) < limit }
+	if s, ok := coll.(*LazySeq); ok {
+		for i := 0; more(i); i++ {
+			x, ok := s.nth(th, i)
+			if !ok || (keep != nil && !keep(x)) {
+				break
+			}
+			head = append(head, x)
+		}
+		rest = dropLazy(s, len(head))
+	} else {
+		items := th.Seq(coll, name, 2)
+		k := 0
+		for k < len(items) && more(k) && (keep == nil || keep(items[k])) {
+			k++
+		}
+		head = items[:k:k]
+		if k < len(items) {
+			rest = NewVector(items[k:len(items):len(items)])
+		}
+	}
+	return th.MakeVector([]Value{sliceVec(head), rest})
+}
+
 // dropLazy returns the lazy seq s without its first n items.
 func dropLazy(s *LazySeq, n int) *LazySeq {
 	i := n
@@ -451,18 +429,9 @@ func seqCursor(th *Thread, coll Value, fn string, argN int) func(i int) (Value, 
 // another run's thread than the one that built it).
 func keepEach(th *Thread, name string, coll Value, fn func(th *Thread, i int, x Value) Value) Value {
 	if s, ok := coll.(*LazySeq); ok {
-		i := 0
-		return NewLazySeq(func(th *Thread) (Value, bool) {
-			for {
-				x, ok := s.nth(th, i)
-				if !ok {
-					return nil, false
-				}
-				i++
-				if v := fn(th, i-1, x); v != nil {
-					return v, true
-				}
-			}
+		return lazyEach(s, func(th *Thread, i int, x Value) (Value, bool) {
+			v := fn(th, i, x)
+			return v, v != nil
 		})
 	}
 	var out []Value

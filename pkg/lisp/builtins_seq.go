@@ -416,7 +416,7 @@ func concatItems(th *Thread, name string, colls []Value, args bool) Value {
 func biMapIndexed(th *Thread, a []Value) Value {
 	f := a[0]
 	if s, ok := a[1].(*LazySeq); ok {
-		return lazyMap(s, func(th *Thread, i int, v Value) Value { return th.Call2(f, Int(int64(i)), v) })
+		return lazyEach(s, func(th *Thread, i int, x Value) (Value, bool) { return th.Call2(f, Int(int64(i)), x), true })
 	}
 	items := th.Seq(a[1], "map-indexed", 2)
 	th.allocSlots(len(items))
@@ -733,12 +733,12 @@ func reverseOf(th *Thread, name string, coll Value) Value {
 func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
 	if src, ok := coll.(*LazySeq); ok {
 		var seen valueSet
-		return lazyFilter(src, func(th *Thread, it Value) bool {
+		return lazyEach(src, func(th *Thread, _ int, it Value) (Value, bool) {
 			k := it
 			if key != nil {
 				k = keyOf(th, key, it)
 			}
-			return seen.add(k)
+			return it, seen.add(k)
 		})
 	}
 	items := th.Seq(coll, name, argN)
