@@ -137,15 +137,9 @@ func registerInterop(r *registry) {
 	r.add(".equals", 2, 2, func(th *Thread, a []Value) Value { return Equal(a[0], a[1]) }).
 		doc("Java's equals")
 	r.add(".isEmpty", 1, 1, func(th *Thread, a []Value) Value {
-		switch c := a[0].(type) {
-		case *Vector:
-			return c.Len() == 0
-		case *Map:
-			return c.Len() == 0
-		case hostMap:
-			return len(c.src()) == 0
-		case *Set:
-			return c.Len() == 0
+		switch a[0].(type) {
+		case *Vector, *Map, hostMap, *Set:
+			return isEmpty(th, ".isEmpty", a[0])
 		}
 		return strArg(th, ".isEmpty", a[0], 1) == ""
 	}).doc("true for an empty string")

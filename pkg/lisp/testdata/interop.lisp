@@ -71,6 +71,13 @@
 [(.toString 42) (.toString :a) (.equals "a" "a") (.equals 1 1.0) (.isEmpty "") (.isEmpty []) (.isEmpty "x") (.charAt "héllo" 1)]
 ;=> ["42" ":a" true true true true false "é"]
 ---
+;; .isEmpty: a collection's emptiness, else a string's; nil and seqs are type errors
+[(.isEmpty {}) (.isEmpty {:a 1}) (.isEmpty #{}) (.isEmpty #{1}) (.isEmpty [nil])]
+;=> [true false true false false]
+---
+(.isEmpty (iterate inc 1))
+;;; "type_error: 1:1: .isEmpty: expected string"
+---
 ;; .split takes a regex, as Java's String.split; .replace is literal
 [(.split "a.b,c" "[.,]") (.split "a,b,,," ",") (.split "a,b,c" "," 2) (.replace "a.b.c" "." "-")]
 ;=> [["a" "b" "c"] ["a" "b"] ["a" "b,c"] "a-b-c"]
