@@ -156,21 +156,23 @@ func (s *hashStore) set(key, val Value, edit *editToken) bool {
 // A Go map grows by doubling, rehashing its entries at every step; for a
 // map built by a reduce over a vector of many items (an index by id) that
 // rehashing costs about as much as the inserts. So when a map of the
-// store reaches a checkpoint (1024 entries, then 16 times as many each
+// store reaches a checkpoint (1024 entries, then 4 times as many each
 // time), fit estimates its final size from the reduce's progress (entries
 // per item so far, times the items the reduce has) and the map is rebuilt
 // once with room for that many: at most the items the reduce has, and at
-// most 16 times its entries, which bounds the room a map whose keys stop
-// being new (a count per category) can waste.
+// most 4 times its entries, which bounds the room a map whose keys stop
+// being new (a count per category) leaves unused: an int-keyed map then
+// takes at most about what its entries are charged (trieEntryBytes), a
+// map of longer keys a little more, as a map just doubled by Go does.
 const (
 	fitFirst = 1 << 10 // the first checkpoint
-	fitShift = 4       // log2 of the factor between checkpoints
+	fitShift = 2       // log2 of the factor between checkpoints
 )
 
 // fit reports the capacity a map of the store that has just reached n
 // entries is to be rebuilt with, if it is to be: n is a checkpoint, a
 // reduce over a known number of items feeds the transient and the
-// estimate is at least four times n.
+// estimate is at least twice n.
 func fit(n int, edit *editToken) (int, bool) {
 	if n < fitFirst || n&(n-1) != 0 || (bits.TrailingZeros(uint(n))-bits.TrailingZeros(fitFirst))%fitShift != 0 {
 		return 0, false
@@ -179,7 +181,7 @@ func fit(n int, edit *editToken) (int, bool) {
 		return 0, false
 	}
 	est := int(min(int64(n)*int64(edit.items)/int64(edit.done), int64(edit.items), int64(n)<<fitShift))
-	if est < 4*n {
+	if est < 2*n {
 		return 0, false
 	}
 	return est, true

@@ -197,26 +197,27 @@ func TestStoredMapEscapes(t *testing.T) {
 
 // TestStoreFit checks when and how far a store's map is resized: only at
 // its checkpoints, only for a reduce over a known number of items, never
-// beyond those items nor beyond 16 times its entries, and only when the
-// estimate is well beyond what the map holds.
+// beyond those items nor beyond 4 times its entries, and only when the
+// estimate is at least twice what the map holds.
 func TestStoreFit(t *testing.T) {
 	for _, c := range []struct {
 		n, items, done int
 		want           int // 0: not resized
 	}{
-		{1024, 10_000, 1024, 10_000},     // one entry per item: room for all
-		{1024, 100_000, 1024, 16 * 1024}, // at most 16 times its entries
-		{16 * 1024, 100_000, 16 * 1024, 100_000},
-		{1024, 1_000_000, 1100, 16 * 1024},
-		{1024, 3000, 1024, 0},      // under four times its entries
-		{1024, 100_000, 50_000, 0}, // keys have mostly stopped being new
+		{1024, 3000, 1024, 3000},     // one entry per item: room for all
+		{1024, 10_000, 1024, 4096},   // at most 4 times its entries
+		{4096, 10_000, 4096, 10_000}, // the next checkpoint
+		{16 * 1024, 100_000, 16 * 1024, 64 * 1024},
+		{1024, 1_000_000, 1100, 4096},
+		{1024, 100_000, 60_000, 0}, // keys have mostly stopped being new
+		{1024, 2000, 1024, 0},      // under twice its entries
 		{1023, 100_000, 1023, 0},   // not a checkpoint
 		{2048, 100_000, 2048, 0},   // not a checkpoint
 		{512, 100_000, 512, 0},     // before the first one
 		{1024, 0, 0, 0},            // not fed by a reduce over a vector
 		{1024, 100_000, 0, 0},      // no progress known
 		{1024, 2000, 3000, 0},      // inconsistent progress
-		{256 * 1024, 8_000_000, 256 * 1024, 4 * 1024 * 1024},
+		{256 * 1024, 8_000_000, 256 * 1024, 1024 * 1024},
 	} {
 		var edit *editToken
 		if c.items > 0 {
