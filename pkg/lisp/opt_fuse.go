@@ -11,10 +11,11 @@ import (
 //
 // Evaluated as written, filter and map each build a vector the size of
 // their input only for reduce to walk it once and drop it. When the
-// compiler sees reduce (or count) applied to a chain of map/filter/remove
-// calls (one function, one collection each) whose functions are all pure,
-// it compiles one loop instead: each item goes through the stages and
-// straight into the reducing function.
+// compiler sees reduce (or count, distinct, set, frequencies, group-by)
+// applied to a chain of map/filter/remove calls (one function, one
+// collection each) whose functions are all pure, it compiles one loop
+// instead: each item goes through the stages and straight into the
+// reducing function.
 //
 // The result is exactly the eager pipeline's. Arguments are evaluated in
 // the order the program gives them. Pure functions (pureFn) cannot observe

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// fusePipeline builds a random reduce (or count, distinct, set) over a map/filter/remove
-// chain from rng: the same pipeline as written (fused) and with the chain
+// fusePipeline builds a random reduce (or count, distinct, set,
+// frequencies, group-by) over a map/filter/remove chain from rng: the same pipeline as written (fused) and with the chain
 // wrapped in identity (which does not fuse).
 func fusePipeline(rng *rand.Rand) (fused, eager string) {
 	stageFns := []string{"inc", ":x", "even?", "odd?", "nil?", "some?", "#(* 2 %)", "str", "(fn [x] (if (> x 5) x nil))",
