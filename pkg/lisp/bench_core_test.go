@@ -1,8 +1,6 @@
 package lisp
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -20,16 +18,7 @@ func BenchmarkPipelinesViewedOnce(b *testing.B) {
 		}
 		ctxData := map[string]any{"records": recs}
 		for _, p := range pipelines {
-			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
-				if _, err := Exec(context.Background(), p.src, opts); err != nil {
-					b.Fatal(err.(*Error).Detail())
-				}
-				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
-			})
-			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				loopCPU(b, func() { p.goFn(rs) })
-			})
+			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1})
 		}
 	}
 }

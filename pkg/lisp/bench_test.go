@@ -215,18 +215,24 @@ func benchPipelines(b *testing.B, ps []pipeline) {
 		}
 		ctxData := map[string]any{"records": recs}
 		for _, p := range ps {
-			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
-				if _, err := Exec(context.Background(), p.src, opts); err != nil {
-					b.Fatal(err.(*Error).Detail())
-				}
-				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
-			})
-			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				loopCPU(b, func() { p.goFn(rs) })
-			})
+			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1})
 		}
 	}
+}
+
+// benchPipeline runs p as PTC-Lisp with opts (its records in
+// opts.Context) and as hand-written Go over rs, as the sub-benchmarks
+// name/n/lisp and name/n/go.
+func benchPipeline(b *testing.B, p pipeline, n int, rs []map[string]any, opts Options) {
+	b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
+		if _, err := Exec(context.Background(), p.src, opts); err != nil {
+			b.Fatal(err.(*Error).Detail())
+		}
+		loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
+	})
+	b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
+		loopCPU(b, func() { p.goFn(rs) })
+	})
 }
 
 // BenchmarkPipelinesFromGo measures from the caller's starting point:
@@ -239,16 +245,7 @@ func BenchmarkPipelinesFromGo(b *testing.B) {
 		rs := benchRecords(n)
 		ctxData := map[string]any{"records": rs}
 		for _, p := range pipelines {
-			b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
-				opts := Options{Context: ctxData, Timeout: time.Minute}
-				if _, err := Exec(context.Background(), p.src, opts); err != nil {
-					b.Fatal(err.(*Error).Detail())
-				}
-				loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
-			})
-			b.Run(fmt.Sprintf("%s/%d/go", p.name, n), func(b *testing.B) {
-				loopCPU(b, func() { p.goFn(rs) })
-			})
+			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute})
 		}
 		b.Run(fmt.Sprintf("convert/%d", n), func(b *testing.B) {
 			loopCPU(b, func() { FromGo(rs) })
