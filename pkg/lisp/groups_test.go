@@ -130,3 +130,38 @@ func TestGroupByGroups(t *testing.T) {
 		t.Errorf("%s: %v, want the stage's error at column %d", src, err, strings.Index(src, "#(quot 6")+1)
 	}
 }
+
+// TestGroupingCharged checks that what group-by and frequencies return is
+// charged to the memory limit, fused or not, and that the stage vectors a
+// fused form does not build are not.
+func TestGroupingCharged(t *testing.T) {
+	xs, ys := make([]any, 5000), make([]any, 20_000)
+	for i := range ys {
+		ys[i] = int64(i)
+	}
+	copy(xs, ys)
+	for src, wantErr := range map[string]bool{
+		`(count (group-by even? ctx/xs))`:                 false,
+		`(count (group-by even? (map inc ctx/xs)))`:       false,
+		`(count (frequencies (map even? ctx/xs)))`:        false,
+		`(count (group-by identity ctx/xs))`:              true, // 5,000 groups
+		`(count (group-by identity (map inc ctx/xs)))`:    true,
+		`(count (frequencies (map inc ctx/xs)))`:          true, // 5,000 counts
+		`(count (frequencies (filter #(< % 10) ctx/xs)))`: false,
+		`(count (group-by :k (filter #(< % 10) ctx/xs)))`: false,
+		`(count (group-by even? ctx/ys))`:                 true, // the groups' 20,000 slots
+		`(count (group-by even? (map inc ctx/ys)))`:       true,
+		`(count (filter even? (map inc ctx/ys)))`:         false, // no stage vector is built
+		`(count (frequencies (map even? ctx/ys)))`:        false,
+	} {
+		_, err := Exec(context.Background(), src, Options{Context: map[string]any{"xs": xs, "ys": ys}, MaxMemory: 256 << 10})
+		e, isErr := err.(*Error)
+		if err != nil && (!isErr || e.Kind != KindMemory) {
+			t.Errorf("%s: %v, want a memory error or none", src, err)
+			continue
+		}
+		if (err != nil) != wantErr {
+			t.Errorf("%s: error %v, want one: %v", src, err, wantErr)
+		}
+	}
+}
