@@ -144,15 +144,21 @@ func sortEntries(es []mapEntry) {
 func (m *Map) Each(fn func(k, v Value) bool) {
 	m = m.form()
 	if m.root == nil {
-		for i, k := range m.shape.keys {
-			if !fn(k, m.vals[i]) {
-				return
-			}
-		}
+		m.eachSmall(fn)
 		return
 	}
 	for _, e := range m.entries() {
 		if !fn(e.key, e.val) {
+			return
+		}
+	}
+}
+
+// eachSmall calls fn for each entry of a small map, in key order, until fn
+// returns false.
+func (m *Map) eachSmall(fn func(k, v Value) bool) {
+	for i, k := range m.shape.keys {
+		if !fn(k, m.vals[i]) {
 			return
 		}
 	}
@@ -240,20 +246,8 @@ func (m *Map) Get(key Value) (Value, bool) {
 	if m.src != nil {
 		return m.viewGet(key)
 	}
-	if m.root == nil {
-		if m.shape == nil {
-			_, v, ok := m.storeLookup(key)
-			return v, ok
-		}
-		if i := m.findSmall(key); i >= 0 {
-			return m.vals[i], true
-		}
-		return nil, false
-	}
-	if e := m.root.find(hashValue(key), key); e != nil {
-		return e.val, true
-	}
-	return nil, false
+	_, v, ok := m.lookup(key)
+	return v, ok
 }
 
 // lookupKey returns the stored key matching key (flex), if any.
@@ -261,20 +255,26 @@ func (m *Map) lookupKey(key Value) (Value, bool) {
 	if m.src != nil {
 		return m.viewKey(key)
 	}
+	k, _, ok := m.lookup(key)
+	return k, ok
+}
+
+// lookup finds the entry matching key (flex) in a map that is not a view:
+// its stored key and its value.
+func (m *Map) lookup(key Value) (k, v Value, ok bool) {
 	if m.root == nil {
 		if m.shape == nil {
-			k, _, ok := m.storeLookup(key)
-			return k, ok
+			return m.storeLookup(key)
 		}
 		if i := m.findSmall(key); i >= 0 {
-			return m.shape.keys[i], true
+			return m.shape.keys[i], m.vals[i], true
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	if e := m.root.find(hashValue(key), key); e != nil {
-		return e.key, true
+		return e.key, e.val, true
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // insertSmall returns a small map with a new key inserted in order.

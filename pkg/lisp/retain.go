@@ -306,11 +306,7 @@ func (m *Map) eachUnordered(fn func(k, v Value) bool) {
 		m = m.form()
 	}
 	if m.root == nil {
-		for i, k := range m.shape.keys {
-			if !fn(k, m.vals[i]) {
-				return
-			}
-		}
+		m.eachSmall(fn)
 		return
 	}
 	stop := false
