@@ -5,10 +5,11 @@ import (
 	"time"
 )
 
-// BenchmarkPipelinesViewedOnce runs each pipeline over records given as
-// FromGo views made once, outside the loop (the from-Go path without the
-// per-run boundary cost), next to the same hand-written Go: it measures
-// the interpreter core over host records.
+// BenchmarkPipelinesViewedOnce runs each pipeline over the records as
+// FromGo gives them (host records read in place), made once outside the
+// loop (the from-Go path without the per-run boundary cost), next to the
+// same hand-written Go: it measures the interpreter core over host
+// records.
 func BenchmarkPipelinesViewedOnce(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		rs := benchRecords(n)
