@@ -321,7 +321,7 @@ func TestFromGoShapes(t *testing.T) {
 	if got := PrStr(v); got != want {
 		t.Fatalf("got %s", got)
 	}
-	rs := v.(*Vector).items
+	rs := v.(*Vector).Items()
 	if rs[0].(*Map).shape == nil || rs[0].(*Map).shape != rs[2].(*Map).shape || rs[1].(*Map).shape != rs[3].(*Map).shape {
 		t.Fatal("records with the same keys do not share a shape")
 	}

@@ -95,8 +95,8 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 	case nil:
 		return nil, false
 	case *Vector:
-		if i < len(c.items) {
-			return c.items[i], true
+		if i < c.Len() {
+			return c.Items()[i], true
 		}
 		return nil, false
 	case *Set:
@@ -133,7 +133,7 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 		}
 		if es := c.entries(); i < len(es) {
 			th.allocSlots(3)
-			return &Vector{items: []Value{es[i].key, es[i].val}}, true
+			return &Vector{slots: []Value{es[i].key, es[i].val}}, true
 		}
 		return nil, false
 	}
@@ -146,8 +146,8 @@ func biLast(th *Thread, a []Value) Value {
 	case nil:
 		return nil
 	case *Vector:
-		if n := len(c.items); n > 0 {
-			return c.items[n-1]
+		if n := c.Len(); n > 0 {
+			return c.Items()[n-1]
 		}
 		return nil
 	case *Set:
@@ -170,7 +170,7 @@ func biLast(th *Thread, a []Value) Value {
 	case *Map:
 		if es := c.entries(); len(es) > 0 {
 			th.allocSlots(3)
-			return &Vector{items: []Value{es[len(es)-1].key, es[len(es)-1].val}}
+			return &Vector{slots: []Value{es[len(es)-1].key, es[len(es)-1].val}}
 		}
 		return nil
 	}
@@ -239,13 +239,13 @@ func view(items []Value, i, j int) *Vector {
 	if i >= j {
 		return emptyVector
 	}
-	return &Vector{items: items[i:j:j]}
+	return &Vector{slots: items[i:j:j]}
 }
 
 // viewOf is view over a vector's items; a view of host data is host data
 // (it shares the host's backing array).
 func viewOf(v *Vector, i, j int) *Vector {
-	w := view(v.items, i, j)
+	w := view(v.Items(), i, j)
 	if v.host && w != emptyVector {
 		w.host = true
 	}
@@ -272,7 +272,7 @@ func dropN(th *Thread, name string, coll Value, n int, argN int) Value {
 		if n == 0 {
 			return c
 		}
-		return viewOf(c, min(n, len(c.items)), len(c.items))
+		return viewOf(c, min(n, c.Len()), c.Len())
 	case *LazySeq:
 		if n == 0 {
 			return c
@@ -283,14 +283,14 @@ func dropN(th *Thread, name string, coll Value, n int, argN int) Value {
 	if n >= len(items) {
 		return emptyVector
 	}
-	return &Vector{items: items[n:len(items):len(items)]}
+	return &Vector{slots: items[n:len(items):len(items)]}
 }
 
 // seqOrNil turns an empty result into nil (next, nnext ...).
 func seqOrNil(th *Thread, v Value) Value {
 	switch c := v.(type) {
 	case *Vector:
-		if len(c.items) == 0 {
+		if c.Len() == 0 {
 			return nil
 		}
 	case *LazySeq:
@@ -308,20 +308,20 @@ func dropLast(th *Thread, name string, coll Value, n int, argN int) Value {
 		if n == 0 {
 			return c
 		}
-		return viewOf(c, 0, len(c.items)-min(n, len(c.items)))
+		return viewOf(c, 0, c.Len()-min(n, c.Len()))
 	}
 	items := th.Seq(coll, name, argN)
 	if n >= len(items) {
 		return emptyVector
 	}
-	return &Vector{items: items[: len(items)-n : len(items)-n]}
+	return &Vector{slots: items[: len(items)-n : len(items)-n]}
 }
 
 func biTake(th *Thread, a []Value) Value {
 	n := takeCount(th, "take", a[0], 1)
 	switch c := a[1].(type) {
 	case *Vector:
-		if n >= len(c.items) {
+		if n >= c.Len() {
 			return c
 		}
 		return viewOf(c, 0, n)
@@ -340,32 +340,32 @@ func biTake(th *Thread, a []Value) Value {
 	if n >= len(items) {
 		return th.MakeVector(items)
 	}
-	return &Vector{items: items[:n:n]}
+	return &Vector{slots: items[:n:n]}
 }
 
 func biTakeLast(th *Thread, a []Value) Value {
 	n := takeCount(th, "take-last", a[0], 1)
 	if c, ok := a[1].(*Vector); ok {
-		if n >= len(c.items) {
+		if n >= c.Len() {
 			return c
 		}
-		return viewOf(c, len(c.items)-n, len(c.items))
+		return viewOf(c, c.Len()-n, c.Len())
 	}
 	items := th.Seq(a[1], "take-last", 2)
 	if n >= len(items) {
 		return th.MakeVector(items)
 	}
-	return &Vector{items: items[len(items)-n : len(items) : len(items)]}
+	return &Vector{slots: items[len(items)-n : len(items) : len(items)]}
 }
 
 func biTakeWhile(th *Thread, a []Value) Value {
 	pred := a[0]
 	if c, ok := a[1].(*Vector); ok {
 		i := 0
-		for i < len(c.items) && Truthy(th.Call1(pred, c.items[i])) {
+		for i < c.Len() && Truthy(th.Call1(pred, c.Items()[i])) {
 			i++
 		}
-		if i == len(c.items) {
+		if i == c.Len() {
 			return c
 		}
 		return viewOf(c, 0, i)
@@ -435,7 +435,7 @@ func isEmpty(th *Thread, name string, coll Value) bool {
 	case nil:
 		return true
 	case *Vector:
-		return len(c.items) == 0
+		return c.Len() == 0
 	case *Map:
 		return c.Len() == 0
 	case hostMap:
@@ -455,7 +455,7 @@ func isEmpty(th *Thread, name string, coll Value) bool {
 func biSeq(th *Thread, a []Value) Value {
 	switch c := a[0].(type) {
 	case *Vector:
-		if len(c.items) == 0 {
+		if c.Len() == 0 {
 			return nil
 		}
 		return c

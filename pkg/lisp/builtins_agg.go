@@ -202,7 +202,7 @@ func biContains(th *Thread, a []Value) Value {
 		return c.Has(a[1])
 	case *Vector:
 		// unlike Clojure, a vector tests value membership, not the index
-		for _, it := range c.items {
+		for _, it := range c.Items() {
 			th.tick()
 			if Equal(it, a[1]) {
 				return true

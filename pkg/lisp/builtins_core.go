@@ -278,8 +278,8 @@ func (th *Thread) walkValue(v Value, n *int) {
 			th.walkValue(it, n)
 		}
 	case *Vector:
-		visit(len(x.items))
-		for _, it := range x.items {
+		visit(x.Len())
+		for _, it := range x.Items() {
 			switch it.(type) {
 			case *LazySeq, *Vector, *Map, *Set:
 				th.walkValue(it, n)
@@ -333,9 +333,9 @@ func printArgs(a []Value, raw bool, scrub func(string, bool) string) string {
 	parts := make([]string, len(a))
 	for i, v := range a {
 		if raw {
-			if vec, ok := v.(*Vector); ok && len(vec.items) > 0 && allChars(vec.items) {
+			if vec, ok := v.(*Vector); ok && vec.Len() > 0 && allChars(vec.Items()) {
 				var b strings.Builder
-				for _, it := range vec.items {
+				for _, it := range vec.Items() {
 					b.WriteString(it.(string))
 				}
 				parts[i] = b.String()
@@ -571,7 +571,7 @@ func biCount(th *Thread, a []Value) Value {
 	case nil:
 		return Int(0)
 	case *Vector:
-		return Int(int64(len(x.items)))
+		return Int(int64(x.Len()))
 	case *Map:
 		return Int(int64(x.Len()))
 	case hostMap:
@@ -605,7 +605,7 @@ func biMap(th *Thread, a []Value) Value {
 		if len(out) == 0 {
 			return emptyVector
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 	colls := a[1:]
 	lazy := false
@@ -657,7 +657,7 @@ func biMap(th *Thread, a []Value) Value {
 				th.allocSlots(1)
 				out = append(out, v)
 			}
-			return &Vector{items: out}
+			return &Vector{slots: out}
 		}
 		return NewLazySeq(gen)
 	}
@@ -672,7 +672,7 @@ func biMap(th *Thread, a []Value) Value {
 		out[i] = th.call(f, args)
 	}
 	th.sp = mark
-	return &Vector{items: out}
+	return &Vector{slots: out}
 }
 
 // lazyEach is the lazy seq of f's results over the items of s (x, at
@@ -716,7 +716,7 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	}
 	claim := new(atomic.Int64)
 	claim.Store(int64(len(out)))
-	return &Vector{items: out, claim: claim}
+	return &Vector{slots: out, claim: claim}
 }
 
 // transientAcc gives a reduce whose function uses its map accumulator
@@ -770,9 +770,9 @@ func biReduce(th *Thread, a []Value) Value {
 	if transient {
 		defer func() { endTransientResult(acc) }()
 	}
-	if v, ok := coll.(*Vector); ok && (started || len(v.items) > 0) {
+	if v, ok := coll.(*Vector); ok && (started || v.Len() > 0) {
 		// the common case without the per-item callback of Each
-		items := v.items
+		items := v.Items()
 		if !started {
 			acc, items = items[0], items[1:]
 		}
@@ -817,7 +817,7 @@ func sumFast(th *Thread, init Value, hasInit bool, coll Value) (Value, bool) {
 	if !ok {
 		return nil, false
 	}
-	items := v.items
+	items := v.Items()
 	if !hasInit {
 		if len(items) == 0 {
 			return Int(0), true

@@ -53,7 +53,7 @@ func registerLazy(r *registry) {
 		for i := range out {
 			out[i] = a[1]
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}).doc("x repeated n times, or without end").ref(refSeq)
 	r.add("repeatedly", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
@@ -66,7 +66,7 @@ func registerLazy(r *registry) {
 		for i := range out {
 			out[i] = th.Call(a[1])
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}).doc("the results of calling f n times, or without end")
 }
 
@@ -135,7 +135,7 @@ func biRange(th *Thread, a []Value) Value {
 			for i := range out {
 				out[i] = Int(s0 + int64(i)*st)
 			}
-			return &Vector{items: out}
+			return &Vector{slots: out}
 		}
 		i := 0
 		return newPureSeq(func(buf []Value) []Value {
@@ -151,7 +151,7 @@ func biRange(th *Thread, a []Value) Value {
 		for x := sf; (stf > 0 && x < ef) || (stf < 0 && x > ef); x += stf {
 			out = append(out, x)
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 	x := sf
 	return newPureSeq(func(buf []Value) []Value {

@@ -136,7 +136,7 @@ func registerLogic(r *registry) {
 	}).doc("true for maps and sets: every map and set is kept in key order").pure()
 	r.add("rational?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(int64); return ok }).
 		doc("true for integers (there are no ratios)").pure()
-	r.add("map-entry?", 1, 1, func(th *Thread, a []Value) Value { v, ok := a[0].(*Vector); return ok && len(v.items) == 2 }).
+	r.add("map-entry?", 1, 1, func(th *Thread, a []Value) Value { v, ok := a[0].(*Vector); return ok && v.Len() == 2 }).
 		doc("true for a map entry: a [key value] vector").pure()
 }
 

@@ -254,8 +254,8 @@ func lookup(coll, k Value) (Value, bool) {
 	case hostMap:
 		return c.get(k)
 	case *Vector:
-		if i, ok := k.(int64); ok && i >= 0 && i < int64(len(c.items)) {
-			return c.items[i], true
+		if i, ok := k.(int64); ok && i >= 0 && i < int64(c.Len()) {
+			return c.Items()[i], true
 		}
 	case *Set:
 		if c.Has(k) {
@@ -313,7 +313,7 @@ func assocOne(th *Thread, name string, m, k, v Value) Value {
 		if !ok {
 			th.TypeError(name, "an integer index for a vector", k, 2)
 		}
-		n := int64(len(c.items))
+		n := int64(c.Len())
 		switch {
 		case i == n:
 			th.allocSlots(1)
@@ -321,11 +321,11 @@ func assocOne(th *Thread, name string, m, k, v Value) Value {
 		case i < 0 || i > n:
 			th.Raise(KindValue, "%s: index %d out of bounds for vector of %d items", name, i, n)
 		}
-		th.allocSlots(len(c.items))
-		out := make([]Value, len(c.items))
-		copy(out, c.items)
+		th.allocSlots(c.Len())
+		out := make([]Value, c.Len())
+		copy(out, c.Items())
 		out[i] = v
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 	th.TypeError(name, "a map or vector", m, 1)
 	return nil
@@ -400,18 +400,18 @@ func mapPart(th *Thread, name string, m Value, part int) Value {
 				out[i] = e.val
 			}
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	case *Vector:
 		// a vector of [k v] entries (e.g. from sort-by over a map)
-		out := make([]Value, 0, len(c.items))
-		for _, it := range c.items {
+		out := make([]Value, 0, c.Len())
+		for _, it := range c.Items() {
 			out = append(out, entryPart(th, name, it, part))
 		}
 		th.allocSlots(len(out))
 		if len(out) == 0 {
 			return nil
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 	th.TypeError(name, "a map", m, 1)
 	return nil
@@ -419,8 +419,8 @@ func mapPart(th *Thread, name string, m Value, part int) Value {
 
 // entryPart returns the key (0) or value (1) of a [k v] entry.
 func entryPart(th *Thread, name string, e Value, part int) Value {
-	if v, ok := e.(*Vector); ok && len(v.items) == 2 {
-		return v.items[part]
+	if v, ok := e.(*Vector); ok && v.Len() == 2 {
+		return v.Items()[part]
 	}
 	th.TypeError(name, "a map entry [key value]", e, 1)
 	return nil

@@ -98,7 +98,7 @@ func registerSeq(r *registry) {
 			}
 			out = append(out, it)
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}).doc("the items with sep between each two").ref(refSeq).pure()
 	r.add("zip", 1, -1, biZip).
 		doc("vectors of the items at the same index of each collection")
@@ -157,7 +157,7 @@ func seqVec(items []Value) *Vector {
 	if len(items) == 0 {
 		return emptyVector
 	}
-	return &Vector{items: items}
+	return &Vector{slots: items}
 }
 
 // keyOf applies a key argument: a keyword, string or vector path reads a
@@ -377,7 +377,7 @@ func biMapcat(th *Thread, a []Value) Value {
 			return cur[j-1], true
 		})
 	}
-	return concatItems(th, "mapcat", mapped.(*Vector).items, false)
+	return concatItems(th, "mapcat", mapped.(*Vector).Items(), false)
 }
 
 // concatItems concatenates the items of colls (nil counts as empty);
@@ -392,14 +392,14 @@ func concatItems(th *Thread, name string, colls []Value, args bool) Value {
 	n := 0
 	for _, c := range colls {
 		if v, ok := c.(*Vector); ok {
-			n += len(v.items)
+			n += v.Len()
 		}
 	}
 	th.allocSlots(n)
 	out := make([]Value, 0, n)
 	for i, c := range colls {
 		if v, ok := c.(*Vector); ok {
-			out = append(out, v.items...)
+			out = append(out, v.Items()...)
 			continue
 		}
 		argN := 0
@@ -505,15 +505,15 @@ func compareTick(th *Thread, a, b Value) (int, bool) {
 	if x == y {
 		return 0, true
 	}
-	if len(x.items) != len(y.items) {
-		if len(x.items) < len(y.items) {
+	if x.Len() != y.Len() {
+		if x.Len() < y.Len() {
 			return -1, true
 		}
 		return 1, true
 	}
-	for i := range x.items {
+	for i := range x.Items() {
 		th.tick()
-		if c, ok := compareTick(th, x.items[i], y.items[i]); !ok || c != 0 {
+		if c, ok := compareTick(th, x.Items()[i], y.Items()[i]); !ok || c != 0 {
 			return c, ok
 		}
 	}
@@ -811,7 +811,7 @@ func (g *groupSink) result(th *Thread, items []Value) Value {
 	off := 0
 	for i, n := range g.sizes {
 		next[i] = off
-		vals[i] = &Vector{items: slab[off : off+n : off+n]}
+		vals[i] = &Vector{slots: slab[off : off+n : off+n]}
 		off += n
 	}
 	for j, it := range items {
@@ -893,7 +893,7 @@ func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
 			case hasPad:
 				chunk := append(slices.Clone(items[i:]), pad[:min(len(pad), end-len(items))]...)
 				th.allocSlots(len(chunk))
-				out = append(out, &Vector{items: chunk})
+				out = append(out, &Vector{slots: chunk})
 			}
 			break
 		}
@@ -924,16 +924,16 @@ func lazyPartition(src *LazySeq, n, step int, pad []Value, hasPad, all bool) *La
 		th.allocSlots(len(chunk) + 1)
 		switch {
 		case len(chunk) == n:
-			return &Vector{items: chunk}, true
+			return &Vector{slots: chunk}, true
 		case len(chunk) == 0:
 			done = true
 			return nil, false
 		case all:
-			return &Vector{items: chunk}, true
+			return &Vector{slots: chunk}, true
 		case hasPad:
 			done = true
 			chunk = append(chunk, pad[:min(len(pad), n-len(chunk))]...)
-			return &Vector{items: chunk}, true
+			return &Vector{slots: chunk}, true
 		}
 		done = true
 		return nil, false
@@ -1028,7 +1028,7 @@ func biZip(th *Thread, a []Value) Value {
 		for j, s := range seqs {
 			row[j] = s[i]
 		}
-		out[i] = &Vector{items: row}
+		out[i] = &Vector{slots: row}
 	}
 	return seqVec(out)
 }
@@ -1083,8 +1083,8 @@ func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
 	case nil:
 		return m
 	case *Vector:
-		if len(e.items) == 2 {
-			return assocCharged(th, m, e.items[0], e.items[1])
+		if e.Len() == 2 {
+			return assocCharged(th, m, e.Items()[0], e.Items()[1])
 		}
 	case *Map:
 		if m.Len() == 0 {
@@ -1113,8 +1113,8 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 		case nil:
 			continue
 		case *Vector:
-			if len(e.items) == 2 {
-				m = m.Assoc(e.items[0], e.items[1])
+			if e.Len() == 2 {
+				m = m.Assoc(e.Items()[0], e.Items()[1])
 				if m.Len() > n {
 					th.allocEntries(m, 1)
 				}
@@ -1201,7 +1201,7 @@ func biCons(th *Thread, a []Value) Value {
 	out := make([]Value, len(items)+1)
 	out[0] = a[0]
 	copy(out[1:], items)
-	return &Vector{items: out}
+	return &Vector{slots: out}
 }
 
 func biConcat(th *Thread, a []Value) Value {
@@ -1256,7 +1256,7 @@ func biInto(th *Thread, a []Value) Value {
 	case nil, *Vector:
 		var cur []Value
 		if v, ok := to.(*Vector); ok {
-			cur = v.items
+			cur = v.Items()
 		}
 		if len(from) == 0 {
 			if to == nil {
@@ -1267,7 +1267,7 @@ func biInto(th *Thread, a []Value) Value {
 		th.allocSlots(len(cur) + len(from))
 		out := make([]Value, 0, len(cur)+len(from))
 		out = append(append(out, cur...), from...)
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	case *Set:
 		if to.Len() == 0 {
 			return setFromItems(th, from)
@@ -1290,9 +1290,9 @@ func biInto(th *Thread, a []Value) Value {
 func walkForm(th *Thread, form Value, inner, outer func(Value) Value) Value {
 	switch c := mapValue(form).(type) {
 	case *Vector:
-		th.allocSlots(len(c.items))
-		out := make([]Value, len(c.items))
-		for i, it := range c.items {
+		th.allocSlots(c.Len())
+		out := make([]Value, c.Len())
+		for i, it := range c.Items() {
 			out[i] = inner(it)
 		}
 		return outer(seqVec(out))
@@ -1307,7 +1307,7 @@ func walkForm(th *Thread, form Value, inner, outer func(Value) Value) Value {
 	case *Map:
 		m := emptyMap
 		for _, e := range c.entries() {
-			m = conjMap(th, "walk", m, inner(&Vector{items: []Value{e.key, e.val}}), 0)
+			m = conjMap(th, "walk", m, inner(&Vector{slots: []Value{e.key, e.val}}), 0)
 		}
 		return outer(m)
 	case *Set:

@@ -289,7 +289,7 @@ func biSetJoin(th *Thread, a []Value) Value {
 		for i, p := range pairs {
 			vals[i], _ = lookup(row, p[side])
 		}
-		return &Vector{items: vals}
+		return &Vector{slots: vals}
 	}
 	for _, row := range yr {
 		m, ok := asMap(row)

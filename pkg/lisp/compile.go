@@ -128,7 +128,7 @@ func restVector(th *Thread, rest []Value) Value {
 		return nil
 	}
 	th.allocSlots(len(rest))
-	return &Vector{items: slices.Clone(rest)}
+	return &Vector{slots: slices.Clone(rest)}
 }
 
 const (
@@ -477,7 +477,7 @@ func (c *compiler) compileVec(f *form) node {
 			out[i] = n(fr)
 		}
 		fr.th.allocVectorAt(len(out), pos)
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 }
 
@@ -545,7 +545,7 @@ func formData(f *form, quoted bool) (Value, bool) {
 		if len(items) == 0 {
 			return emptyVector, true
 		}
-		return &Vector{items: items}, true
+		return &Vector{slots: items}, true
 	case fMap:
 		b := newMapBuilder(len(f.items) / 2)
 		for i := 0; i+1 < len(f.items); i += 2 {

@@ -102,7 +102,7 @@ func (cv *converter) from(x any) (Value, error) {
 		for i, it := range v {
 			items[i] = it
 		}
-		return &Vector{items: items, host: true}, nil
+		return &Vector{slots: items, host: true}, nil
 	case *Keyword, *Vector, *Map, hostMap, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
 		return v, nil
 	case *WireResult:
@@ -119,7 +119,7 @@ func (cv *converter) from(x any) (Value, error) {
 			}
 			items[i] = c
 		}
-		return &Vector{items: items, host: true}, nil
+		return &Vector{slots: items, host: true}, nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() == reflect.String {
 			b := newMapBuilder(rv.Len())
@@ -222,7 +222,7 @@ func fromSlice[T any](cv *converter, xs []T) (Value, error) {
 		}
 		items[i] = c
 	}
-	return &Vector{items: items, host: true}, nil
+	return &Vector{slots: items, host: true}, nil
 }
 
 // ToGo converts a Value to plain Go data: keywords become their names,
@@ -243,8 +243,8 @@ func ToGo(v Value) any {
 	case *Keyword:
 		return x.Name
 	case *Vector:
-		out := make([]any, len(x.items))
-		for i, it := range x.items {
+		out := make([]any, x.Len())
+		for i, it := range x.Items() {
 			out[i] = ToGo(it)
 		}
 		return out

@@ -57,7 +57,7 @@ func (c *compiler) vectorPattern(p *form) binder {
 		switch x := v.(type) {
 		case nil:
 		case *Vector:
-			seq = x.items
+			seq = x.Items()
 		case *LazySeq:
 			n := len(elems)
 			if rest != nil {
@@ -85,7 +85,7 @@ func (c *compiler) vectorPattern(p *form) binder {
 		if rest != nil {
 			if len(seq) > len(elems) {
 				r := seq[len(elems):]
-				rest(fr, &Vector{items: r[:len(r):len(r)]})
+				rest(fr, &Vector{slots: r[:len(r):len(r)]})
 			} else {
 				rest(fr, nil)
 			}
@@ -208,12 +208,12 @@ func (c *compiler) mapPattern(p *form) binder {
 			m = x
 		case *Vector:
 			// keyword arguments: & {:keys [...]}
-			if len(x.items)%2 != 0 {
+			if x.Len()%2 != 0 {
 				panic(&Error{Kind: KindDestructure, Pos: pos, Msg: "expected map or nil, got " + preview(v)})
 			}
-			b := newMapBuilder(len(x.items) / 2)
-			for i := 0; i < len(x.items); i += 2 {
-				b.setExactLast(x.items[i], x.items[i+1])
+			b := newMapBuilder(x.Len() / 2)
+			for i := 0; i < x.Len(); i += 2 {
+				b.setExactLast(x.Items()[i], x.Items()[i+1])
 			}
 			m = b.build()
 		default:

@@ -95,7 +95,7 @@ func (st *hashState) hashComposite(v Value) uint32 {
 		return x.hash
 	case *Vector:
 		h := uint32(0x811c9dc5)
-		for _, it := range x.items {
+		for _, it := range x.Items() {
 			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
@@ -237,18 +237,18 @@ func (st *eqState) equalComposite(a, b Value) bool {
 			if x == y {
 				return true
 			}
-			if len(x.items) != len(y.items) {
+			if x.Len() != y.Len() {
 				return false
 			}
-			for i := range x.items {
-				if !st.equal(x.items[i], y.items[i]) {
+			for i := range x.Items() {
+				if !st.equal(x.Items()[i], y.Items()[i]) {
 					return false
 				}
 			}
 			return true
 		case *LazySeq:
 			items, done := y.snapshot()
-			return done && st.equal(x, &Vector{items: items})
+			return done && st.equal(x, &Vector{slots: items})
 		}
 		return false
 	case *Map:
@@ -294,7 +294,7 @@ func (st *eqState) equalComposite(a, b Value) bool {
 		case *LazySeq:
 			xi, xd := x.snapshot()
 			yi, yd := y.snapshot()
-			return x == y || (xd && yd && st.equal(&Vector{items: xi}, &Vector{items: yi}))
+			return x == y || (xd && yd && st.equal(&Vector{slots: xi}, &Vector{slots: yi}))
 		}
 		return false
 	case *Var:
@@ -448,14 +448,14 @@ func Compare(a, b Value) (int, bool) {
 		}
 	case *Vector:
 		if y, ok := b.(*Vector); ok {
-			if len(x.items) != len(y.items) {
-				if len(x.items) < len(y.items) {
+			if x.Len() != y.Len() {
+				if x.Len() < y.Len() {
 					return -1, true
 				}
 				return 1, true
 			}
-			for i := range x.items {
-				c, ok := Compare(x.items[i], y.items[i])
+			for i := range x.Items() {
+				c, ok := Compare(x.Items()[i], y.Items()[i])
 				if !ok {
 					return 0, false
 				}

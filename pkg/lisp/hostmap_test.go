@@ -149,13 +149,13 @@ func TestHostRecordIdentity(t *testing.T) {
 	}
 	seen := map[Value]int{}
 	v := mustFromGo(t, recs).(*Vector)
-	for _, it := range append(v.items, v.items...) {
+	for _, it := range append(v.Items(), v.Items()...) {
 		seen[it]++
 	}
 	if len(seen) != 3 {
 		t.Fatalf("records as Go map keys: %d distinct, want 3", len(seen))
 	}
-	if m, ok := AsMap(v.items[0]); !ok || m.Len() != len(recs[0]) {
+	if m, ok := AsMap(v.Items()[0]); !ok || m.Len() != len(recs[0]) {
 		t.Fatal("AsMap of a record")
 	}
 	if _, ok := AsMap("x"); ok {

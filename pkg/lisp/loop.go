@@ -350,7 +350,7 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGen
 				v0 = a0.get(fr)
 			}
 			if adv0 != nil {
-				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+				adv0.dropFirst()
 			}
 			fr.slots[s0] = v0
 			return recurSentinel
@@ -374,10 +374,10 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGen
 				v1 = a1.get(fr)
 			}
 			if adv0 != nil {
-				adv0.items = adv0.items[1:len(adv0.items):len(adv0.items)]
+				adv0.dropFirst()
 			}
 			if adv1 != nil {
-				adv1.items = adv1.items[1:len(adv1.items):len(adv1.items)]
+				adv1.dropFirst()
 			}
 			fr.slots[s0], fr.slots[s1] = v0, v1
 			return recurSentinel
@@ -398,7 +398,7 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGen
 		}
 		for i, s := range slots {
 			if v := adv[i]; v != nil {
-				v.items = v.items[1:len(v.items):len(v.items)]
+				v.dropFirst()
 			}
 			fr.slots[s] = vals[i]
 		}
@@ -411,14 +411,14 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGen
 // the loop owns and advances in place (adv, once every argument is
 // computed); anything else evaluates the call as written.
 func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
-	if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+	if v, ok := fr.slots[cu.slot].(*Vector); ok && v.Len() > 1 {
 		th := fr.th
 		th.pos = cu.pos
 		th.tick()
 		if o, _ := fr.slots[cu.own].(*Vector); o == v {
 			return v, v
 		}
-		nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+		nv := &Vector{slots: v.Items()[1:v.Len():v.Len()]}
 		fr.slots[cu.own] = nv
 		return nv, nil
 	}
@@ -525,7 +525,7 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 		var pending uint64
 		for i, an := range args {
 			if cu := curs[i]; cu != nil {
-				if v, ok := fr.slots[cu.slot].(*Vector); ok && len(v.items) > 1 {
+				if v, ok := fr.slots[cu.slot].(*Vector); ok && v.Len() > 1 {
 					// (rest xs) / (next xs) on a vector of 2+ items: a view
 					th.pos = cu.pos
 					th.tick()
@@ -533,7 +533,7 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 						a[i] = v // advanced once every argument is evaluated
 						pending |= 1 << i
 					} else {
-						nv := &Vector{items: v.items[1:len(v.items):len(v.items)]}
+						nv := &Vector{slots: v.Items()[1:v.Len():v.Len()]}
 						fr.slots[cu.own] = nv
 						a[i] = nv
 					}
@@ -545,7 +545,7 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 		for pending != 0 {
 			v := a[bits.TrailingZeros64(pending)].(*Vector)
 			pending &= pending - 1
-			v.items = v.items[1:len(v.items):len(v.items)]
+			v.dropFirst()
 		}
 		th.recurArgs = a
 		return recurSentinel

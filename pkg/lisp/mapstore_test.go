@@ -76,7 +76,7 @@ func TestStoredMapsMatchPersistent(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v", err.(*Error).Detail())
 			}
-			out := res.Value.(*Vector).items
+			out := res.Value.(*Vector).Items()
 			if got := PrStr(out[0]); strings.Contains(got, "false") {
 				t.Fatalf("checks: %s", got)
 			}

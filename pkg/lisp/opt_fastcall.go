@@ -97,28 +97,28 @@ func attachFast(r *registry) {
 	first, rest, empty, count, get := r.builtin("first"), r.builtin("rest"), r.builtin("empty?"), r.builtin("count"), r.builtin("get")
 	first.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
-			if len(v.items) == 0 {
+			if v.Len() == 0 {
 				return nil
 			}
-			return v.items[0]
+			return v.Items()[0]
 		}
 		return slowCall1(th, first, x)
 	}
 	rest.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
-			return view(v.items, min(1, len(v.items)), len(v.items))
+			return view(v.Items(), min(1, v.Len()), v.Len())
 		}
 		return slowCall1(th, rest, x)
 	}
 	empty.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
-			return len(v.items) == 0
+			return v.Len() == 0
 		}
 		return slowCall1(th, empty, x)
 	}
 	count.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
-			return Int(int64(len(v.items)))
+			return Int(int64(v.Len()))
 		}
 		return slowCall1(th, count, x)
 	}
@@ -234,10 +234,10 @@ func fastNode1(b *Builtin, a operand, pos Pos) node {
 			th.pos = pos
 			th.tick()
 			if v, ok := x.(*Vector); ok {
-				if len(v.items) == 0 {
+				if v.Len() == 0 {
 					return nil
 				}
-				return v.items[0]
+				return v.Items()[0]
 			}
 			return fn(th, x)
 		}
@@ -248,7 +248,7 @@ func fastNode1(b *Builtin, a operand, pos Pos) node {
 			th.pos = pos
 			th.tick()
 			if v, ok := x.(*Vector); ok {
-				return len(v.items) == 0
+				return v.Len() == 0
 			}
 			return fn(th, x)
 		}

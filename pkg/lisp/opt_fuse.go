@@ -154,7 +154,7 @@ func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNo
 	if !isVec {
 		return coll, nil, false
 	}
-	return nil, vec.items, true
+	return nil, vec.Items(), true
 }
 
 // passStages runs item x through the stages, innermost (last) first: its

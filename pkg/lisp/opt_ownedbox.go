@@ -360,7 +360,7 @@ func recurOwned(args []operand, curs []*cursorArg, slots []int, owned []*ownedAr
 		}
 		for i, s := range slots {
 			if v := adv[i]; v != nil {
-				v.items = v.items[1:len(v.items):len(v.items)]
+				v.dropFirst()
 			}
 			if o := owned[i]; o != nil {
 				o.store(fr, nums[i])

@@ -324,7 +324,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 		if v, ok := coll.(*Vector); ok || coll == nil {
 			var items []Value
 			if ok {
-				items = v.items
+				items = v.Items()
 			}
 			var it loopIter
 			it.begin(th, fr.slots, slots)

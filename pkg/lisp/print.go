@@ -151,7 +151,7 @@ func (p *printer) print(v Value) {
 		p.b.WriteByte(':')
 		p.b.WriteString(name)
 	case *Vector:
-		p.seq("[", "]", x.items, len(x.items))
+		p.seq("[", "]", x.Items(), x.Len())
 	case *LazySeq:
 		items, done := x.snapshot()
 		p.seq("[", "]", items, len(items))

@@ -200,14 +200,14 @@ func sameRef(a, b Value) bool {
 // sharedPrefix returns how many leading items of v are shared with an
 // input vector on the same backing array (conj appends in place).
 func (s *sizer) sharedPrefix(v *Vector) int {
-	if len(v.items) == 0 {
+	if v.Len() == 0 {
 		return 0
 	}
-	p := unsafe.SliceData(v.items)
+	p := unsafe.SliceData(v.Items())
 	best := 0
 	for _, in := range s.ins {
-		if iv, ok := in.(*Vector); ok && len(iv.items) > best && len(iv.items) <= len(v.items) && unsafe.SliceData(iv.items) == p {
-			best = len(iv.items)
+		if iv, ok := in.(*Vector); ok && iv.Len() > best && iv.Len() <= v.Len() && unsafe.SliceData(iv.Items()) == p {
+			best = iv.Len()
 		}
 	}
 	return best
@@ -233,10 +233,10 @@ func (s *sizer) add(v Value) bool {
 		if x.claim != nil { // grown by conj
 			per = conjSlotBytes
 		}
-		if s.over(int64(len(x.items)-from) * per) {
+		if s.over(int64(x.Len()-from) * per) {
 			return true
 		}
-		for _, it := range x.items[from:] {
+		for _, it := range x.Items()[from:] {
 			if s.add(it) {
 				return true
 			}

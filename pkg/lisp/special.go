@@ -929,7 +929,7 @@ func sfFor(c *compiler, f *form, _ bool) node {
 		if len(out) == 0 {
 			return emptyVector
 		}
-		return &Vector{items: out}
+		return &Vector{slots: out}
 	}
 }
 
@@ -1041,7 +1041,7 @@ func sfWhere(c *compiler, f *form, _ bool) node {
 func getPath(m Value, field Value) Value {
 	if p, ok := field.(*Vector); ok {
 		cur := m
-		for _, k := range p.items {
+		for _, k := range p.Items() {
 			cur = getKey(cur, k, nil)
 			if cur == nil {
 				return nil
@@ -1069,7 +1069,7 @@ func whereTest(got Value, op string, want Value) bool {
 		g := kwAsString(got)
 		switch c := want.(type) {
 		case *Vector:
-			for _, it := range c.items {
+			for _, it := range c.Items() {
 				if Equal(g, kwAsString(it)) {
 					return true
 				}
@@ -1088,7 +1088,7 @@ func whereTest(got Value, op string, want Value) bool {
 			s, ok := kwAsString(want).(string)
 			return ok && strings.Contains(g, s)
 		case *Vector:
-			for _, it := range g.items {
+			for _, it := range g.Items() {
 				if Equal(kwAsString(it), kwAsString(want)) {
 					return true
 				}

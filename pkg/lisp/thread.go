@@ -349,10 +349,10 @@ func (th *Thread) call(f Value, args []Value) Value {
 		if !ok {
 			th.TypeError("vector", "an integer index", args[0], 1)
 		}
-		if i < 0 || i >= int64(len(fn.items)) {
-			th.Raise(KindValue, "index %d out of bounds for vector of %d items", i, len(fn.items))
+		if i < 0 || i >= int64(fn.Len()) {
+			th.Raise(KindValue, "index %d out of bounds for vector of %d items", i, fn.Len())
 		}
-		return fn.items[i]
+		return fn.Items()[i]
 	}
 	panic(&Error{Kind: KindNotCallable, Pos: th.pos, Msg: "not callable: " + preview(f)})
 }
@@ -370,8 +370,8 @@ func getKey(m Value, k Value, dflt Value) Value {
 			return v
 		}
 	case *Vector:
-		if i, ok := k.(int64); ok && i >= 0 && i < int64(len(c.items)) {
-			return c.items[i]
+		if i, ok := k.(int64); ok && i >= 0 && i < int64(c.Len()) {
+			return c.Items()[i]
 		}
 	case *Set:
 		if c.Has(k) {
@@ -578,7 +578,7 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 	case nil:
 		return nil
 	case *Vector:
-		return c.items
+		return c.Items()
 	case *Set:
 		th.allocSlots(c.Len())
 		return c.Items()
@@ -587,7 +587,7 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 		th.allocSlots(3 * len(es))
 		out := make([]Value, len(es))
 		for i, e := range es {
-			out[i] = &Vector{items: []Value{e.key, e.val}}
+			out[i] = &Vector{slots: []Value{e.key, e.val}}
 		}
 		return out
 	case string:
@@ -647,7 +647,7 @@ func (th *Thread) MakeVector(items []Value) *Vector {
 		return emptyVector
 	}
 	th.allocVector(len(items))
-	return &Vector{items: items}
+	return &Vector{slots: items}
 }
 
 // MakeString charges s to the memory limit and returns it.

@@ -45,43 +45,79 @@ func NewKeyword(name string) *Keyword { return &Keyword{Name: name, hash: hashSt
 // atomic counter shared by all vectors on the same backing array), so conj
 // in a loop is amortized O(1) while older versions stay unchanged.
 type Vector struct {
-	items []Value
+	slots []Value       // the items, unless src is set
 	claim *atomic.Int64 // number of slots of the backing array in use; nil: none spare
+	// src, when set, holds host records viewed as the items: their item
+	// slots are made only on first need (see recsView), so a host vector
+	// costs no allocation per record until a consumer needs the slots.
+	src *recsView
 	// host marks vectors converted from host data (and views of them):
 	// the host's memory, not counted against the program's limit.
 	host bool
 }
 
 // NewVector wraps items (which the caller must not modify afterwards).
-func NewVector(items []Value) *Vector { return &Vector{items: items} }
+func NewVector(items []Value) *Vector { return &Vector{slots: items} }
 
 // Len returns the number of items.
-func (v *Vector) Len() int { return len(v.items) }
+func (v *Vector) Len() int {
+	if v.src != nil {
+		return len(v.src.recs)
+	}
+	return len(v.slots)
+}
 
-// Items returns the backing items; callers must not modify them.
-func (v *Vector) Items() []Value { return v.items }
+// Items returns the backing items; callers must not modify them. A host
+// vector of records makes its item slots here on the first call.
+func (v *Vector) Items() []Value {
+	if v.src != nil {
+		return v.src.items()
+	}
+	return v.slots
+}
 
 // At returns item i (no bounds check beyond Go's).
-func (v *Vector) At(i int) Value { return v.items[i] }
+func (v *Vector) At(i int) Value {
+	if v.src != nil {
+		return recordOf(v.src.recs[i])
+	}
+	return v.slots[i]
+}
+
+// dropFirst removes v's first item in place: only for a vector a loop
+// owns (no other reference sees it change). A host vector of records
+// keeps viewing the host's slice, one record on.
+func (v *Vector) dropFirst() {
+	if h := v.src; h != nil {
+		if p := h.slots.Load(); p != nil {
+			v.slots, v.src = (*p)[1:len(*p):len(*p)], nil
+			return
+		}
+		h.recs = h.recs[1:len(h.recs):len(h.recs)]
+		return
+	}
+	v.slots = v.slots[1:len(v.slots):len(v.slots)]
+}
 
 // Conj returns v with x appended.
 func (v *Vector) Conj(x Value) *Vector {
-	n := len(v.items)
-	if v.claim != nil && n < cap(v.items) && v.claim.CompareAndSwap(int64(n), int64(n+1)) {
-		items := v.items[:n+1]
+	cur := v.Items()
+	n := len(cur)
+	if v.claim != nil && n < cap(cur) && v.claim.CompareAndSwap(int64(n), int64(n+1)) {
+		items := cur[:n+1]
 		items[n] = x
-		return &Vector{items: items, claim: v.claim}
+		return &Vector{slots: items, claim: v.claim}
 	}
 	c := n * 2
 	if c < 4 {
 		c = 4
 	}
 	items := make([]Value, n+1, c)
-	copy(items, v.items)
+	copy(items, cur)
 	items[n] = x
 	claim := new(atomic.Int64)
 	claim.Store(int64(n + 1))
-	return &Vector{items: items, claim: claim}
+	return &Vector{slots: items, claim: claim}
 }
 
 // emptyVector is shared; it is never modified.

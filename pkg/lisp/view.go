@@ -3,6 +3,7 @@ package lisp
 import (
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -111,15 +112,14 @@ func hostValue(x any) (Value, error) {
 
 // sliceView returns a host vector over xs: maps become host records
 // (no allocation each, and no read of the record: its first touch is the
-// program's own read of it), other items are converted by hostValue.
+// program's own read of it), other items are converted by hostValue. A
+// slice of records is viewed whole (recsView): the run allocates nothing
+// per record until a consumer needs the vector's item slots.
 func sliceView[T any](xs []T) (Value, error) {
-	items := make([]Value, len(xs))
-	if ms, ok := any(xs).([]map[string]any); ok { // records: one pass
-		for i, m := range ms {
-			items[i] = recordOf(m)
-		}
-		return &Vector{items: items, host: true}, nil
+	if ms, ok := any(xs).([]map[string]any); ok {
+		return hostVector(ms), nil
 	}
+	items := make([]Value, len(xs))
 	for i, x := range xs {
 		if m, ok := any(x).(map[string]any); ok {
 			items[i] = recordOf(m)
@@ -131,7 +131,40 @@ func sliceView[T any](xs []T) (Value, error) {
 		}
 		items[i] = v
 	}
-	return &Vector{items: items, host: true}, nil
+	return &Vector{slots: items, host: true}, nil
+}
+
+// recsView is the source of a host vector of records: the host's slice
+// itself, and the vector's item slots (recordOf of each record), made at
+// most once, on first need. Values are shared between goroutines (pmap),
+// so the slots are published with a compare-and-swap: racing first readers
+// may each build them, one wins, and all return the winner's.
+type recsView struct {
+	recs  []map[string]any
+	slots atomic.Pointer[[]Value]
+}
+
+// hostVector returns the host vector viewing recs.
+func hostVector(recs []map[string]any) *Vector {
+	if len(recs) == 0 {
+		return &Vector{host: true}
+	}
+	return &Vector{src: &recsView{recs: recs}, host: true}
+}
+
+// items returns the item slots, making them on the first call.
+func (h *recsView) items() []Value {
+	if p := h.slots.Load(); p != nil {
+		return *p
+	}
+	items := make([]Value, len(h.recs))
+	for i, m := range h.recs {
+		items[i] = recordOf(m)
+	}
+	if h.slots.CompareAndSwap(nil, &items) {
+		return items
+	}
+	return *h.slots.Load()
 }
 
 // viewName returns the host key a lookup key reads: host keys are strings,

@@ -77,7 +77,7 @@ func (w *wireDecoder) value() (Value, error) {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-		return &Vector{items: items, host: true}, nil
+		return &Vector{slots: items, host: true}, nil
 	}
 	x, err := w.d.DecodeInterfaceLoose()
 	if err != nil {

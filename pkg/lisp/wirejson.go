@@ -157,7 +157,7 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 		return nil, err
 	}
 	if !full {
-		return &Vector{items: []Value{}, host: true}, nil
+		return &Vector{slots: []Value{}, host: true}, nil
 	}
 	for len(j.items) <= depth {
 		j.items = append(j.items, nil)
@@ -185,7 +185,7 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 	copy(items, j.items[depth])
 	clear(j.items[depth])
 	j.items[depth] = j.items[depth][:0]
-	return &Vector{items: items, host: true}, nil
+	return &Vector{slots: items, host: true}, nil
 }
 
 // unquoted returns the contents of the JSON string raw: the bytes between

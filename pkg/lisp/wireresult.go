@@ -96,8 +96,8 @@ func validationView(v Value) any {
 // wireListView is a decoded vector as a signature.ListView.
 type wireListView struct{ v *Vector }
 
-func (l wireListView) Len() int       { return len(l.v.items) }
-func (l wireListView) At(i int) any   { return validationView(l.v.items[i]) }
+func (l wireListView) Len() int       { return l.v.Len() }
+func (l wireListView) At(i int) any   { return validationView(l.v.Items()[i]) }
 func (l wireListView) String() string { return PrStr(l.v) }
 
 // wireMapView is a decoded map (string keys) as a signature.MapView.
@@ -150,7 +150,7 @@ func hasFirewalledKey(v Value) bool {
 			return true
 		})
 	case *Vector:
-		for _, e := range x.items {
+		for _, e := range x.Items() {
 			if hasFirewalledKey(e) {
 				return true
 			}
@@ -199,10 +199,10 @@ func encodeWire(enc *msgpack.Encoder, v Value) error {
 	case string:
 		return enc.EncodeString(x)
 	case *Vector:
-		if err := enc.EncodeArrayLen(len(x.items)); err != nil {
+		if err := enc.EncodeArrayLen(x.Len()); err != nil {
 			return err
 		}
-		for _, e := range x.items {
+		for _, e := range x.Items() {
 			if err := encodeWire(enc, e); err != nil {
 				return err
 			}
