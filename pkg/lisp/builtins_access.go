@@ -96,7 +96,7 @@ func nthOf(th *Thread, name string, coll Value, i int, argN int) (Value, bool) {
 		return nil, false
 	case *Vector:
 		if i < c.Len() {
-			return c.Items()[i], true
+			return c.At(i), true
 		}
 		return nil, false
 	case *Set:
@@ -147,7 +147,7 @@ func biLast(th *Thread, a []Value) Value {
 		return nil
 	case *Vector:
 		if n := c.Len(); n > 0 {
-			return c.Items()[n-1]
+			return c.At(n - 1)
 		}
 		return nil
 	case *Set:
@@ -245,7 +245,7 @@ func view(items []Value, i, j int) *Vector {
 // viewOf is view over a vector's items; a view of host data is host data
 // (it shares the host's backing array).
 func viewOf(v *Vector, i, j int) *Vector {
-	w := view(v.Items(), i, j)
+	w := v.sub(i, j)
 	if v.host && w != emptyVector {
 		w.host = true
 	}
@@ -362,7 +362,7 @@ func biTakeWhile(th *Thread, a []Value) Value {
 	pred := a[0]
 	if c, ok := a[1].(*Vector); ok {
 		i := 0
-		for i < c.Len() && Truthy(th.Call1(pred, c.Items()[i])) {
+		for i < c.Len() && Truthy(th.Call1(pred, c.At(i))) {
 			i++
 		}
 		if i == c.Len() {

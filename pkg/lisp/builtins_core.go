@@ -772,17 +772,17 @@ func biReduce(th *Thread, a []Value) Value {
 	}
 	if v, ok := coll.(*Vector); ok && (started || v.Len() > 0) {
 		// the common case without the per-item callback of Each
-		items := v.Items()
+		items, first := v.itemsOf(), 0
 		if !started {
-			acc, items = items[0], items[1:]
+			acc, first = items.at(0), 1
 		}
 		lc := th.newLoopCaller(f, 2)
-		tok := feeding(acc, transient, len(items))
-		for i, it := range items {
+		tok := feeding(acc, transient, items.len()-first)
+		for i := first; i < items.len(); i++ {
 			if tok != nil {
-				tok.done = i + 1
+				tok.done = i - first + 1
 			}
-			acc = lc.call2(acc, it)
+			acc = lc.call2(acc, items.at(i))
 			if r, ok := acc.(*Reduced); ok {
 				acc = r.Val // (the deferred transient cleanup reads acc)
 				break

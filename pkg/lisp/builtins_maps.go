@@ -255,7 +255,7 @@ func lookup(coll, k Value) (Value, bool) {
 		return c.get(k)
 	case *Vector:
 		if i, ok := k.(int64); ok && i >= 0 && i < int64(c.Len()) {
-			return c.Items()[i], true
+			return c.At(int(i)), true
 		}
 	case *Set:
 		if c.Has(k) {
@@ -420,7 +420,7 @@ func mapPart(th *Thread, name string, m Value, part int) Value {
 // entryPart returns the key (0) or value (1) of a [k v] entry.
 func entryPart(th *Thread, name string, e Value, part int) Value {
 	if v, ok := e.(*Vector); ok && v.Len() == 2 {
-		return v.Items()[part]
+		return v.At(part)
 	}
 	th.TypeError(name, "a map entry [key value]", e, 1)
 	return nil

@@ -513,7 +513,7 @@ func compareTick(th *Thread, a, b Value) (int, bool) {
 	}
 	for i := range x.Items() {
 		th.tick()
-		if c, ok := compareTick(th, x.Items()[i], y.Items()[i]); !ok || c != 0 {
+		if c, ok := compareTick(th, x.At(i), y.At(i)); !ok || c != 0 {
 			return c, ok
 		}
 	}
@@ -1084,7 +1084,7 @@ func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
 		return m
 	case *Vector:
 		if e.Len() == 2 {
-			return assocCharged(th, m, e.Items()[0], e.Items()[1])
+			return assocCharged(th, m, e.At(0), e.At(1))
 		}
 	case *Map:
 		if m.Len() == 0 {
@@ -1114,7 +1114,7 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 			continue
 		case *Vector:
 			if e.Len() == 2 {
-				m = m.Assoc(e.Items()[0], e.Items()[1])
+				m = m.Assoc(e.At(0), e.At(1))
 				if m.Len() > n {
 					th.allocEntries(m, 1)
 				}

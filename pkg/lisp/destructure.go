@@ -213,7 +213,7 @@ func (c *compiler) mapPattern(p *form) binder {
 			}
 			b := newMapBuilder(x.Len() / 2)
 			for i := 0; i < x.Len(); i += 2 {
-				b.setExactLast(x.Items()[i], x.Items()[i+1])
+				b.setExactLast(x.At(i), x.At(i+1))
 			}
 			m = b.build()
 		default:

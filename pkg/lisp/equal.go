@@ -241,7 +241,7 @@ func (st *eqState) equalComposite(a, b Value) bool {
 				return false
 			}
 			for i := range x.Items() {
-				if !st.equal(x.Items()[i], y.Items()[i]) {
+				if !st.equal(x.At(i), y.At(i)) {
 					return false
 				}
 			}
@@ -455,7 +455,7 @@ func Compare(a, b Value) (int, bool) {
 				return 1, true
 			}
 			for i := range x.Items() {
-				c, ok := Compare(x.Items()[i], y.Items()[i])
+				c, ok := Compare(x.At(i), y.At(i))
 				if !ok {
 					return 0, false
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -87,6 +88,28 @@ var hostMapPrograms = []string{
 	`(nth r 0)`, `(+ r 1)`, `(r)`, `(clojure.string/join r ", ")`, `(assoc r)`, `(dissoc 1 :a)`, `(inc (:user r))`, `(reduce-kv + 0 1)`,
 }
 
+// hostVecPrograms use the host vector of records rs itself: reads that
+// view the host's slice (count, nth, rest, drop, a loop's walk) and
+// writes that make the vector's item slots (conj, assoc, pop), in both
+// orders, lazy seqs kept past the vector, and pmap.
+var hostVecPrograms = []string{
+	`(count rs)`, `(nth rs 1)`, `(nth rs 5 :d)`, `(get rs 2)`, `(rs 0)`, `(peek rs)`, `(pop rs)`, `(first rs)`, `(second rs)`, `(last rs)`,
+	`(rest rs)`, `(next rs)`, `(next (drop 2 rs))`, `(drop 1 rs)`, `(drop 5 rs)`, `(take 2 rs)`, `(subvec rs 1)`, `(subvec rs 1 2)`,
+	`(butlast rs)`, `(drop-last rs)`, `(take-last 2 rs)`, `(take-while :id rs)`, `(drop-while #(< (:id %) 2) rs)`, `(empty? rs)`, `(empty? (drop 3 rs))`,
+	`(seq rs)`, `(vec rs)`, `(into [] rs)`, `(conj rs {:id 4})`, `(assoc rs 0 {:id 0})`, `(assoc rs 3 {:id 4})`, `(conj (rest rs) 1)`,
+	`[(count rs) (conj rs 1) (count rs) (nth rs 2)]`, `[(conj rs 1) (count (rest rs)) (rest rs)]`, `(= rs rs)`, `(= rs (vec (seq rs)))`,
+	`(= (rest rs) (drop 1 rs))`, `(hash rs)`, `(contains? rs 2)`, `(contains? rs 3)`, `(.indexOf rs s)`, `(reverse rs)`, `(rseq rs)`,
+	`(reduce (fn [a x] (+ a (:qty x))) 0 rs)`, `(reduce (fn [a x] (if (= 2 (:id x)) (reduced a) (+ a (:id x)))) rs)`, `(reduce + (map :qty rs))`,
+	`(->> rs (filter :qty) (map :price) (reduce +))`, `(count (filter :active rs))`, `(frequencies (map :qty rs))`, `(group-by :qty rs)`,
+	`(group-by :qty (filter :id rs))`, `(set (map :qty rs))`, `(distinct (map :qty rs))`, `(into #{} rs)`, `(mapv :id rs)`, `(keep :tag rs)`,
+	`(loop [xs rs n 0] (if (empty? xs) n (recur (rest xs) (+ n (:id (first xs))))))`, `(loop [xs rs out []] (if (seq xs) (recur (next xs) (conj out (:id (first xs)))) out))`,
+	`(loop [xs (rest rs) ys rs n 0] (if (empty? xs) [n ys] (recur (rest xs) (rest ys) (inc n))))`, `(doall (pmap :qty rs))`, `(pmap #(count %) rs)`,
+	`(let [l (map :id rs)] [(conj rs 1) l (count rs)])`, `(let [l (lazy-seq rs)] (first (rest l)))`, `(take 2 (cycle rs))`, `(interleave rs [1 2])`,
+	`(apply max-key :id rs)`, `(sort-by :id > rs)`, `(zipmap (map :id rs) rs)`, `(mapv vector rs (rest rs))`, `(into [] (map :id) rs)`,
+	`(update rs 0 :id)`, `(update-in rs [1 :user :name] str "!")`, `(get-in rs [0 :user :address :zip])`, `(assoc-in rs [2 :qty] 0)`,
+	`(str rs)`, `(pr-str (rest rs))`, `(nth rs 9)`, `(subvec rs 2 9)`, `(rs 7)`,
+}
+
 // TestHostRecordsLikeMaps runs every program with host records and with the
 // same data converted to interpreter maps: results (printed, ToGo) and
 // errors must be the same, and the host's data must come back as it was.
@@ -98,7 +121,7 @@ func TestHostRecordsLikeMaps(t *testing.T) {
 		prog := `(let [rs ctx/rs r (first rs) s (second rs) u (:user r) e (:meta r)] ` + src + `)`
 		return Exec(context.Background(), prog, Options{Context: ctx, Timeout: 10 * time.Second})
 	}
-	for _, src := range hostMapPrograms {
+	for _, src := range append(hostMapPrograms[:len(hostMapPrograms):len(hostMapPrograms)], hostVecPrograms...) {
 		got, gerr := run(src, host)
 		want, werr := run(src, interp)
 		if (gerr == nil) != (werr == nil) {
@@ -155,7 +178,7 @@ func TestHostRecordIdentity(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("records as Go map keys: %d distinct, want 3", len(seen))
 	}
-	if m, ok := AsMap(v.Items()[0]); !ok || m.Len() != len(recs[0]) {
+	if m, ok := AsMap(v.At(0)); !ok || m.Len() != len(recs[0]) {
 		t.Fatal("AsMap of a record")
 	}
 	if _, ok := AsMap("x"); ok {
@@ -221,6 +244,83 @@ func TestHostRecordsNotCounted(t *testing.T) {
 	} {
 		if _, err := Exec(context.Background(), src, opts); err != nil {
 			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
+
+// TestHostVectorSlotsOnce: goroutines reading a host vector of records at
+// once (pmap inside a run, and Items from Go) all see one set of item
+// slots, equal to the records.
+func TestHostVectorSlotsOnce(t *testing.T) {
+	recs := benchRecords(200)
+	res, err := Exec(context.Background(), `[(pmap (fn [i] [(count (conj ctx/rs i)) (:id (nth ctx/rs i)) (count (rest ctx/rs))]) (range 200))
+	  (pmap (fn [i] (reduce + (map :qty (drop i ctx/rs)))) (range 0 200 20))]`,
+		Options{Context: map[string]any{"rs": recs}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ToGo(res.Value).([]any)
+	for i, x := range got[0].([]any) {
+		if want := []any{int64(201), int64(i), int64(199)}; !reflect.DeepEqual(x, want) {
+			t.Fatalf("item %d: got %v, want %v", i, x, want)
+		}
+	}
+	for k, x := range got[1].([]any) {
+		want := int64(0)
+		for _, r := range recs[k*20:] {
+			want += r["qty"].(int64)
+		}
+		if x != want {
+			t.Fatalf("sum from %d: got %v, want %d", k*20, x, want)
+		}
+	}
+	v := hostVector(recs)
+	slots := make([][]Value, 8)
+	done := make(chan int)
+	for g := range slots {
+		go func() { slots[g] = v.Items(); done <- g }()
+	}
+	for range slots {
+		<-done
+	}
+	for g, s := range slots {
+		if &s[0] != &slots[0][0] || len(s) != len(recs) {
+			t.Fatalf("goroutine %d got other item slots", g)
+		}
+	}
+	for i, x := range slots[0] {
+		if h, ok := x.(hostMap); !ok || !sameGoMap(h.src(), recs[i]) || x != v.At(i) {
+			t.Fatalf("slot %d is %#v, not record %d", i, x, i)
+		}
+	}
+}
+
+// TestHostVectorAllocatesNoSlots: reading a host vector of records through
+// count, a fused pipeline, reduce, and a loop's walk allocates nothing per
+// record: the bytes a run allocates do not grow with the number of records.
+func TestHostVectorAllocatesNoSlots(t *testing.T) {
+	progs := []string{`(count ctx/rs)`, `(->> ctx/rs (filter :active) (map :qty) (reduce +))`,
+		`(reduce (fn [a r] (max a (:qty r))) 0 ctx/rs)`, `(count (filter :active ctx/rs))`, `(frequencies (map :category ctx/rs))`,
+		`(loop [rs ctx/rs acc 0] (if (empty? rs) acc (recur (rest rs) (+ acc (:qty (first rs))))))`,
+		`(:id (nth ctx/rs 5))`, `(:id (first (rest ctx/rs)))`, `(count (drop 3 ctx/rs))`}
+	bytesPerRun := func(src string, n int) float64 {
+		opts := Options{Context: map[string]any{"rs": benchRecords(n)}, Timeout: time.Minute, MaxSteps: -1}
+		if _, err := Exec(context.Background(), src, opts); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const runs = 5
+		for range runs {
+			Exec(context.Background(), src, opts)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / runs
+	}
+	for _, src := range progs {
+		small, large := bytesPerRun(src, 100), bytesPerRun(src, 20_100)
+		if perRec := (large - small) / 20_000; perRec >= 2 {
+			t.Errorf("%s: %.1f bytes per record per run (100 records: %.0f B, 20100: %.0f B)", src, perRec, small, large)
 		}
 	}
 }

@@ -418,7 +418,7 @@ func cursorStep(fr *frame, cu *cursorArg, a *operand) (Value, *Vector) {
 		if o, _ := fr.slots[cu.own].(*Vector); o == v {
 			return v, v
 		}
-		nv := &Vector{slots: v.Items()[1:v.Len():v.Len()]}
+		nv := v.ownedRest()
 		fr.slots[cu.own] = nv
 		return nv, nil
 	}
@@ -533,7 +533,7 @@ func sfRecur(c *compiler, f *form, tail bool) node {
 						a[i] = v // advanced once every argument is evaluated
 						pending |= 1 << i
 					} else {
-						nv := &Vector{slots: v.Items()[1:v.Len():v.Len()]}
+						nv := v.ownedRest()
 						fr.slots[cu.own] = nv
 						a[i] = nv
 					}

@@ -100,13 +100,13 @@ func attachFast(r *registry) {
 			if v.Len() == 0 {
 				return nil
 			}
-			return v.Items()[0]
+			return v.At(0)
 		}
 		return slowCall1(th, first, x)
 	}
 	rest.fn1 = func(th *Thread, x Value) Value {
 		if v, ok := x.(*Vector); ok {
-			return view(v.Items(), min(1, v.Len()), v.Len())
+			return v.sub(min(1, v.Len()), v.Len())
 		}
 		return slowCall1(th, rest, x)
 	}
@@ -237,7 +237,7 @@ func fastNode1(b *Builtin, a operand, pos Pos) node {
 				if v.Len() == 0 {
 					return nil
 				}
-				return v.Items()[0]
+				return v.At(0)
 			}
 			return fn(th, x)
 		}

@@ -135,7 +135,7 @@ func (c *compiler) fuseChain(collForm *form) ([]fuseStage, node) {
 // call, at their positions. A vector's items are returned to be fused
 // (fused true); any other collection runs through the stages eagerly and
 // comes back as coll for the consumer's general function.
-func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNode node, pos Pos) (coll Value, items []Value, fused bool) {
+func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNode node, pos Pos) (coll Value, items itemsOf, fused bool) {
 	th := fr.th
 	for i := range stages {
 		fns[i] = stages[i].fn(fr)
@@ -152,9 +152,9 @@ func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNo
 	th.pos = pos
 	th.tick()
 	if !isVec {
-		return coll, nil, false
+		return coll, itemsOf{}, false
 	}
-	return nil, vec.Items(), true
+	return nil, vec.itemsOf(), true
 }
 
 // passStages runs item x through the stages, innermost (last) first: its
@@ -237,11 +237,12 @@ func (c *compiler) fusedConsumer(f *form, b *Builtin) (node, bool) {
 
 // collectFused runs items through the stages into distinct's or set's
 // deduplication; errors as reduceFused.
-func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, asSet bool, pos Pos) Value {
+func collectFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, asSet bool, pos Pos) Value {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
-	d := distinctSink{out: make([]Value, 0, min(len(items), 64))}
-	for i, x := range items {
+	d := distinctSink{out: make([]Value, 0, min(items.len(), 64))}
+	for i := range items.len() {
+		x := items.at(i)
 		idx = i
 		x, keep := passStages(th, stages, fns, x)
 		if !keep {
@@ -259,11 +260,12 @@ func collectFused(th *Thread, stages []fuseStage, fns []Value, items []Value, as
 
 // frequenciesFused counts the items that pass the stages by value;
 // errors as reduceFused.
-func frequenciesFused(th *Thread, stages []fuseStage, fns []Value, items []Value, pos Pos) Value {
+func frequenciesFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, pos Pos) Value {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	var f freqSink
-	for i, x := range items {
+	for i := range items.len() {
+		x := items.at(i)
 		idx = i
 		x, keep := passStages(th, stages, fns, x)
 		if !keep {
@@ -278,12 +280,13 @@ func frequenciesFused(th *Thread, stages []fuseStage, fns []Value, items []Value
 
 // groupFused groups the items that pass the stages by (key item); errors
 // as reduceFused.
-func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items []Value, pos Pos) Value {
+func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items itemsOf, pos Pos) Value {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
-	g := groupSink{group: make([]int32, 0, len(items))}
-	kept := make([]Value, 0, len(items))
-	for i, x := range items {
+	g := groupSink{group: make([]int32, 0, items.len())}
+	kept := make([]Value, 0, items.len())
+	for i := range items.len() {
+		x := items.at(i)
 		idx = i
 		x, keep := passStages(th, stages, fns, x)
 		if !keep {
@@ -297,11 +300,12 @@ func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items []
 }
 
 // countFused counts the items that pass the stages; errors as reduceFused.
-func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Value {
+func countFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf) Value {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	n := int64(0)
-	for i, x := range items {
+	for i := range items.len() {
+		x := items.at(i)
 		idx = i
 		if _, keep := passStages(th, stages, fns, x); keep {
 			n++
@@ -316,7 +320,7 @@ func countFused(th *Thread, stages []fuseStage, fns []Value, items []Value) Valu
 // pure, so running them again is not observable: they run eagerly from
 // that item on (sp and depth as at the loop's start), which raises that
 // error if there is one; otherwise the loop's own panic goes on.
-func eagerOnPanic(th *Thread, stages []fuseStage, fns, items []Value, idx *int, sp, depth int) {
+func eagerOnPanic(th *Thread, stages []fuseStage, fns []Value, items itemsOf, idx *int, sp, depth int) {
 	r := recover()
 	if r == nil {
 		return
@@ -324,7 +328,7 @@ func eagerOnPanic(th *Thread, stages []fuseStage, fns, items []Value, idx *int, 
 	e, ok := r.(*Error)
 	if _, host := r.(*HostDataError); (ok && deterministic(e.Kind)) || host {
 		th.sp, th.depth = sp, depth
-		eagerStages(th, stages, fns, items[*idx:])
+		eagerStages(th, stages, fns, items.from(*idx))
 	}
 	panic(r)
 }
@@ -360,7 +364,7 @@ const (
 // reduceFused runs the fused loop over items: each item passes the stages
 // (innermost, i.e. last, first) and then the reducing function. A reduce
 // with + keeps its sum unboxed while the items are numbers.
-func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns []Value, items []Value, pos Pos) (result Value) {
+func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns []Value, items itemsOf, pos Pos) (result Value) {
 	acc, transient := transientAcc(f, acc, started)
 	idx := 0 // the item being processed
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
@@ -399,8 +403,9 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 	}
 	lc := th.newLoopCaller(f, 2)
 	defer lc.end()
-	tok := feeding(acc, transient, len(items))
-	for i, x := range items {
+	tok := feeding(acc, transient, items.len())
+	for i := range items.len() {
+		x := items.at(i)
 		idx = i
 		if tok != nil {
 			tok.done = i + 1
@@ -446,7 +451,7 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 		if r, ok := acc.(*Reduced); ok {
 			// the unfused stages would have run over every item: their
 			// errors still count
-			eagerStages(th, stages, fns, items[i+1:])
+			eagerStages(th, stages, fns, items.from(i+1))
 			return r.Val
 		}
 		unbox()

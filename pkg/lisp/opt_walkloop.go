@@ -322,18 +322,18 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 		mark := th.sp
 		coll := fr.slots[xsSlot]
 		if v, ok := coll.(*Vector); ok || coll == nil {
-			var items []Value
+			var items itemsOf
 			if ok {
-				items = v.Items()
+				items = v.itemsOf()
 			}
 			var it loopIter
 			it.begin(th, fr.slots, slots)
 			for i := 0; ; i++ {
-				if i >= len(items) {
+				if i >= items.len() {
 					fr.slots[item] = nil
 					return exit(fr)
 				}
-				fr.slots[item] = items[i]
+				fr.slots[item] = items.at(i)
 				if r := again(fr); !isRecur(r) {
 					return r
 				}

@@ -352,7 +352,7 @@ func (th *Thread) call(f Value, args []Value) Value {
 		if i < 0 || i >= int64(fn.Len()) {
 			th.Raise(KindValue, "index %d out of bounds for vector of %d items", i, fn.Len())
 		}
-		return fn.Items()[i]
+		return fn.At(int(i))
 	}
 	panic(&Error{Kind: KindNotCallable, Pos: th.pos, Msg: "not callable: " + preview(f)})
 }
@@ -371,7 +371,7 @@ func getKey(m Value, k Value, dflt Value) Value {
 		}
 	case *Vector:
 		if i, ok := k.(int64); ok && i >= 0 && i < int64(c.Len()) {
-			return c.Items()[i]
+			return c.At(int(i))
 		}
 	case *Set:
 		if c.Has(k) {
@@ -620,6 +620,15 @@ func (th *Thread) Each(coll Value, fname string, argN int, fn func(Value) bool) 
 				}
 			}
 		}
+	}
+	if v, ok := coll.(*Vector); ok {
+		items := v.itemsOf()
+		for i := range items.len() {
+			if !fn(items.at(i)) {
+				return
+			}
+		}
+		return
 	}
 	for _, v := range th.Seq(coll, fname, argN) {
 		if !fn(v) {

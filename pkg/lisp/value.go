@@ -84,6 +84,32 @@ func (v *Vector) At(i int) Value {
 	return v.slots[i]
 }
 
+// sub returns v's items i to j as a vector sharing v's backing array or
+// host slice (no copy, nothing charged; not marked host data: see viewOf).
+func (v *Vector) sub(i, j int) *Vector {
+	if i >= j {
+		return emptyVector
+	}
+	items := v.itemsOf()
+	if items.recs != nil {
+		return &Vector{src: &recsView{recs: items.recs[i:j:j]}}
+	}
+	return &Vector{slots: items.items[i:j:j]}
+}
+
+// ownedRest returns a new vector of v's items from the second on, for a
+// loop to own and advance in place (dropFirst). Over host records it views
+// the host's slice.
+func (v *Vector) ownedRest() *Vector {
+	items := v.itemsOf()
+	if items.recs != nil {
+		n := len(items.recs)
+		return &Vector{src: &recsView{recs: items.recs[1:n:n]}}
+	}
+	n := len(items.items)
+	return &Vector{slots: items.items[1:n:n]}
+}
+
 // dropFirst removes v's first item in place: only for a vector a loop
 // owns (no other reference sees it change). A host vector of records
 // keeps viewing the host's slice, one record on.

@@ -339,3 +339,51 @@ func copyHost(x any) any {
 	}
 	return ToGo(hv)
 }
+
+// itemsOf is a vector's items as a loop reads them one by one: its item
+// slots, or the host records of a host vector whose slots are not made
+// (each read as recordOf, allocating nothing).
+type itemsOf struct {
+	items []Value
+	recs  []map[string]any
+}
+
+// itemsOf returns v's items to be read one by one, without making a host
+// vector's item slots.
+func (v *Vector) itemsOf() itemsOf {
+	if h := v.src; h != nil {
+		if p := h.slots.Load(); p != nil {
+			return itemsOf{items: *p}
+		}
+		return itemsOf{recs: h.recs}
+	}
+	return itemsOf{items: v.slots}
+}
+
+// len returns the number of items.
+func (s itemsOf) len() int {
+	if s.recs != nil {
+		return len(s.recs)
+	}
+	return len(s.items)
+}
+
+// at returns item i.
+func (s itemsOf) at(i int) Value {
+	if s.recs != nil {
+		return recordOf(s.recs[i])
+	}
+	return s.items[i]
+}
+
+// from returns the items from i on as a slice (made for host records).
+func (s itemsOf) from(i int) []Value {
+	if s.recs == nil {
+		return s.items[i:]
+	}
+	out := make([]Value, len(s.recs)-i)
+	for j, m := range s.recs[i:] {
+		out[j] = recordOf(m)
+	}
+	return out
+}

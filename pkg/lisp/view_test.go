@@ -35,9 +35,9 @@ func TestViewsReadInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	vec := v.(*Vector)
-	h0, ok := vec.Items()[0].(hostMap)
+	h0, ok := vec.At(0).(hostMap)
 	if !ok || !sameGoMap(h0.src(), rs[0]) || !IsHostData(vec) || !IsHostData(h0) {
-		t.Fatalf("a record is %#v, not the host's map", vec.Items()[0])
+		t.Fatalf("a record is %#v, not the host's map", vec.At(0))
 	}
 	user, name, qty, order := NewKeyword("user"), NewKeyword("name"), NewKeyword("qty"), NewKeyword("order-id")
 	if n := testing.AllocsPerRun(100, func() {
@@ -90,7 +90,7 @@ func TestViewsReadInPlace(t *testing.T) {
 	if r0.cache.Load() == nil {
 		t.Fatal("printing did not keep the interpreter form")
 	}
-	if want, _ := new(converter).from(rs[1]); !Equal(vec.Items()[1], want) || hashValue(vec.Items()[1]) != hashValue(want) {
+	if want, _ := new(converter).from(rs[1]); !Equal(vec.At(1), want) || hashValue(vec.At(1)) != hashValue(want) {
 		t.Fatal("a view is not equal to (or hashes unlike) the converted map")
 	}
 }
@@ -233,7 +233,7 @@ func TestEmptyRecordViews(t *testing.T) {
 		if got := PrStr(res.Value); got != want {
 			t.Fatalf("%T: got  %s\nwant %s", recs, got, want)
 		}
-		if got := ToGo(res.Value.(*Vector).Items()[15]); !reflect.DeepEqual(got, map[string]any{}) {
+		if got := ToGo(res.Value.(*Vector).At(15)); !reflect.DeepEqual(got, map[string]any{}) {
 			t.Fatalf("ToGo of an empty record = %#v", got)
 		}
 	}

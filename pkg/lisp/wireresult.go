@@ -97,7 +97,7 @@ func validationView(v Value) any {
 type wireListView struct{ v *Vector }
 
 func (l wireListView) Len() int       { return l.v.Len() }
-func (l wireListView) At(i int) any   { return validationView(l.v.Items()[i]) }
+func (l wireListView) At(i int) any   { return validationView(l.v.At(i)) }
 func (l wireListView) String() string { return PrStr(l.v) }
 
 // wireMapView is a decoded map (string keys) as a signature.MapView.
