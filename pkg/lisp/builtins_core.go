@@ -594,12 +594,12 @@ func biMap(th *Thread, a []Value) Value {
 		if s, ok := coll.(*LazySeq); ok {
 			return lazyEach(s, func(th *Thread, _ int, x Value) (Value, bool) { return th.Call1(f, x), true })
 		}
-		items := th.Seq(coll, "map", 2)
-		th.allocSlots(len(items))
-		out := make([]Value, len(items))
+		items := th.seqItems(coll, "map", 2)
+		th.allocSlots(items.len())
+		out := make([]Value, items.len())
 		lc := th.newLoopCaller(f, 1)
-		for i, v := range items {
-			out[i] = lc.call1(v)
+		for i := range out {
+			out[i] = lc.call1(items.at(i))
 		}
 		lc.end()
 		if len(out) == 0 {
@@ -699,12 +699,13 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 	if s, ok := coll.(*LazySeq); ok {
 		return lazyEach(s, func(th *Thread, _ int, x Value) (Value, bool) { return x, Truthy(th.Call1(pred, x)) == keep })
 	}
-	items := th.Seq(coll, name, 2)
+	items := th.seqItems(coll, name, 2)
 	// one allocation of the input's size beats append growth (the spare
 	// capacity is reused by conj on the result)
-	out := make([]Value, 0, len(items))
+	out := make([]Value, 0, items.len())
 	lc := th.newLoopCaller(pred, 1)
-	for _, v := range items {
+	for i := range items.len() {
+		v := items.at(i)
 		if Truthy(lc.call1(v)) == keep {
 			out = append(out, v)
 		}

@@ -435,8 +435,9 @@ func keepEach(th *Thread, name string, coll Value, fn func(th *Thread, i int, x 
 		})
 	}
 	var out []Value
-	for i, x := range th.Seq(coll, name, 2) {
-		if v := fn(th, i, x); v != nil {
+	items := th.seqItems(coll, name, 2)
+	for i := range items.len() {
+		if v := fn(th, i, items.at(i)); v != nil {
 			out = append(out, v)
 		}
 	}

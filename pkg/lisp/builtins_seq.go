@@ -591,12 +591,13 @@ func biSortBy(th *Thread, a []Value) Value {
 	if len(a) == 3 {
 		comp = a[1]
 	}
-	items := th.Seq(a[len(a)-1], "sort-by", len(a))
-	th.allocSlots(3 * len(items))
+	items := th.seqItems(a[len(a)-1], "sort-by", len(a))
+	th.allocSlots(3 * items.len())
 	comparator(th, "sort-by", comp, 2) // check comp before key fns run
 	pos := th.pos
-	ks := make([]keyed, len(items))
-	for i, it := range items {
+	ks := make([]keyed, items.len())
+	for i := range ks {
+		it := items.at(i)
 		ks[i] = keyed{keyOf(th, keyFn, it), it}
 	}
 	th.pos = pos // key fns move th.pos; errors point at this call
@@ -741,9 +742,10 @@ func distinctBy(th *Thread, name string, key, coll Value, argN int) Value {
 			return it, seen.add(k)
 		})
 	}
-	items := th.Seq(coll, name, argN)
-	d := distinctSink{out: make([]Value, 0, min(len(items), 64))}
-	for _, it := range items {
+	items := th.seqItems(coll, name, argN)
+	d := distinctSink{out: make([]Value, 0, min(items.len(), 64))}
+	for i := range items.len() {
+		it := items.at(i)
 		k := it
 		if key != nil {
 			k = keyOf(th, key, it)
@@ -773,10 +775,10 @@ func (d *distinctSink) result(th *Thread) Value {
 }
 
 func biGroupBy(th *Thread, a []Value) Value {
-	items := th.Seq(a[1], "group-by", 2)
-	g := groupSink{group: make([]int32, 0, len(items))}
-	for _, it := range items {
-		g.add(keyOf(th, a[0], it))
+	items := th.seqItems(a[1], "group-by", 2)
+	g := groupSink{group: make([]int32, 0, items.len())}
+	for i := range items.len() {
+		g.add(keyOf(th, a[0], items.at(i)))
 	}
 	return g.result(th, items)
 }
@@ -803,9 +805,9 @@ func (g *groupSink) add(k Value) {
 
 // result returns the map from each key to the vector of its items: items
 // are the items added, in order.
-func (g *groupSink) result(th *Thread, items []Value) Value {
-	th.allocSlots(len(items))
-	slab := make([]Value, len(items))
+func (g *groupSink) result(th *Thread, items itemsOf) Value {
+	th.allocSlots(items.len())
+	slab := make([]Value, items.len())
 	next := make([]int, len(g.sizes)) // where each group's next item goes
 	vals := make([]Value, len(g.sizes))
 	off := 0
@@ -814,20 +816,20 @@ func (g *groupSink) result(th *Thread, items []Value) Value {
 		vals[i] = &Vector{slots: slab[off : off+n : off+n]}
 		off += n
 	}
-	for j, it := range items {
+	for j := range items.len() {
 		i := g.group[j]
-		slab[next[i]] = it
+		slab[next[i]] = items.at(j)
 		next[i]++
 	}
 	return buildMap(th, g.seen.vals, vals)
 }
 
 func biFrequencies(th *Thread, a []Value) Value {
-	items := th.Seq(a[0], "frequencies", 1)
+	items := th.seqItems(a[0], "frequencies", 1)
 	var f freqSink
-	for _, it := range items {
+	for i := range items.len() {
 		th.tick()
-		f.add(it)
+		f.add(items.at(i))
 	}
 	return f.result(th)
 }
@@ -1251,27 +1253,33 @@ func biInto(th *Thread, a []Value) Value {
 	case 1:
 		return a[0]
 	}
-	from := th.Seq(a[1], "into", 2)
+	src := th.seqItems(a[1], "into", 2)
 	switch to := mapValue(a[0]).(type) {
 	case nil, *Vector:
 		var cur []Value
 		if v, ok := to.(*Vector); ok {
 			cur = v.Items()
 		}
-		if len(from) == 0 {
+		if src.len() == 0 {
 			if to == nil {
 				return emptyVector
 			}
 			return to
 		}
-		th.allocSlots(len(cur) + len(from))
-		out := make([]Value, 0, len(cur)+len(from))
-		out = append(append(out, cur...), from...)
-		return &Vector{slots: out}
-	case *Set:
-		if to.Len() == 0 {
-			return setFromItems(th, from)
+		th.allocSlots(len(cur) + src.len())
+		out := make([]Value, len(cur), len(cur)+src.len())
+		copy(out, cur)
+		for i := range src.len() {
+			out = append(out, src.at(i))
 		}
+		return &Vector{slots: out}
+	}
+	if to, ok := a[0].(*Set); ok && to.Len() == 0 {
+		return setFromItems(th, src)
+	}
+	from := src.from(0)
+	switch to := mapValue(a[0]).(type) {
+	case *Set:
 		return setAddAll(th, to, from)
 	case *Map:
 		if len(from) == 0 {

@@ -173,8 +173,10 @@ func toSet(th *Thread, name string, v Value, argN int) *Set {
 		return c
 	case nil:
 		return emptySet
-	case *Vector, *Map, hostMap, *LazySeq, string:
-		return setFromItems(th, th.Seq(c, name, argN))
+	case *Vector:
+		return setFromItems(th, c.itemsOf())
+	case *Map, hostMap, *LazySeq, string:
+		return setFromItems(th, itemsOf{items: th.Seq(c, name, argN)})
 	}
 	th.TypeError(name, "a set", v, argN)
 	return nil
@@ -183,14 +185,14 @@ func toSet(th *Thread, name string, v Value, argN int) *Set {
 // setFromItems builds a set from items: deduplicated with a Go hash set,
 // then built in place (transient map) unless a keyword and a string of the
 // same name are both members (the flex map write would merge them).
-func setFromItems(th *Thread, items []Value) *Set {
-	if len(items) <= smallMapMax {
-		return setAddAll(th, emptySet, items)
+func setFromItems(th *Thread, items itemsOf) *Set {
+	if items.len() <= smallMapMax {
+		return setAddAll(th, emptySet, items.from(0))
 	}
 	var seen valueSet
-	for _, it := range items {
+	for i := range items.len() {
 		th.tick()
-		seen.add(it)
+		seen.add(items.at(i))
 	}
 	return setFromSeen(th, &seen)
 }

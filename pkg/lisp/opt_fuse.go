@@ -296,7 +296,7 @@ func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items it
 		g.add(keyOf(th, key, x))
 		kept = append(kept, x)
 	}
-	return g.result(th, kept)
+	return g.result(th, itemsOf{items: kept})
 }
 
 // countFused counts the items that pass the stages; errors as reduceFused.

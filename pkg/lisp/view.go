@@ -360,6 +360,16 @@ func (v *Vector) itemsOf() itemsOf {
 	return itemsOf{items: v.slots}
 }
 
+// seqItems is Seq for a loop that reads the items one by one: a vector's
+// items as itemsOf (a host vector's records read in place), anything else
+// as Seq gives it.
+func (th *Thread) seqItems(coll Value, fn string, argN int) itemsOf {
+	if v, ok := coll.(*Vector); ok {
+		return v.itemsOf()
+	}
+	return itemsOf{items: th.Seq(coll, fn, argN)}
+}
+
 // len returns the number of items.
 func (s itemsOf) len() int {
 	if s.recs != nil {
