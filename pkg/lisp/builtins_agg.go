@@ -57,8 +57,9 @@ func sumOf(th *Thread, name string, key, coll Value, argN int) (Value, int) {
 	isFloat := false
 	n := 0
 	pos := th.pos // key fns move th.pos; errors point at this call
-	items := th.Seq(coll, name, argN)
-	for _, it := range items {
+	items := th.seqItems(coll, name, argN)
+	for i := range items.len() {
+		it := items.at(i)
 		v := it
 		if key != nil {
 			v = keyOf(th, key, it)

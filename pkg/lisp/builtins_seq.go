@@ -17,12 +17,12 @@ func registerSeq(r *registry) {
 	r.add("map-indexed", 2, 2, biMapIndexed).
 		doc("f applied to each index and item").ref(refSeq).hof(1)
 	r.add("pluck", 2, 2, func(th *Thread, a []Value) Value {
-		items := th.Seq(a[1], "pluck", 2)
-		th.allocSlots(len(items))
-		out := make([]Value, len(items))
-		for i, it := range items {
+		items := th.seqItems(a[1], "pluck", 2)
+		th.allocSlots(items.len())
+		out := make([]Value, items.len())
+		for i := range out {
 			th.tick()
-			out[i] = getPath(it, a[0])
+			out[i] = getPath(items.at(i), a[0])
 		}
 		return seqVec(out)
 	}).doc("the value at a key (or key path) of each item").ref(refSeq).usage("(pluck k coll)")

@@ -307,7 +307,8 @@ func TestHostVectorAllocatesNoSlots(t *testing.T) {
 		`(:id (nth ctx/rs 5))`, `(:id (first (rest ctx/rs)))`, `(count (drop 3 ctx/rs))`,
 		`(count (group-by :category ctx/rs))`, `(count (set (map :qty ctx/rs)))`, `(count (distinct (map :qty ctx/rs)))`,
 		`(:id (first (sort-by :price ctx/rs)))`, `(count (into [] ctx/rs))`, `(count (into #{} ctx/rs))`,
-		`(count (keep :active ctx/rs))`, `(count (mapv :id ctx/rs))`, `(count (vec ctx/rs))`, `(count (remove :active ctx/rs))`}
+		`(count (keep :active ctx/rs))`, `(count (mapv :id ctx/rs))`, `(count (vec ctx/rs))`, `(count (remove :active ctx/rs))`,
+		`(sum-by :qty ctx/rs)`, `(count (pluck :qty ctx/rs))`, `(some :nope ctx/rs)`, `(every? :id ctx/rs)`}
 	const n = 20_000
 	recs := benchRecords(n)
 	bytesPerRun := func(src string, rs any) float64 {
