@@ -115,7 +115,12 @@ var hostVecPrograms = []string{
 // errors must be the same, and the host's data must come back as it was.
 func TestHostRecordsLikeMaps(t *testing.T) {
 	recs, orig := hostRecs(), hostRecs()
+	anys := make([]any, len(recs)) // the same records as encoding/json gives them
+	for i, m := range recs {
+		anys[i] = m
+	}
 	host := map[string]any{"rs": recs}
+	hostAny := map[string]any{"rs": anys}
 	interp := map[string]any{"rs": interpRecs(t, hostRecs())}
 	run := func(src string, ctx map[string]any) (*Result, error) {
 		prog := `(let [rs ctx/rs r (first rs) s (second rs) u (:user r) e (:meta r)] ` + src + `)`
@@ -124,6 +129,11 @@ func TestHostRecordsLikeMaps(t *testing.T) {
 	for _, src := range append(hostMapPrograms[:len(hostMapPrograms):len(hostMapPrograms)], hostVecPrograms...) {
 		got, gerr := run(src, host)
 		want, werr := run(src, interp)
+		if ga, gaerr := run(src, hostAny); (gaerr == nil) != (gerr == nil) || (gerr == nil && PrStr(ga.Value) != PrStr(got.Value)) ||
+			(gerr != nil && gaerr.Error() != gerr.Error()) {
+			t.Errorf("%s: over []any %v %v, over []map[string]any %v %v", src, ga, gaerr, got, gerr)
+			continue
+		}
 		if (gerr == nil) != (werr == nil) {
 			t.Errorf("%s: host error %v, interpreter error %v", src, gerr, werr)
 			continue
@@ -274,7 +284,7 @@ func TestHostVectorSlotsOnce(t *testing.T) {
 			t.Fatalf("sum from %d: got %v, want %d", k*20, x, want)
 		}
 	}
-	v := hostVector(recs)
+	v := hostVector(itemsOf{recs: recs})
 	slots := make([][]Value, 8)
 	done := make(chan int)
 	for g := range slots {
@@ -326,10 +336,16 @@ func TestHostVectorAllocatesNoSlots(t *testing.T) {
 		return float64(after.TotalAlloc-before.TotalAlloc) / runs
 	}
 	interp := interpRecs(t, recs)
+	anys := make([]any, n)
+	for i, m := range recs {
+		anys[i] = m
+	}
 	for _, src := range progs {
-		host, made := bytesPerRun(src, recs), bytesPerRun(src, interp)
-		if extra := (host - made) / n; extra >= 4 {
-			t.Errorf("%s: %.1f bytes per record more over host records (%.0f B) than over interpreter maps (%.0f B)", src, extra, host, made)
+		made := bytesPerRun(src, interp)
+		for _, rs := range []any{recs, anys} {
+			if host := bytesPerRun(src, rs); (host-made)/n >= 4 {
+				t.Errorf("%s over %T: %.1f bytes per record more over host records (%.0f B) than over interpreter maps (%.0f B)", src, rs, (host-made)/n, host, made)
+			}
 		}
 	}
 }

@@ -62,7 +62,7 @@ func NewVector(items []Value) *Vector { return &Vector{slots: items} }
 // Len returns the number of items.
 func (v *Vector) Len() int {
 	if v.src != nil {
-		return len(v.src.recs)
+		return v.src.src.len()
 	}
 	return len(v.slots)
 }
@@ -79,7 +79,7 @@ func (v *Vector) Items() []Value {
 // At returns item i (no bounds check beyond Go's).
 func (v *Vector) At(i int) Value {
 	if v.src != nil {
-		return recordOf(v.src.recs[i])
+		return v.src.src.at(i)
 	}
 	return v.slots[i]
 }
@@ -91,8 +91,8 @@ func (v *Vector) sub(i, j int) *Vector {
 		return emptyVector
 	}
 	items := v.itemsOf()
-	if items.recs != nil {
-		return &Vector{src: &recsView{recs: items.recs[i:j:j]}}
+	if items.hosted() {
+		return &Vector{src: &recsView{src: items.slice(i, j)}}
 	}
 	return &Vector{slots: items.items[i:j:j]}
 }
@@ -102,9 +102,8 @@ func (v *Vector) sub(i, j int) *Vector {
 // the host's slice.
 func (v *Vector) ownedRest() *Vector {
 	items := v.itemsOf()
-	if items.recs != nil {
-		n := len(items.recs)
-		return &Vector{src: &recsView{recs: items.recs[1:n:n]}}
+	if items.hosted() {
+		return &Vector{src: &recsView{src: items.slice(1, items.len())}}
 	}
 	n := len(items.items)
 	return &Vector{slots: items.items[1:n:n]}
@@ -119,7 +118,7 @@ func (v *Vector) dropFirst() {
 			v.slots, v.src = (*p)[1:len(*p):len(*p)], nil
 			return
 		}
-		h.recs = h.recs[1:len(h.recs):len(h.recs)]
+		h.src = h.src.slice(1, h.src.len())
 		return
 	}
 	v.slots = v.slots[1:len(v.slots):len(v.slots)]

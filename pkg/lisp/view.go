@@ -113,11 +113,17 @@ func hostValue(x any) (Value, error) {
 // sliceView returns a host vector over xs: maps become host records
 // (no allocation each, and no read of the record: its first touch is the
 // program's own read of it), other items are converted by hostValue. A
-// slice of records is viewed whole (recsView): the run allocates nothing
-// per record until a consumer needs the vector's item slots.
+// slice of records ([]map[string]any, or a []any of maps only) is viewed
+// whole (recsView): the run allocates nothing per record until a consumer
+// needs the vector's item slots.
 func sliceView[T any](xs []T) (Value, error) {
-	if ms, ok := any(xs).([]map[string]any); ok {
-		return hostVector(ms), nil
+	switch rs := any(xs).(type) {
+	case []map[string]any:
+		return hostVector(itemsOf{recs: rs}), nil
+	case []any:
+		if allRecords(rs) {
+			return hostVector(itemsOf{anys: rs}), nil
+		}
 	}
 	items := make([]Value, len(xs))
 	for i, x := range xs {
@@ -140,16 +146,27 @@ func sliceView[T any](xs []T) (Value, error) {
 // so the slots are published with a compare-and-swap: racing first readers
 // may each build them, one wins, and all return the winner's.
 type recsView struct {
-	recs  []map[string]any
+	src   itemsOf // the host's records (recs or anys)
 	slots atomic.Pointer[[]Value]
 }
 
-// hostVector returns the host vector viewing recs.
-func hostVector(recs []map[string]any) *Vector {
-	if len(recs) == 0 {
+// allRecords reports whether every item of xs is a map[string]any (a
+// []any of records, as encoding/json gives).
+func allRecords(xs []any) bool {
+	for _, x := range xs {
+		if _, ok := x.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// hostVector returns the host vector viewing the host records recs.
+func hostVector(recs itemsOf) *Vector {
+	if recs.len() == 0 {
 		return &Vector{host: true}
 	}
-	return &Vector{src: &recsView{recs: recs}, host: true}
+	return &Vector{src: &recsView{src: recs}, host: true}
 }
 
 // items returns the item slots, making them on the first call.
@@ -157,10 +174,7 @@ func (h *recsView) items() []Value {
 	if p := h.slots.Load(); p != nil {
 		return *p
 	}
-	items := make([]Value, len(h.recs))
-	for i, m := range h.recs {
-		items[i] = recordOf(m)
-	}
+	items := h.src.from(0)
 	if h.slots.CompareAndSwap(nil, &items) {
 		return items
 	}
@@ -345,7 +359,22 @@ func copyHost(x any) any {
 // (each read as recordOf, allocating nothing).
 type itemsOf struct {
 	items []Value
-	recs  []map[string]any
+	recs  []map[string]any // host records, when set
+	anys  []any            // host records (each a map[string]any), when set
+}
+
+// hosted reports whether the items are host records read in place.
+func (s itemsOf) hosted() bool { return s.recs != nil || s.anys != nil }
+
+// slice returns items i to j (host records stay read in place).
+func (s itemsOf) slice(i, j int) itemsOf {
+	switch {
+	case s.recs != nil:
+		return itemsOf{recs: s.recs[i:j:j]}
+	case s.anys != nil:
+		return itemsOf{anys: s.anys[i:j:j]}
+	}
+	return itemsOf{items: s.items[i:j:j]}
 }
 
 // itemsOf returns v's items to be read one by one, without making a host
@@ -355,7 +384,7 @@ func (v *Vector) itemsOf() itemsOf {
 		if p := h.slots.Load(); p != nil {
 			return itemsOf{items: *p}
 		}
-		return itemsOf{recs: h.recs}
+		return h.src
 	}
 	return itemsOf{items: v.slots}
 }
@@ -372,8 +401,11 @@ func (th *Thread) seqItems(coll Value, fn string, argN int) itemsOf {
 
 // len returns the number of items.
 func (s itemsOf) len() int {
-	if s.recs != nil {
+	switch {
+	case s.recs != nil:
 		return len(s.recs)
+	case s.anys != nil:
+		return len(s.anys)
 	}
 	return len(s.items)
 }
@@ -383,17 +415,20 @@ func (s itemsOf) at(i int) Value {
 	if s.recs != nil {
 		return recordOf(s.recs[i])
 	}
+	if s.anys != nil {
+		return recordOf(s.anys[i].(map[string]any))
+	}
 	return s.items[i]
 }
 
 // from returns the items from i on as a slice (made for host records).
 func (s itemsOf) from(i int) []Value {
-	if s.recs == nil {
+	if !s.hosted() {
 		return s.items[i:]
 	}
-	out := make([]Value, len(s.recs)-i)
-	for j, m := range s.recs[i:] {
-		out[j] = recordOf(m)
+	out := make([]Value, s.len()-i)
+	for j := range out {
+		out[j] = s.at(i + j)
 	}
 	return out
 }
