@@ -734,20 +734,23 @@ func (n *hnode) find(h uint32, key Value) *mapEntry {
 	}
 }
 
+// withLeaf returns a copy of n with a new leaf for key in the empty slot
+// bit, at position idx of its slots.
+func (n *hnode) withLeaf(bit uint32, idx int, h uint32, key, val Value) *hnode {
+	nn := &hnode{bitmap: n.bitmap | bit, slots: make([]hslot, len(n.slots)+1)}
+	copy(nn.slots, n.slots[:idx])
+	nn.slots[idx] = newLeaf(h, key, val)
+	copy(nn.slots[idx+1:], n.slots[idx:])
+	return nn
+}
+
 func (n *hnode) set(shift uint, h uint32, key, val Value) (*hnode, bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
-	nn := &hnode{bitmap: n.bitmap}
 	if n.bitmap&bit == 0 {
-		nn.bitmap |= bit
-		nn.slots = make([]hslot, len(n.slots)+1)
-		copy(nn.slots, n.slots[:idx])
-		nn.slots[idx] = newLeaf(h, key, val)
-		copy(nn.slots[idx+1:], n.slots[idx:])
-		return nn, true
+		return n.withLeaf(bit, idx, h, key, val), true
 	}
-	nn.slots = make([]hslot, len(n.slots))
-	copy(nn.slots, n.slots)
+	nn := &hnode{bitmap: n.bitmap, slots: slices.Clone(n.slots)}
 	s := &nn.slots[idx]
 	if s.child != nil {
 		child, added := s.child.set(shift+5, h, key, val)
@@ -897,16 +900,10 @@ func (m *Map) assocExact(key, val Value) *Map {
 func (n *hnode) addExact(shift uint, h uint32, key, val Value) *hnode {
 	bit := uint32(1) << ((h >> shift) & 31)
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
-	nn := &hnode{bitmap: n.bitmap}
 	if n.bitmap&bit == 0 {
-		nn.bitmap |= bit
-		nn.slots = make([]hslot, len(n.slots)+1)
-		copy(nn.slots, n.slots[:idx])
-		nn.slots[idx] = newLeaf(h, key, val)
-		copy(nn.slots[idx+1:], n.slots[idx:])
-		return nn
+		return n.withLeaf(bit, idx, h, key, val)
 	}
-	nn.slots = slices.Clone(n.slots)
+	nn := &hnode{bitmap: n.bitmap, slots: slices.Clone(n.slots)}
 	s := &nn.slots[idx]
 	if s.child != nil {
 		s.child = s.child.addExact(shift+5, h, key, val)
