@@ -574,18 +574,8 @@ func formData(f *form, quoted bool) (Value, bool) {
 // setExactLast sets key with literal semantics: exact key match (not
 // flex), a duplicate key keeps the last value.
 func (b *mapBuilder) setExactLast(key, val Value) {
-	if b.root == nil {
-		for i := range b.es {
-			if Equal(b.es[i].key, key) {
-				b.es[i].val = val
-				return
-			}
-		}
-		if len(b.es) < smallMapMax {
-			b.es = append(b.es, mapEntry{key, val})
-			b.n++
-			return
-		}
+	if b.root == nil && b.setSmall(findExact(b.es, key), key, val) {
+		return
 	}
 	m := b.build()
 	if k, ok := m.lookupKey(key); ok && Equal(k, key) {
@@ -597,6 +587,17 @@ func (b *mapBuilder) setExactLast(key, val Value) {
 	if m.root == nil {
 		b.es = append([]mapEntry(nil), m.entries()...)
 	}
+}
+
+// findExact returns the index of the entry whose key equals key exactly
+// (no flex match), or -1.
+func findExact(es []mapEntry, key Value) int {
+	for i := range es {
+		if Equal(es[i].key, key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Namespace aliases mapped to canonical namespaces.

@@ -430,16 +430,26 @@ func newMapBuilder(capHint int) *mapBuilder {
 	return &mapBuilder{es: make([]mapEntry, 0, capHint)}
 }
 
+// setSmall sets key while b is a small map: entry i (the caller's match
+// for key, -1 for none) takes val, or the entry is appended while there is
+// room. It reports false when b must grow into a trie first.
+func (b *mapBuilder) setSmall(i int, key, val Value) bool {
+	if i >= 0 {
+		b.es[i].val = val
+		return true
+	}
+	if len(b.es) < smallMapMax {
+		b.es = append(b.es, mapEntry{key, val})
+		b.n++
+		return true
+	}
+	return false
+}
+
 // set adds or replaces key (flex-resolved).
 func (b *mapBuilder) set(key, val Value) {
 	if b.root == nil {
-		if i := findEnt(b.es, key); i >= 0 {
-			b.es[i].val = val
-			return
-		}
-		if len(b.es) < smallMapMax {
-			b.es = append(b.es, mapEntry{key, val})
-			b.n++
+		if b.setSmall(findEnt(b.es, key), key, val) {
 			return
 		}
 		b.root = &hnode{}
