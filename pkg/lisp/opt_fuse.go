@@ -235,12 +235,13 @@ func (c *compiler) fusedConsumer(f *form, b *Builtin) (node, bool) {
 	}, true
 }
 
-// collectFused runs items through the stages into distinct's or set's
-// deduplication; errors as reduceFused.
-func collectFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, asSet bool, pos Pos) Value {
+// eachPassing runs items through the stages and calls emit with each item
+// that passes, th.pos at the fused call; errors as reduceFused. It is the
+// loop of the fused consumers that collect what passes (distinct, set,
+// frequencies, group-by).
+func eachPassing(th *Thread, stages []fuseStage, fns []Value, items itemsOf, pos Pos, emit func(x Value)) {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
-	d := distinctSink{out: make([]Value, 0, min(items.len(), 64))}
 	for i := range items.len() {
 		x := items.at(i)
 		idx = i
@@ -249,53 +250,43 @@ func collectFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, as
 			continue
 		}
 		th.pos = pos
+		emit(x)
+	}
+}
+
+// collectFused runs items through the stages into distinct's or set's
+// deduplication.
+func collectFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, asSet bool, pos Pos) Value {
+	d := distinctSink{out: make([]Value, 0, min(items.len(), 64))}
+	eachPassing(th, stages, fns, items, pos, func(x Value) {
 		th.tick()
 		d.add(x, x)
-	}
+	})
 	if asSet {
 		return setFromSeen(th, &d.seen)
 	}
 	return d.result(th)
 }
 
-// frequenciesFused counts the items that pass the stages by value;
-// errors as reduceFused.
+// frequenciesFused counts the items that pass the stages by value.
 func frequenciesFused(th *Thread, stages []fuseStage, fns []Value, items itemsOf, pos Pos) Value {
-	idx := 0
-	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	var f freqSink
-	for i := range items.len() {
-		x := items.at(i)
-		idx = i
-		x, keep := passStages(th, stages, fns, x)
-		if !keep {
-			continue
-		}
-		th.pos = pos
+	eachPassing(th, stages, fns, items, pos, func(x Value) {
 		th.tick()
 		f.add(x)
-	}
+	})
 	return f.result(th)
 }
 
-// groupFused groups the items that pass the stages by (key item); errors
-// as reduceFused.
+// groupFused groups the items that pass the stages by (key item); keyOf
+// ticks.
 func groupFused(th *Thread, key Value, stages []fuseStage, fns []Value, items itemsOf, pos Pos) Value {
-	idx := 0
-	defer eagerOnPanic(th, stages, fns, items, &idx, th.sp, th.depth)
 	g := groupSink{group: make([]int32, 0, items.len())}
 	kept := make([]Value, 0, items.len())
-	for i := range items.len() {
-		x := items.at(i)
-		idx = i
-		x, keep := passStages(th, stages, fns, x)
-		if !keep {
-			continue
-		}
-		th.pos = pos
+	eachPassing(th, stages, fns, items, pos, func(x Value) {
 		g.add(keyOf(th, key, x))
 		kept = append(kept, x)
-	}
+	})
 	return g.result(th, itemsOf{items: kept})
 }
 
