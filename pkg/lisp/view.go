@@ -2,7 +2,6 @@ package lisp
 
 import (
 	"fmt"
-	"reflect"
 	"sync/atomic"
 	"unsafe"
 )
@@ -317,7 +316,7 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 
 // sameView reports whether x and y view the same host map.
 func sameView(x, y *Map) bool {
-	return x.src != nil && y.src != nil && reflect.ValueOf(x.src).UnsafePointer() == reflect.ValueOf(y.src).UnsafePointer()
+	return x.src != nil && y.src != nil && recordOf(x.src) == recordOf(y.src)
 }
 
 // viewToGo is ToGo of a view: a copy of the host's map with the values
