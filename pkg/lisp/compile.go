@@ -914,7 +914,7 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 // common case in a scan over records) is read inline; see Map.findSmall.
 func kwGet(v Value, kw *Keyword) Value {
 	if h, ok := v.(hostMap); ok { // a host record: one Go map read
-		x := h.src()[kw.Name]
+		x := readField(h.src(), kw.Name, &kw.slot)
 		switch x.(type) {
 		case nil, bool, int64, float64, string:
 			return x // nil: absent, or nil in the host's map
@@ -923,7 +923,7 @@ func kwGet(v Value, kw *Keyword) Value {
 	}
 	if m, ok := v.(*Map); ok && m.root == nil {
 		if m.src != nil { // a host view: one Go map read
-			x := m.src[kw.Name]
+			x := readField(m.src, kw.Name, &kw.slot)
 			switch x.(type) {
 			case nil, bool, int64, float64, string:
 				return x // nil: absent, or nil in the host's map

@@ -35,6 +35,7 @@ type Keyword struct {
 	Name  string
 	hash  uint32
 	cache atomic.Pointer[kwCache] // last shape lookup (a hint, any goroutine)
+	slot  fieldHint               // last host record slot (a hint, see readField)
 }
 
 // NewKeyword returns a keyword that is not interned in any run.

@@ -202,7 +202,11 @@ func srcGet(src map[string]any, key Value) (Value, bool) {
 	if !ok {
 		return nil, false
 	}
-	x, ok := src[name]
+	var hint *fieldHint
+	if kw, ok := key.(*Keyword); ok {
+		hint = &kw.slot
+	}
+	x, ok := lookupField(src, name, hint)
 	if !ok {
 		return nil, false
 	}
