@@ -284,6 +284,9 @@ func (m *Map) setSlot(th *Thread, pos Pos, i int, nv Value) *Map {
 	if m.cache.Load() != nil {
 		m.cache.Store(nil)
 	}
+	if m.edit != nil {
+		m.edit.wrote1(nil, nv)
+	}
 	m.vals[i] = nv
 	return m
 }

@@ -284,6 +284,10 @@ func formUses(f *form, name string) bool {
 	return false
 }
 
+// linearUpdates are the builtins whose first argument a linear use may
+// update in place.
+var linearUpdates = map[string]bool{"assoc": true, "update": true, "dissoc": true, "assoc-in": true, "update-in": true}
+
 // linearTail checks that f, in tail position, uses acc linearly. In a
 // loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
 // may hand acc on as that binding the same way: its other arguments must
@@ -334,8 +338,20 @@ func linearTail(f *form, acc string, recurArg int) bool {
 			return false
 		}
 		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
-	case "assoc", "update", "dissoc", "assoc-in", "update-in":
-		return len(it) >= 3 && it[1].isSym(acc) && noneUse(it[2:])
+	case "assoc", "update", "dissoc", "assoc-in", "update-in": // linearUpdates
+		// (assoc acc ...), or of a linear update of acc: (assoc (assoc acc ...) ...)
+		return len(it) >= 3 && (it[1].isSym(acc) || it[1].kind == fList && linearTail(it[1], acc, -1)) && noneUse(it[2:])
+	case "->":
+		// (-> acc (assoc ...) (update ...)): each step an update of the last
+		if len(it) < 2 || !(it[1].isSym(acc) || it[1].kind == fList && linearTail(it[1], acc, -1)) {
+			return false
+		}
+		for _, step := range it[2:] {
+			if step.kind != fList || len(step.items) < 2 || !linearUpdates[step.items[0].name] || step.items[0].ns != "" || step.items[0].kind != fSym || !noneUse(step.items[1:]) {
+				return false
+			}
+		}
+		return true
 	case "recur":
 		if recurArg < 0 || recurArg+1 >= len(it) {
 			return false

@@ -308,6 +308,7 @@ func (m *Map) toTrie() *hnode {
 // lookup keeps its key spelling.
 func (m *Map) Assoc(key, val Value) *Map {
 	if m.edit != nil {
+		m.edit.wrote1(key, val)
 		return m.assocTransient(key, val)
 	}
 	if m.src != nil && len(m.src) < smallMapMax && m.cache.Load() == nil {
@@ -599,6 +600,29 @@ type editToken struct {
 	// items it has and the number it has fed so far (0: unknown), from
 	// which the store sizes its maps (hashStore.fit)
 	items, done int
+	// wrote holds the keys and values written since writes was last
+	// reset (the first len(wrote)/2 pairs; writes counts them all): what a
+	// call of the reducing function may have added that the map holds
+	// (loopCaller.call, Thread.creditGrown)
+	wrote  [8]Value
+	writes int
+}
+
+// wrote1 logs the write of val at key (key nil: an existing entry).
+func (t *editToken) wrote1(key, val Value) {
+	if i := 2 * t.writes; i < len(t.wrote) {
+		t.wrote[i], t.wrote[i+1] = key, val
+	}
+	t.writes++
+}
+
+// written returns the logged writes as key, value pairs, or false when
+// more were made than the log holds.
+func (t *editToken) written() ([]Value, bool) {
+	if 2*t.writes > len(t.wrote) {
+		return nil, false
+	}
+	return t.wrote[:2*t.writes], true
 }
 
 // leafAlloc co-allocates a leaf and its single entry.

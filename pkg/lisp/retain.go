@@ -150,6 +150,41 @@ func (th *Thread) credit2(mark int64, x, y Value, out Value) {
 	th.credit(mark, ins[:], out)
 }
 
+// creditGrown ends a call of a reducing function that was given the
+// reduce's transient accumulator m (holding n0 entries) and item y, and
+// returned m grown in place. Measured whole, m would always look new
+// (credit keeps all it charged, churn included); what the call can have
+// added that m holds is its new entries and the keys and values it wrote
+// (logged by m's edit token), so only those are measured. When the call
+// wrote more than the log holds, nothing is given back.
+func (th *Thread) creditGrown(mark int64, m *Map, n0 int, y Value) {
+	c := th.alloc - mark
+	if c <= 0 || th.alloc <= th.floor {
+		return
+	}
+	kvs, ok := m.edit.written()
+	if !ok {
+		return
+	}
+	ins := [2]Value{m, y}
+	s := sizer{budget: c, ins: ins[:]}
+	if added := m.Len() - n0; added > 0 && s.over(int64(added)*entryCharge(m)) {
+		return
+	}
+	for _, v := range kvs {
+		if s.add(v) {
+			return
+		}
+	}
+	n := mark + s.size
+	if n < th.floor {
+		n = th.floor
+	}
+	if n < th.alloc {
+		th.alloc = n
+	}
+}
+
 // sizer measures the new part of values, up to a budget.
 type sizer struct {
 	budget, size int64

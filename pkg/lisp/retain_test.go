@@ -36,6 +36,11 @@ func TestChurnIsNotHeld(t *testing.T) {
 		// an accumulator that grows slowly while each step churns
 		`(count (reduce (fn [acc i] (if (zero? (mod i 1000)) (conj acc (count (vec (range 100)))) (do (vec (range 100)) acc))) [] (range 50000)))`,
 		`(loop [i 0 acc []] (if (< i 100000) (recur (inc i) (if (zero? (mod i 1000)) (conj acc (count (vec (range 100)))) (do (vec (range 100)) acc))) (count acc)))`,
+		// a reduce's transient map that grows while each call churns
+		`(count (reduce (fn [m i] (assoc m i (count (vec (range 100))))) {} (range 20000)))`,
+		`(count (reduce (fn [m i] (assoc m (str "key-number-" i) (count (vec (range 100))))) {} (range 20000)))`,
+		`(reduce (fn [m i] (update m (mod i 10) (fnil + 0) (count (vec (range 100))))) {} (range 50000))`,
+		`(count (reduce (fn [m i] (-> m (assoc i 1) (assoc (- i) (count (vec (range 100)))))) {} (range 10000)))`,
 		// top-level forms whose values are dropped
 		strings.Repeat(`(count (vec (range 100000))) `, 40) + `:done`,
 		// a named function called many times
@@ -107,6 +112,9 @@ var bombs = []struct{ name, src string }{
 	{"closures", `(defn f [n] (let [v (vec (range 1000))] (fn [] (+ n (count v))))) (count (map f (range 1e6)))`},
 	{"reduce-assoc", `(reduce (fn [m i] (assoc m i (str "value-" i))) {} (range))`},
 	{"reduce-assoc-lit", `(reduce #(assoc %1 %2 %2) {} (range))`},
+	{"reduce-assoc-vecs", `(reduce (fn [m i] (assoc m i (vec (range 100)))) {} (range))`},
+	{"reduce-assoc-keys", `(reduce (fn [m i] (assoc m (apply str (repeat 100 i)) i)) {} (range))`},
+	{"reduce-update-vecs", `(reduce (fn [m i] (update m (mod i 10) (fnil conj []) (vec (range 100)))) {} (range))`},
 	{"loop-assoc", `(loop [m {} i 0] (recur (assoc m i i) (inc i)))`},
 	{"conj-vecs", `(loop [acc [] i 0] (recur (conj acc (vec (range 100))) (inc i)))`},
 	{"str-lazy-repeat", `(apply str (repeat "x"))`},
@@ -282,14 +290,22 @@ func BenchmarkBombs(b *testing.B) {
 // the transient accumulator that (fn [m x] ...) gets.
 func TestLinearFnLit(t *testing.T) {
 	for src, want := range map[string]bool{
-		`#(assoc %1 %2 %2)`:                  true,
-		`#(assoc % %2 (inc %2))`:             true,
-		`#(if (odd? %2) (assoc %1 %2 1) %1)`: true,
-		`#(assoc %1 %2 (count %1))`:          false, // acc read besides the assoc
-		`#(assoc %1 %2 %)`:                   false,
-		`#(merge %1 {%2 1})`:                 false,
-		`#(assoc %1 %2 %&)`:                  false, // not two params
-		`#(assoc %1 :k 1)`:                   false, // one param
+		`#(assoc %1 %2 %2)`:                              true,
+		`#(assoc % %2 (inc %2))`:                         true,
+		`#(if (odd? %2) (assoc %1 %2 1) %1)`:             true,
+		`#(assoc %1 %2 (count %1))`:                      false, // acc read besides the assoc
+		`#(assoc %1 %2 %)`:                               false,
+		`#(merge %1 {%2 1})`:                             false,
+		`#(assoc %1 %2 %&)`:                              false, // not two params
+		`#(assoc %1 :k 1)`:                               false, // one param
+		`#(assoc (assoc %1 %2 1) (- %2) 2)`:              true,
+		`#(-> %1 (assoc %2 1) (update :n (fnil inc 0)))`: true,
+		`#(-> (dissoc %1 :a) (assoc %2 1))`:              true,
+		`#(-> %1 (assoc %2 (count %1)))`:                 false, // acc read in a step
+		`#(-> %1 (assoc %2 1) keys)`:                     false, // a step that is not an update
+		`#(-> %1 (assoc %2 1) (merge {}))`:               false,
+		`#(assoc (merge %1 {}) %2 1)`:                    false,
+		`#(assoc (assoc %1 %2 1) (- %2) (get %1 %2))`:    false,
 	} {
 		forms, err := read(src, map[string]*Keyword{})
 		if err != nil {
@@ -297,6 +313,26 @@ func TestLinearFnLit(t *testing.T) {
 		}
 		if got := linearAccFn(fnLitAsFn(forms[0])); got != want {
 			t.Errorf("%s: linear %v, want %v", src, got, want)
+		}
+	}
+}
+
+// TestLinearNestedUpdates: reducers that update their accumulator more
+// than once per call (nested or threaded) compute what Clojure computes.
+func TestLinearNestedUpdates(t *testing.T) {
+	for src, want := range map[string]string{
+		`(reduce (fn [m i] (-> m (assoc i (* i i)) (update :n (fnil inc 0)))) {} (range 12))`:                         `{0 0 1 1 2 4 3 9 4 16 5 25 6 36 7 49 8 64 9 81 10 100 11 121 :n 12}`,
+		`(reduce (fn [m i] (assoc (assoc m i 1) (- i) 2)) {} (range 3))`:                                              `{-2 2 -1 2 0 2 1 1 2 1}`,
+		`(count (reduce (fn [m i] (-> m (assoc i 1) (dissoc (dec i)))) {} (range 1000)))`:                             `1`,
+		`(let [m0 {:a 1} r (reduce (fn [m i] (-> m (assoc i 1) (assoc :a i))) m0 (range 20))] [m0 (count r) (:a r)])`: `[{:a 1} 21 19]`,
+	} {
+		res, err := Exec(context.Background(), src, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := PrStr(res.Value); got != want {
+			t.Errorf("%s = %s, want %s", src, got, want)
 		}
 	}
 }

@@ -519,9 +519,18 @@ func (lc *loopCaller) call(n int, x, y Value) Value {
 	}
 	th.sp = lc.base
 	amark := th.alloc
+	acc, grows := x.(*Map) // a reduce's transient accumulator
+	n0 := 0
+	if grows = grows && acc.edit != nil; grows {
+		acc.edit.writes, n0 = 0, acc.Len()
+	}
 	v := th.runArity(lc.fr, lc.ar)
 	if th.alloc != amark {
-		th.credit2(amark, x, y, v)
+		if m, ok := v.(*Map); ok && grows && m == acc && m.edit != nil {
+			th.creditGrown(amark, m, n0, y)
+		} else {
+			th.credit2(amark, x, y, v)
+		}
 	}
 	return v
 }
