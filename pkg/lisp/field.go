@@ -6,32 +6,48 @@ import "sync/atomic"
 // the same few fields of maps built the same way, so a keyword keeps an
 // inline cache of where its name sat in the last record it read
 // (Keyword.slot), much as it keeps the shape of the last interpreter map
-// (Keyword.cache). Go offers no such read, so readField looks inside the
-// runtime's map where it knows the layout (field_swiss.go: a map of up to
-// eight entries is one group of slots read by index) and otherwise reads
-// the map as any Go code does (field_plain.go). The cache is a hint: the
-// slot's key is compared with the name on every read, and a miss falls
+// (Keyword.cache). Go offers no such read, so lookupField looks inside
+// the runtime's map where it knows the layout (field_swiss.go: a map of
+// up to eight entries is one group of slots read by index) and otherwise
+// reads the map as any Go code does (field_plain.go). The cache is a hint:
+// a slot's key is compared with the name on every read (by its bytes'
+// address when it is the key string the hint last matched, which records
+// decoded with interned keys share, else by content), and a miss falls
 // back to the map read.
 
-// fieldHint is an inline cache: the slot index the name was last found at.
-type fieldHint = atomic.Uint32
-
-// readField returns src[name], nil when absent, reading the slot hint
-// names first (hint may be nil).
-func readField(src map[string]any, name string, hint *fieldHint) any {
-	if hint != nil && slotReads {
-		if x, ok := readSlot(src, name, hint); ok {
-			return x
-		}
-	}
-	return src[name]
+// fieldHint is an inline cache: the slot index the name was last found
+// at, and the address of the bytes of the key string found there. A hint
+// serves one name (a keyword's): a key at that address, of the name's
+// length, is the name.
+type fieldHint struct {
+	slot atomic.Uint32
+	key  atomic.Pointer[byte]
 }
 
-// lookupField is readField that also reports whether name is present.
+// lookupField returns src[name] and whether it is present, reading the
+// slot hint names first (hint may be nil). It is small enough to inline:
+// the hinted slot is read in place and anything else is lookupFieldSlow.
 func lookupField(src map[string]any, name string, hint *fieldHint) (any, bool) {
-	if hint != nil && slotReads {
-		if x, ok := readSlot(src, name, hint); ok {
+	if hint != nil {
+		if x, ok := slotHit(src, name, hint); ok {
 			return x, true
+		}
+	}
+	return lookupFieldSlow(src, name, hint)
+}
+
+// readField is lookupField without the presence (nil when absent).
+func readField(src map[string]any, name string, hint *fieldHint) any {
+	x, _ := lookupField(src, name, hint)
+	return x
+}
+
+// lookupFieldSlow is lookupField past the hinted slot: the group's slots
+// when src is small (updating the hint), else the map read.
+func lookupFieldSlow(src map[string]any, name string, hint *fieldHint) (any, bool) {
+	if hint != nil {
+		if x, ok, small := slotScan(src, name, hint); small {
+			return x, ok
 		}
 	}
 	x, ok := src[name]

@@ -4,11 +4,11 @@ package lisp
 
 import "unsafe"
 
-// The runtime's map (internal/runtime/maps, Go 1.24 to 1.26): a header
-// whose directory is empty while the map holds at most eight entries, its
-// one group then at dirPtr: a control word with one byte per slot (high
-// bit clear: the slot is full) and eight key/value slots. readSlot reads
-// only such a small map, and only after slotLayoutOK has checked the
+// The runtime's map (internal/runtime/maps, Go 1.26): a header whose
+// directory is empty while the map holds at most eight entries, its one
+// group then at dirPtr: a control word with one byte per slot (high bit
+// clear: the slot is full) and eight key/value slots. slotHit and slotScan
+// read only such a small map, and only after slotLayoutOK has checked the
 // layout against maps the runtime built; on a newer Go (field_plain.go)
 // or a failed check every read is a plain map read.
 
@@ -32,32 +32,71 @@ type swissGroup struct {
 // slotReads is whether the layout check passed (set once, at init).
 var slotReads = slotLayoutOK()
 
-// readSlot returns src[name] when src is a small map and name sits in a
-// full slot: the hinted slot first, then the others (which updates the
-// hint). ok is false when src is not small or name is absent.
-func readSlot(src map[string]any, name string, hint *fieldHint) (any, bool) {
+// groupOf returns src's one group when src is a small map holding
+// entries (the layout as checked by slotLayoutOK).
+func groupOf(src map[string]any) *swissGroup {
 	h := *(**swissHeader)(unsafe.Pointer(&src))
 	if h == nil || h.dirLen != 0 || h.dirPtr == nil {
+		return nil
+	}
+	return (*swissGroup)(h.dirPtr)
+}
+
+// slotHit reads the hinted slot of a small map when it holds the key
+// string the hint last matched (same bytes, same length: the same key).
+func slotHit(src map[string]any, name string, hint *fieldHint) (any, bool) {
+	if !slotReads {
 		return nil, false
 	}
-	g := (*swissGroup)(h.dirPtr)
-	j := hint.Load() & 7
-	if s := &g.slots[j]; g.ctrl>>(8*j)&0x80 == 0 && len(s.key) == len(name) &&
-		(unsafe.StringData(s.key) == unsafe.StringData(name) || s.key == name) {
+	g := groupOf(src)
+	if g == nil {
+		return nil, false
+	}
+	j := hint.slot.Load() & 7
+	s := &g.slots[j]
+	if g.ctrl>>(8*j)&0x80 == 0 && len(s.key) == len(name) && unsafe.StringData(s.key) == hint.key.Load() {
+		return s.val, true
+	}
+	return nil, false
+}
+
+// slotScan looks name up in a small map's slots, the hinted one first,
+// and points the hint at the slot found. small is false when src is not
+// a small map holding entries (the caller reads it as Go does).
+func slotScan(src map[string]any, name string, hint *fieldHint) (x any, ok, small bool) {
+	if !slotReads {
+		return nil, false, false
+	}
+	g := groupOf(src)
+	if g == nil {
+		return nil, false, false
+	}
+	x, ok = g.scan(name, hint)
+	return x, ok, true
+}
+
+// scan finds name among g's full slots, the hinted one first, and points
+// the hint at it.
+func (g *swissGroup) scan(name string, hint *fieldHint) (any, bool) {
+	j := hint.slot.Load() & 7
+	if s := &g.slots[j]; g.ctrl>>(8*j)&0x80 == 0 && s.key == name {
+		hint.key.Store(unsafe.StringData(s.key))
 		return s.val, true
 	}
 	for i := range uint32(8) {
 		if s := &g.slots[i]; g.ctrl>>(8*i)&0x80 == 0 && len(s.key) == len(name) && s.key == name {
-			hint.Store(i)
+			hint.slot.Store(i)
+			hint.key.Store(unsafe.StringData(s.key))
 			return s.val, true
 		}
 	}
 	return nil, false
 }
 
-// slotLayoutOK checks readSlot against the runtime's own reads: maps of
+// slotLayoutOK checks the group reads against the runtime's own: maps of
 // one to eight entries, built in different orders and after deletes,
-// must give every key's value and no absent key.
+// must give every key's value and no absent key, and a map of many
+// entries must not look small.
 func slotLayoutOK() bool {
 	names := []string{"id", "name", "category", "price", "qty", "active", "text", "user"}
 	var hint fieldHint
@@ -72,10 +111,13 @@ func slotLayoutOK() bool {
 				delete(m, names[rot])
 				m[names[rot]] = names[rot] + "!"
 			}
+			g := groupOf(m)
+			if g == nil {
+				return false
+			}
 			for _, k := range names {
 				want, in := m[k]
-				got, ok := readSlot(m, k, &hint)
-				if ok != in || got != want {
+				if got, ok := g.scan(k, &hint); ok != in || got != want {
 					return false
 				}
 			}
@@ -85,8 +127,5 @@ func slotLayoutOK() bool {
 	for i := range 64 {
 		big[string(rune('a'+i%26))+string(rune('a'+i/26))] = i
 	}
-	if _, ok := readSlot(big, "aa", &hint); ok {
-		return false // a map of many entries is not read by slot
-	}
-	return true
+	return groupOf(big) == nil
 }
