@@ -1,4 +1,4 @@
-//go:build !go1.27
+//go:build !go1.27 && !ptc_plainmaps
 
 package lisp
 
@@ -40,6 +40,15 @@ func groupOf(src map[string]any) *swissGroup {
 		return nil
 	}
 	return (*swissGroup)(h.dirPtr)
+}
+
+// recordGroup returns the address of m's one group when m is a small map
+// and the layout check passed (for prefetch), else nil.
+func recordGroup(m map[string]any) unsafe.Pointer {
+	if !slotReads {
+		return nil
+	}
+	return unsafe.Pointer(groupOf(m))
 }
 
 // slotHit reads the hinted slot of a small map when it holds the key

@@ -413,12 +413,15 @@ func (s itemsOf) len() int {
 	return len(s.items)
 }
 
-// at returns item i.
+// at returns item i (a host record's read asks for the one a scan reads
+// next: see prefetch).
 func (s itemsOf) at(i int) Value {
 	if s.recs != nil {
+		s.prefetch(i)
 		return recordOf(s.recs[i])
 	}
 	if s.anys != nil {
+		s.prefetch(i)
 		return recordOf(s.anys[i].(map[string]any))
 	}
 	return s.items[i]

@@ -1,0 +1,8 @@
+package lisp
+
+import "unsafe"
+
+// prefetchLines is in prefetch_amd64.s.
+//
+//go:noescape
+func prefetchLines(p unsafe.Pointer)

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package lisp
+
+import "unsafe"
+
+// prefetchLines does nothing where the package has no prefetch
+// instruction to use.
+func prefetchLines(unsafe.Pointer) {}
