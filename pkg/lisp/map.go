@@ -601,28 +601,37 @@ type editToken struct {
 	// which the store sizes its maps (hashStore.fit)
 	items, done int
 	// wrote holds the keys and values written since writes was last
-	// reset (the first len(wrote)/2 pairs; writes counts them all): what a
-	// call of the reducing function may have added that the map holds
-	// (loopCaller.call, Thread.creditGrown)
+	// reset that may hold new memory (holdsNothing is false: the first
+	// len(wrote); writes counts them all): what a call of the reducing
+	// function may have added that the map holds (loopCaller.call,
+	// Thread.creditGrown)
 	wrote  [8]Value
 	writes int
 }
 
 // wrote1 logs the write of val at key (key nil: an existing entry).
 func (t *editToken) wrote1(key, val Value) {
-	if i := 2 * t.writes; i < len(t.wrote) {
-		t.wrote[i], t.wrote[i+1] = key, val
+	t.log(key)
+	t.log(val)
+}
+
+func (t *editToken) log(v Value) {
+	if holdsNothing(v) {
+		return
+	}
+	if t.writes < len(t.wrote) {
+		t.wrote[t.writes] = v
 	}
 	t.writes++
 }
 
-// written returns the logged writes as key, value pairs, or false when
-// more were made than the log holds.
+// written returns the logged keys and values, or false when more were
+// written than the log holds.
 func (t *editToken) written() ([]Value, bool) {
-	if 2*t.writes > len(t.wrote) {
+	if t.writes > len(t.wrote) {
 		return nil, false
 	}
-	return t.wrote[:2*t.writes], true
+	return t.wrote[:t.writes], true
 }
 
 // leafAlloc co-allocates a leaf and its single entry.

@@ -66,6 +66,22 @@ func (th *Thread) allocVectorAt(n int, pos Pos) {
 	}
 }
 
+// slotString is the length up to which a string counts as part of the
+// slot that holds it: the sizer measures only longer strings.
+const slotString = 16
+
+// holdsNothing reports whether v can hold nothing the sizer measures (a
+// number, a short string, ...): such a value is never new memory.
+func holdsNothing(v Value) bool {
+	switch x := v.(type) {
+	case nil, bool, int64, float64, *Keyword:
+		return true
+	case string:
+		return len(x) <= slotString
+	}
+	return false
+}
+
 // conjSlotBytes is the charge for a slot that conj appends: the slot and
 // the spare capacity of a backing array that grows by doubling.
 const conjSlotBytes = 2 * slotBytes
@@ -252,7 +268,7 @@ func (s *sizer) sharedPrefix(v *Vector) int {
 func (s *sizer) add(v Value) bool {
 	switch x := v.(type) {
 	case string:
-		if len(x) <= 16 || s.given(x) {
+		if len(x) <= slotString || s.given(x) {
 			return false
 		}
 		return s.over(int64(len(x)))
