@@ -422,13 +422,19 @@ type mapBuilder struct {
 	root   *hnode
 	n      int
 	shapes *shapeCache
+	// want is the number of entries expected (0: unknown); edit owns the
+	// trie's nodes while they are built, so that an insert updates them in
+	// place instead of copying its path, and hands out its leaves from a
+	// slab of want leaves. Nobody else holds edit, so the map is immutable
+	// once built.
+	want int
+	edit *editToken
 }
 
 func newMapBuilder(capHint int) *mapBuilder {
-	if capHint > smallMapMax {
-		capHint = smallMapMax
-	}
-	return &mapBuilder{es: make([]mapEntry, 0, capHint)}
+	b := &mapBuilder{want: capHint}
+	b.es = make([]mapEntry, 0, min(capHint, smallMapMax))
+	return b
 }
 
 // setSmall sets key while b is a small map: entry i (the caller's match
@@ -453,14 +459,18 @@ func (b *mapBuilder) set(key, val Value) {
 		if b.setSmall(findEnt(b.es, key), key, val) {
 			return
 		}
-		b.root = &hnode{}
+		b.edit = &editToken{}
+		if b.want > len(b.es) {
+			b.edit.leaves = make([]leafAlloc, b.want)
+		}
+		b.root = &hnode{edit: b.edit, slots: make([]hslot, 0, min(max(b.want, len(b.es)+1), 32))}
 		for _, e := range b.es {
-			b.root = b.root.addExact(0, hashValue(e.key), e.key, e.val)
+			b.root, _ = b.root.setMut(b.edit, 0, hashValue(e.key), e.key, e.val, true)
 		}
 		b.es = nil
 	}
 	var added bool
-	b.root, added = b.root.set(0, hashValue(key), key, val)
+	b.root, added = b.root.setMut(b.edit, 0, hashValue(key), key, val, false)
 	if added {
 		b.n++
 	}
