@@ -5,4 +5,4 @@ import "unsafe"
 // prefetchLines is in prefetch_amd64.s.
 //
 //go:noescape
-func prefetchLines(p unsafe.Pointer)
+func prefetchLines(line, group unsafe.Pointer)

@@ -1,11 +1,16 @@
 #include "textflag.h"
 
-// func prefetchLines(p unsafe.Pointer)
+// func prefetchLines(line, group unsafe.Pointer)
 //
-// Asks for the five cache lines from p (a small map's group). A prefetch
-// neither faults nor waits.
-TEXT ·prefetchLines(SB),NOSPLIT,$0-8
-	MOVQ p+0(FP), AX
+// Asks for the cache line at line (nil: none) and the five cache lines
+// from group (a small map's group). A prefetch neither faults nor waits.
+TEXT ·prefetchLines(SB),NOSPLIT,$0-16
+	MOVQ line+0(FP), AX
+	TESTQ AX, AX
+	JZ group
+	PREFETCHT0 (AX)
+group:
+	MOVQ group+8(FP), AX
 	PREFETCHT0 (AX)
 	PREFETCHT0 64(AX)
 	PREFETCHT0 128(AX)

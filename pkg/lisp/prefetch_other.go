@@ -6,4 +6,4 @@ import "unsafe"
 
 // prefetchLines does nothing where the package has no prefetch
 // instruction to use.
-func prefetchLines(unsafe.Pointer) {}
+func prefetchLines(line, group unsafe.Pointer) {}
