@@ -162,6 +162,9 @@ type recurTarget struct {
 	// owned-box slot of binding i, or -1 (opt_ownedbox.go); nil: none.
 	names []string
 	owned []int
+	// sole is set by a walk's recur whose one argument besides the advance
+	// is an owned update: the walk then runs it without the recur node
+	sole *ownedArg
 }
 
 // scope is the compile-time view of one function activation.
@@ -215,6 +218,7 @@ type compiler struct {
 	builtins  map[string]*Builtin
 	fusions   int // reduce pipelines compiled as one loop (opt_fuse.go)
 	walks     int // loops compiled as walks (opt_walkloop.go)
+	soleWalks int // walks whose one update runs without the recur node
 	ownedN    int // loop bindings given an owned box (opt_ownedbox.go)
 	memNames  map[string]bool
 	sc        *scope

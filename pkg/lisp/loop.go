@@ -481,6 +481,9 @@ func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
 		return func(*frame) Value { return recurSentinel }
 	}
 	if owned != nil {
+		if gen != nil && len(ops) == 1 && curs == nil {
+			rt.sole = owned[0]
+		}
 		return recurOwned(ops, curs, slots, owned, gen)
 	}
 	return recurIntoSlots(ops, curs, slots, gen)

@@ -311,6 +311,16 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 		exit = c.compile(p.exit, true)
 	}
 	c.walk = savedWalk
+	// (if (empty? xs) exit (recur (rest xs) (+ acc ...))): the recurring
+	// branch is the recur itself and its one update is an owned box's, so
+	// a vector's walk runs the update without calling the recur node
+	var sole *ownedArg
+	if p.rec.kind == fList && len(p.rec.items) > 0 && p.rec.items[0].isSym("recur") {
+		sole = c.sc.recur.sole
+	}
+	if sole != nil {
+		c.soleWalks++
+	}
 	testB := c.builtins["seq"]
 	if p.testEmpty {
 		testB = c.builtins["empty?"]
@@ -334,7 +344,9 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 					return exit(fr)
 				}
 				fr.slots[item] = items.at(i)
-				if r := again(fr); !isRecur(r) {
+				if sole != nil {
+					sole.store(fr, sole.eval(fr))
+				} else if r := again(fr); !isRecur(r) {
 					return r
 				}
 				th.tick()

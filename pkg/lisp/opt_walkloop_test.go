@@ -31,6 +31,16 @@ func loopProgram(rng *rand.Rand) string {
 		}
 		return fmt.Sprintf("(loop [i 0 acc %s o %s] (if-not %s %s %s))", acc, other, fmt.Sprintf(test, n), exit, branch)
 	}
+	if rng.IntN(4) == 0 {
+		// a walk with one accumulator: (loop [xs coll acc a] (if (empty? xs) exit (recur (rest xs) upd)))
+		coll := pick("[1 2 3 4 5]", "[]", "nil", "[1.5 2 -3]", "[1 \"a\" 2]", "[nil 1]", "(range 6)", "ctx/xs",
+			"[{:x 1} {:x 2.5} {:y 3}]", "[9223372036854775806 1 1]", "[{:x 9223372036854775807} {:x 1}]", "\"abc\"", "#{1 2}")
+		item := pick("(first xs)", "(:x (first xs))", "(count (first xs))", "2.5")
+		upd := sub(pick("(+ acc %s)", "(+ %s acc)", "(- acc %s)", "(* acc %s)", "(* %s acc)", "(inc acc)", "(dec acc)"), item)
+		exit := pick("acc", "(str acc)", "[acc]", "(+ acc 1)")
+		adv := pick("(rest xs)", "(next xs)")
+		return fmt.Sprintf("(loop [xs %s acc %s] (if (empty? xs) %s (recur %s %s)))", coll, pick("0", "1", "0.5", "9223372036854775806", "-2", "nil"), exit, adv, upd)
+	}
 	coll := pick("[1 2 3 4 5]", "[]", "nil", "[1.5 2 -3]", "[1 \"a\" 2]", "[nil 1]", "'(1 2 3)", "(range 6)",
 		"(map inc [1 2 3])", "\"abc\"", "{:a 1 :b 2}", "#{1 2 3}", "5", "ctx/xs", "[{:x 1} {:x 2.5} {:y 3}]",
 		"[9223372036854775806 1 1]", "(range)", "[[1 2] [3]]", "(filter odd? (range 10))", "(list)", "[0 0 0]")
@@ -107,11 +117,18 @@ func loopOpts(t testing.TB, src string) (walks, owned int) {
 	return c.walks, c.ownedN
 }
 
+// soleWalks compiles src and returns its walks that run their one update
+// without the recur node.
+func soleWalks(t testing.TB, src string) int {
+	t.Helper()
+	return compiled(t, src).soleWalks
+}
+
 // TestLoopsMatchPlain runs random loops compiled with walks and owned
 // boxes and compiled as written: values and errors must agree.
 func TestLoopsMatchPlain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	walks, owned, ok := 0, 0, 0
+	walks, owned, soles, ok := 0, 0, 0, 0
 	for i := 0; i < 4000; i++ {
 		src := loopProgram(rng)
 		got, want := loopOutcome(src, false), loopOutcome(src, true)
@@ -124,9 +141,10 @@ func TestLoopsMatchPlain(t *testing.T) {
 		w, o := loopOpts(t, src)
 		walks += w
 		owned += o
+		soles += soleWalks(t, src)
 	}
-	if ok < 1500 || walks < 1500 || owned < 1000 {
-		t.Fatalf("%d loops ran without error, %d walks, %d owned bindings", ok, walks, owned)
+	if ok < 1500 || walks < 1500 || owned < 1000 || soles < 400 {
+		t.Fatalf("%d loops ran without error, %d walks (%d with a sole update), %d owned bindings", ok, walks, soles, owned)
 	}
 }
 
