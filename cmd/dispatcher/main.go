@@ -346,29 +346,43 @@ func readMission(path string) (*messages.Mission, error) {
 // follow prints a mission's progress until its result arrives, then the
 // result. A failed mission is an error (exit status 1).
 func follow(ctx context.Context, client *fleet.Client, id string, w io.Writer) error {
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		_ = client.Watch(wctx, id, func(ev *messages.Event) error { progress{w}.event(ev); return nil })
-	}()
+	finish := watching(ctx, client, id, func(ev *messages.Event) error { progress{w}.event(ev); return nil })
 	step, err := client.Await(ctx, id)
+	finish()
 	if err != nil {
 		return err
 	}
-	// Give the watcher a moment to print the last events before the result.
-	select {
-	case <-watched:
-	case <-time.After(500 * time.Millisecond):
-	}
-	stopWatch()
-	<-watched
 	printStep(w, step)
 	if step.Fail != nil {
 		return fmt.Errorf("mission %s failed: %s", id, step.Fail.Reason)
 	}
 	return nil
+}
+
+// lastEventsGrace is how long a watcher may take, once the result is in,
+// to deliver a mission's last progress events: they travel on a stream of
+// their own and can arrive after the result.
+const lastEventsGrace = 2 * time.Second
+
+// watching runs fn over mission id's progress events in the background.
+// finish waits for the watch to reach the mission's final event, for
+// lastEventsGrace at most, then stops it: events that arrive after the
+// result still reach fn before the caller goes on.
+func watching(ctx context.Context, client *fleet.Client, id string, fn func(*messages.Event) error) (finish func()) {
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		_ = client.Watch(wctx, id, fn)
+	}()
+	return func() {
+		select {
+		case <-watched:
+		case <-time.After(lastEventsGrace):
+		}
+		stopWatch()
+		<-watched
+	}
 }
 
 // setDefault changes a registered flag's default value.

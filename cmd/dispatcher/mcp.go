@@ -177,21 +177,12 @@ func (f *mcpFleet) runMission(ctx context.Context, req *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, missionOutcome{}, err
 	}
-	token := req.Params.GetProgressToken()
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	watched := make(chan struct{})
-	if token != nil {
-		go func() {
-			defer close(watched)
-			f.progress(wctx, req.Session, token, m.ID)
-		}()
-	} else {
-		close(watched)
+	finish := func() {}
+	if token := req.Params.GetProgressToken(); token != nil {
+		finish = watching(ctx, f.client, m.ID, f.progress(ctx, req.Session, token))
 	}
 	step, err := f.client.Run(ctx, m)
-	stopWatch()
-	<-watched
+	finish()
 	if err != nil {
 		if ctx.Err() != nil {
 			// The client gave up on the call (cancelled it or went away):
@@ -207,12 +198,12 @@ func (f *mcpFleet) runMission(ctx context.Context, req *mcp.CallToolRequest, in 
 	return outcome(m.ID, step)
 }
 
-// progress sends progress notifications for mission id until ctx ends or
-// the mission's final event: when it starts on a worker, when each turn of
-// the top-level agent starts and when its program runs (with the program),
-// and when it finishes. Progress is the turn number.
-func (f *mcpFleet) progress(ctx context.Context, ss *mcp.ServerSession, token any, id string) {
-	_ = f.client.Watch(ctx, id, func(ev *messages.Event) error {
+// progress returns the watcher of a run_mission call's mission: it sends a
+// progress notification when the mission starts on a worker, when each
+// turn of the top-level agent starts and when its program runs (with the
+// program), and when it finishes. Progress is the turn number.
+func (f *mcpFleet) progress(ctx context.Context, ss *mcp.ServerSession, token any) func(*messages.Event) error {
+	return func(ev *messages.Event) error {
 		var msg string
 		switch ev.Kind {
 		case messages.EventStarted:
@@ -237,7 +228,7 @@ func (f *mcpFleet) progress(ctx context.Context, ss *mcp.ServerSession, token an
 			f.log.Debug().Err(err).Msg("progress notification not sent")
 		}
 		return nil
-	})
+	}
 }
 
 // outcome turns a Step into run_mission's result; a failed mission is a
