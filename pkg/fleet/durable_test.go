@@ -234,7 +234,13 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 		v, err := box.Call(fleet.WithTurn(context.Background(), 4), "work", nil)
 		done <- res{v, err, time.Since(start)}
 	}()
-	<-started // the request reached the service; its answer will be lost
+	select {
+	case <-started: // the request reached the service; its answer will be lost
+	case r := <-done:
+		t.Fatalf("the call ended before its request reached the service: %v, %v after %v", r.v, r.err, r.d)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the request did not reach the service")
+	}
 	srv.Close()
 	srv, err = embedded.Start(embedded.Options{Dir: dir, Port: port})
 	if err != nil {
