@@ -245,9 +245,12 @@ func benchPipeline(b *testing.B, p pipeline, n int, rs []map[string]any, opts Op
 // data ([]map[string]any, viewed by the run), next to the same
 // computation hand-written in Go over the same records. convert is FromGo
 // of the records alone (the vector of views).
-func BenchmarkPipelinesFromGo(b *testing.B) {
+func BenchmarkPipelinesFromGo(b *testing.B) { benchFromGo(b, benchRecords) }
+
+// benchFromGo is BenchmarkPipelinesFromGo over the records records makes.
+func benchFromGo(b *testing.B, records func(n int) []map[string]any) {
 	for _, n := range []int{10_000, 100_000} {
-		rs := benchRecords(n)
+		rs := records(n)
 		ctxData := map[string]any{"records": rs}
 		for _, p := range pipelines {
 			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute})
@@ -262,15 +265,7 @@ func BenchmarkPipelinesFromGo(b *testing.B) {
 // of 12 fields (the same records with four more): more than the eight a
 // small Go map holds, so the programs read them with Go's map lookup (no
 // slot cache, no prefetch) and a record's form is a trie.
-func BenchmarkPipelinesFromGoWide(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		rs := wideRecords(n)
-		ctxData := map[string]any{"records": rs}
-		for _, p := range pipelines {
-			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute})
-		}
-	}
-}
+func BenchmarkPipelinesFromGoWide(b *testing.B) { benchFromGo(b, wideRecords) }
 
 // wideRecords is benchRecords with four more fields per record.
 func wideRecords(n int) []map[string]any {

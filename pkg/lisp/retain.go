@@ -148,7 +148,14 @@ func (th *Thread) credit(mark int64, ins []Value, outs ...Value) {
 			return
 		}
 	}
-	n := mark + s.size
+	th.handOn(mark, s.size)
+}
+
+// handOn ends a scope that started when th.alloc was mark and hands on
+// size new bytes: the total becomes mark + size, never below the floor
+// and never above what it was.
+func (th *Thread) handOn(mark, size int64) {
+	n := mark + size
 	if n < th.floor {
 		n = th.floor
 	}
@@ -192,13 +199,7 @@ func (th *Thread) creditGrown(mark int64, m *Map, n0 int, y Value) {
 			return
 		}
 	}
-	n := mark + s.size
-	if n < th.floor {
-		n = th.floor
-	}
-	if n < th.alloc {
-		th.alloc = n
-	}
+	th.handOn(mark, s.size)
 }
 
 // sizer measures the new part of values, up to a budget.
