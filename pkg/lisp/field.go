@@ -25,8 +25,8 @@ type fieldHint struct {
 }
 
 // lookupField returns src[name] and whether it is present, reading the
-// slot hint names first (hint may be nil). It is small enough to inline:
-// the hinted slot is read in place and anything else is lookupFieldSlow.
+// slot hint names first (hint may be nil): the hinted slot (slotHit),
+// then lookupFieldSlow.
 func lookupField(src map[string]any, name string, hint *fieldHint) (any, bool) {
 	if hint != nil {
 		if x, ok := slotHit(src, name, hint); ok {
