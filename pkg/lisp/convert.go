@@ -172,7 +172,7 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 		a.m = Map{shape: sh, vals: &a.v, n: int32(n), host: true}
 		return &a.m, nil
 	}
-	b := newMapBuilder(len(m))
+	b := newExactMapBuilder(len(m))
 	b.shapes = cv.shapes
 	for k, it := range m {
 		c, err := cv.from(it)

@@ -422,18 +422,28 @@ type mapBuilder struct {
 	root   *hnode
 	n      int
 	shapes *shapeCache
-	// want is the number of entries expected (0: unknown); edit owns the
-	// trie's nodes while they are built, so that an insert updates them in
-	// place instead of copying its path, and hands out its leaves from a
-	// slab of want leaves. Nobody else holds edit, so the map is immutable
-	// once built.
-	want int
-	edit *editToken
+	// exact, when set, is the number of distinct keys the map will hold
+	// (a Go map's, so known before the first set). edit owns the trie's
+	// nodes while they are built, so that an insert updates them in place
+	// instead of copying its path; it hands out leaves from one slab of
+	// exact leaves, else one at a time (a slab sized from an estimate
+	// could hold far more than the map, unaccounted for as long as the map
+	// lives). Nobody else holds edit, so the map is immutable once built.
+	exact int
+	edit  *editToken
 }
 
 func newMapBuilder(capHint int) *mapBuilder {
-	b := &mapBuilder{want: capHint}
-	b.es = make([]mapEntry, 0, min(capHint, smallMapMax))
+	if capHint > smallMapMax {
+		capHint = smallMapMax
+	}
+	return &mapBuilder{es: make([]mapEntry, 0, capHint)}
+}
+
+// newExactMapBuilder returns a builder of a map of n distinct keys.
+func newExactMapBuilder(n int) *mapBuilder {
+	b := newMapBuilder(n)
+	b.exact = n
 	return b
 }
 
@@ -459,11 +469,11 @@ func (b *mapBuilder) set(key, val Value) {
 		if b.setSmall(findEnt(b.es, key), key, val) {
 			return
 		}
-		b.edit = &editToken{}
-		if b.want > len(b.es) {
-			b.edit.leaves = make([]leafAlloc, b.want)
+		b.edit = &editToken{chunk: 1}
+		if b.exact > len(b.es) {
+			b.edit.leaves = make([]leafAlloc, b.exact)
 		}
-		b.root = &hnode{edit: b.edit, slots: make([]hslot, 0, min(max(b.want, len(b.es)+1), 32))}
+		b.root = &hnode{edit: b.edit, slots: make([]hslot, 0, min(max(b.exact, len(b.es)+1), 32))}
 		for _, e := range b.es {
 			b.root, _ = b.root.setMut(b.edit, 0, hashValue(e.key), e.key, e.val, true)
 		}
@@ -617,6 +627,9 @@ type editToken struct {
 	// Thread.creditGrown)
 	wrote  [8]Value
 	writes int
+	// chunk is how many leaves newLeaf allocates at a time (0:
+	// leafChunk)
+	chunk int
 }
 
 // wrote1 logs the write of val at key (key nil: an existing entry).
@@ -654,7 +667,11 @@ const leafChunk = 32
 
 func (t *editToken) newLeaf(h uint32, key, val Value) hslot {
 	if len(t.leaves) == 0 {
-		t.leaves = make([]leafAlloc, leafChunk)
+		n := t.chunk
+		if n == 0 {
+			n = leafChunk
+		}
+		t.leaves = make([]leafAlloc, n)
 	}
 	a := &t.leaves[0]
 	t.leaves = t.leaves[1:]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,39 @@ func TestStoreFit(t *testing.T) {
 	}
 	if _, ok := fit(1024, nil); ok {
 		t.Error("fit without a token resized")
+	}
+}
+
+// TestBuilderLeafSlabs: a builder told the exact number of keys takes
+// its trie's leaves from one slab; one given an estimate (which repeated
+// keys can make far larger than the map) allocates them as it goes, so a
+// small map never keeps an estimate's worth of leaves alive.
+func TestBuilderLeafSlabs(t *testing.T) {
+	build := func(b *mapBuilder, keys int) *Map {
+		for i := range keys {
+			b.set(Int(int64(i)), Int(1))
+		}
+		return b.build()
+	}
+	exact := testing.AllocsPerRun(20, func() { build(newExactMapBuilder(32), 32) })
+	est := testing.AllocsPerRun(20, func() { build(newMapBuilder(32), 32) })
+	if exact >= est-16 {
+		t.Errorf("32 keys: %v allocations with the exact count, %v without: want one slab for the leaves", exact, est)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b := newMapBuilder(1_000_000) // 1M items, 9 distinct keys
+	for i := range 1_000_000 {
+		b.set(Int(int64(i%9)), Int(int64(i)))
+	}
+	m := b.build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 1<<20 {
+		t.Errorf("a 9-key map built from an estimate of 1M holds %d bytes", held)
+	}
+	if m.Len() != 9 {
+		t.Fatalf("len %d", m.Len())
 	}
 }

@@ -274,7 +274,7 @@ func (m *Map) form() *Map {
 // map (keys in order by insertion, values beside the header) or a trie.
 func (m *Map) buildForm() *Map {
 	if len(m.src) > smallMapMax {
-		b := newMapBuilder(len(m.src))
+		b := newExactMapBuilder(len(m.src))
 		for k, x := range m.src {
 			b.set(k, viewValue(k, x))
 		}
