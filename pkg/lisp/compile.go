@@ -292,6 +292,12 @@ func formUses(f *form, name string) bool {
 // update in place.
 var linearUpdates = map[string]bool{"assoc": true, "update": true, "dissoc": true, "assoc-in": true, "update-in": true}
 
+// linearFirst reports whether f, the map an update changes, is acc or a
+// linear update of acc.
+func linearFirst(f *form, acc string) bool {
+	return f.isSym(acc) || f.kind == fList && linearTail(f, acc, -1)
+}
+
 // linearTail checks that f, in tail position, uses acc linearly. In a
 // loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
 // may hand acc on as that binding the same way: its other arguments must
@@ -311,6 +317,10 @@ func linearTail(f *form, acc string, recurArg int) bool {
 			}
 		}
 		return true
+	}
+	if linearUpdates[it[0].name] {
+		// (assoc acc ...), or of a linear update of acc: (assoc (assoc acc ...) ...)
+		return len(it) >= 3 && linearFirst(it[1], acc) && noneUse(it[2:])
 	}
 	switch it[0].name {
 	case "if", "if-not":
@@ -342,16 +352,14 @@ func linearTail(f *form, acc string, recurArg int) bool {
 			return false
 		}
 		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
-	case "assoc", "update", "dissoc", "assoc-in", "update-in": // linearUpdates
-		// (assoc acc ...), or of a linear update of acc: (assoc (assoc acc ...) ...)
-		return len(it) >= 3 && (it[1].isSym(acc) || it[1].kind == fList && linearTail(it[1], acc, -1)) && noneUse(it[2:])
 	case "->":
 		// (-> acc (assoc ...) (update ...)): each step an update of the last
-		if len(it) < 2 || !(it[1].isSym(acc) || it[1].kind == fList && linearTail(it[1], acc, -1)) {
+		if len(it) < 2 || !linearFirst(it[1], acc) {
 			return false
 		}
 		for _, step := range it[2:] {
-			if step.kind != fList || len(step.items) < 2 || !linearUpdates[step.items[0].name] || step.items[0].ns != "" || step.items[0].kind != fSym || !noneUse(step.items[1:]) {
+			if step.kind != fList || len(step.items) < 2 || step.items[0].kind != fSym || step.items[0].ns != "" ||
+				!linearUpdates[step.items[0].name] || !noneUse(step.items[1:]) {
 				return false
 			}
 		}

@@ -11,8 +11,9 @@ import "unsafe"
 // asks for them ahead of time: at item i, for the slots of the record
 // prefetchAhead items ahead (a small map's group, see field_swiss.go)
 // and for the map header of the one 2·prefetchAhead ahead, whose slots the
-// scan asks for prefetchAhead items later. Measured over 10k and 100k
-// records, scans ran 5–30 % faster for it (docs/lisp.md).
+// scan asks for prefetchAhead items later. Measured over 10k records, a
+// fused filter/map/reduce ran 15–35 % faster for it and a reduce with
+// update 10–20 %; scans whose step per record is short gained nothing.
 
 // prefetchAhead is how many records ahead a scan asks for.
 const prefetchAhead = 4

@@ -305,6 +305,7 @@ func TestLinearFnLit(t *testing.T) {
 		`#(-> %1 (assoc %2 1) keys)`:                     false, // a step that is not an update
 		`#(-> %1 (assoc %2 1) (merge {}))`:               false,
 		`#(assoc (merge %1 {}) %2 1)`:                    false,
+		`#(-> %1 (assoc %2 1) (my/assoc 2 3))`:           false, // not the builtin
 		`#(assoc (assoc %1 %2 1) (- %2) (get %1 %2))`:    false,
 	} {
 		forms, err := read(src, map[string]*Keyword{})
