@@ -22,7 +22,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -566,20 +565,57 @@ func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (a
 	return b.call(ctx, name, args, decodeToolResponse)
 }
 
-// CallWire is Call with the result decoded once, straight from the reply's
-// bytes (msgpack, or JSON from a JSON service) into interpreter values: a
-// program uses the WireResult's value, and the trace, the journal and the
-// tool_result event keep the bytes (see lisp.WireResult). An agent
-// mission's remote tools are called this way.
-func (b *Toolbox) CallWire(ctx context.Context, name string, args map[string]any) (*lisp.WireResult, error) {
+// ToolResult is a tool's result as it came over the wire, undecoded: one
+// value in its content type. A Toolbox hands it to a ResultDecoder
+// (CallAs), so a caller that keeps results in its own representation (an
+// agent mission's interpreter values) decodes them once, straight from
+// the reply's bytes, and pkg/fleet need not know that representation.
+type ToolResult struct {
+	// ContentType is "" for msgpack or messages.ContentTypeJSON.
+	ContentType string
+	// Data is the encoded value: msgpack nil when the tool returned none.
+	Data []byte
+}
+
+// ResultDecoder turns a tool's result into the value a call returns. Its
+// error is reported as the call's, a *ToolError with code internal
+// ("undecodable response") unless it is one itself.
+type ResultDecoder func(ctx context.Context, r *ToolResult) (any, error)
+
+// CallAs is Call with the result handed undecoded to decode, which
+// returns the call's value: the trace, the journal and the tool_result
+// event keep the reply's bytes and the value decode made of them (a value
+// that is a messages.Masker and msgpack.Marshaler keeps its own bytes in
+// the event). An agent mission's remote tools are called this way, and
+// decode reads the bytes once into interpreter values.
+func (b *Toolbox) CallAs(ctx context.Context, name string, args map[string]any, decode ResultDecoder) (any, error) {
 	if !b.allowed[name] {
 		return nil, forbidden(name)
 	}
-	r, err := b.call(ctx, name, args, decodeWireResponse)
-	if err != nil {
-		return nil, err
+	return b.call(ctx, name, args, decodeAs(decode))
+}
+
+// decodeAs returns the body decoder of a call whose result decode turns
+// into the call's value.
+func decodeAs(decode ResultDecoder) func(ctx context.Context, name string, body []byte) (any, error) {
+	return func(ctx context.Context, name string, body []byte) (any, error) {
+		ctype, raw, err := splitToolResponse(name, body)
+		if err != nil {
+			return nil, err
+		}
+		if raw == nil {
+			ctype, raw = "", []byte{msgpcode.Nil}
+		}
+		v, err := decode(ctx, &ToolResult{ContentType: ctype, Data: raw})
+		if err != nil {
+			var te *ToolError
+			if errors.As(err, &te) {
+				return nil, err
+			}
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+		}
+		return v, nil
 	}
-	return r.(*lisp.WireResult), nil
 }
 
 // Calls returns the number of requests sent so far.
@@ -600,7 +636,7 @@ func (b *Toolbox) callIndex(turn int) int {
 
 // call calls the named tool; decode turns the response body (as
 // received, or as journaled) into the result.
-func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, decode func(name string, body []byte) (any, error)) (result any, err error) {
+func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, decode func(ctx context.Context, name string, body []byte) (any, error)) (result any, err error) {
 	callID := strconv.FormatInt(b.calls.Add(1), 10)
 	turn := TurnFrom(ctx)
 	index := b.callIndex(turn)
@@ -635,7 +671,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		jkey = toolKey(turn, name, plain)
 		if data, ok := b.journal.Replay(jkey); ok {
 			replayed = true
-			return decode(name, data)
+			return decode(ctx, name, data)
 		}
 	}
 	lctx, lcancel := context.WithTimeout(ctx, b.timeout)
@@ -731,12 +767,12 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 			zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("tool result not journaled")
 		}
 	}
-	return decode(name, body)
+	return decode(ctx, name, body)
 }
 
 // decodeToolResponse turns a tool response body into the call's result as
 // plain Go data.
-func decodeToolResponse(name string, data []byte) (any, error) {
+func decodeToolResponse(_ context.Context, name string, data []byte) (any, error) {
 	ctype, raw, err := splitToolResponse(name, data)
 	if err != nil || raw == nil {
 		return nil, err
@@ -746,23 +782,6 @@ func decodeToolResponse(name string, data []byte) (any, error) {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
 	}
 	return out, nil
-}
-
-// decodeWireResponse turns a tool response body into the call's result
-// decoded once into interpreter values, a *lisp.WireResult.
-func decodeWireResponse(name string, data []byte) (any, error) {
-	ctype, raw, err := splitToolResponse(name, data)
-	if err != nil {
-		return nil, err
-	}
-	if raw == nil {
-		ctype, raw = "", []byte{msgpcode.Nil}
-	}
-	w, err := lisp.NewWireResult(ctype, raw)
-	if err != nil {
-		return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
-	}
-	return w, nil
 }
 
 // splitToolResponse reads a tool response body, msgpack or JSON (a JSON

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
-	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -59,12 +58,12 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 	}
 	for name, body := range bodies {
 		box, j, _ := journaled(map[string][]byte{})
-		first, err := box.CallWire(ctx, name, map[string]any{"q": "x"})
+		first, err := box.CallAs(ctx, name, map[string]any{"q": "x"}, plainResult)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !reflect.DeepEqual(first.Plain(), want) {
-			t.Errorf("%s: result %#v, want %#v", name, first.Plain(), want)
+		if !reflect.DeepEqual(first, want) {
+			t.Errorf("%s: result %#v, want %#v", name, first, want)
 		}
 		j.mu.Lock()
 		if len(j.unsent) != 1 {
@@ -77,12 +76,12 @@ func TestToolReplyReplaysToTheSameValue(t *testing.T) {
 		}
 		sent := requests.Load()
 		replay, _, _ := journaled(map[string][]byte{entry.Key: entry.Data})
-		again, err := replay.CallWire(ctx, name, map[string]any{"q": "x"})
+		again, err := replay.CallAs(ctx, name, map[string]any{"q": "x"}, plainResult)
 		if err != nil {
 			t.Fatalf("%s replayed: %v", name, err)
 		}
-		if lisp.PrStr(again.Value()) != lisp.PrStr(first.Value()) || !reflect.DeepEqual(again.Plain(), want) {
-			t.Errorf("%s replayed: %s, first %s", name, lisp.PrStr(again.Value()), lisp.PrStr(first.Value()))
+		if !reflect.DeepEqual(again, want) {
+			t.Errorf("%s replayed: %#v, want %#v", name, again, want)
 		}
 		plainBox, _, _ := journaled(map[string][]byte{entry.Key: entry.Data})
 		if plain, err := plainBox.Call(ctx, name, map[string]any{"q": "x"}); err != nil || !reflect.DeepEqual(plain, want) {
@@ -109,12 +108,20 @@ func TestToolResponseDecodersAgree(t *testing.T) {
 	}
 }
 
-// agree checks that decodeToolResponse and decodeWireResponse agree on
-// data.
+// plainResult decodes a ToolResult as Go data, checking that it is
+// handed one value in its content type.
+func plainResult(_ context.Context, r *ToolResult) (any, error) {
+	var v any
+	err := messages.UnmarshalAs(r.ContentType, r.Data, &v)
+	return v, err
+}
+
+// agree checks that decodeToolResponse and a ResultDecoder's view of
+// data (decodeAs) agree on it.
 func agree(t *testing.T, data []byte) {
 	t.Helper()
-	plain, perr := decodeToolResponse("t", data)
-	w, werr := decodeWireResponse("t", data)
+	plain, perr := decodeToolResponse(context.Background(), "t", data)
+	got, werr := decodeAs(plainResult)(context.Background(), "t", data)
 	if (perr == nil) != (werr == nil) {
 		t.Fatalf("%q: Go data err %v, wire err %v", data, perr, werr)
 	}
@@ -125,7 +132,6 @@ func agree(t *testing.T, data []byte) {
 		}
 		return
 	}
-	got := w.(*lisp.WireResult).Plain()
 	if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", plain) {
 		t.Fatalf("%q: Go data %#v, wire %#v", data, plain, got)
 	}

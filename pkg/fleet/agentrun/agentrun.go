@@ -24,6 +24,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmconfig"
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -162,11 +163,7 @@ func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *tur
 	call := func(ctx context.Context, args map[string]any) (any, error) {
 		// the reply is decoded once, into interpreter values (and the
 		// trace keeps its bytes)
-		w, err := box.CallWire(turns.withTurn(ctx), name, args)
-		if err != nil {
-			return nil, err
-		}
-		return w, nil
+		return box.CallAs(turns.withTurn(ctx), name, args, decodeResult)
 	}
 	t, err := box.Get(ctx, name)
 	if err != nil || t.Signature() == "" {
@@ -177,6 +174,12 @@ func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *tur
 		return tool
 	}
 	return agent.FuncSig(t.Signature(), call).WithDescription(t.Description())
+}
+
+// decodeResult reads a tool's result once into interpreter values, a
+// *lisp.WireResult.
+func decodeResult(_ context.Context, r *fleet.ToolResult) (any, error) {
+	return lisp.NewWireResult(r.ContentType, r.Data)
 }
 
 func failStep(reason, msg string) *messages.Step {
