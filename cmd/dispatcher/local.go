@@ -247,7 +247,7 @@ func openLocalFleet(cfg localConfig, log zerolog.Logger) (*localFleet, error) {
 // (PTC_MODEL_<NAME>) and the name of the one mission m runs on: its own,
 // its agent's, or def.
 func missionModels(m *messages.Mission, e env, def string) (llm.Registry, string, error) {
-	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.getenv})
+	models, err := llmconfig.RegistryFromEnv(e.environ, llmconfig.Options{Getenv: e.lookup.Getenv})
 	if err != nil {
 		return nil, "", fmt.Errorf("models: %w", err)
 	}

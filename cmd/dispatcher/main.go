@@ -31,13 +31,13 @@ import (
 
 func main() {
 	cli.Main("dispatcher", func(ctx context.Context) error {
-		return run(ctx, os.Args[1:], env{getenv: os.Getenv, environ: os.Environ(), stdin: os.Stdin}, os.Stdout, os.Stderr)
+		return run(ctx, os.Args[1:], env{lookup: os.LookupEnv, environ: os.Environ(), stdin: os.Stdin}, os.Stdout, os.Stderr)
 	}, exitCode)
 }
 
 // env is the process environment, injected so tests control it.
 type env struct {
-	getenv  func(string) string
+	lookup  cli.Lookup
 	environ []string
 	// stdin is the input of "repl" (nil: none).
 	stdin io.Reader
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := cli.ApplyEnv(fs, e.getenv); err != nil {
+	if err := cli.ApplyEnv(fs, e.lookup); err != nil {
 		return err
 	}
 	if err := c.nats.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ptcfleet/ptc/internal/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func testEnv(vars map[string]string) env {
 	for k, v := range vars {
 		environ = append(environ, k+"="+v)
 	}
-	return env{getenv: func(k string) string { return vars[k] }, environ: environ}
+	return env{lookup: cli.MapEnv(vars), environ: environ}
 }
 
 func TestLocalRunsTheExampleMissions(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -30,12 +29,12 @@ import (
 )
 
 func main() {
-	cli.Main("mcpbridge", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) }, nil)
+	cli.Main("mcpbridge", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.LookupEnv, os.Stderr, nil) }, nil)
 }
 
 // run runs the bridge until ctx ends; bound, when not nil, receives the
 // address of the health and status endpoints once they listen.
-func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer, bound chan<- string) error {
+func run(ctx context.Context, args []string, lookup cli.Lookup, logOut io.Writer, bound chan<- string) error {
 	fs := flag.NewFlagSet("mcpbridge", flag.ContinueOnError)
 	fs.SetOutput(logOut)
 	var (
@@ -47,12 +46,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	natsOpts.Register(fs)
 	logOpts.Register(fs)
 	fs.StringVar(&configPath, "mcp-config", "", "the bridge's configuration file (YAML or JSON): the MCP servers to serve")
-	fs.StringVar(&healthAddr, "health-addr", ":8083", "address of the /healthz, /readyz and /status endpoints (empty: off)")
+	fs.StringVar(&healthAddr, "health-addr", ":8083", "address of the /healthz, /readyz and /status endpoints (empty: off; the default, when busy, gives way to a free port)")
 	cli.Usage(fs, "mcpbridge -mcp-config FILE [flags]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := cli.ApplyEnv(fs, getenv); err != nil {
+	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
 	if err := natsOpts.Validate(); err != nil {
@@ -64,13 +63,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if natsOpts.URL == "" {
 		return errors.New("no NATS server: set -nats-url or PTC_NATS_URL")
 	}
-	cfg, err := LoadConfig(configPath, getenv)
+	cfg, err := LoadConfig(configPath, lookup.Getenv)
 	if err != nil {
 		return err
 	}
 	log, err := logOpts.Logger(logOut, "mcpbridge")
 	if err != nil {
 		return err
+	}
+	// The endpoint's address is taken before anything starts: a busy
+	// address the user chose stops the bridge here.
+	hl, err := cli.ListenFlag(fs, "health-addr")
+	if err != nil {
+		return err
+	}
+	if hl.Listener != nil {
+		defer hl.Listener.Close()
+	}
+	if hl.Busy != "" {
+		log.Warn().Str("busy", hl.Busy).Str("addr", hl.Addr()).Msg("default health address in use (another process on this machine): listening on a free port instead")
 	}
 	natsOpts.Name = "ptc-mcpbridge"
 	opts, err := natsOpts.Options(log)
@@ -86,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	if healthAddr != "" {
+	if ln := hl.Listener; ln != nil {
 		health := cli.Health{Ready: func() error {
 			if !nc.IsConnected() {
 				return errors.New("nats disconnected")
@@ -101,10 +112,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(b.Status())
 		})
-		ln, err := net.Listen("tcp", healthAddr)
-		if err != nil {
-			return fmt.Errorf("health endpoints: %w", err)
-		}
 		if bound != nil {
 			bound <- ln.Addr().String()
 		}

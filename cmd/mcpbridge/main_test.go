@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/ptcfleet/ptc/internal/cli"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ func TestRunNeedsConfigAndNATS(t *testing.T) {
 		{map[string]string{"PTC_MCP_CONFIG": "/nonexistent.yaml", "PTC_NATS_URL": "nats://127.0.0.1:1"}, "config: open /nonexistent.yaml"},
 	} {
 		var out bytes.Buffer
-		err := run(context.Background(), nil, func(k string) string { return c.env[k] }, &out, nil)
+		err := run(context.Background(), nil, cli.MapEnv(c.env), &out, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("env %v: %v, want %q", c.env, err, c.want)
 		}
@@ -50,7 +51,7 @@ func TestRunServesConfiguredServers(t *testing.T) {
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	bound := make(chan string, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs, bound) }()
+	go func() { done <- run(ctx, nil, cli.MapEnv(env), &logs, bound) }()
 	nc := srv.Conn()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

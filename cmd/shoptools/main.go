@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	cli.Main("shoptools", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil) }, nil)
+	cli.Main("shoptools", func(ctx context.Context) error { return run(ctx, os.Args[1:], os.LookupEnv, os.Stderr, nil) }, nil)
 }
 
 type config struct {
@@ -36,7 +36,7 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.SetOutput(out)
 	c.nats.Register(fs)
 	c.log.Register(fs)
-	fs.StringVar(&c.healthAddr, "health-addr", ":8082", "address of the /healthz, /readyz and /metrics endpoints (empty: off)")
+	fs.StringVar(&c.healthAddr, "health-addr", ":8082", "address of the /healthz, /readyz and /metrics endpoints (empty: off; the default, when busy, gives way to a free port)")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 64, "tool calls handled at once")
 	fs.IntVar(&c.customers, "customers", 2000, "customers in the generated dataset")
 	fs.IntVar(&c.orders, "orders", 10000, "orders in the generated dataset")
@@ -45,13 +45,13 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer, ready chan<- string) error {
+func run(ctx context.Context, args []string, lookup cli.Lookup, logOut io.Writer, ready chan<- string) error {
 	var c config
 	fs := flagSet(&c, logOut)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := cli.ApplyEnv(fs, getenv); err != nil {
+	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
 	if err := c.nats.Validate(); err != nil {
@@ -67,6 +67,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
+	// The endpoint's address is taken before anything starts: a busy
+	// address the user chose stops the service here.
+	hl, err := cli.ListenFlag(fs, "health-addr")
+	if err != nil {
+		return err
+	}
+	if hl.Listener != nil {
+		defer hl.Listener.Close()
+	}
+	if hl.Busy != "" {
+		log.Warn().Str("busy", hl.Busy).Str("addr", hl.Addr()).Msg("default health address in use (another process on this machine): listening on a free port instead")
+	}
 	nc, err := c.nats.Dial(ctx, c.nats.URL, "ptc-shoptools", log)
 	if err != nil {
 		return err
@@ -76,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	if err != nil {
 		return err
 	}
-	tp, shutdownTracing, err := cli.Tracing(ctx, getenv, "ptc-shoptools")
+	tp, shutdownTracing, err := cli.Tracing(ctx, lookup.Getenv, "ptc-shoptools")
 	if err != nil {
 		return err
 	}
@@ -91,17 +103,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	}
 	hctx, stopHealth := context.WithCancel(context.Background())
 	defer stopHealth()
-	bound := make(chan string, 1)
 	health := cli.Health{Metrics: metricsHandler, Ready: func() error {
 		if !nc.IsConnected() {
 			return errors.New("nats disconnected")
 		}
 		return nil
 	}}
-	go func() { _ = health.Serve(hctx, c.healthAddr, bound) }()
-	addr := ""
-	if c.healthAddr != "" {
-		addr = <-bound
+	addr := hl.Addr()
+	if hl.Listener != nil {
+		go func() {
+			if err := health.ServeOn(hctx, hl.Listener); err != nil {
+				log.Error().Err(err).Msg("health endpoint stopped")
+			}
+		}()
 	}
 	log.Info().Strs("tools", shop.ToolNames()).Str("health", addr).Msg("serving")
 	if ready != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"github.com/ptcfleet/ptc/internal/cli"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +24,7 @@ func TestServesDiscoverableTools(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, ready) }()
+	go func() { done <- run(ctx, nil, cli.MapEnv(env), io.Discard, ready) }()
 	select {
 	case <-ready:
 	case err := <-done:
@@ -63,9 +65,38 @@ func TestConfigErrors(t *testing.T) {
 			k, v, _ := strings.Cut(env, "=")
 			vars[k] = v
 		}
-		err := run(context.Background(), nil, func(k string) string { return vars[k] }, io.Discard, nil)
+		err := run(context.Background(), nil, cli.MapEnv(vars), io.Discard, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want %q", env, err, want)
 		}
+	}
+}
+
+// A busy -health-addr stops the service at start with an error naming the
+// flag, before it connects or serves any tool.
+func TestBusyHealthAddr(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = run(ctx, []string{"-health-addr", busy.Addr().String()}, cli.MapEnv(map[string]string{"PTC_NATS_URL": ns.ClientURL()}), io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "-health-addr "+busy.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v, want the busy address named", err)
+	}
+	nc, err := ns.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if infos, _ := fleet.Discover(ctx, nc, 300*time.Millisecond); len(infos) != 0 {
+		t.Errorf("tools served after the start failed: %v", infos)
 	}
 }

@@ -39,7 +39,7 @@ import (
 
 func main() {
 	cli.Main("worker", func(ctx context.Context) error {
-		return run(ctx, os.Args[1:], os.Getenv, os.Environ(), os.Stderr, nil)
+		return run(ctx, os.Args[1:], os.LookupEnv, os.Environ(), os.Stderr, nil)
 	}, nil)
 }
 
@@ -69,7 +69,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.id, "id", "", "worker id in status and logs (default <hostname>-<pid>-<random>)")
 	fs.IntVar(&c.slots, "slots", 4, "missions run at once")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and buckets the worker creates (3 in production)")
-	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz, /readyz and /metrics endpoints (empty: off)")
+	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz, /readyz and /metrics endpoints (empty: off; the default, when busy, gives way to a free port)")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 25*time.Second, "on SIGTERM, how long running missions may finish before they are handed back")
 	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
 	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
@@ -153,8 +153,8 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 // with -replicas, -ack-wait and -max-deliver) and exits. Workers started
 // with -verify-layout then only wait for that layout, so they need no
 // permission to create or change it.
-func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, getenv func(string) string, logOut io.Writer) error {
-	if err := cli.ApplyEnv(fs, getenv); err != nil {
+func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, lookup cli.Lookup, logOut io.Writer) error {
+	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
 	if err := c.validate(); err != nil {
@@ -189,7 +189,7 @@ func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, getenv func(stri
 
 // run is the whole worker; ready (if not nil) receives the health address
 // once the worker is running, for tests.
-func run(ctx context.Context, args []string, getenv func(string) string, environ []string, logOut io.Writer, ready chan<- string) error {
+func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string, logOut io.Writer, ready chan<- string) error {
 	var c config
 	fs := flagSet(&c, logOut)
 	setup := len(args) > 0 && args[0] == "setup"
@@ -203,14 +203,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	if setup {
-		return runSetup(ctx, &c, fs, getenv, logOut)
+		return runSetup(ctx, &c, fs, lookup, logOut)
 	}
-	if err := cli.ApplyEnv(fs, getenv); err != nil {
+	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
 	if err := c.validate(); err != nil {
 		return err
 	}
+	getenv := lookup.Getenv
 	pins, err := c.parseLists()
 	if err != nil {
 		return err
@@ -228,6 +229,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		Msg("config")
 	if len(models) == 0 {
 		log.Warn().Msg("no models configured (PTC_MODEL_<NAME>=provider:model): missions will fail with llm_not_found")
+	}
+
+	// The endpoint's address is taken before anything starts: a busy
+	// address the user chose stops the worker here.
+	hl, err := cli.ListenFlag(fs, "health-addr")
+	if err != nil {
+		return err
+	}
+	if hl.Listener != nil {
+		defer hl.Listener.Close()
+	}
+	if hl.Busy != "" {
+		log.Warn().Str("busy", hl.Busy).Str("addr", hl.Addr()).Msg("default health address in use (another process on this machine): listening on a free port instead")
 	}
 
 	metrics, metricsHandler, err := cli.Metrics()
@@ -307,16 +321,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 			return nil
 		},
 	}
-	bound := make(chan string, 1)
-	healthErr := make(chan error, 1)
-	go func() { healthErr <- health.Serve(hctx, c.healthAddr, bound) }()
-	addr := ""
-	if c.healthAddr != "" {
-		select {
-		case addr = <-bound:
-		case err := <-healthErr:
-			return fmt.Errorf("health endpoint: %w", err)
-		}
+	addr := hl.Addr()
+	if hl.Listener != nil {
+		go func() {
+			if err := health.ServeOn(hctx, hl.Listener); err != nil {
+				log.Error().Err(err).Msg("health endpoint stopped")
+			}
+		}()
 	}
 
 	if err := w.Start(ctx); err != nil {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ptcfleet/ptc/internal/cli"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,7 +46,7 @@ func TestWorkerConfiguredByEnvironment(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	var logs syncbuf.Buffer
-	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, environ, &logs, ready) }()
+	go func() { done <- run(ctx, nil, cli.MapEnv(vars), environ, &logs, ready) }()
 	var addr string
 	select {
 	case addr = <-ready:
@@ -158,7 +160,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 		for k, v := range c.env {
 			environ = append(environ, k+"="+v)
 		}
-		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, environ, io.Discard, nil)
+		err := run(context.Background(), c.args, cli.MapEnv(c.env), environ, io.Discard, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: err = %v, want %q", c.env, c.args, err, c.want)
 		}
@@ -183,7 +185,7 @@ func startWorker(t *testing.T, vars map[string]string) *syncbuf.Buffer {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	logs := &syncbuf.Buffer{}
-	go func() { done <- run(ctx, nil, func(k string) string { return vars[k] }, nil, logs, ready) }()
+	go func() { done <- run(ctx, nil, cli.MapEnv(vars), nil, logs, ready) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -242,5 +244,87 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("logs lack %s:\n%s", want, logs.String())
 		}
+	}
+}
+
+// Several workers on one machine start with their default flags: the
+// default health address is taken (by the test when it is free, so that
+// this path is always exercised), each worker listens on a free port
+// instead, serves its probes there and says so.
+func TestSeveralWorkersWithDefaultFlags(t *testing.T) {
+	var c config
+	def := flagSet(&c, io.Discard).Lookup("health-addr").DefValue
+	if ln, err := net.Listen("tcp", def); err == nil {
+		defer ln.Close()
+	}
+	ns := fleettest.Start(t)
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		logs := &syncbuf.Buffer{}
+		vars := map[string]string{"PTC_NATS_URL": ns.ClientURL(), "PTC_ID": fmt.Sprintf("w%d", i)}
+		go func() { done <- run(ctx, nil, cli.MapEnv(vars), nil, logs, ready) }()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("worker did not stop")
+			}
+		})
+		var addr string
+		select {
+		case addr = <-ready:
+		case err := <-done:
+			t.Fatalf("worker %d with default flags exited: %v\n%s", i, err, logs.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("worker %d did not start:\n%s", i, logs.String())
+		}
+		if addr == "" || strings.HasSuffix(addr, def) {
+			t.Errorf("worker %d health address %q, want a free port", i, addr)
+		}
+		if code := httpStatus(t, "http://"+addr+"/healthz"); code != http.StatusOK {
+			t.Errorf("worker %d healthz = %d", i, code)
+		}
+		if !strings.Contains(logs.String(), "default health address in use") {
+			t.Errorf("worker %d does not say it moved off the busy default:\n%s", i, logs.String())
+		}
+	}
+}
+
+// An address the user chose that is busy stops the worker at once with an
+// error naming the flag; an empty PTC_HEALTH_ADDR turns the endpoint off.
+func TestWorkerHealthAddr(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	ns := fleettest.Start(t)
+	err = run(context.Background(), nil, cli.MapEnv(map[string]string{"PTC_NATS_URL": ns.ClientURL(), "PTC_HEALTH_ADDR": busy.Addr().String()}), nil, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "-health-addr "+busy.Addr().String()) || !strings.Contains(err.Error(), "PTC_HEALTH_ADDR") {
+		t.Errorf("busy chosen address: err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, cli.MapEnv(map[string]string{"PTC_NATS_URL": ns.ClientURL(), "PTC_HEALTH_ADDR": ""}), nil, io.Discard, ready)
+	}()
+	select {
+	case addr := <-ready:
+		if addr != "" {
+			t.Errorf("PTC_HEALTH_ADDR=\"\": endpoint listens on %q, want off", addr)
+		}
+	case err := <-done:
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not start")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
 	}
 }

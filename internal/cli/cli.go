@@ -26,10 +26,31 @@ func EnvName(flagName string) string {
 	return "PTC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// Lookup reads an environment variable and reports whether it is set, as
+// os.LookupEnv does: a variable set to "" is set (PTC_HEALTH_ADDR= turns
+// an endpoint off), an unset one leaves the flag's default.
+type Lookup func(string) (string, bool)
+
+// Getenv returns the variable's value, "" when it is unset.
+func (l Lookup) Getenv(name string) string {
+	v, _ := l(name)
+	return v
+}
+
+// MapEnv is the Lookup of a fixed set of variables (tests).
+func MapEnv(vars map[string]string) Lookup {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
 // ApplyEnv sets every flag of fs that was not given on the command line from
-// its environment twin (EnvName), if that is set. It returns an error naming
-// the variable when a value does not parse. Call it after fs.Parse.
-func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+// its environment twin (EnvName), if that is set, even to "": an empty
+// variable gives the flag an empty value (which turns an address flag off),
+// an unset one leaves its default. It returns an error naming the variable
+// when a value does not parse. Call it after fs.Parse.
+func ApplyEnv(fs *flag.FlagSet, lookup Lookup) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
@@ -37,15 +58,34 @@ func ApplyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		if set[f.Name] {
 			return
 		}
-		v := getenv(EnvName(f.Name))
-		if v == "" {
+		v, ok := lookup(EnvName(f.Name))
+		if !ok {
 			return
+		}
+		if v == "" {
+			if g, ok := f.Value.(flag.Getter); !ok || !isString(g.Get()) {
+				// An empty number, duration or boolean means nothing: keep the default.
+				return
+			}
 		}
 		if err := fs.Set(f.Name, v); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err))
 		}
 	})
 	return errors.Join(errs...)
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
+}
+
+// IsSet reports whether fs's flag name was given, on the command line or
+// by its environment twin (ApplyEnv), rather than left at its default.
+func IsSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // EnvNames lists the environment twins of fs's flags, sorted; the k8s

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -23,7 +24,7 @@ func TestApplyEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"PTC_SLOTS": "9", "PTC_NATS_URL": "nats://a:4222", "PTC_DRAIN_GRACE": "30s"}
-	if err := ApplyEnv(fs, func(k string) string { return env[k] }); err != nil {
+	if err := ApplyEnv(fs, MapEnv(env)); err != nil {
 		t.Fatal(err)
 	}
 	if *slots != 2 {
@@ -36,12 +37,86 @@ func TestApplyEnv(t *testing.T) {
 	fs2 := flag.NewFlagSet("y", flag.ContinueOnError)
 	fs2.Duration("drain-grace", 0, "")
 	_ = fs2.Parse(nil)
-	err := ApplyEnv(fs2, func(k string) string { return env[k] })
+	err := ApplyEnv(fs2, MapEnv(env))
 	if err == nil || !strings.Contains(err.Error(), `PTC_DRAIN_GRACE="soon"`) {
 		t.Errorf("err = %v, want one naming the variable", err)
 	}
 	if got := EnvNames(fs); strings.Join(got, ",") != "PTC_DRAIN_GRACE,PTC_NATS_URL,PTC_SLOTS" {
 		t.Errorf("EnvNames = %v", got)
+	}
+}
+
+// A variable set to "" empties a string flag (an address: the endpoint is
+// off); an unset one leaves the default; an empty number keeps its default.
+func TestApplyEnvEmptyIsSet(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	health := fs.String("health-addr", ":8081", "")
+	ui := fs.String("ui-addr", "127.0.0.1:8090", "")
+	slots := fs.Int("slots", 4, "")
+	_ = fs.Parse(nil)
+	if err := ApplyEnv(fs, MapEnv(map[string]string{"PTC_HEALTH_ADDR": "", "PTC_SLOTS": ""})); err != nil {
+		t.Fatal(err)
+	}
+	if *health != "" || !IsSet(fs, "health-addr") {
+		t.Errorf("PTC_HEALTH_ADDR=\"\": health-addr = %q, set %v; want \"\" (off)", *health, IsSet(fs, "health-addr"))
+	}
+	if *ui != "127.0.0.1:8090" || IsSet(fs, "ui-addr") {
+		t.Errorf("unset PTC_UI_ADDR changed ui-addr to %q", *ui)
+	}
+	if *slots != 4 {
+		t.Errorf("empty PTC_SLOTS: slots = %d, want the default 4", *slots)
+	}
+}
+
+// ListenFlag: empty is off; a busy default gives way to a free port; a busy
+// address the user chose is an error naming the flag and its variable.
+func TestListenFlag(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	newFS := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.String("health-addr", busy.Addr().String(), "")
+		return fs
+	}
+
+	fs := newFS()
+	_ = fs.Parse(nil)
+	l, err := ListenFlag(fs, "health-addr")
+	if err != nil {
+		t.Fatalf("busy default: %v", err)
+	}
+	if l.Busy != busy.Addr().String() || l.Listener == nil || l.Addr() == busy.Addr().String() {
+		t.Errorf("busy default: listened on %q, busy %q", l.Addr(), l.Busy)
+	}
+	if !strings.HasPrefix(l.Addr(), "127.0.0.1:") {
+		t.Errorf("fallback left the default's host: %q", l.Addr())
+	}
+	l.Listener.Close()
+
+	for _, how := range []string{"flag", "env"} {
+		fs := newFS()
+		if how == "flag" {
+			_ = fs.Parse([]string{"-health-addr", busy.Addr().String()})
+		} else {
+			_ = fs.Parse(nil)
+			if err := ApplyEnv(fs, MapEnv(map[string]string{"PTC_HEALTH_ADDR": busy.Addr().String()})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := ListenFlag(fs, "health-addr")
+		if err == nil || !strings.Contains(err.Error(), "-health-addr "+busy.Addr().String()) || !strings.Contains(err.Error(), "PTC_HEALTH_ADDR") ||
+			!strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("%s: busy chosen address: err = %v", how, err)
+		}
+	}
+
+	fs = newFS()
+	_ = fs.Parse([]string{"-health-addr", ""})
+	if l, err := ListenFlag(fs, "health-addr"); err != nil || l.Listener != nil || l.Addr() != "" {
+		t.Errorf("empty address: %+v, %v; want off", l, err)
 	}
 }
 
