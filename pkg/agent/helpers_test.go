@@ -35,6 +35,8 @@ func wantSpecError(t *testing.T, err error, field, msg string) {
 
 // run runs a with the scripted replies and returns the step, the error
 // and the model.
+//
+//lint:ignore ST1008 callers check the step and the error first; the model is for the few that inspect requests
 func run(t *testing.T, a *Agent, opts RunOptions, replies ...llmtest.Reply) (*messages.Step, error, *llmtest.Model) {
 	t.Helper()
 	m := llmtest.NewT(t, replies...)

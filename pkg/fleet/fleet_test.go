@@ -21,23 +21,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// toolRunner calls each named tool once with args and returns a map of
-// results (or error texts) by tool name.
-func toolRunner(calls map[string]map[string]any) fleet.RunnerFunc {
-	return func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		out := map[string]any{}
-		for name, args := range calls {
-			res, err := env.Tools.Call(ctx, name, args)
-			if err != nil {
-				out[name] = "error: " + err.Error()
-				continue
-			}
-			out[name] = res
-		}
-		return &messages.Step{Return: out}, nil
-	}
-}
-
 func TestMissionWithToolCallsOverNATS(t *testing.T) {
 	_, nc := runJetStream(t)
 	tools := startTools(t, nc)

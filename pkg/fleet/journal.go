@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -491,7 +490,3 @@ func TurnFrom(ctx context.Context) int {
 	n, _ := ctx.Value(turnKey{}).(int)
 	return n
 }
-
-// errJournalUnreadable marks a journal that could not be read: the
-// mission is handed back to try again.
-var errJournalUnreadable = errors.New("journal unreadable")

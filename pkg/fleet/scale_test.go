@@ -137,14 +137,12 @@ func TestHigherPriorityFirst(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	var ids []string
 	for _, p := range []string{messages.PriorityLow, messages.PriorityNormal, messages.PriorityHigh} {
 		m := newMission()
 		m.Priority = p
 		if _, err := c.Submit(ctx, m); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, p)
 	}
 	var mu sync.Mutex
 	var order []string

@@ -193,7 +193,6 @@ type Worker struct {
 	ready     atomic.Bool
 	// layoutLost is set when a fetch finds the consumer or stream gone.
 	layoutLost atomic.Bool
-	startOnce  sync.Once
 	stopOnce   sync.Once
 	subs       []*nats.Subscription
 	tracer     trace.Tracer // nil when tracing is off

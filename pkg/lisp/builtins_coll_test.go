@@ -17,7 +17,7 @@ func TestValueSet(t *testing.T) {
 		want int // distinct members
 	}{
 		{"ints", []Value{int64(1), int64(2), int64(1)}, 2},
-		{"int and integral float", []Value{int64(1), 1.0, -0.0, int64(0)}, 2},
+		{"int and integral float", []Value{int64(1), 1.0, math.Copysign(0, -1), int64(0)}, 2},
 		{"fractions", []Value{1.5, 1.5, int64(1)}, 2},
 		{"nan", []Value{math.NaN(), math.NaN()}, 2},
 		{"huge float", []Value{big, int64(1 << 62), 1e300, 1e300}, 2},

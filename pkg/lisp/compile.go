@@ -222,7 +222,6 @@ type compiler struct {
 	ownedN    int // loop bindings given an owned box (opt_ownedbox.go)
 	memNames  map[string]bool
 	sc        *scope
-	fnLit     *fnLitInfo
 	lastProto *fnProto
 	gensym    int
 	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)

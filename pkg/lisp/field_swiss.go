@@ -14,8 +14,8 @@ import "unsafe"
 
 // swissHeader is the start of the runtime's map header.
 type swissHeader struct {
-	used   uint64
-	seed   uintptr
+	_      uint64  // used
+	_      uintptr // seed
 	dirPtr unsafe.Pointer
 	dirLen int
 }

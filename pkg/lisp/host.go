@@ -57,7 +57,6 @@ type host struct {
 	calls    []messages.ToolCall
 	maxCalls int
 	nCalls   int
-	memKeys  func() []string
 	scrub    func(string, bool) string // Options.Scrub
 }
 

@@ -183,11 +183,11 @@ func TestPreviewTruncation(t *testing.T) {
 }
 
 func TestStepIsPlainData(t *testing.T) {
-	step, err := Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re (var-of f)]`, Options{})
+	_, err := Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re (var-of f)]`, Options{})
 	if err == nil {
 		t.Fatal("want unbound var-of")
 	}
-	step, err = Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re + (def g 1)]`, Options{Signature: "[:any]"})
+	step, err := Run(context.Background(), `(defn f [x] x) (def re #"a+") [f re + (def g 1)]`, Options{Signature: "[:any]"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,8 @@ func (th *Thread) Call(f Value, args ...Value) Value {
 func (th *Thread) withArgs(fn BuiltinFunc, args ...Value) Value {
 	mark := th.sp
 	a := th.allocArgs(len(args))
-	for i, x := range args { // not copy: a call to typedslicecopy costs more than one or two stores
+	//lint:ignore S1001 a call to typedslicecopy costs more than one or two stores
+	for i, x := range args {
 		a[i] = x
 	}
 	v := fn(th, a)

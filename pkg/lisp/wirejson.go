@@ -238,7 +238,7 @@ var errNumberRange = errors.New("out of range")
 // that fits is an int64, anything else a float64, and a number beyond
 // float64 range an error.
 func (j *jsonDecoder) number(raw []byte) (Value, error) {
-	if len(raw) <= 18 && bytes.IndexAny(raw, ".eE") < 0 {
+	if len(raw) <= 18 && !bytes.ContainsAny(raw, ".eE") {
 		// at most 18 digits: fits an int64 without overflow checks
 		neg := raw[0] == '-'
 		digits := raw

@@ -38,8 +38,9 @@ type Order struct {
 	Skipped  string            `json:"-"`
 	NoTag    uint8             ``
 	Named    map[string]string `json:"named"`
-	private  int
-	Grid     [2][2]int `json:"grid"`
+	//lint:ignore U1000 an unexported field FromType must skip
+	private int
+	Grid    [2][2]int `json:"grid"`
 }
 
 type Line struct {
@@ -156,6 +157,7 @@ func TestFromTypeUnsupported(t *testing.T) {
 		}](), `struct { X int "json:\"a b\"" }.X: field name "a b" cannot be written in a signature`},
 		{reflect.TypeFor[chan int](), "chan int: chan type not supported"},
 		{reflect.TypeFor[struct {
+			//lint:ignore SA5008 the tag json:"-," names a field "-", which is what this case checks
 			D string `json:"-,"`
 		}](), `struct { D string "json:\"-,\"" }.D: field name "-" cannot be written in a signature`},
 		{reflect.TypeFor[uintptr](), ""},

@@ -287,9 +287,8 @@ func TestPolicyValidate(t *testing.T) {
 
 // flaky fails with errs in turn, then answers.
 type flaky struct {
-	errs   []error
-	calls  int
-	stream bool
+	errs  []error
+	calls int
 }
 
 func (f *flaky) Complete(context.Context, llm.Request) (*llm.Response, error) {

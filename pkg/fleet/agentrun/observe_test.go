@@ -303,7 +303,7 @@ func TestTraceSpanTree(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		switch {
 		case s.Name == "mission":

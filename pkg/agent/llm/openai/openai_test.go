@@ -473,8 +473,10 @@ func TestStreamJSONFallbackAndAbandon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Next() || !st.Next() { // MessageStart, TextDelta
-		t.Fatalf("first events: %v", st.Err())
+	for _, want := range []string{"MessageStart", "TextDelta"} {
+		if !st.Next() {
+			t.Fatalf("no %s event: %v", want, st.Err())
+		}
 	}
 	done := make(chan bool)
 	go func() { done <- st.Next() }()
