@@ -127,6 +127,9 @@ func (c *config) validate() error {
 	if c.drainGrace < 0 || c.toolTimeout <= 0 || c.ackWait < 3*time.Second {
 		errs = append(errs, errors.New("drain-grace must be ≥ 0, tool-timeout > 0 and ack-wait ≥ 3s"))
 	}
+	if c.toolTimeout > fleet.MaxToolTimeout {
+		errs = append(errs, fmt.Errorf("tool-timeout %s: at most %s (a tool service's NATS user may answer a request for no longer)", c.toolTimeout, fleet.MaxToolTimeout))
+	}
 	if c.maxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
 	}

@@ -75,11 +75,31 @@ func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a
 	if err := shop.Generate(20, 50, 10).Register(svc); err != nil {
 		t.Fatal(err)
 	}
+	// A tool slower than the worker's progress interval (500ms): its
+	// progress messages and its answer all go out on the request's reply
+	// subject, as the user's allow_responses permits.
+	if err := svc.Register(slowTool, fleet.ToolSpec{}, func(ctx context.Context, _ map[string]any) (any, error) {
+		select {
+		case <-time.After(slowToolTime):
+			return map[string]any{"slept_ms": slowToolTime.Milliseconds()}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	store.VerifyOnly = true
 	w, err := fleet.NewWorker(fa.worker.nc, fleet.WorkerConfig{
 		ID: a.Name + "-w", Slots: 2, Store: store, IdleWait: 100 * time.Millisecond, DrainGrace: time.Second,
 		ToolTimeout: 5 * time.Second, DiscoveryWait: 200 * time.Millisecond,
 		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			if m.Context["slow"] == true {
+				got, err := env.Tools.Call(ctx, slowTool, map[string]any{})
+				if err != nil {
+					return nil, err
+				}
+				return &messages.Step{Return: map[string]any{"account": a.Name, "slow": got}}, nil
+			}
 			if calls, ok := m.Context["calls"].([]any); ok { // the tools a forged discovery answer names
 				var errs []any
 				for _, c := range calls {
@@ -108,6 +128,12 @@ func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a
 	}
 	return fa
 }
+
+// slowTool answers after slowToolTime, three progress intervals.
+const (
+	slowTool     = "slow_report"
+	slowToolTime = 1500 * time.Millisecond
+)
 
 // bigMission lists customers through the shop tool, with a context large
 // enough to be stored aside in the object store.
@@ -155,6 +181,17 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	var kinds []string
 	if err := fa.client.Watch(ctx, m.ID, func(ev *messages.Event) error { kinds = append(kinds, ev.Kind); return nil }); err != nil || !contains(kinds, messages.EventFinal) {
 		t.Fatalf("watch: %v %v", kinds, err)
+	}
+	// A tool call slower than the progress interval: the service's
+	// progress messages and its answer are all let through.
+	slow := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "slow"}, Tools: []string{slowTool}, Context: map[string]any{"slow": true}}
+	step, err = fa.client.Run(ctx, slow)
+	if err != nil || step.Fail != nil {
+		t.Fatalf("a %s tool call under the shipped permissions: %+v, %v", slowToolTime, step, err)
+	}
+	if got := step.Return.(map[string]any)["slow"]; fmt.Sprint(got) != fmt.Sprint(map[string]any{"slept_ms": slowToolTime.Milliseconds()}) {
+		t.Fatalf("slow tool's answer %v", got)
 	}
 	for _, r := range []*role{fa.dispatcher, fa.worker, fa.tools} {
 		if v := r.violations(); len(v) > 0 {

@@ -39,6 +39,37 @@ const minHeartbeat = 50 * time.Millisecond
 // defaultToolHeartbeat is WorkerConfig.ToolHeartbeat's default.
 const defaultToolHeartbeat = 500 * time.Millisecond
 
+// MaxToolProgress is the most progress messages a tool service sends for
+// one request. A worker asks for an interval of at least the call's
+// timeout divided by it, so a call that runs its whole timeout still hears
+// from the service to the end.
+const MaxToolProgress = 30
+
+// ToolReplyMessages is how many messages a tool service may publish on the
+// reply subject of one request: the progress messages and the answer of
+// the request and of one resend of it served at the same time. It is the
+// allow_responses max of the tool services' NATS users
+// (deploy/k8s/natsauth): NATS lets a user that may only answer publish
+// that many messages to a request's reply subject.
+const ToolReplyMessages = 2 * (MaxToolProgress + 1)
+
+// MaxToolTimeout bounds WorkerConfig.ToolTimeout: a tool service's NATS
+// user may answer a request for ToolReplyWindow, and an answer later than
+// that would be refused.
+const MaxToolTimeout = 2 * time.Minute
+
+// ToolReplyWindow is how long after a request a tool service's NATS user
+// may publish on its reply subject (allow_responses expires): a call's
+// timeout and the time its request waits for a free slot in the service.
+const ToolReplyWindow = MaxToolTimeout + 30*time.Second
+
+// progressInterval is the progress interval a worker asks for on a call
+// with the given timeout: every, or longer when the call could otherwise
+// outlast MaxToolProgress messages.
+func progressInterval(every, timeout time.Duration) time.Duration {
+	return max(every, minHeartbeat, timeout/MaxToolProgress)
+}
+
 // replyMux receives the answers and progress messages of a worker's live
 // tool calls on one wildcard subscription of its own inbox (nats.go's
 // request mux keeps only the first message of a request).
@@ -129,8 +160,12 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 	reply, done := b.replies.add(c)
 	defer done()
 	msg.Reply = reply
-	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(b.heartbeat.Milliseconds(), 10))
-	silence := heartbeatSilence * b.heartbeat
+	every := b.heartbeat
+	if dl, ok := ctx.Deadline(); ok {
+		every = progressInterval(every, time.Until(dl)).Round(time.Millisecond)
+	}
+	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(every.Milliseconds(), 10))
+	silence := heartbeatSilence * every
 	status := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
 	defer b.nc.RemoveStatusListener(status)
 	var noResp time.Time // first of the current run of no-responders answers
@@ -200,10 +235,10 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 }
 
 // heartbeat sends progress messages on reply every interval the request
-// asks for (Ptc-Heartbeat-Ms, at least minHeartbeat) until the returned
-// func is called, which the service does once it has answered (a late
-// progress message finds no one waiting). A request that asks for none
-// gets none.
+// asks for (Ptc-Heartbeat-Ms, at least minHeartbeat), at most
+// MaxToolProgress of them, until the returned func is called, which the
+// service does once it has answered (a late progress message finds no one
+// waiting). A request that asks for none gets none.
 func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
 	ms, err := strconv.ParseInt(hdr.Get(messages.HeaderHeartbeatMs), 10, 64)
 	if reply == "" || err != nil || ms <= 0 {
@@ -212,6 +247,7 @@ func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
 	every := max(time.Duration(ms)*time.Millisecond, minHeartbeat)
 	var mu sync.Mutex
 	stopped := false
+	sent := 0
 	var t *time.Timer
 	beat := func() {
 		mu.Lock()
@@ -222,7 +258,11 @@ func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
 		if err := s.nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{messages.HeaderHeartbeat: {"1"}}}); err != nil {
 			s.log.Debug().Err(err).Msg("progress message not sent")
 		}
-		t.Reset(every)
+		// The answer must still fit in what NATS lets the service's user
+		// publish on the reply subject (ToolReplyMessages).
+		if sent++; sent < MaxToolProgress {
+			t.Reset(every)
+		}
 	}
 	mu.Lock()
 	t = time.AfterFunc(every, beat)

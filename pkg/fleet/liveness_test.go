@@ -47,8 +47,9 @@ func newAnswerDropper(t *testing.T, target string) *answerDropper {
 	return p
 }
 
-// heartbeatBox is a toolbox on nc for cfg whose calls count a service
-// as silent after four missed 100 ms heartbeats.
+// heartbeatBox is a toolbox on nc for cfg whose calls ask for progress
+// every 100 ms (or cfg.Timeout / MaxToolProgress when longer) and count a
+// service as silent after four missed intervals.
 func heartbeatBox(t *testing.T, nc *nats.Conn, cfg ToolboxConfig) *Toolbox {
 	t.Helper()
 	box, err := NewToolbox(nc, cfg)
@@ -181,7 +182,8 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer sub.Unsubscribe()
-			box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"charge"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
+			// A 6s call asks for progress every 200ms (6s / MaxToolProgress).
+			box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"charge"}, MissionID: messages.NewMissionID(), Timeout: 6 * time.Second})
 			start := time.Now()
 			r, err := box.Call(WithTurn(context.Background(), 1), "charge", map[string]any{"amount": int64(42)})
 			took := time.Since(start)
@@ -191,8 +193,8 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			if proxy.dropped.Load() != 1 {
 				t.Fatalf("%d answers dropped, want 1", proxy.dropped.Load())
 			}
-			if took > 10*time.Second {
-				t.Errorf("the call took %v, want well within its 20s timeout", took)
+			if took > 5*time.Second {
+				t.Errorf("the call took %v, want well within its 6s timeout", took)
 			}
 			if n := runs.Load(); n != c.wantRuns {
 				t.Errorf("the tool ran %d times, want %d", n, c.wantRuns)
@@ -204,9 +206,9 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			}
 			for i, h := range seen {
 				key := h.Get(messages.HeaderIdempotencyKey)
-				if key == "" || key != seen[0].Get(messages.HeaderIdempotencyKey) || h.Get(messages.HeaderHeartbeatMs) != "100" ||
+				if key == "" || key != seen[0].Get(messages.HeaderIdempotencyKey) || h.Get(messages.HeaderHeartbeatMs) != "200" ||
 					(i > 0) != (h.Get(messages.HeaderRetry) != "") {
-					t.Errorf("request %d: key %q, heartbeat %q, retry %q; want the first one's key, 100 ms and a retry count on resends",
+					t.Errorf("request %d: key %q, heartbeat %q, retry %q; want the first one's key, 200 ms and a retry count on resends",
 						i, key, h.Get(messages.HeaderHeartbeatMs), h.Get(messages.HeaderRetry))
 				}
 			}
@@ -287,7 +289,7 @@ func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	// Silence after 4 × 100ms: the call outlasts it more than three times.
-	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 20 * time.Second})
+	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 3 * time.Second})
 	if r, err := box.Call(context.Background(), "crunch", nil); err != nil || r != "done" {
 		t.Fatalf("call = %v, %v", r, err)
 	}
@@ -305,5 +307,71 @@ func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
 	}
 	if resp.Header.Get(messages.HeaderHeartbeat) != "" || len(resp.Data) == 0 {
 		t.Fatalf("a plain request got a progress message: %v %q", resp.Header, resp.Data)
+	}
+}
+
+// A tool service sends at most MaxToolProgress progress messages for a
+// request, however short the interval asked, so its answer stays within
+// what NATS lets its user publish on the reply subject
+// (ToolReplyMessages); a worker asks for an interval that spreads them
+// over the call's timeout.
+func TestProgressMessagesBounded(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	svc, err := NewToolService(nc, ToolServiceConfig{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	if err := svc.Register("crunch", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+		time.Sleep(2500 * time.Millisecond) // 50 intervals of 50ms
+		return "done", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: messages.ToolSubject("slow", "crunch"), Reply: inbox, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderHeartbeatMs, "50")
+	msg.Data, _ = messages.Marshal(&messages.ToolRequest{Version: messages.ToolCallVersion, CallID: "1", Tool: "crunch"})
+	if err := nc.PublishMsg(msg); err != nil {
+		t.Fatal(err)
+	}
+	progress := 0
+	for {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d progress messages: %v", progress, err)
+		}
+		if m.Header.Get(messages.HeaderHeartbeat) == "" {
+			break
+		}
+		progress++
+	}
+	if progress != MaxToolProgress || progress+1 > ToolReplyMessages {
+		t.Fatalf("%d progress messages before the answer, want %d (the reply subject takes %d messages)", progress, MaxToolProgress, ToolReplyMessages)
+	}
+
+	// A worker's call with a long timeout asks for fewer, longer intervals.
+	asked := make(chan string, 1)
+	spy, err := nc.Subscribe(messages.ToolSubject("slow", "crunch"), func(m *nats.Msg) {
+		select {
+		case asked <- m.Header.Get(messages.HeaderHeartbeatMs):
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Unsubscribe()
+	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 60 * time.Second})
+	if r, err := box.Call(context.Background(), "crunch", nil); err != nil || r != "done" {
+		t.Fatalf("call = %v, %v", r, err)
+	}
+	if ms := <-asked; ms != "2000" {
+		t.Fatalf("a 60s call asked for progress every %s ms, want 2000 (60s / %d)", ms, MaxToolProgress)
 	}
 }

@@ -54,7 +54,8 @@ type WorkerConfig struct {
 	// MissionTimeout applies when neither the mission's limits nor its agent
 	// spec set one. Default messages.DefaultMissionTimeout.
 	MissionTimeout time.Duration
-	// ToolTimeout bounds one remote tool call. Default 10s.
+	// ToolTimeout bounds one remote tool call. Default 10s; at most
+	// MaxToolTimeout.
 	ToolTimeout time.Duration
 	// ToolUnavailableWait bounds how long a tool call keeps retrying a
 	// discovered tool whose service has no responders (restarting, or
@@ -65,7 +66,9 @@ type WorkerConfig struct {
 	// progress messages (MetaHeartbeat) are asked to send one while they
 	// work on a call. A call that hears nothing from its service for four
 	// intervals sends its request again with the same idempotency key
-	// (the request or its answer was lost), within the call's timeout.
+	// (the request or its answer was lost), within the call's timeout. A
+	// call whose timeout is longer than MaxToolProgress intervals asks for
+	// an interval of its timeout divided by MaxToolProgress.
 	// Default 500ms (a lost request or answer costs about 2s).
 	ToolHeartbeat time.Duration
 	// NoJournal turns the turn journal off: a redelivered mission then
@@ -147,6 +150,10 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)
 	def(&c.ToolMissWait, toolMissWait)
+	if c.ToolTimeout > MaxToolTimeout {
+		return c, fmt.Errorf("%w: tool timeout %s is longer than %s, the longest a tool service's NATS user may answer for (fleet.ToolReplyWindow)",
+			ErrInvalidConfig, c.ToolTimeout, MaxToolTimeout)
+	}
 	if err := checkPins(c.ToolPins); err != nil {
 		return c, err
 	}

@@ -69,6 +69,16 @@ type User struct {
 	AllowResponses bool
 }
 
+// Responses is what a user that may answer requests (AllowResponses) may
+// publish on each request's reply subject: ResponseMax messages within
+// ResponseExpires of the request. A tool service sends progress messages
+// before its answer (fleet.ToolReplyMessages) for as long as a call may
+// last (fleet.ToolReplyWindow).
+const (
+	ResponseMax     = fleet.ToolReplyMessages
+	ResponseExpires = fleet.ToolReplyWindow
+)
+
 // Users returns the users of account a.
 func (a Account) Users() []User {
 	name := func(role string) string {
@@ -207,7 +217,7 @@ func AuthConf(accounts []Account) string {
 				writePerm(&b, "publish", u.PubAllow, u.PubDeny)
 				writePerm(&b, "subscribe", u.SubAllow, nil)
 				if u.AllowResponses {
-					b.WriteString("          allow_responses: true\n")
+					fmt.Fprintf(&b, "          allow_responses: {max: %d, expires: %q}\n", ResponseMax, ResponseExpires.String())
 				}
 				b.WriteString("        }\n")
 			}
@@ -258,7 +268,7 @@ func HelmAccounts(accounts []Account) map[string]any {
 					p["subscribe"] = sub
 				}
 				if u.AllowResponses {
-					p["allow_responses"] = true
+					p["allow_responses"] = map[string]any{"max": ResponseMax, "expires": ResponseExpires.String()}
 				}
 				m["permissions"] = p
 			}
