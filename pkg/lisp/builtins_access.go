@@ -20,7 +20,7 @@ func registerAccess(r *registry) {
 		doc("the items after the first (empty when none)").ref(refSeq).pure()
 	r.add("next", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropN(th, "next", a[0], 1, 1)) }).
 		doc("the items after the first, or nil when none").ref(refSeq).pure()
-	r.add("butlast", 1, 1, func(th *Thread, a []Value) Value { return dropLast(th, "butlast", a[0], 1, 1) }).
+	r.add("butlast", 1, 1, func(th *Thread, a []Value) Value { return seqOrNil(th, dropLast(th, "butlast", a[0], 1, 1)) }).
 		doc("all items but the last, or nil when none").ref(refSeq).pure()
 	r.add("ffirst", 1, 1, func(th *Thread, a []Value) Value {
 		v, _ := nthOf(th, "ffirst", a[0], 0, 1)
@@ -47,7 +47,7 @@ func registerAccess(r *registry) {
 		return seqOrNil(th, dropN(th, "nthnext", a[0], takeCount(th, "nthnext", a[1], 2), 1))
 	}).doc("the items after the first n, or nil when none")
 	r.add("take-last", 2, 2, biTakeLast).
-		doc("the last n items").ref(refSeq).pure()
+		doc("the last n items, or nil when none").ref(refSeq).pure()
 	r.add("drop-last", 1, 2, func(th *Thread, a []Value) Value {
 		if len(a) == 1 {
 			return dropLast(th, "drop-last", a[0], 1, 1)
@@ -346,12 +346,18 @@ func biTake(th *Thread, a []Value) Value {
 func biTakeLast(th *Thread, a []Value) Value {
 	n := takeCount(th, "take-last", a[0], 1)
 	if c, ok := a[1].(*Vector); ok {
+		if n == 0 || c.Len() == 0 {
+			return nil
+		}
 		if n >= c.Len() {
 			return c
 		}
 		return viewOf(c, c.Len()-n, c.Len())
 	}
 	items := th.Seq(a[1], "take-last", 2)
+	if n == 0 || len(items) == 0 {
+		return nil
+	}
 	if n >= len(items) {
 		return th.MakeVector(items)
 	}

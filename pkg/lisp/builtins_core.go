@@ -25,6 +25,14 @@ func registerCore(r *registry) {
 		doc("x plus one").ref(refMath).pure().owns(1)
 	r.add("dec", 1, 1, func(th *Thread, a []Value) Value { return addNum(th, "dec", a[0], int64(-1), 1) }).
 		doc("x minus one").ref(refMath).pure().owns(1)
+	// Clojure's primed arithmetic promotes to a big integer; numbers here
+	// are 64-bit, so the primed names are the plain ones, with the same
+	// integer overflow error.
+	r.alias("+'", "+").doc("+ (integers are 64-bit: overflow is an error)")
+	r.alias("-'", "-").doc("- (integers are 64-bit: overflow is an error)")
+	r.alias("*'", "*").doc("* (integers are 64-bit: overflow is an error)")
+	r.alias("inc'", "inc").doc("inc (integers are 64-bit: overflow is an error)")
+	r.alias("dec'", "dec").doc("dec (integers are 64-bit: overflow is an error)")
 	r.add("=", 1, -1, biEqual).
 		doc("true when all arguments are equal (numbers by value across int and float)").ref(refLogic).pure().owns(1)
 	r.add("not=", 1, -1, func(th *Thread, a []Value) Value { return !biEqual(th, a).(bool) }).
@@ -84,6 +92,18 @@ func registerCore(r *registry) {
 		doc("wraps a value so that reduce stops with it").ref(refSeq)
 	r.add("reduced?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Reduced); return ok }).
 		doc("true for a value wrapped by reduced")
+	r.add("ensure-reduced", 1, 1, func(th *Thread, a []Value) Value {
+		if r, ok := a[0].(*Reduced); ok {
+			return r
+		}
+		return &Reduced{Val: a[0]}
+	}).doc("x if it is reduced, else (reduced x)")
+	r.add("unreduced", 1, 1, func(th *Thread, a []Value) Value {
+		if r, ok := a[0].(*Reduced); ok {
+			return r.Val
+		}
+		return a[0]
+	}).doc("the value wrapped by reduced, or x itself")
 	r.add("apply", 2, -1, biApply).
 		doc("calls f with the leading arguments followed by the items of the last").ref(refSeq)
 	r.add("return", 0, 1, func(th *Thread, a []Value) Value {
@@ -163,8 +183,8 @@ func registerCore(r *registry) {
 		doc("a predicate true when some given predicate holds").ref(refLogic).usage("(any-of pred ...)")
 	r.add("none-of", 0, -1, predCombinator("none-of", false, true)).
 		doc("a predicate true when no given predicate holds").ref(refLogic).usage("(none-of pred ...)")
-	r.add("pmap", 2, 2, biPmap).
-		doc("map run in parallel; results in input order").ref(refSeq)
+	r.add("pmap", 2, -1, biPmap).
+		doc("map run in parallel (over one or more collections, as map); results in input order").ref(refSeq)
 	r.add("pcalls", 0, -1, biPcalls).
 		doc("calls the functions in parallel; the vector of their results").ref(refSeq)
 }
@@ -958,11 +978,24 @@ func (th *Thread) safeBranch(fn func()) (err *Error) {
 	return nil
 }
 
+// biPmap is (pmap f coll & colls): f over the items of the collections
+// taken together, as map, up to the shortest one, each call a branch.
 func biPmap(th *Thread, a []Value) Value {
 	f := a[0]
-	items := th.Seq(a[1], "pmap", 2)
-	out := th.runBranches("pmap", len(items), func(child *Thread, i int) Value {
-		return child.Call1(f, items[i])
+	if len(a) == 2 {
+		items := th.Seq(a[1], "pmap", 2)
+		out := th.runBranches("pmap", len(items), func(child *Thread, i int) Value {
+			return child.Call1(f, items[i])
+		})
+		return th.MakeVector(out)
+	}
+	colls, n := shortestSeqs(th, "pmap", a[1:], 2)
+	out := th.runBranches("pmap", n, func(child *Thread, i int) Value {
+		args := make([]Value, len(colls))
+		for j := range colls {
+			args[j] = colls[j][i]
+		}
+		return child.Call(f, args...)
 	})
 	return th.MakeVector(out)
 }

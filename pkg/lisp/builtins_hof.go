@@ -40,6 +40,18 @@ func registerHOF(r *registry) {
 			return !Truthy(th.Call(f, args...))
 		}}
 	}).doc("a function returning the opposite truth of f").ref(refLogic).hof(1).folds()
+	r.add("comparator", 1, 1, func(th *Thread, a []Value) Value {
+		pred := a[0]
+		return &Builtin{Name: "comparator", MinArgs: 2, MaxArgs: 2, Fn: func(th *Thread, args []Value) Value {
+			switch {
+			case Truthy(th.Call2(pred, args[0], args[1])):
+				return int64(-1)
+			case Truthy(th.Call2(pred, args[1], args[0])):
+				return int64(1)
+			}
+			return int64(0)
+		}}
+	}).doc("a 3-way comparator (-1, 0, 1) from a predicate meaning \"before\"").hof(1).folds()
 	r.add("constantly", 1, 1, func(th *Thread, a []Value) Value {
 		x := a[0]
 		return &Builtin{Name: "constantly", MinArgs: 0, MaxArgs: -1, Fn: func(*Thread, []Value) Value { return x }}
@@ -337,6 +349,10 @@ func registerHOF(r *registry) {
 		doc("true for integers").pure()
 	r.add("float?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(float64); return ok }).
 		doc("true for floats").pure()
+	r.add("decimal?", 1, 1, func(th *Thread, a []Value) Value { return false }).
+		doc("false: there are no BigDecimals (floats are float?)").pure()
+	r.add("ratio?", 1, 1, func(th *Thread, a []Value) Value { return false }).
+		doc("false: there are no ratios (an inexact division gives a float)").pure()
 	r.add("true?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == true }).
 		doc("true for true only").pure()
 	r.add("false?", 1, 1, func(th *Thread, a []Value) Value { return a[0] == false }).

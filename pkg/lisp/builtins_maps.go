@@ -1,5 +1,7 @@
 package lisp
 
+import "slices"
+
 // registerMaps registers the map builtins. Keys are flex on writes too: a
 // write to :n on {"n" 1} updates "n".
 func registerMaps(r *registry) {
@@ -101,6 +103,28 @@ func registerMaps(r *registry) {
 		return b.build()
 	}).doc("a map of the key-value arguments kept in key order").
 		arity("an even number of args (key/value pairs)")
+	r.add("sorted-map-by", 1, -1, func(th *Thread, a []Value) Value {
+		if len(a)%2 != 1 {
+			th.ArityError("sorted-map-by", "a comparator and key/value pairs", len(a))
+		}
+		b := newMapBuilder(len(a) / 2)
+		for i := 1; i < len(a); i += 2 {
+			th.tick()
+			b.set(a[i], a[i+1])
+		}
+		th.allocSlots(3 * b.n)
+		m := b.build()
+		keys := make([]Value, 0, m.Len())
+		m.Each(func(k, _ Value) bool { keys = append(keys, k); return true })
+		checkKeyOrder(th, "sorted-map-by", a[0], keys)
+		return m
+	}).doc("sorted-map with a comparator, which must order the keys as compare does (maps are kept in key order)").
+		arity("a comparator and key/value pairs")
+	r.add("subseq", 3, 5, func(th *Thread, a []Value) Value { return subSeq(th, "subseq", a, false) }).
+		doc("the entries (or items) of a map (or set) whose keys pass the tests, e.g. (subseq m >= 2 < 5)").
+		arity("3 or 5")
+	r.add("rsubseq", 3, 5, func(th *Thread, a []Value) Value { return subSeq(th, "rsubseq", a, true) }).
+		doc("subseq in reverse order").arity("3 or 5")
 	r.add("select-keys", 2, 2, func(th *Thread, a []Value) Value {
 		ks := th.Seq(a[1], "select-keys", 2)
 		switch a[0].(type) {
@@ -427,4 +451,94 @@ func entryPart(th *Thread, name string, e Value, part int) Value {
 	}
 	th.TypeError(name, "a map entry [key value]", e, 1)
 	return nil
+}
+
+// checkKeyOrder raises unless comp (a comparator of sorted-map-by or
+// sorted-set-by) orders keys (distinct, in key order) as compare does:
+// every map and set is kept in that one order. A comparator other than
+// compare, < or <= is checked on the keys, so it needs two of them.
+func checkKeyOrder(th *Thread, name string, comp Value, keys []Value) {
+	natural, desc := naturalOrder(comp)
+	if _, isKw := comp.(*Keyword); isKw || comp == nil {
+		natural = false // :asc, :desc and nil are sort's, not comparators
+	}
+	hint := "maps and sets are kept in ascending key order; to list them in another order, sort the entries: (sort-by key > m) or (sort > s)"
+	if natural && !desc {
+		return
+	}
+	what := preview(comp)
+	if b, ok := comp.(*Builtin); ok {
+		what = b.Name
+	}
+	const only = "%s: only a comparator that orders keys as compare does (compare, <, <=) is supported; "
+	switch {
+	case natural:
+		th.RaiseHint(KindValue, hint, only+"%s orders them descending", name, what)
+	case len(keys) < 2:
+		th.RaiseHint(KindValue, hint, only+"%s cannot be checked on fewer than two keys", name, what)
+	}
+	pos := th.pos
+	cmp := comparator(th, name, comp, 1)
+	for i := 1; i < len(keys); i++ {
+		if cmp(keys[i-1], keys[i]) >= 0 {
+			th.pos = pos
+			th.RaiseHint(KindValue, hint, only+"%s puts %s before %s", name, what, preview(keys[i]), preview(keys[i-1]))
+		}
+	}
+	th.pos = pos
+}
+
+// subSeq is (subseq sc test key) and (subseq sc start-test start-key
+// end-test end-key): the entries of a map (items of a set) whose key k
+// passes each (test (compare k key) 0), in key order (reversed for
+// rsubseq); nil when none.
+func subSeq(th *Thread, name string, a []Value, reverse bool) Value {
+	if len(a) == 4 {
+		th.ArityError(name, "3 or 5", len(a))
+	}
+	var items []Value
+	isMap := false
+	switch c := mapValue(a[0]).(type) {
+	case *Map:
+		isMap = true
+		items = th.Seq(c, name, 1)
+	case *Set:
+		items = c.Items()
+	case nil:
+	default:
+		th.TypeError(name, "a sorted map or set", a[0], 1)
+	}
+	pos := th.pos
+	pass := func(k Value) bool {
+		for i := 1; i+1 < len(a); i += 2 {
+			c, ok := compareTick(th, k, a[i+1])
+			if !ok {
+				th.pos = pos
+				th.Raise(KindType, "%s: cannot compare %s with %s", name, preview(k), preview(a[i+1]))
+			}
+			if !Truthy(th.Call2(a[i], Int(int64(c)), Int(0))) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []Value
+	for _, it := range items {
+		k := it
+		if isMap {
+			k = it.(*Vector).At(0)
+		}
+		if pass(k) {
+			out = append(out, it)
+		}
+	}
+	th.pos = pos
+	if len(out) == 0 {
+		return nil
+	}
+	if reverse {
+		slices.Reverse(out)
+	}
+	th.allocSlots(len(out))
+	return seqVec(out)
 }

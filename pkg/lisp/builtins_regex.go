@@ -114,10 +114,13 @@ func registerRegex(r *registry) {
 	r.add("re-seq", 2, 2, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-seq", a[0], 1)
 		if a[1] == nil {
-			return emptyVector
+			return nil
 		}
 		in := cutRegexInput(strArg(th, "re-seq", a[1], 2))
 		locs := re.re.FindAllStringSubmatchIndex(in, -1)
+		if len(locs) == 0 {
+			return nil
+		}
 		th.AllocSlots(len(locs))
 		out := make([]Value, len(locs))
 		for i, m := range locs {
@@ -125,7 +128,7 @@ func registerRegex(r *registry) {
 			out[i] = groupsValue(th, in, m)
 		}
 		return th.MakeVector(out)
-	}).doc("every match (with its groups)").ref(refRegex).pure()
+	}).doc("every match (with its groups), or nil when none").ref(refRegex).pure()
 	r.add("re-split", 2, 3, func(th *Thread, a []Value) Value {
 		re := regexArg(th, "re-split", a[0], 1)
 		if a[1] == nil {

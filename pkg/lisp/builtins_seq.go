@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // registerSeq registers the sequence builtins: searching, sorting,
@@ -129,10 +130,40 @@ func registerSeq(r *registry) {
 		inner, outer := a[0], a[1]
 		return walkForm(th, a[2], func(v Value) Value { return th.Call1(inner, v) }, func(v Value) Value { return th.Call1(outer, v) })
 	}).doc("applies inner to each element of a form and outer to the result")
-	r.add("prewalk", 2, 2, func(th *Thread, a []Value) Value { return prewalk(th, a[0], a[1], 0) }).
-		doc("transforms a nested form top down with f")
-	r.add("postwalk", 2, 2, func(th *Thread, a []Value) Value { return postwalk(th, a[0], a[1], 0) }).
-		doc("transforms a nested form bottom up with f")
+	r.add("prewalk", 2, 2, func(th *Thread, a []Value) Value {
+		return prewalk(th, func(v Value) Value { return th.Call1(a[0], v) }, a[1], 0)
+	}).doc("transforms a nested form top down with f")
+	r.add("postwalk", 2, 2, func(th *Thread, a []Value) Value {
+		return postwalk(th, func(v Value) Value { return th.Call1(a[0], v) }, a[1], 0)
+	}).doc("transforms a nested form bottom up with f")
+	r.add("walk/keywordize-keys", 1, 1, func(th *Thread, a []Value) Value {
+		return postwalk(th, func(v Value) Value {
+			return rekeyMap(th, v, func(k Value) Value {
+				if s, ok := k.(string); ok {
+					return th.Keyword(s)
+				}
+				return k
+			})
+		}, a[0], 0)
+	}).doc("the form with every string map key, at any depth, made a keyword")
+	r.add("walk/stringify-keys", 1, 1, func(th *Thread, a []Value) Value {
+		return postwalk(th, func(v Value) Value {
+			return rekeyMap(th, v, func(k Value) Value {
+				if kw, ok := k.(*Keyword); ok {
+					return keywordName(kw)
+				}
+				return k
+			})
+		}, a[0], 0)
+	}).doc("the form with every keyword map key, at any depth, made its name")
+	r.add("walk/prewalk-replace", 2, 2, func(th *Thread, a []Value) Value {
+		smap := walkSmap(th, "prewalk-replace", a[0])
+		return prewalk(th, func(v Value) Value { return smapLookup(smap, v) }, a[1], 0)
+	}).doc("the form with every subform that is a key of smap replaced by its value, top down")
+	r.add("walk/postwalk-replace", 2, 2, func(th *Thread, a []Value) Value {
+		smap := walkSmap(th, "postwalk-replace", a[0])
+		return postwalk(th, func(v Value) Value { return smapLookup(smap, v) }, a[1], 0)
+	}).doc("the form with every subform that is a key of smap replaced by its value, bottom up")
 	r.add("tree-seq", 3, 3, biTreeSeq).
 		doc("the nodes of a tree, depth first, as branch? and children decide")
 	r.add("doall", 1, 2, func(th *Thread, a []Value) Value {
@@ -967,15 +998,15 @@ func (th *Thread) depthLimit(name string) {
 
 // shortestSeqs returns the items of colls cut to the shortest one; lazy
 // seqs are realised only that far when some coll is finite, so
-// (interleave (range) [:a :b]) works.
-func shortestSeqs(th *Thread, name string, colls []Value) ([][]Value, int) {
+// (interleave (range) [:a :b]) works. colls[0] is argument argN.
+func shortestSeqs(th *Thread, name string, colls []Value, argN int) ([][]Value, int) {
 	seqs := make([][]Value, len(colls))
 	n := -1
 	for i, c := range colls {
 		if _, lazy := c.(*LazySeq); lazy {
 			continue
 		}
-		seqs[i] = th.Seq(c, name, i+1)
+		seqs[i] = th.Seq(c, name, argN+i)
 		if n < 0 || len(seqs[i]) < n {
 			n = len(seqs[i])
 		}
@@ -986,7 +1017,7 @@ func shortestSeqs(th *Thread, name string, colls []Value) ([][]Value, int) {
 			continue
 		}
 		if n < 0 {
-			seqs[i] = th.Seq(s, name, i+1)
+			seqs[i] = th.Seq(s, name, argN+i)
 			n = len(seqs[i])
 			continue
 		}
@@ -1008,7 +1039,7 @@ func biInterleave(th *Thread, a []Value) Value {
 	if len(a) == 0 {
 		return emptyVector
 	}
-	seqs, n := shortestSeqs(th, "interleave", a)
+	seqs, n := shortestSeqs(th, "interleave", a, 1)
 	th.allocSlots(n * len(a))
 	out := make([]Value, 0, n*len(a))
 	for i := 0; i < n; i++ {
@@ -1021,7 +1052,7 @@ func biInterleave(th *Thread, a []Value) Value {
 }
 
 func biZip(th *Thread, a []Value) Value {
-	seqs, n := shortestSeqs(th, "zip", a)
+	seqs, n := shortestSeqs(th, "zip", a, 1)
 	th.allocSlots(n * (len(a) + 1))
 	out := make([]Value, n)
 	for i := range out {
@@ -1329,42 +1360,106 @@ func walkForm(th *Thread, form Value, inner, outer func(Value) Value) Value {
 	return outer(form)
 }
 
-func prewalk(th *Thread, f, form Value, depth int) Value {
+func prewalk(th *Thread, f func(Value) Value, form Value, depth int) Value {
 	if depth > th.maxDepth {
 		th.depthLimit("prewalk")
 	}
-	return walkForm(th, th.Call1(f, form), func(v Value) Value { return prewalk(th, f, v, depth+1) }, func(v Value) Value { return v })
+	return walkForm(th, f(form), func(v Value) Value { return prewalk(th, f, v, depth+1) }, func(v Value) Value { return v })
 }
 
-func postwalk(th *Thread, f, form Value, depth int) Value {
+func postwalk(th *Thread, f func(Value) Value, form Value, depth int) Value {
 	if depth > th.maxDepth {
 		th.depthLimit("postwalk")
 	}
-	return walkForm(th, form, func(v Value) Value { return postwalk(th, f, v, depth+1) }, func(v Value) Value { return th.Call1(f, v) })
+	return walkForm(th, form, func(v Value) Value { return postwalk(th, f, v, depth+1) }, f)
+}
+
+// rekeyMap returns v with each key of a map replaced by key(k); any other
+// value as it is (keywordize-keys and stringify-keys walk with it).
+func rekeyMap(th *Thread, v Value, key func(Value) Value) Value {
+	m, ok := asMap(v)
+	if !ok {
+		return v
+	}
+	out := emptyMap
+	m.Each(func(k, val Value) bool {
+		th.tick()
+		out = assocCharged(th, out, key(k), val)
+		return true
+	})
+	return out
+}
+
+// walkSmap is the replacement map of prewalk-replace and postwalk-replace.
+func walkSmap(th *Thread, name string, v Value) *Map {
+	if v == nil {
+		return emptyMap
+	}
+	m, ok := asMap(v)
+	if !ok {
+		th.TypeError(name, "a map of replacements", v, 1)
+	}
+	return m
+}
+
+// smapLookup is v's replacement in smap, or v.
+func smapLookup(smap *Map, v Value) Value {
+	if r, found := smap.Get(v); found {
+		return r
+	}
+	return v
 }
 
 // biTreeSeq is (tree-seq branch? children root): the nodes in depth-first
-// pre-order, iteratively (no Go recursion on deep trees).
+// pre-order, iteratively (no Go recursion on deep trees). An endless tree
+// ends with the memory limit, as every node is kept. A character is a
+// one-character string here, so the children of a string that are its
+// characters are leaves, as Clojure's characters are: (tree-seq string?
+// seq "ab") is ["ab" "a" "b"], where branch? on "a" would otherwise see a
+// string whose only child is itself, forever.
 func biTreeSeq(th *Thread, a []Value) Value {
 	branch, children := a[0], a[1]
 	pos := th.pos
 	var out []Value
-	stack := []Value{a[2]}
+	type node struct {
+		v    Value
+		leaf bool
+	}
+	stack := []node{{v: a[2]}}
 	for len(stack) > 0 {
-		node := stack[len(stack)-1]
+		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		th.allocSlots(1)
-		out = append(out, node)
-		if Truthy(th.Call1(branch, node)) {
-			kv := th.Call1(children, node)
-			th.pos = pos
-			kids := th.Seq(kv, "tree-seq", 2)
-			for i := len(kids) - 1; i >= 0; i-- {
-				stack = append(stack, kids[i])
-			}
+		out = append(out, n.v)
+		if n.leaf || !Truthy(th.Call1(branch, n.v)) {
+			continue
+		}
+		kv := th.Call1(children, n.v)
+		th.pos = pos
+		kids := th.Seq(kv, "tree-seq", 2)
+		chars := areCharsOf(kids, n.v)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, node{v: kids[i], leaf: chars})
 		}
 	}
 	return seqVec(out)
+}
+
+// areCharsOf reports whether kids are the characters of the string s, as
+// (seq s) gives them.
+func areCharsOf(kids []Value, s Value) bool {
+	str, ok := s.(string)
+	if !ok || len(kids) != utf8.RuneCountInString(str) {
+		return false
+	}
+	i := 0
+	for _, r := range str {
+		if k, ok := kids[i].(string); !ok || k != string(r) {
+			return false
+		}
+		i++
+	}
+	return true
 }
 
 func biReductions(th *Thread, a []Value) Value {

@@ -8,6 +8,12 @@ func registerSets(r *registry) {
 		doc("a set of the items").ref(refSets).pure()
 	r.add("sorted-set", 0, -1, func(th *Thread, a []Value) Value { return setAddAll(th, emptySet, a) }).
 		doc("a set of the arguments kept in order")
+	r.add("sorted-set-by", 1, -1, func(th *Thread, a []Value) Value {
+		s := setAddAll(th, emptySet, a[1:])
+		checkKeyOrder(th, "sorted-set-by", a[0], s.Items())
+		return s
+	}).doc("sorted-set with a comparator, which must order the items as compare does (sets are kept in key order)")
+	r.alias("hash-set", "sorted-set").doc("a set of the arguments (every set is kept in key order)")
 	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok }).
 		doc("true for sets").pure()
 	r.add("union", 0, -1, func(th *Thread, a []Value) Value {
@@ -122,6 +128,22 @@ func registerSets(r *registry) {
 		}
 		return renameKeys(th, m, km)
 	}).doc("a map with keys renamed by a map of old to new").ref(refSets)
+	r.add("set/rename", 2, 2, func(th *Thread, a []Value) Value {
+		km, ok := asMap(a[1])
+		if !ok {
+			th.TypeError("rename", "a map of old key to new key", a[1], 2)
+		}
+		var out []Value
+		for i, it := range th.Seq(a[0], "rename", 1) {
+			th.Tick()
+			m, ok := asMap(it)
+			if !ok {
+				th.Raise(KindType, "rename: expected a collection of maps, got %s (item %d)", preview(it), i+1)
+			}
+			out = append(out, renameKeys(th, m, km))
+		}
+		return setAddAll(th, emptySet, out)
+	}).doc("a set of the maps with keys renamed by a map of old to new").ref(refSets)
 	r.add("set/map-invert", 1, 1, func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return emptyMap

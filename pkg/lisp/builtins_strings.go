@@ -148,10 +148,7 @@ func registerStrings(r *registry) {
 		case string:
 			return x
 		case *Keyword:
-			if i := strings.LastIndexByte(x.Name, '/'); i > 0 && i < len(x.Name)-1 {
-				return x.Name[i+1:]
-			}
-			return x.Name
+			return keywordName(x)
 		}
 		th.TypeError("name", "a keyword or string", a[0], 1)
 		return nil
@@ -535,6 +532,14 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 		return notFound
 	}
 	return Int(int64(runeIndex(s, i, ascii)))
+}
+
+// keywordName is a keyword's name without its namespace (name of :a/b is "b").
+func keywordName(k *Keyword) string {
+	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
+		return k.Name[i+1:]
+	}
+	return k.Name
 }
 
 // replaceColl is Clojure's (replace smap coll): items found as keys of

@@ -12,8 +12,8 @@ import (
 //
 // clojure_names.txt was printed by Debian's clojure 1.11.1 with
 //
-//	(require 'clojure.string 'clojure.set)
-//	(doseq [[p ns] [["" 'clojure.core] ["str/" 'clojure.string] ["set/" 'clojure.set]]
+//	(require 'clojure.string 'clojure.set 'clojure.walk)
+//	(doseq [[p ns] [["" 'clojure.core] ["str/" 'clojure.string] ["set/" 'clojure.set] ["walk/" 'clojure.walk]]
 //	        n (sort (map str (keys (ns-publics ns))))]
 //	  (println (str p n)))
 //	(doseq [n (sort (map str (keys clojure.lang.Compiler/specials)))] (println n))
@@ -33,7 +33,8 @@ var clojureNames = sync.OnceValue(func() map[string]bool {
 
 // InClojure reports whether Clojure 1.11 has name as the reference spells
 // it: a clojure.core name, a clojure.string or clojure.set name under str/
-// or set/ (or bare, as PTC-Lisp also accepts it), a special form, or a
+// or set/ (or bare, as PTC-Lisp also accepts it), a clojure.walk name under
+// walk/, a special form, or a
 // static of java.lang.Math (Math/sqrt).
 func InClojure(name string) bool {
 	cn := clojureNames()

@@ -632,6 +632,7 @@ var nsAliases = map[string]string{
 	"clojure.string": "str", "str": "str", "string": "str",
 	"clojure.core": "core", "core": "core",
 	"clojure.set": "set", "set": "set",
+	"clojure.walk": "walk", "walk": "walk",
 	"Math": "Math", "Boolean": "Boolean", "System": "System", "Double": "Double", "Integer": "Integer", "Long": "Long",
 	"java.time.LocalDate": "LocalDate", "LocalDate": "LocalDate",
 	"memory": "memory", "mem": "memory",

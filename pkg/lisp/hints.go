@@ -110,7 +110,7 @@ var unavailableHints = map[string]string{
 	"transduce": "transducers are not supported; thread the collection through map, filter and reduce with ->>",
 	"sequence":  "transducers are not supported; thread the collection through map and filter with ->>",
 	"eduction":  "transducers are not supported; thread the collection through map and filter with ->>",
-	"hash-set":  "use (set coll) or #{...}", "printf": "use (println (format ...))",
+	"printf":    "use (println (format ...))",
 }
 
 func (c *compiler) unbound(f *form) {
@@ -173,8 +173,8 @@ var hintCategories = []struct {
 var clojureOnly = map[string]string{
 	"numerator": "math functions", "denominator": "math functions", "rationalize": "math functions",
 	"bigint": "math functions", "bigdec": "math functions", "log1p": "math functions", "expm1": "math functions",
-	"rename": "set functions", "char-array": "string functions",
-	"subseq": "collection functions", "rsubseq": "collection functions", "sorted-map-by": "collection functions",
+	"char-array": "string functions",
+	"subseq":     "collection functions", "rsubseq": "collection functions", "sorted-map-by": "collection functions",
 	"list*": "collection functions", "vector-of": "collection functions", "bounded-count": "collection functions",
 }
 

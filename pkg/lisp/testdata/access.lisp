@@ -155,10 +155,10 @@
 ;=> [1 2]
 ---
 (butlast [1])
-;=> []
+;=> nil
 ---
 (butlast nil)
-;=> []
+;=> nil
 ---
 (butlast "abc")
 ;=> ["a" "b"]
@@ -264,13 +264,13 @@
 ;=> [1 2 3]
 ---
 (take-last 2 [])
-;=> []
+;=> nil
 ---
 (take-last 2 "abc")
 ;=> ["b" "c"]
 ---
 (take-last 0 [1 2])
-;=> []
+;=> nil
 ---
 (drop-last [1 2 3])
 ;=> [1 2]

@@ -56,3 +56,26 @@
 ---
 (apply + 1 2)
 ;;; "type_error: 1:1: apply: expected a collection or nil as the last argument, got 2 \\(arg 3\\)"
+---
+;; ensure-reduced, unreduced
+[(reduced? (ensure-reduced 1)) (unreduced (ensure-reduced (reduced 2))) (unreduced 5) (reduce (fn [a x] (if (> a 5) (ensure-reduced a) (+ a x))) 0 (range 10))]
+;=> [true 2 5 6]
+---
+;; primed arithmetic: 64-bit integers, so overflow is an error (Clojure promotes)
+[(+' 1 2) (-' 5 7) (*' 3 4) (inc' 1) (dec' 1.5) (+') (*') (+' 1.5 2)]
+;=> [3 -2 12 2 0.5 0 1 3.5]
+---
+(+' 9223372036854775807 1)
+;;; "integer overflow"
+---
+(inc' 9223372036854775807)
+;;; "integer overflow"
+---
+(dec' -9223372036854775808)
+;;; "integer overflow"
+---
+(-' -9223372036854775808 1)
+;;; "integer overflow"
+---
+(*' 4611686018427387904 2)
+;;; "integer overflow"

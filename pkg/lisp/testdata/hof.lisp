@@ -130,3 +130,11 @@
 ;; keep-indexed, partition-by and dedupe stay lazy on infinite input
 [(get (split-at 3 (keep-indexed #(when (even? %1) %2) (iterate inc 10))) 0) (get (split-at 3 (partition-by #(quot % 3) (range))) 0) (get (split-at 4 (dedupe (cycle [1 1 2]))) 0)]
 ;=> [[10 12 14] [[0 1 2] [3 4 5] [6 7 8]] [1 2 1 2]]
+---
+;; comparator: a 3-way comparator from a "before" predicate
+[((comparator <) 1 2) ((comparator <) 2 1) ((comparator <) 1 1) (sort (comparator >) [3 1 2]) (sort-by :n (comparator <) [{:n 2} {:n 1}])]
+;=> [-1 1 0 [3 2 1] [{:n 1} {:n 2}]]
+---
+;; no ratios or BigDecimals
+[(decimal? 1.5) (decimal? 1) (ratio? 1) (ratio? 0.5) (ratio? (/ 1 3))]
+;=> [false false false false false]

@@ -188,6 +188,12 @@ total
 ;;; "return is not allowed inside pmap or pcalls"
 ---
 ;; pmap / pcalls
+[(pmap + [1 2] [3 4]) (pmap vector [1 2 3] [4 5] [6 7 8]) (pmap + (range) [10 20]) (pmap + [1] [])]
+;=> [[4 6] [[1 4 6] [2 5 7]] [10 21] []]
+---
+(pmap + [1] 5)
+;;; "pmap: expected a collection, got 5 \\(arg 3\\)"
+---
 (pmap (fn [x] (* x x)) [1 2 3 4 5 6 7 8 9 10])
 ;=> [1 4 9 16 25 36 49 64 81 100]
 ---

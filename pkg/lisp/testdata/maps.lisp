@@ -309,3 +309,29 @@
 ---
 (reduce (fnil (fn [a] a) 0) [nil 1 2])
 ;;; "arity_error: 1:1: fn expects 1 arg, got 2"
+---
+;; sorted-map-by: maps are kept in key order, so only an ascending comparator
+[(sorted-map-by < 2 :b 1 :a) (sorted-map-by compare "b" 1 "a" 2) (into (sorted-map-by <=) {3 1 1 2}) (sorted-map-by (comparator <) 2 :b 1 :a)]
+;=> [{1 :a 2 :b} {"a" 2 "b" 1} {1 2 3 1} {1 :a 2 :b}]
+---
+(sorted-map-by > 1 :a 2 :b)
+;;; "value_error: 1:1: sorted-map-by: only a comparator .*> orders them descending"
+---
+(into (sorted-map-by (fn [a b] (compare b a))) {1 2})
+;;; "sorted-map-by: .* cannot be checked on fewer than two keys"
+---
+(sorted-map-by < 1)
+;;; "arity_error"
+---
+;; subseq / rsubseq over the key order of a map or set
+[(subseq (sorted-map 1 :a 2 :b 3 :c) > 1) (subseq (sorted-set 1 2 3 4 5) >= 2 < 5) (rsubseq (sorted-set 1 2 3 4 5) >= 2 < 5) (rsubseq (sorted-set 1 2 3 4 5) < 3) (subseq (sorted-set 1 2 3) > 5) (subseq (sorted-map "a" 1 "b" 2 "c" 3) >= "b")]
+;=> [[[2 :b] [3 :c]] [2 3 4] [4 3 2] [2 1] nil [["b" 2] ["c" 3]]]
+---
+(subseq (sorted-set 1 2) > "a")
+;;; "subseq: cannot compare 1 with string"
+---
+(subseq (sorted-set 1 2) > 1 <)
+;;; "arity_error"
+---
+(subseq [1 2] > 1)
+;;; "subseq: expected a sorted map or set"

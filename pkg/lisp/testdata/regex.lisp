@@ -68,9 +68,9 @@
 [(re-matches #"\d+" "123") (re-matches #"\d+" "12a") (re-matches #"a|ab" "ab") (re-matches #"(\w+)@(\w+)" "me@host") (re-matches #"x" nil)]
 ;=> ["123" nil "ab" ["me@host" "me" "host"] nil]
 ---
-;; re-seq → vector ([] when nothing matches)
-[(re-seq #"\d" "a1b2c3") (re-seq #"\d" "abc") (re-seq #"(\d)(x)?" "1x2") (re-seq #"\w+" nil) (count (re-seq #"o" "foo boo"))]
-;=> [["1" "2" "3"] [] [["1x" "1" "x"] ["2" "2" nil]] [] 4]
+;; re-seq → vector (nil when nothing matches, as Clojure)
+[(re-seq #"\d" "a1b2c3") (re-seq #"\d" "abc") (re-seq #"(\d)(x)?" "1x2") (re-seq #"\w+" nil) (count (re-seq #"o" "foo boo")) (if (re-seq #"x" "abc") :yes :no)]
+;=> [["1" "2" "3"] nil [["1x" "1" "x"] ["2" "2" nil]] nil 4 :no]
 ---
 [(re-split #"\s*,\s*" "a , b,c") (re-split #"," "a,b,,") (re-split #"," "a,b,c" 2) (re-split #"," nil)]
 ;=> [["a" "b" "c"] ["a" "b"] ["a" "b,c"] []]

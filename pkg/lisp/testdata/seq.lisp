@@ -542,6 +542,43 @@
 (tree-seq map? :kids nil)
 ;=> [nil]
 ---
+;; a character is a one-character string: the characters of a string are
+;; leaves (Clojure gives ("ab" \a \b)), so this ends
+(tree-seq string? seq "ab")
+;=> ["ab" "a" "b"]
+---
+[(tree-seq string? seq "a") (tree-seq string? seq "") (count (tree-seq (some-fn string? vector?) seq ["ab" ["c" "dé"]]))]
+;=> [["a" "a"] [""] 10]
+---
+;; a child equal to its parent that is not a character: endless, ends with a limit
+(count (tree-seq string? vector "ab"))
+;;; "memory_limit|step_limit"
+---
+;; clojure.walk, also as walk/ and with the replace and key functions
+[(clojure.walk/postwalk #(if (number? %) (inc %) %) [1 [2 {:a 3}]]) (walk/prewalk identity {:a [1]}) (clojure.walk/walk inc vec [1 2])]
+;=> [[2 [3 {:a 4}]] {:a [1]} [2 3]]
+---
+(clojure.walk/keywordize-keys {"a" 1 "b" {"c" [{"d" 2}]} :e 3 1 2})
+;=> {1 2 :a 1 :b {:c [{:d 2}]} :e 3}
+---
+[(walk/keywordize-keys nil) (walk/keywordize-keys [1 "a"])]
+;=> [nil [1 "a"]]
+---
+(walk/stringify-keys {:a 1 :b {:c #{:d}} :x/y 2 "s" 3 4 5})
+;=> {4 5 "a" 1 "b" {"c" #{:d}} "s" 3 "y" 2}
+---
+(clojure.walk/prewalk-replace {:a :b 1 2 [3] :v} [:a 1 {:a 1} #{1} [3]])
+;=> [:b 2 {:b 2} #{2} :v]
+---
+(walk/postwalk-replace {[1 2] :pair 1 :one} [[1 2] 1])
+;=> [[:one 2] :one]
+---
+(walk/prewalk-replace 5 [1])
+;;; "prewalk-replace: expected a map of replacements"
+---
+(walk/nope 1)
+;;; "unbound_symbol"
+---
 ;; doall, dorun, reductions
 (doall (map inc [1 2]))
 ;=> [2 3]

@@ -134,3 +134,23 @@
 ---
 (intersection (set (range 0 100 2)) (set (range 0 100 3)) #{0 6 7})
 ;=> #{0 6}
+---
+[(hash-set 1 2 2 3) (hash-set) (contains? (hash-set :a) :a)]
+;=> [#{1 2 3} #{} true]
+---
+;; set/rename: keys of every map renamed
+[(clojure.set/rename #{{:a 1 :b 2}} {:a :x}) (set/rename [{:a 1 :b 2} {:a 3}] {:a :b :b :a})]
+;=> [#{{:b 2 :x 1}} #{{:a 2 :b 1} {:b 3}}]
+---
+(set/rename [1] {:a :b})
+;;; "rename: expected a collection of maps, got 1 \\(item 1\\)"
+---
+;; sorted-set-by: sets are kept in key order, so only an ascending comparator
+[(sorted-set-by < 3 1 2) (sorted-set-by compare "b" "a") (sorted-set-by (comparator <) 2 1)]
+;=> [#{1 2 3} #{"a" "b"} #{1 2}]
+---
+(sorted-set-by > 3 1 2)
+;;; "sorted-set-by: only a comparator that orders keys as compare does .*> orders them descending(.|\n)*hint: .*sort"
+---
+(sorted-set-by #(compare %2 %1) 1 2)
+;;; "sorted-set-by: .* puts 2 before 1"
