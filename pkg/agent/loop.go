@@ -42,6 +42,11 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		t.budget.Store(int64(a.turnBudget()))
 	}
 	rs := &runState{tree: t, name: a.Name(), depth: depth}
+	if lisp.MeterFrom(ctx) == nil {
+		// what the mission holds from its tools, across its turns and
+		// sub-agents (a fleet worker hands its own meter in ctx)
+		ctx = lisp.WithMeter(ctx, a.missionMeter())
+	}
 
 	in, fail := resolveInput(opts)
 	t.emit(ctx, Event{Kind: EventRunStart, Agent: rs.name, Depth: depth, Context: func() map[string]any {

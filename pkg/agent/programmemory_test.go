@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -82,5 +84,53 @@ func TestProgramMemorySubAgent(t *testing.T) {
 	got, _ := st.Return.(map[string]any)
 	if got["parent"] != int64(100000) || got["child"] != "memory_limit" {
 		t.Fatalf("return %v, want the parent's count and the child's memory_limit", st.Return)
+	}
+}
+
+// order is a record of the typed tool in TestToolResultsHeldByMission.
+type order struct {
+	ID       int     `json:"id"`
+	Customer string  `json:"customer"`
+	Status   string  `json:"status"`
+	Total    float64 `json:"total"`
+	Note     string  `json:"note"`
+}
+
+// What a mission holds from its tools counts against its program_memory
+// across turns: each turn keeps one more result of about 0.7 MB, and the
+// turn whose result takes the mission past 4 MiB stops with memory_limit
+// naming the limit and how to raise it, fed back to the model, which
+// then ends the run.
+func TestToolResultsHeldByMission(t *testing.T) {
+	orders := make([]order, 3000)
+	for i := range orders {
+		orders[i] = order{ID: i, Customer: fmt.Sprintf("customer-%05d", i%500), Status: "shipped", Total: float64(i) * 1.5,
+			Note: fmt.Sprintf("order %d was placed through the web shop", i)}
+	}
+	tool := Typed(func(context.Context, struct{}) ([]order, error) { return orders, nil })
+	a := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"orders": tool},
+		Limits: Limits{ProgramMemory: 4 << 20, MaxTurns: 12}})
+	replies := []llmtest.Reply{}
+	for i := range 10 {
+		replies = append(replies, llmtest.Code(fmt.Sprintf(`(if ctx/fail (return (:reason ctx/fail)) (def r%d (count (tool/orders))))`, i)))
+	}
+	st, err, _ := run(t, a, RunOptions{Model: llmtest.New(replies...)})
+	if err != nil || st.Return != "memory_limit" {
+		t.Fatalf("return %v, err %v; want a turn stopped with memory_limit", st.Return, err)
+	}
+	var failed string
+	for _, tr := range st.Trace {
+		if tr.Error != "" {
+			failed = tr.Error
+		}
+	}
+	if !strings.Contains(failed, "tool results and the record of tool calls") || !strings.Contains(failed, "4194304") ||
+		!strings.Contains(failed, "raise limits.program_memory") {
+		t.Fatalf("the failed turn's error = %q; want the limit named with how to raise it", failed)
+	}
+	// the results held before the limit: more than one, fewer than 4 MiB
+	// worth of 0.7 MB ones
+	if n := len(st.Trace); n < 3 || n > 8 {
+		t.Fatalf("the limit stopped turn %d", n-1)
 	}
 }

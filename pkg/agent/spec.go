@@ -310,6 +310,18 @@ func programTimeout(l Limits) time.Duration {
 	return t
 }
 
+// missionMeter returns the meter of a run that is given none: what the
+// agent tree holds from its tools (results decoded from wire bytes, the
+// record of every call, across turns and sub-agents) is limited to the
+// agent's program_memory.
+func (a *Agent) missionMeter() *lisp.Meter {
+	limit, ok := messages.LimitOr(a.lim.ProgramMemory, messages.DefaultProgramMemory)
+	if !ok {
+		limit = 0
+	}
+	return lisp.NewMeter(limit, "the mission's program_memory; raise limits.program_memory")
+}
+
 // programLimits returns o with the limits of one program run under l set:
 // the time limit, the step budget (l.MaxSteps, or 0: the interpreter's
 // budget for the program timeout, never derived from what is left of a

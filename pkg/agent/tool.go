@@ -92,7 +92,7 @@ func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, er
 		if err != nil {
 			return nil, fmt.Errorf("encode result: %w", err)
 		}
-		w, err := lisp.NewWireResult(messages.ContentTypeJSON, out)
+		w, err := lisp.DecodeWireResult(ctx, messages.ContentTypeJSON, out)
 		if err != nil {
 			return nil, fmt.Errorf("decode result: %w", err)
 		}

@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -58,6 +59,8 @@ type host struct {
 	maxCalls int
 	nCalls   int
 	scrub    func(string, bool) string // Options.Scrub
+	// meter charges what the run holds from its tools (Meter)
+	meter *Meter
 }
 
 func (h *host) keyword(name string) *Keyword {
@@ -191,10 +194,16 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 		th.Raise(KindTool, "tool call limit exceeded (%d calls)", h.maxCalls)
 	}
 	h.mu.Unlock()
+	// the record is kept whatever the call gives: it is charged first
+	th.holdToolMemory(name, toolCallBytes+goDataBytes(goArgs), true)
 	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
 	out, err := safeToolCall(th.deadlineCtx(), tool, goArgs)
 	rec.Duration = time.Since(rec.StartedAt)
 	if err == nil {
+		if w, ok := out.(*WireResult); ok {
+			// a result decoded with the run's meter is charged already
+			th.holdToolMemory(name, w.size, w.meter != h.meter || h.meter == nil)
+		}
 		result, err = FromGo(out)
 		if err != nil {
 			err = fmt.Errorf("bad result: %w", err)
@@ -212,9 +221,41 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 		if ctxErr := th.deadlineCtx().Err(); ctxErr != nil {
 			th.raiseCtx(ctxErr)
 		}
+		var le *Error
+		if errors.As(err, &le) && le.Kind == KindMemory {
+			// the result did not fit the mission's memory: the run's
+			// memory_limit, not the tool's failure
+			panic(&Error{Kind: KindMemory, Pos: th.pos, Op: name, Msg: le.Msg, Hint: le.Hint, Err: err})
+		}
 		panic(&Error{Kind: KindTool, Pos: th.pos, Op: name, Msg: fmt.Sprintf("tool '%s' failed: %s", name, err.Error()), Err: err})
 	}
 	return result
+}
+
+// toolCallBytes is the charge for the record of one tool call (its
+// messages.ToolCall in the run's calls and in the caller's trace, and the
+// slots that hold it), before its arguments and result.
+const toolCallBytes = 512
+
+// holdToolMemory adds n bytes the run holds from a tool call (its record
+// or its result) to the memory the program holds, for good (nothing gives
+// them back: the record keeps them), and, when charge is set, to the run's
+// meter first. Either limit stops the run with memory_limit.
+func (th *Thread) holdToolMemory(op string, n int64, charge bool) {
+	if charge {
+		if err := th.host.meter.Charge(n); err != nil {
+			var le *Error
+			if errors.As(err, &le) {
+				panic(&Error{Kind: KindMemory, Pos: th.pos, Op: op, Msg: le.Msg, Hint: le.Hint})
+			}
+			panic(err)
+		}
+	}
+	th.alloc += n
+	th.keep()
+	if th.maxMem > 0 && th.alloc > th.maxMem {
+		th.memLimit()
+	}
 }
 
 func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, err error) {

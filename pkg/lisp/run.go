@@ -57,7 +57,9 @@ type Options struct {
 	// 16 per collection slot (more where the Go heap holds more: see
 	// retain.go and docs/lisp.md) plus string bytes, counted
 	// for what the program builds and still holds, not for what it
-	// allocated and dropped; host data (Context, tool results) does not
+	// allocated and dropped, plus what the run holds from its tools
+	// (Meter: results decoded from wire bytes, the record of each call);
+	// other host data (Context, Memory, Go data a tool returns) does not
 	// count (0: DefaultMaxMemory, negative: unlimited). Exceeding it ends
 	// the run with memory_limit.
 	MaxMemory int64
@@ -77,6 +79,13 @@ type Options struct {
 	MemoryLimit int64
 	// MaxToolCalls caps tool calls per run (0: unlimited).
 	MaxToolCalls int
+	// Meter charges what the run holds from its tools (decoded results,
+	// the record of each call) against a mission's budget shared by all
+	// its runs; nil: the meter the run's context carries (WithMeter), else
+	// one of the run's own limited to MaxMemory. The run hands it to its
+	// tools in their context, and counts what it charges in this run in
+	// its program's memory too (see Meter).
+	Meter *Meter
 	// MemoryContract applies the Memory Result Contract (docs/agent.md) to a
 	// top-level map result that did not come from return/fail.
 	MemoryContract bool
@@ -224,6 +233,20 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		return fail(cerr)
 	}
 
+	maxMem := opts.MaxMemory
+	if maxMem == 0 {
+		maxMem = DefaultMaxMemory
+	}
+	h.meter = opts.Meter
+	if h.meter == nil {
+		h.meter = MeterFrom(ctx)
+	}
+	if h.meter == nil {
+		h.meter = NewMeter(maxMem, "")
+	}
+	if MeterFrom(ctx) != h.meter {
+		ctx = WithMeter(ctx, h.meter)
+	}
 	th := &Thread{
 		ctx: ctx, timeoutMs: timeout.Milliseconds(), deadline: time.Now().Add(timeout),
 		host: h, mem: make(map[string]Value, len(mem)), nextCheck: checkEvery,
@@ -231,10 +254,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 	for k, v := range mem {
 		th.mem[k] = v
 	}
-	th.maxMem = opts.MaxMemory
-	if th.maxMem == 0 {
-		th.maxMem = DefaultMaxMemory
-	}
+	th.maxMem = maxMem
 	th.maxSteps = opts.MaxSteps
 	if th.maxSteps == 0 {
 		th.maxSteps = StepBudget(timeout)

@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -18,6 +19,11 @@ import (
 // keys as strings (other keys by their printed form, the last of repeated
 // keys wins), trailing bytes and malformed input are errors, never panics.
 func DecodeMsgpack(data []byte) (v Value, err error) {
+	return decodeMsgpack(data, &charger{})
+}
+
+// decodeMsgpack is DecodeMsgpack counting what it builds in c.
+func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			v, err = nil, fmt.Errorf("lisp: decode msgpack: malformed input: %v", p)
@@ -27,12 +33,19 @@ func DecodeMsgpack(data []byte) (v Value, err error) {
 		return nil, err
 	}
 	r := bytes.NewReader(data)
-	w := wireDecoder{d: msgpack.NewDecoder(r), cv: converter{shapes: &shapeCache{}}}
+	w := wireDecoder{d: msgpack.NewDecoder(r), cv: converter{shapes: &shapeCache{}}, ch: c}
 	w.d.UseLooseInterfaceDecoding(true)
 	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.intern = true
 	v, err = w.value()
+	if err == nil {
+		err = c.flush()
+	}
 	if err != nil {
+		var le *Error
+		if errors.As(err, &le) && le.Kind == KindMemory {
+			return nil, le
+		}
 		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
 	}
 	if r.Len() != 0 {
@@ -46,6 +59,7 @@ func DecodeMsgpack(data []byte) (v Value, err error) {
 type wireDecoder struct {
 	d  *msgpack.Decoder
 	cv converter
+	ch *charger
 }
 
 func (w *wireDecoder) value() (Value, error) {
@@ -59,6 +73,9 @@ func (w *wireDecoder) value() (Value, error) {
 	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
 		n, err := w.d.DecodeArrayLen()
 		if err != nil || n < 0 {
+			return nil, err
+		}
+		if err := w.ch.add(vectorCharge(n)); err != nil {
 			return nil, err
 		}
 		items := make([]Value, n)
@@ -87,13 +104,20 @@ func (w *wireDecoder) value() (Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.cv.from(nx)
+	v, err := w.cv.from(nx)
+	if err != nil {
+		return nil, err
+	}
+	return v, w.ch.add(scalarCharge(v))
 }
 
 // mapValue decodes a map, placing a small one in a when a is not nil.
 func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 	n, err := w.d.DecodeMapLen()
 	if err != nil || n < 0 {
+		return nil, err
+	}
+	if err := w.ch.add(mapCharge(n)); err != nil {
 		return nil, err
 	}
 	b := newMapBuilder(n)

@@ -27,16 +27,29 @@ import (
 // (whitespace aside) is an error. Tokens are read by jsontext's Decoder
 // (github.com/go-json-experiment/json), which validates the syntax.
 func DecodeJSON(data []byte) (Value, error) {
+	return decodeJSONValue(data, &charger{})
+}
+
+// decodeJSONValue is DecodeJSON counting what it builds in c.
+func decodeJSONValue(data []byte, c *charger) (Value, error) {
 	if len(data) > messages.MaxJSONBytes {
 		return nil, fmt.Errorf("lisp: decode json: %d bytes is larger than %d", len(data), messages.MaxJSONBytes)
 	}
 	j := jsonDecoder{
 		d:  jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
 		cv: converter{shapes: &shapeCache{}},
+		ch: c,
 	}
 	j.cv.intern = true
 	v, err := j.value(0, nil)
+	if err == nil {
+		err = c.flush()
+	}
 	if err != nil {
+		var le *Error
+		if errors.As(err, &le) && le.Kind == KindMemory {
+			return nil, le
+		}
 		return nil, fmt.Errorf("lisp: decode json: %w", err)
 	}
 	if _, err := j.d.ReadToken(); err != io.EOF {
@@ -50,6 +63,7 @@ func DecodeJSON(data []byte) (Value, error) {
 type jsonDecoder struct {
 	d      *jsontext.Decoder
 	cv     converter
+	ch     *charger
 	values int
 	// keys interns object keys (bounded like the converter's strings):
 	// records repeat theirs.
@@ -95,7 +109,11 @@ func (j *jsonDecoder) value(depth int, a *smallMapAlloc) (Value, error) {
 	case 'f':
 		return false, nil
 	case '"':
-		return j.str(raw), nil
+		v := j.str(raw)
+		return v, j.ch.add(scalarCharge(v))
+	}
+	if err := j.ch.add(numberBytes); err != nil {
+		return nil, err
 	}
 	return j.number(raw)
 }
@@ -148,6 +166,9 @@ func (j *jsonDecoder) object(depth int, a *smallMapAlloc) (Value, error) {
 	if _, err := j.d.ReadToken(); err != nil {
 		return nil, err
 	}
+	if err := j.ch.add(mapCharge(b.n)); err != nil {
+		return nil, err
+	}
 	return markHost(b.buildIn(a)), nil
 }
 
@@ -179,6 +200,9 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 		j.items[depth] = append(j.items[depth], v)
 	}
 	if _, err := j.d.ReadToken(); err != nil {
+		return nil, err
+	}
+	if err := j.ch.add(vectorCharge(len(j.items[depth]))); err != nil {
 		return nil, err
 	}
 	items := make([]Value, len(j.items[depth]))

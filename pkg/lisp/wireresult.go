@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -32,33 +33,61 @@ type WireResult struct {
 	plain     any
 	fwOnce    sync.Once
 	fw        bool
+
+	// size is what the result holds (Size); meter is the meter it was
+	// charged to while it was decoded (nil: none).
+	size  int64
+	meter *Meter
 }
 
 // NewWireResult decodes data, one value in the content type named
 // (messages.ContentTypeJSON, or msgpack when empty or
 // messages.ContentTypeMsgpack), with DecodeJSON or DecodeMsgpack. data
-// must not be modified afterwards.
+// must not be modified afterwards. Nothing is charged: a run that gets the
+// result from a tool charges its Size to the run's Meter then.
 func NewWireResult(contentType string, data []byte) (*WireResult, error) {
+	return newWireResult(&charger{}, contentType, data)
+}
+
+// DecodeWireResult is NewWireResult charging the Meter ctx carries (see
+// MeterFrom; a run hands its meter to its tools in their context) as the
+// result enters: its bytes first, then the values as they are built. A
+// result that takes the meter past its limit stops decoding there and
+// fails with the meter's *Error (KindMemory: memory_limit), which a run
+// reports as its own memory_limit; what it charged is released. Tools
+// that decode their results (remote tools, typed Go tools) use it.
+func DecodeWireResult(ctx context.Context, contentType string, data []byte) (*WireResult, error) {
+	return newWireResult(&charger{m: MeterFrom(ctx)}, contentType, data)
+}
+
+func newWireResult(c *charger, contentType string, data []byte) (*WireResult, error) {
 	if err := messages.CheckContentType(contentType); err != nil {
 		return nil, err
 	}
 	json := messages.IsJSON(contentType)
 	var v Value
-	var err error
-	if json {
-		v, err = DecodeJSON(data)
-	} else {
-		v, err = DecodeMsgpack(data)
+	err := c.add(int64(len(data)))
+	if err == nil {
+		if json {
+			v, err = decodeJSONValue(data, c)
+		} else {
+			v, err = decodeMsgpack(data, c)
+		}
 	}
 	if err != nil {
+		c.undo()
 		return nil, err
 	}
-	w := &WireResult{data: data, value: v}
+	w := &WireResult{data: data, value: v, size: c.total, meter: c.m}
 	if json {
 		w.contentType = messages.ContentTypeJSON
 	}
 	return w, nil
 }
+
+// Size returns what the result holds in bytes, as a Meter charges it: its
+// encoding plus its decoded values.
+func (w *WireResult) Size() int64 { return w.size }
 
 // Value returns the decoded result (host data).
 func (w *WireResult) Value() Value { return w.value }
