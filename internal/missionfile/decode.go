@@ -2,6 +2,7 @@ package missionfile
 
 import (
 	"fmt"
+	"github.com/ptcfleet/ptc/pkg/signature"
 	"math"
 	"reflect"
 	"slices"
@@ -446,39 +447,9 @@ func (d *decoder) plainMap(n *yaml.Node, path *dataPath, depth int) (map[string]
 // suggest returns the known field closest to name, if it is close enough
 // to be a typo.
 func suggest(name string, fields []field) string {
-	best, bestD := "", 3
-	for _, f := range fields {
-		dist := editDistance(name, f.name)
-		if strings.HasPrefix(f.name, name) || strings.HasPrefix(name, f.name) {
-			dist = min(dist, 2)
-		}
-		if dist < bestD || (dist == bestD && best == "") {
-			best, bestD = f.name, dist
-		}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
 	}
-	if bestD > 2 {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return signature.Closest(name, names)
 }

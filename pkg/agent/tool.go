@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,7 +80,11 @@ func Typed[Args, Result any](fn func(ctx context.Context, args Args) (Result, er
 		if err != nil {
 			return nil, fmt.Errorf("encode arguments: %w", err)
 		}
-		if err := json.Unmarshal(raw, &a); err != nil {
+		// An argument Args has no field for is an error even when
+		// validation is off: dropping it would change the call silently.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
 			return nil, fmt.Errorf("decode arguments: %w", err)
 		}
 		r, err := fn(ctx, a)

@@ -40,7 +40,8 @@ func TestToolKinds(t *testing.T) {
 	plain := Func(func(_ context.Context, a map[string]any) (any, error) { return a, nil })
 	panicky := Func(func(context.Context, map[string]any) (any, error) { panic("kaboom") })
 	erring := Func(func(context.Context, map[string]any) (any, error) { return nil, errors.New("rate limited") })
-	tools := map[string]Tool{"get_user": typed, "bad_out": badOut, "skip": skip, "plain": plain, "panicky": panicky, "erring": erring}
+	open := FuncSig("(id :int, ...) -> :int", func(_ context.Context, a map[string]any) (any, error) { return a["id"], nil })
+	tools := map[string]Tool{"get_user": typed, "open": open, "bad_out": badOut, "skip": skip, "plain": plain, "panicky": panicky, "erring": erring}
 
 	tests := []struct {
 		name    string
@@ -52,6 +53,8 @@ func TestToolKinds(t *testing.T) {
 		{"typed", `(return (:name (tool/get_user {:id 7})))`, "Ann", "", ""},
 		{"typed coercion warning", `(return (:id (tool/get-user {:id "7"})))`, int64(7), "", `get_user: id: coerced string "7" to integer`},
 		{"typed validation error", `(tool/get_user {:id "abc"})`, nil, "tool 'get_user' failed: tool validation errors:\n- id: expected integer, got string \"abc\"", ""},
+		{"typed misspelled argument", `(tool/get_user {:id 7 :note "x"})`, nil, "tool validation errors:\n- note: unknown argument (did you mean notes?)", ""},
+		{"extra arguments opted into", `(return (tool/open {:id 7 :trace true}))`, int64(7), "", ""},
 		{"typed missing input", `(tool/get_user {})`, nil, "id: required input missing", ""},
 		{"typed returned error", `(tool/get_user {:id 0})`, nil, "tool 'get_user' failed: no such user", ""},
 		{"output validation", `(tool/bad_out {:id 1})`, nil, "tool output validation errors:\n- name: expected string, got integer 42", ""},
@@ -183,6 +186,18 @@ type wireOrder struct {
 // '-', big integers, nested maps, numbers of the kind their JSON gives
 // them (encoding/json writes 1.0 as 1, an integer, as messages.FromJSON
 // reads it); the trace records the same data.
+// With validation disabled a typed tool still refuses an argument its Args
+// struct has no field for, instead of dropping it.
+func TestTypedToolUnknownFieldUnvalidated(t *testing.T) {
+	typed := Typed(func(_ context.Context, a getUserArgs) (user, error) { return user{ID: a.ID}, nil })
+	a := mustNew(t, Spec{Prompt: "x", Limits: Limits{MaxTurns: 2}, Validation: signature.Disabled, Tools: map[string]Tool{"get_user": typed}})
+	st, err, _ := run(t, a, RunOptions{}, llmtest.Code(`(tool/get_user {:id 7 :note "x"})`), llmtest.Code(`(return :recovered)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, st.Trace[0].Error, `decode arguments: json: unknown field "note"`)
+}
+
 func TestTypedToolResultUnchanged(t *testing.T) {
 	typed := Typed(func(context.Context, struct{}) ([]wireOrder, error) {
 		return []wireOrder{{ID: 7, Big: math.MaxInt64, Price: 2.5, Lines: map[string]any{"SKU-1": 1.0, "2024-01-31": map[string]any{"n": int64(-3)}}, Tags: []string{"a-b"}}}, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,8 +26,10 @@ import (
 // such as `limit: coerced string "10" to integer`; integers are returned as
 // int64 and floats as float64. A value that cannot be coerced is left alone
 // and reported by validation. A missing required input is
-// "name: required input missing"; extra args are allowed unless mode is
-// Strict. In mode Disabled the args are returned as given, with no warnings
+// "name: required input missing"; an argument the inputs do not declare is
+// "name: unknown argument (did you mean x?)" unless the signature declares
+// no inputs or ends them with "..." (ExtraInputs); in mode Strict it is an
+// unexpected field. In mode Disabled the args are returned as given, with no warnings
 // and no error.
 //
 // args is never modified: when something is coerced the result is a copy
@@ -54,7 +57,45 @@ func (s *Signature) CoerceInputs(args map[string]any, mode Mode) (map[string]any
 	}
 	c := checker{strict: mode == Strict, inputs: true}
 	c.checkFields(s.inputsMap(), plainMap(out))
+	if mode != Strict { // Strict reports them as unexpected fields
+		c.errs = append(c.errs, s.unknownArgs(out)...)
+	}
 	return out, co.warnings, c.errs.Err()
+}
+
+// unknownArgs reports the arguments of a tool call that the signature's
+// inputs do not declare, each with the closest input as a suggestion,
+// sorted by name. A signature that declares no inputs, or ends them with
+// "..." (ExtraInputs), takes any argument.
+func (s *Signature) unknownArgs(args map[string]any) ValidationErrors {
+	if s.ExtraInputs || len(s.Inputs) == 0 || len(args) == 0 {
+		return nil
+	}
+	var unknown []string
+	for k := range args {
+		if _, ok := s.Input(k); !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	names := make([]string, len(s.Inputs))
+	for i, p := range s.Inputs {
+		names[i] = p.Name
+	}
+	errs := make(ValidationErrors, 0, len(unknown))
+	for _, k := range unknown {
+		msg := "unknown argument"
+		if c := Closest(k, names); c != "" {
+			msg += " (did you mean " + c + "?)"
+		} else {
+			msg += " (the inputs are " + strings.Join(names, ", ") + ")"
+		}
+		errs = append(errs, &ValidationError{Path: k, Msg: msg})
+	}
+	return errs
 }
 
 // Coerce applies the coercions of CoerceInputs to a single value of type t and

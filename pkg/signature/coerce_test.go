@@ -168,3 +168,41 @@ func deepCopyValue(v any) any {
 	}
 	return v
 }
+
+// An argument the inputs do not declare is an error naming it and the
+// closest input; "..." last in the inputs lets a tool take any extra
+// argument; a signature without inputs takes anything.
+func TestCoerceInputsUnknownArgument(t *testing.T) {
+	sig := MustParse("(status :string?, customer_id :int?) -> [:map]")
+	_, _, err := sig.CoerceInputs(map[string]any{"statuss": "paid"}, Enabled)
+	if err == nil || err.Error() != "- statuss: unknown argument (did you mean status?)" {
+		t.Errorf("misspelled argument: err = %v", err)
+	}
+	_, _, err = sig.CoerceInputs(map[string]any{"status": "paid", "zzz": 1, "colour": 2}, Enabled)
+	if err == nil || err.Error() != "- colour: unknown argument (the inputs are status, customer_id)\n- zzz: unknown argument (the inputs are status, customer_id)" {
+		t.Errorf("unknown arguments: err = %v", err)
+	}
+	if _, _, err := sig.CoerceInputs(map[string]any{"status": "paid"}, WarnOnly); err != nil {
+		t.Errorf("declared argument: %v", err)
+	}
+	if _, _, err := sig.CoerceInputs(map[string]any{"statuss": "paid"}, Disabled); err != nil {
+		t.Errorf("Disabled validates nothing: %v", err)
+	}
+
+	open := MustParse("(status :string?, ...) -> [:map]")
+	if !open.ExtraInputs || open.String() != "(status :string?, ...) -> [:map]" {
+		t.Fatalf("open inputs: %+v prints %q", open, open.String())
+	}
+	if _, _, err := open.CoerceInputs(map[string]any{"status": "paid", "trace": true}, Enabled); err != nil {
+		t.Errorf(`"..." takes extra arguments: %v`, err)
+	}
+	if s := MustParse("(...) -> :int"); !s.ExtraInputs || s.String() != "(...) -> :int" || len(s.Inputs) != 0 {
+		t.Errorf(`"(...)": %+v prints %q`, s, s.String())
+	}
+	if _, err := Parse("(... a :int) -> :int"); err == nil || !strings.Contains(err.Error(), `expected ")" after "..."`) {
+		t.Errorf(`"..." before an input: err = %v`, err)
+	}
+	if _, _, err := MustParse("() -> :int").CoerceInputs(map[string]any{"x": 1}, Enabled); err != nil {
+		t.Errorf("no declared inputs: %v", err)
+	}
+}

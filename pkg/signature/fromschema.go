@@ -30,8 +30,10 @@ const maxSchemaDepth = 32
 // plain, others optional), object without properties → :map, a "null"
 // alternative (type ["string","null"], anyOf [X, {"type":"null"}]) → X?,
 // enum and const → the type of their values. Keywords that only narrow a
-// value (format, minimum, pattern, enum's set, additionalProperties, …)
-// are not checked; the tool itself still validates.
+// value (format, minimum, pattern, enum's set, …) are not checked; the
+// tool itself still validates. An input schema with additionalProperties
+// true (or a schema) gives ExtraInputs; without it, an argument the
+// schema does not list fails the call as unknown.
 func FromJSONSchema(input, output any) (sig *Signature, untyped bool, notes []string) {
 	c := &schemaConv{}
 	sig = &Signature{Output: Prim(Any)}
@@ -53,6 +55,15 @@ func FromJSONSchema(input, output any) (sig *Signature, untyped bool, notes []st
 			sig.Inputs = make([]Param, 0, len(m.Fields))
 			for _, f := range m.Fields {
 				sig.Inputs = append(sig.Inputs, Param(f))
+			}
+			// Only an explicit additionalProperties lets a call pass
+			// arguments the schema does not list: an absent one still
+			// catches a misspelled argument.
+			switch ap := in["additionalProperties"].(type) {
+			case bool:
+				sig.ExtraInputs = ap
+			case map[string]any:
+				sig.ExtraInputs = true
 			}
 		case Prim:
 			if m == AnyMap {

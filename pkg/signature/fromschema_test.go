@@ -120,3 +120,27 @@ func FuzzFromJSONSchema(f *testing.F) {
 		}
 	})
 }
+
+// An explicit additionalProperties opens the inputs ("..."); without it a
+// call's unlisted argument is unknown.
+func TestFromJSONSchemaAdditionalProperties(t *testing.T) {
+	props := map[string]any{"path": map[string]any{"type": "string"}}
+	for _, c := range []struct {
+		ap   any
+		want string
+	}{
+		{nil, "(path :string?) -> :any"},
+		{false, "(path :string?) -> :any"},
+		{true, "(path :string?, ...) -> :any"},
+		{map[string]any{"type": "string"}, "(path :string?, ...) -> :any"},
+	} {
+		in := map[string]any{"type": "object", "properties": props}
+		if c.ap != nil {
+			in["additionalProperties"] = c.ap
+		}
+		sig, _, _ := FromJSONSchema(in, nil)
+		if sig.String() != c.want {
+			t.Errorf("additionalProperties %v: %s, want %s", c.ap, sig, c.want)
+		}
+	}
+}

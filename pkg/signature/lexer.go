@@ -2,6 +2,7 @@ package signature
 
 import (
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -22,6 +23,7 @@ const (
 	tQuestion         // ?
 	tKeyword          // :name (text includes the colon)
 	tIdent            // name
+	tEllipsis         // ... (last in an input list: extra arguments allowed)
 )
 
 // token is one lexical token; off is its byte offset in the source.
@@ -107,6 +109,11 @@ func (l *lexer) next() token {
 		return one(tRBrace)
 	case '?':
 		return one(tQuestion)
+	case '.':
+		if strings.HasPrefix(l.src[start:], "...") {
+			l.off += 3
+			return token{kind: tEllipsis, text: "...", off: start}
+		}
 	case '-':
 		if start+1 < len(l.src) && l.src[start+1] == '>' {
 			l.off += 2

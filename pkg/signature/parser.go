@@ -20,11 +20,11 @@ func Parse(src string) (*Signature, error) {
 	p := newParser(src)
 	var sig Signature
 	if p.tok.kind == tLParen {
-		params, err := p.parseParams()
+		params, extra, err := p.parseParams()
 		if err != nil {
 			return nil, err
 		}
-		sig.Inputs = params
+		sig.Inputs, sig.ExtraInputs = params, extra
 		if p.tok.kind != tArrow {
 			return nil, p.expected(`"->" after the inputs`)
 		}
@@ -101,27 +101,34 @@ func (p *parser) expected(what string) *Error {
 }
 
 // parseParams parses "(name type, ...)"; the current token is "(".
-func (p *parser) parseParams() ([]Param, error) {
+func (p *parser) parseParams() (params []Param, extra bool, err error) {
 	p.advance()
-	var params []Param
 	for p.tok.kind != tRParen {
-		name, nameTok, err := p.parseName("input name or \")\"")
+		if p.tok.kind == tEllipsis {
+			p.advance()
+			if p.tok.kind != tRParen {
+				return nil, false, p.expected(`")" after "..." (it ends the inputs)`)
+			}
+			extra = true
+			break
+		}
+		name, nameTok, err := p.parseName("input name, \"...\" or \")\"")
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, q := range params {
 			if q.Name == name {
-				return nil, p.errAt(nameTok, "duplicate input %q", name)
+				return nil, false, p.errAt(nameTok, "duplicate input %q", name)
 			}
 		}
 		t, err := p.parseType(fmt.Sprintf("type after input %q", name))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		params = append(params, Param{Name: name, Type: t})
 	}
 	p.advance()
-	return params, nil
+	return params, extra, nil
 }
 
 // parseName parses a field or input name, written bare or as a keyword.

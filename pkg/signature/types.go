@@ -222,6 +222,11 @@ type Signature struct {
 	// Inputs are the named parameters in source order; empty for an
 	// output-only signature ("{count :int}" or "() -> {count :int}").
 	Inputs []Param
+	// ExtraInputs says a tool call may pass arguments the inputs do not
+	// declare (written "..." last in the inputs: "(query :string, ...)").
+	// Without it, a tool call passing an undeclared argument fails with
+	// "unknown argument" and the closest input (CoerceInputs).
+	ExtraInputs bool
 	// Output is the type of the result.
 	Output Type
 }
@@ -241,7 +246,18 @@ func (s *Signature) Input(name string) (Param, bool) {
 // Parsing it gives back a signature that prints the same.
 func (s *Signature) String() string {
 	var b strings.Builder
-	writeFields(&b, '(', ')', s.Inputs)
+	if s.ExtraInputs {
+		writeFields(&b, '(', ',', s.Inputs)
+		if len(s.Inputs) > 0 {
+			b.WriteByte(' ')
+		} else {
+			b.Reset()
+			b.WriteByte('(')
+		}
+		b.WriteString("...)")
+	} else {
+		writeFields(&b, '(', ')', s.Inputs)
+	}
 	b.WriteString(" -> ")
 	writeType(&b, s.Output)
 	return b.String()
