@@ -167,6 +167,9 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	}
 	mctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
+	if err := fleet.CheckTools(mctx, nc, m.Tools, toolCheckWait); err != nil {
+		return fmt.Errorf("%s: %w", cfg.file, err)
+	}
 	sub, err := client.Submit(mctx, m)
 	if err != nil {
 		return err

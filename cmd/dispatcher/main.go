@@ -268,6 +268,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			if err != nil {
 				return err
 			}
+			if err := fleet.CheckTools(ctx, nc, m.Tools, toolCheckWait); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 			sub, err := client.Submit(ctx, m)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
@@ -334,6 +337,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	}
 	return nil
 }
+
+// toolCheckWait bounds the discovery a submitter makes to check a
+// mission's tool list (fleet.CheckTools).
+const toolCheckWait = time.Second
 
 func readMission(path string) (*messages.Mission, error) {
 	f, err := missionfile.Read(path)

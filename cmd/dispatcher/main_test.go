@@ -106,6 +106,25 @@ func TestLocalFailureShowsCause(t *testing.T) {
 	}
 }
 
+// A typo in a mission's tool list is reported before the mission is
+// submitted, with the tool it probably means.
+func TestLocalMisspelledToolRefusedAtSubmit(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte("agent: {prompt: hi, tools: [list_customer]}\nscript: ['(return (count (tool/list_customers {})))']\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"local", file}, testEnv(nil), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "tools: list_customer is offered by no tool service (did you mean list_customers?)") {
+		t.Fatalf("err = %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "submitted") {
+		t.Errorf("the mission was submitted:\n%s", out.String())
+	}
+}
+
 func TestPretty(t *testing.T) {
 	v := map[string]any{"b": []any{int64(1), int64(2)}, "a": []any{map[string]any{"x": "y"}}, "c": map[string]any{}, "d": nil}
 	want := "{\n  \"a\": [\n    {\n      \"x\": \"y\"\n    }\n  ],\n  \"b\": [1,2],\n  \"c\": {},\n  \"d\": null\n}"

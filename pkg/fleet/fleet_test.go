@@ -657,3 +657,35 @@ func TestKilledWorkerMissionIsRedelivered(t *testing.T) {
 		t.Errorf("results stored = %d, runs = %d; want 1 and 1", n, runs.Load())
 	}
 }
+
+// A mission naming a tool no service offers, close to one that is
+// offered, fails invalid_mission before the runner runs, naming the tool
+// it probably means; CheckTools tells a submitter the same.
+func TestMisspelledToolFailsBeforeTheRun(t *testing.T) {
+	_, nc := runJetStream(t)
+	startTools(t, nc)
+	c := newClient(t, nc)
+	var ran atomic.Bool
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		ran.Store(true)
+		return &messages.Step{Return: "ran"}, nil
+	}))
+	err := fleet.CheckTools(testCtx(t), nc, []string{"search", "serch"}, time.Second)
+	var me *fleet.MisspelledToolsError
+	if !errors.As(err, &me) || err.Error() != "tools: serch is offered by no tool service (did you mean search?)" {
+		t.Errorf("CheckTools = %v", err)
+	}
+	if err := fleet.CheckTools(testCtx(t), nc, []string{"search", "zzz_unrelated"}, time.Second); err != nil {
+		t.Errorf("an unrelated missing tool (its service may be starting) is no typo: %v", err)
+	}
+	step, err := c.Run(testCtx(t), newMission("serch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid || step.Fail.Message != "tools: serch is offered by no tool service (did you mean search?)" {
+		t.Errorf("step = %+v", step.Fail)
+	}
+	if ran.Load() {
+		t.Error("the runner ran a mission with a misspelled tool")
+	}
+}

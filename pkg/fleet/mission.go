@@ -155,7 +155,19 @@ func (w *Worker) process(msg jetstream.Msg) {
 		Tracer:   w.tracer,
 	}
 	start := time.Now()
-	step, runErr := w.safeRun(runCtx, m, env)
+	var (
+		step   *messages.Step
+		runErr error
+	)
+	// A tool name no service offers while a close one is offered is a
+	// typo: the mission fails before it runs, naming the tool it probably
+	// means (a model would otherwise find the tool missing mid-run).
+	if err := env.Tools.CheckNames(runCtx); err != nil {
+		log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
+		step = failStep(ReasonInvalid, "%v", err)
+	} else {
+		step, runErr = w.safeRun(runCtx, m, env)
+	}
 	// The answers the run journaled matter only if its result is not
 	// stored: every way back to the queue (a hand-back, a retry, a result
 	// not stored) flushes them first, and once the mission is done those
