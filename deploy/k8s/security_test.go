@@ -247,6 +247,58 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, d, messages.ToolSubject(shop.ServiceName, "list_customers"), nil)
 		refused(t, d, messages.EventSubject(m.ID, messages.EventFinal), nil)
 		refused(t, d, "$JS.API.CONSUMER.CREATE.OBJ_"+messages.BucketContext+".x", nil) // read contexts in bulk
+		// Make JetStream copy EVENTS into subjects the dispatcher may not
+		// publish to: a push consumer delivering into a dead letter, a
+		// durable one into a journal (it would keep copying), under both
+		// forms of the create subject.
+		admin, err := jetstream.New(fa.admin.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(stream string) (msgs uint64, consumers int) {
+			s, err := admin.Stream(ctx, stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return info.State.Msgs, info.State.Consumers
+		}
+		dead, _ := count(messages.StreamDead)
+		journal, _ := count(messages.StreamJournal)
+		before := len(d.violations())
+		push := map[string]any{"stream_name": messages.StreamEvents, "config": map[string]any{"name": "spy",
+			"deliver_subject": messages.SubjectDeadPrefix + m.ID, "filter_subject": messages.SubjectEventPrefix + ">", "ack_policy": "none"}}
+		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".spy", push)
+		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".spy."+messages.SubjectEventPrefix+">", push)
+		durable := map[string]any{"stream_name": messages.StreamEvents, "config": map[string]any{"name": "keep", "durable_name": "keep",
+			"deliver_subject": messages.JournalSubject(m.ID), "filter_subject": messages.EventFilter(m.ID), "ack_policy": "none"}}
+		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".keep", durable)
+		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".keep."+messages.EventFilter(m.ID), durable)
+		refused(t, d, "$JS.API.CONSUMER.DURABLE.CREATE."+messages.StreamEvents+".keep", durable)
+		if n, _ := count(messages.StreamDead); n != dead {
+			t.Errorf("%s grew from %d to %d messages", messages.StreamDead, dead, n)
+		}
+		if n, _ := count(messages.StreamJournal); n != journal {
+			t.Errorf("%s grew from %d to %d messages", messages.StreamJournal, journal, n)
+		}
+		if _, consumers := count(messages.StreamEvents); consumers != 0 {
+			t.Errorf("%s has %d consumers", messages.StreamEvents, consumers)
+		}
+		// What it does need still works without a consumer: watching a
+		// mission's events and reading them all.
+		var kinds []string
+		if err := fa.client.Watch(ctx, m.ID, func(ev *messages.Event) error { kinds = append(kinds, ev.Kind); return nil }); err != nil || !contains(kinds, messages.EventFinal) {
+			t.Errorf("watch: %v %v", kinds, err)
+		}
+		if evs, err := fa.client.Events(ctx, m.ID); err != nil || len(evs) != len(kinds) {
+			t.Errorf("events: %d, %v; want %d", len(evs), err, len(kinds))
+		}
+		if v := d.violations(); len(v) != before+5 {
+			t.Errorf("violations %v: want the 5 attempts above refused and the watch let through", v[before:])
+		}
 	})
 	t.Run("worker only", func(t *testing.T) {
 		w := fa.worker

@@ -374,41 +374,97 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 // first one stored, until the final event (returns nil), fn returns an error
 // (returned), or ctx ends (ctx.Err()). Events are kept for
 // StoreConfig.EventTTL.
+//
+// Watch creates no consumer: it reads the stored events one by one
+// (eventReader) and, when it has read them all, waits for the next one to
+// be published on the mission's event subjects (or watchPoll, should that
+// signal be lost to a reconnect). A submitter's NATS user therefore needs
+// no right to create consumers on EVENTS, which would let it make
+// JetStream copy the stream into subjects it may not publish to.
 func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) error) error {
 	if !messages.ValidMissionID(id) {
 		return fmt.Errorf("fleet: watch: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
-	cons, err := c.st.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{messages.EventFilter(id)},
+	signal := make(chan struct{}, 1)
+	sub, err := c.nc.Subscribe(messages.EventFilter(id), func(*nats.Msg) {
+		select {
+		case signal <- struct{}{}:
+		default:
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("fleet: watch %s: %w", id, err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
+	defer sub.Unsubscribe()
+	// Subscribed before the first read: an event stored after it signals.
+	if err := flush(ctx, c.nc); err != nil {
 		return fmt.Errorf("fleet: watch %s: %w", id, err)
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer it.Stop()
+	poll := time.NewTicker(watchPoll)
+	defer poll.Stop()
+	r := newEventReader(c.st.Events, id)
 	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		for {
+			ev, err := r.next(ctx)
+			if errors.Is(err, ErrNotFound) {
+				break
 			}
-			return fmt.Errorf("fleet: watch %s: %w", id, err)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("fleet: watch %s: %w", id, err)
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			if ev.Kind == messages.EventFinal {
+				return nil
+			}
 		}
+		select {
+		case <-signal:
+		case <-poll.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// watchPoll is how often Watch reads the stored events when no new one was
+// signalled.
+const watchPoll = time.Second
+
+// eventReader reads the stored events of one mission in order with
+// message gets (the next message on the mission's event subjects from a
+// sequence), never a consumer.
+type eventReader struct {
+	events jetstream.Stream
+	filter string
+	seq    uint64 // the next sequence to read from
+}
+
+func newEventReader(events jetstream.Stream, id string) *eventReader {
+	return &eventReader{events: events, filter: messages.EventFilter(id), seq: 1}
+}
+
+// next returns the next stored event, ErrNotFound when none is stored yet.
+// Messages that are no valid event are skipped.
+func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
+	for {
+		msg, err := r.events.GetMsg(ctx, r.seq, jetstream.WithGetMsgSubject(r.filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.seq = msg.Sequence + 1
 		var ev messages.Event
-		if err := messages.Unmarshal(msg.Data(), &ev); err != nil || ev.Validate() != nil {
+		if messages.Unmarshal(msg.Data, &ev) != nil || ev.Validate() != nil {
 			continue
 		}
-		if err := fn(&ev); err != nil {
-			return err
-		}
-		if ev.Kind == messages.EventFinal {
-			return nil
-		}
+		return &ev, nil
 	}
 }
 

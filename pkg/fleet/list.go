@@ -124,41 +124,17 @@ func (c *Client) Events(ctx context.Context, id string) ([]*messages.Event, erro
 	if err := checkID("events", id); err != nil {
 		return nil, err
 	}
-	filter := messages.EventFilter(id)
-	info, err := c.st.Events.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, fmt.Errorf("fleet: events %s: %w", id, err)
-	}
-	var n uint64
-	for _, cnt := range info.State.Subjects {
-		n += cnt
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	cons, err := c.st.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
-	if err != nil {
-		return nil, fmt.Errorf("fleet: events %s: %w", id, err)
-	}
+	r := newEventReader(c.st.Events, id)
 	var out []*messages.Event
-	for uint64(len(out)) < n {
-		batch, err := cons.Fetch(int(min(n-uint64(len(out)), 256)), jetstream.FetchMaxWait(time.Second))
+	for {
+		ev, err := r.next(ctx)
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fleet: events %s: %w", id, err)
 		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			var ev messages.Event
-			if messages.Unmarshal(msg.Data(), &ev) != nil || ev.Validate() != nil {
-				n-- // not an event: skip it
-				continue
-			}
-			out = append(out, &ev)
-		}
-		if got == 0 {
-			break // expired meanwhile
-		}
+		out = append(out, ev)
 	}
 	return out, nil
 }

@@ -96,7 +96,9 @@ func (a Account) Users() []User {
 	}
 	users := []User{
 		{Name: name(RoleDispatcher), PasswordVar: pw(RoleDispatcher), Role: RoleDispatcher, Restricted: true,
-			PubAllow: dispatcherPublish(), SubAllow: []string{Inbox(RoleDispatcher) + ".>", messages.SubjectResultPrefix + "*"}},
+			PubAllow: dispatcherPublish(),
+			// Watch waits for a mission's next event on its event subjects.
+			SubAllow: []string{Inbox(RoleDispatcher) + ".>", messages.SubjectResultPrefix + "*", messages.SubjectEventPrefix + "*.>"}},
 		{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
 			PubAllow: workerPublish(a.ToolServices),
 			SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard,
@@ -152,7 +154,7 @@ func workerConsumers(verb string) []string {
 
 // dispatcherPublish: submit, cancel, status, large contexts, results and
 // events of its account; no stream, consumer or bucket management, no
-// purge, no tool call.
+// consumer of its own, no purge, no tool call.
 func dispatcherPublish() []string {
 	l := []string{api + "INFO"}
 	l = append(l, streamInfo(bindStreams()...)...)
@@ -160,7 +162,12 @@ func dispatcherPublish() []string {
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
-	l = append(l, orderedRead(messages.StreamEvents)...)
+	// Watching reads events one by one (the next message on a mission's
+	// event subjects), never through a consumer: creating consumers on
+	// EVENTS would let a submitter make JetStream deliver the stream to
+	// any subject (a push consumer) or keep copying it (a durable), and
+	// NATS permissions cannot tell those from an ordered pull consumer.
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamEvents)
 	return append(l,
 		messages.SubjectSubmitPrefix+"*",
 		messages.CancelWildcard,
