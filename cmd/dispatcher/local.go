@@ -90,8 +90,8 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		registry["scripted"] = scriptedModel(f.Script)
 		models = registry
 		m.Model = "scripted"
-		fmt.Fprintf(out, "model: SCRIPTED — replaying %d replies from %s\n       (no model %q configured; set %s%s=openai:gpt-4.1-mini and OPENAI_API_KEY for a real one)\n",
-			len(f.Script), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
+		fmt.Fprintf(out, "model: SCRIPTED — replaying %s from %s\n       (no model %q configured; set %s%s=openai:gpt-4.1-mini and OPENAI_API_KEY for a real one)\n",
+			plural(len(f.Script), "reply", "replies"), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	}
 
 	lf, err := openLocalFleet(cfg, log)
@@ -262,4 +262,12 @@ func missionModels(m *messages.Mission, e env, def string) (llm.Registry, string
 		name = def
 	}
 	return models, name, nil
+}
+
+// plural is "1 reply", "2 replies".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

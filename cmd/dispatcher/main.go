@@ -167,7 +167,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	cli.Usage(fs, "dispatcher "+cmd+" [flags] [args]")
-	if err := fs.Parse(args); err != nil {
+	// Flags may also follow the arguments: "trace ID -json".
+	rest, err := cli.Parse(fs, args)
+	if err != nil {
 		return err
 	}
 	if err := cli.ApplyEnv(fs, e.lookup); err != nil {
@@ -181,13 +183,13 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return err
 	}
 	if cmd == "bench" {
-		if fs.NArg() != 1 || fs.Arg(0) != "context" {
+		if len(rest) != 1 || rest[0] != "context" {
 			return errors.New("bench takes one benchmark name: context")
 		}
 		return runBenchContext(ctx, scales, stdout)
 	}
 	if cmd == "repl" {
-		if fs.NArg() != 0 {
+		if len(rest) != 0 {
 			return errors.New("repl takes no arguments (-e PROGRAM, or a script on stdin)")
 		}
 		stdin := e.stdin
@@ -198,10 +200,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			local: localConfig{nats: c.nats, exampleTools: exampleTools, defaultModel: model}}, e, log, stdout, stderr)
 	}
 	if cmd == "local" {
-		if fs.NArg() != 1 {
+		if len(rest) != 1 {
 			return errors.New("local takes one mission file")
 		}
-		return runLocal(ctx, localConfig{file: fs.Arg(0), workers: workers, slots: slots, defaultModel: model,
+		return runLocal(ctx, localConfig{file: rest[0], workers: workers, slots: slots, defaultModel: model,
 			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools, ui: withUI, uiAddr: uiAddr}, e, log, stdout)
 	}
 
@@ -239,7 +241,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 
 	switch cmd {
 	case "list":
-		if fs.NArg() > 0 {
+		if len(rest) > 0 {
 			return errors.New("list takes no arguments")
 		}
 		opts := fleet.ListOptions{Limit: limit}
@@ -260,10 +262,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		return printList(stdout, ms)
 	case "submit":
-		if fs.NArg() == 0 {
+		if len(rest) == 0 {
 			return errors.New("submit takes one or more mission files")
 		}
-		for _, path := range fs.Args() {
+		for _, path := range rest {
 			m, err := readMission(path)
 			if err != nil {
 				return err
@@ -288,10 +290,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		return nil
 	}
-	if fs.NArg() != 1 {
+	if len(rest) != 1 {
 		return fmt.Errorf("%s takes one mission id", cmd)
 	}
-	id := fs.Arg(0)
+	id := rest[0]
 	if !messages.ValidMissionID(id) {
 		return fmt.Errorf("%q is not a mission id (a ULID)", id)
 	}

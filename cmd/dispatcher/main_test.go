@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"github.com/ptcfleet/ptc/internal/cli"
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/messages"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +31,8 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 	}{
 		{"top-customers.yaml", []string{"model: SCRIPTED", "turn 1: program", "→ list_orders", "RESULT (", `"orders_scanned": 1279`, "turns 2"}},
 		// The first program fails; the error goes back to the model, the second fixes it.
+		// Each input's run is a turn, in the progress lines and the summary.
+		{"apply-compiled.yaml", []string{"model: none (a compiled program applied to 4 inputs)", "turn 4: → list_orders", "turns 4 · llm requests 0"}},
 		{"urgent-emails.yaml", []string{"turn 1: feedback to the model", `>: expected number, got string`, "Turn 2 of 3 (1 remaining)", `"count": 65`, `"_ids": [10,51,`}},
 	}
 	for _, c := range cases {
@@ -145,5 +151,42 @@ func TestPreview(t *testing.T) {
 	b, _ := json.Marshal("ok")
 	if got := preview("ok", 10); got != string(b) {
 		t.Errorf("preview = %q", got)
+	}
+}
+
+// Flags may follow a command's arguments; -h is a request for the usage
+// (exit status 0), not an error.
+func TestFlagsAfterArguments(t *testing.T) {
+	srv := fleettest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := messages.NewMissionID()
+	for _, args := range [][]string{{"trace", id, "-json"}, {"status", id, "-timeout", "10s"}, {"cancel", "-timeout", "10s", id, "-reason", "typo"}} {
+		var out, errOut bytes.Buffer
+		err := run(ctx, args, testEnv(map[string]string{"PTC_NATS_URL": srv.ClientURL()}), &out, &errOut)
+		if exitCode(err) != exitNotFound {
+			t.Errorf("%v: err = %v (exit %d), want the mission not found", args, err, exitCode(err))
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"local", "-h"}, testEnv(nil), &out, &errOut)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "-workers") {
+		t.Errorf("local -h: err = %v, usage %q", err, errOut.String())
+	}
+}
+
+// A tool called with {} shows {} (no arguments travel, not null); a long
+// preview is cut on a character boundary; one scripted reply is "1 reply".
+func TestProgressLines(t *testing.T) {
+	var b strings.Builder
+	progress{&b}.event(&messages.Event{Kind: messages.EventToolCall, Turn: 1, Tool: "cities"})
+	if !strings.HasSuffix(b.String(), "turn 1: → cities {}\n") {
+		t.Errorf("call without arguments: %q", b.String())
+	}
+	if got := preview(strings.Repeat("é", 10), 6); got != `"éé…` {
+		t.Errorf("cut preview = %q", got)
+	}
+	if plural(1, "reply", "replies") != "1 reply" || plural(3, "reply", "replies") != "3 replies" {
+		t.Error("plural")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -31,7 +32,11 @@ func (p progress) event(ev *messages.Event) {
 	case messages.EventProgram:
 		fmt.Fprintf(p.w, "%s: program\n%s\n", prefix, indent(ev.Program, "    "))
 	case messages.EventToolCall:
-		fmt.Fprintf(p.w, "%s: → %s %s\n", prefix, ev.Tool, preview(ev.Args, 200))
+		var args any = ev.Args
+		if ev.Args == nil { // (tool/cities {}): no arguments travel
+			args = map[string]any{}
+		}
+		fmt.Fprintf(p.w, "%s: → %s %s\n", prefix, ev.Tool, preview(args, 200))
 	case messages.EventToolResult:
 		if ev.Error != "" {
 			fmt.Fprintf(p.w, "%s: ← %s failed: %s (%s)\n", prefix, ev.Tool, ev.Error, ev.Duration.Round(time.Microsecond))
@@ -65,21 +70,25 @@ func preview(v any, n int) string {
 	if l, ok := v.([]any); ok && len(l) > 3 {
 		head, _ := marshalJSON(l[:2], "")
 		head = bytes.TrimSuffix(head, []byte("\n"))
-		s := fmt.Sprintf("[%d items] %s…", len(l), strings.TrimSuffix(string(head), "]"))
-		if len(s) > n {
-			s = s[:n] + "…"
-		}
-		return s
+		return cut(fmt.Sprintf("[%d items] %s…", len(l), strings.TrimSuffix(string(head), "]")), n)
 	}
 	b, err := marshalJSON(v, "")
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	s := strings.TrimSuffix(string(b), "\n")
-	if len(s) > n {
-		s = s[:n] + "…"
+	return cut(strings.TrimSuffix(string(b), "\n"), n)
+}
+
+// cut shortens s to at most n bytes, on a character boundary, marking the
+// cut with "…".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // printStep prints the outcome of a mission: the answer as JSON, or the

@@ -26,6 +26,32 @@ func EnvName(flagName string) string {
 	return "PTC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// Parse parses args with fs, taking flags before, between and after the
+// positional arguments ("trace ID -json" as "trace -json ID"), and
+// returns the positional arguments in order. Everything after "--" is
+// positional.
+func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var tail []string
+	for i, a := range args {
+		if a == "--" {
+			args, tail = args[:i], args[i+1:]
+			break
+		}
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return append(pos, tail...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
 // Lookup reads an environment variable and reports whether it is set, as
 // os.LookupEnv does: a variable set to "" is set (PTC_HEALTH_ADDR= turns
 // an endpoint off), an unset one leaves the flag's default.

@@ -208,8 +208,12 @@ func TestExit(t *testing.T) {
 		t.Errorf("exit = %d, printed %q", c, b.String())
 	}
 	b.Reset()
-	if c := exit(&b, "worker", fmt.Errorf("flags: %w", flag.ErrHelp), nil); c != 1 || b.Len() != 0 {
+	// -h printed the usage as asked: success, whatever the command's codes.
+	if c := exit(&b, "worker", fmt.Errorf("flags: %w", flag.ErrHelp), nil); c != 0 || b.Len() != 0 {
 		t.Errorf("help: exit = %d, printed %q", c, b.String())
+	}
+	if c := exit(&b, "dispatcher", flag.ErrHelp, func(error) int { return 1 }); c != 0 || b.Len() != 0 {
+		t.Errorf("dispatcher help: exit = %d, printed %q", c, b.String())
 	}
 	if c := exit(&b, "dispatcher", errors.New("failed"), func(error) int { return 3 }); c != 3 {
 		t.Errorf("exit code = %d, want the command's 3", c)

@@ -334,6 +334,7 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 		}
 		env.Metrics.ProgramRun(time.Since(runStart), outcome, limit)
 		st.Usage.ToolCalls += s.Usage.ToolCalls
+		st.Usage.Turns++ // an input's run is a turn, as in its events
 		for _, w := range s.Warnings {
 			st.Warnings = append(st.Warnings, fmt.Sprintf("input %d: %s", i, w))
 		}
