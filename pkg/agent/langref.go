@@ -140,6 +140,12 @@ func languageReference(a *Agent, kind refKind) string {
 // uses one fails with a hint naming what to use instead).
 const leftOut = "I/O, try/catch, atoms, transducers, macros or Java beyond Math/"
 
+// unlikeClojure names the differences from Clojure a model trips over
+// (the full table with reasons is in docs/lisp-builtins.md).
+const unlikeClojure = "- Unlike Clojure: a character is a one-character string; sequence results are vectors; maps and sets are kept in key order " +
+	"(sorted-map-by takes only ascending comparators); (= 1 1.0) is true; (:k m) also finds the key \"k\"; nth out of range is nil; " +
+	"integers are 64-bit (overflow is an error, (/ 1 3) is a float).\n"
+
 // compactReference is the default reference: a model that knows Clojure
 // 1.11 is told what PTC-Lisp leaves out, the names it adds (from the
 // builtin table: lisp.Extensions) and the conventions of a mission (ctx/,
@@ -161,6 +167,7 @@ func compactReference(a *Agent) string {
 		b.WriteString("- (return v) ends the mission with v, (fail {:reason :kw :message s}) with an error. println output is shown.")
 	}
 	b.WriteString(" _keys are firewalled: usable, shown as <Firewalled>.\n")
+	b.WriteString(unlikeClojure)
 	b.WriteString("- Added:")
 	for _, l := range lisp.Extensions() {
 		b.WriteString(" ")

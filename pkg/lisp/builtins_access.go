@@ -412,7 +412,7 @@ func biDropWhile(th *Thread, a []Value) Value {
 }
 
 func biTakeNth(th *Thread, a []Value) Value {
-	n := th.Int("take-nth", a[0], 1)
+	n := th.Count("take-nth", a[0], 1)
 	if n <= 0 {
 		th.Raise(KindValue, "take-nth: step must be positive, got %d", n)
 	}

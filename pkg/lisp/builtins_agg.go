@@ -1,5 +1,7 @@
 package lisp
 
+import "unicode/utf8"
+
 // registerAgg registers the aggregation builtins (sum, avg, the -by and
 // -key extremes) and the predicates over collections (some, every?,
 // contains?).
@@ -218,11 +220,20 @@ func biContains(th *Thread, a []Value) Value {
 		})
 		return found
 	case string:
-		// Clojure: an integer index within the string
-		if i, ok := a[1].(int64); ok {
-			return i >= 0 && i < int64(len([]rune(c)))
+		// Clojure: an index within the string (a float truncates)
+		var i int64
+		switch x := a[1].(type) {
+		case int64:
+			i = x
+		case float64:
+			if x != x || x <= -1 || x >= 1<<62 {
+				return false
+			}
+			i = int64(x)
+		default:
+			return false
 		}
-		return false
+		return i >= 0 && i < int64(utf8.RuneCountInString(c))
 	}
 	th.TypeError("contains?", "a collection", a[0], 1)
 	return nil

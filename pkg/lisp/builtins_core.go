@@ -239,6 +239,8 @@ func (th *Thread) strOf(v Value) string {
 		return ""
 	case int64, float64, bool, *Keyword:
 		return Str(x)
+	case *Regex:
+		return x.Source
 	}
 	return th.printCapped(v, true)
 }
@@ -426,6 +428,34 @@ func (th *Thread) Int(fn string, v Value, argN int) int64 {
 	}
 	th.TypeError(fn, "integer", v, argN)
 	return 0
+}
+
+// Index returns an integer argument that Clojure reads as an int or long
+// (an index, a count, a limit): an integer, or a float truncated toward
+// zero as Clojure does ((subs "hello" 1.5) is "ello"). NaN, an infinity or
+// a float beyond int64 is a type error (Clojure reads NaN as 0).
+func (th *Thread) Index(fn string, v Value, argN int) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		if x == x && x > -(1<<63) && x < 1<<63 {
+			return int64(x)
+		}
+	}
+	th.TypeError(fn, "integer", v, argN)
+	return 0
+}
+
+// Count returns a count argument that Clojure reads as take does (a
+// count of split-at, take-nth, partition): an integer, or a float rounded
+// up, as counting it down past zero does ((split-at 1.5 [1 2 3]) is
+// [[1 2] [3]]). NaN or an infinity is a type error.
+func (th *Thread) Count(fn string, v Value, argN int) int64 {
+	if x, ok := v.(float64); ok && x == x && x > -(1<<63) && x < 1<<63 {
+		return int64(math.Ceil(x))
+	}
+	return th.Index(fn, v, argN)
 }
 
 func (th *Thread) overflow() {

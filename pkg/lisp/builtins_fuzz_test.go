@@ -57,6 +57,8 @@ func FuzzFormat(f *testing.F) {
 var (
 	javaDouble = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 	javaLong   = regexp.MustCompile(`^[+-]?[0-9]+$`)
+	// Clojure 1.11's parse-double grammar, without hexadecimal floats
+	javaDoubleTrimmed = regexp.MustCompile(`^[\x00-\x20]*(NaN|[+-]Infinity|Infinity|[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)[\x00-\x20]*$`)
 )
 
 // FuzzParseNumbers checks parse-double and parse-long against their
@@ -78,6 +80,10 @@ func FuzzParseNumbers(f *testing.F) {
 			if d != want {
 				t.Fatalf("parse-double %q = %v, want %v", s, d, want)
 			}
+		}
+		_, okC := parseDoubleClojure(s)
+		if okC != javaDoubleTrimmed.MatchString(s) {
+			t.Fatalf("parse-double (Clojure's) %q: ok=%v", s, okC)
 		}
 		n, ok := parseLongStrict(s, 10)
 		want, err := strconv.ParseInt(s, 10, 64)

@@ -123,10 +123,10 @@ func registerHOF(r *registry) {
 		if !ok {
 			th.TypeError("subvec", "vector", a[0], 1)
 		}
-		start := th.Int("subvec", a[1], 2)
+		start := th.Index("subvec", a[1], 2)
 		end := int64(v.Len())
 		if len(a) == 3 {
-			end = th.Int("subvec", a[2], 3)
+			end = th.Index("subvec", a[2], 3)
 		}
 		if start < 0 || end > int64(v.Len()) || start > end {
 			th.Raise(KindValue, "subvec: indexes %d..%d out of bounds for vector of %d items", start, end, v.Len())
@@ -137,7 +137,7 @@ func registerHOF(r *registry) {
 		return NewVector(v.Items()[start:end:end])
 	}).doc("the items of a vector from start (to end)")
 	r.add("split-at", 2, 2, func(th *Thread, a []Value) Value {
-		return splitHead(th, "split-at", a[1], max(0, th.Int("split-at", a[0], 1)), nil)
+		return splitHead(th, "split-at", a[1], max(0, th.Count("split-at", a[0], 1)), nil)
 	}).doc("[(take n coll) (drop n coll)]")
 	r.add("split-with", 2, 2, func(th *Thread, a []Value) Value {
 		return splitHead(th, "split-with", a[1], -1, func(x Value) bool { return Truthy(th.Call1(a[0], x)) })

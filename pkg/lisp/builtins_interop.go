@@ -56,12 +56,9 @@ func registerInterop(r *registry) {
 		doc("the current time in epoch milliseconds")
 	r.add("LocalDate/parse", 1, 1, func(th *Thread, a []Value) Value {
 		s := strArg(th, "LocalDate/parse", a[0], 1)
-		if strings.Contains(s, "T") {
-			t, ok := parseInstant(s)
-			if !ok {
-				th.Raise(KindValue, "LocalDate/parse: invalid ISO-8601 date/time %s", preview(s))
-			}
-			return isoMillis(t)
+		if _, ok := parseInstant(s); ok && len(s) > len(time.DateOnly) {
+			th.RaiseHint(KindValue, "take its date part: (LocalDate/parse (subs s 0 10))",
+				"LocalDate/parse: %s is a date-time, not a date (expected YYYY-MM-DD)", preview(s))
 		}
 		t, err := time.Parse(time.DateOnly, s)
 		if err != nil {
@@ -145,7 +142,7 @@ func registerInterop(r *registry) {
 	}).doc("true for an empty string")
 	r.add(".charAt", 2, 2, func(th *Thread, a []Value) Value {
 		s := strArg(th, ".charAt", a[0], 1)
-		i := th.Int(".charAt", a[1], 2)
+		i := th.Index(".charAt", a[1], 2)
 		rn, ascii := runeLen(s)
 		n := int64(rn)
 		if i < 0 || i >= n {
@@ -161,7 +158,7 @@ func registerInterop(r *registry) {
 		re := regexArg(th, ".split", a[1], 2)
 		limit := 0
 		if len(a) == 3 {
-			limit = int(th.Int(".split", a[2], 3))
+			limit = int(th.Index(".split", a[2], 3))
 		}
 		return sliceVec(splitRegex(th, s, re, limit))
 	}).doc("Java's String.split by a regex")
@@ -174,9 +171,9 @@ func registerInterop(r *registry) {
 		s := strArg(th, ".substring", a[0], 1)
 		rn, ascii := runeLen(s)
 		n := int64(rn)
-		start, end := th.Int(".substring", a[1], 2), n
+		start, end := th.Index(".substring", a[1], 2), n
 		if len(a) == 3 {
-			end = th.Int(".substring", a[2], 3)
+			end = th.Index(".substring", a[2], 3)
 		}
 		if start < 0 || end > n || start > end {
 			th.Raise(KindValue, ".substring: range %d..%d out of bounds for a string of length %d", start, end, n)

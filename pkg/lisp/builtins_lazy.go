@@ -116,10 +116,12 @@ func biRange(th *Thread, a []Value) Value {
 		start, end, step = num(th, "range", a[0], 1), num(th, "range", a[1], 2), num(th, "range", a[2], 3)
 	}
 	_, sf, sFloat := th.Num("range", start, 1)
-	_, ef, _ := th.Num("range", end, 2)
+	_, ef, eFloat := th.Num("range", end, 2)
 	_, stf, stFloat := th.Num("range", step, 3)
 	if stf == 0 || math.IsNaN(stf) || (stf > 0 && sf >= ef) || (stf < 0 && sf <= ef) {
-		return emptyVector
+		if sFloat || eFloat || stFloat {
+			return emptyVector
+		}
 	}
 	allInt := !sFloat && !stFloat
 	n := math.Ceil((ef - sf) / stf)
@@ -127,6 +129,13 @@ func biRange(th *Thread, a []Value) Value {
 		n = math.MaxInt32
 	}
 	count := int(n)
+	if allInt && !eFloat {
+		// exactly, in integers: floats round int64s near the ends together
+		count = intRangeCount(start.(int64), end.(int64), step.(int64))
+		if count == 0 {
+			return emptyVector
+		}
+	}
 	if allInt {
 		s0, st := start.(int64), step.(int64)
 		if count <= eagerRangeMax {
@@ -160,4 +169,23 @@ func biRange(th *Thread, a []Value) Value {
 		}
 		return buf
 	})
+}
+
+// intRangeCount is the number of items of (range start end step) over
+// integers (capped at MaxInt32), computed without overflow.
+func intRangeCount(start, end, step int64) int {
+	var span, by uint64
+	switch {
+	case step > 0 && end > start:
+		span, by = uint64(end)-uint64(start), uint64(step)
+	case step < 0 && end < start:
+		span, by = uint64(start)-uint64(end), -uint64(step)
+	default:
+		return 0
+	}
+	n := span / by
+	if span%by != 0 {
+		n++
+	}
+	return int(min(n, math.MaxInt32))
 }

@@ -96,7 +96,11 @@ func registerMath(r *registry) {
 	r.add("Math/min", 2, 2, func(th *Thread, a []Value) Value { return extremum(th, "Math/min", a, -1) }).
 		doc("the smaller of two numbers")
 	r.add("Math/pow", 2, 2, func(th *Thread, a []Value) Value {
-		return math.Pow(toF(th, "Math/pow", a[0], 1), toF(th, "Math/pow", a[1], 2))
+		x, y := toF(th, "Math/pow", a[0], 1), toF(th, "Math/pow", a[1], 2)
+		if (math.IsNaN(y) || math.IsInf(y, 0)) && math.Abs(x) == 1 {
+			return math.NaN() // Java: base ±1 to a NaN or infinite exponent (Go gives 1)
+		}
+		return math.Pow(x, y)
 	}).doc("x to the power y").ref(refMath)
 	r.add("Math/sqrt", 1, 1, func(th *Thread, a []Value) Value { return math.Sqrt(toF(th, "Math/sqrt", a[0], 1)) }).
 		doc("square root").ref(refMath)
@@ -228,6 +232,11 @@ func divOp(th *Thread, fn string, a, b Value) Value {
 	}
 	if yf == 0 {
 		th.Raise(KindArithmetic, "division by zero")
+	}
+	if q := xf / yf; math.IsNaN(q) || math.IsInf(q, 0) {
+		// Clojure takes the quotient through BigDecimal, which has no NaN
+		// or infinity: (mod ##NaN 2), (quot ##Inf 2) throw
+		th.Raise(KindArithmetic, "%s: the quotient of %s and %s is not finite", fn, PrStr(a), PrStr(b))
 	}
 	if fn == "quot" {
 		// Clojure: (double)(long)(n/d) while it fits, so no -0.0

@@ -45,7 +45,7 @@ func registerRegex(r *registry) {
 		if !ok {
 			return nil
 		}
-		if f, ok := parseDoubleStrict(s); ok {
+		if f, ok := parseDoubleClojure(s); ok {
 			return f
 		}
 		return nil
@@ -136,7 +136,7 @@ func registerRegex(r *registry) {
 		}
 		limit := 0
 		if len(a) == 3 {
-			limit = int(th.Int("re-split", a[2], 3))
+			limit = int(th.Index("re-split", a[2], 3))
 		}
 		return sliceVec(splitRegex(th, strArg(th, "re-split", a[1], 2), re, limit))
 	}).doc("the parts of a string around a regex").ref(refRegex)
@@ -253,6 +253,19 @@ func javaParseInt(th *Thread, fn string, a []Value, bits int) Value {
 // parseDoubleStrict accepts Java's decimal float grammar without
 // surrounding whitespace: [+-]? (digits [. digits?] | . digits) ([eE]
 // [+-]? digits)?, and NaN, Infinity, +Infinity, -Infinity.
+// parseDoubleClojure is Clojure 1.11's parse-double: Java's decimal
+// grammar (parseDoubleStrict) with surrounding control characters and
+// spaces (up to U+0020) and a float suffix (f, F, d, D) allowed.
+func parseDoubleClojure(s string) (float64, bool) {
+	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	if n := len(s); n > 1 && strings.IndexByte("fFdD", s[n-1]) >= 0 {
+		if c := s[n-2]; c == '.' || c >= '0' && c <= '9' {
+			s = s[:n-1]
+		}
+	}
+	return parseDoubleStrict(s)
+}
+
 func parseDoubleStrict(s string) (float64, bool) {
 	switch s {
 	case "NaN":

@@ -890,17 +890,29 @@ func (f *freqSink) result(th *Thread) Value {
 // partitionImpl implements (partition n [step [pad]] coll) and
 // (partition-all n [step] coll). Chunks share the input's backing array.
 func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
-	n := th.Int(name, a[0], 1)
+	n := th.Count(name, a[0], 1)
 	step := n
 	var pad []Value
 	hasPad := false
 	coll := a[len(a)-1]
 	if len(a) >= 3 {
-		step = th.Int(name, a[1], 2)
+		step = th.Count(name, a[1], 2)
 	}
 	if len(a) == 4 {
 		pad = th.Seq(a[2], name, 3)
 		hasPad = true
+	}
+	if x, ok := a[0].(float64); ok && !all && x != math.Trunc(x) && n > 0 {
+		// Clojure keeps a chunk of (take n ...) only when its count equals
+		// n, never for a fractional n: no chunk, or one padded chunk
+		items := th.Seq(coll, name, len(a))
+		if !hasPad || len(items) == 0 {
+			return emptyVector
+		}
+		chunk := append(slices.Clone(items[:min(len(items), int(n))]), pad...)
+		chunk = chunk[:min(len(chunk), int(n))]
+		th.allocSlots(len(chunk))
+		return seqVec([]Value{&Vector{slots: chunk}})
 	}
 	if n <= 0 {
 		th.Raise(KindValue, "%s: size must be positive, got %d", name, n)

@@ -24,7 +24,7 @@ func registerStrings(r *registry) {
 		s := strArg(th, "split", a[0], 1)
 		limit := 0
 		if len(a) == 3 {
-			limit = int(th.Int("split", a[2], 3))
+			limit = int(th.Index("split", a[2], 3))
 		}
 		switch sep := a[1].(type) {
 		case string:
@@ -304,12 +304,12 @@ func biSubs(th *Thread, a []Value) Value {
 		return nil
 	}
 	s := strArg(th, "subs", a[0], 1)
-	start := th.Int("subs", a[1], 2)
+	start := th.Index("subs", a[1], 2)
 	rn, ascii := runeLen(s)
 	n := int64(rn)
 	end := n
 	if len(a) == 3 && a[2] != nil {
-		end = th.Int("subs", a[2], 3)
+		end = th.Index("subs", a[2], 3)
 	}
 	start = max(0, min(start, n))
 	end = max(start, min(end, n))
@@ -505,7 +505,7 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 	if !last {
 		from := 0
 		if len(a) == 3 {
-			from = int(max(0, min(th.Int(fn, a[2], 3), int64(n))))
+			from = int(max(0, min(th.Index(fn, a[2], 3), int64(n))))
 		}
 		off := runeOffset(s, from, ascii)
 		i := strings.Index(s[off:], sub)
@@ -516,7 +516,7 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 	}
 	from := n
 	if len(a) == 3 {
-		f := th.Int(fn, a[2], 3)
+		f := th.Index(fn, a[2], 3)
 		if f < 0 {
 			return notFound
 		}

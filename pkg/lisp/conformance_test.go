@@ -100,3 +100,47 @@ func TestEmptySeqResultsAsClojure(t *testing.T) {
 		{`(set nil)`, `#{}`},
 	})
 }
+
+// Float indices and counts are read as Clojure reads them: an index
+// truncates toward zero (subs, subvec, index-of, .substring, contains? on
+// a string, nth), a count rounds up as take counts down (take, drop,
+// split-at, take-nth, partition).
+func TestFloatIndicesAsClojure(t *testing.T) {
+	runConformance(t, []conformanceCase{
+		{`(subs "hello" 1.5)`, `"ello"`},
+		{`(subs "hello" 1.9 3.2)`, `"el"`},
+		{`(subvec [1 2 3 4] 1.7)`, `[2 3 4]`},
+		{`(subvec [1 2 3 4] 1.2 2.9)`, `[2]`},
+		{`(partition 2.5 [1 2 3 4 5])`, `[]`},
+		{`(partition 2 1.5 [1 2 3 4])`, `[[1 2] [3 4]]`},
+		{`(partition-all 2.5 1.5 [1 2 3 4])`, `[[1 2 3] [3 4]]`},
+		{`(partition 2.5 1 [:p :q] [1 2])`, `[[1 2 :p]]`},
+		{`(split-at 1.5 [1 2 3])`, `[[1 2] [3]]`},
+		{`(split-at -0.5 [1 2 3])`, `[[] [1 2 3]]`},
+		{`(clojure.string/index-of "hello" "l" 1.5)`, `2`},
+		{`(str/index-of "hello" "l" -1.5)`, `2`},
+		{`(str/last-index-of "hello" "l" 2.9)`, `2`},
+		{`(.substring "hello" 1.5)`, `"ello"`},
+		{`(.substring "hello" 1.5 3.9)`, `"el"`},
+		{`(contains? "abc" 1.5)`, `true`},
+		{`(contains? "abc" 2.0)`, `true`},
+		{`(contains? "abc" -0.5)`, `true`},
+		{`(contains? "abc" 3.0)`, `false`},
+		{`(contains? [1 2 3] 1.5)`, `false`},
+		{`(nth [1 2 3] 1.5)`, `2`},
+		{`(take 1.5 [1 2 3])`, `[1 2]`},
+		{`(take 0.5 [1 2 3])`, `[1]`},
+		{`(drop 1.5 [1 2 3])`, `[3]`},
+		{`(take-last 1.5 [1 2 3])`, `[2 3]`},
+		{`(drop-last 1.5 [1 2 3])`, `[1]`},
+		{`(repeat 2.5 :x)`, `[:x :x]`},
+		{`(take-nth 1.5 [1 2 3 4 5])`, `[1 3 5]`},
+		{`(take-nth 0.5 [1 2 3])`, `[1 2 3]`},
+		{`(nthrest [1 2 3] 1.5)`, `[3]`},
+		{`(nthnext [1 2 3] 1.5)`, `[3]`},
+		{`(partition-all 1.5 [1 2 3])`, `[[1 2] [3]]`},
+		{`(str/split "a,b,c" #"," 2.5)`, `["a" "b,c"]`},
+		{`(str/split "a,b,c" #"," 1.9)`, `["a,b,c"]`},
+		{`(subs "hello" -0.5)`, `"hello"`},
+	})
+}

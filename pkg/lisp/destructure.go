@@ -1,6 +1,9 @@
 package lisp
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // compilePattern compiles a binding pattern (symbol, vector or map
 // pattern), declaring its names in the current scope.
@@ -15,7 +18,7 @@ func (c *compiler) compilePattern(p *form) binder {
 	case fVec:
 		return c.vectorPattern(p)
 	case fMap:
-		return c.mapPattern(p)
+		return c.mapPattern(p, false)
 	case fLit:
 		if p.val == nil || p.val == true || p.val == false {
 			c.fail(KindAnalysis, p.pos, "", "cannot bind %s: it is reserved", PrStr(p.val))
@@ -35,7 +38,7 @@ func (c *compiler) vectorPattern(p *form) binder {
 			if i+1 >= len(items) {
 				c.fail(KindAnalysis, it.pos, "", "& must be followed by a binding")
 			}
-			rest = c.compilePattern(items[i+1])
+			rest = c.restPattern(items[i+1])
 			i++
 			continue
 		}
@@ -103,7 +106,20 @@ type mapPatEntry struct {
 	local string
 }
 
-func (c *compiler) mapPattern(p *form) binder {
+// restPattern compiles the pattern after &: a map pattern there reads
+// the rest arguments as keyword arguments (& {:keys [a]}), as Clojure
+// reads a seq as a map.
+func (c *compiler) restPattern(p *form) binder {
+	if p.kind == fMap {
+		return c.mapPattern(p, true)
+	}
+	return c.compilePattern(p)
+}
+
+// mapPattern compiles {a :a :keys [b] ...}. A vector is looked up by
+// index, as Clojure's get does ({a 0} binds its first item); rest
+// arguments (rest) are read as keyword arguments.
+func (c *compiler) mapPattern(p *form, rest bool) binder {
 	var entries []mapPatEntry
 	var as binder
 	defaults := map[string]*form{}
@@ -138,27 +154,38 @@ func (c *compiler) mapPattern(p *form) binder {
 		k, v := p.items[i], p.items[i+1]
 		if k.kind == fLit {
 			if kw, ok := k.val.(*Keyword); ok {
-				switch kw.Name {
+				kind, nsPre := kw.Name, "" // :a/keys [b] reads :a/b
+				if i := strings.LastIndexByte(kind, '/'); i > 0 && kind[i+1:] == "keys" {
+					kind, nsPre = "keys", kind[:i+1]
+				}
+				switch kind {
 				case "keys", "strs", "syms":
 					if v.kind != fVec {
 						c.fail(KindAnalysis, v.pos, "", ":%s must be followed by a vector", kw.Name)
 					}
 					for _, s := range v.items {
-						var name string
+						// a/b (or :a/b) reads the key :a/b into the local b
+						var full string
 						switch {
+						case s.kind == fSym && s.ns != "":
+							full = s.ns + "/" + s.name
 						case s.kind == fSym:
-							name = s.name
+							full = nsPre + s.name
 						case s.kind == fLit:
 							if k2, ok := s.val.(*Keyword); ok {
-								name = k2.Name
+								full = k2.Name
 							}
+						}
+						name := full
+						if i := strings.LastIndexByte(full, '/'); i > 0 && i < len(full)-1 {
+							name = full[i+1:]
 						}
 						if name == "" {
 							c.fail(KindAnalysis, s.pos, "", ":%s entries must be symbols", kw.Name)
 						}
-						var key Value = c.host.keyword(name)
-						if kw.Name != "keys" {
-							key = name
+						var key Value = c.host.keyword(full)
+						if kind != "keys" {
+							key = full
 						}
 						add(mkSym(name, s.pos), key, name)
 					}
@@ -207,6 +234,19 @@ func (c *compiler) mapPattern(p *form) binder {
 		case *Map:
 			m = x
 		case *Vector:
+			if !rest {
+				for _, e := range entries {
+					val, ok := vectorGet(x, e.key)
+					if !ok && e.dflt != nil {
+						val = e.dflt(fr)
+					}
+					e.bind(fr, val)
+				}
+				if as != nil {
+					as(fr, v)
+				}
+				return
+			}
 			// keyword arguments: & {:keys [...]}
 			if x.Len()%2 != 0 {
 				panic(&Error{Kind: KindDestructure, Pos: pos, Msg: "expected map or nil, got " + preview(v)})
@@ -291,4 +331,12 @@ func renamePercent(f *form) *form {
 		cp.items[i] = renamePercent(it)
 	}
 	return &cp
+}
+
+// vectorGet is (get v k) on a vector: the item at an integer index.
+func vectorGet(v *Vector, k Value) (Value, bool) {
+	if i, ok := k.(int64); ok && i >= 0 && i < int64(v.Len()) {
+		return v.At(int(i)), true
+	}
+	return nil, false
 }

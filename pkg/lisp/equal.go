@@ -446,6 +446,9 @@ func Compare(a, b Value) (int, bool) {
 	case int64, float64:
 		switch b.(type) {
 		case int64, float64:
+			if isNaN(a) || isNaN(b) {
+				return 0, true // Java's Numbers.compare: NaN is neither less nor greater
+			}
 			return numCmp(a, b), true
 		}
 	case string:

@@ -62,6 +62,8 @@ func Sprint(v Value, opts PrintOptions) string {
 			case math.IsNaN(x):
 				return "NaN"
 			}
+		case *Regex:
+			return x.Source // (str #"a+") is "a+", as Java's Pattern.toString
 		}
 	}
 	p.print(v)

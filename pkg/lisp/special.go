@@ -237,15 +237,26 @@ func sfCase(c *compiler, f *form, tail bool) node {
 		body   node
 	}
 	var clauses []clause
+	var seen []Value
+	add := func(consts []Value, f *form) []Value {
+		k := c.caseConst(f)
+		for _, s := range seen {
+			if Equal(s, k) {
+				c.fail(KindAnalysis, f.pos, "", "case: duplicate test constant: %s", preview(k))
+			}
+		}
+		seen = append(seen, k)
+		return append(consts, k)
+	}
 	for i := 0; i < len(cl); i += 2 {
 		var consts []Value
 		t := cl[i]
 		if t.kind == fList {
 			for _, it := range t.items {
-				consts = append(consts, c.caseConst(it))
+				consts = add(consts, it)
 			}
 		} else {
-			consts = append(consts, c.caseConst(t))
+			consts = add(consts, t)
 		}
 		clauses = append(clauses, clause{consts, c.compile(cl[i+1], tail)})
 	}
@@ -519,8 +530,11 @@ func (c *compiler) compileFn(f *form, name, selfName string, specs []fnSpec) nod
 				proto.paramNames = append(proto.paramNames, formText(p))
 			}
 		}
-		for _, p := range all {
+		for _, p := range fixed {
 			ar.params = append(ar.params, c.compilePattern(p))
+		}
+		if restPat != nil {
+			ar.params = append(ar.params, c.restPattern(restPat))
 		}
 		ar.simple = simple
 		n := ar.nfixed
@@ -528,7 +542,7 @@ func (c *compiler) compileFn(f *form, name, selfName string, specs []fnSpec) nod
 			n++
 		}
 		sc.recur = &recurTarget{n: n}
-		ar.body = c.compileBody(spec.body, true)
+		ar.body = c.compileFnBody(spec.body)
 		ar.nslots = sc.nslots
 		proto.arities = append(proto.arities, ar)
 	}
@@ -554,6 +568,73 @@ func (c *compiler) compileFn(f *form, name, selfName string, specs []fnSpec) nod
 		return constNode(clo)
 	}
 	return func(fr *frame) Value { return makeClosure(fr, proto) }
+}
+
+// compileFnBody compiles the body of a fn arity. A leading map with :pre
+// or :post (when more forms follow) holds conditions, as in Clojure:
+// each :pre form must be truthy before the body runs, each :post form
+// after it, with % bound to the result; a falsy one is an "Assert
+// failed" error naming the condition.
+func (c *compiler) compileFnBody(body []*form) node {
+	if len(body) < 2 || body[0].kind != fMap {
+		return c.compileBody(body, true)
+	}
+	var pre, post []*form
+	for i := 0; i+1 < len(body[0].items); i += 2 {
+		k, v := body[0].items[i], body[0].items[i+1]
+		kw, ok := k.val.(*Keyword)
+		if k.kind != fLit || !ok || (kw.Name != "pre" && kw.Name != "post") {
+			continue
+		}
+		if v.kind != fVec {
+			c.fail(KindAnalysis, v.pos, "", ":%s must be followed by a vector of conditions", kw.Name)
+		}
+		if kw.Name == "pre" {
+			pre = v.items
+		} else {
+			post = v.items
+		}
+	}
+	if pre == nil && post == nil {
+		return c.compileBody(body, true)
+	}
+	type cond struct {
+		test node
+		text string
+		pos  Pos
+	}
+	conds := func(fs []*form) []cond {
+		out := make([]cond, len(fs))
+		for i, f := range fs {
+			out[i] = cond{c.compile(f, false), formText(f), f.pos}
+		}
+		return out
+	}
+	check := func(fr *frame, cs []cond) {
+		for _, cd := range cs {
+			if !Truthy(cd.test(fr)) {
+				panic(&Error{Kind: KindValue, Pos: cd.pos, Msg: "Assert failed: " + cd.text})
+			}
+		}
+	}
+	pres := conds(pre)
+	if post == nil {
+		rest := c.compileBody(body[1:], true)
+		return func(fr *frame) Value {
+			check(fr, pres)
+			return rest(fr)
+		}
+	}
+	rest := c.compileBody(body[1:], false)
+	slot := c.sc.declare("%")
+	posts := conds(post)
+	return func(fr *frame) Value {
+		check(fr, pres)
+		v := rest(fr)
+		fr.slots[slot] = v
+		check(fr, posts)
+		return v
+	}
 }
 
 func makeClosure(fr *frame, proto *fnProto) *Closure {

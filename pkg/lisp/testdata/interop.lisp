@@ -21,8 +21,12 @@
 (.getTime "soon")
 ;;; "value_error: 1:1: .getTime: cannot read string \"soon\" as a date"
 ---
-[(LocalDate/parse "2024-01-31") (java.time.LocalDate/parse "2024-02-29") (LocalDate/parse "2024-01-31T10:00:00Z")]
-;=> ["2024-01-31" "2024-02-29" "2024-01-31T10:00:00.000Z"]
+[(LocalDate/parse "2024-01-31") (java.time.LocalDate/parse "2024-02-29")]
+;=> ["2024-01-31" "2024-02-29"]
+---
+;; a date-time is not a date (Clojure: DateTimeParseException)
+(LocalDate/parse "2024-01-31T10:00:00Z")
+;;; "value_error: 2:1: LocalDate/parse: string \"2024-01-31T10:00:00Z\" is a date-time, not a date(.|\n)*hint: take its date part"
 ---
 (LocalDate/parse "2024-13-01")
 ;;; "value_error: 1:1: LocalDate/parse: invalid ISO-8601 date string \"2024-13-01\" \\(expected YYYY-MM-DD\\)"

@@ -152,8 +152,8 @@
 ;=> [0.0 1.0 0.0 1.5707963267948966 0.0 0.0 0.0 180.0 3.141592653589793]
 ---
 ;; float rem/mod follow Clojure's n - trunc(n/d)*d, not fmod
-[(rem 2 1e-3) (mod 1e10 1e-3) (rem -0.5 1e-3) (mod -9223372036854775808 2.5) (mod 7.5 -2) (rem ##Inf 2)]
-;=> [0.0 0.0 0.0 0.0 -0.5 ##NaN]
+[(rem 2 1e-3) (mod 1e10 1e-3) (rem -0.5 1e-3) (mod -9223372036854775808 2.5) (mod 7.5 -2)]
+;=> [0.0 0.0 0.0 0.0 -0.5]
 ---
 [(bit-and 12 10) (bit-and 12 10 8) (bit-or 12 3) (bit-or 1 2 4) (bit-xor 12 10) (bit-xor 1 2 3) (bit-and-not 15 1) (bit-and-not 15 1 2) (bit-not 5) (bit-not -1)]
 ;=> [8 8 15 7 6 0 14 12 -6 0]
@@ -173,3 +173,20 @@
 ---
 (bit-and 1)
 ;;; "arity_error"
+---
+;; mod, quot, rem whose quotient is NaN or infinite throw, as Clojure
+(mod ##NaN 2)
+;;; "arithmetic_error: 2:1: mod: the quotient of ##NaN and 2 is not finite"
+---
+(quot ##Inf 2)
+;;; "quot: the quotient of ##Inf and 2 is not finite"
+---
+(rem 1e300 1e-300)
+;;; "rem: the quotient of .* is not finite"
+---
+[(mod 5 ##Inf) (quot 2 ##Inf) (rem 5 ##Inf) (compare ##NaN 1) (compare 1 ##NaN) (Math/pow 1 ##NaN) (Math/pow -1 ##Inf) (Math/pow 0.5 ##Inf) (str #"a+") (str "x" #"a+b")]
+;=> [##NaN 0.0 ##NaN 0 0 ##NaN ##NaN 0.0 "a+" "xa+b"]
+---
+;; range over integers near the ends of int64 counts exactly
+[(count (range 9223372036854775800 9223372036854775807 3)) (range -9223372036854775807 -9223372036854775808 -1) (count (range -9223372036854775808 9223372036854775807 4611686018427387904))]
+;=> [3 [-9223372036854775807] 4]

@@ -9,7 +9,7 @@
 (parse-int "12")
 ;=> 12
 ---
-;; parse-double: Java's decimal grammar, NaN and ±Infinity; no whitespace or suffixes
+;; parse-double: Java's decimal grammar, NaN and ±Infinity, surrounding whitespace and a f/d suffix, as Clojure 1.11 (no hexadecimal)
 [(parse-double "1.5") (parse-double "1.") (parse-double ".5") (parse-double "1e5") (parse-double "+1.5") (parse-double "-.5e-3") (parse-double "42") (parse-double "1e400")]
 ;=> [1.5 1.0 0.5 100000.0 1.5 -5.0E-4 42.0 ##Inf]
 ---
@@ -17,7 +17,10 @@
 ;=> [##NaN ##Inf ##-Inf ##Inf]
 ---
 [(parse-double " 1.5") (parse-double "1.5 ") (parse-double "1.5d") (parse-double "0x1p3") (parse-double "1,5") (parse-double "1e") (parse-double ".") (parse-double "") (parse-double "inf") (parse-double nil) (parse-double 1.5)]
-;=> [nil nil nil nil nil nil nil nil nil nil nil]
+;=> [1.5 1.5 1.5 nil nil nil nil nil nil nil nil]
+---
+[(parse-double "\t2\n") (parse-double " 1e3 ") (parse-double "1.5F") (parse-double "1.5 x") (parse-double " ") (parse-double "d") (parse-double "NaNd")]
+;=> [2.0 1000.0 1.5 nil nil nil nil]
 ---
 ;; Java statics throw on bad input, so they are errors here
 [(Integer/parseInt "42") (Integer/parseInt "+42") (Integer/parseInt "ff" 16) (Integer/parseInt "-101" 2) (Long/parseLong "-9") (Long/parseLong "9223372036854775807") (Long/valueOf "7")]

@@ -192,8 +192,8 @@
 (let [{:keys [a]} nil] a)
 ;=> nil
 ---
-(let [{:keys [a]} [1 2 3]] a)
-;;; "destructure_error: .*expected map or nil, got vector \\[1 2 3\\]"
+(let [{:keys [a]} 5] a)
+;;; "destructure_error: .*expected map or nil, got 5"
 ---
 (let [{{:keys [c]} :b} {:b {:c 9}}] c)
 ;=> 9
@@ -761,3 +761,27 @@ inner
 ---
 (loop [m [] i 0] (if (< i 3) (recur (assoc m i i) (inc i)) m))
 ;=> [0 1 2]
+---
+;; duplicate case constants are an error, as Clojure
+(case 1 1 :a 1 :b)
+;;; "analysis_error: 2:14: case: duplicate test constant: 1"
+---
+(case 1 (1 2) :a 2 :b)
+;;; "case: duplicate test constant: 2"
+---
+;; map destructuring of a vector reads by index; qualified :keys
+[(let [{a 0 b 1} [10 20]] [a b]) (let [{a 0 b 5 :or {b :none}} [10 20]] [a b]) (let [{:keys [a] :as all} [1 2]] [a all])]
+;=> [[10 20] [10 :none] [nil [1 2]]]
+---
+[(let [{:keys [a/b c/d]} {:a/b 1 :c/d 2}] [b d]) (let [{:keys [:a/b]} {:a/b 1}] b) (let [{:a/keys [b c]} {:a/b 1 :a/c 2}] [b c]) ((fn [& {:keys [a b]}] [a b]) :a 1 :b 2) (let [[x & {:keys [k]}] [1 :k 2]] [x k])]
+;=> [[1 2] 1 [1 2] [1 2] [1 2]]
+---
+;; :pre and :post conditions
+[((fn [x] {:pre [(pos? x)]} x) 1) ((fn [x] {:post [(> % x)]} (inc x)) 1) ((fn [x] {:pre [(pos? x)]}) 1) ((fn [n acc] {:pre [(>= n 0)]} (if (zero? n) acc (recur (dec n) (* acc n)))) 5 1)]
+;=> [1 2 {:pre [true]} 120]
+---
+((fn [x] {:pre [(pos? x)]} x) -1)
+;;; "value_error: 1:17: Assert failed: \\(pos\\? x\\)"
+---
+(do (defn f [x] {:pre [(number? x)] :post [(> % 0)]} (inc x)) (f -5))
+;;; "Assert failed: \\(> % 0\\)"
