@@ -225,53 +225,92 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer w.Unsubscribe()
+	defer w.stop()
 	return c.awaitOn(ctx, id, w)
 }
 
-func (c *Client) watchResult(id string) (*nats.Subscription, error) {
+// Re-reading a result: after a signal (a message on the result subject, a
+// reconnection) or the subscription, the stored result is read again at
+// awaitRetryFirst, doubling to awaitRetryMax. A message on the result
+// subject reaches subscribers before the stream has stored it (the stream
+// stores from a queue, later under load), and a result published just
+// before the subscription may be stored only after the first read; so
+// after a message the reads go on until the result is there, and after
+// the subscription or a reconnection for awaitUnsure.
+const (
+	awaitRetryFirst = 5 * time.Millisecond
+	awaitRetryMax   = time.Second
+	awaitUnsure     = 5 * time.Second
+)
+
+// resultWait is one wait for a mission's result: a subscription to its
+// result subject whose messages (coalesced) and the connection's
+// reconnections signal that the stored result is worth reading. It holds
+// no message buffer of its own.
+type resultWait struct {
+	nc        *nats.Conn
+	sub       *nats.Subscription
+	published chan struct{}
+	connected chan nats.Status
+}
+
+func (c *Client) watchResult(id string) (*resultWait, error) {
 	if !messages.ValidMissionID(id) {
 		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
-	sub, err := c.nc.SubscribeSync(messages.ResultSubject(id))
+	w := &resultWait{nc: c.nc, published: make(chan struct{}, 1)}
+	sub, err := c.nc.Subscribe(messages.ResultSubject(id), func(*nats.Msg) {
+		select {
+		case w.published <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: await %s: %w", id, err)
 	}
-	return sub, nil
+	w.sub = sub
+	w.connected = c.nc.StatusChanged(nats.CONNECTED)
+	return w, nil
 }
 
-func (c *Client) awaitOn(ctx context.Context, id string, sub *nats.Subscription) (*messages.Step, error) {
-	if step, err := readResult(ctx, c.st.Results, id); err == nil {
-		return step, nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return nil, err
-	}
+func (w *resultWait) stop() {
+	_ = w.sub.Unsubscribe()
+	w.nc.RemoveStatusListener(w.connected)
+}
+
+func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait) (*messages.Step, error) {
+	backoff := awaitRetryFirst
+	unsureUntil := time.Now().Add(awaitUnsure)
+	published := false
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		if _, err := sub.NextMsgWithContext(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("fleet: await %s: %w", id, err)
+		step, err := readResult(ctx, c.st.Results, id)
+		if err == nil {
+			return step, nil
 		}
-		// Core subscribers also see publishes the stream rejected (a second
-		// writer's result), so a message is only a signal: the stored
-		// result is the answer.
-		for i := 0; ; i++ {
-			step, err := readResult(ctx, c.st.Results, id)
-			if err == nil {
-				return step, nil
-			}
-			if !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
-			if i == 20 {
-				break // the message was not stored; keep waiting
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(5 * time.Millisecond):
-			}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		var retry <-chan time.Time
+		if published || time.Now().Before(unsureUntil) {
+			timer.Reset(backoff)
+			retry = timer.C
+			backoff = min(2*backoff, awaitRetryMax)
+		}
+		select {
+		case <-w.published:
+			// Core subscribers also see publishes the stream rejected (a
+			// second writer's result), so a message is only a signal: the
+			// stored result is the answer.
+			published, backoff = true, awaitRetryFirst
+		case <-w.connected:
+			// A result published while the connection was down sent no
+			// message here.
+			unsureUntil, backoff = time.Now().Add(awaitUnsure), awaitRetryFirst
+		case <-retry:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -285,15 +324,15 @@ func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOpt
 	if m == nil {
 		return nil, fmt.Errorf("fleet: run: %w: nil mission", messages.ErrInvalid)
 	}
-	sub, err := c.watchResult(m.ID)
+	w, err := c.watchResult(m.ID)
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Unsubscribe()
+	defer w.stop()
 	if _, err := c.Submit(ctx, m, opts...); err != nil {
 		return nil, err
 	}
-	return c.awaitOn(ctx, m.ID, sub)
+	return c.awaitOn(ctx, m.ID, w)
 }
 
 // Result returns the stored result of mission id, or ErrNotFound when it

@@ -1,0 +1,126 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// laggingResults reads a stored result as missing until lag after the
+// first read that found it: the stream storing a result later than its
+// message reaches subscribers (it stores from a queue, seconds late under
+// a burst), and a result published just before a subscription being
+// stored only after the first read.
+type laggingResults struct {
+	jetstream.Stream
+	lag  time.Duration
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (l *laggingResults) GetLastMsgForSubject(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	msg, err := l.Stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	first, ok := l.seen[subject]
+	if !ok {
+		first = time.Now()
+		l.seen[subject] = first
+	}
+	l.mu.Unlock()
+	if time.Since(first) < l.lag {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return msg, nil
+}
+
+// Await returns every result of a burst, each stored later than its
+// message (or than the await's first read, for results published before
+// the await subscribed): none is left waiting for a message that already
+// came.
+func TestAwaitBurstsOfLateStoredResults(t *testing.T) {
+	srv := fleettest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, srv.Conn(), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.st.Results = &laggingResults{Stream: c.st.Results, lag: time.Second, seen: map[string]time.Time{}}
+	const n = 400
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = messages.NewMissionID()
+	}
+	var hung, wrong atomic.Int64
+	var wg sync.WaitGroup
+	await := func(i int) {
+		defer wg.Done()
+		actx, acancel := context.WithTimeout(ctx, 8*time.Second)
+		defer acancel()
+		step, err := c.Await(actx, ids[i])
+		switch {
+		case err != nil:
+			hung.Add(1)
+		case step.Return != int64(i):
+			wrong.Add(1)
+		}
+	}
+	publish := func(i int) {
+		if _, _, err := publishResult(ctx, c.js, c.st.Results, ids[i], &messages.Step{Return: int64(i)}); err != nil {
+			t.Error(err)
+		}
+	}
+	// Bursts of 50: the even missions' awaits start before their results
+	// are published, the odd ones' while they are being published.
+	for b := 0; b < n; b += 50 {
+		for i := b; i < b+50; i += 2 {
+			wg.Add(1)
+			go await(i)
+		}
+		var pub sync.WaitGroup
+		for i := b; i < b+50; i++ {
+			pub.Add(1)
+			go func() { defer pub.Done(); publish(i) }()
+			if i%2 == 1 {
+				wg.Add(1)
+				go await(i)
+			}
+		}
+		pub.Wait()
+	}
+	wg.Wait()
+	if hung.Load() != 0 || wrong.Load() != 0 {
+		t.Fatalf("%d of %d awaits never returned, %d returned another result", hung.Load(), n, wrong.Load())
+	}
+}
+
+// BenchmarkAwaitStored: one Await of a result already stored (subscribe,
+// read, unsubscribe), its time and memory.
+func BenchmarkAwaitStored(b *testing.B) {
+	srv := fleettest.Start(b)
+	ctx := context.Background()
+	c, err := NewClient(ctx, srv.Conn(), ClientConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := messages.NewMissionID()
+	if _, _, err := publishResult(ctx, c.js, c.st.Results, id, &messages.Step{Return: "ok"}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Await(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
