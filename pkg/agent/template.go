@@ -214,7 +214,7 @@ func truthyT(v any) bool {
 
 func identity(v any) any { return v }
 
-const firewalledText = "<Firewalled>"
+const firewalledText = signature.FirewalledText
 
 func firewalledPath(p []string) bool {
 	for _, s := range p {

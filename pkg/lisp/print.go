@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // PrintOptions controls a printer. The zero value prints like pr-str with
@@ -33,7 +35,7 @@ type PrintOptions struct {
 }
 
 // FirewalledText is what printers show in place of a firewalled value.
-const FirewalledText = "<Firewalled>"
+const FirewalledText = signature.FirewalledText
 
 // PrStr prints v readably (pr-str), firewall on.
 func PrStr(v Value) string { return Sprint(v, PrintOptions{}) }

@@ -122,7 +122,7 @@ type coercer struct {
 
 func (co *coercer) warn(v any, to string) {
 	c := checker{path: co.path}
-	msg := "coerced " + describe(v) + " to " + to
+	msg := "coerced " + describe(v, firewalledPath(co.path)) + " to " + to
 	if p := c.pathString(); p != "" {
 		msg = p + ": " + msg
 	}

@@ -2,6 +2,10 @@ package signature
 
 import "strings"
 
+// FirewalledText is what every printer and message shows in place of a
+// firewalled value.
+const FirewalledText = "<Firewalled>"
+
 // IsFirewalled reports whether a field or input name is firewalled: it starts
 // with "_". Firewalled fields are available to programs (ctx/_ids) and to Go
 // callers, but never shown to a model and left out of the schema a parent

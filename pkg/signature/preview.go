@@ -14,54 +14,68 @@ import (
 const maxPreview = 80
 
 // describe names a value's kind and shows a short preview of it:
-// `string "abc"`, `integer 42`, `nil`, `list [1 2 3]`.
-func describe(v any) string {
-	switch x := v.(type) {
+// `string "abc"`, `integer 42`, `nil`, `list [1 2 3]`. A firewalled value
+// (hidden true: it sits under a "_" field) is named by its kind only:
+// `string <Firewalled>`.
+func describe(v any, hidden bool) string {
+	kind, ok := kindWord(v)
+	switch {
+	case !ok || v == nil:
+		return kind
+	case hidden:
+		return kind + " " + FirewalledText
+	}
+	return kind + " " + preview(v)
+}
+
+// kindWord names the kind of v for messages ("string", "integer", "list",
+// "nil", ...); ok is false when v is of no kind a signature knows, and
+// kind is then its Go type.
+func kindWord(v any) (kind string, ok bool) {
+	switch v.(type) {
 	case nil:
-		return "nil"
+		return "nil", true
 	case string:
-		return "string " + preview(x)
+		return "string", true
 	case bool:
-		return "boolean " + preview(x)
+		return "boolean", true
 	case float64, float32:
-		return "float " + preview(x)
+		return "float", true
 	case int64, int, int32, int16, int8, uint, uint64, uint32, uint16, uint8, uintptr:
-		return "integer " + preview(x)
+		return "integer", true
 	case json.Number:
-		return "number " + preview(x)
-	case []any:
-		return "list " + preview(x)
-	case map[string]any:
-		return "map " + preview(x)
-	case ListView:
-		return "list " + preview(x)
-	case MapView:
-		return "map " + preview(x)
+		return "number", true
+	case []any, ListView:
+		return "list", true
+	case map[string]any, MapView:
+		return "map", true
 	}
 	switch k := reflect.TypeOf(v).Kind(); {
 	case k == reflect.String:
-		return "string " + preview(v)
+		return "string", true
 	case k == reflect.Bool:
-		return "boolean " + preview(v)
+		return "boolean", true
 	case isIntKind(k):
-		return "integer " + preview(v)
+		return "integer", true
 	case k == reflect.Float32 || k == reflect.Float64:
-		return "float " + preview(v)
+		return "float", true
 	case k == reflect.Slice || k == reflect.Array:
-		return "list " + preview(v)
+		return "list", true
 	case k == reflect.Map:
-		return "map " + preview(v)
+		return "map", true
 	}
-	return fmt.Sprintf("%T", v)
+	return fmt.Sprintf("%T", v), false
 }
 
 // preview renders v in a compact Clojure-like form, cut to maxPreview
 // characters with "..." when longer. It stops walking the value once the limit
-// is reached, so previews of huge values are cheap.
+// is reached, so previews of huge values are cheap. Cuts fall on character
+// boundaries and are always marked with "...", and the preview is valid
+// UTF-8 whatever v holds; the values of "_" fields show as <Firewalled>.
 func preview(v any) string {
 	w := previewWriter{}
 	w.value(v, 0)
-	s := w.b.String()
+	s := strings.ToValidUTF8(w.b.String(), "\uFFFD")
 	if utf8.RuneCountInString(s) <= maxPreview && !w.full {
 		return s
 	}
@@ -70,6 +84,18 @@ func preview(v any) string {
 		r = r[:maxPreview-3]
 	}
 	return string(r) + "..."
+}
+
+// cutString returns the longest prefix of s of at most n bytes that ends
+// on a character boundary.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 type previewWriter struct {
@@ -100,7 +126,12 @@ func (w *previewWriter) value(v any, depth int) {
 		w.write("nil")
 	case string:
 		if len(x) > maxPreview*2 {
-			x = x[:maxPreview*2]
+			// an open quote: the preview ends in "...", so the reader
+			// (and the firewall's scrubber) sees the cut
+			q := strconv.Quote(cutString(x, maxPreview*2))
+			w.write(q[:len(q)-1])
+			w.full = true
+			return
 		}
 		w.write(strconv.Quote(x))
 	case bool:
@@ -154,6 +185,10 @@ func (w *previewWriter) mapView(m MapView, depth int) {
 			w.write(", ")
 		}
 		w.write(":" + k + " ")
+		if IsFirewalled(k) {
+			w.write(FirewalledText)
+			continue
+		}
 		e, _ := m.Lookup(k)
 		w.value(e, depth+1)
 		if w.full {
@@ -203,6 +238,10 @@ func (w *previewWriter) reflectValue(rv reflect.Value, depth int) {
 				w.write(", ")
 			}
 			w.write(":" + e.k + " ")
+			if IsFirewalled(e.k) {
+				w.write(FirewalledText)
+				continue
+			}
 			w.value(e.v.Interface(), depth+1)
 			if w.full {
 				return

@@ -93,7 +93,19 @@ func (c *checker) fail(msg string) {
 }
 
 func (c *checker) mismatch(t Type, v any) {
-	c.fail("expected " + typeWord(t) + ", got " + describe(v))
+	c.fail("expected " + typeWord(t) + ", got " + describe(v, firewalledPath(c.path)))
+}
+
+// firewalledPath reports whether a path goes through a firewalled field:
+// a message about the value there names its path and kind, never the
+// value itself.
+func firewalledPath(path []seg) bool {
+	for _, s := range path {
+		if !s.isIdx && IsFirewalled(s.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // typeWord names a type in messages: "integer", "list", ...
