@@ -20,6 +20,10 @@ import (
 type canaries struct {
 	str, kw, key string
 	num          int64
+	// esc holds characters printers and encoders escape (CJK, quotes,
+	// backslashes, newlines, tabs): it must stay hidden under any
+	// number of levels of escaping.
+	esc string
 }
 
 const canaryAlphabet = "QXZJKVW"
@@ -35,8 +39,23 @@ func randCanary(r *rand.Rand, maxLen int) string {
 	return string(b)
 }
 
+// escAlphabet is the alphabet of escaping canaries: letters no message
+// holds, CJK, and every character a printer escapes.
+var escAlphabet = []rune("QXZJ秘密\"\\\n\t")
+
+// randEscCanary returns a canary of 12 to maxLen bytes drawn from
+// escAlphabet, lengths spread log-uniformly.
+func randEscCanary(r *rand.Rand, maxLen int) string {
+	n := max(12, min(maxLen, int(math.Pow(float64(maxLen), r.Float64()))))
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteRune(escAlphabet[r.IntN(len(escAlphabet))])
+	}
+	return b.String()
+}
+
 func newCanaries(r *rand.Rand) canaries {
-	c := canaries{str: randCanary(r, 10_000), kw: randCanary(r, 200), key: "@" + randCanary(r, 9_999)}
+	c := canaries{str: randCanary(r, 10_000), kw: randCanary(r, 200), key: "@" + randCanary(r, 9_999), esc: randEscCanary(r, 3000)}
 	digits := 6 + r.IntN(13)
 	c.num = 1 + r.Int64N(9)
 	for range digits - 1 {
@@ -46,14 +65,18 @@ func newCanaries(r *rand.Rand) canaries {
 }
 
 func (c canaries) all() []string {
-	return []string{c.str, c.kw, c.key, strconv.FormatInt(c.num, 10)}
+	out := []string{c.str, c.kw, c.key, strconv.FormatInt(c.num, 10)}
+	if c.esc != "" {
+		out = append(out, c.esc)
+	}
+	return out
 }
 
 // record is a tool result holding every canary under "_" keys next to
 // public fields.
 func (c canaries) record() map[string]any {
 	return map[string]any{"id": int64(7), "name": "public", "_s": c.str, "_n": c.num, "_kw": c.kw,
-		"_by": map[string]any{c.key: int64(1)}, "_nested": []any{map[string]any{"deep": c.str}}}
+		"_by": map[string]any{c.key: int64(1)}, "_nested": []any{map[string]any{"deep": c.str}}, "_e": c.esc}
 }
 
 // transcripts returns everything each request sent to a model.
@@ -69,7 +92,7 @@ func assertNoCanary(t *testing.T, where string, texts []string, c canaries) {
 	t.Helper()
 	for i, text := range texts {
 		for _, s := range c.all() {
-			if leaked(text, s) {
+			if leakedEscaped(text, s) {
 				t.Fatalf("%s: request %d leaks canary %.60q (len %d):\n%s", where, i+1, s, len(s), text)
 			}
 		}
@@ -111,6 +134,10 @@ func canaryLoop(t *testing.T, c canaries) {
 (println r (:_nested r) (get-in r ["_nested" 0 "deep"]))
 [(:_s r) (:_n r) (keyword (:_kw r)) (first (keys (:_by r))) r (vals r) (:_by r)]`),
 		llmtest.Code(`(+ 1 (:_s r))`),
+		llmtest.Code(`(println (pr-str [(:_e r)]) (pr-str (pr-str (:_e r))) (pr-str (pr-str [(:_e r) (:_s r)])))
+(+ 1 (pr-str (pr-str [(:_e r)])))`),
+		llmtest.Code(`(+ 1 [(pr-str (pr-str (pr-str (:_e r))))])`),
+		llmtest.Code(`(+ 1 {:bad (pr-str [(:_e r)])})`),
 		llmtest.Code(`(+ 1 (first (keys (:_by r))))`),
 		llmtest.Code(`(+ 1 (keyword (:_kw r)))`),
 		llmtest.Code(`(conj (:_n r) 1)`),

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -46,6 +48,10 @@ type secrets struct {
 	// strs indexes every recorded string of at least minSecretLen bytes
 	// (and its quoted forms); ints the recorded integers.
 	strs, ints *prefixIndex
+	// escaped indexes unescape(x) of every recorded string x that a
+	// printer or encoder may escape (escapable): found in the unescaped
+	// form of a text, under any number of levels of escaping.
+	escaped *prefixIndex
 	// starts holds the first 1 to minSecretLen-1 bytes of every secret
 	// and firewalled integer: what a cut can leave of one.
 	starts map[string]struct{}
@@ -216,18 +222,23 @@ func (s *secrets) add(x string) {
 	s.index()
 	s.addStarts(x)
 	s.strs.add(x)
-	if needsEscape(x) {
+	if escapable(x) {
 		// the forms printers give it: PTC-Lisp/Go quoting and JSON
 		s.strs.add(strings.Trim(lisp.PrStr(x), `"`))
 		q := strconv.Quote(x)
 		s.strs.add(q[1 : len(q)-1])
+		// and any escaping of any depth (pr-str of pr-str, JSON in an
+		// error message ...), found by unescaping the text
+		u := unescape(x, nil)
+		s.escaped.add(u)
+		s.addStarts(u)
 	}
 }
 
 // index makes the indexes on first use.
 func (s *secrets) index() {
 	if s.strs == nil {
-		s.strs, s.ints, s.starts = newPrefixIndex(), newPrefixIndex(), map[string]struct{}{}
+		s.strs, s.ints, s.escaped, s.starts = newPrefixIndex(), newPrefixIndex(), newPrefixIndex(), map[string]struct{}{}
 	}
 }
 
@@ -340,9 +351,14 @@ func (s *secrets) scrub(text string) string {
 	}
 	s.strs.finish()
 	s.ints.finish()
+	s.escaped.finish()
 	strs, set := s.strs, s.set
-	text = replaceSecrets(text, strs)
+	// escaped forms first, then cut starts, then whole secrets: a
+	// shorter secret inside a longer one must not hide the longer one's
+	// start from the later passes
+	text = escapedSecrets(text, s.escaped, set, s.starts)
 	text = cutSecrets(text, strs, s.ints, s.starts)
+	text = replaceSecrets(text, strs)
 	text = quoted.ReplaceAllStringFunc(text, func(q string) string {
 		inner := q[1 : len(q)-1]
 		if _, ok := set[inner]; ok || inner == firewalledText || strs.isPrefix(inner) {
@@ -381,6 +397,9 @@ type prefixIndex struct {
 	groups map[string]*prefixGroup
 	exact  map[string]struct{}
 	dirty  []*prefixGroup // groups added to since the last finish
+	// first marks the first bytes of the indexed strings: most offsets
+	// of a text start none, and are passed over without a map lookup
+	first [256]bool
 }
 
 type prefixGroup struct {
@@ -401,6 +420,7 @@ func (x *prefixIndex) add(k string) {
 		return
 	}
 	x.exact[k] = struct{}{}
+	x.first[k[0]] = true
 	g := x.groups[k[:minSecretLen]]
 	if g == nil {
 		g = &prefixGroup{}
@@ -429,7 +449,7 @@ func (x *prefixIndex) finish() {
 // longestAt returns the length of the longest indexed string that text
 // has at offset i (0: none).
 func (x *prefixIndex) longestAt(text string, i int) int {
-	if x == nil || i+minSecretLen > len(text) {
+	if x == nil || i+minSecretLen > len(text) || !x.first[text[i]] {
 		return 0
 	}
 	g := x.groups[text[i:i+minSecretLen]]
@@ -460,15 +480,251 @@ func (x *prefixIndex) isPrefix(p string) bool {
 	return i < len(g.sorted) && strings.HasPrefix(g.sorted[i], p)
 }
 
-// needsEscape reports whether a printer quotes s differently from its raw
-// bytes.
-func needsEscape(s string) bool {
+// escapable reports whether a printer or an encoder may write s other
+// than as its raw bytes: it holds a control character, a quote, a
+// backslash, a byte of a multi-byte character (or an invalid one), or a
+// character JSON encoders escape for HTML.
+func escapable(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c >= 0x7f, c == '<', c == '>', c == '&':
 			return true
 		}
 	}
 	return false
+}
+
+// unescape decodes every backslash escape in text as if each run of
+// backslashes were one: `\n`, `\\n` and `\\\\n` all become a newline,
+// `\"` and `\\\"` a quote, `\u00e9` (JSON, Go), `\xe9` and `\U0001f600`
+// (Go) the character or byte, any other escaped character itself, and a
+// run of backslashes at the end nothing. Escaping (PTC-Lisp's pr-str, Go's
+// strconv.Quote, JSON) writes every character as itself or as a run of
+// backslashes and one of those forms, so a string escaped any number of
+// times unescapes to what the string itself unescapes to. When at is not
+// nil, unescape appends to it, for every byte of the result, the offset in
+// text of the escape or byte it came from, and then len(text).
+func unescape(text string, at *[]int) string {
+	if at != nil {
+		*at = slices.Grow(*at, len(text)+1)
+	}
+	i := strings.IndexByte(text, '\\')
+	if i < 0 {
+		if at != nil {
+			for j := 0; j <= len(text); j++ {
+				*at = append(*at, j)
+			}
+		}
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	mark := func(from, n int) {
+		if at != nil {
+			for range n {
+				*at = append(*at, from)
+			}
+		}
+	}
+	b.WriteString(text[:i])
+	if at != nil {
+		for j := 0; j < i; j++ {
+			*at = append(*at, j)
+		}
+	}
+	for i < len(text) {
+		c := text[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			mark(i, 1)
+			i++
+			continue
+		}
+		start := i
+		for i < len(text) && text[i] == '\\' {
+			i++
+		}
+		if i == len(text) {
+			break
+		}
+		n := b.Len()
+		switch c := text[i]; c {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'a':
+			b.WriteByte('\a')
+		case 'v':
+			b.WriteByte('\v')
+		case 'x':
+			if v, ok := hexAt(text, i+1, 2); ok {
+				b.WriteByte(byte(v))
+				i += 2
+			} else {
+				b.WriteByte(c)
+			}
+		case 'u', 'U':
+			digits := 4
+			if c == 'U' {
+				digits = 8
+			}
+			v, ok := hexAt(text, i+1, digits)
+			if !ok {
+				b.WriteByte(c)
+				break
+			}
+			i += digits
+			r := rune(v)
+			if utf16.IsSurrogate(r) {
+				// JSON writes a character beyond the BMP as a pair:
+				// \ud83d\ude00, each escaped alike
+				j := i + 1
+				for j < len(text) && text[j] == '\\' {
+					j++
+				}
+				if j > i+1 && j < len(text) && text[j] == 'u' {
+					if lo, ok := hexAt(text, j+1, 4); ok {
+						if p := utf16.DecodeRune(r, rune(lo)); p != utf8.RuneError {
+							r, i = p, j+4
+						}
+					}
+				}
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteByte(c)
+		}
+		i++
+		mark(start, b.Len()-n)
+	}
+	if at != nil {
+		*at = append(*at, len(text))
+	}
+	return b.String()
+}
+
+// escapedCutStart finds the start of a secret cut short at end in
+// unescaped text: at least minSecretLen bytes of an indexed one, or fewer
+// right after a quote; -1 when there is none.
+func escapedCutStart(u string, lo, end int, escaped *prefixIndex, starts map[string]struct{}) int {
+	if j := cutStart(u, lo, end, escaped); j >= 0 {
+		return j
+	}
+	from := max(lo, end-minSecretLen)
+	q := strings.LastIndexByte(u[from:end], '"')
+	if q < 0 || from+q+1 == end {
+		return -1
+	}
+	if _, ok := starts[u[from+q+1:end]]; ok {
+		return from + q + 1
+	}
+	return -1
+}
+
+// maxEscape is the longest escape unescape decodes, after its
+// backslashes (`U0001f600`, a surrogate pair `ud83d\\ude00` counted from
+// its second part).
+const maxEscape = 9
+
+// hexAt reads n hex digits of text at i.
+func hexAt(text string, i, n int) (uint64, bool) {
+	if i+n > len(text) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(text[i:i+n], 16, 32)
+	return v, err == nil
+}
+
+// escapedSecrets replaces the escaped forms of recorded secrets in text:
+// every occurrence of an indexed one, a start cut short by "..." (see
+// cutSecrets), and a secret shorter than minSecretLen quoted alone (as in
+// `\"US\"`), found in the unescaped text and replaced in text over the
+// bytes they came from. Text without a backslash holds no escaped form.
+func escapedSecrets(text string, escaped *prefixIndex, set, starts map[string]struct{}) string {
+	if strings.IndexByte(text, '\\') < 0 {
+		return text
+	}
+	var at []int
+	u := unescape(text, &at)
+	type span struct{ from, to int } // in u
+	// cuts first: a shorter secret inside a cut one must not hide the
+	// start of the cut one
+	var cuts []span
+	lo := 0 // where the next cut may start: after the previous mark
+	for i := 0; i < len(u); i++ {
+		if !strings.HasPrefix(u[i:], "...") && !strings.HasPrefix(u[i:], "…") {
+			continue
+		}
+		j := escapedCutStart(u, lo, i, escaped, starts)
+		// a cut inside an escape (`\\u00...`) left its start, which
+		// unescapes to other characters: the secret's visible start
+		// ends before it
+		for e := i - 1; j < 0 && e > lo && e >= i-maxEscape; e-- {
+			if text[at[e]] == '\\' {
+				j = escapedCutStart(u, lo, e, escaped, starts)
+			}
+		}
+		if j >= 0 {
+			cuts = append(cuts, span{j, i})
+		}
+		i += 2 // "…" is three bytes too
+		lo = i + 1
+	}
+	var spans []span
+	for i := 0; i < len(u); {
+		if len(cuts) > 0 && i >= cuts[0].from {
+			i = max(i, cuts[0].to)
+			spans = append(spans, cuts[0])
+			cuts = cuts[1:]
+			continue
+		}
+		n := escaped.longestAt(u, i)
+		if n == 0 && u[i] == '"' && escaped.longestAt(u, i+1) == 0 {
+			// a short secret quoted alone (unless a long one starts
+			// right after the quote)
+			if k := strings.IndexByte(u[i+1:min(len(u), i+1+minSecretLen)], '"'); k > 0 {
+				if _, ok := set[u[i+1:i+1+k]]; ok {
+					i++
+					n = k
+				}
+			}
+		}
+		if n == 0 {
+			i++
+			continue
+		}
+		sp := span{i, i + n}
+		// a match running into a cut takes the cut along
+		for len(cuts) > 0 && cuts[0].from < sp.to {
+			sp.to = max(sp.to, cuts[0].to)
+			cuts = cuts[1:]
+		}
+		spans = append(spans, sp)
+		i = sp.to
+	}
+	if len(spans) == 0 {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for _, sp := range spans {
+		from, to := at[sp.from], at[sp.to]
+		if from < last {
+			from = last
+		}
+		b.WriteString(text[last:from])
+		b.WriteString(firewalledText)
+		last = max(last, to)
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }
 
 // replaceSecrets replaces every occurrence of an indexed secret in text.
@@ -572,7 +828,7 @@ func cutStart(text string, lo, end int, x *prefixIndex) int {
 		return -1
 	}
 	for j := max(lo, end-maxSecretPrefix); j+minSecretLen <= end; j++ {
-		if x.isPrefix(text[j:end]) {
+		if x.first[text[j]] && x.isPrefix(text[j:end]) {
 			return j
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // collection holding one under a "_" key).
 var fuzzSources = []string{
 	`(:_s r)`, `(get r "_s")`, `(get-in r ["_nested" 0 "deep"])`, `(first (keys (:_by r)))`,
-	`(keyword (:_kw r))`, `(:_n r)`, `r`, `(:_by r)`, `(vals r)`, `(:_nested r)`, `ctx/_in`,
+	`(keyword (:_kw r))`, `(:_n r)`, `(:_e r)`, `r`, `(:_by r)`, `(vals r)`, `(:_nested r)`, `ctx/_in`,
 	`(select-keys r ["_s" "id"])`, `(:_s (tool/get {}))`, `(:v (tool/echo {:v (:_s r)}))`, `(tool/echo {:v (:_kw r)})`,
 }
 
@@ -29,6 +29,7 @@ var fuzzSinks = []string{
 	`(println %s)`, `(prn %s)`, `(print %s "and" %s)`, `%s`, `(subs %s 0)`, `(name %s)`,
 	`(def kept %s)`, `{:_k %s :pub %s}`, `(tool/echo {:v %s})`, `(return {:count %s})`,
 	`(println (pr-str %s))`, `(conj %s)`, `(nth %s 0)`,
+	`(println (pr-str (pr-str %s)))`, `(+ 1 (pr-str [%s]))`, `(+ 1 (pr-str (pr-str {:a %s})))`,
 }
 
 func fuzzExpr(r *rand.Rand, depth int) string {
@@ -67,15 +68,16 @@ func fuzzProgram(r *rand.Rand) string {
 
 // FuzzFirewall generates programs over firewalled data (every canary type,
 // random lengths) and runs them as turns of a mission: no request may hold
-// a canary, whatever the program does with the values short of deriving
-// new ones (docs/firewall.md).
+// a canary, raw or under any number of levels of escaping, whatever the
+// program does with the values short of deriving new ones
+// (docs/firewall.md).
 func FuzzFirewall(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 42, 1 << 40} {
 		f.Add(s, uint64(7))
 	}
 	f.Fuzz(func(t *testing.T, seed, seed2 uint64) {
 		r := rand.New(rand.NewPCG(seed, seed2))
-		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: "@" + randCanary(r, 3000)}
+		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: "@" + randCanary(r, 3000), esc: randEscCanary(r, 3000)}
 		c.num = 100_000 + r.Int64N(1<<40)
 		echo := Func(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
 		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int}", Limits: Limits{MaxTurns: 4},
@@ -85,7 +87,7 @@ func FuzzFirewall(f *testing.F) {
 		_, _ = a.Run(bg, RunOptions{Model: m, Context: map[string]any{"user": "ann", "_in": c.str}})
 		for i, text := range transcripts(m.Requests()) {
 			for _, s := range c.all() {
-				if leaked(text, s) {
+				if leakedEscaped(text, s) {
 					t.Fatalf("request %d leaks canary %.60q (len %d); programs:\n%s\n---\n%s", i+1, s, len(s), strings.Join(progs, "\n---\n"), text)
 				}
 			}
