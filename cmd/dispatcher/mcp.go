@@ -43,7 +43,7 @@ type missionOutcome struct {
 	MissionID string `json:"mission_id"`
 	// Return is the mission's returned value; firewalled values (keys
 	// starting with "_") are masked, because MCP clients hand results to
-	// models.
+	// models, and NaN and infinities are strings (messages.JSONFloat).
 	Return any        `json:"return" jsonschema:"the value the mission returned, as its signature describes"`
 	Usage  usageOut   `json:"usage"`
 	Warn   []string   `json:"warnings,omitempty"`
@@ -238,7 +238,7 @@ func outcome(id string, step *messages.Step) (*mcp.CallToolResult, missionOutcom
 		return nil, missionOutcome{}, fmt.Errorf("mission %s failed: %s", id, step.Fail.Error())
 	}
 	out := missionOutcome{
-		MissionID: id, Return: messages.MaskFirewalled(step.Return), Warn: step.Warnings,
+		MissionID: id, Return: messages.JSONFloats(messages.MaskFirewalled(step.Return)), Warn: step.Warnings,
 		Usage: usageOut{InputTokens: step.Usage.InputTokens, OutputTokens: step.Usage.OutputTokens,
 			Turns: step.Usage.Turns, ToolCalls: step.Usage.ToolCalls, Seconds: step.Usage.Duration.Seconds()},
 	}

@@ -160,7 +160,7 @@ func pretty(v any, pad string) string {
 		b.WriteString(pad + "]")
 		return b.String()
 	}
-	out, err := json.Marshal(v)
+	out, err := json.Marshal(messages.JSONFloats(v))
 	if err != nil {
 		return fmt.Sprint(v)
 	}

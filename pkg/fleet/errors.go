@@ -85,4 +85,9 @@ const (
 	// ReasonOverLimit: the mission asks for more than the worker's
 	// Ceilings allow; it did not run.
 	ReasonOverLimit = "over_limit"
+	// ReasonUnreadableResult: the runner's Step could not be stored so
+	// that every reader decodes it (nested deeper than
+	// messages.MaxNesting, more than messages.MaxValues values, larger
+	// than a NATS message); this failure is stored instead.
+	ReasonUnreadableResult = "unreadable_result"
 )

@@ -416,6 +416,10 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		return
 	}
 	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
+	if errors.Is(err, errUnreadableResult) {
+		log.Warn().Err(err).Msg("result refused: its readers could not decode it")
+		stored, mine, err = publishResult(ctx, w.js, w.st.Results, id, unreadableStep(step, err))
+	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
 		if unsaved != nil {

@@ -18,7 +18,16 @@ import (
 func publishResult(ctx context.Context, js jetstream.JetStream, results jetstream.Stream, id string, step *messages.Step) (*messages.Step, bool, error) {
 	data, err := messages.MarshalStep(step)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	}
+	// What a reader could not decode is not stored (decodeStep checks the
+	// same bounds), nor what no NATS message can carry.
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	}
+	if limit := js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-resultHeaderRoom {
+		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
+			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
 	}
 	msg := &nats.Msg{Subject: messages.ResultSubject(id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMissionID, id)
@@ -36,6 +45,23 @@ func publishResult(ctx context.Context, js jetstream.JetStream, results jetstrea
 		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", id, rerr)
 	}
 	return stored, false, nil
+}
+
+// errUnreadableResult: a Step that could not be stored so that every
+// reader decodes it (nested deeper than messages.MaxNesting, more than
+// messages.MaxValues values, larger than a NATS message).
+var errUnreadableResult = errors.New("the result cannot be stored so that its readers can decode it")
+
+// resultHeaderRoom is what a result message's headers may take of the
+// server's maximum payload.
+const resultHeaderRoom = 1024
+
+// unreadableStep is the failure stored in place of step, which could not
+// be stored (errUnreadableResult): it keeps step's usage and attempts.
+func unreadableStep(step *messages.Step, cause error) *messages.Step {
+	f := failStep(ReasonUnreadableResult, "%v; return a smaller or flatter value", cause)
+	f.Signature, f.Usage, f.Attempts, f.Replayed = step.Signature, step.Usage, step.Attempts, step.Replayed
+	return f
 }
 
 // readResult reads the stored result of mission id (direct get).

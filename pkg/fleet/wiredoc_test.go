@@ -18,7 +18,7 @@ func TestWireDocNamesFleetConstants(t *testing.T) {
 	doc := string(b)
 	for _, s := range []string{fleet.MetaTool, fleet.MetaSignature, fleet.MetaDescription, fleet.MetaContentType,
 		fleet.ReasonCancelled, fleet.ReasonDeadline, fleet.ReasonTimeout, fleet.ReasonMaxDeliveries,
-		fleet.ReasonRunnerError, fleet.ReasonRunnerPanic, fleet.ReasonUnsupported, fleet.ReasonInvalid,
+		fleet.ReasonRunnerError, fleet.ReasonRunnerPanic, fleet.ReasonUnsupported, fleet.ReasonInvalid, fleet.ReasonUnreadableResult,
 		strings.Replace(fleet.ConsumerName("PRIORITY"), "PRIORITY", "<priority>", 1)} {
 		if !strings.Contains(doc, "`"+s+"`") {
 			t.Errorf("docs/wire.md does not name %q", s)

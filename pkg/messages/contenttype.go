@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"mime"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,7 +83,8 @@ func UnmarshalAs(contentType string, data []byte, v any) error {
 // EncodeJSON encodes a wire value as JSON with its msgpack field names:
 // it is encoded as msgpack, decoded as plain data (times stay time.Time)
 // and written by encoding/json (times as RFC 3339 in UTC with nanoseconds,
-// durations as integer nanoseconds, map keys sorted).
+// durations as integer nanoseconds, map keys sorted, NaN and infinities as
+// JSONFloat renders them).
 func EncodeJSON(v any) ([]byte, error) {
 	raw, err := Marshal(v)
 	if err != nil {
@@ -140,7 +144,8 @@ func DecodeJSON(data []byte, v any) error {
 }
 
 // utcTimes returns v with every time.Time in UTC, so that JSON shows "Z"
-// times whatever the local zone.
+// times whatever the local zone, and every NaN or infinite float as
+// JSONFloat renders it; it changes v's containers in place.
 func utcTimes(v any, depth int) any {
 	if depth > maxDepth {
 		return v
@@ -148,6 +153,10 @@ func utcTimes(v any, depth int) any {
 	switch x := v.(type) {
 	case time.Time:
 		return x.UTC()
+	case float64:
+		return JSONFloat(x)
+	case float32:
+		return JSONFloat(float64(x))
 	case []any:
 		for i := range x {
 			x[i] = utcTimes(x[i], depth+1)
@@ -158,6 +167,77 @@ func utcTimes(v any, depth int) any {
 		}
 	}
 	return v
+}
+
+// JSONFloat is how every JSON writer of the fleet renders a float: as it
+// is when finite, else as the string "NaN", "Infinity" or "-Infinity"
+// (the rendering of Protocol Buffers' JSON mapping). JSON has no such
+// numbers and encoding/json refuses them, while msgpack, the form results
+// and events are stored in, carries them; so a program that returns
+// (/ 0.0 0.0) succeeds, and every reader shows what it returned.
+func JSONFloat(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return f
+}
+
+// JSONFloats returns plain data v with every NaN or infinite float
+// rendered by JSONFloat, for a JSON writer that gets plain data rather
+// than a wire value (EncodeJSON does this itself). v is not modified:
+// containers holding no such float are returned as they are, the others
+// copied.
+func JSONFloats(v any) any {
+	out, _ := jsonFloats(v, 0)
+	return out
+}
+
+func jsonFloats(v any, depth int) (any, bool) {
+	if depth > maxDepth {
+		return v, false
+	}
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return JSONFloat(x), true
+		}
+	case float32:
+		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
+			return JSONFloat(f), true
+		}
+	case []any:
+		var cp []any
+		for i, e := range x {
+			if r, changed := jsonFloats(e, depth+1); changed {
+				if cp == nil {
+					cp = slices.Clone(x)
+				}
+				cp[i] = r
+			}
+		}
+		if cp != nil {
+			return cp, true
+		}
+	case map[string]any:
+		var cp map[string]any
+		for k, e := range x {
+			if r, changed := jsonFloats(e, depth+1); changed {
+				if cp == nil {
+					cp = maps.Clone(x)
+				}
+				cp[k] = r
+			}
+		}
+		if cp != nil {
+			return cp, true
+		}
+	}
+	return v, false
 }
 
 var timeType = reflect.TypeFor[time.Time]()

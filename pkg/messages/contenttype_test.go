@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -112,4 +114,37 @@ func FuzzDecodeJSON(f *testing.F) {
 		var r ToolRequest
 		_ = DecodeJSON([]byte(body), &r)
 	})
+}
+
+// JSON has no NaN or infinities: every JSON form of a value holding them
+// renders them as the strings "NaN", "Infinity" and "-Infinity", and the
+// value itself is left as it is.
+func TestJSONRendersNonFiniteFloats(t *testing.T) {
+	ret := map[string]any{"avg": math.NaN(), "max": math.Inf(1), "min": math.Inf(-1), "n": 2.5,
+		"list": []any{int64(1), math.NaN()}, "plain": []any{"a"}}
+	step := &Step{Version: StepVersion, Return: ret}
+	b, err := EncodeJSON(step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"avg":"NaN"`, `"max":"Infinity"`, `"min":"-Infinity"`, `"n":2.5`, `"list":[1,"NaN"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("EncodeJSON: %s lacks %s", b, want)
+		}
+	}
+	got := JSONFloats(ret).(map[string]any)
+	if got["avg"] != "NaN" || got["max"] != "Infinity" || got["min"] != "-Infinity" || got["n"] != 2.5 ||
+		got["list"].([]any)[1] != "NaN" {
+		t.Errorf("JSONFloats: %v", got)
+	}
+	if _, err := json.Marshal(got); err != nil {
+		t.Errorf("JSONFloats' result is not JSON: %v", err)
+	}
+	if !math.IsNaN(ret["avg"].(float64)) || !math.IsNaN(ret["list"].([]any)[1].(float64)) {
+		t.Errorf("JSONFloats changed its input: %v", ret)
+	}
+	plain := ret["plain"].([]any)
+	if p := JSONFloats(plain).([]any); &p[0] != &plain[0] {
+		t.Errorf("a list without such floats was copied")
+	}
 }

@@ -1,0 +1,74 @@
+package fleet_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// nested returns a value nested depth lists deep.
+func nested(depth int) any {
+	var v any = int64(1)
+	for range depth {
+		v = []any{v}
+	}
+	return v
+}
+
+// A Step that no reader could decode (nested deeper than MaxNesting, more
+// than MaxValues values, larger than a message) is not stored: the mission
+// fails with unreadable_result naming the limit, keeping its usage, and
+// every reader reads that. NaN and infinities are stored as they are.
+func TestUnreadableResultsRefused(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	wide := make([]any, messages.MaxValues)
+	for i := range wide {
+		wide[i] = int64(i)
+	}
+	returns := map[string]any{
+		"deep":  nested(600),
+		"wide":  wide,
+		"large": strings.Repeat("x", int(nc.MaxPayload())),
+		"nan":   map[string]any{"avg": math.NaN(), "max": math.Inf(1), "min": math.Inf(-1)},
+	}
+	startWorker(t, nc, fleet.RunnerFunc(func(_ context.Context, m *messages.Mission, _ fleet.RunEnv) (*messages.Step, error) {
+		return &messages.Step{Return: returns[m.Context["shape"].(string)], Usage: messages.Usage{Turns: 3, InputTokens: 99}}, nil
+	}))
+	for shape, want := range map[string]string{
+		"deep":  "nested deeper than 512 levels",
+		"wide":  "more than 262144 values",
+		"large": "bytes encoded, more than the",
+	} {
+		m := newMission()
+		m.Context = map[string]any{"shape": shape}
+		step, err := c.Run(testCtx(t), m)
+		if err != nil {
+			t.Fatalf("%s: %v", shape, err)
+		}
+		if step.Fail == nil || step.Fail.Reason != fleet.ReasonUnreadableResult || !strings.Contains(step.Fail.Message, want) ||
+			step.Usage.Turns != 3 || step.Usage.InputTokens != 99 {
+			t.Errorf("%s: %+v, usage %+v; want %s naming %q, the usage kept", shape, step.Fail, step.Usage, fleet.ReasonUnreadableResult, want)
+		}
+		if st := waitState(t, c, m.ID, messages.StateFailed); st.Reason != fleet.ReasonUnreadableResult {
+			t.Errorf("%s: status reason %q", shape, st.Reason)
+		}
+		if _, err := c.Result(testCtx(t), m.ID); err != nil {
+			t.Errorf("%s: stored result unreadable: %v", shape, err)
+		}
+	}
+	m := newMission()
+	m.Context = map[string]any{"shape": "nan"}
+	step, err := c.Run(testCtx(t), m)
+	if err != nil || step.Fail != nil {
+		t.Fatalf("nan: %+v, %v", step, err)
+	}
+	r := step.Return.(map[string]any)
+	if !math.IsNaN(r["avg"].(float64)) || !math.IsInf(r["max"].(float64), 1) || !math.IsInf(r["min"].(float64), -1) {
+		t.Errorf("nan: %v", r)
+	}
+}
