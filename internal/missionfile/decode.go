@@ -2,7 +2,6 @@ package missionfile
 
 import (
 	"fmt"
-	"github.com/ptcfleet/ptc/pkg/signature"
 	"math"
 	"reflect"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // Bounds of a mission file's contents.
@@ -125,6 +126,20 @@ type decoder struct {
 	lines map[string]int
 	// values counts the values decoded, against maxValues.
 	values int
+	// errs collects the errors of the fields decoded so far: a file's
+	// mistakes are reported all at once, not one per run. Only going over
+	// maxValues stops decoding.
+	errs []error
+}
+
+// collect records err of one field or element and reports whether
+// decoding may go on (false: err is the bound on values, returned as is).
+func (d *decoder) collect(err error) bool {
+	if d.values > maxValues {
+		return false
+	}
+	d.errs = append(d.errs, err)
+	return true
 }
 
 // count counts one value decoded.
@@ -228,7 +243,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
 		for i, c := range n.Content {
-			if err := d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil && !d.collect(err) {
 				return err
 			}
 		}
@@ -245,14 +260,19 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, err := d.key(n.Content[i], path)
 			if err != nil {
-				return err
+				d.collect(err)
+				continue
 			}
 			if m.MapIndex(reflect.ValueOf(k)).IsValid() {
-				return d.errf(n.Content[i], join(path, k), "listed twice")
+				d.collect(d.errf(n.Content[i], join(path, k), "listed twice"))
+				continue
 			}
 			ev := reflect.New(t.Elem()).Elem()
 			if err := d.decode(n.Content[i+1], ev, join(path, k)); err != nil {
-				return err
+				if !d.collect(err) {
+					return err
+				}
+				continue
 			}
 			m.SetMapIndex(reflect.ValueOf(k), ev)
 		}
@@ -278,7 +298,8 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, err := d.key(n.Content[i], path)
 		if err != nil {
-			return err
+			d.collect(err)
+			continue
 		}
 		idx := slices.IndexFunc(fields, func(f field) bool { return f.name == k })
 		if idx < 0 {
@@ -292,13 +313,15 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) error {
 				}
 				msg += " (known: " + strings.Join(names, ", ") + ")"
 			}
-			return d.errf(n.Content[i], join(path, k), "%s", msg)
+			d.collect(d.errf(n.Content[i], join(path, k), "%s", msg))
+			continue
 		}
 		if seen[k] {
-			return d.errf(n.Content[i], join(path, k), "listed twice")
+			d.collect(d.errf(n.Content[i], join(path, k), "listed twice"))
+			continue
 		}
 		seen[k] = true
-		if err := d.decode(n.Content[i+1], v.FieldByIndex(fields[idx].index), join(path, k)); err != nil {
+		if err := d.decode(n.Content[i+1], v.FieldByIndex(fields[idx].index), join(path, k)); err != nil && !d.collect(err) {
 			return err
 		}
 	}

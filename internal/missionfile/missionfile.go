@@ -12,6 +12,7 @@
 package missionfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -24,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // MaxFileBytes bounds a mission file. Contexts larger than
@@ -81,43 +83,87 @@ func Parse(data []byte) (*File, error) {
 	if err := d.decode(doc.Content[0], reflect.ValueOf(&f).Elem(), ""); err != nil {
 		return nil, err
 	}
+	errs := d.errs
 	switch {
 	case f.Agent == nil && f.Compiled == nil:
-		return nil, &FieldError{Line: d.lines[""], Msg: "agent or compiled is required"}
+		errs = append(errs, &FieldError{Line: d.lines[""], Msg: "agent or compiled is required"})
 	case f.Agent != nil && f.Compiled != nil:
-		return nil, &FieldError{Line: d.lines["compiled"], Path: "compiled", Msg: "agent and compiled exclude each other"}
+		errs = append(errs, &FieldError{Line: d.lines["compiled"], Path: "compiled", Msg: "agent and compiled exclude each other"})
 	case f.Compiled != nil:
 		if strings.TrimSpace(f.Compiled.Program) == "" {
-			return nil, &FieldError{Line: d.lines["compiled"], Path: "compiled.program", Msg: "required"}
+			errs = append(errs, &FieldError{Line: d.lines["compiled"], Path: "compiled.program", Msg: "required"})
 		}
 		for i, in := range f.Compiled.Inputs {
 			if in == nil {
-				return nil, &FieldError{Line: d.lines["compiled"], Path: fmt.Sprintf("compiled.inputs[%d]", i), Msg: "empty"}
+				errs = append(errs, &FieldError{Line: d.lines["compiled"], Path: fmt.Sprintf("compiled.inputs[%d]", i), Msg: "empty"})
 			}
 		}
-		return &f, nil
+	default:
+		errs = append(errs, checkAgent(f.Agent, "agent", d.lines)...)
 	}
-	if err := checkAgent(f.Agent, "agent", d.lines); err != nil {
-		return nil, err
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
 	}
 	return &f, nil
 }
 
+// Errors are every problem found in a mission file, in file order, so
+// that one run reports them all. errors.As finds each *FieldError.
+type Errors []error
+
+func (e Errors) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(e))
+	for _, err := range e {
+		b.WriteString("\n  " + err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems.
+func (e Errors) Unwrap() []error { return e }
+
+// joinErrors returns the one error of errs, or all of them as Errors
+// sorted by line.
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	line := func(err error) int {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return fe.Line
+		}
+		return 0
+	}
+	slices.SortStableFunc(errs, func(a, b error) int { return line(a) - line(b) })
+	return Errors(errs)
+}
+
 // checkAgent checks what the wire validation does not: an agent is
-// present and has a prompt. lines locates the objects decoded.
-func checkAgent(a *messages.AgentSpec, path string, lines map[string]int) error {
+// present and has a prompt, its signature parses, and the prompt's
+// placeholders name its inputs (the checks a worker makes, made before
+// any fleet starts). lines locates the objects decoded.
+func checkAgent(a *messages.AgentSpec, path string, lines map[string]int) []error {
 	if a == nil {
-		return &FieldError{Line: lines[parentPath(path)], Path: path, Msg: "empty"}
+		return []error{&FieldError{Line: lines[parentPath(path)], Path: path, Msg: "empty"}}
 	}
+	var errs []error
 	if strings.TrimSpace(a.Prompt) == "" {
-		return &FieldError{Line: lines[path], Path: path + ".prompt", Msg: "required"}
+		errs = append(errs, &FieldError{Line: lines[path], Path: path + ".prompt", Msg: "required"})
 	}
-	for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
-		if err := checkAgent(a.SubAgents[name], path+".sub_agents."+name, lines); err != nil {
-			return err
+	if a.Signature != "" {
+		sig, err := signature.Parse(a.Signature)
+		if err != nil {
+			errs = append(errs, &FieldError{Line: lines[path], Path: path + ".signature", Msg: err.Error()})
+		} else if err := sig.CheckPlaceholders(a.Prompt); err != nil {
+			errs = append(errs, &FieldError{Line: lines[path], Path: path + ".prompt", Msg: err.Error()})
 		}
 	}
-	return nil
+	for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
+		errs = append(errs, checkAgent(a.SubAgents[name], path+".sub_agents."+name, lines)...)
+	}
+	return errs
 }
 
 func parentPath(path string) string {

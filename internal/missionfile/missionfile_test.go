@@ -212,3 +212,44 @@ func TestAliasBomb(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Every problem of a file is reported in one run, in line order: unknown
+// fields (with the closest name), a bad value, a signature that does not
+// parse and a misspelled placeholder (with the closest input).
+func TestParseReportsEveryError(t *testing.T) {
+	_, err := Parse([]byte(`agent:
+  prompt: "Top customers of {{regoin}}"
+  signature: "(region :string) -> {top [:int]}"
+  max_turn: 4
+  program_timeout: soon
+  sub_agents:
+    helper: {prompt: "help", signature: "(x :int -> :int"}
+scirpt: ["(return 1)"]
+`))
+	var all Errors
+	if !errors.As(err, &all) {
+		t.Fatalf("err = %v (%T), want Errors", err, err)
+	}
+	want := []string{
+		"line 2: agent.prompt: placeholders {{regoin}} (did you mean {{region}}?) not found in signature",
+		"line 4: agent.max_turn: unknown field (did you mean max_turns?)",
+		`line 5: agent.program_timeout: "soon" is not a duration`,
+		"line 7: agent.sub_agents.helper.signature: ",
+		"line 8: scirpt: unknown field (did you mean script?)",
+	}
+	if len(all) != len(want) {
+		t.Fatalf("%d problems, want %d:\n%v", len(all), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(all[i].Error(), w) {
+			t.Errorf("problem %d = %q, want %q…", i, all[i].Error(), w)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "5 problems:\n  line 2: ") {
+		t.Errorf("message: %q", err.Error())
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Error("errors.As finds no *FieldError")
+	}
+}

@@ -81,10 +81,7 @@ func (s *Signature) unknownArgs(args map[string]any) ValidationErrors {
 		return nil
 	}
 	slices.Sort(unknown)
-	names := make([]string, len(s.Inputs))
-	for i, p := range s.Inputs {
-		names[i] = p.Name
-	}
+	names := s.inputNames()
 	errs := make(ValidationErrors, 0, len(unknown))
 	for _, k := range unknown {
 		msg := "unknown argument"

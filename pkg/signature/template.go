@@ -96,8 +96,9 @@ func Placeholders(template string) []Placeholder {
 // (see Placeholder.Section).
 //
 // The error is an *Error of KindPlaceholder listing every unresolved
-// placeholder once, in order: "placeholders {{user}}, {{topic}} not found in
-// signature".
+// placeholder once, in order, a top-level one with the closest input:
+// "placeholders {{user}}, {{regoin}} (did you mean {{region}}?) not found
+// in signature".
 func (s *Signature) CheckPlaceholders(template string) error {
 	var missing []string
 	seen := map[string]bool{}
@@ -110,12 +111,26 @@ func (s *Signature) CheckPlaceholders(template string) error {
 			continue
 		}
 		seen[name] = true
+		if len(ph.Path) == 1 {
+			if c := Closest(ph.Path[0], s.inputNames()); c != "" {
+				name += " (did you mean {{" + c + "}}?)"
+			}
+		}
 		missing = append(missing, name)
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	return &Error{Kind: KindPlaceholder, Msg: "placeholders " + strings.Join(missing, ", ") + " not found in signature"}
+}
+
+// inputNames lists the inputs' names in order.
+func (s *Signature) inputNames() []string {
+	names := make([]string, len(s.Inputs))
+	for i, p := range s.Inputs {
+		names[i] = p.Name
+	}
+	return names
 }
 
 func (s *Signature) resolves(path []string) bool {
