@@ -88,7 +88,9 @@ func ServeListener(ctx context.Context, ln net.Listener, handler http.Handler) e
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// The listener may also be closed by its owner as it returns
+	// (ListenFlag's caller): a stop, not a failure.
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil

@@ -153,8 +153,9 @@ func workerConsumers(verb string) []string {
 }
 
 // dispatcherPublish: submit, cancel, status, large contexts, results and
-// events of its account; no stream, consumer or bucket management, no
-// consumer of its own, no purge, no tool call.
+// events of its account, and tool discovery (the tool list of a mission is
+// checked before it is submitted; MCP's list_tools); no stream, consumer
+// or bucket management, no consumer of its own, no purge, no tool call.
 func dispatcherPublish() []string {
 	l := []string{api + "INFO"}
 	l = append(l, streamInfo(bindStreams()...)...)
@@ -175,6 +176,7 @@ func dispatcherPublish() []string {
 		messages.SubjectResultPrefix+"*",
 		"$KV."+messages.BucketStatus+".>",
 		"$O."+messages.BucketContext+".>",
+		"$SRV.INFO",
 	)
 }
 
