@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		setDefault(fs, "log-format", "console")
 		fs.IntVar(&workers, "workers", 2, "workers to start")
 		fs.IntVar(&slots, "slots", 4, "mission slots per worker")
-		fs.StringVar(&model, "default-model", "default", "model name used when a mission names none (PTC_MODEL_<NAME> configures models)")
+		fs.StringVar(&model, cli.FallbackModelFlag, "default", "name of the model a mission runs on when it names none (PTC_MODEL_<NAME> configures models)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 		fs.BoolVar(&withUI, "ui", false, "serve the mission viewer while the fleet runs, and keep serving after the mission until interrupted")
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address of the mission viewer (with -ui)")
@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&missionFile, "mission", "", "mission file whose tools, signature, limits and context the REPL takes")
 		fs.StringVar(&contextFile, "context", "", "JSON file with the ctx/ inputs (replaces the mission's context)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
-		fs.StringVar(&model, "default-model", "default", "model of the mission's sub-agents and LLM tools when the mission names none (PTC_MODEL_<NAME> configures models)")
+		fs.StringVar(&model, cli.FallbackModelFlag, "default", "name of the model of the mission's sub-agents and LLM tools when the mission names none (PTC_MODEL_<NAME> configures models)")
 	case "bench":
 		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
 	case "wait", "status", "watch":
@@ -172,7 +172,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := cli.ApplyEnv(fs, e.lookup); err != nil {
+	lookup, formerModelVar := cli.WithFormerName(e.lookup, cli.EnvName(cli.FallbackModelFlag), cli.FallbackModelFormerEnv)
+	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
 	if err := c.nats.Validate(); err != nil {
@@ -181,6 +182,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	log, err := c.log.Logger(stderr, "dispatcher")
 	if err != nil {
 		return err
+	}
+	if formerModelVar() {
+		log.Warn().Msg(cli.FormerFallbackModelWarning)
 	}
 	if cmd == "bench" {
 		if len(rest) != 1 || rest[0] != "context" {

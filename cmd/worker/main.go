@@ -75,7 +75,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
 	fs.BoolVar(&c.verifyLayout, "verify-layout", false, "only wait for the streams and buckets to exist (created by an administrator) instead of creating or updating them")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
-	fs.StringVar(&c.defaultModel, "default-model", "default", "model name used when a mission names none")
+	fs.StringVar(&c.defaultModel, cli.FallbackModelFlag, "default", "name of the model a mission runs on when it names none (PTC_MODEL_<NAME> configures models)")
 	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
 	fs.DurationVar(&c.ceilings.MissionTimeout, "max-mission-timeout", time.Hour, "ceiling of a mission's timeout (limits and agent specs); longer missions are refused (0: none)")
 	fs.IntVar(&c.ceilings.MaxTurns, "max-turns", 50, "ceiling of max_turns of a mission and its agents (0: none)")
@@ -208,6 +208,7 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	if setup {
 		return runSetup(ctx, &c, fs, lookup, logOut)
 	}
+	lookup, formerModelVar := cli.WithFormerName(lookup, cli.EnvName(cli.FallbackModelFlag), cli.FallbackModelFormerEnv)
 	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
@@ -223,12 +224,15 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	if err != nil {
 		return err
 	}
+	if formerModelVar() {
+		log.Warn().Msg(cli.FormerFallbackModelWarning)
+	}
 	models, err := llmconfig.RegistryFromEnv(environ, llmconfig.Options{Getenv: getenv})
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
 	log.Info().Interface("nats", c.nats.Redacted()).Int("slots", c.slots).Int("replicas", c.replicas).
-		Strs("models", models.Names()).Str("default_model", c.defaultModel).Dur("drain_grace", c.drainGrace).Interface("ceilings", c.ceilings).
+		Strs("models", models.Names()).Str("fallback_model_name", c.defaultModel).Dur("drain_grace", c.drainGrace).Interface("ceilings", c.ceilings).
 		Msg("config")
 	if len(models) == 0 {
 		log.Warn().Msg("no models configured (PTC_MODEL_<NAME>=provider:model): missions will fail with llm_not_found")

@@ -328,3 +328,18 @@ func TestWorkerHealthAddr(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// PTC_FALLBACK_MODEL_NAME names the model of missions that name none; its
+// former name PTC_DEFAULT_MODEL is still read, with a warning; the new
+// name wins when both are set.
+func TestFallbackModelNameFormerVariable(t *testing.T) {
+	ns := fleettest.Start(t)
+	logs := startWorker(t, map[string]string{"PTC_HEALTH_ADDR": "", "PTC_NATS_URL": ns.ClientURL(), "PTC_DEFAULT_MODEL": "fast"})
+	if !strings.Contains(logs.String(), `"fallback_model_name":"fast"`) || !strings.Contains(logs.String(), "PTC_DEFAULT_MODEL is read as PTC_FALLBACK_MODEL_NAME") {
+		t.Errorf("former variable not read with a warning:\n%s", logs.String())
+	}
+	logs = startWorker(t, map[string]string{"PTC_HEALTH_ADDR": "", "PTC_NATS_URL": ns.ClientURL(), "PTC_DEFAULT_MODEL": "fast", "PTC_FALLBACK_MODEL_NAME": "smart"})
+	if !strings.Contains(logs.String(), `"fallback_model_name":"smart"`) || strings.Contains(logs.String(), "is read as") {
+		t.Errorf("new variable does not win:\n%s", logs.String())
+	}
+}

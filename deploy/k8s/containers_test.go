@@ -262,7 +262,7 @@ func TestContainersMatchBinaries(t *testing.T) {
 				if models == 0 {
 					t.Error("worker has no PTC_MODEL_<NAME> model")
 				}
-				def := strings.ToUpper(pc.value(flags, "PTC_DEFAULT_MODEL"))
+				def := strings.ToUpper(pc.value(flags, "PTC_FALLBACK_MODEL_NAME"))
 				if _, ok := pc.env[llmconfig.EnvPrefix+def]; !ok {
 					t.Errorf("default model %q has no %s%s", def, llmconfig.EnvPrefix, def)
 				}

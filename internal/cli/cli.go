@@ -63,6 +63,40 @@ func (l Lookup) Getenv(name string) string {
 	return v
 }
 
+// WithFormerName returns a Lookup that answers the variable name, when it
+// is unset, from its former name former (a renamed variable keeps working).
+// used reports whether the former name was read, so that the caller warns
+// once its logger exists.
+func WithFormerName(lookup Lookup, name, former string) (_ Lookup, used func() bool) {
+	var read bool
+	l := func(k string) (string, bool) {
+		v, ok := lookup(k)
+		if !ok && k == name {
+			if v, ok = lookup(former); ok {
+				read = true
+			}
+		}
+		return v, ok
+	}
+	return l, func() bool { return read }
+}
+
+// FallbackModelFlag is the flag (its variable PTC_FALLBACK_MODEL_NAME) of
+// the name of the model a mission runs on when it names none. The name
+// says it holds a name, and it does not start with PTC_MODEL_, the prefix
+// of the variables that configure models (PTC_MODEL_DEFAULT is the spec of
+// the model named "default").
+const FallbackModelFlag = "fallback-model-name"
+
+// FallbackModelFormerEnv is the former name of FallbackModelFlag's
+// variable, still read with a warning.
+const FallbackModelFormerEnv = "PTC_DEFAULT_MODEL"
+
+// FormerFallbackModelWarning is the warning logged when
+// FallbackModelFormerEnv was read.
+const FormerFallbackModelWarning = "PTC_DEFAULT_MODEL is read as PTC_FALLBACK_MODEL_NAME, its new name " +
+	"(PTC_DEFAULT_MODEL is too easily confused with PTC_MODEL_DEFAULT, the spec of the model named default); rename it"
+
 // MapEnv is the Lookup of a fixed set of variables (tests).
 func MapEnv(vars map[string]string) Lookup {
 	return func(k string) (string, bool) {
