@@ -59,6 +59,7 @@ type config struct {
 	exampleTools bool
 	verifyLayout bool
 	ceilings     fleet.Ceilings
+	memBudget    int64
 	llmOpts      string
 	toolPins     string
 }
@@ -82,6 +83,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.ceilings.TurnBudget, "max-turn-budget", 200, "ceiling of turn_budget of a mission and its agents (0: none)")
 	fs.Int64Var(&c.ceilings.MemoryLimit, "max-memory-limit", 64<<20, "ceiling of memory_limit of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
+	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
 	fs.IntVar(&c.ceilings.LLMRetryAttempts, "max-llm-attempts", 10, "ceiling of llm_retry.max_attempts (0: none)")
 	fs.DurationVar(&c.ceilings.LLMRetryMaxDelay, "max-llm-retry-delay", 2*time.Minute, "ceiling of llm_retry base_delay and max_delay (0: none)")
 	fs.StringVar(&c.llmOpts, "llm-opts", strings.Join(fleet.DefaultLLMOpts(), ","), "comma-separated llm_opts keys missions may set (none: no key)")
@@ -299,6 +301,7 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 		DrainGrace:     c.drainGrace,
 		ToolTimeout:    c.toolTimeout,
 		Ceilings:       c.ceilings,
+		MemoryBudget:   c.memBudget,
 		ToolPins:       pins,
 		Logger:         &log,
 		Metrics:        metrics,

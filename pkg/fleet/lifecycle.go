@@ -49,7 +49,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	go w.loop()
 	w.cfg.Metrics.addSlots(w.cfg.Slots)
 	w.ready.Store(true)
-	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Msg("worker started")
+	w.log.Info().Int("slots", w.cfg.Slots).Dur("ack_wait", w.ackWait).Int("max_deliver", w.maxDeliver).Int64("memory_budget", w.cfg.MemoryBudget).Msg("worker started")
 	return nil
 }
 

@@ -33,6 +33,7 @@ type Metrics struct {
 	turns       prometheus.Histogram
 	slots       prometheus.Gauge
 	busy        prometheus.Gauge
+	memReserved prometheus.Gauge
 	fetchLag    *prometheus.HistogramVec
 	redelivered prometheus.Counter
 	retried     prometheus.Counter
@@ -119,6 +120,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Mission slots of the running workers of this process."}),
 		busy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_slots_busy",
 			Help: "Mission slots holding a mission now."}),
+		memReserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_memory_reserved_bytes",
+			Help: "Memory the running missions reserved in their workers' memory budgets (what they may hold from tools)."}),
 		fetchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_mission_fetch_lag_seconds",
 			Help: "Time a mission waited in the queue before a worker fetched it (first delivery), by priority.", Buckets: slowBuckets}, []string{"priority"}),
 		redelivered: prometheus.NewCounter(prometheus.CounterOpts{Name: "ptc_mission_redeliveries_total",
@@ -158,7 +161,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "PTC-Lisp programs stopped by a limit, by kind (timeout, memory_limit, step_limit, loop_limit, depth_limit)."}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.fetchLag, m.redelivered,
+		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
 	} {
@@ -242,6 +245,12 @@ func (m *Metrics) addSlots(n int) {
 func (m *Metrics) slotBusy(n int) {
 	if m != nil {
 		m.busy.Add(float64(n))
+	}
+}
+
+func (m *Metrics) memoryReserved(n int64) {
+	if m != nil {
+		m.memReserved.Add(float64(n))
 	}
 }
 

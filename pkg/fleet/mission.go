@@ -166,7 +166,13 @@ func (w *Worker) process(msg jetstream.Msg) {
 		log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
 		step = failStep(ReasonInvalid, "%v", err)
 	} else {
-		step, runErr = w.safeRun(runCtx, m, env)
+		var release func()
+		if release, runErr = w.admit(runCtx, m, &env, &log); runErr == nil {
+			// the reservation is held until the result (which may hold
+			// the mission's tool results in its trace) is settled
+			defer release()
+			step, runErr = w.safeRun(runCtx, m, env)
+		}
 	}
 	// The answers the run journaled matter only if its result is not
 	// stored: every way back to the queue (a hand-back, a retry, a result
@@ -220,6 +226,27 @@ func (w *Worker) process(msg jetstream.Msg) {
 		step.Replayed = &r
 	}
 	w.finish(ctx, msg, m.ID, step, entry, flush, &log)
+}
+
+// admit waits until the worker's memory budget holds the mission's
+// reservation, or runCtx ends (a cancel, the timeout or a shutdown, which
+// process handles as a run cut short), and sets env.Memory to it. It
+// returns the function that gives the reservation back.
+func (w *Worker) admit(runCtx context.Context, m *messages.Mission, env *RunEnv, log *zerolog.Logger) (func(), error) {
+	start := time.Now()
+	r, release, err := w.memory.reserve(runCtx, m)
+	if err != nil {
+		return nil, context.Cause(runCtx)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		log.Info().Dur("waited", d).Int64("reserved", r.limit).Msg("waited for the worker's memory budget")
+	}
+	env.Memory, env.MemoryRaise = r.limit, r.raise
+	w.cfg.Metrics.memoryReserved(r.limit)
+	return func() {
+		w.cfg.Metrics.memoryReserved(-r.limit)
+		release()
+	}, nil
 }
 
 // decodeMission decodes a submitted mission: msgpack, or JSON when the

@@ -67,6 +67,15 @@ type RunEnv struct {
 	// Tracer starts the run's spans (turns, model calls, programs) under
 	// the attempt span the run's ctx carries; nil when tracing is off.
 	Tracer trace.Tracer
+	// Memory is what the mission may hold from its tools (decoded
+	// results, the record of every call), reserved for it in the worker's
+	// memory budget (WorkerConfig.MemoryBudget): a runner charges what its
+	// programs hold against it (pkg/fleet/agentrun hands its programs a
+	// lisp.Meter of this limit). 0: no limit.
+	Memory int64
+	// MemoryRaise tells the reader of a memory_limit error how to allow
+	// more (the end of the error's message).
+	MemoryRaise string
 }
 
 // Emitter publishes progress events; Emit does not block on the network and

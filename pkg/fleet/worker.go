@@ -88,6 +88,17 @@ type WorkerConfig struct {
 	// no service offers costs it once per ToolMissRefresh; calls meanwhile
 	// report it unavailable at once. Default 2s.
 	ToolMissWait time.Duration
+	// MemoryBudget bounds, in bytes, what the missions the worker runs at
+	// once may hold from their tools (decoded results and the record of
+	// every call): each mission reserves its program_memory, at most the
+	// whole budget, before it runs, and a mission that does not fit waits
+	// (its message kept in progress, first come first served) until
+	// running missions finish. What a mission holds is charged to a
+	// lisp.Meter limited to its reservation; over it, its program stops
+	// with memory_limit (docs/lisp.md). Default (0): three quarters of
+	// GOMEMLIMIT when it is set, else DefaultMemoryBudget; negative: no
+	// budget (each mission is still limited to its program_memory).
+	MemoryBudget int64
 	// Ceilings bound what a mission may ask for (limits, llm_retry,
 	// llm_opts keys); a mission over them fails with ReasonOverLimit
 	// before it runs.
@@ -154,6 +165,9 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 		return c, fmt.Errorf("%w: tool timeout %s is longer than %s, the longest a tool service's NATS user may answer for (fleet.ToolReplyWindow)",
 			ErrInvalidConfig, c.ToolTimeout, MaxToolTimeout)
 	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = defaultMemoryBudget()
+	}
 	if err := checkPins(c.ToolPins); err != nil {
 		return c, err
 	}
@@ -177,6 +191,8 @@ type Worker struct {
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).
 	replies *replyMux
+	// memory bounds what running missions hold from their tools
+	memory *memoryBudget
 
 	ackWait    time.Duration
 	maxDeliver int
@@ -258,7 +274,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc),
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget),
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},

@@ -88,7 +88,8 @@
 // evaluation step budget (Options.MaxSteps, default StepBudget of the
 // timeout), a limit on the memory the program holds
 // (Options.MaxMemory: what it builds and keeps, not what it allocates and
-// drops; host data does not count, see IsHostData), a call depth limit (no
+// drops; host data does not count, see IsHostData, except what the run
+// holds from its tools, charged to a Meter as it enters), a call depth limit (no
 // Go stack overflow), an optional loop limit and a memory size limit after
 // the run. For every limit option 0 means the default and a negative value
 // unlimited. Limits are checked

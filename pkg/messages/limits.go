@@ -81,7 +81,9 @@ type Limits struct {
 	MaxSteps int64 `msgpack:"max_steps,omitempty"`
 	// ProgramMemory bounds the memory one program run holds at once, in
 	// bytes: what it builds and keeps, not what it allocates and drops;
-	// host data does not count (DefaultProgramMemory). Exceeding it stops
+	// host data does not count, except the tool results and call records
+	// the mission holds, charged as they enter against this same bound
+	// across the mission's runs (DefaultProgramMemory). Exceeding it stops
 	// the program with memory_limit, fed back to the model like any
 	// program error.
 	ProgramMemory int64 `msgpack:"program_memory,omitempty"`

@@ -57,6 +57,11 @@ var _ fleet.Runner = (*Runner)(nil)
 // failure such as max_turns_exceeded) is a Step; an error is returned only
 // when the worker is shutting down (the mission is handed back).
 func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	if env.Memory > 0 {
+		// what the mission's programs hold from tools, across its turns
+		// and sub-agents, within what the worker reserved for it
+		ctx = lisp.WithMeter(ctx, lisp.NewMeter(env.Memory, env.MemoryRaise))
+	}
 	switch m.Kind {
 	case messages.KindAgent:
 	case messages.KindCompiled:
@@ -177,9 +182,11 @@ func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *tur
 }
 
 // decodeResult reads a tool's result once into interpreter values, a
-// *lisp.WireResult.
-func decodeResult(_ context.Context, r *fleet.ToolResult) (any, error) {
-	return lisp.NewWireResult(r.ContentType, r.Data)
+// *lisp.WireResult, charged as it is decoded to the mission's meter (the
+// one the calling run hands its tools in ctx): a result that does not fit
+// the mission's memory stops the program with memory_limit.
+func decodeResult(ctx context.Context, r *fleet.ToolResult) (any, error) {
+	return lisp.DecodeWireResult(ctx, r.ContentType, r.Data)
 }
 
 func failStep(reason, msg string) *messages.Step {

@@ -31,6 +31,9 @@ type Options struct {
 	// MaxMemory and MaxStore bound JetStream resources (0 = server default).
 	MaxMemory int64
 	MaxStore  int64
+	// MaxPayload bounds a message's size in bytes (0: the server's
+	// default, 1 MiB; at most 64 MiB).
+	MaxPayload int32
 }
 
 // Server is a running embedded NATS server with JetStream.
@@ -72,6 +75,7 @@ func Start(opts Options) (*Server, error) {
 		StoreDir:           s.dir,
 		JetStreamMaxMemory: opts.MaxMemory,
 		JetStreamMaxStore:  opts.MaxStore,
+		MaxPayload:         opts.MaxPayload,
 		NoLog:              true,
 		NoSigs:             true,
 	}

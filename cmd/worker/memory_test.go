@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/ptcfleet/ptc/internal/syncbuf"
+	"github.com/ptcfleet/ptc/internal/webtest"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// envSubprocess makes the test binary run as the worker (run with its
+// configuration in the environment), printing "ready" once it serves.
+const envSubprocess = "PTC_TEST_WORKER_PROCESS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envSubprocess) != "" {
+		os.Exit(runWorkerProcess())
+	}
+	os.Exit(m.Run())
+}
+
+func runWorkerProcess() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, os.LookupEnv, os.Environ(), os.Stderr, ready) }()
+	select {
+	case <-ready:
+		fmt.Println("ready")
+	case err := <-done:
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// vmHWM reads a process's peak resident set size in bytes
+// (/proc/PID/status).
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
+}
+
+// TestWorkerHoldingLargeToolResults runs the worker as its own process
+// under the shipped pod's memory settings (GOMEMLIMIT 460MiB of a 512Mi
+// limit) with the example tools, and a mission whose program keeps 200
+// results of list_orders (each about 0.5 MB of msgpack) under the default
+// program_memory (64 MiB): what the program holds
+// from its tools is charged as it enters, the program stops with
+// memory_limit, and the model (told so) ends the mission with it. The
+// worker's peak RSS stays under the pod's 512 MiB, and it then serves the
+// next mission.
+func TestWorkerHoldingLargeToolResults(t *testing.T) {
+	// The Step's trace keeps every result the program got inline: the
+	// server takes messages of up to 64 MiB so that it can be stored.
+	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir(), MaxPayload: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	nc, err := ns.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	hold := "```clojure\n(def orders (mapv (fn [_] (tool/list_orders {})) (range 200)))\n(return (count orders))\n```"
+	giveUp := "```clojure\n(fail ctx/fail)\n```"
+	count := "```clojure\n" + `(return {:n (count (tool/list_customers {:region "north"}))})` + "\n```"
+	llmSrv, _ := webtest.ScriptedChat(t, hold, giveUp, count)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSubprocess+"=1",
+		"GOMEMLIMIT=460MiB",
+		"PTC_NATS_URL="+ns.ClientURL(),
+		"PTC_HEALTH_ADDR=",
+		"PTC_EXAMPLE_TOOLS=true",
+		"PTC_DRAIN_GRACE=2s",
+		"PTC_LOG_LEVEL=warn",
+		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
+	)
+	var stderr syncbuf.Buffer
+	cmd.Stderr = &stderr
+	out, perr := cmd.StdoutPipe()
+	err = perr
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("worker did not start: %q\n%s", lines.Text(), stderr.String())
+	}
+	go func() { exited <- cmd.Wait() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	id := messages.NewMissionID()
+	if _, err := client.Submit(ctx, &messages.Mission{
+		ID: id, Kind: messages.KindAgent, Tools: []string{"list_orders"},
+		Agent: &messages.AgentSpec{Prompt: "Keep every order list", Tools: []string{"list_orders"},
+			Limits: messages.Limits{MaxTurns: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var st *messages.Status
+	for st == nil || !messages.TerminalState(st.State) {
+		time.Sleep(100 * time.Millisecond)
+		if st, err = client.Status(ctx, id); err != nil {
+			t.Fatalf("status: %v\n%s", err, stderr.String())
+		}
+	}
+	if st.State != messages.StateFailed || st.Reason != "memory_limit" {
+		t.Fatalf("mission ended %s (%s), want failed with memory_limit\n%s", st.State, st.Reason, stderr.String())
+	}
+	// The stored Step holds every result in its trace, more values than a
+	// message may decode into: its fail and first turn are read alone.
+	raw, err := client.Stores().Results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step struct {
+		Fail  *messages.Fail `msgpack:"fail"`
+		Trace []struct {
+			ToolCalls []struct {
+				Name string `msgpack:"name"`
+			} `msgpack:"tool_calls"`
+			Error string `msgpack:"error"`
+		} `msgpack:"trace"`
+	}
+	if err := msgpack.Unmarshal(raw.Data, &step); err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != "memory_limit" ||
+		!strings.Contains(step.Fail.Message, "tool results and the record of tool calls would hold") ||
+		!strings.Contains(step.Fail.Message, "more than the limit of 67108864") ||
+		!strings.Contains(step.Fail.Message, "raise limits.program_memory") {
+		t.Fatalf("want the mission ended with memory_limit naming the limit and how to raise it, got %+v", step.Fail)
+	}
+	calls := len(step.Trace[0].ToolCalls)
+	peak := vmHWM(t, cmd.Process.Pid)
+	t.Logf("memory_limit after %d list_orders calls in %s; worker peak RSS %d MiB", calls, time.Since(start).Round(time.Millisecond), peak>>20)
+	if calls < 10 || calls >= 200 {
+		t.Errorf("the program made %d calls before its limit", calls)
+	}
+	bound := int64(512 << 20)
+	if raceBuild {
+		bound = 2 << 30 // shadow memory: an unbounded run still goes far past it
+	}
+	if peak > bound {
+		t.Errorf("worker peak RSS %d MiB, over %d MiB", peak>>20, bound>>20)
+	}
+
+	// the worker is up and serves the next mission
+	next, err := client.Run(ctx, &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: []string{"list_customers"},
+		Agent: &messages.AgentSpec{Prompt: "How many customers in the north?", Signature: "{n :int}", Tools: []string{"list_customers"}},
+	})
+	if err != nil || next.Fail != nil || next.Return.(map[string]any)["n"] != int64(499) {
+		t.Fatalf("next mission: %+v, %v\n%s", next, err, stderr.String())
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("worker exited: %v\n%s", err, stderr.String())
+	default:
+	}
+}

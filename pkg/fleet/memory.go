@@ -1,0 +1,90 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// DefaultMemoryBudget is a worker's memory budget when GOMEMLIMIT is not
+// set (WorkerConfig.MemoryBudget).
+const DefaultMemoryBudget = 1 << 30
+
+// memoryBudgetShare is the share of GOMEMLIMIT a worker's memory budget
+// takes by default: the rest is the worker's own (connections, journal,
+// encoding results, what programs build beyond their tool results).
+const memoryBudgetShare = 0.75
+
+// defaultMemoryBudget is the budget of a worker given none: three
+// quarters of the Go runtime's soft memory limit (GOMEMLIMIT) when one is
+// set, else DefaultMemoryBudget.
+func defaultMemoryBudget() int64 {
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		return int64(float64(l) * memoryBudgetShare)
+	}
+	return DefaultMemoryBudget
+}
+
+// missionMemory is the memory a mission may hold from its tools: its
+// program_memory (the mission's limits over its agent's, as agentrun
+// applies them; the default when neither sets one), or -1 when it asks
+// for no limit.
+func missionMemory(m *messages.Mission) int64 {
+	v := m.Limits.ProgramMemory
+	if v == 0 && m.Agent != nil {
+		v = m.Agent.Limits.ProgramMemory
+	}
+	limit, ok := messages.LimitOr(v, messages.DefaultProgramMemory)
+	if !ok {
+		return -1
+	}
+	return limit
+}
+
+// memoryBudget is a worker's bound on what the missions it runs at once
+// hold from their tools: each mission reserves its program_memory (at
+// most the whole budget) before it runs and gives it back when its result
+// is settled; a mission that does not fit waits, first come first served,
+// for missions to finish.
+type memoryBudget struct {
+	size int64 // ≤ 0: no budget
+	sem  *semaphore.Weighted
+}
+
+func newMemoryBudget(size int64) *memoryBudget {
+	b := &memoryBudget{size: size}
+	if size > 0 {
+		b.sem = semaphore.NewWeighted(size)
+	}
+	return b
+}
+
+// reservation is what a mission reserved: limit is the bound of the meter
+// that charges what it holds (≤ 0: none).
+type reservation struct {
+	limit int64
+	raise string
+}
+
+// reserve waits until the budget holds m's memory, or ctx ends. It
+// returns the reservation and the function that gives it back.
+func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reservation, func(), error) {
+	want := missionMemory(m)
+	if b.sem == nil {
+		return reservation{limit: max(want, 0), raise: "the mission's program_memory; raise limits.program_memory"}, func() {}, nil
+	}
+	n := want
+	if n < 0 || n > b.size {
+		n = b.size
+	}
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return reservation{}, nil, err
+	}
+	r := reservation{limit: n, raise: fmt.Sprintf("the mission's program_memory, which this worker's memory budget caps at %d; raise limits.program_memory", b.size)}
+	return r, func() { b.sem.Release(n) }, nil
+}
