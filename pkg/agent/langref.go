@@ -114,7 +114,8 @@ func languageReference(a *Agent, kind refKind) string {
 			fmt.Fprintf(&b, "- %s: %s\n", l.Title, strings.Join(l.Names, " "))
 		}
 		b.WriteString("- Keywords, maps and sets are callable: `(:id m)`, `(m :id)`, `(#{1 2} x)`. `#(...)` is a short fn with `%`, `%1`, `%2`.\n")
-		b.WriteString("- Not available: " + leftOut + ".\n\n")
+		b.WriteString("- Not available: " + leftOut + ".\n")
+		b.WriteString(unlikeClojure + "\n")
 		b.WriteString("### Examples (ctx/orders = [{:id 1 :status \"open\" :total 50} ...])\n")
 		for _, ex := range refExamples {
 			fmt.Fprintf(&b, "- %s: `%s` => `%s`\n", ex.note, ex.src, ex.want)

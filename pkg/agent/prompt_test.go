@@ -291,3 +291,35 @@ func TestRunAndCompilePromptsShareTheLanguageReference(t *testing.T) {
 		t.Error("the presets, the default and a spec's own text do not give four different references")
 	}
 }
+
+// Both references name the differences from Clojure a model trips over,
+// and each holds in the interpreter.
+func TestReferenceNamesDifferencesFromClojure(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}})
+	contains(t, languageReference(a, refCompact), unlikeClojure)
+	contains(t, languageReference(a, refFull), unlikeClojure)
+	for src, want := range map[string]string{
+		`(first "ab")`:              `"a"`,
+		`(map inc [1 2])`:           `[2 3]`,
+		`(keys {:b 1 :a 2})`:        `[:a :b]`,
+		`(= 1 1.0)`:                 `true`,
+		`(:k {"k" 1})`:              `1`,
+		`(nth [1] 5)`:               `nil`,
+		`(float? (/ 1 3))`:          `true`,
+		`(sorted-map-by < 2 1 1 2)`: `{1 2 2 1}`,
+	} {
+		res, err := lisp.Exec(context.Background(), src, lisp.Options{})
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := lisp.PrStr(res.Value); got != want {
+			t.Errorf("%s = %s, the reference says %s", src, got, want)
+		}
+	}
+	for _, src := range []string{`(inc 9223372036854775807)`, `(sorted-map-by > 1 2 3 4)`} {
+		if _, err := lisp.Exec(context.Background(), src, lisp.Options{}); err == nil {
+			t.Errorf("%s: no error", src)
+		}
+	}
+}

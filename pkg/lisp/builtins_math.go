@@ -233,22 +233,23 @@ func divOp(th *Thread, fn string, a, b Value) Value {
 	if yf == 0 {
 		th.Raise(KindArithmetic, "division by zero")
 	}
-	if q := xf / yf; math.IsNaN(q) || math.IsInf(q, 0) {
-		// Clojure takes the quotient through BigDecimal, which has no NaN
-		// or infinity: (mod ##NaN 2), (quot ##Inf 2) throw
+	q := xf / yf
+	if q-q != 0 {
+		// NaN or infinite: Clojure takes the quotient through BigDecimal,
+		// which has neither, so (mod ##NaN 2) and (quot ##Inf 2) throw
 		th.Raise(KindArithmetic, "%s: the quotient of %s and %s is not finite", fn, PrStr(a), PrStr(b))
 	}
 	if fn == "quot" {
 		// Clojure: (double)(long)(n/d) while it fits, so no -0.0
-		if q := xf / yf; q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
+		if q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
 			return float64(int64(q))
 		}
-		return math.Trunc(xf / yf)
+		return math.Trunc(q)
 	}
 	// Clojure's double remainder: n - trunc(n/d)*d while the quotient fits
 	// a long (so (rem 2 0.001) is 0.0, not fmod's 0.000999...).
 	var m float64
-	if q := xf / yf; q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
+	if q >= -9.223372036854775808e18 && q <= 9.223372036854775807e18 {
 		m = xf - float64(int64(q))*yf
 	} else {
 		m = math.Mod(xf, yf)
