@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -323,7 +324,10 @@ func serveMCP(ctx context.Context, client *fleet.Client, nc *nats.Conn, addr str
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	// One Host check for the viewer and this endpoint (cli.LoopbackHost),
+	// the same as the SDK's own.
+	mux.Handle("/mcp", cli.LoopbackHost(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -70,7 +70,8 @@ func listItems(ms []fleet.MissionInfo) []listItem {
 
 // Handler returns the viewer's routes: GET / and /missions/{id} (the
 // page), /api/missions?state=&limit= (the list as JSON), /api/missions/{id}
-// (one mission's view as JSON, missionView.MarshalJSON) and /static/.
+// (one mission's view as JSON, missionView.MarshalJSON) and /static/;
+// on a loopback address only for a loopback Host (cli.LoopbackHost).
 func (v *viewer) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(uiFiles, "ui")
@@ -79,7 +80,7 @@ func (v *viewer) Handler() http.Handler {
 	mux.HandleFunc("GET /missions/{id}", v.servePage)
 	mux.HandleFunc("GET /api/missions", v.serveList)
 	mux.HandleFunc("GET /api/missions/{id}", v.serveMission)
-	return mux
+	return cli.LoopbackHost(mux)
 }
 
 // list lists the missions the request's query asks for. It answers a
