@@ -29,7 +29,7 @@ func FuzzJournalEntry(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, data)
-		res, err := decodeToolResponse(context.Background(), "t", data)
+		res, err := (&Toolbox{}).decodePlain(context.Background(), "t", data)
 		if err != nil {
 			var te *ToolError
 			if !errors.As(err, &te) || te.Tool != "t" || te.Code == "" {

@@ -435,6 +435,11 @@ type Toolbox struct {
 	// messages live (sendLive); nil: every call is a plain request.
 	replies   *replyMux
 	heartbeat time.Duration
+
+	// refs opens results sent out of band; maxData bounds their size
+	// (≤ 0: no bound).
+	refs    *refStores
+	maxData int64
 }
 
 // ToolboxConfig configures a stand-alone Toolbox (workers build their own).
@@ -457,6 +462,10 @@ type ToolboxConfig struct {
 	// a discovered tool whose service has no responders (a service
 	// restarting, or resubscribing after a NATS reconnect). Default 3s.
 	UnavailableWait time.Duration
+	// MaxData bounds the encoded size of one result sent out of band
+	// (docs/wire.md): a larger one is refused before it is read. Default
+	// messages.DefaultMaxData; negative: no bound.
+	MaxData int64
 	// Metrics records the calls (ptc_tool_calls_total, ...); nil: none.
 	Metrics *Metrics
 	// TracerProvider records a client span per call and sends its context
@@ -497,6 +506,9 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 		missWait: cfg.MissWait, pins: cfg.ToolPins}
 	b := newToolbox(reg, nc, cfg.MissionID, cfg.Tools, cfg.Timeout, cfg.UnavailableWait, cfg.Header)
 	b.metrics = cfg.Metrics
+	if cfg.MaxData != 0 {
+		b.maxData = cfg.MaxData
+	}
 	if cfg.TracerProvider != nil {
 		b.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}
@@ -518,6 +530,7 @@ func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []stri
 		reg: reg, nc: nc, missionID: missionID, timeout: timeout, retryWait: retryWait,
 		allowed: make(map[string]bool, len(tools)), names: append([]string(nil), tools...),
 		header: nats.Header{}, turnCalls: map[int]int{},
+		refs: &refStores{nc: nc}, maxData: messages.DefaultMaxData,
 	}
 	for _, n := range tools {
 		b.allowed[n] = true
@@ -562,7 +575,7 @@ func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (a
 	if !b.allowed[name] {
 		return nil, forbidden(name)
 	}
-	return b.call(ctx, name, args, decodeToolResponse)
+	return b.call(ctx, name, args, b.decodePlain)
 }
 
 // ToolResult is a tool's result as it came over the wire, undecoded: one
@@ -573,8 +586,26 @@ func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (a
 type ToolResult struct {
 	// ContentType is "" for msgpack or messages.ContentTypeJSON.
 	ContentType string
-	// Data is the encoded value: msgpack nil when the tool returned none.
+	// Data is the encoded value: msgpack nil when the tool returned none;
+	// nil when Ref is set.
 	Data []byte
+	// Ref names the object holding a large result, sent out of band
+	// (docs/wire.md); Open reads it.
+	Ref *messages.ObjectRef
+
+	box *Toolbox
+}
+
+// Open returns a reader of the encoded value: Data, or the object Ref
+// names, streamed from the object store in chunks. A referenced result
+// over the mission's data limit is refused (a *DataLimitError) before a
+// byte of it is read; the reader fails when the object's size or digest
+// differs from the reference's.
+func (r *ToolResult) Open(ctx context.Context) (io.ReadCloser, error) {
+	if r.Ref == nil {
+		return io.NopCloser(bytes.NewReader(r.Data)), nil
+	}
+	return r.box.refs.open(ctx, r.Ref, r.box.maxData)
 }
 
 // ResultDecoder turns a tool's result into the value a call returns. Its
@@ -592,27 +623,35 @@ func (b *Toolbox) CallAs(ctx context.Context, name string, args map[string]any, 
 	if !b.allowed[name] {
 		return nil, forbidden(name)
 	}
-	return b.call(ctx, name, args, decodeAs(decode))
+	return b.call(ctx, name, args, b.decodeAs(decode))
 }
 
 // decodeAs returns the body decoder of a call whose result decode turns
 // into the call's value.
-func decodeAs(decode ResultDecoder) func(ctx context.Context, name string, body []byte) (any, error) {
+func (b *Toolbox) decodeAs(decode ResultDecoder) func(ctx context.Context, name string, body []byte) (any, error) {
 	return func(ctx context.Context, name string, body []byte) (any, error) {
-		ctype, raw, err := splitToolResponse(name, body)
+		ctype, raw, ref, err := splitToolResponse(name, body)
 		if err != nil {
 			return nil, err
 		}
-		if raw == nil {
+		if raw == nil && ref == nil {
 			ctype, raw = "", []byte{msgpcode.Nil}
 		}
-		v, err := decode(ctx, &ToolResult{ContentType: ctype, Data: raw})
+		v, err := decode(ctx, &ToolResult{ContentType: ctype, Data: raw, Ref: ref, box: b})
 		if err != nil {
+			var le *DataLimitError
+			if errors.As(err, &le) {
+				return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: le.Error()}
+			}
 			var te *ToolError
 			if errors.As(err, &te) {
 				return nil, err
 			}
-			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+			msg := "undecodable response"
+			if ref != nil { // a stream can fail for more reasons than its bytes
+				msg = "unreadable result: " + err.Error()
+			}
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: msg}
 		}
 		return v, nil
 	}
@@ -770,12 +809,22 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	return decode(ctx, name, body)
 }
 
-// decodeToolResponse turns a tool response body into the call's result as
-// plain Go data.
-func decodeToolResponse(_ context.Context, name string, data []byte) (any, error) {
-	ctype, raw, err := splitToolResponse(name, data)
-	if err != nil || raw == nil {
+// decodePlain turns a tool response body into the call's result as plain
+// Go data.
+func (b *Toolbox) decodePlain(ctx context.Context, name string, data []byte) (any, error) {
+	ctype, raw, ref, err := splitToolResponse(name, data)
+	if err != nil || (raw == nil && ref == nil) {
 		return nil, err
+	}
+	if ref != nil {
+		if raw, err = b.readRef(ctx, ref); err != nil {
+			var le *DataLimitError
+			if errors.As(err, &le) {
+				return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: le.Error()}
+			}
+			return nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "unreadable result: " + err.Error()}
+		}
+		ctype = ref.ContentType
 	}
 	var out any
 	if err := messages.UnmarshalAs(ctype, raw, &out); err != nil {
@@ -789,7 +838,7 @@ func decodeToolResponse(_ context.Context, name string, data []byte) (any, error
 // bytes of its result, undecoded, in their content type: nil when the
 // result is null or absent. A failed call's error is returned as a
 // *ToolError, and so is a body that is no valid response.
-func splitToolResponse(name string, data []byte) (ctype string, result []byte, err error) {
+func splitToolResponse(name string, data []byte) (ctype string, result []byte, ref *messages.ObjectRef, err error) {
 	var r messages.ToolResponse
 	if isJSONBody(data) {
 		ctype = messages.ContentTypeJSON
@@ -799,14 +848,15 @@ func splitToolResponse(name string, data []byte) (ctype string, result []byte, e
 			Version int                 `msgpack:"v"`
 			CallID  string              `msgpack:"call_id"`
 			Result  msgpack.RawMessage  `msgpack:"result"`
+			Ref     *messages.ObjectRef `msgpack:"result_ref,omitempty"`
 			Error   *messages.ToolError `msgpack:"error,omitempty"`
 		}
 		err = messages.Unmarshal(data, &w)
-		r = messages.ToolResponse{Version: w.Version, CallID: w.CallID, Error: w.Error}
+		r = messages.ToolResponse{Version: w.Version, CallID: w.CallID, Error: w.Error, ResultRef: w.Ref}
 		result = w.Result
 	}
 	if err != nil {
-		return "", nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
+		return "", nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "undecodable response"}
 	}
 	if len(result) == 0 || (ctype == "" && len(result) == 1 && result[0] == msgpcode.Nil) || (ctype != "" && string(result) == "null") {
 		result = nil
@@ -814,16 +864,19 @@ func splitToolResponse(name string, data []byte) (ctype string, result []byte, e
 		r.Result = result // for Validate: a result set together with an error
 	}
 	if err := r.Validate(); err != nil {
-		return "", nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
+		return "", nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
 	}
 	if r.Error != nil {
 		msg := r.Error.Message
 		if msg == "" {
 			msg = "the tool failed"
 		}
-		return "", nil, &ToolError{Tool: name, Code: r.Error.Code, Message: msg}
+		return "", nil, nil, &ToolError{Tool: name, Code: r.Error.Code, Message: msg}
 	}
-	return ctype, result, nil
+	if r.ResultRef != nil {
+		return r.ResultRef.ContentType, nil, r.ResultRef, nil
+	}
+	return ctype, result, nil, nil
 }
 
 // isJSONBody reports whether a tool response body is JSON: it starts with
@@ -961,7 +1014,7 @@ func (t *remoteTool) Name() string        { return t.name }
 func (t *remoteTool) Signature() string   { return t.info.Signature }
 func (t *remoteTool) Description() string { return t.info.Description }
 func (t *remoteTool) Call(ctx context.Context, args map[string]any) (any, error) {
-	return t.box.call(ctx, t.name, args, decodeToolResponse)
+	return t.box.call(ctx, t.name, args, t.box.decodePlain)
 }
 
 // String describes the tool for logs.

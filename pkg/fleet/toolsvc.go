@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
+	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -93,6 +94,16 @@ type ToolServiceConfig struct {
 	// caller's span found in the request's traceparent header; the tool
 	// func's ctx carries it. Nil: no spans.
 	TracerProvider trace.TracerProvider
+	// LargeResultBytes is the encoded size above which a result travels
+	// out of band: it is put in the service's results bucket
+	// (messages.ToolResultBucket, a JetStream object store created on
+	// first use) and the reply carries its reference. Default
+	// messages.LargeResultBytes; negative: every result travels inline
+	// and one over the connection's payload limit fails.
+	LargeResultBytes int
+	// ResultTTL is how long the results bucket keeps a result. Default
+	// DefaultToolResultTTL.
+	ResultTTL time.Duration
 }
 
 // ToolService serves Go funcs as tools over NATS: one micro endpoint per
@@ -115,6 +126,7 @@ type ToolService struct {
 	cancel  context.CancelFunc
 	dedup   *dedupStore
 	tracer  trace.Tracer // nil when tracing is off
+	results *resultStore
 }
 
 // NewToolService starts a micro service with no tools on nc.
@@ -134,7 +146,14 @@ func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) 
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
 	}
-	s := &ToolService{nc: nc, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), log: zerolog.Nop()}
+	if cfg.LargeResultBytes == 0 {
+		cfg.LargeResultBytes = messages.LargeResultBytes
+	}
+	if cfg.ResultTTL <= 0 {
+		cfg.ResultTTL = DefaultToolResultTTL
+	}
+	s := &ToolService{nc: nc, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), log: zerolog.Nop(),
+		results: &resultStore{nc: nc, service: cfg.Name, ttl: cfg.ResultTTL}}
 	if cfg.Logger != nil {
 		s.log = cfg.Logger.With().Str("tool_service", cfg.Name).Logger()
 	}
@@ -344,7 +363,21 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 		}
 		return errorOutcome(req.CallID, te.Code, te.Message)
 	}
-	body, err := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: result})
+	enc, err := messages.Marshal(result)
+	if err != nil {
+		return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
+	}
+	resp := messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: msgpack.RawMessage(enc)}
+	if s.cfg.LargeResultBytes > 0 && len(enc) > s.cfg.LargeResultBytes {
+		// Out of band: the reply names the object.
+		ref, err := s.results.put(ctx, ci, enc)
+		if err != nil {
+			log.Error().Err(err).Int("bytes", len(enc)).Msg("large result not stored")
+			return errorOutcome(req.CallID, messages.ToolErrFailed, fmt.Sprintf("the result (%d bytes) could not be stored: %v", len(enc), err))
+		}
+		resp.Result, resp.ResultRef = nil, ref
+	}
+	body, err := messages.Marshal(&resp)
 	if err != nil {
 		return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
 	}

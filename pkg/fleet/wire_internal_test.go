@@ -116,12 +116,12 @@ func plainResult(_ context.Context, r *ToolResult) (any, error) {
 	return v, err
 }
 
-// agree checks that decodeToolResponse and a ResultDecoder's view of
+// agree checks that decodePlain and a ResultDecoder's view of
 // data (decodeAs) agree on it.
 func agree(t *testing.T, data []byte) {
 	t.Helper()
-	plain, perr := decodeToolResponse(context.Background(), "t", data)
-	got, werr := decodeAs(plainResult)(context.Background(), "t", data)
+	plain, perr := (&Toolbox{}).decodePlain(context.Background(), "t", data)
+	got, werr := (&Toolbox{}).decodeAs(plainResult)(context.Background(), "t", data)
 	if (perr == nil) != (werr == nil) {
 		t.Fatalf("%q: Go data err %v, wire err %v", data, perr, werr)
 	}

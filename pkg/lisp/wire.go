@@ -60,11 +60,17 @@ type wireDecoder struct {
 	d  *msgpack.Decoder
 	cv converter
 	ch *charger
+	// stream bounds a decoder reading a stream, which CheckBounds cannot
+	// scan first (nil: the input was checked).
+	stream *streamBounds
 }
 
 func (w *wireDecoder) value() (Value, error) {
 	c, err := w.d.PeekCode()
 	if err != nil {
+		return nil, err
+	}
+	if err := w.stream.value(c); err != nil {
 		return nil, err
 	}
 	switch {
@@ -78,10 +84,17 @@ func (w *wireDecoder) value() (Value, error) {
 		if err := w.ch.add(vectorCharge(n)); err != nil {
 			return nil, err
 		}
+		if err := w.stream.open(n); err != nil {
+			return nil, err
+		}
+		defer w.stream.close()
 		items := make([]Value, n)
 		var slab []smallMapAlloc // records laid out together, as fromSlice does
 		for i := range items {
 			if pc, _ := w.d.PeekCode(); msgpcode.IsFixedMap(pc) && pc != msgpcode.FixedMapLow {
+				if err := w.stream.value(pc); err != nil {
+					return nil, fmt.Errorf("[%d]: %w", i, err)
+				}
 				if len(slab) == 0 {
 					slab = make([]smallMapAlloc, min(n-i, 256))
 				}
@@ -120,9 +133,16 @@ func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 	if err := w.ch.add(mapCharge(n)); err != nil {
 		return nil, err
 	}
+	if err := w.stream.open(2 * n); err != nil {
+		return nil, err
+	}
+	defer w.stream.close()
 	b := newMapBuilder(n)
 	b.shapes = w.cv.shapes
 	for range n {
+		if err := w.stream.key(w.d); err != nil {
+			return nil, err
+		}
 		k, err := w.d.DecodeInterfaceLoose()
 		if err != nil {
 			return nil, err

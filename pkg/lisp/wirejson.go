@@ -21,7 +21,7 @@ import (
 // number a float64, a number beyond float64 range is an error), invalid
 // UTF-8 in strings becomes U+FFFD, the last of repeated keys wins. The
 // bounds are those of a message: at most messages.MaxJSONBytes bytes,
-// messages.MaxValues values (every scalar, array, object and key counts
+// messages.MaxValuesFor(len(data)) values (every scalar, array, object and key counts
 // one, a repeated key included) and messages.MaxNesting levels of
 // non-empty arrays and objects. Anything but exactly one value
 // (whitespace aside) is an error. Tokens are read by jsontext's Decoder
@@ -36,9 +36,10 @@ func decodeJSONValue(data []byte, c *charger) (Value, error) {
 		return nil, fmt.Errorf("lisp: decode json: %d bytes is larger than %d", len(data), messages.MaxJSONBytes)
 	}
 	j := jsonDecoder{
-		d:  jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
-		cv: converter{shapes: &shapeCache{}},
-		ch: c,
+		d:         jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
+		cv:        converter{shapes: &shapeCache{}},
+		ch:        c,
+		maxValues: int(messages.MaxValuesFor(int64(len(data)))),
 	}
 	j.cv.intern = true
 	v, err := j.value(0, nil)
@@ -65,6 +66,8 @@ type jsonDecoder struct {
 	cv     converter
 	ch     *charger
 	values int
+	// maxValues bounds values (messages.MaxValuesFor the input's size).
+	maxValues int
 	// keys interns object keys (bounded like the converter's strings):
 	// records repeat theirs.
 	keys map[string]Value
@@ -74,13 +77,11 @@ type jsonDecoder struct {
 	items    [][]Value
 }
 
-var errJSONValues = fmt.Errorf("more than %d values", messages.MaxValues)
-
-// count counts one value against messages.MaxValues.
+// count counts one value against maxValues.
 func (j *jsonDecoder) count() error {
 	j.values++
-	if j.values > messages.MaxValues {
-		return errJSONValues
+	if j.values > j.maxValues {
+		return fmt.Errorf("more than %d values", j.maxValues)
 	}
 	return nil
 }

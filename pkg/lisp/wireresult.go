@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -38,7 +39,47 @@ type WireResult struct {
 	// charged to while it was decoded (nil: none).
 	size  int64
 	meter *Meter
+	// ref names the object a large result was streamed from
+	// (NewWireResultFrom); data is nil then.
+	ref *messages.ObjectRef
 }
+
+// DecodeWireResultFrom decodes a large result read as a stream from r,
+// size bytes of one value in the content type named (DecodeMsgpackFrom,
+// DecodeJSONFrom), charging the Meter ctx carries as DecodeWireResult
+// does, but for the values only: the encoded bytes are never held. A
+// result that takes the meter past its limit stops there, before it is
+// read whole, with the meter's *Error (memory_limit) naming the limit and
+// how to raise it. The result keeps ref, the object it was read from,
+// instead of its bytes: encoded as msgpack or JSON (a trace, an event) it
+// is messages.RefValue(ref), so what records it does not grow with the
+// data.
+func DecodeWireResultFrom(ctx context.Context, contentType string, r io.Reader, size int64, ref *messages.ObjectRef) (*WireResult, error) {
+	if err := messages.CheckContentType(contentType); err != nil {
+		return nil, err
+	}
+	if ref == nil {
+		return nil, fmt.Errorf("lisp: decode a streamed result: no reference to keep")
+	}
+	c := &charger{m: MeterFrom(ctx)}
+	w := &WireResult{ref: ref}
+	var err error
+	if messages.IsJSON(contentType) {
+		w.contentType = messages.ContentTypeJSON
+		w.value, err = decodeJSONFrom(r, size, c)
+	} else {
+		w.value, err = decodeMsgpackFrom(r, size, c)
+	}
+	if err != nil {
+		c.undo()
+		return nil, err
+	}
+	w.size, w.meter = c.total, c.m
+	return w, nil
+}
+
+// Ref returns the object a large result was streamed from, or nil.
+func (w *WireResult) Ref() *messages.ObjectRef { return w.ref }
 
 // NewWireResult decodes data, one value in the content type named
 // (messages.ContentTypeJSON, or msgpack when empty or
@@ -191,16 +232,20 @@ func hasFirewalledKey(v Value) bool {
 // MaskFirewalled implements messages.Masker: the result itself when it
 // holds no firewalled key, else its Go data masked.
 func (w *WireResult) MaskFirewalled() any {
-	if !w.Firewalled() {
+	if w.ref != nil || !w.Firewalled() { // a reference holds no key
 		return w
 	}
 	return messages.MaskFirewalled(w.Plain())
 }
 
-// MarshalMsgpack writes a msgpack result's bytes as they are, and a JSON
+// MarshalMsgpack writes a streamed result as its reference
+// (messages.RefValue), a msgpack result's bytes as they are, and a JSON
 // one's value as messages.Marshal writes its Go data (map keys sorted,
 // integers compact), straight from the interpreter values.
 func (w *WireResult) MarshalMsgpack() ([]byte, error) {
+	if w.ref != nil {
+		return messages.Marshal(messages.RefValue(w.ref))
+	}
 	if w.contentType == "" {
 		return w.data, nil
 	}
@@ -262,13 +307,21 @@ func encodeWire(enc *msgpack.Encoder, v Value) error {
 }
 
 // MarshalJSON writes the result's Go data.
-func (w *WireResult) MarshalJSON() ([]byte, error) { return json.Marshal(w.Plain()) }
+func (w *WireResult) MarshalJSON() ([]byte, error) {
+	if w.ref != nil {
+		return json.Marshal(messages.RefValue(w.ref))
+	}
+	return json.Marshal(w.Plain())
+}
 
 // String describes the result for logs.
 func (w *WireResult) String() string {
 	format := "msgpack"
 	if w.contentType != "" {
 		format = "JSON"
+	}
+	if w.ref != nil {
+		return fmt.Sprintf("tool result (%s of %s)", w.ref, format)
 	}
 	return fmt.Sprintf("tool result (%d bytes of %s)", len(w.data), format)
 }

@@ -13,17 +13,21 @@ const (
 	// is a million levels deep) and so does every walk over the decoded
 	// value.
 	MaxNesting = 512
-	// MaxValues bounds the values of one message: every scalar, array, map
-	// and map key counts one. A decoded value costs tens of bytes (an empty
-	// map about 60), so without it a 1 MiB message of a million empty maps
-	// becomes 60 MB of heap; with it a message decodes to at most ~16 MB.
+	// MaxValues bounds the values of a message of up to 512 KiB; a larger
+	// message may hold one value per two bytes (MaxValuesFor). Every
+	// scalar, array, map and map key counts one. A decoded value costs
+	// tens of bytes (an empty map about 60), so without a bound a 1 MiB
+	// message of a million empty maps becomes 60 MB of heap; with it a
+	// message decodes to at most ~16 MB, or ~30 bytes per byte of a larger
+	// one (a large tool result), whose decoded values a program's memory
+	// budget is charged for as they are built.
 	MaxValues = 1 << 18
 )
 
 // CheckBounds walks msgpack data without decoding it and reports an error
 // when a declared string, binary, extension, array or map length does not fit
 // in the bytes that follow, when containers nest deeper than MaxNesting, or
-// when the message holds more than MaxValues values. The msgpack decoder
+// when the message holds more than MaxValuesFor(len(data)) values. The msgpack decoder
 // allocates a slice of the declared length before reading its elements and
 // recurses once per nesting level, so a 10-byte message claiming a
 // billion-element array, or a small one nested a million levels deep, would
@@ -37,6 +41,7 @@ func CheckBounds(data []byte) error {
 	depth := 0
 	open[0] = 1
 	pos, values := 0, 0
+	maxValues := MaxValuesFor(int64(len(data)))
 	pending := 1 // values still to read, over every open container
 	for depth >= 0 {
 		if open[depth] == 0 {
@@ -49,8 +54,8 @@ func CheckBounds(data []byte) error {
 		open[depth]--
 		pending--
 		values++
-		if values > MaxValues {
-			return fmt.Errorf("messages: msgpack holds more than %d values (at byte %d)", MaxValues, pos)
+		if int64(values) > maxValues {
+			return fmt.Errorf("messages: msgpack holds more than %d values (at byte %d)", maxValues, pos)
 		}
 		c := data[pos]
 		pos++
@@ -150,3 +155,10 @@ func CheckBounds(data []byte) error {
 	}
 	return nil
 }
+
+// MaxValuesFor bounds the values of one encoded value of size bytes, a
+// message or a large tool result read as a stream: MaxValues, or one
+// value per two bytes of a value over 512 KiB. The bound scales with the
+// data, so a result of any size can be read, and a small message still
+// never decodes into a large heap.
+func MaxValuesFor(size int64) int64 { return max(MaxValues, size/2) }

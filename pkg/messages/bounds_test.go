@@ -79,7 +79,7 @@ func TestCheckBoundsNestingAndValues(t *testing.T) {
 		want string
 	}{
 		{"million levels", deep, "nested deeper than 512 levels at byte 513"},
-		{"million empty maps", maps, "more than 262144 values"},
+		{"million empty maps", maps, "more than 524288 values"}, // MaxValuesFor(1 MiB)
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := CheckBounds(c.data); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -69,6 +69,9 @@ type ToolResponse struct {
 	CallID  string `msgpack:"call_id"`
 	// Result is the tool's result, plain Go data.
 	Result any `msgpack:"result"`
+	// ResultRef, set instead of Result, names the object holding a large
+	// result (see LargeResultBytes): the result's encoding, one value.
+	ResultRef *ObjectRef `msgpack:"result_ref,omitempty"`
 	// Error describes a failure; also sent as micro service-error headers.
 	Error *ToolError `msgpack:"error,omitempty"`
 }
@@ -100,8 +103,16 @@ func (r *ToolResponse) Validate() error {
 		if r.Error.Code == "" {
 			return invalidf("tool_response.error.code: empty")
 		}
-		if r.Result != nil {
+		if r.Result != nil || r.ResultRef != nil {
 			return invalidf("tool_response.result: set together with an error")
+		}
+	}
+	if r.ResultRef != nil {
+		if r.Result != nil {
+			return invalidf("tool_response.result_ref: set together with a result")
+		}
+		if err := r.ResultRef.validate("tool_response.result_ref"); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -182,11 +182,21 @@ func remoteTool(ctx context.Context, box *fleet.Toolbox, name string, turns *tur
 }
 
 // decodeResult reads a tool's result once into interpreter values, a
-// *lisp.WireResult, charged as it is decoded to the mission's meter (the
-// one the calling run hands its tools in ctx): a result that does not fit
-// the mission's memory stops the program with memory_limit.
+// *lisp.WireResult, charging the mission's meter (which ctx carries) as
+// the values are built: a large result sent out of band straight from the
+// object store's stream, never holding its encoded bytes whole, and
+// failing with memory_limit before it is read whole when it would take
+// the mission past its program_memory.
 func decodeResult(ctx context.Context, r *fleet.ToolResult) (any, error) {
-	return lisp.DecodeWireResult(ctx, r.ContentType, r.Data)
+	if r.Ref == nil {
+		return lisp.DecodeWireResult(ctx, r.ContentType, r.Data)
+	}
+	rc, err := r.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return lisp.DecodeWireResultFrom(ctx, r.ContentType, rc, r.Ref.Size, r.Ref)
 }
 
 func failStep(reason, msg string) *messages.Step {

@@ -1,0 +1,81 @@
+package agentrun_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// bigRecords returns n records of 12 fields, as plain Go data.
+func bigRecords(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{
+			"id": int64(i), "from": "sender@example.com", "to": "team@example.com",
+			"subject": "Quarterly numbers", "body": "Please find the figures attached; reply by Friday.",
+			"date": "2026-01-02T03:04:05Z", "unread": i%3 == 0, "size": int64(1000 + i%977), "score": float64(i%100) / 7,
+			"labels": []any{"inbox", "work"}, "thread": int64(i / 4), "folder": "INBOX",
+		}
+	}
+	return out
+}
+
+// A tool result larger than one NATS message reaches the program of a
+// mission on a worker: the service sends it out of band, the worker
+// streams it into the program's values, the program filters it, and the
+// Step's trace keeps the result's reference, not its data.
+func TestLargeToolResultReachesTheProgram(t *testing.T) {
+	const n = 20_000
+	srv := fleettest.Start(t)
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+		return bigRecords(n), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	model := &script{turns: map[string][]string{"mail": {
+		"```clojure\n(return (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {}))))\n```"}}}
+	env := startFleetOn(t, srv, llm.Registry{"default": model})
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{Prompt: "Count the large unread mail.", Tools: []string{"search_mail"}},
+		Tools: []string{"search_mail"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	want := int64(0)
+	for _, r := range bigRecords(n) {
+		if m := r.(map[string]any); m["unread"].(bool) && m["size"].(int64) > 1500 {
+			want++
+		}
+	}
+	if step.Return != want {
+		t.Fatalf("return %#v, want %d", step.Return, want)
+	}
+	calls := 0
+	for _, turn := range step.Trace {
+		for _, c := range turn.ToolCalls {
+			calls++
+			m, ok := c.Result.(map[string]any)
+			ref, _ := m[messages.RefKey].(map[string]any)
+			if !ok || ref["bucket"] != messages.ToolResultBucket("mail") || ref["size"].(int64) < 1<<20 {
+				t.Errorf("traced result %.200v, want the object's reference", c.Result)
+			}
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d traced calls", calls)
+	}
+	enc, _ := messages.MarshalStep(step)
+	if len(enc) > 64<<10 {
+		t.Errorf("the Step is %d bytes: it grew with the data its program read", len(enc))
+	}
+}
