@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // Endpoint metadata keys under which a tool service publishes a tool's
@@ -58,6 +59,11 @@ type ToolInfo struct {
 	// Heartbeat says the service sends progress messages while it works
 	// on a call (MetaHeartbeat).
 	Heartbeat bool
+	// Invalid says why the tool cannot be called ("" when it can): its
+	// service advertises a signature that does not parse. A call fails
+	// with a ToolError naming the service, and Signature is "" to the
+	// Toolbox's tools, so a mission naming the tool still runs.
+	Invalid string
 }
 
 // Discovery is what one discovery round found.
@@ -186,9 +192,15 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 			if claims[name] == nil {
 				claims[name] = map[string]ToolInfo{}
 			}
-			claims[name][info.Name] = ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
+			ti := ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
 				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription],
 				ContentType: ep.Metadata[MetaContentType], Heartbeat: ep.Metadata[MetaHeartbeat] == "1"}
+			if ti.Signature != "" {
+				if _, err := signature.Parse(ti.Signature); err != nil {
+					ti.Invalid = fmt.Sprintf("its signature %q does not parse: %v", ti.Signature, err)
+				}
+			}
+			claims[name][info.Name] = ti
 		}
 	}
 	for name, bySvc := range claims {
@@ -724,6 +736,10 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
 			Message: "no tool service is running for it; try again later or do without it"}
 	}
+	if info.Invalid != "" {
+		return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
+			Message: fmt.Sprintf("tool service %s offers it, but %s; do without it", info.Service, info.Invalid)}
+	}
 	req := messages.ToolRequest{Version: messages.ToolCallVersion, CallID: callID, MissionID: b.missionID, Tool: name}
 	if m, ok := plain.(map[string]any); ok {
 		req.Args = m
@@ -1010,8 +1026,13 @@ type remoteTool struct {
 	info ToolInfo
 }
 
-func (t *remoteTool) Name() string        { return t.name }
-func (t *remoteTool) Signature() string   { return t.info.Signature }
+func (t *remoteTool) Name() string { return t.name }
+func (t *remoteTool) Signature() string {
+	if t.info.Invalid != "" {
+		return ""
+	}
+	return t.info.Signature
+}
 func (t *remoteTool) Description() string { return t.info.Description }
 func (t *remoteTool) Call(ctx context.Context, args map[string]any) (any, error) {
 	return t.box.call(ctx, t.name, args, t.box.decodePlain)
