@@ -89,13 +89,20 @@ func startFleetModels(t *testing.T, models llm.Registry, noTools bool) *fleetEnv
 // srv.
 func startFleetOn(t *testing.T, srv *fleettest.Server, models llm.Registry) *fleetEnv {
 	t.Helper()
+	return startFleetTimeout(t, srv, models, 2*time.Second)
+}
+
+// startFleetTimeout is startFleetOn whose worker waits toolTimeout for a
+// tool's answer.
+func startFleetTimeout(t *testing.T, srv *fleettest.Server, models llm.Registry, toolTimeout time.Duration) *fleetEnv {
+	t.Helper()
 	conn := srv.Conn
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	store := fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 2}
 	w, err := fleet.NewWorker(conn(), fleet.WorkerConfig{
 		Runner: agentrun.New(agentrun.Config{Models: models}),
-		Slots:  2, Store: store, ToolTimeout: 2 * time.Second, IdleWait: 100 * time.Millisecond,
+		Slots:  2, Store: store, ToolTimeout: toolTimeout, IdleWait: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

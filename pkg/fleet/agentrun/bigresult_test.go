@@ -3,6 +3,7 @@ package agentrun_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -43,7 +44,7 @@ func TestLargeToolResultReachesTheProgram(t *testing.T) {
 	}
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(return (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {}))))\n```"}}}
-	env := startFleetOn(t, srv, llm.Registry{"default": model})
+	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 20*time.Second) // 20,000 records take a while under -race
 	step := runMission(t, env, &messages.Mission{
 		Agent: &messages.AgentSpec{Prompt: "Count the large unread mail.", Tools: []string{"search_mail"}},
 		Tools: []string{"search_mail"},
