@@ -47,7 +47,7 @@ pkg/signature, pkg/messages < pkg/fleet;
 
 pkg/fleet, pkg/agent, pkg/agent/llm/llmconfig < pkg/fleet/agentrun;
 
-pkg/messages < internal/missionfile;
+pkg/messages, pkg/signature < internal/missionfile;
 pkg/fleet/embedded, pkg/messages < internal/fleettest;
 pkg/fleet, pkg/fleet/agentrun < internal/fleettest/agentworker;
 pkg/agent < internal/ctxbench;
