@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -84,18 +82,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 // worker's peak RSS stays under the pod's 512 MiB, and it then serves the
 // next mission.
 func TestWorkerHoldingLargeToolResults(t *testing.T) {
-	// The Step's trace keeps every result the program got inline: the
-	// server takes messages of up to 64 MiB so that it can be stored.
-	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir(), MaxPayload: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Close)
-	nc, err := ns.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns := fleettest.Start(t)
 	hold := "```clojure\n(def orders (mapv (fn [_] (tool/list_orders {})) (range 200)))\n(return (count orders))\n```"
 	giveUp := "```clojure\n(fail ctx/fail)\n```"
 	count := "```clojure\n" + `(return {:n (count (tool/list_customers {:region "north"}))})` + "\n```"
@@ -113,8 +100,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 	)
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
-	out, perr := cmd.StdoutPipe()
-	err = perr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,61 +122,35 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 	}
 	go func() { exited <- cmd.Wait() }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	client, err := fleet.NewClient(ctx, ns.Conn(), fleet.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	id := messages.NewMissionID()
-	if _, err := client.Submit(ctx, &messages.Mission{
-		ID: id, Kind: messages.KindAgent, Tools: []string{"list_orders"},
+	step, err := client.Run(ctx, &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: []string{"list_orders"},
 		Agent: &messages.AgentSpec{Prompt: "Keep every order list", Tools: []string{"list_orders"},
-			Limits: messages.Limits{MaxTurns: 2}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var st *messages.Status
-	for st == nil || !messages.TerminalState(st.State) {
-		time.Sleep(100 * time.Millisecond)
-		if st, err = client.Status(ctx, id); err != nil {
-			t.Fatalf("status: %v\n%s", err, stderr.String())
-		}
-	}
-	if st.State != messages.StateFailed || st.Reason != "memory_limit" {
-		t.Fatalf("mission ended %s (%s), want failed with memory_limit\n%s", st.State, st.Reason, stderr.String())
-	}
-	// The stored Step holds every result in its trace, more values than a
-	// message may decode into: its fail and first turn are read alone.
-	raw, err := client.Stores().Results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
+			// the race detector slows the calls down many times
+			Limits: messages.Limits{MaxTurns: 2, ProgramTimeout: 4 * time.Minute}},
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	var step struct {
-		Fail  *messages.Fail `msgpack:"fail"`
-		Trace []struct {
-			ToolCalls []struct {
-				Name string `msgpack:"name"`
-			} `msgpack:"tool_calls"`
-			Error string `msgpack:"error"`
-		} `msgpack:"trace"`
-	}
-	if err := msgpack.Unmarshal(raw.Data, &step); err != nil {
-		t.Fatal(err)
+		t.Fatalf("mission: %v\n%s", err, stderr.String())
 	}
 	if step.Fail == nil || step.Fail.Reason != "memory_limit" ||
 		!strings.Contains(step.Fail.Message, "tool results and the record of tool calls would hold") ||
 		!strings.Contains(step.Fail.Message, "more than the limit of 67108864") ||
 		!strings.Contains(step.Fail.Message, "raise limits.program_memory") {
-		t.Fatalf("want the mission ended with memory_limit naming the limit and how to raise it, got %+v", step.Fail)
+		t.Fatalf("want the mission ended with memory_limit naming the limit and how to raise it, got return %v fail %+v", step.Return, step.Fail)
 	}
-	calls := len(step.Trace[0].ToolCalls)
+	// the trace holds every result read, more than a message may carry:
+	// the failure is stored without it
+	if len(step.Trace) != 0 || len(step.Warnings) == 0 || !strings.Contains(step.Warnings[len(step.Warnings)-1], "the trace is not stored") {
+		t.Errorf("trace of %d turns, warnings %q", len(step.Trace), step.Warnings)
+	}
 	peak := vmHWM(t, cmd.Process.Pid)
-	t.Logf("memory_limit after %d list_orders calls in %s; worker peak RSS %d MiB", calls, time.Since(start).Round(time.Millisecond), peak>>20)
-	if calls < 10 || calls >= 200 {
-		t.Errorf("the program made %d calls before its limit", calls)
-	}
+	t.Logf("%s after %s; worker peak RSS %d MiB", step.Fail.Message, time.Since(start).Round(time.Millisecond), peak>>20)
 	bound := int64(512 << 20)
 	if raceBuild {
 		bound = 2 << 30 // shadow memory: an unbounded run still goes far past it

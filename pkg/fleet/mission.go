@@ -443,6 +443,13 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		return
 	}
 	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
+	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
+		// the trace (every tool result the programs read) is what a
+		// reader cannot take more often than the answer: the answer or
+		// failure is kept without it
+		log.Warn().Err(err).Msg("result refused with its trace: storing it without")
+		stored, mine, err = publishResult(ctx, w.js, w.st.Results, id, withoutTrace(step, err))
+	}
 	if errors.Is(err, errUnreadableResult) {
 		log.Warn().Err(err).Msg("result refused: its readers could not decode it")
 		stored, mine, err = publishResult(ctx, w.js, w.st.Results, id, unreadableStep(step, err))

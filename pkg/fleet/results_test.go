@@ -72,3 +72,43 @@ func TestUnreadableResultsRefused(t *testing.T) {
 		t.Errorf("nan: %v", r)
 	}
 }
+
+// A Step whose trace (the tool results its programs read) no reader could
+// decode is stored without its trace, keeping its answer or failure, with
+// a warning naming why; only a Step unreadable without its trace fails
+// with unreadable_result.
+func TestUnreadableTraceDropped(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	wide := make([]any, messages.MaxValues)
+	for i := range wide {
+		wide[i] = int64(i)
+	}
+	trace := []messages.Turn{{Number: 1, ToolCalls: []messages.ToolCall{{Name: "list_orders", Result: wide}},
+		Error: "memory limit exceeded: tool results and the record of tool calls would hold 70000000 bytes"}}
+	startWorker(t, nc, fleet.RunnerFunc(func(_ context.Context, m *messages.Mission, _ fleet.RunEnv) (*messages.Step, error) {
+		if m.Context["fail"] == true {
+			return &messages.Step{Trace: trace, Usage: messages.Usage{Turns: 2},
+				Fail: &messages.Fail{Reason: "memory_limit", Message: "memory limit exceeded: tool results and the record of tool calls would hold 70000000 bytes"}}, nil
+		}
+		return &messages.Step{Return: int64(42), Trace: trace}, nil
+	}))
+	for _, fail := range []bool{true, false} {
+		m := newMission()
+		m.Context = map[string]any{"fail": fail}
+		step, err := c.Run(testCtx(t), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(step.Trace) != 0 || len(step.Warnings) != 1 || !strings.Contains(step.Warnings[0], "the trace is not stored") ||
+			!strings.Contains(step.Warnings[0], "more than 262144 values") {
+			t.Errorf("fail=%v: trace %d turns, warnings %q; want the trace dropped and said why", fail, len(step.Trace), step.Warnings)
+		}
+		switch {
+		case fail && (step.Fail == nil || step.Fail.Reason != "memory_limit" || step.Usage.Turns != 2):
+			t.Errorf("the failure was not kept: %+v", step.Fail)
+		case !fail && (step.Fail != nil || step.Return != int64(42)):
+			t.Errorf("the answer was not kept: %v, %+v", step.Return, step.Fail)
+		}
+	}
+}

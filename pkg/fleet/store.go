@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +63,15 @@ func unreadableStep(step *messages.Step, cause error) *messages.Step {
 	f := failStep(ReasonUnreadableResult, "%v; return a smaller or flatter value", cause)
 	f.Signature, f.Usage, f.Attempts, f.Replayed = step.Signature, step.Usage, step.Attempts, step.Replayed
 	return f
+}
+
+// withoutTrace is step without its trace, which made it unreadable
+// (errUnreadableResult), with a warning saying why the trace is missing.
+func withoutTrace(step *messages.Step, cause error) *messages.Step {
+	s := *step
+	s.Trace = nil
+	s.Warnings = append(slices.Clip(step.Warnings), fmt.Sprintf("the trace is not stored: %v", cause))
+	return &s
 }
 
 // readResult reads the stored result of mission id (direct get).
