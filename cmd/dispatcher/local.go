@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strings"
 	"time"
 
@@ -42,25 +41,13 @@ type localConfig struct {
 	uiBound chan<- string
 }
 
-// scriptedModel is the stand-in for a real model in local mode: it answers
-// turn N with the mission file's Nth scripted reply. It is stateless, so it
-// serves any number of concurrent missions.
-func scriptedModel(script []string) llm.Model {
-	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
-		if req.Turn < 1 || req.Turn > len(script) {
-			return nil, fmt.Errorf("scripted model: no reply for turn %d (the script has %d)", req.Turn, len(script))
-		}
-		return &llm.Response{Content: script[req.Turn-1], Model: "scripted"}, nil
-	})
-}
-
 // runLocal runs one mission file on a fleet inside this process:
 // cfg.workers workers and, on an embedded NATS server with JetStream in a
 // temporary directory, the example shop tool service. Given a NATS URL it
 // uses that server instead and starts only the workers (and the example
 // tools when asked), so a tool author runs a mission, scripted or not,
-// against their own services. The scripted model lives in this process: it
-// reaches this process's workers only.
+// against their own services. A scripted mission carries its replies
+// (messages.Mission.Script), so any worker on the server runs it.
 func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, out io.Writer) error {
 	if cfg.workers < 1 || cfg.slots < 1 {
 		return errors.New("workers and slots must be at least 1")
@@ -85,11 +72,9 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		if len(f.Script) == 0 {
 			return fmt.Errorf("no model %q is configured (set %s%s=provider:model) and %s has no script", name, llmconfig.EnvPrefix, strings.ToUpper(name), cfg.file)
 		}
-		registry := llm.Registry{}
-		maps.Copy(registry, models)
-		registry["scripted"] = scriptedModel(f.Script)
-		models = registry
-		m.Model = "scripted"
+		// The replies travel with the mission: whichever worker takes it
+		// runs on them.
+		m.Model, m.Script = messages.ModelScripted, f.Script
 		fmt.Fprintf(out, "model: SCRIPTED — replaying %s from %s\n       (no model %q configured; set %s%s=openai:gpt-4.1-mini and OPENAI_API_KEY for a real one)\n",
 			plural(len(f.Script), "reply", "replies"), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	}
@@ -108,9 +93,6 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		}
 	}
 	fmt.Fprintf(out, "fleet: %s, %d workers × %d slots, tools: %s\n", where, cfg.workers, cfg.slots, tools)
-	if m.Model == "scripted" && cfg.nats.URL != "" {
-		fmt.Fprintln(out, "       (scripted replies reach this process's workers only: other workers on the server would fail the mission)")
-	}
 
 	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
 	var (

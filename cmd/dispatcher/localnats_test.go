@@ -11,11 +11,15 @@ import (
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 )
 
 // A tool author's own service on their own NATS server: "local" given the
 // server starts only its workers, and the scripted mission calls the
-// author's tool there.
+// author's tool there. Another worker on the server, with no model at all
+// (a worker started without PTC_NATS_URL whose server the author uses),
+// may take the mission too: it carries its script, so that worker runs it
+// as well.
 func TestLocalUsesGivenNATSServer(t *testing.T) {
 	srv := fleettest.Start(t)
 	nc := srv.Conn()
@@ -31,6 +35,14 @@ func TestLocalUsesGivenNATSServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := fleet.NewWorker(srv.Conn(), fleet.WorkerConfig{ID: "other", Runner: agentrun.New(agentrun.Config{}), Slots: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Stop() })
 	file := filepath.Join(t.TempDir(), "weather.yaml")
 	mission := "agent:\n  prompt: How warm is Oslo?\n  tools: [get_weather]\nscript:\n  - |\n    ```clojure\n    (return (tool/get_weather {:city \"Oslo\"}))\n    ```\n"
 	if err := os.WriteFile(file, []byte(mission), 0o600); err != nil {
@@ -47,7 +59,7 @@ func TestLocalUsesGivenNATSServer(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{"model: SCRIPTED", "fleet: NATS " + srv.ClientURL() + ", 1 workers", "tools: the server's tool services",
-		"scripted replies reach this process's workers only", "→ get_weather", `"temp_c": 20`} {
+		"→ get_weather", `"temp_c": 20`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

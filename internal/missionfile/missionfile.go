@@ -6,9 +6,10 @@
 // the closest known name, numbers keep their kind (42 is an int, 4.2 a
 // float), and durations are strings such as "30s".
 //
-// A file may carry a script: the replies of a scripted model, used by the
-// dispatcher's local mode when no real model is configured, so that the
-// examples run anywhere. Scripted replies are labelled as such in the output.
+// A file may carry a script: the replies of a scripted model, which the
+// dispatcher's local mode sends with the mission when no real model is
+// configured (messages.Mission.Script), so that the examples run anywhere
+// and on any worker. Scripted runs are labelled as such in the output.
 package missionfile
 
 import (
@@ -37,9 +38,9 @@ const MaxFileBytes = 32 << 20
 // one per submission; kind follows from agent or compiled; tools default
 // to the remote tools the agent tree names), and the scripted replies.
 type File struct {
+	// Mission holds every field, the script (scripted model replies)
+	// included.
 	messages.Mission
-	// Script holds scripted model replies, in turn order.
-	Script []string `msgpack:"script"`
 }
 
 // Read reads and parses the mission file at path.
@@ -173,12 +174,16 @@ func parentPath(path string) string {
 	return ""
 }
 
-// Build returns the wire mission to submit: a copy of the file's with an id
+// Build returns the wire mission to submit, without the script: a copy of
+// the file's with an id
 // (a new ULID when the file has none), its kind, its creation time and,
 // when the file lists no tools, the remote tools its agent tree names. The
 // result is validated.
 func (f *File) Build() (*messages.Mission, error) {
 	m := f.Mission
+	// The script travels only when the caller chooses to run on it
+	// (dispatcher local without a configured model sets it back).
+	m.Script = nil
 	if m.ID == "" {
 		m.ID = messages.NewMissionID()
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,7 +222,11 @@ func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn f
 			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 		}
 		var in In
-		if err := json.Unmarshal(raw, &in); err != nil {
+		// An argument In has no field for is refused, not dropped: a
+		// misspelled one would silently change the answer.
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
 			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 		}
 		out, err := fn(ctx, in)

@@ -86,7 +86,21 @@ type Mission struct {
 	CreatedAt time.Time `msgpack:"created_at,omitempty"`
 	// Labels are free-form caller annotations (tenant, request id, ...).
 	Labels map[string]string `msgpack:"labels,omitempty"`
+	// Script, when set, holds the replies of a scripted model, in turn
+	// order: the mission's top-level agent runs on them instead of a
+	// configured model (ModelScripted), on any worker. A tool author runs
+	// a mission against their tools this way without any model.
+	Script []string `msgpack:"script,omitempty"`
 }
+
+// ModelScripted is the model name of a mission that carries a Script.
+const ModelScripted = "scripted"
+
+// Bounds of a mission's script.
+const (
+	// MaxScriptReplies bounds the replies of a mission's script.
+	MaxScriptReplies = 100
+)
 
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
 // Zero limits mean the defaults (DefaultLimits).
@@ -220,6 +234,21 @@ func (m *Mission) Validate() error {
 	}
 	if m.Priority != "" && !ValidPriority(m.Priority) {
 		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())
+	}
+	if len(m.Script) > 0 {
+		switch {
+		case m.Kind != KindAgent:
+			return invalidf("mission.script: only an agent mission runs on a script")
+		case len(m.Script) > MaxScriptReplies:
+			return invalidf("mission.script: %d replies, at most %d", len(m.Script), MaxScriptReplies)
+		case m.Model != "" && m.Model != ModelScripted:
+			return invalidf("mission.script: set together with model %q", m.Model)
+		}
+		for i, r := range m.Script {
+			if strings.TrimSpace(r) == "" {
+				return invalidf("mission.script[%d]: empty", i)
+			}
+		}
 	}
 	return nil
 }

@@ -81,10 +81,20 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	if model == "" && m.Agent.LLM == "" {
 		model = r.cfg.DefaultModel
 	}
-	if missing := r.missingModel(model, m.Agent); missing != "" {
+	models := r.cfg.Models
+	if len(m.Script) > 0 {
+		// The mission carries its model's replies: any worker runs it.
+		models = maps.Clone(models)
+		if models == nil {
+			models = llm.Registry{}
+		}
+		models[messages.ModelScripted] = scriptedModel(m.Script)
+		model = messages.ModelScripted
+	}
+	if missing := missingModel(models, model, m.Agent); missing != "" {
 		return failStep(string(llm.KindNotFound), fmt.Sprintf("model %q is not configured on this worker (configured: %s); "+
 			"a worker reads its models from %s<NAME>=provider:model in its environment when it starts, here %s%s",
-			missing, modelList(r.cfg.Models), llmconfig.EnvPrefix, llmconfig.EnvPrefix, strings.ToUpper(missing))), nil
+			missing, modelList(models), llmconfig.EnvPrefix, llmconfig.EnvPrefix, strings.ToUpper(missing))), nil
 	}
 	if !m.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -97,7 +107,7 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	}
 	step, runErr := a.Run(tel.context(ctx), agent.RunOptions{
 		LLM:              model,
-		Registry:         journalModels(meteredModels(r.cfg.Models, env.Metrics, env.Tracer), env.Journal),
+		Registry:         journalModels(meteredModels(models, env.Metrics, env.Tracer), env.Journal),
 		Context:          m.Context,
 		ContextSignature: m.ContextSignature,
 		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
@@ -117,9 +127,9 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 // missingModel returns the first model name the mission uses that the
 // worker does not have, or "": the mission's (or default) model for the
 // top-level agent, and each agent's own llm.
-func (r *Runner) missingModel(model string, a *messages.AgentSpec) string {
+func missingModel(models llm.Registry, model string, a *messages.AgentSpec) string {
 	if model != "" {
-		if _, ok := r.cfg.Models[model]; !ok {
+		if _, ok := models[model]; !ok {
 			return model
 		}
 	}
@@ -129,7 +139,7 @@ func (r *Runner) missingModel(model string, a *messages.AgentSpec) string {
 			return ""
 		}
 		if a.LLM != "" {
-			if _, ok := r.cfg.Models[a.LLM]; !ok {
+			if _, ok := models[a.LLM]; !ok {
 				return a.LLM
 			}
 		}
@@ -150,6 +160,18 @@ func (r *Runner) missingModel(model string, a *messages.AgentSpec) string {
 		return ""
 	}
 	return walk(a, 0)
+}
+
+// scriptedModel is the model of a mission that carries a script: it
+// answers turn N with the script's Nth reply. It is stateless, so it
+// serves any number of concurrent missions.
+func scriptedModel(script []string) llm.Model {
+	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if req.Turn < 1 || req.Turn > len(script) {
+			return nil, fmt.Errorf("scripted model: no reply for turn %d (the script has %d)", req.Turn, len(script))
+		}
+		return &llm.Response{Content: script[req.Turn-1], Model: messages.ModelScripted}, nil
+	})
 }
 
 func modelList(reg llm.Registry) string {

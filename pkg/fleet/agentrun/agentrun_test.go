@@ -519,3 +519,22 @@ func TestToolReplyBytesReachTheProgramUnchanged(t *testing.T) {
 		t.Errorf("%d traced tool calls, want 2", n)
 	}
 }
+
+// A mission carrying a script runs on it on any worker, one with no model
+// of that name included.
+func TestScriptedMissionRunsOnAnyWorker(t *testing.T) {
+	env := startFleet(t, &script{}, true)
+	step := runMission(t, env, &messages.Mission{
+		Script: []string{"```clojure\n(def n 20)\n```", "```clojure\n(return {:n (* 2 n)})\n```"},
+		Agent:  &messages.AgentSpec{Prompt: "x", Signature: "{n :int}", Limits: messages.Limits{MaxTurns: 3}},
+	})
+	if step.Fail != nil {
+		t.Fatalf("fail = %+v", step.Fail)
+	}
+	if n, _ := step.Return.(map[string]any)["n"]; fmt.Sprint(n) != "40" {
+		t.Errorf("return = %v", step.Return)
+	}
+	if n := len(env.model.requests()); n != 0 {
+		t.Errorf("%d calls of the worker's own model, want none", n)
+	}
+}
