@@ -231,7 +231,9 @@ func (m *Metrics) missionFinished(state string, step *messages.Step, submitted t
 	if !submitted.IsZero() {
 		m.duration.WithLabelValues(state).Observe(max(time.Since(submitted), 0).Seconds())
 	}
-	if step != nil && step.Usage.Turns > 0 {
+	// Turns of a mission that asked no model (a compiled mission: its
+	// turns are its inputs' runs) are not model answers.
+	if step != nil && step.Usage.Turns > 0 && step.Usage.Requests > 0 {
 		m.turns.Observe(float64(step.Usage.Turns))
 	}
 }
