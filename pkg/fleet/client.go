@@ -156,7 +156,7 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 			m.ID, messages.ErrInvalid, len(data), limit)
 	}
 	sub := &Submission{ID: m.ID}
-	status := messages.Status{MissionID: m.ID, State: messages.StateQueued}
+	status := messages.Status{MissionID: m.ID, State: messages.StateQueued, Summary: messages.Summarize(m)}
 	if _, err := casStatus(ctx, c.st.Status, status, 0); err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("fleet: submit %s: status: %w", m.ID, err)

@@ -19,9 +19,25 @@ type ListOptions struct {
 	// States keeps only missions in these states (messages.StateQueued,
 	// StateRunning, StateSucceeded, ...); empty keeps all.
 	States []string
+	// Labels keeps only missions carrying every one of these labels with
+	// the value given; empty keeps all.
+	Labels map[string]string
 	// Limit is the number of missions returned, newest first. Default 50;
 	// at most MaxList.
 	Limit int
+}
+
+// hasLabels reports whether st's mission carries every label of want.
+func hasLabels(st messages.Status, want map[string]string) bool {
+	for k, v := range want {
+		if st.Summary == nil {
+			return false
+		}
+		if got, ok := st.Summary.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // MaxList bounds the missions one List returns.
@@ -33,8 +49,7 @@ type MissionInfo struct {
 	// Submitted is when the mission id was made (its ULID time): the
 	// submit time for ids made by Submit.
 	Submitted time.Time
-	// Duration runs from Submitted to the last status change for a
-	// finished mission, and to now for a queued or running one.
+	// Duration is MissionDuration.
 	Duration time.Duration
 }
 
@@ -85,21 +100,31 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		if err != nil {
 			return nil, fmt.Errorf("fleet: list: %w", err)
 		}
-		if len(opts.States) > 0 && !slices.Contains(opts.States, e.st.State) {
+		if len(opts.States) > 0 && !slices.Contains(opts.States, e.st.State) || !hasLabels(e.st, opts.Labels) {
 			continue
 		}
 		mi := MissionInfo{Status: e.st}
 		mi.Submitted, _ = MissionTime(k)
-		end := now
-		if messages.TerminalState(e.st.State) && !e.st.UpdatedAt.IsZero() {
-			end = e.st.UpdatedAt
-		}
-		if !mi.Submitted.IsZero() {
-			mi.Duration = max(end.Sub(mi.Submitted), 0)
-		}
+		mi.Duration = MissionDuration(e.st, now)
 		out = append(out, mi)
 	}
 	return out, nil
+}
+
+// MissionDuration is a mission's duration as lists and traces show it:
+// from its submission (the time in its id) to its last status change when
+// it is finished, to now while it is queued or running. It includes the
+// time queued, so it is at least the run's own duration (Usage.Duration).
+func MissionDuration(st messages.Status, now time.Time) time.Duration {
+	submitted, ok := MissionTime(st.MissionID)
+	if !ok {
+		return 0
+	}
+	end := now
+	if messages.TerminalState(st.State) && !st.UpdatedAt.IsZero() {
+		end = st.UpdatedAt
+	}
+	return max(end.Sub(submitted), 0)
 }
 
 // MissionTime returns the time encoded in a mission id (a ULID, made by

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,6 +34,12 @@ func TestListAndEvents(t *testing.T) {
 	for n := int64(1); n <= 3; n++ {
 		m := newMission()
 		m.Context = map[string]any{"n": n}
+		m.Agent.Name = fmt.Sprintf("agent%d", n)
+		m.Agent.Prompt = "\n  Count the things of run " + fmt.Sprint(n) + ".\nMore text."
+		m.Labels = map[string]string{"team": "a", "run": fmt.Sprint(n)}
+		if n == 2 {
+			m.Labels["team"] = "b"
+		}
 		if n < 3 {
 			if _, err := c.Run(ctx, m); err != nil {
 				t.Fatal(err)
@@ -66,6 +73,20 @@ func TestListAndEvents(t *testing.T) {
 		if sub, ok := fleet.MissionTime(mi.MissionID); !ok || !mi.Submitted.Equal(sub) || mi.Duration <= 0 {
 			t.Errorf("%s: submitted %v (id time %v), duration %v", mi.MissionID, mi.Submitted, sub, mi.Duration)
 		}
+	}
+	// Each mission says what it is: agent, the prompt's first line, labels.
+	if sm := all[1].Summary; sm == nil || sm.Agent != "agent2" || sm.Prompt != "Count the things of run 2." || sm.Labels["team"] != "b" || sm.Kind != messages.KindAgent {
+		t.Errorf("summary = %+v", sm)
+	}
+	teamA, _ := c.List(ctx, fleet.ListOptions{Labels: map[string]string{"team": "a"}})
+	if len(teamA) != 2 || teamA[0].MissionID != ids[2] || teamA[1].MissionID != ids[0] {
+		t.Errorf("label team=a = %+v", teamA)
+	}
+	if got, _ := c.List(ctx, fleet.ListOptions{Labels: map[string]string{"team": "a", "run": "3"}}); len(got) != 1 || got[0].MissionID != ids[2] {
+		t.Errorf("labels team=a,run=3 = %+v", got)
+	}
+	if got, _ := c.List(ctx, fleet.ListOptions{Labels: map[string]string{"nope": ""}}); len(got) != 0 {
+		t.Errorf("a label no mission has = %+v", got)
 	}
 	if got, _ := c.List(ctx, fleet.ListOptions{Limit: 1}); len(got) != 1 || got[0].MissionID != ids[2] {
 		t.Errorf("limit 1 = %+v", got)

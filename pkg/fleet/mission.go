@@ -324,6 +324,9 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 			_ = msg.Term()
 			return nil, true
 		}
+		if st.Summary == nil { // published without Submit
+			st.Summary = messages.Summarize(m)
+		}
 		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
 		newRev, err := casStatus(ctx, w.st.Status, st, rev)
 		if err == nil {

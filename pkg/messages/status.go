@@ -1,6 +1,9 @@
 package messages
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // StatusVersion is the version of the Status layout.
 const StatusVersion = 1
@@ -46,6 +49,45 @@ type Status struct {
 	// the mission's journal instead of repeating it.
 	Replayed  *Replayed `msgpack:"replayed,omitempty"`
 	UpdatedAt time.Time `msgpack:"updated_at"`
+	// Summary says what the mission is, for lists (the mission itself
+	// leaves the queue once taken); written with the first status.
+	Summary *MissionSummary `msgpack:"summary,omitempty"`
+}
+
+// MissionSummary is what a list shows of a mission besides its state.
+type MissionSummary struct {
+	// Kind is KindAgent or KindCompiled.
+	Kind string `msgpack:"kind,omitempty"`
+	// Agent is the top-level agent's name.
+	Agent string `msgpack:"agent,omitempty"`
+	// Prompt is the first non-empty line of the agent's prompt, at most
+	// MaxSummaryPrompt characters.
+	Prompt string `msgpack:"prompt,omitempty"`
+	// Labels are the mission's labels.
+	Labels map[string]string `msgpack:"labels,omitempty"`
+	// Scripted says the mission runs on its script, not a model.
+	Scripted bool `msgpack:"scripted,omitempty"`
+}
+
+// MaxSummaryPrompt bounds MissionSummary.Prompt, in characters.
+const MaxSummaryPrompt = 120
+
+// Summarize returns m's summary.
+func Summarize(m *Mission) *MissionSummary {
+	s := &MissionSummary{Kind: m.Kind, Labels: m.Labels, Scripted: len(m.Script) > 0}
+	if m.Agent != nil {
+		s.Agent = m.Agent.Name
+		for _, line := range strings.Split(m.Agent.Prompt, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				if r := []rune(line); len(r) > MaxSummaryPrompt {
+					line = string(r[:MaxSummaryPrompt-1]) + "…"
+				}
+				s.Prompt = line
+				break
+			}
+		}
+	}
+	return s
 }
 
 // Validate checks a status value.
