@@ -66,7 +66,11 @@ func registerCore(r *registry) {
 			d = a[2]
 		}
 		if s, ok := a[0].(string); ok {
-			if i, ok := a[1].(int64); ok && i >= 0 {
+			i, ok := a[1].(int64)
+			if f, isF := a[1].(float64); isF && f > -1 && f < 1<<62 {
+				i, ok = int64(f), true // Clojure truncates a float index into a string
+			}
+			if ok && i >= 0 {
 				rs := []rune(s)
 				if i < int64(len(rs)) {
 					return string(rs[i])

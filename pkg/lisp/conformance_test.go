@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -141,6 +142,53 @@ func TestFloatIndicesAsClojure(t *testing.T) {
 		{`(partition-all 1.5 [1 2 3])`, `[[1 2] [3]]`},
 		{`(str/split "a,b,c" #"," 2.5)`, `["a" "b,c"]`},
 		{`(str/split "a,b,c" #"," 1.9)`, `["a,b,c"]`},
+		{`(get "abc" 1.5)`, `"b"`},
+		{`(get [1 2] 1.0)`, `nil`},
 		{`(subs "hello" -0.5)`, `"hello"`},
 	})
+}
+
+// Every namespaced name of Clojure's clojure.string, clojure.set and
+// clojure.walk that PTC-Lisp has resolves to the same builtin under each
+// alias of its namespace (clojure.string/, string/, str/ ...), and so
+// does every clojure.core name under clojure.core/ and core/.
+func TestNamespaceAliasesResolve(t *testing.T) {
+	comp := &compiler{builtins: builtinTable()}
+	aliases := map[string][]string{}
+	for alias, canon := range nsAliases {
+		aliases[canon] = append(aliases[canon], alias)
+	}
+	// clojure.walk names without a use here: the demos print, macroexpand-all needs macros
+	absent := map[string]bool{"walk/macroexpand-all": true, "walk/postwalk-demo": true, "walk/prewalk-demo": true}
+	resolved := 0
+	for name := range clojureNames() {
+		canon, n, ok := strings.Cut(name, "/")
+		if !ok {
+			canon, n = "core", name
+		}
+		if len(aliases[canon]) == 0 || n == "" {
+			continue
+		}
+		want, found := comp.lookupBuiltin(canon, n)
+		if !found {
+			if canon == "walk" && !absent[name] {
+				t.Errorf("%s does not resolve", name)
+			}
+			continue
+		}
+		resolved++
+		for _, alias := range aliases[canon] {
+			if got, ok := comp.lookupBuiltin(alias, n); !ok || got != want {
+				t.Errorf("%s/%s does not resolve to the builtin %s/%s does", alias, n, canon, n)
+			}
+		}
+	}
+	for _, canon := range []string{"str", "set", "walk", "core"} {
+		if len(aliases[canon]) < 2 {
+			t.Errorf("namespace %s has aliases %v, want its clojure. name and its short one", canon, aliases[canon])
+		}
+	}
+	if resolved < 250 {
+		t.Errorf("only %d namespaced names resolve", resolved)
+	}
 }
