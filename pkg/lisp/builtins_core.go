@@ -635,6 +635,11 @@ func biCount(th *Thread, a []Value) Value {
 	case string:
 		return Int(int64(utf8.RuneCountInString(x)))
 	case *LazySeq:
+		if x.stream {
+			n := int64(0)
+			th.Each(x, "count", 1, func(Value) bool { n++; return true })
+			return th.boxInt(n)
+		}
 		return Int(int64(len(th.Seq(x, "count", 1))))
 	}
 	th.TypeError("count", "a collection", a[0], 1)

@@ -870,6 +870,9 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	} else {
 		args = c.compileAll(f.items[1:])
 	}
+	if k := streamArg(b.Name, n); k >= 0 && c.streamSource(f.items[1+k]) {
+		args[k] = streamNode(args[k])
+	}
 	pos := f.pos
 	fn := b.Fn
 	if v, ok := c.foldCtor(b, f.items[1:]); ok {

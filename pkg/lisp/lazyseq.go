@@ -22,6 +22,13 @@ type LazySeq struct {
 	// fill appends the next items to buf up to its capacity and returns
 	// it; fewer items than asked for means the sequence ended.
 	fill func(buf []Value) []Value
+	// stream marks a sequence that only the call it was made for reads,
+	// once and in order (the compiler sets it: see streamArg): its items
+	// are not kept, so they are not charged to the memory limit. items
+	// then holds the current chunk (one item of a gen) and base the
+	// index of its first item.
+	stream bool
+	base   int
 }
 
 // lazyChunk is how many items of a pure sequence are realised at once.
@@ -40,6 +47,9 @@ func newPureSeq(fill func(buf []Value) []Value) *LazySeq { return &LazySeq{fill:
 
 // nth realises up to item i and returns it.
 func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
+	if s.stream {
+		return s.streamNth(th, i)
+	}
 	s.mu.Lock()
 	if i < len(s.items) {
 		v := s.items[i]
@@ -54,10 +64,63 @@ func (s *LazySeq) nth(th *Thread, i int) (Value, bool) {
 	return nil, false
 }
 
+// streamNth returns item i of a stream sequence, which is read in order:
+// the chunk before i is dropped, uncharged. Reading an item already
+// dropped is an internal error (the compiler marks only sequences whose
+// one reader goes in order).
+func (s *LazySeq) streamNth(th *Thread, i int) (Value, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < s.base {
+		th.Raise(KindInternal, "stream sequence read out of order (item %d after %d)", i, s.base)
+	}
+	for i >= s.base+len(s.items) {
+		if s.done {
+			return nil, false
+		}
+		s.base += len(s.items)
+		s.nextChunk(th)
+	}
+	return s.items[i-s.base], true
+}
+
+// nextChunk replaces a stream sequence's chunk with the next one: up to
+// lazyChunk items of a pure sequence (the one buffer, charged once), one
+// item of a gen (so the program's functions run no further ahead than
+// they are read: some stops at the first match).
+func (s *LazySeq) nextChunk(th *Thread) {
+	if s.fill != nil {
+		if s.items == nil {
+			th.AllocBytes(lazyChunk * slotBytes)
+			s.items = make([]Value, 0, lazyChunk)
+		}
+		th.ticks(lazyChunk)
+		s.items = s.fill(s.items[:0:lazyChunk])
+		if len(s.items) < lazyChunk {
+			s.done, s.fill = true, nil
+		}
+		return
+	}
+	th.tick()
+	v, ok := s.gen(th)
+	if !ok {
+		s.done, s.gen, s.items = true, nil, s.items[:0]
+		return
+	}
+	if s.items == nil {
+		s.items = make([]Value, 1)
+	}
+	s.items = s.items[:1]
+	s.items[0] = v
+}
+
 // realise realises items until at least n are realised or the sequence
 // ends (a pure one up to the end of a chunk), and returns the realised
 // items and whether the sequence is complete.
 func (s *LazySeq) realise(th *Thread, n int) ([]Value, bool) {
+	if s.stream {
+		th.Raise(KindInternal, "stream sequence realised whole")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.items) < n && !s.done {
@@ -126,4 +189,70 @@ func (s *LazySeq) snapshot() ([]Value, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.items[:len(s.items):len(s.items)], s.done
+}
+
+// streamArg returns the index of the collection argument that the builtin
+// name, called with n arguments, reads once, in order, keeping none of its
+// items (they may be dropped as they are read), or -1.
+func streamArg(name string, n int) int {
+	switch name {
+	case "count":
+		if n == 1 {
+			return 0
+		}
+	case "reduce":
+		if n == 2 || n == 3 {
+			return n - 1
+		}
+	case "some", "every?", "not-any?", "not-every?", "map", "filter", "remove":
+		if n == 2 {
+			return 1
+		}
+	}
+	return -1
+}
+
+// streamSource reports whether f makes a new, finite lazy sequence that
+// nothing else can reach: a call of range with an end, or of map, filter
+// or remove (one function, one collection) over such a call. Written as
+// the argument streamArg names, its sequence is streamed: nobody else
+// holds it, so the items read need not be kept. An endless range is not
+// streamed: consumed whole it never ends, and charging it ends it on the
+// memory limit at once rather than at the time limit.
+func (c *compiler) streamSource(f *form) bool {
+	if f.kind != fList || len(f.items) == 0 {
+		return false
+	}
+	head := f.items[0]
+	if head.kind != fSym || (head.ns != "" && head.ns != "clojure.core" && head.ns != "core") {
+		return false
+	}
+	if head.ns == "" {
+		if _, _, local := c.sc.lookup(head.name); local {
+			return false
+		}
+	}
+	b, ok := c.builtins[head.name]
+	if !ok {
+		return false
+	}
+	switch n := len(f.items) - 1; b.Name {
+	case "range":
+		return n >= 1 && n <= 3
+	case "map", "filter", "remove":
+		return n == 2 && c.streamSource(f.items[2])
+	}
+	return false
+}
+
+// streamNode marks the lazy sequence that n (a streamSource form) makes
+// as a stream; other values (a short range is a vector) pass as they are.
+func streamNode(n node) node {
+	return func(fr *frame) Value {
+		v := n(fr)
+		if s, ok := v.(*LazySeq); ok {
+			s.stream = true
+		}
+		return v
+	}
 }

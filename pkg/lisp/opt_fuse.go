@@ -88,7 +88,7 @@ func (c *compiler) fusedReduce(f *form) (node, bool) {
 	if n == 3 {
 		initNode = c.compile(f.items[2], false)
 	}
-	stages, collNode := c.fuseChain(collForm)
+	stages, collNode := c.fuseChain(collForm, true)
 	c.fusions++
 	pos := f.pos
 	reduce := c.builtins["reduce"]
@@ -119,15 +119,21 @@ func (c *compiler) fusable(f *form) bool {
 }
 
 // fuseChain compiles a fusable chain: its stages outermost first (as their
-// arguments are evaluated) and the innermost collection.
-func (c *compiler) fuseChain(collForm *form) ([]fuseStage, node) {
+// arguments are evaluated) and the innermost collection. once says the
+// consumer reads the chain once, in order, and keeps none of it: then a
+// range written as the innermost collection is streamed (streamNode).
+func (c *compiler) fuseChain(collForm *form, once bool) ([]fuseStage, node) {
 	var stages []fuseStage
 	for len(stages) < maxFuseStages && c.fusable(collForm) {
 		b, kind, _ := c.fusedStageOf(collForm)
 		stages = append(stages, fuseStage{kind: kind, fn: c.compile(collForm.items[1], false), b: b, pos: collForm.pos})
 		collForm = collForm.items[2]
 	}
-	return stages, c.compile(collForm, false)
+	coll := c.compile(collForm, false)
+	if once && c.streamSource(collForm) {
+		coll = streamNode(coll)
+	}
+	return stages, coll
 }
 
 // startChain evaluates a fused chain's stage functions (into fns) and its
@@ -146,7 +152,13 @@ func startChain(fr *frame, stages []fuseStage, fns *[maxFuseStages]Value, collNo
 		th.pos = stages[i].pos
 		th.tick()
 		if !isVec {
+			in, _ := coll.(*LazySeq)
 			coll = slowCall2(th, stages[i].b, fns[i], coll)
+			if out, ok := coll.(*LazySeq); ok && in != nil && in.stream {
+				// the stage's seq over a stream is read only by the
+				// next stage or the consumer: a stream too
+				out.stream = true
+			}
 		}
 	}
 	th.pos = pos
@@ -208,7 +220,7 @@ func (c *compiler) fusedConsumer(f *form, b *Builtin) (node, bool) {
 	if len(f.items) == 3 {
 		keyNode = c.compile(f.items[1], false)
 	}
-	stages, collNode := c.fuseChain(chainForm)
+	stages, collNode := c.fuseChain(chainForm, b.Name == "count")
 	c.fusions++
 	pos := f.pos
 	return func(fr *frame) Value {

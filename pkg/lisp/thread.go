@@ -618,6 +618,14 @@ func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
 // Lazy seqs are realised only as far as needed, so Each works on infinite
 // sequences.
 func (th *Thread) Each(coll Value, fname string, argN int, fn func(Value) bool) {
+	if s, ok := coll.(*LazySeq); ok && s.stream {
+		for i := 0; ; i++ {
+			v, ok := s.streamNth(th, i)
+			if !ok || !fn(v) {
+				return
+			}
+		}
+	}
 	if s, ok := coll.(*LazySeq); ok {
 		for i := 0; ; {
 			items, _ := s.realise(th, i+1)
