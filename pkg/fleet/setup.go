@@ -255,6 +255,11 @@ func retrySetup[T any](ctx context.Context, cfg StoreConfig, what string, op fun
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("fleet: %s: %w (gave up after %d tries: %w)", what, err, try, context.Cause(ctx))
 			}
+			if isInsufficientStorage(err) {
+				return zero, fmt.Errorf("fleet: %s: %w: the JetStream server (max_file_store) or the account has less storage than the layout reserves "+
+					"(the %s object store reserves StoreConfig.ContextStoreBytes, %d bytes, on top of what is stored): give JetStream more storage or reserve less",
+					what, err, messages.BucketContext, cfg.ContextStoreBytes)
+			}
 			return zero, fmt.Errorf("fleet: %s: %w", what, err)
 		}
 		wait := backoff/2 + time.Duration(mrand.Int64N(int64(backoff/2)+1))
@@ -269,16 +274,30 @@ func retrySetup[T any](ctx context.Context, cfg StoreConfig, what string, op fun
 	}
 }
 
+// errCodeInsufficientStorage is the JetStream error of a stream whose
+// reservation (MaxBytes) does not fit in the server's or the account's
+// storage: it does not go away by itself.
+const errCodeInsufficientStorage = 10047
+
+func isInsufficientStorage(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeInsufficientStorage
+}
+
 // transientSetupError reports whether a setup failure may go away by
 // itself: everything except a request the server rejects as bad (HTTP-like
 // code 400, e.g. an invalid configuration or one that cannot be changed),
-// and the missing layout VerifyOnly waits for.
+// a reservation larger than the server's storage, and the missing layout
+// VerifyOnly waits for.
 func transientSetupError(err error) bool {
 	if errors.Is(err, errLayoutMissing) {
 		return true
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
+		if apiErr.ErrorCode == errCodeInsufficientStorage {
+			return false
+		}
 		return apiErr.Code != 400 || apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse
 	}
 	return !errors.Is(err, jetstream.ErrInvalidStreamName) && !errors.Is(err, jetstream.ErrInvalidBucketName) &&

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -205,5 +207,29 @@ func TestWorkerSetsALostLayoutUpAgain(t *testing.T) {
 	}
 	if _, err := js.Consumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal)); err != nil {
 		t.Errorf("consumer not recreated: %v", err)
+	}
+}
+
+// Setting up on a server whose JetStream storage is smaller than what the
+// layout reserves fails at once with a message saying so, instead of
+// retrying until the setup's deadline.
+func TestSetupOnTooSmallStorageFailsClearly(t *testing.T) {
+	s, err := embedded.Start(embedded.Options{MaxStore: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	nc := connect(t, s)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+	if err == nil || !strings.Contains(err.Error(), "insufficient storage") || !strings.Contains(err.Error(), "1073741824 bytes") ||
+		!strings.Contains(err.Error(), "max_file_store") {
+		t.Fatalf("EnsureStores = %v; want insufficient storage naming the 1 GiB reservation", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("failed after %v; want at once", d)
 	}
 }
