@@ -1423,8 +1423,9 @@ func smapLookup(smap *Map, v Value) Value {
 }
 
 // biTreeSeq is (tree-seq branch? children root): the nodes in depth-first
-// pre-order, iteratively (no Go recursion on deep trees). An endless tree
-// ends with the memory limit, as every node is kept. A character is a
+// pre-order, iteratively (no Go recursion on deep trees). A node that is
+// its own child is an error; any other endless tree ends with the memory
+// limit, as every node is kept. A character is a
 // one-character string here, so the children of a string that are its
 // characters are leaves, as Clojure's characters are: (tree-seq string?
 // seq "ab") is ["ab" "a" "b"], where branch? on "a" would otherwise see a
@@ -1451,6 +1452,10 @@ func biTreeSeq(th *Thread, a []Value) Value {
 		kids := th.Seq(kv, "tree-seq", 2)
 		chars := areCharsOf(kids, n.v)
 		for i := len(kids) - 1; i >= 0; i-- {
+			if !chars && kids[i] == n.v {
+				// the node is its own child: the tree never ends
+				th.Raise(KindValue, "tree-seq: the children of %s include itself, so the tree never ends", preview(n.v))
+			}
 			stack = append(stack, node{v: kids[i], leaf: chars})
 		}
 	}

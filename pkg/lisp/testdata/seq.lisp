@@ -550,8 +550,15 @@
 [(tree-seq string? seq "a") (tree-seq string? seq "") (count (tree-seq (some-fn string? vector?) seq ["ab" ["c" "dé"]]))]
 ;=> [["a" "a"] [""] 10]
 ---
-;; a child equal to its parent that is not a character: endless, ends with a limit
+;; a node that is its own child (not a character): the tree never ends
 (count (tree-seq string? vector "ab"))
+;;; "value_error: 2:8: tree-seq: the children of string \"ab\" include itself"
+---
+(tree-seq (constantly true) (fn [x] [1 x]) 5)
+;;; "tree-seq: the children of 5 include itself"
+---
+;; an endless tree of new nodes ends with the memory limit
+(count (tree-seq (constantly true) (fn [x] [[x]]) 1))
 ;;; "memory_limit|step_limit"
 ---
 ;; clojure.walk, also as walk/ and with the replace and key functions
