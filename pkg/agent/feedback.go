@@ -34,7 +34,8 @@ func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 	for _, p := range prints {
 		p = sec.scrub(p)
 		if len(p) > maxPrintLine {
-			p = p[:maxPrintLine] + "... (truncated, use println selectively)"
+			// cut on a character boundary: the prompt stays valid UTF-8
+			p = strings.ToValidUTF8(p[:maxPrintLine], "") + "... (truncated, use println selectively)"
 		}
 		b.WriteString(p)
 		b.WriteByte('\n')

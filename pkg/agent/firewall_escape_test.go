@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -195,4 +196,22 @@ func TestFirewallValidationHidesValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	noLeak(t, m.Requests(), "CANARY-tool-key-1", "CANARY-ret-val-2")
+}
+
+// A long print line of CJK is cut on a character boundary: the prompt
+// stays valid UTF-8 and the cut is marked.
+func TestPrintLineCutValidUTF8(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Read"})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(println (apply str "x" (repeat 400 "秘")))`),
+		llmtest.Code(`(return 1)`).Expect(llmtest.LastUserContains("... (truncated")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range m.Requests() {
+		if text := llmtest.Transcript(req); !utf8.ValidString(text) {
+			t.Fatalf("request %d is not valid UTF-8", i+1)
+		}
+	}
 }

@@ -133,7 +133,7 @@ func parseMustache(src string) (*mustache, error) {
 
 func abbrev(s string, n int) string {
 	if len(s) > n {
-		return s[:n] + "..."
+		return strings.ToValidUTF8(s[:n], "") + "..."
 	}
 	return s
 }
