@@ -144,13 +144,12 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 		!strings.Contains(step.Fail.Message, "raise limits.program_memory") {
 		t.Fatalf("want the mission ended with memory_limit naming the limit and how to raise it, got return %v fail %+v", step.Return, step.Fail)
 	}
-	// the trace holds every result read, more than a message may carry:
-	// the failure is stored without it
-	if len(step.Trace) != 0 || len(step.Warnings) == 0 || !strings.Contains(step.Warnings[len(step.Warnings)-1], "the trace is not stored") {
-		t.Errorf("trace of %d turns, warnings %q", len(step.Trace), step.Warnings)
-	}
 	peak := vmHWM(t, cmd.Process.Pid)
-	t.Logf("%s after %s; worker peak RSS %d MiB", step.Fail.Message, time.Since(start).Round(time.Millisecond), peak>>20)
+	calls := 0
+	if len(step.Trace) > 0 {
+		calls = len(step.Trace[0].ToolCalls)
+	}
+	t.Logf("%s after %s and %d calls; worker peak RSS %d MiB", step.Fail.Message, time.Since(start).Round(time.Millisecond), calls, peak>>20)
 	bound := int64(512 << 20)
 	if raceBuild {
 		bound = 2 << 30 // shadow memory: an unbounded run still goes far past it
