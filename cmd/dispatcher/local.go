@@ -131,6 +131,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		return err
 	}
 	uiDone := make(chan error, 1)
+	uiAddr := ""
 	if cfg.ui {
 		bound := make(chan string, 1)
 		uctx, stopUI := context.WithCancel(ctx)
@@ -138,7 +139,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		go func() { uiDone <- serveUI(uctx, client, cfg.uiAddr, log, bound) }()
 		select {
 		case addr := <-bound:
-			fmt.Fprintf(out, "mission viewer: http://%s/\n", addr)
+			uiAddr = addr
 			if cfg.uiBound != nil {
 				cfg.uiBound <- addr
 			}
@@ -157,6 +158,9 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		return err
 	}
 	fmt.Fprintf(out, "mission %s submitted\n", sub.ID)
+	if uiAddr != "" {
+		fmt.Fprintf(out, "mission viewer: http://%s/missions/%s\n", uiAddr, sub.ID)
+	}
 	err = follow(mctx, client, sub.ID, out)
 	if cfg.ui {
 		fmt.Fprintf(out, "the mission viewer keeps serving; stop with Ctrl-C\n")

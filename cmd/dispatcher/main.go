@@ -54,7 +54,7 @@ commands:
   status ID         print a mission's status
   cancel ID         cancel a queued or running mission
   watch ID          print a mission's progress events as they happen
-  list              list recent missions (state, attempts, duration, worker); -state, -limit, -json
+  list              list recent missions (state, duration, worker, agent, prompt, labels); -state, -label, -limit, -json
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
@@ -113,6 +113,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		mcpHTTP string
 		asJSON  bool
 		states  string
+		labels  string
 		limit   int
 		uiAddr  string
 		withUI  bool
@@ -152,6 +153,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
 		fs.IntVar(&limit, "limit", 50, "how many missions, newest first (at most 1000)")
+		fs.StringVar(&labels, "label", "", "only missions with these labels, comma separated key=value pairs: -label team=shop,env=dev")
 		fs.BoolVar(&asJSON, "json", false, "print JSON (one array) instead of a table")
 	case "trace":
 		fs.BoolVar(&asJSON, "json", false, "print the mission's view as JSON (status, step with firewalled values masked, events)")
@@ -251,6 +253,11 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		opts := fleet.ListOptions{Limit: limit}
 		if states != "" {
 			opts.States = strings.Split(states, ",")
+		}
+		if labels != "" {
+			if opts.Labels, err = parseLabels(labels); err != nil {
+				return err
+			}
 		}
 		ms, err := client.List(ctx, opts)
 		if err != nil {

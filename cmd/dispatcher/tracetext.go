@@ -65,11 +65,18 @@ func (p *textPrinter) header(v *missionView) {
 		}
 	}
 	p.printf("", "%s", line)
+	if st := v.Status; st != nil && st.Summary != nil {
+		what := summaryAgent(st.Summary)
+		if l := summaryLine(st.Summary, ""); l != "" {
+			what += " · " + l
+		}
+		p.printf("", "%s", what)
+	}
 	if !v.Submitted.IsZero() {
 		times := "submitted " + v.Submitted.Format(time.RFC3339)
 		if v.Status != nil && messages.TerminalState(v.Status.State) && !v.Status.UpdatedAt.IsZero() {
 			times += "  finished " + v.Status.UpdatedAt.UTC().Format(time.RFC3339) +
-				"  took " + fmtDuration(v.Status.UpdatedAt.Sub(v.Submitted))
+				"  took " + fmtDuration(fleet.MissionDuration(*v.Status, time.Now())) + " (queued and run; the list's duration)"
 		}
 		p.printf("", "%s", times)
 	}
@@ -117,7 +124,7 @@ func (p *textPrinter) step(st *messages.Step, indent string) {
 		p.printf(indent, "RETURN %s", maskedPreview(st.Return, 2000))
 	}
 	u := st.Usage
-	p.printf(indent, "usage: %d turns, %d model requests, %d tool calls, %d in / %d out tokens%s, %s",
+	p.printf(indent, "usage: %d turns, %d model requests, %d tool calls, %d in / %d out tokens%s, run %s",
 		u.Turns, u.Requests, u.ToolCalls, u.InputTokens, u.OutputTokens, cacheAndCost(u), fmtDuration(u.Duration))
 }
 
@@ -162,16 +169,48 @@ func printList(w io.Writer, ms []fleet.MissionInfo) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-26s  %-9s  %7s  %9s  %-20s  %-20s  %s\n", "MISSION", "STATE", "ATTEMPT", "DURATION", "SUBMITTED", "WORKER", "REASON")
+	fmt.Fprintf(&b, "%-26s  %-9s  %7s  %9s  %-20s  %-18s  %s\n", "MISSION", "STATE", "ATTEMPT", "DURATION", "WORKER", "AGENT", "PROMPT · LABELS · REASON")
 	for _, m := range ms {
-		sub := ""
-		if !m.Submitted.IsZero() {
-			sub = m.Submitted.Format(time.RFC3339)
-		}
-		fmt.Fprintf(&b, "%-26s  %-9s  %7d  %9s  %-20s  %-20s  %s\n", m.MissionID, m.State, m.Attempt, fmtDuration(m.Duration), sub, m.Worker, m.Reason)
+		fmt.Fprintf(&b, "%-26s  %-9s  %7d  %9s  %-20s  %-18s  %s\n", m.MissionID, m.State, m.Attempt, fmtDuration(m.Duration), m.Worker,
+			oneLine(summaryAgent(m.Summary), 18), summaryLine(m.Summary, m.Reason))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// summaryAgent names a mission's agent for a list: its name, "compiled"
+// for a compiled mission, "-" when unknown.
+func summaryAgent(sm *messages.MissionSummary) string {
+	switch {
+	case sm == nil:
+		return "-"
+	case sm.Kind == messages.KindCompiled:
+		return "(compiled)"
+	case sm.Agent == "":
+		return "(unnamed)"
+	}
+	return sm.Agent
+}
+
+// summaryLine is a list row's last column: the prompt's first line, the
+// labels, "scripted" and the failure reason, each when there is one.
+func summaryLine(sm *messages.MissionSummary, reason string) string {
+	var parts []string
+	if sm != nil {
+		if sm.Prompt != "" {
+			parts = append(parts, oneLine(sm.Prompt, 60))
+		}
+		if len(sm.Labels) > 0 {
+			parts = append(parts, labelText(sm.Labels))
+		}
+		if sm.Scripted {
+			parts = append(parts, "SCRIPTED")
+		}
+	}
+	if reason != "" {
+		parts = append(parts, "reason "+reason)
+	}
+	return strings.Join(parts, " · ")
 }
 
 func fmtDuration(d time.Duration) string {

@@ -6,10 +6,14 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,7 +44,7 @@ type viewer struct {
 }
 
 func newViewer(client *fleet.Client, log zerolog.Logger) (*viewer, error) {
-	page, err := template.New("index.html").Funcs(template.FuncMap{"dur": fmtDuration}).ParseFS(uiFiles, "ui/index.html")
+	page, err := template.New("index.html").Funcs(template.FuncMap{"dur": func(ns int64) string { return fmtDuration(time.Duration(ns)) }, "labels": labelText}).ParseFS(uiFiles, "ui/index.html")
 	if err != nil {
 		return nil, err
 	}
@@ -57,13 +61,23 @@ type listItem struct {
 	Submitted  time.Time `json:"submitted"`
 	Updated    time.Time `json:"updated"`
 	DurationNs int64     `json:"duration_ns"`
+	// What the mission is (its status's summary).
+	Kind     string            `json:"kind,omitempty"`
+	Agent    string            `json:"agent,omitempty"`
+	Prompt   string            `json:"prompt,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Scripted bool              `json:"scripted,omitempty"`
 }
 
 func listItems(ms []fleet.MissionInfo) []listItem {
 	out := make([]listItem, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, listItem{ID: m.MissionID, State: m.State, Attempt: m.Attempt, Worker: m.Worker, Reason: m.Reason,
-			Submitted: m.Submitted, Updated: m.UpdatedAt.UTC(), DurationNs: int64(m.Duration)})
+		it := listItem{ID: m.MissionID, State: m.State, Attempt: m.Attempt, Worker: m.Worker, Reason: m.Reason,
+			Submitted: m.Submitted, Updated: m.UpdatedAt.UTC(), DurationNs: int64(m.Duration)}
+		if sm := m.Summary; sm != nil {
+			it.Kind, it.Agent, it.Prompt, it.Labels, it.Scripted = sm.Kind, sm.Agent, sm.Prompt, sm.Labels, sm.Scripted
+		}
+		out = append(out, it)
 	}
 	return out
 }
@@ -104,6 +118,13 @@ func (v *viewer) listOptions(r *http.Request) (fleet.ListOptions, error) {
 	if s := r.URL.Query().Get("state"); s != "" {
 		o.States = []string{s}
 	}
+	if l := r.URL.Query().Get("label"); l != "" {
+		labels, err := parseLabels(l)
+		if err != nil {
+			return o, err
+		}
+		o.Labels = labels
+	}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
@@ -129,7 +150,8 @@ func (v *viewer) servePage(w http.ResponseWriter, r *http.Request) {
 		state = opts.States[0]
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := v.page.Execute(w, map[string]any{"Missions": ms, "Selected": id, "States": viewerStates, "State": state}); err != nil {
+	if err := v.page.Execute(w, map[string]any{"Missions": listItems(ms), "Selected": id, "States": viewerStates, "State": state,
+		"Label": r.URL.Query().Get("label")}); err != nil {
 		v.log.Warn().Err(err).Msg("viewer page not written")
 	}
 }
@@ -166,6 +188,31 @@ func (v *viewer) fail(w http.ResponseWriter, err error) {
 		v.log.Warn().Err(err).Msg("viewer request failed")
 		http.Error(w, err.Error(), http.StatusBadGateway)
 	}
+}
+
+// parseLabels parses "k=v,k2=v2" (a list or viewer label filter).
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("label %q is not key=value", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// labelText renders labels as "k=v k2=v2", sorted.
+func labelText(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

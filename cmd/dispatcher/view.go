@@ -80,7 +80,7 @@ func (v *missionView) state() string {
 
 // MarshalJSON writes the view in the wire's JSON form (msgpack field
 // names, messages.EncodeJSON) with every firewalled value masked:
-// {"id", "state", "submitted", "status", "step", "events"}.
+// {"id", "state", "submitted", "duration_ns", "status", "step", "events"}.
 func (v *missionView) MarshalJSON() ([]byte, error) {
 	out := map[string]json.RawMessage{}
 	put := func(k string, x any) error {
@@ -96,6 +96,12 @@ func (v *missionView) MarshalJSON() ([]byte, error) {
 	}
 	if !v.Submitted.IsZero() {
 		if err := put("submitted", v.Submitted.UTC()); err != nil {
+			return nil, err
+		}
+	}
+	if v.Status != nil {
+		// the list's duration (queued and run), so both show one number
+		if err := put("duration_ns", int64(fleet.MissionDuration(*v.Status, time.Now()))); err != nil {
 			return nil, err
 		}
 	}

@@ -71,8 +71,19 @@ func TestViewerInBrowser(t *testing.T) {
 		}
 		return n
 	}
+	// A label no mission has: the filter, from the address, lists none.
+	step("open the viewer filtered", chromedp.Navigate(srv.URL+"/?label=team%3Dother"))
+	step("nothing listed", chromedp.WaitVisible(`#missions tr.empty`))
+	// The first screen shows the newest mission without a click.
 	step("open the viewer", chromedp.Navigate(srv.URL+"/"))
 	step("the mission is listed", chromedp.WaitVisible(row))
+	step("the newest mission's trace shows on the first screen", chromedp.WaitVisible(`#trace .turn[data-turn="2"] .tool-call`))
+	if first := text("#trace h2"); first != f.id {
+		t.Errorf("first screen shows %q, want the newest mission %s", first, f.id)
+	}
+	if loc, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || loc != "/missions/"+f.id {
+		t.Errorf("address of the first screen: %q %v", loc, err)
+	}
 	step("select it", chromedp.Click(row))
 	step("its trace shows", chromedp.WaitVisible(`#trace .turn[data-turn="2"] .tool-call`))
 	listText, traceText := text("#missions"), text("#trace")
@@ -94,7 +105,8 @@ func TestViewerInBrowser(t *testing.T) {
 	if len(shot) < 10000 || string(shot[1:4]) != "PNG" {
 		t.Errorf("screenshot is not a PNG of the page (%d bytes)", len(shot))
 	}
-	if !strings.Contains(listText, f.id) || !strings.Contains(listText, "succeeded") || !strings.Contains(listText, "viewer-worker") {
+	if !strings.Contains(listText, f.id) || !strings.Contains(listText, "succeeded") || !strings.Contains(listText, "viewer-worker") ||
+		!strings.Contains(listText, "reporter") || !strings.Contains(listText, "Report on paid orders.") || !strings.Contains(listText, "team=shop") {
 		t.Errorf("mission list: %s", listText)
 	}
 	// Two turns of the mission and one of its sub-agent; four tool calls
@@ -107,6 +119,7 @@ func TestViewerInBrowser(t *testing.T) {
 		"expected number", "feedback the model received", "Turn 2 of 5",
 		"list_orders", `{"status":"paid"}`, "get_customer", "best_customer", "sub-agent best_customer", "list_customers",
 		`"_phone":"<Firewalled>"`, "Margaret Turing", "tokens in / out", "360 / 90",
+		"reporter · Report on paid orders. · team=shop", "duration", "run",
 	} {
 		if !strings.Contains(traceText, want) {
 			t.Errorf("the trace on the page lacks %q", want)

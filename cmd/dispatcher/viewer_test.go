@@ -94,7 +94,9 @@ func startObservedFleet(t *testing.T) *observedFleet {
 	}
 	m := &messages.Mission{
 		ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Labels: map[string]string{"team": "shop"},
 		Agent: &messages.AgentSpec{
+			Name:   "reporter",
 			Prompt: "Report on paid orders.", Signature: "{paid :int, customer :any, best :string}",
 			Tools: []string{"list_orders", "get_customer", "best_customer"},
 			SubAgents: map[string]*messages.AgentSpec{"best_customer": {
@@ -138,8 +140,19 @@ func TestListAndTraceCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "MISSION") || !strings.Contains(out, f.id+"  succeeded") || !strings.Contains(out, "viewer-worker") {
+	if !strings.Contains(out, "MISSION") || !strings.Contains(out, f.id+"  succeeded") || !strings.Contains(out, "viewer-worker") ||
+		!strings.Contains(out, "reporter") || !strings.Contains(out, "Report on paid orders. · team=shop") {
 		t.Errorf("list:\n%s", out)
+	}
+	// flags after the command's arguments, and a label filter
+	if out, err = dispatch("list", "-label", "team=other"); err != nil || strings.TrimSpace(out) != "no missions" {
+		t.Errorf("list -label team=other: %v\n%s", err, out)
+	}
+	if out, err = dispatch("list", "-label", "team=shop"); err != nil || !strings.Contains(out, f.id) {
+		t.Errorf("list -label team=shop: %v\n%s", err, out)
+	}
+	if _, err = dispatch("list", "-label", "team"); err == nil || !strings.Contains(err.Error(), `label "team" is not key=value`) {
+		t.Errorf("list -label team: %v", err)
 	}
 	if out, err = dispatch("list", "-state", "running,queued"); err != nil || strings.TrimSpace(out) != "no missions" {
 		t.Errorf("list -state running,queued: %v\n%s", err, out)
@@ -155,7 +168,8 @@ func TestListAndTraceCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &items); err != nil || len(items) != 1 {
 		t.Fatalf("list -json: %v\n%s", err, out)
 	}
-	if it := items[0]; it.ID != f.id || it.State != "succeeded" || it.Attempt != 1 || it.Worker != "viewer-worker" || it.DurationNs <= 0 || it.Submitted.IsZero() {
+	if it := items[0]; it.ID != f.id || it.State != "succeeded" || it.Attempt != 1 || it.Worker != "viewer-worker" || it.DurationNs <= 0 || it.Submitted.IsZero() ||
+		it.Agent != "reporter" || it.Prompt != "Report on paid orders." || it.Labels["team"] != "shop" || it.Scripted {
 		t.Errorf("list -json item %+v", it)
 	}
 
@@ -165,11 +179,12 @@ func TestListAndTraceCommands(t *testing.T) {
 	}
 	for _, want := range []string{
 		"mission " + f.id + "  SUCCEEDED  attempt 1  worker viewer-worker",
+		"reporter · Report on paid orders. · team=shop", "(queued and run; the list's duration)",
 		"── turn 1", "── turn 2", "program:", `(+ 1 "x")`,
 		"tool list_orders {\"status\":\"paid\"}", "error: ", "feedback to the model:",
 		"tool get_customer {\"id\":1}", `"_phone":"<Firewalled>"`,
 		"tool best_customer {\"region\":\"north\"}", "sub-agent best_customer:", "tool list_customers {\"region\":\"north\"}",
-		"RETURN {", "usage: 2 turns, 3 model requests, 4 tool calls, 360 in / 90 out tokens",
+		"RETURN {", "usage: 2 turns, 3 model requests, 4 tool calls, 360 in / 90 out tokens, run ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("trace lacks %q", want)
@@ -284,7 +299,7 @@ func TestLocalServesTheViewer(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"local", "-ui", "-ui-addr", "127.0.0.1:0", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
 	}()
-	addr := regexp.MustCompile(`mission viewer: (http://[0-9.:]+)/`)
+	addr := regexp.MustCompile(`mission viewer: (http://[0-9.:]+)/missions/([0-9A-Z]{26})\n`)
 	var base string
 	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if m := addr.FindStringSubmatch(out.String()); m != nil && strings.Contains(out.String(), "keeps serving") {
@@ -309,6 +324,11 @@ func TestLocalServesTheViewer(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || len(items) != 1 || items[0].State != "succeeded" || !strings.Contains(out.String(), "mission "+items[0].ID+" submitted") {
 		t.Errorf("viewer list: %v %+v", err, items)
+	}
+	// The URL printed is the mission's own page, and it says the run was
+	// scripted.
+	if m := addr.FindStringSubmatch(out.String()); len(items) == 1 && m[2] != items[0].ID || len(items) == 1 && !items[0].Scripted || len(items) == 1 && items[0].Agent != "top_customers" {
+		t.Errorf("printed %q for mission %+v", m[0], items)
 	}
 	cancel()
 	select {

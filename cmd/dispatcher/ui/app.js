@@ -36,23 +36,43 @@ async function getJSON(url) {
   return r.json();
 }
 
+function labelText(labels) {
+  return Object.keys(labels || {}).sort().map((k) => k + "=" + labels[k]).join(" ");
+}
+
 async function refreshList() {
   const state = $("#state").value;
+  const label = $("#label").value.trim();
   try {
-    const list = await getJSON("/api/missions?limit=100" + (state ? "&state=" + encodeURIComponent(state) : ""));
+    const list = await getJSON("/api/missions?limit=100" + (state ? "&state=" + encodeURIComponent(state) : "") +
+      (label ? "&label=" + encodeURIComponent(label) : ""));
     const body = $("#missions tbody");
     body.replaceChildren();
-    if (list.length === 0) body.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "no missions yet")));
+    if (list.length === 0) body.append(el("tr", { class: "empty" }, el("td", { colspan: 7 }, "no missions yet")));
+    // Nothing chosen yet: open the newest mission, so the first screen
+    // shows one.
+    if (!selected && list.length > 0) select(list[0].id);
     for (const m of list) {
       const tr = el("tr", { "data-id": m.id, class: "state-" + m.state + (m.id === selected ? " selected" : "") },
-        el("td", { class: "id" }, m.id), el("td", {}, m.state), el("td", {}, m.attempt),
-        el("td", {}, dur(m.duration_ns)), el("td", {}, m.worker || ""));
+        el("td", { class: "id" }, m.id), el("td", {}, m.state, m.scripted ? el("span", { class: "tag" }, "scripted") : null),
+        el("td", {}, dur(m.duration_ns)), el("td", {}, m.agent || (m.kind === "compiled" ? "(compiled)" : "")),
+        el("td", { class: "prompt" }, m.prompt || ""), el("td", {}, labelText(m.labels)), el("td", {}, m.worker || ""));
       body.append(tr);
     }
     $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (e) {
     $("#updated").textContent = String(e);
   }
+}
+
+// select shows mission id's trace and puts it in the address.
+function select(id) {
+  selected = id;
+  history.replaceState(null, "", "/missions/" + id + location.search);
+  for (const r of document.querySelectorAll("#missions tr.selected")) r.classList.remove("selected");
+  const tr = document.querySelector('#missions tr[data-id="' + CSS.escape(id) + '"]');
+  if (tr) tr.classList.add("selected");
+  refreshTrace();
 }
 
 async function refreshTrace() {
@@ -70,6 +90,11 @@ function renderTrace(v) {
   const st = v.status || {};
   const step = v.step;
   const kids = [el("h2", { class: "mono" }, v.id)];
+  const sm = st.summary || {};
+  const what = [sm.agent || (sm.kind === "compiled" ? "(compiled)" : ""), sm.prompt || "", labelText(sm.labels)].filter((x) => x);
+  if (what.length || sm.scripted) {
+    kids.push(el("p", { class: "what" }, what.join(" · "), sm.scripted ? el("span", { class: "tag" }, "scripted: replies from the mission file, no model") : null));
+  }
   const u = (step && step.usage) || {};
   kids.push(el("div", { class: "summary" },
     el("div", {}, "state", el("b", { class: v.state === "succeeded" ? "ok" : (v.state === "failed" || v.state === "dead" ? "err" : "") }, v.state)),
@@ -80,7 +105,8 @@ function renderTrace(v) {
     el("div", {}, "tool calls", el("b", {}, u.tool_calls || 0)),
     el("div", {}, "tokens in / out", el("b", {}, (u.input_tokens || 0) + " / " + (u.output_tokens || 0))),
     el("div", {}, "cache read / write", el("b", {}, (u.cache_read_tokens || 0) + " / " + (u.cache_write_tokens || 0))),
-    el("div", {}, "duration", el("b", {}, dur(u.duration)))));
+    el("div", { title: "from submit to the last status change, as in the list" }, "duration", el("b", {}, dur(v.duration_ns))),
+    el("div", { title: "the run itself, without the time queued" }, "run", el("b", {}, dur(u.duration)))));
   if (step) {
     kids.push(renderStep(step));
   } else {
@@ -143,14 +169,11 @@ function renderEvents(evs) {
 
 $("#missions").addEventListener("click", (ev) => {
   const tr = ev.target.closest("tr[data-id]");
-  if (!tr) return;
-  selected = tr.dataset.id;
-  history.replaceState(null, "", "/missions/" + selected);
-  for (const r of document.querySelectorAll("#missions tr.selected")) r.classList.remove("selected");
-  tr.classList.add("selected");
-  refreshTrace();
+  if (tr) select(tr.dataset.id);
 });
 $("#state").addEventListener("change", refreshList);
+$("#label").addEventListener("change", refreshList);
+$("#filter").addEventListener("submit", (ev) => { ev.preventDefault(); refreshList(); });
 
 refreshList();
 refreshTrace();
