@@ -57,7 +57,7 @@ result prints as the model would see it. *1 *2 *3 hold the last values;
 def and memory/put persist between entries.
 meta commands:
   :tools           the tools with their signatures and descriptions
-  :ref             the system prompt (language reference) the model gets
+  :ref             the system prompt (language reference) the model gets, and the memory rule
   :prompt          the first prompt a mission would send (system and user)
   :check TYPE      check the last value (*1) against a signature type, e.g. :check [{id :int}]
   :full            the last value in full (not firewalled, not truncated)
@@ -263,6 +263,7 @@ func (r *repl) meta(entry string, out io.Writer) (failed, quit bool) {
 		}
 		if cmd == ":ref" {
 			fmt.Fprintln(out, p.System)
+			fmt.Fprintf(out, "\nMemory rule: %s (docs/ptc-lisp-guide.md)\n", agent.MemoryRule)
 			break
 		}
 		fmt.Fprintf(out, "=== system ===\n%s\n=== user ===\n%s\n", p.System, p.User)

@@ -179,7 +179,8 @@ func TestREPLMetaCommands(t *testing.T) {
 	mustContain(t, "stdout", out,
 		"tool/list_customers (region :string?, tier :string?) -> [{id :int",
 		"tool/list_orders (customer_id :int?",
-		"## PTC-Lisp",               // the language reference
+		"## PTC-Lisp", // the language reference
+		"\nMemory rule: A map a program ends with (without return) is merged into memory key by key", // in one line
 		"=== user ===",              // the first user message
 		"customers in region north", // the mission prompt, rendered
 		"ctx/: limit, region",

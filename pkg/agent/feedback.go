@@ -67,6 +67,10 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 		}
 		fmt.Fprintf(&b, "Memory: %s\n", strings.Join(names, ", "))
 	}
+	if keys := mergedKeys(sec, res); len(keys) > 0 {
+		b.WriteString(MapMemoryNote(keys))
+		b.WriteByte('\n')
+	}
 	writeWarnings(&b, sec, warnings)
 	b.WriteString(turnLine(next, max))
 	return b.String()
@@ -100,6 +104,52 @@ func omissionNotes(sec *secrets, res *lisp.Result, lim PromptLimit) []string {
 		return true
 	})
 	return notes
+}
+
+// MemoryRule is the memory rule in one line, for people (the REPL's :ref)
+// as for models (a turn's feedback, MapMemoryNote).
+const MemoryRule = "A map a program ends with (without return) is merged into memory key by key: " +
+	"ending with (frequencies (map :tier custs)) stores one name per tier. To keep a map whole, end with {:name the-map} or (def name the-map)."
+
+// MapMemoryNote is the line of a turn's feedback saying that the map the
+// program ended with became the memory names keys.
+func MapMemoryNote(keys []string) string {
+	return "The result map was merged into memory key by key (" + strings.Join(keys, ", ") +
+		"). To keep a map whole, end with {:name the-map} or (def name the-map)."
+}
+
+// mergedKeys returns the names the map a program ended with added to
+// memory, sorted, firewalled ones redacted, when the map looks like data
+// rather than named results: some key is not a keyword (the keys of
+// (frequencies (map :tier custs)) are the tiers). A map of keywords,
+// {:results ...}, is the usual way to keep results and gets no note.
+func mergedKeys(sec *secrets, res *lisp.Result) []string {
+	m, ok := res.Value.(*lisp.Map)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	data := false
+	m.Each(func(k, _ lisp.Value) bool {
+		name := lisp.Str(k)
+		if kw, ok := k.(*lisp.Keyword); ok {
+			name = kw.Name
+		} else {
+			data = true
+		}
+		for _, n := range []string{name, strings.ReplaceAll(name, "-", "_")} {
+			if _, in := res.Memory[n]; in {
+				keys = append(keys, sec.redact(n, true))
+				break
+			}
+		}
+		return true
+	})
+	if !data {
+		return nil
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func collLen(v lisp.Value) int {

@@ -718,3 +718,25 @@ func TestLLMErrorCarriesPreviousError(t *testing.T) {
 		t.Fatalf("fail = %+v", st.Fail)
 	}
 }
+
+// A turn ending with a map of data (string keys) is merged into memory key
+// by key; the feedback says so in one line, with the keys. A map of
+// keywords ({:results ...}) is the usual way to keep results: no note.
+func TestFeedbackSaysADataMapWasMergedIntoMemory(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Tiers", Signature: "{n :int}"})
+	_, err, m := run(t, a, RunOptions{Context: map[string]any{"custs": []any{map[string]any{"tier": "pro"}, map[string]any{"tier": "free"}, map[string]any{"tier": "pro"}}}},
+		llmtest.Code(`(frequencies (map :tier ctx/custs))`),
+		llmtest.Code(`{:kept 1}`),
+		llmtest.Code(`(return {:n 1})`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := lastUser(m.Requests()[1])
+	if !strings.Contains(fb, "Memory: free, pro\n"+MapMemoryNote([]string{"free", "pro"})+"\n") {
+		t.Errorf("feedback after a data map:\n%s", fb)
+	}
+	if fb := lastUser(m.Requests()[2]); strings.Contains(fb, "merged into memory key by key") {
+		t.Errorf("feedback after {:kept 1} carries the note:\n%s", fb)
+	}
+}

@@ -37,6 +37,7 @@ func ExampleSession() {
 	// Memory: us
 	// Result: {"_secret" <Firewalled> "name" "ada"}
 	// Memory: _secret, name, us
+	// The result map was merged into memory key by key (_secret, name). To keep a map whole, end with {:name the-map} or (def name the-map).
 	// Result: 2
 	// Memory: _secret, name, us
 	// Result: 3
