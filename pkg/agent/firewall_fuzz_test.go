@@ -30,6 +30,7 @@ var fuzzSinks = []string{
 	`(def kept %s)`, `{:_k %s :pub %s}`, `(tool/echo {:v %s})`, `(return {:count %s})`,
 	`(println (pr-str %s))`, `(conj %s)`, `(nth %s 0)`,
 	`(println (pr-str (pr-str %s)))`, `(+ 1 (pr-str [%s]))`, `(+ 1 (pr-str (pr-str {:a %s})))`,
+	`(return {:count 1 :_out [%s (str %s)]})`, `(tool/typed {:_key [%s] :n 1})`,
 }
 
 func fuzzExpr(r *rand.Rand, depth int) string {
@@ -80,8 +81,8 @@ func FuzzFirewall(f *testing.F) {
 		c := canaries{str: randCanary(r, 3000), kw: randCanary(r, 100), key: "@" + randCanary(r, 3000), esc: randEscCanary(r, 3000)}
 		c.num = 100_000 + r.Int64N(1<<40)
 		echo := Func(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
-		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int}", Limits: Limits{MaxTurns: 4},
-			Tools: map[string]Tool{"get": constTool(c.record()), "echo": echo}})
+		a := mustNew(t, Spec{Prompt: "Audit {{user}}", Signature: "(user :string, _in :string) -> {count :int, _out :int?}", Limits: Limits{MaxTurns: 4},
+			Tools: map[string]Tool{"get": constTool(c.record()), "echo": echo, "typed": FuncSig("(_key :string, n :int) -> :any", func(_ context.Context, args map[string]any) (any, error) { return args, nil })}})
 		progs := []string{fuzzProgram(r), fuzzProgram(r), fuzzProgram(r)}
 		m := llmtest.New(llmtest.Code(progs[0]), llmtest.Code(progs[1]), llmtest.Code(progs[2]), llmtest.Code(`(return {:count 1})`))
 		_, _ = a.Run(bg, RunOptions{Model: m, Context: map[string]any{"user": "ann", "_in": c.str}})
