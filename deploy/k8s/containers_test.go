@@ -624,6 +624,16 @@ func TestDockerfileBuildsWhatManifestsRun(t *testing.T) {
 			t.Errorf("Dockerfile builds ./cmd/%s, which does not exist", name)
 		}
 	}
+	// and the image has every binary of the module
+	cmds, err := os.ReadDir(filepath.Join("..", "..", "cmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range cmds {
+		if _, ok := df.binaries[e.Name()]; e.IsDir() && !ok {
+			t.Errorf("the Dockerfile does not build ./cmd/%s", e.Name())
+		}
+	}
 	for _, pc := range ptcContainers(t, loadManifests(t)) {
 		if p, ok := df.binaries[pc.binary]; !ok || p != pc.c.Command[0] {
 			t.Errorf("%s runs %s; the image has %v", pc.where, pc.c.Command[0], df.binaries)
