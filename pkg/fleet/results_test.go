@@ -26,9 +26,11 @@ func nested(depth int) any {
 func TestUnreadableResultsRefused(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
+	// one byte per value: more values than a message of its size may hold
+	// (messages.MaxValuesFor), well within the size a message may carry
 	wide := make([]any, messages.MaxValues)
 	for i := range wide {
-		wide[i] = int64(i)
+		wide[i] = int64(1)
 	}
 	returns := map[string]any{
 		"deep":  nested(600),
@@ -80,9 +82,11 @@ func TestUnreadableResultsRefused(t *testing.T) {
 func TestUnreadableTraceDropped(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
+	// one byte per value: more values than a message of its size may hold
+	// (messages.MaxValuesFor), well within the size a message may carry
 	wide := make([]any, messages.MaxValues)
 	for i := range wide {
-		wide[i] = int64(i)
+		wide[i] = int64(1)
 	}
 	trace := []messages.Turn{{Number: 1, ToolCalls: []messages.ToolCall{{Name: "list_orders", Result: wide}},
 		Error: "memory limit exceeded: tool results and the record of tool calls would hold 70000000 bytes"}}
