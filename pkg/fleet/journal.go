@@ -59,6 +59,7 @@ type Journal struct {
 	timer    *time.Timer       // publishes unsent entries after linger
 	armed    bool              // timer is running
 	settled  bool              // the result is stored: nothing more is written
+	wrote    bool              // an entry was published
 	pending  []pendingWrite    // published, not yet known acknowledged
 	recorded map[string][]byte // earlier attempts' entries by full key
 	next     map[string]int    // next occurrence per base key
@@ -291,6 +292,7 @@ func (j *Journal) publishLocked() {
 		msg.Data = data
 	}
 	j.unsent = nil
+	j.wrote = true
 	w := pendingWrite{msg: msg}
 	if fut, err := j.js.PublishMsgAsync(msg); err == nil {
 		w.fut = fut
@@ -313,6 +315,29 @@ func (j *Journal) settle() {
 	if j.timer != nil {
 		j.timer.Stop()
 	}
+}
+
+// holds reports whether the mission's journal may hold entries: this run
+// published some, or read some an earlier attempt wrote.
+func (j *Journal) holds() bool {
+	if j == nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.wrote || len(j.recorded) > 0
+}
+
+// purgeJournal removes mission id's journal once its result is stored: a
+// marker message with Nats-Rollup: sub replaces every message on the
+// mission's journal subject (the JOURNAL stream allows rollups), so a
+// finished mission's journal costs one empty marker until the stream's
+// MaxAge. Entries published before it on the same connection reach the
+// stream first and are removed with the rest.
+func purgeJournal(nc *nats.Conn, id string) error {
+	msg := &nats.Msg{Subject: messages.JournalSubject(id), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	return nc.PublishMsg(msg)
 }
 
 // Flush publishes the entries recorded and not yet published, as one

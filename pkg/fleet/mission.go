@@ -179,11 +179,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	// not stored) flushes them first, and once the mission is done those
 	// not yet written are dropped (settle).
 	defer journal.settle()
-	flush := func() {
-		if err := journal.Flush(ctx); err != nil {
-			log.Warn().Err(err).Msg("answers not journaled")
-		}
-	}
+	flush := func() { flushJournal(ctx, journal, &log) }
 	close(hbStop)
 	<-hbDone
 	entry = hbEntry.Load()
@@ -225,7 +221,15 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	w.finish(ctx, msg, m.ID, step, entry, flush, &log)
+	w.finish(ctx, msg, m.ID, step, entry, journal, &log)
+}
+
+// flushJournal writes the answers a run journaled before its mission goes
+// back to the queue.
+func flushJournal(ctx context.Context, j *Journal, log *zerolog.Logger) {
+	if err := j.Flush(ctx); err != nil {
+		log.Warn().Err(err).Msg("answers not journaled")
+	}
 }
 
 // admit waits until the worker's memory budget holds the mission's
@@ -434,9 +438,10 @@ func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[s
 }
 
 // finish stores step as the mission's result (exactly once), records the
-// final status and acks. When the result cannot be stored, unsaved (if not
-// nil) runs before the mission goes back to the queue.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, unsaved func(), log *zerolog.Logger) {
+// final status and acks. When the result cannot be stored, the run's
+// journal (nil: none) is flushed before the mission goes back to the
+// queue; once it is stored, the mission's journal is purged.
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) {
 	// A last fence check: a worker that lost the mission publishes nothing.
 	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
@@ -459,15 +464,21 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
-		if unsaved != nil {
-			unsaved()
-		}
+		flushJournal(ctx, journal, log)
 		_ = msg.NakWithDelay(w.cfg.NakDelay)
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return
 	}
 	if !mine {
 		log.Info().Msg("a result was already stored; keeping it")
+	}
+	// The journal's answers are moot once the result is stored: this run's
+	// or an earlier attempt's.
+	journal.settle()
+	if journal.holds() || (journal == nil && !w.cfg.NoJournal && entry != nil && entry.st.Attempt > 1) {
+		if err := purgeJournal(w.nc, id); err != nil {
+			log.Warn().Err(err).Msg("journal not purged; it expires with the stream's MaxAge")
+		}
 	}
 	final := stateOf(stored)
 	setFinal := func(s *messages.Status) bool {

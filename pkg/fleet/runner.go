@@ -2,7 +2,10 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -112,5 +115,94 @@ func (e *emitter) Emit(ev *messages.Event) {
 			return
 		}
 	}
+	if len(data) > MaxEventBytes {
+		if data, err = cutEvent(out); err != nil {
+			return
+		}
+	}
 	_ = e.nc.Publish(messages.EventSubject(e.missionID, out.Kind), data)
+}
+
+// MaxEventBytes bounds one progress event as published and stored in
+// EVENTS. Events are for watching a mission as it runs; the whole of it
+// (every program, tool call and result) is in the stored result's trace.
+// An event above it has each value larger than eventPreviewBytes cut: a
+// tool call's arguments, a tool result, the extra data and a final Step's
+// return are replaced by a preview of their JSON form in
+// Data["cut"][<field>] ({"bytes": <encoded size>, "preview": <text>}),
+// and a program or error text is cut to a preview in place (its size in
+// Data["cut"]).
+const MaxEventBytes = 8 << 10
+
+// eventPreviewBytes is how much of a value cut from an event is kept.
+const eventPreviewBytes = 1 << 10
+
+// cutEvent cuts the values of out larger than eventPreviewBytes (see
+// MaxEventBytes) and encodes it; if it is still too large, the values
+// go without a preview.
+func cutEvent(out *messages.Event) ([]byte, error) {
+	cut := map[string]any{}
+	value := func(name string, v any) bool {
+		b, err := messages.Marshal(v)
+		if err == nil && len(b) <= eventPreviewBytes {
+			return false
+		}
+		js, _ := json.Marshal(messages.JSONFloats(v))
+		cut[name] = map[string]any{"bytes": int64(len(b)), "preview": previewText(string(js), eventPreviewBytes)}
+		return true
+	}
+	text := func(name string, s *string) {
+		if len(*s) > eventPreviewBytes {
+			cut[name] = map[string]any{"bytes": int64(len(*s))}
+			*s = previewText(*s, eventPreviewBytes)
+		}
+	}
+	if out.Args != nil && value("args", out.Args) {
+		out.Args = nil
+	}
+	if out.Result != nil && value("result", out.Result) {
+		out.Result = nil
+	}
+	if out.Data != nil && value("data", out.Data) {
+		out.Data = nil
+	}
+	if out.Step != nil && out.Step.Return != nil {
+		st := *out.Step
+		if value("return", st.Return) {
+			st.Return = nil
+		}
+		out.Step = &st
+	}
+	text("program", &out.Program)
+	text("error", &out.Error)
+	if len(cut) > 0 {
+		data := maps.Clone(out.Data) // the caller's map stays as it is
+		if data == nil {
+			data = map[string]any{}
+		}
+		data["cut"] = cut
+		out.Data = data
+	}
+	data, err := messages.Marshal(out)
+	if err == nil && len(data) > MaxEventBytes {
+		for _, c := range cut {
+			if m, ok := c.(map[string]any); ok {
+				delete(m, "preview")
+			}
+		}
+		data, err = messages.Marshal(out)
+	}
+	return data, err
+}
+
+// previewText is s cut to at most n bytes on a character boundary, with
+// "…" when cut.
+func previewText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -228,6 +228,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Name: messages.StreamJournal, Subjects: []string{messages.SubjectJournalPrefix + "*"},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.ResultTTL, Duplicates: 2 * time.Minute,
+			// a finished mission's journal is rolled up into one empty
+			// marker (purgeJournal)
+			AllowRollup: true,
 		}},
 	}
 }
@@ -333,6 +336,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	dst.Subjects, dst.Retention, dst.Storage, dst.Replicas = w.Subjects, w.Retention, w.Storage, w.Replicas
 	dst.Discard, dst.DiscardNewPerSubject, dst.AllowDirect, dst.MaxAge = w.Discard, w.DiscardNewPerSubject, w.AllowDirect, w.MaxAge
+	dst.AllowRollup = w.AllowRollup
 	if w.Duplicates != 0 {
 		dst.Duplicates = w.Duplicates
 	}

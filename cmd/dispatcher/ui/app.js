@@ -159,9 +159,12 @@ function renderEvents(evs) {
   for (const e of evs) {
     if (e.kind === "turn_started") { turn = el("div", { class: "turn", "data-turn": e.turn }, el("h3", {}, "turn " + e.turn)); box.append(turn); }
     const into = turn || box;
+    // a value cut from a large event: its preview and size (fleet.MaxEventBytes)
+    const cut = (e.data && e.data.cut) || {};
+    const shown = (f, v) => cut[f] && cut[f].preview !== undefined ? cut[f].preview + " (" + cut[f].bytes + " bytes)" : preview(v);
     if (e.kind === "program") into.append(el("div", { class: "label" }, "program"), el("pre", { class: "program" }, e.program));
-    if (e.kind === "tool_call") into.append(el("div", { class: "tool-call mono" }, "→ " + e.tool + " " + preview(e.args)));
-    if (e.kind === "tool_result") into.append(el("div", { class: e.error ? "err mono" : "mono" }, (e.error ? "✗ " + e.error : "← " + preview(e.result)) + "  " + dur(e.duration)));
+    if (e.kind === "tool_call") into.append(el("div", { class: "tool-call mono" }, "→ " + e.tool + " " + shown("args", e.args)));
+    if (e.kind === "tool_result") into.append(el("div", { class: e.error ? "err mono" : "mono" }, (e.error ? "✗ " + e.error : "← " + shown("result", e.result)) + "  " + dur(e.duration)));
     if (e.kind === "turn_finished" && e.data && e.data.feedback) into.append(el("div", { class: "label" }, "feedback the model received"), el("pre", { class: "feedback" }, e.data.feedback));
   }
   return box;
