@@ -491,6 +491,9 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}
+			if m.Context["large"] == true { // stored aside in mission_results
+				return &messages.Step{Return: strings.Repeat("x", 2<<20)}, nil
+			}
 			got, err := env.Tools.Call(ctx, "list_customers", map[string]any{"region": "north"})
 			if err != nil {
 				return nil, err
@@ -543,6 +546,17 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	}
 	if evs, err := client.Events(ctx, m.ID); err != nil || len(evs) != len(kinds) {
 		t.Errorf("stored events as the dispatcher: %d, %v; want %d", len(evs), err, len(kinds))
+	}
+
+	// A Step too large for one message: the worker stores it in
+	// mission_results, the dispatcher reads it with direct gets.
+	large := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "large"}, Context: map[string]any{"large": true}}
+	if _, err := client.Submit(ctx, large); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	if step, err := client.Await(ctx, large.ID); err != nil || step.Fail != nil || step.Return != strings.Repeat("x", 2<<20) {
+		t.Fatalf("a large result as the dispatcher: %v", err)
 	}
 
 	// Cancel reaches the worker (mission.cancel.*, status KV).

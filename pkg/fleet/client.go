@@ -90,6 +90,12 @@ func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
 	if st.Context, err = js.ObjectStore(ctx, messages.BucketContext); err != nil {
 		return nil, fmt.Errorf("fleet: object store %s: %w", messages.BucketContext, err)
 	}
+	if st.ResultObjects, err = js.ObjectStore(ctx, messages.BucketResults); err != nil {
+		return nil, fmt.Errorf("fleet: object store %s: %w", messages.BucketResults, err)
+	}
+	if st.resultStream, err = js.Stream(ctx, resultObjectStream); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", resultObjectStream, err)
+	}
 	for _, p := range messages.Priorities() {
 		c, err := st.Missions.Consumer(ctx, ConsumerName(p))
 		if err != nil {
@@ -285,7 +291,7 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait) (*messag
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		step, err := readResult(ctx, c.st.Results, id)
+		step, err := readResult(ctx, c.st, id)
 		if err == nil {
 			return step, nil
 		}
@@ -341,7 +347,7 @@ func (c *Client) Result(ctx context.Context, id string) (*messages.Step, error) 
 	if err := checkID("result", id); err != nil {
 		return nil, err
 	}
-	return readResult(ctx, c.st.Results, id)
+	return readResult(ctx, c.st, id)
 }
 
 // Status returns the status of mission id, or ErrNotFound.
@@ -394,7 +400,7 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 		return nil
 	}
 	if wasQueued {
-		if _, _, err := publishResult(ctx, c.js, c.st.Results, id, failStep(ReasonCancelled, "%s", reason)); err != nil {
+		if _, _, err := publishResult(ctx, c.js, c.st, id, failStep(ReasonCancelled, "%s", reason)); err != nil {
 			return fmt.Errorf("fleet: cancel %s: %w", id, err)
 		}
 		return nil

@@ -49,7 +49,7 @@ func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nat
 	if deliveries == 0 {
 		failReason = ReasonInvalid
 	}
-	stored, _, err := publishResult(ctx, w.js, w.st.Results, id, failStep(failReason, "%s", reason))
+	stored, _, err := publishResult(ctx, w.js, w.st, id, failStep(failReason, "%s", reason))
 	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
 		return

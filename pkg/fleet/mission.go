@@ -312,7 +312,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 		if attempt > 1 || st.State == messages.StateRunning {
 			// The stored result is the truth: a run that stored it but
 			// lost its final status write and its ack is not run again.
-			if stored, err := readResult(ctx, w.st.Results, m.ID); err == nil {
+			if stored, err := readResult(ctx, w.st, m.ID); err == nil {
 				w.settleStored(ctx, msg, m.ID, stored, log)
 				return nil, true
 			}
@@ -371,12 +371,12 @@ func (w *Worker) settleStored(ctx context.Context, msg jetstream.Msg, id string,
 // its result is stored (a cancel of a queued mission may have crashed
 // between the status and the result).
 func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, id string, st messages.Status, log *zerolog.Logger) {
-	if _, err := readResult(ctx, w.st.Results, id); errors.Is(err, ErrNotFound) {
+	if _, err := readResult(ctx, w.st, id); errors.Is(err, ErrNotFound) {
 		reason := st.Reason
 		if reason == "" {
 			reason = ReasonRunnerError
 		}
-		_, _, _ = publishResult(ctx, w.js, w.st.Results, id, failStep(reason, "the mission ended as %s", st.State))
+		_, _, _ = publishResult(ctx, w.js, w.st, id, failStep(reason, "the mission ended as %s", st.State))
 	}
 	log.Debug().Str("state", st.State).Msg("mission already finished; acking")
 	_ = msg.Ack()
@@ -450,17 +450,17 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		attemptFrom(ctx).setOutcome("fenced")
 		return
 	}
-	stored, mine, err := publishResult(ctx, w.js, w.st.Results, id, step)
+	stored, mine, err := publishResult(ctx, w.js, w.st, id, step)
 	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
 		// the trace (every tool result the programs read) is what a
 		// reader cannot take more often than the answer: the answer or
 		// failure is kept without it
 		log.Warn().Err(err).Msg("result refused with its trace: storing it without")
-		stored, mine, err = publishResult(ctx, w.js, w.st.Results, id, withoutTrace(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, id, withoutTrace(step, err))
 	}
 	if errors.Is(err, errUnreadableResult) {
 		log.Warn().Err(err).Msg("result refused: its readers could not decode it")
-		stored, mine, err = publishResult(ctx, w.js, w.st.Results, id, unreadableStep(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, id, unreadableStep(step, err))
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")

@@ -20,9 +20,10 @@ func nested(depth int) any {
 }
 
 // A Step that no reader could decode (nested deeper than MaxNesting, more
-// than MaxValues values, larger than a message) is not stored: the mission
-// fails with unreadable_result naming the limit, keeping its usage, and
-// every reader reads that. NaN and infinities are stored as they are.
+// values than its size allows) is not stored: the mission fails with
+// unreadable_result naming the limit, keeping its usage, and every reader
+// reads that. NaN and infinities are stored as they are, and a Step larger
+// than a message is stored aside and read whole.
 func TestUnreadableResultsRefused(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
@@ -42,9 +43,8 @@ func TestUnreadableResultsRefused(t *testing.T) {
 		return &messages.Step{Return: returns[m.Context["shape"].(string)], Usage: messages.Usage{Turns: 3, InputTokens: 99}}, nil
 	}))
 	for shape, want := range map[string]string{
-		"deep":  "nested deeper than 512 levels",
-		"wide":  "more than 262144 values",
-		"large": "bytes encoded, more than the",
+		"deep": "nested deeper than 512 levels",
+		"wide": "more than 262144 values",
 	} {
 		m := newMission()
 		m.Context = map[string]any{"shape": shape}
@@ -64,8 +64,14 @@ func TestUnreadableResultsRefused(t *testing.T) {
 		}
 	}
 	m := newMission()
-	m.Context = map[string]any{"shape": "nan"}
+	m.Context = map[string]any{"shape": "large"}
 	step, err := c.Run(testCtx(t), m)
+	if err != nil || step.Fail != nil || step.Return != returns["large"] {
+		t.Fatalf("large: %v, %v", step.Fail, err)
+	}
+	m = newMission()
+	m.Context = map[string]any{"shape": "nan"}
+	step, err = c.Run(testCtx(t), m)
 	if err != nil || step.Fail != nil {
 		t.Fatalf("nan: %+v, %v", step, err)
 	}

@@ -34,6 +34,9 @@ type StoreConfig struct {
 	// stream's MaxBytes); a context stored beyond it is refused. Default
 	// 1 GiB.
 	ContextStoreBytes int64
+	// ResultStoreBytes bounds the whole mission_results object store of
+	// Steps too large for one message. Default 2 GiB.
+	ResultStoreBytes int64
 	// MaxQueued bounds queued missions; publishers get an error beyond it
 	// (Discard: New). Default 1,000,000.
 	MaxQueued int64
@@ -87,6 +90,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	if c.ContextStoreBytes <= 0 {
 		c.ContextStoreBytes = 1 << 30
 	}
+	if c.ResultStoreBytes <= 0 {
+		c.ResultStoreBytes = 2 << 30
+	}
 	if c.MaxQueued <= 0 {
 		c.MaxQueued = 1_000_000
 	}
@@ -117,6 +123,10 @@ type Stores struct {
 	Journal  jetstream.Stream
 	Status   jetstream.KeyValue
 	Context  jetstream.ObjectStore
+	// ResultObjects holds Steps too large for one message.
+	ResultObjects jetstream.ObjectStore
+	// resultStream is ResultObjects' stream, read with direct gets.
+	resultStream jetstream.Stream
 	// Consumers by priority.
 	Consumers map[string]jetstream.Consumer
 }
@@ -190,8 +200,28 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	if err != nil {
 		return nil, err
 	}
+	resCfg := jetstream.ObjectStoreConfig{
+		Bucket: messages.BucketResults, TTL: cfg.ResultTTL, MaxBytes: cfg.ResultStoreBytes,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	}
+	st.ResultObjects, err = retrySetup(ctx, cfg, "object store "+resCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		return ensureObjectStore(ctx, js, resCfg, cfg.VerifyOnly)
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.resultStream, err = retrySetup(ctx, cfg, "stream "+resultObjectStream, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.Stream(ctx, resultObjectStream)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return st, nil
 }
+
+// resultObjectStream is the stream behind the mission_results object
+// store.
+const resultObjectStream = "OBJ_" + messages.BucketResults
 
 // layoutStream is one stream of the layout and where its handle goes.
 type layoutStream struct {

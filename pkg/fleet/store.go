@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,16 +17,33 @@ import (
 
 // publishResult stores step as mission id's one visible result. When a result
 // is already stored (another worker, a retry, a cancel) it returns the stored
-// one and stored=false; the caller's step is then discarded.
-func publishResult(ctx context.Context, js jetstream.JetStream, results jetstream.Stream, id string, step *messages.Step) (*messages.Step, bool, error) {
+// one and stored=false; the caller's step is then discarded. A Step too
+// large for one message (over messages.LargeResultBytes encoded) is put
+// in the mission_results object store first, under a name of its own
+// (a losing writer's object is left to the bucket's TTL), and the result
+// message carries its reference (Step.Stored).
+func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, id string, step *messages.Step) (*messages.Step, bool, error) {
 	data, err := messages.MarshalStep(step)
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
 	}
 	// What a reader could not decode is not stored (decodeStep checks the
-	// same bounds), nor what no NATS message can carry.
+	// same bounds).
 	if err := messages.CheckBounds(data); err != nil {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	}
+	if int64(len(data)) > maxStoredStep {
+		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a result may hold",
+			id, errUnreadableResult, len(data), maxStoredStep)
+	}
+	if len(data) > messages.LargeResultBytes {
+		ref, err := storeStep(ctx, st, id, data)
+		if err != nil {
+			return nil, false, err
+		}
+		if data, err = messages.MarshalStep(&messages.Step{Stored: ref}); err != nil {
+			return nil, false, fmt.Errorf("fleet: result %s: %w", id, err)
+		}
 	}
 	if limit := js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-resultHeaderRoom {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
@@ -41,11 +60,29 @@ func publishResult(ctx context.Context, js jetstream.JetStream, results jetstrea
 	if err != nil && !isWrongLastSeq(err) {
 		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
 	}
-	stored, rerr := readResult(ctx, results, id)
+	stored, rerr := readResult(ctx, st, id)
 	if rerr != nil {
 		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", id, rerr)
 	}
 	return stored, false, nil
+}
+
+// maxStoredStep bounds one stored Step's encoding.
+const maxStoredStep = messages.DefaultMaxData
+
+// storeStep puts a large Step's encoding in the mission_results object
+// store and returns its reference.
+func storeStep(ctx context.Context, st *Stores, id string, data []byte) (*messages.ObjectRef, error) {
+	if st.ResultObjects == nil {
+		return nil, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded and the %s object store is not set up",
+			id, errUnreadableResult, len(data), messages.BucketResults)
+	}
+	name := id + "." + messages.NewMissionID()
+	info, err := st.ResultObjects.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: result %s: store %d bytes in %s: %w", id, len(data), messages.BucketResults, err)
+	}
+	return &messages.ObjectRef{Bucket: messages.BucketResults, Name: info.Name, Size: int64(info.Size), Digest: info.Digest}, nil
 }
 
 // errUnreadableResult: a Step that could not be stored so that every
@@ -74,16 +111,74 @@ func withoutTrace(step *messages.Step, cause error) *messages.Step {
 	return &s
 }
 
-// readResult reads the stored result of mission id (direct get).
-func readResult(ctx context.Context, results jetstream.Stream, id string) (*messages.Step, error) {
-	raw, err := results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
+// readResult reads the stored result of mission id (direct get), and the
+// Step it refers to when it was too large for one message.
+func readResult(ctx context.Context, st *Stores, id string) (*messages.Step, error) {
+	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrNotFound
 		}
 		return nil, fmt.Errorf("fleet: read result %s: %w", id, err)
 	}
-	return decodeStep(raw.Data)
+	step, err := decodeStep(raw.Data)
+	if err != nil || step.Stored == nil {
+		return step, err
+	}
+	return readStoredStep(ctx, st, id, step.Stored)
+}
+
+// readStoredStep reads a Step stored in the mission_results object store.
+func readStoredStep(ctx context.Context, st *Stores, id string, ref *messages.ObjectRef) (*messages.Step, error) {
+	if ref.Bucket != messages.BucketResults || ref.Size > maxStoredStep || st.ResultObjects == nil || st.resultStream == nil {
+		return nil, fmt.Errorf("fleet: result %s: %s cannot be read (want one in %s of at most %d bytes)", id, ref, messages.BucketResults, maxStoredStep)
+	}
+	data, err := readObjectDirect(ctx, st.ResultObjects, st.resultStream, ref)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: result %s: %w", id, err)
+	}
+	step, err := decodeStep(data)
+	if err == nil && step.Stored != nil {
+		err = errors.New("a stored Step refers to another")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: result %s: %s: %w", id, ref, err)
+	}
+	return step, nil
+}
+
+// readObjectDirect reads the object ref names whole with direct gets of
+// its chunks, one after the other, and checks its size and digest. Unlike
+// ObjectStore.Get it creates no consumer, so a reader needs no right to
+// create consumers (which would let it make JetStream deliver a stream
+// into any subject).
+func readObjectDirect(ctx context.Context, obs jetstream.ObjectStore, str jetstream.Stream, ref *messages.ObjectRef) ([]byte, error) {
+	info, err := obs.GetInfo(ctx, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	if int64(info.Size) != ref.Size || info.Digest != ref.Digest {
+		return nil, fmt.Errorf("%s: the object has %d bytes with digest %s, not the reference's", ref, info.Size, info.Digest)
+	}
+	chunks := "$O." + ref.Bucket + ".C." + info.NUID
+	data := make([]byte, 0, ref.Size)
+	h := sha256.New()
+	for seq := uint64(1); int64(len(data)) < ref.Size; {
+		m, err := str.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(chunks))
+		if err != nil {
+			return nil, fmt.Errorf("%s: chunk at %d: %w", ref, seq, err)
+		}
+		if int64(len(data)+len(m.Data)) > ref.Size {
+			return nil, fmt.Errorf("%s: holds more bytes than its reference says", ref)
+		}
+		data = append(data, m.Data...)
+		h.Write(m.Data)
+		seq = m.Sequence + 1
+	}
+	if got := jetstream.GetObjectDigestValue(h); got != ref.Digest {
+		return nil, fmt.Errorf("%s: digest %s, not the reference's", ref, got)
+	}
+	return data, nil
 }
 
 func decodeStep(data []byte) (*messages.Step, error) {

@@ -53,6 +53,12 @@ type Step struct {
 	// Replayed counts what a redelivered fleet mission took from its turn
 	// journal instead of doing it again; nil when nothing was replayed.
 	Replayed *Replayed `msgpack:"replayed,omitempty"`
+	// Stored, on a result message, names the object in BucketResults that
+	// holds the whole Step, encoded as MarshalStep does, when it is too
+	// large for one message (its return, memory or trace); the message's
+	// other fields are then empty. A fleet.Client reads the object in its
+	// place: callers never see Stored set.
+	Stored *ObjectRef `msgpack:"stored,omitempty"`
 }
 
 // Replayed counts the work a redelivered mission did not repeat: model

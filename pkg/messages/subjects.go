@@ -25,6 +25,9 @@ const (
 	BucketStatus = "mission_status"
 	// BucketContext is the object store of large mission contexts.
 	BucketContext = "mission_ctx"
+	// BucketResults is the object store of Steps too large for one
+	// message (Step.Stored), written by workers, read by callers.
+	BucketResults = "mission_results"
 
 	// SubjectSubmitPrefix prefixes mission.submit.<priority>.
 	SubjectSubmitPrefix = "mission.submit."

@@ -127,6 +127,14 @@ func directGet(s string) []string {
 	return []string{api + "DIRECT.GET." + s + ".>", api + "STREAM.MSG.GET." + s}
 }
 
+// chunkRead allows reading an object store's objects, stream s, with
+// direct gets alone: its metadata by subject, its chunks one after the
+// other (a direct get of the next message on a chunk subject, asked in
+// the request's body). No consumer is needed.
+func chunkRead(s string) []string {
+	return append(directGet(s), api+"DIRECT.GET."+s)
+}
+
 // orderedRead allows an ordered (ephemeral, pull) consumer on stream s: to
 // create it, pull from it, read and delete it.
 func orderedRead(s string) []string {
@@ -135,13 +143,14 @@ func orderedRead(s string) []string {
 }
 
 var (
-	kvStream  = "KV_" + messages.BucketStatus
-	objStream = "OBJ_" + messages.BucketContext
+	kvStream     = "KV_" + messages.BucketStatus
+	objStream    = "OBJ_" + messages.BucketContext
+	resObjStream = "OBJ_" + messages.BucketResults
 )
 
 // bindStreams are the stores a client binds to (fleet.NewClient).
 func bindStreams() []string {
-	return []string{messages.StreamMissions, messages.StreamResults, messages.StreamEvents, messages.StreamDead, kvStream, objStream}
+	return []string{messages.StreamMissions, messages.StreamResults, messages.StreamEvents, messages.StreamDead, kvStream, objStream, resObjStream}
 }
 
 func workerConsumers(verb string) []string {
@@ -163,6 +172,9 @@ func dispatcherPublish() []string {
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
+	// A Step too large for one message is read from mission_results,
+	// chunk by chunk with direct gets (no consumer).
+	l = append(l, chunkRead(resObjStream)...)
 	// Watching reads events one by one (the next message on a mission's
 	// event subjects), never through a consumer: creating consumers on
 	// EVENTS would let a submitter make JetStream deliver the stream to
@@ -197,7 +209,11 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(objStream)...)
 	l = append(l, orderedRead(objStream)...)
 	l = append(l, orderedRead(messages.StreamJournal)...)
+	// A Step too large for one message is stored in mission_results
+	// (and read back with direct gets).
+	l = append(l, chunkRead(resObjStream)...)
 	l = append(l,
+		"$O."+messages.BucketResults+".>",
 		messages.SubjectResultPrefix+"*",
 		messages.SubjectEventPrefix+"*.*",
 		messages.SubjectDeadPrefix+"*",
