@@ -1,17 +1,19 @@
-//go:build go1.27 || ptc_plainmaps
+//go:build !ptc_swissmaps || go1.27
 
 package lisp
 
-import "unsafe"
+// The default build: every field read is a plain map read, and a scan
+// asks for nothing ahead of time. The slot cache and the prefetch read the
+// Go runtime's private map layout, so they are built only with the tag
+// ptc_swissmaps, and only on the Go releases field_swiss.go was checked
+// against.
 
-// On a Go release whose map layout field_swiss.go has not been checked
-// against (or with the build tag ptc_plainmaps, which CI uses to test this
-// path), every field read is a plain map read.
-
-const slotReads = false
+// fieldHint holds nothing: there is no slot to remember.
+type fieldHint struct{}
 
 func slotHit(map[string]any, string, *fieldHint) (any, bool) { return nil, false }
 
 func slotScan(map[string]any, string, *fieldHint) (any, bool, bool) { return nil, false, false }
 
-func recordGroup(map[string]any) unsafe.Pointer { return nil }
+// prefetch does nothing: see prefetch.go for the build that prefetches.
+func (s itemsOf) prefetch(int) {}

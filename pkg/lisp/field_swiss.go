@@ -1,9 +1,17 @@
-//go:build !go1.27 && !ptc_plainmaps
+//go:build ptc_swissmaps && !go1.27
 
 package lisp
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
+// Built only with the tag ptc_swissmaps (off by default): this file reads
+// the Go runtime's private map layout, which no Go specification or API
+// promises, so the default build reads fields with plain map reads
+// (field_plain.go).
+//
 // The runtime's map (internal/runtime/maps, Go 1.26): a header whose
 // directory is empty while the map holds at most eight entries, its one
 // group then at dirPtr: a control word with one byte per slot (high bit
@@ -11,6 +19,15 @@ import "unsafe"
 // read only such a small map, and only after slotLayoutOK has checked the
 // layout against maps the runtime built; on a newer Go (field_plain.go)
 // or a failed check every read is a plain map read.
+
+// fieldHint is an inline cache: the slot index the name was last found
+// at, and the address of the bytes of the key string found there. A hint
+// serves one name (a keyword's): a key at that address, of the name's
+// length, is the name.
+type fieldHint struct {
+	slot atomic.Uint32
+	key  atomic.Pointer[byte]
+}
 
 // swissHeader is the start of the runtime's map header.
 type swissHeader struct {

@@ -80,31 +80,3 @@ func FuzzReadField(f *testing.F) {
 		}
 	})
 }
-
-// TestScanPrefetchEdges walks host vectors of every length up to a few
-// prefetch distances, holding nil, empty, small and large records, as a
-// scan does: each item read (which asks for records ahead) gives the
-// record at its index.
-func TestScanPrefetchEdges(t *testing.T) {
-	big := map[string]any{}
-	for i := range 20 {
-		big[strings.Repeat("k", i+1)] = i
-	}
-	kinds := []map[string]any{nil, {}, {"a": 1}, big}
-	for n := range 3*prefetchAhead + 2 {
-		recs := make([]map[string]any, n)
-		anys := make([]any, n)
-		for i := range recs {
-			recs[i] = kinds[(i*7+n)%len(kinds)]
-			anys[i] = recs[i]
-		}
-		for _, items := range []itemsOf{{recs: recs}, {anys: anys}} {
-			for i := range items.len() {
-				want := recordOf(recs[i])
-				if got := items.at(i); got != want {
-					t.Fatalf("n=%d: item %d is %v, want %v", n, i, got, want)
-				}
-			}
-		}
-	}
-}

@@ -1,7 +1,12 @@
+//go:build ptc_swissmaps && !go1.27
+
 package lisp
 
 import "unsafe"
 
+// Built only with the tag ptc_swissmaps (see field_swiss.go): the
+// default build does not prefetch (field_plain.go).
+//
 // A scan over host records waits on memory: at 10k records and more they
 // are not in a core's cache, and the first read of each record is a miss
 // (its map header, then its slots). Hand-written Go over the same records

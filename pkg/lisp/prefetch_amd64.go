@@ -1,3 +1,5 @@
+//go:build ptc_swissmaps && !go1.27
+
 package lisp
 
 import "unsafe"

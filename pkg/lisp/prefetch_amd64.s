@@ -1,3 +1,5 @@
+//go:build ptc_swissmaps && !go1.27
+
 #include "textflag.h"
 
 // func prefetchLines(line, group unsafe.Pointer)

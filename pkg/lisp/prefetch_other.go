@@ -1,4 +1,4 @@
-//go:build !amd64
+//go:build ptc_swissmaps && !go1.27 && !amd64
 
 package lisp
 
