@@ -158,10 +158,10 @@ type recurTarget struct {
 	// (opt_walkloop.go): recur leaves it alone. 0: not a walk.
 	walk    int
 	walkAdv *walkAdvance
-	// names are the loop's binding names (with slots); owned[i] is the
-	// owned-box slot of binding i, or -1 (opt_ownedbox.go); nil: none.
+	// names are the loop's binding names (with slots); owned[i] is whether
+	// recur updates binding i inline (opt_ownedbox.go); nil: none.
 	names []string
-	owned []int
+	owned []bool
 	// sole is set by a walk's recur whose one argument besides the advance
 	// is an owned update: the walk then runs it without the recur node
 	sole *ownedArg
@@ -219,13 +219,13 @@ type compiler struct {
 	fusions   int // reduce pipelines compiled as one loop (opt_fuse.go)
 	walks     int // loops compiled as walks (opt_walkloop.go)
 	soleWalks int // walks whose one update runs without the recur node
-	ownedN    int // loop bindings given an owned box (opt_ownedbox.go)
+	ownedN    int // loop bindings owned by their loop (opt_ownedbox.go)
 	memNames  map[string]bool
 	sc        *scope
 	lastProto *fnProto
 	gensym    int
 	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
-	// plainLoops turns off walk loops, owned boxes and transient loop
+	// plainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	plainLoops bool
 }

@@ -33,9 +33,10 @@ func FromGo(x any) (Value, error) {
 	return cv.from(x)
 }
 
-// converter converts host data, sharing key shapes between records. Its
-// boxer and the slabs of fromSlice lay out records and their numbers
-// contiguously, so a scan over converted records streams through memory.
+// converter converts host data, sharing key shapes between records. The
+// slabs of fromSlice lay out records contiguously, so a scan over
+// converted records streams through memory, and its boxer shares the box
+// of repeated short strings.
 type converter struct {
 	shapes *shapeCache
 	boxer

@@ -156,11 +156,6 @@ func compileLoop(c *compiler, f *form, lin []bool) node {
 			}
 			rt.names = names
 			rt.owned = c.ownedBindings(rt.names, -1, forms)
-			for _, o := range rt.owned {
-				if o >= 0 {
-					owns = append(owns, o) // cleared on entry, as cursors are
-				}
-			}
 		}
 	}
 	c.sc.recur = rt
@@ -440,8 +435,8 @@ func (c *compiler) recurDirect(f *form, rt *recurTarget) node {
 			continue // the walk loop advances it
 		}
 		var ow *ownedArg
-		if rt.owned != nil && rt.owned[i] >= 0 {
-			ow = c.compileOwnedUpdate(af, rt.names[i], rt.slots[i], rt.owned[i])
+		if rt.owned != nil && rt.owned[i] {
+			ow = c.compileOwnedUpdate(af, rt.names[i], rt.slots[i])
 		}
 		var op operand
 		if ow == nil {

@@ -1,25 +1,22 @@
 package lisp
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
-// Loop-owned number boxes. An accumulator updated by its loop's recur,
+// Loop-owned accumulators. An accumulator updated by its loop's recur,
 //
 //	(loop [xs xs acc 0] (if (empty? xs) acc (recur (rest xs) (+ acc (first xs)))))
 //
-// would box a new number on every iteration. When the compiler can see
+// would call the + builtin on every iteration. When the compiler can see
 // that the binding's value is never kept anywhere while the loop runs —
 // inside the loop it is only an argument of arithmetic and comparison
 // builtins (which return new values) or stored back into itself by recur —
-// the loop activation owns one box for it and recur overwrites the number
-// in that box. Nothing else can hold the box until the loop ends (its
-// value then leaves as the loop's result and the box is never written
-// again: the next activation starts with a new one), so programs cannot
-// observe the difference. This is the one place a box is written after
-// it was published (opt_numbox.go); ownership is decided statically below and
-// checked at run time (the binding must still hold the owned box).
+// the loop owns the binding: recur computes its arithmetic update inline
+// (integers and floats as the builtin computes them, anything else through
+// the builtin). Each new number is a new box (a Value is never written
+// after it is made), except in a walk over a vector whose recur is the
+// update alone: there no code reads the binding until the walk ends, so
+// the number stays an unboxed Go value and is boxed once, at the end
+// (ownedArg.walk). Ownership is decided statically below.
 
 // ownSafeMin reports whether builtin name neither keeps an argument nor
 // returns it when called with at least min arguments: its result is a new
@@ -33,11 +30,11 @@ func ownSafeMin(name string) (min int, ok bool) {
 // function names (letfn) or define globals.
 var ownUnsafeHeads = map[string]bool{"letfn": true, "def": true, "defn": true, "defn-": true}
 
-// ownedBindings decides which loop bindings get an owned box: forms are
+// ownedBindings decides which loop bindings the loop owns: forms are
 // the loop forms that run while it iterates (test, recurring branches),
 // names the binding names; skip is a binding never owned (-1: none).
-// It returns each binding's owned-box slot, or nil when there is none.
-func (c *compiler) ownedBindings(names []string, skip int, forms []*form) []int {
+// It returns whether each binding is owned, or nil when none is.
+func (c *compiler) ownedBindings(names []string, skip int, forms []*form) []bool {
 	if c.plainLoops || c.sc.bindsAny(func(n string) bool { _, ok := ownSafeMin(n); return ok }) {
 		return nil
 	}
@@ -46,18 +43,15 @@ func (c *compiler) ownedBindings(names []string, skip int, forms []*form) []int 
 			return nil
 		}
 	}
-	var owned []int
+	var owned []bool
 	for i, name := range names {
 		if i == skip || !c.ownable(name, i, forms) {
 			continue
 		}
 		if owned == nil {
-			owned = make([]int, len(names))
-			for j := range owned {
-				owned[j] = -1
-			}
+			owned = make([]bool, len(names))
 		}
-		owned[i] = c.sc.declare(" owned " + name)
+		owned[i] = true
 		c.ownedN++
 	}
 	return owned
@@ -173,7 +167,7 @@ func ownSafeAll(fs []*form, name string, i int, updated *bool) bool {
 }
 
 // ownedUpdateForm returns the other operand of an update of name that
-// recur can write into the owned box: (+ name x), (+ x name), (- name x),
+// recur computes inline: (+ name x), (+ x name), (- name x),
 // (* name x), (* x name), (inc name), (dec name). It returns nil for any
 // other form (for inc/dec, a form for the constant 1).
 func ownedUpdateForm(f *form, name string) *form {
@@ -194,27 +188,27 @@ func ownedUpdateForm(f *form, name string) *form {
 
 // ownedArg is a recur argument that updates an owned binding.
 type ownedArg struct {
-	slot, own int      // the binding's slot, its owned box's slot
-	op        byte     // '+', '-' or '*'
-	x         operand  // the other operand
-	xkw       *Keyword // with xslot: the other operand is (:xkw local)
-	xslot     int
-	xwalk     bool     // xslot is a walk's item: when unset, x computes it
-	accFirst  bool     // the binding is the first operand
-	b         *Builtin // the builtin as written (inc, +, ...)
-	unary     bool     // inc or dec: b takes the binding alone
-	pos       Pos
+	slot     int      // the binding's slot
+	op       byte     // '+', '-' or '*'
+	x        operand  // the other operand
+	xkw      *Keyword // with xslot: the other operand is (:xkw local)
+	xslot    int
+	xwalk    bool     // xslot is a walk's item: when unset, x computes it
+	accFirst bool     // the binding is the first operand
+	b        *Builtin // the builtin as written (inc, +, ...)
+	unary    bool     // inc or dec: b takes the binding alone
+	pos      Pos
 }
 
-// compileOwnedUpdate compiles recur argument f for owned binding (slot,
-// own), or returns nil when f is not an update (ownedUpdateForm).
-func (c *compiler) compileOwnedUpdate(f *form, name string, slot, own int) *ownedArg {
+// compileOwnedUpdate compiles recur argument f for the owned binding in
+// slot, or returns nil when f is not an update (ownedUpdateForm).
+func (c *compiler) compileOwnedUpdate(f *form, name string, slot int) *ownedArg {
 	xf := ownedUpdateForm(f, name)
 	if xf == nil {
 		return nil
 	}
 	op := f.items[0].name
-	o := &ownedArg{slot: slot, own: own, accFirst: f.items[1].isSym(name), b: c.builtins[op], unary: len(f.items) == 2, pos: f.pos}
+	o := &ownedArg{slot: slot, accFirst: f.items[1].isSym(name), b: c.builtins[op], unary: len(f.items) == 2, pos: f.pos}
 	switch op {
 	case "inc", "+":
 		o.op = '+'
@@ -237,92 +231,159 @@ func (c *compiler) compileOwnedUpdate(f *form, name string, slot, own int) *owne
 	return o
 }
 
-// ownedVal is an update's result: a number to write into the owned box
-// (kind 'i' or 'f'), or any other value (kind 0) to store as recur would.
+// ownedVal is an accumulator's value: a number held unboxed (kind 'i' or
+// 'f', its bits in n), or any value (kind 0, in v).
 type ownedVal struct {
 	kind byte
 	n    uint64 // int64 or float64 bits
 	v    Value
 }
 
+// value returns r as a Value (a number is boxed).
+func (r ownedVal) value() Value {
+	switch r.kind {
+	case 'i':
+		return Int(int64(r.n))
+	case 'f':
+		return math.Float64frombits(r.n)
+	}
+	return r.v
+}
+
+// unboxed returns v as an ownedVal, a number unboxed.
+func unboxed(v Value) ownedVal {
+	switch x := v.(type) {
+	case int64:
+		return ownedVal{kind: 'i', n: uint64(x)}
+	case float64:
+		return ownedVal{kind: 'f', n: math.Float64bits(x)}
+	}
+	return ownedVal{v: v}
+}
+
 // eval computes the update from the binding's current value.
-func (o *ownedArg) eval(fr *frame) ownedVal {
-	acc := fr.slots[o.slot]
+func (o *ownedArg) eval(fr *frame) ownedVal { return o.update(fr, unboxed(fr.slots[o.slot])) }
+
+// update computes the update from the accumulator's value acc (kind 'i'
+// or 'f' when it is a number): integers and floats inline, as the
+// builtin computes them, anything else (overflow, NaN, other values)
+// through the builtin as written.
+func (o *ownedArg) update(fr *frame, acc ownedVal) ownedVal {
 	var x Value
 	if o.xkw != nil && !(o.xwalk && walkUnset(fr.slots[o.xslot])) {
 		x = kwGet(fr.slots[o.xslot], o.xkw)
 	} else {
 		x = o.x.get(fr)
 	}
-	a, b := acc, x
-	if !o.accFirst {
-		a, b = x, acc
+	switch acc.kind {
+	case 'i':
+		switch y := x.(type) {
+		case int64:
+			p, q := int64(acc.n), y
+			if !o.accFirst {
+				p, q = q, p
+			}
+			if s, ok := intOp(o.op, p, q); ok {
+				return ownedVal{kind: 'i', n: uint64(s)}
+			}
+		case float64:
+			if y == y {
+				return o.floatOp(float64(int64(acc.n)), y)
+			}
+		}
+	case 'f':
+		p := math.Float64frombits(acc.n)
+		switch y := x.(type) {
+		case int64:
+			if p == p {
+				return o.floatOp(p, float64(y))
+			}
+		case float64:
+			if p == p && y == y {
+				return o.floatOp(p, y)
+			}
+		}
 	}
-	if p, q, ok := ints2(a, b); ok {
-		switch o.op {
-		case '+':
-			if s := p + q; (s > p) == (q > 0) {
-				return ownedVal{kind: 'i', n: uint64(s)}
-			}
-		case '-':
-			if s := p - q; (s < p) == (q > 0) {
-				return ownedVal{kind: 'i', n: uint64(s)}
-			}
-		case '*':
-			// the overflow test of mulNum
-			if s := p * q; q == 0 || (s/q == p && !(p == -1 && q == math.MinInt64) && !(q == -1 && p == math.MinInt64)) {
-				return ownedVal{kind: 'i', n: uint64(s)}
-			}
-		}
-	} else if p, q, ok := floats2(a, b); ok {
-		var s float64
-		switch o.op {
-		case '+':
-			s = p + q
-		case '-':
-			s = p - q
-		case '*':
-			s = p * q
-		}
-		return ownedVal{kind: 'f', n: math.Float64bits(s)}
+	a, b := acc.value(), x
+	if !o.accFirst {
+		a, b = b, a
 	}
 	th := fr.th
 	th.pos = o.pos
 	th.tick()
 	if o.unary {
-		return ownedVal{v: o.b.fn1(th, acc)}
+		return ownedVal{v: o.b.fn1(th, a)}
 	}
 	return ownedVal{v: o.b.fn2(th, a, b)}
 }
 
-// store writes the update: into the owned box when the binding still holds
-// it and the number kind is the same, else into a new owned box.
-func (o *ownedArg) store(fr *frame, r ownedVal) {
-	if r.kind == 0 {
-		fr.slots[o.slot] = r.v
-		return
-	}
-	typ := int64Type
-	if r.kind == 'f' {
-		typ = float64Type
-	}
-	cur := (*eface)(unsafe.Pointer(&fr.slots[o.slot]))
-	own := (*eface)(unsafe.Pointer(&fr.slots[o.own]))
-	if own.data != nil && cur.data == own.data && cur.typ == typ {
-		*(*uint64)(cur.data) = r.n
-		return
-	}
-	var nv Value
-	if r.kind == 'i' {
-		if n := int64(r.n); n >= -128 && n <= smallIntMax {
-			fr.slots[o.slot] = smallInts[n+128] // shared: no box to own yet
-			return
+// intOp computes p op q, ok false when it overflows (the builtin then
+// raises).
+func intOp(op byte, p, q int64) (int64, bool) {
+	switch op {
+	case '+':
+		if s := p + q; (s > p) == (q > 0) {
+			return s, true
 		}
-		nv = boxIn(&fr.th.ints, int64Type, int64(r.n))
-	} else {
-		nv = boxIn(&fr.th.floats, float64Type, math.Float64frombits(r.n))
+	case '-':
+		if s := p - q; (s < p) == (q > 0) {
+			return s, true
+		}
+	case '*':
+		// the overflow test of mulNum
+		if s := p * q; q == 0 || (s/q == p && !(p == -1 && q == math.MinInt64) && !(q == -1 && p == math.MinInt64)) {
+			return s, true
+		}
 	}
-	fr.slots[o.own], fr.slots[o.slot] = nv, nv
+	return 0, false
+}
+
+// floatOp computes acc op x (in the order written) for a float update.
+func (o *ownedArg) floatOp(acc, x float64) ownedVal {
+	p, q := acc, x
+	if !o.accFirst {
+		p, q = q, p
+	}
+	var s float64
+	switch o.op {
+	case '+':
+		s = p + q
+	case '-':
+		s = p - q
+	case '*':
+		s = p * q
+	}
+	return ownedVal{kind: 'f', n: math.Float64bits(s)}
+}
+
+// store writes the update into the binding's slot (a number in a new
+// box: a Value is never written after it is made).
+func (o *ownedArg) store(fr *frame, r ownedVal) { fr.slots[o.slot] = r.value() }
+
+// walk runs the sole update of a walk over items (see compileWalk): item
+// i into the item slot, then the update, for every item. The accumulator
+// stays an unboxed Go number between iterations and is boxed into its
+// slot when it is not a number and when the walk ends: nothing reads the
+// slot in between (the walk's test reads the collection, and the update's
+// other operand does not mention the binding: ownedUpdateForm), so no
+// program sees the difference. Between iterations it ticks, counts the
+// iteration and credits the walk's bindings (slots) as the walk does.
+func (o *ownedArg) walk(fr *frame, items itemsOf, item int, mark int, it *loopIter, slots []int) {
+	th := fr.th
+	acc := unboxed(fr.slots[o.slot])
+	n := items.len()
+	for i := 0; i < n; i++ {
+		fr.slots[item] = items.at(i)
+		if acc = o.update(fr, acc); acc.kind == 0 {
+			fr.slots[o.slot] = acc.v
+			acc = unboxed(acc.v)
+		}
+		th.tick()
+		th.countLoop()
+		th.sp = mark
+		it.next(th, fr.slots, slots)
+	}
+	fr.slots[o.slot] = acc.value()
 }
 
 // recurOwned is recurIntoSlots for a recur that updates owned bindings

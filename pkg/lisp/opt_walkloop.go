@@ -287,12 +287,6 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 	c.walks++
 	item := c.sc.declare(" first " + p.xs)
 	owned := c.ownedBindings(names, p.idx, []*form{p.test, p.rec})
-	var owns []int // the owned boxes' slots, cleared on entry
-	for _, o := range owned {
-		if o >= 0 {
-			owns = append(owns, o)
-		}
-	}
 	savedWalk := c.walk
 	c.walk = &walkAlias{xs: p.xs, xsSlot: slots[p.idx], itemSlot: item, sc: c.sc}
 	advB := c.builtins["rest"]
@@ -312,7 +306,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 	}
 	c.walk = savedWalk
 	// (if (empty? xs) exit (recur (rest xs) (+ acc ...))): the recurring
-	// branch is the recur itself and its one update is an owned box's, so
+	// branch is the recur itself and its one update is an owned binding's, so
 	// a vector's walk runs the update without calling the recur node
 	var sole *ownedArg
 	if p.rec.kind == fList && len(p.rec.items) > 0 && p.rec.items[0].isSym("recur") {
@@ -328,7 +322,7 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 	testPos := p.test.pos
 	return func(fr *frame) Value {
 		th := fr.th
-		bindDirect(fr, inits, slots, owns)
+		bindDirect(fr, inits, slots, nil)
 		mark := th.sp
 		coll := fr.slots[xsSlot]
 		if v, ok := coll.(*Vector); ok || coll == nil {
@@ -338,15 +332,18 @@ func (c *compiler) compileWalk(p *walkPlan, names []string, inits []node, slots 
 			}
 			var it loopIter
 			it.begin(th, fr.slots, slots)
+			if sole != nil {
+				sole.walk(fr, items, item, mark, &it, slots)
+				fr.slots[item] = nil
+				return exit(fr)
+			}
 			for i := 0; ; i++ {
 				if i >= items.len() {
 					fr.slots[item] = nil
 					return exit(fr)
 				}
 				fr.slots[item] = items.at(i)
-				if sole != nil {
-					sole.store(fr, sole.eval(fr))
-				} else if r := again(fr); !isRecur(r) {
+				if r := again(fr); !isRecur(r) {
 					return r
 				}
 				th.tick()

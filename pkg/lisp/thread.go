@@ -48,7 +48,7 @@ type Thread struct {
 	// toolCtx is ctx with the run's deadline, made on the first tool call.
 	toolCtx    context.Context
 	toolCancel context.CancelFunc
-	// boxer boxes arithmetic results without a per-value allocation (opt_numbox.go).
+	// boxer boxes arithmetic results (opt_numbox.go).
 	boxer
 }
 
