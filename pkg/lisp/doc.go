@@ -65,10 +65,12 @@
 // memory) as its view, and code walking values takes maps through AsMap.
 // ToGo gives a copy, so what the host receives it may change without
 // changing its own data (docs/lisp.md, "Values"). The host's data must not
-// change while a run reads it. A keyword reads a host record of up to
-// eight fields through an inline cache of the slot its name last sat in
-// (field.go), and a scan over host records prefetches the records ahead
-// of it (prefetch.go).
+// change while a run reads it. A keyword reads a host record's field with
+// a Go map read; built with the tag ptc_swissmaps, which reads the Go
+// runtime's private map layout, it reads a record of up to eight fields
+// through an inline cache of the slot its name last sat in (field.go), and
+// a scan over host records prefetches the records ahead of it
+// (prefetch.go).
 //
 // # Pipeline and performance
 //
