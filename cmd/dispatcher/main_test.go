@@ -33,6 +33,8 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 		// The first program fails; the error goes back to the model, the second fixes it.
 		// Each input's run is a turn, in the progress lines and the summary.
 		{"apply-compiled.yaml", []string{"model: none (a compiled program applied to 4 inputs)", "turn 4: → list_orders", "turns 4 · llm requests 0"}},
+		// 5,000 emails (about 1 MB) sent out of band, kept with def across two turns.
+		{"all-emails.yaml", []string{`← search_emails {"$object":{"bucket":"tool_results_shop"`, "Memory: emails", `"count": 5000`, `"senders": 1830`, `"urgent": 503`, "tool calls 1"}},
 		{"urgent-emails.yaml", []string{"turn 1: feedback to the model", `>: expected number, got string`, "Turn 2 of 3 (1 remaining)", `"count": 65`, `"_ids": [10,51,`}},
 	}
 	for _, c := range cases {
