@@ -84,7 +84,7 @@ func buildBinaries(t *testing.T) *binaries {
 			return
 		}
 		built.b = &binaries{dir: dir, usage: map[string]binaryFlags{}}
-		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools")
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", dir+string(filepath.Separator), "./cmd/worker", "./cmd/dispatcher", "./cmd/shoptools", "./cmd/mcpbridge")
 		cmd.Dir = filepath.Join("..", "..")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
@@ -209,7 +209,7 @@ func TestContainersMatchBinaries(t *testing.T) {
 	ms := loadManifests(t)
 	bins := buildBinaries(t)
 	built := map[string]bool{}
-	for _, b := range []string{"worker", "dispatcher", "shoptools"} {
+	for _, b := range []string{"worker", "dispatcher", "shoptools", "mcpbridge"} {
 		built[b] = true
 	}
 	seen := map[string]bool{}

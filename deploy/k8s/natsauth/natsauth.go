@@ -41,7 +41,9 @@ type Account struct {
 
 // Shipped is the layout of deploy/k8s: one tenant account.
 func Shipped() []Account {
-	return []Account{{Name: "PTC", ToolServices: []string{"shop"}}}
+	// shop: the example tools (fleet/shoptools.yaml); mcp: the MCP bridge
+	// (examples/mcpbridge.yaml), whose servers are one service named mcp.
+	return []Account{{Name: "PTC", ToolServices: []string{"shop", "mcp"}}}
 }
 
 // Role names.
