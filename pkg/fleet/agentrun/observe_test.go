@@ -204,10 +204,10 @@ func TestMetricsScrapedFromWorker(t *testing.T) {
 		"ptc_missions_finished_total{reason=max_turns_exceeded,state=failed}": 1,
 		"ptc_mission_duration_seconds_count{state=succeeded}":                 2,
 		"ptc_mission_duration_seconds_count{state=failed}":                    1,
-		// 2 turns each for the first two missions; the compiled one ran
-		// each of its 2 inputs as a turn
-		"ptc_mission_turns_count":                                                3,
-		"ptc_mission_turns_sum":                                                  6,
+		// the two missions that asked a model, 2 turns each (a compiled
+		// mission's turns are its inputs' runs, not counted here)
+		"ptc_mission_turns_count":                                                2,
+		"ptc_mission_turns_sum":                                                  4,
 		"ptc_mission_fetch_lag_seconds_count{priority=normal}":                   2,
 		"ptc_mission_fetch_lag_seconds_count{priority=high}":                     1,
 		"ptc_worker_slots":                                                       2,
