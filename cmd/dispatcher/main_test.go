@@ -192,3 +192,18 @@ func TestProgressLines(t *testing.T) {
 		t.Error("plural")
 	}
 }
+
+// An event too large to carry a tool result (fleet.MaxEventBytes) carries
+// its preview and size, which progress lines and trace text show.
+func TestProgressShowsCutValues(t *testing.T) {
+	var b strings.Builder
+	ev := &messages.Event{Kind: messages.EventToolResult, Turn: 1, Tool: "list_orders",
+		Data: map[string]any{"cut": map[string]any{"result": map[string]any{"bytes": int64(26000), "preview": `[{"id":1,"total":9.5}`}}}}
+	progress{&b}.event(ev)
+	if !strings.Contains(b.String(), `← list_orders [{"id":1,"total":9.5} (26000 bytes)`) {
+		t.Errorf("cut result: %q", b.String())
+	}
+	if got := eventValue(&messages.Event{Result: int64(7)}, "result", int64(7), 200); got != "7" {
+		t.Errorf("a value carried whole: %q", got)
+	}
+}

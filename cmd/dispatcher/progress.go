@@ -36,12 +36,12 @@ func (p progress) event(ev *messages.Event) {
 		if ev.Args == nil { // (tool/cities {}): no arguments travel
 			args = map[string]any{}
 		}
-		fmt.Fprintf(p.w, "%s: → %s %s\n", prefix, ev.Tool, preview(args, 200))
+		fmt.Fprintf(p.w, "%s: → %s %s\n", prefix, ev.Tool, eventValue(ev, "args", args, 200))
 	case messages.EventToolResult:
 		if ev.Error != "" {
 			fmt.Fprintf(p.w, "%s: ← %s failed: %s (%s)\n", prefix, ev.Tool, ev.Error, ev.Duration.Round(time.Microsecond))
 		} else {
-			fmt.Fprintf(p.w, "%s: ← %s %s (%s)\n", prefix, ev.Tool, preview(ev.Result, 200), ev.Duration.Round(time.Microsecond))
+			fmt.Fprintf(p.w, "%s: ← %s %s (%s)\n", prefix, ev.Tool, eventValue(ev, "result", ev.Result, 200), ev.Duration.Round(time.Microsecond))
 		}
 	case messages.EventTurnFinished:
 		if fb, ok := ev.Data["feedback"].(string); ok {
@@ -66,6 +66,20 @@ func indent(s, pad string) string {
 }
 
 // preview renders v as compact JSON cut to n bytes; lists say how long they are.
+// eventValue previews an event's value v named field, or, when the event
+// was too large to carry it (fleet.MaxEventBytes), the preview of it the
+// event carries instead, with its size.
+func eventValue(ev *messages.Event, field string, v any, n int) string {
+	cut, _ := ev.Data["cut"].(map[string]any)
+	if c, ok := cut[field].(map[string]any); ok {
+		if text, ok := c["preview"].(string); ok {
+			return fmt.Sprintf("%s (%v bytes)", oneLine(text, n), c["bytes"])
+		}
+		return fmt.Sprintf("(%v bytes, not shown)", c["bytes"])
+	}
+	return preview(v, n)
+}
+
 func preview(v any, n int) string {
 	if l, ok := v.([]any); ok && len(l) > 3 {
 		head, _ := marshalJSON(l[:2], "")

@@ -146,12 +146,12 @@ func (p *textPrinter) events(evs []*messages.Event) {
 			p.printf("   ", "program:")
 			p.printf("     ", "%s", ev.Program)
 		case messages.EventToolCall:
-			p.printf("   ", "tool %s %s", ev.Tool, preview(ev.Args, 300))
+			p.printf("   ", "tool %s %s", ev.Tool, eventValue(ev, "args", ev.Args, 300))
 		case messages.EventToolResult:
 			if ev.Error != "" {
 				p.printf("     ", "✗ %s  %s", oneLine(ev.Error, 300), fmtDuration(ev.Duration))
 			} else {
-				p.printf("     ", "← %s  %s", preview(ev.Result, 300), fmtDuration(ev.Duration))
+				p.printf("     ", "← %s  %s", eventValue(ev, "result", ev.Result, 300), fmtDuration(ev.Duration))
 			}
 		case messages.EventTurnFinished:
 			if fb, ok := ev.Data["feedback"].(string); ok && fb != "" {
