@@ -1,0 +1,132 @@
+package agentrun_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// BenchmarkLargeToolResult measures a large tool result from the tool's
+// reply to the program's answer: the object (50,000 and 200,000 records
+// of 12 fields, about 20 and 80 MB of msgpack) is read from a JetStream
+// object store and the program filters it. "ptc" streams the object into
+// interpreter values (lisp.DecodeWireResultFrom, as a worker does) inside
+// a lisp.Run whose program counts the large unread records ("ptc-def"
+// keeps the result with def first, so the Step's memory holds it too); "go" is the hand-written twin in the same run: it reads the
+// same object whole, decodes it with messages.Unmarshal and counts the
+// same records in Go. heap-MB is the peak live heap after a GC at the
+// answer, over the encoded size (the values kept).
+func BenchmarkLargeToolResult(b *testing.B) {
+	srv := fleettest.Start(b)
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		b.Fatal(err)
+	}
+	// an object store read without a deadline is bounded by the client's
+	// default API timeout (5 s) as a whole; a worker reads within its
+	// program's timeout
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: messages.ToolResultBucket("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{50_000, 200_000} {
+		data, err := messages.Marshal(bigRecords(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := fmt.Sprintf("records-%d", n)
+		info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ref := &messages.ObjectRef{Bucket: info.Bucket, Name: name, Size: int64(info.Size), Digest: info.Digest}
+		size := len(data)
+		want := int64(0)
+		for _, r := range bigRecords(n) {
+			if m := r.(map[string]any); m["unread"].(bool) && m["size"].(int64) > 1500 {
+				want++
+			}
+		}
+		data = nil
+		mb := float64(size) / (1 << 20)
+		for _, prog := range []struct{ name, src string }{
+			{"ptc-def", `(def mail (tool/search_mail {})) (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) mail))`},
+			{"ptc", `(count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {})))`},
+		} {
+			b.Run(fmt.Sprintf("%s/%dk", prog.name, n/1000), func(b *testing.B) {
+				tools := lisp.Tools{"search_mail": lisp.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+					obj, err := obs.Get(ctx, ref.Name)
+					if err != nil {
+						return nil, err
+					}
+					defer obj.Close()
+					return lisp.DecodeWireResultFrom(ctx, "", obj, ref.Size, ref)
+				})}
+				src := prog.src
+				var peak uint64
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					step, err := lisp.Run(ctx, src, lisp.Options{Tools: tools, MaxMemory: -1, Timeout: 10 * time.Minute})
+					if err != nil || step.Fail != nil || step.Return != want {
+						b.Fatalf("%v %+v %v", err, step.Fail, step.Return)
+					}
+					peak = max(peak, liveHeap())
+					runtime.KeepAlive(step)
+				}
+				b.ReportMetric(float64(peak)/(1<<20)/mb, "heap/encoded")
+			})
+		}
+		b.Run(fmt.Sprintf("go/%dk", n/1000), func(b *testing.B) {
+			var peak uint64
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				obj, err := obs.Get(ctx, ref.Name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, err := io.ReadAll(obj)
+				obj.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var recs []any
+				if err := messages.Unmarshal(raw, &recs); err != nil {
+					b.Fatal(err)
+				}
+				raw = nil
+				got := int64(0)
+				for _, r := range recs {
+					if m := r.(map[string]any); m["unread"] == true && m["size"].(int64) > 1500 {
+						got++
+					}
+				}
+				if got != want {
+					b.Fatalf("got %d, want %d", got, want)
+				}
+				peak = max(peak, liveHeap())
+				runtime.KeepAlive(recs)
+			}
+			b.ReportMetric(float64(peak)/(1<<20)/mb, "heap/encoded")
+		})
+	}
+}
+
+// liveHeap returns the live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
