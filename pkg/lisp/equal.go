@@ -344,7 +344,7 @@ func orderRank(v Value) int {
 
 // keyOrder is the total order of map keys and set members: numbers by
 // value, then keywords by name, then strings, then other values by printed
-// form.
+// form (orderText).
 func keyOrder(a, b Value) int {
 	ra, rb := orderRank(a), orderRank(b)
 	if ra != rb {
@@ -361,8 +361,14 @@ func keyOrder(a, b Value) int {
 	if Equal(a, b) {
 		return 0
 	}
-	return strings.Compare(PrStr(a), PrStr(b))
+	return strings.Compare(orderText(a), orderText(b))
 }
+
+// orderText is the printed form that orders a key of no other kind
+// (vector, map, set...), cut after 64 KiB: a key that shares structure
+// (a vector holding a map twice, nested) may print exponentially long,
+// and its order must not cost more than a bounded print.
+func orderText(v Value) string { return Sprint(v, PrintOptions{MaxLen: 64 << 10}) }
 
 // numCmp compares two numbers (int64 or float64); NaN sorts first.
 func numCmp(a, b Value) int {

@@ -125,7 +125,7 @@ func sortEntries(es []mapEntry) {
 	for i, e := range es {
 		ks[i].e = e
 		if orderRank(e.key) == 3 {
-			ks[i].printed = PrStr(e.key)
+			ks[i].printed = orderText(e.key)
 		}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {

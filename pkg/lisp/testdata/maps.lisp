@@ -335,3 +335,8 @@
 ---
 (subseq [1 2] > 1)
 ;;; "subseq: expected a sorted map or set"
+---
+;; a key that shares structure (each holds the map before it twice) is
+;; ordered by a bounded print: this ends at once, not at the timeout
+(let [m (zipmap (range 10) (range 10))] (count (reduce (fn [acc x] (assoc m [acc x] [acc x])) m (range 60))))
+;=> 11
