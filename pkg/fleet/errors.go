@@ -87,7 +87,8 @@ const (
 	ReasonOverLimit = "over_limit"
 	// ReasonUnreadableResult: the runner's Step could not be stored so
 	// that every reader decodes it (nested deeper than
-	// messages.MaxNesting, more than messages.MaxValues values, larger
-	// than a NATS message); this failure is stored instead.
+	// messages.MaxNesting, more values than messages.MaxValuesFor its
+	// size, larger than messages.DefaultMaxData); this failure is stored
+	// instead.
 	ReasonUnreadableResult = "unreadable_result"
 )

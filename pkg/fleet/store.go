@@ -86,8 +86,8 @@ func storeStep(ctx context.Context, st *Stores, id string, data []byte) (*messag
 }
 
 // errUnreadableResult: a Step that could not be stored so that every
-// reader decodes it (nested deeper than messages.MaxNesting, more than
-// messages.MaxValues values, larger than a NATS message).
+// reader decodes it (nested deeper than messages.MaxNesting, more values
+// than messages.MaxValuesFor its size, larger than maxStoredStep).
 var errUnreadableResult = errors.New("the result cannot be stored so that its readers can decode it")
 
 // resultHeaderRoom is what a result message's headers may take of the
