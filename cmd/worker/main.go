@@ -83,6 +83,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.ceilings.TurnBudget, "max-turn-budget", 200, "ceiling of turn_budget of a mission and its agents (0: none)")
 	fs.Int64Var(&c.ceilings.MemoryLimit, "max-memory-limit", 64<<20, "ceiling of memory_limit of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
+	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
 	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
 	fs.IntVar(&c.ceilings.LLMRetryAttempts, "max-llm-attempts", 10, "ceiling of llm_retry.max_attempts (0: none)")
 	fs.DurationVar(&c.ceilings.LLMRetryMaxDelay, "max-llm-retry-delay", 2*time.Minute, "ceiling of llm_retry base_delay and max_delay (0: none)")
@@ -136,7 +137,7 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
 	}
 	if c.ceilings.MissionTimeout < 0 || c.ceilings.MaxTurns < 0 || c.ceilings.TurnBudget < 0 || c.ceilings.MemoryLimit < 0 ||
-		c.ceilings.ProgramMemory < 0 ||
+		c.ceilings.ProgramMemory < 0 || c.ceilings.MaxData < 0 ||
 		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 {
 		errs = append(errs, errors.New("the max-* ceilings must be ≥ 0 (0: no ceiling)"))
 	}

@@ -177,7 +177,7 @@ type DataLimitError struct {
 }
 
 func (e *DataLimitError) Error() string {
-	return fmt.Sprintf("%s is over the mission's data limit of %d bytes; ask the tool for less (filter, page or limit the call) or raise limits.max_data (up to the operator's ceiling)", e.What, e.Limit)
+	return fmt.Sprintf("%s is over the mission's data limit of %d bytes; ask the tool for less (filter, page or limit the call) or raise limits.max_data (up to the worker's ceiling)", e.What, e.Limit)
 }
 
 // readRef reads the whole object ref names (a Go caller's result).
@@ -192,4 +192,18 @@ func (b *Toolbox) readRef(ctx context.Context, ref *messages.ObjectRef) ([]byte,
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// missionMaxData is the data limit of mission m (limits.max_data of the
+// mission over its top-level agent's; ≤ 0: none).
+func missionMaxData(m *messages.Mission) int64 {
+	l := m.Limits
+	if m.Agent != nil {
+		l = m.Agent.Limits.Override(m.Limits)
+	}
+	limit, ok := messages.LimitOr(l.MaxData, messages.DefaultMaxData)
+	if !ok {
+		return -1
+	}
+	return limit
 }

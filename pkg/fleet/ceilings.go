@@ -41,6 +41,8 @@ type Ceilings struct {
 	// ProgramMemory bounds mission.limits.program_memory and every
 	// agent's program_memory.
 	ProgramMemory int64
+	// MaxData bounds mission.limits.max_data and every agent's max_data.
+	MaxData int64
 	// LLMRetryAttempts bounds llm_retry.max_attempts; LLMRetryMaxDelay
 	// bounds llm_retry.base_delay and max_delay.
 	LLMRetryAttempts int
@@ -96,6 +98,7 @@ func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
 	check(ck, prefix+"turn_budget", l.TurnBudget, ck.c.TurnBudget)
 	check(ck, prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
 	check(ck, prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
+	check(ck, prefix+"max_data", l.MaxData, ck.c.MaxData)
 }
 
 func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {

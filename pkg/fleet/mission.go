@@ -602,6 +602,7 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {
 	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, w.cfg.ToolUnavailableWait, hdr)
 	b.journal, b.attempt = j, attempt
+	b.maxData = missionMaxData(m)
 	b.replies, b.heartbeat = w.replies, w.cfg.ToolHeartbeat
 	b.metrics, b.tracer = w.cfg.Metrics, w.tracer
 	b.onCall = func(turn int, name, callID string, args map[string]any) {

@@ -137,3 +137,47 @@ func equalPlain(a, b any) bool {
 	y, err2 := messages.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// A mission's max_data bounds the tool results it reads: a larger one sent
+// out of band is refused from its reference, with the limit named, and a
+// mission without the limit reads it.
+func TestMissionMaxDataBoundsToolResults(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("dump", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+		return strings.Repeat("x", 2<<20), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		got, err := env.Tools.Call(ctx, "dump", nil)
+		if err != nil {
+			return &messages.Step{Return: err.Error()}, nil
+		}
+		return &messages.Step{Return: int64(len(got.(string)))}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.ToolTimeout = 10 * time.Second })
+	for _, c2 := range []struct {
+		limit int64
+		want  any
+	}{{0, int64(2 << 20)}, {1 << 20, "data limit of 1048576 bytes"}, {-1, int64(2 << 20)}} {
+		m := newMission()
+		m.Tools = []string{"dump"}
+		m.Agent.MaxData = c2.limit
+		step, err := c.Run(testCtx(t), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := c2.want.(string); ok {
+			if got, _ := step.Return.(string); !strings.Contains(got, s) || !strings.Contains(got, "limits.max_data") {
+				t.Errorf("max_data %d: %v, want an error naming %q", c2.limit, step.Return, s)
+			}
+		} else if step.Return != c2.want {
+			t.Errorf("max_data %d: %v, want %v", c2.limit, step.Return, c2.want)
+		}
+	}
+}

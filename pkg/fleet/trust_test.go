@@ -252,7 +252,7 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 	var runs atomic.Int64
 	startWorker(t, nc, countingRunner(&runs, "ran"), func(cfg *fleet.WorkerConfig) {
 		cfg.Ceilings = fleet.Ceilings{MissionTimeout: time.Minute, MaxTurns: 10, TurnBudget: 30,
-			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
+			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, MaxData: 64 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
 	})
 	cases := []struct {
 		name string
@@ -267,6 +267,8 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		{"sub-agent program memory", func(m *messages.Mission) {
 			m.Agent.SubAgents = map[string]*messages.AgentSpec{"helper": {Prompt: "p", Limits: messages.Limits{ProgramMemory: 1 << 30}}}
 		}, `mission.agent.sub_agents["helper"].program_memory 1073741824 is over this worker's ceiling of 16777216`},
+		{"data", func(m *messages.Mission) { m.Limits.MaxData = 1 << 30 }, "mission.limits.max_data 1073741824 is over this worker's ceiling of 67108864"},
+		{"unlimited data", func(m *messages.Mission) { m.Agent.MaxData = -1 }, "mission.agent.max_data asks for no limit; this worker allows at most 67108864"},
 		{"unlimited turns", func(m *messages.Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns asks for no limit"},
 		{"llm timeout", func(m *messages.Mission) { m.Agent.LLMTimeout = time.Hour }, "mission.agent.llm_timeout 1h0m0s"},
 		{"mission llm timeout", func(m *messages.Mission) { m.Limits.LLMTimeout = time.Hour }, "mission.limits.llm_timeout 1h0m0s"},

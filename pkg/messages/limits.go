@@ -31,6 +31,9 @@ const (
 	// DefaultProgramMemory bounds the memory one program run holds at once
 	// (what it builds and keeps; host data does not count).
 	DefaultProgramMemory = 64 << 20
+	// DefaultMaxData bounds the encoded size of one large tool result a
+	// mission reads (sent out of band, docs/wire.md): 256 MiB.
+	DefaultMaxData = 256 << 20
 	// DefaultListLimit and DefaultStringLimit bound the result previews fed
 	// back to the model: items per collection, characters per string.
 	DefaultListLimit   = 5
@@ -87,6 +90,13 @@ type Limits struct {
 	// the program with memory_limit, fed back to the model like any
 	// program error.
 	ProgramMemory int64 `msgpack:"program_memory,omitempty"`
+	// MaxData bounds the encoded size of one tool result the mission
+	// reads, in bytes (DefaultMaxData): a result sent out of band that is
+	// larger is refused from its reference, before a byte of it is read,
+	// and the tool call fails with an error naming the limit. The
+	// top-level agent's value (with the mission's override) applies to
+	// the mission.
+	MaxData int64 `msgpack:"max_data,omitempty"`
 	// MemoryLimit bounds the printed size of the agent's memory in bytes,
 	// checked after each turn (DefaultMemoryLimit); exceeding it fails the
 	// run (memory_limit_exceeded).
@@ -109,7 +119,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxTurns: DefaultMaxTurns, TurnBudget: DefaultTurnBudget, MaxDepth: DefaultMaxDepth,
 		LLMTimeout: DefaultLLMTimeout, ProgramTimeout: DefaultProgramTimeout, MissionTimeout: DefaultMissionTimeout,
-		ProgramMemory: DefaultProgramMemory, MemoryLimit: DefaultMemoryLimit,
+		ProgramMemory: DefaultProgramMemory, MemoryLimit: DefaultMemoryLimit, MaxData: DefaultMaxData,
 		PromptLimit: PromptLimit{List: DefaultListLimit, String: DefaultStringLimit},
 	}
 }

@@ -82,7 +82,3 @@ func RefValue(r *ObjectRef) map[string]any {
 	}
 	return map[string]any{RefKey: m}
 }
-
-// DefaultMaxData bounds the encoded size of one tool result a mission
-// reads: 256 MiB.
-const DefaultMaxData = 256 << 20
