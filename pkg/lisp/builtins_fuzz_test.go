@@ -57,15 +57,15 @@ func FuzzFormat(f *testing.F) {
 var (
 	javaDouble = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 	javaLong   = regexp.MustCompile(`^[+-]?[0-9]+$`)
-	// Clojure 1.11's parse-double grammar, without hexadecimal floats
-	javaDoubleTrimmed = regexp.MustCompile(`^[\x00-\x20]*(NaN|[+-]Infinity|Infinity|[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)[\x00-\x20]*$`)
+	// Clojure 1.11's parse-double grammar
+	javaDoubleTrimmed = regexp.MustCompile(`^[\x00-\x20]*(NaN|[+-]Infinity|Infinity|[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*$`)
 )
 
 // FuzzParseNumbers checks parse-double and parse-long against their
 // grammars: accepted exactly when the text matches, and then equal to
 // strconv's value.
 func FuzzParseNumbers(f *testing.F) {
-	for _, s := range []string{"1", "-1.5", "1.", ".5", "1e5", "+1E-3", " 1", "1 ", "1_0", "0x10", "NaN", "Infinity", "-Infinity",
+	for _, s := range []string{"1", "-1.5", "1.", ".5", "1e5", "+1E-3", " 1", "1 ", "1_0", "0x10", "0x1.8p1", "0x1_0p0", "0xp1", "0x.8p-1d", "NaN", "Infinity", "-Infinity",
 		"inf", "1e", "9223372036854775808", "-9223372036854775808", "1.5d", ""} {
 		f.Add(s)
 	}

@@ -1,6 +1,7 @@
 package lisp
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -254,8 +255,9 @@ func javaParseInt(th *Thread, fn string, a []Value, bits int) Value {
 // surrounding whitespace: [+-]? (digits [. digits?] | . digits) ([eE]
 // [+-]? digits)?, and NaN, Infinity, +Infinity, -Infinity.
 // parseDoubleClojure is Clojure 1.11's parse-double: Java's decimal
-// grammar (parseDoubleStrict) with surrounding control characters and
-// spaces (up to U+0020) and a float suffix (f, F, d, D) allowed.
+// grammar (parseDoubleStrict) or a hexadecimal float (0x1.8p1), with
+// surrounding control characters and spaces (up to U+0020) and a float
+// suffix (f, F, d, D) allowed.
 func parseDoubleClojure(s string) (float64, bool) {
 	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
 	if n := len(s); n > 1 && strings.IndexByte("fFdD", s[n-1]) >= 0 {
@@ -263,7 +265,25 @@ func parseDoubleClojure(s string) (float64, bool) {
 			s = s[:n-1]
 		}
 	}
-	return parseDoubleStrict(s)
+	if f, ok := parseDoubleStrict(s); ok {
+		return f, true
+	}
+	return parseHexDouble(s)
+}
+
+// parseHexDouble reads Java's hexadecimal float: a sign, 0x or 0X, hex
+// digits with an optional point, and a binary exponent (p or P), which
+// is required. Past the float range it is an infinity, as Java's.
+func parseHexDouble(s string) (float64, bool) {
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || len(body) < 4 || body[0] != '0' || body[1] != 'x' && body[1] != 'X' || strings.ContainsRune(body, '_') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
 
 func parseDoubleStrict(s string) (float64, bool) {

@@ -9,7 +9,7 @@
 (parse-int "12")
 ;=> 12
 ---
-;; parse-double: Java's decimal grammar, NaN and ±Infinity, surrounding whitespace and a f/d suffix, as Clojure 1.11 (no hexadecimal)
+;; parse-double: Java's decimal and hexadecimal grammar, NaN and ±Infinity, surrounding whitespace and a f/d suffix, as Clojure 1.11
 [(parse-double "1.5") (parse-double "1.") (parse-double ".5") (parse-double "1e5") (parse-double "+1.5") (parse-double "-.5e-3") (parse-double "42") (parse-double "1e400")]
 ;=> [1.5 1.0 0.5 100000.0 1.5 -5.0E-4 42.0 ##Inf]
 ---
@@ -17,7 +17,10 @@
 ;=> [##NaN ##Inf ##-Inf ##Inf]
 ---
 [(parse-double " 1.5") (parse-double "1.5 ") (parse-double "1.5d") (parse-double "0x1p3") (parse-double "1,5") (parse-double "1e") (parse-double ".") (parse-double "") (parse-double "inf") (parse-double nil) (parse-double 1.5)]
-;=> [1.5 1.5 1.5 nil nil nil nil nil nil nil nil]
+;=> [1.5 1.5 1.5 8.0 nil nil nil nil nil nil nil]
+---
+[(parse-double "0x1.8p1") (parse-double "-0X1P-2") (parse-double "0x10") (parse-double "0x1_0p0") (parse-double " 0x1p3d ") (parse-double "0x1fp0") (parse-double "0x.8p1") (parse-double "0xp1") (parse-double "+0x1p1") (parse-double "0x1p99999")]
+;=> [3.0 -0.25 nil nil 8.0 31.0 1.0 nil 2.0 ##Inf]
 ---
 [(parse-double "\t2\n") (parse-double " 1e3 ") (parse-double "1.5F") (parse-double "1.5 x") (parse-double " ") (parse-double "d") (parse-double "NaNd")]
 ;=> [2.0 1000.0 1.5 nil nil nil nil]
