@@ -531,7 +531,7 @@ func TestScriptedMissionRunsOnAnyWorker(t *testing.T) {
 	if step.Fail != nil {
 		t.Fatalf("fail = %+v", step.Fail)
 	}
-	if n, _ := step.Return.(map[string]any)["n"]; fmt.Sprint(n) != "40" {
+	if ret, _ := step.Return.(map[string]any); fmt.Sprint(ret["n"]) != "40" {
 		t.Errorf("return = %v", step.Return)
 	}
 	if n := len(env.model.requests()); n != 0 {
