@@ -729,7 +729,7 @@ func (c *compiler) checkTool(name string, pos Pos) string {
 	}
 	resolved, ok := c.host.resolveTool(name)
 	if !ok {
-		c.fail(KindUnknownTool, pos, "", "unknown tool: %s; available: %s", name, c.host.toolList())
+		c.fail(KindUnknownTool, pos, "", "%s", c.host.unknownTool(name))
 	}
 	return resolved
 }

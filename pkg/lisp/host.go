@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // Tool is a host capability callable from a program: a local Go func, an
@@ -74,11 +75,15 @@ func (h *host) keyword(name string) *Keyword {
 	return k
 }
 
-func (h *host) toolList() string {
+// unknownTool is the message of a call of a tool the program was not
+// given: the closest given name when one is close, and the names it may
+// call (given, which does not mean a service offers them).
+func (h *host) unknownTool(name string) string {
+	msg := "unknown tool: " + name + signature.DidYouMean(name, h.toolKeys)
 	if len(h.toolKeys) == 0 {
-		return "(none)"
+		return msg + "; this program may call no tool"
 	}
-	return strings.Join(h.toolKeys, ", ")
+	return msg + "; the tools this program may call: " + strings.Join(h.toolKeys, ", ")
 }
 
 // resolveTool finds a tool by exact name, then treating '-' and '_' alike.

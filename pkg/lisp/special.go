@@ -1068,7 +1068,7 @@ func sfCall(c *compiler, f *form, _ bool) node {
 		}
 		resolved, ok := th.host.resolveTool(name)
 		if !ok {
-			th.Raise(KindUnknownTool, "unknown tool: %s; available: %s", name, th.host.toolList())
+			th.Raise(KindUnknownTool, "%s", th.host.unknownTool(name))
 		}
 		if arg == nil {
 			return th.host.callTool(th, resolved, nil)

@@ -123,13 +123,16 @@ total
 ;=> [1 2 3]
 ---
 (tool/serch {})
-;;; "unknown_tool: 1:2: unknown tool: serch; available: add, boom, echo, get_users, hang, panic, slow"
+;;; "unknown_tool: 1:2: unknown tool: serch; the tools this program may call: add, boom, echo, get_users, hang, panic, slow"
+---
+(tool/get_user {})
+;;; "unknown_tool: 1:2: unknown tool: get_user \\(did you mean get_users\\?\\); the tools this program may call: "
 ---
 (call "serch" {})
 ;;; "unknown_tool: .*unknown tool: serch"
 ---
 (call (str "ser" "ch") {})
-;;; "unknown_tool: .*unknown tool: serch; available"
+;;; "unknown_tool: .*unknown tool: serch; the tools this program may call: add"
 ---
 (do (memory/put :ran true) (tool/nope))
 ;;; "unknown_tool"
