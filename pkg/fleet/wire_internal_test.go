@@ -136,3 +136,85 @@ func agree(t *testing.T, data []byte) {
 		t.Fatalf("%q: Go data %#v, wire %#v", data, plain, got)
 	}
 }
+
+// A large result sent out of band is journaled as its reply, the
+// reference and not the bytes: a redelivered mission replaying the journal
+// reads the same object again and gets the same value, and the tool is not
+// called again.
+func TestLargeResultJournaledByReference(t *testing.T) {
+	s := fleettest.Start(t)
+	nc := s.Conn()
+	var served atomic.Int64
+	svc, err := NewToolService(nc, ToolServiceConfig{Name: "big", LargeResultBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	want := make([]any, 2000)
+	for i := range want {
+		want[i] = map[string]any{"id": int64(i), "body": "some text to make it large"}
+	}
+	if err := svc.Register("dump", ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+		served.Add(1)
+		return want, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithTurn(context.Background(), 1)
+	journaled := func(recorded map[string][]byte) (*Toolbox, *Journal) {
+		js := fleettest.NewHeldJS(messages.StreamJournal)
+		js.Release()
+		id := messages.NewMissionID()
+		j := &Journal{js: js, missionID: id, subject: messages.JournalSubject(id), recorded: recorded, next: map[string]int{},
+			linger: time.Hour}
+		box, err := NewToolbox(nc, ToolboxConfig{Tools: []string{"dump"}, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		box.journal, box.missionID = j, id
+		return box, j
+	}
+	var refs []*messages.ObjectRef
+	keep := func(ctx context.Context, r *ToolResult) (any, error) {
+		refs = append(refs, r.Ref)
+		return plainFromStream(ctx, r)
+	}
+	box, j := journaled(map[string][]byte{})
+	first, err := box.CallAs(ctx, "dump", nil, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	entry := j.unsent[0]
+	j.mu.Unlock()
+	if len(entry.Data) > 1024 || !bytes.Contains(entry.Data, []byte("result_ref")) {
+		t.Fatalf("journaled %d bytes, want the small reply with the reference", len(entry.Data))
+	}
+	replay, _ := journaled(map[string][]byte{entry.Key: entry.Data})
+	again, err := replay.CallAs(ctx, "dump", nil, keep)
+	if err != nil {
+		t.Fatalf("replayed: %v", err)
+	}
+	if served.Load() != 1 {
+		t.Fatalf("the tool was called %d times", served.Load())
+	}
+	if !reflect.DeepEqual(first, again) || len(again.([]any)) != len(want) || len(refs) != 2 || refs[0] == nil || *refs[0] != *refs[1] {
+		t.Fatalf("replayed value or reference differs: %d refs", len(refs))
+	}
+}
+
+// plainFromStream decodes a result, inline or streamed from its object,
+// as Go data.
+func plainFromStream(ctx context.Context, r *ToolResult) (any, error) {
+	rc, err := r.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(rc); err != nil {
+		return nil, err
+	}
+	var v any
+	return v, messages.UnmarshalAs(r.ContentType, buf.Bytes(), &v)
+}
