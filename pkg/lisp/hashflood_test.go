@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 )
 
 // unseededHashInt is the integer hash without a key (murmur3's fmix64
@@ -110,7 +111,7 @@ func TestHashFloodingSeeded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := Exec(context.Background(), c.src, Options{Context: map[string]any{"ks": c.keys}})
+			res, err := Exec(context.Background(), c.src, Options{Context: map[string]any{"ks": c.keys}, Timeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

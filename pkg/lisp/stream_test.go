@@ -77,7 +77,7 @@ func checkMemoryLimit(t *testing.T, err error) {
 // kept and correct.
 func TestStreamingValuesAgree(t *testing.T) {
 	src := `(let [r (map inc (range 200000))] [(count r) (reduce + r) (count (map inc (range 200000))) (reduce + (map inc (range 200000)))])`
-	res, err := Exec(context.Background(), src, Options{})
+	res, err := Exec(context.Background(), src, Options{Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
