@@ -102,7 +102,7 @@ var unavailableHints = map[string]string{
 	"lazy-seq": "lazy-seq is not supported; use range, iterate or loop/recur", "defmacro": "macros are not supported",
 	"eval": "eval is not supported", "read-string": "read-string is not supported; use parse-long or parse-double",
 	"slurp": "there is no I/O; use tools", "spit": "there is no I/O; use tools",
-	"ns": "namespaces are not supported", "require": "require is not needed: clojure.string/ and clojure.set/ functions are built in",
+	"ns": "namespaces are not supported", "require": "require is not needed: clojure.string/, clojure.set/ and clojure.walk/ functions are built in",
 	"import": "Java interop is not supported", "future": "use pmap or pcalls for parallel work",
 	"ctx": "read inputs as ctx/name", "memory": "read memory as memory/name or by its plain name",
 	"%": "% can only be used inside #(...)", "%1": "% can only be used inside #(...)", "%2": "% can only be used inside #(...)",

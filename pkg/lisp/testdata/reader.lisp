@@ -181,3 +181,6 @@ if
 ---
 #"(a"
 ;;; "regex_error: .*invalid regex"
+---
+(require 'clojure.walk)
+;;; "hint: require is not needed: clojure.string/, clojure.set/ and clojure.walk/ functions are built in"
