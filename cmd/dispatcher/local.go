@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -33,12 +34,9 @@ type localConfig struct {
 	// exampleTools serves the example shop tools on a given server (the
 	// embedded server always gets them).
 	exampleTools bool
-	// ui serves the mission viewer on uiAddr while the fleet runs, and
-	// after the mission until ctx ends.
-	ui     bool
-	uiAddr string
-	// uiBound receives the viewer's address once it listens (tests).
-	uiBound chan<- string
+	// ui, when not nil, is where the mission viewer serves while the
+	// fleet runs, and after the mission until ctx ends.
+	ui net.Listener
 }
 
 // runLocal runs one mission file on a fleet inside this process:
@@ -130,23 +128,13 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	if err != nil {
 		return err
 	}
-	uiDone := make(chan error, 1)
 	uiAddr := ""
-	if cfg.ui {
-		bound := make(chan string, 1)
+	if cfg.ui != nil {
+		uiAddr = cfg.ui.Addr().String()
+		uiDone := make(chan error, 1)
 		uctx, stopUI := context.WithCancel(ctx)
 		defer func() { stopUI(); <-uiDone }()
-		go func() { uiDone <- serveUI(uctx, client, cfg.uiAddr, log, bound) }()
-		select {
-		case addr := <-bound:
-			uiAddr = addr
-			if cfg.uiBound != nil {
-				cfg.uiBound <- addr
-			}
-		case err := <-uiDone:
-			uiDone <- nil
-			return fmt.Errorf("mission viewer: %w", err)
-		}
+		go func() { uiDone <- serveUI(uctx, client, cfg.ui, log) }()
 	}
 	mctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
@@ -162,7 +150,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		fmt.Fprintf(out, "mission viewer: http://%s/missions/%s\n", uiAddr, sub.ID)
 	}
 	err = follow(mctx, client, sub.ID, out)
-	if cfg.ui {
+	if cfg.ui != nil {
 		fmt.Fprintf(out, "the mission viewer keeps serving; stop with Ctrl-C\n")
 		<-ctx.Done()
 	}

@@ -138,7 +138,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&model, cli.FallbackModelFlag, "default", "name of the model a mission runs on when it names none (PTC_MODEL_<NAME> configures models)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 		fs.BoolVar(&withUI, "ui", false, "serve the mission viewer while the fleet runs, and keep serving after the mission until interrupted")
-		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address of the mission viewer (with -ui)")
+		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address of the mission viewer (with -ui); the default, when busy, gives way to a free port")
 	case "repl":
 		setDefault(fs, "log-level", "warn")
 		setDefault(fs, "log-format", "console")
@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	case "trace":
 		fs.BoolVar(&asJSON, "json", false, "print the mission's view as JSON (status, step with firewalled values masked, events)")
 	case "ui":
-		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on")
+		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":
 		fs.StringVar(&mcpHTTP, "mcp-http", "", "serve MCP over Streamable HTTP on this address (path /mcp) instead of stdin/stdout")
 	case "-h", "-help", "--help", "help":
@@ -209,8 +209,15 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if len(rest) != 1 {
 			return errors.New("local takes one mission file")
 		}
-		return runLocal(ctx, localConfig{file: rest[0], workers: workers, slots: slots, defaultModel: model,
-			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools, ui: withUI, uiAddr: uiAddr}, e, log, stdout)
+		cfg := localConfig{file: rest[0], workers: workers, slots: slots, defaultModel: model,
+			timeout: c.timeout, nats: c.nats, exampleTools: exampleTools}
+		if withUI {
+			if cfg.ui, err = listenUI(fs, log); err != nil {
+				return err
+			}
+			defer cfg.ui.Close()
+		}
+		return runLocal(ctx, cfg, e, log, stdout)
 	}
 
 	if c.nats.URL == "" {
@@ -234,13 +241,13 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	case "mcp":
 		return serveMCP(ctx, client, nc, mcpHTTP, log, nil)
 	case "ui":
-		bound := make(chan string, 1)
-		go func() {
-			if addr, ok := <-bound; ok {
-				fmt.Fprintf(stdout, "mission viewer: http://%s/\n", addr)
-			}
-		}()
-		return serveUI(ctx, client, uiAddr, log, bound)
+		ln, err := listenUI(fs, log)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		fmt.Fprintf(stdout, "mission viewer: http://%s/\n", ln.Addr())
+		return serveUI(ctx, client, ln, log)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

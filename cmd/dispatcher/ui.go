@@ -6,10 +6,12 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -239,12 +241,27 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// serveUI serves the viewer on addr until ctx ends; the bound address is
-// sent on bound (if not nil) once listening.
-func serveUI(ctx context.Context, client *fleet.Client, addr string, log zerolog.Logger, bound chan<- string) error {
+// serveUI serves the viewer on ln until ctx ends.
+func serveUI(ctx context.Context, client *fleet.Client, ln net.Listener, log zerolog.Logger) error {
 	v, err := newViewer(client, log)
 	if err != nil {
 		return err
 	}
-	return cli.ServeHTTP(ctx, addr, v.Handler(), bound)
+	return cli.ServeListener(ctx, ln, v.Handler())
+}
+
+// listenUI takes the viewer's address (-ui-addr): a busy default gives way
+// to a free port, said on the log (cli.ListenFlag).
+func listenUI(fs *flag.FlagSet, log zerolog.Logger) (net.Listener, error) {
+	l, err := cli.ListenFlag(fs, "ui-addr")
+	if err != nil {
+		return nil, err
+	}
+	if l.Listener == nil {
+		return nil, errors.New("ui-addr is empty: the viewer needs an address")
+	}
+	if l.Busy != "" {
+		log.Warn().Str("busy", l.Busy).Str("addr", l.Addr()).Msg("default viewer address in use (another viewer on this machine): listening on a free port instead")
+	}
+	return l.Listener, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -290,14 +291,20 @@ func TestViewerAPI(t *testing.T) {
 }
 
 // dispatcher local -ui serves the viewer for its one-process fleet, and
-// keeps serving after the mission until interrupted.
+// keeps serving after the mission until interrupted. With the default
+// address busy (another viewer on the machine; the test holds it when it
+// is free) it serves on a free port and prints that one.
 func TestLocalServesTheViewer(t *testing.T) {
+	const defaultAddr = "127.0.0.1:8090" // the -ui-addr default
+	if ln, err := net.Listen("tcp", defaultAddr); err == nil {
+		defer ln.Close()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"local", "-ui", "-ui-addr", "127.0.0.1:0", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
+		done <- run(ctx, []string{"local", "-ui", "../../examples/missions/top-customers.yaml"}, testEnv(nil), &out, &errOut)
 	}()
 	addr := regexp.MustCompile(`mission viewer: (http://[0-9.:]+)/missions/([0-9A-Z]{26})\n`)
 	var base string
@@ -314,6 +321,9 @@ func TestLocalServesTheViewer(t *testing.T) {
 	}
 	if base == "" {
 		t.Fatalf("no viewer address or the mission did not end:\n%s", out.String())
+	}
+	if base == "http://"+defaultAddr || !strings.Contains(errOut.String(), "default viewer address in use") {
+		t.Errorf("viewer at %s with the default address busy; stderr:\n%s", base, errOut.String())
 	}
 	resp, err := http.Get(base + "/api/missions")
 	if err != nil {
