@@ -232,7 +232,7 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 		return nil, err
 	}
 	defer w.stop()
-	return c.awaitOn(ctx, id, w)
+	return c.awaitOn(ctx, id, w, awaitUnsure)
 }
 
 // Re-reading a result: after a signal (a message on the result subject, a
@@ -242,7 +242,8 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 // stores from a queue, later under load), and a result published just
 // before the subscription may be stored only after the first read; so
 // after a message the reads go on until the result is there, and after
-// the subscription or a reconnection for awaitUnsure.
+// Await's subscription or a reconnection for awaitUnsure (Run subscribes
+// before it submits: no result can precede its subscription).
 const (
 	awaitRetryFirst = 5 * time.Millisecond
 	awaitRetryMax   = time.Second
@@ -284,9 +285,9 @@ func (w *resultWait) stop() {
 	w.nc.RemoveStatusListener(w.connected)
 }
 
-func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait) (*messages.Step, error) {
+func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure time.Duration) (*messages.Step, error) {
 	backoff := awaitRetryFirst
-	unsureUntil := time.Now().Add(awaitUnsure)
+	unsureUntil := time.Now().Add(unsure)
 	published := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -338,7 +339,7 @@ func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOpt
 	if _, err := c.Submit(ctx, m, opts...); err != nil {
 		return nil, err
 	}
-	return c.awaitOn(ctx, m.ID, w)
+	return c.awaitOn(ctx, m.ID, w, 0)
 }
 
 // Result returns the stored result of mission id, or ErrNotFound when it
