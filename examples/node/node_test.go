@@ -23,12 +23,15 @@ import (
 
 // program is what the scripted model writes: it calls both Node tools.
 const program = `(let [s (tool/shout {:text ctx/greeting})
-      w (tool/word_stats {:text ctx/text})]
-  (return {:loud (:loud s) :words (:words w) :top (:top w) :n (inc ctx/n)}))`
+      w (tool/word_stats {:text ctx/text})
+      r (tool/records {:n 20000})]
+  (return {:loud (:loud s) :words (:words w) :top (:top w) :n (inc ctx/n)
+           :records (count r) :last (:body (last r))}))`
 
 // A Node service submits missions (msgpack and JSON) and awaits their
 // Steps; a Node tool service on the micro protocol is discovered by a Go
-// worker and called by the missions.
+// worker and called by the missions, and sends a large result out of band
+// through its object store bucket.
 func TestNodeCallerAndToolService(t *testing.T) {
 	dir := testnode.Folder(t, ".")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -96,14 +99,17 @@ func TestNodeCallerAndToolService(t *testing.T) {
 			if got.Step.Fail != nil {
 				t.Fatalf("mission %s failed: %v", got.ID, got.Step.Fail)
 			}
-			want := map[string]any{"loud": "HELLO FROM NODE!", "words": float64(11), "top": "the", "n": float64(42)}
+			// records: 20,000 records (about 700 KB) sent out of band
+			// through the Node service's results bucket
+			want := map[string]any{"loud": "HELLO FROM NODE!", "words": float64(11), "top": "the", "n": float64(42),
+				"records": float64(20000), "last": "record number 19999 of 20000"}
 			for k, v := range want {
 				if got.Step.Return[k] != v {
 					t.Errorf("return[%s] = %#v, want %#v (return %v)", k, got.Step.Return[k], v, got.Step.Return)
 				}
 			}
-			if got.Step.Usage["tool_calls"] != float64(2) {
-				t.Errorf("usage = %v, want 2 tool calls", got.Step.Usage)
+			if got.Step.Usage["tool_calls"] != float64(3) {
+				t.Errorf("usage = %v, want 3 tool calls", got.Step.Usage)
 			}
 			// The Go client reads the same result.
 			client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})

@@ -15,7 +15,7 @@ const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
 
 const id = ulid();
-const tools = ["shout", "word_stats"];
+const tools = ["shout", "word_stats", "records"];
 const mission = {
   v: MISSION_VERSION,
   id,

@@ -4,10 +4,13 @@
 //   PTC_NATS_URL=nats://localhost:4222 node toolservice.mjs
 //
 // shout takes msgpack requests; word_stats asks for JSON requests with the
-// ptc.content_type metadata key and answers in JSON. Prints "ready" once
-// serving; stops on SIGTERM or SIGINT.
+// ptc.content_type metadata key and answers in JSON; records returns a
+// result larger than one NATS message, sent out of band (docs/wire.md,
+// "Large results, out of band"). Prints "ready" once serving; stops on
+// SIGTERM or SIGINT.
 import { connect, headers } from "@nats-io/transport-node";
 import { Svcm } from "@nats-io/services";
+import { Objm } from "@nats-io/obj";
 import { TOOL_CALL_VERSION, pack, toolSubject, unpack } from "./wire.mjs";
 
 const SERVICE = "nodetools";
@@ -79,6 +82,45 @@ svc.addEndpoint("word_stats", {
     const h = headers();
     h.set("Content-Type", "application/json");
     msg.respond(JSON.stringify({ v: TOOL_CALL_VERSION, call_id: req.call_id, result: { words: words.length, top } }), { headers: h });
+  },
+});
+
+// A result whose encoding is over 256 KiB goes to the service's results
+// bucket, tool_results_<service>; the reply names the object.
+const LARGE_RESULT_BYTES = 256 * 1024;
+const results = await new Objm(nc).create(`tool_results_${SERVICE}`, { ttl: 24 * 3600 * 1e9 });
+
+svc.addEndpoint("records", {
+  subject: toolSubject(SERVICE, "records"),
+  metadata: {
+    "ptc.tool": "records",
+    "ptc.signature": "(n :int) -> [{id :int, body :string}]",
+    "ptc.description": "Returns n records.",
+  },
+  handler: async (err, msg) => {
+    if (err) return;
+    let req;
+    try {
+      req = unpack(msg.data);
+    } catch (e) {
+      return fail(msg, "", "bad_request", `undecodable request: ${e.message}`, false);
+    }
+    const n = Number(req.args?.n ?? 0);
+    const records = Array.from({ length: n }, (_, i) => ({ id: i, body: `record number ${i} of ${n}` }));
+    const encoded = pack(records);
+    if (encoded.length <= LARGE_RESULT_BYTES) {
+      return msg.respond(pack({ v: TOOL_CALL_VERSION, call_id: req.call_id, result: records }));
+    }
+    try {
+      const name = `${req.mission_id || "none"}.records.${req.call_id}.${Date.now()}`;
+      const info = await results.putBlob({ name }, encoded);
+      msg.respond(pack({
+        v: TOOL_CALL_VERSION, call_id: req.call_id, result: null,
+        result_ref: { bucket: info.bucket, name: info.name, size: info.size, digest: info.digest },
+      }));
+    } catch (e) {
+      fail(msg, req.call_id, "tool_error", `the result could not be stored: ${e.message}`, false);
+    }
   },
 });
 
