@@ -33,8 +33,8 @@ func TestModesAgreeAndPTCStaysFlat(t *testing.T) {
 			}
 			t.Logf("1×: ptc %d tokens, text %d: %.2f%% fewer; 10×: ptc %d, text %d",
 				p1.PromptTokens, t1.PromptTokens, 100*Saving(p1, t1), p10.PromptTokens, t10.PromptTokens)
-			if Saving(p1, t1) < 0.98 {
-				t.Errorf("PTC sends %d tokens, text %d: %.1f%% fewer, below 98%%", p1.PromptTokens, t1.PromptTokens, 100*Saving(p1, t1))
+			if Saving(p1, t1) < 0.975 {
+				t.Errorf("PTC sends %d tokens, text %d: %.1f%% fewer, below 97.5%%", p1.PromptTokens, t1.PromptTokens, 100*Saving(p1, t1))
 			}
 			if float64(p10.PromptTokens) > 1.05*float64(p1.PromptTokens) {
 				t.Errorf("PTC prompt grew from %d to %d tokens with 10× the records", p1.PromptTokens, p10.PromptTokens)

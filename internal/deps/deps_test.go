@@ -52,7 +52,7 @@ pkg/fleet/embedded, pkg/messages < internal/fleettest;
 pkg/fleet, pkg/fleet/agentrun < internal/fleettest/agentworker;
 pkg/agent < internal/ctxbench;
 
-pkg/fleet < examples/shop, internal/cli, deploy/k8s/natsauth;
+pkg/fleet < examples/shop, examples/toolservice, internal/cli, deploy/k8s/natsauth;
 
 internal/cli, examples/shop < cmd/shoptools;
 internal/cli < cmd/mcpbridge;
