@@ -62,6 +62,7 @@ type config struct {
 	memBudget    int64
 	llmOpts      string
 	toolPins     string
+	toolServices string
 }
 
 func (c *config) register(fs *flag.FlagSet) {
@@ -75,6 +76,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
 	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
 	fs.BoolVar(&c.verifyLayout, "verify-layout", false, "only wait for the streams and buckets to exist (created by an administrator) instead of creating or updating them")
+	fs.StringVar(&c.toolServices, "tool-services", "", "setup only: comma-separated tool services whose large-results buckets setup creates")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
 	fs.StringVar(&c.defaultModel, cli.FallbackModelFlag, "default", "name of the model a mission runs on when it names none (PTC_MODEL_<NAME> configures models)")
 	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
@@ -183,6 +185,7 @@ func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, lookup cli.Looku
 		return err
 	}
 	store := fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver,
+		ToolServices: splitList(c.toolServices),
 		OnRetry: func(what string, err error, wait time.Duration) {
 			log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("layout not set up yet; retrying")
 		}}
@@ -356,4 +359,16 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	err = w.Stop()
 	log.Info().Dur("took", time.Since(start)).Err(err).Msg("stopped")
 	return err
+}
+
+// splitList splits a comma-separated flag value into its non-empty,
+// trimmed items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

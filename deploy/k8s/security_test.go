@@ -306,10 +306,15 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, w, "tool.billing.refund", nil)
 		refused(t, w, "$O."+messages.BucketContext+".M.x", nil) // write contexts
 		refused(t, w, "$JS.API.CONSUMER.CREATE.EVENTS.x", nil)
+		refused(t, w, "$O."+messages.ToolResultBucket(shop.ServiceName)+".C.x", nil) // write tool results
 	})
 	t.Run("tool service", func(t *testing.T) {
 		for _, s := range []string{messages.SubmitSubject(""), messages.ResultSubject(m.ID), "$KV." + messages.BucketStatus + "." + m.ID,
-			"$JS.API.STREAM.INFO." + messages.StreamMissions} {
+			"$JS.API.STREAM.INFO." + messages.StreamMissions,
+			// another service's results bucket, and creating a bucket
+			// (a stream whose subjects the creator would choose)
+			"$O." + messages.ToolResultBucket("mcp") + ".C.x", "$JS.API.STREAM.INFO.OBJ_" + messages.ToolResultBucket("mcp"),
+			"$JS.API.STREAM.CREATE.OBJ_" + messages.ToolResultBucket(shop.ServiceName)} {
 			if err := fa.tools.nc.Publish(s, []byte("x")); err != nil {
 				t.Fatal(err)
 			}
@@ -556,5 +561,11 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 		if strings.Contains(text, "Permissions Violation") {
 			t.Errorf("a permission the fleet needs is missing:\n%s", text)
 		}
+	}
+	// list_orders answers 386 KB, over messages.LargeResultBytes: it went
+	// through the service's results bucket, which the setup Job created,
+	// not inline for want of rights on it.
+	if text := logs[0].String(); strings.Contains(text, "large result sent inline") || strings.Contains(text, "large result not stored") {
+		t.Errorf("the tool service could not use its results bucket:\n%s", text)
 	}
 }

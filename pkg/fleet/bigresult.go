@@ -21,24 +21,53 @@ import (
 // for a mission redelivered to another worker to read it again.
 const DefaultToolResultTTL = 24 * time.Hour
 
+// resultBucketBind bounds one attempt to bind (or create) a tool
+// service's results bucket. A user without the rights gets no answer at
+// all from JetStream, only a permissions error on the connection, so an
+// unbounded attempt would stall the call until its deadline.
+const resultBucketBind = 2 * time.Second
+
+// resultBucketRetry is how long a failed bind is remembered: calls in
+// between do not try again (each would stall for resultBucketBind).
+const resultBucketRetry = time.Minute
+
 // resultStore is a tool service's results bucket, bound on first use.
 type resultStore struct {
 	nc      *nats.Conn
 	service string
 	ttl     time.Duration
 
-	mu  sync.Mutex
-	obs jetstream.ObjectStore
+	mu       sync.Mutex
+	obs      jetstream.ObjectStore
+	failed   error     // the last bind's error
+	failedAt time.Time // when it failed
 }
 
 // bucket returns the service's results bucket, creating it (or updating
-// its settings) the first time.
+// its settings) the first time. A failure is remembered for
+// resultBucketRetry, so a service whose user may not use the bucket
+// answers at once (its large results then go inline where they fit).
 func (r *resultStore) bucket(ctx context.Context) (jetstream.ObjectStore, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.obs != nil {
 		return r.obs, nil
 	}
+	if r.failed != nil && time.Since(r.failedAt) < resultBucketRetry {
+		return nil, r.failed
+	}
+	obs, err := r.bind(ctx)
+	if err != nil {
+		r.failed, r.failedAt = err, time.Now()
+		return nil, err
+	}
+	r.obs, r.failed = obs, nil
+	return obs, nil
+}
+
+func (r *resultStore) bind(ctx context.Context) (jetstream.ObjectStore, error) {
+	ctx, cancel := context.WithTimeout(ctx, resultBucketBind)
+	defer cancel()
 	js, err := jetstream.New(r.nc)
 	if err != nil {
 		return nil, err
@@ -55,7 +84,6 @@ func (r *resultStore) bucket(ctx context.Context) (jetstream.ObjectStore, error)
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", cfg.Bucket, err)
 	}
-	r.obs = obs
 	return obs, nil
 }
 

@@ -57,6 +57,13 @@ type StoreConfig struct {
 	// MaxAckPending of each consumer: the fleet's total mission slots.
 	// Default 1000.
 	MaxAckPending int
+	// ToolServices names the tool services whose results buckets
+	// (messages.ToolResultBucket; large results travel through them) the
+	// setup creates, with the TTL DefaultToolResultTTL. Where a tool
+	// service's NATS user may create streams it creates its own bucket on
+	// first use; the shipped permissions do not allow that, because
+	// creating a stream chooses its subjects.
+	ToolServices []string
 	// VerifyOnly makes EnsureStores wait for the layout to exist instead
 	// of creating or updating it: for deployments where workers may not
 	// create streams and an administrator sets the layout up.
@@ -209,6 +216,17 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, svc := range cfg.ToolServices {
+		toolCfg := jetstream.ObjectStoreConfig{
+			Bucket: messages.ToolResultBucket(svc), Description: "large results of tool service " + svc,
+			TTL: DefaultToolResultTTL, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+		}
+		if _, err := retrySetup(ctx, cfg, "object store "+toolCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
+			return ensureObjectStore(ctx, js, toolCfg, cfg.VerifyOnly)
+		}); err != nil {
+			return nil, err
+		}
 	}
 	st.resultStream, err = retrySetup(ctx, cfg, "stream "+resultObjectStream, func(ctx context.Context) (jetstream.Stream, error) {
 		return js.Stream(ctx, resultObjectStream)

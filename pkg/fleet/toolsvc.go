@@ -376,11 +376,18 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 	if s.cfg.LargeResultBytes > 0 && len(enc) > s.cfg.LargeResultBytes {
 		// Out of band: the reply names the object.
 		ref, err := s.results.put(ctx, ci, enc)
-		if err != nil {
+		switch {
+		case err == nil:
+			resp.Result, resp.ResultRef = nil, ref
+		case s.fitsOneMessage(len(enc)):
+			// The bucket cannot be used (e.g. this service's NATS user
+			// has no rights on it): a result one message can carry goes
+			// inline, as it would with out-of-band results turned off.
+			log.Warn().Err(err).Int("bytes", len(enc)).Msg("large result sent inline: its results bucket cannot be used")
+		default:
 			log.Error().Err(err).Int("bytes", len(enc)).Msg("large result not stored")
 			return errorOutcome(req.CallID, messages.ToolErrFailed, fmt.Sprintf("the result (%d bytes) could not be stored: %v", len(enc), err))
 		}
-		resp.Result, resp.ResultRef = nil, ref
 	}
 	body, err := messages.Marshal(&resp)
 	if err != nil {
@@ -393,6 +400,13 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 			len(body), limit-1024))
 	}
 	return toolOutcome{Body: body}
+}
+
+// fitsOneMessage reports whether a result of n encoded bytes fits in one
+// tool response on this connection.
+func (s *ToolService) fitsOneMessage(n int) bool {
+	limit := s.nc.MaxPayload()
+	return limit <= 0 || int64(n) <= limit-1024-256 // the response's own fields
 }
 
 // send publishes an outcome on the reply subject, in JSON when ctype says

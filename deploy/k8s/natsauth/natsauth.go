@@ -108,7 +108,8 @@ func (a Account) Users() []User {
 	}
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
-			PubDeny: []string{">"}, SubAllow: []string{messages.ToolSubject(svc, "*"), "$SRV.>"}, AllowResponses: true})
+			PubAllow: toolServicePublish(svc),
+			SubAllow: []string{messages.ToolSubject(svc, "*"), "$SRV.>", Inbox(svc+"tools") + ".>"}, AllowResponses: true})
 	}
 	return append(users, User{Name: name(RoleAdmin), PasswordVar: pw(RoleAdmin), Role: RoleAdmin})
 }
@@ -194,6 +195,20 @@ func dispatcherPublish() []string {
 	)
 }
 
+// toolServicePublish: a tool service writes its large results into its
+// own results bucket (which the administrator's setup creates: creating a
+// stream would let it choose the stream's subjects) and nothing else; its
+// replies go out through allow_responses. Its JetStream acks come back on
+// its own inboxes (PTC_NATS_INBOX_PREFIX).
+func toolServicePublish(svc string) []string {
+	s := toolResultStream(svc)
+	l := append([]string{api + "INFO", api + "STREAM.INFO." + s}, directGet(s)...)
+	return append(l, "$O."+messages.ToolResultBucket(svc)+".>")
+}
+
+// toolResultStream is the stream of a tool service's results bucket.
+func toolResultStream(svc string) string { return "OBJ_" + messages.ToolResultBucket(svc) }
+
 // workerPublish: pull and settle missions, store results, events, dead
 // letters, journal entries and status, read contexts, discover tools and
 // call the listed services' tools; verify (never create or change) the
@@ -225,6 +240,11 @@ func workerPublish(services []string) []string {
 	)
 	for _, svc := range services {
 		l = append(l, messages.ToolSubject(svc, "*"))
+		// the service's large results, read by reference
+		s := toolResultStream(svc)
+		l = append(l, api+"STREAM.INFO."+s)
+		l = append(l, chunkRead(s)...)
+		l = append(l, orderedRead(s)...)
 	}
 	return l
 }
