@@ -260,8 +260,6 @@ func listenUI(fs *flag.FlagSet, log zerolog.Logger) (net.Listener, error) {
 	if l.Listener == nil {
 		return nil, errors.New("ui-addr is empty: the viewer needs an address")
 	}
-	if l.Busy != "" {
-		log.Warn().Str("busy", l.Busy).Str("addr", l.Addr()).Msg("default viewer address in use (another viewer on this machine): listening on a free port instead")
-	}
+	l.WarnBusy(&log, "viewer")
 	return l.Listener, nil
 }

@@ -77,12 +77,8 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, logOut io.Writer
 	if err != nil {
 		return err
 	}
-	if hl.Listener != nil {
-		defer hl.Listener.Close()
-	}
-	if hl.Busy != "" {
-		log.Warn().Str("busy", hl.Busy).Str("addr", hl.Addr()).Msg("default health address in use (another process on this machine): listening on a free port instead")
-	}
+	defer hl.Close()
+	hl.WarnBusy(&log, "health")
 	natsOpts.Name = "ptc-mcpbridge"
 	opts, err := natsOpts.Options(log)
 	if err != nil {

@@ -250,12 +250,8 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	if err != nil {
 		return err
 	}
-	if hl.Listener != nil {
-		defer hl.Listener.Close()
-	}
-	if hl.Busy != "" {
-		log.Warn().Str("busy", hl.Busy).Str("addr", hl.Addr()).Msg("default health address in use (another process on this machine): listening on a free port instead")
-	}
+	defer hl.Close()
+	hl.WarnBusy(&log, "health")
 
 	metrics, metricsHandler, err := cli.Metrics()
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Health serves /healthz (liveness) and /readyz (readiness) for Kubernetes
@@ -103,6 +105,21 @@ type Listened struct {
 	// Busy is the default address that was in use, when the listener took
 	// a free port instead; "" otherwise.
 	Busy string
+}
+
+// Close closes the listener, if there is one.
+func (l Listened) Close() {
+	if l.Listener != nil {
+		_ = l.Listener.Close()
+	}
+}
+
+// WarnBusy logs, when the default address was busy, that the endpoint
+// named what listens on a free port instead.
+func (l Listened) WarnBusy(log *zerolog.Logger, what string) {
+	if l.Busy != "" {
+		log.Warn().Str("busy", l.Busy).Str("addr", l.Addr()).Msg("default " + what + " address in use (another process on this machine): listening on a free port instead")
+	}
 }
 
 // Addr is the address listened on, "" when the endpoint is off.

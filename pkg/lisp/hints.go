@@ -3,6 +3,8 @@ package lisp
 import (
 	"slices"
 	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // Hints for names the program uses but the language does not have: a
@@ -191,7 +193,7 @@ func (c *compiler) didYouMean(name string) string {
 			best, bestD = cand, -1
 			return
 		}
-		if d := editDistance(name, cand, bestD); d < bestD {
+		if d := signature.EditDistance(name, cand, bestD); d < bestD {
 			best, bestD = cand, d
 		}
 	}
@@ -217,27 +219,3 @@ func (c *compiler) didYouMean(name string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance, giving up above limit.
-func editDistance(a, b string, limit int) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}

@@ -13,7 +13,7 @@ func Closest(name string, candidates []string) string {
 		if c == name {
 			continue
 		}
-		d := editDistance(name, c)
+		d := EditDistance(name, c, bestD)
 		if strings.HasPrefix(c, name) || strings.HasPrefix(name, c) {
 			d = min(d, 2)
 		}
@@ -33,9 +33,15 @@ func DidYouMean(name string, candidates []string) string {
 	return ""
 }
 
-// editDistance is the Levenshtein distance of a and b, in runes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b, in runes, giving
+// up above limit: any distance over limit is returned as limit+1. It is
+// the one edit distance of the module's did-you-means (Closest, and
+// PTC-Lisp's hints for unknown names).
+func EditDistance(a, b string, limit int) int {
 	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > limit || -d > limit {
+		return limit + 1
+	}
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -52,5 +58,5 @@ func editDistance(a, b string) int {
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return min(prev[len(rb)], limit+1)
 }
