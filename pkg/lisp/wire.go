@@ -42,11 +42,7 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 		err = c.flush()
 	}
 	if err != nil {
-		var le *Error
-		if errors.As(err, &le) && le.Kind == KindMemory {
-			return nil, le
-		}
-		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
+		return nil, decodeFailed("msgpack", err)
 	}
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("lisp: decode msgpack: %d trailing bytes", r.Len())
@@ -158,4 +154,15 @@ func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 		b.set(ks, v)
 	}
 	return markHost(b.buildIn(a)), nil
+}
+
+// decodeFailed wraps a decoder's error: a memory limit reached while
+// decoding is the run's own error (memory_limit, naming the limit), any
+// other a decode error of the format named.
+func decodeFailed(format string, err error) error {
+	var le *Error
+	if errors.As(err, &le) && le.Kind == KindMemory {
+		return le
+	}
+	return fmt.Errorf("lisp: decode %s: %w", format, err)
 }

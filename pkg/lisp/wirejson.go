@@ -47,11 +47,7 @@ func decodeJSONValue(data []byte, c *charger) (Value, error) {
 		err = c.flush()
 	}
 	if err != nil {
-		var le *Error
-		if errors.As(err, &le) && le.Kind == KindMemory {
-			return nil, le
-		}
-		return nil, fmt.Errorf("lisp: decode json: %w", err)
+		return nil, decodeFailed("json", err)
 	}
 	if _, err := j.d.ReadToken(); err != io.EOF {
 		return nil, fmt.Errorf("lisp: decode json: trailing data after the value at byte %d", j.d.InputOffset())

@@ -47,11 +47,7 @@ func decodeMsgpackFrom(r io.Reader, size int64, c *charger) (v Value, err error)
 		err = c.flush()
 	}
 	if err != nil {
-		var le *Error
-		if errors.As(err, &le) && le.Kind == KindMemory {
-			return nil, le
-		}
-		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
+		return nil, decodeFailed("msgpack", err)
 	}
 	if err := atEnd(br, sb); err != nil {
 		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
@@ -82,11 +78,7 @@ func decodeJSONFrom(r io.Reader, size int64, c *charger) (Value, error) {
 		err = c.flush()
 	}
 	if err != nil {
-		var le *Error
-		if errors.As(err, &le) && le.Kind == KindMemory {
-			return nil, le
-		}
-		return nil, fmt.Errorf("lisp: decode json: %w", err)
+		return nil, decodeFailed("json", err)
 	}
 	if _, err := j.d.ReadToken(); err != io.EOF {
 		if err == nil || cr.n <= size {
