@@ -206,8 +206,8 @@ func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: context: %w", m.ID, err)
 	}
-	if limit := c.cfg.Store.withDefaults().MaxContextBytes; int64(len(blob)) > limit {
-		return nil, fmt.Errorf("fleet: submit %s: %w: context is %d bytes encoded, more than the %d allowed",
+	if limit := c.cfg.Store.contextLimit(m); int64(len(blob)) > limit {
+		return nil, fmt.Errorf("fleet: submit %s: %w: context is %d bytes encoded, more than the %d allowed (the mission's limits.max_data, at most the operator's MaxContextBytes ceiling)",
 			m.ID, messages.ErrInvalid, len(blob), limit)
 	}
 	ref := m.ID + "/context"

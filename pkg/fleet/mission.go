@@ -565,11 +565,11 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 }
 
 // loadContext reads the mission's context from the object store, at most
-// Store.MaxContextBytes of it: a larger object is refused from its recorded
+// the mission's data limit under Store.MaxContextBytes: a larger object is refused from its recorded
 // size before any chunk is read, and the read itself stops one byte past
 // the limit. Only transport failures are retryable.
 func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
-	limit := w.cfg.Store.withDefaults().MaxContextBytes
+	limit := w.cfg.Store.contextLimit(m)
 	info, err := w.st.Context.GetInfo(ctx, m.ContextRef)
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
@@ -577,7 +577,7 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 	case err != nil:
 		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
 	case int64(info.Size) > limit:
-		return fmt.Errorf("fleet: context %s is %d bytes, more than the %d a worker reads", m.ContextRef, info.Size, limit)
+		return fmt.Errorf("fleet: context %s is %d bytes, more than the %d a worker reads (limits.max_data, at most the operator's MaxContextBytes ceiling)", m.ContextRef, info.Size, limit)
 	}
 	obj, err := w.st.Context.Get(ctx, m.ContextRef)
 	if err != nil {

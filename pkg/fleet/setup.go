@@ -25,10 +25,13 @@ type StoreConfig struct {
 	// MaxMissionBytes bounds one mission message. Default
 	// messages.MaxMissionBytes (256 KiB).
 	MaxMissionBytes int32
-	// MaxContextBytes bounds one mission context stored aside in the
-	// mission_ctx object store: a client refuses to store a larger one and
-	// a worker refuses to read one (the mission fails with
-	// invalid_mission). Default 8 MiB.
+	// MaxContextBytes is the operator's ceiling on one mission context
+	// stored aside in the mission_ctx object store. A context is bounded
+	// by its mission's data limit (limits.max_data, default
+	// messages.DefaultMaxData) and by this ceiling, whichever is smaller:
+	// a client refuses to store a larger one and a worker refuses to read
+	// one (the mission fails with invalid_mission). Default
+	// messages.DefaultMaxData.
 	MaxContextBytes int64
 	// ContextStoreBytes bounds the whole mission_ctx object store (its
 	// stream's MaxBytes); a context stored beyond it is refused. Default
@@ -73,6 +76,16 @@ type StoreConfig struct {
 	OnRetry func(what string, err error, wait time.Duration)
 }
 
+// contextLimit is the most bytes mission m's context may take encoded:
+// the mission's data limit under the MaxContextBytes ceiling.
+func (c StoreConfig) contextLimit(m *messages.Mission) int64 {
+	limit := c.withDefaults().MaxContextBytes
+	if d := missionMaxData(m); d > 0 && d < limit {
+		limit = d
+	}
+	return limit
+}
+
 func (c StoreConfig) withDefaults() StoreConfig {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
@@ -92,7 +105,7 @@ func (c StoreConfig) withDefaults() StoreConfig {
 		c.MaxMissionBytes = messages.MaxMissionBytes
 	}
 	if c.MaxContextBytes <= 0 {
-		c.MaxContextBytes = 8 << 20
+		c.MaxContextBytes = messages.DefaultMaxData
 	}
 	if c.ContextStoreBytes <= 0 {
 		c.ContextStoreBytes = 1 << 30

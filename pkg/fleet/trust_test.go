@@ -306,3 +306,50 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		t.Fatalf("mission within the ceilings: %+v, %v", step, err)
 	}
 }
+
+// TestContextFollowsMissionDataLimit: a 12 MiB context, over the old fixed
+// 8 MiB cap, is stored and read under the default data limit; a mission
+// whose limits.max_data is smaller than its context is refused at submit
+// and, written to the store directly, by the worker, naming the limit.
+func TestContextFollowsMissionDataLimit(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		s, _ := m.Context["blob"].(string)
+		return &messages.Step{Return: len(s)}, nil
+	}))
+	const size = 12 << 20
+	big := newMission()
+	big.Context = map[string]any{"blob": strings.Repeat("x", size)}
+	step, err := c.Run(testCtx(t), big)
+	if err != nil || step.Fail != nil || step.Return != int64(size) {
+		t.Fatalf("12 MiB context: %+v, %v", step, err)
+	}
+
+	small := newMission()
+	small.Limits.MaxData = 4 << 20
+	small.Context = map[string]any{"blob": strings.Repeat("x", size)}
+	if _, err := c.Submit(testCtx(t), small); !errors.Is(err, messages.ErrInvalid) || !strings.Contains(err.Error(), "more than the 4194304 allowed (the mission's limits.max_data") {
+		t.Fatalf("submit of a 12 MiB context under max_data 4 MiB: %v", err)
+	}
+	direct := newMission()
+	direct.Limits.MaxData = 4 << 20
+	direct.Context, direct.ContextRef = nil, direct.ID+"/context"
+	blob, err := messages.Marshal(map[string]any{"blob": strings.Repeat("x", size)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores().Context.PutBytes(testCtx(t), direct.ContextRef, blob); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(testCtx(t), direct); err != nil {
+		t.Fatal(err)
+	}
+	step, err = c.Await(testCtx(t), direct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid || !strings.Contains(step.Fail.Message, "more than the 4194304 a worker reads (limits.max_data") {
+		t.Fatalf("worker read of a 12 MiB context under max_data 4 MiB: %+v", step.Fail)
+	}
+}
