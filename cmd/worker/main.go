@@ -55,6 +55,7 @@ type config struct {
 	toolTimeout  time.Duration
 	ackWait      time.Duration
 	maxDeliver   int
+	maxAckPend   int
 	defaultModel string
 	exampleTools bool
 	verifyLayout bool
@@ -78,6 +79,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.verifyLayout, "verify-layout", false, "only wait for the streams and buckets to exist (created by an administrator) instead of creating or updating them")
 	fs.StringVar(&c.toolServices, "tool-services", "", "setup only: comma-separated tool services whose large-results buckets setup creates")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 5, "deliveries of a mission before it is dead-lettered")
+	fs.IntVar(&c.maxAckPend, "max-ack-pending", fleet.DefaultMaxAckPending, "setup only: MaxAckPending of each mission consumer, the missions of a priority the whole fleet holds at once (at least the sum of the workers' slots); a worker that sets the layout up itself raises it to its -slots")
 	fs.StringVar(&c.defaultModel, cli.FallbackModelFlag, "default", "name of the model a mission runs on when it names none (PTC_MODEL_<NAME> configures models)")
 	fs.BoolVar(&c.exampleTools, "example-tools", false, "also serve the example shop tools from this process")
 	fs.DurationVar(&c.ceilings.MissionTimeout, "max-mission-timeout", time.Hour, "ceiling of a mission's timeout (limits and agent specs); longer missions are refused (0: none)")
@@ -138,6 +140,9 @@ func (c *config) validate() error {
 	if c.maxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
 	}
+	if c.maxAckPend < 1 {
+		errs = append(errs, fmt.Errorf("max-ack-pending must be at least 1, got %d", c.maxAckPend))
+	}
 	if c.ceilings.MissionTimeout < 0 || c.ceilings.MaxTurns < 0 || c.ceilings.TurnBudget < 0 || c.ceilings.MemoryLimit < 0 ||
 		c.ceilings.ProgramMemory < 0 || c.ceilings.MaxData < 0 ||
 		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 {
@@ -158,7 +163,7 @@ func flagSet(c *config, out io.Writer) *flag.FlagSet {
 
 // runSetup is `worker setup`: the administrator's step that creates or
 // updates the fleet's streams, consumers and buckets (fleet.EnsureStores
-// with -replicas, -ack-wait and -max-deliver) and exits. Workers started
+// with -replicas, -ack-wait, -max-deliver and -max-ack-pending) and exits. Workers started
 // with -verify-layout then only wait for that layout, so they need no
 // permission to create or change it.
 func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, lookup cli.Lookup, logOut io.Writer) error {
@@ -184,7 +189,7 @@ func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, lookup cli.Looku
 	if err != nil {
 		return err
 	}
-	store := fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver,
+	store := fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, MaxAckPending: c.maxAckPend,
 		ToolServices: splitList(c.toolServices),
 		OnRetry: func(what string, err error, wait time.Duration) {
 			log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("layout not set up yet; retrying")
@@ -192,7 +197,8 @@ func runSetup(ctx context.Context, c *config, fs *flag.FlagSet, lookup cli.Looku
 	if _, err := fleet.EnsureStores(ctx, js, store); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	log.Info().Int("replicas", c.replicas).Dur("ack_wait", c.ackWait).Int("max_deliver", c.maxDeliver).Msg("layout ready")
+	log.Info().Int("replicas", c.replicas).Dur("ack_wait", c.ackWait).Int("max_deliver", c.maxDeliver).
+		Int("max_ack_pending", c.maxAckPend).Msg("layout ready")
 	return nil
 }
 

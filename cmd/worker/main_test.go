@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/internal/webtest"
@@ -150,6 +152,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 		{nil, []string{"-replicas", "9"}, "replicas must be 1 to 5"},
 		{nil, []string{"setup"}, "setup needs a NATS URL"},
 		{nil, []string{"setup", "extra"}, "unexpected arguments"},
+		{map[string]string{"PTC_MAX_ACK_PENDING": "0"}, []string{"setup"}, "max-ack-pending must be at least 1, got 0"},
 		{map[string]string{"PTC_TOOL_PINS": "lookup"}, nil, `tool-pins: "lookup" is not tool=service`},
 		{map[string]string{"PTC_TOOL_PINS": "lookup=a.b"}, nil, `tool pin "lookup"="a.b"`},
 		{map[string]string{"PTC_MAX_TURNS": "-1"}, nil, "ceilings must be ≥ 0"},
@@ -341,5 +344,32 @@ func TestFallbackModelNameFormerVariable(t *testing.T) {
 	logs = startWorker(t, map[string]string{"PTC_HEALTH_ADDR": "", "PTC_NATS_URL": ns.ClientURL(), "PTC_DEFAULT_MODEL": "fast", "PTC_FALLBACK_MODEL_NAME": "smart"})
 	if !strings.Contains(logs.String(), `"fallback_model_name":"smart"`) || strings.Contains(logs.String(), "is read as") {
 		t.Errorf("new variable does not win:\n%s", logs.String())
+	}
+}
+
+// `worker setup` gives the mission consumers the MaxAckPending of
+// PTC_MAX_ACK_PENDING, lowering a higher one too.
+func TestSetupMaxAckPending(t *testing.T) {
+	ns := fleettest.Start(t)
+	js, err := jetstream.New(ns.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range []int{5000, 2000} {
+		vars := map[string]string{"PTC_NATS_URL": ns.ClientURL(), "PTC_MAX_ACK_PENDING": fmt.Sprint(n)}
+		if err := run(ctx, []string{"setup"}, cli.MapEnv(vars), nil, io.Discard, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range messages.Priorities() {
+			c, err := js.Consumer(ctx, messages.StreamMissions, fleet.ConsumerName(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.CachedInfo().Config.MaxAckPending; got != n {
+				t.Errorf("%s: MaxAckPending = %d, want %d", p, got, n)
+			}
+		}
 	}
 }

@@ -29,12 +29,27 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.st = st
+	ackPending := -1 // the lowest MaxAckPending of the consumers; negative: unlimited
 	for _, p := range w.cfg.Priorities {
 		c := st.Consumers[p]
 		w.consum = append(w.consum, c)
-		if ci := c.CachedInfo(); ci != nil && w.ackWait == 0 {
+		ci := c.CachedInfo()
+		if ci == nil {
+			continue
+		}
+		if w.ackWait == 0 {
 			w.ackWait, w.maxDeliver = ci.Config.AckWait, ci.Config.MaxDeliver
 		}
+		if n := ci.Config.MaxAckPending; n >= 0 && (ackPending < 0 || n < ackPending) {
+			ackPending = n
+		}
+	}
+	w.cfg.Metrics.setMaxAckPending(ackPending)
+	if ackPending >= 0 && w.cfg.Slots > ackPending {
+		w.log.Warn().Int("slots", w.cfg.Slots).Int("max_ack_pending", ackPending).
+			Msgf("the worker has %d slots but the mission consumers' MaxAckPending is %d: the fleet holds at most %d missions of a priority at once, "+
+				"so some slots stay idle; raise it to at least the fleet's total slots with `worker setup -max-ack-pending N` (PTC_MAX_ACK_PENDING)",
+				w.cfg.Slots, ackPending, ackPending)
 	}
 	if w.ackWait <= 0 {
 		w.ackWait = 30 * time.Second
@@ -132,9 +147,11 @@ func (w *Worker) isStopping() bool {
 	}
 }
 
-// storeConfig is WorkerConfig.Store with retries logged.
+// storeConfig is WorkerConfig.Store with retries logged and the
+// consumers' MaxAckPending raised to at least the worker's slots.
 func (w *Worker) storeConfig() StoreConfig {
 	scfg := w.cfg.Store
+	scfg.minAckPending = w.cfg.Slots
 	scfg.OnRetry = func(what string, err error, wait time.Duration) {
 		w.log.Warn().Err(err).Str("store", what).Dur("retry_in", wait).Msg("JetStream layout not ready; retrying")
 		if w.cfg.Store.OnRetry != nil {

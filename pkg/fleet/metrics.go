@@ -34,6 +34,7 @@ type Metrics struct {
 	slots       prometheus.Gauge
 	busy        prometheus.Gauge
 	memReserved prometheus.Gauge
+	ackPending  prometheus.Gauge
 	fetchLag    *prometheus.HistogramVec
 	redelivered prometheus.Counter
 	retried     prometheus.Counter
@@ -120,6 +121,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Mission slots of the running workers of this process."}),
 		busy: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_slots_busy",
 			Help: "Mission slots holding a mission now."}),
+		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_max_ack_pending",
+			Help: "MaxAckPending of the mission consumers as the last worker of this process started read it: missions of a priority the fleet holds at once (-1: unlimited)."}),
 		memReserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ptc_worker_memory_reserved_bytes",
 			Help: "Memory the running missions reserved in their workers' memory budgets (what they may hold from tools)."}),
 		fetchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ptc_mission_fetch_lag_seconds",
@@ -161,7 +164,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "PTC-Lisp programs stopped by a limit, by kind (timeout, memory_limit, step_limit, loop_limit, depth_limit)."}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.fetchLag, m.redelivered,
+		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
 	} {
@@ -241,6 +244,12 @@ func (m *Metrics) missionFinished(state string, step *messages.Step, submitted t
 func (m *Metrics) addSlots(n int) {
 	if m != nil {
 		m.slots.Add(float64(n))
+	}
+}
+
+func (m *Metrics) setMaxAckPending(n int) {
+	if m != nil {
+		m.ackPending.Set(float64(n))
 	}
 }
 

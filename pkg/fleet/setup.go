@@ -57,9 +57,15 @@ type StoreConfig struct {
 	AckWait time.Duration
 	// MaxDeliver of the mission consumers. Default 5.
 	MaxDeliver int
-	// MaxAckPending of each consumer: the fleet's total mission slots.
-	// Default 1000.
+	// MaxAckPending of each mission consumer: how many missions of a
+	// priority the fleet's workers hold at once, so at least the sum of
+	// their slots. 0 (the default) asks for DefaultMaxAckPending and keeps
+	// an existing consumer's higher value; a value above 0 sets exactly it
+	// (the administrator's setup, which may also lower it). A worker that
+	// sets the layout up raises it to at least its WorkerConfig.Slots.
 	MaxAckPending int
+	// minAckPending is a floor of MaxAckPending: a worker's slots.
+	minAckPending int
 	// ToolServices names the tool services whose results buckets
 	// (messages.ToolResultBucket; large results travel through them) the
 	// setup creates, with the TTL DefaultToolResultTTL. Where a tool
@@ -119,10 +125,20 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = 5
 	}
-	if c.MaxAckPending <= 0 {
-		c.MaxAckPending = 1000
-	}
 	return c
+}
+
+// DefaultMaxAckPending is the mission consumers' MaxAckPending when
+// StoreConfig.MaxAckPending is 0 and no worker's slots ask for more.
+const DefaultMaxAckPending = 1000
+
+// ackPending is the consumers' wanted MaxAckPending and whether an
+// existing consumer's higher value is kept (StoreConfig.MaxAckPending 0).
+func (c StoreConfig) ackPending() (n int, keepHigher bool) {
+	if c.MaxAckPending > 0 {
+		return max(c.MaxAckPending, c.minAckPending), false
+	}
+	return max(DefaultMaxAckPending, c.minAckPending), true
 }
 
 // DefaultAckWait is the mission consumers' default AckWait: short enough
@@ -181,6 +197,7 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		}
 		*s.dst(st) = str
 	}
+	ackPending, keepHigher := cfg.ackPending()
 	for _, p := range messages.Priorities() {
 		want := jetstream.ConsumerConfig{
 			Durable:       ConsumerName(p),
@@ -188,11 +205,11 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
 			MaxDeliver:    cfg.MaxDeliver,
-			MaxAckPending: cfg.MaxAckPending,
+			MaxAckPending: ackPending,
 			MaxWaiting:    4096,
 		}
 		c, err := retrySetup(ctx, cfg, "consumer "+want.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
-			return ensureConsumer(ctx, st.Missions, want, cfg.VerifyOnly)
+			return ensureConsumer(ctx, st.Missions, want, keepHigher, cfg.VerifyOnly)
 		})
 		if err != nil {
 			return nil, err
@@ -413,8 +430,11 @@ func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 }
 
 // ensureConsumer reads the durable consumer and creates or updates it when
-// needed.
-func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, verify bool) (jetstream.Consumer, error) {
+// needed; with keepHigher an existing MaxAckPending above want's (or
+// unlimited) is kept,
+// so workers of different sizes sharing the layout never lower it for each
+// other.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, keepHigher, verify bool) (jetstream.Consumer, error) {
 	c, err := s.Consumer(ctx, want.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		if verify {
@@ -429,6 +449,9 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 	next := have
 	next.FilterSubject, next.AckPolicy, next.AckWait = want.FilterSubject, want.AckPolicy, want.AckWait
 	next.MaxDeliver, next.MaxAckPending, next.MaxWaiting = want.MaxDeliver, want.MaxAckPending, want.MaxWaiting
+	if keepHigher && (have.MaxAckPending < 0 || have.MaxAckPending > want.MaxAckPending) {
+		next.MaxAckPending = have.MaxAckPending // negative: unlimited
+	}
 	if reflect.DeepEqual(next, have) {
 		return c, nil
 	}

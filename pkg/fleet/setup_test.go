@@ -10,7 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -232,4 +235,130 @@ func TestSetupOnTooSmallStorageFailsClearly(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("failed after %v; want at once", d)
 	}
+}
+
+// consumerAckPending is the MaxAckPending of the consumer of priority p as
+// the server has it.
+func consumerAckPending(t *testing.T, js jetstream.JetStream, p string) int {
+	t.Helper()
+	ctx := testCtx(t)
+	str, err := js.Stream(ctx, messages.StreamMissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := str.Consumer(ctx, fleet.ConsumerName(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.CachedInfo().Config.MaxAckPending
+}
+
+// A worker that sets the layout up itself raises the consumers'
+// MaxAckPending to its slots; a smaller worker or a client setting the
+// layout up afterwards keeps the higher value; the administrator's explicit
+// MaxAckPending sets exactly it.
+func TestWorkerSlotsRaiseMaxAckPending(t *testing.T) {
+	s, nc := runJetStream(t)
+	js, _ := jetstream.New(connect(t, s))
+	const slots = 2500
+	reg := prometheus.NewRegistry()
+	metrics, err := fleet.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	startWorker(t, nc, countingRunner(new(atomic.Int64), "ok"), func(c *fleet.WorkerConfig) {
+		c.Slots = slots
+		c.Metrics = metrics
+		log := zerolog.New(&logs)
+		c.Logger = &log
+	})
+	for _, p := range messages.Priorities() {
+		if got := consumerAckPending(t, js, p); got != slots {
+			t.Errorf("%s: MaxAckPending = %d, want the worker's %d slots", p, got, slots)
+		}
+	}
+	if got := gaugeValue(t, reg, "ptc_worker_max_ack_pending"); got != slots {
+		t.Errorf("ptc_worker_max_ack_pending = %v, want %d", got, slots)
+	}
+	if strings.Contains(logs.String(), "max-ack-pending") {
+		t.Errorf("a worker whose slots fit warned:\n%s", logs.String())
+	}
+
+	startWorker(t, nc, countingRunner(new(atomic.Int64), "ok"), func(c *fleet.WorkerConfig) { c.Slots = 3 })
+	newClient(t, connect(t, s))
+	if got := consumerAckPending(t, js, messages.PriorityNormal); got != slots {
+		t.Errorf("after a 3-slot worker and a client: MaxAckPending = %d, want %d kept", got, slots)
+	}
+
+	ctx := testCtx(t)
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{AckWait: testStore.AckWait, MaxDeliver: testStore.MaxDeliver, MaxAckPending: 300}); err != nil {
+		t.Fatal(err)
+	}
+	if got := consumerAckPending(t, js, messages.PriorityNormal); got != 300 {
+		t.Errorf("explicit MaxAckPending 300: got %d", got)
+	}
+
+	// a fresh layout without workers gets the default
+	s2, _ := runJetStream(t)
+	js2, _ := jetstream.New(connect(t, s2))
+	if _, err := fleet.EnsureStores(ctx, js2, fleet.StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := consumerAckPending(t, js2, messages.PriorityHigh); got != fleet.DefaultMaxAckPending {
+		t.Errorf("default MaxAckPending = %d, want %d", got, 1000)
+	}
+}
+
+// A worker that only verifies the layout cannot raise MaxAckPending: with
+// more slots than the consumers admit it warns at start, naming both
+// numbers and how to raise it, and exports the consumers' value.
+func TestVerifyOnlyWorkerWarnsOfTooManySlots(t *testing.T) {
+	s, nc := runJetStream(t)
+	ctx := testCtx(t)
+	js, _ := jetstream.New(connect(t, s))
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{AckWait: testStore.AckWait, MaxDeliver: testStore.MaxDeliver, MaxAckPending: 1200}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := fleet.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncbuf.Buffer
+	startWorker(t, nc, countingRunner(new(atomic.Int64), "ok"), func(c *fleet.WorkerConfig) {
+		c.Slots = 5000
+		c.Store.VerifyOnly = true
+		c.Metrics = metrics
+		log := zerolog.New(&logs)
+		c.Logger = &log
+	})
+	out := logs.String()
+	for _, want := range []string{`"level":"warn"`, "5000 slots", "MaxAckPending is 1200", "-max-ack-pending", "PTC_MAX_ACK_PENDING"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if got := consumerAckPending(t, js, messages.PriorityNormal); got != 1200 {
+		t.Errorf("a verify-only worker changed MaxAckPending to %d", got)
+	}
+	if got := gaugeValue(t, reg, "ptc_worker_max_ack_pending"); got != 1200 {
+		t.Errorf("ptc_worker_max_ack_pending = %v, want 1200", got)
+	}
+}
+
+// gaugeValue reads the unlabelled gauge name from reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
