@@ -377,7 +377,8 @@ func checkDrain(t *testing.T, pc ptcContainer, flags binaryFlags) {
 // TestScaledObjectMatchesWorkers: the KEDA triggers watch the MISSIONS
 // consumers the workers pull from (every priority), on the NATS monitoring
 // endpoint, with lagThreshold (and the formula's target) equal to the
-// worker's mission slots.
+// worker's mission slots; the setup Job's MaxAckPending admits the slots
+// of maxReplicaCount workers.
 func TestScaledObjectMatchesWorkers(t *testing.T) {
 	ms := loadManifests(t)
 	so := find[*scaledObject](t, ms, "ScaledObject", "ptc-worker")
@@ -385,14 +386,26 @@ func TestScaledObjectMatchesWorkers(t *testing.T) {
 	if dep.Spec.Replicas != nil {
 		t.Errorf("Deployment %s sets replicas; the autoscaler owns them", dep.Name)
 	}
-	var slots string
+	var slots, ackPending string
 	for _, pc := range ptcContainers(t, ms) {
 		if pc.pod == &dep.Spec.Template {
 			slots = pc.env["PTC_SLOTS"]
 		}
+		if pc.isSetup() {
+			ackPending = pc.env["PTC_MAX_ACK_PENDING"]
+		}
 	}
-	if n, err := strconv.Atoi(slots); err != nil || n < 1 {
+	n, err := strconv.Atoi(slots)
+	if err != nil || n < 1 {
 		t.Fatalf("worker PTC_SLOTS = %q: set it explicitly, KEDA's lagThreshold must equal it", slots)
+	}
+	// the consumers must admit every slot of the largest fleet
+	if so.Spec.MaxReplicaCount == nil {
+		t.Fatal("ScaledObject sets no maxReplicaCount")
+	}
+	if ap, err := strconv.Atoi(ackPending); err != nil || ap < int(*so.Spec.MaxReplicaCount)*n {
+		t.Errorf("setup Job PTC_MAX_ACK_PENDING = %q, want at least maxReplicaCount %d × PTC_SLOTS %d",
+			ackPending, *so.Spec.MaxReplicaCount, n)
 	}
 	root := readKustomization(t, ".")
 	want := map[string]bool{}
