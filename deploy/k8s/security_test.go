@@ -247,6 +247,8 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, d, messages.ToolSubject(shop.ServiceName, "list_customers"), nil)
 		refused(t, d, messages.EventSubject(m.ID, messages.EventFinal), nil)
 		refused(t, d, "$JS.API.CONSUMER.CREATE.OBJ_"+messages.BucketContext+".x", nil) // read contexts in bulk
+		// delete a tool service's results
+		refused(t, d, "$JS.API.STREAM.PURGE.OBJ_"+messages.ToolResultBucket(shop.ServiceName), nil)
 		// Make JetStream copy EVENTS into subjects the dispatcher may not
 		// publish to: a push consumer delivering into a dead letter, a
 		// durable one into a journal (it would keep copying), under both
@@ -307,6 +309,10 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, w, "$O."+messages.BucketContext+".M.x", nil) // write contexts
 		refused(t, w, "$JS.API.CONSUMER.CREATE.EVENTS.x", nil)
 		refused(t, w, "$O."+messages.ToolResultBucket(shop.ServiceName)+".C.x", nil) // write tool results
+		// nor their metadata (a delete marker, or a forged object): the
+		// worker deletes finished missions' objects by purging them
+		refused(t, w, "$O."+messages.ToolResultBucket(shop.ServiceName)+".M.eA==", nil)
+		refused(t, w, "$JS.API.STREAM.MSG.DELETE.OBJ_"+messages.ToolResultBucket(shop.ServiceName), map[string]any{"seq": 1})
 	})
 	t.Run("tool service", func(t *testing.T) {
 		for _, s := range []string{messages.SubmitSubject(""), messages.ResultSubject(m.ID), "$KV." + messages.BucketStatus + "." + m.ID,
@@ -314,7 +320,12 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 			// another service's results bucket, and creating a bucket
 			// (a stream whose subjects the creator would choose)
 			"$O." + messages.ToolResultBucket("mcp") + ".C.x", "$JS.API.STREAM.INFO.OBJ_" + messages.ToolResultBucket("mcp"),
-			"$JS.API.STREAM.CREATE.OBJ_" + messages.ToolResultBucket(shop.ServiceName)} {
+			"$JS.API.STREAM.CREATE.OBJ_" + messages.ToolResultBucket(shop.ServiceName),
+			// deleting another service's results, or purging its own
+			// bucket wholesale
+			"$JS.API.STREAM.PURGE.OBJ_" + messages.ToolResultBucket("mcp"), "$JS.API.STREAM.MSG.DELETE.OBJ_" + messages.ToolResultBucket("mcp"),
+			"$O." + messages.ToolResultBucket("mcp") + ".M.eA==",
+			"$JS.API.STREAM.PURGE.OBJ_" + messages.ToolResultBucket(shop.ServiceName)} {
 			if err := fa.tools.nc.Publish(s, []byte("x")); err != nil {
 				t.Fatal(err)
 			}
@@ -567,5 +578,36 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 	// not inline for want of rights on it.
 	if text := logs[0].String(); strings.Contains(text, "large result sent inline") || strings.Contains(text, "large result not stored") {
 		t.Errorf("the tool service could not use its results bucket:\n%s", text)
+	}
+	// The mission is over: the worker deleted its tool-result objects
+	// under its own permissions (a purge, no write into the bucket).
+	var admin natsauth.User
+	for _, u := range natsauth.Shipped()[0].Users() {
+		if u.Role == natsauth.RoleAdmin {
+			admin = u
+		}
+	}
+	as := connectAs(t, url, admin.Name, os.Getenv(admin.PasswordVar), "")
+	js, err := jetstream.New(as.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, messages.ToolResultBucket(shop.ServiceName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, "OBJ_"+messages.ToolResultBucket(shop.ServiceName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		objects, err := obs.List(ctx)
+		info, ierr := str.Info(ctx)
+		if errors.Is(err, jetstream.ErrNoObjectsFound) && ierr == nil && info.State.Msgs == 0 && info.State.LastSeq > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mission's tool-result objects are left: %d objects (%v), stream %+v (%v)\nworker:\n%s", len(objects), err, info.State, ierr, logs[1].String())
+		}
 	}
 }

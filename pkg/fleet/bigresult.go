@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -136,12 +137,89 @@ func (r *refReader) Read(p []byte) (int, error) {
 func (r *refReader) Close() error { return r.obj.Close() }
 
 // refStores opens the objects tool results refer to, keeping one handle
-// per bucket.
+// per bucket, and remembers the references it was given (seen) so that a
+// finished mission's objects can be deleted.
 type refStores struct {
-	nc *nats.Conn
-	mu sync.Mutex
-	js jetstream.JetStream
-	by map[string]jetstream.ObjectStore
+	nc   *nats.Conn
+	mu   sync.Mutex
+	js   jetstream.JetStream
+	by   map[string]jetstream.ObjectStore
+	seen map[messages.ObjectRef]bool
+}
+
+// note records a reference a tool reply carried (answered live or from
+// the journal).
+func (s *refStores) note(ref *messages.ObjectRef) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[messages.ObjectRef]bool{}
+	}
+	s.seen[*ref] = true
+}
+
+// deleteMission deletes the tool-result objects of mission id among the
+// references noted: those in a tool results bucket whose name starts with
+// "<id>." (the name the tool-service SDK gives them). A reference to any
+// other object (another mission's, a foreign bucket's) is left alone,
+// whatever a tool service replied. It returns how many it deleted.
+func (s *refStores) deleteMission(ctx context.Context, id string) (int, error) {
+	s.mu.Lock()
+	refs := s.seen
+	s.seen = nil
+	s.mu.Unlock()
+	n := 0
+	var errs []error
+	for ref := range refs {
+		if id == "" || !strings.HasPrefix(ref.Name, id+".") || !strings.HasPrefix(ref.Bucket, messages.ToolResultBucketPrefix) {
+			continue
+		}
+		deleted, err := s.deleteObject(ctx, ref)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// deleteObject removes the object ref names by purging its metadata and
+// its chunks from the bucket's stream. Unlike ObjectStore.Delete, which
+// publishes a delete marker on the metadata subject, it needs no right to
+// write into the bucket, only to purge it: a worker may delete a tool
+// service's results without being able to forge one. An object already
+// gone (expired, deleted by another attempt) is not an error.
+func (s *refStores) deleteObject(ctx context.Context, ref messages.ObjectRef) (bool, error) {
+	obs, err := s.bucket(ctx, ref.Bucket)
+	if err != nil {
+		return false, err
+	}
+	info, err := obs.GetInfo(ctx, ref.Name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", &ref, err)
+	}
+	s.mu.Lock()
+	js := s.js
+	s.mu.Unlock()
+	str, err := js.Stream(ctx, "OBJ_"+ref.Bucket)
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", &ref, err)
+	}
+	// The metadata first: once it is gone the object is, and chunks left
+	// behind by a failure expire with the bucket's TTL.
+	meta := "$O." + ref.Bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(ref.Name))
+	if err := str.Purge(ctx, jetstream.WithPurgeSubject(meta)); err != nil {
+		return false, fmt.Errorf("delete %s: metadata: %w", &ref, err)
+	}
+	if err := str.Purge(ctx, jetstream.WithPurgeSubject("$O."+ref.Bucket+".C."+info.NUID)); err != nil {
+		return true, fmt.Errorf("delete %s: chunks: %w", &ref, err)
+	}
+	return true, nil
 }
 
 // open returns a reader of the object ref names, after checking that the

@@ -143,9 +143,10 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
+	box := w.toolbox(m, em, msg.Headers(), journal, attempt)
 	env := RunEnv{
 		Journal:  journal,
-		Tools:    w.toolbox(m, em, msg.Headers(), journal, attempt),
+		Tools:    box,
 		Events:   em,
 		Logger:   log,
 		Attempt:  attempt,
@@ -221,7 +222,24 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	w.finish(ctx, msg, m.ID, step, entry, journal, &log)
+	if w.finish(ctx, msg, m.ID, step, entry, journal, &log) {
+		w.deleteToolObjects(ctx, box, m.ID, &log)
+	}
+}
+
+// deleteToolObjects deletes the mission's tool-result objects once its
+// result is stored: the large results its tools sent out of band (read
+// live or replayed from the journal), which no later attempt will read.
+// Objects a failure leaves behind, or those of an attempt that died, expire
+// with their bucket's TTL.
+func (w *Worker) deleteToolObjects(ctx context.Context, box *Toolbox, id string, log *zerolog.Logger) {
+	n, err := box.refs.deleteMission(ctx, id)
+	if err != nil {
+		log.Warn().Err(err).Msg("tool-result objects not all deleted; they expire with their bucket's TTL")
+	}
+	if n > 0 {
+		log.Debug().Int("objects", n).Msg("tool-result objects deleted")
+	}
 }
 
 // flushJournal writes the answers a run journaled before its mission goes
@@ -440,15 +458,17 @@ func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[s
 // finish stores step as the mission's result (exactly once), records the
 // final status and acks. When the result cannot be stored, the run's
 // journal (nil: none) is flushed before the mission goes back to the
-// queue; once it is stored, the mission's journal is purged.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) {
+// queue; once it is stored, the mission's journal is purged. It reports
+// whether the mission has its result stored (by this run or an earlier
+// one): the mission is over.
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) bool {
 	// A last fence check: a worker that lost the mission publishes nothing.
 	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
 		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
 		w.cfg.Metrics.fencedRun()
 		attemptFrom(ctx).setOutcome("fenced")
-		return
+		return false
 	}
 	stored, mine, err := publishResult(ctx, w.js, w.st, id, step)
 	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
@@ -467,7 +487,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		flushJournal(ctx, journal, log)
 		_ = msg.NakWithDelay(w.cfg.NakDelay)
 		attemptFrom(ctx).setOutcome("result_not_stored")
-		return
+		return false
 	}
 	if !mine {
 		log.Info().Msg("a result was already stored; keeping it")
@@ -522,6 +542,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		w.stats.failed.Add(1)
 	}
 	log.Info().Str("state", final).Msg("mission finished")
+	return true
 }
 
 // handBack returns a mission to the queue at shutdown.

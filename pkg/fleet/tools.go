@@ -646,6 +646,9 @@ func (b *Toolbox) decodeAs(decode ResultDecoder) func(ctx context.Context, name 
 		if err != nil {
 			return nil, err
 		}
+		if ref != nil {
+			b.refs.note(ref)
+		}
 		if raw == nil && ref == nil {
 			ctype, raw = "", []byte{msgpcode.Nil}
 		}
@@ -833,6 +836,7 @@ func (b *Toolbox) decodePlain(ctx context.Context, name string, data []byte) (an
 		return nil, err
 	}
 	if ref != nil {
+		b.refs.note(ref)
 		if raw, err = b.readRef(ctx, ref); err != nil {
 			var le *DataLimitError
 			if errors.As(err, &le) {

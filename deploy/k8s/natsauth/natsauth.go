@@ -211,7 +211,8 @@ func toolResultStream(svc string) string { return "OBJ_" + messages.ToolResultBu
 
 // workerPublish: pull and settle missions, store results, events, dead
 // letters, journal entries and status, read contexts, discover tools and
-// call the listed services' tools; verify (never create or change) the
+// call the listed services' tools, read their large results and delete
+// those of finished missions; verify (never create or change) the
 // layout.
 func workerPublish(services []string) []string {
 	l := []string{api + "INFO"}
@@ -245,6 +246,14 @@ func workerPublish(services []string) []string {
 		l = append(l, api+"STREAM.INFO."+s)
 		l = append(l, chunkRead(s)...)
 		l = append(l, orderedRead(s)...)
+		// A finished mission's objects are deleted by purging their
+		// subjects (fleet deletes them so, never through a delete marker):
+		// the worker may remove the service's results but not write one.
+		// NATS cannot bound a purge's filter, so a worker could purge the
+		// whole bucket: it could fail the missions reading those results,
+		// which a worker of the account can do to any of its missions
+		// anyway; it still cannot forge a result.
+		l = append(l, api+"STREAM.PURGE."+s)
 	}
 	return l
 }

@@ -1,0 +1,189 @@
+package agentrun_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// toolResultObjects lists the object names in service svc's results
+// bucket.
+func toolResultObjects(t *testing.T, obs jetstream.ObjectStore) []string {
+	t.Helper()
+	infos, err := obs.List(context.Background())
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range infos {
+		names = append(names, in.Name)
+	}
+	return names
+}
+
+// waitObjects waits up to 10s for the bucket to hold exactly want.
+func waitObjects(t *testing.T, obs jetstream.ObjectStore, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := toolResultObjects(t, obs)
+		if strings.Join(got, ",") == strings.Join(want, ",") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bucket holds %v, want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// resultBucket creates service svc's results bucket as the setup does and
+// puts in it an object of another mission, which no mission's end may
+// delete.
+func resultBucket(t *testing.T, srv *fleettest.Server, svc string) (jetstream.ObjectStore, string) {
+	t.Helper()
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.CreateOrUpdateObjectStore(context.Background(), jetstream.ObjectStoreConfig{
+		Bucket: messages.ToolResultBucket(svc), TTL: fleet.DefaultToolResultTTL, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := messages.NewMissionID() + ".search_mail." + messages.NewMissionID()
+	if _, err := obs.PutBytes(context.Background(), other, []byte("another mission's result")); err != nil {
+		t.Fatal(err)
+	}
+	return obs, other
+}
+
+// The tool-result objects a mission read are deleted by the worker when
+// the mission ends (before their TTL), and nothing else in the bucket is:
+// another mission's object stays.
+func TestToolObjectsDeletedWhenMissionEnds(t *testing.T) {
+	const n = 5_000
+	srv := fleettest.Start(t)
+	obs, other := resultBucket(t, srv, "mail")
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+		return bigRecords(n), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	model := &script{turns: map[string][]string{"mail": {
+		"```clojure\n(def a (tool/search_mail {}))\n(def b (tool/search_mail {}))\n(count a)\n```",
+		"```clojure\n(return (+ (count a) (count b)))\n```"}}}
+	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 20*time.Second)
+	m := &messages.Mission{ID: messages.NewMissionID(),
+		Agent: &messages.AgentSpec{Prompt: "Count the mail.", Tools: []string{"search_mail"}},
+		Tools: []string{"search_mail"},
+	}
+	step := runMission(t, env, m)
+	if step.Fail != nil || step.Return != int64(2*n) {
+		t.Fatalf("mission: return %v, fail %+v", step.Return, step.Fail)
+	}
+	var names []string
+	for _, turn := range step.Trace {
+		for _, c := range turn.ToolCalls {
+			ref, _ := c.Result.(map[string]any)[messages.RefKey].(map[string]any)
+			name, _ := ref["name"].(string)
+			if !strings.HasPrefix(name, m.ID+".") {
+				t.Fatalf("traced result %.200v: not an object of the mission", c.Result)
+			}
+			names = append(names, name)
+		}
+	}
+	if len(names) != 2 {
+		t.Fatalf("%d objects read, want 2", len(names))
+	}
+	waitObjects(t, obs, other)
+	for _, name := range names {
+		if _, err := obs.GetInfo(context.Background(), name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+			t.Errorf("%s: %v, want it deleted", name, err)
+		}
+	}
+}
+
+// A tool returning 1,000,000 small records, more bytes encoded than the
+// mission's limits.max_data, is refused from its reference's size before
+// it is read: the program sees an error naming limits.max_data and how to
+// raise it, the refused object is deleted when the mission ends, and the
+// worker goes on to serve the next mission.
+func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
+	const n = 1_000_000
+	srv := fleettest.Start(t)
+	obs, other := resultBucket(t, srv, "mail")
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	var size int
+	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+		recs := make([]any, n)
+		for i := range recs {
+			recs[i] = map[string]any{"id": int64(i), "ok": i%2 == 0}
+		}
+		enc, err := messages.Marshal(recs)
+		size = len(enc)
+		return recs, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const maxData = 4 << 20
+	model := &script{turns: map[string][]string{
+		"mail": {
+			"```clojure\n(count (tool/search_mail {}))\n```",
+			"```clojure\n(return \"refused\")\n```"},
+		"next": {"```clojure\n(return 42)\n```"},
+	}}
+	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 30*time.Second)
+	m := &messages.Mission{ID: messages.NewMissionID(),
+		Agent:  &messages.AgentSpec{Prompt: "Count the mail.", Tools: []string{"search_mail"}},
+		Tools:  []string{"search_mail"},
+		Limits: messages.Limits{MaxData: maxData},
+	}
+	step := runMission(t, env, m)
+	if step.Fail != nil || step.Return != "refused" {
+		t.Fatalf("mission: return %v, fail %+v", step.Return, step.Fail)
+	}
+	if size <= maxData {
+		t.Fatalf("the result is %d bytes encoded, not over the %d limit", size, maxData)
+	}
+	var calls []messages.ToolCall
+	for _, turn := range step.Trace {
+		calls = append(calls, turn.ToolCalls...)
+	}
+	if len(calls) != 1 {
+		t.Fatalf("%d traced calls, want 1", len(calls))
+	}
+	msg := calls[0].Error
+	for _, want := range []string{"over the mission's data limit of 4194304 bytes", "raise limits.max_data", m.ID + ".search_mail."} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("tool error %q does not say %q", msg, want)
+		}
+	}
+	waitObjects(t, obs, other)
+
+	next := runMission(t, env, &messages.Mission{Agent: &messages.AgentSpec{Prompt: "next"}})
+	if next.Fail != nil || next.Return != int64(42) {
+		t.Fatalf("next mission: return %v, fail %+v", next.Return, next.Fail)
+	}
+}
