@@ -362,3 +362,38 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no gauge %s", name)
 	return 0
 }
+
+// A worker with more slots than the MaxAckPending its Store asks for runs
+// as many missions at once as it has slots: the consumers admit them.
+func TestWorkerRunsAsManyMissionsAsItsSlots(t *testing.T) {
+	_, nc := runJetStream(t)
+	const ackPending, slots, missions = 10, 40, 30
+	release := make(chan struct{})
+	var running atomic.Int64
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, _ *messages.Mission, _ fleet.RunEnv) (*messages.Step, error) {
+		running.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}), func(c *fleet.WorkerConfig) { c.Slots, c.MemoryBudget, c.Store.MaxAckPending = slots, -1, ackPending })
+	defer close(release)
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	for range missions {
+		if _, err := c.Submit(ctx, newMission()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running.Load() < missions && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := running.Load(); got != missions {
+		t.Fatalf("%d missions running at once, want %d", got, missions)
+	}
+	if got := w.Running(); got != missions {
+		t.Errorf("Running = %d, want %d", got, missions)
+	}
+}
