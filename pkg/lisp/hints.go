@@ -218,4 +218,3 @@ func (c *compiler) didYouMean(name string) string {
 	}
 	return best
 }
-
