@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -169,12 +170,7 @@ func compactReference(a *Agent) string {
 	}
 	b.WriteString(" _keys are firewalled: usable, shown as <Firewalled>.\n")
 	b.WriteString(unlikeClojure)
-	b.WriteString("- Added:")
-	for _, l := range lisp.Extensions() {
-		b.WriteString(" ")
-		b.WriteString(strings.Join(l.Names, " "))
-	}
-	b.WriteString("\n")
+	b.WriteString(addedLine())
 	fmt.Fprintf(&b, "- Limits: %s a program, %s the mission", fmtDuration(a.programTimeout()), fmtDuration(a.missionTimeout()))
 	if a.spec.MemoryLimit >= 0 {
 		fmt.Fprintf(&b, ", %s memory", fmtBytes(a.memoryLimit()))
@@ -182,6 +178,20 @@ func compactReference(a *Agent) string {
 	b.WriteString(".\n")
 	return b.String()
 }
+
+// addedLine is the compact reference's line of the names PTC-Lisp adds to
+// Clojure (lisp.Extensions). It is the same for every agent, so it is built
+// once per process.
+var addedLine = sync.OnceValue(func() string {
+	var b strings.Builder
+	b.WriteString("- Added:")
+	for _, l := range lisp.Extensions() {
+		b.WriteString(" ")
+		b.WriteString(strings.Join(l.Names, " "))
+	}
+	b.WriteString("\n")
+	return b.String()
+})
 
 func fmtDuration(d time.Duration) string {
 	if d >= unlimitedTimeout {

@@ -323,3 +323,16 @@ func TestReferenceNamesDifferencesFromClojure(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCompactReference measures building the default language
+// reference, which every mission's system prompt includes.
+func BenchmarkCompactReference(b *testing.B) {
+	a, err := New(Spec{Prompt: "x", Tools: map[string]Tool{"t": Func(noop)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = languageReference(a, refCompact)
+	}
+}
