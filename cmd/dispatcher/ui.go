@@ -86,7 +86,8 @@ func listItems(ms []fleet.MissionInfo) []listItem {
 
 // Handler returns the viewer's routes: GET / and /missions/{id} (the
 // page), /api/missions?state=&limit= (the list as JSON), /api/missions/{id}
-// (one mission's view as JSON, missionView.MarshalJSON) and /static/;
+// (one mission's view as JSON, missionView.MarshalJSON; a large Step
+// cut to a preview unless ?full=1) and /static/;
 // on a loopback address only for a loopback Host (cli.LoopbackHost).
 func (v *viewer) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -176,6 +177,10 @@ func (v *viewer) serveMission(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		v.fail(w, err)
 		return
+	}
+	mv.Preview = r.URL.Query().Get("full") != "1"
+	if !mv.Preview {
+		w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.json"`)
 	}
 	writeJSON(w, mv)
 }

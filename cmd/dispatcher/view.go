@@ -24,6 +24,10 @@ type missionView struct {
 	Submitted time.Time        `json:"-"`
 	// Step is the stored result, nil while the mission runs.
 	Step *messages.Step `json:"-"`
+	// Preview cuts a Step over messages.LargeResultBytes to a preview in
+	// the JSON form (previewStep), as the viewer serves it; without it
+	// (trace -json, the viewer's ?full=1) the Step is whole.
+	Preview bool `json:"-"`
 	// Events are the progress events stored so far when there is no
 	// result yet (the EVENTS stream keeps them for an hour).
 	Events []*messages.Event `json:"-"`
@@ -80,7 +84,8 @@ func (v *missionView) state() string {
 
 // MarshalJSON writes the view in the wire's JSON form (msgpack field
 // names, messages.EncodeJSON) with every firewalled value masked:
-// {"id", "state", "submitted", "duration_ns", "status", "step", "events"}.
+// {"id", "state", "submitted", "duration_ns", "status", "step", "events"},
+// and with Preview for a large Step "step_bytes" and "full".
 func (v *missionView) MarshalJSON() ([]byte, error) {
 	out := map[string]json.RawMessage{}
 	put := func(k string, x any) error {
@@ -113,7 +118,23 @@ func (v *missionView) MarshalJSON() ([]byte, error) {
 		out["status"] = b
 	}
 	if v.Step != nil {
-		b, err := messages.EncodeJSON(maskStep(v.Step))
+		st := maskStep(v.Step)
+		if v.Preview {
+			enc, err := messages.Marshal(st)
+			if err != nil {
+				return nil, err
+			}
+			if len(enc) > messages.LargeResultBytes {
+				st = previewStep(st)
+				if err := put("step_bytes", len(enc)); err != nil {
+					return nil, err
+				}
+				if err := put("full", "/api/missions/"+v.ID+"?full=1"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		b, err := messages.EncodeJSON(st)
 		if err != nil {
 			return nil, err
 		}
@@ -181,4 +202,64 @@ func maskStep(st *messages.Step) *messages.Step {
 		}
 	}
 	return &cp
+}
+
+// previewStep returns a copy of a (masked) large Step with every value
+// over 1 KiB encoded cut to a preview (fleet.CutValue): the return value,
+// each memory value, and in the trace each turn's result and memory values
+// and each tool call's arguments and result, sub-agent steps included. A
+// cut value is replaced by {"cut": {"bytes": <encoded size>, "preview":
+// <text>}}, so the viewer shows its size and beginning; the whole Step is
+// served with ?full=1.
+func previewStep(st *messages.Step) *messages.Step {
+	if st == nil {
+		return nil
+	}
+	cp := *st
+	cp.Return = previewValue(st.Return)
+	cp.Memory = previewMemory(st.Memory)
+	if st.Trace != nil {
+		cp.Trace = make([]messages.Turn, len(st.Trace))
+		for i, t := range st.Trace {
+			t.Result = previewValue(t.Result)
+			t.Memory = previewMemory(t.Memory)
+			if t.ToolCalls != nil {
+				calls := make([]messages.ToolCall, len(t.ToolCalls))
+				for j, c := range t.ToolCalls {
+					if a, ok := fleet.CutValue(c.Args); ok {
+						c.Args = map[string]any{"cut": a}
+					}
+					c.Result = previewValue(c.Result)
+					c.Child = previewStep(c.Child)
+					calls[j] = c
+				}
+				t.ToolCalls = calls
+			}
+			cp.Trace[i] = t
+		}
+	}
+	return &cp
+}
+
+// previewValue is v, or {"cut": <fleet.CutValue>} when v is over 1 KiB.
+func previewValue(v any) any {
+	if v == nil {
+		return nil
+	}
+	if c, ok := fleet.CutValue(v); ok {
+		return map[string]any{"cut": c}
+	}
+	return v
+}
+
+// previewMemory is m with each value cut by previewValue.
+func previewMemory(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[k] = previewValue(x)
+	}
+	return out
 }

@@ -274,7 +274,8 @@ func TestViewerAPI(t *testing.T) {
 		t.Errorf("list: %d %s", code, body)
 	}
 	code, _, body = get("/api/missions/" + f.id)
-	if code != 200 || !strings.Contains(body, `"feedback":`) || !strings.Contains(body, `"<Firewalled>"`) || strings.Contains(body, "+1-555-") {
+	if code != 200 || !strings.Contains(body, `"feedback":`) || !strings.Contains(body, `"<Firewalled>"`) || strings.Contains(body, "+1-555-") ||
+		strings.Contains(body, `"step_bytes"`) || strings.Contains(body, `"cut":`) {
 		t.Errorf("mission: %d %.500s", code, body)
 	}
 	for path, want := range map[string]int{
@@ -348,5 +349,118 @@ func TestLocalServesTheViewer(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("local -ui did not stop on interrupt")
+	}
+}
+
+// A mission whose Step is several MB (stored in the mission_results
+// object store): the viewer's mission API serves a preview under 256 KiB
+// that names the sizes and the full link, and the full link serves the
+// whole Step, equal to fleet.Client.Result's.
+func TestViewerPreviewsALargeStep(t *testing.T) {
+	srv := fleettest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	model := scriptedReplies(map[string][]string{
+		"Make a big text": {`(let [big (apply str (repeat 300000 "abcdefghij"))] (return {:text big :n (count big)}))`},
+	})
+	agentworker.Start(ctx, t, srv.Conn(), model, func(c *fleet.WorkerConfig) { c.ID = "big-worker" })
+	client, err := fleet.NewClient(ctx, srv.Conn(), fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &messages.Mission{
+		ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent:  &messages.AgentSpec{Prompt: "Make a big text.", Signature: "{text :string, n :int}"},
+		Limits: messages.Limits{ProgramMemory: 64 << 20},
+	}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	whole, err := messages.Marshal(step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) < 3_000_000 {
+		t.Fatalf("the test Step is %d bytes, want several MB", len(whole))
+	}
+	v, err := newViewer(client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(v.Handler())
+	t.Cleanup(hs.Close)
+	get := func(path string) (*http.Response, []byte) {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v %.300s", path, resp.StatusCode, err, b)
+		}
+		return resp, b
+	}
+	_, body := get("/api/missions/" + m.ID)
+	t.Logf("preview %d bytes of a %d-byte Step", len(body), len(whole))
+	if len(body) > 256<<10 {
+		t.Fatalf("the preview is %d bytes, want at most 256 KiB", len(body))
+	}
+	var view struct {
+		StepBytes int    `json:"step_bytes"`
+		Full      string `json:"full"`
+		Step      struct {
+			Return struct {
+				Cut struct {
+					Bytes   int64  `json:"bytes"`
+					Preview string `json:"preview"`
+				} `json:"cut"`
+			} `json:"return"`
+		} `json:"step"`
+	}
+	if err := json.Unmarshal(body, &view); err != nil {
+		t.Fatalf("%v: %.500s", err, body)
+	}
+	retBytes, _ := messages.Marshal(step.Return)
+	if view.StepBytes != len(whole) || view.Step.Return.Cut.Bytes != int64(len(retBytes)) ||
+		!strings.Contains(view.Step.Return.Cut.Preview, "abcdefghij") || view.Full != "/api/missions/"+m.ID+"?full=1" {
+		t.Fatalf("preview: step_bytes %d (want %d), return %d bytes (want %d), full %q, preview %.80q",
+			view.StepBytes, len(whole), view.Step.Return.Cut.Bytes, len(retBytes), view.Full, view.Step.Return.Cut.Preview)
+	}
+	resp, body := get(view.Full)
+	if cd := resp.Header.Get("Content-Disposition"); !strings.Contains(cd, "attachment") {
+		t.Errorf("full: Content-Disposition %q, want an attachment", cd)
+	}
+	var full struct {
+		Step json.RawMessage `json:"step"`
+	}
+	if err := json.Unmarshal(body, &full); err != nil {
+		t.Fatal(err)
+	}
+	fetched, err := client.Result(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := messages.EncodeJSON(fetched) // nothing firewalled: masking changes nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := json.Compact(&got, full.Step); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), bytes.TrimSpace(want)) {
+		t.Fatalf("the full Step (%d bytes of JSON) differs from fleet.Client.Result's (%d bytes)", got.Len(), len(want))
+	}
+	var ret messages.Step
+	if err := messages.DecodeJSON(full.Step, &ret); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := ret.Return.(map[string]any)["text"].(string); len(s) != 3_000_000 {
+		t.Fatalf("the full Step's return text is %d bytes, want 3000000", len(s))
 	}
 }

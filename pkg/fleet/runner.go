@@ -143,13 +143,11 @@ const eventPreviewBytes = 1 << 10
 func cutEvent(out *messages.Event) ([]byte, error) {
 	cut := map[string]any{}
 	value := func(name string, v any) bool {
-		b, err := messages.Marshal(v)
-		if err == nil && len(b) <= eventPreviewBytes {
-			return false
+		c, ok := CutValue(v)
+		if ok {
+			cut[name] = c
 		}
-		js, _ := json.Marshal(messages.JSONFloats(v))
-		cut[name] = map[string]any{"bytes": int64(len(b)), "preview": previewText(string(js), eventPreviewBytes)}
-		return true
+		return ok
 	}
 	text := func(name string, s *string) {
 		if len(*s) > eventPreviewBytes {
@@ -193,6 +191,19 @@ func cutEvent(out *messages.Event) ([]byte, error) {
 		data, err = messages.Marshal(out)
 	}
 	return data, err
+}
+
+// CutValue is the preview of a value too large to show whole: when v's
+// msgpack encoding is over 1 KiB (the size events cut values to), it
+// returns {"bytes": <encoded size>, "preview": <its JSON form cut to
+// 1 KiB>} and true; otherwise nil and false.
+func CutValue(v any) (map[string]any, bool) {
+	b, err := messages.Marshal(v)
+	if err == nil && len(b) <= eventPreviewBytes {
+		return nil, false
+	}
+	js, _ := json.Marshal(messages.JSONFloats(v))
+	return map[string]any{"bytes": int64(len(b)), "preview": previewText(string(js), eventPreviewBytes)}, true
 }
 
 // previewText is s cut to at most n bytes on a character boundary, with

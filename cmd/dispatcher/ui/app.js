@@ -107,6 +107,10 @@ function renderTrace(v) {
     el("div", {}, "cache read / write", el("b", {}, (u.cache_read_tokens || 0) + " / " + (u.cache_write_tokens || 0))),
     el("div", { title: "from submit to the last status change, as in the list" }, "duration", el("b", {}, dur(v.duration_ns))),
     el("div", { title: "the run itself, without the time queued" }, "run", el("b", {}, dur(u.duration)))));
+  if (step && v.full) {
+    kids.push(el("p", { class: "what" }, "a large result (" + v.step_bytes + " bytes): values over 1 KiB show as {cut: {bytes, preview}} · ",
+      el("a", { href: v.full, class: "full" }, "download the whole Step")));
+  }
   if (step) {
     kids.push(renderStep(step));
   } else {
