@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -143,5 +145,51 @@ func TestViewerInBrowser(t *testing.T) {
 	defer wcancel()
 	if _, err := chromedp.Run(wctx, chromedp.WaitVisible(`#missions tr[data-id="`+m.ID+`"].state-succeeded`)); err != nil {
 		t.Errorf("a new mission did not appear in the open page: %v\n%s\n%s", err, text("#missions"), text("#updated"))
+	}
+}
+
+// TestViewerInBrowserLargeStep opens a mission whose Step is about 6 MB:
+// the page shows the preview of the return with its size and a link that
+// downloads the whole Step.
+func TestViewerInBrowserLargeStep(t *testing.T) {
+	exe := chromium(t)
+	client, id, _ := runLargeStepMission(t)
+	v, err := newViewer(client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(v.Handler())
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/missions/"+id)); err != nil {
+		t.Fatalf("browser: open the mission: %v", err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.WaitVisible(`#trace a.full`)); err != nil {
+		t.Fatalf("browser: the full link: %v", err)
+	}
+	href, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("#trace a.full").getAttribute("href")`))
+	if err != nil || href != "/api/missions/"+id+"?full=1" {
+		t.Errorf("full link %q %v", href, err)
+	}
+	text, err := chromedp.Run(bctx, chromedp.Text("#trace"))
+	if err != nil {
+		t.Fatalf("browser: text of the trace: %v", err)
+	}
+	for _, want := range []string{"download the whole Step", "bytes", "abcdefghij", `"cut"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if len(text) > 256<<10 {
+		t.Errorf("the page holds %d bytes of text, want the preview", len(text))
 	}
 }

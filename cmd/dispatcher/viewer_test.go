@@ -352,11 +352,12 @@ func TestLocalServesTheViewer(t *testing.T) {
 	}
 }
 
-// A mission whose Step is several MB (stored in the mission_results
-// object store): the viewer's mission API serves a preview under 256 KiB
-// that names the sizes and the full link, and the full link serves the
-// whole Step, equal to fleet.Client.Result's.
-func TestViewerPreviewsALargeStep(t *testing.T) {
+// runLargeStepMission runs, on an embedded fleet, a mission that
+// returns a 3,000,000-byte text (its Step, trace included, is about 6 MB
+// and stored in the mission_results object store), and returns the
+// client, the mission id and its Step.
+func runLargeStepMission(t *testing.T) (*fleet.Client, string, *messages.Step) {
+	t.Helper()
 	srv := fleettest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -380,6 +381,17 @@ func TestViewerPreviewsALargeStep(t *testing.T) {
 	if step.Fail != nil {
 		t.Fatalf("mission failed: %+v", step.Fail)
 	}
+	return client, m.ID, step
+}
+
+// A mission whose Step is several MB (stored in the mission_results
+// object store): the viewer's mission API serves a preview under 256 KiB
+// that names the sizes and the full link, and the full link serves the
+// whole Step, equal to fleet.Client.Result's.
+func TestViewerPreviewsALargeStep(t *testing.T) {
+	client, id, step := runLargeStepMission(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	whole, err := messages.Marshal(step)
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +417,7 @@ func TestViewerPreviewsALargeStep(t *testing.T) {
 		}
 		return resp, b
 	}
-	_, body := get("/api/missions/" + m.ID)
+	_, body := get("/api/missions/" + id)
 	t.Logf("preview %d bytes of a %d-byte Step", len(body), len(whole))
 	if len(body) > 256<<10 {
 		t.Fatalf("the preview is %d bytes, want at most 256 KiB", len(body))
@@ -427,7 +439,7 @@ func TestViewerPreviewsALargeStep(t *testing.T) {
 	}
 	retBytes, _ := messages.Marshal(step.Return)
 	if view.StepBytes != len(whole) || view.Step.Return.Cut.Bytes != int64(len(retBytes)) ||
-		!strings.Contains(view.Step.Return.Cut.Preview, "abcdefghij") || view.Full != "/api/missions/"+m.ID+"?full=1" {
+		!strings.Contains(view.Step.Return.Cut.Preview, "abcdefghij") || view.Full != "/api/missions/"+id+"?full=1" {
 		t.Fatalf("preview: step_bytes %d (want %d), return %d bytes (want %d), full %q, preview %.80q",
 			view.StepBytes, len(whole), view.Step.Return.Cut.Bytes, len(retBytes), view.Full, view.Step.Return.Cut.Preview)
 	}
@@ -441,7 +453,7 @@ func TestViewerPreviewsALargeStep(t *testing.T) {
 	if err := json.Unmarshal(body, &full); err != nil {
 		t.Fatal(err)
 	}
-	fetched, err := client.Result(ctx, m.ID)
+	fetched, err := client.Result(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
