@@ -77,16 +77,7 @@ func TestToolObjectsDeletedWhenMissionEnds(t *testing.T) {
 	const n = 5_000
 	srv := fleettest.Start(t)
 	obs, other := resultBucket(t, srv, "mail")
-	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
-		return bigRecords(n), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(def a (tool/search_mail {}))\n(def b (tool/search_mail {}))\n(count a)\n```",
 		"```clojure\n(return (+ (count a) (count b)))\n```"}}}
@@ -130,13 +121,8 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 	const n = 1_000_000
 	srv := fleettest.Start(t)
 	obs, other := resultBucket(t, srv, "mail")
-	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 	var size int
-	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) {
 		recs := make([]any, n)
 		for i := range recs {
 			recs[i] = map[string]any{"id": int64(i), "ok": i%2 == 0}
@@ -144,9 +130,7 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 		enc, err := messages.Marshal(recs)
 		size = len(enc)
 		return recs, err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	const maxData = 4 << 20
 	model := &script{turns: map[string][]string{
 		"mail": {

@@ -27,6 +27,20 @@ func bigRecords(n int) []any {
 	return out
 }
 
+// serveMail serves fn as the tool search_mail of a service "mail" on srv
+// until the test ends.
+func serveMail(t *testing.T, srv *fleettest.Server, fn func(context.Context, map[string]any) (any, error)) {
+	t.Helper()
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("search_mail", fleet.ToolSpec{}, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A tool result larger than one NATS message reaches the program of a
 // mission on a worker: the service sends it out of band, the worker
 // streams it into the program's values, the program filters it, and the
@@ -34,16 +48,7 @@ func bigRecords(n int) []any {
 func TestLargeToolResultReachesTheProgram(t *testing.T) {
 	const n = 20_000
 	srv := fleettest.Start(t)
-	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
-		return bigRecords(n), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(return (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {}))))\n```"}}}
 	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 20*time.Second) // 20,000 records take a while under -race
@@ -90,16 +95,7 @@ func TestLargeToolResultReachesTheProgram(t *testing.T) {
 func TestLargeStepIsStoredAside(t *testing.T) {
 	const n = 20_000
 	srv := fleettest.Start(t)
-	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
-		return bigRecords(n), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(def mail (tool/search_mail {}))\n(count mail)\n```",
 		"```clojure\n(return {:unread (count (filter :unread mail)) :big (apply str (repeat 1100000 \"x\"))})\n```"}}}
