@@ -94,26 +94,14 @@ func registerMaps(r *registry) {
 		if len(a)%2 != 0 {
 			th.ArityError("sorted-map", "an even number of args (key/value pairs)", len(a))
 		}
-		b := newMapBuilder(len(a) / 2)
-		for i := 0; i < len(a); i += 2 {
-			th.tick()
-			b.set(a[i], a[i+1])
-		}
-		th.allocSlots(3 * b.n)
-		return b.build()
+		return pairsMap(th, a)
 	}).doc("a map of the key-value arguments kept in key order").
 		arity("an even number of args (key/value pairs)")
 	r.add("sorted-map-by", 1, -1, func(th *Thread, a []Value) Value {
 		if len(a)%2 != 1 {
 			th.ArityError("sorted-map-by", "a comparator and key/value pairs", len(a))
 		}
-		b := newMapBuilder(len(a) / 2)
-		for i := 1; i < len(a); i += 2 {
-			th.tick()
-			b.set(a[i], a[i+1])
-		}
-		th.allocSlots(3 * b.n)
-		m := b.build()
+		m := pairsMap(th, a[1:])
 		keys := make([]Value, 0, m.Len())
 		m.Each(func(k, _ Value) bool { keys = append(keys, k); return true })
 		checkKeyOrder(th, "sorted-map-by", a[0], keys)
@@ -541,4 +529,15 @@ func subSeq(th *Thread, name string, a []Value, reverse bool) Value {
 	}
 	th.allocSlots(len(out))
 	return seqVec(out)
+}
+
+// pairsMap builds the map of the key/value pairs kv (an even count).
+func pairsMap(th *Thread, kv []Value) *Map {
+	b := newMapBuilder(len(kv) / 2)
+	for i := 0; i < len(kv); i += 2 {
+		th.tick()
+		b.set(kv[i], kv[i+1])
+	}
+	th.allocSlots(3 * b.n)
+	return b.build()
 }

@@ -35,13 +35,7 @@ func decodeJSONValue(data []byte, c *charger) (Value, error) {
 	if len(data) > messages.MaxJSONBytes {
 		return nil, fmt.Errorf("lisp: decode json: %d bytes is larger than %d", len(data), messages.MaxJSONBytes)
 	}
-	j := jsonDecoder{
-		d:         jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
-		cv:        converter{shapes: &shapeCache{}},
-		ch:        c,
-		maxValues: int(messages.MaxValuesFor(int64(len(data)))),
-	}
-	j.cv.intern = true
+	j := newJSONDecoder(bytes.NewBuffer(data), int64(len(data)), c)
 	v, err := j.value(0, nil)
 	if err == nil {
 		err = c.flush()
@@ -284,4 +278,19 @@ func (j *jsonDecoder) number(raw []byte) (Value, error) {
 		return nil, fmt.Errorf("number %s is %w", s, errNumberRange)
 	}
 	return j.cv.boxFloat(f), nil
+}
+
+// newJSONDecoder decodes one JSON value of size bytes from r into
+// interpreter values, counting what it builds in c: at most
+// messages.MaxValuesFor(size) values, duplicate names and invalid UTF-8
+// accepted as DecodeJSON documents.
+func newJSONDecoder(r io.Reader, size int64, c *charger) *jsonDecoder {
+	j := &jsonDecoder{
+		d:         jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
+		cv:        converter{shapes: &shapeCache{}},
+		ch:        c,
+		maxValues: int(min(messages.MaxValuesFor(size), int64(maxInt))),
+	}
+	j.cv.intern = true
+	return j
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
@@ -66,13 +65,7 @@ func DecodeJSONFrom(r io.Reader, size int64) (Value, error) {
 // decodeJSONFrom is DecodeJSONFrom counting what it builds in c.
 func decodeJSONFrom(r io.Reader, size int64, c *charger) (Value, error) {
 	cr := &countingReader{r: io.LimitReader(r, size+1)}
-	j := jsonDecoder{
-		d:         jsontext.NewDecoder(cr, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
-		cv:        converter{shapes: &shapeCache{}},
-		ch:        c,
-		maxValues: int(min(messages.MaxValuesFor(size), int64(maxInt))),
-	}
-	j.cv.intern = true
+	j := newJSONDecoder(cr, size, c)
 	v, err := j.value(0, nil)
 	if err == nil {
 		err = c.flush()
