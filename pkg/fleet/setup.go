@@ -227,34 +227,23 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	if err != nil {
 		return nil, err
 	}
-	objCfg := jetstream.ObjectStoreConfig{
-		Bucket: messages.BucketContext, TTL: cfg.ResultTTL, MaxBytes: cfg.ContextStoreBytes,
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	objects := func(want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+		want.Storage, want.Replicas = jetstream.FileStorage, cfg.Replicas
+		return retrySetup(ctx, cfg, "object store "+want.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
+			return ensureObjectStore(ctx, js, want, cfg.VerifyOnly)
+		})
 	}
-	st.Context, err = retrySetup(ctx, cfg, "object store "+objCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
-		return ensureObjectStore(ctx, js, objCfg, cfg.VerifyOnly)
-	})
-	if err != nil {
+	if st.Context, err = objects(jetstream.ObjectStoreConfig{
+		Bucket: messages.BucketContext, TTL: cfg.ResultTTL, MaxBytes: cfg.ContextStoreBytes}); err != nil {
 		return nil, err
 	}
-	resCfg := jetstream.ObjectStoreConfig{
-		Bucket: messages.BucketResults, TTL: cfg.ResultTTL, MaxBytes: cfg.ResultStoreBytes,
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-	}
-	st.ResultObjects, err = retrySetup(ctx, cfg, "object store "+resCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
-		return ensureObjectStore(ctx, js, resCfg, cfg.VerifyOnly)
-	})
-	if err != nil {
+	if st.ResultObjects, err = objects(jetstream.ObjectStoreConfig{
+		Bucket: messages.BucketResults, TTL: cfg.ResultTTL, MaxBytes: cfg.ResultStoreBytes}); err != nil {
 		return nil, err
 	}
 	for _, svc := range cfg.ToolServices {
-		toolCfg := jetstream.ObjectStoreConfig{
-			Bucket: messages.ToolResultBucket(svc), Description: "large results of tool service " + svc,
-			TTL: DefaultToolResultTTL, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-		}
-		if _, err := retrySetup(ctx, cfg, "object store "+toolCfg.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
-			return ensureObjectStore(ctx, js, toolCfg, cfg.VerifyOnly)
-		}); err != nil {
+		if _, err := objects(jetstream.ObjectStoreConfig{Bucket: messages.ToolResultBucket(svc),
+			Description: "large results of tool service " + svc, TTL: DefaultToolResultTTL}); err != nil {
 			return nil, err
 		}
 	}
