@@ -111,10 +111,11 @@ func TestDocsExample(t *testing.T) {
 // defaults the code applies (messages.DefaultLimits).
 func TestDocsLimits(t *testing.T) {
 	rows := docTable(t, "## Limits")
-	// the limits whose default is derived from another; a zero default
-	// otherwise means unlimited
+	// the limits whose default is derived from another or is none; a
+	// zero default otherwise means unlimited
 	want := map[string]string{
-		"max_steps": "`200000000` per second of `program_timeout`",
+		"max_steps":   "`200000000` per second of `program_timeout`",
+		"retry_turns": "none",
 	}
 	var walk func(prefix string, v reflect.Value)
 	walk = func(prefix string, v reflect.Value) {

@@ -17,6 +17,10 @@ const BoundaryReminder = "Your mission is still active. Please provide a PTC-Lis
 const maxPrintLine = 512
 
 // turnLine tells the model which turn comes next.
+// retryTurnNote tells the model that its next turn is a retry turn
+// (retry_turns): granted only to fix the return that failed validation.
+const retryTurnNote = "You get one more turn only to fix this return: call (return ...) with a value of the expected type."
+
 func turnLine(next, max int) string {
 	s := fmt.Sprintf("Turn %d of %d (%d remaining)", next, max, max-next)
 	if next == max {

@@ -156,8 +156,12 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	defer func() { st.Memory = toGoMemory(mem) }()
 	var lastFail map[string]any
 	var lastErr string
+	// limitT is the last turn: maxT, one more for each retry turn granted
+	// (retry_turns) to fix a return that failed validation.
+	limitT, retries := maxT, a.retryTurns()
+	rollback := a.spec.MemoryStrategy == MemoryRollback
 
-	for turn := 1; turn <= maxT; turn++ {
+	for turn := 1; turn <= limitT; turn++ {
 		if f := rs.beginTurn(ctx, missionCtx, turn); f != nil {
 			return failStep(st, f)
 		}
@@ -201,8 +205,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: ReasonNoCode, Message: "the model's answer holds no PTC-Lisp program"})
 			}
 			feedback = BoundaryReminder
-			if turn < maxT {
-				feedback += "\n" + turnLine(turn+1, maxT)
+			if turn < limitT {
+				feedback += "\n" + turnLine(turn+1, limitT)
 			}
 			endTurn()
 			msgs = append(msgs, llm.UserText(feedback))
@@ -237,7 +241,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		st.Usage.AddTokens(subUsage)
 		st.Usage.Requests += subUsage.Requests
 		st.Warnings = append(st.Warnings, warnings...)
-		last := turn == maxT
+		last := turn == limitT
 
 		if xerr != nil {
 			var le *lisp.Error
@@ -266,7 +270,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, maxT)
+				feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -278,12 +282,26 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			continue
 		}
 
-		// committed memory
+		// committed memory; prevMem is memory before the turn (the
+		// rollback strategy restores it when the turn fails)
+		prevMem := mem
 		if res.Memory != nil {
 			if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
 				rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
+				if !rollback || single {
+					endTurn()
+					return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
+				}
+				// rollback: the turn fails, memory stays as it was
+				text := rec.Error + "\nMemory is as it was before this program; store less data in memory, keep only what later turns need."
+				rec.Error, lastErr = text, text
+				lastFail = map[string]any{"reason": ReasonMemoryLimit, "message": text}
+				if !last {
+					feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
+					msgs = append(msgs, llm.UserText(feedback))
+				}
 				endTurn()
-				return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
+				continue
 			}
 			mem = make(map[string]any, len(res.Memory))
 			for k, v := range res.Memory {
@@ -304,12 +322,28 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 					rec.Error = text
 					lastErr = text
 					lastFail = map[string]any{"reason": ReasonValidation, "message": text, "op": "return"}
-					if single {
+					if rollback {
+						mem = prevMem
+						if t.debug {
+							rec.Memory = toGoMemory(mem)
+						}
+					}
+					retry := turn == limitT && retries > 0
+					if retry {
+						// a retry turn, granted only to fix this return
+						limitT++
+						retries--
+						last = false
+					}
+					if single && !retry {
 						endTurn()
 						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
 					}
 					if !last {
-						feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, maxT)
+						if retry {
+							text += "\n" + retryTurnNote
+						}
+						feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -324,12 +358,12 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		lastFail = nil
 		if !last {
-			feedback = resultFeedback(sec, res, lim, warnings, turn+1, maxT)
+			feedback = resultFeedback(sec, res, lim, warnings, turn+1, limitT)
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()
 	}
-	msg := fmt.Sprintf("no return or fail after %d turns", maxT)
+	msg := fmt.Sprintf("no return or fail after %d turns", limitT)
 	f := &messages.Fail{Reason: ReasonMaxTurns, Message: msg}
 	if lastErr != "" {
 		f.Details = map[string]any{"last_error": lastErr}

@@ -85,7 +85,18 @@ type Spec struct {
 	// Output is OutputLisp (default, "") or OutputText: the model answers
 	// in text or JSON and calls tools natively (see docs/textmode.md).
 	Output string
+	// MemoryStrategy says what a failed turn does to memory: MemoryStrict
+	// (default, "") or MemoryRollback (every failed turn leaves memory as
+	// it was before the turn; memory past memory_limit is a turn error,
+	// not the end of the run).
+	MemoryStrategy string
 }
+
+// Memory strategies of a Spec (messages.MemoryStrict, messages.MemoryRollback).
+const (
+	MemoryStrict   = messages.MemoryStrict
+	MemoryRollback = messages.MemoryRollback
+)
 
 // SystemPrompt customizes the generated system prompt. With every field
 // empty the default prompt is used. Assembly order:
@@ -202,6 +213,11 @@ func New(spec Spec) (*Agent, error) {
 	default:
 		return nil, specErr("output", fmt.Sprintf("unknown output mode %q (want %q or %q)", spec.Output, OutputLisp, OutputText), nil)
 	}
+	switch spec.MemoryStrategy {
+	case "", MemoryStrict, MemoryRollback:
+	default:
+		return nil, specErr("memory_strategy", fmt.Sprintf("unknown memory strategy %q (want %q or %q)", spec.MemoryStrategy, MemoryStrict, MemoryRollback), nil)
+	}
 	if spec.Validation > signature.Strict {
 		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
 	}
@@ -287,6 +303,7 @@ func (a *Agent) Name() string {
 // The limits to enforce: the spec's value, its default when 0, and the
 // largest useful value when negative (unlimited).
 func (a *Agent) maxTurns() int             { return unlimitedAs(a.lim.MaxTurns, math.MaxInt) }
+func (a *Agent) retryTurns() int           { return unlimitedAs(a.lim.RetryTurns, math.MaxInt) }
 func (a *Agent) maxDepth() int             { return unlimitedAs(a.lim.MaxDepth, math.MaxInt) }
 func (a *Agent) turnBudget() int           { return unlimitedAs(a.lim.TurnBudget, math.MaxInt) }
 func (a *Agent) memoryLimit() int64        { return unlimitedAs(a.lim.MemoryLimit, math.MaxInt64) }
@@ -372,6 +389,7 @@ func (s Spec) ToWire() *messages.AgentSpec {
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
 		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog), Limits: s.Limits, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
+		MemoryStrategy: s.MemoryStrategy,
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
@@ -426,7 +444,7 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
-		Validation: mode,
+		Validation: mode, MemoryStrategy: w.MemoryStrategy,
 	}
 	if r := w.LLMRetry; r != nil {
 		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}

@@ -56,6 +56,11 @@ type Limits struct {
 	// without tools is single-turn mode: the program's value is the
 	// answer; otherwise only return/fail end the mission.
 	MaxTurns int `msgpack:"max_turns,omitempty"`
+	// RetryTurns are extra turns past MaxTurns, granted one at a time and
+	// only to fix a return that failed signature validation in the turn
+	// before (not for new work); the default is none. They count against
+	// TurnBudget like any turn.
+	RetryTurns int `msgpack:"retry_turns,omitempty"`
 	// TurnBudget bounds the turns of the whole agent tree
 	// (DefaultTurnBudget); the top-level agent's value applies to the
 	// tree.

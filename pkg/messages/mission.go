@@ -33,6 +33,21 @@ const (
 	ValidationStrict   = "strict"
 )
 
+// Memory strategies of an AgentSpec: what a failed turn does to the
+// agent's memory.
+const (
+	// MemoryStrict (the default when empty): a program that fails
+	// leaves memory as before its turn, a return that fails validation
+	// keeps what its program stored, and memory past memory_limit fails
+	// the run (memory_limit_exceeded).
+	MemoryStrict = "strict"
+	// MemoryRollback: every failed turn leaves memory as it was before the
+	// turn, a return that fails validation and memory past memory_limit
+	// included; memory past the limit is fed back to the model as the
+	// turn's error and the run goes on.
+	MemoryRollback = "rollback"
+)
+
 // Limits of the wire layout, so that a hostile message cannot make a worker
 // loop or allocate without bound.
 const (
@@ -145,6 +160,8 @@ type AgentSpec struct {
 	LLMRetry *RetryPolicy `msgpack:"llm_retry,omitempty"`
 	// ValidationMode is one of the Validation* constants ("" = enabled).
 	ValidationMode string `msgpack:"validation_mode,omitempty"`
+	// MemoryStrategy is MemoryStrict ("" = strict) or MemoryRollback.
+	MemoryStrategy string `msgpack:"memory_strategy,omitempty"`
 }
 
 // RetryPolicy is an agent's llm_retry as data: how model calls that failed
@@ -276,6 +293,11 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	case "", ValidationEnabled, ValidationWarnOnly, ValidationDisabled, ValidationStrict:
 	default:
 		return invalidf("%s.validation_mode: %q is not one of enabled, warn_only, disabled, strict", path, a.ValidationMode)
+	}
+	switch a.MemoryStrategy {
+	case "", MemoryStrict, MemoryRollback:
+	default:
+		return invalidf("%s.memory_strategy: %q is not %q or %q", path, a.MemoryStrategy, MemoryStrict, MemoryRollback)
 	}
 	if err := validNames(path+".tools", a.Tools); err != nil {
 		return err
