@@ -20,7 +20,11 @@ import (
 //   - :float from a string holding a finite number ("3.14" → 3.14) or from an
 //     integer (3 → 3.0);
 //   - :bool from "true" or "false";
-//   - json.Number to int64 or float64, silently (it is only a representation).
+//   - json.Number to int64 or float64, silently (it is only a representation);
+//   - an enum value by the rule of its kind (a string "2" to 2 when the
+//     enum lists 2);
+//   - a union's value, when no alternative takes it as given, by the
+//     first alternative that takes it coerced.
 //
 // Strings stay strings for :string and :keyword. Each coercion adds a warning
 // such as `limit: coerced string "10" to integer`; integers are returned as
@@ -136,6 +140,34 @@ func (co *coercer) coerce(t Type, v any) (any, bool) {
 		return co.coerce(orAny(t.Elem), v)
 	case Prim:
 		return co.coercePrim(t, v)
+	case Refined:
+		return co.coerce(orAny(t.Base), v)
+	case Enum:
+		if enumHas(t, v) {
+			return v, false
+		}
+		for _, p := range enumPrims(t) {
+			scratch := coercer{path: co.path}
+			if nv, changed := scratch.coercePrim(p, v); changed && enumHas(t, nv) {
+				co.warnings = append(co.warnings, scratch.warnings...)
+				return nv, true
+			}
+		}
+		return v, false
+	case Union:
+		for _, a := range t.Alts {
+			if Validate(a, v, Enabled) == nil {
+				return v, false
+			}
+		}
+		for _, a := range t.Alts {
+			scratch := coercer{path: co.path}
+			if nv, changed := scratch.coerce(a, v); changed && Validate(a, nv, Enabled) == nil {
+				co.warnings = append(co.warnings, scratch.warnings...)
+				return nv, true
+			}
+		}
+		return v, false
 	case List:
 		xs, ok := v.([]any)
 		if !ok {

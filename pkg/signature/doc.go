@@ -11,13 +11,17 @@
 // list of T. {name T, ...} is a map with typed fields; a field may also be
 // written as a keyword ({:id :int :name :string}). A "?" after any type makes
 // it optional (nil, or absent as a map field or input): :int?, [:int]?,
-// {a :int}?. Names starting with "_" are firewalled: kept for programs and Go
+// {a :int}?. Literals joined by "|" are an enum ("low" | "medium" |
+// "high"), types joined by "|" a union (:int | :string), and a refinement
+// in parentheses narrows a number, a string's length and pattern or a
+// list's length (:int(min 0, max 100), :string(max 80, pattern "^[a-z]"),
+// [:int](min 1)). Names starting with "_" are firewalled: kept for programs and Go
 // callers, hidden from models (see Public). Whitespace, newlines and commas
 // separate tokens anywhere; commas are optional; ";" starts a comment that
 // runs to the end of the line.
 //
-// The Type interface is sealed: a Type is a Prim, a List, a Map or an
-// Optional wrapper. Optionality is a wrapper type rather than a flag so that
+// The Type interface is sealed: a Type is a Prim, a List, a Map, an
+// Optional wrapper, an Enum, a Union or a Refined. Optionality is a wrapper type rather than a flag so that
 // any type, including a list or a map, can be optional, and so that the
 // canonical form (String) prints exactly one "?" per optional type.
 //

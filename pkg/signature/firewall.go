@@ -35,6 +35,25 @@ func public(t Type) (Type, bool) {
 		if changed {
 			return Map{Fields: fs}, true
 		}
+	case Refined:
+		if b, changed := public(t.Base); changed {
+			t.Base = b
+			return t, true
+		}
+	case Union:
+		var alts []Type
+		for i, a := range t.Alts {
+			pa, changed := public(a)
+			if changed && alts == nil {
+				alts = append(make([]Type, 0, len(t.Alts)), t.Alts[:i]...)
+			}
+			if alts != nil {
+				alts = append(alts, pa)
+			}
+		}
+		if alts != nil {
+			return Union{Alts: alts}, true
+		}
 	}
 	return t, false
 }

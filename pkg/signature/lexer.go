@@ -24,6 +24,9 @@ const (
 	tKeyword          // :name (text includes the colon)
 	tIdent            // name
 	tEllipsis         // ... (last in an input list: extra arguments allowed)
+	tPipe             // | (between the alternatives of a union or enum)
+	tString           // "text" (a literal; text is the source, quotes included)
+	tNumber           // 42, -1.5, 1e3 (a literal)
 )
 
 // token is one lexical token; off is its byte offset in the source.
@@ -109,6 +112,10 @@ func (l *lexer) next() token {
 		return one(tRBrace)
 	case '?':
 		return one(tQuestion)
+	case '|':
+		return one(tPipe)
+	case '"':
+		return l.scanString(start)
 	case '.':
 		if strings.HasPrefix(l.src[start:], "...") {
 			l.off += 3
@@ -119,6 +126,11 @@ func (l *lexer) next() token {
 			l.off += 2
 			return token{kind: tArrow, text: "->", off: start}
 		}
+		if start+1 < len(l.src) && isDigit(l.src[start+1]) {
+			return l.scanNumber(start)
+		}
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return l.scanNumber(start)
 	case ':':
 		l.off++
 		end := l.scanName()
@@ -156,4 +168,59 @@ func (l *lexer) scanName() int {
 		off += size
 	}
 	return off
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanString scans a string literal starting at the '"' at start: Go
+// (and JSON) escapes, on one line.
+func (l *lexer) scanString(start int) token {
+	off := start + 1
+	for off < len(l.src) {
+		switch l.src[off] {
+		case '\\':
+			off += 2
+			continue
+		case '\n':
+			l.off = off
+			return token{kind: tIllegal, text: l.src[start:off], off: start, msg: "string literal not closed before the end of the line"}
+		case '"':
+			l.off = off + 1
+			return token{kind: tString, text: l.src[start:l.off], off: start}
+		}
+		off++
+	}
+	l.off = len(l.src)
+	return token{kind: tIllegal, text: l.src[start:], off: start, msg: "string literal not closed"}
+}
+
+// scanNumber scans a number literal at start: an optional "-", digits,
+// an optional fraction and an optional exponent.
+func (l *lexer) scanNumber(start int) token {
+	off := start
+	if l.src[off] == '-' {
+		off++
+	}
+	digits := func() {
+		for off < len(l.src) && isDigit(l.src[off]) {
+			off++
+		}
+	}
+	digits()
+	if off+1 < len(l.src) && l.src[off] == '.' && isDigit(l.src[off+1]) {
+		off++
+		digits()
+	}
+	if off < len(l.src) && (l.src[off] == 'e' || l.src[off] == 'E') {
+		e := off + 1
+		if e < len(l.src) && (l.src[e] == '+' || l.src[e] == '-') {
+			e++
+		}
+		if e < len(l.src) && isDigit(l.src[e]) {
+			off = e
+			digits()
+		}
+	}
+	l.off = off
+	return token{kind: tNumber, text: l.src[start:off], off: start}
 }

@@ -62,6 +62,32 @@ var validSignatures = []struct{ src, want string }{
 	{"  {\tid\t:int\r\n}  ", "() -> {id :int}"},
 	{"[:int] ; list of integers", "() -> [:int]"},
 	{"{id :int ; the id\n name :string}", "() -> {id :int, name :string}"},
+	// Enums: literals joined by "|".
+	{`{status "low" | "medium" | "high"}`, `() -> {status "low" | "medium" | "high"}`},
+	{`(level 1|2|3) -> :int`, `(level 1 | 2 | 3) -> :int`},
+	{`{ratio 0.5 | 1.0 | -2.5e3}`, `() -> {ratio 0.5 | 1.0 | -2500.0}`},
+	{`{flag true | false}`, `() -> {flag true | false}`},
+	{`"only"`, `() -> "only"`},
+	{`{q "a \"quoted\" \u00e9"}`, `() -> {q "a \"quoted\" é"}`},
+	{`{status "low" | "high"?}`, `() -> {status "low" | "high"?}`},
+	{`{status "low"? | "high"}`, `() -> {status "low" | "high"?}`},
+	// Unions: types joined by "|"; a "?" on any alternative makes the union optional.
+	{`{id :int | :string}`, `() -> {id :int | :string}`},
+	{`[:int | {id :int} | [:string]]`, `() -> [:int | {id :int} | [:string]]`},
+	{`(limit :int | "all") -> :any`, `(limit :int | "all") -> :any`},
+	{`{x :int | "a" | :string | "b"}`, `() -> {x :int | "a" | "b" | :string}`},
+	{`{x :int? | :string}`, `() -> {x :int | :string?}`},
+	{`:int | :string?`, `() -> :int | :string?`},
+	// Refinements.
+	{`{score :int(min 0, max 100)}`, `() -> {score :int(min 0, max 100)}`},
+	{`{score :int(max 100 min 0)}`, `() -> {score :int(min 0, max 100)}`},
+	{`{p :float(min 0, max 0.5)?}`, `() -> {p :float(min 0, max 0.5)?}`},
+	{`{p :float(min -1.5e-3)}`, `() -> {p :float(min -0.0015)}`},
+	{`{code :string(min 2, max 3, pattern "^[A-Z]+$")}`, `() -> {code :string(min 2, max 3, pattern "^[A-Z]+$")}`},
+	{`{k :keyword(pattern "^x")}`, `() -> {k :keyword(pattern "^x")}`},
+	{`(ids [:int](min 1, max 10)) -> [:int(min 0)](max 3)`, `(ids [:int](min 1, max 10)) -> [:int(min 0)](max 3)`},
+	{`{n :int(min 1.0)}`, `() -> {n :int(min 1)}`},
+	{`{n :int(min 0) | "none"}`, `() -> {n :int(min 0) | "none"}`},
 }
 
 func TestParseValid(t *testing.T) {
@@ -160,6 +186,29 @@ var invalidSignatures = []struct{ src, want string }{
 	{"{id \xff}", `1:5: invalid utf-8 encoding`},
 	{"?", `1:1: expected type or "(" to start the inputs, got "?" (the "?" goes after the type, as in :string?)`},
 	{strings.Repeat("[", 101) + ":int" + strings.Repeat("]", 101), `1:101: nesting too deep (more than 100 levels)`},
+	// Enums, unions and refinements.
+	{`{s "a" | "b" | "a"}`, `1:4: value "a" listed twice`},
+	{`{s "a" |}`, `1:9: expected type after "|", got "}"`},
+	{`{s | :int}`, `1:4: expected type after field "s", got "|"`},
+	{`{s "open}`, `1:4: string literal not closed`},
+	{"{s \"a\n\"}", `1:4: string literal not closed before the end of the line`},
+	{`{s nil}`, `1:4: expected type after field "s", got "nil" (a "?" after a type lets it be nil, as in :string?)`},
+	{`{n 99999999999999999999}`, `1:4: integer 99999999999999999999 does not fit in 64 bits`},
+	{`{n 1e999}`, `1:4: number 1e999 is not a finite float`},
+	{`{n :int(min 0.5)}`, `1:8: min of :int must be an integer, got 0.5`},
+	{`{n :int(min 5, max 1)}`, `1:8: min 5 of :int is greater than max 1`},
+	{`{n :int(min 9007199254740992)}`, `1:8: min of :int must lie within ±2^53`},
+	{`{n :int(pattern "x")}`, `1:8: pattern applies to :string and :keyword, not :int`},
+	{`{n :int()}`, `1:8: a refinement of :int needs min, max or pattern`},
+	{`{n :int(min 1, min 2)}`, `1:16: duplicate refinement "min"`},
+	{`{n :int(low 1)}`, `1:9: unknown refinement "low" (want min, max or pattern)`},
+	{`{n :int(min "1")}`, `1:13: expected a number after "min", got "\"1\""`},
+	{`{n :int(min 1}`, `1:14: expected refinement name (min, max or pattern) or ")", got "}"`},
+	{`{n :string(min -1)}`, `1:11: min of :string is a length and cannot be negative`},
+	{`{n :string(pattern "(")}`, "1:11: invalid pattern: error parsing regexp: missing closing ): `(`"},
+	{`{n :bool(min 1)}`, `1:9: :bool takes no refinements (only :int, :float, :string, :keyword and lists do)`},
+	{`{n {a :int}(min 1)}`, `1:12: {a :int} takes no refinements (only :int, :float, :string, :keyword and lists do)`},
+	{`{n :int?(min 1)}`, `1:9: expected field name or "}", got "("`},
 }
 
 func TestParseInvalid(t *testing.T) {

@@ -2,6 +2,7 @@ package signature
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -148,10 +149,51 @@ func (p *parser) parseName(what string) (string, token, error) {
 	return "", tok, p.expected(what)
 }
 
-// parseType parses a type; what describes it for "expected ..." messages.
+// parseType parses a type, alternatives joined by "|" included; what
+// describes it for "expected ..." messages.
 func (p *parser) parseType(what string) (Type, error) {
+	first := p.tok
+	t, err := p.parseAlt(what)
+	if err != nil || p.tok.kind != tPipe {
+		return t, err
+	}
+	alts := []Type{t}
+	for p.tok.kind == tPipe {
+		p.advance()
+		a, err := p.parseAlt(`type after "|"`)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, a)
+	}
+	u, dup, hasDup := newUnion(alts)
+	if hasDup {
+		var b strings.Builder
+		writeLiteral(&b, dup)
+		return nil, p.errAt(first, "value %s listed twice", b.String())
+	}
+	return u, nil
+}
+
+// parseAlt parses one alternative: a literal, or a type with its
+// refinements and "?".
+func (p *parser) parseAlt(what string) (Type, error) {
 	var t Type
 	switch tok := p.tok; tok.kind {
+	case tString:
+		v, err := strconv.Unquote(tok.text)
+		if err != nil {
+			return nil, p.errAt(tok, "invalid string literal %s", tok.text)
+		}
+		p.advance()
+		t = Enum{Values: []any{v}}
+	case tNumber:
+		v, err := parseNumber(tok.text)
+		if err != nil {
+			return nil, p.errAt(tok, "%s", err.Error())
+		}
+		p.advance()
+		t = Enum{Values: []any{v}}
 	case tKeyword:
 		prim, ok := primByName(tok.text[1:])
 		if !ok {
@@ -160,10 +202,18 @@ func (p *parser) parseType(what string) (Type, error) {
 		p.advance()
 		t = prim
 	case tIdent:
-		if _, ok := primByName(tok.text); ok {
-			return nil, p.errAt(tok, "expected %s, got %s (did you mean :%s?)", what, tok.describe(), tok.text)
+		switch tok.text {
+		case "true", "false":
+			p.advance()
+			t = Enum{Values: []any{tok.text == "true"}}
+		case "nil":
+			return nil, p.errAt(tok, `expected %s, got "nil" (a "?" after a type lets it be nil, as in :string?)`, what)
+		default:
+			if _, ok := primByName(tok.text); ok {
+				return nil, p.errAt(tok, "expected %s, got %s (did you mean :%s?)", what, tok.describe(), tok.text)
+			}
+			return nil, p.expected(what)
 		}
-		return nil, p.expected(what)
 	case tQuestion:
 		return nil, p.errAt(tok, `expected %s, got "?" (the "?" goes after the type, as in :string?)`, what)
 	case tLBrack:
@@ -209,6 +259,13 @@ func (p *parser) parseType(what string) (Type, error) {
 	default:
 		return nil, p.expected(what)
 	}
+	if p.tok.kind == tLParen {
+		r, err := p.parseRefinements(t)
+		if err != nil {
+			return nil, err
+		}
+		t = r
+	}
 	if p.tok.kind == tQuestion {
 		p.advance()
 		if p.tok.kind == tQuestion {
@@ -217,6 +274,82 @@ func (p *parser) parseType(what string) (Type, error) {
 		t = Optional{Elem: t}
 	}
 	return t, nil
+}
+
+// parseNumber parses a number literal: an int64 when it has no fraction
+// or exponent, else a finite float64.
+func parseNumber(text string) (any, error) {
+	if !strings.ContainsAny(text, ".eE") {
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("integer %s does not fit in 64 bits", text)
+		}
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("number %s is not a finite float", text)
+	}
+	return f, nil
+}
+
+// parseRefinements parses "(min 0, max 100, pattern "...")" after base;
+// the current token is "(".
+func (p *parser) parseRefinements(base Type) (Type, error) {
+	open := p.tok
+	if refineKind(base) == "" {
+		return nil, p.errAt(open, "%s takes no refinements (only :int, :float, :string, :keyword and lists do)", typeString(base))
+	}
+	p.advance()
+	var spec RefineSpec
+	seen := map[string]bool{}
+	for p.tok.kind != tRParen {
+		nameTok := p.tok
+		if nameTok.kind != tIdent {
+			return nil, p.expected(`refinement name (min, max or pattern) or ")"`)
+		}
+		name := nameTok.text
+		if seen[name] {
+			return nil, p.errAt(nameTok, "duplicate refinement %q", name)
+		}
+		seen[name] = true
+		p.advance()
+		val := p.tok
+		switch name {
+		case "min", "max":
+			if val.kind != tNumber {
+				return nil, p.expected(fmt.Sprintf("a number after %q", name))
+			}
+			n, err := parseNumber(val.text)
+			if err != nil {
+				return nil, p.errAt(val, "%s", err.Error())
+			}
+			f := toFloat(n)
+			if name == "min" {
+				spec.Min = &f
+			} else {
+				spec.Max = &f
+			}
+		case "pattern":
+			if val.kind != tString {
+				return nil, p.expected(`a string after "pattern"`)
+			}
+			src, err := strconv.Unquote(val.text)
+			if err != nil {
+				return nil, p.errAt(val, "invalid string literal %s", val.text)
+			}
+			spec.Pattern = &src
+		default:
+			return nil, p.errAt(nameTok, "unknown refinement %q (want min, max or pattern)", name)
+		}
+		p.advance()
+	}
+	p.advance()
+	r, err := Refine(base, spec)
+	if err != nil {
+		return nil, p.errAt(open, "%s", err.Error())
+	}
+	return r, nil
 }
 
 func (p *parser) enter() error {

@@ -138,8 +138,14 @@ func (s *Signature) resolves(path []string) bool {
 	if !ok {
 		return false
 	}
-	t := p.Type
-	for _, name := range path[1:] {
+	return typeResolves(p.Type, path[1:])
+}
+
+// typeResolves reports whether a dotted path leads into t: through typed
+// maps by field, into :map and :any anywhere, into a union when it leads
+// into one of its alternatives.
+func typeResolves(t Type, path []string) bool {
+	for i, name := range path {
 		switch u := unwrapOptional(t).(type) {
 		case Map:
 			f, ok := u.Field(name)
@@ -149,6 +155,13 @@ func (s *Signature) resolves(path []string) bool {
 			t = f.Type
 		case Prim:
 			return u == Any || u == AnyMap
+		case Union:
+			for _, a := range u.Alts {
+				if typeResolves(a, path[i:]) {
+					return true
+				}
+			}
+			return false
 		default:
 			return false
 		}

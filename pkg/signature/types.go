@@ -2,9 +2,9 @@ package signature
 
 import "strings"
 
-// Type is a signature type: one of Prim, List, Map or Optional. The set is
-// sealed (an unexported method keeps other packages from adding types), so a
-// type switch over those four is exhaustive.
+// Type is a signature type: one of Prim, List, Map, Optional, Enum, Union
+// or Refined. The set is sealed (an unexported method keeps other packages
+// from adding types), so a type switch over those seven is exhaustive.
 //
 // Types are immutable values once built; they are safe to share between
 // goroutines. String returns the canonical source form, which parses back to an
@@ -201,6 +201,8 @@ func writeType(b *strings.Builder, t Type) {
 		if _, ok := t.Elem.(Optional); !ok {
 			b.WriteByte('?')
 		}
+	case Enum, Union, Refined:
+		writeRich(b, t)
 	}
 }
 

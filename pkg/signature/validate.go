@@ -134,6 +134,8 @@ func typeWord(t Type) string {
 		return "map"
 	case Optional:
 		return typeWord(orAny(t.Elem))
+	case Enum, Union, Refined:
+		return richWord(t)
 	}
 	return "any value"
 }
@@ -147,6 +149,24 @@ func (c *checker) check(t Type, v any) {
 		c.check(orAny(t.Elem), v)
 	case Prim:
 		if !primOK(t, v) {
+			c.mismatch(t, v)
+		}
+	case Enum:
+		if !enumHas(t, v) {
+			c.mismatch(t, v)
+		}
+	case Union:
+		c.checkUnion(t, v)
+	case Refined:
+		if base, ok := t.Base.(Prim); ok {
+			if !primOK(base, v) || !refinedOK(t, v) {
+				c.mismatch(t, v)
+			}
+			return
+		}
+		n := len(c.errs)
+		c.check(orAny(t.Base), v)
+		if len(c.errs) == n && !refinedOK(t, v) {
 			c.mismatch(t, v)
 		}
 	case List:
@@ -347,4 +367,46 @@ func primOK(p Prim, v any) bool {
 
 func isIntKind(k reflect.Kind) bool {
 	return k >= reflect.Int && k <= reflect.Uintptr
+}
+
+// checkUnion records nothing when an alternative of u accepts v. Else,
+// when exactly one alternative is a list or map type and v is a list or
+// map of that kind, it records that alternative's problems (the value
+// was most likely meant to be one); otherwise one mismatch naming every
+// alternative.
+func (c *checker) checkUnion(u Union, v any) {
+	n := len(c.errs)
+	var shapedErrs ValidationErrors
+	count := 0
+	for _, a := range u.Alts {
+		c.check(a, v)
+		if len(c.errs) == n {
+			return
+		}
+		if sameShape(a, v) {
+			count++
+			shapedErrs = append(shapedErrs[:0:0], c.errs[n:]...)
+		}
+		c.errs = c.errs[:n]
+	}
+	if count == 1 {
+		c.errs = append(c.errs, shapedErrs...)
+		return
+	}
+	c.mismatch(u, v)
+}
+
+// sameShape reports whether t is a list or map type and v a list or map
+// of that kind.
+func sameShape(t Type, v any) bool {
+	kind, _ := kindWord(v)
+	switch t := t.(type) {
+	case List:
+		return kind == "list"
+	case Map:
+		return kind == "map"
+	case Refined:
+		return sameShape(t.Base, v)
+	}
+	return false
 }
