@@ -165,7 +165,7 @@ func (tr *toolRunner) runChild(ctx context.Context, bt *boundTool, args map[stri
 	// The child shares the mission deadline (kept in the tree), not the
 	// caller's turn deadline: detach from the turn's timeout but keep
 	// cancellation of the caller.
-	cctx := context.WithoutCancel(ctx)
+	cctx := withSubAgentCall(context.WithoutCancel(ctx), bt.name, args)
 	cctx, cancel := context.WithCancel(cctx)
 	defer cancel()
 	stop := context.AfterFunc(rs.missionCtx, cancel)

@@ -222,6 +222,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
+	w.storeRecord(ctx, m, box, &log)
 	if w.finish(ctx, msg, m.ID, step, entry, journal, &log) {
 		w.deleteToolObjects(ctx, box, m.ID, &log)
 	}

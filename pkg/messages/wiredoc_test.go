@@ -27,7 +27,7 @@ var wireDocTypes = map[string]reflect.Type{
 	"ToolRequest": reflect.TypeFor[ToolRequest](), "ToolResponse": reflect.TypeFor[ToolResponse](),
 	"ToolError": reflect.TypeFor[ToolError](), "Event": reflect.TypeFor[Event](), "Cancel": reflect.TypeFor[Cancel](),
 	"Status": reflect.TypeFor[Status](), "Replayed": reflect.TypeFor[Replayed](),
-	"ObjectRef": reflect.TypeFor[ObjectRef](),
+	"ObjectRef": reflect.TypeFor[ObjectRef](), "MissionRecord": reflect.TypeFor[MissionRecord](),
 }
 
 func readWireDoc(t *testing.T) string {

@@ -50,6 +50,7 @@ func (s *script) requests() []llm.Request {
 }
 
 type fleetEnv struct {
+	srv    *fleettest.Server
 	client *fleet.Client
 	model  *script
 }
@@ -115,7 +116,7 @@ func startFleetTimeout(t *testing.T, srv *fleettest.Server, models llm.Registry,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fleetEnv{client: client}
+	return &fleetEnv{srv: srv, client: client}
 }
 
 func runMission(t *testing.T, env *fleetEnv, m *messages.Mission) *messages.Step {

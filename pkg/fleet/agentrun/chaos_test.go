@@ -19,6 +19,7 @@ import (
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -110,6 +111,9 @@ func TestKilledWorkerProcessMissionFinishedByAnother(t *testing.T) {
 	}
 	if step.Usage.Requests != 3 || step.Usage.InputTokens != 300 {
 		t.Errorf("usage %+v, want 3 requests and 300 input tokens over both attempts", step.Usage)
+	}
+	if r, _ := replayStored(t, client, m.ID, agentrun.ReplayOptions{}); len(r.Divergences) > 0 || r.Served != 3 {
+		t.Errorf("replay of the resumed mission: served %d, divergences %v", r.Served, r.Divergences)
 	}
 	t.Logf("killed %s in turn 3; mission finished by the other worker %v later", owner, took.Round(time.Millisecond))
 }
@@ -469,5 +473,17 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("%v; %d node restarts", fig, nodeKills)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
+	} // Every finished mission replays from its record on the cluster,
+	// those that resumed after a kill included.
+	resumed := 0
+	for _, id := range ids {
+		r, step := replayStored(t, client, id, agentrun.ReplayOptions{})
+		if len(r.Divergences) > 0 {
+			t.Errorf("replay of %s (attempts %d): %v", id, step.Attempts, r.Divergences)
+		}
+		if step.Attempts > 1 {
+			resumed++
+		}
 	}
+	t.Logf("%d missions replayed with no divergence, %d of them resumed after a kill", len(ids), resumed)
 }

@@ -217,6 +217,11 @@ func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
 		t.Errorf("tool_call events by turn = %v, want turns 1 and 2 only", turns)
 	}
 
+	// The resumed mission replays from its record with no model or tool.
+	if r, _ := replayStored(t, client, m.ID, agentrun.ReplayOptions{}); len(r.Divergences) > 0 || r.Served != 3 {
+		t.Errorf("replay: served %d, divergences %v", r.Served, r.Divergences)
+	}
+
 	// Differential: the same mission uninterrupted yields the same Step.
 	plain := &threeTurns{blocked: make(chan struct{}), answered: map[int]int{}}
 	ref := startDurableWorker(t, srv, plain, func(c *fleet.WorkerConfig) { c.NoJournal = true })

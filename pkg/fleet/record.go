@@ -1,0 +1,108 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// storeRecord keeps m's record (messages.MissionRecord: the mission as it
+// ran and its tools' schemas as box discovered them) in the
+// mission_results object store, so that the mission can be replayed from
+// it and its Step's trace in any process. It is written before the
+// result, so a caller that reads the result finds the record; a failure
+// is logged and the mission goes on (only its replay is lost).
+func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, log *zerolog.Logger) {
+	if w.st.ResultObjects == nil {
+		return
+	}
+	rec := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: m}
+	for _, name := range m.Tools {
+		s := messages.ToolSchema{Name: name}
+		if t, err := box.Get(ctx, name); err == nil {
+			s.Signature, s.Description = t.Signature(), t.Description()
+		}
+		rec.Tools = append(rec.Tools, s)
+	}
+	data, err := messages.Marshal(rec)
+	if err == nil && int64(len(data)) > maxStoredStep {
+		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
+	}
+	if err == nil {
+		err = putRetrying(ctx, w.st.ResultObjects, messages.MissionRecordName(m.ID), data)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
+	}
+}
+
+// recordWriteWait bounds the retries of a record's write (a cluster
+// electing a leader answers no request for a few seconds).
+const recordWriteWait = 10 * time.Second
+
+// putRetrying puts data under name in obs, retrying with backoff for up
+// to recordWriteWait and never past ctx.
+func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		_, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data))
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Record returns the record a worker kept of mission id when it finished
+// it (messages.MissionRecord), read with direct gets. ErrNotFound (wrapped)
+// means there is none: the mission has not finished, ran on a worker that
+// keeps none, or its record expired with the results.
+func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord, error) {
+	if err := checkID("record", id); err != nil {
+		return nil, err
+	}
+	if c.st.ResultObjects == nil || c.st.resultStream == nil {
+		return nil, fmt.Errorf("fleet: record %s: the %s object store is not set up", id, messages.BucketResults)
+	}
+	name := messages.MissionRecordName(id)
+	info, err := c.st.ResultObjects.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	if int64(info.Size) > maxStoredStep {
+		return nil, fmt.Errorf("fleet: record %s is %d bytes, more than the %d a record may hold", id, info.Size, maxStoredStep)
+	}
+	ref := &messages.ObjectRef{Bucket: messages.BucketResults, Name: name, Size: int64(info.Size), Digest: info.Digest}
+	data, err := readObjectDirect(ctx, c.st.ResultObjects, c.st.resultStream, ref)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	var rec messages.MissionRecord
+	if err := messages.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	if err := rec.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	return &rec, nil
+}
