@@ -56,6 +56,10 @@ commands:
   watch ID          print a mission's progress events as they happen
   list              list recent missions (state, duration, worker, agent, prompt, labels); -state, -label, -limit, -json
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
+  replay ID|FILE    re-run a finished mission from its record with no model or tool call and compare
+                    the Step with the recorded one; -model, -prompt, -language-spec, -live-tools, -json
+  mission export ID -o FILE
+                    write a finished mission's record and Step (every reply and tool result) to a file
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
   bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
@@ -64,7 +68,7 @@ commands:
 Run "dispatcher <command> -h" for the flags of a command.
 
 exit status: 0 success; 1 an error (including a mission that failed, for
-submit -wait and wait); 3 no such mission (status, trace); 4 a repl
+submit -wait and wait, and a replay that diverged); 3 no such mission (status, trace); 4 a repl
 program failed (an error, fail, or a return not matching the signature).`
 
 // exitNotFound is the exit status when the mission asked for does not exist.
@@ -123,6 +127,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		missionFile  string
 		contextFile  string
 		scales       string
+		replay       replayConfig
+		outFile      string
 	)
 	switch cmd {
 	case "submit":
@@ -157,6 +163,15 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.BoolVar(&asJSON, "json", false, "print JSON (one array) instead of a table")
 	case "trace":
 		fs.BoolVar(&asJSON, "json", false, "print the mission's view as JSON (status, step with firewalled values masked, events)")
+	case "replay":
+		setDefault(fs, "log-level", "warn")
+		fs.BoolVar(&replay.asJSON, "json", false, "print the replay as JSON (docs/replay.md)")
+		fs.StringVar(&replay.model, "model", "", "re-run with this model (PTC_MODEL_<NAME>) instead of the recorded replies")
+		fs.StringVar(&replay.prompt, "prompt", "", "re-run with this prompt template instead of the agent's (@FILE reads it from a file)")
+		fs.StringVar(&replay.languageSpec, "language-spec", "", "re-run with this language reference (a preset name such as minimal, or text)")
+		fs.BoolVar(&replay.liveTools, "live-tools", false, "call the live tool for a call the recording does not hold (default: such a call fails)")
+	case "mission":
+		fs.StringVar(&outFile, "o", "", "the file to write (default <id>.ptcmission)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":
@@ -218,6 +233,40 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			defer cfg.ui.Close()
 		}
 		return runLocal(ctx, cfg, e, log, stdout)
+	}
+
+	if cmd == "replay" || cmd == "mission" {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		connect, closeAll := dialFleet(ctx, &c, log)
+		defer closeAll()
+		if cmd == "mission" {
+			if len(rest) != 2 || rest[0] != "export" {
+				return errors.New("mission takes: export ID [-o FILE]")
+			}
+			return exportMission(ctx, rest[1], outFile, connect, stdout)
+		}
+		if len(rest) != 1 {
+			return errors.New("replay takes one mission id or export file")
+		}
+		if strings.HasPrefix(replay.prompt, "@") {
+			b, err := os.ReadFile(replay.prompt[1:])
+			if err != nil {
+				return fmt.Errorf("-prompt: %w", err)
+			}
+			replay.prompt = string(b)
+		}
+		x, err := loadRecording(ctx, rest[0], connect)
+		if err != nil {
+			return err
+		}
+		var nc *nats.Conn
+		if replay.liveTools {
+			if nc, _, err = connect(); err != nil {
+				return err
+			}
+		}
+		return runReplay(ctx, x, replay, e, nc, stdout)
 	}
 
 	if c.nats.URL == "" {

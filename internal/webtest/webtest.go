@@ -62,3 +62,29 @@ func ScriptedChat(tb testing.TB, replies ...string) (*httptest.Server, *atomic.I
 	tb.Cleanup(srv.Close)
 	return srv, &calls
 }
+
+// ScriptedMessages starts a server (closed when tb ends) answering POST
+// {URL}/v1/messages (the Anthropic Messages API) with replies in order,
+// each with 100 input and 7 output tokens; a request past the script or to
+// another path gets a 400 in Anthropic's error format. The counter counts
+// the requests.
+func ScriptedMessages(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := int(calls.Add(1))
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" || n > len(replies) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"unexpected request"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "msg_1", "type": "message", "role": "assistant", "model": "test-model",
+			"content":     []any{map[string]any{"type": "text", "text": replies[n-1]}},
+			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 7},
+		})
+	}))
+	tb.Cleanup(srv.Close)
+	return srv, &calls
+}
