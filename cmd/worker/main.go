@@ -89,6 +89,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
 	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
+	fs.Float64Var(&c.ceilings.MaxCostUSD, "max-cost-usd", 0, "ceiling of max_cost_usd of a mission and its agents, in US dollars, and the budget of a mission that sets none (0: none)")
+	fs.Int64Var(&c.ceilings.MaxTokens, "max-tokens", 0, "ceiling of max_tokens of a mission and its agents, and the budget of a mission that sets none (0: none)")
 	fs.IntVar(&c.ceilings.LLMRetryAttempts, "max-llm-attempts", 10, "ceiling of llm_retry.max_attempts (0: none)")
 	fs.DurationVar(&c.ceilings.LLMRetryMaxDelay, "max-llm-retry-delay", 2*time.Minute, "ceiling of llm_retry base_delay and max_delay (0: none)")
 	fs.StringVar(&c.llmOpts, "llm-opts", strings.Join(fleet.DefaultLLMOpts(), ","), "comma-separated llm_opts keys missions may set (none: no key)")
@@ -144,7 +146,7 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("max-ack-pending must be at least 1, got %d", c.maxAckPend))
 	}
 	if c.ceilings.MissionTimeout < 0 || c.ceilings.MaxTurns < 0 || c.ceilings.TurnBudget < 0 || c.ceilings.MemoryLimit < 0 ||
-		c.ceilings.ProgramMemory < 0 || c.ceilings.MaxData < 0 ||
+		c.ceilings.ProgramMemory < 0 || c.ceilings.MaxData < 0 || c.ceilings.MaxCostUSD < 0 || c.ceilings.MaxTokens < 0 ||
 		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 {
 		errs = append(errs, errors.New("the max-* ceilings must be ≥ 0 (0: no ceiling)"))
 	}

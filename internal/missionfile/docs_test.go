@@ -127,10 +127,10 @@ func TestDocsLimits(t *testing.T) {
 			case want[name] != "":
 			case fv.Type() == reflect.TypeFor[time.Duration]():
 				want[name] = "`" + shortDuration(time.Duration(fv.Int())) + "`"
-			case fv.Int() == 0:
+			case fv.IsZero():
 				want[name] = "unlimited"
 			default:
-				want[name] = fmt.Sprintf("`%d`", fv.Int())
+				want[name] = fmt.Sprintf("`%v`", fv.Interface())
 			}
 		}
 	}

@@ -147,6 +147,9 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 	if err != nil {
 		return fail(&messages.Fail{Reason: reasonOf(err), Message: llmMessage(err)})
 	}
+	if sp := a.spendLimit(); sp != nil {
+		model = llm.WithBudget(model, modelName, sp)
+	}
 	missionCtx, cancel := context.WithTimeout(ctx, a.missionTimeout())
 	defer cancel()
 
@@ -210,7 +213,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 			if f := missionEnd(ctx, missionCtx); f != nil {
 				return fail(f)
 			}
-			return fail(&messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"})
+			return fail(llmFail(lerr, ""))
 		}
 		recordTurn(st, &rec, resp, requests)
 		if modelName == "" {

@@ -23,6 +23,9 @@ const (
 	ReasonInputValidation = "input_validation_error"
 	ReasonInvalidAgent    = "invalid_agent"
 	ReasonNoCode          = "no_code"
+	// ReasonBudgetExceeded: a model call did not fit the run's max_cost_usd
+	// or max_tokens, or a budget of the fleet (llm.BudgetError).
+	ReasonBudgetExceeded = "budget_exceeded"
 )
 
 // Kind classifies an *Error.
@@ -102,6 +105,9 @@ var (
 	ErrTurnBudget = &Error{Kind: KindRun, Reason: ReasonTurnBudget}
 	// ErrMemoryLimit matches a run whose memory grew past the limit.
 	ErrMemoryLimit = &Error{Kind: KindRun, Reason: ReasonMemoryLimit}
+	// ErrBudgetExceeded matches a run stopped by its max_cost_usd or
+	// max_tokens, or by a budget of the fleet.
+	ErrBudgetExceeded = &Error{Kind: KindRun, Reason: ReasonBudgetExceeded}
 	// ErrChainedFailure matches a run given a failed Step as context.
 	ErrChainedFailure = &Error{Kind: KindRun, Reason: ReasonChainedFailure}
 )

@@ -40,6 +40,7 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		t = &tree{registry: opts.Registry, deadline: start.Add(a.missionTimeout()), maxDepth: a.maxDepth(),
 			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}}
 		t.budget.Store(int64(a.turnBudget()))
+		t.spend = a.spendLimit()
 	}
 	rs := &runState{tree: t, name: a.Name(), depth: depth}
 	if lisp.MeterFrom(ctx) == nil {
@@ -392,13 +393,17 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 	var resp *llm.Response
 	requests := 0
 	limit := a.llmTimeout()
+	model := rs.model
+	if rs.tree.spend != nil {
+		model = llm.WithBudget(model, rs.modelName, rs.tree.spend)
+	}
 	err := policy.Do(missionCtx, func(ctx context.Context, attempt int) error {
 		actx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
 		attemptStart := time.Now()
 		requests++
 		rs.tree.emit(ctx, Event{Kind: EventLLMStart, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Messages: req.Messages})
-		r, err := rs.model.Complete(actx, req)
+		r, err := model.Complete(actx, req)
 		if err == nil && r == nil {
 			err = errors.New("model returned no response")
 		}
@@ -416,6 +421,10 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 		resp = r
 		return nil
 	})
+	var be *llm.BudgetError
+	if errors.As(err, &be) {
+		rs.tree.exceeded.CompareAndSwap(nil, be)
+	}
 	return resp, requests, err
 }
 
@@ -428,6 +437,9 @@ func (rs *runState) beginTurn(ctx, missionCtx context.Context, n int) *messages.
 	rs.turn = n
 	if f := missionEnd(ctx, missionCtx); f != nil {
 		return f
+	}
+	if be := rs.tree.exceeded.Load(); be != nil {
+		return &messages.Fail{Reason: ReasonBudgetExceeded, Message: be.Error(), Op: "llm"}
 	}
 	if rs.tree.budget.Add(-1) < 0 {
 		return &messages.Fail{Reason: ReasonTurnBudget, Message: "the agent tree's turn budget is exhausted"}

@@ -62,6 +62,12 @@ type tree struct {
 	observer Observer
 	debug    bool
 	trace    TraceMode
+	// spend is the tree's money and token budget (max_cost_usd,
+	// max_tokens of the top-level agent), nil when it has none; exceeded
+	// holds the first call it or another budget refused, which ends every
+	// agent of the tree at its next turn.
+	spend    *llm.Limit
+	exceeded atomic.Pointer[llm.BudgetError]
 	// secrets is the firewall's registry, shared by every agent of the
 	// tree so that a value firewalled anywhere stays hidden everywhere.
 	secrets *secrets
@@ -220,6 +226,9 @@ func failStep(st *messages.Step, f *messages.Fail) (*messages.Step, error) {
 // details.last_error.
 func llmFail(lerr error, prevErr string) *messages.Fail {
 	f := &messages.Fail{Reason: ReasonLLMError, Message: lerr.Error(), Op: "llm"}
+	if errors.Is(lerr, llm.ErrBudgetExceeded) {
+		f.Reason = ReasonBudgetExceeded
+	}
 	if prevErr != "" {
 		f.Message += "; the turn before failed: " + firstLine(prevErr)
 		f.Details = map[string]any{"last_error": prevErr}

@@ -221,6 +221,9 @@ func New(spec Spec) (*Agent, error) {
 	if spec.Validation > signature.Strict {
 		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
 	}
+	if err := spec.Limits.Validate(); err != nil {
+		return nil, specErr("limits", err.Error(), err)
+	}
 	if spec.LLMRetry != nil {
 		if err := spec.LLMRetry.Validate(); err != nil {
 			return nil, specErr("llm_retry", err.Error(), err)
@@ -312,6 +315,15 @@ func (a *Agent) missionTimeout() time.Duration {
 	return unlimitedAs(a.lim.MissionTimeout, unlimitedTimeout)
 }
 func (a *Agent) programTimeout() time.Duration { return programTimeout(a.lim) }
+
+// spendLimit is the run's budget of max_cost_usd and max_tokens, nil when
+// neither is set (0 or negative: no bound).
+func (a *Agent) spendLimit() *llm.Limit {
+	if a.lim.MaxCostUSD <= 0 && a.lim.MaxTokens <= 0 {
+		return nil
+	}
+	return llm.NewLimit("the mission's budget", max(a.lim.MaxCostUSD, 0), max(a.lim.MaxTokens, 0))
+}
 func (a *Agent) promptLimit() PromptLimit {
 	return PromptLimit{List: unlimitedAs(a.lim.PromptLimit.List, math.MaxInt),
 		String: unlimitedAs(a.lim.PromptLimit.String, math.MaxInt)}

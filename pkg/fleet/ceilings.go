@@ -43,6 +43,12 @@ type Ceilings struct {
 	ProgramMemory int64
 	// MaxData bounds mission.limits.max_data and every agent's max_data.
 	MaxData int64
+	// MaxCostUSD bounds max_cost_usd (US dollars) and MaxTokens
+	// max_tokens of mission.limits and of every agent. Unlike the other
+	// ceilings they are also the budget of a mission that sets none
+	// (applyBudget): a mission is never run without one when they are set.
+	MaxCostUSD float64
+	MaxTokens  int64
 	// LLMRetryAttempts bounds llm_retry.max_attempts; LLMRetryMaxDelay
 	// bounds llm_retry.base_delay and max_delay.
 	LLMRetryAttempts int
@@ -69,6 +75,22 @@ func (c Ceilings) check(m *messages.Mission) string {
 	return ck.over
 }
 
+// applyBudget gives m the ceilings' max_cost_usd and max_tokens as its
+// budget when neither its limits nor its top-level agent set one (a
+// mission within the ceilings, checked first).
+func (c Ceilings) applyBudget(m *messages.Mission) {
+	eff := m.Limits
+	if m.Agent != nil {
+		eff = m.Agent.Limits.Override(m.Limits)
+	}
+	if c.MaxCostUSD > 0 && eff.MaxCostUSD == 0 {
+		m.Limits.MaxCostUSD = c.MaxCostUSD
+	}
+	if c.MaxTokens > 0 && eff.MaxTokens == 0 {
+		m.Limits.MaxTokens = c.MaxTokens
+	}
+}
+
 type ceilingCheck struct {
 	c       Ceilings
 	allowed map[string]bool
@@ -77,7 +99,7 @@ type ceilingCheck struct {
 
 // check records the first limit v over its ceiling (0: none), or asking
 // for no limit (negative) where a ceiling is set.
-func check[T int | int64 | time.Duration](ck *ceilingCheck, path string, v, ceiling T) {
+func check[T int | int64 | float64 | time.Duration](ck *ceilingCheck, path string, v, ceiling T) {
 	if ck.over != "" || ceiling <= 0 || v == 0 {
 		return
 	}
@@ -99,6 +121,8 @@ func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
 	check(ck, prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
 	check(ck, prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
 	check(ck, prefix+"max_data", l.MaxData, ck.c.MaxData)
+	check(ck, prefix+"max_cost_usd", l.MaxCostUSD, ck.c.MaxCostUSD)
+	check(ck, prefix+"max_tokens", l.MaxTokens, ck.c.MaxTokens)
 }
 
 func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {

@@ -103,6 +103,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.finish(ctx, msg, m.ID, failStep(ReasonOverLimit, "%s", over), entry, nil, &log)
 		return
 	}
+	w.cfg.Ceilings.applyBudget(m)
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, m); err != nil {
 			log.Warn().Err(err).Msg("context not loaded")

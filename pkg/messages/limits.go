@@ -1,6 +1,8 @@
 package messages
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 	"time"
 )
@@ -106,6 +108,19 @@ type Limits struct {
 	// checked after each turn (DefaultMemoryLimit); exceeding it fails the
 	// run (memory_limit_exceeded).
 	MemoryLimit int64 `msgpack:"memory_limit,omitempty"`
+	// MaxCostUSD bounds what the mission's model calls may cost, in US
+	// dollars at the models' prices, sub-agents and retries included
+	// (default: no bound). Each call is reserved before it is made (its
+	// prompt's size and maximum output, priced) and settled with its
+	// usage after; a call that does not fit ends the run with
+	// budget_exceeded, its trace and usage kept. A model without prices
+	// cannot be checked and is refused. The top-level agent's value (with
+	// the mission's override) applies to the tree.
+	MaxCostUSD float64 `msgpack:"max_cost_usd,omitempty"`
+	// MaxTokens bounds the tokens (prompt and output) of the mission's
+	// model calls, reserved and settled like MaxCostUSD (default: no
+	// bound). The top-level agent's value applies to the tree.
+	MaxTokens int64 `msgpack:"max_tokens,omitempty"`
 	// PromptLimit truncates the result previews fed back to the model
 	// (DefaultListLimit items, DefaultStringLimit characters).
 	PromptLimit PromptLimit `msgpack:"prompt_limit,omitempty"`
@@ -152,6 +167,15 @@ func override(dst, src reflect.Value) {
 			dst.Field(i).Set(f)
 		}
 	}
+}
+
+// Validate reports a limit no run can be held to: a max_cost_usd that is
+// not a finite number. Its error names the field.
+func (l Limits) Validate() error {
+	if math.IsNaN(l.MaxCostUSD) || math.IsInf(l.MaxCostUSD, 0) {
+		return fmt.Errorf("max_cost_usd: %v is not a finite number", l.MaxCostUSD)
+	}
+	return nil
 }
 
 // UnlimitedTimeout stands for an unlimited (negative) timeout where a

@@ -20,6 +20,10 @@ func everyLimit(sign int64) Limits {
 				continue
 			}
 			n++
+			if f.Kind() == reflect.Float64 {
+				f.SetFloat(float64(sign * n))
+				continue
+			}
 			f.SetInt(sign * n)
 		}
 	}

@@ -240,6 +240,9 @@ func (m *Mission) Validate() error {
 	default:
 		return invalidf("mission.kind: %q is not %q or %q", m.Kind, KindAgent, KindCompiled)
 	}
+	if err := m.Limits.Validate(); err != nil {
+		return invalidf("mission.limits.%v", err)
+	}
 	if m.ContextRef != "" && len(m.Context) > 0 {
 		return invalidf("mission.context_ref: set together with an inline context")
 	}
@@ -306,6 +309,9 @@ func (a *AgentSpec) validate(path string, depth int) error {
 		if !ValidName(t.Name) {
 			return invalidf("%s.tool_catalog[%d].name: %q is not a valid tool name", path, i, t.Name)
 		}
+	}
+	if err := a.Limits.Validate(); err != nil {
+		return invalidf("%s.%v", path, err)
 	}
 	if r := a.LLMRetry; r != nil {
 		switch r.Backoff {

@@ -51,6 +51,12 @@ type pricedModel struct {
 	p Prices
 }
 
+// Prices returns the prices the model was given.
+func (pm pricedModel) Prices() Prices { return pm.p }
+
+// Unwrap returns the model the prices were given to.
+func (pm pricedModel) Unwrap() Model { return pm.m }
+
 func (pm pricedModel) Complete(ctx context.Context, req Request) (*Response, error) {
 	resp, err := pm.m.Complete(ctx, req)
 	if resp != nil {

@@ -164,14 +164,15 @@ func missingModel(models llm.Registry, model string, a *messages.AgentSpec) stri
 
 // scriptedModel is the model of a mission that carries a script: it
 // answers turn N with the script's Nth reply. It is stateless, so it
-// serves any number of concurrent missions.
+// serves any number of concurrent missions. Its replies cost nothing (zero
+// prices), so a budget admits them.
 func scriptedModel(script []string) llm.Model {
-	return llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return llm.WithPrices(llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
 		if req.Turn < 1 || req.Turn > len(script) {
 			return nil, fmt.Errorf("scripted model: no reply for turn %d (the script has %d)", req.Turn, len(script))
 		}
 		return &llm.Response{Content: script[req.Turn-1], Model: messages.ModelScripted}, nil
-	})
+	}), llm.Prices{})
 }
 
 func modelList(reg llm.Registry) string {

@@ -51,6 +51,9 @@ func journalModels(reg llm.Registry, j *fleet.Journal) llm.Registry {
 // wrapModels returns a copy of reg with each model m replaced by wrap(name,
 // m); a nil model (which the registry reports as invalid) stays nil, and a
 // nil reg stays nil.
+// Unwrap returns the journaled model (llm.PricesOf looks through it).
+func (m *journaledModel) Unwrap() llm.Model { return m.inner }
+
 func wrapModels(reg llm.Registry, wrap func(name string, m llm.Model) llm.Model) llm.Registry {
 	if reg == nil {
 		return nil

@@ -259,6 +259,9 @@ type meteredModel struct {
 	tracer  trace.Tracer
 }
 
+// Unwrap returns the measured model (llm.PricesOf looks through it).
+func (m *meteredModel) Unwrap() llm.Model { return m.inner }
+
 // Complete calls the model, recording the request.
 func (m *meteredModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	var span trace.Span

@@ -83,6 +83,10 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// MaxOutputTokens is the max_tokens sent when a request's Opts have none
+// (llm.OutputLimiter: a budget reserves it for each call).
+func (c *Client) MaxOutputTokens() int { return c.maxTokens }
+
 // wire types
 
 type block struct {
