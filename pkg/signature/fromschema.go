@@ -1,7 +1,9 @@
 package signature
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -29,9 +31,14 @@ const maxSchemaDepth = 32
 // → :bool, array → [items], object with properties → {…} (required fields
 // plain, others optional), object without properties → :map, a "null"
 // alternative (type ["string","null"], anyOf [X, {"type":"null"}]) → X?,
-// enum and const → the type of their values. Keywords that only narrow a
-// value (format, minimum, pattern, enum's set, …) are not checked; the
-// tool itself still validates. An input schema with additionalProperties
+// enum and const of scalars → an enum ("a" | "b"; with objects or lists
+// among them, the type of their values), anyOf/oneOf and a list of types →
+// a union (oneOf's "exactly one" is read as anyOf's "at least one"; an
+// alternative that takes anything makes the whole :any), minimum/maximum
+// (exclusive ones on integers too), minLength/maxLength/pattern and
+// minItems/maxItems → a refinement. Other keywords that only narrow a
+// value (format, multipleOf, uniqueItems, …) and patterns RE2 cannot
+// compile are not checked; the tool itself still validates. An input schema with additionalProperties
 // true (or a schema) gives ExtraInputs; without it, an argument the
 // schema does not list fails the call as unknown.
 func FromJSONSchema(input, output any) (sig *Signature, untyped bool, notes []string) {
@@ -146,6 +153,12 @@ func (c *schemaConv) object(s map[string]any, path string, depth int) Type {
 		c.note(path, "not is not supported; typed :any")
 		return Prim(Any)
 	}
+	if e, nullable, ok := c.enum(s, path); ok {
+		if nullable {
+			return Optional{Elem: e}
+		}
+		return e
+	}
 	var types []string
 	switch t := s["type"].(type) {
 	case nil:
@@ -193,10 +206,17 @@ func (c *schemaConv) object(s map[string]any, path string, depth int) Type {
 	default:
 		if len(rest) == 2 && contains(rest, "integer") && contains(rest, "number") {
 			out = Prim(Float)
-		} else {
-			c.note(path+".type", "a value of several types (%s) is not supported; typed :any", strings.Join(rest, ", "))
-			return Prim(Any)
+			break
 		}
+		alts := make([]Type, 0, len(rest))
+		for _, name := range rest {
+			a := c.single(name, s, path, depth)
+			if a == Any {
+				return Prim(Any) // noted by single
+			}
+			alts = append(alts, a)
+		}
+		out, _, _ = newUnion(alts)
 	}
 	if nullable {
 		return optional(out)
@@ -294,37 +314,233 @@ func (c *schemaConv) alternatives(key string, alts any, path string, depth int) 
 		}
 		kept = append(kept, a)
 	}
-	if len(kept) != 1 {
-		c.note(path, "%s with %d alternatives is not supported; typed :any", key, len(kept))
+	if len(kept) == 0 {
+		c.note(path, "%s with no alternatives but null is not supported; typed :any", key)
 		return Prim(Any)
 	}
-	t := c.typ(kept[0], fmt.Sprintf("%s.%s[0]", path, key), depth+1)
+	types := make([]Type, len(kept))
+	for i, a := range kept {
+		types[i] = c.typ(a, fmt.Sprintf("%s.%s[%d]", path, key, i), depth+1)
+		if types[i] == Any {
+			return Prim(Any) // an alternative that takes anything: the union does too
+		}
+	}
+	t, dup, hasDup := newUnion(types)
+	if hasDup {
+		var b strings.Builder
+		writeLiteral(&b, dup)
+		c.note(path, "%s lists the value %s twice; typed :any", key, b.String())
+		return Prim(Any)
+	}
 	if nullable {
 		return optional(t)
 	}
 	return t
 }
 
+// enum converts an enum or const keyword whose values are all scalars
+// into an Enum (a null among them makes it nullable); ok is false when
+// there is none or a value is a list or an object.
+func (c *schemaConv) enum(s map[string]any, path string) (e Enum, nullable, ok bool) {
+	var vals []any
+	key := "enum"
+	if cv, has := s["const"]; has {
+		vals, key = []any{cv}, "const"
+	} else if ev, has := s["enum"]; has {
+		list, isList := ev.([]any)
+		if !isList || len(list) == 0 {
+			return Enum{}, false, false
+		}
+		vals = list
+	} else {
+		return Enum{}, false, false
+	}
+	integer := s["type"] == "integer"
+	for _, v := range vals {
+		lit, isLit := schemaLiteral(v, integer)
+		switch {
+		case v == nil:
+			nullable = true
+			continue
+		case !isLit:
+			return Enum{}, false, false
+		}
+		dup := false
+		for _, w := range e.Values {
+			if literalEqual(w, lit) && literalEqual(lit, w) {
+				dup = true
+			}
+		}
+		if dup {
+			c.note(path+"."+key, "a value is listed twice; kept once")
+			continue
+		}
+		e.Values = append(e.Values, lit)
+	}
+	if len(e.Values) == 0 {
+		return Enum{}, false, false
+	}
+	if t, isList := s["type"].([]any); isList && contains(anyStrings(t), "null") {
+		nullable = true
+	}
+	return e, nullable, true
+}
+
+// schemaLiteral returns a JSON value as an enum value: a string, a bool,
+// an integer (int64) for an integral number (always when the schema's
+// type is integer, else when it was decoded as an integer or is written
+// without a fraction), or a float.
+func schemaLiteral(v any, integer bool) (any, bool) {
+	switch x := v.(type) {
+	case string, bool:
+		return x, true
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, false
+		}
+		if n, ok := integral(x); ok && (integer || math.Abs(x) < maxExactInt) {
+			return n, true
+		}
+		return x, true
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, true
+		}
+		if f, err := x.Float64(); err == nil && !math.IsInf(f, 0) {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+func anyStrings(list []any) []string {
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// refine applies the schema's constraint keywords to t (an :int, :float,
+// :string or list): minimum/maximum and exclusiveMinimum/exclusiveMaximum
+// on integers (an exclusive bound becomes the next integer), minimum and
+// maximum on numbers, minLength/maxLength/pattern on strings,
+// minItems/maxItems on arrays. What cannot be kept is noted and left to
+// the tool.
+func (c *schemaConv) refine(t Type, s map[string]any, path string) Type {
+	var spec RefineSpec
+	num := func(key string) (float64, bool) {
+		v, ok := s[key]
+		if !ok {
+			return 0, false
+		}
+		f, ok := schemaNumber(v)
+		if !ok {
+			c.note(path+"."+key, "must be a number, got a %s; not checked", kindOf(v))
+		}
+		return f, ok
+	}
+	set := func(dst **float64, f float64) { *dst = &f }
+	lo, hi := "minimum", "maximum"
+	switch refineKind(t) {
+	case "length":
+		lo, hi = "minLength", "maxLength"
+		if v, ok := s["pattern"]; ok {
+			if p, isStr := v.(string); isStr {
+				spec.Pattern = &p
+			} else {
+				c.note(path+".pattern", "must be a string, got a %s; not checked", kindOf(v))
+			}
+		}
+	case "count":
+		lo, hi = "minItems", "maxItems"
+	case "value":
+		for _, k := range []string{"exclusiveMinimum", "exclusiveMaximum"} {
+			f, ok := num(k)
+			if !ok {
+				continue
+			}
+			if t != Int {
+				c.note(path+"."+k, "an exclusive bound on a number is not supported; not checked")
+				continue
+			}
+			if k == "exclusiveMinimum" {
+				set(&spec.Min, math.Floor(f)+1)
+			} else {
+				set(&spec.Max, math.Ceil(f)-1)
+			}
+		}
+	default:
+		return t
+	}
+	if f, ok := num(lo); ok {
+		if t == Int {
+			f = math.Ceil(f)
+		}
+		if spec.Min == nil || f > *spec.Min {
+			set(&spec.Min, f)
+		}
+	}
+	if f, ok := num(hi); ok {
+		if t == Int {
+			f = math.Floor(f)
+		}
+		if spec.Max == nil || f < *spec.Max {
+			set(&spec.Max, f)
+		}
+	}
+	if spec.Min == nil && spec.Max == nil && spec.Pattern == nil {
+		return t
+	}
+	r, err := Refine(t, spec)
+	if err != nil {
+		c.note(path, "%s; not checked", err.Error())
+		return t
+	}
+	return r
+}
+
+func schemaNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, !math.IsInf(x, 0) && !math.IsNaN(x)
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil && !math.IsInf(f, 0)
+	}
+	return 0, false
+}
+
 func (c *schemaConv) single(name string, s map[string]any, path string, depth int) Type {
 	switch name {
 	case "string":
-		return Prim(String)
+		return c.refine(String, s, path)
 	case "integer":
-		return Prim(Int)
+		return c.refine(Int, s, path)
 	case "number":
-		return Prim(Float)
+		return c.refine(Float, s, path)
 	case "boolean":
 		return Prim(Bool)
 	case "array":
 		items, ok := s["items"]
 		if !ok || items == nil {
-			return List{Elem: Prim(Any)}
+			return c.refine(List{Elem: Prim(Any)}, s, path)
 		}
 		if _, isList := items.([]any); isList {
 			c.note(path+".items", "tuple items are not supported; typed [:any]")
 			return List{Elem: Prim(Any)}
 		}
-		return List{Elem: c.typ(items, path+".items", depth+1)}
+		return c.refine(List{Elem: c.typ(items, path+".items", depth+1)}, s, path)
 	case "object":
 		return c.properties(s, path, depth)
 	default:

@@ -36,11 +36,18 @@ func TestFromJSONSchema(t *testing.T) {
 		{name: "nullable via anyOf", in: `{"type":"object","properties":{"x":{"anyOf":[{"type":"integer"},{"type":"null"}]}},"required":["x"]}`,
 			want: "(x :int?) -> :any"},
 		{name: "enum and const", in: `{"type":"object","properties":{"mode":{"enum":["a","b"]},"n":{"const":3},"v":{"enum":[1,2.5]}},"required":["mode","n","v"]}`,
-			want: "(mode :string, n :int, v :float) -> :any"},
+			want: `(mode "a" | "b", n 3, v 1 | 2.5) -> :any`},
+		{name: "enum of mixed or nullable values", in: `{"type":"object","properties":{"m":{"enum":["a",1,true,null]},"o":{"enum":[{"k":1},"x"]},"t":{"type":["string","null"],"enum":["x","y"]},"d":{"enum":["a","a"]}},"required":["m","o","t","d"]}`,
+			want: `(m "a" | 1 | true?, o :map | :string, t "x" | "y"?, d "a") -> :any`, notes: []string{"input.properties.d.enum: a value is listed twice"}},
+		{name: "unions", in: `{"type":"object","properties":{"x":{"anyOf":[{"type":"integer"},{"type":"string"}]},"y":{"type":["string","integer"]},"z":{"oneOf":[{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]},{"type":"string","maxLength":3},{"type":"null"}]},"w":{"anyOf":[{"type":"integer"},{}]}},"required":["x","y","z","w"]}`,
+			want: "(x :int | :string, y :string | :int, z {id :int} | :string(max 3)?, w :any) -> :any"},
+		{name: "refinements", in: `{"type":"object","properties":{"a":{"type":"integer","minimum":0,"maximum":100},"b":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10.5},"c":{"type":"number","minimum":0.5},"d":{"type":"string","minLength":1,"maxLength":8,"pattern":"^[a-z]+$"},"e":{"type":"array","items":{"type":"integer"},"minItems":1},"f":{"type":"integer","minimum":0.5,"maximum":2.5}},"required":["a","b","c","d","e","f"]}`,
+			want: `(a :int(min 0, max 100), b :int(min 1, max 10), c :float(min 0.5), d :string(min 1, max 8, pattern "^[a-z]+$"), e [:int](min 1), f :int(min 1, max 2)) -> :any`},
+		{name: "refinements kept out", in: `{"type":"object","properties":{"a":{"type":"number","exclusiveMinimum":0},"b":{"type":"string","pattern":"(?=x)"},"c":{"type":"integer","minimum":5,"maximum":1},"d":{"type":"integer","minimum":"0"}},"required":["a","b","c","d"]}`,
+			want:  "(a :float, b :string, c :int, d :int) -> :any",
+			notes: []string{"input.properties.a.exclusiveMinimum: an exclusive bound on a number is not supported", "input.properties.b: invalid pattern", "input.properties.c: min 5 of :int is greater than max 1", "input.properties.d.minimum: must be a number, got a string"}},
 		{name: "integer or number", in: `{"type":"object","properties":{"x":{"type":["integer","number"]}},"required":["x"]}`,
 			want: "(x :float) -> :any"},
-		{name: "union degrades", in: `{"type":"object","properties":{"x":{"anyOf":[{"type":"integer"},{"type":"string"}]},"y":{"type":["string","integer"]}},"required":["x","y"]}`,
-			want: "(x :any, y :any) -> :any", notes: []string{"input.properties.x: anyOf with 2 alternatives", "input.properties.y.type: a value of several types (string, integer)"}},
 		{name: "ref and allOf degrade", in: `{"type":"object","properties":{"a":{"$ref":"#/$defs/A"},"b":{"allOf":[{"type":"string"}]},"c":{"$ref":"#/$defs/C"}},"required":["a","b"]}`,
 			want: "(a :any, b :any, c :any?) -> :any", notes: []string{"input.properties.a: $ref", "input.properties.b: allOf", "input.properties.c: $ref"}},
 		{name: "odd property names", in: `{"type":"object","properties":{"file-path":{"type":"string"},"a.b":{"type":"string"}},"required":["file-path"]}`,
@@ -106,6 +113,8 @@ func FuzzFromJSONSchema(f *testing.F) {
 	f.Add(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`, `{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}}`)
 	f.Add(`{"properties":{"a":{"enum":[1,"x",null]}}}`, `{"$ref":"x"}`)
 	f.Add(`[]`, `5`)
+	f.Add(`{"properties":{"a":{"oneOf":[{"type":"integer","minimum":0},{"type":"string","pattern":"^a"},{"type":"null"}]},"b":{"type":["array","string"],"items":{"const":1.5},"minItems":2,"maxLength":4}},"required":["a"]}`,
+		`{"type":"integer","exclusiveMinimum":-3.5,"exclusiveMaximum":1e300}`)
 	f.Fuzz(func(t *testing.T, in, out string) {
 		var a, b any
 		if json.Unmarshal([]byte(in), &a) != nil || json.Unmarshal([]byte(out), &b) != nil {
@@ -115,8 +124,12 @@ func FuzzFromJSONSchema(f *testing.F) {
 		if untyped && sig.Inputs != nil {
 			t.Fatalf("untyped signature with inputs: %s", sig)
 		}
-		if _, err := Parse(sig.String()); err != nil {
+		again, err := Parse(sig.String())
+		if err != nil {
 			t.Fatalf("signature %s from %s -> %s does not parse: %v", sig, in, out, err)
+		}
+		if again.String() != sig.String() {
+			t.Fatalf("signature %s from %s -> %s prints %s once parsed", sig, in, out, again)
 		}
 	})
 }

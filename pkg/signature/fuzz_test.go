@@ -41,8 +41,10 @@ func FuzzParse(f *testing.F) {
 		if _, err := Parse(sig.Prompt()); err != nil {
 			t.Fatalf("Prompt() %q does not parse: %v", sig.Prompt(), err)
 		}
-		_ = sig.JSONSchema()
-		_ = sig.InputSchema()
+		// JSON Schema and back never panics and keeps every input.
+		if back, untyped, _ := FromJSONSchema(sig.InputSchema(), sig.JSONSchema()); !untyped && len(back.Inputs) != len(sig.Inputs) {
+			t.Fatalf("FromJSONSchema of %q has %d inputs, want %d", printed, len(back.Inputs), len(sig.Inputs))
+		}
 		_ = sig.ValidateOutput(nil, Strict)
 		_, _, _ = sig.CoerceInputs(map[string]any{}, Enabled)
 	})

@@ -71,6 +71,16 @@ func TestJSONSchema(t *testing.T) {
 		{"[:int]?", `{"items":{"type":"integer"},"type":["array","null"]}`},
 		{"{}", `{"properties":{},"type":"object"}`},
 		{"{a :int?}", `{"properties":{"a":{"type":["integer","null"]}},"type":"object"}`},
+		{`"low" | "high"`, `{"enum":["low","high"],"type":"string"}`},
+		{`1 | 2.5`, `{"enum":[1,2.5],"type":"number"}`},
+		{`"a" | 1`, `{"enum":["a",1]}`},
+		{`"a" | "b"?`, `{"enum":["a","b",null],"type":["string","null"]}`},
+		{`:int | [:string]`, `{"anyOf":[{"type":"integer"},{"items":{"type":"string"},"type":"array"}]}`},
+		{`:int | "all"?`, `{"anyOf":[{"type":"integer"},{"enum":["all"],"type":"string"},{"type":"null"}]}`},
+		{`:int(min 0, max 100)`, `{"maximum":100,"minimum":0,"type":"integer"}`},
+		{`:float(min 0.5)?`, `{"minimum":0.5,"type":["number","null"]}`},
+		{`:string(min 1, max 8, pattern "^[a-z]+$")`, `{"maxLength":8,"minLength":1,"pattern":"^[a-z]+$","type":"string"}`},
+		{`[:int](max 3)`, `{"items":{"type":"integer"},"maxItems":3,"type":"array"}`},
 		{"{id :int, name :string?, tags [:string], owner {id :int}?, _x :any}",
 			`{"properties":{"_x":{},"id":{"type":"integer"},"name":{"type":["string","null"]},"owner":{"properties":{"id":{"type":"integer"}},"required":["id"],"type":["object","null"]},"tags":{"items":{"type":"string"},"type":"array"}},"required":["id","tags","_x"],"type":"object"}`},
 	} {
@@ -146,4 +156,39 @@ func TestCheckPlaceholders(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A type with enums, unions and refinements goes to JSON Schema and back
+// unchanged, so an MCP tool's schema and a provider's structured output
+// say what the signature says.
+func TestJSONSchemaRoundTripRich(t *testing.T) {
+	for _, src := range []string{
+		`(status "low" | "medium" | "high", score :int(min 0, max 100), id :int | :string, code :string(min 2, max 3, pattern "^[A-Z]+$")?, ratio :float(min 0, max 1), tags [:string](min 1, max 5), flag true | false, level 1 | 2 | 3?) -> {hits [{id :int} | :string](max 10), kind "a" | "b"?}`,
+	} {
+		sig := MustParse(src)
+		in, out := roundTripJSON(t, sig.InputSchema()), roundTripJSON(t, sig.JSONSchema())
+		back, untyped, notes := FromJSONSchema(in, out)
+		if untyped || len(notes) > 0 {
+			t.Fatalf("untyped %v, notes %q", untyped, notes)
+		}
+		// FromJSONSchema orders the inputs required first, then by name.
+		want := `(status "low" | "medium" | "high", score :int(min 0, max 100), id :int | :string, ratio :float(min 0, max 1), tags [:string](min 1, max 5), flag true | false, code :string(min 2, max 3, pattern "^[A-Z]+$")?, level 1 | 2 | 3?) -> {hits [{id :int} | :string](max 10), kind "a" | "b"?}`
+		if got := back.String(); got != want {
+			t.Errorf("round trip:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// roundTripJSON encodes a schema and decodes it as a JSON reader would.
+func roundTripJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
