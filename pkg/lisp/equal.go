@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"reflect"
 	"strings"
 )
 
@@ -88,6 +87,10 @@ func (st *hashState) hash(v Value) uint32 {
 func (st *hashState) hashHost(src map[string]any) uint32 {
 	var h uint32
 	for k, x := range src {
+		if m, ok := x.(map[string]any); ok { // a nested record, read in place
+			h += hashString(k)*31 ^ st.hashHost(m)
+			continue
+		}
 		h += hashString(k)*31 ^ st.hash(viewValue(k, x))
 	}
 	return h ^ 0xabcdef
@@ -206,7 +209,7 @@ func (st *eqState) equalHost(src map[string]any, b Value) bool {
 	if len(src) != y.Len() {
 		return false
 	}
-	if y.src != nil && reflect.ValueOf(y.src).UnsafePointer() == reflect.ValueOf(src).UnsafePointer() {
+	if y.src != nil && mapIdentity(y.src) == mapIdentity(src) {
 		return true
 	}
 	for k, x := range src {
@@ -215,6 +218,12 @@ func (st *eqState) equalHost(src map[string]any, b Value) bool {
 			return false
 		}
 		yv, _ := y.Get(sk)
+		if m, ok := x.(map[string]any); ok { // a nested record, read in place
+			if !st.equalHost(m, yv) {
+				return false
+			}
+			continue
+		}
 		if !st.equal(viewValue(k, x), yv) {
 			return false
 		}

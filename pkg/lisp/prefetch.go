@@ -33,11 +33,6 @@ func (s itemsOf) prefetch(i int) {
 		if k := j + prefetchAhead; k < len(s.recs) {
 			far = s.recs[k]
 		}
-	case s.anys != nil && j < len(s.anys):
-		near, _ = s.anys[j].(map[string]any)
-		if k := j + prefetchAhead; k < len(s.anys) {
-			far, _ = s.anys[k].(map[string]any)
-		}
 	default:
 		return
 	}

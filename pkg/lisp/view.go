@@ -2,8 +2,8 @@ package lisp
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Host data enters the interpreter as views, not copies (docs/lisp.md,
@@ -23,25 +23,35 @@ import (
 // the map's interpreter form, built once on first need and kept in
 // Map.cache.
 
-// hostMap is a host record read in place: a map[string]any held as the
-// one pointer a Go map is, so that it is stored in a Value without an
-// allocation, and compares (==) and hashes in a Go map by identity, as a
-// *Map does (a Go map value would panic in both). A nil map is nil.
-type hostMap struct{ p unsafe.Pointer }
+// hostMap is a host record read in place: a pointer to the variable that
+// holds the host's map (an item of the host's []map[string]any, or a
+// variable of its own for a map nested in host data). One pointer is
+// stored in a Value without an allocation, and compares (==) and hashes
+// in a Go map by identity, as a *Map does (a Go map value would panic in
+// both). A record read twice from the same host slot is the same Value.
+type hostMap struct{ p *map[string]any }
 
 // recordOf returns m as a Value: a hostMap, or the empty map for a nil
-// map (which, unlike an empty one, it can tell without reading m).
+// map (which, unlike an empty one, it can tell without reading m). The
+// record's variable is allocated here; a record of a host vector is
+// recordAt of its slot instead, which allocates nothing.
 func recordOf(m map[string]any) Value {
 	if m == nil {
 		return emptyMap
 	}
-	return hostMap{*(*unsafe.Pointer)(unsafe.Pointer(&m))}
+	return hostMap{&m}
+}
+
+// recordAt returns the host record held at *p (the empty map for nil).
+func recordAt(p *map[string]any) Value {
+	if *p == nil {
+		return emptyMap
+	}
+	return hostMap{p}
 }
 
 // src returns the host's map.
-func (h hostMap) src() map[string]any {
-	return *(*map[string]any)(unsafe.Pointer(&h.p))
-}
+func (h hostMap) src() map[string]any { return *h.p }
 
 // view returns the *Map view of h (an empty map is the empty map).
 func (h hostMap) view() *Map { return newMapView(h.src()) }
@@ -120,8 +130,8 @@ func sliceView[T any](xs []T) (Value, error) {
 	case []map[string]any:
 		return hostVector(itemsOf{recs: rs}), nil
 	case []any:
-		if allRecords(rs) {
-			return hostVector(itemsOf{anys: rs}), nil
+		if recs, ok := asRecords(rs); ok {
+			return hostVector(itemsOf{recs: recs}), nil
 		}
 	}
 	items := make([]Value, len(xs))
@@ -145,19 +155,25 @@ func sliceView[T any](xs []T) (Value, error) {
 // so the slots are published with a compare-and-swap: racing first readers
 // may each build them, one wins, and all return the winner's.
 type recsView struct {
-	src   itemsOf // the host's records (recs or anys)
+	src   itemsOf // the host's records
 	slots atomic.Pointer[[]Value]
 }
 
-// allRecords reports whether every item of xs is a map[string]any (a
-// []any of records, as encoding/json gives).
-func allRecords(xs []any) bool {
+// asRecords returns xs as a []map[string]any when every item is a
+// map[string]any (a []any of records, as encoding/json gives): one slice of
+// map references, so that each record is then read in place through its
+// slot (recordAt) like the records of a []map[string]any.
+func asRecords(xs []any) ([]map[string]any, bool) {
 	for _, x := range xs {
 		if _, ok := x.(map[string]any); !ok {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	recs := make([]map[string]any, len(xs))
+	for i, x := range xs {
+		recs[i] = x.(map[string]any)
+	}
+	return recs, true
 }
 
 // hostVector returns the host vector viewing the host records recs.
@@ -320,8 +336,13 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 
 // sameView reports whether x and y view the same host map.
 func sameView(x, y *Map) bool {
-	return x.src != nil && y.src != nil && recordOf(x.src) == recordOf(y.src)
+	return x.src != nil && y.src != nil && mapIdentity(x.src) == mapIdentity(y.src)
 }
+
+// mapIdentity returns the address that identifies m (two map values are
+// the same map when they have the same one). reflect documents the
+// pointer of a map value; it is only compared, never dereferenced.
+func mapIdentity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
 // viewToGo is ToGo of a view: a copy of the host's map with the values
 // converted as FromGo and ToGo convert them (plain data is copied as it
@@ -363,19 +384,16 @@ func copyHost(x any) any {
 type itemsOf struct {
 	items []Value
 	recs  []map[string]any // host records, when set
-	anys  []any            // host records (each a map[string]any), when set
 }
 
 // hosted reports whether the items are host records read in place.
-func (s itemsOf) hosted() bool { return s.recs != nil || s.anys != nil }
+func (s itemsOf) hosted() bool { return s.recs != nil }
 
 // slice returns items i to j (host records stay read in place).
 func (s itemsOf) slice(i, j int) itemsOf {
 	switch {
 	case s.recs != nil:
 		return itemsOf{recs: s.recs[i:j:j]}
-	case s.anys != nil:
-		return itemsOf{anys: s.anys[i:j:j]}
 	}
 	return itemsOf{items: s.items[i:j:j]}
 }
@@ -407,8 +425,6 @@ func (s itemsOf) len() int {
 	switch {
 	case s.recs != nil:
 		return len(s.recs)
-	case s.anys != nil:
-		return len(s.anys)
 	}
 	return len(s.items)
 }
@@ -418,11 +434,7 @@ func (s itemsOf) len() int {
 func (s itemsOf) at(i int) Value {
 	if s.recs != nil {
 		s.prefetch(i)
-		return recordOf(s.recs[i])
-	}
-	if s.anys != nil {
-		s.prefetch(i)
-		return recordOf(s.anys[i].(map[string]any))
+		return recordAt(&s.recs[i])
 	}
 	return s.items[i]
 }
