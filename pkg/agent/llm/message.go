@@ -37,6 +37,11 @@ type Block interface {
 // Text is a block of plain text.
 type Text struct {
 	Text string
+	// Cache asks the provider to cache the prompt up to and including this
+	// block (an Anthropic cache_control breakpoint), for a prefix that the
+	// next requests repeat although the message it is in changes.
+	// Providers that cache prefixes automatically ignore it.
+	Cache bool
 }
 
 // ToolUse is a tool call requested by the model (native tool calling). ID is

@@ -254,7 +254,11 @@ func toWire(msgs []llm.Message) ([]message, error) {
 				if b.Text == "" {
 					continue // the API rejects empty text blocks
 				}
-				wm.Content = append(wm.Content, block{Type: "text", Text: &b.Text})
+				tb := block{Type: "text", Text: &b.Text}
+				if b.Cache {
+					tb.CacheControl = ephemeral
+				}
+				wm.Content = append(wm.Content, tb)
 			case llm.ToolUse:
 				if m.Role != llm.RoleAssistant {
 					return nil, fmt.Errorf("anthropic: messages[%d]: a user message cannot hold a tool call", i)

@@ -402,3 +402,20 @@ func TestClientNeverPrintsKey(t *testing.T) {
 		t.Errorf("String = %s", c)
 	}
 }
+
+// A text block marked Cache gets a breakpoint of its own, in the middle of
+// a message; the blocks around it get none.
+func TestTextBlockBreakpoint(t *testing.T) {
+	fs := newServer(t, reply{File: "message_text.json"})
+	c := newClient(t, fs, nil)
+	req := simpleReq()
+	req.Messages = []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{
+		llm.Text{Text: "mission\n"}, llm.Text{Text: "turn 1\n", Cache: true}, llm.Text{Text: "last turn\n"}}}}
+	if _, err := c.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"max_tokens":4096,"messages":[{"content":[{"text":"mission\n","type":"text"},{"cache_control":{"type":"ephemeral"},"text":"turn 1\n","type":"text"},{"text":"last turn\n","type":"text"}],"role":"user"}],"model":"claude-sonnet-4-5","system":"You write PTC-Lisp."}`
+	if got := fakeserver.Canonical(t, fs.Requests()[0].Raw); got != want {
+		t.Errorf("body = %s\nwant   %s", got, want)
+	}
+}

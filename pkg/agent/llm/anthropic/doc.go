@@ -6,7 +6,8 @@
 // when Request.CacheSystem is set (the last tool gets one too), so the
 // stable prefix is cached across turns and missions; with
 // Request.CacheHistory the last block of the last message gets one, so the
-// next turn reads the conversation so far from the cache; messages become content-block arrays (text, tool_use,
+// next turn reads the conversation so far from the cache; a text block
+// with llm.Text.Cache set gets one too; messages become content-block arrays (text, tool_use,
 // tool_result with is_error); llm.ToolSpec becomes a tool with
 // input_schema. max_tokens is required by the API: it comes from the
 // request's Opts when given, else Config.MaxTokens (default 4096). Other
