@@ -54,9 +54,9 @@ func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
 	var b strings.Builder
 	printsBlock(&b, sec, res.Prints)
-	text, omitted := lisp.Preview(res.Value, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10, Scrub: sec.hook()})
+	text, omitted := resultPreview(sec, res.Value, lim)
 	b.WriteString("Result: ")
-	b.WriteString(sec.scrub(text))
+	b.WriteString(text)
 	b.WriteByte('\n')
 	if _, isMap := res.Value.(*lisp.Map); omitted > 0 && !isMap {
 		b.WriteString("Only a preview is shown and the value is not kept; to use the full data in the next program, return a map such as {:items ...} (its entries are stored in memory).\n")
@@ -78,6 +78,13 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 	writeWarnings(&b, sec, warnings)
 	b.WriteString(turnLine(next, max))
 	return b.String()
+}
+
+// resultPreview is the firewalled preview of a program's value under lim,
+// and the number of items it leaves out of a top-level collection.
+func resultPreview(sec *secrets, v lisp.Value, lim PromptLimit) (string, int) {
+	text, omitted := lisp.Preview(v, lisp.PreviewOptions{MaxItems: lim.List, MaxString: lim.String, FloatDigits: 10, Scrub: sec.hook()})
+	return sec.scrub(text), omitted
 }
 
 // omissionNotes tells the model where the full data of a truncated list

@@ -135,7 +135,11 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
 		sysStatic = a.sysPrompt()
 	}
-	msgs := []llm.Message{llm.UserText(a.firstMessage(in, sec))}
+	body := a.missionBody(in, sec)
+	msgs := []llm.Message{llm.UserText(sec.scrub(a.withTurnOne(body)))}
+	// a compressed run renders each request from its history instead
+	hist := a.newHistory(body, sec)
+	strategy := a.strategy()
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	ltools := tr.lispTools()
 	hasSub := false
@@ -167,11 +171,16 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			return failStep(st, f)
 		}
 		turnStart := time.Now()
+		reqMsgs := msgs
+		if hist != nil {
+			reqMsgs = hist.messages(strategy, turn)
+		}
 		sys := sysStatic
 		if sysStatic == "" {
-			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: msgs})
+			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: reqMsgs})
 		}
-		req := llm.Request{System: sys, Messages: msgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
+		req := llm.Request{System: sys, Messages: reqMsgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts,
+			CacheSystem: true, CacheHistory: hist == nil, CacheKey: a.cacheKey()}
 		rec, resp, requests, lerr := a.modelTurn(missionCtx, rs, policy, st, req, turnStart)
 		if lerr != nil {
 			if f := missionEnd(ctx, missionCtx); f != nil {
@@ -192,10 +201,14 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		code, ok := ParseResponse(resp.Content)
 		var feedback string
+		var value lisp.Value // the program's value, when it ran to one
 		endTurn := func() {
 			rec.Duration = time.Since(turnStart)
 			rec.Feedback = feedback
 			st.Trace = append(st.Trace, rec)
+			if hist != nil {
+				hist.add(&rec, value, mem)
+			}
 			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u, Program: rec.Program})
 		}
 		if !ok {
@@ -313,11 +326,12 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		if t.debug {
 			rec.Memory = toGoMemory(mem)
 		}
-		value := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
-		rec.Result = value
+		value = res.Value
+		result := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
+		rec.Result = result
 
 		if res.Signal == lisp.SignalReturn || single {
-			if verr := a.validateReturn(value); verr != nil {
+			if verr := a.validateReturn(result); verr != nil {
 				text := validationText(verr, outputType(a.sig.Output))
 				if a.spec.Validation.Fatal() {
 					rec.Error = text
@@ -353,7 +367,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
 			}
 			endTurn()
-			st.Return = value
+			st.Return = result
 			return st, nil
 		}
 

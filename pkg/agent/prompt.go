@@ -74,6 +74,21 @@ func (a *Agent) toolSchemas() []ToolSchema {
 // are inputs), tools, planning-only tools, expected output and the
 // mission. How to return, fail and use memory is in the system prompt.
 func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
+	return sec.scrub(a.withTurnOne(a.missionBody(in, sec)))
+}
+
+// withTurnOne ends the first message's body with the line of turn 1
+// (single-turn agents have no turn line).
+func (a *Agent) withTurnOne(body string) string {
+	if a.singleTurn() {
+		return body
+	}
+	return body + "\n\n" + turnLine(1, a.maxTurns())
+}
+
+// missionBody is the first message without its turn line, not yet
+// scrubbed.
+func (a *Agent) missionBody(in *runInput, sec *secrets) string {
 	var b strings.Builder
 	if len(in.data) > 0 {
 		b.WriteString("## Data inventory (ctx/)\n")
@@ -103,11 +118,7 @@ func (a *Agent) firstMessage(in *runInput, sec *secrets) string {
 	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
 	b.WriteString(a.tmpl.render(in.data, sec.hook()))
-	if !a.singleTurn() {
-		b.WriteString("\n\n")
-		b.WriteString(turnLine(1, a.maxTurns()))
-	}
-	return sec.scrub(b.String())
+	return b.String()
 }
 
 // outputType is an agent's own output contract as it is shown to that

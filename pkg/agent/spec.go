@@ -90,6 +90,14 @@ type Spec struct {
 	// it was before the turn; memory past memory_limit is a turn error,
 	// not the end of the run).
 	MemoryStrategy string
+	// Compression renders what the model is sent of the earlier turns
+	// with HistoryStrategy instead of resending every program and its
+	// feedback (docs/agent.md, "Compression"); the trace keeps the turns
+	// as they were. PTC-Lisp mode only.
+	Compression bool
+	// HistoryStrategy renders a compressed history (nil: CoalescedHistory).
+	// It needs Compression; it does not serialize.
+	HistoryStrategy HistoryStrategy
 }
 
 // Memory strategies of a Spec (messages.MemoryStrict, messages.MemoryRollback).
@@ -217,6 +225,12 @@ func New(spec Spec) (*Agent, error) {
 	case "", MemoryStrict, MemoryRollback:
 	default:
 		return nil, specErr("memory_strategy", fmt.Sprintf("unknown memory strategy %q (want %q or %q)", spec.MemoryStrategy, MemoryStrict, MemoryRollback), nil)
+	}
+	if spec.Compression && spec.Output == OutputText {
+		return nil, specErr("compression", "compression renders PTC-Lisp turns; text mode keeps the provider's tool-call conversation", nil)
+	}
+	if spec.HistoryStrategy != nil && !spec.Compression {
+		return nil, specErr("history_strategy", "a history strategy needs compression: true", nil)
 	}
 	if spec.Validation > signature.Strict {
 		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
@@ -402,6 +416,7 @@ func (s Spec) ToWire() *messages.AgentSpec {
 		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog), Limits: s.Limits, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
 		MemoryStrategy: s.MemoryStrategy,
+		Compression:    s.Compression,
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
@@ -456,7 +471,7 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
-		Validation: mode, MemoryStrategy: w.MemoryStrategy,
+		Validation: mode, MemoryStrategy: w.MemoryStrategy, Compression: w.Compression,
 	}
 	if r := w.LLMRetry; r != nil {
 		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}

@@ -162,6 +162,10 @@ type AgentSpec struct {
 	ValidationMode string `msgpack:"validation_mode,omitempty"`
 	// MemoryStrategy is MemoryStrict ("" = strict) or MemoryRollback.
 	MemoryStrategy string `msgpack:"memory_strategy,omitempty"`
+	// Compression sends the model a compressed history: the mission, a
+	// summary of each earlier turn, memory, and the last turn in full
+	// (PTC-Lisp mode only).
+	Compression bool `msgpack:"compression,omitempty"`
 }
 
 // RetryPolicy is an agent's llm_retry as data: how model calls that failed
@@ -291,6 +295,9 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	case "", ModeLisp, ModeText:
 	default:
 		return invalidf("%s.output: %q is not %q or %q", path, a.Output, ModeLisp, ModeText)
+	}
+	if a.Compression && a.Output == ModeText {
+		return invalidf("%s.compression: compression renders PTC-Lisp turns; output %q keeps its tool-call conversation", path, ModeText)
 	}
 	switch a.ValidationMode {
 	case "", ValidationEnabled, ValidationWarnOnly, ValidationDisabled, ValidationStrict:

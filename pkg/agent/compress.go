@@ -1,0 +1,317 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+// Compression: what the model is sent of a run's history is rendered from
+// the turns by a HistoryStrategy (Spec.Compression); the turns themselves,
+// as the trace records them, are not changed.
+
+// HistoryStrategy renders the messages of a compressed run's request (the
+// conversation after the system prompt) from its history. Messages is
+// called once per turn, before the model is called, with the history of
+// the turns played so far; it must not keep or modify h. Everything in h
+// is model-bound text already firewalled (docs/firewall.md), so a strategy
+// that only selects and arranges it keeps firewalled values masked.
+//
+// A strategy marks the text blocks that the next turn's request repeats
+// unchanged with llm.Text.Cache (a provider cache breakpoint); compressed
+// requests carry no Request.CacheHistory.
+type HistoryStrategy interface {
+	Messages(h *History) []llm.Message
+}
+
+// History is a run's history as a HistoryStrategy reads it.
+type History struct {
+	// Mission is the first user message without its turn line: data
+	// inventory, tools, expected output and the mission.
+	Mission string
+	// Turns are the turns played so far, oldest first.
+	Turns []HistoryTurn
+	// Memory lists the names in memory after the last turn, sorted.
+	Memory []MemoryEntry
+	// Next is the turn the request is for; MaxTurns the agent's max_turns.
+	Next, MaxTurns int
+	// single: a single-turn agent, whose messages carry no turn line
+	single bool
+}
+
+// TurnLine is the line that tells the model which turn n is ("Turn 3 of
+// 10 (7 remaining)", with the last-turn warning on the last turn); "" for
+// a single-turn agent.
+func (h *History) TurnLine(n int) string {
+	if h.single {
+		return ""
+	}
+	return turnLine(n, h.MaxTurns)
+}
+
+// FirstMessage is the user message of turn 1: Mission and the turn line.
+func (h *History) FirstMessage() string {
+	if l := h.TurnLine(1); l != "" {
+		return h.Mission + "\n\n" + l
+	}
+	return h.Mission
+}
+
+// HistoryTurn is one played turn, its texts firewalled as the model reads
+// them.
+type HistoryTurn struct {
+	// Number counts turns from 1.
+	Number int
+	// Answer is the model's answer as it was received; Program the
+	// PTC-Lisp program found in it ("" when it held none).
+	Answer  string
+	Program string
+	// ToolCalls are the turn's tool calls in order, each written as the
+	// call (tool/name args), args previewed; a call that failed ends with
+	// " failed: " and the first line of its error.
+	ToolCalls []string
+	// Prints is the turn's println output, each line cut to 512 bytes.
+	Prints []string
+	// Result is the preview of the value the program ended with, as the
+	// feedback showed it ("" when the turn failed).
+	Result string
+	// Error is the first line of the turn's error ("" when it succeeded).
+	Error string
+	// Feedback is the whole message sent after the turn (its turn line
+	// included).
+	Feedback string
+}
+
+// MemoryEntry is one name in memory: its type (lisp.TypeName) and size
+// ("1234 items", "8 entries", "42 chars"; "" for other values and for
+// firewalled names, whose values are hidden).
+type MemoryEntry struct {
+	Name string
+	Type string
+	Size string
+}
+
+// String renders e as the default strategy lists it: "name (type, size)".
+func (e MemoryEntry) String() string {
+	if e.Size == "" {
+		return e.Name + " (" + e.Type + ")"
+	}
+	return e.Name + " (" + e.Type + ", " + e.Size + ")"
+}
+
+// CoalescedHistory is the default HistoryStrategy: one user message after
+// the system prompt, whatever the number of turns. Turn 1 gets the first
+// message as an uncompressed run does. From turn 2 on the message holds,
+// as text blocks in this order:
+//
+//   - Mission and a newline (a cache breakpoint when no block follows it
+//     before the last);
+//   - one block per turn before the last one ("## Earlier turns (programs
+//     not repeated)" heads the first): "### Turn N", then "Tool calls:"
+//     with one "- (tool/name args)" line per call, "Output:" with the
+//     prints, and "Result: preview" or "Error: first line"; the last of
+//     these blocks is the cache breakpoint;
+//   - the memory and the last turn: "## Memory" with one "- name (type,
+//     size)" line per name ("(empty)" when there is none), "## Last turn
+//     (N)", the program in a clojure block (or "Your answer held no
+//     program:" and the answer), and the turn's feedback in full, which
+//     ends with the turn line.
+//
+// A turn's block never changes once it is written, so a request repeats
+// the previous request's prefix up to the block before the new one.
+type CoalescedHistory struct{}
+
+// Messages implements HistoryStrategy.
+func (CoalescedHistory) Messages(h *History) []llm.Message {
+	if len(h.Turns) == 0 {
+		return []llm.Message{llm.UserText(h.FirstMessage())}
+	}
+	earlier, last := h.Turns[:len(h.Turns)-1], h.Turns[len(h.Turns)-1]
+	blocks := make([]llm.Block, 0, len(earlier)+2)
+	blocks = append(blocks, llm.Text{Text: h.Mission + "\n", Cache: len(earlier) == 0})
+	for i, t := range earlier {
+		var b strings.Builder
+		if i == 0 {
+			b.WriteString("## Earlier turns (programs not repeated)\n")
+		}
+		writeTurnSummary(&b, t)
+		blocks = append(blocks, llm.Text{Text: b.String(), Cache: i == len(earlier)-1})
+	}
+	var b strings.Builder
+	b.WriteString("## Memory\n")
+	if len(h.Memory) == 0 {
+		b.WriteString("(empty)\n")
+	}
+	for _, e := range h.Memory {
+		b.WriteString("- " + e.String() + "\n")
+	}
+	fmt.Fprintf(&b, "## Last turn (%d)\n", last.Number)
+	if last.Program != "" {
+		b.WriteString("```clojure\n" + strings.TrimRight(last.Program, "\n") + "\n```\n")
+	} else {
+		b.WriteString("Your answer held no program:\n" + strings.TrimRight(last.Answer, "\n") + "\n")
+	}
+	b.WriteString(last.Feedback)
+	blocks = append(blocks, llm.Text{Text: b.String()})
+	return []llm.Message{{Role: llm.RoleUser, Content: blocks}}
+}
+
+// writeTurnSummary writes the "### Turn N" block of an earlier turn.
+func writeTurnSummary(b *strings.Builder, t HistoryTurn) {
+	fmt.Fprintf(b, "### Turn %d\n", t.Number)
+	if len(t.ToolCalls) > 0 {
+		b.WriteString("Tool calls:\n")
+		for _, c := range t.ToolCalls {
+			b.WriteString("- " + c + "\n")
+		}
+	}
+	if len(t.Prints) > 0 {
+		b.WriteString("Output:\n")
+		for _, p := range t.Prints {
+			b.WriteString(p + "\n")
+		}
+	}
+	switch {
+	case t.Error != "":
+		b.WriteString("Error: " + t.Error + "\n")
+	case t.Program == "":
+		b.WriteString("Error: no program in the answer\n")
+	default:
+		b.WriteString("Result: " + t.Result + "\n")
+	}
+}
+
+// historyOf collects a run's History for a HistoryStrategy; nil when the
+// run is not compressed.
+type historyOf struct {
+	h   History
+	sec *secrets
+	lim PromptLimit
+}
+
+// newHistory starts the history of a compressed run of a from the body of
+// its first message (missionBody); nil when a does not compress.
+func (a *Agent) newHistory(body string, sec *secrets) *historyOf {
+	if !a.spec.Compression {
+		return nil
+	}
+	return &historyOf{h: History{Mission: sec.scrub(body), MaxTurns: a.maxTurns(), single: a.singleTurn()}, sec: sec, lim: a.promptLimit()}
+}
+
+// strategy is the agent's HistoryStrategy (CoalescedHistory by default).
+func (a *Agent) strategy() HistoryStrategy {
+	if a.spec.HistoryStrategy != nil {
+		return a.spec.HistoryStrategy
+	}
+	return CoalescedHistory{}
+}
+
+// add records a played turn: rec as the trace holds it, the value its
+// program ended with (when it succeeded) and memory after it.
+func (ho *historyOf) add(rec *messages.Turn, value lisp.Value, mem map[string]any) {
+	sec := ho.sec
+	t := HistoryTurn{Number: rec.Number, Answer: rec.Raw, Program: rec.Program, Feedback: rec.Feedback}
+	for _, c := range rec.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, toolCallLine(sec, c, ho.lim))
+	}
+	for _, p := range rec.Prints {
+		t.Prints = append(t.Prints, capLine(sec.scrub(p)))
+	}
+	if rec.Error != "" {
+		t.Error = capLine(sec.scrub(firstLine(strings.TrimPrefix(rec.Error, "Error: "))))
+	} else {
+		t.Result, _ = resultPreview(sec, value, ho.lim)
+		t.Result = capLine(t.Result)
+	}
+	ho.h.Turns = append(ho.h.Turns, t)
+	ho.h.Memory = memoryEntries(sec, mem)
+}
+
+// messages renders the request of turn n with strategy s.
+func (ho *historyOf) messages(s HistoryStrategy, n int) []llm.Message {
+	ho.h.Next = n
+	return s.Messages(&ho.h)
+}
+
+// toolCallLine writes a tool call as the program made it, args previewed
+// and firewalled: (tool/name {:k v}), and " failed: ..." when it failed.
+func toolCallLine(sec *secrets, c messages.ToolCall, lim PromptLimit) string {
+	var b strings.Builder
+	b.WriteString("(tool/" + c.Name)
+	if len(c.Args) > 0 {
+		// the args as the program wrote them: keyword keys, values previewed
+		b.WriteString(" {")
+		for i, k := range sortedKeys(c.Args) {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			arg := "?"
+			if v, err := lisp.FromGo(c.Args[k]); err == nil {
+				arg, _ = lisp.Preview(v, lisp.PreviewOptions{MaxItems: lim.List, MaxString: 80, FloatDigits: 10, Scrub: sec.hook()})
+			}
+			b.WriteString(":" + sec.redact(k, true) + " " + arg)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(')')
+	line := b.String()
+	if c.Error != "" {
+		line += " failed: " + firstLine(c.Error)
+	}
+	return capLine(sec.scrub(line))
+}
+
+// capLine cuts a line of model-bound text (scrubbed first) at maxPrintLine
+// bytes, on a character boundary.
+func capLine(s string) string {
+	if len(s) <= maxPrintLine {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxPrintLine], "") + "..."
+}
+
+// memoryEntries lists memory for the model: names sorted and redacted,
+// each value's type and size (firewalled names: type only).
+func memoryEntries(sec *secrets, mem map[string]any) []MemoryEntry {
+	out := make([]MemoryEntry, 0, len(mem))
+	for _, k := range sortedKeys(mem) {
+		v := mem[k]
+		e := MemoryEntry{Name: sec.redact(k, true), Type: lisp.TypeName(v)}
+		if !signature.IsFirewalled(k) {
+			e.Size = valueSize(v)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// valueSize is the size of a memory value as the model is told it.
+func valueSize(v any) string {
+	switch x := v.(type) {
+	case *lisp.Vector:
+		return plural(x.Len(), "item")
+	case *lisp.Set:
+		return plural(x.Len(), "item")
+	case string:
+		return plural(utf8.RuneCountInString(x), "char")
+	}
+	if m, ok := lisp.AsMap(v); ok {
+		return plural(m.Len(), "entry")
+	}
+	return ""
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

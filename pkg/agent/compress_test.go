@@ -1,0 +1,285 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// compressSecret is a firewalled card number the orders carry.
+const compressSecret = "4111-2222-3333-4444"
+
+// compressMission is a 4-turn mission: a tool call and a print, an error,
+// a map merged into memory and a tool call whose argument is firewalled,
+// then the return.
+func compressMission(compression bool) (Spec, []llmtest.Reply) {
+	orders := []any{
+		map[string]any{"id": int64(1), "status": "paid", "total": 12.5, "_card": compressSecret},
+		map[string]any{"id": int64(2), "status": "open", "total": 3.0, "_card": "5500-0000-0000-0004"},
+		map[string]any{"id": int64(3), "status": "paid", "total": 7.25, "_card": "3400-0000-0000-009"},
+	}
+	spec := Spec{Name: "totals", Prompt: "Total the paid orders.", Signature: "{count :int, total :float}",
+		Limits: Limits{MaxTurns: 6}, Compression: compression,
+		Tools: map[string]Tool{
+			"list_orders": FuncSig("(status :string) -> [{id :int, status :string, total :float, _card :string}]",
+				func(_ context.Context, args map[string]any) (any, error) {
+					var out []any
+					for _, o := range orders {
+						if o.(map[string]any)["status"] == args["status"] {
+							out = append(out, o)
+						}
+					}
+					return out, nil
+				}),
+			"check_card": FuncSig("(card :string) -> :bool", func(context.Context, map[string]any) (any, error) { return true, nil }),
+		}}
+	return spec, []llmtest.Reply{
+		llmtest.Code(`(def paid (tool/list_orders {:status "paid"}))
+(println "paid orders:" (count paid) "first card:" (:_card (first paid)))
+(tool/check_card {:card (:_card (first paid))})
+(count paid)`),
+		llmtest.Code(`(sum-by :totl paid) (undefined-fn 1)`),
+		llmtest.Text("I will sum them.\n```clojure\n{:total (sum-by :total paid)}\n```"),
+		llmtest.Code(`(return {:count (count paid) :total total})`),
+	}
+}
+
+// blockTexts returns the text blocks of a request's only message and
+// which of them carry a cache breakpoint.
+func blockTexts(t *testing.T, req llm.Request) ([]string, []bool) {
+	t.Helper()
+	if len(req.Messages) != 1 || req.Messages[0].Role != llm.RoleUser {
+		t.Fatalf("request of turn %d has %d messages, want one user message", req.Turn, len(req.Messages))
+	}
+	var texts []string
+	var marks []bool
+	for _, b := range req.Messages[0].Content {
+		tb, ok := b.(llm.Text)
+		if !ok {
+			t.Fatalf("block %T, want text", b)
+		}
+		texts = append(texts, tb.Text)
+		marks = append(marks, tb.Cache)
+	}
+	return texts, marks
+}
+
+const compressMissionText = `## Tools
+- check_card(card :string) -> :bool
+- list_orders(status :string) -> [{id :int, status :string, total :float}]
+
+## Expected output
+Return a value of type {count :int, total :float}.
+
+## Mission
+Total the paid orders.
+`
+
+// The same scripted mission with compression off and on: the turns in the
+// trace are the same; off, each request resends every answer and its
+// feedback; on, each request is one user message: turn 1's as off, then
+// the mission, a block per earlier turn (tool calls with firewalled args,
+// prints, result or first error line), memory with types and sizes, and
+// the last turn's program and feedback, with the cache breakpoint on the
+// last block that the next request repeats. No request holds the
+// firewalled card number.
+func TestCompressionRequests(t *testing.T) {
+	offSpec, replies := compressMission(false)
+	off, err, offModel := run(t, mustNew(t, offSpec), RunOptions{}, replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onSpec, replies := compressMission(true)
+	on, err, onModel := run(t, mustNew(t, onSpec), RunOptions{}, replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(off.Return, on.Return) || len(off.Trace) != 4 || len(on.Trace) != 4 {
+		t.Fatalf("returns %v / %v, %d / %d turns", off.Return, on.Return, len(off.Trace), len(on.Trace))
+	}
+	for i := range off.Trace {
+		a, b := off.Trace[i], on.Trace[i]
+		if a.Program != b.Program || a.Feedback != b.Feedback || a.Error != b.Error || a.Raw != b.Raw ||
+			!reflect.DeepEqual(a.Result, b.Result) || !reflect.DeepEqual(a.Prints, b.Prints) || len(a.ToolCalls) != len(b.ToolCalls) {
+			t.Errorf("turn %d differs in the trace:\noff %+v\non  %+v", i+1, a, b)
+		}
+	}
+
+	offReqs, onReqs := offModel.Requests(), onModel.Requests()
+	if len(offReqs) != 4 || len(onReqs) != 4 {
+		t.Fatalf("%d / %d requests", len(offReqs), len(onReqs))
+	}
+	last := offReqs[3]
+	if len(last.Messages) != 7 || !last.CacheHistory {
+		t.Fatalf("uncompressed turn 4: %d messages, CacheHistory %v", len(last.Messages), last.CacheHistory)
+	}
+	for i, r := range replies[:3] {
+		if got := last.Messages[1+2*i].Text(); got != r.Content {
+			t.Errorf("uncompressed turn 4, answer %d = %q, want %q", i+1, got, r.Content)
+		}
+	}
+
+	for i, r := range onReqs {
+		if r.CacheHistory || !r.CacheSystem {
+			t.Errorf("compressed request %d: CacheHistory %v, CacheSystem %v", i+1, r.CacheHistory, r.CacheSystem)
+		}
+		if r.System != offReqs[i].System {
+			t.Errorf("request %d: the system prompt differs", i+1)
+		}
+	}
+	texts, marks := blockTexts(t, onReqs[0])
+	if len(texts) != 1 || texts[0] != offReqs[0].Messages[0].Text() || marks[0] {
+		t.Errorf("compressed turn 1 = %q %v, want the uncompressed first message", texts, marks)
+	}
+	texts, marks = blockTexts(t, onReqs[1])
+	if !reflect.DeepEqual(marks, []bool{true, false}) || texts[0] != compressMissionText {
+		t.Errorf("compressed turn 2: blocks %q, marks %v", texts, marks)
+	}
+	texts, marks = blockTexts(t, onReqs[3])
+	want := []string{compressMissionText,
+		`## Earlier turns (programs not repeated)
+### Turn 1
+Tool calls:
+- (tool/list_orders {:status "paid"})
+- (tool/check_card {:card <Firewalled>})
+Output:
+paid orders: 2 first card: <Firewalled>
+Result: 2
+`,
+		`### Turn 2
+Error: 1:22: undefined symbol: undefined-fn
+`,
+		"## Memory\n- paid (vector, 2 items)\n- total (float)\n## Last turn (3)\n```clojure\n{:total (sum-by :total paid)}\n```\n" +
+			"Result: {:total 19.75}\nMemory: paid, total\nTurn 4 of 6 (2 remaining)",
+	}
+	if !reflect.DeepEqual(texts, want) {
+		t.Errorf("compressed turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
+	}
+	if !reflect.DeepEqual(marks, []bool{false, false, true, false}) {
+		t.Errorf("compressed turn 4: breakpoints %v, want on the last earlier turn", marks)
+	}
+	// turn 3's blocks are a prefix of turn 4's, up to its breakpoint
+	texts3, _ := blockTexts(t, onReqs[2])
+	if len(texts3) != 3 || texts3[0] != texts[0] || texts3[1] != texts[1] {
+		t.Errorf("turn 3 does not start with turn 4's blocks: %q", texts3)
+	}
+	if onText, offText := onReqs[3].Messages[0].Text(), allText(offReqs[3]); len(onText) >= len(offText) {
+		t.Errorf("compressed turn 4 sends %d bytes, uncompressed %d", len(onText), len(offText))
+	}
+	for i := range 4 {
+		for _, r := range []llm.Request{offReqs[i], onReqs[i]} {
+			notContains(t, r.System+allText(r), compressSecret, "5500-0000")
+		}
+	}
+}
+
+func allText(r llm.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		b.WriteString(m.Text())
+	}
+	return b.String()
+}
+
+// A sub-agent with compression: its requests are compressed, its
+// uncompressed parent's are not, and the child's turns are in the
+// parent's trace as they were played.
+func TestCompressionSubAgent(t *testing.T) {
+	child := mustNew(t, Spec{Name: "counter", Prompt: "Count to three.", Signature: ":int", Compression: true, Limits: Limits{MaxTurns: 4}})
+	parent := mustNew(t, Spec{Name: "boss", Prompt: "Ask the counter.", Signature: ":int",
+		Tools: map[string]Tool{"counter": child.AsTool(ToolOptions{})}})
+	st, err, m := run(t, parent, RunOptions{},
+		llmtest.Code(`(def n (tool/counter {})) n`),
+		llmtest.Code(`(def a 1) a`),
+		llmtest.Code(`(def b (+ a 1)) (println "b is" b) b`),
+		llmtest.Code(`(return (+ b 1))`),
+		llmtest.Code(`(return n)`),
+	)
+	if err != nil || st.Return != int64(3) {
+		t.Fatalf("return %v, %v", st.Return, err)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	texts, marks := blockTexts(t, reqs[3]) // the child's turn 3
+	if len(texts) != 3 || !marks[1] || texts[1] != "## Earlier turns (programs not repeated)\n### Turn 1\nResult: 1\n" {
+		t.Fatalf("child turn 3: %q %v", texts, marks)
+	}
+	contains(t, texts[2], "## Memory\n- a (integer)\n- b (integer)\n## Last turn (2)\n```clojure\n(def b (+ a 1)) (println \"b is\" b) b\n```\nOutput:\nb is 2\n")
+	if p := reqs[4]; len(p.Messages) != 3 || !p.CacheHistory || p.Messages[1].Text() != "```clojure\n(def n (tool/counter {})) n\n```" {
+		t.Errorf("parent turn 2 is not the whole conversation: %d messages", len(p.Messages))
+	}
+	c := st.Trace[0].ToolCalls[0].Child
+	if c == nil || len(c.Trace) != 3 || c.Trace[1].Program != `(def b (+ a 1)) (println "b is" b) b` {
+		t.Fatalf("child trace: %+v", c)
+	}
+}
+
+// Compression is checked by New and travels on the wire, sub-agents
+// included.
+func TestCompressionSpec(t *testing.T) {
+	_, err := New(Spec{Prompt: "p", Output: OutputText, Compression: true})
+	wantSpecError(t, err, "compression", "text mode keeps the provider's tool-call conversation")
+	_, err = New(Spec{Prompt: "p", HistoryStrategy: CoalescedHistory{}})
+	wantSpecError(t, err, "history_strategy", "needs compression: true")
+
+	child := mustNew(t, Spec{Name: "c", Prompt: "child", Compression: true})
+	w := Spec{Prompt: "p", Compression: true, Tools: map[string]Tool{"c": child.AsTool(ToolOptions{})}}.ToWire()
+	if !w.Compression || !w.SubAgents["c"].Compression {
+		t.Fatalf("wire: %+v", w)
+	}
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := FromWire(w, nil)
+	if err != nil || !s.Compression {
+		t.Fatalf("FromWire: %+v %v", s, err)
+	}
+	text := &messages.AgentSpec{Prompt: "p", Output: OutputText, Compression: true}
+	if err := text.Validate(); err == nil || !strings.Contains(err.Error(), "agent.compression") {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+// lastOnly is a HistoryStrategy that sends the mission and the last
+// turn's feedback only.
+type lastOnly struct{ seen []string }
+
+func (s *lastOnly) Messages(h *History) []llm.Message {
+	if len(h.Turns) == 0 {
+		return []llm.Message{llm.UserText(h.FirstMessage())}
+	}
+	var mem []string
+	for _, e := range h.Memory {
+		mem = append(mem, e.String())
+	}
+	s.seen = append(s.seen, fmt.Sprintf("next %d of %d, memory %s", h.Next, h.MaxTurns, strings.Join(mem, ", ")))
+	return []llm.Message{llm.UserText(h.Mission + "\n" + h.Turns[len(h.Turns)-1].Feedback)}
+}
+
+// A strategy of one's own renders the requests.
+func TestCompressionCustomStrategy(t *testing.T) {
+	strat := &lastOnly{}
+	a := mustNew(t, Spec{Prompt: "Say hi.", Compression: true, HistoryStrategy: strat, Limits: Limits{MaxTurns: 3}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(def greeting "hello there") greeting`),
+		llmtest.Code(`(return greeting)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Requests()[1].Messages
+	want := "## Tools\n(none)\n\n## Expected output\nReturn a value of type :any.\n\n## Mission\nSay hi.\nResult: \"hello there\"\nMemory: greeting\nTurn 2 of 3 (1 remaining)"
+	if len(got) != 1 || got[0].Text() != want {
+		t.Errorf("turn 2 = %q\nwant %q", got[0].Text(), want)
+	}
+	if !reflect.DeepEqual(strat.seen, []string{"next 2 of 3, memory greeting (string, 11 chars)"}) {
+		t.Errorf("the strategy saw %q", strat.seen)
+	}
+}
