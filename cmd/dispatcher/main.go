@@ -129,6 +129,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		scales       string
 		replay       replayConfig
 		outFile      string
+		compression  bool
 	)
 	switch cmd {
 	case "submit":
@@ -153,6 +154,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&contextFile, "context", "", "JSON file with the ctx/ inputs (replaces the mission's context)")
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 		fs.StringVar(&model, cli.FallbackModelFlag, "default", "name of the model of the mission's sub-agents and LLM tools when the mission names none (PTC_MODEL_<NAME> configures models)")
+		fs.BoolVar(&compression, "compression", false, "give the mission's agent compression: true (:history shows the compressed history a model would be sent next)")
 	case "bench":
 		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
 	case "wait", "status", "watch":
@@ -217,7 +219,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if stdin == nil {
 			stdin = strings.NewReader("")
 		}
-		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin,
+		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin, compression: compression,
 			local: localConfig{nats: c.nats, exampleTools: exampleTools, defaultModel: model}}, e, log, stdout, stderr)
 	}
 	if cmd == "local" {

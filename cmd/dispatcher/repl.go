@@ -47,6 +47,8 @@ type replConfig struct {
 	expr        string
 	missionFile string
 	contextFile string
+	// compression sets compression: true on the mission's agent
+	compression bool
 	local       localConfig
 	// stdin is the REPL's input; a terminal makes the REPL interactive.
 	stdin io.Reader
@@ -62,6 +64,7 @@ meta commands:
   :check TYPE      check the last value (*1) against a signature type, e.g. :check [{id :int}]
   :full            the last value in full (not firewalled, not truncated)
   :mem             the names in memory and the ctx/ inputs
+  :history         the history a model would be sent next, compressed (with -compression or compression: true)
   :help            this text
   :quit            leave (Ctrl-D too)`
 
@@ -74,6 +77,9 @@ func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, std
 	m, err := replMission(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.compression {
+		m.Agent.Compression = true
 	}
 	models, model, err := missionModels(m, e, cfg.local.defaultModel)
 	if err != nil {
@@ -299,6 +305,15 @@ func (r *repl) meta(entry string, out io.Writer) (failed, quit bool) {
 		fmt.Fprintln(out, lisp.Sprint(v, lisp.PrintOptions{NoFirewall: true}))
 	case ":mem":
 		fmt.Fprintf(out, "memory: %s\nctx/: %s\n", strings.Join(r.sess.Memory(), ", "), strings.Join(r.sess.Inputs(), ", "))
+	case ":history":
+		msgs := r.sess.History()
+		if msgs == nil {
+			fmt.Fprintln(out, "compression is off: a run resends every program and its feedback (start with -compression, or set compression: true in the mission)")
+			break
+		}
+		for _, m := range msgs {
+			fmt.Fprintf(out, "=== %s ===\n%s\n", m.Role, m.Text())
+		}
 	default:
 		fmt.Fprintf(out, "Error: unknown meta command %s (:help lists them)\n", cmd)
 		return true, false

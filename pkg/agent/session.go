@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -34,6 +35,9 @@ type Session struct {
 	mem  map[string]any
 	last []lisp.Value // the last values, newest first (*1 *2 *3)
 	turn int
+	// hist is the history a compressed run would render (nil: the agent
+	// does not compress)
+	hist *historyOf
 }
 
 // Evaluation is the outcome of one Session.Eval.
@@ -82,6 +86,7 @@ func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
 		}
 		s.inputs[k] = lv
 	}
+	s.hist = a.newHistory(a.missionBody(in, s.sec), s.sec)
 	s.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	s.tools = s.tr.lispTools()
 	return s, nil
@@ -100,6 +105,8 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 	res, xerr := lisp.Exec(ctx, src, a.programOptions(s.inputs, s.mem, s.tools, a.programTimeout(), s.sec))
 	calls, warnings, _ := tt.snapshot()
 	ev := &Evaluation{Signal: res.Signal, ToolCalls: calls, Duration: res.Duration}
+	// the entry as a turn of a compressed run's history
+	rec := messages.Turn{Number: s.turn, Program: src, Raw: src, ToolCalls: calls, Prints: res.Prints}
 	if xerr != nil {
 		var le *lisp.Error
 		if !errors.As(xerr, &le) {
@@ -107,12 +114,16 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 		}
 		ev.Err = le
 		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, lispErrorText(le), warnings, 1, 1))
+		rec.Error = lispErrorText(le)
+		s.record(&rec, ev, nil)
 		return ev
 	}
 	if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
 		msg := fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
 		ev.Err = &lisp.Error{Kind: lisp.KindMemory, Msg: msg}
 		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, msg, warnings, 1, 1))
+		rec.Error = msg
+		s.record(&rec, ev, nil)
 		return ev
 	}
 	mem := make(map[string]any, len(res.Memory)+len(replNames))
@@ -139,7 +150,38 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 			ev.Validation = validationText(verr, outputType(a.sig.Output))
 		}
 	}
+	s.record(&rec, ev, res.Value)
 	return ev
+}
+
+// record adds an entry to the session's history (when the agent
+// compresses): its outcome as shown, the value it ended with (nil when it
+// failed) and memory without *1 *2 *3.
+func (s *Session) record(rec *messages.Turn, ev *Evaluation, value lisp.Value) {
+	if s.hist == nil {
+		return
+	}
+	rec.Feedback = ev.Shown
+	mem := make(map[string]any, len(s.mem))
+	for k, v := range s.mem {
+		if !isReplName(k) {
+			mem[k] = v
+		}
+	}
+	s.hist.add(rec, value, mem)
+}
+
+// History returns the messages a run of the agent with compression would
+// send the model after the programs evaluated so far, rendered by its
+// HistoryStrategy; nil when the agent does not compress. A session has no
+// turn limit, so the last entry's feedback holds no turn line.
+func (s *Session) History() []llm.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hist == nil {
+		return nil
+	}
+	return s.hist.messages(s.a.strategy(), s.turn+1)
 }
 
 // programOptions are the interpreter options of one of a's programs: a
