@@ -1,6 +1,7 @@
 package missionfile
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -217,6 +218,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		v.Set(p)
 		return nil
 	case reflect.String:
+		if n.Kind == yaml.SequenceNode && signatureFields[lastName(path)] {
+			return d.signatureData(n, v, path)
+		}
 		s, err := d.scalar(n, path, "!!str", "a string")
 		if err != nil {
 			return err
@@ -475,4 +479,38 @@ func suggest(name string, fields []field) string {
 		names[i] = f.name
 	}
 	return signature.Closest(name, names)
+}
+
+// signatureFields are the string fields that hold a signature: written
+// in signature syntax, or as a list in the data form (a Malli schema,
+// signature.FromData), which is turned into the canonical syntax the
+// wire carries.
+var signatureFields = map[string]bool{"signature": true, "context_signature": true}
+
+// lastName is the last field name of a path ("agent.signature" →
+// "signature").
+func lastName(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// signatureData decodes a signature written in the data form into its
+// canonical syntax; an error names the place in the data.
+func (d *decoder) signatureData(n *yaml.Node, v reflect.Value, path string) error {
+	data, err := d.plain(n, &dataPath{base: path}, 0)
+	if err != nil {
+		return err
+	}
+	sig, err := signature.FromData(data)
+	if err != nil {
+		var se *signature.Error
+		if errors.As(err, &se) && se.Path != "signature" {
+			return d.errf(n, path+se.Path, "%s", se.Msg)
+		}
+		return d.errf(n, path, "%s", strings.TrimPrefix(err.Error(), "signature: "))
+	}
+	v.SetString(sig.String())
+	return nil
 }

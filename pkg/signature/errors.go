@@ -106,7 +106,8 @@ type Error struct {
 	// Pos locates a syntax error; zero otherwise.
 	Pos Pos
 	// Path names the Go type path of a KindUnsupported error
-	// ("Args.Callback"); empty otherwise.
+	// ("Args.Callback") or the place in the data of a FromData error
+	// ("[2][1]", "signature" for the whole); empty otherwise.
 	Path string
 	// Msg is the lowercase message without position or path.
 	Msg string
