@@ -531,7 +531,7 @@ func toGoMemory(mem map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(mem))
 	for k, v := range mem {
-		out[k] = lisp.ToGo(v)
+		out[k] = lisp.ShareToGo(v)
 	}
 	return out
 }

@@ -237,36 +237,56 @@ func fromSlice[T any](cv *converter, xs []T) (Value, error) {
 // Functions and regexes become their printed form ("#fn[x]", "#\"p\""),
 // vars "#'name": the result is always plain data (use Result.Memory to keep
 // closures between runs).
-func ToGo(v Value) any {
+func ToGo(v Value) any { return toGo(v, false) }
+
+// ShareToGo is ToGo that hands host data back by reference: a host map, a
+// host record, and a host vector of records (all of which a program cannot
+// change: its changes make new values) come back as the caller's own map
+// or slice, not a copy, so converting data a program kept unchanged costs
+// nothing whatever its size. Values a program made are converted as ToGo
+// converts them. A run's memory (Result.Step) uses it; a return value,
+// which a caller may change in place (rounding floats), uses ToGo.
+func ShareToGo(v Value) any { return toGo(v, true) }
+
+func toGo(v Value, share bool) any {
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string:
 		return x
 	case *Keyword:
 		return x.Name
 	case *Vector:
+		if share && x.src != nil {
+			return x.src.src.hostSlice()
+		}
 		out := make([]any, x.Len())
 		for i, it := range x.Items() {
-			out[i] = ToGo(it)
+			out[i] = toGo(it, share)
 		}
 		return out
 	case *LazySeq:
 		items, _ := x.snapshot()
 		out := make([]any, len(items))
 		for i, it := range items {
-			out[i] = ToGo(it)
+			out[i] = toGo(it, share)
 		}
 		return out
 	case *Set:
 		items := x.Items()
 		out := make([]any, len(items))
 		for i, it := range items {
-			out[i] = ToGo(it)
+			out[i] = toGo(it, share)
 		}
 		return out
 	case hostMap:
+		if share {
+			return x.src()
+		}
 		return viewToGo(x.src())
 	case *Map:
 		if x.src != nil {
+			if share {
+				return x.src
+			}
 			return viewToGo(x.src)
 		}
 		out := make(map[string]any, x.Len())
@@ -277,19 +297,19 @@ func ToGo(v Value) any {
 				respelled = append(respelled, e)
 				continue
 			}
-			out[k] = ToGo(e.val)
+			out[k] = toGo(e.val, share)
 		}
 		for _, e := range respelled {
 			k, _ := hostKey(e.key)
 			if _, taken := out[k]; !taken {
-				out[k] = ToGo(e.val)
+				out[k] = toGo(e.val, share)
 			}
 		}
 		return out
 	case *Var:
 		return "#'" + x.Name
 	case *Reduced:
-		return ToGo(x.Val)
+		return toGo(x.Val, share)
 	case *Closure, *Builtin, *Regex:
 		return PrStr(x)
 	}

@@ -507,7 +507,7 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 	if len(r.Memory) > 0 {
 		st.Memory = make(map[string]any, len(r.Memory))
 		for k, v := range r.Memory {
-			st.Memory[k] = ToGo(v)
+			st.Memory[k] = ShareToGo(v)
 		}
 	}
 	st.Trace = []messages.Turn{turn}

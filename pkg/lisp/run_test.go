@@ -3,6 +3,7 @@ package lisp
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -323,5 +324,62 @@ func TestUndefinedSymbolRelatedNames(t *testing.T) {
 	_, err := Exec(context.Background(), `(qqq 1)`, Options{})
 	if le := err.(*Error); le.Hint != "" {
 		t.Errorf("hint for a name sharing no word: %q", le.Hint)
+	}
+}
+
+// TestRunMemorySharesHostData: a def of host data the program did not
+// change comes back in Step.Memory as the caller's own slice or map (same
+// backing array, same Go type), so Run's cost does not grow with the data
+// kept; what the program made is converted, and host data inside it is
+// the caller's maps.
+func TestRunMemorySharesHostData(t *testing.T) {
+	sameSlice := func(a, b any) bool {
+		ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+		return ra.Kind() == reflect.Slice && ra.Type() == rb.Type() && ra.Len() == rb.Len() &&
+			(ra.Len() == 0 || ra.Index(0).Addr().Pointer() == rb.Index(0).Addr().Pointer())
+	}
+	recs := benchRecords(1000)
+	anys := make([]any, len(recs))
+	for i, r := range recs {
+		anys[i] = r
+	}
+	for _, data := range []any{recs, anys} {
+		opts := Options{Context: map[string]any{"data": data, "one": recs[3]}}
+		st, err := Run(context.Background(), `(def all ctx/data) (def tail (rest ctx/data)) (def one ctx/one) (def made (conj ctx/data {:id -1})) (count all)`, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameSlice(st.Memory["all"], data) {
+			t.Errorf("%T: memory all is %T, not the caller's slice", data, st.Memory["all"])
+		}
+		tail := reflect.ValueOf(data).Slice(1, len(recs)).Interface()
+		if !sameSlice(st.Memory["tail"], tail) {
+			t.Errorf("%T: memory tail is %T, not the caller's slice from its second record", data, st.Memory["tail"])
+		}
+		if one, ok := st.Memory["one"].(map[string]any); !ok || reflect.ValueOf(one).Pointer() != reflect.ValueOf(recs[3]).Pointer() {
+			t.Errorf("%T: memory one is not the caller's map", data)
+		}
+		made, ok := st.Memory["made"].([]any)
+		if !ok || len(made) != len(recs)+1 || made[len(recs)].(map[string]any)["id"] != int64(-1) {
+			t.Fatalf("%T: memory made = %T", data, st.Memory["made"])
+		}
+		if m, ok := made[5].(map[string]any); !ok || reflect.ValueOf(m).Pointer() != reflect.ValueOf(recs[5]).Pointer() {
+			t.Errorf("%T: a record inside a made vector is not the caller's map", data)
+		}
+		if st.Return != int64(len(recs)) {
+			t.Errorf("return = %v", st.Return)
+		}
+	}
+	// the cost of a def through Run does not depend on how much is kept
+	allocs := func(n int) float64 {
+		opts := Options{Context: map[string]any{"data": benchRecords(n)}}
+		return testing.AllocsPerRun(5, func() {
+			if _, err := Run(context.Background(), `(def data ctx/data) (count data)`, opts); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if small, big := allocs(100), allocs(10_000); big > small+5 { // a copy would be 10k+
+		t.Errorf("a def through Run allocates %v times for 10k records, %v for 100", big, small)
 	}
 }

@@ -131,7 +131,7 @@ func sliceView[T any](xs []T) (Value, error) {
 		return hostVector(itemsOf{recs: rs}), nil
 	case []any:
 		if recs, ok := asRecords(rs); ok {
-			return hostVector(itemsOf{recs: recs}), nil
+			return hostVector(itemsOf{recs: recs, anys: rs}), nil
 		}
 	}
 	items := make([]Value, len(xs))
@@ -344,6 +344,15 @@ func sameView(x, y *Map) bool {
 // pointer of a map value; it is only compared, never dereferenced.
 func mapIdentity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
+// hostSlice returns the host's own slice the items view: a []any as the
+// host gave it, or a []map[string]any.
+func (s itemsOf) hostSlice() any {
+	if s.anys != nil {
+		return s.anys
+	}
+	return s.recs
+}
+
 // viewToGo is ToGo of a view: a copy of the host's map with the values
 // converted as FromGo and ToGo convert them (plain data is copied as it
 // is, without conversion). It is a copy, not the host's map, because what
@@ -384,6 +393,9 @@ func copyHost(x any) any {
 type itemsOf struct {
 	items []Value
 	recs  []map[string]any // host records, when set
+	// anys is the host's own slice when it is a []any (recs holds the same
+	// maps): what ShareToGo hands back
+	anys []any
 }
 
 // hosted reports whether the items are host records read in place.
@@ -392,6 +404,8 @@ func (s itemsOf) hosted() bool { return s.recs != nil }
 // slice returns items i to j (host records stay read in place).
 func (s itemsOf) slice(i, j int) itemsOf {
 	switch {
+	case s.anys != nil:
+		return itemsOf{recs: s.recs[i:j:j], anys: s.anys[i:j:j]}
 	case s.recs != nil:
 		return itemsOf{recs: s.recs[i:j:j]}
 	}
