@@ -34,6 +34,10 @@ type entry struct {
 	// coll)"), for the reference that lists only those (Extensions).
 	usageForm string
 	seq       int // registration order: the order within a reference line
+	// isHost marks a host builtin: its host gives its function
+	// (Options.Host, builtins_services.go); it is in no reference line, an
+	// agent shows the ones it enables.
+	isHost bool
 
 	// Optimiser facts (conservative: the zero value claims nothing).
 	isPure bool // no effect and never calls an argument (fusion may reorder it)
@@ -144,6 +148,7 @@ var builtinGroups = []*builtinGroup{
 	{"regex", "Regular expressions and parsing", registerRegex},
 	{"hof", "Functions and more collections", registerHOF},
 	{"interop", "Host interop", registerInterop},
+	{"services", "Host services: given by the agent that runs the program", registerServices},
 }
 
 // builtinEntries returns the immutable entry table, built on first use.
@@ -276,6 +281,9 @@ type BuiltinInfo struct {
 	MinArgs, MaxArgs int
 	Doc              string
 	AliasOf          string // the builtin this name is another name for; "" if none
+	// Usage shows how a name Clojure lacks is called ("(sum-by f coll)");
+	// "" for the others.
+	Usage string
 }
 
 // Builtins describes every builtin, by group and then by name.
@@ -296,7 +304,7 @@ func Builtins() []BuiltinInfo {
 	for _, n := range names {
 		e := es[n]
 		out = append(out, BuiltinInfo{Name: n, Group: e.group.title, MinArgs: e.b.MinArgs, MaxArgs: e.b.MaxArgs,
-			Doc: e.docLine, AliasOf: e.aliasOf})
+			Doc: e.docLine, AliasOf: e.aliasOf, Usage: e.usageForm})
 	}
 	return out
 }

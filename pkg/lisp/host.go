@@ -47,6 +47,7 @@ type signal struct {
 // tool call records. It is shared with pmap branches (mu guards calls).
 type host struct {
 	tools    Tools
+	hostFns  HostFuncs // Options.Host
 	toolKeys []string
 	ctxMap   *Map
 	// ctxVals caches the ctx/ values read from a view of the host's

@@ -45,6 +45,10 @@ type Options struct {
 	Memory map[string]any
 	// Tools are the tools the program may call.
 	Tools Tools
+	// Host gives the functions of the host builtins the program may call
+	// (llm-query, emit, step-done; HostBuiltins); a call of one it does
+	// not give fails with unknown_tool.
+	Host HostFuncs
 	// Signature, when set, validates the returned value (pkg/signature
 	// syntax, e.g. "{count :int}" or "() -> [:string]"). It is parsed once,
 	// before the program runs; a signature that does not parse fails the
@@ -200,7 +204,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		res.sig = s
 	}
 
-	h := &host{tools: opts.Tools, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
+	h := &host{tools: opts.Tools, hostFns: opts.Host, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
 	h.toolKeys = sortedKeys(opts.Tools)
 	if opts.Context != nil {
 		cv, cerr := FromGo(opts.Context)

@@ -1,0 +1,91 @@
+package lisp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// HostFunc is a builtin whose work the host does (Options.Host): the
+// agent running the program asks its model (llm-query), streams a value
+// to the mission's submitter (emit) or marks a step of its plan
+// (step-done). It receives the run's context and the call's arguments as
+// plain Go data (ToGo), and returns plain Go data (FromGo) or an error,
+// which fails the call as a tool error naming the builtin. It may be
+// called from several goroutines at once (pmap).
+type HostFunc func(ctx context.Context, args []any) (any, error)
+
+// HostFuncs maps host builtin names (HostBuiltins) to their functions.
+type HostFuncs map[string]HostFunc
+
+// The host builtins: each is an entry of the builtin table (name, arity,
+// doc, usage), the one place their metadata lives; a run's host gives
+// their functions (Options.Host). A run whose host does not give one
+// fails its calls with unknown_tool.
+func registerServices(r *registry) {
+	r.add("llm-query", 1, 1, hostCall("llm-query")).host().
+		usage(`(llm-query {:prompt "..." :signature "{label :string}" :input x})`).
+		doc("asks the mission's model a one-shot question: the prompt, the input (as JSON) when given, and the type its answer must have; returns the checked answer")
+	r.add("emit", 1, 1, hostCall("emit")).host().
+		usage("(emit value)").
+		doc("sends the value at once to whoever runs the mission, as a progress event (small values, a few a second); returns nil")
+	r.add("step-done", 1, 2, hostCall("step-done")).host().
+		usage(`(step-done "id" "summary")`).
+		doc("marks step id of the plan done, with a short summary; returns nil")
+}
+
+// host marks an entry as a host builtin (HostBuiltins).
+func (e *entry) host() *entry { e.isHost = true; return e }
+
+// HostBuiltins describes the host builtins, by name, with their usage
+// forms: what an agent shows its model for the ones it enables.
+func HostBuiltins() map[string]BuiltinInfo {
+	out := map[string]BuiltinInfo{}
+	for _, bi := range Builtins() {
+		if bi.Usage != "" && builtinEntries()[bi.Name].isHost {
+			out[bi.Name] = bi
+		}
+	}
+	return out
+}
+
+// hostCall is the builtin that calls the host's function for name.
+func hostCall(name string) BuiltinFunc {
+	return func(th *Thread, a []Value) Value {
+		fn := th.host.hostFns[name]
+		if fn == nil {
+			th.Raise(KindUnknownTool, "%s is not available: the agent running this program does not enable it", name)
+		}
+		th.tick()
+		args := make([]any, len(a))
+		for i, v := range a {
+			th.realiseDeep(v)
+			args[i] = ToGo(v)
+		}
+		out, err := safeHostCall(th.deadlineCtx(), fn, args)
+		if err == nil {
+			var v Value
+			if v, err = FromGo(out); err == nil {
+				return v
+			}
+			err = fmt.Errorf("bad result: %w", err)
+		}
+		if ctxErr := th.deadlineCtx().Err(); ctxErr != nil {
+			th.raiseCtx(ctxErr)
+		}
+		var le *Error
+		if errors.As(err, &le) && le.Kind == KindMemory {
+			panic(&Error{Kind: KindMemory, Pos: th.pos, Op: name, Msg: le.Msg, Hint: le.Hint, Err: err})
+		}
+		panic(&Error{Kind: KindTool, Pos: th.pos, Op: name, Msg: name + " failed: " + err.Error(), Err: err})
+	}
+}
+
+func safeHostCall(ctx context.Context, fn HostFunc, args []any) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn(ctx, args)
+}
