@@ -38,7 +38,7 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		t, depth = l.tree, l.depth+1
 	} else {
 		t = &tree{registry: opts.Registry, deadline: start.Add(a.missionTimeout()), maxDepth: a.maxDepth(),
-			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}}
+			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}, emits: newEmitLimiter(a.lim)}
 		t.budget.Store(int64(a.turnBudget()))
 		t.spend = a.spendLimit()
 	}
@@ -142,7 +142,20 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	strategy := a.strategy()
 	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	ltools := tr.lispTools()
-	hasSub := false
+	plan := newPlan(a.spec.Plan)
+	services := tr.services(plan)
+	if plan != nil {
+		t.emit(ctx, Event{Kind: EventPlan, Agent: rs.name, Depth: rs.depth, Plan: plan.snapshot()})
+	}
+	// withPlan ends a turn's feedback with the plan's state
+	withPlan := func(feedback string) string {
+		if plan == nil {
+			return feedback
+		}
+		return feedback + "\n\n" + plan.render(sec)
+	}
+	// with sub-agents or llm-query, programs make model calls
+	hasSub := a.spec.LLMQuery
 	for _, bt := range a.tools {
 		hasSub = hasSub || bt.tool.sub != nil
 	}
@@ -220,7 +233,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 			}
 			feedback = BoundaryReminder
 			if turn < limitT {
-				feedback += "\n" + turnLine(turn+1, limitT)
+				feedback = withPlan(feedback + "\n" + turnLine(turn+1, limitT))
 			}
 			endTurn()
 			msgs = append(msgs, llm.UserText(feedback))
@@ -246,7 +259,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		tr.cur.Store(tt)
 		progStart := time.Now()
 		t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
-		res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, mem, ltools, timeout, sec))
+		res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, mem, ltools, services, timeout, sec))
 		t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
 		calls, warnings, subUsage := tt.snapshot()
 		rec.ToolCalls = calls
@@ -284,7 +297,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
+				feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -311,7 +324,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				rec.Error, lastErr = text, text
 				lastFail = map[string]any{"reason": ReasonMemoryLimit, "message": text}
 				if !last {
-					feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
+					feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
 					msgs = append(msgs, llm.UserText(feedback))
 				}
 				endTurn()
@@ -358,7 +371,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 						if retry {
 							text += "\n" + retryTurnNote
 						}
-						feedback = errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT)
+						feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -373,7 +386,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 
 		lastFail = nil
 		if !last {
-			feedback = resultFeedback(sec, res, lim, warnings, turn+1, limitT)
+			feedback = withPlan(resultFeedback(sec, res, lim, warnings, turn+1, limitT))
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()

@@ -25,6 +25,8 @@ const (
 	EventToolStart     EventKind = "tool.start"     // Tool, Args
 	EventToolStop      EventKind = "tool.stop"      // Tool, Duration, Result
 	EventToolException EventKind = "tool.exception" // Tool, Duration, Err
+	EventPlan          EventKind = "plan"           // Turn, Plan; Tool: the id of the step marked done ("" at the run's start)
+	EventEmit          EventKind = "emit"           // Turn, Result: the value a program emitted, redacted by the firewall
 )
 
 // Event is one observer notification. Fields not listed for a kind are
@@ -48,6 +50,8 @@ type Event struct {
 	Context  map[string]any
 	Step     *messages.Step
 	Status   string // "ok" or "error" (run.stop)
+	// Plan is the state of the agent's plan (plan).
+	Plan []messages.PlanStep
 }
 
 // Observer receives events. Observe must be safe for concurrent use (tools

@@ -108,6 +108,12 @@ func (a *Agent) missionBody(in *runInput, sec *secrets) string {
 			writeToolLine(&b, ts)
 		}
 	}
+	a.writeServices(&b)
+	if p := newPlan(a.spec.Plan); p != nil {
+		b.WriteString("\n")
+		b.WriteString(p.render(sec))
+		b.WriteString("\n")
+	}
 	b.WriteString("\n## Expected output\n")
 	out := outputType(a.sig.Output)
 	if a.singleTurn() {

@@ -71,6 +71,9 @@ type tree struct {
 	// secrets is the firewall's registry, shared by every agent of the
 	// tree so that a value firewalled anywhere stays hidden everywhere.
 	secrets *secrets
+	// emits bounds what the tree's programs emit (the top-level agent's
+	// max_emit_bytes and emit_rate).
+	emits *emitLimiter
 }
 
 // link is what a sub-agent run inherits from its caller.

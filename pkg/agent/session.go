@@ -24,12 +24,14 @@ import (
 // and *3 (hidden from the rendered memory names). A Session runs one
 // program at a time.
 type Session struct {
-	a      *Agent
-	rs     *runState
-	tr     *toolRunner
-	tools  lisp.Tools
-	inputs map[string]any
-	sec    *secrets
+	a     *Agent
+	rs    *runState
+	tr    *toolRunner
+	tools lisp.Tools
+	// services are the host services of its programs (services.go)
+	services lisp.HostFuncs
+	inputs   map[string]any
+	sec      *secrets
 
 	mu   sync.Mutex
 	mem  map[string]any
@@ -74,7 +76,7 @@ func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
 		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
 	}
 	t := &tree{registry: opts.Registry, deadline: time.Now().Add(a.missionTimeout()), maxDepth: a.maxDepth(),
-		observer: opts.Observer, trace: TraceOff, secrets: &secrets{}}
+		observer: opts.Observer, trace: TraceOff, secrets: &secrets{}, emits: newEmitLimiter(a.lim)}
 	t.budget.Store(int64(a.turnBudget()))
 	rs := &runState{tree: t, name: a.Name(), depth: 1, model: opts.Model, modelName: opts.LLM}
 	s := &Session{a: a, rs: rs, sec: t.secrets, mem: map[string]any{}, inputs: make(map[string]any, len(in.data))}
@@ -89,6 +91,7 @@ func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
 	s.hist = a.newHistory(a.missionBody(in, s.sec), s.sec)
 	s.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	s.tools = s.tr.lispTools()
+	s.services = s.tr.services(newPlan(a.spec.Plan))
 	return s, nil
 }
 
@@ -102,7 +105,7 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 	tt := &turnTools{turn: s.turn}
 	s.tr.cur.Store(tt)
 	s.rs.missionCtx = ctx
-	res, xerr := lisp.Exec(ctx, src, a.programOptions(s.inputs, s.mem, s.tools, a.programTimeout(), s.sec))
+	res, xerr := lisp.Exec(ctx, src, a.programOptions(s.inputs, s.mem, s.tools, s.services, a.programTimeout(), s.sec))
 	calls, warnings, _ := tt.snapshot()
 	ev := &Evaluation{Signal: res.Signal, ToolCalls: calls, Duration: res.Duration}
 	// the entry as a turn of a compressed run's history
@@ -189,9 +192,9 @@ func (s *Session) History() []llm.Message {
 // time limit given. The memory limit is the agent's, checked
 // on the committed memory after the run (memorySize), so the
 // interpreter's own printed-size check is off.
-func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, timeout time.Duration, sec *secrets) lisp.Options {
+func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, services lisp.HostFuncs, timeout time.Duration, sec *secrets) lisp.Options {
 	o := programLimits(lisp.Options{
-		Context: ctxData, Memory: mem, Tools: tools, MemoryLimit: -1,
+		Context: ctxData, Memory: mem, Tools: tools, Host: services, MemoryLimit: -1,
 		MemoryContract: !a.singleTurn(), FloatPrecision: FloatPrecision, Scrub: sec.hook(),
 	}, a.lim)
 	o.Timeout = timeout

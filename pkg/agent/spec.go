@@ -98,6 +98,15 @@ type Spec struct {
 	// HistoryStrategy renders a compressed history (nil: CoalescedHistory).
 	// It needs Compression; it does not serialize.
 	HistoryStrategy HistoryStrategy
+	// LLMQuery lets programs ask the agent's model one-shot questions
+	// with (llm-query {:prompt ... :signature ... :input ...}) (default
+	// off; see services.go).
+	LLMQuery bool
+	// Plan lists the mission's steps, in order (step i, from 1, has the id
+	// "i"): programs mark them done with (step-done "id" "summary"), the
+	// model sees the plan's state every turn and observers get EventPlan.
+	// At most messages.MaxPlanSteps steps of messages.MaxPlanText bytes.
+	Plan []string
 }
 
 // Memory strategies of a Spec (messages.MemoryStrict, messages.MemoryRollback).
@@ -231,6 +240,9 @@ func New(spec Spec) (*Agent, error) {
 	}
 	if spec.HistoryStrategy != nil && !spec.Compression {
 		return nil, specErr("history_strategy", "a history strategy needs compression: true", nil)
+	}
+	if err := messages.ValidPlan(spec.Plan); err != nil {
+		return nil, specErr("plan", err.Error(), err)
 	}
 	if spec.Validation > signature.Strict {
 		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
@@ -415,8 +427,7 @@ func (s Spec) ToWire() *messages.AgentSpec {
 		Name: s.Name, Description: s.Description, Prompt: s.Prompt, Signature: s.Signature,
 		Output: s.Output, ToolCatalog: slices.Clone(s.ToolCatalog), Limits: s.Limits, LLM: s.LLM,
 		LLMOpts: llm.CloneMap(s.LLMOpts), SystemPrefix: s.SystemPrompt.Prefix, SystemSuffix: s.SystemPrompt.Suffix,
-		MemoryStrategy: s.MemoryStrategy,
-		Compression:    s.Compression,
+		MemoryStrategy: s.MemoryStrategy, Compression: s.Compression, LLMQuery: s.LLMQuery, Plan: slices.Clone(s.Plan),
 	}
 	if s.Validation != signature.Enabled {
 		w.ValidationMode = s.Validation.String()
@@ -471,7 +482,7 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		LLM: w.LLM, LLMOpts: llm.CloneMap(w.LLMOpts),
 		SystemPrompt: SystemPrompt{Prefix: w.SystemPrefix, Suffix: w.SystemSuffix, LanguageSpec: w.LanguageSpec,
 			OutputFormat: w.OutputFormat, Override: w.SystemOverride},
-		Validation: mode, MemoryStrategy: w.MemoryStrategy, Compression: w.Compression,
+		Validation: mode, MemoryStrategy: w.MemoryStrategy, Compression: w.Compression, LLMQuery: w.LLMQuery, Plan: slices.Clone(w.Plan),
 	}
 	if r := w.LLMRetry; r != nil {
 		s.LLMRetry = &llm.RetryPolicy{MaxAttempts: r.MaxAttempts, Backoff: llm.Backoff(r.Backoff), BaseDelay: r.BaseDelay, MaxDelay: r.MaxDelay}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -158,19 +159,26 @@ func checkToolOutput(bt *boundTool, sig *signature.Signature, out any, mode sign
 }
 
 func (tr *toolRunner) runChild(ctx context.Context, bt *boundTool, args map[string]any) (*messages.Step, error) {
-	rs := tr.run
 	sub := bt.tool.sub
+	return tr.runLinked(ctx, bt.name, sub.agent, sub.boundModel, sub.boundName, args)
+}
+
+// runLinked runs child, called as tool, as a child of the calling agent:
+// in its tree (turn budget, depth, observer, firewall registry), on its
+// model unless bound to another, with args as its context.
+func (tr *toolRunner) runLinked(ctx context.Context, tool string, child *Agent, boundModel llm.Model, boundName string, args map[string]any) (*messages.Step, error) {
+	rs := tr.run
 	l := &link{tree: rs.tree, depth: rs.depth, model: rs.model, modelName: rs.modelName,
-		boundModel: sub.boundModel, boundName: sub.boundName}
+		boundModel: boundModel, boundName: boundName}
 	// The child shares the mission deadline (kept in the tree), not the
 	// caller's turn deadline: detach from the turn's timeout but keep
 	// cancellation of the caller.
-	cctx := withSubAgentCall(context.WithoutCancel(ctx), bt.name, args)
+	cctx := withSubAgentCall(context.WithoutCancel(ctx), tool, args)
 	cctx, cancel := context.WithCancel(cctx)
 	defer cancel()
 	stop := context.AfterFunc(rs.missionCtx, cancel)
 	defer stop()
-	return sub.agent.run(cctx, RunOptions{Context: args, Observer: rs.tree.observer, Trace: rs.tree.trace, Debug: rs.tree.debug}, l)
+	return child.run(cctx, RunOptions{Context: args, Observer: rs.tree.observer, Trace: rs.tree.trace, Debug: rs.tree.debug}, l)
 }
 
 func safeCall(ctx context.Context, fn ToolFunc, args map[string]any) (out any, err error) {

@@ -23,6 +23,13 @@ const (
 	EventToolCall = "tool_call"
 	// EventToolResult: a tool call finished (Result or Error set).
 	EventToolResult = "tool_result"
+	// EventPlan: the state of an agent's plan (Plan set), when the run
+	// starts and after each step a program marks done (Data["step"]: its
+	// id).
+	EventPlan = "plan"
+	// EventEmit: a program streamed a value out with (emit v) (Result
+	// set).
+	EventEmit = "emit"
 	// EventFinal: the mission ended (Step set); the last event.
 	EventFinal = "final"
 )
@@ -54,6 +61,8 @@ type Event struct {
 	Duration time.Duration `msgpack:"duration,omitempty"`
 	// Step is the final Step (EventFinal only), without trace and memory.
 	Step *Step `msgpack:"step,omitempty"`
+	// Plan is the state of an agent's plan (EventPlan only).
+	Plan []PlanStep `msgpack:"plan,omitempty"`
 	// Data holds anything else worth showing.
 	Data map[string]any `msgpack:"data,omitempty"`
 }
@@ -62,7 +71,7 @@ type Event struct {
 func ValidEventKind(k string) bool {
 	switch k {
 	case EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest,
-		EventProgram, EventToolCall, EventToolResult, EventFinal:
+		EventProgram, EventToolCall, EventToolResult, EventPlan, EventEmit, EventFinal:
 		return true
 	}
 	return false

@@ -40,6 +40,11 @@ const (
 	// back to the model: items per collection, characters per string.
 	DefaultListLimit   = 5
 	DefaultStringLimit = 1000
+	// DefaultMaxEmitBytes bounds one value a program emits, as JSON: an
+	// emit event stays under the fleet's progress event bound.
+	DefaultMaxEmitBytes = 4 << 10
+	// DefaultEmitRate bounds the values a mission emits a second.
+	DefaultEmitRate = 10
 )
 
 // Limits bound an agent's run. It is the one representation of the limits
@@ -124,6 +129,14 @@ type Limits struct {
 	// PromptLimit truncates the result previews fed back to the model
 	// (DefaultListLimit items, DefaultStringLimit characters).
 	PromptLimit PromptLimit `msgpack:"prompt_limit,omitempty"`
+	// MaxEmitBytes bounds one value a program streams out with (emit v),
+	// in bytes of its JSON form (DefaultMaxEmitBytes); a larger one fails
+	// the call. The top-level agent's value applies to the mission.
+	MaxEmitBytes int64 `msgpack:"max_emit_bytes,omitempty"`
+	// EmitRate bounds the values a mission's programs emit, per second,
+	// in bursts of as many (DefaultEmitRate); an emit past it fails the
+	// call. The top-level agent's value applies to the mission.
+	EmitRate int `msgpack:"emit_rate,omitempty"`
 }
 
 // PromptLimit truncates result previews fed back to the model: List items
@@ -140,7 +153,8 @@ func DefaultLimits() Limits {
 		MaxTurns: DefaultMaxTurns, TurnBudget: DefaultTurnBudget, MaxDepth: DefaultMaxDepth,
 		LLMTimeout: DefaultLLMTimeout, ProgramTimeout: DefaultProgramTimeout, MissionTimeout: DefaultMissionTimeout,
 		ProgramMemory: DefaultProgramMemory, MemoryLimit: DefaultMemoryLimit, MaxData: DefaultMaxData,
-		PromptLimit: PromptLimit{List: DefaultListLimit, String: DefaultStringLimit},
+		PromptLimit:  PromptLimit{List: DefaultListLimit, String: DefaultStringLimit},
+		MaxEmitBytes: DefaultMaxEmitBytes, EmitRate: DefaultEmitRate,
 	}
 }
 

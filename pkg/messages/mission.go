@@ -166,7 +166,37 @@ type AgentSpec struct {
 	// summary of each earlier turn, memory, and the last turn in full
 	// (PTC-Lisp mode only).
 	Compression bool `msgpack:"compression,omitempty"`
+	// LLMQuery lets the agent's programs ask its model one-shot questions
+	// with (llm-query {:prompt ... :signature ... :input ...}).
+	LLMQuery bool `msgpack:"llm_query,omitempty"`
+	// Plan lists the steps of the mission, in order; step i (from 1) has
+	// the id "i". Programs mark steps done with (step-done "id"
+	// "summary"); the model sees the plan's state every turn and the
+	// fleet reports it in "plan" events.
+	Plan []string `msgpack:"plan,omitempty"`
 }
+
+// PlanStep is one step of an agent's plan and its state, as "plan"
+// events report it.
+type PlanStep struct {
+	// ID is the step's number in the plan, from "1".
+	ID string `msgpack:"id"`
+	// Description is the plan's entry.
+	Description string `msgpack:"description"`
+	// Done is set once a program marked the step done; Summary is what it
+	// said.
+	Done    bool   `msgpack:"done,omitempty"`
+	Summary string `msgpack:"summary,omitempty"`
+}
+
+// Bounds of an agent's plan.
+const (
+	// MaxPlanSteps bounds the steps of a plan.
+	MaxPlanSteps = 100
+	// MaxPlanText bounds a plan step's description and a step-done
+	// summary, in bytes.
+	MaxPlanText = 1000
+)
 
 // RetryPolicy is an agent's llm_retry as data: how model calls that failed
 // with an infrastructure error are retried. Zero fields take the defaults.
@@ -309,6 +339,9 @@ func (a *AgentSpec) validate(path string, depth int) error {
 	default:
 		return invalidf("%s.memory_strategy: %q is not %q or %q", path, a.MemoryStrategy, MemoryStrict, MemoryRollback)
 	}
+	if err := ValidPlan(a.Plan); err != nil {
+		return invalidf("%s.%s", path, err.Error())
+	}
 	if err := validNames(path+".tools", a.Tools); err != nil {
 		return err
 	}
@@ -418,4 +451,22 @@ func UnmarshalMission(data []byte) (*Mission, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// ValidPlan checks an agent's plan: at most MaxPlanSteps steps, each a
+// non-empty text of at most MaxPlanText bytes. The error names the step
+// ("plan[2]: empty").
+func ValidPlan(plan []string) error {
+	if len(plan) > MaxPlanSteps {
+		return fmt.Errorf("plan: %d steps, at most %d", len(plan), MaxPlanSteps)
+	}
+	for i, p := range plan {
+		switch {
+		case strings.TrimSpace(p) == "":
+			return fmt.Errorf("plan[%d]: empty", i)
+		case len(p) > MaxPlanText:
+			return fmt.Errorf("plan[%d]: %d bytes, at most %d", i, len(p), MaxPlanText)
+		}
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ var wireDocTypes = map[string]reflect.Type{
 	"ToolError": reflect.TypeFor[ToolError](), "Event": reflect.TypeFor[Event](), "Cancel": reflect.TypeFor[Cancel](),
 	"Status": reflect.TypeFor[Status](), "Replayed": reflect.TypeFor[Replayed](),
 	"ObjectRef": reflect.TypeFor[ObjectRef](), "MissionRecord": reflect.TypeFor[MissionRecord](),
+	"PlanStep": reflect.TypeFor[PlanStep](),
 }
 
 func readWireDoc(t *testing.T) string {

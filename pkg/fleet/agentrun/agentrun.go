@@ -268,6 +268,12 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 			return
 		}
 		ev.Kind, ev.Program = messages.EventProgram, code
+	case agent.EventEmit:
+		// already firewalled by the agent; the emitter masks "_" keys too
+		ev.Kind, ev.Result = messages.EventEmit, e.Result
+	case agent.EventPlan:
+		// Tool: the id of the step marked done, empty at the run's start
+		ev.Kind, ev.Plan, ev.Tool = messages.EventPlan, e.Plan, e.Tool
 	case agent.EventToolStart, agent.EventToolStop, agent.EventToolException:
 		if _, sub := o.subAgents[e.Tool]; !sub || e.Depth > 1 {
 			return
