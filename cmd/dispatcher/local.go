@@ -92,36 +92,10 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	}
 	fmt.Fprintf(out, "fleet: %s, %d workers × %d slots, tools: %s\n", where, cfg.workers, cfg.slots, tools)
 
-	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
-	var (
-		workers []*fleet.Worker
-		conns   []*nats.Conn
-	)
-	defer func() {
-		// Drain the workers before their connections close.
-		for _, w := range workers {
-			_ = w.Stop()
-		}
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := range cfg.workers {
-		wnc, err := connect()
-		if err != nil {
-			return err
-		}
-		conns = append(conns, wnc)
-		w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
-			ID: fmt.Sprintf("local-%d", i+1), Runner: runner, Slots: cfg.slots, Logger: &log,
-		})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(ctx); err != nil {
-			return err
-		}
-		workers = append(workers, w)
+	stopWorkers, err := startLocalWorkers(ctx, cfg, connect, models, log)
+	defer stopWorkers()
+	if err != nil {
+		return err
 	}
 
 	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
@@ -155,6 +129,44 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		<-ctx.Done()
 	}
 	return err
+}
+
+// startLocalWorkers starts cfg.workers workers of cfg.slots slots on
+// connections of their own, running missions on models. stop drains them
+// and closes their connections; it is valid also when err is not nil.
+func startLocalWorkers(ctx context.Context, cfg localConfig, connect func() (*nats.Conn, error), models llm.Registry, log zerolog.Logger) (stop func(), err error) {
+	runner := agentrun.New(agentrun.Config{Models: models, DefaultModel: cfg.defaultModel})
+	var (
+		workers []*fleet.Worker
+		conns   []*nats.Conn
+	)
+	stop = func() {
+		// Drain the workers before their connections close.
+		for _, w := range workers {
+			_ = w.Stop()
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	for i := range cfg.workers {
+		wnc, err := connect()
+		if err != nil {
+			return stop, err
+		}
+		conns = append(conns, wnc)
+		w, err := fleet.NewWorker(wnc, fleet.WorkerConfig{
+			ID: fmt.Sprintf("local-%d", i+1), Runner: runner, Slots: cfg.slots, Logger: &log,
+		})
+		if err != nil {
+			return stop, err
+		}
+		if err := w.Start(ctx); err != nil {
+			return stop, err
+		}
+		workers = append(workers, w)
+	}
+	return stop, nil
 }
 
 // localNATS returns how to connect to the fleet's NATS server, a line

@@ -58,8 +58,10 @@ commands:
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
   replay ID|FILE    re-run a finished mission from its record with no model or tool call and compare
                     the Step with the recorded one; -model, -prompt, -language-spec, -live-tools, -json
-  mission export ID -o FILE
+  mission export ID -out FILE
                     write a finished mission's record and Step (every reply and tool result) to a file
+  eval SUITE        run a suite's tasks against models, several times each, and report success,
+                    turns, tokens, cost and latency per model and mode; -models, -runs, -json, -junit
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
   bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
@@ -130,6 +132,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		replay       replayConfig
 		outFile      string
 		compression  bool
+		eval         evalConfig
 	)
 	switch cmd {
 	case "submit":
@@ -172,8 +175,18 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&replay.prompt, "prompt", "", "re-run with this prompt template instead of the agent's (@FILE reads it from a file)")
 		fs.StringVar(&replay.languageSpec, "language-spec", "", "re-run with this language reference (a preset name such as minimal, or text)")
 		fs.BoolVar(&replay.liveTools, "live-tools", false, "call the live tool for a call the recording does not hold (default: such a call fails)")
+	case "eval":
+		setDefault(fs, "log-level", "warn")
+		setDefault(fs, "log-format", "console")
+		fs.StringVar(&eval.models, "models", "", "models to evaluate, comma separated (PTC_MODEL_<NAME>; scripted: the tasks' scripts); default the suite's")
+		fs.IntVar(&eval.runs, "runs", 0, "runs of each task per model and mode (default the suite's)")
+		fs.IntVar(&eval.concurrent, "concurrency", 0, "runs in flight at most (default the suite's)")
+		fs.BoolVar(&eval.asJSON, "json", false, "print the report as JSON (docs/replay.md)")
+		fs.StringVar(&eval.junit, "junit", "", "also write the report as JUnit XML to this file")
+		fs.IntVar(&workers, "workers", 2, "workers of the local fleet that runs new missions")
+		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 	case "mission":
-		fs.StringVar(&outFile, "o", "", "the file to write (default <id>.ptcmission)")
+		fs.StringVar(&outFile, "out", "", "the file to write (default <id>.ptcmission)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":
@@ -237,6 +250,13 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return runLocal(ctx, cfg, e, log, stdout)
 	}
 
+	if cmd == "eval" {
+		if len(rest) != 1 {
+			return errors.New("eval takes one suite file")
+		}
+		eval.local = localConfig{workers: workers, slots: 1, timeout: c.timeout, nats: c.nats, exampleTools: exampleTools, defaultModel: "default"}
+		return runEvalCommand(ctx, rest[0], eval, e, log, stdout)
+	}
 	if cmd == "replay" || cmd == "mission" {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
@@ -244,7 +264,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		defer closeAll()
 		if cmd == "mission" {
 			if len(rest) != 2 || rest[0] != "export" {
-				return errors.New("mission takes: export ID [-o FILE]")
+				return errors.New("mission takes: export ID [-out FILE]")
 			}
 			return exportMission(ctx, rest[1], outFile, connect, stdout)
 		}

@@ -80,7 +80,7 @@ func TestReplayCommand(t *testing.T) {
 	// Exported, the mission replays with no NATS server at all.
 	file := filepath.Join(t.TempDir(), "m.ptcmission")
 	out.Reset()
-	if err := run(ctx, []string{"mission", "export", id, "-o", file}, nats, &out, &errOut); err != nil {
+	if err := run(ctx, []string{"mission", "export", id, "-out", file}, nats, &out, &errOut); err != nil {
 		t.Fatalf("mission export: %v", err)
 	}
 	out.Reset()
@@ -135,6 +135,29 @@ func TestReplayCommand(t *testing.T) {
 	}
 	if oaiCalls.Load() != 1 || antCalls.Load() != 1 {
 		t.Errorf("model requests: openai %d, anthropic %d; want 1 each", oaiCalls.Load(), antCalls.Load())
+	}
+
+	// An eval suite names the mission by id: replayed as recorded, and
+	// re-run with a model whose tool call the recording serves.
+	suite := filepath.Join(t.TempDir(), "suite.yaml")
+	body := "models: [scripted, mini]\ntasks:\n  - name: urgent\n    recorded: " + id +
+		"\n    expect:\n      fields: {count: {eq: 65}, _ids: {len: 65}}\n      max_turns: 2\n"
+	if err := os.WriteFile(suite, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oai2, _ := webtest.ScriptedChat(t, fixed)
+	out.Reset()
+	err = run(ctx, []string{"eval", "-json", "-nats-url", srv.ClientURL(), suite},
+		testEnv(map[string]string{"PTC_MODEL_MINI": "openai:mini-1@" + oai2.URL + "/v1", "OPENAI_API_KEY": "k"}), &out, &errOut)
+	if err != nil {
+		t.Fatalf("eval of a recorded mission: %v\n%s", err, out.String())
+	}
+	var rep evalReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 2 || !rep.Runs[0].OK || !rep.Runs[1].OK || rep.Runs[0].Turns != 2 || rep.Runs[1].Turns != 1 || rep.Runs[1].InputTokens != 100 {
+		t.Errorf("eval runs: %+v", rep.Runs)
 	}
 }
 

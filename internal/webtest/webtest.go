@@ -51,16 +51,33 @@ func ChatCompletion(w http.ResponseWriter, id, model, content string, promptToke
 // gets a 400 in OpenAI's error format. The counter counts the requests.
 func ScriptedChat(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := ScriptedChatFunc(tb, func(map[string]any) string {
 		n := int(calls.Add(1))
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || n > len(replies) {
+		if n > len(replies) {
+			return ""
+		}
+		return replies[n-1]
+	})
+	return srv, &calls
+}
+
+// ScriptedChatFunc is ScriptedChat answering each request (its decoded
+// JSON body) with reply's answer; "" answers with a 400.
+func ScriptedChatFunc(tb testing.TB, reply func(body map[string]any) string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		text := ""
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" && json.NewDecoder(r.Body).Decode(&body) == nil {
+			text = reply(body)
+		}
+		if text == "" {
 			http.Error(w, `{"error":{"message":"unexpected request","type":"invalid_request_error"}}`, http.StatusBadRequest)
 			return
 		}
-		ChatCompletion(w, "chatcmpl-1", "test-model", replies[n-1], 100, 7)
+		ChatCompletion(w, "chatcmpl-1", "test-model", text, 100, 7)
 	}))
 	tb.Cleanup(srv.Close)
-	return srv, &calls
+	return srv
 }
 
 // ScriptedMessages starts a server (closed when tb ends) answering POST
@@ -70,21 +87,37 @@ func ScriptedChat(tb testing.TB, replies ...string) (*httptest.Server, *atomic.I
 // the requests.
 func ScriptedMessages(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
 	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := ScriptedMessagesFunc(tb, func(map[string]any) string {
 		n := int(calls.Add(1))
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" || n > len(replies) {
-			w.Header().Set("Content-Type", "application/json")
+		if n > len(replies) {
+			return ""
+		}
+		return replies[n-1]
+	})
+	return srv, &calls
+}
+
+// ScriptedMessagesFunc is ScriptedMessages answering each request (its
+// decoded JSON body) with reply's answer; "" answers with a 400.
+func ScriptedMessagesFunc(tb testing.TB, reply func(body map[string]any) string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		text := ""
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" && json.NewDecoder(r.Body).Decode(&body) == nil {
+			text = reply(body)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if text == "" {
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"unexpected request"}}`))
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": "msg_1", "type": "message", "role": "assistant", "model": "test-model",
-			"content":     []any{map[string]any{"type": "text", "text": replies[n-1]}},
+			"content":     []any{map[string]any{"type": "text", "text": text}},
 			"stop_reason": "end_turn", "usage": map[string]any{"input_tokens": 100, "output_tokens": 7},
 		})
 	}))
 	tb.Cleanup(srv.Close)
-	return srv, &calls
+	return srv
 }

@@ -46,6 +46,10 @@ type ReplayOptions struct {
 	// name such as "minimal").
 	Prompt       string
 	LanguageSpec string
+	// Output, when not empty, replaces the top-level agent's output mode
+	// (messages.ModeLisp or messages.ModeText): the same task in the
+	// other mode, with a model (the recording answers only its own mode).
+	Output string
 	// Live calls the tools whose call the recording does not hold (same
 	// tool, same arguments, in the same agent run); nil: such a call fails
 	// with ReasonNotRecorded.
@@ -130,6 +134,9 @@ func Replay(ctx context.Context, rec *messages.MissionRecord, recorded *messages
 	}
 	if opts.LanguageSpec != "" {
 		spec.LanguageSpec = opts.LanguageSpec
+	}
+	if opts.Output != "" {
+		spec.Output = opts.Output
 	}
 	m.Agent = &spec
 	if opts.Model != "" {
