@@ -18,18 +18,20 @@ import (
 // mission_results object store, so that the mission can be replayed from
 // it and its Step's trace in any process. It is written before the
 // result, so a caller that reads the result finds the record; a failure
-// is logged and the mission goes on (only its replay is lost).
+// is logged and the mission goes on (only its replay is lost). The tools'
+// schemas are those the run's discovery found (a tool it never looked up
+// has none).
 func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, log *zerolog.Logger) {
 	if w.st.ResultObjects == nil {
 		return
 	}
 	rec := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: m}
+	// The schemas the run saw are in the discovery cache: no discovery is
+	// made here (the mission is no longer heartbeated).
+	known, _ := box.reg.snapshot()
 	for _, name := range m.Tools {
-		s := messages.ToolSchema{Name: name}
-		if t, err := box.Get(ctx, name); err == nil {
-			s.Signature, s.Description = t.Signature(), t.Description()
-		}
-		rec.Tools = append(rec.Tools, s)
+		t := &remoteTool{box: box, name: name, info: known[name]}
+		rec.Tools = append(rec.Tools, messages.ToolSchema{Name: name, Signature: t.Signature(), Description: t.Description()})
 	}
 	data, err := messages.Marshal(rec)
 	if err == nil && int64(len(data)) > maxStoredStep {

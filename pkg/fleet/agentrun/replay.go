@@ -314,9 +314,17 @@ func (r *recording) complete(ctx context.Context, req llm.Request) (*llm.Respons
 		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
 		CacheReadTokens: t.Usage.CacheReadTokens, CacheWriteTokens: t.Usage.CacheWriteTokens, CostUSD: t.Usage.CostUSD,
 	}}
-	for _, c := range t.ToolCalls {
-		if c.ID != "" { // text mode: the model's native tool calls
-			resp.ToolCalls = append(resp.ToolCalls, llm.ToolUse{ID: c.ID, Name: c.Name, Input: c.Args})
+	if s.step.Mode == messages.ModeText {
+		// the model's native tool calls, which the turn recorded
+		for i, c := range t.ToolCalls {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", req.Turn, i+1)
+			}
+			resp.ToolCalls = append(resp.ToolCalls, llm.ToolUse{ID: id, Name: c.Name, Input: c.Args})
+		}
+		if len(resp.ToolCalls) > 0 {
+			resp.StopReason = llm.StopToolUse
 		}
 	}
 	return resp, nil

@@ -198,3 +198,27 @@ func TestReplayWithAnotherModel(t *testing.T) {
 		t.Errorf("n = %d, want more than the recorded %d", n, was)
 	}
 }
+
+// A text-mode mission (native tool calls, a JSON answer) replays too: the
+// recorded turns give back the model's tool calls, served from the
+// recording.
+func TestReplayTextMode(t *testing.T) {
+	model := llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if req.Turn == 1 {
+			return &llm.Response{ToolCalls: []llm.ToolUse{{ID: "call_1", Name: "get_customer", Input: map[string]any{"id": int64(7)}}},
+				StopReason: llm.StopToolUse, Usage: llm.Usage{InputTokens: 50, OutputTokens: 5}}, nil
+		}
+		return &llm.Response{Content: `{"name": "Alan Perlman"}`, Usage: llm.Usage{InputTokens: 80, OutputTokens: 6}}, nil
+	})
+	env := startFleetWith(t, llm.Registry{"default": model})
+	m := &messages.Mission{Agent: &messages.AgentSpec{Prompt: "Name customer 7.", Signature: "{name :string}", Output: messages.ModeText,
+		Tools: []string{"get_customer"}}, Tools: []string{"get_customer"}}
+	step := runMission(t, env, m)
+	if !step.Ok() || step.Mode != messages.ModeText || len(step.Trace) == 0 || len(step.Trace[0].ToolCalls) != 1 {
+		t.Fatalf("mission: %+v %+v", step.Fail, step.Trace)
+	}
+	r, _ := replayStored(t, env.client, m.ID, agentrun.ReplayOptions{})
+	if len(r.Divergences) > 0 || r.Served != 1 {
+		t.Fatalf("served %d, divergences %v", r.Served, r.Divergences)
+	}
+}
