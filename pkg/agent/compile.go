@@ -426,7 +426,7 @@ func checkCompilable(tools map[string]*boundTool) error {
 		case t.llm:
 			return &Error{Kind: KindSpec, Field: "tools[" + name + "]", Reason: ReasonNotCompilable,
 				Msg: fmt.Sprintf("tool %q is an LLM tool: it needs an LLM at run time, so the agent cannot be compiled (only pure tools can)", name)}
-		case t.sub != nil:
+		case t.sub != nil || t.spawns:
 			return &Error{Kind: KindSpec, Field: "tools[" + name + "]", Reason: ReasonNotCompilable,
 				Msg: fmt.Sprintf("tool %q is a sub-agent: it needs an LLM at run time, so the agent cannot be compiled (only pure tools can)", name)}
 		case t.fn == nil:

@@ -157,7 +157,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	// with sub-agents or llm-query, programs make model calls
 	hasSub := a.spec.LLMQuery
 	for _, bt := range a.tools {
-		hasSub = hasSub || bt.tool.sub != nil
+		hasSub = hasSub || bt.tool.sub != nil || bt.tool.spawns
 	}
 
 	// Convert the inputs to interpreter values once, not on every turn.

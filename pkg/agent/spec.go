@@ -263,11 +263,8 @@ func New(spec Spec) (*Agent, error) {
 	a := &Agent{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl, tools: map[string]*boundTool{}}
 	for name, t := range spec.Tools {
 		field := "tools[" + name + "]"
-		if slices.Contains(reservedTools, name) {
-			return nil, specErr(field, fmt.Sprintf("tool name %q is reserved", name), nil)
-		}
-		if name == "" || strings.ContainsAny(name, " \t\n()[]{}\"/") {
-			return nil, specErr(field, fmt.Sprintf("invalid tool name %q", name), nil)
+		if err := checkToolName(name); err != nil {
+			return nil, specErr(field, err.Error(), nil)
 		}
 		if t.initErr != nil {
 			return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
@@ -523,6 +520,18 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 		s.Tools[name] = child.AsTool(ToolOptions{})
 	}
 	return s, nil
+}
+
+// checkToolName checks a tool's name: not reserved (return, fail), not
+// empty, no whitespace, brackets, quotes or "/".
+func checkToolName(name string) error {
+	if slices.Contains(reservedTools, name) {
+		return fmt.Errorf("tool name %q is reserved", name)
+	}
+	if name == "" || strings.ContainsAny(name, " \t\n()[]{}\"/") {
+		return fmt.Errorf("invalid tool name %q", name)
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

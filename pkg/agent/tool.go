@@ -40,13 +40,15 @@ type Tool struct {
 	fn      ToolFunc
 	skip    bool
 	sub     *subTool
-	llm     bool  // set by LLM-backed tool constructors (LLMTool)
-	initErr error // a derivation error, reported by New
+	llm     bool       // set by LLM-backed tool constructors (LLMTool)
+	spawns  bool       // the tool calls Spawn (SpawnsAgents, SpawnTool)
+	spawn   *spawnTool // set by SpawnTool, for ToWire
+	initErr error      // a derivation error, reported by New
 }
 
 // NeedsLLM reports whether calling the tool needs a language model at run
 // time (a sub-agent or an LLM tool); Compile refuses such tools.
-func (t Tool) NeedsLLM() bool { return t.sub != nil || t.llm }
+func (t Tool) NeedsLLM() bool { return t.sub != nil || t.llm || t.spawns }
 
 // Func returns a tool without a signature: its arguments and result are
 // not validated, and the model sees it as name(args :map) -> :any.

@@ -68,6 +68,7 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 	rs := tr.run
 	turn := tt.turn
 	rec := messages.ToolCall{Name: bt.name, Args: args, StartedAt: time.Now()}
+	var sc *spawnCall // the children the call spawns (Spawn)
 	rs.tree.emit(ctx, Event{Kind: EventToolStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Args: args})
 	defer func() {
 		rec.Duration = time.Since(rec.StartedAt)
@@ -83,8 +84,14 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 			rs.tree.secrets.collect(plain, false)
 			rs.tree.emit(ctx, Event{Kind: EventToolStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Tool: bt.name, Result: out, Duration: rec.Duration})
 		}
+		var extra []messages.ToolCall
+		if sc != nil {
+			sc.mu.Lock()
+			rec.Child, extra = sc.first, sc.extra
+			sc.mu.Unlock()
+		}
 		tt.mu.Lock()
-		tt.calls = append(tt.calls, rec)
+		tt.calls = append(append(tt.calls, rec), extra...)
 		tt.mu.Unlock()
 	}()
 
@@ -127,7 +134,8 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		return child.Return, nil
 	}
 
-	out, err = safeCall(ctx, bt.tool.fn, args)
+	sc = &spawnCall{tr: tr, tt: tt, tool: bt.name}
+	out, err = safeCall(context.WithValue(ctx, spawnKey{}, sc), bt.tool.fn, args)
 	if err != nil {
 		return nil, err
 	}
