@@ -78,7 +78,7 @@ type HistoryTurn struct {
 	// Prints is the turn's println output, each line cut to 512 bytes.
 	Prints []string
 	// Result is the preview of the value the program ended with, as the
-	// feedback showed it ("" when the turn failed).
+	// feedback showed it, cut at 200 bytes ("" when the turn failed).
 	Result string
 	// Error is the first line of the turn's error ("" when it succeeded).
 	Error string
@@ -226,7 +226,7 @@ func (ho *historyOf) add(rec *messages.Turn, value lisp.Value, mem map[string]an
 		t.Error = capLine(sec.scrub(firstLine(strings.TrimPrefix(rec.Error, "Error: "))))
 	} else {
 		t.Result, _ = resultPreview(sec, value, ho.lim)
-		t.Result = capLine(t.Result)
+		t.Result = cut(t.Result, maxSummaryPreview)
 	}
 	ho.h.Turns = append(ho.h.Turns, t)
 	ho.h.Memory = memoryEntries(sec, mem)
@@ -266,13 +266,22 @@ func toolCallLine(sec *secrets, c messages.ToolCall, lim PromptLimit) string {
 	return capLine(sec.scrub(line))
 }
 
+// maxSummaryPreview bounds the result preview of an earlier turn: the
+// model saw the whole preview in that turn's feedback, and memory lists
+// what was kept.
+const maxSummaryPreview = 200
+
 // capLine cuts a line of model-bound text (scrubbed first) at maxPrintLine
-// bytes, on a character boundary.
-func capLine(s string) string {
-	if len(s) <= maxPrintLine {
+// bytes.
+func capLine(s string) string { return cut(s, maxPrintLine) }
+
+// cut cuts model-bound text (scrubbed first) at n bytes, on a character
+// boundary, and marks the cut with "...".
+func cut(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxPrintLine], "") + "..."
+	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // memoryEntries lists memory for the model: names sorted and redacted,
