@@ -283,3 +283,22 @@ func TestCompressionCustomStrategy(t *testing.T) {
 		t.Errorf("the strategy saw %q", strat.seen)
 	}
 }
+
+// An earlier turn's result preview is cut at 200 bytes in its summary;
+// the last turn's feedback keeps the whole preview.
+func TestCompressionCutsEarlierPreviews(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Make a long string.", Compression: true, Limits: Limits{MaxTurns: 4}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(apply str (repeat 300 "x"))`),
+		llmtest.Code(`(apply str (repeat 300 "y"))`),
+		llmtest.Code(`(return 1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := blockTexts(t, m.Requests()[2])
+	want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: \"" + strings.Repeat("x", 199) + "...\n"
+	if len(texts) != 3 || texts[1] != want {
+		t.Fatalf("turn 1's summary = %q, want %q", texts[1], want)
+	}
+	contains(t, texts[2], "Result: \""+strings.Repeat("y", 300)+"\"\n")
+}
