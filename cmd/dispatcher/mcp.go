@@ -37,6 +37,7 @@ type missionArgs struct {
 	MaxTurns         int            `json:"max_turns,omitempty" jsonschema:"the most turns the agent may take"`
 	TimeoutSeconds   float64        `json:"timeout_seconds,omitempty" jsonschema:"how long the mission may run"`
 	Priority         string         `json:"priority,omitempty" jsonschema:"high, normal (default) or low"`
+	Plan             []string       `json:"plan,omitempty" jsonschema:"the mission's steps in order; programs mark step i (from 1) done with (step-done \"i\" \"summary\") and progress notifications report them"`
 }
 
 // missionOutcome is the result of run_mission and mission_result.
@@ -164,7 +165,7 @@ func mission(req *mcp.CallToolRequest, in missionArgs) (*messages.Mission, error
 	m := &messages.Mission{
 		ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: in.Tools, Context: ctxData,
 		ContextSignature: in.ContextSignature, Model: in.Model, Priority: in.Priority,
-		Agent:  &messages.AgentSpec{Prompt: in.Prompt, Signature: in.Signature, Tools: in.Tools},
+		Agent:  &messages.AgentSpec{Prompt: in.Prompt, Signature: in.Signature, Tools: in.Tools, Plan: in.Plan},
 		Limits: messages.Limits{MaxTurns: in.MaxTurns, MissionTimeout: time.Duration(in.TimeoutSeconds * float64(time.Second))},
 	}
 	if err := m.Validate(); err != nil {
@@ -202,7 +203,9 @@ func (f *mcpFleet) runMission(ctx context.Context, req *mcp.CallToolRequest, in 
 // progress returns the watcher of a run_mission call's mission: it sends a
 // progress notification when the mission starts on a worker, when each
 // turn of the top-level agent starts and when its program runs (with the
-// program), and when it finishes. Progress is the turn number.
+// program), when a program emits a value (the value as JSON), when the
+// plan is set or a step marked done (the plan's state), and when it
+// finishes. Progress is the turn number.
 func (f *mcpFleet) progress(ctx context.Context, ss *mcp.ServerSession, token any) func(*messages.Event) error {
 	return func(ev *messages.Event) error {
 		var msg string
@@ -219,6 +222,10 @@ func (f *mcpFleet) progress(ctx context.Context, ss *mcp.ServerSession, token an
 				return nil
 			}
 			msg = fmt.Sprintf("turn %d: running the program\n%s", ev.Turn, ev.Program)
+		case messages.EventEmit:
+			msg = fmt.Sprintf("turn %d: emitted %s", ev.Turn, eventValue(ev, "result", ev.Result, fleet.MaxEventBytes))
+		case messages.EventPlan:
+			msg = planHeadline(ev) + "\n" + planLines(ev.Plan)
 		case messages.EventFinal:
 			msg = "finished"
 		default:

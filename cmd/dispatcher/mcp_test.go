@@ -40,7 +40,7 @@ func TestMCPServerWithTypeScriptSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	srv, paid := startMCPFleet(ctx, t,
-		llmtest.Code(`(def paid (count (tool/list_orders {:status "paid"})))`),
+		llmtest.Code(`(def paid (count (tool/list_orders {:status "paid"}))) (emit {:paid paid}) (step-done "1" "counted")`),
 		llmtest.Code(`(return {:paid paid :region ctx/region :big ctx/big})`),
 		llmtest.Code(`(return {:paid (count (tool/list_orders {:status "paid"}))})`),
 	)
@@ -93,6 +93,12 @@ func TestMCPServerWithTypeScriptSDK(t *testing.T) {
 	if !contains(got.Progress, "turn 1 started") || !contains(got.Progress, "turn 2 started") ||
 		!contains(got.Progress, "turn 2: running the program\n(return {:paid paid :region ctx/region :big ctx/big})") {
 		t.Errorf("progress notifications = %q, want one per turn", got.Progress)
+	}
+	// a program's emit and the plan's progress reach the caller at once
+	if !contains(got.Progress, fmt.Sprintf(`turn 1: emitted {"paid":%d}`, paid)) ||
+		!contains(got.Progress, "plan, 0/2 steps done\n[ ] 1. Count the paid orders\n[ ] 2. Answer") ||
+		!contains(got.Progress, "plan: step 1 done, 1/2 steps done\n[x] 1. Count the paid orders — counted\n[ ] 2. Answer") {
+		t.Errorf("progress notifications = %q, want the emit and the plan", got.Progress)
 	}
 	if !got.Bad.IsError || !strings.Contains(got.Bad.Text, "prompt: empty") {
 		t.Errorf("bad run_mission = %+v", got.Bad)

@@ -49,12 +49,51 @@ func (p progress) event(ev *messages.Event) {
 		} else if ev.Error != "" {
 			fmt.Fprintf(p.w, "%s: error\n%s\n", prefix, indent(ev.Error, "    │ "))
 		}
+	case messages.EventPlan:
+		fmt.Fprintf(p.w, "%s: %s\n%s\n", prefix, planHeadline(ev), indent(planLines(ev.Plan), "    "))
+	case messages.EventEmit:
+		fmt.Fprintf(p.w, "%s: emit %s\n", prefix, eventValue(ev, "result", ev.Result, 500))
 	case messages.EventFinal:
 		// printed by the caller with the full Step
 	case messages.EventTurnStarted:
 	default:
 		fmt.Fprintf(p.w, "%s: %s\n", prefix, ev.Kind)
 	}
+}
+
+// planHeadline says what a plan event reports: the plan when the run
+// starts, or the step a program marked done, with how many steps are done.
+func planHeadline(ev *messages.Event) string {
+	done := 0
+	for _, s := range ev.Plan {
+		if s.Done {
+			done++
+		}
+	}
+	if ev.Tool == "" {
+		return fmt.Sprintf("plan, %d/%d steps done", done, len(ev.Plan))
+	}
+	return fmt.Sprintf("plan: step %s done, %d/%d steps done", ev.Tool, done, len(ev.Plan))
+}
+
+// planLines renders a plan's steps, one a line: "[x] 1. Fetch the orders —
+// fetched 3 orders".
+func planLines(plan []messages.PlanStep) string {
+	var b strings.Builder
+	for i, s := range plan {
+		mark := " "
+		if s.Done {
+			mark = "x"
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[%s] %s. %s", mark, s.ID, s.Description)
+		if s.Summary != "" {
+			b.WriteString(" — " + s.Summary)
+		}
+	}
+	return b.String()
 }
 
 func indent(s, pad string) string {

@@ -170,6 +170,14 @@ function renderEvents(evs) {
     if (e.kind === "tool_call") into.append(el("div", { class: "tool-call mono" }, "→ " + e.tool + " " + shown("args", e.args)));
     if (e.kind === "tool_result") into.append(el("div", { class: e.error ? "err mono" : "mono" }, (e.error ? "✗ " + e.error : "← " + shown("result", e.result)) + "  " + dur(e.duration)));
     if (e.kind === "turn_finished" && e.data && e.data.feedback) into.append(el("div", { class: "label" }, "feedback the model received"), el("pre", { class: "feedback" }, e.data.feedback));
+    // a program's (emit v), and the plan's state when the run starts and after each step done
+    if (e.kind === "emit") into.append(el("div", { class: "label" }, "emitted"), el("pre", { class: "emit mono" }, shown("result", e.result)));
+    if (e.kind === "plan") {
+      const steps = e.plan || [];
+      const done = steps.filter((s) => s.done).length;
+      into.append(el("div", { class: "label" }, (e.tool ? "plan: step " + e.tool + " done, " : "plan, ") + done + "/" + steps.length + " steps done"),
+        el("pre", { class: "plan" }, steps.map((s) => "[" + (s.done ? "x" : " ") + "] " + s.id + ". " + s.description + (s.summary ? " — " + s.summary : "")).join("\n")));
+    }
   }
   return box;
 }

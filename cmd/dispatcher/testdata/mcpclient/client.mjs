@@ -29,6 +29,7 @@ const run = await client.callTool(
       signature: "(region :string, big :int) -> {paid :int, region :string, big :int}",
       tools: ["list_orders"],
       context: { region: "north", big: 1234567 },
+      plan: ["Count the paid orders", "Answer"],
     },
   },
   undefined,
