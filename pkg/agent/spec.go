@@ -41,8 +41,8 @@ type PromptLimit = messages.PromptLimit
 // runtime options of a run. Zero fields take the defaults listed on each
 // field. New validates a Spec; a Spec is a value and may be reused.
 //
-// Everything but the Go funcs (tools, Model, the SystemPrompt functions)
-// round-trips through messages.AgentSpec (see ToWire / FromWire), where
+// Everything but the Go funcs and interfaces (tools, Model, the
+// SystemPrompt functions, HistoryStrategy) round-trips through messages.AgentSpec (see ToWire / FromWire), where
 // tools are referenced by name.
 type Spec struct {
 	// Name and Description identify the agent (in traces, observer events
