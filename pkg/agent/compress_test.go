@@ -302,3 +302,19 @@ func TestCompressionCutsEarlierPreviews(t *testing.T) {
 	}
 	contains(t, texts[2], "Result: \""+strings.Repeat("y", 300)+"\"\n")
 }
+
+// noMessages is a broken HistoryStrategy.
+type noMessages struct{}
+
+func (noMessages) Messages(*History) []llm.Message { return nil }
+
+// A strategy that renders nothing fails the run with an error naming it,
+// without calling the model.
+func TestCompressionEmptyStrategy(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "p", Compression: true, HistoryStrategy: noMessages{}})
+	st, err, m := run(t, a, RunOptions{})
+	wantReason(t, st, err, "internal_error")
+	if !strings.Contains(st.Fail.Message, "agent.noMessages rendered no message for turn 1") || m.Calls() != 0 {
+		t.Errorf("fail %q after %d calls", st.Fail.Message, m.Calls())
+	}
+}

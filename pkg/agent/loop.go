@@ -186,7 +186,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		turnStart := time.Now()
 		reqMsgs := msgs
 		if hist != nil {
-			reqMsgs = hist.messages(strategy, turn)
+			if reqMsgs = hist.messages(strategy, turn); len(reqMsgs) == 0 {
+				return failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("the history strategy %T rendered no message for turn %d", strategy, turn)})
+			}
 		}
 		sys := sysStatic
 		if sysStatic == "" {
