@@ -180,8 +180,8 @@ func TestNATSConfigLoads(t *testing.T) {
 	if opts.LameDuckDuration+opts.LameDuckGracePeriod >= time.Duration(*sts.Spec.Template.Spec.TerminationGracePeriodSeconds)*time.Second {
 		t.Errorf("lame duck %s + %s does not fit in terminationGracePeriodSeconds", opts.LameDuckDuration, opts.LameDuckGracePeriod)
 	}
-	if len(opts.Users) != 5 {
-		t.Errorf("%d users, want dispatcher, worker, shoptools, mcptools and admin", len(opts.Users))
+	if len(opts.Users) != 6 {
+		t.Errorf("%d users, want dispatcher, worker, approver, shoptools, mcptools and admin", len(opts.Users))
 	}
 	for _, u := range opts.Users {
 		if v := ns.passwordVar[u.Password]; !strings.HasPrefix(v, "NATS_") {

@@ -30,9 +30,9 @@ import (
 // connected, its layout set up by its admin, a tool service, a worker and
 // a client.
 type fleetAccount struct {
-	dispatcher, worker, tools, admin *role
-	toolsUser                        natsauth.User
-	client                           *fleet.Client
+	dispatcher, worker, tools, admin, approver *role
+	toolsUser                                  natsauth.User
+	client                                     *fleet.Client
 }
 
 // startAccount sets up account a's layout as its admin and starts its
@@ -56,6 +56,7 @@ func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a
 		admin:      as(natsauth.RoleAdmin, ""),
 		dispatcher: as(natsauth.RoleDispatcher, natsauth.Inbox(natsauth.RoleDispatcher)),
 		worker:     as(natsauth.RoleWorker, natsauth.Inbox(natsauth.RoleWorker)),
+		approver:   as(natsauth.RoleApprover, natsauth.Inbox(natsauth.RoleApprover)),
 		tools:      as("tools:"+shop.ServiceName, ""),
 		toolsUser:  users["tools:"+shop.ServiceName],
 	}
@@ -92,7 +93,18 @@ func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a
 	w, err := fleet.NewWorker(fa.worker.nc, fleet.WorkerConfig{
 		ID: a.Name + "-w", Slots: 2, Store: store, IdleWait: 100 * time.Millisecond, DrainGrace: time.Second,
 		ToolTimeout: 5 * time.Second, DiscoveryWait: 200 * time.Millisecond,
+		// the operator's rule: listing the south's customers waits for
+		// approval
+		ApprovalRules: []messages.ApprovalRule{{Tool: "list_customers",
+			When: &messages.ApprovalCond{Arg: "region", Op: "=", Value: "south"}}},
 		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			if m.Context["approve"] == true {
+				got, err := env.Tools.Call(ctx, "list_customers", map[string]any{"region": "south"})
+				if err != nil {
+					return nil, err
+				}
+				return &messages.Step{Return: map[string]any{"account": a.Name, "customers": got}}, nil
+			}
 			if m.Context["slow"] == true {
 				got, err := env.Tools.Call(ctx, slowTool, map[string]any{})
 				if err != nil {
@@ -193,11 +205,67 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if got := step.Return.(map[string]any)["slow"]; fmt.Sprint(got) != fmt.Sprint(map[string]any{"slept_ms": slowToolTime.Milliseconds()}) {
 		t.Fatalf("slow tool's answer %v", got)
 	}
-	for _, r := range []*role{fa.dispatcher, fa.worker, fa.tools} {
+	// A call that waits for approval: the worker suspends the mission,
+	// a submitter may read the approval but not decide it, the approver
+	// decides and the mission resumes and finishes.
+	ap := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "south"}, Tools: []string{"list_customers"}, Context: map[string]any{"approve": true}}
+	if _, err := fa.client.Submit(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := fa.client.Status(ctx, ap.ID)
+		if err == nil && st.State == messages.StateAwaitingApproval {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("mission never awaited approval: %+v, %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	as, err := fa.client.Approvals(ctx, ap.ID)
+	if err != nil || len(as) != 1 || as[0].State != messages.ApprovalPending {
+		t.Fatalf("a submitter reads the approvals: %v, %v", as, err)
+	}
+	approver, err := fleet.NewClient(ctx, fa.approver.nc, fleet.ClientConfig{SkipSetup: true})
+	if err != nil {
+		t.Fatalf("approver client: %v", err)
+	}
+	for _, r := range []*role{fa.dispatcher, fa.worker, fa.tools, fa.approver} {
 		if v := r.violations(); len(v) > 0 {
 			t.Fatalf("the fleet's own traffic was refused: %v", v)
 		}
 	}
+	dctx, dcancel := context.WithTimeout(ctx, time.Second)
+	if _, err := fa.client.Decide(dctx, ap.ID, fleet.Decision{Approve: true, By: "mallory"}); err == nil {
+		t.Fatal("a submitter decided an approval")
+	}
+	dcancel()
+	fa.dispatcher.waitViolation(t, "$KV."+messages.BucketApprovals+"."+messages.ApprovalKey(ap.ID, as[0].Call))
+	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(messages.PriorityNormal, ap.ID)} {
+		if err := fa.tools.nc.Publish(subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		_ = fa.tools.nc.Flush()
+		fa.tools.waitViolation(t, subj)
+	}
+	if _, err := approver.Decide(ctx, ap.ID, fleet.Decision{Approve: true, By: "alice"}); err != nil {
+		t.Fatalf("the approver's decision: %v", err)
+	}
+	if step, err := fa.client.Await(ctx, ap.ID); err != nil || !step.Ok() {
+		t.Fatalf("approved mission: %+v, %v", step, err)
+	}
+	if v := fa.approver.violations(); len(v) > 0 {
+		t.Fatalf("the approver's traffic was refused: %v", v)
+	}
+	// the approver submits nothing
+	refused(t, fa.approver, messages.SubmitSubject(messages.PriorityNormal), nil)
+	fa.dispatcher.mu.Lock()
+	fa.dispatcher.v = nil
+	fa.dispatcher.mu.Unlock()
+	fa.tools.mu.Lock()
+	fa.tools.v = nil
+	fa.tools.mu.Unlock()
 
 	spy := func(subjects ...string) map[string]any {
 		return map[string]any{"name": "SPY", "subjects": subjects, "storage": "memory"}

@@ -75,6 +75,9 @@ func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
 	if st.Missions, err = js.Stream(ctx, messages.StreamMissions); err != nil {
 		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamMissions, err)
 	}
+	if st.Parked, err = js.Stream(ctx, messages.StreamParked); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamParked, err)
+	}
 	if st.Results, err = js.Stream(ctx, messages.StreamResults); err != nil {
 		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamResults, err)
 	}
@@ -86,6 +89,9 @@ func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
 	}
 	if st.Status, err = js.KeyValue(ctx, messages.BucketStatus); err != nil {
 		return nil, fmt.Errorf("fleet: kv %s: %w", messages.BucketStatus, err)
+	}
+	if st.Approvals, err = js.KeyValue(ctx, messages.BucketApprovals); err != nil {
+		return nil, fmt.Errorf("fleet: kv %s: %w", messages.BucketApprovals, err)
 	}
 	if st.Context, err = js.ObjectStore(ctx, messages.BucketContext); err != nil {
 		return nil, fmt.Errorf("fleet: object store %s: %w", messages.BucketContext, err)
@@ -381,7 +387,7 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 		switch {
 		case messages.TerminalState(s.State):
 			return false
-		case s.State == messages.StateQueued:
+		case s.State == messages.StateQueued || s.State == messages.StateAwaitingApproval:
 			wasQueued = true
 			s.State, s.Reason = messages.StateCancelled, ReasonCancelled
 			s.CancelRequested, s.CancelReason = true, reason

@@ -85,11 +85,12 @@ const journalReadWait = 5 * time.Second
 // with; entries beyond it are not replayed (their work is done again).
 const maxJournalEntries = 100_000
 
-// openJournal returns mission id's journal. From the second delivery on
-// (attempt > 1) it reads the entries earlier attempts wrote.
-func openJournal(ctx context.Context, js jetstream.JetStream, id string, attempt int) (*Journal, error) {
+// openJournal returns mission id's journal. With replay (a redelivery, or
+// a mission resumed after a suspension) it reads the entries earlier runs
+// wrote.
+func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay bool) (*Journal, error) {
 	j := NewJournal(js, id)
-	if attempt <= 1 {
+	if !replay {
 		return j, nil
 	}
 	cons, err := js.OrderedConsumer(ctx, messages.StreamJournal, jetstream.OrderedConsumerConfig{

@@ -143,7 +143,7 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openJournal(ctx, js, id, 2)
+	again, err := openJournal(ctx, js, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}

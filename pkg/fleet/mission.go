@@ -133,7 +133,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 
 	var journal *Journal
 	if !w.cfg.NoJournal {
-		if journal, err = openJournal(ctx, w.js, m.ID, attempt); err != nil {
+		// a redelivered or resumed mission replays what its earlier runs
+		// journaled
+		if journal, err = openJournal(ctx, w.js, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
 			return
@@ -145,6 +147,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
 	box := w.toolbox(m, em, msg.Headers(), journal, attempt)
+	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
 	env := RunEnv{
 		Journal:  journal,
 		Tools:    box,
@@ -194,6 +197,14 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.cfg.Metrics.fencedRun()
 		at.setOutcome("fenced")
 		return
+	case errors.Is(cause, ErrSuspended):
+		// Waiting for a decision costs no slot, goroutine or memory: the
+		// answers so far are journaled and the mission leaves the worker.
+		var se *suspendedError
+		errors.As(cause, &se)
+		flush()
+		w.suspend(ctx, msg, m, meta, attempt, entry, se.approval, &log)
+		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
 		// matter: keep the answer.
@@ -220,6 +231,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 		step = failStep(ReasonRunnerError, "the runner returned no step")
 	}
 	step.Attempts = attempt
+	if entry.st.Suspensions > 0 || box.gate.consulted() {
+		w.attachApprovals(ctx, m.ID, step, &log)
+	}
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
@@ -343,7 +357,10 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 			log.Info().Str("owner", st.Worker).Int("owner_attempt", st.Attempt).Msg("stale delivery; dropping")
 			return nil, true
 		}
-		if st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
+		// A suspended mission is taken by whichever copy of its message
+		// comes first (the decision's or the deadline's); the status then
+		// names that copy's sequence and later copies are duplicates.
+		if st.State != messages.StateAwaitingApproval && st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
 			return nil, true
@@ -497,6 +514,11 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 	// The journal's answers are moot once the result is stored: this run's
 	// or an earlier attempt's.
 	journal.settle()
+	if entry != nil && entry.st.Suspensions > 0 {
+		if err := unpark(ctx, w.js, id); err != nil {
+			log.Warn().Err(err).Msg("parked message not removed; it expires with its TTL")
+		}
+	}
 	if journal.holds() || (journal == nil && !w.cfg.NoJournal && entry != nil && entry.st.Attempt > 1) {
 		if err := purgeJournal(w.nc, id); err != nil {
 			log.Warn().Err(err).Msg("journal not purged; it expires with the stream's MaxAge")
@@ -631,13 +653,19 @@ func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *J
 	b.onCall = func(turn int, name, callID string, args map[string]any) {
 		em.Emit(&messages.Event{Kind: messages.EventToolCall, Turn: turn, Tool: name, CallID: callID, Args: args})
 	}
-	b.onResult = func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool) {
+	b.onResult = func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool, approval *messages.Approval) {
+		if errors.Is(err, ErrSuspended) {
+			return // the call was not made: approval_requested says why
+		}
 		ev := &messages.Event{Kind: messages.EventToolResult, Turn: turn, Tool: name, CallID: callID, Result: result, Duration: d}
 		if err != nil {
 			ev.Error = err.Error()
 		}
 		if replayed {
 			ev.Data = map[string]any{"replayed": true}
+		}
+		if approval != nil {
+			ev.Data = withApproval(ev.Data, approval)
 		}
 		em.Emit(ev)
 	}

@@ -153,12 +153,16 @@ func ConsumerName(priority string) string { return "workers-" + priority }
 // Stores holds the handles EnsureStores created or updated.
 type Stores struct {
 	Missions jetstream.Stream
-	Results  jetstream.Stream
-	Events   jetstream.Stream
-	Dead     jetstream.Stream
-	Journal  jetstream.Stream
-	Status   jetstream.KeyValue
-	Context  jetstream.ObjectStore
+	// Parked holds suspended missions and their schedules.
+	Parked  jetstream.Stream
+	Results jetstream.Stream
+	Events  jetstream.Stream
+	Dead    jetstream.Stream
+	Journal jetstream.Stream
+	Status  jetstream.KeyValue
+	// Approvals holds the tool calls that needed approval.
+	Approvals jetstream.KeyValue
+	Context   jetstream.ObjectStore
 	// ResultObjects holds Steps too large for one message.
 	ResultObjects jetstream.ObjectStore
 	// resultStream is ResultObjects' stream, read with direct gets.
@@ -227,6 +231,16 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	if err != nil {
 		return nil, err
 	}
+	apCfg := jetstream.KeyValueConfig{
+		Bucket: messages.BucketApprovals, History: 1, TTL: cfg.ResultTTL,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	}
+	st.Approvals, err = retrySetup(ctx, cfg, "kv "+apCfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return ensureKV(ctx, js, apCfg, cfg.VerifyOnly)
+	})
+	if err != nil {
+		return nil, err
+	}
 	objects := func(want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 		want.Storage, want.Replicas = jetstream.FileStorage, cfg.Replicas
 		return retrySetup(ctx, cfg, "object store "+want.Bucket, func(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -269,11 +283,26 @@ type layoutStream struct {
 // layoutStreams lists the fleet's streams as cfg configures them.
 func layoutStreams(cfg StoreConfig) []layoutStream {
 	return []layoutStream{
+		{func(s *Stores) *jetstream.Stream { return &s.Parked }, jetstream.StreamConfig{
+			Name: messages.StreamParked,
+			// suspended missions wait on mission.parked.<id>; the schedule
+			// on mission.park.<id> (or a decision) publishes them on
+			// mission.wake.<priority>.<id>, which MISSIONS sources
+			// (docs/approvals.md)
+			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
+				messages.SubjectWakePrefix + "*.*"},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+			MaxAge: cfg.ResultTTL, MaxMsgSize: cfg.MaxMissionBytes, Duplicates: 2 * time.Minute,
+			AllowRollup: true, AllowMsgTTL: true, AllowMsgSchedules: true, AllowDirect: true,
+		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
 			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*"},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			Duplicates: cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
 			Discard: jetstream.DiscardNew,
+			Sources: []*jetstream.StreamSource{{Name: messages.StreamParked,
+				SubjectTransforms: []jetstream.SubjectTransformConfig{{
+					Source: messages.SubjectWakePrefix + "*.*", Destination: messages.SubjectSubmitPrefix + "{{wildcard(1)}}"}}}},
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
 			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*"},
@@ -403,7 +432,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	dst.Subjects, dst.Retention, dst.Storage, dst.Replicas = w.Subjects, w.Retention, w.Storage, w.Replicas
 	dst.Discard, dst.DiscardNewPerSubject, dst.AllowDirect, dst.MaxAge = w.Discard, w.DiscardNewPerSubject, w.AllowDirect, w.MaxAge
-	dst.AllowRollup = w.AllowRollup
+	dst.AllowRollup, dst.AllowMsgTTL, dst.AllowMsgSchedules = w.AllowRollup, w.AllowMsgTTL, w.AllowMsgSchedules
+	if w.Sources != nil {
+		dst.Sources = w.Sources
+	}
 	if w.Duplicates != 0 {
 		dst.Duplicates = w.Duplicates
 	}

@@ -59,6 +59,9 @@ type ToolInfo struct {
 	// Heartbeat says the service sends progress messages while it works
 	// on a call (MetaHeartbeat).
 	Heartbeat bool
+	// Approval is the service's rule for calls that wait for a person's
+	// approval (MetaApproval); nil: the service asks for none.
+	Approval *messages.ApprovalRule
 	// Invalid says why the tool cannot be called ("" when it can): its
 	// service advertises a signature that does not parse. A call fails
 	// with a ToolError naming the service, and Signature is "" to the
@@ -194,7 +197,8 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 			}
 			ti := ToolInfo{Name: name, Service: info.Name, Subject: ep.Subject,
 				Signature: ep.Metadata[MetaSignature], Description: ep.Metadata[MetaDescription],
-				ContentType: ep.Metadata[MetaContentType], Heartbeat: ep.Metadata[MetaHeartbeat] == "1"}
+				ContentType: ep.Metadata[MetaContentType], Heartbeat: ep.Metadata[MetaHeartbeat] == "1",
+				Approval: parseApprovalMeta(ep.Metadata[MetaApproval], name, info.Name)}
 			if ti.Signature != "" {
 				if _, err := signature.Parse(ti.Signature); err != nil {
 					ti.Invalid = fmt.Sprintf("its signature %q does not parse: %v", ti.Signature, err)
@@ -429,7 +433,10 @@ type Toolbox struct {
 	header    nats.Header
 	calls     atomic.Int64
 	onCall    func(turn int, name, callID string, args map[string]any)
-	onResult  func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool)
+	onResult  func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool, approval *messages.Approval)
+
+	// gate holds back calls that need approval (nil: none do).
+	gate *approvalGate
 
 	// retryWait bounds how long a call keeps retrying a tool whose
 	// service has no responders.
@@ -699,6 +706,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		b.onCall(turn, name, callID, args)
 	}
 	replayed := false
+	var approval *messages.Approval
 	var span trace.Span
 	ctx, span = startToolSpan(ctx, b.tracer, name, callID)
 	defer func() {
@@ -713,7 +721,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		}
 		endSpan(span, err)
 		if b.onResult != nil {
-			b.onResult(turn, name, callID, result, err, d, replayed)
+			b.onResult(turn, name, callID, result, err, d, replayed, approval)
 		}
 	}()
 	plain, err := messages.Normalize(args)
@@ -747,6 +755,13 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if m, ok := plain.(map[string]any); ok {
 		req.Args = m
 	}
+	if b.gate != nil {
+		// A call that needs approval goes only once approved (with the
+		// approver's arguments), fails when denied, or suspends the run.
+		if req.Args, approval, err = b.gate.check(ctx, info, name, req.Args, plain); err != nil {
+			return nil, err
+		}
+	}
 	var ctype string
 	if messages.IsJSON(info.ContentType) {
 		ctype = messages.ContentTypeJSON
@@ -770,7 +785,12 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	}
 	if b.missionID != "" {
 		msg.Header.Set(messages.HeaderMissionID, b.missionID)
-		msg.Header.Set(messages.HeaderIdempotencyKey, b.missionID+"/"+strconv.Itoa(turn)+"/"+strconv.Itoa(index))
+		key := b.missionID + "/" + strconv.Itoa(turn) + "/" + strconv.Itoa(index)
+		if approval != nil {
+			// the same on every run, whatever order concurrent calls take
+			key = b.missionID + "/approval/" + approval.Call
+		}
+		msg.Header.Set(messages.HeaderIdempotencyKey, key)
 	}
 	if b.attempt > 0 {
 		msg.Header.Set(messages.HeaderAttempt, strconv.Itoa(b.attempt))

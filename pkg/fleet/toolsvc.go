@@ -65,6 +65,10 @@ type ToolSpec struct {
 	Signature string
 	// Description tells the model what the tool does.
 	Description string
+	// Approval, when set, makes calls of the tool wait for a person's
+	// approval before any worker sends them (MetaApproval;
+	// docs/approvals.md): the owner of a tool that acts decides.
+	Approval *ToolApproval
 }
 
 // ToolServiceConfig configures a ToolService.
@@ -192,6 +196,13 @@ func (s *ToolService) Register(name string, spec ToolSpec, fn ToolFunc) error {
 		}
 	}
 	md := map[string]string{MetaTool: name, MetaSignature: spec.Signature, MetaDescription: spec.Description, MetaHeartbeat: "1"}
+	if spec.Approval != nil {
+		v, err := spec.Approval.metadata()
+		if err != nil {
+			return fmt.Errorf("%w: tool %s: %w", ErrInvalidConfig, name, err)
+		}
+		md[MetaApproval] = v
+	}
 	err := s.svc.AddEndpoint(name, micro.HandlerFunc(func(r micro.Request) { s.handle(name, fn, r) }),
 		micro.WithEndpointSubject(messages.ToolSubject(s.cfg.Name, name)),
 		micro.WithEndpointMetadata(md))

@@ -71,6 +71,16 @@ type WorkerConfig struct {
 	// an interval of its timeout divided by MaxToolProgress.
 	// Default 500ms (a lost request or answer costs about 2s).
 	ToolHeartbeat time.Duration
+	// ApprovalRules mark tool calls that wait for a person's approval on
+	// this worker, whatever the mission says (a mission's own rules and
+	// the tool services' add to them; docs/approvals.md).
+	ApprovalRules []messages.ApprovalRule
+	// ApprovalTimeout is how long a call waits for a decision when the
+	// mission sets no approval.timeout; then it is denied with reason
+	// approval_timeout. Default messages.DefaultApprovalTimeout; at most
+	// the store's ResultTTL less an hour (the wait must not outlive the
+	// mission's journal and approval records).
+	ApprovalTimeout time.Duration
 	// NoJournal turns the turn journal off: a redelivered mission then
 	// runs again from its first turn, asking the model and calling tools
 	// again.
@@ -157,6 +167,12 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolTimeout, 10*time.Second)
 	def(&c.ToolUnavailableWait, 3*time.Second)
 	def(&c.ToolHeartbeat, defaultToolHeartbeat)
+	def(&c.ApprovalTimeout, messages.DefaultApprovalTimeout)
+	for i, r := range c.ApprovalRules {
+		if err := r.Validate(fmt.Sprintf("approval rule %d", i+1)); err != nil {
+			return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	def(&c.ToolCacheTTL, 30*time.Second)
 	def(&c.ToolMissRefresh, time.Second)
 	def(&c.DiscoveryWait, 250*time.Millisecond)
@@ -235,13 +251,16 @@ type WorkerStats struct {
 	Retried int64
 	// HandedBack counts missions handed back at shutdown.
 	HandedBack int64
+	// Suspended counts missions suspended at a tool call that waits for
+	// approval (docs/approvals.md).
+	Suspended int64
 	// DeadLettered counts messages moved to the DEAD stream (exhausted or
 	// invalid); Invalid counts the invalid ones among them.
 	DeadLettered, Invalid int64
 }
 
 type workerCounters struct {
-	runs, succeeded, failed, cancelled, retried, handedBack, dead, invalid atomic.Int64
+	runs, succeeded, failed, cancelled, retried, handedBack, dead, invalid, suspended atomic.Int64
 }
 
 // Stats returns the worker's counters, e.g. for a health endpoint.
@@ -250,7 +269,7 @@ func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{
 		Running: w.Running(), Runs: c.runs.Load(),
 		Succeeded: c.succeeded.Load(), Failed: c.failed.Load(), Cancelled: c.cancelled.Load(),
-		Retried: c.retried.Load(), HandedBack: c.handedBack.Load(),
+		Retried: c.retried.Load(), HandedBack: c.handedBack.Load(), Suspended: c.suspended.Load(),
 		DeadLettered: c.dead.Load(), Invalid: c.invalid.Load(),
 	}
 }

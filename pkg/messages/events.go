@@ -30,6 +30,13 @@ const (
 	// EventEmit: a program streamed a value out with (emit v) (Result
 	// set).
 	EventEmit = "emit"
+	// EventApprovalRequested: the mission is suspended at a tool call
+	// that waits for approval (Tool, Args, Turn, Program set; Data holds
+	// the Approval record's other fields).
+	EventApprovalRequested = "approval_requested"
+	// EventApprovalDecided: a person approved or denied a call, or its
+	// deadline passed (Tool set; Data holds the decision).
+	EventApprovalDecided = "approval_decided"
 	// EventFinal: the mission ended (Step set); the last event.
 	EventFinal = "final"
 )
@@ -71,7 +78,8 @@ type Event struct {
 func ValidEventKind(k string) bool {
 	switch k {
 	case EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest,
-		EventProgram, EventToolCall, EventToolResult, EventPlan, EventEmit, EventFinal:
+		EventProgram, EventToolCall, EventToolResult, EventPlan, EventEmit, EventFinal,
+		EventApprovalRequested, EventApprovalDecided:
 		return true
 	}
 	return false

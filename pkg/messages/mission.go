@@ -101,6 +101,10 @@ type Mission struct {
 	CreatedAt time.Time `msgpack:"created_at,omitempty"`
 	// Labels are free-form caller annotations (tenant, request id, ...).
 	Labels map[string]string `msgpack:"labels,omitempty"`
+	// Approval marks tool calls that wait for a person's approval before
+	// they run (docs/approvals.md); it adds to the worker's and the tool
+	// services' rules.
+	Approval *ApprovalPolicy `msgpack:"approval,omitempty"`
 	// Script, when set, holds the replies of a scripted model, in turn
 	// order: the mission's top-level agent runs on them instead of a
 	// configured model (ModelScripted), on any worker. A tool author runs
@@ -285,6 +289,9 @@ func (m *Mission) Validate() error {
 	}
 	if names := m.UnallowedTools(); len(names) > 0 {
 		return invalidf("mission.tools: the agent names tools the mission does not allow: %s", strings.Join(names, ", "))
+	}
+	if err := m.Approval.Validate("mission.approval"); err != nil {
+		return err
 	}
 	if m.Priority != "" && !ValidPriority(m.Priority) {
 		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())

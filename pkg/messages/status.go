@@ -14,6 +14,9 @@ const (
 	StateQueued = "queued"
 	// StateRunning: a worker holds it (Worker, Attempt set).
 	StateRunning = "running"
+	// StateAwaitingApproval: suspended at a tool call that waits for a
+	// person's decision; no worker holds it (docs/approvals.md).
+	StateAwaitingApproval = "awaiting_approval"
 	// StateSucceeded, StateFailed, StateCancelled and StateDead are terminal:
 	// the result is stored on ResultSubject(id).
 	StateSucceeded = "succeeded"
@@ -43,6 +46,9 @@ type Status struct {
 	// CancelRequested is set by Cancel; workers check it on every heartbeat.
 	CancelRequested bool   `msgpack:"cancel_requested,omitempty"`
 	CancelReason    string `msgpack:"cancel_reason,omitempty"`
+	// Suspensions counts the times the mission was suspended for
+	// approval; a run after one replays the mission's journal.
+	Suspensions int `msgpack:"suspensions,omitempty"`
 	// Reason is the Fail reason of a failed, cancelled or dead mission.
 	Reason string `msgpack:"reason,omitempty"`
 	// Replayed is set with the final state: what the last run took from
@@ -102,7 +108,7 @@ func (s *Status) Validate() error {
 		return invalidf("status.mission_id: %q is not a ULID", s.MissionID)
 	}
 	switch s.State {
-	case StateQueued, StateRunning, StateSucceeded, StateFailed, StateCancelled, StateDead:
+	case StateQueued, StateRunning, StateAwaitingApproval, StateSucceeded, StateFailed, StateCancelled, StateDead:
 	default:
 		return invalidf("status.state: %q is not a known state", s.State)
 	}

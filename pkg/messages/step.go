@@ -194,6 +194,10 @@ type ToolCall struct {
 	Duration  time.Duration `msgpack:"duration"`
 	// Child is the full Step of a sub-agent called as a tool.
 	Child *Step `msgpack:"child,omitempty"`
+	// Approval is the decision on a call that needed a person's approval
+	// (docs/approvals.md): who decided, when, why, and the arguments they
+	// gave in place of Args.
+	Approval *Approval `msgpack:"approval,omitempty"`
 }
 
 // ErrInvalid is wrapped by every Validate error of this package.

@@ -21,6 +21,9 @@ const (
 	// StreamJournal holds the turn journal of running missions: the model
 	// replies and tool results a redelivered mission replays.
 	StreamJournal = "JOURNAL"
+	// StreamParked holds missions suspended for approval and the
+	// schedules that queue them again (docs/approvals.md).
+	StreamParked = "PARKED"
 	// BucketStatus is the KV bucket of mission status, keyed by mission id.
 	BucketStatus = "mission_status"
 	// BucketContext is the object store of large mission contexts.
@@ -28,9 +31,23 @@ const (
 	// BucketResults is the object store of Steps too large for one
 	// message (Step.Stored), written by workers, read by callers.
 	BucketResults = "mission_results"
+	// BucketApprovals is the KV bucket of tool calls that needed approval
+	// (messages.Approval), keyed by ApprovalKey.
+	BucketApprovals = "mission_approvals"
 
 	// SubjectSubmitPrefix prefixes mission.submit.<priority>.
 	SubjectSubmitPrefix = "mission.submit."
+	// SubjectParkPrefix prefixes mission.park.<id> in PARKED: the
+	// scheduled message that queues a suspended mission again at its
+	// approval deadline.
+	SubjectParkPrefix = "mission.park."
+	// SubjectParkedPrefix prefixes mission.parked.<id> in PARKED: the
+	// suspended mission's message, which a wake queues again.
+	SubjectParkedPrefix = "mission.parked."
+	// SubjectWakePrefix prefixes mission.wake.<priority>.<id> in PARKED:
+	// a suspended mission's message queued again (by its schedule or a
+	// decision); MISSIONS sources it as mission.submit.<priority>.
+	SubjectWakePrefix = "mission.wake."
 	// SubjectResultPrefix prefixes mission.result.<id>.
 	SubjectResultPrefix = "mission.result."
 	// SubjectEventPrefix prefixes mission.event.<id>.<kind>.
@@ -122,6 +139,21 @@ func EventFilter(id string) string { return SubjectEventPrefix + id + ".>" }
 
 // JournalSubject is the subject of mission id's turn journal.
 func JournalSubject(id string) string { return SubjectJournalPrefix + id }
+
+// ParkSubject is the subject of a suspended mission's schedule.
+func ParkSubject(id string) string { return SubjectParkPrefix + id }
+
+// ParkedSubject is the subject of a suspended mission's message.
+func ParkedSubject(id string) string { return SubjectParkedPrefix + id }
+
+// WakeSubject is the subject on which mission id, of priority p, is
+// queued again after a suspension.
+func WakeSubject(p, id string) string {
+	if p == "" {
+		p = PriorityNormal
+	}
+	return SubjectWakePrefix + p + "." + id
+}
 
 // DeadSubject is the dead-letter subject of mission id.
 func DeadSubject(id string) string { return SubjectDeadPrefix + id }

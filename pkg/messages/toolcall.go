@@ -27,6 +27,10 @@ const (
 	// ToolErrInternal: the call failed for another reason (connection
 	// closed, undecodable response, ...).
 	ToolErrInternal = "internal"
+	// ToolErrDenied: the call needed approval and a person denied it, or
+	// its approval deadline passed (docs/approvals.md); no request was
+	// sent.
+	ToolErrDenied = "denied"
 )
 
 // ToolRequest is the body of a tool call sent to tool.<service>.<tool>.

@@ -28,7 +28,10 @@ var wireDocTypes = map[string]reflect.Type{
 	"ToolError": reflect.TypeFor[ToolError](), "Event": reflect.TypeFor[Event](), "Cancel": reflect.TypeFor[Cancel](),
 	"Status": reflect.TypeFor[Status](), "Replayed": reflect.TypeFor[Replayed](),
 	"ObjectRef": reflect.TypeFor[ObjectRef](), "MissionRecord": reflect.TypeFor[MissionRecord](),
-	"PlanStep": reflect.TypeFor[PlanStep](),
+	"PlanStep":       reflect.TypeFor[PlanStep](),
+	"Approval":       reflect.TypeFor[Approval](),
+	"ApprovalPolicy": reflect.TypeFor[ApprovalPolicy](), "ApprovalRule": reflect.TypeFor[ApprovalRule](),
+	"ApprovalCond": reflect.TypeFor[ApprovalCond](),
 }
 
 func readWireDoc(t *testing.T) string {
@@ -160,7 +163,7 @@ func TestWireDoc(t *testing.T) {
 			t.Errorf("docs/wire.md does not name %q", s)
 		}
 	}
-	for _, k := range []string{EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest, EventProgram, EventToolCall, EventToolResult, EventFinal} {
+	for _, k := range []string{EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest, EventProgram, EventToolCall, EventToolResult, EventFinal, EventApprovalRequested, EventApprovalDecided} {
 		if !strings.Contains(doc, "`"+k+"`") {
 			t.Errorf("docs/wire.md does not name event kind %q", k)
 		}
@@ -170,7 +173,7 @@ func TestWireDoc(t *testing.T) {
 		codes = append(codes, strings.Trim(row[0], "`"))
 	}
 	sort.Strings(codes)
-	want := []string{ToolErrBadRequest, ToolErrFailed, ToolErrPanic, ToolErrUnknown, ToolErrUnavailable, ToolErrTimeout, ToolErrForbidden, ToolErrInternal}
+	want := []string{ToolErrBadRequest, ToolErrFailed, ToolErrPanic, ToolErrUnknown, ToolErrUnavailable, ToolErrTimeout, ToolErrForbidden, ToolErrInternal, ToolErrDenied}
 	sort.Strings(want)
 	if !reflect.DeepEqual(codes, want) {
 		t.Errorf("tool error codes documented %v, the code has %v", codes, want)

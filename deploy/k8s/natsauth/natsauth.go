@@ -50,7 +50,10 @@ func Shipped() []Account {
 const (
 	RoleDispatcher = "dispatcher"
 	RoleWorker     = "worker"
-	RoleAdmin      = "admin"
+	// RoleApprover decides tool calls that wait for approval
+	// (docs/approvals.md); submitters and tool services cannot.
+	RoleApprover = "approver"
+	RoleAdmin    = "admin"
 )
 
 // Inbox is the inbox prefix a role's connections use
@@ -62,7 +65,8 @@ func Inbox(role string) string { return "_INBOX_" + role }
 type User struct {
 	Name        string
 	PasswordVar string
-	// Role is RoleDispatcher, RoleWorker, RoleAdmin or "tools:<service>".
+	// Role is RoleDispatcher, RoleWorker, RoleApprover, RoleAdmin or
+	// "tools:<service>".
 	Role           string
 	Restricted     bool
 	PubAllow       []string
@@ -105,6 +109,9 @@ func (a Account) Users() []User {
 			PubAllow: workerPublish(a.ToolServices),
 			SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard,
 				"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"}},
+		{Name: name(RoleApprover), PasswordVar: pw(RoleApprover), Role: RoleApprover, Restricted: true,
+			PubAllow: approverPublish(),
+			SubAllow: []string{Inbox(RoleApprover) + ".>", messages.SubjectResultPrefix + "*", messages.SubjectEventPrefix + "*.>"}},
 	}
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
@@ -146,14 +153,16 @@ func orderedRead(s string) []string {
 }
 
 var (
-	kvStream     = "KV_" + messages.BucketStatus
-	objStream    = "OBJ_" + messages.BucketContext
-	resObjStream = "OBJ_" + messages.BucketResults
+	kvStream        = "KV_" + messages.BucketStatus
+	approvalsStream = "KV_" + messages.BucketApprovals
+	objStream       = "OBJ_" + messages.BucketContext
+	resObjStream    = "OBJ_" + messages.BucketResults
 )
 
 // bindStreams are the stores a client binds to (fleet.NewClient).
 func bindStreams() []string {
-	return []string{messages.StreamMissions, messages.StreamResults, messages.StreamEvents, messages.StreamDead, kvStream, objStream, resObjStream}
+	return []string{messages.StreamMissions, messages.StreamParked, messages.StreamResults, messages.StreamEvents, messages.StreamDead,
+		kvStream, approvalsStream, objStream, resObjStream}
 }
 
 func workerConsumers(verb string) []string {
@@ -175,6 +184,8 @@ func dispatcherPublish() []string {
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
+	// The approvals of a mission are read, not decided (RoleApprover).
+	l = append(l, directGet(approvalsStream)...)
 	// A Step too large for one message is read from mission_results,
 	// chunk by chunk with direct gets (no consumer).
 	l = append(l, chunkRead(resObjStream)...)
@@ -191,6 +202,29 @@ func dispatcherPublish() []string {
 		messages.SubjectResultPrefix+"*",
 		"$KV."+messages.BucketStatus+".>",
 		"$O."+messages.BucketContext+".>",
+		"$SRV.INFO",
+	)
+}
+
+// approverPublish: what a dispatcher reads (status, results, events,
+// approvals), and the decision: a compare-and-set of a call's approval
+// record, the approval_decided event, and queueing the suspended mission
+// again from its parked message. No submit, no cancel, no tool call.
+func approverPublish() []string {
+	l := []string{api + "INFO"}
+	l = append(l, streamInfo(bindStreams()...)...)
+	l = append(l, workerConsumers("INFO")...)
+	l = append(l, directGet(messages.StreamResults)...)
+	l = append(l, directGet(kvStream)...)
+	l = append(l, directGet(approvalsStream)...)
+	l = append(l, chunkRead(resObjStream)...)
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamEvents)
+	// the parked message of a suspended mission, by its subject only
+	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
+	return append(l,
+		"$KV."+messages.BucketApprovals+".>",
+		messages.EventSubject("*", messages.EventApprovalDecided),
+		messages.SubjectWakePrefix+"*.*",
 		"$SRV.INFO",
 	)
 }
@@ -225,6 +259,8 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
+	l = append(l, directGet(approvalsStream)...)
+	l = append(l, directGet(messages.StreamParked)...)
 	l = append(l, orderedRead(objStream)...)
 	l = append(l, orderedRead(messages.StreamJournal)...)
 	// A Step too large for one message is stored in mission_results
@@ -237,6 +273,12 @@ func workerPublish(services []string) []string {
 		messages.SubjectDeadPrefix+"*",
 		messages.SubjectJournalPrefix+"*",
 		"$KV."+messages.BucketStatus+".>",
+		// approvals: the record of a call reached, a deadline passed; a
+		// suspended mission parked, scheduled, woken and removed
+		"$KV."+messages.BucketApprovals+".>",
+		messages.SubjectParkPrefix+"*",
+		messages.SubjectParkedPrefix+"*",
+		messages.SubjectWakePrefix+"*.*",
 		"$SRV.INFO",
 	)
 	for _, svc := range services {

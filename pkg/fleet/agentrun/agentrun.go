@@ -331,6 +331,7 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 	// Each input's execution is a turn of its own for the journal and
 	// the tool events.
 	turns := &turnTracker{}
+	turns.prog.Store(&spec.Program)
 	tools := make(map[string]agent.Tool, len(m.Tools))
 	for _, name := range m.Tools {
 		tools[name] = remoteTool(ctx, env.Tools, name, turns)

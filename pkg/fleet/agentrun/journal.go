@@ -27,12 +27,20 @@ import (
 //     the runner only tells it the turn (fleet.WithTurn), which it tracks
 //     from the loop's turn_start events of the top-level agent.
 
-// turnTracker holds the current turn of the top-level agent.
-type turnTracker struct{ n atomic.Int64 }
+// turnTracker holds the current turn of the top-level agent and the
+// program written last (at any depth), which a call waiting for approval
+// shows to the approver.
+type turnTracker struct {
+	n    atomic.Int64
+	prog atomic.Pointer[string]
+}
 
 func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 	if t == nil {
 		return ctx
+	}
+	if p := t.prog.Load(); p != nil {
+		ctx = fleet.WithProgram(ctx, *p)
 	}
 	return fleet.WithTurn(ctx, int(t.n.Load()))
 }
@@ -174,7 +182,15 @@ func unreplayedUsage(j *fleet.Journal) messages.Usage {
 
 // trackTurns keeps t at the top-level agent's turn.
 func (t *turnTracker) observe(e agent.Event) {
-	if t != nil && e.Kind == agent.EventTurnStart && e.Depth <= 1 {
+	if t == nil {
+		return
+	}
+	switch {
+	case e.Kind == agent.EventTurnStart && e.Depth <= 1:
 		t.n.Store(int64(e.Turn))
+	case e.Kind == agent.EventLLMStop:
+		if code, ok := agent.ParseResponse(e.Response); ok {
+			t.prog.Store(&code)
+		}
 	}
 }

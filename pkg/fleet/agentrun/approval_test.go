@@ -1,0 +1,112 @@
+package agentrun_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// approvalModel writes a program whose second call needs approval, then
+// returns what both calls answered; answered counts its replies per turn.
+type approvalModel struct {
+	mu       sync.Mutex
+	answered map[int]int
+}
+
+var approvalPrograms = []string{
+	"```clojure\n(def a (tool/add {:n 1}))\n(def big (tool/add {:n 500}))\na\n```",
+	"```clojure\n(return {:a a :big big})\n```",
+}
+
+func (m *approvalModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if req.Turn < 1 || req.Turn > len(approvalPrograms) {
+		return nil, fmt.Errorf("no reply for turn %d", req.Turn)
+	}
+	m.mu.Lock()
+	m.answered[req.Turn]++
+	m.mu.Unlock()
+	return &llm.Response{Content: approvalPrograms[req.Turn-1]}, nil
+}
+
+// A program reaching a call that needs approval suspends its mission; the
+// approved (edited) call runs once on resumption, the model is not asked
+// again for the program that made it, and the trace records the decision.
+func TestProgramSuspendsAtApprovalAndResumes(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	tools := startAddTools(t, nc, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &approvalModel{answered: map[int]int{}}
+	w := startDurableWorker(t, srv, model, nil)
+	m := durableMission()
+	m.Approval = &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "add",
+		When: &messages.ApprovalCond{Arg: "n", Op: ">", Value: int64(100)}}}}
+	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var as []*messages.Approval
+	for len(as) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the mission never waited for approval")
+		}
+		time.Sleep(20 * time.Millisecond)
+		if st, err := client.Status(ctx, m.ID); err == nil && st.State == messages.StateAwaitingApproval {
+			as, _ = client.Approvals(ctx, m.ID)
+		}
+	}
+	a := as[0]
+	if a.Turn != 1 || !strings.Contains(a.Program, "(tool/add {:n 500})") || a.Args["n"] != int64(500) {
+		t.Fatalf("approval = %+v", a)
+	}
+	if w.Running() != 0 {
+		t.Fatalf("the waiting mission holds a slot")
+	}
+	if _, err := client.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "alice", Reason: "ok, but less",
+		Args: map[string]any{"n": 600}}); err != nil {
+		t.Fatal(err)
+	}
+	step, err := client.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if want := map[string]any{"a": int64(2), "big": int64(601)}; !reflect.DeepEqual(step.Return, want) {
+		t.Fatalf("return = %v, want %v", step.Return, want)
+	}
+	if got := model.counts(); !reflect.DeepEqual(got, map[int]int{1: 1, 2: 1}) {
+		t.Errorf("model answers per turn = %v, want one each (turn 1 replayed on resumption)", got)
+	}
+	if got := tools.executions(); !reflect.DeepEqual(got, map[int64]int{1: 1, 600: 1}) {
+		t.Errorf("tool executions = %v, want n=1 once (replayed) and the approved n=600 once", got)
+	}
+	var approved *messages.ToolCall
+	for i, c := range step.Trace[0].ToolCalls {
+		if c.Approval != nil {
+			approved = &step.Trace[0].ToolCalls[i]
+		}
+	}
+	if approved == nil || approved.Args["n"] != int64(500) || approved.Approval.DecidedBy != "alice" ||
+		approved.Approval.Reason != "ok, but less" || approved.Approval.EditedArgs["n"] != int64(600) {
+		t.Fatalf("trace tool calls = %+v", step.Trace[0].ToolCalls)
+	}
+}
+
+func (m *approvalModel) counts() map[int]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.answered)
+}

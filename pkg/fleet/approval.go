@@ -1,0 +1,724 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// MetaApproval is the endpoint metadata by which a tool service says that
+// calls of a tool wait for a person's approval: "required" (every call)
+// or the JSON of a messages.ApprovalCond (the calls whose arguments meet
+// it). Metadata that is neither makes every call wait: a tool's owner who
+// asked for approval gets it even when the condition is garbled.
+const MetaApproval = "ptc.approval"
+
+// approvalRequired is MetaApproval's value for "every call".
+const approvalRequired = "required"
+
+// ToolApproval, in a ToolSpec, makes calls of the tool wait for a person's
+// approval before the service sees them (docs/approvals.md).
+type ToolApproval struct {
+	// When limits approval to the calls whose arguments meet it; nil:
+	// every call.
+	When *messages.ApprovalCond
+}
+
+// metadata is the MetaApproval value of a.
+func (a *ToolApproval) metadata() (string, error) {
+	if a.When == nil {
+		return approvalRequired, nil
+	}
+	if err := a.When.Validate("approval.when"); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(a.When)
+	return string(b), err
+}
+
+// parseApprovalMeta reads MetaApproval of a tool served by service (nil:
+// the tool needs none).
+func parseApprovalMeta(v, tool, service string) *messages.ApprovalRule {
+	if v == "" {
+		return nil
+	}
+	r := &messages.ApprovalRule{Tool: tool, Service: service}
+	if v == approvalRequired {
+		return r
+	}
+	var c messages.ApprovalCond
+	d := json.NewDecoder(strings.NewReader(v))
+	d.UseNumber()
+	if d.Decode(&c) != nil {
+		return r
+	}
+	if n, ok := c.Value.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			c.Value = i
+		} else if f, err := n.Float64(); err == nil {
+			c.Value = f
+		}
+	}
+	if c.Validate("") != nil {
+		return r
+	}
+	r.When = &c
+	return r
+}
+
+// ErrSuspended is the cause of a run cut short because a tool call waits
+// for approval: the worker suspends the mission (docs/approvals.md).
+var ErrSuspended = errors.New("fleet: mission suspended: a tool call waits for approval")
+
+// suspendedError carries the call a suspended run waits for.
+type suspendedError struct{ approval *messages.Approval }
+
+func (e *suspendedError) Error() string {
+	return fmt.Sprintf("fleet: mission suspended: call %s of tool %s waits for approval", e.approval.Call, e.approval.Tool)
+}
+func (e *suspendedError) Is(target error) bool { return target == ErrSuspended }
+
+// programKey carries the program making tool calls.
+type programKey struct{}
+
+// WithProgram returns ctx carrying the program whose tool calls it makes:
+// a call that waits for approval shows it to the approver. Runners set
+// it (pkg/fleet/agentrun does for every program).
+func WithProgram(ctx context.Context, program string) context.Context {
+	return context.WithValue(ctx, programKey{}, program)
+}
+
+func programFrom(ctx context.Context) string {
+	s, _ := ctx.Value(programKey{}).(string)
+	return s
+}
+
+// approvalGate decides, for one run of a mission, whether a tool call may
+// be sent: calls no rule marks go at once; a marked call runs once
+// approved, fails with a denial, or suspends the run.
+type approvalGate struct {
+	kv        jetstream.KeyValue
+	missionID string
+	priority  string
+	timeout   time.Duration
+	mission   []messages.ApprovalRule
+	worker    []messages.ApprovalRule
+	suspend   func(*messages.Approval)
+	emit      func(*messages.Event)
+	now       func() time.Time
+
+	mu   sync.Mutex
+	next map[string]int // occurrences of a call per turn and digest
+
+	decided []*messages.Approval // the decisions this run acted on
+}
+
+// rule returns the description of the first rule that marks the call, or
+// "".
+func (g *approvalGate) rule(info ToolInfo, name string, args map[string]any) string {
+	for _, r := range g.mission {
+		if r.Matches(name, info.Service, args) {
+			return "mission" + describeRule(r)
+		}
+	}
+	for _, r := range g.worker {
+		if r.Matches(name, info.Service, args) {
+			return "worker" + describeRule(r)
+		}
+	}
+	if r := info.Approval; r != nil && r.Matches(name, info.Service, args) {
+		return "service " + info.Service + describeRule(*r)
+	}
+	return ""
+}
+
+func describeRule(r messages.ApprovalRule) string {
+	if r.When == nil {
+		return ": every call"
+	}
+	v, _ := json.Marshal(r.When.Value)
+	return fmt.Sprintf(": %s %s %s", r.When.Arg, r.When.Op, v)
+}
+
+// callID is the id of the next call of tool with args (plain data) in
+// turn: "<turn>.<digest>.<occurrence>", the same on every run of the
+// mission as long as the program makes the same calls.
+func (g *approvalGate) callID(turn int, digest string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	base := strconv.Itoa(turn) + "." + digest
+	k := g.next[base]
+	g.next[base] = k + 1
+	return base + "." + strconv.Itoa(k)
+}
+
+// check returns the arguments the call is sent with (args, or those the
+// approver edited), the approval it runs under (nil: none needed), or the
+// error it fails with: a *ToolError with code denied, or a
+// *suspendedError once the run has been told to suspend.
+func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, args map[string]any, plain any) (map[string]any, *messages.Approval, error) {
+	rule := g.rule(info, name, args)
+	if rule == "" {
+		return args, nil, nil
+	}
+	call := g.callID(TurnFrom(ctx), callDigest(name, plain))
+	key := messages.ApprovalKey(g.missionID, call)
+	for range 8 {
+		a, rev, err := getApproval(ctx, g.kv, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			now := g.now().UTC()
+			a = &messages.Approval{Version: messages.ApprovalVersion, MissionID: g.missionID, Call: call,
+				State: messages.ApprovalPending, Tool: name, Service: info.Service,
+				Args: maskArgs(args), Turn: TurnFrom(ctx), Program: programFrom(ctx), Rule: rule,
+				Priority: g.priority, RequestedAt: now, Deadline: now.Add(g.timeout)}
+			data, err := messages.Marshal(a)
+			if err != nil {
+				return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
+			}
+			if _, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			} else if err != nil {
+				return nil, nil, approvalUnavailable(ctx, name, err)
+			}
+			return nil, nil, g.stop(a)
+		case err != nil:
+			return nil, nil, approvalUnavailable(ctx, name, err)
+		}
+		switch a.State {
+		case messages.ApprovalApproved:
+			g.note(a)
+			return approvedArgs(args, a.EditedArgs), a, nil
+		case messages.ApprovalDenied:
+			g.note(a)
+			return nil, a, denial(name, a)
+		}
+		if g.now().Before(a.Deadline) {
+			return nil, nil, g.stop(a)
+		}
+		a.State, a.DecidedBy, a.DecidedAt, a.Reason = messages.ApprovalDenied, "fleet", g.now().UTC(), messages.ReasonApprovalTimeout
+		data, err := messages.Marshal(a)
+		if err != nil {
+			return nil, nil, approvalUnavailable(ctx, name, err)
+		}
+		if _, err := g.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // decided meanwhile
+		} else if err != nil {
+			return nil, nil, approvalUnavailable(ctx, name, err)
+		}
+		g.emit(decidedEvent(a))
+		g.note(a)
+		return nil, a, denial(name, a)
+	}
+	return nil, nil, approvalUnavailable(ctx, name, errors.New("the approval record kept changing"))
+}
+
+// stop tells the run to suspend for a and returns the call's error.
+func (g *approvalGate) stop(a *messages.Approval) error {
+	g.suspend(a)
+	return &suspendedError{approval: a}
+}
+
+func (g *approvalGate) note(a *messages.Approval) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.decided = append(g.decided, a)
+}
+
+// approvalUnavailable is the error of a call whose approval could not be
+// read or recorded: the call is not sent.
+func approvalUnavailable(ctx context.Context, name string, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return &ToolError{Tool: name, Code: messages.ToolErrUnavailable, Err: err,
+		Message: "it needs approval and the approval store did not answer (" + err.Error() + "); try again later"}
+}
+
+// denial is the tool error of a denied call.
+func denial(name string, a *messages.Approval) error {
+	msg := "denied"
+	if a.DecidedBy != "" {
+		msg += " by " + a.DecidedBy
+	}
+	if a.Reason != "" {
+		msg += ": " + a.Reason
+	}
+	return &ToolError{Tool: name, Code: messages.ToolErrDenied, Message: msg}
+}
+
+// approvedArgs are the arguments an approved call is sent with: the
+// program's, or those the approver gave, in which a value equal to
+// messages.FirewallMask keeps the program's value of that key (an
+// approver never sees firewalled values, so cannot give them again).
+func approvedArgs(args, edited map[string]any) map[string]any {
+	if edited == nil {
+		return args
+	}
+	out := maps.Clone(edited)
+	for k, v := range out {
+		if s, ok := v.(string); ok && s == messages.FirewallMask {
+			if orig, ok := args[k]; ok {
+				out[k] = orig
+			} else {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// maskArgs returns args with firewalled values masked, as events show
+// them.
+func maskArgs(args map[string]any) map[string]any {
+	ev := (&messages.Event{Args: args}).Masked()
+	if ev.Args == nil {
+		return map[string]any{}
+	}
+	return ev.Args
+}
+
+// getApproval reads one approval record and its revision.
+func getApproval(ctx context.Context, kv jetstream.KeyValue, key string) (*messages.Approval, uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var a messages.Approval
+	if err := messages.Unmarshal(e.Value(), &a); err != nil {
+		return nil, 0, fmt.Errorf("fleet: approval %s: %w", key, err)
+	}
+	if err := a.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("fleet: approval %s: %w", key, err)
+	}
+	return &a, e.Revision(), nil
+}
+
+// listApprovals returns the approval records of mission id, oldest
+// request first. It reads the bucket's subjects of the mission from its
+// stream's info and each record with a direct get: no consumer, so a
+// reader needs no right to create one.
+func listApprovals(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, error) {
+	s, err := js.Stream(ctx, "KV_"+messages.BucketApprovals)
+	if err != nil {
+		return nil, err
+	}
+	prefix := "$KV." + messages.BucketApprovals + "."
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+id+".>"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*messages.Approval
+	for subj := range info.State.Subjects {
+		a, _, err := getApproval(ctx, kv, strings.TrimPrefix(subj, prefix))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	sortApprovals(out)
+	return out, nil
+}
+
+func sortApprovals(as []*messages.Approval) {
+	slices.SortFunc(as, func(a, b *messages.Approval) int {
+		if c := a.RequestedAt.Compare(b.RequestedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Call, b.Call)
+	})
+}
+
+// requestedEvent is the approval_requested event of a.
+func requestedEvent(a *messages.Approval) *messages.Event {
+	return &messages.Event{Kind: messages.EventApprovalRequested, Tool: a.Tool, Turn: a.Turn, Args: a.Args,
+		Program: a.Program, CallID: a.Call, Data: map[string]any{
+			"call": a.Call, "service": a.Service, "rule": a.Rule, "position": a.Position,
+			"requested_at": a.RequestedAt.Format(time.RFC3339Nano), "deadline": a.Deadline.Format(time.RFC3339Nano),
+		}}
+}
+
+// decidedEvent is the approval_decided event of a.
+func decidedEvent(a *messages.Approval) *messages.Event {
+	d := withApproval(nil, a)["approval"].(map[string]any)
+	return &messages.Event{Kind: messages.EventApprovalDecided, Tool: a.Tool, Turn: a.Turn, CallID: a.Call, Data: d}
+}
+
+// parkTTLMargin is how long a suspended mission's message outlives its
+// approval deadline: the schedule queues it again at the deadline.
+const parkTTLMargin = time.Hour
+
+// park stores a suspended mission's message (data and headers as
+// delivered) and schedules it to be queued again at deadline: a
+// decision queues it at once (Client.Decide), the deadline otherwise.
+func park(ctx context.Context, js jetstream.JetStream, id, priority string, data []byte, hdr nats.Header, deadline time.Time) error {
+	body := &nats.Msg{Subject: messages.ParkedSubject(id), Data: data, Header: nats.Header{}}
+	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
+		if v := hdr.Get(k); v != "" {
+			body.Header.Set(k, v)
+		}
+	}
+	body.Header.Set(messages.HeaderMissionID, id)
+	body.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	ttl := max(time.Until(deadline), 0) + parkTTLMargin
+	body.Header.Set(jetstream.MsgTTLHeader, strconv.FormatInt(int64(ttl/time.Second)+1, 10)+"s")
+	if _, err := js.PublishMsg(ctx, body); err != nil {
+		return fmt.Errorf("fleet: park %s: %w", id, err)
+	}
+	return schedule(ctx, js, id, priority, deadline)
+}
+
+// schedule (re)sets the time at which mission id's parked message is
+// queued again on its priority's subject.
+func schedule(ctx context.Context, js jetstream.JetStream, id, priority string, at time.Time) error {
+	s := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
+	s.Header.Set(messages.HeaderMissionID, id)
+	s.Header.Set(headerSchedule, "@at "+at.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339))
+	s.Header.Set(headerScheduleTarget, messages.WakeSubject(priority, id))
+	s.Header.Set(headerScheduleTTL, wakeTTL)
+	s.Header.Set(headerScheduleSource, messages.ParkedSubject(id))
+	if _, err := js.PublishMsg(ctx, s); err != nil {
+		return fmt.Errorf("fleet: schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// unpark removes a finished mission's parked message and schedule: each
+// is replaced (rollup) by an empty marker that expires at once.
+func unpark(ctx context.Context, js jetstream.JetStream, id string) error {
+	var first error
+	for _, subj := range []string{messages.ParkSubject(id), messages.ParkedSubject(id)} {
+		m := &nats.Msg{Subject: subj, Header: nats.Header{}}
+		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		m.Header.Set(jetstream.MsgTTLHeader, "1s")
+		if _, err := js.PublishMsg(ctx, m); err != nil && first == nil {
+			first = fmt.Errorf("fleet: unpark %s: %w", id, err)
+		}
+	}
+	return first
+}
+
+// JetStream message-schedule headers (NATS 2.12 and later).
+const (
+	headerSchedule       = "Nats-Schedule"
+	headerScheduleTarget = "Nats-Schedule-Target"
+	headerScheduleSource = "Nats-Schedule-Source"
+	headerScheduleTTL    = "Nats-Schedule-TTL"
+)
+
+// wakeTTL is how long a wake message stays in PARKED: MISSIONS sources it
+// at once.
+const wakeTTL = "10m"
+
+// approvalGate returns the gate of one run of m; suspend is called with
+// the call the run must stop at.
+func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*messages.Approval)) *approvalGate {
+	timeout := w.cfg.ApprovalTimeout
+	var rules []messages.ApprovalRule
+	if m.Approval != nil {
+		rules = m.Approval.Rules
+		if m.Approval.Timeout > 0 {
+			timeout = m.Approval.Timeout
+		}
+	}
+	if c := w.cfg.Store.withDefaults().ResultTTL; timeout > c-parkTTLMargin {
+		timeout = c - parkTTLMargin // the records and the journal must outlive the wait
+	}
+	prio := m.Priority
+	if prio == "" {
+		prio = messages.PriorityNormal
+	}
+	return &approvalGate{kv: w.st.Approvals, missionID: m.ID, priority: prio, timeout: timeout,
+		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
+		next: map[string]int{}}
+}
+
+// consulted reports whether the run met a call that needed approval.
+func (g *approvalGate) consulted() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.next) > 0
+}
+
+// suspend parks a mission whose run stopped at call a: its message is
+// stored with a schedule that queues it again at a's deadline, the status
+// says awaiting_approval, an approval_requested event is emitted and the
+// message is acked. A mission that cannot be parked is handed back like a
+// retryable failure (its next run stops at the same call and tries again).
+func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, a *messages.Approval, log *zerolog.Logger) {
+	if err := park(ctx, w.js, m.ID, a.Priority, msg.Data(), msg.Headers(), a.Deadline); err != nil {
+		log.Warn().Err(err).Msg("mission not suspended")
+		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
+		return
+	}
+	st := entry.st
+	st.State, st.Worker, st.StreamSeq = messages.StateAwaitingApproval, "", 0
+	st.Suspensions++
+	if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
+		log.Warn().Err(err).Msg("status not set to awaiting_approval")
+	}
+	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
+	em.Emit(requestedEvent(a))
+	if err := msg.Ack(); err != nil {
+		log.Warn().Err(err).Msg("ack failed; the redelivered mission suspends again")
+	}
+	w.stats.suspended.Add(1)
+	attemptFrom(ctx).setOutcome("suspended")
+	log.Info().Str("call", a.Call).Str("tool", a.Tool).Time("deadline", a.Deadline).Msg("mission suspended: a tool call waits for approval")
+	// A decision made while the mission was parking found no parked
+	// message, or a status still running: queue it now.
+	if cur, _, err := getApproval(ctx, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
+		if err := wake(ctx, w.js, m.ID, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions)); err != nil {
+			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
+		}
+	}
+}
+
+// attachApprovals records, in step's trace, the approval of each tool
+// call that needed one: who decided, when, and what they changed.
+func (w *Worker) attachApprovals(ctx context.Context, id string, step *messages.Step, log *zerolog.Logger) {
+	as, err := listApprovals(ctx, w.js, w.st.Approvals, id)
+	if err != nil {
+		log.Warn().Err(err).Msg("approvals not added to the trace")
+		return
+	}
+	attachApprovals(step, as)
+}
+
+// attachApprovals sets ToolCall.Approval on the calls of step's trace (and
+// its sub-agents') that as decided, matching each record to the first
+// call of its tool with its arguments not yet matched.
+func attachApprovals(step *messages.Step, as []*messages.Approval) {
+	var calls []*messages.ToolCall
+	var walk func(s *messages.Step)
+	walk = func(s *messages.Step) {
+		for i := range s.Trace {
+			for j := range s.Trace[i].ToolCalls {
+				c := &s.Trace[i].ToolCalls[j]
+				calls = append(calls, c)
+				if c.Child != nil {
+					walk(c.Child)
+				}
+			}
+		}
+	}
+	walk(step)
+	for _, a := range as {
+		digest := strings.Split(a.Call, ".")[1]
+		for _, c := range calls {
+			if c.Approval != nil || c.Name != a.Tool {
+				continue
+			}
+			plain, err := messages.Normalize(c.Args)
+			if err != nil || callDigest(c.Name, plain) != digest {
+				continue
+			}
+			c.Approval = a
+			break
+		}
+	}
+}
+
+// withApproval adds a call's approval to an event's data.
+func withApproval(data map[string]any, a *messages.Approval) map[string]any {
+	if data == nil {
+		data = map[string]any{}
+	}
+	d := map[string]any{"call": a.Call, "state": a.State, "decided_by": a.DecidedBy,
+		"decided_at": a.DecidedAt.Format(time.RFC3339Nano), "reason": a.Reason}
+	if a.EditedArgs != nil {
+		d["edited_args"] = a.EditedArgs
+	}
+	data["approval"] = d
+	return data
+}
+
+// Decision is a person's (or an approving agent's) answer to a tool call
+// that waits for approval.
+type Decision struct {
+	// Approve runs the call; false denies it.
+	Approve bool
+	// Call names the call (Approval.Call, or a unique prefix of it); ""
+	// when the mission has exactly one call waiting.
+	Call string
+	// Args, when set on an approval, replace the call's arguments; a
+	// value equal to messages.FirewallMask keeps the program's value of
+	// that key.
+	Args map[string]any
+	// Reason says why (shown to the model on a denial), at most
+	// messages.MaxApprovalReason bytes.
+	Reason string
+	// By names who decided, for the audit.
+	By string
+}
+
+// ErrNoPendingCall is returned by Decide when no call of the mission
+// waits for a decision, or Decision.Call names none that does.
+var ErrNoPendingCall = errors.New("fleet: no such call waits for approval")
+
+// Approvals returns the tool calls of mission id that needed approval,
+// pending or decided, oldest request first.
+func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval, error) {
+	if err := checkID("approvals", id); err != nil {
+		return nil, err
+	}
+	as, err := listApprovals(ctx, c.js, c.st.Approvals, id)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: approvals of %s: %w", id, err)
+	}
+	return as, nil
+}
+
+// Decide approves or denies a call of mission id that waits for approval
+// and queues the mission again, so that any worker resumes it at once:
+// the call then runs (with d.Args when given) exactly once, or fails with
+// a tool error naming the denial and d.Reason. It returns the decided
+// record. A call already decided is an error wrapping ErrNoPendingCall.
+func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.Approval, error) {
+	if err := checkID("decide", id); err != nil {
+		return nil, err
+	}
+	if len(d.Reason) > messages.MaxApprovalReason {
+		return nil, fmt.Errorf("fleet: decide %s: reason is %d bytes, at most %d", id, len(d.Reason), messages.MaxApprovalReason)
+	}
+	if d.Args != nil {
+		plain, err := messages.Normalize(d.Args)
+		m, ok := plain.(map[string]any)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("fleet: decide %s: args: not a map of plain values (%v)", id, err)
+		}
+		d.Args = m
+	}
+	for range 8 {
+		as, err := c.Approvals(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		a, err := pickCall(id, as, d.Call)
+		if err != nil {
+			return nil, err
+		}
+		key := messages.ApprovalKey(id, a.Call)
+		a, rev, err := getApproval(ctx, c.st.Approvals, key)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+		}
+		if a.State != messages.ApprovalPending {
+			return nil, fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
+		}
+		a.State, a.DecidedBy, a.DecidedAt, a.Reason = messages.ApprovalDenied, d.By, time.Now().UTC(), d.Reason
+		if d.Approve {
+			a.State, a.EditedArgs = messages.ApprovalApproved, d.Args
+		}
+		data, err := messages.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+		}
+		if _, err := c.st.Approvals.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+		}
+		c.emitDecided(a)
+		if err := c.resume(ctx, id, a); err != nil {
+			return a, err
+		}
+		return a, nil
+	}
+	return nil, fmt.Errorf("fleet: decide %s: the approval record kept changing", id)
+}
+
+// pickCall returns the pending call of as that call names: its whole id or
+// a unique prefix; "" names the only pending call.
+func pickCall(id string, as []*messages.Approval, call string) (*messages.Approval, error) {
+	var pending, named []*messages.Approval
+	for _, a := range as {
+		if call != "" && strings.HasPrefix(a.Call, call) {
+			named = append(named, a)
+		}
+		if a.State == messages.ApprovalPending {
+			pending = append(pending, a)
+		}
+	}
+	list := func(as []*messages.Approval) string {
+		var s []string
+		for _, a := range as {
+			s = append(s, a.Call+" ("+a.Tool+", "+a.State+")")
+		}
+		return strings.Join(s, ", ")
+	}
+	switch {
+	case call == "" && len(pending) == 1:
+		return pending[0], nil
+	case call == "" && len(pending) == 0:
+		return nil, fmt.Errorf("%w: mission %s has no call waiting", ErrNoPendingCall, id)
+	case call == "":
+		return nil, fmt.Errorf("%w: mission %s has %d calls waiting, name one: %s", ErrNoPendingCall, id, len(pending), list(pending))
+	case len(named) == 1:
+		return named[0], nil
+	case len(named) == 0:
+		return nil, fmt.Errorf("%w: mission %s has no call %q; its calls: %s", ErrNoPendingCall, id, call, list(as))
+	}
+	return nil, fmt.Errorf("%w: %q names %d calls of mission %s: %s", ErrNoPendingCall, call, len(named), id, list(named))
+}
+
+// emitDecided publishes the approval_decided event of a.
+func (c *Client) emitDecided(a *messages.Approval) {
+	em := &emitter{nc: c.nc, missionID: a.MissionID}
+	em.Emit(decidedEvent(a))
+}
+
+// resume queues a suspended mission again after a decision: its parked
+// message is published on its wake subject (Msg-Id
+// "<id>/resume/<call>", so a repeated decision queues it once), which
+// MISSIONS sources. When the mission is not parked yet (its worker is
+// still suspending it), that worker finds the decision and queues it
+// itself.
+func (c *Client) resume(ctx context.Context, id string, a *messages.Approval) error {
+	raw, err := c.st.Parked.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: resume %s: %w", id, err)
+	}
+	return wake(ctx, c.js, id, a.Priority, raw.Data, raw.Header, id+"/resume/"+a.Call)
+}
+
+// wake publishes a suspended mission's message on its wake subject.
+func wake(ctx context.Context, js jetstream.JetStream, id, priority string, data []byte, hdr nats.Header, msgID string) error {
+	msg := &nats.Msg{Subject: messages.WakeSubject(priority, id), Data: data, Header: nats.Header{}}
+	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
+		if v := hdr.Get(k); v != "" {
+			msg.Header.Set(k, v)
+		}
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("fleet: wake %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// shopTools is a tool service "shop" with lookup (no approval) and refund,
+// whose owner asks for approval of refunds above 100.
+type shopTools struct {
+	mu      sync.Mutex
+	lookups int
+	refunds []map[string]any
+	keys    []string
+}
+
+func (s *shopTools) counts() (lookups int, refunds []map[string]any, keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups, append([]map[string]any(nil), s.refunds...), append([]string(nil), s.keys...)
+}
+
+func startShop(t testing.TB, nc *nats.Conn) *shopTools {
+	t.Helper()
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &shopTools{}
+	if err := svc.Register("lookup", fleet.ToolSpec{Description: "an order"}, func(ctx context.Context, args map[string]any) (any, error) {
+		s.mu.Lock()
+		s.lookups++
+		s.mu.Unlock()
+		return map[string]any{"order": args["order"], "total": int64(300)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	spec := fleet.ToolSpec{Description: "refund an order",
+		Approval: &fleet.ToolApproval{When: &messages.ApprovalCond{Arg: "amount", Op: ">", Value: int64(100)}}}
+	if err := svc.Register("refund", spec, func(ctx context.Context, args map[string]any) (any, error) {
+		ci, _ := fleet.CallInfoFrom(ctx)
+		s.mu.Lock()
+		s.refunds = append(s.refunds, args)
+		s.keys = append(s.keys, ci.IdempotencyKey)
+		s.mu.Unlock()
+		return map[string]any{"refunded": args["amount"]}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	return s
+}
+
+// refundRunner behaves as a program: it looks the order up, then refunds
+// the context's amount, and returns what the refund answered (or its
+// error's code and text).
+func refundRunner(runs *sync.Map) fleet.RunnerFunc {
+	return func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if runs != nil {
+			n, _ := runs.LoadOrStore(m.ID, new(int))
+			*n.(*int)++
+		}
+		ctx = fleet.WithTurn(ctx, 1)
+		if _, err := env.Tools.Call(ctx, "lookup", map[string]any{"order": "A-1"}); err != nil {
+			return nil, err
+		}
+		res, err := env.Tools.Call(ctx, "refund", map[string]any{"order": "A-1", "amount": m.Context["amount"], "_card": "4242"})
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var te *fleet.ToolError
+		if errors.As(err, &te) {
+			return &messages.Step{Return: map[string]any{"code": te.Code, "error": te.Message}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &messages.Step{Return: res}, nil
+	}
+}
+
+func refundMission(amount int64) *messages.Mission {
+	m := newMission("lookup", "refund")
+	m.Context = map[string]any{"amount": amount}
+	return m
+}
+
+func waitAwaiting(t testing.TB, c *fleet.Client, id string) *messages.Approval {
+	t.Helper()
+	waitState(t, c, id, messages.StateAwaitingApproval)
+	as, err := c.Approvals(testCtx(t), id)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("approvals: %v, %v", as, err)
+	}
+	return as[0]
+}
+
+func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	runs := &sync.Map{}
+	w := startWorker(t, nc, refundRunner(runs))
+	ctx := testCtx(t)
+
+	m := refundMission(250)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	if a.State != messages.ApprovalPending || a.Tool != "refund" || a.Service != "shop" || a.Turn != 1 {
+		t.Fatalf("approval = %+v", a)
+	}
+	if a.Args["_card"] != messages.FirewallMask || a.Args["amount"] != int64(250) {
+		t.Fatalf("approval args = %v, want the amount and the card masked", a.Args)
+	}
+	if !strings.Contains(a.Rule, "service shop: amount > 100") {
+		t.Fatalf("rule = %q", a.Rule)
+	}
+	// waiting holds nothing on the worker
+	eventually(t, 2*time.Second, "slot released", func() bool { return w.Running() == 0 })
+	if st := w.Stats(); st.Suspended != 1 {
+		t.Fatalf("suspended = %d", st.Suspended)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 0 {
+		t.Fatalf("refund ran before approval: %v", refunds)
+	}
+	evs, err := c.Events(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req *messages.Event
+	for _, e := range evs {
+		if e.Kind == messages.EventApprovalRequested {
+			req = e
+		}
+	}
+	if req == nil || req.Tool != "refund" || req.CallID != a.Call || req.Args["_card"] != messages.FirewallMask {
+		t.Fatalf("approval_requested event = %+v", req)
+	}
+
+	got, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "alice", Reason: "checked",
+		Args: map[string]any{"order": "A-1", "amount": 200, "_card": messages.FirewallMask}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != messages.ApprovalApproved || got.DecidedBy != "alice" {
+		t.Fatalf("decided = %+v", got)
+	}
+	step, err := c.Await(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !step.Ok() || step.Return.(map[string]any)["refunded"] != int64(200) {
+		t.Fatalf("step = %+v %v", step.Return, step.Fail)
+	}
+	lookups, refunds, keys := shop.counts()
+	if lookups != 1 {
+		t.Fatalf("lookup ran %d times; the resumed run must replay it from the journal", lookups)
+	}
+	if len(refunds) != 1 || refunds[0]["amount"] != int64(200) || refunds[0]["_card"] != "4242" {
+		t.Fatalf("refunds = %v, want one with the edited amount and the program's card", refunds)
+	}
+	if want := m.ID + "/approval/" + a.Call; keys[0] != want {
+		t.Fatalf("idempotency key %q, want %q", keys[0], want)
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true}); !errors.Is(err, fleet.ErrNoPendingCall) {
+		t.Fatalf("second decision: %v", err)
+	}
+	n, _ := runs.Load(m.ID)
+	if *n.(*int) != 2 {
+		t.Fatalf("runs = %d, want 2 (suspended, resumed)", *n.(*int))
+	}
+	// the parked message and its schedule are gone
+	eventually(t, 5*time.Second, "parked message removed", func() bool {
+		info, err := c.Stores().Parked.Info(ctx, jetstream.WithSubjectFilter("mission.park*."+m.ID))
+		return err == nil && len(info.State.Subjects) == 0
+	})
+}
+
+func TestApprovalBelowTheRuleRunsAtOnce(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	step, err := c.Run(testCtx(t), refundMission(50))
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds = %v", refunds)
+	}
+}
+
+func TestApprovalDeniedIsAToolError(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitAwaiting(t, c, m.ID)
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{By: "bob", Reason: "too large"}); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := step.Return.(map[string]any)
+	if ret["code"] != messages.ToolErrDenied || ret["error"] != "denied by bob: too large" {
+		t.Fatalf("return = %v", ret)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 0 {
+		t.Fatalf("a denied call ran: %v", refunds)
+	}
+}
+
+func TestApprovalDeadlineDenies(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	m.Approval = &messages.ApprovalPolicy{Timeout: time.Second}
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitAwaiting(t, c, m.ID)
+	step, err := c.Await(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := step.Return.(map[string]any)
+	if ret["code"] != messages.ToolErrDenied || !strings.Contains(ret["error"].(string), messages.ReasonApprovalTimeout) {
+		t.Fatalf("return = %v", ret)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 0 {
+		t.Fatalf("a timed-out call ran: %v", refunds)
+	}
+	as, _ := c.Approvals(ctx, m.ID)
+	if len(as) != 1 || as[0].Reason != messages.ReasonApprovalTimeout || as[0].DecidedBy != "fleet" {
+		t.Fatalf("approvals = %+v", as)
+	}
+}
+
+func TestApprovalRulesOfMissionAndWorker(t *testing.T) {
+	_, nc := runJetStream(t)
+	startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil), func(cfg *fleet.WorkerConfig) {
+		cfg.ApprovalRules = []messages.ApprovalRule{{Service: "shop", When: &messages.ApprovalCond{Arg: "order", Op: "=", Value: "B-7"}}}
+	})
+	ctx := testCtx(t)
+
+	// the mission's rule: every lookup
+	m := refundMission(5)
+	m.Approval = &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "lookup"}}}
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if a := waitAwaiting(t, c, m.ID); a.Tool != "lookup" || a.Rule != "mission: every call" {
+		t.Fatalf("approval = %+v", a)
+	}
+	// Cancel of a waiting mission ends it at once.
+	if err := c.Cancel(ctx, m.ID, "no longer needed"); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(ctx, m.ID)
+	if err != nil || step.Fail == nil || step.Fail.Reason != fleet.ReasonCancelled {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if err := (&messages.ApprovalRule{}).Validate("r"); err == nil {
+		t.Fatal("a rule naming neither tool nor service validated")
+	}
+	bad := refundMission(5)
+	bad.Approval = &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "refund", When: &messages.ApprovalCond{Arg: "amount", Op: "~", Value: 1}}}}
+	if _, err := c.Submit(ctx, bad); err == nil || !strings.Contains(err.Error(), "mission.approval.rules[0].when.op") {
+		t.Fatalf("submit of a bad rule: %v", err)
+	}
+}
