@@ -171,7 +171,6 @@ func compactReference(a *Agent) string {
 	b.WriteString(" _keys are firewalled: usable, shown as <Firewalled>.\n")
 	b.WriteString(unlikeClojure)
 	b.WriteString(addedLine())
-	b.WriteString(emitLine())
 	fmt.Fprintf(&b, "- Limits: %s a program, %s the mission", fmtDuration(a.programTimeout()), fmtDuration(a.missionTimeout()))
 	if a.spec.MemoryLimit >= 0 {
 		fmt.Fprintf(&b, ", %s memory", fmtBytes(a.memoryLimit()))

@@ -49,6 +49,9 @@ func (a *Agent) lispPromptBody(pc PromptContext, parts []string) []string {
 	} else {
 		parts = append(parts, a.languageSpec())
 	}
+	// every program of the loop may emit (a compiled function may not:
+	// Compile's prompt has no such line)
+	parts = append(parts, emitLine())
 	for i := range parts {
 		parts[i] = strings.TrimRight(parts[i], "\n")
 	}

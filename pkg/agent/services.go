@@ -71,8 +71,9 @@ func (a *Agent) writeServices(b *strings.Builder) {
 	}
 }
 
-// emitLine is the language reference's line for emit, from the builtin
-// table: every PTC-Lisp agent's programs may emit.
+// emitLine is the system prompt's line for emit, after the language
+// reference, from the builtin table: every PTC-Lisp agent's programs may
+// emit.
 var emitLine = sync.OnceValue(func() string {
 	e := lisp.HostBuiltins()["emit"]
 	return "- " + e.Usage + ": " + e.Doc + ".\n"
