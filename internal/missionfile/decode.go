@@ -227,6 +227,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		v.SetString(s)
 		return nil
+	case reflect.Bool:
+		// YAML 1.2: only true and false
+		if _, err := d.scalar(n, path, "!!bool", "a boolean (true or false)"); err != nil {
+			return err
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return d.errf(n, path, "%q is not a boolean", n.Value)
+		}
+		v.SetBool(b)
+		return nil
 	case reflect.Int, reflect.Int64:
 		s, err := d.scalar(n, path, "!!int", "an integer")
 		if err != nil {

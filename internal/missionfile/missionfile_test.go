@@ -83,9 +83,12 @@ func TestParseErrors(t *testing.T) {
 		"agent: {prompt: x}\nkind: compiled":                     `line 2: kind: unknown field`,
 		"agent: {prompt: x, sub_agents: {a: null}}":              "line 1: agent.sub_agents.a: empty",
 		"agent: {prompt: x, llm_retry: {backoff: fib}}":          "llm_retry.backoff",
-		"context: {}": "agent or compiled is required",
-		"agent: [":    "mission file",
-		"- 1":         "line 1: expected an object",
+		"agent: {prompt: x, memory_strategy: undo}":              `mission.agent.memory_strategy: "undo" is not "strict" or "rollback"`,
+		"agent: {prompt: x, plan: [fetch, '']}":                  "mission.agent.plan[1]: empty",
+		"agent: {prompt: x, llm_query: yes}":                     `line 1: agent.llm_query: expected a boolean (true or false), got str "yes"`,
+		"context: {}":                                            "agent or compiled is required",
+		"agent: [":                                               "mission file",
+		"- 1":                                                    "line 1: expected an object",
 	}
 	for src, want := range cases {
 		f, err := Parse([]byte(src))
@@ -251,5 +254,31 @@ scirpt: ["(return 1)"]
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		t.Error("errors.As finds no *FieldError")
+	}
+}
+
+// The loop options of an agent decode into the wire spec.
+func TestParseLoopOptions(t *testing.T) {
+	f, err := Parse([]byte(`
+agent:
+  prompt: Sum the orders
+  retry_turns: 2
+  memory_strategy: rollback
+  llm_query: true
+  plan: [Fetch the orders, Sum them]
+limits: {max_emit_bytes: 1024, emit_rate: 5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Agent
+	if a.RetryTurns != 2 || a.MemoryStrategy != messages.MemoryRollback || !a.LLMQuery || !reflect.DeepEqual(a.Plan, []string{"Fetch the orders", "Sum them"}) {
+		t.Fatalf("agent %+v", a)
+	}
+	if f.Limits.MaxEmitBytes != 1024 || f.Limits.EmitRate != 5 {
+		t.Fatalf("limits %+v", f.Limits)
+	}
+	if _, err := f.Build(); err != nil {
+		t.Fatal(err)
 	}
 }
