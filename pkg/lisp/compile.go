@@ -221,6 +221,7 @@ type compiler struct {
 	soleWalks int // walks whose one update runs without the recur node
 	ownedN    int // loop bindings owned by their loop (opt_ownedbox.go)
 	memNames  map[string]bool
+	toolsUsed []string // tool names the program calls, resolved
 	sc        *scope
 	lastProto *fnProto
 	gensym    int
@@ -731,6 +732,7 @@ func (c *compiler) checkTool(name string, pos Pos) string {
 	if !ok {
 		c.fail(KindUnknownTool, pos, "", "%s", c.host.unknownTool(name))
 	}
+	c.toolsUsed = append(c.toolsUsed, resolved)
 	return resolved
 }
 

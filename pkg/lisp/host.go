@@ -54,8 +54,11 @@ type host struct {
 	// context, so each is converted once per run (ctxMu guards it: pmap)
 	ctxVals  map[string]Value
 	ctxMu    sync.Mutex
-	keywords map[string]*Keyword
-	kwMu     sync.Mutex
+	// progKeywords are the program's keywords (shared by its runs, read
+	// only); keywords those the run interns beyond them
+	progKeywords map[string]*Keyword
+	keywords     map[string]*Keyword
+	kwMu         sync.Mutex
 	mu       sync.Mutex
 	calls    []messages.ToolCall
 	maxCalls int
@@ -66,10 +69,16 @@ type host struct {
 }
 
 func (h *host) keyword(name string) *Keyword {
+	if k, ok := h.progKeywords[name]; ok {
+		return k
+	}
 	h.kwMu.Lock()
 	defer h.kwMu.Unlock()
 	if k, ok := h.keywords[name]; ok {
 		return k
+	}
+	if h.keywords == nil {
+		h.keywords = map[string]*Keyword{}
 	}
 	k := NewKeyword(name)
 	h.keywords[name] = k

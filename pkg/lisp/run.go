@@ -165,14 +165,100 @@ type Result struct {
 	sig *signature.Signature // Options.Signature, parsed
 }
 
-// Exec parses, compiles and runs source. It always returns a non-nil
-// Result; err is a *Error (or nil). Cancellation of ctx ends the run with a
-// KindCanceled or KindTimeout error that wraps ctx.Err(). Exec is safe for
-// concurrent use: runs share nothing but immutable tables.
-func Exec(ctx context.Context, source string, opts Options) (res *Result, err error) {
+// Exec parses, compiles and runs source: Compile then Program.Run. It
+// always returns a non-nil Result; err is a *Error (or nil). Cancellation
+// of ctx ends the run with a KindCanceled or KindTimeout error that wraps
+// ctx.Err(). Exec is safe for concurrent use: runs share nothing but
+// immutable tables.
+func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 	start := time.Now()
-	res = &Result{}
+	p, err := Compile(source, opts)
+	if err != nil {
+		res := &Result{Signal: SignalFail, Err: err.(*Error), Duration: time.Since(start)}
+		return res, err
+	}
+	res, err := p.run(ctx, opts, start)
+	return res, err
+}
+
+// Program is a compiled PTC-Lisp program: read and compiled once by
+// Compile, then run any number of times, from any number of goroutines at
+// once, each run with its own context, memory, tools and limits. Running a
+// Program never reads its source again.
+type Program struct {
+	source string
+	body   node
+	nslots int
+	// keywords are the keywords the program's text interned; runs share
+	// them (read only) and intern others of their own
+	keywords map[string]*Keyword
+	// tools are the tool names the program calls, as resolved at compile
+	tools []string
+	sig   *signature.Signature // Options.Signature, parsed
+}
+
+// Source returns the program's text.
+func (p *Program) Source() string { return p.source }
+
+// Compile reads and compiles source for the tools and memory names in
+// opts (their values and every limit but MaxSourceBytes are taken by
+// Run), and parses opts.Signature. Its error is a *Error with the
+// position of the problem.
+func Compile(source string, opts Options) (*Program, error) {
+	maxSrc := opts.MaxSourceBytes
+	if maxSrc <= 0 {
+		maxSrc = DefaultMaxSourceBytes
+	}
+	fail := func(e *Error) (*Program, error) {
+		if e.src == "" {
+			e.src = source
+		}
+		return nil, e
+	}
+	if len(source) > maxSrc {
+		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
+	}
+	p := &Program{source: source, keywords: map[string]*Keyword{}}
+	if opts.Signature != "" {
+		s, serr := signature.Parse(opts.Signature)
+		if serr != nil {
+			return fail(&Error{Kind: KindValue, Msg: "invalid signature: " + serr.Error(), Err: serr})
+		}
+		p.sig = s
+	}
+	forms, perr := read(source, p.keywords)
+	if perr != nil {
+		return fail(perr.(*Error))
+	}
+	h := &host{tools: opts.Tools, keywords: p.keywords}
+	h.toolKeys = sortedKeys(opts.Tools)
+	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}, plainLoops: opts.plainLoops}
+	for k := range opts.Memory {
+		c.memNames[k] = true
+	}
+	body, nslots, cerr := c.safeCompile(forms)
+	if cerr != nil {
+		return fail(cerr)
+	}
+	p.body, p.nslots = body, nslots
+	p.tools = uniqSorted(c.toolsUsed)
+	return p, nil
+}
+
+// Run runs the program with opts: its context, memory, tools, host
+// services and limits (opts.Signature and opts.MaxSourceBytes were taken
+// by Compile and are ignored). Every tool the program calls must be in
+// opts.Tools. It always returns a non-nil Result; err is a *Error (or
+// nil), as Exec's. Run is safe for concurrent use.
+func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
+	return p.run(ctx, opts, time.Now())
+}
+
+// run is Run timed from start.
+func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *Result, err error) {
+	res = &Result{sig: p.sig}
 	defer func() { res.Duration = time.Since(start) }()
+	source := p.source
 
 	fail := func(e *Error) (*Result, error) {
 		if e.src == "" {
@@ -188,24 +274,13 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		timeout = DefaultTimeout
 	}
 
-	maxSrc := opts.MaxSourceBytes
-	if maxSrc <= 0 {
-		maxSrc = DefaultMaxSourceBytes
-	}
-	if len(source) > maxSrc {
-		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
-	}
-
-	if opts.Signature != "" {
-		s, serr := signature.Parse(opts.Signature)
-		if serr != nil {
-			return fail(&Error{Kind: KindValue, Msg: "invalid signature: " + serr.Error(), Err: serr})
-		}
-		res.sig = s
-	}
-
-	h := &host{tools: opts.Tools, hostFns: opts.Host, keywords: map[string]*Keyword{}, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
+	h := &host{tools: opts.Tools, hostFns: opts.Host, progKeywords: p.keywords, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
 	h.toolKeys = sortedKeys(opts.Tools)
+	for _, name := range p.tools {
+		if _, ok := opts.Tools[name]; !ok {
+			return fail(&Error{Kind: KindUnknownTool, Msg: h.unknownTool(name)})
+		}
+	}
 	if opts.Context != nil {
 		cv, cerr := FromGo(opts.Context)
 		if cerr != nil {
@@ -222,20 +297,7 @@ func Exec(ctx context.Context, source string, opts Options) (res *Result, err er
 		mem[k] = mv
 	}
 	res.Memory = mem
-
-	forms, perr := read(source, h.keywords)
-	if perr != nil {
-		return fail(perr.(*Error))
-	}
-	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}, plainLoops: opts.plainLoops}
-	for k := range mem {
-		c.memNames[k] = true
-	}
-	// the reader interned keywords: share them with the run
-	body, nslots, cerr := c.safeCompile(forms)
-	if cerr != nil {
-		return fail(cerr)
-	}
+	body, nslots := p.body, p.nslots
 
 	maxMem := opts.MaxMemory
 	if maxMem == 0 {
