@@ -43,10 +43,13 @@ type Compiled struct {
 	// Metadata describes the compilation (zero for Load).
 	Metadata CompileMetadata
 
-	sig       *signature.Signature
-	mode      signature.Mode
-	fn        lisp.Value            // the *lisp.Closure
-	defs      map[string]lisp.Value // top-level defs of Source (helpers)
+	sig  *signature.Signature
+	mode signature.Mode
+	fn   lisp.Value            // the *lisp.Closure
+	defs map[string]lisp.Value // top-level defs of Source (helpers)
+	// call is compiledCall compiled once: each execution runs it, never
+	// reading source again
+	call      *lisp.Program
 	tools     map[string]*boundTool
 	toolNames []string
 	ltools    lisp.Tools
@@ -186,7 +189,16 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 		}
 		return nil, invalidCompiled("source", "the function must take exactly one argument, a map of the named inputs (%s)", got)
 	}
-	return &Compiled{Source: src, Signature: sig.String(), sig: sig, mode: mode, fn: fn, defs: defs,
+	callMem := make(map[string]any, len(defs)+2)
+	for k := range defs {
+		callMem[k] = nil
+	}
+	callMem[compiledFnName], callMem[compiledArgsName] = nil, nil
+	call, cerr := lisp.Compile(compiledCall, lisp.Options{Memory: callMem})
+	if cerr != nil {
+		return nil, invalidCompiled("source", "%s", lispDetail(cerr))
+	}
+	return &Compiled{Source: src, Signature: sig.String(), sig: sig, mode: mode, fn: fn, defs: defs, call: call,
 		tools: tools, toolNames: names, ltools: ltools}, nil
 }
 
@@ -256,7 +268,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		w = &execWarnings{}
 		ctx = context.WithValue(ctx, warnKey{}, w)
 	}
-	res, xerr := lisp.Exec(ctx, compiledCall, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
+	res, xerr := c.call.Run(ctx, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
 		MemoryLimit: -1, FloatPrecision: FloatPrecision}, c.lim))
 	turn := messages.Turn{Number: 1, Program: c.Source, StartedAt: start, ToolCalls: res.ToolCalls, Prints: res.Prints}
 	st.Usage.ToolCalls = len(res.ToolCalls)

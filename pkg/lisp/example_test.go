@@ -94,3 +94,27 @@ func ExampleDecodeMsgpack() {
 	fmt.Println(step.Return, lisp.IsHostData(rows))
 	// Output: map[SKU-1:2 SKU-2:5] true
 }
+
+// A program compiled once and run on many inputs: each run has its own
+// context, and none reads the source again.
+func ExampleCompile() {
+	p, err := lisp.Compile(`(->> ctx/orders (filter #(> (:total %) 50)) (map :id))`, lisp.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, orders := range [][]map[string]any{
+		{{"id": "a", "total": 80.0}, {"id": "b", "total": 20.0}},
+		{{"id": "c", "total": 51.0}, {"id": "d", "total": 99.5}},
+	} {
+		res, err := p.Run(context.Background(), lisp.Options{Context: map[string]any{"orders": orders}})
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(lisp.ToGo(res.Value))
+	}
+	// Output:
+	// [a]
+	// [c d]
+}
