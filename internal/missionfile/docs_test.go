@@ -64,6 +64,7 @@ func TestDocsFields(t *testing.T) {
 		{"### agent.llm_retry", reflect.TypeFor[messages.RetryPolicy]()},
 		{"### agent.prompt_limit", reflect.TypeFor[messages.PromptLimit]()},
 		{"### agent.tool_catalog entries", reflect.TypeFor[messages.ToolSchema]()},
+		{"### agent.spawn_agent", reflect.TypeFor[messages.SpawnSpec]()},
 	}
 	for _, tb := range tables {
 		rows, order := docTableOrdered(t, tb.heading)

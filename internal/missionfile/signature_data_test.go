@@ -63,3 +63,33 @@ func TestSignatureDataFormErrors(t *testing.T) {
 		}
 	}
 }
+
+// A mission file gives an agent the spawn_agent tool over a catalogue of
+// tool sets; the sets' tools are remote tools the built mission allows.
+func TestSpawnAgentField(t *testing.T) {
+	f, err := Parse([]byte(`
+agent:
+  prompt: Summarise the north region.
+  spawn_agent:
+    tool_sets: {customers: [list_customers], orders: [list_orders, list_customers]}
+    max_turns: 3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := f.Agent.SpawnAgent
+	if sp == nil || len(sp.ToolSets["orders"]) != 2 || sp.MaxTurns != 3 {
+		t.Fatalf("spawn_agent = %+v", sp)
+	}
+	m, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(m.Tools, ",") != "list_customers,list_orders" {
+		t.Errorf("tools = %v", m.Tools)
+	}
+	_, err = Parse([]byte("agent:\n  prompt: p\n  spawn_agent:\n    tool_set: {a: [x]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 4: agent.spawn_agent.tool_set: unknown field (did you mean tool_sets?)") {
+		t.Errorf("misspelled field: %v", err)
+	}
+}

@@ -14,9 +14,10 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// SpawnToolName is the name of the tool SpawnTool builds in a mission
-// file or wire spec (messages.AgentSpec.ToolSets).
-const SpawnToolName = "spawn_agent"
+// SpawnToolName is the name of the tool SpawnTool builds from a wire
+// spec's spawn_agent (messages.AgentSpec.SpawnAgent), and under which
+// ToWire writes one back.
+const SpawnToolName = messages.SpawnToolName
 
 // ErrNoRun is returned by Spawn given a context that is not a tool
 // call's of a running agent.
@@ -175,6 +176,26 @@ func SpawnTool(sets map[string]map[string]Tool, opts SpawnOptions) Tool {
 		return st.Return, nil
 	}
 	return t
+}
+
+// spawnFromWire builds the spawn_agent tool of a wire spec, resolving
+// the catalogue's tools by name.
+func spawnFromWire(sp *messages.SpawnSpec, resolve func(name string) (Tool, bool)) (Tool, error) {
+	sets := make(map[string]map[string]Tool, len(sp.ToolSets))
+	for _, set := range slices.Sorted(maps.Keys(sp.ToolSets)) {
+		sets[set] = map[string]Tool{}
+		for _, name := range sp.ToolSets[set] {
+			if resolve == nil {
+				return Tool{}, specErr("spawn_agent.tool_sets["+set+"]", "no tool resolver given", nil)
+			}
+			t, ok := resolve(name)
+			if !ok {
+				return Tool{}, specErr("spawn_agent.tool_sets["+set+"]", fmt.Sprintf("unknown tool %q", name), nil)
+			}
+			sets[set][name] = t
+		}
+	}
+	return SpawnTool(sets, SpawnOptions{Limits: sp.Limits, Description: sp.Description}), nil
 }
 
 // describeSets writes the catalogue as "email (list_emails, read_email);

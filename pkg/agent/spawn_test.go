@@ -239,3 +239,42 @@ func TestSpawnSharesFirewall(t *testing.T) {
 		t.Fatalf("return %q", msg)
 	}
 }
+
+// SpawnTool travels as the wire spec's spawn_agent, its catalogue's tools
+// by name, and comes back as the same tool.
+func TestSpawnToolWire(t *testing.T) {
+	var calls atomic.Int64
+	spec := Spec{Prompt: "p", Tools: map[string]Tool{SpawnToolName: SpawnTool(shopCatalog(&calls),
+		SpawnOptions{Limits: messages.Limits{MaxTurns: 2}, Description: "delegate"})}}
+	w := spec.ToWire()
+	want := &messages.SpawnSpec{ToolSets: map[string][]string{"calendar": {"create_meeting", "find_slots"}, "email": {"list_emails", "read_email"}},
+		Description: "delegate", Limits: messages.Limits{MaxTurns: 2}}
+	if !reflect.DeepEqual(w.SpawnAgent, want) || len(w.Tools) != 0 {
+		t.Fatalf("wire %+v, tools %v", w.SpawnAgent, w.Tools)
+	}
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	catalog := shopCatalog(&calls)
+	resolve := func(name string) (Tool, bool) {
+		for _, set := range catalog {
+			if t, ok := set[name]; ok {
+				return t, true
+			}
+		}
+		return Tool{}, false
+	}
+	back, err := FromWire(w, resolve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustNew(t, back)
+	bt := a.tools[SpawnToolName]
+	if bt == nil || bt.tool.Description != "delegate" || bt.tool.Signature != spec.Tools[SpawnToolName].Signature {
+		t.Fatalf("rebuilt tool %+v", bt)
+	}
+	if _, err := FromWire(w, func(string) (Tool, bool) { return Tool{}, false }); err == nil ||
+		!strings.Contains(err.Error(), `spawn_agent.tool_sets[calendar]: unknown tool "create_meeting"`) {
+		t.Errorf("unresolved tool: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -438,6 +439,10 @@ func (s Spec) ToWire() *messages.AgentSpec {
 	}
 	for _, name := range sortedKeys(s.Tools) {
 		t := s.Tools[name]
+		if sp := t.spawn; sp != nil {
+			w.SpawnAgent = &messages.SpawnSpec{ToolSets: maps.Clone(sp.sets), Description: sp.opts.Description, Limits: sp.opts.Limits}
+			continue
+		}
 		if t.sub != nil {
 			if w.SubAgents == nil {
 				w.SubAgents = map[string]*messages.AgentSpec{}
@@ -499,6 +504,19 @@ func fromWire(w *messages.AgentSpec, resolve func(name string) (Tool, bool), dep
 			return Spec{}, specErr("tools["+name+"]", fmt.Sprintf("unknown tool %q", name), nil)
 		}
 		s.Tools[name] = t
+	}
+	if w.SpawnAgent != nil {
+		if _, taken := s.Tools[SpawnToolName]; taken {
+			return Spec{}, specErr("spawn_agent", "the agent already has a tool named "+SpawnToolName, nil)
+		}
+		t, err := spawnFromWire(w.SpawnAgent, resolve)
+		if err != nil {
+			return Spec{}, err
+		}
+		if s.Tools == nil {
+			s.Tools = map[string]Tool{}
+		}
+		s.Tools[SpawnToolName] = t
 	}
 	for _, name := range sortedKeys(w.SubAgents) {
 		cs, err := fromWire(w.SubAgents[name], resolve, depth+1)

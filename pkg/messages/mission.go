@@ -142,6 +142,10 @@ type AgentSpec struct {
 	ToolCatalog []ToolSchema `msgpack:"tool_catalog,omitempty"`
 	// SubAgents are agents callable as tools, by tool name.
 	SubAgents map[string]*AgentSpec `msgpack:"sub_agents,omitempty"`
+	// SpawnAgent, when set, gives the agent the spawn_agent tool: its
+	// model starts child agents at run time with tool sets it chooses
+	// from a catalogue.
+	SpawnAgent *SpawnSpec `msgpack:"spawn_agent,omitempty"`
 
 	// Limits bound this agent's run (each sub-agent has its own); they
 	// travel as fields of the agent spec itself.
@@ -214,6 +218,23 @@ type RetryPolicy struct {
 	// overloaded, server_error, timeout, connection, conflict); empty means
 	// all of them.
 	Retryable []string `msgpack:"retryable,omitempty"`
+}
+
+// SpawnToolName is the tool name of an agent's SpawnAgent.
+const SpawnToolName = "spawn_agent"
+
+// SpawnSpec is an agent's spawn_agent tool as data (pkg/agent's
+// SpawnTool): a catalogue of named tool sets, of which the model picks
+// the sets each child it spawns may call.
+type SpawnSpec struct {
+	// ToolSets maps a set's name to the remote tool names a child given
+	// the set may call; the agent itself cannot call them.
+	ToolSets map[string][]string `msgpack:"tool_sets"`
+	// Description replaces the tool's description shown to the model.
+	Description string `msgpack:"description,omitempty"`
+	// Limits bound each spawned child (zero: the defaults); the mission's
+	// turn budget, deadline and max_depth bound them all.
+	Limits
 }
 
 // ToolSchema describes a tool: its name, signature and description.
@@ -370,6 +391,11 @@ func (a *AgentSpec) validate(path string, depth int) error {
 			return invalidf("%s.llm_retry: negative max_attempts, base_delay or max_delay", path)
 		}
 	}
+	if sp := a.SpawnAgent; sp != nil {
+		if err := sp.validate(path+".spawn_agent", a); err != nil {
+			return err
+		}
+	}
 	for name, sub := range a.SubAgents {
 		p := fmt.Sprintf("%s.sub_agents[%q]", path, name)
 		if !ValidName(name) || isReservedTool(name) {
@@ -378,6 +404,34 @@ func (a *AgentSpec) validate(path string, depth int) error {
 		if err := sub.validate(p, depth+1); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validate checks a spawn_agent spec of agent a: at least one set, set
+// names a signature string can quote, each set some valid tool names, the
+// tool name spawn_agent not taken by a's tools or sub-agents.
+func (sp *SpawnSpec) validate(path string, a *AgentSpec) error {
+	if slices.Contains(a.Tools, SpawnToolName) || a.SubAgents[SpawnToolName] != nil {
+		return invalidf("%s: the agent already has a tool named %s", path, SpawnToolName)
+	}
+	if len(sp.ToolSets) == 0 {
+		return invalidf("%s.tool_sets: empty (spawn_agent needs at least one tool set)", path)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sp.ToolSets)) {
+		p := fmt.Sprintf("%s.tool_sets[%q]", path, name)
+		if name == "" || strings.ContainsAny(name, "\n\"\\") {
+			return invalidf("%s: %q is not a valid tool set name", p, name)
+		}
+		if len(sp.ToolSets[name]) == 0 {
+			return invalidf("%s: empty", p)
+		}
+		if err := validNames(p, sp.ToolSets[name]); err != nil {
+			return err
+		}
+	}
+	if err := sp.Limits.Validate(); err != nil {
+		return invalidf("%s.%v", path, err)
 	}
 	return nil
 }
@@ -415,8 +469,8 @@ func (m *Mission) UnallowedTools() []string {
 
 // RemoteTools lists, once each, the tool names the agent and its
 // sub-agents call that are none of their sub-agents: the remote tools a
-// mission must allow. The agent's own come first, then each sub-agent's by
-// name.
+// mission must allow. The agent's own come first, then those of its
+// spawn_agent tool sets (by set name), then each sub-agent's by name.
 func (a *AgentSpec) RemoteTools() []string { return a.remoteTools(nil, 0) }
 
 func (a *AgentSpec) remoteTools(acc []string, depth int) []string {
@@ -426,6 +480,15 @@ func (a *AgentSpec) remoteTools(acc []string, depth int) []string {
 	for _, n := range a.Tools {
 		if _, sub := a.SubAgents[n]; !sub && !slices.Contains(acc, n) {
 			acc = append(acc, n)
+		}
+	}
+	if sp := a.SpawnAgent; sp != nil {
+		for _, set := range slices.Sorted(maps.Keys(sp.ToolSets)) {
+			for _, n := range sp.ToolSets[set] {
+				if !slices.Contains(acc, n) {
+					acc = append(acc, n)
+				}
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {

@@ -31,7 +31,7 @@ var wireDocTypes = map[string]reflect.Type{
 	"PlanStep":       reflect.TypeFor[PlanStep](),
 	"Approval":       reflect.TypeFor[Approval](),
 	"ApprovalPolicy": reflect.TypeFor[ApprovalPolicy](), "ApprovalRule": reflect.TypeFor[ApprovalRule](),
-	"ApprovalCond": reflect.TypeFor[ApprovalCond](),
+	"ApprovalCond": reflect.TypeFor[ApprovalCond](), "SpawnSpec": reflect.TypeFor[SpawnSpec](),
 }
 
 func readWireDoc(t *testing.T) string {

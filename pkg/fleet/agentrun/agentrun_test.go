@@ -539,3 +539,49 @@ func TestScriptedMissionRunsOnAnyWorker(t *testing.T) {
 		t.Errorf("%d calls of the worker's own model, want none", n)
 	}
 }
+
+// A fleet mission's agent spawns a child with a tool set it picks from its
+// spawn_agent catalogue: the worker resolves the set's remote tools for
+// the child, the parent's model never sees them as its own tools, and the
+// child is traced as the call's Child with its usage added.
+func TestSpawnAgentInFleetMission(t *testing.T) {
+	model := &script{turns: map[string][]string{
+		"Summarise the region": {
+			"```clojure\n(return (tool/spawn_agent {:prompt \"Find the best customer of the north.\" :tools [\"customers\"] :signature \"{name :string}\"}))\n```",
+		},
+		"Find the best customer": {
+			"```clojure\n(let [cs (tool/list_customers {:region \"north\"})]\n  (return {:name (:name (first (sort-by :id cs)))}))\n```",
+		},
+	}}
+	env := startFleet(t, model, false)
+	step := runMission(t, env, &messages.Mission{
+		Agent: &messages.AgentSpec{
+			Prompt: "Summarise the region.", Signature: "{name :string}",
+			SpawnAgent: &messages.SpawnSpec{ToolSets: map[string][]string{
+				"customers": {"list_customers"}, "orders": {"list_orders"}}},
+		},
+		Tools: []string{"list_customers", "list_orders"},
+	})
+	if step.Fail != nil {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	if name, _ := step.Return.(map[string]any)["name"].(string); name == "" {
+		t.Errorf("return = %v", step.Return)
+	}
+	calls := step.Trace[0].ToolCalls
+	if len(calls) != 1 || calls[0].Name != "spawn_agent" || calls[0].Child == nil || calls[0].Child.Fail != nil ||
+		calls[0].Child.Trace[0].ToolCalls[0].Name != "list_customers" {
+		t.Fatalf("spawn not traced with its child step: %+v", calls)
+	}
+	if step.Usage.Requests != 2 {
+		t.Errorf("requests = %d, want 2 (parent and child)", step.Usage.Requests)
+	}
+	reqs := model.requests()
+	parent, child := fmt.Sprint(reqs[0].Messages[0].Content), fmt.Sprint(reqs[1].Messages[0].Content)
+	if !strings.Contains(parent, `spawn_agent(prompt :string, tools ["customers" | "orders"](min 1)`) || strings.Contains(parent, "- list_customers(") {
+		t.Errorf("parent's first message:\n%s", parent)
+	}
+	if !strings.Contains(child, "- list_customers(") || strings.Contains(child, "list_orders") || strings.Contains(child, "spawn_agent") {
+		t.Errorf("child's first message:\n%s", child)
+	}
+}

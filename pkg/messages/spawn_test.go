@@ -1,0 +1,43 @@
+package messages
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// An agent's spawn_agent catalogue is checked with the spec, and its tools
+// are remote tools the mission must allow.
+func TestSpawnSpec(t *testing.T) {
+	a := &AgentSpec{Prompt: "p", Tools: []string{"search"},
+		SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"email": {"list_emails", "read_email"}, "calendar": {"find_slots", "search"}}}}
+	if err := a.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.RemoteTools(), []string{"search", "find_slots", "list_emails", "read_email"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RemoteTools = %v, want %v", got, want)
+	}
+	m := &Mission{ID: NewMissionID(), Kind: KindAgent, Agent: a, Tools: []string{"search", "list_emails"}}
+	if got := m.UnallowedTools(); !reflect.DeepEqual(got, []string{"find_slots", "read_email"}) {
+		t.Errorf("UnallowedTools = %v", got)
+	}
+	for _, c := range []struct {
+		spec *AgentSpec
+		want string
+	}{
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{}}, `agent.spawn_agent.tool_sets: empty`},
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"a": nil}}}, `agent.spawn_agent.tool_sets["a"]: empty`},
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{`a"b`: {"x"}}}}, `agent.spawn_agent.tool_sets["a\"b"]: "a\"b" is not a valid tool set name`},
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"a": {"x y"}}}}, `agent.spawn_agent.tool_sets["a"][0]: "x y" is not a valid tool name`},
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"a": {"return"}}}}, `"return" is not a valid tool name`},
+		{&AgentSpec{Prompt: "p", Tools: []string{"spawn_agent"}, SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"a": {"x"}}}}, `agent.spawn_agent: the agent already has a tool named spawn_agent`},
+		{&AgentSpec{Prompt: "p", SpawnAgent: &SpawnSpec{ToolSets: map[string][]string{"a": {"x"}}, Limits: Limits{MaxCostUSD: math.NaN()}}}, `agent.spawn_agent.max_cost_usd: NaN is not a finite number`},
+	} {
+		err := c.spec.Validate()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate: %v, want %s", err, c.want)
+		}
+	}
+}
