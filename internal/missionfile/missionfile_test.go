@@ -282,3 +282,32 @@ limits: {max_emit_bytes: 1024, emit_rate: 5}
 		t.Fatal(err)
 	}
 }
+
+// compression: true reaches the wire mission, a sub-agent's too; a value
+// that is not a boolean and compression in text mode are errors naming
+// the field.
+func TestParseCompression(t *testing.T) {
+	f, err := Parse([]byte("agent:\n  prompt: x\n  compression: true\n  tools: [helper]\n  sub_agents:\n    helper: {prompt: y, compression: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Agent.Compression || !m.Agent.SubAgents["helper"].Compression {
+		t.Errorf("compression lost: %+v", m.Agent)
+	}
+	for src, want := range map[string]string{
+		"agent: {prompt: x, compression: yes}":                `line 1: agent.compression: expected a boolean (true or false), got str "yes"`,
+		"agent: {prompt: x, output: text, compression: true}": "agent.compression: compression renders PTC-Lisp turns",
+	} {
+		f, err := Parse([]byte(src))
+		if err == nil {
+			_, err = f.Build()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", src, err, want)
+		}
+	}
+}
