@@ -52,18 +52,18 @@ type host struct {
 	ctxMap   *Map
 	// ctxVals caches the ctx/ values read from a view of the host's
 	// context, so each is converted once per run (ctxMu guards it: pmap)
-	ctxVals  map[string]Value
-	ctxMu    sync.Mutex
+	ctxVals map[string]Value
+	ctxMu   sync.Mutex
 	// progKeywords are the program's keywords (shared by its runs, read
 	// only); keywords those the run interns beyond them
 	progKeywords map[string]*Keyword
 	keywords     map[string]*Keyword
 	kwMu         sync.Mutex
-	mu       sync.Mutex
-	calls    []messages.ToolCall
-	maxCalls int
-	nCalls   int
-	scrub    func(string, bool) string // Options.Scrub
+	mu           sync.Mutex
+	calls        []messages.ToolCall
+	maxCalls     int
+	nCalls       int
+	scrub        func(string, bool) string // Options.Scrub
 	// meter charges what the run holds from its tools (Meter)
 	meter *Meter
 }
