@@ -110,7 +110,8 @@ func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, std
 	if err != nil {
 		return fmt.Errorf("mission: %w", err)
 	}
-	sess, err := a.NewSession(agent.RunOptions{LLM: model, Registry: models, Context: m.Context, ContextSignature: m.ContextSignature})
+	sess, err := a.NewSession(agent.RunOptions{LLM: model, Registry: models, Context: m.Context, ContextSignature: m.ContextSignature,
+		Observer: replServices(stdout)})
 	if err != nil {
 		return err
 	}
@@ -566,4 +567,26 @@ func blank(src string) bool {
 		}
 	}
 	return true
+}
+
+// replServices prints what the REPL's programs emit and the plan's state
+// after each step they mark done, as they happen (pmap branches too, one
+// line at a time).
+func replServices(w io.Writer) agent.Observer {
+	var mu sync.Mutex
+	return agent.ObserverFunc(func(_ context.Context, e agent.Event) {
+		var text string
+		switch e.Kind {
+		case agent.EventEmit:
+			text = "emit " + preview(e.Result, 500)
+		case agent.EventPlan:
+			ev := &messages.Event{Tool: e.Tool, Plan: e.Plan}
+			text = planHeadline(ev) + "\n" + indent(planLines(e.Plan), "    ")
+		default:
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintln(w, text)
+	})
 }

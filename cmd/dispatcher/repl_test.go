@@ -366,3 +366,21 @@ func TestREPLCompressedHistory(t *testing.T) {
 	}
 	mustContain(t, ":history without -compression", out, "compression is off")
 }
+
+// A program's emits and the plan steps it marks done are printed as they
+// happen, before the result.
+func TestREPLPrintsEmitsAndPlan(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, []byte("agent:\n  prompt: Count.\n  plan: [Count the paid orders, Report]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runRepl(t, "", "-mission", file, "-e",
+		`(let [n (count (tool/list_orders {:status "paid"}))] (emit {:paid n}) (step-done "1" (str n " paid")) n)`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	want := "emit {\"paid\":4971}\nplan: step 1 done, 1/2 steps done\n    [x] 1. Count the paid orders — 4971 paid\n    [ ] 2. Report\nResult: 4971"
+	if strings.TrimSpace(out) != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
+	}
+}
