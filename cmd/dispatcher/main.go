@@ -62,6 +62,9 @@ commands:
                     write a finished mission's record and Step (every reply and tool result) to a file
   eval SUITE        run a suite's tasks against models, several times each, and report success,
                     turns, tokens, cost and latency per model and mode; -models, -runs, -json, -junit
+  budget show       the fleet-wide budgets and what each spent in its current period; -json
+  budget set        set a fleet-wide budget: -scope account|submitter:NAME -window day|month
+                    -max-cost-usd USD -max-tokens N (both 0: remove it)
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
   bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
@@ -133,6 +136,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		outFile      string
 		compression  bool
 		eval         evalConfig
+		budget       fleet.BudgetLimit
 	)
 	switch cmd {
 	case "submit":
@@ -187,6 +191,12 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 	case "mission":
 		fs.StringVar(&outFile, "out", "", "the file to write (default <id>.ptcmission)")
+	case "budget":
+		fs.BoolVar(&asJSON, "json", false, "budget show: print JSON (one array)")
+		fs.StringVar(&budget.Scope, "scope", fleet.BudgetAccount, "budget set: whose budget: account (every mission of the account) or submitter:NAME")
+		fs.StringVar(&budget.Window, "window", fleet.BudgetDay, "budget set: the period it holds for: day or month (UTC)")
+		fs.Float64Var(&budget.MaxCostUSD, "max-cost-usd", 0, "budget set: US dollars the scope's missions may spend on models in a period (0: no bound)")
+		fs.Int64Var(&budget.MaxTokens, "max-tokens", 0, "budget set: tokens the scope's missions may spend in a period (0: no bound)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":
@@ -309,6 +319,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return err
 	}
 	switch cmd {
+	case "budget":
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		return runBudget(ctx, nc, rest, budget, asJSON, stdout)
 	case "mcp":
 		return serveMCP(ctx, client, nc, mcpHTTP, log, nil)
 	case "ui":

@@ -60,6 +60,7 @@ type config struct {
 	exampleTools bool
 	verifyLayout bool
 	ceilings     fleet.Ceilings
+	tenant       string
 	memBudget    int64
 	llmOpts      string
 	toolPins     string
@@ -89,6 +90,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
 	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
+	fs.StringVar(&c.tenant, "tenant", "", "name of the account (tenant) this worker serves: the tenant label of the spend metrics")
 	fs.Float64Var(&c.ceilings.MaxCostUSD, "max-cost-usd", 0, "ceiling of max_cost_usd of a mission and its agents, in US dollars, and the budget of a mission that sets none (0: none)")
 	fs.Int64Var(&c.ceilings.MaxTokens, "max-tokens", 0, "ceiling of max_tokens of a mission and its agents, and the budget of a mission that sets none (0: none)")
 	fs.IntVar(&c.ceilings.LLMRetryAttempts, "max-llm-attempts", 10, "ceiling of llm_retry.max_attempts (0: none)")
@@ -309,6 +311,7 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 		DrainGrace:     c.drainGrace,
 		ToolTimeout:    c.toolTimeout,
 		Ceilings:       c.ceilings,
+		Tenant:         c.tenant,
 		MemoryBudget:   c.memBudget,
 		ToolPins:       pins,
 		Logger:         &log,

@@ -29,6 +29,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.st = st
+	w.budgets = newBudgets(st, w.cfg.Tenant, w.cfg.Metrics)
 	ackPending := -1 // the lowest MaxAckPending of the consumers; negative: unlimited
 	for _, p := range w.cfg.Priorities {
 		c := st.Consumers[p]

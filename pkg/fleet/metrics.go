@@ -3,6 +3,8 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +58,12 @@ type Metrics struct {
 	programTime prometheus.Histogram
 	limitHits   *prometheus.CounterVec
 
-	reasons, tools, models, codes labelSet
+	budgetUSD      *prometheus.CounterVec
+	budgetTokens   *prometheus.CounterVec
+	budgetRefusals *prometheus.CounterVec
+	budgetAlerts   *prometheus.CounterVec
+
+	reasons, tools, models, codes, submitters labelSet
 }
 
 // maxLabelValues bounds the distinct values of a label fed from data.
@@ -162,11 +169,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Duration of PTC-Lisp program runs, tool calls included.", Buckets: fastBuckets}),
 		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_program_limit_hits_total",
 			Help: "PTC-Lisp programs stopped by a limit, by kind (timeout, memory_limit, step_limit, loop_limit, depth_limit)."}, []string{"kind"}),
+
+		budgetUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_spend_usd_total",
+			Help: "Estimated cost in US dollars of the model calls missions made (at the models' prices), by tenant, submitter and model."}, []string{"tenant", "submitter", "model"}),
+		budgetTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_spend_tokens_total",
+			Help: "Tokens (prompt and output) of the model calls missions made, by tenant, submitter and model."}, []string{"tenant", "submitter", "model"}),
+		budgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_budget_refusals_total",
+			Help: "Model calls a fleet-wide budget refused (their missions end budget_exceeded), by tenant and submitter."}, []string{"tenant", "submitter"}),
+		budgetAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_budget_alerts_total",
+			Help: "Fleet-wide budgets that reached 80 or 100 percent in their period, by tenant, submitter (empty: the account's budget), window and level."}, []string{"tenant", "submitter", "window", "level"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
+		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -317,4 +334,38 @@ func toolErrCode(err error) string {
 		return te.Code
 	}
 	return "canceled"
+}
+
+// budgetSpend records what a model call of a submitter's mission spent.
+func (m *Metrics) budgetSpend(tenant, submitter, model string, usd float64, tokens int64) {
+	if m == nil {
+		return
+	}
+	submitter, model = m.submitters.get(submitter), m.models.get(model)
+	if usd > 0 {
+		m.budgetUSD.WithLabelValues(tenant, submitter, model).Add(usd)
+	}
+	if tokens > 0 {
+		m.budgetTokens.WithLabelValues(tenant, submitter, model).Add(float64(tokens))
+	}
+}
+
+// budgetRefused records a model call a budget refused.
+func (m *Metrics) budgetRefused(tenant, submitter string) {
+	if m == nil {
+		return
+	}
+	m.budgetRefusals.WithLabelValues(tenant, m.submitters.get(submitter)).Inc()
+}
+
+// budgetAlert records a budget of scope reaching level percent.
+func (m *Metrics) budgetAlert(tenant, scope, window string, level int) {
+	if m == nil {
+		return
+	}
+	submitter, _ := strings.CutPrefix(scope, "submitter.")
+	if scope == BudgetAccount {
+		submitter = ""
+	}
+	m.budgetAlerts.WithLabelValues(tenant, m.submitters.get(submitter), window, strconv.Itoa(level)).Inc()
 }

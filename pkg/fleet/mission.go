@@ -158,6 +158,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		Header:   msg.Headers(),
 		Metrics:  w.cfg.Metrics,
 		Tracer:   w.tracer,
+		Budget:   w.budgets.forMission(m, em, log),
 	}
 	start := time.Now()
 	var (

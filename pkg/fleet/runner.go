@@ -79,6 +79,12 @@ type RunEnv struct {
 	// MemoryRaise tells the reader of a memory_limit error how to allow
 	// more (the end of the error's message).
 	MemoryRaise string
+	// Budget charges the mission's model calls to the fleet-wide budgets
+	// of its account and submitter (docs/fleet.md, "Budgets"): a runner
+	// reserves before each call that reaches a model (not one a journal
+	// replays) and settles after (pkg/fleet/agentrun does). Nil: no
+	// budgets, nothing recorded.
+	Budget *MissionBudget
 }
 
 // Emitter publishes progress events; Emit does not block on the network and

@@ -147,6 +147,10 @@ func (c StoreConfig) ackPending() (n int, keepHigher bool) {
 // survives a NATS reconnect.
 const DefaultAckWait = 6 * time.Second
 
+// BudgetSpendTTL is how long a budget's spend in a period is kept after
+// its last change: two months, so a month's spend outlives the month.
+const BudgetSpendTTL = 62 * 24 * time.Hour
+
 // ConsumerName is the durable pull consumer of missions of a priority.
 func ConsumerName(priority string) string { return "workers-" + priority }
 
@@ -165,6 +169,9 @@ type Stores struct {
 	Context   jetstream.ObjectStore
 	// ResultObjects holds Steps too large for one message.
 	ResultObjects jetstream.ObjectStore
+	// BudgetLimits and BudgetSpend hold the fleet-wide budgets and what
+	// each spent (set up by EnsureStores; nil in a client's bound layout).
+	BudgetLimits, BudgetSpend jetstream.KeyValue
 	// resultStream is ResultObjects' stream, read with direct gets.
 	resultStream jetstream.Stream
 	// Consumers by priority.
@@ -240,6 +247,24 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, b := range []struct {
+		dst *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&st.BudgetLimits, jetstream.KeyValueConfig{Bucket: messages.BucketBudgetLimits, History: 1,
+			Description: "fleet-wide budgets by scope and window"}},
+		// a month's spend is read until the month ends: keep two
+		{&st.BudgetSpend, jetstream.KeyValueConfig{Bucket: messages.BucketBudgetSpend, History: 1, TTL: BudgetSpendTTL,
+			Description: "what each fleet-wide budget spent, by period"}},
+	} {
+		want := b.cfg
+		want.Storage, want.Replicas = jetstream.FileStorage, cfg.Replicas
+		if *b.dst, err = retrySetup(ctx, cfg, "kv "+want.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+			return ensureKV(ctx, js, want, cfg.VerifyOnly)
+		}); err != nil {
+			return nil, err
+		}
 	}
 	objects := func(want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 		want.Storage, want.Replicas = jetstream.FileStorage, cfg.Replicas

@@ -109,6 +109,9 @@ type WorkerConfig struct {
 	// GOMEMLIMIT when it is set, else DefaultMemoryBudget; negative: no
 	// budget (each mission is still limited to its program_memory).
 	MemoryBudget int64
+	// Tenant names the account (tenant) the worker serves: the tenant
+	// label of the spend metrics. Default "" (no label value).
+	Tenant string
 	// Ceilings bound what a mission may ask for (limits, llm_retry,
 	// llm_opts keys); a mission over them fails with ReasonOverLimit
 	// before it runs.
@@ -196,13 +199,15 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 // Create it with NewWorker, then Start and Stop (or Run). All methods are
 // safe for concurrent use.
 type Worker struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	cfg    WorkerConfig
-	log    zerolog.Logger
-	reg    *toolRegistry
-	st     *Stores
-	consum []jetstream.Consumer
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	cfg WorkerConfig
+	log zerolog.Logger
+	reg *toolRegistry
+	st  *Stores
+	// budgets enforces the fleet-wide budgets (set at Start).
+	budgets *Budgets
+	consum  []jetstream.Consumer
 
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).

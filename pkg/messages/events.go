@@ -39,6 +39,11 @@ const (
 	EventApprovalDecided = "approval_decided"
 	// EventFinal: the mission ended (Step set); the last event.
 	EventFinal = "final"
+	// EventBudget: a fleet-wide budget the mission spends from reached 80
+	// or 100 percent (Data: budget, scope, window, period, percent,
+	// max_cost_usd, max_tokens); announced once per budget and period,
+	// on the mission whose model call reached it.
+	EventBudget = "budget"
 )
 
 // FirewallMask replaces the value of every firewalled key (a map key that
@@ -79,7 +84,7 @@ func ValidEventKind(k string) bool {
 	switch k {
 	case EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest,
 		EventProgram, EventToolCall, EventToolResult, EventPlan, EventEmit, EventFinal,
-		EventApprovalRequested, EventApprovalDecided:
+		EventApprovalRequested, EventApprovalDecided, EventBudget:
 		return true
 	}
 	return false

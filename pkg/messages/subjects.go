@@ -34,6 +34,12 @@ const (
 	// BucketApprovals is the KV bucket of tool calls that needed approval
 	// (messages.Approval), keyed by ApprovalKey.
 	BucketApprovals = "mission_approvals"
+	// BucketBudgetLimits is the KV bucket of the fleet-wide budgets,
+	// keyed by <scope>.<window>; BucketBudgetSpend holds what each spent
+	// in a period, keyed by <scope>.<window>.<period> (docs/fleet.md,
+	// "Budgets").
+	BucketBudgetLimits = "budget_limits"
+	BucketBudgetSpend  = "budget_spend"
 
 	// SubjectSubmitPrefix prefixes mission.submit.<priority>.
 	SubjectSubmitPrefix = "mission.submit."

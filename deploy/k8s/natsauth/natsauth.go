@@ -157,6 +157,10 @@ var (
 	approvalsStream = "KV_" + messages.BucketApprovals
 	objStream       = "OBJ_" + messages.BucketContext
 	resObjStream    = "OBJ_" + messages.BucketResults
+	// the fleet-wide budgets: workers read the limits and change the
+	// spend; only the administrator sets limits (dispatcher budget set)
+	budgetLimitsStream = "KV_" + messages.BucketBudgetLimits
+	budgetSpendStream  = "KV_" + messages.BucketBudgetSpend
 )
 
 // bindStreams are the stores a client binds to (fleet.NewClient).
@@ -250,7 +254,7 @@ func toolResultStream(svc string) string { return "OBJ_" + messages.ToolResultBu
 // layout.
 func workerPublish(services []string) []string {
 	l := []string{api + "INFO"}
-	l = append(l, streamInfo(append(bindStreams(), messages.StreamJournal)...)...)
+	l = append(l, streamInfo(append(bindStreams(), messages.StreamJournal, budgetLimitsStream, budgetSpendStream)...)...)
 	l = append(l, workerConsumers("INFO")...)
 	l = append(l, workerConsumers("MSG.NEXT")...)
 	l = append(l, "$JS.ACK."+messages.StreamMissions+".>")
@@ -263,6 +267,10 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(messages.StreamParked)...)
 	l = append(l, orderedRead(objStream)...)
 	l = append(l, orderedRead(messages.StreamJournal)...)
+	// Each model call reserves against the budgets of its mission with
+	// compare-and-set on budget_spend (docs/fleet.md, "Budgets").
+	l = append(l, directGet(budgetLimitsStream)...)
+	l = append(l, directGet(budgetSpendStream)...)
 	// A Step too large for one message is stored in mission_results
 	// (and read back with direct gets).
 	l = append(l, chunkRead(resObjStream)...)
@@ -279,6 +287,7 @@ func workerPublish(services []string) []string {
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
 		messages.SubjectWakePrefix+"*.*",
+		"$KV."+messages.BucketBudgetSpend+".>",
 		"$SRV.INFO",
 	)
 	for _, svc := range services {

@@ -2,10 +2,15 @@ package agentrun_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -91,5 +96,122 @@ func TestMissionMaxCostUSDInTheFleet(t *testing.T) {
 	}
 	if step.Fail == nil || step.Fail.Reason != fleet.ReasonOverLimit || !strings.Contains(step.Fail.Message, "mission.limits.max_cost_usd 5 is over this worker's ceiling of 0.015") {
 		t.Errorf("fail = %+v, want over_limit naming max_cost_usd", step.Fail)
+	}
+}
+
+// sizedModel answers (return 1) with usage below what a budget reserves
+// for the request: a quarter token per byte of prompt, 50 tokens out.
+type sizedModel struct{}
+
+func (sizedModel) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += len(m.Text())
+	}
+	return &llm.Response{Content: "```clojure\n(return 1)\n```", Usage: llm.Usage{InputTokens: int64(n / 4), OutputTokens: 50}}, nil
+}
+
+// A fleet-wide budget holds under concurrency: 8 workers run 500 missions
+// of one submitter at once against a day budget worth 100 of them. What is
+// spent stays within the budget (no reservation is in flight at the end),
+// every other mission ends budget_exceeded naming the budget, and the 80%
+// and 100% alerts are raised once each.
+func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
+	srv := fleettest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	metrics, err := fleet.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := llm.Registry{"default": llm.WithPrices(sizedModel{}, llm.Prices{Input: 1, Output: 2})}
+	const workers, slots = 8, 4
+	for i := range workers {
+		w, err := fleet.NewWorker(srv.Conn(), fleet.WorkerConfig{ID: fmt.Sprintf("w%d", i), Runner: agentrun.New(agentrun.Config{Models: models}),
+			Slots: slots, IdleWait: 100 * time.Millisecond, Metrics: metrics, Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Stop() })
+	}
+	nc := srv.Conn()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mission := func(submitter string) *messages.Mission {
+		return &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Labels: map[string]string{"submitter": submitter},
+			Agent: &messages.AgentSpec{Prompt: "Return one.", LLMOpts: map[string]any{"max_tokens": 100}}}
+	}
+	// what one mission costs, measured on a submitter without a budget
+	probe, err := client.Run(ctx, mission("probe"))
+	if err != nil || probe.Fail != nil || probe.Usage.CostUSD <= 0 {
+		t.Fatalf("probe mission: %v %+v", err, probe)
+	}
+	per := probe.Usage.CostUSD
+	budget := 100 * per
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.SetBudget(ctx, js, fleet.BudgetLimit{Scope: fleet.BudgetSubmitterScope("alice"), Window: fleet.BudgetDay, MaxCostUSD: budget}); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 500
+	ids := make([]string, n)
+	for i := range ids {
+		m := mission("alice")
+		ids[i] = m.ID
+		if _, err := client.Submit(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeeded, refused := 0, 0
+	for _, id := range ids {
+		st, err := client.Await(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case st.Fail == nil:
+			succeeded++
+		case st.Fail.Reason == "budget_exceeded" && strings.Contains(st.Fail.Message, "submitter alice's day budget: max_cost_usd"):
+			refused++
+		default:
+			t.Fatalf("mission %s: %+v", id, st.Fail)
+		}
+	}
+	list, err := fleet.ListBudgets(ctx, js, time.Now())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("budgets: %v %+v", err, list)
+	}
+	spend := list[0].Spend
+	t.Logf("%d succeeded, %d refused; spent $%.6f of $%.6f (one mission $%.6f); reserved at the end $%g",
+		succeeded, refused, spend.CostUSD, budget, per, spend.ReservedCostUSD)
+	if succeeded+refused != n || succeeded > 100 || succeeded < 50 {
+		t.Errorf("%d succeeded, %d refused: want at most 100 (and most of them) to succeed", succeeded, refused)
+	}
+	if spend.CostUSD > budget+1e-9 || spend.ReservedCostUSD > 1e-9 || spend.ReservedTokens != 0 {
+		t.Errorf("spend %+v over the budget $%v, or reservations left held", spend, budget)
+	}
+	if math.Abs(spend.CostUSD-float64(succeeded)*per) > 1e-9 {
+		t.Errorf("spent $%v, want the %d missions' $%v", spend.CostUSD, succeeded, float64(succeeded)*per)
+	}
+	got := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	for _, level := range []string{"80", "100"} {
+		if v := got["ptc_budget_alerts_total{level="+level+",submitter=alice,tenant=acme,window=day}"]; v != 1 {
+			t.Errorf("alerts at %s%% = %v, want 1", level, v)
+		}
+	}
+	if v := got["ptc_spend_usd_total{model=default,submitter=alice,tenant=acme}"]; math.Abs(v-spend.CostUSD) > 1e-9 {
+		t.Errorf("ptc_spend_usd_total{alice} = %v, want %v", v, spend.CostUSD)
+	}
+	if v := got["ptc_budget_refusals_total{submitter=alice,tenant=acme}"]; v != float64(refused) {
+		t.Errorf("ptc_budget_refusals_total{alice} = %v, want %d", v, refused)
 	}
 }

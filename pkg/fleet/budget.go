@@ -1,0 +1,490 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Budget windows: a budget holds for one UTC day or one UTC month and
+// starts afresh with the next.
+const (
+	BudgetDay   = "day"
+	BudgetMonth = "month"
+)
+
+// BudgetAccount is the scope of a budget for the whole account (tenant):
+// every mission its workers run. A submitter's scope is
+// BudgetSubmitterScope(name).
+const BudgetAccount = "account"
+
+// BudgetSubmitterScope returns the scope of submitter name's budgets.
+func BudgetSubmitterScope(name string) string { return "submitter." + name }
+
+// DefaultSubmitter is the submitter of a mission that names none.
+const DefaultSubmitter = "default"
+
+// budgetLimitRefresh is how long a worker uses the budgets it read before
+// it reads them again: a budget set or changed applies within it.
+const budgetLimitRefresh = 2 * time.Second
+
+// budgetAlertLevels are the shares of a budget whose reaching is an event.
+var budgetAlertLevels = []int{80, 100}
+
+var validSubmitter = regexp.MustCompile(`^[A-Za-z0-9_=-]{1,64}$`)
+
+// ValidSubmitter reports whether name can name a submitter's budgets: 1 to
+// 64 ASCII letters, digits, '-', '_' or '='.
+func ValidSubmitter(name string) bool { return validSubmitter.MatchString(name) }
+
+// missionSubmitter is the submitter a mission's spending is charged to:
+// its label "submitter" (docs/fleet.md, "Budgets"), else DefaultSubmitter.
+func missionSubmitter(m *messages.Mission) string {
+	if s := m.Labels["submitter"]; ValidSubmitter(s) {
+		return s
+	}
+	return DefaultSubmitter
+}
+
+// BudgetLimit is a fleet-wide budget: what the missions of a scope may
+// spend on models in a window, across every worker. It is stored as JSON
+// in the KV bucket budget_limits under Scope + "." + Window.
+type BudgetLimit struct {
+	// Scope is BudgetAccount or BudgetSubmitterScope(name).
+	Scope string `json:"scope"`
+	// Window is BudgetDay or BudgetMonth.
+	Window string `json:"window"`
+	// MaxCostUSD bounds the cost in US dollars, at the models' prices (0:
+	// no bound).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// MaxTokens bounds the tokens, prompt and output (0: no bound).
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+}
+
+// Key is the limit's key in budget_limits.
+func (l BudgetLimit) Key() string { return l.Scope + "." + l.Window }
+
+// Name names the budget in errors and events: "submitter alice's day
+// budget", "the account's month budget".
+func (l BudgetLimit) Name() string {
+	if s, ok := strings.CutPrefix(l.Scope, "submitter."); ok {
+		return fmt.Sprintf("submitter %s's %s budget", s, l.Window)
+	}
+	return fmt.Sprintf("the account's %s budget", l.Window)
+}
+
+// Validate checks the scope, window and bounds; its error names the field.
+func (l BudgetLimit) Validate() error {
+	if s, ok := strings.CutPrefix(l.Scope, "submitter."); !(l.Scope == BudgetAccount || ok && ValidSubmitter(s)) {
+		return fmt.Errorf("%w: budget scope %q: want %q or submitter.NAME (NAME: 1 to 64 letters, digits, '-', '_', '=')", ErrInvalidConfig, l.Scope, BudgetAccount)
+	}
+	if l.Window != BudgetDay && l.Window != BudgetMonth {
+		return fmt.Errorf("%w: budget window %q: want %q or %q", ErrInvalidConfig, l.Window, BudgetDay, BudgetMonth)
+	}
+	if l.MaxCostUSD < 0 || math.IsNaN(l.MaxCostUSD) || math.IsInf(l.MaxCostUSD, 0) {
+		return fmt.Errorf("%w: budget max_cost_usd %v: want a finite number ≥ 0", ErrInvalidConfig, l.MaxCostUSD)
+	}
+	if l.MaxTokens < 0 {
+		return fmt.Errorf("%w: budget max_tokens %d: want ≥ 0", ErrInvalidConfig, l.MaxTokens)
+	}
+	return nil
+}
+
+// period is the window's period holding t: "2026-11-28" or "2026-11".
+func budgetPeriod(window string, t time.Time) string {
+	if window == BudgetMonth {
+		return t.UTC().Format("2006-01")
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// BudgetSpend is what a budget's scope spent in one period, stored as JSON
+// in the KV bucket budget_spend under the limit's key + "." + Period and
+// changed only by compare-and-set.
+type BudgetSpend struct {
+	Period string `json:"period"`
+	// CostUSD and Tokens are settled: what finished model calls used.
+	CostUSD float64 `json:"cost_usd"`
+	Tokens  int64   `json:"tokens"`
+	// ReservedCostUSD and ReservedTokens are held by model calls in
+	// flight (or by calls whose worker died before settling them: they
+	// stay held until the period ends).
+	ReservedCostUSD float64 `json:"reserved_cost_usd"`
+	ReservedTokens  int64   `json:"reserved_tokens"`
+	// Alerted is the highest alert level (80, 100) already announced.
+	Alerted int `json:"alerted,omitempty"`
+}
+
+// share is the larger share of l that s has settled, in percent, or -1
+// when l bounds nothing.
+func (s BudgetSpend) share(l BudgetLimit) float64 {
+	p := -1.0
+	if l.MaxCostUSD > 0 {
+		p = max(p, 100*s.CostUSD/l.MaxCostUSD)
+	}
+	if l.MaxTokens > 0 {
+		p = max(p, 100*float64(s.Tokens)/float64(l.MaxTokens))
+	}
+	return p
+}
+
+// BudgetAmount is what a model call may spend or spent.
+type BudgetAmount struct {
+	CostUSD float64
+	Tokens  int64
+}
+
+// BudgetError says which fleet budget refused a model call.
+type BudgetError struct {
+	// Budget names it ("submitter alice's day budget").
+	Budget string
+	// Msg says what did not fit.
+	Msg string
+}
+
+func (e *BudgetError) Error() string { return e.Budget + ": " + e.Msg }
+
+// Budgets enforces the fleet-wide budgets for one worker: each model call
+// reserves its maximum against every budget of its mission's scopes with
+// compare-and-set on budget_spend, and settles with its usage. N workers
+// in parallel therefore overspend a budget by at most what their calls in
+// flight reserved beyond what they used (nothing, when the reservations
+// bound the calls). Safe for concurrent use.
+type Budgets struct {
+	limits, spend jetstream.KeyValue
+	tenant        string
+	metrics       *Metrics
+	now           func() time.Time
+
+	mu     sync.Mutex
+	cached map[string]cachedLimit
+}
+
+type cachedLimit struct {
+	l    *BudgetLimit
+	read time.Time
+}
+
+// newBudgets returns the budgets over the layout's buckets.
+func newBudgets(st *Stores, tenant string, metrics *Metrics) *Budgets {
+	return &Budgets{limits: st.BudgetLimits, spend: st.BudgetSpend, tenant: tenant, metrics: metrics,
+		now: time.Now, cached: map[string]cachedLimit{}}
+}
+
+// limit returns the budget under key, nil when none is set; read again
+// after budgetLimitRefresh.
+func (b *Budgets) limit(ctx context.Context, key string) (*BudgetLimit, error) {
+	now := b.now()
+	b.mu.Lock()
+	c, ok := b.cached[key]
+	b.mu.Unlock()
+	if ok && now.Sub(c.read) < budgetLimitRefresh {
+		return c.l, nil
+	}
+	e, err := b.limits.Get(ctx, key)
+	var l *BudgetLimit
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("%w: read budget %s: %w", ErrRetryable, key, err)
+	default:
+		l = &BudgetLimit{}
+		if err := json.Unmarshal(e.Value(), l); err != nil || l.Validate() != nil || l.Key() != key {
+			return nil, fmt.Errorf("budget %s: stored value is not a valid budget (set it again with dispatcher budget set): %q", key, e.Value())
+		}
+	}
+	b.mu.Lock()
+	b.cached[key] = cachedLimit{l: l, read: now}
+	b.mu.Unlock()
+	return l, nil
+}
+
+// MissionBudget charges one mission's model calls to the budgets of its
+// scopes (the account and its submitter) and records the spend metrics.
+type MissionBudget struct {
+	b         *Budgets
+	submitter string
+	events    Emitter
+	log       zerolog.Logger
+}
+
+// Submitter is the submitter the mission's spending is charged to.
+func (mb *MissionBudget) Submitter() string { return mb.submitter }
+
+func (b *Budgets) forMission(m *messages.Mission, em Emitter, log zerolog.Logger) *MissionBudget {
+	if b == nil {
+		return nil
+	}
+	return &MissionBudget{b: b, submitter: missionSubmitter(m), events: em, log: log}
+}
+
+// BudgetReservation is a model call's hold on its mission's budgets.
+type BudgetReservation struct {
+	mb    *MissionBudget
+	model string
+	amt   BudgetAmount
+	held  []heldBudget
+	once  sync.Once
+}
+
+type heldBudget struct {
+	l   BudgetLimit
+	key string
+}
+
+// Reserve holds amt against every budget of the mission's scopes, for a
+// call to model. priced is false when the model has no prices: a budget
+// bounding cost then refuses the call. A budget that does not have amt
+// left refuses it with a *BudgetError naming the budget, and what was
+// held on the others is given back.
+func (mb *MissionBudget) Reserve(ctx context.Context, model string, amt BudgetAmount, priced bool) (*BudgetReservation, error) {
+	r := &BudgetReservation{mb: mb, model: model, amt: amt}
+	if mb == nil {
+		return r, nil
+	}
+	now := mb.b.now()
+	for _, scope := range []string{BudgetAccount, BudgetSubmitterScope(mb.submitter)} {
+		for _, window := range []string{BudgetDay, BudgetMonth} {
+			l, err := mb.b.limit(ctx, scope+"."+window)
+			if err == nil && l != nil {
+				err = mb.hold(ctx, r, *l, budgetPeriod(window, now), priced)
+			}
+			if err != nil {
+				r.release(ctx)
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// hold reserves r's amount on l's spend of period.
+func (mb *MissionBudget) hold(ctx context.Context, r *BudgetReservation, l BudgetLimit, period string, priced bool) error {
+	key := l.Key() + "." + period
+	var refused error
+	var alert []int
+	err := mb.b.update(ctx, key, period, func(s *BudgetSpend) bool {
+		refused, alert = nil, nil
+		switch {
+		case l.MaxCostUSD > 0 && !priced:
+			refused = &BudgetError{Budget: l.Name(), Msg: fmt.Sprintf("max_cost_usd %g cannot be checked: model %q has no prices (price_in, price_out)", l.MaxCostUSD, r.model)}
+		case l.MaxCostUSD > 0 && s.CostUSD+s.ReservedCostUSD+r.amt.CostUSD > l.MaxCostUSD:
+			refused = &BudgetError{Budget: l.Name(), Msg: fmt.Sprintf("max_cost_usd %g for %s reached: $%.6f spent, $%.6f reserved by calls in flight, the next model call may cost $%.6f",
+				l.MaxCostUSD, period, s.CostUSD, s.ReservedCostUSD, r.amt.CostUSD)}
+		case l.MaxTokens > 0 && s.Tokens+s.ReservedTokens+r.amt.Tokens > l.MaxTokens:
+			refused = &BudgetError{Budget: l.Name(), Msg: fmt.Sprintf("max_tokens %d for %s reached: %d spent, %d reserved by calls in flight, the next model call may take %d",
+				l.MaxTokens, period, s.Tokens, s.ReservedTokens, r.amt.Tokens)}
+		}
+		if refused != nil {
+			if s.Alerted >= 100 {
+				return false
+			}
+			s.Alerted, alert = 100, []int{100}
+			return true
+		}
+		s.ReservedCostUSD += r.amt.CostUSD
+		s.ReservedTokens += r.amt.Tokens
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, level := range alert {
+		mb.alert(l, period, level)
+	}
+	if refused != nil {
+		mb.b.metrics.budgetRefused(mb.b.tenant, mb.submitter)
+		return refused
+	}
+	r.held = append(r.held, heldBudget{l: l, key: key})
+	return nil
+}
+
+// Settle gives the reservation back and charges used in its place, once;
+// it records the spend metrics by tenant, submitter and model.
+func (r *BudgetReservation) Settle(ctx context.Context, used BudgetAmount) {
+	r.once.Do(func() {
+		if r.mb == nil {
+			return
+		}
+		r.mb.b.metrics.budgetSpend(r.mb.b.tenant, r.mb.submitter, r.model, used.CostUSD, used.Tokens)
+		r.settle(ctx, used)
+	})
+}
+
+func (r *BudgetReservation) release(ctx context.Context) { r.settle(ctx, BudgetAmount{}) }
+
+func (r *BudgetReservation) settle(ctx context.Context, used BudgetAmount) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, h := range r.held {
+		var alert []int
+		period := h.key[len(h.l.Key())+1:]
+		err := r.mb.b.update(ctx, h.key, period, func(s *BudgetSpend) bool {
+			alert = nil
+			s.ReservedCostUSD = max(s.ReservedCostUSD-r.amt.CostUSD, 0)
+			s.ReservedTokens = max(s.ReservedTokens-r.amt.Tokens, 0)
+			s.CostUSD += used.CostUSD
+			s.Tokens += used.Tokens
+			share := s.share(h.l)
+			for _, level := range budgetAlertLevels {
+				if share >= float64(level) && s.Alerted < level {
+					s.Alerted = level
+					alert = append(alert, level)
+				}
+			}
+			return true
+		})
+		if err != nil {
+			// the reservation stays held (never less spending counted
+			// than was made) until the period ends
+			r.mb.log.Error().Err(err).Str("budget", h.key).Msg("budget not settled; its reservation stays held")
+			continue
+		}
+		for _, level := range alert {
+			r.mb.alert(h.l, period, level)
+		}
+	}
+	r.held = nil
+}
+
+// alert announces that l reached level percent in period: a mission event
+// (kind budget), a log line and a metric.
+func (mb *MissionBudget) alert(l BudgetLimit, period string, level int) {
+	mb.log.Warn().Str("budget", l.Key()).Str("period", period).Int("percent", level).Msg(l.Name() + " reached")
+	mb.b.metrics.budgetAlert(mb.b.tenant, l.Scope, l.Window, level)
+	if mb.events != nil {
+		mb.events.Emit(&messages.Event{Kind: messages.EventBudget, Data: map[string]any{
+			"budget": l.Name(), "scope": l.Scope, "window": l.Window, "period": period, "percent": int64(level),
+			"max_cost_usd": l.MaxCostUSD, "max_tokens": l.MaxTokens}})
+	}
+}
+
+// update changes the spend under key with compare-and-set, retrying on a
+// concurrent change; change returns false to write nothing.
+func (b *Budgets) update(ctx context.Context, key, period string, change func(*BudgetSpend) bool) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: budget %s: %w", ErrRetryable, key, err)
+		}
+		s := BudgetSpend{Period: period}
+		var rev uint64
+		e, err := b.spend.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return fmt.Errorf("%w: read budget spend %s: %w", ErrRetryable, key, err)
+		default:
+			if err := json.Unmarshal(e.Value(), &s); err != nil {
+				return fmt.Errorf("budget spend %s: stored value is not JSON: %w", key, err)
+			}
+			rev = e.Revision()
+		}
+		if !change(&s) {
+			return nil
+		}
+		data, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = b.spend.Create(ctx, key, data)
+		} else {
+			_, err = b.spend.Update(ctx, key, data, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSequence(err) {
+			return fmt.Errorf("%w: write budget spend %s: %w", ErrRetryable, key, err)
+		}
+		// another worker changed it first: read it again, after a short
+		// pause that grows with the contention
+		time.Sleep(time.Duration(min(attempt, 20)) * 200 * time.Microsecond)
+	}
+}
+
+// isWrongSequence reports a compare-and-set that lost to another writer.
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// BudgetStatus is a budget with its spend in the current period.
+type BudgetStatus struct {
+	Limit BudgetLimit `json:"limit"`
+	Spend BudgetSpend `json:"spend"`
+}
+
+// SetBudget stores l in budget_limits (a limit bounding nothing deletes
+// the budget); workers apply it within two seconds.
+func SetBudget(ctx context.Context, js jetstream.JetStream, l BudgetLimit) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	kv, err := js.KeyValue(ctx, messages.BucketBudgetLimits)
+	if err != nil {
+		return fmt.Errorf("budget bucket %s: %w (run worker setup)", messages.BucketBudgetLimits, err)
+	}
+	if l.MaxCostUSD == 0 && l.MaxTokens == 0 {
+		err = kv.Delete(ctx, l.Key())
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			err = nil
+		}
+		return err
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	_, err = kv.Put(ctx, l.Key(), data)
+	return err
+}
+
+// ListBudgets returns every budget with its spend in the period holding
+// now, sorted by key.
+func ListBudgets(ctx context.Context, js jetstream.JetStream, now time.Time) ([]BudgetStatus, error) {
+	limits, err := js.KeyValue(ctx, messages.BucketBudgetLimits)
+	if err != nil {
+		return nil, fmt.Errorf("budget bucket %s: %w (run worker setup)", messages.BucketBudgetLimits, err)
+	}
+	spend, err := js.KeyValue(ctx, messages.BucketBudgetSpend)
+	if err != nil {
+		return nil, fmt.Errorf("budget bucket %s: %w (run worker setup)", messages.BucketBudgetSpend, err)
+	}
+	keys, err := limits.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []BudgetStatus
+	for k := range keys.Keys() {
+		e, err := limits.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var st BudgetStatus
+		if json.Unmarshal(e.Value(), &st.Limit) != nil {
+			continue
+		}
+		period := budgetPeriod(st.Limit.Window, now)
+		st.Spend.Period = period
+		if se, err := spend.Get(ctx, k+"."+period); err == nil {
+			_ = json.Unmarshal(se.Value(), &st.Spend)
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b BudgetStatus) int { return strings.Compare(a.Limit.Key(), b.Limit.Key()) })
+	return out, nil
+}
