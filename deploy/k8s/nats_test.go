@@ -547,6 +547,11 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if evs, err := client.Events(ctx, m.ID); err != nil || len(evs) != len(kinds) {
 		t.Errorf("stored events as the dispatcher: %d, %v; want %d", len(evs), err, len(kinds))
 	}
+	// What dispatcher replay reads: the record the worker kept of the
+	// mission, next to its result.
+	if rec, err := client.Record(ctx, m.ID); err != nil || rec.Mission.ID != m.ID || len(rec.Tools) != 1 || rec.Tools[0].Name != "list_customers" {
+		t.Errorf("the mission's record as the dispatcher: %+v, %v", rec, err)
+	}
 
 	// A Step too large for one message: the worker stores it in
 	// mission_results, the dispatcher reads it with direct gets.
