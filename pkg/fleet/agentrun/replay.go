@@ -170,14 +170,15 @@ func Replay(ctx context.Context, rec *messages.MissionRecord, recorded *messages
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	// Every model name the mission uses answers from the recording, but
-	// for the model asked for instead.
+	// for the model asked for instead (which the top-level agent and the
+	// sub-agents naming no model of their own ask).
 	models := maps.Clone(opts.Models)
 	if models == nil {
 		models = llm.Registry{}
 	}
 	recModel := llm.Func(r.complete)
 	for _, name := range modelNames(m.Agent, m.Model) {
-		if _, ok := models[name]; !ok || opts.Model == "" {
+		if name != opts.Model {
 			models[name] = recModel
 		}
 	}

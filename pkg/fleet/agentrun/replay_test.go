@@ -222,3 +222,38 @@ func TestReplayTextMode(t *testing.T) {
 		t.Fatalf("served %d, divergences %v", r.Served, r.Divergences)
 	}
 }
+
+// Replayed with another model, a sub-agent that names its own model still
+// answers from the recording (that model, though configured, is not
+// asked), while the top-level agent asks the new model.
+func TestReplayWithAnotherModelKeepsSubAgentModels(t *testing.T) {
+	model := &script{turns: map[string][]string{
+		"Summarise the region":   {"```clojure\n(return {:best (:name (tool/best_customer {:region \"north\"}))})\n```"},
+		"Find the best customer": {"```clojure\n(return {:name (:name (first (sort-by :id (tool/list_customers {:region ctx/region}))))})\n```"},
+	}}
+	env := startFleetWith(t, llm.Registry{"default": model, "sub": model})
+	m := &messages.Mission{Agent: &messages.AgentSpec{
+		Prompt: "Summarise the region.", Signature: "{best :string}", Tools: []string{"best_customer"},
+		SubAgents: map[string]*messages.AgentSpec{"best_customer": {LLM: "sub",
+			Prompt: "Find the best customer of {{region}}.", Signature: "(region :string) -> {name :string}",
+			Tools: []string{"list_customers"}}},
+	}, Tools: []string{"list_customers"}}
+	step := runMission(t, env, m)
+	if !step.Ok() {
+		t.Fatalf("mission failed: %+v", step.Fail)
+	}
+	other := &script{turns: map[string][]string{
+		"Summarise the region": {"```clojure\n(return {:best (str \"the best: \" (:name (tool/best_customer {:region \"north\"})))})\n```"},
+	}}
+	r, _ := replayStored(t, env.client, m.ID, agentrun.ReplayOptions{Model: "other", Models: llm.Registry{"other": other, "sub": failModel}})
+	if !r.Step.Ok() || r.Served != 1 || r.Missed != 0 {
+		t.Fatalf("replay: fail %+v, served %d, missed %d", r.Step.Fail, r.Served, r.Missed)
+	}
+	want := "the best: " + step.Return.(map[string]any)["best"].(string)
+	if got := r.Step.Return.(map[string]any)["best"]; got != want {
+		t.Errorf("best = %v, want %q", got, want)
+	}
+	if len(r.Divergences) == 0 || r.Divergences[0].Path != "return" {
+		t.Errorf("divergences %v, want the return first", r.Divergences)
+	}
+}
