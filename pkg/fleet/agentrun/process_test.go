@@ -193,6 +193,8 @@ type fakeModel struct {
 	hold func(id string, turn int) bool
 	// finished, when set, reports whether the mission already has a result.
 	finished func(id string) bool
+	// program, when set, replaces programFor.
+	program func(k, step int) string
 
 	mu         sync.Mutex
 	asked      map[string]int
@@ -269,7 +271,11 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.answered[key]++
 	f.mu.Unlock()
-	webtest.ChatCompletion(w, "chatcmpl-"+key, "fake", programFor(k, step), 100, 10)
+	program := programFor
+	if f.program != nil {
+		program = f.program
+	}
+	webtest.ChatCompletion(w, "chatcmpl-"+key, "fake", program(k, step), 100, 10)
 }
 
 // repeats returns how many requests (asked) and answers beyond one per
