@@ -84,3 +84,21 @@ func BenchmarkCoerceInputs(b *testing.B) {
 		}
 	}
 }
+
+// benchRichSig is benchSig with an enum, unions and refinements in place
+// of plain types.
+const benchRichSig = `(query :string(min 1), options {limit :int(min 1, max 500)?, sort "asc" | "desc"?}) ->
+{results [{id :int(min 0), score :float(min 0, max 1000), title :string(max 80, pattern "^title"), tags [:keyword](max 5), customer {id :int | :string, name :string, email :string?}, _raw :map}], total :int}`
+
+// BenchmarkValidateRich validates the records of BenchmarkValidate
+// against benchRichSig.
+func BenchmarkValidateRich(b *testing.B) {
+	sig := MustParse(benchRichSig)
+	v := benchRecords(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sig.ValidateOutput(v, Enabled); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
