@@ -176,12 +176,9 @@ func writeTurnSummary(b *strings.Builder, t HistoryTurn) {
 			b.WriteString(p + "\n")
 		}
 	}
-	switch {
-	case t.Error != "":
+	if t.Error != "" {
 		b.WriteString("Error: " + t.Error + "\n")
-	case t.Program == "":
-		b.WriteString("Error: no program in the answer\n")
-	default:
+	} else {
 		b.WriteString("Result: " + t.Result + "\n")
 	}
 }

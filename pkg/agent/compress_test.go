@@ -318,3 +318,25 @@ func TestCompressionEmptyStrategy(t *testing.T) {
 		t.Errorf("fail %q after %d calls", st.Fail.Message, m.Calls())
 	}
 }
+
+// An answer without a program: the next request shows it under the last
+// turn with the boundary reminder; the one after sums it up as an error.
+func TestCompressionAnswerWithoutProgram(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Count.", Compression: true, Limits: Limits{MaxTurns: 4}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Text("I think the answer is 3."),
+		llmtest.Code(`(def n 3) n`),
+		llmtest.Code(`(return n)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := blockTexts(t, m.Requests()[1])
+	want := "## Memory\n(empty)\n## Last turn (1)\nYour answer held no program:\nI think the answer is 3.\n" + BoundaryReminder + "\nTurn 2 of 4 (2 remaining)"
+	if len(texts) != 2 || texts[1] != want {
+		t.Errorf("turn 2's last block = %q\nwant %q", texts[len(texts)-1], want)
+	}
+	texts, _ = blockTexts(t, m.Requests()[2])
+	if len(texts) != 3 || texts[1] != "## Earlier turns (programs not repeated)\n### Turn 1\nError: no code found in the response\n" {
+		t.Errorf("turn 3's blocks = %q", texts)
+	}
+}
