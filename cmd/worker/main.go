@@ -89,6 +89,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ceilings.MemoryLimit, "max-memory-limit", 64<<20, "ceiling of memory_limit of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
+	fs.Int64Var(&c.ceilings.MaxEmitBytes, "max-emit-bytes", 64<<10, "ceiling of max_emit_bytes of a mission and its agents: the largest value, as JSON, a program may emit (0: none)")
+	fs.IntVar(&c.ceilings.EmitRate, "max-emit-rate", 100, "ceiling of emit_rate of a mission and its agents: the values a mission's programs may emit a second (0: none)")
 	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
 	fs.StringVar(&c.tenant, "tenant", "", "name of the account (tenant) this worker serves: the tenant label of the spend metrics")
 	fs.Float64Var(&c.ceilings.MaxCostUSD, "max-cost-usd", 0, "ceiling of max_cost_usd of a mission and its agents, in US dollars, and the budget of a mission that sets none (0: none)")
@@ -149,7 +151,7 @@ func (c *config) validate() error {
 	}
 	if c.ceilings.MissionTimeout < 0 || c.ceilings.MaxTurns < 0 || c.ceilings.TurnBudget < 0 || c.ceilings.MemoryLimit < 0 ||
 		c.ceilings.ProgramMemory < 0 || c.ceilings.MaxData < 0 || c.ceilings.MaxCostUSD < 0 || c.ceilings.MaxTokens < 0 ||
-		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 {
+		c.ceilings.LLMRetryAttempts < 0 || c.ceilings.LLMRetryMaxDelay < 0 || c.ceilings.MaxEmitBytes < 0 || c.ceilings.EmitRate < 0 {
 		errs = append(errs, errors.New("the max-* ceilings must be ≥ 0 (0: no ceiling)"))
 	}
 	errs = append(errs, c.nats.Validate())

@@ -43,6 +43,11 @@ type Ceilings struct {
 	ProgramMemory int64
 	// MaxData bounds mission.limits.max_data and every agent's max_data.
 	MaxData int64
+	// MaxEmitBytes bounds max_emit_bytes and EmitRate emit_rate of
+	// mission.limits and of every agent: what a mission's programs may
+	// stream to its submitter through the EVENTS stream.
+	MaxEmitBytes int64
+	EmitRate     int
 	// MaxCostUSD bounds max_cost_usd (US dollars) and MaxTokens
 	// max_tokens of mission.limits and of every agent. Unlike the other
 	// ceilings they are also the budget of a mission that sets none
@@ -121,6 +126,8 @@ func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
 	check(ck, prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
 	check(ck, prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
 	check(ck, prefix+"max_data", l.MaxData, ck.c.MaxData)
+	check(ck, prefix+"max_emit_bytes", l.MaxEmitBytes, ck.c.MaxEmitBytes)
+	check(ck, prefix+"emit_rate", l.EmitRate, ck.c.EmitRate)
 	check(ck, prefix+"max_cost_usd", l.MaxCostUSD, ck.c.MaxCostUSD)
 	check(ck, prefix+"max_tokens", l.MaxTokens, ck.c.MaxTokens)
 }

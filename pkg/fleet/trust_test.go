@@ -252,7 +252,8 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 	var runs atomic.Int64
 	startWorker(t, nc, countingRunner(&runs, "ran"), func(cfg *fleet.WorkerConfig) {
 		cfg.Ceilings = fleet.Ceilings{MissionTimeout: time.Minute, MaxTurns: 10, TurnBudget: 30,
-			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, MaxData: 64 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second}
+			MemoryLimit: 8 << 20, ProgramMemory: 16 << 20, MaxData: 64 << 20, LLMRetryAttempts: 4, LLMRetryMaxDelay: 10 * time.Second,
+			MaxEmitBytes: 64 << 10, EmitRate: 100}
 	})
 	cases := []struct {
 		name string
@@ -270,6 +271,8 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 		{"data", func(m *messages.Mission) { m.Limits.MaxData = 1 << 30 }, "mission.limits.max_data 1073741824 is over this worker's ceiling of 67108864"},
 		{"unlimited data", func(m *messages.Mission) { m.Agent.MaxData = -1 }, "mission.agent.max_data asks for no limit; this worker allows at most 67108864"},
 		{"unlimited turns", func(m *messages.Mission) { m.Agent.MaxTurns = -1 }, "mission.agent.max_turns asks for no limit"},
+		{"emit bytes", func(m *messages.Mission) { m.Agent.MaxEmitBytes = 1 << 20 }, "mission.agent.max_emit_bytes 1048576 is over this worker's ceiling of 65536"},
+		{"unlimited emit rate", func(m *messages.Mission) { m.Limits.EmitRate = -1 }, "mission.limits.emit_rate asks for no limit; this worker allows at most 100"},
 		{"llm timeout", func(m *messages.Mission) { m.Agent.LLMTimeout = time.Hour }, "mission.agent.llm_timeout 1h0m0s"},
 		{"mission llm timeout", func(m *messages.Mission) { m.Limits.LLMTimeout = time.Hour }, "mission.limits.llm_timeout 1h0m0s"},
 		{"mission program timeout", func(m *messages.Mission) { m.Limits.ProgramTimeout = -1 }, "mission.limits.program_timeout asks for no limit"},
