@@ -52,7 +52,11 @@ commands:
   submit FILE...    submit missions; -wait follows them to the end
   wait ID           wait for a mission's result, with live progress
   status ID         print a mission's status
-  cancel ID         cancel a queued or running mission
+  cancel ID         cancel a queued, waiting or running mission
+  approvals ID      list a mission's tool calls that need approval, pending and decided; -json
+  approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
+                    needed when several wait); -args JSON replaces its arguments; -reason, -by
+  deny ID [CALL]    deny a call that waits for approval; -reason (shown to the model), -by
   watch ID          print a mission's progress events as they happen
   list              list recent missions (state, duration, worker, agent, prompt, labels); -state, -label, -limit, -json
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
@@ -137,6 +141,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		compression  bool
 		eval         evalConfig
 		budget       fleet.BudgetLimit
+		by           string
+		editArgs     string
 	)
 	switch cmd {
 	case "submit":
@@ -164,6 +170,14 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.BoolVar(&compression, "compression", false, "give the mission's agent compression: true (:history shows the compressed history a model would be sent next)")
 	case "bench":
 		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
+	case "approve", "deny":
+		fs.StringVar(&reason, "reason", "", "why (a denial's reason reaches the program as its tool error)")
+		fs.StringVar(&by, "by", defaultDecider(e), "who decides, recorded in the audit")
+		if cmd == "approve" {
+			fs.StringVar(&editArgs, "args", "", "a JSON object replacing the call's arguments (\"<Firewalled>\" keeps a firewalled value)")
+		}
+	case "approvals":
+		fs.BoolVar(&asJSON, "json", false, "print JSON (one array) instead of text")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -393,6 +407,12 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		return nil
 	}
+	if (cmd == "approve" || cmd == "deny") && len(rest) == 2 {
+		if !messages.ValidMissionID(rest[0]) {
+			return fmt.Errorf("%q is not a mission id (a ULID)", rest[0])
+		}
+		return decide(ctx, client, rest[0], rest[1], cmd == "approve", editArgs, reason, by, stdout)
+	}
 	if len(rest) != 1 {
 		return fmt.Errorf("%s takes one mission id", cmd)
 	}
@@ -432,6 +452,23 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, " cancel_requested=%q", st.CancelReason)
 		}
 		fmt.Fprintln(stdout)
+		return nil
+	case "approve", "deny":
+		return decide(ctx, client, id, "", cmd == "approve", editArgs, reason, by, stdout)
+	case "approvals":
+		as, err := client.Approvals(ctx, id)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			b, err := marshalJSON(approvalItems(as), "  ")
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		printApprovals(stdout, as)
 		return nil
 	case "cancel":
 		if err := client.Cancel(ctx, id, reason); err != nil {

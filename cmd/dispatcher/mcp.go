@@ -82,6 +82,18 @@ type cancelArgs struct {
 	Reason    string `json:"reason,omitempty" jsonschema:"why, recorded in the cancelled result"`
 }
 
+type decideArgs struct {
+	MissionID string         `json:"mission_id" jsonschema:"the mission id (a ULID)"`
+	Call      string         `json:"call,omitempty" jsonschema:"the call id from list_approvals, or a unique prefix; may be left out when one call waits"`
+	Args      map[string]any `json:"args,omitempty" jsonschema:"arguments replacing the call's (approve_call only); the value <Firewalled> keeps a firewalled one"`
+	Reason    string         `json:"reason,omitempty" jsonschema:"why; a denial's reason reaches the program"`
+	By        string         `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
+}
+
+type approvalsOut struct {
+	Approvals []approvalItem `json:"approvals"`
+}
+
 type submitted struct {
 	MissionID string `json:"mission_id"`
 	Duplicate bool   `json:"duplicate"`
@@ -131,6 +143,12 @@ func newMCPServer(client *fleet.Client, nc *nats.Conn, log zerolog.Logger) *mcp.
 	mcp.AddTool(s, &mcp.Tool{Name: "mission_status", Description: "The state of a mission: queued, running, succeeded, failed, cancelled or dead."}, f.missionStatus)
 	mcp.AddTool(s, &mcp.Tool{Name: "mission_result", Description: "The result of a finished mission; with wait, waits for it."}, f.missionResult)
 	mcp.AddTool(s, &mcp.Tool{Name: "cancel_mission", Description: "Cancel a queued or running mission."}, f.cancelMission)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_approvals", Description: "The tool calls of a mission that need a person's approval, " +
+		"pending and decided: call id, tool, arguments (firewalled values masked), the program and turn that made the call, the rule, the deadline and any decision."}, f.listApprovals)
+	mcp.AddTool(s, &mcp.Tool{Name: "approve_call", Description: "Approve a tool call that waits for approval; the mission resumes and the call runs once, " +
+		"with args in place of its arguments when given."}, f.approveCall)
+	mcp.AddTool(s, &mcp.Tool{Name: "deny_call", Description: "Deny a tool call that waits for approval; the mission resumes and the call fails " +
+		"with a tool error naming the denial and the reason."}, f.denyCall)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_tools", Description: "The tools the fleet can call: name, signature and description."}, f.listTools)
 	return s
 }
@@ -305,6 +323,50 @@ func (f *mcpFleet) cancelMission(ctx context.Context, _ *mcp.CallToolRequest, in
 		return nil, statusOut{}, err
 	}
 	return f.missionStatus(ctx, nil, idArgs{MissionID: in.MissionID})
+}
+
+func (f *mcpFleet) listApprovals(ctx context.Context, _ *mcp.CallToolRequest, in idArgs) (*mcp.CallToolResult, approvalsOut, error) {
+	as, err := f.client.Approvals(ctx, in.MissionID)
+	if err != nil {
+		return nil, approvalsOut{}, err
+	}
+	return nil, approvalsOut{Approvals: approvalItems(as)}, nil
+}
+
+func (f *mcpFleet) approveCall(ctx context.Context, req *mcp.CallToolRequest, in decideArgs) (*mcp.CallToolResult, approvalsOut, error) {
+	return f.decide(ctx, req, in, true)
+}
+
+func (f *mcpFleet) denyCall(ctx context.Context, req *mcp.CallToolRequest, in decideArgs) (*mcp.CallToolResult, approvalsOut, error) {
+	return f.decide(ctx, req, in, false)
+}
+
+// decide records a decision; the arguments are read again from the raw
+// JSON so that integers stay integers (the SDK decodes numbers as
+// float64).
+func (f *mcpFleet) decide(ctx context.Context, req *mcp.CallToolRequest, in decideArgs, approve bool) (*mcp.CallToolResult, approvalsOut, error) {
+	d := fleet.Decision{Approve: approve, Call: in.Call, Reason: in.Reason, By: in.By}
+	if d.By == "" {
+		d.By = "mcp"
+	}
+	if approve && in.Args != nil {
+		var raw struct {
+			Args json.RawMessage `json:"args"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &raw); err != nil {
+			return nil, approvalsOut{}, fmt.Errorf("arguments: %w", err)
+		}
+		args, err := parseDecisionArgs(string(raw.Args))
+		if err != nil {
+			return nil, approvalsOut{}, err
+		}
+		d.Args = args
+	}
+	a, err := f.client.Decide(ctx, in.MissionID, d)
+	if err != nil {
+		return nil, approvalsOut{}, err
+	}
+	return nil, approvalsOut{Approvals: approvalItems([]*messages.Approval{a})}, nil
 }
 
 func (f *mcpFleet) listTools(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, toolsOut, error) {

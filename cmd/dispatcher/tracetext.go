@@ -100,6 +100,9 @@ func (p *textPrinter) step(st *messages.Step, indent string) {
 			} else {
 				p.printf(in+"  ", "← %s", maskedPreview(c.Result, 300))
 			}
+			if c.Approval != nil {
+				p.printf(in+"  ", "approval %s", decisionLine(c.Approval))
+			}
 			if c.Child != nil {
 				p.printf(in+"  ", "sub-agent %s:", c.Name)
 				p.step(c.Child, in+"    ")

@@ -32,8 +32,7 @@ import (
 var uiFiles embed.FS
 
 // viewerStates are the states the viewer's filter offers.
-var viewerStates = []string{messages.StateQueued, messages.StateRunning, messages.StateSucceeded,
-	messages.StateFailed, messages.StateCancelled, messages.StateDead}
+var viewerStates = messages.States()
 
 // viewer serves the mission viewer: a page listing missions (refreshed
 // live by a small script) and one mission's trace, and the JSON API the

@@ -138,8 +138,7 @@ func MissionTime(id string) (time.Time, bool) {
 }
 
 // states are the mission states, in life order.
-var states = []string{messages.StateQueued, messages.StateRunning, messages.StateSucceeded,
-	messages.StateFailed, messages.StateCancelled, messages.StateDead}
+var states = messages.States()
 
 func validState(s string) bool { return slices.Contains(states, s) }
 

@@ -25,6 +25,12 @@ const (
 	StateDead      = "dead"
 )
 
+// States lists every mission state, in the order a mission goes through
+// them.
+func States() []string {
+	return []string{StateQueued, StateRunning, StateAwaitingApproval, StateSucceeded, StateFailed, StateCancelled, StateDead}
+}
+
 // TerminalState reports whether s is a state a mission never leaves.
 func TerminalState(s string) bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCancelled || s == StateDead

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/user"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// defaultDecider is who decides when -by is not given: the OS user.
+func defaultDecider(e env) string {
+	if e.lookup != nil {
+		if v, ok := e.lookup("USER"); ok && v != "" {
+			return v
+		}
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "unknown"
+}
+
+// parseDecisionArgs reads -args: a JSON object, numbers kept exact.
+func parseDecisionArgs(s string) (map[string]any, error) {
+	if s == "" {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader([]byte(s)))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("-args: not JSON: %w", err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("-args: more than one JSON value")
+	}
+	plain, err := messages.FromJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("-args: %w", err)
+	}
+	m, ok := plain.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("-args: %s is not a JSON object of the call's arguments", s)
+	}
+	return m, nil
+}
+
+// decide approves or denies a call of mission id and prints the record.
+func decide(ctx context.Context, client *fleet.Client, id, call string, approve bool, args, reason, by string, w io.Writer) error {
+	edited, err := parseDecisionArgs(args)
+	if err != nil {
+		return err
+	}
+	a, err := client.Decide(ctx, id, fleet.Decision{Approve: approve, Call: call, Args: edited, Reason: reason, By: by})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s %s %s %s by %s; the mission resumes\n", id, a.Call, a.Tool, a.State, a.DecidedBy)
+	return nil
+}
+
+// approvalItem is an approval as the JSON output shows it.
+type approvalItem struct {
+	Call        string         `json:"call"`
+	State       string         `json:"state"`
+	Tool        string         `json:"tool"`
+	Service     string         `json:"service,omitempty"`
+	Args        map[string]any `json:"args"`
+	Turn        int            `json:"turn,omitempty"`
+	Program     string         `json:"program,omitempty"`
+	Rule        string         `json:"rule,omitempty"`
+	RequestedAt time.Time      `json:"requested_at"`
+	Deadline    time.Time      `json:"deadline"`
+	DecidedBy   string         `json:"decided_by,omitempty"`
+	DecidedAt   *time.Time     `json:"decided_at,omitempty"`
+	Reason      string         `json:"reason,omitempty"`
+	EditedArgs  map[string]any `json:"edited_args,omitempty"`
+}
+
+func approvalItems(as []*messages.Approval) []approvalItem {
+	out := make([]approvalItem, 0, len(as))
+	for _, a := range as {
+		it := approvalItem{Call: a.Call, State: a.State, Tool: a.Tool, Service: a.Service, Args: a.Args, Turn: a.Turn,
+			Program: a.Program, Rule: a.Rule, RequestedAt: a.RequestedAt, Deadline: a.Deadline, DecidedBy: a.DecidedBy,
+			Reason: a.Reason, EditedArgs: a.EditedArgs}
+		if !a.DecidedAt.IsZero() {
+			t := a.DecidedAt
+			it.DecidedAt = &t
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// printApprovals prints a mission's approvals, one block each.
+func printApprovals(w io.Writer, as []*messages.Approval) {
+	if len(as) == 0 {
+		fmt.Fprintln(w, "no tool call of this mission needed approval")
+		return
+	}
+	for _, a := range as {
+		fmt.Fprintf(w, "%s  %s %s  turn %d  %s\n", a.Call, a.State, a.Tool, a.Turn, maskedPreview(a.Args, 300))
+		fmt.Fprintf(w, "  rule: %s; requested %s, deadline %s\n", a.Rule, a.RequestedAt.Format(time.RFC3339), a.Deadline.Format(time.RFC3339))
+		if a.State != messages.ApprovalPending {
+			fmt.Fprintf(w, "  %s\n", decisionLine(a))
+		}
+	}
+}
+
+// decisionLine says who decided a call, when, why and what they changed.
+func decisionLine(a *messages.Approval) string {
+	s := fmt.Sprintf("%s by %s at %s", a.State, a.DecidedBy, a.DecidedAt.Format(time.RFC3339))
+	if a.Reason != "" {
+		s += ": " + a.Reason
+	}
+	if a.EditedArgs != nil {
+		s += "; arguments changed to " + maskedPreview(a.EditedArgs, 300)
+	}
+	return s
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// approvalFleet is a server with a "payments" service whose refund waits
+// for approval, a worker whose runner refunds the context's amount (its
+// trace records the call), and a client.
+type approvalFleet struct {
+	env    env
+	nc     *nats.Conn
+	client *fleet.Client
+	mu     sync.Mutex
+	ran    []map[string]any
+}
+
+func startApprovalFleet(t *testing.T, ctx context.Context) *approvalFleet {
+	t.Helper()
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	f := &approvalFleet{env: testEnv(map[string]string{"PTC_NATS_URL": srv.ClientURL(), "USER": "tester"}), nc: nc}
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "payments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("refund", fleet.ToolSpec{Approval: &fleet.ToolApproval{}}, func(ctx context.Context, args map[string]any) (any, error) {
+		f.mu.Lock()
+		f.ran = append(f.ran, args)
+		f.mu.Unlock()
+		return map[string]any{"refunded": args["amount"]}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{Priorities: []string{messages.PriorityNormal}, IdleWait: 100 * time.Millisecond,
+		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			args := map[string]any{"order": "A-1", "amount": m.Context["amount"]}
+			start := time.Now()
+			res, err := env.Tools.Call(fleet.WithTurn(ctx, 1), "refund", args)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			call := messages.ToolCall{Name: "refund", Args: args, Result: res, StartedAt: start, Duration: time.Since(start)}
+			if err != nil {
+				call.Error = err.Error()
+			}
+			return &messages.Step{Return: map[string]any{"error": call.Error}, Trace: []messages.Turn{{Number: 1, ToolCalls: []messages.ToolCall{call}}}}, nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	if f.client, err = fleet.NewClient(ctx, nc, fleet.ClientConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *approvalFleet) submit(t *testing.T, ctx context.Context, amount int64) string {
+	t.Helper()
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "refund"},
+		Tools: []string{"refund"}, Context: map[string]any{"amount": amount}}
+	if _, err := f.client.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if st, err := f.client.Status(ctx, m.ID); err == nil && st.State == messages.StateAwaitingApproval {
+			return m.ID
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the mission never waited for approval")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (f *approvalFleet) run(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(ctx, args, f.env, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+// dispatcher approvals lists a waiting call; approve -args runs it with
+// the edited arguments; trace and status show the decision.
+func TestDispatcherApproveWithEditedArgs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+
+	out, err := f.run(t, ctx, "status", id)
+	if err != nil || !strings.Contains(out, "awaiting_approval") {
+		t.Fatalf("status: %s %v", out, err)
+	}
+	out, err = f.run(t, ctx, "approvals", id, "-json")
+	if err != nil {
+		t.Fatalf("approvals: %s %v", out, err)
+	}
+	var items []approvalItem
+	if err := json.Unmarshal([]byte(out), &items); err != nil || len(items) != 1 || items[0].State != "pending" || items[0].Tool != "refund" {
+		t.Fatalf("approvals -json: %s (%v)", out, err)
+	}
+	if _, err := f.run(t, ctx, "approve", id, "-args", "[1]"); err == nil {
+		t.Fatal("-args that is no object accepted")
+	}
+	out, err = f.run(t, ctx, "approve", id, items[0].Call[:6], "-args", `{"order":"A-1","amount":750}`, "-reason", "partial refund")
+	if err != nil || !strings.Contains(out, "approved by tester") {
+		t.Fatalf("approve: %s %v", out, err)
+	}
+	step, err := f.client.Await(ctx, id)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	f.mu.Lock()
+	ran := f.ran
+	f.mu.Unlock()
+	if len(ran) != 1 || ran[0]["amount"] != int64(750) {
+		t.Fatalf("refunds run: %v", ran)
+	}
+	out, err = f.run(t, ctx, "trace", id)
+	if err != nil || !strings.Contains(out, "approval approved by tester at ") || !strings.Contains(out, `partial refund; arguments changed to {"amount":750,"order":"A-1"}`) {
+		t.Fatalf("trace:\n%s %v", out, err)
+	}
+	out, err = f.run(t, ctx, "approvals", id)
+	if err != nil || !strings.Contains(out, "approved by tester") {
+		t.Fatalf("approvals: %s %v", out, err)
+	}
+	if out, err := f.run(t, ctx, "deny", id); !errors.Is(err, fleet.ErrNoPendingCall) {
+		t.Fatalf("deny of a decided mission: %s %v", out, err)
+	}
+}
+
+// dispatcher deny: the program gets a tool error naming the denial.
+func TestDispatcherDeny(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+	out, err := f.run(t, ctx, "deny", id, "-reason", "not this customer", "-by", "dana")
+	if err != nil || !strings.Contains(out, "denied by dana") {
+		t.Fatalf("deny: %s %v", out, err)
+	}
+	step, err := f.client.Await(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := step.Return.(map[string]any)["error"]; got != "tool refund: denied: denied by dana: not this customer" {
+		t.Fatalf("the program's tool error: %v", got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ran) != 0 {
+		t.Fatalf("a denied refund ran: %v", f.ran)
+	}
+}
+
+// An approving agent in an MCP client lists a mission's waiting call and
+// approves it with edited arguments, integers kept exact.
+func TestMCPApproveCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	cs, _ := serveMCPHTTP(ctx, t, f.nc)
+	id := f.submit(t, ctx, 900)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_approvals", Arguments: map[string]any{"mission_id": id}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_approvals: %v %+v", err, res)
+	}
+	as := res.StructuredContent.(map[string]any)["approvals"].([]any)
+	if len(as) != 1 || as[0].(map[string]any)["state"] != "pending" {
+		t.Fatalf("approvals = %v", as)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve_call", Arguments: map[string]any{"mission_id": id,
+		"args": map[string]any{"order": "A-1", "amount": 9007199254740993}, "by": "agent-7"}})
+	if err != nil || res.IsError {
+		t.Fatalf("approve_call: %v %+v", err, res)
+	}
+	if _, err := f.client.Await(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(9007199254740993) {
+		t.Fatalf("refunds run: %v", f.ran)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny_call", Arguments: map[string]any{"mission_id": id}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no such call waits for approval") {
+		t.Fatalf("deny_call of a decided mission: %v %+v", err, res)
+	}
+}
