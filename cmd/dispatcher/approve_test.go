@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -205,5 +209,77 @@ func TestMCPApproveCall(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny_call", Arguments: map[string]any{"mission_id": id}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no such call waits for approval") {
 		t.Fatalf("deny_call of a decided mission: %v %+v", err, res)
+	}
+}
+
+// The viewer's Approve button, driven in headless Chromium: the page lists
+// the waiting call with its arguments, approves it with edited arguments
+// and a reason, and then shows the decision on the call in the trace.
+func TestViewerApproveInBrowser(t *testing.T) {
+	exe := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.by = "viewer:tester"
+	srv := httptest.NewServer(v.Handler())
+	t.Cleanup(srv.Close)
+
+	// A decision is a JSON body: a form post from another page is refused.
+	resp, err := http.Post(srv.URL+"/api/missions/"+id+"/decide", "application/x-www-form-urlencoded", strings.NewReader("approve=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("form post: %d", resp.StatusCode)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.WindowSize(1400, 1100), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, a); err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+	step("open the mission", chromedp.Navigate(srv.URL+"/missions/"+id))
+	step("the waiting call shows", chromedp.WaitVisible(`#trace .approval.pending button.approve`))
+	pending, err := chromedp.Run(bctx, chromedp.Text(`#trace .approvals`))
+	if err != nil || !strings.Contains(pending, `refund {"amount":900,"order":"A-1"}`) || !strings.Contains(pending, "Deny") {
+		t.Fatalf("approvals on the page: %q %v", pending, err)
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const a = document.querySelector("#trace .approval.pending textarea.args"); a.value = '{"amount":300,"order":"A-1"}'; return true })()`)); err != nil {
+		t.Fatal(err)
+	}
+	step("type a reason", chromedp.SendKeys(`#trace .approval.pending input.reason`, "partial refund"))
+	step("approve", chromedp.Click(`#trace .approval.pending button.approve`))
+	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
+	defer wcancel()
+	if _, err := chromedp.Run(wctx, chromedp.WaitVisible(`#trace .approval-note`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#trace`))
+		t.Fatalf("the decision does not show on the call: %v\n%s", err, page)
+	}
+	text, err := chromedp.Run(bctx, chromedp.Text(`#trace`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"approval: approved by viewer:tester", "partial refund", `arguments changed to {"amount":300,"order":"A-1"}`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page lacks %q:\n%s", want, text)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(300) {
+		t.Fatalf("refunds run: %v", f.ran)
 	}
 }

@@ -346,7 +346,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		defer ln.Close()
 		fmt.Fprintf(stdout, "mission viewer: http://%s/\n", ln.Addr())
-		return serveUI(ctx, client, ln, log)
+		return serveUI(ctx, client, ln, log, defaultDecider(e))
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -42,6 +42,9 @@ type viewer struct {
 	client *fleet.Client
 	page   *template.Template
 	log    zerolog.Logger
+	// by names who decides the approvals made on the page (the audit's
+	// decided_by).
+	by string
 }
 
 func newViewer(client *fleet.Client, log zerolog.Logger) (*viewer, error) {
@@ -49,7 +52,7 @@ func newViewer(client *fleet.Client, log zerolog.Logger) (*viewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &viewer{client: client, page: page, log: log}, nil
+	return &viewer{client: client, page: page, log: log, by: "viewer"}, nil
 }
 
 // listItem is one mission in the JSON list.
@@ -96,6 +99,7 @@ func (v *viewer) Handler() http.Handler {
 	mux.HandleFunc("GET /missions/{id}", v.servePage)
 	mux.HandleFunc("GET /api/missions", v.serveList)
 	mux.HandleFunc("GET /api/missions/{id}", v.serveMission)
+	mux.HandleFunc("POST /api/missions/{id}/decide", v.serveDecide)
 	return cli.LoopbackHost(mux)
 }
 
@@ -184,6 +188,60 @@ func (v *viewer) serveMission(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, mv)
 }
 
+// decideRequest is the body of POST /api/missions/{id}/decide.
+type decideRequest struct {
+	Call    string          `json:"call"`
+	Approve bool            `json:"approve"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+}
+
+// maxDecideBody bounds a decision's body.
+const maxDecideBody = 64 << 10
+
+// serveDecide approves or denies a call (the page's Approve and Deny
+// buttons). It takes only a JSON body, which a page of another origin
+// cannot send without the browser asking first, and decides with the
+// viewer's NATS rights: without the approver role the decision is refused
+// by the NATS server and the error is shown.
+func (v *viewer) serveDecide(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !messages.ValidMissionID(id) {
+		http.Error(w, "not a mission id (a ULID)", http.StatusNotFound)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "a decision is a JSON body (Content-Type: application/json)", http.StatusUnsupportedMediaType)
+		return
+	}
+	var req decideRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDecideBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "decision: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	d := fleet.Decision{Approve: req.Approve, Call: req.Call, Reason: req.Reason, By: v.by}
+	if req.Approve && len(req.Args) > 0 && string(req.Args) != "null" {
+		args, err := parseDecisionArgs(string(req.Args))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		d.Args = args
+	}
+	a, err := v.client.Decide(r.Context(), id, d)
+	switch {
+	case errors.Is(err, fleet.ErrNoPendingCall):
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	case err != nil:
+		v.fail(w, err)
+		return
+	}
+	writeJSON(w, approvalItems([]*messages.Approval{a})[0])
+}
+
 func (v *viewer) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, errMissionNotFound):
@@ -245,12 +303,14 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// serveUI serves the viewer on ln until ctx ends.
-func serveUI(ctx context.Context, client *fleet.Client, ln net.Listener, log zerolog.Logger) error {
+// serveUI serves the viewer on ln until ctx ends; by names who decides
+// the approvals made on its pages.
+func serveUI(ctx context.Context, client *fleet.Client, ln net.Listener, log zerolog.Logger, by string) error {
 	v, err := newViewer(client, log)
 	if err != nil {
 		return err
 	}
+	v.by = "viewer:" + by
 	return cli.ServeListener(ctx, ln, v.Handler())
 }
 

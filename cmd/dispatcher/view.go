@@ -31,6 +31,9 @@ type missionView struct {
 	// Events are the progress events stored so far when there is no
 	// result yet (the EVENTS stream keeps them for an hour).
 	Events []*messages.Event `json:"-"`
+	// Approvals are the mission's tool calls that needed approval, read
+	// for a mission that waits or waited for one.
+	Approvals []*messages.Approval `json:"-"`
 }
 
 // errMissionNotFound is returned for an id with neither status nor result.
@@ -62,6 +65,11 @@ func loadView(ctx context.Context, c *fleet.Client, id string) (*missionView, er
 	}
 	if v.Step == nil {
 		if v.Events, err = c.Events(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if v.Status != nil && (v.Status.Suspensions > 0 || v.Status.State == messages.StateAwaitingApproval) {
+		if v.Approvals, err = c.Approvals(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -140,6 +148,15 @@ func (v *missionView) MarshalJSON() ([]byte, error) {
 		}
 		out["step"] = b
 	}
+	if v.Approvals != nil {
+		items := approvalItems(v.Approvals)
+		for i := range items {
+			items[i].EditedArgs = maskArgs(items[i].EditedArgs)
+		}
+		if err := put("approvals", items); err != nil {
+			return nil, err
+		}
+	}
 	if v.Events != nil {
 		evs := make([]json.RawMessage, 0, len(v.Events))
 		for _, ev := range v.Events {
@@ -194,6 +211,11 @@ func maskStep(st *messages.Step) *messages.Step {
 					}
 					c.Result = messages.MaskFirewalled(c.Result)
 					c.Child = maskStep(c.Child)
+					if c.Approval != nil {
+						a := *c.Approval
+						a.EditedArgs = maskArgs(a.EditedArgs)
+						c.Approval = &a
+					}
 					calls[j] = c
 				}
 				t.ToolCalls = calls
@@ -262,4 +284,14 @@ func previewMemory(m map[string]any) map[string]any {
 		out[k] = previewValue(x)
 	}
 	return out
+}
+
+// maskArgs masks the firewalled values of a call's arguments (nil stays
+// nil).
+func maskArgs(args map[string]any) map[string]any {
+	if args == nil {
+		return nil
+	}
+	m, _ := messages.MaskFirewalled(args).(map[string]any)
+	return m
 }

@@ -77,6 +77,9 @@ function select(id) {
 
 async function refreshTrace() {
   if (!selected) return;
+  // Someone is writing a decision: leave the page as it is.
+  const a = document.activeElement;
+  if (a && a.closest && a.closest(".approval.pending")) return;
   try {
     const v = await getJSON("/api/missions/" + encodeURIComponent(selected));
     renderTrace(v);
@@ -111,12 +114,62 @@ function renderTrace(v) {
     kids.push(el("p", { class: "what" }, "a large result (" + v.step_bytes + " bytes): values over 1 KiB show as {cut: {bytes, preview}} · ",
       el("a", { href: v.full, class: "full" }, "download the whole Step")));
   }
+  if (v.approvals && v.approvals.length) kids.push(renderApprovals(v.id, v.approvals));
   if (step) {
     kids.push(renderStep(step));
   } else {
     kids.push(renderEvents(v.events || []));
   }
   root.replaceChildren(...kids);
+}
+
+// decision says who decided a call, when, why and what they changed.
+function decision(a) {
+  let s = a.state + " by " + (a.decided_by || "?") + (a.decided_at ? " at " + a.decided_at : "");
+  if (a.reason) s += ": " + a.reason;
+  if (a.edited_args) s += "; arguments changed to " + preview(a.edited_args);
+  return s;
+}
+
+// renderApprovals lists the mission's calls that need approval: a pending
+// one with its arguments (editable), a reason and Approve / Deny buttons;
+// a decided one with its decision.
+function renderApprovals(id, approvals) {
+  const box = el("div", { class: "approvals" }, el("div", { class: "label" }, "tool calls that need approval"));
+  for (const a of approvals) {
+    const row = el("div", { class: "approval " + a.state, "data-call": a.call },
+      el("div", { class: "mono" }, a.tool + " " + preview(a.args), el("span", { class: "muted" }, " turn " + a.turn + " · call " + a.call + " · " + (a.rule || ""))));
+    if (a.state === "pending") {
+      // Typing in the fields must survive the page's refresh: it is kept
+      // while the same call is pending (see refreshTrace).
+      const args = el("textarea", { class: "args mono", rows: 2, cols: 60 });
+      args.value = JSON.stringify(a.args);
+      const reason = el("input", { class: "reason", placeholder: "reason", size: 40 });
+      const msg = el("span", { class: "msg" });
+      const send = async (approve) => {
+        const body = { call: a.call, approve: approve, reason: reason.value };
+        if (approve && args.value.trim() !== JSON.stringify(a.args)) {
+          try { body.args = JSON.parse(args.value); } catch (e) { msg.textContent = "arguments: " + e.message; return; }
+        }
+        const r = await fetch("/api/missions/" + encodeURIComponent(id) + "/decide",
+          { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+        if (!r.ok) { msg.textContent = await r.text(); return; }
+        msg.textContent = "";
+        if (document.activeElement) document.activeElement.blur(); // the page may refresh again
+        refreshTrace();
+      };
+      const approve = el("button", { class: "approve" }, "Approve");
+      const deny = el("button", { class: "deny" }, "Deny");
+      approve.addEventListener("click", () => send(true));
+      deny.addEventListener("click", () => send(false));
+      row.append(el("div", {}, "deadline " + a.deadline), args, el("div", {}, reason, approve, deny, msg));
+      if (a.program) row.append(el("pre", { class: "program" }, a.program));
+    } else {
+      row.append(el("div", { class: "decision" }, decision(a)));
+    }
+    box.append(row);
+  }
+  return box;
 }
 
 function renderStep(step) {
@@ -142,6 +195,7 @@ function renderStep(step) {
         const res = c.error ? el("span", { class: "err" }, "✗ " + c.error) : el("span", { class: "mono" }, preview(c.result));
         tbl.append(el("tr", { class: "tool-call" }, el("td", { class: "mono" }, c.name), el("td", { class: "mono" }, preview(c.args)),
           el("td", {}, dur(c.duration)), el("td", {}, res)));
+        if (c.approval) tbl.append(el("tr", { class: "approval-note" }, el("td", { colspan: 4, class: "muted" }, "approval: " + decision(c.approval))));
         if (c.child) tbl.append(el("tr", {}, el("td", { colspan: 4, class: "subcell" }, el("div", { class: "sub" }, el("div", { class: "label" }, "sub-agent " + c.name), renderStep(c.child)))));
       }
       turn.append(el("div", { class: "label" }, "tool calls"), tbl);
