@@ -133,3 +133,12 @@ func TestLimitCountsReservationsInFlight(t *testing.T) {
 		t.Errorf("spent %d, want 15", l.Spent().Total())
 	}
 }
+
+// A max_cost_usd no run can be held to is a spec error naming the field.
+func TestMaxCostUSDMustBeFinite(t *testing.T) {
+	_, err := New(Spec{Prompt: "Go", Limits: Limits{MaxCostUSD: math.NaN()}})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Field != "limits" || !strings.Contains(ae.Msg, "max_cost_usd: NaN is not a finite number") {
+		t.Fatalf("err = %v", err)
+	}
+}

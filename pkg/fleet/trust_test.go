@@ -356,3 +356,48 @@ func TestContextFollowsMissionDataLimit(t *testing.T) {
 		t.Fatalf("worker read of a 12 MiB context under max_data 4 MiB: %+v", step.Fail)
 	}
 }
+
+// TestCostCeilingsAreTheBudgetOfAMissionWithout: the money and token
+// ceilings bound what a mission asks for and are its budget when neither
+// it nor its top-level agent sets one; an agent's own budget is kept.
+func TestCostCeilingsAreTheBudgetOfAMissionWithout(t *testing.T) {
+	_, nc := runJetStream(t)
+	c := newClient(t, nc)
+	startWorker(t, nc, fleet.RunnerFunc(func(_ context.Context, m *messages.Mission, _ fleet.RunEnv) (*messages.Step, error) {
+		eff := m.Agent.Limits.Override(m.Limits)
+		return &messages.Step{Return: map[string]any{"usd": eff.MaxCostUSD, "tokens": eff.MaxTokens}}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.Ceilings = fleet.Ceilings{MaxCostUSD: 0.5, MaxTokens: 1000} })
+	cases := []struct {
+		name      string
+		edit      func(m *messages.Mission)
+		usd       float64
+		tokens    int64
+		overLimit string
+	}{
+		{"none set", func(*messages.Mission) {}, 0.5, 1000, ""},
+		{"the agent's kept", func(m *messages.Mission) { m.Agent.MaxCostUSD = 0.2 }, 0.2, 1000, ""},
+		{"the mission's kept", func(m *messages.Mission) { m.Limits.MaxTokens = 10 }, 0.5, 10, ""},
+		{"over", func(m *messages.Mission) { m.Limits.MaxCostUSD = 2 }, 0, 0, "mission.limits.max_cost_usd 2 is over this worker's ceiling of 0.5"},
+		{"unlimited", func(m *messages.Mission) { m.Agent.MaxTokens = -1 }, 0, 0, "mission.agent.max_tokens asks for no limit; this worker allows at most 1000"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMission()
+			tc.edit(m)
+			step, err := c.Run(testCtx(t), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.overLimit != "" {
+				if step.Fail == nil || step.Fail.Reason != fleet.ReasonOverLimit || !strings.Contains(step.Fail.Message, tc.overLimit) {
+					t.Fatalf("step %+v, want over_limit %q", step.Fail, tc.overLimit)
+				}
+				return
+			}
+			got, _ := step.Return.(map[string]any)
+			if step.Fail != nil || got["usd"] != tc.usd || got["tokens"] != tc.tokens {
+				t.Fatalf("the run saw %v (fail %+v), want max_cost_usd %v and max_tokens %d", got, step.Fail, tc.usd, tc.tokens)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package messages
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -67,6 +68,9 @@ func TestMissionValidate(t *testing.T) {
 		{"sub-agent names are not remote tools", func(m *Mission) { m.Agent.Tools = append(m.Agent.Tools, "summarize") }, ""},
 		{"catalog name", func(m *Mission) { m.Agent.ToolCatalog = []ToolSchema{{Name: ""}} }, "tool_catalog[0].name"},
 		{"bad priority", func(m *Mission) { m.Priority = "urgent" }, "mission.priority"},
+		{"cost not a number", func(m *Mission) { m.Limits.MaxCostUSD = math.NaN() }, "mission.limits.max_cost_usd: NaN is not a finite number"},
+		{"agent cost infinite", func(m *Mission) { m.Agent.SubAgents["summarize"].MaxCostUSD = math.Inf(1) },
+			`mission.agent.sub_agents["summarize"].max_cost_usd: +Inf is not a finite number`},
 		{"context and ref", func(m *Mission) { m.ContextRef = "x/context" }, "mission.context_ref"},
 		{"compiled ok", func(m *Mission) {
 			m.Kind, m.Agent, m.Compiled = KindCompiled, nil, &CompiledSpec{Program: "(+ 1 2)"}
