@@ -20,6 +20,8 @@ func FuzzFromWire(f *testing.F) {
 			Limits: Limits{MaxTurns: 3, ProgramTimeout: time.Second, LLMTimeout: time.Minute, MaxSteps: 1000}, Validation: signature.Strict, ToolCatalog: []messages.ToolSchema{{Name: "p", Signature: ":int"}},
 			Tools: map[string]Tool{"search": FuncSig("(q :string) -> :any", noop), "child": ca.AsTool(ToolOptions{LLM: "haiku"})}},
 		{Prompt: "{{", Signature: "(x"},
+		{Prompt: "Rate {{text}}", Signature: `(text :string(min 1)) -> {level "low" | "high", score :int(min 0, max 100) | :string}`,
+			Tools: map[string]Tool{SpawnToolName: SpawnTool(map[string]map[string]Tool{"s": {"search": FuncSig("(q :string) -> :any", noop)}}, SpawnOptions{Limits: Limits{MaxTurns: 2}})}},
 	}
 	for _, s := range seeds {
 		raw, err := messages.Marshal(s.ToWire())
