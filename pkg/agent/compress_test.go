@@ -340,3 +340,25 @@ func TestCompressionAnswerWithoutProgram(t *testing.T) {
 		t.Errorf("turn 3's blocks = %q", texts)
 	}
 }
+
+// A tool call that failed is summed up with the first line of its error,
+// and a turn whose program failed on it with the error's first line.
+func TestCompressionFailedToolCall(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Try the tool.", Compression: true, Limits: Limits{MaxTurns: 4},
+		Tools: map[string]Tool{"boom": Func(func(context.Context, map[string]any) (any, error) {
+			return nil, fmt.Errorf("kaboom\nsecond line")
+		})}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(tool/boom {:x 1 :why "test"})`),
+		llmtest.Code(`(def n 1) n`),
+		llmtest.Code(`(return n)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := blockTexts(t, m.Requests()[2])
+	if len(texts) != 3 {
+		t.Fatalf("turn 3's blocks = %q", texts)
+	}
+	contains(t, texts[1], "### Turn 1\nTool calls:\n- (tool/boom {:why \"test\" :x 1}) failed: kaboom\nError: ")
+	notContains(t, texts[1], "second line")
+}
