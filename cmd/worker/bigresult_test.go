@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
+	"github.com/ptcfleet/ptc/internal/webtest"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// mailRecords returns n email records of 12 fields, as a tool returns them.
+func mailRecords(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{
+			"id": int64(i), "from": fmt.Sprintf("sender%d@example.com", i%311), "to": "team@example.com",
+			"subject": "Quarterly numbers", "body": "Please find the figures attached; reply by Friday with your comments.",
+			"date": "2026-01-02T03:04:05Z", "unread": i%3 == 0, "size": int64(1000 + i%977), "score": float64(i%100) / 7,
+			"labels": []any{"inbox", "work"}, "thread": int64(i / 4), "folder": "INBOX",
+		}
+	}
+	return out
+}
+
+// TestWorkerKeepsLargeToolResults runs the worker binary as its own
+// process against a real nats-server and a tool service returning 50,000
+// (and, without the race detector, 200,000) email records of 12 fields,
+// several MB to about 50 MB of msgpack: the result travels out of band,
+// the program keeps it with def in turn 1 and filters it in turn 2, and
+// the mission returns the right count with the tool called once. Keeping
+// 200,000 records takes raising program_memory over the worker's default
+// ceiling (the settings below).
+func TestWorkerKeepsLargeToolResults(t *testing.T) {
+	sizes := []int{50_000}
+	if !raceBuild {
+		sizes = append(sizes, 200_000) // under -race this one takes minutes
+	}
+	ns := fleettest.Start(t)
+	var calls atomic.Int32
+	svc, err := fleet.NewToolService(ns.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("search_mail", fleet.ToolSpec{Signature: "(n :int) -> [:map]"}, func(_ context.Context, args map[string]any) (any, error) {
+		calls.Add(1)
+		n, _ := args["n"].(int64)
+		return mailRecords(int(n)), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var replies []string
+	for _, n := range sizes {
+		replies = append(replies,
+			fmt.Sprintf("```clojure\n(def mail (tool/search_mail {:n %d}))\n(count mail)\n```", n),
+			"```clojure\n(return {:n (count mail) :big (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) mail))})\n```")
+	}
+	llmSrv, _ := webtest.ScriptedChat(t, replies...)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSubprocess+"=1",
+		"PTC_NATS_URL="+ns.ClientURL(),
+		"PTC_HEALTH_ADDR=",
+		"PTC_DRAIN_GRACE=2s",
+		"PTC_LOG_LEVEL=warn",
+		// 200,000 such records hold about 270 MB as values: more than the
+		// default ceiling of program_memory (256 MiB), which the operator
+		// raises
+		"PTC_MAX_PROGRAM_MEMORY=536870912",
+		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
+	)
+	var stderr syncbuf.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		t.Fatalf("worker did not start: %q\n%s", lines.Text(), stderr.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, ns.Conn(), fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range sizes {
+		want := int64(0)
+		for _, r := range mailRecords(n) {
+			m := r.(map[string]any)
+			if m["unread"].(bool) && m["size"].(int64) > 1500 {
+				want++
+			}
+		}
+		start := time.Now()
+		step, err := client.Run(ctx, &messages.Mission{
+			ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: []string{"search_mail"},
+			Agent: &messages.AgentSpec{Prompt: "Keep the mail, then count the big unread ones.", Tools: []string{"search_mail"},
+				// more than the default program_memory (64 MiB)
+				Limits: messages.Limits{MaxTurns: 2, ProgramMemory: 512 << 20, ProgramTimeout: 4 * time.Minute}},
+		})
+		if err != nil {
+			t.Fatalf("%d records: %v\n%s", n, err, stderr.String())
+		}
+		if step.Fail != nil {
+			for _, turn := range step.Trace {
+				t.Logf("turn %d error: %.400s", turn.Number, turn.Error)
+			}
+			t.Fatalf("%d records: %+v", n, step.Fail)
+		}
+		got, _ := step.Return.(map[string]any)
+		if got["n"] != int64(n) || got["big"] != want {
+			t.Fatalf("%d records: return %v, want n %d big %d", n, step.Return, n, want)
+		}
+		if c := calls.Load(); c != int32(i+1) {
+			t.Fatalf("%d records: the tool was called %d times in all, want %d", n, c, i+1)
+		}
+		t.Logf("%d records kept and filtered in %v; worker peak RSS so far %d MiB", n, time.Since(start).Round(time.Millisecond), vmHWM(t, cmd.Process.Pid)>>20)
+	}
+}
