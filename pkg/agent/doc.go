@@ -68,6 +68,9 @@
 // bound (ToolOptions) > caller, sharing the turn budget and the mission
 // deadline, one level deeper; the parent model sees only the child's
 // public signature, and the child's Step is kept in ToolCall.Child.
+// A tool may also start a child at run time with Spawn (the same path,
+// from the ctx the tool received); SpawnTool is the spawn_agent tool over
+// a catalogue of tool sets, a mission's spawn_agent on the wire.
 //
 // # Firewall
 //
