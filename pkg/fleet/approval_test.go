@@ -22,6 +22,14 @@ type shopTools struct {
 	lookups int
 	refunds []map[string]any
 	keys    []string
+	at      map[string]time.Time // when a mission's refund reached the service
+}
+
+func (s *shopTools) arrived(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.at[id]
+	return t, ok
 }
 
 func (s *shopTools) counts() (lookups int, refunds []map[string]any, keys []string) {
@@ -36,7 +44,7 @@ func startShop(t testing.TB, nc *nats.Conn) *shopTools {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &shopTools{}
+	s := &shopTools{at: map[string]time.Time{}}
 	if err := svc.Register("lookup", fleet.ToolSpec{Description: "an order"}, func(ctx context.Context, args map[string]any) (any, error) {
 		s.mu.Lock()
 		s.lookups++
@@ -52,6 +60,7 @@ func startShop(t testing.TB, nc *nats.Conn) *shopTools {
 		s.mu.Lock()
 		s.refunds = append(s.refunds, args)
 		s.keys = append(s.keys, ci.IdempotencyKey)
+		s.at[ci.MissionID] = time.Now()
 		s.mu.Unlock()
 		return map[string]any{"refunded": args["amount"]}, nil
 	}); err != nil {
@@ -181,6 +190,11 @@ func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
 	if *n.(*int) != 2 {
 		t.Fatalf("runs = %d, want 2 (suspended, resumed)", *n.(*int))
 	}
+	// the resumed run read the journal with a consumer it deleted
+	eventually(t, 5*time.Second, "journal consumer deleted", func() bool {
+		info, err := c.Stores().Journal.Info(ctx)
+		return err == nil && info.State.Consumers == 0
+	})
 	// the parked message and its schedule are gone
 	eventually(t, 5*time.Second, "parked message removed", func() bool {
 		info, err := c.Stores().Parked.Info(ctx, jetstream.WithSubjectFilter("mission.park*."+m.ID))

@@ -99,6 +99,16 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay 
 	if err != nil {
 		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
 	}
+	// The consumer is deleted once read: left to its inactivity
+	// threshold (5 min), the consumers of missions resumed or redelivered
+	// at once would reach the stream's consumer limit.
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalReadWait)
+		defer cancel()
+		if ci := cons.CachedInfo(); ci != nil {
+			_ = js.DeleteConsumer(dctx, messages.StreamJournal, ci.Name)
+		}
+	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
