@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -281,5 +282,47 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(300) {
 		t.Fatalf("refunds run: %v", f.ran)
+	}
+}
+
+// The example mission examples/missions/approve-lookup.yaml run by
+// dispatcher local: its lookup waits for approval, the progress says how
+// to decide, and once approved the program's first turn returns the card.
+func TestLocalExampleWaitsForApproval(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := fleettest.Start(t)
+	client, err := fleet.NewClient(ctx, srv.Conn(), fleet.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"local", "-workers", "1", "-nats-url", srv.ClientURL(), "-example-tools",
+			"../../examples/missions/approve-lookup.yaml"}, testEnv(nil), &out, &errOut)
+	}()
+	var id string
+	for id == "" {
+		ms, err := client.List(ctx, fleet.ListOptions{States: []string{messages.StateAwaitingApproval}})
+		if err == nil && len(ms) == 1 {
+			id = ms[0].MissionID
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the example never waited for approval:\n%s\n%s", out.String(), errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := client.Decide(ctx, id, fleet.Decision{Approve: true, By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("local: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	got := out.String()
+	for _, want := range []string{"waiting for approval of get_customer {\"id\":7}", "dispatcher approve|deny " + id, `"denied": false`, "turns 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
 	}
 }

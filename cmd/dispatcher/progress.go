@@ -53,6 +53,15 @@ func (p progress) event(ev *messages.Event) {
 		fmt.Fprintf(p.w, "%s: %s\n%s\n", prefix, planHeadline(ev), indent(planLines(ev.Plan), "    "))
 	case messages.EventEmit:
 		fmt.Fprintf(p.w, "%s: emit %s\n", prefix, eventValue(ev, "result", ev.Result, 500))
+	case messages.EventApprovalRequested:
+		deadline, _ := ev.Data["deadline"].(string)
+		fmt.Fprintf(p.w, "%s: waiting for approval of %s %s (call %s, until %s): dispatcher approve|deny %s %s\n",
+			prefix, ev.Tool, eventValue(ev, "args", ev.Args, 200), ev.CallID, deadline, ev.MissionID, ev.CallID)
+	case messages.EventApprovalDecided:
+		state, _ := ev.Data["state"].(string)
+		by, _ := ev.Data["decided_by"].(string)
+		reason, _ := ev.Data["reason"].(string)
+		fmt.Fprintf(p.w, "%s: %s %s by %s %s\n", prefix, ev.Tool, state, by, reason)
 	case messages.EventFinal:
 		// printed by the caller with the full Step
 	case messages.EventTurnStarted:
