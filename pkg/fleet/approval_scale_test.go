@@ -54,14 +54,16 @@ func rss() uint64 {
 // that needs approval: none holds a worker slot or a goroutine while it
 // waits, and the worker's heap comes back to its idle level; then many
 // decisions given at once each resume their mission, which finishes with
-// its call run once. PTC_APPROVAL_MISSIONS and PTC_APPROVAL_DECISIONS
+// its call run once (the service deduplicates by idempotency key). PTC_APPROVAL_MISSIONS and PTC_APPROVAL_DECISIONS
 // size it (default 300 and 100; the figures in docs/approvals.md were
 // taken with 10,000 and 1,000).
 func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 300)
 	decisions := min(envInt("PTC_APPROVAL_DECISIONS", 100), n)
 	_, nc := runJetStream(t)
-	shop := startShop(t, nc)
+	// the service deduplicates: each approved call runs exactly once, also
+	// when a loaded worker's mission is redelivered and sends it again
+	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
 	var workers []*fleet.Worker
 	for range 2 {

@@ -38,9 +38,13 @@ func (s *shopTools) counts() (lookups int, refunds []map[string]any, keys []stri
 	return s.lookups, append([]map[string]any(nil), s.refunds...), append([]string(nil), s.keys...)
 }
 
-func startShop(t testing.TB, nc *nats.Conn) *shopTools {
+func startShop(t testing.TB, nc *nats.Conn, dedup ...bool) *shopTools {
 	t.Helper()
-	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "shop"})
+	cfg := fleet.ToolServiceConfig{Name: "shop"}
+	if len(dedup) > 0 && dedup[0] {
+		cfg.Dedup = &fleet.DedupConfig{TTL: time.Hour}
+	}
+	svc, err := fleet.NewToolService(nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
