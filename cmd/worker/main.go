@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 func main() {
@@ -65,6 +67,9 @@ type config struct {
 	llmOpts      string
 	toolPins     string
 	toolServices string
+	approvalJSON string
+	approvals    []messages.ApprovalRule
+	approvalWait time.Duration
 }
 
 func (c *config) register(fs *flag.FlagSet) {
@@ -99,6 +104,26 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ceilings.LLMRetryMaxDelay, "max-llm-retry-delay", 2*time.Minute, "ceiling of llm_retry base_delay and max_delay (0: none)")
 	fs.StringVar(&c.llmOpts, "llm-opts", strings.Join(fleet.DefaultLLMOpts(), ","), "comma-separated llm_opts keys missions may set (none: no key)")
 	fs.StringVar(&c.toolPins, "tool-pins", "", "comma-separated tool=service pairs: the one service that may serve a tool offered by several")
+	fs.StringVar(&c.approvalJSON, "approval-rules", "", `JSON list of approval rules: tool calls that wait for a person's approval on this worker, whatever the mission says, e.g. [{"tool":"refund","when":{"arg":"amount","op":">","value":100}},{"service":"payments"}] (docs/approvals.md)`)
+	fs.DurationVar(&c.approvalWait, "approval-timeout", messages.DefaultApprovalTimeout, "how long a tool call waits for a decision when its mission sets no approval.timeout; then it is denied (approval_timeout)")
+}
+
+// parseApprovalRules reads -approval-rules.
+func (c *config) parseApprovalRules() error {
+	if strings.TrimSpace(c.approvalJSON) == "" {
+		return nil
+	}
+	d := json.NewDecoder(strings.NewReader(c.approvalJSON))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c.approvals); err != nil {
+		return fmt.Errorf("approval-rules: %w", err)
+	}
+	for i, r := range c.approvals {
+		if err := r.Validate(fmt.Sprintf("approval-rules[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseLists turns -llm-opts and -tool-pins into the ceilings' allow-list
@@ -238,6 +263,9 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	if err != nil {
 		return err
 	}
+	if err := c.parseApprovalRules(); err != nil {
+		return err
+	}
 	log, err := c.log.Logger(logOut, "worker")
 	if err != nil {
 		return err
@@ -306,19 +334,21 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	}
 
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
-		ID:             c.id,
-		Runner:         agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
-		Slots:          c.slots,
-		Store:          fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
-		DrainGrace:     c.drainGrace,
-		ToolTimeout:    c.toolTimeout,
-		Ceilings:       c.ceilings,
-		Tenant:         c.tenant,
-		MemoryBudget:   c.memBudget,
-		ToolPins:       pins,
-		Logger:         &log,
-		Metrics:        metrics,
-		TracerProvider: tp,
+		ID:              c.id,
+		Runner:          agentrun.New(agentrun.Config{Models: models, DefaultModel: c.defaultModel}),
+		Slots:           c.slots,
+		Store:           fleet.StoreConfig{Replicas: c.replicas, AckWait: c.ackWait, MaxDeliver: c.maxDeliver, VerifyOnly: c.verifyLayout},
+		DrainGrace:      c.drainGrace,
+		ToolTimeout:     c.toolTimeout,
+		Ceilings:        c.ceilings,
+		Tenant:          c.tenant,
+		MemoryBudget:    c.memBudget,
+		ToolPins:        pins,
+		ApprovalRules:   c.approvals,
+		ApprovalTimeout: c.approvalWait,
+		Logger:          &log,
+		Metrics:         metrics,
+		TracerProvider:  tp,
 	})
 	if err != nil {
 		return err

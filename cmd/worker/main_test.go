@@ -154,6 +154,8 @@ func TestWorkerConfigErrors(t *testing.T) {
 		{nil, []string{"setup", "extra"}, "unexpected arguments"},
 		{map[string]string{"PTC_MAX_ACK_PENDING": "0"}, []string{"setup"}, "max-ack-pending must be at least 1, got 0"},
 		{map[string]string{"PTC_TOOL_PINS": "lookup"}, nil, `tool-pins: "lookup" is not tool=service`},
+		{map[string]string{"PTC_APPROVAL_RULES": `[{"tool":"refund","when":{"arg":"amount","op":"~","value":1}}]`}, nil, `approval-rules[0].when.op: "~" is not one of > >= < <= = !=`},
+		{map[string]string{"PTC_APPROVAL_RULES": `[{"tool":"refund","if":{}}]`}, nil, `approval-rules: json: unknown field "if"`},
 		{map[string]string{"PTC_TOOL_PINS": "lookup=a.b"}, nil, `tool pin "lookup"="a.b"`},
 		{map[string]string{"PTC_MAX_TURNS": "-1"}, nil, "ceilings must be ≥ 0"},
 		{map[string]string{"PTC_NATS_USER": "worker", "PTC_NATS_PASSWORD": "change-me-worker"}, nil, "placeholder"},
