@@ -16,34 +16,35 @@ import (
 )
 
 // toolResultObjects lists the object names in service svc's results
-// bucket.
-func toolResultObjects(t *testing.T, obs jetstream.ObjectStore) []string {
-	t.Helper()
-	infos, err := obs.List(context.Background())
+// bucket (a listing is bounded: on a loaded machine one may stall).
+func toolResultObjects(obs jetstream.ObjectStore) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	infos, err := obs.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var names []string
 	for _, in := range infos {
 		names = append(names, in.Name)
 	}
-	return names
+	return names, nil
 }
 
-// waitObjects waits up to 10s for the bucket to hold exactly want.
+// waitObjects waits up to 30s for the bucket to hold exactly want.
 func waitObjects(t *testing.T, obs jetstream.ObjectStore, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got := toolResultObjects(t, obs)
-		if strings.Join(got, ",") == strings.Join(want, ",") {
+		got, err := toolResultObjects(obs)
+		if err == nil && strings.Join(got, ",") == strings.Join(want, ",") {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bucket holds %v, want %v", got, want)
+			t.Fatalf("bucket holds %v (%v), want %v", got, err, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -54,17 +55,19 @@ func waitObjects(t *testing.T, obs jetstream.ObjectStore, want ...string) {
 // delete.
 func resultBucket(t *testing.T, srv *fleettest.Server, svc string) (jetstream.ObjectStore, string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	js, err := jetstream.New(srv.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := js.CreateOrUpdateObjectStore(context.Background(), jetstream.ObjectStoreConfig{
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: messages.ToolResultBucket(svc), TTL: fleet.DefaultToolResultTTL, Storage: jetstream.FileStorage})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := messages.NewMissionID() + ".search_mail." + messages.NewMissionID()
-	if _, err := obs.PutBytes(context.Background(), other, []byte("another mission's result")); err != nil {
+	if _, err := obs.PutBytes(ctx, other, []byte("another mission's result")); err != nil {
 		t.Fatal(err)
 	}
 	return obs, other
@@ -105,8 +108,10 @@ func TestToolObjectsDeletedWhenMissionEnds(t *testing.T) {
 		t.Fatalf("%d objects read, want 2", len(names))
 	}
 	waitObjects(t, obs, other)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, name := range names {
-		if _, err := obs.GetInfo(context.Background(), name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if _, err := obs.GetInfo(ctx, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
 			t.Errorf("%s: %v, want it deleted", name, err)
 		}
 	}
