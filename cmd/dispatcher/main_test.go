@@ -40,7 +40,8 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 			`turn 1: emit {"totals":{"east":287088.49,"north":319732.39,"south":314579.02,"west":316955.19}}`,
 			"turn 1: plan: step 1 done, 1/2 steps done\n    [x] 1. Total the paid orders of each region — 4 regions totalled",
 			"You get one more turn only to fix this return", "Turn 3 of 3 (0 remaining)",
-			"[x] 2. Report the largest region — north leads", `"total": 319732.39`, "turns 3"}},
+			"[x] 2. Report the largest region — north leads", `"total": 319732.39`, "turns 3",
+			"\nplan, 2/2 steps done\n  [x] 1. Total the paid orders of each region — 4 regions totalled\n  [x] 2. Report the largest region — north leads\n\nRESULT ("}},
 		{"urgent-emails.yaml", []string{"turn 1: feedback to the model", `>: expected number, got string`, "Turn 2 of 3 (1 remaining)", `"count": 65`, `"_ids": [10,51,`}},
 	}
 	for _, c := range cases {
@@ -211,5 +212,28 @@ func TestProgressShowsCutValues(t *testing.T) {
 	}
 	if got := eventValue(&messages.Event{Result: int64(7)}, "result", int64(7), 200); got != "7" {
 		t.Errorf("a value carried whole: %q", got)
+	}
+}
+
+// dispatcher trace shows a finished mission's plan with its Step, and a
+// running mission's emits and plan events with its progress.
+func TestTraceTextShowsPlanAndEmits(t *testing.T) {
+	plan := []messages.PlanStep{{ID: "1", Description: "Fetch", Done: true, Summary: "3 orders"}, {ID: "2", Description: "Sum"}}
+	var b strings.Builder
+	if err := printTrace(&b, &missionView{ID: "m1", Step: &messages.Step{Return: int64(6), Plan: plan}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "plan, 1/2 steps done\n  [x] 1. Fetch — 3 orders\n  [ ] 2. Sum\nRETURN 6") {
+		t.Errorf("finished:\n%s", b.String())
+	}
+	b.Reset()
+	evs := []*messages.Event{{Kind: messages.EventPlan, Tool: "1", Plan: plan}, {Kind: messages.EventEmit, Turn: 1, Result: map[string]any{"n": int64(3), "_k": "x"}}}
+	if err := printTrace(&b, &missionView{ID: "m1", Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"   plan: step 1 done, 1/2 steps done\n     [x] 1. Fetch — 3 orders\n     [ ] 2. Sum", `   emit {"_k":"<Firewalled>","n":3}`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("running lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -165,6 +165,9 @@ func printStep(w io.Writer, s *messages.Step) {
 		}
 		fmt.Fprintf(w, "\nFAILED: %s\n%s\n", s.Fail.Reason, indent(s.Fail.Message, "  "))
 	} else {
+		if len(s.Plan) > 0 {
+			fmt.Fprintf(w, "\n%s\n%s\n", planHeadline(&messages.Event{Plan: s.Plan}), indent(planLines(s.Plan), "  "))
+		}
 		fmt.Fprintf(w, "\nRESULT (%s):\n%s\n", orDash(s.Signature), pretty(s.Return, ""))
 	}
 	fmt.Fprintf(w, "\nturns %d · llm requests %d · tokens %d in / %d out%s · tool calls %d · %s\n",

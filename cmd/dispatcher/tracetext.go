@@ -121,6 +121,10 @@ func (p *textPrinter) step(st *messages.Step, indent string) {
 			p.printf(in+"  ", "%s", t.Feedback)
 		}
 	}
+	if len(st.Plan) > 0 {
+		p.printf(indent, "%s", planHeadline(&messages.Event{Plan: st.Plan}))
+		p.printf(indent+"  ", "%s", planLines(st.Plan))
+	}
 	if st.Fail != nil {
 		p.printf(indent, "FAILED %s: %s", st.Fail.Reason, oneLine(st.Fail.Message, 500))
 	} else {
@@ -161,6 +165,11 @@ func (p *textPrinter) events(evs []*messages.Event) {
 				p.printf("   ", "feedback to the model:")
 				p.printf("     ", "%s", fb)
 			}
+		case messages.EventEmit:
+			p.printf("   ", "emit %s", eventValue(ev, "result", ev.Result, 300))
+		case messages.EventPlan:
+			p.printf("   ", "%s", planHeadline(ev))
+			p.printf("     ", "%s", planLines(ev.Plan))
 		}
 	}
 }

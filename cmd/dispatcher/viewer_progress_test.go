@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,9 @@ func TestViewerInBrowserShowsPlanAndEmits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	release := make(chan struct{})
-	defer close(release)
+	var once sync.Once
+	finish := func() { once.Do(func() { close(release) }) }
+	defer finish()
 	model := llm.Func(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
 		if req.Turn == 1 {
 			return &llm.Response{Content: "```clojure\n(emit {:partial 42 :_secret ctx/_key :leak ctx/_key})\n(step-done \"1\" \"counted 42\")\n{:n 42}\n```"}, nil
@@ -35,8 +38,9 @@ func TestViewerInBrowserShowsPlanAndEmits(t *testing.T) {
 		select { // turn 2: still thinking while the page is looked at
 		case <-release:
 		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return nil, ctx.Err()
+		return &llm.Response{Content: "```clojure\n(step-done \"2\" \"reported\")\n(return {:n 42})\n```"}, nil
 	})
 	agentworker.Start(ctx, t, srv.Conn(), model)
 	client, err := fleet.NewClient(ctx, srv.Conn(), fleet.ClientConfig{})
@@ -89,5 +93,20 @@ func TestViewerInBrowserShowsPlanAndEmits(t *testing.T) {
 	}
 	if strings.Contains(text, "s-77-hidden") {
 		t.Error("a firewalled value reached the page")
+	}
+
+	// once the mission ends, its page shows the Step with the plan's end state
+	finish()
+	if _, err := chromedp.Run(wctx, chromedp.WaitVisible(`#trace .step pre.plan`)); err != nil {
+		t.Fatalf("browser: the finished mission's plan: %v", err)
+	}
+	text, err = chromedp.Run(bctx, chromedp.Text("#trace .step"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"plan, 2/2 steps done", "[x] 1. Count the things — counted 42", "[x] 2. Report — reported"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the finished mission's page lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -172,6 +172,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 	mem := map[string]any{}
 	// Step.Memory is converted once, when the run ends.
 	defer func() { st.Memory = toGoMemory(mem) }()
+	if plan != nil {
+		defer func() { st.Plan = plan.snapshot() }()
+	}
 	var lastFail map[string]any
 	var lastErr string
 	// limitT is the last turn: maxT, one more for each retry turn granted

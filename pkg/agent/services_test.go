@@ -143,7 +143,7 @@ func TestEmit(t *testing.T) {
 func TestPlan(t *testing.T) {
 	log := &eventLog{}
 	a := mustNew(t, Spec{Prompt: "Sum the orders", Signature: ":int", Plan: []string{"Fetch the orders", "Sum them"}})
-	_, err, m := run(t, a, RunOptions{Observer: log},
+	st, err, m := run(t, a, RunOptions{Observer: log},
 		llmtest.Code(`(step-done "1" "fetched 3 orders") {:orders [1 2 3]}`),
 		llmtest.Code(`(step-done "7" "nothing")`),
 		llmtest.Code(`(step-done 2 "summed") (return (reduce + ctx/orders))`),
@@ -166,8 +166,8 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("plan events %+v", plans)
 	}
 	want := []messages.PlanStep{{ID: "1", Description: "Fetch the orders", Done: true, Summary: "fetched 3 orders"}, {ID: "2", Description: "Sum them", Done: true, Summary: "summed"}}
-	if !reflect.DeepEqual(plans[2].Plan, want) {
-		t.Fatalf("plan %+v", plans[2].Plan)
+	if !reflect.DeepEqual(plans[2].Plan, want) || !reflect.DeepEqual(st.Plan, want) {
+		t.Fatalf("plan %+v, the Step's %+v", plans[2].Plan, st.Plan)
 	}
 	_, err = New(Spec{Prompt: "x", Plan: []string{"a", " "}})
 	wantSpecError(t, err, "plan", "plan[1]: empty")

@@ -47,6 +47,9 @@ type Step struct {
 	// Text is the model's final raw answer in text mode (also the Return of a
 	// plain-text agent); empty otherwise.
 	Text string `msgpack:"text,omitempty"`
+	// Plan is the state of the agent's plan when the run ended (every
+	// step, done or not, with its summary); empty without a plan.
+	Plan []PlanStep `msgpack:"plan,omitempty"`
 	// Attempts is the number of deliveries of a fleet mission that ran it
 	// (1 when it ran once); 0 outside the fleet.
 	Attempts int `msgpack:"attempts,omitempty"`

@@ -206,9 +206,15 @@ function renderStep(step) {
     if (t.feedback) turn.append(el("div", { class: "label" }, "feedback the model received"), el("pre", { class: "feedback" }, t.feedback));
     box.append(turn);
   }
+  if (step.plan && step.plan.length) box.append(el("div", { class: "label" }, "plan, " + step.plan.filter((s) => s.done).length + "/" + step.plan.length + " steps done"), planPre(step.plan));
   if (step.fail) box.append(el("div", { class: "label err" }, "failed: " + step.fail.reason), el("pre", { class: "err" }, step.fail.message || ""));
   else box.append(el("div", { class: "label ok" }, "return"), el("pre", { class: "return" }, preview(step.return, 4000)));
   return box;
+}
+
+// planPre shows a plan's steps, one a line: "[x] 1. Fetch the orders — fetched 3 orders".
+function planPre(steps) {
+  return el("pre", { class: "plan" }, steps.map((s) => "[" + (s.done ? "x" : " ") + "] " + s.id + ". " + s.description + (s.summary ? " — " + s.summary : "")).join("\n"));
 }
 
 function renderEvents(evs) {
@@ -230,7 +236,7 @@ function renderEvents(evs) {
       const steps = e.plan || [];
       const done = steps.filter((s) => s.done).length;
       into.append(el("div", { class: "label" }, (e.tool ? "plan: step " + e.tool + " done, " : "plan, ") + done + "/" + steps.length + " steps done"),
-        el("pre", { class: "plan" }, steps.map((s) => "[" + (s.done ? "x" : " ") + "] " + s.id + ". " + s.description + (s.summary ? " — " + s.summary : "")).join("\n")));
+        planPre(steps));
     }
   }
   return box;
