@@ -202,6 +202,23 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 	if math.Abs(spend.CostUSD-float64(succeeded)*per) > 1e-9 {
 		t.Errorf("spent $%v, want the %d missions' $%v", spend.CostUSD, succeeded, float64(succeeded)*per)
 	}
+	// the alerts are events of the missions whose calls reached them
+	alerts := map[int64]int{}
+	for _, id := range ids {
+		evs, err := client.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Kind == messages.EventBudget && ev.Data["budget"] == "submitter alice's day budget" {
+				p, _ := ev.Data["percent"].(int64)
+				alerts[p]++
+			}
+		}
+	}
+	if alerts[80] != 1 || alerts[100] != 1 || len(alerts) != 2 {
+		t.Errorf("budget events by percent: %v, want one at 80 and one at 100", alerts)
+	}
 	got := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	for _, level := range []string{"80", "100"} {
 		if v := got["ptc_budget_alerts_total{level="+level+",submitter=alice,tenant=acme,window=day}"]; v != 1 {
