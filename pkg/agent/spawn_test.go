@@ -278,3 +278,37 @@ func TestSpawnToolWire(t *testing.T) {
 		t.Errorf("unresolved tool: %v", err)
 	}
 }
+
+// A text-mode agent spawns through a native tool call the same way: the
+// child (a PTC-Lisp agent) runs on the parent's model and is the call's
+// Child.
+func TestSpawnFromTextMode(t *testing.T) {
+	var calls atomic.Int64
+	a := mustText(t, Spec{Prompt: "How many urgent emails are there?", Signature: "() -> {n :int}",
+		Tools: map[string]Tool{SpawnToolName: SpawnTool(shopCatalog(&calls), SpawnOptions{})}})
+	st, err, m := run(t, a, RunOptions{},
+		llmtest.ToolCall(SpawnToolName, map[string]any{"prompt": "Count the urgent emails.", "tools": []any{"email"}, "signature": ":int"}),
+		llmtest.Code(`(return (count (filter :urgent (tool/list_emails {}))))`).Expect(expectUser([]string{"- list_emails", "Count the urgent emails."})),
+		llmtest.Text(`{"n": 1}`),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Return.(map[string]any)["n"] != int64(1) || calls.Load() != 1 {
+		t.Fatalf("return %v, %d calls", st.Return, calls.Load())
+	}
+	var child *messages.Step
+	for _, turn := range st.Trace {
+		for _, c := range turn.ToolCalls {
+			if c.Name == SpawnToolName {
+				child = c.Child
+			}
+		}
+	}
+	if child == nil || child.Return != int64(1) || st.Usage.Requests != 3 {
+		t.Fatalf("child %+v, usage %+v", child, st.Usage)
+	}
+	if n := len(m.Requests()[0].Tools); n != 1 {
+		t.Errorf("the parent was offered %d tools, want spawn_agent alone", n)
+	}
+}
