@@ -56,7 +56,7 @@ func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, da
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		_, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data))
+		_, err := obs.Put(ctx, smallObjectMeta(name, len(data)), bytes.NewReader(data))
 		if err == nil {
 			return nil
 		}
@@ -67,6 +67,15 @@ func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, da
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// smallObjectMeta names an object of size bytes whose chunks are at most
+// that size: a put allocates one buffer of the chunk size (128 KiB by
+// default), which for a record of a few KB written by every mission is
+// most of the mission's allocation.
+func smallObjectMeta(name string, size int) jetstream.ObjectMeta {
+	const defaultChunk = 128 << 10
+	return jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(max(size, 1), defaultChunk))}}
 }
 
 // Record returns the record a worker kept of mission id when it finished

@@ -1,0 +1,67 @@
+package fleet_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// BenchmarkMissionCost runs one mission at a time (submit, a zero-latency
+// runner making one tool call, result, Client.Run returning) with the
+// worker, the client and the tool service each on its own connection, and
+// reports what one mission costs: the messages each party sends and
+// receives (from the connections' statistics), all messages sent, the
+// submit → result latency (p50, p99), and, as allocs/op and B/op, the
+// allocations of the whole process (server, worker, client, tools).
+func BenchmarkMissionCost(b *testing.B) {
+	srv, _ := runJetStream(b)
+	dial := func() *nats.Conn {
+		nc, err := nats.Connect(srv.ClientURL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		return nc
+	}
+	tnc, wnc, cnc := dial(), dial(), dial()
+	startTools(b, tnc)
+	startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+		return &messages.Step{Return: r}, err
+	}))
+	c := newClient(b, cnc)
+	ctx := context.Background()
+	run := func() time.Duration {
+		start := time.Now()
+		st, err := c.Run(ctx, newMission("search"))
+		if err != nil || st.Fail != nil {
+			b.Fatalf("mission: %v %+v", err, st)
+		}
+		return time.Since(start)
+	}
+	run() // discovery, consumers and caches warm
+	time.Sleep(100 * time.Millisecond)
+	w0, c0, t0 := wnc.Stats(), cnc.Stats(), tnc.Stats()
+	var lat []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		lat = append(lat, run())
+	}
+	time.Sleep(100 * time.Millisecond) // the last mission's trailing writes
+	w1, c1, t1 := wnc.Stats(), cnc.Stats(), tnc.Stats()
+	n := float64(len(lat))
+	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs)/n, "worker-sent/mission")
+	b.ReportMetric(float64(w1.InMsgs-w0.InMsgs)/n, "worker-recv/mission")
+	b.ReportMetric(float64(c1.OutMsgs-c0.OutMsgs)/n, "client-sent/mission")
+	b.ReportMetric(float64(c1.InMsgs-c0.InMsgs)/n, "client-recv/mission")
+	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs+c1.OutMsgs-c0.OutMsgs+t1.OutMsgs-t0.OutMsgs)/n, "sent/mission")
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
