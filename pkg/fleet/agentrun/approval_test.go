@@ -110,3 +110,65 @@ func (m *approvalModel) counts() map[int]int {
 	defer m.mu.Unlock()
 	return maps.Clone(m.answered)
 }
+
+// A compiled mission whose pmap branches make calls that need approval:
+// each such call waits for its own decision (the mission suspends once
+// per undecided call), every call runs once, and the branches' results
+// come back in order.
+func TestCompiledPmapCallsWaitForApproval(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	tools := startAddTools(t, nc, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startDurableWorker(t, srv, &approvalModel{answered: map[int]int{}}, nil)
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindCompiled, Tools: []string{"add"},
+		Compiled: &messages.CompiledSpec{Program: "(fn [_] (pmap #(tool/add {:n %}) [1 500 600]))"},
+		Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "add",
+			When: &messages.ApprovalCond{Arg: "n", Op: ">=", Value: int64(500)}}}}}
+	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	decided := map[string]bool{}
+	for len(decided) < 2 {
+		if ctx.Err() != nil {
+			st, _ := client.Status(context.Background(), m.ID)
+			res, _ := client.Result(context.Background(), m.ID)
+			t.Fatalf("decided %v; the mission stopped asking: %+v %+v", decided, st, res)
+		}
+		time.Sleep(20 * time.Millisecond)
+		st, err := client.Status(ctx, m.ID)
+		if err != nil || st.State != messages.StateAwaitingApproval {
+			continue
+		}
+		as, err := client.Approvals(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.State == messages.ApprovalPending {
+				if _, err := client.Decide(ctx, m.ID, fleet.Decision{Approve: true, Call: a.Call, By: "t"}); err != nil {
+					t.Fatal(err)
+				}
+				decided[fmt.Sprint(a.Args["n"])] = true
+			}
+		}
+	}
+	step, err := client.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if !decided["500"] || !decided["600"] {
+		t.Fatalf("decided %v, want the calls with n 500 and 600", decided)
+	}
+	if got := tools.executions(); !reflect.DeepEqual(got, map[int64]int{1: 1, 500: 1, 600: 1}) {
+		t.Errorf("tool executions = %v, want each once", got)
+	}
+	if got := fmt.Sprint(step.Return); !strings.Contains(got, "[2 501 601]") {
+		t.Errorf("return = %s", got)
+	}
+}
