@@ -122,12 +122,18 @@ func (e *emitLimiter) take(now time.Time) bool {
 func (tr *toolRunner) emitValue(ctx context.Context, args []any) (any, error) {
 	rs := tr.run
 	lim := rs.tree.emits
+	tooLarge := fmt.Errorf("the value takes more than %d bytes as JSON, the max_emit_bytes limit; emit a summary", lim.maxBytes)
+	// a walk that stops past the limit first, so a large value is never
+	// encoded whole; then the exact size
+	if lim.maxBytes > 0 && !jsonSizeWithin(args[0], lim.maxBytes) {
+		return nil, tooLarge
+	}
 	data, err := json.Marshal(args[0])
 	if err != nil {
 		return nil, fmt.Errorf("the value has no JSON form: %w", err)
 	}
 	if lim.maxBytes > 0 && int64(len(data)) > lim.maxBytes {
-		return nil, fmt.Errorf("the value takes %d bytes as JSON, over the max_emit_bytes limit of %d; emit a summary", len(data), lim.maxBytes)
+		return nil, tooLarge
 	}
 	if !lim.take(time.Now()) {
 		return nil, fmt.Errorf("more than %d emits a second (the emit_rate limit); emit fewer, larger values", int(lim.rate))
@@ -135,6 +141,39 @@ func (tr *toolRunner) emitValue(ctx context.Context, args []any) (any, error) {
 	v := messages.MaskFirewalled(redactDeep(rs.tree.secrets, args[0]))
 	rs.tree.emit(ctx, Event{Kind: EventEmit, Agent: rs.name, Depth: rs.depth, Turn: tr.cur.Load().turn, Result: v})
 	return nil, nil
+}
+
+// jsonSizeWithin reports whether plain data v may take at most limit
+// bytes as JSON: it counts a lower bound of its size (strings without
+// their escapes) and stops as soon as that passes limit.
+func jsonSizeWithin(v any, limit int64) bool {
+	var n int64
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x)) + 2
+		case map[string]any:
+			n += 2 + int64(max(len(x)-1, 0)) // braces and commas
+			for k, e := range x {
+				n += int64(len(k)) + 3 // "k":
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		case []any:
+			n += 2 + int64(max(len(x)-1, 0)) // brackets and commas
+			for _, e := range x {
+				if n > limit || !walk(e) {
+					return false
+				}
+			}
+		default:
+			n++ // a number, true, false or null: at least 1 byte
+		}
+		return n <= limit
+	}
+	return walk(v)
 }
 
 // redactDeep returns a copy of plain data v in which every string, map

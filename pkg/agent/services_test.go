@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"sync"
@@ -119,7 +120,7 @@ func TestEmit(t *testing.T) {
 	// emit is in the system prompt's language reference, not the first message
 	contains(t, reqs[0].System, "- (emit value): sends the value at once to whoever runs the mission")
 	notContains(t, lastUser(reqs[0]), "## Services")
-	contains(t, lastUser(reqs[2]), "emit failed: the value takes 202 bytes as JSON, over the max_emit_bytes limit of 100")
+	contains(t, lastUser(reqs[2]), "emit failed: the value takes more than 100 bytes as JSON, the max_emit_bytes limit")
 	contains(t, lastUser(reqs[3]), "emit failed: more than 2 emits a second (the emit_rate limit)")
 	ems := log.of(EventEmit)
 	if len(ems) != 2 {
@@ -176,5 +177,20 @@ func TestPlan(t *testing.T) {
 	}
 	if !strings.Contains(lastUser(reqs[0]), "## Services\n- (step-done \"id\" \"summary\"): marks step id") {
 		t.Fatal("step-done is not listed under Services")
+	}
+}
+
+// jsonSizeWithin never counts more than the JSON form takes, and stops
+// past the limit.
+func TestJSONSizeWithin(t *testing.T) {
+	for _, v := range []any{nil, int64(7), "a\"b", []any{}, []any{int64(1), int64(2)}, map[string]any{},
+		map[string]any{"k": int64(1), "long": []any{"x", map[string]any{"y": nil}}}} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := int64(len(data)); !jsonSizeWithin(v, n) || (n > 4 && jsonSizeWithin(v, n/4)) {
+			t.Errorf("%s (%d bytes): within its size %v, within a quarter %v", data, n, jsonSizeWithin(v, n), jsonSizeWithin(v, n/4))
+		}
 	}
 }
