@@ -130,6 +130,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		limit   int
 		uiAddr  string
 		withUI  bool
+		allSubs bool
 
 		exampleTools bool
 		expr         string
@@ -221,6 +222,11 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	default:
 		fmt.Fprintln(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
+	}
+	switch cmd {
+	case "submit", "wait", "status", "watch", "cancel", "list", "trace", "ui", "mcp":
+		fs.BoolVar(&allSubs, "all-submitters", false,
+			"read, list and cancel every submitter's missions, not only those of this NATS user (a user granted that; docs/security.md)")
 	}
 	cli.Usage(fs, "dispatcher "+cmd+" [flags] [args]")
 	// Flags may also follow the arguments: "trace ID -json".
@@ -328,7 +334,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs})
 	if err != nil {
 		return err
 	}
@@ -444,7 +450,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s attempt=%d worker=%s updated=%s", st.MissionID, st.State, st.Attempt, st.Worker, st.UpdatedAt.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "%s %s submitter=%s attempt=%d worker=%s updated=%s", st.MissionID, st.State, st.Submitter, st.Attempt, st.Worker, st.UpdatedAt.Format(time.RFC3339))
 		if st.Reason != "" {
 			fmt.Fprintf(stdout, " reason=%s", st.Reason)
 		}

@@ -90,9 +90,9 @@ func TestMCPCancelledRunCancelsTheMission(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		list, _ := client.Stores().Status.Keys(ctx)
+		list, _ := client.List(ctx, fleet.ListOptions{})
 		if len(list) == 1 {
-			st, err := client.Status(ctx, list[0])
+			st, err := client.Status(ctx, list[0].MissionID)
 			if err == nil && st.State == "cancelled" {
 				if !strings.Contains(st.CancelReason, "MCP client cancelled") {
 					t.Errorf("cancel reason %q", st.CancelReason)

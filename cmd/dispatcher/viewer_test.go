@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -161,6 +162,34 @@ func TestListAndTraceCommands(t *testing.T) {
 	if _, err = dispatch("list", "-state", "done"); err == nil || !strings.Contains(err.Error(), `state "done"`) {
 		t.Errorf("list -state done: %v", err)
 	}
+	// Another submitter's mission (this server has no users: a client
+	// names its submitter) is listed, read and traced only with
+	// -all-submitters.
+	nc, err := nats.Connect(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	other, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Submitter: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "a mission of ops"}}
+	if _, err := other.Submit(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = dispatch("list"); err != nil || strings.Contains(out, theirs.ID) {
+		t.Errorf("list: another submitter's mission listed: %v\n%s", err, out)
+	}
+	if _, err = dispatch("status", theirs.ID); err == nil {
+		t.Errorf("status of another submitter's mission: no error")
+	}
+	if out, err = dispatch("list", "-all-submitters"); err != nil || !strings.Contains(out, theirs.ID) || !strings.Contains(out, f.id) {
+		t.Errorf("list -all-submitters: %v\n%s", err, out)
+	}
+	if out, err = dispatch("status", "-all-submitters", theirs.ID); err != nil || !strings.Contains(out, theirs.ID) || !strings.Contains(out, "submitter=ops") {
+		t.Errorf("status -all-submitters: %v\n%s", err, out)
+	}
 	out, err = dispatch("list", "-json")
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +268,7 @@ func TestListAndTraceCommands(t *testing.T) {
 	}
 
 	// A finished mission whose result has expired says so.
-	if err := f.client.Stores().Results.Purge(ctx, jetstream.WithPurgeSubject(messages.ResultSubject(f.id))); err != nil {
+	if err := f.client.Stores().Results.Purge(ctx, jetstream.WithPurgeSubject(messages.ResultSubject(f.client.Submitter(), f.id))); err != nil {
 		t.Fatal(err)
 	}
 	if out, err = dispatch("trace", f.id); err != nil || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, "the result is no longer stored") {

@@ -35,6 +35,7 @@ func TestWatchingDeliversEventsAfterTheResult(t *testing.T) {
 		got = append(got, ev.Kind)
 		return nil
 	})
+	var n uint64
 	publish := func(ev *messages.Event) {
 		ev.Version, ev.MissionID, ev.Time = messages.EventVersion, id, time.Now().UTC()
 		data, err := messages.Marshal(ev)
@@ -42,7 +43,8 @@ func TestWatchingDeliversEventsAfterTheResult(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if err := nc.Publish(messages.EventSubject(id, ev.Kind), data); err != nil {
+		n++
+		if err := nc.Publish(messages.EventSubject(client.Submitter(), id, n, ev.Kind), data); err != nil {
 			t.Error(err)
 		}
 	}

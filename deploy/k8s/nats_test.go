@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -582,13 +583,34 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	if step, err := client.Await(ctx, blocked.ID); err != nil || step.Fail == nil {
 		t.Fatalf("cancelled mission: step %+v, err %v; want a failure", step, err)
 	}
-	// Cancelling a queued mission: the dispatcher publishes its result.
+	// Cancelling a queued mission: a worker (here one that serves only
+	// the high priority, so the mission stays queued) carries it out and
+	// stores its result.
 	if err := w.Stop(); err != nil {
 		t.Fatalf("worker stop: %v", err)
 	}
-	queued := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "never"}}
+	w2, err := fleet.NewWorker(worker.nc, fleet.WorkerConfig{
+		ID: "w2", Slots: 1, Priorities: []string{messages.PriorityHigh},
+		Store:    fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 3, VerifyOnly: true},
+		IdleWait: 100 * time.Millisecond, DrainGrace: time.Second,
+		Runner: fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+			return nil, errors.New("w2 runs nothing")
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	queued := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "never"},
+		Priority: messages.PriorityLow}
 	if _, err := client.Submit(ctx, queued); err != nil {
 		t.Fatalf("submit: %v", err)
+	}
+	if st, err := client.Status(ctx, queued.ID); err != nil || st.State != messages.StateQueued {
+		t.Fatalf("queued mission's status as the dispatcher: %+v, %v", st, err)
 	}
 	if err := client.Cancel(ctx, queued.ID, "test"); err != nil {
 		t.Fatalf("cancel queued: %v", err)
@@ -619,17 +641,19 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 		_ = r.nc.Flush()
 		r.waitViolation(t, subject)
 	}
-	pub(worker, messages.SubmitSubject(""))       // workers do not submit
-	pub(worker, "tool.billing.refund")            // only the tool services listed
-	pub(worker, "$JS.API.STREAM.DELETE.MISSIONS") // nor delete the queue
-	sub(worker, "_INBOX.>")                       // nor read others' replies
-	sub(worker, messages.ResultSubject("*"))
-	pub(dispatcher, messages.ToolSubject(shop.ServiceName, "list_customers")) // dispatchers call no tools
-	pub(dispatcher, messages.EventSubject(m.ID, messages.EventFinal))         // nor forge progress
+	pub(worker, messages.SubmitSubject(natsauth.RoleDispatcher, "", m.ID)) // workers do not submit
+	pub(worker, "tool.billing.refund")                                     // only the tool services listed
+	pub(worker, "$JS.API.STREAM.DELETE.MISSIONS")                          // nor delete the queue
+	sub(worker, "_INBOX.>")                                                // nor read others' replies
+	sub(worker, messages.ResultSubject("*", "*"))
+	pub(dispatcher, messages.ToolSubject(shop.ServiceName, "list_customers"))                      // dispatchers call no tools
+	pub(dispatcher, messages.EventSubject(natsauth.RoleDispatcher, m.ID, 99, messages.EventFinal)) // nor forge progress
+	pub(dispatcher, messages.ResultSubject(natsauth.RoleDispatcher, m.ID))                         // nor results
+	pub(dispatcher, messages.StatusSubject(natsauth.RoleDispatcher, m.ID))                         // nor status
 	pub(dispatcher, "$JS.API.STREAM.PURGE.MISSIONS")
-	sub(dispatcher, "mission.cancel.*")
-	pub(tools, messages.SubmitSubject("")) // tool services only answer
-	pub(tools, messages.ResultSubject(m.ID))
+	sub(dispatcher, messages.CancelWildcard)
+	pub(tools, messages.SubmitSubject(natsauth.RoleDispatcher, "", m.ID)) // tool services only answer
+	pub(tools, messages.ResultSubject(natsauth.RoleDispatcher, m.ID))
 	sub(tools, "mission.>")
 }
 

@@ -54,7 +54,7 @@ func startAccount(t *testing.T, ctx context.Context, url string, ns natsSetup, a
 	}
 	fa := &fleetAccount{
 		admin:      as(natsauth.RoleAdmin, ""),
-		dispatcher: as(natsauth.RoleDispatcher, natsauth.Inbox(natsauth.RoleDispatcher)),
+		dispatcher: as(natsauth.SubmitterRole(natsauth.RoleDispatcher), natsauth.Inbox(users[natsauth.SubmitterRole(natsauth.RoleDispatcher)].Name)),
 		worker:     as(natsauth.RoleWorker, natsauth.Inbox(natsauth.RoleWorker)),
 		approver:   as(natsauth.RoleApprover, natsauth.Inbox(natsauth.RoleApprover)),
 		tools:      as("tools:"+shop.ServiceName, ""),
@@ -227,7 +227,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if err != nil || len(as) != 1 || as[0].State != messages.ApprovalPending {
 		t.Fatalf("a submitter reads the approvals: %v, %v", as, err)
 	}
-	approver, err := fleet.NewClient(ctx, fa.approver.nc, fleet.ClientConfig{SkipSetup: true})
+	approver, err := fleet.NewClient(ctx, fa.approver.nc, fleet.ClientConfig{SkipSetup: true, AllSubmitters: true})
 	if err != nil {
 		t.Fatalf("approver client: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	}
 	dcancel()
 	fa.dispatcher.waitViolation(t, "$KV."+messages.BucketApprovals+"."+messages.ApprovalKey(ap.ID, as[0].Call))
-	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(messages.PriorityNormal, ap.ID)} {
+	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
 		if err := fa.tools.nc.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		t.Fatalf("the approver's traffic was refused: %v", v)
 	}
 	// the approver submits nothing
-	refused(t, fa.approver, messages.SubmitSubject(messages.PriorityNormal), nil)
+	refused(t, fa.approver, messages.SubmitSubject(natsauth.RoleApprover, messages.PriorityNormal, ap.ID), nil)
 	fa.dispatcher.mu.Lock()
 	fa.dispatcher.v = nil
 	fa.dispatcher.mu.Unlock()
@@ -301,7 +301,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 			sub("_INBOX.>")
 			if r.name == "worker" {
 				sub(natsauth.Inbox(natsauth.RoleDispatcher) + ".>")
-				sub(messages.ResultSubject("*"))
+				sub(messages.ResultSubject("*", "*"))
 			} else {
 				sub(natsauth.Inbox(natsauth.RoleWorker) + ".>")
 				sub(messages.CancelWildcard)
@@ -313,7 +313,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, d, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamMissions+"."+fleet.ConsumerName(messages.PriorityNormal), map[string]any{"batch": 1})
 		refused(t, d, "$JS.API.STREAM.MSG.DELETE."+messages.StreamMissions, map[string]any{"seq": 1})
 		refused(t, d, messages.ToolSubject(shop.ServiceName, "list_customers"), nil)
-		refused(t, d, messages.EventSubject(m.ID, messages.EventFinal), nil)
+		refused(t, d, messages.EventSubject(natsauth.RoleDispatcher, m.ID, 99, messages.EventFinal), nil)
 		refused(t, d, "$JS.API.CONSUMER.CREATE.OBJ_"+messages.BucketContext+".x", nil) // read contexts in bulk
 		// delete a tool service's results
 		refused(t, d, "$JS.API.STREAM.PURGE.OBJ_"+messages.ToolResultBucket(shop.ServiceName), nil)
@@ -343,10 +343,11 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 			"deliver_subject": messages.SubjectDeadPrefix + m.ID, "filter_subject": messages.SubjectEventPrefix + ">", "ack_policy": "none"}}
 		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".spy", push)
 		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".spy."+messages.SubjectEventPrefix+">", push)
+		own := messages.EventFilter(natsauth.RoleDispatcher, m.ID)
 		durable := map[string]any{"stream_name": messages.StreamEvents, "config": map[string]any{"name": "keep", "durable_name": "keep",
-			"deliver_subject": messages.JournalSubject(m.ID), "filter_subject": messages.EventFilter(m.ID), "ack_policy": "none"}}
+			"deliver_subject": messages.JournalSubject(m.ID), "filter_subject": own, "ack_policy": "none"}}
 		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".keep", durable)
-		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".keep."+messages.EventFilter(m.ID), durable)
+		refused(t, d, "$JS.API.CONSUMER.CREATE."+messages.StreamEvents+".keep."+own, durable)
 		refused(t, d, "$JS.API.CONSUMER.DURABLE.CREATE."+messages.StreamEvents+".keep", durable)
 		if n, _ := count(messages.StreamDead); n != dead {
 			t.Errorf("%s grew from %d to %d messages", messages.StreamDead, dead, n)
@@ -372,7 +373,7 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	})
 	t.Run("worker only", func(t *testing.T) {
 		w := fa.worker
-		refused(t, w, messages.SubmitSubject(""), nil)
+		refused(t, w, messages.SubmitSubject(natsauth.RoleDispatcher, "", m.ID), nil)
 		refused(t, w, "tool.billing.refund", nil)
 		refused(t, w, "$O."+messages.BucketContext+".M.x", nil) // write contexts
 		refused(t, w, "$JS.API.CONSUMER.CREATE.EVENTS.x", nil)
@@ -383,7 +384,8 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		refused(t, w, "$JS.API.STREAM.MSG.DELETE.OBJ_"+messages.ToolResultBucket(shop.ServiceName), map[string]any{"seq": 1})
 	})
 	t.Run("tool service", func(t *testing.T) {
-		for _, s := range []string{messages.SubmitSubject(""), messages.ResultSubject(m.ID), "$KV." + messages.BucketStatus + "." + m.ID,
+		for _, s := range []string{messages.SubmitSubject(natsauth.RoleDispatcher, "", m.ID), messages.ResultSubject(natsauth.RoleDispatcher, m.ID),
+			messages.StatusSubject(natsauth.RoleDispatcher, m.ID),
 			"$JS.API.STREAM.INFO." + messages.StreamMissions,
 			// another service's results bucket, and creating a bucket
 			// (a stream whose subjects the creator would choose)
@@ -410,8 +412,8 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 			Context: map[string]any{"calls": []any{"lookup_customer", "lookup_order"}}}
 		info := map[string]any{"name": shop.ServiceName, "id": "forged", "version": "1.0.0", "type": "io.nats.micro.v1.info_response",
 			"endpoints": []any{
-				map[string]any{"name": "lookup_customer", "subject": messages.ResultSubject(victim.ID), "metadata": map[string]string{fleet.MetaTool: "lookup_customer"}},
-				map[string]any{"name": "lookup_order", "subject": "$KV." + messages.BucketStatus + "." + victim.ID, "metadata": map[string]string{fleet.MetaTool: "lookup_order"}},
+				map[string]any{"name": "lookup_customer", "subject": messages.ResultSubject(natsauth.RoleDispatcher, victim.ID), "metadata": map[string]string{fleet.MetaTool: "lookup_customer"}},
+				map[string]any{"name": "lookup_order", "subject": messages.StatusSubject(natsauth.RoleDispatcher, victim.ID), "metadata": map[string]string{fleet.MetaTool: "lookup_order"}},
 			}}
 		data, _ := json.Marshal(info)
 		// A connection of its own: a user with allow_responses answers each
@@ -452,7 +454,8 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 func TestNATSTenantsIsolated(t *testing.T) {
 	ms := loadManifests(t)
 	ns := natsConfig(t, ms)
-	accounts := append(natsauth.Shipped(), natsauth.Account{Name: "ACME", UserPrefix: "acme", ToolServices: []string{"shop"}})
+	accounts := append(natsauth.Shipped(), natsauth.Account{Name: "ACME", UserPrefix: "acme", ToolServices: []string{"shop"},
+		Submitters: []natsauth.Submitter{{Name: natsauth.RoleDispatcher}}})
 	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +471,7 @@ func TestNATSTenantsIsolated(t *testing.T) {
 	acme := startAccount(t, ctx, srv.ClientURL(), ns, accounts[1])
 
 	seen := make(chan string, 10)
-	if _, err := ptc.dispatcher.nc.Subscribe(messages.ResultSubject("*"), func(msg *nats.Msg) { seen <- msg.Subject }); err != nil {
+	if _, err := ptc.dispatcher.nc.Subscribe(messages.ResultSubject(natsauth.RoleDispatcher, "*"), func(msg *nats.Msg) { seen <- msg.Subject }); err != nil {
 		t.Fatal(err)
 	}
 	m := bigMission()
@@ -485,10 +488,11 @@ func TestNATSTenantsIsolated(t *testing.T) {
 	if _, err := ptc.client.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
 		t.Errorf("PTC reads ACME's result: %v", err)
 	}
-	if _, err := ptc.client.Stores().Context.GetInfo(ctx, m.ID+"/context"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+	name := messages.ContextName(acme.client.Submitter(), m.ID)
+	if _, err := ptc.client.Stores().Context.GetInfo(ctx, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("PTC reads ACME's context: %v", err)
 	}
-	if _, err := acme.client.Stores().Context.GetInfo(ctx, m.ID+"/context"); err != nil {
+	if _, err := acme.client.Stores().Context.GetInfo(ctx, name); err != nil {
 		t.Errorf("ACME's own context: %v", err)
 	}
 	var kinds []string
@@ -503,12 +507,15 @@ func TestNATSTenantsIsolated(t *testing.T) {
 		t.Errorf("PTC saw ACME's result on %s", s)
 	case <-time.After(100 * time.Millisecond):
 	}
-	// PTC's dispatcher publishing on the result subject reaches only its
-	// own account's stream; ACME's stored result is the worker's.
-	if err := ptc.dispatcher.nc.Publish(messages.ResultSubject(m.ID), []byte("forged")); err != nil {
+	// PTC's dispatcher may publish no result, and ACME's result subject
+	// is not in PTC's account anyway; ACME's stored result is the
+	// worker's.
+	forged := messages.ResultSubject(acme.client.Submitter(), m.ID)
+	if err := ptc.dispatcher.nc.Publish(forged, []byte("forged")); err != nil {
 		t.Fatal(err)
 	}
 	_ = ptc.dispatcher.nc.Flush()
+	ptc.dispatcher.waitViolation(t, forged)
 	if got, err := acme.client.Result(ctx, m.ID); err != nil || got.Return.(map[string]any)["account"] != "ACME" {
 		t.Errorf("ACME result after the forgery: %+v %v", got, err)
 	}
@@ -677,5 +684,246 @@ func TestShippedPermissionsRunARealMission(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the mission's tool-result objects are left: %d objects (%v), stream %+v (%v)\nworker:\n%s", len(objects), err, info.State, ierr, logs[1].String())
 		}
+	}
+}
+
+// TestNATSSubmittersIsolated: two submitters of one account, generated
+// from the shipped source (the shipped dispatcher and a second one, ops),
+// plus a viewer granted every submitter's missions. Each submitter runs,
+// watches and lists its own missions; ops, attacking the dispatcher's, can
+// neither forge their result, status or events, nor read their result,
+// status, queue entry, context or events, nor cancel them, nor take over
+// a mission id of theirs: the server refuses each attempt, and the worker
+// refuses what the permissions cannot tell apart.
+func TestNATSSubmittersIsolated(t *testing.T) {
+	ms := loadManifests(t)
+	ns := natsConfig(t, ms)
+	a := natsauth.Shipped()[0]
+	a.Submitters = append(a.Submitters, natsauth.Submitter{Name: "ops"}, natsauth.Submitter{Name: "viewer", SeesAll: true})
+	accounts := []natsauth.Account{a}
+	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range natsauth.PasswordVars(accounts) {
+		if os.Getenv(v) == "" {
+			t.Setenv(v, "test-"+strings.ToLower(v))
+		}
+	}
+	srv := startAuthServer(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	fa := startAccount(t, ctx, srv.ClientURL(), ns, a)
+	victim := fa.client
+	submitter := func(name string, all bool) (*role, *fleet.Client) {
+		var u natsauth.User
+		for _, x := range a.Users() {
+			if x.Role == natsauth.SubmitterRole(name) {
+				u = x
+			}
+		}
+		r := connectAs(t, srv.ClientURL(), u.Name, os.Getenv(u.PasswordVar), natsauth.Inbox(u.Name))
+		c, err := fleet.NewClient(ctx, r.nc, fleet.ClientConfig{SkipSetup: true, InlineContextBytes: 1024, AllSubmitters: all})
+		if err != nil {
+			t.Fatalf("%s: client: %v", name, err)
+		}
+		return r, c
+	}
+	ops, attacker := submitter("ops", false)
+	viewerRole, viewer := submitter("viewer", true)
+	if victim.Submitter() != natsauth.RoleDispatcher || attacker.Submitter() != "ops" {
+		t.Fatalf("submitters %q and %q: want each client's NATS user", victim.Submitter(), attacker.Submitter())
+	}
+
+	// Each submitter's own missions work under its permissions: an
+	// offloaded context, a tool call, the events, the status and the list.
+	m := bigMission()
+	if step, err := victim.Run(ctx, m); err != nil || step.Fail != nil {
+		t.Fatalf("the dispatcher's mission: %+v, %v", step, err)
+	}
+	own := bigMission()
+	if step, err := attacker.Run(ctx, own); err != nil || step.Fail != nil || step.Return.(map[string]any)["context"] != int64(1) {
+		t.Fatalf("ops' own mission: %+v, %v", step, err)
+	}
+	var kinds []string
+	if err := attacker.Watch(ctx, own.ID, func(ev *messages.Event) error { kinds = append(kinds, ev.Kind); return nil }); err != nil ||
+		!contains(kinds, messages.EventStarted) || !contains(kinds, messages.EventFinal) {
+		t.Fatalf("ops watching its own mission: %v, %v", kinds, err)
+	}
+	if st, err := attacker.Status(ctx, own.ID); err != nil || st.State != messages.StateSucceeded || st.Submitter != "ops" {
+		t.Fatalf("ops' own status: %+v, %v", st, err)
+	}
+	if l, err := attacker.List(ctx, fleet.ListOptions{}); err != nil || len(l) != 1 || l[0].MissionID != own.ID {
+		t.Fatalf("ops lists %+v, %v: want its own mission only", l, err)
+	}
+	if v := ops.violations(); len(v) > 0 {
+		t.Fatalf("ops' own traffic was refused: %v", v)
+	}
+
+	// Reading the dispatcher's mission: result, status, queue entry,
+	// events and context, by subject and by sequence, and waiting on
+	// their subjects.
+	admin, err := jetstream.New(fa.admin.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxStore, err := admin.ObjectStore(ctx, messages.BucketContext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxInfo, err := ctxStore.GetInfo(ctx, messages.ContextName(natsauth.RoleDispatcher, m.ID))
+	if err != nil {
+		t.Fatalf("the dispatcher's context: %v", err)
+	}
+	bySeq := map[string]any{"seq": 1}
+	d := natsauth.RoleDispatcher
+	for _, r := range []struct {
+		subject string
+		body    any
+	}{
+		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.ResultSubject(d, m.ID), nil},
+		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.ResultSubject(messages.AllSubmitters, m.ID), nil},
+		{"$JS.API.STREAM.MSG.GET." + messages.StreamResults, map[string]any{"last_by_subj": messages.ResultSubject(d, m.ID)}},
+		{"$JS.API.DIRECT.GET.KV_" + messages.BucketStatus + "." + messages.StatusSubject(d, m.ID), nil},
+		{"$JS.API.STREAM.MSG.GET.KV_" + messages.BucketStatus, bySeq},
+		{"$JS.API.DIRECT.GET." + messages.StreamMissions + "." + messages.SubmitSubject(d, "*", m.ID), nil},
+		{"$JS.API.DIRECT.GET." + messages.StreamEvents + "." + messages.EventNumberFilter(d, m.ID, 1), nil},
+		{"$JS.API.DIRECT.GET." + messages.StreamEvents, bySeq},
+		{"$JS.API.STREAM.MSG.GET." + messages.StreamEvents, bySeq},
+		// the context's chunks: ops may read its metadata (storing its own
+		// contexts does), which names them, but no chunk
+		{"$JS.API.DIRECT.GET.OBJ_" + messages.BucketContext + ".$O." + messages.BucketContext + ".C." + ctxInfo.NUID, nil},
+		{"$JS.API.DIRECT.GET.OBJ_" + messages.BucketContext, map[string]any{"seq": 1, "next_by_subj": "$O." + messages.BucketContext + ".C." + ctxInfo.NUID}},
+		{"$JS.API.STREAM.MSG.GET.OBJ_" + messages.BucketContext, bySeq},
+	} {
+		refused(t, ops, r.subject, r.body)
+	}
+	for _, s := range []string{messages.ResultSubject(d, "*"), messages.EventFilter(d, "*"), messages.ResultSubject("*", "*")} {
+		if _, err := ops.nc.SubscribeSync(s); err != nil {
+			t.Fatal(err)
+		}
+		_ = ops.nc.Flush()
+		ops.waitViolation(t, s)
+	}
+	// The mission's record (the mission as it ran, context included) lies
+	// sealed in mission_results, whose chunks ops may read by sequence; its
+	// key is in the dispatcher's status only.
+	results, err := admin.ObjectStore(ctx, messages.BucketResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := results.GetBytes(ctx, messages.MissionRecordName(m.ID)); err != nil || strings.Contains(string(raw), "notes") {
+		t.Errorf("the dispatcher's mission record (%v) is stored in the clear", err)
+	}
+	if rec, err := victim.Record(ctx, m.ID); err != nil || rec.Mission.ID != m.ID || rec.Mission.Context["notes"] == nil {
+		t.Errorf("the dispatcher's own record: %v", err)
+	}
+	if _, err := attacker.Record(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("ops reads the dispatcher's record: %v", err)
+	}
+	// Through the client API, the dispatcher's mission does not exist for
+	// ops.
+	if _, err := attacker.Status(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("ops reads the dispatcher's status: %v", err)
+	}
+	if _, err := attacker.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("ops reads the dispatcher's result: %v", err)
+	}
+	if evs, err := attacker.Events(ctx, m.ID); err != nil || len(evs) != 0 {
+		t.Errorf("ops reads the dispatcher's events: %d, %v", len(evs), err)
+	}
+	// A mission of ops naming the dispatcher's context (with its digest,
+	// which the metadata shows) fails without reading it.
+	steal := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "steal"},
+		ContextRef: messages.ContextName(d, m.ID), ContextDigest: ctxInfo.Digest}
+	if step, err := attacker.Run(ctx, steal); err != nil || step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid ||
+		!strings.Contains(step.Fail.Message, messages.ContextName("ops", steal.ID)) {
+		t.Errorf("ops' mission naming the dispatcher's context: %+v, %v", step, err)
+	}
+
+	// Forging the dispatcher's result, status, events or submission: a
+	// mission it submits next gets the worker's result.
+	next := bigMission()
+	for _, s := range []string{messages.ResultSubject(d, next.ID), messages.StatusSubject(d, next.ID),
+		messages.EventSubject(d, next.ID, 1, messages.EventFinal), messages.SubmitSubject(d, "", next.ID)} {
+		if err := ops.nc.Publish(s, []byte("forged")); err != nil {
+			t.Fatal(err)
+		}
+		_ = ops.nc.Flush()
+		ops.waitViolation(t, s)
+	}
+	if step, err := victim.Run(ctx, next); err != nil || step.Fail != nil || step.Return.(map[string]any)["account"] != "PTC" {
+		t.Errorf("the dispatcher's next mission after the forgeries: %+v, %v", step, err)
+	}
+
+	// Cancelling the dispatcher's running mission: refused; it succeeds.
+	slow := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "slow"}, Tools: []string{slowTool}, Context: map[string]any{"slow": true}}
+	if _, err := victim.Submit(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil {
+		if st, err := victim.Status(ctx, slow.ID); err == nil && st.State == messages.StateRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancelData, _ := messages.Marshal(&messages.Cancel{Version: messages.CancelVersion, MissionID: slow.ID, Reason: "attack", RequestedAt: time.Now()})
+	refused(t, ops, messages.CancelSubject(d, slow.ID), cancelData)
+	if err := attacker.Cancel(ctx, slow.ID, "attack"); !errors.Is(err, fleet.ErrNotFound) {
+		t.Errorf("ops cancelling the dispatcher's mission through its own subject: %v, want ErrNotFound", err)
+	}
+	if step, err := victim.Await(ctx, slow.ID); err != nil || step.Fail != nil {
+		t.Errorf("the dispatcher's slow mission after ops' cancels: %+v, %v", step, err)
+	}
+
+	// Taking over the dispatcher's mission id: inside the queue's duplicate
+	// window the submission is dropped as a duplicate; beyond it (a message
+	// without Msg-Id) the worker refuses it; the dispatcher's result stays.
+	reuse := &messages.Mission{Version: messages.MissionVersion, ID: m.ID, Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "reuse"}, CreatedAt: time.Now().UTC()}
+	if sub, err := attacker.Submit(ctx, reuse); err != nil || !sub.Duplicate {
+		t.Errorf("ops submitting the dispatcher's mission id: %+v, %v; want a duplicate", sub, err)
+	}
+	opsJS, err := jetstream.New(ops.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := messages.MarshalMission(reuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := opsJS.Publish(ctx, messages.SubmitSubject("ops", "", m.ID), data); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := attacker.Await(ctx, m.ID); err != nil || step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid ||
+		!strings.Contains(step.Fail.Message, "another submitter") {
+		t.Errorf("ops reusing the dispatcher's mission id: %+v, %v", step, err)
+	}
+	if step, err := victim.Result(ctx, m.ID); err != nil || step.Fail != nil || step.Return.(map[string]any)["account"] != "PTC" {
+		t.Errorf("the dispatcher's result after ops reused its id: %+v, %v", step, err)
+	}
+
+	// The viewer, granted every submitter's missions, reads the
+	// dispatcher's and lists both submitters'.
+	if step, err := viewer.Result(ctx, next.ID); err != nil || step.Fail != nil {
+		t.Errorf("viewer reads the dispatcher's result: %+v, %v", step, err)
+	}
+	if st, err := viewer.Status(ctx, next.ID); err != nil || st.Submitter != d {
+		t.Errorf("viewer reads the dispatcher's status: %+v, %v", st, err)
+	}
+	if evs, err := viewer.Events(ctx, next.ID); err != nil || len(evs) == 0 {
+		t.Errorf("viewer reads the dispatcher's events: %d, %v", len(evs), err)
+	}
+	subs := map[string]bool{}
+	if l, err := viewer.List(ctx, fleet.ListOptions{}); err == nil {
+		for _, mi := range l {
+			subs[mi.Submitter] = true
+		}
+	}
+	if !subs[d] || !subs["ops"] {
+		t.Errorf("viewer lists the missions of %v, want both submitters'", subs)
+	}
+	if v := viewerRole.violations(); len(v) > 0 {
+		t.Errorf("the viewer's reads were refused: %v", v)
 	}
 }

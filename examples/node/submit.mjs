@@ -7,10 +7,12 @@
 // of msgpack; the result is msgpack either way.
 import { connect, headers } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { MISSION_VERSION, pack, resultSubject, submitSubject, ulid, unpack } from "./wire.mjs";
+import { MISSION_VERSION, pack, resultSubject, submitSubject, submitterOf, ulid, unpack } from "./wire.mjs";
 
 const asJSON = process.argv.includes("--json");
-const nc = await connect({ servers: process.env.PTC_NATS_URL });
+const user = process.env.PTC_NATS_USER;
+const nc = await connect({ servers: process.env.PTC_NATS_URL, user, pass: process.env.PTC_NATS_PASSWORD });
+const submitter = submitterOf(user);
 const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
 
@@ -36,13 +38,13 @@ if (asJSON) {
   h.set("Content-Type", "application/json");
 }
 // Subscribe before publishing, so the result cannot slip by.
-const signals = nc.subscribe(resultSubject(id));
+const signals = nc.subscribe(resultSubject(submitter, id));
 const body = asJSON ? JSON.stringify(mission) : pack(mission);
-await js.publish(submitSubject("normal"), body, { headers: h, msgID: id });
+await js.publish(submitSubject(submitter, "normal", id), body, { headers: h, msgID: id });
 
 // The stored message is the answer; a message on the subject is a signal.
 async function stored() {
-  const m = await jsm.direct.getMessage("RESULTS", { last_by_subj: resultSubject(id) });
+  const m = await jsm.direct.getMessage("RESULTS", { last_by_subj: resultSubject(submitter, id) });
   return m ?? null;
 }
 let msg = await stored();

@@ -5,8 +5,11 @@ import { encode, decode } from "@msgpack/msgpack";
 export const MISSION_VERSION = 2; // docs/wire.md, "Versions and compatibility"
 export const TOOL_CALL_VERSION = 1;
 
-export const submitSubject = (priority = "normal") => `mission.submit.${priority}`;
-export const resultSubject = (id) => `mission.result.${id}`;
+// A submitter is the name of its NATS user ("anonymous" without one); it is
+// a token of its missions' subjects (docs/wire.md, "Subjects").
+export const submitterOf = (user) => user || "anonymous";
+export const submitSubject = (submitter, priority, id) => `mission.submit.${submitter}.${priority}.${id}`;
+export const resultSubject = (submitter, id) => `mission.result.${submitter}.${id}`;
 export const toolSubject = (service, tool) => `tool.${service}.${tool}`;
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";

@@ -370,7 +370,8 @@ const parkTTLMargin = time.Hour
 // park stores a suspended mission's message (data and headers as
 // delivered) and schedules it to be queued again at deadline: a
 // decision queues it at once (Client.Decide), the deadline otherwise.
-func park(ctx context.Context, js jetstream.JetStream, id, priority string, data []byte, hdr nats.Header, deadline time.Time) error {
+func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, deadline time.Time) error {
+	id := k.id
 	body := &nats.Msg{Subject: messages.ParkedSubject(id), Data: data, Header: nats.Header{}}
 	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
 		if v := hdr.Get(k); v != "" {
@@ -384,16 +385,17 @@ func park(ctx context.Context, js jetstream.JetStream, id, priority string, data
 	if _, err := js.PublishMsg(ctx, body); err != nil {
 		return fmt.Errorf("fleet: park %s: %w", id, err)
 	}
-	return schedule(ctx, js, id, priority, deadline)
+	return schedule(ctx, js, k, priority, deadline)
 }
 
-// schedule (re)sets the time at which mission id's parked message is
-// queued again on its priority's subject.
-func schedule(ctx context.Context, js jetstream.JetStream, id, priority string, at time.Time) error {
+// schedule (re)sets the time at which mission k's parked message is
+// queued again on its submitter's and priority's subject.
+func schedule(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, at time.Time) error {
+	id := k.id
 	s := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
 	s.Header.Set(messages.HeaderMissionID, id)
 	s.Header.Set(headerSchedule, "@at "+at.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339))
-	s.Header.Set(headerScheduleTarget, messages.WakeSubject(priority, id))
+	s.Header.Set(headerScheduleTarget, messages.WakeSubject(k.sub, priority, id))
 	s.Header.Set(headerScheduleTTL, wakeTTL)
 	s.Header.Set(headerScheduleSource, messages.ParkedSubject(id))
 	if _, err := js.PublishMsg(ctx, s); err != nil {
@@ -467,10 +469,10 @@ func (g *approvalGate) consulted() bool {
 // says awaiting_approval, an approval_requested event is emitted and the
 // message is acked. A mission that cannot be parked is handed back like a
 // retryable failure (its next run stops at the same call and tries again).
-func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, a *messages.Approval, log *zerolog.Logger) {
-	if err := park(ctx, w.js, m.ID, a.Priority, msg.Data(), msg.Headers(), a.Deadline); err != nil {
+func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, a *messages.Approval, log *zerolog.Logger) {
+	if err := park(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), a.Deadline); err != nil {
 		log.Warn().Err(err).Msg("mission not suspended")
-		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
+		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
 	}
 	st := entry.st
@@ -479,7 +481,6 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, m *messages.Mis
 	if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
 		log.Warn().Err(err).Msg("status not set to awaiting_approval")
 	}
-	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
 	em.Emit(requestedEvent(a))
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission suspends again")
@@ -490,7 +491,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, m *messages.Mis
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
 	if cur, _, err := getApproval(ctx, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
-		if err := wake(ctx, w.js, m.ID, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions)); err != nil {
+		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions)); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
@@ -611,6 +612,12 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		}
 		d.Args = m
 	}
+	// the mission's submitter: its wake and events are on its subjects
+	st, err := c.status(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+	}
+	k := missionKey{sub: st.Submitter, id: id}
 	for range 8 {
 		as, err := c.Approvals(ctx, id)
 		if err != nil {
@@ -641,8 +648,8 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		} else if err != nil {
 			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
 		}
-		c.emitDecided(a)
-		if err := c.resume(ctx, id, a); err != nil {
+		c.emitDecided(ctx, k, a)
+		if err := c.resume(ctx, k, a); err != nil {
 			return a, err
 		}
 		return a, nil
@@ -684,9 +691,11 @@ func pickCall(id string, as []*messages.Approval, call string) (*messages.Approv
 	return nil, fmt.Errorf("%w: %q names %d calls of mission %s: %s", ErrNoPendingCall, call, len(named), id, list(named))
 }
 
-// emitDecided publishes the approval_decided event of a.
-func (c *Client) emitDecided(a *messages.Approval) {
-	em := &emitter{nc: c.nc, missionID: a.MissionID}
+// emitDecided publishes the approval_decided event of a, numbered after
+// the mission's last stored event (its worker is parked meanwhile).
+func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Approval) {
+	em := &emitter{nc: c.nc, sub: k.sub, missionID: a.MissionID}
+	em.n, _ = lastEventNumber(ctx, c.st.Events, k)
 	em.Emit(decidedEvent(a))
 }
 
@@ -696,7 +705,8 @@ func (c *Client) emitDecided(a *messages.Approval) {
 // MISSIONS sources. When the mission is not parked yet (its worker is
 // still suspending it), that worker finds the decision and queues it
 // itself.
-func (c *Client) resume(ctx context.Context, id string, a *messages.Approval) error {
+func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval) error {
+	id := k.id
 	raw, err := c.st.Parked.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
 		return nil
@@ -704,12 +714,13 @@ func (c *Client) resume(ctx context.Context, id string, a *messages.Approval) er
 	if err != nil {
 		return fmt.Errorf("fleet: resume %s: %w", id, err)
 	}
-	return wake(ctx, c.js, id, a.Priority, raw.Data, raw.Header, id+"/resume/"+a.Call)
+	return wake(ctx, c.js, k, a.Priority, raw.Data, raw.Header, id+"/resume/"+a.Call)
 }
 
 // wake publishes a suspended mission's message on its wake subject.
-func wake(ctx context.Context, js jetstream.JetStream, id, priority string, data []byte, hdr nats.Header, msgID string) error {
-	msg := &nats.Msg{Subject: messages.WakeSubject(priority, id), Data: data, Header: nats.Header{}}
+func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, msgID string) error {
+	id := k.id
+	msg := &nats.Msg{Subject: messages.WakeSubject(k.sub, priority, id), Data: data, Header: nats.Header{}}
 	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
 		if v := hdr.Get(k); v != "" {
 			msg.Header.Set(k, v)

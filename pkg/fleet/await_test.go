@@ -76,7 +76,7 @@ func TestAwaitBurstsOfLateStoredResults(t *testing.T) {
 		}
 	}
 	publish := func(i int) {
-		if _, _, err := publishResult(ctx, c.js, c.st, ids[i], &messages.Step{Return: int64(i)}); err != nil {
+		if _, _, err := publishResult(ctx, c.js, c.st, c.key(ids[i]), &messages.Step{Return: int64(i)}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -114,7 +114,7 @@ func BenchmarkAwaitStored(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := messages.NewMissionID()
-	if _, _, err := publishResult(ctx, c.js, c.st, id, &messages.Step{Return: "ok"}); err != nil {
+	if _, _, err := publishResult(ctx, c.js, c.st, c.key(id), &messages.Step{Return: "ok"}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

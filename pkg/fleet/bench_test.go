@@ -248,7 +248,7 @@ func BenchmarkMissionsProcesses(b *testing.B) {
 func resultSignals(b *testing.B, nc *nats.Conn) <-chan struct{} {
 	b.Helper()
 	done := make(chan struct{}, 1<<16)
-	sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(*nats.Msg) { done <- struct{}{} })
+	sub, err := nc.Subscribe(messages.ResultSubject("*", "*"), func(*nats.Msg) { done <- struct{}{} })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -80,5 +82,52 @@ func TestDeleteMissionKeepsForeignObjects(t *testing.T) {
 	// Deleting again finds nothing noted.
 	if n, err := refs.deleteMission(ctx, id); n != 0 || err != nil {
 		t.Errorf("second delete: %d, %v", n, err)
+	}
+}
+
+// A Step too large for one message lies sealed in mission_results: the
+// object's bytes (which any reader of the bucket can fetch by sequence)
+// hold no plaintext, its result message (on its submitter's subject)
+// carries the key, the reader opens it, and a reference with another key
+// reads nothing.
+func TestLargeResultSealed(t *testing.T) {
+	nc := fleettest.Start(t).Conn()
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: "ops", id: messages.NewMissionID()}
+	secret := strings.Repeat("the quarterly numbers ", 20_000) // 440 KB
+	if _, _, err := publishResult(ctx, js, st, k, &messages.Step{Return: secret}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, k.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := messages.UnmarshalStep(raw.Data)
+	if err != nil || stub.Stored == nil || stub.Stored.Key == "" {
+		t.Fatalf("result message %+v, %v: want a sealed object's reference", stub, err)
+	}
+	obj, err := st.ResultObjects.GetBytes(ctx, stub.Stored.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(obj), "quarterly") || len(obj) < len(secret) {
+		t.Fatalf("the stored object (%d bytes) holds the plaintext", len(obj))
+	}
+	step, err := readResult(ctx, st, k)
+	if err != nil || step.Return != secret {
+		t.Fatalf("read back: %d bytes, %v", len(fmt.Sprint(step.Return)), err)
+	}
+	wrong := *stub.Stored
+	_, wrong.Key, _ = sealStep(nil)
+	if _, err := readStoredStep(ctx, st, k.id, &wrong); err == nil || !strings.Contains(err.Error(), "does not open") {
+		t.Fatalf("another key: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,20 @@ type ClientConfig struct {
 	// mission above it has its context moved to the mission_ctx object
 	// store. Default messages.MaxMissionBytes - 4 KiB.
 	InlineContextBytes int
+	// Submitter is who the client submits as: the submitter token of its
+	// missions' subjects and status keys (messages.ValidSubmitter). It
+	// must be what the client's NATS user may publish and read as (the
+	// shipped configuration names each submitter after its user). Default:
+	// the connection's user name, else messages.DefaultSubmitter.
+	Submitter string
+	// AllSubmitters makes the client read, watch, list and cancel every
+	// submitter's missions, not only its own: for a NATS user granted that
+	// (an operator, a viewer). Its own submissions are still its
+	// Submitter's.
+	AllSubmitters bool
+	// CancelWait bounds the wait for the fleet to answer a cancel
+	// request. Default 10s.
+	CancelWait time.Duration
 }
 
 // Client submits missions and follows them: the dispatch side of the fleet.
@@ -35,6 +50,9 @@ type Client struct {
 	js  jetstream.JetStream
 	st  *Stores
 	cfg ClientConfig
+	// sub is the submitter the client submits as; readSub is the one it
+	// reads as (sub, or messages.AllSubmitters).
+	sub, readSub string
 }
 
 // NewClient binds a client to nc. When the fleet's streams, consumers and
@@ -49,6 +67,23 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if cfg.InlineContextBytes <= 0 {
 		cfg.InlineContextBytes = messages.MaxMissionBytes - 4096
 	}
+	if cfg.CancelWait <= 0 {
+		cfg.CancelWait = 10 * time.Second
+	}
+	if cfg.Submitter == "" {
+		cfg.Submitter = messages.DefaultSubmitter
+		if u := nc.Opts.User; u != "" {
+			cfg.Submitter = u
+		}
+	}
+	if !messages.ValidSubmitter(cfg.Submitter) {
+		return nil, fmt.Errorf("%w: submitter %q: want 1 to %d ASCII letters, digits, '-', '_' or '=' (set ClientConfig.Submitter when the NATS user name is not one)",
+			ErrInvalidConfig, cfg.Submitter, messages.MaxSubmitterLen)
+	}
+	readSub := cfg.Submitter
+	if cfg.AllSubmitters {
+		readSub = messages.AllSubmitters
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: jetstream: %w", err)
@@ -60,8 +95,14 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, st: st, cfg: cfg}, nil
+	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub}, nil
 }
+
+// Submitter is the submitter the client submits as.
+func (c *Client) Submitter() string { return c.sub }
+
+// key is where the client reads mission id: its own, or any submitter's.
+func (c *Client) key(id string) missionKey { return missionKey{sub: c.readSub, id: id} }
 
 // isNotFound reports a missing stream, consumer or bucket.
 func isNotFound(err error) bool {
@@ -102,6 +143,9 @@ func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
 	if st.resultStream, err = js.Stream(ctx, resultObjectStream); err != nil {
 		return nil, fmt.Errorf("fleet: stream %s: %w", resultObjectStream, err)
 	}
+	if st.statusStream, err = js.Stream(ctx, statusStream); err != nil {
+		return nil, fmt.Errorf("fleet: stream %s: %w", statusStream, err)
+	}
 	for _, p := range messages.Priorities() {
 		c, err := st.Missions.Consumer(ctx, ConsumerName(p))
 		if err != nil {
@@ -133,11 +177,15 @@ type SubmitOptions struct {
 	Header nats.Header
 }
 
-// Submit queues m. It is idempotent by mission id: within the stream's
-// duplicate window the Msg-Id dedupes, beyond it the status key (created
-// once) does. An empty m.ID is filled with a new ULID and an empty
+// Submit queues m as the client's submitter. It is idempotent by mission
+// id: within the stream's duplicate window the Msg-Id dedupes, beyond it a
+// mission that has a status (a worker took it) is not queued again, and a
+// worker drops a second copy it finds (the status records the first's
+// stream sequence). An empty m.ID is filled with a new ULID and an empty
 // m.CreatedAt with the current time (m is modified). Contexts too large to
-// travel inline are stored in the mission_ctx object store.
+// travel inline are stored in the mission_ctx object store. Submit writes
+// no status: a queued mission's status is read from the queue (Status),
+// and workers write every status.
 func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...SubmitOptions) (*Submission, error) {
 	if m == nil {
 		return nil, fmt.Errorf("fleet: submit: %w: nil mission", messages.ErrInvalid)
@@ -154,6 +202,14 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet: submit: %w", err)
 	}
+	sub := &Submission{ID: m.ID}
+	switch cur, err := getStatus(ctx, c.st, missionKey{c.sub, m.ID}); {
+	case err == nil:
+		sub.Duplicate, sub.Sequence = true, cur.st.StreamSeq
+		return sub, nil
+	case !errors.Is(err, ErrNotFound):
+		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+	}
 	data, err := messages.MarshalMission(m)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
@@ -167,25 +223,7 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 		return nil, fmt.Errorf("fleet: submit %s: %w: mission is %d bytes, more than the %d allowed (large inputs belong in the context, which is stored aside)",
 			m.ID, messages.ErrInvalid, len(data), limit)
 	}
-	sub := &Submission{ID: m.ID}
-	status := messages.Status{MissionID: m.ID, State: messages.StateQueued, Summary: messages.Summarize(m)}
-	if _, err := casStatus(ctx, c.st.Status, status, 0); err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("fleet: submit %s: status: %w", m.ID, err)
-		}
-		cur, gerr := getStatus(ctx, c.st.Status, m.ID)
-		if gerr != nil {
-			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, gerr)
-		}
-		if cur.st.State != messages.StateQueued {
-			sub.Duplicate = true
-			sub.Sequence = cur.st.StreamSeq
-			return sub, nil
-		}
-		// Still queued: the first publish may not have landed, so publish
-		// again; the Msg-Id dedupes if it did.
-	}
-	msg := &nats.Msg{Subject: messages.SubmitSubject(m.Priority), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.SubmitSubject(c.sub, m.Priority, m.ID), Data: data, Header: nats.Header{}}
 	for _, o := range opts {
 		for k, v := range o.Header {
 			msg.Header[k] = append([]string(nil), v...)
@@ -216,12 +254,13 @@ func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byt
 		return nil, fmt.Errorf("fleet: submit %s: %w: context is %d bytes encoded, more than the %d allowed (the mission's limits.max_data, at most the operator's MaxContextBytes ceiling)",
 			m.ID, messages.ErrInvalid, len(blob), limit)
 	}
-	ref := m.ID + "/context"
-	if _, err := c.st.Context.Put(ctx, jetstream.ObjectMeta{Name: ref}, bytes.NewReader(blob)); err != nil {
+	ref := messages.ContextName(c.sub, m.ID)
+	info, err := c.st.Context.Put(ctx, jetstream.ObjectMeta{Name: ref}, bytes.NewReader(blob))
+	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: store context: %w", m.ID, err)
 	}
 	cp := *m
-	cp.Context, cp.ContextRef = nil, ref
+	cp.Context, cp.ContextRef, cp.ContextDigest = nil, ref, info.Digest
 	data, err := messages.MarshalMission(&cp)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
@@ -272,7 +311,7 @@ func (c *Client) watchResult(id string) (*resultWait, error) {
 		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
 	w := &resultWait{nc: c.nc, published: make(chan struct{}, 1)}
-	sub, err := c.nc.Subscribe(messages.ResultSubject(id), func(*nats.Msg) {
+	sub, err := c.nc.Subscribe(messages.ResultSubject(c.readSub, id), func(*nats.Msg) {
 		select {
 		case w.published <- struct{}{}:
 		default:
@@ -298,7 +337,7 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		step, err := readResult(ctx, c.st, id)
+		step, err := readResult(ctx, c.st, c.key(id))
 		if err == nil {
 			return step, nil
 		}
@@ -354,26 +393,76 @@ func (c *Client) Result(ctx context.Context, id string) (*messages.Step, error) 
 	if err := checkID("result", id); err != nil {
 		return nil, err
 	}
-	return readResult(ctx, c.st, id)
+	return readResult(ctx, c.st, c.key(id))
 }
 
-// Status returns the status of mission id, or ErrNotFound.
+// Status returns the status of mission id, or ErrNotFound. A mission no
+// worker has taken yet has no stored status: it is read from the queue
+// (state queued).
 func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error) {
 	if err := checkID("status", id); err != nil {
 		return nil, err
 	}
-	e, err := getStatus(ctx, c.st.Status, id)
+	st, err := c.status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// status is the stored status of mission id, else its queued status, else
+// ErrNotFound.
+func (c *Client) status(ctx context.Context, id string) (*messages.Status, error) {
+	e, err := getStatus(ctx, c.st, c.key(id))
+	if err == nil {
+		return &e.st, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	q, err := c.queued(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		return q, err
+	}
+	// A worker may have taken it between the two reads.
+	e, err = getStatus(ctx, c.st, c.key(id))
 	if err != nil {
 		return nil, err
 	}
 	return &e.st, nil
 }
 
-// Cancel cancels mission id. A queued mission is marked cancelled and its
-// cancelled Step is published at once (a worker that fetches it later skips
-// it); a running one gets its cancel flag set and a cancel message, and its
-// worker publishes the cancelled Step. Cancelling a finished mission does
-// nothing and returns nil.
+// queued returns the status of mission id while it waits in the queue
+// with no status stored, from its message (a direct get of the last
+// message on its submit subject), or ErrNotFound.
+func (c *Client) queued(ctx context.Context, id string) (*messages.Status, error) {
+	raw, err := c.st.Missions.GetLastMsgForSubject(ctx, messages.SubmitSubject(c.readSub, "*", id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	}
+	sub, _, _, ok := messages.ParseSubmitSubject(raw.Subject)
+	if !ok {
+		return nil, fmt.Errorf("fleet: status %s: queued on %q, not a submit subject", id, raw.Subject)
+	}
+	st := &messages.Status{Version: messages.StatusVersion, MissionID: id, Submitter: sub, State: messages.StateQueued,
+		StreamSeq: raw.Sequence, UpdatedAt: raw.Time.UTC()}
+	if m, err := decodeMission(raw.Header.Get(messages.HeaderContentType), raw.Data); err == nil {
+		st.Summary = messages.Summarize(m)
+	}
+	return st, nil
+}
+
+// Cancel asks the fleet to cancel mission id and waits for its answer: a
+// worker marks a queued mission cancelled and stores its cancelled Step
+// (a worker that fetches it later skips it); a running one gets its
+// cancel flag set, and its worker stops it and stores the cancelled Step.
+// Cancelling a finished mission does nothing and returns nil. A client
+// stores nothing itself, so with no worker running the cancel fails
+// (ErrNoWorker). With AllSubmitters it may cancel any submitter's
+// mission its NATS user is granted; else only its own.
 func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 	if err := checkID("cancel", id); err != nil {
 		return err
@@ -381,45 +470,40 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "cancelled by caller"
 	}
-	var wasQueued bool
-	e, err := updateStatus(ctx, c.st.Status, id, func(s *messages.Status) bool {
-		wasQueued = false
-		switch {
-		case messages.TerminalState(s.State):
-			return false
-		case s.State == messages.StateQueued || s.State == messages.StateAwaitingApproval:
-			wasQueued = true
-			s.State, s.Reason = messages.StateCancelled, ReasonCancelled
-			s.CancelRequested, s.CancelReason = true, reason
-			return true
-		default:
-			if s.CancelRequested {
-				return false
-			}
-			s.CancelRequested, s.CancelReason = true, reason
-			return true
-		}
-	})
+	// An unknown or finished mission needs no worker.
+	st, err := c.status(ctx, id)
 	if err != nil {
 		return fmt.Errorf("fleet: cancel %s: %w", id, err)
 	}
-	if messages.TerminalState(e.st.State) && !wasQueued {
+	if messages.TerminalState(st.State) {
 		return nil
 	}
-	if wasQueued {
-		if _, _, err := publishResult(ctx, c.js, c.st, id, failStep(ReasonCancelled, "%s", reason)); err != nil {
-			return fmt.Errorf("fleet: cancel %s: %w", id, err)
-		}
-		return nil
+	owner := c.sub
+	if c.cfg.AllSubmitters {
+		owner = st.Submitter
 	}
 	data, err := messages.Marshal(&messages.Cancel{Version: messages.CancelVersion, MissionID: id, Reason: reason, RequestedAt: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
-	if err := c.nc.Publish(messages.CancelSubject(id), data); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.CancelWait)
+	defer cancel()
+	reply, err := c.nc.RequestWithContext(rctx, messages.CancelSubject(owner, id), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("fleet: cancel %s: %w", id, ErrNoWorker)
+	case err != nil && ctx.Err() == nil && rctx.Err() != nil:
+		return fmt.Errorf("fleet: cancel %s: no answer from the fleet within %s: %w", id, c.cfg.CancelWait, err)
+	case err != nil:
 		return fmt.Errorf("fleet: cancel %s: %w", id, err)
 	}
-	return flush(ctx, c.nc)
+	if e := reply.Header.Get(messages.HeaderError); e != "" {
+		if code, msg, _ := strings.Cut(e, ": "); code == messages.ErrCodeNotFound {
+			return fmt.Errorf("fleet: cancel %s: %w: %s", id, ErrNotFound, msg)
+		}
+		return fmt.Errorf("fleet: cancel %s: %s", id, e)
+	}
+	return nil
 }
 
 // Watch calls fn with every progress event of mission id, in order, from the
@@ -438,7 +522,7 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 		return fmt.Errorf("fleet: watch: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
 	signal := make(chan struct{}, 1)
-	sub, err := c.nc.Subscribe(messages.EventFilter(id), func(*nats.Msg) {
+	sub, err := c.nc.Subscribe(messages.EventFilter(c.readSub, id), func(*nats.Msg) {
 		select {
 		case signal <- struct{}{}:
 		default:
@@ -454,7 +538,7 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 	}
 	poll := time.NewTicker(watchPoll)
 	defer poll.Stop()
-	r := newEventReader(c.st.Events, id)
+	r := newEventReader(c.st.Events, c.key(id))
 	for {
 		for {
 			ev, err := r.next(ctx)
@@ -487,37 +571,64 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 // signalled.
 const watchPoll = time.Second
 
-// eventReader reads the stored events of one mission in order with
-// message gets (the next message on the mission's event subjects from a
-// sequence), never a consumer.
+// eventReader reads the stored events of one mission in order, by number:
+// the n-th is the last message on its subject (a direct get; a reader's
+// NATS user may be confined to its own submitter's subjects), never through
+// a consumer. A number missing below the mission's last stored one (an
+// event lost on its way) is skipped.
 type eventReader struct {
 	events jetstream.Stream
-	filter string
-	seq    uint64 // the next sequence to read from
+	k      missionKey
+	n      uint64 // the next number to read
 }
 
-func newEventReader(events jetstream.Stream, id string) *eventReader {
-	return &eventReader{events: events, filter: messages.EventFilter(id), seq: 1}
+func newEventReader(events jetstream.Stream, k missionKey) *eventReader {
+	return &eventReader{events: events, k: k, n: 1}
 }
 
 // next returns the next stored event, ErrNotFound when none is stored yet.
-// Messages that are no valid event are skipped.
+// Messages that are no valid event of the mission are skipped.
 func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 	for {
-		msg, err := r.events.GetMsg(ctx, r.seq, jetstream.WithGetMsgSubject(r.filter))
+		msg, err := r.events.GetLastMsgForSubject(ctx, messages.EventNumberFilter(r.k.sub, r.k.id, r.n))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, ErrNotFound
+			last, err := lastEventNumber(ctx, r.events, r.k)
+			if err != nil {
+				return nil, err
+			}
+			if last <= r.n {
+				return nil, ErrNotFound
+			}
+			r.n++ // lost: the mission has later events
+			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		r.seq = msg.Sequence + 1
+		r.n++
 		var ev messages.Event
-		if messages.Unmarshal(msg.Data, &ev) != nil || ev.Validate() != nil {
+		if messages.Unmarshal(msg.Data, &ev) != nil || ev.Validate() != nil || ev.MissionID != r.k.id {
 			continue
 		}
 		return &ev, nil
 	}
+}
+
+// lastEventNumber is the number of the last stored event of mission k, 0
+// when it has none.
+func lastEventNumber(ctx context.Context, events jetstream.Stream, k missionKey) (uint64, error) {
+	msg, err := events.GetLastMsgForSubject(ctx, messages.EventFilter(k.sub, k.id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	_, _, n, ok := messages.ParseEventSubject(msg.Subject)
+	if !ok {
+		return 0, fmt.Errorf("fleet: event of %s on %q, not an event subject", k.id, msg.Subject)
+	}
+	return n, nil
 }
 
 func checkID(op, id string) error {

@@ -128,7 +128,7 @@ func TestWorkerRunsJSONMission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := &nats.Msg{Subject: messages.SubmitSubject(""), Data: []byte(body), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.SubmitSubject(messages.DefaultSubmitter, "", id), Data: []byte(body), Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderContentType, messages.ContentTypeJSON)
 	msg.Header.Set(messages.HeaderMissionID, id)
 	if _, err := js.PublishMsg(testCtx(t), msg, jetstream.WithMsgID(id)); err != nil {
@@ -145,7 +145,7 @@ func TestWorkerRunsJSONMission(t *testing.T) {
 	// An undecodable JSON mission is dead-lettered with a failure Step
 	// naming the problem.
 	bad := messages.NewMissionID()
-	msg = &nats.Msg{Subject: messages.SubmitSubject(""), Data: []byte(`{"v":1,"id":"` + bad + `","kind":"agent","created_at":"soon"}`), Header: nats.Header{}}
+	msg = &nats.Msg{Subject: messages.SubmitSubject(messages.DefaultSubmitter, "", bad), Data: []byte(`{"v":1,"id":"` + bad + `","kind":"agent","created_at":"soon"}`), Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderContentType, messages.ContentTypeJSON)
 	msg.Header.Set(messages.HeaderMissionID, bad)
 	if _, err := js.PublishMsg(testCtx(t), msg, jetstream.WithMsgID(bad)); err != nil {

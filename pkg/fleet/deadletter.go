@@ -14,9 +14,12 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// deadLetter copies a mission message to the DEAD stream and, when its id is
-// known, publishes a failure Step so callers unblock.
-func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) {
+// deadLetter copies a mission message to the DEAD stream and, when its
+// submitter and id are known (k, from its subject), publishes a failure
+// Step so callers unblock; its final event continues em (nil: the events
+// stored so far).
+func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) {
+	id := k.id
 	subjID := id
 	if !messages.ValidMissionID(id) {
 		subjID = "seq-" + strconv.FormatUint(seq, 10)
@@ -42,20 +45,20 @@ func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nat
 		w.cfg.Metrics.deadLetter(ReasonMaxDeliveries)
 	}
 	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
-	if !messages.ValidMissionID(id) {
+	if !messages.ValidMissionID(id) || !messages.ValidSubmitter(k.sub) {
 		return
 	}
 	failReason := ReasonMaxDeliveries
 	if deliveries == 0 {
 		failReason = ReasonInvalid
 	}
-	stored, _, err := publishResult(ctx, w.js, w.st, id, failStep(failReason, "%s", reason))
+	stored, _, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason))
 	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
 		return
 	}
 	final := stateOf(stored)
-	_, err = updateStatus(ctx, w.st.Status, id, func(s *messages.Status) bool {
+	_, err = updateStatus(ctx, w.st, k, func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false
 		}
@@ -63,17 +66,23 @@ func (w *Worker) deadLetter(ctx context.Context, id string, data []byte, hdr nat
 		return true
 	})
 	if errors.Is(err, ErrNotFound) {
-		_, _ = casStatus(ctx, w.st.Status, messages.Status{MissionID: id, State: final, Reason: failReason, StreamSeq: seq}, 0)
+		_, _ = casStatus(ctx, w.st.Status, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
 	}
-	em := &emitter{nc: w.nc, missionID: id, worker: w.cfg.ID}
+	if em == nil {
+		em = w.newEmitter(ctx, k, 0)
+	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
 }
 
 // poison terminates a message that does not decode or validate.
+// Its failure is stored for the submitter and id its subject names.
 func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, cause error) {
-	id := msg.Headers().Get(messages.HeaderMissionID)
+	var k missionKey
+	if sub, _, id, ok := messages.ParseSubmitSubject(msg.Subject()); ok {
+		k = missionKey{sub: sub, id: id}
+	}
 	reason := "invalid mission: " + cause.Error()
-	w.deadLetter(ctx, id, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
+	w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
 		w.log.Warn().Err(err).Msg("term failed")
 	}
@@ -117,15 +126,15 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 		if err != nil {
 			return // already settled
 		}
-		id := raw.Header.Get(messages.HeaderMissionID)
-		if m, err := decodeMission(raw.Header.Get(messages.HeaderContentType), raw.Data); err == nil {
-			id = m.ID
+		var k missionKey
+		if sub, _, id, ok := messages.ParseSubmitSubject(raw.Subject); ok {
+			k = missionKey{sub: sub, id: id}
 		}
-		if cur, err := getStatus(ctx, w.st.Status, id); err == nil && messages.TerminalState(cur.st.State) {
+		if cur, err := getStatus(ctx, w.st, k); err == nil && messages.TerminalState(cur.st.State) {
 			_ = w.st.Missions.DeleteMsg(ctx, adv.StreamSeq)
 			return
 		}
-		w.deadLetter(ctx, id, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries),
+		w.deadLetter(ctx, k, nil, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries),
 			fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries))
 		if err := w.st.Missions.DeleteMsg(ctx, adv.StreamSeq); err != nil {
 			w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("exhausted mission not removed")

@@ -32,7 +32,7 @@
 //
 // Delivery is at least once; results are exactly once visible: the result
 // subject keeps one message (MaxMsgsPerSubject 1, ExpectLastSequencePerSubject
-// 0, Msg-Id "<id>/final"), a second writer reads the stored result back, and
+// 0, Msg-Id "<submitter>.<id>/final"), a second writer reads the stored result back, and
 // the mission is acked only after its result is stored, and a redelivered
 // mission whose result exists is acked without running. The work in
 // between is durable too: what a dead worker already received is replayed

@@ -27,6 +27,9 @@ var (
 	// back with a delay instead of failing. Wrap it: fmt.Errorf("...: %w",
 	// fleet.ErrRetryable).
 	ErrRetryable = errors.New("fleet: retryable failure")
+	// ErrNoWorker: a request only a worker carries out (a cancel) found
+	// no worker running.
+	ErrNoWorker = errors.New("fleet: no worker is running to carry the request out (the fleet, not the client, stores a cancel)")
 	// ErrWorkerStopped is returned by Start on a worker that was stopped.
 	ErrWorkerStopped = errors.New("fleet: worker stopped")
 

@@ -170,17 +170,17 @@ func TestUndecodableMessageIsTerminated(t *testing.T) {
 	ctx := testCtx(t)
 	// Garbage with a mission id header: callers of that id get a failure.
 	badID := messages.NewMissionID()
-	msg := &nats.Msg{Subject: messages.SubmitSubject(""), Data: []byte("\xc1not msgpack"), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.SubmitSubject(messages.DefaultSubmitter, "", badID), Data: []byte("\xc1not msgpack"), Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMissionID, badID)
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	// A billion-element array claim, and a valid encoding of an invalid mission.
-	if _, err := js.Publish(ctx, messages.SubmitSubject(""), []byte{0x81, 0xa1, 'v', 0xdd, 0x55, 0x25, 0xa8, 0x70}); err != nil {
+	if _, err := js.Publish(ctx, messages.SubmitSubject(messages.DefaultSubmitter, "", messages.NewMissionID()), []byte{0x81, 0xa1, 'v', 0xdd, 0x55, 0x25, 0xa8, 0x70}); err != nil {
 		t.Fatal(err)
 	}
 	invalid, _ := messages.Marshal(&messages.Mission{ID: "nope", Kind: messages.KindAgent})
-	if _, err := js.Publish(ctx, messages.SubmitSubject(""), invalid); err != nil {
+	if _, err := js.Publish(ctx, messages.SubmitSubject(messages.DefaultSubmitter, "", messages.NewMissionID()), invalid); err != nil {
 		t.Fatal(err)
 	}
 	step, err := c.Await(ctx, badID)
@@ -321,14 +321,33 @@ func TestForbiddenToolIsRefusedBeforeAnyRequest(t *testing.T) {
 	}
 }
 
+// TestCancelQueuedMission: the fleet, not the client, carries out the
+// cancel of a queued mission: with no worker running the cancel fails
+// saying so and the mission stays queued; a worker carries it out (here
+// one serving only the high priority, so the mission stays in the queue)
+// and stores the cancelled result; a worker fetching the mission later
+// skips it.
 func TestCancelQueuedMission(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
 	m := submitNew(ctx, t, c)
-	cancelAndAwait(ctx, t, c, m.ID, "changed my mind")
-	// A worker that fetches it later skips it.
+	if err := c.Cancel(ctx, m.ID, "changed my mind"); !errors.Is(err, fleet.ErrNoWorker) {
+		t.Fatalf("cancel with no worker running = %v, want ErrNoWorker", err)
+	}
+	if st, err := c.Status(ctx, m.ID); err != nil || st.State != messages.StateQueued || st.Submitter != c.Submitter() || st.Summary == nil {
+		t.Fatalf("status of the queued mission = %+v, %v", st, err)
+	}
+	if _, err := c.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Fatalf("the client stored a result: %v", err)
+	}
 	var runs atomic.Int64
+	high := startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) { cfg.Priorities = []string{messages.PriorityHigh} })
+	cancelAndAwait(ctx, t, c, m.ID, "changed my mind")
+	if st, err := c.Status(ctx, m.ID); err != nil || st.State != messages.StateCancelled || st.Worker != high.ID() {
+		t.Fatalf("status after the cancel = %+v, %v; want cancelled by worker %s", st, err, high.ID())
+	}
+	// A worker that fetches it later skips it.
 	startWorker(t, nc, countingRunner(&runs, nil))
 	eventually(t, 5*time.Second, "queue drained", func() bool {
 		info, err := c.Stores().Missions.Info(ctx)
@@ -559,7 +578,7 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 	// Another worker takes over the status (retrying if a heartbeat of the
 	// zombie wins the race for the revision).
 	eventually(t, 5*time.Second, "status taken over", func() bool {
-		e, err := c.Stores().Status.Get(ctx, m.ID)
+		e, err := c.Stores().Status.Get(ctx, messages.StatusKey(messages.DefaultSubmitter, m.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -569,7 +588,7 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 		}
 		st.Worker, st.Attempt = "other", st.Attempt+1
 		data, _ := messages.Marshal(&st)
-		_, err = c.Stores().Status.Update(ctx, m.ID, data, e.Revision())
+		_, err = c.Stores().Status.Update(ctx, messages.StatusKey(messages.DefaultSubmitter, m.ID), data, e.Revision())
 		return err == nil
 	})
 	eventually(t, 5*time.Second, "zombie run to stop", func() bool { return w.Running() == 0 })

@@ -193,11 +193,11 @@ func startTools(t testing.TB, nc *nats.Conn) *mailTools {
 // resultsStored counts the messages stored on a mission's result subject.
 func resultsStored(t testing.TB, c *fleet.Client, id string) uint64 {
 	t.Helper()
-	info, err := c.Stores().Results.Info(testCtx(t), jetstream.WithSubjectFilter(messages.ResultSubject(id)))
+	info, err := c.Stores().Results.Info(testCtx(t), jetstream.WithSubjectFilter(messages.ResultSubject(messages.DefaultSubmitter, id)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.State.Subjects[messages.ResultSubject(id)]
+	return info.State.Subjects[messages.ResultSubject(messages.DefaultSubmitter, id)]
 }
 
 // eventually polls cond until it holds or the time is up.

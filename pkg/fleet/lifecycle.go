@@ -70,9 +70,17 @@ func (w *Worker) Start(ctx context.Context) error {
 }
 
 func (w *Worker) subscribe(ctx context.Context) error {
-	sub, err := w.nc.Subscribe(messages.CancelWildcard, w.onCancel)
+	// One subscription on the cancel subjects: a second one on this
+	// connection would keep the server from letting the answer through
+	// (allow_responses).
+	sub, err := w.nc.Subscribe(messages.StopWildcard, w.onStop)
 	if err != nil {
-		return fmt.Errorf("fleet: subscribe cancels: %w", err)
+		return fmt.Errorf("fleet: subscribe stops: %w", err)
+	}
+	w.subs = append(w.subs, sub)
+	sub, err = w.nc.QueueSubscribe(messages.CancelWildcard, messages.CancelQueue, w.onCancelRequest)
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe cancel requests: %w", err)
 	}
 	w.subs = append(w.subs, sub)
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"

@@ -53,9 +53,10 @@ type MissionInfo struct {
 	Duration time.Duration
 }
 
-// List returns the most recent missions known to the status bucket,
-// newest first (mission ids are ULIDs, so their order is submit order).
-// It reads only the status bucket, which a dispatcher may read.
+// List returns the most recent missions of the client's submitter (every
+// submitter's with AllSubmitters): those with a status and those still
+// queued, newest first (mission ids are ULIDs, so their order is submit
+// order).
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, error) {
 	for _, s := range opts.States {
 		if !validState(s) {
@@ -67,23 +68,39 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		limit = 50
 	}
 	limit = min(limit, MaxList)
-	// The bucket's keys come from the stream's per-subject counts (stream
-	// info with a subject filter): no consumer, so a dispatcher needs only
-	// the stream-info and get permissions it has anyway.
-	stream, err := c.js.Stream(ctx, "KV_"+messages.BucketStatus)
+	// The missions come from the per-subject counts of the status
+	// bucket's stream and of the queue (stream info with a subject
+	// filter, the client's submitter's subjects): no consumer, so a
+	// dispatcher needs only the stream-info and get permissions it has
+	// anyway. A mission in both is listed with its stored status.
+	stored, err := c.subjectIDs(ctx, "KV_"+messages.BucketStatus, messages.StatusSubject(c.readSub, "*"), func(subj string) (string, bool) {
+		_, id, ok := messages.ParseStatusKey(strings.TrimPrefix(subj, "$KV."+messages.BucketStatus+"."))
+		return id, ok
+	})
 	if err != nil {
-		return nil, fmt.Errorf("fleet: list: %w", err)
+		return nil, err
 	}
-	prefix := "$KV." + messages.BucketStatus + "."
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
-	if err != nil {
-		return nil, fmt.Errorf("fleet: list: %w", err)
-	}
-	keys := make([]string, 0, len(info.State.Subjects))
-	for subj := range info.State.Subjects {
-		if k := strings.TrimPrefix(subj, prefix); messages.ValidMissionID(k) {
-			keys = append(keys, k)
+	queued := map[string]bool{}
+	if len(opts.States) == 0 || slices.Contains(opts.States, messages.StateQueued) {
+		ids, err := c.subjectIDs(ctx, messages.StreamMissions, messages.SubmitSubject(c.readSub, "*", "*"), func(subj string) (string, bool) {
+			_, _, id, ok := messages.ParseSubmitSubject(subj)
+			return id, ok
+		})
+		if err != nil {
+			return nil, err
 		}
+		for id := range ids {
+			if !stored[id] {
+				queued[id] = true
+			}
+		}
+	}
+	keys := make([]string, 0, len(stored)+len(queued))
+	for id := range stored {
+		keys = append(keys, id)
+	}
+	for id := range queued {
+		keys = append(keys, id)
 	}
 	slices.Sort(keys)
 	slices.Reverse(keys)
@@ -93,20 +110,40 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		if len(out) == limit {
 			break
 		}
-		e, err := getStatus(ctx, c.st.Status, k)
+		st, err := c.status(ctx, k)
 		if errors.Is(err, ErrNotFound) {
-			continue // deleted meanwhile
+			continue // finished and expired, or deleted, meanwhile
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fleet: list: %w", err)
 		}
-		if len(opts.States) > 0 && !slices.Contains(opts.States, e.st.State) || !hasLabels(e.st, opts.Labels) {
+		if len(opts.States) > 0 && !slices.Contains(opts.States, st.State) || !hasLabels(*st, opts.Labels) {
 			continue
 		}
-		mi := MissionInfo{Status: e.st}
+		mi := MissionInfo{Status: *st}
 		mi.Submitted, _ = MissionTime(k)
-		mi.Duration = MissionDuration(e.st, now)
+		mi.Duration = MissionDuration(*st, now)
 		out = append(out, mi)
+	}
+	return out, nil
+}
+
+// subjectIDs returns the mission ids of the subjects of stream that match
+// filter, as id reads them.
+func (c *Client) subjectIDs(ctx context.Context, stream, filter string, id func(subject string) (string, bool)) (map[string]bool, error) {
+	s, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: list: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: list: %w", err)
+	}
+	out := make(map[string]bool, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		if k, ok := id(subj); ok {
+			out[k] = true
+		}
 	}
 	return out, nil
 }
@@ -148,7 +185,7 @@ func (c *Client) Events(ctx context.Context, id string) ([]*messages.Event, erro
 	if err := checkID("events", id); err != nil {
 		return nil, err
 	}
-	r := newEventReader(c.st.Events, id)
+	r := newEventReader(c.st.Events, c.key(id))
 	var out []*messages.Event
 	for {
 		ev, err := r.next(ctx)

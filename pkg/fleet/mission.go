@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -26,21 +28,36 @@ func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
 // deadline.
 var errMissionTimeout = errors.New("fleet: mission timed out")
 
-func (w *Worker) onCancel(msg *nats.Msg) {
+// onStop stops the run of a mission this worker holds when the worker
+// that carried out its cancel (onCancelRequest) says so: every worker
+// receives every stop, the one running that submitter's mission acts on it.
+func (w *Worker) onStop(msg *nats.Msg) {
+	sub, id, ok := messages.ParseStopSubject(msg.Subject)
+	if !ok {
+		return
+	}
 	var c messages.Cancel
-	if messages.UnmarshalAs(msg.Header.Get(messages.HeaderContentType), msg.Data, &c) != nil || c.Validate() != nil {
+	if messages.UnmarshalAs(msg.Header.Get(messages.HeaderContentType), msg.Data, &c) != nil || c.Validate() != nil || c.MissionID != id {
 		return
 	}
 	w.mu.Lock()
-	cancel := w.running[c.MissionID]
+	r := w.running[id]
 	w.mu.Unlock()
-	if cancel != nil {
+	if r != nil && r.sub == sub && r.cancel != nil {
+		cancel := r.cancel
 		reason := c.Reason
 		if reason == "" {
 			reason = "cancelled by caller"
 		}
 		cancel(&cancelledError{reason: reason})
 	}
+}
+
+// runningMission is a mission this worker holds: whose it is and how to
+// stop it.
+type runningMission struct {
+	sub    string
+	cancel context.CancelCauseFunc
 }
 
 // process runs one delivered mission message to its end.
@@ -61,20 +78,34 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.poison(ctx, msg, meta, err)
 		return
 	}
-	log := w.log.With().Str("mission_id", m.ID).Int("attempt", attempt).Logger()
+	// The submitter is the subject's, which its NATS user may publish on,
+	// never what the message says.
+	sub, _, subjID, ok := messages.ParseSubmitSubject(msg.Subject())
+	switch {
+	case !ok:
+		w.poison(ctx, msg, meta, fmt.Errorf("submitted on %q, not on a subject of the form %s", msg.Subject(),
+			messages.SubmitSubject("<submitter>", "<priority>", "<id>")))
+		return
+	case subjID != m.ID:
+		w.poison(ctx, msg, meta, fmt.Errorf("mission %s submitted on the subject of mission %s", m.ID, subjID))
+		return
+	}
+	k := missionKey{sub: sub, id: m.ID}
+	log := w.log.With().Str("mission_id", m.ID).Str("submitter", sub).Int("attempt", attempt).Logger()
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.
 	w.mu.Lock()
 	if w.running[m.ID] != nil {
 		w.mu.Unlock()
-		// Redelivered to us while we still run it (a late heartbeat): the
-		// run in hand acks the sequence.
+		// Redelivered to us while we still run it (a late heartbeat), or
+		// another submitter's mission with the same id: the run in hand
+		// settles its own message, this one comes back later.
 		_ = msg.InProgress()
 		return
 	}
 	runCtx, cancel := context.WithCancelCause(w.runCtx)
-	w.running[m.ID] = cancel
+	w.running[m.ID] = &runningMission{sub: sub, cancel: cancel}
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -82,36 +113,37 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.mu.Unlock()
 		cancel(nil)
 	}()
-	entry, skip := w.claim(ctx, msg, m, meta, attempt, &log)
+	entry, skip := w.claim(ctx, msg, k, m, meta, attempt, &log)
 	if skip {
 		return
 	}
+	em := w.newEmitter(ctx, k, attempt)
 	w.cfg.Metrics.slotBusy(1)
 	defer w.cfg.Metrics.slotBusy(-1)
 	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
 	defer at.end()
 	if entry.st.CancelRequested {
-		w.finish(ctx, msg, m.ID, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, &log)
 		return
 	}
 	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
-		w.finish(ctx, msg, m.ID, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, &log)
 		return
 	}
 	if over := w.cfg.Ceilings.check(m); over != "" {
 		log.Warn().Str("over", over).Msg("mission refused: over the worker's ceilings")
-		w.finish(ctx, msg, m.ID, failStep(ReasonOverLimit, "%s", over), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonOverLimit, "%s", over), entry, nil, &log)
 		return
 	}
 	w.cfg.Ceilings.applyBudget(m)
 	if m.ContextRef != "" {
-		if err := w.loadContext(ctx, m); err != nil {
+		if err := w.loadContext(ctx, k, m); err != nil {
 			log.Warn().Err(err).Msg("context not loaded")
 			if !errors.Is(err, ErrRetryable) {
-				w.finish(ctx, msg, m.ID, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
+				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
 				return
 			}
-			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, err, &log)
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, &log)
 			return
 		}
 	}
@@ -129,7 +161,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	hbStop := make(chan struct{})
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
-	go w.heartbeat(msg, m.ID, &hbEntry, cancel, hbStop, hbDone)
+	go w.heartbeat(msg, k, &hbEntry, cancel, hbStop, hbDone)
 
 	var journal *Journal
 	if !w.cfg.NoJournal {
@@ -137,14 +169,13 @@ func (w *Worker) process(msg jetstream.Msg) {
 		// journaled
 		if journal, err = openJournal(ctx, w.js, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
-			w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
 			return
 		}
 		if n := journal.Entries(); n > 0 {
 			log.Info().Int("entries", n).Msg("replaying the journal of earlier attempts")
 		}
 	}
-	em := &emitter{nc: w.nc, missionID: m.ID, worker: w.cfg.ID, attempt: attempt}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
 	box := w.toolbox(m, em, msg.Headers(), journal, attempt)
 	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
@@ -204,14 +235,14 @@ func (w *Worker) process(msg jetstream.Msg) {
 		var se *suspendedError
 		errors.As(cause, &se)
 		flush()
-		w.suspend(ctx, msg, m, meta, attempt, entry, se.approval, &log)
+		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, se.approval, &log)
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
 		// matter: keep the answer.
 	case errors.Is(cause, ErrWorkerShutdown):
 		flush()
-		w.handBack(ctx, msg, m.ID, entry, &log)
+		w.handBack(ctx, msg, entry, &log)
 		return
 	case errors.Is(cause, ErrCancelled):
 		reason := "cancelled"
@@ -224,7 +255,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		step = failStep(ReasonTimeout, "the mission ran past its timeout of %s", w.missionTimeout(m))
 	case step == nil && runErr != nil && errors.Is(runErr, ErrRetryable):
 		flush()
-		w.retryOrDead(ctx, msg, m.ID, attempt, meta, entry, runErr, &log)
+		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, runErr, &log)
 		return
 	case step == nil && runErr != nil:
 		step = failStep(ReasonRunnerError, "%v", runErr)
@@ -238,8 +269,8 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	w.storeRecord(ctx, m, box, &log)
-	if w.finish(ctx, msg, m.ID, step, entry, journal, &log) {
+	step.Record = w.storeRecord(ctx, m, box, &log)
+	if w.finish(ctx, msg, k, em, step, entry, journal, &log) {
 		w.deleteToolObjects(ctx, box, m.ID, &log)
 	}
 }
@@ -324,15 +355,30 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 // claim compare-and-sets the status to running by this worker. skip is true
 // when the message needs no run (already finished, duplicate, fenced); the
 // message has then been settled.
-func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (*statusEntry, bool) {
+func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (*statusEntry, bool) {
 	for range 8 {
-		cur, err := getStatus(ctx, w.st.Status, m.ID)
+		cur, err := getStatus(ctx, w.st, k)
 		var st messages.Status
 		var rev uint64
 		switch {
 		case errors.Is(err, ErrNotFound):
-			// Published without Submit: create the status as we go.
-			st = messages.Status{MissionID: m.ID, StreamSeq: meta.Sequence.Stream}
+			// The first claim writes the first status, once no other
+			// submitter's mission holds the id: the journal, the tool
+			// calls' idempotency keys and their results are the id's.
+			owner, err := w.idOwner(ctx, k.id)
+			if err != nil {
+				log.Warn().Err(err).Msg("status unreadable; retrying later")
+				_ = msg.NakWithDelay(w.cfg.NakDelay)
+				return nil, true
+			}
+			if owner != "" && owner != k.sub {
+				log.Warn().Str("owner", owner).Msg("mission id taken by another submitter; refusing the mission")
+				w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
+					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id))
+				_ = msg.Term()
+				return nil, true
+			}
+			st = messages.Status{MissionID: m.ID, Submitter: k.sub, StreamSeq: meta.Sequence.Stream}
 		case err != nil:
 			log.Warn().Err(err).Msg("status unreadable; retrying later")
 			_ = msg.NakWithDelay(w.cfg.NakDelay)
@@ -341,14 +387,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 			st, rev = cur.st, cur.rev
 		}
 		if messages.TerminalState(st.State) {
-			w.settleFinished(ctx, msg, m.ID, st, log)
+			w.settleFinished(ctx, msg, k, st, log)
 			return nil, true
 		}
 		if attempt > 1 || st.State == messages.StateRunning {
 			// The stored result is the truth: a run that stored it but
 			// lost its final status write and its ack is not run again.
-			if stored, err := readResult(ctx, w.st, m.ID); err == nil {
-				w.settleStored(ctx, msg, m.ID, stored, log)
+			if stored, err := readResult(ctx, w.st, k); err == nil {
+				w.settleStored(ctx, msg, k, stored, log)
 				return nil, true
 			}
 		}
@@ -366,7 +412,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 			_ = msg.Term()
 			return nil, true
 		}
-		if st.Summary == nil { // published without Submit
+		if st.Summary == nil { // the first claim
 			st.Summary = messages.Summarize(m)
 		}
 		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
@@ -386,9 +432,9 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, m *messages.Missi
 
 // settleStored acks a message whose mission has a stored result though its
 // status is not final, and makes the status final.
-func (w *Worker) settleStored(ctx context.Context, msg jetstream.Msg, id string, stored *messages.Step, log *zerolog.Logger) {
+func (w *Worker) settleStored(ctx context.Context, msg jetstream.Msg, k missionKey, stored *messages.Step, log *zerolog.Logger) {
 	final := stateOf(stored)
-	_, err := updateStatus(ctx, w.st.Status, id, func(s *messages.Status) bool {
+	_, err := updateStatus(ctx, w.st, k, func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false
 		}
@@ -408,13 +454,13 @@ func (w *Worker) settleStored(ctx context.Context, msg jetstream.Msg, id string,
 // settleFinished acks a message whose mission already finished, making sure
 // its result is stored (a cancel of a queued mission may have crashed
 // between the status and the result).
-func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, id string, st messages.Status, log *zerolog.Logger) {
-	if _, err := readResult(ctx, w.st, id); errors.Is(err, ErrNotFound) {
+func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, k missionKey, st messages.Status, log *zerolog.Logger) {
+	if _, err := readResult(ctx, w.st, k); errors.Is(err, ErrNotFound) {
 		reason := st.Reason
 		if reason == "" {
 			reason = ReasonRunnerError
 		}
-		_, _, _ = publishResult(ctx, w.js, w.st, id, failStep(reason, "the mission ended as %s", st.State))
+		_, _, _ = publishResult(ctx, w.js, w.st, k, failStep(reason, "the mission ended as %s", st.State))
 	}
 	log.Debug().Str("state", st.State).Msg("mission already finished; acking")
 	_ = msg.Ack()
@@ -434,7 +480,7 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 // heartbeat keeps the message in progress and the status fenced until stop
 // is closed. It cancels the run when the status shows a cancel request
 // (ErrCancelled) or another owner (ErrFenced).
-func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}) {
+func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(max(w.ackWait/3, 10*time.Millisecond))
 	defer t.Stop()
@@ -453,7 +499,7 @@ func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[s
 			c()
 			continue
 		}
-		cur, gerr := getStatus(ctx, w.st.Status, id)
+		cur, gerr := getStatus(ctx, w.st, k)
 		c()
 		if gerr != nil {
 			continue // transient; try again next beat
@@ -481,26 +527,27 @@ func (w *Worker) heartbeat(msg jetstream.Msg, id string, entry *atomic.Pointer[s
 // queue; once it is stored, the mission's journal is purged. It reports
 // whether the mission has its result stored (by this run or an earlier
 // one): the mission is over.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) bool {
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) bool {
+	id := k.id
 	// A last fence check: a worker that lost the mission publishes nothing.
-	if cur, err := getStatus(ctx, w.st.Status, id); err == nil && entry != nil &&
+	if cur, err := getStatus(ctx, w.st, k); err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
 		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
 		w.cfg.Metrics.fencedRun()
 		attemptFrom(ctx).setOutcome("fenced")
 		return false
 	}
-	stored, mine, err := publishResult(ctx, w.js, w.st, id, step)
+	stored, mine, err := publishResult(ctx, w.js, w.st, k, step)
 	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
 		// the trace (every tool result the programs read) is what a
 		// reader cannot take more often than the answer: the answer or
 		// failure is kept without it
 		log.Warn().Err(err).Msg("result refused with its trace: storing it without")
-		stored, mine, err = publishResult(ctx, w.js, w.st, id, withoutTrace(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, withoutTrace(step, err))
 	}
 	if errors.Is(err, errUnreadableResult) {
 		log.Warn().Err(err).Msg("result refused: its readers could not decode it")
-		stored, mine, err = publishResult(ctx, w.js, w.st, id, unreadableStep(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, unreadableStep(step, err))
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
@@ -544,14 +591,10 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 		}
 	}
 	if err != nil {
-		_, err = updateStatus(ctx, w.st.Status, id, setFinal)
+		_, err = updateStatus(ctx, w.st, k, setFinal)
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("final status not written")
-	}
-	em := &emitter{nc: w.nc, missionID: id, worker: w.cfg.ID, attempt: 0}
-	if entry != nil {
-		em.attempt = entry.st.Attempt
 	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
 	w.recordStored(ctx, final, stored)
@@ -571,7 +614,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, id string, step 
 }
 
 // handBack returns a mission to the queue at shutdown.
-func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, id string, entry *statusEntry, log *zerolog.Logger) {
+func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, entry *statusEntry, log *zerolog.Logger) {
 	if entry != nil {
 		st := entry.st
 		st.State, st.Worker = messages.StateQueued, ""
@@ -590,9 +633,9 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, id string, ent
 
 // retryOrDead naks a retryable failure, or dead-letters it on the last
 // delivery.
-func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
+func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
 	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
-		w.deadLetter(ctx, id, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
+		w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
 			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))
 		_ = msg.Term()
 		attemptFrom(ctx).setOutcome("dead_lettered")
@@ -614,14 +657,21 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, id string, 
 // the mission's data limit under Store.MaxContextBytes: a larger object is refused from its recorded
 // size before any chunk is read, and the read itself stops one byte past
 // the limit. Only transport failures are retryable.
-func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
+func (w *Worker) loadContext(ctx context.Context, k missionKey, m *messages.Mission) error {
 	limit := w.cfg.Store.contextLimit(m)
+	// A submitter's mission reads only the context its submitter stored
+	// for it, as it was stored: other submitters may write the bucket.
+	if want := messages.ContextName(k.sub, k.id); m.ContextRef != want {
+		return fmt.Errorf("fleet: context %s: a mission of submitter %s reads its context from %s only", m.ContextRef, k.sub, want)
+	}
 	info, err := w.st.Context.GetInfo(ctx, m.ContextRef)
 	switch {
 	case errors.Is(err, jetstream.ErrObjectNotFound):
 		return fmt.Errorf("fleet: context %s: %w", m.ContextRef, err)
 	case err != nil:
 		return fmt.Errorf("fleet: context %s: %w (%w)", m.ContextRef, err, ErrRetryable)
+	case info.Digest != m.ContextDigest:
+		return fmt.Errorf("fleet: context %s: the object's digest %s is not the %s its mission was submitted with: it was replaced", m.ContextRef, info.Digest, m.ContextDigest)
 	case int64(info.Size) > limit:
 		return fmt.Errorf("fleet: context %s is %d bytes, more than the %d a worker reads (limits.max_data, at most the operator's MaxContextBytes ceiling)", m.ContextRef, info.Size, limit)
 	}
@@ -637,12 +687,29 @@ func (w *Worker) loadContext(ctx context.Context, m *messages.Mission) error {
 	case int64(len(blob)) > limit:
 		return fmt.Errorf("fleet: context %s holds more than the %d bytes a worker reads", m.ContextRef, limit)
 	}
+	h := sha256.Sum256(blob)
+	if got := "SHA-256=" + base64.URLEncoding.EncodeToString(h[:]); got != m.ContextDigest {
+		return fmt.Errorf("fleet: context %s: the object's digest %s is not the %s its mission was submitted with: it was replaced", m.ContextRef, got, m.ContextDigest)
+	}
 	var c map[string]any
 	if err := messages.Unmarshal(blob, &c); err != nil {
 		return fmt.Errorf("fleet: context %s: %w", m.ContextRef, err)
 	}
-	m.Context, m.ContextRef = c, ""
+	m.Context, m.ContextRef, m.ContextDigest = c, "", ""
 	return nil
+}
+
+// idOwner returns the submitter whose mission holds id in the status
+// bucket ("" when none does).
+func (w *Worker) idOwner(ctx context.Context, id string) (string, error) {
+	e, err := getStatus(ctx, w.st, missionKey{sub: messages.AllSubmitters, id: id})
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return e.st.Submitter, nil
 }
 
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {

@@ -16,14 +16,18 @@ import (
 // storeRecord keeps m's record (messages.MissionRecord: the mission as it
 // ran and its tools' schemas as box discovered them) in the
 // mission_results object store, so that the mission can be replayed from
-// it and its Step's trace in any process. It is written before the
-// result, so a caller that reads the result finds the record; a failure
-// is logged and the mission goes on (only its replay is lost). The tools'
-// schemas are those the run's discovery found (a tool it never looked up
-// has none).
-func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, log *zerolog.Logger) {
+// it and its Step's trace in any process, and returns its reference for
+// its result. The record holds the mission's context and the bucket's
+// chunks are read by sequence, which permissions cannot hold to one
+// submitter, so it is sealed like a large Step (sealStep) and its key
+// travels only in the result, which only its submitter reads. It is
+// written before the result, so a caller that reads the result finds the
+// record; a failure is logged and the mission goes on (only its replay is
+// lost). The tools' schemas are those the run's discovery found (a tool
+// it never looked up has none).
+func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
-		return
+		return nil
 	}
 	rec := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: m}
 	// The schemas the run saw are in the discovery cache: no discovery is
@@ -37,12 +41,28 @@ func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Tool
 	if err == nil && int64(len(data)) > maxStoredStep {
 		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
 	}
+	var ref *messages.ObjectRef
 	if err == nil {
-		err = putRetrying(ctx, w.st.ResultObjects, messages.MissionRecordName(m.ID), data)
+		ref, err = putSealed(ctx, w.st.ResultObjects, messages.MissionRecordName(m.ID), data)
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
 	}
+	return ref
+}
+
+// putSealed seals data (sealStep) and puts it under name in obs
+// (putRetrying), returning the object's reference with the key.
+func putSealed(ctx context.Context, obs jetstream.ObjectStore, name string, data []byte) (*messages.ObjectRef, error) {
+	sealed, key, err := sealStep(data)
+	if err != nil {
+		return nil, err
+	}
+	info, err := putRetrying(ctx, obs, name, sealed)
+	if err != nil {
+		return nil, err
+	}
+	return &messages.ObjectRef{Bucket: messages.BucketResults, Name: info.Name, Size: int64(info.Size), Digest: info.Digest, Key: key}, nil
 }
 
 // recordWriteWait bounds the retries of a record's write (a cluster
@@ -51,18 +71,18 @@ const recordWriteWait = 10 * time.Second
 
 // putRetrying puts data under name in obs, retrying with backoff for up
 // to recordWriteWait and never past ctx.
-func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, data []byte) error {
+func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, data []byte) (*jetstream.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	for {
-		_, err := obs.Put(ctx, smallObjectMeta(name, len(data)), bytes.NewReader(data))
+		info, err := obs.Put(ctx, smallObjectMeta(name, len(data)), bytes.NewReader(data))
 		if err == nil {
-			return nil
+			return info, nil
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return nil, err
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)
@@ -79,9 +99,11 @@ func smallObjectMeta(name string, size int) jetstream.ObjectMeta {
 }
 
 // Record returns the record a worker kept of mission id when it finished
-// it (messages.MissionRecord), read with direct gets. ErrNotFound (wrapped)
-// means there is none: the mission has not finished, ran on a worker that
-// keeps none, or its record expired with the results.
+// it (messages.MissionRecord), found through the mission's result
+// (Step.Record, which holds its key) and read with direct gets.
+// ErrNotFound (wrapped) means there is none: the mission has not finished,
+// ran on a worker that keeps none, or its record expired with the
+// results.
 func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord, error) {
 	if err := checkID("record", id); err != nil {
 		return nil, err
@@ -89,20 +111,25 @@ func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord
 	if c.st.ResultObjects == nil || c.st.resultStream == nil {
 		return nil, fmt.Errorf("fleet: record %s: the %s object store is not set up", id, messages.BucketResults)
 	}
-	name := messages.MissionRecordName(id)
-	info, err := c.st.ResultObjects.GetInfo(ctx, name)
+	step, err := readResult(ctx, c.st, c.key(id))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	ref := step.Record
+	if ref == nil {
+		return nil, fmt.Errorf("fleet: record %s: %w: its result names no record", id, ErrNotFound)
+	}
+	if ref.Bucket != messages.BucketResults || ref.Name != messages.MissionRecordName(id) || ref.Size > maxStoredStep+sealOverhead {
+		return nil, fmt.Errorf("fleet: record %s: %s cannot be read (want %s in %s of at most %d bytes)", id, ref, messages.MissionRecordName(id), messages.BucketResults, maxStoredStep)
+	}
+	data, err := readObjectDirect(ctx, c.st.ResultObjects, c.st.resultStream, ref)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
 	}
-	if int64(info.Size) > maxStoredStep {
-		return nil, fmt.Errorf("fleet: record %s is %d bytes, more than the %d a record may hold", id, info.Size, maxStoredStep)
-	}
-	ref := &messages.ObjectRef{Bucket: messages.BucketResults, Name: name, Size: int64(info.Size), Digest: info.Digest}
-	data, err := readObjectDirect(ctx, c.st.ResultObjects, c.st.resultStream, ref)
-	if err != nil {
+	if data, err = openStep(data, ref.Key); err != nil {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
 	}
 	if err := messages.CheckBounds(data); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -93,13 +94,35 @@ type Emitter interface {
 	Emit(ev *messages.Event)
 }
 
-// emitter publishes a mission's events on core NATS; the EVENTS stream
-// stores them.
+// emitter publishes a mission's events on core NATS, numbered from the
+// last one stored (every attempt's events are one sequence); the EVENTS
+// stream stores them.
 type emitter struct {
 	nc        *nats.Conn
+	sub       string
 	missionID string
 	worker    string
 	attempt   int
+	// mu orders numbering and publishing: events reach the stream in
+	// number order (one connection keeps its publishes' order), so a
+	// reader finding a number missing below the last stored one knows it
+	// was lost, not late.
+	mu sync.Mutex
+	n  uint64 // the number of the last event published
+}
+
+// newEmitter returns the emitter of mission k's events, numbered after the
+// last one stored.
+func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int) *emitter {
+	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt}
+	if w.st != nil && w.st.Events != nil {
+		if n, err := lastEventNumber(ctx, w.st.Events, k); err == nil {
+			em.n = n
+		} else {
+			w.log.Warn().Err(err).Str("mission_id", k.id).Msg("last event not read; numbering this attempt's events from 1")
+		}
+	}
+	return em
 }
 
 func (e *emitter) Emit(ev *messages.Event) {
@@ -126,7 +149,10 @@ func (e *emitter) Emit(ev *messages.Event) {
 			return
 		}
 	}
-	_ = e.nc.Publish(messages.EventSubject(e.missionID, out.Kind), data)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), data)
 }
 
 // MaxEventBytes bounds one progress event as published and stored in

@@ -63,7 +63,7 @@ func TestManyMissionsAcrossWorkers(t *testing.T) {
 	}
 
 	got := make(chan string, 2*missions)
-	sub, err := nc.Subscribe(messages.SubjectResultPrefix+"*", func(msg *nats.Msg) {
+	sub, err := nc.Subscribe(messages.ResultSubject("*", "*"), func(msg *nats.Msg) {
 		got <- msg.Header.Get(messages.HeaderMissionID)
 	})
 	if err != nil {

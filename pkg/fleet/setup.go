@@ -174,6 +174,9 @@ type Stores struct {
 	BudgetLimits, BudgetSpend jetstream.KeyValue
 	// resultStream is ResultObjects' stream, read with direct gets.
 	resultStream jetstream.Stream
+	// statusStream is Status' stream, read with direct gets where a
+	// reader looks a mission up by id alone (messages.AllSubmitters).
+	statusStream jetstream.Stream
 	// Consumers by priority.
 	Consumers map[string]jetstream.Consumer
 }
@@ -212,7 +215,7 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	for _, p := range messages.Priorities() {
 		want := jetstream.ConsumerConfig{
 			Durable:       ConsumerName(p),
-			FilterSubject: messages.SubmitSubject(p),
+			FilterSubject: messages.SubmitFilter(p),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
 			MaxDeliver:    cfg.MaxDeliver,
@@ -292,12 +295,21 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	if err != nil {
 		return nil, err
 	}
+	st.statusStream, err = retrySetup(ctx, cfg, "stream "+statusStream, func(ctx context.Context) (jetstream.Stream, error) {
+		return js.Stream(ctx, statusStream)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
 // resultObjectStream is the stream behind the mission_results object
 // store.
 const resultObjectStream = "OBJ_" + messages.BucketResults
+
+// statusStream is the stream behind the mission_status bucket.
+const statusStream = "KV_" + messages.BucketStatus
 
 // layoutStream is one stream of the layout and where its handle goes.
 type layoutStream struct {
@@ -312,33 +324,38 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Name: messages.StreamParked,
 			// suspended missions wait on mission.parked.<id>; the schedule
 			// on mission.park.<id> (or a decision) publishes them on
-			// mission.wake.<priority>.<id>, which MISSIONS sources
-			// (docs/approvals.md)
+			// mission.wake.<submitter>.<priority>.<id>, which MISSIONS
+			// sources (docs/approvals.md)
 			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
-				messages.SubjectWakePrefix + "*.*"},
+				messages.SubjectWakePrefix + "*.*.*"},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.ResultTTL, MaxMsgSize: cfg.MaxMissionBytes, Duplicates: 2 * time.Minute,
 			AllowRollup: true, AllowMsgTTL: true, AllowMsgSchedules: true, AllowDirect: true,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
-			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*"},
+			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*.*.*"},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-			Duplicates: cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
+			// a queued mission's submitter reads it by its subject (Status)
+			AllowDirect: true,
+			Duplicates:  cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
 			Discard: jetstream.DiscardNew,
 			Sources: []*jetstream.StreamSource{{Name: messages.StreamParked,
 				SubjectTransforms: []jetstream.SubjectTransformConfig{{
-					Source: messages.SubjectWakePrefix + "*.*", Destination: messages.SubjectSubmitPrefix + "{{wildcard(1)}}"}}}},
+					Source:      messages.SubjectWakePrefix + "*.*.*",
+					Destination: messages.SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}"}}}},
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
-			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*"},
+			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*"},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
 			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Events }, jetstream.StreamConfig{
-			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*"},
+			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*.*.*"},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.EventTTL, Discard: jetstream.DiscardOld,
+			// watchers read a mission's events one by one by subject
+			AllowDirect: true,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Dead }, jetstream.StreamConfig{
 			Name: messages.StreamDead, Subjects: []string{messages.SubjectDeadPrefix + "*"},

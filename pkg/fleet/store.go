@@ -3,7 +3,11 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -22,7 +26,8 @@ import (
 // in the mission_results object store first, under a name of its own
 // (a losing writer's object is left to the bucket's TTL), and the result
 // message carries its reference (Step.Stored).
-func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, id string, step *messages.Step) (*messages.Step, bool, error) {
+func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step) (*messages.Step, bool, error) {
+	id := k.id
 	data, err := messages.MarshalStep(step)
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
@@ -49,18 +54,18 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, id s
 		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
 			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
 	}
-	msg := &nats.Msg{Subject: messages.ResultSubject(id), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMissionID, id)
 	ack, err := js.PublishMsg(ctx, msg,
 		jetstream.WithExpectLastSequencePerSubject(0),
-		jetstream.WithMsgID(id+"/final"))
+		jetstream.WithMsgID(messages.StatusKey(k.sub, id)+"/final"))
 	if err == nil && !ack.Duplicate {
 		return step, true, nil
 	}
 	if err != nil && !isWrongLastSeq(err) {
 		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
 	}
-	stored, rerr := readResult(ctx, st, id)
+	stored, rerr := readResult(ctx, st, k)
 	if rerr != nil {
 		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", id, rerr)
 	}
@@ -77,12 +82,73 @@ func storeStep(ctx context.Context, st *Stores, id string, data []byte) (*messag
 		return nil, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded and the %s object store is not set up",
 			id, errUnreadableResult, len(data), messages.BucketResults)
 	}
-	name := id + "." + messages.NewMissionID()
-	info, err := st.ResultObjects.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data))
+	sealed, key, err := sealStep(data)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: result %s: store %d bytes in %s: %w", id, len(data), messages.BucketResults, err)
+		return nil, fmt.Errorf("fleet: result %s: %w", id, err)
 	}
-	return &messages.ObjectRef{Bucket: messages.BucketResults, Name: info.Name, Size: int64(info.Size), Digest: info.Digest}, nil
+	name := id + "." + messages.NewMissionID()
+	info, err := st.ResultObjects.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(sealed))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: result %s: store %d bytes in %s: %w", id, len(sealed), messages.BucketResults, err)
+	}
+	return &messages.ObjectRef{Bucket: messages.BucketResults, Name: info.Name, Size: int64(info.Size), Digest: info.Digest, Key: key}, nil
+}
+
+// A Step stored in mission_results is sealed (AES-256-GCM) under a key of
+// its own that only its result message, on its submitter's subject,
+// carries: the bucket's chunks are read by sequence, which NATS permissions
+// cannot hold to one submitter, so another submitter reading them gets
+// ciphertext only.
+const (
+	stepKeyBytes  = 32
+	sealOverhead  = 12 + 16 // nonce and tag
+	stepNonceSize = 12
+)
+
+// sealStep seals data under a new random key; the result is the nonce
+// followed by the sealed bytes.
+func sealStep(data []byte) (sealed []byte, key string, err error) {
+	raw := make([]byte, stepKeyBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, "", fmt.Errorf("seal: %w", err)
+	}
+	aead, err := stepAEAD(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]byte, stepNonceSize, stepNonceSize+len(data)+aead.Overhead())
+	if _, err := rand.Read(out); err != nil {
+		return nil, "", fmt.Errorf("seal: %w", err)
+	}
+	return aead.Seal(out, out, data, nil), base64.URLEncoding.EncodeToString(raw), nil
+}
+
+// openStep opens what sealStep sealed under key.
+func openStep(sealed []byte, key string) ([]byte, error) {
+	raw, err := base64.URLEncoding.DecodeString(key)
+	if err != nil || len(raw) != stepKeyBytes {
+		return nil, fmt.Errorf("the reference's key is not %d bytes in base64url", stepKeyBytes)
+	}
+	aead, err := stepAEAD(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(sealed) < stepNonceSize+aead.Overhead() {
+		return nil, errors.New("the object is shorter than a sealed Step")
+	}
+	data, err := aead.Open(nil, sealed[:stepNonceSize], sealed[stepNonceSize:], nil)
+	if err != nil {
+		return nil, errors.New("the object does not open with the reference's key")
+	}
+	return data, nil
+}
+
+func stepAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	return cipher.NewGCM(block)
 }
 
 // errUnreadableResult: a Step that could not be stored so that every
@@ -98,7 +164,7 @@ const resultHeaderRoom = 1024
 // be stored (errUnreadableResult): it keeps step's usage and attempts.
 func unreadableStep(step *messages.Step, cause error) *messages.Step {
 	f := failStep(ReasonUnreadableResult, "%v; return a smaller or flatter value", cause)
-	f.Signature, f.Usage, f.Attempts, f.Replayed = step.Signature, step.Usage, step.Attempts, step.Replayed
+	f.Signature, f.Usage, f.Attempts, f.Replayed, f.Record = step.Signature, step.Usage, step.Attempts, step.Replayed, step.Record
 	return f
 }
 
@@ -111,10 +177,12 @@ func withoutTrace(step *messages.Step, cause error) *messages.Step {
 	return &s
 }
 
-// readResult reads the stored result of mission id (direct get), and the
-// Step it refers to when it was too large for one message.
-func readResult(ctx context.Context, st *Stores, id string) (*messages.Step, error) {
-	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(id))
+// readResult reads the stored result of mission k (direct get; k.sub may be
+// messages.AllSubmitters), and the Step it refers to when it was too large
+// for one message.
+func readResult(ctx context.Context, st *Stores, k missionKey) (*messages.Step, error) {
+	id := k.id
+	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, id))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrNotFound
@@ -130,12 +198,17 @@ func readResult(ctx context.Context, st *Stores, id string) (*messages.Step, err
 
 // readStoredStep reads a Step stored in the mission_results object store.
 func readStoredStep(ctx context.Context, st *Stores, id string, ref *messages.ObjectRef) (*messages.Step, error) {
-	if ref.Bucket != messages.BucketResults || ref.Size > maxStoredStep || st.ResultObjects == nil || st.resultStream == nil {
+	if ref.Bucket != messages.BucketResults || ref.Size > maxStoredStep+sealOverhead || st.ResultObjects == nil || st.resultStream == nil {
 		return nil, fmt.Errorf("fleet: result %s: %s cannot be read (want one in %s of at most %d bytes)", id, ref, messages.BucketResults, maxStoredStep)
 	}
 	data, err := readObjectDirect(ctx, st.ResultObjects, st.resultStream, ref)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: result %s: %w", id, err)
+	}
+	if len(ref.Key) > 0 {
+		if data, err = openStep(data, ref.Key); err != nil {
+			return nil, fmt.Errorf("fleet: result %s: %s: %w", id, ref, err)
+		}
 	}
 	step, err := decodeStep(data)
 	if err == nil && step.Stored != nil {
@@ -194,27 +267,58 @@ type statusEntry struct {
 	rev uint64
 }
 
-func getStatus(ctx context.Context, kv jetstream.KeyValue, id string) (*statusEntry, error) {
-	e, err := kv.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+// missionKey names one mission of one submitter: where its status, result
+// and events are. A reader's sub may be messages.AllSubmitters.
+type missionKey struct{ sub, id string }
+
+func (k missionKey) String() string { return k.sub + "/" + k.id }
+
+// getStatus reads mission k's status: a KV get of its key, or, for
+// messages.AllSubmitters, a direct get of the last message on the key's
+// subject in the bucket's stream.
+func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, error) {
+	var data []byte
+	var rev uint64
+	if k.sub == messages.AllSubmitters {
+		if st.statusStream == nil {
+			return nil, fmt.Errorf("fleet: status %s: the status bucket's stream is not bound", k.id)
+		}
+		raw, err := st.statusStream.GetLastMsgForSubject(ctx, messages.StatusSubject(k.sub, k.id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrNotFound
 		}
-		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
+		}
+		if op := raw.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			return nil, ErrNotFound
+		}
+		data, rev = raw.Data, raw.Sequence
+	} else {
+		e, err := st.Status.Get(ctx, messages.StatusKey(k.sub, k.id))
+		if err != nil {
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return nil, ErrNotFound
+			}
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
+		}
+		data, rev = e.Value(), e.Revision()
 	}
-	var st messages.Status
-	if err := messages.Unmarshal(e.Value(), &st); err != nil {
-		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	var s messages.Status
+	if err := messages.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
 	}
-	if err := st.Validate(); err != nil {
-		return nil, fmt.Errorf("fleet: status %s: %w", id, err)
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
 	}
-	return &statusEntry{st: st, rev: e.Revision()}, nil
+	return &statusEntry{st: s, rev: rev}, nil
 }
 
-// casStatus writes st if the key is still at rev; jetstream.ErrKeyRevisionMismatch
-// (wrapped) means another writer won.
+// casStatus writes st (under the key of st.Submitter and st.MissionID) if
+// the key is still at rev; jetstream.ErrKeyRevisionMismatch (wrapped) means
+// another writer won.
 func casStatus(ctx context.Context, kv jetstream.KeyValue, st messages.Status, rev uint64) (uint64, error) {
+	key := messages.StatusKey(st.Submitter, st.MissionID)
 	st.Version = messages.StatusVersion
 	st.UpdatedAt = time.Now().UTC()
 	data, err := messages.Marshal(&st)
@@ -222,27 +326,28 @@ func casStatus(ctx context.Context, kv jetstream.KeyValue, st messages.Status, r
 		return 0, err
 	}
 	if rev == 0 {
-		return kv.Create(ctx, st.MissionID, data)
+		return kv.Create(ctx, key, data)
 	}
-	return kv.Update(ctx, st.MissionID, data, rev)
+	return kv.Update(ctx, key, data, rev)
 }
 
 // updateStatus applies edit to the current status with compare-and-set,
 // retrying on conflicts up to a few times. edit returns false to leave the
 // status unchanged.
-func updateStatus(ctx context.Context, kv jetstream.KeyValue, id string, edit func(*messages.Status) bool) (*statusEntry, error) {
+func updateStatus(ctx context.Context, st *Stores, k missionKey, edit func(*messages.Status) bool) (*statusEntry, error) {
+	id := k.id
 	for range 8 {
-		cur, err := getStatus(ctx, kv, id)
+		cur, err := getStatus(ctx, st, k)
 		if err != nil {
 			return nil, err
 		}
-		st := cur.st
-		if !edit(&st) {
+		s := cur.st
+		if !edit(&s) {
 			return cur, nil
 		}
-		rev, err := casStatus(ctx, kv, st, cur.rev)
+		rev, err := casStatus(ctx, st.Status, s, cur.rev)
 		if err == nil {
-			return &statusEntry{st: st, rev: rev}, nil
+			return &statusEntry{st: s, rev: rev}, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("fleet: update status %s: %w", id, err)

@@ -63,11 +63,11 @@ func TestTraceHeadersAndMissionLogs(t *testing.T) {
 	if seen.MissionID != m.ID || seen.Tool != "probe" || seen.CallID == "" || seen.Header.Get(messages.HeaderMissionID) != m.ID {
 		t.Errorf("call info = %+v", seen)
 	}
-	if out := logs.String(); !strings.Contains(out, `"mission_id":"`+m.ID+`","attempt":1,"message":"from the runner"`) {
+	if out := logs.String(); !strings.Contains(out, `"mission_id":"`+m.ID+`","submitter":"anonymous","attempt":1,"message":"from the runner"`) {
 		t.Errorf("logs:\n%s", out)
 	}
 	eventually(t, 5*time.Second, "the final log line", func() bool {
-		return strings.Contains(logs.String(), `"mission_id":"`+m.ID+`","attempt":1,"state":"succeeded","message":"mission finished"`)
+		return strings.Contains(logs.String(), `"mission_id":"`+m.ID+`","submitter":"anonymous","attempt":1,"state":"succeeded","message":"mission finished"`)
 	})
 }
 
@@ -95,7 +95,7 @@ func TestEnsureStoresIdempotent(t *testing.T) {
 		t.Errorf("MISSIONS config = %+v", mis)
 	}
 	ci := st.Consumers[messages.PriorityNormal].CachedInfo().Config
-	if ci.MaxDeliver != 7 || ci.AckPolicy != jetstream.AckExplicitPolicy || ci.FilterSubject != "mission.submit.normal" {
+	if ci.MaxDeliver != 7 || ci.AckPolicy != jetstream.AckExplicitPolicy || ci.FilterSubject != "mission.submit.*.normal.*" {
 		t.Errorf("consumer config = %+v", ci)
 	}
 }

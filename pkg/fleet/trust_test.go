@@ -50,8 +50,8 @@ func TestDiscoveryRefusesForeignSubjects(t *testing.T) {
 	c := newClient(t, nc)
 	m := newMission("get_customer", "get_order")
 	forgeInfo(t, nc, "evil", map[string]string{
-		"get_customer": messages.ResultSubject(m.ID),
-		"get_order":    "$KV." + messages.BucketStatus + "." + m.ID,
+		"get_customer": messages.ResultSubject(messages.DefaultSubmitter, m.ID),
+		"get_order":    messages.StatusSubject(messages.DefaultSubmitter, m.ID),
 	})
 
 	toolErrs := make(chan error, 2)
@@ -212,14 +212,16 @@ func TestContextObjectsBounded(t *testing.T) {
 	}), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
 	// A submitter that writes the object store itself.
 	m := newMission()
-	m.Context, m.ContextRef = nil, m.ID+"/context"
+	m.Context, m.ContextRef = nil, messages.ContextName(c.Submitter(), m.ID)
 	blob, err := messages.Marshal(map[string]any{"blob": strings.Repeat("x", 100<<10)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Stores().Context.PutBytes(testCtx(t), m.ContextRef, blob); err != nil {
+	obj, err := c.Stores().Context.PutBytes(testCtx(t), m.ContextRef, blob)
+	if err != nil {
 		t.Fatal(err)
 	}
+	m.ContextDigest = obj.Digest
 	if _, err := c.Submit(testCtx(t), m); err != nil {
 		t.Fatal(err)
 	}
@@ -337,14 +339,16 @@ func TestContextFollowsMissionDataLimit(t *testing.T) {
 	}
 	direct := newMission()
 	direct.Limits.MaxData = 4 << 20
-	direct.Context, direct.ContextRef = nil, direct.ID+"/context"
+	direct.Context, direct.ContextRef = nil, messages.ContextName(c.Submitter(), direct.ID)
 	blob, err := messages.Marshal(map[string]any{"blob": strings.Repeat("x", size)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Stores().Context.PutBytes(testCtx(t), direct.ContextRef, blob); err != nil {
+	info, err := c.Stores().Context.PutBytes(testCtx(t), direct.ContextRef, blob)
+	if err != nil {
 		t.Fatal(err)
 	}
+	direct.ContextDigest = info.Digest
 	if _, err := c.Submit(testCtx(t), direct); err != nil {
 		t.Fatal(err)
 	}
@@ -399,5 +403,48 @@ func TestCostCeilingsAreTheBudgetOfAMissionWithout(t *testing.T) {
 				t.Fatalf("the run saw %v (fail %+v), want max_cost_usd %v and max_tokens %d", got, step.Fail, tc.usd, tc.tokens)
 			}
 		})
+	}
+}
+
+// TestReplacedContextRefused: another submitter of the account may write
+// the context bucket, so a worker reads a mission's context only under its
+// submitter's name and only with the digest the mission was submitted
+// with; a context replaced after the submission fails the mission naming
+// both digests, and the replacement never reaches the runner.
+func TestReplacedContextRefused(t *testing.T) {
+	_, nc := runJetStream(t)
+	c, err := fleet.NewClient(testCtx(t), nc, fleet.ClientConfig{Store: testStore, InlineContextBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMission()
+	m.Context = map[string]any{"blob": strings.Repeat("real ", 1000)}
+	if _, err := c.Submit(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	name := messages.ContextName(c.Submitter(), m.ID)
+	forged, err := messages.Marshal(map[string]any{"blob": "forged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores().Context.PutBytes(testCtx(t), name, forged); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan any, 1)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		got <- m.Context["blob"]
+		return &messages.Step{Return: "ran"}, nil
+	}))
+	step, err := c.Await(testCtx(t), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonInvalid || !strings.Contains(step.Fail.Message, "it was replaced") {
+		t.Fatalf("step %+v, want an invalid mission whose context was replaced", step.Fail)
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("the runner got the context %v", b)
+	default:
 	}
 }

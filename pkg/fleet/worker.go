@@ -224,7 +224,7 @@ type Worker struct {
 	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
 	advisory  sync.WaitGroup // dead-letter work from advisories
 	mu        sync.Mutex
-	running   map[string]context.CancelCauseFunc
+	running   map[string]*runningMission
 	closing   bool // guarded by mu; no new advisory work once set
 	stats     workerCounters
 
@@ -304,7 +304,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
-		running:   map[string]context.CancelCauseFunc{},
+		running:   map[string]*runningMission{},
 		stopping:  make(chan struct{}),
 		loopDone:  make(chan struct{}),
 		stopped:   make(chan struct{}),

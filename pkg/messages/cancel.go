@@ -5,9 +5,14 @@ import "time"
 // CancelVersion is the version of the Cancel layout.
 const CancelVersion = 1
 
-// Cancel asks the worker running a mission to stop it. It is sent on
-// CancelSubject(id) (core NATS) after the cancel flag is set in the mission's
-// status, so a worker that misses the message still sees the flag.
+// Cancel asks the fleet to cancel a mission. It is a core NATS request on
+// CancelSubject(submitter, id), so only the mission's submitter (or a user
+// granted every submitter's cancels) may send it. One worker (queue group
+// CancelQueue) carries it out and answers: a queued mission is marked
+// cancelled and its cancelled Step stored; a running one gets the cancel
+// flag in its status, which its worker checks on every heartbeat, and the
+// same Cancel on StopSubject(submitter, id), on which the worker running it
+// stops it at once.
 type Cancel struct {
 	Version   int    `msgpack:"v"`
 	MissionID string `msgpack:"mission_id"`
@@ -15,6 +20,9 @@ type Cancel struct {
 	Reason      string    `msgpack:"reason,omitempty"`
 	RequestedAt time.Time `msgpack:"requested_at"`
 }
+
+// CancelQueue is the queue group of the workers that carry cancels out.
+const CancelQueue = "ptc-cancel"
 
 // Validate checks a cancel request.
 func (c *Cancel) Validate() error {

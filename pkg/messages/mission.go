@@ -79,6 +79,10 @@ type Mission struct {
 	// encoded context when it was too large to travel inline; Context is
 	// then empty.
 	ContextRef string `msgpack:"context_ref,omitempty"`
+	// ContextDigest is the digest of the ContextRef object as its
+	// submitter stored it ("SHA-256=<base64url>"); a worker reads the
+	// context only when the object still has it.
+	ContextDigest string `msgpack:"context_digest,omitempty"`
 	// ContextSignature describes Context in signature syntax.
 	ContextSignature string `msgpack:"context_signature,omitempty"`
 	// Model is the LLM name to use (worker configuration maps names to
@@ -304,6 +308,9 @@ func (m *Mission) Validate() error {
 	}
 	if m.ContextRef != "" && len(m.Context) > 0 {
 		return invalidf("mission.context_ref: set together with an inline context")
+	}
+	if (m.ContextRef == "") != (m.ContextDigest == "") {
+		return invalidf("mission.context_digest: set with context_ref, and only with it")
 	}
 	if err := validNames("mission.tools", m.Tools); err != nil {
 		return err

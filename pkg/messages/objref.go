@@ -37,6 +37,10 @@ type ObjectRef struct {
 	Digest string `msgpack:"digest"`
 	// ContentType is "" (msgpack) or ContentTypeJSON.
 	ContentType string `msgpack:"content_type,omitempty"`
+	// Key is the AES-256-GCM key, base64url (padded), of a sealed object
+	// (a Step in BucketResults): the object holds a 12-byte nonce and the
+	// sealed bytes; Size and Digest are the object's.
+	Key string `msgpack:"key,omitempty"`
 }
 
 // Validate checks a reference: a bucket and name, a positive size, a

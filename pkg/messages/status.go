@@ -18,7 +18,7 @@ const (
 	// person's decision; no worker holds it (docs/approvals.md).
 	StateAwaitingApproval = "awaiting_approval"
 	// StateSucceeded, StateFailed, StateCancelled and StateDead are terminal:
-	// the result is stored on ResultSubject(id).
+	// the result is stored on ResultSubject(submitter, id).
 	StateSucceeded = "succeeded"
 	StateFailed    = "failed"
 	StateCancelled = "cancelled"
@@ -36,12 +36,16 @@ func TerminalState(s string) bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCancelled || s == StateDead
 }
 
-// Status is the value of a mission's key in BucketStatus. Every write is a
+// Status is the value of a mission's key in BucketStatus
+// (StatusKey(submitter, id)), written by workers only. Every write is a
 // compare-and-set on the key's revision, so a worker that lost the mission (a
 // zombie) cannot overwrite the status of the worker that holds it now.
 type Status struct {
 	Version   int    `msgpack:"v"`
 	MissionID string `msgpack:"mission_id"`
+	// Submitter is who submitted the mission: the submitter token of
+	// the subject it was submitted on.
+	Submitter string `msgpack:"submitter,omitempty"`
 	State     string `msgpack:"state"`
 	// Attempt is the delivery attempt of the current or last run.
 	Attempt int `msgpack:"attempt,omitempty"`
@@ -49,7 +53,8 @@ type Status struct {
 	Worker string `msgpack:"worker,omitempty"`
 	// StreamSeq is the MISSIONS stream sequence of the submitted message.
 	StreamSeq uint64 `msgpack:"stream_seq,omitempty"`
-	// CancelRequested is set by Cancel; workers check it on every heartbeat.
+	// CancelRequested is set when a cancel is carried out on a running
+	// mission; workers check it on every heartbeat.
 	CancelRequested bool   `msgpack:"cancel_requested,omitempty"`
 	CancelReason    string `msgpack:"cancel_reason,omitempty"`
 	// Suspensions counts the times the mission was suspended for

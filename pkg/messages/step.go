@@ -62,6 +62,10 @@ type Step struct {
 	// other fields are then empty. A fleet.Client reads the object in its
 	// place: callers never see Stored set.
 	Stored *ObjectRef `msgpack:"stored,omitempty"`
+	// Record is set by the worker on a mission's result: the reference,
+	// with its key, of the mission's sealed MissionRecord in
+	// BucketResults.
+	Record *ObjectRef `msgpack:"record,omitempty"`
 }
 
 // Replayed counts the work a redelivered mission did not repeat: model

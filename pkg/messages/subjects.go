@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -41,7 +42,7 @@ const (
 	BucketBudgetLimits = "budget_limits"
 	BucketBudgetSpend  = "budget_spend"
 
-	// SubjectSubmitPrefix prefixes mission.submit.<priority>.
+	// SubjectSubmitPrefix prefixes mission.submit.<submitter>.<priority>.<id>.
 	SubjectSubmitPrefix = "mission.submit."
 	// SubjectParkPrefix prefixes mission.park.<id> in PARKED: the
 	// scheduled message that queues a suspended mission again at its
@@ -50,20 +51,26 @@ const (
 	// SubjectParkedPrefix prefixes mission.parked.<id> in PARKED: the
 	// suspended mission's message, which a wake queues again.
 	SubjectParkedPrefix = "mission.parked."
-	// SubjectWakePrefix prefixes mission.wake.<priority>.<id> in PARKED:
-	// a suspended mission's message queued again (by its schedule or a
-	// decision); MISSIONS sources it as mission.submit.<priority>.
+	// SubjectWakePrefix prefixes mission.wake.<submitter>.<priority>.<id>
+	// in PARKED: a suspended mission's message queued again (by its
+	// schedule or a decision); MISSIONS sources it as
+	// mission.submit.<submitter>.<priority>.<id>.
 	SubjectWakePrefix = "mission.wake."
-	// SubjectResultPrefix prefixes mission.result.<id>.
+	// SubjectResultPrefix prefixes mission.result.<submitter>.<id>.
 	SubjectResultPrefix = "mission.result."
-	// SubjectEventPrefix prefixes mission.event.<id>.<kind>.
+	// SubjectEventPrefix prefixes mission.event.<submitter>.<id>.<n>.<kind>.
 	SubjectEventPrefix = "mission.event."
 	// SubjectDeadPrefix prefixes mission.dead.<id>.
 	SubjectDeadPrefix = "mission.dead."
 	// SubjectJournalPrefix prefixes mission.journal.<id>.
 	SubjectJournalPrefix = "mission.journal."
-	// SubjectCancelPrefix prefixes mission.cancel.<id> (core NATS).
+	// SubjectCancelPrefix prefixes mission.cancel.<submitter>.<id> (core
+	// NATS requests, answered by the fleet).
 	SubjectCancelPrefix = "mission.cancel."
+	// SubjectStopPrefix prefixes mission.stop.<submitter>.<id> (core
+	// NATS, between workers): stop the run of a mission whose cancel a
+	// worker carried out.
+	SubjectStopPrefix = "mission.stop."
 	// SubjectToolPrefix prefixes tool.<service>.<tool> (core NATS, micro).
 	SubjectToolPrefix = "tool."
 )
@@ -101,12 +108,25 @@ const (
 	// HeaderJournalBatch marks a journal message carrying several entries
 	// (their count); its body lists them, each with its key.
 	HeaderJournalBatch = "Ptc-Journal-Batch"
+	// HeaderError carries the error of a fleet request that failed (a
+	// cancel): a code (ErrCodeNotFound, ErrCodeFailed), ": " and a
+	// message.
+	HeaderError = "Ptc-Error"
 	// HeaderReason carries a human readable reason (dead letters, cancels).
 	HeaderReason = "Ptc-Reason"
 	// HeaderTraceParent is the W3C trace context header.
 	HeaderTraceParent = "traceparent"
 	// HeaderTraceState is the W3C trace state header.
 	HeaderTraceState = "tracestate"
+)
+
+// Codes of HeaderError.
+const (
+	// ErrCodeNotFound: the mission is not known to the fleet (or not
+	// the requester's).
+	ErrCodeNotFound = "not_found"
+	// ErrCodeFailed: the request could not be carried out.
+	ErrCodeFailed = "failed"
 )
 
 // Mission priorities; each is a subject token and a durable consumer.
@@ -125,23 +145,121 @@ func ValidPriority(p string) bool {
 	return p == PriorityHigh || p == PriorityNormal || p == PriorityLow
 }
 
-// SubmitSubject is the subject a mission of priority p is published on; an
-// empty p means PriorityNormal.
-func SubmitSubject(p string) string {
+// A submitter is who submits a mission: the identity the fleet knows it by,
+// the name of its NATS user (docs/security.md). It is a subject token of
+// every subject of its missions' submission, result, events and cancels,
+// and of their status keys, so NATS permissions can confine a submitter to
+// its own missions. AllSubmitters in its place reads every submitter's (a
+// reader granted that by its NATS user).
+const (
+	// DefaultSubmitter names the submitter of a connection without a
+	// NATS user (a local fleet without authentication).
+	DefaultSubmitter = "anonymous"
+	// AllSubmitters stands for every submitter in the subjects and keys
+	// a reader looks a mission up with; it is no submitter's name.
+	AllSubmitters = "*"
+	// MaxSubmitterLen bounds a submitter's name.
+	MaxSubmitterLen = 64
+)
+
+// ValidSubmitter reports whether s can name a submitter: a subject token
+// (ValidToken) that is also a valid status key (ASCII letters, digits,
+// '-', '_' and '='), at most MaxSubmitterLen characters.
+func ValidSubmitter(s string) bool {
+	if s == "" || len(s) > MaxSubmitterLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// SubmitSubject is the subject mission id of submitter s with priority p is
+// published on; an empty p means PriorityNormal.
+func SubmitSubject(s, p, id string) string {
 	if p == "" {
 		p = PriorityNormal
 	}
-	return SubjectSubmitPrefix + p
+	return SubjectSubmitPrefix + s + "." + p + "." + id
+}
+
+// SubmitFilter matches the submitted missions of priority p, of every
+// submitter (the priority's consumer).
+func SubmitFilter(p string) string { return SubjectSubmitPrefix + "*." + p + ".*" }
+
+// ParseSubmitSubject returns the submitter, priority and mission id of a
+// subject made by SubmitSubject; ok is false for any other subject.
+func ParseSubmitSubject(subject string) (s, p, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectSubmitPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	t := strings.Split(rest, ".")
+	if len(t) != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
+		return "", "", "", false
+	}
+	return t[0], t[1], t[2], true
 }
 
 // ResultSubject is the subject of mission id's final Step.
-func ResultSubject(id string) string { return SubjectResultPrefix + id }
+func ResultSubject(s, id string) string { return SubjectResultPrefix + s + "." + id }
 
-// EventSubject is the subject of a progress event of the given kind.
-func EventSubject(id, kind string) string { return SubjectEventPrefix + id + "." + kind }
+// EventSubject is the subject of the n-th progress event (from 1) of
+// mission id, of the given kind.
+func EventSubject(s, id string, n uint64, kind string) string {
+	return SubjectEventPrefix + s + "." + id + "." + strconv.FormatUint(n, 10) + "." + kind
+}
 
 // EventFilter matches every progress event of mission id.
-func EventFilter(id string) string { return SubjectEventPrefix + id + ".>" }
+func EventFilter(s, id string) string { return SubjectEventPrefix + s + "." + id + ".>" }
+
+// EventNumberFilter matches the n-th progress event of mission id.
+func EventNumberFilter(s, id string, n uint64) string {
+	return SubjectEventPrefix + s + "." + id + "." + strconv.FormatUint(n, 10) + ".*"
+}
+
+// ParseEventSubject returns the submitter, mission id and number of an
+// event subject made by EventSubject; ok is false for any other subject.
+func ParseEventSubject(subject string) (s, id string, n uint64, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectEventPrefix)
+	if !found {
+		return "", "", 0, false
+	}
+	t := strings.Split(rest, ".")
+	if len(t) != 4 {
+		return "", "", 0, false
+	}
+	n, err := strconv.ParseUint(t[2], 10, 64)
+	if err != nil || n == 0 {
+		return "", "", 0, false
+	}
+	return t[0], t[1], n, true
+}
+
+// StatusKey is mission id's key in BucketStatus.
+func StatusKey(s, id string) string { return s + "." + id }
+
+// StatusSubject is the subject of a status key in BucketStatus's stream.
+func StatusSubject(s, id string) string { return "$KV." + BucketStatus + "." + StatusKey(s, id) }
+
+// ParseStatusKey returns the submitter and mission id of a StatusKey.
+func ParseStatusKey(key string) (s, id string, ok bool) {
+	s, id, ok = strings.Cut(key, ".")
+	if !ok || !ValidSubmitter(s) || !ValidMissionID(id) {
+		return "", "", false
+	}
+	return s, id, true
+}
+
+// ContextName is the name of mission id's context in BucketContext when it
+// is stored aside: under its submitter, which the worker checks.
+func ContextName(s, id string) string { return s + "/" + id + "/context" }
 
 // JournalSubject is the subject of mission id's turn journal.
 func JournalSubject(id string) string { return SubjectJournalPrefix + id }
@@ -152,23 +270,60 @@ func ParkSubject(id string) string { return SubjectParkPrefix + id }
 // ParkedSubject is the subject of a suspended mission's message.
 func ParkedSubject(id string) string { return SubjectParkedPrefix + id }
 
-// WakeSubject is the subject on which mission id, of priority p, is
-// queued again after a suspension.
-func WakeSubject(p, id string) string {
+// WakeSubject is the subject on which mission id of submitter s, of
+// priority p, is queued again after a suspension.
+func WakeSubject(s, p, id string) string {
 	if p == "" {
 		p = PriorityNormal
 	}
-	return SubjectWakePrefix + p + "." + id
+	return SubjectWakePrefix + s + "." + p + "." + id
 }
 
 // DeadSubject is the dead-letter subject of mission id.
 func DeadSubject(id string) string { return SubjectDeadPrefix + id }
 
-// CancelSubject is the core NATS subject a cancel of mission id is sent on.
-func CancelSubject(id string) string { return SubjectCancelPrefix + id }
+// CancelSubject is the subject a cancel of mission id of submitter s is
+// requested on (core NATS request; the fleet answers).
+func CancelSubject(s, id string) string { return SubjectCancelPrefix + s + "." + id }
 
 // CancelWildcard matches every cancel subject; workers subscribe to it.
-const CancelWildcard = SubjectCancelPrefix + "*"
+const CancelWildcard = SubjectCancelPrefix + "*.*"
+
+// StopSubject is the subject a worker that carried out the cancel of
+// running mission id of submitter s tells the worker running it to stop on
+// (core NATS; workers only).
+func StopSubject(s, id string) string { return SubjectStopPrefix + s + "." + id }
+
+// StopWildcard matches every stop subject; workers subscribe to it.
+const StopWildcard = SubjectStopPrefix + "*.*"
+
+// ParseStopSubject returns the submitter and mission id of a subject made
+// by StopSubject.
+func ParseStopSubject(subject string) (s, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectStopPrefix)
+	if !found {
+		return "", "", false
+	}
+	s, id, ok = strings.Cut(rest, ".")
+	if !ok || !ValidSubmitter(s) || !ValidMissionID(id) {
+		return "", "", false
+	}
+	return s, id, true
+}
+
+// ParseCancelSubject returns the submitter and mission id of a subject
+// made by CancelSubject.
+func ParseCancelSubject(subject string) (s, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectCancelPrefix)
+	if !found {
+		return "", "", false
+	}
+	s, id, ok = strings.Cut(rest, ".")
+	if !ok || !ValidSubmitter(s) || !ValidMissionID(id) {
+		return "", "", false
+	}
+	return s, id, true
+}
 
 // ToolSubject is the micro endpoint subject of a tool.
 func ToolSubject(service, tool string) string { return SubjectToolPrefix + service + "." + tool }

@@ -190,18 +190,54 @@ func TestToolMessagesValidate(t *testing.T) {
 
 func TestSubjects(t *testing.T) {
 	tests := []struct{ got, want string }{
-		{SubmitSubject(""), "mission.submit.normal"},
-		{SubmitSubject(PriorityHigh), "mission.submit.high"},
-		{ResultSubject(testID), "mission.result." + testID},
-		{EventSubject(testID, EventFinal), "mission.event." + testID + ".final"},
-		{EventFilter(testID), "mission.event." + testID + ".>"},
+		{SubmitSubject("ops", "", testID), "mission.submit.ops.normal." + testID},
+		{SubmitSubject("ops", PriorityHigh, testID), "mission.submit.ops.high." + testID},
+		{SubmitFilter(PriorityLow), "mission.submit.*.low.*"},
+		{ResultSubject("ops", testID), "mission.result.ops." + testID},
+		{EventSubject("ops", testID, 12, EventFinal), "mission.event.ops." + testID + ".12.final"},
+		{EventFilter("ops", testID), "mission.event.ops." + testID + ".>"},
+		{EventNumberFilter("ops", testID, 3), "mission.event.ops." + testID + ".3.*"},
+		{StatusKey("ops", testID), "ops." + testID},
+		{StatusSubject("ops", testID), "$KV.mission_status.ops." + testID},
 		{DeadSubject(testID), "mission.dead." + testID},
-		{CancelSubject(testID), "mission.cancel." + testID},
+		{CancelSubject("ops", testID), "mission.cancel.ops." + testID},
+		{StopSubject("ops", testID), "mission.stop.ops." + testID},
 		{ToolSubject("mail", "search"), "tool.mail.search"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if s, p, id, ok := ParseSubmitSubject(SubmitSubject("ops", "", testID)); !ok || s != "ops" || p != PriorityNormal || id != testID {
+		t.Errorf("ParseSubmitSubject: %q %q %q %v", s, p, id, ok)
+	}
+	if s, id, n, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 {
+		t.Errorf("ParseEventSubject: %q %q %d %v", s, id, n, ok)
+	}
+	if s, id, ok := ParseCancelSubject(CancelSubject("ops", testID)); !ok || s != "ops" || id != testID {
+		t.Errorf("ParseCancelSubject: %q %q %v", s, id, ok)
+	}
+	if s, id, ok := ParseStopSubject(StopSubject("ops", testID)); !ok || s != "ops" || id != testID {
+		t.Errorf("ParseStopSubject: %q %q %v", s, id, ok)
+	}
+	if s, id, ok := ParseStatusKey(StatusKey("ops", testID)); !ok || s != "ops" || id != testID {
+		t.Errorf("ParseStatusKey: %q %q %v", s, id, ok)
+	}
+	for _, bad := range []string{"mission.submit.normal", "mission.submit.ops.urgent." + testID, "mission.submit.o*.normal." + testID,
+		"mission.submit.ops.normal.x", "mission.submit.ops.normal." + testID + ".x"} {
+		if _, _, _, ok := ParseSubmitSubject(bad); ok {
+			t.Errorf("ParseSubmitSubject(%q) ok", bad)
+		}
+	}
+	for _, bad := range []string{"mission.cancel." + testID, "mission.cancel.*." + testID, "mission.cancel.ops.x"} {
+		if _, _, ok := ParseCancelSubject(bad); ok {
+			t.Errorf("ParseCancelSubject(%q) ok", bad)
+		}
+	}
+	for _, bad := range []string{"", AllSubmitters, "a.b", "a b", ">", strings.Repeat("a", MaxSubmitterLen+1)} {
+		if ValidSubmitter(bad) {
+			t.Errorf("ValidSubmitter(%q) = true", bad)
 		}
 	}
 	for _, s := range []string{"", "a.b", "a*", ">", "a b"} {

@@ -157,7 +157,8 @@ func TestWireDoc(t *testing.T) {
 		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
-		SubmitSubject("<priority>"), ResultSubject("<id>"), EventSubject("<id>", "<kind>"), CancelSubject("<id>"),
+		SubmitSubject("<submitter>", "<priority>", "<id>"), ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>",
+		CancelSubject("<submitter>", "<id>"), StopSubject("<submitter>", "<id>"), StatusKey("<submitter>", "<id>"), CancelQueue, DefaultSubmitter,
 		DeadSubject("<id>"), ToolSubject("<service>", "<tool>"), PriorityHigh, PriorityNormal, PriorityLow} {
 		if !strings.Contains(doc, "`"+s+"`") && !strings.Contains(doc, `"`+s+`"`) {
 			t.Errorf("docs/wire.md does not name %q", s)

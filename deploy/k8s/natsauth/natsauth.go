@@ -9,16 +9,20 @@
 // Each tenant is a NATS account with its own JetStream layout, workers and
 // tool service users: accounts share nothing, so one tenant's submitters
 // can neither see nor touch another's missions, results, status, contexts
-// or events. Inside an account each role gets only the JetStream API
-// subjects it needs, per stream and consumer: streams, consumers and
-// buckets are created by the admin user (the `worker setup` Job), never by
-// workers or submitters.
+// or events. Inside an account each submitter is a user of its own whose
+// name is its submitter identity (a subject token of its missions'
+// subjects and status keys), confined to its own missions unless granted
+// every submitter's (Submitter.SeesAll). Each role gets only the JetStream
+// API subjects it needs, per stream, consumer and submitter: streams,
+// consumers and buckets are created by the admin user (the `worker setup`
+// Job), never by workers or submitters.
 package natsauth
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -37,17 +41,36 @@ type Account struct {
 	// micro service name; the user is <service>tools. Workers may call
 	// only these services' tools.
 	ToolServices []string
+	// Submitters are the account's submitters, a NATS user each.
+	Submitters []Submitter
+}
+
+// Submitter is one submitter of an account: a user whose name (with the
+// account's UserPrefix) is the submitter identity its missions carry.
+type Submitter struct {
+	// Name is the submitter's name; its user is named like the other
+	// users of the account ("dispatcher", or "acme-dispatcher" with the
+	// prefix "acme"), and that user name is the submitter identity.
+	Name string
+	// SeesAll grants reading, watching and cancelling the missions of
+	// every submitter of the account (an operator's or a viewer's user):
+	// clients set fleet.ClientConfig.AllSubmitters.
+	SeesAll bool
 }
 
 // Shipped is the layout of deploy/k8s: one tenant account.
 func Shipped() []Account {
 	// shop: the example tools (fleet/shoptools.yaml); mcp: the MCP bridge
 	// (examples/mcpbridge.yaml), whose servers are one service named mcp.
-	return []Account{{Name: "PTC", ToolServices: []string{"shop", "mcp"}}}
+	// dispatcher: the one submitter, which the dispatcher Job and the
+	// README's commands use.
+	return []Account{{Name: "PTC", ToolServices: []string{"shop", "mcp"}, Submitters: []Submitter{{Name: RoleDispatcher}}}}
 }
 
 // Role names.
 const (
+	// RoleDispatcher is the name of the shipped submitter (whose role is
+	// SubmitterRole(RoleDispatcher)).
 	RoleDispatcher = "dispatcher"
 	RoleWorker     = "worker"
 	// RoleApprover decides tool calls that wait for approval
@@ -56,8 +79,12 @@ const (
 	RoleAdmin    = "admin"
 )
 
+// SubmitterRole is the Role of submitter name's user.
+func SubmitterRole(name string) string { return "submitter:" + name }
+
 // Inbox is the inbox prefix a role's connections use
-// (PTC_NATS_INBOX_PREFIX); a role may read only its own inboxes.
+// (PTC_NATS_INBOX_PREFIX); a role may read only its own inboxes. A
+// submitter's is named after its user (Inbox(user name)).
 func Inbox(role string) string { return "_INBOX_" + role }
 
 // User is one user of an account with its permissions; nil lists mean
@@ -65,25 +92,35 @@ func Inbox(role string) string { return "_INBOX_" + role }
 type User struct {
 	Name        string
 	PasswordVar string
-	// Role is RoleDispatcher, RoleWorker, RoleApprover, RoleAdmin or
+	// Role is SubmitterRole(name), RoleWorker, RoleApprover, RoleAdmin or
 	// "tools:<service>".
-	Role           string
-	Restricted     bool
-	PubAllow       []string
-	PubDeny        []string
-	SubAllow       []string
-	AllowResponses bool
+	Role       string
+	Restricted bool
+	PubAllow   []string
+	PubDeny    []string
+	SubAllow   []string
+	// Responses, when set, lets the user answer the requests it receives.
+	Responses *Responses
 }
 
-// Responses is what a user that may answer requests (AllowResponses) may
-// publish on each request's reply subject: ResponseMax messages within
-// ResponseExpires of the request. A tool service sends progress messages
-// before its answer (fleet.ToolReplyMessages) for as long as a call may
-// last (fleet.ToolReplyWindow).
+// Responses is what a user that answers requests may publish on each
+// request's reply subject: Max messages within Expires of the request.
+type Responses struct {
+	Max     int
+	Expires time.Duration
+}
+
+// What a tool service may send on a call's reply subject: progress
+// messages before its answer (fleet.ToolReplyMessages) for as long as a
+// call may last (fleet.ToolReplyWindow).
 const (
 	ResponseMax     = fleet.ToolReplyMessages
 	ResponseExpires = fleet.ToolReplyWindow
 )
+
+// cancelResponses: a worker answers a cancel request once, within the
+// time a cancel takes to carry out.
+var cancelResponses = &Responses{Max: 1, Expires: 30 * time.Second}
 
 // Users returns the users of account a.
 func (a Account) Users() []User {
@@ -100,23 +137,34 @@ func (a Account) Users() []User {
 		}
 		return strings.ReplaceAll(v, "-", "_")
 	}
-	users := []User{
-		{Name: name(RoleDispatcher), PasswordVar: pw(RoleDispatcher), Role: RoleDispatcher, Restricted: true,
-			PubAllow: dispatcherPublish(),
-			// Watch waits for a mission's next event on its event subjects.
-			SubAllow: []string{Inbox(RoleDispatcher) + ".>", messages.SubjectResultPrefix + "*", messages.SubjectEventPrefix + "*.>"}},
-		{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
-			PubAllow: workerPublish(a.ToolServices),
-			SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard,
-				"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"}},
-		{Name: name(RoleApprover), PasswordVar: pw(RoleApprover), Role: RoleApprover, Restricted: true,
-			PubAllow: approverPublish(),
-			SubAllow: []string{Inbox(RoleApprover) + ".>", messages.SubjectResultPrefix + "*", messages.SubjectEventPrefix + "*.>"}},
+	var users []User
+	for _, s := range a.Submitters {
+		// The user name is the submitter identity; a user granted every
+		// submitter's missions reads them with the wildcard token.
+		user, reads := name(s.Name), name(s.Name)
+		if s.SeesAll {
+			reads = messages.AllSubmitters
+		}
+		users = append(users, User{Name: user, PasswordVar: pw(s.Name), Role: SubmitterRole(s.Name), Restricted: true,
+			PubAllow: submitterPublish(user, reads),
+			// Await and Watch wait for a mission's result and next event
+			// on its subjects.
+			SubAllow: []string{Inbox(user) + ".>", messages.ResultSubject(reads, "*"), messages.EventFilter(reads, "*")}})
 	}
+	users = append(users, User{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
+		PubAllow: workerPublish(a.ToolServices),
+		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard,
+			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"},
+		// the answers to cancel requests, which workers carry out
+		Responses: cancelResponses})
+	users = append(users, User{Name: name(RoleApprover), PasswordVar: pw(RoleApprover), Role: RoleApprover, Restricted: true,
+		PubAllow: approverPublish(),
+		SubAllow: []string{Inbox(RoleApprover) + ".>", messages.ResultSubject("*", "*"), messages.EventFilter("*", "*")}})
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
-			PubAllow: toolServicePublish(svc),
-			SubAllow: []string{messages.ToolSubject(svc, "*"), "$SRV.>", Inbox(svc+"tools") + ".>"}, AllowResponses: true})
+			PubAllow:  toolServicePublish(svc),
+			SubAllow:  []string{messages.ToolSubject(svc, "*"), "$SRV.>", Inbox(svc+"tools") + ".>"},
+			Responses: &Responses{Max: ResponseMax, Expires: ResponseExpires}})
 	}
 	return append(users, User{Name: name(RoleAdmin), PasswordVar: pw(RoleAdmin), Role: RoleAdmin})
 }
@@ -177,37 +225,45 @@ func workerConsumers(verb string) []string {
 	return out
 }
 
-// dispatcherPublish: submit, cancel, status, large contexts, results and
-// events of its account, and tool discovery (the tool list of a mission is
-// checked before it is submitted; MCP's list_tools); no stream, consumer
-// or bucket management, no consumer of its own, no purge, no tool call.
-func dispatcherPublish() []string {
+// submitterPublish: submit as user, ask the fleet to cancel, read the
+// status, results and events of reads' missions (the user's own, or every
+// submitter's: messages.AllSubmitters), store large contexts, and discover
+// tools (a mission's tool list is checked before it is submitted; MCP's
+// list_tools). Every read is a direct get whose API subject names the
+// message's subject, so a permission can hold it to the submitter's own
+// subjects; no message get by sequence (whose subject is in the request's
+// body), no consumer, no stream, consumer or bucket management, no purge,
+// no tool call, and no result or status of any mission: a cancel is
+// carried out by a worker.
+func submitterPublish(user, reads string) []string {
 	l := []string{api + "INFO"}
 	l = append(l, streamInfo(bindStreams()...)...)
 	l = append(l, workerConsumers("INFO")...)
-	l = append(l, directGet(messages.StreamResults)...)
-	l = append(l, directGet(kvStream)...)
-	l = append(l, directGet(objStream)...)
-	// The approvals of a mission are read, not decided (RoleApprover).
+	get := func(stream, subject string) string { return api + "DIRECT.GET." + stream + "." + subject }
+	l = append(l,
+		get(messages.StreamResults, messages.ResultSubject(reads, ">")),
+		get(kvStream, messages.StatusSubject(reads, ">")),
+		// a queued mission, which has no status yet
+		get(messages.StreamMissions, messages.SubjectSubmitPrefix+reads+".>"),
+		// a mission's events one by one, by number
+		get(messages.StreamEvents, messages.SubjectEventPrefix+reads+".>"),
+		// storing a context reads the metadata of its object (never a
+		// chunk: those are read by sequence)
+		get(objStream, "$O."+messages.BucketContext+".M.>"),
+	)
+	// The approvals of a mission are read, not decided (RoleApprover);
+	// they are keyed by mission id, so every submitter's are readable.
 	l = append(l, directGet(approvalsStream)...)
 	// A Step too large for one message is read from mission_results,
-	// chunk by chunk with direct gets (no consumer).
+	// chunk by chunk with direct gets by sequence (no consumer).
 	l = append(l, chunkRead(resObjStream)...)
-	// Watching reads events one by one (the next message on a mission's
-	// event subjects), never through a consumer: creating consumers on
-	// EVENTS would let a submitter make JetStream deliver the stream to
-	// any subject (a push consumer) or keep copying it (a durable), and
-	// NATS permissions cannot tell those from an ordered pull consumer.
-	l = append(l, api+"STREAM.MSG.GET."+messages.StreamEvents)
-	return append(l,
-		messages.SubjectSubmitPrefix+"*",
-		messages.CancelWildcard,
-		// Cancelling a queued mission stores its cancelled result.
-		messages.SubjectResultPrefix+"*",
-		"$KV."+messages.BucketStatus+".>",
+	l = append(l,
+		messages.SubjectSubmitPrefix+user+".*.*",
+		messages.CancelSubject(reads, "*"),
 		"$O."+messages.BucketContext+".>",
 		"$SRV.INFO",
 	)
+	return l
 }
 
 // approverPublish: what a dispatcher reads (status, results, events,
@@ -222,13 +278,15 @@ func approverPublish() []string {
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(approvalsStream)...)
 	l = append(l, chunkRead(resObjStream)...)
-	l = append(l, api+"STREAM.MSG.GET."+messages.StreamEvents)
+	// every submitter's missions: queued ones, and their events one by
+	// one (the approver's client reads as messages.AllSubmitters)
+	l = append(l, api+"DIRECT.GET."+messages.StreamMissions+".>", api+"DIRECT.GET."+messages.StreamEvents+".>")
 	// the parked message of a suspended mission, by its subject only
 	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
 	return append(l,
 		"$KV."+messages.BucketApprovals+".>",
-		messages.EventSubject("*", messages.EventApprovalDecided),
-		messages.SubjectWakePrefix+"*.*",
+		messages.SubjectEventPrefix+"*.*.*."+messages.EventApprovalDecided,
+		messages.SubjectWakePrefix+"*.*.*",
 		"$SRV.INFO",
 	)
 }
@@ -260,6 +318,9 @@ func workerPublish(services []string) []string {
 	l = append(l, "$JS.ACK."+messages.StreamMissions+".>")
 	// Dead-lettering a mission whose worker died reads and removes it.
 	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.DELETE."+messages.StreamMissions)
+	// A cancel of a queued mission reads it from the queue; a run numbers
+	// its events after the last one stored.
+	l = append(l, api+"DIRECT.GET."+messages.StreamMissions+".>", api+"DIRECT.GET."+messages.StreamEvents+".>")
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
@@ -276,17 +337,20 @@ func workerPublish(services []string) []string {
 	l = append(l, chunkRead(resObjStream)...)
 	l = append(l,
 		"$O."+messages.BucketResults+".>",
-		messages.SubjectResultPrefix+"*",
-		messages.SubjectEventPrefix+"*.*",
+		messages.ResultSubject("*", "*"),
+		messages.SubjectEventPrefix+"*.*.*.*",
 		messages.SubjectDeadPrefix+"*",
 		messages.SubjectJournalPrefix+"*",
+		// the worker that carried out a running mission's cancel tells
+		// the one running it
+		messages.StopWildcard,
 		"$KV."+messages.BucketStatus+".>",
 		// approvals: the record of a call reached, a deadline passed; a
 		// suspended mission parked, scheduled, woken and removed
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
-		messages.SubjectWakePrefix+"*.*",
+		messages.SubjectWakePrefix+"*.*.*",
 		"$KV."+messages.BucketBudgetSpend+".>",
 		"$SRV.INFO",
 	)
@@ -323,8 +387,8 @@ func AuthConf(accounts []Account) string {
 				b.WriteString("        permissions: {\n")
 				writePerm(&b, "publish", u.PubAllow, u.PubDeny)
 				writePerm(&b, "subscribe", u.SubAllow, nil)
-				if u.AllowResponses {
-					fmt.Fprintf(&b, "          allow_responses: {max: %d, expires: %q}\n", ResponseMax, ResponseExpires.String())
+				if r := u.Responses; r != nil {
+					fmt.Fprintf(&b, "          allow_responses: {max: %d, expires: %q}\n", r.Max, r.Expires.String())
 				}
 				b.WriteString("        }\n")
 			}
@@ -374,8 +438,8 @@ func HelmAccounts(accounts []Account) map[string]any {
 				if sub := perm(u.SubAllow, nil); sub != nil {
 					p["subscribe"] = sub
 				}
-				if u.AllowResponses {
-					p["allow_responses"] = map[string]any{"max": ResponseMax, "expires": ResponseExpires.String()}
+				if r := u.Responses; r != nil {
+					p["allow_responses"] = map[string]any{"max": r.Max, "expires": r.Expires.String()}
 				}
 				m["permissions"] = p
 			}

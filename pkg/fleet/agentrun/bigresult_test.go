@@ -126,7 +126,7 @@ func TestLargeStepIsStoredAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := results.GetLastMsgForSubject(context.Background(), messages.ResultSubject(m.ID))
+	raw, err := results.GetLastMsgForSubject(context.Background(), messages.ResultSubject(messages.DefaultSubmitter, m.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -292,16 +292,16 @@ func TestFinishedMissionIsNotRunAgain(t *testing.T) {
 	m := durableMission()
 	// The earlier run: result stored, status still running, message not acked.
 	data, _ := messages.MarshalStep(&messages.Step{Return: "first"})
-	if _, err := js.Publish(ctx, messages.ResultSubject(m.ID), data); err != nil {
+	if _, err := js.Publish(ctx, messages.ResultSubject(messages.DefaultSubmitter, m.ID), data); err != nil {
 		t.Fatal(err)
 	}
-	stData, _ := messages.Marshal(&messages.Status{Version: messages.StatusVersion, MissionID: m.ID,
+	stData, _ := messages.Marshal(&messages.Status{Version: messages.StatusVersion, MissionID: m.ID, Submitter: messages.DefaultSubmitter,
 		State: messages.StateRunning, Attempt: 1, Worker: "dead"})
-	if _, err := st.Status.Create(ctx, m.ID, stData); err != nil {
+	if _, err := st.Status.Create(ctx, messages.StatusKey(messages.DefaultSubmitter, m.ID), stData); err != nil {
 		t.Fatal(err)
 	}
 	body, _ := messages.Marshal(m)
-	msg := &nats.Msg{Subject: messages.SubmitSubject(messages.PriorityNormal), Data: body, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: messages.SubmitSubject(messages.DefaultSubmitter, messages.PriorityNormal, m.ID), Data: body, Header: nats.Header{}}
 	msg.Header.Set(messages.HeaderMissionID, m.ID)
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
