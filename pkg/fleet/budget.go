@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -33,8 +32,6 @@ const BudgetAccount = "account"
 // BudgetSubmitterScope returns the scope of submitter name's budgets.
 func BudgetSubmitterScope(name string) string { return "submitter." + name }
 
-// DefaultSubmitter is the submitter of a mission that names none.
-const DefaultSubmitter = "default"
 
 // budgetLimitRefresh is how long a worker uses the budgets it read before
 // it reads them again: a budget set or changed applies within it.
@@ -43,20 +40,10 @@ const budgetLimitRefresh = 2 * time.Second
 // budgetAlertLevels are the shares of a budget whose reaching is an event.
 var budgetAlertLevels = []int{80, 100}
 
-var validSubmitter = regexp.MustCompile(`^[A-Za-z0-9_=-]{1,64}$`)
-
-// ValidSubmitter reports whether name can name a submitter's budgets: 1 to
-// 64 ASCII letters, digits, '-', '_' or '='.
-func ValidSubmitter(name string) bool { return validSubmitter.MatchString(name) }
-
-// missionSubmitter is the submitter a mission's spending is charged to:
-// its label "submitter" (docs/fleet.md, "Budgets"), else DefaultSubmitter.
-func missionSubmitter(m *messages.Mission) string {
-	if s := m.Labels["submitter"]; ValidSubmitter(s) {
-		return s
-	}
-	return DefaultSubmitter
-}
+// ValidSubmitter reports whether name can name a submitter's budgets: a
+// submitter identity (messages.ValidSubmitter: 1 to 64 ASCII letters,
+// digits, '-', '_' or '=').
+func ValidSubmitter(name string) bool { return messages.ValidSubmitter(name) }
 
 // BudgetLimit is a fleet-wide budget: what the missions of a scope may
 // spend on models in a window, across every worker. It is stored as JSON
@@ -223,11 +210,14 @@ type MissionBudget struct {
 // Submitter is the submitter the mission's spending is charged to.
 func (mb *MissionBudget) Submitter() string { return mb.submitter }
 
-func (b *Budgets) forMission(m *messages.Mission, em Emitter, log zerolog.Logger) *MissionBudget {
+// forMission charges a mission's spending to submitter, the identity its
+// subject carries (never a field of the mission, which its submitter
+// writes).
+func (b *Budgets) forMission(submitter string, em Emitter, log zerolog.Logger) *MissionBudget {
 	if b == nil {
 		return nil
 	}
-	return &MissionBudget{b: b, submitter: missionSubmitter(m), events: em, log: log}
+	return &MissionBudget{b: b, submitter: submitter, events: em, log: log}
 }
 
 // BudgetReservation is a model call's hold on its mission's budgets.

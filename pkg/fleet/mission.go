@@ -189,7 +189,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		Header:   msg.Headers(),
 		Metrics:  w.cfg.Metrics,
 		Tracer:   w.tracer,
-		Budget:   w.budgets.forMission(m, em, log),
+		Budget:   w.budgets.forMission(k.sub, em, log),
 	}
 	start := time.Now()
 	var (

@@ -139,16 +139,22 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 		t.Cleanup(func() { _ = w.Stop() })
 	}
 	nc := srv.Conn()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
+	// a mission is charged to the submitter its client submits as (its
+	// NATS user; this server has none, so each client names its own)
+	submitter := func(name string) *fleet.Client {
+		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Submitter: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
-	mission := func(submitter string) *messages.Mission {
-		return &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Labels: map[string]string{"submitter": submitter},
+	client := submitter("alice")
+	mission := func() *messages.Mission {
+		return &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
 			Agent: &messages.AgentSpec{Prompt: "Return one.", LLMOpts: map[string]any{"max_tokens": 100}}}
 	}
 	// what one mission costs, measured on a submitter without a budget
-	probe, err := client.Run(ctx, mission("probe"))
+	probe, err := submitter("probe").Run(ctx, mission())
 	if err != nil || probe.Fail != nil || probe.Usage.CostUSD <= 0 {
 		t.Fatalf("probe mission: %v %+v", err, probe)
 	}
@@ -165,7 +171,7 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 	const n = 500
 	ids := make([]string, n)
 	for i := range ids {
-		m := mission("alice")
+		m := mission()
 		ids[i] = m.ID
 		if _, err := client.Submit(ctx, m); err != nil {
 			t.Fatal(err)
