@@ -172,6 +172,10 @@ func TestPlan(t *testing.T) {
 	}
 	_, err = New(Spec{Prompt: "x", Plan: []string{"a", " "}})
 	wantSpecError(t, err, "plan", "plan[1]: empty")
+	_, err = New(Spec{Prompt: "x", Plan: []string{"a"}, Output: OutputText})
+	wantSpecError(t, err, "plan", "text mode runs no program")
+	_, err = New(Spec{Prompt: "x", LLMQuery: true, Output: OutputText})
+	wantSpecError(t, err, "llm_query", "text mode runs no program")
 	if w := (Spec{Prompt: "x", Plan: []string{"a"}, LLMQuery: true}).ToWire(); !w.LLMQuery || !reflect.DeepEqual(w.Plan, []string{"a"}) {
 		t.Fatalf("wire %+v", w)
 	}

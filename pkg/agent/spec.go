@@ -245,6 +245,15 @@ func New(spec Spec) (*Agent, error) {
 	if err := messages.ValidPlan(spec.Plan); err != nil {
 		return nil, specErr("plan", err.Error(), err)
 	}
+	if spec.Output == OutputText {
+		// the services are builtins of programs; text mode runs none
+		switch {
+		case len(spec.Plan) > 0:
+			return nil, specErr("plan", "a plan is marked done by programs (step-done); text mode runs no program", nil)
+		case spec.LLMQuery:
+			return nil, specErr("llm_query", "llm-query is called by programs; text mode runs no program", nil)
+		}
+	}
 	if spec.Validation > signature.Strict {
 		return nil, specErr("validation", fmt.Sprintf("unknown validation mode %d", spec.Validation), nil)
 	}
