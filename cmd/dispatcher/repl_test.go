@@ -343,22 +343,27 @@ func paidOrdersOf(t *testing.T, id int) int {
 	return n
 }
 
-// With -compression, :history shows the one message a compressed run
-// would send next: the entries before the last as summaries (tool calls,
-// result), memory with types and sizes, the last entry in full; without
-// it, :history says compression is off.
+// With -compression, :history shows the messages a compressed run would
+// send next: the first entries whole while the prompt is under the cache
+// prefix (here the first, which a long comment makes pass it), then the
+// later entries before the last as summaries (tool calls, prints, result),
+// memory with types and sizes, the last entry in full; without it,
+// :history says compression is off.
 func TestREPLCompressedHistory(t *testing.T) {
-	script := "(def paid (tool/list_orders {:status \"paid\"})) (count paid)\n(def n (count paid)) (println \"n =\" n) n\n:history\n"
+	first := "(def paid (tool/list_orders {:status \"paid\"})) (count paid) ; " + strings.Repeat("the paid orders, ", 150) + "kept"
+	script := first + "\n(def n (tool/list_orders {:status \"refunded\"})) (println \"refunded:\" (count n)) (count n)\n(def k (count paid)) k\n:history\n"
 	out, errOut, code := runRepl(t, script, "-compression")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	_, history, _ := strings.Cut(out, "=== user ===\n")
 	mustContain(t, ":history", history,
-		"## Mission\n(programs typed at the REPL)\n## Earlier turns (programs not repeated)\n### Turn 1\nTool calls:\n- (tool/list_orders {:status \"paid\"})\nResult: 4971\n",
-		"## Memory\n- n (integer)\n- paid (vector, 4971 items)\n## Last turn (2)\n```clojure\n(def n (count paid)) (println \"n =\" n) n\n```\nOutput:\nn = 4971\nResult: 4971\n")
-	if strings.Contains(history, "(def paid") {
-		t.Errorf("the first entry's program is repeated:\n%s", history)
+		"## Mission\n(programs typed at the REPL)\n",
+		"=== assistant ===\n"+first+"\n=== user ===\nResult: 4971\nMemory: paid\n## Earlier turns (programs not repeated)\n### Turn 2\nTool calls:\n- (tool/list_orders {:status \"refunded\"})\nOutput:\nrefunded: ",
+		"## Memory\n- k (integer)\n- n (vector, ",
+		"- paid (vector, 4971 items)\n## Last turn (3)\n```clojure\n(def k (count paid)) k\n```\nResult: 4971\n")
+	if strings.Contains(history, "(def n (tool/list_orders") {
+		t.Errorf("the second entry's program is repeated:\n%s", history)
 	}
 	out, errOut, code = runRepl(t, "(+ 1 2)\n:history\n")
 	if code != 0 {

@@ -34,6 +34,9 @@ type History struct {
 	// Mission is the first user message without its turn line: data
 	// inventory, tools, expected output and the mission.
 	Mission string
+	// System is the system prompt the requests carry ("" when it is
+	// rendered per turn, by SystemPrompt.LanguageSpecFunc).
+	System string
 	// Turns are the turns played so far, oldest first.
 	Turns []HistoryTurn
 	// Memory lists the names in memory after the last turn, sorted.
@@ -104,46 +107,109 @@ func (e MemoryEntry) String() string {
 	return e.Name + " (" + e.Type + ", " + e.Size + ")"
 }
 
-// CoalescedHistory is the default HistoryStrategy: one user message after
-// the system prompt, whatever the number of turns. Turn 1 gets the first
-// message as an uncompressed run does. From turn 2 on the message holds,
-// as text blocks in this order:
+// CoalescedHistory is the default HistoryStrategy: the conversation as an
+// uncompressed run sends it while it is short, then one user message that
+// coalesces the rest, whatever the number of turns.
 //
-//   - Mission and a newline (a cache breakpoint when no block follows it
+// The first turns are sent whole (the first message, each answer, each
+// feedback, as without compression) while the system prompt, the first
+// message and the turns before each one are estimated under CachePrefix
+// tokens: that part never changes, so once a provider caches it (OpenAI
+// and Anthropic cache prefixes from 1,024 tokens) every later request
+// reads it from the cache. When every turn played is whole, the request
+// is the uncompressed conversation, its last block a cache breakpoint.
+// After the whole turns, the last user message holds, as text blocks in
+// this order:
+//
+//   - the feedback of the last whole turn or, when no turn is whole,
+//     Mission and a newline (a cache breakpoint when no block follows it
 //     before the last);
-//   - one block per turn before the last one ("## Earlier turns (programs
-//     not repeated)" heads the first): "### Turn N", then "Tool calls:"
-//     with one "- (tool/name args)" line per call, "Output:" with the
-//     prints, and "Result: preview" or "Error: first line"; the last of
-//     these blocks is the cache breakpoint;
+//   - one block per later turn before the last one ("## Earlier turns
+//     (programs not repeated)" heads the first): "### Turn N", then "Tool
+//     calls:" with one "- (tool/name args)" line per call, "Output:" with
+//     the prints, and "Result: preview" or "Error: first line"; the last
+//     of these blocks is the cache breakpoint;
 //   - the memory and the last turn: "## Memory" with one "- name (type,
 //     size)" line per name ("(empty)" when there is none), "## Last turn
 //     (N)", the program in a clojure block (or "Your answer held no
 //     program:" and the answer), and the turn's feedback in full, which
 //     ends with the turn line.
 //
-// A turn's block never changes once it is written, so a request repeats
-// the previous request's prefix up to the block before the new one.
-type CoalescedHistory struct{}
+// No block before the last changes once it is written, so a request
+// repeats the previous request's prefix up to the block before the new
+// one.
+type CoalescedHistory struct {
+	// CachePrefix is the size, in tokens, up to which the first turns are
+	// sent whole: a turn is whole when the system prompt, the first
+	// message and the turns before it are estimated (at 3.5 bytes a
+	// token) under it. 0 means DefaultCachePrefix; a negative value sends
+	// no turn whole.
+	CachePrefix int
+}
+
+// DefaultCachePrefix is CoalescedHistory's default CachePrefix: the
+// shortest prompt prefix OpenAI and Anthropic cache, in tokens.
+const DefaultCachePrefix = 1024
+
+// estimatedTokens estimates the tokens of n bytes of prompt text (3.5
+// bytes a token: English, code and JSON in o200k_base).
+func estimatedTokens(n int) int { return n * 2 / 7 }
+
+// wholeTurns is how many of h's first turns c sends whole.
+func (c CoalescedHistory) wholeTurns(h *History) int {
+	limit := c.CachePrefix
+	if limit == 0 {
+		limit = DefaultCachePrefix
+	}
+	size := len(h.System) + len(h.FirstMessage())
+	k := 0
+	for k < len(h.Turns) && estimatedTokens(size) < limit {
+		size += len(h.Turns[k].Answer) + len(h.Turns[k].Feedback)
+		k++
+	}
+	return k
+}
 
 // Messages implements HistoryStrategy.
-func (CoalescedHistory) Messages(h *History) []llm.Message {
+func (c CoalescedHistory) Messages(h *History) []llm.Message {
+	whole := c.wholeTurns(h)
+	msgs := []llm.Message{llm.UserText(h.FirstMessage())}
 	if len(h.Turns) == 0 {
-		return []llm.Message{llm.UserText(h.FirstMessage())}
+		return msgs
 	}
-	earlier, last := h.Turns[:len(h.Turns)-1], h.Turns[len(h.Turns)-1]
+	for _, t := range h.Turns[:whole] {
+		msgs = append(msgs, llm.AssistantText(t.Answer), llm.UserText(t.Feedback))
+	}
+	if whole == len(h.Turns) {
+		last := h.Turns[whole-1]
+		msgs[len(msgs)-1] = llm.Message{Role: llm.RoleUser, Content: []llm.Block{llm.Text{Text: last.Feedback, Cache: true}}}
+		return msgs
+	}
+	// the last user message: the last whole turn's feedback (or the
+	// mission), the summaries, the memory and the last turn
+	msgs = msgs[:len(msgs)-1]
+	earlier, last := h.Turns[whole:len(h.Turns)-1], h.Turns[len(h.Turns)-1]
 	blocks := make([]llm.Block, 0, len(earlier)+2)
-	blocks = append(blocks, llm.Text{Text: h.Mission + "\n", Cache: len(earlier) == 0})
+	// sep starts the block after the first: the feedback ends without a
+	// newline and stays as the previous request sent it
+	sep := ""
+	if whole > 0 {
+		blocks = append(blocks, llm.Text{Text: h.Turns[whole-1].Feedback, Cache: len(earlier) == 0})
+		sep = "\n"
+	} else {
+		blocks = append(blocks, llm.Text{Text: h.Mission + "\n", Cache: len(earlier) == 0})
+	}
 	for i, t := range earlier {
 		var b strings.Builder
 		if i == 0 {
-			b.WriteString("## Earlier turns (programs not repeated)\n")
+			b.WriteString(sep + "## Earlier turns (programs not repeated)\n")
+			sep = ""
 		}
 		writeTurnSummary(&b, t)
 		blocks = append(blocks, llm.Text{Text: b.String(), Cache: i == len(earlier)-1})
 	}
 	var b strings.Builder
-	b.WriteString("## Memory\n")
+	b.WriteString(sep + "## Memory\n")
 	if len(h.Memory) == 0 {
 		b.WriteString("(empty)\n")
 	}
@@ -158,7 +224,10 @@ func (CoalescedHistory) Messages(h *History) []llm.Message {
 	}
 	b.WriteString(last.Feedback)
 	blocks = append(blocks, llm.Text{Text: b.String()})
-	return []llm.Message{{Role: llm.RoleUser, Content: blocks}}
+	if whole == 0 {
+		return []llm.Message{{Role: llm.RoleUser, Content: blocks}}
+	}
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: blocks})
 }
 
 // writeTurnSummary writes the "### Turn N" block of an earlier turn.
@@ -197,7 +266,11 @@ func (a *Agent) newHistory(body string, sec *secrets) *historyOf {
 	if !a.spec.Compression {
 		return nil
 	}
-	return &historyOf{h: History{Mission: sec.scrub(body), MaxTurns: a.maxTurns(), single: a.singleTurn()}, sec: sec, lim: a.promptLimit()}
+	h := History{Mission: sec.scrub(body), MaxTurns: a.maxTurns(), single: a.singleTurn()}
+	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
+		h.System = a.sysPrompt()
+	}
+	return &historyOf{h: h, sec: sec, lim: a.promptLimit()}
 }
 
 // strategy is the agent's HistoryStrategy (CoalescedHistory by default).

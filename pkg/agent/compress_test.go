@@ -15,6 +15,11 @@ import (
 // compressSecret is a firewalled card number the orders carry.
 const compressSecret = "4111-2222-3333-4444"
 
+// summariesOnly is the default strategy with no turn sent whole: these
+// tests' prompts are far under DefaultCachePrefix, so by default every
+// request would be the uncompressed conversation (TestCompressionWholeTurns).
+var summariesOnly = CoalescedHistory{CachePrefix: -1}
+
 // compressMission is a 4-turn mission: a tool call and a print, an error,
 // a map merged into memory and a tool call whose argument is firewalled,
 // then the return.
@@ -39,6 +44,9 @@ func compressMission(compression bool) (Spec, []llmtest.Reply) {
 				}),
 			"check_card": FuncSig("(card :string) -> :bool", func(context.Context, map[string]any) (any, error) { return true, nil }),
 		}}
+	if compression {
+		spec.HistoryStrategy = summariesOnly
+	}
 	return spec, []llmtest.Reply{
 		llmtest.Code(`(def paid (tool/list_orders {:status "paid"}))
 (println "paid orders:" (count paid) "first card:" (:_card (first paid)))
@@ -191,7 +199,7 @@ func allText(r llm.Request) string {
 // uncompressed parent's are not, and the child's turns are in the
 // parent's trace as they were played.
 func TestCompressionSubAgent(t *testing.T) {
-	child := mustNew(t, Spec{Name: "counter", Prompt: "Count to three.", Signature: ":int", Compression: true, Limits: Limits{MaxTurns: 4}})
+	child := mustNew(t, Spec{Name: "counter", Prompt: "Count to three.", Signature: ":int", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
 	parent := mustNew(t, Spec{Name: "boss", Prompt: "Ask the counter.", Signature: ":int",
 		Tools: map[string]Tool{"counter": child.AsTool(ToolOptions{})}})
 	st, err, m := run(t, parent, RunOptions{},
@@ -287,7 +295,7 @@ func TestCompressionCustomStrategy(t *testing.T) {
 // An earlier turn's result preview is cut at 200 bytes in its summary;
 // the last turn's feedback keeps the whole preview.
 func TestCompressionCutsEarlierPreviews(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "Make a long string.", Compression: true, Limits: Limits{MaxTurns: 4}})
+	a := mustNew(t, Spec{Prompt: "Make a long string.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
 	_, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(apply str (repeat 300 "x"))`),
 		llmtest.Code(`(apply str (repeat 300 "y"))`),
@@ -322,7 +330,7 @@ func TestCompressionEmptyStrategy(t *testing.T) {
 // An answer without a program: the next request shows it under the last
 // turn with the boundary reminder; the one after sums it up as an error.
 func TestCompressionAnswerWithoutProgram(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "Count.", Compression: true, Limits: Limits{MaxTurns: 4}})
+	a := mustNew(t, Spec{Prompt: "Count.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
 	_, err, m := run(t, a, RunOptions{},
 		llmtest.Text("I think the answer is 3."),
 		llmtest.Code(`(def n 3) n`),
@@ -344,7 +352,7 @@ func TestCompressionAnswerWithoutProgram(t *testing.T) {
 // A tool call that failed is summed up with the first line of its error,
 // and a turn whose program failed on it with the error's first line.
 func TestCompressionFailedToolCall(t *testing.T) {
-	a := mustNew(t, Spec{Prompt: "Try the tool.", Compression: true, Limits: Limits{MaxTurns: 4},
+	a := mustNew(t, Spec{Prompt: "Try the tool.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4},
 		Tools: map[string]Tool{"boom": Func(func(context.Context, map[string]any) (any, error) {
 			return nil, fmt.Errorf("kaboom\nsecond line")
 		})}})
@@ -361,4 +369,106 @@ func TestCompressionFailedToolCall(t *testing.T) {
 	}
 	contains(t, texts[1], "### Turn 1\nTool calls:\n- (tool/boom {:why \"test\" :x 1}) failed: kaboom\nError: ")
 	notContains(t, texts[1], "second line")
+}
+
+// requestBlocks flattens a request's messages into role-tagged text
+// blocks, each with its cache breakpoint, as a provider lays them out.
+func requestBlocks(t *testing.T, r llm.Request) (texts []string, marks []bool) {
+	t.Helper()
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			tb, ok := b.(llm.Text)
+			if !ok {
+				t.Fatalf("block %T, want text", b)
+			}
+			texts, marks = append(texts, string(m.Role)+": "+tb.Text), append(marks, tb.Cache)
+		}
+	}
+	return texts, marks
+}
+
+// The default strategy sends the first turns whole while the system
+// prompt, the first message and those turns are under its CachePrefix:
+// a mission far under DefaultCachePrefix sends the uncompressed
+// conversation, its last block a cache breakpoint; with one turn under
+// the prefix, turn 1 stays whole and the later turns are coalesced after
+// it. Either way every request repeats the previous one's blocks but its
+// last, so a provider cache reads them.
+func TestCompressionWholeTurns(t *testing.T) {
+	offSpec, replies := compressMission(false)
+	_, err, offModel := run(t, mustNew(t, offSpec), RunOptions{}, replies...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offReqs := offModel.Requests()
+	if len(offReqs) != 4 {
+		t.Fatalf("%d requests", len(offReqs))
+	}
+	prefix := func(t *testing.T, reqs []llm.Request) {
+		t.Helper()
+		for i := 1; i < len(reqs); i++ {
+			prev, _ := requestBlocks(t, reqs[i-1])
+			cur, _ := requestBlocks(t, reqs[i])
+			if len(cur) < len(prev) || !reflect.DeepEqual(cur[:len(prev)-1], prev[:len(prev)-1]) {
+				t.Errorf("request %d does not repeat request %d's blocks:\n%q\n%q", i+1, i, prev, cur)
+			}
+		}
+	}
+
+	t.Run("default", func(t *testing.T) {
+		spec, replies := compressMission(true)
+		spec.HistoryStrategy = nil
+		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := model.Requests()
+		if len(reqs) != 4 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		for i, r := range reqs {
+			texts, marks := requestBlocks(t, r)
+			offTexts, _ := requestBlocks(t, offReqs[i])
+			if !reflect.DeepEqual(texts, offTexts) {
+				t.Errorf("request %d:\n%q\nwant the uncompressed\n%q", i+1, texts, offTexts)
+			}
+			if want := i > 0; marks[len(marks)-1] != want || r.CacheHistory {
+				t.Errorf("request %d: last block's breakpoint %v, CacheHistory %v", i+1, marks[len(marks)-1], r.CacheHistory)
+			}
+		}
+		prefix(t, reqs)
+	})
+
+	t.Run("one whole turn", func(t *testing.T) {
+		spec, replies := compressMission(true)
+		first := offReqs[0].Messages[0].Text()
+		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(len(offReqs[0].System)+len(first)) + 1}
+		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := model.Requests()
+		if len(reqs) != 4 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		offTexts, _ := requestBlocks(t, offReqs[1])
+		texts, marks := requestBlocks(t, reqs[3])
+		want := append(offTexts[:3:3],
+			"user: \n## Earlier turns (programs not repeated)\n### Turn 2\nError: 1:22: undefined symbol: undefined-fn\n",
+			"user: ## Memory\n- paid (vector, 2 items)\n- total (float)\n## Last turn (3)\n```clojure\n{:total (sum-by :total paid)}\n```\n"+
+				"Result: {:total 19.75}\nMemory: paid, total\nTurn 4 of 6 (2 remaining)")
+		if !reflect.DeepEqual(texts, want) {
+			t.Errorf("turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
+		}
+		if !reflect.DeepEqual(marks, []bool{false, false, false, true, false}) {
+			t.Errorf("turn 4: breakpoints %v, want on the summary of turn 2", marks)
+		}
+		if n := len(reqs[3].Messages); n != 3 || reqs[3].Messages[2].Role != llm.RoleUser {
+			t.Errorf("turn 4 has %d messages, want the first, the answer of turn 1 and one user message", n)
+		}
+		prefix(t, reqs)
+		for _, r := range reqs {
+			notContains(t, allText(r), compressSecret, "5500-0000")
+		}
+	})
 }

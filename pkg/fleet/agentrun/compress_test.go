@@ -21,8 +21,11 @@ func TestCompressedFleetMission(t *testing.T) {
 	env := startFleet(t, model, false)
 	step := runMission(t, env, &messages.Mission{
 		Agent: &messages.AgentSpec{
-			Prompt: "Count the paid orders and their total.", Signature: "{n :int, total :float}",
-			Tools: []string{"list_orders", "get_customer"}, Compression: true,
+			// notes long enough that the prompt alone passes the default
+			// strategy's cache prefix: no turn is sent whole
+			Prompt:    "Count the paid orders and their total.\n\nNotes: " + strings.Repeat("orders are records with an id, a status and a total. ", 60),
+			Signature: "{n :int, total :float}",
+			Tools:     []string{"list_orders", "get_customer"}, Compression: true,
 		},
 		Tools: []string{"list_orders", "get_customer"},
 	})
