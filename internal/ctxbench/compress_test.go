@@ -266,9 +266,14 @@ type compressionRun struct {
 	ret     any
 }
 
+// summariesOnly is the default strategy with no turn sent whole, measured
+// for comparison.
+var summariesOnly = agent.CoalescedHistory{CachePrefix: -1}
+
 // runShopMission runs the shop mission of v against a fake provider of
-// style, priced at p.
-func runShopMission(ctx context.Context, v variant, style cacheStyle, compression bool, p llm.Prices) (compressionRun, error) {
+// style, priced at p; with compression, strat renders the history (nil:
+// the default).
+func runShopMission(ctx context.Context, v variant, style cacheStyle, compression bool, strat agent.HistoryStrategy, p llm.Prices) (compressionRun, error) {
 	answers := make([]string, len(shopTurns))
 	for i, a := range shopTurns {
 		answers[i] = v.reasoning + a
@@ -279,6 +284,9 @@ func runShopMission(ctx context.Context, v variant, style cacheStyle, compressio
 	}
 	spec := shopSpec(compression)
 	spec.SystemPrompt.LanguageSpec = v.langSpec
+	if compression {
+		spec.HistoryStrategy = strat
+	}
 	a, err := agent.New(spec)
 	if err != nil {
 		return compressionRun{}, err
@@ -302,17 +310,21 @@ func TestCompressionBothWays(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range variants {
 		for _, s := range styles {
-			off, err := runShopMission(ctx, v, s.style, false, s.prices)
+			off, err := runShopMission(ctx, v, s.style, false, nil, s.prices)
 			if err != nil {
 				t.Fatal(err)
 			}
-			on, err := runShopMission(ctx, v, s.style, true, s.prices)
+			on, err := runShopMission(ctx, v, s.style, true, nil, s.prices)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range []compressionRun{off, on} {
-				t.Logf("%-14s %-9s compression %-5v prompt tokens by turn %v: total %d, output %d, cache read %d, written %d, cost $%.4f",
-					v.name, s.style, i == 1, r.prompts, r.usage.InputTokens, r.usage.OutputTokens, r.usage.CacheReadTokens, r.usage.CacheWriteTokens, r.usage.CostUSD)
+			sums, err := runShopMission(ctx, v, s.style, true, summariesOnly, s.prices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range []compressionRun{off, on, sums} {
+				t.Logf("%-14s %-9s compression %-9s prompt tokens by turn %v: total %d, output %d, cache read %d, written %d, cost $%.4f (%.2f)",
+					v.name, s.style, []string{"off", "on", "summaries"}[i], r.prompts, r.usage.InputTokens, r.usage.OutputTokens, r.usage.CacheReadTokens, r.usage.CacheWriteTokens, r.usage.CostUSD, r.usage.CostUSD/off.usage.CostUSD)
 			}
 			if fmt.Sprint(off.ret) != fmt.Sprint(on.ret) || len(off.prompts) != len(shopTurns) || len(on.prompts) != len(shopTurns) {
 				t.Fatalf("%s %s: answers %v / %v after %d / %d turns", v.name, s.style, off.ret, on.ret, len(off.prompts), len(on.prompts))
@@ -342,19 +354,23 @@ func TestCompressionBothWays(t *testing.T) {
 }
 
 // BenchmarkCompression reports, for each variant, caching style and
-// compression off and on (and a provider without a cache): turn 2's and turn 10's prompt tokens, the
+// compression off, on and on with summaries only (and a provider without a cache): turn 2's and turn 10's prompt tokens, the
 // mission's prompt and total tokens, cache reads and writes, and its cost
 // at list prices (GPT-4.1 for OpenAI-style caching, Claude Sonnet 4 for
 // Anthropic-style).
 func BenchmarkCompression(b *testing.B) {
 	for _, v := range variants {
 		for _, s := range styles {
-			for _, c := range []bool{false, true} {
-				b.Run(fmt.Sprintf("%s/%s/compression=%v", v.name, s.style, c), func(b *testing.B) {
+			for _, c := range []string{"off", "on", "summaries"} {
+				b.Run(fmt.Sprintf("%s/%s/compression=%s", v.name, s.style, c), func(b *testing.B) {
+					var strat agent.HistoryStrategy
+					if c == "summaries" {
+						strat = summariesOnly
+					}
 					var r compressionRun
 					for b.Loop() {
 						var err error
-						if r, err = runShopMission(context.Background(), v, s.style, c, s.prices); err != nil {
+						if r, err = runShopMission(context.Background(), v, s.style, c != "off", strat, s.prices); err != nil {
 							b.Fatal(err)
 						}
 					}
