@@ -475,11 +475,22 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
 	}
+	suspended := func(s *messages.Status) bool {
+		if messages.TerminalState(s.State) {
+			return false
+		}
+		s.State, s.Worker, s.StreamSeq = messages.StateAwaitingApproval, "", 0
+		s.Suspensions++
+		return true
+	}
 	st := entry.st
-	st.State, st.Worker, st.StreamSeq = messages.StateAwaitingApproval, "", 0
-	st.Suspensions++
+	suspended(&st)
 	if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
-		log.Warn().Err(err).Msg("status not set to awaiting_approval")
+		// changed under the run (a cancel flag): written again from what
+		// it is now, else a wake would find it running and be dropped
+		if _, err := updateStatus(ctx, w.st, k, suspended); err != nil {
+			log.Warn().Err(err).Msg("status not set to awaiting_approval")
+		}
 	}
 	em.Emit(requestedEvent(a))
 	if err := msg.Ack(); err != nil {
@@ -601,8 +612,8 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 	if err := checkID("decide", id); err != nil {
 		return nil, err
 	}
-	if len(d.Reason) > messages.MaxApprovalReason {
-		return nil, fmt.Errorf("fleet: decide %s: reason is %d bytes, at most %d", id, len(d.Reason), messages.MaxApprovalReason)
+	if len(d.Reason) > messages.MaxApprovalReason || len(d.By) > messages.MaxApprovalReason {
+		return nil, fmt.Errorf("fleet: decide %s: reason or decider is over %d bytes", id, messages.MaxApprovalReason)
 	}
 	if d.Args != nil {
 		plain, err := messages.Normalize(d.Args)

@@ -311,3 +311,39 @@ func TestApprovalRulesOfMissionAndWorker(t *testing.T) {
 		t.Fatalf("submit of a bad rule: %v", err)
 	}
 }
+
+// A status changed under the run (here rewritten as it is, as a cancel
+// flag or an operator would) is still set to awaiting_approval when the
+// run suspends, so the decision's wake is not dropped as a duplicate.
+func TestApprovalSuspendsWhenTheStatusChangedUnderTheRun(t *testing.T) {
+	_, nc := runJetStream(t)
+	startShop(t, nc)
+	c := newClient(t, nc)
+	inner := refundRunner(nil)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if st, err := c.Status(ctx, m.ID); err == nil && env.Attempt == 1 {
+			key := messages.StatusKey(st.Submitter, m.ID)
+			if e, err := c.Stores().Status.Get(ctx, key); err == nil {
+				if _, err := c.Stores().Status.Put(ctx, key, e.Value()); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return inner(ctx, m, env)
+	}))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitAwaiting(t, c, m.ID)
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: strings.Repeat("x", messages.MaxApprovalReason+1)}); err == nil {
+		t.Fatal("a decider's name over the bound accepted")
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "erin"}); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := c.Await(ctx, m.ID); err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+}

@@ -34,7 +34,8 @@ const DefaultApprovalTimeout = 24 * time.Hour
 const (
 	// MaxApprovalRules bounds the rules of one policy.
 	MaxApprovalRules = 64
-	// MaxApprovalReason bounds a decision's reason, in bytes.
+	// MaxApprovalReason bounds a decision's reason, and the name of who
+	// decided, in bytes.
 	MaxApprovalReason = 1 << 10
 )
 
