@@ -136,18 +136,6 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	w.cfg.Ceilings.applyBudget(m)
-	if m.ContextRef != "" {
-		if err := w.loadContext(ctx, k, m); err != nil {
-			log.Warn().Err(err).Msg("context not loaded")
-			if !errors.Is(err, ErrRetryable) {
-				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
-				return
-			}
-			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, &log)
-			return
-		}
-	}
-
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
 	defer cancelTimeout()
 	if !m.Deadline.IsZero() {
@@ -162,6 +150,23 @@ func (w *Worker) process(msg jetstream.Msg) {
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
 	go w.heartbeat(msg, k, &hbEntry, cancel, hbStop, hbDone)
+
+	// A large context is read under the heartbeat: its read may take
+	// longer than AckWait.
+	if m.ContextRef != "" {
+		if err := w.loadContext(ctx, k, m); err != nil {
+			close(hbStop)
+			<-hbDone
+			entry = hbEntry.Load()
+			log.Warn().Err(err).Msg("context not loaded")
+			if !errors.Is(err, ErrRetryable) {
+				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
+				return
+			}
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, &log)
+			return
+		}
+	}
 
 	var journal *Journal
 	if !w.cfg.NoJournal {

@@ -313,7 +313,8 @@ func TestMissionsOverCeilingsRefused(t *testing.T) {
 }
 
 // TestContextFollowsMissionDataLimit: a 12 MiB context, over the old fixed
-// 8 MiB cap, is stored and read under the default data limit; a mission
+// 8 MiB cap, is stored and read under the default data limit (read under
+// the mission's heartbeat, so a read slower than AckWait is no redelivery); a mission
 // whose limits.max_data is smaller than its context is refused at submit
 // and, written to the store directly, by the worker, naming the limit.
 func TestContextFollowsMissionDataLimit(t *testing.T) {
