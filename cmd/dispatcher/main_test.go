@@ -36,8 +36,9 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 		// 5,000 emails (about 1 MB) sent out of band, kept with def across two turns.
 		{"all-emails.yaml", []string{`← search_emails {"$object":{"bucket":"tool_results_shop"`, "Memory: emails", `"count": 5000`, `"senders": 1830`, `"urgent": 503`, "tool calls 1"}},
 		// A plan marked step by step, a value emitted at once, a retry turn to fix the return.
-		{"region-report.yaml", []string{": plan, 0/2 steps done\n    [ ] 1. Total the paid orders of each region\n    [ ] 2. Report the largest region",
-			`turn 1: emit {"totals":{"east":287088.49,"north":319732.39,"south":314579.02,"west":316955.19}}`,
+		// (the plan event at the run's start is not asserted: a live watcher
+		// that reads a later event first counts an earlier one as lost)
+		{"region-report.yaml", []string{`turn 1: emit {"totals":{"east":287088.49,"north":319732.39,"south":314579.02,"west":316955.19}}`,
 			"turn 1: plan: step 1 done, 1/2 steps done\n    [x] 1. Total the paid orders of each region — 4 regions totalled",
 			"You get one more turn only to fix this return", "Turn 3 of 3 (0 remaining)",
 			"[x] 2. Report the largest region — north leads", `"total": 319732.39`, "turns 3",
