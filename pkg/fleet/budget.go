@@ -32,7 +32,6 @@ const BudgetAccount = "account"
 // BudgetSubmitterScope returns the scope of submitter name's budgets.
 func BudgetSubmitterScope(name string) string { return "submitter." + name }
 
-
 // budgetLimitRefresh is how long a worker uses the budgets it read before
 // it reads them again: a budget set or changed applies within it.
 const budgetLimitRefresh = 2 * time.Second
