@@ -145,7 +145,7 @@ const leftOut = "I/O, try/catch, atoms, transducers, macros or Java beyond Math/
 // unlikeClojure names the differences from Clojure a model trips over
 // (the full table with reasons is in docs/lisp-builtins.md).
 const unlikeClojure = "- Unlike Clojure: a character is a one-character string; sequence results are vectors; maps and sets are kept in key order " +
-	"(sorted-map-by takes only ascending comparators); (= 1 1.0) is true; (:k m) also finds the key \"k\"; nth out of range is nil; " +
+	"(sorted-map-by, sorted-set-by: in the comparator's order, but get and contains? match keys by =); (= 1 1.0) is true; (:k m) also finds the key \"k\"; nth out of range is nil; " +
 	"integers are 64-bit (overflow is an error, (/ 1 3) is a float).\n"
 
 // compactReference is the default reference: a model that knows Clojure

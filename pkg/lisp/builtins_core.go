@@ -784,7 +784,7 @@ func filterImpl(th *Thread, name string, pred, coll Value, keep bool) Value {
 // place (Map.edit); ok tells the caller to end it on the result.
 func transientAcc(f, acc Value, started bool) (Value, bool) {
 	if clo, ok := f.(*Closure); ok && clo.proto.linearAcc && started {
-		if m, ok := acc.(*Map); ok {
+		if m, ok := acc.(*Map); ok && !m.ord {
 			return m.transient(), true
 		}
 	}

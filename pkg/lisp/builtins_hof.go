@@ -295,12 +295,18 @@ func registerHOF(r *registry) {
 		case *Vector, *LazySeq:
 			return emptyVector
 		case *Map, hostMap:
+			if m, ok := a[0].(*Map); ok && m.ord {
+				return ordEmpty(m)
+			}
 			return emptyMap
 		case *Set:
+			if s := a[0].(*Set); s.m.ord {
+				return &Set{m: ordEmpty(s.m)}
+			}
 			return emptySet
 		}
 		return nil
-	}).doc("an empty collection of the same kind")
+	}).doc("an empty collection of the same kind (a sorted-map-by or sorted-set-by keeps its comparator)")
 	r.add("peek", 1, 1, func(th *Thread, a []Value) Value {
 		switch c := a[0].(type) {
 		case nil:
@@ -336,6 +342,9 @@ func registerHOF(r *registry) {
 		case nil:
 			return nil
 		case *Set:
+			if s.m.ord {
+				return &Set{m: ordRemove(th, s.m, a[1:])}
+			}
 			for _, x := range a[1:] {
 				th.Tick()
 				s = s.Disj(x)

@@ -78,6 +78,9 @@ func registerMaps(r *registry) {
 		case nil:
 			return nil
 		case *Map:
+			if m.ord {
+				return ordRemove(th, m, a[1:])
+			}
 			for _, k := range a[1:] {
 				th.tick()
 				m = m.Dissoc(k)
@@ -101,12 +104,13 @@ func registerMaps(r *registry) {
 		if len(a)%2 != 1 {
 			th.ArityError("sorted-map-by", "a comparator and key/value pairs", len(a))
 		}
-		m := pairsMap(th, a[1:])
-		keys := make([]Value, 0, m.Len())
-		m.Each(func(k, _ Value) bool { keys = append(keys, k); return true })
-		checkKeyOrder(th, "sorted-map-by", a[0], keys)
-		return m
-	}).doc("sorted-map with a comparator, which must order the keys as compare does (maps are kept in key order)").
+		m := newOrdering(th, "sorted-map-by", a[0], false)
+		add := make([]mapEntry, 0, len(a)/2)
+		for i := 1; i < len(a); i += 2 {
+			add = append(add, mapEntry{a[i], a[i+1]})
+		}
+		return ordAdd(th, m, add)
+	}).doc("a map of the key-value arguments kept in the order of the comparator, which also decides which keys are equal").
 		arity("a comparator and key/value pairs")
 	r.add("subseq", 3, 5, func(th *Thread, a []Value) Value { return subSeq(th, "subseq", a, false) }).
 		doc("the entries (or items) of a map (or set) whose keys pass the tests, e.g. (subseq m >= 2 < 5)").
@@ -370,11 +374,15 @@ func biMerge(th *Thread, a []Value) Value {
 		case nil:
 			continue
 		case *Map:
-			if acc == nil || acc.Len() == 0 {
+			if acc == nil || acc.Len() == 0 && !acc.ord {
 				acc = c
 				continue
 			}
 			if c.Len() == 0 {
+				continue
+			}
+			if acc.ord {
+				acc = ordAdd(th, acc, c.entries())
 				continue
 			}
 			c.Each(func(k, v Value) bool {
@@ -441,41 +449,6 @@ func entryPart(th *Thread, name string, e Value, part int) Value {
 	return nil
 }
 
-// checkKeyOrder raises unless comp (a comparator of sorted-map-by or
-// sorted-set-by) orders keys (distinct, in key order) as compare does:
-// every map and set is kept in that one order. A comparator other than
-// compare, < or <= is checked on the keys, so it needs two of them.
-func checkKeyOrder(th *Thread, name string, comp Value, keys []Value) {
-	natural, desc := naturalOrder(comp)
-	if _, isKw := comp.(*Keyword); isKw || comp == nil {
-		natural = false // :asc, :desc and nil are sort's, not comparators
-	}
-	hint := "maps and sets are kept in ascending key order; to list them in another order, sort the entries: (sort-by key > m) or (sort > s)"
-	if natural && !desc {
-		return
-	}
-	what := preview(comp)
-	if b, ok := comp.(*Builtin); ok {
-		what = b.Name
-	}
-	const only = "%s: only a comparator that orders keys as compare does (compare, <, <=) is supported; "
-	switch {
-	case natural:
-		th.RaiseHint(KindValue, hint, only+"%s orders them descending", name, what)
-	case len(keys) < 2:
-		th.RaiseHint(KindValue, hint, only+"%s cannot be checked on fewer than two keys", name, what)
-	}
-	pos := th.pos
-	cmp := comparator(th, name, comp, 1)
-	for i := 1; i < len(keys); i++ {
-		if cmp(keys[i-1], keys[i]) >= 0 {
-			th.pos = pos
-			th.RaiseHint(KindValue, hint, only+"%s puts %s before %s", name, what, preview(keys[i]), preview(keys[i-1]))
-		}
-	}
-	th.pos = pos
-}
-
 // subSeq is (subseq sc test key) and (subseq sc start-test start-key
 // end-test end-key): the entries of a map (items of a set) whose key k
 // passes each (test (compare k key) 0), in key order (reversed for
@@ -486,20 +459,33 @@ func subSeq(th *Thread, name string, a []Value, reverse bool) Value {
 	}
 	var items []Value
 	isMap := false
+	var ord *ordering
 	switch c := mapValue(a[0]).(type) {
 	case *Map:
 		isMap = true
 		items = th.Seq(c, name, 1)
+		ord, _ = c.ordOf()
 	case *Set:
 		items = c.Items()
+		ord, _ = c.m.ordOf()
 	case nil:
 	default:
 		th.TypeError(name, "a sorted map or set", a[0], 1)
 	}
 	pos := th.pos
+	var cmp func(a, b Value) int
+	if ord != nil {
+		cmp = ord.compare(th) // the collection's own order, as Clojure
+	}
 	pass := func(k Value) bool {
 		for i := 1; i+1 < len(a); i += 2 {
-			c, ok := compareTick(th, k, a[i+1])
+			var c int
+			ok := true
+			if cmp != nil {
+				c = cmp(k, a[i+1])
+			} else {
+				c, ok = compareTick(th, k, a[i+1])
+			}
 			if !ok {
 				th.pos = pos
 				th.Raise(KindType, "%s: cannot compare %s with %s", name, preview(k), preview(a[i+1]))

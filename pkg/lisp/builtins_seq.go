@@ -34,8 +34,10 @@ func registerSeq(r *registry) {
 	r.add("reverse", 1, 1, func(th *Thread, a []Value) Value { return reverseOf(th, "reverse", a[0]) }).
 		doc("the items in reverse order").ref(refSeq).pure()
 	r.add("rseq", 1, 1, func(th *Thread, a []Value) Value {
-		if _, ok := a[0].(*Vector); !ok && a[0] != nil {
-			th.TypeError("rseq", "a vector", a[0], 1)
+		switch a[0].(type) {
+		case nil, *Vector, *Set, *Map, hostMap: // every map and set is sorted
+		default:
+			th.TypeError("rseq", "a vector or a sorted collection", a[0], 1)
 		}
 		return seqOrNil(th, reverseOf(th, "rseq", a[0]))
 	}).doc("the items of a vector or sorted collection in reverse order, or nil when empty")
@@ -1124,6 +1126,9 @@ func biCombinations(th *Thread, a []Value) Value {
 
 // conjMap adds x to m: a [k v] entry, a map (merged) or nil.
 func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
+	if m.ord {
+		return ordAdd(th, m, ordEntries(th, name, []Value{x}, argN))
+	}
 	switch e := mapValue(x).(type) {
 	case nil:
 		return m
@@ -1149,6 +1154,9 @@ func conjMap(th *Thread, name string, m *Map, x Value, argN int) *Map {
 // mapFromEntries adds [k v] entries and maps (nil skipped) to a transient
 // copy of to, later entries winning (flex keys, as conj).
 func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *Map {
+	if to.ord {
+		return ordAdd(th, to, ordEntries(th, name, from, argN))
+	}
 	m := to.transient()
 	defer endTransient(m) // also on a type error: m may be to's twin
 	for _, x := range from {
@@ -1180,6 +1188,9 @@ func mapFromEntries(th *Thread, name string, to *Map, from []Value, argN int) *M
 
 // assocCharged is m.Assoc, charging the budget when the map grows.
 func assocCharged(th *Thread, m *Map, k, v Value) *Map {
+	if m.ord {
+		return ordAssoc(th, m, k, v)
+	}
 	n := m.Len()
 	m = m.Assoc(k, v)
 	if m.Len() > n {
@@ -1205,6 +1216,9 @@ func biConj(th *Thread, a []Value) Value {
 	case *Set:
 		return setAddAll(th, c, xs)
 	case *Map:
+		if c.ord {
+			return ordAdd(th, c, ordEntries(th, "conj", xs, 2))
+		}
 		for i, x := range xs {
 			c = conjMap(th, "conj", c, x, i+2)
 		}
@@ -1317,7 +1331,7 @@ func biInto(th *Thread, a []Value) Value {
 		}
 		return &Vector{slots: out}
 	}
-	if to, ok := a[0].(*Set); ok && to.Len() == 0 {
+	if to, ok := a[0].(*Set); ok && to.Len() == 0 && !to.m.ord {
 		return setFromItems(th, src)
 	}
 	from := src.from(0)

@@ -9,10 +9,9 @@ func registerSets(r *registry) {
 	r.add("sorted-set", 0, -1, func(th *Thread, a []Value) Value { return setAddAll(th, emptySet, a) }).
 		doc("a set of the arguments kept in order")
 	r.add("sorted-set-by", 1, -1, func(th *Thread, a []Value) Value {
-		s := setAddAll(th, emptySet, a[1:])
-		checkKeyOrder(th, "sorted-set-by", a[0], s.Items())
-		return s
-	}).doc("sorted-set with a comparator, which must order the items as compare does (sets are kept in key order)")
+		m := newOrdering(th, "sorted-set-by", a[0], true)
+		return &Set{m: ordAdd(th, m, setEntries(a[1:]))}
+	}).doc("a set of the arguments kept in the order of the comparator, which also decides which items are equal")
 	r.alias("hash-set", "sorted-set").doc("a set of the arguments (every set is kept in key order)")
 	r.add("set?", 1, 1, func(th *Thread, a []Value) Value { _, ok := a[0].(*Set); return ok }).
 		doc("true for sets").pure()
@@ -234,6 +233,9 @@ func setFromSeen(th *Thread, seen *valueSet) *Set {
 
 // setAddAll adds items to s, charging the budget for new members.
 func setAddAll(th *Thread, s *Set, items []Value) *Set {
+	if s.m.ord {
+		return &Set{m: ordAdd(th, s.m, setEntries(items))}
+	}
 	for _, it := range items {
 		th.tick()
 		n := s.Len()

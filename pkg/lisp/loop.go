@@ -249,7 +249,7 @@ func compileLoop(c *compiler, f *form, lin []bool) node {
 func transientInit(init node) node {
 	return func(fr *frame) Value {
 		v := init(fr)
-		if m, ok := v.(*Map); ok {
+		if m, ok := v.(*Map); ok && !m.ord {
 			return m.transient()
 		}
 		return v

@@ -56,6 +56,10 @@ type Map struct {
 	// host marks maps converted from host data: the host's memory, not
 	// counted against the program's limit.
 	host bool
+	// ord marks a map (or a set's map) ordered by a comparator
+	// (sortedby.go): cache holds its entries in that order and the
+	// comparator, stored once when the map is built.
+	ord bool
 }
 
 // mapCache is what a map computes once and keeps (Map.cache).
@@ -63,6 +67,7 @@ type mapCache struct {
 	sorted []mapEntry // a trie's entries in key order
 	form   *Map       // a view's or a stored map's interpreter form
 	store  *hashStore // a stored map's entries, until its form is built (mapstore.go)
+	ord    *ordering  // a comparator-ordered map's comparator (sorted holds its order)
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.
@@ -143,7 +148,7 @@ func sortEntries(es []mapEntry) {
 // Each calls fn for each entry in key order until fn returns false.
 func (m *Map) Each(fn func(k, v Value) bool) {
 	m = m.form()
-	if m.root == nil {
+	if m.root == nil && !m.ord {
 		m.eachSmall(fn)
 		return
 	}

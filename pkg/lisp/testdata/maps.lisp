@@ -310,15 +310,58 @@
 (reduce (fnil (fn [a] a) 0) [nil 1 2])
 ;;; "arity_error: 1:1: fn expects 1 arg, got 2"
 ---
-;; sorted-map-by: maps are kept in key order, so only an ascending comparator
+;; sorted-map-by takes any comparator: it orders the keys and decides
+;; which keys are equal (expected values from Clojure 1.11)
 [(sorted-map-by < 2 :b 1 :a) (sorted-map-by compare "b" 1 "a" 2) (into (sorted-map-by <=) {3 1 1 2}) (sorted-map-by (comparator <) 2 :b 1 :a)]
 ;=> [{1 :a 2 :b} {"a" 2 "b" 1} {1 2 3 1} {1 :a 2 :b}]
 ---
-(sorted-map-by > 1 :a 2 :b)
-;;; "value_error: 1:1: sorted-map-by: only a comparator .*> orders them descending"
+[(sorted-map-by > 1 :a 2 :b) (sorted-map-by (fn [a b] (< b a)) 1 :a 2 :b) (sorted-map-by > 1 :a 1 :b) (sorted-map-by >)]
+;=> [{2 :b 1 :a} {2 :b 1 :a} {1 :b} {}]
 ---
-(into (sorted-map-by (fn [a b] (compare b a))) {1 2})
-;;; "sorted-map-by: .* cannot be checked on fewer than two keys"
+;; assoc, dissoc, conj, into, merge, update, assoc-in and empty keep the comparator
+(let [m (sorted-map-by > 1 :a 3 :c)]
+  [(assoc m 2 :b) (dissoc (assoc m 2 :b) 3) (conj m [2 :b] [4 :d]) (into (sorted-map-by >) {1 :a 3 :c 2 :b})
+   (merge m {2 :b} {4 :d}) (merge (sorted-map-by >) {3 :c} {1 :a}) (update (sorted-map-by > 1 1 2 2) 1 inc)
+   (assoc-in (sorted-map-by > 1 {} 2 {}) [1 :x] 5) (assoc (empty m) 1 :x 2 :y)])
+;=> [{3 :c 2 :b 1 :a} {2 :b 1 :a} {4 :d 3 :c 2 :b 1 :a} {3 :c 2 :b 1 :a} {4 :d 3 :c 2 :b 1 :a} {3 :c 1 :a} {2 2 1 2} {2 {} 1 {:x 5}} {2 :y 1 :x}]
+---
+;; seq, keys, vals, first, last, reduce, into [], printing follow the comparator
+(let [m (sorted-map-by > 1 :a 2 :b 3 :c)]
+  [(seq m) (keys m) (vals m) (first m) (last m) (reduce (fn [acc [k v]] (conj acc k)) [] m) (into [] m) (pr-str m) (str (sorted-map-by > 1 :a 2 :b))])
+;=> [[[3 :c] [2 :b] [1 :a]] [3 2 1] [:c :b :a] [3 :c] [1 :a] [3 2 1] [[3 :c] [2 :b] [1 :a]] "{3 :c 2 :b 1 :a}" "{2 :b 1 :a}"]
+---
+;; a reduce or loop building the map in place keeps the comparator
+[(reduce (fn [m x] (assoc m x (* x x))) (sorted-map-by >) [1 3 2])
+ (loop [m (sorted-map-by >) xs [1 3 2]] (if (seq xs) (recur (assoc m (first xs) 0) (rest xs)) m))]
+;=> [{3 9 2 4 1 1} {3 0 2 0 1 0}]
+---
+;; equality and hashing ignore the order
+[(= (sorted-map-by > 1 :a) {1 :a}) (= #{(sorted-map-by > 1 :a 2 :b)} #{{2 :b 1 :a}}) (sorted? (sorted-map-by >))]
+;=> [true true true]
+---
+;; two keys the comparator calls equal are one key: the first key, the last value
+(let [by-count #(compare (count %1) (count %2))]
+  [(assoc (sorted-map-by by-count "bb" 1 "a" 2) "dd" 3) (sorted-map-by by-count "bb" 1 "dd" 2)
+   (dissoc (sorted-map-by by-count "bb" 1 "a" 2) "dd")])
+;=> [{"a" 2 "bb" 3} {"bb" 2} {"a" 2}]
+---
+(let [m (sorted-map-by > 1 :a 2 :b 3 :c)] [(subseq m <= 2) (rsubseq m <= 2) (subseq m > 2)])
+;=> [[[3 :c] [2 :b]] [[2 :b] [3 :c]] [[1 :a]]]
+---
+(sorted-map-by > :a 1 :b 2)
+;;; ">: expected number, got keyword :b \\(as the sorted-map-by comparator\\)"
+---
+(sorted-map-by (fn [a b] "x") 1 :a 2 :b)
+;;; "sorted-map-by"
+---
+(sorted-map-by (fn [a b] (throw (ex-info "boom" {}))) 1 :a 2 :b)
+;;; "boom"
+---
+(sorted-map-by :a 1 :a 2 :b)
+;;; "sorted-map-by: expected a comparator function, got keyword :a \\(arg 1\\)"
+---
+(assoc (sorted-map-by compare 1 :a) :x 2)
+;;; "sorted-map-by: cannot compare 1 with keyword :x"
 ---
 (sorted-map-by < 1)
 ;;; "arity_error"
@@ -340,3 +383,36 @@
 ;; ordered by a bounded print: this ends at once, not at the timeout
 (let [m (zipmap (range 10) (range 10))] (count (reduce (fn [acc x] (assoc m [acc x] [acc x])) m (range 60))))
 ;=> 11
+---
+;; rseq takes any map or set (every one is sorted)
+[(rseq (sorted-map-by > 1 :a 2 :b)) (rseq (sorted-set-by > 1 2 3)) (rseq (sorted-map 1 :a 2 :b)) (rseq (sorted-set-by >))]
+;=> [[[1 :a] [2 :b]] [1 2 3] [[2 :b] [1 :a]] nil]
+---
+(rseq "ab")
+;;; "rseq: expected a vector or a sorted collection, got string"
+---
+;; an error in the comparator names the constructor
+(sorted-map-by (fn [a b] (quot a 0)) 1 :a 2 :b)
+;;; "arithmetic_error: 2:26: sorted-map-by: the comparator failed: division by zero"
+---
+(conj (sorted-set-by (fn [a b] (compare (count a) (count b))) "a") 1)
+;;; "sorted-set-by: the comparator failed: count"
+---
+(sorted-map-by (fn [a b] nil) 1 :a 2 :b)
+;=> {1 :b}
+---
+;; lookups find a key by =, not by the comparator (documented difference)
+(let [s (sorted-set-by #(compare (count %1) (count %2)) "bb" "a")] [(get s "dd") (contains? s "dd") (contains? s "bb") (get s "a")])
+;=> [nil false true "a"]
+---
+;; keys equal by = are one key even when the comparator orders them apart (documented difference)
+[(sorted-set-by <= 2 1 2) (sorted-map-by <= 2 :a 1 :b 2 :c)]
+;=> [#{1 2} {1 :b 2 :c}]
+---
+;; pmap's workers share a sorted-map-by: each adds to it, none changes it
+(let [m (sorted-map-by > 1 :a 3 :c)] [(pmap (fn [x] (keys (assoc m x 0))) [2 4 0]) m])
+;=> [[[3 2 1] [4 3 1] [3 1 0]] {3 :c 1 :a}]
+---
+;; an operation that cannot keep the comparator gives an ordinary map
+[(select-keys (sorted-map-by > 1 :a 2 :b 3 :c) [1 3]) (update-vals (sorted-map-by > 1 1 2 2) inc)]
+;=> [{1 :a 3 :c} {1 2 2 3}]

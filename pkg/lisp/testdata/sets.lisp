@@ -145,12 +145,28 @@
 (set/rename [1] {:a :b})
 ;;; "rename: expected a collection of maps, got 1 \\(item 1\\)"
 ---
-;; sorted-set-by: sets are kept in key order, so only an ascending comparator
+;; sorted-set-by takes any comparator: it orders the items and decides
+;; which items are equal (expected values from Clojure 1.11)
 [(sorted-set-by < 3 1 2) (sorted-set-by compare "b" "a") (sorted-set-by (comparator <) 2 1)]
 ;=> [#{1 2 3} #{"a" "b"} #{1 2}]
 ---
-(sorted-set-by > 3 1 2)
-;;; "sorted-set-by: only a comparator that orders keys as compare does .*> orders them descending(.|\n)*hint: .*sort"
+[(sorted-set-by > 3 1 2) (sorted-set-by #(compare %2 %1) 1 2) (sorted-set-by (comparator >) 1 3 2) (sorted-set-by >)]
+;=> [#{3 2 1} #{2 1} #{3 2 1} #{}]
 ---
-(sorted-set-by #(compare %2 %1) 1 2)
-;;; "sorted-set-by: .* puts 2 before 1"
+(let [by-count #(compare (count %1) (count %2))
+      s (sorted-set-by by-count "bb" "a" "ccc")]
+  [s (conj s "dd") (count (conj s "dd")) (disj s "dd") (sorted-set-by (fn [a b] (compare (mod a 3) (mod b 3))) 1 2 3 4 5 6)])
+;=> [#{"a" "bb" "ccc"} #{"a" "bb" "ccc"} 3 #{"a" "ccc"} #{3 1 2}]
+---
+;; conj, disj, into, empty keep the comparator; seq functions follow it
+(let [s (sorted-set-by > 1 3)]
+  [(conj s 2) (disj (conj s 2) 2) (into (sorted-set-by >) [5 1 4 2]) (into (empty s) [3 1 2])
+   (first (conj s 2)) (last (conj s 2)) (vec (conj s 2)) (map inc (conj s 2)) (pr-str (conj s 2))
+   (= (sorted-set-by > 1 2) #{1 2})])
+;=> [#{3 2 1} #{3 1} #{5 4 2 1} #{3 2 1} 3 1 [3 2 1] [4 3 2] "#{3 2 1}" true]
+---
+(let [s (sorted-set-by > 1 2 3 4 5)] [(subseq s > 3) (subseq s >= 4 <= 2) (rsubseq s > 3)])
+;=> [[2 1] [4 3 2] [1 2]]
+---
+(sorted-set-by nil 1 2)
+;;; "sorted-set-by: expected a comparator function, got nil"
