@@ -46,7 +46,7 @@ func (e *FieldError) Error() string {
 }
 
 // internalFields are wire fields set by Build, not by a person.
-var internalFields = map[string]bool{"v": true, "kind": true, "context_ref": true, "created_at": true, "deadline": true}
+var internalFields = map[string]bool{"v": true, "kind": true, "context_ref": true, "context_digest": true, "created_at": true, "deadline": true}
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
