@@ -105,8 +105,28 @@ const maxWalkDepth = 2 * MaxNesting
 // the int64 range becomes float64), float32 becomes float64, []byte becomes
 // string, slices become []any and maps with string keys become
 // map[string]any. It returns an error for values with no plain form
-// (channels, funcs, maps with non-string keys, ...).
+// (channels, funcs, maps with non-string keys, ...). v itself is never
+// changed: a []any or map[string]any holding something to convert is
+// copied (copy on write), and what needs no conversion comes back as it
+// is, so data shared between calls (a tool's cached result) may be
+// normalized and encoded by several goroutines at once.
 func Normalize(v any) (any, error) { return normalize(v, 0) }
+
+// unchanged reports whether n, the normalized form of e, is e itself.
+func unchanged(n, e any) bool {
+	switch nv := n.(type) {
+	case nil:
+		return e == nil
+	case map[string]any:
+		ev, ok := e.(map[string]any)
+		return ok && reflect.ValueOf(nv).Pointer() == reflect.ValueOf(ev).Pointer()
+	case []any:
+		ev, ok := e.([]any)
+		return ok && len(nv) == len(ev) && (len(nv) == 0 || &nv[0] == &ev[0])
+	}
+	// bool, int64, float64 or string: comparable when the types match
+	return reflect.TypeOf(n) == reflect.TypeOf(e) && n == e
+}
 
 func normalize(v any, depth int) (any, error) {
 	if depth > maxDepth {
@@ -138,21 +158,43 @@ func normalize(v any, depth int) (any, error) {
 	case []byte:
 		return string(x), nil
 	case []any:
+		var out []any
 		for i, e := range x {
 			n, err := normalize(e, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
-			x[i] = n
+			if out == nil && !unchanged(n, e) {
+				out = make([]any, len(x))
+				copy(out, x[:i])
+			}
+			if out != nil {
+				out[i] = n
+			}
+		}
+		if out != nil {
+			return out, nil
 		}
 		return x, nil
 	case map[string]any:
+		var out map[string]any
 		for k, e := range x {
 			n, err := normalize(e, depth+1)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
-			x[k] = n
+			if out == nil && !unchanged(n, e) {
+				out = make(map[string]any, len(x))
+				for k2, e2 := range x {
+					out[k2] = e2
+				}
+			}
+			if out != nil {
+				out[k] = n
+			}
+		}
+		if out != nil {
+			return out, nil
 		}
 		return x, nil
 	}

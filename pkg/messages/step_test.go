@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -389,4 +390,51 @@ func TestUnmarshalStepRefusesOtherMessages(t *testing.T) {
 	if err := Unmarshal(marked, &raw); err != nil || raw["type"] != StepType {
 		t.Fatalf("MarshalStep wrote %v (%v), want type %q", raw, err, StepType)
 	}
+}
+
+// TestNormalizeLeavesItsInputAlone: Normalize copies what it converts and
+// writes nothing into the value it is given, so a tool's shared result can
+// be normalized and encoded by several goroutines at once (run under
+// -race); plain data comes back as the same map and slice.
+func TestNormalizeLeavesItsInputAlone(t *testing.T) {
+	plain := map[string]any{"id": int64(1), "tags": []any{"a", "b"}, "sub": map[string]any{"x": 1.5}}
+	mixed := []any{map[string]any{"n": 7, "ok": true}, plain, []byte("raw")}
+	out, err := Normalize(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := mixed[0].(map[string]any)["n"]; n != 7 {
+		t.Fatalf("the input was changed: n is %T", n)
+	}
+	if _, ok := mixed[2].([]byte); !ok {
+		t.Fatalf("the input was changed: item 2 is %T", mixed[2])
+	}
+	o := out.([]any)
+	if o[0].(map[string]any)["n"] != int64(7) || o[2] != "raw" {
+		t.Fatalf("normalized = %#v", o)
+	}
+	if p, ok := o[1].(map[string]any); !ok || reflect.ValueOf(p).Pointer() != reflect.ValueOf(plain).Pointer() {
+		t.Fatal("plain data was copied")
+	}
+	if again, _ := Normalize(plain); reflect.ValueOf(again).Pointer() != reflect.ValueOf(plain).Pointer() {
+		t.Fatal("plain data was copied")
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				v, err := Normalize(mixed)
+				if err == nil {
+					_, err = Marshal(v)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -557,9 +557,10 @@
 (tree-seq (constantly true) (fn [x] [1 x]) 5)
 ;;; "tree-seq: the children of 5 include itself"
 ---
-;; an endless tree of new nodes ends with the memory limit
+;; an endless tree of new nodes ends with a limit: memory or steps (or,
+;; under the race detector on a loaded machine, the time limit first)
 (count (tree-seq (constantly true) (fn [x] [[x]]) 1))
-;;; "memory_limit|step_limit"
+;;; "memory_limit|step_limit|timeout"
 ---
 ;; clojure.walk, also as walk/ and with the replace and key functions
 [(clojure.walk/postwalk #(if (number? %) (inc %) %) [1 [2 {:a 3}]]) (walk/prewalk identity {:a [1]}) (clojure.walk/walk inc vec [1 2])]
