@@ -151,7 +151,10 @@ func TestToolCallsCarryIdempotencyKeys(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{m.ID + "/1/1", m.ID + "/1/2", m.ID + "/2/1", m.ID + "/2/2"}
+	key := func(turn, x int) string {
+		return fmt.Sprintf("%s/%d/%s/1", m.ID, turn, fleet.CallDigest("echo", map[string]any{"x": int64(x)}))
+	}
+	want := []string{key(1, 0), key(1, 1), key(2, 0), key(2, 1)}
 	if len(infos) != len(want) {
 		t.Fatalf("calls = %d", len(infos))
 	}
@@ -264,8 +267,9 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 		t.Fatalf("the service saw %d requests, want the original and a resend", len(seen))
 	}
 	last := seen[len(seen)-1]
-	if last.IdempotencyKey != seen[0].IdempotencyKey || last.IdempotencyKey != id+"/4/1" || last.Retry == 0 {
-		t.Errorf("first %+v, resend %+v: want the same key %s/4/1 and a retry count", seen[0], last, id)
+	want := id + "/4/" + fleet.CallDigest("work", nil) + "/1"
+	if last.IdempotencyKey != seen[0].IdempotencyKey || last.IdempotencyKey != want || last.Retry == 0 {
+		t.Errorf("first %+v, resend %+v: want the same key %s and a retry count", seen[0], last, want)
 	}
 	t.Logf("call across a NATS restart: %v, %d sends", r.d.Round(time.Millisecond), len(seen))
 	srv.Close()

@@ -5,3 +5,7 @@ import "time"
 // LiveCalls makes b call tools that report progress the way a worker's
 // Toolbox does (sendLive), asking for progress every interval.
 func LiveCalls(b *Toolbox, every time.Duration) { b.replies, b.heartbeat = newReplyMux(b.nc), every }
+
+// CallDigest is callDigest: the content part of a tool call's journal key
+// and idempotency key.
+func CallDigest(tool string, args any) string { return callDigest(tool, args) }

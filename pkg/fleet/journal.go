@@ -491,9 +491,10 @@ func ModelKey(parts ...string) string {
 	return journalModel + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// toolKey is the journal key of a call of tool with args in turn.
-func toolKey(turn int, tool string, args any) string {
-	return journalTool + strconv.Itoa(turn) + "/" + callDigest(tool, args)
+// toolKey is the journal key of a call in turn whose content (tool and
+// arguments) has the given callDigest.
+func toolKey(turn int, digest string) string {
+	return journalTool + strconv.Itoa(turn) + "/" + digest
 }
 
 // callDigest identifies a tool call by content: the tool's name and its

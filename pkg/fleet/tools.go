@@ -446,7 +446,7 @@ type Toolbox struct {
 	journal   *Journal
 	attempt   int
 	turnMu    sync.Mutex
-	turnCalls map[int]int // calls made so far per turn (the call index)
+	turnCalls map[string]int // calls made so far per turn and content (the occurrence)
 	metrics   *Metrics
 	tracer    trace.Tracer // nil when tracing is off
 
@@ -548,7 +548,7 @@ func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []stri
 	b := &Toolbox{
 		reg: reg, nc: nc, missionID: missionID, timeout: timeout, retryWait: retryWait,
 		allowed: make(map[string]bool, len(tools)), names: append([]string(nil), tools...),
-		header: nats.Header{}, turnCalls: map[int]int{},
+		header: nats.Header{}, turnCalls: map[string]int{},
 		refs: &refStores{nc: nc}, maxData: messages.DefaultMaxData,
 	}
 	for _, n := range tools {
@@ -688,11 +688,12 @@ func forbidden(name string) error {
 }
 
 // callIndex returns the index of a new call in turn (from 1).
-func (b *Toolbox) callIndex(turn int) int {
+func (b *Toolbox) callOccurrence(turn int, digest string) int {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
-	b.turnCalls[turn]++
-	return b.turnCalls[turn]
+	k := strconv.Itoa(turn) + "/" + digest
+	b.turnCalls[k]++
+	return b.turnCalls[k]
 }
 
 // call calls the named tool; decode turns the response body (as
@@ -700,7 +701,6 @@ func (b *Toolbox) callIndex(turn int) int {
 func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, decode func(ctx context.Context, name string, body []byte) (any, error)) (result any, err error) {
 	callID := strconv.FormatInt(b.calls.Add(1), 10)
 	turn := TurnFrom(ctx)
-	index := b.callIndex(turn)
 	start := time.Now()
 	if b.onCall != nil {
 		b.onCall(turn, name, callID, args)
@@ -728,9 +728,15 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 	}
+	// A call is identified by its turn and content (tool and arguments)
+	// and, among calls of the same content in the turn, its occurrence:
+	// the same on every attempt whatever order concurrent calls (pmap)
+	// take.
+	digest := callDigest(name, plain)
+	occurrence := b.callOccurrence(turn, digest)
 	jkey := ""
 	if b.journal != nil {
-		jkey = toolKey(turn, name, plain)
+		jkey = toolKey(turn, digest)
 		if data, ok := b.journal.Replay(jkey); ok {
 			replayed = true
 			return decode(ctx, name, data)
@@ -785,7 +791,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	}
 	if b.missionID != "" {
 		msg.Header.Set(messages.HeaderMissionID, b.missionID)
-		key := b.missionID + "/" + strconv.Itoa(turn) + "/" + strconv.Itoa(index)
+		key := b.missionID + "/" + strconv.Itoa(turn) + "/" + digest + "/" + strconv.Itoa(occurrence)
 		if approval != nil {
 			// the same on every run, whatever order concurrent calls take
 			key = b.missionID + "/approval/" + approval.Call

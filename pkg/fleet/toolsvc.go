@@ -37,8 +37,8 @@ type CallInfo struct {
 	// Header holds the request's headers (traceparent, tracestate, ...).
 	Header nats.Header
 	// IdempotencyKey is the call's Idempotency-Key header, "<mission
-	// id>/<turn>/<call index>": the same on every attempt and every worker
-	// that makes this call; empty for calls made outside a mission.
+	// id>/<turn>/<digest>/<occurrence>": the same on every attempt and every
+	// worker that makes this call; empty for calls made outside a mission.
 	IdempotencyKey string
 	// Attempt is the delivery attempt of the mission making the call (1 on
 	// the first worker; 0 when unknown).

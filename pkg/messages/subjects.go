@@ -86,8 +86,9 @@ const (
 	// service can stop work the caller no longer waits for.
 	HeaderTimeout = "Ptc-Timeout-Ms"
 	// HeaderIdempotencyKey carries a tool call's idempotency key,
-	// "<mission id>/<turn>/<call index>": the same on every attempt and
-	// every worker that makes the call.
+	// "<mission id>/<turn>/<digest>/<occurrence>" (the call's content and
+	// its occurrence in the turn, docs/wire.md): the same on every attempt
+	// and every worker that makes the call.
 	HeaderIdempotencyKey = "Idempotency-Key"
 	// HeaderAttempt carries the delivery attempt of the mission making a
 	// tool call (1 on the first worker).
