@@ -67,7 +67,10 @@ type mapCache struct {
 	sorted []mapEntry // a trie's entries in key order
 	form   *Map       // a view's or a stored map's interpreter form
 	store  *hashStore // a stored map's entries, until its form is built (mapstore.go)
-	ord    *ordering  // a comparator-ordered map's comparator (sorted holds its order)
+	ord    *ordering  // a comparator-ordered map's comparator
+	// chunks holds a comparator-ordered map's entries in its order
+	// (sortedby.go); sorted is their concatenation, made on first need
+	chunks [][]mapEntry
 }
 
 // transient returns a private copy of m's header that Assoc may mutate.
@@ -93,6 +96,9 @@ func (m *Map) Len() int {
 func (m *Map) entries() []mapEntry {
 	m = m.form()
 	if c := m.cache.Load(); c != nil {
+		if c.sorted == nil && c.chunks != nil {
+			return m.flatOrder(c)
+		}
 		return c.sorted
 	}
 	es := make([]mapEntry, 0, m.n)

@@ -25,9 +25,9 @@ type ordering struct {
 	set  bool   // the collection is a set: members are exact keys
 }
 
-// ordOf returns m's ordering and its entries in that order; nil for an
-// ordinary map.
-func (m *Map) ordOf() (*ordering, []mapEntry) {
+// ordOf returns m's ordering and its entries in that order, in chunks;
+// nil for an ordinary map.
+func (m *Map) ordOf() (*ordering, [][]mapEntry) {
 	if !m.ord {
 		return nil, nil
 	}
@@ -35,12 +35,107 @@ func (m *Map) ordOf() (*ordering, []mapEntry) {
 	if c == nil || c.ord == nil {
 		return nil, nil
 	}
-	return c.ord, c.sorted
+	return c.ord, c.chunks
+}
+
+// flatOrder returns the entries of c (m's cache, an ordered map's) in one
+// slice, made on first need and kept in m's cache.
+func (m *Map) flatOrder(c *mapCache) []mapEntry {
+	es := make([]mapEntry, 0, m.n)
+	for _, ch := range c.chunks {
+		es = append(es, ch...)
+	}
+	m.cache.CompareAndSwap(c, &mapCache{sorted: es, ord: c.ord, chunks: c.chunks})
+	return es
 }
 
 // compare returns o's comparator as a Go function calling it through th.
 func (o *ordering) compare(th *Thread) func(a, b Value) int {
 	return comparator(th, o.name, o.cmp, 1)
+}
+
+// ordChunk is the size an ordered map's chunk splits in two beyond (at
+// twice it): an insert copies one chunk and the list of chunks, not
+// every entry.
+const ordChunk = 64
+
+// ordEdit is the order of an ordered map being updated: a copy of its
+// chunk list, each chunk copied on its first change.
+type ordEdit struct {
+	cmp    func(a, b Value) int
+	chunks [][]mapEntry
+	owned  []bool // chunks[i] is this edit's own copy
+}
+
+func newOrdEdit(cmp func(a, b Value) int, chunks [][]mapEntry) *ordEdit {
+	return &ordEdit{cmp: cmp, chunks: slices.Clone(chunks), owned: make([]bool, len(chunks))}
+}
+
+// find returns the chunk and the index in it of the entry whose key the
+// comparator calls equal to k (found), or of where k goes.
+func (e *ordEdit) find(k Value) (ci, i int, found bool) {
+	if len(e.chunks) == 0 {
+		return 0, 0, false
+	}
+	ci, _ = slices.BinarySearchFunc(e.chunks, k, func(ch []mapEntry, k Value) int {
+		if e.cmp(ch[len(ch)-1].key, k) < 0 {
+			return -1
+		}
+		return 1
+	})
+	if ci == len(e.chunks) {
+		ci--
+		return ci, len(e.chunks[ci]), false
+	}
+	i, found = slices.BinarySearchFunc(e.chunks[ci], k, func(x mapEntry, k Value) int { return e.cmp(x.key, k) })
+	return ci, i, found
+}
+
+// own returns chunk ci, copied first unless the edit made it.
+func (e *ordEdit) own(ci int) []mapEntry {
+	if !e.owned[ci] {
+		e.chunks[ci] = slices.Clone(e.chunks[ci])
+		e.owned[ci] = true
+	}
+	return e.chunks[ci]
+}
+
+// insert puts x at index i of chunk ci, splitting a chunk grown past
+// twice ordChunk.
+func (e *ordEdit) insert(ci, i int, x mapEntry) {
+	if len(e.chunks) == 0 {
+		e.chunks, e.owned = [][]mapEntry{{x}}, []bool{true}
+		return
+	}
+	ch := slices.Insert(e.own(ci), i, x)
+	e.chunks[ci] = ch
+	if len(ch) > 2*ordChunk {
+		e.chunks[ci] = ch[:ordChunk:ordChunk]
+		e.chunks = slices.Insert(e.chunks, ci+1, slices.Clone(ch[ordChunk:]))
+		e.owned = slices.Insert(e.owned, ci+1, true)
+	}
+}
+
+// remove deletes index i of chunk ci (and the chunk when it empties).
+func (e *ordEdit) remove(ci, i int) {
+	ch := slices.Delete(e.own(ci), i, i+1)
+	e.chunks[ci] = ch
+	if len(ch) == 0 {
+		e.chunks = slices.Delete(e.chunks, ci, ci+1)
+		e.owned = slices.Delete(e.owned, ci, ci+1)
+	}
+}
+
+// setVal replaces the value of the entry whose key is k (as =).
+func (e *ordEdit) setVal(k, v Value) {
+	for ci, ch := range e.chunks {
+		for i := range ch {
+			if Equal(ch[i].key, k) {
+				e.own(ci)[i].val = v
+				return
+			}
+		}
+	}
 }
 
 // named re-raises an error of a comparator call (a bad argument, a
@@ -63,14 +158,14 @@ func (o *ordering) named() {
 	panic(p)
 }
 
-// ordMap returns a new ordered map with st's storage, o and es (st's
-// entries in o's order).
-func ordMap(st *Map, o *ordering, es []mapEntry) *Map {
+// ordMap returns a new ordered map with st's storage, o and chunks
+// (st's entries in o's order).
+func ordMap(st *Map, o *ordering, chunks [][]mapEntry) *Map {
 	m := &Map{shape: st.shape, vals: st.vals, root: st.root, n: st.n, ord: true}
 	if m.shape == nil && m.root == nil {
 		m.shape = emptyShape
 	}
-	m.cache.Store(&mapCache{sorted: es, ord: o})
+	m.cache.Store(&mapCache{ord: o, chunks: chunks})
 	return m
 }
 
@@ -92,7 +187,7 @@ func newOrdering(th *Thread, name string, comp Value, set bool) *Map {
 // by its flex lookup) to a key held that the comparator orders apart is
 // also that key: a map or set holds a key once.
 func ordAdd(th *Thread, m *Map, add []mapEntry) *Map {
-	o, base := m.ordOf()
+	o, chunks := m.ordOf()
 	if len(add) == 0 {
 		return m
 	}
@@ -105,32 +200,26 @@ func ordAdd(th *Thread, m *Map, add []mapEntry) *Map {
 		add = slices.Clone(add)
 		slices.SortStableFunc(add, func(x, y mapEntry) int { return cmp(x.key, y.key) })
 	}
-	es := make([]mapEntry, len(base), len(base)+len(add))
-	copy(es, base)
+	ed := newOrdEdit(cmp, chunks)
 	st := m
 	for _, e := range add {
 		th.tick()
-		i, found := slices.BinarySearchFunc(es, e.key, func(x mapEntry, k Value) int { return cmp(x.key, k) })
+		ci, i, found := ed.find(e.key)
 		if found {
 			if !o.set {
-				es[i].val = e.val
-				st = st.Assoc(es[i].key, e.val)
+				ed.own(ci)[i].val = e.val
+				st = st.Assoc(ed.chunks[ci][i].key, e.val)
 			}
 			continue
 		}
 		if k, ok := st.lookupKey(e.key); ok && (!o.set || Equal(k, e.key)) {
 			if !o.set {
-				for j := range es {
-					if Equal(es[j].key, k) {
-						es[j].val = e.val
-						break
-					}
-				}
+				ed.setVal(k, e.val)
 				st = st.Assoc(k, e.val)
 			}
 			continue
 		}
-		es = slices.Insert(es, i, e)
+		ed.insert(ci, i, e)
 		if o.set {
 			st = st.assocExact(e.key, e.key)
 		} else {
@@ -142,7 +231,7 @@ func ordAdd(th *Thread, m *Map, add []mapEntry) *Map {
 	if st == m {
 		return m
 	}
-	return ordMap(st, o, es)
+	return ordMap(st, o, ed.chunks)
 }
 
 // ordAssoc is (assoc m k v) on an ordered map.
@@ -153,25 +242,25 @@ func ordAssoc(th *Thread, m *Map, k, v Value) *Map {
 // ordRemove returns the ordered map m without the keys the comparator
 // calls equal to keys.
 func ordRemove(th *Thread, m *Map, keys []Value) *Map {
-	o, es := m.ordOf()
+	o, chunks := m.ordOf()
 	defer o.named()
-	cmp := o.compare(th)
+	ed := newOrdEdit(o.compare(th), chunks)
 	pos := th.pos
 	st := m
 	for _, k := range keys {
 		th.tick()
-		i, found := slices.BinarySearchFunc(es, k, func(x mapEntry, k Value) int { return cmp(x.key, k) })
+		ci, i, found := ed.find(k)
 		if !found {
 			continue
 		}
-		st = st.Dissoc(es[i].key)
-		es = slices.Delete(slices.Clone(es), i, i+1)
+		st = st.Dissoc(ed.chunks[ci][i].key)
+		ed.remove(ci, i)
 	}
 	th.pos = pos
 	if st == m {
 		return m
 	}
-	return ordMap(st, o, es)
+	return ordMap(st, o, ed.chunks)
 }
 
 // ordEmpty returns the empty collection ordered as m.

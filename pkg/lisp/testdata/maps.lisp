@@ -416,3 +416,15 @@
 ;; an operation that cannot keep the comparator gives an ordinary map
 [(select-keys (sorted-map-by > 1 :a 2 :b 3 :c) [1 3]) (update-vals (sorted-map-by > 1 1 2 2) inc)]
 ;=> [{1 :a 3 :c} {1 2 2 3}]
+---
+;; a thousand keys: inserts, removals and lookups across the order's chunks
+(let [xs (map #(mod (* % 7919) 1009) (range 1000))
+      m (reduce (fn [m x] (assoc m x (* 2 x))) (sorted-map-by >) xs)
+      m2 (reduce dissoc m (filter even? xs))
+      s (into (sorted-set-by (fn [a b] (compare (str b) (str a)))) xs)
+      s2 (apply disj s (range 0 1009 3))]
+  [(count m) (= (keys m) (sort > (distinct xs))) (vec (take 3 m2)) (count m2)
+   (= (vals m2) (map #(* 2 %) (sort > (filter odd? (distinct xs)))))
+   (first (subseq m2 < 500)) (vec (take 4 s)) (count s2) (vec (take 4 s2)) (vec (take-last 3 s2))
+   (vec (take 5 (rsubseq s2 > "995"))) (count (rsubseq s2 > "995"))])
+;=> [1000 true [[1007 2014] [1005 2010] [1003 2006]] 500 true [1007 2014] [999 998 997 996] 669 [998 997 995 994] [100 10 1] [1 10 100 1000 1001] 666]
