@@ -280,7 +280,15 @@ func (mb *MissionBudget) hold(ctx context.Context, r *BudgetReservation, l Budge
 			if s.Alerted >= 100 {
 				return false
 			}
-			s.Alerted, alert = 100, []int{100}
+			// a refusal reaches the budget: every level not announced
+			// yet is (spending held by calls in flight may refuse before
+			// any settlement crossed 80%)
+			for _, level := range budgetAlertLevels {
+				if s.Alerted < level {
+					alert = append(alert, level)
+				}
+			}
+			s.Alerted = 100
 			return true
 		}
 		s.ReservedCostUSD += r.amt.CostUSD
