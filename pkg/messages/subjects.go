@@ -301,21 +301,19 @@ const StopWildcard = SubjectStopPrefix + "*.*"
 // ParseStopSubject returns the submitter and mission id of a subject made
 // by StopSubject.
 func ParseStopSubject(subject string) (s, id string, ok bool) {
-	rest, found := strings.CutPrefix(subject, SubjectStopPrefix)
-	if !found {
-		return "", "", false
-	}
-	s, id, ok = strings.Cut(rest, ".")
-	if !ok || !ValidSubmitter(s) || !ValidMissionID(id) {
-		return "", "", false
-	}
-	return s, id, true
+	return parseSubmitterID(subject, SubjectStopPrefix)
 }
 
 // ParseCancelSubject returns the submitter and mission id of a subject
 // made by CancelSubject.
 func ParseCancelSubject(subject string) (s, id string, ok bool) {
-	rest, found := strings.CutPrefix(subject, SubjectCancelPrefix)
+	return parseSubmitterID(subject, SubjectCancelPrefix)
+}
+
+// parseSubmitterID returns the submitter and mission id of a subject
+// prefix + "<submitter>.<id>".
+func parseSubmitterID(subject, prefix string) (s, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, prefix)
 	if !found {
 		return "", "", false
 	}
