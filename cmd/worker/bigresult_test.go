@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
-	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/internal/webtest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -67,41 +62,14 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 	}
 	llmSrv, _ := webtest.ScriptedChat(t, replies...)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envSubprocess+"=1",
+	w := startWorkerProcess(t,
 		"PTC_NATS_URL="+ns.ClientURL(),
-		"PTC_HEALTH_ADDR=",
-		"PTC_DRAIN_GRACE=2s",
-		"PTC_LOG_LEVEL=warn",
 		// 200,000 such records hold about 270 MB as values: more than the
 		// default ceiling of program_memory (256 MiB), which the operator
 		// raises
 		"PTC_MAX_PROGRAM_MEMORY=536870912",
 		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
 	)
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "ready" {
-		t.Fatalf("worker did not start: %q\n%s", lines.Text(), stderr.String())
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	client, err := fleet.NewClient(ctx, ns.Conn(), fleet.ClientConfig{})
@@ -124,7 +92,7 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 				Limits: messages.Limits{MaxTurns: 2, ProgramMemory: 512 << 20, ProgramTimeout: 4 * time.Minute}},
 		})
 		if err != nil {
-			t.Fatalf("%d records: %v\n%s", n, err, stderr.String())
+			t.Fatalf("%d records: %v\n%s", n, err, w.stderr.String())
 		}
 		if step.Fail != nil {
 			for _, turn := range step.Trace {
@@ -139,6 +107,6 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 		if c := calls.Load(); c != int32(i+1) {
 			t.Fatalf("%d records: the tool was called %d times in all, want %d", n, c, i+1)
 		}
-		t.Logf("%d records kept and filtered in %v; worker peak RSS so far %d MiB", n, time.Since(start).Round(time.Millisecond), vmHWM(t, cmd.Process.Pid)>>20)
+		t.Logf("%d records kept and filtered in %v; worker peak RSS so far %d MiB", n, time.Since(start).Round(time.Millisecond), vmHWM(t, w.cmd.Process.Pid)>>20)
 	}
 }

@@ -51,6 +51,48 @@ func runWorkerProcess() int {
 	return 0
 }
 
+// workerProc is the worker binary run as a process by a test.
+type workerProc struct {
+	cmd    *exec.Cmd
+	stderr *syncbuf.Buffer
+	exited chan error // receives Wait's error when the process ends
+}
+
+// startWorkerProcess runs the test binary as the worker, its environment
+// the test's plus no health server, a 2 s drain grace, warn logging and
+// env; waits until it prints "ready"; and stops it (SIGTERM, a kill after
+// 30 s) when the test ends.
+func startWorkerProcess(t *testing.T, env ...string) *workerProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSubprocess+"=1", "PTC_HEALTH_ADDR=", "PTC_DRAIN_GRACE=2s", "PTC_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
+	w := &workerProc{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan error, 1)}
+	cmd.Stderr = w.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "ready" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("worker did not start: %q\n%s", lines.Text(), w.stderr.String())
+	}
+	go func() { w.exited <- cmd.Wait() }()
+	return w
+}
+
 // vmHWM reads a process's peak resident set size in bytes
 // (/proc/PID/status).
 func vmHWM(t *testing.T, pid int) int64 {
@@ -88,39 +130,12 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 	count := "```clojure\n" + `(return {:n (count (tool/list_customers {:region "north"}))})` + "\n```"
 	llmSrv, _ := webtest.ScriptedChat(t, hold, giveUp, count)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envSubprocess+"=1",
+	w := startWorkerProcess(t,
 		"GOMEMLIMIT=460MiB",
 		"PTC_NATS_URL="+ns.ClientURL(),
-		"PTC_HEALTH_ADDR=",
 		"PTC_EXAMPLE_TOOLS=true",
-		"PTC_DRAIN_GRACE=2s",
-		"PTC_LOG_LEVEL=warn",
 		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
 	)
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	lines := bufio.NewScanner(out)
-	if !lines.Scan() || lines.Text() != "ready" {
-		t.Fatalf("worker did not start: %q\n%s", lines.Text(), stderr.String())
-	}
-	go func() { exited <- cmd.Wait() }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -136,7 +151,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 			Limits: messages.Limits{MaxTurns: 2, ProgramTimeout: 4 * time.Minute}},
 	})
 	if err != nil {
-		t.Fatalf("mission: %v\n%s", err, stderr.String())
+		t.Fatalf("mission: %v\n%s", err, w.stderr.String())
 	}
 	if step.Fail == nil || step.Fail.Reason != "memory_limit" ||
 		!strings.Contains(step.Fail.Message, "tool results and the record of tool calls would hold") ||
@@ -144,7 +159,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 		!strings.Contains(step.Fail.Message, "raise limits.program_memory") {
 		t.Fatalf("want the mission ended with memory_limit naming the limit and how to raise it, got return %v fail %+v", step.Return, step.Fail)
 	}
-	peak := vmHWM(t, cmd.Process.Pid)
+	peak := vmHWM(t, w.cmd.Process.Pid)
 	calls := 0
 	if len(step.Trace) > 0 {
 		calls = len(step.Trace[0].ToolCalls)
@@ -164,11 +179,11 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 		Agent: &messages.AgentSpec{Prompt: "How many customers in the north?", Signature: "{n :int}", Tools: []string{"list_customers"}},
 	})
 	if err != nil || next.Fail != nil || next.Return.(map[string]any)["n"] != int64(499) {
-		t.Fatalf("next mission: %+v, %v\n%s", next, err, stderr.String())
+		t.Fatalf("next mission: %+v, %v\n%s", next, err, w.stderr.String())
 	}
 	select {
-	case err := <-exited:
-		t.Fatalf("worker exited: %v\n%s", err, stderr.String())
+	case err := <-w.exited:
+		t.Fatalf("worker exited: %v\n%s", err, w.stderr.String())
 	default:
 	}
 }
