@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -21,15 +19,7 @@ import (
 // allocations of the whole process (server, worker, client, tools).
 func BenchmarkMissionCost(b *testing.B) {
 	srv, _ := runJetStream(b)
-	dial := func() *nats.Conn {
-		nc, err := nats.Connect(srv.ClientURL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(nc.Close)
-		return nc
-	}
-	tnc, wnc, cnc := dial(), dial(), dial()
+	tnc, wnc, cnc := dialTCP(b, srv.ClientURL()), dialTCP(b, srv.ClientURL()), dialTCP(b, srv.ClientURL())
 	startTools(b, tnc)
 	startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})

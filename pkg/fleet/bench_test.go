@@ -93,14 +93,7 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 	{
 		b.Run(fmt.Sprintf("workers=%d/journal=%s", workers, onOff[journal]), func(b *testing.B) {
 			srv, _ := runJetStream(b)
-			dial := func() *nats.Conn {
-				nc, err := nats.Connect(srv.ClientURL())
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(nc.Close)
-				return nc
-			}
+			dial := func() *nats.Conn { return dialTCP(b, srv.ClientURL()) }
 			startTools(b, dial())
 			var mu sync.Mutex
 			var lat []time.Duration
@@ -131,6 +124,18 @@ func benchMissions(b *testing.B, workers int, journal bool) {
 			mu.Unlock()
 		})
 	}
+}
+
+// dialTCP connects to url over TCP (as another process would), closing the
+// connection when tb ends.
+func dialTCP(tb testing.TB, url string) *nats.Conn {
+	tb.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
 }
 
 // BenchmarkDispatchLatency runs one mission at a time on an idle worker:
