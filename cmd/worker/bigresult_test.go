@@ -13,20 +13,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// mailRecords returns n email records of 12 fields, as a tool returns them.
-func mailRecords(n int) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = map[string]any{
-			"id": int64(i), "from": fmt.Sprintf("sender%d@example.com", i%311), "to": "team@example.com",
-			"subject": "Quarterly numbers", "body": "Please find the figures attached; reply by Friday with your comments.",
-			"date": "2026-01-02T03:04:05Z", "unread": i%3 == 0, "size": int64(1000 + i%977), "score": float64(i%100) / 7,
-			"labels": []any{"inbox", "work"}, "thread": int64(i / 4), "folder": "INBOX",
-		}
-	}
-	return out
-}
-
 // TestWorkerKeepsLargeToolResults runs the worker binary as its own
 // process against a real nats-server and a tool service returning 50,000
 // (and, without the race detector, 200,000) email records of 12 fields,
@@ -50,7 +36,7 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 	if err := svc.Register("search_mail", fleet.ToolSpec{Signature: "(n :int) -> [:map]"}, func(_ context.Context, args map[string]any) (any, error) {
 		calls.Add(1)
 		n, _ := args["n"].(int64)
-		return mailRecords(int(n)), nil
+		return fleettest.MailRecords(int(n)), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +63,7 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range sizes {
-		want := int64(0)
-		for _, r := range mailRecords(n) {
-			m := r.(map[string]any)
-			if m["unread"].(bool) && m["size"].(int64) > 1500 {
-				want++
-			}
-		}
+		want := fleettest.BigUnread(fleettest.MailRecords(n))
 		start := time.Now()
 		step, err := client.Run(ctx, &messages.Mission{
 			ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: []string{"search_mail"},

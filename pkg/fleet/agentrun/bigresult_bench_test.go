@@ -42,7 +42,7 @@ func BenchmarkLargeToolResult(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, n := range []int{50_000, 200_000} {
-		data, err := messages.Marshal(bigRecords(n))
+		data, err := messages.Marshal(fleettest.MailRecords(n))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,12 +53,7 @@ func BenchmarkLargeToolResult(b *testing.B) {
 		}
 		ref := &messages.ObjectRef{Bucket: info.Bucket, Name: name, Size: int64(info.Size), Digest: info.Digest}
 		size := len(data)
-		want := int64(0)
-		for _, r := range bigRecords(n) {
-			if m := r.(map[string]any); m["unread"].(bool) && m["size"].(int64) > 1500 {
-				want++
-			}
-		}
+		want := fleettest.BigUnread(fleettest.MailRecords(n))
 		data = nil
 		mb := float64(size) / (1 << 20)
 		for _, prog := range []struct{ name, src string }{

@@ -80,7 +80,7 @@ func TestToolObjectsDeletedWhenMissionEnds(t *testing.T) {
 	const n = 5_000
 	srv := fleettest.Start(t)
 	obs, other := resultBucket(t, srv, "mail")
-	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return fleettest.MailRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(def a (tool/search_mail {}))\n(def b (tool/search_mail {}))\n(count a)\n```",
 		"```clojure\n(return (+ (count a) (count b)))\n```"}}}

@@ -13,20 +13,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// bigRecords returns n records of 12 fields, as plain Go data.
-func bigRecords(n int) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = map[string]any{
-			"id": int64(i), "from": "sender@example.com", "to": "team@example.com",
-			"subject": "Quarterly numbers", "body": "Please find the figures attached; reply by Friday.",
-			"date": "2026-01-02T03:04:05Z", "unread": i%3 == 0, "size": int64(1000 + i%977), "score": float64(i%100) / 7,
-			"labels": []any{"inbox", "work"}, "thread": int64(i / 4), "folder": "INBOX",
-		}
-	}
-	return out
-}
-
 // serveMail serves fn as the tool search_mail of a service "mail" on srv
 // until the test ends.
 func serveMail(t *testing.T, srv *fleettest.Server, fn func(context.Context, map[string]any) (any, error)) {
@@ -48,7 +34,7 @@ func serveMail(t *testing.T, srv *fleettest.Server, fn func(context.Context, map
 func TestLargeToolResultReachesTheProgram(t *testing.T) {
 	const n = 20_000
 	srv := fleettest.Start(t)
-	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return fleettest.MailRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(return (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {}))))\n```"}}}
 	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 20*time.Second) // 20,000 records take a while under -race
@@ -59,12 +45,7 @@ func TestLargeToolResultReachesTheProgram(t *testing.T) {
 	if step.Fail != nil {
 		t.Fatalf("mission failed: %+v", step.Fail)
 	}
-	want := int64(0)
-	for _, r := range bigRecords(n) {
-		if m := r.(map[string]any); m["unread"].(bool) && m["size"].(int64) > 1500 {
-			want++
-		}
-	}
+	want := fleettest.BigUnread(fleettest.MailRecords(n))
 	if step.Return != want {
 		t.Fatalf("return %#v, want %d", step.Return, want)
 	}
@@ -95,7 +76,7 @@ func TestLargeToolResultReachesTheProgram(t *testing.T) {
 func TestLargeStepIsStoredAside(t *testing.T) {
 	const n = 20_000
 	srv := fleettest.Start(t)
-	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return bigRecords(n), nil })
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) { return fleettest.MailRecords(n), nil })
 	model := &script{turns: map[string][]string{"mail": {
 		"```clojure\n(def mail (tool/search_mail {}))\n(count mail)\n```",
 		"```clojure\n(return {:unread (count (filter :unread mail)) :big (apply str (repeat 1100000 \"x\"))})\n```"}}}

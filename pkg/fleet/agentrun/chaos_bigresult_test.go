@@ -33,20 +33,14 @@ func TestKilledWhileReadingLargeResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
-	recs := bigRecords(n)
+	recs := fleettest.MailRecords(n)
 	if err := svc.Register("search_mail", fleet.ToolSpec{}, func(context.Context, map[string]any) (any, error) {
 		calls.Add(1)
 		return recs, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := int64(0)
-	for _, r := range recs {
-		m := r.(map[string]any)
-		if m["unread"].(bool) && m["size"].(int64) > 1500 {
-			want++
-		}
-	}
+	want := fleettest.BigUnread(recs)
 	model := newFakeModel()
 	model.program = func(_, step int) string {
 		if step == 1 {
