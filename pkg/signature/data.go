@@ -263,11 +263,9 @@ func (d *dataConv) form(l []any, path string, depth int) (Type, error) {
 			}
 			alts = append(alts, Enum{Values: []any{lit}})
 		}
-		t, dup, hasDup := newUnion(alts)
-		if hasDup {
-			var b strings.Builder
-			writeLiteral(&b, dup)
-			return nil, d.errf(path, "value %s listed twice", b.String())
+		t, dup := newUnion(alts)
+		if dup != "" {
+			return nil, d.errf(path, "value %s listed twice", dup)
 		}
 		return t, nil
 	case "or", "orn":
@@ -289,11 +287,9 @@ func (d *dataConv) form(l []any, path string, depth int) (Type, error) {
 			}
 			alts[i] = t
 		}
-		t, dup, hasDup := newUnion(alts)
-		if hasDup {
-			var b strings.Builder
-			writeLiteral(&b, dup)
-			return nil, d.errf(path, "value %s listed twice", b.String())
+		t, dup := newUnion(alts)
+		if dup != "" {
+			return nil, d.errf(path, "value %s listed twice", dup)
 		}
 		return t, nil
 	case "maybe":

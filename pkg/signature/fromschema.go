@@ -216,7 +216,7 @@ func (c *schemaConv) object(s map[string]any, path string, depth int) Type {
 			}
 			alts = append(alts, a)
 		}
-		out, _, _ = newUnion(alts)
+		out, _ = newUnion(alts)
 	}
 	if nullable {
 		return optional(out)
@@ -325,11 +325,9 @@ func (c *schemaConv) alternatives(key string, alts any, path string, depth int) 
 			return Prim(Any) // an alternative that takes anything: the union does too
 		}
 	}
-	t, dup, hasDup := newUnion(types)
-	if hasDup {
-		var b strings.Builder
-		writeLiteral(&b, dup)
-		c.note(path, "%s lists the value %s twice; typed :any", key, b.String())
+	t, dup := newUnion(types)
+	if dup != "" {
+		c.note(path, "%s lists the value %s twice; typed :any", key, dup)
 		return Prim(Any)
 	}
 	if nullable {

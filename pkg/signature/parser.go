@@ -166,11 +166,9 @@ func (p *parser) parseType(what string) (Type, error) {
 		}
 		alts = append(alts, a)
 	}
-	u, dup, hasDup := newUnion(alts)
-	if hasDup {
-		var b strings.Builder
-		writeLiteral(&b, dup)
-		return nil, p.errAt(first, "value %s listed twice", b.String())
+	u, dup := newUnion(alts)
+	if dup != "" {
+		return nil, p.errAt(first, "value %s listed twice", dup)
 	}
 	return u, nil
 }

@@ -440,8 +440,8 @@ func enumPrims(e Enum) []Prim {
 // makes the whole union optional, literal alternatives (Enums) are
 // gathered into one Enum at the place of the first, and a single
 // remaining alternative is returned as itself. dup is the first enum
-// value listed twice, if any.
-func newUnion(alts []Type) (t Type, dup any, hasDup bool) {
+// value listed twice, written as a literal ("" when none is).
+func newUnion(alts []Type) (t Type, dup string) {
 	optional := false
 	var flat []Type
 	var enum *Enum
@@ -464,8 +464,10 @@ func newUnion(alts []Type) (t Type, dup any, hasDup bool) {
 			}
 			for _, v := range x.Values {
 				for _, w := range enum.Values {
-					if literalEqual(w, v) && literalEqual(v, w) && !hasDup {
-						dup, hasDup = v, true
+					if literalEqual(w, v) && literalEqual(v, w) && dup == "" {
+						var b strings.Builder
+						writeLiteral(&b, v)
+						dup = b.String()
 					}
 				}
 				enum.Values = append(enum.Values, v)
@@ -488,7 +490,7 @@ func newUnion(alts []Type) (t Type, dup any, hasDup bool) {
 	if optional {
 		t = Optional{Elem: t}
 	}
-	return t, dup, hasDup
+	return t, dup
 }
 
 // RefineSpec is the constraints of a refinement as written: bounds and a
