@@ -389,10 +389,7 @@ func (c *schemaConv) enum(s map[string]any, path string) (e Enum, nullable, ok b
 // type is integer, else when it was decoded as an integer or is written
 // without a fraction), or a float.
 func schemaLiteral(v any, integer bool) (any, bool) {
-	switch x := v.(type) {
-	case string, bool:
-		return x, true
-	case float64:
+	if x, ok := v.(float64); ok {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return nil, false
 		}
@@ -400,19 +397,8 @@ func schemaLiteral(v any, integer bool) (any, bool) {
 			return n, true
 		}
 		return x, true
-	case int:
-		return int64(x), true
-	case int64:
-		return x, true
-	case json.Number:
-		if n, err := x.Int64(); err == nil {
-			return n, true
-		}
-		if f, err := x.Float64(); err == nil && !math.IsInf(f, 0) {
-			return f, true
-		}
 	}
-	return nil, false
+	return literalOf(v)
 }
 
 func anyStrings(list []any) []string {
