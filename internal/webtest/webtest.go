@@ -50,15 +50,21 @@ func ChatCompletion(w http.ResponseWriter, id, model, content string, promptToke
 // and 7 completion tokens; a request past the script or to another path
 // gets a 400 in OpenAI's error format. The counter counts the requests.
 func ScriptedChat(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
+	reply, calls := inOrder(replies)
+	return ScriptedChatFunc(tb, reply), calls
+}
+
+// inOrder answers each request with the next of replies ("" past the
+// last), counting the requests.
+func inOrder(replies []string) (func(map[string]any) string, *atomic.Int32) {
 	var calls atomic.Int32
-	srv := ScriptedChatFunc(tb, func(map[string]any) string {
+	return func(map[string]any) string {
 		n := int(calls.Add(1))
 		if n > len(replies) {
 			return ""
 		}
 		return replies[n-1]
-	})
-	return srv, &calls
+	}, &calls
 }
 
 // ScriptedChatFunc is ScriptedChat answering each request (its decoded
@@ -86,15 +92,8 @@ func ScriptedChatFunc(tb testing.TB, reply func(body map[string]any) string) *ht
 // another path gets a 400 in Anthropic's error format. The counter counts
 // the requests.
 func ScriptedMessages(tb testing.TB, replies ...string) (*httptest.Server, *atomic.Int32) {
-	var calls atomic.Int32
-	srv := ScriptedMessagesFunc(tb, func(map[string]any) string {
-		n := int(calls.Add(1))
-		if n > len(replies) {
-			return ""
-		}
-		return replies[n-1]
-	})
-	return srv, &calls
+	reply, calls := inOrder(replies)
+	return ScriptedMessagesFunc(tb, reply), calls
 }
 
 // ScriptedMessagesFunc is ScriptedMessages answering each request (its
