@@ -94,12 +94,10 @@ func TestMCPServerWithTypeScriptSDK(t *testing.T) {
 		!contains(got.Progress, "turn 2: running the program\n(return {:paid paid :region ctx/region :big ctx/big})") {
 		t.Errorf("progress notifications = %q, want one per turn", got.Progress)
 	}
-	// the plan's progress reaches the caller at once (a program's emit
-	// does too, but a live reader skips an event stored after a later
-	// one: docs/fleet.md, so the emit is not asserted here; TestEmit and
-	// the fleet mission test check emits in the stored events)
-	if !contains(got.Progress, "plan: step 1 done, 1/2 steps done\n[x] 1. Count the paid orders — counted\n[ ] 2. Answer") {
-		t.Errorf("progress notifications = %q, want the plan", got.Progress)
+	// a program's emit and the plan's progress reach the caller at once
+	if !contains(got.Progress, fmt.Sprintf(`turn 1: emitted {"paid":%d}`, paid)) ||
+		!contains(got.Progress, "plan: step 1 done, 1/2 steps done\n[x] 1. Count the paid orders — counted\n[ ] 2. Answer") {
+		t.Errorf("progress notifications = %q, want the emit and the plan", got.Progress)
 	}
 	if !got.Bad.IsError || !strings.Contains(got.Bad.Text, "prompt: empty") {
 		t.Errorf("bad run_mission = %+v", got.Bad)

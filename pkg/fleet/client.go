@@ -574,8 +574,8 @@ const watchPoll = time.Second
 // eventReader reads the stored events of one mission in order, by number:
 // the n-th is the last message on its subject (a direct get; a reader's
 // NATS user may be confined to its own submitter's subjects), never through
-// a consumer. A number missing below the mission's last stored one (an
-// event lost on its way) is skipped.
+// a consumer. A number still missing once a later one is stored (an event
+// lost on its way) is skipped.
 type eventReader struct {
 	events jetstream.Stream
 	k      missionKey
@@ -590,17 +590,22 @@ func newEventReader(events jetstream.Stream, k missionKey) *eventReader {
 // Messages that are no valid event of the mission are skipped.
 func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 	for {
-		msg, err := r.events.GetLastMsgForSubject(ctx, messages.EventNumberFilter(r.k.sub, r.k.id, r.n))
+		msg, err := r.get(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			last, err := lastEventNumber(ctx, r.events, r.k)
-			if err != nil {
-				return nil, err
+			last, lerr := lastEventNumber(ctx, r.events, r.k)
+			if lerr != nil {
+				return nil, lerr
 			}
 			if last <= r.n {
 				return nil, ErrNotFound
 			}
-			r.n++ // lost: the mission has later events
-			continue
+			// A mission's events are stored in number order, so with a
+			// later one stored this one is too unless it was lost: it may
+			// have been stored between the two reads above.
+			if msg, err = r.get(ctx); errors.Is(err, jetstream.ErrMsgNotFound) {
+				r.n++ // lost: the mission has later events
+				continue
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -612,6 +617,11 @@ func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 		}
 		return &ev, nil
 	}
+}
+
+// get reads event number r.n.
+func (r *eventReader) get(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+	return r.events.GetLastMsgForSubject(ctx, messages.EventNumberFilter(r.k.sub, r.k.id, r.n))
 }
 
 // lastEventNumber is the number of the last stored event of mission k, 0

@@ -4,6 +4,7 @@
 // checks the output.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const transport = new StdioClientTransport({
   command: process.env.PTC_TEST_DISPATCHER,
@@ -20,7 +21,14 @@ out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
 const fleetTools = await client.callTool({ name: "list_tools", arguments: {} });
 out.fleetTools = fleetTools.structuredContent.tools.map((t) => `${t.name} ${t.signature}`);
 
+// Progress is recorded by a notification handler of the script's own: the
+// SDK hands each notification to the call's onprogress asynchronously and
+// forgets the call when its response arrives, so a notification sent just
+// before the response would be dropped.
 const progress = [];
+client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+  progress.push(n.params.message);
+});
 const run = await client.callTool(
   {
     name: "run_mission",
@@ -33,10 +41,10 @@ const run = await client.callTool(
     },
   },
   undefined,
-  { onprogress: (p) => progress.push(p.message) },
+  { onprogress: () => {} }, // asks the server for progress
 );
 out.run = { isError: run.isError ?? false, structured: run.structuredContent, text: run.content[0].text };
-out.progress = progress;
+out.progress = [...progress];
 
 const bad = await client.callTool({ name: "run_mission", arguments: { prompt: "" } });
 out.bad = { isError: bad.isError ?? false, text: bad.content[0].text };
