@@ -660,6 +660,22 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 // startAuthServer starts an in-process NATS server with the manifests'
 // nats.conf and auth.conf, without the cluster, on ephemeral ports, with a
 // temporary store.
+// startAuthServerWith starts the shipped nats-server configuration with
+// the users of accounts in place of the shipped ones, each password (when
+// the environment has none) a test value.
+func startAuthServerWith(t *testing.T, ns natsSetup, accounts []natsauth.Account) *server.Server {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range natsauth.PasswordVars(accounts) {
+		if os.Getenv(v) == "" {
+			t.Setenv(v, "test-"+strings.ToLower(v))
+		}
+	}
+	return startAuthServer(t, ns)
+}
+
 func startAuthServer(t *testing.T, ns natsSetup) *server.Server {
 	t.Helper()
 	opts, err := server.ProcessConfigFile(filepath.Join(ns.dir, "nats.conf"))

@@ -456,15 +456,7 @@ func TestNATSTenantsIsolated(t *testing.T) {
 	ns := natsConfig(t, ms)
 	accounts := append(natsauth.Shipped(), natsauth.Account{Name: "ACME", UserPrefix: "acme", ToolServices: []string{"shop"},
 		Submitters: []natsauth.Submitter{{Name: natsauth.RoleDispatcher}}})
-	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range natsauth.PasswordVars(accounts) {
-		if os.Getenv(v) == "" {
-			t.Setenv(v, "test-"+strings.ToLower(v))
-		}
-	}
-	srv := startAuthServer(t, ns)
+	srv := startAuthServerWith(t, ns, accounts)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ptc := startAccount(t, ctx, srv.ClientURL(), ns, accounts[0])
@@ -701,15 +693,7 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	a := natsauth.Shipped()[0]
 	a.Submitters = append(a.Submitters, natsauth.Submitter{Name: "ops"}, natsauth.Submitter{Name: "viewer", SeesAll: true})
 	accounts := []natsauth.Account{a}
-	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(natsauth.AuthConf(accounts)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range natsauth.PasswordVars(accounts) {
-		if os.Getenv(v) == "" {
-			t.Setenv(v, "test-"+strings.ToLower(v))
-		}
-	}
-	srv := startAuthServer(t, ns)
+	srv := startAuthServerWith(t, ns, accounts)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	fa := startAccount(t, ctx, srv.ClientURL(), ns, a)
