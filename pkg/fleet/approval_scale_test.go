@@ -101,13 +101,19 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		}
 		return s
 	}
+	// A run counts as suspended before its handler returns the slot, so
+	// the last runs may hold theirs a moment longer; a slot still held
+	// once every mission waits fails here.
+	running := func() int {
+		r := 0
+		for _, w := range workers {
+			r += w.Running()
+		}
+		return r
+	}
 	eventually(t, 8*time.Minute, "every mission suspended", func() bool { return suspended() >= int64(n) })
 	waited := time.Since(start)
-	for _, w := range workers {
-		if r := w.Running(); r != 0 {
-			t.Fatalf("worker %s holds %d slots while %d missions wait", w.ID(), r, n)
-		}
-	}
+	eventually(t, 30*time.Second, "no slot held while missions wait", func() bool { return running() == 0 })
 	waitHeap, waitG := heapAfterGC()
 	js, _ := jetstream.New(nc)
 	acct, err := js.AccountInfo(ctx)
