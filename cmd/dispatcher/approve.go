@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -74,6 +76,7 @@ type approvalItem struct {
 	Args        map[string]any `json:"args"`
 	Turn        int            `json:"turn,omitempty"`
 	Program     string         `json:"program,omitempty"`
+	Position    string         `json:"position,omitempty"`
 	Rule        string         `json:"rule,omitempty"`
 	RequestedAt time.Time      `json:"requested_at"`
 	Deadline    time.Time      `json:"deadline"`
@@ -87,7 +90,7 @@ func approvalItems(as []*messages.Approval) []approvalItem {
 	out := make([]approvalItem, 0, len(as))
 	for _, a := range as {
 		it := approvalItem{Call: a.Call, State: a.State, Tool: a.Tool, Service: a.Service, Args: a.Args, Turn: a.Turn,
-			Program: a.Program, Rule: a.Rule, RequestedAt: a.RequestedAt, Deadline: a.Deadline, DecidedBy: a.DecidedBy,
+			Program: a.Program, Position: a.Position, Rule: a.Rule, RequestedAt: a.RequestedAt, Deadline: a.Deadline, DecidedBy: a.DecidedBy,
 			Reason: a.Reason, EditedArgs: a.EditedArgs}
 		if !a.DecidedAt.IsZero() {
 			t := a.DecidedAt
@@ -107,10 +110,24 @@ func printApprovals(w io.Writer, as []*messages.Approval) {
 	for _, a := range as {
 		fmt.Fprintf(w, "%s  %s %s  turn %d  %s\n", a.Call, a.State, a.Tool, a.Turn, maskedPreview(a.Args, 300))
 		fmt.Fprintf(w, "  rule: %s; requested %s, deadline %s\n", a.Rule, a.RequestedAt.Format(time.RFC3339), a.Deadline.Format(time.RFC3339))
+		if a.Position != "" {
+			fmt.Fprintf(w, "  at %s of the program%s\n", a.Position, strings.ReplaceAll(callSnippet(a.Program, a.Position), "\n", "\n  "))
+		}
 		if a.State != messages.ApprovalPending {
 			fmt.Fprintf(w, "  %s\n", decisionLine(a))
 		}
 	}
+}
+
+// callSnippet is the line of program holding the call at position
+// ("line:column") with a caret under the call (lisp.Snippet); "" when
+// position is not one or not in program.
+func callSnippet(program, position string) string {
+	var p lisp.Pos
+	if n, err := fmt.Sscanf(position, "%d:%d", &p.Line, &p.Col); n != 2 || err != nil {
+		return ""
+	}
+	return lisp.Snippet(program, p)
 }
 
 // decisionLine says who decided a call, when, why and what they changed.

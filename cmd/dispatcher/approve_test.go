@@ -34,6 +34,10 @@ type approvalFleet struct {
 	ran    []map[string]any
 }
 
+// refundProgram is the program the approval fleet's runner says it makes
+// its call from, at 2:3.
+const refundProgram = "(def r\n  (tool/refund {:order \"A-1\" :amount ctx/amount}))\nr"
+
 func startApprovalFleet(t *testing.T, ctx context.Context) *approvalFleet {
 	t.Helper()
 	srv := fleettest.Start(t)
@@ -56,7 +60,8 @@ func startApprovalFleet(t *testing.T, ctx context.Context) *approvalFleet {
 		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 			args := map[string]any{"order": "A-1", "amount": m.Context["amount"]}
 			start := time.Now()
-			res, err := env.Tools.Call(fleet.WithTurn(ctx, 1), "refund", args)
+			site := fleet.CallSite{Program: refundProgram, Position: "2:3"}
+			res, err := env.Tools.Call(fleet.WithCallSite(fleet.WithTurn(ctx, 1), site), "refund", args)
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
@@ -123,6 +128,13 @@ func TestDispatcherApproveWithEditedArgs(t *testing.T) {
 	var items []approvalItem
 	if err := json.Unmarshal([]byte(out), &items); err != nil || len(items) != 1 || items[0].State != "pending" || items[0].Tool != "refund" {
 		t.Fatalf("approvals -json: %s (%v)", out, err)
+	}
+	if items[0].Position != "2:3" || items[0].Program != refundProgram {
+		t.Fatalf("approvals -json: the call's place %q in %q", items[0].Position, items[0].Program)
+	}
+	out, err = f.run(t, ctx, "approvals", id)
+	if want := "  at 2:3 of the program\n      (tool/refund {:order \"A-1\" :amount ctx/amount}))\n      ^\n"; err != nil || !strings.Contains(out, want) {
+		t.Fatalf("approvals: the call's place is not shown as\n%s\nin\n%s %v", want, out, err)
 	}
 	if _, err := f.run(t, ctx, "approve", id, "-args", "[1]"); err == nil {
 		t.Fatal("-args that is no object accepted")
@@ -258,6 +270,10 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(pending, `refund {"amount":900,"order":"A-1"}`) || !strings.Contains(pending, "Deny") {
 		t.Fatalf("approvals on the page: %q %v", pending, err)
 	}
+	mark, err := chromedp.Run(bctx, chromedp.Text(`#trace .approval.pending pre.program mark.call`))
+	if err != nil || mark != `(tool/refund {:order "A-1" :amount ctx/amount}))` || !strings.Contains(pending, "at 2:3") {
+		t.Fatalf("the call's place in the program: marked %q, page %q, %v", mark, pending, err)
+	}
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const a = document.querySelector("#trace .approval.pending textarea.args"); a.value = '{"amount":300,"order":"A-1"}'; return true })()`)); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +336,9 @@ func TestLocalExampleWaitsForApproval(t *testing.T) {
 		t.Fatalf("local: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	got := out.String()
-	for _, want := range []string{"waiting for approval of get_customer {\"id\":7}", "dispatcher approve|deny " + id, `"denied": false`, "turns 1"} {
+	for _, want := range []string{"waiting for approval of get_customer {\"id\":7}", "dispatcher approve|deny " + id, `"denied": false`, "turns 1",
+		// the call's place in the turn's program
+		"    at 1:9 of the program\n      (let [c (tool/get_customer {:id ctx/id})]\n              ^\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

@@ -57,6 +57,9 @@ func (p progress) event(ev *messages.Event) {
 		deadline, _ := ev.Data["deadline"].(string)
 		fmt.Fprintf(p.w, "%s: waiting for approval of %s %s (call %s, until %s): dispatcher approve|deny %s %s\n",
 			prefix, ev.Tool, eventValue(ev, "args", ev.Args, 200), ev.CallID, deadline, ev.MissionID, ev.CallID)
+		if pos, _ := ev.Data["position"].(string); pos != "" {
+			fmt.Fprintf(p.w, "    at %s of the program%s\n", pos, strings.ReplaceAll(callSnippet(ev.Program, pos), "\n", "\n    "))
+		}
 	case messages.EventApprovalDecided:
 		state, _ := ev.Data["state"].(string)
 		by, _ := ev.Data["decided_by"].(string)

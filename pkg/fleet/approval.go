@@ -91,18 +91,28 @@ func (e *suspendedError) Error() string {
 }
 func (e *suspendedError) Is(target error) bool { return target == ErrSuspended }
 
-// programKey carries the program making tool calls.
-type programKey struct{}
-
-// WithProgram returns ctx carrying the program whose tool calls it makes:
-// a call that waits for approval shows it to the approver. Runners set
-// it (pkg/fleet/agentrun does for every program).
-func WithProgram(ctx context.Context, program string) context.Context {
-	return context.WithValue(ctx, programKey{}, program)
+// CallSite is where a tool call is made: the program making it and the
+// call's position in that program.
+type CallSite struct {
+	// Program is the source of the program.
+	Program string
+	// Position is the call's place in Program, "line:column" of the form
+	// that makes it; "" when not known.
+	Position string
 }
 
-func programFrom(ctx context.Context) string {
-	s, _ := ctx.Value(programKey{}).(string)
+// callSiteKey carries the CallSite of the tool calls made with a context.
+type callSiteKey struct{}
+
+// WithCallSite returns ctx carrying the call site of the tool calls made
+// with it: a call that waits for approval shows it to the approver.
+// Runners set it (pkg/fleet/agentrun does for every program's calls).
+func WithCallSite(ctx context.Context, site CallSite) context.Context {
+	return context.WithValue(ctx, callSiteKey{}, site)
+}
+
+func callSiteFrom(ctx context.Context) CallSite {
+	s, _ := ctx.Value(callSiteKey{}).(CallSite)
 	return s
 }
 
@@ -175,6 +185,7 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		return args, nil, nil
 	}
 	call := g.callID(TurnFrom(ctx), callDigest(name, plain))
+	site := callSiteFrom(ctx)
 	key := messages.ApprovalKey(g.missionID, call)
 	for range 8 {
 		a, rev, err := getApproval(ctx, g.kv, key)
@@ -183,7 +194,7 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 			now := g.now().UTC()
 			a = &messages.Approval{Version: messages.ApprovalVersion, MissionID: g.missionID, Call: call,
 				State: messages.ApprovalPending, Tool: name, Service: info.Service,
-				Args: maskArgs(args), Turn: TurnFrom(ctx), Program: programFrom(ctx), Rule: rule,
+				Args: maskArgs(args), Turn: TurnFrom(ctx), Program: site.Program, Position: site.Position, Rule: rule,
 				Priority: g.priority, RequestedAt: now, Deadline: now.Add(g.timeout)}
 			data, err := messages.Marshal(a)
 			if err != nil {

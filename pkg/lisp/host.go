@@ -33,6 +33,19 @@ type ToolFunc func(ctx context.Context, args map[string]any) (any, error)
 // Call calls f.
 func (f ToolFunc) Call(ctx context.Context, args map[string]any) (any, error) { return f(ctx, args) }
 
+// callPosKey carries, in the context a Tool is called with, the position
+// of the call.
+type callPosKey struct{}
+
+// CallPos returns the position, in the source of the program that made
+// it, of the tool call whose Tool.Call received ctx: the (tool/name ...)
+// form, or the form that called a tool passed as a value. ok is false
+// when ctx comes from no tool call of a program.
+func CallPos(ctx context.Context) (pos Pos, ok bool) {
+	pos, ok = ctx.Value(callPosKey{}).(Pos)
+	return pos, ok
+}
+
 // Tools maps tool names to tools. A nil Tools has no tools.
 type Tools map[string]Tool
 
@@ -212,7 +225,11 @@ func (h *host) callTool(th *Thread, name string, args *Map) (result Value) {
 	// the record is kept whatever the call gives: it is charged first
 	th.holdToolMemory(name, toolCallBytes+goDataBytes(goArgs), true)
 	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
-	out, err := safeToolCall(th.deadlineCtx(), tool, goArgs)
+	ctx := th.deadlineCtx()
+	if th.pos.IsValid() {
+		ctx = context.WithValue(ctx, callPosKey{}, th.pos)
+	}
+	out, err := safeToolCall(ctx, tool, goArgs)
 	rec.Duration = time.Since(rec.StartedAt)
 	if err == nil {
 		if w, ok := out.(*WireResult); ok {

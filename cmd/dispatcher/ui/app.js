@@ -131,6 +131,25 @@ function decision(a) {
   return s;
 }
 
+// programAt shows a program with the call at position ("line:column")
+// marked: its line, from the call's column on, in a <mark class="call">.
+function programAt(program, position) {
+  const pre = el("pre", { class: "program" });
+  const m = /^(\d+):(\d+)$/.exec(position || "");
+  const lines = program.split("\n");
+  const line = m ? Number(m[1]) - 1 : -1;
+  if (line < 0 || line >= lines.length) {
+    pre.textContent = program;
+    return pre;
+  }
+  const chars = Array.from(lines[line]);
+  const col = Math.min(Number(m[2]) - 1, chars.length);
+  const before = lines.slice(0, line).map((l) => l + "\n").join("") + chars.slice(0, col).join("");
+  const after = (line + 1 < lines.length ? "\n" : "") + lines.slice(line + 1).join("\n");
+  pre.append(before, el("mark", { class: "call", title: "the call, at " + position }, chars.slice(col).join("")), after);
+  return pre;
+}
+
 // renderApprovals lists the mission's calls that need approval: a pending
 // one with its arguments (editable), a reason and Approve / Deny buttons;
 // a decided one with its decision.
@@ -138,7 +157,7 @@ function renderApprovals(id, approvals) {
   const box = el("div", { class: "approvals" }, el("div", { class: "label" }, "tool calls that need approval"));
   for (const a of approvals) {
     const row = el("div", { class: "approval " + a.state, "data-call": a.call },
-      el("div", { class: "mono" }, a.tool + " " + preview(a.args), el("span", { class: "muted" }, " turn " + a.turn + " · call " + a.call + " · " + (a.rule || ""))));
+      el("div", { class: "mono" }, a.tool + " " + preview(a.args), el("span", { class: "muted" }, " turn " + a.turn + " · call " + a.call + " · " + (a.rule || "") + (a.position ? " · at " + a.position : ""))));
     if (a.state === "pending") {
       // Typing in the fields must survive the page's refresh: it is kept
       // while the same call is pending (see refreshTrace).
@@ -163,7 +182,7 @@ function renderApprovals(id, approvals) {
       approve.addEventListener("click", () => send(true));
       deny.addEventListener("click", () => send(false));
       row.append(el("div", {}, "deadline " + a.deadline), args, el("div", {}, reason, approve, deny, msg));
-      if (a.program) row.append(el("pre", { class: "program" }, a.program));
+      if (a.program) row.append(programAt(a.program, a.position));
     } else {
       row.append(el("div", { class: "decision" }, decision(a)));
     }

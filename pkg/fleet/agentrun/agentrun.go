@@ -331,7 +331,10 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 	// Each input's execution is a turn of its own for the journal and
 	// the tool events.
 	turns := &turnTracker{}
-	turns.prog.Store(&spec.Program)
+	// the calls' positions refer to the source agent.Load compiles: the
+	// program without its surrounding space
+	prog := strings.TrimSpace(spec.Program)
+	turns.prog.Store(&prog)
 	tools := make(map[string]agent.Tool, len(m.Tools))
 	for _, name := range m.Tools {
 		tools[name] = remoteTool(ctx, env.Tools, name, turns)

@@ -73,6 +73,10 @@ func TestProgramSuspendsAtApprovalAndResumes(t *testing.T) {
 	if a.Turn != 1 || !strings.Contains(a.Program, "(tool/add {:n 500})") || a.Args["n"] != int64(500) {
 		t.Fatalf("approval = %+v", a)
 	}
+	// the call's form: line 2, column 10 of the turn's program
+	if a.Position != "2:10" {
+		t.Errorf("approval position %q, want 2:10 in\n%s", a.Position, a.Program)
+	}
 	if w.Running() != 0 {
 		t.Fatalf("the waiting mission holds a slot")
 	}
@@ -114,7 +118,9 @@ func (m *approvalModel) counts() map[int]int {
 // A compiled mission whose pmap branches make calls that need approval:
 // each such call waits for its own decision (the mission suspends once
 // per undecided call), every call runs once, and the branches' results
-// come back in order.
+// come back in order. Each record shows the call's place in the program
+// (its position counted in the program without its surrounding space, as
+// it is compiled).
 func TestCompiledPmapCallsWaitForApproval(t *testing.T) {
 	srv := fleettest.Start(t)
 	nc := srv.Conn()
@@ -127,7 +133,7 @@ func TestCompiledPmapCallsWaitForApproval(t *testing.T) {
 	}
 	startDurableWorker(t, srv, &approvalModel{answered: map[int]int{}}, nil)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindCompiled, Tools: []string{"add"},
-		Compiled: &messages.CompiledSpec{Program: "(fn [_] (pmap #(tool/add {:n %}) [1 500 600]))"},
+		Compiled: &messages.CompiledSpec{Program: "\n  (fn [_]\n  (pmap #(tool/add {:n %}) [1 500 600]))"},
 		Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "add",
 			When: &messages.ApprovalCond{Arg: "n", Op: ">=", Value: int64(500)}}}}}
 	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
@@ -155,6 +161,9 @@ func TestCompiledPmapCallsWaitForApproval(t *testing.T) {
 					t.Fatal(err)
 				}
 				decided[fmt.Sprint(a.Args["n"])] = true
+				if a.Position != "2:9" || !strings.HasPrefix(a.Program, "(fn [_]") { // the #( form
+					t.Errorf("call %v at %q of %q, want 2:9 of the trimmed program", a.Args, a.Position, a.Program)
+				}
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -35,12 +36,21 @@ type turnTracker struct {
 	prog atomic.Pointer[string]
 }
 
+// withTurn returns ctx carrying the turn and the call site of a tool call
+// the program makes with ctx (lisp.CallPos).
 func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 	if t == nil {
 		return ctx
 	}
+	var site fleet.CallSite
 	if p := t.prog.Load(); p != nil {
-		ctx = fleet.WithProgram(ctx, *p)
+		site.Program = *p
+	}
+	if pos, ok := lisp.CallPos(ctx); ok {
+		site.Position = pos.String()
+	}
+	if site != (fleet.CallSite{}) {
+		ctx = fleet.WithCallSite(ctx, site)
 	}
 	return fleet.WithTurn(ctx, int(t.n.Load()))
 }
