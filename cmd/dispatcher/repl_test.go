@@ -345,10 +345,9 @@ func paidOrdersOf(t *testing.T, id int) int {
 
 // With -compression, :history shows the messages a compressed run would
 // send next: the first entries whole while the prompt is under the cache
-// prefix (here the first, which a long comment makes pass it), then the
-// later entries before the last as summaries (tool calls, prints, result),
-// memory with types and sizes, the last entry in full; without it,
-// :history says compression is off.
+// prefix (here the first, which a long comment makes pass it), then a
+// record of each later entry (tool calls, prints, result; no program) and
+// memory's names; without it, :history says compression is off.
 func TestREPLCompressedHistory(t *testing.T) {
 	first := "(def paid (tool/list_orders {:status \"paid\"})) (count paid) ; " + strings.Repeat("the paid orders, ", 150) + "kept"
 	script := first + "\n(def n (tool/list_orders {:status \"refunded\"})) (println \"refunded:\" (count n)) (count n)\n(def k (count paid)) k\n:history\n"
@@ -360,9 +359,9 @@ func TestREPLCompressedHistory(t *testing.T) {
 	mustContain(t, ":history", history,
 		"## Mission\n(programs typed at the REPL)\n",
 		"=== assistant ===\n"+first+"\n=== user ===\nResult: 4971\nMemory: paid\n## Earlier turns (programs not repeated)\n### Turn 2\nTool calls:\n- (tool/list_orders {:status \"refunded\"})\nOutput:\nrefunded: ",
-		"## Memory\n- k (integer)\n- n (vector, ",
-		"- paid (vector, 4971 items)\n## Last turn (3)\n```clojure\n(def k (count paid)) k\n```\nResult: 4971\n")
-	if strings.Contains(history, "(def n (tool/list_orders") {
+		"\n### Turn 3\nResult: 4971\n",
+		"\nMemory: k, n, paid\n")
+	if strings.Contains(history, "(def n (tool/list_orders") || strings.Contains(history, "(def k (count") {
 		t.Errorf("the second entry's program is repeated:\n%s", history)
 	}
 	out, errOut, code = runRepl(t, "(+ 1 2)\n:history\n")

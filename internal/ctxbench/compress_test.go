@@ -299,13 +299,14 @@ func runShopMission(ctx context.Context, v variant, style cacheStyle, compressio
 }
 
 // The measurement, both ways, for every variant and caching style: the
-// runs reach the same answer in 10 turns; with compression the prompt
-// grows from turn 2 to turn 10 by less than without, and the mission sends
-// fewer prompt tokens; the fake caches read from the cache both ways (the
-// default strategy keeps the prompt's start whole until it reaches the
-// cache minimum, then appends); compression costs less without a cache
-// and with a talkative model, and at most 10% more otherwise. The figures
-// (docs/agent.md, with the cost of each run) are logged.
+// runs reach the same answer in 10 turns; with compression turn 10's
+// prompt is within 1.5 times turn 2's (in o200k_base tokens with
+// OpenAI-style framing), the mission sends fewer prompt tokens, the fake
+// caches read from the cache both ways (the default strategy keeps the
+// prompt's start whole until it reaches the cache minimum, then appends
+// records), and compression costs less than without on every caching
+// style. The figures (docs/agent.md, with the cost of each run) are
+// logged.
 func TestCompressionBothWays(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range variants {
@@ -333,9 +334,10 @@ func TestCompressionBothWays(t *testing.T) {
 			t.Logf("%-14s %-9s turn 10 / turn 2: %.2f without, %.2f with compression; cost with / without: %.2f",
 				v.name, s.style, growth(off), growth(on), on.usage.CostUSD/off.usage.CostUSD)
 			// from turn 2 to turn 10 the compressed prompt grows by a
-			// summary per turn, less than the uncompressed one
-			if on, off := on.prompts[9]-on.prompts[1], off.prompts[9]-off.prompts[1]; on >= off {
-				t.Errorf("%s %s: from turn 2 to turn 10 the prompt grows by %d tokens with compression, %d without", v.name, s.style, on, off)
+			// record per turn: turn 10 within 1.5 times turn 2 (Anthropic
+			// framing counts a few tokens more per block)
+			if g := growth(on); g > 1.5 && s.style != anthropicStyle || g > 1.52 {
+				t.Errorf("%s %s: turn 10's prompt is %.3f times turn 2's with compression", v.name, s.style, g)
 			}
 			if on.usage.InputTokens >= off.usage.InputTokens {
 				t.Errorf("%s %s: %d prompt tokens with compression, %d without", v.name, s.style, on.usage.InputTokens, off.usage.InputTokens)
@@ -345,9 +347,8 @@ func TestCompressionBothWays(t *testing.T) {
 					t.Errorf("%s %s: the run with compression %v read %d tokens from the cache", v.name, s.style, i == 1, r.usage.CacheReadTokens)
 				}
 			}
-			ratio := on.usage.CostUSD / off.usage.CostUSD
-			if cheaper := s.style == noCache || v.reasoning != ""; cheaper && ratio >= 1 || ratio > 1.1 {
-				t.Errorf("%s %s: compression costs %.2f times as much", v.name, s.style, ratio)
+			if ratio := on.usage.CostUSD / off.usage.CostUSD; ratio >= 1 {
+				t.Errorf("%s %s: compression costs %.3f times as much", v.name, s.style, ratio)
 			}
 		}
 	}

@@ -45,6 +45,9 @@ type History struct {
 	Next, MaxTurns int
 	// single: a single-turn agent, whose messages carry no turn line
 	single bool
+	// session: a Session's history, which has no turn limit: its last
+	// block carries no turn line
+	session bool
 }
 
 // TurnLine is the line that tells the model which turn n is ("Turn 3 of
@@ -55,6 +58,15 @@ func (h *History) TurnLine(n int) string {
 		return ""
 	}
 	return turnLine(n, h.MaxTurns)
+}
+
+// nextLine is the turn line of the request being rendered ("" in a
+// Session).
+func (h *History) nextLine() string {
+	if h.session {
+		return ""
+	}
+	return h.TurnLine(h.Next)
 }
 
 // FirstMessage is the user message of turn 1: Mission and the turn line.
@@ -88,6 +100,14 @@ type HistoryTurn struct {
 	// Feedback is the whole message sent after the turn (its turn line
 	// included).
 	Feedback string
+	// Report is what Feedback says of the turn itself: Feedback without
+	// the memory line, the turn line and the plan (the prints, the result
+	// preview with its notes or the error, the warnings; for an answer
+	// without a program, the reminder to write one), ending with a newline.
+	Report string
+	// Plan is the plan's state after the turn, as Feedback ends with it
+	// ("" without a plan).
+	Plan string
 }
 
 // MemoryEntry is one name in memory: its type (lisp.TypeName) and size
@@ -108,42 +128,45 @@ func (e MemoryEntry) String() string {
 }
 
 // CoalescedHistory is the default HistoryStrategy: the conversation as an
-// uncompressed run sends it while it is short, then one user message that
-// coalesces the rest, whatever the number of turns.
+// uncompressed run sends it while it is short, then an append-only record
+// of the later turns without their programs, so that every request repeats
+// the previous one but for its last block and a provider's prefix cache
+// keeps reading it.
 //
 // The first turns are sent whole (the first message, each answer, each
-// feedback, as without compression) while the system prompt, the first
-// message and the turns before each one are estimated under CachePrefix
-// tokens: that part never changes, so once a provider caches it (OpenAI
-// and Anthropic cache prefixes from 1,024 tokens) every later request
-// reads it from the cache. When every turn played is whole, the request
-// is the uncompressed conversation, its last block a cache breakpoint.
-// After the whole turns, the last user message holds, as text blocks in
-// this order:
+// feedback, as without compression) while the turn's record (below) would
+// not yet take the prompt's prefix to CachePrefix tokens: a turn is whole
+// when the system prompt, the first message, the whole turns before it and
+// its record are estimated (at 3.5 bytes a token) under CachePrefix. The
+// first turn whose record reaches it, and every later turn, is recorded
+// instead. Providers cache a prefix only from 1,024 tokens (OpenAI and
+// Anthropic alike): the whole turns take the prompt there as early as
+// sending everything would, and from there it grows by records, not by
+// programs. When every turn played is whole, the request is the
+// uncompressed conversation, its last block a cache breakpoint.
+// Otherwise the last user message holds, as text blocks in this order:
 //
 //   - the feedback of the last whole turn or, when no turn is whole,
-//     Mission and a newline (a cache breakpoint when no block follows it
-//     before the last);
-//   - one block per later turn before the last one ("## Earlier turns
-//     (programs not repeated)" heads the first): "### Turn N", then "Tool
-//     calls:" with one "- (tool/name args)" line per call, "Output:" with
-//     the prints, and "Result: preview" or "Error: first line"; the last
-//     of these blocks is the cache breakpoint;
-//   - the memory and the last turn: "## Memory" with one "- name (type,
-//     size)" line per name ("(empty)" when there is none), "## Last turn
-//     (N)", the program in a clojure block (or "Your answer held no
-//     program:" and the answer), and the turn's feedback in full, which
-//     ends with the turn line.
+//     Mission and a newline;
+//   - one record per later turn, oldest first ("\n## Earlier turns
+//     (programs not repeated)\n" heads the first, without its leading
+//     newline when no turn is whole): "### Turn N", then "Tool calls:"
+//     with one "- (tool/name args)" line per call, and the turn's Report
+//     (prints, result preview and notes or the error, warnings); the last
+//     record is the cache breakpoint;
+//   - "Memory: " and the names in memory with their types and sizes,
+//     "name (type, size)", joined by ", " ("(empty)" when there is none),
+//     then the turn line on its own line, then a blank line and the plan's
+//     state when the agent has a plan.
 //
-// No block before the last changes once it is written, so a request
-// repeats the previous request's prefix up to the block before the new
-// one.
+// No block but the last changes once it is written: a record is written
+// once, when its turn is played, and stays as it is.
 type CoalescedHistory struct {
-	// CachePrefix is the size, in tokens, up to which the first turns are
-	// sent whole: a turn is whole when the system prompt, the first
-	// message and the turns before it are estimated (at 3.5 bytes a
-	// token) under it. 0 means DefaultCachePrefix; a negative value sends
-	// no turn whole.
+	// CachePrefix is the size, in tokens, that the first turns are sent
+	// whole to reach: a turn is whole while the system prompt, the first
+	// message, the turns before it and the turn's record are estimated
+	// (at 3.5 bytes a token) under it. 0 means DefaultCachePrefix; a
+	// negative value sends no turn whole.
 	CachePrefix int
 }
 
@@ -151,21 +174,32 @@ type CoalescedHistory struct {
 // shortest prompt prefix OpenAI and Anthropic cache, in tokens.
 const DefaultCachePrefix = 1024
 
+// earlierHeading heads the first record of CoalescedHistory.
+const earlierHeading = "## Earlier turns (programs not repeated)\n"
+
 // estimatedTokens estimates the tokens of n bytes of prompt text (3.5
 // bytes a token: English, code and JSON in o200k_base).
 func estimatedTokens(n int) int { return n * 2 / 7 }
 
-// wholeTurns is how many of h's first turns c sends whole.
+// wholeTurns is how many of h's first turns c sends whole. The answer for
+// a turn depends only on the turns up to it, so a turn sent whole stays
+// whole in every later request.
 func (c CoalescedHistory) wholeTurns(h *History) int {
 	limit := c.CachePrefix
 	if limit == 0 {
 		limit = DefaultCachePrefix
 	}
+	if limit < 0 {
+		return 0
+	}
 	size := len(h.System) + len(h.FirstMessage())
 	k := 0
-	for k < len(h.Turns) && estimatedTokens(size) < limit {
-		size += len(h.Turns[k].Answer) + len(h.Turns[k].Feedback)
-		k++
+	for ; k < len(h.Turns); k++ {
+		t := h.Turns[k]
+		if estimatedTokens(size+len(earlierHeading)+len(turnRecord(t))) >= limit {
+			break
+		}
+		size += len(t.Answer) + len(t.Feedback)
 	}
 	return k
 }
@@ -186,43 +220,43 @@ func (c CoalescedHistory) Messages(h *History) []llm.Message {
 		return msgs
 	}
 	// the last user message: the last whole turn's feedback (or the
-	// mission), the summaries, the memory and the last turn
+	// mission), the records, memory and the turn line
 	msgs = msgs[:len(msgs)-1]
-	earlier, last := h.Turns[whole:len(h.Turns)-1], h.Turns[len(h.Turns)-1]
-	blocks := make([]llm.Block, 0, len(earlier)+2)
-	// sep starts the block after the first: the feedback ends without a
-	// newline and stays as the previous request sent it
-	sep := ""
+	later := h.Turns[whole:]
+	blocks := make([]llm.Block, 0, len(later)+2)
+	heading := earlierHeading
 	if whole > 0 {
-		blocks = append(blocks, llm.Text{Text: h.Turns[whole-1].Feedback, Cache: len(earlier) == 0})
-		sep = "\n"
+		// the feedback ends without a newline and stays as the previous
+		// request sent it
+		blocks = append(blocks, llm.Text{Text: h.Turns[whole-1].Feedback})
+		heading = "\n" + heading
 	} else {
-		blocks = append(blocks, llm.Text{Text: h.Mission + "\n", Cache: len(earlier) == 0})
+		blocks = append(blocks, llm.Text{Text: h.Mission + "\n"})
 	}
-	for i, t := range earlier {
-		var b strings.Builder
+	for i, t := range later {
+		text := turnRecord(t)
 		if i == 0 {
-			b.WriteString(sep + "## Earlier turns (programs not repeated)\n")
-			sep = ""
+			text = heading + text
 		}
-		writeTurnSummary(&b, t)
-		blocks = append(blocks, llm.Text{Text: b.String(), Cache: i == len(earlier)-1})
+		blocks = append(blocks, llm.Text{Text: text, Cache: i == len(later)-1})
 	}
 	var b strings.Builder
-	b.WriteString(sep + "## Memory\n")
+	b.WriteString("Memory: ")
 	if len(h.Memory) == 0 {
-		b.WriteString("(empty)\n")
+		b.WriteString("(empty)")
 	}
-	for _, e := range h.Memory {
-		b.WriteString("- " + e.String() + "\n")
+	for i, e := range h.Memory {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.Name)
 	}
-	fmt.Fprintf(&b, "## Last turn (%d)\n", last.Number)
-	if last.Program != "" {
-		b.WriteString("```clojure\n" + strings.TrimRight(last.Program, "\n") + "\n```\n")
-	} else {
-		b.WriteString("Your answer held no program:\n" + strings.TrimRight(last.Answer, "\n") + "\n")
+	if l := h.nextLine(); l != "" {
+		b.WriteString("\n" + l)
 	}
-	b.WriteString(last.Feedback)
+	if p := later[len(later)-1].Plan; p != "" {
+		b.WriteString("\n\n" + p)
+	}
 	blocks = append(blocks, llm.Text{Text: b.String()})
 	if whole == 0 {
 		return []llm.Message{{Role: llm.RoleUser, Content: blocks}}
@@ -230,14 +264,24 @@ func (c CoalescedHistory) Messages(h *History) []llm.Message {
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: blocks})
 }
 
-// writeTurnSummary writes the "### Turn N" block of an earlier turn.
-func writeTurnSummary(b *strings.Builder, t HistoryTurn) {
-	fmt.Fprintf(b, "### Turn %d\n", t.Number)
+// turnRecord is the record of a turn in CoalescedHistory: "### Turn N",
+// its tool calls and its Report (for a HistoryTurn without one, its
+// prints and "Result: " or "Error: ").
+func turnRecord(t HistoryTurn) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Turn %d\n", t.Number)
 	if len(t.ToolCalls) > 0 {
 		b.WriteString("Tool calls:\n")
 		for _, c := range t.ToolCalls {
 			b.WriteString("- " + c + "\n")
 		}
+	}
+	if t.Report != "" {
+		b.WriteString(t.Report)
+		if !strings.HasSuffix(t.Report, "\n") {
+			b.WriteByte('\n')
+		}
+		return b.String()
 	}
 	if len(t.Prints) > 0 {
 		b.WriteString("Output:\n")
@@ -250,6 +294,7 @@ func writeTurnSummary(b *strings.Builder, t HistoryTurn) {
 	} else {
 		b.WriteString("Result: " + t.Result + "\n")
 	}
+	return b.String()
 }
 
 // historyOf collects a run's History for a HistoryStrategy; nil when the
@@ -281,11 +326,12 @@ func (a *Agent) strategy() HistoryStrategy {
 	return CoalescedHistory{}
 }
 
-// add records a played turn: rec as the trace holds it, the value its
-// program ended with (when it succeeded) and memory after it.
-func (ho *historyOf) add(rec *messages.Turn, value lisp.Value, mem map[string]any) {
+// add records a played turn: rec as the trace holds it, its report and the
+// plan's state after it (HistoryTurn), the value its program ended with
+// (when it succeeded) and memory after it.
+func (ho *historyOf) add(rec *messages.Turn, report, plan string, value lisp.Value, mem map[string]any) {
 	sec := ho.sec
-	t := HistoryTurn{Number: rec.Number, Answer: rec.Raw, Program: rec.Program, Feedback: rec.Feedback}
+	t := HistoryTurn{Number: rec.Number, Answer: rec.Raw, Program: rec.Program, Feedback: rec.Feedback, Report: report, Plan: plan}
 	for _, c := range rec.ToolCalls {
 		t.ToolCalls = append(t.ToolCalls, toolCallLine(sec, c, ho.lim))
 	}

@@ -92,11 +92,11 @@ Total the paid orders.
 // The same scripted mission with compression off and on: the turns in the
 // trace are the same; off, each request resends every answer and its
 // feedback; on, each request is one user message: turn 1's as off, then
-// the mission, a block per earlier turn (tool calls with firewalled args,
-// prints, result or first error line), memory with types and sizes, and
-// the last turn's program and feedback, with the cache breakpoint on the
-// last block that the next request repeats. No request holds the
-// firewalled card number.
+// the mission, a record per turn played (tool calls with firewalled args,
+// then what its feedback said: prints, result or the whole error), no
+// program and no prose, then memory's names and the turn line, with the
+// cache breakpoint on the last record, which the next request repeats. No
+// request holds the firewalled card number.
 func TestCompressionRequests(t *testing.T) {
 	offSpec, replies := compressMission(false)
 	off, err, offModel := run(t, mustNew(t, offSpec), RunOptions{}, replies...)
@@ -146,7 +146,7 @@ func TestCompressionRequests(t *testing.T) {
 		t.Errorf("compressed turn 1 = %q %v, want the uncompressed first message", texts, marks)
 	}
 	texts, marks = blockTexts(t, onReqs[1])
-	if !reflect.DeepEqual(marks, []bool{true, false}) || texts[0] != compressMissionText {
+	if !reflect.DeepEqual(marks, []bool{false, true, false}) || texts[0] != compressMissionText {
 		t.Errorf("compressed turn 2: blocks %q, marks %v", texts, marks)
 	}
 	texts, marks = blockTexts(t, onReqs[3])
@@ -162,19 +162,21 @@ Result: 2
 `,
 		`### Turn 2
 Error: 1:22: undefined symbol: undefined-fn
+  (sum-by :totl paid) (undefined-fn 1)
+                       ^
 `,
-		"## Memory\n- paid (vector, 2 items)\n- total (float)\n## Last turn (3)\n```clojure\n{:total (sum-by :total paid)}\n```\n" +
-			"Result: {:total 19.75}\nMemory: paid, total\nTurn 4 of 6 (2 remaining)",
+		"### Turn 3\nResult: {:total 19.75}\n",
+		"Memory: paid, total\nTurn 4 of 6 (2 remaining)",
 	}
 	if !reflect.DeepEqual(texts, want) {
 		t.Errorf("compressed turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
 	}
-	if !reflect.DeepEqual(marks, []bool{false, false, true, false}) {
-		t.Errorf("compressed turn 4: breakpoints %v, want on the last earlier turn", marks)
+	if !reflect.DeepEqual(marks, []bool{false, false, false, true, false}) {
+		t.Errorf("compressed turn 4: breakpoints %v, want on the last record", marks)
 	}
 	// turn 3's blocks are a prefix of turn 4's, up to its breakpoint
 	texts3, _ := blockTexts(t, onReqs[2])
-	if len(texts3) != 3 || texts3[0] != texts[0] || texts3[1] != texts[1] {
+	if len(texts3) != 4 || !reflect.DeepEqual(texts3[:3], texts[:3]) {
 		t.Errorf("turn 3 does not start with turn 4's blocks: %q", texts3)
 	}
 	if onText, offText := onReqs[3].Messages[0].Text(), allText(offReqs[3]); len(onText) >= len(offText) {
@@ -217,10 +219,13 @@ func TestCompressionSubAgent(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	texts, marks := blockTexts(t, reqs[3]) // the child's turn 3
-	if len(texts) != 3 || !marks[1] || texts[1] != "## Earlier turns (programs not repeated)\n### Turn 1\nResult: 1\n" {
+	want := []string{"## Tools\n(none)\n\n## Expected output\nReturn a value of type :int.\n\n## Mission\nCount to three.\n",
+		"## Earlier turns (programs not repeated)\n### Turn 1\nResult: 1\n",
+		"### Turn 2\nOutput:\nb is 2\nResult: 2\n",
+		"Memory: a, b\nTurn 3 of 4 (1 remaining)"}
+	if !reflect.DeepEqual(texts, want) || !reflect.DeepEqual(marks, []bool{false, false, true, false}) {
 		t.Fatalf("child turn 3: %q %v", texts, marks)
 	}
-	contains(t, texts[2], "## Memory\n- a (integer)\n- b (integer)\n## Last turn (2)\n```clojure\n(def b (+ a 1)) (println \"b is\" b) b\n```\nOutput:\nb is 2\n")
 	if p := reqs[4]; len(p.Messages) != 3 || !p.CacheHistory || p.Messages[1].Text() != "```clojure\n(def n (tool/counter {})) n\n```" {
 		t.Errorf("parent turn 2 is not the whole conversation: %d messages", len(p.Messages))
 	}
@@ -292,23 +297,29 @@ func TestCompressionCustomStrategy(t *testing.T) {
 	}
 }
 
-// An earlier turn's result preview is cut at 200 bytes in its summary;
-// the last turn's feedback keeps the whole preview.
-func TestCompressionCutsEarlierPreviews(t *testing.T) {
+// A record shows the result preview as the turn's feedback showed it (the
+// model reads it there first), and later requests repeat it unchanged.
+func TestCompressionRecordsKeepPreviews(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "Make a long string.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
-	_, err, m := run(t, a, RunOptions{},
+	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(apply str (repeat 300 "x"))`),
 		llmtest.Code(`(apply str (repeat 300 "y"))`),
 		llmtest.Code(`(return 1)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts, _ := blockTexts(t, m.Requests()[2])
-	want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: \"" + strings.Repeat("x", 199) + "...\n"
-	if len(texts) != 3 || texts[1] != want {
-		t.Fatalf("turn 1's summary = %q, want %q", texts[1], want)
+	want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: \"" + strings.Repeat("x", 300) + "\"\n"
+	contains(t, st.Trace[0].Feedback, "Result: \""+strings.Repeat("x", 300)+"\"\n")
+	for i, r := range m.Requests()[1:] {
+		texts, _ := blockTexts(t, r)
+		if len(texts) != 3+i || texts[1] != want {
+			t.Fatalf("turn %d's blocks = %q, want turn 1's record %q", i+2, texts, want)
+		}
 	}
-	contains(t, texts[2], "Result: \""+strings.Repeat("y", 300)+"\"\n")
+	texts, _ := blockTexts(t, m.Requests()[2])
+	if texts[2] != "### Turn 2\nResult: \""+strings.Repeat("y", 300)+"\"\n" {
+		t.Errorf("turn 2's record = %q", texts[2])
+	}
 }
 
 // noMessages is a broken HistoryStrategy.
@@ -327,8 +338,8 @@ func TestCompressionEmptyStrategy(t *testing.T) {
 	}
 }
 
-// An answer without a program: the next request shows it under the last
-// turn with the boundary reminder; the one after sums it up as an error.
+// An answer without a program: its record is the boundary reminder the
+// feedback gave, and the answer is not repeated.
 func TestCompressionAnswerWithoutProgram(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "Count.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
 	_, err, m := run(t, a, RunOptions{},
@@ -339,24 +350,26 @@ func TestCompressionAnswerWithoutProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	texts, _ := blockTexts(t, m.Requests()[1])
-	want := "## Memory\n(empty)\n## Last turn (1)\nYour answer held no program:\nI think the answer is 3.\n" + BoundaryReminder + "\nTurn 2 of 4 (2 remaining)"
-	if len(texts) != 2 || texts[1] != want {
-		t.Errorf("turn 2's last block = %q\nwant %q", texts[len(texts)-1], want)
+	want := []string{"## Tools\n(none)\n\n## Expected output\nReturn a value of type :any.\n\n## Mission\nCount.\n",
+		"## Earlier turns (programs not repeated)\n### Turn 1\n" + BoundaryReminder + "\n",
+		"Memory: (empty)\nTurn 2 of 4 (2 remaining)"}
+	if !reflect.DeepEqual(texts, want) {
+		t.Errorf("turn 2's blocks = %q\nwant %q", texts, want)
 	}
 	texts, _ = blockTexts(t, m.Requests()[2])
-	if len(texts) != 3 || texts[1] != "## Earlier turns (programs not repeated)\n### Turn 1\nError: no code found in the response\n" {
+	if len(texts) != 4 || texts[1] != want[1] || texts[3] != "Memory: n\nTurn 3 of 4 (1 remaining)" {
 		t.Errorf("turn 3's blocks = %q", texts)
 	}
 }
 
-// A tool call that failed is summed up with the first line of its error,
-// and a turn whose program failed on it with the error's first line.
+// A tool call that failed is listed with the first line of its error; the
+// record then gives the program's error as the feedback did.
 func TestCompressionFailedToolCall(t *testing.T) {
 	a := mustNew(t, Spec{Prompt: "Try the tool.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4},
 		Tools: map[string]Tool{"boom": Func(func(context.Context, map[string]any) (any, error) {
 			return nil, fmt.Errorf("kaboom\nsecond line")
 		})}})
-	_, err, m := run(t, a, RunOptions{},
+	st, err, m := run(t, a, RunOptions{},
 		llmtest.Code(`(tool/boom {:x 1 :why "test"})`),
 		llmtest.Code(`(def n 1) n`),
 		llmtest.Code(`(return n)`))
@@ -364,11 +377,12 @@ func TestCompressionFailedToolCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	texts, _ := blockTexts(t, m.Requests()[2])
-	if len(texts) != 3 {
-		t.Fatalf("turn 3's blocks = %q", texts)
+	fb := st.Trace[0].Feedback
+	want := "## Earlier turns (programs not repeated)\n### Turn 1\nTool calls:\n- (tool/boom {:why \"test\" :x 1}) failed: kaboom\n" +
+		strings.TrimSuffix(fb, "Turn 2 of 4 (2 remaining)")
+	if len(texts) != 4 || texts[1] != want || !strings.Contains(want, "Error: 1:1: tool 'boom' failed: kaboom\nsecond line\n") {
+		t.Fatalf("turn 3's blocks = %q, want turn 1's record %q", texts, want)
 	}
-	contains(t, texts[1], "### Turn 1\nTool calls:\n- (tool/boom {:why \"test\" :x 1}) failed: kaboom\nError: ")
-	notContains(t, texts[1], "second line")
 }
 
 // requestBlocks flattens a request's messages into role-tagged text
@@ -387,13 +401,14 @@ func requestBlocks(t *testing.T, r llm.Request) (texts []string, marks []bool) {
 	return texts, marks
 }
 
-// The default strategy sends the first turns whole while the system
-// prompt, the first message and those turns are under its CachePrefix:
-// a mission far under DefaultCachePrefix sends the uncompressed
-// conversation, its last block a cache breakpoint; with one turn under
-// the prefix, turn 1 stays whole and the later turns are coalesced after
-// it. Either way every request repeats the previous one's blocks but its
-// last, so a provider cache reads them.
+// The default strategy sends a turn whole while the system prompt, the
+// first message, the whole turns before it and its record are under its
+// CachePrefix: a mission far under DefaultCachePrefix sends the
+// uncompressed conversation, its last block a cache breakpoint; with a
+// CachePrefix that turn 1's record does not reach but turn 2's does, turn
+// 1 stays whole and the later turns are recorded after it. Either way
+// every request repeats the previous one's blocks but its last, so a
+// provider cache reads them.
 func TestCompressionWholeTurns(t *testing.T) {
 	offSpec, replies := compressMission(false)
 	_, err, offModel := run(t, mustNew(t, offSpec), RunOptions{}, replies...)
@@ -442,7 +457,8 @@ func TestCompressionWholeTurns(t *testing.T) {
 	t.Run("one whole turn", func(t *testing.T) {
 		spec, replies := compressMission(true)
 		first := offReqs[0].Messages[0].Text()
-		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(len(offReqs[0].System)+len(first)) + 1}
+		record1 := "### Turn 1\nTool calls:\n- (tool/list_orders {:status \"paid\"})\n- (tool/check_card {:card <Firewalled>})\nOutput:\npaid orders: 2 first card: <Firewalled>\nResult: 2\n"
+		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(len(offReqs[0].System)+len(first)+len(earlierHeading)+len(record1)) + 1}
 		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
 		if err != nil {
 			t.Fatal(err)
@@ -454,14 +470,14 @@ func TestCompressionWholeTurns(t *testing.T) {
 		offTexts, _ := requestBlocks(t, offReqs[1])
 		texts, marks := requestBlocks(t, reqs[3])
 		want := append(offTexts[:3:3],
-			"user: \n## Earlier turns (programs not repeated)\n### Turn 2\nError: 1:22: undefined symbol: undefined-fn\n",
-			"user: ## Memory\n- paid (vector, 2 items)\n- total (float)\n## Last turn (3)\n```clojure\n{:total (sum-by :total paid)}\n```\n"+
-				"Result: {:total 19.75}\nMemory: paid, total\nTurn 4 of 6 (2 remaining)")
+			"user: \n## Earlier turns (programs not repeated)\n### Turn 2\nError: 1:22: undefined symbol: undefined-fn\n  (sum-by :totl paid) (undefined-fn 1)\n                       ^\n",
+			"user: ### Turn 3\nResult: {:total 19.75}\n",
+			"user: Memory: paid, total\nTurn 4 of 6 (2 remaining)")
 		if !reflect.DeepEqual(texts, want) {
 			t.Errorf("turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
 		}
-		if !reflect.DeepEqual(marks, []bool{false, false, false, true, false}) {
-			t.Errorf("turn 4: breakpoints %v, want on the summary of turn 2", marks)
+		if !reflect.DeepEqual(marks, []bool{false, false, false, false, true, false}) {
+			t.Errorf("turn 4: breakpoints %v, want on the record of turn 3", marks)
 		}
 		if n := len(reqs[3].Messages); n != 3 || reqs[3].Messages[2].Role != llm.RoleUser {
 			t.Errorf("turn 4 has %d messages, want the first, the answer of turn 1 and one user message", n)
@@ -471,4 +487,32 @@ func TestCompressionWholeTurns(t *testing.T) {
 			notContains(t, allText(r), compressSecret, "5500-0000")
 		}
 	})
+}
+
+// With a plan, the last block ends with the plan's state after the last
+// turn, as the uncompressed feedback does; records hold no plan, so they
+// stay as they were written when a later turn marks a step done.
+func TestCompressionPlan(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Sum the orders", Signature: ":int", Plan: []string{"Fetch the orders", "Sum them"},
+		Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 4}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(step-done "1" "fetched 3 orders") (def orders [1 2 3]) orders`),
+		llmtest.Code(`(step-done "2" "summed") (def total (reduce + orders)) total`),
+		llmtest.Code(`(return total)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := m.Requests()
+	t2, _ := blockTexts(t, reqs[1])
+	t3, _ := blockTexts(t, reqs[2])
+	if len(t2) != 3 || len(t3) != 4 || t3[1] != t2[1] {
+		t.Fatalf("turn 2's blocks %q, turn 3's %q", t2, t3)
+	}
+	if want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: [1 2 3]\n"; t2[1] != want {
+		t.Errorf("turn 1's record = %q, want %q", t2[1], want)
+	}
+	if want := "Memory: orders\nTurn 2 of 4 (2 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [ ] Sum them\n"; !strings.HasPrefix(t2[2], want) {
+		t.Errorf("turn 2's last block = %q, want it to start with %q", t2[2], want)
+	}
+	contains(t, t3[3], "Memory: orders, total\nTurn 3 of 4 (1 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [x] Sum them — summed\n")
 }

@@ -46,12 +46,18 @@ func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 	}
 }
 
-// resultFeedback renders a successful non-final turn: println output, the
-// firewalled and truncated result preview with omission notes, memory
-// names, tool warnings and the turn line. Every part that carries data is
-// scrubbed before it is cut (the labels are not: a secret equal to
-// "Result" must not rewrite the layout).
+// resultFeedback renders a successful non-final turn: its report with the
+// memory line, then the turn line.
 func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
+	return resultReport(sec, res, lim, warnings, true) + turnLine(next, max)
+}
+
+// resultReport renders what a successful turn did: println output, the
+// firewalled and truncated result preview with omission notes, memory
+// names (with memoryLine), the map-merge note and tool warnings. Every
+// part that carries data is scrubbed before it is cut (the labels are not:
+// a secret equal to "Result" must not rewrite the layout).
+func resultReport(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, memoryLine bool) string {
 	var b strings.Builder
 	printsBlock(&b, sec, res.Prints)
 	text, omitted := resultPreview(sec, res.Value, lim)
@@ -65,7 +71,7 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 		b.WriteString(n)
 		b.WriteByte('\n')
 	}
-	if names := memoryNames(res.Memory); len(names) > 0 {
+	if names := memoryNames(res.Memory); memoryLine && len(names) > 0 {
 		for i, n := range names {
 			names[i] = sec.redact(n, true) // a name can be a firewalled value (a map key merged into memory)
 		}
@@ -76,7 +82,6 @@ func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []
 		b.WriteByte('\n')
 	}
 	writeWarnings(&b, sec, warnings)
-	b.WriteString(turnLine(next, max))
 	return b.String()
 }
 
@@ -194,16 +199,20 @@ func writeWarnings(b *strings.Builder, sec *secrets, warnings []string) {
 	}
 }
 
-// errorFeedback renders a failed turn: println output, one "Error:" line
-// with the position, caret snippet and hint, warnings and the turn line.
+// errorFeedback renders a failed turn: its report, then the turn line.
 func errorFeedback(sec *secrets, prints []string, errText string, warnings []string, next, max int) string {
+	return errorReport(sec, prints, errText, warnings) + turnLine(next, max)
+}
+
+// errorReport renders what a failed turn did: println output, one "Error:"
+// line with the position, caret snippet and hint, and warnings.
+func errorReport(sec *secrets, prints []string, errText string, warnings []string) string {
 	var b strings.Builder
 	printsBlock(&b, sec, prints)
 	b.WriteString("Error: ")
 	b.WriteString(sec.scrub(strings.TrimPrefix(errText, "Error: ")))
 	b.WriteByte('\n')
 	writeWarnings(&b, sec, warnings)
-	b.WriteString(turnLine(next, max))
 	return b.String()
 }
 

@@ -218,14 +218,21 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		msgs = append(msgs, llm.AssistantText(resp.Content))
 
 		code, ok := ParseResponse(resp.Content)
-		var feedback string
+		// feedback is the message sent after the turn; report what it
+		// says of the turn (no memory line, turn line or plan), for a
+		// compressed history
+		var feedback, report string
 		var value lisp.Value // the program's value, when it ran to one
 		endTurn := func() {
 			rec.Duration = time.Since(turnStart)
 			rec.Feedback = feedback
 			st.Trace = append(st.Trace, rec)
 			if hist != nil {
-				hist.add(&rec, value, mem)
+				planText := ""
+				if plan != nil {
+					planText = plan.render(sec)
+				}
+				hist.add(&rec, report, planText, value, mem)
 			}
 			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u, Program: rec.Program})
 		}
@@ -237,6 +244,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: ReasonNoCode, Message: "the model's answer holds no PTC-Lisp program"})
 			}
 			feedback = BoundaryReminder
+			report = BoundaryReminder + "\n"
 			if turn < limitT {
 				feedback = withPlan(feedback + "\n" + turnLine(turn+1, limitT))
 			}
@@ -302,7 +310,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
 			}
 			if !last {
-				feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
+				report = errorReport(sec, res.Prints, text, warnings)
+				feedback = withPlan(report + turnLine(turn+1, limitT))
 			}
 			if t.debug {
 				rec.Memory = toGoMemory(mem)
@@ -329,7 +338,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 				rec.Error, lastErr = text, text
 				lastFail = map[string]any{"reason": ReasonMemoryLimit, "message": text}
 				if !last {
-					feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
+					report = errorReport(sec, res.Prints, text, warnings)
+					feedback = withPlan(report + turnLine(turn+1, limitT))
 					msgs = append(msgs, llm.UserText(feedback))
 				}
 				endTurn()
@@ -376,7 +386,8 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 						if retry {
 							text += "\n" + retryTurnNote
 						}
-						feedback = withPlan(errorFeedback(sec, res.Prints, text, warnings, turn+1, limitT))
+						report = errorReport(sec, res.Prints, text, warnings)
+						feedback = withPlan(report + turnLine(turn+1, limitT))
 						msgs = append(msgs, llm.UserText(feedback))
 					}
 					endTurn()
@@ -392,6 +403,9 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		lastFail = nil
 		if !last {
 			feedback = withPlan(resultFeedback(sec, res, lim, warnings, turn+1, limitT))
+			if hist != nil {
+				report = resultReport(sec, res, lim, warnings, false)
+			}
 			msgs = append(msgs, llm.UserText(feedback))
 		}
 		endTurn()

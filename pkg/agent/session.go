@@ -88,7 +88,9 @@ func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
 		}
 		s.inputs[k] = lv
 	}
-	s.hist = a.newHistory(a.missionBody(in, s.sec), s.sec)
+	if s.hist = a.newHistory(a.missionBody(in, s.sec), s.sec); s.hist != nil {
+		s.hist.h.session = true
+	}
 	s.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	s.tools = s.tr.lispTools()
 	s.services = s.tr.services(newPlan(a.spec.Plan))
@@ -118,7 +120,7 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 		ev.Err = le
 		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, lispErrorText(le), warnings, 1, 1))
 		rec.Error = lispErrorText(le)
-		s.record(&rec, ev, nil)
+		s.record(&rec, ev, func() string { return errorReport(s.sec, res.Prints, lispErrorText(le), warnings) }, nil)
 		return ev
 	}
 	if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
@@ -126,7 +128,7 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 		ev.Err = &lisp.Error{Kind: lisp.KindMemory, Msg: msg}
 		ev.Shown = s.trimTurn(errorFeedback(s.sec, res.Prints, msg, warnings, 1, 1))
 		rec.Error = msg
-		s.record(&rec, ev, nil)
+		s.record(&rec, ev, func() string { return errorReport(s.sec, res.Prints, msg, warnings) }, nil)
 		return ev
 	}
 	mem := make(map[string]any, len(res.Memory)+len(replNames))
@@ -153,14 +155,15 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 			ev.Validation = validationText(verr, outputType(a.sig.Output))
 		}
 	}
-	s.record(&rec, ev, res.Value)
+	s.record(&rec, ev, func() string { return resultReport(s.sec, &shown, a.promptLimit(), warnings, false) }, res.Value)
 	return ev
 }
 
 // record adds an entry to the session's history (when the agent
-// compresses): its outcome as shown, the value it ended with (nil when it
-// failed) and memory without *1 *2 *3.
-func (s *Session) record(rec *messages.Turn, ev *Evaluation, value lisp.Value) {
+// compresses): its outcome as shown, its report (what it did, without the
+// memory line), the value it ended with (nil when it failed) and memory
+// without *1 *2 *3.
+func (s *Session) record(rec *messages.Turn, ev *Evaluation, report func() string, value lisp.Value) {
 	if s.hist == nil {
 		return
 	}
@@ -171,7 +174,7 @@ func (s *Session) record(rec *messages.Turn, ev *Evaluation, value lisp.Value) {
 			mem[k] = v
 		}
 	}
-	s.hist.add(rec, value, mem)
+	s.hist.add(rec, report(), "", value, mem)
 }
 
 // History returns the messages a run of the agent with compression would

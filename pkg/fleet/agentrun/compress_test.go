@@ -9,9 +9,10 @@ import (
 )
 
 // A fleet mission with compression: true (sent over NATS) runs on a worker
-// whose requests hold one user message: turn 3's summarises turn 1 (its
-// tool calls, a firewalled argument masked, its result), lists memory and
-// shows turn 2 in full; the trace keeps every program.
+// whose requests hold one user message: turn 3's records turns 1 and 2
+// (their tool calls, a firewalled argument masked, their results, no
+// program) and ends with memory's names and the turn line; the trace keeps
+// every program.
 func TestCompressedFleetMission(t *testing.T) {
 	model := &script{turns: map[string][]string{"paid orders": {
 		"```clojure\n(def paid (tool/list_orders {:status \"paid\"}))\n(def c (tool/get_customer {:id (:customer_id (first paid))}))\n(tool/list_orders {:status (:_phone c)})\n(count paid)\n```",
@@ -44,24 +45,25 @@ func TestCompressedFleetMission(t *testing.T) {
 		t.Fatalf("turn 3: %d messages, CacheHistory %v", len(r.Messages), r.CacheHistory)
 	}
 	blocks := r.Messages[0].Content
-	if len(blocks) != 3 || !blocks[1].(llm.Text).Cache {
+	if len(blocks) != 4 || !blocks[2].(llm.Text).Cache {
 		t.Fatalf("turn 3: blocks %+v", blocks)
 	}
-	summary, tail := blocks[1].(llm.Text).Text, blocks[2].(llm.Text).Text
+	summary, tail := blocks[1].(llm.Text).Text, blocks[3].(llm.Text).Text
 	for _, want := range []string{"### Turn 1\nTool calls:\n- (tool/list_orders {:status \"paid\"})\n- (tool/get_customer {:id ",
 		"- (tool/list_orders {:status <Firewalled>})\nResult: "} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("turn 1's summary lacks %q:\n%s", want, summary)
 		}
 	}
-	for _, want := range []string{"## Memory\n- c (map, 6 entries)\n- paid (vector, ", "## Last turn (2)\n```clojure\n(def total (sum-by :total paid))\ntotal\n```\nResult: "} {
-		if !strings.Contains(tail, want) {
-			t.Errorf("turn 3's tail lacks %q:\n%s", want, tail)
-		}
+	if turn2 := blocks[2].(llm.Text).Text; !strings.HasPrefix(turn2, "### Turn 2\nResult: ") {
+		t.Errorf("turn 2's record = %q", turn2)
+	}
+	if tail != "Memory: c, paid, total\nTurn 3 of 5 (2 remaining)" {
+		t.Errorf("turn 3's last block = %q", tail)
 	}
 	for _, req := range reqs {
 		for _, m := range req.Messages {
-			if strings.Contains(m.Text(), "+1-555-") || strings.Contains(m.Text(), "(def paid") && req.Turn == 3 {
+			if strings.Contains(m.Text(), "+1-555-") || (strings.Contains(m.Text(), "(def paid") || strings.Contains(m.Text(), "(def total")) && req.Turn == 3 {
 				t.Errorf("turn %d: a phone number or an earlier program reached the model:\n%s", req.Turn, m.Text())
 			}
 		}
