@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ const (
 	envWorkerAckWait = "PTC_TEST_WORKER_ACK_WAIT" // consumer AckWait ("" = default)
 	envWorkerReplica = "PTC_TEST_WORKER_REPLICAS" // stream replicas
 	envWorkerDeliver = "PTC_TEST_WORKER_DELIVER"  // MaxDeliver
+	envWorkerSlots   = "PTC_TEST_WORKER_SLOTS"    // slots ("" = 4)
 	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
 )
 
@@ -76,10 +78,14 @@ func runWorkerProcess() int {
 	}
 	store.Replicas, _ = strconv.Atoi(os.Getenv(envWorkerReplica))
 	store.MaxDeliver, _ = strconv.Atoi(os.Getenv(envWorkerDeliver))
+	slots := 4
+	if n, err := strconv.Atoi(os.Getenv(envWorkerSlots)); err == nil && n > 0 {
+		slots = n
+	}
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
 		ID:     os.Getenv(envWorkerID),
 		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
-		Slots:  4, Store: store, Priorities: []string{messages.PriorityNormal},
+		Slots:  slots, Store: store, Priorities: []string{messages.PriorityNormal},
 		IdleWait: 100 * time.Millisecond, NakDelay: 200 * time.Millisecond,
 		DrainGrace: time.Second, Logger: &log,
 	})
@@ -94,9 +100,23 @@ func runWorkerProcess() int {
 		return 3
 	}
 	fmt.Println("ready")
-	<-ctx.Done()
-	_ = w.Stop()
-	return 0
+	// SIGUSR1 asks for the worker's memory: a line "mem <heap in use after
+	// GC> <goroutines> <slots running> <missions suspended>".
+	usr := make(chan os.Signal, 1)
+	signal.Notify(usr, syscall.SIGUSR1)
+	for {
+		select {
+		case <-usr:
+			runtime.GC()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Printf("mem %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended)
+		case <-ctx.Done():
+			_ = w.Stop()
+			return 0
+		}
+	}
 }
 
 // runNATSNode is a nats-server process for the cluster tests.
@@ -129,6 +149,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	code int
+	// lines gets the lines the process prints after "ready" (when the
+	// reader keeps up; others are dropped)
+	lines chan string
 }
 
 // startWorkerProc starts a worker process; wait says whether to wait for
@@ -149,13 +172,18 @@ func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{id: id, cmd: cmd, done: make(chan struct{})}
+	p := &proc{id: id, cmd: cmd, done: make(chan struct{}), lines: make(chan string, 16)}
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if sc.Text() == "ready" {
 				close(ready)
+				continue
+			}
+			select {
+			case p.lines <- sc.Text():
+			default:
 			}
 		}
 	}()
@@ -195,6 +223,10 @@ type fakeModel struct {
 	finished func(id string) bool
 	// program, when set, replaces programFor.
 	program func(k, step int) string
+	// advanceOn, when set, makes a step whose feedback holds it count as
+	// done although it reports an error: the model goes on (a denied call
+	// handled by the next program).
+	advanceOn string
 
 	mu         sync.Mutex
 	asked      map[string]int
@@ -239,7 +271,8 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, m := range req.Messages {
 		if m.Role == "assistant" {
 			turn++
-			if i+1 < len(req.Messages) && !strings.Contains(string(req.Messages[i+1].Content), "Error") {
+			if i+1 < len(req.Messages) && (!strings.Contains(string(req.Messages[i+1].Content), "Error") ||
+				f.advanceOn != "" && strings.Contains(string(req.Messages[i+1].Content), f.advanceOn)) {
 				step++
 			}
 		}

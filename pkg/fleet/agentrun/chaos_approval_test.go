@@ -1,0 +1,328 @@
+package agentrun_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// approvalChaosProgram is the fake model's reply to step s of mission k:
+// a call of add, then a call of pay (which needs approval), then the
+// return; an even mission's pay is approved, an odd one's denied, and
+// the model, told of the denial, returns without the payment.
+func approvalChaosProgram(k, s int) string {
+	switch s {
+	case 1:
+		return fmt.Sprintf("```clojure\n(def a (tool/add {:n %d}))\na\n```", k)
+	case 2:
+		return "```clojure\n(def p (tool/pay {:n (+ a 1)}))\np\n```"
+	}
+	if k%2 == 1 {
+		return "```clojure\n(return {:a a :p \"denied\"})\n```"
+	}
+	return "```clojure\n(return {:a a :p p})\n```"
+}
+
+func approvalChaosWant(k int) map[string]any {
+	if k%2 == 1 {
+		return map[string]any{"a": int64(k + 1), "p": "denied"}
+	}
+	return map[string]any{"a": int64(k + 1), "p": int64(k + 3)}
+}
+
+// denyReason is the reason of the test's denials; the fake model moves on
+// when its feedback names it.
+const denyReason = "chaos-deny"
+
+// payTools serves pay, deduplicated by idempotency key, and counts its
+// executions per mission and per key.
+type payTools struct {
+	mu      sync.Mutex
+	mission map[string]int
+	key     map[string]int
+}
+
+func startPayTools(t *testing.T, nc *nats.Conn, replicas int) *payTools {
+	t.Helper()
+	p := &payTools{mission: map[string]int{}, key: map[string]int{}}
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "bank", Dedup: &fleet.DedupConfig{Replicas: replicas}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	_ = svc.Register("pay", fleet.ToolSpec{Signature: "(n :int) -> :int"}, func(ctx context.Context, args map[string]any) (any, error) {
+		ci, _ := fleet.CallInfoFrom(ctx)
+		p.mu.Lock()
+		p.mission[ci.MissionID]++
+		p.key[ci.IdempotencyKey]++
+		p.mu.Unlock()
+		n, _ := args["n"].(int64)
+		return n + 1, nil
+	})
+	return p
+}
+
+func (p *payTools) counts() (missions, keys map[string]int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.mission), maps.Clone(p.key)
+}
+
+// approvalChaosMissions is the number of missions of the approval chaos
+// run.
+func approvalChaosMissions() int {
+	if testing.Short() {
+		return 40
+	}
+	return 80
+}
+
+// Chaos while missions wait for approval and resume, on a 3-node cluster
+// with R3 streams: worker processes are SIGKILLed at random and one NATS
+// node at a time is killed and restarted while missions are suspended,
+// being decided and resuming. Every mission finishes once with the right
+// result (0 lost, 0 duplicated), every approved call runs exactly once
+// (the tool service deduplicates by idempotency key: the guarantee of
+// docs/approvals.md), no denied call runs, and no worker exits.
+func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
+	nodes := startCluster(t)
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.url
+	}
+	url := joinURLs(urls)
+	model := newFakeModel()
+	model.delay = 50 * time.Millisecond
+	model.program = approvalChaosProgram
+	model.advanceOn = denyReason
+	ms := httptest.NewServer(model)
+	t.Cleanup(ms.Close)
+	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3"}
+	seq := 0
+	start := func(wait bool) *proc {
+		seq++
+		return startWorkerProc(t, url, ms.URL, fmt.Sprintf("a%d", seq), env, wait)
+	}
+	workers := []*proc{start(false), start(false), start(false), start(false)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nc := dial(t, url)
+	js, _ := jetstream.New(nc)
+	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 30, VerifyOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	add := startCountingTools(t, dial(t, url), 3)
+	pay := startPayTools(t, dial(t, url), 3)
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{SkipSetup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClient, _ := fleet.NewClient(ctx, dial(t, url), fleet.ClientConfig{SkipSetup: true})
+	model.finished = hasResult(checkClient, 500*time.Millisecond)
+
+	n := approvalChaosMissions()
+	ids := make([]string, n)
+	kOf := map[string]int{}
+	for k := range n {
+		id := messages.NewMissionID()
+		m := &messages.Mission{ID: id, Kind: messages.KindAgent,
+			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k),
+				Tools: []string{"add", "pay"}, Limits: messages.Limits{MaxTurns: 8}},
+			Tools: []string{"add", "pay"},
+			// a decision whose wake is lost to the chaos is found at the
+			// deadline, when the schedule queues the mission again
+			Approval: &messages.ApprovalPolicy{Timeout: 20 * time.Second, Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
+		ids[k], kOf[id] = id, k
+		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+
+	// The decider: a call pending for at least 300 ms is approved (even
+	// missions) or denied (odd ones); calls wait while workers die.
+	var decMu sync.Mutex
+	approved, denied := map[string]int{}, map[string]int{}
+	decideErrs := map[string]int{} // failed decisions (tried again) by error
+	wakeLost := 0                  // decisions made whose mission was not queued
+	finished := map[string]bool{}
+	decCtx, stopDecider := context.WithCancel(ctx)
+	deciderDone := make(chan struct{})
+	go func() {
+		defer close(deciderDone)
+		for decCtx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			for _, id := range ids {
+				decMu.Lock()
+				done := finished[id]
+				decMu.Unlock()
+				if done {
+					continue
+				}
+				octx, c := context.WithTimeout(decCtx, 2*time.Second)
+				as, err := client.Approvals(octx, id)
+				c()
+				if err != nil {
+					continue
+				}
+				for _, a := range as {
+					if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 300*time.Millisecond {
+						continue
+					}
+					approve := kOf[id]%2 == 0
+					octx, c := context.WithTimeout(decCtx, 3*time.Second)
+					rec, err := client.Decide(octx, id, fleet.Decision{Approve: approve, Call: a.Call, By: "chaos", Reason: denyReason})
+					c()
+					if rec != nil && err != nil {
+						// decided, not queued: the deadline's schedule
+						// queues the mission
+						decMu.Lock()
+						wakeLost++
+						decMu.Unlock()
+					} else if err != nil && !errors.Is(err, fleet.ErrNoPendingCall) {
+						decMu.Lock()
+						decideErrs[strings.ReplaceAll(err.Error(), id, "<id>")]++
+						decMu.Unlock()
+						continue // tried again on the next round
+					}
+					decMu.Lock()
+					if approve {
+						approved[id]++
+					} else {
+						denied[id]++
+					}
+					decMu.Unlock()
+				}
+			}
+		}
+	}()
+
+	countFinished := func() (done, waiting int) {
+		for _, id := range ids {
+			cctx, c := context.WithTimeout(ctx, time.Second)
+			st, err := client.Status(cctx, id)
+			c()
+			switch {
+			case err == nil && messages.TerminalState(st.State):
+				done++
+				decMu.Lock()
+				finished[id] = true
+				decMu.Unlock()
+			case err == nil && st.State == messages.StateAwaitingApproval:
+				waiting++
+			}
+		}
+		return done, waiting
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	kills, selfExits, nodeRestarts := 0, 0, 0
+	for ctx.Err() == nil {
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		done, waiting := countFinished()
+		if done == n {
+			break
+		}
+		if nodeRestarts < 3 && waiting > 0 && kills >= 2*(nodeRestarts+1) {
+			// one node at a time, while missions wait
+			nd := nodes[nodeRestarts%len(nodes)]
+			nd.kill()
+			time.Sleep(time.Second)
+			nd.start(t)
+			nodeRestarts++
+			t.Logf("node %s killed and restarted with %d missions waiting for approval, %d of %d finished", nd.name, waiting, done, n)
+			continue
+		}
+		i := rng.IntN(len(workers))
+		select {
+		case <-workers[i].done:
+			selfExits++
+		default:
+			workers[i].kill()
+			kills++
+		}
+		workers[i] = start(false)
+	}
+	elapsed := time.Since(began)
+	stopDecider()
+	<-deciderDone
+	for _, w := range workers {
+		select {
+		case <-w.done:
+			selfExits++
+		default:
+		}
+	}
+
+	lost, wrong, waited := 0, 0, 0
+	for k, id := range ids {
+		actx, c := context.WithTimeout(ctx, 20*time.Second)
+		step, err := client.Await(actx, id)
+		c()
+		if err != nil {
+			lost++
+			st, _ := client.Status(ctx, id)
+			t.Logf("mission %d lost: %v; status %+v", k, err, st)
+			continue
+		}
+		if !step.Ok() || !reflect.DeepEqual(step.Return, approvalChaosWant(k)) {
+			wrong++
+			t.Logf("mission %d: %+v %+v", k, step.Return, step.Fail)
+		}
+		if as, err := client.Approvals(ctx, id); err == nil {
+			waited += len(as)
+		}
+	}
+	duplicated := 0
+	if s, err := js.Stream(ctx, messages.StreamResults); err == nil {
+		if info, err := s.Info(ctx); err == nil {
+			duplicated = int(info.State.Msgs) - (n - lost)
+		}
+	}
+	perMission, perKey := pay.counts()
+	payRepeats, deniedRan, approvedNotRun := 0, 0, 0
+	for _, c := range perKey {
+		payRepeats += c - 1
+	}
+	for k, id := range ids {
+		switch {
+		case k%2 == 1 && perMission[id] != 0:
+			deniedRan++
+		case k%2 == 0 && perMission[id] != 1:
+			approvedNotRun++
+			t.Logf("approved mission %d: pay ran %d times", k, perMission[id])
+		}
+	}
+	addRepeats, _, _ := add.repeats()
+	_, _, afterFinal := model.repeats()
+	decMu.Lock()
+	nApproved, nDenied := len(approved), len(denied)
+	for e, c := range decideErrs {
+		t.Logf("%d decisions failed (and were made again) with: %s", c, e)
+	}
+	decMu.Unlock()
+	t.Logf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d node restarts, %d self-exits; "+
+		"%d calls waited for approval, decisions: %d missions approved, %d denied (%d whose wake was not confirmed: the deadline's schedule queues them); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
+		"add repeated %d; %d model requests for finished missions",
+		n, elapsed.Round(time.Millisecond), lost, duplicated, wrong, kills, nodeRestarts, selfExits,
+		waited, nApproved, nDenied, wakeLost, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
+	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
+		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
+	}
+	if kills == 0 || nodeRestarts == 0 || waited < n {
+		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
+	}
+}
