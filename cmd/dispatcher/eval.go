@@ -235,7 +235,7 @@ func buildTaskMission(f *missionfile.File) (*messages.Mission, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Script = f.Script
+	m.Script, m.ScriptByPrompt = f.Script, f.ScriptByPrompt
 	return m, nil
 }
 
@@ -510,16 +510,16 @@ func (ev *evalEnv) missionTask(ctx context.Context, t *evalTask, model, mode str
 		a.Output = messages.ModeLisp
 	}
 	if model == evalModelScripted {
-		script := m.Script
 		if mode == messages.ModeText {
-			script = t.ScriptText
+			// the text-mode script answers the top-level agent alone
+			m.Script, m.ScriptByPrompt = t.ScriptText, nil
 		}
-		if len(script) == 0 {
+		if !m.Scripted() {
 			return nil, "", "no " + mode + " script", nil
 		}
-		m.Model, m.Script = messages.ModelScripted, script
+		m.Model = messages.ModelScripted
 	} else {
-		m.Model, m.Script = model, nil
+		m.Model, m.Script, m.ScriptByPrompt = model, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ev.timeout)
 	defer cancel()

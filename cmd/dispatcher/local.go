@@ -67,14 +67,18 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	} else if _, ok := models[name]; ok {
 		fmt.Fprintf(out, "model: %s (configured by %s%s)\n", name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	} else {
-		if len(f.Script) == 0 {
+		if !f.Scripted() {
 			return fmt.Errorf("no model %q is configured (set %s%s=provider:model) and %s has no script", name, llmconfig.EnvPrefix, strings.ToUpper(name), cfg.file)
 		}
 		// The replies travel with the mission: whichever worker takes it
 		// runs on them.
-		m.Model, m.Script = messages.ModelScripted, f.Script
+		m.Model, m.Script, m.ScriptByPrompt = messages.ModelScripted, f.Script, f.ScriptByPrompt
+		n := len(f.Script)
+		for _, e := range f.ScriptByPrompt {
+			n += len(e.Replies)
+		}
 		fmt.Fprintf(out, "model: SCRIPTED — replaying %s from %s\n       (no model %q configured; set %s%s=openai:gpt-4.1-mini and OPENAI_API_KEY for a real one)\n",
-			plural(len(f.Script), "reply", "replies"), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
+			plural(n, "reply", "replies"), cfg.file, name, llmconfig.EnvPrefix, strings.ToUpper(name))
 	}
 
 	lf, err := openLocalFleet(cfg, log)

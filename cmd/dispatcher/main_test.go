@@ -44,6 +44,8 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 			"[x] 2. Report the largest region — north leads", `"total": 319732.39`, "turns 3",
 			"\nplan, 2/2 steps done\n  [x] 1. Total the paid orders of each region — 4 regions totalled\n  [x] 2. Report the largest region — north leads\n\nRESULT ("}},
 		{"urgent-emails.yaml", []string{"turn 1: feedback to the model", `>: expected number, got string`, "Turn 2 of 3 (1 remaining)", `"count": 65`, `"_ids": [10,51,`}},
+		// A spawned child and an llm-query, each answered by its script_by_prompt entry.
+		{"support-lead.yaml", []string{"replaying 5 replies", "urgent refund emails: 65", `"latest": "Question about refund #234"`, `"urgent": 65`, `"angry": true`, "llm requests 5"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -9,7 +9,9 @@
 // A file may carry a script: the replies of a scripted model, which the
 // dispatcher's local mode sends with the mission when no real model is
 // configured (messages.Mission.Script), so that the examples run anywhere
-// and on any worker. Scripted runs are labelled as such in the output.
+// and on any worker; its script_by_prompt scripts the agents the mission
+// starts while it runs (sub-agents, spawned agents, llm-query) by their
+// mission text. Scripted runs are labelled as such in the output.
 package missionfile
 
 import (
@@ -183,7 +185,7 @@ func (f *File) Build() (*messages.Mission, error) {
 	m := f.Mission
 	// The script travels only when the caller chooses to run on it
 	// (dispatcher local without a configured model sets it back).
-	m.Script = nil
+	m.Script, m.ScriptByPrompt = nil, nil
 	if m.ID == "" {
 		m.ID = messages.NewMissionID()
 	}

@@ -114,6 +114,24 @@ type Mission struct {
 	// configured model (ModelScripted), on any worker. A tool author runs
 	// a mission against their tools this way without any model.
 	Script []string `msgpack:"script,omitempty"`
+	// ScriptByPrompt, when set, holds scripted replies chosen by the
+	// request: a model request is answered by the first entry whose
+	// Prompt occurs in the requesting agent's mission text, with that
+	// entry's reply for the request's turn; a request no entry matches is
+	// answered from Script. It scripts the agents a mission starts while
+	// it runs (sub-agents, spawned agents, llm-query), each by its own
+	// mission text.
+	ScriptByPrompt []ScriptEntry `msgpack:"script_by_prompt,omitempty"`
+}
+
+// ScriptEntry is the scripted replies for the agents whose mission text
+// (the expanded prompt: a sub-agent's prompt, a spawned agent's prompt
+// argument, an llm-query's prompt and input) contains Prompt.
+type ScriptEntry struct {
+	// Prompt is the text to look for in the requesting agent's mission.
+	Prompt string `msgpack:"prompt"`
+	// Replies are that agent's replies, in turn order.
+	Replies []string `msgpack:"replies"`
 }
 
 // ModelScripted is the model name of a mission that carries a Script.
@@ -121,9 +139,46 @@ const ModelScripted = "scripted"
 
 // Bounds of a mission's script.
 const (
-	// MaxScriptReplies bounds the replies of a mission's script.
+	// MaxScriptReplies bounds the replies of a mission's script: Script
+	// and every ScriptByPrompt entry's together.
 	MaxScriptReplies = 100
 )
+
+// Scripted reports whether m runs on a script (Script or ScriptByPrompt).
+func (m *Mission) Scripted() bool { return len(m.Script) > 0 || len(m.ScriptByPrompt) > 0 }
+
+// ScriptReply returns the scripted reply to a model request of turn turn
+// (from 1) made by an agent whose mission text is mission: from the first
+// ScriptByPrompt entry whose Prompt occurs in mission, else from Script.
+// The error says which script has no reply for the turn, or that none
+// applies.
+func (m *Mission) ScriptReply(mission string, turn int) (string, error) {
+	for i, e := range m.ScriptByPrompt {
+		if !strings.Contains(mission, e.Prompt) {
+			continue
+		}
+		if turn < 1 || turn > len(e.Replies) {
+			return "", fmt.Errorf("script_by_prompt[%d] (prompt %q): no reply for turn %d (it has %d)", i, e.Prompt, turn, len(e.Replies))
+		}
+		return e.Replies[turn-1], nil
+	}
+	if len(m.Script) == 0 {
+		return "", fmt.Errorf("no script_by_prompt entry's prompt occurs in the mission %q, and the mission has no script", cutText(mission, 80))
+	}
+	if turn < 1 || turn > len(m.Script) {
+		return "", fmt.Errorf("no reply for turn %d (the script has %d)", turn, len(m.Script))
+	}
+	return m.Script[turn-1], nil
+}
+
+// cutText cuts s to about n bytes (on a character boundary) for an error
+// message.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
 
 // AgentSpec is an agent as data: everything a worker needs to rebuild it.
 // Zero limits mean the defaults (DefaultLimits).
@@ -324,18 +379,40 @@ func (m *Mission) Validate() error {
 	if m.Priority != "" && !ValidPriority(m.Priority) {
 		return invalidf("mission.priority: %q is not one of %v", m.Priority, Priorities())
 	}
-	if len(m.Script) > 0 {
+	if m.Scripted() {
+		field := "mission.script"
+		if len(m.Script) == 0 {
+			field = "mission.script_by_prompt"
+		}
+		n := len(m.Script)
+		for _, e := range m.ScriptByPrompt {
+			n += len(e.Replies)
+		}
 		switch {
 		case m.Kind != KindAgent:
-			return invalidf("mission.script: only an agent mission runs on a script")
-		case len(m.Script) > MaxScriptReplies:
-			return invalidf("mission.script: %d replies, at most %d", len(m.Script), MaxScriptReplies)
+			return invalidf("%s: only an agent mission runs on a script", field)
+		case n > MaxScriptReplies:
+			return invalidf("%s: %d replies, at most %d", field, n, MaxScriptReplies)
 		case m.Model != "" && m.Model != ModelScripted:
-			return invalidf("mission.script: set together with model %q", m.Model)
+			return invalidf("%s: set together with model %q", field, m.Model)
 		}
 		for i, r := range m.Script {
 			if strings.TrimSpace(r) == "" {
 				return invalidf("mission.script[%d]: empty", i)
+			}
+		}
+		for i, e := range m.ScriptByPrompt {
+			path := fmt.Sprintf("mission.script_by_prompt[%d]", i)
+			if strings.TrimSpace(e.Prompt) == "" {
+				return invalidf("%s.prompt: empty", path)
+			}
+			if len(e.Replies) == 0 {
+				return invalidf("%s.replies: empty", path)
+			}
+			for j, r := range e.Replies {
+				if strings.TrimSpace(r) == "" {
+					return invalidf("%s.replies[%d]: empty", path, j)
+				}
 			}
 		}
 	}

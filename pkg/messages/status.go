@@ -91,7 +91,7 @@ const MaxSummaryPrompt = 120
 
 // Summarize returns m's summary.
 func Summarize(m *Mission) *MissionSummary {
-	s := &MissionSummary{Kind: m.Kind, Labels: m.Labels, Scripted: len(m.Script) > 0}
+	s := &MissionSummary{Kind: m.Kind, Labels: m.Labels, Scripted: m.Scripted()}
 	if m.Agent != nil {
 		s.Agent = m.Agent.Name
 		for _, line := range strings.Split(m.Agent.Prompt, "\n") {

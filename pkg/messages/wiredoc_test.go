@@ -32,6 +32,7 @@ var wireDocTypes = map[string]reflect.Type{
 	"Approval":       reflect.TypeFor[Approval](),
 	"ApprovalPolicy": reflect.TypeFor[ApprovalPolicy](), "ApprovalRule": reflect.TypeFor[ApprovalRule](),
 	"ApprovalCond": reflect.TypeFor[ApprovalCond](), "SpawnSpec": reflect.TypeFor[SpawnSpec](),
+	"ScriptEntry": reflect.TypeFor[ScriptEntry](),
 }
 
 func readWireDoc(t *testing.T) string {

@@ -82,13 +82,13 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		model = r.cfg.DefaultModel
 	}
 	models := r.cfg.Models
-	if len(m.Script) > 0 {
+	if m.Scripted() {
 		// The mission carries its model's replies: any worker runs it.
 		models = maps.Clone(models)
 		if models == nil {
 			models = llm.Registry{}
 		}
-		models[messages.ModelScripted] = scriptedModel(m.Script)
+		models[messages.ModelScripted] = scriptedModel(m)
 		model = messages.ModelScripted
 	}
 	if missing := missingModel(models, model, m.Agent); missing != "" {
@@ -163,15 +163,18 @@ func missingModel(models llm.Registry, model string, a *messages.AgentSpec) stri
 }
 
 // scriptedModel is the model of a mission that carries a script: it
-// answers turn N with the script's Nth reply. It is stateless, so it
-// serves any number of concurrent missions. Its replies cost nothing (zero
-// prices), so a budget admits them.
-func scriptedModel(script []string) llm.Model {
+// answers a request of turn N of an agent with the Nth reply of the script
+// for that agent's mission text (messages.Mission.ScriptReply). It reads
+// only the mission, so it serves any number of concurrent requests, a
+// parent's and its children's. Its replies cost nothing (zero prices), so
+// a budget admits them.
+func scriptedModel(m *messages.Mission) llm.Model {
 	return llm.WithPrices(llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
-		if req.Turn < 1 || req.Turn > len(script) {
-			return nil, fmt.Errorf("scripted model: no reply for turn %d (the script has %d)", req.Turn, len(script))
+		reply, err := m.ScriptReply(req.Prompt, req.Turn)
+		if err != nil {
+			return nil, fmt.Errorf("scripted model: %w", err)
 		}
-		return &llm.Response{Content: script[req.Turn-1], Model: messages.ModelScripted}, nil
+		return &llm.Response{Content: reply, Model: messages.ModelScripted}, nil
 	}), llm.Prices{})
 }
 
