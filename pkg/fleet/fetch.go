@@ -18,13 +18,21 @@ import (
 // on a slot reserved for it, so that a mission of any priority starts as soon
 // as it is submitted; a poll that ends empty gives its slot back. With fewer
 // free slots than priorities the polls start from a rotating priority.
+//
+// A sweep skips the priorities known to hold nothing: one with a long poll
+// outstanding (the server fills a waiting poll before anything else, so
+// its consumer had nothing pending when the poll was made and whatever
+// arrives since goes to the poll), and one whose poll just ended empty or
+// with the last message pending. Whatever is queued there later goes to
+// the next poll, which the loop starts at once.
 func (w *Worker) loop() {
 	defer close(w.loopDone)
 	var polls sync.WaitGroup
 	defer polls.Wait()
 	n := len(w.consum)
 	polling := make([]bool, n)
-	pollDone := make(chan int, n)
+	drained := make([]bool, n) // the poll that just ended left nothing pending
+	pollDone := make(chan pollEnd, n)
 	turn := 0
 	for !w.isStopping() {
 		if w.layoutLost.Load() {
@@ -32,13 +40,17 @@ func (w *Worker) loop() {
 			continue
 		}
 		got := 0
-		for _, c := range w.consum {
+		for i, c := range w.consum {
 			free := cap(w.slots) - len(w.slots)
 			if free == 0 {
 				break
 			}
+			if polling[i] || drained[i] {
+				continue
+			}
 			got += w.fetch(c, free, false)
 		}
+		clear(drained)
 		if got > 0 {
 			continue
 		}
@@ -55,14 +67,13 @@ func (w *Worker) loop() {
 			c := w.consum[i]
 			go func() {
 				defer polls.Done()
-				w.poll(c)
-				pollDone <- i
+				pollDone <- pollEnd{i: i, drained: w.poll(c)}
 			}()
 		}
 		turn++
 		select {
-		case i := <-pollDone:
-			polling[i] = false
+		case e := <-pollDone:
+			polling[e.i], drained[e.i] = false, e.drained
 		case <-w.slotFreed:
 		case <-w.stopping:
 			return
@@ -82,32 +93,46 @@ func (w *Worker) reserveSlot() bool {
 	}
 }
 
+// pollEnd is how the long poll of consumer i ended: drained when it left
+// nothing pending (it ran out of time, or its message was the last one).
+type pollEnd struct {
+	i       int
+	drained bool
+}
+
 // poll waits up to IdleWait for one mission of c on a reserved slot: a
 // mission that arrives takes the slot, otherwise the slot is given back.
-func (w *Worker) poll(c jetstream.Consumer) {
+// It reports whether c was left with nothing pending: the poll ended
+// empty without an error, or its message's metadata counts none after it.
+func (w *Worker) poll(c jetstream.Consumer) bool {
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 	if err != nil {
 		w.fetchFailed(err)
 		w.reserved.Add(-1)
 		w.releaseSlot()
-		return
+		return false
 	}
-	started := false
+	started, drained := false, false
 	for msg := range batch.Messages() {
 		if started || w.isStopping() {
 			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
 			continue
 		}
 		started = true
+		if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
+			drained = true
+		}
 		w.reserved.Add(-1)
 		w.inflight.Add(1)
 		go w.process(msg)
 	}
-	w.batchEnded(batch)
+	ended := w.batchEnded(batch)
 	if !started {
 		w.reserved.Add(-1)
 		w.releaseSlot()
+		return ended
 	}
+	return drained
 }
 
 // fetch pulls up to n messages and starts them; it returns how many.
@@ -158,12 +183,15 @@ func (w *Worker) fetchFailed(err error) {
 }
 
 // batchEnded logs and notes the error that ended a batch, unless the
-// batch merely ran out of time or messages.
-func (w *Worker) batchEnded(batch jetstream.MessageBatch) {
+// batch merely ran out of time or messages; it reports whether it merely
+// did.
+func (w *Worker) batchEnded(batch jetstream.MessageBatch) bool {
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 		w.log.Debug().Err(err).Msg("fetch ended")
 		w.noteFetchError(err)
+		return false
 	}
+	return true
 }
 
 // noteFetchError marks the layout lost when a fetch says the consumer or

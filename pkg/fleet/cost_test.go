@@ -1,0 +1,122 @@
+package fleet_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// messageTap counts, by kind, every message published in the server's
+// account while it listens (a subscription to ">" sees requests, replies
+// and JetStream's deliveries alike).
+type messageTap struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// tapKinds names the messages a mission costs, by subject prefix.
+var tapKinds = []struct{ kind, prefix string }{
+	{"fetch", "$JS.API.CONSUMER.MSG.NEXT."},
+	{"status get", "$JS.API.DIRECT.GET.KV_" + messages.BucketStatus + "."},
+	{"event get", "$JS.API.DIRECT.GET.EVENTS."},
+	{"result get", "$JS.API.DIRECT.GET.RESULTS."},
+	{"record get", "$JS.API.DIRECT.GET.OBJ_" + messages.BucketResults + "."},
+	{"status write", "$KV." + messages.BucketStatus + "."},
+	{"record write", "$O." + messages.BucketResults + "."},
+	{"event", "mission.event."},
+	{"result", "mission.result."},
+}
+
+func startTap(t *testing.T, url string) *messageTap {
+	t.Helper()
+	nc := dialTCP(t, url)
+	tap := &messageTap{counts: map[string]int{}}
+	sub, err := nc.Subscribe(">", func(m *nats.Msg) {
+		kind := ""
+		switch {
+		case strings.HasPrefix(m.Subject, "$JS.ACK."):
+			kind = "ack " + strings.TrimPrefix(strings.Fields(string(m.Data) + " ")[0], "+")
+		default:
+			for _, k := range tapKinds {
+				if strings.HasPrefix(m.Subject, k.prefix) {
+					kind = k.kind
+					break
+				}
+			}
+		}
+		if kind == "" {
+			return
+		}
+		tap.mu.Lock()
+		tap.counts[kind]++
+		tap.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.SetPendingLimits(-1, -1)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return tap
+}
+
+// perMission returns the count of kind divided by n.
+func (tap *messageTap) perMission(kind string, n int) float64 {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	return float64(tap.counts[kind]) / float64(n)
+}
+
+// A mission run one at a time (a tool call, the result awaited with Run)
+// costs the messages docs/fleet.md lists: each kind counted over many
+// missions stays at or under what durability needs.
+func TestMissionMessageCost(t *testing.T) {
+	for _, prios := range [][]string{{messages.PriorityNormal}, messages.Priorities()} {
+		t.Run(strings.Join(prios, ","), func(t *testing.T) {
+			srv, _ := runJetStream(t)
+			tnc, wnc, cnc := dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL())
+			startTools(t, tnc)
+			startWorker(t, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+				r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+				return &messages.Step{Return: r}, err
+			}), func(cfg *fleet.WorkerConfig) {
+				cfg.Priorities, cfg.IdleWait = prios, 2*time.Second
+			})
+			c := newClient(t, cnc)
+			run := func() {
+				st, err := c.Run(testCtx(t), newMission("search"))
+				if err != nil || st.Fail != nil {
+					t.Fatalf("mission: %v %+v", err, st)
+				}
+			}
+			run() // discovery and consumers warm
+			time.Sleep(100 * time.Millisecond)
+			tap := startTap(t, srv.ClientURL())
+			const n = 20
+			for range n {
+				run()
+			}
+			time.Sleep(100 * time.Millisecond) // the last mission's trailing messages
+			for _, want := range []struct {
+				kind string
+				max  float64
+			}{
+				// one pull per mission: no sweep of a priority with a poll
+				// outstanding or just drained
+				{"fetch", 1.5},
+			} {
+				if got := tap.perMission(want.kind, n); got > want.max {
+					t.Errorf("%s: %.2f messages per mission, want at most %.2f", want.kind, got, want.max)
+				}
+			}
+		})
+	}
+}
