@@ -361,8 +361,8 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 // when the message needs no run (already finished, duplicate, fenced); the
 // message has then been settled.
 func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (*statusEntry, bool) {
-	for range 8 {
-		cur, err := getStatus(ctx, w.st, k)
+	for try := range 8 {
+		cur, owner, err := w.claimStatus(ctx, k, try == 0)
 		var st messages.Status
 		var rev uint64
 		switch {
@@ -370,12 +370,6 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			// The first claim writes the first status, once no other
 			// submitter's mission holds the id: the journal, the tool
 			// calls' idempotency keys and their results are the id's.
-			owner, err := w.idOwner(ctx, k.id)
-			if err != nil {
-				log.Warn().Err(err).Msg("status unreadable; retrying later")
-				_ = msg.NakWithDelay(w.cfg.NakDelay)
-				return nil, true
-			}
 			if owner != "" && owner != k.sub {
 				log.Warn().Str("owner", owner).Msg("mission id taken by another submitter; refusing the mission")
 				w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
@@ -704,17 +698,37 @@ func (w *Worker) loadContext(ctx context.Context, k missionKey, m *messages.Miss
 	return nil
 }
 
-// idOwner returns the submitter whose mission holds id in the status
-// bucket ("" when none does).
-func (w *Worker) idOwner(ctx context.Context, id string) (string, error) {
-	e, err := getStatus(ctx, w.st, missionKey{sub: messages.AllSubmitters, id: id})
-	if errors.Is(err, ErrNotFound) {
-		return "", nil
+// claimStatus reads mission k's status for a claim: its entry, or
+// ErrNotFound with the submitter whose mission holds k's id in the status
+// bucket ("" when none does). One read answers both when the id's last
+// status is k's own or there is none (a direct get of the last status of
+// any submitter with the id); when it is another submitter's, or fast is
+// false (a claim retried after a conflict), k's own key is read, then the
+// owner.
+func (w *Worker) claimStatus(ctx context.Context, k missionKey, fast bool) (*statusEntry, string, error) {
+	if fast {
+		e, err := getStatus(ctx, w.st, missionKey{sub: messages.AllSubmitters, id: k.id})
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, "", err
+		case err != nil:
+			return nil, "", err
+		case e.st.Submitter == k.sub:
+			return e, "", nil
+		}
 	}
-	if err != nil {
-		return "", err
+	cur, err := getStatus(ctx, w.st, k)
+	if !errors.Is(err, ErrNotFound) {
+		return cur, "", err
 	}
-	return e.st.Submitter, nil
+	e, oerr := getStatus(ctx, w.st, missionKey{sub: messages.AllSubmitters, id: k.id})
+	switch {
+	case errors.Is(oerr, ErrNotFound):
+		return nil, "", err
+	case oerr != nil:
+		return nil, "", oerr
+	}
+	return nil, e.st.Submitter, err
 }
 
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {

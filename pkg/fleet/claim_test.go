@@ -1,0 +1,98 @@
+package fleet_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A mission id belongs to the submitter whose mission a worker claimed
+// first: another submitter's mission with the same id is refused (its
+// own result says why) and the first one's status and result stay as
+// they are; the first submitter's mission with that id, submitted again,
+// is the same mission.
+func TestMissionIDBelongsToItsFirstSubmitter(t *testing.T) {
+	_, nc := runJetStream(t)
+	var runs atomic.Int32
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		runs.Add(1)
+		return &messages.Step{Return: m.Context["who"]}, nil
+	}))
+	ctx := testCtx(t)
+	client := func(sub string) *fleet.Client {
+		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := client("alice"), client("bob")
+	m := newMission()
+	m.Context = map[string]any{"who": "alice"}
+	st, err := a.Run(ctx, m)
+	if err != nil || st.Return != "alice" {
+		t.Fatalf("alice's mission: %v %+v", err, st)
+	}
+	// bob's copy is queued past the stream's duplicate window (no Msg-Id
+	// here), as a mission submitted with that id later would be
+	other := newMission()
+	other.ID, other.Context, other.Version, other.CreatedAt = m.ID, map[string]any{"who": "bob"}, messages.MissionVersion, time.Now().UTC()
+	data, err := messages.MarshalMission(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, messages.SubmitSubject("bob", messages.PriorityNormal, m.ID), data); err != nil {
+		t.Fatal(err)
+	}
+	st, err = b.Await(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Fail == nil || st.Fail.Reason != fleet.ReasonInvalid || !strings.Contains(st.Fail.Message, "belongs to another submitter") {
+		t.Fatalf("bob's mission with alice's id: %+v, want it refused as invalid", st)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("runs = %d, want 1 (bob's mission refused before it runs)", runs.Load())
+	}
+	if s, err := a.Status(ctx, m.ID); err != nil || s.State != messages.StateSucceeded || s.Submitter != "alice" {
+		t.Fatalf("alice's status: %v %+v", err, s)
+	}
+	if r, err := a.Result(ctx, m.ID); err != nil || r.Return != "alice" {
+		t.Fatalf("alice's result: %v %+v", err, r)
+	}
+	// bob's refusal is the id's last status now: a copy of alice's
+	// mission queued later is still hers and done, not refused.
+	again := *m
+	again.Context = map[string]any{"who": "alice again"}
+	if data, err = messages.MarshalMission(&again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, messages.SubmitSubject("alice", messages.PriorityNormal, m.ID), data); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the copy settled", func() bool {
+		info, err := js.Consumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal))
+		if err != nil {
+			return false
+		}
+		ci, err := info.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0
+	})
+	if got := w.Stats(); got.DeadLettered != 1 || got.Invalid != 1 || runs.Load() != 1 {
+		t.Fatalf("stats %+v, runs %d: want bob's mission alone refused, alice's run once", got, runs.Load())
+	}
+	if r, err := a.Result(ctx, m.ID); err != nil || r.Return != "alice" {
+		t.Fatalf("alice's result: %v %+v", err, r)
+	}
+}
