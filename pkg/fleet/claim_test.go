@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,5 +95,38 @@ func TestMissionIDBelongsToItsFirstSubmitter(t *testing.T) {
 	}
 	if r, err := a.Result(ctx, m.ID); err != nil || r.Return != "alice" {
 		t.Fatalf("alice's result: %v %+v", err, r)
+	}
+}
+
+// Every attempt's events are one numbered sequence: the first attempt's
+// claim writes the mission's first status and numbers from 1 without
+// reading, a later attempt numbers after the last event stored, and a
+// watcher sees them all in order.
+func TestEventsOfEveryAttemptAreOneSequence(t *testing.T) {
+	_, nc := runJetStream(t)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		env.Events.Emit(&messages.Event{Kind: messages.EventEmit, Turn: env.Attempt})
+		if env.Attempt == 1 {
+			return nil, fmt.Errorf("flaky: %w", fleet.ErrRetryable)
+		}
+		return &messages.Step{Return: "done"}, nil
+	}))
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	m := newMission()
+	if st, err := c.Run(ctx, m); err != nil || st.Return != "done" {
+		t.Fatalf("mission: %v %+v", err, st)
+	}
+	var got []string
+	err := c.Watch(ctx, m.ID, func(ev *messages.Event) error {
+		got = append(got, fmt.Sprintf("%d:%s %d", ev.Attempt, ev.Kind, ev.Turn))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "1:started 0|1:emit 1|2:started 0|2:emit 2|2:final 0"
+	if g := strings.Join(got, "|"); g != want {
+		t.Fatalf("events:\n%s\nwant\n%s", g, want)
 	}
 }

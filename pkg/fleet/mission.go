@@ -113,11 +113,11 @@ func (w *Worker) process(msg jetstream.Msg) {
 		w.mu.Unlock()
 		cancel(nil)
 	}()
-	entry, skip := w.claim(ctx, msg, k, m, meta, attempt, &log)
+	entry, first, skip := w.claim(ctx, msg, k, m, meta, attempt, &log)
 	if skip {
 		return
 	}
-	em := w.newEmitter(ctx, k, attempt)
+	em := w.newEmitter(ctx, k, attempt, first)
 	w.cfg.Metrics.slotBusy(1)
 	defer w.cfg.Metrics.slotBusy(-1)
 	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
@@ -357,10 +357,11 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 	return d
 }
 
-// claim compare-and-sets the status to running by this worker. skip is true
-// when the message needs no run (already finished, duplicate, fenced); the
+// claim compare-and-sets the status to running by this worker. first is
+// true when the claim wrote the mission's first status. skip is true when
+// the message needs no run (already finished, duplicate, fenced); the
 // message has then been settled.
-func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (*statusEntry, bool) {
+func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (entry *statusEntry, first, skip bool) {
 	for try := range 8 {
 		cur, owner, err := w.claimStatus(ctx, k, try == 0)
 		var st messages.Status
@@ -375,33 +376,33 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 				w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
 					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id))
 				_ = msg.Term()
-				return nil, true
+				return nil, false, true
 			}
 			st = messages.Status{MissionID: m.ID, Submitter: k.sub, StreamSeq: meta.Sequence.Stream}
 		case err != nil:
 			log.Warn().Err(err).Msg("status unreadable; retrying later")
 			_ = msg.NakWithDelay(w.cfg.NakDelay)
-			return nil, true
+			return nil, false, true
 		default:
 			st, rev = cur.st, cur.rev
 		}
 		if messages.TerminalState(st.State) {
 			w.settleFinished(ctx, msg, k, st, log)
-			return nil, true
+			return nil, false, true
 		}
 		if attempt > 1 || st.State == messages.StateRunning {
 			// The stored result is the truth: a run that stored it but
 			// lost its final status write and its ack is not run again.
 			if stored, err := readResult(ctx, w.st, k); err == nil {
 				w.settleStored(ctx, msg, k, stored, log)
-				return nil, true
+				return nil, false, true
 			}
 		}
 		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
 			// A later delivery of this message is already running elsewhere:
 			// ours is stale. Leave the message to that delivery.
 			log.Info().Str("owner", st.Worker).Int("owner_attempt", st.Attempt).Msg("stale delivery; dropping")
-			return nil, true
+			return nil, false, true
 		}
 		// A suspended mission is taken by whichever copy of its message
 		// comes first (the decision's or the deadline's); the status then
@@ -409,7 +410,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if st.State != messages.StateAwaitingApproval && st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
-			return nil, true
+			return nil, false, true
 		}
 		if st.Summary == nil { // the first claim
 			st.Summary = messages.Summarize(m)
@@ -417,16 +418,16 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
 		newRev, err := casStatus(ctx, w.st.Status, st, rev)
 		if err == nil {
-			return &statusEntry{st: st, rev: newRev}, false
+			return &statusEntry{st: st, rev: newRev}, rev == 0, false
 		}
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			log.Warn().Err(err).Msg("status not written; retrying later")
 			_ = msg.NakWithDelay(w.cfg.NakDelay)
-			return nil, true
+			return nil, false, true
 		}
 	}
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
-	return nil, true
+	return nil, false, true
 }
 
 // settleStored acks a message whose mission has a stored result though its

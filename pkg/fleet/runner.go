@@ -112,10 +112,12 @@ type emitter struct {
 }
 
 // newEmitter returns the emitter of mission k's events, numbered after the
-// last one stored.
-func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int) *emitter {
+// last one stored. first says the caller has just written the mission's
+// first status: it has no events then (whatever publishes a mission's
+// events writes its status first), and none is read.
+func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, first bool) *emitter {
 	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt}
-	if w.st != nil && w.st.Events != nil {
+	if !first && w.st != nil && w.st.Events != nil {
 		if n, err := lastEventNumber(ctx, w.st.Events, k); err == nil {
 			em.n = n
 		} else {
