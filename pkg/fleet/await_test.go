@@ -124,3 +124,29 @@ func BenchmarkAwaitStored(b *testing.B) {
 		}
 	}
 }
+
+// Run reads the result only when it is signalled, and once at
+// awaitUnsure: a result stored before Run subscribed (an earlier copy of
+// the mission whose status its submission did not find) is returned
+// though no message on the result subject follows.
+func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
+	srv := fleettest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, srv.Conn(), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "p"}}
+	if _, _, err := publishResult(ctx, c.js, c.st, c.key(m.ID), &messages.Step{Return: "earlier"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	step, err := c.Run(ctx, m) // no worker: nothing is signalled
+	if err != nil || step.Return != "earlier" {
+		t.Fatalf("run: %v %+v", err, step)
+	}
+	if d := time.Since(start); d < awaitUnsure {
+		t.Fatalf("returned after %s: read before awaitUnsure with no signal", d)
+	}
+}

@@ -277,7 +277,7 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 		return nil, err
 	}
 	defer w.stop()
-	return c.awaitOn(ctx, id, w, awaitUnsure)
+	return c.awaitOn(ctx, id, w, awaitUnsure, false)
 }
 
 // Re-reading a result: after a signal (a message on the result subject, a
@@ -288,7 +288,10 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 // before the subscription may be stored only after the first read; so
 // after a message the reads go on until the result is there, and after
 // Await's subscription or a reconnection for awaitUnsure (Run subscribes
-// before it submits: no result can precede its subscription).
+// before it submits: no result can precede its subscription). When Run
+// has queued a new copy of its mission, nothing is read before a signal
+// but once, at awaitUnsure (the stored result of an earlier copy whose
+// status its submission missed).
 const (
 	awaitRetryFirst = 5 * time.Millisecond
 	awaitRetryMax   = time.Second
@@ -330,19 +333,27 @@ func (w *resultWait) stop() {
 	w.nc.RemoveStatusListener(w.connected)
 }
 
-func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure time.Duration) (*messages.Step, error) {
+func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure time.Duration, queued bool) (*messages.Step, error) {
 	backoff := awaitRetryFirst
 	unsureUntil := time.Now().Add(unsure)
 	published := false
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for {
-		step, err := readResult(ctx, c.st, c.key(id))
-		if err == nil {
-			return step, nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return nil, err
+	var late <-chan time.Time
+	if queued {
+		t := time.NewTimer(awaitUnsure)
+		defer t.Stop()
+		late = t.C
+	}
+	for read := !queued; ; read = true {
+		if read {
+			step, err := readResult(ctx, c.st, c.key(id))
+			if err == nil {
+				return step, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
 		}
 		var retry <-chan time.Time
 		if published || time.Now().Before(unsureUntil) {
@@ -351,6 +362,8 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 			backoff = min(2*backoff, awaitRetryMax)
 		}
 		select {
+		case <-late:
+			late = nil
 		case <-w.published:
 			// Core subscribers also see publishes the stream rejected (a
 			// second writer's result), so a message is only a signal: the
@@ -381,10 +394,12 @@ func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOpt
 		return nil, err
 	}
 	defer w.stop()
-	if _, err := c.Submit(ctx, m, opts...); err != nil {
+	sub, err := c.Submit(ctx, m, opts...)
+	if err != nil {
 		return nil, err
 	}
-	return c.awaitOn(ctx, m.ID, w, 0)
+	// A new copy queued after the subscription: its result is signalled.
+	return c.awaitOn(ctx, m.ID, w, 0, !sub.Duplicate)
 }
 
 // Result returns the stored result of mission id, or ErrNotFound when it
