@@ -130,3 +130,25 @@ func TestEventsOfEveryAttemptAreOneSequence(t *testing.T) {
 		t.Fatalf("events:\n%s\nwant\n%s", g, want)
 	}
 }
+
+// A mission that runs for several AckWaits stays with its worker: its
+// heartbeats, the first AckWait/3 after its delivery, keep the message in
+// progress, so it runs once and is never redelivered.
+func TestLongMissionIsNotRedelivered(t *testing.T) {
+	_, nc := runJetStream(t)
+	var runs atomic.Int32
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		runs.Add(1)
+		select {
+		case <-time.After(3 * testStore.AckWait):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		return &messages.Step{Return: "done"}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.Slots = 2 })
+	c := newClient(t, nc)
+	st, err := c.Run(testCtx(t), newMission())
+	if err != nil || st.Return != "done" || st.Attempts != 1 || runs.Load() != 1 {
+		t.Fatalf("step %+v, err %v, runs %d: want one run, one attempt", st, err, runs.Load())
+	}
+}

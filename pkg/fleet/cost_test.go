@@ -115,6 +115,9 @@ func TestMissionMessageCost(t *testing.T) {
 				// one pull per mission: no sweep of a priority with a poll
 				// outstanding or just drained
 				{"fetch", 1.5},
+				// a mission shorter than AckWait/3 is not heartbeated:
+				// AckWait runs from its delivery
+				{"ack WPI", 0},
 				// the submitter's check for a mission already taken, the
 				// claim's one read (its own status and the id's owner at
 				// once), the last fence check before the result

@@ -65,6 +65,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 	defer w.inflight.Done()
 	defer w.releaseSlot()
 	ctx := context.Background()
+	// The server's AckWait runs from the delivery, just before this; the
+	// first heartbeat comes AckWait/3 after it.
+	received := time.Now()
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error().Err(err).Msg("message without JetStream metadata")
@@ -72,7 +75,6 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	attempt := int(meta.NumDelivered)
-	_ = msg.InProgress() // restart AckWait now; heartbeats follow once claimed
 	m, err := decodeMission(msg.Headers().Get(messages.HeaderContentType), msg.Data())
 	if err != nil {
 		w.poison(ctx, msg, meta, err)
@@ -149,7 +151,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	hbStop := make(chan struct{})
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
-	go w.heartbeat(msg, k, &hbEntry, cancel, hbStop, hbDone)
+	go w.heartbeat(msg, k, &hbEntry, cancel, hbStop, hbDone, time.Until(received.Add(w.heartbeatPeriod())))
 
 	// A large context is read under the heartbeat: its read may take
 	// longer than AckWait.
@@ -477,18 +479,23 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 	return w.cfg.Runner.Run(ctx, m, env)
 }
 
+// heartbeatPeriod is the interval of a running mission's heartbeats.
+func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*time.Millisecond) }
+
 // heartbeat keeps the message in progress and the status fenced until stop
-// is closed. It cancels the run when the status shows a cancel request
-// (ErrCancelled) or another owner (ErrFenced).
-func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}) {
+// is closed, beating first after first (at once when it is not positive)
+// and then every heartbeatPeriod. It cancels the run when the status
+// shows a cancel request (ErrCancelled) or another owner (ErrFenced).
+func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}, first time.Duration) {
 	defer close(done)
-	t := time.NewTicker(max(w.ackWait/3, 10*time.Millisecond))
+	t := time.NewTimer(max(first, 0))
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+			t.Reset(w.heartbeatPeriod())
 		}
 		_ = msg.InProgress()
 		ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
