@@ -127,11 +127,59 @@ func TestMissionMessageCost(t *testing.T) {
 				// Run reads the result once it is signalled (again only
 				// when the read comes before the stream stored it)
 				{"result get", 1.3},
+				// the record of a first attempt: its chunk and its meta,
+				// no read for an earlier one
+				{"record get", 0},
+				{"record write", 2},
 			} {
 				if got := tap.perMission(want.kind, n); got > want.max {
 					t.Errorf("%s: %.2f messages per mission, want at most %.2f", want.kind, got, want.max)
 				}
 			}
 		})
+	}
+}
+
+// A first attempt writes its mission's record without looking for an
+// earlier one: the object reads back through the object store's own API
+// (meta and chunk as ObjectStore.Put writes them) and through
+// Client.Record; a later attempt, which may replace an earlier attempt's
+// record, still writes it through ObjectStore.Put.
+func TestMissionRecordReadsBackAsAnObject(t *testing.T) {
+	srv, nc := runJetStream(t)
+	startTools(t, dialTCP(t, srv.ClientURL()))
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if m.Context["retry"] == true && env.Attempt == 1 {
+			return nil, fleet.ErrRetryable
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	for _, retry := range []bool{false, true} {
+		m := newMission("search")
+		m.Context = map[string]any{"retry": retry}
+		st, err := c.Run(ctx, m)
+		if err != nil || st.Return != "ok" || st.Record == nil {
+			t.Fatalf("retry %v: %v %+v", retry, err, st)
+		}
+		if want := map[bool]int{false: 1, true: 2}[retry]; st.Attempts != want {
+			t.Fatalf("attempts %d, want %d", st.Attempts, want)
+		}
+		rec, err := c.Record(ctx, m.ID)
+		if err != nil {
+			t.Fatalf("retry %v: record: %v", retry, err)
+		}
+		if rec.Mission.ID != m.ID || len(rec.Tools) != 1 || rec.Tools[0].Name != "search" || rec.Tools[0].Signature == "" {
+			t.Fatalf("record %+v", rec)
+		}
+		obj, err := c.Stores().ResultObjects.GetBytes(ctx, messages.MissionRecordName(m.ID))
+		if err != nil {
+			t.Fatalf("retry %v: object store read: %v", retry, err)
+		}
+		info, err := c.Stores().ResultObjects.GetInfo(ctx, messages.MissionRecordName(m.ID))
+		if err != nil || int64(len(obj)) != st.Record.Size || int64(info.Size) != st.Record.Size || info.Digest != st.Record.Digest || info.Chunks != 1 {
+			t.Fatalf("retry %v: info %+v (%v), %d bytes read; reference %+v", retry, info, err, len(obj), st.Record)
+		}
 	}
 }

@@ -276,7 +276,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	step.Record = w.storeRecord(ctx, m, box, &log)
+	step.Record = w.storeRecord(ctx, m, box, first, &log)
 	if w.finish(ctx, msg, k, em, step, entry, journal, &log) {
 		w.deleteToolObjects(ctx, box, m.ID, &log)
 	}

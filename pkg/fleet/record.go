@@ -3,10 +3,14 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -25,7 +29,11 @@ import (
 // record; a failure is logged and the mission goes on (only its replay is
 // lost). The tools' schemas are those the run's discovery found (a tool
 // it never looked up has none).
-func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, log *zerolog.Logger) *messages.ObjectRef {
+//
+// first says no earlier attempt ran (the claim wrote the mission's first
+// status), so no record of the mission exists yet: it is written without
+// looking for one (putNew).
+func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
 		return nil
 	}
@@ -43,7 +51,16 @@ func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Tool
 	}
 	var ref *messages.ObjectRef
 	if err == nil {
-		ref, err = putSealed(ctx, w.st.ResultObjects, messages.MissionRecordName(m.ID), data)
+		name := messages.MissionRecordName(m.ID)
+		put := func(ctx context.Context, sealed []byte) (*jetstream.ObjectInfo, error) {
+			if first && len(sealed) <= maxOneChunk {
+				if info, err := putNew(ctx, w.js, messages.BucketResults, name, sealed); err == nil {
+					return info, nil
+				}
+			}
+			return putRetrying(ctx, w.st.ResultObjects, name, sealed)
+		}
+		ref, err = putSealed(ctx, data, put)
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
@@ -51,14 +68,14 @@ func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Tool
 	return ref
 }
 
-// putSealed seals data (sealStep) and puts it under name in obs
-// (putRetrying), returning the object's reference with the key.
-func putSealed(ctx context.Context, obs jetstream.ObjectStore, name string, data []byte) (*messages.ObjectRef, error) {
+// putSealed seals data (sealStep) and puts it with put, returning the
+// object's reference with the key.
+func putSealed(ctx context.Context, data []byte, put func(context.Context, []byte) (*jetstream.ObjectInfo, error)) (*messages.ObjectRef, error) {
 	sealed, key, err := sealStep(data)
 	if err != nil {
 		return nil, err
 	}
-	info, err := putRetrying(ctx, obs, name, sealed)
+	info, err := put(ctx, sealed)
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +106,54 @@ func putRetrying(ctx context.Context, obs jetstream.ObjectStore, name string, da
 	}
 }
 
+// maxOneChunk is the largest object putNew writes: one chunk of the
+// object store's default size.
+const maxOneChunk = 128 << 10
+
+// putNew writes data as the object name of bucket, which must not exist
+// yet, as ObjectStore.Put writes it (one chunk of its own length, then
+// the meta that rolls up the name's subject), without Put's read of an
+// earlier object of the name, whose chunks Put would remove: its chunk
+// is published without waiting, then its meta, both acknowledged. An
+// error leaves at most an unreferenced chunk, which expires with the
+// bucket's TTL.
+func putNew(ctx context.Context, js jetstream.JetStream, bucket, name string, data []byte) (*jetstream.ObjectInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
+	defer cancel()
+	h := sha256.New()
+	h.Write(data)
+	info := &jetstream.ObjectInfo{ObjectMeta: smallObjectMeta(name, len(data)), Bucket: bucket,
+		NUID: messages.NewMissionID(), Size: uint64(len(data)), Chunks: 1, Digest: jetstream.GetObjectDigestValue(h)}
+	meta, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	chunk, err := js.PublishMsgAsync(&nats.Msg{Subject: "$O." + bucket + ".C." + info.NUID, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	mm := &nats.Msg{Subject: "$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name)), Data: meta, Header: nats.Header{}}
+	mm.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	if _, err := js.PublishMsg(ctx, mm); err != nil {
+		return nil, err
+	}
+	select {
+	case <-chunk.Ok():
+	case err := <-chunk.Err():
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	info.ModTime = time.Now().UTC()
+	return info, nil
+}
+
 // smallObjectMeta names an object of size bytes whose chunks are at most
 // that size: a put allocates one buffer of the chunk size (128 KiB by
 // default), which for a record of a few KB written by every mission is
 // most of the mission's allocation.
 func smallObjectMeta(name string, size int) jetstream.ObjectMeta {
-	const defaultChunk = 128 << 10
-	return jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(max(size, 1), defaultChunk))}}
+	return jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(min(max(size, 1), maxOneChunk))}}
 }
 
 // Record returns the record a worker kept of mission id when it finished
