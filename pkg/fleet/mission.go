@@ -125,16 +125,16 @@ func (w *Worker) process(msg jetstream.Msg) {
 	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
 	defer at.end()
 	if entry.st.CancelRequested {
-		w.finish(ctx, msg, k, em, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, nil, &log)
 		return
 	}
 	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
-		w.finish(ctx, msg, k, em, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, nil, &log)
 		return
 	}
 	if over := w.cfg.Ceilings.check(m); over != "" {
 		log.Warn().Str("over", over).Msg("mission refused: over the worker's ceilings")
-		w.finish(ctx, msg, k, em, failStep(ReasonOverLimit, "%s", over), entry, nil, &log)
+		w.finish(ctx, msg, k, em, failStep(ReasonOverLimit, "%s", over), entry, nil, nil, &log)
 		return
 	}
 	w.cfg.Ceilings.applyBudget(m)
@@ -162,7 +162,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 			entry = hbEntry.Load()
 			log.Warn().Err(err).Msg("context not loaded")
 			if !errors.Is(err, ErrRetryable) {
-				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, &log)
+				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, nil, &log)
 				return
 			}
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, &log)
@@ -276,8 +276,8 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	step.Record = w.storeRecord(ctx, m, box, first, &log)
-	if w.finish(ctx, msg, k, em, step, entry, journal, &log) {
+	record := func() *messages.ObjectRef { return w.storeRecord(ctx, m, box, first, &log) }
+	if w.finish(ctx, msg, k, em, step, entry, journal, record, &log) {
 		w.deleteToolObjects(ctx, box, m.ID, &log)
 	}
 }
@@ -529,15 +529,26 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 }
 
 // finish stores step as the mission's result (exactly once), records the
-// final status and acks. When the result cannot be stored, the run's
-// journal (nil: none) is flushed before the mission goes back to the
-// queue; once it is stored, the mission's journal is purged. It reports
-// whether the mission has its result stored (by this run or an earlier
-// one): the mission is over.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, log *zerolog.Logger) bool {
+// final status and acks. record (nil: none) stores the mission's record
+// for step.Record, while the status is read for the last fence check:
+// both are done before the result is published. When the result cannot
+// be stored, the run's journal (nil: none) is flushed before the mission
+// goes back to the queue; once it is stored, the mission's journal is
+// purged. It reports whether the mission has its result stored (by this
+// run or an earlier one): the mission is over.
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() *messages.ObjectRef, log *zerolog.Logger) bool {
 	id := k.id
+	var recorded chan *messages.ObjectRef
+	if record != nil {
+		recorded = make(chan *messages.ObjectRef, 1)
+		go func() { recorded <- record() }()
+	}
 	// A last fence check: a worker that lost the mission publishes nothing.
-	if cur, err := getStatus(ctx, w.st, k); err == nil && entry != nil &&
+	cur, err := getStatus(ctx, w.st, k)
+	if recorded != nil {
+		step.Record = <-recorded
+	}
+	if err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
 		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
 		w.cfg.Metrics.fencedRun()
