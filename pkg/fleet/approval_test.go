@@ -276,6 +276,55 @@ func TestApprovalDeadlineDenies(t *testing.T) {
 	}
 }
 
+// A decider that dies between recording its decision and queueing the
+// mission (here: the record is approved in the bucket and nothing else
+// happens) leaves the mission to its deadline: the schedule queues it
+// then, and the resumed run finds the approval and runs the call once,
+// not denied for the timeout.
+func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	m.Approval = &messages.ApprovalPolicy{Timeout: 2 * time.Second}
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	kv := c.Stores().Approvals
+	key := messages.ApprovalKey(m.ID, a.Call)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "lost-decider", time.Now().UTC()
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	decided := time.Now()
+	step, err := c.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if ret, _ := step.Return.(map[string]any); ret["refunded"] != int64(500) {
+		t.Fatalf("return = %v, want the refund run", step.Return)
+	}
+	at, ok := shop.arrived(m.ID)
+	if _, refunds, _ := shop.counts(); !ok || len(refunds) != 1 {
+		t.Fatalf("refunds run: %v", refunds)
+	}
+	if at.Before(a.Deadline) {
+		t.Errorf("the call ran at %s, before the deadline %s: something else queued the mission", at, a.Deadline)
+	}
+	t.Logf("resumed by the deadline's schedule %s after the decision", at.Sub(decided).Round(time.Millisecond))
+}
+
 func TestApprovalRulesOfMissionAndWorker(t *testing.T) {
 	_, nc := runJetStream(t)
 	startShop(t, nc)
