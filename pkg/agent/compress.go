@@ -154,10 +154,12 @@ func (e MemoryEntry) String() string {
 //     with one "- (tool/name args)" line per call, and the turn's Report
 //     (prints, result preview and notes or the error, warnings); the last
 //     record is the cache breakpoint;
-//   - "Memory: " and the names in memory with their types and sizes,
-//     "name (type, size)", joined by ", " ("(empty)" when there is none),
-//     then the turn line on its own line, then a blank line and the plan's
-//     state when the agent has a plan.
+//   - "Memory: " and the names in memory, sorted and joined by ", "
+//     ("(empty)" when there is none), then the turn line on its own line
+//     (none in a Session's history), then a blank line and the plan's
+//     state when the agent has a plan. History.Memory has each name's type
+//     and size too; listing them costs tokens in every request, so the
+//     default leaves them out, as the feedback's memory line does.
 //
 // No block but the last changes once it is written: a record is written
 // once, when its turn is played, and stays as it is.
