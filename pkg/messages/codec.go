@@ -13,7 +13,10 @@ import (
 // equal values give equal bytes.
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
+	// the codec's own pool of encoders; Reset clears every setting
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(&buf)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	if err := enc.Encode(v); err != nil {
