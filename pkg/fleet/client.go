@@ -185,14 +185,22 @@ type SubmitOptions struct {
 // m.CreatedAt with the current time (m is modified). Contexts too large to
 // travel inline are stored in the mission_ctx object store. Submit writes
 // no status: a queued mission's status is read from the queue (Status),
-// and workers write every status.
+// and workers write every status; it reads none either for a mission
+// whose id it made.
 func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...SubmitOptions) (*Submission, error) {
 	if m == nil {
 		return nil, fmt.Errorf("fleet: submit: %w: nil mission", messages.ErrInvalid)
 	}
-	if m.ID == "" {
+	fresh := m.ID == ""
+	if fresh {
 		m.ID = messages.NewMissionID()
 	}
+	return c.submit(ctx, m, fresh, opts)
+}
+
+// submit is Submit of m, whose id is new when fresh: no worker can have
+// taken a mission of that id.
+func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, opts []SubmitOptions) (*Submission, error) {
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
@@ -203,12 +211,14 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 		return nil, fmt.Errorf("fleet: submit: %w", err)
 	}
 	sub := &Submission{ID: m.ID}
-	switch cur, err := getStatus(ctx, c.st, missionKey{c.sub, m.ID}); {
-	case err == nil:
-		sub.Duplicate, sub.Sequence = true, cur.st.StreamSeq
-		return sub, nil
-	case !errors.Is(err, ErrNotFound):
-		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+	if !fresh {
+		switch cur, err := getStatus(ctx, c.st, missionKey{c.sub, m.ID}); {
+		case err == nil:
+			sub.Duplicate, sub.Sequence = true, cur.st.StreamSeq
+			return sub, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		}
 	}
 	data, err := messages.MarshalMission(m)
 	if err != nil {
@@ -383,18 +393,19 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 // Run submits m and waits for its result: Submit then Await, subscribed
 // before publishing.
 func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOptions) (*messages.Step, error) {
-	if m != nil && m.ID == "" {
-		m.ID = messages.NewMissionID()
-	}
 	if m == nil {
 		return nil, fmt.Errorf("fleet: run: %w: nil mission", messages.ErrInvalid)
+	}
+	fresh := m.ID == ""
+	if fresh {
+		m.ID = messages.NewMissionID()
 	}
 	w, err := c.watchResult(m.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
-	sub, err := c.Submit(ctx, m, opts...)
+	sub, err := c.submit(ctx, m, fresh, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -183,3 +183,29 @@ func TestMissionRecordReadsBackAsAnObject(t *testing.T) {
 		}
 	}
 }
+
+// A mission submitted without an id gets a new one, which no worker can
+// have taken: the client reads no status before it queues it. Run then
+// costs the client its submission and one read of the signalled result.
+func TestSubmitOfANewIDReadsNoStatus(t *testing.T) {
+	srv, nc := runJetStream(t)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		return &messages.Step{Return: m.ID}, nil
+	}))
+	cnc := dialTCP(t, srv.ClientURL())
+	c := newClient(t, cnc)
+	ctx := testCtx(t)
+	const n = 20
+	before := cnc.Stats().OutMsgs
+	for range n {
+		m := newMission()
+		m.ID = ""
+		st, err := c.Run(ctx, m)
+		if err != nil || m.ID == "" || st.Return != m.ID {
+			t.Fatalf("mission %q: %v %+v", m.ID, err, st)
+		}
+	}
+	if got := float64(cnc.Stats().OutMsgs-before) / n; got > 2.5 {
+		t.Fatalf("the client sent %.2f messages per mission, want at most 2.5 (the submission and one read)", got)
+	}
+}
