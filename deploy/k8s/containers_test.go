@@ -411,6 +411,9 @@ func TestScaledObjectMatchesWorkers(t *testing.T) {
 	want := map[string]bool{}
 	for _, p := range messages.Priorities() {
 		want[fleet.ConsumerName(p)] = true
+		for l := range messages.MissionLanes {
+			want[fleet.LaneConsumerName(p, l)] = true
+		}
 	}
 	var names []string
 	for _, tr := range so.Spec.Triggers {

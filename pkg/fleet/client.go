@@ -462,7 +462,7 @@ func (c *Client) status(ctx context.Context, id string) (*messages.Status, error
 // with no status stored, from its message (a direct get of the last
 // message on its submit subject), or ErrNotFound.
 func (c *Client) queued(ctx context.Context, id string) (*messages.Status, error) {
-	raw, err := c.st.Missions.GetLastMsgForSubject(ctx, messages.SubmitSubject(c.readSub, "*", id))
+	raw, err := queuedMsg(ctx, c.st.Missions, c.readSub, id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, ErrNotFound
 	}

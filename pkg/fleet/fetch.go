@@ -8,77 +8,227 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
+
+// lane is one mission consumer the worker fetches from: a lane of a
+// priority (messages.MissionLanes), or the priority's missions stored
+// with no lane. Only the loop goroutine reads or writes it.
+type lane struct {
+	c jetstream.Consumer
+	// pending is how many messages the consumer had left after the last
+	// message the worker fetched from it; 0 once a fetch found it empty.
+	pending uint64
+	// bell is set when a submit on the lane was heard and no fetch has
+	// found a mission on the lane since (a fetch may come before the
+	// mission is stored).
+	bell    bool
+	polling bool // a long poll on the lane is open
+}
+
+// fullSweepEvery is how often the worker looks at every lane, empty or
+// not: a mission that was never announced on its submit subject (a
+// redelivery, a woken suspended mission, a submit published while the
+// worker was not listening) is fetched at most this long after it is due.
+const fullSweepEvery = time.Second
+
+// pollResult is what a long poll on lane i found.
+type pollResult struct {
+	i       int
+	got     bool
+	pending uint64
+}
+
+// laneIndex is the index in w.lanes of lane l (messages.MissionLanes for
+// the missions with no lane) of priority index pi.
+func laneIndex(pi, l int) int { return pi*(messages.MissionLanes+1) + l }
+
+// setLanes lays the stores' consumers out as w.lanes: for each of the
+// worker's priorities its lanes, then its consumer of missions with no
+// lane.
+//
+// Set up again (resetup), the lanes keep their state and get the new
+// consumers: a long poll still open on one reports to the same lane.
+func (w *Worker) setLanes(st *Stores) {
+	var cs []jetstream.Consumer
+	for _, p := range w.cfg.Priorities {
+		cs = append(cs, st.Lanes[p]...)
+		cs = append(cs, st.Consumers[p])
+	}
+	if len(w.lanes) == len(cs) {
+		for i, c := range cs {
+			w.lanes[i].c = c
+		}
+		return
+	}
+	w.lanes = make([]*lane, len(cs))
+	for i, c := range cs {
+		w.lanes[i] = &lane{c: c}
+	}
+}
+
+// onSubmit hears a mission submitted on its submit subject and rings the
+// bell of its lane, so that a worker with free slots fetches from that
+// lane at once.
+func (w *Worker) onSubmit(msg *nats.Msg) {
+	sub, p, _, ok := messages.ParseSubmitSubject(msg.Subject)
+	if !ok {
+		return
+	}
+	pi, ok := w.priorityIndex[p]
+	if !ok {
+		return
+	}
+	select {
+	case w.bells <- laneIndex(pi, messages.SubmitLane(sub)):
+	default: // the loop is behind: its next full sweep finds the mission
+	}
+}
 
 // loop fetches missions for free slots until Stop.
 //
-// While missions are queued it sweeps every priority, highest first, with
-// no-wait fetches for the free slots. When nothing is queued it keeps one
-// long poll (Fetch of one message, IdleWait) outstanding per priority, each
-// on a slot reserved for it, so that a mission of any priority starts as soon
-// as it is submitted; a poll that ends empty gives its slot back. With fewer
-// free slots than priorities the polls start from a rotating priority.
-//
-// A sweep skips the priorities known to hold nothing: one with a long poll
-// outstanding (the server fills a waiting poll before anything else, so
-// its consumer had nothing pending when the poll was made and whatever
-// arrives since goes to the poll), and one whose poll just ended empty or
-// with the last message pending. Whatever is queued there later goes to
-// the next poll, which the loop starts at once.
+// Each pass sweeps the lanes that have missions (known from the last
+// fetch's pending count or from a submit heard on the lane), priorities
+// highest first, and within a priority shares the free slots among the
+// lanes in turn (round robin from the lane after the one last served), so
+// a submitter's backlog in one lane takes no more than its share while
+// other lanes have missions. Every fullSweepEvery it looks at every lane.
+// When no lane has a mission it waits for a submit to be heard; the lane
+// heard gets a long poll (Fetch of one message, IdleWait) on a slot
+// reserved for it, so that the mission starts as soon as it is stored; a
+// poll that ends empty gives its slot back.
 func (w *Worker) loop() {
 	defer close(w.loopDone)
 	var polls sync.WaitGroup
 	defer polls.Wait()
-	n := len(w.consum)
-	polling := make([]bool, n)
-	drained := make([]bool, n) // the poll that just ended left nothing pending
-	pollDone := make(chan pollEnd, n)
-	turn := 0
+	pollDone := make(chan pollResult, len(w.lanes))
+	next := make([]int, len(w.cfg.Priorities)) // per priority, the lane to serve first
+	full := true
+	fullTimer := time.NewTimer(fullSweepEvery)
+	defer fullTimer.Stop()
 	for !w.isStopping() {
 		if w.layoutLost.Load() {
 			w.resetup()
+			full = true
 			continue
 		}
-		got := 0
-		for i, c := range w.consum {
-			free := cap(w.slots) - len(w.slots)
-			if free == 0 {
-				break
-			}
-			if polling[i] || drained[i] {
+		select {
+		case <-fullTimer.C:
+			full = true
+			fullTimer.Reset(fullSweepEvery)
+		default:
+		}
+		w.takeBells()
+		if w.freeSlots() > 0 {
+			got := w.sweep(full, next)
+			full = false
+			if got > 0 {
 				continue
 			}
-			got += w.fetch(c, free, false)
 		}
-		clear(drained)
-		if got > 0 {
-			continue
-		}
-		for k := range n {
-			i := (turn + k) % n
-			if polling[i] {
+		for i, l := range w.lanes {
+			if !l.bell || l.polling {
 				continue
 			}
 			if !w.reserveSlot() {
 				break
 			}
-			polling[i] = true
+			l.bell, l.polling = false, true
 			polls.Add(1)
-			c := w.consum[i]
+			c := l.c
 			go func() {
 				defer polls.Done()
-				pollDone <- pollEnd{i: i, drained: w.poll(c)}
+				got, pending := w.poll(c)
+				pollDone <- pollResult{i: i, got: got, pending: pending}
 			}()
 		}
-		turn++
 		select {
-		case e := <-pollDone:
-			polling[e.i], drained[e.i] = false, e.drained
+		case r := <-pollDone:
+			l := w.lanes[r.i]
+			l.polling = false
+			if r.got {
+				l.pending = r.pending
+			}
+		case i := <-w.bells:
+			w.lanes[i].bell = true
 		case <-w.slotFreed:
+		case <-fullTimer.C:
+			full = true
+			fullTimer.Reset(fullSweepEvery)
 		case <-w.stopping:
 			return
 		}
 	}
+}
+
+// takeBells marks the lanes whose submits were heard since the last look.
+func (w *Worker) takeBells() {
+	for {
+		select {
+		case i := <-w.bells:
+			w.lanes[i].bell = true
+		default:
+			return
+		}
+	}
+}
+
+func (w *Worker) freeSlots() int { return cap(w.slots) - len(w.slots) }
+
+// sweep fetches missions for the free slots from the lanes that have some
+// (every lane with full) and returns how many it started. Priorities go
+// highest first; within one, the lanes with missions share the free slots
+// in turn, starting from next[priority], which is left at the lane after
+// the last one served.
+func (w *Worker) sweep(full bool, next []int) int {
+	got := 0
+	var cands []int
+	for pi := range w.cfg.Priorities {
+		cands = cands[:0]
+		for k := range messages.MissionLanes + 1 {
+			i := laneIndex(pi, (next[pi]+k)%(messages.MissionLanes+1))
+			if l := w.lanes[i]; !l.polling && (full || l.pending > 0 || l.bell) {
+				cands = append(cands, i)
+			}
+		}
+		for len(cands) > 0 {
+			free := w.freeSlots()
+			if free == 0 {
+				return got
+			}
+			share := max(1, free/len(cands))
+			more := cands[:0]
+			for _, i := range cands {
+				free = w.freeSlots()
+				if free == 0 || w.layoutLost.Load() {
+					return got
+				}
+				l := w.lanes[i]
+				want := min(share, free)
+				n, pending := w.fetch(l.c, want)
+				got += n
+				if n > 0 {
+					// a bell heard before this fetch is answered by it; one
+					// that found nothing stays set: the mission may not be
+					// stored yet, and the lane gets a long poll when the
+					// sweep finds nothing else
+					l.bell = false
+					next[pi] = (i - laneIndex(pi, 0) + 1) % (messages.MissionLanes + 1)
+				}
+				if n < want {
+					l.pending = 0
+					continue
+				}
+				l.pending = pending
+				if pending > 0 {
+					more = append(more, i)
+				}
+			}
+			cands = more
+		}
+	}
+	return got
 }
 
 // reserveSlot takes a free slot for a long poll, if there is one.
@@ -93,64 +243,55 @@ func (w *Worker) reserveSlot() bool {
 	}
 }
 
-// pollEnd is how the long poll of consumer i ended: drained when it left
-// nothing pending (it ran out of time, or its message was the last one).
-type pollEnd struct {
-	i       int
-	drained bool
-}
-
 // poll waits up to IdleWait for one mission of c on a reserved slot: a
 // mission that arrives takes the slot, otherwise the slot is given back.
-// It reports whether c was left with nothing pending: the poll ended
-// empty without an error, or its message's metadata counts none after it.
-func (w *Worker) poll(c jetstream.Consumer) bool {
+// It reports whether a mission arrived and how many the consumer had left.
+func (w *Worker) poll(c jetstream.Consumer) (bool, uint64) {
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 	if err != nil {
 		w.fetchFailed(err)
 		w.reserved.Add(-1)
 		w.releaseSlot()
-		return false
+		return false, 0
 	}
-	started, drained := false, false
+	started := false
+	var pending uint64
 	for msg := range batch.Messages() {
 		if started || w.isStopping() {
 			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
 			continue
 		}
 		started = true
-		if meta, err := msg.Metadata(); err == nil && meta.NumPending == 0 {
-			drained = true
+		if meta, err := msg.Metadata(); err == nil {
+			pending = meta.NumPending
 		}
 		w.reserved.Add(-1)
 		w.inflight.Add(1)
 		go w.process(msg)
 	}
-	ended := w.batchEnded(batch)
+	w.batchEnded(batch)
 	if !started {
 		w.reserved.Add(-1)
 		w.releaseSlot()
-		return ended
 	}
-	return drained
+	return started, pending
 }
 
-// fetch pulls up to n messages and starts them; it returns how many.
-func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
-	var batch jetstream.MessageBatch
-	var err error
-	if wait {
-		batch, err = c.Fetch(n, jetstream.FetchMaxWait(w.cfg.IdleWait))
-	} else {
-		batch, err = c.FetchNoWait(n)
-	}
+// fetch pulls up to n messages without waiting and starts them; it
+// returns how many, and how many the consumer had left after the last.
+func (w *Worker) fetch(c jetstream.Consumer, n int) (int, uint64) {
+	batch, err := c.FetchNoWait(n)
 	if err != nil {
 		w.fetchFailed(err)
-		return 0
+		return 0, 0
 	}
 	got := 0
+	var pending uint64
 	for msg := range batch.Messages() {
 		got++
+		if meta, err := msg.Metadata(); err == nil {
+			pending = meta.NumPending
+		}
 		if w.isStopping() {
 			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
 			continue
@@ -160,7 +301,7 @@ func (w *Worker) fetch(c jetstream.Consumer, n int, wait bool) int {
 		go w.process(msg)
 	}
 	w.batchEnded(batch)
-	return got
+	return got, pending
 }
 
 func (w *Worker) releaseSlot() {
@@ -183,15 +324,12 @@ func (w *Worker) fetchFailed(err error) {
 }
 
 // batchEnded logs and notes the error that ended a batch, unless the
-// batch merely ran out of time or messages; it reports whether it merely
-// did.
-func (w *Worker) batchEnded(batch jetstream.MessageBatch) bool {
+// batch merely ran out of time or messages.
+func (w *Worker) batchEnded(batch jetstream.MessageBatch) {
 	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 		w.log.Debug().Err(err).Msg("fetch ended")
 		w.noteFetchError(err)
-		return false
 	}
-	return true
 }
 
 // noteFetchError marks the layout lost when a fetch says the consumer or
@@ -209,7 +347,7 @@ func (w *Worker) noteFetchError(err error) {
 }
 
 // resetup runs the start-up setup again from the loop goroutine (the only
-// reader of w.consum): the worker is not ready meanwhile, and retries until
+// reader of w.lanes): the worker is not ready meanwhile, and retries until
 // the layout is back or Stop is called.
 func (w *Worker) resetup() {
 	w.ready.Store(false)
@@ -227,9 +365,7 @@ func (w *Worker) resetup() {
 	if err != nil {
 		return // stopping
 	}
-	for i, p := range w.cfg.Priorities {
-		w.consum[i] = st.Consumers[p]
-	}
+	w.setLanes(st)
 	w.layoutLost.Store(false)
 	if !w.isStopping() {
 		w.ready.Store(true)

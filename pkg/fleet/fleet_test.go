@@ -475,7 +475,7 @@ func TestMaxDeliveriesAdvisoryDeadLetters(t *testing.T) {
 	}
 	m := submitNew(ctx, t, c)
 	// Play a worker that takes the mission and dies.
-	msgs, err := c.Stores().Consumers[messages.PriorityNormal].Fetch(1, jetstream.FetchMaxWait(time.Second))
+	msgs, err := c.Stores().Lanes[messages.PriorityNormal][messages.SubmitLane(c.Submitter())].Fetch(1, jetstream.FetchMaxWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.st = st
 	w.budgets = newBudgets(st, w.cfg.Tenant, w.cfg.Metrics)
 	ackPending := -1 // the lowest MaxAckPending of the consumers; negative: unlimited
-	for _, p := range w.cfg.Priorities {
-		c := st.Consumers[p]
-		w.consum = append(w.consum, c)
-		ci := c.CachedInfo()
+	w.setLanes(st)
+	for _, l := range w.lanes {
+		ci := l.c.CachedInfo()
 		if ci == nil {
 			continue
 		}
@@ -81,6 +80,13 @@ func (w *Worker) subscribe(ctx context.Context) error {
 	sub, err = w.nc.QueueSubscribe(messages.CancelWildcard, messages.CancelQueue, w.onCancelRequest)
 	if err != nil {
 		return fmt.Errorf("fleet: subscribe cancel requests: %w", err)
+	}
+	w.subs = append(w.subs, sub)
+	// Submits as published (before the stream gives them their lane):
+	// each rings its lane's bell (fair share, docs/fleet.md).
+	sub, err = w.nc.Subscribe(messages.SubmitWildcard, w.onSubmit)
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe submits: %w", err)
 	}
 	w.subs = append(w.subs, sub)
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"

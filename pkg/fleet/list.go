@@ -82,7 +82,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 	}
 	queued := map[string]bool{}
 	if len(opts.States) == 0 || slices.Contains(opts.States, messages.StateQueued) {
-		ids, err := c.subjectIDs(ctx, messages.StreamMissions, messages.SubmitSubject(c.readSub, "*", "*"), func(subj string) (string, bool) {
+		ids, err := c.subjectIDs(ctx, messages.StreamMissions, messages.SubjectSubmitPrefix+c.readSub+".>", func(subj string) (string, bool) {
 			_, _, id, ok := messages.ParseSubmitSubject(subj)
 			return id, ok
 		})

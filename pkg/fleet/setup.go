@@ -6,6 +6,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,8 +59,8 @@ type StoreConfig struct {
 	// MaxDeliver of the mission consumers. Default 5.
 	MaxDeliver int
 	// MaxAckPending of each mission consumer: how many missions of a
-	// priority the fleet's workers hold at once, so at least the sum of
-	// their slots. 0 (the default) asks for DefaultMaxAckPending and keeps
+	// lane of a priority the fleet's workers hold at once, so at least the
+	// sum of their slots. 0 (the default) asks for DefaultMaxAckPending and keeps
 	// an existing consumer's higher value; a value above 0 sets exactly it
 	// (the administrator's setup, which may also lower it). A worker that
 	// sets the layout up raises it to at least its WorkerConfig.Slots.
@@ -151,8 +152,15 @@ const DefaultAckWait = 6 * time.Second
 // its last change: two months, so a month's spend outlives the month.
 const BudgetSpendTTL = 62 * 24 * time.Hour
 
-// ConsumerName is the durable pull consumer of missions of a priority.
+// ConsumerName is the durable pull consumer of the missions of a priority
+// stored with no lane (queued before the layout had lanes).
 func ConsumerName(priority string) string { return "workers-" + priority }
+
+// LaneConsumerName is the durable pull consumer of the missions of a
+// priority in lane l (messages.MissionLanes).
+func LaneConsumerName(priority string, l int) string {
+	return "workers-" + priority + "-" + strconv.Itoa(l)
+}
 
 // Stores holds the handles EnsureStores created or updated.
 type Stores struct {
@@ -177,8 +185,12 @@ type Stores struct {
 	// statusStream is Status' stream, read with direct gets where a
 	// reader looks a mission up by id alone (messages.AllSubmitters).
 	statusStream jetstream.Stream
-	// Consumers by priority.
+	// Consumers by priority: the missions stored with no lane, queued
+	// before the layout had lanes.
 	Consumers map[string]jetstream.Consumer
+	// Lanes holds each priority's lane consumers, by lane
+	// (messages.MissionLanes); nil in a client's bound layout.
+	Lanes map[string][]jetstream.Consumer
 }
 
 // EnsureStores makes the fleet layout (docs/fleet.md) exist as cfg says and
@@ -201,7 +213,7 @@ type Stores struct {
 // configurations leave the last one written.
 func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) (*Stores, error) {
 	cfg = cfg.withDefaults()
-	st := &Stores{Consumers: map[string]jetstream.Consumer{}}
+	st := &Stores{Consumers: map[string]jetstream.Consumer{}, Lanes: map[string][]jetstream.Consumer{}}
 	for _, s := range layoutStreams(cfg) {
 		str, err := retrySetup(ctx, cfg, "stream "+s.cfg.Name, func(ctx context.Context) (jetstream.Stream, error) {
 			return ensureStream(ctx, js, s.cfg, cfg.VerifyOnly)
@@ -212,23 +224,33 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		*s.dst(st) = str
 	}
 	ackPending, keepHigher := cfg.ackPending()
-	for _, p := range messages.Priorities() {
+	consumer := func(name, filter string) (jetstream.Consumer, error) {
 		want := jetstream.ConsumerConfig{
-			Durable:       ConsumerName(p),
-			FilterSubject: messages.SubmitFilter(p),
+			Durable:       name,
+			FilterSubject: filter,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cfg.AckWait,
 			MaxDeliver:    cfg.MaxDeliver,
 			MaxAckPending: ackPending,
 			MaxWaiting:    4096,
 		}
-		c, err := retrySetup(ctx, cfg, "consumer "+want.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+		return retrySetup(ctx, cfg, "consumer "+want.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
 			return ensureConsumer(ctx, st.Missions, want, keepHigher, cfg.VerifyOnly)
 		})
+	}
+	for _, p := range messages.Priorities() {
+		c, err := consumer(ConsumerName(p), messages.SubmitFilter(p))
 		if err != nil {
 			return nil, err
 		}
 		st.Consumers[p] = c
+		for l := range messages.MissionLanes {
+			c, err := consumer(LaneConsumerName(p, l), messages.LaneFilter(p, l))
+			if err != nil {
+				return nil, err
+			}
+			st.Lanes[p] = append(st.Lanes[p], c)
+		}
 	}
 	kvCfg := jetstream.KeyValueConfig{
 		Bucket: messages.BucketStatus, History: 1, TTL: cfg.StatusTTL,
@@ -333,7 +355,10 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			AllowRollup: true, AllowMsgTTL: true, AllowMsgSchedules: true, AllowDirect: true,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
-			Name: messages.StreamMissions, Subjects: []string{messages.SubjectSubmitPrefix + "*.*.*"},
+			Name: messages.StreamMissions, Subjects: []string{messages.SubmitWildcard},
+			// each mission is stored in its submitter's lane (fair share)
+			SubjectTransform: &jetstream.SubjectTransformConfig{
+				Source: messages.SubmitWildcard, Destination: messages.LaneTransform()},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			// a queued mission's submitter reads it by its subject (Status)
 			AllowDirect: true,
@@ -342,7 +367,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Sources: []*jetstream.StreamSource{{Name: messages.StreamParked,
 				SubjectTransforms: []jetstream.SubjectTransformConfig{{
 					Source:      messages.SubjectWakePrefix + "*.*.*",
-					Destination: messages.SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}"}}}},
+					Destination: messages.LaneTransform()}}}},
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
 			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*"},
@@ -475,6 +500,9 @@ func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	dst.Subjects, dst.Retention, dst.Storage, dst.Replicas = w.Subjects, w.Retention, w.Storage, w.Replicas
 	dst.Discard, dst.DiscardNewPerSubject, dst.AllowDirect, dst.MaxAge = w.Discard, w.DiscardNewPerSubject, w.AllowDirect, w.MaxAge
 	dst.AllowRollup, dst.AllowMsgTTL, dst.AllowMsgSchedules = w.AllowRollup, w.AllowMsgTTL, w.AllowMsgSchedules
+	if w.SubjectTransform != nil {
+		dst.SubjectTransform = w.SubjectTransform
+	}
 	if w.Sources != nil {
 		dst.Sources = w.Sources
 	}
@@ -570,4 +598,19 @@ func isWrongLastSeq(err error) bool {
 	}
 	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// queuedMsg reads the message of mission id of submitter sub while it is
+// queued in missions: from its lane, or else as a layout set up before
+// lanes stored it. It returns jetstream.ErrMsgNotFound when neither holds
+// it.
+func queuedMsg(ctx context.Context, missions jetstream.Stream, sub, id string) (*jetstream.RawStreamMsg, error) {
+	var raw *jetstream.RawStreamMsg
+	var err error
+	for _, f := range messages.QueuedFilters(sub, id) {
+		if raw, err = missions.GetLastMsgForSubject(ctx, f); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+	}
+	return raw, err
 }

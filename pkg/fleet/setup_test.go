@@ -72,7 +72,7 @@ func TestEnsureStoresDoesNotRewriteAnUnchangedLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	flushWait(t, spy)
-	if n, want := writes.Load(), int64(len(messages.Priorities())); n != want {
+	if n, want := writes.Load(), int64(len(messages.Priorities())*(messages.MissionLanes+1)); n != want {
 		t.Errorf("MaxDeliver changed: %d writes, want %d (the consumers only)", n, want)
 	}
 	if got := st.Consumers[messages.PriorityLow].CachedInfo().Config.MaxDeliver; got != 9 {
@@ -205,8 +205,11 @@ func TestWorkerSetsALostLayoutUpAgain(t *testing.T) {
 		t.Fatalf("first run: %+v %v", step, err)
 	}
 	js, _ := jetstream.New(nc)
-	if err := js.DeleteConsumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal)); err != nil {
-		t.Fatal(err)
+	lane := fleet.LaneConsumerName(messages.PriorityNormal, messages.SubmitLane(c.Submitter()))
+	for _, name := range []string{lane, fleet.ConsumerName(messages.PriorityNormal)} {
+		if err := js.DeleteConsumer(ctx, messages.StreamMissions, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	step, err := c.Run(ctx, newMission())
 	if err != nil || !step.Ok() {
@@ -215,8 +218,10 @@ func TestWorkerSetsALostLayoutUpAgain(t *testing.T) {
 	if !w.Ready() {
 		t.Error("not ready after the layout came back")
 	}
-	if _, err := js.Consumer(ctx, messages.StreamMissions, fleet.ConsumerName(messages.PriorityNormal)); err != nil {
-		t.Errorf("consumer not recreated: %v", err)
+	for _, name := range []string{lane, fleet.ConsumerName(messages.PriorityNormal)} {
+		if _, err := js.Consumer(ctx, messages.StreamMissions, name); err != nil {
+			t.Errorf("consumer %s not recreated: %v", name, err)
+		}
 	}
 }
 

@@ -98,4 +98,15 @@ func TestEnsureStoresIdempotent(t *testing.T) {
 	if ci.MaxDeliver != 7 || ci.AckPolicy != jetstream.AckExplicitPolicy || ci.FilterSubject != "mission.submit.*.normal.*" {
 		t.Errorf("consumer config = %+v", ci)
 	}
+	if n := len(st.Lanes[messages.PriorityNormal]); n != messages.MissionLanes {
+		t.Fatalf("%d lanes of normal, want %d", n, messages.MissionLanes)
+	}
+	ci = st.Lanes[messages.PriorityNormal][3].CachedInfo().Config
+	if ci.Name != "workers-normal-3" || ci.MaxDeliver != 7 || ci.AckPolicy != jetstream.AckExplicitPolicy || ci.FilterSubject != "mission.submit.*.normal.*.3" {
+		t.Errorf("lane consumer config = %+v", ci)
+	}
+	if tr := mis.SubjectTransform; tr == nil || tr.Source != "mission.submit.*.*.*" ||
+		tr.Destination != "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}" {
+		t.Errorf("MISSIONS subject transform = %+v", tr)
+	}
 }

@@ -207,7 +207,12 @@ type Worker struct {
 	st  *Stores
 	// budgets enforces the fleet-wide budgets (set at Start).
 	budgets *Budgets
-	consum  []jetstream.Consumer
+	// lanes are the mission consumers the loop fetches from (setLanes).
+	lanes []*lane
+	// bells carries the lanes (indexes in lanes) of submits heard.
+	bells chan int
+	// priorityIndex maps a priority to its index in cfg.Priorities.
+	priorityIndex map[string]int
 
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).
@@ -304,12 +309,17 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
+		bells:     make(chan int, 1024),
 		running:   map[string]*runningMission{},
 		stopping:  make(chan struct{}),
 		loopDone:  make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
 	w.reg.report = w.reportDiscovery
+	w.priorityIndex = map[string]int{}
+	for i, p := range cfg.Priorities {
+		w.priorityIndex[p] = i
+	}
 	if cfg.TracerProvider != nil {
 		w.tracer = cfg.TracerProvider.Tracer(TracerName)
 	}

@@ -190,18 +190,70 @@ func SubmitSubject(s, p, id string) string {
 	return SubjectSubmitPrefix + s + "." + p + "." + id
 }
 
-// SubmitFilter matches the submitted missions of priority p, of every
-// submitter (the priority's consumer).
+// SubmitFilter matches the missions of priority p, of every submitter,
+// stored as they were submitted, with no lane: the layout before lanes
+// (its priority's consumer drains them).
 func SubmitFilter(p string) string { return SubjectSubmitPrefix + "*." + p + ".*" }
 
+// SubmitWildcard matches every mission as submitted, before MISSIONS
+// gives it its lane.
+const SubmitWildcard = SubjectSubmitPrefix + "*.*.*"
+
+// MissionLanes is how many lanes each priority's queue is split into.
+// MISSIONS stores a mission submitted on
+// mission.submit.<submitter>.<priority>.<id> as
+// mission.submit.<submitter>.<priority>.<id>.<lane>, the lane being
+// SubmitLane(submitter), and each lane has a consumer of its own, so
+// workers take missions from the lanes in turn and one submitter's
+// backlog holds up only the submitters that share its lane
+// (docs/fleet.md, "Fair share").
+const MissionLanes = 8
+
+// SubmitLane is the lane of submitter s's missions: the FNV-1a hash of s
+// modulo MissionLanes, which is what the stream's transform
+// {{partition(MissionLanes,1)}} computes.
+func SubmitLane(s string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return int(h % MissionLanes)
+}
+
+// LaneTransform is the destination of the transform that gives a
+// mission submitted on SubjectSubmitPrefix+"*.*.*" its lane.
+func LaneTransform() string {
+	return SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(" +
+		strconv.Itoa(MissionLanes) + ",1)}}"
+}
+
+// LaneFilter matches the missions of priority p in lane l.
+func LaneFilter(p string, l int) string {
+	return SubjectSubmitPrefix + "*." + p + ".*." + strconv.Itoa(l)
+}
+
+// QueuedFilters match mission id of submitter s while it is queued: in
+// its lane, and stored with no lane by a layout set up before lanes.
+func QueuedFilters(s, id string) [2]string {
+	return [2]string{SubjectSubmitPrefix + s + ".*." + id + ".*", SubjectSubmitPrefix + s + ".*." + id}
+}
+
 // ParseSubmitSubject returns the submitter, priority and mission id of a
-// subject made by SubmitSubject; ok is false for any other subject.
+// subject made by SubmitSubject, or of the same subject with its lane as
+// MISSIONS stores it; ok is false for any other subject.
 func ParseSubmitSubject(subject string) (s, p, id string, ok bool) {
 	rest, found := strings.CutPrefix(subject, SubjectSubmitPrefix)
 	if !found {
 		return "", "", "", false
 	}
 	t := strings.Split(rest, ".")
+	if len(t) == 4 {
+		if l, err := strconv.Atoi(t[3]); err != nil || l < 0 || l >= MissionLanes || t[3] != strconv.Itoa(l) {
+			return "", "", "", false
+		}
+		t = t[:3]
+	}
 	if len(t) != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
 		return "", "", "", false
 	}

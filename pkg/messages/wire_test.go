@@ -193,6 +193,8 @@ func TestSubjects(t *testing.T) {
 		{SubmitSubject("ops", "", testID), "mission.submit.ops.normal." + testID},
 		{SubmitSubject("ops", PriorityHigh, testID), "mission.submit.ops.high." + testID},
 		{SubmitFilter(PriorityLow), "mission.submit.*.low.*"},
+		{LaneFilter(PriorityLow, 5), "mission.submit.*.low.*.5"},
+		{LaneTransform(), "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}"},
 		{ResultSubject("ops", testID), "mission.result.ops." + testID},
 		{EventSubject("ops", testID, 12, EventFinal), "mission.event.ops." + testID + ".12.final"},
 		{EventFilter("ops", testID), "mission.event.ops." + testID + ".>"},
@@ -212,6 +214,9 @@ func TestSubjects(t *testing.T) {
 	if s, p, id, ok := ParseSubmitSubject(SubmitSubject("ops", "", testID)); !ok || s != "ops" || p != PriorityNormal || id != testID {
 		t.Errorf("ParseSubmitSubject: %q %q %q %v", s, p, id, ok)
 	}
+	if s, p, id, ok := ParseSubmitSubject(SubmitSubject("ops", PriorityLow, testID) + ".7"); !ok || s != "ops" || p != PriorityLow || id != testID {
+		t.Errorf("ParseSubmitSubject with a lane: %q %q %q %v", s, p, id, ok)
+	}
 	if s, id, n, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 {
 		t.Errorf("ParseEventSubject: %q %q %d %v", s, id, n, ok)
 	}
@@ -225,7 +230,8 @@ func TestSubjects(t *testing.T) {
 		t.Errorf("ParseStatusKey: %q %q %v", s, id, ok)
 	}
 	for _, bad := range []string{"mission.submit.normal", "mission.submit.ops.urgent." + testID, "mission.submit.o*.normal." + testID,
-		"mission.submit.ops.normal.x", "mission.submit.ops.normal." + testID + ".x"} {
+		"mission.submit.ops.normal.x", "mission.submit.ops.normal." + testID + ".x", "mission.submit.ops.normal." + testID + ".8",
+		"mission.submit.ops.normal." + testID + ".01", "mission.submit.ops.normal." + testID + ".-1", "mission.submit.ops.normal." + testID + ".1.2"} {
 		if _, _, _, ok := ParseSubmitSubject(bad); ok {
 			t.Errorf("ParseSubmitSubject(%q) ok", bad)
 		}

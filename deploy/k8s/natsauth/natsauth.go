@@ -153,7 +153,9 @@ func (a Account) Users() []User {
 	}
 	users = append(users, User{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
 		PubAllow: workerPublish(a.ToolServices),
-		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard,
+		// Submits as published ring the bell of their lane (fair share):
+		// the missions a worker takes anyway.
+		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.SubmitWildcard,
 			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"},
 		// the answers to cancel requests, which workers carry out
 		Responses: cancelResponses})
@@ -217,10 +219,15 @@ func bindStreams() []string {
 		kvStream, approvalsStream, objStream, resObjStream}
 }
 
+// workerConsumers are the API subjects of verb on the mission consumers:
+// each priority's lanes and its consumer of missions queued before lanes.
 func workerConsumers(verb string) []string {
 	var out []string
 	for _, p := range messages.Priorities() {
 		out = append(out, api+"CONSUMER."+verb+"."+messages.StreamMissions+"."+fleet.ConsumerName(p))
+		for l := range messages.MissionLanes {
+			out = append(out, api+"CONSUMER."+verb+"."+messages.StreamMissions+"."+fleet.LaneConsumerName(p, l))
+		}
 	}
 	return out
 }
