@@ -181,11 +181,21 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	fa := startAccount(t, ctx, srv.ClientURL(), ns, natsauth.Shipped()[0])
+	// Workers hear each submit as published, to know which lane has
+	// missions (fair share, docs/fleet.md).
+	heard, err := fa.worker.nc.SubscribeSync(messages.SubmitWildcard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = fa.worker.nc.Flush()
 
 	m := bigMission()
 	step, err := fa.client.Run(ctx, m)
 	if err != nil || step.Fail != nil {
 		t.Fatalf("mission: %+v, %v", step, err)
+	}
+	if msg, err := heard.NextMsg(5 * time.Second); err != nil || msg.Subject != messages.SubmitSubject(natsauth.RoleDispatcher, messages.PriorityNormal, m.ID) {
+		t.Fatalf("the worker heard %v (%v), want the submit of %s", msg, err, m.ID)
 	}
 	if r, _ := step.Return.(map[string]any); r["context"] != int64(1) {
 		t.Fatalf("result %v: the worker did not read the offloaded context", step.Return)
@@ -781,7 +791,9 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	} {
 		refused(t, ops, r.subject, r.body)
 	}
-	for _, s := range []string{messages.ResultSubject(d, "*"), messages.EventFilter(d, "*"), messages.ResultSubject("*", "*")} {
+	// nor hear another's submits, which workers hear (fair share)
+	for _, s := range []string{messages.ResultSubject(d, "*"), messages.EventFilter(d, "*"), messages.ResultSubject("*", "*"),
+		messages.SubmitWildcard, messages.SubmitSubject(d, "*", "*")} {
 		if _, err := ops.nc.SubscribeSync(s); err != nil {
 			t.Fatal(err)
 		}

@@ -25,13 +25,21 @@ type lane struct {
 	// mission is stored).
 	bell    bool
 	polling bool // a long poll on the lane is open
+	// due is set for every lane every fullSweepEvery and cleared when a
+	// fetch looks at the lane.
+	due bool
 }
 
 // fullSweepEvery is how often the worker looks at every lane, empty or
 // not: a mission that was never announced on its submit subject (a
 // redelivery, a woken suspended mission, a submit published while the
-// worker was not listening) is fetched at most this long after it is due.
+// worker was not listening) is fetched about this long after it is due.
 const fullSweepEvery = time.Second
+
+// probesPerPass bounds the lanes with no known missions a pass of the
+// loop looks at, so that the full sweep, spread over passes, never holds
+// up the lanes with missions and the submits heard for long.
+const probesPerPass = 1
 
 // pollResult is what a long poll on lane i found.
 type pollResult struct {
@@ -93,7 +101,8 @@ func (w *Worker) onSubmit(msg *nats.Msg) {
 // highest first, and within a priority shares the free slots among the
 // lanes in turn (round robin from the lane after the one last served), so
 // a submitter's backlog in one lane takes no more than its share while
-// other lanes have missions. Every fullSweepEvery it looks at every lane.
+// other lanes have missions. Every fullSweepEvery it looks at every lane,
+// probesPerPass lanes a pass after those.
 // When no lane has a mission it waits for a submit to be heard; the lane
 // heard gets a long poll (Fetch of one message, IdleWait) on a slot
 // reserved for it, so that the mission starts as soon as it is stored; a
@@ -104,26 +113,41 @@ func (w *Worker) loop() {
 	defer polls.Wait()
 	pollDone := make(chan pollResult, len(w.lanes))
 	next := make([]int, len(w.cfg.Priorities)) // per priority, the lane to serve first
-	full := true
+	w.markDue()
+	probe := 0 // the lane to look at next in the full sweep
+	probeFirst := false
 	fullTimer := time.NewTimer(fullSweepEvery)
 	defer fullTimer.Stop()
 	for !w.isStopping() {
 		if w.layoutLost.Load() {
 			w.resetup()
-			full = true
+			w.markDue()
 			continue
 		}
 		select {
 		case <-fullTimer.C:
-			full = true
+			w.markDue()
 			fullTimer.Reset(fullSweepEvery)
 		default:
 		}
 		w.takeBells()
 		if w.freeSlots() > 0 {
-			got := w.sweep(full, next)
-			full = false
-			if got > 0 {
+			// The lanes with missions go first, the full sweep's probes
+			// after them, unless the last pass left no slot to probe
+			// with: then the probes go first, so that a lane with an
+			// unannounced mission is looked at while others keep every
+			// slot busy.
+			var got, n int
+			var more bool
+			if probeFirst {
+				n, more = w.probe(&probe)
+				got = w.sweep(next)
+			} else {
+				got = w.sweep(next)
+				n, more = w.probe(&probe)
+			}
+			probeFirst = more && w.freeSlots() == 0
+			if got+n > 0 || (more && w.freeSlots() > 0) {
 				continue
 			}
 		}
@@ -154,7 +178,7 @@ func (w *Worker) loop() {
 			w.lanes[i].bell = true
 		case <-w.slotFreed:
 		case <-fullTimer.C:
-			full = true
+			w.markDue()
 			fullTimer.Reset(fullSweepEvery)
 		case <-w.stopping:
 			return
@@ -176,19 +200,56 @@ func (w *Worker) takeBells() {
 
 func (w *Worker) freeSlots() int { return cap(w.slots) - len(w.slots) }
 
+// markDue marks every lane for the full sweep.
+func (w *Worker) markDue() {
+	for _, l := range w.lanes {
+		l.due = true
+	}
+}
+
+// probe looks at up to probesPerPass lanes marked due that have no known
+// missions, from lane *from on, with a no-wait fetch for one free slot
+// each. It returns how many missions it started and whether lanes are
+// still due.
+func (w *Worker) probe(from *int) (int, bool) {
+	got, looked := 0, 0
+	for k := range len(w.lanes) {
+		i := (*from + k) % len(w.lanes)
+		l := w.lanes[i]
+		if !l.due {
+			continue
+		}
+		if looked == probesPerPass || w.freeSlots() == 0 || w.layoutLost.Load() {
+			*from = i
+			return got, true
+		}
+		l.due = false
+		if l.polling || l.pending > 0 || l.bell {
+			continue // looked at by the sweep, or polled
+		}
+		looked++
+		n, pending := w.fetch(l.c, 1)
+		got += n
+		if n > 0 {
+			l.pending = pending
+		}
+	}
+	return got, false
+}
+
 // sweep fetches missions for the free slots from the lanes that have some
-// (every lane with full) and returns how many it started. Priorities go
-// highest first; within one, the lanes with missions share the free slots
-// in turn, starting from next[priority], which is left at the lane after
-// the last one served.
-func (w *Worker) sweep(full bool, next []int) int {
+// and returns how many it started. Priorities go highest first; within
+// one, the lanes with missions share the free slots in turn, starting
+// from next[priority], which is left at the lane after the last one
+// served.
+func (w *Worker) sweep(next []int) int {
 	got := 0
 	var cands []int
 	for pi := range w.cfg.Priorities {
 		cands = cands[:0]
 		for k := range messages.MissionLanes + 1 {
 			i := laneIndex(pi, (next[pi]+k)%(messages.MissionLanes+1))
-			if l := w.lanes[i]; !l.polling && (full || l.pending > 0 || l.bell) {
+			if l := w.lanes[i]; !l.polling && (l.pending > 0 || l.bell) {
 				cands = append(cands, i)
 			}
 		}
@@ -207,6 +268,7 @@ func (w *Worker) sweep(full bool, next []int) int {
 				l := w.lanes[i]
 				want := min(share, free)
 				n, pending := w.fetch(l.c, want)
+				l.due = false
 				got += n
 				if n > 0 {
 					// a bell heard before this fetch is answered by it; one
