@@ -158,8 +158,16 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 	if sh := cv.shapes.match(m); sh != nil {
 		// the keys of a shape seen before: values in its order, no
 		// builder and no sort
-		if a == nil {
-			a = &smallMapAlloc{}
+		n := len(sh.keys)
+		var h *Map
+		var vals []Value
+		if n > smallMapMax {
+			h, vals = cv.shapes.wide(n)
+		} else {
+			if a == nil {
+				a = cv.shapes.small()
+			}
+			h, vals = &a.m, a.v[:n]
 		}
 		for i, k := range sh.keys {
 			ks := k.(string)
@@ -167,11 +175,10 @@ func (cv *converter) fromMap(m map[string]any, a *smallMapAlloc) (Value, error) 
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", ks, err)
 			}
-			a.v[i] = c
+			vals[i] = c
 		}
-		n := len(sh.keys)
-		a.m = Map{shape: sh, vals: &a.v, n: int32(n), host: true}
-		return &a.m, nil
+		*h = Map{shape: sh, vals: vals, n: int32(n), host: true}
+		return h, nil
 	}
 	b := newExactMapBuilder(len(m))
 	b.shapes = cv.shapes

@@ -1,30 +1,61 @@
 package lisp
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strings"
 	"sync/atomic"
 )
 
-// smallMapMax is the largest map kept as a sorted array map.
+// smallMapMax is the largest map a program builds as a sorted array map.
 const smallMapMax = 8
+
+// wideMapMax is the largest map decoded or converted from host data that
+// is kept as a shape and its values (a wide map) rather than a trie. Tool
+// records have 10 to 40 fields; up to 64 the values slice that an assoc
+// of an existing key copies (1 KiB) costs no more than the path a trie
+// copies, and a new shape per assoc of a new key (a sorted insert into
+// at most 64 keys and their index) stays cheap; beyond it a map grows
+// and is written as a trie.
+const wideMapMax = 64
 
 type mapEntry struct {
 	key, val Value
 }
 
-// shape is the sorted key list of a small map. Maps built from host data
-// with the same keys share one shape, so key scans hit hot memory, and a
-// keyword caches the slot it found per shape.
+// shape is the sorted key list of a map kept as a shape and its values.
+// Maps built from host data with the same keys share one shape, so key
+// scans hit hot memory, and a keyword caches the slot it found per shape.
+// A shape of more than smallMapMax keys (a wide map's: its keys are
+// strings and keywords only) also indexes its keys by name, built once
+// when the shape is made, and remembers the last shape an assoc of a new
+// key or a dissoc led to, so records that change the same way share one
+// new shape. Everything but those memos is immutable once made; a memo
+// is an atomic pointer (shapes are shared across goroutines: pmap).
 type shape struct {
 	keys []Value
+	// strs and kws index a wide shape's string and keyword keys by name
+	strs, kws map[string]int32
+	// added and removed are the memos of the last assoc of a new key and
+	// the last dissoc (shapeStep)
+	added, removed atomic.Pointer[shapeStep]
+}
+
+// shapeStep is a shape's memo: an assoc of key (dissoc: key nil, slot
+// at) leads to shape to, key at slot at.
+type shapeStep struct {
+	key Value
+	at  int
+	to  *shape
 }
 
 var emptyShape = &shape{}
 
 // Map is an immutable map. Up to smallMapMax entries it is a sorted array
-// map: a shared key shape plus a value slice (linear scan lookup); larger
+// map: a shared key shape plus a value slice (linear scan lookup); a map
+// decoded or converted from host data of up to wideMapMax entries with
+// string keys is one too (a wide map: its shape indexes its keys); other
 // maps are a hash array mapped trie. Iteration and printing follow the key
 // key order (numbers, keywords, strings, others by printed
 // form).
@@ -33,8 +64,8 @@ var emptyShape = &shape{}
 // key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
 // resolve keys the same way, keeping the existing key's spelling.
 type Map struct {
-	shape *shape              // small map keys; used when root == nil
-	vals  *[smallMapMax]Value // small map values, parallel to shape.keys
+	shape *shape  // small or wide map keys; used when root == nil
+	vals  []Value // small or wide map values, parallel to shape.keys
 	root  *hnode
 	// cache holds a trie's entries in key order, or a view's
 	// interpreter form, made on first need
@@ -48,8 +79,8 @@ type Map struct {
 	// in place, and every other operation works on the map's interpreter
 	// form (cache.form), built on first need.
 	src map[string]any
-	// n is the number of entries (an int32 beside the two flags keeps the
-	// header at 56 bytes: every small map and every view has one)
+	// n is the number of entries (an int32 beside the flags keeps the
+	// header at 72 bytes: every small map and every view has one)
 	n int32
 	// ownVals: vals belongs to this transient and may be updated in place.
 	ownVals bool
@@ -239,17 +270,125 @@ type kwCache struct {
 	idx   int
 }
 
-// findSmall finds key in a small map, using the keyword's shape cache.
+// findSmall finds key in a small or wide map, using the keyword's shape
+// cache.
 func (m *Map) findSmall(key Value) int {
 	if k, ok := key.(*Keyword); ok {
 		if c := k.cache.Load(); c != nil && c.shape == m.shape {
 			return c.idx
 		}
-		i := findKey(m.shape.keys, key)
+		i := m.shape.find(key)
 		k.cache.Store(&kwCache{m.shape, i})
 		return i
 	}
-	return findKey(m.shape.keys, key)
+	return m.shape.find(key)
+}
+
+// find returns the slot of key in sh (exact match first, then flex), -1
+// when absent: a scan of a small shape's keys, the index of a wide one.
+func (sh *shape) find(key Value) int {
+	if sh.strs == nil && sh.kws == nil {
+		return findKey(sh.keys, key)
+	}
+	var name string
+	var str bool
+	switch k := key.(type) {
+	case string:
+		name, str = k, true
+	case *Keyword:
+		name = k.Name
+	default:
+		return -1 // a wide shape's keys are strings and keywords only
+	}
+	exact, flex := sh.kws, sh.strs
+	if str {
+		exact, flex = flex, exact
+	}
+	if i, ok := exact[name]; ok {
+		return int(i)
+	}
+	if i, ok := flex[name]; ok {
+		return int(i)
+	}
+	return -1
+}
+
+// wideKey reports whether key may be a key of a wide shape.
+func wideKey(key Value) bool {
+	switch key.(type) {
+	case string, *Keyword:
+		return true
+	}
+	return false
+}
+
+// newShape returns the shape of keys (in key order, no two equal; a wide
+// shape's all strings and keywords), indexed when it is wide.
+func newShape(keys []Value) *shape {
+	sh := &shape{keys: keys}
+	if len(keys) <= smallMapMax {
+		return sh
+	}
+	for i, k := range keys {
+		switch k := k.(type) {
+		case string:
+			if sh.strs == nil {
+				sh.strs = make(map[string]int32, len(keys))
+			}
+			sh.strs[k] = int32(i)
+		case *Keyword:
+			if sh.kws == nil {
+				sh.kws = make(map[string]int32)
+			}
+			sh.kws[k.Name] = int32(i)
+		}
+	}
+	return sh
+}
+
+// with returns the shape of sh's keys with key (absent from sh, a wide
+// key) inserted in order, and the slot key takes; the last such step is
+// remembered, so the records of one result given the same new key share
+// the new shape.
+func (sh *shape) with(key Value) (*shape, int) {
+	if st := sh.added.Load(); st != nil && sameKey(st.key, key) {
+		return st.to, st.at
+	}
+	pos, _ := slices.BinarySearchFunc(sh.keys, key, keyOrder)
+	nk := make([]Value, len(sh.keys)+1)
+	copy(nk, sh.keys[:pos])
+	nk[pos] = key
+	copy(nk[pos+1:], sh.keys[pos:])
+	to := newShape(nk)
+	sh.added.Store(&shapeStep{key: key, at: pos, to: to})
+	return to, pos
+}
+
+// without returns the shape of sh's keys without the one at slot i,
+// remembered as with remembers.
+func (sh *shape) without(i int) *shape {
+	if st := sh.removed.Load(); st != nil && st.at == i {
+		return st.to
+	}
+	nk := make([]Value, 0, len(sh.keys)-1)
+	nk = append(append(nk, sh.keys[:i]...), sh.keys[i+1:]...)
+	to := newShape(nk)
+	sh.removed.Store(&shapeStep{at: i, to: to})
+	return to
+}
+
+// sameKey reports whether a and b are the same key exactly (no flex): the
+// same string, or keywords of one name.
+func sameKey(a, b Value) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case *Keyword:
+		y, ok := b.(*Keyword)
+		return ok && (x == y || x.Name == y.Name)
+	}
+	return false
 }
 
 // Get returns the value for key (flex lookup).
@@ -297,14 +436,28 @@ func (m *Map) insertSmall(key, val Value) *Map {
 	nk[pos] = key
 	copy(nk[pos+1:], keys[pos:])
 	a := &smallMapAlloc{}
-	if m.n > 0 { // (an empty map has no values array)
-		copy(a.v[:], m.vals[:pos])
-		copy(a.v[pos+1:], m.vals[pos:m.n])
-	}
+	copy(a.v[:], m.vals[:pos])
+	copy(a.v[pos+1:], m.vals[pos:])
 	a.v[pos] = val
-	a.m = Map{shape: &shape{keys: nk}, vals: &a.v, n: m.n + 1}
+	a.m = Map{shape: &shape{keys: nk}, vals: a.v[:m.n+1], n: m.n + 1}
 	return &a.m
 }
+
+// insertWide returns a wide map with a new key (a wide key) inserted in
+// order: the shape's step to the next shape (remembered, see shape.with)
+// and a copy of the values.
+func (m *Map) insertWide(key, val Value) *Map {
+	sh, pos := m.shape.with(key)
+	vals := make([]Value, m.n+1)
+	copy(vals, m.vals[:pos])
+	vals[pos] = val
+	copy(vals[pos+1:], m.vals[pos:])
+	return &Map{shape: sh, vals: vals, n: m.n + 1}
+}
+
+// wide reports whether m is a wide map (a shape of more than smallMapMax
+// keys and its values).
+func (m *Map) wide() bool { return m.root == nil && m.n > smallMapMax && m.shape != nil }
 
 // toTrie converts a small map's entries into a trie root.
 func (m *Map) toTrie() *hnode {
@@ -329,14 +482,22 @@ func (m *Map) Assoc(key, val Value) *Map {
 	m = m.form()
 	if m.root == nil {
 		if i := m.findSmall(key); i >= 0 {
+			if m.n > smallMapMax {
+				vals := slices.Clone(m.vals)
+				vals[i] = val
+				return &Map{shape: m.shape, vals: vals, n: m.n}
+			}
 			a := &smallMapAlloc{}
-			a.v = *m.vals
+			copy(a.v[:], m.vals)
 			a.v[i] = val
-			a.m = Map{shape: m.shape, vals: &a.v, n: m.n}
+			a.m = Map{shape: m.shape, vals: a.v[:m.n], n: m.n}
 			return &a.m
 		}
 		if m.n < smallMapMax {
 			return m.insertSmall(key, val)
+		}
+		if m.n > smallMapMax && m.n < wideMapMax && wideKey(key) {
+			return m.insertWide(key, val)
 		}
 		root, _ := m.toTrie().set(0, hashValue(key), key, val)
 		return &Map{root: root, n: m.n + 1}
@@ -407,12 +568,17 @@ func (m *Map) Dissoc(key Value) *Map {
 		if m.n == 1 {
 			return emptyMap
 		}
+		if m.n > smallMapMax+1 {
+			vals := make([]Value, 0, m.n-1)
+			vals = append(append(vals, m.vals[:i]...), m.vals[i+1:]...)
+			return &Map{shape: m.shape.without(i), vals: vals, n: m.n - 1}
+		}
 		nk := make([]Value, 0, m.n-1)
 		nk = append(append(nk, m.shape.keys[:i]...), m.shape.keys[i+1:]...)
 		a := &smallMapAlloc{}
 		copy(a.v[:], m.vals[:i])
-		copy(a.v[i:], m.vals[i+1:m.n])
-		a.m = Map{shape: &shape{keys: nk}, vals: &a.v, n: m.n - 1}
+		copy(a.v[i:], m.vals[i+1:])
+		a.m = Map{shape: &shape{keys: nk}, vals: a.v[:m.n-1], n: m.n - 1}
 		return &a.m
 	}
 	root, removed := m.root.del(0, hashValue(key), key)
@@ -427,7 +593,12 @@ func (m *Map) Dissoc(key Value) *Map {
 	return &Map{root: root, n: m.n - 1}
 }
 
-// mapBuilder builds a map by mutation before it is published.
+// mapBuilder builds a map by mutation before it is published. A builder
+// given a shapeCache builds host data (a decoder's or converter's: keys
+// are strings), which it keeps as a shape and its values up to
+// wideMapMax entries (a wide map) with the shape interned in the cache:
+// it takes string keys as they come and, when built, puts them in order
+// with the last of repeated keys winning (hostEntries).
 type mapBuilder struct {
 	es     []mapEntry
 	root   *hnode
@@ -477,6 +648,20 @@ func (b *mapBuilder) setSmall(i int, key, val Value) bool {
 // set adds or replaces key (flex-resolved).
 func (b *mapBuilder) set(key, val Value) {
 	if b.root == nil {
+		if b.shapes != nil {
+			if _, ok := key.(string); ok && len(b.es) < wideMapMax {
+				b.es = append(b.es, mapEntry{key, val})
+				b.n++
+				return
+			}
+			// a key a wide map does not take: the entries so far as set
+			// would have left them, and on as any builder
+			b.es = hostEntries(b.es)
+			b.n = len(b.es)
+			b.shapes = nil
+			b.set(key, val)
+			return
+		}
 		if b.setSmall(findEnt(b.es, key), key, val) {
 			return
 		}
@@ -506,25 +691,164 @@ func (b *mapBuilder) buildIn(a *smallMapAlloc) *Map {
 		if len(b.es) == 0 {
 			return emptyMap
 		}
-		slices.SortStableFunc(b.es, func(x, y mapEntry) int { return keyOrder(x.key, y.key) })
-		// one allocation for the header and the values keeps them adjacent
-		if a == nil {
-			a = &smallMapAlloc{}
+		c := b.shapes
+		if c != nil {
+			if m := c.arrived(b.es, a); m != nil {
+				return m
+			}
+			c.arrive(b.es)
+			b.es = hostEntries(b.es)
+			b.n = len(b.es)
+		} else {
+			slices.SortStableFunc(b.es, func(x, y mapEntry) int { return keyOrder(x.key, y.key) })
 		}
-		n := len(b.es)
+		sh := c.get(b.es)
+		c.arrivedAs(sh)
+		m, vals := c.place(len(b.es), a)
 		for i, e := range b.es {
-			a.v[i] = e.val
+			vals[i] = e.val
 		}
-		a.m = Map{shape: b.shapes.get(b.es), vals: &a.v, n: int32(n)}
-		return &a.m
+		*m = Map{shape: sh, vals: vals, n: int32(len(b.es))}
+		return m
 	}
 	return &Map{root: b.root, n: int32(b.n)}
+}
+
+// hostEntries puts the entries of host data (string keys, repeated keys
+// possible) in key order, the last of repeated keys winning, in place.
+func hostEntries(es []mapEntry) []mapEntry {
+	slices.SortStableFunc(es, func(x, y mapEntry) int { return keyOrder(x.key, y.key) })
+	out := es[:0]
+	for i, e := range es {
+		if i+1 < len(es) && keyOrder(e.key, es[i+1].key) == 0 {
+			continue // a later entry of the same key follows (stable sort)
+		}
+		out = append(out, e)
+	}
+	clear(es[len(out):])
+	return out
 }
 
 // smallMapAlloc co-allocates a small map and its values.
 type smallMapAlloc struct {
 	m Map
 	v [smallMapMax]Value
+}
+
+// The slabs a shapeCache hands out grow by doubling from their first size
+// to their last: a conversion of one map allocates little, one of many
+// records lays them out together in few allocations.
+const (
+	slabFirst    = 4
+	slabLastMaps = 256
+	slabLastVals = 4096
+)
+
+// place returns a new map header and a values slice of length n: a small
+// map's in a (when not nil; a new allocation from c.small otherwise), a
+// wide map's from c.wide. One allocation for a small map's header and
+// values keeps them adjacent.
+func (c *shapeCache) place(n int, a *smallMapAlloc) (*Map, []Value) {
+	if n > smallMapMax {
+		return c.wide(n)
+	}
+	if a == nil {
+		a = c.small()
+	}
+	return &a.m, a.v[:n]
+}
+
+// arrived returns the map of es (a builder's entries of host data, in
+// the order they arrived) when their keys arrived in the order of the
+// last map c built by sorting (arrive, arrivedAs): its shape, each value
+// put in its slot, the last of repeated keys winning; else nil. Records
+// of one result mostly arrive with their keys in one order, and this
+// skips the sort and the shape lookup.
+func (c *shapeCache) arrived(es []mapEntry, a *smallMapAlloc) *Map {
+	if c == nil || c.arrShape == nil || len(es) != len(c.arrKeys) {
+		return nil
+	}
+	for i, e := range es {
+		if s, ok := e.key.(string); !ok || s != c.arrKeys[i] {
+			return nil
+		}
+	}
+	sh := c.arrShape
+	m, vals := c.place(len(sh.keys), a)
+	for i, e := range es {
+		vals[c.arrPerm[i]] = e.val
+	}
+	*m = Map{shape: sh, vals: vals, n: int32(len(sh.keys))}
+	return m
+}
+
+// arrive notes the keys of es in the order they arrived, before the
+// builder sorts them (arrivedAs completes the note).
+func (c *shapeCache) arrive(es []mapEntry) {
+	c.arrShape = nil
+	c.arrKeys = c.arrKeys[:0]
+	for _, e := range es {
+		s, ok := e.key.(string)
+		if !ok {
+			c.arrKeys = c.arrKeys[:0]
+			return
+		}
+		c.arrKeys = append(c.arrKeys, s)
+	}
+}
+
+// arrivedAs completes the note of arrive: the keys noted make shape sh,
+// each at its slot.
+func (c *shapeCache) arrivedAs(sh *shape) {
+	if c == nil || len(c.arrKeys) == 0 {
+		return
+	}
+	c.arrPerm = c.arrPerm[:0]
+	for _, k := range c.arrKeys {
+		i := sh.find(k)
+		if i < 0 {
+			c.arrKeys = c.arrKeys[:0]
+			return
+		}
+		c.arrPerm = append(c.arrPerm, int32(i))
+	}
+	c.arrShape = sh
+}
+
+// small returns a new small map allocation: from c's slab (records of one
+// conversion laid out together), or a new one when c is nil.
+func (c *shapeCache) small() *smallMapAlloc {
+	if c == nil {
+		return &smallMapAlloc{}
+	}
+	if len(c.smalls) == 0 {
+		c.nSmalls = min(max(2*c.nSmalls, slabFirst), slabLastMaps)
+		c.smalls = make([]smallMapAlloc, c.nSmalls)
+	}
+	a := &c.smalls[0]
+	c.smalls = c.smalls[1:]
+	return a
+}
+
+// wide returns a new map header and a values slice of length n for a wide
+// map: from c's slabs, or new allocations when c is nil.
+func (c *shapeCache) wide(n int) (*Map, []Value) {
+	if c == nil {
+		return &Map{}, make([]Value, n)
+	}
+	if len(c.heads) == 0 {
+		c.nHeads = min(max(2*c.nHeads, slabFirst), slabLastMaps)
+		c.heads = make([]Map, c.nHeads)
+	}
+	if len(c.vals) < n {
+		c.nVals = min(max(2*c.nVals, slabFirst*n), slabLastVals)
+		c.vals = make([]Value, max(c.nVals, n))
+	}
+	m := &c.heads[0]
+	c.heads = c.heads[1:]
+	vals := c.vals[:n:n]
+	c.vals = c.vals[n:]
+	return m, vals
 }
 
 // shapeCache interns shapes while converting host data, so records with
@@ -538,11 +862,37 @@ type shapeCache struct {
 	// user, the user's address), tried first by match
 	recent [4]*shape
 	next   int
+	// slabs of small maps, wide map headers and wide map values (small,
+	// wide), and the size each was last made at
+	smalls                 []smallMapAlloc
+	heads                  []Map
+	vals                   []Value
+	nSmalls, nHeads, nVals int
+	// made is the charge of the shapes made since madeBytes last took it
+	// (shapeBytes): a decoder charges them with its values
+	made int64
+	// arrKeys are the keys of the last map built by sorting, in the
+	// order they arrived; arrShape its shape and arrPerm the slot of
+	// each key in it (nil: no note)
+	arrKeys  []string
+	arrPerm  []int32
+	arrShape *shape
+}
+
+// madeBytes returns the charge of the shapes c made since it was last
+// called.
+func (c *shapeCache) madeBytes() int64 {
+	if c == nil {
+		return 0
+	}
+	n := c.made
+	c.made = 0
+	return n
 }
 
 // match returns a recent shape whose keys are exactly m's keys, or nil.
 func (c *shapeCache) match(m map[string]any) *shape {
-	if c == nil || len(m) == 0 || len(m) > smallMapMax {
+	if c == nil || len(m) == 0 || len(m) > wideMapMax {
 		return nil
 	}
 next:
@@ -578,16 +928,18 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 		for i, e := range es {
 			keys[i] = e.key
 		}
-		return &shape{keys: keys}
+		return newShape(keys)
 	}
 	c.buf = c.buf[:0]
 	for _, e := range es {
 		s, ok := e.key.(string)
 		if !ok {
+			c.made += shapeBytes(len(es))
 			return (*shapeCache)(nil).get(es)
 		}
+		// each key prefixed by its length: keys may hold any byte
+		c.buf = binary.AppendUvarint(c.buf, uint64(len(s)))
 		c.buf = append(c.buf, s...)
-		c.buf = append(c.buf, 0)
 	}
 	if c.one != nil && c.oneKey == string(c.buf) {
 		return c.remember(c.one)
@@ -596,6 +948,7 @@ func (c *shapeCache) get(es []mapEntry) *shape {
 		return c.remember(sh)
 	}
 	sh := (*shapeCache)(nil).get(es)
+	c.made += shapeBytes(len(es))
 	if c.one == nil {
 		c.one, c.oneKey = sh, string(c.buf)
 		return c.remember(sh)
@@ -966,6 +1319,9 @@ func (m *Map) assocExact(key, val Value) *Map {
 	m = m.form()
 	if m.root == nil && m.n < smallMapMax {
 		return m.insertSmall(key, val)
+	}
+	if m.wide() && m.n < wideMapMax && wideKey(key) && m.shape.find(key) < 0 {
+		return m.insertWide(key, val)
 	}
 	var root *hnode
 	if m.root == nil {

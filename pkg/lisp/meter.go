@@ -178,26 +178,47 @@ func vectorCharge(n int) int64 { return vectorBytes + int64(n)*slotBytes }
 
 // mapHeaderBytes is a map's header (Map), smallMapBytes a decoded small
 // map: its header and its values, allocated together (smallMapAlloc), with
-// its keys in a shape shared by the records of one result.
+// its keys in a shape shared by the records of one result (a shape is
+// charged once, when the decoder makes it: shapeBytes).
 const (
 	mapHeaderBytes = int64(unsafe.Sizeof(Map{}))
 	smallMapBytes  = int64(unsafe.Sizeof(smallMapAlloc{}))
+	shapeHeadBytes = int64(unsafe.Sizeof(shape{}))
 )
 
-// mapCharge is the charge of a decoded map of n entries.
+// mapCharge is the charge of a decoded map of n entries: a small map, a
+// wide map (its header and n values), or a trie beyond wideMapMax.
 func mapCharge(n int) int64 {
-	if n > smallMapMax {
+	switch {
+	case n > wideMapMax:
 		return mapHeaderBytes + int64(n)*trieEntryBytes
+	case n > smallMapMax:
+		return mapHeaderBytes + int64(n)*slotBytes
 	}
 	return smallMapBytes
 }
 
+// shapeBytes is the charge of a new shape of n keys: its header, its key
+// slots and, for a wide shape, the entries of its index (a Go map entry
+// of a string and an int32 with its share of the map's groups: 32 B).
+func shapeBytes(n int) int64 {
+	c := shapeHeadBytes + int64(n)*slotBytes
+	if n > smallMapMax {
+		c += int64(n) * 2 * slotBytes
+	}
+	return c
+}
+
 // goDataBytes is the charge of plain Go data (a tool call's arguments, as
-// ToGo gives them) by the same rules as a decoded value.
+// ToGo gives them) by the rules of a decoded value, a Go map of more than
+// smallMapMax entries charged as a trie (it holds its keys itself).
 func goDataBytes(x any) int64 {
 	switch v := x.(type) {
 	case map[string]any:
 		n := mapCharge(len(v))
+		if len(v) > smallMapMax {
+			n = mapHeaderBytes + int64(len(v))*trieEntryBytes
+		}
 		for k, e := range v {
 			n += int64(len(k)) + goDataBytes(e)
 		}

@@ -53,12 +53,12 @@ func wireTool(contentType string, data []byte, calls *atomic.Int64) Tool {
 // message naming the limit; the same program over three calls passes.
 func TestToolResultsCharged(t *testing.T) {
 	for _, ct := range []string{"", messages.ContentTypeJSON} {
-		data := wireRecords(t, 500, ct)
+		data := wireRecords(t, 1500, ct)
 		var calls atomic.Int64
 		opts := Options{Tools: Tools{"orders": wireTool(ct, data, &calls)}, MaxMemory: 8 << 20, Timeout: time.Minute}
 
 		res, err := Exec(context.Background(), `(reduce + (map (fn [_] (count (tool/orders))) (range 3)))`, opts)
-		if err != nil || res.Value != int64(1500) {
+		if err != nil || res.Value != int64(4500) {
 			t.Fatalf("%q: three calls under 8 MiB: %v, %v", ct, res.Value, err)
 		}
 
@@ -100,7 +100,7 @@ func TestToolCallRecordCharged(t *testing.T) {
 // mission and every pmap branch: what earlier runs hold from tools stays
 // charged.
 func TestMeterSharedByRunsAndBranches(t *testing.T) {
-	data := wireRecords(t, 500, "")
+	data := wireRecords(t, 1500, "")
 	var calls atomic.Int64
 	m := NewMeter(8<<20, "raise limits.program_memory")
 	opts := Options{Tools: Tools{"orders": wireTool("", data, &calls)}, Meter: m, MaxMemory: 8 << 20, Timeout: time.Minute}
@@ -145,7 +145,7 @@ func TestMeterSharedByRunsAndBranches(t *testing.T) {
 // is released; a result that fits is charged its Size.
 func TestDecodeWireResultOverLimit(t *testing.T) {
 	for _, ct := range []string{"", messages.ContentTypeJSON} {
-		data := wireRecords(t, 500, ct)
+		data := wireRecords(t, 1500, ct)
 		m := NewMeter(1<<20, "raise it")
 		ctx := WithMeter(context.Background(), m)
 		_, err := DecodeWireResult(ctx, ct, data)

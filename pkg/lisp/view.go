@@ -330,7 +330,7 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 		put(key, val)
 	}
 	n := len(keys)
-	a.m = Map{shape: &shape{keys: keys}, vals: &a.v, n: int32(n)}
+	a.m = Map{shape: &shape{keys: keys}, vals: a.v[:n], n: int32(n)}
 	return &a.m
 }
 

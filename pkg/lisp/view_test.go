@@ -213,10 +213,11 @@ func TestViewBadValue(t *testing.T) {
 }
 
 // TestMapHeaderSize pins the size of a map header: every small map and
-// every view of a host record taken as a *Map (asMap) has one.
+// every view of a host record taken as a *Map (asMap) has one. Its values
+// are a slice (small and wide maps alike), hence 72 bytes, not 56.
 func TestMapHeaderSize(t *testing.T) {
-	if n := unsafe.Sizeof(Map{}); n > 56 {
-		t.Fatalf("Map is %d bytes, want at most 56", n)
+	if n := unsafe.Sizeof(Map{}); n > 72 {
+		t.Fatalf("Map is %d bytes, want at most 72", n)
 	}
 }
 

@@ -71,7 +71,7 @@ func (w *wireDecoder) value() (Value, error) {
 	}
 	switch {
 	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
-		return w.mapValue(nil)
+		return w.mapValue()
 	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
 		n, err := w.d.DecodeArrayLen()
 		if err != nil || n < 0 {
@@ -85,20 +85,9 @@ func (w *wireDecoder) value() (Value, error) {
 		}
 		defer w.stream.close()
 		items := make([]Value, n)
-		var slab []smallMapAlloc // records laid out together, as fromSlice does
 		for i := range items {
-			if pc, _ := w.d.PeekCode(); msgpcode.IsFixedMap(pc) && pc != msgpcode.FixedMapLow {
-				if err := w.stream.value(pc); err != nil {
-					return nil, fmt.Errorf("[%d]: %w", i, err)
-				}
-				if len(slab) == 0 {
-					slab = make([]smallMapAlloc, min(n-i, 256))
-				}
-				items[i], err = w.mapValue(&slab[0])
-				slab = slab[1:]
-			} else {
-				items[i], err = w.value()
-			}
+			// records are laid out together in the shape cache's slabs
+			items[i], err = w.value()
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -120,8 +109,8 @@ func (w *wireDecoder) value() (Value, error) {
 	return v, w.ch.add(scalarCharge(v))
 }
 
-// mapValue decodes a map, placing a small one in a when a is not nil.
-func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
+// mapValue decodes a map.
+func (w *wireDecoder) mapValue() (Value, error) {
 	n, err := w.d.DecodeMapLen()
 	if err != nil || n < 0 {
 		return nil, err
@@ -153,7 +142,8 @@ func (w *wireDecoder) mapValue(a *smallMapAlloc) (Value, error) {
 		}
 		b.set(ks, v)
 	}
-	return markHost(b.buildIn(a)), nil
+	m := markHost(b.build())
+	return m, w.ch.add(w.cv.shapes.madeBytes())
 }
 
 // decodeFailed wraps a decoder's error: a memory limit reached while

@@ -36,7 +36,7 @@ func decodeJSONValue(data []byte, c *charger) (Value, error) {
 		return nil, fmt.Errorf("lisp: decode json: %d bytes is larger than %d", len(data), messages.MaxJSONBytes)
 	}
 	j := newJSONDecoder(bytes.NewBuffer(data), int64(len(data)), c)
-	v, err := j.value(0, nil)
+	v, err := j.value(0)
 	if err == nil {
 		err = c.flush()
 	}
@@ -76,15 +76,14 @@ func (j *jsonDecoder) count() error {
 	return nil
 }
 
-// value decodes the next value; a is where a small object goes (nil: a
-// new allocation).
-func (j *jsonDecoder) value(depth int, a *smallMapAlloc) (Value, error) {
+// value decodes the next value.
+func (j *jsonDecoder) value(depth int) (Value, error) {
 	if err := j.count(); err != nil {
 		return nil, err
 	}
 	switch j.d.PeekKind() {
 	case '{':
-		return j.object(depth, a)
+		return j.object(depth)
 	case '[':
 		return j.array(depth)
 	}
@@ -126,7 +125,7 @@ func (j *jsonDecoder) open(depth int, end jsontext.Kind) (bool, error) {
 	return true, nil
 }
 
-func (j *jsonDecoder) object(depth int, a *smallMapAlloc) (Value, error) {
+func (j *jsonDecoder) object(depth int) (Value, error) {
 	full, err := j.open(depth, '}')
 	if err != nil || !full {
 		return emptyMap, err
@@ -148,7 +147,7 @@ func (j *jsonDecoder) object(depth int, a *smallMapAlloc) (Value, error) {
 			return nil, err
 		}
 		k := j.key(raw)
-		v, err := j.value(depth+1, nil)
+		v, err := j.value(depth + 1)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
@@ -160,7 +159,8 @@ func (j *jsonDecoder) object(depth int, a *smallMapAlloc) (Value, error) {
 	if err := j.ch.add(mapCharge(b.n)); err != nil {
 		return nil, err
 	}
-	return markHost(b.buildIn(a)), nil
+	m := markHost(b.build())
+	return m, j.ch.add(j.cv.shapes.madeBytes())
 }
 
 func (j *jsonDecoder) array(depth int) (Value, error) {
@@ -174,17 +174,9 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 	for len(j.items) <= depth {
 		j.items = append(j.items, nil)
 	}
-	var slab []smallMapAlloc // records laid out together, as fromSlice does
 	for j.d.PeekKind() != ']' {
-		var a *smallMapAlloc
-		if j.d.PeekKind() == '{' {
-			if len(slab) == 0 {
-				slab = make([]smallMapAlloc, min(len(j.items[depth])+1, 256))
-			}
-			a = &slab[0]
-			slab = slab[1:]
-		}
-		v, err := j.value(depth+1, a)
+		// records are laid out together in the shape cache's slabs
+		v, err := j.value(depth + 1)
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", len(j.items[depth]), err)
 		}

@@ -66,7 +66,7 @@ func DecodeJSONFrom(r io.Reader, size int64) (Value, error) {
 func decodeJSONFrom(r io.Reader, size int64, c *charger) (Value, error) {
 	cr := &countingReader{r: io.LimitReader(r, size+1)}
 	j := newJSONDecoder(cr, size, c)
-	v, err := j.value(0, nil)
+	v, err := j.value(0)
 	if err == nil {
 		err = c.flush()
 	}

@@ -1,0 +1,326 @@
+package lisp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// wideRecs returns hostRecs with filler fields up to width top-level
+// fields each (numbers, strings and floats by turns, one nil).
+func wideRecs(width int) []map[string]any {
+	rs := hostRecs()
+	for i, r := range rs {
+		for f := 0; len(r) < width; f++ {
+			key := fmt.Sprintf("f-%02d", f)
+			switch f % 4 {
+			case 0:
+				r[key] = int64(i*f) % 7
+			case 1:
+				r[key] = fmt.Sprintf("v%d", (i+f)%3)
+			case 2:
+				r[key] = float64(f) / 4
+			default:
+				r[key] = nil
+			}
+		}
+	}
+	return rs
+}
+
+// TestWideMapsShaped: records of 9 to 64 fields decoded or converted from
+// host data are a shape and exactly as many values, the records of one
+// conversion share one shape, and beyond 64 fields a map is a trie.
+func TestWideMapsShaped(t *testing.T) {
+	for _, width := range []int{9, 12, 30, 64, 65} {
+		rs := wideRecs(width)
+		data, err := messages.Marshal(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jdata, err := messages.EncodeJSON(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp, err := DecodeMsgpack(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := DecodeJSON(jdata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv, err := (&converter{shapes: &shapeCache{}}).from(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]Value{"msgpack": mp, "json": js, "converter": cv} {
+			items := v.(*Vector).Items()
+			m0 := items[0].(*Map)
+			for i, it := range items {
+				m := it.(*Map)
+				if width > wideMapMax {
+					if m.root == nil || m.shape != nil {
+						t.Errorf("%s w%d: record %d of %d fields is not a trie", name, width, i, m.Len())
+					}
+					continue
+				}
+				if m.root != nil || m.shape == nil || len(m.vals) != width || len(m.shape.keys) != width || int(m.n) != width {
+					t.Fatalf("%s w%d: record %d is not a shape and %d values", name, width, i, width)
+				}
+				if m.shape != m0.shape && len(m.shape.keys) == len(m0.shape.keys) && reflect.DeepEqual(m.shape.keys, m0.shape.keys) {
+					t.Errorf("%s w%d: records with the same keys have two shapes", name, width)
+				}
+				if m.shape.strs == nil || len(m.shape.strs) != width {
+					t.Errorf("%s w%d: the wide shape is not indexed", name, width)
+				}
+			}
+		}
+	}
+}
+
+// TestWideMapsLikeTries runs every host-record program over records of
+// 12 and 30 fields kept as wide maps (decoded from msgpack and from JSON,
+// converted from Go data) and over the same records as tries and as
+// views of the Go maps: results (printed, ToGo) and errors must be the
+// same.
+func TestWideMapsLikeTries(t *testing.T) {
+	for _, width := range []int{12, 30} {
+		rs := wideRecs(width)
+		data, err := messages.Marshal(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jdata, err := messages.EncodeJSON(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mp, err := DecodeMsgpack(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, err := DecodeJSON(jdata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wide, err := (&converter{shapes: &shapeCache{}}).from(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the references: the same Go data (as each format gives it back)
+		// converted without shapes, a trie beyond 8 entries
+		var fromMsgpack, fromJSON any
+		if err := messages.Unmarshal(data, &fromMsgpack); err != nil {
+			t.Fatal(err)
+		}
+		if err := messages.DecodeJSON(jdata, &fromJSON); err != nil {
+			t.Fatal(err)
+		}
+		tries := map[string]Value{}
+		for name, x := range map[string]any{"go": rs, "msgpack": fromMsgpack, "json": fromJSON} {
+			v, err := (&converter{}).from(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := v.(*Vector).Items()[0].(*Map); m.root == nil {
+				t.Fatal("the reference records are not tries")
+			}
+			tries[name] = v
+		}
+		ref := map[string]string{"msgpack": "msgpack", "json": "json", "converter": "go", "view": "go"}
+		run := func(src string, rs Value) (*Result, error) {
+			prog := `(let [rs ctx/rs r (first rs) s (second rs) u (:user r) e (:meta r)] ` + src + `)`
+			return Exec(context.Background(), prog, Options{Context: map[string]any{"rs": rs}, Timeout: 10 * time.Second})
+		}
+		for _, src := range append(append(hostMapPrograms[:len(hostMapPrograms):len(hostMapPrograms)], hostVecPrograms...), widePrograms...) {
+			for name, in := range map[string]any{"msgpack": mp, "json": js, "converter": wide, "view": rs} {
+				want, werr := run(src, tries[ref[name]])
+				got, gerr := run(src, in)
+				if (gerr == nil) != (werr == nil) {
+					t.Errorf("w%d %s %s: error %v, over tries %v", width, name, src, gerr, werr)
+					continue
+				}
+				if werr != nil {
+					var ge, we *Error
+					if !errors.As(gerr, &ge) || !errors.As(werr, &we) || ge.Kind != we.Kind || ge.Msg != we.Msg {
+						t.Errorf("w%d %s %s: error %v, over tries %v", width, name, src, gerr, werr)
+					}
+					continue
+				}
+				if g, w := PrStr(got.Value), PrStr(want.Value); g != w {
+					t.Errorf("w%d %s %s:\n got        %s\n over tries %s", width, name, src, g, w)
+					continue
+				}
+				if g, w := ToGo(got.Value), ToGo(want.Value); !reflect.DeepEqual(g, w) {
+					t.Errorf("w%d %s %s: ToGo %#v, over tries %#v", width, name, src, g, w)
+				}
+			}
+		}
+	}
+}
+
+// widePrograms exercise what a wide map does on its own: writes of
+// existing and new keys (string and keyword spellings), dissoc down to a
+// small map, growth past wideMapMax, equality and hashing against tries
+// and literals, and transients over wide maps.
+var widePrograms = []string{
+	`(assoc r "f-01" 5)`, `(assoc r :f-01 5)`, `(assoc r :zz 1)`, `(assoc r "zz" 1 :aa 2)`, `(assoc r 7 1)`, `(assoc r nil 1)`,
+	`(= (assoc r :zz 1) (assoc s :zz 1))`, `(map #(assoc % :zz (:id %)) rs)`, `(map #(dissoc % "f-01") rs)`,
+	`(map #(:zz (assoc % :zz (:id %))) rs)`, `(map #(get (assoc % "zz" (:id %)) "zz") rs)`, `(get (assoc r :zz 1) "zz")`,
+	`(let [m (assoc r :zz 1)] [(get m :zz) (get m "zz") (contains? m :zz) (find m "zz") (count m)])`,
+	`(let [m (assoc r "zz" 1)] [(get m :zz) (contains? m "zz") (find m :zz) (keys m)])`,
+	`(let [m (assoc r :id 9)] [(get m "id") (get m :id) (keys m) (get r :id)])`,
+	`(reduce dissoc r (keys r))`, `(count (reduce dissoc r (take 5 (keys r))))`, `(apply dissoc r (drop 4 (keys r)))`,
+	`(reduce (fn [m i] (assoc m (str "k" i) i)) r (range 80))`, `(count (reduce (fn [m i] (assoc m (keyword (str "k" i)) i)) r (range 80)))`,
+	`(reduce (fn [m k] (assoc m k 0)) r (keys r))`, `(reduce (fn [m k] (update m k str)) r (keys r))`,
+	`(reduce (fn [m i] (assoc m i i)) r (range 20))`, `(hash r)`, `(= (hash r) (hash (into {} r)))`, `(= r (into {} r))`, `(= (into {} r) r)`,
+	`(= r (zipmap (keys r) (vals r)))`, `(= (assoc r :zz 1) (assoc (into {} r) :zz 1))`, `(= (dissoc r :id) (dissoc (into {} r) :id))`,
+	`(= (hash (dissoc r :id)) (hash (dissoc (into {} r) :id)))`, `(get {r 1} (into {} r))`, `(contains? #{r} (into {} r))`,
+	`(merge r {:zz 1 "id" 2})`, `(merge-with str r s)`, `(select-keys r (keys s))`, `(let [{:keys [id f-01 f-02 zz] :or {zz 0}} r] [id f-01 f-02 zz])`,
+	`(let [{:strs [id f-03]} r] [id f-03])`, `(into (sorted-map) (dissoc r :user :items :meta))`, `(keys (assoc r :a 0 "a" 1))`,
+	`(vals (assoc r :zz 1))`, `(seq (dissoc r :user :items))`, `(update r :qty + 10)`, `(update r :zz (fnil inc 0))`,
+	`(reduce-kv (fn [a k v] (assoc a k (str v))) {} r)`, `(reduce-kv (fn [m k v] (assoc m k 1)) r r)`,
+	`(pmap #(assoc % :zz (:qty %)) (concat rs rs rs rs))`, `(pmap #(dissoc % :id) (concat rs rs rs rs))`,
+	`(map count (map #(dissoc % :id :qty) rs))`, `(map #(count (merge % %)) rs)`, `(clojure.set/rename-keys r {"f-01" "z"})`,
+	`(assoc-in r [:f-01] 1)`, `(update-in r [:f-02] str)`, `(into {} (map (fn [[k v]] [k 1]) r))`, `(into r (map (fn [k] [k 2]) (keys s)))`,
+}
+
+// TestWideShapeStepsShared: records given the same new key (or losing the
+// same key) share one new shape; values of the record written are not
+// changed; concurrent writes from pmap branches are safe (run with -race).
+func TestWideShapeStepsShared(t *testing.T) {
+	data, err := messages.Marshal(recordsOfWidth(200, 30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := DecodeMsgpack(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := v.(*Vector).Items()
+	var mu sync.Mutex
+	added, removed := map[*shape]bool{}, map[*shape]bool{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, r := range recs[w*50 : w*50+50] {
+				m := r.(*Map)
+				a := m.Assoc("zz_new", int64(1))
+				d := m.Dissoc("qty")
+				e := m.Assoc(NewKeyword("qty"), int64(-1))
+				if !a.wide() || !d.wide() || e.shape != m.shape {
+					t.Error("an assoc or dissoc of a wide map is not a wide map")
+					return
+				}
+				if x, _ := a.Get("zz_new"); x != int64(1) {
+					t.Errorf("assoc: %v", x)
+				}
+				if _, ok := d.Get("qty"); ok || d.Len() != 29 {
+					t.Error("dissoc kept the key")
+				}
+				if x, _ := m.Get(NewKeyword("qty")); x == int64(-1) {
+					t.Error("an assoc changed the record it was given")
+				}
+				mu.Lock()
+				added[a.shape], removed[d.shape] = true, true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// each goroutine may make the new shape once before it sees another's
+	if len(added) > 4 || len(removed) > 4 {
+		t.Errorf("200 records written the same way made %d and %d shapes", len(added), len(removed))
+	}
+}
+
+// TestWideMapRepeatedKeys: the last of repeated keys wins in a wide map,
+// as in a small one, in both decoders.
+func TestWideMapRepeatedKeys(t *testing.T) {
+	src := `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"a":11,"j":12}`
+	v, err := DecodeJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(*Map)
+	if !m.wide() || m.Len() != 10 || PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 12}` {
+		t.Fatalf("got %s (wide %v)", PrStr(m), m.wide())
+	}
+	// msgpack: a map16 of 11 entries, "a" twice
+	raw := []byte{0xde, 0, 11}
+	for i, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "a"} {
+		raw = append(raw, 0xa1, k[0], byte(i+1))
+	}
+	v, err = DecodeMsgpack(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := v.(*Map); !m.wide() || m.Len() != 10 || PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 10}` {
+		t.Fatalf("got %s", PrStr(m))
+	}
+}
+
+// TestWideRecordsCharged: the charge of a decoded result of wide records
+// covers the Go heap its values take, and for msgpack is not far above it.
+func TestWideRecordsCharged(t *testing.T) {
+	const n = 20_000
+	for _, width := range []int{12, 30} {
+		for _, ct := range []string{"", messages.ContentTypeJSON} {
+			var data []byte
+			var err error
+			if ct == "" {
+				data, err = messages.Marshal(recordsOfWidth(n, width))
+			} else {
+				data, err = messages.EncodeJSON(recordsOfWidth(n, width))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			m := NewMeter(1<<40, "")
+			w, err := DecodeWireResultFrom(WithMeter(context.Background(), m), ct, bytes.NewReader(data), int64(len(data)), &messages.ObjectRef{Bucket: "b", Name: "n", Size: int64(len(data))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			runtime.KeepAlive(w)
+			runtime.KeepAlive(data)
+			t.Logf("w%d %q: %d encoded, %d B of heap, %d charged (%.2fx)", width, ct, len(data), heap, m.Used(), float64(m.Used())/float64(heap))
+			// JSON results share more of their strings (interned when
+			// decoded), which the charge counts each time: no upper bound
+			if m.Used() < heap || (ct == "" && m.Used() > 2*heap) {
+				t.Errorf("w%d %q: %d B of heap charged %d", width, ct, heap, m.Used())
+			}
+		}
+	}
+}
+
+// TestShapeKeysAnyBytes: records whose keys differ only in where a NUL
+// byte falls get shapes of their own keys; records whose keys arrive in
+// another order, or repeated, get the shape of their keys.
+func TestShapeKeysAnyBytes(t *testing.T) {
+	v, err := DecodeJSON([]byte(`[{"a\u0000b":1,"c":2},{"a":1,"b\u0000c":2},{"c":3,"a\u0000b":4},{"c":5,"a\u0000b":6,"c":7}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"a\x00b": int64(1), "c": int64(2)}, {"a": int64(1), "b\x00c": int64(2)}, {"a\x00b": int64(4), "c": int64(3)}, {"a\x00b": int64(6), "c": int64(7)}}
+	for i, it := range v.(*Vector).Items() {
+		if got := ToGo(it); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("record %d: %#v, want %#v", i, got, want[i])
+		}
+	}
+}
