@@ -200,7 +200,7 @@ func (st *eqState) equalHost(src map[string]any, b Value) bool {
 	var y *Map
 	switch m := b.(type) {
 	case hostMap:
-		y = m.view()
+		return st.equalSrcs(src, m.src())
 	case *Map:
 		y = m
 	default:
@@ -218,6 +218,34 @@ func (st *eqState) equalHost(src map[string]any, b Value) bool {
 			return false
 		}
 		yv, _ := y.Get(sk)
+		if m, ok := x.(map[string]any); ok { // a nested record, read in place
+			if !st.equalHost(m, yv) {
+				return false
+			}
+			continue
+		}
+		if !st.equal(viewValue(k, x), yv) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalSrcs is equalHost of two host maps, both read in place (as the
+// view of ys would read it, without making one).
+func (st *eqState) equalSrcs(src, ys map[string]any) bool {
+	if len(src) != len(ys) {
+		return false
+	}
+	if mapIdentity(ys) == mapIdentity(src) {
+		return true
+	}
+	for k, x := range src {
+		y, ok := ys[k]
+		if !ok {
+			return false
+		}
+		yv := viewValue(k, y)
 		if m, ok := x.(map[string]any); ok { // a nested record, read in place
 			if !st.equalHost(m, yv) {
 				return false
