@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"sync"
@@ -321,6 +322,83 @@ func TestShapeKeysAnyBytes(t *testing.T) {
 	for i, it := range v.(*Vector).Items() {
 		if got := ToGo(it); !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("record %d: %#v, want %#v", i, got, want[i])
+		}
+	}
+}
+
+// TestWideMapOpsLikeTrie applies random assoc and dissoc sequences (string
+// and keyword keys spelled alike, existing and new keys, keys of other
+// types, growth past wideMapMax and shrinking below smallMapMax) to a
+// wide map and to the same entries as a trie, and compares the two after
+// every step: count, every lookup (both spellings), stored keys, =, hash,
+// printing and ToGo.
+func TestWideMapOpsLikeTrie(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := make([]string, 80)
+	for i := range names {
+		names[i] = fmt.Sprintf("k%02d", i)
+	}
+	key := func() Value {
+		n := names[rng.IntN(len(names))]
+		switch rng.IntN(10) {
+		case 0, 1, 2:
+			return NewKeyword(n)
+		case 3:
+			return int64(rng.IntN(3))
+		}
+		return n
+	}
+	for round := range 100 {
+		width := 9 + rng.IntN(40)
+		rec := map[string]any{}
+		for _, i := range rng.Perm(len(names))[:width] {
+			rec[names[i]] = int64(i)
+		}
+		data, err := messages.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := DecodeMsgpack(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := v.(*Map)
+		tr, err := (&converter{}).from(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := tr.(*Map)
+		if !w.wide() || ref.root == nil {
+			t.Fatalf("round %d: not a wide map and a trie", round)
+		}
+		for step := range 60 {
+			k := key()
+			op := "assoc"
+			if rng.IntN(3) == 0 {
+				op = "dissoc"
+				w, ref = w.Dissoc(k), ref.Dissoc(k)
+			} else {
+				val := int64(1000*round + step)
+				w, ref = w.Assoc(k, val), ref.Assoc(k, val)
+			}
+			where := fmt.Sprintf("round %d step %d (%s %s)", round, step, op, PrStr(k))
+			if w.Len() != ref.Len() || PrStr(w) != PrStr(ref) || !Equal(w, ref) || !Equal(ref, w) || hashValue(w) != hashValue(ref) {
+				t.Fatalf("%s:\n got  %s\n want %s", where, PrStr(w), PrStr(ref))
+			}
+			if !reflect.DeepEqual(ToGo(w), ToGo(ref)) {
+				t.Fatalf("%s: ToGo differs", where)
+			}
+			for _, n := range names {
+				for _, q := range []Value{n, NewKeyword(n)} {
+					gk, gok := w.lookupKey(q)
+					wk, wok := ref.lookupKey(q)
+					gv, _ := w.Get(q)
+					wv, _ := ref.Get(q)
+					if gok != wok || !Equal(gv, wv) || (gok && PrStr(gk) != PrStr(wk)) {
+						t.Fatalf("%s: lookup %s: %v %v %v, want %v %v %v", where, PrStr(q), gk, gv, gok, wk, wv, wok)
+					}
+				}
+			}
 		}
 	}
 }
