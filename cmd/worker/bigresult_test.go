@@ -54,6 +54,10 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 		// default ceiling of program_memory (256 MiB), which the operator
 		// raises
 		"PTC_MAX_PROGRAM_MEMORY=536870912",
+		// building and storing 50,000 records under the race detector on
+		// a loaded machine may take longer than the default 10 s bound of
+		// a tool call; the test is about keeping the result, not its speed
+		"PTC_TOOL_TIMEOUT=2m",
 		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
