@@ -344,13 +344,14 @@ func paidOrdersOf(t *testing.T, id int) int {
 }
 
 // With -compression, :history shows the messages a compressed run would
-// send next: the first entries whole while the prompt is under the cache
-// prefix (here the first, which a long comment makes pass it), then a
-// record of each later entry (tool calls, prints, result; no program) and
-// memory's names; without it, :history says compression is off.
+// send next: the first entries whole while the prompt stays under the
+// cache prefix (here the first: a long comment takes the second past it),
+// then a record of each later entry (tool calls, prints, result; no program) and
+// memory's names with their types and sizes; without it, :history says compression is off.
 func TestREPLCompressedHistory(t *testing.T) {
-	first := "(def paid (tool/list_orders {:status \"paid\"})) (count paid) ; " + strings.Repeat("the paid orders, ", 150) + "kept"
-	script := first + "\n(def n (tool/list_orders {:status \"refunded\"})) (println \"refunded:\" (count n)) (count n)\n(def k (count paid)) k\n:history\n"
+	first := "(def paid (tool/list_orders {:status \"paid\"})) (count paid)"
+	second := "(def n (tool/list_orders {:status \"refunded\"})) (println \"refunded:\" (count n)) (count n) ; " + strings.Repeat("the refunded orders, ", 150) + "kept"
+	script := first + "\n" + second + "\n(def k (count paid)) k\n:history\n"
 	out, errOut, code := runRepl(t, script, "-compression")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -358,10 +359,10 @@ func TestREPLCompressedHistory(t *testing.T) {
 	_, history, _ := strings.Cut(out, "=== user ===\n")
 	mustContain(t, ":history", history,
 		"## Mission\n(programs typed at the REPL)\n",
-		"=== assistant ===\n"+first+"\n=== user ===\nResult: 4971\nMemory: paid\n## Earlier turns (programs not repeated)\n### Turn 2\nTool calls:\n- (tool/list_orders {:status \"refunded\"})\nOutput:\nrefunded: ",
-		"\n### Turn 3\nResult: 4971\n",
-		"\nMemory: k, n, paid\n")
-	if strings.Contains(history, "(def n (tool/list_orders") || strings.Contains(history, "(def k (count") {
+		"=== assistant ===\n"+first+"\n=== user ===\nResult: 4971\nMemory: paid\nEarlier turns:\n2 (tool/list_orders {:status \"refunded\"})\nOutput:\nrefunded: ",
+		"\n3 => 4971\n",
+		"\nMemory: k (integer), n [1683 maps], paid [4971 maps]\n")
+	if strings.Contains(history, "(def n (tool/list_orders") || strings.Contains(history, "the refunded orders") || strings.Contains(history, "(def k (count") {
 		t.Errorf("the second entry's program is repeated:\n%s", history)
 	}
 	out, errOut, code = runRepl(t, "(+ 1 2)\n:history\n")

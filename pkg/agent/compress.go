@@ -100,29 +100,49 @@ type HistoryTurn struct {
 	// Feedback is the whole message sent after the turn (its turn line
 	// included).
 	Feedback string
-	// Report is what Feedback says of the turn itself: Feedback without
-	// the memory line, the turn line and the plan (the prints, the result
-	// preview with its notes or the error, the warnings; for an answer
-	// without a program, the reminder to write one), ending with a newline.
+	// Report is what Feedback says of the turn itself, as a record shows
+	// it: Feedback without the memory line, the turn line and the plan
+	// (the prints, the result preview with its notes or the error, the
+	// warnings; for an answer without a program, the reminder to write
+	// one), the result labeled "=> " where Feedback says "Result: ",
+	// ending with a newline.
 	Report string
 	// Plan is the plan's state after the turn, as Feedback ends with it
 	// ("" without a plan).
 	Plan string
 }
 
-// MemoryEntry is one name in memory: its type (lisp.TypeName) and size
-// ("1234 items", "8 entries", "42 chars"; "" for other values and for
-// firewalled names, whose values are hidden).
+// MemoryEntry is one name in memory: its type (lisp.TypeName) and size:
+// a vector's or set's element count and element type ("2000 maps", "693
+// integers"; "items" when the elements differ in type or are nil, and
+// for none), a map's entries ("8 entries"), a string's characters ("42
+// chars"); "" for other values and for firewalled names, whose values are
+// hidden.
 type MemoryEntry struct {
 	Name string
 	Type string
 	Size string
 }
 
-// String renders e as the default strategy lists it: "name (type, size)".
+// String renders e as the default strategy lists it: a collection by its
+// literal's brackets around its size, "custs [2000 maps]" (vector), "ids
+// #{693 integers}" (set), "totals {4 entries}" (map); a string by its
+// length, "best (4-char string)"; any other value by its type, "n
+// (integer)", as a firewalled name is, "_key (string)".
 func (e MemoryEntry) String() string {
 	if e.Size == "" {
 		return e.Name + " (" + e.Type + ")"
+	}
+	switch e.Type {
+	case "vector":
+		return e.Name + " [" + e.Size + "]"
+	case "set":
+		return e.Name + " #{" + e.Size + "}"
+	case "map":
+		return e.Name + " {" + e.Size + "}"
+	case "string":
+		n, unit, _ := strings.Cut(e.Size, " ")
+		return e.Name + " (" + n + "-" + strings.TrimSuffix(unit, "s") + " string)"
 	}
 	return e.Name + " (" + e.Type + ", " + e.Size + ")"
 }
@@ -134,41 +154,41 @@ func (e MemoryEntry) String() string {
 // keeps reading it.
 //
 // The first turns are sent whole (the first message, each answer, each
-// feedback, as without compression) while the turn's record (below) would
-// not yet take the prompt's prefix to CachePrefix tokens: a turn is whole
-// when the system prompt, the first message, the whole turns before it and
-// its record are estimated (at 3.5 bytes a token) under CachePrefix. The
-// first turn whose record reaches it, and every later turn, is recorded
+// feedback, as without compression) while the prompt stays too short for
+// a provider to cache: a turn is whole when the system prompt, the first
+// message, the whole turns before it and the turn itself (answer and
+// feedback) are estimated (at 3.5 bytes a token) under CachePrefix. The
+// first turn that would reach it, and every later turn, is recorded
 // instead. Providers cache a prefix only from 1,024 tokens (OpenAI and
-// Anthropic alike): the whole turns take the prompt there as early as
-// sending everything would, and from there it grows by records, not by
-// programs. When every turn played is whole, the request is the
-// uncompressed conversation, its last block a cache breakpoint.
-// Otherwise the last user message holds, as text blocks in this order:
+// Anthropic alike): below that, sending turns whole costs no cache read,
+// and from there the prompt grows by records, not by programs. When every
+// turn played is whole, the request is the uncompressed conversation, its
+// last block a cache breakpoint. Otherwise the last user message holds,
+// as text blocks in this order:
 //
 //   - the feedback of the last whole turn or, when no turn is whole,
 //     Mission and a newline;
-//   - one record per later turn, oldest first ("\n## Earlier turns
-//     (programs not repeated)\n" heads the first, without its leading
-//     newline when no turn is whole): "### Turn N", then "Tool calls:"
-//     with one "- (tool/name args)" line per call, and the turn's Report
-//     (prints, result preview and notes or the error, warnings); the last
-//     record is the cache breakpoint;
-//   - "Memory: " and the names in memory, sorted and joined by ", "
-//     ("(empty)" when there is none), then the turn line on its own line
-//     (none in a Session's history), then a blank line and the plan's
-//     state when the agent has a plan. History.Memory has each name's type
-//     and size too; listing them costs tokens in every request, so the
-//     default leaves them out, as the feedback's memory line does.
+//   - one record per later turn, oldest first ("\nEarlier turns:\n"
+//     heads the first, without its leading newline when no turn is
+//     whole): the turn's number and a space, then one "(tool/name args)"
+//     line per tool call, and the turn's Report (prints after "Output:",
+//     "=> " and the result preview with its notes, or "Error: " and the
+//     error, warnings), ending with a newline, as in "3 => 693\n"; the
+//     last record is the cache breakpoint;
+//   - "Memory: " and each name in memory with its type and size
+//     (MemoryEntry.String), sorted and joined by ", " ("(empty)" when
+//     there is none), then the turn line on its own line (none in a
+//     Session's history), then a blank line and the plan's state when the
+//     agent has a plan.
 //
 // No block but the last changes once it is written: a record is written
 // once, when its turn is played, and stays as it is.
 type CoalescedHistory struct {
 	// CachePrefix is the size, in tokens, that the first turns are sent
-	// whole to reach: a turn is whole while the system prompt, the first
-	// message, the turns before it and the turn's record are estimated
-	// (at 3.5 bytes a token) under it. 0 means DefaultCachePrefix; a
-	// negative value sends no turn whole.
+	// whole under: a turn is whole while the system prompt, the first
+	// message, the turns before it and the turn itself are estimated (at
+	// 3.5 bytes a token) under it. 0 means DefaultCachePrefix; a negative
+	// value sends no turn whole.
 	CachePrefix int
 }
 
@@ -177,15 +197,15 @@ type CoalescedHistory struct {
 const DefaultCachePrefix = 1024
 
 // earlierHeading heads the first record of CoalescedHistory.
-const earlierHeading = "## Earlier turns (programs not repeated)\n"
+const earlierHeading = "Earlier turns:\n"
 
 // estimatedTokens estimates the tokens of n bytes of prompt text (3.5
 // bytes a token: English, code and JSON in o200k_base).
 func estimatedTokens(n int) int { return n * 2 / 7 }
 
 // wholeTurns is how many of h's first turns c sends whole. The answer for
-// a turn depends only on the turns up to it, so a turn sent whole stays
-// whole in every later request.
+// a turn depends only on the turns up to it, not on how records are
+// written, so a turn sent whole stays whole in every later request.
 func (c CoalescedHistory) wholeTurns(h *History) int {
 	limit := c.CachePrefix
 	if limit == 0 {
@@ -198,10 +218,10 @@ func (c CoalescedHistory) wholeTurns(h *History) int {
 	k := 0
 	for ; k < len(h.Turns); k++ {
 		t := h.Turns[k]
-		if estimatedTokens(size+len(earlierHeading)+len(turnRecord(t))) >= limit {
+		size += len(t.Answer) + len(t.Feedback)
+		if estimatedTokens(size) >= limit {
 			break
 		}
-		size += len(t.Answer) + len(t.Feedback)
 	}
 	return k
 }
@@ -251,7 +271,7 @@ func (c CoalescedHistory) Messages(h *History) []llm.Message {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(e.Name)
+		b.WriteString(e.String())
 	}
 	if l := h.nextLine(); l != "" {
 		b.WriteString("\n" + l)
@@ -266,35 +286,36 @@ func (c CoalescedHistory) Messages(h *History) []llm.Message {
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: blocks})
 }
 
-// turnRecord is the record of a turn in CoalescedHistory: "### Turn N",
-// its tool calls and its Report (for a HistoryTurn without one, its
-// prints and "Result: " or "Error: ").
+// turnRecord is the record of a turn in CoalescedHistory: its number and
+// a space, then one line per tool call and its Report (for a HistoryTurn
+// without one, its prints and "=> " or "Error: "), ending with a newline
+// (a provider may join the blocks without one).
 func turnRecord(t HistoryTurn) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Turn %d\n", t.Number)
+	fmt.Fprintf(&b, "%d ", t.Number)
 	if len(t.ToolCalls) > 0 {
-		b.WriteString("Tool calls:\n")
 		for _, c := range t.ToolCalls {
-			b.WriteString("- " + c + "\n")
+			b.WriteString(c + "\n")
 		}
 	}
-	if t.Report != "" {
+	switch {
+	case t.Report != "":
 		b.WriteString(t.Report)
-		if !strings.HasSuffix(t.Report, "\n") {
-			b.WriteByte('\n')
+	default:
+		if len(t.Prints) > 0 {
+			b.WriteString("Output:\n")
+			for _, p := range t.Prints {
+				b.WriteString(p + "\n")
+			}
 		}
-		return b.String()
-	}
-	if len(t.Prints) > 0 {
-		b.WriteString("Output:\n")
-		for _, p := range t.Prints {
-			b.WriteString(p + "\n")
+		if t.Error != "" {
+			b.WriteString("Error: " + t.Error)
+		} else {
+			b.WriteString("=> " + t.Result)
 		}
 	}
-	if t.Error != "" {
-		b.WriteString("Error: " + t.Error + "\n")
-	} else {
-		b.WriteString("Result: " + t.Result + "\n")
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
@@ -417,13 +438,18 @@ func memoryEntries(sec *secrets, mem map[string]any) []MemoryEntry {
 	return out
 }
 
-// valueSize is the size of a memory value as the model is told it.
+// valueSize is the size of a memory value as the model is told it: a
+// vector's or set's element count and element type ("2000 maps", "693
+// integers"; "items" when the elements differ in type or are nil), a map's
+// entries ("4 entries"), a string's characters ("4 chars"); "" for other
+// values.
 func valueSize(v any) string {
 	switch x := v.(type) {
 	case *lisp.Vector:
-		return plural(x.Len(), "item")
+		return plural(x.Len(), elemKind(x.Len(), x.At))
 	case *lisp.Set:
-		return plural(x.Len(), "item")
+		items := x.Items()
+		return plural(len(items), elemKind(len(items), func(i int) lisp.Value { return items[i] }))
 	case string:
 		return plural(utf8.RuneCountInString(x), "char")
 	}
@@ -433,9 +459,30 @@ func valueSize(v any) string {
 	return ""
 }
 
+// elemKind names the elements of a collection of n elements, at(i) the
+// i-th, in the singular: their lisp.TypeName when they all share it,
+// "item" when they differ, are nil or there are none.
+func elemKind(n int, at func(int) lisp.Value) string {
+	kind := ""
+	for i := range n {
+		t := lisp.TypeName(at(i))
+		if t == "nil" || t == "unknown" || t == "reduced" || (kind != "" && t != kind) {
+			return "item"
+		}
+		kind = t
+	}
+	if kind == "" {
+		return "item"
+	}
+	return kind
+}
+
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
+	}
+	if strings.HasSuffix(what, "x") {
+		return fmt.Sprintf("%d %ses", n, what)
 	}
 	if strings.HasSuffix(what, "y") {
 		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))

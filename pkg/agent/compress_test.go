@@ -151,22 +151,19 @@ func TestCompressionRequests(t *testing.T) {
 	}
 	texts, marks = blockTexts(t, onReqs[3])
 	want := []string{compressMissionText,
-		`## Earlier turns (programs not repeated)
-### Turn 1
-Tool calls:
-- (tool/list_orders {:status "paid"})
-- (tool/check_card {:card <Firewalled>})
+		`Earlier turns:
+1 (tool/list_orders {:status "paid"})
+(tool/check_card {:card <Firewalled>})
 Output:
 paid orders: 2 first card: <Firewalled>
-Result: 2
+=> 2
 `,
-		`### Turn 2
-Error: 1:22: undefined symbol: undefined-fn
+		`2 Error: 1:22: undefined symbol: undefined-fn
   (sum-by :totl paid) (undefined-fn 1)
                        ^
 `,
-		"### Turn 3\nResult: {:total 19.75}\n",
-		"Memory: paid, total\nTurn 4 of 6 (2 remaining)",
+		"3 => {:total 19.75}\n",
+		"Memory: paid [2 maps], total (float)\nTurn 4 of 6 (2 remaining)",
 	}
 	if !reflect.DeepEqual(texts, want) {
 		t.Errorf("compressed turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
@@ -220,9 +217,9 @@ func TestCompressionSubAgent(t *testing.T) {
 	}
 	texts, marks := blockTexts(t, reqs[3]) // the child's turn 3
 	want := []string{"## Tools\n(none)\n\n## Expected output\nReturn a value of type :int.\n\n## Mission\nCount to three.\n",
-		"## Earlier turns (programs not repeated)\n### Turn 1\nResult: 1\n",
-		"### Turn 2\nOutput:\nb is 2\nResult: 2\n",
-		"Memory: a, b\nTurn 3 of 4 (1 remaining)"}
+		"Earlier turns:\n1 => 1\n",
+		"2 Output:\nb is 2\n=> 2\n",
+		"Memory: a (integer), b (integer)\nTurn 3 of 4 (1 remaining)"}
 	if !reflect.DeepEqual(texts, want) || !reflect.DeepEqual(marks, []bool{false, false, true, false}) {
 		t.Fatalf("child turn 3: %q %v", texts, marks)
 	}
@@ -292,7 +289,7 @@ func TestCompressionCustomStrategy(t *testing.T) {
 	if len(got) != 1 || got[0].Text() != want {
 		t.Errorf("turn 2 = %q\nwant %q", got[0].Text(), want)
 	}
-	if !reflect.DeepEqual(strat.seen, []string{"next 2 of 3, memory greeting (string, 11 chars)"}) {
+	if !reflect.DeepEqual(strat.seen, []string{"next 2 of 3, memory greeting (11-char string)"}) {
 		t.Errorf("the strategy saw %q", strat.seen)
 	}
 }
@@ -308,7 +305,7 @@ func TestCompressionRecordsKeepPreviews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: \"" + strings.Repeat("x", 300) + "\"\n"
+	want := "Earlier turns:\n1 => \"" + strings.Repeat("x", 300) + "\"\n"
 	contains(t, st.Trace[0].Feedback, "Result: \""+strings.Repeat("x", 300)+"\"\n")
 	for i, r := range m.Requests()[1:] {
 		texts, _ := blockTexts(t, r)
@@ -317,7 +314,7 @@ func TestCompressionRecordsKeepPreviews(t *testing.T) {
 		}
 	}
 	texts, _ := blockTexts(t, m.Requests()[2])
-	if texts[2] != "### Turn 2\nResult: \""+strings.Repeat("y", 300)+"\"\n" {
+	if texts[2] != "2 => \""+strings.Repeat("y", 300)+"\"\n" {
 		t.Errorf("turn 2's record = %q", texts[2])
 	}
 }
@@ -351,13 +348,13 @@ func TestCompressionAnswerWithoutProgram(t *testing.T) {
 	}
 	texts, _ := blockTexts(t, m.Requests()[1])
 	want := []string{"## Tools\n(none)\n\n## Expected output\nReturn a value of type :any.\n\n## Mission\nCount.\n",
-		"## Earlier turns (programs not repeated)\n### Turn 1\n" + BoundaryReminder + "\n",
+		"Earlier turns:\n1 " + BoundaryReminder + "\n",
 		"Memory: (empty)\nTurn 2 of 4 (2 remaining)"}
 	if !reflect.DeepEqual(texts, want) {
 		t.Errorf("turn 2's blocks = %q\nwant %q", texts, want)
 	}
 	texts, _ = blockTexts(t, m.Requests()[2])
-	if len(texts) != 4 || texts[1] != want[1] || texts[3] != "Memory: n\nTurn 3 of 4 (1 remaining)" {
+	if len(texts) != 4 || texts[1] != want[1] || texts[3] != "Memory: n (integer)\nTurn 3 of 4 (1 remaining)" {
 		t.Errorf("turn 3's blocks = %q", texts)
 	}
 }
@@ -378,7 +375,7 @@ func TestCompressionFailedToolCall(t *testing.T) {
 	}
 	texts, _ := blockTexts(t, m.Requests()[2])
 	fb := st.Trace[0].Feedback
-	want := "## Earlier turns (programs not repeated)\n### Turn 1\nTool calls:\n- (tool/boom {:why \"test\" :x 1}) failed: kaboom\n" +
+	want := "Earlier turns:\n1 (tool/boom {:why \"test\" :x 1}) failed: kaboom\n" +
 		strings.TrimSuffix(fb, "Turn 2 of 4 (2 remaining)")
 	if len(texts) != 4 || texts[1] != want || !strings.Contains(want, "Error: 1:1: tool 'boom' failed: kaboom\nsecond line\n") {
 		t.Fatalf("turn 3's blocks = %q, want turn 1's record %q", texts, want)
@@ -402,11 +399,12 @@ func requestBlocks(t *testing.T, r llm.Request) (texts []string, marks []bool) {
 }
 
 // The default strategy sends a turn whole while the system prompt, the
-// first message, the whole turns before it and its record are under its
-// CachePrefix: a mission far under DefaultCachePrefix sends the
-// uncompressed conversation, its last block a cache breakpoint; with a
-// CachePrefix that turn 1's record does not reach but turn 2's does, turn
-// 1 stays whole and the later turns are recorded after it. Either way
+// first message, the whole turns before it and the turn itself are under
+// its CachePrefix: a mission far under DefaultCachePrefix sends the
+// uncompressed conversation, its last block a cache breakpoint; with the
+// CachePrefix that turn 2 sent whole reaches, turn 1 stays whole and the
+// later turns are recorded after it (turn 2 too, though its record alone
+// would stay under the limit). Either way
 // every request repeats the previous one's blocks but its last, so a
 // provider cache reads them.
 func TestCompressionWholeTurns(t *testing.T) {
@@ -456,9 +454,13 @@ func TestCompressionWholeTurns(t *testing.T) {
 
 	t.Run("one whole turn", func(t *testing.T) {
 		spec, replies := compressMission(true)
-		first := offReqs[0].Messages[0].Text()
-		record1 := "### Turn 1\nTool calls:\n- (tool/list_orders {:status \"paid\"})\n- (tool/check_card {:card <Firewalled>})\nOutput:\npaid orders: 2 first card: <Firewalled>\nResult: 2\n"
-		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(len(offReqs[0].System)+len(first)+len(earlierHeading)+len(record1)) + 1}
+		// the limit turn 2 reaches sent whole: its record is far shorter
+		// than its answer and feedback, but it is recorded all the same
+		size := len(offReqs[2].System)
+		for _, m := range offReqs[2].Messages {
+			size += len(m.Text())
+		}
+		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(size)}
 		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
 		if err != nil {
 			t.Fatal(err)
@@ -470,9 +472,9 @@ func TestCompressionWholeTurns(t *testing.T) {
 		offTexts, _ := requestBlocks(t, offReqs[1])
 		texts, marks := requestBlocks(t, reqs[3])
 		want := append(offTexts[:3:3],
-			"user: \n## Earlier turns (programs not repeated)\n### Turn 2\nError: 1:22: undefined symbol: undefined-fn\n  (sum-by :totl paid) (undefined-fn 1)\n                       ^\n",
-			"user: ### Turn 3\nResult: {:total 19.75}\n",
-			"user: Memory: paid, total\nTurn 4 of 6 (2 remaining)")
+			"user: \nEarlier turns:\n2 Error: 1:22: undefined symbol: undefined-fn\n  (sum-by :totl paid) (undefined-fn 1)\n                       ^\n",
+			"user: 3 => {:total 19.75}\n",
+			"user: Memory: paid [2 maps], total (float)\nTurn 4 of 6 (2 remaining)")
 		if !reflect.DeepEqual(texts, want) {
 			t.Errorf("turn 4:\n%s\nwant\n%s", strings.Join(texts, "|||\n"), strings.Join(want, "|||\n"))
 		}
@@ -508,11 +510,34 @@ func TestCompressionPlan(t *testing.T) {
 	if len(t2) != 3 || len(t3) != 4 || t3[1] != t2[1] {
 		t.Fatalf("turn 2's blocks %q, turn 3's %q", t2, t3)
 	}
-	if want := "## Earlier turns (programs not repeated)\n### Turn 1\nResult: [1 2 3]\n"; t2[1] != want {
+	if want := "Earlier turns:\n1 => [1 2 3]\n"; t2[1] != want {
 		t.Errorf("turn 1's record = %q, want %q", t2[1], want)
 	}
-	if want := "Memory: orders\nTurn 2 of 4 (2 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [ ] Sum them\n"; !strings.HasPrefix(t2[2], want) {
+	if want := "Memory: orders [3 integers]\nTurn 2 of 4 (2 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [ ] Sum them\n"; !strings.HasPrefix(t2[2], want) {
 		t.Errorf("turn 2's last block = %q, want it to start with %q", t2[2], want)
 	}
-	contains(t, t3[3], "Memory: orders, total\nTurn 3 of 4 (1 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [x] Sum them — summed\n")
+	contains(t, t3[3], "Memory: orders [3 integers], total (integer)\nTurn 3 of 4 (1 remaining)\n\n## Plan\n1. [x] Fetch the orders — fetched 3 orders\n2. [x] Sum them — summed\n")
+}
+
+// The memory line gives each name's type and size: a vector or set by its
+// literal's brackets around its count and element type ("items" when the
+// elements differ, hold nil or are none), a map by its entries, a string
+// by its characters, other values by their type; a firewalled name by its
+// type alone.
+func TestCompressionMemoryTypesAndSizes(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Keep things.", Compression: true, HistoryStrategy: summariesOnly, Limits: Limits{MaxTurns: 3}})
+	_, err, m := run(t, a, RunOptions{},
+		llmtest.Code(`(def rows [{:a 1} {:a 2}]) (def none []) (def mixed [1 "a"]) (def holes [1 nil])
+(def ids #{1 2 3}) (def kws [:a]) (def nested [[1] [2]]) (def totals {:a 1 :b 2}) (def word "héllo")
+(def n 42) (def x 1.5) (def f (fn [v] v)) (def _secret [1 2]) 1`),
+		llmtest.Code(`(return 1)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, _ := blockTexts(t, m.Requests()[1])
+	want := "Memory: _secret (vector), f (function), holes [2 items], ids #{3 integers}, kws [1 keyword], mixed [2 items], n (integer), " +
+		"nested [2 vectors], none [0 items], rows [2 maps], totals {2 entries}, word (5-char string), x (float)\nTurn 2 of 3 (1 remaining)"
+	if got := texts[len(texts)-1]; got != want {
+		t.Errorf("memory block = %q\nwant %q", got, want)
+	}
 }

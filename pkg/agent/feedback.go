@@ -49,19 +49,37 @@ func printsBlock(b *strings.Builder, sec *secrets, prints []string) {
 // resultFeedback renders a successful non-final turn: its report with the
 // memory line, then the turn line.
 func resultFeedback(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, next, max int) string {
-	return resultReport(sec, res, lim, warnings, true) + turnLine(next, max)
+	return resultReport(sec, res, lim, warnings, forFeedback) + turnLine(next, max)
 }
+
+// reportUse is what a successful turn's report is rendered for.
+type reportUse int
+
+const (
+	// forFeedback: the turn's feedback, the result labeled "Result: ",
+	// with the memory line
+	forFeedback reportUse = iota
+	// forRecord: the turn's record in a compressed history
+	// (HistoryTurn.Report), the result labeled "=> " (the REPL's
+	// convention, shorter in a record every request repeats), without the
+	// memory line (the history lists memory once)
+	forRecord
+)
 
 // resultReport renders what a successful turn did: println output, the
 // firewalled and truncated result preview with omission notes, memory
-// names (with memoryLine), the map-merge note and tool warnings. Every
+// names (for the feedback), the map-merge note and tool warnings. Every
 // part that carries data is scrubbed before it is cut (the labels are not:
 // a secret equal to "Result" must not rewrite the layout).
-func resultReport(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, memoryLine bool) string {
+func resultReport(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []string, use reportUse) string {
 	var b strings.Builder
 	printsBlock(&b, sec, res.Prints)
 	text, omitted := resultPreview(sec, res.Value, lim)
-	b.WriteString("Result: ")
+	if use == forRecord {
+		b.WriteString("=> ")
+	} else {
+		b.WriteString("Result: ")
+	}
 	b.WriteString(text)
 	b.WriteByte('\n')
 	if _, isMap := res.Value.(*lisp.Map); omitted > 0 && !isMap {
@@ -71,7 +89,7 @@ func resultReport(sec *secrets, res *lisp.Result, lim PromptLimit, warnings []st
 		b.WriteString(n)
 		b.WriteByte('\n')
 	}
-	if names := memoryNames(res.Memory); memoryLine && len(names) > 0 {
+	if names := memoryNames(res.Memory); use == forFeedback && len(names) > 0 {
 		for i, n := range names {
 			names[i] = sec.redact(n, true) // a name can be a firewalled value (a map key merged into memory)
 		}

@@ -404,7 +404,7 @@ func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput
 		if !last {
 			feedback = withPlan(resultFeedback(sec, res, lim, warnings, turn+1, limitT))
 			if hist != nil {
-				report = resultReport(sec, res, lim, warnings, false)
+				report = resultReport(sec, res, lim, warnings, forRecord)
 			}
 			msgs = append(msgs, llm.UserText(feedback))
 		}

@@ -155,7 +155,7 @@ func (s *Session) Eval(ctx context.Context, src string) *Evaluation {
 			ev.Validation = validationText(verr, outputType(a.sig.Output))
 		}
 	}
-	s.record(&rec, ev, func() string { return resultReport(s.sec, &shown, a.promptLimit(), warnings, false) }, res.Value)
+	s.record(&rec, ev, func() string { return resultReport(s.sec, &shown, a.promptLimit(), warnings, forRecord) }, res.Value)
 	return ev
 }
 
