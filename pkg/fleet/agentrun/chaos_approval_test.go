@@ -82,6 +82,30 @@ func (p *payTools) counts() (missions, keys map[string]int) {
 	return maps.Clone(p.mission), maps.Clone(p.key)
 }
 
+// caughtUp reports whether every stream of the cluster has a leader and
+// every replica current.
+func caughtUp(ctx context.Context, js jetstream.JetStream) bool {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return false
+		}
+		c := s.CachedInfo().Cluster
+		if c == nil || c.Leader == "" {
+			return false
+		}
+		for _, r := range c.Replicas {
+			if !r.Current || r.Offline {
+				return false
+			}
+		}
+	}
+	return names.Err() == nil
+}
+
 // approvalChaosMissions is the number of missions of the approval chaos
 // run.
 func approvalChaosMissions() int {
@@ -98,6 +122,11 @@ func approvalChaosMissions() int {
 // result (0 lost, 0 duplicated), every approved call runs exactly once
 // (the tool service deduplicates by idempotency key: the guarantee of
 // docs/approvals.md), no denied call runs, and no worker exits.
+//
+// Under the race detector the node processes are the race-instrumented
+// test binary too: on a loaded machine a node restart has left such a
+// cluster without stream leaders for minutes, so that build kills worker
+// processes only (the node restarts are tested by the plain build).
 func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	nodes := startCluster(t)
 	urls := make([]string, len(nodes))
@@ -106,7 +135,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	url := joinURLs(urls)
 	model := newFakeModel()
-	model.delay = 50 * time.Millisecond
+	model.delay = 100 * time.Millisecond
 	model.program = approvalChaosProgram
 	model.advanceOn = denyReason
 	ms := httptest.NewServer(model)
@@ -153,10 +182,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	began := time.Now()
 
-	// The decider: a call pending for at least 300 ms is approved (even
+	// The decider: a call pending for at least 2 s is approved (even
 	// missions) or denied (odd ones); calls wait while workers die.
 	var decMu sync.Mutex
-	approved, denied := map[string]int{}, map[string]int{}
 	decideErrs := map[string]int{} // failed decisions (tried again) by error
 	wakeLost := 0                  // decisions made whose mission was not queued
 	finished := map[string]bool{}
@@ -180,7 +208,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 					continue
 				}
 				for _, a := range as {
-					if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 300*time.Millisecond {
+					if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 2*time.Second {
 						continue
 					}
 					approve := kOf[id]%2 == 0
@@ -199,13 +227,6 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 						decMu.Unlock()
 						continue // tried again on the next round
 					}
-					decMu.Lock()
-					if approve {
-						approved[id]++
-					} else {
-						denied[id]++
-					}
-					decMu.Unlock()
 				}
 			}
 		}
@@ -230,19 +251,23 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	kills, selfExits, nodeRestarts := 0, 0, 0
+	lastRestart := time.Now().Add(-time.Second)
 	for ctx.Err() == nil {
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
 		done, waiting := countFinished()
 		if done == n {
 			break
 		}
-		if nodeRestarts < 3 && waiting > 0 && kills >= 2*(nodeRestarts+1) {
-			// one node at a time, while missions wait
+		// one node at a time, while missions wait, once every stream has
+		// caught up on the node restarted before (a node restarted while
+		// another is still behind leaves a stream without a quorum)
+		if !raceBuild && nodeRestarts < 3 && waiting > 0 && time.Since(lastRestart) > 3*time.Second && caughtUp(ctx, js) {
 			nd := nodes[nodeRestarts%len(nodes)]
 			nd.kill()
 			time.Sleep(time.Second)
 			nd.start(t)
 			nodeRestarts++
+			lastRestart = time.Now()
 			t.Logf("node %s killed and restarted with %d missions waiting for approval, %d of %d finished", nd.name, waiting, done, n)
 			continue
 		}
@@ -250,10 +275,24 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		select {
 		case <-workers[i].done:
 			selfExits++
+			workers[i] = start(false)
+			continue
 		default:
-			workers[i].kill()
-			kills++
 		}
+		// a worker is killed once it has started, and only while another
+		// one runs: a slow start (under -race, or a node restarting) is
+		// not killed over and over while nothing makes progress
+		ready := 0
+		for _, w := range workers {
+			if w.isReady() {
+				ready++
+			}
+		}
+		if !workers[i].isReady() || ready < 2 {
+			continue
+		}
+		workers[i].kill()
+		kills++
 		workers[i] = start(false)
 	}
 	elapsed := time.Since(began)
@@ -267,7 +306,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 	}
 
-	lost, wrong, waited := 0, 0, 0
+	lost, wrong, waited, nApproved, nDenied, nTimedOut := 0, 0, 0, 0, 0, 0
 	for k, id := range ids {
 		actx, c := context.WithTimeout(ctx, 20*time.Second)
 		step, err := client.Await(actx, id)
@@ -284,6 +323,16 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 		if as, err := client.Approvals(ctx, id); err == nil {
 			waited += len(as)
+			for _, a := range as {
+				switch {
+				case a.State == messages.ApprovalApproved:
+					nApproved++
+				case a.State == messages.ApprovalDenied && a.Reason == messages.ReasonApprovalTimeout:
+					nTimedOut++
+				case a.State == messages.ApprovalDenied:
+					nDenied++
+				}
+			}
 		}
 	}
 	duplicated := 0
@@ -309,20 +358,19 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	addRepeats, _, _ := add.repeats()
 	_, _, afterFinal := model.repeats()
 	decMu.Lock()
-	nApproved, nDenied := len(approved), len(denied)
 	for e, c := range decideErrs {
 		t.Logf("%d decisions failed (and were made again) with: %s", c, e)
 	}
 	decMu.Unlock()
 	t.Logf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d node restarts, %d self-exits; "+
-		"%d calls waited for approval, decisions: %d missions approved, %d denied (%d whose wake was not confirmed: the deadline's schedule queues them); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
+		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed: the deadline's schedule queues them); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
 		"add repeated %d; %d model requests for finished missions",
 		n, elapsed.Round(time.Millisecond), lost, duplicated, wrong, kills, nodeRestarts, selfExits,
-		waited, nApproved, nDenied, wakeLost, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
+		waited, nApproved, nDenied, nTimedOut, wakeLost, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
 	}
-	if kills == 0 || nodeRestarts == 0 || waited < n {
+	if kills == 0 || (nodeRestarts == 0 && !raceBuild) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
 	}
 }

@@ -152,6 +152,18 @@ type proc struct {
 	// lines gets the lines the process prints after "ready" (when the
 	// reader keeps up; others are dropped)
 	lines chan string
+	// ready is closed once the worker has started
+	ready chan struct{}
+}
+
+// isReady reports whether the worker has started.
+func (p *proc) isReady() bool {
+	select {
+	case <-p.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // startWorkerProc starts a worker process; wait says whether to wait for
@@ -172,8 +184,8 @@ func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{id: id, cmd: cmd, done: make(chan struct{}), lines: make(chan string, 16)}
 	ready := make(chan struct{})
+	p := &proc{id: id, cmd: cmd, done: make(chan struct{}), lines: make(chan string, 16), ready: ready}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
