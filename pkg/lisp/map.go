@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"weak"
 )
 
 // smallMapMax is the largest map a program builds as a sorted array map.
@@ -32,7 +33,10 @@ type mapEntry struct {
 // when the shape is made, and remembers the last shape an assoc of a new
 // key or a dissoc led to, so records that change the same way share one
 // new shape. Everything but those memos is immutable once made; a memo
-// is an atomic pointer (shapes are shared across goroutines: pmap).
+// is an atomic pointer (shapes are shared across goroutines: pmap) and
+// holds the next shape weakly: the maps of that shape keep it alive, a
+// shape does not (else a program that keeps changing a record's keys
+// would build a chain of shapes the record holds, uncounted).
 type shape struct {
 	keys []Value
 	// strs and kws index a wide shape's string and keyword keys by name
@@ -43,11 +47,11 @@ type shape struct {
 }
 
 // shapeStep is a shape's memo: an assoc of key (dissoc: key nil, slot
-// at) leads to shape to, key at slot at.
+// at) leads to shape to, key at slot at, while to is alive.
 type shapeStep struct {
 	key Value
 	at  int
-	to  *shape
+	to  weak.Pointer[shape]
 }
 
 var emptyShape = &shape{}
@@ -352,7 +356,9 @@ func newShape(keys []Value) *shape {
 // the new shape.
 func (sh *shape) with(key Value) (*shape, int) {
 	if st := sh.added.Load(); st != nil && sameKey(st.key, key) {
-		return st.to, st.at
+		if to := st.to.Value(); to != nil {
+			return to, st.at
+		}
 	}
 	pos, _ := slices.BinarySearchFunc(sh.keys, key, keyOrder)
 	nk := make([]Value, len(sh.keys)+1)
@@ -360,7 +366,7 @@ func (sh *shape) with(key Value) (*shape, int) {
 	nk[pos] = key
 	copy(nk[pos+1:], sh.keys[pos:])
 	to := newShape(nk)
-	sh.added.Store(&shapeStep{key: key, at: pos, to: to})
+	sh.added.Store(&shapeStep{key: key, at: pos, to: weak.Make(to)})
 	return to, pos
 }
 
@@ -368,12 +374,14 @@ func (sh *shape) with(key Value) (*shape, int) {
 // remembered as with remembers.
 func (sh *shape) without(i int) *shape {
 	if st := sh.removed.Load(); st != nil && st.at == i {
-		return st.to
+		if to := st.to.Value(); to != nil {
+			return to
+		}
 	}
 	nk := make([]Value, 0, len(sh.keys)-1)
 	nk = append(append(nk, sh.keys[:i]...), sh.keys[i+1:]...)
 	to := newShape(nk)
-	sh.removed.Store(&shapeStep{at: i, to: to})
+	sh.removed.Store(&shapeStep{at: i, to: weak.Make(to)})
 	return to
 }
 

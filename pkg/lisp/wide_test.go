@@ -402,3 +402,38 @@ func TestWideMapOpsLikeTrie(t *testing.T) {
 		}
 	}
 }
+
+// TestWideShapeStepsNotRetained: a shape's memo of its next shape does not
+// keep that shape alive, so a program that keeps changing a record's keys
+// does not build a chain of shapes that the record's shape holds.
+func TestWideShapeStepsNotRetained(t *testing.T) {
+	data, err := messages.Marshal(recordsOfWidth(1, 30)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := DecodeMsgpack(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := v.(*Map)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	cur := rec
+	for i := range 20_000 {
+		cur = cur.Assoc(fmt.Sprintf("n%d", i), int64(i))
+		if i > 0 {
+			cur = cur.Dissoc(fmt.Sprintf("n%d", i-1))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if !cur.wide() || cur.Len() != 31 {
+		t.Fatalf("the chain ends in %d entries (wide %v)", cur.Len(), cur.wide())
+	}
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
+		t.Errorf("40,000 shapes stepped through hold %d bytes after a collection", grown)
+	}
+	runtime.KeepAlive(rec)
+	runtime.KeepAlive(cur)
+}
