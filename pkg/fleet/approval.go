@@ -618,7 +618,9 @@ func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval
 // and queues the mission again, so that any worker resumes it at once:
 // the call then runs (with d.Args when given) exactly once, or fails with
 // a tool error naming the denial and d.Reason. It returns the decided
-// record. A call already decided is an error wrapping ErrNoPendingCall.
+// record. A call already decided is an error wrapping ErrNoPendingCall;
+// when the mission still waits with no call pending (a decision whose wake
+// was lost), Decide queues it again and the error says so.
 func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.Approval, error) {
 	if err := checkID("decide", id); err != nil {
 		return nil, err
@@ -647,6 +649,9 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		}
 		a, err := pickCall(id, as, d.Call)
 		if err != nil {
+			if errors.Is(err, ErrNoPendingCall) && st.State == messages.StateAwaitingApproval {
+				return nil, c.requeueDecided(ctx, k, as, d.Call, err)
+			}
 			return nil, err
 		}
 		key := messages.ApprovalKey(id, a.Call)
@@ -677,6 +682,28 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		return a, nil
 	}
 	return nil, fmt.Errorf("fleet: decide %s: the approval record kept changing", id)
+}
+
+// requeueDecided queues again a mission that waits with no call pending:
+// a decision was recorded and its wake lost (the decider died, or its
+// publish failed), which would otherwise leave the mission to its
+// deadline. It queues the wake of the latest decided call that call
+// names (its prefix; "" any) and returns noPending, saying so. A mission
+// that resumed meanwhile gets a duplicate copy, which its worker drops.
+func (c *Client) requeueDecided(ctx context.Context, k missionKey, as []*messages.Approval, call string, noPending error) error {
+	var last *messages.Approval
+	for _, a := range as {
+		if a.State != messages.ApprovalPending && strings.HasPrefix(a.Call, call) && (last == nil || !a.DecidedAt.Before(last.DecidedAt)) {
+			last = a
+		}
+	}
+	if last == nil {
+		return noPending
+	}
+	if err := c.resume(ctx, k, last); err != nil {
+		return fmt.Errorf("%w; queueing the mission again failed: %w", noPending, err)
+	}
+	return fmt.Errorf("%w; the mission still waited after call %s was %s: queued it again", noPending, last.Call, last.State)
 }
 
 // pickCall returns the pending call of as that call names: its whole id or

@@ -325,6 +325,57 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 	t.Logf("resumed by the deadline's schedule %s after the decision", at.Sub(decided).Round(time.Millisecond))
 }
 
+// A decision whose wake was lost leaves its mission waiting until the
+// deadline; deciding again (the command run again after its error)
+// queues it at once: the call runs once, with the recorded decision.
+func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID) // the deadline: the worker's 24 h
+	kv := c.Stores().Approvals
+	key := messages.ApprovalKey(m.ID, a.Call)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "lost-decider", time.Now().UTC()
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "again"})
+	if !errors.Is(err, fleet.ErrNoPendingCall) || !strings.Contains(err.Error(), "queued it again") {
+		t.Fatalf("deciding again: %v", err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds run: %v", refunds)
+	}
+	as, err := c.Approvals(ctx, m.ID)
+	if err != nil || len(as) != 1 || as[0].DecidedBy != "lost-decider" {
+		t.Fatalf("approvals: %+v %v", as, err)
+	}
+	// a finished mission is not queued again
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true}); !errors.Is(err, fleet.ErrNoPendingCall) || strings.Contains(err.Error(), "queued") {
+		t.Fatalf("deciding a finished mission: %v", err)
+	}
+}
+
 func TestApprovalRulesOfMissionAndWorker(t *testing.T) {
 	_, nc := runJetStream(t)
 	startShop(t, nc)
