@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -87,7 +88,14 @@ func TestUnreadableResultsRefused(t *testing.T) {
 // with unreadable_result.
 func TestUnreadableTraceDropped(t *testing.T) {
 	_, nc := runJetStream(t)
-	c := newClient(t, nc)
+	// encoding a Step of MaxValues values twice takes seconds in a loaded
+	// race build: an AckWait of its own keeps this test about the trace
+	store := testStore
+	store.AckWait = 10 * time.Second
+	c, err := fleet.NewClient(testCtx(t), nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// one byte per value: more values than a message of its size may hold
 	// (messages.MaxValuesFor), well within the size a message may carry
 	wide := make([]any, messages.MaxValues)
@@ -102,7 +110,7 @@ func TestUnreadableTraceDropped(t *testing.T) {
 				Fail: &messages.Fail{Reason: "memory_limit", Message: "memory limit exceeded: tool results and the record of tool calls would hold 70000000 bytes"}}, nil
 		}
 		return &messages.Step{Return: int64(42), Trace: trace}, nil
-	}))
+	}), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
 	for _, fail := range []bool{true, false} {
 		m := newMission()
 		m.Context = map[string]any{"fail": fail}

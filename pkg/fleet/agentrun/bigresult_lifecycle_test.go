@@ -143,7 +143,8 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 			"```clojure\n(return \"refused\")\n```"},
 		"next": {"```clojure\n(return 42)\n```"},
 	}}
-	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 30*time.Second)
+	// building and encoding a million records takes long in a loaded race build
+	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 2*time.Minute)
 	m := &messages.Mission{ID: messages.NewMissionID(),
 		Agent:  &messages.AgentSpec{Prompt: "Count the mail.", Tools: []string{"search_mail"}},
 		Tools:  []string{"search_mail"},
