@@ -172,8 +172,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k),
 				Tools: []string{"add", "pay"}, Limits: messages.Limits{MaxTurns: 8}},
 			Tools: []string{"add", "pay"},
-			// a decision whose wake is lost to the chaos is found at the
-			// deadline, when the schedule queues the mission again
+			// a decision whose wake is lost to the chaos is found when it
+			// is decided again, or at the deadline, when the schedule
+			// queues the mission again
 			Approval: &messages.ApprovalPolicy{Timeout: 20 * time.Second, Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
 		ids[k], kOf[id] = id, k
 		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
@@ -187,6 +188,8 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	var decMu sync.Mutex
 	decideErrs := map[string]int{} // failed decisions (tried again) by error
 	wakeLost := 0                  // decisions made whose mission was not queued
+	unqueued := map[string]bool{}  // their missions, decided again
+	requeued := 0                  // missions queued by deciding again
 	finished := map[string]bool{}
 	decCtx, stopDecider := context.WithCancel(ctx)
 	deciderDone := make(chan struct{})
@@ -196,9 +199,27 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			for _, id := range ids {
 				decMu.Lock()
-				done := finished[id]
+				done, again := finished[id], unqueued[id]
 				decMu.Unlock()
 				if done {
+					continue
+				}
+				approve := kOf[id]%2 == 0
+				if again {
+					// the mission waits with its call decided: deciding
+					// again queues it (or decides a call it asked since)
+					octx, c := context.WithTimeout(decCtx, 3*time.Second)
+					_, err := client.Decide(octx, id, fleet.Decision{Approve: approve, By: "chaos", Reason: denyReason})
+					c()
+					decMu.Lock()
+					switch {
+					case err != nil && strings.Contains(err.Error(), "queued it again"):
+						requeued++
+						delete(unqueued, id)
+					case err == nil || errors.Is(err, fleet.ErrNoPendingCall):
+						delete(unqueued, id)
+					}
+					decMu.Unlock()
 					continue
 				}
 				octx, c := context.WithTimeout(decCtx, 2*time.Second)
@@ -211,7 +232,6 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 					if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 2*time.Second {
 						continue
 					}
-					approve := kOf[id]%2 == 0
 					octx, c := context.WithTimeout(decCtx, 3*time.Second)
 					rec, err := client.Decide(octx, id, fleet.Decision{Approve: approve, Call: a.Call, By: "chaos", Reason: denyReason})
 					c()
@@ -220,6 +240,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 						// queues the mission
 						decMu.Lock()
 						wakeLost++
+						unqueued[id] = true
 						decMu.Unlock()
 					} else if err != nil && !errors.Is(err, fleet.ErrNoPendingCall) {
 						decMu.Lock()
@@ -363,10 +384,10 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	decMu.Unlock()
 	t.Logf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d node restarts, %d self-exits; "+
-		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed: the deadline's schedule queues them); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
+		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed; deciding again queued %d missions); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
 		"add repeated %d; %d model requests for finished missions",
 		n, elapsed.Round(time.Millisecond), lost, duplicated, wrong, kills, nodeRestarts, selfExits,
-		waited, nApproved, nDenied, nTimedOut, wakeLost, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
+		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
 	}
