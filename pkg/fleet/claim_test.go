@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -150,5 +151,48 @@ func TestLongMissionIsNotRedelivered(t *testing.T) {
 	st, err := c.Run(testCtx(t), newMission())
 	if err != nil || st.Return != "done" || st.Attempts != 1 || runs.Load() != 1 {
 		t.Fatalf("step %+v, err %v, runs %d: want one run, one attempt", st, err, runs.Load())
+	}
+}
+
+// A mission id another submitter has just queued (within the stream's
+// duplicate window) is refused at submit with ErrIDTaken: the queue keeps
+// only the first copy, whose result the second submitter could never
+// read, so Run must not wait for it. The first submitter's own
+// resubmission stays a duplicate.
+func TestSubmitOfAnIDAnotherSubmitterQueued(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	client := func(sub string) *fleet.Client {
+		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := client("alice"), client("bob")
+	m := newMission()
+	if _, err := a.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	again := *m
+	if s, err := a.Submit(ctx, &again); err != nil || !s.Duplicate {
+		t.Fatalf("alice's resubmission: %+v, %v; want a duplicate", s, err)
+	}
+	bobs := newMission()
+	bobs.ID = m.ID
+	runCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.Run(runCtx, bobs); !errors.Is(err, fleet.ErrIDTaken) || !strings.Contains(err.Error(), m.ID) {
+		t.Fatalf("bob's run of alice's id: %v; want ErrIDTaken naming the id", err)
+	}
+	if _, err := b.Submit(ctx, bobs); !errors.Is(err, fleet.ErrIDTaken) {
+		t.Fatalf("bob's submit of alice's id: %v; want ErrIDTaken", err)
+	}
+	// alice's mission is still hers and runs
+	startWorker(t, nc, fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	if st, err := a.Await(ctx, m.ID); err != nil || st.Return != "ok" {
+		t.Fatalf("alice's mission: %+v, %v", st, err)
 	}
 }

@@ -249,6 +249,19 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	}
 	sub.Duplicate = ack.Duplicate
 	sub.Sequence = ack.Sequence
+	if ack.Duplicate && !fresh {
+		// The duplicate window is the stream's, not the submitter's: the
+		// copy the queue kept is either this submitter's (submitted
+		// meanwhile) or another's, which this submitter can never await.
+		switch cur, err := c.status(ctx, m.ID); {
+		case errors.Is(err, ErrNotFound):
+			return nil, fmt.Errorf("fleet: submit %s: %w: it was not queued; submit it under another id", m.ID, ErrIDTaken)
+		case err != nil:
+			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		case cur.StreamSeq != 0:
+			sub.Sequence = cur.StreamSeq
+		}
+	}
 	// The worker that claims the message records its stream sequence in the
 	// status; a second copy (a resubmission beyond the dedupe window) then
 	// finds another sequence there and is dropped.

@@ -30,6 +30,9 @@ var (
 	// ErrNoWorker: a request only a worker carries out (a cancel) found
 	// no worker running.
 	ErrNoWorker = errors.New("fleet: no worker is running to carry the request out (the fleet, not the client, stores a cancel)")
+	// ErrIDTaken: another submitter submitted a mission with the same id
+	// within the queue's duplicate window, so this one was not queued.
+	ErrIDTaken = errors.New("fleet: mission id taken by another submitter's mission")
 	// ErrWorkerStopped is returned by Start on a worker that was stopped.
 	ErrWorkerStopped = errors.New("fleet: worker stopped")
 
