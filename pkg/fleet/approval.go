@@ -132,8 +132,6 @@ type approvalGate struct {
 
 	mu   sync.Mutex
 	next map[string]int // occurrences of a call per turn and digest
-
-	decided []*messages.Approval // the decisions this run acted on
 }
 
 // rule returns the description of the first rule that marks the call, or
@@ -211,10 +209,8 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		}
 		switch a.State {
 		case messages.ApprovalApproved:
-			g.note(a)
 			return approvedArgs(args, a.EditedArgs), a, nil
 		case messages.ApprovalDenied:
-			g.note(a)
 			return nil, a, denial(name, a)
 		}
 		if g.now().Before(a.Deadline) {
@@ -231,7 +227,6 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 			return nil, nil, approvalUnavailable(ctx, name, err)
 		}
 		g.emit(decidedEvent(a))
-		g.note(a)
 		return nil, a, denial(name, a)
 	}
 	return nil, nil, approvalUnavailable(ctx, name, errors.New("the approval record kept changing"))
@@ -241,12 +236,6 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 func (g *approvalGate) stop(a *messages.Approval) error {
 	g.suspend(a)
 	return &suspendedError{approval: a}
-}
-
-func (g *approvalGate) note(a *messages.Approval) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.decided = append(g.decided, a)
 }
 
 // approvalUnavailable is the error of a call whose approval could not be
