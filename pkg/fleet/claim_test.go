@@ -28,14 +28,7 @@ func TestMissionIDBelongsToItsFirstSubmitter(t *testing.T) {
 		return &messages.Step{Return: m.Context["who"]}, nil
 	}))
 	ctx := testCtx(t)
-	client := func(sub string) *fleet.Client {
-		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	a, b := client("alice"), client("bob")
+	a, b := submitterClient(t, nc, "alice"), submitterClient(t, nc, "bob")
 	m := newMission()
 	m.Context = map[string]any{"who": "alice"}
 	st, err := a.Run(ctx, m)
@@ -162,14 +155,7 @@ func TestLongMissionIsNotRedelivered(t *testing.T) {
 func TestSubmitOfAnIDAnotherSubmitterQueued(t *testing.T) {
 	_, nc := runJetStream(t)
 	ctx := testCtx(t)
-	client := func(sub string) *fleet.Client {
-		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	a, b := client("alice"), client("bob")
+	a, b := submitterClient(t, nc, "alice"), submitterClient(t, nc, "bob")
 	m := newMission()
 	if _, err := a.Submit(ctx, m); err != nil {
 		t.Fatal(err)
