@@ -218,17 +218,20 @@ func (st *eqState) equalHost(src map[string]any, b Value) bool {
 			return false
 		}
 		yv, _ := y.Get(sk)
-		if m, ok := x.(map[string]any); ok { // a nested record, read in place
-			if !st.equalHost(m, yv) {
-				return false
-			}
-			continue
-		}
-		if !st.equal(viewValue(k, x), yv) {
+		if !st.equalHostEntry(k, x, yv) {
 			return false
 		}
 	}
 	return true
+}
+
+// equalHostEntry reports whether the host map entry k: x equals yv, a
+// nested record read in place.
+func (st *eqState) equalHostEntry(k string, x any, yv Value) bool {
+	if m, ok := x.(map[string]any); ok {
+		return st.equalHost(m, yv)
+	}
+	return st.equal(viewValue(k, x), yv)
 }
 
 // equalSrcs is equalHost of two host maps, both read in place (as the
@@ -245,14 +248,7 @@ func (st *eqState) equalSrcs(src, ys map[string]any) bool {
 		if !ok {
 			return false
 		}
-		yv := viewValue(k, y)
-		if m, ok := x.(map[string]any); ok { // a nested record, read in place
-			if !st.equalHost(m, yv) {
-				return false
-			}
-			continue
-		}
-		if !st.equal(viewValue(k, x), yv) {
+		if !st.equalHostEntry(k, x, viewValue(k, y)) {
 			return false
 		}
 	}
