@@ -37,32 +37,35 @@ func wideRecs(width int) []map[string]any {
 	return rs
 }
 
+// wideForms returns records rs encoded as msgpack and as JSON, and
+// decoded from each and converted from Go data.
+func wideForms(t *testing.T, rs []map[string]any) (data, jdata []byte, mp, js, cv Value) {
+	t.Helper()
+	data, err := messages.Marshal(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jdata, err = messages.EncodeJSON(rs); err != nil {
+		t.Fatal(err)
+	}
+	if mp, err = DecodeMsgpack(data); err != nil {
+		t.Fatal(err)
+	}
+	if js, err = DecodeJSON(jdata); err != nil {
+		t.Fatal(err)
+	}
+	if cv, err = (&converter{shapes: &shapeCache{}}).from(rs); err != nil {
+		t.Fatal(err)
+	}
+	return data, jdata, mp, js, cv
+}
+
 // TestWideMapsShaped: records of 9 to 64 fields decoded or converted from
 // host data are a shape and exactly as many values, the records of one
 // conversion share one shape, and beyond 64 fields a map is a trie.
 func TestWideMapsShaped(t *testing.T) {
 	for _, width := range []int{9, 12, 30, 64, 65} {
-		rs := wideRecs(width)
-		data, err := messages.Marshal(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jdata, err := messages.EncodeJSON(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mp, err := DecodeMsgpack(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := DecodeJSON(jdata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv, err := (&converter{shapes: &shapeCache{}}).from(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, _, mp, js, cv := wideForms(t, wideRecs(width))
 		for name, v := range map[string]Value{"msgpack": mp, "json": js, "converter": cv} {
 			items := v.(*Vector).Items()
 			m0 := items[0].(*Map)
@@ -96,26 +99,7 @@ func TestWideMapsShaped(t *testing.T) {
 func TestWideMapsLikeTries(t *testing.T) {
 	for _, width := range []int{12, 30} {
 		rs := wideRecs(width)
-		data, err := messages.Marshal(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jdata, err := messages.EncodeJSON(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mp, err := DecodeMsgpack(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, err := DecodeJSON(jdata)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wide, err := (&converter{shapes: &shapeCache{}}).from(rs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data, jdata, mp, js, wide := wideForms(t, rs)
 		// the references: the same Go data (as each format gives it back)
 		// converted without shapes, a trie beyond 8 entries
 		var fromMsgpack, fromJSON any
