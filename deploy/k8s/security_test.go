@@ -873,12 +873,13 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	}
 
 	// Taking over the dispatcher's mission id: inside the queue's duplicate
-	// window the submission is dropped as a duplicate; beyond it (a message
-	// without Msg-Id) the worker refuses it; the dispatcher's result stays.
+	// window the submission is dropped and refused as the id of another
+	// submitter's mission; beyond it (a message without Msg-Id) the worker
+	// refuses it; the dispatcher's result stays.
 	reuse := &messages.Mission{Version: messages.MissionVersion, ID: m.ID, Kind: messages.KindAgent,
 		Agent: &messages.AgentSpec{Prompt: "reuse"}, CreatedAt: time.Now().UTC()}
-	if sub, err := attacker.Submit(ctx, reuse); err != nil || !sub.Duplicate {
-		t.Errorf("ops submitting the dispatcher's mission id: %+v, %v; want a duplicate", sub, err)
+	if sub, err := attacker.Submit(ctx, reuse); !errors.Is(err, fleet.ErrIDTaken) {
+		t.Errorf("ops submitting the dispatcher's mission id: %+v, %v; want ErrIDTaken", sub, err)
 	}
 	opsJS, err := jetstream.New(ops.nc)
 	if err != nil {
