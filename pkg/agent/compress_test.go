@@ -408,15 +408,22 @@ func requestBlocks(t *testing.T, r llm.Request) (texts []string, marks []bool) {
 // every request repeats the previous one's blocks but its last, so a
 // provider cache reads them.
 func TestCompressionWholeTurns(t *testing.T) {
-	offSpec, replies := compressMission(false)
-	_, err, offModel := run(t, mustNew(t, offSpec), RunOptions{}, replies...)
-	if err != nil {
-		t.Fatal(err)
+	// requests runs the compression mission with spec and returns the
+	// four requests its model received
+	requests := func(t *testing.T, spec Spec, replies []llmtest.Reply) []llm.Request {
+		t.Helper()
+		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := model.Requests()
+		if len(reqs) != 4 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		return reqs
 	}
-	offReqs := offModel.Requests()
-	if len(offReqs) != 4 {
-		t.Fatalf("%d requests", len(offReqs))
-	}
+	offSpec, offReplies := compressMission(false)
+	offReqs := requests(t, offSpec, offReplies)
 	prefix := func(t *testing.T, reqs []llm.Request) {
 		t.Helper()
 		for i := 1; i < len(reqs); i++ {
@@ -431,14 +438,7 @@ func TestCompressionWholeTurns(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		spec, replies := compressMission(true)
 		spec.HistoryStrategy = nil
-		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs := model.Requests()
-		if len(reqs) != 4 {
-			t.Fatalf("%d requests", len(reqs))
-		}
+		reqs := requests(t, spec, replies)
 		for i, r := range reqs {
 			texts, marks := requestBlocks(t, r)
 			offTexts, _ := requestBlocks(t, offReqs[i])
@@ -461,14 +461,7 @@ func TestCompressionWholeTurns(t *testing.T) {
 			size += len(m.Text())
 		}
 		spec.HistoryStrategy = CoalescedHistory{CachePrefix: estimatedTokens(size)}
-		_, err, model := run(t, mustNew(t, spec), RunOptions{}, replies...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs := model.Requests()
-		if len(reqs) != 4 {
-			t.Fatalf("%d requests", len(reqs))
-		}
+		reqs := requests(t, spec, replies)
 		offTexts, _ := requestBlocks(t, offReqs[1])
 		texts, marks := requestBlocks(t, reqs[3])
 		want := append(offTexts[:3:3],
