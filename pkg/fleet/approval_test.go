@@ -293,20 +293,7 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := waitAwaiting(t, c, m.ID)
-	kv := c.Stores().Approvals
-	key := messages.ApprovalKey(m.ID, a.Call)
-	e, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "lost-decider", time.Now().UTC()
-	data, err := messages.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	approveWithoutWake(ctx, t, c, m.ID, a)
 	decided := time.Now()
 	step, err := c.Await(ctx, m.ID)
 	if err != nil || !step.Ok() {
@@ -325,6 +312,26 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 	t.Logf("resumed by the deadline's schedule %s after the decision", at.Sub(decided).Round(time.Millisecond))
 }
 
+// approveWithoutWake records a's call of mission id as approved the way a
+// decider whose wake was lost leaves it: in the approval record only.
+func approveWithoutWake(ctx context.Context, t *testing.T, c *fleet.Client, id string, a *messages.Approval) {
+	t.Helper()
+	kv := c.Stores().Approvals
+	key := messages.ApprovalKey(id, a.Call)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "lost-decider", time.Now().UTC()
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A decision whose wake was lost leaves its mission waiting until the
 // deadline; deciding again (the command run again after its error)
 // queues it at once: the call runs once, with the recorded decision.
@@ -339,21 +346,8 @@ func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := waitAwaiting(t, c, m.ID) // the deadline: the worker's 24 h
-	kv := c.Stores().Approvals
-	key := messages.ApprovalKey(m.ID, a.Call)
-	e, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "lost-decider", time.Now().UTC()
-	data, err := messages.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "again"})
+	approveWithoutWake(ctx, t, c, m.ID, a)
+	_, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "again"})
 	if !errors.Is(err, fleet.ErrNoPendingCall) || !strings.Contains(err.Error(), "queued it again") {
 		t.Fatalf("deciding again: %v", err)
 	}
