@@ -43,18 +43,25 @@ func (l *laggingResults) GetLastMsgForSubject(ctx context.Context, subject strin
 	return msg, nil
 }
 
+// awaitClient is a client of a fresh embedded server with the default
+// layout, and a context that ends with the test (at most 30 s).
+func awaitClient(t *testing.T) (context.Context, *Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := NewClient(ctx, fleettest.Start(t).Conn(), ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, c
+}
+
 // Await returns every result of a burst, each stored later than its
 // message (or than the await's first read, for results published before
 // the await subscribed): none is left waiting for a message that already
 // came.
 func TestAwaitBurstsOfLateStoredResults(t *testing.T) {
-	srv := fleettest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := NewClient(ctx, srv.Conn(), ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := awaitClient(t)
 	c.st.Results = &laggingResults{Stream: c.st.Results, lag: time.Second, seen: map[string]time.Time{}}
 	const n = 400
 	ids := make([]string, n)
@@ -130,13 +137,7 @@ func BenchmarkAwaitStored(b *testing.B) {
 // the mission whose status its submission did not find) is returned
 // though no message on the result subject follows.
 func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
-	srv := fleettest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := NewClient(ctx, srv.Conn(), ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := awaitClient(t)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "p"}}
 	if _, _, err := publishResult(ctx, c.js, c.st, c.key(m.ID), &messages.Step{Return: "earlier"}); err != nil {
 		t.Fatal(err)
