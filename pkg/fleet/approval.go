@@ -201,6 +201,13 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 			if _, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
 				continue
 			} else if err != nil {
+				// the store may have written the record and lost only its
+				// reply: a record found as written is this request, and
+				// the run waits for it rather than leaving it pending
+				// with nobody waiting
+				if cur, _, gerr := getApproval(ctx, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
+					return nil, nil, g.stop(cur)
+				}
 				return nil, nil, approvalUnavailable(ctx, name, err)
 			}
 			return nil, nil, g.stop(a)
