@@ -60,13 +60,13 @@ func registerStrings(r *registry) {
 		doc("a string without trailing whitespace").refAs(refStrings, "str/trimr").pure()
 	r.add("trim-newline", 1, 1, strMap("trim-newline", func(s string) string { return strings.TrimRight(s, "\r\n") })).
 		doc("a string without trailing newlines and returns")
-	r.add("upper-case", 1, 1, strMap("upper-case", javaUpper)).
+	r.add("upper-case", 1, 1, strMapAny("upper-case", javaUpper)).
 		doc("a string in upper case").refAs(refStrings, "str/upper-case").pure()
 	r.alias("upcase", "upper-case")
-	r.add("lower-case", 1, 1, strMap("lower-case", strings.ToLower)).
+	r.add("lower-case", 1, 1, strMapAny("lower-case", strings.ToLower)).
 		doc("a string in lower case").refAs(refStrings, "str/lower-case").pure()
 	r.alias("downcase", "lower-case")
-	r.add("capitalize", 1, 1, strMap("capitalize", func(s string) string {
+	r.add("capitalize", 1, 1, strMapAny("capitalize", func(s string) string {
 		if s == "" {
 			return s
 		}
@@ -210,13 +210,45 @@ func strArg(th *Thread, fn string, v Value, argN int) string {
 	return ""
 }
 
+// strReceiver returns the string a clojure.string function works on
+// (arg 1 of fn): a string as is, a number, boolean or keyword as str
+// prints it (Clojure calls toString on the receiver of upper-case,
+// includes?, index-of, replace and their kin, so (upper-case 12) is
+// "12"). A collection is a type error, where Clojure would search its
+// printed text: (includes? coll x) is a model's slip for contains?.
+func strReceiver(th *Thread, fn string, v Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64, float64, bool, *Keyword:
+		return th.strOf(x)
+	}
+	th.TypeError(fn, "string", v, 1)
+	return ""
+}
+
 // strMap builds a one-string transform: nil gives nil.
 func strMap(name string, f func(string) string) BuiltinFunc {
+	return strMapOf(name, f, false)
+}
+
+// strMapAny is strMap for a transform that, as in Clojure, takes any
+// value through strReceiver.
+func strMapAny(name string, f func(string) string) BuiltinFunc {
+	return strMapOf(name, f, true)
+}
+
+func strMapOf(name string, f func(string) string, anyValue bool) BuiltinFunc {
 	return func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return nil
 		}
-		s := strArg(th, name, a[0], 1)
+		var s string
+		if anyValue {
+			s = strReceiver(th, name, a[0])
+		} else {
+			s = strArg(th, name, a[0], 1)
+		}
 		out := f(s)
 		if out != s {
 			th.AllocBytes(len(out))
@@ -225,13 +257,14 @@ func strMap(name string, f func(string) string) BuiltinFunc {
 	}
 }
 
-// strTest builds a (s x) string test: a nil s gives false.
+// strTest builds a (s x) string test: a nil s gives false, any other
+// value is tested as strReceiver gives it.
 func strTest(name string, f func(s, x string) bool) BuiltinFunc {
 	return func(th *Thread, a []Value) Value {
 		if a[0] == nil {
 			return false
 		}
-		s := strArg(th, name, a[0], 1)
+		s := strReceiver(th, name, a[0])
 		return f(s, strArg(th, name, a[1], 2))
 	}
 }
@@ -491,7 +524,12 @@ func indexOf(th *Thread, fn string, a []Value, last, java bool) Value {
 	if a[0] == nil && !java {
 		return nil
 	}
-	s := strArg(th, fn, a[0], 1)
+	var s string
+	if java {
+		s = strArg(th, fn, a[0], 1)
+	} else {
+		s = strReceiver(th, fn, a[0])
+	}
 	var sub string
 	switch x := a[1].(type) {
 	case string:
@@ -579,7 +617,7 @@ func replaceStr(th *Thread, fn string, a []Value, n int) Value {
 	if a[0] == nil {
 		return nil
 	}
-	s := strArg(th, fn, a[0], 1)
+	s := strReceiver(th, fn, a[0])
 	switch m := a[1].(type) {
 	case string:
 		repl := strArg(th, fn, a[2], 3)

@@ -55,8 +55,13 @@
 [(upper-case "abc é") (lower-case "ABC É") (upcase "x") (downcase "X") (capitalize "hELLO") (capitalize "") (capitalize "élan") (upper-case nil)]
 ;=> ["ABC É" "abc é" "X" "x" "Hello" "" "Élan" nil]
 ---
-(upper-case :a)
-;;; "type_error: 1:1: upper-case: expected string, got keyword :a \\(arg 1\\)"
+;; as Clojure, a number, boolean or keyword is worked on as its text;
+;; a collection stays a type error (a model's slip for contains?)
+[(upper-case :a) (upper-case 12) (includes? 123 "2") (starts-with? true "t") (index-of 1000 "0" 2) (replace 121 "1" "x")]
+;=> [":A" "12" true true 2 "x2x"]
+---
+(upper-case [1 "a"])
+;;; "type_error: 1:1: upper-case: expected string, got vector \\[1 \"a\"\\] \\(arg 1\\)"
 ---
 [(starts-with? "abc" "ab") (starts-with? "abc" "") (starts-with? "abc" "b") (ends-with? "abc" "bc") (ends-with? "abc" "x") (starts-with? nil "a") (ends-with? nil "a")]
 ;=> [true true false true false false false]
