@@ -866,6 +866,10 @@ func biReduce(th *Thread, a []Value) Value {
 		return true
 	})
 	_ = done
+	if !started {
+		// no init and no items: Clojure's (f), so (reduce + nil) is 0
+		return th.Call(f)
+	}
 	return acc
 }
 

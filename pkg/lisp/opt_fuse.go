@@ -460,11 +460,11 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 		unbox()
 	}
 	if !started {
-		// as unfused reduce: (reduce + []) is 0, other fns give nil
+		// as unfused reduce: no items and no init is (f)
 		if plus {
 			return Int(0)
 		}
-		return nil
+		return th.Call(f)
 	}
 	box()
 	return acc

@@ -79,3 +79,7 @@
 ---
 (*' 4611686018427387904 2)
 ;;; "integer overflow"
+---
+;; reduce without init over no items calls (f), as Clojure
+(reduce max [])
+;;; "arity_error: .*max expects 1 or more args, got 0"

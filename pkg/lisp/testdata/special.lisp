@@ -600,7 +600,7 @@ inner
 ;=> 0
 ---
 (reduce (fn [a b] (+ a b)) [])
-;=> nil
+;;; "arity_error: .*fn expects 2 args, got 0"
 ---
 (reduce (fn [a b] (+ a b)) [5])
 ;=> 5
