@@ -27,6 +27,8 @@ func FromGo(x any) (Value, error) {
 		return sliceView(v)
 	case []map[string]any:
 		return sliceView(v)
+	case *Kept:
+		return v.v, nil
 	}
 	cv := converter{shapes: &shapeCache{}}
 	cv.intern = true
@@ -108,6 +110,8 @@ func (cv *converter) from(x any) (Value, error) {
 		return v, nil
 	case *WireResult:
 		return v.value, nil
+	case *Kept:
+		return v.v, nil
 	}
 	rv := reflect.ValueOf(x)
 	switch rv.Kind() {
@@ -246,12 +250,16 @@ func fromSlice[T any](cv *converter, xs []T) (Value, error) {
 // closures between runs).
 func ToGo(v Value) any { return toGo(v, false) }
 
-// ShareToGo is ToGo that hands host data back by reference: a host map, a
-// host record, and a host vector of records (all of which a program cannot
-// change: its changes make new values) come back as the caller's own map
-// or slice, not a copy, so converting data a program kept unchanged costs
-// nothing whatever its size. Values a program made are converted as ToGo
-// converts them. A run's memory (Result.Step) uses it; a return value,
+// ShareToGo is ToGo that hands host data back without copying it, at
+// whatever depth it sits: a host map, a host record or a host vector of
+// records read in place (a view of the caller's Go data) comes back as the
+// caller's own map or slice; other host data (a tool result decoded from
+// its wire bytes, Go data FromGo had to convert) comes back as a *Kept
+// holding the interpreter value, which encodes and converts as its Go
+// form. A program cannot change either (its changes make new values), so
+// converting data a program kept unchanged costs nothing whatever its
+// size. Values a program made are converted as ToGo converts them. A run's
+// memory (Result.Step, the agent's Step.Memory) uses it; a return value,
 // which a caller may change in place (rounding floats), uses ToGo.
 func ShareToGo(v Value) any { return toGo(v, true) }
 
@@ -264,6 +272,9 @@ func toGo(v Value, share bool) any {
 	case *Vector:
 		if share && x.src != nil {
 			return x.src.src.hostSlice()
+		}
+		if share && x.host {
+			return &Kept{v: x}
 		}
 		out := make([]any, x.Len())
 		for i, it := range x.Items() {
@@ -295,6 +306,9 @@ func toGo(v Value, share bool) any {
 				return x.src
 			}
 			return viewToGo(x.src)
+		}
+		if share && x.host {
+			return &Kept{v: x}
 		}
 		out := make(map[string]any, x.Len())
 		var respelled []mapEntry
