@@ -17,15 +17,17 @@ import (
 )
 
 // BenchmarkLargeToolResult measures a large tool result from the tool's
-// reply to the program's answer: the object (50,000 and 200,000 records
-// of 12 fields, about 20 and 80 MB of msgpack) is read from a JetStream
-// object store and the program filters it. "ptc" streams the object into
-// interpreter values (lisp.DecodeWireResultFrom, as a worker does) inside
-// a lisp.Run whose program counts the large unread records ("ptc-def"
-// keeps the result with def first, so the Step's memory holds it too); "go" is the hand-written twin in the same run: it reads the
-// same object whole, decodes it with messages.Unmarshal and counts the
-// same records in Go. heap-MB is the peak live heap after a GC at the
-// answer, over the encoded size (the values kept).
+// reply to the program's answer: the object (email records of 12 fields,
+// as many as make 20 MiB and 80 MiB of msgpack: mailRecordsFor) is read
+// from a JetStream object store and the program filters it. "ptc"
+// streams the object into interpreter values (lisp.DecodeWireResultFrom,
+// as a worker does) inside a lisp.Run whose program counts the large
+// unread records; "ptc-def" keeps the result with def first, so the
+// Step's memory holds it too. "go" is the hand-written twin in the same
+// run: it reads the same object whole, decodes it with messages.Unmarshal
+// and counts the same records in Go. heap/encoded is the peak live heap
+// after a GC at the answer (the Step, or the twin's records, still held),
+// over the encoded size.
 func BenchmarkLargeToolResult(b *testing.B) {
 	srv := fleettest.Start(b)
 	js, err := jetstream.New(srv.Conn())
@@ -41,7 +43,11 @@ func BenchmarkLargeToolResult(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{50_000, 200_000} {
+	for _, mib := range []int{20, 80} {
+		n, err := mailRecordsFor(mib << 20)
+		if err != nil {
+			b.Fatal(err)
+		}
 		data, err := messages.Marshal(fleettest.MailRecords(n))
 		if err != nil {
 			b.Fatal(err)
@@ -60,7 +66,7 @@ func BenchmarkLargeToolResult(b *testing.B) {
 			{"ptc-def", `(def mail (tool/search_mail {})) (count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) mail))`},
 			{"ptc", `(count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) (tool/search_mail {})))`},
 		} {
-			b.Run(fmt.Sprintf("%s/%dk", prog.name, n/1000), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%dMiB", prog.name, mib), func(b *testing.B) {
 				tools := lisp.Tools{"search_mail": lisp.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
 					obj, err := obs.Get(ctx, ref.Name)
 					if err != nil {
@@ -81,9 +87,10 @@ func BenchmarkLargeToolResult(b *testing.B) {
 					runtime.KeepAlive(step)
 				}
 				b.ReportMetric(float64(peak)/(1<<20)/mb, "heap/encoded")
+				b.ReportMetric(float64(n), "records")
 			})
 		}
-		b.Run(fmt.Sprintf("go/%dk", n/1000), func(b *testing.B) {
+		b.Run(fmt.Sprintf("go/%dMiB", mib), func(b *testing.B) {
 			var peak uint64
 			b.SetBytes(int64(size))
 			for b.Loop() {
@@ -114,8 +121,24 @@ func BenchmarkLargeToolResult(b *testing.B) {
 				runtime.KeepAlive(recs)
 			}
 			b.ReportMetric(float64(peak)/(1<<20)/mb, "heap/encoded")
+			b.ReportMetric(float64(n), "records")
 		})
 	}
+}
+
+// mailRecordsFor returns how many records of fleettest.MailRecords make
+// size bytes of msgpack (their encoded size grows with the digits of
+// their numbers, so it is measured on a sample as large as the result).
+func mailRecordsFor(size int) (int, error) {
+	n := size / 200
+	for range 3 {
+		data, err := messages.Marshal(fleettest.MailRecords(n))
+		if err != nil {
+			return 0, err
+		}
+		n = int(int64(n) * int64(size) / int64(len(data)))
+	}
+	return n, nil
 }
 
 // liveHeap returns the live heap after a collection.
