@@ -39,6 +39,10 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
+// defaultMaxProgramMemory is the default ceiling of program_memory
+// (-max-program-memory, PTC_MAX_PROGRAM_MEMORY): 256 MiB.
+const defaultMaxProgramMemory = 256 << 20
+
 func main() {
 	cli.Main("worker", func(ctx context.Context) error {
 		return run(ctx, os.Args[1:], os.LookupEnv, os.Environ(), os.Stderr, nil)
@@ -92,7 +96,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.ceilings.MaxTurns, "max-turns", 50, "ceiling of max_turns of a mission and its agents (0: none)")
 	fs.IntVar(&c.ceilings.TurnBudget, "max-turn-budget", 200, "ceiling of turn_budget of a mission and its agents (0: none)")
 	fs.Int64Var(&c.ceilings.MemoryLimit, "max-memory-limit", 64<<20, "ceiling of memory_limit of a mission and its agents, in bytes (0: none)")
-	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", 256<<20, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
+	fs.Int64Var(&c.ceilings.ProgramMemory, "max-program-memory", defaultMaxProgramMemory, "ceiling of program_memory of a mission and its agents, in bytes (0: none)")
 	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
 	fs.Int64Var(&c.ceilings.MaxEmitBytes, "max-emit-bytes", 64<<10, "ceiling of max_emit_bytes of a mission and its agents: the largest value, as JSON, a program may emit (0: none)")
 	fs.IntVar(&c.ceilings.EmitRate, "max-emit-rate", 100, "ceiling of emit_rate of a mission and its agents: the values a mission's programs may emit a second (0: none)")

@@ -20,6 +20,17 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
+// The shipped worker pod's memory settings (deploy/k8s/fleet/worker.yaml):
+// its memory limit, and its GOMEMLIMIT at about 90% of it.
+const (
+	podMemoryLimit  = 512 << 20
+	shippedMemLimit = 460 << 20
+)
+
+// shippedGOMEMLIMIT is the shipped pod's GOMEMLIMIT as the worker's
+// environment sets it.
+var shippedGOMEMLIMIT = fmt.Sprintf("GOMEMLIMIT=%dMiB", shippedMemLimit>>20)
+
 // envSubprocess makes the test binary run as the worker (run with its
 // configuration in the environment), printing "ready" once it serves.
 const envSubprocess = "PTC_TEST_WORKER_PROCESS"
@@ -131,7 +142,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 	llmSrv, _ := webtest.ScriptedChat(t, hold, giveUp, count)
 
 	w := startWorkerProcess(t,
-		"GOMEMLIMIT=460MiB",
+		shippedGOMEMLIMIT,
 		"PTC_NATS_URL="+ns.ClientURL(),
 		"PTC_EXAMPLE_TOOLS=true",
 		"PTC_MODEL_DEFAULT=openai:test-model@"+llmSrv.URL+"/v1",
@@ -165,7 +176,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 		calls = len(step.Trace[0].ToolCalls)
 	}
 	t.Logf("%s after %s and %d calls; worker peak RSS %d MiB", step.Fail.Message, time.Since(start).Round(time.Millisecond), calls, peak>>20)
-	bound := int64(512 << 20)
+	bound := int64(podMemoryLimit)
 	if raceBuild {
 		bound = 2 << 30 // shadow memory: an unbounded run still goes far past it
 	}
