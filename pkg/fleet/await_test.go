@@ -62,40 +62,71 @@ func awaitClient(t *testing.T) (context.Context, *Client) {
 // came.
 func TestAwaitBurstsOfLateStoredResults(t *testing.T) {
 	ctx, c := awaitClient(t)
-	c.st.Results = &laggingResults{Stream: c.st.Results, lag: time.Second, seen: map[string]time.Time{}}
 	const n = 400
+	if hung, wrong := awaitBursts(ctx, t, c, n, 8*time.Second); hung != 0 || wrong != 0 {
+		t.Fatalf("%d of %d awaits never returned, %d returned another result", hung, n, wrong)
+	}
+}
+
+// BenchmarkAwaitBursts runs b.N awaits in the bursts of
+// TestAwaitBurstsOfLateStoredResults (-benchtime 100000x for the fleet's
+// figure) and reports the awaits that did not return within 30 s as
+// hung/op, and those that returned another mission's result as wrong/op.
+func BenchmarkAwaitBursts(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	c, err := NewClient(ctx, fleettest.Start(b).Conn(), ClientConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	b.ResetTimer()
+	hung, wrong := awaitBursts(ctx, b, c, n, 30*time.Second)
+	b.ReportMetric(float64(hung)/float64(n), "hung/op")
+	b.ReportMetric(float64(wrong)/float64(n), "wrong/op")
+	if hung != 0 || wrong != 0 {
+		b.Errorf("%d of %d awaits never returned, %d returned another result", hung, n, wrong)
+	}
+}
+
+// awaitBursts awaits n missions in bursts of 50 whose results are stored
+// a second later than their messages (laggingResults): in each burst the
+// even missions' awaits start before their results are published, the odd
+// ones' while they are being published. It returns how many awaits did
+// not return within wait and how many returned another result.
+func awaitBursts(ctx context.Context, tb testing.TB, c *Client, n int, wait time.Duration) (hung, wrong int64) {
+	c.st.Results = &laggingResults{Stream: c.st.Results, lag: time.Second, seen: map[string]time.Time{}}
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = messages.NewMissionID()
 	}
-	var hung, wrong atomic.Int64
+	var nHung, nWrong atomic.Int64
 	var wg sync.WaitGroup
 	await := func(i int) {
 		defer wg.Done()
-		actx, acancel := context.WithTimeout(ctx, 8*time.Second)
+		actx, acancel := context.WithTimeout(ctx, wait)
 		defer acancel()
 		step, err := c.Await(actx, ids[i])
 		switch {
 		case err != nil:
-			hung.Add(1)
+			nHung.Add(1)
 		case step.Return != int64(i):
-			wrong.Add(1)
+			nWrong.Add(1)
 		}
 	}
 	publish := func(i int) {
 		if _, _, err := publishResult(ctx, c.js, c.st, c.key(ids[i]), &messages.Step{Return: int64(i)}); err != nil {
-			t.Error(err)
+			tb.Error(err)
 		}
 	}
-	// Bursts of 50: the even missions' awaits start before their results
-	// are published, the odd ones' while they are being published.
 	for b := 0; b < n; b += 50 {
-		for i := b; i < b+50; i += 2 {
+		end := min(b+50, n)
+		for i := b; i < end; i += 2 {
 			wg.Add(1)
 			go await(i)
 		}
 		var pub sync.WaitGroup
-		for i := b; i < b+50; i++ {
+		for i := b; i < end; i++ {
 			pub.Add(1)
 			go func() { defer pub.Done(); publish(i) }()
 			if i%2 == 1 {
@@ -106,9 +137,7 @@ func TestAwaitBurstsOfLateStoredResults(t *testing.T) {
 		pub.Wait()
 	}
 	wg.Wait()
-	if hung.Load() != 0 || wrong.Load() != 0 {
-		t.Fatalf("%d of %d awaits never returned, %d returned another result", hung.Load(), n, wrong.Load())
-	}
+	return nHung.Load(), nWrong.Load()
 }
 
 // BenchmarkAwaitStored: one Await of a result already stored (subscribe,
