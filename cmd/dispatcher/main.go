@@ -69,6 +69,9 @@ commands:
   budget show       the fleet-wide budgets and what each spent in its current period; -json
   budget set        set a fleet-wide budget: -scope account|submitter:NAME -window day|month
                     -max-cost-usd USD -max-tokens N (both 0: remove it)
+  quota show        the per-submitter quotas and the missions running under each; -json
+  quota set         set a per-submitter quota: -scope default|submitter:NAME -max-running N
+                    (0: no bound; a quota bounding nothing is removed)
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
   bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
@@ -142,6 +145,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		compression  bool
 		eval         evalConfig
 		budget       fleet.BudgetLimit
+		quota        fleet.QuotaLimit
 		by           string
 		editArgs     string
 	)
@@ -212,6 +216,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&budget.Window, "window", fleet.BudgetDay, "budget set: the period it holds for: day or month (UTC)")
 		fs.Float64Var(&budget.MaxCostUSD, "max-cost-usd", 0, "budget set: US dollars the scope's missions may spend on models in a period (0: no bound)")
 		fs.Int64Var(&budget.MaxTokens, "max-tokens", 0, "budget set: tokens the scope's missions may spend in a period (0: no bound)")
+	case "quota":
+		fs.BoolVar(&asJSON, "json", false, "quota show: print JSON (one array)")
+		fs.StringVar(&quota.Scope, "scope", fleet.QuotaDefault, "quota set: whose quota: default (every submitter without one of its own) or submitter:NAME")
+		fs.IntVar(&quota.MaxRunning, "max-running", 0, "quota set: missions of the submitter running at once across the fleet (0: no bound)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":
@@ -343,6 +351,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		return runBudget(ctx, nc, rest, budget, asJSON, stdout)
+	case "quota":
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		return runQuota(ctx, nc, rest, quota, asJSON, stdout)
 	case "mcp":
 		return serveMCP(ctx, client, nc, mcpHTTP, log, nil)
 	case "ui":

@@ -372,45 +372,7 @@ func (mb *MissionBudget) alert(l BudgetLimit, period string, level int) {
 // update changes the spend under key with compare-and-set, retrying on a
 // concurrent change; change returns false to write nothing.
 func (b *Budgets) update(ctx context.Context, key, period string, change func(*BudgetSpend) bool) error {
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%w: budget %s: %w", ErrRetryable, key, err)
-		}
-		s := BudgetSpend{Period: period}
-		var rev uint64
-		e, err := b.spend.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return fmt.Errorf("%w: read budget spend %s: %w", ErrRetryable, key, err)
-		default:
-			if err := json.Unmarshal(e.Value(), &s); err != nil {
-				return fmt.Errorf("budget spend %s: stored value is not JSON: %w", key, err)
-			}
-			rev = e.Revision()
-		}
-		if !change(&s) {
-			return nil
-		}
-		data, err := json.Marshal(s)
-		if err != nil {
-			return err
-		}
-		if rev == 0 {
-			_, err = b.spend.Create(ctx, key, data)
-		} else {
-			_, err = b.spend.Update(ctx, key, data, rev)
-		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSequence(err) {
-			return fmt.Errorf("%w: write budget spend %s: %w", ErrRetryable, key, err)
-		}
-		// another worker changed it first: read it again, after a short
-		// pause that grows with the contention
-		time.Sleep(time.Duration(min(attempt, 20)) * 200 * time.Microsecond)
-	}
+	return casJSON(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, change)
 }
 
 // isWrongSequence reports a compare-and-set that lost to another writer.

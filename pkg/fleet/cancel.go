@@ -68,7 +68,7 @@ func (w *Worker) carryOutCancel(ctx context.Context, msg *nats.Msg) (string, err
 			switch {
 			case messages.TerminalState(s.State):
 				return false
-			case s.State == messages.StateQueued || s.State == messages.StateAwaitingApproval:
+			case s.State == messages.StateQueued || s.State == messages.StateAwaitingApproval || s.State == messages.StateQuotaWait:
 				wasQueued = true
 				s.State, s.Reason, s.Worker = messages.StateCancelled, ReasonCancelled, w.cfg.ID
 				s.CancelRequested, s.CancelReason = true, reason

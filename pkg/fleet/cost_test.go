@@ -30,6 +30,8 @@ var tapKinds = []struct{ kind, prefix string }{
 	{"record get", "$JS.API.DIRECT.GET.OBJ_" + messages.BucketResults + "."},
 	{"status write", "$KV." + messages.BucketStatus + "."},
 	{"record write", "$O." + messages.BucketResults + "."},
+	{"quota get", "$JS.API.DIRECT.GET.KV_" + messages.BucketQuotaLimits + "."},
+	{"quota lease", "$KV." + messages.BucketQuotaLeases + "."},
 	{"event", "mission.event."},
 	{"result", "mission.result."},
 }
@@ -118,6 +120,9 @@ func TestMissionMessageCost(t *testing.T) {
 			// time the missions take (a race build on a loaded machine
 			// takes many times longer), not with the missions
 			sweeps := time.Since(start).Seconds() * float64(len(prios)*(messages.MissionLanes+1)) / n
+			// with no quota set, a worker reads the submitter's quota and
+			// the default once per refresh (2 s), whatever the missions
+			quotaReads := 2 * (time.Since(start).Seconds()/2 + 1) / n
 			tap.mu.Lock()
 			t.Logf("per mission: %v (of %d)", tap.counts, n)
 			tap.mu.Unlock()
@@ -144,6 +149,9 @@ func TestMissionMessageCost(t *testing.T) {
 				// no read for an earlier one
 				{"record get", 0},
 				{"record write", 2},
+				// no quota set: no lease, and no read per mission
+				{"quota get", quotaReads},
+				{"quota lease", 0},
 			} {
 				if got := tap.perMission(want.kind, n); got > want.max {
 					t.Errorf("%s: %.2f messages per mission, want at most %.2f", want.kind, got, want.max)

@@ -80,10 +80,14 @@ func (w *Worker) setLanes(st *Stores) {
 // bell of its lane, so that a worker with free slots fetches from that
 // lane at once.
 func (w *Worker) onSubmit(msg *nats.Msg) {
-	sub, p, _, ok := messages.ParseSubmitSubject(msg.Subject)
-	if !ok {
-		return
+	if sub, p, _, ok := messages.ParseSubmitSubject(msg.Subject); ok {
+		w.ring(sub, p)
 	}
+}
+
+// ring rings the bell of the lane of submitter sub's missions of
+// priority p, so that the worker fetches from it when it has a slot.
+func (w *Worker) ring(sub, p string) {
 	pi, ok := w.priorityIndex[p]
 	if !ok {
 		return

@@ -54,6 +54,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.ackWait <= 0 {
 		w.ackWait = 30 * time.Second
 	}
+	w.quotas = newQuotas(w.js, st, w.cfg.ID, w.cfg.Tenant, w.cfg.Metrics, w.ackWait)
+	w.quotas.ring = w.ring
 	if err := w.subscribe(ctx); err != nil {
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()

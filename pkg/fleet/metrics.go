@@ -63,6 +63,9 @@ type Metrics struct {
 	budgetRefusals *prometheus.CounterVec
 	budgetAlerts   *prometheus.CounterVec
 
+	quotaWaits  *prometheus.CounterVec
+	quotaLeased *prometheus.GaugeVec
+
 	reasons, tools, models, codes, submitters labelSet
 }
 
@@ -178,12 +181,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Model calls a fleet-wide budget refused (their missions end budget_exceeded), by tenant and submitter."}, []string{"tenant", "submitter"}),
 		budgetAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_budget_alerts_total",
 			Help: "Fleet-wide budgets that reached 80 or 100 percent in their period, by tenant, submitter (empty: the account's budget), window and level."}, []string{"tenant", "submitter", "window", "level"}),
+
+		quotaWaits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_quota_waits_total",
+			Help: "Missions parked to wait because their submitter ran as many missions as its running quota allows, by tenant and submitter."}, []string{"tenant", "submitter"}),
+		quotaLeased: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ptc_quota_leases",
+			Help: "Missions running under a per-submitter running quota (the leases the workers hold), by tenant."}, []string{"tenant"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
-		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts,
+		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.quotaWaits, m.quotaLeased,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -368,4 +376,21 @@ func (m *Metrics) budgetAlert(tenant, scope, window string, level int) {
 		submitter = ""
 	}
 	m.budgetAlerts.WithLabelValues(tenant, m.submitters.get(submitter), window, strconv.Itoa(level)).Inc()
+}
+
+// quotaWait records a mission parked to wait for its submitter's running
+// quota.
+func (m *Metrics) quotaWait(tenant, submitter string) {
+	if m == nil {
+		return
+	}
+	m.quotaWaits.WithLabelValues(tenant, m.submitters.get(submitter)).Inc()
+}
+
+// quotaLeases records a quota lease taken (1) or given back (-1).
+func (m *Metrics) quotaLeases(tenant string, d float64) {
+	if m == nil {
+		return
+	}
+	m.quotaLeased.WithLabelValues(tenant).Add(d)
 }

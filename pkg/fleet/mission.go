@@ -82,7 +82,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	// The submitter is the subject's, which its NATS user may publish on,
 	// never what the message says.
-	sub, _, subjID, ok := messages.ParseSubmitSubject(msg.Subject())
+	sub, prio, subjID, ok := messages.ParseSubmitSubject(msg.Subject())
 	switch {
 	case !ok:
 		w.poison(ctx, msg, meta, fmt.Errorf("submitted on %q, not on a subject of the form %s", msg.Subject(),
@@ -138,6 +138,13 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	w.cfg.Ceilings.applyBudget(m)
+	// The submitter's running quota: a lease held until the run ends, or
+	// the mission waits parked.
+	lease, settled := w.takeQuota(ctx, msg, k, prio, em, meta, attempt, entry, &log)
+	if settled {
+		return
+	}
+	defer lease.release()
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
 	defer cancelTimeout()
 	if !m.Deadline.IsZero() {
@@ -151,7 +158,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	hbStop := make(chan struct{})
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
-	go w.heartbeat(msg, k, &hbEntry, cancel, hbStop, hbDone, time.Until(received.Add(w.heartbeatPeriod())))
+	go w.heartbeat(msg, k, &hbEntry, lease, cancel, hbStop, hbDone, time.Until(received.Add(w.heartbeatPeriod())))
 
 	// A large context is read under the heartbeat: its read may take
 	// longer than AckWait.
@@ -486,7 +493,8 @@ func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*ti
 // is closed, beating first after first (at once when it is not positive)
 // and then every heartbeatPeriod. It cancels the run when the status
 // shows a cancel request (ErrCancelled) or another owner (ErrFenced).
-func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], cancel context.CancelCauseFunc, stop, done chan struct{}, first time.Duration) {
+// Each beat renews the mission's quota lease (nil: none).
+func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, stop, done chan struct{}, first time.Duration) {
 	defer close(done)
 	t := time.NewTimer(max(first, 0))
 	defer t.Stop()
@@ -499,6 +507,7 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 		}
 		_ = msg.InProgress()
 		ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
+		lease.renew(ctx)
 		e := entry.Load()
 		rev, err := casStatus(ctx, w.st.Status, e.st, e.rev)
 		if err == nil {
@@ -580,7 +589,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// The journal's answers are moot once the result is stored: this run's
 	// or an earlier attempt's.
 	journal.settle()
-	if entry != nil && entry.st.Suspensions > 0 {
+	if entry != nil && (entry.st.Suspensions > 0 || entry.st.QuotaWaits > 0) {
 		if err := unpark(ctx, w.js, id); err != nil {
 			log.Warn().Err(err).Msg("parked message not removed; it expires with its TTL")
 		}

@@ -180,6 +180,10 @@ type Stores struct {
 	// BudgetLimits and BudgetSpend hold the fleet-wide budgets and what
 	// each spent (set up by EnsureStores; nil in a client's bound layout).
 	BudgetLimits, BudgetSpend jetstream.KeyValue
+	// QuotaLimits and QuotaLeases hold the per-submitter quotas and the
+	// leases of the missions running under them (set up by
+	// EnsureStores; nil in a client's bound layout).
+	QuotaLimits, QuotaLeases jetstream.KeyValue
 	// resultStream is ResultObjects' stream, read with direct gets.
 	resultStream jetstream.Stream
 	// statusStream is Status' stream, read with direct gets where a
@@ -282,6 +286,10 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		// a month's spend is read until the month ends: keep two
 		{&st.BudgetSpend, jetstream.KeyValueConfig{Bucket: messages.BucketBudgetSpend, History: 1, TTL: BudgetSpendTTL,
 			Description: "what each fleet-wide budget spent, by period"}},
+		{&st.QuotaLimits, jetstream.KeyValueConfig{Bucket: messages.BucketQuotaLimits, History: 1,
+			Description: "per-submitter quotas"}},
+		{&st.QuotaLeases, jetstream.KeyValueConfig{Bucket: messages.BucketQuotaLeases, History: 1,
+			Description: "the leases of the missions running under a per-submitter quota, by submitter"}},
 	} {
 		want := b.cfg
 		want.Storage, want.Replicas = jetstream.FileStorage, cfg.Replicas

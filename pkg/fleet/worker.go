@@ -207,6 +207,8 @@ type Worker struct {
 	st  *Stores
 	// budgets enforces the fleet-wide budgets (set at Start).
 	budgets *Budgets
+	// quotas enforces the per-submitter quotas (set at Start).
+	quotas *Quotas
 	// lanes are the mission consumers the loop fetches from (setLanes).
 	lanes []*lane
 	// bells carries the lanes (indexes in lanes) of submits heard.

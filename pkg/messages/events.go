@@ -44,6 +44,10 @@ const (
 	// max_cost_usd, max_tokens); announced once per budget and period,
 	// on the mission whose model call reached it.
 	EventBudget = "budget"
+	// EventQuotaWait: the mission waits for its submitter's running
+	// quota (Data: submitter, max_running, running, retry_at); it is
+	// parked and queued again at retry_at.
+	EventQuotaWait = "quota_wait"
 )
 
 // FirewallMask replaces the value of every firewalled key (a map key that
@@ -84,7 +88,7 @@ func ValidEventKind(k string) bool {
 	switch k {
 	case EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest,
 		EventProgram, EventToolCall, EventToolResult, EventPlan, EventEmit, EventFinal,
-		EventApprovalRequested, EventApprovalDecided, EventBudget:
+		EventApprovalRequested, EventApprovalDecided, EventBudget, EventQuotaWait:
 		return true
 	}
 	return false

@@ -17,6 +17,11 @@ const (
 	// StateAwaitingApproval: suspended at a tool call that waits for a
 	// person's decision; no worker holds it (docs/approvals.md).
 	StateAwaitingApproval = "awaiting_approval"
+	// StateQuotaWait: taken while its submitter had as many missions
+	// running as its running quota allows; parked until a short delay
+	// passes, then queued again; no worker holds it (docs/fleet.md,
+	// "Quotas").
+	StateQuotaWait = "quota_wait"
 	// StateSucceeded, StateFailed, StateCancelled and StateDead are terminal:
 	// the result is stored on ResultSubject(submitter, id).
 	StateSucceeded = "succeeded"
@@ -28,7 +33,7 @@ const (
 // States lists every mission state, in the order a mission goes through
 // them.
 func States() []string {
-	return []string{StateQueued, StateRunning, StateAwaitingApproval, StateSucceeded, StateFailed, StateCancelled, StateDead}
+	return []string{StateQueued, StateRunning, StateAwaitingApproval, StateQuotaWait, StateSucceeded, StateFailed, StateCancelled, StateDead}
 }
 
 // TerminalState reports whether s is a state a mission never leaves.
@@ -60,6 +65,9 @@ type Status struct {
 	// Suspensions counts the times the mission was suspended for
 	// approval; a run after one replays the mission's journal.
 	Suspensions int `msgpack:"suspensions,omitempty"`
+	// QuotaWaits counts the times the mission waited for its submitter's
+	// running quota (StateQuotaWait).
+	QuotaWaits int `msgpack:"quota_waits,omitempty"`
 	// Reason is the Fail reason of a failed, cancelled or dead mission.
 	Reason string `msgpack:"reason,omitempty"`
 	// Replayed is set with the final state: what the last run took from
@@ -119,7 +127,7 @@ func (s *Status) Validate() error {
 		return invalidf("status.mission_id: %q is not a ULID", s.MissionID)
 	}
 	switch s.State {
-	case StateQueued, StateRunning, StateAwaitingApproval, StateSucceeded, StateFailed, StateCancelled, StateDead:
+	case StateQueued, StateRunning, StateAwaitingApproval, StateQuotaWait, StateSucceeded, StateFailed, StateCancelled, StateDead:
 	default:
 		return invalidf("status.state: %q is not a known state", s.State)
 	}

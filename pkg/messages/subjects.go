@@ -41,6 +41,12 @@ const (
 	// "Budgets").
 	BucketBudgetLimits = "budget_limits"
 	BucketBudgetSpend  = "budget_spend"
+	// BucketQuotaLimits is the KV bucket of the per-submitter quotas,
+	// keyed by "default" or submitter.<name>; BucketQuotaLeases holds the
+	// leases of the missions running under a running quota, one key per
+	// submitter (docs/fleet.md, "Quotas").
+	BucketQuotaLimits = "quota_limits"
+	BucketQuotaLeases = "quota_leases"
 
 	// SubjectSubmitPrefix prefixes mission.submit.<submitter>.<priority>.<id>.
 	SubjectSubmitPrefix = "mission.submit."

@@ -211,6 +211,11 @@ var (
 	// spend; only the administrator sets limits (dispatcher budget set)
 	budgetLimitsStream = "KV_" + messages.BucketBudgetLimits
 	budgetSpendStream  = "KV_" + messages.BucketBudgetSpend
+	// the per-submitter quotas: workers read the quotas and take, renew
+	// and give back leases; only the administrator sets quotas
+	// (dispatcher quota set)
+	quotaLimitsStream = "KV_" + messages.BucketQuotaLimits
+	quotaLeasesStream = "KV_" + messages.BucketQuotaLeases
 )
 
 // bindStreams are the stores a client binds to (fleet.NewClient).
@@ -319,7 +324,7 @@ func toolResultStream(svc string) string { return "OBJ_" + messages.ToolResultBu
 // layout.
 func workerPublish(services []string) []string {
 	l := []string{api + "INFO"}
-	l = append(l, streamInfo(append(bindStreams(), messages.StreamJournal, budgetLimitsStream, budgetSpendStream)...)...)
+	l = append(l, streamInfo(append(bindStreams(), messages.StreamJournal, budgetLimitsStream, budgetSpendStream, quotaLimitsStream, quotaLeasesStream)...)...)
 	l = append(l, workerConsumers("INFO")...)
 	l = append(l, workerConsumers("MSG.NEXT")...)
 	l = append(l, "$JS.ACK."+messages.StreamMissions+".>")
@@ -339,6 +344,11 @@ func workerPublish(services []string) []string {
 	// compare-and-set on budget_spend (docs/fleet.md, "Budgets").
 	l = append(l, directGet(budgetLimitsStream)...)
 	l = append(l, directGet(budgetSpendStream)...)
+	// A mission of a submitter with a running quota takes a lease by
+	// compare-and-set on quota_leases before it runs (docs/fleet.md,
+	// "Quotas").
+	l = append(l, directGet(quotaLimitsStream)...)
+	l = append(l, directGet(quotaLeasesStream)...)
 	// A Step too large for one message is stored in mission_results
 	// (and read back with direct gets).
 	l = append(l, chunkRead(resObjStream)...)
@@ -359,6 +369,7 @@ func workerPublish(services []string) []string {
 		messages.SubjectParkedPrefix+"*",
 		messages.SubjectWakePrefix+"*.*.*",
 		"$KV."+messages.BucketBudgetSpend+".>",
+		"$KV."+messages.BucketQuotaLeases+".>",
 		"$SRV.INFO",
 	)
 	for _, svc := range services {

@@ -1,0 +1,343 @@
+package fleet_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// quotaRunner runs each mission for hold, counting per submitter (the
+// mission's context "sub") the missions running at once, the most ever
+// seen, and the runs of each mission.
+type quotaRunner struct {
+	hold    time.Duration
+	mu      sync.Mutex
+	running map[string]int
+	most    map[string]int
+	runs    map[string]int
+	// firstB is when the first mission of submitter "b" started, lastA
+	// when the last of "a" ended.
+	firstB, lastA time.Time
+}
+
+func newQuotaRunner(hold time.Duration) *quotaRunner {
+	return &quotaRunner{hold: hold, running: map[string]int{}, most: map[string]int{}, runs: map[string]int{}}
+}
+
+func (r *quotaRunner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	sub, _ := m.Context["sub"].(string)
+	r.mu.Lock()
+	r.running[sub]++
+	r.most[sub] = max(r.most[sub], r.running[sub])
+	r.runs[m.ID]++
+	if sub == "b" && r.firstB.IsZero() {
+		r.firstB = time.Now()
+	}
+	r.mu.Unlock()
+	select {
+	case <-time.After(r.hold):
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	r.running[sub]--
+	if sub == "a" {
+		r.lastA = time.Now()
+	}
+	r.mu.Unlock()
+	return &messages.Step{Return: "ok"}, nil
+}
+
+func setQuota(t *testing.T, nc *nats.Conn, q fleet.QuotaLimit) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fleet.EnsureStores(testCtx(t), js, testStore); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.SetQuota(testCtx(t), js, q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// submitN submits n missions of submitter sub (its context names it) and
+// returns them.
+func submitN(t *testing.T, c *fleet.Client, sub string, n int) []*messages.Mission {
+	t.Helper()
+	var ms []*messages.Mission
+	for range n {
+		m := newMission()
+		m.Context = map[string]any{"sub": sub}
+		if _, err := c.Submit(testCtx(t), m); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// Two workers of 4 slots each, submitter a with a running quota of 2
+// queues 20 slow missions: at no instant do more than 2 of a's run (as
+// the runner counts them), each runs exactly once and finishes; the
+// missions over the quota wait parked (quota_wait, with an event saying
+// so) and never use up a delivery; b, with no quota, submits after a and
+// its missions run meanwhile, before a's backlog is through.
+func TestQuotaRunningHoldsAcrossWorkers(t *testing.T) {
+	srv, nc := runJetStream(t)
+	r := newQuotaRunner(300 * time.Millisecond)
+	for range 2 {
+		startWorker(t, connect(t, srv), r)
+	}
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 2})
+	a, b := submitterClient(t, nc, "a"), submitterClient(t, nc, "b")
+	ctx := testCtx(t)
+	as := submitN(t, a, "a", 20)
+	bs := submitN(t, b, "b", 4)
+	for _, m := range bs {
+		if st, err := b.Await(ctx, m.ID); err != nil || !st.Ok() {
+			t.Fatalf("b's mission: %+v, %v", st, err)
+		}
+	}
+	waited := 0
+	for _, m := range as {
+		st, err := a.Await(ctx, m.ID)
+		if err != nil || !st.Ok() {
+			t.Fatalf("a's mission: %+v, %v", st, err)
+		}
+		if st.Attempts != 1 {
+			t.Errorf("mission %s finished on attempt %d: waiting for the quota used up deliveries", m.ID, st.Attempts)
+		}
+		s := waitState(t, a, m.ID, messages.StateSucceeded)
+		waited += s.QuotaWaits
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.most["a"] != 2 {
+		t.Errorf("a ran up to %d missions at once, want 2 (its quota)", r.most["a"])
+	}
+	if r.most["b"] < 2 {
+		t.Errorf("b, with no quota, ran at most %d at once", r.most["b"])
+	}
+	for _, m := range append(as, bs...) {
+		if n := r.runs[m.ID]; n != 1 {
+			t.Errorf("mission %s ran %d times", m.ID, n)
+		}
+		if n := resultsStoredOf(t, a, m.Context["sub"].(string), m.ID); n != 1 {
+			t.Errorf("mission %s has %d results", m.ID, n)
+		}
+	}
+	if waited == 0 {
+		t.Error("no mission of a waited for its quota")
+	}
+	if !r.firstB.Before(r.lastA) {
+		t.Errorf("b's first mission started at %v, after a's backlog ended (%v)", r.firstB, r.lastA)
+	}
+}
+
+// resultsStoredOf counts the results stored for mission id of submitter
+// sub.
+func resultsStoredOf(t *testing.T, c *fleet.Client, sub, id string) uint64 {
+	t.Helper()
+	info, err := c.Stores().Results.Info(testCtx(t), jetstream.WithSubjectFilter(messages.ResultSubject(sub, id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects[messages.ResultSubject(sub, id)]
+}
+
+// A mission over its submitter's running quota says so: its status is
+// quota_wait, and an event names the quota and the count, while the
+// missions holding the quota run.
+func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
+	_, nc := runJetStream(t)
+	release := make(chan struct{})
+	var started atomic.Int32
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		started.Add(1)
+		<-release
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaDefault, MaxRunning: 1})
+	c := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	ms := submitN(t, c, "a", 2)
+	eventually(t, 10*time.Second, "one mission waiting for the quota", func() bool {
+		n := 0
+		for _, m := range ms {
+			if st, err := c.Status(ctx, m.ID); err == nil && st.State == messages.StateQuotaWait {
+				n++
+			}
+		}
+		return n == 1
+	})
+	if n := started.Load(); n != 1 {
+		t.Fatalf("%d missions started under a quota of 1", n)
+	}
+	var waiting *messages.Mission
+	for _, m := range ms {
+		if st, _ := c.Status(ctx, m.ID); st.State == messages.StateQuotaWait {
+			waiting = m
+		}
+	}
+	var ev *messages.Event
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = c.Watch(wctx, waiting.ID, func(e *messages.Event) error {
+		if e.Kind == messages.EventQuotaWait {
+			ev = e
+			cancel()
+		}
+		return nil
+	})
+	cancel()
+	if ev == nil {
+		t.Fatal("no quota_wait event")
+	}
+	if ev.Data["quota"] != "the default quota" || ev.Data["max_running"] != int64(1) || ev.Data["running"] != int64(1) || ev.Data["submitter"] != "a" {
+		t.Errorf("quota_wait event data %v", ev.Data)
+	}
+	close(release)
+	for _, m := range ms {
+		if st, err := c.Await(ctx, m.ID); err != nil || !st.Ok() {
+			t.Fatalf("%+v, %v", st, err)
+		}
+	}
+	// the leases are given back
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, messages.BucketQuotaLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the leases given back", func() bool {
+		e, err := kv.Get(ctx, "a")
+		var ls fleet.QuotaLeases
+		return err == nil && json.Unmarshal(e.Value(), &ls) == nil && len(ls.Leases) == 0 && len(ls.Waiting) == 0
+	})
+}
+
+const quotaVictimEnv = "PTC_FLEET_TEST_QUOTA_VICTIM_URL"
+
+// runQuotaVictim is the body of the re-executed test binary: a worker of
+// 2 slots that announces each mission it starts and never finishes one.
+func runQuotaVictim(url string) int {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
+		ID: "victim", Slots: 2, Priorities: []string{messages.PriorityNormal}, Store: testStore,
+		IdleWait: 200 * time.Millisecond,
+		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			fmt.Printf("running %s\n", m.ID)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := w.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	select {} // until killed
+}
+
+// A worker SIGKILLed while its 2 missions hold submitter a's whole
+// running quota of 2 gives no lease back; those missions are cancelled
+// meanwhile, so no later run takes their leases over. The leases expire
+// (two AckWaits unrenewed) and a's other missions then run, 2 at most at
+// once, each exactly once.
+func TestQuotaLeaseOfAKilledWorkerExpires(t *testing.T) {
+	srv, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 2})
+	c := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	held := submitN(t, c, "a", 2)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), quotaVictimEnv+"="+srv.ClientURL())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewReader(out)
+	for range 2 {
+		if line, err := lines.ReadString('\n'); err != nil || !strings.HasPrefix(line, "running ") {
+			t.Fatalf("subprocess said %q, %v", line, err)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(ctx, messages.BucketQuotaLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls fleet.QuotaLeases
+	if err := json.Unmarshal(e.Value(), &ls); err != nil || len(ls.Leases) != 2 {
+		t.Fatalf("leases of the killed worker: %s (%v), want 2", e.Value(), err)
+	}
+	// a worker of another priority carries the cancels out
+	startWorker(t, nc, newQuotaRunner(0), func(cfg *fleet.WorkerConfig) { cfg.Priorities = []string{messages.PriorityHigh} })
+	for _, m := range held {
+		if err := c.Cancel(ctx, m.ID, "its worker died"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rest := submitN(t, c, "a", 6)
+	r := newQuotaRunner(50 * time.Millisecond)
+	startWorker(t, nc, r)
+	for _, m := range held {
+		if st, err := c.Await(ctx, m.ID); err != nil || st.Fail == nil || st.Fail.Reason != fleet.ReasonCancelled {
+			t.Fatalf("cancelled mission: %+v, %v", st, err)
+		}
+	}
+	for _, m := range rest {
+		if st, err := c.Await(ctx, m.ID); err != nil || !st.Ok() {
+			t.Fatalf("mission after the kill: %+v, %v", st, err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.most["a"] > 2 {
+		t.Errorf("a ran %d missions at once, over its quota of 2", r.most["a"])
+	}
+	for _, m := range rest {
+		if r.runs[m.ID] != 1 {
+			t.Errorf("mission %s ran %d times", m.ID, r.runs[m.ID])
+		}
+	}
+	for _, m := range held {
+		if r.runs[m.ID] != 0 {
+			t.Errorf("cancelled mission %s ran", m.ID)
+		}
+	}
+}
