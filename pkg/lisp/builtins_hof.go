@@ -202,6 +202,11 @@ func registerHOF(r *registry) {
 	}).doc("the items without consecutive duplicates")
 	r.add("merge-with", 1, -1, func(th *Thread, a []Value) Value {
 		f := a[0]
+		if len(a) > 1 && a[1] != nil {
+			if _, ok := asMap(a[1]); !ok {
+				return mergeWithInto(th, f, a[1], a[2:])
+			}
+		}
 		var acc *Map
 		for i, mv := range a[1:] {
 			if mv == nil {
@@ -467,4 +472,34 @@ func keepEach(th *Thread, name string, coll Value, fn func(th *Thread, i int, x 
 		}
 	}
 	return th.MakeVector(out)
+}
+
+// mergeWithInto is merge-with whose first collection is not a map, as
+// Clojure: alone it is the result as is ((merge-with + "ab") is "ab");
+// a vector takes the maps' entries by index, combining a present index
+// with f ((merge-with + [1 2] {1 10}) is [1 12]).
+func mergeWithInto(th *Thread, f, acc Value, maps []Value) Value {
+	for i, mv := range maps {
+		if mv == nil {
+			continue
+		}
+		m, ok := asMap(mv)
+		if !ok {
+			th.TypeError("merge-with", "map", mv, i+3)
+		}
+		v, ok := acc.(*Vector)
+		if !ok {
+			th.TypeError("merge-with", "map", acc, 2)
+		}
+		for _, e := range m.entries() {
+			th.Tick()
+			if k, ok := e.key.(int64); ok && k >= 0 && k < int64(v.Len()) {
+				acc = assocOne(th, "merge-with", acc, k, th.Call2(f, v.At(int(k)), e.val))
+			} else {
+				acc = assocOne(th, "merge-with", acc, e.key, e.val)
+			}
+			v = acc.(*Vector)
+		}
+	}
+	return acc
 }

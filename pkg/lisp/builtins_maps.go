@@ -368,6 +368,17 @@ func updatePath(th *Thread, name string, m Value, path []Value, f func(Value) Va
 }
 
 func biMerge(th *Thread, a []Value) Value {
+	if len(a) > 0 && a[0] != nil {
+		if _, ok := mapValue(a[0]).(*Map); !ok {
+			// Clojure's merge conjoins every argument onto the first:
+			// (merge [1 2] [3 4]) is [1 2 [3 4]], (merge "ab") is "ab"
+			acc := a[0]
+			for _, x := range a[1:] {
+				acc = biConj(th, []Value{acc, x})
+			}
+			return acc
+		}
+	}
 	var acc *Map
 	for i, x := range a {
 		switch c := mapValue(x).(type) {

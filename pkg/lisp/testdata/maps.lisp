@@ -428,3 +428,7 @@
    (first (subseq m2 < 500)) (vec (take 4 s)) (count s2) (vec (take 4 s2)) (vec (take-last 3 s2))
    (vec (take 5 (rsubseq s2 > "995"))) (count (rsubseq s2 > "995"))])
 ;=> [1000 true [[1007 2014] [1005 2010] [1003 2006]] 500 true [1007 2014] [999 998 997 996] 669 [998 997 995 994] [100 10 1] [1 10 100 1000 1001] 666]
+---
+;; merge-with onto a string cannot assoc, as in Clojure
+(merge-with + "ab" {0 1})
+;;; "type_error: .*merge-with: expected map, got string \"ab\" \\(arg 2\\)"
