@@ -238,6 +238,16 @@ func registerHOF(r *registry) {
 		if a[0] == nil {
 			return emptyMap
 		}
+		if v, ok := a[0].(*Vector); ok {
+			// a vector is associative by index: its keys are the indexes
+			items := v.Items()
+			th.AllocSlots(2 * len(items))
+			b := newMapBuilder(len(items))
+			for i, x := range items {
+				b.set(th.Call1(a[1], Int(int64(i))), x)
+			}
+			return b.build()
+		}
 		m, ok := asMap(a[0])
 		if !ok {
 			th.TypeError("update-keys", "map", a[0], 1)

@@ -154,6 +154,15 @@ func registerMaps(r *registry) {
 		if a[0] == nil {
 			return emptyMap
 		}
+		if v, ok := a[0].(*Vector); ok {
+			// a vector is associative by index: Clojure keeps it a vector
+			items := v.Items()
+			out := make([]Value, len(items))
+			for i, x := range items {
+				out[i] = th.Call1(a[1], x)
+			}
+			return th.MakeVector(out)
+		}
 		m, ok := asMap(a[0])
 		if !ok {
 			th.TypeError("update-vals", "a map", a[0], 1)

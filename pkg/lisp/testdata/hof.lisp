@@ -81,8 +81,8 @@
 [(update-keys {:a 1 :b 2} name) (update-keys nil name) (update-keys {"x" 1} keyword)]
 ;=> [{"a" 1 "b" 2} {} {:x 1}]
 ---
-(update-keys [1] name)
-;;; "type_error: 1:1: update-keys: expected map, got vector \\[1\\] \\(arg 1\\)"
+(update-keys #{1} name)
+;;; "type_error: 1:1: update-keys: expected map, got set #\\{1\\} \\(arg 1\\)"
 ---
 [(reduce-kv (fn [acc k v] (+ acc v)) 0 {:a 1 :b 2}) (reduce-kv (fn [acc i v] (str acc i (name v))) "" [:x :y]) (reduce-kv + 0 nil) (reduce-kv (fn [acc k v] (if (> v 1) (reduced k) acc)) nil {:a 1 :b 2 :c 3})]
 ;=> [3 "0x1y" 0 :b]

@@ -266,8 +266,8 @@
 (update-vals nil inc)
 ;=> {}
 ---
-(update-vals [1] inc)
-;;; "type_error: .*update-vals: expected a map, got vector"
+(update-vals #{1} inc)
+;;; "type_error: .*update-vals: expected a map, got set"
 ---
 ((fnil + 0) nil 5)
 ;=> 5
