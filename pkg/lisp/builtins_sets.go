@@ -19,6 +19,9 @@ func registerSets(r *registry) {
 		if len(a) == 0 {
 			return emptySet
 		}
+		if allNil(a) {
+			return nil // as Clojure: nothing was conjoined onto nil
+		}
 		// add the smaller sets into the biggest one
 		sets := make([]*Set, len(a))
 		big := 0
@@ -45,6 +48,11 @@ func registerSets(r *registry) {
 				small = i
 			}
 		}
+		if a[small] == nil {
+			// Clojure walks the smallest set (the first of the smallest):
+			// nil stays nil
+			return nil
+		}
 		var keep []Value
 		for _, it := range sets[small].Items() {
 			th.tick()
@@ -65,6 +73,9 @@ func registerSets(r *registry) {
 		return setAddAll(th, emptySet, keep)
 	}).doc("the set of items in every set").ref(refSets).pure()
 	r.add("difference", 1, -1, func(th *Thread, a []Value) Value {
+		if a[0] == nil {
+			return nil // as Clojure: nothing is removed from nil
+		}
 		acc := toSet(th, "difference", a[0], 1)
 		for i, x := range a[1:] {
 			s := toSet(th, "difference", x, i+2)
@@ -349,4 +360,14 @@ func biSetJoin(th *Thread, a []Value) Value {
 		}
 	}
 	return out
+}
+
+// allNil reports whether every value of a is nil.
+func allNil(a []Value) bool {
+	for _, x := range a {
+		if x != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -74,8 +74,9 @@
 (clojure.set/difference #{1 2})
 ;=> #{1 2}
 ---
+;; as Clojure, nothing is removed from nil
 (difference nil #{1})
-;=> #{}
+;=> nil
 ---
 [(subset? #{1} #{1 2}) (subset? #{1 3} #{1 2}) (superset? #{1 2} #{2}) (set/subset? #{} #{})]
 ;=> [true false true true]
