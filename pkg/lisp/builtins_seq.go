@@ -378,6 +378,19 @@ func biFind(th *Thread, a []Value) Value {
 	if a[0] == nil {
 		return nil
 	}
+	if v, ok := a[0].(*Vector); ok {
+		switch k := a[1].(type) {
+		case *Vector, *Set, *Map, hostMap, *LazySeq:
+		case int64:
+			// Clojure's (find vector index) → [index item] entry
+			if k < 0 || k >= int64(v.Len()) {
+				return nil
+			}
+			return th.MakeVector([]Value{k, v.At(int(k))})
+		default:
+			return nil // a vector has only integer keys
+		}
+	}
 	pred := a[0]
 	var found Value
 	th.Each(a[1], "find", 2, func(v Value) bool {
