@@ -15,7 +15,7 @@ import (
 // scanned.
 func registerRegex(r *registry) {
 	r.add("parse-long", 1, 1, func(th *Thread, a []Value) Value {
-		s, ok := a[0].(string)
+		s, ok := parseArg(th, "parse-long", a[0])
 		if !ok {
 			return nil
 		}
@@ -27,7 +27,11 @@ func registerRegex(r *registry) {
 	r.alias("parse-int", "parse-long").
 		ref(refRegex)
 	r.add("parse-boolean", 1, 1, func(th *Thread, a []Value) Value {
-		switch a[0] {
+		s, ok := parseArg(th, "parse-boolean", a[0])
+		if !ok {
+			return nil
+		}
+		switch s {
 		case "true":
 			return true
 		case "false":
@@ -42,7 +46,7 @@ func registerRegex(r *registry) {
 		return strings.EqualFold(strArg(th, "Boolean/parseBoolean", a[0], 1), "true")
 	}).doc("true when the string is \"true\" in any case, else false")
 	r.add("parse-double", 1, 1, func(th *Thread, a []Value) Value {
-		s, ok := a[0].(string)
+		s, ok := parseArg(th, "parse-double", a[0])
 		if !ok {
 			return nil
 		}
@@ -341,4 +345,22 @@ func parseDoubleStrict(s string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// parseArg is the argument of parse-long, parse-double and parse-boolean:
+// a string, or nil (ok false: the parse gives nil, by nil-punning). Any
+// other value is a type error, as Clojure's "Expected string": a number
+// read from JSON must not silently parse to nil.
+func parseArg(th *Thread, fn string, v Value) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, true
+	case int64, float64:
+		th.RaiseHint(KindType, "the value is already a number: use it as it is",
+			"%s: expected string, got %s (arg 1)", fn, preview(v))
+	}
+	th.TypeError(fn, "string", v, 1)
+	return "", false
 }

@@ -3,8 +3,15 @@
 [(parse-long "42") (parse-long "+5") (parse-long "-0") (parse-long "-17") (parse-long "9223372036854775807")]
 ;=> [42 5 0 -17 9223372036854775807]
 ---
-[(parse-long " 5") (parse-long "5 ") (parse-long "5.0") (parse-long "99999999999999999999") (parse-long "") (parse-long "1_000") (parse-long "0x1F") (parse-long "+") (parse-long nil) (parse-long 5)]
-;=> [nil nil nil nil nil nil nil nil nil nil]
+[(parse-long " 5") (parse-long "5 ") (parse-long "5.0") (parse-long "99999999999999999999") (parse-long "") (parse-long "1_000") (parse-long "0x1F") (parse-long "+") (parse-long nil)]
+;=> [nil nil nil nil nil nil nil nil nil]
+---
+;; a non-string (other than nil) is a type error, as Clojure's "Expected string"
+(parse-long 5)
+;;; "type_error: 2:1: parse-long: expected string, got 5 \\(arg 1\\)(.|\n)*already a number"
+---
+(parse-boolean true)
+;;; "type_error: 1:1: parse-boolean: expected string, got true \\(arg 1\\)"
 ---
 (parse-int "12")
 ;=> 12
@@ -16,8 +23,11 @@
 [(parse-double "NaN") (parse-double "Infinity") (parse-double "-Infinity") (parse-double "+Infinity")]
 ;=> [##NaN ##Inf ##-Inf ##Inf]
 ---
-[(parse-double " 1.5") (parse-double "1.5 ") (parse-double "1.5d") (parse-double "0x1p3") (parse-double "1,5") (parse-double "1e") (parse-double ".") (parse-double "") (parse-double "inf") (parse-double nil) (parse-double 1.5)]
-;=> [1.5 1.5 1.5 8.0 nil nil nil nil nil nil nil]
+[(parse-double " 1.5") (parse-double "1.5 ") (parse-double "1.5d") (parse-double "0x1p3") (parse-double "1,5") (parse-double "1e") (parse-double ".") (parse-double "") (parse-double "inf") (parse-double nil)]
+;=> [1.5 1.5 1.5 8.0 nil nil nil nil nil nil]
+---
+(parse-double :x)
+;;; "type_error: 1:1: parse-double: expected string, got keyword :x \\(arg 1\\)"
 ---
 [(parse-double "0x1.8p1") (parse-double "-0X1P-2") (parse-double "0x10") (parse-double "0x1_0p0") (parse-double " 0x1p3d ") (parse-double "0x1fp0") (parse-double "0x.8p1") (parse-double "0xp1") (parse-double "+0x1p1") (parse-double "0x1p99999")]
 ;=> [3.0 -0.25 nil nil 8.0 31.0 1.0 nil 2.0 ##Inf]
