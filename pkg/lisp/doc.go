@@ -64,7 +64,10 @@
 // program iterates or changes it; a record leaves a run (Result.Value,
 // memory) as its view, and code walking values takes maps through AsMap.
 // ToGo gives a copy, so what the host receives it may change without
-// changing its own data (docs/lisp.md, "Values"). The host's data must not
+// changing its own data (docs/lisp.md, "Values"). Memory (Step.Memory)
+// never copies host data (ShareToGo): a view comes back as the host's own
+// map or slice, other host data (a decoded tool result) as a *Kept, the
+// interpreter value that encodes as its Go form. The host's data must not
 // change while a run reads it. A keyword reads a host record's field with
 // a Go map read; built with the tag ptc_swissmaps, which reads the Go
 // runtime's private map layout, it reads a record of up to eight fields
