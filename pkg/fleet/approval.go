@@ -500,6 +500,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		}
 	}
 	em.Emit(requestedEvent(a))
+	em.Flush()
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission suspends again")
 	}

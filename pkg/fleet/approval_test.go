@@ -123,7 +123,9 @@ func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
 	shop := startShop(t, nc)
 	c := newClient(t, nc)
 	runs := &sync.Map{}
-	w := startWorker(t, nc, refundRunner(runs))
+	// events wait for nothing but the hand-overs: the suspension publishes
+	// approval_requested before the mission leaves the worker
+	w := startWorker(t, nc, refundRunner(runs), func(cfg *fleet.WorkerConfig) { cfg.EventDelay = time.Minute })
 	ctx := testCtx(t)
 
 	m := refundMission(250)
@@ -193,6 +195,21 @@ func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
 	n, _ := runs.Load(m.ID)
 	if *n.(*int) != 2 {
 		t.Fatalf("runs = %d, want 2 (suspended, resumed)", *n.(*int))
+	}
+	// the suspended run's batch, the decision's event and the resumed
+	// run's batch number the events one after another, none twice
+	if evs, err = c.Events(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if k := strings.Join(kinds, " "); !strings.Contains(k, "approval_requested approval_decided started") || !strings.HasSuffix(k, "final") {
+		t.Fatalf("events %s", k)
+	}
+	if got := storedEventCount(t, c, m.ID); got != len(evs) {
+		t.Fatalf("%d events stored, %d read", got, len(evs))
 	}
 	// the resumed run read the journal with a consumer it deleted
 	eventually(t, 5*time.Second, "journal consumer deleted", func() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,7 +105,7 @@ func TestEventsOfEveryAttemptAreOneSequence(t *testing.T) {
 			return nil, fmt.Errorf("flaky: %w", fleet.ErrRetryable)
 		}
 		return &messages.Step{Return: "done"}, nil
-	}))
+	}), func(cfg *fleet.WorkerConfig) { cfg.EventDelay = time.Minute })
 	c := newClient(t, nc)
 	ctx := testCtx(t)
 	m := newMission()
@@ -122,6 +123,15 @@ func TestEventsOfEveryAttemptAreOneSequence(t *testing.T) {
 	want := "1:started 0|1:emit 1|2:started 0|2:emit 2|2:final 0"
 	if g := strings.Join(got, "|"); g != want {
 		t.Fatalf("events:\n%s\nwant\n%s", g, want)
+	}
+	// each attempt's events are one batch, published before its message
+	// went back (the retry) or at its final event; the second numbers
+	// after the first batch's last event
+	s := messages.DefaultSubmitter
+	if stored, want := storedEventSubjects(t, c, m.ID), map[string]uint64{
+		messages.EventBatchSubject(s, m.ID, 1, 2): 1, messages.EventBatchSubject(s, m.ID, 3, 3): 1,
+	}; !maps.Equal(stored, want) {
+		t.Fatalf("stored %v, want %v", stored, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -553,15 +554,29 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 // Watch creates no consumer: it reads the stored events one by one
 // (eventReader) and, when it has read them all, waits for the next one to
 // be published on the mission's event subjects (or watchPoll, should that
-// signal be lost to a reconnect). A submitter's NATS user therefore needs
-// no right to create consumers on EVENTS, which would let it make
+// signal be lost to a reconnect). A published event reaches Watch as the
+// stream stores it, maybe a little before: until the events a publish
+// announced (its subject numbers them) are read, Watch reads again after
+// watchReread, doubling up to watchPoll. A submitter's NATS user therefore
+// needs no right to create consumers on EVENTS, which would let it make
 // JetStream copy the stream into subjects it may not publish to.
 func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) error) error {
 	if !messages.ValidMissionID(id) {
 		return fmt.Errorf("fleet: watch: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
 	signal := make(chan struct{}, 1)
-	sub, err := c.nc.Subscribe(messages.EventFilter(c.readSub, id), func(*nats.Msg) {
+	// announced is the number of the last event published since Watch
+	// subscribed
+	var announced atomic.Uint64
+	sub, err := c.nc.Subscribe(messages.EventFilter(c.readSub, id), func(msg *nats.Msg) {
+		if _, _, n, count, ok := messages.ParseEventSubject(msg.Subject); ok {
+			for last := n + count - 1; ; {
+				cur := announced.Load()
+				if last <= cur || announced.CompareAndSwap(cur, last) {
+					break
+				}
+			}
+		}
 		select {
 		case signal <- struct{}{}:
 		default:
@@ -578,6 +593,10 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 	poll := time.NewTicker(watchPoll)
 	defer poll.Stop()
 	r := newEventReader(c.st.Events, c.key(id))
+	reread := watchReread
+	rereads := time.NewTimer(reread)
+	rereads.Stop()
+	defer rereads.Stop()
 	for {
 		for {
 			ev, err := r.next(ctx)
@@ -597,8 +616,17 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 				return nil
 			}
 		}
+		var again <-chan time.Time
+		if r.n <= announced.Load() {
+			// published, not stored yet (or lost: then the poll's pace)
+			rereads.Reset(reread)
+			again, reread = rereads.C, min(2*reread, watchPoll)
+		} else {
+			reread = watchReread
+		}
 		select {
 		case <-signal:
+		case <-again:
 		case <-poll.C:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -610,15 +638,23 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 // signalled.
 const watchPoll = time.Second
 
+// watchReread is how soon Watch reads again when an event it was told of
+// is not stored yet.
+const watchReread = 2 * time.Millisecond
+
 // eventReader reads the stored events of one mission in order, by number:
 // the n-th is the last message on its subject (a direct get; a reader's
 // NATS user may be confined to its own submitter's subjects), never through
-// a consumer. A number still missing once a later one is stored (an event
-// lost on its way) is skipped.
+// a consumer. A message may carry several events numbered from its own
+// (messages.EventBatchSubject); the reader then goes on after its last.
+// A number still missing once a later one is stored (an event lost on its
+// way) is skipped.
 type eventReader struct {
 	events jetstream.Stream
 	k      missionKey
 	n      uint64 // the next number to read
+	// read holds the events of the last batch read not returned yet
+	read []*messages.Event
 }
 
 func newEventReader(events jetstream.Stream, k missionKey) *eventReader {
@@ -629,6 +665,14 @@ func newEventReader(events jetstream.Stream, k missionKey) *eventReader {
 // Messages that are no valid event of the mission are skipped.
 func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 	for {
+		for len(r.read) > 0 {
+			ev := r.read[0]
+			r.read[0] = nil
+			r.read = r.read[1:]
+			if ev != nil && ev.MissionID == r.k.id {
+				return ev, nil
+			}
+		}
 		msg, err := r.get(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			last, lerr := lastEventNumber(ctx, r.events, r.k)
@@ -649,7 +693,16 @@ func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.n++
+		_, _, n, count, ok := messages.ParseEventSubject(msg.Subject)
+		if !ok || n != r.n {
+			r.n++
+			continue
+		}
+		r.n += count
+		if count > 1 {
+			r.read, _ = messages.DecodeEventBatch(msg.Data, int(count))
+			continue
+		}
 		var ev messages.Event
 		if messages.Unmarshal(msg.Data, &ev) != nil || ev.Validate() != nil || ev.MissionID != r.k.id {
 			continue
@@ -658,7 +711,7 @@ func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 	}
 }
 
-// get reads event number r.n.
+// get reads the message stored for event number r.n.
 func (r *eventReader) get(ctx context.Context) (*jetstream.RawStreamMsg, error) {
 	return r.events.GetLastMsgForSubject(ctx, messages.EventNumberFilter(r.k.sub, r.k.id, r.n))
 }
@@ -673,11 +726,11 @@ func lastEventNumber(ctx context.Context, events jetstream.Stream, k missionKey)
 	if err != nil {
 		return 0, err
 	}
-	_, _, n, ok := messages.ParseEventSubject(msg.Subject)
+	_, _, n, count, ok := messages.ParseEventSubject(msg.Subject)
 	if !ok {
 		return 0, fmt.Errorf("fleet: event of %s on %q, not an event subject", k.id, msg.Subject)
 	}
-	return n, nil
+	return n + count - 1, nil
 }
 
 func checkID(op, id string) error {

@@ -99,7 +99,12 @@ func TestListAndEvents(t *testing.T) {
 		t.Errorf("unknown state: %v", err)
 	}
 
-	evs, err := c.Events(ctx, ids[2])
+	// a running mission's events are stored within the worker's EventDelay
+	var evs []*messages.Event
+	eventually(t, 5*time.Second, "the running mission's events stored", func() bool {
+		evs, err = c.Events(ctx, ids[2])
+		return err != nil || len(evs) >= 2
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

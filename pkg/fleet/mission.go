@@ -240,6 +240,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	switch {
 	case errors.Is(cause, ErrFenced):
 		log.Warn().Msg("mission taken over by another worker; dropping this run")
+		em.drop()
 		w.cfg.Metrics.fencedRun()
 		at.setOutcome("fenced")
 		return
@@ -256,6 +257,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		// matter: keep the answer.
 	case errors.Is(cause, ErrWorkerShutdown):
 		flush()
+		em.Flush()
 		w.handBack(ctx, msg, entry, &log)
 		return
 	case errors.Is(cause, ErrCancelled):
@@ -560,6 +562,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	if err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
 		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
+		em.drop()
 		w.cfg.Metrics.fencedRun()
 		attemptFrom(ctx).setOutcome("fenced")
 		return false
@@ -579,6 +582,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
 		flushJournal(ctx, journal, log)
+		em.Flush()
 		_ = msg.NakWithDelay(w.cfg.NakDelay)
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return false
@@ -661,6 +665,7 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, entry *statusE
 // retryOrDead naks a retryable failure, or dead-letters it on the last
 // delivery.
 func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
+	em.Flush()
 	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
 		w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
 			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))

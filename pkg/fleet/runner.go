@@ -96,27 +96,46 @@ type Emitter interface {
 
 // emitter publishes a mission's events on core NATS, numbered from the
 // last one stored (every attempt's events are one sequence); the EVENTS
-// stream stores them.
+// stream stores them. With a delay, an event waits up to that long for
+// the events after it, and those waiting go out as one message
+// (messages.EventBatchSubject); the final event publishes at once.
 type emitter struct {
 	nc        *nats.Conn
 	sub       string
 	missionID string
 	worker    string
 	attempt   int
+	// delay is how long an event may wait for later ones; 0: none
+	delay time.Duration
 	// mu orders numbering and publishing: events reach the stream in
 	// number order (one connection keeps its publishes' order), so a
 	// reader finding a number missing below the last stored one knows it
 	// was lost, not late.
 	mu sync.Mutex
-	n  uint64 // the number of the last event published
+	n  uint64 // the number of the last event published or waiting
+	// waiting holds the encoded events not published yet, numbered
+	// n-len(waiting)+1 to n, size their bytes, kind the last one's kind;
+	// timer publishes them
+	waiting [][]byte
+	size    int
+	kind    string
+	timer   *time.Timer
 }
+
+// MaxEventBatchBytes bounds one message on EVENTS carrying several events:
+// an event that would take the waiting ones past it publishes them first.
+const MaxEventBatchBytes = 64 << 10
+
+// DefaultEventDelay is WorkerConfig.EventDelay's default: shorter than a
+// person notices, longer than a mission that needs no model takes.
+const DefaultEventDelay = 100 * time.Millisecond
 
 // newEmitter returns the emitter of mission k's events, numbered after the
 // last one stored. first says the caller has just written the mission's
 // first status: it has no events then (whatever publishes a mission's
 // events writes its status first), and none is read.
 func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, first bool) *emitter {
-	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt}
+	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt, delay: max(w.cfg.EventDelay, 0)}
 	if !first && w.st != nil && w.st.Events != nil {
 		if n, err := lastEventNumber(ctx, w.st.Events, k); err == nil {
 			em.n = n
@@ -153,8 +172,71 @@ func (e *emitter) Emit(ev *messages.Event) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.delay <= 0 {
+		e.n++
+		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), data)
+		return
+	}
+	if len(e.waiting) > 0 && (e.size+len(data) > MaxEventBatchBytes || len(e.waiting) == messages.MaxEventBatch) {
+		e.publishLocked()
+	}
 	e.n++
-	_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), data)
+	e.waiting = append(e.waiting, data)
+	e.size += len(data)
+	e.kind = out.Kind
+	switch {
+	case out.Kind == messages.EventFinal:
+		e.publishLocked()
+	case e.timer == nil:
+		e.timer = time.AfterFunc(e.delay, e.Flush)
+	}
+}
+
+// Flush publishes the events waiting, at once. The mission's message must
+// not leave the worker (acked, handed back, retried, suspended) before
+// its events are flushed: the next attempt numbers its own after the last
+// one stored.
+func (e *emitter) Flush() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.publishLocked()
+}
+
+// drop forgets the events waiting: the mission belongs to another worker
+// now, which numbers its events after those stored.
+func (e *emitter) drop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopLocked()
+	e.n -= uint64(len(e.waiting))
+	e.waiting, e.size = nil, 0
+}
+
+func (e *emitter) stopLocked() {
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+}
+
+// publishLocked publishes the events waiting: one alone on its own
+// subject, several as one batch.
+func (e *emitter) publishLocked() {
+	e.stopLocked()
+	switch len(e.waiting) {
+	case 0:
+		return
+	case 1:
+		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, e.kind), e.waiting[0])
+	default:
+		first := e.n - uint64(len(e.waiting)) + 1
+		_ = e.nc.Publish(messages.EventBatchSubject(e.sub, e.missionID, first, len(e.waiting)), messages.EncodeEventBatch(e.waiting))
+	}
+	clear(e.waiting)
+	e.waiting, e.size = e.waiting[:0], 0
 }
 
 // MaxEventBytes bounds one progress event as published and stored in

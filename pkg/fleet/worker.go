@@ -81,6 +81,14 @@ type WorkerConfig struct {
 	// the store's ResultTTL less an hour (the wait must not outlive the
 	// mission's journal and approval records).
 	ApprovalTimeout time.Duration
+	// EventDelay is how long a progress event may wait to be published
+	// with the mission's later events, as one message on EVENTS carrying
+	// them all (docs/fleet.md, "Events"): it bounds how late a watcher
+	// sees an event. The final event and every hand-over of the mission
+	// (a suspension, a retry, a hand-back) publish what waits at once.
+	// Default DefaultEventDelay; negative: each event is published on its
+	// own at once.
+	EventDelay time.Duration
 	// NoJournal turns the turn journal off: a redelivered mission then
 	// runs again from its first turn, asking the model and calling tools
 	// again.
@@ -171,6 +179,9 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolUnavailableWait, 3*time.Second)
 	def(&c.ToolHeartbeat, defaultToolHeartbeat)
 	def(&c.ApprovalTimeout, messages.DefaultApprovalTimeout)
+	if c.EventDelay == 0 {
+		c.EventDelay = DefaultEventDelay
+	}
 	for i, r := range c.ApprovalRules {
 		if err := r.Validate(fmt.Sprintf("approval rule %d", i+1)); err != nil {
 			return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

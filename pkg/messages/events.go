@@ -1,8 +1,12 @@
 package messages
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // EventVersion is the version of the Event layout.
@@ -187,4 +191,48 @@ func mask(v any, depth int) any {
 		return x.MaskFirewalled()
 	}
 	return v
+}
+
+// EncodeEventBatch is the payload of a message on EventBatchSubject: a
+// msgpack array of the events, each as Marshal encodes it.
+func EncodeEventBatch(events [][]byte) []byte {
+	size := 5
+	for _, e := range events {
+		size += len(e)
+	}
+	out := make([]byte, 0, size)
+	switch n := len(events); {
+	case n <= 15:
+		out = append(out, 0x90|byte(n))
+	case n <= math.MaxUint16:
+		out = append(out, 0xdc, byte(n>>8), byte(n))
+	default:
+		out = append(out, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	for _, e := range events {
+		out = append(out, e...)
+	}
+	return out
+}
+
+// DecodeEventBatch decodes the payload of a message on EventBatchSubject
+// that carries count events, in order. An element that is no valid Event
+// is nil (its number is taken all the same); a payload that is not an
+// array of exactly count elements is an error.
+func DecodeEventBatch(data []byte, count int) ([]*Event, error) {
+	var raw []msgpack.RawMessage
+	if err := Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("messages: event batch: %w", err)
+	}
+	if len(raw) != count {
+		return nil, invalidf("event batch: %d events, its subject says %d", len(raw), count)
+	}
+	out := make([]*Event, count)
+	for i, r := range raw {
+		var ev Event
+		if Unmarshal(r, &ev) == nil && ev.Validate() == nil {
+			out[i] = &ev
+		}
+	}
+	return out, nil
 }

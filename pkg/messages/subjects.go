@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -283,22 +284,46 @@ func EventNumberFilter(s, id string, n uint64) string {
 	return SubjectEventPrefix + s + "." + id + "." + strconv.FormatUint(n, 10) + ".*"
 }
 
-// ParseEventSubject returns the submitter, mission id and number of an
-// event subject made by EventSubject; ok is false for any other subject.
-func ParseEventSubject(subject string) (s, id string, n uint64, ok bool) {
+// MaxEventBatch bounds how many progress events one message on EVENTS
+// carries (EventBatchSubject).
+const MaxEventBatch = 256
+
+// EventBatchSubject is the subject of one message carrying count (2 to
+// MaxEventBatch) progress events of mission id, numbered first to
+// first+count-1: the count takes the place of the kind. It is stored
+// where event number first would be (EventNumberFilter(s, id, first)
+// finds it).
+func EventBatchSubject(s, id string, first uint64, count int) string {
+	return SubjectEventPrefix + s + "." + id + "." + strconv.FormatUint(first, 10) + "." + strconv.Itoa(count)
+}
+
+// ParseEventSubject returns the submitter, mission id, the number of the
+// first event and how many events the message carries, of a subject made
+// by EventSubject (one event: the last token is its kind) or
+// EventBatchSubject (the last token is the count); ok is false for any
+// other subject.
+func ParseEventSubject(subject string) (s, id string, n, count uint64, ok bool) {
 	rest, found := strings.CutPrefix(subject, SubjectEventPrefix)
 	if !found {
-		return "", "", 0, false
+		return "", "", 0, 0, false
 	}
 	t := strings.Split(rest, ".")
-	if len(t) != 4 {
-		return "", "", 0, false
+	if len(t) != 4 || t[3] == "" {
+		return "", "", 0, 0, false
 	}
 	n, err := strconv.ParseUint(t[2], 10, 64)
 	if err != nil || n == 0 {
-		return "", "", 0, false
+		return "", "", 0, 0, false
 	}
-	return t[0], t[1], n, true
+	count = 1
+	if c := t[3][0]; c >= '0' && c <= '9' {
+		// a kind never starts with a digit: a batch's count
+		count, err = strconv.ParseUint(t[3], 10, 64)
+		if err != nil || count < 2 || count > MaxEventBatch || t[3] != strconv.FormatUint(count, 10) || n > math.MaxUint64-count+1 {
+			return "", "", 0, 0, false
+		}
+	}
+	return t[0], t[1], n, count, true
 }
 
 // StatusKey is mission id's key in BucketStatus.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,7 @@ func TestSubjects(t *testing.T) {
 		{EventSubject("ops", testID, 12, EventFinal), "mission.event.ops." + testID + ".12.final"},
 		{EventFilter("ops", testID), "mission.event.ops." + testID + ".>"},
 		{EventNumberFilter("ops", testID, 3), "mission.event.ops." + testID + ".3.*"},
+		{EventBatchSubject("ops", testID, 3, 4), "mission.event.ops." + testID + ".3.4"},
 		{StatusKey("ops", testID), "ops." + testID},
 		{StatusSubject("ops", testID), "$KV.mission_status.ops." + testID},
 		{DeadSubject(testID), "mission.dead." + testID},
@@ -217,8 +219,8 @@ func TestSubjects(t *testing.T) {
 	if s, p, id, ok := ParseSubmitSubject(SubmitSubject("ops", PriorityLow, testID) + ".7"); !ok || s != "ops" || p != PriorityLow || id != testID {
 		t.Errorf("ParseSubmitSubject with a lane: %q %q %q %v", s, p, id, ok)
 	}
-	if s, id, n, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 {
-		t.Errorf("ParseEventSubject: %q %q %d %v", s, id, n, ok)
+	if s, id, n, c, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 || c != 1 {
+		t.Errorf("ParseEventSubject: %q %q %d %d %v", s, id, n, c, ok)
 	}
 	if s, id, ok := ParseCancelSubject(CancelSubject("ops", testID)); !ok || s != "ops" || id != testID {
 		t.Errorf("ParseCancelSubject: %q %q %v", s, id, ok)
@@ -387,4 +389,70 @@ func FuzzCancel(f *testing.F) {
 func FuzzStatus(f *testing.F) {
 	seed(f, &Status{Version: 1, MissionID: testID, State: StateRunning, Attempt: 2, Worker: "w1", StreamSeq: 7})
 	f.Fuzz(func(t *testing.T, data []byte) { roundTrip(t, data, (*Status).Validate) })
+}
+
+// A batch's subject names its first event's number and its count in the
+// kind's place; a count that is not canonical, under 2, over MaxEventBatch
+// or running past the largest number is no event subject.
+func TestParseEventBatchSubject(t *testing.T) {
+	if s, id, n, c, ok := ParseEventSubject(EventBatchSubject("ops", testID, 5, 4)); !ok || s != "ops" || id != testID || n != 5 || c != 4 {
+		t.Errorf("batch: %q %q %d %d %v", s, id, n, c, ok)
+	}
+	if _, _, n, c, ok := ParseEventSubject(EventBatchSubject("ops", testID, 1, MaxEventBatch)); !ok || n != 1 || c != MaxEventBatch {
+		t.Errorf("largest batch: %d %d %v", n, c, ok)
+	}
+	for _, bad := range []string{
+		"mission.event.ops." + testID + ".5.1",
+		"mission.event.ops." + testID + ".5.0",
+		"mission.event.ops." + testID + ".5.04",
+		"mission.event.ops." + testID + ".5." + strconv.Itoa(MaxEventBatch+1),
+		"mission.event.ops." + testID + ".5.4x",
+		"mission.event.ops." + testID + ".5.",
+		"mission.event.ops." + testID + ".0.4",
+		"mission.event.ops." + testID + ".18446744073709551615.2",
+		"mission.event.ops." + testID + ".5",
+	} {
+		if _, _, _, _, ok := ParseEventSubject(bad); ok {
+			t.Errorf("%q parsed as an event subject", bad)
+		}
+	}
+	if _, _, n, c, ok := ParseEventSubject("mission.event.ops." + testID + ".18446744073709551614.2"); !ok || n != math.MaxUint64-1 || c != 2 {
+		t.Errorf("batch ending at the largest number: %d %d %v", n, c, ok)
+	}
+}
+
+// A batch payload decodes to its events in order; an element that is no
+// valid event comes back nil in its place, and a payload holding another
+// count of elements than its subject says is refused.
+func TestEventBatchRoundTrip(t *testing.T) {
+	for _, n := range []int{2, 15, 16, MaxEventBatch} {
+		var enc [][]byte
+		for i := range n {
+			kind := EventToolCall
+			if i == 1 {
+				kind = "no_such_kind"
+			}
+			b, err := Marshal(&Event{Version: EventVersion, MissionID: testID, Kind: kind, Turn: i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc = append(enc, b)
+		}
+		data := EncodeEventBatch(enc)
+		evs, err := DecodeEventBatch(data, n)
+		if err != nil || len(evs) != n {
+			t.Fatalf("%d events: %v (%d)", n, err, len(evs))
+		}
+		for i, ev := range evs {
+			if (i == 1) != (ev == nil) || (ev != nil && ev.Turn != i) {
+				t.Errorf("%d events: event %d is %+v", n, i, ev)
+			}
+		}
+		if _, err := DecodeEventBatch(data, n+1); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%d events read as %d: %v", n, n+1, err)
+		}
+	}
+	if _, err := DecodeEventBatch([]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, 2); err == nil {
+		t.Error("an array declaring 4G elements in 5 bytes decoded")
+	}
 }

@@ -158,12 +158,15 @@ func TestWireDoc(t *testing.T) {
 		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
-		SubmitSubject("<submitter>", "<priority>", "<id>"), ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>",
+		SubmitSubject("<submitter>", "<priority>", "<id>"), ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>", SubjectEventPrefix + "<submitter>.<id>.<n>.<count>",
 		CancelSubject("<submitter>", "<id>"), StopSubject("<submitter>", "<id>"), StatusKey("<submitter>", "<id>"), CancelQueue, DefaultSubmitter,
 		DeadSubject("<id>"), ToolSubject("<service>", "<tool>"), PriorityHigh, PriorityNormal, PriorityLow} {
 		if !strings.Contains(doc, "`"+s+"`") && !strings.Contains(doc, `"`+s+`"`) {
 			t.Errorf("docs/wire.md does not name %q", s)
 		}
+	}
+	if want := fmt.Sprintf("(2 to %d, `messages.MaxEventBatch`", MaxEventBatch); !strings.Contains(doc, want) {
+		t.Errorf("docs/wire.md does not give a batch's largest count: %q", want)
 	}
 	for _, k := range []string{EventStarted, EventTurnStarted, EventTurnFinished, EventLLMRequest, EventProgram, EventToolCall, EventToolResult, EventFinal, EventApprovalRequested, EventApprovalDecided} {
 		if !strings.Contains(doc, "`"+k+"`") {
