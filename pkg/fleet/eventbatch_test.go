@@ -20,7 +20,7 @@ import (
 // each with its message count.
 func storedEventSubjects(t *testing.T, c *fleet.Client, id string) map[string]uint64 {
 	t.Helper()
-	info, err := c.Stores().Events.Info(testCtx(t), jetstream.WithSubjectFilter(messages.EventFilter(messages.DefaultSubmitter, id)))
+	info, err := c.Stores().Events.Info(testCtx(t), jetstream.WithSubjectFilter(messages.EventFilter(c.Submitter(), id)))
 	if err != nil {
 		t.Fatal(err)
 	}

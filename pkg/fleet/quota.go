@@ -450,6 +450,7 @@ func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey,
 	em.Emit(&messages.Event{Kind: messages.EventQuotaWait, Data: map[string]any{
 		"quota": wait.Quota, "submitter": k.sub, "max_running": int64(wait.MaxRunning), "running": int64(wait.Running),
 		"retry_at": at.UTC().Format(time.RFC3339Nano)}})
+	em.Flush()
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission waits again")
 	}

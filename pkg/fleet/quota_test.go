@@ -172,7 +172,11 @@ func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 		started.Add(1)
 		<-release
 		return &messages.Step{Return: "ok"}, nil
-	}))
+	}), func(cfg *fleet.WorkerConfig) {
+		// the quota_wait event is published before the parked message
+		// is acked, not when a timer fires
+		cfg.EventDelay = time.Minute
+	})
 	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaDefault, MaxRunning: 1})
 	c := submitterClient(t, nc, "a")
 	ctx := testCtx(t)
@@ -215,6 +219,13 @@ func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 	for _, m := range ms {
 		if st, err := c.Await(ctx, m.ID); err != nil || !st.Ok() {
 			t.Fatalf("%+v, %v", st, err)
+		}
+		evs, err := c.Events(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := storedEventCount(t, c, m.ID); n != len(evs) {
+			t.Errorf("%d events stored, %d read", n, len(evs))
 		}
 	}
 	// the leases are given back
