@@ -70,12 +70,15 @@ func runQuota(ctx context.Context, nc *nats.Conn, args []string, q fleet.QuotaLi
 	return tw.Flush()
 }
 
-// quotaBounds prints a quota's bounds: "max_running 2"; "" when it bounds
+// quotaBounds prints a quota's bounds: "max_running 2, max_queued 100"; "" when it bounds
 // nothing.
 func quotaBounds(q fleet.QuotaLimit) string {
 	var parts []string
 	if q.MaxRunning > 0 {
 		parts = append(parts, fmt.Sprintf("max_running %d", q.MaxRunning))
+	}
+	if q.MaxQueued > 0 {
+		parts = append(parts, fmt.Sprintf("max_queued %d", q.MaxQueued))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -25,8 +25,8 @@ func TestQuotaSetAndShow(t *testing.T) {
 		err := run(ctx, append([]string{"quota"}, args...), e, &out, &errOut)
 		return out.String(), err
 	}
-	if out, err := do("set", "-scope", "submitter:alice", "-max-running", "3"); err != nil ||
-		!strings.Contains(out, "submitter alice's quota set: max_running 3") {
+	if out, err := do("set", "-scope", "submitter:alice", "-max-running", "3", "-max-queued", "50"); err != nil ||
+		!strings.Contains(out, "submitter alice's quota set: max_running 3, max_queued 50") {
 		t.Fatalf("set: %q, %v", out, err)
 	}
 	if out, err := do("set", "-max-running", "10"); err != nil || !strings.Contains(out, "the default quota set: max_running 10") {
@@ -38,13 +38,16 @@ func TestQuotaSetAndShow(t *testing.T) {
 	if _, err := do("set", "-scope", "submitter:bob", "-max-running", "-1"); err == nil || !strings.Contains(err.Error(), "quota max_running -1") {
 		t.Errorf("set -max-running -1: err = %v", err)
 	}
+	if _, err := do("set", "-scope", "submitter:bob", "-max-queued", "-2"); err == nil || !strings.Contains(err.Error(), "quota max_queued -2") {
+		t.Errorf("set -max-queued -2: err = %v", err)
+	}
 	out, err := do("show")
 	if err != nil || !strings.Contains(out, "submitter.alice") || !strings.Contains(out, "max_running 3") || !strings.Contains(out, "max_running 10") {
 		t.Fatalf("show: %q, %v", out, err)
 	}
 	out, err = do("show", "-json")
 	var list []fleet.QuotaStatus
-	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Limit.Scope != fleet.QuotaDefault || list[1].Limit.MaxRunning != 3 {
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Limit.Scope != fleet.QuotaDefault || list[1].Limit.MaxRunning != 3 || list[1].Limit.MaxQueued != 50 {
 		t.Fatalf("show -json: %q, %v", out, err)
 	}
 	for _, scope := range []string{"submitter:alice", "default"} {

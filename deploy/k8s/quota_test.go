@@ -16,7 +16,8 @@ import (
 // submitter can write neither the quotas nor the leases (it could free
 // its own quota), a worker takes and gives back leases but cannot change
 // a quota; a mission runs under a quota set by the administrator with
-// none of the worker's lease traffic refused.
+// none of the worker's lease traffic refused, and the submitter's check
+// of its queued quota is let through.
 func TestNATSQuotaOnlyTheAdminSetsIt(t *testing.T) {
 	ms := loadManifests(t)
 	ns := natsConfig(t, ms)
@@ -28,7 +29,7 @@ func TestNATSQuotaOnlyTheAdminSetsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fleet.SetQuota(ctx, ajs, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope(natsauth.RoleDispatcher), MaxRunning: 1}); err != nil {
+	if err := fleet.SetQuota(ctx, ajs, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope(natsauth.RoleDispatcher), MaxRunning: 1, MaxQueued: 10}); err != nil {
 		t.Fatalf("the admin sets a quota: %v", err)
 	}
 	for range 2 {
@@ -36,8 +37,10 @@ func TestNATSQuotaOnlyTheAdminSetsIt(t *testing.T) {
 			t.Fatalf("mission under a quota: %+v, %v", step, err)
 		}
 	}
-	if v := fa.worker.violations(); len(v) > 0 {
-		t.Fatalf("the worker's quota traffic was refused: %v", v)
+	for _, r := range []*role{fa.worker, fa.dispatcher} {
+		if v := r.violations(); len(v) > 0 {
+			t.Fatalf("the fleet's quota traffic was refused: %v", v)
+		}
 	}
 	djs, err := jetstream.New(fa.dispatcher.nc)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,10 @@ type Client struct {
 	js  jetstream.JetStream
 	st  *Stores
 	cfg ClientConfig
+	// quotas reads the submitter's quota, bound at the first submit
+	// (nil: a layout set up before quotas); quotaOnce binds it.
+	quotas    *Quotas
+	quotaOnce sync.Once
 	// sub is the submitter the client submits as; readSub is the one it
 	// reads as (sub, or messages.AllSubmitters).
 	sub, readSub string
@@ -220,6 +225,9 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		case !errors.Is(err, ErrNotFound):
 			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
 		}
+	}
+	if err := c.checkQueued(ctx); err != nil {
+		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
 	}
 	data, err := messages.MarshalMission(m)
 	if err != nil {

@@ -33,6 +33,9 @@ var (
 	// ErrIDTaken: another submitter submitted a mission with the same id
 	// within the queue's duplicate window, so this one was not queued.
 	ErrIDTaken = errors.New("fleet: mission id taken by another submitter's mission")
+	// ErrQuotaExceeded: the submitter has as many missions queued as its
+	// quota's max_queued allows; wrapped by a *QuotaExceededError.
+	ErrQuotaExceeded = errors.New("fleet: quota exceeded")
 	// ErrWorkerStopped is returned by Start on a worker that was stopped.
 	ErrWorkerStopped = errors.New("fleet: worker stopped")
 
@@ -91,6 +94,9 @@ const (
 	// ReasonOverLimit: the mission asks for more than the worker's
 	// Ceilings allow; it did not run.
 	ReasonOverLimit = "over_limit"
+	// ReasonQuotaExceeded: the mission was taken while its submitter had
+	// more missions queued than its quota's max_queued; it did not run.
+	ReasonQuotaExceeded = "quota_exceeded"
 	// ReasonUnreadableResult: the runner's Step could not be stored so
 	// that every reader decodes it (nested deeper than
 	// messages.MaxNesting, more values than messages.MaxValuesFor its

@@ -63,8 +63,9 @@ type Metrics struct {
 	budgetRefusals *prometheus.CounterVec
 	budgetAlerts   *prometheus.CounterVec
 
-	quotaWaits  *prometheus.CounterVec
-	quotaLeased *prometheus.GaugeVec
+	quotaWaits   *prometheus.CounterVec
+	quotaLeased  *prometheus.GaugeVec
+	quotaRefusal *prometheus.CounterVec
 
 	reasons, tools, models, codes, submitters labelSet
 }
@@ -186,12 +187,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Missions parked to wait because their submitter ran as many missions as its running quota allows, by tenant and submitter."}, []string{"tenant", "submitter"}),
 		quotaLeased: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ptc_quota_leases",
 			Help: "Missions running under a per-submitter running quota (the leases the workers hold), by tenant."}, []string{"tenant"}),
+		quotaRefusal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_quota_refusals_total",
+			Help: "Missions a worker failed quota_exceeded because their submitter had more queued than its quota's max_queued (published past Client.Submit's check), by tenant and submitter."}, []string{"tenant", "submitter"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
-		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.quotaWaits, m.quotaLeased,
+		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.quotaWaits, m.quotaLeased, m.quotaRefusal,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -393,4 +396,12 @@ func (m *Metrics) quotaLeases(tenant string, d float64) {
 		return
 	}
 	m.quotaLeased.WithLabelValues(tenant).Add(d)
+}
+
+// quotaRefused records a mission failed quota_exceeded.
+func (m *Metrics) quotaRefused(tenant, submitter string) {
+	if m == nil {
+		return
+	}
+	m.quotaRefusal.WithLabelValues(tenant, m.submitters.get(submitter)).Inc()
 }

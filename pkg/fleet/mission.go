@@ -138,9 +138,10 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	w.cfg.Ceilings.applyBudget(m)
-	// The submitter's running quota: a lease held until the run ends, or
-	// the mission waits parked.
-	lease, settled := w.takeQuota(ctx, msg, k, prio, em, meta, attempt, entry, &log)
+	// The submitter's quota: a mission queued past max_queued fails; one
+	// over max_running waits parked; otherwise a lease is held until the
+	// run ends.
+	lease, settled := w.takeQuota(ctx, msg, k, prio, first, em, meta, attempt, entry, &log)
 	if settled {
 		return
 	}

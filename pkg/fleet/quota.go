@@ -46,6 +46,11 @@ type QuotaLimit struct {
 	// MaxRunning bounds the submitter's missions running at once across
 	// the fleet (0: no bound).
 	MaxRunning int `json:"max_running,omitempty"`
+	// MaxQueued bounds the submitter's missions in MISSIONS, waiting or
+	// running (0: no bound): Client.Submit refuses one more, and a worker
+	// taking a mission while the submitter has more fails it
+	// quota_exceeded.
+	MaxQueued int `json:"max_queued,omitempty"`
 }
 
 // Name names the quota in errors and events: "submitter alice's quota",
@@ -58,7 +63,7 @@ func (q QuotaLimit) Name() string {
 }
 
 // empty reports whether q bounds nothing: setting it removes the quota.
-func (q QuotaLimit) empty() bool { return q.MaxRunning == 0 }
+func (q QuotaLimit) empty() bool { return q.MaxRunning == 0 && q.MaxQueued == 0 }
 
 // Validate checks the scope and bounds; its error names the field.
 func (q QuotaLimit) Validate() error {
@@ -67,6 +72,9 @@ func (q QuotaLimit) Validate() error {
 	}
 	if q.MaxRunning < 0 {
 		return fmt.Errorf("%w: quota max_running %d: want ≥ 0", ErrInvalidConfig, q.MaxRunning)
+	}
+	if q.MaxQueued < 0 {
+		return fmt.Errorf("%w: quota max_queued %d: want ≥ 0", ErrInvalidConfig, q.MaxQueued)
 	}
 	return nil
 }
@@ -202,6 +210,38 @@ func (q *Quotas) forSubmitter(ctx context.Context, sub string) (QuotaLimit, erro
 		}
 	}
 	return QuotaLimit{}, nil
+}
+
+// QuotaExceededError says a submitter has as many missions queued as its
+// quota allows (or more). It wraps ErrQuotaExceeded.
+type QuotaExceededError struct {
+	// Quota names the quota ("submitter alice's quota").
+	Quota string
+	// MaxQueued is its bound, Queued the submitter's missions in the
+	// queue (waiting or running) when it was checked.
+	MaxQueued, Queued int
+}
+
+func (e *QuotaExceededError) Error() string {
+	return fmt.Sprintf("%s: max_queued %d: %d missions of the submitter are queued or running", e.Quota, e.MaxQueued, e.Queued)
+}
+
+func (e *QuotaExceededError) Unwrap() error { return ErrQuotaExceeded }
+
+// queuedMissions counts submitter sub's messages in MISSIONS: its
+// missions waiting or running (a message leaves the stream when its
+// mission ends; a mission parked in PARKED is not counted). It reads the
+// stream's subjects under the submitter's prefix, one per mission.
+func queuedMissions(ctx context.Context, missions jetstream.Stream, sub string) (int, error) {
+	info, err := missions.Info(ctx, jetstream.WithSubjectFilter(messages.SubjectSubmitPrefix+sub+".>"))
+	if err != nil {
+		return 0, fmt.Errorf("%w: count the queued missions of %s: %w", ErrRetryable, sub, err)
+	}
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n, nil
 }
 
 // quotaLease is a running mission's lease, renewed and given back by the
@@ -384,13 +424,28 @@ func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key, what string
 	}
 }
 
-// takeQuota takes the lease a mission of submitter k.sub needs to run
-// under its running quota. It returns the lease (nil: the submitter has
-// no running quota) and whether the message was settled instead: the
-// mission waits for its quota (quotaWait) or could not read it (handed
-// back like a retryable failure).
-func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey, priority string, em *emitter, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, log *zerolog.Logger) (*quotaLease, bool) {
+// takeQuota checks a mission of submitter k.sub against its quota and
+// takes the lease it needs to run under its running quota. It returns the
+// lease (nil: the submitter has no running quota) and whether the message
+// was settled instead: the mission, taken for the first time (first)
+// while its submitter had more queued than max_queued, failed
+// quota_exceeded; it waits for its running quota (quotaWait); or the
+// quota could not be read (handed back like a retryable failure).
+func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey, priority string, first bool, em *emitter, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, log *zerolog.Logger) (*quotaLease, bool) {
 	l, err := w.quotas.forSubmitter(ctx, k.sub)
+	if err == nil && first && l.MaxQueued > 0 {
+		// A mission taken for the first time while its submitter has
+		// more queued than the quota allows was queued past it: a client
+		// that does not check (Client.Submit refuses it) published it.
+		var n int
+		if n, err = queuedMissions(ctx, w.st.Missions, k.sub); err == nil && n > l.MaxQueued {
+			over := &QuotaExceededError{Quota: l.Name(), MaxQueued: l.MaxQueued, Queued: n}
+			log.Warn().Err(over).Msg("mission refused: over its submitter's queued quota")
+			w.cfg.Metrics.quotaRefused(w.cfg.Tenant, k.sub)
+			w.finish(ctx, msg, k, em, failStep(ReasonQuotaExceeded, "%v when the mission was taken", over), entry, nil, nil, log)
+			return nil, true
+		}
+	}
 	if err == nil && l.MaxRunning == 0 {
 		return nil, false
 	}
@@ -457,6 +512,41 @@ func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey,
 	w.cfg.Metrics.quotaWait(w.cfg.Tenant, k.sub)
 	attemptFrom(ctx).setOutcome("quota_wait")
 	log.Debug().Int("max_running", wait.MaxRunning).Int("running", wait.Running).Time("retry_at", at).Msg("mission waits for its submitter's running quota")
+}
+
+// checkQueued refuses a submission of the client's submitter when it has
+// as many missions queued as its quota's max_queued: a cooperative check
+// (a submitter publishing on its subject directly skips it; the workers
+// then fail the missions over the quota when they take them).
+func (c *Client) checkQueued(ctx context.Context) error {
+	c.quotaOnce.Do(func() {
+		// bound at the first submit, so that a client that never
+		// submits (an approver's) needs no right to the bucket
+		kv := c.st.QuotaLimits
+		if kv == nil {
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			kv, _ = c.js.KeyValue(bctx, messages.BucketQuotaLimits)
+			cancel()
+		}
+		if kv != nil {
+			c.quotas = &Quotas{limits: kv, now: time.Now, cached: map[string]cachedQuota{}}
+		}
+	})
+	if c.quotas == nil {
+		return nil // a layout set up before quotas
+	}
+	l, err := c.quotas.forSubmitter(ctx, c.sub)
+	if err != nil || l.MaxQueued == 0 {
+		return err
+	}
+	n, err := queuedMissions(ctx, c.st.Missions, c.sub)
+	if err != nil {
+		return err
+	}
+	if n >= l.MaxQueued {
+		return &QuotaExceededError{Quota: l.Name(), MaxQueued: l.MaxQueued, Queued: n}
+	}
+	return nil
 }
 
 // QuotaStatus is a quota with the leases held under it now.

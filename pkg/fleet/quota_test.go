@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -350,5 +351,72 @@ func TestQuotaLeaseOfAKilledWorkerExpires(t *testing.T) {
 		if r.runs[m.ID] != 0 {
 			t.Errorf("cancelled mission %s ran", m.ID)
 		}
+	}
+}
+
+// Client.Submit refuses a mission over its submitter's max_queued with an
+// error naming the quota, its bound and the count; another submitter,
+// with no quota, is not held to it.
+func TestQuotaQueuedRefusesTheSubmit(t *testing.T) {
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxQueued: 3})
+	a, b := submitterClient(t, nc, "a"), submitterClient(t, nc, "b")
+	submitN(t, a, "a", 3) // no worker: they stay queued
+	_, err := a.Submit(testCtx(t), newMission())
+	var qe *fleet.QuotaExceededError
+	if !errors.Is(err, fleet.ErrQuotaExceeded) || !errors.As(err, &qe) || qe.MaxQueued != 3 || qe.Queued != 3 ||
+		!strings.Contains(err.Error(), "submitter a's quota: max_queued 3: 3 missions of the submitter are queued or running") {
+		t.Fatalf("submit over the quota: %v", err)
+	}
+	submitN(t, b, "b", 5)
+}
+
+// A submitter that publishes on its subject directly, past Client.Submit's
+// check, is held to its max_queued by the workers: of 10 missions
+// published at once under a quota of 3, at most 3 run; the others end
+// quota_exceeded, naming the quota, without running.
+func TestQuotaQueuedHoldsARawPublisher(t *testing.T) {
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxQueued: 3})
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	var ms []*messages.Mission
+	for range 10 {
+		m := newMission()
+		m.Version, m.CreatedAt = messages.MissionVersion, time.Now().UTC()
+		data, err := messages.MarshalMission(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := &nats.Msg{Subject: messages.SubmitSubject("a", messages.PriorityNormal, m.ID), Data: data, Header: nats.Header{}}
+		msg.Header.Set(messages.HeaderMissionID, m.ID)
+		if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID)); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	var runs atomic.Int64
+	startWorker(t, nc, countingRunner(&runs, "ok"), func(cfg *fleet.WorkerConfig) { cfg.Slots = 1 })
+	a := submitterClient(t, nc, "a")
+	ran, refused := 0, 0
+	for _, m := range ms {
+		st, err := a.Await(ctx, m.ID)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case st.Ok():
+			ran++
+		case st.Fail.Reason == fleet.ReasonQuotaExceeded:
+			refused++
+			if !strings.Contains(st.Fail.Message, "submitter a's quota: max_queued 3:") {
+				t.Errorf("refusal names no quota: %q", st.Fail.Message)
+			}
+		default:
+			t.Errorf("mission %s: %+v", m.ID, st.Fail)
+		}
+	}
+	t.Logf("ran %d, refused %d", ran, refused)
+	if ran > 3 || ran < 1 || refused < 7 || int64(ran) != runs.Load() {
+		t.Errorf("ran %d (runner: %d), refused %d; want at most 3 run and the rest refused", ran, runs.Load(), refused)
 	}
 }

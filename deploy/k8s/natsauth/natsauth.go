@@ -263,6 +263,11 @@ func submitterPublish(user, reads string) []string {
 		// chunk: those are read by sequence)
 		get(objStream, "$O."+messages.BucketContext+".M.>"),
 	)
+	// Submit reads the submitter's quota (a cooperative check of its
+	// max_queued; the workers enforce it) and counts its queued missions
+	// from MISSIONS' stream info.
+	l = append(l, streamInfo(quotaLimitsStream)...)
+	l = append(l, directGet(quotaLimitsStream)...)
 	// The approvals of a mission are read, not decided (RoleApprover);
 	// they are keyed by mission id, so every submitter's are readable.
 	l = append(l, directGet(approvalsStream)...)
