@@ -55,7 +55,15 @@ func registerMath(r *registry) {
 	}).doc("x to the power y, as a float").pure()
 	r.add("double", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "double", a[0]) }).
 		doc("x as a float").pure()
-	r.add("float", 1, 1, func(th *Thread, a []Value) Value { return toDouble(th, "float", a[0]) }).
+	r.add("float", 1, 1, func(th *Thread, a []Value) Value {
+		v := toDouble(th, "float", a[0])
+		// floats are 64-bit, but as Clojure a value past float's range
+		// (an infinity too) is out of range
+		if f := v.(float64); math.Abs(f) > math.MaxFloat32 {
+			th.Raise(KindValue, "float: value out of range for float: %s", formatFloat(f, 0))
+		}
+		return v
+	}).
 		doc("x as a float").pure()
 	r.add("int", 1, 1, func(th *Thread, a []Value) Value { return toLong(th, "int", a[0]) }).
 		doc("x truncated to an integer").pure()

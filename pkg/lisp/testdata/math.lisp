@@ -190,3 +190,10 @@
 ;; range over integers near the ends of int64 counts exactly
 [(count (range 9223372036854775800 9223372036854775807 3)) (range -9223372036854775807 -9223372036854775808 -1) (count (range -9223372036854775808 9223372036854775807 4611686018427387904))]
 ;=> [3 [-9223372036854775807] 4]
+---
+;; float: 64-bit, but past float's range (an infinity too) is out of range, as Clojure
+(float ##Inf)
+;;; "value_error: .*float: value out of range for float: ##Inf"
+---
+(float -1e39)
+;;; "value_error: .*float: value out of range for float: -1.0E39"
