@@ -929,6 +929,14 @@ func partitionImpl(th *Thread, name string, a []Value, all bool) Value {
 		th.allocSlots(len(chunk))
 		return seqVec([]Value{&Vector{slots: chunk}})
 	}
+	if n < 0 && !all {
+		// as Clojure: no chunk has a negative count; with a pad, a
+		// non-empty input gives one empty chunk
+		if !hasPad || len(th.Seq(coll, name, len(a))) == 0 {
+			return emptyVector
+		}
+		return seqVec([]Value{emptyVector})
+	}
 	if n <= 0 {
 		th.Raise(KindValue, "%s: size must be positive, got %d", name, n)
 	}
