@@ -514,11 +514,17 @@ func (c *compiler) compileMap(f *form) node {
 		return constNode(v)
 	}
 	items := c.compileAll(f.items)
+	pos := f.pos
 	return func(fr *frame) Value {
 		b := newMapBuilder(len(items) / 2)
 		for i := 0; i < len(items); i += 2 {
 			k := items[i](fr)
+			n := b.n
 			b.setExactLast(k, items[i+1](fr))
+			if b.n == n {
+				// as Clojure: {a 1 b 2} with a = b
+				panic(&Error{Kind: KindValue, Pos: pos, Msg: "map literal: duplicate key: " + preview(k)})
+			}
 		}
 		fr.th.allocSlots(len(items))
 		return b.build()
@@ -530,10 +536,17 @@ func (c *compiler) compileSet(f *form) node {
 		return constNode(v)
 	}
 	items := c.compileAll(f.items)
+	pos := f.pos
 	return func(fr *frame) Value {
 		s := emptySet
 		for _, n := range items {
-			s = s.Conj(n(fr))
+			v := n(fr)
+			k := s.Len()
+			s = s.Conj(v)
+			if s.Len() == k {
+				// as Clojure: #{a b} with a = b
+				panic(&Error{Kind: KindValue, Pos: pos, Msg: "set literal: duplicate key: " + preview(v)})
+			}
 		}
 		fr.th.allocSlots(len(items))
 		return s

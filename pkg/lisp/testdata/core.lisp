@@ -83,3 +83,13 @@
 ;; reduce without init over no items calls (f), as Clojure
 (reduce max [])
 ;;; "arity_error: .*max expects 1 or more args, got 0"
+---
+;; a computed set or map literal with two equal keys is an error, as Clojure
+(let [a 1 b 1] #{a b})
+;;; "value_error: .*set literal: duplicate key: 1"
+---
+(let [a 1 b 1] {a :x b :y})
+;;; "value_error: .*map literal: duplicate key: 1"
+---
+(let [a 1 b 2] [#{a b} {a :x b :y}])
+;=> [#{1 2} {1 :x 2 :y}]
