@@ -41,7 +41,15 @@ func registerSeq(r *registry) {
 		}
 		return seqOrNil(th, reverseOf(th, "rseq", a[0]))
 	}).doc("the items of a vector or sorted collection in reverse order, or nil when empty")
-	r.add("distinct", 1, 1, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct", nil, a[0], 1) }).
+	r.add("distinct", 1, 1, func(th *Thread, a []Value) Value {
+		switch a[0].(type) {
+		case *Map, hostMap, *Set:
+			// as Clojure, whose distinct reads its argument positionally
+			th.RaiseHint(KindType, "its items are distinct already; take (vec (keys m)) or (vec s)",
+				"distinct: expected a sequence, got %s (arg 1)", preview(a[0]))
+		}
+		return distinctBy(th, "distinct", nil, a[0], 1)
+	}).
 		doc("the items without duplicates, first occurrence kept").ref(refSeq).pure()
 	r.add("distinct-by", 2, 2, func(th *Thread, a []Value) Value { return distinctBy(th, "distinct-by", a[0], a[1], 2) }).
 		doc("the items whose keyfn result was not seen before").hof(1)

@@ -751,3 +751,7 @@
 ---
 (sort [[1 [2 3]] [1 [2 2]] [0]])
 ;=> [[0] [1 [2 2]] [1 [2 3]]]
+---
+;; distinct of a map or set is an error, as Clojure
+(distinct #{1 2})
+;;; "type_error: .*distinct: expected a sequence, got set"
