@@ -47,7 +47,7 @@ func registerAgg(r *registry) {
 	r.add("not-any?", 2, 2, func(th *Thread, a []Value) Value { return allMatch(th, "not-any?", a[0], a[1], false) }).
 		doc("true when pred holds for no item").ref(refSeq).hof(1)
 	r.add("contains?", 2, 2, biContains).
-		doc("true when a map or set has the key, or a vector the index").ref(refMaps).pure()
+		doc("true when a map or set has the key, or a vector the value").ref(refMaps).pure()
 }
 
 // sumOf adds the numbers of coll (through key when non-nil), skipping nil.
