@@ -310,23 +310,7 @@ func toGo(v Value, share bool) any {
 		if share && x.host {
 			return &Kept{v: x}
 		}
-		out := make(map[string]any, x.Len())
-		var respelled []mapEntry
-		for _, e := range x.entries() {
-			k, exact := hostKey(e.key)
-			if !exact {
-				respelled = append(respelled, e)
-				continue
-			}
-			out[k] = toGo(e.val, share)
-		}
-		for _, e := range respelled {
-			k, _ := hostKey(e.key)
-			if _, taken := out[k]; !taken {
-				out[k] = toGo(e.val, share)
-			}
-		}
-		return out
+		return mapToGo(x, share)
 	case *Var:
 		return "#'" + x.Name
 	case *Reduced:
@@ -335,6 +319,28 @@ func toGo(v Value, share bool) any {
 		return PrStr(x)
 	}
 	return v
+}
+
+// mapToGo converts a map (not a view) entry by entry, its keys by the
+// boundary rule.
+func mapToGo(x *Map, share bool) map[string]any {
+	out := make(map[string]any, x.Len())
+	var respelled []mapEntry
+	for _, e := range x.entries() {
+		k, exact := hostKey(e.key)
+		if !exact {
+			respelled = append(respelled, e)
+			continue
+		}
+		out[k] = toGo(e.val, share)
+	}
+	for _, e := range respelled {
+		k, _ := hostKey(e.key)
+		if _, taken := out[k]; !taken {
+			out[k] = toGo(e.val, share)
+		}
+	}
+	return out
 }
 
 // hostKey renders a map key for the host (the boundary rule, see ToGo):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -27,13 +28,17 @@ type Kept struct {
 
 	once  sync.Once
 	plain any
+	// fw caches whether v holds a firewalled key (MaskFirewalled)
+	fwOnce sync.Once
+	fw     bool
 }
 
 // Value returns the interpreter value.
 func (k *Kept) Value() Value { return k.v }
 
 // Go returns the value as plain Go data (ToGo), converted on the first
-// call.
+// call and shared by every caller: read it, do not change it (the value
+// and its encodings stay what the run kept).
 func (k *Kept) Go() any {
 	k.once.Do(func() { k.plain = ToGo(k.v) })
 	return k.plain
@@ -45,7 +50,8 @@ func (k *Kept) String() string { return PrStr(k.v) }
 // MaskFirewalled implements messages.Masker: the value itself when it
 // holds no firewalled key, else its Go form masked.
 func (k *Kept) MaskFirewalled() any {
-	if !hasFirewalledKey(k.v) {
+	k.fwOnce.Do(func() { k.fw = hasFirewalledKey(k.v) })
+	if !k.fw {
 		return k
 	}
 	return messages.MaskFirewalled(k.Go())
@@ -83,7 +89,7 @@ func encodeKept(enc *msgpack.Encoder, v Value) error {
 		}
 		es, ok := stringEntries(x)
 		if !ok {
-			return enc.Encode(ShareToGo(x))
+			return enc.Encode(mapToGo(x, true))
 		}
 		if err := enc.EncodeMapLen(len(es)); err != nil {
 			return err
@@ -98,7 +104,8 @@ func encodeKept(enc *msgpack.Encoder, v Value) error {
 		}
 		return nil
 	}
-	// sets, seqs, views of host records, functions: their Go form
+	// sets, seqs, views of host records, functions: their Go form (which
+	// is not a Kept: only a host vector or map is)
 	return enc.Encode(ShareToGo(v))
 }
 
@@ -167,7 +174,16 @@ func (w *keptJSON) goValue(x any) error {
 
 func (w *keptJSON) value(v Value) error {
 	switch x := v.(type) {
-	case nil, bool, int64, float64, string:
+	case nil:
+		w.out.WriteString("null")
+		return nil
+	case bool:
+		w.out.WriteString(strconv.FormatBool(x))
+		return nil
+	case int64:
+		w.out.Write(strconv.AppendInt(w.out.AvailableBuffer(), x, 10))
+		return nil
+	case float64, string:
 		return w.goValue(x)
 	case *Keyword:
 		return w.goValue(x.Name)
@@ -192,7 +208,7 @@ func (w *keptJSON) value(v Value) error {
 		}
 		es, ok := stringEntries(x)
 		if !ok {
-			return w.goValue(ShareToGo(x))
+			return w.goValue(mapToGo(x, true))
 		}
 		w.out.WriteByte('{')
 		for i, e := range es {

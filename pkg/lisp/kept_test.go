@@ -175,6 +175,13 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 		N    int    `json:"n"`
 	}
 	view := []map[string]any{{"id": int64(1), "v": "a"}, {"id": int64(2), "v": nil}}
+	// interpreter values inside host data: a map whose keys respell to
+	// one host key, and a keyword
+	made, err := Exec(context.Background(), `{:row-count 1 "row_count" 2 :a-b 3 7 :seven}`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kw, _ := Exec(context.Background(), `:some-kw`, Options{})
 	tools := Tools{
 		"packed": ToolFunc(func(context.Context, map[string]any) (any, error) { return NewWireResult("", packed) }),
 		"jsoned": ToolFunc(func(context.Context, map[string]any) (any, error) {
@@ -183,11 +190,15 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 		"typed": ToolFunc(func(context.Context, map[string]any) (any, error) {
 			return []row{{"a", 1}, {"b<>", 2}}, nil
 		}),
+		"values": ToolFunc(func(context.Context, map[string]any) (any, error) {
+			return []any{made.Value, kw.Value, "s", []any{made.Value}}, nil
+		}),
 	}
 	first := `
 (def p (tool/packed {}))
 (def j (tool/jsoned {}))
 (def typed (tool/typed {}))
+(def values (tool/values {}))
 (def strs ctx/strs)
 (def recs (get p "records"))
 (def edited (-> recs (assoc-in [1 "id"] 99) (update 3 dissoc "text" "😀") (assoc 5 (assoc (nth recs 5) :added [1 2.0 nil])) (update 8 dissoc "s") (update 10 assoc "k99" "x")))
@@ -201,7 +212,7 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := res.Step(first, Options{})
-	for _, k := range []string{"p", "j", "typed", "strs", "recs", "one"} {
+	for _, k := range []string{"p", "j", "typed", "values", "strs", "recs", "one"} {
 		if _, ok := st.Memory[k].(*Kept); !ok {
 			t.Errorf("memory %s is %T, want the kept value", k, st.Memory[k])
 		}

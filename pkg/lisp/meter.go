@@ -162,10 +162,15 @@ const (
 )
 
 // scalarCharge is the charge of a decoded scalar (its slot is its
-// container's).
+// container's): none for a small integer, whose box is shared (Int).
 func scalarCharge(v Value) int64 {
 	switch x := v.(type) {
-	case int64, float64:
+	case int64:
+		if x >= -128 && x <= smallIntMax {
+			return 0
+		}
+		return numberBytes
+	case float64:
 		return numberBytes
 	case string:
 		return stringBytes + int64(len(x))

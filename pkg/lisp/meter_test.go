@@ -145,7 +145,7 @@ func TestMeterSharedByRunsAndBranches(t *testing.T) {
 // is released; a result that fits is charged its Size.
 func TestDecodeWireResultOverLimit(t *testing.T) {
 	for _, ct := range []string{"", messages.ContentTypeJSON} {
-		data := wireRecords(t, 1500, ct)
+		data := wireRecords(t, 3000, ct)
 		m := NewMeter(1<<20, "raise it")
 		ctx := WithMeter(context.Background(), m)
 		_, err := DecodeWireResult(ctx, ct, data)

@@ -36,18 +36,26 @@ func (b *boxer) boxFloat(f float64) Value { return f }
 // boxString returns s as a Value; a converter (intern) reuses the box of
 // an equal short string.
 func (b *boxer) boxString(s string) Value {
+	v, _ := b.internString(s)
+	return v
+}
+
+// internString is boxString reporting whether it made a new box (fresh)
+// rather than reusing an interned one, so a decoder charges a string's
+// box and bytes once however often it repeats.
+func (b *boxer) internString(s string) (v Value, fresh bool) {
 	if !b.intern || len(s) > internMaxLen {
-		return s
+		return s, true
 	}
 	if v, ok := b.interned[s]; ok {
-		return v
+		return v, false
 	}
-	var v Value = s
+	v = s
 	if b.interned == nil {
 		b.interned = map[string]Value{}
 	}
 	if len(b.interned) < internMax {
 		b.interned[s] = v
 	}
-	return v
+	return v, true
 }

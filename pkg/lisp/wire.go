@@ -102,6 +102,14 @@ func (w *wireDecoder) value() (Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s, ok := nx.(string); ok {
+		// a repeated short string shares one box, charged once
+		v, fresh := w.cv.internString(s)
+		if !fresh {
+			return v, nil
+		}
+		return v, w.ch.add(scalarCharge(v))
+	}
 	v, err := w.cv.from(nx)
 	if err != nil {
 		return nil, err

@@ -99,13 +99,18 @@ func (j *jsonDecoder) value(depth int) (Value, error) {
 	case 'f':
 		return false, nil
 	case '"':
-		v := j.str(raw)
+		// a repeated short string shares one box, charged once
+		v, fresh := j.str(raw)
+		if !fresh {
+			return v, nil
+		}
 		return v, j.ch.add(scalarCharge(v))
 	}
-	if err := j.ch.add(numberBytes); err != nil {
+	v, err := j.number(raw)
+	if err != nil {
 		return nil, err
 	}
-	return j.number(raw)
+	return v, j.ch.add(scalarCharge(v))
 }
 
 // open reads the opening delimiter of a container and reports whether
@@ -209,15 +214,16 @@ func unquoted(raw []byte) []byte {
 	return out
 }
 
-// str returns the JSON string raw as a boxed string.
-func (j *jsonDecoder) str(raw []byte) Value {
+// str returns the JSON string raw as a boxed string, and whether its box
+// is new (not an interned one).
+func (j *jsonDecoder) str(raw []byte) (Value, bool) {
 	s := unquoted(raw)
 	if len(s) <= internMaxLen {
 		if v, ok := j.cv.interned[string(s)]; ok {
-			return v
+			return v, false
 		}
 	}
-	return j.cv.boxString(string(s))
+	return j.cv.internString(string(s))
 }
 
 // key returns the object key raw as a boxed string, interned.
