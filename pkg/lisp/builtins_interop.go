@@ -106,9 +106,20 @@ func registerInterop(r *registry) {
 		}
 		return strings.Contains(strArg(th, ".contains", a[0], 1), strArg(th, ".contains", a[1], 2))
 	}).doc("Java's contains of a string or vector")
-	r.add(".startsWith", 2, 2, func(th *Thread, a []Value) Value {
-		return strings.HasPrefix(strArg(th, ".startsWith", a[0], 1), strArg(th, ".startsWith", a[1], 2))
-	}).doc("Java's String.startsWith")
+	r.add(".startsWith", 2, 3, func(th *Thread, a []Value) Value {
+		s, prefix := strArg(th, ".startsWith", a[0], 1), strArg(th, ".startsWith", a[1], 2)
+		if len(a) == 3 {
+			// Java's startsWith(prefix, offset): an offset outside the
+			// string is false
+			off := th.Index(".startsWith", a[2], 3)
+			n, ascii := runeLen(s)
+			if off < 0 || off > int64(n) {
+				return false
+			}
+			s = s[runeOffset(s, int(off), ascii):]
+		}
+		return strings.HasPrefix(s, prefix)
+	}).doc("Java's String.startsWith, from an offset when given")
 	r.add(".endsWith", 2, 2, func(th *Thread, a []Value) Value {
 		return strings.HasSuffix(strArg(th, ".endsWith", a[0], 1), strArg(th, ".endsWith", a[1], 2))
 	}).doc("Java's String.endsWith")
