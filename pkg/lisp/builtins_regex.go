@@ -68,8 +68,8 @@ func registerRegex(r *registry) {
 		if u := strings.TrimRight(t, "dDfF"); len(u) == len(t)-1 && u != "" && u != "NaN" && !strings.HasSuffix(u, "Infinity") {
 			t = u
 		}
-		if f, ok := parseDoubleStrict(t); ok {
-			return f
+		if f, ok := parseDoubleClojure(t); ok {
+			return f // Java's grammar, hexadecimal ("0x1.8p1") too
 		}
 		th.RaiseHint(KindValue, "use parse-double, which returns nil for text that is not a number",
 			"Double/parseDouble: cannot parse %s as a number", preview(s))
