@@ -1,6 +1,7 @@
 package lisp
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,6 +53,15 @@ func registerInterop(r *registry) {
 	r.add(".isAfter", 2, 2, func(th *Thread, a []Value) Value {
 		return dateArg(th, ".isAfter", a[0], 1).After(dateArg(th, ".isAfter", a[1], 2))
 	}).doc("true when the first date is after the second")
+	r.add(".toEpochDay", 1, 1, func(th *Thread, a []Value) Value {
+		return Int(localDateArg(th, ".toEpochDay", a[0]).Unix() / 86400)
+	}).doc("the days since 1970-01-01 of a yyyy-mm-dd date")
+	r.add(".plusDays", 2, 2, func(th *Thread, a []Value) Value {
+		return localDatePlus(th, ".plusDays", a, 1)
+	}).doc("a yyyy-mm-dd date n days later")
+	r.add(".minusDays", 2, 2, func(th *Thread, a []Value) Value {
+		return localDatePlus(th, ".minusDays", a, -1)
+	}).doc("a yyyy-mm-dd date n days earlier")
 	r.add("System/currentTimeMillis", 0, 0, func(th *Thread, a []Value) Value { return Int(time.Now().UnixMilli()) }).
 		doc("the current time in epoch milliseconds")
 	r.add("LocalDate/parse", 1, 1, func(th *Thread, a []Value) Value {
@@ -235,4 +245,39 @@ func dateArg(th *Thread, fn string, v Value, argN int) time.Time {
 	}
 	th.TypeError(fn, "a date", v, argN)
 	return time.Time{}
+}
+
+// localDateArg reads a LocalDate: its yyyy-mm-dd text.
+func localDateArg(th *Thread, fn string, v Value) time.Time {
+	s := strArg(th, fn, v, 1)
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		th.Raise(KindValue, "%s: invalid ISO-8601 date %s (expected YYYY-MM-DD)", fn, preview(s))
+	}
+	return t
+}
+
+// localDatePlus is .plusDays (sign 1) and .minusDays (sign -1). The day
+// count converts as Java's interop does: a float truncates, NaN is 0.
+func localDatePlus(th *Thread, fn string, a []Value, sign int64) Value {
+	t := localDateArg(th, fn, a[0])
+	var n int64
+	switch x := a[1].(type) {
+	case int64:
+		n = x
+	case float64:
+		switch {
+		case x != x:
+		case math.Abs(x) >= 1e7*366:
+			th.Raise(KindValue, "%s: day count out of range: %s", fn, formatFloat(x, 0))
+		default:
+			n = int64(x)
+		}
+	default:
+		th.TypeError(fn, "number", a[1], 2)
+	}
+	if n > 1e7*366 || n < -1e7*366 {
+		th.Raise(KindValue, "%s: day count out of range: %d", fn, n)
+	}
+	return t.AddDate(0, 0, int(sign*n)).Format(time.DateOnly)
 }

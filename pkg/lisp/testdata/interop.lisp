@@ -91,3 +91,16 @@
 ---
 (.toString nil)
 ;;; "type_error: 1:1: .toString: expected a value, got nil \\(arg 1\\)"
+---
+;; LocalDate methods on yyyy-mm-dd text: day counts convert as Java's interop (a float truncates, NaN is 0)
+(let [d (LocalDate/parse "2024-02-28")] [(.toEpochDay d) (.plusDays d 1) (.minusDays d 59) (.plusDays d 1.9) (.minusDays d ##NaN)])
+;=> [19781 "2024-02-29" "2023-12-31" "2024-02-29" "2024-02-28"]
+---
+(.plusDays "2024-02-28T10:00:00Z" 1)
+;;; "value_error: .*\\.plusDays: invalid ISO-8601 date"
+---
+(.minusDays "2024-02-28" "1")
+;;; "type_error: .*\\.minusDays: expected number, got string \"1\" \\(arg 2\\)"
+---
+(.plusDays "2024-02-28" ##Inf)
+;;; "value_error: .*\\.plusDays: day count out of range: ##Inf"
