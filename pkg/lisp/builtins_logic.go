@@ -83,6 +83,8 @@ func registerLogic(r *registry) {
 		_, f, _ := th.Num("infinite?", a[0], 1)
 		return math.IsInf(f, 0)
 	}).doc("true for positive or negative infinity")
+	r.alias("Double/isNaN", "NaN?")
+	r.alias("Double/isInfinite", "infinite?")
 	r.add("type", 1, 1, func(th *Thread, a []Value) Value { return th.Keyword(typeKeyword(a[0])) }).
 		doc("a keyword naming the value's type")
 	r.add("zero?", 1, 1, func(th *Thread, a []Value) Value { return signTest(a[0], func(c int) bool { return c == 0 }) }).

@@ -108,3 +108,10 @@
 ---
 [(map-entry? (first {:a 1})) (map-entry? nil) (map-entry? [1 2 3]) (map-entry? {:a 1})]
 ;=> [true false false false]
+---
+;; Java's Double/isNaN and Double/isInfinite are NaN? and infinite?
+[(Double/isNaN ##NaN) (Double/isNaN 1) (Double/isInfinite ##-Inf) (Double/isInfinite 1.5)]
+;=> [true false true false]
+---
+(Double/isNaN "x")
+;;; "type_error: .*expected number, got string \"x\" \\(arg 1\\)"
