@@ -71,7 +71,7 @@ commands:
                     -max-cost-usd USD -max-tokens N (both 0: remove it)
   quota show        the per-submitter quotas and the missions running under each; -json
   quota set         set a per-submitter quota: -scope default|submitter:NAME -max-running N
-                    -max-queued N (0: no bound; a quota bounding nothing is removed)
+                    -max-queued N (0: no bound) -weight W (0: 1); one setting nothing is removed
   ui                serve the mission viewer (a web page) on -ui-addr
   mcp               serve the fleet as an MCP server (stdio; -mcp-http ADDR for Streamable HTTP)
   bench context     how many prompt tokens three data-heavy missions take in PTC-Lisp and in
@@ -221,6 +221,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.StringVar(&quota.Scope, "scope", fleet.QuotaDefault, "quota set: whose quota: default (every submitter without one of its own) or submitter:NAME")
 		fs.IntVar(&quota.MaxRunning, "max-running", 0, "quota set: missions of the submitter running at once across the fleet (0: no bound)")
 		fs.IntVar(&quota.MaxQueued, "max-queued", 0, "quota set: missions of the submitter in the queue, waiting or running (0: no bound)")
+		fs.IntVar(&quota.Weight, "weight", 0, "quota set: the submitter's weight in the workers' round robin over the lanes (0: 1; at most 100)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
 	case "mcp":

@@ -55,7 +55,7 @@ func runQuota(ctx context.Context, nc *nats.Conn, args []string, q fleet.QuotaLi
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no quotas (dispatcher quota set -scope ... -max-running N)")
+		fmt.Fprintln(stdout, "no quotas (dispatcher quota set -scope ... -max-running N -max-queued N -weight W)")
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -79,6 +79,9 @@ func quotaBounds(q fleet.QuotaLimit) string {
 	}
 	if q.MaxQueued > 0 {
 		parts = append(parts, fmt.Sprintf("max_queued %d", q.MaxQueued))
+	}
+	if q.Weight > 0 {
+		parts = append(parts, fmt.Sprintf("weight %d", q.Weight))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -29,7 +29,7 @@ func TestQuotaSetAndShow(t *testing.T) {
 		!strings.Contains(out, "submitter alice's quota set: max_running 3, max_queued 50") {
 		t.Fatalf("set: %q, %v", out, err)
 	}
-	if out, err := do("set", "-max-running", "10"); err != nil || !strings.Contains(out, "the default quota set: max_running 10") {
+	if out, err := do("set", "-max-running", "10", "-weight", "2"); err != nil || !strings.Contains(out, "the default quota set: max_running 10, weight 2") {
 		t.Fatalf("set default: %q, %v", out, err)
 	}
 	if _, err := do("set", "-scope", "team", "-max-running", "1"); err == nil || !strings.Contains(err.Error(), `quota scope "team"`) {
@@ -37,6 +37,9 @@ func TestQuotaSetAndShow(t *testing.T) {
 	}
 	if _, err := do("set", "-scope", "submitter:bob", "-max-running", "-1"); err == nil || !strings.Contains(err.Error(), "quota max_running -1") {
 		t.Errorf("set -max-running -1: err = %v", err)
+	}
+	if _, err := do("set", "-scope", "submitter:bob", "-weight", "101"); err == nil || !strings.Contains(err.Error(), "quota weight 101") {
+		t.Errorf("set -weight 101: err = %v", err)
 	}
 	if _, err := do("set", "-scope", "submitter:bob", "-max-queued", "-2"); err == nil || !strings.Contains(err.Error(), "quota max_queued -2") {
 		t.Errorf("set -max-queued -2: err = %v", err)
@@ -47,7 +50,7 @@ func TestQuotaSetAndShow(t *testing.T) {
 	}
 	out, err = do("show", "-json")
 	var list []fleet.QuotaStatus
-	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Limit.Scope != fleet.QuotaDefault || list[1].Limit.MaxRunning != 3 || list[1].Limit.MaxQueued != 50 {
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Limit.Scope != fleet.QuotaDefault || list[0].Limit.Weight != 2 || list[1].Limit.MaxRunning != 3 || list[1].Limit.MaxQueued != 50 {
 		t.Fatalf("show -json: %q, %v", out, err)
 	}
 	for _, scope := range []string{"submitter:alice", "default"} {

@@ -28,6 +28,9 @@ type lane struct {
 	// due is set for every lane every fullSweepEvery and cleared when a
 	// fetch looks at the lane.
 	due bool
+	// turn counts the missions taken from the lane in its current turn
+	// of the round robin, which lasts its weight in missions.
+	turn int
 }
 
 // fullSweepEvery is how often the worker looks at every lane, empty or
@@ -245,7 +248,9 @@ func (w *Worker) probe(from *int) (int, bool) {
 // and returns how many it started. Priorities go highest first; within
 // one, the lanes with missions share the free slots in turn, starting
 // from next[priority], which is left at the lane after the last one
-// served.
+// served. A lane's turn lasts its weight (per-submitter quotas): it
+// takes up to weight shares of the free slots, and keeps the turn over
+// passes until it took weight missions.
 func (w *Worker) sweep(next []int) int {
 	got := 0
 	var cands []int
@@ -262,7 +267,11 @@ func (w *Worker) sweep(next []int) int {
 			if free == 0 {
 				return got
 			}
-			share := max(1, free/len(cands))
+			weight := 0
+			for _, i := range cands {
+				weight += w.laneWeight(i)
+			}
+			share := max(1, free/weight)
 			more := cands[:0]
 			for _, i := range cands {
 				free = w.freeSlots()
@@ -270,7 +279,8 @@ func (w *Worker) sweep(next []int) int {
 					return got
 				}
 				l := w.lanes[i]
-				want := min(share, free)
+				lw := w.laneWeight(i)
+				want := min(max(share*lw-l.turn, 1), free)
 				n, pending := w.fetch(l.c, want)
 				l.due = false
 				got += n
@@ -280,10 +290,19 @@ func (w *Worker) sweep(next []int) int {
 					// stored yet, and the lane gets a long poll when the
 					// sweep finds nothing else
 					l.bell = false
-					next[pi] = (i - laneIndex(pi, 0) + 1) % (messages.MissionLanes + 1)
+					// the lane keeps its turn until it took its weight
+					l.turn += n
+					if l.turn >= lw {
+						l.turn = 0
+						next[pi] = (i - laneIndex(pi, 0) + 1) % (messages.MissionLanes + 1)
+					} else if next[pi] = i - laneIndex(pi, 0); n == want {
+						// its turn goes on: a slot freed meanwhile is
+						// its, in the next pass, not the next lane's
+						return got
+					}
 				}
 				if n < want {
-					l.pending = 0
+					l.pending, l.turn = 0, 0
 					continue
 				}
 				l.pending = pending

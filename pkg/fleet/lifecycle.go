@@ -63,6 +63,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.subs = nil
 		return err
 	}
+	w.readWeights()
+	go w.watchWeights()
 	go w.loop()
 	w.cfg.Metrics.addSlots(w.cfg.Slots)
 	w.ready.Store(true)

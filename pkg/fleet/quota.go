@@ -51,7 +51,18 @@ type QuotaLimit struct {
 	// taking a mission while the submitter has more fails it
 	// quota_exceeded.
 	MaxQueued int `json:"max_queued,omitempty"`
+	// Weight is the submitter's share of the workers' round robin over
+	// the lanes: its lane gets up to Weight shares per pass (0: 1, at
+	// most MaxQuotaWeight). Submitters sharing a lane share its weight,
+	// the largest of theirs.
+	Weight int `json:"weight,omitempty"`
 }
+
+// MaxQuotaWeight bounds QuotaLimit.Weight.
+const MaxQuotaWeight = 100
+
+// weight is q's weight, 1 when unset.
+func (q QuotaLimit) weight() int { return max(q.Weight, 1) }
 
 // Name names the quota in errors and events: "submitter alice's quota",
 // "the default quota".
@@ -63,7 +74,7 @@ func (q QuotaLimit) Name() string {
 }
 
 // empty reports whether q bounds nothing: setting it removes the quota.
-func (q QuotaLimit) empty() bool { return q.MaxRunning == 0 && q.MaxQueued == 0 }
+func (q QuotaLimit) empty() bool { return q.MaxRunning == 0 && q.MaxQueued == 0 && q.Weight == 0 }
 
 // Validate checks the scope and bounds; its error names the field.
 func (q QuotaLimit) Validate() error {
@@ -75,6 +86,9 @@ func (q QuotaLimit) Validate() error {
 	}
 	if q.MaxQueued < 0 {
 		return fmt.Errorf("%w: quota max_queued %d: want ≥ 0", ErrInvalidConfig, q.MaxQueued)
+	}
+	if q.Weight < 0 || q.Weight > MaxQuotaWeight {
+		return fmt.Errorf("%w: quota weight %d: want 0 (1) to %d", ErrInvalidConfig, q.Weight, MaxQuotaWeight)
 	}
 	return nil
 }
@@ -132,6 +146,9 @@ type Quotas struct {
 	limits, leases jetstream.KeyValue
 	js             jetstream.JetStream
 	parked         jetstream.Stream
+	// limitsStream is limits' stream, whose info lists the quotas (set
+	// by laneWeights, whose one goroutine uses it).
+	limitsStream   jetstream.Stream
 	worker, tenant string
 	metrics        *Metrics
 	// ttl is how long a lease lasts unrenewed.
@@ -616,4 +633,92 @@ func ListQuotas(ctx context.Context, js jetstream.JetStream, now time.Time) ([]Q
 	}
 	slices.SortFunc(out, func(a, b QuotaStatus) int { return strings.Compare(a.Limit.Scope, b.Limit.Scope) })
 	return out, nil
+}
+
+// laneWeights are the weights of the lanes (messages.MissionLanes) in the
+// workers' round robin: the largest weight of the submitters with a quota
+// of their own hashed to the lane, at least the default quota's weight
+// (a submitter without a quota has the default's).
+type laneWeights [messages.MissionLanes]int
+
+// laneWeights reads the weights of the lanes: the quotas' keys from the
+// bucket's stream info (no consumer), each quota through the cache.
+func (q *Quotas) laneWeights(ctx context.Context) (*laneWeights, error) {
+	if q.limitsStream == nil {
+		s, err := q.js.Stream(ctx, "KV_"+messages.BucketQuotaLimits)
+		if err != nil {
+			return nil, err
+		}
+		q.limitsStream = s
+	}
+	prefix := "$KV." + messages.BucketQuotaLimits + "."
+	info, err := q.limitsStream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	base := 1
+	if d, err := q.limit(ctx, QuotaDefault); err != nil {
+		return nil, err
+	} else if d != nil {
+		base = d.weight()
+	}
+	var lw laneWeights
+	for i := range lw {
+		lw[i] = base
+	}
+	for subj := range info.State.Subjects {
+		sub, ok := strings.CutPrefix(strings.TrimPrefix(subj, prefix), "submitter.")
+		if !ok {
+			continue
+		}
+		l, err := q.limit(ctx, QuotaSubmitterScope(sub))
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			lane := messages.SubmitLane(sub)
+			lw[lane] = max(lw[lane], l.weight())
+		}
+	}
+	return &lw, nil
+}
+
+// watchWeights reads the lanes' weights every quotaLimitRefresh until the
+// worker stops: one stream info request, and a read of each quota past
+// its cache, per refresh, whatever the missions.
+func (w *Worker) watchWeights() {
+	t := time.NewTicker(quotaLimitRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stopping:
+			return
+		case <-t.C:
+		}
+		w.readWeights()
+	}
+}
+
+// readWeights reads the lanes' weights once; on failure the last ones
+// stay.
+func (w *Worker) readWeights() {
+	ctx, cancel := context.WithTimeout(context.Background(), quotaLimitRefresh)
+	defer cancel()
+	lw, err := w.quotas.laneWeights(ctx)
+	if err != nil {
+		w.log.Debug().Err(err).Msg("lane weights not read")
+		return
+	}
+	w.weights.Store(lw)
+}
+
+// laneWeight is the weight of lane i of w.lanes (1 for a priority's
+// missions with no lane).
+func (w *Worker) laneWeight(i int) int {
+	l := i % (messages.MissionLanes + 1)
+	lw := w.weights.Load()
+	if lw == nil || l == messages.MissionLanes {
+		return 1
+	}
+	return lw[l]
 }

@@ -101,11 +101,11 @@ func submitN(t *testing.T, c *fleet.Client, sub string, n int) []*messages.Missi
 // its missions run meanwhile, before a's backlog is through.
 func TestQuotaRunningHoldsAcrossWorkers(t *testing.T) {
 	srv, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 2})
 	r := newQuotaRunner(300 * time.Millisecond)
 	for range 2 {
 		startWorker(t, connect(t, srv), r)
 	}
-	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 2})
 	a, b := submitterClient(t, nc, "a"), submitterClient(t, nc, "b")
 	ctx := testCtx(t)
 	as := submitN(t, a, "a", 20)
@@ -167,6 +167,9 @@ func resultsStoredOf(t *testing.T, c *fleet.Client, sub, id string) uint64 {
 // missions holding the quota run.
 func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 	_, nc := runJetStream(t)
+	// set before the worker reads the quotas (it reads them again every
+	// 2 s)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaDefault, MaxRunning: 1})
 	release := make(chan struct{})
 	var started atomic.Int32
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
@@ -178,7 +181,6 @@ func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 		// is acked, not when a timer fires
 		cfg.EventDelay = time.Minute
 	})
-	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaDefault, MaxRunning: 1})
 	c := submitterClient(t, nc, "a")
 	ctx := testCtx(t)
 	ms := submitN(t, c, "a", 2)
@@ -221,13 +223,12 @@ func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 		if st, err := c.Await(ctx, m.ID); err != nil || !st.Ok() {
 			t.Fatalf("%+v, %v", st, err)
 		}
-		evs, err := c.Events(ctx, m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := storedEventCount(t, c, m.ID); n != len(evs) {
-			t.Errorf("%d events stored, %d read", n, len(evs))
-		}
+		// the final event is published after the result: every event
+		// stored is read, none lost to a numbering over another
+		eventually(t, 5*time.Second, "every stored event read", func() bool {
+			evs, err := c.Events(ctx, m.ID)
+			return err == nil && len(evs) > 0 && evs[len(evs)-1].Kind == messages.EventFinal && storedEventCount(t, c, m.ID) == len(evs)
+		})
 	}
 	// the leases are given back
 	js, _ := jetstream.New(nc)
@@ -418,5 +419,54 @@ func TestQuotaQueuedHoldsARawPublisher(t *testing.T) {
 	t.Logf("ran %d, refused %d", ran, refused)
 	if ran > 3 || ran < 1 || refused < 7 || int64(ran) != runs.Load() {
 		t.Errorf("ran %d (runner: %d), refused %d; want at most 3 run and the rest refused", ran, runs.Load(), refused)
+	}
+}
+
+// Two submitters in different lanes, weights 3 and 1, both flooded: the
+// workers' round robin gives the heavier lane about 3 missions for each of
+// the lighter one's.
+func TestQuotaWeightsShareTheLanes(t *testing.T) {
+	_, nc := runJetStream(t)
+	heavy, light := "", ""
+	for i := 0; heavy == "" || light == ""; i++ {
+		name := fmt.Sprintf("s%d", i)
+		switch {
+		case heavy == "":
+			heavy = name
+		case messages.SubmitLane(name) != messages.SubmitLane(heavy):
+			light = name
+		}
+	}
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope(heavy), Weight: 3})
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope(light), Weight: 1})
+	submitN(t, submitterClient(t, nc, heavy), heavy, 60)
+	submitN(t, submitterClient(t, nc, light), light, 60)
+	// the lanes are found by the workers' sweep one after the other: the
+	// first found runs alone meanwhile, so the count starts after it
+	const skip, counted = 16, 48
+	var mu sync.Mutex
+	var order []string
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		mu.Lock()
+		order = append(order, m.Context["sub"].(string))
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		return &messages.Step{Return: "ok"}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.Slots = 2 })
+	eventually(t, 20*time.Second, fmt.Sprintf("%d missions started", skip+counted), func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) >= skip+counted
+	})
+	mu.Lock()
+	n := map[string]int{}
+	for _, s := range order[skip : skip+counted] {
+		n[s]++
+	}
+	mu.Unlock()
+	ratio := float64(n[heavy]) / float64(max(n[light], 1))
+	t.Logf("of %d started: %s (weight 3) %d, %s (weight 1) %d: %.2f", counted, heavy, n[heavy], light, n[light], ratio)
+	if ratio < 2 || ratio > 4.5 {
+		t.Errorf("started %d of the weight-3 submitter's and %d of the weight-1's (%.2f:1), want about 3:1", n[heavy], n[light], ratio)
 	}
 }

@@ -220,6 +220,8 @@ type Worker struct {
 	budgets *Budgets
 	// quotas enforces the per-submitter quotas (set at Start).
 	quotas *Quotas
+	// weights are the lanes' weights in the round robin (nil: all 1).
+	weights atomic.Pointer[laneWeights]
 	// lanes are the mission consumers the loop fetches from (setLanes).
 	lanes []*lane
 	// bells carries the lanes (indexes in lanes) of submits heard.
