@@ -313,7 +313,7 @@ func Builtins() []BuiltinInfo {
 var hostConstants = map[string]Value{
 	"Double/POSITIVE_INFINITY": math.Inf(1), "Double/NEGATIVE_INFINITY": math.Inf(-1), "Double/NaN": math.NaN(),
 	"POSITIVE_INFINITY": math.Inf(1), "NEGATIVE_INFINITY": math.Inf(-1), "NaN": math.NaN(),
-	"Math/PI": math.Pi, "Math/E": math.E,
+	"Math/PI": math.Pi, "Math/E": math.E, "Boolean/TRUE": true, "Boolean/FALSE": false,
 	"Long/MAX_VALUE": int64(math.MaxInt64), "Long/MIN_VALUE": int64(math.MinInt64),
 	"Integer/MAX_VALUE": int64(math.MaxInt32), "Integer/MIN_VALUE": int64(math.MinInt32),
 }

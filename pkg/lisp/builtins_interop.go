@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,6 +54,34 @@ func registerInterop(r *registry) {
 	r.add(".isAfter", 2, 2, func(th *Thread, a []Value) Value {
 		return dateArg(th, ".isAfter", a[0], 1).After(dateArg(th, ".isAfter", a[1], 2))
 	}).doc("true when the first date is after the second")
+	r.add("Boolean/valueOf", 1, 1, func(th *Thread, a []Value) Value {
+		switch x := a[0].(type) {
+		case nil:
+			return false
+		case bool:
+			return x
+		}
+		return strings.EqualFold(strArg(th, "Boolean/valueOf", a[0], 1), "true")
+	}).doc("a boolean itself, or true when the string is \"true\" in any case")
+	r.add("Long/toString", 1, 2, func(th *Thread, a []Value) Value {
+		n := th.Index("Long/toString", a[0], 1)
+		radix := int64(10)
+		if len(a) == 2 {
+			// Java: a radix outside 2..36 is 10
+			if r := th.Index("Long/toString", a[1], 2); r >= 2 && r <= 36 {
+				radix = r
+			}
+		}
+		return strconv.FormatInt(n, int(radix))
+	}).doc("the digits of an integer, in a radix when given")
+	r.alias("Integer/toString", "Long/toString")
+	r.add(".equalsIgnoreCase", 2, 2, func(th *Thread, a []Value) Value {
+		s := strArg(th, ".equalsIgnoreCase", a[0], 1)
+		if a[1] == nil {
+			return false
+		}
+		return strings.EqualFold(s, strArg(th, ".equalsIgnoreCase", a[1], 2))
+	}).doc("Java's String.equalsIgnoreCase")
 	r.add(".toEpochDay", 1, 1, func(th *Thread, a []Value) Value {
 		return Int(localDateArg(th, ".toEpochDay", a[0]).Unix() / 86400)
 	}).doc("the days since 1970-01-01 of a yyyy-mm-dd date")

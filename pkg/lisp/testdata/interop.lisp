@@ -104,3 +104,13 @@
 ---
 (.plusDays "2024-02-28" ##Inf)
 ;;; "value_error: .*\\.plusDays: day count out of range: ##Inf"
+---
+;; Boolean/valueOf, Long/toString (Integer/toString), .equalsIgnoreCase, Boolean/TRUE
+[(Boolean/valueOf "True") (Boolean/valueOf nil) (Long/toString 255 16) (Integer/toString 9) (.equalsIgnoreCase "ÉA" "éa") Boolean/TRUE Boolean/FALSE]
+;=> [true false "ff" "9" true true false]
+---
+(.equalsIgnoreCase "a" 1)
+;;; "type_error: .*\\.equalsIgnoreCase: expected string, got 1 \\(arg 2\\)"
+---
+(Long/toString "1")
+;;; "type_error: .*Long/toString: expected integer, got string \"1\" \\(arg 1\\)"
