@@ -195,6 +195,12 @@ func TestProgressLines(t *testing.T) {
 	if !strings.HasSuffix(b.String(), "turn 1: → cities {}\n") {
 		t.Errorf("call without arguments: %q", b.String())
 	}
+	b.Reset()
+	progress{&b}.event(&messages.Event{Kind: messages.EventQuotaWait, Data: map[string]any{"quota": "submitter a's quota",
+		"max_running": int64(2), "running": int64(2), "retry_at": "2026-11-28T14:00:02Z"}})
+	if !strings.Contains(b.String(), ": waiting for its quota: submitter a's quota allows 2 running, 2 run, queued again at ") {
+		t.Errorf("quota wait: %q", b.String())
+	}
 	if got := preview(strings.Repeat("é", 10), 6); got != `"éé…` {
 		t.Errorf("cut preview = %q", got)
 	}

@@ -65,6 +65,15 @@ func (p progress) event(ev *messages.Event) {
 		by, _ := ev.Data["decided_by"].(string)
 		reason, _ := ev.Data["reason"].(string)
 		fmt.Fprintf(p.w, "%s: %s %s by %s %s\n", prefix, ev.Tool, state, by, reason)
+	case messages.EventQuotaWait:
+		quota, _ := ev.Data["quota"].(string)
+		maxRunning, _ := ev.Data["max_running"].(int64)
+		running, _ := ev.Data["running"].(int64)
+		retry := ""
+		if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev.Data["retry_at"])); err == nil {
+			retry = ", queued again at " + at.Local().Format("15:04:05") + " or when one of them ends"
+		}
+		fmt.Fprintf(p.w, "%s: waiting for its quota: %s allows %d running, %d run%s\n", prefix, quota, maxRunning, running, retry)
 	case messages.EventFinal:
 		// printed by the caller with the full Step
 	case messages.EventTurnStarted:
