@@ -868,9 +868,23 @@ func biReduce(th *Thread, a []Value) Value {
 	_ = done
 	if !started {
 		// no init and no items: Clojure's (f), so (reduce + nil) is 0
-		return th.Call(f)
+		return reduceEmpty(th, f)
 	}
 	return acc
+}
+
+// reduceEmpty is reduce of no items without an init value: (f). When f
+// takes no zero arguments, its arity error says what to write instead.
+func reduceEmpty(th *Thread, f Value) Value {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(*Error); ok && e.Kind == KindArity && e.Hint == "" {
+				e.Hint = "reduce of no items without an init value calls (f) with no arguments; give it an init value: (reduce f init coll)"
+			}
+			panic(r)
+		}
+	}()
+	return th.Call(f)
 }
 
 // sumFast sums a vector of numbers without boxing intermediate results;

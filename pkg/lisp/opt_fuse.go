@@ -464,7 +464,7 @@ func reduceFused(th *Thread, f, acc Value, started bool, stages []fuseStage, fns
 		if plus {
 			return Int(0)
 		}
-		return th.Call(f)
+		return reduceEmpty(th, f)
 	}
 	box()
 	return acc

@@ -82,7 +82,7 @@
 ---
 ;; reduce without init over no items calls (f), as Clojure
 (reduce max [])
-;;; "arity_error: .*max expects 1 or more args, got 0"
+;;; "arity_error: .*max expects 1 or more args, got 0(.|\n)*hint: reduce of no items without an init value calls \\(f\\)"
 ---
 ;; a computed set or map literal with two equal keys is an error, as Clojure
 (let [a 1 b 1] #{a b})
