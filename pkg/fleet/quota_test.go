@@ -470,3 +470,42 @@ func TestQuotaWeightsShareTheLanes(t *testing.T) {
 		t.Errorf("started %d of the weight-3 submitter's and %d of the weight-1's (%.2f:1), want about 3:1", n[heavy], n[light], ratio)
 	}
 }
+
+// A lease given back wakes the first mission waiting for the quota at
+// once: the mission is queued again by the worker that gave the lease
+// back (its wake carries the Msg-Id "<id>/quota/<seq>"), not by its
+// schedule, and runs.
+func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
+	release := make(chan struct{})
+	var started sync.Map
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		started.Store(m.ID, true)
+		if m.Context["hold"] == true {
+			<-release
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	c := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	first := newMission()
+	first.Context = map[string]any{"hold": true}
+	if _, err := c.Submit(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the first mission running", func() bool { _, ok := started.Load(first.ID); return ok })
+	next := submitN(t, c, "a", 1)[0]
+	waitState(t, c, next.ID, messages.StateQuotaWait)
+	close(release)
+	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	raw, err := c.Stores().Parked.GetLastMsgForSubject(ctx, messages.WakeSubject("a", messages.PriorityNormal, next.ID))
+	if err != nil {
+		t.Fatalf("no wake of the waiting mission: %v", err)
+	}
+	if id := raw.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, next.ID+"/quota/") {
+		t.Errorf("the waiting mission was woken by %q, not by the lease given back", id)
+	}
+}
