@@ -51,6 +51,14 @@ func (w *Worker) Start(ctx context.Context) error {
 				"so some slots stay idle; raise it to at least the fleet's total slots with `worker setup -max-ack-pending N` (PTC_MAX_ACK_PENDING)",
 				w.cfg.Slots, ackPending, ackPending)
 	}
+	if b := w.cfg.MemoryBudget; b > 0 && int64(w.cfg.Slots) > b/messages.DefaultProgramMemory {
+		fit := b / messages.DefaultProgramMemory
+		w.log.Warn().Int("slots", w.cfg.Slots).Int64("memory_budget", b).
+			Msgf("the worker has %d slots but its memory budget of %d bytes holds %d missions of the default program_memory (%d bytes) at once: "+
+				"the others wait for memory, also while they only wait on a model; give missions a smaller limits.program_memory, "+
+				"raise the budget (PTC_MEMORY_BUDGET) or use fewer slots (docs/operations.md)",
+				w.cfg.Slots, b, fit, messages.DefaultProgramMemory)
+	}
 	if w.ackWait <= 0 {
 		w.ackWait = 30 * time.Second
 	}

@@ -359,6 +359,37 @@ func TestVerifyOnlyWorkerWarnsOfTooManySlots(t *testing.T) {
 	}
 }
 
+// A worker with more slots than its memory budget holds missions of the
+// default program_memory warns at start, naming the numbers and the ways
+// out; one whose slots fit says nothing of it.
+func TestWorkerWarnsOfSlotsOverItsMemoryBudget(t *testing.T) {
+	_, nc := runJetStream(t)
+	for _, tc := range []struct {
+		slots int
+		warn  bool
+	}{{16, false}, {17, true}} {
+		var logs syncbuf.Buffer
+		startWorker(t, nc, countingRunner(new(atomic.Int64), "ok"), func(c *fleet.WorkerConfig) {
+			c.Slots = tc.slots
+			c.MemoryBudget = 16 * messages.DefaultProgramMemory
+			log := zerolog.New(&logs)
+			c.Logger = &log
+		})
+		out := logs.String()
+		if !tc.warn {
+			if strings.Contains(out, "memory budget") {
+				t.Errorf("%d slots in a budget of 16 missions warned:\n%s", tc.slots, out)
+			}
+			continue
+		}
+		for _, want := range []string{`"level":"warn"`, "17 slots", "holds 16 missions", "limits.program_memory", "PTC_MEMORY_BUDGET"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("log lacks %q:\n%s", want, out)
+			}
+		}
+	}
+}
+
 // gaugeValue reads the unlabelled gauge name from reg.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
