@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -231,6 +232,11 @@ type fakeModel struct {
 	// hold, when set, is asked before answering; true holds the request
 	// until the client goes away.
 	hold func(id string, turn int) bool
+	// gate, when set, holds every request until it is closed (or the
+	// client goes away).
+	gate chan struct{}
+	// waiting counts the requests held at gate.
+	waiting atomic.Int64
 	// finished, when set, reports whether the mission already has a result.
 	finished func(id string) bool
 	// program, when set, replaces programFor.
@@ -305,6 +311,16 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.hold != nil && f.hold(id, turn) {
 		<-r.Context().Done()
 		return
+	}
+	if f.gate != nil {
+		f.waiting.Add(1)
+		select {
+		case <-f.gate:
+			f.waiting.Add(-1)
+		case <-r.Context().Done():
+			f.waiting.Add(-1)
+			return
+		}
 	}
 	if f.delay > 0 {
 		select {

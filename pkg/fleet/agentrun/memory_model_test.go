@@ -1,0 +1,128 @@
+package agentrun_test
+
+import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// The worker as its own process, with as many slots as missions, while
+// every mission waits on a slow model: the model speaks HTTP/2 over TLS,
+// as hosted providers do, and holds every request until the test lets
+// them go. It reports the worker's heap, goroutines and RSS per waiting
+// mission, then how its RSS falls in the minute after they all finished.
+// Each mission asks for a small program_memory, which is what lets a
+// worker's memory budget admit thousands at once (docs/operations.md).
+// PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/fleet.md has the
+// figures of 10,000).
+func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
+	n := envInt("PTC_MODEL_WAIT_MISSIONS", 200)
+	node := startNATSProcess(t)
+	model := newFakeModel()
+	model.gate = make(chan struct{})
+	model.program = func(k, _ int) string { return fmt.Sprintf("```clojure\n(return {:k %d})\n```", k) }
+	ms := httptest.NewUnstartedServer(model)
+	ms.EnableHTTP2 = true
+	ms.StartTLS()
+	t.Cleanup(ms.Close)
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(model.gate)
+		}
+	})
+	ca := filepath.Join(t.TempDir(), "model-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ms.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	nc := dial(t, node.url)
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{MaxAckPending: 2 * n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the worker trusts the model's certificate the way Go programs take a
+	// private CA: SSL_CERT_FILE
+	w := startWorkerProc(t, node.url, ms.URL, "modelwait", []string{envWorkerSlots + "=" + strconv.Itoa(n), "SSL_CERT_FILE=" + ca}, true)
+	time.Sleep(time.Second) // the worker's start settles
+	idle := w.mem(t)
+	idleRSS := procRSS(t, w.cmd.Process.Pid)
+
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	began := time.Now()
+	for k := range ids {
+		id := messages.NewMissionID()
+		ids[k] = id
+		m := &messages.Mission{ID: id, Kind: messages.KindAgent,
+			// a mission reserves its program_memory in the worker's budget
+			// for its whole run: 64 KiB lets the default budget (1 GiB)
+			// hold 16,384 of them
+			Limits: messages.Limits{ProgramMemory: 64 << 10},
+			Agent:  &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: answer", id, k), Limits: messages.Limits{MaxTurns: 2}}}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for deadline := time.Now().Add(5 * time.Minute); model.waiting.Load() < int64(n); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d missions reached the model; the worker runs %d", model.waiting.Load(), n, w.mem(t).running)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitingIn := time.Since(began)
+	waiting := w.mem(t)
+	waitRSS := procRSS(t, w.cmd.Process.Pid)
+	perHeap := float64(int64(waiting.heap)-int64(idle.heap)) / float64(n)
+	perRSS := float64(int64(waitRSS)-int64(idleRSS)) / float64(n)
+	perG := float64(waiting.goroutines-idle.goroutines) / float64(n)
+	t.Logf("%d missions waiting on the model after %s: worker heap after GC %.1f MB idle, %.1f MB waiting (%.1f KB a mission); goroutines %d idle, %d waiting (%.2f a mission); RSS %.1f MB idle, %.1f MB waiting (%.1f KB a mission)",
+		n, waitingIn.Round(time.Millisecond), float64(idle.heap)/1e6, float64(waiting.heap)/1e6, perHeap/1e3,
+		idle.goroutines, waiting.goroutines, perG, float64(idleRSS)/1e6, float64(waitRSS)/1e6, perRSS/1e3)
+
+	close(model.gate)
+	released = true
+	for k, id := range ids {
+		step, err := client.Await(ctx, id)
+		if err != nil || !step.Ok() || fmt.Sprint(step.Return) != fmt.Sprintf("map[k:%d]", k) {
+			t.Fatalf("mission %d: %+v %v", k, step, err)
+		}
+	}
+	finished := time.Now()
+	rss := []string{}
+	for s := 0; s <= 60; s += 10 {
+		time.Sleep(time.Until(finished.Add(time.Duration(s) * time.Second)))
+		rss = append(rss, fmt.Sprintf("%ds %.1f MB", s, float64(procRSS(t, w.cmd.Process.Pid))/1e6))
+	}
+	after := w.mem(t)
+	t.Logf("after they finished: worker RSS %v; heap %.1f MB, goroutines %d", rss, float64(after.heap)/1e6, after.goroutines)
+
+	// a waiting mission holds its run and its model call: at most 3
+	// goroutines (the run, the call and the stream's reader) and 40 KB of
+	// heap, so that 10,000 fit in 400 MB
+	if perG > 4 {
+		t.Errorf("%.2f goroutines per waiting mission", perG)
+	}
+	if perHeap > 40e3 {
+		t.Errorf("%.1f KB of heap per waiting mission", perHeap/1e3)
+	}
+}
