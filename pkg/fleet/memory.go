@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -87,4 +89,41 @@ func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reserv
 	}
 	r := reservation{limit: n, raise: fmt.Sprintf("the mission's program_memory, which this worker's memory budget caps at %d; raise limits.program_memory", b.size)}
 	return r, func() { b.sem.Release(n) }, nil
+}
+
+// idleReturnAfter is how long a worker stays without missions after one
+// ended before it gives its free memory back to the operating system.
+const idleReturnAfter = 5 * time.Second
+
+// idleReturnOver is how much memory the Go runtime must hold from the
+// operating system for an idle worker to give the free part back: below
+// it the collection this takes is not worth it.
+const idleReturnOver = 32 << 20
+
+// missionEnded gives the worker's free memory back to the operating
+// system once it has had no mission for idleReturnAfter. A burst (many
+// missions waiting on models at once) grows the heap, and the Go runtime
+// returns the pages it freed only slowly, and not before a collection,
+// which an idle worker that allocates nothing does not run.
+func (w *Worker) missionEnded() {
+	n := w.ends.Add(1)
+	if w.Running() > 0 {
+		return
+	}
+	time.AfterFunc(w.idleReturnAfter, func() {
+		if w.Running() == 0 && w.ends.Load() == n && runtimeHeld() > idleReturnOver {
+			debug.FreeOSMemory()
+		}
+	})
+}
+
+// runtimeHeld is the memory the Go runtime holds from the operating
+// system and has not given back.
+func runtimeHeld() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ type runningMission struct {
 // process runs one delivered mission message to its end.
 func (w *Worker) process(msg jetstream.Msg) {
 	defer w.inflight.Done()
+	defer w.missionEnded() // after the slot is free
 	defer w.releaseSlot()
 	ctx := context.Background()
 	// The server's AckWait runs from the delivery, just before this; the
@@ -155,18 +157,15 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	runCtx = log.WithContext(runCtx)
 
-	hbDone := make(chan struct{})
-	hbStop := make(chan struct{})
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
-	go w.heartbeat(msg, k, &hbEntry, lease, cancel, hbStop, hbDone, time.Until(received.Add(w.heartbeatPeriod())))
+	stopHeartbeat := w.heartbeat(msg, k, &hbEntry, lease, cancel, time.Until(received.Add(w.heartbeatPeriod())))
 
 	// A large context is read under the heartbeat: its read may take
 	// longer than AckWait.
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, k, m); err != nil {
-			close(hbStop)
-			<-hbDone
+			stopHeartbeat()
 			entry = hbEntry.Load()
 			log.Warn().Err(err).Msg("context not loaded")
 			if !errors.Is(err, ErrRetryable) {
@@ -232,8 +231,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	// not yet written are dropped (settle).
 	defer journal.settle()
 	flush := func() { flushJournal(ctx, journal, &log) }
-	close(hbStop)
-	<-hbDone
+	stopHeartbeat()
 	entry = hbEntry.Load()
 	cause := context.Cause(runCtx)
 	log.Debug().Dur("duration", time.Since(start)).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
@@ -492,52 +490,76 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 // heartbeatPeriod is the interval of a running mission's heartbeats.
 func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*time.Millisecond) }
 
-// heartbeat keeps the message in progress and the status fenced until stop
-// is closed, beating first after first (at once when it is not positive)
-// and then every heartbeatPeriod. It cancels the run when the status
-// shows a cancel request (ErrCancelled) or another owner (ErrFenced).
-// Each beat renews the mission's quota lease (nil: none).
-func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, stop, done chan struct{}, first time.Duration) {
-	defer close(done)
-	t := time.NewTimer(max(first, 0))
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
+// heartbeat keeps the message in progress and the status fenced until the
+// function it returns is called, beating first after first (at once when
+// it is not positive) and then every heartbeatPeriod. It cancels the run
+// when the status shows a cancel request (ErrCancelled) or another owner
+// (ErrFenced). Each beat renews the mission's quota lease (nil: none).
+// The beats run on a timer, not on a goroutine of their own, so a mission
+// waiting on a model holds none for them; the returned stop waits for a
+// beat in progress and no beat starts after it.
+func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock() // the first beat waits until t is set
+	defer mu.Unlock()
+	t = time.AfterFunc(max(first, 0), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
 			return
-		case <-t.C:
-			t.Reset(w.heartbeatPeriod())
 		}
-		_ = msg.InProgress()
-		ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
-		lease.renew(ctx)
-		e := entry.Load()
-		rev, err := casStatus(ctx, w.st.Status, e.st, e.rev)
-		if err == nil {
-			entry.Store(&statusEntry{st: e.st, rev: rev})
-			c()
-			continue
-		}
-		cur, gerr := getStatus(ctx, w.st, k)
-		c()
-		if gerr != nil {
-			continue // transient; try again next beat
-		}
-		switch {
-		case cur.st.Worker != w.cfg.ID || cur.st.Attempt != e.st.Attempt || cur.st.State != messages.StateRunning:
-			if cur.st.CancelRequested && cur.st.Worker == w.cfg.ID {
-				cancel(&cancelledError{reason: cur.st.CancelReason})
-			} else {
-				cancel(ErrFenced)
-			}
+		if !w.beat(msg, k, entry, lease, cancel) {
+			stopped = true
 			return
-		case cur.st.CancelRequested:
-			entry.Store(cur)
-			cancel(&cancelledError{reason: cur.st.CancelReason})
-		default:
-			entry.Store(cur)
 		}
+		t.Reset(w.heartbeatPeriod())
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
+}
+
+// beat is one heartbeat: the message in progress, the quota lease
+// renewed, the status fenced by compare-and-set (or read again when that
+// fails). It returns false once the mission is another's, after cancelling
+// the run.
+func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc) bool {
+	_ = msg.InProgress()
+	ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
+	defer c()
+	lease.renew(ctx)
+	e := entry.Load()
+	rev, err := casStatus(ctx, w.st.Status, e.st, e.rev)
+	if err == nil {
+		entry.Store(&statusEntry{st: e.st, rev: rev})
+		return true
+	}
+	cur, gerr := getStatus(ctx, w.st, k)
+	if gerr != nil {
+		return true // transient; try again next beat
+	}
+	switch {
+	case cur.st.Worker != w.cfg.ID || cur.st.Attempt != e.st.Attempt || cur.st.State != messages.StateRunning:
+		if cur.st.CancelRequested && cur.st.Worker == w.cfg.ID {
+			cancel(&cancelledError{reason: cur.st.CancelReason})
+		} else {
+			cancel(ErrFenced)
+		}
+		return false
+	case cur.st.CancelRequested:
+		entry.Store(cur)
+		cancel(&cancelledError{reason: cur.st.CancelReason})
+	default:
+		entry.Store(cur)
+	}
+	return true
 }
 
 // finish stores step as the mission's result (exactly once), records the

@@ -238,15 +238,18 @@ type Worker struct {
 	ackWait    time.Duration
 	maxDeliver int
 
-	slots     chan struct{} // one token per mission in hand or long poll waiting
-	reserved  atomic.Int32  // slot tokens held by long polls, not missions
-	slotFreed chan struct{}
-	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
-	advisory  sync.WaitGroup // dead-letter work from advisories
-	mu        sync.Mutex
-	running   map[string]*runningMission
-	closing   bool // guarded by mu; no new advisory work once set
-	stats     workerCounters
+	slots    chan struct{} // one token per mission in hand or long poll waiting
+	reserved atomic.Int32  // slot tokens held by long polls, not missions
+	ends     atomic.Int64  // missions ended, for returning memory when idle
+	// idleReturnAfter is idleReturnAfter (tests shorten it)
+	idleReturnAfter time.Duration
+	slotFreed       chan struct{}
+	inflight        sync.WaitGroup // missions in hand; Add only from loop and its polls
+	advisory        sync.WaitGroup // dead-letter work from advisories
+	mu              sync.Mutex
+	running         map[string]*runningMission
+	closing         bool // guarded by mu; no new advisory work once set
+	stats           workerCounters
 
 	runCtx    context.Context
 	runCancel context.CancelCauseFunc
@@ -318,7 +321,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget),
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter,
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},

@@ -20,7 +20,8 @@ import (
 // every mission waits on a slow model: the model speaks HTTP/2 over TLS,
 // as hosted providers do, and holds every request until the test lets
 // them go. It reports the worker's heap, goroutines and RSS per waiting
-// mission, then how its RSS falls in the minute after they all finished.
+// mission, then its RSS in the 20 s after they all finished (an idle
+// worker gives freed memory back after 5 s, TestIdleWorkerGivesFreedMemoryBack).
 // Each mission asks for a small program_memory, which is what lets a
 // worker's memory budget admit thousands at once (docs/operations.md).
 // PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/fleet.md has the
@@ -109,20 +110,20 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	}
 	finished := time.Now()
 	rss := []string{}
-	for s := 0; s <= 60; s += 10 {
+	for s := 0; s <= 20; s += 10 {
 		time.Sleep(time.Until(finished.Add(time.Duration(s) * time.Second)))
 		rss = append(rss, fmt.Sprintf("%ds %.1f MB", s, float64(procRSS(t, w.cmd.Process.Pid))/1e6))
 	}
 	after := w.mem(t)
 	t.Logf("after they finished: worker RSS %v; heap %.1f MB, goroutines %d", rss, float64(after.heap)/1e6, after.goroutines)
-
-	// a waiting mission holds its run and its model call: at most 3
-	// goroutines (the run, the call and the stream's reader) and 40 KB of
-	// heap, so that 10,000 fit in 400 MB
-	if perG > 4 {
+	// a waiting mission holds its run and its model call: 2 goroutines
+	// (the run and the HTTP/2 request's; heartbeats run on timers, a few
+	// in flight at a time, more on a loaded machine) and its agent's state
+	// (28–34 KB measured, about 39 KB under the race detector)
+	if perG >= 3 {
 		t.Errorf("%.2f goroutines per waiting mission", perG)
 	}
-	if perHeap > 40e3 {
+	if perHeap > 48e3 {
 		t.Errorf("%.1f KB of heap per waiting mission", perHeap/1e3)
 	}
 }
