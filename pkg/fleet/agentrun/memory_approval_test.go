@@ -108,27 +108,12 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	idle := w.mem(t)
 	idleRSS, srvIdleRSS := procRSS(t, w.cmd.Process.Pid), procRSS(t, node.cmd.Process.Pid)
 
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
 	began := time.Now()
-	for k := range ids {
-		id := messages.NewMissionID()
-		ids[k] = id
-		m := &messages.Mission{ID: id, Kind: messages.KindAgent,
+	ids := submitMissions(ctx, t, client, n, func(id string, k int) *messages.Mission {
+		return &messages.Mission{ID: id, Kind: messages.KindAgent,
 			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k), Tools: []string{"pay"}, Limits: messages.Limits{MaxTurns: 3}},
 			Tools: []string{"pay"}, Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	var waiting workerMem
 	for {
 		waiting = w.mem(t)
@@ -160,6 +145,8 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 		t.Errorf("worker heap %.1f MB while %d missions wait, %.1f MB idle: waiting holds memory", float64(waiting.heap)/1e6, n, float64(idle.heap)/1e6)
 	}
 
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
 	for _, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -193,4 +180,28 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// submitMissions submits n missions, 32 at a time, made by mission from a
+// new id and the mission's number, and returns their ids in that order.
+func submitMissions(ctx context.Context, t *testing.T, client *fleet.Client, n int, mission func(id string, k int) *messages.Mission) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for k := range ids {
+		ids[k] = messages.NewMissionID()
+		m := mission(ids[k], k)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
 }

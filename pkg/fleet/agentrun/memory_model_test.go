@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,30 +59,15 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	idle := w.mem(t)
 	idleRSS := procRSS(t, w.cmd.Process.Pid)
 
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
 	began := time.Now()
-	for k := range ids {
-		id := messages.NewMissionID()
-		ids[k] = id
-		m := &messages.Mission{ID: id, Kind: messages.KindAgent,
+	ids := submitMissions(ctx, t, client, n, func(id string, k int) *messages.Mission {
+		return &messages.Mission{ID: id, Kind: messages.KindAgent,
 			// a mission reserves its program_memory in the worker's budget
 			// for its whole run: 64 KiB lets the default budget (1 GiB)
 			// hold 16,384 of them
 			Limits: messages.Limits{ProgramMemory: 64 << 10},
 			Agent:  &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: answer", id, k), Limits: messages.Limits{MaxTurns: 2}}}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	for deadline := time.Now().Add(5 * time.Minute); model.waiting.Load() < int64(n); {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d missions reached the model; the worker runs %d", model.waiting.Load(), n, w.mem(t).running)
