@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -28,14 +27,7 @@ func (kv lostReplyKV) Create(ctx context.Context, key string, value []byte, opts
 // the run on it, so it is not left pending with no mission waiting for it;
 // a store that wrote nothing still makes the call unavailable.
 func TestApprovalRecordWrittenWithItsReplyLost(t *testing.T) {
-	nc := fleettest.Start(t).Conn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	js, _ := jetstream.New(nc)
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, st := testStores(t)
 	gate := func(kv jetstream.KeyValue, suspended *[]*messages.Approval) *approvalGate {
 		return &approvalGate{kv: kv, missionID: messages.NewMissionID(), priority: messages.PriorityNormal, timeout: time.Hour,
 			mission: []messages.ApprovalRule{{Tool: "refund"}},
@@ -46,7 +38,7 @@ func TestApprovalRecordWrittenWithItsReplyLost(t *testing.T) {
 
 	var suspended []*messages.Approval
 	g := gate(lostReplyKV{st.Approvals}, &suspended)
-	_, _, err = g.check(ctx, ToolInfo{Service: "shop"}, "refund", args, args)
+	_, _, err := g.check(ctx, ToolInfo{Service: "shop"}, "refund", args, args)
 	var se *suspendedError
 	if !errors.As(err, &se) || len(suspended) != 1 {
 		t.Fatalf("check = %v (suspended %d); want the run suspended on the written record", err, len(suspended))

@@ -91,16 +91,7 @@ func TestDeleteMissionKeepsForeignObjects(t *testing.T) {
 // carries the key, the reader opens it, and a reference with another key
 // reads nothing.
 func TestLargeResultSealed(t *testing.T) {
-	nc := fleettest.Start(t).Conn()
-	ctx := context.Background()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, js, st := testStores(t)
 	k := missionKey{sub: "ops", id: messages.NewMissionID()}
 	secret := strings.Repeat("the quarterly numbers ", 20_000) // 440 KB
 	if _, _, err := publishResult(ctx, js, st, k, &messages.Step{Return: secret}); err != nil {

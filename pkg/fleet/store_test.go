@@ -14,14 +14,7 @@ import (
 // The first stored result wins; later writers, with or without the same
 // Msg-Id, get the stored one back.
 func TestPublishResultExactlyOnce(t *testing.T) {
-	nc := fleettest.Start(t).Conn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	js, _ := jetstream.New(nc)
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, js, st := testStores(t)
 	id := messages.NewMissionID()
 	first := &messages.Step{Return: "first"}
 	got, mine, err := publishResult(ctx, js, st, missionKey{messages.DefaultSubmitter, id}, first)
@@ -38,4 +31,21 @@ func TestPublishResultExactlyOnce(t *testing.T) {
 	if err != nil || info.State.Msgs != 1 {
 		t.Fatalf("results stored = %d, %v", info.State.Msgs, err)
 	}
+}
+
+// testStores is the default layout on a fresh embedded server, with a
+// context that ends with the test (at most 30 s).
+func testStores(t *testing.T) (context.Context, jetstream.JetStream, *Stores) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	js, err := jetstream.New(fleettest.Start(t).Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, js, st
 }
