@@ -777,6 +777,12 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.ResultSubject(d, m.ID), nil},
 		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.ResultSubject(messages.AllSubmitters, m.ID), nil},
 		{"$JS.API.STREAM.MSG.GET." + messages.StreamResults, map[string]any{"last_by_subj": messages.ResultSubject(d, m.ID)}},
+		// the mission's record (the mission as it ran, context included),
+		// next to the result
+		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.RecordSubject(d, m.ID), nil},
+		{"$JS.API.DIRECT.GET." + messages.StreamResults + "." + messages.RecordSubject(messages.AllSubmitters, m.ID), nil},
+		{"$JS.API.STREAM.MSG.GET." + messages.StreamResults, map[string]any{"last_by_subj": messages.RecordSubject(d, m.ID)}},
+		{"$JS.API.DIRECT.GET." + messages.StreamResults, bySeq},
 		{"$JS.API.DIRECT.GET.KV_" + messages.BucketStatus + "." + messages.StatusSubject(d, m.ID), nil},
 		{"$JS.API.STREAM.MSG.GET.KV_" + messages.BucketStatus, bySeq},
 		{"$JS.API.DIRECT.GET." + messages.StreamMissions + "." + messages.SubmitSubject(d, "*", m.ID), nil},
@@ -800,15 +806,16 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 		_ = ops.nc.Flush()
 		ops.waitViolation(t, s)
 	}
-	// The mission's record (the mission as it ran, context included) lies
-	// sealed in mission_results, whose chunks ops may read by sequence; its
-	// key is in the dispatcher's status only.
+	// The mission's record is one message next to the dispatcher's
+	// result, refused to ops above; none lies in mission_results, whose
+	// chunks ops may read by sequence (a record kept there is sealed:
+	// pkg/fleet's TestMissionRecordIsOneMessageNextToItsResult).
 	results, err := admin.ObjectStore(ctx, messages.BucketResults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, err := results.GetBytes(ctx, messages.MissionRecordName(m.ID)); err != nil || strings.Contains(string(raw), "notes") {
-		t.Errorf("the dispatcher's mission record (%v) is stored in the clear", err)
+	if _, err := results.GetInfo(ctx, messages.MissionRecordName(m.ID)); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("the dispatcher's mission record is in %s too (%v)", messages.BucketResults, err)
 	}
 	if rec, err := victim.Record(ctx, m.ID); err != nil || rec.Mission.ID != m.ID || rec.Mission.Context["notes"] == nil {
 		t.Errorf("the dispatcher's own record: %v", err)

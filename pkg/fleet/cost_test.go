@@ -2,12 +2,14 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -45,6 +47,8 @@ func startTap(t *testing.T, url string) *messageTap {
 		switch {
 		case strings.HasPrefix(m.Subject, "$JS.ACK."):
 			kind = "ack " + strings.TrimPrefix(strings.Fields(string(m.Data) + " ")[0], "+")
+		case strings.HasPrefix(m.Subject, messages.SubjectResultPrefix) && strings.HasSuffix(m.Subject, ".record"):
+			kind = "record"
 		default:
 			for _, k := range tapKinds {
 				if strings.HasPrefix(m.Subject, k.prefix) {
@@ -149,10 +153,13 @@ func TestMissionMessageCost(t *testing.T) {
 				// Run reads the result once it is signalled (again only
 				// when the read comes before the stream stored it)
 				{"result get", 1.3},
-				// the record of a first attempt: its chunk and its meta,
-				// no read for an earlier one
+				// the record of a first attempt: one message next to its
+				// result, no read for an earlier one, nothing in the
+				// object store
 				{"record get", 0},
-				{"record write", 2},
+				{"record write", 0},
+				{"record", 1},
+				{"result", 1},
 				// no quota set: no lease, and no read per mission
 				{"quota get", quotaReads},
 				{"quota lease", 0},
@@ -165,12 +172,14 @@ func TestMissionMessageCost(t *testing.T) {
 	}
 }
 
-// A first attempt writes its mission's record without looking for an
-// earlier one: the object reads back through the object store's own API
-// (meta and chunk as ObjectStore.Put writes them) and through
-// Client.Record; a later attempt, which may replace an earlier attempt's
-// record, still writes it through ObjectStore.Put.
-func TestMissionRecordReadsBackAsAnObject(t *testing.T) {
+// A first attempt keeps its mission's record as one message next to its
+// result (RESULTS, on the record subject: readable by what reads the
+// submitter's results, so not sealed); a later attempt, which may replace
+// an earlier attempt's record, and a record too large for one message
+// are sealed objects in mission_results, written through ObjectStore.Put.
+// Client.Record reads each, and refuses a message that is not the one the
+// result names.
+func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 	srv, nc := runJetStream(t)
 	startTools(t, dialTCP(t, srv.ClientURL()))
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
@@ -181,30 +190,67 @@ func TestMissionRecordReadsBackAsAnObject(t *testing.T) {
 	}))
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	for _, retry := range []bool{false, true} {
+	for _, tc := range []struct {
+		name         string
+		retry, large bool
+	}{{"first attempt", false, false}, {"retry", true, false}, {"large", false, true}} {
 		m := newMission("search")
-		m.Context = map[string]any{"retry": retry}
+		m.Context = map[string]any{"retry": tc.retry}
+		if tc.large {
+			m.Context["blob"] = strings.Repeat("x", 150<<10)
+		}
 		st, err := c.Run(ctx, m)
 		if err != nil || st.Return != "ok" || st.Record == nil {
-			t.Fatalf("retry %v: %v %+v", retry, err, st)
+			t.Fatalf("%s: %v %+v", tc.name, err, st)
 		}
-		if want := map[bool]int{false: 1, true: 2}[retry]; st.Attempts != want {
+		if want := map[bool]int{false: 1, true: 2}[tc.retry]; st.Attempts != want {
 			t.Fatalf("attempts %d, want %d", st.Attempts, want)
 		}
 		rec, err := c.Record(ctx, m.ID)
 		if err != nil {
-			t.Fatalf("retry %v: record: %v", retry, err)
+			t.Fatalf("%s: record: %v", tc.name, err)
 		}
-		if rec.Mission.ID != m.ID || len(rec.Tools) != 1 || rec.Tools[0].Name != "search" || rec.Tools[0].Signature == "" {
-			t.Fatalf("record %+v", rec)
+		if rec.Mission.ID != m.ID || len(rec.Tools) != 1 || rec.Tools[0].Name != "search" || rec.Tools[0].Signature == "" ||
+			(tc.large && len(rec.Mission.Context["blob"].(string)) != 150<<10) {
+			t.Fatalf("%s: record %+v", tc.name, rec)
 		}
-		obj, err := c.Stores().ResultObjects.GetBytes(ctx, messages.MissionRecordName(m.ID))
+		objects := c.Stores().ResultObjects
+		if !tc.retry && !tc.large {
+			if r := st.Record; r.Bucket != messages.StreamResults || r.Name != messages.RecordSubject(c.Submitter(), m.ID) || r.Key != "" {
+				t.Fatalf("%s: reference %+v, want the record subject in %s, not sealed", tc.name, r, messages.StreamResults)
+			}
+			if _, err := objects.GetInfo(ctx, messages.MissionRecordName(m.ID)); !errors.Is(err, jetstream.ErrObjectNotFound) {
+				t.Fatalf("%s: a record in the object store too: %v", tc.name, err)
+			}
+			// a message on the subject other than the one the result
+			// names is refused
+			results := c.Stores().Results
+			if err := results.Purge(ctx, jetstream.WithPurgeSubject(st.Record.Name)); err != nil {
+				t.Fatal(err)
+			}
+			other := *rec
+			other.Tools = nil
+			data, _ := messages.Marshal(&other)
+			js, _ := jetstream.New(nc)
+			if _, err := js.Publish(ctx, st.Record.Name, data); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Record(ctx, m.ID); err == nil || !strings.Contains(err.Error(), "is not the") {
+				t.Fatalf("%s: a replaced record read: %v", tc.name, err)
+			}
+			continue
+		}
+		obj, err := objects.GetBytes(ctx, messages.MissionRecordName(m.ID))
 		if err != nil {
-			t.Fatalf("retry %v: object store read: %v", retry, err)
+			t.Fatalf("%s: object store read: %v", tc.name, err)
 		}
-		info, err := c.Stores().ResultObjects.GetInfo(ctx, messages.MissionRecordName(m.ID))
-		if err != nil || int64(len(obj)) != st.Record.Size || int64(info.Size) != st.Record.Size || info.Digest != st.Record.Digest || info.Chunks != 1 {
-			t.Fatalf("retry %v: info %+v (%v), %d bytes read; reference %+v", retry, info, err, len(obj), st.Record)
+		info, err := objects.GetInfo(ctx, messages.MissionRecordName(m.ID))
+		if err != nil || st.Record.Bucket != messages.BucketResults || st.Record.Key == "" ||
+			int64(len(obj)) != st.Record.Size || int64(info.Size) != st.Record.Size || info.Digest != st.Record.Digest {
+			t.Fatalf("%s: info %+v (%v), %d bytes read; reference %+v", tc.name, info, err, len(obj), st.Record)
+		}
+		if strings.Contains(string(obj), rec.Tools[0].Signature) {
+			t.Fatalf("%s: the record in %s is not sealed", tc.name, messages.BucketResults)
 		}
 	}
 }

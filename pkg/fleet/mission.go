@@ -284,7 +284,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	record := func() *messages.ObjectRef { return w.storeRecord(ctx, m, box, first, &log) }
+	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, first, &log) }
 	if w.finish(ctx, msg, k, em, step, entry, journal, record, &log) {
 		w.deleteToolObjects(ctx, box, m.ID, &log)
 	}

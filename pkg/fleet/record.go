@@ -18,22 +18,26 @@ import (
 )
 
 // storeRecord keeps m's record (messages.MissionRecord: the mission as it
-// ran and its tools' schemas as box discovered them) in the
-// mission_results object store, so that the mission can be replayed from
-// it and its Step's trace in any process, and returns its reference for
-// its result. The record holds the mission's context and the bucket's
-// chunks are read by sequence, which permissions cannot hold to one
-// submitter, so it is sealed like a large Step (sealStep) and its key
-// travels only in the result, which only its submitter reads. It is
-// written before the result, so a caller that reads the result finds the
-// record; a failure is logged and the mission goes on (only its replay is
-// lost). The tools' schemas are those the run's discovery found (a tool
-// it never looked up has none).
+// ran and its tools' schemas as box discovered them), so that the mission
+// can be replayed from it and its Step's trace in any process, and
+// returns its reference for its result. It is written before the result,
+// so a caller that reads the result finds the record; a failure is logged
+// and the mission goes on (only its replay is lost). The tools' schemas
+// are those the run's discovery found (a tool it never looked up has
+// none).
 //
 // first says no earlier attempt ran (the claim wrote the mission's first
-// status), so no record of the mission exists yet: it is written without
-// looking for one (putNew).
-func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
+// status), so no record of the mission exists yet: a record of at most
+// maxInlineRecord bytes is then one message on its RecordSubject in
+// RESULTS, which only what reads its submitter's results may read (not
+// sealed). A later attempt (RESULTS keeps the first message of a
+// subject), a larger record, or a RESULTS stream that refuses it keeps it
+// in the mission_results object store instead: the bucket's chunks are
+// read by sequence, which permissions cannot hold to one submitter, so it
+// is sealed like a large Step (sealStep) and its key travels only in the
+// result; a first attempt writes it without looking for an earlier one
+// (putNew).
+func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
 		return nil
 	}
@@ -48,6 +52,13 @@ func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Tool
 	data, err := messages.Marshal(rec)
 	if err == nil && int64(len(data)) > maxStoredStep {
 		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
+	}
+	if err == nil && first && len(data) <= maxInlineRecord {
+		ref, perr := publishRecord(ctx, w.js, k, data)
+		if perr == nil {
+			return ref
+		}
+		log.Debug().Err(perr).Msg("mission record not stored next to the result; storing it in the object store")
 	}
 	var ref *messages.ObjectRef
 	if err == nil {
@@ -66,6 +77,28 @@ func (w *Worker) storeRecord(ctx context.Context, m *messages.Mission, box *Tool
 		log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
 	}
 	return ref
+}
+
+// maxInlineRecord is the largest record kept as one message in RESULTS.
+const maxInlineRecord = maxOneChunk
+
+// publishRecord stores the encoded record data of mission k on its
+// RecordSubject, acknowledged, and returns its reference.
+func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, data []byte) (*messages.ObjectRef, error) {
+	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
+	defer cancel()
+	subject := messages.RecordSubject(k.sub, k.id)
+	if _, err := js.Publish(ctx, subject, data); err != nil {
+		return nil, err
+	}
+	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}, nil
+}
+
+// digestOf is data's digest as the object store writes it.
+func digestOf(data []byte) string {
+	h := sha256.New()
+	h.Write(data)
+	return jetstream.GetObjectDigestValue(h)
 }
 
 // putSealed seals data (sealStep) and puts it with put, returning the
@@ -120,10 +153,8 @@ const maxOneChunk = 128 << 10
 func putNew(ctx context.Context, js jetstream.JetStream, bucket, name string, data []byte) (*jetstream.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
 	defer cancel()
-	h := sha256.New()
-	h.Write(data)
 	info := &jetstream.ObjectInfo{ObjectMeta: smallObjectMeta(name, len(data)), Bucket: bucket,
-		NUID: messages.NewMissionID(), Size: uint64(len(data)), Chunks: 1, Digest: jetstream.GetObjectDigestValue(h)}
+		NUID: messages.NewMissionID(), Size: uint64(len(data)), Chunks: 1, Digest: digestOf(data)}
 	meta, err := json.Marshal(info)
 	if err != nil {
 		return nil, err
@@ -177,6 +208,9 @@ func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord
 	if ref == nil {
 		return nil, fmt.Errorf("fleet: record %s: %w: its result names no record", id, ErrNotFound)
 	}
+	if ref.Bucket == messages.StreamResults {
+		return c.recordNextToResult(ctx, id, ref)
+	}
 	if ref.Bucket != messages.BucketResults || ref.Name != messages.MissionRecordName(id) || ref.Size > maxStoredStep+sealOverhead {
 		return nil, fmt.Errorf("fleet: record %s: %s cannot be read (want %s in %s of at most %d bytes)", id, ref, messages.MissionRecordName(id), messages.BucketResults, maxStoredStep)
 	}
@@ -190,6 +224,32 @@ func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord
 	if data, err = openStep(data, ref.Key); err != nil {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
 	}
+	return decodeRecord(id, data)
+}
+
+// recordNextToResult reads the record of mission id that ref names on its
+// RecordSubject in RESULTS: read by the subject the client may read, it
+// must be the message ref names, of its size and digest.
+func (c *Client) recordNextToResult(ctx context.Context, id string, ref *messages.ObjectRef) (*messages.MissionRecord, error) {
+	if ref.Size > maxInlineRecord {
+		return nil, fmt.Errorf("fleet: record %s: %s is larger than the %d bytes a record next to its result holds", id, ref, maxInlineRecord)
+	}
+	k := c.key(id)
+	msg, err := c.st.Results.GetLastMsgForSubject(ctx, messages.RecordSubject(k.sub, k.id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	if msg.Subject != ref.Name || int64(len(msg.Data)) != ref.Size || digestOf(msg.Data) != ref.Digest {
+		return nil, fmt.Errorf("fleet: record %s: the message on %s (%d bytes) is not the %s its result names", id, msg.Subject, len(msg.Data), ref)
+	}
+	return decodeRecord(id, msg.Data)
+}
+
+// decodeRecord decodes and checks the encoded record of mission id.
+func decodeRecord(id string, data []byte) (*messages.MissionRecord, error) {
 	if err := messages.CheckBounds(data); err != nil {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
 	}
@@ -199,6 +259,9 @@ func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord
 	}
 	if err := rec.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, err)
+	}
+	if rec.Mission.ID != id {
+		return nil, fmt.Errorf("fleet: record %s: it is the record of mission %s", id, rec.Mission.ID)
 	}
 	return &rec, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -102,8 +103,9 @@ func TestManyMissionsAcrossWorkers(t *testing.T) {
 	// A core subscriber can see a result a moment before the stream has
 	// stored it: wait for the count, then read every result back.
 	eventually(t, 10*time.Second, fmt.Sprintf("all %d results stored", missions), func() bool {
-		info, err := c.Stores().Results.Info(ctx)
-		return err == nil && info.State.Msgs == uint64(missions)
+		// the results, not the missions' records next to them
+		info, err := c.Stores().Results.Info(ctx, jetstream.WithSubjectFilter(messages.ResultSubject("*", "*")))
+		return err == nil && len(info.State.Subjects) == missions
 	})
 	for id := range seen {
 		if step, err := c.Result(ctx, id); err != nil || step.Fail != nil {

@@ -378,7 +378,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 					Destination: messages.LaneTransform()}}}},
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
-			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*"},
+			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*", messages.RecordSubject("*", "*")},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
 			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,

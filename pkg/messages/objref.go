@@ -26,7 +26,8 @@ func ToolResultBucket(service string) string { return ToolResultBucketPrefix + s
 // value encoded in ContentType (msgpack when empty). A reader checks that
 // the object it reads has Size bytes and the Digest given.
 type ObjectRef struct {
-	// Bucket is the object store bucket.
+	// Bucket is the object store bucket (or, for a mission record kept
+	// next to its result, StreamResults: Step.Record).
 	Bucket string `msgpack:"bucket"`
 	// Name is the object's name in the bucket.
 	Name string `msgpack:"name"`

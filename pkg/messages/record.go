@@ -8,8 +8,10 @@ const MissionRecordVersion = 1
 // replay): the mission as it ran (its context loaded inline) and the
 // schema of each tool it could call as the worker discovered it (the
 // signatures its calls were validated and coerced against). The Step's
-// trace holds the rest: every model reply and tool result. It is stored
-// in BucketResults under MissionRecordName(id), encoded with Marshal.
+// trace holds the rest: every model reply and tool result. It is stored,
+// encoded with Marshal, on RecordSubject in StreamResults, or, when a
+// later attempt or a large record keeps it, sealed in BucketResults
+// under MissionRecordName(id); the result's Step.Record says where.
 type MissionRecord struct {
 	// Version is the layout version (MissionRecordVersion when written).
 	Version int `msgpack:"v"`

@@ -62,9 +62,10 @@ type Step struct {
 	// other fields are then empty. A fleet.Client reads the object in its
 	// place: callers never see Stored set.
 	Stored *ObjectRef `msgpack:"stored,omitempty"`
-	// Record is set by the worker on a mission's result: the reference,
-	// with its key, of the mission's sealed MissionRecord in
-	// BucketResults.
+	// Record is set by the worker on a mission's result: the reference
+	// of the mission's MissionRecord: Bucket StreamResults and Name its
+	// RecordSubject (a message next to the result, not sealed), or, with
+	// its key, the sealed object in BucketResults.
 	Record *ObjectRef `msgpack:"record,omitempty"`
 }
 

@@ -270,6 +270,11 @@ func ParseSubmitSubject(subject string) (s, p, id string, ok bool) {
 // ResultSubject is the subject of mission id's final Step.
 func ResultSubject(s, id string) string { return SubjectResultPrefix + s + "." + id }
 
+// RecordSubject is the subject of mission id's MissionRecord in
+// StreamResults, next to its result: readable by what reads its
+// submitter's results.
+func RecordSubject(s, id string) string { return ResultSubject(s, id) + ".record" }
+
 // EventSubject is the subject of the n-th progress event (from 1) of
 // mission id, of the given kind.
 func EventSubject(s, id string, n uint64, kind string) string {

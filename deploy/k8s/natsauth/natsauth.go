@@ -360,6 +360,8 @@ func workerPublish(services []string) []string {
 	l = append(l,
 		"$O."+messages.BucketResults+".>",
 		messages.ResultSubject("*", "*"),
+		// a mission's record, next to its result
+		messages.RecordSubject("*", "*"),
 		messages.SubjectEventPrefix+"*.*.*.*",
 		messages.SubjectDeadPrefix+"*",
 		messages.SubjectJournalPrefix+"*",

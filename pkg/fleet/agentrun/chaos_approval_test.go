@@ -357,10 +357,8 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 	}
 	duplicated := 0
-	if s, err := js.Stream(ctx, messages.StreamResults); err == nil {
-		if info, err := s.Info(ctx); err == nil {
-			duplicated = int(info.State.Msgs) - (n - lost)
-		}
+	if stored, err := storedResults(ctx, js); err == nil {
+		duplicated = stored - (n - lost)
 	}
 	perMission, perKey := pay.counts()
 	payRepeats, deniedRan, approvedNotRun := 0, 0, 0
