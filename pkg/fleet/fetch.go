@@ -284,6 +284,7 @@ func (w *Worker) sweep(next []int) int {
 				n, pending := w.fetch(l.c, want)
 				l.due = false
 				got += n
+				keep := false
 				if n > 0 {
 					// a bell heard before this fetch is answered by it; one
 					// that found nothing stays set: the mission may not be
@@ -295,10 +296,8 @@ func (w *Worker) sweep(next []int) int {
 					if l.turn >= lw {
 						l.turn = 0
 						next[pi] = (i - laneIndex(pi, 0) + 1) % (messages.MissionLanes + 1)
-					} else if next[pi] = i - laneIndex(pi, 0); n == want {
-						// its turn goes on: a slot freed meanwhile is
-						// its, in the next pass, not the next lane's
-						return got
+					} else {
+						next[pi], keep = i-laneIndex(pi, 0), n == want
 					}
 				}
 				if n < want {
@@ -306,6 +305,11 @@ func (w *Worker) sweep(next []int) int {
 					continue
 				}
 				l.pending = pending
+				if keep && pending > 0 {
+					// its turn goes on: a slot freed meanwhile is its, in
+					// the next pass, not the next lane's
+					return got
+				}
 				if pending > 0 {
 					more = append(more, i)
 				}
