@@ -50,6 +50,23 @@ func (b *boxer) internString(s string) (v Value, fresh bool) {
 	if v, ok := b.interned[s]; ok {
 		return v, false
 	}
+	return b.internNew(s)
+}
+
+// internBytes is internString of string(p), which it makes only when p
+// is not interned yet.
+func (b *boxer) internBytes(p []byte) (v Value, fresh bool) {
+	if b.intern && len(p) <= internMaxLen {
+		if v, ok := b.interned[string(p)]; ok {
+			return v, false
+		}
+		return b.internNew(string(p))
+	}
+	return string(p), true
+}
+
+// internNew interns s, not interned yet.
+func (b *boxer) internNew(s string) (v Value, fresh bool) {
 	v = s
 	if b.interned == nil {
 		b.interned = map[string]Value{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/vmihailenco/msgpack/v5"
@@ -59,6 +60,82 @@ type wireDecoder struct {
 	// stream bounds a decoder reading a stream, which CheckBounds cannot
 	// scan first (nil: the input was checked).
 	stream *streamBounds
+	// entries holds a map builder's entries for each level of maps being
+	// decoded, reused from one map to the next: a built map keeps none of
+	// them, and a result of many records would otherwise leave a
+	// builder's worth of garbage per record.
+	entries [][]mapEntry
+	depth   int
+	// keys interns map keys; buf holds a short string while it is looked
+	// up, so that a key or string seen before costs no allocation
+	keys keyTable
+	buf  []byte
+}
+
+// isStr reports whether c starts a msgpack string.
+func isStr(c byte) bool {
+	return msgpcode.IsFixedString(c) || c == msgpcode.Str8 || c == msgpcode.Str16 || c == msgpcode.Str32
+}
+
+// strBytes reads the msgpack string at hand (isStr of its code) and
+// returns its bytes when it is short (at most internMaxLen, in a buffer
+// valid until the next read); else it returns it as a string.
+func (w *wireDecoder) strBytes() ([]byte, string, error) {
+	n, err := w.d.DecodeBytesLen()
+	if err != nil {
+		return nil, "", err
+	}
+	if n > internMaxLen {
+		if left := w.stream.left(); left >= 0 && int64(n) > left {
+			return nil, "", fmt.Errorf("a string announces %d bytes with %d left", n, left)
+		}
+		var sb strings.Builder
+		sb.Grow(min(n, 1<<20))
+		for n > 0 {
+			p := w.scratch(min(n, 32<<10))
+			if err := w.d.ReadFull(p); err != nil {
+				return nil, "", err
+			}
+			sb.Write(p)
+			n -= len(p)
+		}
+		return nil, sb.String(), nil
+	}
+	p := w.scratch(n)
+	if err := w.d.ReadFull(p); err != nil {
+		return nil, "", err
+	}
+	return p, "", nil
+}
+
+// scratch returns w.buf resized to n bytes.
+func (w *wireDecoder) scratch(n int) []byte {
+	if w.buf == nil || cap(w.buf) < n {
+		w.buf = make([]byte, max(n, 256))
+	}
+	return w.buf[:n]
+}
+
+// takeEntries returns an empty entry buffer for a map of n entries at the
+// next level (room for up to wideMapMax; a larger map is a trie).
+func (w *wireDecoder) takeEntries(n int) []mapEntry {
+	if w.depth == len(w.entries) {
+		w.entries = append(w.entries, nil)
+	}
+	es := w.entries[w.depth]
+	if want := min(n, wideMapMax); cap(es) < want {
+		es = make([]mapEntry, 0, want)
+		w.entries[w.depth] = es
+	}
+	w.depth++
+	return es[:0]
+}
+
+// giveEntries returns the buffer takeEntries gave, cleared so that it
+// holds no value.
+func (w *wireDecoder) giveEntries(es []mapEntry) {
+	w.depth--
+	clear(es[:cap(es)])
 }
 
 func (w *wireDecoder) value() (Value, error) {
@@ -93,6 +170,22 @@ func (w *wireDecoder) value() (Value, error) {
 			}
 		}
 		return &Vector{slots: items, host: true}, nil
+	}
+	if isStr(c) {
+		p, long, err := w.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			v := Value(long)
+			return v, w.ch.add(scalarCharge(v))
+		}
+		// a repeated short string shares one box, charged once
+		v, fresh := w.cv.internBytes(p)
+		if !fresh {
+			return v, nil
+		}
+		return v, w.ch.add(scalarCharge(v))
 	}
 	x, err := w.d.DecodeInterfaceLoose()
 	if err != nil {
@@ -130,28 +223,49 @@ func (w *wireDecoder) mapValue() (Value, error) {
 		return nil, err
 	}
 	defer w.stream.close()
-	b := newMapBuilder(n)
-	b.shapes = w.cv.shapes
+	es := w.takeEntries(n)
+	defer w.giveEntries(es)
+	b := mapBuilder{es: es, shapes: w.cv.shapes}
 	for range n {
 		if err := w.stream.key(w.d); err != nil {
 			return nil, err
 		}
-		k, err := w.d.DecodeInterfaceLoose()
+		k, err := w.key()
 		if err != nil {
 			return nil, err
 		}
-		ks, ok := k.(string)
-		if !ok {
-			ks = fmt.Sprint(k)
-		}
 		v, err := w.value()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ks, err)
+			return nil, fmt.Errorf("%s: %w", k, err)
 		}
-		b.set(ks, v)
+		b.set(k, v)
 	}
 	m := markHost(b.build())
 	return m, w.ch.add(w.cv.shapes.madeBytes())
+}
+
+// key decodes a map key as a string: a string key interned, any other
+// scalar printed.
+func (w *wireDecoder) key() (Value, error) {
+	c, err := w.d.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	if isStr(c) {
+		p, long, err := w.strBytes()
+		if err != nil || p == nil {
+			return long, err
+		}
+		return w.keys.get(p), nil
+	}
+	k, err := w.d.DecodeInterfaceLoose()
+	if err != nil {
+		return nil, err
+	}
+	if ks, ok := k.(string); ok {
+		return ks, nil
+	}
+	return fmt.Sprint(k), nil
 }
 
 // decodeFailed wraps a decoder's error: a memory limit reached while

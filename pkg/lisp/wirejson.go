@@ -60,7 +60,7 @@ type jsonDecoder struct {
 	maxValues int
 	// keys interns object keys (bounded like the converter's strings):
 	// records repeat theirs.
-	keys map[string]Value
+	keys keyTable
 	// builders and items are scratch space per nesting level, reused
 	// from one object or array to the next.
 	builders []*mapBuilder
@@ -227,20 +227,27 @@ func (j *jsonDecoder) str(raw []byte) (Value, bool) {
 }
 
 // key returns the object key raw as a boxed string, interned.
-func (j *jsonDecoder) key(raw []byte) Value {
-	s := unquoted(raw)
-	if len(s) > internMaxLen {
-		return string(s)
+func (j *jsonDecoder) key(raw []byte) Value { return j.keys.get(unquoted(raw)) }
+
+// keyTable interns the map keys of one decoded value: records repeat
+// their keys, and a key seen before costs no allocation.
+type keyTable map[string]Value
+
+// get returns key p as a boxed string, the same box for the same key
+// (up to internMax keys of at most internMaxLen bytes).
+func (t *keyTable) get(p []byte) Value {
+	if len(p) > internMaxLen {
+		return string(p)
 	}
-	if v, ok := j.keys[string(s)]; ok {
+	if v, ok := (*t)[string(p)]; ok {
 		return v
 	}
-	var v Value = string(s)
-	if j.keys == nil {
-		j.keys = map[string]Value{}
+	var v Value = string(p)
+	if *t == nil {
+		*t = keyTable{}
 	}
-	if len(j.keys) < internMax {
-		j.keys[string(s)] = v
+	if len(*t) < internMax {
+		(*t)[string(p)] = v
 	}
 	return v
 }

@@ -155,6 +155,14 @@ func (b *streamBounds) open(n int) error {
 	return nil
 }
 
+// left returns the bytes still to come, or -1 on a nil *streamBounds.
+func (b *streamBounds) left() int64 {
+	if b == nil {
+		return -1
+	}
+	return b.size - b.consumed()
+}
+
 // close leaves a container.
 func (b *streamBounds) close() {
 	if b != nil {
