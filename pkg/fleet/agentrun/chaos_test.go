@@ -320,7 +320,7 @@ type natsNode struct {
 	done            chan struct{}
 }
 
-func (n *natsNode) start(t *testing.T) {
+func (n *natsNode) start(t testing.TB) {
 	t.Helper()
 	n.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	n.cmd.Env = append(os.Environ(), envNATSConfig+"="+n.conf)

@@ -21,7 +21,7 @@ import (
 )
 
 // startNATSProcess starts a single nats-server process with JetStream.
-func startNATSProcess(t *testing.T) *natsNode {
+func startNATSProcess(t testing.TB) *natsNode {
 	t.Helper()
 	dir := t.TempDir()
 	n := &natsNode{name: "solo", url: fmt.Sprintf("nats://127.0.0.1:%d", fleettest.FreePort(t))}

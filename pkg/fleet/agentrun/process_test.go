@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runWorkerProcess())
 	case os.Getenv(envNATSConfig) != "":
 		os.Exit(runNATSNode(os.Getenv(envNATSConfig)))
+	case os.Getenv(envBigRead) != "":
+		os.Exit(runBigRead(os.Getenv(envBigRead)))
 	}
 	os.Exit(m.Run())
 }
