@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -189,4 +190,53 @@ func TestDecodeWireResultFromStopsAtTheMeterLimit(t *testing.T) {
 	if err != nil || w.Size() == 0 || big.Used() != w.Size() {
 		t.Fatalf("charged %d for a result of size %d (%v)", big.Used(), w.Size(), err)
 	}
+}
+
+// A streamed result of many records allocates little more than the values
+// it keeps: map entries are gathered in a buffer reused per level, keys
+// and short strings are looked up from their bytes, so a record leaves no
+// builder, key or repeated string behind as garbage (before, 20,000 mail
+// records allocated 8.4 times their encoded size, of which 1.8 stayed).
+// Long strings (the builder path), empty strings and non-string keys
+// decode as from memory.
+func TestStreamDecodeAllocatesLittle(t *testing.T) {
+	recs := make([]any, 20_000)
+	for i := range recs {
+		recs[i] = map[string]any{
+			"id": int64(i), "from": "sender@example.com", "to": "team@example.com",
+			"subject": "Quarterly numbers", "body": "Please find the figures attached; reply by Friday.",
+			"date": "2026-01-02T03:04:05Z", "unread": i%3 == 0, "size": int64(1000 + i%977), "score": float64(i%100) / 7,
+			"labels": []any{"inbox", "work"}, "thread": int64(i / 4), "folder": "INBOX",
+		}
+	}
+	data, err := messages.Marshal(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v, err := DecodeMsgpackFrom(bytes.NewReader(data), int64(len(data)))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(data)); got > 2.5 {
+		t.Errorf("decoding %d bytes allocated %.2f times as much, more than 2.5", len(data), got)
+	}
+	if n := v.(*Vector).Len(); n != len(recs) {
+		t.Fatalf("%d records decoded, want %d", n, len(recs))
+	}
+	runtime.KeepAlive(v)
+
+	long := strings.Repeat("x", 200) + "é"
+	mixed, err := msgpack.Marshal([]any{
+		map[string]any{"a": long, "b": "", strings.Repeat("k", 100): "short", "": long[:64], "c": long[:65]},
+		map[any]any{int64(1): "one", true: "yes", "s": strings.Repeat("y", 70<<10)},
+		[]any{"", "", long, long},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamAgrees(t, "", mixed)
 }
