@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
@@ -178,5 +179,48 @@ func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
 	}
 	if d := time.Since(start); d < awaitUnsure {
 		t.Fatalf("returned after %s: read before awaitUnsure with no signal", d)
+	}
+}
+
+// Events of a mission whose result is stored waits for its final event,
+// which a worker publishes (with the events it held) just after the
+// result; for a mission with no result it returns what is stored at once.
+func TestEventsWaitForTheFinalEventOfAFinishedMission(t *testing.T) {
+	ctx, c := awaitClient(t)
+	k := c.key(messages.NewMissionID())
+	batch := func() *nats.Msg {
+		var evs [][]byte
+		for _, ev := range []*messages.Event{{Kind: messages.EventStarted}, {Kind: messages.EventEmit}, {Kind: messages.EventFinal, Step: &messages.Step{Return: "ok"}}} {
+			ev.MissionID = k.id
+			b, err := messages.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, b)
+		}
+		return &nats.Msg{Subject: messages.EventBatchSubject(k.sub, k.id, 1, 3), Data: messages.EncodeEventBatch(evs)}
+	}
+
+	// no result: nothing stored is nothing, at once
+	began := time.Now()
+	if evs, err := c.Events(ctx, k.id); err != nil || len(evs) != 0 || time.Since(began) > 500*time.Millisecond {
+		t.Fatalf("events of a mission with no result = %d, %v after %s", len(evs), err, time.Since(began))
+	}
+
+	if _, _, err := publishResult(ctx, c.js, c.st, k, &messages.Step{Return: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, err := c.js.PublishMsg(ctx, batch())
+		published <- err
+	}()
+	evs, err := c.Events(ctx, k.id)
+	if perr := <-published; perr != nil {
+		t.Fatal(perr)
+	}
+	if err != nil || len(evs) != 3 || evs[2].Kind != messages.EventFinal {
+		t.Fatalf("events read just after the result = %d, %v; want the 3 published after it", len(evs), err)
 	}
 }

@@ -187,15 +187,52 @@ func (c *Client) Events(ctx context.Context, id string) ([]*messages.Event, erro
 	}
 	r := newEventReader(c.st.Events, c.key(id))
 	var out []*messages.Event
-	for {
-		ev, err := r.next(ctx)
-		if errors.Is(err, ErrNotFound) {
+	read := func() error {
+		for {
+			ev, err := r.next(ctx)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("fleet: events %s: %w", id, err)
+			}
+			out = append(out, ev)
+		}
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	// A worker publishes a mission's last events, its final one among
+	// them, just after its result (with those it held, EventDelay): a
+	// read between the two waits for them, up to finalEventWait, once
+	// the result is there.
+	if len(out) > 0 && out[len(out)-1].Kind == messages.EventFinal || !c.resultStored(ctx, id) {
+		return out, nil
+	}
+	for wait := time.Millisecond; wait < finalEventWait; wait *= 2 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fleet: events %s: %w", id, ctx.Err())
+		}
+		if err := read(); err != nil {
+			return nil, err
+		}
+		if len(out) > 0 && out[len(out)-1].Kind == messages.EventFinal {
 			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("fleet: events %s: %w", id, err)
-		}
-		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// finalEventWait bounds how long Events waits for the final event of a
+// mission whose result is stored: a worker that died between the two
+// never publishes it.
+const finalEventWait = time.Second
+
+// resultStored reports whether mission id has a stored result (its
+// message, not what it refers to).
+func (c *Client) resultStored(ctx context.Context, id string) bool {
+	_, err := c.st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(c.key(id).sub, id))
+	return err == nil
 }
