@@ -59,13 +59,9 @@ type wireDecoder struct {
 	ch *charger
 	// stream bounds a decoder reading a stream, which CheckBounds cannot
 	// scan first (nil: the input was checked).
-	stream *streamBounds
-	// entries holds a map builder's entries for each level of maps being
-	// decoded, reused from one map to the next: a built map keeps none of
-	// them, and a result of many records would otherwise leave a
-	// builder's worth of garbage per record.
-	entries [][]mapEntry
-	depth   int
+	stream  *streamBounds
+	entries entryBuffers
+	depth   int // of the maps being decoded
 	// keys interns map keys; buf holds a short string while it is looked
 	// up, so that a key or string seen before costs no allocation
 	keys keyTable
@@ -116,26 +112,34 @@ func (w *wireDecoder) scratch(n int) []byte {
 	return w.buf[:n]
 }
 
-// takeEntries returns an empty entry buffer for a map of n entries at the
-// next level (room for up to wideMapMax; a larger map is a trie).
-func (w *wireDecoder) takeEntries(n int) []mapEntry {
-	if w.depth == len(w.entries) {
-		w.entries = append(w.entries, nil)
+// entryBuffers holds a map builder's entries for each level of maps
+// being decoded, reused from one map to the next: a built map keeps none
+// of them, and a result of many records would otherwise leave a
+// builder's worth of garbage per record.
+type entryBuffers [][]mapEntry
+
+// take returns an empty entry buffer for a map at depth, with room for n
+// entries (up to wideMapMax; a larger map is a trie).
+func (e *entryBuffers) take(depth, n int) []mapEntry {
+	for len(*e) <= depth {
+		*e = append(*e, nil)
 	}
-	es := w.entries[w.depth]
+	es := (*e)[depth]
 	if want := min(n, wideMapMax); cap(es) < want {
 		es = make([]mapEntry, 0, want)
-		w.entries[w.depth] = es
+		(*e)[depth] = es
 	}
-	w.depth++
 	return es[:0]
 }
 
-// giveEntries returns the buffer takeEntries gave, cleared so that it
-// holds no value.
-func (w *wireDecoder) giveEntries(es []mapEntry) {
-	w.depth--
-	clear(es[:cap(es)])
+// give returns the buffer of depth once its map is built, cleared so that
+// it holds no value; es, the builder's entries, is kept instead when the
+// builder grew them into a larger buffer.
+func (e *entryBuffers) give(depth int, es []mapEntry) {
+	if cap(es) > cap((*e)[depth]) {
+		(*e)[depth] = es
+	}
+	clear((*e)[depth][:cap((*e)[depth])])
 }
 
 func (w *wireDecoder) value() (Value, error) {
@@ -223,9 +227,13 @@ func (w *wireDecoder) mapValue() (Value, error) {
 		return nil, err
 	}
 	defer w.stream.close()
-	es := w.takeEntries(n)
-	defer w.giveEntries(es)
-	b := mapBuilder{es: es, shapes: w.cv.shapes}
+	depth := w.depth
+	w.depth++
+	b := mapBuilder{es: w.entries.take(depth, n), shapes: w.cv.shapes}
+	defer func() {
+		w.depth--
+		w.entries.give(depth, b.es)
+	}()
 	for range n {
 		if err := w.stream.key(w.d); err != nil {
 			return nil, err

@@ -61,10 +61,10 @@ type jsonDecoder struct {
 	// keys interns object keys (bounded like the converter's strings):
 	// records repeat theirs.
 	keys keyTable
-	// builders and items are scratch space per nesting level, reused
+	// entries and items are scratch space per nesting level, reused
 	// from one object or array to the next.
-	builders []*mapBuilder
-	items    [][]Value
+	entries entryBuffers
+	items   [][]Value
 }
 
 // count counts one value against maxValues.
@@ -135,14 +135,8 @@ func (j *jsonDecoder) object(depth int) (Value, error) {
 	if err != nil || !full {
 		return emptyMap, err
 	}
-	for len(j.builders) <= depth {
-		j.builders = append(j.builders, &mapBuilder{es: make([]mapEntry, 0, smallMapMax)})
-	}
-	b := j.builders[depth]
-	*b = mapBuilder{es: b.es[:0], shapes: j.cv.shapes}
-	if b.es == nil {
-		b.es = make([]mapEntry, 0, smallMapMax)
-	}
+	b := mapBuilder{es: j.entries.take(depth, smallMapMax), shapes: j.cv.shapes}
+	defer func() { j.entries.give(depth, b.es) }()
 	for j.d.PeekKind() != '}' {
 		if err := j.count(); err != nil {
 			return nil, err
