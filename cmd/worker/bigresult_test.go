@@ -26,7 +26,7 @@ import (
 // records costs no copy of them.
 func TestWorkerKeepsLargeToolResults(t *testing.T) {
 	sizes := []int{50_000}
-	if !raceBuild {
+	if !fleettest.Race {
 		sizes = append(sizes, 200_000) // under -race this one takes minutes
 	}
 	ns := fleettest.Start(t)
@@ -94,7 +94,7 @@ func TestWorkerKeepsLargeToolResults(t *testing.T) {
 		}
 		peak := vmHWM(t, w.cmd.Process.Pid)
 		t.Logf("%d records kept and filtered in %v; worker peak RSS so far %d MiB", n, time.Since(start).Round(time.Millisecond), peak>>20)
-		if !raceBuild && peak > shippedMemLimit {
+		if !fleettest.Race && peak > shippedMemLimit {
 			t.Errorf("%d records: worker peak RSS %d MiB, over the shipped GOMEMLIMIT of %d MiB", n, peak>>20, shippedMemLimit>>20)
 		}
 	}

@@ -177,7 +177,7 @@ func TestWorkerHoldingLargeToolResults(t *testing.T) {
 	}
 	t.Logf("%s after %s and %d calls; worker peak RSS %d MiB", step.Fail.Message, time.Since(start).Round(time.Millisecond), calls, peak>>20)
 	bound := int64(podMemoryLimit)
-	if raceBuild {
+	if fleettest.Race {
 		bound = 2 << 30 // shadow memory: an unbounded run still goes far past it
 	}
 	if peak > bound {

@@ -304,7 +304,7 @@ const (
 // baseline; the twin reading it whole into Go data is reported beside.
 func TestLargeToolResultPeakRSS(t *testing.T) {
 	mib, bound := 20, maxPeakRSSRatio
-	if raceBuild {
+	if fleettest.Race {
 		mib, bound = 5, raceMaxPeakRSSRatio
 	}
 	f := newBigReadFixture(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -282,7 +283,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		// one node at a time, while missions wait, once every stream has
 		// caught up on the node restarted before (a node restarted while
 		// another is still behind leaves a stream without a quorum)
-		if !raceBuild && nodeRestarts < 3 && waiting > 0 && time.Since(lastRestart) > 3*time.Second && caughtUp(ctx, js) {
+		if !fleettest.Race && nodeRestarts < 3 && waiting > 0 && time.Since(lastRestart) > 3*time.Second && caughtUp(ctx, js) {
 			nd := nodes[nodeRestarts%len(nodes)]
 			nd.kill()
 			time.Sleep(time.Second)
@@ -389,7 +390,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
 	}
-	if kills == 0 || (nodeRestarts == 0 && !raceBuild) || waited < n {
+	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
 	}
 }

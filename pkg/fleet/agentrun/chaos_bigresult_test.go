@@ -22,7 +22,7 @@ import (
 // once, and the tool is not called again.
 func TestKilledWhileReadingLargeResult(t *testing.T) {
 	n := 85_000 // about 20 MB of msgpack, read in chunks
-	if raceBuild {
+	if fleettest.Race {
 		n = 25_000 // about 6 MB: under -race the service would not answer within the tool timeout
 	}
 	srv := fleettest.Start(t)
