@@ -11,20 +11,30 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/webtest"
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // runRepl runs "dispatcher repl" on an embedded fleet with the example
 // tools, stdin as given.
 func runRepl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return runReplWithin(t, time.Minute, stdin, args...)
+}
+
+// runReplWithin is runRepl with a bound of its own on the whole session.
+func runReplWithin(t *testing.T, d time.Duration, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	e := testEnv(nil)
 	e.stdin = strings.NewReader(stdin)
@@ -264,6 +274,61 @@ func TestREPLOnAGivenFleet(t *testing.T) {
 	out, errOut, code = runRepl(t, ":tools\n", "-nats-url", bare.ClientURL())
 	if code != 0 || !strings.Contains(out, "no tools") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// With -nats-url the REPL keeps a tool service's result of 50,000 (and,
+// without the race detector, 200,000) email records of 12 fields with def
+// and filters it in the next line: the result travels out of band and is
+// streamed into the session; the tool is called once per size.
+func TestREPLKeepsLargeToolResults(t *testing.T) {
+	sizes := []int{50_000}
+	if !fleettest.Race {
+		sizes = append(sizes, 200_000)
+	}
+	srv := fleettest.Start(t)
+	var calls atomic.Int32
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("search_mail", fleet.ToolSpec{Signature: "(n :int) -> [:map]"}, func(_ context.Context, args map[string]any) (any, error) {
+		calls.Add(1)
+		n, _ := args["n"].(int64)
+		return fleettest.MailRecords(int(n)), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// 200,000 records are charged about 78 MB, over the default
+	// program_memory: the mission asks for the shipped ceiling
+	mf := filepath.Join(t.TempDir(), "mail.yaml")
+	if err := os.WriteFile(mf, []byte("agent:\n  prompt: keep the mail\n  tools: [search_mail]\nlimits: {program_memory: 268435456, program_timeout: 4m}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range sizes {
+		script := fmt.Sprintf("(def mail (tool/search_mail {:n %d}))\n(count mail)\n(count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) mail))\n", n)
+		out, errOut, code := runReplWithin(t, 8*time.Minute, script, "-nats-url", srv.ClientURL(), "-mission", mf)
+		if code != 0 {
+			t.Fatalf("%d records: exit %d\n%s", n, code, errOut)
+		}
+		mustContain(t, "stdout", out, fmt.Sprintf("Result: %d", n), fmt.Sprintf("Result: %d", fleettest.BigUnread(fleettest.MailRecords(n))))
+		if c := calls.Load(); c != int32(i+1) {
+			t.Fatalf("%d records: the tool was called %d times in all, want %d", n, c, i+1)
+		}
+	}
+	// out of band: the service wrote each result to its bucket (which its
+	// TTL empties; a REPL session is no mission whose end purges it)
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(context.Background(), messages.ToolResultBucket("mail"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, err := obs.List(context.Background()); err != nil || len(objs) != len(sizes) {
+		t.Fatalf("objects in the service's bucket: %d, %v; want %d", len(objs), err, len(sizes))
 	}
 }
 
