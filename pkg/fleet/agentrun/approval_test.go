@@ -77,8 +77,13 @@ func TestProgramSuspendsAtApprovalAndResumes(t *testing.T) {
 	if a.Position != "2:10" {
 		t.Errorf("approval position %q, want 2:10 in\n%s", a.Position, a.Program)
 	}
-	if w.Running() != 0 {
-		t.Fatalf("the waiting mission holds a slot")
+	// the status says the mission waits before its run has returned its
+	// slot (the run still publishes its events and acks): once it has,
+	// the waiting mission holds none
+	for deadline := time.Now().Add(5 * time.Second); w.Running() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting mission holds a slot")
+		}
 	}
 	if _, err := client.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "alice", Reason: "ok, but less",
 		Args: map[string]any{"n": 600}}); err != nil {
