@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,18 +605,23 @@ func TestZombieWorkerIsFenced(t *testing.T) {
 	}
 }
 
-const subprocessEnv = "PTC_FLEET_TEST_WORKER_URL"
+const (
+	subprocessEnv      = "PTC_FLEET_TEST_WORKER_URL"
+	subprocessSlotsEnv = "PTC_FLEET_TEST_WORKER_SLOTS"
+)
 
 // runSubprocessWorker is the body of the re-executed test binary: a worker
-// that announces each mission it starts and never finishes one.
+// of subprocessSlotsEnv slots (default 1) that announces each mission it
+// starts and never finishes one.
 func runSubprocessWorker(url string) int {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	slots, _ := strconv.Atoi(os.Getenv(subprocessSlotsEnv))
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
-		ID: "victim", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: testStore,
+		ID: "victim", Slots: max(slots, 1), Priorities: []string{messages.PriorityNormal}, Store: testStore,
 		IdleWait: 200 * time.Millisecond,
 		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 			fmt.Printf("running %s\n", m.ID)
@@ -634,13 +640,13 @@ func runSubprocessWorker(url string) int {
 	select {} // until killed
 }
 
-func TestKilledWorkerMissionIsRedelivered(t *testing.T) {
-	srv, nc := runJetStream(t)
-	c := newClient(t, nc)
-	ctx := testCtx(t)
-	m := submitNew(ctx, t, c)
+// startSubprocessWorker re-executes the test binary as runSubprocessWorker
+// with slots slots against url, killed when the test ends, and returns it
+// with its stdout, where it announces the missions it starts.
+func startSubprocessWorker(t *testing.T, url string, slots int) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), subprocessEnv+"="+srv.ClientURL())
+	cmd.Env = append(os.Environ(), subprocessEnv+"="+url, subprocessSlotsEnv+"="+strconv.Itoa(slots))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -650,7 +656,16 @@ func TestKilledWorkerMissionIsRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	return cmd, bufio.NewReader(out)
+}
+
+func TestKilledWorkerMissionIsRedelivered(t *testing.T) {
+	srv, nc := runJetStream(t)
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	m := submitNew(ctx, t, c)
+	cmd, out := startSubprocessWorker(t, srv.ClientURL(), 1)
+	line, err := out.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "running "+m.ID {
 		t.Fatalf("subprocess said %q, %v", line, err)
 	}

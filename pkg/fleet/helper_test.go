@@ -216,9 +216,6 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(subprocessEnv); url != "" {
 		os.Exit(runSubprocessWorker(url))
 	}
-	if url := os.Getenv(quotaVictimEnv); url != "" {
-		os.Exit(runQuotaVictim(url))
-	}
 	if url := os.Getenv(benchWorkerEnv); url != "" {
 		os.Exit(runBenchWorker(url))
 	}

@@ -1,13 +1,10 @@
 package fleet_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -243,36 +240,6 @@ func TestQuotaWaitIsShownInStatusAndEvents(t *testing.T) {
 	})
 }
 
-const quotaVictimEnv = "PTC_FLEET_TEST_QUOTA_VICTIM_URL"
-
-// runQuotaVictim is the body of the re-executed test binary: a worker of
-// 2 slots that announces each mission it starts and never finishes one.
-func runQuotaVictim(url string) int {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
-		ID: "victim", Slots: 2, Priorities: []string{messages.PriorityNormal}, Store: testStore,
-		IdleWait: 200 * time.Millisecond,
-		Runner: fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-			fmt.Printf("running %s\n", m.ID)
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := w.Start(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	select {} // until killed
-}
-
 // A worker SIGKILLed while its 2 missions hold submitter a's whole
 // running quota of 2 gives no lease back; those missions are cancelled
 // meanwhile, so no later run takes their leases over. The leases expire
@@ -284,18 +251,7 @@ func TestQuotaLeaseOfAKilledWorkerExpires(t *testing.T) {
 	c := submitterClient(t, nc, "a")
 	ctx := testCtx(t)
 	held := submitN(t, c, "a", 2)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), quotaVictimEnv+"="+srv.ClientURL())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewReader(out)
+	cmd, lines := startSubprocessWorker(t, srv.ClientURL(), 2)
 	for range 2 {
 		if line, err := lines.ReadString('\n'); err != nil || !strings.HasPrefix(line, "running ") {
 			t.Fatalf("subprocess said %q, %v", line, err)
