@@ -131,6 +131,30 @@ func (w *Worker) cancelQueued(ctx context.Context, k missionKey, reason string) 
 	if m, err := decodeMission(raw.Header.Get(messages.HeaderContentType), raw.Data); err == nil {
 		st.Summary = messages.Summarize(m)
 	}
+	// Created as a worker's claim creates a first status (the one
+	// compare-and-set of the id, whichever submitter's key it writes), so
+	// a claim and a cancel at once store one of the two on every stream.
+	for range 8 {
+		_, err = createFirstStatus(ctx, w.js, st)
+		if !inFlightConflict(err) {
+			break
+		}
+	}
+	if err == nil {
+		return &st, nil
+	}
+	if !isWrongLastSeq(err) {
+		return nil, err
+	}
+	cur, err := getStatus(ctx, w.st, k)
+	if !errors.Is(err, ErrNotFound) {
+		if err != nil {
+			return nil, err
+		}
+		return &cur.st, nil
+	}
+	// another submitter's status holds the id, or k's status was
+	// deleted: k's own key is created
 	if _, err := casStatus(ctx, w.st.Status, st, 0); err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, err

@@ -141,10 +141,13 @@ func TestMissionMessageCost(t *testing.T) {
 				// a mission shorter than AckWait/3 is not heartbeated:
 				// AckWait runs from its delivery
 				{"ack WPI", float64(beats) / n},
-				// the submitter's check for a mission already taken, the
-				// claim's one read (its own status and the id's owner at
-				// once), the last fence check before the result
-				{"status get", 3.2},
+				// the submitter's check for a mission already taken and
+				// the last fence check before the result: the first
+				// claim of an id reads nothing
+				{"status get", 2.2},
+				// the claim (one compare-and-set publish that only an id
+				// no status holds accepts) and the final status
+				{"status write", 2},
 				// the first attempt numbers its events from 1 unread
 				{"event get", 0},
 				// started, tool_call, tool_result and final in one batch

@@ -372,7 +372,31 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 // the message needs no run (already finished, duplicate, fenced); the
 // message has then been settled.
 func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (entry *statusEntry, first, skip bool) {
+	// A first delivery is most often of an id no status holds yet: its
+	// claim is one publish that only such an id accepts. Any status of the
+	// id (another submitter's, a cancel's, an earlier copy's) refuses it,
+	// and the claim reads and decides as for a later delivery. A conflict
+	// with a write still in flight (10164, replicated streams) tries again,
+	// since nothing may be stored to read yet.
+	fresh := attempt == 1
 	for try := range 8 {
+		if fresh {
+			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
+				State: messages.StateRunning, Worker: w.cfg.ID, Attempt: attempt, StreamSeq: meta.Sequence.Stream}
+			rev, err := createFirstStatus(ctx, w.js, st)
+			if err == nil {
+				return &statusEntry{st: st, rev: rev}, true, false
+			}
+			if !isWrongLastSeq(err) {
+				log.Warn().Err(err).Msg("status not written; retrying later")
+				_ = msg.NakWithDelay(w.cfg.NakDelay)
+				return nil, false, true
+			}
+			if inFlightConflict(err) {
+				continue
+			}
+			fresh = false
+		}
 		cur, owner, err := w.claimStatus(ctx, k, try == 0)
 		var st messages.Status
 		var rev uint64

@@ -608,6 +608,13 @@ func isWrongLastSeq(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
+// inFlightConflict reports a compare-and-set conflict with a write the
+// stream has not stored yet (10164, replicated streams only).
+func inFlightConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
 // queuedMsg reads the message of mission id of submitter sub while it is
 // queued in missions: from its lane, or else as a layout set up before
 // lanes stored it. It returns jetstream.ErrMsgNotFound when neither holds

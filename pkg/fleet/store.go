@@ -318,17 +318,40 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 // the key is still at rev; jetstream.ErrKeyRevisionMismatch (wrapped) means
 // another writer won.
 func casStatus(ctx context.Context, kv jetstream.KeyValue, st messages.Status, rev uint64) (uint64, error) {
-	key := messages.StatusKey(st.Submitter, st.MissionID)
-	st.Version = messages.StatusVersion
-	st.UpdatedAt = time.Now().UTC()
-	data, err := messages.Marshal(&st)
+	data, err := statusBytes(st)
 	if err != nil {
 		return 0, err
 	}
+	key := messages.StatusKey(st.Submitter, st.MissionID)
 	if rev == 0 {
 		return kv.Create(ctx, key, data)
 	}
 	return kv.Update(ctx, key, data, rev)
+}
+
+// createFirstStatus writes st as the first status of its mission id, in one
+// publish and with no read before it: the stream stores it only while no
+// submitter's status (nor a delete marker) holds the id, and refuses it
+// otherwise as a compare-and-set conflict (isWrongLastSeq). It returns the
+// status's revision.
+func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status) (uint64, error) {
+	data, err := statusBytes(st)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := js.Publish(ctx, messages.StatusSubject(st.Submitter, st.MissionID), data,
+		jetstream.WithExpectLastSequenceForSubject(0, messages.StatusSubject(messages.AllSubmitters, st.MissionID)))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// statusBytes encodes st as it is stored: the current version, stamped now.
+func statusBytes(st messages.Status) ([]byte, error) {
+	st.Version = messages.StatusVersion
+	st.UpdatedAt = time.Now().UTC()
+	return messages.Marshal(&st)
 }
 
 // updateStatus applies edit to the current status with compare-and-set,
