@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,11 @@ const journalReadWait = 5 * time.Second
 // with; entries beyond it are not replayed (their work is done again).
 const maxJournalEntries = 100_000
 
+// journalConsumerIdle is the inactivity threshold of the consumer a run
+// reads its journal with: the server removes one its reader did not
+// delete (the worker died while reading).
+const journalConsumerIdle = time.Minute
+
 // openJournal returns mission id's journal. With replay (a redelivery, or
 // a mission resumed after a suspension) it reads the entries earlier runs
 // wrote.
@@ -93,26 +99,26 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay 
 	if !replay {
 		return j, nil
 	}
-	cons, err := js.OrderedConsumer(ctx, messages.StreamJournal, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{j.subject},
+	// One ephemeral consumer, read from the stream's leader: its creation
+	// answers how many entries there are, one fetch reads them (an
+	// ordered consumer costs two creations, an info and two deletions).
+	cons, err := js.CreateConsumer(ctx, messages.StreamJournal, jetstream.ConsumerConfig{
+		Name:          fmt.Sprintf("journal_%016x", rand.Uint64()),
+		FilterSubject: j.subject, DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
+		MemoryStorage: true, Replicas: 1, InactiveThreshold: journalConsumerIdle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
 	}
 	// The consumer is deleted once read: left to its inactivity
-	// threshold (5 min), the consumers of missions resumed or redelivered
-	// at once would reach the stream's consumer limit.
+	// threshold, the consumers of missions resumed or redelivered at once
+	// would reach the stream's consumer limit.
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalReadWait)
 		defer cancel()
-		if ci := cons.CachedInfo(); ci != nil {
-			_ = js.DeleteConsumer(dctx, messages.StreamJournal, ci.Name)
-		}
+		_ = js.DeleteConsumer(dctx, messages.StreamJournal, cons.CachedInfo().Name)
 	}()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
-	}
+	info := cons.CachedInfo()
 	pending := min(int(info.NumPending), maxJournalEntries)
 	for got := 0; got < pending; {
 		batch, err := cons.Fetch(min(pending-got, 512), jetstream.FetchMaxWait(journalReadWait))
