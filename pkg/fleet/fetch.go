@@ -34,9 +34,10 @@ type lane struct {
 }
 
 // fullSweepEvery is how often the worker looks at every lane, empty or
-// not: a mission that was never announced on its submit subject (a
-// redelivery, a woken suspended mission, a submit published while the
-// worker was not listening) is fetched about this long after it is due.
+// not: a mission that was never announced on its submit or wake subject
+// (a redelivery, a mission woken by its schedule, a submit published
+// while the worker was not listening) is fetched about this long after
+// it is due.
 const fullSweepEvery = time.Second
 
 // probesPerPass bounds the lanes with no known missions a pass of the
@@ -84,6 +85,16 @@ func (w *Worker) setLanes(st *Stores) {
 // lane at once.
 func (w *Worker) onSubmit(msg *nats.Msg) {
 	if sub, p, _, ok := messages.ParseSubmitSubject(msg.Subject); ok {
+		w.ring(sub, p)
+	}
+}
+
+// onWake hears a suspended or waiting mission queued again on its wake
+// subject (a decision, a quota lease given back) and rings the bell of
+// the lane MISSIONS stores it in, so that a worker with free slots
+// fetches it at once rather than at its next full sweep.
+func (w *Worker) onWake(msg *nats.Msg) {
+	if sub, p, _, ok := messages.ParseWakeSubject(msg.Subject); ok {
 		w.ring(sub, p)
 	}
 }

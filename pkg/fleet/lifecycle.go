@@ -101,6 +101,14 @@ func (w *Worker) subscribe(ctx context.Context) error {
 		return fmt.Errorf("fleet: subscribe submits: %w", err)
 	}
 	w.subs = append(w.subs, sub)
+	// Wakes as published (a decision's, a quota's), which MISSIONS
+	// sources into the lane of the mission's submitter: each rings that
+	// lane's bell too.
+	sub, err = w.nc.Subscribe(messages.WakeWildcard, w.onWake)
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe wakes: %w", err)
+	}
+	w.subs = append(w.subs, sub)
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"
 	sub, err = w.nc.QueueSubscribe(adv, "ptc-dead-letter", w.onMaxDeliveries)
 	if err != nil {

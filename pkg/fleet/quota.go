@@ -372,8 +372,9 @@ func (l *quotaLease) release() {
 			if err := l.q.wake(ctx, missionKey{sub: l.sub, id: next.ID}, next.Priority); err != nil {
 				l.log.Debug().Err(err).Str("waiting", next.ID).Msg("waiting mission not woken; it wakes at its scheduled time")
 			} else if l.q.ring != nil {
-				// a woken mission rings no bell of its own: this worker,
-				// whose slot the run frees, fetches it
+				// every worker hears the wake and rings that lane's bell
+				// (Worker.onWake); this one, whose slot the run frees,
+				// rings its own without waiting for the wake's echo
 				l.q.ring(l.sub, next.Priority)
 			}
 		}

@@ -357,7 +357,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			// mission.wake.<submitter>.<priority>.<id>, which MISSIONS
 			// sources (docs/approvals.md)
 			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
-				messages.SubjectWakePrefix + "*.*.*"},
+				messages.WakeWildcard},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.ResultTTL, MaxMsgSize: cfg.MaxMissionBytes, Duplicates: 2 * time.Minute,
 			AllowRollup: true, AllowMsgTTL: true, AllowMsgSchedules: true, AllowDirect: true,
@@ -374,7 +374,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Discard: jetstream.DiscardNew,
 			Sources: []*jetstream.StreamSource{{Name: messages.StreamParked,
 				SubjectTransforms: []jetstream.SubjectTransformConfig{{
-					Source:      messages.SubjectWakePrefix + "*.*.*",
+					Source:      messages.WakeWildcard,
 					Destination: messages.LaneTransform()}}}},
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{

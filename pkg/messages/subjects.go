@@ -368,6 +368,23 @@ func WakeSubject(s, p, id string) string {
 	return SubjectWakePrefix + s + "." + p + "." + id
 }
 
+// WakeWildcard matches every subject made by WakeSubject.
+const WakeWildcard = SubjectWakePrefix + "*.*.*"
+
+// ParseWakeSubject returns the submitter, priority and mission id of a
+// subject made by WakeSubject; ok is false for any other subject.
+func ParseWakeSubject(subject string) (s, p, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectWakePrefix)
+	if !found {
+		return "", "", "", false
+	}
+	t := strings.Split(rest, ".")
+	if len(t) != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
+		return "", "", "", false
+	}
+	return t[0], t[1], t[2], true
+}
+
 // DeadSubject is the dead-letter subject of mission id.
 func DeadSubject(id string) string { return SubjectDeadPrefix + id }
 

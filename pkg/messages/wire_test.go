@@ -219,6 +219,15 @@ func TestSubjects(t *testing.T) {
 	if s, p, id, ok := ParseSubmitSubject(SubmitSubject("ops", PriorityLow, testID) + ".7"); !ok || s != "ops" || p != PriorityLow || id != testID {
 		t.Errorf("ParseSubmitSubject with a lane: %q %q %q %v", s, p, id, ok)
 	}
+	if s, p, id, ok := ParseWakeSubject(WakeSubject("ops", PriorityHigh, testID)); !ok || s != "ops" || p != PriorityHigh || id != testID {
+		t.Errorf("ParseWakeSubject: %q %q %q %v", s, p, id, ok)
+	}
+	for _, bad := range []string{"mission.wake.ops.normal", "mission.wake.ops.urgent." + testID, "mission.wake.ops.normal." + testID + ".1",
+		"mission.submit.ops.normal." + testID, "mission.wake.o*.normal." + testID} {
+		if _, _, _, ok := ParseWakeSubject(bad); ok {
+			t.Errorf("ParseWakeSubject(%q) ok", bad)
+		}
+	}
 	if s, id, n, c, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 || c != 1 {
 		t.Errorf("ParseEventSubject: %q %q %d %d %v", s, id, n, c, ok)
 	}

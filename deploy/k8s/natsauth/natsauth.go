@@ -153,9 +153,9 @@ func (a Account) Users() []User {
 	}
 	users = append(users, User{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
 		PubAllow: workerPublish(a.ToolServices),
-		// Submits as published ring the bell of their lane (fair share):
-		// the missions a worker takes anyway.
-		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.SubmitWildcard,
+		// Submits and wakes as published ring the bell of their lane
+		// (fair share): the missions a worker takes anyway.
+		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.SubmitWildcard, messages.WakeWildcard,
 			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"},
 		// the answers to cancel requests, which workers carry out
 		Responses: cancelResponses})
@@ -303,7 +303,7 @@ func approverPublish() []string {
 	return append(l,
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectEventPrefix+"*.*.*."+messages.EventApprovalDecided,
-		messages.SubjectWakePrefix+"*.*.*",
+		messages.WakeWildcard,
 		"$SRV.INFO",
 	)
 }
@@ -374,7 +374,7 @@ func workerPublish(services []string) []string {
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
-		messages.SubjectWakePrefix+"*.*.*",
+		messages.WakeWildcard,
 		"$KV."+messages.BucketBudgetSpend+".>",
 		"$KV."+messages.BucketQuotaLeases+".>",
 		"$SRV.INFO",

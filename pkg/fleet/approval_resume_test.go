@@ -1,0 +1,119 @@
+package fleet_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// apiSpy counts the JetStream API requests made on a server, by the
+// request's subject with the mission's id replaced by <id>.
+type apiSpy struct {
+	nc  *nats.Conn
+	sub *nats.Subscription
+	id  string
+	n   map[string]int
+}
+
+func spyAPI(t *testing.T, nc *nats.Conn) *apiSpy {
+	t.Helper()
+	sub, err := nc.SubscribeSync("$JS.API.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	s := &apiSpy{nc: nc, sub: sub}
+	s.watch(t, "")
+	return s
+}
+
+// take counts the requests received so far: after a round trip to the
+// server, every request it passed on before is pending on the
+// subscription.
+func (s *apiSpy) take(t *testing.T) {
+	t.Helper()
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := s.sub.NextMsg(time.Millisecond)
+		if err != nil {
+			return
+		}
+		if s.id != "" {
+			s.n[strings.ReplaceAll(m.Subject, s.id, "<id>")]++
+		}
+	}
+}
+
+// watch starts counting the requests of mission id, dropping those
+// received before.
+func (s *apiSpy) watch(t *testing.T, id string) {
+	t.Helper()
+	s.id = ""
+	s.take(t)
+	s.id, s.n = id, map[string]int{}
+}
+
+// count returns the requests received whose subject starts with prefix.
+func (s *apiSpy) count(t *testing.T, prefix string) int {
+	t.Helper()
+	s.take(t)
+	n := 0
+	for subj, k := range s.n {
+		if strings.HasPrefix(subj, prefix) {
+			n += k
+		}
+	}
+	return n
+}
+
+// TestApprovedMissionResumesAtOnceWithFewRequests: a decided mission is
+// taken by a worker as soon as it is queued again (the worker hears its
+// wake, as it hears a submit, rather than finding it at its next full
+// sweep, a second later), and its resumed run reads its journal with one
+// consumer and no stream or consumer info request.
+func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
+	s, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	spy := spyAPI(t, connect(t, s))
+	ctx := testCtx(t)
+	for range 5 {
+		m := refundMission(250)
+		if _, err := c.Submit(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		waitAwaiting(t, c, m.ID)
+		spy.watch(t, m.ID)
+		at := time.Now()
+		if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the approved call reaches its service", func() bool { _, ok := shop.arrived(m.ID); return ok })
+		arrived, _ := shop.arrived(m.ID)
+		step, err := c.Await(ctx, m.ID)
+		if err != nil || !step.Ok() {
+			t.Fatalf("mission %s: %+v %v", m.ID, step, err)
+		}
+		if d := arrived.Sub(at); d > 400*time.Millisecond {
+			t.Errorf("the approved call reached its service %s after the decision: the woken mission waited for a sweep", d)
+		}
+		journal := "$JS.API.CONSUMER.CREATE." + messages.StreamJournal + "."
+		if n := spy.count(t, journal); n != 1 {
+			t.Errorf("the resumed run created %d consumers on %s, want 1", n, messages.StreamJournal)
+		}
+		if n := spy.count(t, "$JS.API.CONSUMER.INFO."+messages.StreamJournal+"."); n != 0 {
+			t.Errorf("the resumed run asked for its journal consumer's info %d times", n)
+		}
+	}
+}
