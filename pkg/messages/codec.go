@@ -2,6 +2,7 @@ package messages
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -12,14 +13,19 @@ import (
 // Marshal encodes v as msgpack with sorted map keys and compact integers, so
 // equal values give equal bytes.
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
+	buf := new(bytes.Buffer)
 	// the codec's own pool of encoders; Reset clears every setting
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
-	enc.Reset(&buf)
+	enc.Reset(buf)
 	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
-	if err := enc.Encode(v); err != nil {
+	err := marshalPlanned(enc, v)
+	if errors.Is(err, errUnplanned) {
+		buf.Reset()
+		err = enc.Encode(v)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("messages: encode %T: %w", v, err)
 	}
 	return buf.Bytes(), nil

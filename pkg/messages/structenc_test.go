@@ -1,0 +1,164 @@
+package messages
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// codecMarshal is Marshal as the msgpack encoder alone writes it.
+func codecMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		t.Fatalf("encode %T: %v", v, err)
+	}
+	return buf.Bytes()
+}
+
+// fillRandom sets v, and what it holds, to random values: zero and empty
+// ones as often as others, so that every omitempty test is taken both ways.
+func fillRandom(r *rand.Rand, v reflect.Value, depth int) {
+	if depth > 5 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 1)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt([]int64{0, 0, 1, -3, 300, 1 << 40}[r.IntN(6)] % (1 << (v.Type().Bits() - 1)))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint([]uint64{0, 0, 1, 200}[r.IntN(4)])
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat([]float64{0, 0, 1.5, -2}[r.IntN(4)])
+	case reflect.String:
+		v.SetString([]string{"", "", "x", "a longer string, beyond what fits a fixstr of msgpack"}[r.IntN(4)])
+	case reflect.Pointer:
+		if r.IntN(3) == 0 {
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		fillRandom(r, p.Elem(), depth+1)
+		v.Set(p)
+	case reflect.Slice:
+		switch r.IntN(3) {
+		case 0:
+			return
+		case 1:
+			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+		default:
+			s := reflect.MakeSlice(v.Type(), 1+r.IntN(2), 3)
+			for i := range s.Len() {
+				fillRandom(r, s.Index(i), depth+1)
+			}
+			v.Set(s)
+		}
+	case reflect.Array:
+		for i := range v.Len() {
+			fillRandom(r, v.Index(i), depth+1)
+		}
+	case reflect.Map:
+		switch r.IntN(3) {
+		case 0:
+			return
+		case 1:
+			v.Set(reflect.MakeMap(v.Type()))
+		default:
+			// the encoder sorts the keys of map[string]any, string and
+			// bool only: other maps get one entry, whose bytes are fixed
+			n := 1
+			switch v.Type() {
+			case reflect.TypeFor[map[string]any](), reflect.TypeFor[map[string]string](), reflect.TypeFor[map[string]bool]():
+				n += r.IntN(3)
+			}
+			m := reflect.MakeMap(v.Type())
+			for range n {
+				k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+				fillRandom(r, k, depth+1)
+				fillRandom(r, e, depth+1)
+				m.SetMapIndex(k, e)
+			}
+			v.Set(m)
+		}
+	case reflect.Interface:
+		if v.NumMethod() != 0 {
+			return
+		}
+		choices := []any{nil, nil, "s", "", int64(0), int64(7), 0.0, 2.5, false, true,
+			map[string]any{}, map[string]any{"b": int64(1), "a": []any{"x", nil}}, []any{}, []any{int64(1), "y"}}
+		if c := choices[r.IntN(len(choices))]; c != nil {
+			v.Set(reflect.ValueOf(c))
+		}
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			if r.IntN(2) == 1 {
+				v.Set(reflect.ValueOf(time.Unix(1700000000+r.Int64N(1000), r.Int64N(1e9)).UTC()))
+			}
+			return
+		}
+		for i := range v.NumField() {
+			if v.Field(i).CanSet() {
+				fillRandom(r, v.Field(i), depth+1)
+			}
+		}
+	}
+}
+
+// Marshal writes the messages' structs itself (no boxing of each
+// omitempty field): the bytes are the msgpack encoder's for every planned
+// type, over random values that take every omitempty field both empty and
+// not, nil and empty containers, nil embedded pointers and nested structs.
+func TestStructEncoderWritesTheCodecsBytes(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Mission](), reflect.TypeFor[Status](), reflect.TypeFor[Event](),
+		reflect.TypeFor[Step](), reflect.TypeFor[stepWire](), reflect.TypeFor[MissionRecord](),
+		reflect.TypeFor[ToolRequest](), reflect.TypeFor[ToolResponse](), reflect.TypeFor[AgentSpec]()} {
+		if wirePlans[typ] == nil {
+			t.Errorf("%s has no plan: Marshal leaves it to the encoder", typ)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for typ := range wirePlans {
+		for i := range 300 {
+			p := reflect.New(typ)
+			if i > 0 {
+				fillRandom(r, p.Elem(), 0)
+			}
+			got, err := Marshal(p.Interface())
+			if err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+			if want := codecMarshal(t, p.Interface()); !bytes.Equal(got, want) {
+				t.Fatalf("%s: Marshal wrote\n%x\nthe encoder\n%x\nfor %+v", typ, got, want, p.Elem().Interface())
+			}
+		}
+	}
+	// a slice of planned structs, and a value Marshal leaves to the encoder
+	for _, v := range []any{[]*Event{{Kind: EventStarted}, nil}, []Status{{State: StateQueued}}, map[string]any{"a": int64(1)}, struct{ A int }{3}} {
+		got, err := Marshal(v)
+		if err != nil || !bytes.Equal(got, codecMarshal(t, v)) {
+			t.Fatalf("%T: %x (%v), want %x", v, got, err, codecMarshal(t, v))
+		}
+	}
+}
+
+// A struct the plans cannot judge inside an omitempty field of type any
+// (a Go runner's own struct as a Step's return) is left to the encoder
+// whole, with the encoder's bytes.
+func TestStructEncoderLeavesForeignStructsToTheEncoder(t *testing.T) {
+	type own struct {
+		A string `msgpack:"a,omitempty"`
+	}
+	for _, s := range []*Step{{Return: own{}}, {Return: own{A: "x"}}, {Return: &own{}}, {Return: time.Time{}}} {
+		got, err := Marshal(s)
+		if err != nil || !bytes.Equal(got, codecMarshal(t, s)) {
+			t.Fatalf("%+v: %x (%v), want %x", s, got, err, codecMarshal(t, s))
+		}
+	}
+}
