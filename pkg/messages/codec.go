@@ -6,14 +6,29 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
 
+// marshalBuffers holds the buffers Marshal encodes into: what it returns is
+// a copy of the exact size, one allocation however the buffer grew.
+var marshalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds the buffers Marshal keeps for reuse: one grown by
+// a large message is left to the collector.
+const maxPooledBuffer = 64 << 10
+
 // Marshal encodes v as msgpack with sorted map keys and compact integers, so
 // equal values give equal bytes.
 func Marshal(v any) ([]byte, error) {
-	buf := new(bytes.Buffer)
+	buf := marshalBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			marshalBuffers.Put(buf)
+		}
+	}()
 	// the codec's own pool of encoders; Reset clears every setting
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -28,7 +43,7 @@ func Marshal(v any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("messages: encode %T: %w", v, err)
 	}
-	return buf.Bytes(), nil
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // Unmarshal decodes msgpack data into v, which must be a non-nil pointer.
