@@ -69,11 +69,8 @@ func (c Ceilings) check(m *messages.Mission) string {
 	if allowed == nil {
 		allowed = defaultLLMOpts
 	}
-	ck := ceilingCheck{c: c, allowed: map[string]bool{}}
-	for _, k := range allowed {
-		ck.allowed[k] = true
-	}
-	ck.limits("mission.limits.", m.Limits)
+	ck := ceilingCheck{c: c, allowed: allowed}
+	ck.limits("mission.limits", m.Limits)
 	if m.Agent != nil {
 		ck.agent("mission.agent", m.Agent, 0)
 	}
@@ -98,65 +95,69 @@ func (c Ceilings) applyBudget(m *messages.Mission) {
 
 type ceilingCheck struct {
 	c       Ceilings
-	allowed map[string]bool
+	allowed []string // the llm_opts keys allowed
 	over    string
 }
 
 // check records the first limit v over its ceiling (0: none), or asking
-// for no limit (negative) where a ceiling is set.
-func check[T int | int64 | float64 | time.Duration](ck *ceilingCheck, path string, v, ceiling T) {
+// for no limit (negative) where a ceiling is set. The limit's path is
+// prefix followed by name, put together only to describe it.
+func check[T int | int64 | float64 | time.Duration](ck *ceilingCheck, prefix, name string, v, ceiling T) {
 	if ck.over != "" || ceiling <= 0 || v == 0 {
 		return
 	}
 	switch {
 	case v < 0:
-		ck.over = fmt.Sprintf("%s asks for no limit; this worker allows at most %v", path, ceiling)
+		ck.over = fmt.Sprintf("%s%s asks for no limit; this worker allows at most %v", prefix, name, ceiling)
 	case v > ceiling:
-		ck.over = fmt.Sprintf("%s %v is over this worker's ceiling of %v", path, v, ceiling)
+		ck.over = fmt.Sprintf("%s%s %v is over this worker's ceiling of %v", prefix, name, v, ceiling)
 	}
 }
 
-// limits checks a mission's or an agent's limits; prefix ends with a dot.
-func (ck *ceilingCheck) limits(prefix string, l messages.Limits) {
-	check(ck, prefix+"mission_timeout", l.MissionTimeout, ck.c.MissionTimeout)
-	check(ck, prefix+"llm_timeout", l.LLMTimeout, ck.c.MissionTimeout)
-	check(ck, prefix+"program_timeout", l.ProgramTimeout, ck.c.MissionTimeout)
-	check(ck, prefix+"max_turns", l.MaxTurns, ck.c.MaxTurns)
-	check(ck, prefix+"turn_budget", l.TurnBudget, ck.c.TurnBudget)
-	check(ck, prefix+"memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
-	check(ck, prefix+"program_memory", l.ProgramMemory, ck.c.ProgramMemory)
-	check(ck, prefix+"max_data", l.MaxData, ck.c.MaxData)
-	check(ck, prefix+"max_emit_bytes", l.MaxEmitBytes, ck.c.MaxEmitBytes)
-	check(ck, prefix+"emit_rate", l.EmitRate, ck.c.EmitRate)
-	check(ck, prefix+"max_cost_usd", l.MaxCostUSD, ck.c.MaxCostUSD)
-	check(ck, prefix+"max_tokens", l.MaxTokens, ck.c.MaxTokens)
+// limits checks the limits at path, a mission's or an agent's.
+func (ck *ceilingCheck) limits(path string, l messages.Limits) {
+	check(ck, path, ".mission_timeout", l.MissionTimeout, ck.c.MissionTimeout)
+	check(ck, path, ".llm_timeout", l.LLMTimeout, ck.c.MissionTimeout)
+	check(ck, path, ".program_timeout", l.ProgramTimeout, ck.c.MissionTimeout)
+	check(ck, path, ".max_turns", l.MaxTurns, ck.c.MaxTurns)
+	check(ck, path, ".turn_budget", l.TurnBudget, ck.c.TurnBudget)
+	check(ck, path, ".memory_limit", l.MemoryLimit, ck.c.MemoryLimit)
+	check(ck, path, ".program_memory", l.ProgramMemory, ck.c.ProgramMemory)
+	check(ck, path, ".max_data", l.MaxData, ck.c.MaxData)
+	check(ck, path, ".max_emit_bytes", l.MaxEmitBytes, ck.c.MaxEmitBytes)
+	check(ck, path, ".emit_rate", l.EmitRate, ck.c.EmitRate)
+	check(ck, path, ".max_cost_usd", l.MaxCostUSD, ck.c.MaxCostUSD)
+	check(ck, path, ".max_tokens", l.MaxTokens, ck.c.MaxTokens)
 }
 
 func (ck *ceilingCheck) agent(path string, a *messages.AgentSpec, depth int) {
 	if a == nil || depth > messages.MaxSpecDepth {
 		return
 	}
-	ck.limits(path+".", a.Limits)
+	ck.limits(path, a.Limits)
 	if r := a.LLMRetry; r != nil {
-		check(ck, path+".llm_retry.max_attempts", r.MaxAttempts, ck.c.LLMRetryAttempts)
-		check(ck, path+".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)
-		check(ck, path+".llm_retry.max_delay", r.MaxDelay, ck.c.LLMRetryMaxDelay)
+		check(ck, path, ".llm_retry.max_attempts", r.MaxAttempts, ck.c.LLMRetryAttempts)
+		check(ck, path, ".llm_retry.base_delay", r.BaseDelay, ck.c.LLMRetryMaxDelay)
+		check(ck, path, ".llm_retry.max_delay", r.MaxDelay, ck.c.LLMRetryMaxDelay)
 	}
 	if ck.over == "" {
 		var refused []string
 		for k := range a.LLMOpts {
-			if !ck.allowed[k] {
+			if !slices.Contains(ck.allowed, k) {
 				refused = append(refused, k)
 			}
 		}
 		if len(refused) > 0 {
 			slices.Sort(refused)
+			allowed := slices.Sorted(slices.Values(ck.allowed))
 			ck.over = fmt.Sprintf("%s.llm_opts: %s not allowed by this worker (allowed: %s)", path,
-				strings.Join(refused, ", "), strings.Join(slices.Sorted(maps.Keys(ck.allowed)), ", "))
+				strings.Join(refused, ", "), strings.Join(slices.Compact(allowed), ", "))
 		}
 	}
-	names := slices.Sorted(maps.Keys(a.SubAgents))
-	for _, n := range names {
+	if len(a.SubAgents) == 0 {
+		return
+	}
+	for _, n := range slices.Sorted(maps.Keys(a.SubAgents)) {
 		ck.agent(fmt.Sprintf("%s.sub_agents[%q]", path, n), a.SubAgents[n], depth+1)
 	}
 }
