@@ -46,6 +46,15 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.Clone(buf.Bytes()), nil
 }
 
+// decodeState is a decoder and the reader it reads, reused by Unmarshal.
+type decodeState struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+// decodeStates holds the decoders Unmarshal reuses.
+var decodeStates = sync.Pool{New: func() any { return &decodeState{dec: msgpack.NewDecoder(nil)} }}
+
 // Unmarshal decodes msgpack data into v, which must be a non-nil pointer.
 // Dynamic values (fields of type any, map[string]any) come back as plain Go
 // data: int64, float64, string, bool, nil, []any and map[string]any. Trailing
@@ -61,16 +70,23 @@ func Unmarshal(data []byte, v any) error { return unmarshal(data, v, false) }
 // unmarshal is Unmarshal; strict refuses map keys that name no field of
 // the target struct.
 func unmarshal(data []byte, v any, strict bool) (err error) {
+	ds := decodeStates.Get().(*decodeState)
 	defer func() {
 		if p := recover(); p != nil {
+			// the decoder's state is unknown: it is not reused
 			err = fmt.Errorf("messages: decode %T: malformed input: %v", v, p)
+			return
 		}
+		ds.r.Reset(nil)
+		ds.dec.Reset(nil)
+		decodeStates.Put(ds)
 	}()
 	if err := CheckBounds(data); err != nil {
 		return err
 	}
-	r := bytes.NewReader(data)
-	dec := msgpack.NewDecoder(r)
+	r, dec := &ds.r, ds.dec
+	r.Reset(data)
+	dec.Reset(r) // clears every setting
 	dec.UseLooseInterfaceDecoding(true)
 	dec.SetMapDecoder(DecodeMap)
 	dec.DisallowUnknownFields(strict)
