@@ -300,22 +300,6 @@ func lookup(coll, k Value) (Value, bool) {
 	return nil, false
 }
 
-// callWith calls f with old followed by extra.
-// setSlot stores nv as value i of a transient small map (update's in-place
-// path), with the step and position of the assoc it replaces.
-func (m *Map) setSlot(th *Thread, pos Pos, i int, nv Value) *Map {
-	th.pos = pos
-	th.tick() // as assocOne
-	if m.cache.Load() != nil {
-		m.cache.Store(nil)
-	}
-	if m.edit != nil {
-		m.edit.wrote1(nil, nv)
-	}
-	m.vals[i] = nv
-	return m
-}
-
 func callWith(th *Thread, f, old Value, extra []Value) Value {
 	switch len(extra) {
 	case 0:

@@ -178,14 +178,6 @@ func registerStrings(r *registry) {
 	}).doc("a string formatted as Java's String.format does").ref(refStrings).pure()
 }
 
-// checkGrowth raises the memory limit error when a string being built
-// (n bytes so far, charged when done) would not fit the budget.
-func (th *Thread) checkGrowth(n int) {
-	if th.maxMem > 0 && th.alloc+int64(n) > th.maxMem {
-		th.memLimit()
-	}
-}
-
 // javaUpperSpecial holds Java's one-to-many upper-case mappings that Go's
 // simple case mapping leaves alone (read-only; a Replacer is safe for
 // concurrent use).

@@ -2,145 +2,14 @@ package lisp
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 )
-
-// node is a compiled expression: it evaluates in a frame.
-type node func(fr *frame) Value
-
-// frame is the activation of a compiled function (or of the top level).
-type frame struct {
-	th    *Thread
-	slots []Value
-	caps  []Value
-	self  *Closure
-}
-
-type recurMark struct{}
-
-// recurSentinel is returned (not panicked) by a recur node; recur is only
-// allowed in tail position, so it flows straight back to its loop or fn.
-var recurSentinel Value = &recurMark{}
-
-// binder stores a value into a pattern's slots.
-type binder func(fr *frame, v Value)
-
-type fnProto struct {
-	// linearAcc: the first param is used only as the map argument of
-	// assoc/update/dissoc in tail position (or returned), so reduce may
-	// pass a transient map (see Map.edit).
-	linearAcc bool
-	name      string
-	arities   []*arity
-	// direct[n] is the arity taking exactly n args when its params are
-	// plain symbols (callers then write args straight into its slots).
-	direct     [3]*arity
-	paramNames []string
-	capRefs    []capRef
-}
-
-type arity struct {
-	nfixed   int
-	variadic bool
-	nslots   int
-	body     node
-	params   []binder // nfixed binders, plus the rest binder when variadic
-	simple   bool     // params are plain symbols in slots 0..n
-}
-
-func (p *fnProto) pick(n int) *arity {
-	for _, a := range p.arities {
-		if n == a.nfixed || (a.variadic && n >= a.nfixed) {
-			return a
-		}
-	}
-	return nil
-}
-
-func (p *fnProto) displayName() string {
-	if p.name != "" {
-		return p.name
-	}
-	return "fn"
-}
-
-func (p *fnProto) arityText() string {
-	var parts []string
-	for _, a := range p.arities {
-		if a.variadic {
-			parts = append(parts, fmt.Sprintf("%d or more", a.nfixed))
-		} else {
-			parts = append(parts, strconv.Itoa(a.nfixed))
-		}
-	}
-	s := strings.Join(parts, " or ")
-	if s == "1" {
-		return "1 arg"
-	}
-	return s + " args"
-}
-
-func (a *arity) bindParams(fr *frame, args []Value) {
-	if a.simple {
-		slots := fr.slots[:a.nfixed]
-		for i := range slots { // element stores beat typedslicecopy for a few args
-			slots[i] = args[i]
-		}
-		if a.variadic {
-			fr.slots[a.nfixed] = restVector(fr.th, args[a.nfixed:])
-		}
-		return
-	}
-	for i := 0; i < a.nfixed; i++ {
-		a.params[i](fr, args[i])
-	}
-	if a.variadic {
-		a.params[a.nfixed](fr, restVector(fr.th, args[a.nfixed:]))
-	}
-}
-
-// bindRecur binds recur values: like bindParams, except that a variadic
-// arity receives its rest parameter as one value (Clojure semantics).
-func (a *arity) bindRecur(fr *frame, args []Value) {
-	if !a.variadic {
-		a.bindParams(fr, args)
-		return
-	}
-	for i := 0; i < a.nfixed; i++ {
-		if a.simple {
-			fr.slots[i] = args[i]
-		} else {
-			a.params[i](fr, args[i])
-		}
-	}
-	rest := args[a.nfixed]
-	if a.simple {
-		fr.slots[a.nfixed] = rest
-	} else {
-		a.params[a.nfixed](fr, rest)
-	}
-}
-
-func restVector(th *Thread, rest []Value) Value {
-	if len(rest) == 0 {
-		return nil
-	}
-	th.allocSlots(len(rest))
-	return &Vector{slots: slices.Clone(rest)}
-}
 
 const (
 	refLocal = iota
 	refCap
 	refSelf
 )
-
-type capRef struct {
-	kind int
-	idx  int
-}
 
 type localVar struct {
 	name string
@@ -612,35 +481,6 @@ func formData(f *form, quoted bool) (Value, bool) {
 	return nil, false
 }
 
-// setExactLast sets key with literal semantics: exact key match (not
-// flex), a duplicate key keeps the last value.
-func (b *mapBuilder) setExactLast(key, val Value) {
-	if b.root == nil && b.setSmall(findExact(b.es, key), key, val) {
-		return
-	}
-	m := b.build()
-	if k, ok := m.lookupKey(key); ok && Equal(k, key) {
-		m = m.Assoc(key, val)
-	} else {
-		m = m.assocExact(key, val)
-	}
-	b.es, b.root, b.n = nil, m.root, int(m.n)
-	if m.root == nil {
-		b.es = append([]mapEntry(nil), m.entries()...)
-	}
-}
-
-// findExact returns the index of the entry whose key equals key exactly
-// (no flex match), or -1.
-func findExact(es []mapEntry, key Value) int {
-	for i := range es {
-		if Equal(es[i].key, key) {
-			return i
-		}
-	}
-	return -1
-}
-
 // Namespace aliases mapped to canonical namespaces.
 var nsAliases = map[string]string{
 	"clojure.string": "str", "str": "str", "string": "str",
@@ -956,36 +796,6 @@ func (c *compiler) builtinCall(b *Builtin, f *form) node {
 	}
 }
 
-// kwGet is (:kw v). A small map whose shape the keyword last saw (the
-// common case in a scan over records) is read inline; see Map.findSmall.
-func kwGet(v Value, kw *Keyword) Value {
-	if h, ok := v.(hostMap); ok { // a host record: one Go map read
-		x := readField(h.src(), kw.Name, &kw.slot)
-		switch x.(type) {
-		case nil, bool, int64, float64, string:
-			return x // nil: absent, or nil in the host's map
-		}
-		return viewValue(kw.Name, x)
-	}
-	if m, ok := v.(*Map); ok && m.root == nil {
-		if m.src != nil { // a host view: one Go map read
-			x := readField(m.src, kw.Name, &kw.slot)
-			switch x.(type) {
-			case nil, bool, int64, float64, string:
-				return x // nil: absent, or nil in the host's map
-			}
-			return viewValue(kw.Name, x)
-		}
-		if c := kw.cache.Load(); c != nil && c.shape == m.shape {
-			if c.idx < 0 {
-				return nil
-			}
-			return m.vals[c.idx]
-		}
-	}
-	return getKey(v, kw, nil)
-}
-
 // operand is a call argument: a local's slot is read in place instead of
 // through a node call.
 type operand struct {
@@ -1098,4 +908,19 @@ func (c *compiler) constArg(f *form) (Value, bool) {
 	}
 	b, ok := c.lookupBuiltin(f.ns, f.name)
 	return b, ok
+}
+
+func (c *compiler) safeCompile(forms []*form) (body node, nslots int, err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e, ok := p.(*Error)
+			if !ok {
+				e = &Error{Kind: KindInternal, Msg: fmt.Sprintf("internal error while compiling: %v", p)}
+			}
+			e.src = c.src
+			err = e
+		}
+	}()
+	body, nslots = c.compileProgram(forms)
+	return body, nslots, nil
 }

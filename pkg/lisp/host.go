@@ -323,3 +323,15 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// HostFuncs maps host builtin names (HostBuiltins) to their functions.
+type HostFuncs map[string]HostFunc
+
+// HostFunc is a builtin whose work the host does (Options.Host): the
+// agent running the program asks its model (llm-query), streams a value
+// to the mission's submitter (emit) or marks a step of its plan
+// (step-done). It receives the run's context and the call's arguments as
+// plain Go data (ToGo), and returns plain Go data (FromGo) or an error,
+// which fails the call as a tool error naming the builtin. It may be
+// called from several goroutines at once (pmap).
+type HostFunc func(ctx context.Context, args []any) (any, error)

@@ -1370,3 +1370,93 @@ func (m *Map) transientSlot(key Value) int {
 	}
 	return m.findSmall(key)
 }
+
+// setExactLast sets key with literal semantics: exact key match (not
+// flex), a duplicate key keeps the last value.
+func (b *mapBuilder) setExactLast(key, val Value) {
+	if b.root == nil && b.setSmall(findExact(b.es, key), key, val) {
+		return
+	}
+	m := b.build()
+	if k, ok := m.lookupKey(key); ok && Equal(k, key) {
+		m = m.Assoc(key, val)
+	} else {
+		m = m.assocExact(key, val)
+	}
+	b.es, b.root, b.n = nil, m.root, int(m.n)
+	if m.root == nil {
+		b.es = append([]mapEntry(nil), m.entries()...)
+	}
+}
+
+// findExact returns the index of the entry whose key equals key exactly
+// (no flex match), or -1.
+func findExact(es []mapEntry, key Value) int {
+	for i := range es {
+		if Equal(es[i].key, key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// kwGet is (:kw v). A small map whose shape the keyword last saw (the
+// common case in a scan over records) is read inline; see Map.findSmall.
+func kwGet(v Value, kw *Keyword) Value {
+	if h, ok := v.(hostMap); ok { // a host record: one Go map read
+		x := readField(h.src(), kw.Name, &kw.slot)
+		switch x.(type) {
+		case nil, bool, int64, float64, string:
+			return x // nil: absent, or nil in the host's map
+		}
+		return viewValue(kw.Name, x)
+	}
+	if m, ok := v.(*Map); ok && m.root == nil {
+		if m.src != nil { // a host view: one Go map read
+			x := readField(m.src, kw.Name, &kw.slot)
+			switch x.(type) {
+			case nil, bool, int64, float64, string:
+				return x // nil: absent, or nil in the host's map
+			}
+			return viewValue(kw.Name, x)
+		}
+		if c := kw.cache.Load(); c != nil && c.shape == m.shape {
+			if c.idx < 0 {
+				return nil
+			}
+			return m.vals[c.idx]
+		}
+	}
+	return getKey(v, kw, nil)
+}
+
+// callWith calls f with old followed by extra.
+// setSlot stores nv as value i of a transient small map (update's in-place
+// path), with the step and position of the assoc it replaces.
+func (m *Map) setSlot(th *Thread, pos Pos, i int, nv Value) *Map {
+	th.pos = pos
+	th.tick() // as assocOne
+	if m.cache.Load() != nil {
+		m.cache.Store(nil)
+	}
+	if m.edit != nil {
+		m.edit.wrote1(nil, nv)
+	}
+	m.vals[i] = nv
+	return m
+}
+
+// getPath reads a field (keyword, string or vector path) with flex keys.
+func getPath(m Value, field Value) Value {
+	if p, ok := field.(*Vector); ok {
+		cur := m
+		for _, k := range p.Items() {
+			cur = getKey(cur, k, nil)
+			if cur == nil {
+				return nil
+			}
+		}
+		return cur
+	}
+	return getKey(m, field, nil)
+}

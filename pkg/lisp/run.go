@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -441,68 +440,6 @@ func keyName(k Value) string {
 		return x.Name
 	}
 	return Str(k)
-}
-
-func (c *compiler) safeCompile(forms []*form) (body node, nslots int, err *Error) {
-	defer func() {
-		if p := recover(); p != nil {
-			e, ok := p.(*Error)
-			if !ok {
-				e = &Error{Kind: KindInternal, Msg: fmt.Sprintf("internal error while compiling: %v", p)}
-			}
-			e.src = c.src
-			err = e
-		}
-	}()
-	body, nslots = c.compileProgram(forms)
-	return body, nslots, nil
-}
-
-// runTop evaluates the compiled program, recovering errors and signals,
-// then realises lazy seqs in the result under the same limits.
-func (th *Thread) runTop(body node, nslots int) (v Value, sig *signal, err *Error) {
-	fr := th.frameAt(0)
-	fr.slots = th.alloca(nslots)
-	v, sig, err = th.protect(func() Value { return body(fr) })
-	if err != nil {
-		return v, sig, err
-	}
-	target := v
-	if sig != nil {
-		target = sig.val
-	}
-	if _, _, rerr := th.protect(func() Value { th.realiseDeep(target); return nil }); rerr != nil {
-		return nil, nil, rerr
-	}
-	return v, sig, nil
-}
-
-// protect runs fn, turning panics into an error or a return/fail signal.
-func (th *Thread) protect(fn func() Value) (v Value, sig *signal, err *Error) {
-	defer func() {
-		if p := recover(); p != nil {
-			v = nil
-			if s, ok := p.(*signal); ok {
-				sig = s
-				return
-			}
-			err = th.recoverValue(p)
-		}
-	}()
-	return fn(), nil, nil
-}
-
-// recoverValue turns a recovered panic into an *Error (signals → nil).
-func (th *Thread) recoverValue(p any) *Error {
-	switch x := p.(type) {
-	case *Error:
-		return x
-	case *signal:
-		return nil
-	case *HostDataError:
-		return &Error{Kind: KindType, Pos: th.pos, Msg: x.Error(), Err: x}
-	}
-	return &Error{Kind: KindInternal, Pos: th.pos, Msg: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
 }
 
 // failError converts a (fail v) signal into an Error.

@@ -301,3 +301,132 @@ func setEntries(items []Value) []mapEntry {
 	}
 	return out
 }
+
+// comparator returns the 3-way comparison for sort/sort-by: nil or :asc
+// is compare, :desc its reverse, < > <= >= on numbers compare directly,
+// and any other fn is called: a boolean result means "a before b" (as
+// Clojure's fn comparators), a number is the 3-way result.
+func comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) int {
+	pos := th.pos
+	natural := func(x, y Value) int {
+		th.tick()
+		c, ok := compareTick(th, x, y)
+		if !ok {
+			th.pos = pos
+			th.RaiseHint(KindType, "sort values of one kind: numbers, strings, keywords or vectors",
+				"%s: cannot compare %s with %s", name, preview(x), preview(y))
+		}
+		return c
+	}
+	switch c := comp.(type) {
+	case nil:
+		return natural
+	case *Keyword:
+		switch c.Name {
+		case "asc":
+			return natural
+		case "desc":
+			return func(x, y Value) int { return natural(y, x) }
+		}
+		th.Raise(KindValue, "%s: unknown order :%s; use :asc, :desc or a comparator fn", name, c.Name)
+	case *Builtin:
+		sign := 0
+		switch c.Name {
+		case "<", "<=":
+			sign = 1
+		case ">", ">=":
+			sign = -1
+		case "compare":
+			return natural
+		}
+		if sign != 0 {
+			return func(x, y Value) int {
+				switch x.(type) {
+				case int64, float64:
+					switch y.(type) {
+					case int64, float64:
+						if !isNaN(x) && !isNaN(y) {
+							th.tick()
+							return sign * numCmp(x, y)
+						}
+					}
+				}
+				if isNum(x) && isNum(y) {
+					return callComparator(th, name, c, x, y, pos) // NaN
+				}
+				bad := x
+				if isNum(x) {
+					bad = y
+				}
+				th.pos = pos
+				th.RaiseHint(KindType, "< > <= >= compare numbers only; for strings, dates or mixed keys use :asc, :desc or compare, e.g. (sort-by :date :desc xs)",
+					"%s: expected number, got %s (as the %s comparator)", c.Name, preview(bad), name)
+				return 0
+			}
+		}
+	}
+	return func(x, y Value) int { return callComparator(th, name, comp, x, y, pos) }
+}
+
+// compareTick is Compare, ticking per vector item so comparing huge
+// (possibly shared-structure) vectors honours the limits; identical
+// vectors compare equal at once.
+func compareTick(th *Thread, a, b Value) (int, bool) {
+	x, ok1 := a.(*Vector)
+	y, ok2 := b.(*Vector)
+	if !ok1 || !ok2 {
+		return Compare(a, b)
+	}
+	if x == y {
+		return 0, true
+	}
+	if x.Len() != y.Len() {
+		if x.Len() < y.Len() {
+			return -1, true
+		}
+		return 1, true
+	}
+	for i := range x.Items() {
+		th.tick()
+		if c, ok := compareTick(th, x.At(i), y.At(i)); !ok || c != 0 {
+			return c, ok
+		}
+	}
+	return 0, true
+}
+
+func isNum(v Value) bool {
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// callComparator calls a user comparator like Clojure's AFunction.compare.
+func callComparator(th *Thread, name string, f, x, y Value, pos Pos) int {
+	switch r := th.Call2(f, x, y).(type) {
+	case bool, nil:
+		if Truthy(r) {
+			return -1
+		}
+		if Truthy(th.Call2(f, y, x)) {
+			return 1
+		}
+		return 0
+	case int64:
+		switch {
+		case r < 0:
+			return -1
+		case r > 0:
+			return 1
+		}
+		return 0
+	case float64:
+		return int(r) // Clojure truncates with intValue
+	default:
+		th.pos = pos
+		th.Raise(KindType, "%s: comparator must return a boolean or a number, got %s", name, preview(r))
+	}
+	return 0
+}

@@ -3,6 +3,7 @@ package lisp
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 	"unicode/utf8"
 )
@@ -681,4 +682,89 @@ func (th *Thread) MakeVector(items []Value) *Vector {
 func (th *Thread) MakeString(s string) string {
 	th.AllocBytes(len(s))
 	return s
+}
+
+// slowCall1 calls b.Fn with one argument on the value stack. It and
+// slowCall2 are the fallback of every fixed-arity entry, so they store
+// the arguments directly rather than through withArgs's slice.
+func slowCall1(th *Thread, b *Builtin, x Value) Value {
+	mark := th.sp
+	a := th.allocArgs(1)
+	a[0] = x
+	v := b.Fn(th, a)
+	th.sp = mark
+	return v
+}
+
+// slowCall2 calls b.Fn with two arguments on the value stack.
+func slowCall2(th *Thread, b *Builtin, x, y Value) Value {
+	mark := th.sp
+	a := th.allocArgs(2)
+	a[0], a[1] = x, y
+	v := b.Fn(th, a)
+	th.sp = mark
+	return v
+}
+
+// callBuiltin3 calls b.Fn with three arguments on the value stack.
+func callBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value { return th.withArgs(b.Fn, x, y, z) }
+
+// depthLimit raises the depth-limit error for recursive data walks.
+func (th *Thread) depthLimit(name string) {
+	panic(&Error{Kind: KindDepthLimit, Pos: th.pos, Msg: fmt.Sprintf("%s: depth limit exceeded (%d nested levels)", name, th.maxDepth)})
+}
+
+// checkGrowth raises the memory limit error when a string being built
+// (n bytes so far, charged when done) would not fit the budget.
+func (th *Thread) checkGrowth(n int) {
+	if th.maxMem > 0 && th.alloc+int64(n) > th.maxMem {
+		th.memLimit()
+	}
+}
+
+// runTop evaluates the compiled program, recovering errors and signals,
+// then realises lazy seqs in the result under the same limits.
+func (th *Thread) runTop(body node, nslots int) (v Value, sig *signal, err *Error) {
+	fr := th.frameAt(0)
+	fr.slots = th.alloca(nslots)
+	v, sig, err = th.protect(func() Value { return body(fr) })
+	if err != nil {
+		return v, sig, err
+	}
+	target := v
+	if sig != nil {
+		target = sig.val
+	}
+	if _, _, rerr := th.protect(func() Value { th.realiseDeep(target); return nil }); rerr != nil {
+		return nil, nil, rerr
+	}
+	return v, sig, nil
+}
+
+// protect runs fn, turning panics into an error or a return/fail signal.
+func (th *Thread) protect(fn func() Value) (v Value, sig *signal, err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = nil
+			if s, ok := p.(*signal); ok {
+				sig = s
+				return
+			}
+			err = th.recoverValue(p)
+		}
+	}()
+	return fn(), nil, nil
+}
+
+// recoverValue turns a recovered panic into an *Error (signals → nil).
+func (th *Thread) recoverValue(p any) *Error {
+	switch x := p.(type) {
+	case *Error:
+		return x
+	case *signal:
+		return nil
+	case *HostDataError:
+		return &Error{Kind: KindType, Pos: th.pos, Msg: x.Error(), Err: x}
+	}
+	return &Error{Kind: KindInternal, Pos: th.pos, Msg: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
 }
