@@ -104,8 +104,8 @@ func registerHOF(r *registry) {
 			if !ok {
 				break
 			}
-			th.Tick()
-			th.AllocSlots(2)
+			th.tick()
+			th.allocSlots(2)
 			b.set(k, v)
 		}
 		return b.build()
@@ -157,7 +157,7 @@ func registerHOF(r *registry) {
 					if !ok || !Equal(th.Call1(f, y), k) {
 						break
 					}
-					th.AllocSlots(1)
+					th.allocSlots(1)
 					part = append(part, y)
 				}
 				return NewVector(part), true
@@ -193,7 +193,7 @@ func registerHOF(r *registry) {
 		items := th.Seq(a[0], "dedupe", 1)
 		out := make([]Value, 0, len(items))
 		for i, x := range items {
-			th.Tick()
+			th.tick()
 			if i == 0 || !Equal(x, items[i-1]) {
 				out = append(out, x)
 			}
@@ -224,7 +224,7 @@ func registerHOF(r *registry) {
 				if old, found := acc.Get(e.key); found {
 					acc = acc.Assoc(e.key, th.Call2(f, old, e.val))
 				} else {
-					th.Tick()
+					th.tick()
 					acc = acc.Assoc(e.key, e.val)
 				}
 			}
@@ -241,7 +241,7 @@ func registerHOF(r *registry) {
 		if v, ok := a[0].(*Vector); ok {
 			// a vector is associative by index: its keys are the indexes
 			items := v.Items()
-			th.AllocSlots(2 * len(items))
+			th.allocSlots(2 * len(items))
 			b := newMapBuilder(len(items))
 			for i, x := range items {
 				b.set(th.Call1(a[1], Int(int64(i))), x)
@@ -253,7 +253,7 @@ func registerHOF(r *registry) {
 			th.TypeError("update-keys", "map", a[0], 1)
 		}
 		es := m.entries()
-		th.AllocSlots(2 * len(es))
+		th.allocSlots(2 * len(es))
 		b := newMapBuilder(len(es))
 		for _, e := range es {
 			b.set(th.Call1(a[1], e.key), e.val)
@@ -293,10 +293,10 @@ func registerHOF(r *registry) {
 		if len(a)%2 != 0 {
 			th.Raise(KindArity, "hash-map expects an even number of args, got %d", len(a))
 		}
-		th.AllocSlots(len(a))
+		th.allocSlots(len(a))
 		b := newMapBuilder(len(a) / 2)
 		for i := 0; i < len(a); i += 2 {
-			th.Tick()
+			th.tick()
 			b.set(a[i], a[i+1])
 		}
 		return b.build()
@@ -361,7 +361,7 @@ func registerHOF(r *registry) {
 				return &Set{m: ordRemove(th, s.m, a[1:])}
 			}
 			for _, x := range a[1:] {
-				th.Tick()
+				th.tick()
 				s = s.Disj(x)
 			}
 			return s
@@ -502,7 +502,7 @@ func mergeWithInto(th *Thread, f, acc Value, maps []Value) Value {
 			th.TypeError("merge-with", "map", acc, 2)
 		}
 		for _, e := range m.entries() {
-			th.Tick()
+			th.tick()
 			if k, ok := e.key.(int64); ok && k >= 0 && k < int64(v.Len()) {
 				acc = assocOne(th, "merge-with", acc, k, th.Call2(f, v.At(int(k)), e.val))
 			} else {

@@ -108,7 +108,7 @@ func registerInterop(r *registry) {
 	r.add(".indexOf", 2, 3, func(th *Thread, a []Value) Value {
 		if v, ok := a[0].(*Vector); ok && len(a) == 2 { // java.util.List.indexOf
 			for i, x := range v.Items() {
-				th.Tick()
+				th.tick()
 				if Equal(x, a[1]) {
 					return Int(int64(i))
 				}
@@ -121,7 +121,7 @@ func registerInterop(r *registry) {
 		if v, ok := a[0].(*Vector); ok && len(a) == 2 {
 			items := v.Items()
 			for i := len(items) - 1; i >= 0; i-- {
-				th.Tick()
+				th.tick()
 				if Equal(items[i], a[1]) {
 					return Int(int64(i))
 				}
@@ -134,7 +134,7 @@ func registerInterop(r *registry) {
 		switch c := a[0].(type) {
 		case *Vector: // java.util.Collection.contains
 			for _, x := range c.Items() {
-				th.Tick()
+				th.tick()
 				if Equal(x, a[1]) {
 					return true
 				}

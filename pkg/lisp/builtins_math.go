@@ -288,7 +288,7 @@ func extremum(th *Thread, fn string, a []Value, dir int) Value {
 	best := num(th, fn, a[0], 1)
 	nan := isNaN(best)
 	for i := 1; i < len(a); i++ {
-		th.Tick()
+		th.tick()
 		v := num(th, fn, a[i], i+1)
 		if isNaN(v) {
 			nan = true

@@ -126,10 +126,10 @@ func registerRegex(r *registry) {
 		if len(locs) == 0 {
 			return nil
 		}
-		th.AllocSlots(len(locs))
+		th.allocSlots(len(locs))
 		out := make([]Value, len(locs))
 		for i, m := range locs {
-			th.Tick()
+			th.tick()
 			out[i] = groupsValue(th, in, m)
 		}
 		return th.MakeVector(out)

@@ -145,7 +145,7 @@ func registerSets(r *registry) {
 		}
 		var out []Value
 		for i, it := range th.Seq(a[0], "rename", 1) {
-			th.Tick()
+			th.tick()
 			m, ok := asMap(it)
 			if !ok {
 				th.Raise(KindType, "rename: expected a collection of maps, got %s (item %d)", preview(it), i+1)

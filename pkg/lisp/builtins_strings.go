@@ -375,7 +375,7 @@ func biJoin(th *Thread, a []Value) Value {
 	var b strings.Builder
 	b.Grow(size)
 	for i, it := range items {
-		th.Tick()
+		th.tick()
 		if i > 0 {
 			b.WriteString(sep)
 		}
@@ -410,13 +410,13 @@ func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 		if limit > 0 && n > limit {
 			n = limit
 		}
-		th.AllocSlots(n)
+		th.allocSlots(n)
 		out := make([]Value, 0, n)
 		for i := 0; i < len(s); {
 			if limit > 0 && len(out) == limit-1 {
 				return append(out, s[i:])
 			}
-			th.Tick()
+			th.tick()
 			_, w := utf8.DecodeRuneInString(s[i:]) // w is 1 for invalid UTF-8
 			out = append(out, s[i:i+w])
 			i += w
@@ -430,10 +430,10 @@ func splitLiteral(th *Thread, s, sep string, limit int) []Value {
 	if limit > 0 && n > limit {
 		n = limit
 	}
-	th.AllocSlots(n)
+	th.allocSlots(n)
 	out := make([]Value, 0, n)
 	for len(out) < n-1 {
-		th.Tick()
+		th.tick()
 		i := strings.Index(s, sep)
 		out = append(out, s[:i])
 		s = s[i+len(sep):]
@@ -466,11 +466,11 @@ func splitRegex(th *Thread, s string, re *Regex, limit int) []Value {
 		max = limit
 	}
 	locs := re.re.FindAllStringIndex(in, max)
-	th.AllocSlots(len(locs) + 1)
+	th.allocSlots(len(locs) + 1)
 	out := make([]Value, 0, len(locs)+1)
 	index := 0
 	for _, m := range locs {
-		th.Tick()
+		th.tick()
 		if limit > 0 && len(out) >= limit-1 {
 			break
 		}
@@ -593,7 +593,7 @@ func replaceColl(th *Thread, smap, coll Value) Value {
 	items := th.Seq(coll, "replace", 2)
 	out := make([]Value, len(items))
 	for i, it := range items {
-		th.Tick()
+		th.tick()
 		out[i] = it
 		if v, found := m.Get(it); found {
 			out[i] = v
@@ -657,7 +657,7 @@ func regexReplace(th *Thread, fn string, s string, re *Regex, repl Value, n int)
 	b.Grow(len(s))
 	last := 0
 	for _, m := range locs {
-		th.Tick()
+		th.tick()
 		b.WriteString(in[last:m[0]])
 		if _, isStr := repl.(string); isStr {
 			expandJava(th, fn, &b, tmpl, in, m, re)

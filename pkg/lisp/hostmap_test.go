@@ -188,10 +188,10 @@ func TestHostRecordIdentity(t *testing.T) {
 	if len(seen) != 3 {
 		t.Fatalf("records as Go map keys: %d distinct, want 3", len(seen))
 	}
-	if m, ok := AsMap(v.At(0)); !ok || m.Len() != len(recs[0]) {
+	if m, ok := asMap(v.At(0)); !ok || m.Len() != len(recs[0]) {
 		t.Fatal("AsMap of a record")
 	}
-	if _, ok := AsMap("x"); ok {
+	if _, ok := asMap("x"); ok {
 		t.Fatal("AsMap of a string")
 	}
 }

@@ -59,10 +59,10 @@ func countSplitLiteral(th *Thread, s, sep string) int {
 		return 1
 	}
 	n := strings.Count(s, sep) + 1
-	th.AllocSlots(n)
+	th.allocSlots(n)
 	last := 0 // pieces up to the last non-empty one
 	for k := 0; k < n-1; k++ {
-		th.Tick()
+		th.tick()
 		i := strings.Index(s, sep)
 		if i > 0 {
 			last = k + 1

@@ -89,9 +89,6 @@ func (th *Thread) ticks(n int) {
 	}
 }
 
-// Tick counts one evaluation step (builtins call it once per element of
-// HOF loops so long loops honour the timeout and step budget).
-func (th *Thread) Tick() { th.tick() }
 
 func (th *Thread) slowCheck() {
 	th.nextCheck = th.steps + checkEvery
@@ -127,9 +124,6 @@ func (th *Thread) allocSlots(n int) {
 	}
 }
 
-// AllocSlots charges n collection slots to the memory limit; call it
-// before building a collection of n items.
-func (th *Thread) AllocSlots(n int) { th.allocSlots(n) }
 
 // AllocBytes charges n bytes of string data to the memory limit.
 func (th *Thread) AllocBytes(n int) {

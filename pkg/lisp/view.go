@@ -81,11 +81,6 @@ func mapValue(v Value) Value {
 	return v
 }
 
-// AsMap returns v as a *Map when it is a map value, including a record of
-// host data, which the interpreter reads in place and which AsMap wraps in
-// a view (a *Map over the host's map). Code outside the package that walks
-// interpreter values (Map.Each, Vector.Items) takes maps through AsMap.
-func AsMap(v Value) (*Map, bool) { return asMap(v) }
 
 // newMapView returns a view of src (an empty map is the empty map).
 func newMapView(src map[string]any) *Map {

@@ -53,7 +53,7 @@ func TestViewsReadInPlace(t *testing.T) {
 	}); n != 1 {
 		t.Fatalf("reading a nested host record allocates %v times, want 1", n)
 	}
-	r0, ok := AsMap(h0)
+	r0, ok := asMap(h0)
 	if !ok || r0.src == nil || !IsHostData(r0) {
 		t.Fatal("AsMap of a record is not a host view")
 	}
