@@ -26,15 +26,20 @@ const module = "github.com/ptcfleet/ptc/"
 // count; a test may import test helpers from anywhere below cmd.
 //
 // The layers, from the bottom: the signature DSL and the wire types; the
-// interpreter; the model clients; the agent loop; the fleet, which knows no
-// interpreter and no agent (a tool service or a dispatch client links
-// neither); agentrun, where the fleet meets the agent loop; the binaries.
+// interpreter in its stages (values and the Thread; the reader and the
+// builtins on them; the compiler on those; the package's API on top); the
+// model clients; the agent loop; the fleet, which knows no interpreter and
+// no agent (a tool service or a dispatch client links neither); agentrun,
+// where the fleet meets the agent loop; the binaries.
 const rules = `
 NONE < pkg/signature, pkg/messages, pkg/agent/llm, pkg/agent/llm/internal/sse,
        pkg/fleet/embedded, internal/syncbuf, internal/testnode, internal/webtest,
        deploy/k8s;
 
-pkg/signature, pkg/messages < pkg/lisp;
+pkg/signature, pkg/messages < pkg/lisp/internal/core;
+pkg/lisp/internal/core < pkg/lisp/internal/syntax, pkg/lisp/internal/builtins;
+pkg/lisp/internal/syntax, pkg/lisp/internal/builtins < pkg/lisp/internal/compile;
+pkg/lisp/internal/compile < pkg/lisp;
 
 pkg/agent/llm, pkg/agent/llm/internal/sse < pkg/agent/llm/internal/httpx;
 pkg/agent/llm/internal/httpx < pkg/agent/llm/openai, pkg/agent/llm/anthropic;

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestAdversarial runs hostile programs: each must end with the expected
@@ -62,9 +64,9 @@ func TestAdversarial(t *testing.T) {
 			start := time.Now()
 			res, err := Exec(context.Background(), c.src, opts)
 			elapsed := time.Since(start)
-			var e *Error
+			var e *core.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("want an *Error, got %v (value %s)", err, PrStr(res.Value))
+				t.Fatalf("want an *Error, got %v (value %s)", err, core.PrStr(res.Value))
 			}
 			ok := false
 			for _, r := range c.reasons {
@@ -98,8 +100,8 @@ func TestCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)
 	}
-	var e *Error
-	if !errors.As(err, &e) || e.Kind != KindCanceled {
+	var e *core.Error
+	if !errors.As(err, &e) || e.Kind != core.KindCanceled {
 		t.Fatalf("want KindCanceled, got %v", err)
 	}
 }
@@ -108,7 +110,7 @@ func TestDeadlineFromContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	_, err := Exec(ctx, `(loop [] (recur))`, Options{Timeout: 10 * time.Second, MaxSteps: -1})
-	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want timeout wrapping DeadlineExceeded, got %v", err)
 	}
 }
@@ -134,24 +136,24 @@ func TestFailedRunCommitsNothing(t *testing.T) {
 }
 
 func TestInternalPanicRecovered(t *testing.T) {
-	th := &Thread{pos: Pos{Line: 2, Col: 3}}
-	e := th.recoverValue("boom")
-	if e.Kind != KindInternal || !strings.Contains(e.Error(), "2:3: internal error: boom") {
+	th := &core.Thread{CallPos: core.Pos{Line: 2, Col: 3}}
+	e := th.RecoverValue("boom")
+	if e.Kind != core.KindInternal || !strings.Contains(e.Error(), "2:3: internal error: boom") {
 		t.Fatalf("got %v", e)
 	}
 	// a tool whose result cannot be converted fails as a tool error, not a crash
-	tools := Tools{"bad": ToolFunc(func(context.Context, map[string]any) (any, error) { return func() {}, nil })}
+	tools := core.Tools{"bad": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return func() {}, nil })}
 	_, err := Exec(context.Background(), `(tool/bad)`, Options{Tools: tools})
-	if !errors.Is(err, ErrTool) {
+	if !errors.Is(err, core.ErrTool) {
 		t.Fatalf("want tool error, got %v", err)
 	}
 }
 
 func TestRegexCaps(t *testing.T) {
-	if _, err := compileRegex(strings.Repeat("a", MaxRegexPattern+1)); err == nil || !strings.Contains(err.Error(), "too long") {
+	if _, err := core.CompileRegex(strings.Repeat("a", core.MaxRegexPattern+1)); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Fatalf("want pattern cap error, got %v", err)
 	}
-	if got := len(RegexInput(strings.Repeat("x", 100<<10))); got != MaxRegexInput {
+	if got := len(core.RegexInput(strings.Repeat("x", 100<<10))); got != core.MaxRegexInput {
 		t.Fatalf("input cap %d", got)
 	}
 	_, err := Exec(context.Background(), `#"\1"`, Options{})
@@ -174,8 +176,8 @@ func TestConcurrentRuns(t *testing.T) {
 				t.Errorf("run %d: %v", i, err)
 				return
 			}
-			if PrStr(res.Value) != "[2 3]" || PrStr(res.Memory["out"]) != "[1 4]" {
-				t.Errorf("run %d: %s %s", i, PrStr(res.Value), PrStr(res.Memory["out"]))
+			if core.PrStr(res.Value) != "[2 3]" || core.PrStr(res.Memory["out"]) != "[1 4]" {
+				t.Errorf("run %d: %s %s", i, core.PrStr(res.Value), core.PrStr(res.Memory["out"]))
 			}
 		}(i)
 	}

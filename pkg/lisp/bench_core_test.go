@@ -3,6 +3,8 @@ package lisp
 import (
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // BenchmarkPipelinesViewedOnce runs each pipeline over the records as
@@ -13,7 +15,7 @@ import (
 func BenchmarkPipelinesViewedOnce(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		rs := benchRecords(n)
-		recs, err := FromGo(rs)
+		recs, err := core.FromGo(rs)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // The benchmarks here measure from a library user's starting point: records
@@ -72,7 +74,7 @@ func BenchmarkRunKept(b *testing.B) {
 				src := keptSource(p)
 				b.Run(fmt.Sprintf("w%d/%s/%d/lisp", width, p.name, n), func(b *testing.B) {
 					if _, err := Run(context.Background(), src, opts); err != nil {
-						b.Fatal(err.(*Error).Detail())
+						b.Fatal(err.(*core.Error).Detail())
 					}
 					loopCPU(b, func() { Run(context.Background(), src, opts) })
 				})

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // cpuTime is the process's user+system CPU time. Benchmarks report it per
@@ -212,9 +214,9 @@ func BenchmarkPipelines(b *testing.B) { benchPipelines(b, pipelines) }
 func benchPipelines(b *testing.B, ps []pipeline) {
 	for _, n := range benchSizes {
 		rs := benchRecords(n)
-		cv := converter{shapes: &shapeCache{}}
-		cv.intern = true
-		recs, err := cv.from(rs)
+		cv := core.Converter{Shapes: &core.ShapeCache{}}
+		cv.Intern = true
+		recs, err := cv.From(rs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -231,7 +233,7 @@ func benchPipelines(b *testing.B, ps []pipeline) {
 func benchPipeline(b *testing.B, p pipeline, n int, rs []map[string]any, opts Options) {
 	b.Run(fmt.Sprintf("%s/%d/lisp", p.name, n), func(b *testing.B) {
 		if _, err := Exec(context.Background(), p.src, opts); err != nil {
-			b.Fatal(err.(*Error).Detail())
+			b.Fatal(err.(*core.Error).Detail())
 		}
 		loopCPU(b, func() { Exec(context.Background(), p.src, opts) })
 	})
@@ -256,7 +258,7 @@ func benchFromGo(b *testing.B, records func(n int) []map[string]any) {
 			benchPipeline(b, p, n, rs, Options{Context: ctxData, Timeout: time.Minute})
 		}
 		b.Run(fmt.Sprintf("convert/%d", n), func(b *testing.B) {
-			loopCPU(b, func() { FromGo(rs) })
+			loopCPU(b, func() { core.FromGo(rs) })
 		})
 	}
 }
@@ -283,7 +285,7 @@ func wideRecords(n int) []map[string]any {
 // hand-written Go version computes, so the ratios compare equal work.
 func TestPipelinesAgree(t *testing.T) {
 	for _, rs := range [][]map[string]any{benchRecords(1000), wideRecords(1000)} {
-		recs, err := FromGo(rs)
+		recs, err := core.FromGo(rs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +294,7 @@ func TestPipelinesAgree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", p.name, err)
 			}
-			got, _ := json.Marshal(ToGo(res.Value))
+			got, _ := json.Marshal(core.ToGo(res.Value))
 			want, _ := json.Marshal(p.goFn(rs))
 			if string(got) != string(want) {
 				t.Errorf("%s (%d fields): lisp %s, go %s", p.name, len(rs[0]), got, want)
@@ -314,7 +316,7 @@ func BenchmarkTiny(b *testing.B) {
 	for _, p := range tinyPrograms {
 		b.Run(p.name, func(b *testing.B) {
 			if _, err := Exec(context.Background(), p.src, Options{}); err != nil {
-				b.Fatal(err.(*Error).Detail())
+				b.Fatal(err.(*core.Error).Detail())
 			}
 			loopCPU(b, func() { Exec(context.Background(), p.src, Options{}) })
 		})

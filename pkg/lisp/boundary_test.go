@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -140,7 +141,7 @@ func TestBoundaryMemoryAndSignature(t *testing.T) {
 	}
 }
 
-func anyMap(m map[string]Value) map[string]any {
+func anyMap(m map[string]core.Value) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v
@@ -152,7 +153,7 @@ func anyMap(m map[string]Value) map[string]any {
 // keyword keys with '_'; its result comes back unchanged.
 func TestBoundaryToolArgs(t *testing.T) {
 	var seen map[string]any
-	tools := Tools{"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
+	tools := core.Tools{"echo": core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
 		seen = args
 		return map[string]any{"x-y": int64(1), "in": args}, nil
 	})}
@@ -307,7 +308,7 @@ func FuzzHostRoundTrip(f *testing.F) {
 func TestFromGoShapes(t *testing.T) {
 	// FromGo gives views (TestViewsReadInPlace); the converter that lays
 	// out data decoded from the wire shares shapes
-	v, err := (&converter{shapes: &shapeCache{}}).from([]any{
+	v, err := (&core.Converter{Shapes: &core.ShapeCache{}}).From([]any{
 		map[string]any{"a": int64(1), "b": int64(2)},
 		map[string]any{"a": int64(3), "c": int64(4)},
 		map[string]any{"b": int64(5), "a": int64(6)},
@@ -318,14 +319,14 @@ func TestFromGoShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"a" 1 "b" 2} {"a" 3 "c" 4} {"a" 6 "b" 5} {"a" 8 "c" 7} {"a" 9}]`
-	if got := PrStr(v); got != want {
+	if got := core.PrStr(v); got != want {
 		t.Fatalf("got %s", got)
 	}
-	rs := v.(*Vector).Items()
-	if rs[0].(*Map).shape == nil || rs[0].(*Map).shape != rs[2].(*Map).shape || rs[1].(*Map).shape != rs[3].(*Map).shape {
+	rs := v.(*core.Vector).Items()
+	if rs[0].(*core.Map).Shape == nil || rs[0].(*core.Map).Shape != rs[2].(*core.Map).Shape || rs[1].(*core.Map).Shape != rs[3].(*core.Map).Shape {
 		t.Fatal("records with the same keys do not share a shape")
 	}
-	if !IsHostData(v) || !IsHostData(rs[0]) {
+	if !core.IsHostData(v) || !core.IsHostData(rs[0]) {
 		t.Fatal("converted data is not marked as the host's")
 	}
 }

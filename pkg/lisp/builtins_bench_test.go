@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // stringRows builds n rows with a CSV-ish line, a key and a float.
@@ -70,7 +72,7 @@ var stringPipelines = []pipeline{
 func BenchmarkStringBuiltins(b *testing.B) {
 	const n = 10_000
 	rs := stringRows(n)
-	rows, err := FromGo(rs)
+	rows, err := core.FromGo(rs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,9 +82,9 @@ func BenchmarkStringBuiltins(b *testing.B) {
 			opts := Options{Context: ctxData, Timeout: time.Minute, MaxMemory: -1, MaxSteps: -1}
 			res, err := Exec(context.Background(), p.src, opts)
 			if err != nil {
-				b.Fatal(err.(*Error).Detail())
+				b.Fatal(err.(*core.Error).Detail())
 			}
-			if got, want := PrStr(res.Value), fmt.Sprint(p.goFn(rs)); got != want {
+			if got, want := core.PrStr(res.Value), fmt.Sprint(p.goFn(rs)); got != want {
 				b.Fatalf("lisp gave %s, go gave %s", got, want)
 			}
 			loopCPU(b, func() { Exec(context.Background(), p.src, opts) })

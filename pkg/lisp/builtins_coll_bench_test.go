@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // collPipelines exercise the access/seq/agg/maps/sets builtins over
@@ -115,7 +117,7 @@ func BenchmarkCollBuiltins(b *testing.B) { benchPipelines(b, collPipelines) }
 // its hand-written Go version computes (on 1000 records).
 func TestCollPipelinesAgree(t *testing.T) {
 	rs := benchRecords(1000)
-	recs, err := FromGo(rs)
+	recs, err := core.FromGo(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestCollPipelinesAgree(t *testing.T) {
 			t.Fatalf("%s: %v", p.name, err)
 		}
 		if p.name == "group_by_sum_by" {
-			got, _ := ToGo(res.Value).(map[string]any)
+			got, _ := core.ToGo(res.Value).(map[string]any)
 			gm := p.goFn(rs).(map[string]float64)
 			if len(got) != len(gm) {
 				t.Fatalf("%s: %d groups, want %d", p.name, len(got), len(gm))
@@ -146,7 +148,7 @@ func TestCollPipelinesAgree(t *testing.T) {
 			}
 			continue
 		}
-		if got := PrStr(res.Value); got != want[p.name] {
+		if got := core.PrStr(res.Value); got != want[p.name] {
 			t.Errorf("%s: got %s, want %s", p.name, got, want[p.name])
 		}
 	}

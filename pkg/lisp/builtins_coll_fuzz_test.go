@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // collFuzzFns are the builtins FuzzCollBuiltins combines.
@@ -60,11 +62,11 @@ func FuzzCollBuiltins(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var e *Error
+		var e *core.Error
 		if !errors.As(err, &e) {
 			t.Fatalf("%s: error %T %v is not a *lisp.Error", src, err, err)
 		}
-		if e.Kind == KindInternal {
+		if e.Kind == core.KindInternal {
 			t.Fatalf("%s: internal error: %s", src, e.Detail())
 		}
 	})
@@ -120,8 +122,8 @@ func TestCollFuzzSeeds(t *testing.T) {
 				src := "(" + fn + " " + a + tail + ")"
 				n++
 				_, err := Exec(context.Background(), src, Options{Context: map[string]any{"rows": rows}, Timeout: time.Second, MaxMemory: 32 << 10})
-				var e *Error
-				if err != nil && (!errors.As(err, &e) || e.Kind == KindInternal) {
+				var e *core.Error
+				if err != nil && (!errors.As(err, &e) || e.Kind == core.KindInternal) {
 					t.Fatalf("%s: %v", src, err)
 				}
 			}

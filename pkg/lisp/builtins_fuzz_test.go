@@ -7,20 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // testThread is a bare thread for calling builtin helpers directly.
-func testThread() *Thread {
-	return &Thread{ctx: context.Background(), nextCheck: checkEvery, maxMem: DefaultMaxMemory, host: &host{}}
+func testThread() *core.Thread {
+	return &core.Thread{Ctx: context.Background(), NextCheck: core.CheckEvery, MaxMem: DefaultMaxMemory, Host: &core.Host{}}
 }
 
 // catchLisp runs fn and returns the *Error it raised, if any; any other
 // panic fails the test.
-func catchLisp(t *testing.T, fn func()) (err *Error) {
+func catchLisp(t *testing.T, fn func()) (err *core.Error) {
 	t.Helper()
 	defer func() {
 		if p := recover(); p != nil {
-			e, ok := p.(*Error)
+			e, ok := p.(*core.Error)
 			if !ok {
 				t.Fatalf("panic that is not a *lisp.Error: %v", p)
 			}
@@ -39,11 +42,11 @@ func FuzzFormat(f *testing.F) {
 		f.Add(s, int64(42), 2.675, "héllo")
 	}
 	f.Fuzz(func(t *testing.T, format string, i int64, x float64, s string) {
-		args := []Value{i, x, s, nil, NewKeyword("k"), math.Inf(-1), Int(65)}
+		args := []core.Value{i, x, s, nil, core.NewKeyword("k"), math.Inf(-1), core.Int(65)}
 		var out string
-		err := catchLisp(t, func() { out = formatJava(testThread(), format, args) })
+		err := catchLisp(t, func() { out = builtins.FormatJava(testThread(), format, args) })
 		if err != nil {
-			if err.Kind != KindValue && err.Kind != KindMemory {
+			if err.Kind != core.KindValue && err.Kind != core.KindMemory {
 				t.Fatalf("format %q: unexpected error kind %v: %v", format, err.Kind, err)
 			}
 			return
@@ -70,7 +73,7 @@ func FuzzParseNumbers(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := parseDoubleStrict(s)
+		d, ok := builtins.ParseDoubleStrict(s)
 		special := s == "NaN" || s == "Infinity" || s == "+Infinity" || s == "-Infinity"
 		if ok != (special || javaDouble.MatchString(s)) {
 			t.Fatalf("parse-double %q: ok=%v, grammar says %v", s, ok, !ok)
@@ -81,11 +84,11 @@ func FuzzParseNumbers(f *testing.F) {
 				t.Fatalf("parse-double %q = %v, want %v", s, d, want)
 			}
 		}
-		_, okC := parseDoubleClojure(s)
+		_, okC := builtins.ParseDoubleClojure(s)
 		if okC != javaDoubleTrimmed.MatchString(s) {
 			t.Fatalf("parse-double (Clojure's) %q: ok=%v", s, okC)
 		}
-		n, ok := parseLongStrict(s, 10)
+		n, ok := builtins.ParseLongStrict(s, 10)
 		want, err := strconv.ParseInt(s, 10, 64)
 		if ok != (javaLong.MatchString(s) && err == nil) {
 			t.Fatalf("parse-long %q: ok=%v", s, ok)
@@ -111,8 +114,8 @@ func FuzzSplit(f *testing.F) {
 		}
 		limit = limit%5 - 1 // -1 .. 3
 		th := testThread()
-		var lit []Value
-		if err := catchLisp(t, func() { lit = splitLiteral(th, s, sep, limit) }); err != nil {
+		var lit []core.Value
+		if err := catchLisp(t, func() { lit = builtins.SplitLiteral(th, s, sep, limit) }); err != nil {
 			t.Fatalf("split %q %q: %v", s, sep, err)
 		}
 		parts := make([]string, len(lit))
@@ -128,23 +131,23 @@ func FuzzSplit(f *testing.F) {
 		if limit > 0 && len(parts) > limit {
 			t.Fatalf("split %q on %q limit %d gave %d parts", s, sep, limit, len(parts))
 		}
-		if sep == "" || len(s) > MaxRegexInput {
+		if sep == "" || len(s) > core.MaxRegexInput {
 			return
 		}
 		// a non-literal regex matching exactly sep takes the regex path
-		re, err := compileRegex(`(?:` + regexp.QuoteMeta(sep) + `)|\x{10FFFF}[^\x00-\x{10FFFE}]`)
+		re, err := core.CompileRegex(`(?:` + regexp.QuoteMeta(sep) + `)|\x{10FFFF}[^\x00-\x{10FFFE}]`)
 		if err != nil {
 			return
 		}
-		if _, complete := re.re.LiteralPrefix(); complete {
+		if _, complete := re.Compiled.LiteralPrefix(); complete {
 			t.Fatal("test regex unexpectedly literal")
 		}
-		var viaRe []Value
-		if err := catchLisp(t, func() { viaRe = splitRegex(th, s, re, limit) }); err != nil {
+		var viaRe []core.Value
+		if err := catchLisp(t, func() { viaRe = builtins.SplitRegex(th, s, re, limit) }); err != nil {
 			t.Fatalf("re-split %q %q: %v", s, sep, err)
 		}
-		if PrStr(NewVector(viaRe)) != PrStr(NewVector(lit)) {
-			t.Fatalf("split %q on %q limit %d: regex path %s, literal path %s", s, sep, limit, PrStr(NewVector(viaRe)), PrStr(NewVector(lit)))
+		if core.PrStr(core.NewVector(viaRe)) != core.PrStr(core.NewVector(lit)) {
+			t.Fatalf("split %q on %q limit %d: regex path %s, literal path %s", s, sep, limit, core.PrStr(core.NewVector(viaRe)), core.PrStr(core.NewVector(lit)))
 		}
 	})
 }
@@ -160,20 +163,20 @@ func FuzzReplace(f *testing.F) {
 		if len(s) > 4096 {
 			return
 		}
-		re, err := compileRegex(pattern)
+		re, err := core.CompileRegex(pattern)
 		if err != nil {
 			return
 		}
 		th := testThread()
 		var out string
-		if e := catchLisp(t, func() { out = regexReplace(th, "replace", s, re, repl, -1) }); e != nil {
-			if e.Kind != KindValue {
+		if e := catchLisp(t, func() { out = builtins.RegexReplace(th, "replace", s, re, repl, -1) }); e != nil {
+			if e.Kind != core.KindValue {
 				t.Fatalf("replace %q %q %q: %v", s, pattern, repl, e)
 			}
 			return
 		}
 		if !strings.ContainsAny(repl, `$\`) {
-			if want := re.re.ReplaceAllLiteralString(s, repl); out != want {
+			if want := re.Compiled.ReplaceAllLiteralString(s, repl); out != want {
 				t.Fatalf("replace %q /%s/ %q = %q, want %q", s, pattern, repl, out, want)
 			}
 		}

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
 )
 
 // groupTestFiles are the testdata files of each builtin group (default:
@@ -19,17 +22,17 @@ var groupTestFiles = map[string][]string{
 // TestGroupBuiltinsCovered fails when a builtin is not called in any chunk
 // of its group's testdata files: adding a builtin means adding its chunk.
 func TestGroupBuiltinsCovered(t *testing.T) {
-	for _, g := range builtinGroups {
-		t.Run(g.name, func(t *testing.T) {
-			r := newRegistry()
-			r.group = g
-			g.register(r)
-			if len(r.entries) == 0 {
+	for _, g := range builtins.BuiltinGroups {
+		t.Run(g.Name, func(t *testing.T) {
+			r := builtins.NewRegistry()
+			r.Group = g
+			g.Register(r)
+			if len(r.Entries) == 0 {
 				t.Fatal("group registers no builtins")
 			}
-			files := groupTestFiles[g.name]
+			files := groupTestFiles[g.Name]
 			if files == nil {
-				files = []string{"testdata/" + g.name + ".lisp"}
+				files = []string{"testdata/" + g.Name + ".lisp"}
 			}
 			var text strings.Builder
 			for _, pat := range files {
@@ -46,7 +49,7 @@ func TestGroupBuiltinsCovered(t *testing.T) {
 				}
 			}
 			src := text.String()
-			for name := range r.entries {
+			for name := range r.Entries {
 				// the name as a symbol: not part of a longer symbol
 				short := name
 				if i := strings.IndexByte(name, '/'); i > 0 && !strings.HasPrefix(name, "java.") {
@@ -65,39 +68,39 @@ func TestGroupBuiltinsCovered(t *testing.T) {
 // (aliases take their target's), a group, facts that agree with each other,
 // and reference lines that name real builtins.
 func TestBuiltinEntriesComplete(t *testing.T) {
-	es := builtinEntries()
+	es := builtins.BuiltinEntries()
 	if len(es) < 300 {
 		t.Fatalf("only %d builtins", len(es))
 	}
 	for name, e := range es {
-		if e.name != name || e.group == nil {
-			t.Errorf("%s: entry name %q, group %v", name, e.name, e.group)
+		if e.Name != name || e.Group == nil {
+			t.Errorf("%s: entry name %q, group %v", name, e.Name, e.Group)
 		}
-		if e.aliasOf == "" && (e.docLine == "" || strings.Contains(e.docLine, "\n")) {
+		if e.AliasOf == "" && (e.DocLine == "" || strings.Contains(e.DocLine, "\n")) {
 			t.Errorf("%s: needs a one-line doc", name)
 		}
-		if e.aliasOf != "" && es[e.aliasOf].b != e.b {
-			t.Errorf("%s: alias of %s with another function", name, e.aliasOf)
+		if e.AliasOf != "" && es[e.AliasOf].B != e.B {
+			t.Errorf("%s: alias of %s with another function", name, e.AliasOf)
 		}
-		if e.isPure && e.fnArg != 0 {
+		if e.IsPure && e.FnArg != 0 {
 			t.Errorf("%s: pure() means it calls no argument; use hof(i) alone", name)
 		}
-		if e.refName != "" {
-			ns, n, _ := strings.Cut(e.refName, "/")
-			b, ok := (&compiler{builtins: builtinTable()}).lookupBuiltin(ns, n)
-			if !ok || b != e.b {
-				t.Errorf("%s: listed as %s, which resolves elsewhere", name, e.refName)
+		if e.RefName != "" {
+			ns, n, _ := strings.Cut(e.RefName, "/")
+			b, ok := (&compile.Compiler{Builtins: builtins.BuiltinTable()}).LookupBuiltin(ns, n)
+			if !ok || b != e.B {
+				t.Errorf("%s: listed as %s, which resolves elsewhere", name, e.RefName)
 			}
 		}
 	}
-	for _, l := range Reference() {
+	for _, l := range builtins.Reference() {
 		if len(l.Names) == 0 {
 			t.Errorf("reference line %s is empty", l.Title)
 		}
 	}
-	for _, f := range specialForms {
-		if !isSpecialForm(f.name) || f.doc == "" {
-			t.Errorf("special form %s: not compiled as one, or no doc", f.name)
+	for _, f := range builtins.SpecialForms {
+		if !compile.IsSpecialForm(f.Name) || f.Doc == "" {
+			t.Errorf("special form %s: not compiled as one, or no doc", f.Name)
 		}
 	}
 }

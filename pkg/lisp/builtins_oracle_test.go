@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestClojureOracle replays testdata/clojure_oracle.tsv: randomly generated
@@ -34,7 +36,7 @@ func TestClojureOracle(t *testing.T) {
 			t.Errorf("line %d: %s: %v", i+1, expr, err)
 			continue
 		}
-		if got := Sprint(res.Value, PrintOptions{NoFirewall: true}); got != want {
+		if got := core.Sprint(res.Value, core.PrintOptions{NoFirewall: true}); got != want {
 			t.Errorf("line %d: %s = %s, Clojure gives %s", i+1, expr, got, want)
 		}
 	}

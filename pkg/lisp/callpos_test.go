@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // A tool learns where in the program it was called: the position of the
@@ -14,8 +16,8 @@ import (
 func TestToolCallPosition(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	tool := ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
-		pos, ok := CallPos(ctx)
+	tool := core.ToolFunc(func(ctx context.Context, args map[string]any) (any, error) {
+		pos, ok := core.CallPos(ctx)
 		if !ok {
 			t.Errorf("call with %v: no position", args)
 		}
@@ -31,7 +33,7 @@ func TestToolCallPosition(t *testing.T) {
 (f "c")
 (pmap (fn [x] (tool/pay {:at x})) ["d" "e"])
 (map tool/pay [{:at "f"}])`
-	if _, err := Run(context.Background(), src, Options{Tools: Tools{"pay": tool}}); err != nil {
+	if _, err := Run(context.Background(), src, Options{Tools: core.Tools{"pay": tool}}); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
@@ -39,7 +41,7 @@ func TestToolCallPosition(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("positions %q, want %q", got, want)
 	}
-	if _, ok := CallPos(context.Background()); ok {
+	if _, ok := core.CallPos(context.Background()); ok {
 		t.Error("a context of no tool call has a position")
 	}
 }

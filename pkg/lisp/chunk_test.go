@@ -10,31 +10,33 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // testTools are available to every testdata chunk.
-func testTools() Tools {
-	return Tools{
-		"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args, nil }),
-		"add": ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
+func testTools() core.Tools {
+	return core.Tools{
+		"echo": core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args, nil }),
+		"add": core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) {
 			a, _ := args["a"].(int64)
 			b, _ := args["b"].(int64)
 			return a + b, nil
 		}),
-		"boom":  ToolFunc(func(context.Context, map[string]any) (any, error) { return nil, errors.New("rate limited") }),
-		"panic": ToolFunc(func(context.Context, map[string]any) (any, error) { panic("kaboom") }),
-		"get_users": ToolFunc(func(context.Context, map[string]any) (any, error) {
+		"boom":  core.ToolFunc(func(context.Context, map[string]any) (any, error) { return nil, errors.New("rate limited") }),
+		"panic": core.ToolFunc(func(context.Context, map[string]any) (any, error) { panic("kaboom") }),
+		"get_users": core.ToolFunc(func(context.Context, map[string]any) (any, error) {
 			return []any{
 				map[string]any{"id": int64(1), "name": "ann", "role": "admin", "age": int64(31)},
 				map[string]any{"id": int64(2), "name": "bob", "role": "user", "age": int64(25)},
 				map[string]any{"id": int64(3), "name": "cy", "role": "user", "age": int64(40)},
 			}, nil
 		}),
-		"hang": ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+		"hang": core.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}),
-		"slow": ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+		"slow": core.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -181,9 +183,9 @@ func runChunk(t *testing.T, c chunk) {
 	where := c.file + ":" + itoa(c.line)
 	if c.wantErr != nil {
 		if err == nil {
-			t.Fatalf("%s: want error %q, got value %s\n%s", where, c.wantErr, PrStr(res.Value), c.src)
+			t.Fatalf("%s: want error %q, got value %s\n%s", where, c.wantErr, core.PrStr(res.Value), c.src)
 		}
-		var e *Error
+		var e *core.Error
 		if !errors.As(err, &e) {
 			t.Fatalf("%s: error is %T, not *Error: %v", where, err, err)
 		}
@@ -194,12 +196,12 @@ func runChunk(t *testing.T, c chunk) {
 		return
 	}
 	if err != nil {
-		var e *Error
+		var e *core.Error
 		errors.As(err, &e)
 		t.Fatalf("%s: unexpected error: %s\n%s", where, e.Reason()+": "+e.Detail(), c.src)
 	}
 	if c.want != "" {
-		got := Sprint(res.Value, PrintOptions{NoFirewall: true})
+		got := core.Sprint(res.Value, core.PrintOptions{NoFirewall: true})
 		if got != c.want {
 			t.Fatalf("%s: got %s, want %s\n%s", where, got, c.want, c.src)
 		}

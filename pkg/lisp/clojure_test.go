@@ -3,16 +3,19 @@ package lisp
 import (
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
 )
 
 func TestInClojure(t *testing.T) {
 	for _, n := range []string{"map", "group-by", "str/join", "union", "set/union", "Math/sqrt", "if", "let", "parse-long"} {
-		if !InClojure(n) {
+		if !compile.InClojure(n) {
 			t.Errorf("InClojure(%s) = false", n)
 		}
 	}
 	for _, n := range []string{"sum-by", "pluck", "where", "all-of", "parse-int", "str/nope", "# The names Clojure 1.11 has, one a line: the public vars of clojure.core, of"} {
-		if InClojure(n) {
+		if compile.InClojure(n) {
 			t.Errorf("InClojure(%s) = true", n)
 		}
 	}
@@ -33,7 +36,7 @@ var spelledInClojure = map[string]string{
 // given only for such names and starts with the name.
 func TestExtensionsCoverWhatClojureLacks(t *testing.T) {
 	taught := map[string]bool{}
-	for _, l := range Extensions() {
+	for _, l := range compile.Extensions() {
 		for _, u := range l.Names {
 			if !strings.HasPrefix(u, "(") {
 				t.Errorf("%s: not a usage form", u)
@@ -42,9 +45,9 @@ func TestExtensionsCoverWhatClojureLacks(t *testing.T) {
 			taught[strings.Fields(u[1:])[0]] = true
 		}
 	}
-	for _, l := range Reference() {
+	for _, l := range builtins.Reference() {
 		for _, n := range l.Names {
-			if InClojure(n) {
+			if compile.InClojure(n) {
 				if taught[n] {
 					t.Errorf("%s is Clojure's, yet taught", n)
 				}
@@ -56,18 +59,18 @@ func TestExtensionsCoverWhatClojureLacks(t *testing.T) {
 				t.Errorf("%s is taught and has a Clojure spelling", n)
 			case !taught[n] && !spelled:
 				t.Errorf("%s: Clojure lacks it; give it a usage form (.usage) or its Clojure spelling in spelledInClojure", n)
-			case spelled && (!InClojure(alt) || !builtinNamed(alt)):
+			case spelled && (!compile.InClojure(alt) || !builtinNamed(alt)):
 				t.Errorf("%s: Clojure spelling %s is not Clojure's or not here", n, alt)
 			}
 		}
 	}
-	for name, e := range builtinEntries() {
-		if e.usageForm == "" || e.isHost {
+	for name, e := range builtins.BuiltinEntries() {
+		if e.UsageForm == "" || e.IsHost {
 			// a host builtin's usage is shown by the agent that enables it
 			continue
 		}
-		if InClojure(e.refSpelling()) || e.refLine == refNone || !strings.HasPrefix(e.usageForm, "("+e.refSpelling()+" ") {
-			t.Errorf("%s: usage %q on a Clojure name, an unlisted name or another name", name, e.usageForm)
+		if compile.InClojure(e.RefSpelling()) || e.RefLine == builtins.RefNone || !strings.HasPrefix(e.UsageForm, "("+e.RefSpelling()+" ") {
+			t.Errorf("%s: usage %q on a Clojure name, an unlisted name or another name", name, e.UsageForm)
 		}
 	}
 }
@@ -76,8 +79,8 @@ func TestExtensionsCoverWhatClojureLacks(t *testing.T) {
 func builtinNamed(name string) bool {
 	ns, n, ok := strings.Cut(name, "/")
 	if !ok {
-		return builtinTable()[name] != nil
+		return builtins.BuiltinTable()[name] != nil
 	}
-	_, found := (&compiler{builtins: builtinTable()}).lookupBuiltin(ns, n)
+	_, found := (&compile.Compiler{Builtins: builtins.BuiltinTable()}).LookupBuiltin(ns, n)
 	return found
 }

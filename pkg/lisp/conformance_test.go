@@ -4,6 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // conformanceCase is a program and the value Clojure 1.11 prints for it
@@ -19,7 +23,7 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 			t.Errorf("%s: %v", c.src, err)
 			continue
 		}
-		if got := Sprint(res.Value, PrintOptions{NoFirewall: true}); got != c.want {
+		if got := core.Sprint(res.Value, core.PrintOptions{NoFirewall: true}); got != c.want {
 			t.Errorf("%s = %s, Clojure gives %s", c.src, got, c.want)
 		}
 	}
@@ -153,15 +157,15 @@ func TestFloatIndicesAsClojure(t *testing.T) {
 // alias of its namespace (clojure.string/, string/, str/ ...), and so
 // does every clojure.core name under clojure.core/ and core/.
 func TestNamespaceAliasesResolve(t *testing.T) {
-	comp := &compiler{builtins: builtinTable()}
+	comp := &compile.Compiler{Builtins: builtins.BuiltinTable()}
 	aliases := map[string][]string{}
-	for alias, canon := range nsAliases {
+	for alias, canon := range compile.NsAliases {
 		aliases[canon] = append(aliases[canon], alias)
 	}
 	// clojure.walk names without a use here: the demos print, macroexpand-all needs macros
 	absent := map[string]bool{"walk/macroexpand-all": true, "walk/postwalk-demo": true, "walk/prewalk-demo": true}
 	resolved := 0
-	for name := range clojureNames() {
+	for name := range compile.ClojureNames() {
 		canon, n, ok := strings.Cut(name, "/")
 		if !ok {
 			canon, n = "core", name
@@ -169,7 +173,7 @@ func TestNamespaceAliasesResolve(t *testing.T) {
 		if len(aliases[canon]) == 0 || n == "" {
 			continue
 		}
-		want, found := comp.lookupBuiltin(canon, n)
+		want, found := comp.LookupBuiltin(canon, n)
 		if !found {
 			if canon == "walk" && !absent[name] {
 				t.Errorf("%s does not resolve", name)
@@ -178,7 +182,7 @@ func TestNamespaceAliasesResolve(t *testing.T) {
 		}
 		resolved++
 		for _, alias := range aliases[canon] {
-			if got, ok := comp.lookupBuiltin(alias, n); !ok || got != want {
+			if got, ok := comp.LookupBuiltin(alias, n); !ok || got != want {
 				t.Errorf("%s/%s does not resolve to the builtin %s/%s does", alias, n, canon, n)
 			}
 		}

@@ -111,3 +111,5 @@
 // shared between runs (e.g. closures kept in memory). pmap/pcalls branches
 // run in goroutines on child threads with a memory snapshot.
 package lisp
+
+//go:generate go test -run TestBuiltinDocsCurrent -update-docs .

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestReadFieldAgrees reads random maps (small and large, after inserts
@@ -12,7 +14,7 @@ import (
 func TestReadFieldAgrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"", "a", "b", "id", "qty", "name", "price", "active", "category", "user", "text", "x-y", "日本", strings.Repeat("k", 70), strings.Repeat("k", 69) + "j"}
-	hints := make([]fieldHint, len(names))
+	hints := make([]core.FieldHint, len(names))
 	for round := range 3000 {
 		n := rng.IntN(14)
 		m := make(map[string]any, rng.IntN(10))
@@ -32,22 +34,22 @@ func TestReadFieldAgrees(t *testing.T) {
 		for range 3 {
 			for i, k := range names {
 				want, in := m[k]
-				if got := readField(m, k, &hints[i]); got != want {
+				if got := core.ReadField(m, k, &hints[i]); got != want {
 					t.Fatalf("readField(%v, %q) = %v, want %v", m, k, got, want)
 				}
-				got, ok := lookupField(m, k, &hints[i])
+				got, ok := core.LookupField(m, k, &hints[i])
 				if ok != in || got != want {
 					t.Fatalf("lookupField(%v, %q) = %v, %v, want %v, %v", m, k, got, ok, want, in)
 				}
 				// a copy of the name (other string data) reads the same
-				if got := readField(m, strings.Clone(k), &hints[i]); got != want {
+				if got := core.ReadField(m, strings.Clone(k), &hints[i]); got != want {
 					t.Fatalf("readField(%v, clone %q) = %v, want %v", m, k, got, want)
 				}
 			}
 		}
 	}
 	var nilMap map[string]any
-	if got, ok := lookupField(nilMap, "a", &hints[0]); got != nil || ok {
+	if got, ok := core.LookupField(nilMap, "a", &hints[0]); got != nil || ok {
 		t.Fatalf("nil map: %v, %v", got, ok)
 	}
 }
@@ -67,13 +69,13 @@ func FuzzReadField(f *testing.F) {
 		for i, k := range parts {
 			m[k] = i
 		}
-		hints := map[string]*fieldHint{} // a hint serves one name
+		hints := map[string]*core.FieldHint{} // a hint serves one name
 		for _, k := range append(parts, probe, probe) {
 			if hints[k] == nil {
-				hints[k] = new(fieldHint)
+				hints[k] = new(core.FieldHint)
 			}
 			want, in := m[k]
-			got, ok := lookupField(m, k, hints[k])
+			got, ok := core.LookupField(m, k, hints[k])
 			if ok != in || got != want {
 				t.Fatalf("lookupField(%q) = %v, %v, want %v, %v", k, got, ok, want, in)
 			}

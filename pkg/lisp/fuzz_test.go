@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
 
 func addChunkSeeds(f *testing.F) {
@@ -22,10 +26,10 @@ func addChunkSeeds(f *testing.F) {
 	}
 }
 
-func formsText(forms []*form) string {
+func formsText(forms []*syntax.Form) string {
 	parts := make([]string, len(forms))
 	for i, fm := range forms {
-		parts[i] = formText(fm)
+		parts[i] = compile.FormText(fm)
 	}
 	return strings.Join(parts, " ")
 }
@@ -35,16 +39,16 @@ func formsText(forms []*form) string {
 func FuzzRead(f *testing.F) {
 	addChunkSeeds(f)
 	f.Fuzz(func(t *testing.T, src string) {
-		forms, err := read(src, map[string]*Keyword{})
+		forms, err := syntax.Read(src, map[string]*core.Keyword{})
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Kind != KindParse {
+			var e *core.Error
+			if !errors.As(err, &e) || e.Kind != core.KindParse {
 				t.Fatalf("read error is not a parse *Error: %v", err)
 			}
 			return
 		}
 		text := formsText(forms)
-		forms2, err := read(text, map[string]*Keyword{})
+		forms2, err := syntax.Read(text, map[string]*core.Keyword{})
 		if err != nil {
 			t.Fatalf("printed forms do not re-read: %q -> %q: %v", src, text, err)
 		}
@@ -66,11 +70,11 @@ func FuzzEval(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var e *Error
+		var e *core.Error
 		if !errors.As(err, &e) {
 			t.Fatalf("error is not a *Error: %T %v", err, err)
 		}
-		if e.Kind == KindInternal {
+		if e.Kind == core.KindInternal {
 			t.Fatalf("internal error for %q: %v\n%v", src, e, e.Err)
 		}
 	})

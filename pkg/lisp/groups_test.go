@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // groupOracles are group-by and frequencies as Clojure 1.11 defines them,
@@ -92,9 +94,9 @@ func TestGroupingMatchesClojure(t *testing.T) {
 func groupOutcome(src string) (string, string) {
 	res, err := Exec(context.Background(), src, Options{})
 	if err != nil {
-		return "", err.(*Error).Kind.String()
+		return "", err.(*core.Error).Kind.String()
 	}
-	return PrStr(res.Value), ""
+	return core.PrStr(res.Value), ""
 }
 
 // TestGroupByGroups checks group-by's groups as values of their own: each
@@ -117,8 +119,8 @@ func TestGroupByGroups(t *testing.T) {
 	// a key function's error is raised at its position, fused or not
 	for _, src := range []string{`(group-by #(quot 1 %) (map dec [1 2]))`, `(group-by #(quot 1 %) (identity (map dec [1 2])))`, `(group-by #(quot 1 %) [1 0])`} {
 		_, err := Exec(context.Background(), src, Options{})
-		e, ok := err.(*Error)
-		if !ok || e.Kind != KindArithmetic || e.Pos.Col != strings.Index(src, "#(quot")+1 {
+		e, ok := err.(*core.Error)
+		if !ok || e.Kind != core.KindArithmetic || e.Pos.Col != strings.Index(src, "#(quot")+1 {
 			t.Errorf("%s: %v, want an arithmetic error at column %d", src, err, strings.Index(src, "#(quot")+1)
 		}
 	}
@@ -126,7 +128,7 @@ func TestGroupByGroups(t *testing.T) {
 	// fused loop meets the key function's error first (at the first item)
 	src := `(group-by #(quot 1 (- % 2)) (map #(quot 6 %) [3 2 0]))`
 	_, err := Exec(context.Background(), src, Options{})
-	if e, ok := err.(*Error); !ok || e.Pos.Col != strings.Index(src, "#(quot 6")+1 {
+	if e, ok := err.(*core.Error); !ok || e.Pos.Col != strings.Index(src, "#(quot 6")+1 {
 		t.Errorf("%s: %v, want the stage's error at column %d", src, err, strings.Index(src, "#(quot 6")+1)
 	}
 }
@@ -155,8 +157,8 @@ func TestGroupingCharged(t *testing.T) {
 		`(count (frequencies (map even? ctx/ys)))`:        false,
 	} {
 		_, err := Exec(context.Background(), src, Options{Context: map[string]any{"xs": xs, "ys": ys}, MaxMemory: 256 << 10})
-		e, isErr := err.(*Error)
-		if err != nil && (!isErr || e.Kind != KindMemory) {
+		e, isErr := err.(*core.Error)
+		if err != nil && (!isErr || e.Kind != core.KindMemory) {
 			t.Errorf("%s: %v, want a memory error or none", src, err)
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // unseededHashInt is the integer hash without a key (murmur3's fmix64
@@ -51,24 +53,24 @@ func collidingFloats(n int) []float64 {
 
 // maxLeaf returns the largest number of entries that share one full hash
 // in m's trie: what a lookup or insert compares one by one.
-func maxLeaf(m *Map) int {
-	m = m.form()
-	var walk func(n *hnode) int
-	walk = func(n *hnode) int {
+func maxLeaf(m *core.Map) int {
+	m = m.Form()
+	var walk func(n *core.Hnode) int
+	walk = func(n *core.Hnode) int {
 		most := 0
-		for _, s := range n.slots {
-			if s.child != nil {
-				most = max(most, walk(s.child))
+		for _, s := range n.Slots {
+			if s.Child != nil {
+				most = max(most, walk(s.Child))
 			} else {
-				most = max(most, len(s.leaf.ents))
+				most = max(most, len(s.Leaf.Ents))
 			}
 		}
 		return most
 	}
-	if m.root == nil {
+	if m.Root == nil {
 		return m.Len()
 	}
-	return walk(m.root)
+	return walk(m.Root)
 }
 
 // TestHashFloodingSeeded builds sets and maps from 20,000 keys that all
@@ -115,11 +117,11 @@ func TestHashFloodingSeeded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var m *Map
+			var m *core.Map
 			switch v := res.Value.(type) {
-			case *Set:
-				m = v.m
-			case *Map:
+			case *core.Set:
+				m = v.M
+			case *core.Map:
 				m = v
 			default:
 				t.Fatalf("got %T", res.Value)
@@ -146,7 +148,7 @@ func TestHashOrderIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `["#{-4 1 2.5 3 5 9 :c :k \"a\" \"b\"}" "{1 19 2 18 3 17 4 16 5 15 6 14 7 13 8 12 9 11 10 10 11 9 12 8 13 7 14 6 15 5 16 4 17 3 18 2 19 1 20 0}"]`
-	if got := PrStr(res.Value); got != want {
+	if got := core.PrStr(res.Value); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }

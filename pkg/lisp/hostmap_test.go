@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // hostRecs are host records as a caller passes them: maps nested in
@@ -27,9 +29,9 @@ func hostRecs() []map[string]any {
 
 // interpRecs converts records into interpreter maps (no views, no host
 // records): the reference a host record must behave like.
-func interpRecs(t testing.TB, rs []map[string]any) Value {
+func interpRecs(t testing.TB, rs []map[string]any) core.Value {
 	t.Helper()
-	v, err := (&converter{shapes: &shapeCache{}}).from(rs)
+	v, err := (&core.Converter{Shapes: &core.ShapeCache{}}).From(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestHostRecordsLikeMaps(t *testing.T) {
 	for _, src := range append(hostMapPrograms[:len(hostMapPrograms):len(hostMapPrograms)], hostVecPrograms...) {
 		got, gerr := run(src, host)
 		want, werr := run(src, interp)
-		if ga, gaerr := run(src, hostAny); (gaerr == nil) != (gerr == nil) || (gerr == nil && PrStr(ga.Value) != PrStr(got.Value)) ||
+		if ga, gaerr := run(src, hostAny); (gaerr == nil) != (gerr == nil) || (gerr == nil && core.PrStr(ga.Value) != core.PrStr(got.Value)) ||
 			(gerr != nil && gaerr.Error() != gerr.Error()) {
 			t.Errorf("%s: over []any %v %v, over []map[string]any %v %v", src, ga, gaerr, got, gerr)
 			continue
@@ -139,20 +141,20 @@ func TestHostRecordsLikeMaps(t *testing.T) {
 			continue
 		}
 		if werr != nil {
-			var ge, we *Error
+			var ge, we *core.Error
 			if !errors.As(gerr, &ge) || !errors.As(werr, &we) || ge.Kind != we.Kind || ge.Msg != we.Msg {
 				t.Errorf("%s: host error %v, interpreter error %v", src, gerr, werr)
 			}
 			continue
 		}
-		if g, w := PrStr(got.Value), PrStr(want.Value); g != w {
+		if g, w := core.PrStr(got.Value), core.PrStr(want.Value); g != w {
 			t.Errorf("%s:\n host        %s\n interpreter %s", src, g, w)
 			continue
 		}
-		if g, w := ToGo(got.Value), ToGo(want.Value); !reflect.DeepEqual(g, w) {
+		if g, w := core.ToGo(got.Value), core.ToGo(want.Value); !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: ToGo host %#v, interpreter %#v", src, g, w)
 		}
-		if _, ok := got.Value.(hostMap); ok {
+		if _, ok := got.Value.(core.HostMap); ok {
 			t.Errorf("%s: a host record left the run as Result.Value", src)
 		}
 	}
@@ -173,25 +175,25 @@ func TestHostRecordIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := PrStr(res.Value); got != "[3 3]" {
+	if got := core.PrStr(res.Value); got != "[3 3]" {
 		t.Fatalf("got %s", got)
 	}
-	kept, ok := res.Memory["kept"].(*Map)
-	if !ok || !sameGoMap(kept.src, recs[1]) {
+	kept, ok := res.Memory["kept"].(*core.Map)
+	if !ok || !sameGoMap(kept.Src, recs[1]) {
 		t.Fatalf("memory keeps %#v, want a view of the host's record", res.Memory["kept"])
 	}
-	seen := map[Value]int{}
-	v := mustFromGo(t, recs).(*Vector)
+	seen := map[core.Value]int{}
+	v := mustFromGo(t, recs).(*core.Vector)
 	for _, it := range append(v.Items(), v.Items()...) {
 		seen[it]++
 	}
 	if len(seen) != 3 {
 		t.Fatalf("records as Go map keys: %d distinct, want 3", len(seen))
 	}
-	if m, ok := asMap(v.At(0)); !ok || m.Len() != len(recs[0]) {
+	if m, ok := core.AsMap(v.At(0)); !ok || m.Len() != len(recs[0]) {
 		t.Fatal("AsMap of a record")
 	}
-	if _, ok := asMap("x"); ok {
+	if _, ok := core.AsMap("x"); ok {
 		t.Fatal("AsMap of a string")
 	}
 }
@@ -267,7 +269,7 @@ func TestHostVectorSlotsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ToGo(res.Value).([]any)
+	got := core.ToGo(res.Value).([]any)
 	for i, x := range got[0].([]any) {
 		if want := []any{int64(201), int64(i), int64(199)}; !reflect.DeepEqual(x, want) {
 			t.Fatalf("item %d: got %v, want %v", i, x, want)
@@ -282,8 +284,8 @@ func TestHostVectorSlotsOnce(t *testing.T) {
 			t.Fatalf("sum from %d: got %v, want %d", k*20, x, want)
 		}
 	}
-	v := hostVector(itemsOf{recs: recs})
-	slots := make([][]Value, 8)
+	v := core.HostVector(core.ItemsOf{Recs: recs})
+	slots := make([][]core.Value, 8)
 	done := make(chan int)
 	for g := range slots {
 		go func() { slots[g] = v.Items(); done <- g }()
@@ -297,7 +299,7 @@ func TestHostVectorSlotsOnce(t *testing.T) {
 		}
 	}
 	for i, x := range slots[0] {
-		if h, ok := x.(hostMap); !ok || !sameGoMap(h.src(), recs[i]) || x != v.At(i) {
+		if h, ok := x.(core.HostMap); !ok || !sameGoMap(h.Src(), recs[i]) || x != v.At(i) {
 			t.Fatalf("slot %d is %#v, not record %d", i, x, i)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -75,10 +76,10 @@ func keptData() map[string]any {
 
 // copyingMemory is Step.Memory as a copy of every value (ToGo), the form
 // a Kept must encode and convert to.
-func copyingMemory(mem map[string]Value) map[string]any {
+func copyingMemory(mem map[string]core.Value) map[string]any {
 	out := make(map[string]any, len(mem))
 	for k, v := range mem {
-		out[k] = ToGo(v)
+		out[k] = core.ToGo(v)
 	}
 	return out
 }
@@ -128,7 +129,7 @@ func sameEncodings(t *testing.T, what string, got, want any) {
 // makes.
 func plainMemory(x any) any {
 	switch v := x.(type) {
-	case *Kept:
+	case *core.Kept:
 		return plainMemory(v.Go())
 	case []map[string]any:
 		out := make([]any, len(v))
@@ -182,15 +183,15 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	kw, _ := Exec(context.Background(), `:some-kw`, Options{})
-	tools := Tools{
-		"packed": ToolFunc(func(context.Context, map[string]any) (any, error) { return NewWireResult("", packed) }),
-		"jsoned": ToolFunc(func(context.Context, map[string]any) (any, error) {
-			return NewWireResult(messages.ContentTypeJSON, jsoned)
+	tools := core.Tools{
+		"packed": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return core.NewWireResult("", packed) }),
+		"jsoned": core.ToolFunc(func(context.Context, map[string]any) (any, error) {
+			return core.NewWireResult(messages.ContentTypeJSON, jsoned)
 		}),
-		"typed": ToolFunc(func(context.Context, map[string]any) (any, error) {
+		"typed": core.ToolFunc(func(context.Context, map[string]any) (any, error) {
 			return []row{{"a", 1}, {"b<>", 2}}, nil
 		}),
-		"values": ToolFunc(func(context.Context, map[string]any) (any, error) {
+		"values": core.ToolFunc(func(context.Context, map[string]any) (any, error) {
 			return []any{made.Value, kw.Value, "s", []any{made.Value}}, nil
 		}),
 	}
@@ -213,14 +214,14 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 	}
 	st := res.Step(first, Options{})
 	for _, k := range []string{"p", "j", "typed", "values", "strs", "recs", "one"} {
-		if _, ok := st.Memory[k].(*Kept); !ok {
+		if _, ok := st.Memory[k].(*core.Kept); !ok {
 			t.Errorf("memory %s is %T, want the kept value", k, st.Memory[k])
 		}
 	}
-	if p := st.Memory["p"].(*Kept); p.Value() != res.Memory["p"] {
+	if p := st.Memory["p"].(*core.Kept); p.Value() != res.Memory["p"] {
 		t.Error("memory p is not the run's own value")
 	}
-	if got := st.Memory["mixed"].(map[string]any)["kept"]; got == nil || got.(*Kept).Value() != res.Memory["p"] {
+	if got := st.Memory["mixed"].(map[string]any)["kept"]; got == nil || got.(*core.Kept).Value() != res.Memory["p"] {
 		t.Errorf("kept data inside a made map is %T, want the kept value", got)
 	}
 	want := copyingMemory(res.Memory)
@@ -228,7 +229,7 @@ func TestKeptMemoryEncodesAsItsGoForm(t *testing.T) {
 	if got := plainMemory(st.Memory); !reflect.DeepEqual(got, plainMemory(want)) {
 		t.Errorf("run 1: the Go form differs from the copy")
 	}
-	if wantRecs := data["records"]; !reflect.DeepEqual(st.Memory["recs"].(*Kept).Go(), wantRecs) {
+	if wantRecs := data["records"]; !reflect.DeepEqual(st.Memory["recs"].(*core.Kept).Go(), wantRecs) {
 		t.Error("kept records are not the tool's data")
 	}
 
@@ -276,9 +277,9 @@ func TestKeptMemoryMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := Tools{
-		"secret": ToolFunc(func(context.Context, map[string]any) (any, error) { return NewWireResult("", packed) }),
-		"plain":  ToolFunc(func(context.Context, map[string]any) (any, error) { return NewWireResult("", plain) }),
+	tools := core.Tools{
+		"secret": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return core.NewWireResult("", packed) }),
+		"plain":  core.ToolFunc(func(context.Context, map[string]any) (any, error) { return core.NewWireResult("", plain) }),
 	}
 	st, err := Run(context.Background(), `(def s (tool/secret {})) (def p (tool/plain {})) 1`, Options{Tools: tools})
 	if err != nil {
@@ -307,12 +308,12 @@ func TestKeptMemoryCostsNoCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := NewWireResult("", data)
+		w, err := core.NewWireResult("", data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Exec(context.Background(), `(def mail (tool/m {})) (count mail)`, Options{Tools: Tools{
-			"m": ToolFunc(func(context.Context, map[string]any) (any, error) { return w, nil }),
+		res, err := Exec(context.Background(), `(def mail (tool/m {})) (count mail)`, Options{Tools: core.Tools{
+			"m": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return w, nil }),
 		}})
 		if err != nil {
 			t.Fatal(err)

@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestPureSeqsInChunks: range, repeat and cycle realise their items a
 // chunk at a time; what a program reads is the same item by item, around
 // chunk boundaries and at the end of a finite range.
 func TestPureSeqsInChunks(t *testing.T) {
-	const big = eagerRangeMax + 1 // larger ranges are lazy
+	const big = builtins.EagerRangeMax + 1 // larger ranges are lazy
 	cases := map[string]string{}
-	for _, n := range []int{big, big + lazyChunk - 1, big + lazyChunk, big + lazyChunk + 1} {
+	for _, n := range []int{big, big + core.LazyChunk - 1, big + core.LazyChunk, big + core.LazyChunk + 1} {
 		cases[fmt.Sprintf(`(count (range %d))`, n)] = fmt.Sprint(n)
 		cases[fmt.Sprintf(`(last (range %d))`, n)] = fmt.Sprint(n - 1)
 		cases[fmt.Sprintf(`(reduce + (range %d))`, n)] = fmt.Sprint(n * (n - 1) / 2)
@@ -34,7 +37,7 @@ func TestPureSeqsInChunks(t *testing.T) {
 			t.Errorf("%s: %v", src, err)
 			continue
 		}
-		if got := PrStr(res.Value); got != want {
+		if got := core.PrStr(res.Value); got != want {
 			t.Errorf("%s = %s, want %s", src, got, want)
 		}
 	}
@@ -43,10 +46,10 @@ func TestPureSeqsInChunks(t *testing.T) {
 // TestLazySeqCharges: a realised cache is charged while it is built (a
 // pure sequence a chunk ahead), so its realisation stops at the limit.
 func TestLazySeqCharges(t *testing.T) {
-	n := eagerRangeMax + 10
-	cache := int64(n) * lazyItemBytes
-	ahead := int64(lazyChunk) * lazyItemBytes
-	taken := int64(n)*slotBytes + vectorBytes // take's result
+	n := builtins.EagerRangeMax + 10
+	cache := int64(n) * core.LazyItemBytes
+	ahead := int64(core.LazyChunk) * core.LazyItemBytes
+	taken := int64(n)*core.SlotBytes + core.VectorBytes // take's result
 	for _, c := range []struct {
 		src   string
 		limit int64

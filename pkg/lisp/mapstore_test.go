@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // storeCases are reducers and loops that build maps beyond smallMapMax
@@ -75,17 +77,17 @@ func TestStoredMapsMatchPersistent(t *testing.T) {
 			src := "(let [a " + lin + " b " + plain + "] [" + storeChecks + " a b])"
 			res, err := Exec(context.Background(), src, Options{Timeout: time.Minute})
 			if err != nil {
-				t.Fatalf("%v", err.(*Error).Detail())
+				t.Fatalf("%v", err.(*core.Error).Detail())
 			}
-			out := res.Value.(*Vector).Items()
-			if got := PrStr(out[0]); strings.Contains(got, "false") {
+			out := res.Value.(*core.Vector).Items()
+			if got := core.PrStr(out[0]); strings.Contains(got, "false") {
 				t.Fatalf("checks: %s", got)
 			}
-			if hashValue(out[1]) != hashValue(out[2]) {
+			if core.HashValue(out[1]) != core.HashValue(out[2]) {
 				t.Fatal("hashes differ")
 			}
-			if !reflect.DeepEqual(ToGo(out[1]), ToGo(out[2])) {
-				t.Fatalf("ToGo differs: %v vs %v", ToGo(out[1]), ToGo(out[2]))
+			if !reflect.DeepEqual(core.ToGo(out[1]), core.ToGo(out[2])) {
+				t.Fatalf("ToGo differs: %v vs %v", core.ToGo(out[1]), core.ToGo(out[2]))
 			}
 		})
 	}
@@ -96,39 +98,39 @@ func TestStoredMapsMatchPersistent(t *testing.T) {
 // place (no trie built), a float key moves them into a trie, and the
 // form built for printing is kept.
 func TestStoredMapRepresentation(t *testing.T) {
-	run := func(src string) *Map {
+	run := func(src string) *core.Map {
 		t.Helper()
 		res, err := Exec(context.Background(), src, Options{Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.Value.(*Map)
+		return res.Value.(*core.Map)
 	}
 	m := run(`(reduce (fn [m x] (assoc m x (str x))) {} (range 1000))`)
-	if m.edit != nil {
+	if m.Edit != nil {
 		t.Fatal("the result is still a transient")
 	}
-	if m.store() == nil || m.root != nil || m.shape != nil {
-		t.Fatalf("entries not in a hashStore: root %v shape %v", m.root != nil, m.shape != nil)
+	if m.Store() == nil || m.Root != nil || m.Shape != nil {
+		t.Fatalf("entries not in a hashStore: root %v shape %v", m.Root != nil, m.Shape != nil)
 	}
 	if v, ok := m.Get(int64(999)); !ok || v != "999" || m.Len() != 1000 {
 		t.Fatalf("Get = %v %v, Len %d", v, ok, m.Len())
 	}
-	if m.cache.Load().form != nil {
+	if m.Cache.Load().Form != nil {
 		t.Fatal("a lookup built the form")
 	}
-	if PrStr(m)[:10] != `{0 "0" 1 "` {
-		t.Fatalf("printed %.20s", PrStr(m))
+	if core.PrStr(m)[:10] != `{0 "0" 1 "` {
+		t.Fatalf("printed %.20s", core.PrStr(m))
 	}
-	f := m.cache.Load().form
-	if f == nil || f.root == nil || m.store() != nil {
+	f := m.Cache.Load().Form
+	if f == nil || f.Root == nil || m.Store() != nil {
 		t.Fatal("printing did not keep the trie form")
 	}
 	if v, ok := m.Get(int64(5)); !ok || v != "5" {
 		t.Fatalf("Get after form = %v %v", v, ok)
 	}
 	s := run(`(reduce (fn [m x] (assoc m (if (= x 500) 2.5 x) x)) {} (range 1000))`)
-	if s.store() != nil || s.root == nil {
+	if s.Store() != nil || s.Root == nil {
 		t.Fatal("a float key did not move the entries into a trie")
 	}
 	if v, _ := s.Get(2.5); v != int64(500) {
@@ -150,7 +152,7 @@ func TestStoredMapBoundary(t *testing.T) {
 		want["order-"+itoa(i)] = int64(i)
 		want["row_"+itoa(i)] = int64(i)
 	}
-	if got := ToGo(res.Value); !reflect.DeepEqual(got, want) {
+	if got := core.ToGo(res.Value); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ToGo = %v", got)
 	}
 }
@@ -160,8 +162,8 @@ func TestStoredMapBoundary(t *testing.T) {
 func TestStoredMapCharged(t *testing.T) {
 	_, err := Exec(context.Background(), `(count (reduce (fn [m x] (assoc m x x)) {} (range 200000)))`,
 		Options{Timeout: time.Minute, MaxMemory: 4 << 20})
-	var le *Error
-	if !errors.As(err, &le) || le.Kind != KindMemory {
+	var le *core.Error
+	if !errors.As(err, &le) || le.Kind != core.KindMemory {
 		t.Fatalf("err = %v, want memory_limit", err)
 	}
 	res, err := Exec(context.Background(), `(count (reduce (fn [m x] (assoc m x x)) {} (range 20000)))`,
@@ -190,7 +192,7 @@ func TestStoredMapEscapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.src, err)
 		}
-		if got := PrStr(res.Value); got != c.want {
+		if got := core.PrStr(res.Value); got != c.want {
 			t.Errorf("%s\n got  %s\n want %s", c.src, got, c.want)
 		}
 	}
@@ -220,11 +222,11 @@ func TestStoreFit(t *testing.T) {
 		{1024, 2000, 3000, 0},      // inconsistent progress
 		{256 * 1024, 8_000_000, 256 * 1024, 1024 * 1024},
 	} {
-		var edit *editToken
+		var edit *core.EditToken
 		if c.items > 0 {
-			edit = &editToken{items: c.items, done: c.done}
+			edit = &core.EditToken{Items: c.items, Done: c.done}
 		}
-		got, ok := fit(c.n, edit)
+		got, ok := core.Fit(c.n, edit)
 		if !ok {
 			got = 0
 		}
@@ -232,7 +234,7 @@ func TestStoreFit(t *testing.T) {
 			t.Errorf("fit(%d entries, %d of %d items) = %d, want %d", c.n, c.done, c.items, got, c.want)
 		}
 	}
-	if _, ok := fit(1024, nil); ok {
+	if _, ok := core.Fit(1024, nil); ok {
 		t.Error("fit without a token resized")
 	}
 }
@@ -242,25 +244,25 @@ func TestStoreFit(t *testing.T) {
 // keys can make far larger than the map) allocates them as it goes, so a
 // small map never keeps an estimate's worth of leaves alive.
 func TestBuilderLeafSlabs(t *testing.T) {
-	build := func(b *mapBuilder, keys int) *Map {
+	build := func(b *core.MapBuilder, keys int) *core.Map {
 		for i := range keys {
-			b.set(Int(int64(i)), Int(1))
+			b.Set(core.Int(int64(i)), core.Int(1))
 		}
-		return b.build()
+		return b.Build()
 	}
-	exact := testing.AllocsPerRun(20, func() { build(newExactMapBuilder(32), 32) })
-	est := testing.AllocsPerRun(20, func() { build(newMapBuilder(32), 32) })
+	exact := testing.AllocsPerRun(20, func() { build(core.NewExactMapBuilder(32), 32) })
+	est := testing.AllocsPerRun(20, func() { build(core.NewMapBuilder(32), 32) })
 	if exact >= est-16 {
 		t.Errorf("32 keys: %v allocations with the exact count, %v without: want one slab for the leaves", exact, est)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	b := newMapBuilder(1_000_000) // 1M items, 9 distinct keys
+	b := core.NewMapBuilder(1_000_000) // 1M items, 9 distinct keys
 	for i := range 1_000_000 {
-		b.set(Int(int64(i%9)), Int(int64(i)))
+		b.Set(core.Int(int64(i%9)), core.Int(int64(i)))
 	}
-	m := b.build()
+	m := b.Build()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 1<<20 {

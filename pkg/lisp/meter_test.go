@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -40,10 +41,10 @@ func wireRecords(t testing.TB, n int, contentType string) []byte {
 
 // wireTool returns a tool that decodes data on every call as a remote tool
 // does (DecodeWireResult with the context it is given), counting calls.
-func wireTool(contentType string, data []byte, calls *atomic.Int64) Tool {
-	return ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+func wireTool(contentType string, data []byte, calls *atomic.Int64) core.Tool {
+	return core.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
 		calls.Add(1)
-		return DecodeWireResult(ctx, contentType, data)
+		return core.DecodeWireResult(ctx, contentType, data)
 	})
 }
 
@@ -55,7 +56,7 @@ func TestToolResultsCharged(t *testing.T) {
 	for _, ct := range []string{"", messages.ContentTypeJSON} {
 		data := wireRecords(t, 1500, ct)
 		var calls atomic.Int64
-		opts := Options{Tools: Tools{"orders": wireTool(ct, data, &calls)}, MaxMemory: 8 << 20, Timeout: time.Minute}
+		opts := Options{Tools: core.Tools{"orders": wireTool(ct, data, &calls)}, MaxMemory: 8 << 20, Timeout: time.Minute}
 
 		res, err := Exec(context.Background(), `(reduce + (map (fn [_] (count (tool/orders))) (range 3)))`, opts)
 		if err != nil || res.Value != int64(4500) {
@@ -64,8 +65,8 @@ func TestToolResultsCharged(t *testing.T) {
 
 		calls.Store(0)
 		_, err = Exec(context.Background(), `(loop [i 0] (tool/orders) (recur (inc i)))`, opts)
-		var le *Error
-		if !errors.As(err, &le) || le.Kind != KindMemory {
+		var le *core.Error
+		if !errors.As(err, &le) || le.Kind != core.KindMemory {
 			t.Fatalf("%q: want memory_limit, got %v", ct, err)
 		}
 		if !strings.Contains(le.Msg, "8388608") || !strings.Contains(le.Msg, "tool results") || le.Op != "orders" || le.Hint == "" {
@@ -81,7 +82,7 @@ func TestToolResultsCharged(t *testing.T) {
 // TestToolCallRecordCharged: the record of each tool call counts too: 100k
 // calls of a tool that returns nothing hold 100k records, more than 8 MiB.
 func TestToolCallRecordCharged(t *testing.T) {
-	tools := Tools{"ping": ToolFunc(func(context.Context, map[string]any) (any, error) { return nil, nil })}
+	tools := core.Tools{"ping": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return nil, nil })}
 	opts := Options{Tools: tools, MaxMemory: 8 << 20, Timeout: time.Minute}
 	res, err := Exec(context.Background(), `(loop [i 0] (when (< i 1000) (tool/ping {:i i}) (recur (inc i)))) :ok`, opts)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestToolCallRecordCharged(t *testing.T) {
 		t.Fatalf("recorded %d calls", n)
 	}
 	_, err = Exec(context.Background(), `(loop [i 0] (when (< i 100000) (tool/ping {:i i}) (recur (inc i)))) :ok`, opts)
-	if !errors.Is(err, ErrMemoryLimit) {
+	if !errors.Is(err, core.ErrMemoryLimit) {
 		t.Fatalf("100k calls: want memory_limit, got %v", err)
 	}
 }
@@ -102,8 +103,8 @@ func TestToolCallRecordCharged(t *testing.T) {
 func TestMeterSharedByRunsAndBranches(t *testing.T) {
 	data := wireRecords(t, 1500, "")
 	var calls atomic.Int64
-	m := NewMeter(8<<20, "raise limits.program_memory")
-	opts := Options{Tools: Tools{"orders": wireTool("", data, &calls)}, Meter: m, MaxMemory: 8 << 20, Timeout: time.Minute}
+	m := core.NewMeter(8<<20, "raise limits.program_memory")
+	opts := Options{Tools: core.Tools{"orders": wireTool("", data, &calls)}, Meter: m, MaxMemory: 8 << 20, Timeout: time.Minute}
 	ctx := context.Background()
 	twice := `(def kept (mapv (fn [_] (tool/orders)) (range 2))) (count kept)`
 	if _, err := Exec(ctx, twice, opts); err != nil {
@@ -120,7 +121,7 @@ func TestMeterSharedByRunsAndBranches(t *testing.T) {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, ErrMemoryLimit) || i > 4 {
+		if !errors.Is(err, core.ErrMemoryLimit) || i > 4 {
 			t.Fatalf("run %d: want memory_limit within a few runs, got %v", i+2, err)
 		}
 		break
@@ -129,10 +130,10 @@ func TestMeterSharedByRunsAndBranches(t *testing.T) {
 		t.Fatalf("a run of its own: %v", err)
 	}
 	// pmap branches charge the same meter
-	m = NewMeter(8<<20, "raise limits.program_memory")
+	m = core.NewMeter(8<<20, "raise limits.program_memory")
 	opts.Meter = m
 	_, err := Exec(ctx, `(count (pmap (fn [_] (count (tool/orders))) (range 200)))`, opts)
-	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "raise limits.program_memory") {
+	if !errors.Is(err, core.ErrMemoryLimit) || !strings.Contains(err.Error(), "raise limits.program_memory") {
 		t.Fatalf("pmap: want memory_limit naming how to raise it, got %v", err)
 	}
 	if used := m.Used(); used > m.Limit() {
@@ -146,18 +147,18 @@ func TestMeterSharedByRunsAndBranches(t *testing.T) {
 func TestDecodeWireResultOverLimit(t *testing.T) {
 	for _, ct := range []string{"", messages.ContentTypeJSON} {
 		data := wireRecords(t, 3000, ct)
-		m := NewMeter(1<<20, "raise it")
-		ctx := WithMeter(context.Background(), m)
-		_, err := DecodeWireResult(ctx, ct, data)
-		var le *Error
-		if !errors.As(err, &le) || le.Kind != KindMemory || !strings.Contains(le.Msg, "1048576") || !strings.HasSuffix(le.Msg, "(raise it)") {
+		m := core.NewMeter(1<<20, "raise it")
+		ctx := core.WithMeter(context.Background(), m)
+		_, err := core.DecodeWireResult(ctx, ct, data)
+		var le *core.Error
+		if !errors.As(err, &le) || le.Kind != core.KindMemory || !strings.Contains(le.Msg, "1048576") || !strings.HasSuffix(le.Msg, "(raise it)") {
 			t.Fatalf("%q: want memory_limit naming the limit, got %v", ct, err)
 		}
 		if m.Used() != 0 {
 			t.Errorf("%q: a failed decode left %d bytes charged", ct, m.Used())
 		}
-		big := NewMeter(64<<20, "")
-		w, err := DecodeWireResult(WithMeter(context.Background(), big), ct, data)
+		big := core.NewMeter(64<<20, "")
+		w, err := core.DecodeWireResult(core.WithMeter(context.Background(), big), ct, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +166,7 @@ func TestDecodeWireResultOverLimit(t *testing.T) {
 			t.Errorf("%q: size %d, charged %d, encoded %d", ct, w.Size(), big.Used(), len(data))
 		}
 		// without a meter nothing is charged, the size is still known
-		u, err := NewWireResult(ct, data)
+		u, err := core.NewWireResult(ct, data)
 		if err != nil || u.Size() != w.Size() {
 			t.Errorf("%q: NewWireResult size %d, want %d (%v)", ct, u.Size(), w.Size(), err)
 		}
@@ -176,12 +177,12 @@ func TestDecodeWireResultOverLimit(t *testing.T) {
 // NewWireResult (no meter) is charged by the run when the result arrives.
 func TestUnchargedWireResultChargedByRun(t *testing.T) {
 	data := wireRecords(t, 500, "")
-	tool := ToolFunc(func(context.Context, map[string]any) (any, error) { return NewWireResult("", data) })
-	m := NewMeter(0, "")
-	if _, err := Exec(context.Background(), `(count (tool/orders))`, Options{Tools: Tools{"orders": tool}, Meter: m}); err != nil {
+	tool := core.ToolFunc(func(context.Context, map[string]any) (any, error) { return core.NewWireResult("", data) })
+	m := core.NewMeter(0, "")
+	if _, err := Exec(context.Background(), `(count (tool/orders))`, Options{Tools: core.Tools{"orders": tool}, Meter: m}); err != nil {
 		t.Fatal(err)
 	}
-	w, _ := NewWireResult("", data)
+	w, _ := core.NewWireResult("", data)
 	if m.Used() < w.Size() {
 		t.Fatalf("charged %d, the result holds %d", m.Used(), w.Size())
 	}

@@ -6,23 +6,26 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestFastEntriesMatchFn checks every builtin's fixed-arity entry
 // (opt_fastcall.go) against its general Fn on values of every type: the same
 // result, or the same error kind and message.
 func TestFastEntriesMatchFn(t *testing.T) {
-	samples := []Value{
-		nil, true, false, Int(0), Int(1), Int(-7), Int(1 << 40), int64(math.MaxInt64), int64(math.MinInt64),
+	samples := []core.Value{
+		nil, true, false, core.Int(0), core.Int(1), core.Int(-7), core.Int(1 << 40), int64(math.MaxInt64), int64(math.MinInt64),
 		0.5, -2.0, 1.0, math.NaN(), math.Inf(1), float64(1 << 53), "", "a", "abc",
-		NewKeyword("a"), NewKeyword("b"), emptyVector, NewVector([]Value{Int(1), Int(2)}), NewVector([]Value{Int(9)}),
-		emptyMap, emptyMap.Assoc(NewKeyword("a"), Int(1)), emptySet.Conj(Int(1)),
-		NewLazySeq(func(*Thread) (Value, bool) { return nil, false }),
+		core.NewKeyword("a"), core.NewKeyword("b"), core.EmptyVector, core.NewVector([]core.Value{core.Int(1), core.Int(2)}), core.NewVector([]core.Value{core.Int(9)}),
+		core.EmptyMap, core.EmptyMap.Assoc(core.NewKeyword("a"), core.Int(1)), core.EmptySet.Conj(core.Int(1)),
+		core.NewLazySeq(func(*core.Thread) (core.Value, bool) { return nil, false }),
 	}
-	run := func(th *Thread, f func() Value) (v Value, err *Error) {
+	run := func(th *core.Thread, f func() core.Value) (v core.Value, err *core.Error) {
 		defer func() {
 			if r := recover(); r != nil {
-				e, ok := r.(*Error)
+				e, ok := r.(*core.Error)
 				if !ok {
 					panic(r)
 				}
@@ -31,40 +34,40 @@ func TestFastEntriesMatchFn(t *testing.T) {
 		}()
 		return f(), nil
 	}
-	realise := func(v Value) Value {
-		if s, ok := v.(*LazySeq); ok {
-			return NewVector(newTestThread().Seq(s, "test", 1))
+	realise := func(v core.Value) core.Value {
+		if s, ok := v.(*core.LazySeq); ok {
+			return core.NewVector(newTestThread().Seq(s, "test", 1))
 		}
 		return v
 	}
-	same := func(a, b Value) bool {
+	same := func(a, b core.Value) bool {
 		a, b = realise(a), realise(b)
 		if fa, ok := a.(float64); ok && math.IsNaN(fa) {
 			fb, ok := b.(float64)
 			return ok && math.IsNaN(fb)
 		}
-		return Equal(a, b) && TypeName(a) == TypeName(b)
+		return core.Equal(a, b) && core.TypeName(a) == core.TypeName(b)
 	}
 	checked := 0
-	for name, b := range builtinTable() {
-		if b.fn1 == nil && b.fn2 == nil {
+	for name, b := range builtins.BuiltinTable() {
+		if b.Fn1 == nil && b.Fn2 == nil {
 			continue
 		}
 		th := newTestThread()
 		for _, x := range samples {
-			if b.fn1 != nil {
-				fv, fe := run(th, func() Value { return b.fn1(th, x) })
-				sv, se := run(th, func() Value { return b.Fn(th, []Value{x}) })
-				compareOutcome(t, fmt.Sprintf("(%s %s)", name, PrStr(x)), fv, fe, sv, se, same)
+			if b.Fn1 != nil {
+				fv, fe := run(th, func() core.Value { return b.Fn1(th, x) })
+				sv, se := run(th, func() core.Value { return b.Fn(th, []core.Value{x}) })
+				compareOutcome(t, fmt.Sprintf("(%s %s)", name, core.PrStr(x)), fv, fe, sv, se, same)
 				checked++
 			}
-			if b.fn2 == nil {
+			if b.Fn2 == nil {
 				continue
 			}
 			for _, y := range samples {
-				fv, fe := run(th, func() Value { return b.fn2(th, x, y) })
-				sv, se := run(th, func() Value { return b.Fn(th, []Value{x, y}) })
-				compareOutcome(t, fmt.Sprintf("(%s %s %s)", name, PrStr(x), PrStr(y)), fv, fe, sv, se, same)
+				fv, fe := run(th, func() core.Value { return b.Fn2(th, x, y) })
+				sv, se := run(th, func() core.Value { return b.Fn(th, []core.Value{x, y}) })
+				compareOutcome(t, fmt.Sprintf("(%s %s %s)", name, core.PrStr(x), core.PrStr(y)), fv, fe, sv, se, same)
 				checked++
 			}
 		}
@@ -74,7 +77,7 @@ func TestFastEntriesMatchFn(t *testing.T) {
 	}
 }
 
-func compareOutcome(t *testing.T, what string, fv Value, fe *Error, sv Value, se *Error, same func(a, b Value) bool) {
+func compareOutcome(t *testing.T, what string, fv core.Value, fe *core.Error, sv core.Value, se *core.Error, same func(a, b core.Value) bool) {
 	t.Helper()
 	switch {
 	case fe != nil || se != nil:
@@ -82,14 +85,14 @@ func compareOutcome(t *testing.T, what string, fv Value, fe *Error, sv Value, se
 			t.Errorf("%s: fast path %v / %v, Fn %v / %v", what, fv, fe, sv, se)
 		}
 	case !same(fv, sv):
-		t.Errorf("%s: fast path %s, Fn %s", what, PrStr(fv), PrStr(sv))
+		t.Errorf("%s: fast path %s, Fn %s", what, core.PrStr(fv), core.PrStr(sv))
 	}
 }
 
 // newTestThread returns a Thread with default limits for calling builtins.
-func newTestThread() *Thread {
-	th := &Thread{ctx: context.Background(), maxDepth: 100, nextCheck: 1 << 62}
-	th.host = &host{}
+func newTestThread() *core.Thread {
+	th := &core.Thread{Ctx: context.Background(), MaxDepth: 100, NextCheck: 1 << 62}
+	th.Host = &core.Host{}
 	return th
 }
 
@@ -102,18 +105,18 @@ func TestFastNodesMatchApply(t *testing.T) {
 	outcome := func(src string) string {
 		res, err := Exec(context.Background(), src, Options{})
 		if err != nil {
-			e := err.(*Error)
+			e := err.(*core.Error)
 			return fmt.Sprintf("error %v %s", e.Kind, e.Msg)
 		}
-		return PrStr(res.Value)
+		return core.PrStr(res.Value)
 	}
 	n := 0
-	for name, b := range builtinTable() {
-		if b.fn1 == nil && b.fn2 == nil || strings.Contains(name, "/") {
+	for name, b := range builtins.BuiltinTable() {
+		if b.Fn1 == nil && b.Fn2 == nil || strings.Contains(name, "/") {
 			continue
 		}
 		for _, x := range lits {
-			if b.fn1 != nil {
+			if b.Fn1 != nil {
 				want := outcome(fmt.Sprintf("(apply %s [%s])", name, x))
 				for _, src := range []string{fmt.Sprintf("(%s %s)", name, x), fmt.Sprintf("(let [x %s] (%s x))", x, name)} {
 					if got := outcome(src); got != want {
@@ -122,7 +125,7 @@ func TestFastNodesMatchApply(t *testing.T) {
 					n++
 				}
 			}
-			if b.fn2 == nil {
+			if b.Fn2 == nil {
 				continue
 			}
 			for _, y := range lits {

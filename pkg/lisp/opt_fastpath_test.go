@@ -3,6 +3,8 @@ package lisp
 import (
 	"context"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // FuzzCountSplit checks that the fused (count (split s sep)) agrees with
@@ -22,7 +24,7 @@ func FuzzCountSplit(f *testing.F) {
 			t.Fatalf("errors differ for %q %q: %v vs %v", s, sep, err1, err2)
 		}
 		if err1 != nil {
-			if err1.(*Error).Kind != err2.(*Error).Kind {
+			if err1.(*core.Error).Kind != err2.(*core.Error).Kind {
 				t.Fatalf("error kinds differ for %q %q: %v vs %v", s, sep, err1, err2)
 			}
 			return

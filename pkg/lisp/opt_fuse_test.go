@@ -6,6 +6,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
 
 // fusePipeline builds a random reduce (or count, distinct, set,
@@ -45,12 +50,12 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 func runOutcome(src string) (string, string) {
 	res, err := Exec(context.Background(), src, Options{
 		Context:  map[string]any{"xs": []any{1, 2, 3.5, "q", nil}},
-		Tools:    Tools{"echo": ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
+		Tools:    core.Tools{"echo": core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
 		MaxSteps: 20_000,
 	})
 	if err != nil {
-		e := err.(*Error)
-		if !deterministic(e.Kind) {
+		e := err.(*core.Error)
+		if !compile.Deterministic(e.Kind) {
 			return "", budgetClass(e.Kind) // budgets are spent differently
 		}
 		return "", fmt.Sprintf("%v %s", e.Kind, e.Msg)
@@ -59,7 +64,7 @@ func runOutcome(src string) (string, string) {
 	for i, c := range res.ToolCalls {
 		calls[i] = fmt.Sprint(c.Args)
 	}
-	return PrStr(res.Value) + " tools:" + strings.Join(calls, ","), ""
+	return core.PrStr(res.Value) + " tools:" + strings.Join(calls, ","), ""
 }
 
 // TestFusedReduceMatchesEager runs random pipelines fused and unfused:
@@ -102,20 +107,20 @@ func FuzzFusedReduce(f *testing.F) {
 // fusions compiles src and returns how many reduce pipelines it fused.
 func fusions(t *testing.T, src string) int {
 	t.Helper()
-	return compiled(t, src).fusions
+	return compiled(t, src).Fusions
 }
 
 // compiled compiles src (with an echo tool) and returns the compiler, for
 // its counts of optimised forms.
-func compiled(t testing.TB, src string) *compiler {
+func compiled(t testing.TB, src string) *compile.Compiler {
 	t.Helper()
-	h := &host{keywords: map[string]*Keyword{}, tools: Tools{"echo": ToolFunc(nil)}}
-	forms, err := read(src, h.keywords)
+	h := &core.Host{Keywords: map[string]*core.Keyword{}, Tools: core.Tools{"echo": core.ToolFunc(nil)}}
+	forms, err := syntax.Read(src, h.Keywords)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &compiler{src: src, host: h, builtins: builtinTable(), memNames: map[string]bool{}}
-	if _, _, err := c.safeCompile(forms); err != nil {
+	c := &compile.Compiler{Src: src, Host: h, Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}}
+	if _, _, err := c.SafeCompile(forms); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -158,8 +163,8 @@ func TestFusionNeedsPureFunctions(t *testing.T) {
 // and memory budgets race each other (fused and eager runs spend them
 // differently, and a loaded machine reaches the timeout first), so all
 // three compare as one class; the other limits keep their reason.
-func budgetClass(k Kind) string {
-	if k == KindStepLimit || k == KindTimeout || k == KindMemory {
+func budgetClass(k core.Kind) string {
+	if k == core.KindStepLimit || k == core.KindTimeout || k == core.KindMemory {
 		return "budget"
 	}
 	return k.Reason()

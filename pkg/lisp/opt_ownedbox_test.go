@@ -3,6 +3,8 @@ package lisp
 import (
 	"context"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestOwnedWalkBoxesOnce checks that a walk over a vector whose recur is
@@ -15,7 +17,7 @@ func TestOwnedWalkBoxesOnce(t *testing.T) {
 	if n := soleWalks(t, src); n != 1 {
 		t.Fatalf("%d sole walks, want 1", n)
 	}
-	allocs := func(n int) (float64, Value) {
+	allocs := func(n int) (float64, core.Value) {
 		xs := make([]any, n)
 		want := int64(1_000_000_000_000)
 		for i := range xs {
@@ -23,7 +25,7 @@ func TestOwnedWalkBoxesOnce(t *testing.T) {
 			want += int64(5000 + i)
 		}
 		opts := Options{Context: map[string]any{"xs": xs}, MaxSteps: -1}
-		var got Value
+		var got core.Value
 		a := testing.AllocsPerRun(5, func() {
 			res, err := Exec(context.Background(), src, opts)
 			if err != nil {
@@ -31,7 +33,7 @@ func TestOwnedWalkBoxesOnce(t *testing.T) {
 			}
 			got = res.Value
 		})
-		if got != Value(want) {
+		if got != core.Value(want) {
 			t.Fatalf("%d items: sum %v, want %d", n, got, want)
 		}
 		return a, got

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // loopProgram builds a random loop from rng: walks over many kinds of
@@ -101,27 +104,27 @@ func loopOutcome(src string, plain bool) string {
 		plainLoops: plain,
 	})
 	if err != nil {
-		e := err.(*Error)
-		if !deterministic(e.Kind) {
+		e := err.(*core.Error)
+		if !compile.Deterministic(e.Kind) {
 			return budgetClass(e.Kind) // budgets are spent differently
 		}
 		return fmt.Sprintf("error %v %s at %d:%d", e.Kind, e.Msg, e.Pos.Line, e.Pos.Col)
 	}
-	return PrStr(res.Value) + " " + strings.Join(res.Prints, "|")
+	return core.PrStr(res.Value) + " " + strings.Join(res.Prints, "|")
 }
 
 // loopOpts compiles src and returns its walk loops and owned bindings.
 func loopOpts(t testing.TB, src string) (walks, owned int) {
 	t.Helper()
 	c := compiled(t, src)
-	return c.walks, c.ownedN
+	return c.Walks, c.OwnedN
 }
 
 // soleWalks compiles src and returns its walks that run their one update
 // without the recur node.
 func soleWalks(t testing.TB, src string) int {
 	t.Helper()
-	return compiled(t, src).soleWalks
+	return compiled(t, src).SoleWalks
 }
 
 // TestLoopsMatchPlain runs random loops compiled with walks and owned
@@ -203,7 +206,7 @@ func TestOwnedBoxesDoNotLeak(t *testing.T) {
 		res, err := Exec(context.Background(), src, Options{})
 		if want == "" {
 			if err == nil {
-				t.Errorf("%s: want an error, got %s", src, PrStr(res.Value))
+				t.Errorf("%s: want an error, got %s", src, core.PrStr(res.Value))
 			}
 			continue
 		}
@@ -211,7 +214,7 @@ func TestOwnedBoxesDoNotLeak(t *testing.T) {
 			t.Errorf("%s: %v", src, err)
 			continue
 		}
-		if got := PrStr(res.Value); got != want {
+		if got := core.PrStr(res.Value); got != want {
 			t.Errorf("%s = %s, want %s", src, got, want)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestProgramRunsMany: one compiled Program run from many goroutines at
@@ -19,11 +21,11 @@ func TestProgramRunsMany(t *testing.T) {
 	              doubled (pmap #(* 2 (:qty %)) ctx/rs)
 	              echoed (tool/echo {:v ctx/i})]
 	          {:k k :sum (reduce + doubled) :echo (:v echoed) :base base})`
-	p, err := Compile(src, Options{Tools: Tools{"echo": nil}, Memory: map[string]any{"base": nil}})
+	p, err := Compile(src, Options{Tools: core.Tools{"echo": nil}, Memory: map[string]any{"base": nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
+	echo := core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := range 8 {
@@ -40,12 +42,12 @@ func TestProgramRunsMany(t *testing.T) {
 				}
 				res, err := p.Run(context.Background(), Options{
 					Context: map[string]any{"rs": rs, "i": int64(i)}, Memory: map[string]any{"base": int64(100 + i)},
-					Tools: Tools{"echo": echo}, Timeout: 10 * time.Second})
+					Tools: core.Tools{"echo": echo}, Timeout: 10 * time.Second})
 				if err != nil {
 					errs <- err
 					return
 				}
-				got := ToGo(res.Value).(map[string]any)
+				got := core.ToGo(res.Value).(map[string]any)
 				if got["k"] != fmt.Sprintf("n%d", i) || got["sum"] != want || got["echo"] != int64(i) || got["base"] != int64(100+i) {
 					errs <- fmt.Errorf("run %d: %v", i, got)
 				}
@@ -66,19 +68,19 @@ func TestProgramRunsMany(t *testing.T) {
 // position; Run refuses a run without a tool the program calls, naming it.
 func TestProgramErrors(t *testing.T) {
 	_, err := Compile("(+ 1\n  (foo 2))", Options{})
-	var le *Error
-	if !errors.As(err, &le) || le.Kind != KindUnbound || le.Pos.Line != 2 {
+	var le *core.Error
+	if !errors.As(err, &le) || le.Kind != core.KindUnbound || le.Pos.Line != 2 {
 		t.Fatalf("compile error = %#v", err)
 	}
-	if _, err := Compile(`(tool/nope {})`, Options{Tools: Tools{"search": nil}}); !errors.As(err, &le) || le.Kind != KindUnknownTool {
+	if _, err := Compile(`(tool/nope {})`, Options{Tools: core.Tools{"search": nil}}); !errors.As(err, &le) || le.Kind != core.KindUnknownTool {
 		t.Fatalf("unknown tool at compile: %v", err)
 	}
-	p, err := Compile(`(tool/search {:q "x"})`, Options{Tools: Tools{"search": nil}})
+	p, err := Compile(`(tool/search {:q "x"})`, Options{Tools: core.Tools{"search": nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Run(context.Background(), Options{Tools: Tools{"other": nil}})
-	if !errors.As(err, &le) || le.Kind != KindUnknownTool || res.Err != le || le.Msg == "" {
+	res, err := p.Run(context.Background(), Options{Tools: core.Tools{"other": nil}})
+	if !errors.As(err, &le) || le.Kind != core.KindUnknownTool || res.Err != le || le.Msg == "" {
 		t.Fatalf("run without the tool: %v", err)
 	}
 	if p.Source() != `(tool/search {:q "x"})` {

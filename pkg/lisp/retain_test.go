@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -63,7 +66,7 @@ func TestChurnIsNotHeld(t *testing.T) {
 // passing it around costs nothing against the limit.
 func TestHostDataIsNotCounted(t *testing.T) {
 	rs := benchRecords(20000)
-	tools := Tools{"rows": ToolFunc(func(context.Context, map[string]any) (any, error) {
+	tools := core.Tools{"rows": core.ToolFunc(func(context.Context, map[string]any) (any, error) {
 		out := make([]any, len(rs))
 		for i, r := range rs {
 			out[i] = r
@@ -84,7 +87,7 @@ func TestHostDataIsNotCounted(t *testing.T) {
 		if kept != (err != nil) {
 			t.Errorf("%s: %v", src, err)
 		}
-		if kept && !errors.Is(err, ErrMemoryLimit) {
+		if kept && !errors.Is(err, core.ErrMemoryLimit) {
 			t.Errorf("%s: want memory_limit, got %v", src, err)
 		}
 	}
@@ -129,11 +132,11 @@ func TestBombsStop(t *testing.T) {
 		src := b.src
 		start := time.Now()
 		_, err := Exec(context.Background(), src, Options{MaxMemory: 8 << 20, Timeout: 20 * time.Second, MaxSteps: -1})
-		if !errors.Is(err, ErrMemoryLimit) {
+		if !errors.Is(err, core.ErrMemoryLimit) {
 			t.Errorf("%s: want memory_limit, got %v", src, err)
 			continue
 		}
-		var e *Error
+		var e *core.Error
 		errors.As(err, &e)
 		if e.Hint == "" || !strings.Contains(e.Msg, "memory limit exceeded") {
 			t.Errorf("%s: error %q without the limit's name or a hint", src, e.Detail())
@@ -153,8 +156,8 @@ var bombDefaults = Options{Timeout: messages.DefaultProgramTimeout}
 // checkBombError checks that a bomb ended with memory_limit, naming the
 // limit, with a hint and a position in the source.
 func checkBombError(src string, err error) error {
-	var e *Error
-	if !errors.Is(err, ErrMemoryLimit) || !errors.As(err, &e) {
+	var e *core.Error
+	if !errors.Is(err, core.ErrMemoryLimit) || !errors.As(err, &e) {
 		return fmt.Errorf("%s: want memory_limit, got %v", src, err)
 	}
 	if e.Hint == "" || !strings.Contains(e.Msg, "memory limit exceeded") || !strings.Contains(e.Msg, strconv.Itoa(DefaultMaxMemory)) {
@@ -206,7 +209,7 @@ func TestBombsRSS(t *testing.T) {
 				fmt.Printf("FAIL %v\n", err)
 				continue
 			}
-			var e *Error
+			var e *core.Error
 			errors.As(err, &e)
 			var ru syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -255,7 +258,7 @@ func TestBombsRSS(t *testing.T) {
 // heavy but legitimate programs run under the default limits (with the
 // default time limit raised: the shared, -race test machine is slow).
 func TestLegitUnderDefaults(t *testing.T) {
-	recs, err := FromGo(benchRecords(100000))
+	recs, err := core.FromGo(benchRecords(100000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +311,11 @@ func TestLinearFnLit(t *testing.T) {
 		`#(-> %1 (assoc %2 1) (my/assoc 2 3))`:           false, // not the builtin
 		`#(assoc (assoc %1 %2 1) (- %2) (get %1 %2))`:    false,
 	} {
-		forms, err := read(src, map[string]*Keyword{})
+		forms, err := syntax.Read(src, map[string]*core.Keyword{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := linearAccFn(fnLitAsFn(forms[0])); got != want {
+		if got := compile.LinearAccFn(compile.FnLitAsFn(forms[0])); got != want {
 			t.Errorf("%s: linear %v, want %v", src, got, want)
 		}
 	}
@@ -332,7 +335,7 @@ func TestLinearNestedUpdates(t *testing.T) {
 			t.Errorf("%s: %v", src, err)
 			continue
 		}
-		if got := PrStr(res.Value); got != want {
+		if got := core.PrStr(res.Value); got != want {
 			t.Errorf("%s = %s, want %s", src, got, want)
 		}
 	}
@@ -356,11 +359,11 @@ func TestLinearLoopBindings(t *testing.T) {
 		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (inc i)) (fn [] m)))`: "[]",
 		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i (fn [] m)) (inc i)) m))`: "[]",
 	} {
-		forms, err := read(src, map[string]*Keyword{})
+		forms, err := syntax.Read(src, map[string]*core.Keyword{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(linearLoopBindings(forms[0])); got != want {
+		if got := fmt.Sprint(compile.LinearLoopBindings(forms[0])); got != want {
 			t.Errorf("%s: %s, want %s", src, got, want)
 		}
 	}

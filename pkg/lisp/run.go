@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
@@ -43,11 +47,11 @@ type Options struct {
 	// as closures kept from an earlier run).
 	Memory map[string]any
 	// Tools are the tools the program may call.
-	Tools Tools
+	Tools core.Tools
 	// Host gives the functions of the host builtins the program may call
 	// (llm-query, emit, step-done; HostBuiltins); a call of one it does
 	// not give fails with unknown_tool.
-	Host HostFuncs
+	Host core.HostFuncs
 	// Signature, when set, validates the returned value (pkg/signature
 	// syntax, e.g. "{count :int}" or "() -> [:string]"). It is parsed once,
 	// before the program runs; a signature that does not parse fails the
@@ -88,7 +92,7 @@ type Options struct {
 	// one of the run's own limited to MaxMemory. The run hands it to its
 	// tools in their context, and counts what it charges in this run in
 	// its program's memory too (see Meter).
-	Meter *Meter
+	Meter *core.Meter
 	// MemoryContract applies the Memory Result Contract (docs/agent.md) to a
 	// top-level map result that did not come from return/fail.
 	MemoryContract bool
@@ -144,10 +148,10 @@ type Result struct {
 	// Value is the result as an interpreter value (for previews). Under
 	// the Memory Result Contract it is the value the model should see
 	// (the :return entry when present).
-	Value Value
+	Value core.Value
 	// Memory is the memory after the run (only committed on success; on
 	// failure it equals the initial memory).
-	Memory map[string]Value
+	Memory map[string]core.Value
 	// Written lists memory names written by the run (sorted).
 	Written []string
 	// Prints holds println output, one entry a line.
@@ -155,7 +159,7 @@ type Result struct {
 	// ToolCalls records tool calls in order (also on failure).
 	ToolCalls []messages.ToolCall
 	// Err is the error when Signal is SignalFail (also returned by Exec).
-	Err *Error
+	Err *core.Error
 	// Steps is the number of evaluation steps used.
 	Steps int64
 	// Duration is the wall time of the run.
@@ -173,7 +177,7 @@ func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 	start := time.Now()
 	p, err := Compile(source, opts)
 	if err != nil {
-		res := &Result{Signal: SignalFail, Err: err.(*Error), Duration: time.Since(start)}
+		res := &Result{Signal: SignalFail, Err: err.(*core.Error), Duration: time.Since(start)}
 		return res, err
 	}
 	res, err := p.run(ctx, opts, start)
@@ -186,11 +190,11 @@ func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 // Program never reads its source again.
 type Program struct {
 	source string
-	body   node
+	body   core.Node
 	nslots int
 	// keywords are the keywords the program's text interned; runs share
 	// them (read only) and intern others of their own
-	keywords map[string]*Keyword
+	keywords map[string]*core.Keyword
 	// tools are the tool names the program calls, as resolved at compile
 	tools []string
 	sig   *signature.Signature // Options.Signature, parsed
@@ -208,39 +212,39 @@ func Compile(source string, opts Options) (*Program, error) {
 	if maxSrc <= 0 {
 		maxSrc = DefaultMaxSourceBytes
 	}
-	fail := func(e *Error) (*Program, error) {
-		if e.src == "" {
-			e.src = source
+	fail := func(e *core.Error) (*Program, error) {
+		if e.Src == "" {
+			e.Src = source
 		}
 		return nil, e
 	}
 	if len(source) > maxSrc {
-		return fail(errorf(KindParse, Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
+		return fail(core.Errorf(core.KindParse, core.Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
 	}
-	p := &Program{source: source, keywords: map[string]*Keyword{}}
+	p := &Program{source: source, keywords: map[string]*core.Keyword{}}
 	if opts.Signature != "" {
 		s, serr := signature.Parse(opts.Signature)
 		if serr != nil {
-			return fail(&Error{Kind: KindValue, Msg: "invalid signature: " + serr.Error(), Err: serr})
+			return fail(&core.Error{Kind: core.KindValue, Msg: "invalid signature: " + serr.Error(), Err: serr})
 		}
 		p.sig = s
 	}
-	forms, perr := read(source, p.keywords)
+	forms, perr := syntax.Read(source, p.keywords)
 	if perr != nil {
-		return fail(perr.(*Error))
+		return fail(perr.(*core.Error))
 	}
-	h := &host{tools: opts.Tools, keywords: p.keywords}
-	h.toolKeys = sortedKeys(opts.Tools)
-	c := &compiler{src: source, host: h, builtins: builtinTable(), memNames: map[string]bool{}, plainLoops: opts.plainLoops}
+	h := &core.Host{Tools: opts.Tools, Keywords: p.keywords}
+	h.ToolKeys = core.SortedKeys(opts.Tools)
+	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}, PlainLoops: opts.plainLoops}
 	for k := range opts.Memory {
-		c.memNames[k] = true
+		c.MemNames[k] = true
 	}
-	body, nslots, cerr := c.safeCompile(forms)
+	body, nslots, cerr := c.SafeCompile(forms)
 	if cerr != nil {
 		return fail(cerr)
 	}
 	p.body, p.nslots = body, nslots
-	p.tools = uniqSorted(c.toolsUsed)
+	p.tools = uniqSorted(c.ToolsUsed)
 	return p, nil
 }
 
@@ -259,9 +263,9 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 	defer func() { res.Duration = time.Since(start) }()
 	source := p.source
 
-	fail := func(e *Error) (*Result, error) {
-		if e.src == "" {
-			e.src = source
+	fail := func(e *core.Error) (*Result, error) {
+		if e.Src == "" {
+			e.Src = source
 		}
 		res.Signal = SignalFail
 		res.Err = e
@@ -273,25 +277,25 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		timeout = DefaultTimeout
 	}
 
-	h := &host{tools: opts.Tools, hostFns: opts.Host, progKeywords: p.keywords, maxCalls: opts.MaxToolCalls, scrub: opts.Scrub}
-	h.toolKeys = sortedKeys(opts.Tools)
+	h := &core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: opts.MaxToolCalls, Scrub: opts.Scrub}
+	h.ToolKeys = core.SortedKeys(opts.Tools)
 	for _, name := range p.tools {
 		if _, ok := opts.Tools[name]; !ok {
-			return fail(&Error{Kind: KindUnknownTool, Msg: h.unknownTool(name)})
+			return fail(&core.Error{Kind: core.KindUnknownTool, Msg: h.UnknownTool(name)})
 		}
 	}
 	if opts.Context != nil {
-		cv, cerr := FromGo(opts.Context)
+		cv, cerr := core.FromGo(opts.Context)
 		if cerr != nil {
-			return fail(&Error{Kind: KindType, Msg: "bad context: " + cerr.Error(), Err: cerr})
+			return fail(&core.Error{Kind: core.KindType, Msg: "bad context: " + cerr.Error(), Err: cerr})
 		}
-		h.ctxMap = cv.(*Map)
+		h.CtxMap = cv.(*core.Map)
 	}
-	mem := make(map[string]Value, len(opts.Memory))
+	mem := make(map[string]core.Value, len(opts.Memory))
 	for k, v := range opts.Memory {
-		mv, merr := FromGo(v)
+		mv, merr := core.FromGo(v)
 		if merr != nil {
-			return fail(&Error{Kind: KindType, Msg: "bad memory entry " + k + ": " + merr.Error(), Err: merr})
+			return fail(&core.Error{Kind: core.KindType, Msg: "bad memory entry " + k + ": " + merr.Error(), Err: merr})
 		}
 		mem[k] = mv
 	}
@@ -302,84 +306,84 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 	if maxMem == 0 {
 		maxMem = DefaultMaxMemory
 	}
-	h.meter = opts.Meter
-	if h.meter == nil {
-		h.meter = MeterFrom(ctx)
+	h.Meter = opts.Meter
+	if h.Meter == nil {
+		h.Meter = core.MeterFrom(ctx)
 	}
-	if h.meter == nil {
-		h.meter = NewMeter(maxMem, "")
+	if h.Meter == nil {
+		h.Meter = core.NewMeter(maxMem, "")
 	}
-	if MeterFrom(ctx) != h.meter {
-		ctx = WithMeter(ctx, h.meter)
+	if core.MeterFrom(ctx) != h.Meter {
+		ctx = core.WithMeter(ctx, h.Meter)
 	}
-	th := &Thread{
-		ctx: ctx, timeoutMs: timeout.Milliseconds(), deadline: time.Now().Add(timeout),
-		host: h, mem: make(map[string]Value, len(mem)), nextCheck: checkEvery,
+	th := &core.Thread{
+		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: time.Now().Add(timeout),
+		Host: h, Mem: make(map[string]core.Value, len(mem)), NextCheck: core.CheckEvery,
 	}
 	for k, v := range mem {
-		th.mem[k] = v
+		th.Mem[k] = v
 	}
-	th.maxMem = maxMem
-	th.maxSteps = opts.MaxSteps
-	if th.maxSteps == 0 {
-		th.maxSteps = StepBudget(timeout)
+	th.MaxMem = maxMem
+	th.MaxSteps = opts.MaxSteps
+	if th.MaxSteps == 0 {
+		th.MaxSteps = StepBudget(timeout)
 	}
-	th.maxDepth = opts.MaxCallDepth
-	if th.maxDepth <= 0 {
-		th.maxDepth = DefaultMaxCallDepth
+	th.MaxDepth = opts.MaxCallDepth
+	if th.MaxDepth <= 0 {
+		th.MaxDepth = DefaultMaxCallDepth
 	}
-	th.maxLoops = opts.LoopLimit
+	th.MaxLoops = opts.LoopLimit
 	// The tool context lives until Exec returns: realising the values the
 	// program stored in memory (below) checks it, and lazy seqs realised
 	// there may still call tools.
 	defer func() {
-		if th.toolCancel != nil {
-			th.toolCancel()
+		if th.ToolCancel != nil {
+			th.ToolCancel()
 		}
 	}()
 
-	v, sig, rerr := th.runTop(body, nslots)
-	res.Prints = th.prints
-	res.ToolCalls = h.calls
-	res.Steps = th.steps
+	v, sig, rerr := th.RunTop(body, nslots)
+	res.Prints = th.Prints
+	res.ToolCalls = h.Calls
+	res.Steps = th.Steps
 	if rerr != nil {
 		return fail(rerr)
 	}
 	// a host record leaves as its *Map view (the type callers know)
-	v = mapValue(v)
+	v = core.MapValue(v)
 	res.Value = v
 	if sig != nil {
-		if !sig.ret {
+		if !sig.Ret {
 			return fail(failError(sig))
 		}
 		res.Signal = SignalReturn
-		res.Value = mapValue(sig.val)
+		res.Value = core.MapValue(sig.Val)
 	}
 	// commit memory
 	var written []string
-	for k, nv := range th.mem {
+	for k, nv := range th.Mem {
 		if ov, ok := mem[k]; !ok || ov != nv {
 			written = append(written, k)
 		}
 	}
-	newMem := th.mem
+	newMem := th.Mem
 	for _, k := range written {
 		val := newMem[k]
-		if _, _, werr := th.protect(func() Value { th.realiseDeep(val); return nil }); werr != nil {
+		if _, _, werr := th.Protect(func() core.Value { th.RealiseDeep(val); return nil }); werr != nil {
 			return fail(werr)
 		}
 	}
 	if opts.MemoryContract && sig == nil {
-		if m, ok := v.(*Map); ok {
-			var shown Value = m
+		if m, ok := v.(*core.Map); ok {
+			var shown core.Value = m
 			hasReturn := false
-			for _, e := range m.entries() {
-				name := keyName(e.key)
+			for _, e := range m.Entries() {
+				name := keyName(e.Key)
 				if name == "return" {
-					shown, hasReturn = e.val, true
+					shown, hasReturn = e.Val, true
 					continue
 				}
-				newMem[name] = e.val
+				newMem[name] = e.Val
 				written = append(written, name)
 			}
 			if hasReturn {
@@ -394,17 +398,17 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		var size int64
 		maxLen := int(min(limit, math.MaxInt32)) + 1
 		for k, mv := range newMem {
-			if IsHostData(mv) {
+			if core.IsHostData(mv) {
 				size += int64(len(k)) // the host's data, kept by reference
 				continue
 			}
-			size += int64(len(k) + len(Sprint(mv, PrintOptions{NoFirewall: true, MaxLen: maxLen})))
+			size += int64(len(k) + len(core.Sprint(mv, core.PrintOptions{NoFirewall: true, MaxLen: maxLen})))
 			if size > limit {
 				break
 			}
 		}
 		if size > limit {
-			return fail(&Error{Kind: KindMemory, Msg: fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, limit),
+			return fail(&core.Error{Kind: core.KindMemory, Msg: fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, limit),
 				Hint: "store less data in memory; keep only what later turns need"})
 		}
 	}
@@ -414,7 +418,7 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		}
 	}
 	for _, k := range written {
-		newMem[k] = mapValue(newMem[k])
+		newMem[k] = core.MapValue(newMem[k])
 	}
 	res.Memory = newMem
 	res.Written = uniqSorted(written)
@@ -429,35 +433,35 @@ func uniqSorted(s []string) []string {
 	for _, x := range s {
 		m[x] = true
 	}
-	return sortedKeys(m)
+	return core.SortedKeys(m)
 }
 
-func keyName(k Value) string {
+func keyName(k core.Value) string {
 	switch x := k.(type) {
 	case string:
 		return x
-	case *Keyword:
+	case *core.Keyword:
 		return x.Name
 	}
-	return Str(k)
+	return core.Str(k)
 }
 
 // failError converts a (fail v) signal into an Error.
-func failError(sig *signal) *Error {
-	v := sig.val
-	e := &Error{Kind: KindFail, Pos: sig.pos}
-	switch x := mapValue(v).(type) {
+func failError(sig *core.ReturnSignal) *core.Error {
+	v := sig.Val
+	e := &core.Error{Kind: core.KindFail, Pos: sig.Pos}
+	switch x := core.MapValue(v).(type) {
 	case string:
 		e.Msg = x
 		e.Fail = map[string]any{"reason": "failed", "message": x}
-	case *Map:
-		g := ToGo(x).(map[string]any)
+	case *core.Map:
+		g := core.ToGo(x).(map[string]any)
 		if _, ok := g["reason"]; !ok {
 			g["reason"] = "failed"
 		}
 		msg, _ := g["message"].(string)
 		if msg == "" {
-			msg = PrStr(x)
+			msg = core.PrStr(x)
 		}
 		e.Msg = msg
 		if op, ok := g["op"].(string); ok {
@@ -465,7 +469,7 @@ func failError(sig *signal) *Error {
 		}
 		e.Fail = g
 	default:
-		e.Msg = PrStr(v)
+		e.Msg = core.PrStr(v)
 		e.Fail = map[string]any{"reason": "failed", "message": e.Msg}
 	}
 	return e
@@ -491,7 +495,7 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 	if r.Err != nil {
 		e := r.Err
 		f := &messages.Fail{Reason: e.Reason(), Message: e.Detail(), Op: e.Op}
-		if e.Kind == KindFail {
+		if e.Kind == core.KindFail {
 			if m, ok := e.Fail.(map[string]any); ok {
 				if msg, ok := m["message"].(string); ok {
 					f.Message = msg
@@ -504,13 +508,13 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 		st.Fail = f
 		turn.Error = e.Detail()
 	} else {
-		st.Return = messages.RoundFloats(ToGo(r.Value), opts.FloatPrecision)
+		st.Return = messages.RoundFloats(core.ToGo(r.Value), opts.FloatPrecision)
 		turn.Result = st.Return
 	}
 	if len(r.Memory) > 0 {
 		st.Memory = make(map[string]any, len(r.Memory))
 		for k, v := range r.Memory {
-			st.Memory[k] = ShareToGo(v)
+			st.Memory[k] = core.ShareToGo(v)
 		}
 	}
 	st.Trace = []messages.Turn{turn}
@@ -520,9 +524,9 @@ func (r *Result) Step(source string, opts Options) *messages.Step {
 
 // validateSignature checks the returned value against the signature's
 // output type, on the value as the host sees it (ToGo's key rule).
-func validateSignature(s *signature.Signature, v Value) *Error {
-	if verr := s.ValidateOutput(ToGo(v), signature.Enabled); verr != nil {
-		return &Error{Kind: KindValidation, Msg: "return type validation failed: " + strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(verr.Error()), "\n- ", "; "), "- "), Err: verr,
+func validateSignature(s *signature.Signature, v core.Value) *core.Error {
+	if verr := s.ValidateOutput(core.ToGo(v), signature.Enabled); verr != nil {
+		return &core.Error{Kind: core.KindValidation, Msg: "return type validation failed: " + strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(verr.Error()), "\n- ", "; "), "- "), Err: verr,
 			Hint: "return a value of type " + s.PromptOutput()}
 	}
 	return nil

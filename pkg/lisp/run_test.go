@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -44,18 +45,18 @@ func TestRunFailures(t *testing.T) {
 		src, sig, reason, msg string
 		sentinel              error
 	}{
-		{"(+ 1", "", "parse_error", "1:1: unbalanced parentheses", ErrParse},
-		{"(foo)", "", "unbound_symbol", "undefined symbol: foo", ErrUnbound},
-		{"((fn [x] x))", "", "arity_error", "fn expects 1 arg, got 0", ErrArity},
-		{"(+ 1 :a)", "", "type_error", "+: expected number, got keyword :a (arg 2)", ErrType},
-		{"(+ 1 2 :a)", "", "type_error", "+: expected number, got keyword :a (arg 3)", ErrType},
-		{"(- 1 2 3 :a)", "", "type_error", "-: expected number, got keyword :a (arg 4)", ErrType},
-		{"(* 1 2 :a)", "", "type_error", "*: expected number, got keyword :a (arg 3)", ErrType},
-		{"(/ 1 2 :a)", "", "type_error", "/: expected number, got keyword :a (arg 3)", ErrType},
-		{"(tool/boom)", "", "tool_error", "tool 'boom' failed: rate limited", ErrTool},
-		{`{:count "x"}`, "{count :int}", "validation_error", "return type validation failed: count: expected integer", ErrValidation},
-		{`(fail {:reason :not_found :message "gone" :details {:id 1}})`, "", "not_found", "gone", ErrFail},
-		{`(fail "plain")`, "", "failed", "plain", ErrFail},
+		{"(+ 1", "", "parse_error", "1:1: unbalanced parentheses", core.ErrParse},
+		{"(foo)", "", "unbound_symbol", "undefined symbol: foo", core.ErrUnbound},
+		{"((fn [x] x))", "", "arity_error", "fn expects 1 arg, got 0", core.ErrArity},
+		{"(+ 1 :a)", "", "type_error", "+: expected number, got keyword :a (arg 2)", core.ErrType},
+		{"(+ 1 2 :a)", "", "type_error", "+: expected number, got keyword :a (arg 3)", core.ErrType},
+		{"(- 1 2 3 :a)", "", "type_error", "-: expected number, got keyword :a (arg 4)", core.ErrType},
+		{"(* 1 2 :a)", "", "type_error", "*: expected number, got keyword :a (arg 3)", core.ErrType},
+		{"(/ 1 2 :a)", "", "type_error", "/: expected number, got keyword :a (arg 3)", core.ErrType},
+		{"(tool/boom)", "", "tool_error", "tool 'boom' failed: rate limited", core.ErrTool},
+		{`{:count "x"}`, "{count :int}", "validation_error", "return type validation failed: count: expected integer", core.ErrValidation},
+		{`(fail {:reason :not_found :message "gone" :details {:id 1}})`, "", "not_found", "gone", core.ErrFail},
+		{`(fail "plain")`, "", "failed", "plain", core.ErrFail},
 	}
 	for _, c := range cases {
 		step, err := Run(context.Background(), c.src, Options{Tools: testTools(), Signature: c.sig})
@@ -82,7 +83,7 @@ func TestRunFailures(t *testing.T) {
 // fails the run without calling any tool.
 func TestRunInvalidSignature(t *testing.T) {
 	called := false
-	tools := Tools{"t": ToolFunc(func(context.Context, map[string]any) (any, error) { called = true; return 1, nil })}
+	tools := core.Tools{"t": core.ToolFunc(func(context.Context, map[string]any) (any, error) { called = true; return 1, nil })}
 	step, err := Run(context.Background(), `(tool/t)`, Options{Tools: tools, Signature: "{count :integer}"})
 	if err == nil || !strings.Contains(err.Error(), "invalid signature") || step.Fail == nil {
 		t.Fatalf("err %v, step %+v", err, step)
@@ -101,7 +102,7 @@ func TestMemoryContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Value != "done" || PrStr(res.Memory["total"]) != "5" || PrStr(res.Memory["items"]) != "[1 2]" || res.Memory["return"] != nil {
+	if res.Value != "done" || core.PrStr(res.Memory["total"]) != "5" || core.PrStr(res.Memory["items"]) != "[1 2]" || res.Memory["return"] != nil {
 		t.Fatalf("value %v memory %v", res.Value, res.Memory)
 	}
 	if strings.Join(res.Written, ",") != "items,total" {
@@ -140,21 +141,21 @@ func TestClosuresPersistAcrossRuns(t *testing.T) {
 
 func TestMemoryLimit(t *testing.T) {
 	_, err := Exec(context.Background(), `(def big (apply str (repeat 5000 "x")))`, Options{MemoryLimit: 1000})
-	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "memory limit exceeded: ") {
+	if !errors.Is(err, core.ErrMemoryLimit) || !strings.Contains(err.Error(), "memory limit exceeded: ") {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestFloatPrecision(t *testing.T) {
 	step, _ := Run(context.Background(), `[(/ 1.0 3) {:x 2.71828}]`, Options{FloatPrecision: 2})
-	if PrStr(mustFromGo(t, step.Return)) != `[0.33 {"x" 2.72}]` {
+	if core.PrStr(mustFromGo(t, step.Return)) != `[0.33 {"x" 2.72}]` {
 		t.Fatalf("%v", step.Return)
 	}
 }
 
-func mustFromGo(t *testing.T, v any) Value {
+func mustFromGo(t *testing.T, v any) core.Value {
 	t.Helper()
-	x, err := FromGo(v)
+	x, err := core.FromGo(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func mustFromGo(t *testing.T, v any) Value {
 func TestPrintFloat(t *testing.T) {
 	cases := map[float64]string{1: "1.0", 0.1: "0.1", 1e7: "1.0E7", 1234567.5: "1234567.5", 1e-3: "0.001", 1e-4: "1.0E-4", 1.5e300: "1.5E300", -2.5: "-2.5"}
 	for f, want := range cases {
-		if got := PrStr(f); got != want {
+		if got := core.PrStr(f); got != want {
 			t.Errorf("%v: got %s want %s", f, got, want)
 		}
 	}
@@ -172,12 +173,12 @@ func TestPrintFloat(t *testing.T) {
 
 func TestPreviewTruncation(t *testing.T) {
 	long := strings.Repeat("é", 20)
-	text, omitted := Preview(long, PreviewOptions{MaxString: 5})
+	text, omitted := core.Preview(long, core.PreviewOptions{MaxString: 5})
 	if text != `"ééééé..."` || omitted != 0 {
 		t.Fatalf("%q %d", text, omitted)
 	}
 	m := mustFromGo(t, map[string]any{"a": []any{1, 2, 3, 4}, "_k": "x"})
-	text, _ = Preview(m, PreviewOptions{MaxItems: 2})
+	text, _ = core.Preview(m, core.PreviewOptions{MaxItems: 2})
 	if text != `{"_k" <Firewalled> "a" [1 2 ...]}` {
 		t.Fatalf("%q", text)
 	}
@@ -210,11 +211,11 @@ func TestPreviewOfSharedStructure(t *testing.T) {
 		t.Fatal("want memory limit on commit")
 	}
 	// build the same shape by hand and preview it
-	v := Value(NewVector([]Value{Int(1)}))
+	v := core.Value(core.NewVector([]core.Value{core.Int(1)}))
 	for i := 0; i < 60; i++ {
-		v = NewVector([]Value{v, v, v, v, v, v})
+		v = core.NewVector([]core.Value{v, v, v, v, v, v})
 	}
-	text, _ := Preview(v, PreviewOptions{})
+	text, _ := core.Preview(v, core.PreviewOptions{})
 	if len(text) > 70<<10 {
 		t.Fatalf("preview %d bytes", len(text))
 	}
@@ -224,16 +225,16 @@ func TestPreviewOfSharedStructure(t *testing.T) {
 func TestSnippet(t *testing.T) {
 	src := "(+ 1\n\t(foo 2))\n" + strings.Repeat("x", 201)
 	for _, c := range []struct {
-		pos  Pos
+		pos  core.Pos
 		want string
 	}{
-		{Pos{Line: 1, Col: 4}, "\n  (+ 1\n     ^"},
-		{Pos{Line: 2, Col: 3}, "\n  \t(foo 2))\n  \t ^"}, // the tab is kept so the caret lines up
-		{Pos{}, ""},                // no position
-		{Pos{Line: 9, Col: 1}, ""}, // not in the source
-		{Pos{Line: 3, Col: 1}, ""}, // a line too long to show
+		{core.Pos{Line: 1, Col: 4}, "\n  (+ 1\n     ^"},
+		{core.Pos{Line: 2, Col: 3}, "\n  \t(foo 2))\n  \t ^"}, // the tab is kept so the caret lines up
+		{core.Pos{}, ""},                // no position
+		{core.Pos{Line: 9, Col: 1}, ""}, // not in the source
+		{core.Pos{Line: 3, Col: 1}, ""}, // a line too long to show
 	} {
-		if got := Snippet(src, c.pos); got != c.want {
+		if got := core.Snippet(src, c.pos); got != c.want {
 			t.Errorf("Snippet(%v) = %q, want %q", c.pos, got, c.want)
 		}
 	}
@@ -252,7 +253,7 @@ func bigRecords(n int) []any {
 // memory is realised while the tool context is still live.
 func TestDefKeepsLargeToolResult(t *testing.T) {
 	recs := bigRecords(100_000)
-	tools := Tools{"list": ToolFunc(func(context.Context, map[string]any) (any, error) { return recs, nil })}
+	tools := core.Tools{"list": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return recs, nil })}
 	opts := Options{Tools: tools, Timeout: time.Minute, MemoryLimit: -1, MaxMemory: -1}
 	res, err := Exec(context.Background(), `(def xs (tool/list {})) (count xs)`, opts)
 	if err != nil {
@@ -266,7 +267,7 @@ func TestDefKeepsLargeToolResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ToGo(res.Value).([]any); len(got) != 2 || got[0] != int64(0) || got[1] != int64(1) {
+	if got := core.ToGo(res.Value).([]any); len(got) != 2 || got[0] != int64(0) || got[1] != int64(1) {
 		t.Fatalf("(take 2 xs) = %v", got)
 	}
 	// a lazy seq stored in memory is realised after the program, with its
@@ -275,7 +276,7 @@ func TestDefKeepsLargeToolResult(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lazy seqs in memory: %v", err)
 	}
-	if n := len(ToGo(res.Memory["ys"]).([]any)); n != 100_000 {
+	if n := len(core.ToGo(res.Memory["ys"]).([]any)); n != 100_000 {
 		t.Fatalf("ys has %d items", n)
 	}
 }
@@ -285,7 +286,7 @@ func TestDefKeepsLargeToolResult(t *testing.T) {
 func TestScrubHook(t *testing.T) {
 	hide := func(s string, key bool) string {
 		if s == "pin" || s == "k1" && key {
-			return FirewalledText
+			return core.FirewalledText
 		}
 		return strings.ReplaceAll(s, "SECRET", "***")
 	}
@@ -298,7 +299,7 @@ func TestScrubHook(t *testing.T) {
 		t.Fatalf("prints %q, want %q", res.Prints, want)
 	}
 	long := strings.Repeat("SECRET", 100)
-	text, _ := Preview(NewVector([]Value{long, "pin"}), PreviewOptions{MaxString: 10, Scrub: hide})
+	text, _ := core.Preview(core.NewVector([]core.Value{long, "pin"}), core.PreviewOptions{MaxString: 10, Scrub: hide})
 	if text != `["**********..." <Firewalled>]` {
 		t.Fatalf("preview %s", text)
 	}
@@ -313,8 +314,8 @@ func TestUndefinedSymbolRelatedNames(t *testing.T) {
 		{`(sort-by-date [])`, "no such name; related names: sort, sort-by, sorted?"},
 	} {
 		_, err := Exec(context.Background(), tc.src, Options{})
-		var le *Error
-		if !errors.As(err, &le) || le.Kind != KindUnbound {
+		var le *core.Error
+		if !errors.As(err, &le) || le.Kind != core.KindUnbound {
 			t.Fatalf("%s: %v", tc.src, err)
 		}
 		if !strings.Contains(le.Hint, tc.want) {
@@ -322,7 +323,7 @@ func TestUndefinedSymbolRelatedNames(t *testing.T) {
 		}
 	}
 	_, err := Exec(context.Background(), `(qqq 1)`, Options{})
-	if le := err.(*Error); le.Hint != "" {
+	if le := err.(*core.Error); le.Hint != "" {
 		t.Errorf("hint for a name sharing no word: %q", le.Hint)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 // TestStreamingNotCharged: a finite lazy sequence written as the argument
@@ -37,7 +39,7 @@ func TestStreamingNotCharged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := PrStr(res.Value); got != c.want {
+			if got := core.PrStr(res.Value); got != c.want {
 				t.Fatalf("got %s, want %s", got, c.want)
 			}
 		})
@@ -67,7 +69,7 @@ func TestStreamingHeldStillCharged(t *testing.T) {
 
 func checkMemoryLimit(t *testing.T, err error) {
 	t.Helper()
-	e, ok := err.(*Error)
+	e, ok := err.(*core.Error)
 	if !ok || e.Reason() != "memory_limit" {
 		t.Fatalf("want memory_limit, got %v", err)
 	}
@@ -81,7 +83,7 @@ func TestStreamingValuesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := PrStr(res.Value); got != "[200000 20000100000 200000 20000100000]" {
+	if got := core.PrStr(res.Value); got != "[200000 20000100000 200000 20000100000]" {
 		t.Fatalf("got %s", got)
 	}
 }

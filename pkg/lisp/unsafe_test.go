@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,16 +57,18 @@ func TestDefaultBuildReadsNoRuntimeLayout(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		ctx := build.Default
 		ctx.GOARCH, ctx.BuildTags = arch, nil
-		p, err := ctx.ImportDir(".", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.SFiles) > 0 {
-			t.Errorf("%s: the default build has assembly: %v", arch, p.SFiles)
-		}
-		for _, f := range []string{"field_swiss.go", "prefetch.go"} {
-			if slices.Contains(p.GoFiles, f) {
-				t.Errorf("%s: the default build compiles %s", arch, f)
+		for _, dir := range stageDirs(t) {
+			p, err := ctx.ImportDir(dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.SFiles) > 0 {
+				t.Errorf("%s: the default build of %s has assembly: %v", arch, dir, p.SFiles)
+			}
+			for _, f := range []string{"field_swiss.go", "prefetch.go"} {
+				if slices.Contains(p.GoFiles, f) {
+					t.Errorf("%s: the default build compiles %s", arch, path.Join(dir, f))
+				}
 			}
 		}
 	}
@@ -117,19 +120,46 @@ func unsafeTable(t *testing.T) []unsafeRow {
 	return rows
 }
 
-// unsafeUses returns, for the package as ctx builds it, each non-test file
-// that uses package unsafe with the functions it uses, and each assembly
-// file ("assembly").
-func unsafeUses(t *testing.T, ctx build.Context) map[string]string {
+// stageDirs are the directories of the interpreter's packages, relative to
+// this one: the table names files by these paths.
+func stageDirs(t *testing.T) []string {
 	t.Helper()
-	p, err := ctx.ImportDir(".", 0)
+	dirs := []string{"."}
+	ents, err := os.ReadDir("internal")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	for _, f := range p.SFiles {
-		out[f] = "assembly"
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, "internal/"+e.Name())
+		}
 	}
+	return dirs
+}
+
+// unsafeUses returns, for the interpreter's packages as ctx builds them,
+// each non-test file (by its path relative to this package) that uses
+// package unsafe with the functions it uses, and each assembly file
+// ("assembly").
+func unsafeUses(t *testing.T, ctx build.Context) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, dir := range stageDirs(t) {
+		p, err := ctx.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range p.SFiles {
+			out[path.Join(dir, f)] = "assembly"
+		}
+		unsafeGoUses(t, p, dir, out)
+	}
+	return out
+}
+
+// unsafeGoUses adds p's Go files that use package unsafe to out.
+func unsafeGoUses(t *testing.T, p *build.Package, dir string, out map[string]string) {
+	t.Helper()
 	fset := token.NewFileSet()
 	for _, name := range p.GoFiles {
 		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
@@ -160,7 +190,6 @@ func unsafeUses(t *testing.T, ctx build.Context) map[string]string {
 			return true
 		})
 		slices.Sort(uses)
-		out[name] = strings.Join(uses, ", ")
+		out[path.Join(dir, name)] = strings.Join(uses, ", ")
 	}
-	return out
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
 func viewRecords() []map[string]any {
@@ -30,72 +32,72 @@ func sameGoMap(a, b any) bool {
 // maps by lookups, and are handed back as equal copies.
 func TestViewsReadInPlace(t *testing.T) {
 	rs := viewRecords()
-	v, err := FromGo(rs)
+	v, err := core.FromGo(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vec := v.(*Vector)
-	h0, ok := vec.At(0).(hostMap)
-	if !ok || !sameGoMap(h0.src(), rs[0]) || !IsHostData(vec) || !IsHostData(h0) {
+	vec := v.(*core.Vector)
+	h0, ok := vec.At(0).(core.HostMap)
+	if !ok || !sameGoMap(h0.Src(), rs[0]) || !core.IsHostData(vec) || !core.IsHostData(h0) {
 		t.Fatalf("a record is %#v, not the host's map", vec.At(0))
 	}
-	user, name, qty, order := NewKeyword("user"), NewKeyword("name"), NewKeyword("qty"), NewKeyword("order-id")
+	user, name, qty, order := core.NewKeyword("user"), core.NewKeyword("name"), core.NewKeyword("qty"), core.NewKeyword("order-id")
 	if n := testing.AllocsPerRun(100, func() {
-		_ = kwGet(h0, qty)
-		_, _ = h0.get(order)
-		_ = getKey(h0, order, nil)
+		_ = core.KwGet(h0, qty)
+		_, _ = h0.Get(order)
+		_ = core.GetKey(h0, order, nil)
 	}); n != 0 {
 		t.Fatalf("reading a host record allocates %v times", n)
 	}
 	// a nested record gets a variable of its own (one pointer word)
 	if n := testing.AllocsPerRun(100, func() {
-		_ = kwGet(kwGet(h0, user), name)
+		_ = core.KwGet(core.KwGet(h0, user), name)
 	}); n != 1 {
 		t.Fatalf("reading a nested host record allocates %v times, want 1", n)
 	}
-	r0, ok := asMap(h0)
-	if !ok || r0.src == nil || !IsHostData(r0) {
+	r0, ok := core.AsMap(h0)
+	if !ok || r0.Src == nil || !core.IsHostData(r0) {
 		t.Fatal("AsMap of a record is not a host view")
 	}
 	if r0.Len() != 4 {
 		t.Fatalf("Len = %d", r0.Len())
 	}
-	kw := NewKeyword("order-id")
+	kw := core.NewKeyword("order-id")
 	if got, _ := r0.Get(kw); got != "A-1" {
 		t.Fatalf(":order-id = %v", got)
 	}
 	if got, _ := r0.Get("qty"); got != int64(3) {
 		t.Fatalf(`"qty" = %#v (an int is read as int64)`, got)
 	}
-	u, _ := r0.Get(NewKeyword("user"))
-	if um, ok := u.(hostMap); !ok || !sameGoMap(um.src(), rs[0]["user"]) {
+	u, _ := r0.Get(core.NewKeyword("user"))
+	if um, ok := u.(core.HostMap); !ok || !sameGoMap(um.Src(), rs[0]["user"]) {
 		t.Fatalf(":user = %#v, want the host's map", u)
 	}
-	if _, ok := r0.Get(NewKeyword("order_id")); ok {
+	if _, ok := r0.Get(core.NewKeyword("order_id")); ok {
 		t.Fatal(":order_id found \"order-id\": host keys match by name only")
 	}
-	if k, ok := r0.lookupKey(kw); !ok || k != "order-id" {
+	if k, ok := r0.LookupKey(kw); !ok || k != "order-id" {
 		t.Fatalf("lookupKey = %v %v", k, ok)
 	}
-	if r0.cache.Load() != nil {
+	if r0.Cache.Load() != nil {
 		t.Fatal("lookups built the record's interpreter form")
 	}
 	// rs[0] holds an int: it comes back as a copy holding an int64
-	if g := ToGo(r0).(map[string]any); sameGoMap(g, rs[0]) || g["qty"] != int64(3) || g["order-id"] != "A-1" {
+	if g := core.ToGo(r0).(map[string]any); sameGoMap(g, rs[0]) || g["qty"] != int64(3) || g["order-id"] != "A-1" {
 		t.Fatalf("ToGo = %#v", g)
 	}
 	plain := map[string]any{"a": int64(1), "b": []any{"x", map[string]any{"c": 1.5}}}
-	pv, _ := FromGo(plain)
-	if out := ToGo(pv); sameGoMap(out, plain) || !reflect.DeepEqual(out, plain) {
+	pv, _ := core.FromGo(plain)
+	if out := core.ToGo(pv); sameGoMap(out, plain) || !reflect.DeepEqual(out, plain) {
 		t.Fatalf("ToGo of a view of plain data = %#v, want an equal copy", out)
 	}
-	if PrStr(r0) != `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}` {
-		t.Fatalf("printed %s", PrStr(r0))
+	if core.PrStr(r0) != `{"id" 1 "order-id" "A-1" "qty" 3 "user" {"name" "ann" "tags" ["x" 2]}}` {
+		t.Fatalf("printed %s", core.PrStr(r0))
 	}
-	if r0.cache.Load() == nil {
+	if r0.Cache.Load() == nil {
 		t.Fatal("printing did not keep the interpreter form")
 	}
-	if want, _ := new(converter).from(rs[1]); !Equal(vec.At(1), want) || hashValue(vec.At(1)) != hashValue(want) {
+	if want, _ := new(core.Converter).From(rs[1]); !core.Equal(vec.At(1), want) || core.HashValue(vec.At(1)) != core.HashValue(want) {
 		t.Fatal("a view is not equal to (or hashes unlike) the converted map")
 	}
 }
@@ -133,11 +135,11 @@ func TestViewsInPrograms(t *testing.T) {
 			t.Errorf("%s: %v", c.src, err)
 			continue
 		}
-		if got := PrStr(res.Value); got != c.want {
+		if got := core.PrStr(res.Value); got != c.want {
 			t.Errorf("%s = %s, want %s", c.src, got, c.want)
 		}
 	}
-	if got := PrStr(mustFromGo(t, rs)); got != PrStr(mustFromGo(t, viewRecords())) {
+	if got := core.PrStr(mustFromGo(t, rs)); got != core.PrStr(mustFromGo(t, viewRecords())) {
 		t.Fatalf("the programs changed the host's data: %s", got)
 	}
 }
@@ -187,13 +189,13 @@ func TestViewBadValue(t *testing.T) {
 	run := func(src string) (*Result, error) {
 		return Exec(context.Background(), src, Options{Context: ctx, Timeout: 5 * time.Second})
 	}
-	if res, err := run(`[(count ctx/rows) (:id (first ctx/rows)) (count (first ctx/rows))]`); err != nil || PrStr(res.Value) != "[1 7 2]" {
+	if res, err := run(`[(count ctx/rows) (:id (first ctx/rows)) (count (first ctx/rows))]`); err != nil || core.PrStr(res.Value) != "[1 7 2]" {
 		t.Fatalf("reading around the bad value: %v %v", err, res.Value)
 	}
 	for _, src := range []string{`(:when (first ctx/rows))`, `(str (first ctx/rows))`, `(keys (first ctx/rows))`, `(assoc (first ctx/rows) :x 1)`} {
 		_, err := run(src)
-		var le *Error
-		if !errors.As(err, &le) || le.Kind != KindType || !strings.Contains(le.Msg, `"when"`) || !strings.Contains(le.Msg, "chan int") || !le.Pos.IsValid() {
+		var le *core.Error
+		if !errors.As(err, &le) || le.Kind != core.KindType || !strings.Contains(le.Msg, `"when"`) || !strings.Contains(le.Msg, "chan int") || !le.Pos.IsValid() {
 			t.Errorf("%s: %v, want a type error naming \"when\" and chan int at a position", src, err)
 		}
 	}
@@ -204,10 +206,10 @@ func TestViewBadValue(t *testing.T) {
 	if out, ok := step.Return.(map[string]any); !ok || out["when"] != bad["when"] || out["id"] != int64(7) {
 		t.Fatalf("an unread bad value does not come back as it came: %#v", step.Return)
 	}
-	if _, err := FromGo(map[string]any{"rows": []any{make(chan int)}}); err != nil {
+	if _, err := core.FromGo(map[string]any{"rows": []any{make(chan int)}}); err != nil {
 		t.Fatalf("FromGo converted a slice under a map up front: %v", err)
 	}
-	if _, err := FromGo([]any{make(chan int)}); err == nil || !strings.Contains(err.Error(), "[0]") {
+	if _, err := core.FromGo([]any{make(chan int)}); err == nil || !strings.Contains(err.Error(), "[0]") {
 		t.Fatalf("FromGo of a bad slice item: %v, want an error naming [0]", err)
 	}
 }
@@ -216,7 +218,7 @@ func TestViewBadValue(t *testing.T) {
 // every view of a host record taken as a *Map (asMap) has one. Its values
 // are a slice (small and wide maps alike), hence 72 bytes, not 56.
 func TestMapHeaderSize(t *testing.T) {
-	if n := unsafe.Sizeof(Map{}); n > 72 {
+	if n := unsafe.Sizeof(core.Map{}); n > 72 {
 		t.Fatalf("Map is %d bytes, want at most 72", n)
 	}
 }
@@ -237,10 +239,10 @@ func TestEmptyRecordViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := `[0 0 true true true true "{}" nil {:b 2} {"a" 1} {} nil nil true {{} 3} {}]`
-		if got := PrStr(res.Value); got != want {
+		if got := core.PrStr(res.Value); got != want {
 			t.Fatalf("%T: got  %s\nwant %s", recs, got, want)
 		}
-		if got := ToGo(res.Value.(*Vector).At(15)); !reflect.DeepEqual(got, map[string]any{}) {
+		if got := core.ToGo(res.Value.(*core.Vector).At(15)); !reflect.DeepEqual(got, map[string]any{}) {
 			t.Fatalf("ToGo of an empty record = %#v", got)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -39,7 +40,7 @@ func wideRecs(width int) []map[string]any {
 
 // wideForms returns records rs encoded as msgpack and as JSON, and
 // decoded from each and converted from Go data.
-func wideForms(t *testing.T, rs []map[string]any) (data, jdata []byte, mp, js, cv Value) {
+func wideForms(t *testing.T, rs []map[string]any) (data, jdata []byte, mp, js, cv core.Value) {
 	t.Helper()
 	data, err := messages.Marshal(rs)
 	if err != nil {
@@ -48,13 +49,13 @@ func wideForms(t *testing.T, rs []map[string]any) (data, jdata []byte, mp, js, c
 	if jdata, err = messages.EncodeJSON(rs); err != nil {
 		t.Fatal(err)
 	}
-	if mp, err = DecodeMsgpack(data); err != nil {
+	if mp, err = core.DecodeMsgpack(data); err != nil {
 		t.Fatal(err)
 	}
-	if js, err = DecodeJSON(jdata); err != nil {
+	if js, err = core.DecodeJSON(jdata); err != nil {
 		t.Fatal(err)
 	}
-	if cv, err = (&converter{shapes: &shapeCache{}}).from(rs); err != nil {
+	if cv, err = (&core.Converter{Shapes: &core.ShapeCache{}}).From(rs); err != nil {
 		t.Fatal(err)
 	}
 	return data, jdata, mp, js, cv
@@ -66,24 +67,24 @@ func wideForms(t *testing.T, rs []map[string]any) (data, jdata []byte, mp, js, c
 func TestWideMapsShaped(t *testing.T) {
 	for _, width := range []int{9, 12, 30, 64, 65} {
 		_, _, mp, js, cv := wideForms(t, wideRecs(width))
-		for name, v := range map[string]Value{"msgpack": mp, "json": js, "converter": cv} {
-			items := v.(*Vector).Items()
-			m0 := items[0].(*Map)
+		for name, v := range map[string]core.Value{"msgpack": mp, "json": js, "converter": cv} {
+			items := v.(*core.Vector).Items()
+			m0 := items[0].(*core.Map)
 			for i, it := range items {
-				m := it.(*Map)
-				if width > wideMapMax {
-					if m.root == nil || m.shape != nil {
+				m := it.(*core.Map)
+				if width > core.WideMapMax {
+					if m.Root == nil || m.Shape != nil {
 						t.Errorf("%s w%d: record %d of %d fields is not a trie", name, width, i, m.Len())
 					}
 					continue
 				}
-				if m.root != nil || m.shape == nil || len(m.vals) != width || len(m.shape.keys) != width || int(m.n) != width {
+				if m.Root != nil || m.Shape == nil || len(m.Vals) != width || len(m.Shape.Keys) != width || int(m.N) != width {
 					t.Fatalf("%s w%d: record %d is not a shape and %d values", name, width, i, width)
 				}
-				if m.shape != m0.shape && len(m.shape.keys) == len(m0.shape.keys) && reflect.DeepEqual(m.shape.keys, m0.shape.keys) {
+				if m.Shape != m0.Shape && len(m.Shape.Keys) == len(m0.Shape.Keys) && reflect.DeepEqual(m.Shape.Keys, m0.Shape.Keys) {
 					t.Errorf("%s w%d: records with the same keys have two shapes", name, width)
 				}
-				if m.shape.strs == nil || len(m.shape.strs) != width {
+				if m.Shape.Strs == nil || len(m.Shape.Strs) != width {
 					t.Errorf("%s w%d: the wide shape is not indexed", name, width)
 				}
 			}
@@ -109,19 +110,19 @@ func TestWideMapsLikeTries(t *testing.T) {
 		if err := messages.DecodeJSON(jdata, &fromJSON); err != nil {
 			t.Fatal(err)
 		}
-		tries := map[string]Value{}
+		tries := map[string]core.Value{}
 		for name, x := range map[string]any{"go": rs, "msgpack": fromMsgpack, "json": fromJSON} {
-			v, err := (&converter{}).from(x)
+			v, err := (&core.Converter{}).From(x)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m := v.(*Vector).Items()[0].(*Map); m.root == nil {
+			if m := v.(*core.Vector).Items()[0].(*core.Map); m.Root == nil {
 				t.Fatal("the reference records are not tries")
 			}
 			tries[name] = v
 		}
 		ref := map[string]string{"msgpack": "msgpack", "json": "json", "converter": "go", "view": "go"}
-		run := func(src string, rs Value) (*Result, error) {
+		run := func(src string, rs core.Value) (*Result, error) {
 			prog := `(let [rs ctx/rs r (first rs) s (second rs) u (:user r) e (:meta r)] ` + src + `)`
 			return Exec(context.Background(), prog, Options{Context: map[string]any{"rs": rs}, Timeout: 10 * time.Second})
 		}
@@ -134,17 +135,17 @@ func TestWideMapsLikeTries(t *testing.T) {
 					continue
 				}
 				if werr != nil {
-					var ge, we *Error
+					var ge, we *core.Error
 					if !errors.As(gerr, &ge) || !errors.As(werr, &we) || ge.Kind != we.Kind || ge.Msg != we.Msg {
 						t.Errorf("w%d %s %s: error %v, over tries %v", width, name, src, gerr, werr)
 					}
 					continue
 				}
-				if g, w := PrStr(got.Value), PrStr(want.Value); g != w {
+				if g, w := core.PrStr(got.Value), core.PrStr(want.Value); g != w {
 					t.Errorf("w%d %s %s:\n got        %s\n over tries %s", width, name, src, g, w)
 					continue
 				}
-				if g, w := ToGo(got.Value), ToGo(want.Value); !reflect.DeepEqual(g, w) {
+				if g, w := core.ToGo(got.Value), core.ToGo(want.Value); !reflect.DeepEqual(g, w) {
 					t.Errorf("w%d %s %s: ToGo %#v, over tries %#v", width, name, src, g, w)
 				}
 			}
@@ -186,24 +187,24 @@ func TestWideShapeStepsShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := DecodeMsgpack(data)
+	v, err := core.DecodeMsgpack(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := v.(*Vector).Items()
+	recs := v.(*core.Vector).Items()
 	var mu sync.Mutex
-	added, removed := map[*shape]bool{}, map[*shape]bool{}
+	added, removed := map[*core.Shape]bool{}, map[*core.Shape]bool{}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for _, r := range recs[w*50 : w*50+50] {
-				m := r.(*Map)
+				m := r.(*core.Map)
 				a := m.Assoc("zz_new", int64(1))
 				d := m.Dissoc("qty")
-				e := m.Assoc(NewKeyword("qty"), int64(-1))
-				if !a.wide() || !d.wide() || e.shape != m.shape {
+				e := m.Assoc(core.NewKeyword("qty"), int64(-1))
+				if !a.Wide() || !d.Wide() || e.Shape != m.Shape {
 					t.Error("an assoc or dissoc of a wide map is not a wide map")
 					return
 				}
@@ -213,11 +214,11 @@ func TestWideShapeStepsShared(t *testing.T) {
 				if _, ok := d.Get("qty"); ok || d.Len() != 29 {
 					t.Error("dissoc kept the key")
 				}
-				if x, _ := m.Get(NewKeyword("qty")); x == int64(-1) {
+				if x, _ := m.Get(core.NewKeyword("qty")); x == int64(-1) {
 					t.Error("an assoc changed the record it was given")
 				}
 				mu.Lock()
-				added[a.shape], removed[d.shape] = true, true
+				added[a.Shape], removed[d.Shape] = true, true
 				mu.Unlock()
 			}
 		}()
@@ -233,25 +234,25 @@ func TestWideShapeStepsShared(t *testing.T) {
 // as in a small one, in both decoders.
 func TestWideMapRepeatedKeys(t *testing.T) {
 	src := `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"a":11,"j":12}`
-	v, err := DecodeJSON([]byte(src))
+	v, err := core.DecodeJSON([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := v.(*Map)
-	if !m.wide() || m.Len() != 10 || PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 12}` {
-		t.Fatalf("got %s (wide %v)", PrStr(m), m.wide())
+	m := v.(*core.Map)
+	if !m.Wide() || m.Len() != 10 || core.PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 12}` {
+		t.Fatalf("got %s (wide %v)", core.PrStr(m), m.Wide())
 	}
 	// msgpack: a map16 of 11 entries, "a" twice
 	raw := []byte{0xde, 0, 11}
 	for i, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "a"} {
 		raw = append(raw, 0xa1, k[0], byte(i+1))
 	}
-	v, err = DecodeMsgpack(raw)
+	v, err = core.DecodeMsgpack(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := v.(*Map); !m.wide() || m.Len() != 10 || PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 10}` {
-		t.Fatalf("got %s", PrStr(m))
+	if m := v.(*core.Map); !m.Wide() || m.Len() != 10 || core.PrStr(m) != `{"a" 11 "b" 2 "c" 3 "d" 4 "e" 5 "f" 6 "g" 7 "h" 8 "i" 9 "j" 10}` {
+		t.Fatalf("got %s", core.PrStr(m))
 	}
 }
 
@@ -304,8 +305,8 @@ func TestWideRecordsCharged(t *testing.T) {
 			runtime.GC()
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			m := NewMeter(1<<40, "")
-			w, err := DecodeWireResultFrom(WithMeter(context.Background(), m), ct, bytes.NewReader(data), int64(len(data)), &messages.ObjectRef{Bucket: "b", Name: "n", Size: int64(len(data))})
+			m := core.NewMeter(1<<40, "")
+			w, err := core.DecodeWireResultFrom(core.WithMeter(context.Background(), m), ct, bytes.NewReader(data), int64(len(data)), &messages.ObjectRef{Bucket: "b", Name: "n", Size: int64(len(data))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,13 +328,13 @@ func TestWideRecordsCharged(t *testing.T) {
 // byte falls get shapes of their own keys; records whose keys arrive in
 // another order, or repeated, get the shape of their keys.
 func TestShapeKeysAnyBytes(t *testing.T) {
-	v, err := DecodeJSON([]byte(`[{"a\u0000b":1,"c":2},{"a":1,"b\u0000c":2},{"c":3,"a\u0000b":4},{"c":5,"a\u0000b":6,"c":7}]`))
+	v, err := core.DecodeJSON([]byte(`[{"a\u0000b":1,"c":2},{"a":1,"b\u0000c":2},{"c":3,"a\u0000b":4},{"c":5,"a\u0000b":6,"c":7}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []map[string]any{{"a\x00b": int64(1), "c": int64(2)}, {"a": int64(1), "b\x00c": int64(2)}, {"a\x00b": int64(4), "c": int64(3)}, {"a\x00b": int64(6), "c": int64(7)}}
-	for i, it := range v.(*Vector).Items() {
-		if got := ToGo(it); !reflect.DeepEqual(got, want[i]) {
+	for i, it := range v.(*core.Vector).Items() {
+		if got := core.ToGo(it); !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("record %d: %#v, want %#v", i, got, want[i])
 		}
 	}
@@ -351,11 +352,11 @@ func TestWideMapOpsLikeTrie(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("k%02d", i)
 	}
-	key := func() Value {
+	key := func() core.Value {
 		n := names[rng.IntN(len(names))]
 		switch rng.IntN(10) {
 		case 0, 1, 2:
-			return NewKeyword(n)
+			return core.NewKeyword(n)
 		case 3:
 			return int64(rng.IntN(3))
 		}
@@ -371,17 +372,17 @@ func TestWideMapOpsLikeTrie(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := DecodeMsgpack(data)
+		v, err := core.DecodeMsgpack(data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := v.(*Map)
-		tr, err := (&converter{}).from(rec)
+		w := v.(*core.Map)
+		tr, err := (&core.Converter{}).From(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := tr.(*Map)
-		if !w.wide() || ref.root == nil {
+		ref := tr.(*core.Map)
+		if !w.Wide() || ref.Root == nil {
 			t.Fatalf("round %d: not a wide map and a trie", round)
 		}
 		for step := range 60 {
@@ -394,21 +395,21 @@ func TestWideMapOpsLikeTrie(t *testing.T) {
 				val := int64(1000*round + step)
 				w, ref = w.Assoc(k, val), ref.Assoc(k, val)
 			}
-			where := fmt.Sprintf("round %d step %d (%s %s)", round, step, op, PrStr(k))
-			if w.Len() != ref.Len() || PrStr(w) != PrStr(ref) || !Equal(w, ref) || !Equal(ref, w) || hashValue(w) != hashValue(ref) {
-				t.Fatalf("%s:\n got  %s\n want %s", where, PrStr(w), PrStr(ref))
+			where := fmt.Sprintf("round %d step %d (%s %s)", round, step, op, core.PrStr(k))
+			if w.Len() != ref.Len() || core.PrStr(w) != core.PrStr(ref) || !core.Equal(w, ref) || !core.Equal(ref, w) || core.HashValue(w) != core.HashValue(ref) {
+				t.Fatalf("%s:\n got  %s\n want %s", where, core.PrStr(w), core.PrStr(ref))
 			}
-			if !reflect.DeepEqual(ToGo(w), ToGo(ref)) {
+			if !reflect.DeepEqual(core.ToGo(w), core.ToGo(ref)) {
 				t.Fatalf("%s: ToGo differs", where)
 			}
 			for _, n := range names {
-				for _, q := range []Value{n, NewKeyword(n)} {
-					gk, gok := w.lookupKey(q)
-					wk, wok := ref.lookupKey(q)
+				for _, q := range []core.Value{n, core.NewKeyword(n)} {
+					gk, gok := w.LookupKey(q)
+					wk, wok := ref.LookupKey(q)
 					gv, _ := w.Get(q)
 					wv, _ := ref.Get(q)
-					if gok != wok || !Equal(gv, wv) || (gok && PrStr(gk) != PrStr(wk)) {
-						t.Fatalf("%s: lookup %s: %v %v %v, want %v %v %v", where, PrStr(q), gk, gv, gok, wk, wv, wok)
+					if gok != wok || !core.Equal(gv, wv) || (gok && core.PrStr(gk) != core.PrStr(wk)) {
+						t.Fatalf("%s: lookup %s: %v %v %v, want %v %v %v", where, core.PrStr(q), gk, gv, gok, wk, wv, wok)
 					}
 				}
 			}
@@ -424,11 +425,11 @@ func TestWideShapeStepsNotRetained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := DecodeMsgpack(data)
+	v, err := core.DecodeMsgpack(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := v.(*Map)
+	rec := v.(*core.Map)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -441,8 +442,8 @@ func TestWideShapeStepsNotRetained(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if !cur.wide() || cur.Len() != 31 {
-		t.Fatalf("the chain ends in %d entries (wide %v)", cur.Len(), cur.wide())
+	if !cur.Wide() || cur.Len() != 31 {
+		t.Fatalf("the chain ends in %d entries (wide %v)", cur.Len(), cur.Wide())
 	}
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 1<<20 {
 		t.Errorf("40,000 shapes stepped through hold %d bytes after a collection", grown)

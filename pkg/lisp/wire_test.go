@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 	"github.com/vmihailenco/msgpack/v5"
@@ -21,7 +22,7 @@ import (
 // FromGo; both must agree on the value or on failing.
 func decodeBoth(t testing.TB, data []byte) {
 	t.Helper()
-	got, err := DecodeMsgpack(data)
+	got, err := core.DecodeMsgpack(data)
 	var plain any
 	uerr := messages.Unmarshal(data, &plain)
 	if (err == nil) != (uerr == nil) {
@@ -30,14 +31,14 @@ func decodeBoth(t testing.TB, data []byte) {
 	if err != nil {
 		return
 	}
-	want, ferr := FromGo(plain)
+	want, ferr := core.FromGo(plain)
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	if PrStr(got) != PrStr(want) { // not Equal: NaN is not equal to itself
-		t.Fatalf("DecodeMsgpack %s, Unmarshal+FromGo %s", PrStr(got), PrStr(want))
+	if core.PrStr(got) != core.PrStr(want) { // not Equal: NaN is not equal to itself
+		t.Fatalf("DecodeMsgpack %s, Unmarshal+FromGo %s", core.PrStr(got), core.PrStr(want))
 	}
-	if c, ok := got.(*Vector); ok && !IsHostData(c) {
+	if c, ok := got.(*core.Vector); ok && !core.IsHostData(c) {
 		t.Fatal("decoded vector not host data")
 	}
 }
@@ -64,7 +65,7 @@ func TestDecodeMsgpack(t *testing.T) {
 	decodeBoth(t, data)
 	// hostile input: errors, not panics or huge allocations
 	for _, bad := range [][]byte{{0xdd, 0xff, 0xff, 0xff, 0xff}, {0x91}, {0xc1}, {0x90, 0x90}, bytes.Repeat([]byte{0x91}, 100000)} {
-		if _, err := DecodeMsgpack(bad); err == nil {
+		if _, err := core.DecodeMsgpack(bad); err == nil {
 			t.Fatalf("% x: no error", bad[:min(len(bad), 8)])
 		}
 	}
@@ -83,7 +84,7 @@ func FuzzDecodeMsgpack(f *testing.F) {
 // of a message) and converts it with FromGo. A reply is exactly one
 // value, so non-space bytes after it are an error (Decoder.Decode, and so
 // DecodeJSON, leaves a trailing ']' or '}' unread).
-func jsonReference(data []byte) (Value, error) {
+func jsonReference(data []byte) (core.Value, error) {
 	var plain any
 	if err := messages.DecodeJSON(data, &plain); err != nil {
 		return nil, err
@@ -98,14 +99,14 @@ func jsonReference(data []byte) (Value, error) {
 			return nil, fmt.Errorf("trailing %q", c)
 		}
 	}
-	return FromGo(plain)
+	return core.FromGo(plain)
 }
 
 // decodeJSONBoth decodes data with DecodeJSON and with jsonReference; both
 // must agree on the value or on failing.
 func decodeJSONBoth(t testing.TB, data []byte) {
 	t.Helper()
-	got, err := DecodeJSON(data)
+	got, err := core.DecodeJSON(data)
 	want, rerr := jsonReference(data)
 	if (err == nil) != (rerr == nil) {
 		t.Fatalf("DecodeJSON err %v, reference err %v (%q)", err, rerr, data[:min(len(data), 200)])
@@ -113,22 +114,22 @@ func decodeJSONBoth(t testing.TB, data []byte) {
 	if err != nil {
 		return
 	}
-	if PrStr(got) != PrStr(want) || fmt.Sprintf("%#v", ToGo(got)) != fmt.Sprintf("%#v", ToGo(want)) {
-		t.Fatalf("DecodeJSON %s, reference %s", PrStr(got), PrStr(want))
+	if core.PrStr(got) != core.PrStr(want) || fmt.Sprintf("%#v", core.ToGo(got)) != fmt.Sprintf("%#v", core.ToGo(want)) {
+		t.Fatalf("DecodeJSON %s, reference %s", core.PrStr(got), core.PrStr(want))
 	}
 	// a JSON result kept in a trace encodes as messages.Marshal encodes
 	// its Go data
-	enc, err := (&WireResult{contentType: messages.ContentTypeJSON, value: got}).MarshalMsgpack()
+	enc, err := (&core.WireResult{ContentType: messages.ContentTypeJSON, Decoded: got}).MarshalMsgpack()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain, _ := messages.Marshal(ToGo(want)); !bytes.Equal(enc, plain) {
+	if plain, _ := messages.Marshal(core.ToGo(want)); !bytes.Equal(enc, plain) {
 		t.Fatalf("MarshalMsgpack % x, messages.Marshal % x", enc, plain)
 	}
-	if c, ok := got.(*Vector); ok && !IsHostData(c) {
+	if c, ok := got.(*core.Vector); ok && !core.IsHostData(c) {
 		t.Fatal("decoded vector not host data")
 	}
-	if c, ok := got.(*Map); ok && c.Len() > 0 && !IsHostData(c) {
+	if c, ok := got.(*core.Map); ok && c.Len() > 0 && !core.IsHostData(c) {
 		t.Fatal("decoded map not host data")
 	}
 }
@@ -165,7 +166,7 @@ func TestDecodeJSON(t *testing.T) {
 		// then one value per two bytes (messages.MaxValuesFor)
 		{"[" + strings.Repeat(`0,`, messages.MaxValues) + "0]", "more than 262145 values"},
 	} {
-		_, err := DecodeJSON([]byte(c.in))
+		_, err := core.DecodeJSON([]byte(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.40q: error %v, want one containing %q", c.in, err, c.want)
 		}
@@ -174,12 +175,12 @@ func TestDecodeJSON(t *testing.T) {
 	// a non-empty container at the deepest level admitted, and empty ones
 	// below it, pass
 	deep := []byte(strings.Repeat(`[`, messages.MaxNesting+1) + strings.Repeat(`]`, messages.MaxNesting+1))
-	if _, err := DecodeJSON(deep); err != nil {
+	if _, err := core.DecodeJSON(deep); err != nil {
 		t.Errorf("%d levels: %v", messages.MaxNesting, err)
 	}
 	decodeJSONBoth(t, deep)
 	big := make([]byte, messages.MaxJSONBytes+1)
-	if _, err := DecodeJSON(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := core.DecodeJSON(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized body: %v", err)
 	}
 }
@@ -245,15 +246,15 @@ func marshalJSONFloats(v any) ([]byte, error) {
 var wireCodecs = []struct {
 	name   string
 	encode func(any) ([]byte, error)
-	lisp   func([]byte) (Value, error)
+	lisp   func([]byte) (core.Value, error)
 	goDec  func([]byte) ([]map[string]any, error)
 }{
-	{"msgpack", func(v any) ([]byte, error) { return messages.Marshal(v) }, DecodeMsgpack,
+	{"msgpack", func(v any) ([]byte, error) { return messages.Marshal(v) }, core.DecodeMsgpack,
 		func(data []byte) ([]map[string]any, error) {
 			var recs []map[string]any
 			return recs, messages.Unmarshal(data, &recs)
 		}},
-	{"json", marshalJSONFloats, DecodeJSON, decodeJSONRecords},
+	{"json", marshalJSONFloats, core.DecodeJSON, decodeJSONRecords},
 }
 
 // BenchmarkFromWire: a tool reply of n records as msgpack or JSON bytes →
@@ -339,7 +340,7 @@ func TestFromWireAgrees(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.name, p.name, err)
 			}
-			got, _ := json.Marshal(ToGo(res.Value))
+			got, _ := json.Marshal(core.ToGo(res.Value))
 			want, _ := json.Marshal(p.goFn(recs))
 			if !strings.EqualFold(string(got), string(want)) {
 				t.Errorf("%s %s: lisp %s, go %s", c.name, p.name, got, want)
@@ -368,16 +369,16 @@ func TestWireResultThroughRun(t *testing.T) {
 		ctype string
 		data  []byte
 	}{{"", mp}, {messages.ContentTypeJSON, js}} {
-		w, err := NewWireResult(c.ctype, c.data)
+		w, err := core.NewWireResult(c.ctype, c.data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tools := Tools{"x": ToolFunc(func(context.Context, map[string]any) (any, error) { return w, nil })}
+		tools := core.Tools{"x": core.ToolFunc(func(context.Context, map[string]any) (any, error) { return w, nil })}
 		res, err := Exec(context.Background(), `(identity (tool/x {}))`, Options{Tools: tools})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ToGo(res.Value); !reflect.DeepEqual(got, want) {
+		if got := core.ToGo(res.Value); !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: run returned %#v, want %#v", c.ctype, got, want)
 		}
 		if len(res.ToolCalls) != 1 || res.ToolCalls[0].Result != any(w) {
@@ -405,7 +406,7 @@ func TestWireResultThroughRun(t *testing.T) {
 		}
 	}
 	// a firewalled key anywhere: masking and secret collection see Go data
-	w, err := NewWireResult(messages.ContentTypeJSON, []byte(`[{"id": 1}, {"id": 2, "user": {"_token": "s3"}}]`))
+	w, err := core.NewWireResult(messages.ContentTypeJSON, []byte(`[{"id": 1}, {"id": 2, "user": {"_token": "s3"}}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestWireResultThroughRun(t *testing.T) {
 		t.Errorf("masked %#v", masked)
 	}
 	for _, bad := range []struct{ ctype, data string }{{"", "\x91"}, {messages.ContentTypeJSON, "[1,"}, {"text/plain", "1"}} {
-		if _, err := NewWireResult(bad.ctype, []byte(bad.data)); err == nil {
+		if _, err := core.NewWireResult(bad.ctype, []byte(bad.data)); err == nil {
 			t.Errorf("%q %q: no error", bad.ctype, bad.data)
 		}
 	}
@@ -429,7 +430,7 @@ func TestWireResultValidatesInPlace(t *testing.T) {
 	data := `[{"id": 1, "name": "a", "tags": ["x"], "user": {"zip": 10001}},
 		{"id": "2", "tags": [1, "y"], "user": {"zip": 1.5, "extra-key": true}, "more": null},
 		{"id": 3, "name": null, "tags": null, "user": []}]`
-	w, err := NewWireResult(messages.ContentTypeJSON, []byte(data))
+	w, err := core.NewWireResult(messages.ContentTypeJSON, []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,31 +10,31 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // streamAgrees decodes data as a stream (one byte per read, so every
 // value crosses reads) and from memory; both must give the same value.
 func streamAgrees(t *testing.T, ctype string, data []byte) {
 	t.Helper()
-	var got, want Value
+	var got, want core.Value
 	var err, merr error
 	if messages.IsJSON(ctype) {
-		got, err = DecodeJSONFrom(iotest.OneByteReader(bytes.NewReader(data)), int64(len(data)))
-		want, merr = DecodeJSON(data)
+		got, err = core.DecodeJSONFrom(iotest.OneByteReader(bytes.NewReader(data)), int64(len(data)))
+		want, merr = core.DecodeJSON(data)
 	} else {
-		got, err = DecodeMsgpackFrom(iotest.OneByteReader(bytes.NewReader(data)), int64(len(data)))
-		want, merr = DecodeMsgpack(data)
+		got, err = core.DecodeMsgpackFrom(iotest.OneByteReader(bytes.NewReader(data)), int64(len(data)))
+		want, merr = core.DecodeMsgpack(data)
 	}
 	if err != nil || merr != nil {
 		t.Fatalf("%s: stream err %v, memory err %v", ctype, err, merr)
 	}
-	if PrStr(got) != PrStr(want) {
-		t.Fatalf("%s: stream %s, memory %s", ctype, PrStr(got), PrStr(want))
+	if core.PrStr(got) != core.PrStr(want) {
+		t.Fatalf("%s: stream %s, memory %s", ctype, core.PrStr(got), core.PrStr(want))
 	}
-	if c, ok := got.(*Vector); ok && !IsHostData(c) {
+	if c, ok := got.(*core.Vector); ok && !core.IsHostData(c) {
 		t.Fatal("decoded vector not host data")
 	}
 }
@@ -98,9 +98,9 @@ func TestDecodeFromStreamBounds(t *testing.T) {
 	for _, c := range cases {
 		var err error
 		if c.ctype == "" {
-			_, err = DecodeMsgpackFrom(bytes.NewReader(c.data), c.size)
+			_, err = core.DecodeMsgpackFrom(bytes.NewReader(c.data), c.size)
 		} else {
-			_, err = DecodeJSONFrom(bytes.NewReader(c.data), c.size)
+			_, err = core.DecodeJSONFrom(bytes.NewReader(c.data), c.size)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one containing %q", c.name, err, c.want)
@@ -113,11 +113,11 @@ func TestDecodeFromStreamBounds(t *testing.T) {
 func TestWireResultFromStreamKeepsItsReference(t *testing.T) {
 	data, _ := messages.Marshal([]any{map[string]any{"id": int64(1), "_secret": "s"}})
 	ref := &messages.ObjectRef{Bucket: "tool_results_x", Name: "m.t.1", Size: int64(len(data)), Digest: "SHA-256=x"}
-	w, err := DecodeWireResultFrom(context.Background(), "", bytes.NewReader(data), int64(len(data)), ref)
+	w, err := core.DecodeWireResultFrom(context.Background(), "", bytes.NewReader(data), int64(len(data)), ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ToGo(w.Value()); !equalPlain(got, []any{map[string]any{"id": int64(1), "_secret": "s"}}) {
+	if got := core.ToGo(w.Value()); !equalPlain(got, []any{map[string]any{"id": int64(1), "_secret": "s"}}) {
 		t.Fatalf("value %#v", got)
 	}
 	enc, err := w.MarshalMsgpack()
@@ -149,13 +149,13 @@ func FuzzDecodeMsgpackFrom(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := DecodeMsgpackFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
+		got, err := core.DecodeMsgpackFrom(iotest.HalfReader(bytes.NewReader(data)), int64(len(data)))
 		if err != nil {
 			return
 		}
-		want, merr := DecodeMsgpack(data)
-		if merr != nil || PrStr(got) != PrStr(want) {
-			t.Fatalf("stream %s, memory %v %v", PrStr(got), PrStr(want), merr)
+		want, merr := core.DecodeMsgpack(data)
+		if merr != nil || core.PrStr(got) != core.PrStr(want) {
+			t.Fatalf("stream %s, memory %v %v", core.PrStr(got), core.PrStr(want), merr)
 		}
 	})
 }
@@ -169,24 +169,24 @@ func TestDecodeWireResultFromStopsAtTheMeterLimit(t *testing.T) {
 		recs[i] = r
 	}
 	data, _ := messages.Marshal(recs)
-	m := NewMeter(1<<20, "raise limits.program_memory")
-	ctx := WithMeter(context.Background(), m)
-	cr := &countingReader{r: bytes.NewReader(data)}
+	m := core.NewMeter(1<<20, "raise limits.program_memory")
+	ctx := core.WithMeter(context.Background(), m)
+	cr := &core.CountingReader{R: bytes.NewReader(data)}
 	ref := &messages.ObjectRef{Bucket: "tool_results_x", Name: "n", Size: int64(len(data)), Digest: "SHA-256=x"}
-	_, err := DecodeWireResultFrom(ctx, "", cr, int64(len(data)), ref)
-	var le *Error
-	if !errors.As(err, &le) || le.Kind != KindMemory || !strings.Contains(le.Msg, "1048576") || !strings.Contains(le.Msg, "program_memory") {
+	_, err := core.DecodeWireResultFrom(ctx, "", cr, int64(len(data)), ref)
+	var le *core.Error
+	if !errors.As(err, &le) || le.Kind != core.KindMemory || !strings.Contains(le.Msg, "1048576") || !strings.Contains(le.Msg, "program_memory") {
 		t.Fatalf("err %v, want memory_limit naming the limit", err)
 	}
-	if cr.n >= int64(len(data))/2 {
-		t.Fatalf("read %d of %d bytes before failing", cr.n, len(data))
+	if cr.N >= int64(len(data))/2 {
+		t.Fatalf("read %d of %d bytes before failing", cr.N, len(data))
 	}
 	if m.Used() != 0 {
 		t.Fatalf("the meter still holds %d bytes", m.Used())
 	}
 	// within the limit it is charged what it holds
-	big := NewMeter(1<<30, "")
-	w, err := DecodeWireResultFrom(WithMeter(context.Background(), big), "", bytes.NewReader(data), int64(len(data)), ref)
+	big := core.NewMeter(1<<30, "")
+	w, err := core.DecodeWireResultFrom(core.WithMeter(context.Background(), big), "", bytes.NewReader(data), int64(len(data)), ref)
 	if err != nil || w.Size() == 0 || big.Used() != w.Size() {
 		t.Fatalf("charged %d for a result of size %d (%v)", big.Used(), w.Size(), err)
 	}
@@ -216,7 +216,7 @@ func TestStreamDecodeAllocatesLittle(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	v, err := DecodeMsgpackFrom(bytes.NewReader(data), int64(len(data)))
+	v, err := core.DecodeMsgpackFrom(bytes.NewReader(data), int64(len(data)))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestStreamDecodeAllocatesLittle(t *testing.T) {
 	if got := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(data)); got > 2.5 {
 		t.Errorf("decoding %d bytes allocated %.2f times as much, more than 2.5", len(data), got)
 	}
-	if n := v.(*Vector).Len(); n != len(recs) {
+	if n := v.(*core.Vector).Len(); n != len(recs) {
 		t.Fatalf("%d records decoded, want %d", n, len(recs))
 	}
 	runtime.KeepAlive(v)

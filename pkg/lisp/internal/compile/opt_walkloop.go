@@ -1,0 +1,386 @@
+package compile
+
+import (
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
+)
+
+// Walk loops. The most common loop an LLM writes walks a collection:
+//
+//	(loop [xs coll acc 0]
+//	  (if (empty? xs)
+//	    acc
+//	    (recur (rest xs) (+ acc (:qty (first xs))))))
+//
+// Compiled as written, every iteration calls empty?, first and rest on
+// xs. When the compiler can see that xs is only ever tested, advanced by
+// its recur and read through (first xs), it compiles the loop as a walk:
+// (first xs) becomes a hidden local that the loop sets once per iteration,
+// and xs itself is never materialised. At run time a vector (or nil) is
+// walked by index; any other collection is walked through the empty?,
+// first and rest (or next) builtins, so values, errors and laziness are
+// those of the loop as written.
+
+// walkHeads are the special forms a walk body may use: they neither make
+// functions (which could keep xs) nor loops (whose recur is another's).
+var walkHeads = map[string]bool{
+	"let": true, "if": true, "if-not": true, "when": true, "when-not": true,
+	"cond": true, "do": true, "and": true, "or": true, "recur": true,
+	"->": true, "->>": true,
+}
+
+// walkPlan is a loop recognised as a walk over binding idx.
+type walkPlan struct {
+	idx       int // the walked binding
+	xs        string
+	testEmpty bool         // test is (empty? xs), else (seq xs)
+	recurWhen bool         // the test value that recurs
+	exit, rec *syntax.Form // the branch that ends the loop, the one that recurs
+	test      *syntax.Form
+	advance   *syntax.Form // a (rest xs) / (next xs) of a recur, for its position
+	useNext   bool
+}
+
+// walkLoop recognises a walk: f is (loop [bindings] (if test a b)) with
+// plain-symbol bindings; names the binding names.
+func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
+	if c.PlainLoops {
+		return nil
+	}
+	body := f.Items[2:]
+	if len(body) != 1 || body[0].Kind != syntax.FList || len(body[0].Items) != 4 {
+		return nil
+	}
+	ifForm := body[0]
+	head, test := ifForm.Items[0], ifForm.Items[1]
+	if !head.IsSym("if") && !head.IsSym("if-not") {
+		return nil
+	}
+	if test.Kind != syntax.FList || len(test.Items) != 2 || test.Items[1].Kind != syntax.FSym || test.Items[1].Ns != "" {
+		return nil
+	}
+	p := &walkPlan{idx: -1, xs: test.Items[1].Name, test: test}
+	for i, n := range names {
+		if n == p.xs {
+			p.idx = i
+		}
+	}
+	if p.idx < 0 {
+		return nil
+	}
+	switch {
+	case test.Items[0].IsSym("empty?"):
+		p.testEmpty = true
+	case test.Items[0].IsSym("seq"):
+	default:
+		return nil
+	}
+	for _, n := range []string{"if", "if-not", "empty?", "seq", "first", "rest", "next"} {
+		if _, _, local := c.sc.lookup(n); local {
+			return nil
+		}
+	}
+	// the test value that recurs (xs not empty), and the branch it takes:
+	// (if (empty? xs) exit rec), (if (seq xs) rec exit), if-not swapped
+	p.recurWhen = !p.testEmpty
+	if p.recurWhen == head.IsSym("if") {
+		p.rec, p.exit = ifForm.Items[2], ifForm.Items[3]
+	} else {
+		p.exit, p.rec = ifForm.Items[2], ifForm.Items[3]
+	}
+	if formUses(p.exit, p.xs) || formUses(p.exit, "recur") || !formUses(p.rec, "recur") {
+		return nil
+	}
+	if !c.walkBody(p.rec, p, len(names)) {
+		return nil
+	}
+	return p
+}
+
+// walkBody checks the recurring branch: xs appears only in (first xs) and
+// as the (rest xs) / (next xs) of each recur at the walked position, first
+// only as a call head, and no form makes a function or another loop.
+func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
+	switch f.Kind {
+	case syntax.FSym:
+		return f.Ns != "" || (f.Name != p.xs && f.Name != "first")
+	case syntax.FFnLit:
+		return !walkMentions(f, p.xs)
+	case syntax.FList:
+	default:
+		for _, it := range f.Items {
+			if !c.walkBody(it, p, n) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(f.Items) == 0 {
+		return true
+	}
+	head := f.Items[0]
+	if isWalkFirst(f, p.xs) {
+		return true
+	}
+	if head.Kind == syntax.FSym && head.Ns == "" {
+		switch {
+		case head.Name == "recur":
+			if len(f.Items) != n+1 {
+				return false
+			}
+			adv := f.Items[1+p.idx]
+			if adv.Kind != syntax.FList || len(adv.Items) != 2 || !adv.Items[1].IsSym(p.xs) {
+				return false
+			}
+			switch {
+			case adv.Items[0].IsSym("rest"):
+			case adv.Items[0].IsSym("next"):
+				p.useNext = true
+			default:
+				return false
+			}
+			if p.advance == nil {
+				p.advance = adv
+			}
+			for i, a := range f.Items[1:] {
+				if i != p.idx && !c.walkBody(a, p, n) {
+					return false
+				}
+			}
+			return true
+		case head.Name == "first":
+			// (first other): fine, as a head
+		case head.Name == p.xs:
+			return false
+		case head.Name == "fn":
+			return !walkMentions(f, p.xs) // a function may run after xs moved on
+		case IsSpecialForm(head.Name) && !walkHeads[head.Name]:
+			return false
+		}
+		if head.Name == "first" {
+			return c.walkBody(&syntax.Form{Kind: syntax.FVec, Items: f.Items[1:]}, p, n)
+		}
+	}
+	for _, it := range f.Items {
+		if !c.walkBody(it, p, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// walkMentions reports whether f mentions xs, first or recur.
+func walkMentions(f *syntax.Form, xs string) bool {
+	return formUses(f, xs) || formUses(f, "first") || formUses(f, "recur")
+}
+
+// isWalkFirst reports whether f is (first xs).
+func isWalkFirst(f *syntax.Form, xs string) bool {
+	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[0].IsSym("first") && f.Items[1].IsSym(xs)
+}
+
+// walkAlias makes the compiler read (first xs) from the walk's item slot.
+type walkAlias struct {
+	xs               string
+	xsSlot, itemSlot int // xs's slot, the hidden item local's slot
+	sc               *scope
+}
+
+// walkItem returns the item local's slot when f is the walk's (first xs)
+// in the walk's own scope (and first is still the builtin).
+func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
+	w := c.walk
+	if w == nil || c.sc != w.sc || !isWalkFirst(f, w.xs) {
+		return 0, false
+	}
+	if _, _, local := c.sc.lookup("first"); local {
+		return 0, false
+	}
+	kind, idx, ok := c.sc.lookup(w.xs)
+	if !ok || kind != refLocal || idx != w.xsSlot {
+		return 0, false
+	}
+	return w.itemSlot, true
+}
+
+// walkFirst compiles the walk's (first xs): the item slot, or when a
+// walk over a sequence left it unset, (first xs) as written.
+func (c *Compiler) walkFirst(f *syntax.Form) core.Node {
+	slot, ok := c.walkItem(f)
+	if !ok {
+		return nil
+	}
+	xs, first, pos := c.walk.xsSlot, c.Builtins["first"], f.Pos
+	return func(fr *core.Frame) core.Value {
+		v := fr.Slots[slot]
+		if walkUnset(v) {
+			th := fr.Th
+			th.CallPos = pos
+			th.Tick()
+			return core.SlowCall1(th, first, fr.Slots[xs])
+		}
+		return v
+	}
+}
+
+// unsetMark fills a walk's item slot while it walks a sequence (other than
+// a vector): its (first xs) are then computed as written.
+type unsetMark struct{}
+
+var unsetItem core.Value = &unsetMark{}
+
+func walkUnset(v core.Value) bool {
+	_, ok := v.(*unsetMark)
+	return ok
+}
+
+// walkAdvance is how a walk advances xs when it walks a sequence: the
+// recur computes (rest xs) / (next xs) at its place among the arguments.
+type walkAdvance struct {
+	item, xs int // the item and xs slots
+	b        *core.Builtin
+	pos      core.Pos
+	at       int // the advance's index among the recur's arguments
+}
+
+// walkGeneric is a walk's recur over a sequence: every argument in order,
+// the advance among them, then all stored (as the recur as written).
+type walkGeneric struct {
+	*walkAdvance
+	args  []operand // the other arguments (those of owned[i] unused)
+	slots []int
+	owned []*ownedArg
+}
+
+func (g *walkGeneric) run(fr *core.Frame) core.Value {
+	var vals [maxDirectRecur]core.Value
+	var nums [maxDirectRecur]ownedVal
+	var next core.Value
+	advance := func() {
+		th := fr.Th
+		th.CallPos = g.pos
+		th.Tick()
+		next = core.SlowCall1(th, g.b, fr.Slots[g.xs])
+	}
+	for i := range g.args {
+		if i == g.at {
+			advance()
+		}
+		if o := g.owned[i]; o != nil {
+			nums[i] = o.eval(fr)
+		} else {
+			vals[i] = g.args[i].Get(fr)
+		}
+	}
+	if g.at == len(g.args) {
+		advance()
+	}
+	for i, s := range g.slots {
+		if o := g.owned[i]; o != nil {
+			o.Store(fr, nums[i])
+			continue
+		}
+		fr.Slots[s] = vals[i]
+	}
+	fr.Slots[g.xs] = next
+	return core.RecurSentinel
+}
+
+// compileWalk compiles a recognised walk loop (see walkLoop). names are
+// the binding names, inits their compiled inits, slots their frame slots.
+func (c *Compiler) compileWalk(p *walkPlan, names []string, inits []core.Node, slots []int) core.Node {
+	c.Walks++
+	item := c.sc.declare(" first " + p.xs)
+	owned := c.ownedBindings(names, p.idx, []*syntax.Form{p.test, p.rec})
+	savedWalk := c.walk
+	c.walk = &walkAlias{xs: p.xs, xsSlot: slots[p.idx], itemSlot: item, sc: c.sc}
+	advB := c.Builtins["rest"]
+	if p.useNext {
+		advB = c.Builtins["next"]
+	}
+	xsSlot := slots[p.idx]
+	c.sc.recur = &recurTarget{n: len(slots), slots: slots, walk: p.idx + 1, names: names, owned: owned,
+		walkAdv: &walkAdvance{item: item, xs: xsSlot, b: advB, pos: p.advance.Pos, at: p.idx}}
+	var exit, again core.Node
+	if p.exit.Pos.Offset < p.rec.Pos.Offset {
+		exit = c.compile(p.exit, true)
+		again = c.compile(p.rec, true)
+	} else {
+		again = c.compile(p.rec, true)
+		exit = c.compile(p.exit, true)
+	}
+	c.walk = savedWalk
+	// (if (empty? xs) exit (recur (rest xs) (+ acc ...))): the recurring
+	// branch is the recur itself and its one update is an owned binding's, so
+	// a vector's walk runs the update without calling the recur node
+	var sole *ownedArg
+	if p.rec.Kind == syntax.FList && len(p.rec.Items) > 0 && p.rec.Items[0].IsSym("recur") {
+		sole = c.sc.recur.sole
+	}
+	if sole != nil {
+		c.SoleWalks++
+	}
+	testB := c.Builtins["seq"]
+	if p.testEmpty {
+		testB = c.Builtins["empty?"]
+	}
+	testPos := p.test.Pos
+	return func(fr *core.Frame) core.Value {
+		th := fr.Th
+		bindDirect(fr, inits, slots, nil)
+		mark := th.Sp
+		coll := fr.Slots[xsSlot]
+		if v, ok := coll.(*core.Vector); ok || coll == nil {
+			var items core.ItemsOf
+			if ok {
+				items = v.ItemsOf()
+			}
+			var it core.LoopIter
+			it.Begin(th, fr.Slots, slots)
+			if sole != nil {
+				sole.walk(fr, items, item, mark, &it, slots)
+				fr.Slots[item] = nil
+				return exit(fr)
+			}
+			for i := 0; ; i++ {
+				if i >= items.Len() {
+					fr.Slots[item] = nil
+					return exit(fr)
+				}
+				fr.Slots[item] = items.At(i)
+				if r := again(fr); !isRecur(r) {
+					return r
+				}
+				th.Tick()
+				th.CountLoop()
+				th.Sp = mark
+				it.Next(th, fr.Slots, slots)
+			}
+		}
+		// any other collection: the builtins as written; recur advances xs
+		fr.Slots[item] = unsetItem
+		var it core.LoopIter
+		it.Begin(th, fr.Slots, slots)
+		for {
+			th.CallPos = testPos
+			th.Tick()
+			if core.Truthy(core.SlowCall1(th, testB, fr.Slots[xsSlot])) != p.recurWhen {
+				return exit(fr)
+			}
+			if r := again(fr); !isRecur(r) {
+				return r
+			}
+			th.Tick()
+			th.CountLoop()
+			th.Sp = mark
+			it.Next(th, fr.Slots, slots)
+		}
+	}
+}
+
+// isRecur reports whether a node's value is the recur sentinel (a type
+// check: cheaper than comparing interfaces).
+func isRecur(v core.Value) bool {
+	_, ok := v.(*core.RecurMark)
+	return ok
+}

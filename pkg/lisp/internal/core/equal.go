@@ -1,0 +1,532 @@
+package core
+
+import (
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strings"
+)
+
+// hashSeed and intKeys are chosen at random once, at package
+// initialisation, and only read afterwards: every key type hashes under a
+// process-wide secret, so a program (or the data it reads) cannot choose
+// keys that all share one hash and turn the hash trie into a list
+// (hash flooding). Maps and sets iterate and print in key order, never in
+// hash order, so the seed changes no result.
+var (
+	hashSeed = maphash.MakeSeed()
+	intKeys  = newIntKeys(hashSeed)
+)
+
+// newIntKeys derives hashInt's four 64-bit keys from seed.
+func newIntKeys(seed maphash.Seed) (k [4]uint64) {
+	for i := range k {
+		k[i] = maphash.Comparable(seed, i)
+	}
+	return k
+}
+
+func hashString(s string) uint32 {
+	h := maphash.String(hashSeed, s)
+	return uint32(h ^ h>>32)
+}
+
+// hashInt hashes n under the process's keys: two rounds of a keyed
+// 64×64→128-bit multiply folded to 64 bits (the mix of the Go runtime's
+// portable memhash and wyhash), a few nanoseconds and inlined.
+func hashInt(n int64) uint32 {
+	x := uint64(n)
+	hi, lo := bits.Mul64(x^intKeys[0], x^intKeys[1])
+	hi, lo = bits.Mul64(hi^lo^intKeys[2], intKeys[3]|1)
+	h := hi ^ lo
+	return uint32(h ^ h>>32)
+}
+
+// hashValue hashes v consistently with Equal: integral floats hash like
+// ints, a keyword like its name (so flex pairs share a trie slot), vectors
+// and lazy seqs by items, maps and sets independent of order.
+func HashValue(v Value) uint32 {
+	var st hashState
+	return st.hash(v)
+}
+
+// hashState memoizes composite hashes once a hash has done a lot of work,
+// so values that share structure (a DAG built by doubling) hash in time
+// proportional to their distinct nodes, not their expanded size.
+type hashState struct {
+	work int
+	memo map[Value]uint32
+}
+
+func (st *hashState) hash(v Value) uint32 {
+	if h, ok := v.(HostMap); ok {
+		return st.hashHost(h.Src())
+	}
+	switch v.(type) {
+	case *Vector, *Map, *Set, *LazySeq:
+		st.work++
+		if st.work > 4096 {
+			if st.memo == nil {
+				st.memo = map[Value]uint32{}
+			}
+			if h, ok := st.memo[v]; ok {
+				return h
+			}
+			h := st.hashComposite(v)
+			st.memo[v] = h
+			return h
+		}
+		return st.hashComposite(v)
+	}
+	return st.hashComposite(v)
+}
+
+// hashHost hashes a host map as its interpreter form hashes (the sum of
+// its entries' hashes does not depend on their order), reading it in
+// place.
+func (st *hashState) hashHost(src map[string]any) uint32 {
+	var h uint32
+	for k, x := range src {
+		if m, ok := x.(map[string]any); ok { // a nested record, read in place
+			h += hashString(k)*31 ^ st.hashHost(m)
+			continue
+		}
+		h += hashString(k)*31 ^ st.hash(viewValue(k, x))
+	}
+	return h ^ 0xabcdef
+}
+
+func (st *hashState) hashComposite(v Value) uint32 {
+	switch x := v.(type) {
+	case nil:
+		return 0x9e3779b9
+	case bool:
+		if x {
+			return 0x12345
+		}
+		return 0x54321
+	case int64:
+		return hashInt(x)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 9.2e18 {
+			return hashInt(int64(x))
+		}
+		return hashInt(int64(math.Float64bits(x)))
+	case string:
+		return hashString(x)
+	case *Keyword:
+		return x.hash
+	case *Vector:
+		h := uint32(0x811c9dc5)
+		for _, it := range x.Items() {
+			h = (h ^ st.hash(it)) * 16777619
+		}
+		return h
+	case *Map:
+		var h uint32
+		for _, e := range x.Entries() {
+			h += st.hash(e.Key)*31 ^ st.hash(e.Val)
+		}
+		return h ^ 0xabcdef
+	case *Set:
+		var h uint32
+		for _, e := range x.M.Entries() {
+			h += st.hash(e.Key)
+		}
+		return h ^ 0xfedcba
+	case *Var:
+		return hashString(x.Name) ^ 0x77
+	case *Regex:
+		return hashString(x.Source) ^ 0x99
+	case *LazySeq:
+		h := uint32(0x811c9dc5)
+		items, _ := x.Snapshot()
+		for _, it := range items {
+			h = (h ^ st.hash(it)) * 16777619
+		}
+		return h
+	}
+	return 0x31415
+}
+
+// Equal reports PTC-Lisp equality (=): structural, numbers by value across
+// int and float, NaN unequal to itself, keywords unequal to strings.
+func Equal(a, b Value) bool {
+	var st eqState
+	return st.equal(a, b)
+}
+
+// eqState memoizes composite pairs found equal once a comparison has done
+// a lot of work (see hashState).
+type eqState struct {
+	work int
+	memo map[[2]Value]struct{}
+}
+
+func (st *eqState) equal(a, b Value) bool {
+	// a host record compares as its view would, read in place
+	if x, ok := a.(HostMap); ok {
+		return st.equalHost(x.Src(), b)
+	}
+	if y, ok := b.(HostMap); ok {
+		return st.equalHost(y.Src(), a)
+	}
+	switch a.(type) {
+	case *Vector, *Map, *Set, *LazySeq:
+		st.work++
+		if st.work > 4096 {
+			if st.memo == nil {
+				st.memo = map[[2]Value]struct{}{}
+			}
+			k := [2]Value{a, b}
+			if _, ok := st.memo[k]; ok {
+				return true
+			}
+			if st.equalComposite(a, b) {
+				st.memo[k] = struct{}{}
+				return true
+			}
+			return false
+		}
+	}
+	return st.equalComposite(a, b)
+}
+
+// equalHost reports whether host map src equals b (= is symmetric): b is
+// a map with the same number of entries, each key of src stored in b as
+// the same string (a keyword key is not equal to a string key) and each
+// value equal.
+func (st *eqState) equalHost(src map[string]any, b Value) bool {
+	var y *Map
+	switch m := b.(type) {
+	case HostMap:
+		return st.equalSrcs(src, m.Src())
+	case *Map:
+		y = m
+	default:
+		return false
+	}
+	if len(src) != y.Len() {
+		return false
+	}
+	if y.Src != nil && mapIdentity(y.Src) == mapIdentity(src) {
+		return true
+	}
+	for k, x := range src {
+		sk, ok := y.LookupKey(k)
+		if s, isStr := sk.(string); !ok || !isStr || s != k {
+			return false
+		}
+		yv, _ := y.Get(sk)
+		if !st.equalHostEntry(k, x, yv) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalHostEntry reports whether the host map entry k: x equals yv, a
+// nested record read in place.
+func (st *eqState) equalHostEntry(k string, x any, yv Value) bool {
+	if m, ok := x.(map[string]any); ok {
+		return st.equalHost(m, yv)
+	}
+	return st.equal(viewValue(k, x), yv)
+}
+
+// equalSrcs is equalHost of two host maps, both read in place (as the
+// view of ys would read it, without making one).
+func (st *eqState) equalSrcs(src, ys map[string]any) bool {
+	if len(src) != len(ys) {
+		return false
+	}
+	if mapIdentity(ys) == mapIdentity(src) {
+		return true
+	}
+	for k, x := range src {
+		y, ok := ys[k]
+		if !ok {
+			return false
+		}
+		if !st.equalHostEntry(k, x, viewValue(k, y)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (st *eqState) equalComposite(a, b Value) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return x == y
+		case float64:
+			return float64(x) == y
+		}
+		return false
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return x == float64(y)
+		case float64:
+			return x == y
+		}
+		return false
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case *Keyword:
+		y, ok := b.(*Keyword)
+		return ok && (x == y || x.Name == y.Name)
+	case *Vector:
+		switch y := b.(type) {
+		case *Vector:
+			if x == y {
+				return true
+			}
+			if x.Len() != y.Len() {
+				return false
+			}
+			for i := range x.Items() {
+				if !st.equal(x.At(i), y.At(i)) {
+					return false
+				}
+			}
+			return true
+		case *LazySeq:
+			items, done := y.Snapshot()
+			return done && st.equal(x, &Vector{Slots: items})
+		}
+		return false
+	case *Map:
+		y, ok := b.(*Map)
+		if !ok {
+			return false
+		}
+		if x == y || sameView(x, y) {
+			return true
+		}
+		if x.Len() != y.Len() {
+			return false
+		}
+		for _, e := range x.Entries() {
+			k, ok := y.LookupKey(e.Key)
+			if !ok || !st.equal(k, e.Key) {
+				return false
+			}
+			v, _ := y.Get(k)
+			if !st.equal(v, e.Val) {
+				return false
+			}
+		}
+		return true
+	case *Set:
+		y, ok := b.(*Set)
+		if !ok {
+			return false
+		}
+		if x.Len() != y.Len() {
+			return false
+		}
+		for _, e := range x.M.Entries() {
+			if !y.Has(e.Key) {
+				return false
+			}
+		}
+		return true
+	case *LazySeq:
+		switch y := b.(type) {
+		case *Vector:
+			return st.equal(y, x)
+		case *LazySeq:
+			xi, xd := x.Snapshot()
+			yi, yd := y.Snapshot()
+			return x == y || (xd && yd && st.equal(&Vector{Slots: xi}, &Vector{Slots: yi}))
+		}
+		return false
+	case *Var:
+		y, ok := b.(*Var)
+		return ok && x.Name == y.Name
+	case *Regex:
+		return a == b
+	case *Reduced:
+		y, ok := b.(*Reduced)
+		return ok && st.equal(x.Val, y.Val)
+	}
+	return a == b
+}
+
+// orderRank groups values for map/set key order.
+func orderRank(v Value) int {
+	switch v.(type) {
+	case int64, float64:
+		return 0
+	case *Keyword:
+		return 1
+	case string:
+		return 2
+	}
+	return 3
+}
+
+// keyOrder is the total order of map keys and set members: numbers by
+// value, then keywords by name, then strings, then other values by printed
+// form (orderText).
+func keyOrder(a, b Value) int {
+	ra, rb := orderRank(a), orderRank(b)
+	if ra != rb {
+		return ra - rb
+	}
+	switch ra {
+	case 0:
+		return NumCmp(a, b)
+	case 1:
+		return strings.Compare(a.(*Keyword).Name, b.(*Keyword).Name)
+	case 2:
+		return strings.Compare(a.(string), b.(string))
+	}
+	if Equal(a, b) {
+		return 0
+	}
+	return strings.Compare(orderText(a), orderText(b))
+}
+
+// orderText is the printed form that orders a key of no other kind
+// (vector, map, set...), cut after 64 KiB: a key that shares structure
+// (a vector holding a map twice, nested) may print exponentially long,
+// and its order must not cost more than a bounded print.
+func orderText(v Value) string { return Sprint(v, PrintOptions{MaxLen: 64 << 10}) }
+
+// numCmp compares two numbers (int64 or float64); NaN sorts first.
+func NumCmp(a, b Value) int {
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			switch {
+			case x < y:
+				return -1
+			case x > y:
+				return 1
+			}
+			return 0
+		}
+	}
+	x, y := toFloat(a), toFloat(b)
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	case x == y:
+		return 0
+	case math.IsNaN(x) && !math.IsNaN(y):
+		return -1
+	case !math.IsNaN(x) && math.IsNaN(y):
+		return 1
+	}
+	return 0
+}
+
+func toFloat(v Value) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// javaCompareStrings compares like Java's String.compareTo: the difference
+// of the first differing UTF-16 units, else of the lengths.
+func javaCompareStrings(a, b string) int {
+	ua, ub := utf16Units(a), utf16Units(b)
+	n := min(len(ua), len(ub))
+	for i := 0; i < n; i++ {
+		if ua[i] != ub[i] {
+			return int(ua[i]) - int(ub[i])
+		}
+	}
+	return len(ua) - len(ub)
+}
+
+func utf16Units(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
+
+// Compare implements (compare a b): numbers by value, strings like Java,
+// keywords by name, nil lowest, booleans false < true, vectors by length
+// then element-wise. ok is false when the kinds cannot be compared.
+func Compare(a, b Value) (int, bool) {
+	if a == nil {
+		if b == nil {
+			return 0, true
+		}
+		return -1, true
+	}
+	if b == nil {
+		return 1, true
+	}
+	switch x := a.(type) {
+	case int64, float64:
+		switch b.(type) {
+		case int64, float64:
+			if IsNaN(a) || IsNaN(b) {
+				return 0, true // Java's Numbers.compare: NaN is neither less nor greater
+			}
+			return NumCmp(a, b), true
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return javaCompareStrings(x, y), true
+		}
+	case *Keyword:
+		if y, ok := b.(*Keyword); ok {
+			return javaCompareStrings(x.Name, y.Name), true
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			switch {
+			case x == y:
+				return 0, true
+			case !x:
+				return -1, true
+			}
+			return 1, true
+		}
+	case *Vector:
+		if y, ok := b.(*Vector); ok {
+			if x.Len() != y.Len() {
+				if x.Len() < y.Len() {
+					return -1, true
+				}
+				return 1, true
+			}
+			for i := range x.Items() {
+				c, ok := Compare(x.At(i), y.At(i))
+				if !ok {
+					return 0, false
+				}
+				if c != 0 {
+					return c, true
+				}
+			}
+			return 0, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,59 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Regex limits.
+const (
+	MaxRegexPattern = 256
+	MaxRegexInput   = 32 << 10
+)
+
+// compileRegex compiles an RE2 pattern with the size cap; the error names
+// unsupported features (lookaround, backreferences).
+func CompileRegex(src string) (*Regex, error) {
+	if len(src) > MaxRegexPattern {
+		return nil, fmt.Errorf("regex pattern too long: %d bytes (limit %d)", len(src), MaxRegexPattern)
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		switch {
+		case strings.Contains(src, "(?=") || strings.Contains(src, "(?!") || strings.Contains(src, "(?<=") || strings.Contains(src, "(?<!"):
+			return nil, fmt.Errorf("invalid regex %q: lookaround is not supported (RE2 engine)", src)
+		case regexp.MustCompile(`\\[1-9]`).MatchString(src):
+			return nil, fmt.Errorf("invalid regex %q: backreferences are not supported (RE2 engine)", src)
+		}
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[:i]
+		}
+		return nil, fmt.Errorf("invalid regex %q: %s", src, strings.TrimPrefix(msg, "error parsing regexp: "))
+	}
+	return &Regex{Source: src, Compiled: re}, nil
+}
+
+// Regex compiles pattern, raising a regex error on failure.
+func (th *Thread) Regex(pattern string) *Regex {
+	re, err := CompileRegex(pattern)
+	if err != nil {
+		th.Raise(KindRegex, "%s", err.Error())
+	}
+	return re
+}
+
+// Re returns the compiled regexp (read-only).
+func (r *Regex) Re() *regexp.Regexp { return r.Compiled }
+
+// regexInput caps the input scanned by a regex to MaxRegexInput bytes.
+func regexInput(s string) string {
+	if len(s) > MaxRegexInput {
+		s = s[:MaxRegexInput]
+	}
+	return s
+}
+
+// RegexInput returns s cut to the scanned-input cap (32 KB).
+func RegexInput(s string) string { return regexInput(s) }

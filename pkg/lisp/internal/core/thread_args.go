@@ -1,0 +1,257 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// strOf is Str with lazy seqs realised, within the budget.
+func (th *Thread) StrOf(v Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case int64, float64, bool, *Keyword:
+		return Str(x)
+	case *Regex:
+		return x.Source
+	}
+	return th.printCapped(v, true)
+}
+
+func (th *Thread) PrOf(v Value) string { return th.printCapped(v, false) }
+
+// realiseDeep realises lazy seqs reachable from v through vectors and map
+// values (so printing and host conversion see all items; infinite ones
+// run into the limits). It also bounds the expanded size of v: a value
+// whose tree (counting shared substructure once per path) exceeds the
+// memory limit in slots is a memory_limit error, so host conversion
+// and printing of a doubled DAG cannot blow up the process.
+func (th *Thread) RealiseDeep(v Value) {
+	n := 0
+	th.walkValue(v, &n)
+}
+
+func (th *Thread) walkValue(v Value, n *int) {
+	limit := 1 << 30
+	if th.MaxMem > 0 {
+		limit = int(th.MaxMem / SlotBytes)
+	}
+	visit := func(k int) {
+		*n += k
+		th.Tick()
+		if *n > limit {
+			panic(&Error{Kind: KindMemory, Pos: th.CallPos, Msg: fmt.Sprintf("memory limit exceeded: value too large (more than %d items)", limit),
+				Hint: "return or print a smaller value, e.g. (take 10 xs) or a count"})
+		}
+	}
+	switch x := v.(type) {
+	case *Vector:
+		if x.Host {
+			return // plain host data: no lazy seqs, its size is the host's
+		}
+	case *Map:
+		if x.host {
+			return
+		}
+	case HostMap:
+		return
+	}
+	switch x := v.(type) {
+	case *LazySeq:
+		items := th.Seq(x, "print", 0)
+		visit(len(items))
+		for _, it := range items {
+			th.walkValue(it, n)
+		}
+	case *Vector:
+		visit(x.Len())
+		for _, it := range x.Items() {
+			switch it.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(it, n)
+			}
+		}
+	case *Set:
+		visit(x.Len())
+		for _, e := range x.M.Entries() {
+			switch e.Key.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(e.Key, n)
+			}
+		}
+	case *Map:
+		visit(x.Len())
+		if !x.holdsCollections() {
+			return
+		}
+		x.Each(func(k, val Value) bool {
+			switch k.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(k, n)
+			}
+			switch val.(type) {
+			case *LazySeq, *Vector, *Map, *Set:
+				th.walkValue(val, n)
+			}
+			return true
+		})
+	}
+}
+
+// printCapped prints v (str or pr-str) within the remaining allocation
+// budget: a huge (or exponentially shared) value is a memory_limit error.
+func (th *Thread) printCapped(v Value, raw bool) string {
+	th.RealiseDeep(v)
+	limit := int64(1 << 30)
+	if th.MaxMem > 0 {
+		limit = th.MaxMem - th.Alloc
+	}
+	out := Sprint(v, PrintOptions{Raw: raw, MaxLen: int(limit)})
+	if int64(len(out)) > limit {
+		th.MemLimit()
+	}
+	return out
+}
+
+func IsNaN(v Value) bool {
+	f, ok := v.(float64)
+	return ok && f != f
+}
+
+// Num returns v as int64 or float64 (isFloat tells which), raising
+// "fn: expected number, got ... (arg n)" otherwise.
+func (th *Thread) Num(fn string, v Value, argN int) (i int64, f float64, isFloat bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, float64(x), false
+	case float64:
+		return 0, x, true
+	}
+	th.TypeError(fn, "number", v, argN)
+	return 0, 0, false
+}
+
+// Int returns v as int64, raising a type error for non-integers.
+func (th *Thread) Int(fn string, v Value, argN int) int64 {
+	if x, ok := v.(int64); ok {
+		return x
+	}
+	th.TypeError(fn, "integer", v, argN)
+	return 0
+}
+
+// Index returns an integer argument that Clojure reads as an int or long
+// (an index, a count, a limit): an integer, or a float truncated toward
+// zero as Clojure does ((subs "hello" 1.5) is "ello"). NaN, an infinity or
+// a float beyond int64 is a type error (Clojure reads NaN as 0).
+func (th *Thread) Index(fn string, v Value, argN int) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		if x == x && x > -(1<<63) && x < 1<<63 {
+			return int64(x)
+		}
+	}
+	th.TypeError(fn, "integer", v, argN)
+	return 0
+}
+
+// Count returns a count argument that Clojure reads as take does (a
+// count of split-at, take-nth, partition): an integer, or a float rounded
+// up, as counting it down past zero does ((split-at 1.5 [1 2 3]) is
+// [[1 2] [3]]). NaN or an infinity is a type error.
+func (th *Thread) Count(fn string, v Value, argN int) int64 {
+	if x, ok := v.(float64); ok && x == x && x > -(1<<63) && x < 1<<63 {
+		return int64(math.Ceil(x))
+	}
+	return th.Index(fn, v, argN)
+}
+
+func (th *Thread) Overflow() {
+	th.Raise(KindArithmetic, "integer overflow")
+}
+
+// runBranches runs n branches concurrently in child threads and returns
+// their values in order; the first error fails the whole form.
+func (th *Thread) RunBranches(name string, n int, branch func(child *Thread, i int) Value) []Value {
+	out := make([]Value, n)
+	if n == 0 {
+		return out
+	}
+	ctx, cancel := context.WithCancel(th.DeadlineCtx())
+	defer cancel()
+	sem := make(chan struct{}, maxParallel())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr *Error
+	var firstIdx = -1
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			bctx, bcancel := context.WithTimeout(ctx, branchTimeout)
+			defer bcancel()
+			child := th.fork(bctx)
+			err := child.safeBranch(func() { out[i] = branch(child, i) })
+			if child.ToolCancel != nil {
+				child.ToolCancel()
+			}
+			if err != nil {
+				mu.Lock()
+				canceled := err.Kind == KindCanceled
+				if firstErr == nil || (firstErr.Kind == KindCanceled && !canceled) || (i < firstIdx && !canceled) {
+					firstErr, firstIdx = err, i
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}(i)
+	}
+	wg.Wait()
+	// merge counters so limits stay global
+	if firstErr != nil {
+		if name == "pcalls" && firstErr.Kind != KindTimeout && firstErr.Kind != KindCanceled {
+			firstErr.Msg = fmt.Sprintf("pcalls: thunk %d failed: %s", firstIdx, firstErr.Msg)
+		}
+		panic(firstErr)
+	}
+	if err := th.Ctx.Err(); err != nil {
+		th.RaiseCtx(err)
+	}
+	return out
+}
+
+func (th *Thread) safeBranch(fn func()) (err *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			if s, ok := p.(*ReturnSignal); ok {
+				what := "fail"
+				if s.Ret {
+					what = "return"
+				}
+				err = &Error{Kind: KindAnalysis, Pos: s.Pos, Msg: what + " is not allowed inside pmap or pcalls"}
+				return
+			}
+			err = th.RecoverValue(p)
+			if err.Kind == KindCanceled && err.Err == context.DeadlineExceeded {
+				err.Kind = KindTimeout
+			}
+		}
+	}()
+	fn()
+	return nil
+}
+
+const branchTimeout = 5 * time.Second
+
+// maxParallel bounds pmap/pcalls branches.
+func maxParallel() int { return 2 * runtime.NumCPU() }

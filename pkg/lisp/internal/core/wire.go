@@ -1,0 +1,288 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// DecodeMsgpack decodes one msgpack value (a tool reply from NATS) straight
+// into interpreter values, in one pass: no intermediate map[string]any.
+// The result is host data (see IsHostData) equal to what FromGo gives for
+// messages.Unmarshal of the same bytes: the same bounds (CheckBounds runs
+// first: declared lengths, nesting, value count), the same scalars (every
+// integer an int64 unless it needs a float64, binary as a string), map
+// keys as strings (other keys by their printed form, the last of repeated
+// keys wins), trailing bytes and malformed input are errors, never panics.
+func DecodeMsgpack(data []byte) (v Value, err error) {
+	return decodeMsgpack(data, &charger{})
+}
+
+// decodeMsgpack is DecodeMsgpack counting what it builds in c.
+func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("lisp: decode msgpack: malformed input: %v", p)
+		}
+	}()
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, err
+	}
+	r := bytes.NewReader(data)
+	w := wireDecoder{d: msgpack.NewDecoder(r), cv: Converter{Shapes: &ShapeCache{}}, ch: c}
+	w.d.UseLooseInterfaceDecoding(true)
+	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
+	w.cv.Intern = true
+	v, err = w.value()
+	if err == nil {
+		err = c.flush()
+	}
+	if err != nil {
+		return nil, decodeFailed("msgpack", err)
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("lisp: decode msgpack: %d trailing bytes", r.Len())
+	}
+	return v, nil
+}
+
+// wireDecoder builds interpreter values from a msgpack stream, boxing and
+// sharing key shapes as FromGo does.
+type wireDecoder struct {
+	d  *msgpack.Decoder
+	cv Converter
+	ch *charger
+	// stream bounds a decoder reading a stream, which CheckBounds cannot
+	// scan first (nil: the input was checked).
+	stream  *streamBounds
+	entries entryBuffers
+	depth   int // of the maps being decoded
+	// keys interns map keys; buf holds a short string while it is looked
+	// up, so that a key or string seen before costs no allocation
+	keys keyTable
+	buf  []byte
+}
+
+// isStr reports whether c starts a msgpack string.
+func isStr(c byte) bool {
+	return msgpcode.IsFixedString(c) || c == msgpcode.Str8 || c == msgpcode.Str16 || c == msgpcode.Str32
+}
+
+// strBytes reads the msgpack string at hand (isStr of its code) and
+// returns its bytes when it is short (at most internMaxLen, in a buffer
+// valid until the next read); else it returns it as a string.
+func (w *wireDecoder) strBytes() ([]byte, string, error) {
+	n, err := w.d.DecodeBytesLen()
+	if err != nil {
+		return nil, "", err
+	}
+	if n > internMaxLen {
+		if left := w.stream.left(); left >= 0 && int64(n) > left {
+			return nil, "", fmt.Errorf("a string announces %d bytes with %d left", n, left)
+		}
+		var sb strings.Builder
+		sb.Grow(min(n, 1<<20))
+		for n > 0 {
+			p := w.scratch(min(n, 32<<10))
+			if err := w.d.ReadFull(p); err != nil {
+				return nil, "", err
+			}
+			sb.Write(p)
+			n -= len(p)
+		}
+		return nil, sb.String(), nil
+	}
+	p := w.scratch(n)
+	if err := w.d.ReadFull(p); err != nil {
+		return nil, "", err
+	}
+	return p, "", nil
+}
+
+// scratch returns w.buf resized to n bytes.
+func (w *wireDecoder) scratch(n int) []byte {
+	if w.buf == nil || cap(w.buf) < n {
+		w.buf = make([]byte, max(n, 256))
+	}
+	return w.buf[:n]
+}
+
+// entryBuffers holds a map builder's entries for each level of maps
+// being decoded, reused from one map to the next: a built map keeps none
+// of them, and a result of many records would otherwise leave a
+// builder's worth of garbage per record.
+type entryBuffers [][]MapEntry
+
+// take returns an empty entry buffer for a map at depth, with room for n
+// entries (up to wideMapMax; a larger map is a trie).
+func (e *entryBuffers) take(depth, n int) []MapEntry {
+	for len(*e) <= depth {
+		*e = append(*e, nil)
+	}
+	es := (*e)[depth]
+	if want := min(n, WideMapMax); cap(es) < want {
+		es = make([]MapEntry, 0, want)
+		(*e)[depth] = es
+	}
+	return es[:0]
+}
+
+// give returns the buffer of depth once its map is built, cleared so that
+// it holds no value; es, the builder's entries, is kept instead when the
+// builder grew them into a larger buffer.
+func (e *entryBuffers) give(depth int, es []MapEntry) {
+	if cap(es) > cap((*e)[depth]) {
+		(*e)[depth] = es
+	}
+	clear((*e)[depth][:cap((*e)[depth])])
+}
+
+func (w *wireDecoder) value() (Value, error) {
+	c, err := w.d.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.stream.value(c); err != nil {
+		return nil, err
+	}
+	switch {
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		return w.mapValue()
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := w.d.DecodeArrayLen()
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		if err := w.ch.Add(vectorCharge(n)); err != nil {
+			return nil, err
+		}
+		if err := w.stream.open(n); err != nil {
+			return nil, err
+		}
+		defer w.stream.close()
+		items := make([]Value, n)
+		for i := range items {
+			// records are laid out together in the shape cache's slabs
+			items[i], err = w.value()
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+		return &Vector{Slots: items, Host: true}, nil
+	}
+	if isStr(c) {
+		p, long, err := w.strBytes()
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			v := Value(long)
+			return v, w.ch.Add(scalarCharge(v))
+		}
+		// a repeated short string shares one box, charged once
+		v, fresh := w.cv.internBytes(p)
+		if !fresh {
+			return v, nil
+		}
+		return v, w.ch.Add(scalarCharge(v))
+	}
+	x, err := w.d.DecodeInterfaceLoose()
+	if err != nil {
+		return nil, err
+	}
+	nx, err := messages.Normalize(x)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := nx.(string); ok {
+		// a repeated short string shares one box, charged once
+		v, fresh := w.cv.internString(s)
+		if !fresh {
+			return v, nil
+		}
+		return v, w.ch.Add(scalarCharge(v))
+	}
+	v, err := w.cv.From(nx)
+	if err != nil {
+		return nil, err
+	}
+	return v, w.ch.Add(scalarCharge(v))
+}
+
+// mapValue decodes a map.
+func (w *wireDecoder) mapValue() (Value, error) {
+	n, err := w.d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	if err := w.ch.Add(mapCharge(n)); err != nil {
+		return nil, err
+	}
+	if err := w.stream.open(2 * n); err != nil {
+		return nil, err
+	}
+	defer w.stream.close()
+	depth := w.depth
+	w.depth++
+	b := MapBuilder{es: w.entries.take(depth, n), shapes: w.cv.Shapes}
+	defer func() {
+		w.depth--
+		w.entries.give(depth, b.es)
+	}()
+	for range n {
+		if err := w.stream.key(w.d); err != nil {
+			return nil, err
+		}
+		k, err := w.key()
+		if err != nil {
+			return nil, err
+		}
+		v, err := w.value()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		b.Set(k, v)
+	}
+	m := markHost(b.Build())
+	return m, w.ch.Add(w.cv.Shapes.madeBytes())
+}
+
+// key decodes a map key as a string: a string key interned, any other
+// scalar printed.
+func (w *wireDecoder) key() (Value, error) {
+	c, err := w.d.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	if isStr(c) {
+		p, long, err := w.strBytes()
+		if err != nil || p == nil {
+			return long, err
+		}
+		return w.keys.Get(p), nil
+	}
+	k, err := w.d.DecodeInterfaceLoose()
+	if err != nil {
+		return nil, err
+	}
+	if ks, ok := k.(string); ok {
+		return ks, nil
+	}
+	return fmt.Sprint(k), nil
+}
+
+// decodeFailed wraps a decoder's error: a memory limit reached while
+// decoding is the run's own error (memory_limit, naming the limit), any
+// other a decode error of the format named.
+func decodeFailed(format string, err error) error {
+	var le *Error
+	if errors.As(err, &le) && le.Kind == KindMemory {
+		return le
+	}
+	return fmt.Errorf("lisp: decode %s: %w", format, err)
+}

@@ -1,0 +1,188 @@
+package core
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// DecodeMsgpackFrom is DecodeMsgpack reading one msgpack value of size
+// bytes from r as a stream: the value is built as its bytes arrive, and
+// the encoded bytes are never held whole (a large tool result read from
+// an object store). It gives what DecodeMsgpack gives for the same bytes,
+// under bounds checked as it reads, since nothing can be scanned first:
+// r must hold exactly size bytes; a declared array or map length must fit
+// in the bytes still to come; containers nest at most
+// messages.MaxNesting levels; the value holds at most
+// messages.MaxValuesFor(size) values; map keys are scalars (a container
+// key is an error, where DecodeMsgpack prints it).
+func DecodeMsgpackFrom(r io.Reader, size int64) (Value, error) {
+	return decodeMsgpackFrom(r, size, &charger{})
+}
+
+// decodeMsgpackFrom is DecodeMsgpackFrom counting what it builds in c.
+func decodeMsgpackFrom(r io.Reader, size int64, c *charger) (v Value, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("lisp: decode msgpack: malformed input: %v", p)
+		}
+	}()
+	cr := &CountingReader{R: io.LimitReader(r, size+1)}
+	br := bufio.NewReaderSize(cr, 64<<10)
+	sb := &streamBounds{size: size, maxValues: messages.MaxValuesFor(size)}
+	sb.consumed = func() int64 { return cr.N - int64(br.Buffered()) }
+	w := wireDecoder{d: msgpack.NewDecoder(br), cv: Converter{Shapes: &ShapeCache{}}, ch: c, stream: sb}
+	w.d.UseLooseInterfaceDecoding(true)
+	w.d.SetMapDecoder(messages.DecodeMap)
+	w.cv.Intern = true
+	v, err = w.value()
+	if err == nil {
+		err = c.flush()
+	}
+	if err != nil {
+		return nil, decodeFailed("msgpack", err)
+	}
+	if err := atEnd(br, sb); err != nil {
+		return nil, fmt.Errorf("lisp: decode msgpack: %w", err)
+	}
+	return v, nil
+}
+
+// DecodeJSONFrom is DecodeJSON reading one JSON value of size bytes from r
+// as a stream (see DecodeMsgpackFrom): r must hold exactly size bytes,
+// and the value at most messages.MaxValuesFor(size) values; the other
+// bounds and rules are DecodeJSON's, without its messages.MaxJSONBytes.
+func DecodeJSONFrom(r io.Reader, size int64) (Value, error) {
+	return decodeJSONFrom(r, size, &charger{})
+}
+
+// decodeJSONFrom is DecodeJSONFrom counting what it builds in c.
+func decodeJSONFrom(r io.Reader, size int64, c *charger) (Value, error) {
+	cr := &CountingReader{R: io.LimitReader(r, size+1)}
+	j := newJSONDecoder(cr, size, c)
+	v, err := j.value(0)
+	if err == nil {
+		err = c.flush()
+	}
+	if err != nil {
+		return nil, decodeFailed("json", err)
+	}
+	if _, err := j.d.ReadToken(); err != io.EOF {
+		if err == nil || cr.N <= size {
+			return nil, fmt.Errorf("lisp: decode json: trailing data after the value at byte %d", j.d.InputOffset())
+		}
+		return nil, fmt.Errorf("lisp: decode json: %w", err)
+	}
+	if cr.N != size {
+		return nil, fmt.Errorf("lisp: decode json: the stream holds %d bytes, not the %d announced", cr.N, size)
+	}
+	return v, nil
+}
+
+const maxInt = int64(^uint(0) >> 1)
+
+// atEnd checks that a msgpack stream ended with its value, after exactly
+// its announced size (reading to the end also lets the source check what
+// it read, e.g. an object store its digest).
+func atEnd(br *bufio.Reader, sb *streamBounds) error {
+	if _, err := br.ReadByte(); err == nil {
+		return fmt.Errorf("trailing bytes after the value at byte %d", sb.consumed()-1)
+	} else if err != io.EOF {
+		return err
+	}
+	if n := sb.consumed(); n != sb.size {
+		return fmt.Errorf("the stream holds %d bytes, not the %d announced", n, sb.size)
+	}
+	return nil
+}
+
+// countingReader counts the bytes read through it.
+type CountingReader struct {
+	R io.Reader
+	N int64
+}
+
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N += int64(n)
+	return n, err
+}
+
+// streamBounds are the bounds a msgpack stream is checked against as it
+// is decoded (CheckBounds' bounds, for input that cannot be scanned
+// first). Its methods do nothing on a nil *streamBounds.
+type streamBounds struct {
+	size      int64        // the stream's announced size
+	consumed  func() int64 // bytes decoded so far
+	maxValues int64
+	values    int64
+	depth     int
+}
+
+var errStreamKey = errors.New("a map key is an array or a map; keys of a streamed value must be scalars")
+
+// value counts one value starting with code c.
+func (b *streamBounds) value(c byte) error {
+	if b == nil {
+		return nil
+	}
+	b.values++
+	if b.values > b.maxValues {
+		return fmt.Errorf("more than %d values in %d bytes (at byte %d)", b.maxValues, b.size, b.consumed())
+	}
+	return nil
+}
+
+// open enters a container announcing n values, which must fit in the
+// bytes still to come (each value takes one at least).
+func (b *streamBounds) open(n int) error {
+	if b == nil {
+		return nil
+	}
+	if left := b.size - b.consumed(); int64(n) > left {
+		return fmt.Errorf("a container announces %d values with %d bytes left (at byte %d)", n, left, b.consumed())
+	}
+	b.depth++
+	if b.depth > messages.MaxNesting {
+		return fmt.Errorf("nested deeper than %d levels (at byte %d)", messages.MaxNesting, b.consumed())
+	}
+	return nil
+}
+
+// left returns the bytes still to come, or -1 on a nil *streamBounds.
+func (b *streamBounds) left() int64 {
+	if b == nil {
+		return -1
+	}
+	return b.size - b.consumed()
+}
+
+// close leaves a container.
+func (b *streamBounds) close() {
+	if b != nil {
+		b.depth--
+	}
+}
+
+// key checks the next map key: a scalar (the msgpack decoder reads a
+// container key recursively, without bounds).
+func (b *streamBounds) key(d *msgpack.Decoder) error {
+	if b == nil {
+		return nil
+	}
+	c, err := d.PeekCode()
+	if err != nil {
+		return err
+	}
+	if msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
+		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
+		return fmt.Errorf("%w (at byte %d)", errStreamKey, b.consumed())
+	}
+	return b.value(c)
+}
