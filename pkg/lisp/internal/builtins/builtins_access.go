@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
@@ -480,4 +481,12 @@ func biSeq(th *core.Thread, a []core.Value) core.Value {
 		return nil
 	}
 	return th.MakeVector(items)
+}
+
+// keywordName is a keyword's name without its namespace (name of :a/b is "b").
+func keywordName(k *core.Keyword) string {
+	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
+		return k.Name[i+1:]
+	}
+	return k.Name
 }

@@ -401,14 +401,6 @@ func registerHOF(r *registry) {
 	}).doc("true for anything callable: functions, keywords, maps, sets, vectors")
 }
 
-// sliceVec wraps items (possibly empty) as a vector without copying.
-func sliceVec(items []core.Value) *core.Vector {
-	if len(items) == 0 {
-		return core.EmptyVector
-	}
-	return core.NewVector(items)
-}
-
 // splitHead is [head rest] of coll: head its first items, at most limit
 // of them (limit < 0: no limit) and, with keep, only while keep accepts
 // them; a lazy coll is realised only as far as the head and rest stays

@@ -1456,3 +1456,162 @@ func biReductions(th *core.Thread, a []core.Value) core.Value {
 	}
 	return th.MakeVector(out)
 }
+
+func biMap(th *core.Thread, a []core.Value) core.Value {
+	f := a[0]
+	if len(a) == 2 {
+		coll := a[1]
+		if s, ok := coll.(*core.LazySeq); ok {
+			return lazyEach(s, func(th *core.Thread, _ int, x core.Value) (core.Value, bool) { return th.Call1(f, x), true })
+		}
+		items := th.SeqItems(coll, "map", 2)
+		th.AllocSlots(items.Len())
+		out := make([]core.Value, items.Len())
+		lc := th.NewLoopCaller(f, 1)
+		for i := range out {
+			out[i] = lc.Call1(items.At(i))
+		}
+		lc.End()
+		if len(out) == 0 {
+			return core.EmptyVector
+		}
+		return &core.Vector{Slots: out}
+	}
+	colls := a[1:]
+	lazy := false
+	for _, c := range colls {
+		if _, ok := c.(*core.LazySeq); ok {
+			lazy = true
+		}
+	}
+	seqs := make([][]core.Value, len(colls))
+	n := -1
+	for i, c := range colls {
+		if s, ok := c.(*core.LazySeq); ok && lazy {
+			_ = s
+			continue
+		}
+		seqs[i] = th.Seq(c, "map", i+2)
+		if n < 0 || len(seqs[i]) < n {
+			n = len(seqs[i])
+		}
+	}
+	if lazy {
+		idx := 0
+		gen := func(th *core.Thread) (core.Value, bool) {
+			args := make([]core.Value, len(colls))
+			for j, c := range colls {
+				if s, ok := c.(*core.LazySeq); ok {
+					v, ok := s.Nth(th, idx)
+					if !ok {
+						return nil, false
+					}
+					args[j] = v
+				} else {
+					if idx >= len(seqs[j]) {
+						return nil, false
+					}
+					args[j] = seqs[j][idx]
+				}
+			}
+			idx++
+			return th.Call(f, args...), true
+		}
+		if n >= 0 {
+			out := make([]core.Value, 0, n)
+			for {
+				v, ok := gen(th)
+				if !ok {
+					break
+				}
+				th.AllocSlots(1)
+				out = append(out, v)
+			}
+			return &core.Vector{Slots: out}
+		}
+		return core.NewLazySeq(gen)
+	}
+	th.AllocSlots(n)
+	out := make([]core.Value, n)
+	mark := th.Sp
+	args := th.Alloca(len(colls))
+	for i := 0; i < n; i++ {
+		for j := range colls {
+			args[j] = seqs[j][i]
+		}
+		out[i] = th.CallArgs(f, args)
+	}
+	th.Sp = mark
+	return &core.Vector{Slots: out}
+}
+
+// lazyEach is the lazy seq of f's results over the items of s (x, at
+// index i) that f keeps (ok): map, filter and the like on a lazy seq.
+// f is called in order, once per item, as the result is realised, with
+// the thread that realises it.
+func lazyEach(s *core.LazySeq, f func(th *core.Thread, i int, x core.Value) (core.Value, bool)) *core.LazySeq {
+	i := 0
+	return core.NewLazySeq(func(th *core.Thread) (core.Value, bool) {
+		for {
+			x, ok := s.Nth(th, i)
+			if !ok {
+				return nil, false
+			}
+			i++
+			if v, ok := f(th, i-1, x); ok {
+				return v, true
+			}
+		}
+	})
+}
+
+// setFromItems builds a set from items: deduplicated with a Go hash set,
+// then built in place (transient map) unless a keyword and a string of the
+// same name are both members (the flex map write would merge them).
+func setFromItems(th *core.Thread, items core.ItemsOf) *core.Set {
+	if items.Len() <= core.SmallMapMax {
+		return setAddAll(th, core.EmptySet, items.From(0))
+	}
+	var seen ValueSet
+	for i := range items.Len() {
+		th.Tick()
+		seen.Add(items.At(i))
+	}
+	return SetFromSeen(th, &seen)
+}
+
+// setAddAll adds items to s, charging the budget for new members.
+func setAddAll(th *core.Thread, s *core.Set, items []core.Value) *core.Set {
+	if s.M.Ord {
+		return &core.Set{M: core.OrdAdd(th, s.M, core.SetEntries(items))}
+	}
+	for _, it := range items {
+		th.Tick()
+		n := s.Len()
+		if s = s.Conj(it); s.Len() > n {
+			th.AllocEntries(s.M, 1)
+		}
+	}
+	return s
+}
+
+// sliceVec wraps items (possibly empty) as a vector without copying.
+func sliceVec(items []core.Value) *core.Vector {
+	if len(items) == 0 {
+		return core.EmptyVector
+	}
+	return core.NewVector(items)
+}
+
+// setFromSeen builds the set of seen's members (in order).
+func SetFromSeen(th *core.Thread, seen *ValueSet) *core.Set {
+	if len(seen.Vals) <= core.SmallMapMax || FlexClash(seen.Vals) {
+		return setAddAll(th, core.EmptySet, seen.Vals)
+	}
+	th.AllocMap(len(seen.Vals))
+	m := core.EmptyMap.Transient()
+	for _, v := range seen.Vals {
+		m = m.Assoc(v, v)
+	}
+	return &core.Set{M: EndTransient(m)}
+}

@@ -27,18 +27,6 @@ func registerServices(r *registry) {
 // host marks an entry as a host builtin (HostBuiltins).
 func (e *Entry) host() *Entry { e.IsHost = true; return e }
 
-// HostBuiltins describes the host builtins, by name, with their usage
-// forms: what an agent shows its model for the ones it enables.
-func HostBuiltins() map[string]BuiltinInfo {
-	out := map[string]BuiltinInfo{}
-	for _, bi := range Builtins() {
-		if bi.Usage != "" && BuiltinEntries()[bi.Name].IsHost {
-			out[bi.Name] = bi
-		}
-	}
-	return out
-}
-
 // hostCall is the builtin that calls the host's function for name.
 func hostCall(name string) core.BuiltinFunc {
 	return func(th *core.Thread, a []core.Value) core.Value {

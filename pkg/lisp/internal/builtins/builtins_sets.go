@@ -218,49 +218,6 @@ func toSet(th *core.Thread, name string, v core.Value, argN int) *core.Set {
 	return nil
 }
 
-// setFromItems builds a set from items: deduplicated with a Go hash set,
-// then built in place (transient map) unless a keyword and a string of the
-// same name are both members (the flex map write would merge them).
-func setFromItems(th *core.Thread, items core.ItemsOf) *core.Set {
-	if items.Len() <= core.SmallMapMax {
-		return setAddAll(th, core.EmptySet, items.From(0))
-	}
-	var seen ValueSet
-	for i := range items.Len() {
-		th.Tick()
-		seen.Add(items.At(i))
-	}
-	return SetFromSeen(th, &seen)
-}
-
-// setFromSeen builds the set of seen's members (in order).
-func SetFromSeen(th *core.Thread, seen *ValueSet) *core.Set {
-	if len(seen.Vals) <= core.SmallMapMax || FlexClash(seen.Vals) {
-		return setAddAll(th, core.EmptySet, seen.Vals)
-	}
-	th.AllocMap(len(seen.Vals))
-	m := core.EmptyMap.Transient()
-	for _, v := range seen.Vals {
-		m = m.Assoc(v, v)
-	}
-	return &core.Set{M: EndTransient(m)}
-}
-
-// setAddAll adds items to s, charging the budget for new members.
-func setAddAll(th *core.Thread, s *core.Set, items []core.Value) *core.Set {
-	if s.M.Ord {
-		return &core.Set{M: core.OrdAdd(th, s.M, core.SetEntries(items))}
-	}
-	for _, it := range items {
-		th.Tick()
-		n := s.Len()
-		if s = s.Conj(it); s.Len() > n {
-			th.AllocEntries(s.M, 1)
-		}
-	}
-	return s
-}
-
 func isSubset(th *core.Thread, a, b *core.Set) bool {
 	if a.Len() > b.Len() {
 		return false

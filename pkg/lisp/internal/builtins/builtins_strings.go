@@ -566,14 +566,6 @@ func indexOf(th *core.Thread, fn string, a []core.Value, last, java bool) core.V
 	return core.Int(int64(runeIndex(s, i, ascii)))
 }
 
-// keywordName is a keyword's name without its namespace (name of :a/b is "b").
-func keywordName(k *core.Keyword) string {
-	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
-		return k.Name[i+1:]
-	}
-	return k.Name
-}
-
 // replaceColl is Clojure's (replace smap coll): items found as keys of
 // smap are replaced by their values.
 func replaceColl(th *core.Thread, smap, coll core.Value) core.Value {
