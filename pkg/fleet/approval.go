@@ -307,43 +307,92 @@ func getApproval(ctx context.Context, kv jetstream.KeyValue, key string) (*messa
 	if err != nil {
 		return nil, 0, err
 	}
+	a, err := decodeApproval(key, e.Value())
+	if err != nil {
+		return nil, 0, err
+	}
+	return a, e.Revision(), nil
+}
+
+// decodeApproval decodes and checks the approval record stored under key.
+func decodeApproval(key string, data []byte) (*messages.Approval, error) {
 	var a messages.Approval
-	if err := messages.Unmarshal(e.Value(), &a); err != nil {
-		return nil, 0, fmt.Errorf("fleet: approval %s: %w", key, err)
+	if err := messages.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("fleet: approval %s: %w", key, err)
 	}
 	if err := a.Validate(); err != nil {
-		return nil, 0, fmt.Errorf("fleet: approval %s: %w", key, err)
+		return nil, fmt.Errorf("fleet: approval %s: %w", key, err)
 	}
-	return &a, e.Revision(), nil
+	return &a, nil
 }
 
 // listApprovals returns the approval records of mission id, oldest
-// request first. It reads the bucket's subjects of the mission from its
-// stream's info and each record with a direct get: no consumer, so a
-// reader needs no right to create one.
-func listApprovals(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, error) {
+// request first, and the revision of each by call. It reads them with
+// one batch direct get (lastPerSubject): no consumer, so a reader needs
+// no right to create one, and no stream info. A mission with more
+// records than one batch answers has them listed from its stream's info
+// (the bucket's subjects of the mission) and read one direct get each.
+func listApprovals(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
+	prefix := "$KV." + messages.BucketApprovals + "."
+	msgs, err := lastPerSubject(ctx, nc, "KV_"+messages.BucketApprovals, prefix+id+".>")
+	if errors.Is(err, errBatchIncomplete) {
+		return listApprovalsByInfo(ctx, js, kv, id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*messages.Approval
+	revs := map[string]uint64{}
+	for _, m := range msgs {
+		if op := m.Header.Get(kvOperationHeader); op != "" && op != "PUT" {
+			continue // deleted or purged
+		}
+		key := strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), prefix)
+		a, err := decodeApproval(key, m.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fleet: approval %s: no revision in the direct get's answer", key)
+		}
+		out = append(out, a)
+		revs[a.Call] = rev
+	}
+	sortApprovals(out)
+	return out, revs, nil
+}
+
+// kvOperationHeader marks a KV entry that deletes or purges its key.
+const kvOperationHeader = "KV-Operation"
+
+// listApprovalsByInfo is listApprovals for a mission with more records
+// than one batch direct get answers.
+func listApprovalsByInfo(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
 	s, err := js.Stream(ctx, "KV_"+messages.BucketApprovals)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prefix := "$KV." + messages.BucketApprovals + "."
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+id+".>"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*messages.Approval
+	revs := map[string]uint64{}
 	for subj := range info.State.Subjects {
-		a, _, err := getApproval(ctx, kv, strings.TrimPrefix(subj, prefix))
+		a, rev, err := getApproval(ctx, kv, strings.TrimPrefix(subj, prefix))
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, a)
+		revs[a.Call] = rev
 	}
 	sortApprovals(out)
-	return out, nil
+	return out, revs, nil
 }
 
 func sortApprovals(as []*messages.Approval) {
@@ -519,7 +568,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 // attachApprovals records, in step's trace, the approval of each tool
 // call that needed one: who decided, when, and what they changed.
 func (w *Worker) attachApprovals(ctx context.Context, id string, step *messages.Step, log *zerolog.Logger) {
-	as, err := listApprovals(ctx, w.js, w.st.Approvals, id)
+	as, _, err := listApprovals(ctx, w.nc, w.js, w.st.Approvals, id)
 	if err != nil {
 		log.Warn().Err(err).Msg("approvals not added to the trace")
 		return
@@ -604,11 +653,18 @@ func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval
 	if err := checkID("approvals", id); err != nil {
 		return nil, err
 	}
-	as, err := listApprovals(ctx, c.js, c.st.Approvals, id)
+	as, _, err := c.approvals(ctx, id)
+	return as, err
+}
+
+// approvals returns the approval records of mission id and the revision
+// of each by call.
+func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval, map[string]uint64, error) {
+	as, revs, err := listApprovals(ctx, c.nc, c.js, c.st.Approvals, id)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: approvals of %s: %w", id, err)
+		return nil, nil, fmt.Errorf("fleet: approvals of %s: %w", id, err)
 	}
-	return as, nil
+	return as, revs, nil
 }
 
 // Decide approves or denies a call of mission id that waits for approval
@@ -640,7 +696,9 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 	}
 	k := missionKey{sub: st.Submitter, id: id}
 	for range 8 {
-		as, err := c.Approvals(ctx, id)
+		// the records and their revisions: the decision is a
+		// compare-and-set on the revision read here
+		as, revs, err := c.approvals(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -651,11 +709,7 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 			}
 			return nil, err
 		}
-		key := messages.ApprovalKey(id, a.Call)
-		a, rev, err := getApproval(ctx, c.st.Approvals, key)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
-		}
+		key, rev := messages.ApprovalKey(id, a.Call), revs[a.Call]
 		if a.State != messages.ApprovalPending {
 			return nil, fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
 		}

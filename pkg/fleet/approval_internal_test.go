@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"maps"
+	"strconv"
 	"testing"
 	"time"
 
@@ -63,4 +65,62 @@ type refusingKV struct{ jetstream.KeyValue }
 
 func (refusingKV) Create(context.Context, string, []byte, ...jetstream.KVCreateOpt) (uint64, error) {
 	return 0, nats.ErrTimeout
+}
+
+// listApprovals reads a mission's records with their revisions, and no
+// other mission's; a deleted record is left out; a mission with more
+// records than one batch direct get answers (the server's 1,024) gets
+// them all.
+func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
+	ctx, js, st := testStores(t)
+	put := func(id string, n int) map[string]uint64 {
+		revs := map[string]uint64{}
+		for i := range n {
+			call := "1.d" + strconv.Itoa(i) + ".0"
+			a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: call,
+				State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
+				RequestedAt: time.Unix(int64(1000+i), 0).UTC(), Deadline: time.Unix(int64(5000+i), 0).UTC()}
+			data, err := messages.Marshal(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev, err := st.Approvals.Create(ctx, messages.ApprovalKey(id, call), data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			revs[call] = rev
+		}
+		return revs
+	}
+	id, other, many := messages.NewMissionID(), messages.NewMissionID(), messages.NewMissionID()
+	want := put(id, 3)
+	put(other, 2)
+	if err := st.Approvals.Delete(ctx, messages.ApprovalKey(id, "1.d1.0")); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "1.d1.0")
+	as, revs, err := listApprovals(ctx, js.Conn(), js, st.Approvals, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 2 || as[0].Call != "1.d0.0" || as[1].Call != "1.d2.0" || !maps.Equal(revs, want) {
+		t.Fatalf("listApprovals = %d records %v, revisions %v; want 1.d0.0 and 1.d2.0 with %v", len(as), as, revs, want)
+	}
+
+	wantMany := put(many, 1030)
+	if _, err := lastPerSubject(ctx, js.Conn(), "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+many+".>"); !errors.Is(err, errBatchIncomplete) {
+		t.Fatalf("one batch direct get of 1030 records: %v, want errBatchIncomplete", err)
+	}
+	as, revs, err = listApprovals(ctx, js.Conn(), js, st.Approvals, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 1030 || !maps.Equal(revs, wantMany) {
+		t.Fatalf("listApprovals of 1030 records = %d records, %d revisions", len(as), len(revs))
+	}
+	for i, a := range as {
+		if a.MissionID != many || !a.RequestedAt.Equal(time.Unix(int64(1000+i), 0)) {
+			t.Fatalf("record %d = %+v, want mission %s requested at %d", i, a, many, 1000+i)
+		}
+	}
 }

@@ -79,8 +79,10 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // TestApprovedMissionResumesAtOnceWithFewRequests: a decided mission is
 // taken by a worker as soon as it is queued again (the worker hears its
 // wake, as it hears a submit, rather than finding it at its next full
-// sweep, a second later), and its resumed run reads its journal with one
-// consumer and no stream or consumer info request.
+// sweep, a second later); its resumed run reads its journal with one
+// consumer and no consumer info request; and the mission's approval
+// records are read with no stream info request, once by the decider, the
+// gate and the audit each.
 func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 	s, nc := runJetStream(t)
 	shop := startShop(t, nc)
@@ -114,6 +116,14 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		}
 		if n := spy.count(t, "$JS.API.CONSUMER.INFO."+messages.StreamJournal+"."); n != 0 {
 			t.Errorf("the resumed run asked for its journal consumer's info %d times", n)
+		}
+		// the decision and the trace's audit each read the mission's
+		// approval records with one batch direct get
+		if n := spy.count(t, "$JS.API.STREAM.INFO."); n != 0 {
+			t.Errorf("the decision and the resumption asked for stream info %d times", n)
+		}
+		if n := spy.count(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketApprovals); n > 3 {
+			t.Errorf("the decision and the resumption read approval records %d times, want at most 3 (the decider's list, the gate, the trace's audit)", n)
 		}
 	}
 }

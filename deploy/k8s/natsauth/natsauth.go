@@ -187,13 +187,20 @@ func directGet(s string) []string {
 	return []string{api + "DIRECT.GET." + s + ".>", api + "STREAM.MSG.GET." + s}
 }
 
+// directBatch allows the direct gets of stream s by subject (directGet)
+// and those whose request body names the subjects: the next message on
+// a subject, or the last message of each subject matching a wildcard
+// (multi_last). The body's subjects are not checked by permissions: a
+// role given it may read any message of s.
+func directBatch(s string) []string {
+	return append(directGet(s), api+"DIRECT.GET."+s)
+}
+
 // chunkRead allows reading an object store's objects, stream s, with
 // direct gets alone: its metadata by subject, its chunks one after the
 // other (a direct get of the next message on a chunk subject, asked in
 // the request's body). No consumer is needed.
-func chunkRead(s string) []string {
-	return append(directGet(s), api+"DIRECT.GET."+s)
-}
+func chunkRead(s string) []string { return directBatch(s) }
 
 // orderedRead allows an ordered (ephemeral, pull) consumer on stream s: to
 // create it, pull from it, read and delete it.
@@ -270,7 +277,7 @@ func submitterPublish(user, reads string) []string {
 	l = append(l, directGet(quotaLimitsStream)...)
 	// The approvals of a mission are read, not decided (RoleApprover);
 	// they are keyed by mission id, so every submitter's are readable.
-	l = append(l, directGet(approvalsStream)...)
+	l = append(l, directBatch(approvalsStream)...)
 	// A Step too large for one message is read from mission_results,
 	// chunk by chunk with direct gets by sequence (no consumer).
 	l = append(l, chunkRead(resObjStream)...)
@@ -293,7 +300,7 @@ func approverPublish() []string {
 	l = append(l, workerConsumers("INFO")...)
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
-	l = append(l, directGet(approvalsStream)...)
+	l = append(l, directBatch(approvalsStream)...)
 	l = append(l, chunkRead(resObjStream)...)
 	// every submitter's missions: queued ones, and their events one by
 	// one (the approver's client reads as messages.AllSubmitters)
@@ -341,7 +348,7 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
-	l = append(l, directGet(approvalsStream)...)
+	l = append(l, directBatch(approvalsStream)...)
 	l = append(l, directGet(messages.StreamParked)...)
 	l = append(l, orderedRead(objStream)...)
 	l = append(l, orderedRead(messages.StreamJournal)...)

@@ -1,0 +1,82 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// errBatchIncomplete is the error of a batch direct get whose answer
+// does not hold every message asked for: more subjects matched than the
+// server answers at once, or the answer was cut at its byte limit. The
+// caller reads another way.
+var errBatchIncomplete = errors.New("fleet: the batch direct get did not answer every message")
+
+// headerNumPending, on the end of a batch direct get, counts the
+// messages matched and not sent.
+const headerNumPending = "Nats-Num-Pending"
+
+// directBatchWait bounds a batch direct get that has no deadline of its
+// own.
+const directBatchWait = 5 * time.Second
+
+// lastPerSubject returns the last message of every subject of stream that
+// matches filter (a wildcard subject), oldest first, with one batch
+// direct get (multi_last): one request whatever the number of subjects,
+// and no stream info. Each message's Nats-Subject and Nats-Sequence
+// headers name its subject and sequence (a KV entry's revision). The
+// answer may come from any replica of the stream, like every direct get.
+// It returns errBatchIncomplete when the server answered with fewer
+// messages than matched.
+func lastPerSubject(ctx context.Context, nc *nats.Conn, stream, filter string) ([]*nats.Msg, error) {
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{[]string{filter}})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, directBatchWait)
+		defer cancel()
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
+	}
+	var out []*nats.Msg
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
+		}
+		status := msg.Header.Get("Status")
+		switch {
+		case status == "":
+			out = append(out, msg)
+		case status == "204": // the end of the batch
+			if np, _ := strconv.ParseUint(msg.Header.Get(headerNumPending), 10, 64); np > 0 {
+				return nil, errBatchIncomplete
+			}
+			return out, nil
+		case status == "404": // no subject matched
+			return out, nil
+		case status == "413": // too many subjects matched
+			return nil, errBatchIncomplete
+		case status == "503":
+			return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, nats.ErrNoResponders)
+		default:
+			return nil, fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))
+		}
+	}
+}
