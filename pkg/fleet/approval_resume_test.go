@@ -6,13 +6,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// apiSpy counts the JetStream API requests made on a server, by the
-// request's subject with the mission's id replaced by <id>.
+// apiSpy counts the JetStream API requests and the status writes made on
+// a server, by subject with the mission's id replaced by <id>; a status
+// write that only creates (its expected last sequence 0) counts as
+// "create " and its subject.
 type apiSpy struct {
 	nc  *nats.Conn
 	sub *nats.Subscription
@@ -22,7 +25,7 @@ type apiSpy struct {
 
 func spyAPI(t *testing.T, nc *nats.Conn) *apiSpy {
 	t.Helper()
-	sub, err := nc.SubscribeSync("$JS.API.>")
+	sub, err := nc.SubscribeSync(">")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +51,15 @@ func (s *apiSpy) take(t *testing.T) {
 		if err != nil {
 			return
 		}
-		if s.id != "" {
-			s.n[strings.ReplaceAll(m.Subject, s.id, "<id>")]++
+		if s.id == "" {
+			continue
+		}
+		subj := strings.ReplaceAll(m.Subject, s.id, "<id>")
+		switch {
+		case strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") && m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "0":
+			s.n["create "+subj]++
+		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+"."):
+			s.n[subj]++
 		}
 	}
 }
@@ -80,7 +90,8 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // taken by a worker as soon as it is queued again (the worker hears its
 // wake, as it hears a submit, rather than finding it at its next full
 // sweep, a second later); its resumed run reads its journal with one
-// consumer and no consumer info request; and the mission's approval
+// consumer and no consumer info request, and its claim reads the status
+// it knows exists rather than trying to create it first; and the mission's approval
 // records are read with no stream info request, once by the decider, the
 // gate and the audit each.
 func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
@@ -116,6 +127,11 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		}
 		if n := spy.count(t, "$JS.API.CONSUMER.INFO."+messages.StreamJournal+"."); n != 0 {
 			t.Errorf("the resumed run asked for its journal consumer's info %d times", n)
+		}
+		// the woken mission is known to have a status: its claim
+		// reads it, with no attempt to create it
+		if n := spy.count(t, "create $KV."+messages.BucketStatus+"."); n != 0 {
+			t.Errorf("the resumed run's claim tried to create the status %d times", n)
 		}
 		// the decision and the trace's audit each read the mission's
 		// approval records with one batch direct get

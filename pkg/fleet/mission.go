@@ -367,6 +367,10 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 	return d
 }
 
+// headerStreamSource marks a message a stream sourced from another: in
+// MISSIONS, a mission queued again from PARKED.
+const headerStreamSource = "Nats-Stream-Source"
+
 // claim compare-and-sets the status to running by this worker. first is
 // true when the claim wrote the mission's first status. skip is true when
 // the message needs no run (already finished, duplicate, fenced); the
@@ -377,8 +381,10 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	// id (another submitter's, a cancel's, an earlier copy's) refuses it,
 	// and the claim reads and decides as for a later delivery. A conflict
 	// with a write still in flight (10164, replicated streams) tries again,
-	// since nothing may be stored to read yet.
-	fresh := attempt == 1
+	// since nothing may be stored to read yet. A mission queued again
+	// from PARKED (MISSIONS sources it: a decision's, a deadline's or a
+	// quota's wake) has a status already and is read at once.
+	fresh := attempt == 1 && msg.Headers().Get(headerStreamSource) == ""
 	for try := range 8 {
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
