@@ -798,8 +798,8 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 		refused(t, ops, r.subject, r.body)
 	}
 	// nor hear another's submits, which workers hear (fair share)
-	for _, s := range []string{messages.ResultSubject(d, "*"), messages.EventFilter(d, "*"), messages.ResultSubject("*", "*"),
-		messages.SubmitWildcard, messages.SubmitSubject(d, "*", "*")} {
+	for _, s := range []string{messages.ResultSubject(d, "*"), messages.StoredResultSubject(d, "*"), messages.EventFilter(d, "*"),
+		messages.ResultSubject("*", "*"), messages.StoredResultSubject("*", "*"), messages.SubmitWildcard, messages.SubmitSubject(d, "*", "*")} {
 		if _, err := ops.nc.SubscribeSync(s); err != nil {
 			t.Fatal(err)
 		}
@@ -846,7 +846,7 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	// Forging the dispatcher's result, status, events or submission: a
 	// mission it submits next gets the worker's result.
 	next := bigMission()
-	for _, s := range []string{messages.ResultSubject(d, next.ID), messages.StatusSubject(d, next.ID),
+	for _, s := range []string{messages.ResultSubject(d, next.ID), messages.StoredResultSubject(d, next.ID), messages.StatusSubject(d, next.ID),
 		messages.EventSubject(d, next.ID, 1, messages.EventFinal), messages.SubmitSubject(d, "", next.ID)} {
 		if err := ops.nc.Publish(s, []byte("forged")); err != nil {
 			t.Fatal(err)

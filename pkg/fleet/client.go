@@ -59,6 +59,9 @@ type Client struct {
 	// sub is the submitter the client submits as; readSub is the one it
 	// reads as (sub, or messages.AllSubmitters).
 	sub, readSub string
+	// republished: StreamResults republishes each stored result on its
+	// StoredResultSubject, where a message is the result itself.
+	republished bool
 }
 
 // NewClient binds a client to nc. When the fleet's streams, consumers and
@@ -101,7 +104,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub}, nil
+	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results)}, nil
 }
 
 // Submitter is the submitter the client submits as.
@@ -333,12 +336,15 @@ const (
 // resultWait is one wait for a mission's result: a subscription to its
 // result subject whose messages (coalesced) and the connection's
 // reconnections signal that the stored result is worth reading. It holds
-// no message buffer of its own.
+// no message buffer of its own. Where the results stream republishes what
+// it stores, it subscribes to the StoredResultSubject instead, whose one
+// message is the stored result: stored keeps its bytes.
 type resultWait struct {
 	nc        *nats.Conn
 	sub       *nats.Subscription
 	published chan struct{}
 	connected chan nats.Status
+	stored    atomic.Pointer[[]byte]
 }
 
 func (c *Client) watchResult(id string) (*resultWait, error) {
@@ -346,7 +352,14 @@ func (c *Client) watchResult(id string) (*resultWait, error) {
 		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
 	w := &resultWait{nc: c.nc, published: make(chan struct{}, 1)}
-	sub, err := c.nc.Subscribe(messages.ResultSubject(c.readSub, id), func(*nats.Msg) {
+	subject := messages.ResultSubject(c.readSub, id)
+	if c.republished {
+		subject = messages.StoredResultSubject(c.readSub, id)
+	}
+	sub, err := c.nc.Subscribe(subject, func(m *nats.Msg) {
+		if c.republished {
+			w.stored.Store(&m.Data)
+		}
 		select {
 		case w.published <- struct{}{}:
 		default:
@@ -397,9 +410,16 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 		case <-late:
 			late = nil
 		case <-w.published:
-			// Core subscribers also see publishes the stream rejected (a
-			// second writer's result), so a message is only a signal: the
-			// stored result is the answer.
+			if data := w.stored.Load(); data != nil {
+				// republished by the stream: the stored result itself
+				if step, err := storedStep(ctx, c.st, id, *data); err == nil {
+					return step, nil
+				}
+			}
+			// Core subscribers of the result subject also see publishes
+			// the stream rejected (a second writer's result), so a
+			// message there is only a signal: the stored result is the
+			// answer.
 			published, backoff = true, awaitRetryFirst
 		case <-w.connected:
 			// A result published while the connection was down sent no

@@ -36,6 +36,7 @@ var tapKinds = []struct{ kind, prefix string }{
 	{"quota lease", "$KV." + messages.BucketQuotaLeases + "."},
 	{"event", "mission.event."},
 	{"result", "mission.result."},
+	{"stored result", messages.SubjectStoredPrefix},
 }
 
 func startTap(t *testing.T, url string) *messageTap {
@@ -153,9 +154,10 @@ func TestMissionMessageCost(t *testing.T) {
 				// started, tool_call, tool_result and final in one batch
 				// (a second only when a mission outlasts EventDelay)
 				{"event", 1.5},
-				// Run reads the result once it is signalled (again only
-				// when the read comes before the stream stored it)
-				{"result get", 1.3},
+				// Run takes the result the stream republishes once
+				// stored: no read
+				{"result get", 0},
+				{"stored result", 1},
 				// the record of a first attempt: one message next to its
 				// result, no read for an earlier one, nothing in the
 				// object store
@@ -260,7 +262,8 @@ func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 
 // A mission submitted without an id gets a new one, which no worker can
 // have taken: the client reads no status before it queues it. Run then
-// costs the client its submission and one read of the signalled result.
+// costs the client its submission alone: the result comes as the stream
+// republishes it once stored, not read.
 func TestSubmitOfANewIDReadsNoStatus(t *testing.T) {
 	srv, nc := runJetStream(t)
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
@@ -279,7 +282,69 @@ func TestSubmitOfANewIDReadsNoStatus(t *testing.T) {
 			t.Fatalf("mission %q: %v %+v", m.ID, err, st)
 		}
 	}
-	if got := float64(cnc.Stats().OutMsgs-before) / n; got > 2.5 {
-		t.Fatalf("the client sent %.2f messages per mission, want at most 2.5 (the submission and one read)", got)
+	if got := float64(cnc.Stats().OutMsgs-before) / n; got > 1.5 {
+		t.Fatalf("the client sent %.2f messages per mission, want at most 1.5 (the submission)", got)
+	}
+}
+
+// Where the results stream does not republish what it stores (a layout
+// set up before it did, bound by a client that changes no layout), Run
+// and Await subscribe to the result subject and read the result after its
+// message; a message on the stored-result subject that is no Step is
+// ignored and the stored result read instead.
+func TestRunReadsResultsWhereTheStreamDoesNotRepublish(t *testing.T) {
+	srv, nc := runJetStream(t)
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if m.Context["slow"] == true {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return &messages.Step{Return: m.ID}, nil
+	}))
+	ctx := testCtx(t)
+	// a stored-result message that is no Step: the client reads instead
+	cnc := dialTCP(t, srv.ClientURL())
+	c := newClient(t, cnc)
+	m := newMission()
+	m.Context = map[string]any{"slow": true}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = nc.Publish(messages.StoredResultSubject(c.Submitter(), m.ID), []byte("not a step"))
+	}()
+	if st, err := c.Run(ctx, m); err != nil || st.Return != m.ID {
+		t.Fatalf("run past a forged stored-result message: %v %+v", err, st)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, messages.StreamResults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.RePublish == nil || cfg.RePublish.Destination != messages.StoredResultTransform() {
+		t.Fatalf("the results stream republishes %+v, want on %s", cfg.RePublish, messages.StoredResultTransform())
+	}
+	cfg.RePublish = nil
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	onc := dialTCP(t, srv.ClientURL())
+	old, err := fleet.NewClient(ctx, onc, fleet.ClientConfig{SkipSetup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := onc.Stats().OutMsgs
+	const n = 10
+	for range n {
+		m := newMission()
+		m.ID = ""
+		if st, err := old.Run(ctx, m); err != nil || st.Return != m.ID {
+			t.Fatalf("run: %v %+v", err, st)
+		}
+	}
+	// the submission and at least one read of each result
+	if got := float64(onc.Stats().OutMsgs-before) / n; got < 2 {
+		t.Fatalf("the client sent %.2f messages per mission, want the submission and a read (2 or more)", got)
 	}
 }

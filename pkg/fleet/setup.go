@@ -382,6 +382,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
 			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,
+			// a result, once stored, to those awaiting it: no read after
+			// the message
+			RePublish: resultRepublish(),
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Events }, jetstream.StreamConfig{
 			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*.*.*"},
@@ -404,6 +407,22 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			AllowRollup: true,
 		}},
 	}
+}
+
+// resultRepublish republishes each result StreamResults stores (not the
+// records next to them) on its StoredResultSubject.
+func resultRepublish() *jetstream.RePublish {
+	return &jetstream.RePublish{Source: messages.ResultSubject("*", "*"), Destination: messages.StoredResultTransform()}
+}
+
+// resultsRepublished reports whether results stream s republishes what it
+// stores as resultRepublish does (a layout set up before it did not).
+func resultsRepublished(s jetstream.Stream) bool {
+	if s == nil || s.CachedInfo() == nil {
+		return false
+	}
+	r, want := s.CachedInfo().Config.RePublish, resultRepublish()
+	return r != nil && r.Source == want.Source && r.Destination == want.Destination && !r.HeadersOnly
 }
 
 // setupOpTimeout bounds one JetStream API call of the setup; a call that
@@ -510,6 +529,9 @@ func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	dst.AllowRollup, dst.AllowMsgTTL, dst.AllowMsgSchedules = w.AllowRollup, w.AllowMsgTTL, w.AllowMsgSchedules
 	if w.SubjectTransform != nil {
 		dst.SubjectTransform = w.SubjectTransform
+	}
+	if w.RePublish != nil {
+		dst.RePublish = w.RePublish
 	}
 	if w.Sources != nil {
 		dst.Sources = w.Sources

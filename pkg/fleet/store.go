@@ -189,7 +189,13 @@ func readResult(ctx context.Context, st *Stores, k missionKey) (*messages.Step, 
 		}
 		return nil, fmt.Errorf("fleet: read result %s: %w", id, err)
 	}
-	step, err := decodeStep(raw.Data)
+	return storedStep(ctx, st, id, raw.Data)
+}
+
+// storedStep decodes the stored result of mission id, data, reading it
+// from mission_results when it is stored there.
+func storedStep(ctx context.Context, st *Stores, id string, data []byte) (*messages.Step, error) {
+	step, err := decodeStep(data)
 	if err != nil || step.Stored == nil {
 		return step, err
 	}

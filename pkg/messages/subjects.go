@@ -65,6 +65,10 @@ const (
 	SubjectWakePrefix = "mission.wake."
 	// SubjectResultPrefix prefixes mission.result.<submitter>.<id>.
 	SubjectResultPrefix = "mission.result."
+	// SubjectStoredPrefix prefixes mission.stored.<submitter>.<id>: the
+	// result StreamResults stored, republished by the server (core NATS;
+	// only the server publishes there).
+	SubjectStoredPrefix = "mission.stored."
 	// SubjectEventPrefix prefixes mission.event.<submitter>.<id>.<n>.<kind>.
 	SubjectEventPrefix = "mission.event."
 	// SubjectDeadPrefix prefixes mission.dead.<id>.
@@ -269,6 +273,14 @@ func ParseSubmitSubject(subject string) (s, p, id string, ok bool) {
 
 // ResultSubject is the subject of mission id's final Step.
 func ResultSubject(s, id string) string { return SubjectResultPrefix + s + "." + id }
+
+// StoredResultSubject is where StreamResults republishes mission id's
+// result once it has stored it: a message there is the stored result.
+func StoredResultSubject(s, id string) string { return SubjectStoredPrefix + s + "." + id }
+
+// StoredResultTransform is StoredResultSubject of the submitter and id of
+// a result subject, as a republish destination.
+func StoredResultTransform() string { return StoredResultSubject("{{wildcard(1)}}", "{{wildcard(2)}}") }
 
 // RecordSubject is the subject of mission id's MissionRecord in
 // StreamResults, next to its result: readable by what reads its

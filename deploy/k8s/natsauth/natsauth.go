@@ -147,9 +147,10 @@ func (a Account) Users() []User {
 		}
 		users = append(users, User{Name: user, PasswordVar: pw(s.Name), Role: SubmitterRole(s.Name), Restricted: true,
 			PubAllow: submitterPublish(user, reads),
-			// Await and Watch wait for a mission's result and next event
-			// on its subjects.
-			SubAllow: []string{Inbox(user) + ".>", messages.ResultSubject(reads, "*"), messages.EventFilter(reads, "*")}})
+			// Await and Watch wait for a mission's result (as the results
+			// stream republishes it once stored, or as published) and
+			// next event on its subjects.
+			SubAllow: []string{Inbox(user) + ".>", messages.StoredResultSubject(reads, "*"), messages.ResultSubject(reads, "*"), messages.EventFilter(reads, "*")}})
 	}
 	users = append(users, User{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
 		PubAllow: workerPublish(a.ToolServices),
@@ -161,7 +162,7 @@ func (a Account) Users() []User {
 		Responses: cancelResponses})
 	users = append(users, User{Name: name(RoleApprover), PasswordVar: pw(RoleApprover), Role: RoleApprover, Restricted: true,
 		PubAllow: approverPublish(),
-		SubAllow: []string{Inbox(RoleApprover) + ".>", messages.ResultSubject("*", "*"), messages.EventFilter("*", "*")}})
+		SubAllow: []string{Inbox(RoleApprover) + ".>", messages.StoredResultSubject("*", "*"), messages.ResultSubject("*", "*"), messages.EventFilter("*", "*")}})
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
 			PubAllow:  toolServicePublish(svc),
