@@ -3,6 +3,7 @@ package lisp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -291,7 +292,10 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		}
 		h.CtxMap = cv.(*core.Map)
 	}
-	mem := make(map[string]core.Value, len(opts.Memory))
+	var mem map[string]core.Value // nil when empty: only read below
+	if len(opts.Memory) > 0 {
+		mem = make(map[string]core.Value, len(opts.Memory))
+	}
 	for k, v := range opts.Memory {
 		mv, merr := core.FromGo(v)
 		if merr != nil {
@@ -318,10 +322,10 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 	}
 	th := &core.Thread{
 		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: time.Now().Add(timeout),
-		Host: h, Mem: make(map[string]core.Value, len(mem)), NextCheck: core.CheckEvery,
+		Host: h, NextCheck: core.CheckEvery,
 	}
-	for k, v := range mem {
-		th.Mem[k] = v
+	if len(mem) > 0 {
+		th.Mem = maps.Clone(mem)
 	}
 	th.MaxMem = maxMem
 	th.MaxSteps = opts.MaxSteps
@@ -375,6 +379,9 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 	}
 	if opts.MemoryContract && sig == nil {
 		if m, ok := v.(*core.Map); ok {
+			if newMem == nil {
+				newMem = map[string]core.Value{}
+			}
 			var shown core.Value = m
 			hasReturn := false
 			for _, e := range m.Entries() {

@@ -301,6 +301,9 @@ func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, er
 
 // setMem writes memory (def, memory/put).
 func (th *Thread) SetMem(name string, v Value) {
+	if th.Mem == nil {
+		th.Mem = map[string]Value{}
+	}
 	th.Mem[name] = v
 	th.keep()
 }

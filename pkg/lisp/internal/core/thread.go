@@ -32,15 +32,20 @@ type Thread struct {
 	loops    int64
 	MaxLoops int64
 
-	stack   []Value
-	Sp      int
-	frames  []*Frame
-	CallPos Pos
+	stack  []Value
+	Sp     int
+	frames []*Frame // the frame of each call depth, reused by later calls
+	// frame0 and frameBuf back the first frames, so a run that calls no
+	// function allocates no frame.
+	frame0   Frame
+	frameBuf [2]*Frame
+	CallPos  Pos
 	// recurArgs holds the values of the recur being executed.
 	RecurArgs []Value
 
 	Host *Host
-	// mem is this thread's working memory (committed only on success).
+	// Mem is this thread's working memory (committed only on success); nil
+	// while empty (SetMem makes it).
 	Mem map[string]Value
 	// child is true for pmap/pcalls branches: their defs and prints are dropped.
 	child bool
@@ -376,6 +381,11 @@ func GetKey(m Value, k Value, dflt Value) Value {
 }
 
 func (th *Thread) frameAt(depth int) *Frame {
+	if th.frames == nil {
+		th.frame0.Th = th
+		th.frameBuf[0] = &th.frame0
+		th.frames = th.frameBuf[:1]
+	}
 	for len(th.frames) <= depth {
 		th.frames = append(th.frames, &Frame{Th: th})
 	}
