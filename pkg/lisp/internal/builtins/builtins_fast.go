@@ -91,6 +91,15 @@ func attachFast(r *registry) {
 		}
 		return core.SlowCall1(th, count, x)
 	}
+	nth := r.builtin("nth")
+	nth.Fn2 = func(th *core.Thread, x, y core.Value) core.Value {
+		if v, ok := x.(*core.Vector); ok {
+			if i, ok := y.(int64); ok && i >= 0 && i < int64(v.Len()) {
+				return v.At(int(i))
+			}
+		}
+		return core.SlowCall2(th, nth, x, y)
+	}
 	get.Fn2 = func(th *core.Thread, x, y core.Value) core.Value {
 		switch m := x.(type) {
 		case *core.Map:

@@ -705,6 +705,11 @@ func (c *Compiler) builtinCall(b *core.Builtin, f *syntax.Form) core.Node {
 	if n < b.MinArgs || (b.MaxArgs >= 0 && n > b.MaxArgs) {
 		c.fail(core.KindArity, f.Pos, "", "%s expects %s, got %d", b.Name, b.ArityDesc(), n)
 	}
+	if n == 2 && b.Fn2 != nil {
+		if nd, ok := c.countCompare(b, f); ok {
+			return nd
+		}
+	}
 	if b.Name == "count" && n == 1 {
 		if nd, ok := c.countSplitCall(b, f); ok {
 			return nd

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
 
 // Fixed-arity entry points for the builtins that loops and HOF bodies call
@@ -123,6 +124,19 @@ func fastNode2(b *core.Builtin, a, c operand, pos core.Pos) core.Node {
 			}
 			return fn(th, x, y)
 		}
+	case "nth":
+		return func(fr *core.Frame) core.Value {
+			x, y := a.Get(fr), c.Get(fr)
+			th := fr.Th
+			th.CallPos = pos
+			th.Tick()
+			if v, ok := x.(*core.Vector); ok {
+				if i, ok := y.(int64); ok && i >= 0 && i < int64(v.Len()) {
+					return v.At(int(i))
+				}
+			}
+			return fn(th, x, y)
+		}
 	case "=":
 		return func(fr *core.Frame) core.Value {
 			x, y := a.Get(fr), c.Get(fr)
@@ -136,6 +150,60 @@ func fastNode2(b *core.Builtin, a, c operand, pos core.Pos) core.Node {
 		}
 	}
 	return fast2(fn, a, c, pos)
+}
+
+// countCompare compiles (< x (count coll)) (and <=, >, >=) with coll a
+// symbol, the test of an index loop, when count is the builtin: the
+// count of a vector is compared as a Go int, not boxed (a count above the
+// small-integer cache would be a new box on every test). Anything else
+// calls count and the comparison as written, with the same steps and
+// positions. ok is false when f is not such a call.
+func (c *Compiler) countCompare(b *core.Builtin, f *syntax.Form) (core.Node, bool) {
+	cf := f.Items[2]
+	if cf.Kind != syntax.FList || len(cf.Items) != 2 || !cf.Items[0].IsSym("count") || cf.Items[1].Kind != syntax.FSym {
+		return nil, false
+	}
+	if _, _, local := c.sc.lookup("count"); local {
+		return nil, false
+	}
+	count, ok := c.Builtins["count"]
+	if !ok || count.Fn1 == nil {
+		return nil, false
+	}
+	var cmp func(p, q int64) bool
+	switch b.Name {
+	case "<":
+		cmp = func(p, q int64) bool { return p < q }
+	case "<=":
+		cmp = func(p, q int64) bool { return p <= q }
+	case ">":
+		cmp = func(p, q int64) bool { return p > q }
+	case ">=":
+		cmp = func(p, q int64) bool { return p >= q }
+	default:
+		return nil, false
+	}
+	x := c.operandOf(f.Items[1], c.compile(f.Items[1], false))
+	coll := c.operandOf(cf.Items[1], c.compile(cf.Items[1], false))
+	fn, countFn, pos, countPos := b.Fn2, count.Fn1, f.Pos, cf.Pos
+	return func(fr *core.Frame) core.Value {
+		xv := x.Get(fr)
+		cv := coll.Get(fr)
+		th := fr.Th
+		th.CallPos = countPos
+		th.Tick()
+		if v, ok := cv.(*core.Vector); ok {
+			if p, ok := xv.(int64); ok {
+				th.CallPos = pos
+				th.Tick()
+				return cmp(p, int64(v.Len()))
+			}
+		}
+		n := countFn(th, cv)
+		th.CallPos = pos
+		th.Tick()
+		return fn(th, xv, n)
+	}, true
 }
 
 // updateNode compiles (update m k f) and (update m k f x): on a reduce's
