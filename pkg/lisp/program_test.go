@@ -112,3 +112,28 @@ func BenchmarkProgram(b *testing.B) {
 		})
 	}
 }
+
+// TestProgramRunAllocations checks what one run of a tiny program from a
+// Program allocates: its Result, host, Thread, the context's view and the
+// memory meter (with its context), and no memory maps or frames when the
+// program keeps nothing and calls no function.
+func TestProgramRunAllocations(t *testing.T) {
+	p, err := Compile(`(+ 1 2)`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Context: map[string]any{"n": int64(1)}}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := p.Run(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 6 {
+		t.Fatalf("%.0f allocations per run, want at most 6", allocs)
+	}
+	// a def in a run that started with no memory makes the map
+	res, err := Exec(context.Background(), `(def x 1) (defn f [] x) (f)`, Options{})
+	if err != nil || res.Memory["x"] != int64(1) || core.PrStr(res.Value) != "1" {
+		t.Fatalf("def: %v %v %v", res.Memory, res.Value, err)
+	}
+}
