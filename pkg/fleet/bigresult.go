@@ -303,10 +303,7 @@ func (b *Toolbox) readRef(ctx context.Context, ref *messages.ObjectRef) ([]byte,
 // missionMaxData is the data limit of mission m (limits.max_data of the
 // mission over its top-level agent's; ≤ 0: none).
 func missionMaxData(m *messages.Mission) int64 {
-	l := m.Limits
-	if m.Agent != nil {
-		l = m.Agent.Limits.Override(m.Limits)
-	}
+	l := m.EffectiveLimits()
 	limit, ok := messages.LimitOr(l.MaxData, messages.DefaultMaxData)
 	if !ok {
 		return -1

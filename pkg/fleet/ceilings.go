@@ -81,10 +81,7 @@ func (c Ceilings) check(m *messages.Mission) string {
 // budget when neither its limits nor its top-level agent set one (a
 // mission within the ceilings, checked first).
 func (c Ceilings) applyBudget(m *messages.Mission) {
-	eff := m.Limits
-	if m.Agent != nil {
-		eff = m.Agent.Limits.Override(m.Limits)
-	}
+	eff := m.EffectiveLimits()
 	if c.MaxCostUSD > 0 && eff.MaxCostUSD == 0 {
 		m.Limits.MaxCostUSD = c.MaxCostUSD
 	}

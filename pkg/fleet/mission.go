@@ -351,10 +351,7 @@ func decodeMission(contentType string, data []byte) (*messages.Mission, error) {
 // agent's), else the worker's; negative (unlimited) runs until the mission
 // ends by itself. It never exceeds the worker's ceiling.
 func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
-	d := m.Limits.MissionTimeout
-	if m.Agent != nil {
-		d = m.Agent.Limits.Override(m.Limits).MissionTimeout
-	}
+	d := m.EffectiveLimits().MissionTimeout
 	if d == 0 {
 		d = w.cfg.MissionTimeout
 	}

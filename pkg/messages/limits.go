@@ -208,3 +208,14 @@ func LimitOr[T ~int | ~int64](v, d T) (limit T, ok bool) {
 	}
 	return v, true
 }
+
+// EffectiveLimits are the limits mission m runs under: its own
+// (Mission.Limits) over its top-level agent's, field by field; a mission
+// without an agent (a compiled one) has its own only. Everything that
+// reads a mission's limits reads them here.
+func (m *Mission) EffectiveLimits() Limits {
+	if m.Agent == nil {
+		return m.Limits
+	}
+	return m.Agent.Limits.Override(m.Limits)
+}

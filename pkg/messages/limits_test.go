@@ -84,3 +84,16 @@ func TestAgentSpecLimitsInline(t *testing.T) {
 		t.Errorf("decoded %+v", back.Limits)
 	}
 }
+
+func TestMissionEffectiveLimits(t *testing.T) {
+	m := &Mission{Limits: Limits{MaxTurns: 2, MaxData: -1}}
+	if got := m.EffectiveLimits(); got != m.Limits {
+		t.Fatalf("a mission without an agent: %+v, want its own %+v", got, m.Limits)
+	}
+	m.Agent = &AgentSpec{Limits: Limits{MaxTurns: 7, MissionTimeout: time.Minute, MaxData: 1 << 20}}
+	got := m.EffectiveLimits()
+	want := Limits{MaxTurns: 2, MissionTimeout: time.Minute, MaxData: -1}
+	if got != want {
+		t.Fatalf("effective limits %+v, want %+v (the mission's over its agent's)", got, want)
+	}
+}

@@ -79,7 +79,7 @@ func BenchmarkLargeToolResult(b *testing.B) {
 				var peak uint64
 				b.SetBytes(int64(size))
 				for b.Loop() {
-					step, err := lisp.Run(ctx, src, lisp.Options{Tools: tools, MaxMemory: -1, Timeout: 10 * time.Minute})
+					step, err := lisp.Run(ctx, src, lisp.Options{Tools: tools, Limits: messages.Limits{ProgramMemory: -1, ProgramTimeout: 10 * time.Minute}})
 					if err != nil || step.Fail != nil || step.Return != want {
 						b.Fatalf("%v %+v %v", err, step.Fail, step.Return)
 					}

@@ -128,7 +128,7 @@ func runBigRead(spec string) int {
 			defer obj.Close()
 			return lisp.DecodeWireResultFrom(ctx, "", obj, ref.Size, &ref)
 		})}
-		step, err := lisp.Run(ctx, src, lisp.Options{Tools: tools, MaxMemory: -1, Timeout: 5 * time.Minute})
+		step, err := lisp.Run(ctx, src, lisp.Options{Tools: tools, Limits: messages.Limits{ProgramMemory: -1, ProgramTimeout: 5 * time.Minute}})
 		if err != nil || step.Fail != nil {
 			fmt.Fprintln(os.Stderr, "run:", err, step.Fail)
 			return 2

@@ -31,6 +31,6 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 	if err != nil {
 		return nil, err
 	}
-	spec.Limits = spec.Limits.Override(m.Limits)
+	spec.Limits = m.EffectiveLimits()
 	return agent.New(spec)
 }

@@ -164,7 +164,7 @@ func Replay(ctx context.Context, rec *messages.MissionRecord, recorded *messages
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	as.Limits = as.Limits.Override(m.Limits)
+	as.Limits = m.EffectiveLimits()
 	a, err := agent.New(as)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
