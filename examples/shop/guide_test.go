@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptcfleet/ptc/examples/shop"
 	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // guideTools serves the shop's tools to the interpreter as a tool service
@@ -114,7 +115,7 @@ func TestGuideExamples(t *testing.T) {
 		}
 		want = strings.TrimSpace(want)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := lisp.Exec(ctx, code, lisp.Options{Tools: tools, Memory: mem, MemoryContract: true, Timeout: 5 * time.Second})
+		res, err := lisp.Exec(ctx, code, lisp.Options{Tools: tools, Memory: mem, MemoryContract: true, Limits: messages.Limits{ProgramTimeout: 5 * time.Second}})
 		cancel()
 		var got string
 		if err != nil {

@@ -156,7 +156,7 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 	stubs := stubTools(names)
 	ctx, cancel := context.WithTimeout(context.Background(), definitionTimeout)
 	defer cancel()
-	res, err := lisp.Exec(ctx, src, lisp.Options{Tools: stubs, Timeout: definitionTimeout, MemoryLimit: -1})
+	res, err := lisp.Exec(ctx, src, lisp.Options{Tools: stubs, Limits: messages.Limits{ProgramTimeout: definitionTimeout, MemoryLimit: -1}})
 	if err != nil {
 		return nil, invalidCompiled("source", "%s", lispDetail(err))
 	}
@@ -180,7 +180,7 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 	probe := make(map[string]any, len(defs)+1)
 	maps.Copy(probe, defs)
 	probe[compiledFnName] = fn
-	_, perr := lisp.Exec(ctx, "("+compiledFnName+")", lisp.Options{Memory: probe, Tools: stubs, Timeout: definitionTimeout, MemoryLimit: -1})
+	_, perr := lisp.Exec(ctx, "("+compiledFnName+")", lisp.Options{Memory: probe, Tools: stubs, Limits: messages.Limits{ProgramTimeout: definitionTimeout, MemoryLimit: -1}})
 	var le *lisp.Error
 	if !errors.As(perr, &le) || le.Kind != lisp.KindArity || le.Pos.Line != 1 || le.Pos.Col != 1 || !strings.Contains(le.Msg, "expects 1 arg,") {
 		got := "it accepts no argument"
@@ -269,7 +269,7 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		ctx = context.WithValue(ctx, warnKey{}, w)
 	}
 	res, xerr := c.call.Run(ctx, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
-		MemoryLimit: -1, FloatPrecision: FloatPrecision}, c.lim))
+		Limits: messages.Limits{MemoryLimit: -1}, FloatPrecision: FloatPrecision}, c.lim))
 	turn := messages.Turn{Number: 1, Program: c.Source, StartedAt: start, ToolCalls: res.ToolCalls, Prints: res.Prints}
 	st.Usage.ToolCalls = len(res.ToolCalls)
 	if w != nil {

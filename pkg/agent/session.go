@@ -197,10 +197,10 @@ func (s *Session) History() []llm.Message {
 // interpreter's own printed-size check is off.
 func (a *Agent) programOptions(ctxData, mem map[string]any, tools lisp.Tools, services lisp.HostFuncs, timeout time.Duration, sec *secrets) lisp.Options {
 	o := programLimits(lisp.Options{
-		Context: ctxData, Memory: mem, Tools: tools, Host: services, MemoryLimit: -1,
+		Context: ctxData, Memory: mem, Tools: tools, Host: services, Limits: messages.Limits{MemoryLimit: -1},
 		MemoryContract: !a.singleTurn(), FloatPrecision: FloatPrecision, Scrub: sec.hook(),
 	}, a.lim)
-	o.Timeout = timeout
+	o.Limits.ProgramTimeout = timeout
 	return o
 }
 

@@ -384,23 +384,24 @@ func (a *Agent) missionMeter() *lisp.Meter {
 	return lisp.NewMeter(limit, "the mission's program_memory; raise limits.program_memory")
 }
 
-// programLimits returns o with the limits of one program run under l set:
-// the time limit, the step budget (l.MaxSteps, or 0: the interpreter's
-// budget for the program timeout, never derived from what is left of a
-// turn or the mission), the memory held and the tool calls. Agents and
-// compiled programs run their programs under it.
+// programLimits returns o with the limits of one program run under l, by
+// their wire names: the time limit, the step budget (l.MaxSteps, or 0: the
+// interpreter's budget for the program timeout, never derived from what is
+// left of a turn or the mission, which a caller may set as the time limit
+// after), the memory held and the tool calls. The interpreter applies the
+// other defaults. Agents and compiled programs run their programs under
+// it.
 func programLimits(o lisp.Options, l Limits) lisp.Options {
-	o.Timeout = programTimeout(l)
-	o.MaxSteps = l.MaxSteps
-	switch {
-	case o.MaxSteps != 0:
-	case l.ProgramTimeout < 0:
-		o.MaxSteps = -1
-	default:
-		o.MaxSteps = lisp.StepBudget(o.Timeout)
+	o.Limits.ProgramTimeout = l.ProgramTimeout
+	o.Limits.MaxSteps = l.MaxSteps
+	if l.MaxSteps == 0 {
+		o.Limits.MaxSteps = -1
+		if t, ok := messages.LimitOr(l.ProgramTimeout, messages.DefaultProgramTimeout); ok {
+			o.Limits.MaxSteps = lisp.StepBudget(t)
+		}
 	}
-	o.MaxMemory = l.ProgramMemory
-	o.MaxToolCalls = l.MaxToolCalls
+	o.Limits.ProgramMemory = l.ProgramMemory
+	o.Limits.MaxToolCalls = l.MaxToolCalls
 	return o
 }
 

@@ -16,13 +16,16 @@ import (
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
-// Defaults for Options.
+// Defaults for Options. The limits that travel on the wire have their
+// defaults in pkg/messages, the one place of each; these name them for
+// callers of this package.
 const (
-	DefaultTimeout = time.Second
+	// DefaultTimeout bounds one run: messages.DefaultProgramTimeout.
+	DefaultTimeout = messages.DefaultProgramTimeout
 	// DefaultMaxMemory bounds the memory a program holds at once (what it
-	// builds and keeps; host data does not count): the agents'
-	// program_memory default. It admits the benchmark pipelines over 100k
-	// records with room to spare.
+	// builds and keeps; host data does not count):
+	// messages.DefaultProgramMemory. It admits the benchmark pipelines
+	// over 100k records with room to spare.
 	DefaultMaxMemory = messages.DefaultProgramMemory
 	// DefaultMaxCallDepth bounds nested function calls.
 	DefaultMaxCallDepth = 10000
@@ -58,8 +61,22 @@ type Options struct {
 	// before the program runs; a signature that does not parse fails the
 	// run with a value error.
 	Signature string
-	// Timeout is the wall-clock limit of this run (default
-	// DefaultTimeout); the run's ctx deadline applies too.
+	// Limits are the run's limits under their wire names, as a mission or
+	// an agent spec carries them (messages.Limits), with the wire's
+	// convention: 0 is the default (messages.Default*), a negative value
+	// unlimited. The interpreter enforces ProgramTimeout (the run's wall
+	// clock; the run's ctx deadline applies too), ProgramMemory (what the
+	// program holds at once; see MaxMemory), MaxSteps (the evaluation step
+	// budget; 0: StepBudget of the timeout, unlimited when the time is),
+	// MaxToolCalls and MemoryLimit (the printed size of memory after the
+	// run). The other fields bound agents and missions, not one run, and
+	// are not read here. A field left 0 takes the value of the field of
+	// the same meaning below, which older callers set.
+	Limits messages.Limits
+	// Timeout is Limits.ProgramTimeout under its older name (0: the
+	// default, DefaultTimeout).
+	//
+	// Deprecated: set Limits.ProgramTimeout.
 	Timeout time.Duration
 	// MaxMemory bounds the memory the program holds at once, in bytes:
 	// 16 per collection slot (more where the Go heap holds more: see
@@ -70,11 +87,15 @@ type Options struct {
 	// other host data (Context, Memory, Go data a tool returns) does not
 	// count (0: DefaultMaxMemory, negative: unlimited). Exceeding it ends
 	// the run with memory_limit.
+	//
+	// Deprecated: set Limits.ProgramMemory, its wire name.
 	MaxMemory int64
-	// MaxSteps is the evaluation step budget (0: StepBudget(Timeout);
-	// negative: unlimited). A caller whose run gets only what is left of a
-	// longer budget passes StepBudget of the program's own time limit, so
-	// the budget does not depend on how long anything before the run took.
+	// MaxSteps is Limits.MaxSteps, read when that is 0. A caller whose run
+	// gets only what is left of a longer budget passes StepBudget of the
+	// program's own time limit, so the budget does not depend on how long
+	// anything before the run took.
+	//
+	// Deprecated: set Limits.MaxSteps.
 	MaxSteps int64
 	// LoopLimit caps loop/recur iterations (0: off, the default).
 	LoopLimit int64
@@ -84,8 +105,12 @@ type Options struct {
 	// MemoryLimit caps the printed size of memory after the run in bytes
 	// (default DefaultMemoryLimit; negative: unlimited); an agent's
 	// memory_limit.
+	//
+	// Deprecated: set Limits.MemoryLimit.
 	MemoryLimit int64
-	// MaxToolCalls caps tool calls per run (0: unlimited).
+	// MaxToolCalls caps tool calls per run (0 or negative: unlimited).
+	//
+	// Deprecated: set Limits.MaxToolCalls.
 	MaxToolCalls int
 	// Meter charges what the run holds from its tools (decoded results,
 	// the record of each call) against a mission's budget shared by all
@@ -111,6 +136,59 @@ type Options struct {
 	// boxes and transient loop bindings (opt_walkloop.go, opt_ownedbox.go,
 	// linearLoopBindings): tests compare both.
 	plainLoops bool
+}
+
+// runLimits are a run's limits, resolved once: each from Options.Limits
+// under its wire name, else from the older field of the same meaning,
+// else its default; -1 stands for unlimited where a count is kept.
+type runLimits struct {
+	timeout  time.Duration
+	maxMem   int64 // -1: unlimited
+	maxSteps int64 // -1: unlimited
+	memLimit int64 // -1: unlimited
+	maxCalls int   // 0: unlimited
+}
+
+// runLimits resolves o's limits (see Options.Limits).
+func (o *Options) runLimits() runLimits {
+	l := o.Limits
+	pick := func(wire, old int64) int64 {
+		if wire != 0 {
+			return wire
+		}
+		return old
+	}
+	var r runLimits
+	unlimitedTime := false
+	switch t := time.Duration(pick(int64(l.ProgramTimeout), int64(o.Timeout))); {
+	case t == 0:
+		r.timeout = DefaultTimeout
+	case t < 0:
+		r.timeout, unlimitedTime = messages.UnlimitedTimeout, true
+	default:
+		r.timeout = t
+	}
+	r.maxMem = limitOrUnlimited(pick(l.ProgramMemory, o.MaxMemory), DefaultMaxMemory)
+	switch s := pick(l.MaxSteps, o.MaxSteps); {
+	case s != 0:
+		r.maxSteps = max(s, -1)
+	case unlimitedTime:
+		r.maxSteps = -1
+	default:
+		r.maxSteps = StepBudget(r.timeout)
+	}
+	r.memLimit = limitOrUnlimited(pick(l.MemoryLimit, o.MemoryLimit), DefaultMemoryLimit)
+	r.maxCalls = max(int(pick(int64(l.MaxToolCalls), int64(o.MaxToolCalls))), 0)
+	return r
+}
+
+// limitOrUnlimited is v under the limits' convention: d for 0, -1
+// (unlimited) for a negative v.
+func limitOrUnlimited(v, d int64) int64 {
+	if l, ok := messages.LimitOr(v, d); ok {
+		return l
+	}
+	return -1
 }
 
 // StepBudget is the default step budget of a run with the given timeout:
@@ -273,12 +351,10 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		return res, e
 	}
 
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	lim := opts.runLimits()
+	timeout := lim.timeout
 
-	h := &core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: opts.MaxToolCalls, Scrub: opts.Scrub}
+	h := &core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
 	h.ToolKeys = core.SortedKeys(opts.Tools)
 	for _, name := range p.tools {
 		if _, ok := opts.Tools[name]; !ok {
@@ -306,10 +382,7 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 	res.Memory = mem
 	body, nslots := p.body, p.nslots
 
-	maxMem := opts.MaxMemory
-	if maxMem == 0 {
-		maxMem = DefaultMaxMemory
-	}
+	maxMem := lim.maxMem
 	h.Meter = opts.Meter
 	if h.Meter == nil {
 		h.Meter = core.MeterFrom(ctx)
@@ -328,10 +401,7 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		th.Mem = maps.Clone(mem)
 	}
 	th.MaxMem = maxMem
-	th.MaxSteps = opts.MaxSteps
-	if th.MaxSteps == 0 {
-		th.MaxSteps = StepBudget(timeout)
-	}
+	th.MaxSteps = lim.maxSteps
 	th.MaxDepth = opts.MaxCallDepth
 	if th.MaxDepth <= 0 {
 		th.MaxDepth = DefaultMaxCallDepth
@@ -398,10 +468,7 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 			}
 		}
 	}
-	if limit := opts.MemoryLimit; limit >= 0 {
-		if limit == 0 {
-			limit = DefaultMemoryLimit
-		}
+	if limit := lim.memLimit; limit >= 0 {
 		var size int64
 		maxLen := int(min(limit, math.MaxInt32)) + 1
 		for k, mv := range newMem {

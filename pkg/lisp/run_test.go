@@ -384,3 +384,62 @@ func TestRunMemorySharesHostData(t *testing.T) {
 		t.Errorf("a def through Run allocates %v times for 10k records, %v for 100", big, small)
 	}
 }
+
+// TestOptionsLimitsByWireName runs programs under each limit given by its
+// wire name in Options.Limits: each takes effect, wins over the field of
+// its older name, and a run that sets neither gets the one default of
+// pkg/messages.
+func TestOptionsLimitsByWireName(t *testing.T) {
+	ctx := context.Background()
+	spin := `(loop [i 0] (recur (inc i)))`
+	reason := func(t *testing.T, src string, opts Options) string {
+		t.Helper()
+		opts.Tools = testTools()
+		res, err := Exec(ctx, src, opts)
+		if err == nil {
+			return "ok"
+		}
+		var e *core.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("want an *Error, got %v (value %v)", err, res.Value)
+		}
+		return e.Reason()
+	}
+	cases := []struct {
+		name string
+		src  string
+		opts Options
+		want string
+	}{
+		{"program_timeout", spin, Options{Limits: messages.Limits{ProgramTimeout: 50 * time.Millisecond, MaxSteps: -1}}, "timeout"},
+		{"program_timeout wins over Timeout", spin, Options{Timeout: time.Hour, Limits: messages.Limits{ProgramTimeout: 50 * time.Millisecond, MaxSteps: -1}}, "timeout"},
+		{"max_steps", spin, Options{Limits: messages.Limits{MaxSteps: 10_000}}, "step_limit"},
+		{"max_steps wins over MaxSteps", spin, Options{MaxSteps: -1, Limits: messages.Limits{MaxSteps: 10_000}}, "step_limit"},
+		{"program_memory", `(count (vec (range 100000)))`, Options{Limits: messages.Limits{ProgramMemory: 64 << 10}}, "memory_limit"},
+		{"program_memory wins over MaxMemory", `(count (vec (range 100000)))`, Options{MaxMemory: -1, Limits: messages.Limits{ProgramMemory: 64 << 10}}, "memory_limit"},
+		{"program_memory unlimited", `(count (vec (range 100000)))`, Options{MaxMemory: 64 << 10, Limits: messages.Limits{ProgramMemory: -1}}, "ok"},
+		{"max_tool_calls", `(doseq [i (range 5)] (tool/echo {:i i}))`, Options{Limits: messages.Limits{MaxToolCalls: 3}}, "tool_error"},
+		{"max_tool_calls wins over MaxToolCalls", `(doseq [i (range 5)] (tool/echo {:i i}))`, Options{MaxToolCalls: 100, Limits: messages.Limits{MaxToolCalls: 3}}, "tool_error"},
+		{"memory_limit", `(def big (apply str (repeat 20000 "x")))`, Options{Limits: messages.Limits{MemoryLimit: 1000}}, "memory_limit"},
+		{"memory_limit unlimited", `(def big (apply str (repeat 20000 "x")))`, Options{MemoryLimit: 1000, Limits: messages.Limits{MemoryLimit: -1}}, "ok"},
+		{"older name still read", spin, Options{MaxSteps: 10_000}, "step_limit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := reason(t, c.src, c.opts); got != c.want {
+				t.Fatalf("ended with %s, want %s", got, c.want)
+			}
+		})
+	}
+	// The defaults are pkg/messages' for both names.
+	for _, o := range []Options{{}, {Limits: messages.Limits{}}} {
+		l := o.runLimits()
+		if l.timeout != messages.DefaultProgramTimeout || l.maxMem != messages.DefaultProgramMemory ||
+			l.memLimit != messages.DefaultMemoryLimit || l.maxSteps != StepBudget(messages.DefaultProgramTimeout) || l.maxCalls != 0 {
+			t.Fatalf("default limits %+v, want pkg/messages' defaults", l)
+		}
+	}
+	if l := (&Options{Limits: messages.Limits{ProgramTimeout: -1}}).runLimits(); l.maxSteps != -1 {
+		t.Fatalf("an unlimited program_timeout gets a step budget of %d, want unlimited", l.maxSteps)
+	}
+}
