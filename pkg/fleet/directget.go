@@ -45,38 +45,52 @@ func lastPerSubject(ctx context.Context, nc *nats.Conn, stream, filter string) (
 		ctx, cancel = context.WithTimeout(ctx, directBatchWait)
 		defer cancel()
 	}
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// An asynchronous subscription: a synchronous one allocates a
+	// channel of the connection's SubChanLen (64k messages) per request.
+	type answer struct {
+		msgs []*nats.Msg
+		err  error
+	}
+	done := make(chan answer, 1)
+	var msgs []*nats.Msg
+	finish := func(a answer) {
+		select {
+		case done <- a:
+		default: // answered already
+		}
+	}
+	sub, err := nc.Subscribe(nc.NewInbox(), func(msg *nats.Msg) {
+		status := msg.Header.Get("Status")
+		switch {
+		case status == "":
+			msgs = append(msgs, msg)
+		case status == "204": // the end of the batch
+			if np, _ := strconv.ParseUint(msg.Header.Get(headerNumPending), 10, 64); np > 0 {
+				finish(answer{err: errBatchIncomplete})
+				return
+			}
+			finish(answer{msgs: msgs})
+		case status == "404": // no subject matched
+			finish(answer{msgs: msgs})
+		case status == "413": // too many subjects matched
+			finish(answer{err: errBatchIncomplete})
+		case status == "503":
+			finish(answer{err: fmt.Errorf("fleet: direct get on %s: %w", stream, nats.ErrNoResponders)})
+		default:
+			finish(answer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))})
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+	if err := nc.PublishRequest("$JS.API.DIRECT.GET."+stream, sub.Subject, req); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
-	var out []*nats.Msg
-	for {
-		msg, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
-		}
-		status := msg.Header.Get("Status")
-		switch {
-		case status == "":
-			out = append(out, msg)
-		case status == "204": // the end of the batch
-			if np, _ := strconv.ParseUint(msg.Header.Get(headerNumPending), 10, 64); np > 0 {
-				return nil, errBatchIncomplete
-			}
-			return out, nil
-		case status == "404": // no subject matched
-			return out, nil
-		case status == "413": // too many subjects matched
-			return nil, errBatchIncomplete
-		case status == "503":
-			return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, nats.ErrNoResponders)
-		default:
-			return nil, fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))
-		}
+	select {
+	case a := <-done:
+		return a.msgs, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, context.Cause(ctx))
 	}
 }
