@@ -12,8 +12,8 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// apiSpy counts the JetStream API requests and the status writes made on
-// a server, by subject with the mission's id replaced by <id>; a status
+// apiSpy counts the JetStream API requests, the status writes and the
+// object store writes made on a server, by subject with the mission's id replaced by <id>; a status
 // write that only creates (its expected last sequence 0) counts as
 // "create " and its subject.
 type apiSpy struct {
@@ -58,7 +58,7 @@ func (s *apiSpy) take(t *testing.T) {
 		switch {
 		case strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") && m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "0":
 			s.n["create "+subj]++
-		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+"."):
+		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") || strings.HasPrefix(subj, "$O."):
 			s.n[subj]++
 		}
 	}
@@ -93,7 +93,8 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // consumer and no consumer info request, and its claim reads the status
 // it knows exists rather than trying to create it first; and the mission's approval
 // records are read with no stream info request, once by the decider, the
-// gate and the audit each.
+// gate and the audit each; and the mission's record is one message next
+// to its result.
 func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 	s, nc := runJetStream(t)
 	shop := startShop(t, nc)
@@ -132,6 +133,11 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		// reads it, with no attempt to create it
 		if n := spy.count(t, "create $KV."+messages.BucketStatus+"."); n != 0 {
 			t.Errorf("the resumed run's claim tried to create the status %d times", n)
+		}
+		// the run that finishes a resumed mission keeps its record next
+		// to its result, as a first attempt does: no object is written
+		if n := spy.count(t, "$O."); n != 0 {
+			t.Errorf("the resumed run wrote %d object store messages", n)
 		}
 		// the decision and the trace's audit each read the mission's
 		// approval records with one batch direct get

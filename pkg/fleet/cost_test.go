@@ -177,13 +177,14 @@ func TestMissionMessageCost(t *testing.T) {
 	}
 }
 
-// A first attempt keeps its mission's record as one message next to its
+// A run that ends keeps its mission's record as one message next to its
 // result (RESULTS, on the record subject: readable by what reads the
-// submitter's results, so not sealed); a later attempt, which may replace
-// an earlier attempt's record, and a record too large for one message
-// are sealed objects in mission_results, written through ObjectStore.Put.
-// Client.Record reads each, and refuses a message that is not the one the
-// result names.
+// submitter's results, so not sealed): a first attempt, and a retry whose
+// earlier attempt stored none. A run whose mission has a record message
+// already (an earlier attempt stored it and died before its result), and
+// a record too large for one message, keep sealed objects in
+// mission_results, written through ObjectStore.Put. Client.Record reads
+// each, and refuses a message that is not the one the result names.
 func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 	srv, nc := runJetStream(t)
 	startTools(t, dialTCP(t, srv.ClientURL()))
@@ -196,13 +197,20 @@ func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 	c := newClient(t, nc)
 	ctx := testCtx(t)
 	for _, tc := range []struct {
-		name         string
-		retry, large bool
-	}{{"first attempt", false, false}, {"retry", true, false}, {"large", false, true}} {
+		name                  string
+		retry, large, earlier bool
+	}{{"first attempt", false, false, false}, {"retry", true, false, false}, {"large", false, true, false},
+		{"an earlier attempt's record", true, false, true}} {
 		m := newMission("search")
 		m.Context = map[string]any{"retry": tc.retry}
 		if tc.large {
 			m.Context["blob"] = strings.Repeat("x", 150<<10)
+		}
+		if tc.earlier {
+			js, _ := jetstream.New(nc)
+			if _, err := js.Publish(ctx, messages.RecordSubject(c.Submitter(), m.ID), []byte("an earlier attempt's record")); err != nil {
+				t.Fatal(err)
+			}
 		}
 		st, err := c.Run(ctx, m)
 		if err != nil || st.Return != "ok" || st.Record == nil {
@@ -220,7 +228,7 @@ func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 			t.Fatalf("%s: record %+v", tc.name, rec)
 		}
 		objects := c.Stores().ResultObjects
-		if !tc.retry && !tc.large {
+		if !tc.earlier && !tc.large {
 			if r := st.Record; r.Bucket != messages.StreamResults || r.Name != messages.RecordSubject(c.Submitter(), m.ID) || r.Key != "" {
 				t.Fatalf("%s: reference %+v, want the record subject in %s, not sealed", tc.name, r, messages.StreamResults)
 			}

@@ -26,17 +26,19 @@ import (
 // are those the run's discovery found (a tool it never looked up has
 // none).
 //
-// first says no earlier attempt ran (the claim wrote the mission's first
-// status), so no record of the mission exists yet: a record of at most
-// maxInlineRecord bytes is then one message on its RecordSubject in
-// RESULTS, which only what reads its submitter's results may read (not
-// sealed). A later attempt (RESULTS keeps the first message of a
-// subject), a larger record, or a RESULTS stream that refuses it keeps it
-// in the mission_results object store instead: the bucket's chunks are
-// read by sequence, which permissions cannot hold to one submitter, so it
-// is sealed like a large Step (sealStep) and its key travels only in the
-// result; a first attempt writes it without looking for an earlier one
-// (putNew).
+// A record of at most maxInlineRecord bytes is one message on its
+// RecordSubject in RESULTS, which only what reads its submitter's results
+// may read (not sealed): a first attempt's, and a later run's whose
+// earlier runs stored none (a mission resumed after a suspension; only a
+// run that ends stores a record). A larger record, or one RESULTS
+// refuses (it keeps the first message of a subject: an earlier attempt
+// stored its record and died before its result), is kept in the
+// mission_results object store instead: the bucket's chunks are read by
+// sequence, which permissions cannot hold to one submitter, so it is
+// sealed like a large Step (sealStep) and its key travels only in the
+// result. first says no earlier attempt ran (the claim wrote the
+// mission's first status), so no object of the mission exists yet: it is
+// written without looking for an earlier one (putNew).
 func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
 		return nil
@@ -53,7 +55,7 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Miss
 	if err == nil && int64(len(data)) > maxStoredStep {
 		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
 	}
-	if err == nil && first && len(data) <= maxInlineRecord {
+	if err == nil && len(data) <= maxInlineRecord {
 		ref, perr := publishRecord(ctx, w.js, k, data)
 		if perr == nil {
 			return ref
