@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -44,6 +45,8 @@ var wirePlans = planWireTypes(
 )
 
 var (
+	mapStringAnyType = reflect.TypeFor[map[string]any]()
+	stringSliceType  = reflect.TypeFor[[]string]()
 	zeroerType       = reflect.TypeFor[interface{ IsZero() bool }]()
 	foreignEncodings = []reflect.Type{
 		reflect.TypeFor[msgpack.CustomEncoder](), reflect.TypeFor[msgpack.Marshaler](),
@@ -179,9 +182,32 @@ func marshalPlanned(enc *msgpack.Encoder, v any) error {
 }
 
 // encodePlanned writes v: a planned struct (or a pointer to one, or a slice
-// of either) field by field, anything else through the encoder.
+// of either) field by field, also inside an interface; a time, a
+// map[string]any and a []string, which the encoder copies into an
+// interface to write, with the encoder's own methods for them; anything
+// else through the encoder.
 func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
+	switch v.Type() {
+	case timeType:
+		if v.CanAddr() {
+			return enc.EncodeTime(*v.Addr().Interface().(*time.Time))
+		}
+	case mapStringAnyType:
+		if v.IsNil() {
+			return enc.EncodeNil()
+		}
+		return enc.EncodeMapSorted(v.Interface().(map[string]any))
+	case stringSliceType:
+		if v.CanAddr() {
+			return encodeStrings(enc, *v.Addr().Interface().(*[]string))
+		}
+	}
 	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return enc.EncodeNil()
+		}
+		return encodePlanned(enc, v.Elem())
 	case reflect.Pointer:
 		if p := wirePlans[v.Type().Elem()]; p != nil {
 			if v.IsNil() {
@@ -214,6 +240,22 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 		}
 	}
 	return enc.EncodeValue(v)
+}
+
+// encodeStrings writes ss as the encoder writes a []string.
+func encodeStrings(enc *msgpack.Encoder, ss []string) error {
+	if ss == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeArrayLen(len(ss)); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if err := enc.EncodeString(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeStruct writes struct v as a map of the fields p keeps.
