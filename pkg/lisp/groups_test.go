@@ -2,11 +2,14 @@ package lisp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
@@ -165,5 +168,25 @@ func TestGroupingCharged(t *testing.T) {
 		if (err != nil) != wantErr {
 			t.Errorf("%s: error %v, want one: %v", src, err, wantErr)
 		}
+	}
+}
+
+// TestSpecialFormsCompile checks the special forms' one list against the
+// compiler: each listed name is a special form to it (a call of one with
+// no arguments fails as that form's misuse or runs, never as an unbound
+// name), and a builtin's name is not.
+func TestSpecialFormsCompile(t *testing.T) {
+	for _, f := range builtins.SpecialForms {
+		if !compile.IsSpecialForm(f.Name) {
+			t.Errorf("%s is listed but not a special form to the compiler", f.Name)
+		}
+		_, err := Exec(context.Background(), "("+f.Name+")", Options{})
+		var e *core.Error
+		if errors.As(err, &e) && e.Kind == core.KindUnbound {
+			t.Errorf("(%s) fails as an unbound name: %v", f.Name, err)
+		}
+	}
+	if compile.IsSpecialForm("inc") {
+		t.Error("inc is a builtin, not a special form")
 	}
 }

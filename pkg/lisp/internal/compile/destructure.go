@@ -275,67 +275,6 @@ func (c *Compiler) mapPattern(p *syntax.Form, rest bool) core.Binder {
 	}
 }
 
-// compileFnLit compiles #(...).
-func (c *Compiler) compileFnLit(f *syntax.Form) core.Node {
-	fn := FnLitAsFn(f)
-	return c.compileFn(f, "", "", []fnSpec{{params: fn.Items[1], body: fn.Items[2:]}})
-}
-
-// fnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
-func FnLitAsFn(f *syntax.Form) *syntax.Form {
-	info := &fnLitInfo{}
-	scanPercent(f.Items, info)
-	params := make([]*syntax.Form, 0, info.maxN+2)
-	for i := 1; i <= info.maxN; i++ {
-		params = append(params, mkSym("%"+fmt.Sprint(i), f.Pos))
-	}
-	if info.rest {
-		params = append(params, mkSym("&", f.Pos), mkSym("%&", f.Pos))
-	}
-	var body *syntax.Form
-	if len(f.Items) == 1 && f.Items[0].Kind != syntax.FSym && f.Items[0].Kind != syntax.FList {
-		body = f.Items[0]
-	} else {
-		body = &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: f.Items}
-	}
-	body = renamePercent(body)
-	return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{mkSym("fn", f.Pos), mkVec(f.Pos, params...), body}}
-}
-
-func scanPercent(fs []*syntax.Form, info *fnLitInfo) {
-	for _, f := range fs {
-		if f.Kind == syntax.FSym && f.Ns == "" && len(f.Name) > 0 && f.Name[0] == '%' {
-			switch {
-			case f.Name == "%":
-				info.maxN = max(info.maxN, 1)
-			case f.Name == "%&":
-				info.rest = true
-			default:
-				var n int
-				if _, err := fmt.Sscanf(f.Name[1:], "%d", &n); err == nil && n > 0 && n <= 20 {
-					info.maxN = max(info.maxN, n)
-				}
-			}
-		}
-		scanPercent(f.Items, info)
-	}
-}
-
-func renamePercent(f *syntax.Form) *syntax.Form {
-	if f.Kind == syntax.FSym && f.Ns == "" && f.Name == "%" {
-		return mkSym("%1", f.Pos)
-	}
-	if len(f.Items) == 0 {
-		return f
-	}
-	cp := *f
-	cp.Items = make([]*syntax.Form, len(f.Items))
-	for i, it := range f.Items {
-		cp.Items[i] = renamePercent(it)
-	}
-	return &cp
-}
-
 // vectorGet is (get v k) on a vector: the item at an integer index.
 func vectorGet(v *core.Vector, k core.Value) (core.Value, bool) {
 	if i, ok := k.(int64); ok && i >= 0 && i < int64(v.Len()) {

@@ -260,17 +260,6 @@ func transientInit(init core.Node) core.Node {
 	}
 }
 
-// bindDirect starts a loop whose bindings are plain symbols: each init
-// into its slot, the loop's cursor headers cleared.
-func bindDirect(fr *core.Frame, inits []core.Node, direct, owns []int) {
-	for i, in := range inits {
-		fr.Slots[direct[i]] = in(fr)
-	}
-	for _, o := range owns {
-		fr.Slots[o] = nil
-	}
-}
-
 // loopIfForms returns the test and branches of a loop body that is one
 // (if test a b) or (if-not ...) where exactly one branch is a recur form
 // (nil test: any other body). It only reads the forms: sfLoop's analyses
@@ -324,10 +313,6 @@ func (c *Compiler) loopIf(body []*syntax.Form) (test, exit, again core.Node, rec
 	}
 	return test, exit, again, recurWhen
 }
-
-// maxDirectRecur is the most bindings a loop may have for recur to store
-// them itself (recurIntoSlots).
-const maxDirectRecur = 4
 
 // recurIntoSlots compiles a loop's recur whose bindings are all plain
 // symbols: the new values are computed, then stored straight into the
@@ -405,25 +390,6 @@ func recurIntoSlots(args []operand, curs []*cursorArg, slots []int, gen *walkGen
 		}
 		return core.RecurSentinel
 	}
-}
-
-// cursorStep evaluates a recur argument (rest xs) / (next xs) that
-// advances a loop's own vector: a vector of 2+ items gives a view, which
-// the loop owns and advances in place (adv, once every argument is
-// computed); anything else evaluates the call as written.
-func cursorStep(fr *core.Frame, cu *cursorArg, a *operand) (core.Value, *core.Vector) {
-	if v, ok := fr.Slots[cu.slot].(*core.Vector); ok && v.Len() > 1 {
-		th := fr.Th
-		th.CallPos = cu.pos
-		th.Tick()
-		if o, _ := fr.Slots[cu.own].(*core.Vector); o == v {
-			return v, v
-		}
-		nv := v.OwnedRest()
-		fr.Slots[cu.own] = nv
-		return nv, nil
-	}
-	return a.Get(fr), nil
 }
 
 // recurDirect compiles a recur of a loop whose bindings are all plain

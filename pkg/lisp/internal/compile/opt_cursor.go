@@ -195,9 +195,3 @@ func (c *Compiler) cursorRecurArg(i int, arg *syntax.Form) *cursorArg {
 	}
 	return &cursorArg{slot: cu.slot, own: cu.own, pos: arg.Pos}
 }
-
-// loopCursorSlot is a loop binding that may be advanced in place.
-type loopCursorSlot struct {
-	name      string
-	slot, own int
-}

@@ -697,3 +697,20 @@ func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
 	}
 	return c.pureExprs(args, locals)
 }
+
+// compileReducer compiles reduce's function; a literal fn (or #(...))
+// that uses its accumulator linearly is marked so reduce may pass a
+// transient map.
+func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
+	c.lastProto = nil
+	nd := c.compile(f, false)
+	if p := c.lastProto; p != nil && f != nil {
+		if f.Kind == syntax.FFnLit {
+			f = FnLitAsFn(f)
+		}
+		if isFnForm(f) && LinearAccFn(f) {
+			p.LinearAcc = true
+		}
+	}
+	return nd
+}

@@ -1,8 +1,6 @@
 package compile
 
 import (
-	"math"
-
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
@@ -192,20 +190,6 @@ func ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
 	return nil
 }
 
-// ownedArg is a recur argument that updates an owned binding.
-type ownedArg struct {
-	slot     int           // the binding's slot
-	op       byte          // '+', '-' or '*'
-	x        operand       // the other operand
-	xkw      *core.Keyword // with xslot: the other operand is (:xkw local)
-	xslot    int
-	xwalk    bool          // xslot is a walk's item: when unset, x computes it
-	accFirst bool          // the binding is the first operand
-	b        *core.Builtin // the builtin as written (inc, +, ...)
-	unary    bool          // inc or dec: b takes the binding alone
-	pos      core.Pos
-}
-
 // compileOwnedUpdate compiles recur argument f for the owned binding in
 // slot, or returns nil when f is not an update (ownedUpdateForm).
 func (c *Compiler) compileOwnedUpdate(f *syntax.Form, name string, slot int) *ownedArg {
@@ -235,161 +219,6 @@ func (c *Compiler) compileOwnedUpdate(f *syntax.Form, name string, slot int) *ow
 		}
 	}
 	return o
-}
-
-// ownedVal is an accumulator's value: a number held unboxed (kind 'i' or
-// 'f', its bits in n), or any value (kind 0, in v).
-type ownedVal struct {
-	kind byte
-	n    uint64 // int64 or float64 bits
-	v    core.Value
-}
-
-// value returns r as a Value (a number is boxed).
-func (r ownedVal) value() core.Value {
-	switch r.kind {
-	case 'i':
-		return core.Int(int64(r.n))
-	case 'f':
-		return math.Float64frombits(r.n)
-	}
-	return r.v
-}
-
-// unboxed returns v as an ownedVal, a number unboxed.
-func unboxed(v core.Value) ownedVal {
-	switch x := v.(type) {
-	case int64:
-		return ownedVal{kind: 'i', n: uint64(x)}
-	case float64:
-		return ownedVal{kind: 'f', n: math.Float64bits(x)}
-	}
-	return ownedVal{v: v}
-}
-
-// eval computes the update from the binding's current value.
-func (o *ownedArg) eval(fr *core.Frame) ownedVal { return o.update(fr, unboxed(fr.Slots[o.slot])) }
-
-// update computes the update from the accumulator's value acc (kind 'i'
-// or 'f' when it is a number): integers and floats inline, as the
-// builtin computes them, anything else (overflow, NaN, other values)
-// through the builtin as written.
-func (o *ownedArg) update(fr *core.Frame, acc ownedVal) ownedVal {
-	var x core.Value
-	if o.xkw != nil && !(o.xwalk && walkUnset(fr.Slots[o.xslot])) {
-		x = core.KwGet(fr.Slots[o.xslot], o.xkw)
-	} else {
-		x = o.x.Get(fr)
-	}
-	switch acc.kind {
-	case 'i':
-		switch y := x.(type) {
-		case int64:
-			p, q := int64(acc.n), y
-			if !o.accFirst {
-				p, q = q, p
-			}
-			if s, ok := intOp(o.op, p, q); ok {
-				return ownedVal{kind: 'i', n: uint64(s)}
-			}
-		case float64:
-			if y == y {
-				return o.floatOp(float64(int64(acc.n)), y)
-			}
-		}
-	case 'f':
-		p := math.Float64frombits(acc.n)
-		switch y := x.(type) {
-		case int64:
-			if p == p {
-				return o.floatOp(p, float64(y))
-			}
-		case float64:
-			if p == p && y == y {
-				return o.floatOp(p, y)
-			}
-		}
-	}
-	a, b := acc.value(), x
-	if !o.accFirst {
-		a, b = b, a
-	}
-	th := fr.Th
-	th.CallPos = o.pos
-	th.Tick()
-	if o.unary {
-		return ownedVal{v: o.b.Fn1(th, a)}
-	}
-	return ownedVal{v: o.b.Fn2(th, a, b)}
-}
-
-// intOp computes p op q, ok false when it overflows (the builtin then
-// raises).
-func intOp(op byte, p, q int64) (int64, bool) {
-	switch op {
-	case '+':
-		if s := p + q; (s > p) == (q > 0) {
-			return s, true
-		}
-	case '-':
-		if s := p - q; (s < p) == (q > 0) {
-			return s, true
-		}
-	case '*':
-		// the overflow test of mulNum
-		if s := p * q; q == 0 || (s/q == p && !(p == -1 && q == math.MinInt64) && !(q == -1 && p == math.MinInt64)) {
-			return s, true
-		}
-	}
-	return 0, false
-}
-
-// floatOp computes acc op x (in the order written) for a float update.
-func (o *ownedArg) floatOp(acc, x float64) ownedVal {
-	p, q := acc, x
-	if !o.accFirst {
-		p, q = q, p
-	}
-	var s float64
-	switch o.op {
-	case '+':
-		s = p + q
-	case '-':
-		s = p - q
-	case '*':
-		s = p * q
-	}
-	return ownedVal{kind: 'f', n: math.Float64bits(s)}
-}
-
-// store writes the update into the binding's slot (a number in a new
-// box: a Value is never written after it is made).
-func (o *ownedArg) Store(fr *core.Frame, r ownedVal) { fr.Slots[o.slot] = r.value() }
-
-// walk runs the sole update of a walk over items (see compileWalk): item
-// i into the item slot, then the update, for every item. The accumulator
-// stays an unboxed Go number between iterations and is boxed into its
-// slot when it is not a number and when the walk ends: nothing reads the
-// slot in between (the walk's test reads the collection, and the update's
-// other operand does not mention the binding: ownedUpdateForm), so no
-// program sees the difference. Between iterations it ticks, counts the
-// iteration and credits the walk's bindings (slots) as the walk does.
-func (o *ownedArg) walk(fr *core.Frame, items core.ItemsOf, item int, mark int, it *core.LoopIter, slots []int) {
-	th := fr.Th
-	acc := unboxed(fr.Slots[o.slot])
-	n := items.Len()
-	for i := 0; i < n; i++ {
-		fr.Slots[item] = items.At(i)
-		if acc = o.update(fr, acc); acc.kind == 0 {
-			fr.Slots[o.slot] = acc.v
-			acc = unboxed(acc.v)
-		}
-		th.Tick()
-		th.CountLoop()
-		th.Sp = mark
-		it.Next(th, fr.Slots, slots)
-	}
-	fr.Slots[o.slot] = acc.value()
 }
 
 // recurOwned is recurIntoSlots for a recur that updates owned bindings
@@ -458,4 +287,26 @@ func (s *scope) bindsAny(is func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// walkItem returns the item local's slot when f is the walk's (first xs)
+// in the walk's own scope (and first is still the builtin).
+func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
+	w := c.walk
+	if w == nil || c.sc != w.sc || !isWalkFirst(f, w.xs) {
+		return 0, false
+	}
+	if _, _, local := c.sc.lookup("first"); local {
+		return 0, false
+	}
+	kind, idx, ok := c.sc.lookup(w.xs)
+	if !ok || kind != refLocal || idx != w.xsSlot {
+		return 0, false
+	}
+	return w.itemSlot, true
+}
+
+// isWalkFirst reports whether f is (first xs).
+func isWalkFirst(f *syntax.Form, xs string) bool {
+	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[0].IsSym("first") && f.Items[1].IsSym(xs)
 }

@@ -174,35 +174,6 @@ func walkMentions(f *syntax.Form, xs string) bool {
 	return formUses(f, xs) || formUses(f, "first") || formUses(f, "recur")
 }
 
-// isWalkFirst reports whether f is (first xs).
-func isWalkFirst(f *syntax.Form, xs string) bool {
-	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[0].IsSym("first") && f.Items[1].IsSym(xs)
-}
-
-// walkAlias makes the compiler read (first xs) from the walk's item slot.
-type walkAlias struct {
-	xs               string
-	xsSlot, itemSlot int // xs's slot, the hidden item local's slot
-	sc               *scope
-}
-
-// walkItem returns the item local's slot when f is the walk's (first xs)
-// in the walk's own scope (and first is still the builtin).
-func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
-	w := c.walk
-	if w == nil || c.sc != w.sc || !isWalkFirst(f, w.xs) {
-		return 0, false
-	}
-	if _, _, local := c.sc.lookup("first"); local {
-		return 0, false
-	}
-	kind, idx, ok := c.sc.lookup(w.xs)
-	if !ok || kind != refLocal || idx != w.xsSlot {
-		return 0, false
-	}
-	return w.itemSlot, true
-}
-
 // walkFirst compiles the walk's (first xs): the item slot, or when a
 // walk over a sequence left it unset, (first xs) as written.
 func (c *Compiler) walkFirst(f *syntax.Form) core.Node {
@@ -221,69 +192,6 @@ func (c *Compiler) walkFirst(f *syntax.Form) core.Node {
 		}
 		return v
 	}
-}
-
-// unsetMark fills a walk's item slot while it walks a sequence (other than
-// a vector): its (first xs) are then computed as written.
-type unsetMark struct{}
-
-var unsetItem core.Value = &unsetMark{}
-
-func walkUnset(v core.Value) bool {
-	_, ok := v.(*unsetMark)
-	return ok
-}
-
-// walkAdvance is how a walk advances xs when it walks a sequence: the
-// recur computes (rest xs) / (next xs) at its place among the arguments.
-type walkAdvance struct {
-	item, xs int // the item and xs slots
-	b        *core.Builtin
-	pos      core.Pos
-	at       int // the advance's index among the recur's arguments
-}
-
-// walkGeneric is a walk's recur over a sequence: every argument in order,
-// the advance among them, then all stored (as the recur as written).
-type walkGeneric struct {
-	*walkAdvance
-	args  []operand // the other arguments (those of owned[i] unused)
-	slots []int
-	owned []*ownedArg
-}
-
-func (g *walkGeneric) run(fr *core.Frame) core.Value {
-	var vals [maxDirectRecur]core.Value
-	var nums [maxDirectRecur]ownedVal
-	var next core.Value
-	advance := func() {
-		th := fr.Th
-		th.CallPos = g.pos
-		th.Tick()
-		next = core.SlowCall1(th, g.b, fr.Slots[g.xs])
-	}
-	for i := range g.args {
-		if i == g.at {
-			advance()
-		}
-		if o := g.owned[i]; o != nil {
-			nums[i] = o.eval(fr)
-		} else {
-			vals[i] = g.args[i].Get(fr)
-		}
-	}
-	if g.at == len(g.args) {
-		advance()
-	}
-	for i, s := range g.slots {
-		if o := g.owned[i]; o != nil {
-			o.Store(fr, nums[i])
-			continue
-		}
-		fr.Slots[s] = vals[i]
-	}
-	fr.Slots[g.xs] = next
-	return core.RecurSentinel
 }
 
 // compileWalk compiles a recognised walk loop (see walkLoop). names are
@@ -376,11 +284,4 @@ func (c *Compiler) compileWalk(p *walkPlan, names []string, inits []core.Node, s
 			it.Next(th, fr.Slots, slots)
 		}
 	}
-}
-
-// isRecur reports whether a node's value is the recur sentinel (a type
-// check: cheaper than comparing interfaces).
-func isRecur(v core.Value) bool {
-	_, ok := v.(*core.RecurMark)
-	return ok
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
@@ -16,17 +15,6 @@ type specialFn func(c *Compiler, f *syntax.Form, tail bool) core.Node
 // others are macros there): a local of the same name does not shadow them
 // in call position, so (let [if inc] (if true 1 2)) is 1.
 var unshadowable = map[string]bool{"if": true, "do": true, "quote": true, "def": true, "recur": true}
-
-// specialFormNames lists the special forms' names (for hints).
-var specialFormNames = func() []string {
-	names := make([]string, len(builtins.SpecialForms))
-	for i, f := range builtins.SpecialForms {
-		names[i] = f.Name
-	}
-	return names
-}()
-
-func IsSpecialForm(name string) bool { return specialForm(name) != nil }
 
 func specialForm(name string) specialFn {
 	switch name {
@@ -94,15 +82,8 @@ func specialForm(name string) specialFn {
 	return nil
 }
 
-// form constructors for macro-like rewrites.
-func mkSym(name string, pos core.Pos) *syntax.Form {
-	return &syntax.Form{Kind: syntax.FSym, Name: name, Pos: pos}
-}
 func mkList(pos core.Pos, items ...*syntax.Form) *syntax.Form {
 	return &syntax.Form{Kind: syntax.FList, Pos: pos, Items: items}
-}
-func mkVec(pos core.Pos, items ...*syntax.Form) *syntax.Form {
-	return &syntax.Form{Kind: syntax.FVec, Pos: pos, Items: items}
 }
 
 func (c *Compiler) argc(f *syntax.Form, name string, min, max int) {
@@ -295,18 +276,6 @@ func sfCondp(c *Compiler, f *syntax.Form, tail bool) core.Node {
 		}
 		panic(&core.Error{Kind: core.KindValue, Pos: pos, Msg: "condp: no matching clause: " + core.ErrorPreview(v)})
 	}
-}
-
-// bindingPairs checks a binding vector and returns its forms.
-func (c *Compiler) bindingPairs(f *syntax.Form, name string) []*syntax.Form {
-	if len(f.Items) < 2 || f.Items[1].Kind != syntax.FVec {
-		c.fail(core.KindAnalysis, f.Pos, fmt.Sprintf("write (%s [name value ...] body)", name), "%s requires a binding vector", name)
-	}
-	b := f.Items[1].Items
-	if len(b)%2 != 0 {
-		c.fail(core.KindAnalysis, f.Items[1].Pos, "", "%s binding vector requires an even number of forms", name)
-	}
-	return b
 }
 
 func (c *Compiler) condBind(f *syntax.Form, name string, tail bool, test func(core.Value) bool, oneArm bool) core.Node {
@@ -617,41 +586,6 @@ func fillCaps(fr *core.Frame, proto *core.FnProto, caps []core.Value) {
 			caps[i] = fr.Self
 		}
 	}
-}
-
-// formText renders a form back to source (for #fn[x y] printing).
-func FormText(f *syntax.Form) string {
-	switch f.Kind {
-	case syntax.FSym:
-		return f.SymText()
-	case syntax.FLit:
-		return core.PrStr(f.Val)
-	case syntax.FVec, syntax.FList, syntax.FMap, syntax.FSet:
-		parts := make([]string, len(f.Items))
-		for i, it := range f.Items {
-			parts[i] = FormText(it)
-		}
-		s := strings.Join(parts, " ")
-		switch f.Kind {
-		case syntax.FVec:
-			return "[" + s + "]"
-		case syntax.FList:
-			return "(" + s + ")"
-		case syntax.FMap:
-			return "{" + s + "}"
-		}
-		return "#{" + s + "}"
-	case syntax.FFnLit:
-		parts := make([]string, len(f.Items))
-		for i, it := range f.Items {
-			parts[i] = FormText(it)
-		}
-		return "#(" + strings.Join(parts, " ") + ")"
-	case syntax.FRegex:
-		src := strings.ReplaceAll(f.Val.(string), `\`, `\\`)
-		return "#\"" + strings.ReplaceAll(src, `"`, `\"`) + "\""
-	}
-	return "?"
 }
 
 func sfLetfn(c *Compiler, f *syntax.Form, tail bool) core.Node {
@@ -1157,4 +1091,65 @@ func whereTest(got core.Value, op string, want core.Value) bool {
 		return c >= 0
 	}
 	return c <= 0
+}
+
+// compileFnLit compiles #(...).
+func (c *Compiler) compileFnLit(f *syntax.Form) core.Node {
+	fn := FnLitAsFn(f)
+	return c.compileFn(f, "", "", []fnSpec{{params: fn.Items[1], body: fn.Items[2:]}})
+}
+
+// fnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
+func FnLitAsFn(f *syntax.Form) *syntax.Form {
+	info := &fnLitInfo{}
+	scanPercent(f.Items, info)
+	params := make([]*syntax.Form, 0, info.maxN+2)
+	for i := 1; i <= info.maxN; i++ {
+		params = append(params, mkSym("%"+fmt.Sprint(i), f.Pos))
+	}
+	if info.rest {
+		params = append(params, mkSym("&", f.Pos), mkSym("%&", f.Pos))
+	}
+	var body *syntax.Form
+	if len(f.Items) == 1 && f.Items[0].Kind != syntax.FSym && f.Items[0].Kind != syntax.FList {
+		body = f.Items[0]
+	} else {
+		body = &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: f.Items}
+	}
+	body = renamePercent(body)
+	return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{mkSym("fn", f.Pos), mkVec(f.Pos, params...), body}}
+}
+
+func scanPercent(fs []*syntax.Form, info *fnLitInfo) {
+	for _, f := range fs {
+		if f.Kind == syntax.FSym && f.Ns == "" && len(f.Name) > 0 && f.Name[0] == '%' {
+			switch {
+			case f.Name == "%":
+				info.maxN = max(info.maxN, 1)
+			case f.Name == "%&":
+				info.rest = true
+			default:
+				var n int
+				if _, err := fmt.Sscanf(f.Name[1:], "%d", &n); err == nil && n > 0 && n <= 20 {
+					info.maxN = max(info.maxN, n)
+				}
+			}
+		}
+		scanPercent(f.Items, info)
+	}
+}
+
+func renamePercent(f *syntax.Form) *syntax.Form {
+	if f.Kind == syntax.FSym && f.Ns == "" && f.Name == "%" {
+		return mkSym("%1", f.Pos)
+	}
+	if len(f.Items) == 0 {
+		return f
+	}
+	cp := *f
+	cp.Items = make([]*syntax.Form, len(f.Items))
+	for i, it := range f.Items {
+		cp.Items[i] = renamePercent(it)
+	}
+	return &cp
 }

@@ -1,0 +1,586 @@
+package compile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
+)
+
+const (
+	refLocal = iota
+	refCap
+	refSelf
+)
+
+type localVar struct {
+	name string
+	slot int
+}
+
+type recurTarget struct {
+	n int // binding count (a variadic fn counts its rest as one)
+	// cursors[i] is set for loop bindings advanced in place (opt_cursor.go).
+	cursors []*loopCursorSlot
+	// slots, when set, are the frame slots of a loop whose bindings are
+	// all plain symbols: recur then writes them itself.
+	slots []int
+	// walk is 1 + the index of the binding a walk loop advances itself
+	// (opt_walkloop.go): recur leaves it alone. 0: not a walk.
+	walk    int
+	walkAdv *walkAdvance
+	// names are the loop's binding names (with slots); owned[i] is whether
+	// recur updates binding i inline (opt_ownedbox.go); nil: none.
+	names []string
+	owned []bool
+	// sole is set by a walk's recur whose one argument besides the advance
+	// is an owned update: the walk then runs it without the recur node
+	sole *ownedArg
+}
+
+// scope is the compile-time view of one function activation.
+type scope struct {
+	parent   *scope
+	locals   []localVar
+	nslots   int
+	capRefs  []core.CapRef
+	capNames []string
+	selfName string
+	recur    *recurTarget
+}
+
+func (s *scope) declare(name string) int {
+	slot := s.nslots
+	s.nslots++
+	s.locals = append(s.locals, localVar{name, slot})
+	return slot
+}
+
+func (s *scope) lookup(name string) (kind, idx int, ok bool) {
+	for i := len(s.locals) - 1; i >= 0; i-- {
+		if s.locals[i].name == name {
+			return refLocal, s.locals[i].slot, true
+		}
+	}
+	if s.selfName != "" && s.selfName == name {
+		return refSelf, 0, true
+	}
+	for i, n := range s.capNames {
+		if n == name {
+			return refCap, i, true
+		}
+	}
+	if s.parent == nil {
+		return 0, 0, false
+	}
+	pk, pidx, ok := s.parent.lookup(name)
+	if !ok {
+		return 0, 0, false
+	}
+	s.capRefs = append(s.capRefs, core.CapRef{Kind: pk, Idx: pidx})
+	s.capNames = append(s.capNames, name)
+	return refCap, len(s.capRefs) - 1, true
+}
+
+// compiler turns forms into nodes, resolving every symbol once.
+type Compiler struct {
+	Src       string
+	Host      *core.Host
+	Builtins  map[string]*core.Builtin
+	Fusions   int // reduce pipelines compiled as one loop (opt_fuse.go)
+	Walks     int // loops compiled as walks (opt_walkloop.go)
+	SoleWalks int // walks whose one update runs without the recur node
+	OwnedN    int // loop bindings owned by their loop (opt_ownedbox.go)
+	MemNames  map[string]bool
+	ToolsUsed []string // tool names the program calls, resolved
+	sc        *scope
+	lastProto *core.FnProto
+	gensym    int
+	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
+	// plainLoops turns off walk loops, owned bindings and transient loop
+	// bindings (Options.plainLoops)
+	PlainLoops bool
+	// dispatch compiles one form (compileForm); SafeCompile installs it.
+	// The special forms and the passes reach it through compile, so they
+	// need not know the dispatch that chooses them.
+	dispatch func(c *Compiler, f *syntax.Form, tail bool) core.Node
+}
+
+// compile compiles one form; tail reports whether it is in tail position
+// for recur.
+func (c *Compiler) compile(f *syntax.Form, tail bool) core.Node { return c.dispatch(c, f, tail) }
+
+// isFnForm reports whether f is a literal (fn [params] body...) form.
+func isFnForm(f *syntax.Form) bool {
+	return f.Kind == syntax.FList && len(f.Items) >= 3 && f.Items[0].IsSym("fn") && f.Items[1].Kind == syntax.FVec
+}
+
+// linearAccFn checks (fn [acc x] body...) for a linearly used acc: every
+// use of acc is the map argument of a tail assoc/update/dissoc (whose other
+// arguments do not mention acc), or acc returned as is, possibly through
+// if/when/cond/let/do. No nested form may capture or rebind it.
+func LinearAccFn(f *syntax.Form) bool {
+	params := f.Items[1].Items
+	if len(params) != 2 || params[0].Kind != syntax.FSym || params[0].Ns != "" || params[0].Name == "&" {
+		return false
+	}
+	acc := params[0].Name
+	if formUses(params[1], acc) {
+		return false
+	}
+	body := f.Items[2:]
+	for _, b := range body[:len(body)-1] {
+		if formUses(b, acc) {
+			return false
+		}
+	}
+	return linearTail(body[len(body)-1], acc, -1)
+}
+
+// formUses reports whether symbol name occurs anywhere in f.
+func formUses(f *syntax.Form, name string) bool {
+	if f.Kind == syntax.FSym {
+		return f.Ns == "" && f.Name == name
+	}
+	for _, it := range f.Items {
+		if formUses(it, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// linearUpdates are the builtins whose first argument a linear use may
+// update in place.
+var linearUpdates = map[string]bool{"assoc": true, "update": true, "dissoc": true, "assoc-in": true, "update-in": true}
+
+// linearFirst reports whether f, the map an update changes, is acc or a
+// linear update of acc.
+func linearFirst(f *syntax.Form, acc string) bool {
+	return f.IsSym(acc) || f.Kind == syntax.FList && linearTail(f, acc, -1)
+}
+
+// linearTail checks that f, in tail position, uses acc linearly. In a
+// loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
+// may hand acc on as that binding the same way: its other arguments must
+// not mention acc.
+func linearTail(f *syntax.Form, acc string, recurArg int) bool {
+	if f.IsSym(acc) || !formUses(f, acc) {
+		return true
+	}
+	if f.Kind != syntax.FList || len(f.Items) == 0 || f.Items[0].Kind != syntax.FSym || f.Items[0].Ns != "" {
+		return false
+	}
+	it := f.Items
+	noneUse := func(fs []*syntax.Form) bool {
+		for _, x := range fs {
+			if formUses(x, acc) {
+				return false
+			}
+		}
+		return true
+	}
+	if linearUpdates[it[0].Name] {
+		// (assoc acc ...), or of a linear update of acc: (assoc (assoc acc ...) ...)
+		return len(it) >= 3 && linearFirst(it[1], acc) && noneUse(it[2:])
+	}
+	switch it[0].Name {
+	case "if", "if-not":
+		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && linearTail(it[2], acc, recurArg) && (len(it) == 3 || linearTail(it[3], acc, recurArg))
+	case "when", "when-not", "do":
+		start := 1
+		if it[0].Name != "do" {
+			if len(it) < 3 || formUses(it[1], acc) {
+				return false
+			}
+			start = 2
+		}
+		if len(it) <= start {
+			return true
+		}
+		return noneUse(it[start:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
+	case "cond":
+		if len(it)%2 == 0 {
+			return false
+		}
+		for i := 1; i+1 < len(it); i += 2 {
+			if formUses(it[i], acc) || !linearTail(it[i+1], acc, recurArg) {
+				return false
+			}
+		}
+		return true
+	case "let":
+		if len(it) < 3 || it[1].Kind != syntax.FVec || formUses(it[1], acc) {
+			return false
+		}
+		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
+	case "->":
+		// (-> acc (assoc ...) (update ...)): each step an update of the last
+		if len(it) < 2 || !linearFirst(it[1], acc) {
+			return false
+		}
+		for _, step := range it[2:] {
+			if step.Kind != syntax.FList || len(step.Items) < 2 || step.Items[0].Kind != syntax.FSym || step.Items[0].Ns != "" ||
+				!linearUpdates[step.Items[0].Name] || !noneUse(step.Items[1:]) {
+				return false
+			}
+		}
+		return true
+	case "recur":
+		if recurArg < 0 || recurArg+1 >= len(it) {
+			return false
+		}
+		for j, x := range it[1:] {
+			if j != recurArg && formUses(x, acc) {
+				return false
+			}
+		}
+		return linearTail(it[recurArg+1], acc, -1)
+	}
+	return false
+}
+
+type fnLitInfo struct {
+	maxN int
+	rest bool
+}
+
+func (c *Compiler) fail(kind core.Kind, pos core.Pos, hint, format string, args ...any) {
+	e := core.Errorf(kind, pos, format, args...)
+	e.Hint = hint
+	e.Src = c.Src
+	panic(e)
+}
+
+func constNode(v core.Value) core.Node { return func(*core.Frame) core.Value { return v } }
+
+func seqNode(nodes []core.Node) core.Node {
+	switch len(nodes) {
+	case 0:
+		return constNode(nil)
+	case 1:
+		return nodes[0]
+	case 2:
+		a, b := nodes[0], nodes[1]
+		return func(fr *core.Frame) core.Value { a(fr); return b(fr) }
+	}
+	last := nodes[len(nodes)-1]
+	init := nodes[:len(nodes)-1]
+	return func(fr *core.Frame) core.Value {
+		for _, n := range init {
+			n(fr)
+		}
+		return last(fr)
+	}
+}
+
+func (c *Compiler) compileBody(forms []*syntax.Form, tail bool) core.Node {
+	nodes := make([]core.Node, len(forms))
+	for i, f := range forms {
+		nodes[i] = c.compile(f, tail && i == len(forms)-1)
+	}
+	return seqNode(nodes)
+}
+
+func (c *Compiler) compileAll(fs []*syntax.Form) []core.Node {
+	out := make([]core.Node, len(fs))
+	for i, f := range fs {
+		out[i] = c.compile(f, false)
+	}
+	return out
+}
+
+// constData returns the value of a form made only of literals.
+func constData(f *syntax.Form) (core.Value, bool) { return formData(f, false) }
+
+// formData returns the value of a form made only of literals, vectors, maps
+// and sets. With quoted set (the form under ' or quote), lists are data too
+// and read as vectors.
+func formData(f *syntax.Form, quoted bool) (core.Value, bool) {
+	switch f.Kind {
+	case syntax.FLit:
+		return f.Val, true
+	case syntax.FVec, syntax.FList:
+		if f.Kind == syntax.FList && !quoted {
+			return nil, false
+		}
+		items := make([]core.Value, len(f.Items))
+		for i, it := range f.Items {
+			v, ok := formData(it, quoted)
+			if !ok {
+				return nil, false
+			}
+			items[i] = v
+		}
+		if len(items) == 0 {
+			return core.EmptyVector, true
+		}
+		return &core.Vector{Slots: items}, true
+	case syntax.FMap:
+		b := core.NewMapBuilder(len(f.Items) / 2)
+		for i := 0; i+1 < len(f.Items); i += 2 {
+			k, ok1 := formData(f.Items[i], quoted)
+			v, ok2 := formData(f.Items[i+1], quoted)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			b.SetExactLast(k, v)
+		}
+		return b.Build(), true
+	case syntax.FSet:
+		s := core.EmptySet
+		for _, it := range f.Items {
+			v, ok := formData(it, quoted)
+			if !ok {
+				return nil, false
+			}
+			s = s.Conj(v)
+		}
+		return s, true
+	}
+	return nil, false
+}
+
+// Namespace aliases mapped to canonical namespaces.
+var NsAliases = map[string]string{
+	"clojure.string": "str", "str": "str", "string": "str",
+	"clojure.core": "core", "core": "core",
+	"clojure.set": "set", "set": "set",
+	"clojure.walk": "walk", "walk": "walk",
+	"Math": "Math", "Boolean": "Boolean", "System": "System", "Double": "Double", "Integer": "Integer", "Long": "Long",
+	"java.time.LocalDate": "LocalDate", "LocalDate": "LocalDate",
+	"memory": "memory", "mem": "memory",
+}
+
+// lookupBuiltin resolves ns/name to a builtin (ns may be "").
+func (c *Compiler) LookupBuiltin(ns, name string) (*core.Builtin, bool) {
+	if ns == "" {
+		b, ok := c.Builtins[name]
+		return b, ok
+	}
+	canon, ok := NsAliases[ns]
+	if !ok {
+		return nil, false
+	}
+	if b, ok := c.Builtins[canon+"/"+name]; ok {
+		return b, true
+	}
+	if canon == "memory" {
+		return nil, false
+	}
+	b, ok := c.Builtins[name]
+	return b, ok
+}
+
+func (c *Compiler) checkTool(name string, pos core.Pos) string {
+	if name == "return" || name == "fail" {
+		return name
+	}
+	resolved, ok := c.Host.ResolveTool(name)
+	if !ok {
+		c.fail(core.KindUnknownTool, pos, "", "%s", c.Host.UnknownTool(name))
+	}
+	c.ToolsUsed = append(c.ToolsUsed, resolved)
+	return resolved
+}
+
+// operand is a call argument: a local's slot is read in place instead of
+// through a node call.
+type operand struct {
+	slot int       // >= 0: a local's frame slot
+	node core.Node // otherwise
+}
+
+// get is small enough to inline.
+func (o *operand) Get(fr *core.Frame) core.Value {
+	if o.slot >= 0 {
+		return fr.Slots[o.slot]
+	}
+	return o.node(fr)
+}
+
+// operandOf classifies argument form f, compiled as nd.
+func (c *Compiler) operandOf(f *syntax.Form, nd core.Node) operand {
+	if f.Kind == syntax.FSym && f.Ns == "" {
+		if kind, idx, ok := c.sc.lookup(f.Name); ok && kind == refLocal {
+			return operand{slot: idx}
+		}
+	}
+	return operand{slot: -1, node: nd}
+}
+
+func allKeywordKeys(fs []*syntax.Form) bool {
+	for i := 0; i < len(fs); i += 2 {
+		if fs[i].Kind != syntax.FLit {
+			return false
+		}
+		if _, ok := fs[i].Val.(*core.Keyword); !ok {
+			if _, ok := fs[i].Val.(string); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// walkAlias makes the compiler read (first xs) from the walk's item slot.
+type walkAlias struct {
+	xs               string
+	xsSlot, itemSlot int // xs's slot, the hidden item local's slot
+	sc               *scope
+}
+
+// loopCursorSlot is a loop binding that may be advanced in place.
+type loopCursorSlot struct {
+	name      string
+	slot, own int
+}
+
+// ownedArg is a recur argument that updates an owned binding.
+type ownedArg struct {
+	slot     int           // the binding's slot
+	op       byte          // '+', '-' or '*'
+	x        operand       // the other operand
+	xkw      *core.Keyword // with xslot: the other operand is (:xkw local)
+	xslot    int
+	xwalk    bool          // xslot is a walk's item: when unset, x computes it
+	accFirst bool          // the binding is the first operand
+	b        *core.Builtin // the builtin as written (inc, +, ...)
+	unary    bool          // inc or dec: b takes the binding alone
+	pos      core.Pos
+}
+
+// walkAdvance is how a walk advances xs when it walks a sequence: the
+// recur computes (rest xs) / (next xs) at its place among the arguments.
+type walkAdvance struct {
+	item, xs int // the item and xs slots
+	b        *core.Builtin
+	pos      core.Pos
+	at       int // the advance's index among the recur's arguments
+}
+
+// specialFormNames lists the special forms' names, from their one list
+// (builtins.SpecialForms); specialForm (special.go) gives each its
+// function.
+var specialFormNames = func() []string {
+	names := make([]string, len(builtins.SpecialForms))
+	for i, f := range builtins.SpecialForms {
+		names[i] = f.Name
+	}
+	return names
+}()
+
+// isSpecial is specialFormNames as a set.
+var isSpecial = func() map[string]bool {
+	m := make(map[string]bool, len(specialFormNames))
+	for _, n := range specialFormNames {
+		m[n] = true
+	}
+	return m
+}()
+
+// IsSpecialForm reports whether name is a special form's.
+func IsSpecialForm(name string) bool { return isSpecial[name] }
+
+// form constructors for macro-like rewrites.
+func mkSym(name string, pos core.Pos) *syntax.Form {
+	return &syntax.Form{Kind: syntax.FSym, Name: name, Pos: pos}
+}
+
+func mkVec(pos core.Pos, items ...*syntax.Form) *syntax.Form {
+	return &syntax.Form{Kind: syntax.FVec, Pos: pos, Items: items}
+}
+
+// formText renders a form back to source (for #fn[x y] printing).
+func FormText(f *syntax.Form) string {
+	switch f.Kind {
+	case syntax.FSym:
+		return f.SymText()
+	case syntax.FLit:
+		return core.PrStr(f.Val)
+	case syntax.FVec, syntax.FList, syntax.FMap, syntax.FSet:
+		parts := make([]string, len(f.Items))
+		for i, it := range f.Items {
+			parts[i] = FormText(it)
+		}
+		s := strings.Join(parts, " ")
+		switch f.Kind {
+		case syntax.FVec:
+			return "[" + s + "]"
+		case syntax.FList:
+			return "(" + s + ")"
+		case syntax.FMap:
+			return "{" + s + "}"
+		}
+		return "#{" + s + "}"
+	case syntax.FFnLit:
+		parts := make([]string, len(f.Items))
+		for i, it := range f.Items {
+			parts[i] = FormText(it)
+		}
+		return "#(" + strings.Join(parts, " ") + ")"
+	case syntax.FRegex:
+		src := strings.ReplaceAll(f.Val.(string), `\`, `\\`)
+		return "#\"" + strings.ReplaceAll(src, `"`, `\"`) + "\""
+	}
+	return "?"
+}
+
+// foldCtor evaluates a call of a foldable constructor whose arguments are
+// all literals or builtin names; ok is false otherwise.
+func (c *Compiler) foldCtor(b *core.Builtin, argForms []*syntax.Form) (v core.Value, ok bool) {
+	if !builtins.Facts(b.Name).Foldable {
+		return nil, false
+	}
+	args := make([]core.Value, len(argForms))
+	for i, af := range argForms {
+		a, ok := c.constArg(af)
+		if !ok {
+			return nil, false
+		}
+		args[i] = a
+	}
+	defer func() {
+		if recover() != nil {
+			v, ok = nil, false
+		}
+	}()
+	return b.Fn(nil, args), true
+}
+
+// constArg returns the value of an argument form that is a literal or
+// names a builtin (not shadowed by a local).
+func (c *Compiler) constArg(f *syntax.Form) (core.Value, bool) {
+	if v, ok := constData(f); ok {
+		return v, true
+	}
+	if f.Kind != syntax.FSym {
+		return nil, false
+	}
+	if f.Ns == "" {
+		if _, _, local := c.sc.lookup(f.Name); local {
+			return nil, false
+		}
+		b, ok := c.Builtins[f.Name]
+		return b, ok
+	}
+	if _, isNs := NsAliases[f.Ns]; !isNs || f.Ns == "memory" || f.Ns == "mem" {
+		return nil, false
+	}
+	b, ok := c.LookupBuiltin(f.Ns, f.Name)
+	return b, ok
+}
+
+// bindingPairs checks a binding vector and returns its forms.
+func (c *Compiler) bindingPairs(f *syntax.Form, name string) []*syntax.Form {
+	if len(f.Items) < 2 || f.Items[1].Kind != syntax.FVec {
+		c.fail(core.KindAnalysis, f.Pos, fmt.Sprintf("write (%s [name value ...] body)", name), "%s requires a binding vector", name)
+	}
+	b := f.Items[1].Items
+	if len(b)%2 != 0 {
+		c.fail(core.KindAnalysis, f.Items[1].Pos, "", "%s binding vector requires an even number of forms", name)
+	}
+	return b
+}
