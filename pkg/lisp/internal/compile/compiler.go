@@ -481,6 +481,11 @@ var isSpecial = func() map[string]bool {
 	return m
 }()
 
+// testFirst are the special forms whose first argument is a test,
+// evaluated once before the one branch that runs: the passes that reason
+// about a loop's body (cursors, owned boxes, walks) treat them alike.
+var testFirst = map[string]bool{"if": true, "if-not": true, "when": true, "when-not": true}
+
 // IsSpecialForm reports whether name is a special form's.
 func IsSpecialForm(name string) bool { return isSpecial[name] }
 

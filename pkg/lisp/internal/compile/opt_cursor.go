@@ -88,12 +88,13 @@ func cursorSafe(f *syntax.Form, name string) bool {
 	if cursorReaders[h] && len(it) >= 2 && it[1].IsSym(name) {
 		return allCursorSafe(it[2:], name)
 	}
-	switch h {
-	case "if", "if-not", "when", "when-not":
+	if testFirst[h] {
 		if len(it) < 2 {
 			return false
 		}
 		return cursorTest(it[1], name) && allCursorSafe(it[2:], name)
+	}
+	switch h {
 	case "cond":
 		for i := 1; i < len(it); i++ {
 			if i%2 == 1 && !cursorTest(it[i], name) {

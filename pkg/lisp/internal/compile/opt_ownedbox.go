@@ -132,6 +132,12 @@ func ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
 	if min, ok := ownSafeMin(head.Name); ok && len(args) >= min {
 		return argsOK(args)
 	}
+	if testFirst[head.Name] {
+		if len(args) == 0 {
+			return false
+		}
+		return argsOK(args[:1]) && ownSafeAll(args[1:], name, i, updated)
+	}
 	switch head.Name {
 	case "recur":
 		for j, a := range args {
@@ -147,11 +153,6 @@ func ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
 			}
 		}
 		return true
-	case "if", "if-not", "when", "when-not":
-		if len(args) == 0 {
-			return false
-		}
-		return argsOK(args[:1]) && ownSafeAll(args[1:], name, i, updated)
 	case "do", "let", "cond", "and", "or":
 		return ownSafeAll(args, name, i, updated)
 	}

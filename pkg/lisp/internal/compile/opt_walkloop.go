@@ -23,11 +23,16 @@ import (
 
 // walkHeads are the special forms a walk body may use: they neither make
 // functions (which could keep xs) nor loops (whose recur is another's).
-var walkHeads = map[string]bool{
-	"let": true, "if": true, "if-not": true, "when": true, "when-not": true,
-	"cond": true, "do": true, "and": true, "or": true, "recur": true,
-	"->": true, "->>": true,
-}
+var walkHeads = func() map[string]bool {
+	m := map[string]bool{
+		"let": true, "cond": true, "do": true, "and": true, "or": true, "recur": true,
+		"->": true, "->>": true,
+	}
+	for n := range testFirst {
+		m[n] = true
+	}
+	return m
+}()
 
 // walkPlan is a loop recognised as a walk over binding idx.
 type walkPlan struct {
