@@ -89,8 +89,8 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // TestApprovedMissionResumesAtOnceWithFewRequests: a decided mission is
 // taken by a worker as soon as it is queued again (the worker hears its
 // wake, as it hears a submit, rather than finding it at its next full
-// sweep, a second later); its resumed run reads its journal with one
-// consumer and no consumer info request, and its claim reads the status
+// sweep, a second later); its resumed run reads its journal, one
+// message, with two message gets and no consumer, and its claim reads the status
 // it knows exists rather than trying to create it first; and the mission's approval
 // records are read with no stream info request, once by the decider, the
 // gate and the audit each; and the mission's record is one message next
@@ -122,12 +122,13 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		if d := arrived.Sub(at); d > 400*time.Millisecond {
 			t.Errorf("the approved call reached its service %s after the decision: the woken mission waited for a sweep", d)
 		}
-		journal := "$JS.API.CONSUMER.CREATE." + messages.StreamJournal + "."
-		if n := spy.count(t, journal); n != 1 {
-			t.Errorf("the resumed run created %d consumers on %s, want 1", n, messages.StreamJournal)
+		// its journal, one message, is read with two message gets (the
+		// message, then none after it) and no consumer
+		if n := spy.count(t, "$JS.API.CONSUMER.CREATE."+messages.StreamJournal+"."); n != 0 {
+			t.Errorf("the resumed run created %d consumers on %s, want none", n, messages.StreamJournal)
 		}
-		if n := spy.count(t, "$JS.API.CONSUMER.INFO."+messages.StreamJournal+"."); n != 0 {
-			t.Errorf("the resumed run asked for its journal consumer's info %d times", n)
+		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 2 {
+			t.Errorf("the resumed run read its journal with %d message gets, want 2", n)
 		}
 		// the woken mission is known to have a status: its claim
 		// reads it, with no attempt to create it

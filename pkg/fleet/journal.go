@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -82,8 +83,9 @@ const journalLinger = 50 * time.Millisecond
 // journalReadWait bounds the wait for one batch of journal entries.
 const journalReadWait = 5 * time.Second
 
-// maxJournalEntries bounds the entries one mission's journal is read back
-// with; entries beyond it are not replayed (their work is done again).
+// maxJournalEntries bounds the messages one mission's journal is read
+// back with; entries beyond them are not replayed (their work is done
+// again).
 const maxJournalEntries = 100_000
 
 // journalConsumerIdle is the inactivity threshold of the consumer a run
@@ -91,24 +93,50 @@ const maxJournalEntries = 100_000
 // delete (the worker died while reading).
 const journalConsumerIdle = time.Minute
 
+// journalGets is how many messages of a mission's journal are read one
+// message get each before the rest is read with a consumer: a resumed or
+// redelivered run's journal is most often one or two messages, for
+// which a consumer's creation, fetch and deletion cost more.
+const journalGets = 4
+
 // openJournal returns mission id's journal. With replay (a redelivery, or
 // a mission resumed after a suspension) it reads the entries earlier runs
-// wrote.
-func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay bool) (*Journal, error) {
+// wrote from stream, the JOURNAL stream. Every read is answered by the
+// stream's leader (JOURNAL allows no direct gets, which any replica may
+// answer), so it holds every entry whose write was acknowledged.
+func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, id string, replay bool) (*Journal, error) {
 	j := NewJournal(js, id)
 	if !replay {
 		return j, nil
 	}
-	// One ephemeral consumer, read from the stream's leader: its creation
-	// answers how many entries there are, one fetch reads them (an
-	// ordered consumer costs two creations, an info and two deletions).
+	// The first messages one get each: the next message on the
+	// mission's subject, until there is none.
+	seq := uint64(1)
+	for range journalGets {
+		raw, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(j.subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return j, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+		}
+		j.load(raw.Header, raw.Data)
+		seq = raw.Sequence + 1
+	}
+	return j, j.readFrom(ctx, js, seq, maxJournalEntries-journalGets)
+}
+
+// readFrom reads the rest of a long journal, from stream sequence seq on
+// and at most limit messages, with one ephemeral consumer: its creation
+// answers how many messages there are, fetches read them.
+func (j *Journal) readFrom(ctx context.Context, js jetstream.JetStream, seq uint64, limit int) error {
 	cons, err := js.CreateConsumer(ctx, messages.StreamJournal, jetstream.ConsumerConfig{
 		Name:          fmt.Sprintf("journal_%016x", rand.Uint64()),
-		FilterSubject: j.subject, DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckNonePolicy,
-		MemoryStorage: true, Replicas: 1, InactiveThreshold: journalConsumerIdle,
+		FilterSubject: j.subject, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, Replicas: 1, InactiveThreshold: journalConsumerIdle,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+		return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
 	}
 	// The consumer is deleted once read: left to its inactivity
 	// threshold, the consumers of missions resumed or redelivered at once
@@ -118,12 +146,11 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay 
 		defer cancel()
 		_ = js.DeleteConsumer(dctx, messages.StreamJournal, cons.CachedInfo().Name)
 	}()
-	info := cons.CachedInfo()
-	pending := min(int(info.NumPending), maxJournalEntries)
+	pending := min(int(cons.CachedInfo().NumPending), limit)
 	for got := 0; got < pending; {
 		batch, err := cons.Fetch(min(pending-got, 512), jetstream.FetchMaxWait(journalReadWait))
 		if err != nil {
-			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+			return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
@@ -132,13 +159,13 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay 
 		}
 		if n == 0 {
 			if err := batch.Error(); err != nil {
-				return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
+				return fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
 			}
-			return nil, fmt.Errorf("fleet: journal %s: %d of %d entries read", id, got, pending)
+			return fmt.Errorf("fleet: journal %s: %d of %d messages read", j.missionID, got, pending)
 		}
 		got += n
 	}
-	return j, nil
+	return nil
 }
 
 // load adds the entries of one JOURNAL message: one entry named by its

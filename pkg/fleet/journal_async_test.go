@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,7 +117,8 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	nc := s.Conn()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,7 +145,7 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openJournal(ctx, js, id, true)
+	again, err := openJournal(ctx, js, st.Journal, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +201,62 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := journalMessages(t, js, done.missionID); n != 0 {
 		t.Fatalf("%d messages written after settle, want 0", n)
+	}
+}
+
+// A journal of more messages than are read one get each is read to its
+// end, the rest with a consumer from the message after the last one got,
+// entry by entry in the order written.
+func TestLongJournalReadBack(t *testing.T) {
+	s := fleettest.Start(t)
+	js, _ := jetstream.New(s.Conn())
+	ctx := context.Background()
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := messages.NewMissionID()
+	j := NewJournal(js, id)
+	const n = journalGets + 5
+	for i := range n {
+		// the same key in every message: the last one written wins
+		if err := j.Record(ctx, "t/1/x", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Record(ctx, "t/"+strconv.Itoa(i)+"/y", []byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// another mission's entries between them are not read
+	other := NewJournal(js, messages.NewMissionID())
+	if err := other.Record(ctx, "t/1/x", []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalMessages(t, js, id); got != n {
+		t.Fatalf("%d journal messages, want %d", got, n)
+	}
+	again, err := openJournal(ctx, js, st.Journal, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Entries() != 2*n {
+		t.Fatalf("read back %d entries, want %d", again.Entries(), 2*n)
+	}
+	for i := range n {
+		if d, ok := again.Replay("t/1/x"); !ok || string(d) != strconv.Itoa(i) {
+			t.Fatalf("replay %d of t/1/x = %q, %v; want %d", i, d, ok, i)
+		}
+		if d, ok := again.Replay("t/" + strconv.Itoa(i) + "/y"); !ok || string(d) != "y" {
+			t.Fatalf("replay t/%d/y = %q, %v", i, d, ok)
+		}
+	}
+	if _, ok := again.Replay("t/1/x"); ok {
+		t.Fatal("an entry of another mission was replayed")
 	}
 }

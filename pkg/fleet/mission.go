@@ -181,7 +181,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	if !w.cfg.NoJournal {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
-		if journal, err = openJournal(ctx, w.js, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
+		if journal, err = openJournal(ctx, w.js, w.st.Journal, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
 			return

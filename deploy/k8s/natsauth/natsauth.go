@@ -352,6 +352,10 @@ func workerPublish(services []string) []string {
 	l = append(l, directBatch(approvalsStream)...)
 	l = append(l, directGet(messages.StreamParked)...)
 	l = append(l, orderedRead(objStream)...)
+	// A resumed or redelivered run reads its journal's first messages
+	// one message get each (answered by the leader), a long journal's
+	// rest with a consumer.
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamJournal)
 	l = append(l, orderedRead(messages.StreamJournal)...)
 	// Each model call reserves against the budgets of its mission with
 	// compare-and-set on budget_spend (docs/fleet.md, "Budgets").
