@@ -93,12 +93,15 @@ type Compiler struct {
 	Walks     int // loops compiled as walks (opt_walkloop.go)
 	SoleWalks int // walks whose one update runs without the recur node
 	OwnedN    int // loop bindings owned by their loop (opt_ownedbox.go)
-	MemNames  map[string]bool
-	ToolsUsed []string // tool names the program calls, resolved
-	sc        *scope
-	lastProto *core.FnProto
-	gensym    int
-	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
+
+	IndexLoops  int  // index loops compiled also as walks (opt_indexloop.go)
+	inIndexLoop bool // compiling an index loop's two versions
+	MemNames    map[string]bool
+	ToolsUsed   []string // tool names the program calls, resolved
+	sc          *scope
+	lastProto   *core.FnProto
+	gensym      int
+	walk        *walkAlias // the walk loop being compiled (opt_walkloop.go)
 	// plainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool

@@ -87,6 +87,9 @@ func linearLoopBody(body []*syntax.Form, name string, k int) bool {
 // compileLoop compiles a loop; lin marks the bindings that start as
 // transient maps (linearLoopBindings).
 func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
+	if nd := c.indexLoop(f, lin, compileLoop); nd != nil {
+		return nd
+	}
 	b := c.bindingPairs(f, "loop")
 	saved := len(c.sc.locals)
 	savedRecur := c.sc.recur

@@ -1,0 +1,369 @@
+package compile
+
+import (
+	"slices"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
+)
+
+// Index loops. The other common way to walk a vector is by index:
+//
+//	(loop [i 0 acc 0]
+//	  (if (< i (count xs))
+//	    (recur (inc i) (+ acc (:qty (nth xs i))))
+//	    acc))
+//
+// When i is only tested against (count xs), advanced by (inc i) and read
+// through (nth xs i), and xs cannot change while the loop runs, this loop
+// computes what the walk
+//
+//	(loop [ys xs acc 0] (if (seq ys) (recur (rest ys) (+ acc (:qty (first ys)))) acc))
+//
+// computes over a vector, so it is compiled both as written and as that
+// walk (opt_walkloop.go), and each run picks the walk when xs is a vector
+// the walk may take: i then stays a Go int, not a new box per iteration,
+// and no count, nth or < is called. Anything else (xs nil, a string, a
+// map, a lazy seq...) runs the loop as written, so values, errors and
+// their positions are those of the loop as written; only steps are
+// counted differently, as in every walk.
+//
+// xs cannot change while the loop runs when it is a local (not one of the
+// loop's bindings). A global or ctx/ name could be redefined by code the
+// loop runs, so for those the loop must call no function but builtins
+// (no fn, def, memory/ or tool/ forms; every other symbol a builtin, a
+// binding of the loop or of a let inside it), the other bindings must
+// start as literals, and xs must be host data, whose items are plain data
+// (no function among them to call).
+
+// indexLoop compiles f as an index loop (see above) or returns nil; loop
+// compiles a loop form (its two versions).
+func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *syntax.Form, []bool) core.Node) core.Node {
+	if c.PlainLoops || c.inIndexLoop || len(f.Items) != 3 || f.Items[1].Kind != syntax.FVec {
+		return nil
+	}
+	b := f.Items[1].Items
+	body := f.Items[2]
+	if len(b) == 0 || len(b)%2 != 0 || body.Kind != syntax.FList || len(body.Items) != 4 {
+		return nil
+	}
+	head, test := body.Items[0], body.Items[1]
+	if !head.IsSym("if") && !head.IsSym("if-not") {
+		return nil
+	}
+	if test.Kind != syntax.FList || len(test.Items) != 3 || test.Items[0].Kind != syntax.FSym || test.Items[0].Ns != "" {
+		return nil
+	}
+	op, iForm, cf := test.Items[0].Name, test.Items[1], test.Items[2]
+	if (op != "<" && op != ">=") || iForm.Kind != syntax.FSym || iForm.Ns != "" {
+		return nil
+	}
+	if cf.Kind != syntax.FList || len(cf.Items) != 2 || !cf.Items[0].IsSym("count") || cf.Items[1].Kind != syntax.FSym {
+		return nil
+	}
+	i, coll := iForm.Name, cf.Items[1]
+	idx := -1
+	var names []string
+	literals := true
+	for k := 0; k < len(b); k += 2 {
+		p, init := b[k], b[k+1]
+		if p.Kind != syntax.FSym || p.Ns != "" || p.Name == "&" || p.Name == "_" || slices.Contains(names, p.Name) {
+			return nil
+		}
+		names = append(names, p.Name)
+		if p.Name == i {
+			if init.Kind != syntax.FLit || init.Val != int64(0) {
+				return nil
+			}
+			idx = k / 2
+			continue
+		}
+		literals = literals && literalForm(init)
+	}
+	if idx < 0 || coll.Ns == "" && slices.Contains(names, coll.Name) {
+		return nil
+	}
+	for _, n := range []string{"if", "if-not", "<", ">=", "count", "nth", "inc", "seq", "empty?", "first", "rest"} {
+		if _, _, local := c.sc.lookup(n); local {
+			return nil
+		}
+	}
+	// the branch taken while i < (count xs), and the one that ends the loop
+	rec, exit := body.Items[2], body.Items[3]
+	if (op == "<") != head.IsSym("if") {
+		rec, exit = exit, rec
+	}
+	if formUses(exit, i) {
+		return nil
+	}
+	if indexRebinds(rec, []string{i, coll.Name, "nth", "inc", "recur"}) {
+		return nil
+	}
+	xs := " index " + i // a name no program can write
+	rec2, ok := indexRewrite(rec, i, coll, xs, idx, len(names))
+	if !ok || formUses(rec2, i) {
+		return nil
+	}
+	invariant := false
+	if coll.Ns == "" {
+		kind, _, ok := c.sc.lookup(coll.Name)
+		invariant = ok && kind == refLocal
+	}
+	if !invariant && (!literals || !c.indexPure(rec2, append(slices.Clone(names), xs))) {
+		return nil
+	}
+	read := c.indexColl(coll)
+	if read == nil {
+		return nil
+	}
+
+	// the walk: (loop [... xs coll ...] (if (seq xs) rec' exit)), or with
+	// (empty? xs) for (>= i (count coll))
+	wb := slices.Clone(b)
+	wb[2*idx] = &syntax.Form{Kind: syntax.FSym, Name: xs, Pos: b[2*idx].Pos}
+	wb[2*idx+1] = coll
+	wtest := &syntax.Form{Kind: syntax.FList, Pos: test.Pos, Items: []*syntax.Form{
+		{Kind: syntax.FSym, Name: map[string]string{"<": "seq", ">=": "empty?"}[op], Pos: test.Pos},
+		{Kind: syntax.FSym, Name: xs, Pos: test.Pos},
+	}}
+	wbody := &syntax.Form{Kind: syntax.FList, Pos: body.Pos, Items: []*syntax.Form{head, wtest, body.Items[2], body.Items[3]}}
+	if body.Items[2] == rec {
+		wbody.Items[2] = rec2
+	} else {
+		wbody.Items[3] = rec2
+	}
+	wf := &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{
+		f.Items[0], {Kind: syntax.FVec, Pos: f.Items[1].Pos, Items: wb}, wbody,
+	}}
+
+	c.inIndexLoop = true
+	orig := loop(c, f, lin)
+	walk := c.indexWalk(wf, lin, loop)
+	c.inIndexLoop = false
+	if walk == nil {
+		return orig
+	}
+	c.IndexLoops++
+	return func(fr *core.Frame) core.Value {
+		if v, ok := read(fr).(*core.Vector); ok && (invariant || v.Host) {
+			return walk(fr)
+		}
+		return orig(fr)
+	}
+}
+
+// indexWalk compiles the walk wf made from an index loop, or returns nil
+// when the compiler does not compile it as a walk.
+func (c *Compiler) indexWalk(wf *syntax.Form, lin []bool, loop func(*Compiler, *syntax.Form, []bool) core.Node) (nd core.Node) {
+	sc, locals, recur, walk, walks := c.sc, len(c.sc.locals), c.sc.recur, c.walk, c.Walks
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(*core.Error); !ok {
+				panic(r)
+			}
+			nd = nil
+		}
+		if nd == nil {
+			c.sc, c.walk = sc, walk
+			c.sc.locals, c.sc.recur = c.sc.locals[:locals], recur
+		}
+	}()
+	nd = loop(c, wf, lin)
+	if c.Walks == walks {
+		return nil
+	}
+	return nd
+}
+
+// indexRewrite returns f with each (nth coll i) as (first xs) and each
+// recur's argument at idx, which must be (inc i), as (rest xs); ok is
+// false when a recur does not advance i so.
+func indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
+	if f.Kind == syntax.FList && len(f.Items) == 3 && f.Items[0].IsSym("nth") &&
+		f.Items[1].Kind == syntax.FSym && f.Items[1].Ns == coll.Ns && f.Items[1].Name == coll.Name && f.Items[2].IsSym(i) {
+		return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{
+			{Kind: syntax.FSym, Name: "first", Pos: f.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: f.Items[1].Pos}}}, true
+	}
+	if len(f.Items) == 0 {
+		return f, true
+	}
+	g := *f
+	g.Items = make([]*syntax.Form, len(f.Items))
+	for k, it := range f.Items {
+		if f.Kind == syntax.FList && f.Items[0].IsSym("recur") && k == idx+1 {
+			if len(f.Items) != n+1 || it.Kind != syntax.FList || len(it.Items) != 2 || !it.Items[0].IsSym("inc") || !it.Items[1].IsSym(i) {
+				return nil, false
+			}
+			g.Items[k] = &syntax.Form{Kind: syntax.FList, Pos: it.Pos, Items: []*syntax.Form{
+				{Kind: syntax.FSym, Name: "rest", Pos: it.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: it.Items[1].Pos}}}
+			continue
+		}
+		r, ok := indexRewrite(it, i, coll, xs, idx, n)
+		if !ok {
+			return nil, false
+		}
+		g.Items[k] = r
+	}
+	return &g, true
+}
+
+// indexRebinds reports whether f binds one of names: in a let-like
+// binding vector (its even places, destructuring included), or anywhere
+// in a fn, for or doseq form (conservative). The rewrite then might not
+// mean what it meant.
+func indexRebinds(f *syntax.Form, names []string) bool {
+	uses := func(g *syntax.Form) bool {
+		for _, n := range names {
+			if formUses(g, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if f.Kind == syntax.FFnLit {
+		return uses(f)
+	}
+	if f.Kind == syntax.FList && len(f.Items) > 1 && f.Items[0].Kind == syntax.FSym && f.Items[0].Ns == "" && IsSpecialForm(f.Items[0].Name) {
+		switch h := f.Items[0].Name; {
+		case h == "fn" || h == "defn" || h == "defn-" || h == "letfn" || h == "for" || h == "doseq":
+			if uses(f) {
+				return true
+			}
+		case f.Items[1].Kind == syntax.FVec:
+			bs := f.Items[1].Items
+			for k := 0; k < len(bs); k += 2 {
+				if uses(bs[k]) {
+					return true
+				}
+			}
+		}
+	}
+	for _, it := range f.Items {
+		if indexRebinds(it, names) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexPure reports whether f can run no code but builtins: every list a
+// call of a builtin or a keyword, or a walk head (let, if, cond...); every
+// symbol a builtin, one of names or a name a let inside f binds (to a
+// plain symbol), or a ctx/ or namespaced builtin; no fn, def, memory/ or
+// tool/ form.
+func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
+	switch f.Kind {
+	case syntax.FLit, syntax.FRegex:
+		return true
+	case syntax.FSym:
+		switch {
+		case f.Ns == "ctx" || f.Ns == "data":
+			return true
+		case f.Ns == "memory" || f.Ns == "mem" || f.Ns == "tool":
+			return false
+		case f.Ns != "":
+			_, ok := c.LookupBuiltin(f.Ns, f.Name)
+			return ok
+		case slices.Contains(names, f.Name):
+			return true
+		}
+		if _, _, local := c.sc.lookup(f.Name); local || IsSpecialForm(f.Name) {
+			return false
+		}
+		_, ok := c.Builtins[f.Name]
+		return ok
+	case syntax.FList:
+	default:
+		for _, it := range f.Items {
+			if !c.indexPure(it, names) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(f.Items) == 0 {
+		return true
+	}
+	head := f.Items[0]
+	args := f.Items[1:]
+	switch {
+	case head.Kind == syntax.FLit:
+		if _, ok := head.Val.(*core.Keyword); !ok {
+			return false
+		}
+	case head.Kind != syntax.FSym:
+		return false
+	case head.Ns == "" && IsSpecialForm(head.Name):
+		if !walkHeads[head.Name] {
+			return false
+		}
+		if head.Name == "let" {
+			if len(args) == 0 || args[0].Kind != syntax.FVec || len(args[0].Items)%2 != 0 {
+				return false
+			}
+			bs := args[0].Items
+			inner := slices.Clone(names)
+			for k := 0; k < len(bs); k += 2 {
+				if bs[k].Kind != syntax.FSym || bs[k].Ns != "" || !c.indexPure(bs[k+1], inner) {
+					return false
+				}
+				inner = append(inner, bs[k].Name)
+			}
+			for _, it := range args[1:] {
+				if !c.indexPure(it, inner) {
+					return false
+				}
+			}
+			return true
+		}
+	case !c.indexPure(head, nil) || (head.Ns == "" && slices.Contains(names, head.Name)):
+		return false // a call of a binding could call a function
+	}
+	for _, it := range args {
+		if !c.indexPure(it, names) {
+			return false
+		}
+	}
+	return true
+}
+
+// literalForm reports whether f is a literal: a constant, or a vector,
+// map or set of literals.
+func literalForm(f *syntax.Form) bool {
+	switch f.Kind {
+	case syntax.FLit:
+		return true
+	case syntax.FVec, syntax.FMap, syntax.FSet:
+		for _, it := range f.Items {
+			if !literalForm(it) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// indexColl returns a node that reads coll (a symbol) without raising:
+// a local's slot, ctx/ and data/ as the program reads them, a global from
+// memory (nil when it is not defined).
+func (c *Compiler) indexColl(coll *syntax.Form) core.Node {
+	switch coll.Ns {
+	case "":
+		if kind, slot, ok := c.sc.lookup(coll.Name); ok {
+			if kind != refLocal {
+				return nil
+			}
+			return func(fr *core.Frame) core.Value { return fr.Slots[slot] }
+		}
+		if _, ok := c.Builtins[coll.Name]; ok || IsSpecialForm(coll.Name) {
+			return nil
+		}
+		name := coll.Name
+		return func(fr *core.Frame) core.Value { return fr.Th.Mem[name] }
+	case "ctx", "data":
+		key := coll.Name
+		return func(fr *core.Frame) core.Value { return fr.Th.Host.CtxGet(fr.Th, key) }
+	}
+	return nil
+}
