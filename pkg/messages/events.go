@@ -126,31 +126,65 @@ func (e *Event) Validate() error {
 // Masked returns a copy of e whose Args, Result, Data and Step values have
 // every firewalled key masked (MaskFirewalled). The Step keeps Return, Fail,
 // Usage and the scalar fields; its Trace and Memory are dropped. e is not
-// modified.
+// modified; a value holding no firewalled key is shared with e, not
+// copied, so the copy's values are to be read, not changed.
 func (e *Event) Masked() *Event {
 	cp := *e
 	if e.Args != nil {
-		cp.Args = MaskFirewalled(e.Args).(map[string]any)
+		cp.Args = maskShared(e.Args).(map[string]any)
 	}
-	cp.Result = MaskFirewalled(e.Result)
+	cp.Result = maskShared(e.Result)
 	if e.Data != nil {
-		cp.Data = MaskFirewalled(e.Data).(map[string]any)
+		cp.Data = maskShared(e.Data).(map[string]any)
 	}
 	if e.Step != nil {
 		s := *e.Step
-		s.Return = MaskFirewalled(s.Return)
+		s.Return = maskShared(s.Return)
 		s.Memory = nil
 		s.Trace = nil
 		if s.Fail != nil {
 			f := *s.Fail
 			if f.Details != nil {
-				f.Details = MaskFirewalled(f.Details).(map[string]any)
+				f.Details = maskShared(f.Details).(map[string]any)
 			}
 			s.Fail = &f
 		}
 		cp.Step = &s
 	}
 	return &cp
+}
+
+// maskShared is MaskFirewalled for a value only read: v itself when it
+// holds no firewalled key (nor a Masker) at any depth, else its masked copy.
+func maskShared(v any) any {
+	if !holdsFirewalled(v, 0) {
+		return v
+	}
+	return mask(v, 0)
+}
+
+// holdsFirewalled reports whether mask would change v.
+func holdsFirewalled(v any, depth int) bool {
+	if depth > maxDepth {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if strings.HasPrefix(k, "_") || holdsFirewalled(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holdsFirewalled(e, depth+1) {
+				return true
+			}
+		}
+	case Masker:
+		return true
+	}
+	return false
 }
 
 // MaskFirewalled returns a deep copy of v (plain Go data) in which the value

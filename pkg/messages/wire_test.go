@@ -308,6 +308,18 @@ func TestMaskFirewalled(t *testing.T) {
 	if ev.Step.Memory == nil || ev.Args["_t"] != 1 {
 		t.Fatal("Masked modified its receiver")
 	}
+	// an event with nothing firewalled, every tool call's in most
+	// missions, is copied, not its values: one allocation
+	plain := &Event{MissionID: testID, Kind: EventToolResult, Args: map[string]any{"query": "q"},
+		Result: []any{map[string]any{"id": int64(1), "rows": []any{"x"}}}, Data: map[string]any{"d": 1},
+		Step: &Step{Return: map[string]any{"ok": true}, Fail: &Fail{Reason: "x", Details: map[string]any{"f": 1}}}}
+	if n := testing.AllocsPerRun(100, func() { _ = plain.Masked() }); n > 3 {
+		t.Fatalf("%.0f allocations to mask an event with nothing firewalled, want at most 3 (the event, its Step and Fail)", n)
+	}
+	if m := plain.Masked(); !reflect.DeepEqual(m.Args, plain.Args) || !reflect.DeepEqual(m.Result, plain.Result) ||
+		!reflect.DeepEqual(m.Step.Return, plain.Step.Return) || !reflect.DeepEqual(m.Step.Fail.Details, plain.Step.Fail.Details) {
+		t.Fatalf("Masked() = %+v", m)
+	}
 }
 
 func TestTerminalState(t *testing.T) {
