@@ -96,7 +96,7 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	if formUses(exit, i) {
 		return nil
 	}
-	if indexRebinds(rec, []string{i, coll.Name, "nth", "inc", "recur"}) {
+	if indexRebinds(rec, []string{i, coll.Name, "nth", "inc", "recur", "first", "rest", "seq", "empty?"}) {
 		return nil
 	}
 	xs := " index " + i // a name no program can write
