@@ -352,9 +352,11 @@ func (c *Client) watchResult(id string) (*resultWait, error) {
 		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
 	w := &resultWait{nc: c.nc, published: make(chan struct{}, 1)}
-	subject := messages.ResultSubject(c.readSub, id)
+	var subject string
 	if c.republished {
 		subject = messages.StoredResultSubject(c.readSub, id)
+	} else {
+		subject = messages.ResultSubject(c.readSub, id)
 	}
 	sub, err := c.nc.Subscribe(subject, func(m *nats.Msg) {
 		if c.republished {
@@ -382,8 +384,12 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 	backoff := awaitRetryFirst
 	unsureUntil := time.Now().Add(unsure)
 	published := false
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	var timer *time.Timer // the next read, made when one is due
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	var late <-chan time.Time
 	if queued {
 		t := time.NewTimer(awaitUnsure)
@@ -402,7 +408,11 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 		}
 		var retry <-chan time.Time
 		if published || time.Now().Before(unsureUntil) {
-			timer.Reset(backoff)
+			if timer == nil {
+				timer = time.NewTimer(backoff)
+			} else {
+				timer.Reset(backoff)
+			}
 			retry = timer.C
 			backoff = min(2*backoff, awaitRetryMax)
 		}
