@@ -259,7 +259,7 @@ func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 		res := &Result{Signal: SignalFail, Err: err.(*core.Error), Duration: time.Since(start)}
 		return res, err
 	}
-	res, err := p.run(ctx, opts, start)
+	res, err := p.run(ctx, opts, start, time.Now())
 	return res, err
 }
 
@@ -333,11 +333,13 @@ func Compile(source string, opts Options) (*Program, error) {
 // opts.Tools. It always returns a non-nil Result; err is a *Error (or
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
-	return p.run(ctx, opts, time.Now())
+	now := time.Now()
+	return p.run(ctx, opts, now, now)
 }
 
-// run is Run timed from start.
-func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *Result, err error) {
+// run is Run timed from start (Exec's includes the compile), its
+// deadline counted from now.
+func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (res *Result, err error) {
 	res = &Result{sig: p.sig}
 	defer func() { res.Duration = time.Since(start) }()
 	source := p.source
@@ -394,7 +396,7 @@ func (p *Program) run(ctx context.Context, opts Options, start time.Time) (res *
 		ctx = core.WithMeter(ctx, h.Meter)
 	}
 	th := &core.Thread{
-		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: time.Now().Add(timeout),
+		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: now.Add(timeout),
 		Host: h, NextCheck: core.CheckEvery,
 	}
 	if len(mem) > 0 {
