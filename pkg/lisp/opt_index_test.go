@@ -181,6 +181,19 @@ func TestIndexLoopsMatchPlain(t *testing.T) {
 	}
 }
 
+// FuzzIndexLoops is TestIndexLoopsMatchPlain with the fuzzer choosing
+// the loops.
+func FuzzIndexLoops(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(7), uint64(9))
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		src := indexLoopProgram(rand.New(rand.NewPCG(a, b)))
+		if got, want := indexLoopOutcome(src, false), indexLoopOutcome(src, true); got != want {
+			t.Errorf("%s\n  optimised: %s\n  as written: %s", src, got, want)
+		}
+	})
+}
+
 // indexLoopOutcome runs src with or without index walks, with ctx/xs and
 // ctx/recs host vectors.
 func indexLoopOutcome(src string, plain bool) string {
