@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,5 +186,42 @@ func TestUnchargedWireResultChargedByRun(t *testing.T) {
 	w, _ := core.NewWireResult("", data)
 	if m.Used() < w.Size() {
 		t.Fatalf("charged %d, the result holds %d", m.Used(), w.Size())
+	}
+}
+
+// TestOwnMeterMadeOnFirstNeed: a run given no meter makes its own,
+// limited to its MaxMemory, when it first calls a tool, and hands that one
+// meter to every tool call, pmap branches included.
+func TestOwnMeterMadeOnFirstNeed(t *testing.T) {
+	var mu sync.Mutex
+	var seen []*core.Meter
+	probe := core.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, MeterFrom(ctx))
+		return int64(1), nil
+	})
+	opts := Options{Tools: core.Tools{"probe": probe}, MaxMemory: 3 << 20}
+	src := `(+ (tool/probe) (reduce + (pmap (fn [_] (tool/probe)) (range 6))))`
+	if _, err := Exec(context.Background(), src, opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 7 || seen[0] == nil || seen[0].Limit() != 3<<20 {
+		t.Fatalf("%d calls, first meter %v", len(seen), seen[0])
+	}
+	for _, m := range seen {
+		if m != seen[0] {
+			t.Fatalf("calls saw different meters")
+		}
+	}
+	// the branches alone: the meter is made before they start
+	seen = nil
+	if _, err := Exec(context.Background(), `(count (pmap (fn [_] (tool/probe)) (range 6)))`, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range seen {
+		if m == nil || m != seen[0] {
+			t.Fatalf("branches saw meters %v", seen)
+		}
 	}
 }

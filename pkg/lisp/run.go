@@ -390,9 +390,8 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 		h.Meter = core.MeterFrom(ctx)
 	}
 	if h.Meter == nil {
-		h.Meter = core.NewMeter(maxMem, "")
-	}
-	if core.MeterFrom(ctx) != h.Meter {
+		h.OwnMeter, h.MeterLimit = true, maxMem // made on first need
+	} else if core.MeterFrom(ctx) != h.Meter {
 		ctx = core.WithMeter(ctx, h.Meter)
 	}
 	th := &core.Thread{

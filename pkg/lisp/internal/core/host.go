@@ -79,6 +79,12 @@ type Host struct {
 	Scrub        func(string, bool) string // Options.Scrub
 	// meter charges what the run holds from its tools (Meter)
 	Meter *Meter
+	// OwnMeter, when Meter is nil, has the run make its own meter of
+	// MeterLimit bytes on first need: before its first tool or host call
+	// or pmap branch (Thread.DeadlineCtx), which hands it on in their
+	// context. A run that calls none makes no meter.
+	OwnMeter   bool
+	MeterLimit int64
 }
 
 func (h *Host) Keyword(name string) *Keyword {
@@ -274,6 +280,7 @@ const toolCallBytes = 512
 // them back: the record keeps them), and, when charge is set, to the run's
 // meter first. Either limit stops the run with memory_limit.
 func (th *Thread) holdToolMemory(op string, n int64, charge bool) {
+	th.DeadlineCtx() // the run's meter, made on first need
 	if charge {
 		if err := th.Host.Meter.Charge(n); err != nil {
 			var le *Error

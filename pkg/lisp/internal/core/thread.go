@@ -58,14 +58,22 @@ type Thread struct {
 	boxer
 }
 
-// deadlineCtx returns the run's context bounded by the run's deadline
-// (for tools and pmap branches); it is created on first use.
+// DeadlineCtx returns the run's context bounded by the run's deadline,
+// carrying the run's meter (for tools, host calls and pmap branches); it
+// is created on first use, and so is the run's own meter (Host.OwnMeter).
+// pmap branches share their parent's host: the parent makes the meter
+// here before it starts them.
 func (th *Thread) DeadlineCtx() context.Context {
 	if th.toolCtx == nil {
+		ctx := th.Ctx
+		if h := th.Host; h != nil && h.OwnMeter && h.Meter == nil {
+			h.Meter = NewMeter(h.MeterLimit, "")
+			ctx = WithMeter(ctx, h.Meter)
+		}
 		if th.Deadline.IsZero() {
-			th.toolCtx = th.Ctx
+			th.toolCtx = ctx
 		} else {
-			th.toolCtx, th.ToolCancel = context.WithDeadline(th.Ctx, th.Deadline)
+			th.toolCtx, th.ToolCancel = context.WithDeadline(ctx, th.Deadline)
 		}
 	}
 	return th.toolCtx
