@@ -337,6 +337,14 @@ func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
 	return p.run(ctx, opts, now, now)
 }
 
+// runState is the host and Thread of one run, made in one allocation:
+// both live exactly as long as the run (pmap branches have Threads of
+// their own and share the host).
+type runState struct {
+	h  core.Host
+	th core.Thread
+}
+
 // run is Run timed from start (Exec's includes the compile), its
 // deadline counted from now.
 func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (res *Result, err error) {
@@ -356,7 +364,9 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 	lim := opts.runLimits()
 	timeout := lim.timeout
 
-	h := &core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
+	rs := new(runState)
+	h := &rs.h
+	*h = core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
 	h.ToolKeys = core.SortedKeys(opts.Tools)
 	for _, name := range p.tools {
 		if _, ok := opts.Tools[name]; !ok {
@@ -394,7 +404,8 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 	} else if core.MeterFrom(ctx) != h.Meter {
 		ctx = core.WithMeter(ctx, h.Meter)
 	}
-	th := &core.Thread{
+	th := &rs.th
+	*th = core.Thread{
 		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: now.Add(timeout),
 		Host: h, NextCheck: core.CheckEvery,
 	}
