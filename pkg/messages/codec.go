@@ -20,7 +20,8 @@ var marshalBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooledBuffer = 64 << 10
 
 // Marshal encodes v as msgpack with sorted map keys and compact integers, so
-// equal values give equal bytes.
+// equal values give equal bytes (maps with string keys of any value type in
+// this package's messages; other values as the encoder sorts them).
 func Marshal(v any) ([]byte, error) {
 	buf := marshalBuffers.Get().(*bytes.Buffer)
 	buf.Reset()

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -219,6 +220,10 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 		if p := wirePlans[v.Type()]; p != nil {
 			return encodeStruct(enc, v, p)
 		}
+	case reflect.Map:
+		if v.Type().Key().Kind() == reflect.String {
+			return encodeSortedMap(enc, v)
+		}
 	case reflect.Slice:
 		et := v.Type().Elem()
 		if et.Kind() == reflect.Pointer {
@@ -240,6 +245,30 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 		}
 	}
 	return enc.EncodeValue(v)
+}
+
+// encodeSortedMap writes a map with string keys in the order of its keys,
+// as the encoder writes map[string]any with sorted keys (it leaves the
+// order of other maps, such as an agent's sub-agents, to Go's map
+// iteration), so equal values give equal bytes.
+func encodeSortedMap(enc *msgpack.Encoder, v reflect.Value) error {
+	if v.IsNil() {
+		return enc.EncodeNil()
+	}
+	keys := v.MapKeys()
+	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	if err := enc.EncodeMapLen(len(keys)); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := enc.EncodeString(k.String()); err != nil {
+			return err
+		}
+		if err := encodePlanned(enc, v.MapIndex(k)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodeStrings writes ss as the encoder writes a []string.

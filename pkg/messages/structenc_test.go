@@ -162,3 +162,38 @@ func TestStructEncoderLeavesForeignStructsToTheEncoder(t *testing.T) {
 		}
 	}
 }
+
+// Equal values give equal bytes also for maps the encoder would write in
+// Go's iteration order: an agent's sub-agents are written by their names.
+func TestMarshalSortsEveryStringKeyedMap(t *testing.T) {
+	spec := &AgentSpec{Prompt: "p", SubAgents: map[string]*AgentSpec{}}
+	for _, n := range []string{"delta", "alpha", "charlie", "bravo", "echo", "foxtrot"} {
+		spec.SubAgents[n] = &AgentSpec{Prompt: n}
+	}
+	m := &Mission{ID: "m1", Agent: spec}
+	first, err := Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		again, err := Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, again) {
+			t.Fatalf("the same mission encoded to different bytes:\n%x\n%x", first, again)
+		}
+	}
+	var back Mission
+	if err := Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Agent.SubAgents, spec.SubAgents) {
+		t.Fatalf("sub-agents came back as %+v, want %+v", back.Agent.SubAgents, spec.SubAgents)
+	}
+	// the names in order
+	at := func(name string) int { return bytes.Index(first, []byte(name)) }
+	if !(at("alpha") < at("bravo") && at("bravo") < at("charlie") && at("charlie") < at("delta") && at("delta") < at("echo")) {
+		t.Fatalf("sub-agents not written by their names: %q", first)
+	}
+}
