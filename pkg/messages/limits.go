@@ -3,7 +3,6 @@ package messages
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 )
 
@@ -159,9 +158,28 @@ func DefaultLimits() Limits {
 }
 
 // Override returns l with every non-zero limit of o (negative: unlimited)
-// in place of l's own.
+// in place of l's own. It names each limit (TestLimitsOverride sets every
+// field, found by reflection, so a limit it misses fails the test) and
+// allocates nothing: a worker calls it for every mission.
 func (l Limits) Override(o Limits) Limits {
-	override(reflect.ValueOf(&l).Elem(), reflect.ValueOf(o))
+	over(&l.MaxTurns, o.MaxTurns)
+	over(&l.RetryTurns, o.RetryTurns)
+	over(&l.TurnBudget, o.TurnBudget)
+	over(&l.MaxDepth, o.MaxDepth)
+	over(&l.MaxToolCalls, o.MaxToolCalls)
+	over(&l.LLMTimeout, o.LLMTimeout)
+	over(&l.ProgramTimeout, o.ProgramTimeout)
+	over(&l.MissionTimeout, o.MissionTimeout)
+	over(&l.MaxSteps, o.MaxSteps)
+	over(&l.ProgramMemory, o.ProgramMemory)
+	over(&l.MaxData, o.MaxData)
+	over(&l.MemoryLimit, o.MemoryLimit)
+	over(&l.MaxCostUSD, o.MaxCostUSD)
+	over(&l.MaxTokens, o.MaxTokens)
+	over(&l.PromptLimit.List, o.PromptLimit.List)
+	over(&l.PromptLimit.String, o.PromptLimit.String)
+	over(&l.MaxEmitBytes, o.MaxEmitBytes)
+	over(&l.EmitRate, o.EmitRate)
 	return l
 }
 
@@ -169,17 +187,11 @@ func (l Limits) Override(o Limits) Limits {
 // (DefaultLimits); unlimited (negative) limits stay negative.
 func (l Limits) WithDefaults() Limits { return DefaultLimits().Override(l) }
 
-// override sets every non-zero number of src, a struct of numbers and
-// structs of numbers, in dst.
-func override(dst, src reflect.Value) {
-	for i := range src.NumField() {
-		f := src.Field(i)
-		switch {
-		case f.Kind() == reflect.Struct:
-			override(dst.Field(i), f)
-		case !f.IsZero():
-			dst.Field(i).Set(f)
-		}
+// over sets *dst to v unless v is zero (the default).
+func over[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
 	}
 }
 

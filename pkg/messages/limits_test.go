@@ -97,3 +97,10 @@ func TestMissionEffectiveLimits(t *testing.T) {
 		t.Fatalf("effective limits %+v, want %+v (the mission's over its agent's)", got, want)
 	}
 }
+
+func TestLimitsOverrideAllocatesNothing(t *testing.T) {
+	a, b := everyLimit(1), Limits{MaxTurns: 2, PromptLimit: PromptLimit{String: 9}}
+	if n := testing.AllocsPerRun(100, func() { a = a.Override(b) }); n != 0 {
+		t.Fatalf("Override allocates %.0f times, want 0", n)
+	}
+}
