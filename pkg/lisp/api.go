@@ -13,7 +13,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// asMap returns v as a *Map when it is a map: a *Map as it is, a host
+// AsMap returns v as a *Map when it is a map: a *Map as it is, a host
 // record as its view (a new header). It is the one way a value that must
 // be a map is taken as one.
 func AsMap(v core.Value) (*core.Map, bool) { return core.AsMap(v) }
@@ -114,31 +114,22 @@ func DecodeWireResultFrom(ctx context.Context, contentType string, r io.Reader, 
 // int and float, NaN unequal to itself, keywords unequal to strings.
 func Equal(a, b core.Value) bool { return core.Equal(a, b) }
 
-var ErrArity = core.ErrArity
-
-var ErrDepthLimit = core.ErrDepthLimit
-
-var ErrFail = core.ErrFail
-
-var ErrInternal = core.ErrInternal
-
-var ErrLoopLimit = core.ErrLoopLimit
-
-var ErrMemoryLimit = core.ErrMemoryLimit
-
-var ErrParse = core.ErrParse
-
-var ErrStepLimit = core.ErrStepLimit
-
-var ErrTimeout = core.ErrTimeout
-
-var ErrTool = core.ErrTool
-
-var ErrType = core.ErrType
-
-var ErrUnbound = core.ErrUnbound
-
-var ErrValidation = core.ErrValidation
+// Sentinels for errors.Is: an *Error matches a sentinel of the same Kind.
+var (
+	ErrArity       = core.ErrArity
+	ErrDepthLimit  = core.ErrDepthLimit
+	ErrFail        = core.ErrFail
+	ErrInternal    = core.ErrInternal
+	ErrLoopLimit   = core.ErrLoopLimit
+	ErrMemoryLimit = core.ErrMemoryLimit
+	ErrParse       = core.ErrParse
+	ErrStepLimit   = core.ErrStepLimit
+	ErrTimeout     = core.ErrTimeout
+	ErrTool        = core.ErrTool
+	ErrType        = core.ErrType
+	ErrUnbound     = core.ErrUnbound
+	ErrValidation  = core.ErrValidation
+)
 
 // Error is the one error type of package lisp. Msg is lowercase text that
 // names PTC-Lisp functions, not Go internals. Error() gives "line:col: msg";
@@ -302,9 +293,12 @@ type LazySeq = core.LazySeq
 // resolve keys the same way, keeping the existing key's spelling.
 type Map = core.Map
 
-const MaxRegexInput = core.MaxRegexInput
-
-const MaxRegexPattern = core.MaxRegexPattern
+// Regex bounds: a pattern of at most MaxRegexPattern bytes, an input scanned
+// up to MaxRegexInput bytes (RE2, so no backtracking).
+const (
+	MaxRegexInput   = core.MaxRegexInput
+	MaxRegexPattern = core.MaxRegexPattern
+)
 
 // Meter charges the memory a mission holds from its tools against the
 // mission's budget: every tool result decoded from its wire bytes (the

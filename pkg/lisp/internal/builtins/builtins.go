@@ -18,7 +18,7 @@ import (
 // (purity and function arguments for fusion, opt_fuse.go; owned number boxes,
 // opt_ownedbox.go) and docs/lisp-builtins.md (TestBuiltinDocsCurrent).
 
-// entry is one builtin with its metadata.
+// Entry is one builtin with its metadata.
 type Entry struct {
 	Name    string
 	B       *core.Builtin
@@ -27,11 +27,11 @@ type Entry struct {
 	DocLine string  // one line for the docs
 	RefLine refLine // the reference line that lists the name (refNone: not listed)
 	RefName string  // the spelling listed ("str/join"); "" = name
-	// usageForm shows how a name Clojure lacks is called ("(sum-by f
+	// UsageForm shows how a name Clojure lacks is called ("(sum-by f
 	// coll)"), for the reference that lists only those (Extensions).
 	UsageForm string
 	seq       int // registration order: the order within a reference line
-	// isHost marks a host builtin: its host gives its function
+	// IsHost marks a host builtin: its host gives its function
 	// (Options.Host, builtins_services.go); it is in no reference line, an
 	// agent shows the ones it enables.
 	IsHost bool
@@ -40,7 +40,7 @@ type Entry struct {
 	IsPure bool // no effect and never calls an argument (fusion may reorder it)
 	FnArg  int  // pure higher-order: the 1-based argument called as a function; -1: depends on the call's shape (fnArgAt)
 	OwnMin int  // >0: with at least ownMin arguments the result is a new number or boolean, no argument is kept
-	// foldable: a constructor of a function value that neither touches the
+	// Foldable: a constructor of a function value that neither touches the
 	// Thread nor fails once the arity is right, so a call with constant
 	// arguments is made once, at compile time (foldCtor).
 	Foldable bool
@@ -91,9 +91,10 @@ type registry struct {
 	Group   *builtinGroup
 }
 
+// NewRegistry returns an empty registry for the groups to register into.
 func NewRegistry() *registry { return &registry{Entries: map[string]*Entry{}} }
 
-// add registers fn under name with its arity bounds (max < 0: variadic).
+// Add registers fn under name with its arity bounds (max < 0: variadic).
 func (r *registry) Add(name string, min, max int, fn core.BuiltinFunc) *Entry {
 	return r.put(name, &core.Builtin{Name: name, MinArgs: min, MaxArgs: max, Fn: fn}, "")
 }
@@ -147,7 +148,7 @@ const (
 	refLines // the number of lines
 )
 
-// refTitles are the reference lines' titles, in the order shown.
+// RefTitles are the reference lines' titles, in the order shown.
 var RefTitles = [refLines]string{
 	refForms:   "Special forms",
 	RefSeq:     "Sequences",
@@ -168,6 +169,7 @@ type ReferenceLine struct {
 	Names []string
 }
 
+// RefSpelling is the name the reference lists the entry under.
 func (e *Entry) RefSpelling() string {
 	if e.RefName != "" {
 		return e.RefName
@@ -188,7 +190,7 @@ type BuiltinInfo struct {
 	Usage string
 }
 
-// hostConstants are symbols that name constant values.
+// HostConstants are symbols that name constant values.
 var HostConstants = map[string]core.Value{
 	"Double/POSITIVE_INFINITY": math.Inf(1), "Double/NEGATIVE_INFINITY": math.Inf(-1), "Double/NaN": math.NaN(),
 	"POSITIVE_INFINITY": math.Inf(1), "NEGATIVE_INFINITY": math.Inf(-1), "NaN": math.NaN(),

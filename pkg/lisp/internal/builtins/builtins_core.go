@@ -501,7 +501,7 @@ func filterImpl(th *core.Thread, name string, pred, coll core.Value, keep bool) 
 	return &core.Vector{Slots: out, Claim: claim}
 }
 
-// transientAcc gives a reduce whose function uses its map accumulator
+// TransientAcc gives a reduce whose function uses its map accumulator
 // linearly (fnProto.linearAcc) a private transient copy of it, updated in
 // place (Map.edit); ok tells the caller to end it on the result.
 func TransientAcc(f, acc core.Value, started bool) (core.Value, bool) {
@@ -513,7 +513,7 @@ func TransientAcc(f, acc core.Value, started bool) (core.Value, bool) {
 	return acc, false
 }
 
-// feeding returns the edit token of a reduce's transient accumulator
+// Feeding returns the edit token of a reduce's transient accumulator
 // acc, told that the reduce has n items (it sizes the map's store, see
 // hashStore.fit), or nil when acc is not transient.
 func Feeding(acc core.Value, transient bool, n int) *core.EditToken {
@@ -525,7 +525,7 @@ func Feeding(acc core.Value, transient bool, n int) *core.EditToken {
 	return m.Edit
 }
 
-// endTransientResult ends the transient a reduce returns (the accumulator
+// EndTransientResult ends the transient a reduce returns (the accumulator
 // must not stay mutable once it leaves reduce).
 func EndTransientResult(v core.Value) {
 	if m, ok := v.(*core.Map); ok {
@@ -595,7 +595,7 @@ func biReduce(th *core.Thread, a []core.Value) core.Value {
 	return acc
 }
 
-// reduceEmpty is reduce of no items without an init value: (f). When f
+// ReduceEmpty is reduce of no items without an init value: (f). When f
 // takes no zero arguments, its arity error says what to write instead.
 func ReduceEmpty(th *core.Thread, f core.Value) core.Value {
 	defer func() {

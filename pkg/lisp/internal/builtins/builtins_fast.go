@@ -116,7 +116,7 @@ func attachFast(r *registry) {
 	r.builtin("some?").Fn1 = func(th *core.Thread, x core.Value) core.Value { return x != nil }
 }
 
-// ints2 returns both values as int64 when both are integers.
+// Ints2 returns both values as int64 when both are integers.
 func Ints2(x, y core.Value) (int64, int64, bool) {
 	if p, ok := x.(int64); ok {
 		if q, ok := y.(int64); ok {
@@ -155,7 +155,7 @@ func floats2(x, y core.Value) (float64, float64, bool) {
 	return p, q, true
 }
 
-// fastEqual decides = for two integers, strings or keywords (ok false:
+// FastEqual decides = for two integers, strings or keywords (ok false:
 // use the general Equal).
 func FastEqual(x, y core.Value) (same, ok bool) {
 	switch p := x.(type) {

@@ -1,6 +1,6 @@
 package builtins
 
-// specialForms lists the special forms with a line for the docs; ref marks
+// SpecialForms lists the special forms with a line for the docs; ref marks
 // those the language reference lists for the model.
 var SpecialForms = []struct {
 	Name, Doc string

@@ -6,7 +6,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
-// eagerRangeMax is the largest range built eagerly as a vector; larger
+// EagerRangeMax is the largest range built eagerly as a vector; larger
 // ones are lazy so (take 5 (range 1e9)) works.
 const EagerRangeMax = 100_000
 

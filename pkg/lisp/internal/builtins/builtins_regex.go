@@ -204,7 +204,7 @@ func extractGroup(th *core.Thread, fn string, pattern, s core.Value, g int64) co
 	return in[m[2*g]:m[2*g+1]]
 }
 
-// parseLongStrict accepts exactly [+-]?digits (in base) that fit int64,
+// ParseLongStrict accepts exactly [+-]?digits (in base) that fit int64,
 // like Clojure's parse-long: no whitespace, no underscores, no 0x.
 func ParseLongStrict(s string, base int) (int64, bool) {
 	t := s
@@ -292,6 +292,8 @@ func parseHexDouble(s string) (float64, bool) {
 	return f, true
 }
 
+// ParseDoubleStrict parses s as parse-double does: NaN, Infinity or a
+// whole decimal or scientific number, else false.
 func ParseDoubleStrict(s string) (float64, bool) {
 	switch s {
 	case "NaN":

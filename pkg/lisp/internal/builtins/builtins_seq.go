@@ -202,7 +202,7 @@ func seqVec(items []core.Value) *core.Vector {
 	return &core.Vector{Slots: items}
 }
 
-// keyOf applies a key argument: a keyword, string or vector path reads a
+// KeyOf applies a key argument: a keyword, string or vector path reads a
 // field (flex); anything else is called.
 func KeyOf(th *core.Thread, key, item core.Value) core.Value {
 	switch k := key.(type) {
@@ -216,7 +216,7 @@ func KeyOf(th *core.Thread, key, item core.Value) core.Value {
 	return th.Call1(key, item)
 }
 
-// valueSet is a hash set of values with = semantics (1 and 1.0 are the
+// ValueSet is a hash set of values with = semantics (1 and 1.0 are the
 // same member), used for dedup and grouping. Strings and integral numbers
 // (the common grouping keys) use Go maps directly; other values go by
 // hashValue and Equal. The zero value is empty.
@@ -224,7 +224,7 @@ type ValueSet struct {
 	strs map[string]int
 	ints map[int64]int
 	m    map[uint32][]int
-	// vals holds the members in insertion order.
+	// Vals holds the members in insertion order.
 	Vals []core.Value
 }
 
@@ -242,7 +242,7 @@ func intKey(v core.Value) (int64, bool) {
 	return 0, false
 }
 
-// index returns the position of v in vals, or -1.
+// Index returns the position of v in vals, or -1.
 func (s *ValueSet) Index(v core.Value, h uint32) int {
 	if str, ok := v.(string); ok {
 		if i, ok := s.strs[str]; ok {
@@ -297,7 +297,7 @@ func findKeyed[K comparable](s *ValueSet, m *map[K]int, k K, v core.Value) (int,
 	return len(s.Vals) - 1, true
 }
 
-// add adds v and reports whether it was new.
+// Add adds v and reports whether it was new.
 func (s *ValueSet) Add(v core.Value) bool {
 	_, added := s.find(v)
 	return added
@@ -328,7 +328,7 @@ func buildMap(th *core.Thread, keys, vals []core.Value) *core.Map {
 	return EndTransient(m)
 }
 
-// endTransient ends an in-place build started with m.transient() (the
+// EndTransient ends an in-place build started with m.transient() (the
 // owner's transient maps, see Map.edit) so the map can be published.
 func EndTransient(m *core.Map) *core.Map {
 	if m.Edit != nil && m.Edit.Store != nil {
@@ -338,7 +338,7 @@ func EndTransient(m *core.Map) *core.Map {
 	return m
 }
 
-// flexClash reports whether keys holds a keyword and a string of the same
+// FlexClash reports whether keys holds a keyword and a string of the same
 // name (which a flex map write would merge).
 func FlexClash(keys []core.Value) bool {
 	if len(keys) <= 16 {
@@ -685,18 +685,20 @@ func distinctBy(th *core.Thread, name string, key, coll core.Value, argN int) co
 	return d.Result(th)
 }
 
-// distinctSink collects the items whose keys were not seen before.
+// DistinctSink collects the items whose keys were not seen before.
 type DistinctSink struct {
 	Seen ValueSet
 	Out  []core.Value
 }
 
+// Add takes item it, whose distinctness key is k.
 func (d *DistinctSink) Add(k, it core.Value) {
 	if d.Seen.Add(k) {
 		d.Out = append(d.Out, it)
 	}
 }
 
+// Result is the vector of the distinct items, in their first order.
 func (d *DistinctSink) Result(th *core.Thread) core.Value {
 	th.AllocSlots(len(d.Out))
 	return seqVec(d.Out)
@@ -711,7 +713,7 @@ func biGroupBy(th *core.Thread, a []core.Value) core.Value {
 	return g.Result(th, items)
 }
 
-// groupSink groups items by key for group-by: it records each item's
+// GroupSink groups items by key for group-by: it records each item's
 // group as the items come, then lays the groups out in one slab, group
 // after group, each in the order its items came (no vector grown by
 // appending per group).
@@ -721,7 +723,7 @@ type GroupSink struct {
 	sizes []int   // the number of items of each group
 }
 
-// add records the next item's key.
+// Add records the next item's key.
 func (g *GroupSink) Add(k core.Value) {
 	i, added := g.seen.find(k)
 	if added {
@@ -731,7 +733,7 @@ func (g *GroupSink) Add(k core.Value) {
 	g.Group = append(g.Group, int32(i))
 }
 
-// result returns the map from each key to the vector of its items: items
+// Result returns the map from each key to the vector of its items: items
 // are the items added, in order.
 func (g *GroupSink) Result(th *core.Thread, items core.ItemsOf) core.Value {
 	th.AllocSlots(items.Len())
@@ -762,12 +764,13 @@ func biFrequencies(th *core.Thread, a []core.Value) core.Value {
 	return f.Result(th)
 }
 
-// freqSink counts items for frequencies.
+// FreqSink counts items for frequencies.
 type FreqSink struct {
 	seen   ValueSet
 	counts []int64
 }
 
+// Add counts one occurrence of it.
 func (f *FreqSink) Add(it core.Value) {
 	i, added := f.seen.find(it)
 	if added {
@@ -776,6 +779,7 @@ func (f *FreqSink) Add(it core.Value) {
 	f.counts[i]++
 }
 
+// Result is the map of each item to its count.
 func (f *FreqSink) Result(th *core.Thread) core.Value {
 	vals := make([]core.Value, len(f.counts))
 	for i, c := range f.counts {
@@ -1603,7 +1607,7 @@ func sliceVec(items []core.Value) *core.Vector {
 	return core.NewVector(items)
 }
 
-// setFromSeen builds the set of seen's members (in order).
+// SetFromSeen builds the set of seen's members (in order).
 func SetFromSeen(th *core.Thread, seen *ValueSet) *core.Set {
 	if len(seen.Vals) <= core.SmallMapMax || FlexClash(seen.Vals) {
 		return setAddAll(th, core.EmptySet, seen.Vals)

@@ -399,7 +399,7 @@ func biJoin(th *core.Thread, a []core.Value) core.Value {
 	return th.MakeString(b.String())
 }
 
-// splitLiteral splits s on a literal separator with Java's String.split
+// SplitLiteral splits s on a literal separator with Java's String.split
 // rules: "" splits into chars; no match gives [s]; limit > 0 caps the
 // number of parts; limit 0 drops trailing empty strings. The parts are
 // charged to the memory limit before they are made.
@@ -454,7 +454,7 @@ func dropTrailingEmpty(out []core.Value) []core.Value {
 	return out
 }
 
-// splitRegex splits s on a regex with Java's Pattern.split rules (see
+// SplitRegex splits s on a regex with Java's Pattern.split rules (see
 // splitLiteral); a literal pattern takes the literal fast path. Only the
 // first MaxRegexInput bytes are scanned; the rest stays in the last part.
 func SplitRegex(th *core.Thread, s string, re *core.Regex, limit int) []core.Value {
@@ -626,7 +626,7 @@ func replaceStr(th *core.Thread, fn string, a []core.Value, n int) core.Value {
 	return nil
 }
 
-// regexReplace replaces up to n (n < 0: all) matches of re in s. repl is
+// RegexReplace replaces up to n (n < 0: all) matches of re in s. repl is
 // a string with Java $n / ${name} references and \ escapes, or a fn called
 // with the match (a string, or [whole g1 ...] with groups).
 func RegexReplace(th *core.Thread, fn string, s string, re *core.Regex, repl core.Value, n int) string {
@@ -746,7 +746,7 @@ type fmtSpec struct {
 	text                                        string // the spec as written, for messages
 }
 
-// formatJava implements (format fmt args...) with java.util.Formatter's
+// FormatJava implements (format fmt args...) with java.util.Formatter's
 // syntax and output for the conversions s S b B c C d o x X e E f g G %
 // n, the flags - + space 0 , ( #, widths, precisions, explicit indexes
 // (%2$s) and %<s. Java rejects %d on a float and %f on an integer; here

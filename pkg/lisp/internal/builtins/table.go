@@ -8,7 +8,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
-// builtinGroups are the groups in reference order; names must be unique
+// BuiltinGroups are the groups in reference order; names must be unique
 // across groups.
 var BuiltinGroups = []*builtinGroup{
 	{"core", "Core: arithmetic, comparison, count, get, map/filter/reduce, output, memory, return and fail", registerCore},
@@ -27,7 +27,7 @@ var BuiltinGroups = []*builtinGroup{
 	{"services", "Host services: given by the agent that runs the program", registerServices},
 }
 
-// builtinEntries returns the immutable entry table, built on first use.
+// BuiltinEntries returns the immutable entry table, built on first use.
 var BuiltinEntries = sync.OnceValue(func() map[string]*Entry {
 	r := NewRegistry()
 	for _, g := range BuiltinGroups {
@@ -38,7 +38,7 @@ var BuiltinEntries = sync.OnceValue(func() map[string]*Entry {
 	return r.Entries
 })
 
-// builtinTable returns the immutable name → builtin table.
+// BuiltinTable returns the immutable name → builtin table.
 var BuiltinTable = sync.OnceValue(func() map[string]*core.Builtin {
 	es := BuiltinEntries()
 	m := make(map[string]*core.Builtin, len(es))
@@ -48,7 +48,7 @@ var BuiltinTable = sync.OnceValue(func() map[string]*core.Builtin {
 	return m
 })
 
-// facts returns the entry of builtin name for its optimiser facts, or the
+// Facts returns the entry of builtin name for its optimiser facts, or the
 // zero entry, which claims nothing, when there is none. The compiler asks
 // for every call head, so this is one map lookup and no copy; callers
 // only read the entry.
@@ -74,6 +74,8 @@ func Reference() []ReferenceLine {
 	return out
 }
 
+// ReferenceLines are the language reference's lines, built once from the
+// table (Reference gives callers their own copy).
 var ReferenceLines = sync.OnceValue(func() []ReferenceLine {
 	var byLine [refLines][]*Entry
 	for _, e := range BuiltinEntries() {

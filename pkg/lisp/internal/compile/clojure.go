@@ -23,6 +23,8 @@ import (
 //go:embed clojure_names.txt
 var clojureNamesText string
 
+// ClojureNames is the set of clojure.core names (clojure_names.txt), read
+// once: a name there that PTC-Lisp lacks gets a "not available" hint.
 var ClojureNames = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for line := range strings.SplitSeq(clojureNamesText, "\n") {

@@ -385,6 +385,9 @@ func (c *Compiler) compileToolCall(f *syntax.Form) core.Node {
 	}
 }
 
+// SafeCompile compiles a program's top-level forms into its body and the
+// number of slots its frame needs; a compile error comes back as the
+// error, never as a panic.
 func (c *Compiler) SafeCompile(forms []*syntax.Form) (body core.Node, nslots int, err *core.Error) {
 	defer func() {
 		if p := recover(); p != nil {

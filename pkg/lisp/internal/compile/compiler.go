@@ -84,7 +84,7 @@ func (s *scope) lookup(name string) (kind, idx int, ok bool) {
 	return refCap, len(s.capRefs) - 1, true
 }
 
-// compiler turns forms into nodes, resolving every symbol once.
+// Compiler turns forms into nodes, resolving every symbol once.
 type Compiler struct {
 	Src       string
 	Host      *core.Host
@@ -102,7 +102,7 @@ type Compiler struct {
 	lastProto   *core.FnProto
 	gensym      int
 	walk        *walkAlias // the walk loop being compiled (opt_walkloop.go)
-	// plainLoops turns off walk loops, owned bindings and transient loop
+	// PlainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool
 	// dispatch compiles one form (compileForm); SafeCompile installs it.
@@ -120,7 +120,7 @@ func isFnForm(f *syntax.Form) bool {
 	return f.Kind == syntax.FList && len(f.Items) >= 3 && f.Items[0].IsSym("fn") && f.Items[1].Kind == syntax.FVec
 }
 
-// linearAccFn checks (fn [acc x] body...) for a linearly used acc: every
+// LinearAccFn checks (fn [acc x] body...) for a linearly used acc: every
 // use of acc is the map argument of a tail assoc/update/dissoc (whose other
 // arguments do not mention acc), or acc returned as is, possibly through
 // if/when/cond/let/do. No nested form may capture or rebind it.
@@ -357,7 +357,7 @@ var NsAliases = map[string]string{
 	"memory": "memory", "mem": "memory",
 }
 
-// lookupBuiltin resolves ns/name to a builtin (ns may be "").
+// LookupBuiltin resolves ns/name to a builtin (ns may be "").
 func (c *Compiler) LookupBuiltin(ns, name string) (*core.Builtin, bool) {
 	if ns == "" {
 		b, ok := c.Builtins[name]
@@ -396,7 +396,7 @@ type operand struct {
 	node core.Node // otherwise
 }
 
-// get is small enough to inline.
+// Get is small enough to inline.
 func (o *operand) Get(fr *core.Frame) core.Value {
 	if o.slot >= 0 {
 		return fr.Slots[o.slot]
@@ -501,7 +501,7 @@ func mkVec(pos core.Pos, items ...*syntax.Form) *syntax.Form {
 	return &syntax.Form{Kind: syntax.FVec, Pos: pos, Items: items}
 }
 
-// formText renders a form back to source (for #fn[x y] printing).
+// FormText renders a form back to source (for #fn[x y] printing).
 func FormText(f *syntax.Form) string {
 	switch f.Kind {
 	case syntax.FSym:

@@ -33,7 +33,7 @@ func sfLoop(c *Compiler, f *syntax.Form, _ bool) core.Node {
 	}
 }
 
-// linearLoopBindings reports which bindings of a loop (plain symbols
+// LinearLoopBindings reports which bindings of a loop (plain symbols
 // bound once) are used linearly in its body (linearTail: only as the map
 // argument of a tail assoc/update/dissoc/assoc-in/update-in handed to
 // recur as the same binding, or returned as is); nil when none is. Such a

@@ -350,7 +350,7 @@ func eagerStages(th *core.Thread, stages []fuseStage, fns []core.Value, items []
 	}
 }
 
-// deterministic reports whether an error kind comes from the program's
+// Deterministic reports whether an error kind comes from the program's
 // values (and so recurs when the same calls run again) rather than from a
 // budget or the caller.
 func Deterministic(k core.Kind) bool {

@@ -226,7 +226,7 @@ func (o *ownedArg) floatOp(acc, x float64) ownedVal {
 	return ownedVal{kind: 'f', n: math.Float64bits(s)}
 }
 
-// store writes the update into the binding's slot (a number in a new
+// Store writes the update into the binding's slot (a number in a new
 // box: a Value is never written after it is made).
 func (o *ownedArg) Store(fr *core.Frame, r ownedVal) { fr.Slots[o.slot] = r.value() }
 

@@ -1099,7 +1099,7 @@ func (c *Compiler) compileFnLit(f *syntax.Form) core.Node {
 	return c.compileFn(f, "", "", []fnSpec{{params: fn.Items[1], body: fn.Items[2:]}})
 }
 
-// fnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
+// FnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
 func FnLitAsFn(f *syntax.Form) *syntax.Form {
 	info := &fnLitInfo{}
 	scanPercent(f.Items, info)

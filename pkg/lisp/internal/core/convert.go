@@ -35,7 +35,7 @@ func FromGo(x any) (Value, error) {
 	return cv.From(x)
 }
 
-// converter converts host data, sharing key shapes between records. The
+// Converter converts host data, sharing key shapes between records. The
 // slabs of fromSlice lay out records contiguously, so a scan over
 // converted records streams through memory, and its boxer shares the box
 // of repeated short strings.
@@ -44,6 +44,8 @@ type Converter struct {
 	boxer
 }
 
+// From converts Go data x into a value, sharing shapes and keywords
+// across the values it converts.
 func (cv *Converter) From(x any) (Value, error) {
 	switch v := x.(type) {
 	case nil:

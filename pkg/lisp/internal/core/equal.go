@@ -42,7 +42,7 @@ func hashInt(n int64) uint32 {
 	return uint32(h ^ h>>32)
 }
 
-// hashValue hashes v consistently with Equal: integral floats hash like
+// HashValue hashes v consistently with Equal: integral floats hash like
 // ints, a keyword like its name (so flex pairs share a trie slot), vectors
 // and lazy seqs by items, maps and sets independent of order.
 func HashValue(v Value) uint32 {
@@ -403,7 +403,7 @@ func keyOrder(a, b Value) int {
 // and its order must not cost more than a bounded print.
 func orderText(v Value) string { return Sprint(v, PrintOptions{MaxLen: 64 << 10}) }
 
-// numCmp compares two numbers (int64 or float64); NaN sorts first.
+// NumCmp compares two numbers (int64 or float64); NaN sorts first.
 func NumCmp(a, b Value) int {
 	if x, ok := a.(int64); ok {
 		if y, ok := b.(int64); ok {

@@ -83,6 +83,7 @@ func (k Kind) Reason() string {
 	return "error"
 }
 
+// String is the kind's reason (Reason).
 func (k Kind) String() string { return k.Reason() }
 
 // Error is the one error type of package lisp. Msg is lowercase text that
@@ -100,7 +101,7 @@ type Error struct {
 	Fail any
 	// Err is the underlying error (a tool's error, ctx.Err(), ...).
 	Err error
-	// src is the program text, used to render the snippet.
+	// Src is the program text, used to render the snippet.
 	Src string
 }
 
@@ -196,7 +197,7 @@ func Snippet(src string, pos Pos) string {
 	return b.String()
 }
 
-// errorf builds an *Error.
+// Errorf builds an *Error.
 func Errorf(kind Kind, pos Pos, format string, args ...any) *Error {
 	return &Error{Kind: kind, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }

@@ -14,7 +14,7 @@ package core
 // decoded with interned keys share, else by content), and a miss falls
 // back to the map read.
 
-// lookupField returns src[name] and whether it is present, reading the
+// LookupField returns src[name] and whether it is present, reading the
 // slot hint names first (hint may be nil): the hinted slot (slotHit),
 // then lookupFieldSlow.
 func LookupField(src map[string]any, name string, hint *FieldHint) (any, bool) {
@@ -26,7 +26,7 @@ func LookupField(src map[string]any, name string, hint *FieldHint) (any, bool) {
 	return lookupFieldSlow(src, name, hint)
 }
 
-// readField is lookupField without the presence (nil when absent).
+// ReadField is lookupField without the presence (nil when absent).
 func ReadField(src map[string]any, name string, hint *FieldHint) any {
 	x, _ := LookupField(src, name, hint)
 	return x

@@ -8,7 +8,7 @@ package core
 // ptc_swissmaps, and only on the Go releases field_swiss.go was checked
 // against.
 
-// fieldHint holds nothing: there is no slot to remember.
+// FieldHint holds nothing: there is no slot to remember.
 type FieldHint struct{}
 
 func slotHit(map[string]any, string, *FieldHint) (any, bool) { return nil, false }

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// node is a compiled expression: it evaluates in a frame.
+// Node is a compiled expression: it evaluates in a frame.
 type Node func(fr *Frame) Value
 
-// frame is the activation of a compiled function (or of the top level).
+// Frame is the activation of a compiled function (or of the top level).
 type Frame struct {
 	Th    *Thread
 	Slots []Value
@@ -18,17 +18,20 @@ type Frame struct {
 	Self  *Closure
 }
 
+// RecurMark is the type of RecurSentinel.
 type RecurMark struct{}
 
-// recurSentinel is returned (not panicked) by a recur node; recur is only
+// RecurSentinel is returned (not panicked) by a recur node; recur is only
 // allowed in tail position, so it flows straight back to its loop or fn.
 var RecurSentinel Value = &RecurMark{}
 
-// binder stores a value into a pattern's slots.
+// Binder stores a value into a pattern's slots.
 type Binder func(fr *Frame, v Value)
 
+// FnProto is a compiled fn form: its arities, name and captures, shared
+// by every closure made from it.
 type FnProto struct {
-	// linearAcc: the first param is used only as the map argument of
+	// LinearAcc: the first param is used only as the map argument of
 	// assoc/update/dissoc in tail position (or returned), so reduce may
 	// pass a transient map (see Map.edit).
 	LinearAcc bool
@@ -41,6 +44,8 @@ type FnProto struct {
 	CapRefs    []CapRef
 }
 
+// Arity is one arity of a function: its parameters, their binders and
+// its compiled body.
 type Arity struct {
 	Nfixed   int
 	Variadic bool
@@ -66,6 +71,7 @@ func (p *FnProto) displayName() string {
 	return "fn"
 }
 
+// ArityText lists the arities for an arity error ("1 or 2 args").
 func (p *FnProto) ArityText() string {
 	var parts []string
 	for _, a := range p.Arities {
@@ -131,6 +137,8 @@ func restVector(th *Thread, rest []Value) Value {
 	return &Vector{Slots: slices.Clone(rest)}
 }
 
+// CapRef says where a closure's capture comes from when the closure is
+// made: a local slot, a capture of the enclosing function, or itself.
 type CapRef struct {
 	Kind int
 	Idx  int

@@ -56,7 +56,7 @@ type ReturnSignal struct {
 	Pos Pos
 }
 
-// host is the per-run shared state: tools, ctx inputs, keyword interning,
+// Host is the per-run shared state: tools, ctx inputs, keyword interning,
 // tool call records. It is shared with pmap branches (mu guards calls).
 type Host struct {
 	Tools    Tools
@@ -67,7 +67,7 @@ type Host struct {
 	// context, so each is converted once per run (ctxMu guards it: pmap)
 	ctxVals map[string]Value
 	ctxMu   sync.Mutex
-	// progKeywords are the program's keywords (shared by its runs, read
+	// ProgKeywords are the program's keywords (shared by its runs, read
 	// only); keywords those the run interns beyond them
 	ProgKeywords map[string]*Keyword
 	Keywords     map[string]*Keyword
@@ -77,7 +77,7 @@ type Host struct {
 	MaxCalls     int
 	nCalls       int
 	Scrub        func(string, bool) string // Options.Scrub
-	// meter charges what the run holds from its tools (Meter)
+	// Meter charges what the run holds from its tools (Meter)
 	Meter *Meter
 	// OwnMeter, when Meter is nil, has the run make its own meter of
 	// MeterLimit bytes on first need: before its first tool or host call
@@ -87,6 +87,7 @@ type Host struct {
 	MeterLimit int64
 }
 
+// Keyword returns the run's interned keyword name.
 func (h *Host) Keyword(name string) *Keyword {
 	if k, ok := h.ProgKeywords[name]; ok {
 		return k
@@ -104,7 +105,7 @@ func (h *Host) Keyword(name string) *Keyword {
 	return k
 }
 
-// unknownTool is the message of a call of a tool the program was not
+// UnknownTool is the message of a call of a tool the program was not
 // given: the closest given name when one is close, and the names it may
 // call (given, which does not mean a service offers them).
 func (h *Host) UnknownTool(name string) string {
@@ -115,7 +116,7 @@ func (h *Host) UnknownTool(name string) string {
 	return msg + "; the tools this program may call: " + strings.Join(h.ToolKeys, ", ")
 }
 
-// resolveTool finds a tool by exact name, then treating '-' and '_' alike.
+// ResolveTool finds a tool by exact name, then treating '-' and '_' alike.
 func (h *Host) ResolveTool(name string) (string, bool) {
 	if _, ok := h.Tools[name]; ok {
 		return name, true
@@ -129,7 +130,7 @@ func (h *Host) ResolveTool(name string) (string, bool) {
 	return "", false
 }
 
-// ctxGet reads ctx/key with flex lookup, falling back to memory.
+// CtxGet reads ctx/key with flex lookup, falling back to memory.
 func (h *Host) CtxGet(th *Thread, key string) Value {
 	if h.CtxMap != nil && h.CtxMap.Src != nil {
 		if v, ok := h.ctxView(key); ok {
@@ -170,7 +171,7 @@ func (h *Host) ctxView(key string) (Value, bool) {
 	return v, true
 }
 
-// callToolArgs calls a tool with the program's argument forms: none, one
+// CallToolArgs calls a tool with the program's argument forms: none, one
 // map (or nil), or keyword/value pairs.
 func (h *Host) CallToolArgs(th *Thread, name string, args []Value) Value {
 	switch name {
@@ -212,7 +213,7 @@ func (h *Host) CallToolArgs(th *Thread, name string, args []Value) Value {
 	return h.CallTool(th, name, m)
 }
 
-// callTool calls the named tool (already resolved) and records the call.
+// CallTool calls the named tool (already resolved) and records the call.
 func (h *Host) CallTool(th *Thread, name string, args *Map) (result Value) {
 	th.Tick()
 	tool := h.Tools[name]
@@ -306,7 +307,7 @@ func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, er
 	return t.Call(ctx, args)
 }
 
-// setMem writes memory (def, memory/put).
+// SetMem writes memory (def, memory/put).
 func (th *Thread) SetMem(name string, v Value) {
 	if th.Mem == nil {
 		th.Mem = map[string]Value{}
@@ -328,6 +329,7 @@ func (th *Thread) fork(ctx context.Context) *Thread {
 	return child
 }
 
+// SortedKeys returns m's keys in order.
 func SortedKeys[M ~map[string]V, V any](m M) []string {
 	ks := slices.Collect(maps.Keys(m))
 	slices.Sort(ks)

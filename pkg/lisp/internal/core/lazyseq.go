@@ -22,7 +22,7 @@ type LazySeq struct {
 	// fill appends the next items to buf up to its capacity and returns
 	// it; fewer items than asked for means the sequence ended.
 	fill func(buf []Value) []Value
-	// stream marks a sequence that only the call it was made for reads,
+	// Stream marks a sequence that only the call it was made for reads,
 	// once and in order (the compiler sets it: see streamArg): its items
 	// are not kept, so they are not charged to the memory limit. items
 	// then holds the current chunk (one item of a gen) and base the
@@ -31,21 +31,21 @@ type LazySeq struct {
 	base   int
 }
 
-// lazyChunk is how many items of a pure sequence are realised at once.
+// LazyChunk is how many items of a pure sequence are realised at once.
 const LazyChunk = 256
 
-// lazyItemBytes is the charge for one realised item: its slot and the
+// LazyItemBytes is the charge for one realised item: its slot and the
 // slack of the cache, which grows by doubling.
 const LazyItemBytes = 2 * SlotBytes
 
 // NewLazySeq returns a lazy sequence produced by gen.
 func NewLazySeq(gen func(th *Thread) (Value, bool)) *LazySeq { return &LazySeq{gen: gen} }
 
-// newPureSeq returns a lazy sequence whose items fill computes in
+// NewPureSeq returns a lazy sequence whose items fill computes in
 // chunks (see LazySeq.fill); fill must not call back into the program.
 func NewPureSeq(fill func(buf []Value) []Value) *LazySeq { return &LazySeq{fill: fill} }
 
-// nth realises up to item i and returns it.
+// Nth realises up to item i and returns it.
 func (s *LazySeq) Nth(th *Thread, i int) (Value, bool) {
 	if s.Stream {
 		return s.streamNth(th, i)
@@ -184,7 +184,7 @@ func growCache(items []Value, k int) []Value {
 	return out
 }
 
-// snapshot returns the realised items and whether the seq is complete.
+// Snapshot returns the realised items and whether the seq is complete.
 func (s *LazySeq) Snapshot() ([]Value, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

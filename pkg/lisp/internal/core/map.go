@@ -9,10 +9,10 @@ import (
 	"weak"
 )
 
-// smallMapMax is the largest map a program builds as a sorted array map.
+// SmallMapMax is the largest map a program builds as a sorted array map.
 const SmallMapMax = 8
 
-// wideMapMax is the largest map decoded or converted from host data that
+// WideMapMax is the largest map decoded or converted from host data that
 // is kept as a shape and its values (a wide map) rather than a trie. Tool
 // records have 10 to 40 fields; up to 64 the values slice that an assoc
 // of an existing key copies (1 KiB) costs no more than the path a trie
@@ -21,11 +21,12 @@ const SmallMapMax = 8
 // and is written as a trie.
 const WideMapMax = 64
 
+// MapEntry is one key and its value.
 type MapEntry struct {
 	Key, Val Value
 }
 
-// shape is the sorted key list of a map kept as a shape and its values.
+// Shape is the sorted key list of a map kept as a shape and its values.
 // Maps built from host data with the same keys share one shape, so key
 // scans hit hot memory, and a keyword caches the slot it found per shape.
 // A shape of more than smallMapMax keys (a wide map's: its keys are
@@ -39,7 +40,7 @@ type MapEntry struct {
 // would build a chain of shapes the record holds, uncounted).
 type Shape struct {
 	Keys []Value
-	// strs and kws index a wide shape's string and keyword keys by name
+	// Strs and kws index a wide shape's string and keyword keys by name
 	Strs, kws map[string]int32
 	// added and removed are the memos of the last assoc of a new key and
 	// the last dissoc (shapeStep)
@@ -71,33 +72,33 @@ type Map struct {
 	Shape *Shape  // small or wide map keys; used when root == nil
 	Vals  []Value // small or wide map values, parallel to shape.keys
 	Root  *Hnode
-	// cache holds a trie's entries in key order, or a view's
+	// Cache holds a trie's entries in key order, or a view's
 	// interpreter form, made on first need
 	Cache atomic.Pointer[MapCache]
-	// edit is set only on the accumulator of a reduce whose function uses
+	// Edit is set only on the accumulator of a reduce whose function uses
 	// it linearly (compile-time check, see linearAcc): Assoc then updates
 	// the trie in place. It is cleared before the map escapes the reduce.
 	Edit *EditToken
-	// src, when set, makes m a view of a host map (view.go): n, shape,
+	// Src, when set, makes m a view of a host map (view.go): n, shape,
 	// vals and root are unset (Len is len(src)), Get and lookupKey read src
 	// in place, and every other operation works on the map's interpreter
 	// form (cache.form), built on first need.
 	Src map[string]any
-	// n is the number of entries (an int32 beside the flags keeps the
+	// N is the number of entries (an int32 beside the flags keeps the
 	// header at 72 bytes: every small map and every view has one)
 	N int32
-	// ownVals: vals belongs to this transient and may be updated in place.
+	// OwnVals: vals belongs to this transient and may be updated in place.
 	OwnVals bool
 	// host marks maps converted from host data: the host's memory, not
 	// counted against the program's limit.
 	host bool
-	// ord marks a map (or a set's map) ordered by a comparator
+	// Ord marks a map (or a set's map) ordered by a comparator
 	// (sortedby.go): cache holds its entries in that order and the
 	// comparator, stored once when the map is built.
 	Ord bool
 }
 
-// mapCache is what a map computes once and keeps (Map.cache).
+// MapCache is what a map computes once and keeps (Map.cache).
 type MapCache struct {
 	sorted []MapEntry // a trie's entries in key order
 	Form   *Map       // a view's or a stored map's interpreter form
@@ -108,7 +109,7 @@ type MapCache struct {
 	chunks [][]MapEntry
 }
 
-// transient returns a private copy of m's header that Assoc may mutate.
+// Transient returns a private copy of m's header that Assoc may mutate.
 func (m *Map) Transient() *Map {
 	if s := m.Store(); s != nil && m.Edit == nil {
 		return &Map{N: m.N, Edit: &EditToken{Store: s.clone()}}
@@ -117,6 +118,7 @@ func (m *Map) Transient() *Map {
 	return &Map{Shape: m.Shape, Vals: m.Vals, Root: m.Root, N: m.N, Edit: &EditToken{}}
 }
 
+// EmptyMap is the empty map (shared, never changed).
 var EmptyMap = &Map{Shape: emptyShape}
 
 // Len returns the number of entries.
@@ -127,7 +129,7 @@ func (m *Map) Len() int {
 	return int(m.N)
 }
 
-// entries returns the entries in key order; callers must not modify it.
+// Entries returns the entries in key order; callers must not modify it.
 func (m *Map) Entries() []MapEntry {
 	m = m.Form()
 	if c := m.Cache.Load(); c != nil {
@@ -210,7 +212,7 @@ func (m *Map) eachSmall(fn func(k, v Value) bool) {
 	}
 }
 
-// flexMatch reports whether a is the other spelling of b (:id vs "id").
+// FlexMatch reports whether a is the other spelling of b (:id vs "id").
 func FlexMatch(a, b Value) bool {
 	switch x := a.(type) {
 	case *Keyword:
@@ -408,7 +410,7 @@ func (m *Map) Get(key Value) (Value, bool) {
 	return v, ok
 }
 
-// lookupKey returns the stored key matching key (flex), if any.
+// LookupKey returns the stored key matching key (flex), if any.
 func (m *Map) LookupKey(key Value) (Value, bool) {
 	if m.Src != nil {
 		return m.viewKey(key)
@@ -463,7 +465,7 @@ func (m *Map) insertWide(key, val Value) *Map {
 	return &Map{Shape: sh, Vals: vals, N: m.N + 1}
 }
 
-// wide reports whether m is a wide map (a shape of more than smallMapMax
+// Wide reports whether m is a wide map (a shape of more than smallMapMax
 // keys and its values).
 func (m *Map) Wide() bool { return m.Root == nil && m.N > SmallMapMax && m.Shape != nil }
 
@@ -601,7 +603,7 @@ func (m *Map) Dissoc(key Value) *Map {
 	return &Map{Root: root, N: m.N - 1}
 }
 
-// mapBuilder builds a map by mutation before it is published. A builder
+// MapBuilder builds a map by mutation before it is published. A builder
 // given a shapeCache builds host data (a decoder's or converter's: keys
 // are strings), which it keeps as a shape and its values up to
 // wideMapMax entries (a wide map) with the shape interned in the cache:
@@ -623,6 +625,7 @@ type MapBuilder struct {
 	edit  *EditToken
 }
 
+// NewMapBuilder returns a builder for a map of about capHint entries.
 func NewMapBuilder(capHint int) *MapBuilder {
 	if capHint > SmallMapMax {
 		capHint = SmallMapMax
@@ -630,7 +633,7 @@ func NewMapBuilder(capHint int) *MapBuilder {
 	return &MapBuilder{es: make([]MapEntry, 0, capHint)}
 }
 
-// newExactMapBuilder returns a builder of a map of n distinct keys.
+// NewExactMapBuilder returns a builder of a map of n distinct keys.
 func NewExactMapBuilder(n int) *MapBuilder {
 	b := NewMapBuilder(n)
 	b.exact = n
@@ -653,7 +656,7 @@ func (b *MapBuilder) setSmall(i int, key, val Value) bool {
 	return false
 }
 
-// set adds or replaces key (flex-resolved).
+// Set adds or replaces key (flex-resolved).
 func (b *MapBuilder) Set(key, val Value) {
 	if b.root == nil {
 		if b.shapes != nil {
@@ -690,6 +693,7 @@ func (b *MapBuilder) Set(key, val Value) {
 	}
 }
 
+// Build returns the map built so far.
 func (b *MapBuilder) Build() *Map { return b.buildIn(nil) }
 
 // buildIn is build, placing a small map in a (when not nil) instead of a
@@ -838,7 +842,7 @@ func (c *ShapeCache) small() *smallMapAlloc {
 	return a
 }
 
-// wide returns a new map header and a values slice of length n for a wide
+// Wide returns a new map header and a values slice of length n for a wide
 // map: from c's slabs, or new allocations when c is nil.
 func (c *ShapeCache) Wide(n int) (*Map, []Value) {
 	if c == nil {
@@ -859,7 +863,7 @@ func (c *ShapeCache) Wide(n int) (*Map, []Value) {
 	return m, vals
 }
 
-// shapeCache interns shapes while converting host data, so records with
+// ShapeCache interns shapes while converting host data, so records with
 // the same keys share one shape. A nil cache interns nothing.
 type ShapeCache struct {
 	one    *Shape // the first shape (its keys in oneKey): most conversions have one
@@ -930,6 +934,7 @@ func (c *ShapeCache) remember(sh *Shape) *Shape {
 	return sh
 }
 
+// Get returns the shared shape of the keys of es, made on first use.
 func (c *ShapeCache) Get(es []MapEntry) *Shape {
 	if c == nil {
 		keys := make([]Value, len(es))
@@ -970,7 +975,7 @@ func (c *ShapeCache) Get(es []MapEntry) *Shape {
 	return c.remember(sh)
 }
 
-// hnode is a node of the hash trie. Nodes are never modified once
+// Hnode is a node of the hash trie. Nodes are never modified once
 // reachable from a published Map (set and del copy the path).
 type Hnode struct {
 	bitmap uint32
@@ -978,17 +983,17 @@ type Hnode struct {
 	edit   *EditToken // owner while a transient reduce may mutate it in place
 }
 
-// editToken identifies one transient session (see Map.edit). It also
+// EditToken identifies one transient session (see Map.edit). It also
 // hands out the session's new leaves from chunks: one allocation per
 // leafChunk inserts. Leaves are immutable once made, and every chunk was
 // charged entry by entry as the map grew, so sharing a chunk changes only
 // when the memory is freed, not how much the budget admits.
 type EditToken struct {
 	leaves []leafAlloc
-	// store holds the transient's entries while they are kept in Go hash
+	// Store holds the transient's entries while they are kept in Go hash
 	// maps (mapstore.go); nil when they are in the map's shape or trie
 	Store *hashStore
-	// items and done: when a reduce feeds the transient, the number of
+	// Items and done: when a reduce feeds the transient, the number of
 	// items it has and the number it has fed so far (0: unknown), from
 	// which the store sizes its maps (hashStore.fit)
 	Items, Done int
@@ -1186,6 +1191,7 @@ func (n *Hnode) withLeaf(bit uint32, idx int, h uint32, key, val Value) *Hnode {
 	return nn
 }
 
+// Set returns the trie node with key set to val, and whether key was new.
 func (n *Hnode) Set(shift uint, h uint32, key, val Value) (*Hnode, bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
@@ -1284,6 +1290,7 @@ func (n *Hnode) each(fn func(MapEntry)) {
 // Set is an immutable set of values, iterated in key order.
 type Set struct{ M *Map }
 
+// EmptySet is the empty set (shared, never changed).
 var EmptySet = &Set{M: EmptyMap}
 
 // Len returns the number of members.
@@ -1321,7 +1328,7 @@ func (s *Set) Items() []Value {
 	return out
 }
 
-// assocExact adds a key known to be absent (no flex matching applied on
+// AssocExact adds a key known to be absent (no flex matching applied on
 // the existing key set is wanted for sets: "a" and :a are distinct members).
 func (m *Map) AssocExact(key, val Value) *Map {
 	m = m.Form()
@@ -1362,7 +1369,7 @@ func (n *Hnode) addExact(shift uint, h uint32, key, val Value) *Hnode {
 	return nn
 }
 
-// transientSlot returns the index of key in a transient small map whose
+// TransientSlot returns the index of key in a transient small map whose
 // values it owns (so vals[i] may be replaced in place), or -1.
 func (m *Map) TransientSlot(key Value) int {
 	if m.Edit == nil || m.Root != nil || !m.OwnVals {
@@ -1371,7 +1378,7 @@ func (m *Map) TransientSlot(key Value) int {
 	return m.findSmall(key)
 }
 
-// setExactLast sets key with literal semantics: exact key match (not
+// SetExactLast sets key with literal semantics: exact key match (not
 // flex), a duplicate key keeps the last value.
 func (b *MapBuilder) SetExactLast(key, val Value) {
 	if b.root == nil && b.setSmall(findExact(b.es, key), key, val) {
@@ -1400,7 +1407,7 @@ func findExact(es []MapEntry, key Value) int {
 	return -1
 }
 
-// kwGet is (:kw v). A small map whose shape the keyword last saw (the
+// KwGet is (:kw v). A small map whose shape the keyword last saw (the
 // common case in a scan over records) is read inline; see Map.findSmall.
 func KwGet(v Value, kw *Keyword) Value {
 	if h, ok := v.(HostMap); ok { // a host record: one Go map read
@@ -1446,7 +1453,7 @@ func (m *Map) SetSlot(th *Thread, pos Pos, i int, nv Value) *Map {
 	return m
 }
 
-// getPath reads a field (keyword, string or vector path) with flex keys.
+// GetPath reads a field (keyword, string or vector path) with flex keys.
 func GetPath(m Value, field Value) Value {
 	if p, ok := field.(*Vector); ok {
 		cur := m

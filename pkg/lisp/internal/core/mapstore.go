@@ -77,7 +77,7 @@ func (s *hashStore) put(key, val Value) {
 	}
 }
 
-// get returns the stored key and value matching key (a storable key):
+// Get returns the stored key and value matching key (a storable key):
 // exact first, then flex.
 func (s *hashStore) Get(key Value) (Value, Value, bool) {
 	switch k := key.(type) {
@@ -102,7 +102,7 @@ func (s *hashStore) Get(key Value) (Value, Value, bool) {
 	return nil, nil, false
 }
 
-// set sets key (a storable key) to val, resolving the key as get does; it
+// Set sets key (a storable key) to val, resolving the key as get does; it
 // reports whether an entry was added. edit is the transient's token
 // (its reduce's progress sizes the store, see fit).
 func (s *hashStore) Set(key, val Value, edit *EditToken) bool {
@@ -169,7 +169,7 @@ const (
 	fitShift = 2       // log2 of the factor between checkpoints
 )
 
-// fit reports the capacity a map of the store that has just reached n
+// Fit reports the capacity a map of the store that has just reached n
 // entries is to be rebuilt with, if it is to be: n is a checkpoint, a
 // reduce over a known number of items feeds the transient and the
 // estimate is at least twice n.
@@ -232,7 +232,7 @@ func (s *hashStore) trie(edit *EditToken) *Hnode {
 	return root
 }
 
-// store returns the hashStore holding m's entries, or nil: a transient's
+// Store returns the hashStore holding m's entries, or nil: a transient's
 // (its edit token's), or a map's whose form has not been built.
 func (m *Map) Store() *hashStore {
 	if m.Edit != nil {

@@ -128,7 +128,7 @@ type charger struct {
 	pending int64 // counted, not yet charged
 }
 
-// add counts n bytes built; it fails when the meter refuses them.
+// Add counts n bytes built; it fails when the meter refuses them.
 func (c *charger) Add(n int64) error {
 	c.total += n
 	c.pending += n

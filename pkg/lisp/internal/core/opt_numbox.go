@@ -14,7 +14,7 @@ package core
 // boxer boxes numbers and strings. A Thread has one for arithmetic
 // results, a converter one (with intern set) for host data.
 type boxer struct {
-	// intern (converters) makes interned map short strings already boxed
+	// Intern (converters) makes interned map short strings already boxed
 	// to their box.
 	Intern   bool
 	interned map[string]Value
@@ -27,10 +27,10 @@ const (
 	internMaxLen = 64
 )
 
-// boxInt returns n as a Value (Int: small integers from the cache).
+// BoxInt returns n as a Value (Int: small integers from the cache).
 func (b *boxer) BoxInt(n int64) Value { return Int(n) }
 
-// boxFloat returns f as a Value.
+// BoxFloat returns f as a Value.
 func (b *boxer) BoxFloat(f float64) Value { return f }
 
 // boxString returns s as a Value; a converter (intern) reuses the box of

@@ -272,7 +272,7 @@ func (p *printer) str(s string) {
 	p.b.WriteByte('"')
 }
 
-// formatFloat prints like Clojure/Java: shortest round-trip, always with a
+// FormatFloat prints like Clojure/Java: shortest round-trip, always with a
 // '.' or an exponent; scientific notation outside [1e-3, 1e7). digits > 0
 // caps the decimals (model-facing output).
 func FormatFloat(f float64, digits int) string {

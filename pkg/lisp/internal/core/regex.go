@@ -12,7 +12,7 @@ const (
 	MaxRegexInput   = 32 << 10
 )
 
-// compileRegex compiles an RE2 pattern with the size cap; the error names
+// CompileRegex compiles an RE2 pattern with the size cap; the error names
 // unsupported features (lookaround, backreferences).
 func CompileRegex(src string) (*Regex, error) {
 	if len(src) > MaxRegexPattern {

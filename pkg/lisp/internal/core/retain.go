@@ -40,10 +40,10 @@ func IsHostData(v Value) bool {
 	return false
 }
 
-// slotBytes is the charge for one collection slot (an interface value).
+// SlotBytes is the charge for one collection slot (an interface value).
 const SlotBytes = 16
 
-// vectorBytes is the charge for a vector's header (its slice, claim and
+// VectorBytes is the charge for a vector's header (its slice, claim and
 // host flag: a 48-byte object), made by a vector literal or MakeVector.
 // conj charges none: the header it makes replaces the one it was given.
 const VectorBytes = 3 * SlotBytes
@@ -56,7 +56,7 @@ func (th *Thread) allocVector(n int) {
 	}
 }
 
-// allocVectorAt is allocVector for a vector literal at pos: an error
+// AllocVectorAt is allocVector for a vector literal at pos: an error
 // points at the literal (evaluating one sets no position of its own).
 func (th *Thread) AllocVectorAt(n int, pos Pos) {
 	th.Alloc += int64(n)*SlotBytes + VectorBytes
@@ -82,7 +82,7 @@ func holdsNothing(v Value) bool {
 	return false
 }
 
-// conjSlotBytes is the charge for a slot that conj appends: the slot and
+// ConjSlotBytes is the charge for a slot that conj appends: the slot and
 // the spare capacity of a backing array that grows by doubling.
 const ConjSlotBytes = 2 * SlotBytes
 
@@ -105,7 +105,7 @@ func entryCharge(m *Map) int64 {
 	return entryBytes
 }
 
-// allocMap charges a map or set of n entries about to be built at once
+// AllocMap charges a map or set of n entries about to be built at once
 // (a trie beyond smallMapMax entries).
 func (th *Thread) AllocMap(n int) {
 	c := int64(entryBytes)
@@ -118,7 +118,7 @@ func (th *Thread) AllocMap(n int) {
 	}
 }
 
-// allocEntries charges n entries added to m (m is the map after they
+// AllocEntries charges n entries added to m (m is the map after they
 // were added, so the charge follows its representation).
 func (th *Thread) AllocEntries(m *Map, n int) {
 	th.Alloc += int64(n) * entryCharge(m)
@@ -135,7 +135,7 @@ func (th *Thread) keep() {
 	}
 }
 
-// credit ends a scope that started when th.alloc was mark, was given ins
+// Credit ends a scope that started when th.alloc was mark, was given ins
 // and hands on outs.
 func (th *Thread) Credit(mark int64, ins []Value, outs ...Value) {
 	c := th.Alloc - mark
@@ -265,7 +265,7 @@ func (s *sizer) sharedPrefix(v *Vector) int {
 	return best
 }
 
-// add measures v; it reports true when the budget is exceeded.
+// Add measures v; it reports true when the budget is exceeded.
 func (s *sizer) Add(v Value) bool {
 	switch x := v.(type) {
 	case string:
@@ -369,7 +369,7 @@ func (m *Map) eachUnordered(fn func(k, v Value) bool) {
 	})
 }
 
-// loopIter credits the iterations of a loop whose bindings live in frame
+// LoopIter credits the iterations of a loop whose bindings live in frame
 // slots: an iteration is a scope given the bindings it started with and
 // handing on the ones it recurs with.
 type LoopIter struct {
@@ -391,7 +391,7 @@ const (
 	creditBytes = 64 << 10
 )
 
-// next ends an iteration of a loop whose bindings are slots[idx[i]],
+// Next ends an iteration of a loop whose bindings are slots[idx[i]],
 // crediting the iterations since the last credit when they are due.
 func (it *LoopIter) Next(th *Thread, slots []Value, idx []int) {
 	d := th.Alloc - it.Mark
@@ -409,7 +409,7 @@ func (it *LoopIter) Next(th *Thread, slots []Value, idx []int) {
 	it.Begin(th, slots, idx)
 }
 
-// nextArgs is next for a loop whose bindings may be destructured: the
+// NextArgs is next for a loop whose bindings may be destructured: the
 // iterations are given nothing and hand on args.
 func (it *LoopIter) NextArgs(th *Thread, args []Value) {
 	d := th.Alloc - it.Mark
@@ -423,7 +423,7 @@ func (it *LoopIter) NextArgs(th *Thread, args []Value) {
 	it.Mark, it.iters = th.Alloc, 0
 }
 
-// begin starts an iteration whose bindings are slots[idx[i]].
+// Begin starts an iteration whose bindings are slots[idx[i]].
 func (it *LoopIter) Begin(th *Thread, slots []Value, idx []int) {
 	it.Mark, it.iters = th.Alloc, 0
 	it.nGiven = 0
@@ -435,7 +435,7 @@ func (it *LoopIter) Begin(th *Thread, slots []Value, idx []int) {
 	}
 }
 
-// end credits the iteration that recurs with slots[idx[i]].
+// End credits the iteration that recurs with slots[idx[i]].
 func (it *LoopIter) End(th *Thread, slots []Value, idx []int) {
 	it.churn = th.Alloc != it.Mark
 	if !it.churn || len(idx) > 4 {

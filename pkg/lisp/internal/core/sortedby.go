@@ -18,14 +18,14 @@ import (
 // ordinary map or set. Like every map, an ordered one is immutable once
 // built, so pmap's workers may share it.
 
-// ordering is a comparator-ordered collection's comparator.
+// Ordering is a comparator-ordered collection's comparator.
 type Ordering struct {
 	cmp  Value  // the comparator, called through a Thread
 	name string // sorted-map-by or sorted-set-by, named by its errors
 	set  bool   // the collection is a set: members are exact keys
 }
 
-// ordOf returns m's ordering and its entries in that order, in chunks;
+// OrdOf returns m's ordering and its entries in that order, in chunks;
 // nil for an ordinary map.
 func (m *Map) OrdOf() (*Ordering, [][]MapEntry) {
 	if !m.Ord {
@@ -49,7 +49,7 @@ func (m *Map) flatOrder(c *MapCache) []MapEntry {
 	return es
 }
 
-// compare returns o's comparator as a Go function calling it through th.
+// Compare returns o's comparator as a Go function calling it through th.
 func (o *Ordering) Compare(th *Thread) func(a, b Value) int {
 	return Comparator(th, o.name, o.cmp, 1)
 }
@@ -169,7 +169,7 @@ func ordMap(st *Map, o *Ordering, chunks [][]MapEntry) *Map {
 	return m
 }
 
-// newOrdering checks that comp is a function (Clojure's sorted
+// NewOrdering checks that comp is a function (Clojure's sorted
 // collections take a Comparator) and returns the empty collection it
 // orders.
 func NewOrdering(th *Thread, name string, comp Value, set bool) *Map {
@@ -181,7 +181,7 @@ func NewOrdering(th *Thread, name string, comp Value, set bool) *Map {
 	return ordMap(EmptyMap, &Ordering{cmp: comp, name: name, set: set}, nil)
 }
 
-// ordAdd returns the ordered map m with the entries add set, in order:
+// OrdAdd returns the ordered map m with the entries add set, in order:
 // a key the comparator calls equal to a key held is that key (a map's
 // value is replaced, a set keeps its member). A key equal by = (for a map,
 // by its flex lookup) to a key held that the comparator orders apart is
@@ -234,12 +234,12 @@ func OrdAdd(th *Thread, m *Map, add []MapEntry) *Map {
 	return ordMap(st, o, ed.chunks)
 }
 
-// ordAssoc is (assoc m k v) on an ordered map.
+// OrdAssoc is (assoc m k v) on an ordered map.
 func OrdAssoc(th *Thread, m *Map, k, v Value) *Map {
 	return OrdAdd(th, m, []MapEntry{{k, v}})
 }
 
-// ordRemove returns the ordered map m without the keys the comparator
+// OrdRemove returns the ordered map m without the keys the comparator
 // calls equal to keys.
 func OrdRemove(th *Thread, m *Map, keys []Value) *Map {
 	o, chunks := m.OrdOf()
@@ -263,13 +263,13 @@ func OrdRemove(th *Thread, m *Map, keys []Value) *Map {
 	return ordMap(st, o, ed.chunks)
 }
 
-// ordEmpty returns the empty collection ordered as m.
+// OrdEmpty returns the empty collection ordered as m.
 func OrdEmpty(m *Map) *Map {
 	o, _ := m.OrdOf()
 	return ordMap(EmptyMap, o, nil)
 }
 
-// ordEntries returns the entries conj adds to a map for xs (each a
+// OrdEntries returns the entries conj adds to a map for xs (each a
 // [k v] entry, a map or nil), with conj's type error naming argument
 // firstArg+i for xs[i].
 func OrdEntries(th *Thread, name string, xs []Value, firstArg int) []MapEntry {
@@ -293,7 +293,7 @@ func OrdEntries(th *Thread, name string, xs []Value, firstArg int) []MapEntry {
 	return out
 }
 
-// setEntries returns items as the entries of a set's map.
+// SetEntries returns items as the entries of a set's map.
 func SetEntries(items []Value) []MapEntry {
 	out := make([]MapEntry, len(items))
 	for i, it := range items {
@@ -302,7 +302,7 @@ func SetEntries(items []Value) []MapEntry {
 	return out
 }
 
-// comparator returns the 3-way comparison for sort/sort-by: nil or :asc
+// Comparator returns the 3-way comparison for sort/sort-by: nil or :asc
 // is compare, :desc its reverse, < > <= >= on numbers compare directly,
 // and any other fn is called: a boolean result means "a before b" (as
 // Clojure's fn comparators), a number is the 3-way result.
@@ -368,7 +368,7 @@ func Comparator(th *Thread, name string, comp Value, argN int) func(a, b Value) 
 	return func(x, y Value) int { return callComparator(th, name, comp, x, y, pos) }
 }
 
-// compareTick is Compare, ticking per vector item so comparing huge
+// CompareTick is Compare, ticking per vector item so comparing huge
 // (possibly shared-structure) vectors honours the limits; identical
 // vectors compare equal at once.
 func CompareTick(th *Thread, a, b Value) (int, bool) {

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// checkEvery is how many steps pass between ctx/deadline checks.
+// CheckEvery is how many steps pass between ctx/deadline checks.
 const CheckEvery = 1024
 
 // Thread is the per-run evaluation state: limits, counters, the value
@@ -22,7 +22,7 @@ type Thread struct {
 	Steps     int64
 	NextCheck int64
 	MaxSteps  int64
-	// alloc is an upper bound of the bytes the program holds (retain.go);
+	// Alloc is an upper bound of the bytes the program holds (retain.go);
 	// floor is the part of it that no scope's end may give back.
 	Alloc    int64
 	floor    int64
@@ -40,7 +40,7 @@ type Thread struct {
 	frame0   Frame
 	frameBuf [2]*Frame
 	CallPos  Pos
-	// recurArgs holds the values of the recur being executed.
+	// RecurArgs holds the values of the recur being executed.
 	RecurArgs []Value
 
 	Host *Host
@@ -49,7 +49,7 @@ type Thread struct {
 	Mem map[string]Value
 	// child is true for pmap/pcalls branches: their defs and prints are dropped.
 	child bool
-	// prints collects println lines.
+	// Prints collects println lines.
 	Prints []string
 	// toolCtx is ctx with the run's deadline, made on the first tool call.
 	toolCtx    context.Context
@@ -85,7 +85,7 @@ func (th *Thread) Context() context.Context { return th.Ctx }
 // Pos returns the position of the call being evaluated.
 func (th *Thread) Pos() Pos { return th.CallPos }
 
-// tick counts one evaluation step and checks the limits every checkEvery
+// Tick counts one evaluation step and checks the limits every checkEvery
 // steps.
 func (th *Thread) Tick() {
 	th.Steps++
@@ -120,6 +120,8 @@ func (th *Thread) slowCheck() {
 	}
 }
 
+// RaiseCtx ends the run for the context error err: timeout when the
+// deadline passed, canceled otherwise.
 func (th *Thread) RaiseCtx(err error) {
 	if err == context.DeadlineExceeded {
 		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs), Err: err})
@@ -127,7 +129,7 @@ func (th *Thread) RaiseCtx(err error) {
 	panic(&Error{Kind: KindCanceled, Pos: th.CallPos, Msg: "execution canceled", Err: err})
 }
 
-// allocSlots charges n collection slots to the memory the program holds
+// AllocSlots charges n collection slots to the memory the program holds
 // (retain.go).
 func (th *Thread) AllocSlots(n int) {
 	th.Alloc += int64(n) * SlotBytes
@@ -144,12 +146,13 @@ func (th *Thread) AllocBytes(n int) {
 	}
 }
 
+// MemLimit ends the run with memory_limit.
 func (th *Thread) MemLimit() {
 	panic(&Error{Kind: KindMemory, Pos: th.CallPos, Msg: fmt.Sprintf("memory limit exceeded: the program holds more than %d bytes", th.MaxMem),
 		Hint: "keep less data at once: filter or aggregate before collecting, (take n ...) instead of whole sequences, no huge strings"})
 }
 
-// alloca reserves n zeroed slots on the value stack.
+// Alloca reserves n zeroed slots on the value stack.
 func (th *Thread) Alloca(n int) []Value {
 	s := th.AllocArgs(n)
 	// element stores: for the few slots of a call they are much cheaper
@@ -161,7 +164,7 @@ func (th *Thread) Alloca(n int) []Value {
 	return s
 }
 
-// allocArgs reserves n slots the caller overwrites at once (not zeroed).
+// AllocArgs reserves n slots the caller overwrites at once (not zeroed).
 func (th *Thread) AllocArgs(n int) []Value {
 	if th.Sp+n > len(th.stack) {
 		size := 2 * len(th.stack)
@@ -218,6 +221,7 @@ func ErrorPreview(v Value) string {
 	return s
 }
 
+// ArgsText is "1 arg" or "n args".
 func ArgsText(n int) string {
 	if n == 1 {
 		return "1 arg"
@@ -364,7 +368,7 @@ func (th *Thread) CallArgs(f Value, args []Value) Value {
 	panic(&Error{Kind: KindNotCallable, Pos: th.CallPos, Msg: "not callable: " + ErrorPreview(f)})
 }
 
-// getKey implements (get m k default) on any value: maps (flex), vectors
+// GetKey implements (get m k default) on any value: maps (flex), vectors
 // by index, nil and other values give the default.
 func GetKey(m Value, k Value, dflt Value) Value {
 	switch c := m.(type) {
@@ -420,7 +424,7 @@ func (th *Thread) callClosure(c *Closure, args []Value) Value {
 	return v
 }
 
-// enter pushes a call frame for c with the given slots.
+// Enter pushes a call frame for c with the given slots.
 func (th *Thread) Enter(c *Closure, slots []Value) *Frame {
 	th.Depth++
 	if th.Depth > th.MaxDepth {
@@ -434,7 +438,7 @@ func (th *Thread) Enter(c *Closure, slots []Value) *Frame {
 	return fr
 }
 
-// runBody runs an arity's body in fr (entered with enter) until it
+// RunBody runs an arity's body in fr (entered with enter) until it
 // returns, handling fn-level recur, and pops the frame. The caller
 // restores th.sp.
 func (th *Thread) RunBody(fr *Frame, ar *Arity) Value {
@@ -476,7 +480,7 @@ type loopCaller struct {
 	mark int // th.sp before them
 }
 
-// newLoopCaller prepares calls of f with n arguments; call end when done.
+// NewLoopCaller prepares calls of f with n arguments; call end when done.
 func (th *Thread) NewLoopCaller(f Value, n int) loopCaller {
 	lc := loopCaller{th: th, f: f}
 	if k, ok := f.(*Keyword); ok && n == 1 {
@@ -494,7 +498,7 @@ func (th *Thread) NewLoopCaller(f Value, n int) loopCaller {
 	return lc
 }
 
-// end pops the reused frame.
+// End pops the reused frame.
 func (lc *loopCaller) End() {
 	if lc.ar != nil {
 		lc.th.Depth--
@@ -503,11 +507,13 @@ func (lc *loopCaller) End() {
 	}
 }
 
+// Call1 calls the function with one argument.
 func (lc *loopCaller) Call1(x Value) Value { return lc.Call(1, x, nil) }
 
+// Call2 calls the function with two arguments.
 func (lc *loopCaller) Call2(x, y Value) Value { return lc.Call(2, x, y) }
 
-// call calls f with n (1 or 2) arguments: x, and y when n is 2.
+// Call calls f with n (1 or 2) arguments: x, and y when n is 2.
 func (lc *loopCaller) Call(n int, x, y Value) Value {
 	th := lc.th
 	if lc.ar == nil {
@@ -583,6 +589,7 @@ func (th *Thread) callDirect(c *Closure, n int, x, y Value) (Value, bool) {
 	return v, true
 }
 
+// CountLoop counts one loop iteration against LoopLimit.
 func (th *Thread) CountLoop() {
 	th.loops++
 	if th.MaxLoops > 0 && th.loops > th.MaxLoops {
@@ -694,7 +701,7 @@ func (th *Thread) MakeString(s string) string {
 	return s
 }
 
-// slowCall1 calls b.Fn with one argument on the value stack. It and
+// SlowCall1 calls b.Fn with one argument on the value stack. It and
 // slowCall2 are the fallback of every fixed-arity entry, so they store
 // the arguments directly rather than through withArgs's slice.
 func SlowCall1(th *Thread, b *Builtin, x Value) Value {
@@ -706,7 +713,7 @@ func SlowCall1(th *Thread, b *Builtin, x Value) Value {
 	return v
 }
 
-// slowCall2 calls b.Fn with two arguments on the value stack.
+// SlowCall2 calls b.Fn with two arguments on the value stack.
 func SlowCall2(th *Thread, b *Builtin, x, y Value) Value {
 	mark := th.Sp
 	a := th.AllocArgs(2)
@@ -716,15 +723,15 @@ func SlowCall2(th *Thread, b *Builtin, x, y Value) Value {
 	return v
 }
 
-// callBuiltin3 calls b.Fn with three arguments on the value stack.
+// CallBuiltin3 calls b.Fn with three arguments on the value stack.
 func CallBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value { return th.withArgs(b.Fn, x, y, z) }
 
-// depthLimit raises the depth-limit error for recursive data walks.
+// DepthLimit raises the depth-limit error for recursive data walks.
 func (th *Thread) DepthLimit(name string) {
 	panic(&Error{Kind: KindDepthLimit, Pos: th.CallPos, Msg: fmt.Sprintf("%s: depth limit exceeded (%d nested levels)", name, th.MaxDepth)})
 }
 
-// checkGrowth raises the memory limit error when a string being built
+// CheckGrowth raises the memory limit error when a string being built
 // (n bytes so far, charged when done) would not fit the budget.
 func (th *Thread) CheckGrowth(n int) {
 	if th.MaxMem > 0 && th.Alloc+int64(n) > th.MaxMem {
@@ -732,7 +739,7 @@ func (th *Thread) CheckGrowth(n int) {
 	}
 }
 
-// runTop evaluates the compiled program, recovering errors and signals,
+// RunTop evaluates the compiled program, recovering errors and signals,
 // then realises lazy seqs in the result under the same limits.
 func (th *Thread) RunTop(body Node, nslots int) (v Value, sig *ReturnSignal, err *Error) {
 	fr := th.frameAt(0)
@@ -751,7 +758,7 @@ func (th *Thread) RunTop(body Node, nslots int) (v Value, sig *ReturnSignal, err
 	return v, sig, nil
 }
 
-// protect runs fn, turning panics into an error or a return/fail signal.
+// Protect runs fn, turning panics into an error or a return/fail signal.
 func (th *Thread) Protect(fn func() Value) (v Value, sig *ReturnSignal, err *Error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -766,7 +773,7 @@ func (th *Thread) Protect(fn func() Value) (v Value, sig *ReturnSignal, err *Err
 	return fn(), nil, nil
 }
 
-// recoverValue turns a recovered panic into an *Error (signals → nil).
+// RecoverValue turns a recovered panic into an *Error (signals → nil).
 func (th *Thread) RecoverValue(p any) *Error {
 	switch x := p.(type) {
 	case *Error:

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// strOf is Str with lazy seqs realised, within the budget.
+// StrOf is Str with lazy seqs realised, within the budget.
 func (th *Thread) StrOf(v Value) string {
 	switch x := v.(type) {
 	case string:
@@ -24,9 +24,10 @@ func (th *Thread) StrOf(v Value) string {
 	return th.printCapped(v, true)
 }
 
+// PrOf is pr-str of v within the memory the run may still hold.
 func (th *Thread) PrOf(v Value) string { return th.printCapped(v, false) }
 
-// realiseDeep realises lazy seqs reachable from v through vectors and map
+// RealiseDeep realises lazy seqs reachable from v through vectors and map
 // values (so printing and host conversion see all items; infinite ones
 // run into the limits). It also bounds the expanded size of v: a value
 // whose tree (counting shared substructure once per path) exceeds the
@@ -119,6 +120,7 @@ func (th *Thread) printCapped(v Value, raw bool) string {
 	return out
 }
 
+// IsNaN reports whether v is a float NaN.
 func IsNaN(v Value) bool {
 	f, ok := v.(float64)
 	return ok && f != f
@@ -174,11 +176,12 @@ func (th *Thread) Count(fn string, v Value, argN int) int64 {
 	return th.Index(fn, v, argN)
 }
 
+// Overflow ends the run with an integer overflow error.
 func (th *Thread) Overflow() {
 	th.Raise(KindArithmetic, "integer overflow")
 }
 
-// runBranches runs n branches concurrently in child threads and returns
+// RunBranches runs n branches concurrently in child threads and returns
 // their values in order; the first error fails the whole form.
 func (th *Thread) RunBranches(name string, n int, branch func(child *Thread, i int) Value) []Value {
 	out := make([]Value, n)

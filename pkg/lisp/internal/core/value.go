@@ -52,7 +52,7 @@ type Vector struct {
 	// slots are made only on first need (see recsView), so a host vector
 	// costs no allocation per record until a consumer needs the slots.
 	src *recsView
-	// host marks vectors converted from host data (and views of them):
+	// Host marks vectors converted from host data (and views of them):
 	// the host's memory, not counted against the program's limit.
 	Host bool
 }
@@ -85,7 +85,7 @@ func (v *Vector) At(i int) Value {
 	return v.Slots[i]
 }
 
-// sub returns v's items i to j as a vector sharing v's backing array or
+// Sub returns v's items i to j as a vector sharing v's backing array or
 // host slice (no copy, nothing charged; not marked host data: see viewOf).
 func (v *Vector) Sub(i, j int) *Vector {
 	if i >= j {
@@ -98,7 +98,7 @@ func (v *Vector) Sub(i, j int) *Vector {
 	return &Vector{Slots: items.Items[i:j:j]}
 }
 
-// ownedRest returns a new vector of v's items from the second on, for a
+// OwnedRest returns a new vector of v's items from the second on, for a
 // loop to own and advance in place (dropFirst). Over host records it views
 // the host's slice.
 func (v *Vector) OwnedRest() *Vector {
@@ -110,7 +110,7 @@ func (v *Vector) OwnedRest() *Vector {
 	return &Vector{Slots: items.Items[1:n:n]}
 }
 
-// dropFirst removes v's first item in place: only for a vector a loop
+// DropFirst removes v's first item in place: only for a vector a loop
 // owns (no other reference sees it change). A host vector of records
 // keeps viewing the host's slice, one record on.
 func (v *Vector) DropFirst() {
@@ -146,7 +146,7 @@ func (v *Vector) Conj(x Value) *Vector {
 	return &Vector{Slots: items, Claim: claim}
 }
 
-// emptyVector is shared; it is never modified.
+// EmptyVector is shared; it is never modified.
 var EmptyVector = &Vector{}
 
 // Closure is a compiled function value with its captured variables.

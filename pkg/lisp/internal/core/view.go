@@ -23,7 +23,7 @@ import (
 // the map's interpreter form, built once on first need and kept in
 // Map.cache.
 
-// hostMap is a host record read in place: a pointer to the variable that
+// HostMap is a host record read in place: a pointer to the variable that
 // holds the host's map (an item of the host's []map[string]any, or a
 // variable of its own for a map nested in host data). One pointer is
 // stored in a Value without an allocation, and compares (==) and hashes
@@ -50,16 +50,16 @@ func recordAt(p *map[string]any) Value {
 	return HostMap{p}
 }
 
-// src returns the host's map.
+// Src returns the host's map.
 func (h HostMap) Src() map[string]any { return *h.p }
 
 // view returns the *Map view of h (an empty map is the empty map).
 func (h HostMap) view() *Map { return newMapView(h.Src()) }
 
-// get is Get on h.
+// Get is Get on h.
 func (h HostMap) Get(key Value) (Value, bool) { return srcGet(h.Src(), key) }
 
-// asMap returns v as a *Map when it is a map: a *Map as it is, a host
+// AsMap returns v as a *Map when it is a map: a *Map as it is, a host
 // record as its view (a new header). It is the one way a value that must
 // be a map is taken as one.
 func AsMap(v Value) (*Map, bool) {
@@ -72,7 +72,7 @@ func AsMap(v Value) (*Map, bool) {
 	return nil, false
 }
 
-// mapValue returns v with a host record replaced by its *Map view, for
+// MapValue returns v with a host record replaced by its *Map view, for
 // code that dispatches on a value's type.
 func MapValue(v Value) Value {
 	if h, ok := v.(HostMap); ok {
@@ -170,7 +170,7 @@ func asRecords(xs []any) ([]map[string]any, bool) {
 	return recs, true
 }
 
-// hostVector returns the host vector viewing the host records recs.
+// HostVector returns the host vector viewing the host records recs.
 func HostVector(recs ItemsOf) *Vector {
 	if recs.Len() == 0 {
 		return &Vector{Host: true}
@@ -230,7 +230,7 @@ func srcGet(src map[string]any, key Value) (Value, bool) {
 // viewKey is lookupKey on a view: the stored key is the host's string.
 func (m *Map) viewKey(key Value) (Value, bool) { return SrcKey(m.Src, key) }
 
-// srcKey is lookupKey on a host map.
+// SrcKey is lookupKey on a host map.
 func SrcKey(src map[string]any, key Value) (Value, bool) {
 	name, ok := viewName(key)
 	if !ok {
@@ -263,6 +263,7 @@ type HostDataError struct {
 	Err error  // what the conversion reported, naming the Go type
 }
 
+// Error names the path and the Go type the host data holds there.
 func (e *HostDataError) Error() string {
 	return fmt.Sprintf("host data: value of %q: %v", e.Key, e.Err)
 }
@@ -270,7 +271,7 @@ func (e *HostDataError) Error() string {
 // Unwrap returns the conversion error.
 func (e *HostDataError) Unwrap() error { return e.Err }
 
-// form returns m's interpreter form: m itself, or for a view (or a map
+// Form returns m's interpreter form: m itself, or for a view (or a map
 // kept in a hashStore, mapstore.go) the map its entries convert to, built
 // once and shared (a view may be read from several goroutines: pmap).
 func (m *Map) Form() *Map {
@@ -381,7 +382,7 @@ func copyHost(x any) any {
 	return ToGo(hv)
 }
 
-// itemsOf is a vector's items as a loop reads them one by one: its item
+// ItemsOf is a vector's items as a loop reads them one by one: its item
 // slots, or the host records of a host vector whose slots are not made
 // (each read as recordOf, allocating nothing).
 type ItemsOf struct {
@@ -406,7 +407,7 @@ func (s ItemsOf) slice(i, j int) ItemsOf {
 	return ItemsOf{Items: s.Items[i:j:j]}
 }
 
-// itemsOf returns v's items to be read one by one, without making a host
+// ItemsOf returns v's items to be read one by one, without making a host
 // vector's item slots.
 func (v *Vector) ItemsOf() ItemsOf {
 	if h := v.src; h != nil {
@@ -418,7 +419,7 @@ func (v *Vector) ItemsOf() ItemsOf {
 	return ItemsOf{Items: v.Slots}
 }
 
-// seqItems is Seq for a loop that reads the items one by one: a vector's
+// SeqItems is Seq for a loop that reads the items one by one: a vector's
 // items as itemsOf (a host vector's records read in place), anything else
 // as Seq gives it.
 func (th *Thread) SeqItems(coll Value, fn string, argN int) ItemsOf {
@@ -428,7 +429,7 @@ func (th *Thread) SeqItems(coll Value, fn string, argN int) ItemsOf {
 	return ItemsOf{Items: th.Seq(coll, fn, argN)}
 }
 
-// len returns the number of items.
+// Len returns the number of items.
 func (s ItemsOf) Len() int {
 	switch {
 	case s.Recs != nil:
@@ -437,7 +438,7 @@ func (s ItemsOf) Len() int {
 	return len(s.Items)
 }
 
-// at returns item i (a host record's read asks for the one a scan reads
+// At returns item i (a host record's read asks for the one a scan reads
 // next: see prefetch).
 func (s ItemsOf) At(i int) Value {
 	if s.Recs != nil {
@@ -447,7 +448,7 @@ func (s ItemsOf) At(i int) Value {
 	return s.Items[i]
 }
 
-// from returns the items from i on as a slice (made for host records).
+// From returns the items from i on as a slice (made for host records).
 func (s ItemsOf) From(i int) []Value {
 	if !s.hosted() {
 		return s.Items[i:]

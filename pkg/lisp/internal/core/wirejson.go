@@ -227,7 +227,7 @@ func (j *jsonDecoder) key(raw []byte) Value { return j.keys.Get(unquoted(raw)) }
 // their keys, and a key seen before costs no allocation.
 type keyTable map[string]Value
 
-// get returns key p as a boxed string, the same box for the same key
+// Get returns key p as a boxed string, the same box for the same key
 // (up to internMax keys of at most internMaxLen bytes).
 func (t *keyTable) Get(p []byte) Value {
 	if len(p) > internMaxLen {

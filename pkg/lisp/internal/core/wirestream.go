@@ -102,12 +102,13 @@ func atEnd(br *bufio.Reader, sb *streamBounds) error {
 	return nil
 }
 
-// countingReader counts the bytes read through it.
+// CountingReader counts the bytes read through it.
 type CountingReader struct {
 	R io.Reader
 	N int64
 }
 
+// Read reads from the underlying reader and counts the bytes.
 func (c *CountingReader) Read(p []byte) (int, error) {
 	n, err := c.R.Read(p)
 	c.N += int64(n)

@@ -24,7 +24,7 @@ const (
 	FRegex                 // #"...", val is the pattern text
 )
 
-// form is a read form with its position.
+// Form is a read form with its position.
 type Form struct {
 	Kind  formKind
 	Pos   core.Pos
@@ -34,9 +34,10 @@ type Form struct {
 	Items []*Form
 }
 
+// IsSym reports whether f is the unqualified symbol name.
 func (f *Form) IsSym(name string) bool { return f.Kind == FSym && f.Ns == "" && f.Name == name }
 
-// symText returns the symbol as written (ns/name).
+// SymText returns the symbol as written (ns/name).
 func (f *Form) SymText() string {
 	if f.Ns != "" {
 		return f.Ns + "/" + f.Name
@@ -65,7 +66,7 @@ type openBracket struct {
 	pos core.Pos
 }
 
-// read parses src into top-level forms, interning keywords in kw. A
+// Read parses src into top-level forms, interning keywords in kw. A
 // closing bracket that closes nothing is a parse error, as in Clojure.
 func Read(src string, kw map[string]*core.Keyword) ([]*Form, error) {
 	r := &reader{src: src, line: 1, col: 1, keywords: kw, opens: make([]openBracket, 0, 8), scratch: make([]*Form, 0, 32)}
@@ -310,6 +311,7 @@ func (r *reader) token() string {
 	return r.src[s:r.off]
 }
 
+// Keyword interns the keyword name for the program being read.
 func (r *reader) Keyword(name string) *core.Keyword {
 	if k, ok := r.keywords[name]; ok {
 		return k
