@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,9 +115,11 @@ func BenchmarkProgram(b *testing.B) {
 }
 
 // TestProgramRunAllocations checks what one run of a tiny program from a
-// Program allocates: its Result, its host and Thread (one allocation) and
-// the context's view; no memory maps or frames when the program keeps
-// nothing and calls no function, and no meter when it calls no tool.
+// Program allocates: only its Result. The context is read in place (no
+// view of it is made), a run makes no memory map when it keeps nothing,
+// no frames when it calls no function, no meter when it calls no tool,
+// and a run that leaves nothing referring to its host and Thread hands
+// them to the next run. A ctx/ read converts only the value it reads.
 func TestProgramRunAllocations(t *testing.T) {
 	p, err := Compile(`(+ 1 2)`, Options{})
 	if err != nil {
@@ -128,12 +131,141 @@ func TestProgramRunAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	if allocs > 1 {
+		t.Fatalf("%.0f allocations per run, want at most 1 (the Result)", allocs)
+	}
+	recs := make([]map[string]any, 10)
+	for i := range recs {
+		recs[i] = map[string]any{"id": int64(i), "active": i%2 == 0}
+	}
+	p, err = Compile(`(count (filter :active ctx/rs))`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = Options{Context: map[string]any{"rs": recs, "other": []any{"x"}}}
+	allocs = testing.AllocsPerRun(100, func() {
+		if res, err := p.Run(context.Background(), opts); err != nil || res.Value != int64(5) {
+			t.Fatalf("filter: %v %v", res.Value, err)
+		}
+	})
 	if allocs > 3 {
-		t.Fatalf("%.0f allocations per run, want at most 3", allocs)
+		t.Fatalf("%.0f allocations per run of a filter over ctx/rs, want at most 3 (the Result and the view of ctx/rs)", allocs)
 	}
 	// a def in a run that started with no memory makes the map
 	res, err := Exec(context.Background(), `(def x 1) (defn f [] x) (f)`, Options{})
 	if err != nil || res.Memory["x"] != int64(1) || core.PrStr(res.Value) != "1" {
 		t.Fatalf("def: %v %v %v", res.Memory, res.Value, err)
+	}
+}
+
+// TestProgramCtxReads: ctx/ values read in place, more of them than the
+// run caches without a map, each collection read twice gives an equal
+// value (converted once), scalars as they are, a missing key falls back
+// to memory, and a value the interpreter cannot hold fails with its key.
+func TestProgramCtxReads(t *testing.T) {
+	src := `[(= ctx/a ctx/a) (= ctx/f ctx/f) (count ctx/a) (count ctx/b) (count ctx/c)
+	         (count ctx/d) (count ctx/e) (count ctx/f) ctx/s ctx/n ctx/m]`
+	p, err := Compile(src, Options{Memory: map[string]any{"m": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxData := map[string]any{"s": "str", "n": int64(7)}
+	for i, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		ctxData[k] = make([]any, i+1)
+	}
+	for range 3 {
+		res, err := p.Run(context.Background(), Options{Context: ctxData, Memory: map[string]any{"m": int64(9)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := core.PrStr(res.Value); got != `[true true 1 2 3 4 5 6 "str" 7 9]` {
+			t.Fatalf("ctx reads = %s", got)
+		}
+	}
+	p, err = Compile(`(count ctx/bad)`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(context.Background(), Options{Context: map[string]any{"bad": []any{make(chan int)}}})
+	var le *core.Error
+	if !errors.As(err, &le) || le.Kind != core.KindType || !strings.Contains(le.Msg, "bad") {
+		t.Fatalf("bad ctx value: %v", err)
+	}
+}
+
+// TestProgramReusedStateIsolated: runs of one Program that return scalars
+// hand their host and Thread to later runs; closures and lazy sequences
+// kept from runs of the same Program (returned, or kept in memory) and
+// used in other runs on other goroutines, next to runs with tools, pmap,
+// prints and failures, give each run its own answer (run under -race: a
+// closure that still referred to a recycled Thread would race).
+func TestProgramReusedStateIsolated(t *testing.T) {
+	src := `(cond
+	          (= ctx/mode "make") (let [s (map #(* % ctx/k) (range 4))] (fn [x] (+ x (reduce + s))))
+	          (= ctx/mode "use") (+ (f ctx/k) (count (name (keyword (str "k" ctx/k)))))
+	          (= ctx/mode "pmap") (reduce + (pmap #(* % ctx/k) [1 2 3]))
+	          (= ctx/mode "tool") (:v (tool/echo {:v ctx/k}))
+	          (= ctx/mode "print") (do (println "k" ctx/k) ctx/k)
+	          :else (fail (str "no " ctx/k)))`
+	p, err := Compile(src, Options{Tools: core.Tools{"echo": nil}, Memory: map[string]any{"f": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo := core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args, nil })
+	run := func(mode string, k int64, f any) (*Result, error) {
+		return p.Run(context.Background(), Options{Context: map[string]any{"mode": mode, "k": k},
+			Memory: map[string]any{"f": f}, Tools: core.Tools{"echo": echo}})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				k := int64(g*1000 + i)
+				made, err := run("make", k, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				f := made.Value // (fn [x] (+ x 6k)), its lazy seq not yet realised
+				for r := range 3 {
+					res, err := run("use", k+int64(r), f)
+					want := (k + int64(r)) + 6*k + int64(len(fmt.Sprint("k", k+int64(r))))
+					if err != nil || res.Value != want {
+						errs <- fmt.Errorf("use %d: %v %v, want %d", k, res.Value, err, want)
+						return
+					}
+				}
+				for _, c := range []struct {
+					mode string
+					want any
+				}{{"pmap", 6 * k}, {"tool", k}, {"print", k}} {
+					res, err := run(c.mode, k, nil)
+					if err != nil || res.Value != c.want {
+						errs <- fmt.Errorf("%s %d: %v %v", c.mode, k, res.Value, err)
+						return
+					}
+					if c.mode == "print" && (len(res.Prints) != 1 || res.Prints[0] != fmt.Sprint("k ", k)) {
+						errs <- fmt.Errorf("prints %d: %q", k, res.Prints)
+						return
+					}
+					if c.mode == "tool" && (len(res.ToolCalls) != 1) {
+						errs <- fmt.Errorf("tool calls %d: %v", k, res.ToolCalls)
+						return
+					}
+				}
+				if res, err := run("other", k, nil); err == nil || res.Err.Msg != fmt.Sprint("no ", k) {
+					errs <- fmt.Errorf("fail %d: %v", k, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
@@ -259,7 +260,7 @@ func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 		res := &Result{Signal: SignalFail, Err: err.(*core.Error), Duration: time.Since(start)}
 		return res, err
 	}
-	res, err := p.run(ctx, opts, start, time.Now())
+	res, err := p.run(ctx, opts, start, time.Now(), false)
 	return res, err
 }
 
@@ -277,6 +278,9 @@ type Program struct {
 	// tools are the tool names the program calls, as resolved at compile
 	tools []string
 	sig   *signature.Signature // Options.Signature, parsed
+	// states holds the runState of finished runs that nothing kept a
+	// reference into (see reusable), for the next runs
+	states sync.Pool
 }
 
 // Source returns the program's text.
@@ -313,7 +317,6 @@ func Compile(source string, opts Options) (*Program, error) {
 		return fail(perr.(*core.Error))
 	}
 	h := &core.Host{Tools: opts.Tools, Keywords: p.keywords}
-	h.ToolKeys = core.SortedKeys(opts.Tools)
 	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}, PlainLoops: opts.plainLoops}
 	for k := range opts.Memory {
 		c.MemNames[k] = true
@@ -334,22 +337,40 @@ func Compile(source string, opts Options) (*Program, error) {
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
 	now := time.Now()
-	return p.run(ctx, opts, now, now)
+	return p.run(ctx, opts, now, now, true)
 }
 
 // runState is the host and Thread of one run, made in one allocation:
 // both live exactly as long as the run (pmap branches have Threads of
-// their own and share the host).
+// their own and share the host). A Program reuses the runState of a run
+// that provably left no reference to it (reusable).
 type runState struct {
 	h  core.Host
 	th core.Thread
 }
 
+// reusable reports whether a run that ended with v and wrote no memory
+// left nothing that refers to its host or Thread: it called no tool, host
+// function or pmap branch (whose goroutines and contexts hold them) and
+// its value is a scalar (a collection or function could hold a lazy
+// sequence or a closure made during the run). Such a run's runState may
+// serve the next run.
+func reusable(th *core.Thread, v core.Value) bool {
+	if th.StartedCalls() {
+		return false
+	}
+	switch v.(type) {
+	case nil, bool, int64, float64, string, *core.Keyword:
+		return true
+	}
+	return false
+}
+
 // run is Run timed from start (Exec's includes the compile), its
-// deadline counted from now.
-func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (res *Result, err error) {
+// deadline counted from now. keep puts a reusable runState back into
+// p.states (Exec's Program runs once: it keeps none).
+func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, keep bool) (res *Result, err error) {
 	res = &Result{sig: p.sig}
-	defer func() { res.Duration = time.Since(start) }()
 	source := p.source
 
 	fail := func(e *core.Error) (*Result, error) {
@@ -358,28 +379,30 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 		}
 		res.Signal = SignalFail
 		res.Err = e
+		res.Duration = time.Since(start)
 		return res, e
 	}
 
 	lim := opts.runLimits()
 	timeout := lim.timeout
 
-	rs := new(runState)
-	h := &rs.h
-	*h = core.Host{Tools: opts.Tools, HostFns: opts.Host, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
-	h.ToolKeys = core.SortedKeys(opts.Tools)
 	for _, name := range p.tools {
 		if _, ok := opts.Tools[name]; !ok {
+			h := core.Host{Tools: opts.Tools}
 			return fail(&core.Error{Kind: core.KindUnknownTool, Msg: h.UnknownTool(name)})
 		}
 	}
-	if opts.Context != nil {
-		cv, cerr := core.FromGo(opts.Context)
-		if cerr != nil {
-			return fail(&core.Error{Kind: core.KindType, Msg: "bad context: " + cerr.Error(), Err: cerr})
-		}
-		h.CtxMap = cv.(*core.Map)
+	var rs *runState
+	if keep {
+		rs, _ = p.states.Get().(*runState)
 	}
+	if rs == nil {
+		rs = new(runState)
+	}
+	h := &rs.h
+	// the context is read in place, each ctx/ value converted on its
+	// first read (Host.CtxGet)
+	*h = core.Host{Tools: opts.Tools, HostFns: opts.Host, Ctx: opts.Context, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
 	var mem map[string]core.Value // nil when empty: only read below
 	if len(opts.Memory) > 0 {
 		mem = make(map[string]core.Value, len(opts.Memory))
@@ -422,8 +445,9 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 	// The tool context lives until Exec returns: realising the values the
 	// program stored in memory (below) checks it, and lazy seqs realised
 	// there may still call tools.
+	reused := false // rs went back to p.states: th is another run's
 	defer func() {
-		if th.ToolCancel != nil {
+		if !reused && th.ToolCancel != nil {
 			th.ToolCancel()
 		}
 	}()
@@ -508,6 +532,14 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time) (
 	}
 	res.Memory = newMem
 	res.Written = uniqSorted(written)
+	res.Duration = time.Since(start)
+	if keep && len(written) == 0 && reusable(th, res.Value) {
+		// the caller keeps res: its prints, calls and memory are a slice
+		// and a map res holds, not parts of the runState
+		reused = true
+		*rs = runState{}
+		p.states.Put(rs)
+	}
 	return res, nil
 }
 

@@ -59,14 +59,16 @@ type ReturnSignal struct {
 // Host is the per-run shared state: tools, ctx inputs, keyword interning,
 // tool call records. It is shared with pmap branches (mu guards calls).
 type Host struct {
-	Tools    Tools
-	HostFns  HostFuncs // Options.Host
-	ToolKeys []string
-	CtxMap   *Map
-	// ctxVals caches the ctx/ values read from a view of the host's
-	// context, so each is converted once per run (ctxMu guards it: pmap)
-	ctxVals map[string]Value
-	ctxMu   sync.Mutex
+	Tools   Tools
+	HostFns HostFuncs // Options.Host
+	// Ctx is the run's context (Options.Context), read in place: a ctx/
+	// read converts the one value it names (ctxView).
+	Ctx map[string]any
+	// ctxSmall and then ctxVals cache the ctx/ collections read, so each
+	// is converted once per run (ctxMu guards them: pmap)
+	ctxSmall [ctxSmallN]ctxEntry
+	ctxVals  map[string]Value
+	ctxMu    sync.Mutex
 	// ProgKeywords are the program's keywords (shared by its runs, read
 	// only); keywords those the run interns beyond them
 	ProgKeywords map[string]*Keyword
@@ -109,11 +111,12 @@ func (h *Host) Keyword(name string) *Keyword {
 // given: the closest given name when one is close, and the names it may
 // call (given, which does not mean a service offers them).
 func (h *Host) UnknownTool(name string) string {
-	msg := "unknown tool: " + name + signature.DidYouMean(name, h.ToolKeys)
-	if len(h.ToolKeys) == 0 {
+	keys := SortedKeys(h.Tools)
+	msg := "unknown tool: " + name + signature.DidYouMean(name, keys)
+	if len(keys) == 0 {
 		return msg + "; this program may call no tool"
 	}
-	return msg + "; the tools this program may call: " + strings.Join(h.ToolKeys, ", ")
+	return msg + "; the tools this program may call: " + strings.Join(keys, ", ")
 }
 
 // ResolveTool finds a tool by exact name, then treating '-' and '_' alike.
@@ -122,7 +125,7 @@ func (h *Host) ResolveTool(name string) (string, bool) {
 		return name, true
 	}
 	norm := strings.ReplaceAll(name, "-", "_")
-	for _, k := range h.ToolKeys {
+	for _, k := range SortedKeys(h.Tools) {
 		if strings.ReplaceAll(k, "-", "_") == norm {
 			return k, true
 		}
@@ -132,14 +135,8 @@ func (h *Host) ResolveTool(name string) (string, bool) {
 
 // CtxGet reads ctx/key with flex lookup, falling back to memory.
 func (h *Host) CtxGet(th *Thread, key string) Value {
-	if h.CtxMap != nil && h.CtxMap.Src != nil {
-		if v, ok := h.ctxView(key); ok {
-			return v
-		}
-	} else if h.CtxMap != nil {
-		if v, ok := h.CtxMap.Get(key); ok {
-			return v
-		}
+	if v, ok := h.ctxView(key); ok {
+		return v
 	}
 	if v, ok := th.Mem[key]; ok {
 		return v
@@ -150,7 +147,7 @@ func (h *Host) CtxGet(th *Thread, key string) Value {
 // ctxView reads ctx/key from a view of the host's context: a collection
 // is converted (to a view) on its first read and kept for the run.
 func (h *Host) ctxView(key string) (Value, bool) {
-	x, ok := h.CtxMap.Src[key]
+	x, ok := h.Ctx[key]
 	if !ok {
 		return nil, false
 	}
@@ -160,6 +157,18 @@ func (h *Host) ctxView(key string) (Value, bool) {
 	}
 	h.ctxMu.Lock()
 	defer h.ctxMu.Unlock()
+	for i := range h.ctxSmall {
+		e := &h.ctxSmall[i]
+		if e.v == nil {
+			// the first free entry: the key was not read before
+			v := viewValue(key, x)
+			e.key, e.v = key, v
+			return v, true
+		}
+		if e.key == key {
+			return e.v, true
+		}
+	}
 	if v, ok := h.ctxVals[key]; ok {
 		return v, true
 	}
@@ -169,6 +178,16 @@ func (h *Host) ctxView(key string) (Value, bool) {
 	}
 	h.ctxVals[key] = v
 	return v, true
+}
+
+// ctxSmallN is how many ctx/ collections a run caches without a map.
+const ctxSmallN = 4
+
+// ctxEntry is one cached ctx/ collection: its key and its view; a nil
+// view marks a free entry.
+type ctxEntry struct {
+	key string
+	v   Value
 }
 
 // CallToolArgs calls a tool with the program's argument forms: none, one

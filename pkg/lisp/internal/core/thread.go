@@ -54,6 +54,9 @@ type Thread struct {
 	// toolCtx is ctx with the run's deadline, made on the first tool call.
 	toolCtx    context.Context
 	ToolCancel context.CancelFunc
+	// calls is set by DeadlineCtx: the run called a tool or host function
+	// or started pmap branches
+	calls bool
 	// boxer boxes arithmetic results (opt_numbox.go).
 	boxer
 }
@@ -64,6 +67,7 @@ type Thread struct {
 // pmap branches share their parent's host: the parent makes the meter
 // here before it starts them.
 func (th *Thread) DeadlineCtx() context.Context {
+	th.calls = true
 	if th.toolCtx == nil {
 		ctx := th.Ctx
 		if h := th.Host; h != nil && h.OwnMeter && h.Meter == nil {
@@ -78,6 +82,11 @@ func (th *Thread) DeadlineCtx() context.Context {
 	}
 	return th.toolCtx
 }
+
+// StartedCalls reports whether the run asked for its tool context
+// (DeadlineCtx): it called a tool or host function or started pmap
+// branches, which may hold the Thread or its host beyond the call.
+func (th *Thread) StartedCalls() bool { return th.calls }
 
 // Context returns the run's context (pass it to anything that blocks).
 func (th *Thread) Context() context.Context { return th.Ctx }
@@ -751,6 +760,10 @@ func (th *Thread) RunTop(body Node, nslots int) (v Value, sig *ReturnSignal, err
 	target := v
 	if sig != nil {
 		target = sig.Val
+	}
+	switch target.(type) {
+	case nil, bool, int64, float64, string, *Keyword:
+		return v, sig, nil // nothing to realise
 	}
 	if _, _, rerr := th.Protect(func() Value { th.RealiseDeep(target); return nil }); rerr != nil {
 		return nil, nil, rerr
