@@ -318,6 +318,11 @@ func callWith(th *core.Thread, f, old core.Value, extra []core.Value) core.Value
 // nil (a new map).
 func assocOne(th *core.Thread, name string, m, k, v core.Value) core.Value {
 	th.Tick()
+	if h, ok := m.(core.HostMap); ok {
+		if w, ok := th.AssocRecord(h, k, v); ok {
+			return w // a wide record's field replaced: its count is the same
+		}
+	}
 	switch c := core.MapValue(m).(type) {
 	case nil:
 		th.AllocSlots(3)

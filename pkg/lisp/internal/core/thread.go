@@ -59,6 +59,9 @@ type Thread struct {
 	calls bool
 	// boxer boxes arithmetic results (opt_numbox.go).
 	boxer
+	// shapes interns the shapes of the wide maps AssocRecord builds and
+	// holds their slabs; nil until the first.
+	shapes *ShapeCache
 }
 
 // DeadlineCtx returns the run's context bounded by the run's deadline,

@@ -459,3 +459,50 @@ func (s ItemsOf) From(i int) []Value {
 	}
 	return out
 }
+
+// AssocRecord is Assoc of key to val on the host record h when h has more
+// than SmallMapMax and at most WideMapMax fields and key names one of them
+// (a keyword or string, flex): the same map as the one Assoc on h's view
+// returns, built as a wide map whose shape (keys in order, shared by the
+// records of one key set) is interned in th's cache and whose values take
+// one slot of th's slab each, instead of a trie of the view's entries
+// built for one write. The stored spelling of the key stays. ok is false,
+// and nothing is built, for any other record or key: the caller then
+// takes the general way.
+func (th *Thread) AssocRecord(h HostMap, key, val Value) (m *Map, ok bool) {
+	src := h.Src()
+	if len(src) <= SmallMapMax || len(src) > WideMapMax {
+		return nil, false
+	}
+	name, isName := viewName(key)
+	if !isName {
+		return nil, false
+	}
+	if _, exists := src[name]; !exists {
+		return nil, false
+	}
+	if th.shapes == nil {
+		th.shapes = &ShapeCache{}
+	}
+	c := th.shapes
+	sh := c.match(src)
+	if sh == nil {
+		es := make([]MapEntry, 0, len(src))
+		for k := range src {
+			es = append(es, MapEntry{Key: k})
+		}
+		es = hostEntries(es)
+		sh = c.Get(es)
+	}
+	m, vals := c.Wide(len(sh.Keys))
+	for i, k := range sh.Keys {
+		s := k.(string)
+		if s == name {
+			vals[i] = val
+			continue
+		}
+		vals[i] = viewValue(s, src[s])
+	}
+	*m = Map{Shape: sh, Vals: vals, N: int32(len(sh.Keys))}
+	return m, true
+}
