@@ -148,8 +148,8 @@ func TestProgramRunAllocations(t *testing.T) {
 			t.Fatalf("filter: %v %v", res.Value, err)
 		}
 	})
-	if allocs > 3 {
-		t.Fatalf("%.0f allocations per run of a filter over ctx/rs, want at most 3 (the Result and the view of ctx/rs)", allocs)
+	if allocs > 2 {
+		t.Fatalf("%.0f allocations per run of a filter over ctx/rs, want at most 2 (the Result and the view of ctx/rs)", allocs)
 	}
 	// a def in a run that started with no memory makes the map
 	res, err := Exec(context.Background(), `(def x 1) (defn f [] x) (f)`, Options{})

@@ -399,10 +399,14 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, k
 	if rs == nil {
 		rs = new(runState)
 	}
+	// rs is zero (new, or zeroed before it went back to p.states): the
+	// fields are set one by one, which costs less than assigning whole
+	// structs (a copy with write barriers while the GC runs)
 	h := &rs.h
+	h.Tools, h.HostFns, h.ProgKeywords, h.MaxCalls, h.Scrub = opts.Tools, opts.Host, p.keywords, lim.maxCalls, opts.Scrub
 	// the context is read in place, each ctx/ value converted on its
 	// first read (Host.CtxGet)
-	*h = core.Host{Tools: opts.Tools, HostFns: opts.Host, Ctx: opts.Context, ProgKeywords: p.keywords, MaxCalls: lim.maxCalls, Scrub: opts.Scrub}
+	h.Ctx = opts.Context
 	var mem map[string]core.Value // nil when empty: only read below
 	if len(opts.Memory) > 0 {
 		mem = make(map[string]core.Value, len(opts.Memory))
@@ -418,20 +422,19 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, k
 	body, nslots := p.body, p.nslots
 
 	maxMem := lim.maxMem
+	ctxMeter := core.MeterFrom(ctx)
 	h.Meter = opts.Meter
 	if h.Meter == nil {
-		h.Meter = core.MeterFrom(ctx)
+		h.Meter = ctxMeter
 	}
 	if h.Meter == nil {
 		h.OwnMeter, h.MeterLimit = true, maxMem // made on first need
-	} else if core.MeterFrom(ctx) != h.Meter {
+	} else if ctxMeter != h.Meter {
 		ctx = core.WithMeter(ctx, h.Meter)
 	}
 	th := &rs.th
-	*th = core.Thread{
-		Ctx: ctx, TimeoutMs: timeout.Milliseconds(), Deadline: now.Add(timeout),
-		Host: h, NextCheck: core.CheckEvery,
-	}
+	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), now.Add(timeout)
+	th.Host, th.NextCheck = h, core.CheckEvery
 	if len(mem) > 0 {
 		th.Mem = maps.Clone(mem)
 	}
@@ -504,7 +507,7 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, k
 			}
 		}
 	}
-	if limit := lim.memLimit; limit >= 0 {
+	if limit := lim.memLimit; limit >= 0 && len(newMem) > 0 {
 		var size int64
 		maxLen := int(min(limit, math.MaxInt32)) + 1
 		for k, mv := range newMem {

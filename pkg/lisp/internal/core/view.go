@@ -175,7 +175,15 @@ func HostVector(recs ItemsOf) *Vector {
 	if recs.Len() == 0 {
 		return &Vector{Host: true}
 	}
-	return &Vector{src: &recsView{src: recs}, Host: true}
+	hv := &hostVector{rv: recsView{src: recs}}
+	hv.v = Vector{src: &hv.rv, Host: true}
+	return &hv.v
+}
+
+// hostVector is a host vector and its source, made in one allocation.
+type hostVector struct {
+	v  Vector
+	rv recsView
 }
 
 // items returns the item slots, making them on the first call.
