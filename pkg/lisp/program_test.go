@@ -151,6 +151,16 @@ func TestProgramRunAllocations(t *testing.T) {
 	if allocs > 2 {
 		t.Fatalf("%.0f allocations per run of a filter over ctx/rs, want at most 2 (the Result and the view of ctx/rs)", allocs)
 	}
+	// Exec: the reader is one allocation, and the run's host serves the
+	// compile first
+	allocs = testing.AllocsPerRun(100, func() {
+		if _, err := Exec(context.Background(), `(+ 1 2)`, opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 21 {
+		t.Fatalf("%.0f allocations per Exec of (+ 1 2), want at most 21", allocs)
+	}
 	// a def in a run that started with no memory makes the map
 	res, err := Exec(context.Background(), `(def x 1) (defn f [] x) (f)`, Options{})
 	if err != nil || res.Memory["x"] != int64(1) || core.PrStr(res.Value) != "1" {

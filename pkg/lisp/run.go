@@ -255,12 +255,16 @@ type Result struct {
 // immutable tables.
 func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 	start := time.Now()
-	p, err := Compile(source, opts)
+	// the run's state serves the compile first (its host), so a run
+	// through Exec makes it once
+	rs := new(runState)
+	p, err := compileWith(source, opts, &rs.h)
 	if err != nil {
 		res := &Result{Signal: SignalFail, Err: err.(*core.Error), Duration: time.Since(start)}
 		return res, err
 	}
-	res, err := p.run(ctx, opts, start, time.Now(), false)
+	rs.h = core.Host{}
+	res, err := p.run(ctx, opts, start, time.Now(), rs)
 	return res, err
 }
 
@@ -291,6 +295,11 @@ func (p *Program) Source() string { return p.source }
 // Run), and parses opts.Signature. Its error is a *Error with the
 // position of the problem.
 func Compile(source string, opts Options) (*Program, error) {
+	return compileWith(source, opts, new(core.Host))
+}
+
+// compileWith is Compile with h, a zero Host, as the compiler's host.
+func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
 	maxSrc := opts.MaxSourceBytes
 	if maxSrc <= 0 {
 		maxSrc = DefaultMaxSourceBytes
@@ -316,7 +325,7 @@ func Compile(source string, opts Options) (*Program, error) {
 	if perr != nil {
 		return fail(perr.(*core.Error))
 	}
-	h := &core.Host{Tools: opts.Tools, Keywords: p.keywords}
+	h.Tools, h.Keywords = opts.Tools, p.keywords
 	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}, PlainLoops: opts.plainLoops}
 	for k := range opts.Memory {
 		c.MemNames[k] = true
@@ -337,7 +346,7 @@ func Compile(source string, opts Options) (*Program, error) {
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
 	now := time.Now()
-	return p.run(ctx, opts, now, now, true)
+	return p.run(ctx, opts, now, now, nil)
 }
 
 // runState is the host and Thread of one run, made in one allocation:
@@ -367,9 +376,10 @@ func reusable(th *core.Thread, v core.Value) bool {
 }
 
 // run is Run timed from start (Exec's includes the compile), its
-// deadline counted from now. keep puts a reusable runState back into
-// p.states (Exec's Program runs once: it keeps none).
-func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, keep bool) (res *Result, err error) {
+// deadline counted from now, in rs, a zero runState. With rs nil the run
+// takes one from p.states and puts it back when reusable; Exec's Program
+// runs once and keeps none.
+func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, rs *runState) (res *Result, err error) {
 	res = &Result{sig: p.sig}
 	source := p.source
 
@@ -392,12 +402,12 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, k
 			return fail(&core.Error{Kind: core.KindUnknownTool, Msg: h.UnknownTool(name)})
 		}
 	}
-	var rs *runState
+	keep := rs == nil
 	if keep {
 		rs, _ = p.states.Get().(*runState)
-	}
-	if rs == nil {
-		rs = new(runState)
+		if rs == nil {
+			rs = new(runState)
+		}
 	}
 	// rs is zero (new, or zeroed before it went back to p.states): the
 	// fields are set one by one, which costs less than assigning whole

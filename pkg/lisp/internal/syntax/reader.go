@@ -59,6 +59,10 @@ type reader struct {
 	// scratch collects the items of the sequences being read; each
 	// finished sequence gets one exact-size copy (not an append chain).
 	scratch []*Form
+	// opensBuf and scratchBuf back opens and scratch for most programs,
+	// so a reader is one allocation
+	opensBuf   [8]openBracket
+	scratchBuf [32]*Form
 }
 
 type openBracket struct {
@@ -69,7 +73,8 @@ type openBracket struct {
 // Read parses src into top-level forms, interning keywords in kw. A
 // closing bracket that closes nothing is a parse error, as in Clojure.
 func Read(src string, kw map[string]*core.Keyword) ([]*Form, error) {
-	r := &reader{src: src, line: 1, col: 1, keywords: kw, opens: make([]openBracket, 0, 8), scratch: make([]*Form, 0, 32)}
+	r := &reader{src: src, line: 1, col: 1, keywords: kw}
+	r.opens, r.scratch = r.opensBuf[:0], r.scratchBuf[:0]
 	return r.readAll()
 }
 
