@@ -99,3 +99,32 @@ func TestAssocRecordMatchesView(t *testing.T) {
 		t.Fatalf("error %q, want %q", gotMsg, wantMsg)
 	}
 }
+
+// TestAssocRecordAllocates checks that a write to a field of wide host
+// records of one key set shares their shape and takes its values from a
+// slab: under one allocation a record, where the view's form and its copy
+// make one or more for each field.
+func TestAssocRecordAllocates(t *testing.T) {
+	recs := make([]map[string]any, 64)
+	for i := range recs {
+		r := map[string]any{}
+		for f := 0; f < 30; f++ {
+			r[fmt.Sprintf("f%02d", f)] = fmt.Sprintf("v%d", f) // strings: no box
+		}
+		recs[i] = r
+	}
+	th := &Thread{}
+	key, val := NewKeyword("f07"), Value("x")
+	i := 0
+	got := testing.AllocsPerRun(200, func() {
+		if _, ok := th.AssocRecord(HostMap{&recs[i%len(recs)]}, key, val); !ok {
+			t.Fatal("declined")
+		}
+		i++
+	})
+	general := testing.AllocsPerRun(20, func() { newMapView(recs[0]).Assoc(key, val) })
+	t.Logf("%.2f allocations a record, %.0f through the form", got, general)
+	if got >= 1 || general < 30 {
+		t.Fatalf("%.2f allocations a record (the view's form and copy: %.0f)", got, general)
+	}
+}
