@@ -9,7 +9,7 @@ import (
 // The builtin table. Every builtin is one entry, registered by the
 // register function of its group (one builtins_<group>.go file each):
 //
-//	r.add("inc", 1, 1, fn).
+//	r.Add("inc", 1, 1, fn).
 //		doc("x plus one").ref(refMath).pure().owns(1)
 //
 // The entry's metadata is the single source for everything that lists or
