@@ -449,8 +449,14 @@ func TestNormalizeLeavesItsInputAlone(t *testing.T) {
 // average).
 func TestMarshalReusesEncoders(t *testing.T) {
 	st := &Status{Version: StatusVersion, MissionID: "01M8GXXR14QKVJ9F1BZ9RMM7QG", Submitter: DefaultSubmitter, State: StateRunning}
-	if n := testing.AllocsPerRun(200, func() { _, _ = Marshal(st) }); n > 2.5 {
-		t.Fatalf("%.1f allocations per Marshal of a status, want at most 2.5", n)
+	// the race detector's sync.Pool drops a quarter of its puts at random,
+	// and each drop costs a new buffer or encoder
+	bound := 2.5
+	if raceBuild {
+		bound = 4.5
+	}
+	if n := testing.AllocsPerRun(200, func() { _, _ = Marshal(st) }); n > bound {
+		t.Fatalf("%.1f allocations per Marshal of a status, want at most %.1f", n, bound)
 	}
 }
 
