@@ -47,6 +47,12 @@ var wirePlans = planWireTypes(
 
 var (
 	mapStringAnyType = reflect.TypeFor[map[string]any]()
+	// codecSorted are the maps the encoder writes in key order itself
+	// (SetSortMapKeys); encodeSortedMap writes the others.
+	codecSorted = map[reflect.Type]bool{
+		reflect.TypeFor[map[string]string](): true,
+		reflect.TypeFor[map[string]bool]():   true,
+	}
 	stringSliceType  = reflect.TypeFor[[]string]()
 	zeroerType       = reflect.TypeFor[interface{ IsZero() bool }]()
 	foreignEncodings = []reflect.Type{
@@ -221,7 +227,7 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 			return encodeStruct(enc, v, p)
 		}
 	case reflect.Map:
-		if v.Type().Key().Kind() == reflect.String {
+		if v.Type().Key().Kind() == reflect.String && !codecSorted[v.Type()] {
 			return encodeSortedMap(enc, v)
 		}
 	case reflect.Slice:
@@ -248,7 +254,7 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 }
 
 // encodeSortedMap writes a map with string keys in the order of its keys,
-// as the encoder writes map[string]any with sorted keys (it leaves the
+// as the encoder writes map[string]any, string and bool (it leaves the
 // order of other maps, such as an agent's sub-agents, to Go's map
 // iteration), so equal values give equal bytes.
 func encodeSortedMap(enc *msgpack.Encoder, v reflect.Value) error {
