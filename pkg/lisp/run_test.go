@@ -385,12 +385,34 @@ func TestRunMemorySharesHostData(t *testing.T) {
 	}
 }
 
+// TestCallersDeadlineNamed: a run stopped by the caller's context
+// deadline, well inside its own time limit, ends with reason timeout and a
+// message that names the caller's deadline, not the program's limit; a run
+// that reaches its own limit names the limit.
+func TestCallersDeadlineNamed(t *testing.T) {
+	spin := `(loop [i 0] (recur (inc i)))`
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Exec(ctx, spin, Options{Limits: messages.Limits{ProgramTimeout: time.Hour, MaxSteps: -1}})
+	var e *core.Error
+	if !errors.As(err, &e) || e.Reason() != "timeout" || !strings.Contains(e.Msg, "caller's deadline") {
+		t.Fatalf("run stopped by the caller's deadline: %v, want a timeout naming the caller's deadline", err)
+	}
+	_, err = Exec(context.Background(), spin, Options{Limits: messages.Limits{ProgramTimeout: 50 * time.Millisecond, MaxSteps: -1}})
+	if !errors.As(err, &e) || e.Reason() != "timeout" || !strings.Contains(e.Msg, "50ms limit") {
+		t.Fatalf("run past its own limit: %v, want a timeout naming the 50ms limit", err)
+	}
+}
+
 // TestOptionsLimitsByWireName runs programs under each limit given by its
 // wire name in Options.Limits: each takes effect, wins over the field of
 // its older name, and a run that sets neither gets the one default of
 // pkg/messages.
 func TestOptionsLimitsByWireName(t *testing.T) {
-	ctx := context.Background()
+	// A run that ignored its program_timeout ends at this deadline with a
+	// reason of its own instead of hanging the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	spin := `(loop [i 0] (recur (inc i)))`
 	reason := func(t *testing.T, src string, opts Options) string {
 		t.Helper()
@@ -438,6 +460,12 @@ func TestOptionsLimitsByWireName(t *testing.T) {
 			l.memLimit != messages.DefaultMemoryLimit || l.maxSteps != StepBudget(messages.DefaultProgramTimeout) || l.maxCalls != 0 {
 			t.Fatalf("default limits %+v, want pkg/messages' defaults", l)
 		}
+	}
+	// The wire name wins over the older field: checked on the limits
+	// themselves too, so that a regression fails here at once rather than
+	// leaving the spinning case above to run for the older field's hour.
+	if l := (&Options{Timeout: time.Hour, Limits: messages.Limits{ProgramTimeout: 50 * time.Millisecond}}).runLimits(); l.timeout != 50*time.Millisecond {
+		t.Fatalf("program_timeout 50ms with Timeout 1h gives a timeout of %s, want 50ms", l.timeout)
 	}
 	if l := (&Options{Limits: messages.Limits{ProgramTimeout: -1}}).runLimits(); l.maxSteps != -1 {
 		t.Fatalf("an unlimited program_timeout gets a step budget of %d, want unlimited", l.maxSteps)

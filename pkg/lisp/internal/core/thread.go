@@ -132,11 +132,17 @@ func (th *Thread) slowCheck() {
 	}
 }
 
-// RaiseCtx ends the run for the context error err: timeout when the
-// deadline passed, canceled otherwise.
+// RaiseCtx ends the run for the context error err: timeout when a
+// deadline passed, canceled otherwise. The message names whose deadline
+// it was: the program's own time limit, or the caller's context ending
+// first.
 func (th *Thread) RaiseCtx(err error) {
 	if err == context.DeadlineExceeded {
-		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs), Err: err})
+		msg := fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs)
+		if th.Deadline.IsZero() || time.Now().Before(th.Deadline) {
+			msg = "execution stopped at the caller's deadline"
+		}
+		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: msg, Err: err})
 	}
 	panic(&Error{Kind: KindCanceled, Pos: th.CallPos, Msg: "execution canceled", Err: err})
 }
