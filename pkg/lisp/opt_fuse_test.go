@@ -28,7 +28,7 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 		"[[1] [2 3] []]", "ctx/xs", "[0 1 2]", "(range)",
 		// longer: errors far from the first item
 		"(vec (range 1 150))", "(conj (vec (range 1 130)) 0)", "(vec (concat (range 1 70) [\"a\" nil] (range 1 70)))",
-		"(vec (map (fn [i] {:x i}) (range 200)))"}
+		"(vec (map (fn [i] {:x i}) (range 200)))", "ctx/rs"}
 	kinds := []string{"map", "filter", "remove"}
 	chain := colls[rng.IntN(len(colls))]
 	for j := 0; j <= rng.IntN(3); j++ {
@@ -49,7 +49,8 @@ func fusePipeline(rng *rand.Rand) (fused, eager string) {
 // runOutcome runs src and renders its value and tool calls, or its error.
 func runOutcome(src string) (string, string) {
 	res, err := Exec(context.Background(), src, Options{
-		Context:  map[string]any{"xs": []any{1, 2, 3.5, "q", nil}},
+		Context: map[string]any{"xs": []any{1, 2, 3.5, "q", nil},
+			"rs": []map[string]any{{"x": int64(1)}, {"x": int64(2), "y": "a"}, nil, {"x": nil}, {"x": []any{int64(3)}}}},
 		Tools:    core.Tools{"echo": core.ToolFunc(func(_ context.Context, args map[string]any) (any, error) { return args["v"], nil })},
 		MaxSteps: 20_000,
 	})
@@ -124,6 +125,85 @@ func compiled(t testing.TB, src string) *compile.Compiler {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestFusedCtxRecords: a fused pipeline over host records given as a
+// ctx/ input reads them in place (Host.CtxRecords), not through the
+// input's vector view; it must give what the view gives. Each program runs
+// over ctx/rs and over (do ctx/rs) (the view: not a ctx/ symbol, so read
+// as any collection), with the same text before the collection, so values
+// and errors (kind, message, position) must be equal; and again after a
+// read that made the view and its item slots.
+func TestFusedCtxRecords(t *testing.T) {
+	recs := []map[string]any{
+		{"x": int64(3), "y": "a", "n": int64(1)}, {"x": int64(0), "y": "b"}, nil, {"y": "a", "n": int64(2)},
+		{"x": int64(7), "y": nil, "n": []any{int64(1), "z"}}, {"x": false, "n": map[string]any{"k": int64(1)}},
+	}
+	bad := []map[string]any{{"x": int64(1)}, {"x": make(chan int)}, {"x": int64(2)}}
+	inputs := []struct {
+		name string
+		ctx  map[string]any
+		mem  map[string]any
+	}{
+		{"records", map[string]any{"rs": recs}, nil},
+		{"unreadable", map[string]any{"rs": bad}, nil},
+		{"empty", map[string]any{"rs": []map[string]any{}}, nil},
+		{"anys", map[string]any{"rs": []any{recs[0], recs[1], recs[3]}}, nil},
+		{"scalars", map[string]any{"rs": []any{int64(1), "a", nil}}, nil},
+		{"memory", nil, map[string]any{"rs": []any{map[string]any{"x": int64(4)}}}},
+		{"nil", map[string]any{"rs": nil}, nil},
+	}
+	programs := []string{
+		`(count (filter :x C))`,
+		`(count (remove :y C))`,
+		`(count (map :n C))`,
+		`(count (filter #(> (:x %) 1) C))`,
+		`(count (filter #(:k (:n %)) (filter :n C)))`,
+		`(reduce + (map :n (filter #(int? (:n %)) C)))`,
+		`(reduce + 0 (map #(count (:n %)) (filter :x C)))`,
+		`(reduce (fn [a r] (conj a (:y r))) [] (filter :x C))`,
+		`(reduce conj [] (filter :x C))`,
+		`(distinct (map :y C))`,
+		`(set (map :x C))`,
+		`(frequencies (map :y C))`,
+		`(group-by :y (remove :x C))`,
+		`(reduce + (map #(quot 10 (:x %)) C))`,
+	}
+	// outcome runs src; an error's line is counted from line first
+	outcome := func(src string, first int, ctx, mem map[string]any) string {
+		res, err := Exec(context.Background(), src, Options{Context: ctx, Memory: mem})
+		if err != nil {
+			e := err.(*core.Error)
+			return fmt.Sprintf("error %v %d:%d %s", e.Kind, e.Pos.Line-first+1, e.Pos.Col, e.Msg)
+		}
+		return core.PrStr(res.Value)
+	}
+	ran, failed := 0, 0
+	for _, p := range programs {
+		src := strings.Replace(p, "C", "ctx/rs", 1)
+		if fusions(t, src) != 1 {
+			t.Fatalf("%s: not fused", src)
+		}
+		for _, in := range inputs {
+			got := outcome(src, 1, in.ctx, in.mem)
+			if want := outcome(strings.Replace(p, "C", "(do ctx/rs)", 1), 1, in.ctx, in.mem); got != want {
+				t.Errorf("%s over %s: %s, the view gives %s", src, in.name, got, want)
+			}
+			if want := outcome("(seq ctx/rs)\n"+src, 2, in.ctx, in.mem); got != want {
+				t.Errorf("%s over %s after a read of the view: %s, want %s", src, in.name, got, want)
+			}
+			if in.name == "records" || in.name == "unreadable" {
+				if strings.HasPrefix(got, "error") {
+					failed++
+				} else {
+					ran++
+				}
+			}
+		}
+	}
+	if ran < 8 || failed < 4 {
+		t.Fatalf("over host records: %d programs ran, %d failed", ran, failed)
+	}
 }
 
 func TestFusionNeedsPureFunctions(t *testing.T) {

@@ -92,7 +92,7 @@ func (c *Compiler) fusedReduce(f *syntax.Form) (core.Node, bool) {
 	if n == 3 {
 		initNode = c.compile(f.Items[2], false)
 	}
-	stages, collNode := c.fuseChain(collForm, true)
+	stages, src := c.fuseChain(collForm, true)
 	c.Fusions++
 	pos := f.Pos
 	reduce := c.Builtins["reduce"]
@@ -104,7 +104,7 @@ func (c *Compiler) fusedReduce(f *syntax.Form) (core.Node, bool) {
 			acc = initNode(fr)
 		}
 		var fns [maxFuseStages]core.Value
-		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		coll, items, fused := startChain(fr, stages, &fns, src, pos)
 		if !fused {
 			if initNode != nil {
 				return core.CallBuiltin3(th, reduce, fv, acc, coll)
@@ -122,36 +122,60 @@ func (c *Compiler) fusable(f *syntax.Form) bool {
 	return ok && c.pureFn(f.Items[1])
 }
 
+// fuseSource is the innermost collection of a fused chain: its node, and
+// the key of the ctx/ (or data/) input when it is one, whose host records
+// the fused loop reads in place (Host.CtxRecords) without the vector view
+// that evaluating the node makes.
+type fuseSource struct {
+	node   core.Node
+	ctxKey string
+}
+
 // fuseChain compiles a fusable chain: its stages outermost first (as their
 // arguments are evaluated) and the innermost collection. once says the
 // consumer reads the chain once, in order, and keeps none of it: then a
 // range written as the innermost collection is streamed (streamNode).
-func (c *Compiler) fuseChain(collForm *syntax.Form, once bool) ([]fuseStage, core.Node) {
+func (c *Compiler) fuseChain(collForm *syntax.Form, once bool) ([]fuseStage, fuseSource) {
 	var stages []fuseStage
 	for len(stages) < maxFuseStages && c.fusable(collForm) {
 		b, kind, _ := c.fusedStageOf(collForm)
 		stages = append(stages, fuseStage{kind: kind, fn: c.compile(collForm.Items[1], false), b: b, pos: collForm.Pos})
 		collForm = collForm.Items[2]
 	}
-	coll := c.compile(collForm, false)
+	src := fuseSource{node: c.compile(collForm, false)}
 	if once && c.streamSource(collForm) {
-		coll = streamNode(coll)
+		src.node = streamNode(src.node)
 	}
-	return stages, coll
+	if collForm.Kind == syntax.FSym && (collForm.Ns == "ctx" || collForm.Ns == "data") {
+		src.ctxKey = collForm.Name
+	}
+	return stages, src
 }
 
 // startChain evaluates a fused chain's stage functions (into fns) and its
 // collection, and counts the steps of the stage calls and of the consumer
 // call, at their positions. A vector's items are returned to be fused
 // (fused true); any other collection runs through the stages eagerly and
-// comes back as coll for the consumer's general function.
-func startChain(fr *core.Frame, stages []fuseStage, fns *[maxFuseStages]core.Value, collNode core.Node, pos core.Pos) (coll core.Value, items core.ItemsOf, fused bool) {
+// comes back as coll for the consumer's general function. Host records
+// given as a ctx/ input are read in place: the same items the input's
+// vector view gives, without making the view.
+func startChain(fr *core.Frame, stages []fuseStage, fns *[maxFuseStages]core.Value, src fuseSource, pos core.Pos) (coll core.Value, items core.ItemsOf, fused bool) {
 	th := fr.Th
 	for i := range stages {
 		fns[i] = stages[i].fn(fr)
 	}
-	coll = collNode(fr)
-	vec, isVec := coll.(*core.Vector)
+	var vec *core.Vector
+	isVec := false
+	if src.ctxKey != "" {
+		items, isVec = th.Host.CtxRecords(src.ctxKey)
+	}
+	if !isVec {
+		coll = src.node(fr)
+		vec, isVec = coll.(*core.Vector)
+		if isVec {
+			items = vec.ItemsOf()
+		}
+	}
 	for i := len(stages) - 1; i >= 0; i-- {
 		th.CallPos = stages[i].pos
 		th.Tick()
@@ -170,7 +194,7 @@ func startChain(fr *core.Frame, stages []fuseStage, fns *[maxFuseStages]core.Val
 	if !isVec {
 		return coll, core.ItemsOf{}, false
 	}
-	return nil, vec.ItemsOf(), true
+	return nil, items, true
 }
 
 // passStages runs item x through the stages, innermost (last) first: its
@@ -224,7 +248,7 @@ func (c *Compiler) fusedConsumer(f *syntax.Form, b *core.Builtin) (core.Node, bo
 	if len(f.Items) == 3 {
 		keyNode = c.compile(f.Items[1], false)
 	}
-	stages, collNode := c.fuseChain(chainForm, b.Name == "count")
+	stages, src := c.fuseChain(chainForm, b.Name == "count")
 	c.Fusions++
 	pos := f.Pos
 	return func(fr *core.Frame) core.Value {
@@ -233,7 +257,7 @@ func (c *Compiler) fusedConsumer(f *syntax.Form, b *core.Builtin) (core.Node, bo
 			key = keyNode(fr) // evaluated first, as the call's first argument
 		}
 		var fns [maxFuseStages]core.Value
-		coll, items, fused := startChain(fr, stages, &fns, collNode, pos)
+		coll, items, fused := startChain(fr, stages, &fns, src, pos)
 		th := fr.Th
 		switch {
 		case !fused && keyNode != nil:

@@ -180,6 +180,18 @@ func (h *Host) ctxView(key string) (Value, bool) {
 	return v, true
 }
 
+// CtxRecords returns the host records the context holds at key as a
+// []map[string]any, to be read one by one in place: the items of the
+// vector view a read of ctx/key gives (ItemsOf), without making the view,
+// for a loop that reads them once (a fused pipeline). ok is false for a
+// key the context lacks or any other value: read those with CtxGet.
+func (h *Host) CtxRecords(key string) (items ItemsOf, ok bool) {
+	if rs, isRecs := h.Ctx[key].([]map[string]any); isRecs && len(rs) > 0 {
+		return ItemsOf{Recs: rs}, true
+	}
+	return ItemsOf{}, false
+}
+
 // ctxSmallN is how many ctx/ collections a run caches without a map.
 const ctxSmallN = 4
 
