@@ -55,14 +55,123 @@ type reader struct {
 	depth    int
 	fnLit    bool
 	keywords map[string]*core.Keyword
-	opens    []openBracket
-	// scratch collects the items of the sequences being read; each
-	// finished sequence gets one exact-size copy (not an append chain).
-	scratch []*Form
-	// opensBuf and scratchBuf back opens and scratch for most programs,
-	// so a reader is one allocation
-	opensBuf   [8]openBracket
-	scratchBuf [32]*Form
+	// outer is the outermost bracket open (depth > 0), for the error of
+	// an unclosed one
+	outer openBracket
+	// scratch (its first scratchN items in scratchBuf, the rest in
+	// scratchMore) collects the items of the sequences being read; each
+	// finished sequence gets an exact-size slice of items (popItems).
+	// The reader lives on the stack: it holds no pointer into itself.
+	scratchN    int
+	scratchBuf  [32]*Form
+	scratchMore []*Form
+	// forms and items are the free parts of the slabs the read forms and
+	// their item slices are cut from (newForm, cutItems): a few
+	// allocations for a program, not one a form
+	forms []Form
+	items []*Form
+	// slab is the size of the next slab (forms, or item slots)
+	slab int
+}
+
+// firstSlab is the first slab of forms and item slots, made in one
+// allocation: a small program's forms and items all fit.
+type firstSlab struct {
+	forms [8]Form
+	items [16]*Form
+}
+
+// slabMax bounds the forms (or item slots) of one slab: slabs after the
+// first double up to it.
+const slabMax = 256
+
+// newForm returns a new form of kind at pos, cut from the reader's slab.
+func (r *reader) newForm(kind formKind, pos core.Pos) *Form {
+	if len(r.forms) == 0 {
+		r.slab = min(2*r.slab, slabMax)
+		r.forms = make([]Form, r.slab)
+	}
+	f := &r.forms[0]
+	r.forms = r.forms[1:]
+	f.Kind, f.Pos = kind, pos
+	return f
+}
+
+// lit returns a new form of kind (FLit, FRegex) with the value v.
+func (r *reader) lit(kind formKind, pos core.Pos, v core.Value) *Form {
+	f := r.newForm(kind, pos)
+	f.Val = v
+	return f
+}
+
+// seqForm returns a new form of kind with the items.
+func (r *reader) seqForm(kind formKind, pos core.Pos, items []*Form) *Form {
+	f := r.newForm(kind, pos)
+	f.Items = items
+	return f
+}
+
+// sym returns a new symbol form.
+func (r *reader) sym(pos core.Pos, ns, name string) *Form {
+	f := r.newForm(FSym, pos)
+	f.Ns, f.Name = ns, name
+	return f
+}
+
+// push adds f to the items being collected.
+func (r *reader) push(f *Form) {
+	if r.scratchN < len(r.scratchBuf) {
+		r.scratchBuf[r.scratchN] = f
+	} else {
+		r.scratchMore = append(r.scratchMore, f)
+	}
+	r.scratchN++
+}
+
+// popItems removes the items collected from index base on and returns
+// them (cutItems).
+func (r *reader) popItems(base int) []*Form {
+	n := r.scratchN - base
+	var items []*Form
+	switch nb := len(r.scratchBuf); {
+	case n == 0:
+		return nil
+	case r.scratchN <= nb:
+		items = r.cutItems(r.scratchBuf[base:r.scratchN])
+		clear(r.scratchBuf[base:r.scratchN])
+	case base >= nb:
+		items = r.cutItems(r.scratchMore[base-nb:])
+		clear(r.scratchMore[base-nb:])
+		r.scratchMore = r.scratchMore[:base-nb]
+	default:
+		items = make([]*Form, 0, n)
+		items = append(append(items, r.scratchBuf[base:]...), r.scratchMore...)
+		clear(r.scratchBuf[base:])
+		clear(r.scratchMore)
+		r.scratchMore = r.scratchMore[:0]
+	}
+	r.scratchN = base
+	return items
+}
+
+// cutItems returns a copy of items in an exact-size slice cut from the
+// reader's slab of item slots (its capacity is its length: an append to it
+// copies, never writing into the next form's items).
+func (r *reader) cutItems(items []*Form) []*Form {
+	n := len(items)
+	if n == 0 {
+		return nil
+	}
+	if n > len(r.items) {
+		if n > slabMax/2 {
+			return append([]*Form(nil), items...)
+		}
+		r.items = make([]*Form, min(2*r.slab, slabMax))
+	}
+	out := r.items[:n:n]
+	copy(out, items)
+	r.items = r.items[n:]
+	return out
 }
 
 type openBracket struct {
@@ -73,8 +182,8 @@ type openBracket struct {
 // Read parses src into top-level forms, interning keywords in kw. A
 // closing bracket that closes nothing is a parse error, as in Clojure.
 func Read(src string, kw map[string]*core.Keyword) ([]*Form, error) {
-	r := &reader{src: src, line: 1, col: 1, keywords: kw}
-	r.opens, r.scratch = r.opensBuf[:0], r.scratchBuf[:0]
+	first := new(firstSlab)
+	r := reader{src: src, line: 1, col: 1, keywords: kw, forms: first.forms[:], items: first.items[:], slab: len(first.forms)}
 	return r.readAll()
 }
 
@@ -92,15 +201,14 @@ func (r *reader) readAll() (forms []*Form, err error) {
 	for {
 		r.skipSpace()
 		if r.off >= len(r.src) {
-			return forms, nil
+			return r.popItems(0), nil
 		}
 		c := r.src[r.off]
 		if c == ')' || c == ']' || c == '}' {
 			r.fail(r.pos(), "remove the extra closing bracket", "unbalanced parentheses: unexpected '%c'", c)
 		}
-		f := r.read()
-		if f != nil {
-			forms = append(forms, f)
+		if f := r.read(); f != nil {
+			r.push(f)
 		}
 	}
 }
@@ -117,11 +225,24 @@ func (r *reader) peek() rune {
 	if r.off >= len(r.src) {
 		return -1
 	}
+	if c := r.src[r.off]; c < utf8.RuneSelf {
+		return rune(c)
+	}
 	c, _ := utf8.DecodeRuneInString(r.src[r.off:])
 	return c
 }
 
 func (r *reader) advance() rune {
+	if c := r.src[r.off]; c < utf8.RuneSelf {
+		r.off++
+		if c == '\n' {
+			r.line++
+			r.col = 1
+		} else {
+			r.col++
+		}
+		return rune(c)
+	}
 	c, n := utf8.DecodeRuneInString(r.src[r.off:])
 	r.off += n
 	if c == '\n' {
@@ -159,7 +280,16 @@ func isDelim(c rune) bool {
 	return false
 }
 
-var closerOf = map[rune]rune{'(': ')', '[': ']', '{': '}'}
+// closerOf returns the bracket that closes open: '(', '[' or '{'.
+func closerOf(open rune) rune {
+	switch open {
+	case '(':
+		return ')'
+	case '[':
+		return ']'
+	}
+	return '}'
+}
 
 // read reads one form; it returns nil for a discarded #_ form.
 func (r *reader) read() *Form {
@@ -175,33 +305,34 @@ func (r *reader) read() *Form {
 		items := r.readSeq(c, start)
 		switch c {
 		case '(':
-			return &Form{Kind: FList, Pos: start, Items: items}
+			return r.seqForm(FList, start, items)
 		case '[':
-			return &Form{Kind: FVec, Pos: start, Items: items}
+			return r.seqForm(FVec, start, items)
 		}
 		if len(items)%2 != 0 {
 			r.fail(start, "a map literal needs key value pairs", "map literal must contain an even number of forms, got %d", len(items))
 		}
-		return &Form{Kind: FMap, Pos: start, Items: items}
+		return r.seqForm(FMap, start, items)
 	case ')', ']', '}':
 		r.fail(start, "", "unexpected '%c'", c)
 	case '"':
 		r.advance()
-		return &Form{Kind: FLit, Pos: start, Val: r.readString(start)}
+		return r.lit(FLit, start, r.readString(start))
 	case '\\':
 		r.advance()
-		return &Form{Kind: FLit, Pos: start, Val: r.readChar(start)}
+		return r.lit(FLit, start, r.readChar(start))
 	case ':':
 		r.advance()
 		tok := r.token()
 		if tok == "" || strings.HasPrefix(tok, ":") {
 			r.fail(start, "", "invalid keyword: :%s", tok)
 		}
-		return &Form{Kind: FLit, Pos: start, Val: r.Keyword(tok)}
+		return r.lit(FLit, start, r.Keyword(tok))
 	case '\'':
 		r.advance()
 		inner := r.readNonNil(start)
-		return &Form{Kind: FList, Pos: start, Items: []*Form{{Kind: FSym, Pos: start, Name: "quote"}, inner}}
+		quote := r.sym(start, "", "quote")
+		return r.seqForm(FList, start, r.cutItems([]*Form{quote, inner}))
 	case '#':
 		return r.readDispatch(start)
 	case '@':
@@ -233,7 +364,7 @@ func (r *reader) readDispatch(start core.Pos) *Form {
 	switch c {
 	case '{':
 		r.advance()
-		return &Form{Kind: FSet, Pos: start, Items: r.readSeq('{', start)}
+		return r.seqForm(FSet, start, r.readSeq('{', start))
 	case '(':
 		if r.fnLit {
 			r.fail(start, "use (fn [x] ...) for the inner function", "nested #() is not allowed")
@@ -242,10 +373,10 @@ func (r *reader) readDispatch(start core.Pos) *Form {
 		r.fnLit = true
 		items := r.readSeq('(', start)
 		r.fnLit = false
-		return &Form{Kind: FFnLit, Pos: start, Items: items}
+		return r.seqForm(FFnLit, start, items)
 	case '"':
 		r.advance()
-		return &Form{Kind: FRegex, Pos: start, Val: r.readString(start)}
+		return r.lit(FRegex, start, r.readString(start))
 	case '_':
 		r.advance()
 		r.readNonNil(start)
@@ -258,11 +389,11 @@ func (r *reader) readDispatch(start core.Pos) *Form {
 		tok := r.token()
 		switch tok {
 		case "Inf":
-			return &Form{Kind: FLit, Pos: start, Val: math.Inf(1)}
+			return r.lit(FLit, start, math.Inf(1))
 		case "-Inf":
-			return &Form{Kind: FLit, Pos: start, Val: math.Inf(-1)}
+			return r.lit(FLit, start, math.Inf(-1))
 		case "NaN":
-			return &Form{Kind: FLit, Pos: start, Val: math.NaN()}
+			return r.lit(FLit, start, math.NaN())
 		}
 		r.fail(start, "", "invalid symbolic value: ##%s", tok)
 	}
@@ -276,14 +407,15 @@ func (r *reader) readSeq(open rune, start core.Pos) []*Form {
 	if r.depth > maxReadDepth {
 		r.fail(start, "", "nesting too deep (more than %d levels)", maxReadDepth)
 	}
-	closer := closerOf[open]
-	r.opens = append(r.opens, openBracket{open, start})
-	base := len(r.scratch)
+	closer := closerOf(open)
+	if r.depth == 1 {
+		r.outer = openBracket{open, start}
+	}
+	base := r.scratchN
 	for {
 		r.skipSpace()
 		if r.off >= len(r.src) {
-			outer := r.opens[0]
-			r.fail(outer.pos, "add the missing closing bracket", "unbalanced parentheses: %d unclosed '%c'", len(r.opens), outer.c)
+			r.fail(r.outer.pos, "add the missing closing bracket", "unbalanced parentheses: %d unclosed '%c'", r.depth, r.outer.c)
 		}
 		c := r.peek()
 		if c == ')' || c == ']' || c == '}' {
@@ -292,18 +424,10 @@ func (r *reader) readSeq(open rune, start core.Pos) []*Form {
 			}
 			r.advance()
 			r.depth--
-			r.opens = r.opens[:len(r.opens)-1]
-			var items []*Form
-			if n := len(r.scratch) - base; n > 0 {
-				items = make([]*Form, n)
-				copy(items, r.scratch[base:])
-				clear(r.scratch[base:])
-				r.scratch = r.scratch[:base]
-			}
-			return items
+			return r.popItems(base)
 		}
 		if f := r.read(); f != nil {
-			r.scratch = append(r.scratch, f)
+			r.push(f)
 		}
 	}
 }
@@ -412,29 +536,29 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 func (r *reader) atom(tok string, pos core.Pos) *Form {
 	switch tok {
 	case "nil":
-		return &Form{Kind: FLit, Pos: pos, Val: nil}
+		return r.lit(FLit, pos, nil)
 	case "true":
-		return &Form{Kind: FLit, Pos: pos, Val: true}
+		return r.lit(FLit, pos, true)
 	case "false":
-		return &Form{Kind: FLit, Pos: pos, Val: false}
+		return r.lit(FLit, pos, false)
 	}
 	c := tok[0]
 	if isDigit(c) || ((c == '-' || c == '+') && len(tok) > 1 && isDigit(tok[1])) {
-		return &Form{Kind: FLit, Pos: pos, Val: r.number(tok, pos)}
+		return r.lit(FLit, pos, r.number(tok, pos))
 	}
 	if !isSymbolStart(rune(c)) && c < utf8.RuneSelf {
 		r.fail(pos, "", "invalid token: %s", tok)
 	}
 	if tok == "/" {
-		return &Form{Kind: FSym, Pos: pos, Name: "/"}
+		return r.sym(pos, "", "/")
 	}
 	if i := strings.IndexByte(tok, '/'); i > 0 && i < len(tok)-1 {
-		return &Form{Kind: FSym, Pos: pos, Ns: tok[:i], Name: tok[i+1:]}
+		return r.sym(pos, tok[:i], tok[i+1:])
 	}
 	if strings.HasPrefix(tok, "/") || strings.HasSuffix(tok, "/") {
 		r.fail(pos, "", "invalid symbol: %s", tok)
 	}
-	return &Form{Kind: FSym, Pos: pos, Name: tok}
+	return r.sym(pos, "", tok)
 }
 
 func isSymbolStart(c rune) bool {
