@@ -326,9 +326,12 @@ func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
 		return fail(perr.(*core.Error))
 	}
 	h.Tools, h.Keywords = opts.Tools, p.keywords
-	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}, PlainLoops: opts.plainLoops}
-	for k := range opts.Memory {
-		c.MemNames[k] = true
+	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), PlainLoops: opts.plainLoops}
+	if len(opts.Memory) > 0 {
+		c.MemNames = make(map[string]bool, len(opts.Memory))
+		for k := range opts.Memory {
+			c.MemNames[k] = true
+		}
 	}
 	body, nslots, cerr := c.SafeCompile(forms)
 	if cerr != nil {

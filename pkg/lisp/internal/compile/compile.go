@@ -10,8 +10,12 @@ import (
 
 // compileProgram compiles top-level forms as one do block.
 func (c *Compiler) compileProgram(forms []*syntax.Form) (body core.Node, nslots int) {
-	c.sc = &scope{}
+	c.top = scope{}
+	c.sc = &c.top
 	c.collectDefs(forms)
+	if len(forms) == 1 {
+		return c.compile(forms[0], false), c.sc.nslots
+	}
 	nodes := make([]core.Node, len(forms))
 	for i, f := range forms {
 		nodes[i] = c.compile(f, false)
@@ -44,6 +48,9 @@ func (c *Compiler) collectDefs(forms []*syntax.Form) {
 			switch f.Items[0].Name {
 			case "def", "defn", "defn-", "defonce":
 				if f.Items[1].Kind == syntax.FSym && f.Items[1].Ns == "" {
+					if c.MemNames == nil {
+						c.MemNames = map[string]bool{}
+					}
 					c.MemNames[f.Items[1].Name] = true
 				}
 			}

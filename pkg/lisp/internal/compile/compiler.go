@@ -96,12 +96,15 @@ type Compiler struct {
 
 	IndexLoops  int  // index loops compiled also as walks (opt_indexloop.go)
 	inIndexLoop bool // compiling an index loop's two versions
-	MemNames    map[string]bool
-	ToolsUsed   []string // tool names the program calls, resolved
-	sc          *scope
-	lastProto   *core.FnProto
-	gensym      int
-	walk        *walkAlias // the walk loop being compiled (opt_walkloop.go)
+	// MemNames are the names memory holds when the program runs (nil for
+	// none); the compile adds the names the program defs
+	MemNames  map[string]bool
+	ToolsUsed []string // tool names the program calls, resolved
+	sc        *scope
+	top       scope // the program's top-level scope
+	lastProto *core.FnProto
+	gensym    int
+	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
 	// PlainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool
