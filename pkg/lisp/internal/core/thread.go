@@ -16,7 +16,11 @@ const CheckEvery = 1024
 // branches get child threads. Builtins receive the Thread and use its
 // methods to call functions, charge the budgets and raise errors.
 type Thread struct {
-	Ctx       context.Context
+	Ctx context.Context
+	// Deadline ends the run (zero: none). It is compared with the
+	// monotonic clock; its wall clock reading may be off by steps of the
+	// system clock (the run's start may be read on the monotonic clock
+	// alone), so DeadlineCtx converts it before handing it on.
 	Deadline  time.Time
 	TimeoutMs int64
 	Steps     int64
@@ -80,7 +84,12 @@ func (th *Thread) DeadlineCtx() context.Context {
 		if th.Deadline.IsZero() {
 			th.toolCtx = ctx
 		} else {
-			th.toolCtx, th.ToolCancel = context.WithDeadline(ctx, th.Deadline)
+			// the deadline as the wall clock reads it now: Deadline
+			// may count from an instant read on the monotonic clock
+			// alone (see Thread.Deadline)
+			d := time.Now()
+			d = d.Add(th.Deadline.Sub(d))
+			th.toolCtx, th.ToolCancel = context.WithDeadline(ctx, d)
 		}
 	}
 	return th.toolCtx
