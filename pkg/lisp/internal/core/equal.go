@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"strings"
 )
 
 // hashSeed and intKeys are chosen at random once, at package
@@ -60,7 +59,7 @@ type hashState struct {
 
 func (st *hashState) hash(v Value) uint32 {
 	if h, ok := v.(HostMap); ok {
-		return st.hashHost(h.Src())
+		return keyed(h).hashIn(st)
 	}
 	switch v.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -79,21 +78,6 @@ func (st *hashState) hash(v Value) uint32 {
 		return st.hashComposite(v)
 	}
 	return st.hashComposite(v)
-}
-
-// hashHost hashes a host map as its interpreter form hashes (the sum of
-// its entries' hashes does not depend on their order), reading it in
-// place.
-func (st *hashState) hashHost(src map[string]any) uint32 {
-	var h uint32
-	for k, x := range src {
-		if m, ok := x.(map[string]any); ok { // a nested record, read in place
-			h += hashString(k)*31 ^ st.hashHost(m)
-			continue
-		}
-		h += hashString(k)*31 ^ st.hash(viewValue(k, x))
-	}
-	return h ^ 0xabcdef
 }
 
 func (st *hashState) hashComposite(v Value) uint32 {
@@ -122,18 +106,6 @@ func (st *hashState) hashComposite(v Value) uint32 {
 			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
-	case *Map:
-		var h uint32
-		for _, e := range x.Entries() {
-			h += st.hash(e.Key)*31 ^ st.hash(e.Val)
-		}
-		return h ^ 0xabcdef
-	case *Set:
-		var h uint32
-		for _, e := range x.M.Entries() {
-			h += st.hash(e.Key)
-		}
-		return h ^ 0xfedcba
 	case *Var:
 		return hashString(x.Name) ^ 0x77
 	case *Regex:
@@ -145,8 +117,22 @@ func (st *hashState) hashComposite(v Value) uint32 {
 			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
+	case keyed:
+		return x.hashIn(st)
 	}
 	return 0x31415
+}
+
+// keyed is implemented by the values that compare and hash by their
+// entries, read through the layers above equality: maps and sets
+// (mapeq.go) and host records (hosteq.go). A map's lookup needs Equal for
+// keys that are collections, so equality reaches maps through the values'
+// own methods.
+type keyed interface {
+	// equalTo reports whether the value equals b (under st's memo).
+	equalTo(st *eqState, b Value) bool
+	// hashIn hashes the value consistently with equalTo.
+	hashIn(st *hashState) uint32
 }
 
 // Equal reports PTC-Lisp equality (=): structural, numbers by value across
@@ -166,10 +152,10 @@ type eqState struct {
 func (st *eqState) equal(a, b Value) bool {
 	// a host record compares as its view would, read in place
 	if x, ok := a.(HostMap); ok {
-		return st.equalHost(x.Src(), b)
+		return keyed(x).equalTo(st, b)
 	}
 	if y, ok := b.(HostMap); ok {
-		return st.equalHost(y.Src(), a)
+		return keyed(y).equalTo(st, a)
 	}
 	switch a.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -190,69 +176,6 @@ func (st *eqState) equal(a, b Value) bool {
 		}
 	}
 	return st.equalComposite(a, b)
-}
-
-// equalHost reports whether host map src equals b (= is symmetric): b is
-// a map with the same number of entries, each key of src stored in b as
-// the same string (a keyword key is not equal to a string key) and each
-// value equal.
-func (st *eqState) equalHost(src map[string]any, b Value) bool {
-	var y *Map
-	switch m := b.(type) {
-	case HostMap:
-		return st.equalSrcs(src, m.Src())
-	case *Map:
-		y = m
-	default:
-		return false
-	}
-	if len(src) != y.Len() {
-		return false
-	}
-	if y.Src != nil && mapIdentity(y.Src) == mapIdentity(src) {
-		return true
-	}
-	for k, x := range src {
-		sk, ok := y.LookupKey(k)
-		if s, isStr := sk.(string); !ok || !isStr || s != k {
-			return false
-		}
-		yv, _ := y.Get(sk)
-		if !st.equalHostEntry(k, x, yv) {
-			return false
-		}
-	}
-	return true
-}
-
-// equalHostEntry reports whether the host map entry k: x equals yv, a
-// nested record read in place.
-func (st *eqState) equalHostEntry(k string, x any, yv Value) bool {
-	if m, ok := x.(map[string]any); ok {
-		return st.equalHost(m, yv)
-	}
-	return st.equal(viewValue(k, x), yv)
-}
-
-// equalSrcs is equalHost of two host maps, both read in place (as the
-// view of ys would read it, without making one).
-func (st *eqState) equalSrcs(src, ys map[string]any) bool {
-	if len(src) != len(ys) {
-		return false
-	}
-	if mapIdentity(ys) == mapIdentity(src) {
-		return true
-	}
-	for k, x := range src {
-		y, ok := ys[k]
-		if !ok {
-			return false
-		}
-		if !st.equalHostEntry(k, x, viewValue(k, y)) {
-			return false
-		}
-	}
-	return true
 }
 
 func (st *eqState) equalComposite(a, b Value) bool {
@@ -304,42 +227,6 @@ func (st *eqState) equalComposite(a, b Value) bool {
 			return done && st.equal(x, &Vector{Slots: items})
 		}
 		return false
-	case *Map:
-		y, ok := b.(*Map)
-		if !ok {
-			return false
-		}
-		if x == y || sameView(x, y) {
-			return true
-		}
-		if x.Len() != y.Len() {
-			return false
-		}
-		for _, e := range x.Entries() {
-			k, ok := y.LookupKey(e.Key)
-			if !ok || !st.equal(k, e.Key) {
-				return false
-			}
-			v, _ := y.Get(k)
-			if !st.equal(v, e.Val) {
-				return false
-			}
-		}
-		return true
-	case *Set:
-		y, ok := b.(*Set)
-		if !ok {
-			return false
-		}
-		if x.Len() != y.Len() {
-			return false
-		}
-		for _, e := range x.M.Entries() {
-			if !y.Has(e.Key) {
-				return false
-			}
-		}
-		return true
 	case *LazySeq:
 		switch y := b.(type) {
 		case *Vector:
@@ -358,50 +245,11 @@ func (st *eqState) equalComposite(a, b Value) bool {
 	case *Reduced:
 		y, ok := b.(*Reduced)
 		return ok && st.equal(x.Val, y.Val)
+	case keyed:
+		return x.equalTo(st, b)
 	}
 	return a == b
 }
-
-// orderRank groups values for map/set key order.
-func orderRank(v Value) int {
-	switch v.(type) {
-	case int64, float64:
-		return 0
-	case *Keyword:
-		return 1
-	case string:
-		return 2
-	}
-	return 3
-}
-
-// keyOrder is the total order of map keys and set members: numbers by
-// value, then keywords by name, then strings, then other values by printed
-// form (orderText).
-func keyOrder(a, b Value) int {
-	ra, rb := orderRank(a), orderRank(b)
-	if ra != rb {
-		return ra - rb
-	}
-	switch ra {
-	case 0:
-		return NumCmp(a, b)
-	case 1:
-		return strings.Compare(a.(*Keyword).Name, b.(*Keyword).Name)
-	case 2:
-		return strings.Compare(a.(string), b.(string))
-	}
-	if Equal(a, b) {
-		return 0
-	}
-	return strings.Compare(orderText(a), orderText(b))
-}
-
-// orderText is the printed form that orders a key of no other kind
-// (vector, map, set...), cut after 64 KiB: a key that shares structure
-// (a vector holding a map twice, nested) may print exponentially long,
-// and its order must not cost more than a bounded print.
-func orderText(v Value) string { return Sprint(v, PrintOptions{MaxLen: 64 << 10}) }
 
 // NumCmp compares two numbers (int64 or float64); NaN sorts first.
 func NumCmp(a, b Value) int {

@@ -1467,3 +1467,44 @@ func GetPath(m Value, field Value) Value {
 	}
 	return GetKey(m, field, nil)
 }
+
+// orderRank groups values for map/set key order.
+func orderRank(v Value) int {
+	switch v.(type) {
+	case int64, float64:
+		return 0
+	case *Keyword:
+		return 1
+	case string:
+		return 2
+	}
+	return 3
+}
+
+// keyOrder is the total order of map keys and set members: numbers by
+// value, then keywords by name, then strings, then other values by printed
+// form (orderText).
+func keyOrder(a, b Value) int {
+	ra, rb := orderRank(a), orderRank(b)
+	if ra != rb {
+		return ra - rb
+	}
+	switch ra {
+	case 0:
+		return NumCmp(a, b)
+	case 1:
+		return strings.Compare(a.(*Keyword).Name, b.(*Keyword).Name)
+	case 2:
+		return strings.Compare(a.(string), b.(string))
+	}
+	if Equal(a, b) {
+		return 0
+	}
+	return strings.Compare(orderText(a), orderText(b))
+}
+
+// orderText is the printed form that orders a key of no other kind
+// (vector, map, set...), cut after 64 KiB: a key that shares structure
+// (a vector holding a map twice, nested) may print exponentially long,
+// and its order must not cost more than a bounded print.
+func orderText(v Value) string { return Sprint(v, PrintOptions{MaxLen: 64 << 10}) }

@@ -169,10 +169,15 @@ func (p *printer) print(v Value) {
 			p.b.WriteString("...]")
 		}
 	case *Set:
-		p.seq("#{", "}", x.Items(), x.Len())
+		es := entriesOf(x.M)
+		keys := make([]Value, len(es))
+		for i, e := range es {
+			keys[i] = e.Key
+		}
+		p.seq("#{", "}", keys, x.Len())
 	case *Map:
 		p.b.WriteByte('{')
-		for i, e := range x.Entries() {
+		for i, e := range entriesOf(x) {
 			if p.opts.MaxItems > 0 && i >= p.opts.MaxItems {
 				p.b.WriteString(" ...")
 				break
@@ -211,6 +216,17 @@ func (p *printer) print(v Value) {
 		p.b.WriteString("#<unknown>")
 	}
 }
+
+// sortedMap is a map as printing reads it: its entries in key order.
+// The order of keys that are collections is their printed form, and a
+// host record's entries are made on first need, so maps sit in the layers
+// above printing and printing reads them through this interface.
+type sortedMap interface {
+	Entries() []MapEntry
+}
+
+// entriesOf returns m's entries in key order.
+func entriesOf(m sortedMap) []MapEntry { return m.Entries() }
 
 func isFirewalled(k Value) bool {
 	switch x := k.(type) {
