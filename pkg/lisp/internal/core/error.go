@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// Positions in a program's source and the interpreter's errors: the
+// bottom of the package, which every other file may use.
+
 // Pos is a position in a program's source: 1-based line and column
 // (columns count runes), and the 0-based byte offset. The zero Pos means
 // "no position".
@@ -201,3 +204,18 @@ func Snippet(src string, pos Pos) string {
 func Errorf(kind Kind, pos Pos, format string, args ...any) *Error {
 	return &Error{Kind: kind, Pos: pos, Msg: fmt.Sprintf(format, args...)}
 }
+
+// HostDataError is a value in host data that the interpreter cannot
+// represent, found when a program read it (see FromGo).
+type HostDataError struct {
+	Key string // the map key the value was read under
+	Err error  // what the conversion reported, naming the Go type
+}
+
+// Error names the path and the Go type the host data holds there.
+func (e *HostDataError) Error() string {
+	return fmt.Sprintf("host data: value of %q: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the conversion error.
+func (e *HostDataError) Unwrap() error { return e.Err }

@@ -14,6 +14,3 @@ type FieldHint struct{}
 func slotHit(map[string]any, string, *FieldHint) (any, bool) { return nil, false }
 
 func slotScan(map[string]any, string, *FieldHint) (any, bool, bool) { return nil, false, false }
-
-// prefetch does nothing: see prefetch.go for the build that prefetches.
-func (s ItemsOf) prefetch(int) {}

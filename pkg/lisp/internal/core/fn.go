@@ -7,16 +7,8 @@ import (
 	"strings"
 )
 
-// Node is a compiled expression: it evaluates in a frame.
-type Node func(fr *Frame) Value
-
-// Frame is the activation of a compiled function (or of the top level).
-type Frame struct {
-	Th    *Thread
-	Slots []Value
-	Caps  []Value
-	Self  *Closure
-}
+// Function values: a closure's arities, how its arguments bind to its
+// parameters, and recur.
 
 // RecurMark is the type of RecurSentinel.
 type RecurMark struct{}
@@ -24,36 +16,6 @@ type RecurMark struct{}
 // RecurSentinel is returned (not panicked) by a recur node; recur is only
 // allowed in tail position, so it flows straight back to its loop or fn.
 var RecurSentinel Value = &RecurMark{}
-
-// Binder stores a value into a pattern's slots.
-type Binder func(fr *Frame, v Value)
-
-// FnProto is a compiled fn form: its arities, name and captures, shared
-// by every closure made from it.
-type FnProto struct {
-	// LinearAcc: the first param is used only as the map argument of
-	// assoc/update/dissoc in tail position (or returned), so reduce may
-	// pass a transient map (see Map.edit).
-	LinearAcc bool
-	Name      string
-	Arities   []*Arity
-	// direct[n] is the arity taking exactly n args when its params are
-	// plain symbols (callers then write args straight into its slots).
-	Direct     [3]*Arity
-	ParamNames []string
-	CapRefs    []CapRef
-}
-
-// Arity is one arity of a function: its parameters, their binders and
-// its compiled body.
-type Arity struct {
-	Nfixed   int
-	Variadic bool
-	Nslots   int
-	Body     Node
-	Params   []Binder // nfixed binders, plus the rest binder when variadic
-	Simple   bool     // params are plain symbols in slots 0..n
-}
 
 func (p *FnProto) pick(n int) *Arity {
 	for _, a := range p.Arities {
@@ -137,9 +99,5 @@ func restVector(th *Thread, rest []Value) Value {
 	return &Vector{Slots: slices.Clone(rest)}
 }
 
-// CapRef says where a closure's capture comes from when the closure is
-// made: a local slot, a capture of the enclosing function, or itself.
-type CapRef struct {
-	Kind int
-	Idx  int
-}
+// Name returns the closure's name (empty for anonymous fns).
+func (c *Closure) Name() string { return c.Proto.Name }

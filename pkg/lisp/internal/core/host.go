@@ -2,17 +2,19 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
+
+// The host a run serves: its tools, their results (WireResult), the
+// context inputs and the keywords a run interns. Calling a tool from a
+// program is tool.go.
 
 // Tool is a host capability callable from a program: a local Go func, an
 // LLM tool, a sub-agent or a remote (NATS) tool. Call receives the run's
@@ -48,13 +50,6 @@ func CallPos(ctx context.Context) (pos Pos, ok bool) {
 
 // Tools maps tool names to tools. A nil Tools has no tools.
 type Tools map[string]Tool
-
-// signal is panicked by return/fail and recovered at the run's edge.
-type ReturnSignal struct {
-	Ret bool
-	Val Value
-	Pos Pos
-}
 
 // Host is the per-run shared state: tools, ctx inputs, keyword interning,
 // tool call records. It is shared with pmap branches (mu guards calls).
@@ -133,53 +128,6 @@ func (h *Host) ResolveTool(name string) (string, bool) {
 	return "", false
 }
 
-// CtxGet reads ctx/key with flex lookup, falling back to memory.
-func (h *Host) CtxGet(th *Thread, key string) Value {
-	if v, ok := h.ctxView(key); ok {
-		return v
-	}
-	if v, ok := th.Mem[key]; ok {
-		return v
-	}
-	return nil
-}
-
-// ctxView reads ctx/key from a view of the host's context: a collection
-// is converted (to a view) on its first read and kept for the run.
-func (h *Host) ctxView(key string) (Value, bool) {
-	x, ok := h.Ctx[key]
-	if !ok {
-		return nil, false
-	}
-	switch x.(type) {
-	case nil, bool, int64, float64, string:
-		return x, true
-	}
-	h.ctxMu.Lock()
-	defer h.ctxMu.Unlock()
-	for i := range h.ctxSmall {
-		e := &h.ctxSmall[i]
-		if e.v == nil {
-			// the first free entry: the key was not read before
-			v := viewValue(key, x)
-			e.key, e.v = key, v
-			return v, true
-		}
-		if e.key == key {
-			return e.v, true
-		}
-	}
-	if v, ok := h.ctxVals[key]; ok {
-		return v, true
-	}
-	v := viewValue(key, x)
-	if h.ctxVals == nil {
-		h.ctxVals = map[string]Value{}
-	}
-	h.ctxVals[key] = v
-	return v, true
-}
-
 // CtxRecords returns the host records the context holds at key as a
 // []map[string]any, to be read one by one in place: the items of the
 // vector view a read of ctx/key gives (ItemsOf), without making the view,
@@ -202,132 +150,10 @@ type ctxEntry struct {
 	v   Value
 }
 
-// CallToolArgs calls a tool with the program's argument forms: none, one
-// map (or nil), or keyword/value pairs.
-func (h *Host) CallToolArgs(th *Thread, name string, args []Value) Value {
-	switch name {
-	case "return", "fail":
-		var v Value
-		if len(args) > 0 {
-			v = args[0]
-		}
-		panic(&ReturnSignal{Ret: name == "return", Val: v, Pos: th.CallPos})
-	}
-	var m *Map
-	switch {
-	case len(args) == 0:
-	case len(args) == 1:
-		switch a := args[0].(type) {
-		case nil:
-		case *Map:
-			m = a
-		case HostMap:
-			m = a.view()
-		default:
-			th.RaiseHint(KindToolArgs, fmt.Sprintf("(tool/%s {:key value})", name), "tool calls take named arguments: (tool/%s {:key value}), got %s", name, ErrorPreview(a))
-		}
-	default:
-		if len(args)%2 != 0 {
-			th.Raise(KindToolArgs, "tool calls take named arguments: (tool/%s :key value ...), got %d args", name, len(args))
-		}
-		b := NewMapBuilder(len(args) / 2)
-		for i := 0; i < len(args); i += 2 {
-			switch args[i].(type) {
-			case *Keyword, string:
-			default:
-				th.Raise(KindToolArgs, "tool calls take named arguments: (tool/%s :key value ...), got key %s", name, ErrorPreview(args[i]))
-			}
-			b.SetExactLast(args[i], args[i+1])
-		}
-		m = b.Build()
-	}
-	return h.CallTool(th, name, m)
-}
-
-// CallTool calls the named tool (already resolved) and records the call.
-func (h *Host) CallTool(th *Thread, name string, args *Map) (result Value) {
-	th.Tick()
-	tool := h.Tools[name]
-	goArgs := map[string]any{}
-	if args != nil {
-		th.RealiseDeep(args)
-		goArgs = ToGo(args).(map[string]any)
-	}
-	h.mu.Lock()
-	h.nCalls++
-	if h.MaxCalls > 0 && h.nCalls > h.MaxCalls {
-		h.mu.Unlock()
-		th.Raise(KindTool, "tool call limit exceeded (%d calls)", h.MaxCalls)
-	}
-	h.mu.Unlock()
-	// the record is kept whatever the call gives: it is charged first
-	th.holdToolMemory(name, toolCallBytes+goDataBytes(goArgs), true)
-	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
-	ctx := th.DeadlineCtx()
-	if th.CallPos.IsValid() {
-		ctx = context.WithValue(ctx, callPosKey{}, th.CallPos)
-	}
-	out, err := safeToolCall(ctx, tool, goArgs)
-	rec.Duration = time.Since(rec.StartedAt)
-	if err == nil {
-		if w, ok := out.(*WireResult); ok {
-			// a result decoded with the run's meter is charged already
-			th.holdToolMemory(name, w.size, w.meter != h.Meter || h.Meter == nil)
-		}
-		result, err = FromGo(out)
-		if err != nil {
-			err = fmt.Errorf("bad result: %w", err)
-		}
-	}
-	if err != nil {
-		rec.Error = err.Error()
-	} else {
-		rec.Result = out
-	}
-	h.mu.Lock()
-	h.Calls = append(h.Calls, rec)
-	h.mu.Unlock()
-	if err != nil {
-		if ctxErr := th.DeadlineCtx().Err(); ctxErr != nil {
-			th.RaiseCtx(ctxErr)
-		}
-		var le *Error
-		if errors.As(err, &le) && le.Kind == KindMemory {
-			// the result did not fit the mission's memory: the run's
-			// memory_limit, not the tool's failure
-			panic(&Error{Kind: KindMemory, Pos: th.CallPos, Op: name, Msg: le.Msg, Hint: le.Hint, Err: err})
-		}
-		panic(&Error{Kind: KindTool, Pos: th.CallPos, Op: name, Msg: fmt.Sprintf("tool '%s' failed: %s", name, err.Error()), Err: err})
-	}
-	return result
-}
-
 // toolCallBytes is the charge for the record of one tool call (its
 // messages.ToolCall in the run's calls and in the caller's trace, and the
 // slots that hold it), before its arguments and result.
 const toolCallBytes = 512
-
-// holdToolMemory adds n bytes the run holds from a tool call (its record
-// or its result) to the memory the program holds, for good (nothing gives
-// them back: the record keeps them), and, when charge is set, to the run's
-// meter first. Either limit stops the run with memory_limit.
-func (th *Thread) holdToolMemory(op string, n int64, charge bool) {
-	th.DeadlineCtx() // the run's meter, made on first need
-	if charge {
-		if err := th.Host.Meter.Charge(n); err != nil {
-			var le *Error
-			if errors.As(err, &le) {
-				panic(&Error{Kind: KindMemory, Pos: th.CallPos, Op: op, Msg: le.Msg, Hint: le.Hint})
-			}
-			panic(err)
-		}
-	}
-	th.Alloc += n
-	th.keep()
-	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
-		th.MemLimit()
-	}
-}
 
 func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, err error) {
 	defer func() {
@@ -336,28 +162,6 @@ func safeToolCall(ctx context.Context, t Tool, args map[string]any) (out any, er
 		}
 	}()
 	return t.Call(ctx, args)
-}
-
-// SetMem writes memory (def, memory/put).
-func (th *Thread) SetMem(name string, v Value) {
-	if th.Mem == nil {
-		th.Mem = map[string]Value{}
-	}
-	th.Mem[name] = v
-	th.keep()
-}
-
-// fork makes a child thread for a pmap/pcalls branch: own stack and
-// counters, a snapshot of memory, shared host.
-func (th *Thread) fork(ctx context.Context) *Thread {
-	child := &Thread{
-		Ctx: ctx, Deadline: th.Deadline, TimeoutMs: th.TimeoutMs,
-		MaxSteps: th.MaxSteps, MaxMem: th.MaxMem, MaxDepth: th.MaxDepth, MaxLoops: th.MaxLoops,
-		Host: th.Host, Mem: maps.Clone(th.Mem), child: true, CallPos: th.CallPos,
-		NextCheck: CheckEvery,
-	}
-	child.Depth = th.Depth
-	return child
 }
 
 // SortedKeys returns m's keys in order.
@@ -378,3 +182,32 @@ type HostFuncs map[string]HostFunc
 // which fails the call as a tool error naming the builtin. It may be
 // called from several goroutines at once (pmap).
 type HostFunc func(ctx context.Context, args []any) (any, error)
+
+// WireResult is a tool result kept as the bytes it arrived in (msgpack
+// from NATS; JSON from HTTP, MCP, a JSON tool service or a typed Go
+// tool), decoded once, in one pass, into interpreter values by
+// NewWireResult. A Tool returns it to hand a run its result with no Go
+// data in between: the run (and FromGo) uses Value; a trace, journal or
+// event that records the result keeps it as it is, and encoding it as
+// msgpack writes the msgpack bytes unchanged. Go data is made only for a
+// consumer that asks for it (Plain: JSON rendering, a text-mode model,
+// masking a result that holds a firewalled key), once; signature
+// validation reads the values in place (View).
+type WireResult struct {
+	ContentType string
+	data        []byte
+	Decoded     Value
+
+	plainOnce sync.Once
+	plain     any
+	fwOnce    sync.Once
+	fw        bool
+
+	// size is what the result holds (Size); meter is the meter it was
+	// charged to while it was decoded (nil: none).
+	size  int64
+	meter *Meter
+	// ref names the object a large result was streamed from
+	// (NewWireResultFrom); data is nil then.
+	ref *messages.ObjectRef
+}

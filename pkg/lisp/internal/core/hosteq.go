@@ -1,5 +1,8 @@
 package core
 
+// Equality and hashing of host records, read in place as their views
+// would read them.
+
 // equalTo is equality of a host record and b, read in place (equalHost).
 func (h HostMap) equalTo(st *eqState, b Value) bool { return st.equalHost(h.Src(), b) }
 

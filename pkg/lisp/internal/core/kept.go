@@ -6,32 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// Kept is host data a run kept unchanged (a tool result decoded from its
-// wire bytes, or Go data FromGo had to convert) as ShareToGo hands it out
-// in Step.Memory: the interpreter value itself, not a copy. It stands for
-// its Go form (what ToGo gives) everywhere that form goes: encoded as
-// msgpack (EncodeMsgpack) or JSON (MarshalJSON) it writes exactly the
-// bytes its Go form would; masked (messages.MaskFirewalled) it is its Go
-// form masked; given back to a run (Options.Memory, Options.Context, a
-// tool's result, FromGo) it is the same interpreter value again, so a
-// value kept across turns is never converted. Go returns the Go form,
-// built on the first call.
-type Kept struct {
-	v Value
-
-	once  sync.Once
-	plain any
-	// fw caches whether v holds a firewalled key (MaskFirewalled)
-	fwOnce sync.Once
-	fw     bool
-}
+// Kept values (see Kept): their Go and JSON/msgpack forms.
 
 // Value returns the interpreter value.
 func (k *Kept) Value() Value { return k.v }

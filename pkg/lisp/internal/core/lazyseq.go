@@ -2,34 +2,7 @@ package core
 
 import (
 	"math"
-	"sync"
 )
-
-// LazySeq is a possibly infinite sequence realised on demand. gen returns
-// the next item, or ok=false at the end. Realised items are cached, so a
-// LazySeq is a value: every reader sees the same items. Concurrent
-// realisation (pmap branches sharing a seq) is serialised by a mutex.
-//
-// A pure sequence (range, (repeat x), cycle: its items are computed
-// without calling back into the program) has fill instead of gen and is
-// realised lazyChunk items at a time, so realising it costs a few
-// nanoseconds an item and a lock per chunk, not per item.
-type LazySeq struct {
-	mu    sync.Mutex
-	done  bool
-	items []Value
-	gen   func(th *Thread) (Value, bool)
-	// fill appends the next items to buf up to its capacity and returns
-	// it; fewer items than asked for means the sequence ended.
-	fill func(buf []Value) []Value
-	// Stream marks a sequence that only the call it was made for reads,
-	// once and in order (the compiler sets it: see streamArg): its items
-	// are not kept, so they are not charged to the memory limit. items
-	// then holds the current chunk (one item of a gen) and base the
-	// index of its first item.
-	Stream bool
-	base   int
-}
 
 // LazyChunk is how many items of a pure sequence are realised at once.
 const LazyChunk = 256

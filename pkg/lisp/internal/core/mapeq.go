@@ -1,5 +1,7 @@
 package core
 
+// Equality and hashing of maps and sets, by their entries.
+
 // equalTo is equality of a map and b: the same number of entries, each key
 // found in b (as an equal key) with an equal value.
 func (x *Map) equalTo(st *eqState, b Value) bool {

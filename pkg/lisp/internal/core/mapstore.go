@@ -24,19 +24,6 @@ import (
 // first and the other spelling second, and a write to an existing entry
 // keeps that entry's key.
 
-// hashStore holds a map's entries by key type.
-type hashStore struct {
-	ints map[int64]Value
-	strs map[string]Value // entries whose key is a string
-	kws  map[string]kwEnt // entries whose key is a keyword, by name
-}
-
-// kwEnt is an entry with a keyword key.
-type kwEnt struct {
-	k *Keyword
-	v Value
-}
-
 // storable reports whether key may be kept in a hashStore.
 func storable(key Value) bool {
 	switch key.(type) {
@@ -244,62 +231,11 @@ func (m *Map) Store() *hashStore {
 	return nil
 }
 
-// lazyForm is form for a map without its own shape or trie: a view, a
-// map kept in a hashStore, or a transient in a hashStore (which moves
-// its entries into a trie in place and stays a transient).
-func (m *Map) lazyForm() *Map {
-	if m.Edit != nil {
-		if m.Edit.Store != nil {
-			m.spill()
-		}
-		return m
-	}
-	c := m.Cache.Load()
-	if c != nil && c.Form != nil {
-		return c.Form
-	}
-	var f *Map
-	switch {
-	case m.Src != nil:
-		f = m.buildForm()
-	case c != nil && c.Store != nil:
-		f = &Map{Root: c.Store.trie(&EditToken{}), N: m.N}
-	default:
-		return m
-	}
-	if !m.Cache.CompareAndSwap(c, &MapCache{Form: f}) {
-		return m.Cache.Load().Form
-	}
-	return f
-}
-
 // spill moves a transient's entries from its hashStore into a trie owned
 // by its edit token.
 func (m *Map) spill() {
 	m.Root = m.Edit.Store.trie(m.Edit)
 	m.Edit.Store = nil
-}
-
-// storeLookup is Get and lookupKey on a map kept in a hashStore: the
-// stored key and value.
-func (m *Map) storeLookup(key Value) (Value, Value, bool) {
-	if s := m.Store(); s != nil && storable(key) {
-		return s.Get(key)
-	}
-	f := m.Form()
-	if f.Root == nil && f.Shape == nil {
-		return nil, nil, false // (no such map: every map has a form)
-	}
-	if f.Root == nil {
-		if i := f.findSmall(key); i >= 0 {
-			return f.Shape.Keys[i], f.Vals[i], true
-		}
-		return nil, nil, false
-	}
-	if e := f.Root.find(HashValue(key), key); e != nil {
-		return e.Key, e.Val, true
-	}
-	return nil, nil, false
 }
 
 // toStore moves a small transient's entries into a new hashStore when its

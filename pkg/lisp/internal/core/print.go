@@ -325,3 +325,38 @@ func FormatFloat(f float64, digits int) string {
 	e, _ := strconv.Atoi(exp)
 	return mant + "E" + strconv.Itoa(e)
 }
+
+// TypeName returns the name used in error messages for v's type.
+func TypeName(v Value) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case bool:
+		return "boolean"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case *Keyword:
+		return "keyword"
+	case *Vector:
+		return "vector"
+	case *Map, HostMap:
+		return "map"
+	case *Set:
+		return "set"
+	case *Closure, *Builtin:
+		return "function"
+	case *Regex:
+		return "regex"
+	case *LazySeq:
+		return "lazy sequence"
+	case *Var:
+		return "var"
+	case *Reduced:
+		return "reduced"
+	}
+	return "unknown"
+}

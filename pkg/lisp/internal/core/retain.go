@@ -40,101 +40,6 @@ func IsHostData(v Value) bool {
 	return false
 }
 
-// SlotBytes is the charge for one collection slot (an interface value).
-const SlotBytes = 16
-
-// VectorBytes is the charge for a vector's header (its slice, claim and
-// host flag: a 48-byte object), made by a vector literal or MakeVector.
-// conj charges none: the header it makes replaces the one it was given.
-const VectorBytes = 3 * SlotBytes
-
-// allocVector charges a new vector of n slots with its header.
-func (th *Thread) allocVector(n int) {
-	th.Alloc += int64(n)*SlotBytes + VectorBytes
-	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
-		th.MemLimit()
-	}
-}
-
-// AllocVectorAt is allocVector for a vector literal at pos: an error
-// points at the literal (evaluating one sets no position of its own).
-func (th *Thread) AllocVectorAt(n int, pos Pos) {
-	th.Alloc += int64(n)*SlotBytes + VectorBytes
-	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
-		th.CallPos = pos
-		th.MemLimit()
-	}
-}
-
-// slotString is the length up to which a string counts as part of the
-// slot that holds it: the sizer measures only longer strings.
-const slotString = 16
-
-// holdsNothing reports whether v can hold nothing the sizer measures (a
-// number, a short string, ...): such a value is never new memory.
-func holdsNothing(v Value) bool {
-	switch x := v.(type) {
-	case nil, bool, int64, float64, *Keyword:
-		return true
-	case string:
-		return len(x) <= slotString
-	}
-	return false
-}
-
-// ConjSlotBytes is the charge for a slot that conj appends: the slot and
-// the spare capacity of a backing array that grows by doubling.
-const ConjSlotBytes = 2 * SlotBytes
-
-// entryBytes is the charge for one entry of a small map or set (at most
-// smallMapMax entries: its value's slot, its key's share of the shape and
-// of the map's header).
-const entryBytes = 3 * SlotBytes
-
-// trieEntryBytes is the charge for one entry of a larger map or set (a
-// hash trie): its leaf (64 B), its slot in a node (16 B), its share of the
-// nodes and the boxes of numeric keys and values — 120–136 B an entry
-// measured on maps of 200k integers.
-const trieEntryBytes = 8 * SlotBytes
-
-// entryCharge is the charge for one entry of m.
-func entryCharge(m *Map) int64 {
-	if m.Shape == nil { // a trie, or a hashStore whose form is a trie
-		return trieEntryBytes
-	}
-	return entryBytes
-}
-
-// AllocMap charges a map or set of n entries about to be built at once
-// (a trie beyond smallMapMax entries).
-func (th *Thread) AllocMap(n int) {
-	c := int64(entryBytes)
-	if n > SmallMapMax {
-		c = trieEntryBytes
-	}
-	th.Alloc += int64(n) * c
-	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
-		th.MemLimit()
-	}
-}
-
-// AllocEntries charges n entries added to m (m is the map after they
-// were added, so the charge follows its representation).
-func (th *Thread) AllocEntries(m *Map, n int) {
-	th.Alloc += int64(n) * entryCharge(m)
-	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
-		th.MemLimit()
-	}
-}
-
-// keep marks everything charged so far as held (memory writes, prints,
-// lazy-seq caches): no credit goes below it.
-func (th *Thread) keep() {
-	if th.floor < th.Alloc {
-		th.floor = th.Alloc
-	}
-}
-
 // Credit ends a scope that started when th.alloc was mark, was given ins
 // and hands on outs.
 func (th *Thread) Credit(mark int64, ins []Value, outs ...Value) {
@@ -149,19 +54,6 @@ func (th *Thread) Credit(mark int64, ins []Value, outs ...Value) {
 		}
 	}
 	th.handOn(mark, s.size)
-}
-
-// handOn ends a scope that started when th.alloc was mark and hands on
-// size new bytes: the total becomes mark + size, never below the floor
-// and never above what it was.
-func (th *Thread) handOn(mark, size int64) {
-	n := mark + size
-	if n < th.floor {
-		n = th.floor
-	}
-	if n < th.Alloc {
-		th.Alloc = n
-	}
 }
 
 // credit2 is credit for a scope given at most two values.

@@ -18,13 +18,6 @@ import (
 // ordinary map or set. Like every map, an ordered one is immutable once
 // built, so pmap's workers may share it.
 
-// Ordering is a comparator-ordered collection's comparator.
-type Ordering struct {
-	cmp  Value  // the comparator, called through a Thread
-	name string // sorted-map-by or sorted-set-by, named by its errors
-	set  bool   // the collection is a set: members are exact keys
-}
-
 // OrdOf returns m's ordering and its entries in that order, in chunks;
 // nil for an ordinary map.
 func (m *Map) OrdOf() (*Ordering, [][]MapEntry) {
@@ -38,26 +31,10 @@ func (m *Map) OrdOf() (*Ordering, [][]MapEntry) {
 	return c.ord, c.chunks
 }
 
-// flatOrder returns the entries of c (m's cache, an ordered map's) in one
-// slice, made on first need and kept in m's cache.
-func (m *Map) flatOrder(c *MapCache) []MapEntry {
-	es := make([]MapEntry, 0, m.N)
-	for _, ch := range c.chunks {
-		es = append(es, ch...)
-	}
-	m.Cache.CompareAndSwap(c, &MapCache{sorted: es, ord: c.ord, chunks: c.chunks})
-	return es
-}
-
 // Compare returns o's comparator as a Go function calling it through th.
 func (o *Ordering) Compare(th *Thread) func(a, b Value) int {
 	return Comparator(th, o.name, o.cmp, 1)
 }
-
-// ordChunk is the size an ordered map's chunk splits in two beyond (at
-// twice it): an insert copies one chunk and the list of chunks, not
-// every entry.
-const ordChunk = 64
 
 // ordEdit is the order of an ordered map being updated: a copy of its
 // chunk list, each chunk copied on its first change.

@@ -3,10 +3,17 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"sync"
 	"time"
-	"unicode/utf8"
 )
+
+// The Thread runs one program: its limits (steps, depth, memory, time),
+// its errors and its allocations. A Thread calls builtins, whose signature
+// takes the Thread, and closures, whose frames hold it: those types refer to
+// one another, so they are declared here with the Thread. The calls
+// themselves are call.go, function values' arities fn.go.
 
 // CheckEvery is how many steps pass between ctx/deadline checks.
 const CheckEvery = 1024
@@ -66,6 +73,111 @@ type Thread struct {
 	// shapes interns the shapes of the wide maps AssocRecord builds and
 	// holds their slabs; nil until the first.
 	shapes *ShapeCache
+}
+
+// Frame is the activation of a compiled function (or of the top level).
+type Frame struct {
+	Th    *Thread
+	Slots []Value
+	Caps  []Value
+	Self  *Closure
+}
+
+// Node is a compiled expression: it evaluates in a frame.
+type Node func(fr *Frame) Value
+
+// Binder stores a value into a pattern's slots.
+type Binder func(fr *Frame, v Value)
+
+// FnProto is a compiled fn form: its arities, name and captures, shared
+// by every closure made from it.
+type FnProto struct {
+	// LinearAcc: the first param is used only as the map argument of
+	// assoc/update/dissoc in tail position (or returned), so reduce may
+	// pass a transient map (see Map.edit).
+	LinearAcc bool
+	Name      string
+	Arities   []*Arity
+	// direct[n] is the arity taking exactly n args when its params are
+	// plain symbols (callers then write args straight into its slots).
+	Direct     [3]*Arity
+	ParamNames []string
+	CapRefs    []CapRef
+}
+
+// Arity is one arity of a function: its parameters, their binders and
+// its compiled body.
+type Arity struct {
+	Nfixed   int
+	Variadic bool
+	Nslots   int
+	Body     Node
+	Params   []Binder // nfixed binders, plus the rest binder when variadic
+	Simple   bool     // params are plain symbols in slots 0..n
+}
+
+// CapRef says where a closure's capture comes from when the closure is
+// made: a local slot, a capture of the enclosing function, or itself.
+type CapRef struct {
+	Kind int
+	Idx  int
+}
+
+// Closure is a compiled function value with its captured variables.
+type Closure struct {
+	Proto *FnProto
+	Caps  []Value
+}
+
+// BuiltinFunc is the Go signature of a builtin. args must not be retained
+// or modified (it lives on the run's value stack). Errors are raised with
+// the Thread's error helpers (they panic and are recovered at the run's edge).
+type BuiltinFunc func(th *Thread, args []Value) Value
+
+// Builtin is a named Go function value.
+type Builtin struct {
+	Name string
+	// MinArgs and MaxArgs bound the argument count; MaxArgs < 0 means variadic.
+	MinArgs, MaxArgs int
+	Fn               BuiltinFunc
+	// ArityText overrides the arity message ("2 or 3"); empty: derived.
+	ArityText string
+	// fn1/fn2, when set, take one or two arguments directly (opt_fastcall.go).
+	Fn1 func(th *Thread, x Value) Value
+	Fn2 func(th *Thread, x, y Value) Value
+}
+
+// LazySeq is a possibly infinite sequence realised on demand. gen returns
+// the next item, or ok=false at the end. Realised items are cached, so a
+// LazySeq is a value: every reader sees the same items. Concurrent
+// realisation (pmap branches sharing a seq) is serialised by a mutex.
+//
+// A pure sequence (range, (repeat x), cycle: its items are computed
+// without calling back into the program) has fill instead of gen and is
+// realised lazyChunk items at a time, so realising it costs a few
+// nanoseconds an item and a lock per chunk, not per item.
+type LazySeq struct {
+	mu    sync.Mutex
+	done  bool
+	items []Value
+	gen   func(th *Thread) (Value, bool)
+	// fill appends the next items to buf up to its capacity and returns
+	// it; fewer items than asked for means the sequence ended.
+	fill func(buf []Value) []Value
+	// Stream marks a sequence that only the call it was made for reads,
+	// once and in order (the compiler sets it: see streamArg): its items
+	// are not kept, so they are not charged to the memory limit. items
+	// then holds the current chunk (one item of a gen) and base the
+	// index of its first item.
+	Stream bool
+	base   int
+}
+
+// signal is panicked by return/fail and recovered at the run's edge.
+type ReturnSignal struct {
+	Ret bool
+	Val Value
+	Pos Pos
 }
 
 // DeadlineCtx returns the run's context bounded by the run's deadline,
@@ -216,36 +328,9 @@ func (th *Thread) RaiseHint(kind Kind, hint, format string, args ...any) {
 	panic(&Error{Kind: kind, Pos: th.CallPos, Msg: fmt.Sprintf(format, args...), Hint: hint})
 }
 
-// TypeError raises "fn: expected want, got <preview> (arg n)"; argN is
-// 1-based, 0 omits the arg note.
-func (th *Thread) TypeError(fn, want string, got Value, argN int) {
-	msg := fmt.Sprintf("%s: expected %s, got %s", fn, want, ErrorPreview(got))
-	if argN > 0 {
-		msg += fmt.Sprintf(" (arg %d)", argN)
-	}
-	panic(&Error{Kind: KindType, Pos: th.CallPos, Msg: msg})
-}
-
 // ArityError raises "name expects want args, got n".
 func (th *Thread) ArityError(name, want string, got int) {
 	panic(&Error{Kind: KindArity, Pos: th.CallPos, Msg: fmt.Sprintf("%s expects %s, got %d", name, want, got)})
-}
-
-// preview renders a value for an error message: the type for nil-like
-// values, else a pr-str preview of at most 80 chars.
-func ErrorPreview(v Value) string {
-	if v == nil {
-		return "nil"
-	}
-	s := Sprint(v, PrintOptions{MaxItems: 10, MaxString: 60, MaxLen: 100})
-	if utf8.RuneCountInString(s) > 80 {
-		s = string([]rune(s)[:77]) + "..."
-	}
-	switch v.(type) {
-	case *Vector, *Map, HostMap, *Set, string, *Keyword, *LazySeq:
-		return TypeName(v) + " " + s
-	}
-	return s
 }
 
 // ArgsText is "1 arg" or "n args".
@@ -272,11 +357,6 @@ func (b *Builtin) ArityDesc() string {
 	return fmt.Sprintf("%d to %d args", b.MinArgs, b.MaxArgs)
 }
 
-// Call calls any callable value with args (args is not retained).
-func (th *Thread) Call(f Value, args ...Value) Value {
-	return th.withArgs(func(th *Thread, a []Value) Value { return th.CallArgs(f, a) }, args...)
-}
-
 // withArgs copies args onto the value stack, calls fn with them there
 // and pops them (args is not retained).
 func (th *Thread) withArgs(fn BuiltinFunc, args ...Value) Value {
@@ -291,134 +371,6 @@ func (th *Thread) withArgs(fn BuiltinFunc, args ...Value) Value {
 	return v
 }
 
-// Call1 calls f with one argument without allocating.
-func (th *Thread) Call1(f Value, x Value) Value {
-	if c, ok := f.(*Closure); ok {
-		if v, ok := th.call1Closure(c, x); ok {
-			return v
-		}
-	}
-	if b, ok := f.(*Builtin); ok && b.MinArgs <= 1 && (b.MaxArgs < 0 || b.MaxArgs >= 1) {
-		th.Tick()
-		if b.Fn1 != nil {
-			return b.Fn1(th, x)
-		}
-		return SlowCall1(th, b, x)
-	}
-	if k, ok := f.(*Keyword); ok {
-		th.Tick()
-		return KwGet(x, k)
-	}
-	return th.Call(f, x)
-}
-
-// Call2 calls f with two arguments without allocating.
-func (th *Thread) Call2(f Value, x, y Value) Value {
-	switch c := f.(type) {
-	case *Closure:
-		if v, ok := th.call2Closure(c, x, y); ok {
-			return v
-		}
-	case *Builtin:
-		if c.Fn2 != nil {
-			th.Tick()
-			return c.Fn2(th, x, y)
-		}
-	}
-	return th.Call(f, x, y)
-}
-
-// call dispatches on the callable's type. args lives on the value stack.
-func (th *Thread) CallArgs(f Value, args []Value) Value {
-	th.Tick()
-	switch fn := f.(type) {
-	case *Closure:
-		return th.callClosure(fn, args)
-	case *Builtin:
-		if len(args) < fn.MinArgs || (fn.MaxArgs >= 0 && len(args) > fn.MaxArgs) {
-			th.ArityError(fn.Name, fn.ArityDesc(), len(args))
-		}
-		return fn.Fn(th, args)
-	case *Keyword:
-		switch len(args) {
-		case 1:
-			return GetKey(args[0], fn, nil)
-		case 2:
-			return GetKey(args[0], fn, args[1])
-		}
-		th.ArityError(":"+fn.Name, "1 or 2 args", len(args))
-	case HostMap:
-		switch len(args) {
-		case 1:
-			v, _ := fn.Get(args[0])
-			return v
-		case 2:
-			if v, ok := fn.Get(args[0]); ok {
-				return v
-			}
-			return args[1]
-		}
-		th.ArityError("a map", "1 or 2 args", len(args))
-	case *Map:
-		switch len(args) {
-		case 1:
-			v, _ := fn.Get(args[0])
-			return v
-		case 2:
-			if v, ok := fn.Get(args[0]); ok {
-				return v
-			}
-			return args[1]
-		}
-		th.ArityError("a map", "1 or 2 args", len(args))
-	case *Set:
-		if len(args) != 1 {
-			th.ArityError("a set", "1 arg", len(args))
-		}
-		if fn.Has(args[0]) {
-			return args[0]
-		}
-		return nil
-	case *Vector:
-		if len(args) != 1 {
-			th.ArityError("a vector", "1 arg", len(args))
-		}
-		i, ok := args[0].(int64)
-		if !ok {
-			th.TypeError("vector", "an integer index", args[0], 1)
-		}
-		if i < 0 || i >= int64(fn.Len()) {
-			th.Raise(KindValue, "index %d out of bounds for vector of %d items", i, fn.Len())
-		}
-		return fn.At(int(i))
-	}
-	panic(&Error{Kind: KindNotCallable, Pos: th.CallPos, Msg: "not callable: " + ErrorPreview(f)})
-}
-
-// GetKey implements (get m k default) on any value: maps (flex), vectors
-// by index, nil and other values give the default.
-func GetKey(m Value, k Value, dflt Value) Value {
-	switch c := m.(type) {
-	case *Map:
-		if v, ok := c.Get(k); ok {
-			return v
-		}
-	case HostMap:
-		if v, ok := c.Get(k); ok {
-			return v
-		}
-	case *Vector:
-		if i, ok := k.(int64); ok && i >= 0 && i < int64(c.Len()) {
-			return c.At(int(i))
-		}
-	case *Set:
-		if c.Has(k) {
-			return k
-		}
-	}
-	return dflt
-}
-
 func (th *Thread) frameAt(depth int) *Frame {
 	if th.frames == nil {
 		th.frame0.Th = th
@@ -429,26 +381,6 @@ func (th *Thread) frameAt(depth int) *Frame {
 		th.frames = append(th.frames, &Frame{Th: th})
 	}
 	return th.frames[depth]
-}
-
-// callClosure runs a compiled function. Frames are pooled per depth and
-// slots live on the value stack: closures capture by value, so no frame
-// outlives its call.
-func (th *Thread) callClosure(c *Closure, args []Value) Value {
-	ar := c.Proto.pick(len(args))
-	if ar == nil {
-		th.ArityError(c.Proto.displayName(), c.Proto.ArityText(), len(args))
-	}
-	mark, amark := th.Sp, th.Alloc
-	slots := th.Alloca(ar.Nslots)
-	fr := th.Enter(c, slots)
-	ar.bindParams(fr, args)
-	v := th.RunBody(fr, ar)
-	th.Sp = mark
-	if th.Alloc != amark {
-		th.Credit(amark, args, v)
-	}
-	return v
 }
 
 // Enter pushes a call frame for c with the given slots.
@@ -465,249 +397,12 @@ func (th *Thread) Enter(c *Closure, slots []Value) *Frame {
 	return fr
 }
 
-// RunBody runs an arity's body in fr (entered with enter) until it
-// returns, handling fn-level recur, and pops the frame. The caller
-// restores th.sp.
-func (th *Thread) RunBody(fr *Frame, ar *Arity) Value {
-	v := th.runArity(fr, ar)
-	th.Depth--
-	return v
-}
-
-// runArity runs an arity's body in fr until it returns (fn-level recur
-// included); the frame stays entered.
-func (th *Thread) runArity(fr *Frame, ar *Arity) Value {
-	base := th.Sp
-	for {
-		v := ar.Body(fr)
-		if _, again := v.(*RecurMark); again {
-			th.Tick()
-			th.CountLoop()
-			ar.bindRecur(fr, th.RecurArgs)
-			th.Sp = base
-			continue
-		}
-		return v
-	}
-}
-
-// loopCaller calls one function many times from a builtin's loop (reduce,
-// map, filter). A closure whose arity for that many arguments is plain
-// symbols is entered once and its frame reused: each call writes the
-// arguments into the same slots, clears the others and runs the body.
-// Calls are sequential and a frame never outlives its call, so this is
-// not observable; depth and steps count as for separate calls.
-type loopCaller struct {
-	th   *Thread
-	f    Value
-	kw   *Keyword // f as a keyword called with one argument
-	ar   *Arity   // nil: call f the general way
-	fr   *Frame
-	base int // th.sp after the slots
-	mark int // th.sp before them
-}
-
-// NewLoopCaller prepares calls of f with n arguments; call end when done.
-func (th *Thread) NewLoopCaller(f Value, n int) loopCaller {
-	lc := loopCaller{th: th, f: f}
-	if k, ok := f.(*Keyword); ok && n == 1 {
-		lc.kw = k
-		return lc
-	}
-	c, ok := f.(*Closure)
-	if !ok || n >= len(c.Proto.Direct) || c.Proto.Direct[n] == nil {
-		return lc
-	}
-	lc.ar = c.Proto.Direct[n]
-	lc.mark = th.Sp
-	lc.fr = th.Enter(c, th.AllocArgs(lc.ar.Nslots))
-	lc.base = th.Sp
-	return lc
-}
-
-// End pops the reused frame.
-func (lc *loopCaller) End() {
-	if lc.ar != nil {
-		lc.th.Depth--
-		lc.th.Sp = lc.mark
-		lc.ar = nil
-	}
-}
-
-// Call1 calls the function with one argument.
-func (lc *loopCaller) Call1(x Value) Value { return lc.Call(1, x, nil) }
-
-// Call2 calls the function with two arguments.
-func (lc *loopCaller) Call2(x, y Value) Value { return lc.Call(2, x, y) }
-
-// Call calls f with n (1 or 2) arguments: x, and y when n is 2.
-func (lc *loopCaller) Call(n int, x, y Value) Value {
-	th := lc.th
-	if lc.ar == nil {
-		switch {
-		case lc.kw != nil:
-			th.Tick() // as Call1
-			return KwGet(x, lc.kw)
-		case n == 1:
-			return th.Call1(lc.f, x)
-		}
-		return th.Call2(lc.f, x, y)
-	}
-	th.Tick()
-	s := lc.fr.Slots
-	s[0] = x
-	if n == 2 {
-		s[1] = y
-	}
-	for i := n; i < len(s); i++ {
-		s[i] = nil
-	}
-	th.Sp = lc.base
-	amark := th.Alloc
-	acc, grows := x.(*Map) // a reduce's transient accumulator
-	n0 := 0
-	if grows = grows && acc.Edit != nil; grows {
-		acc.Edit.writes, n0 = 0, acc.Len()
-	}
-	v := th.runArity(lc.fr, lc.ar)
-	if th.Alloc != amark {
-		if m, ok := v.(*Map); ok && grows && m == acc && m.Edit != nil {
-			th.creditGrown(amark, m, n0, y)
-		} else {
-			th.credit2(amark, x, y, v)
-		}
-	}
-	return v
-}
-
-// call1Closure and call2Closure are the HOF fast path: a closure whose
-// arity for that many args is plain symbols gets its arguments written
-// straight into its slots (no argument copy, no arity search).
-func (th *Thread) call1Closure(c *Closure, x Value) (Value, bool) {
-	return th.callDirect(c, 1, x, nil)
-}
-
-func (th *Thread) call2Closure(c *Closure, x, y Value) (Value, bool) {
-	return th.callDirect(c, 2, x, y)
-}
-
-// callDirect is call1Closure and call2Closure: n (1 or 2) arguments, x
-// and, when n is 2, y.
-func (th *Thread) callDirect(c *Closure, n int, x, y Value) (Value, bool) {
-	ar := c.Proto.Direct[n]
-	if ar == nil {
-		return nil, false
-	}
-	th.Tick()
-	mark, amark := th.Sp, th.Alloc
-	slots := th.AllocArgs(ar.Nslots)
-	slots[0] = x
-	if n == 2 {
-		slots[1] = y
-	}
-	for i := n; i < len(slots); i++ {
-		slots[i] = nil
-	}
-	v := th.RunBody(th.Enter(c, slots), ar)
-	th.Sp = mark
-	if th.Alloc != amark {
-		th.credit2(amark, x, y, v)
-	}
-	return v, true
-}
-
 // CountLoop counts one loop iteration against LoopLimit.
 func (th *Thread) CountLoop() {
 	th.loops++
 	if th.MaxLoops > 0 && th.loops > th.MaxLoops {
 		panic(&Error{Kind: KindLoopLimit, Pos: th.CallPos, Msg: fmt.Sprintf("loop limit exceeded (%d iterations)", th.MaxLoops)})
 	}
-}
-
-// Seq returns the items of a collection as a slice (do not modify it):
-// vectors as is, nil as empty, sets and lazy seqs realised, maps as [k v]
-// entries in key order, strings as 1-char strings. fn and argN name the
-// caller in the type error raised for other values.
-func (th *Thread) Seq(coll Value, fn string, argN int) []Value {
-	switch c := MapValue(coll).(type) {
-	case nil:
-		return nil
-	case *Vector:
-		return c.Items()
-	case *Set:
-		th.AllocSlots(c.Len())
-		return c.Items()
-	case *Map:
-		es := c.Entries()
-		th.AllocSlots(3 * len(es))
-		out := make([]Value, len(es))
-		for i, e := range es {
-			out[i] = &Vector{Slots: []Value{e.Key, e.Val}}
-		}
-		return out
-	case string:
-		th.AllocSlots(len(c))
-		out := make([]Value, 0, len(c))
-		for _, r := range c {
-			out = append(out, string(r))
-		}
-		return out
-	case *LazySeq:
-		return c.realiseAll(th)
-	}
-	th.TypeError(fn, "a collection", coll, argN)
-	return nil
-}
-
-// Each calls fn for each item of coll in order until fn returns false.
-// Lazy seqs are realised only as far as needed, so Each works on infinite
-// sequences.
-func (th *Thread) Each(coll Value, fname string, argN int, fn func(Value) bool) {
-	if s, ok := coll.(*LazySeq); ok && s.Stream {
-		for i := 0; ; i++ {
-			v, ok := s.streamNth(th, i)
-			if !ok || !fn(v) {
-				return
-			}
-		}
-	}
-	if s, ok := coll.(*LazySeq); ok {
-		for i := 0; ; {
-			items, _ := s.realise(th, i+1)
-			if i >= len(items) {
-				return
-			}
-			for ; i < len(items); i++ {
-				if !fn(items[i]) {
-					return
-				}
-			}
-		}
-	}
-	if v, ok := coll.(*Vector); ok {
-		items := v.ItemsOf()
-		for i := range items.Len() {
-			if !fn(items.At(i)) {
-				return
-			}
-		}
-		return
-	}
-	for _, v := range th.Seq(coll, fname, argN) {
-		if !fn(v) {
-			return
-		}
-	}
-}
-
-// Println appends a println line (capped at 2000 chars + "...").
-func (th *Thread) Println(line string) {
-	if utf8.RuneCountInString(line) > 2000 {
-		line = string([]rune(line)[:2000]) + "..."
-	}
-	th.AllocBytes(len(line))
-	th.Prints = append(th.Prints, line)
-	th.keep()
 }
 
 // Keyword returns the run's interned keyword for name.
@@ -728,31 +423,6 @@ func (th *Thread) MakeString(s string) string {
 	return s
 }
 
-// SlowCall1 calls b.Fn with one argument on the value stack. It and
-// slowCall2 are the fallback of every fixed-arity entry, so they store
-// the arguments directly rather than through withArgs's slice.
-func SlowCall1(th *Thread, b *Builtin, x Value) Value {
-	mark := th.Sp
-	a := th.AllocArgs(1)
-	a[0] = x
-	v := b.Fn(th, a)
-	th.Sp = mark
-	return v
-}
-
-// SlowCall2 calls b.Fn with two arguments on the value stack.
-func SlowCall2(th *Thread, b *Builtin, x, y Value) Value {
-	mark := th.Sp
-	a := th.AllocArgs(2)
-	a[0], a[1] = x, y
-	v := b.Fn(th, a)
-	th.Sp = mark
-	return v
-}
-
-// CallBuiltin3 calls b.Fn with three arguments on the value stack.
-func CallBuiltin3(th *Thread, b *Builtin, x, y, z Value) Value { return th.withArgs(b.Fn, x, y, z) }
-
 // DepthLimit raises the depth-limit error for recursive data walks.
 func (th *Thread) DepthLimit(name string) {
 	panic(&Error{Kind: KindDepthLimit, Pos: th.CallPos, Msg: fmt.Sprintf("%s: depth limit exceeded (%d nested levels)", name, th.MaxDepth)})
@@ -764,29 +434,6 @@ func (th *Thread) CheckGrowth(n int) {
 	if th.MaxMem > 0 && th.Alloc+int64(n) > th.MaxMem {
 		th.MemLimit()
 	}
-}
-
-// RunTop evaluates the compiled program, recovering errors and signals,
-// then realises lazy seqs in the result under the same limits.
-func (th *Thread) RunTop(body Node, nslots int) (v Value, sig *ReturnSignal, err *Error) {
-	fr := th.frameAt(0)
-	fr.Slots = th.Alloca(nslots)
-	v, sig, err = th.Protect(func() Value { return body(fr) })
-	if err != nil {
-		return v, sig, err
-	}
-	target := v
-	if sig != nil {
-		target = sig.Val
-	}
-	switch target.(type) {
-	case nil, bool, int64, float64, string, *Keyword:
-		return v, sig, nil // nothing to realise
-	}
-	if _, _, rerr := th.Protect(func() Value { th.RealiseDeep(target); return nil }); rerr != nil {
-		return nil, nil, rerr
-	}
-	return v, sig, nil
 }
 
 // Protect runs fn, turning panics into an error or a return/fail signal.
@@ -815,4 +462,86 @@ func (th *Thread) RecoverValue(p any) *Error {
 		return &Error{Kind: KindType, Pos: th.CallPos, Msg: x.Error(), Err: x}
 	}
 	return &Error{Kind: KindInternal, Pos: th.CallPos, Msg: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("%v\n%s", p, debug.Stack())}
+}
+
+// fork makes a child thread for a pmap/pcalls branch: own stack and
+// counters, a snapshot of memory, shared host.
+func (th *Thread) fork(ctx context.Context) *Thread {
+	child := &Thread{
+		Ctx: ctx, Deadline: th.Deadline, TimeoutMs: th.TimeoutMs,
+		MaxSteps: th.MaxSteps, MaxMem: th.MaxMem, MaxDepth: th.MaxDepth, MaxLoops: th.MaxLoops,
+		Host: th.Host, Mem: maps.Clone(th.Mem), child: true, CallPos: th.CallPos,
+		NextCheck: CheckEvery,
+	}
+	child.Depth = th.Depth
+	return child
+}
+
+// allocVector charges a new vector of n slots with its header.
+func (th *Thread) allocVector(n int) {
+	th.Alloc += int64(n)*SlotBytes + VectorBytes
+	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
+		th.MemLimit()
+	}
+}
+
+// AllocVectorAt is allocVector for a vector literal at pos: an error
+// points at the literal (evaluating one sets no position of its own).
+func (th *Thread) AllocVectorAt(n int, pos Pos) {
+	th.Alloc += int64(n)*SlotBytes + VectorBytes
+	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
+		th.CallPos = pos
+		th.MemLimit()
+	}
+}
+
+// entryCharge is the charge for one entry of m.
+func entryCharge(m *Map) int64 {
+	if m.Shape == nil { // a trie, or a hashStore whose form is a trie
+		return trieEntryBytes
+	}
+	return entryBytes
+}
+
+// AllocMap charges a map or set of n entries about to be built at once
+// (a trie beyond smallMapMax entries).
+func (th *Thread) AllocMap(n int) {
+	c := int64(entryBytes)
+	if n > SmallMapMax {
+		c = trieEntryBytes
+	}
+	th.Alloc += int64(n) * c
+	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
+		th.MemLimit()
+	}
+}
+
+// AllocEntries charges n entries added to m (m is the map after they
+// were added, so the charge follows its representation).
+func (th *Thread) AllocEntries(m *Map, n int) {
+	th.Alloc += int64(n) * entryCharge(m)
+	if th.MaxMem > 0 && th.Alloc > th.MaxMem {
+		th.MemLimit()
+	}
+}
+
+// keep marks everything charged so far as held (memory writes, prints,
+// lazy-seq caches): no credit goes below it.
+func (th *Thread) keep() {
+	if th.floor < th.Alloc {
+		th.floor = th.Alloc
+	}
+}
+
+// handOn ends a scope that started when th.alloc was mark and hands on
+// size new bytes: the total becomes mark + size, never below the floor
+// and never above what it was.
+func (th *Thread) handOn(mark, size int64) {
+	n := mark + size
+	if n < th.floor {
+		n = th.floor
+	}
+	if n < th.Alloc {
+		th.Alloc = n
+	}
 }

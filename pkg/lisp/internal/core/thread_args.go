@@ -1,13 +1,13 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
-	"time"
+	"unicode/utf8"
 )
+
+// What builtins share on a Thread: reading numeric arguments, printing
+// within the budget, and realising a value's lazy sequences deeply.
 
 // StrOf is Str with lazy seqs realised, within the budget.
 func (th *Thread) StrOf(v Value) string {
@@ -120,12 +120,6 @@ func (th *Thread) printCapped(v Value, raw bool) string {
 	return out
 }
 
-// IsNaN reports whether v is a float NaN.
-func IsNaN(v Value) bool {
-	f, ok := v.(float64)
-	return ok && f != f
-}
-
 // Num returns v as int64 or float64 (isFloat tells which), raising
 // "fn: expected number, got ... (arg n)" otherwise.
 func (th *Thread) Num(fn string, v Value, argN int) (i int64, f float64, isFloat bool) {
@@ -181,80 +175,12 @@ func (th *Thread) Overflow() {
 	th.Raise(KindArithmetic, "integer overflow")
 }
 
-// RunBranches runs n branches concurrently in child threads and returns
-// their values in order; the first error fails the whole form.
-func (th *Thread) RunBranches(name string, n int, branch func(child *Thread, i int) Value) []Value {
-	out := make([]Value, n)
-	if n == 0 {
-		return out
+// Println appends a println line (capped at 2000 chars + "...").
+func (th *Thread) Println(line string) {
+	if utf8.RuneCountInString(line) > 2000 {
+		line = string([]rune(line)[:2000]) + "..."
 	}
-	ctx, cancel := context.WithCancel(th.DeadlineCtx())
-	defer cancel()
-	sem := make(chan struct{}, maxParallel())
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr *Error
-	var firstIdx = -1
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			bctx, bcancel := context.WithTimeout(ctx, branchTimeout)
-			defer bcancel()
-			child := th.fork(bctx)
-			err := child.safeBranch(func() { out[i] = branch(child, i) })
-			if child.ToolCancel != nil {
-				child.ToolCancel()
-			}
-			if err != nil {
-				mu.Lock()
-				canceled := err.Kind == KindCanceled
-				if firstErr == nil || (firstErr.Kind == KindCanceled && !canceled) || (i < firstIdx && !canceled) {
-					firstErr, firstIdx = err, i
-				}
-				mu.Unlock()
-				cancel()
-			}
-		}(i)
-	}
-	wg.Wait()
-	// merge counters so limits stay global
-	if firstErr != nil {
-		if name == "pcalls" && firstErr.Kind != KindTimeout && firstErr.Kind != KindCanceled {
-			firstErr.Msg = fmt.Sprintf("pcalls: thunk %d failed: %s", firstIdx, firstErr.Msg)
-		}
-		panic(firstErr)
-	}
-	if err := th.Ctx.Err(); err != nil {
-		th.RaiseCtx(err)
-	}
-	return out
+	th.AllocBytes(len(line))
+	th.Prints = append(th.Prints, line)
+	th.keep()
 }
-
-func (th *Thread) safeBranch(fn func()) (err *Error) {
-	defer func() {
-		if p := recover(); p != nil {
-			if s, ok := p.(*ReturnSignal); ok {
-				what := "fail"
-				if s.Ret {
-					what = "return"
-				}
-				err = &Error{Kind: KindAnalysis, Pos: s.Pos, Msg: what + " is not allowed inside pmap or pcalls"}
-				return
-			}
-			err = th.RecoverValue(p)
-			if err.Kind == KindCanceled && err.Err == context.DeadlineExceeded {
-				err.Kind = KindTimeout
-			}
-		}
-	}()
-	fn()
-	return nil
-}
-
-const branchTimeout = 5 * time.Second
-
-// maxParallel bounds pmap/pcalls branches.
-func maxParallel() int { return 2 * runtime.NumCPU() }

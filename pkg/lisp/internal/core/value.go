@@ -2,8 +2,17 @@ package core
 
 import (
 	"regexp"
+	"sync"
 	"sync/atomic"
+	"weak"
 )
+
+// The declarations of the values: Value and the types a value is made of
+// (keywords, vectors, maps and their shapes, tries and stores, sets, host
+// records), with the scalar helpers. The types refer to each other, so they
+// are declared here together and their methods live in the files above:
+// vector.go, record.go, shape.go, trie.go, mapstore.go, builder.go, view.go,
+// map.go.
 
 // Value is a PTC-Lisp value. The set of dynamic types is closed:
 //
@@ -41,141 +50,6 @@ type Keyword struct {
 // NewKeyword returns a keyword that is not interned in any run.
 func NewKeyword(name string) *Keyword { return &Keyword{Name: name, hash: hashString(name)} }
 
-// Vector is an immutable vector backed by a Go slice. Appending to the
-// newest version of a vector reuses spare capacity (the tail claim is an
-// atomic counter shared by all vectors on the same backing array), so conj
-// in a loop is amortized O(1) while older versions stay unchanged.
-type Vector struct {
-	Slots []Value       // the items, unless src is set
-	Claim *atomic.Int64 // number of slots of the backing array in use; nil: none spare
-	// src, when set, holds host records viewed as the items: their item
-	// slots are made only on first need (see recsView), so a host vector
-	// costs no allocation per record until a consumer needs the slots.
-	src *recsView
-	// Host marks vectors converted from host data (and views of them):
-	// the host's memory, not counted against the program's limit.
-	Host bool
-}
-
-// NewVector wraps items (which the caller must not modify afterwards).
-func NewVector(items []Value) *Vector { return &Vector{Slots: items} }
-
-// Len returns the number of items.
-func (v *Vector) Len() int {
-	if v.src != nil {
-		return v.src.src.Len()
-	}
-	return len(v.Slots)
-}
-
-// Items returns the backing items; callers must not modify them. A host
-// vector of records makes its item slots here on the first call.
-func (v *Vector) Items() []Value {
-	if v.src != nil {
-		return v.src.items()
-	}
-	return v.Slots
-}
-
-// At returns item i (no bounds check beyond Go's).
-func (v *Vector) At(i int) Value {
-	if v.src != nil {
-		return v.src.src.At(i)
-	}
-	return v.Slots[i]
-}
-
-// Sub returns v's items i to j as a vector sharing v's backing array or
-// host slice (no copy, nothing charged; not marked host data: see viewOf).
-func (v *Vector) Sub(i, j int) *Vector {
-	if i >= j {
-		return EmptyVector
-	}
-	items := v.ItemsOf()
-	if items.hosted() {
-		return &Vector{src: &recsView{src: items.slice(i, j)}}
-	}
-	return &Vector{Slots: items.Items[i:j:j]}
-}
-
-// OwnedRest returns a new vector of v's items from the second on, for a
-// loop to own and advance in place (dropFirst). Over host records it views
-// the host's slice.
-func (v *Vector) OwnedRest() *Vector {
-	items := v.ItemsOf()
-	if items.hosted() {
-		return &Vector{src: &recsView{src: items.slice(1, items.Len())}}
-	}
-	n := len(items.Items)
-	return &Vector{Slots: items.Items[1:n:n]}
-}
-
-// DropFirst removes v's first item in place: only for a vector a loop
-// owns (no other reference sees it change). A host vector of records
-// keeps viewing the host's slice, one record on.
-func (v *Vector) DropFirst() {
-	if h := v.src; h != nil {
-		if p := h.slots.Load(); p != nil {
-			v.Slots, v.src = (*p)[1:len(*p):len(*p)], nil
-			return
-		}
-		h.src = h.src.slice(1, h.src.Len())
-		return
-	}
-	v.Slots = v.Slots[1:len(v.Slots):len(v.Slots)]
-}
-
-// Conj returns v with x appended.
-func (v *Vector) Conj(x Value) *Vector {
-	cur := v.Items()
-	n := len(cur)
-	if v.Claim != nil && n < cap(cur) && v.Claim.CompareAndSwap(int64(n), int64(n+1)) {
-		items := cur[:n+1]
-		items[n] = x
-		return &Vector{Slots: items, Claim: v.Claim}
-	}
-	c := n * 2
-	if c < 4 {
-		c = 4
-	}
-	items := make([]Value, n+1, c)
-	copy(items, cur)
-	items[n] = x
-	claim := new(atomic.Int64)
-	claim.Store(int64(n + 1))
-	return &Vector{Slots: items, Claim: claim}
-}
-
-// EmptyVector is shared; it is never modified.
-var EmptyVector = &Vector{}
-
-// Closure is a compiled function value with its captured variables.
-type Closure struct {
-	Proto *FnProto
-	Caps  []Value
-}
-
-// Name returns the closure's name (empty for anonymous fns).
-func (c *Closure) Name() string { return c.Proto.Name }
-
-// BuiltinFunc is the Go signature of a builtin. args must not be retained
-// or modified (it lives on the run's value stack). Errors are raised with
-// the Thread's error helpers (they panic and are recovered at the run's edge).
-type BuiltinFunc func(th *Thread, args []Value) Value
-
-// Builtin is a named Go function value.
-type Builtin struct {
-	Name string
-	// MinArgs and MaxArgs bound the argument count; MaxArgs < 0 means variadic.
-	MinArgs, MaxArgs int
-	Fn               BuiltinFunc
-	// ArityText overrides the arity message ("2 or 3"); empty: derived.
-	ArityText string
-	// fn1/fn2, when set, take one or two arguments directly (opt_fastcall.go).
-	Fn1 func(th *Thread, x Value) Value
-	Fn2 func(th *Thread, x, y Value) Value
-}
-
 // Regex is a compiled RE2 regular expression.
 type Regex struct {
 	Source   string
@@ -199,41 +73,6 @@ func Truthy(v Value) bool {
 	return true
 }
 
-// TypeName returns the name used in error messages for v's type.
-func TypeName(v Value) string {
-	switch v.(type) {
-	case nil:
-		return "nil"
-	case bool:
-		return "boolean"
-	case int64:
-		return "integer"
-	case float64:
-		return "float"
-	case string:
-		return "string"
-	case *Keyword:
-		return "keyword"
-	case *Vector:
-		return "vector"
-	case *Map, HostMap:
-		return "map"
-	case *Set:
-		return "set"
-	case *Closure, *Builtin:
-		return "function"
-	case *Regex:
-		return "regex"
-	case *LazySeq:
-		return "lazy sequence"
-	case *Var:
-		return "var"
-	case *Reduced:
-		return "reduced"
-	}
-	return "unknown"
-}
-
 // small-int cache: boxing these into an interface does not allocate.
 const smallIntMax = 1024
 
@@ -251,4 +90,305 @@ func Int(n int64) Value {
 		return smallInts[n+128]
 	}
 	return n
+}
+
+// Vector is an immutable vector backed by a Go slice. Appending to the
+// newest version of a vector reuses spare capacity (the tail claim is an
+// atomic counter shared by all vectors on the same backing array), so conj
+// in a loop is amortized O(1) while older versions stay unchanged.
+type Vector struct {
+	Slots []Value       // the items, unless src is set
+	Claim *atomic.Int64 // number of slots of the backing array in use; nil: none spare
+	// src, when set, holds host records viewed as the items: their item
+	// slots are made only on first need (see recsView), so a host vector
+	// costs no allocation per record until a consumer needs the slots.
+	src *recsView
+	// Host marks vectors converted from host data (and views of them):
+	// the host's memory, not counted against the program's limit.
+	Host bool
+}
+
+// NewVector wraps items (which the caller must not modify afterwards).
+func NewVector(items []Value) *Vector { return &Vector{Slots: items} }
+
+// EmptyVector is shared; it is never modified.
+var EmptyVector = &Vector{}
+
+// recsView is the source of a host vector of records: the host's slice
+// itself, and the vector's item slots (recordOf of each record), made at
+// most once, on first need. Values are shared between goroutines (pmap),
+// so the slots are published with a compare-and-swap: racing first readers
+// may each build them, one wins, and all return the winner's.
+type recsView struct {
+	src   ItemsOf // the host's records
+	slots atomic.Pointer[[]Value]
+}
+
+// ItemsOf is a vector's items as a loop reads them one by one: its item
+// slots, or the host records of a host vector whose slots are not made
+// (each read as recordOf, allocating nothing).
+type ItemsOf struct {
+	Items []Value
+	Recs  []map[string]any // host records, when set
+	// anys is the host's own slice when it is a []any (recs holds the same
+	// maps): what ShareToGo hands back
+	anys []any
+}
+
+// SmallMapMax is the largest map a program builds as a sorted array map.
+const SmallMapMax = 8
+
+// WideMapMax is the largest map decoded or converted from host data that
+// is kept as a shape and its values (a wide map) rather than a trie. Tool
+// records have 10 to 40 fields; up to 64 the values slice that an assoc
+// of an existing key copies (1 KiB) costs no more than the path a trie
+// copies, and a new shape per assoc of a new key (a sorted insert into
+// at most 64 keys and their index) stays cheap; beyond it a map grows
+// and is written as a trie.
+const WideMapMax = 64
+
+// MapEntry is one key and its value.
+type MapEntry struct {
+	Key, Val Value
+}
+
+// Map is an immutable map. Up to smallMapMax entries it is a sorted array
+// map: a shared key shape plus a value slice (linear scan lookup); a map
+// decoded or converted from host data of up to wideMapMax entries with
+// string keys is one too (a wide map: its shape indexes its keys); other
+// maps are a hash array mapped trie. Iteration and printing follow the key
+// key order (numbers, keywords, strings, others by printed
+// form).
+//
+// Lookups are flex: a keyword key also finds the same-named string
+// key and the other way round; an exact match wins. Writes (Assoc, Dissoc)
+// resolve keys the same way, keeping the existing key's spelling.
+type Map struct {
+	Shape *Shape  // small or wide map keys; used when root == nil
+	Vals  []Value // small or wide map values, parallel to shape.keys
+	Root  *Hnode
+	// Cache holds a trie's entries in key order, or a view's
+	// interpreter form, made on first need
+	Cache atomic.Pointer[MapCache]
+	// Edit is set only on the accumulator of a reduce whose function uses
+	// it linearly (compile-time check, see linearAcc): Assoc then updates
+	// the trie in place. It is cleared before the map escapes the reduce.
+	Edit *EditToken
+	// Src, when set, makes m a view of a host map (view.go): n, shape,
+	// vals and root are unset (Len is len(src)), Get and lookupKey read src
+	// in place, and every other operation works on the map's interpreter
+	// form (cache.form), built on first need.
+	Src map[string]any
+	// N is the number of entries (an int32 beside the flags keeps the
+	// header at 72 bytes: every small map and every view has one)
+	N int32
+	// OwnVals: vals belongs to this transient and may be updated in place.
+	OwnVals bool
+	// host marks maps converted from host data: the host's memory, not
+	// counted against the program's limit.
+	host bool
+	// Ord marks a map (or a set's map) ordered by a comparator
+	// (sortedby.go): cache holds its entries in that order and the
+	// comparator, stored once when the map is built.
+	Ord bool
+}
+
+// MapCache is what a map computes once and keeps (Map.cache).
+type MapCache struct {
+	sorted []MapEntry // a trie's entries in key order
+	Form   *Map       // a view's or a stored map's interpreter form
+	Store  *hashStore // a stored map's entries, until its form is built (mapstore.go)
+	ord    *Ordering  // a comparator-ordered map's comparator
+	// chunks holds a comparator-ordered map's entries in its order
+	// (sortedby.go); sorted is their concatenation, made on first need
+	chunks [][]MapEntry
+}
+
+// EmptyMap is the empty map (shared, never changed).
+var EmptyMap = &Map{Shape: emptyShape}
+
+// Shape is the sorted key list of a map kept as a shape and its values.
+// Maps built from host data with the same keys share one shape, so key
+// scans hit hot memory, and a keyword caches the slot it found per shape.
+// A shape of more than smallMapMax keys (a wide map's: its keys are
+// strings and keywords only) also indexes its keys by name, built once
+// when the shape is made, and remembers the last shape an assoc of a new
+// key or a dissoc led to, so records that change the same way share one
+// new shape. Everything but those memos is immutable once made; a memo
+// is an atomic pointer (shapes are shared across goroutines: pmap) and
+// holds the next shape weakly: the maps of that shape keep it alive, a
+// shape does not (else a program that keeps changing a record's keys
+// would build a chain of shapes the record holds, uncounted).
+type Shape struct {
+	Keys []Value
+	// Strs and kws index a wide shape's string and keyword keys by name
+	Strs, kws map[string]int32
+	// added and removed are the memos of the last assoc of a new key and
+	// the last dissoc (shapeStep)
+	added, removed atomic.Pointer[shapeStep]
+}
+
+// shapeStep is a shape's memo: an assoc of key (dissoc: key nil, slot
+// at) leads to shape to, key at slot at, while to is alive.
+type shapeStep struct {
+	key Value
+	at  int
+	to  weak.Pointer[Shape]
+}
+
+var emptyShape = &Shape{}
+
+// kwCache remembers where a keyword was found in a shape.
+type kwCache struct {
+	shape *Shape
+	idx   int
+}
+
+// smallMapAlloc co-allocates a small map and its values.
+type smallMapAlloc struct {
+	m Map
+	v [SmallMapMax]Value
+}
+
+// ShapeCache interns shapes while converting host data, so records with
+// the same keys share one shape. A nil cache interns nothing.
+type ShapeCache struct {
+	one    *Shape // the first shape (its keys in oneKey): most conversions have one
+	oneKey string
+	m      map[string]*Shape
+	buf    []byte
+	// recent holds the last shapes handed out (records nest: a record, its
+	// user, the user's address), tried first by match
+	recent [4]*Shape
+	next   int
+	// slabs of small maps, wide map headers and wide map values (small,
+	// wide), and the size each was last made at
+	smalls                 []smallMapAlloc
+	heads                  []Map
+	vals                   []Value
+	nSmalls, nHeads, nVals int
+	// made is the charge of the shapes made since madeBytes last took it
+	// (shapeBytes): a decoder charges them with its values
+	made int64
+	// arrKeys are the keys of the last map built by sorting, in the
+	// order they arrived; arrShape its shape and arrPerm the slot of
+	// each key in it (nil: no note)
+	arrKeys  []string
+	arrPerm  []int32
+	arrShape *Shape
+}
+
+// Hnode is a node of the hash trie. Nodes are never modified once
+// reachable from a published Map (set and del copy the path).
+type Hnode struct {
+	bitmap uint32
+	Slots  []hslot
+	edit   *EditToken // owner while a transient reduce may mutate it in place
+}
+
+// hslot is either a child node or a leaf with all entries whose full hash
+// is hash (true collisions and flex pairs such as :id and "id").
+type hslot struct {
+	Child *Hnode
+	Leaf  *hleaf
+}
+
+// hleaf holds the entries of one full hash; it is never modified once
+// published (updates make a new leaf).
+type hleaf struct {
+	hash uint32
+	Ents []MapEntry
+}
+
+// leafAlloc co-allocates a leaf and its single entry.
+type leafAlloc struct {
+	l hleaf
+	e [1]MapEntry
+}
+
+const leafChunk = 32
+
+// EditToken identifies one transient session (see Map.edit). It also
+// hands out the session's new leaves from chunks: one allocation per
+// leafChunk inserts. Leaves are immutable once made, and every chunk was
+// charged entry by entry as the map grew, so sharing a chunk changes only
+// when the memory is freed, not how much the budget admits.
+type EditToken struct {
+	leaves []leafAlloc
+	// Store holds the transient's entries while they are kept in Go hash
+	// maps (mapstore.go); nil when they are in the map's shape or trie
+	Store *hashStore
+	// Items and done: when a reduce feeds the transient, the number of
+	// items it has and the number it has fed so far (0: unknown), from
+	// which the store sizes its maps (hashStore.fit)
+	Items, Done int
+	// wrote holds the keys and values written since writes was last
+	// reset that may hold new memory (holdsNothing is false: the first
+	// len(wrote); writes counts them all): what a call of the reducing
+	// function may have added that the map holds (loopCaller.call,
+	// Thread.creditGrown)
+	wrote  [8]Value
+	writes int
+	// chunk is how many leaves newLeaf allocates at a time (0:
+	// leafChunk)
+	chunk int
+}
+
+// hashStore holds a map's entries by key type.
+type hashStore struct {
+	ints map[int64]Value
+	strs map[string]Value // entries whose key is a string
+	kws  map[string]kwEnt // entries whose key is a keyword, by name
+}
+
+// kwEnt is an entry with a keyword key.
+type kwEnt struct {
+	k *Keyword
+	v Value
+}
+
+// Ordering is a comparator-ordered collection's comparator.
+type Ordering struct {
+	cmp  Value  // the comparator, called through a Thread
+	name string // sorted-map-by or sorted-set-by, named by its errors
+	set  bool   // the collection is a set: members are exact keys
+}
+
+// ordChunk is the size an ordered map's chunk splits in two beyond (at
+// twice it): an insert copies one chunk and the list of chunks, not
+// every entry.
+const ordChunk = 64
+
+// Set is an immutable set of values, iterated in key order.
+type Set struct{ M *Map }
+
+// EmptySet is the empty set (shared, never changed).
+var EmptySet = &Set{M: EmptyMap}
+
+// HostMap is a host record read in place: a pointer to the variable that
+// holds the host's map (an item of the host's []map[string]any, or a
+// variable of its own for a map nested in host data). One pointer is
+// stored in a Value without an allocation, and compares (==) and hashes
+// in a Go map by identity, as a *Map does (a Go map value would panic in
+// both). A record read twice from the same host slot is the same Value.
+type HostMap struct{ p *map[string]any }
+
+// Kept is host data a run kept unchanged (a tool result decoded from its
+// wire bytes, or Go data FromGo had to convert) as ShareToGo hands it out
+// in Step.Memory: the interpreter value itself, not a copy. It stands for
+// its Go form (what ToGo gives) everywhere that form goes: encoded as
+// msgpack (EncodeMsgpack) or JSON (MarshalJSON) it writes exactly the
+// bytes its Go form would; masked (messages.MaskFirewalled) it is its Go
+// form masked; given back to a run (Options.Memory, Options.Context, a
+// tool's result, FromGo) it is the same interpreter value again, so a
+// value kept across turns is never converted. Go returns the Go form,
+// built on the first call.
+type Kept struct {
+	v Value
+
+	once  sync.Once
+	plain any
+	// fw caches whether v holds a firewalled key (MaskFirewalled)
+	fwOnce sync.Once
+	fw     bool
 }

@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"reflect"
-	"sync/atomic"
 )
 
 // Host data enters the interpreter as views, not copies (docs/lisp.md,
@@ -23,71 +22,8 @@ import (
 // the map's interpreter form, built once on first need and kept in
 // Map.cache.
 
-// HostMap is a host record read in place: a pointer to the variable that
-// holds the host's map (an item of the host's []map[string]any, or a
-// variable of its own for a map nested in host data). One pointer is
-// stored in a Value without an allocation, and compares (==) and hashes
-// in a Go map by identity, as a *Map does (a Go map value would panic in
-// both). A record read twice from the same host slot is the same Value.
-type HostMap struct{ p *map[string]any }
-
-// recordOf returns m as a Value: a hostMap, or the empty map for a nil
-// map (which, unlike an empty one, it can tell without reading m). The
-// record's variable is allocated here; a record of a host vector is
-// recordAt of its slot instead, which allocates nothing.
-func recordOf(m map[string]any) Value {
-	if m == nil {
-		return EmptyMap
-	}
-	return HostMap{&m}
-}
-
-// recordAt returns the host record held at *p (the empty map for nil).
-func recordAt(p *map[string]any) Value {
-	if *p == nil {
-		return EmptyMap
-	}
-	return HostMap{p}
-}
-
-// Src returns the host's map.
-func (h HostMap) Src() map[string]any { return *h.p }
-
-// view returns the *Map view of h (an empty map is the empty map).
-func (h HostMap) view() *Map { return newMapView(h.Src()) }
-
 // Get is Get on h.
 func (h HostMap) Get(key Value) (Value, bool) { return srcGet(h.Src(), key) }
-
-// AsMap returns v as a *Map when it is a map: a *Map as it is, a host
-// record as its view (a new header). It is the one way a value that must
-// be a map is taken as one.
-func AsMap(v Value) (*Map, bool) {
-	switch x := v.(type) {
-	case *Map:
-		return x, true
-	case HostMap:
-		return x.view(), true
-	}
-	return nil, false
-}
-
-// MapValue returns v with a host record replaced by its *Map view, for
-// code that dispatches on a value's type.
-func MapValue(v Value) Value {
-	if h, ok := v.(HostMap); ok {
-		return h.view()
-	}
-	return v
-}
-
-// newMapView returns a view of src (an empty map is the empty map).
-func newMapView(src map[string]any) *Map {
-	if len(src) == 0 {
-		return EmptyMap
-	}
-	return &Map{Src: src, host: true}
-}
 
 // hostValue converts one host value for a view: leaves that are
 // interpreter values pass as they are, maps become host records, slices
@@ -141,61 +77,6 @@ func sliceView[T any](xs []T) (Value, error) {
 		items[i] = v
 	}
 	return &Vector{Slots: items, Host: true}, nil
-}
-
-// recsView is the source of a host vector of records: the host's slice
-// itself, and the vector's item slots (recordOf of each record), made at
-// most once, on first need. Values are shared between goroutines (pmap),
-// so the slots are published with a compare-and-swap: racing first readers
-// may each build them, one wins, and all return the winner's.
-type recsView struct {
-	src   ItemsOf // the host's records
-	slots atomic.Pointer[[]Value]
-}
-
-// asRecords returns xs as a []map[string]any when every item is a
-// map[string]any (a []any of records, as encoding/json gives): one slice of
-// map references, so that each record is then read in place through its
-// slot (recordAt) like the records of a []map[string]any.
-func asRecords(xs []any) ([]map[string]any, bool) {
-	for _, x := range xs {
-		if _, ok := x.(map[string]any); !ok {
-			return nil, false
-		}
-	}
-	recs := make([]map[string]any, len(xs))
-	for i, x := range xs {
-		recs[i] = x.(map[string]any)
-	}
-	return recs, true
-}
-
-// HostVector returns the host vector viewing the host records recs.
-func HostVector(recs ItemsOf) *Vector {
-	if recs.Len() == 0 {
-		return &Vector{Host: true}
-	}
-	hv := &hostVector{rv: recsView{src: recs}}
-	hv.v = Vector{src: &hv.rv, Host: true}
-	return &hv.v
-}
-
-// hostVector is a host vector and its source, made in one allocation.
-type hostVector struct {
-	v  Vector
-	rv recsView
-}
-
-// items returns the item slots, making them on the first call.
-func (h *recsView) items() []Value {
-	if p := h.slots.Load(); p != nil {
-		return *p
-	}
-	items := h.src.From(0)
-	if h.slots.CompareAndSwap(nil, &items) {
-		return items
-	}
-	return *h.slots.Load()
 }
 
 // viewName returns the host key a lookup key reads: host keys are strings,
@@ -263,21 +144,6 @@ func viewValue(name string, x any) Value {
 	}
 	return v
 }
-
-// HostDataError is a value in host data that the interpreter cannot
-// represent, found when a program read it (see FromGo).
-type HostDataError struct {
-	Key string // the map key the value was read under
-	Err error  // what the conversion reported, naming the Go type
-}
-
-// Error names the path and the Go type the host data holds there.
-func (e *HostDataError) Error() string {
-	return fmt.Sprintf("host data: value of %q: %v", e.Key, e.Err)
-}
-
-// Unwrap returns the conversion error.
-func (e *HostDataError) Unwrap() error { return e.Err }
 
 // Form returns m's interpreter form: m itself, or for a view (or a map
 // kept in a hashStore, mapstore.go) the map its entries convert to, built
@@ -347,170 +213,57 @@ func sameView(x, y *Map) bool {
 // pointer of a map value; it is only compared, never dereferenced.
 func mapIdentity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
-// hostSlice returns the host's own slice the items view: a []any as the
-// host gave it, or a []map[string]any.
-func (s ItemsOf) hostSlice() any {
-	if s.anys != nil {
-		return s.anys
-	}
-	return s.Recs
-}
-
-// viewToGo is ToGo of a view: a copy of the host's map with the values
-// converted as FromGo and ToGo convert them (plain data is copied as it
-// is, without conversion). It is a copy, not the host's map, because what
-// ToGo gives is the caller's to change: rounding a return value's floats,
-// adding a fail value's reason, a tool normalising its arguments all
-// write in place, and host data must come back as it came. A value the
-// interpreter cannot represent goes back as it came.
-func viewToGo(src map[string]any) any { return copyHost(src) }
-
-// copyHost copies plain host data, converting what is not plain.
-func copyHost(x any) any {
+// FromGo converts plain Go data (the JSON model: nil, bool, numbers,
+// string, []any, map[string]any, json.Number, and slices/maps of those)
+// into a Value. Map keys stay strings. Values that already are interpreter
+// values pass through, and so does a WireResult's decoded value. Other
+// types (structs) go through encoding/json.
+//
+// A map[string]any, []any or []map[string]any is not copied: the result
+// is a view of it (view.go) that converts what a program reads when it
+// reads it, so a value inside such data that cannot be converted (a
+// channel, a func) is reported when it is read, not here.
+func FromGo(x any) (Value, error) {
 	switch v := x.(type) {
-	case nil, bool, int64, float64, string:
-		return x
 	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = copyHost(e)
-		}
-		return out
+		return newMapView(v), nil
 	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyHost(e)
+		return sliceView(v)
+	case []map[string]any:
+		return sliceView(v)
+	case *Kept:
+		return v.v, nil
+	}
+	cv := Converter{Shapes: &ShapeCache{}}
+	cv.Intern = true
+	return cv.From(x)
+}
+
+// lazyForm is form for a map without its own shape or trie: a view, a
+// map kept in a hashStore, or a transient in a hashStore (which moves
+// its entries into a trie in place and stays a transient).
+func (m *Map) lazyForm() *Map {
+	if m.Edit != nil {
+		if m.Edit.Store != nil {
+			m.spill()
 		}
-		return out
+		return m
 	}
-	hv, err := hostValue(x)
-	if err != nil {
-		return x
+	c := m.Cache.Load()
+	if c != nil && c.Form != nil {
+		return c.Form
 	}
-	return ToGo(hv)
-}
-
-// ItemsOf is a vector's items as a loop reads them one by one: its item
-// slots, or the host records of a host vector whose slots are not made
-// (each read as recordOf, allocating nothing).
-type ItemsOf struct {
-	Items []Value
-	Recs  []map[string]any // host records, when set
-	// anys is the host's own slice when it is a []any (recs holds the same
-	// maps): what ShareToGo hands back
-	anys []any
-}
-
-// hosted reports whether the items are host records read in place.
-func (s ItemsOf) hosted() bool { return s.Recs != nil }
-
-// slice returns items i to j (host records stay read in place).
-func (s ItemsOf) slice(i, j int) ItemsOf {
+	var f *Map
 	switch {
-	case s.anys != nil:
-		return ItemsOf{Recs: s.Recs[i:j:j], anys: s.anys[i:j:j]}
-	case s.Recs != nil:
-		return ItemsOf{Recs: s.Recs[i:j:j]}
+	case m.Src != nil:
+		f = m.buildForm()
+	case c != nil && c.Store != nil:
+		f = &Map{Root: c.Store.trie(&EditToken{}), N: m.N}
+	default:
+		return m
 	}
-	return ItemsOf{Items: s.Items[i:j:j]}
-}
-
-// ItemsOf returns v's items to be read one by one, without making a host
-// vector's item slots.
-func (v *Vector) ItemsOf() ItemsOf {
-	if h := v.src; h != nil {
-		if p := h.slots.Load(); p != nil {
-			return ItemsOf{Items: *p}
-		}
-		return h.src
+	if !m.Cache.CompareAndSwap(c, &MapCache{Form: f}) {
+		return m.Cache.Load().Form
 	}
-	return ItemsOf{Items: v.Slots}
-}
-
-// SeqItems is Seq for a loop that reads the items one by one: a vector's
-// items as itemsOf (a host vector's records read in place), anything else
-// as Seq gives it.
-func (th *Thread) SeqItems(coll Value, fn string, argN int) ItemsOf {
-	if v, ok := coll.(*Vector); ok {
-		return v.ItemsOf()
-	}
-	return ItemsOf{Items: th.Seq(coll, fn, argN)}
-}
-
-// Len returns the number of items.
-func (s ItemsOf) Len() int {
-	switch {
-	case s.Recs != nil:
-		return len(s.Recs)
-	}
-	return len(s.Items)
-}
-
-// At returns item i (a host record's read asks for the one a scan reads
-// next: see prefetch).
-func (s ItemsOf) At(i int) Value {
-	if s.Recs != nil {
-		s.prefetch(i)
-		return recordAt(&s.Recs[i])
-	}
-	return s.Items[i]
-}
-
-// From returns the items from i on as a slice (made for host records).
-func (s ItemsOf) From(i int) []Value {
-	if !s.hosted() {
-		return s.Items[i:]
-	}
-	out := make([]Value, s.Len()-i)
-	for j := range out {
-		out[j] = s.At(i + j)
-	}
-	return out
-}
-
-// AssocRecord is Assoc of key to val on the host record h when h has more
-// than SmallMapMax and at most WideMapMax fields and key names one of them
-// (a keyword or string, flex): the same map as the one Assoc on h's view
-// returns, built as a wide map whose shape (keys in order, shared by the
-// records of one key set) is interned in th's cache and whose values take
-// one slot of th's slab each, instead of a trie of the view's entries
-// built for one write. The stored spelling of the key stays. ok is false,
-// and nothing is built, for any other record or key: the caller then
-// takes the general way.
-func (th *Thread) AssocRecord(h HostMap, key, val Value) (m *Map, ok bool) {
-	src := h.Src()
-	if len(src) <= SmallMapMax || len(src) > WideMapMax {
-		return nil, false
-	}
-	name, isName := viewName(key)
-	if !isName {
-		return nil, false
-	}
-	if _, exists := src[name]; !exists {
-		return nil, false
-	}
-	if th.shapes == nil {
-		th.shapes = &ShapeCache{}
-	}
-	c := th.shapes
-	sh := c.match(src)
-	if sh == nil {
-		es := make([]MapEntry, 0, len(src))
-		for k := range src {
-			es = append(es, MapEntry{Key: k})
-		}
-		es = hostEntries(es)
-		sh = c.Get(es)
-	}
-	m, vals := c.Wide(len(sh.Keys))
-	for i, k := range sh.Keys {
-		s := k.(string)
-		if s == name {
-			vals[i] = val
-			continue
-		}
-		vals[i] = viewValue(s, src[s])
-	}
-	*m = Map{Shape: sh, Vals: vals, N: int32(len(sh.Keys))}
-	return m, true
+	return f
 }

@@ -11,6 +11,149 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
+// The wire decoders' shared parts (key tables, bounds of a streamed value,
+// entry buffers) and the msgpack decoder (DecodeMsgpack). JSON is
+// wirejson.go, streamed decoding wirestream.go, results wireresult.go.
+
+// entryBuffers holds a map builder's entries for each level of maps
+// being decoded, reused from one map to the next: a built map keeps none
+// of them, and a result of many records would otherwise leave a
+// builder's worth of garbage per record.
+type entryBuffers [][]MapEntry
+
+// take returns an empty entry buffer for a map at depth, with room for n
+// entries (up to wideMapMax; a larger map is a trie).
+func (e *entryBuffers) take(depth, n int) []MapEntry {
+	for len(*e) <= depth {
+		*e = append(*e, nil)
+	}
+	es := (*e)[depth]
+	if want := min(n, WideMapMax); cap(es) < want {
+		es = make([]MapEntry, 0, want)
+		(*e)[depth] = es
+	}
+	return es[:0]
+}
+
+// give returns the buffer of depth once its map is built, cleared so that
+// it holds no value; es, the builder's entries, is kept instead when the
+// builder grew them into a larger buffer.
+func (e *entryBuffers) give(depth int, es []MapEntry) {
+	if cap(es) > cap((*e)[depth]) {
+		(*e)[depth] = es
+	}
+	clear((*e)[depth][:cap((*e)[depth])])
+}
+
+// decodeFailed wraps a decoder's error: a memory limit reached while
+// decoding is the run's own error (memory_limit, naming the limit), any
+// other a decode error of the format named.
+func decodeFailed(format string, err error) error {
+	var le *Error
+	if errors.As(err, &le) && le.Kind == KindMemory {
+		return le
+	}
+	return fmt.Errorf("lisp: decode %s: %w", format, err)
+}
+
+const maxInt = int64(^uint(0) >> 1)
+
+// keyTable interns the map keys of one decoded value: records repeat
+// their keys, and a key seen before costs no allocation.
+type keyTable map[string]Value
+
+// Get returns key p as a boxed string, the same box for the same key
+// (up to internMax keys of at most internMaxLen bytes).
+func (t *keyTable) Get(p []byte) Value {
+	if len(p) > internMaxLen {
+		return string(p)
+	}
+	if v, ok := (*t)[string(p)]; ok {
+		return v
+	}
+	var v Value = string(p)
+	if *t == nil {
+		*t = keyTable{}
+	}
+	if len(*t) < internMax {
+		(*t)[string(p)] = v
+	}
+	return v
+}
+
+// streamBounds are the bounds a msgpack stream is checked against as it
+// is decoded (CheckBounds' bounds, for input that cannot be scanned
+// first). Its methods do nothing on a nil *streamBounds.
+type streamBounds struct {
+	size      int64        // the stream's announced size
+	consumed  func() int64 // bytes decoded so far
+	maxValues int64
+	values    int64
+	depth     int
+}
+
+var errStreamKey = errors.New("a map key is an array or a map; keys of a streamed value must be scalars")
+
+// value counts one value starting with code c.
+func (b *streamBounds) value(c byte) error {
+	if b == nil {
+		return nil
+	}
+	b.values++
+	if b.values > b.maxValues {
+		return fmt.Errorf("more than %d values in %d bytes (at byte %d)", b.maxValues, b.size, b.consumed())
+	}
+	return nil
+}
+
+// open enters a container announcing n values, which must fit in the
+// bytes still to come (each value takes one at least).
+func (b *streamBounds) open(n int) error {
+	if b == nil {
+		return nil
+	}
+	if left := b.size - b.consumed(); int64(n) > left {
+		return fmt.Errorf("a container announces %d values with %d bytes left (at byte %d)", n, left, b.consumed())
+	}
+	b.depth++
+	if b.depth > messages.MaxNesting {
+		return fmt.Errorf("nested deeper than %d levels (at byte %d)", messages.MaxNesting, b.consumed())
+	}
+	return nil
+}
+
+// left returns the bytes still to come, or -1 on a nil *streamBounds.
+func (b *streamBounds) left() int64 {
+	if b == nil {
+		return -1
+	}
+	return b.size - b.consumed()
+}
+
+// close leaves a container.
+func (b *streamBounds) close() {
+	if b != nil {
+		b.depth--
+	}
+}
+
+// key checks the next map key: a scalar (the msgpack decoder reads a
+// container key recursively, without bounds).
+func (b *streamBounds) key(d *msgpack.Decoder) error {
+	if b == nil {
+		return nil
+	}
+	c, err := d.PeekCode()
+	if err != nil {
+		return err
+	}
+	if msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
+		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
+		return fmt.Errorf("%w (at byte %d)", errStreamKey, b.consumed())
+	}
+	return b.value(c)
+}
+
 // DecodeMsgpack decodes one msgpack value (a tool reply from NATS) straight
 // into interpreter values, in one pass: no intermediate map[string]any.
 // The result is host data (see IsHostData) equal to what FromGo gives for
@@ -110,36 +253,6 @@ func (w *wireDecoder) scratch(n int) []byte {
 		w.buf = make([]byte, max(n, 256))
 	}
 	return w.buf[:n]
-}
-
-// entryBuffers holds a map builder's entries for each level of maps
-// being decoded, reused from one map to the next: a built map keeps none
-// of them, and a result of many records would otherwise leave a
-// builder's worth of garbage per record.
-type entryBuffers [][]MapEntry
-
-// take returns an empty entry buffer for a map at depth, with room for n
-// entries (up to wideMapMax; a larger map is a trie).
-func (e *entryBuffers) take(depth, n int) []MapEntry {
-	for len(*e) <= depth {
-		*e = append(*e, nil)
-	}
-	es := (*e)[depth]
-	if want := min(n, WideMapMax); cap(es) < want {
-		es = make([]MapEntry, 0, want)
-		(*e)[depth] = es
-	}
-	return es[:0]
-}
-
-// give returns the buffer of depth once its map is built, cleared so that
-// it holds no value; es, the builder's entries, is kept instead when the
-// builder grew them into a larger buffer.
-func (e *entryBuffers) give(depth int, es []MapEntry) {
-	if cap(es) > cap((*e)[depth]) {
-		(*e)[depth] = es
-	}
-	clear((*e)[depth][:cap((*e)[depth])])
 }
 
 func (w *wireDecoder) value() (Value, error) {
@@ -274,15 +387,4 @@ func (w *wireDecoder) key() (Value, error) {
 		return ks, nil
 	}
 	return fmt.Sprint(k), nil
-}
-
-// decodeFailed wraps a decoder's error: a memory limit reached while
-// decoding is the run's own error (memory_limit, naming the limit), any
-// other a decode error of the format named.
-func decodeFailed(format string, err error) error {
-	var le *Error
-	if errors.As(err, &le) && le.Kind == KindMemory {
-		return le
-	}
-	return fmt.Errorf("lisp: decode %s: %w", format, err)
 }

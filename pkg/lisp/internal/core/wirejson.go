@@ -223,29 +223,6 @@ func (j *jsonDecoder) str(raw []byte) (Value, bool) {
 // key returns the object key raw as a boxed string, interned.
 func (j *jsonDecoder) key(raw []byte) Value { return j.keys.Get(unquoted(raw)) }
 
-// keyTable interns the map keys of one decoded value: records repeat
-// their keys, and a key seen before costs no allocation.
-type keyTable map[string]Value
-
-// Get returns key p as a boxed string, the same box for the same key
-// (up to internMax keys of at most internMaxLen bytes).
-func (t *keyTable) Get(p []byte) Value {
-	if len(p) > internMaxLen {
-		return string(p)
-	}
-	if v, ok := (*t)[string(p)]; ok {
-		return v
-	}
-	var v Value = string(p)
-	if *t == nil {
-		*t = keyTable{}
-	}
-	if len(*t) < internMax {
-		(*t)[string(p)] = v
-	}
-	return v
-}
-
 var errNumberRange = errors.New("out of range")
 
 // number converts a JSON number by messages.JSONNumbers' rule: an integer

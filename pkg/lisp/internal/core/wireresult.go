@@ -7,42 +7,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
-
-// WireResult is a tool result kept as the bytes it arrived in (msgpack
-// from NATS; JSON from HTTP, MCP, a JSON tool service or a typed Go
-// tool), decoded once, in one pass, into interpreter values by
-// NewWireResult. A Tool returns it to hand a run its result with no Go
-// data in between: the run (and FromGo) uses Value; a trace, journal or
-// event that records the result keeps it as it is, and encoding it as
-// msgpack writes the msgpack bytes unchanged. Go data is made only for a
-// consumer that asks for it (Plain: JSON rendering, a text-mode model,
-// masking a result that holds a firewalled key), once; signature
-// validation reads the values in place (View).
-type WireResult struct {
-	ContentType string
-	data        []byte
-	Decoded     Value
-
-	plainOnce sync.Once
-	plain     any
-	fwOnce    sync.Once
-	fw        bool
-
-	// size is what the result holds (Size); meter is the meter it was
-	// charged to while it was decoded (nil: none).
-	size  int64
-	meter *Meter
-	// ref names the object a large result was streamed from
-	// (NewWireResultFrom); data is nil then.
-	ref *messages.ObjectRef
-}
 
 // DecodeWireResultFrom decodes a large result read as a stream from r,
 // size bytes of one value in the content type named (DecodeMsgpackFrom,

@@ -2,12 +2,10 @@ package core
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -85,8 +83,6 @@ func decodeJSONFrom(r io.Reader, size int64, c *charger) (Value, error) {
 	return v, nil
 }
 
-const maxInt = int64(^uint(0) >> 1)
-
 // atEnd checks that a msgpack stream ended with its value, after exactly
 // its announced size (reading to the end also lets the source check what
 // it read, e.g. an object store its digest).
@@ -113,77 +109,4 @@ func (c *CountingReader) Read(p []byte) (int, error) {
 	n, err := c.R.Read(p)
 	c.N += int64(n)
 	return n, err
-}
-
-// streamBounds are the bounds a msgpack stream is checked against as it
-// is decoded (CheckBounds' bounds, for input that cannot be scanned
-// first). Its methods do nothing on a nil *streamBounds.
-type streamBounds struct {
-	size      int64        // the stream's announced size
-	consumed  func() int64 // bytes decoded so far
-	maxValues int64
-	values    int64
-	depth     int
-}
-
-var errStreamKey = errors.New("a map key is an array or a map; keys of a streamed value must be scalars")
-
-// value counts one value starting with code c.
-func (b *streamBounds) value(c byte) error {
-	if b == nil {
-		return nil
-	}
-	b.values++
-	if b.values > b.maxValues {
-		return fmt.Errorf("more than %d values in %d bytes (at byte %d)", b.maxValues, b.size, b.consumed())
-	}
-	return nil
-}
-
-// open enters a container announcing n values, which must fit in the
-// bytes still to come (each value takes one at least).
-func (b *streamBounds) open(n int) error {
-	if b == nil {
-		return nil
-	}
-	if left := b.size - b.consumed(); int64(n) > left {
-		return fmt.Errorf("a container announces %d values with %d bytes left (at byte %d)", n, left, b.consumed())
-	}
-	b.depth++
-	if b.depth > messages.MaxNesting {
-		return fmt.Errorf("nested deeper than %d levels (at byte %d)", messages.MaxNesting, b.consumed())
-	}
-	return nil
-}
-
-// left returns the bytes still to come, or -1 on a nil *streamBounds.
-func (b *streamBounds) left() int64 {
-	if b == nil {
-		return -1
-	}
-	return b.size - b.consumed()
-}
-
-// close leaves a container.
-func (b *streamBounds) close() {
-	if b != nil {
-		b.depth--
-	}
-}
-
-// key checks the next map key: a scalar (the msgpack decoder reads a
-// container key recursively, without bounds).
-func (b *streamBounds) key(d *msgpack.Decoder) error {
-	if b == nil {
-		return nil
-	}
-	c, err := d.PeekCode()
-	if err != nil {
-		return err
-	}
-	if msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
-		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
-		return fmt.Errorf("%w (at byte %d)", errStreamKey, b.consumed())
-	}
-	return b.value(c)
 }
