@@ -331,6 +331,7 @@ func buildMap(th *core.Thread, keys, vals []core.Value) *core.Map {
 // EndTransient ends an in-place build started with m.transient() (the
 // owner's transient maps, see Map.edit) so the map can be published.
 func EndTransient(m *core.Map) *core.Map {
+	m.FlushCounts()
 	if m.Edit != nil && m.Edit.Store != nil {
 		m.Cache.Store(&core.MapCache{Store: m.Edit.Store}) // read in place from now on
 	}

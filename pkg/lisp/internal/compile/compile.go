@@ -345,7 +345,11 @@ func (c *Compiler) builtinCall(b *core.Builtin, f *syntax.Form) core.Node {
 		ops[i] = c.operandOf(f.Items[i+1], an)
 	}
 	if b.Name == "update" && (n == 3 || n == 4) {
-		return updateNode(b, ops, pos)
+		var cnt *counter
+		if f == c.countForm {
+			cnt = c.counterOf(f.Items[3], n == 4)
+		}
+		return updateNode(b, ops, pos, cnt)
 	}
 	return func(fr *core.Frame) core.Value {
 		th := fr.Th

@@ -105,6 +105,11 @@ type Compiler struct {
 	lastProto *core.FnProto
 	gensym    int
 	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
+	// countForm is the update form that is the whole body of the reducing
+	// function being compiled, when it may count unboxed (opt_count.go)
+	countForm *syntax.Form
+	// Counts is the number of updates compiled to count unboxed
+	Counts int
 	// PlainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool

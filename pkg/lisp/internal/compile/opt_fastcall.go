@@ -209,8 +209,10 @@ func (c *Compiler) countCompare(b *core.Builtin, f *syntax.Form) (core.Node, boo
 // updateNode compiles (update m k f) and (update m k f x): on a reduce's
 // transient accumulator (Map.transientSlot) it updates the value in place
 // without putting the arguments on the stack, as the builtin does;
-// otherwise it calls the builtin.
-func updateNode(b *core.Builtin, ops []operand, pos core.Pos) core.Node {
+// otherwise it calls the builtin. With cnt (opt_count.go) it adds x (or 1)
+// to the slot's sum kept unboxed, and before any other write boxes the
+// sums into the map.
+func updateNode(b *core.Builtin, ops []operand, pos core.Pos, cnt *counter) core.Node {
 	n := len(ops)
 	return func(fr *core.Frame) core.Value {
 		m, k, f := ops[0].Get(fr), ops[1].Get(fr), ops[2].Get(fr)
@@ -223,6 +225,12 @@ func updateNode(b *core.Builtin, ops []operand, pos core.Pos) core.Node {
 		th.Tick()
 		if mp, ok := m.(*core.Map); ok {
 			if i := mp.TransientSlot(k); i >= 0 {
+				if cnt != nil {
+					if cnt.add(th, mp, i, x) {
+						return mp
+					}
+					mp.FlushCounts()
+				}
 				var nv core.Value
 				if n == 4 {
 					nv = th.Call2(f, mp.Vals[i], x)
@@ -230,6 +238,9 @@ func updateNode(b *core.Builtin, ops []operand, pos core.Pos) core.Node {
 					nv = th.Call1(f, mp.Vals[i])
 				}
 				return mp.SetSlot(th, pos, i, nv)
+			}
+			if cnt != nil {
+				mp.FlushCounts()
 			}
 		}
 		mark := th.Sp

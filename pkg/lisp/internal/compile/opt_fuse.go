@@ -727,7 +727,10 @@ func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
 // transient map.
 func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
 	c.lastProto = nil
+	outer := c.countForm
+	c.countForm = countBody(f, c.PlainLoops)
 	nd := c.compile(f, false)
+	c.countForm = outer
 	if p := c.lastProto; p != nil && f != nil {
 		if f.Kind == syntax.FFnLit {
 			f = FnLitAsFn(f)

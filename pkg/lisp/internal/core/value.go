@@ -332,6 +332,8 @@ type EditToken struct {
 	// chunk is how many leaves newLeaf allocates at a time (0:
 	// leafChunk)
 	chunk int
+	// counts holds running sums kept unboxed (transient_counts.go)
+	counts *pendingCounts
 }
 
 // hashStore holds a map's entries by key type.
