@@ -1,0 +1,144 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+)
+
+// countCtx is the context of the counting tests: records with integer,
+// float, nil and string fields, 12 categories (the map outgrows a small
+// map's 8 entries), and a host map used as an init value.
+func countCtx() map[string]any {
+	rs := make([]any, 0, 40)
+	for i := range 40 {
+		r := map[string]any{"cat": fmt.Sprintf("c%d", i%12), "small": fmt.Sprintf("s%d", i%5), "qty": int64(i * 1000), "price": float64(i) + 0.25}
+		switch i {
+		case 17:
+			r["odd"] = "x"
+		case 23:
+			r["odd"] = nil
+		case 31:
+			r["odd"] = 2.5
+		default:
+			r["odd"] = int64(i)
+		}
+		rs = append(rs, r)
+	}
+	return map[string]any{"rs": rs, "init": map[string]any{"s1": int64(5), "s2": nil}, "big": map[string]any{"s1": int64(math.MaxInt64 - 10)}}
+}
+
+// countOutcome runs src with or without counting updates: the value, the
+// prints, the steps, or the error's kind, message and position.
+func countOutcome(src string, ctx map[string]any, plain bool) string {
+	res, err := Exec(context.Background(), src, Options{Context: ctx, MaxSteps: 1_000_000, plainLoops: plain})
+	if err != nil {
+		e := err.(*core.Error)
+		return fmt.Sprintf("error %v %s at %d:%d, %d steps", e.Kind, e.Msg, e.Pos.Line, e.Pos.Col, res.Steps)
+	}
+	return fmt.Sprintf("%s %s, %d steps", core.PrStr(res.Value), strings.Join(res.Prints, "|"), res.Steps)
+}
+
+// TestCountUpdatesMatchPlain runs counting reduces compiled with unboxed
+// sums and as written (plainLoops): values, errors with their positions,
+// prints and steps must agree, and the sums must be kept unboxed where
+// the form allows it (counts: the updates compiled to count).
+func TestCountUpdatesMatchPlain(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		counts int
+	}{
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:cat r) (fnil + 0) (:qty r))) {} ctx/rs)`, 1}, // 12 keys: a trie
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:price r))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:odd r))) {} ctx/rs)`, 1}, // a string: the error of +
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 7) (if (= (:qty r) 31000) 2.5 (:qty r)))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (get {23 nil} (:qty r) 1))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil inc 0))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil inc 10))) {"s1" 1.5} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) ctx/init ctx/rs)`, 1}, // a nil count: fnil's 0
+		{`(reduce (fn [m r] (update m (:small r) + (:qty r))) ctx/init ctx/rs)`, 1},          // a nil count: the error of +
+		{`(reduce (fn [m r] (update m (:small r) inc)) {"s0" 0 "s1" 0 "s2" 0 "s3" 0 "s4" 0} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) inc)) {"s0" 0 "s1" 0 "s2" "two" "s3" 0 "s4" 0} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) ctx/big ctx/rs)`, 1}, // overflow
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {"s1" 9223372036854700000} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (- (:qty r)))) {"s1" -9223372036854700000} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {:s1 1 "s3" 2} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (keyword (:small r)) (fnil + 0) (:qty r))) {"s1" 1} ctx/rs)`, 1},
+		{`(->> ctx/rs (filter #(even? (:qty %))) (reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {}))`, 1},
+		{`(let [m0 {"s1" 1 "s2" 2}] [(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) m0 ctx/rs) m0])`, 1},
+		{`(let [f (fn [n] (reduce (fn [m r] (update m (:small r) (fnil + 0) n)) {} ctx/rs))] [(f 1) (f 2000)])`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (count (reduce (fn [a s] (update a (:cat s) (fnil inc 0))) {} (take 3 ctx/rs))))) {} ctx/rs)`, 2},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (do (println (:small r)) 1))) {} (take 6 ctx/rs))`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (if (= (:qty r) 9000) (fail "stop") 1))) {} ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) (sorted-map) ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) [] ctx/rs)`, 1},
+		// not counted: the accumulator is read, the function is not the
+		// builtin, or the names are shadowed
+		{`(reduce (fn [m r] (update m (:small r) (fnil + (count m)) (:qty r))) {} ctx/rs)`, 0},
+		{`(reduce (fn [m r] (update m (:small r) (fnil - 0) (:qty r))) {} ctx/rs)`, 0},
+		{`(reduce (fn [m r] (update m (:small r) (fnil + 0.5) (:qty r))) {} ctx/rs)`, 0},
+		{`(let [fnil (fn [f d] (fn [x y] (* 2 (f (or x d) y))))] (reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {} ctx/rs))`, 0},
+		{`(let [+ -] (reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {} ctx/rs))`, 0},
+		{`(let [inc dec] (reduce (fn [m r] (update m (:small r) (fnil inc 0))) {} ctx/rs))`, 0},
+		{`(let [update (fn [m k f x] (assoc m k x))] (reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) {} ctx/rs))`, 0},
+		{`(reduce (fn [m r] (println (count m)) (update m (:small r) (fnil + 0) 1)) {} (take 4 ctx/rs))`, 0},
+		{`(reduce (fn [m +] (update m (:small +) (fnil + 0) 1)) {} ctx/rs)`, 0},
+		{`(reduce #(update %1 (:small %2) (fnil + 0) (:qty %2)) {} ctx/rs)`, 0},
+	} {
+		ctx := countCtx()
+		got, want := countOutcome(tc.src, ctx, false), countOutcome(tc.src, ctx, true)
+		if got != want {
+			t.Errorf("%s\n  counted:    %s\n  as written: %s", tc.src, got, want)
+		}
+		if !reflect.DeepEqual(ctx, countCtx()) {
+			t.Errorf("%s: the context changed", tc.src)
+		}
+		if n := compiled(t, tc.src).Counts; n != tc.counts {
+			t.Errorf("%s: %d counting updates, want %d", tc.src, n, tc.counts)
+		}
+	}
+}
+
+// TestCountedMapsStayPut checks that a counted map that left its reduce
+// does not change when the same reduce runs again, and that the init
+// map is not written.
+func TestCountedMapsStayPut(t *testing.T) {
+	src := `(let [m0 {"s0" 1}
+	              f (fn [n] (reduce (fn [m r] (update m (:small r) (fnil + 0) n)) m0 ctx/rs))
+	              a (f 1000) b (f 2000)]
+	          [m0 a b (f 1000)])`
+	res, err := Exec(context.Background(), src, Options{Context: countCtx()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"s0" 1} {"s0" 8001 "s1" 8000 "s2" 8000 "s3" 8000 "s4" 8000} {"s0" 16001 "s1" 16000 "s2" 16000 "s3" 16000 "s4" 16000} {"s0" 8001 "s1" 8000 "s2" 8000 "s3" 8000 "s4" 8000}]`
+	if got := core.PrStr(res.Value); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+}
+
+// TestCountingAllocatesOnce checks that a counting reduce over records
+// boxes its sums once, not once an item: 10k records into 5 sums beyond
+// the small-integer cache.
+func TestCountingAllocatesOnce(t *testing.T) {
+	rs := recordsOfWidth(10_000, 8)
+	opts := Options{Context: map[string]any{"records": rs}}
+	p, err := Compile(`(reduce (fn [m r] (update m (:category r) (fnil + 0) (:qty r))) {} ctx/records)`, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		if _, err := p.Run(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 200 {
+		t.Fatalf("%.0f allocations for 10k records", allocs)
+	}
+}
