@@ -19,13 +19,6 @@ import (
 // never written after it is made: the map's value slots change, not a
 // box.
 
-// pendingCounts are the sums not yet boxed into a transient's values.
-type pendingCounts struct {
-	set   uint64   // slots whose sum is here, not in Vals
-	float uint64   // of set, the slots whose sum is a float64 (bits in n)
-	n     []uint64 // the sums by slot: an int64, or a float64's bits
-}
-
 // maxCountSlots bounds the slots a transient keeps sums for (one bit of
 // pendingCounts.set each).
 const maxCountSlots = 64

@@ -336,6 +336,14 @@ type EditToken struct {
 	counts *pendingCounts
 }
 
+// pendingCounts are the sums a transient keeps unboxed, not yet boxed
+// into its values (transient_counts.go).
+type pendingCounts struct {
+	set   uint64   // slots whose sum is here, not in Vals
+	float uint64   // of set, the slots whose sum is a float64 (bits in n)
+	n     []uint64 // the sums by slot: an int64, or a float64's bits
+}
+
 // hashStore holds a map's entries by key type.
 type hashStore struct {
 	ints map[int64]Value
