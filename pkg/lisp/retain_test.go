@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/compile"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
@@ -310,12 +311,16 @@ func TestLinearFnLit(t *testing.T) {
 		`#(assoc (merge %1 {}) %2 1)`:                    false,
 		`#(-> %1 (assoc %2 1) (my/assoc 2 3))`:           false, // not the builtin
 		`#(assoc (assoc %1 %2 1) (- %2) (get %1 %2))`:    false,
+		`#(let [assoc merge] (assoc %1 {%2 1}))`:         false, // assoc is a local
+		`#(letfn [(when [a b] b)] (when %2 %1))`:         false, // when is a function
+		`#(let [if-not vector] (if-not %2 %1 %1))`:       false,
 	} {
 		forms, err := syntax.Read(src, map[string]*core.Keyword{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := compile.LinearAccFn(compile.FnLitAsFn(forms[0])); got != want {
+		c := resolved(forms[0])
+		if got := c.LinearAccFn(compile.FnLitAsFn(forms[0])); got != want {
 			t.Errorf("%s: linear %v, want %v", src, got, want)
 		}
 	}
@@ -358,13 +363,28 @@ func TestLinearLoopBindings(t *testing.T) {
 		`(loop [[a b] [1 2] m {}] (recur [a b] (assoc m a b)))`:                  "[false true]",
 		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i i) (inc i)) (fn [] m)))`: "[]",
 		`(loop [m {} i 0] (if (< i 9) (recur (assoc m i (fn [] m)) (inc i)) m))`: "[]",
+		`(let [assoc conj] (loop [m {} i 0] (recur (assoc m i) (inc i))))`:       "[]", // assoc is a local
+		`(loop [dissoc conj m {} i 0] (recur dissoc (dissoc m i) (inc i)))`:      "[]",
+		`(fn [update] (loop [m {} i 0] (recur (update m i) (inc i))))`:           "[]",
+		`(let [{:keys [when]} {}] (loop [m {}] (recur (when 1 m))))`:             "[]",
 	} {
 		forms, err := syntax.Read(src, map[string]*core.Keyword{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(compile.LinearLoopBindings(forms[0])); got != want {
+		loop := forms[0]
+		for loop.Items[0].Name != "loop" {
+			loop = loop.Items[len(loop.Items)-1]
+		}
+		if got := fmt.Sprint(resolved(forms[0]).LinearLoopBindings(loop)); got != want {
 			t.Errorf("%s: %s, want %s", src, got, want)
 		}
 	}
+}
+
+// resolved returns a compiler for analyses of top-level form f, resolved.
+func resolved(f *syntax.Form) *compile.Compiler {
+	c := &compile.Compiler{Builtins: builtins.BuiltinTable(), MemNames: map[string]bool{}}
+	c.Resolve(f)
+	return c
 }

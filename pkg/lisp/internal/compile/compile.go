@@ -18,6 +18,7 @@ func (c *Compiler) compileProgram(forms []*syntax.Form) (body core.Node, nslots 
 	}
 	nodes := make([]core.Node, len(forms))
 	for i, f := range forms {
+		c.Resolve(f)
 		nodes[i] = c.compile(f, false)
 	}
 	if len(nodes) < 2 {
@@ -158,7 +159,7 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 	head := f.Items[0]
 	if head.Kind == syntax.FSym && head.Ns == "" {
 		if sf := specialForm(head.Name); sf != nil {
-			if _, _, local := c.sc.lookup(head.Name); !local || unshadowable[head.Name] {
+			if _, _, local := c.sc.lookup(head.Name); !local || unshadowable(specialIDs[head.Name]) {
 				return sf(c, f, tail)
 			}
 		}

@@ -117,6 +117,7 @@ type Compiler struct {
 	// The special forms and the passes reach it through compile, so they
 	// need not know the dispatch that chooses them.
 	dispatch func(c *Compiler, f *syntax.Form, tail bool) core.Node
+	res      resolver // resolves each top-level form before it is compiled
 }
 
 // compile compiles one form; tail reports whether it is in tail position
@@ -124,15 +125,17 @@ type Compiler struct {
 func (c *Compiler) compile(f *syntax.Form, tail bool) core.Node { return c.dispatch(c, f, tail) }
 
 // isFnForm reports whether f is a literal (fn [params] body...) form.
-func isFnForm(f *syntax.Form) bool {
-	return f.Kind == syntax.FList && len(f.Items) >= 3 && f.Items[0].IsSym("fn") && f.Items[1].Kind == syntax.FVec
+func (c *Compiler) isFnForm(f *syntax.Form) bool {
+	return len(f.Items) >= 3 && c.headSpecial(f) == spFn && f.Items[1].Kind == syntax.FVec
 }
 
 // LinearAccFn checks (fn [acc x] body...) for a linearly used acc: every
 // use of acc is the map argument of a tail assoc/update/dissoc (whose other
 // arguments do not mention acc), or acc returned as is, possibly through
-// if/when/cond/let/do. No nested form may capture or rebind it.
-func LinearAccFn(f *syntax.Form) bool {
+// if/when/cond/let/do. No nested form may capture or rebind it. Each head
+// counts as what it names there (resolve.go): a local named assoc or when
+// is a function call, which may keep acc.
+func (c *Compiler) LinearAccFn(f *syntax.Form) bool {
 	params := f.Items[1].Items
 	if len(params) != 2 || params[0].Kind != syntax.FSym || params[0].Ns != "" || params[0].Name == "&" {
 		return false
@@ -147,10 +150,11 @@ func LinearAccFn(f *syntax.Form) bool {
 			return false
 		}
 	}
-	return linearTail(body[len(body)-1], acc, -1)
+	return c.linearTail(body[len(body)-1], acc, -1)
 }
 
-// formUses reports whether symbol name occurs anywhere in f.
+// formUses reports whether symbol name occurs anywhere in f (any binding
+// of the name: a conservative answer for "refers to this binding").
 func formUses(f *syntax.Form, name string) bool {
 	if f.Kind == syntax.FSym {
 		return f.Ns == "" && f.Name == name
@@ -167,17 +171,22 @@ func formUses(f *syntax.Form, name string) bool {
 // update in place.
 var linearUpdates = map[string]bool{"assoc": true, "update": true, "dissoc": true, "assoc-in": true, "update-in": true}
 
+// linearUpdate reports whether f is a call of a linearUpdates builtin.
+func (c *Compiler) linearUpdate(f *syntax.Form) bool {
+	return linearUpdates[c.headBuiltin(f)]
+}
+
 // linearFirst reports whether f, the map an update changes, is acc or a
 // linear update of acc.
-func linearFirst(f *syntax.Form, acc string) bool {
-	return f.IsSym(acc) || f.Kind == syntax.FList && linearTail(f, acc, -1)
+func (c *Compiler) linearFirst(f *syntax.Form, acc string) bool {
+	return f.IsSym(acc) || f.Kind == syntax.FList && c.linearTail(f, acc, -1)
 }
 
 // linearTail checks that f, in tail position, uses acc linearly. In a
 // loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
 // may hand acc on as that binding the same way: its other arguments must
 // not mention acc.
-func linearTail(f *syntax.Form, acc string, recurArg int) bool {
+func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
 	if f.IsSym(acc) || !formUses(f, acc) {
 		return true
 	}
@@ -193,16 +202,16 @@ func linearTail(f *syntax.Form, acc string, recurArg int) bool {
 		}
 		return true
 	}
-	if linearUpdates[it[0].Name] {
+	if c.linearUpdate(f) {
 		// (assoc acc ...), or of a linear update of acc: (assoc (assoc acc ...) ...)
-		return len(it) >= 3 && linearFirst(it[1], acc) && noneUse(it[2:])
+		return len(it) >= 3 && c.linearFirst(it[1], acc) && noneUse(it[2:])
 	}
-	switch it[0].Name {
-	case "if", "if-not":
-		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && linearTail(it[2], acc, recurArg) && (len(it) == 3 || linearTail(it[3], acc, recurArg))
-	case "when", "when-not", "do":
+	switch sp := c.headSpecial(f); sp {
+	case spIf, spIfNot:
+		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && c.linearTail(it[2], acc, recurArg) && (len(it) == 3 || c.linearTail(it[3], acc, recurArg))
+	case spWhen, spWhenNot, spDo:
 		start := 1
-		if it[0].Name != "do" {
+		if sp != spDo {
 			if len(it) < 3 || formUses(it[1], acc) {
 				return false
 			}
@@ -211,35 +220,34 @@ func linearTail(f *syntax.Form, acc string, recurArg int) bool {
 		if len(it) <= start {
 			return true
 		}
-		return noneUse(it[start:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
-	case "cond":
+		return noneUse(it[start:len(it)-1]) && c.linearTail(it[len(it)-1], acc, recurArg)
+	case spCond:
 		if len(it)%2 == 0 {
 			return false
 		}
 		for i := 1; i+1 < len(it); i += 2 {
-			if formUses(it[i], acc) || !linearTail(it[i+1], acc, recurArg) {
+			if formUses(it[i], acc) || !c.linearTail(it[i+1], acc, recurArg) {
 				return false
 			}
 		}
 		return true
-	case "let":
+	case spLet:
 		if len(it) < 3 || it[1].Kind != syntax.FVec || formUses(it[1], acc) {
 			return false
 		}
-		return noneUse(it[2:len(it)-1]) && linearTail(it[len(it)-1], acc, recurArg)
-	case "->":
+		return noneUse(it[2:len(it)-1]) && c.linearTail(it[len(it)-1], acc, recurArg)
+	case spThread:
 		// (-> acc (assoc ...) (update ...)): each step an update of the last
-		if len(it) < 2 || !linearFirst(it[1], acc) {
+		if len(it) < 2 || !c.linearFirst(it[1], acc) {
 			return false
 		}
 		for _, step := range it[2:] {
-			if step.Kind != syntax.FList || len(step.Items) < 2 || step.Items[0].Kind != syntax.FSym || step.Items[0].Ns != "" ||
-				!linearUpdates[step.Items[0].Name] || !noneUse(step.Items[1:]) {
+			if step.Kind != syntax.FList || len(step.Items) < 2 || !c.linearUpdate(step) || !noneUse(step.Items[1:]) {
 				return false
 			}
 		}
 		return true
-	case "recur":
+	case spRecur:
 		if recurArg < 0 || recurArg+1 >= len(it) {
 			return false
 		}
@@ -248,7 +256,7 @@ func linearTail(f *syntax.Form, acc string, recurArg int) bool {
 				return false
 			}
 		}
-		return linearTail(it[recurArg+1], acc, -1)
+		return c.linearTail(it[recurArg+1], acc, -1)
 	}
 	return false
 }
@@ -482,23 +490,6 @@ var specialFormNames = func() []string {
 	}
 	return names
 }()
-
-// isSpecial is specialFormNames as a set.
-var isSpecial = func() map[string]bool {
-	m := make(map[string]bool, len(specialFormNames))
-	for _, n := range specialFormNames {
-		m[n] = true
-	}
-	return m
-}()
-
-// testFirst are the special forms whose first argument is a test,
-// evaluated once before the one branch that runs: the passes that reason
-// about a loop's body (cursors, owned boxes, walks) treat them alike.
-var testFirst = map[string]bool{"if": true, "if-not": true, "when": true, "when-not": true}
-
-// IsSpecialForm reports whether name is a special form's.
-func IsSpecialForm(name string) bool { return isSpecial[name] }
 
 // form constructors for macro-like rewrites.
 func mkSym(name string, pos core.Pos) *syntax.Form {

@@ -18,7 +18,7 @@ import (
 func sfLoop(c *Compiler, f *syntax.Form, _ bool) core.Node {
 	var lin []bool
 	if !c.PlainLoops {
-		lin = LinearLoopBindings(f)
+		lin = c.LinearLoopBindings(f)
 	}
 	nd := compileLoop(c, f, lin)
 	if lin == nil {
@@ -41,7 +41,7 @@ func sfLoop(c *Compiler, f *syntax.Form, _ bool) core.Node {
 // loop that builds a map with assoc updates it in place as a linear
 // reduce does (Map.edit); the transient is ended when the loop returns
 // it.
-func LinearLoopBindings(f *syntax.Form) []bool {
+func (c *Compiler) LinearLoopBindings(f *syntax.Form) []bool {
 	if len(f.Items) < 3 || f.Items[1].Kind != syntax.FVec || len(f.Items[1].Items)%2 != 0 {
 		return nil
 	}
@@ -60,7 +60,7 @@ func LinearLoopBindings(f *syntax.Form) []bool {
 		for j := i + 1; j < len(b); j += 2 { // later inits see the binding
 			again = again || formUses(b[j], p.Name)
 		}
-		if again || !linearLoopBody(body, p.Name, i/2) {
+		if again || !c.linearLoopBody(body, p.Name, i/2) {
 			continue
 		}
 		if lin == nil {
@@ -72,7 +72,7 @@ func LinearLoopBindings(f *syntax.Form) []bool {
 }
 
 // linearLoopBody checks a loop body for linear use of binding k, name.
-func linearLoopBody(body []*syntax.Form, name string, k int) bool {
+func (c *Compiler) linearLoopBody(body []*syntax.Form, name string, k int) bool {
 	if len(body) == 0 {
 		return false
 	}
@@ -81,7 +81,7 @@ func linearLoopBody(body []*syntax.Form, name string, k int) bool {
 			return false
 		}
 	}
-	return linearTail(body[len(body)-1], name, k)
+	return c.linearTail(body[len(body)-1], name, k)
 }
 
 // compileLoop compiles a loop; lin marks the bindings that start as
@@ -139,7 +139,7 @@ func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
 	}
 	for i, slot := range direct {
 		p := b[2*i]
-		if slot < 0 || !advancesByRest(f.Items[2:], p.Name) || !c.loopCursor(p.Name, f.Items[2:]) {
+		if slot < 0 || !c.advancesByRest(f.Items[2:], p.Name) || !c.loopCursor(p.Name, f.Items[2:]) {
 			continue
 		}
 		if cursors == nil {
@@ -156,7 +156,7 @@ func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
 	rt := &recurTarget{n: len(binds), cursors: cursors}
 	if allDirect {
 		rt.slots = direct
-		if test, rec, exit := loopIfForms(f.Items[2:]); test != nil {
+		if test, rec, exit := c.loopIfForms(f.Items[2:]); test != nil {
 			forms := []*syntax.Form{test, rec, exit}
 			if !formUses(exit, "recur") {
 				forms = forms[:2]
@@ -267,17 +267,15 @@ func transientInit(init core.Node) core.Node {
 // (if test a b) or (if-not ...) where exactly one branch is a recur form
 // (nil test: any other body). It only reads the forms: sfLoop's analyses
 // use it before compiling, loopIf to compile.
-func loopIfForms(body []*syntax.Form) (test, rec, exit *syntax.Form) {
+func (c *Compiler) loopIfForms(body []*syntax.Form) (test, rec, exit *syntax.Form) {
 	if len(body) != 1 || body[0].Kind != syntax.FList || len(body[0].Items) != 4 {
 		return nil, nil, nil
 	}
 	f := body[0]
-	if !f.Items[0].IsSym("if") && !f.Items[0].IsSym("if-not") {
+	if sp := c.headSpecial(f); sp != spIf && sp != spIfNot {
 		return nil, nil, nil
 	}
-	isRecur := func(g *syntax.Form) bool {
-		return g.Kind == syntax.FList && len(g.Items) > 0 && g.Items[0].IsSym("recur")
-	}
+	isRecur := func(g *syntax.Form) bool { return c.headSpecial(g) == spRecur }
 	a, b := f.Items[2], f.Items[3]
 	switch {
 	case isRecur(b) && !isRecur(a):
@@ -288,23 +286,19 @@ func loopIfForms(body []*syntax.Form) (test, rec, exit *syntax.Form) {
 	return nil, nil, nil
 }
 
-// loopIf compiles a loop body of loopIfForms' shape (with if not a local):
+// loopIf compiles a loop body of loopIfForms' shape:
 // it returns the test, the other branch (compiled in tail position: it may
 // recur too), the recur, and which truth value of the test recurs. test is
 // nil for any other body.
 func (c *Compiler) loopIf(body []*syntax.Form) (test, exit, again core.Node, recurWhen bool) {
-	testF, rec, _ := loopIfForms(body)
+	testF, rec, _ := c.loopIfForms(body)
 	if testF == nil {
 		return nil, nil, nil, false
 	}
 	f := body[0]
-	head := f.Items[0]
-	if _, _, local := c.sc.lookup(head.Name); local {
-		return nil, nil, nil, false
-	}
 	a, b := f.Items[2], f.Items[3]
 	recurWhen = rec == a
-	if head.IsSym("if-not") {
+	if c.headSpecial(f) == spIfNot {
 		recurWhen = !recurWhen
 	}
 	test = c.compile(testF, false)

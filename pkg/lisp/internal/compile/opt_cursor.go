@@ -20,28 +20,17 @@ var cursorReaders = map[string]bool{
 	"empty?": true, "count": true, "nth": true,
 }
 
-// cursorNames are the names whose local rebinding inside the loop would
-// change what a cursor use means.
-var cursorNames = []string{"first", "second", "last", "rest", "next", "empty?", "count", "nth", "seq"}
-
 // loopCursor reports whether loop binding name may be advanced in place:
 // body (the loop's body forms) only uses it as the first argument of a
-// cursorReaders builtin, or as (seq name) in a test position, and none of
-// those names is a local.
+// cursorReaders builtin, or as (seq name) in a test position. Each head
+// counts as what it names there (resolve.go): a local named first or
+// when is a function, which may keep the binding.
 func (c *Compiler) loopCursor(name string, body []*syntax.Form) bool {
 	if name == "&" {
 		return false
 	}
-	for _, n := range append(cursorNames, name) {
-		if n == name {
-			continue
-		}
-		if _, _, local := c.sc.lookup(n); local {
-			return false
-		}
-	}
 	for _, f := range body {
-		if !cursorSafe(f, name) {
+		if !c.cursorSafe(f, name) {
 			return false
 		}
 	}
@@ -50,13 +39,13 @@ func (c *Compiler) loopCursor(name string, body []*syntax.Form) bool {
 
 // cursorSafe checks one form (see loopCursor). It is conservative: any
 // form it does not know that mentions name fails.
-func cursorSafe(f *syntax.Form, name string) bool {
+func (c *Compiler) cursorSafe(f *syntax.Form, name string) bool {
 	if !formUses(f, name) {
 		return true
 	}
 	switch f.Kind {
 	case syntax.FVec, syntax.FMap, syntax.FSet:
-		return allCursorSafe(f.Items, name) // items are evaluated at once
+		return c.allCursorSafe(f.Items, name) // items are evaluated at once
 	case syntax.FList:
 	default:
 		return false // a bare use, or inside #(...)
@@ -68,7 +57,7 @@ func cursorSafe(f *syntax.Form, name string) bool {
 	head := it[0]
 	if head.Kind == syntax.FLit {
 		if _, ok := head.Val.(*core.Keyword); ok {
-			return allCursorSafe(it[1:], name) // (:k (first xs))
+			return c.allCursorSafe(it[1:], name) // (:k (first xs))
 		}
 		return false
 	}
@@ -79,73 +68,77 @@ func cursorSafe(f *syntax.Form, name string) bool {
 		if _, isNs := NsAliases[head.Ns]; !isNs || head.Ns == "memory" || head.Ns == "mem" {
 			return false
 		}
-		return allCursorSafe(it[1:], name) // a namespaced builtin call
+		return c.allCursorSafe(it[1:], name) // a namespaced builtin call
 	}
-	h := head.Name
-	if h == name {
+	if head.Name == name {
 		return false
 	}
-	if cursorReaders[h] && len(it) >= 2 && it[1].IsSym(name) {
-		return allCursorSafe(it[2:], name)
+	if cursorReaders[c.headBuiltin(f)] && len(it) >= 2 && it[1].IsSym(name) {
+		return c.allCursorSafe(it[2:], name)
 	}
-	if testFirst[h] {
+	sp := c.headSpecial(f)
+	if testFirst(sp) {
 		if len(it) < 2 {
 			return false
 		}
-		return cursorTest(it[1], name) && allCursorSafe(it[2:], name)
+		return c.cursorTest(it[1], name) && c.allCursorSafe(it[2:], name)
 	}
-	switch h {
-	case "cond":
+	switch sp {
+	case 0:
+		return c.allCursorSafe(it[1:], name) // a function call: args are evaluated first
+	case spCond:
 		for i := 1; i < len(it); i++ {
-			if i%2 == 1 && !cursorTest(it[i], name) {
+			if i%2 == 1 && !c.cursorTest(it[i], name) {
 				return false
 			}
-			if i%2 == 0 && !cursorSafe(it[i], name) {
+			if i%2 == 0 && !c.cursorSafe(it[i], name) {
 				return false
 			}
 		}
 		return true
-	case "do", "and", "or", "recur":
-		return allCursorSafe(it[1:], name)
-	case "let":
+	case spDo, spAnd, spOr, spRecur:
+		return c.allCursorSafe(it[1:], name)
+	case spLet:
 		if len(it) < 2 || it[1].Kind != syntax.FVec || len(it[1].Items)%2 != 0 {
 			return false
 		}
 		bs := it[1].Items
 		for i := 0; i < len(bs); i += 2 {
-			if bs[i].Kind != syntax.FSym || bs[i].Ns != "" || rebindsCursor(bs[i], name) {
+			if bs[i].Kind != syntax.FSym || bs[i].Ns != "" || bs[i].Name == name {
 				return false
 			}
-			if !cursorSafe(bs[i+1], name) {
+			if !c.cursorSafe(bs[i+1], name) {
 				return false
 			}
 		}
-		return allCursorSafe(it[2:], name)
+		return c.allCursorSafe(it[2:], name)
 	}
-	if IsSpecialForm(h) {
-		return false // fn, for, loop, threading ...: may defer or rebind
-	}
-	return allCursorSafe(it[1:], name) // a function call: args are evaluated first
+	return false // fn, for, loop, threading ...: may defer or rebind
 }
 
 // advancesByRest reports whether some form in fs is (rest name) or
 // (next name): a cheap test before the full loopCursor analysis.
-func advancesByRest(fs []*syntax.Form, name string) bool {
+func (c *Compiler) advancesByRest(fs []*syntax.Form, name string) bool {
 	for _, f := range fs {
-		if f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[1].IsSym(name) &&
-			(f.Items[0].IsSym("rest") || f.Items[0].IsSym("next")) {
+		if c.cursorAdvance(f, name) {
 			return true
 		}
-		if advancesByRest(f.Items, name) {
+		if c.advancesByRest(f.Items, name) {
 			return true
 		}
 	}
 	return false
 }
 
-func allCursorSafe(fs []*syntax.Form, name string) bool {
+// cursorAdvance reports whether f is (rest name) or (next name).
+func (c *Compiler) cursorAdvance(f *syntax.Form, name string) bool {
+	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[1].IsSym(name) &&
+		(c.isBuiltinSym(f.Items[0], "rest") || c.isBuiltinSym(f.Items[0], "next"))
+}
+
+func (c *Compiler) allCursorSafe(fs []*syntax.Form, name string) bool {
 	for _, f := range fs {
-		if !cursorSafe(f, name) {
+		if !c.cursorSafe(f, name) {
 			return false
 		}
 	}
@@ -154,23 +147,11 @@ func allCursorSafe(fs []*syntax.Form, name string) bool {
 
 // cursorTest is cursorSafe for a form whose value is only tested for
 // truth, where (seq name) is also allowed.
-func cursorTest(f *syntax.Form, name string) bool {
-	if f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[0].IsSym("seq") && f.Items[1].IsSym(name) {
+func (c *Compiler) cursorTest(f *syntax.Form, name string) bool {
+	if len(f.Items) == 2 && c.callsBuiltin(f, "seq") && f.Items[1].IsSym(name) {
 		return true
 	}
-	return cursorSafe(f, name)
-}
-
-func rebindsCursor(sym *syntax.Form, name string) bool {
-	if sym.Name == name {
-		return true
-	}
-	for _, n := range cursorNames {
-		if sym.Name == n {
-			return true
-		}
-	}
-	return false
+	return c.cursorSafe(f, name)
 }
 
 // cursorArg is a recur argument (rest xs) or (next xs) at the position
@@ -188,10 +169,7 @@ func (c *Compiler) cursorRecurArg(i int, arg *syntax.Form) *cursorArg {
 		return nil
 	}
 	cu := rt.cursors[i]
-	if arg.Kind != syntax.FList || len(arg.Items) != 2 || !arg.Items[1].IsSym(cu.name) {
-		return nil
-	}
-	if !arg.Items[0].IsSym("rest") && !arg.Items[0].IsSym("next") {
+	if !c.cursorAdvance(arg, cu.name) {
 		return nil
 	}
 	return &cursorArg{slot: cu.slot, own: cu.own, pos: arg.Pos}

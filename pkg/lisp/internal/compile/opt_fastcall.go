@@ -160,10 +160,7 @@ func fastNode2(b *core.Builtin, a, c operand, pos core.Pos) core.Node {
 // positions. ok is false when f is not such a call.
 func (c *Compiler) countCompare(b *core.Builtin, f *syntax.Form) (core.Node, bool) {
 	cf := f.Items[2]
-	if cf.Kind != syntax.FList || len(cf.Items) != 2 || !cf.Items[0].IsSym("count") || cf.Items[1].Kind != syntax.FSym {
-		return nil, false
-	}
-	if _, _, local := c.sc.lookup("count"); local {
+	if len(cf.Items) != 2 || !c.callsBuiltin(cf, "count") || cf.Items[1].Kind != syntax.FSym {
 		return nil, false
 	}
 	count, ok := c.Builtins["count"]

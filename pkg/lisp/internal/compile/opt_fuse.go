@@ -1,9 +1,6 @@
 package compile
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
@@ -59,10 +56,8 @@ func (c *Compiler) fusedStageOf(f *syntax.Form) (*core.Builtin, int, bool) {
 	if head.Kind != syntax.FSym || (head.Ns != "" && head.Ns != "clojure.core" && head.Ns != "core") {
 		return nil, 0, false
 	}
-	if head.Ns == "" {
-		if _, _, local := c.sc.lookup(head.Name); local {
-			return nil, 0, false
-		}
+	if head.Ns == "" && !c.isBuiltin(head) {
+		return nil, 0, false
 	}
 	b, ok := c.Builtins[head.Name]
 	if !ok {
@@ -521,18 +516,26 @@ func fnArgAt(name string, i, n int) bool {
 	return builtins.Facts(name).FnArg == i
 }
 
-func wordSet(words string) map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(words) {
-		m[w] = true
+// pureForm reports whether special form sp may be in a pure body: its
+// parts are checked like a call's (a binding name is a value).
+func pureForm(sp specialID) bool {
+	switch sp {
+	case spIf, spIfNot, spWhen, spWhenNot, spCond, spAnd, spOr, spDo, spLet, spIfLet, spWhenLet, spIfSome, spWhenSome,
+		spCase, spThread, spThreadL, spSomeThread, spSomeThreadL, spCondThread, spCondThreadL, spQuote:
+		return true
 	}
-	return m
+	return false
 }
 
-// pureForms are the special forms a pure body may use (their subforms are
-// checked like calls; binding names are added to the locals).
-var pureForms = wordSet(`if if-not when when-not cond and or do let if-let when-let if-some when-some
-	case -> ->> some-> some->> cond-> cond->> quote`)
+// threads reports whether sp is a threading form, whose bare symbol
+// steps are calls.
+func threads(sp specialID) bool {
+	switch sp {
+	case spThread, spThreadL, spSomeThread, spSomeThreadL, spCondThread, spCondThreadL:
+		return true
+	}
+	return false
+}
 
 // pureFn reports whether f evaluates to a function without effects.
 func (c *Compiler) pureFn(f *syntax.Form) bool {
@@ -541,33 +544,29 @@ func (c *Compiler) pureFn(f *syntax.Form) bool {
 		_, ok := f.Val.(*core.Keyword)
 		return ok
 	case syntax.FSet:
-		return c.pureExprs(f.Items, nil)
+		return c.pureExprs(f.Items)
 	case syntax.FSym:
 		return c.pureBuiltin(f) && builtins.Facts(f.Name).IsPure
 	case syntax.FFnLit:
-		locals := map[string]bool{"%": true, "%&": true}
-		for i := 1; i <= 9; i++ {
-			locals["%"+strconv.Itoa(i)] = true
-		}
-		return c.pureExpr(&syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: f.Items}, locals)
+		return c.pureExpr(&syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: f.Items})
 	case syntax.FList:
 		if len(f.Items) == 0 || f.Items[0].Kind != syntax.FSym {
 			return false
 		}
 		head := f.Items[0]
-		if head.IsSym("fn") {
-			return c.pureFnLiteral(f, nil)
+		if c.symSpecial(head) == spFn {
+			return c.pureFnLiteral(f)
 		}
 		if c.pureBuiltin(head) && builtins.Facts(head.Name).FnArg > 0 {
 			// (fnil + 0), (complement even?) ...: a pure function of pure parts
-			return c.pureExpr(f, nil)
+			return c.pureExpr(f)
 		}
 	}
 	return false
 }
 
 // pureFnLiteral checks (fn name? [params] body...) and multi-arity fns.
-func (c *Compiler) pureFnLiteral(f *syntax.Form, outer map[string]bool) bool {
+func (c *Compiler) pureFnLiteral(f *syntax.Form) bool {
 	items := f.Items[1:]
 	if len(items) > 0 && items[0].Kind == syntax.FSym {
 		items = items[1:] // a name: the fn may call itself (pure if the rest is)
@@ -584,47 +583,24 @@ func (c *Compiler) pureFnLiteral(f *syntax.Form, outer map[string]bool) bool {
 		}
 	}
 	for _, a := range arities {
-		locals := copyLocals(outer)
-		bindNames(a[0], locals)
-		if !c.pureExprs(a[1:], locals) {
+		if !c.pureExprs(a[1:]) {
 			return false
 		}
 	}
 	return true
 }
 
-func copyLocals(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m)+4)
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
-
-// bindNames adds the symbols of a binding pattern to locals.
-func bindNames(p *syntax.Form, locals map[string]bool) {
-	if p == nil {
-		return
-	}
-	if p.Kind == syntax.FSym {
-		locals[p.Name] = true
-		return
-	}
-	for _, it := range p.Items {
-		bindNames(it, locals)
-	}
-}
-
-func (c *Compiler) pureExprs(fs []*syntax.Form, locals map[string]bool) bool {
+func (c *Compiler) pureExprs(fs []*syntax.Form) bool {
 	for _, f := range fs {
-		if !c.pureExpr(f, locals) {
+		if !c.pureExpr(f) {
 			return false
 		}
 	}
 	return true
 }
 
-// pureBuiltin reports whether sym names a pure builtin (not shadowed).
+// pureBuiltin reports whether sym names a pure builtin at its position
+// (resolve.go: not a local of that name).
 func (c *Compiler) pureBuiltin(sym *syntax.Form) bool {
 	if sym.Kind != syntax.FSym {
 		return false
@@ -634,7 +610,7 @@ func (c *Compiler) pureBuiltin(sym *syntax.Form) bool {
 		if !ok || (canon != "str" && canon != "core" && canon != "set") {
 			return false
 		}
-	} else if _, _, local := c.sc.lookup(sym.Name); local {
+	} else if !c.isBuiltin(sym) {
 		return false
 	}
 	e := builtins.Facts(sym.Name)
@@ -642,8 +618,9 @@ func (c *Compiler) pureBuiltin(sym *syntax.Form) bool {
 }
 
 // pureExpr reports whether evaluating f has no effect and calls only pure
-// functions. locals are names bound inside the fn being checked.
-func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
+// functions. Every symbol counts as what it names at its place
+// (resolve.go): a call of a local, bound anywhere, may call any function.
+func (c *Compiler) pureExpr(f *syntax.Form) bool {
 	if f == nil {
 		return true
 	}
@@ -656,7 +633,7 @@ func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
 		}
 		return c.pureBuiltin(f)
 	case syntax.FVec, syntax.FMap, syntax.FSet:
-		return c.pureExprs(f.Items, locals)
+		return c.pureExprs(f.Items)
 	case syntax.FFnLit:
 		return c.pureFn(f)
 	case syntax.FList:
@@ -670,42 +647,32 @@ func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
 	switch head.Kind {
 	case syntax.FLit:
 		if _, ok := head.Val.(*core.Keyword); ok {
-			return c.pureExprs(args, locals)
+			return c.pureExprs(args)
 		}
 		return false
 	case syntax.FSym:
 	default:
 		return false
 	}
-	if head.Ns == "" && locals[head.Name] {
-		return false // calling a local: it may hold any function
-	}
-	if head.Ns == "" && head.Name == "fn" {
-		return c.pureFnLiteral(f, locals)
-	}
-	if head.Ns == "" && pureForms[head.Name] {
-		if _, _, shadowed := c.sc.lookup(head.Name); shadowed {
-			return false
-		}
-		if head.Name == "quote" {
-			return true
-		}
-		if (head.Name == "let" || strings.HasSuffix(head.Name, "-let") || strings.HasSuffix(head.Name, "-some")) &&
-			len(args) > 0 && args[0].Kind == syntax.FVec {
-			inner := copyLocals(locals)
-			bs := args[0].Items
-			for i := 0; i+1 < len(bs); i += 2 {
-				if !c.pureExpr(bs[i+1], inner) {
-					return false
-				}
-				bindNames(bs[i], inner)
+	switch sp := c.symSpecial(head); {
+	case sp == spFn:
+		return c.pureFnLiteral(f)
+	case sp == spQuote:
+		return true
+	case threads(sp):
+		for _, a := range args[min(1, len(args)):] {
+			if a.Kind == syntax.FSym && !c.pureFn(a) {
+				return false // (-> x println): a call of the symbol
 			}
-			return c.pureExprs(args[1:], inner)
 		}
-		return c.pureExprs(args, locals)
+		return c.pureExprs(args)
+	case pureForm(sp):
+		return c.pureExprs(args)
+	case sp != 0:
+		return false
 	}
 	if !c.pureBuiltin(head) {
-		return false
+		return false // a local (it may hold any function), a tool, a global
 	}
 	if builtins.Facts(head.Name).FnArg != 0 {
 		for i, a := range args {
@@ -713,13 +680,13 @@ func (c *Compiler) pureExpr(f *syntax.Form, locals map[string]bool) bool {
 				if !c.pureFn(a) {
 					return false
 				}
-			} else if !c.pureExpr(a, locals) {
+			} else if !c.pureExpr(a) {
 				return false
 			}
 		}
 		return true
 	}
-	return c.pureExprs(args, locals)
+	return c.pureExprs(args)
 }
 
 // compileReducer compiles reduce's function; a literal fn (or #(...))
@@ -735,7 +702,7 @@ func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
 		if f.Kind == syntax.FFnLit {
 			f = FnLitAsFn(f)
 		}
-		if isFnForm(f) && LinearAccFn(f) {
+		if c.isFnForm(f) && c.LinearAccFn(f) {
 			p.LinearAcc = true
 		}
 	}

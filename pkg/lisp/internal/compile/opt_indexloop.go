@@ -48,17 +48,18 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 		return nil
 	}
 	head, test := body.Items[0], body.Items[1]
-	if !head.IsSym("if") && !head.IsSym("if-not") {
+	isIf := c.headSpecial(body) == spIf
+	if !isIf && c.headSpecial(body) != spIfNot {
 		return nil
 	}
 	if test.Kind != syntax.FList || len(test.Items) != 3 || test.Items[0].Kind != syntax.FSym || test.Items[0].Ns != "" {
 		return nil
 	}
 	op, iForm, cf := test.Items[0].Name, test.Items[1], test.Items[2]
-	if (op != "<" && op != ">=") || iForm.Kind != syntax.FSym || iForm.Ns != "" {
+	if (op != "<" && op != ">=") || !c.isBuiltin(test.Items[0]) || iForm.Kind != syntax.FSym || iForm.Ns != "" {
 		return nil
 	}
-	if cf.Kind != syntax.FList || len(cf.Items) != 2 || !cf.Items[0].IsSym("count") || cf.Items[1].Kind != syntax.FSym {
+	if len(cf.Items) != 2 || !c.callsBuiltin(cf, "count") || cf.Items[1].Kind != syntax.FSym {
 		return nil
 	}
 	i, coll := iForm.Name, cf.Items[1]
@@ -83,14 +84,9 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	if idx < 0 || coll.Ns == "" && slices.Contains(names, coll.Name) {
 		return nil
 	}
-	for _, n := range []string{"if", "if-not", "<", ">=", "count", "nth", "inc", "seq", "empty?", "first", "rest"} {
-		if _, _, local := c.sc.lookup(n); local {
-			return nil
-		}
-	}
 	// the branch taken while i < (count xs), and the one that ends the loop
 	rec, exit := body.Items[2], body.Items[3]
-	if (op == "<") != head.IsSym("if") {
+	if (op == "<") != isIf {
 		rec, exit = exit, rec
 	}
 	if formUses(exit, i) {
@@ -100,7 +96,7 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 		return nil
 	}
 	xs := " index " + i // a name no program can write
-	rec2, ok := indexRewrite(rec, i, coll, xs, idx, len(names))
+	rec2, ok := c.indexRewrite(rec, i, coll, xs, idx, len(names))
 	if !ok || formUses(rec2, i) {
 		return nil
 	}
@@ -178,8 +174,8 @@ func (c *Compiler) indexWalk(wf *syntax.Form, lin []bool, loop func(*Compiler, *
 // indexRewrite returns f with each (nth coll i) as (first xs) and each
 // recur's argument at idx, which must be (inc i), as (rest xs); ok is
 // false when a recur does not advance i so.
-func indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
-	if f.Kind == syntax.FList && len(f.Items) == 3 && f.Items[0].IsSym("nth") &&
+func (c *Compiler) indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
+	if len(f.Items) == 3 && c.callsBuiltin(f, "nth") &&
 		f.Items[1].Kind == syntax.FSym && f.Items[1].Ns == coll.Ns && f.Items[1].Name == coll.Name && f.Items[2].IsSym(i) {
 		return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{
 			{Kind: syntax.FSym, Name: "first", Pos: f.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: f.Items[1].Pos}}}, true
@@ -189,16 +185,17 @@ func indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs string, idx, n
 	}
 	g := *f
 	g.Items = make([]*syntax.Form, len(f.Items))
+	isRecur := c.headSpecial(f) == spRecur
 	for k, it := range f.Items {
-		if f.Kind == syntax.FList && f.Items[0].IsSym("recur") && k == idx+1 {
-			if len(f.Items) != n+1 || it.Kind != syntax.FList || len(it.Items) != 2 || !it.Items[0].IsSym("inc") || !it.Items[1].IsSym(i) {
+		if isRecur && k == idx+1 {
+			if len(f.Items) != n+1 || len(it.Items) != 2 || !c.callsBuiltin(it, "inc") || !it.Items[1].IsSym(i) {
 				return nil, false
 			}
 			g.Items[k] = &syntax.Form{Kind: syntax.FList, Pos: it.Pos, Items: []*syntax.Form{
 				{Kind: syntax.FSym, Name: "rest", Pos: it.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: it.Items[1].Pos}}}
 			continue
 		}
-		r, ok := indexRewrite(it, i, coll, xs, idx, n)
+		r, ok := c.indexRewrite(it, i, coll, xs, idx, n)
 		if !ok {
 			return nil, false
 		}
@@ -267,11 +264,7 @@ func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
 		case slices.Contains(names, f.Name):
 			return true
 		}
-		if _, _, local := c.sc.lookup(f.Name); local || IsSpecialForm(f.Name) {
-			return false
-		}
-		_, ok := c.Builtins[f.Name]
-		return ok
+		return c.isBuiltin(f)
 	case syntax.FList:
 	default:
 		for _, it := range f.Items {
@@ -293,11 +286,11 @@ func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
 		}
 	case head.Kind != syntax.FSym:
 		return false
-	case head.Ns == "" && IsSpecialForm(head.Name):
-		if !walkHeads[head.Name] {
+	case c.symSpecial(head) != 0:
+		if !walkHead(c.symSpecial(head)) {
 			return false
 		}
-		if head.Name == "let" {
+		if c.symSpecial(head) == spLet {
 			if len(args) == 0 || args[0].Kind != syntax.FVec || len(args[0].Items)%2 != 0 {
 				return false
 			}

@@ -30,22 +30,13 @@ func ownSafeMin(name string) (min int, ok bool) {
 	return e.OwnMin, e.OwnMin > 0
 }
 
-// ownUnsafeHeads are forms under which no binding can be owned: they bind
-// function names (letfn) or define globals.
-var ownUnsafeHeads = map[string]bool{"letfn": true, "def": true, "defn": true, "defn-": true}
-
 // ownedBindings decides which loop bindings the loop owns: forms are
 // the loop forms that run while it iterates (test, recurring branches),
 // names the binding names; skip is a binding never owned (-1: none).
 // It returns whether each binding is owned, or nil when none is.
 func (c *Compiler) ownedBindings(names []string, skip int, forms []*syntax.Form) []bool {
-	if c.PlainLoops || c.sc.bindsAny(func(n string) bool { _, ok := ownSafeMin(n); return ok }) {
+	if c.PlainLoops {
 		return nil
-	}
-	for _, f := range forms {
-		if ownShadows(f, false) {
-			return nil
-		}
 	}
 	var owned []bool
 	for i, name := range names {
@@ -61,36 +52,12 @@ func (c *Compiler) ownedBindings(names []string, skip int, forms []*syntax.Form)
 	return owned
 }
 
-// ownShadows reports whether f could rebind an ownSafe name: such a name
-// used other than as a call head, or a form that binds function names.
-func ownShadows(f *syntax.Form, head bool) bool {
-	switch f.Kind {
-	case syntax.FSym:
-		if f.Ns != "" {
-			return false
-		}
-		if head {
-			return ownUnsafeHeads[f.Name]
-		}
-		_, safe := ownSafeMin(f.Name)
-		return safe
-	case syntax.FLit, syntax.FRegex:
-		return false
-	}
-	for i, it := range f.Items {
-		if ownShadows(it, i == 0 && f.Kind == syntax.FList) {
-			return true
-		}
-	}
-	return false
-}
-
 // ownable checks binding name (index i) in every form, and that some recur
 // updates it with arithmetic (else owning it gains nothing).
 func (c *Compiler) ownable(name string, i int, forms []*syntax.Form) bool {
 	updated := false
 	for _, f := range forms {
-		if !ownSafeUse(f, name, i, &updated) {
+		if !c.ownSafeUse(f, name, i, &updated) {
 			return false
 		}
 	}
@@ -98,10 +65,11 @@ func (c *Compiler) ownable(name string, i int, forms []*syntax.Form) bool {
 }
 
 // ownSafeUse checks that in f, name only appears as an argument of an
-// ownSafeMin call, as the test of an if/when, or in recur position i (bare
-// or as an update, see ownedUpdateForm). It is conservative: a form it
-// does not know that mentions name fails.
-func ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
+// ownSafeMin builtin's call, as the test of an if/when, or in recur
+// position i (bare or as an update, see ownedUpdateForm). Each head counts
+// as what it names there (resolve.go). It is conservative: a form it does
+// not know that mentions name fails.
+func (c *Compiler) ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
 	switch f.Kind {
 	case syntax.FSym:
 		return f.Ns != "" || f.Name != name // a bare use keeps the value
@@ -111,7 +79,7 @@ func ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
 		return !formUses(f, name) // a closure keeps it
 	case syntax.FList:
 	default:
-		return ownSafeAll(f.Items, name, i, updated)
+		return c.ownSafeAll(f.Items, name, i, updated)
 	}
 	if len(f.Items) == 0 {
 		return true
@@ -119,52 +87,58 @@ func ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
 	head := f.Items[0]
 	args := f.Items[1:]
 	if head.Kind != syntax.FSym || head.Ns != "" {
-		return ownSafeAll(f.Items, name, i, updated)
+		return c.ownSafeAll(f.Items, name, i, updated)
 	}
 	argsOK := func(args []*syntax.Form) bool {
 		for _, a := range args {
-			if !a.IsSym(name) && !ownSafeUse(a, name, i, updated) {
+			if !a.IsSym(name) && !c.ownSafeUse(a, name, i, updated) {
 				return false
 			}
 		}
 		return true
 	}
-	if min, ok := ownSafeMin(head.Name); ok && len(args) >= min {
-		return argsOK(args)
+	if b := c.headBuiltin(f); b != "" {
+		if min, ok := ownSafeMin(b); ok && len(args) >= min {
+			return argsOK(args)
+		}
+		return c.ownSafeAll(args, name, i, updated) // a call: a bare argument fails
 	}
-	if testFirst[head.Name] {
+	sp := c.headSpecial(f)
+	if testFirst(sp) {
 		if len(args) == 0 {
 			return false
 		}
-		return argsOK(args[:1]) && ownSafeAll(args[1:], name, i, updated)
+		return argsOK(args[:1]) && c.ownSafeAll(args[1:], name, i, updated)
 	}
-	switch head.Name {
-	case "recur":
+	switch sp {
+	case 0:
+		if head.Name == name {
+			return false // the binding called: it sees itself
+		}
+		return c.ownSafeAll(args, name, i, updated) // a call: a bare argument fails
+	case spRecur:
 		for j, a := range args {
 			switch {
 			case j == i && a.IsSym(name):
-			case j == i && ownedUpdateForm(a, name) != nil:
+			case j == i && c.ownedUpdateForm(a, name) != nil:
 				*updated = true
 				if !argsOK(a.Items[1:]) {
 					return false
 				}
-			case !ownSafeUse(a, name, i, updated):
+			case !c.ownSafeUse(a, name, i, updated):
 				return false
 			}
 		}
 		return true
-	case "do", "let", "cond", "and", "or":
-		return ownSafeAll(args, name, i, updated)
+	case spDo, spLet, spCond, spAnd, spOr:
+		return c.ownSafeAll(args, name, i, updated)
 	}
-	if IsSpecialForm(head.Name) {
-		return !formUses(f, name) // fn, loop, for, threading...: may capture or rebind
-	}
-	return ownSafeAll(args, name, i, updated) // a call: a bare argument fails
+	return !formUses(f, name) // fn, loop, for, threading...: may capture or rebind
 }
 
-func ownSafeAll(fs []*syntax.Form, name string, i int, updated *bool) bool {
+func (c *Compiler) ownSafeAll(fs []*syntax.Form, name string, i int, updated *bool) bool {
 	for _, f := range fs {
-		if !ownSafeUse(f, name, i, updated) {
+		if !c.ownSafeUse(f, name, i, updated) {
 			return false
 		}
 	}
@@ -173,13 +147,14 @@ func ownSafeAll(fs []*syntax.Form, name string, i int, updated *bool) bool {
 
 // ownedUpdateForm returns the other operand of an update of name that
 // recur computes inline: (+ name x), (+ x name), (- name x),
-// (* name x), (* x name), (inc name), (dec name). It returns nil for any
-// other form (for inc/dec, a form for the constant 1).
-func ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
-	if f.Kind != syntax.FList || len(f.Items) < 2 || f.Items[0].Kind != syntax.FSym || f.Items[0].Ns != "" {
+// (* name x), (* x name), (inc name), (dec name), with the builtins of
+// those names. It returns nil for any other form (for inc/dec, a form for
+// the constant 1).
+func (c *Compiler) ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
+	if len(f.Items) < 2 {
 		return nil
 	}
-	op, args := f.Items[0].Name, f.Items[1:]
+	op, args := c.headBuiltin(f), f.Items[1:]
 	switch {
 	case (op == "inc" || op == "dec") && len(args) == 1 && args[0].IsSym(name):
 		return &syntax.Form{Kind: syntax.FLit, Pos: f.Pos, Val: int64(1)}
@@ -194,7 +169,7 @@ func ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
 // compileOwnedUpdate compiles recur argument f for the owned binding in
 // slot, or returns nil when f is not an update (ownedUpdateForm).
 func (c *Compiler) compileOwnedUpdate(f *syntax.Form, name string, slot int) *ownedArg {
-	xf := ownedUpdateForm(f, name)
+	xf := c.ownedUpdateForm(f, name)
 	if xf == nil {
 		return nil
 	}
@@ -294,10 +269,7 @@ func (s *scope) bindsAny(is func(string) bool) bool {
 // in the walk's own scope (and first is still the builtin).
 func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
 	w := c.walk
-	if w == nil || c.sc != w.sc || !isWalkFirst(f, w.xs) {
-		return 0, false
-	}
-	if _, _, local := c.sc.lookup("first"); local {
+	if w == nil || c.sc != w.sc || !c.isWalkFirst(f, w.xs) {
 		return 0, false
 	}
 	kind, idx, ok := c.sc.lookup(w.xs)
@@ -307,7 +279,7 @@ func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
 	return w.itemSlot, true
 }
 
-// isWalkFirst reports whether f is (first xs).
-func isWalkFirst(f *syntax.Form, xs string) bool {
-	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[0].IsSym("first") && f.Items[1].IsSym(xs)
+// isWalkFirst reports whether f is (first xs), with the builtin first.
+func (c *Compiler) isWalkFirst(f *syntax.Form, xs string) bool {
+	return len(f.Items) == 2 && c.callsBuiltin(f, "first") && f.Items[1].IsSym(xs)
 }

@@ -21,18 +21,16 @@ import (
 // first and rest (or next) builtins, so values, errors and laziness are
 // those of the loop as written.
 
-// walkHeads are the special forms a walk body may use: they neither make
-// functions (which could keep xs) nor loops (whose recur is another's).
-var walkHeads = func() map[string]bool {
-	m := map[string]bool{
-		"let": true, "cond": true, "do": true, "and": true, "or": true, "recur": true,
-		"->": true, "->>": true,
+// walkHead reports whether special form sp may be in a walk's body: it
+// neither makes functions (which could keep xs) nor loops (whose recur is
+// another's).
+func walkHead(sp specialID) bool {
+	switch sp {
+	case spLet, spCond, spDo, spAnd, spOr, spRecur, spThread, spThreadL:
+		return true
 	}
-	for n := range testFirst {
-		m[n] = true
-	}
-	return m
-}()
+	return testFirst(sp)
+}
 
 // walkPlan is a loop recognised as a walk over binding idx.
 type walkPlan struct {
@@ -57,8 +55,9 @@ func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
 		return nil
 	}
 	ifForm := body[0]
-	head, test := ifForm.Items[0], ifForm.Items[1]
-	if !head.IsSym("if") && !head.IsSym("if-not") {
+	test := ifForm.Items[1]
+	isIf := c.headSpecial(ifForm) == spIf
+	if !isIf && c.headSpecial(ifForm) != spIfNot {
 		return nil
 	}
 	if test.Kind != syntax.FList || len(test.Items) != 2 || test.Items[1].Kind != syntax.FSym || test.Items[1].Ns != "" {
@@ -74,21 +73,16 @@ func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
 		return nil
 	}
 	switch {
-	case test.Items[0].IsSym("empty?"):
+	case c.isBuiltinSym(test.Items[0], "empty?"):
 		p.testEmpty = true
-	case test.Items[0].IsSym("seq"):
+	case c.isBuiltinSym(test.Items[0], "seq"):
 	default:
 		return nil
-	}
-	for _, n := range []string{"if", "if-not", "empty?", "seq", "first", "rest", "next"} {
-		if _, _, local := c.sc.lookup(n); local {
-			return nil
-		}
 	}
 	// the test value that recurs (xs not empty), and the branch it takes:
 	// (if (empty? xs) exit rec), (if (seq xs) rec exit), if-not swapped
 	p.recurWhen = !p.testEmpty
-	if p.recurWhen == head.IsSym("if") {
+	if p.recurWhen == isIf {
 		p.rec, p.exit = ifForm.Items[2], ifForm.Items[3]
 	} else {
 		p.exit, p.rec = ifForm.Items[2], ifForm.Items[3]
@@ -124,26 +118,21 @@ func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
 		return true
 	}
 	head := f.Items[0]
-	if isWalkFirst(f, p.xs) {
+	if c.isWalkFirst(f, p.xs) {
 		return true
 	}
 	if head.Kind == syntax.FSym && head.Ns == "" {
+		sp := c.symSpecial(head)
 		switch {
-		case head.Name == "recur":
+		case sp == spRecur:
 			if len(f.Items) != n+1 {
 				return false
 			}
 			adv := f.Items[1+p.idx]
-			if adv.Kind != syntax.FList || len(adv.Items) != 2 || !adv.Items[1].IsSym(p.xs) {
+			if !c.cursorAdvance(adv, p.xs) {
 				return false
 			}
-			switch {
-			case adv.Items[0].IsSym("rest"):
-			case adv.Items[0].IsSym("next"):
-				p.useNext = true
-			default:
-				return false
-			}
+			p.useNext = p.useNext || adv.Items[0].Name == "next"
 			if p.advance == nil {
 				p.advance = adv
 			}
@@ -153,17 +142,15 @@ func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
 				}
 			}
 			return true
-		case head.Name == "first":
+		case c.isBuiltinSym(head, "first"):
 			// (first other): fine, as a head
+			return c.walkBody(&syntax.Form{Kind: syntax.FVec, Items: f.Items[1:]}, p, n)
 		case head.Name == p.xs:
 			return false
-		case head.Name == "fn":
+		case sp == spFn:
 			return !walkMentions(f, p.xs) // a function may run after xs moved on
-		case IsSpecialForm(head.Name) && !walkHeads[head.Name]:
+		case sp != 0 && !walkHead(sp):
 			return false
-		}
-		if head.Name == "first" {
-			return c.walkBody(&syntax.Form{Kind: syntax.FVec, Items: f.Items[1:]}, p, n)
 		}
 	}
 	for _, it := range f.Items {
@@ -227,7 +214,7 @@ func (c *Compiler) compileWalk(p *walkPlan, names []string, inits []core.Node, s
 	// branch is the recur itself and its one update is an owned binding's, so
 	// a vector's walk runs the update without calling the recur node
 	var sole *ownedArg
-	if p.rec.Kind == syntax.FList && len(p.rec.Items) > 0 && p.rec.Items[0].IsSym("recur") {
+	if c.headSpecial(p.rec) == spRecur {
 		sole = c.sc.recur.sole
 	}
 	if sole != nil {

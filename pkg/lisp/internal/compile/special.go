@@ -11,11 +11,6 @@ import (
 
 type specialFn func(c *Compiler, f *syntax.Form, tail bool) core.Node
 
-// unshadowable are the forms that are special forms in Clojure too (the
-// others are macros there): a local of the same name does not shadow them
-// in call position, so (let [if inc] (if true 1 2)) is 1.
-var unshadowable = map[string]bool{"if": true, "do": true, "quote": true, "def": true, "recur": true}
-
 func specialForm(name string) specialFn {
 	switch name {
 	case "do":

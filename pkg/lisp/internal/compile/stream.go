@@ -41,10 +41,8 @@ func (c *Compiler) streamSource(f *syntax.Form) bool {
 	if head.Kind != syntax.FSym || (head.Ns != "" && head.Ns != "clojure.core" && head.Ns != "core") {
 		return false
 	}
-	if head.Ns == "" {
-		if _, _, local := c.sc.lookup(head.Name); local {
-			return false
-		}
+	if head.Ns == "" && !c.isBuiltin(head) {
+		return false
 	}
 	b, ok := c.Builtins[head.Name]
 	if !ok {

@@ -26,7 +26,12 @@ const (
 
 // Form is a read form with its position.
 type Form struct {
-	Kind  formKind
+	Kind formKind
+	// Res is what a symbol names at its position (a special form, a local
+	// and its binder, a global, a builtin), filled by the compile stage's
+	// resolver before it compiles the top-level form; 0 until then and on
+	// forms the compiler makes itself. Its encoding is the resolver's.
+	Res   uint32
 	Pos   core.Pos
 	Val   core.Value
 	Ns    string

@@ -1,0 +1,605 @@
+package compile
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
+)
+
+// The resolver. Before a top-level form is compiled, resolve walks it once
+// and records in every symbol's Res what the symbol names at its position:
+// the head of a special form (which one), a local (which binder), a
+// binding occurrence, a global def'd in the program, a builtin, or nothing
+// known. It follows the scopes the compiler builds: let, loop, fn (its
+// name, each arity's parameters with & rest, :pre/:post with %), defn,
+// letfn, for/doseq (with :let), if-let and its kin, as->, #(...) with its
+// % parameters, and destructuring of vectors and maps (:keys, :strs, :syms,
+// :as, :or). A local shadows a builtin and a special form, except the five
+// that Clojure does not let a local shadow (unshadowable).
+//
+// The optimisation passes look ahead into forms they have not compiled
+// yet; they ask headSpecial and headBuiltin (and isBuiltinSym) what a
+// form's head is there, not the symbol's spelling. A form the compiler
+// made itself (a rewrite of ->, #(...), an index loop's walk) has Res 0:
+// for it the answer is the spelling's, unless a local of the scope being
+// compiled has that name.
+
+// resKind is the kind of a resolved symbol (the low resBits of Res).
+type resKind uint32
+
+const (
+	resNone    resKind = iota // not resolved: made by the compiler, or data
+	resSpecial                // the head of a special form; id: its specialID
+	resLocal                  // a use of a local; id: its binder's number
+	resBinder                 // a binding occurrence; id: its number
+	resGlobal                 // a name def'd in the program
+	resBuiltin                // a builtin of the table (by its unqualified name)
+	resOther                  // anything else: qualified, unbound, a host constant
+)
+
+const resBits = 3
+
+func mkRes(k resKind, id uint32) uint32 { return id<<resBits | uint32(k) }
+
+// resOf returns the kind and id f's Res holds.
+func resOf(f *syntax.Form) (resKind, uint32) {
+	return resKind(f.Res & (1<<resBits - 1)), f.Res >> resBits
+}
+
+// specialID names a special form: 1 + its index in builtins.SpecialForms,
+// the one list of them (0: none).
+type specialID uint8
+
+// specialIDs maps each special form's name to its id.
+var specialIDs = func() map[string]specialID {
+	m := make(map[string]specialID, len(builtins.SpecialForms))
+	for i, f := range builtins.SpecialForms {
+		m[f.Name] = specialID(i + 1)
+	}
+	return m
+}()
+
+// specialNamed returns the id of a special form the compiler names; the
+// list must have it.
+func specialNamed(name string) specialID {
+	id, ok := specialIDs[name]
+	if !ok {
+		panic("compile: no special form " + name)
+	}
+	return id
+}
+
+// The special forms the resolver and the passes tell apart.
+var (
+	spDo          = specialNamed("do")
+	spIf          = specialNamed("if")
+	spIfNot       = specialNamed("if-not")
+	spWhen        = specialNamed("when")
+	spWhenNot     = specialNamed("when-not")
+	spCond        = specialNamed("cond")
+	spCase        = specialNamed("case")
+	spIfLet       = specialNamed("if-let")
+	spWhenLet     = specialNamed("when-let")
+	spIfSome      = specialNamed("if-some")
+	spWhenSome    = specialNamed("when-some")
+	spWhenFrst    = specialNamed("when-first")
+	spLet         = specialNamed("let")
+	spLetfn       = specialNamed("letfn")
+	spFn          = specialNamed("fn")
+	spDefn        = specialNamed("defn")
+	spDefnP       = specialNamed("defn-")
+	spDef         = specialNamed("def")
+	spDefonce     = specialNamed("defonce")
+	spLoop        = specialNamed("loop")
+	spRecur       = specialNamed("recur")
+	spAnd         = specialNamed("and")
+	spOr          = specialNamed("or")
+	spThread      = specialNamed("->")
+	spThreadL     = specialNamed("->>")
+	spSomeThread  = specialNamed("some->")
+	spSomeThreadL = specialNamed("some->>")
+	spCondThread  = specialNamed("cond->")
+	spCondThreadL = specialNamed("cond->>")
+	spAs          = specialNamed("as->")
+	spFor         = specialNamed("for")
+	spDoseq       = specialNamed("doseq")
+	spQuote       = specialNamed("quote")
+	spComment     = specialNamed("comment")
+	spWhere       = specialNamed("where")
+)
+
+// IsSpecialForm reports whether name is a special form's.
+func IsSpecialForm(name string) bool { return specialIDs[name] != 0 }
+
+// unshadowable are the forms that are special forms in Clojure too (the
+// others are macros there): a local of the same name does not shadow them
+// in call position, so (let [if inc] (if true 1 2)) is 1.
+func unshadowable(id specialID) bool {
+	return id == spIf || id == spDo || id == spQuote || id == spDef || id == spRecur
+}
+
+// testFirst reports whether id is a special form whose first argument is
+// a test, evaluated once before the one branch that runs: the passes that
+// reason about a loop's body (cursors, owned boxes, walks) treat them
+// alike.
+func testFirst(id specialID) bool {
+	return id == spIf || id == spIfNot || id == spWhen || id == spWhenNot
+}
+
+// percentNames are the parameter names of #(...): %& first, then %1 ...
+var percentNames = func() []string {
+	names := []string{"%&"}
+	for i := 1; i <= maxPercent; i++ {
+		names = append(names, "%"+strconv.Itoa(i))
+	}
+	return names
+}()
+
+// maxPercent is the highest numbered % parameter #(...) takes.
+const maxPercent = 20
+
+// resName is a local in scope while resolving.
+type resName struct {
+	name string
+	id   uint32
+}
+
+// resolver is the resolver's state; the Compiler keeps one and reuses its
+// scope stack for each top-level form.
+type resolver struct {
+	c     *Compiler
+	names []resName // the locals in scope, innermost last
+	next  uint32    // the next binder's number
+}
+
+// Resolve resolves top-level form f (the compiler does it before it
+// compiles f): it fills the Res of every symbol in f.
+func (c *Compiler) Resolve(f *syntax.Form) {
+	r := &c.res
+	r.c = c
+	r.names = r.names[:0]
+	r.form(f)
+}
+
+func (r *resolver) lookup(name string) (uint32, bool) {
+	for i := len(r.names) - 1; i >= 0; i-- {
+		if r.names[i].name == name {
+			return r.names[i].id, true
+		}
+	}
+	return 0, false
+}
+
+// declare makes name a local with a new binder number.
+func (r *resolver) declare(name string) uint32 {
+	r.next++
+	r.names = append(r.names, resName{name, r.next})
+	return r.next
+}
+
+func (r *resolver) forms(fs []*syntax.Form) {
+	for _, f := range fs {
+		r.form(f)
+	}
+}
+
+func (r *resolver) form(f *syntax.Form) {
+	switch f.Kind {
+	case syntax.FSym:
+		r.sym(f)
+	case syntax.FVec, syntax.FMap, syntax.FSet:
+		r.forms(f.Items)
+	case syntax.FFnLit:
+		saved := len(r.names)
+		base := r.next + 1
+		r.next += uint32(len(percentNames))
+		for i, n := range percentNames {
+			r.names = append(r.names, resName{n, base + uint32(i)})
+		}
+		r.names = append(r.names, resName{"%", base + 1}) // % is %1
+		if len(f.Items) == 1 && f.Items[0].Kind != syntax.FSym && f.Items[0].Kind != syntax.FList {
+			r.form(f.Items[0]) // #([% %2]): the body is the one form
+		} else {
+			r.list(f) // #(f a b) is the call (f a b)
+		}
+		r.names = r.names[:saved]
+	case syntax.FList:
+		r.list(f)
+	}
+}
+
+// sym resolves a symbol in value (or call head) position.
+func (r *resolver) sym(f *syntax.Form) {
+	switch {
+	case f.Ns != "":
+		f.Res = mkRes(resOther, 0)
+	default:
+		if id, ok := r.lookup(f.Name); ok {
+			f.Res = mkRes(resLocal, id)
+		} else if sp := specialIDs[f.Name]; sp != 0 {
+			f.Res = mkRes(resSpecial, uint32(sp))
+		} else if _, ok := r.c.Builtins[f.Name]; ok {
+			f.Res = mkRes(resBuiltin, 0)
+		} else if r.c.MemNames[f.Name] {
+			f.Res = mkRes(resGlobal, 0)
+		} else {
+			f.Res = mkRes(resOther, 0)
+		}
+	}
+}
+
+// bind resolves binding pattern p, declaring its names.
+func (r *resolver) bind(p *syntax.Form) {
+	switch p.Kind {
+	case syntax.FSym:
+		if p.Ns == "" && p.Name != "&" {
+			p.Res = mkRes(resBinder, r.declare(p.Name))
+		}
+	case syntax.FVec:
+		for i := 0; i < len(p.Items); i++ {
+			it := p.Items[i]
+			if it.IsSym("&") {
+				continue
+			}
+			if kw, ok := it.Val.(*core.Keyword); ok && it.Kind == syntax.FLit && kw.Name == "as" {
+				continue
+			}
+			r.bind(it)
+		}
+	case syntax.FMap:
+		r.mapPattern(p)
+	}
+}
+
+// mapPattern resolves a map pattern: each target's :or default is
+// resolved before the target is declared, as the compiler compiles it.
+func (r *resolver) mapPattern(p *syntax.Form) {
+	var or *syntax.Form
+	for i := 0; i+1 < len(p.Items); i += 2 {
+		if keywordName(p.Items[i]) == "or" && p.Items[i+1].Kind == syntax.FMap {
+			or = p.Items[i+1]
+		}
+	}
+	dflt := func(name string) {
+		if or == nil {
+			return
+		}
+		for j := 0; j+1 < len(or.Items); j += 2 {
+			if or.Items[j].Kind == syntax.FSym && or.Items[j].Name == name {
+				r.form(or.Items[j+1])
+			}
+		}
+	}
+	for i := 0; i+1 < len(p.Items); i += 2 {
+		k, v := p.Items[i], p.Items[i+1]
+		kind := keywordName(k)
+		if j := strings.LastIndexByte(kind, '/'); j > 0 && kind[j+1:] == "keys" {
+			kind = "keys"
+		}
+		switch kind {
+		case "keys", "strs", "syms":
+			if v.Kind != syntax.FVec {
+				continue
+			}
+			for _, s := range v.Items {
+				name := s.Name
+				if s.Kind == syntax.FLit {
+					name = keywordName(s)
+				}
+				if j := strings.LastIndexByte(name, '/'); j > 0 && j < len(name)-1 {
+					name = name[j+1:]
+				}
+				if name == "" {
+					continue
+				}
+				dflt(name)
+				id := r.declare(name)
+				if s.Kind == syntax.FSym {
+					s.Res = mkRes(resBinder, id)
+				}
+			}
+		case "or":
+		case "as":
+			r.bind(v)
+		case "":
+			if k.Kind == syntax.FSym {
+				dflt(k.Name)
+			}
+			r.bind(k) // the target; v is the key, data
+		}
+	}
+}
+
+// keywordName returns the name of keyword literal f, or "".
+func keywordName(f *syntax.Form) string {
+	if kw, ok := f.Val.(*core.Keyword); ok && f.Kind == syntax.FLit {
+		return kw.Name
+	}
+	return ""
+}
+
+func (r *resolver) list(f *syntax.Form) {
+	if len(f.Items) == 0 {
+		return
+	}
+	head := f.Items[0]
+	if head.Kind == syntax.FSym && head.Ns == "" {
+		if sp := specialIDs[head.Name]; sp != 0 {
+			if _, local := r.lookup(head.Name); !local || unshadowable(sp) {
+				head.Res = mkRes(resSpecial, uint32(sp))
+				r.special(sp, f)
+				return
+			}
+		}
+	}
+	r.forms(f.Items)
+}
+
+// special resolves the parts of special form f (its head resolved).
+func (r *resolver) special(sp specialID, f *syntax.Form) {
+	it := f.Items
+	saved := len(r.names)
+	defer func() { r.names = r.names[:saved] }()
+	bindings := func() []*syntax.Form {
+		if len(it) < 2 || it[1].Kind != syntax.FVec {
+			return nil
+		}
+		return it[1].Items
+	}
+	switch sp {
+	case spLet, spLoop:
+		b := bindings()
+		for i := 0; i+1 < len(b); i += 2 {
+			r.form(b[i+1])
+			r.bind(b[i])
+		}
+		r.forms(it[min(2, len(it)):])
+		return
+	case spIfLet, spIfSome, spWhenLet, spWhenSome, spWhenFrst:
+		b := bindings()
+		if len(b) != 2 {
+			break
+		}
+		r.form(b[1])
+		r.bind(b[0])
+		if sp == spIfLet || sp == spIfSome {
+			if len(it) > 2 {
+				r.form(it[2])
+			}
+			r.names = r.names[:saved] // else runs without the binding
+			r.forms(it[min(3, len(it)):])
+			return
+		}
+		r.forms(it[2:])
+		return
+	case spFn:
+		rest := it[1:]
+		if len(rest) > 0 && rest[0].Kind == syntax.FSym && rest[0].Ns == "" {
+			r.bind(rest[0]) // the fn's own name
+			rest = rest[1:]
+		}
+		r.arities(rest)
+		return
+	case spDefn, spDefnP:
+		if len(it) < 2 || it[1].Kind != syntax.FSym {
+			break
+		}
+		it[1].Res = mkRes(resGlobal, 0)
+		r.declare(it[1].Name) // the body calls itself by its name
+		rest := it[2:]
+		if len(rest) > 0 && rest[0].Kind == syntax.FLit {
+			if _, ok := rest[0].Val.(string); ok {
+				rest = rest[1:]
+			}
+		}
+		if len(rest) > 0 && rest[0].Kind == syntax.FMap {
+			rest = rest[1:]
+		}
+		r.arities(rest)
+		return
+	case spDef, spDefonce:
+		if len(it) >= 2 && it[1].Kind == syntax.FSym {
+			it[1].Res = mkRes(resGlobal, 0)
+			r.forms(it[2:])
+			return
+		}
+	case spLetfn:
+		b := bindings()
+		for _, s := range b {
+			if s.Kind == syntax.FList && len(s.Items) >= 1 {
+				r.bind(s.Items[0])
+			}
+		}
+		for _, s := range b {
+			if s.Kind == syntax.FList && len(s.Items) >= 1 {
+				r.arities(s.Items[1:])
+			}
+		}
+		r.forms(it[min(2, len(it)):])
+		return
+	case spFor, spDoseq:
+		b := bindings()
+		for i := 0; i+1 < len(b); i += 2 {
+			switch keywordName(b[i]) {
+			case "let":
+				if b[i+1].Kind == syntax.FVec {
+					lb := b[i+1].Items
+					for j := 0; j+1 < len(lb); j += 2 {
+						r.form(lb[j+1])
+						r.bind(lb[j])
+					}
+				}
+			case "":
+				r.form(b[i+1])
+				r.bind(b[i])
+			default: // :when, :while
+				r.form(b[i+1])
+			}
+		}
+		r.forms(it[min(2, len(it)):])
+		return
+	case spAs:
+		if len(it) < 3 || it[2].Kind != syntax.FSym {
+			break
+		}
+		r.form(it[1])
+		r.bind(it[2])
+		r.forms(it[3:])
+		return
+	case spCase:
+		if len(it) < 2 {
+			return
+		}
+		r.form(it[1])
+		cl := it[2:]
+		for i := 1; i < len(cl); i += 2 {
+			r.form(cl[i]) // the test constants are data
+		}
+		if len(cl)%2 == 1 {
+			r.form(cl[len(cl)-1])
+		}
+		return
+	case spQuote, spComment:
+		return
+	case spWhere:
+		for i, x := range it[1:] {
+			if i != 1 || x.Kind != syntax.FSym { // (where field op value): op is data
+				r.form(x)
+			}
+		}
+		return
+	}
+	r.forms(it[1:])
+}
+
+// arities resolves a fn's arities: [params] body... or ([params] body...)...
+func (r *resolver) arities(rest []*syntax.Form) {
+	if len(rest) > 0 && rest[0].Kind == syntax.FVec {
+		r.arity(rest[0], rest[1:])
+		return
+	}
+	for _, a := range rest {
+		if a.Kind == syntax.FList && len(a.Items) > 0 && a.Items[0].Kind == syntax.FVec {
+			r.arity(a.Items[0], a.Items[1:])
+		} else {
+			r.form(a)
+		}
+	}
+}
+
+func (r *resolver) arity(params *syntax.Form, body []*syntax.Form) {
+	saved := len(r.names)
+	r.bind(params)
+	if len(body) >= 2 && body[0].Kind == syntax.FMap {
+		// :pre and :post conditions; % is the result in :post
+		m := body[0].Items
+		r.forms(body[1:])
+		for i := 0; i+1 < len(m); i += 2 {
+			if keywordName(m[i]) == "post" {
+				inner := len(r.names)
+				r.declare("%")
+				r.form(m[i+1])
+				r.names = r.names[:inner]
+			} else {
+				r.form(m[i+1])
+			}
+		}
+	} else {
+		r.forms(body)
+	}
+	r.names = r.names[:saved]
+}
+
+// headSpecial returns the special form f is (f a list), or 0.
+func (c *Compiler) headSpecial(f *syntax.Form) specialID {
+	if f.Kind != syntax.FList || len(f.Items) == 0 {
+		return 0
+	}
+	return c.symSpecial(f.Items[0])
+}
+
+// symSpecial returns the special form head names at its position, or 0.
+func (c *Compiler) symSpecial(head *syntax.Form) specialID {
+	if head.Kind != syntax.FSym || head.Ns != "" {
+		return 0
+	}
+	switch k, id := resOf(head); k {
+	case resSpecial:
+		return specialID(id)
+	case resNone:
+		sp := specialIDs[head.Name]
+		if sp != 0 && (unshadowable(sp) || !c.bound(head.Name)) {
+			return sp
+		}
+	}
+	return 0
+}
+
+// headBuiltin returns the name of the builtin f calls (f a list whose head
+// is an unqualified symbol naming a builtin at its position), or "".
+func (c *Compiler) headBuiltin(f *syntax.Form) string {
+	if f.Kind != syntax.FList || len(f.Items) == 0 || !c.isBuiltin(f.Items[0]) {
+		return ""
+	}
+	return f.Items[0].Name
+}
+
+// isBuiltin reports whether sym is an unqualified symbol that names a
+// builtin at its position.
+func (c *Compiler) isBuiltin(sym *syntax.Form) bool {
+	if sym.Kind != syntax.FSym || sym.Ns != "" {
+		return false
+	}
+	switch k, _ := resOf(sym); k {
+	case resBuiltin:
+		return true
+	case resNone:
+		_, ok := c.Builtins[sym.Name]
+		return ok && !c.bound(sym.Name)
+	}
+	return false
+}
+
+// isBuiltinSym reports whether sym is builtin name at its position.
+func (c *Compiler) isBuiltinSym(sym *syntax.Form, name string) bool {
+	return sym.Kind == syntax.FSym && sym.Ns == "" && sym.Name == name && c.isBuiltin(sym)
+}
+
+// callsBuiltin reports whether f is a call of builtin name.
+func (c *Compiler) callsBuiltin(f *syntax.Form, name string) bool {
+	return f.Kind == syntax.FList && len(f.Items) > 0 && c.isBuiltinSym(f.Items[0], name)
+}
+
+// bound reports whether name is a local of the scope being compiled (or
+// an enclosing one), without capturing it.
+func (c *Compiler) bound(name string) bool {
+	if c == nil || c.sc == nil {
+		return false
+	}
+	return c.sc.bindsAny(func(n string) bool { return n == name })
+}
+
+// ResolvedAs describes what symbol f names at its position, as Resolve
+// recorded it: "special", "local#N" (N its binder's number), "binder#N",
+// "global", "builtin", "other", or "" when f was not resolved.
+func ResolvedAs(f *syntax.Form) string {
+	k, id := resOf(f)
+	switch k {
+	case resSpecial:
+		return "special"
+	case resLocal:
+		return "local#" + strconv.Itoa(int(id))
+	case resBinder:
+		return "binder#" + strconv.Itoa(int(id))
+	case resGlobal:
+		return "global"
+	case resBuiltin:
+		return "builtin"
+	case resOther:
+		return "other"
+	}
+	return ""
+}
