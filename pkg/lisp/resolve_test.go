@@ -1,6 +1,9 @@
 package lisp
 
 import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,6 +114,45 @@ func TestResolve(t *testing.T) {
 		}
 		if got := strings.Join(parts, " "); got != tc.want {
 			t.Errorf("%s\n  got  %s\n  want %s", tc.src, got, tc.want)
+		}
+	}
+}
+
+// TestResolverAgreesWithCompiler compiles every program of the testdata
+// chunks, the Clojure oracle and generated loops with checkResolve: for
+// each symbol the compiler compiles, the resolver must have recorded what
+// the compiler's own scopes say it names.
+func TestResolverAgreesWithCompiler(t *testing.T) {
+	var srcs []string
+	files, _ := filepath.Glob("testdata/*.lisp")
+	for _, f := range files {
+		for _, ch := range readChunks(t, f) {
+			srcs = append(srcs, ch.src)
+		}
+	}
+	data, err := os.ReadFile("testdata/clojure_oracle.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if src, _, ok := strings.Cut(l, "\t"); ok {
+			srcs = append(srcs, src)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 500 {
+		srcs = append(srcs, loopProgram(rng))
+	}
+	srcs = append(srcs, `(let [if inc when inc] (if (when 1) 2))`, `(defn f [x] {:pre [(pos? x)] :post [(pos? %)]} (inc x)) (f 1)`,
+		`(as-> [1] v (conj v 2) (count v))`, `(letfn [(f [n] (if (pos? n) (g (dec n)) 0)) (g [n] (f n))] (f 3))`,
+		`(for [x [1 2] :let [y (inc x)] :when (odd? y)] #(+ % y x))`)
+	if len(srcs) < 2000 {
+		t.Fatalf("only %d programs", len(srcs))
+	}
+	for _, src := range srcs {
+		_, err := Compile(src, Options{Tools: testTools(), checkResolve: true})
+		if e, ok := err.(*Error); ok && strings.Contains(e.Msg, "resolver") {
+			t.Errorf("%s\n  %v", src, err)
 		}
 	}
 }

@@ -137,6 +137,10 @@ type Options struct {
 	// boxes and transient loop bindings (opt_walkloop.go, opt_ownedbox.go,
 	// linearLoopBindings): tests compare both.
 	plainLoops bool
+	// checkResolve makes the compiler check the resolver's answer for
+	// every symbol it compiles against its own scopes (resolve.go): a
+	// disagreement is an internal error. Tests set it.
+	checkResolve bool
 }
 
 // runLimits are a run's limits, resolved once: each from Options.Limits
@@ -326,7 +330,7 @@ func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
 		return fail(perr.(*core.Error))
 	}
 	h.Tools, h.Keywords = opts.Tools, p.keywords
-	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), PlainLoops: opts.plainLoops}
+	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), PlainLoops: opts.plainLoops, CheckResolve: opts.checkResolve}
 	if len(opts.Memory) > 0 {
 		c.MemNames = make(map[string]bool, len(opts.Memory))
 		for k := range opts.Memory {

@@ -65,6 +65,9 @@ func (c *Compiler) collectDefs(forms []*syntax.Form) {
 // a keyword lookup or a call of a function value. It is the compiler's
 // dispatch (Compiler.compile), above every special form and pass.
 func (c *Compiler) compileForm(f *syntax.Form, tail bool) core.Node {
+	if c.CheckResolve {
+		c.checkResolved(f)
+	}
 	switch f.Kind {
 	case syntax.FLit:
 		return constNode(f.Val)
@@ -414,4 +417,45 @@ func (c *Compiler) SafeCompile(forms []*syntax.Form) (body core.Node, nslots int
 	c.dispatch = (*Compiler).compileForm
 	body, nslots = c.compileProgram(forms)
 	return body, nslots, nil
+}
+
+// checkResolved fails when what the resolver recorded for symbol f, or
+// for the head of list f, is not what the compiler's scopes say there
+// (CheckResolve). A form the compiler made (Res 0) is not checked.
+func (c *Compiler) checkResolved(f *syntax.Form) {
+	sym, head := f, false
+	switch {
+	case f.Kind == syntax.FSym:
+	case f.Kind == syntax.FList && len(f.Items) > 0 && f.Items[0].Kind == syntax.FSym:
+		sym, head = f.Items[0], true
+	default:
+		return
+	}
+	got, _ := resOf(sym)
+	if got == resNone {
+		return
+	}
+	if got == resBinder {
+		got = resLocal // an as-> name is both
+	}
+	want := resOther
+	bound := sym.Ns == "" && c.bound(sym.Name)
+	sp := specialIDs[sym.Name]
+	_, builtin := c.Builtins[sym.Name]
+	switch {
+	case sym.Ns != "":
+	case head && sp != 0 && (!bound || unshadowable(sp)):
+		want = resSpecial
+	case bound:
+		want = resLocal
+	case sp != 0:
+		want = resSpecial
+	case builtin:
+		want = resBuiltin
+	case c.MemNames[sym.Name]:
+		want = resGlobal
+	}
+	if got != want {
+		c.fail(core.KindInternal, sym.Pos, "", "resolver: %s is %s, the compiler's scopes say %d", sym.SymText(), ResolvedAs(sym), want)
+	}
 }

@@ -113,6 +113,9 @@ type Compiler struct {
 	// PlainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool
+	// CheckResolve checks the resolver's answer for each symbol compiled
+	// against the compiler's scopes (checkResolved); tests set it.
+	CheckResolve bool
 	// dispatch compiles one form (compileForm); SafeCompile installs it.
 	// The special forms and the passes reach it through compile, so they
 	// need not know the dispatch that chooses them.
