@@ -2,6 +2,7 @@ package compile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
@@ -14,6 +15,7 @@ func (c *Compiler) compileProgram(forms []*syntax.Form) (body core.Node, nslots 
 	c.sc = &c.top
 	c.collectDefs(forms)
 	if len(forms) == 1 {
+		c.Resolve(forms[0])
 		return c.compile(forms[0], false), c.sc.nslots
 	}
 	nodes := make([]core.Node, len(forms))
@@ -415,13 +417,17 @@ func (c *Compiler) SafeCompile(forms []*syntax.Form) (body core.Node, nslots int
 		}
 	}()
 	c.dispatch = (*Compiler).compileForm
+	if c.CheckResolve {
+		c.checkTops = forms
+	}
 	body, nslots = c.compileProgram(forms)
 	return body, nslots, nil
 }
 
 // checkResolved fails when what the resolver recorded for symbol f, or
 // for the head of list f, is not what the compiler's scopes say there
-// (CheckResolve). A form the compiler made (Res 0) is not checked.
+// (CheckResolve). A form the compiler made (Res 0) is not checked, but a
+// top-level form must have been resolved.
 func (c *Compiler) checkResolved(f *syntax.Form) {
 	sym, head := f, false
 	switch {
@@ -433,6 +439,9 @@ func (c *Compiler) checkResolved(f *syntax.Form) {
 	}
 	got, _ := resOf(sym)
 	if got == resNone {
+		if slices.Contains(c.checkTops, f) {
+			c.fail(core.KindInternal, sym.Pos, "", "resolver: top-level form %s was not resolved", sym.SymText())
+		}
 		return
 	}
 	if got == resBinder {

@@ -116,6 +116,7 @@ type Compiler struct {
 	// CheckResolve checks the resolver's answer for each symbol compiled
 	// against the compiler's scopes (checkResolved); tests set it.
 	CheckResolve bool
+	checkTops    []*syntax.Form // the top-level forms, with CheckResolve
 	// dispatch compiles one form (compileForm); SafeCompile installs it.
 	// The special forms and the passes reach it through compile, so they
 	// need not know the dispatch that chooses them.

@@ -33,12 +33,12 @@ type counter struct {
 // literal (fn [acc x] (update acc ...)) whose accumulator is linear, or
 // nil. A function given as #(...) or with several body forms does not
 // count.
-func countBody(f *syntax.Form, plain bool) *syntax.Form {
-	if plain || f == nil || !isFnForm(f) || len(f.Items) != 3 || !LinearAccFn(f) {
+func (c *Compiler) countBody(f *syntax.Form, plain bool) *syntax.Form {
+	if plain || f == nil || !c.isFnForm(f) || len(f.Items) != 3 || !c.LinearAccFn(f) {
 		return nil
 	}
 	b := f.Items[2]
-	if b.Kind != syntax.FList || len(b.Items) < 4 || len(b.Items) > 5 || !b.Items[0].IsSym("update") || !b.Items[1].IsSym(f.Items[1].Items[0].Name) {
+	if len(b.Items) < 4 || len(b.Items) > 5 || !c.callsBuiltin(b, "update") || !b.Items[1].IsSym(f.Items[1].Items[0].Name) {
 		return nil
 	}
 	return b
@@ -53,13 +53,13 @@ func (c *Compiler) counterOf(fn *syntax.Form, withX bool) *counter {
 	if withX {
 		want = "+"
 	}
-	if c.isBuiltin(fn, want) {
+	if c.isBuiltinSym(fn, want) {
 		// update's tick is the node's; the call of the builtin and the
 		// slot's write (SetSlot) count one each
 		c.Counts++
 		return &counter{inc: !withX, ticks: 2}
 	}
-	if fn.Kind != syntax.FList || len(fn.Items) != 3 || !c.isBuiltin(fn.Items[0], "fnil") || !c.isBuiltin(fn.Items[1], want) {
+	if fn.Kind != syntax.FList || len(fn.Items) != 3 || !c.isBuiltinSym(fn.Items[0], "fnil") || !c.isBuiltinSym(fn.Items[1], want) {
 		return nil
 	}
 	d, ok := fn.Items[2].Val.(int64)
@@ -69,17 +69,6 @@ func (c *Compiler) counterOf(fn *syntax.Form, withX bool) *counter {
 	// the call of the fnil function, its call of f, the slot's write
 	c.Counts++
 	return &counter{d: d, hasD: true, inc: !withX, ticks: 3}
-}
-
-// isBuiltin reports whether f is a symbol naming the builtin name, not
-// shadowed by a local.
-func (c *Compiler) isBuiltin(f *syntax.Form, name string) bool {
-	if f.Kind != syntax.FSym || f.Ns != "" || f.Name != name {
-		return false
-	}
-	v, ok := c.constArg(f)
-	b, isB := v.(*core.Builtin)
-	return ok && isB && b.Name == name
 }
 
 // add adds x (1 for inc) to slot i of the transient mp, counting the

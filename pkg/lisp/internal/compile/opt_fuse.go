@@ -695,7 +695,7 @@ func (c *Compiler) pureExpr(f *syntax.Form) bool {
 func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
 	c.lastProto = nil
 	outer := c.countForm
-	c.countForm = countBody(f, c.PlainLoops)
+	c.countForm = c.countBody(f, c.PlainLoops)
 	nd := c.compile(f, false)
 	c.countForm = outer
 	if p := c.lastProto; p != nil && f != nil {
