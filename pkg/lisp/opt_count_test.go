@@ -13,7 +13,8 @@ import (
 
 // countCtx is the context of the counting tests: records with integer,
 // float, nil and string fields, 12 categories (the map outgrows a small
-// map's 8 entries), and a host map used as an init value.
+// map's 8 entries), and host maps used as init values (wide: 24 keys,
+// kept as a wide map).
 func countCtx() map[string]any {
 	rs := make([]any, 0, 40)
 	for i := range 40 {
@@ -30,7 +31,13 @@ func countCtx() map[string]any {
 		}
 		rs = append(rs, r)
 	}
-	return map[string]any{"rs": rs, "init": map[string]any{"s1": int64(5), "s2": nil}, "big": map[string]any{"s1": int64(math.MaxInt64 - 10)}}
+	wide := map[string]any{}
+	for i := range 12 {
+		wide[fmt.Sprintf("c%d", i)] = int64(i)
+		wide[fmt.Sprintf("x%d", i)] = float64(i) / 4
+	}
+	wide["c7"] = nil
+	return map[string]any{"rs": rs, "init": map[string]any{"s1": int64(5), "s2": nil}, "big": map[string]any{"s1": int64(math.MaxInt64 - 10)}, "wide": wide}
 }
 
 // countOutcome runs src with or without counting updates: the value, the
@@ -62,7 +69,9 @@ func TestCountUpdatesMatchPlain(t *testing.T) {
 		{`(reduce (fn [m r] (update m (:small r) (fnil inc 0))) {} ctx/rs)`, 1},
 		{`(reduce (fn [m r] (update m (:small r) (fnil inc 10))) {"s1" 1.5} ctx/rs)`, 1},
 		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) ctx/init ctx/rs)`, 1}, // a nil count: fnil's 0
-		{`(reduce (fn [m r] (update m (:small r) + (:qty r))) ctx/init ctx/rs)`, 1},          // a nil count: the error of +
+		{`(reduce (fn [m r] (update m (:cat r) (fnil + 0) (:qty r))) ctx/wide ctx/rs)`, 1},   // a wide init map: 24 keys
+		{`(reduce (fn [m r] (update m (str "x" (mod (:qty r) 7)) (fnil + 0) (:price r))) ctx/wide ctx/rs)`, 1},
+		{`(reduce (fn [m r] (update m (:small r) + (:qty r))) ctx/init ctx/rs)`, 1}, // a nil count: the error of +
 		{`(reduce (fn [m r] (update m (:small r) inc)) {"s0" 0 "s1" 0 "s2" 0 "s3" 0 "s4" 0} ctx/rs)`, 1},
 		{`(reduce (fn [m r] (update m (:small r) inc)) {"s0" 0 "s1" 0 "s2" "two" "s3" 0 "s4" 0} ctx/rs)`, 1},
 		{`(reduce (fn [m r] (update m (:small r) (fnil + 0) (:qty r))) ctx/big ctx/rs)`, 1}, // overflow
