@@ -84,7 +84,11 @@ func (tap *messageTap) perMission(kind string, n int) float64 {
 
 // A mission run one at a time (a tool call, the result awaited with Run)
 // costs the messages docs/fleet.md lists: each kind counted over many
-// missions stays at or under what durability needs.
+// missions stays at or under what durability needs, one pull brings each
+// mission (the worker hears it once stored, and sweeps no lane while the
+// stream holds nothing it did not announce), and all the parties together
+// send at most 12 messages per mission besides the reads made per second
+// whatever the missions.
 func TestMissionMessageCost(t *testing.T) {
 	for _, prios := range [][]string{{messages.PriorityNormal}, messages.Priorities()} {
 		t.Run(strings.Join(prios, ","), func(t *testing.T) {
@@ -113,32 +117,39 @@ func TestMissionMessageCost(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			beats = 0
 			tap := startTap(t, srv.ClientURL())
-			const n = 20
+			sent := func() uint64 { return tnc.Stats().OutMsgs + wnc.Stats().OutMsgs + cnc.Stats().OutMsgs }
+			sent0 := sent()
+			const n = 100
 			start := time.Now()
 			for range n {
 				run()
 			}
 			time.Sleep(100 * time.Millisecond) // the last mission's trailing messages
-			// besides its missions' pulls, a worker looks at each lane of
-			// its priorities (and each priority's consumer of the layout
-			// before lanes) about once a second: those pulls grow with the
-			// time the missions take (a race build on a loaded machine
-			// takes many times longer), not with the missions
-			sweeps := time.Since(start).Seconds() * float64(len(prios)*(messages.MissionLanes+1)) / n
-			// with no quota set, the worker and the client each read the
-			// submitter's quota and the default once per refresh (2 s),
-			// whatever the missions
-			quotaReads := 4 * (time.Since(start).Seconds()/2 + 1) / n
+			// what is read per second whatever the missions: with no quota
+			// set, the worker and the client each read the submitter's
+			// quota and the default once per refresh (2 s), and the worker
+			// the quotas' weights (2 s) and MISSIONS' stream info for
+			// missions no bell announced (1 s); one more of each for the
+			// refreshes at either end
+			secs := time.Since(start).Seconds()
+			quotaReads := 4 * (secs/2 + 1) / n
+			perSecond := quotaReads + ((secs/2+1)+(secs+1))/n
 			tap.mu.Lock()
-			t.Logf("per mission: %v (of %d)", tap.counts, n)
+			t.Logf("per mission: %v (of %d in %.2fs)", tap.counts, n, secs)
 			tap.mu.Unlock()
+			got := float64(sent()-sent0) / n
+			t.Logf("sent per mission: %.2f", got)
+			if want := 12 + perSecond; got > want {
+				t.Errorf("%.2f messages sent per mission, want at most 12 and %.2f read per second whatever the missions", got, want-12)
+			}
 			for _, want := range []struct {
 				kind string
 				max  float64
 			}{
-				// one pull per mission: no sweep of a priority with a poll
-				// outstanding or just drained
-				{"fetch", 1.5 + sweeps},
+				// one pull per mission: the worker hears the mission once
+				// stored, so the fetch its bell makes finds it, and no lane
+				// is swept while the stream holds only what it runs
+				{"fetch", 1},
 				// a mission shorter than AckWait/3 is not heartbeated:
 				// AckWait runs from its delivery
 				{"ack WPI", float64(beats) / n},

@@ -20,9 +20,10 @@ type lane struct {
 	// pending is how many messages the consumer had left after the last
 	// message the worker fetched from it; 0 once a fetch found it empty.
 	pending uint64
-	// bell is set when a submit on the lane was heard and no fetch has
-	// found a mission on the lane since (a fetch may come before the
-	// mission is stored).
+	// bell is set when a mission on the lane was heard of and no fetch
+	// has found a mission on the lane since (a fetch may come before the
+	// mission is stored: where submits are heard as published, or on a
+	// cluster node whose copy of the stream lags).
 	bell    bool
 	polling bool // a long poll on the lane is open
 	// due is set for every lane every fullSweepEvery and cleared when a
@@ -33,11 +34,11 @@ type lane struct {
 	turn int
 }
 
-// fullSweepEvery is how often the worker looks at every lane, empty or
-// not: a mission that was never announced on its submit or wake subject
-// (a redelivery, a mission woken by its schedule, a submit published
-// while the worker was not listening) is fetched about this long after
-// it is due.
+// fullSweepEvery is how often the worker checks for missions no bell
+// announced (a redelivery, a mission stored while the worker was not
+// listening; without notices, a mission woken by its schedule) and, when
+// there may be some, looks at every lane, empty or not: such a mission is
+// fetched about this long after it is due.
 const fullSweepEvery = time.Second
 
 // probesPerPass bounds the lanes with no known missions a pass of the
@@ -80,9 +81,20 @@ func (w *Worker) setLanes(st *Stores) {
 	}
 }
 
+// onQueued hears a mission MISSIONS stored (its headers, republished on
+// its queued subject) and rings the bell of its lane, so that a worker
+// with free slots fetches it from that lane at once.
+func (w *Worker) onQueued(msg *nats.Msg) {
+	if _, p, _, l, ok := messages.ParseQueuedSubject(msg.Subject); ok {
+		if pi, ok := w.priorityIndex[p]; ok {
+			w.ringLane(laneIndex(pi, l))
+		}
+	}
+}
+
 // onSubmit hears a mission submitted on its submit subject and rings the
 // bell of its lane, so that a worker with free slots fetches from that
-// lane at once.
+// lane at once: where MISSIONS does not republish what it stores.
 func (w *Worker) onSubmit(msg *nats.Msg) {
 	if sub, p, _, ok := messages.ParseSubmitSubject(msg.Subject); ok {
 		w.ring(sub, p)
@@ -102,13 +114,18 @@ func (w *Worker) onWake(msg *nats.Msg) {
 // ring rings the bell of the lane of submitter sub's missions of
 // priority p, so that the worker fetches from it when it has a slot.
 func (w *Worker) ring(sub, p string) {
-	pi, ok := w.priorityIndex[p]
-	if !ok {
-		return
+	if pi, ok := w.priorityIndex[p]; ok {
+		w.ringLane(laneIndex(pi, messages.SubmitLane(sub)))
 	}
+}
+
+// ringLane rings the bell of lane i (an index in w.lanes).
+func (w *Worker) ringLane(i int) {
 	select {
-	case w.bells <- laneIndex(pi, messages.SubmitLane(sub)):
-	default: // the loop is behind: its next full sweep finds the mission
+	case w.bells <- i:
+	default:
+		// the loop is behind: its next full sweep looks at every lane
+		w.bellLost.Store(true)
 	}
 }
 
@@ -119,8 +136,10 @@ func (w *Worker) ring(sub, p string) {
 // highest first, and within a priority shares the free slots among the
 // lanes in turn (round robin from the lane after the one last served), so
 // a submitter's backlog in one lane takes no more than its share while
-// other lanes have missions. Every fullSweepEvery it looks at every lane,
-// probesPerPass lanes a pass after those.
+// other lanes have missions. Every fullSweepEvery it checks whether
+// MISSIONS may hold missions no bell announced (unannounced) and if so
+// looks at every lane, probesPerPass lanes a pass after those; so does a
+// worker that starts, sets its layout up again or lost a bell.
 // When no lane has a mission it waits for a submit to be heard; the lane
 // heard gets a long poll (Fetch of one message, IdleWait) on a slot
 // reserved for it, so that the mission starts as soon as it is stored; a
@@ -136,6 +155,28 @@ func (w *Worker) loop() {
 	probeFirst := false
 	fullTimer := time.NewTimer(fullSweepEvery)
 	defer fullTimer.Stop()
+	// checked carries the answer of the check for unannounced missions
+	// in flight, if checking
+	checked := make(chan bool, 1)
+	checking := false
+	tick := func() {
+		fullTimer.Reset(fullSweepEvery)
+		if checking {
+			return
+		}
+		checking = true
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			checked <- w.unannounced()
+		}()
+	}
+	answer := func(due bool) {
+		checking = false
+		if due {
+			w.markDue()
+		}
+	}
 	for !w.isStopping() {
 		if w.layoutLost.Load() {
 			w.resetup()
@@ -144,8 +185,9 @@ func (w *Worker) loop() {
 		}
 		select {
 		case <-fullTimer.C:
-			w.markDue()
-			fullTimer.Reset(fullSweepEvery)
+			tick()
+		case due := <-checked:
+			answer(due)
 		default:
 		}
 		w.takeBells()
@@ -196,16 +238,21 @@ func (w *Worker) loop() {
 			w.lanes[i].bell = true
 		case <-w.slotFreed:
 		case <-fullTimer.C:
-			w.markDue()
-			fullTimer.Reset(fullSweepEvery)
+			tick()
+		case due := <-checked:
+			answer(due)
 		case <-w.stopping:
 			return
 		}
 	}
 }
 
-// takeBells marks the lanes whose submits were heard since the last look.
+// takeBells marks the lanes whose missions were heard of since the last
+// look, and every lane for the full sweep when a bell was lost.
 func (w *Worker) takeBells() {
+	if w.bellLost.Swap(false) {
+		w.markDue()
+	}
 	for {
 		select {
 		case i := <-w.bells:
@@ -217,6 +264,33 @@ func (w *Worker) takeBells() {
 }
 
 func (w *Worker) freeSlots() int { return cap(w.slots) - len(w.slots) }
+
+// unannounced reports whether MISSIONS may hold a mission no bell
+// announced: a redelivery, a mission stored while the worker was not
+// listening, or (without notices) one woken by its schedule. It reads the
+// stream's info (one request) and answers no when the stream holds no
+// more messages than the missions this worker runs: then every queued
+// mission was announced, and the full sweep would only find empty lanes.
+// Another worker's missions, or queued ones of priorities this worker
+// does not fetch, make it answer yes (the sweep looks), as does a failed
+// read. A mission finishing as the stream is read counts as held, so an
+// unannounced one may wait for the next check.
+func (w *Worker) unannounced() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), fullSweepEvery)
+	defer cancel()
+	go func() {
+		select {
+		case <-w.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	info, err := w.st.Missions.Info(ctx)
+	if err != nil {
+		return true
+	}
+	return info.State.Msgs > uint64(w.Running())
+}
 
 // markDue marks every lane for the full sweep.
 func (w *Worker) markDue() {

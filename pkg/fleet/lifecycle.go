@@ -63,7 +63,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.ackWait = 30 * time.Second
 	}
 	w.quotas = newQuotas(w.js, st, w.cfg.ID, w.cfg.Tenant, w.cfg.Metrics, w.ackWait)
-	w.quotas.ring = w.ring
+	w.notices = missionsRepublished(st.Missions)
+	if !w.notices {
+		// a wake this worker publishes rings its own bell at once; with
+		// notices, the one MISSIONS republishes once it stored the woken
+		// mission rings every worker's, this one's too
+		w.quotas.ring = w.ring
+	}
 	if err := w.subscribe(ctx); err != nil {
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()
@@ -94,21 +100,32 @@ func (w *Worker) subscribe(ctx context.Context) error {
 		return fmt.Errorf("fleet: subscribe cancel requests: %w", err)
 	}
 	w.subs = append(w.subs, sub)
-	// Submits as published (before the stream gives them their lane):
-	// each rings its lane's bell (fair share, docs/fleet.md).
-	sub, err = w.nc.Subscribe(messages.SubmitWildcard, w.onSubmit)
-	if err != nil {
-		return fmt.Errorf("fleet: subscribe submits: %w", err)
+	if w.notices {
+		// Missions as MISSIONS stored them (submitted or woken), headers
+		// only: each rings its lane's bell (fair share, docs/fleet.md)
+		// once a fetch finds it.
+		sub, err = w.nc.Subscribe(messages.QueuedWildcard, w.onQueued)
+		if err != nil {
+			return fmt.Errorf("fleet: subscribe queued missions: %w", err)
+		}
+		w.subs = append(w.subs, sub)
+	} else {
+		// A layout whose MISSIONS does not republish: submits as
+		// published (before the stream gives them their lane) ring
+		// their lane's bell, and so do wakes as published (a
+		// decision's, a quota's), which MISSIONS sources into the lane
+		// of the mission's submitter.
+		sub, err = w.nc.Subscribe(messages.SubmitWildcard, w.onSubmit)
+		if err != nil {
+			return fmt.Errorf("fleet: subscribe submits: %w", err)
+		}
+		w.subs = append(w.subs, sub)
+		sub, err = w.nc.Subscribe(messages.WakeWildcard, w.onWake)
+		if err != nil {
+			return fmt.Errorf("fleet: subscribe wakes: %w", err)
+		}
+		w.subs = append(w.subs, sub)
 	}
-	w.subs = append(w.subs, sub)
-	// Wakes as published (a decision's, a quota's), which MISSIONS
-	// sources into the lane of the mission's submitter: each rings that
-	// lane's bell too.
-	sub, err = w.nc.Subscribe(messages.WakeWildcard, w.onWake)
-	if err != nil {
-		return fmt.Errorf("fleet: subscribe wakes: %w", err)
-	}
-	w.subs = append(w.subs, sub)
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"
 	sub, err = w.nc.QueueSubscribe(adv, "ptc-dead-letter", w.onMaxDeliveries)
 	if err != nil {

@@ -376,6 +376,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 				SubjectTransforms: []jetstream.SubjectTransformConfig{{
 					Source:      messages.WakeWildcard,
 					Destination: messages.LaneTransform()}}}},
+			// each mission stored (submitted or woken), to the workers:
+			// the lane to fetch from, once a fetch finds it
+			RePublish: missionRepublish(),
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
 			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*", messages.RecordSubject("*", "*")},
@@ -407,6 +410,22 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			AllowRollup: true,
 		}},
 	}
+}
+
+// missionRepublish republishes the headers of each mission
+// StreamMissions stores in a lane on its messages.QueuedSubject.
+func missionRepublish() *jetstream.RePublish {
+	return &jetstream.RePublish{Source: messages.LanedWildcard, Destination: messages.QueuedTransform(), HeadersOnly: true}
+}
+
+// missionsRepublished reports whether missions stream s republishes what
+// it stores as missionRepublish does (a layout set up before it did not).
+func missionsRepublished(s jetstream.Stream) bool {
+	if s == nil || s.CachedInfo() == nil {
+		return false
+	}
+	r, want := s.CachedInfo().Config.RePublish, missionRepublish()
+	return r != nil && *r == *want
 }
 
 // resultRepublish republishes each result StreamResults stores (not the

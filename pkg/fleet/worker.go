@@ -224,8 +224,15 @@ type Worker struct {
 	weights atomic.Pointer[laneWeights]
 	// lanes are the mission consumers the loop fetches from (setLanes).
 	lanes []*lane
-	// bells carries the lanes (indexes in lanes) of submits heard.
+	// bells carries the lanes (indexes in lanes) of missions heard of.
 	bells chan int
+	// bellLost is set when a bell found bells full: the loop then looks
+	// at every lane.
+	bellLost atomic.Bool
+	// notices is set when MISSIONS republishes what it stores
+	// (missionRepublish): the worker hears missions once stored, on
+	// messages.QueuedWildcard, rather than as submitted and woken.
+	notices bool
 	// priorityIndex maps a priority to its index in cfg.Priorities.
 	priorityIndex map[string]int
 

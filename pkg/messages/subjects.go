@@ -63,6 +63,12 @@ const (
 	// schedule or a decision); MISSIONS sources it as
 	// mission.submit.<submitter>.<priority>.<id>.
 	SubjectWakePrefix = "mission.wake."
+	// SubjectQueuedPrefix prefixes
+	// mission.queued.<submitter>.<priority>.<id>.<lane>: MISSIONS
+	// republishes the headers of each mission it stores there (core NATS;
+	// only the server publishes there), so workers hear a mission once it
+	// can be fetched.
+	SubjectQueuedPrefix = "mission.queued."
 	// SubjectResultPrefix prefixes mission.result.<submitter>.<id>.
 	SubjectResultPrefix = "mission.result."
 	// SubjectStoredPrefix prefixes mission.stored.<submitter>.<id>: the
@@ -242,6 +248,39 @@ func LaneTransform() string {
 // LaneFilter matches the missions of priority p in lane l.
 func LaneFilter(p string, l int) string {
 	return SubjectSubmitPrefix + "*." + p + ".*." + strconv.Itoa(l)
+}
+
+// LanedWildcard matches every mission as MISSIONS stores it, in its lane.
+const LanedWildcard = SubjectSubmitPrefix + "*.*.*.*"
+
+// QueuedSubject is where MISSIONS republishes the headers of mission id of
+// submitter s, of priority p, once it stored it in lane l.
+func QueuedSubject(s, p, id string, l int) string {
+	return SubjectQueuedPrefix + s + "." + p + "." + id + "." + strconv.Itoa(l)
+}
+
+// QueuedTransform is QueuedSubject of the tokens of a subject LanedWildcard
+// matches, as a republish destination.
+func QueuedTransform() string {
+	return SubjectQueuedPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}"
+}
+
+// QueuedWildcard matches every subject made by QueuedSubject.
+const QueuedWildcard = SubjectQueuedPrefix + "*.*.*.*"
+
+// ParseQueuedSubject returns the submitter, priority, mission id and lane
+// of a subject made by QueuedSubject; ok is false for any other subject.
+func ParseQueuedSubject(subject string) (s, p, id string, l int, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectQueuedPrefix)
+	if !found {
+		return "", "", "", 0, false
+	}
+	s, p, id, ok = ParseSubmitSubject(SubjectSubmitPrefix + rest)
+	if !ok || strings.Count(rest, ".") != 3 {
+		return "", "", "", 0, false
+	}
+	l, _ = strconv.Atoi(rest[strings.LastIndexByte(rest, '.')+1:])
+	return s, p, id, l, true
 }
 
 // QueuedFilters match mission id of submitter s while it is queued: in

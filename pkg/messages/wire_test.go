@@ -196,6 +196,8 @@ func TestSubjects(t *testing.T) {
 		{SubmitFilter(PriorityLow), "mission.submit.*.low.*"},
 		{LaneFilter(PriorityLow, 5), "mission.submit.*.low.*.5"},
 		{LaneTransform(), "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}"},
+		{QueuedSubject("ops", PriorityLow, testID, 5), "mission.queued.ops.low." + testID + ".5"},
+		{QueuedTransform(), "mission.queued.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}"},
 		{ResultSubject("ops", testID), "mission.result.ops." + testID},
 		{EventSubject("ops", testID, 12, EventFinal), "mission.event.ops." + testID + ".12.final"},
 		{EventFilter("ops", testID), "mission.event.ops." + testID + ".>"},
@@ -226,6 +228,16 @@ func TestSubjects(t *testing.T) {
 		"mission.submit.ops.normal." + testID, "mission.wake.o*.normal." + testID} {
 		if _, _, _, ok := ParseWakeSubject(bad); ok {
 			t.Errorf("ParseWakeSubject(%q) ok", bad)
+		}
+	}
+	if s, p, id, l, ok := ParseQueuedSubject(QueuedSubject("ops", PriorityHigh, testID, 7)); !ok || s != "ops" || p != PriorityHigh || id != testID || l != 7 {
+		t.Errorf("ParseQueuedSubject: %q %q %q %d %v", s, p, id, l, ok)
+	}
+	for _, bad := range []string{"mission.queued.ops.normal." + testID, "mission.queued.ops.normal." + testID + ".8",
+		"mission.queued.ops.normal." + testID + ".01", "mission.queued.ops.urgent." + testID + ".1",
+		"mission.queued.ops.normal." + testID + ".1.2", "mission.submit.ops.normal." + testID + ".1"} {
+		if _, _, _, _, ok := ParseQueuedSubject(bad); ok {
+			t.Errorf("ParseQueuedSubject(%q) ok", bad)
 		}
 	}
 	if s, id, n, c, ok := ParseEventSubject(EventSubject("ops", testID, 7, EventToolCall)); !ok || s != "ops" || id != testID || n != 7 || c != 1 {

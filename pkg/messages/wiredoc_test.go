@@ -158,7 +158,7 @@ func TestWireDoc(t *testing.T) {
 		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
-		SubmitSubject("<submitter>", "<priority>", "<id>"), ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>", SubjectEventPrefix + "<submitter>.<id>.<n>.<count>",
+		SubmitSubject("<submitter>", "<priority>", "<id>"), SubjectQueuedPrefix + "<submitter>.<priority>.<id>.<lane>", ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>", SubjectEventPrefix + "<submitter>.<id>.<n>.<count>",
 		CancelSubject("<submitter>", "<id>"), StopSubject("<submitter>", "<id>"), StatusKey("<submitter>", "<id>"), CancelQueue, DefaultSubmitter,
 		DeadSubject("<id>"), ToolSubject("<service>", "<tool>"), PriorityHigh, PriorityNormal, PriorityLow} {
 		if !strings.Contains(doc, "`"+s+"`") && !strings.Contains(doc, `"`+s+`"`) {
