@@ -149,6 +149,23 @@ func (w *Worker) loop() {
 	var polls sync.WaitGroup
 	defer polls.Wait()
 	pollDone := make(chan pollResult, len(w.lanes))
+	// startPoll opens a long poll on lane i on a slot reserved for it, if
+	// a slot is free.
+	startPoll := func(i int) bool {
+		if !w.reserveSlot() {
+			return false
+		}
+		l := w.lanes[i]
+		l.bell, l.polling, l.due = false, true, false
+		polls.Add(1)
+		c := l.c
+		go func() {
+			defer polls.Done()
+			got, pending := w.poll(c)
+			pollDone <- pollResult{i: i, got: got, pending: pending}
+		}()
+		return true
+	}
 	next := make([]int, len(w.cfg.Priorities)) // per priority, the lane to serve first
 	w.markDue()
 	probe := 0 // the lane to look at next in the full sweep
@@ -157,8 +174,9 @@ func (w *Worker) loop() {
 	defer fullTimer.Stop()
 	// checked carries the answer of the check for unannounced missions
 	// in flight, if checking
-	checked := make(chan bool, 1)
+	checked := make(chan sweepCheck, 1)
 	checking := false
+	var last sweepCheck // the last check's answer
 	tick := func() {
 		fullTimer.Reset(fullSweepEvery)
 		if checking {
@@ -166,14 +184,14 @@ func (w *Worker) loop() {
 		}
 		checking = true
 		polls.Add(1)
-		go func() {
+		go func(prev sweepCheck) {
 			defer polls.Done()
-			checked <- w.unannounced()
-		}()
+			checked <- w.unannounced(prev)
+		}(last)
 	}
-	answer := func(due bool) {
-		checking = false
-		if due {
+	answer := func(c sweepCheck) {
+		checking, last = false, c
+		if c.due {
 			w.markDue()
 		}
 	}
@@ -186,8 +204,8 @@ func (w *Worker) loop() {
 		select {
 		case <-fullTimer.C:
 			tick()
-		case due := <-checked:
-			answer(due)
+		case c := <-checked:
+			answer(c)
 		default:
 		}
 		w.takeBells()
@@ -201,9 +219,9 @@ func (w *Worker) loop() {
 			var more bool
 			if probeFirst {
 				n, more = w.probe(&probe)
-				got = w.sweep(next)
+				got = w.sweep(next, startPoll)
 			} else {
-				got = w.sweep(next)
+				got = w.sweep(next, startPoll)
 				n, more = w.probe(&probe)
 			}
 			probeFirst = more && w.freeSlots() == 0
@@ -212,20 +230,9 @@ func (w *Worker) loop() {
 			}
 		}
 		for i, l := range w.lanes {
-			if !l.bell || l.polling {
-				continue
-			}
-			if !w.reserveSlot() {
+			if l.bell && !l.polling && !startPoll(i) {
 				break
 			}
-			l.bell, l.polling = false, true
-			polls.Add(1)
-			c := l.c
-			go func() {
-				defer polls.Done()
-				got, pending := w.poll(c)
-				pollDone <- pollResult{i: i, got: got, pending: pending}
-			}()
 		}
 		select {
 		case r := <-pollDone:
@@ -239,8 +246,8 @@ func (w *Worker) loop() {
 		case <-w.slotFreed:
 		case <-fullTimer.C:
 			tick()
-		case due := <-checked:
-			answer(due)
+		case c := <-checked:
+			answer(c)
 		case <-w.stopping:
 			return
 		}
@@ -265,17 +272,27 @@ func (w *Worker) takeBells() {
 
 func (w *Worker) freeSlots() int { return cap(w.slots) - len(w.slots) }
 
-// unannounced reports whether MISSIONS may hold a mission no bell
+// sweepCheck is what a check for unannounced missions found.
+type sweepCheck struct {
+	due     bool   // the lanes are due for the full sweep
+	lastSeq uint64 // the stream's last sequence when it was read
+}
+
+// unannounced checks whether MISSIONS may hold a mission no bell
 // announced: a redelivery, a mission stored while the worker was not
 // listening, or (without notices) one woken by its schedule. It reads the
-// stream's info (one request) and answers no when the stream holds no
-// more messages than the missions this worker runs: then every queued
-// mission was announced, and the full sweep would only find empty lanes.
-// Another worker's missions, or queued ones of priorities this worker
-// does not fetch, make it answer yes (the sweep looks), as does a failed
-// read. A mission finishing as the stream is read counts as held, so an
-// unannounced one may wait for the next check.
-func (w *Worker) unannounced() bool {
+// stream's info (one request) and finds the lanes due when the stream
+// holds more messages than the missions this worker runs and its oldest
+// message was stored before the previous check (prev): every message
+// stored since was announced, and its bell fetches it, so messages that
+// are all that new need no sweep. An unannounced one is found at the
+// check after the one following its storage at the latest. Old messages
+// held by other workers or by this worker's longer runs, or queued ones
+// of priorities this worker does not fetch, make the lanes due (the
+// sweep looks), as does a failed read. A mission finishing as the stream
+// is read counts as held, so an unannounced one may wait for the next
+// check.
+func (w *Worker) unannounced(prev sweepCheck) sweepCheck {
 	ctx, cancel := context.WithTimeout(context.Background(), fullSweepEvery)
 	defer cancel()
 	go func() {
@@ -287,9 +304,13 @@ func (w *Worker) unannounced() bool {
 	}()
 	info, err := w.st.Missions.Info(ctx)
 	if err != nil {
-		return true
+		return sweepCheck{due: true, lastSeq: prev.lastSeq}
 	}
-	return info.State.Msgs > uint64(w.Running())
+	st := info.State
+	return sweepCheck{
+		due:     st.Msgs > uint64(w.Running()) && st.FirstSeq <= prev.lastSeq,
+		lastSeq: st.LastSeq,
+	}
 }
 
 // markDue marks every lane for the full sweep.
@@ -335,8 +356,13 @@ func (w *Worker) probe(from *int) (int, bool) {
 // from next[priority], which is left at the lane after the last one
 // served. A lane's turn lasts its weight (per-submitter quotas): it
 // takes up to weight shares of the free slots, and keeps the turn over
-// passes until it took weight missions.
-func (w *Worker) sweep(next []int) int {
+// passes until it took weight missions. A lane known only by its bell
+// (no pending count) gets a long poll of one mission (startPoll) rather
+// than a no-wait fetch: the stream tells its consumers of a message
+// apart from republishing it, so a fetch the bell makes may reach the
+// consumer before it knows of the mission, and the poll waits for it
+// (it ends empty, after IdleWait, only where another worker took it).
+func (w *Worker) sweep(next []int, startPoll func(int) bool) int {
 	got := 0
 	var cands []int
 	for pi := range w.cfg.Priorities {
@@ -365,6 +391,22 @@ func (w *Worker) sweep(next []int) int {
 				}
 				l := w.lanes[i]
 				lw := w.laneWeight(i)
+				if l.pending == 0 {
+					// only its bell: one mission known, counted as taken
+					// (what else the lane has, the poll's pending count
+					// tells)
+					if !startPoll(i) {
+						return got
+					}
+					got++
+					if l.turn++; l.turn >= lw {
+						l.turn = 0
+						next[pi] = (i - laneIndex(pi, 0) + 1) % (messages.MissionLanes + 1)
+					} else {
+						next[pi] = i - laneIndex(pi, 0)
+					}
+					continue
+				}
 				want := min(max(share*lw-l.turn, 1), free)
 				n, pending := w.fetch(l.c, want)
 				l.due = false
@@ -372,9 +414,9 @@ func (w *Worker) sweep(next []int) int {
 				keep := false
 				if n > 0 {
 					// a bell heard before this fetch is answered by it; one
-					// that found nothing stays set: the mission may not be
-					// stored yet, and the lane gets a long poll when the
-					// sweep finds nothing else
+					// that found nothing stays set: the consumer may not
+					// know of the mission yet, and the lane gets a long
+					// poll in the next pass
 					l.bell = false
 					// the lane keeps its turn until it took its weight
 					l.turn += n
