@@ -181,9 +181,9 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	fa := startAccount(t, ctx, srv.ClientURL(), ns, natsauth.Shipped()[0])
-	// Workers hear each submit as published, to know which lane has
+	// Workers hear each mission MISSIONS stores, to know which lane has
 	// missions (fair share, docs/fleet.md).
-	heard, err := fa.worker.nc.SubscribeSync(messages.SubmitWildcard)
+	heard, err := fa.worker.nc.SubscribeSync(messages.QueuedWildcard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,8 +194,9 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if err != nil || step.Fail != nil {
 		t.Fatalf("mission: %+v, %v", step, err)
 	}
-	if msg, err := heard.NextMsg(5 * time.Second); err != nil || msg.Subject != messages.SubmitSubject(natsauth.RoleDispatcher, messages.PriorityNormal, m.ID) {
-		t.Fatalf("the worker heard %v (%v), want the submit of %s", msg, err, m.ID)
+	if msg, err := heard.NextMsg(5 * time.Second); err != nil ||
+		msg.Subject != messages.QueuedSubject(natsauth.RoleDispatcher, messages.PriorityNormal, m.ID, messages.SubmitLane(natsauth.RoleDispatcher)) {
+		t.Fatalf("the worker heard %v (%v), want the notice of %s", msg, err, m.ID)
 	}
 	if r, _ := step.Return.(map[string]any); r["context"] != int64(1) {
 		t.Fatalf("result %v: the worker did not read the offloaded context", step.Return)
@@ -797,9 +798,11 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	} {
 		refused(t, ops, r.subject, r.body)
 	}
-	// nor hear another's submits, which workers hear (fair share)
+	// nor hear another's submits or their notices, which workers hear
+	// (fair share)
 	for _, s := range []string{messages.ResultSubject(d, "*"), messages.StoredResultSubject(d, "*"), messages.EventFilter(d, "*"),
-		messages.ResultSubject("*", "*"), messages.StoredResultSubject("*", "*"), messages.SubmitWildcard, messages.SubmitSubject(d, "*", "*")} {
+		messages.ResultSubject("*", "*"), messages.StoredResultSubject("*", "*"), messages.SubmitWildcard, messages.SubmitSubject(d, "*", "*"),
+		messages.QueuedWildcard, messages.SubjectQueuedPrefix + d + ".>"} {
 		if _, err := ops.nc.SubscribeSync(s); err != nil {
 			t.Fatal(err)
 		}

@@ -373,8 +373,10 @@ func (l *quotaLease) release() {
 				l.log.Debug().Err(err).Str("waiting", next.ID).Msg("waiting mission not woken; it wakes at its scheduled time")
 			} else if l.q.ring != nil {
 				// every worker hears the wake and rings that lane's bell
-				// (Worker.onWake); this one, whose slot the run frees,
-				// rings its own without waiting for the wake's echo
+				// (Worker.onQueued once MISSIONS stored the woken mission,
+				// or Worker.onWake as published); where it hears wakes as
+				// published, this one, whose slot the run frees, rings its
+				// own without waiting for the wake's echo
 				l.q.ring(l.sub, next.Priority)
 			}
 		}

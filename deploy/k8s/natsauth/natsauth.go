@@ -154,9 +154,13 @@ func (a Account) Users() []User {
 	}
 	users = append(users, User{Name: name(RoleWorker), PasswordVar: pw(RoleWorker), Role: RoleWorker, Restricted: true,
 		PubAllow: workerPublish(a.ToolServices),
-		// Submits and wakes as published ring the bell of their lane
-		// (fair share): the missions a worker takes anyway.
-		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.SubmitWildcard, messages.WakeWildcard,
+		// Missions as MISSIONS stored them (their headers, republished by
+		// the server) ring the bell of their lane (fair share): the
+		// missions a worker takes anyway. Submits and wakes as published
+		// do where MISSIONS does not republish (a layout set up before it
+		// did).
+		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.QueuedWildcard,
+			messages.SubmitWildcard, messages.WakeWildcard,
 			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"},
 		// the answers to cancel requests, which workers carry out
 		Responses: cancelResponses})
