@@ -26,8 +26,8 @@ type lane struct {
 	// cluster node whose copy of the stream lags).
 	bell    bool
 	polling bool // a long poll on the lane is open
-	// due is set for every lane every fullSweepEvery and cleared when a
-	// fetch looks at the lane.
+	// due is set for every lane when the full sweep is called for
+	// (markDue) and cleared when a fetch looks at the lane.
 	due bool
 	// turn counts the missions taken from the lane in its current turn
 	// of the round robin, which lasts its weight in missions.
@@ -140,10 +140,10 @@ func (w *Worker) ringLane(i int) {
 // MISSIONS may hold missions no bell announced (unannounced) and if so
 // looks at every lane, probesPerPass lanes a pass after those; so does a
 // worker that starts, sets its layout up again or lost a bell.
-// When no lane has a mission it waits for a submit to be heard; the lane
-// heard gets a long poll (Fetch of one message, IdleWait) on a slot
-// reserved for it, so that the mission starts as soon as it is stored; a
-// poll that ends empty gives its slot back.
+// A lane known only by its bell gets a long poll (Fetch of one message,
+// IdleWait) on a slot reserved for it, so that the mission starts as soon
+// as its consumer can deliver it; a poll that ends empty gives its slot
+// back. When no lane has a mission the loop waits for a bell.
 func (w *Worker) loop() {
 	defer close(w.loopDone)
 	var polls sync.WaitGroup
