@@ -220,6 +220,34 @@ func passStages(th *core.Thread, stages []fuseStage, fns []core.Value, x core.Va
 	return x, true
 }
 
+// fieldTests reports whether every stage is a filter or remove whose
+// function is a keyword (a field test, as in (filter :active rs)), and
+// puts the keywords in kws.
+func fieldTests(stages []fuseStage, fns []core.Value, kws *[maxFuseStages]*core.Keyword) bool {
+	for k, st := range stages {
+		kw, ok := fns[k].(*core.Keyword)
+		if !ok || st.kind == stageMap {
+			return false
+		}
+		kws[k] = kw
+	}
+	return true
+}
+
+// recordPasses is passStages for the host record m through field tests
+// (fieldTests): each reads the field as KwGet does (core.RecordField),
+// without making the record a Value first.
+func recordPasses(th *core.Thread, stages []fuseStage, kws []*core.Keyword, m map[string]any) bool {
+	for k := len(stages) - 1; k >= 0; k-- {
+		th.CallPos = stages[k].pos
+		th.Tick()
+		if core.Truthy(core.RecordField(m, kws[k])) != (stages[k].kind == stageFilter) {
+			return false
+		}
+	}
+	return true
+}
+
 // fusedConsumer compiles (count chain), (distinct chain), (set chain),
 // (frequencies chain) and (group-by f chain) with a pure f, for a fusable
 // chain: the items that pass the stages are counted, or go straight into
@@ -330,6 +358,16 @@ func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items cor
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.Sp, th.Depth)
 	n := int64(0)
+	var kws [maxFuseStages]*core.Keyword
+	if items.Recs != nil && fieldTests(stages, fns, &kws) {
+		for i, m := range items.Recs {
+			idx = i
+			if recordPasses(th, stages, kws[:len(stages)], m) {
+				n++
+			}
+		}
+		return th.BoxInt(n)
+	}
 	for i := range items.Len() {
 		x := items.At(i)
 		idx = i

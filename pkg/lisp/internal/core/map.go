@@ -336,12 +336,7 @@ func (b *MapBuilder) SetExactLast(key, val Value) {
 // common case in a scan over records) is read inline; see Map.findSmall.
 func KwGet(v Value, kw *Keyword) Value {
 	if h, ok := v.(HostMap); ok { // a host record: one Go map read
-		x := ReadField(h.Src(), kw.Name, &kw.slot)
-		switch x.(type) {
-		case nil, bool, int64, float64, string:
-			return x // nil: absent, or nil in the host's map
-		}
-		return viewValue(kw.Name, x)
+		return RecordField(h.Src(), kw)
 	}
 	if m, ok := v.(*Map); ok && m.Root == nil {
 		if m.Src != nil { // a host view: one Go map read
@@ -360,6 +355,22 @@ func KwGet(v Value, kw *Keyword) Value {
 		}
 	}
 	return GetKey(v, kw, nil)
+}
+
+// RecordField returns (kw m) for the host record m (nil: the empty
+// record), as KwGet reads it: the field's value as it is when a scalar,
+// else converted (a view; an unconvertible value panics with a
+// HostDataError naming the field).
+func RecordField(m map[string]any, kw *Keyword) Value {
+	if m == nil {
+		return nil
+	}
+	x := ReadField(m, kw.Name, &kw.slot)
+	switch x.(type) {
+	case nil, bool, int64, float64, string:
+		return x // nil: absent, or nil in the host's map
+	}
+	return viewValue(kw.Name, x)
 }
 
 // callWith calls f with old followed by extra.
