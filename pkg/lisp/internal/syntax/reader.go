@@ -79,9 +79,11 @@ type reader struct {
 	slab int
 }
 
-// firstSlab is the first slab of forms and item slots, made in one
-// allocation: a small program's forms and items all fit.
-type firstSlab struct {
+// Slab is the first slab of forms and item slots a read cuts its forms
+// from: a small program's forms and items all fit. A caller of ReadIn
+// may make it with other things it allocates; the forms read point into
+// it.
+type Slab struct {
 	forms [8]Form
 	items [16]*Form
 }
@@ -187,7 +189,12 @@ type openBracket struct {
 // Read parses src into top-level forms, interning keywords in kw. A
 // closing bracket that closes nothing is a parse error, as in Clojure.
 func Read(src string, kw map[string]*core.Keyword) ([]*Form, error) {
-	first := new(firstSlab)
+	return ReadIn(src, kw, new(Slab))
+}
+
+// ReadIn is Read with first, a zero Slab used by no other read, as the
+// first slab of forms.
+func ReadIn(src string, kw map[string]*core.Keyword, first *Slab) ([]*Form, error) {
 	r := reader{src: src, line: 1, col: 1, keywords: kw, forms: first.forms[:], items: first.items[:], slab: len(first.forms)}
 	return r.readAll()
 }
@@ -226,28 +233,39 @@ func (r *reader) fail(pos core.Pos, hint, format string, args ...any) {
 	panic(e)
 }
 
+// peek returns the next character (-1 at the end), not consuming it.
 func (r *reader) peek() rune {
+	if r.off < len(r.src) {
+		if c := r.src[r.off]; c < utf8.RuneSelf {
+			return rune(c)
+		}
+	}
+	return r.peekRune()
+}
+
+// peekRune is peek past ASCII.
+func (r *reader) peekRune() rune {
 	if r.off >= len(r.src) {
 		return -1
-	}
-	if c := r.src[r.off]; c < utf8.RuneSelf {
-		return rune(c)
 	}
 	c, _ := utf8.DecodeRuneInString(r.src[r.off:])
 	return c
 }
 
+// advance consumes the next character and returns it, counting lines and
+// columns (a column is a character).
 func (r *reader) advance() rune {
-	if c := r.src[r.off]; c < utf8.RuneSelf {
-		r.off++
-		if c == '\n' {
-			r.line++
-			r.col = 1
-		} else {
-			r.col++
-		}
-		return rune(c)
+	c := r.src[r.off]
+	if c >= utf8.RuneSelf || c == '\n' {
+		return r.advanceRune()
 	}
+	r.off++
+	r.col++
+	return rune(c)
+}
+
+// advanceRune is advance for a newline or past ASCII.
+func (r *reader) advanceRune() rune {
 	c, n := utf8.DecodeRuneInString(r.src[r.off:])
 	r.off += n
 	if c == '\n' {
@@ -263,8 +281,13 @@ func (r *reader) skipSpace() {
 	for r.off < len(r.src) {
 		c := r.src[r.off]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' || c == '\f':
-			r.advance()
+		case c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '\f':
+			r.off++
+			r.col++
+		case c == '\n':
+			r.off++
+			r.line++
+			r.col = 1
 		case c == ';':
 			for r.off < len(r.src) && r.src[r.off] != '\n' {
 				r.advance()
@@ -283,6 +306,21 @@ func isDelim(c rune) bool {
 		return true
 	}
 	return false
+}
+
+// The ASCII delimiters of isDelim as bit sets: bit c of delimLo for c <
+// 64, bit c-64 of delimHi for 64 <= c < 128.
+const (
+	delimLo = 1<<' ' | 1<<'\t' | 1<<'\n' | 1<<'\r' | 1<<',' | 1<<'\f' | 1<<'(' | 1<<')' | 1<<'"' | 1<<';'
+	delimHi = 1<<('['-64) | 1<<(']'-64) | 1<<('{'-64) | 1<<('}'-64)
+)
+
+// isDelimByte is isDelim for an ASCII character.
+func isDelimByte(c byte) bool {
+	if c < 64 {
+		return delimLo>>c&1 != 0
+	}
+	return delimHi>>(c-64)&1 != 0
 }
 
 // closerOf returns the bracket that closes open: '(', '[' or '{'.
@@ -438,7 +476,13 @@ func (r *reader) readSeq(open rune, start core.Pos) []*Form {
 }
 
 func (r *reader) token() string {
-	s := r.off
+	s, i := r.off, r.off
+	for i < len(r.src) && r.src[i] < utf8.RuneSelf && !isDelimByte(r.src[i]) {
+		i++
+	}
+	// ASCII to i, on one line (a newline is a delimiter)
+	r.col += i - r.off
+	r.off = i
 	for r.off < len(r.src) && !isDelim(r.peek()) {
 		r.advance()
 	}
