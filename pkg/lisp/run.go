@@ -259,17 +259,33 @@ type Result struct {
 // immutable tables.
 func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 	start := monoNow()
-	// the run's state serves the compile first (its host), so a run
-	// through Exec makes it once
-	rs := new(runState)
-	p, err := compileWith(source, opts, &rs.h)
-	if err != nil {
-		res := &Result{Signal: SignalFail, Err: err.(*core.Error), Duration: time.Since(start)}
+	// the Program, the compiler and the run's state are made at once, and
+	// the run's host serves the compile first
+	e := new(execState)
+	if err := compileInto(&e.p, source, opts, &e.rs.h, &e.c, &e.slab); err != nil {
+		res := &Result{Signal: SignalFail, Err: err, Duration: time.Since(start)}
 		return res, err
 	}
-	rs.h = core.Host{}
-	res, err := p.run(ctx, opts, start, monoNow(), rs)
-	return res, err
+	e.rs.h = core.Host{}
+	return e.p.run(ctx, opts, start, monoNow(), &e.rs)
+}
+
+// execState is what Exec allocates besides its Result, in one allocation:
+// the Program, its compiler and the run's state (whose host serves the
+// compile first).
+type execState struct {
+	p    Program
+	c    compile.Compiler
+	slab syntax.Slab
+	rs   runState
+}
+
+// compileState is the compiler and its host of a Compile, made in one
+// allocation; the Program does not keep them.
+type compileState struct {
+	c    compile.Compiler
+	slab syntax.Slab
+	h    core.Host
 }
 
 // Program is a compiled PTC-Lisp program: read and compiled once by
@@ -299,25 +315,31 @@ func (p *Program) Source() string { return p.source }
 // Run), and parses opts.Signature. Its error is a *Error with the
 // position of the problem.
 func Compile(source string, opts Options) (*Program, error) {
-	return compileWith(source, opts, new(core.Host))
+	p, cs := new(Program), new(compileState)
+	if err := compileInto(p, source, opts, &cs.h, &cs.c, &cs.slab); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-// compileWith is Compile with h, a zero Host, as the compiler's host.
-func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
+// compileInto is Compile into p, a zero Program, with h, a zero Host, as
+// the compiler's host, c, a zero Compiler, as its compiler and slab, a zero
+// Slab, as the reader's first.
+func compileInto(p *Program, source string, opts Options, h *core.Host, c *compile.Compiler, slab *syntax.Slab) *core.Error {
 	maxSrc := opts.MaxSourceBytes
 	if maxSrc <= 0 {
 		maxSrc = DefaultMaxSourceBytes
 	}
-	fail := func(e *core.Error) (*Program, error) {
+	fail := func(e *core.Error) *core.Error {
 		if e.Src == "" {
 			e.Src = source
 		}
-		return nil, e
+		return e
 	}
 	if len(source) > maxSrc {
 		return fail(core.Errorf(core.KindParse, core.Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
 	}
-	p := &Program{source: source, keywords: map[string]*core.Keyword{}}
+	p.source, p.keywords = source, map[string]*core.Keyword{}
 	if opts.Signature != "" {
 		s, serr := signature.Parse(opts.Signature)
 		if serr != nil {
@@ -325,12 +347,12 @@ func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
 		}
 		p.sig = s
 	}
-	forms, perr := syntax.Read(source, p.keywords)
+	forms, perr := syntax.ReadIn(source, p.keywords, slab)
 	if perr != nil {
 		return fail(perr.(*core.Error))
 	}
 	h.Tools, h.Keywords = opts.Tools, p.keywords
-	c := &compile.Compiler{Src: source, Host: h, Builtins: builtins.BuiltinTable(), PlainLoops: opts.plainLoops, CheckResolve: opts.checkResolve}
+	c.Src, c.Host, c.Builtins, c.PlainLoops, c.CheckResolve = source, h, builtins.BuiltinTable(), opts.plainLoops, opts.checkResolve
 	if len(opts.Memory) > 0 {
 		c.MemNames = make(map[string]bool, len(opts.Memory))
 		for k := range opts.Memory {
@@ -343,7 +365,7 @@ func compileWith(source string, opts Options, h *core.Host) (*Program, error) {
 	}
 	p.body, p.nslots = body, nslots
 	p.tools = uniqSorted(c.ToolsUsed)
-	return p, nil
+	return nil
 }
 
 // Run runs the program with opts: its context, memory, tools, host
@@ -439,13 +461,13 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, r
 	var mem map[string]core.Value // nil when empty: only read below
 	if len(opts.Memory) > 0 {
 		mem = make(map[string]core.Value, len(opts.Memory))
-	}
-	for k, v := range opts.Memory {
-		mv, merr := core.FromGo(v)
-		if merr != nil {
-			return fail(&core.Error{Kind: core.KindType, Msg: "bad memory entry " + k + ": " + merr.Error(), Err: merr})
+		for k, v := range opts.Memory {
+			mv, merr := core.FromGo(v)
+			if merr != nil {
+				return fail(&core.Error{Kind: core.KindType, Msg: "bad memory entry " + k + ": " + merr.Error(), Err: merr})
+			}
+			mem[k] = mv
 		}
-		mem[k] = mv
 	}
 	res.Memory = mem
 	body, nslots := p.body, p.nslots
@@ -503,9 +525,11 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, r
 	}
 	// commit memory
 	var written []string
-	for k, nv := range th.Mem {
-		if ov, ok := mem[k]; !ok || ov != nv {
-			written = append(written, k)
+	if len(th.Mem) > 0 {
+		for k, nv := range th.Mem {
+			if ov, ok := mem[k]; !ok || ov != nv {
+				written = append(written, k)
+			}
 		}
 	}
 	newMem := th.Mem
