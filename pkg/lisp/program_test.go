@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // TestProgramRunsMany: one compiled Program run from many goroutines at
@@ -282,5 +284,41 @@ func TestProgramReusedStateIsolated(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestRunDeadline: a run's start is read on the monotonic clock alone;
+// the deadline a tool sees in its context reads as the wall clock does
+// (the run's timeout from now), a timeout past what a Duration can add to
+// the start does not end the run at once, and an unlimited one is far
+// off.
+func TestRunDeadline(t *testing.T) {
+	p, err := Compile(`(tool/t {})`, Options{Tools: core.Tools{"t": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		timeout  time.Duration
+		min, max time.Duration // of the deadline, from the wall clock now
+	}{
+		{0, DefaultTimeout - 500*time.Millisecond, DefaultTimeout + 500*time.Millisecond},
+		{3 * time.Second, 2500 * time.Millisecond, 3500 * time.Millisecond},
+		{-1, 99 * 365 * 24 * time.Hour, 101 * 365 * 24 * time.Hour},
+		{math.MaxInt64, 200 * 365 * 24 * time.Hour, math.MaxInt64},
+	} {
+		var deadline time.Time
+		var has bool
+		tool := core.ToolFunc(func(ctx context.Context, _ map[string]any) (any, error) {
+			deadline, has = ctx.Deadline()
+			return int64(1), nil
+		})
+		res, err := p.Run(context.Background(), Options{Tools: core.Tools{"t": tool}, Limits: messages.Limits{ProgramTimeout: c.timeout}})
+		if err != nil || res.Value != int64(1) || !has {
+			t.Fatalf("timeout %v: %v %v (deadline set: %v)", c.timeout, res.Value, err, has)
+		}
+		// Round(0) drops the monotonic reading: wall clock against wall clock
+		if d := deadline.Round(0).Sub(time.Now().Round(0)); d < c.min || d > c.max {
+			t.Errorf("timeout %v: the tool's deadline is %v from now, want %v to %v", c.timeout, d, c.min, c.max)
+		}
 	}
 }

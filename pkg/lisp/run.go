@@ -156,7 +156,7 @@ type runLimits struct {
 
 // runLimits resolves o's limits (see Options.Limits).
 func (o *Options) runLimits() runLimits {
-	l := o.Limits
+	l := &o.Limits
 	pick := func(wire, old int64) int64 {
 		if wire != 0 {
 			return wire
@@ -258,16 +258,16 @@ type Result struct {
 // ctx.Err(). Exec is safe for concurrent use: runs share nothing but
 // immutable tables.
 func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
-	start := monoNow()
+	start := sinceBase()
 	// the Program, the compiler and the run's state are made at once, and
 	// the run's host serves the compile first
 	e := new(execState)
 	if err := compileInto(&e.p, source, opts, &e.rs.h, &e.c, &e.slab); err != nil {
-		res := &Result{Signal: SignalFail, Err: err, Duration: time.Since(start)}
+		res := &Result{Signal: SignalFail, Err: err, Duration: sinceBase() - start}
 		return res, err
 	}
 	e.rs.h = core.Host{}
-	return e.p.run(ctx, opts, start, monoNow(), &e.rs)
+	return e.p.run(ctx, &opts, start, sinceBase(), &e.rs)
 }
 
 // execState is what Exec allocates besides its Result, in one allocation:
@@ -374,21 +374,21 @@ func compileInto(p *Program, source string, opts Options, h *core.Host, c *compi
 // opts.Tools. It always returns a non-nil Result; err is a *Error (or
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
-	now := monoNow()
-	return p.run(ctx, opts, now, now, nil)
+	now := sinceBase()
+	return p.run(ctx, &opts, now, now, nil)
 }
 
 // clockBase is a fixed instant with a monotonic clock reading, set once.
 var clockBase = time.Now()
 
-// monoNow returns the current instant as clockBase plus the monotonic time
-// since it: one read of the monotonic clock, where time.Now reads the wall
-// clock too (on the shared machines the benchmarks run on, a clock read
-// is a sizeable part of a tiny run). Durations and deadlines measured
-// from it use its monotonic reading; its wall clock reading differs from
-// time.Now's by any step of the system clock since clockBase, so a
-// deadline handed outside the run is converted (Thread.DeadlineCtx).
-func monoNow() time.Time { return clockBase.Add(time.Since(clockBase)) }
+// sinceBase returns the time since clockBase: one read of the monotonic
+// clock, where time.Now reads the wall clock too (on the shared machines
+// the benchmarks run on, a clock read is a sizeable part of a tiny run).
+// A run's start is taken as such an offset; its deadline is clockBase
+// plus an offset, whose wall clock reading differs from time.Now's by any
+// step of the system clock since clockBase, so a deadline handed outside
+// the run is converted (Thread.DeadlineCtx).
+func sinceBase() time.Duration { return time.Since(clockBase) }
 
 // runState is the host and Thread of one run, made in one allocation:
 // both live exactly as long as the run (pmap branches have Threads of
@@ -417,10 +417,11 @@ func reusable(th *core.Thread, v core.Value) bool {
 }
 
 // run is Run timed from start (Exec's includes the compile), its
-// deadline counted from now, in rs, a zero runState. With rs nil the run
+// deadline counted from now (both offsets from clockBase), in rs, a zero
+// runState. With rs nil the run
 // takes one from p.states and puts it back when reusable; Exec's Program
 // runs once and keeps none.
-func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, rs *runState) (res *Result, err error) {
+func (p *Program) run(ctx context.Context, opts *Options, start, now time.Duration, rs *runState) (res *Result, err error) {
 	res = &Result{sig: p.sig}
 	source := p.source
 
@@ -430,7 +431,7 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, r
 		}
 		res.Signal = SignalFail
 		res.Err = e
-		res.Duration = time.Since(start)
+		res.Duration = sinceBase() - start
 		return res, e
 	}
 
@@ -484,7 +485,11 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, r
 		ctx = core.WithMeter(ctx, h.Meter)
 	}
 	th := &rs.th
-	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), now.Add(timeout)
+	end := now + timeout
+	if end < now {
+		end = math.MaxInt64 // a timeout past what a Duration holds
+	}
+	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), clockBase.Add(end)
 	th.Host, th.NextCheck = h, core.CheckEvery
 	if len(mem) > 0 {
 		th.Mem = maps.Clone(mem)
@@ -588,7 +593,7 @@ func (p *Program) run(ctx context.Context, opts Options, start, now time.Time, r
 	}
 	res.Memory = newMem
 	res.Written = uniqSorted(written)
-	res.Duration = time.Since(start)
+	res.Duration = sinceBase() - start
 	if keep && len(written) == 0 && reusable(th, res.Value) {
 		// the caller keeps res: its prints, calls and memory are a slice
 		// and a map res holds, not parts of the runState
