@@ -2,9 +2,12 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -12,19 +15,39 @@ import (
 
 // BenchmarkMissionCost runs one mission at a time (submit, a zero-latency
 // runner making one tool call, result, Client.Run returning) with the
-// worker, the client and the tool service each on its own connection, and
-// reports what one mission costs: the messages each party sends and
-// receives (from the connections' statistics), all messages sent, the
-// submit → result latency (p50, p99), and, as allocs/op and B/op, the
-// allocations of the whole process (server, worker, client, tools).
+// workers (one, then two), the client and the tool service each on its
+// own connection, and reports what one mission costs: the messages each
+// party sends and receives (from the connections' statistics; the
+// workers' together), all messages sent, the submit → result latency
+// (p50, p99), and, as allocs/op and B/op, the allocations of the whole
+// process (server, workers, client, tools).
 func BenchmarkMissionCost(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchMissionCost(b, workers) })
+	}
+}
+
+func benchMissionCost(b *testing.B, workers int) {
 	srv, _ := runJetStream(b)
-	tnc, wnc, cnc := dialTCP(b, srv.ClientURL()), dialTCP(b, srv.ClientURL()), dialTCP(b, srv.ClientURL())
+	tnc, cnc := dialTCP(b, srv.ClientURL()), dialTCP(b, srv.ClientURL())
 	startTools(b, tnc)
-	startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
-		return &messages.Step{Return: r}, err
-	}))
+	var wncs []*nats.Conn
+	for range workers {
+		wnc := dialTCP(b, srv.ClientURL())
+		wncs = append(wncs, wnc)
+		startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+			r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+			return &messages.Step{Return: r}, err
+		}))
+	}
+	wstats := func() (s nats.Statistics) {
+		for _, nc := range wncs {
+			st := nc.Stats()
+			s.OutMsgs += st.OutMsgs
+			s.InMsgs += st.InMsgs
+		}
+		return s
+	}
 	c := newClient(b, cnc)
 	ctx := context.Background()
 	run := func() time.Duration {
@@ -37,14 +60,14 @@ func BenchmarkMissionCost(b *testing.B) {
 	}
 	run() // discovery, consumers and caches warm
 	time.Sleep(100 * time.Millisecond)
-	w0, c0, t0 := wnc.Stats(), cnc.Stats(), tnc.Stats()
+	w0, c0, t0 := wstats(), cnc.Stats(), tnc.Stats()
 	var lat []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		lat = append(lat, run())
 	}
 	time.Sleep(100 * time.Millisecond) // the last mission's trailing writes
-	w1, c1, t1 := wnc.Stats(), cnc.Stats(), tnc.Stats()
+	w1, c1, t1 := wstats(), cnc.Stats(), tnc.Stats()
 	n := float64(len(lat))
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs)/n, "worker-sent/mission")
 	b.ReportMetric(float64(w1.InMsgs-w0.InMsgs)/n, "worker-recv/mission")
