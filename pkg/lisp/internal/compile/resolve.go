@@ -153,6 +153,8 @@ type resolver struct {
 	c     *Compiler
 	names []resName // the locals in scope, innermost last
 	next  uint32    // the next binder's number
+	// buf backs names while at most len(buf) locals are in scope at once
+	buf [8]resName
 }
 
 // Resolve resolves top-level form f (the compiler does it before it
@@ -160,6 +162,9 @@ type resolver struct {
 func (c *Compiler) Resolve(f *syntax.Form) {
 	r := &c.res
 	r.c = c
+	if r.names == nil {
+		r.names = r.buf[:0]
+	}
 	r.names = r.names[:0]
 	r.form(f)
 }
