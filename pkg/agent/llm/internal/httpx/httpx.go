@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -120,9 +120,22 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, &llm.ProviderError{Provider: c.Provider, Type: "invalid_request", Message: c.Key.Scrub(err.Error())}
+	}
+	// The encoded body is let go once it is sent: it repeats the whole
+	// conversation, which the caller holds anyway, and a model may take
+	// minutes to answer. A transport that sends the request again (a
+	// refused HTTP/2 stream, a connection gone away) encodes body again,
+	// to the same bytes.
+	req.Body, req.ContentLength = newSentBody(payload), int64(len(payload))
+	req.GetBody = func() (io.ReadCloser, error) {
+		p, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
+		}
+		return newSentBody(p), nil
 	}
 	req.Header = headers.Clone()
 	req.Header.Set("Content-Type", "application/json")
@@ -186,6 +199,40 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 	}
 	pe.Type, pe.Code, pe.Message = typ, code, c.Key.Scrub(msg)
 	return nil, pe
+}
+
+// sentBody is a request body that lets go of its bytes once they are all
+// read, or it is closed.
+type sentBody struct {
+	mu  sync.Mutex
+	b   []byte
+	off int
+}
+
+func newSentBody(b []byte) *sentBody { return &sentBody{b: b} }
+
+// Read reads the body; the last read lets go of the bytes.
+func (s *sentBody) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off >= len(s.b) {
+		s.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, s.b[s.off:])
+	s.off += n
+	if s.off == len(s.b) {
+		s.b, s.off = nil, 0
+	}
+	return n, nil
+}
+
+// Close lets go of the bytes not read.
+func (s *sentBody) Close() error {
+	s.mu.Lock()
+	s.b, s.off = nil, 0
+	s.mu.Unlock()
+	return nil
 }
 
 // Transport turns a transport failure into a retryable *llm.ProviderError
