@@ -91,27 +91,45 @@ func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reserv
 	return r, func() { b.sem.Release(n) }, nil
 }
 
-// idleReturnAfter is how long a worker stays without missions after one
-// ended before it gives its free memory back to the operating system.
+// idleReturnAfter is how long a worker's missions stay unchanged (none
+// starts, none ends) before it gives its spare memory back to the
+// operating system.
 const idleReturnAfter = 5 * time.Second
 
-// idleReturnOver is how much memory the Go runtime must hold from the
-// operating system for an idle worker to give the free part back: below
-// it the collection this takes is not worth it.
+// idleReturnOver is the least spare memory worth giving back: below it
+// the collection this takes is not worth it.
 const idleReturnOver = 32 << 20
 
-// missionEnded gives the worker's free memory back to the operating
-// system once it has had no mission for idleReturnAfter. A burst (many
-// missions waiting on models at once) grows the heap, and the Go runtime
-// returns the pages it freed only slowly, and not before a collection,
-// which an idle worker that allocates nothing does not run.
-func (w *Worker) missionEnded() {
-	n := w.ends.Add(1)
-	if w.Running() > 0 {
-		return
+// missionChanged notes that a mission started or ended. Once the
+// worker's missions stay unchanged for idleReturnAfter (it is idle, or
+// every mission it runs waits: on a slow model, a tool), it gives its
+// spare memory back to the operating system. A burst (thousands of
+// missions starting at once) grows the heap to twice what it keeps, and
+// the Go runtime returns the pages it freed only slowly, and not before
+// a collection, which a worker that allocates little does not run soon.
+// One timer at a time follows the changes.
+func (w *Worker) missionChanged() {
+	n := w.changes.Add(1)
+	if w.returnArmed.CompareAndSwap(false, true) {
+		w.armReturn(n)
 	}
+}
+
+// armReturn looks, idleReturnAfter from now, whether the missions
+// changed since the n-th change: if they did it looks again later, else
+// it gives the spare memory back.
+func (w *Worker) armReturn(n int64) {
 	time.AfterFunc(w.idleReturnAfter, func() {
-		if w.Running() == 0 && w.ends.Load() == n && runtimeHeld() > idleReturnOver {
+		if cur := w.changes.Load(); cur != n {
+			w.armReturn(cur)
+			return
+		}
+		w.returnArmed.Store(false)
+		if cur := w.changes.Load(); cur != n && w.returnArmed.CompareAndSwap(false, true) {
+			w.armReturn(cur) // a change came as the timer stood down
+			return
+		}
+		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > max(idleReturnOver, kept/2) {
 			debug.FreeOSMemory()
 		}
 	})
@@ -126,4 +144,18 @@ func runtimeHeld() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// runtimeKept is the memory the Go runtime keeps after a collection: the
+// heap the last one found live and the goroutine stacks.
+func runtimeKept() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	var kept uint64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindUint64 {
+			kept += v.Value.Uint64()
+		}
+	}
+	return kept
 }

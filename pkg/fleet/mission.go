@@ -64,7 +64,8 @@ type runningMission struct {
 // process runs one delivered mission message to its end.
 func (w *Worker) process(msg jetstream.Msg) {
 	defer w.inflight.Done()
-	defer w.missionEnded() // after the slot is free
+	w.missionChanged()
+	defer w.missionChanged() // after the slot is free
 	defer w.releaseSlot()
 	ctx := context.Background()
 	// The server's AckWait runs from the delivery, just before this; the

@@ -247,7 +247,11 @@ type Worker struct {
 
 	slots    chan struct{} // one token per mission in hand or long poll waiting
 	reserved atomic.Int32  // slot tokens held by long polls, not missions
-	ends     atomic.Int64  // missions ended, for returning memory when idle
+	// changes counts missions started and ended, for giving memory back
+	// once they stay unchanged (missionChanged); returnArmed says a timer
+	// follows them
+	changes     atomic.Int64
+	returnArmed atomic.Bool
 	// idleReturnAfter is idleReturnAfter (tests shorten it)
 	idleReturnAfter time.Duration
 	slotFreed       chan struct{}

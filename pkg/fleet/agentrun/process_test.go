@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +44,10 @@ const (
 	envWorkerDeliver = "PTC_TEST_WORKER_DELIVER"  // MaxDeliver
 	envWorkerSlots   = "PTC_TEST_WORKER_SLOTS"    // slots ("" = 4)
 	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
+	// a directory the worker process writes its heap and goroutine
+	// profiles to each time it reports its memory (heap-<n>.pprof,
+	// goroutine-<n>.pprof), for `go tool pprof`
+	envWorkerProfiles = "PTC_TEST_WORKER_PROFILES"
 )
 
 func TestMain(m *testing.M) {
@@ -62,6 +68,9 @@ func TestMain(m *testing.M) {
 func runWorkerProcess() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if os.Getenv(envWorkerProfiles) != "" {
+		runtime.MemProfileRate = 4096
+	}
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 	nc, err := nats.Connect(os.Getenv(envWorkerNATS), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
 		nats.RetryOnFailedConnect(true), nats.Name(os.Getenv(envWorkerID)))
@@ -114,11 +123,34 @@ func runWorkerProcess() int {
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
+			if dir := os.Getenv(envWorkerProfiles); dir != "" {
+				writeProfiles(dir)
+				fmt.Fprintf(os.Stderr, "memstats: heap in use %d, heap sys %d, heap released %d, stacks %d, other sys %d, sys %d, next GC %d\n",
+					ms.HeapInuse, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys, ms.Sys, ms.NextGC)
+			}
 			fmt.Printf("mem %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended)
 		case <-ctx.Done():
 			_ = w.Stop()
 			return 0
 		}
+	}
+}
+
+// writeProfiles writes the process's heap and goroutine profiles to dir,
+// numbered after those already there.
+func writeProfiles(dir string) {
+	old, _ := filepath.Glob(filepath.Join(dir, "heap-*.pprof"))
+	n := len(old) + 1
+	for _, name := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, n)))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+			return
+		}
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+		}
+		f.Close()
 	}
 }
 
