@@ -55,6 +55,7 @@ func procRSS(t *testing.T, pid int) uint64 {
 // workerMem is what a worker process reports of itself.
 type workerMem struct {
 	heap                           uint64 // in use after GC
+	stack                          uint64 // goroutine stacks
 	goroutines, running, suspended int
 }
 
@@ -67,7 +68,7 @@ func (p *proc) mem(t *testing.T) workerMem {
 	select {
 	case line := <-p.lines:
 		var m workerMem
-		if _, err := fmt.Sscanf(line, "mem %d %d %d %d", &m.heap, &m.goroutines, &m.running, &m.suspended); err != nil {
+		if _, err := fmt.Sscanf(line, "mem %d %d %d %d %d", &m.heap, &m.goroutines, &m.running, &m.suspended, &m.stack); err != nil {
 			t.Fatalf("worker %s said %q: %v", p.id, line, err)
 		}
 		return m

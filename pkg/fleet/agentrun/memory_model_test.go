@@ -78,11 +78,24 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	waiting := w.mem(t)
 	waitRSS := procRSS(t, w.cmd.Process.Pid)
 	perHeap := float64(int64(waiting.heap)-int64(idle.heap)) / float64(n)
+	perStack := float64(int64(waiting.stack)-int64(idle.stack)) / float64(n)
 	perRSS := float64(int64(waitRSS)-int64(idleRSS)) / float64(n)
 	perG := float64(waiting.goroutines-idle.goroutines) / float64(n)
-	t.Logf("%d missions waiting on the model after %s: worker heap after GC %.1f MB idle, %.1f MB waiting (%.1f KB a mission); goroutines %d idle, %d waiting (%.2f a mission); RSS %.1f MB idle, %.1f MB waiting (%.1f KB a mission)",
+	t.Logf("%d missions waiting on the model after %s: worker heap after GC %.1f MB idle, %.1f MB waiting (%.1f KB a mission); goroutines %d idle, %d waiting (%.2f a mission), their stacks %.1f KB a mission; RSS %.1f MB idle, %.1f MB waiting (%.1f KB a mission)",
 		n, waitingIn.Round(time.Millisecond), float64(idle.heap)/1e6, float64(waiting.heap)/1e6, perHeap/1e3,
-		idle.goroutines, waiting.goroutines, perG, float64(idleRSS)/1e6, float64(waitRSS)/1e6, perRSS/1e3)
+		idle.goroutines, waiting.goroutines, perG, perStack/1e3, float64(idleRSS)/1e6, float64(waitRSS)/1e6, perRSS/1e3)
+	// once no mission has started for a while, the worker gives back the
+	// spare memory the burst of starts left (5 to 10 s after the last)
+	var quietRSS uint64
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		if quietRSS = procRSS(t, w.cmd.Process.Pid); quietRSS < waitRSS-(waitRSS-idleRSS)/4 {
+			break
+		}
+	}
+	perQuiet := float64(int64(quietRSS)-int64(idleRSS)) / float64(n)
+	t.Logf("%s after the first mission reached the model: RSS %.1f MB (%.1f KB a mission)",
+		time.Since(began).Round(time.Second), float64(quietRSS)/1e6, perQuiet/1e3)
 
 	close(model.gate)
 	released = true

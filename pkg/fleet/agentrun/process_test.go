@@ -113,7 +113,8 @@ func runWorkerProcess() int {
 	}
 	fmt.Println("ready")
 	// SIGUSR1 asks for the worker's memory: a line "mem <heap in use after
-	// GC> <goroutines> <slots running> <missions suspended>".
+	// GC> <goroutines> <slots running> <missions suspended> <goroutine
+	// stacks>".
 	usr := make(chan os.Signal, 1)
 	signal.Notify(usr, syscall.SIGUSR1)
 	for {
@@ -128,7 +129,7 @@ func runWorkerProcess() int {
 				fmt.Fprintf(os.Stderr, "memstats: heap in use %d, heap sys %d, heap released %d, stacks %d, other sys %d, sys %d, next GC %d\n",
 					ms.HeapInuse, ms.HeapSys, ms.HeapReleased, ms.StackInuse, ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys+ms.GCSys+ms.OtherSys, ms.Sys, ms.NextGC)
 			}
-			fmt.Printf("mem %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended)
+			fmt.Printf("mem %d %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended, ms.StackInuse)
 		case <-ctx.Done():
 			_ = w.Stop()
 			return 0
