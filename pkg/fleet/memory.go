@@ -96,8 +96,9 @@ func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reserv
 // operating system.
 const idleReturnAfter = 5 * time.Second
 
-// idleReturnOver is the least spare memory worth giving back: below it
-// the collection this takes is not worth it.
+// idleReturnOver is the least spare memory worth giving back (with a
+// quarter of what the worker keeps, armReturn): below it the collection
+// this takes is not worth it.
 const idleReturnOver = 32 << 20
 
 // missionChanged notes that a mission started or ended. Once the
@@ -129,7 +130,7 @@ func (w *Worker) armReturn(n int64) {
 			w.armReturn(cur) // a change came as the timer stood down
 			return
 		}
-		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > max(idleReturnOver, kept/2) {
+		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > max(idleReturnOver, kept/4) {
 			debug.FreeOSMemory()
 		}
 	})
