@@ -2,12 +2,14 @@ package core
 
 import (
 	"math"
+	"reflect"
 )
 
-// Equality, hashing and comparison of values. Maps, sets and host records
-// compare by their entries, read through the keyed interface (mapeq.go,
-// hosteq.go), since a map's lookup needs Equal for keys that are
-// collections.
+// Equality, hashing and comparison of values. A map's lookup needs Equal
+// for keys that are collections, so the map files sit above this one:
+// equality reads maps through the interface mapReader, which *Map
+// implements, and the fields of host records through fieldViewer, which
+// HostMap implements (view.go).
 
 // HashValue hashes v consistently with Equal: integral floats hash like
 // ints, a keyword like its name (so flex pairs share a trie slot), vectors
@@ -27,7 +29,7 @@ type hashState struct {
 
 func (st *hashState) hash(v Value) uint32 {
 	if h, ok := v.(HostMap); ok {
-		return keyed(h).hashIn(st)
+		return st.hashHost(h, h.Src())
 	}
 	switch v.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -85,22 +87,50 @@ func (st *hashState) hashComposite(v Value) uint32 {
 			h = (h ^ st.hash(it)) * 16777619
 		}
 		return h
-	case keyed:
-		return x.hashIn(st)
+	case *Map:
+		var h uint32
+		for _, e := range entriesOf(x) {
+			h += st.hash(e.Key)*31 ^ st.hash(e.Val)
+		}
+		return h ^ 0xabcdef
+	case *Set:
+		var h uint32
+		for _, e := range entriesOf(x.M) {
+			h += st.hash(e.Key)
+		}
+		return h ^ 0xfedcba
 	}
 	return 0x31415
 }
 
-// keyed is implemented by the values that compare and hash by their
-// entries, read through the layers above equality: maps and sets
-// (mapeq.go) and host records (hosteq.go). A map's lookup needs Equal for
-// keys that are collections, so equality reaches maps through the values'
-// own methods.
-type keyed interface {
-	// equalTo reports whether the value equals b (under st's memo).
-	equalTo(st *eqState, b Value) bool
-	// hashIn hashes the value consistently with equalTo.
-	hashIn(st *hashState) uint32
+// mapReader is a map as equality and hashing read it (map.go).
+type mapReader interface {
+	sortedMap
+	Len() int
+	LookupKey(key Value) (Value, bool)
+	Get(key Value) (Value, bool)
+}
+
+// fieldViewer converts a field of a host record to the value the record's
+// view reads for it (view.go), so that equality and hashing read records
+// in place.
+type fieldViewer interface {
+	fieldValue(name string, x any) Value
+}
+
+// hashHost hashes a host map as its interpreter form hashes (the sum of
+// its entries' hashes does not depend on their order), reading it in
+// place.
+func (st *hashState) hashHost(fv fieldViewer, src map[string]any) uint32 {
+	var h uint32
+	for k, x := range src {
+		if m, ok := x.(map[string]any); ok { // a nested record, read in place
+			h += hashString(k)*31 ^ st.hashHost(fv, m)
+			continue
+		}
+		h += hashString(k)*31 ^ st.hash(fv.fieldValue(k, x))
+	}
+	return h ^ 0xabcdef
 }
 
 // Equal reports PTC-Lisp equality (=): structural, numbers by value across
@@ -120,10 +150,10 @@ type eqState struct {
 func (st *eqState) equal(a, b Value) bool {
 	// a host record compares as its view would, read in place
 	if x, ok := a.(HostMap); ok {
-		return keyed(x).equalTo(st, b)
+		return st.equalHost(x, x.Src(), b)
 	}
 	if y, ok := b.(HostMap); ok {
-		return keyed(y).equalTo(st, a)
+		return st.equalHost(y, y.Src(), a)
 	}
 	switch a.(type) {
 	case *Vector, *Map, *Set, *LazySeq:
@@ -213,10 +243,121 @@ func (st *eqState) equalComposite(a, b Value) bool {
 	case *Reduced:
 		y, ok := b.(*Reduced)
 		return ok && st.equal(x.Val, y.Val)
-	case keyed:
-		return x.equalTo(st, b)
+	case *Map:
+		y, ok := b.(*Map)
+		if !ok {
+			return false
+		}
+		if x == y || sameView(x, y) {
+			return true
+		}
+		return st.equalMaps(x, y)
+	case *Set:
+		y, ok := b.(*Set)
+		if !ok {
+			return false
+		}
+		return st.equalSets(x.M, y.M)
 	}
 	return a == b
+}
+
+// equalMaps reports whether x and y have the same number of entries, each
+// key of x found in y (as an equal key) with an equal value.
+func (st *eqState) equalMaps(x, y mapReader) bool {
+	if x.Len() != y.Len() {
+		return false
+	}
+	for _, e := range x.Entries() {
+		k, ok := y.LookupKey(e.Key)
+		if !ok || !st.equal(k, e.Key) {
+			return false
+		}
+		v, _ := y.Get(k)
+		if !st.equal(v, e.Val) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalSets reports whether the sets of maps x and y have the same
+// members.
+func (st *eqState) equalSets(x, y mapReader) bool {
+	if x.Len() != y.Len() {
+		return false
+	}
+	for _, e := range x.Entries() {
+		k, ok := y.LookupKey(e.Key)
+		if !ok || !st.equal(k, e.Key) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalHost reports whether host map src (a field of record fv, or fv's
+// own) equals b (= is symmetric): b is a map with the same number of
+// entries, each key of src stored in b as the same string (a keyword key
+// is not equal to a string key) and each value equal.
+func (st *eqState) equalHost(fv fieldViewer, src map[string]any, b Value) bool {
+	var y *Map
+	switch m := b.(type) {
+	case HostMap:
+		return st.equalSrcs(fv, src, m.Src())
+	case *Map:
+		y = m
+	default:
+		return false
+	}
+	if len(src) != y.Len() {
+		return false
+	}
+	if y.Src != nil && mapIdentity(y.Src) == mapIdentity(src) {
+		return true
+	}
+	var yr mapReader = y
+	for k, x := range src {
+		sk, ok := yr.LookupKey(k)
+		if s, isStr := sk.(string); !ok || !isStr || s != k {
+			return false
+		}
+		yv, _ := yr.Get(sk)
+		if !st.equalHostEntry(fv, k, x, yv) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalHostEntry reports whether the host map entry k: x equals yv, a
+// nested record read in place.
+func (st *eqState) equalHostEntry(fv fieldViewer, k string, x any, yv Value) bool {
+	if m, ok := x.(map[string]any); ok {
+		return st.equalHost(fv, m, yv)
+	}
+	return st.equal(fv.fieldValue(k, x), yv)
+}
+
+// equalSrcs is equalHost of two host maps, both read in place (as the
+// view of ys would read it, without making one).
+func (st *eqState) equalSrcs(fv fieldViewer, src, ys map[string]any) bool {
+	if len(src) != len(ys) {
+		return false
+	}
+	if mapIdentity(ys) == mapIdentity(src) {
+		return true
+	}
+	for k, x := range src {
+		y, ok := ys[k]
+		if !ok {
+			return false
+		}
+		if !st.equalHostEntry(fv, k, x, fv.fieldValue(k, y)) {
+			return false
+		}
+	}
+	return true
 }
 
 // NumCmp compares two numbers (int64 or float64); NaN sorts first.
@@ -352,3 +493,13 @@ func IsNaN(v Value) bool {
 	f, ok := v.(float64)
 	return ok && f != f
 }
+
+// sameView reports whether x and y view the same host map.
+func sameView(x, y *Map) bool {
+	return x.Src != nil && y.Src != nil && mapIdentity(x.Src) == mapIdentity(y.Src)
+}
+
+// mapIdentity returns the address that identifies m (two map values are
+// the same map when they have the same one). reflect documents the
+// pointer of a map value; it is only compared, never dereferenced.
+func mapIdentity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }

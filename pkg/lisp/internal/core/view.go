@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"reflect"
 )
 
 // Host data enters the interpreter as views, not copies (docs/lisp.md,
@@ -145,6 +144,10 @@ func viewValue(name string, x any) Value {
 	return v
 }
 
+// fieldValue is viewValue: every record views its fields alike (equality
+// and hashing read records through it, see fieldViewer).
+func (HostMap) fieldValue(name string, x any) Value { return viewValue(name, x) }
+
 // Form returns m's interpreter form: m itself, or for a view (or a map
 // kept in a hashStore, mapstore.go) the map its entries convert to, built
 // once and shared (a view may be read from several goroutines: pmap).
@@ -202,16 +205,6 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 	a.m = Map{Shape: &Shape{Keys: keys}, Vals: a.v[:n], N: int32(n)}
 	return &a.m
 }
-
-// sameView reports whether x and y view the same host map.
-func sameView(x, y *Map) bool {
-	return x.Src != nil && y.Src != nil && mapIdentity(x.Src) == mapIdentity(y.Src)
-}
-
-// mapIdentity returns the address that identifies m (two map values are
-// the same map when they have the same one). reflect documents the
-// pointer of a map value; it is only compared, never dereferenced.
-func mapIdentity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
 
 // FromGo converts plain Go data (the JSON model: nil, bool, numbers,
 // string, []any, map[string]any, json.Number, and slices/maps of those)
