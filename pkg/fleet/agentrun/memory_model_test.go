@@ -121,11 +121,13 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	// a waiting mission holds its run and its model call: 2 goroutines
 	// (the run and the HTTP/2 request's; heartbeats run on timers, a few
 	// in flight at a time, more on a loaded machine) and its agent's state
-	// (24–26 KB measured, about 33 KB under the race detector)
+	// (25–26 KB measured with 2,000 and 10,000 missions, up to 34 KB with
+	// 200, where what the worker holds for all of them weighs more; 31–33
+	// KB under the race detector)
 	if perG >= 3 {
 		t.Errorf("%.2f goroutines per waiting mission", perG)
 	}
-	if perHeap > 40e3 {
+	if perHeap > 44e3 {
 		t.Errorf("%.1f KB of heap per waiting mission", perHeap/1e3)
 	}
 }
