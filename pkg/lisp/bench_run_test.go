@@ -86,6 +86,23 @@ func BenchmarkRunKept(b *testing.B) {
 	}
 }
 
+// BenchmarkRunKeptFixed runs each kept program through lisp.Run over one
+// record of 8 fields: what a run costs besides its records (reading and
+// compiling the program, the run's setup, the def, the Step), which every
+// ratio of BenchmarkRunKept includes once per op.
+func BenchmarkRunKeptFixed(b *testing.B) {
+	opts := Options{Context: map[string]any{"records": recordsOfWidth(1, 8)}, Timeout: time.Minute, MaxSteps: -1}
+	for _, p := range keptPipelines {
+		src := keptSource(p)
+		b.Run(p.name, func(b *testing.B) {
+			if _, err := Run(context.Background(), src, opts); err != nil {
+				b.Fatal(err.(*core.Error).Detail())
+			}
+			loopCPU(b, func() { Run(context.Background(), src, opts) })
+		})
+	}
+}
+
 // TestKeptPipelinesAgree checks that each kept program, run through
 // lisp.Run, returns what its Go twin computes at every width, and keeps
 // the caller's records.
