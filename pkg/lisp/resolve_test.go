@@ -121,7 +121,8 @@ func TestResolve(t *testing.T) {
 // TestResolverAgreesWithCompiler compiles every program of the testdata
 // chunks, the Clojure oracle and generated loops with checkResolve: for
 // each symbol the compiler compiles, the resolver must have recorded what
-// the compiler's own scopes say it names.
+// the compiler's own scopes say it names (for a local, the same binding
+// occurrence).
 func TestResolverAgreesWithCompiler(t *testing.T) {
 	var srcs []string
 	files, _ := filepath.Glob("testdata/*.lisp")
@@ -145,7 +146,8 @@ func TestResolverAgreesWithCompiler(t *testing.T) {
 	}
 	srcs = append(srcs, `(let [if inc when inc] (if (when 1) 2))`, `(defn f [x] {:pre [(pos? x)] :post [(pos? %)]} (inc x)) (f 1)`,
 		`(as-> [1] v (conj v 2) (count v))`, `(letfn [(f [n] (if (pos? n) (g (dec n)) 0)) (g [n] (f n))] (f 3))`,
-		`(for [x [1 2] :let [y (inc x)] :when (odd? y)] #(+ % y x))`)
+		`(for [x [1 2] :let [y (inc x)] :when (odd? y)] #(+ % y x))`, `(let [x 1 x (inc x)] x)`,
+		`((fn [a] (let [a (inc a)] ((fn [] a)))) 1)`, `(loop [[x & xs] [1 2] n 0] (if x (recur xs (+ n x)) n))`)
 	if len(srcs) < 2000 {
 		t.Fatalf("only %d programs", len(srcs))
 	}

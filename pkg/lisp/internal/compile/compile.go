@@ -467,4 +467,9 @@ func (c *Compiler) checkResolved(f *syntax.Form) {
 	if got != want {
 		c.fail(core.KindInternal, sym.Pos, "", "resolver: %s is %s, the compiler's scopes say %d", sym.SymText(), ResolvedAs(sym), want)
 	}
+	if k, id := resOf(sym); k == resLocal {
+		if b := c.sc.binderOf(sym.Name); b != 0 && b != id {
+			c.fail(core.KindInternal, sym.Pos, "", "resolver: %s is %s, the compiler's scopes say binder#%d", sym.SymText(), ResolvedAs(sym), b)
+		}
+	}
 }

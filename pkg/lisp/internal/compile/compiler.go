@@ -18,6 +18,9 @@ const (
 type localVar struct {
 	name string
 	slot int
+	// binder is the number the resolver gave the binding occurrence that
+	// declared it (0: a name the compiler made)
+	binder uint32
 }
 
 type recurTarget struct {
@@ -54,8 +57,34 @@ type scope struct {
 func (s *scope) declare(name string) int {
 	slot := s.nslots
 	s.nslots++
-	s.locals = append(s.locals, localVar{name, slot})
+	s.locals = append(s.locals, localVar{name: name, slot: slot})
 	return slot
+}
+
+// declareSym declares binding symbol p, with the binder the resolver
+// recorded for it.
+func (s *scope) declareSym(p *syntax.Form) int {
+	slot := s.declare(p.Name)
+	if k, id := resOf(p); k == resBinder {
+		s.locals[len(s.locals)-1].binder = id
+	}
+	return slot
+}
+
+// binderOf returns the binder of local name as the scopes see it now
+// (0: not a local, a fn's own name, or one the compiler made).
+func (s *scope) binderOf(name string) uint32 {
+	for ; s != nil; s = s.parent {
+		for i := len(s.locals) - 1; i >= 0; i-- {
+			if s.locals[i].name == name {
+				return s.locals[i].binder
+			}
+		}
+		if s.selfName == name {
+			return 0
+		}
+	}
+	return 0
 }
 
 func (s *scope) lookup(name string) (kind, idx int, ok bool) {

@@ -16,7 +16,7 @@ func (c *Compiler) compilePattern(p *syntax.Form) core.Binder {
 		if p.Ns != "" || p.Name == "&" {
 			c.fail(core.KindAnalysis, p.Pos, "", "invalid binding name: %s", p.SymText())
 		}
-		slot := c.sc.declare(p.Name)
+		slot := c.sc.declareSym(p)
 		return func(fr *core.Frame, v core.Value) { fr.Slots[slot] = v }
 	case syntax.FVec:
 		return c.vectorPattern(p)

@@ -594,7 +594,7 @@ func sfLetfn(c *Compiler, f *syntax.Form, tail bool) core.Node {
 		if s.Kind != syntax.FList || len(s.Items) < 2 || s.Items[0].Kind != syntax.FSym {
 			c.fail(core.KindAnalysis, s.Pos, "write (letfn [(f [x] body)] expr)", "letfn function spec must be (name [params] body)")
 		}
-		slots[i] = c.sc.declare(s.Items[0].Name)
+		slots[i] = c.sc.declareSym(s.Items[0])
 	}
 	makers := make([]core.Node, len(specs))
 	for i, s := range specs {
