@@ -147,7 +147,9 @@ func TestResolverAgreesWithCompiler(t *testing.T) {
 	srcs = append(srcs, `(let [if inc when inc] (if (when 1) 2))`, `(defn f [x] {:pre [(pos? x)] :post [(pos? %)]} (inc x)) (f 1)`,
 		`(as-> [1] v (conj v 2) (count v))`, `(letfn [(f [n] (if (pos? n) (g (dec n)) 0)) (g [n] (f n))] (f 3))`,
 		`(for [x [1 2] :let [y (inc x)] :when (odd? y)] #(+ % y x))`, `(let [x 1 x (inc x)] x)`,
-		`((fn [a] (let [a (inc a)] ((fn [] a)))) 1)`, `(loop [[x & xs] [1 2] n 0] (if x (recur xs (+ n x)) n))`)
+		`((fn [a] (let [a (inc a)] ((fn [] a)))) 1)`, `(loop [[x & xs] [1 2] n 0] (if x (recur xs (+ n x)) n))`,
+		`(-> {} (as-> m (assoc m :a 1)))`, `(-> 1 (as-> n (let [m (inc n)] (+ m n))))`, `(cond-> {} true (as-> m (assoc m :a 1)))`,
+		`(some-> {:a 1} (as-> m (:a m)))`, `(let [as-> conj] (-> [] (as-> 1)))`)
 	if len(srcs) < 2000 {
 		t.Fatalf("only %d programs", len(srcs))
 	}

@@ -467,6 +467,21 @@ func (r *resolver) special(sp specialID, f *syntax.Form) {
 			r.form(cl[len(cl)-1])
 		}
 		return
+	case spThread, spThreadL, spSomeThread, spSomeThreadL, spCondThread, spCondThreadL:
+		if len(it) < 2 {
+			return
+		}
+		r.form(it[1])
+		last := sp == spThreadL || sp == spSomeThreadL || sp == spCondThreadL
+		cond := sp == spCondThread || sp == spCondThreadL
+		for i, st := range it[2:] {
+			if cond && i%2 == 0 {
+				r.form(st) // a cond-> test
+				continue
+			}
+			r.threadStep(st, last)
+		}
+		return
 	case spQuote, spComment:
 		return
 	case spWhere:
@@ -478,6 +493,24 @@ func (r *resolver) special(sp specialID, f *syntax.Form) {
 		return
 	}
 	r.forms(it[1:])
+}
+
+// threadStep resolves a step of a threading form. A step that is a
+// special form gets the threaded value among its parts, which moves them
+// ((-> x (as-> v ...)) is (as-> x v ...)): it is resolved as the compiler
+// will see it, with a nil literal for the value (resolved before, where
+// it is written). Any other step is resolved as it stands.
+func (r *resolver) threadStep(st *syntax.Form, last bool) {
+	if st.Kind != syntax.FList || len(st.Items) == 0 || st.Items[0].Kind != syntax.FSym || st.Items[0].Ns != "" {
+		r.form(st)
+		return
+	}
+	sp := specialIDs[st.Items[0].Name]
+	if _, local := r.lookup(st.Items[0].Name); sp == 0 || local && !unshadowable(sp) {
+		r.form(st)
+		return
+	}
+	r.list(threadStep(st, &syntax.Form{Kind: syntax.FLit, Pos: st.Pos}, last))
 }
 
 // arities resolves a fn's arities: [params] body... or ([params] body...)...
