@@ -46,6 +46,12 @@ func TestShadowedNamesMatchClojure(t *testing.T) {
 		{`(let [when (fn [s acc] (conj acc s))] (loop [xs [1 2 3] acc [] i 0] (if (empty? xs) acc (recur (rest xs) (when (seq xs) acc) (inc i)))))`, `[[1 2 3] [2 3] [3]]`, ""},
 		{`(let [cond (fn [s acc] (conj acc s))] (loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (next xs) (cond (seq xs) acc)))))`, `[[1 2 3] [2 3] [3]]`, ""},
 		{`(let [[when] [(fn [s acc] (conj acc s))]] (loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (when (seq xs) acc)))))`, `[[1 2 3] [2 3] [3]]`, ""},
+		// the let, if and = of an expansion are the special forms and the
+		// builtin whatever locals the program has
+		{`(let [= (fn [a b] true)] (some-> 1 inc))`, `2`, ""},
+		{`(let [let 1] (as-> 1 x (inc x)))`, `2`, ""},
+		{`(let [let 1] (cond-> 1 true inc))`, `2`, ""},
+		{`(let [= (fn [a b] true) let 1] (some-> {:a 1} :a inc))`, `2`, ""},
 		// a map/filter chain fuses only when its functions are pure: a
 		// local named like a pure builtin, or a threading step, may print
 		// (the lines printed, | between them)

@@ -164,6 +164,9 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 	head := f.Items[0]
 	if head.Kind == syntax.FSym && head.Ns == "" {
 		if sf := specialForm(head.Name); sf != nil {
+			if head.Res&resMade != 0 {
+				return sf(c, f, tail) // an expansion's own let or if
+			}
 			if _, _, local := c.sc.lookup(head.Name); !local || unshadowable(specialIDs[head.Name]) {
 				return sf(c, f, tail)
 			}
@@ -187,7 +190,7 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 	var fnNode core.Node
 	if head.Kind == syntax.FSym {
 		if head.Ns == "" {
-			if _, _, local := c.sc.lookup(head.Name); !local {
+			if _, _, local := c.sc.lookup(head.Name); !local || head.Res&resMade != 0 {
 				if b, ok := c.Builtins[head.Name]; ok {
 					return c.builtinCall(b, f)
 				}
@@ -438,6 +441,9 @@ func (c *Compiler) checkResolved(f *syntax.Form) {
 		return
 	}
 	got, _ := resOf(sym)
+	if sym.Res&resMade != 0 {
+		return // an expansion's head: it names what the expansion says
+	}
 	if got == resNone {
 		if slices.Contains(c.checkTops, f) {
 			c.fail(core.KindInternal, sym.Pos, "", "resolver: top-level form %s was not resolved", sym.SymText())

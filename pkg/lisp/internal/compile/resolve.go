@@ -42,11 +42,33 @@ const (
 
 const resBits = 3
 
+// resMade marks the Res of a head the compiler made for an expansion
+// (mkSpecial, mkBuiltin): it names what it says whatever locals are in
+// scope there.
+const resMade = 1 << 31
+
 func mkRes(k resKind, id uint32) uint32 { return id<<resBits | uint32(k) }
 
 // resOf returns the kind and id f's Res holds.
 func resOf(f *syntax.Form) (resKind, uint32) {
-	return resKind(f.Res & (1<<resBits - 1)), f.Res >> resBits
+	r := f.Res &^ resMade
+	return resKind(r & (1<<resBits - 1)), r >> resBits
+}
+
+// mkSpecial returns the head of special form name for a form the
+// compiler makes (the let of an as->): a local of that name, which the
+// program may have, does not shadow it.
+func mkSpecial(name string, pos core.Pos) *syntax.Form {
+	f := mkSym(name, pos)
+	f.Res = mkRes(resSpecial, uint32(specialNamed(name))) | resMade
+	return f
+}
+
+// mkBuiltin is mkSpecial for builtin name.
+func mkBuiltin(name string, pos core.Pos) *syntax.Form {
+	f := mkSym(name, pos)
+	f.Res = mkRes(resBuiltin, 0) | resMade
+	return f
 }
 
 // specialID names a special form: 1 + its index in builtins.SpecialForms,

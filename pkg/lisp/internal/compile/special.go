@@ -759,8 +759,8 @@ func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
 			}
 			g := c.gensymName()
 			next := threadStep(steps[0], mkSym(g, pos), op == "some->>")
-			return mkList(pos, mkSym("let", pos), mkVec(pos, mkSym(g, pos), x),
-				mkList(pos, mkSym("if", pos), mkList(pos, mkSym("=", pos), &syntax.Form{Kind: syntax.FLit, Pos: pos}, mkSym(g, pos)), &syntax.Form{Kind: syntax.FLit, Pos: pos},
+			return mkList(pos, mkSpecial("let", pos), mkVec(pos, mkSym(g, pos), x),
+				mkList(pos, mkSpecial("if", pos), mkList(pos, mkBuiltin("=", pos), &syntax.Form{Kind: syntax.FLit, Pos: pos}, mkSym(g, pos)), &syntax.Form{Kind: syntax.FLit, Pos: pos},
 					build(next, steps[1:])))
 		}
 		return c.compile(build(x, steps), tail)
@@ -773,7 +773,7 @@ func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
 		for _, s := range steps[1:] {
 			bind = append(bind, name, s)
 		}
-		return c.compile(mkList(pos, mkSym("let", pos), mkVec(pos, bind...), name), tail)
+		return c.compile(mkList(pos, mkSpecial("let", pos), mkVec(pos, bind...), name), tail)
 	default: // cond->, cond->>
 		if len(steps)%2 != 0 {
 			c.fail(core.KindAnalysis, pos, "", "%s requires test/form pairs", op)
@@ -782,9 +782,9 @@ func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
 		bind := []*syntax.Form{g, x}
 		for i := 0; i < len(steps); i += 2 {
 			step := threadStep(steps[i+1], g, op == "cond->>")
-			bind = append(bind, g, mkList(pos, mkSym("if", pos), steps[i], step, g))
+			bind = append(bind, g, mkList(pos, mkSpecial("if", pos), steps[i], step, g))
 		}
-		return c.compile(mkList(pos, mkSym("let", pos), mkVec(pos, bind...), g), tail)
+		return c.compile(mkList(pos, mkSpecial("let", pos), mkVec(pos, bind...), g), tail)
 	}
 }
 
