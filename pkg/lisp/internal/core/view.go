@@ -213,9 +213,9 @@ func (m *Map) smallWith(key, val Value, set bool) *Map {
 // types (structs) go through encoding/json.
 //
 // A map[string]any, []any or []map[string]any is not copied: the result
-// is a view of it (view.go) that converts what a program reads when it
-// reads it, so a value inside such data that cannot be converted (a
-// channel, a func) is reported when it is read, not here.
+// is a view of it (see the top of this file) that converts what a program
+// reads when it reads it, so a value inside such data that cannot be
+// converted (a channel, a func) is reported when it is read, not here.
 func FromGo(x any) (Value, error) {
 	switch v := x.(type) {
 	case map[string]any:
