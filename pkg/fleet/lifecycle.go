@@ -2,8 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -64,18 +68,18 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.quotas = newQuotas(w.js, st, w.cfg.ID, w.cfg.Tenant, w.cfg.Metrics, w.ackWait)
 	w.notices = missionsRepublished(st.Missions)
-	if !w.notices {
-		// a wake this worker publishes rings its own bell at once; with
-		// notices, the one MISSIONS republishes once it stored the woken
-		// mission rings every worker's, this one's too
-		w.quotas.ring = w.ring
-	}
 	if err := w.subscribe(ctx); err != nil {
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()
 		}
 		w.subs = nil
 		return err
+	}
+	if !w.notices {
+		// a wake this worker publishes rings its own bell at once; with
+		// notices, the one MISSIONS republishes once it stored the woken
+		// mission rings every worker's, this one's too
+		w.quotas.ring = w.ring
 	}
 	w.readWeights()
 	go w.watchWeights()
@@ -108,8 +112,22 @@ func (w *Worker) subscribe(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("fleet: subscribe queued missions: %w", err)
 		}
-		w.subs = append(w.subs, sub)
-	} else {
+		// The server answers a subscription its permissions refuse with
+		// an error ahead of the flush's answer.
+		if err := flush(ctx, w.nc); err != nil {
+			return fmt.Errorf("fleet: flush: %w", err)
+		}
+		if subscriptionRefused(w.nc.LastError(), messages.QueuedWildcard) {
+			_ = sub.Unsubscribe()
+			w.notices = false
+			w.log.Warn().Msgf("the worker's NATS user may not subscribe to %s, where MISSIONS announces each mission it stores: "+
+				"hearing submits and wakes as published instead; let the worker user subscribe there (docs/operations.md, \"Upgrade\")",
+				messages.QueuedWildcard)
+		} else {
+			w.subs = append(w.subs, sub)
+		}
+	}
+	if !w.notices {
 		// A layout whose MISSIONS does not republish: submits as
 		// published (before the stream gives them their lane) ring
 		// their lane's bell, and so do wakes as published (a
@@ -211,4 +229,10 @@ func (w *Worker) storeConfig() StoreConfig {
 		}
 	}
 	return scfg
+}
+
+// subscriptionRefused reports whether err, a connection's last error, is
+// the server refusing a subscription to subject for want of permission.
+func subscriptionRefused(err error, subject string) bool {
+	return errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), "Subscription to \""+subject+"\"")
 }

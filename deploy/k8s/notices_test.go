@@ -1,0 +1,51 @@
+package k8s_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/deploy/k8s/natsauth"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A worker whose NATS user may not subscribe to the notices of queued
+// missions (a NATS config older than the layout's setup) hears the
+// submits as published instead, and starts each mission at once, not at
+// its next sweep of the lanes a second or two later.
+func TestWorkerRefusedNoticesHearsSubmits(t *testing.T) {
+	ns := natsConfig(t, loadManifests(t))
+	accounts := natsauth.Shipped()
+	conf := natsauth.AuthConf(accounts)
+	line := regexp.MustCompile(`(?m)^\s*"` + regexp.QuoteMeta(messages.QueuedWildcard) + `"\n`)
+	if len(line.FindAllString(conf, -1)) != 1 {
+		t.Fatalf("the shipped auth.conf does not let the worker (alone) subscribe to %s", messages.QueuedWildcard)
+	}
+	if err := os.WriteFile(filepath.Join(ns.dir, "auth.conf"), []byte(line.ReplaceAllString(conf, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range natsauth.PasswordVars(accounts) {
+		if os.Getenv(v) == "" {
+			t.Setenv(v, "test-"+strings.ToLower(v))
+		}
+	}
+	srv := startAuthServer(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fa := startAccount(t, ctx, srv.ClientURL(), ns, accounts[0])
+	time.Sleep(1500 * time.Millisecond) // past the worker's first sweeps
+	for i := range 3 {
+		start := time.Now()
+		m := bigMission()
+		if step, err := fa.client.Run(ctx, m); err != nil || step.Fail != nil {
+			t.Fatalf("mission %d: %+v, %v", i, step, err)
+		}
+		if d := time.Since(start); d > 700*time.Millisecond {
+			t.Errorf("mission %d took %v: found by a sweep, not by its submit", i, d)
+		}
+	}
+}
