@@ -148,6 +148,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		quota        fleet.QuotaLimit
 		by           string
 		editArgs     string
+		toolTimeout  time.Duration
 	)
 	switch cmd {
 	case "submit":
@@ -173,6 +174,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.BoolVar(&exampleTools, "example-tools", false, "with -nats-url, also serve the example shop tools (the embedded server always has them)")
 		fs.StringVar(&model, cli.FallbackModelFlag, "default", "name of the model of the mission's sub-agents and LLM tools when the mission names none (PTC_MODEL_<NAME> configures models)")
 		fs.BoolVar(&compression, "compression", false, "give the mission's agent compression: true (:history shows the compressed history a model would be sent next)")
+		fs.DurationVar(&toolTimeout, "tool-timeout", fleet.DefaultToolTimeout, fmt.Sprintf("bound of one remote tool call; at most %s", fleet.MaxToolTimeout))
 	case "bench":
 		fs.StringVar(&scales, "scales", "1,10", "record scales to run, comma separated (1: 1,000 emails, 5,000 orders, 500 customers)")
 	case "approve", "deny":
@@ -272,7 +274,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if stdin == nil {
 			stdin = strings.NewReader("")
 		}
-		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin, compression: compression,
+		if toolTimeout <= 0 || toolTimeout > fleet.MaxToolTimeout {
+			return fmt.Errorf("tool-timeout %s: want more than 0 and at most %s", toolTimeout, fleet.MaxToolTimeout)
+		}
+		return runREPL(ctx, replConfig{expr: expr, missionFile: missionFile, contextFile: contextFile, stdin: stdin, compression: compression, toolTimeout: toolTimeout,
 			local: localConfig{nats: c.nats, exampleTools: exampleTools, defaultModel: model}}, e, log, stdout, stderr)
 	}
 	if cmd == "local" {

@@ -49,6 +49,8 @@ type replConfig struct {
 	contextFile string
 	// compression sets compression: true on the mission's agent
 	compression bool
+	// toolTimeout bounds one remote tool call
+	toolTimeout time.Duration
 	local       localConfig
 	// stdin is the REPL's input; a terminal makes the REPL interactive.
 	stdin io.Reader
@@ -102,7 +104,7 @@ func runREPL(ctx context.Context, cfg replConfig, e env, log zerolog.Logger, std
 		}
 		m.Tools, m.Agent.Tools = names, names
 	}
-	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: m.Tools})
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: m.Tools, Timeout: cfg.toolTimeout})
 	if err != nil {
 		return err
 	}

@@ -277,6 +277,43 @@ func TestREPLOnAGivenFleet(t *testing.T) {
 	}
 }
 
+// -tool-timeout bounds each remote tool call of the REPL's programs: a
+// call to a service slower than the bound fails with a timeout that names
+// it; a bound over fleet.MaxToolTimeout is refused before anything runs.
+func TestREPLToolTimeout(t *testing.T) {
+	srv := fleettest.Start(t)
+	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("nap", fleet.ToolSpec{Signature: "(ms :int) -> :int"}, func(ctx context.Context, args map[string]any) (any, error) {
+		ms, _ := args["ms"].(int64)
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return ms, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runRepl(t, "", "-nats-url", srv.ClientURL(), "-tool-timeout", "200ms", "-e", `(tool/nap {:ms 3000})`)
+	if code != exitProgramFailed {
+		t.Fatalf("exit %d, want %d\n%s", code, exitProgramFailed, errOut)
+	}
+	mustContain(t, "stderr", errOut, "no answer within 200ms")
+	out, errOut, code := runRepl(t, "", "-nats-url", srv.ClientURL(), "-tool-timeout", "20s", "-e", `(tool/nap {:ms 50})`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	mustContain(t, "stdout", out, "Result: 50")
+	_, errOut, code = runRepl(t, "", "-tool-timeout", "3m", "-e", "1")
+	if code == 0 {
+		t.Fatalf("-tool-timeout 3m was accepted")
+	}
+	mustContain(t, "stderr", errOut, "tool-timeout 3m0s")
+}
+
 // With -nats-url the REPL keeps a tool service's result of 50,000 (and,
 // without the race detector, 200,000) email records of 12 fields with def
 // and filters it in the next line: the result travels out of band and is
@@ -308,7 +345,9 @@ func TestREPLKeepsLargeToolResults(t *testing.T) {
 	}
 	for i, n := range sizes {
 		script := fmt.Sprintf("(def mail (tool/search_mail {:n %d}))\n(count mail)\n(count (filter (fn [m] (and (:unread m) (> (:size m) 1500))) mail))\n", n)
-		out, errOut, code := runReplWithin(t, 8*time.Minute, script, "-nats-url", srv.ClientURL(), "-mission", mf)
+		// making and sending 50,000 records takes the service longer than
+		// the default call bound under the race detector on a busy machine
+		out, errOut, code := runReplWithin(t, 8*time.Minute, script, "-nats-url", srv.ClientURL(), "-mission", mf, "-tool-timeout", "2m")
 		if code != 0 {
 			t.Fatalf("%d records: exit %d\n%s", n, code, errOut)
 		}

@@ -84,7 +84,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and buckets the worker creates (3 in production)")
 	fs.StringVar(&c.healthAddr, "health-addr", ":8081", "address of the /healthz, /readyz and /metrics endpoints (empty: off; the default, when busy, gives way to a free port)")
 	fs.DurationVar(&c.drainGrace, "drain-grace", 25*time.Second, "on SIGTERM, how long running missions may finish before they are handed back")
-	fs.DurationVar(&c.toolTimeout, "tool-timeout", 10*time.Second, "bound of one remote tool call")
+	fs.DurationVar(&c.toolTimeout, "tool-timeout", fleet.DefaultToolTimeout, "bound of one remote tool call")
 	fs.DurationVar(&c.ackWait, "ack-wait", fleet.DefaultAckWait, "JetStream AckWait of the mission consumers (heartbeats every third of it): a killed worker's missions are taken over after at most this long")
 	fs.BoolVar(&c.verifyLayout, "verify-layout", false, "only wait for the streams and buckets to exist (created by an administrator) instead of creating or updating them")
 	fs.StringVar(&c.toolServices, "tool-services", "", "setup only: comma-separated tool services whose large-results buckets setup creates")

@@ -53,6 +53,10 @@ const MaxToolProgress = 30
 // that many messages to a request's reply subject.
 const ToolReplyMessages = 2 * (MaxToolProgress + 1)
 
+// DefaultToolTimeout bounds one remote tool call when WorkerConfig.ToolTimeout
+// or ToolboxConfig.Timeout is not set.
+const DefaultToolTimeout = 10 * time.Second
+
 // MaxToolTimeout bounds WorkerConfig.ToolTimeout: a tool service's NATS
 // user may answer a request for ToolReplyWindow, and an answer later than
 // that would be refused.

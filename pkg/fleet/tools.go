@@ -467,7 +467,7 @@ type ToolboxConfig struct {
 	Tools []string
 	// MissionID is sent with each call (optional).
 	MissionID string
-	// Timeout bounds one call. Default 10s.
+	// Timeout bounds one call. Default DefaultToolTimeout.
 	Timeout time.Duration
 	// CacheTTL, MissRefresh, DiscoveryWait and MissWait tune discovery as
 	// in WorkerConfig. Defaults 30s, 1s, 250ms, 2s.
@@ -512,7 +512,7 @@ func NewToolbox(nc *nats.Conn, cfg ToolboxConfig) (*Toolbox, error) {
 			*v = d
 		}
 	}
-	def(&cfg.Timeout, 10*time.Second)
+	def(&cfg.Timeout, DefaultToolTimeout)
 	def(&cfg.CacheTTL, 30*time.Second)
 	def(&cfg.MissRefresh, time.Second)
 	def(&cfg.DiscoveryWait, 250*time.Millisecond)

@@ -54,7 +54,7 @@ type WorkerConfig struct {
 	// MissionTimeout applies when neither the mission's limits nor its agent
 	// spec set one. Default messages.DefaultMissionTimeout.
 	MissionTimeout time.Duration
-	// ToolTimeout bounds one remote tool call. Default 10s; at most
+	// ToolTimeout bounds one remote tool call. Default DefaultToolTimeout; at most
 	// MaxToolTimeout.
 	ToolTimeout time.Duration
 	// ToolUnavailableWait bounds how long a tool call keeps retrying a
@@ -175,7 +175,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.DrainGrace, 25*time.Second)
 	def(&c.HandBackWait, 5*time.Second)
 	def(&c.MissionTimeout, messages.DefaultMissionTimeout)
-	def(&c.ToolTimeout, 10*time.Second)
+	def(&c.ToolTimeout, DefaultToolTimeout)
 	def(&c.ToolUnavailableWait, 3*time.Second)
 	def(&c.ToolHeartbeat, defaultToolHeartbeat)
 	def(&c.ApprovalTimeout, messages.DefaultApprovalTimeout)
