@@ -85,7 +85,7 @@ type reader struct {
 // it.
 type Slab struct {
 	forms [8]Form
-	items [16]*Form
+	items [12]*Form
 }
 
 // slabMax bounds the forms (or item slots) of one slab: slabs after the
