@@ -297,6 +297,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		select {
 		case <-workers[i].done:
 			selfExits++
+			t.Log(workers[i].exitReport())
 			workers[i] = start(false)
 			continue
 		default:
@@ -324,6 +325,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		select {
 		case <-w.done:
 			selfExits++
+			t.Log(w.exitReport())
 		default:
 		}
 	}

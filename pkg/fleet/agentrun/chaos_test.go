@@ -276,6 +276,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 		case <-workers[i].done:
 			if workers[i].code != -1 {
 				fig.selfExits++
+				t.Log(workers[i].exitReport())
 			}
 		default:
 			workers[i].kill()
@@ -292,6 +293,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 		case <-w.done:
 			if w.code != -1 {
 				fig.selfExits++
+				t.Log(w.exitReport())
 			}
 		default:
 		}
@@ -449,6 +451,7 @@ func TestClusterChaos(t *testing.T) {
 		select {
 		case <-workers[i].done:
 			fig.selfExits++
+			t.Log(workers[i].exitReport())
 		default:
 			workers[i].kill()
 			fig.kills++
@@ -460,6 +463,7 @@ func TestClusterChaos(t *testing.T) {
 		select {
 		case <-w.done:
 			fig.selfExits++
+			t.Log(w.exitReport())
 		default:
 		}
 	}

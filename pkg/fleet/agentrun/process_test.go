@@ -188,6 +188,9 @@ type proc struct {
 	// lines gets the lines the process prints after "ready" (when the
 	// reader keeps up; others are dropped)
 	lines chan string
+	// stderr keeps the end of what the process wrote on stderr, for the
+	// report of a worker that exits by itself
+	stderr *tailWriter
 	// ready is closed once the worker has started
 	ready chan struct{}
 }
@@ -209,9 +212,10 @@ func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, w
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorkerNATS+"="+natsURL, envWorkerModel+"="+modelURL, envWorkerID+"="+id)
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = io.Discard
+	tail := &tailWriter{max: 16 << 10}
+	cmd.Stderr = tail
 	if testing.Verbose() {
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = io.MultiWriter(tail, os.Stderr)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -221,7 +225,7 @@ func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, w
 		t.Fatal(err)
 	}
 	ready := make(chan struct{})
-	p := &proc{id: id, cmd: cmd, done: make(chan struct{}), lines: make(chan string, 16), ready: ready}
+	p := &proc{id: id, cmd: cmd, done: make(chan struct{}), lines: make(chan string, 16), ready: ready, stderr: tail}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -251,6 +255,35 @@ func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, w
 		}
 	}
 	return p
+}
+
+// exitReport says how a process that ended by itself ended, with the end
+// of its stderr: what a chaos test logs for a worker that exits on its own.
+func (p *proc) exitReport() string {
+	return fmt.Sprintf("worker %s exited by itself with code %d; the end of its stderr:\n%s", p.id, p.code, p.stderr.String())
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	if over := len(w.buf) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }
 
 // kill SIGKILLs the process and waits for it.
@@ -468,3 +501,21 @@ func statusWorker(ctx context.Context, c *fleet.Client, id string) string {
 
 // joinURLs joins server URLs for nats.Connect.
 func joinURLs(urls []string) string { return strings.Join(urls, ",") }
+
+// The stderr tail of a worker process keeps the last bytes written, across
+// writes of any size.
+func TestTailWriterKeepsTheEnd(t *testing.T) {
+	w := &tailWriter{max: 8}
+	for _, s := range []string{"abc", "defgh", "ij", "0123456789xyz"} {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if got := w.String(); got != "56789xyz" {
+		t.Fatalf("tail %q, want %q", got, "56789xyz")
+	}
+	_, _ = w.Write([]byte("!"))
+	if got := w.String(); got != "6789xyz!" {
+		t.Fatalf("tail %q, want %q", got, "6789xyz!")
+	}
+}
