@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,14 +127,15 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 	const n = 1_000_000
 	srv := fleettest.Start(t)
 	obs, other := resultBucket(t, srv, "mail")
-	var size int
+	// the size the tool's records encode to, set by the tool's goroutine
+	var size atomic.Int64
 	serveMail(t, srv, func(context.Context, map[string]any) (any, error) {
 		recs := make([]any, n)
 		for i := range recs {
 			recs[i] = map[string]any{"id": int64(i), "ok": i%2 == 0}
 		}
 		enc, err := messages.Marshal(recs)
-		size = len(enc)
+		size.Store(int64(len(enc)))
 		return recs, err
 	})
 	const maxData = 4 << 20
@@ -154,9 +156,6 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 	if step.Fail != nil || step.Return != "refused" {
 		t.Fatalf("mission: return %v, fail %+v", step.Return, step.Fail)
 	}
-	if size <= maxData {
-		t.Fatalf("the result is %d bytes encoded, not over the %d limit", size, maxData)
-	}
 	var calls []messages.ToolCall
 	for _, turn := range step.Trace {
 		calls = append(calls, turn.ToolCalls...)
@@ -165,6 +164,9 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 		t.Fatalf("%d traced calls, want 1", len(calls))
 	}
 	msg := calls[0].Error
+	if sz := size.Load(); sz <= maxData {
+		t.Fatalf("the result is %d bytes encoded, not over the %d limit (the call ended with %q)", sz, maxData, msg)
+	}
 	for _, want := range []string{"over the mission's data limit of 4194304 bytes", "raise limits.max_data", m.ID + ".search_mail."} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("tool error %q does not say %q", msg, want)
