@@ -244,27 +244,6 @@ func recurOwned(args []operand, curs []*cursorArg, slots []int, owned []*ownedAr
 	}
 }
 
-// bindsAny reports whether a name for which is returns true is a local,
-// captured or self name of this scope or an enclosing one.
-func (s *scope) bindsAny(is func(string) bool) bool {
-	for ; s != nil; s = s.parent {
-		for _, l := range s.locals {
-			if is(l.name) {
-				return true
-			}
-		}
-		for _, n := range s.capNames {
-			if is(n) {
-				return true
-			}
-		}
-		if s.selfName != "" && is(s.selfName) {
-			return true
-		}
-	}
-	return false
-}
-
 // walkItem returns the item local's slot when f is the walk's (first xs)
 // in the walk's own scope (and first is still the builtin).
 func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {

@@ -77,10 +77,6 @@ func specialForm(name string) specialFn {
 	return nil
 }
 
-func mkList(pos core.Pos, items ...*syntax.Form) *syntax.Form {
-	return &syntax.Form{Kind: syntax.FList, Pos: pos, Items: items}
-}
-
 func (c *Compiler) argc(f *syntax.Form, name string, min, max int) {
 	n := len(f.Items) - 1
 	if n < min || (max >= 0 && n > max) {
@@ -722,20 +718,6 @@ func shortCircuit(c *Compiler, f *syntax.Form, tail, stopOn bool, empty core.Val
 func (c *Compiler) gensymName() string {
 	c.gensym++
 	return " g" + strconv.Itoa(c.gensym)
-}
-
-// threadStep inserts x into step as first (or last) argument.
-func threadStep(step, x *syntax.Form, last bool) *syntax.Form {
-	if step.Kind == syntax.FList && len(step.Items) > 0 {
-		items := make([]*syntax.Form, 0, len(step.Items)+1)
-		if last {
-			items = append(append(items, step.Items...), x)
-		} else {
-			items = append(append(append(items, step.Items[0]), x), step.Items[1:]...)
-		}
-		return &syntax.Form{Kind: syntax.FList, Pos: step.Pos, Items: items}
-	}
-	return mkList(step.Pos, step, x)
 }
 
 func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
