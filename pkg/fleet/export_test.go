@@ -9,3 +9,7 @@ func LiveCalls(b *Toolbox, every time.Duration) { b.replies, b.heartbeat = newRe
 // CallDigest is callDigest: the content part of a tool call's journal key
 // and idempotency key.
 func CallDigest(tool string, args any) string { return callDigest(tool, args) }
+
+// FullSweepBackstop is fullSweepBackstop: the longest a worker with free
+// slots goes without looking at every lane.
+const FullSweepBackstop = fullSweepBackstop

@@ -41,6 +41,13 @@ type lane struct {
 // fetched about this long after it is due.
 const fullSweepEvery = time.Second
 
+// fullSweepBackstop bounds how long a worker with free slots goes without
+// looking at every lane, whatever the check for unannounced missions
+// says: a mission no notification reached (a notice or bell lost, a
+// pending count or poll that raced with the store, a miscount in the
+// check) waits at most about this long.
+const fullSweepBackstop = 10 * time.Second
+
 // probesPerPass bounds the lanes with no known missions a pass of the
 // loop looks at, so that the full sweep, spread over passes, never holds
 // up the lanes with missions and the submits heard for long.
@@ -139,7 +146,9 @@ func (w *Worker) ringLane(i int) {
 // other lanes have missions. Every fullSweepEvery it checks whether
 // MISSIONS may hold missions no bell announced (unannounced) and if so
 // looks at every lane, probesPerPass lanes a pass after those; so does a
-// worker that starts, sets its layout up again or lost a bell.
+// worker that starts, sets its layout up again or lost a bell, and, as a
+// backstop whatever the check says, one that has not looked at every lane
+// for fullSweepBackstop.
 // A lane known only by its bell gets a long poll (Fetch of one message,
 // IdleWait) on a slot reserved for it, so that the mission starts as soon
 // as its consumer can deliver it; a poll that ends empty gives its slot
@@ -179,6 +188,9 @@ func (w *Worker) loop() {
 	var last sweepCheck // the last check's answer
 	tick := func() {
 		fullTimer.Reset(fullSweepEvery)
+		if time.Since(w.dueAt) >= fullSweepBackstop {
+			w.markDue()
+		}
 		if checking {
 			return
 		}
@@ -315,6 +327,7 @@ func (w *Worker) unannounced(prev sweepCheck) sweepCheck {
 
 // markDue marks every lane for the full sweep.
 func (w *Worker) markDue() {
+	w.dueAt = time.Now()
 	for _, l := range w.lanes {
 		l.due = true
 	}

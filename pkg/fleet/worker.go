@@ -224,6 +224,9 @@ type Worker struct {
 	weights atomic.Pointer[laneWeights]
 	// lanes are the mission consumers the loop fetches from (setLanes).
 	lanes []*lane
+	// dueAt is when the loop last marked every lane for the full sweep
+	// (markDue); only the loop goroutine reads or writes it.
+	dueAt time.Time
 	// bells carries the lanes (indexes in lanes) of missions heard of.
 	bells chan int
 	// bellLost is set when a bell found bells full: the loop then looks
