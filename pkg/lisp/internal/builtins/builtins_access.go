@@ -251,8 +251,8 @@ func view(items []core.Value, i, j int) *core.Vector {
 // (it shares the host's backing array).
 func viewOf(v *core.Vector, i, j int) *core.Vector {
 	w := v.Sub(i, j)
-	if v.Host && w != core.EmptyVector {
-		w.Host = true
+	if v.FromHost && w != core.EmptyVector {
+		w.FromHost = true
 	}
 	return w
 }

@@ -141,7 +141,7 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	}
 	c.IndexLoops++
 	return func(fr *core.Frame) core.Value {
-		if v, ok := read(fr).(*core.Vector); ok && (invariant || v.Host) {
+		if v, ok := read(fr).(*core.Vector); ok && (invariant || v.FromHost) {
 			return walk(fr)
 		}
 		return orig(fr)

@@ -84,7 +84,7 @@ func (cv *Converter) From(x any) (Value, error) {
 		for i, it := range v {
 			items[i] = it
 		}
-		return &Vector{Slots: items, Host: true}, nil
+		return &Vector{Slots: items, FromHost: true}, nil
 	case *Keyword, *Vector, *Map, HostMap, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
 		return v, nil
 	case *WireResult:
@@ -103,7 +103,7 @@ func (cv *Converter) From(x any) (Value, error) {
 			}
 			items[i] = c
 		}
-		return &Vector{Slots: items, Host: true}, nil
+		return &Vector{Slots: items, FromHost: true}, nil
 	case reflect.Map:
 		if rv.Type().Key().Kind() == reflect.String {
 			b := NewMapBuilder(rv.Len())
@@ -213,5 +213,5 @@ func fromSlice[T any](cv *Converter, xs []T) (Value, error) {
 		}
 		items[i] = c
 	}
-	return &Vector{Slots: items, Host: true}, nil
+	return &Vector{Slots: items, FromHost: true}, nil
 }

@@ -319,7 +319,7 @@ func (st *eqState) equalHost(fv fieldViewer, src map[string]any, b Value) bool {
 	var yr mapReader = y
 	for k, x := range src {
 		sk, ok := yr.LookupKey(k)
-		if s, isStr := sk.(string); !ok || !isStr || s != k {
+		if s, str := sk.(string); !ok || !str || s != k {
 			return false
 		}
 		yv, _ := yr.Get(sk)

@@ -198,10 +198,8 @@ type WireResult struct {
 	data        []byte
 	Decoded     Value
 
-	plainOnce sync.Once
-	plain     any
-	fwOnce    sync.Once
-	fw        bool
+	// form caches Decoded's Go form and whether it holds a firewalled key
+	form goForm
 
 	// size is what the result holds (Size); meter is the meter it was
 	// charged to while it was decoded (nil: none).

@@ -21,8 +21,7 @@ func (k *Kept) Value() Value { return k.v }
 // call and shared by every caller: read it, do not change it (the value
 // and its encodings stay what the run kept).
 func (k *Kept) Go() any {
-	k.once.Do(func() { k.plain = ToGo(k.v) })
-	return k.plain
+	return k.form.goOf(k.v)
 }
 
 // String prints the value as a program would (pr-str).
@@ -31,8 +30,7 @@ func (k *Kept) String() string { return PrStr(k.v) }
 // MaskFirewalled implements messages.Masker: the value itself when it
 // holds no firewalled key, else its Go form masked.
 func (k *Kept) MaskFirewalled() any {
-	k.fwOnce.Do(func() { k.fw = hasFirewalledKey(k.v) })
-	if !k.fw {
+	if !k.form.firewalledIn(k.v) {
 		return k
 	}
 	return messages.MaskFirewalled(k.Go())

@@ -31,7 +31,7 @@ import "unsafe"
 func IsHostData(v Value) bool {
 	switch x := v.(type) {
 	case *Vector:
-		return x.Host
+		return x.FromHost
 	case *Map:
 		return x.host
 	case HostMap:
@@ -166,7 +166,7 @@ func (s *sizer) Add(v Value) bool {
 		}
 		return s.over(int64(len(x)))
 	case *Vector:
-		if x.Host || s.given(x) {
+		if x.FromHost || s.given(x) {
 			return false
 		}
 		from := s.sharedPrefix(x)

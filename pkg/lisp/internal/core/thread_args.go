@@ -53,7 +53,7 @@ func (th *Thread) walkValue(v Value, n *int) {
 	}
 	switch x := v.(type) {
 	case *Vector:
-		if x.Host {
+		if x.FromHost {
 			return // plain host data: no lazy seqs, its size is the host's
 		}
 	case *Map:

@@ -1,6 +1,10 @@
 package core
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
 
 // Converting values back to plain Go data (ToGo, ShareToGo).
 
@@ -40,7 +44,7 @@ func toGo(v Value, share bool) any {
 		if share && x.src != nil {
 			return x.src.src.hostSlice()
 		}
-		if share && x.Host {
+		if share && x.FromHost {
 			return &Kept{v: x}
 		}
 		out := make([]any, x.Len())
@@ -159,4 +163,41 @@ func copyHost(x any) any {
 		return x
 	}
 	return ToGo(hv)
+}
+
+// goOf returns v's Go form (ToGo), made on the first call and shared by
+// every later one.
+func (g *goForm) goOf(v Value) any {
+	g.plainOnce.Do(func() { g.plain = ToGo(v) })
+	return g.plain
+}
+
+// firewalledIn reports whether v holds a firewalled map key at any depth,
+// found on the first call.
+func (g *goForm) firewalledIn(v Value) bool {
+	g.fwOnce.Do(func() { g.fw = hasFirewalledKey(v) })
+	return g.fw
+}
+
+// hasFirewalledKey reports whether v holds a map key that
+// signature.IsFirewalled at any depth.
+func hasFirewalledKey(v Value) bool {
+	found := false
+	switch x := MapValue(v).(type) {
+	case *Map:
+		x.Each(func(k, e Value) bool {
+			if s, ok := k.(string); ok && signature.IsFirewalled(s) || hasFirewalledKey(e) {
+				found = true
+				return false
+			}
+			return true
+		})
+	case *Vector:
+		for _, e := range x.Items() {
+			if hasFirewalledKey(e) {
+				return true
+			}
+		}
+	}
+	return found
 }

@@ -103,9 +103,9 @@ type Vector struct {
 	// slots are made only on first need (see recsView), so a host vector
 	// costs no allocation per record until a consumer needs the slots.
 	src *recsView
-	// Host marks vectors converted from host data (and views of them):
+	// FromHost marks vectors converted from host data (and views of them):
 	// the host's memory, not counted against the program's limit.
-	Host bool
+	FromHost bool
 }
 
 // NewVector wraps items (which the caller must not modify afterwards).
@@ -395,10 +395,16 @@ type HostMap struct{ p *map[string]any }
 // built on the first call.
 type Kept struct {
 	v Value
+	// form caches v's Go form and whether v holds a firewalled key
+	form goForm
+}
 
-	once  sync.Once
-	plain any
-	// fw caches whether v holds a firewalled key (MaskFirewalled)
-	fwOnce sync.Once
-	fw     bool
+// goForm caches, for a value handed to Go callers (Kept, WireResult),
+// what they ask of it once: its Go form (ToGo) and whether it holds a
+// firewalled map key (MaskFirewalled). Its methods are in togo.go.
+type goForm struct {
+	plainOnce sync.Once
+	plain     any
+	fwOnce    sync.Once
+	fw        bool
 }

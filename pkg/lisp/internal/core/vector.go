@@ -190,10 +190,10 @@ func asRecords(xs []any) ([]map[string]any, bool) {
 // HostVector returns the host vector viewing the host records recs.
 func HostVector(recs ItemsOf) *Vector {
 	if recs.Len() == 0 {
-		return &Vector{Host: true}
+		return &Vector{FromHost: true}
 	}
 	hv := &hostVector{rv: recsView{src: recs}}
-	hv.v = Vector{src: &hv.rv, Host: true}
+	hv.v = Vector{src: &hv.rv, FromHost: true}
 	return &hv.v
 }
 

@@ -75,7 +75,7 @@ func sliceView[T any](xs []T) (Value, error) {
 		}
 		items[i] = v
 	}
-	return &Vector{Slots: items, Host: true}, nil
+	return &Vector{Slots: items, FromHost: true}, nil
 }
 
 // viewName returns the host key a lookup key reads: host keys are strings,

@@ -286,7 +286,7 @@ func (w *wireDecoder) value() (Value, error) {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-		return &Vector{Slots: items, Host: true}, nil
+		return &Vector{Slots: items, FromHost: true}, nil
 	}
 	if isStr(c) {
 		p, long, err := w.strBytes()

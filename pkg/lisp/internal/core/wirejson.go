@@ -168,7 +168,7 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 		return nil, err
 	}
 	if !full {
-		return &Vector{Slots: []Value{}, Host: true}, nil
+		return &Vector{Slots: []Value{}, FromHost: true}, nil
 	}
 	for len(j.items) <= depth {
 		j.items = append(j.items, nil)
@@ -191,7 +191,7 @@ func (j *jsonDecoder) array(depth int) (Value, error) {
 	copy(items, j.items[depth])
 	clear(j.items[depth])
 	j.items[depth] = j.items[depth][:0]
-	return &Vector{Slots: items, Host: true}, nil
+	return &Vector{Slots: items, FromHost: true}, nil
 }
 
 // unquoted returns the contents of the JSON string raw: the bytes between

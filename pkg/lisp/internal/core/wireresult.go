@@ -11,7 +11,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
-	"github.com/ptcfleet/ptc/pkg/signature"
 )
 
 // DecodeWireResultFrom decodes a large result read as a stream from r,
@@ -111,8 +110,7 @@ func (w *WireResult) Bytes() (contentType string, data []byte) { return w.Conten
 // messages.Unmarshal or messages.DecodeJSON give for the same bytes),
 // converted on the first call.
 func (w *WireResult) Plain() any {
-	w.plainOnce.Do(func() { w.plain = ToGo(w.Decoded) })
-	return w.plain
+	return w.form.goOf(w.Decoded)
 }
 
 // View returns the result for signature validation, read in place:
@@ -174,29 +172,7 @@ func (m wireMapView) String() string { return PrStr(m.m) }
 // starting with "_", signature.IsFirewalled) at any depth: only then do
 // masking and secret collection need its Go data.
 func (w *WireResult) Firewalled() bool {
-	w.fwOnce.Do(func() { w.fw = hasFirewalledKey(w.Decoded) })
-	return w.fw
-}
-
-func hasFirewalledKey(v Value) bool {
-	found := false
-	switch x := MapValue(v).(type) {
-	case *Map:
-		x.Each(func(k, e Value) bool {
-			if s, ok := k.(string); ok && signature.IsFirewalled(s) || hasFirewalledKey(e) {
-				found = true
-				return false
-			}
-			return true
-		})
-	case *Vector:
-		for _, e := range x.Items() {
-			if hasFirewalledKey(e) {
-				return true
-			}
-		}
-	}
-	return found
+	return w.form.firewalledIn(w.Decoded)
 }
 
 // MaskFirewalled implements messages.Masker: the result itself when it
