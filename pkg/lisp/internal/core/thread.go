@@ -249,8 +249,13 @@ func (th *Thread) slowCheck() {
 		}
 	}
 	if !th.Deadline.IsZero() && time.Now().After(th.Deadline) {
-		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs), Err: context.DeadlineExceeded})
+		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: th.limitPassed(), Err: context.DeadlineExceeded})
 	}
+}
+
+// limitPassed is the message of a run stopped by its own time limit.
+func (th *Thread) limitPassed() string {
+	return fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs)
 }
 
 // RaiseCtx ends the run for the context error err: timeout when a
@@ -259,7 +264,7 @@ func (th *Thread) slowCheck() {
 // first.
 func (th *Thread) RaiseCtx(err error) {
 	if err == context.DeadlineExceeded {
-		msg := fmt.Sprintf("execution exceeded %dms limit", th.TimeoutMs)
+		msg := th.limitPassed()
 		if th.Deadline.IsZero() || time.Now().Before(th.Deadline) {
 			msg = "execution stopped at the caller's deadline"
 		}
