@@ -428,14 +428,6 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			w.settleFinished(ctx, msg, k, st, log)
 			return nil, false, true
 		}
-		if attempt > 1 || st.State == messages.StateRunning {
-			// The stored result is the truth: a run that stored it but
-			// lost its final status write and its ack is not run again.
-			if stored, err := readResult(ctx, w.st, k); err == nil {
-				w.settleStored(ctx, msg, k, stored, log)
-				return nil, false, true
-			}
-		}
 		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
 			// A later delivery of this message is already running elsewhere:
 			// ours is stale. Leave the message to that delivery.
@@ -453,10 +445,21 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if st.Summary == nil { // the first claim
 			st.Summary = messages.Summarize(m)
 		}
+		// A redelivery, or a mission another run held, may have its
+		// result stored already: that run stored it but lost its final
+		// status write and its ack, or is storing it now.
+		mayBeStored := attempt > 1 || st.State == messages.StateRunning
 		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
+		if w.claimWrite != nil {
+			w.claimWrite(k, attempt)
+		}
 		newRev, err := casStatus(ctx, w.st.Status, st, rev)
 		if err == nil {
-			return &statusEntry{st: st, rev: newRev}, rev == 0, false
+			entry := &statusEntry{st: st, rev: newRev}
+			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
+				return nil, false, true
+			}
+			return entry, rev == 0, false
 		}
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			log.Warn().Err(err).Msg("status not written; retrying later")
@@ -466,6 +469,30 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	}
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
 	return nil, false, true
+}
+
+// storedAfterClaim reports whether the claimed mission needs no run: its
+// result is stored (the message is then settled), or it cannot be told
+// whether it is (the message goes back to the queue). The stored result is
+// the truth, read once the claim is written: the previous owner checks
+// that it still holds the mission just before it publishes its result
+// (finish), so a result this read misses is one whose owner's check came
+// before this claim and its publish after this read, both inside one
+// round trip of that owner.
+func (w *Worker) storedAfterClaim(ctx context.Context, msg jetstream.Msg, k missionKey, log *zerolog.Logger) bool {
+	stored, err := readResult(ctx, w.st, k)
+	switch {
+	case err == nil:
+		w.settleStored(ctx, msg, k, stored, log)
+		return true
+	case errors.Is(err, ErrNotFound):
+		return false
+	default:
+		// Running it could repeat a finished mission's calls.
+		log.Warn().Err(err).Msg("result unreadable; retrying later")
+		_ = msg.NakWithDelay(w.cfg.NakDelay)
+		return true
+	}
 }
 
 // settleStored acks a message whose mission has a stored result though its
@@ -592,23 +619,30 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 
 // finish stores step as the mission's result (exactly once), records the
 // final status and acks. record (nil: none) stores the mission's record
-// for step.Record, while the status is read for the last fence check:
-// both are done before the result is published. When the result cannot
+// for step.Record; then the status is read for the last fence check and
+// the result is published. When the result cannot
 // be stored, the run's journal (nil: none) is flushed before the mission
 // goes back to the queue; once it is stored, the mission's journal is
 // purged. It reports whether the mission has its result stored (by this
 // run or an earlier one): the mission is over.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() *messages.ObjectRef, log *zerolog.Logger) bool {
 	id := k.id
-	var recorded chan *messages.ObjectRef
 	if record != nil {
-		recorded = make(chan *messages.ObjectRef, 1)
-		go func() { recorded <- record() }()
+		step.Record = record()
 	}
-	// A last fence check: a worker that lost the mission publishes nothing.
+	// A last fence check, just before the publish: a worker that lost the
+	// mission publishes nothing, and one that cannot tell tries again
+	// later. A new owner reads the result once its claim is written
+	// (storedAfterClaim), so between them the mission runs again only
+	// when this read and the publish straddle that claim and that read.
 	cur, err := getStatus(ctx, w.st, k)
-	if recorded != nil {
-		step.Record = <-recorded
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
+		flushJournal(ctx, journal, log)
+		em.Flush()
+		_ = msg.NakWithDelay(w.cfg.NakDelay)
+		attemptFrom(ctx).setOutcome("result_not_stored")
+		return false
 	}
 	if err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {

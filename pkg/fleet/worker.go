@@ -238,6 +238,11 @@ type Worker struct {
 	notices bool
 	// priorityIndex maps a priority to its index in cfg.Priorities.
 	priorityIndex map[string]int
+	// claimWrite, when set (by tests of this package), is called in each
+	// claim of a mission with a status just before that status is
+	// written: where another worker's result can land unseen by any read
+	// made before the write.
+	claimWrite func(k missionKey, attempt int)
 
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).

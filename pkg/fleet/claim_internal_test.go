@@ -1,0 +1,86 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A redelivered mission whose result another worker stores while this
+// worker claims it (after every read of the claim, just before it writes the status)
+// is not run again: the claim reads the result once its own status write
+// is in, finds it, and settles the message with that result.
+func TestResultStoredDuringClaimIsNotRunAgain(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := StoreConfig{AckWait: time.Second, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "late", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			if runs.Add(1) == 1 {
+				// the first attempt goes back to the queue
+				return nil, fmt.Errorf("%w: try again", ErrRetryable)
+			}
+			return &messages.Step{Return: "run again"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second attempt's claim: the previous owner's result lands
+	// between its read and its write of the status.
+	var landed atomic.Bool
+	w.claimWrite = func(k missionKey, attempt int) {
+		if attempt != 2 || landed.Swap(true) {
+			return
+		}
+		if _, mine, err := publishResult(ctx, w.js, w.st, k, &messages.Step{Return: "stored by the owner"}); err != nil || !mine {
+			t.Errorf("the owner's result: mine %v, %v", mine, err)
+		}
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Return != "stored by the owner" {
+		t.Fatalf("result %v, want the owner's", step.Return)
+	}
+	if !landed.Load() {
+		t.Fatal("no second claim")
+	}
+	// the message was settled: nothing is redelivered and run
+	time.Sleep(store.AckWait + 500*time.Millisecond)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the runner ran %d times, want once (the retried attempt only)", n)
+	}
+	st, err := client.Status(ctx, m.ID)
+	if err != nil || st.State != messages.StateSucceeded {
+		t.Fatalf("status %+v, %v; want %s", st, err, messages.StateSucceeded)
+	}
+}
