@@ -40,8 +40,27 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 			return nil, &Error{Kind: KindSpec, Field: "signature", Reason: ReasonInvalidCompiled, Msg: err.Error(), Err: err}
 		}
 	}
-	tools := make(map[string]*boundTool, len(opts.Tools))
-	for name, t := range opts.Tools {
+	tools, err := bindCompiledTools(opts.Tools)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCompiled(source, s, opts.Validation, tools, compiledLispTools(tools, opts.Validation))
+	if err != nil {
+		return nil, err
+	}
+	c.Name, c.Description = opts.Name, opts.Description
+	if c.Name == "" {
+		c.Name = "compiled"
+	}
+	c.lim = opts.Limits
+	return c, nil
+}
+
+// bindCompiledTools binds the tools a compiled program may call: valid
+// names, signatures that parse, pure tools only.
+func bindCompiledTools(given map[string]Tool) (map[string]*boundTool, error) {
+	tools := make(map[string]*boundTool, len(given))
+	for name, t := range given {
 		field := "tools[" + name + "]"
 		if name == "" || strings.ContainsAny(name, " \t\n()[]{}\"/") || slices.Contains(reservedTools, name) {
 			return nil, invalidCompiled(field, "invalid tool name %q", name)
@@ -58,16 +77,38 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 	if err := checkCompilable(tools); err != nil {
 		return nil, err
 	}
-	c, err := newCompiled(source, s, opts.Validation, tools, compiledLispTools(tools, opts.Validation))
+	return tools, nil
+}
+
+// Rebind returns a Compiled that runs c's program with tools in place of
+// those c was loaded with, and with lim bounding each execution (as
+// LoadOptions.Limits). tools must name exactly the tools c was loaded
+// with (c.Tools()); each is bound and checked as Load does. The definition,
+// already read, evaluated and checked, is shared rather than read again,
+// so a program loaded once serves many callers whose tools differ (such
+// as one per mission, each with its own connection and context). c is
+// unchanged. Errors match ErrInvalidCompiled (or ErrNotCompilable) and
+// name the field.
+func (c *Compiled) Rebind(tools map[string]Tool, lim Limits) (*Compiled, error) {
+	for _, name := range c.toolNames {
+		if _, ok := tools[name]; !ok {
+			return nil, invalidCompiled("tools["+name+"]", "the program uses tool %q, which is not given", name)
+		}
+	}
+	if len(tools) != len(c.toolNames) {
+		for _, name := range sortedKeys(tools) {
+			if !slices.Contains(c.toolNames, name) {
+				return nil, invalidCompiled("tools["+name+"]", "tool %q is not one the program was loaded with (%s)", name, strings.Join(c.toolNames, ", "))
+			}
+		}
+	}
+	bound, err := bindCompiledTools(tools)
 	if err != nil {
 		return nil, err
 	}
-	c.Name, c.Description = opts.Name, opts.Description
-	if c.Name == "" {
-		c.Name = "compiled"
-	}
-	c.lim = opts.Limits
-	return c, nil
+	nc := *c
+	nc.tools, nc.ltools, nc.lim = bound, compiledLispTools(bound, c.mode), lim
+	return &nc, nil
 }
 
 // compiledDoc is the persisted form of a Compiled.

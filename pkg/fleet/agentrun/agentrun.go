@@ -41,6 +41,8 @@ type Config struct {
 // Runner runs agent missions. It is safe for concurrent use.
 type Runner struct {
 	cfg Config
+	// compiled keeps the programs of compiled missions once loaded
+	compiled *compiledCache
 }
 
 // New returns a Runner.
@@ -48,7 +50,7 @@ func New(cfg Config) *Runner {
 	if cfg.DefaultModel == "" {
 		cfg.DefaultModel = "default"
 	}
-	return &Runner{cfg: cfg}
+	return &Runner{cfg: cfg, compiled: newCompiledCache()}
 }
 
 var _ fleet.Runner = (*Runner)(nil)
@@ -65,7 +67,7 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	switch m.Kind {
 	case messages.KindAgent:
 	case messages.KindCompiled:
-		return runCompiled(ctx, m, env)
+		return r.runCompiled(ctx, m, env)
 	default:
 		return failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
 	}
@@ -308,6 +310,40 @@ func withData(d map[string]any, k string, v any) map[string]any {
 
 // Compiled missions ("apply at scale", messages.KindCompiled).
 
+// loadCompiled returns spec's program bound to tools, with lim bounding
+// each execution: loaded (agent.Load) the first time the Runner sees the
+// program with its signature and tool names, rebound (Compiled.Rebind)
+// after that, so the source is read once however many missions run it.
+// What the Runner keeps is bound to stand-ins that fail, never to a
+// mission's tools.
+func (r *Runner) loadCompiled(spec *messages.CompiledSpec, tools map[string]agent.Tool, lim messages.Limits) (*agent.Compiled, error) {
+	if r.compiled == nil {
+		return agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: lim})
+	}
+	k := newCompiledKey(spec.Program, spec.Signature, slices.Sorted(maps.Keys(tools)))
+	if kept := r.compiled.get(k); kept != nil {
+		return kept.Rebind(tools, lim)
+	}
+	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: lim})
+	if err != nil {
+		return nil, err
+	}
+	unbound := make(map[string]agent.Tool, len(tools))
+	for name := range tools {
+		unbound[name] = agent.Skip(func(context.Context, map[string]any) (any, error) {
+			return nil, errUnboundTool
+		})
+	}
+	if kept, err := c.Rebind(unbound, messages.Limits{}); err == nil {
+		r.compiled.put(k, kept)
+	}
+	return c, nil
+}
+
+// errUnboundTool is the error of a tool of a kept compiled program, which
+// runs only once rebound to a mission's tools.
+var errUnboundTool = errors.New("agentrun: a kept compiled program's tool is called unbound")
+
 // CompiledResultSignature is the Signature of a compiled mission's Step:
 // Return is a list with one entry per input, in input order, each a map
 // holding exactly one of "value" (the program's return for that input) or
@@ -316,7 +352,8 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 
 // runCompiled runs m.Compiled.Program once per input with no model. The
 // program is loaded and checked first (agent.Load: a one-argument function,
-// the signature parses, only the mission's tools are called); a bad
+// the signature parses, only the mission's tools are called), once per
+// Runner for the same program, signature and tools (loadCompiled); a bad
 // program fails the whole mission with reason invalid_compiled. Each input
 // is a map of named arguments merged over m.Context (shared arguments; the
 // input wins); with no inputs the program runs once on m.Context.
@@ -328,7 +365,7 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 // mission_timeout). Limits.MissionTimeout bounds the whole mission, and
 // the program limits (program_timeout, max_steps, program_memory,
 // max_tool_calls) each execution.
-func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 	start := time.Now()
 	spec := m.Compiled
 	// Each input's execution is a turn of its own for the journal and
@@ -342,7 +379,7 @@ func runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*m
 	for _, name := range m.Tools {
 		tools[name] = remoteTool(ctx, env.Tools, name, turns)
 	}
-	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: m.Limits})
+	c, err := r.loadCompiled(spec, tools, m.Limits)
 	if err != nil {
 		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
 	}

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRebindSharesTheDefinitionWithOtherTools(t *testing.T) {
+	const src = "(defn helper [x] (* 10 x))\n(fn [{:keys [n]}] (+ n (helper (tool/base {}))))"
+	c, err := Load(src, "(n :int) -> :int", LoadOptions{Tools: map[string]Tool{"base": constTool(int64(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Rebind(map[string]Tool{"base": constTool(int64(2))}, Limits{MaxToolCalls: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.fn != c.fn || r.call != c.call {
+		t.Fatal("the rebound program reads its definition again")
+	}
+	for _, tc := range []struct {
+		c    *Compiled
+		want int64
+	}{{c, 13}, {r, 23}} {
+		st, err := tc.c.Execute(bg, map[string]any{"n": int64(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Return != tc.want {
+			t.Fatalf("return = %v, want %d", st.Return, tc.want)
+		}
+	}
+	// the rebound limits bound each execution; the original's do not change
+	twice := "(fn [_] (+ (tool/base {}) (tool/base {})))"
+	c2, err := Load(twice, ":int", LoadOptions{Tools: map[string]Tool{"base": constTool(int64(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Rebind(map[string]Tool{"base": constTool(int64(1))}, Limits{MaxToolCalls: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Execute(bg, nil); err == nil || !strings.Contains(err.Error(), "tool call limit exceeded (1 calls)") {
+		t.Fatalf("rebound with max_tool_calls 1: err = %v", err)
+	}
+	if st, err := c2.Execute(bg, nil); err != nil || st.Return != int64(2) {
+		t.Fatalf("original after rebinding: %v %v", st.Return, err)
+	}
+}
+
+func TestRebindRefusesOtherTools(t *testing.T) {
+	c, err := Load("(fn [_] (tool/base {}))", ":int", LoadOptions{Tools: map[string]Tool{"base": constTool(int64(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	classify, err := NewLLMTool(LLMToolSpec{Prompt: "Is {{subject}} urgent?", Signature: "(subject :string) -> {urgent :bool}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		tools map[string]Tool
+		is    error
+		field string
+	}{
+		{"missing", map[string]Tool{}, ErrInvalidCompiled, "tools[base]"},
+		{"renamed", map[string]Tool{"other": constTool(int64(1))}, ErrInvalidCompiled, "tools[base]"},
+		{"extra", map[string]Tool{"base": constTool(int64(1)), "more": constTool(int64(1))}, ErrInvalidCompiled, "tools[more]"},
+		{"llm tool", map[string]Tool{"base": classify}, ErrNotCompilable, "tools[base]"},
+		{"bad signature", map[string]Tool{"base": FuncSig("(x :nope) -> :int", nil)}, ErrInvalidCompiled, "tools[base].signature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.Rebind(tc.tools, Limits{})
+			var e *Error
+			if !errors.Is(err, tc.is) || !errors.As(err, &e) || e.Field != tc.field {
+				t.Fatalf("err = %v, want %v on %s", err, tc.is, tc.field)
+			}
+		})
+	}
+}
