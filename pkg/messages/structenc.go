@@ -24,6 +24,31 @@ type wireField struct {
 	name      string
 	index     []int // the path through inlined embedded structs
 	omitEmpty bool
+	// zeroer is whether the field's type has an IsZero method, which
+	// decides its emptiness; known when the plan is made, so that an
+	// encode asks reflect (a walk of the type's method table) only for a
+	// field of interface type, whose value's type it learns then.
+	zeroer zeroerKind
+}
+
+// zeroerKind tells whether a field's type has an IsZero method.
+type zeroerKind uint8
+
+const (
+	zeroerDynamic zeroerKind = iota // an interface: the value's type decides
+	zeroerYes
+	zeroerNo
+)
+
+// zeroerOf is the zeroerKind of a field of type t.
+func zeroerOf(t reflect.Type) zeroerKind {
+	switch {
+	case t.Kind() == reflect.Interface:
+		return zeroerDynamic
+	case t.Implements(zeroerType):
+		return zeroerYes
+	}
+	return zeroerNo
 }
 
 // wirePlan lists a struct's fields in the order the encoder writes them.
@@ -158,7 +183,7 @@ func planStruct(t reflect.Type, plan func(reflect.Type) *wirePlan, visit func(re
 			}
 			for _, in := range inner.fields {
 				names[in.name] = true
-				p.fields = append(p.fields, wireField{name: in.name, index: append([]int{i}, in.index...), omitEmpty: in.omitEmpty})
+				p.fields = append(p.fields, wireField{name: in.name, index: append([]int{i}, in.index...), omitEmpty: in.omitEmpty, zeroer: in.zeroer})
 			}
 			continue
 		}
@@ -173,7 +198,7 @@ func planStruct(t reflect.Type, plan func(reflect.Type) *wirePlan, visit func(re
 		if opts == "omitempty" && f.Type.Kind() == reflect.Struct && !f.Type.Implements(zeroerType) && plan(f.Type) == nil {
 			return nil // its emptiness is the encoder's to judge
 		}
-		p.fields = append(p.fields, wireField{name: name, index: []int{i}, omitEmpty: opts == "omitempty"})
+		p.fields = append(p.fields, wireField{name: name, index: []int{i}, omitEmpty: opts == "omitempty", zeroer: zeroerOf(f.Type)})
 	}
 	return p
 }
@@ -295,12 +320,19 @@ func encodeStrings(enc *msgpack.Encoder, ss []string) error {
 
 // encodeStruct writes struct v as a map of the fields p keeps.
 func encodeStruct(enc *msgpack.Encoder, v reflect.Value, p *wirePlan) error {
+	// which fields are written, judged once: the map's length comes first
+	var buf [64]bool
+	kept := buf[:0]
+	if len(p.fields) > len(buf) {
+		kept = make([]bool, 0, len(p.fields))
+	}
 	n := 0
 	for i := range p.fields {
 		keep, err := p.fields[i].keep(v)
 		if err != nil {
 			return err
 		}
+		kept = append(kept, keep)
 		if keep {
 			n++
 		}
@@ -310,7 +342,7 @@ func encodeStruct(enc *msgpack.Encoder, v reflect.Value, p *wirePlan) error {
 	}
 	for i := range p.fields {
 		f := &p.fields[i]
-		if keep, _ := f.keep(v); !keep {
+		if !kept[i] {
 			continue
 		}
 		if err := enc.EncodeString(f.name); err != nil {
@@ -333,7 +365,7 @@ func (f *wireField) keep(v reflect.Value) (bool, error) {
 	if !f.omitEmpty {
 		return true, nil
 	}
-	empty, err := isEmptyValue(fv)
+	empty, err := isEmptyValue(fv, f.zeroer)
 	return !empty, err
 }
 
@@ -354,7 +386,7 @@ func fieldOf(v reflect.Value, index []int) reflect.Value {
 
 // isEmptyValue is the encoder's test of an omitempty field, which calls
 // IsZero where the value has it, without boxing a value that has not.
-func isEmptyValue(v reflect.Value) (bool, error) {
+func isEmptyValue(v reflect.Value, z zeroerKind) (bool, error) {
 	kind := v.Kind()
 	for kind == reflect.Interface {
 		if v.IsNil() {
@@ -362,8 +394,9 @@ func isEmptyValue(v reflect.Value) (bool, error) {
 		}
 		v = v.Elem()
 		kind = v.Kind()
+		z = zeroerDynamic
 	}
-	if v.Type().Implements(zeroerType) {
+	if z == zeroerYes || (z == zeroerDynamic && v.Type().Implements(zeroerType)) {
 		switch {
 		case nilable(kind) && v.IsNil():
 			return true, nil

@@ -197,3 +197,56 @@ func TestMarshalSortsEveryStringKeyedMap(t *testing.T) {
 		t.Fatalf("sub-agents not written by their names: %q", first)
 	}
 }
+
+// Whether a field's type has an IsZero method is known from its plan, so
+// that an encode asks reflect only for fields of interface type; the plan
+// says what reflect would.
+func TestWirePlansKnowWhichFieldsHaveIsZero(t *testing.T) {
+	sawYes := false
+	for typ, p := range wirePlans {
+		for _, f := range p.fields {
+			ft := typ
+			for i, x := range f.index {
+				if i > 0 && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				ft = ft.Field(x).Type
+			}
+			want := zeroerNo
+			switch {
+			case ft.Kind() == reflect.Interface:
+				want = zeroerDynamic
+			case ft.Implements(zeroerType):
+				want = zeroerYes
+			}
+			if f.zeroer != want {
+				t.Errorf("%s.%s (%s): plan says %d, reflect %d", typ, f.name, ft, f.zeroer, want)
+			}
+			sawYes = sawYes || f.zeroer == zeroerYes
+		}
+	}
+	if !sawYes {
+		t.Error("no planned field has an IsZero method: the times of a mission should")
+	}
+}
+
+// BenchmarkMarshal encodes a running status and a mission of a typical
+// agent submission.
+func BenchmarkMarshal(b *testing.B) {
+	now := time.Now()
+	for _, v := range []any{
+		&Status{Version: 1, MissionID: "01JB0000000000000000000000", Submitter: "s", State: StateRunning, Worker: "w1", Attempt: 1, StreamSeq: 7, UpdatedAt: now},
+		&Mission{Version: MissionVersion, ID: "01JB0000000000000000000000", Kind: KindAgent, CreatedAt: now,
+			Agent: &AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}},
+			Tools: []string{"get_customer"}, Context: map[string]any{"n": int64(1)}},
+	} {
+		b.Run(reflect.TypeOf(v).Elem().Name(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Marshal(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
