@@ -57,12 +57,48 @@ func TestShadowedNamesMatchClojure(t *testing.T) {
 		// (the lines printed, | between them)
 		{`(count (map (fn [x] (let [inc println] (mapv inc [x]) x)) (filter (fn [x] (let [inc println] (mapv inc ["f" x]) true)) [1 2])))`, `2`, `f|1|f|2|1|2`},
 		{`(count (map (fn [x] (-> x println) x) (filter (fn [x] (-> x println) true) [1 2])))`, `2`, `1|2|1|2`},
+		// a local of the same name inside the form a pass looks at is
+		// another binding: the passes follow the resolver's binder
+		// numbers, so the inner one is neither the accumulator, the
+		// cursor, the walked sequence nor the index
+		{`(reduce (fn [acc x] (if (odd? x) (assoc acc x (let [acc 5] acc)) (assoc acc x 0))) {} [1 2 3])`, `{1 5 2 0 3 5}`, ""},
+		{`(loop [m {} i 0] (if (< i 3) (recur (assoc m i (let [m 7] m)) (inc i)) m))`, `{0 7 1 7 2 7}`, ""},
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (let [xs [9]] (conj acc (first xs))))))`, `[9 9 9]`, ""},
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (let [xs (rest xs)] (recur xs (conj acc (count xs))))))`, `[2 1 0]`, ""},
+		{`(loop [i 0 acc 0] (if (< i 3) (recur (inc i) (+ acc (let [acc 10] acc))) acc))`, `30`, ""},
+		{`(loop [xs [1 2 3] acc 0] (if (empty? xs) acc (recur (rest xs) (+ acc (let [acc (first xs)] (* acc acc))))))`, `14`, ""},
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (let [xs [0]] (conj acc (first xs))))))`, `[0 0 0]`, ""},
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (conj acc ((fn [xs] (count xs)) [7 8])))))`, `[2 2 2]`, ""},
+		{`(let [d [{:qty 1} {:qty 2}]] (loop [i 0 acc 0] (if (< i (count d)) (recur (inc i) (+ acc (let [i 0] (:qty (nth d i))))) acc)))`, `2`, ""},
+		{`(let [d [{:qty 1} {:qty 2}]] (loop [i 0 acc 0] (if (< i (count d)) (let [first last] (recur (inc i) (+ acc (:qty (nth d i))))) acc)))`, `3`, ""},
 	} {
 		want := tc.want + " " + tc.prints
 		for _, plain := range []bool{false, true} {
 			if got := loopOutcome(tc.src, plain); got != want {
 				t.Errorf("%s (plain loops %v)\n  got  %s\n  want %s", tc.src, plain, got, tc.want)
 			}
+		}
+	}
+}
+
+// TestPassesFollowBindings: a local that shadows a loop's binding inside
+// the loop is another binding, so it does not keep the loop from being a
+// walk, from owning its accumulator or from being an index walk (the
+// answers are TestShadowedNamesMatchClojure's).
+func TestPassesFollowBindings(t *testing.T) {
+	for _, tc := range []struct {
+		src                 string
+		walks, owned, index int
+	}{
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (let [xs [0]] (conj acc (first xs))))))`, 1, 0, 0},
+		{`(loop [xs [1 2 3] acc []] (if (empty? xs) acc (recur (rest xs) (conj acc ((fn [xs] (count xs)) [7 8])))))`, 1, 0, 0},
+		{`(loop [i 0 acc 0] (if (< i 3) (recur (inc i) (+ acc (let [acc 10] acc))) acc))`, 0, 2, 0},
+		{`(loop [xs [1 2 3] acc 0] (if (empty? xs) acc (recur (rest xs) (+ acc (let [acc (first xs)] (* acc acc))))))`, 1, 1, 0},
+		{`(let [d [{:qty 1} {:qty 2}]] (loop [i 0 acc 0] (if (< i (count d)) (recur (inc i) (+ acc (let [i 0] (:qty (nth d i))))) acc)))`, 1, 3, 1},
+	} {
+		c := compiled(t, tc.src)
+		if c.Walks != tc.walks || c.OwnedN != tc.owned || c.IndexLoops != tc.index {
+			t.Errorf("%s: %d walks, %d owned, %d index walks; want %d, %d, %d", tc.src, c.Walks, c.OwnedN, c.IndexLoops, tc.walks, tc.owned, tc.index)
 		}
 	}
 }

@@ -34,9 +34,9 @@ type recurTarget struct {
 	// (opt_walkloop.go): recur leaves it alone. 0: not a walk.
 	walk    int
 	walkAdv *walkAdvance
-	// names are the loop's binding names (with slots); owned[i] is whether
+	// names are the loop's bindings (with slots); owned[i] is whether
 	// recur updates binding i inline (opt_ownedbox.go); nil: none.
-	names []string
+	names []binding
 	owned []bool
 	// sole is set by a walk's recur whose one argument besides the advance
 	// is an owned update: the walk then runs it without the recur node
@@ -156,20 +156,6 @@ type Compiler struct {
 // compile compiles one form; tail reports whether it is in tail position
 // for recur.
 func (c *Compiler) compile(f *syntax.Form, tail bool) core.Node { return c.dispatch(c, f, tail) }
-
-// formUses reports whether symbol name occurs anywhere in f (any binding
-// of the name: a conservative answer for "refers to this binding").
-func formUses(f *syntax.Form, name string) bool {
-	if f.Kind == syntax.FSym {
-		return f.Ns == "" && f.Name == name
-	}
-	for _, it := range f.Items {
-		if formUses(it, name) {
-			return true
-		}
-	}
-	return false
-}
 
 type fnLitInfo struct {
 	maxN int
@@ -356,14 +342,14 @@ func allKeywordKeys(fs []*syntax.Form) bool {
 
 // walkAlias makes the compiler read (first xs) from the walk's item slot.
 type walkAlias struct {
-	xs               string
+	xs               binding
 	xsSlot, itemSlot int // xs's slot, the hidden item local's slot
 	sc               *scope
 }
 
 // loopCursorSlot is a loop binding that may be advanced in place.
 type loopCursorSlot struct {
-	name      string
+	name      binding
 	slot, own int
 }
 

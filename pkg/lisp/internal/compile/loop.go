@@ -53,14 +53,15 @@ func (c *Compiler) LinearLoopBindings(f *syntax.Form) []bool {
 		if p.Kind != syntax.FSym || p.Ns != "" || p.Name == "&" || p.Name == "_" {
 			continue
 		}
+		acc := bindingOf(p)
 		again := false
-		for j := 0; j < len(b); j += 2 {
-			again = again || (j != i && formUses(b[j], p.Name))
+		for j := 0; j < len(b); j += 2 { // another binding of the name hides it
+			again = again || (j != i && declares(b[j], p.Name))
 		}
 		for j := i + 1; j < len(b); j += 2 { // later inits see the binding
-			again = again || formUses(b[j], p.Name)
+			again = again || acc.usedIn(b[j])
 		}
-		if again || !c.linearLoopBody(body, p.Name, i/2) {
+		if again || !c.linearLoopBody(body, acc, i/2) {
 			continue
 		}
 		if lin == nil {
@@ -71,17 +72,17 @@ func (c *Compiler) LinearLoopBindings(f *syntax.Form) []bool {
 	return lin
 }
 
-// linearLoopBody checks a loop body for linear use of binding k, name.
-func (c *Compiler) linearLoopBody(body []*syntax.Form, name string, k int) bool {
+// linearLoopBody checks a loop body for linear use of binding k, acc.
+func (c *Compiler) linearLoopBody(body []*syntax.Form, acc binding, k int) bool {
 	if len(body) == 0 {
 		return false
 	}
 	for _, f := range body[:len(body)-1] {
-		if formUses(f, name) {
+		if acc.usedIn(f) {
 			return false
 		}
 	}
-	return c.linearTail(body[len(body)-1], name, k)
+	return c.linearTail(body[len(body)-1], acc, k)
 }
 
 // compileLoop compiles a loop; lin marks the bindings that start as
@@ -124,11 +125,11 @@ func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
 			}
 		}
 	}
-	var names []string // the binding names when all are plain symbols
+	var names []binding // the bindings when all are plain symbols
 	if len(direct) <= maxDirectRecur && !slices.Contains(direct, -1) {
-		names = make([]string, len(direct))
+		names = make([]binding, len(direct))
 		for i := range direct {
-			names[i] = b[2*i].Name
+			names[i] = bindingOf(b[2*i])
 		}
 		if p := c.walkLoop(f, names); p != nil {
 			nd := c.compileWalk(p, names, inits, direct)
@@ -138,15 +139,15 @@ func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
 		}
 	}
 	for i, slot := range direct {
-		p := b[2*i]
-		if slot < 0 || !c.advancesByRest(f.Items[2:], p.Name) || !c.loopCursor(p.Name, f.Items[2:]) {
+		p := bindingOf(b[2*i])
+		if slot < 0 || !c.advancesByRest(f.Items[2:], p) || !c.loopCursor(p, f.Items[2:]) {
 			continue
 		}
 		if cursors == nil {
 			cursors = make([]*loopCursorSlot, len(binds))
 		}
-		own := c.sc.declare(" cursor " + p.Name)
-		cursors[i] = &loopCursorSlot{name: p.Name, slot: slot, own: own}
+		own := c.sc.declare(" cursor " + p.name)
+		cursors[i] = &loopCursorSlot{name: p, slot: slot, own: own}
 		owns = append(owns, own)
 	}
 	allDirect := len(direct) <= maxDirectRecur
@@ -158,7 +159,7 @@ func compileLoop(c *Compiler, f *syntax.Form, lin []bool) core.Node {
 		rt.slots = direct
 		if test, rec, exit := c.loopIfForms(f.Items[2:]); test != nil {
 			forms := []*syntax.Form{test, rec, exit}
-			if !formUses(exit, "recur") {
+			if !c.mentionsRecur(exit) {
 				forms = forms[:2]
 			}
 			rt.names = names

@@ -38,7 +38,7 @@ func (c *Compiler) countBody(f *syntax.Form, plain bool) *syntax.Form {
 		return nil
 	}
 	b := f.Items[2]
-	if len(b.Items) < 4 || len(b.Items) > 5 || !c.callsBuiltin(b, "update") || !b.Items[1].IsSym(f.Items[1].Items[0].Name) {
+	if len(b.Items) < 4 || len(b.Items) > 5 || !c.callsBuiltin(b, "update") || !bindingOf(f.Items[1].Items[0]).is(b.Items[1]) {
 		return nil
 	}
 	return b

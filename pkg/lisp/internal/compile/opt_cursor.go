@@ -25,8 +25,8 @@ var cursorReaders = map[string]bool{
 // cursorReaders builtin, or as (seq name) in a test position. Each head
 // counts as what it names there (resolve.go): a local named first or
 // when is a function, which may keep the binding.
-func (c *Compiler) loopCursor(name string, body []*syntax.Form) bool {
-	if name == "&" {
+func (c *Compiler) loopCursor(name binding, body []*syntax.Form) bool {
+	if name.name == "&" {
 		return false
 	}
 	for _, f := range body {
@@ -39,8 +39,8 @@ func (c *Compiler) loopCursor(name string, body []*syntax.Form) bool {
 
 // cursorSafe checks one form (see loopCursor). It is conservative: any
 // form it does not know that mentions name fails.
-func (c *Compiler) cursorSafe(f *syntax.Form, name string) bool {
-	if !formUses(f, name) {
+func (c *Compiler) cursorSafe(f *syntax.Form, name binding) bool {
+	if !name.usedIn(f) {
 		return true
 	}
 	switch f.Kind {
@@ -70,10 +70,10 @@ func (c *Compiler) cursorSafe(f *syntax.Form, name string) bool {
 		}
 		return c.allCursorSafe(it[1:], name) // a namespaced builtin call
 	}
-	if head.Name == name {
+	if name.is(head) {
 		return false
 	}
-	if cursorReaders[c.headBuiltin(f)] && len(it) >= 2 && it[1].IsSym(name) {
+	if cursorReaders[c.headBuiltin(f)] && len(it) >= 2 && name.is(it[1]) {
 		return c.allCursorSafe(it[2:], name)
 	}
 	sp := c.headSpecial(f)
@@ -104,7 +104,7 @@ func (c *Compiler) cursorSafe(f *syntax.Form, name string) bool {
 		}
 		bs := it[1].Items
 		for i := 0; i < len(bs); i += 2 {
-			if bs[i].Kind != syntax.FSym || bs[i].Ns != "" || bs[i].Name == name {
+			if bs[i].Kind != syntax.FSym || bs[i].Ns != "" || name.is(bs[i]) {
 				return false
 			}
 			if !c.cursorSafe(bs[i+1], name) {
@@ -118,7 +118,7 @@ func (c *Compiler) cursorSafe(f *syntax.Form, name string) bool {
 
 // advancesByRest reports whether some form in fs is (rest name) or
 // (next name): a cheap test before the full loopCursor analysis.
-func (c *Compiler) advancesByRest(fs []*syntax.Form, name string) bool {
+func (c *Compiler) advancesByRest(fs []*syntax.Form, name binding) bool {
 	for _, f := range fs {
 		if c.cursorAdvance(f, name) {
 			return true
@@ -131,12 +131,12 @@ func (c *Compiler) advancesByRest(fs []*syntax.Form, name string) bool {
 }
 
 // cursorAdvance reports whether f is (rest name) or (next name).
-func (c *Compiler) cursorAdvance(f *syntax.Form, name string) bool {
-	return f.Kind == syntax.FList && len(f.Items) == 2 && f.Items[1].IsSym(name) &&
+func (c *Compiler) cursorAdvance(f *syntax.Form, name binding) bool {
+	return f.Kind == syntax.FList && len(f.Items) == 2 && name.is(f.Items[1]) &&
 		(c.isBuiltinSym(f.Items[0], "rest") || c.isBuiltinSym(f.Items[0], "next"))
 }
 
-func (c *Compiler) allCursorSafe(fs []*syntax.Form, name string) bool {
+func (c *Compiler) allCursorSafe(fs []*syntax.Form, name binding) bool {
 	for _, f := range fs {
 		if !c.cursorSafe(f, name) {
 			return false
@@ -147,8 +147,8 @@ func (c *Compiler) allCursorSafe(fs []*syntax.Form, name string) bool {
 
 // cursorTest is cursorSafe for a form whose value is only tested for
 // truth, where (seq name) is also allowed.
-func (c *Compiler) cursorTest(f *syntax.Form, name string) bool {
-	if len(f.Items) == 2 && c.callsBuiltin(f, "seq") && f.Items[1].IsSym(name) {
+func (c *Compiler) cursorTest(f *syntax.Form, name binding) bool {
+	if len(f.Items) == 2 && c.callsBuiltin(f, "seq") && name.is(f.Items[1]) {
 		return true
 	}
 	return c.cursorSafe(f, name)

@@ -62,26 +62,27 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	if len(cf.Items) != 2 || !c.callsBuiltin(cf, "count") || cf.Items[1].Kind != syntax.FSym {
 		return nil
 	}
-	i, coll := iForm.Name, cf.Items[1]
+	coll := cf.Items[1]
+	var i binding
 	idx := -1
-	var names []string
+	var names []binding
 	literals := true
 	for k := 0; k < len(b); k += 2 {
 		p, init := b[k], b[k+1]
-		if p.Kind != syntax.FSym || p.Ns != "" || p.Name == "&" || p.Name == "_" || slices.Contains(names, p.Name) {
+		if p.Kind != syntax.FSym || p.Ns != "" || p.Name == "&" || p.Name == "_" || slices.ContainsFunc(names, func(n binding) bool { return n.name == p.Name }) {
 			return nil
 		}
-		names = append(names, p.Name)
-		if p.Name == i {
+		names = append(names, bindingOf(p))
+		if bindingOf(p).is(iForm) {
 			if init.Kind != syntax.FLit || init.Val != int64(0) {
 				return nil
 			}
-			idx = k / 2
+			i, idx = bindingOf(p), k/2
 			continue
 		}
 		literals = literals && literalForm(init)
 	}
-	if idx < 0 || coll.Ns == "" && slices.Contains(names, coll.Name) {
+	if idx < 0 || anyIs(names, coll) {
 		return nil
 	}
 	// the branch taken while i < (count xs), and the one that ends the loop
@@ -89,15 +90,12 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	if (op == "<") != isIf {
 		rec, exit = exit, rec
 	}
-	if formUses(exit, i) {
+	if i.usedIn(exit) {
 		return nil
 	}
-	if indexRebinds(rec, []string{i, coll.Name, "nth", "inc", "recur", "first", "rest", "seq", "empty?"}) {
-		return nil
-	}
-	xs := " index " + i // a name no program can write
-	rec2, ok := c.indexRewrite(rec, i, coll, xs, idx, len(names))
-	if !ok || formUses(rec2, i) {
+	xs := binding{name: " index " + i.name} // a name no program can write
+	rec2, ok := c.indexRewrite(rec, i, coll, xs.name, idx, len(names))
+	if !ok || i.usedIn(rec2) {
 		return nil
 	}
 	invariant := false
@@ -116,12 +114,9 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	// the walk: (loop [... xs coll ...] (if (seq xs) rec' exit)), or with
 	// (empty? xs) for (>= i (count coll))
 	wb := slices.Clone(b)
-	wb[2*idx] = &syntax.Form{Kind: syntax.FSym, Name: xs, Pos: b[2*idx].Pos}
+	wb[2*idx] = mkSym(xs.name, b[2*idx].Pos)
 	wb[2*idx+1] = coll
-	wtest := &syntax.Form{Kind: syntax.FList, Pos: test.Pos, Items: []*syntax.Form{
-		{Kind: syntax.FSym, Name: map[string]string{"<": "seq", ">=": "empty?"}[op], Pos: test.Pos},
-		{Kind: syntax.FSym, Name: xs, Pos: test.Pos},
-	}}
+	wtest := mkList(test.Pos, mkBuiltin(map[string]string{"<": "seq", ">=": "empty?"}[op], test.Pos), mkSym(xs.name, test.Pos))
 	wbody := &syntax.Form{Kind: syntax.FList, Pos: body.Pos, Items: []*syntax.Form{head, wtest, body.Items[2], body.Items[3]}}
 	if body.Items[2] == rec {
 		wbody.Items[2] = rec2
@@ -173,12 +168,13 @@ func (c *Compiler) indexWalk(wf *syntax.Form, lin []bool, loop func(*Compiler, *
 
 // indexRewrite returns f with each (nth coll i) as (first xs) and each
 // recur's argument at idx, which must be (inc i), as (rest xs); ok is
-// false when a recur does not advance i so.
-func (c *Compiler) indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
-	if len(f.Items) == 3 && c.callsBuiltin(f, "nth") &&
-		f.Items[1].Kind == syntax.FSym && f.Items[1].Ns == coll.Ns && f.Items[1].Name == coll.Name && f.Items[2].IsSym(i) {
-		return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{
-			{Kind: syntax.FSym, Name: "first", Pos: f.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: f.Items[1].Pos}}}, true
+// false when a recur does not advance i so. Only the symbols that name
+// coll and i where the loop names them are rewritten (a local of the
+// same name inside the loop is another binding), and the first and rest
+// it writes are the builtins whatever locals are in scope there.
+func (c *Compiler) indexRewrite(f *syntax.Form, i binding, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
+	if len(f.Items) == 3 && c.callsBuiltin(f, "nth") && sameRef(f.Items[1], coll) && i.is(f.Items[2]) {
+		return mkList(f.Pos, mkBuiltin("first", f.Items[0].Pos), mkSym(xs, f.Items[1].Pos)), true
 	}
 	if len(f.Items) == 0 {
 		return f, true
@@ -188,11 +184,10 @@ func (c *Compiler) indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs 
 	isRecur := c.headSpecial(f) == spRecur
 	for k, it := range f.Items {
 		if isRecur && k == idx+1 {
-			if len(f.Items) != n+1 || len(it.Items) != 2 || !c.callsBuiltin(it, "inc") || !it.Items[1].IsSym(i) {
+			if len(f.Items) != n+1 || len(it.Items) != 2 || !c.callsBuiltin(it, "inc") || !i.is(it.Items[1]) {
 				return nil, false
 			}
-			g.Items[k] = &syntax.Form{Kind: syntax.FList, Pos: it.Pos, Items: []*syntax.Form{
-				{Kind: syntax.FSym, Name: "rest", Pos: it.Items[0].Pos}, {Kind: syntax.FSym, Name: xs, Pos: it.Items[1].Pos}}}
+			g.Items[k] = mkList(it.Pos, mkBuiltin("rest", it.Items[0].Pos), mkSym(xs, it.Items[1].Pos))
 			continue
 		}
 		r, ok := c.indexRewrite(it, i, coll, xs, idx, n)
@@ -204,51 +199,12 @@ func (c *Compiler) indexRewrite(f *syntax.Form, i string, coll *syntax.Form, xs 
 	return &g, true
 }
 
-// indexRebinds reports whether f binds one of names: in a let-like
-// binding vector (its even places, destructuring included), or anywhere
-// in a fn, for or doseq form (conservative). The rewrite then might not
-// mean what it meant.
-func indexRebinds(f *syntax.Form, names []string) bool {
-	uses := func(g *syntax.Form) bool {
-		for _, n := range names {
-			if formUses(g, n) {
-				return true
-			}
-		}
-		return false
-	}
-	if f.Kind == syntax.FFnLit {
-		return uses(f)
-	}
-	if f.Kind == syntax.FList && len(f.Items) > 1 && f.Items[0].Kind == syntax.FSym && f.Items[0].Ns == "" && IsSpecialForm(f.Items[0].Name) {
-		switch h := f.Items[0].Name; {
-		case h == "fn" || h == "defn" || h == "defn-" || h == "letfn" || h == "for" || h == "doseq":
-			if uses(f) {
-				return true
-			}
-		case f.Items[1].Kind == syntax.FVec:
-			bs := f.Items[1].Items
-			for k := 0; k < len(bs); k += 2 {
-				if uses(bs[k]) {
-					return true
-				}
-			}
-		}
-	}
-	for _, it := range f.Items {
-		if indexRebinds(it, names) {
-			return true
-		}
-	}
-	return false
-}
-
 // indexPure reports whether f can run no code but builtins: every list a
 // call of a builtin or a keyword, or a walk head (let, if, cond...); every
-// symbol a builtin, one of names or a name a let inside f binds (to a
+// symbol a builtin, one of names or a local a let inside f binds (to a
 // plain symbol), or a ctx/ or namespaced builtin; no fn, def, memory/ or
 // tool/ form.
-func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
+func (c *Compiler) indexPure(f *syntax.Form, names []binding) bool {
 	switch f.Kind {
 	case syntax.FLit, syntax.FRegex:
 		return true
@@ -261,7 +217,7 @@ func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
 		case f.Ns != "":
 			_, ok := c.LookupBuiltin(f.Ns, f.Name)
 			return ok
-		case slices.Contains(names, f.Name):
+		case anyIs(names, f):
 			return true
 		}
 		return c.isBuiltin(f)
@@ -300,7 +256,7 @@ func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
 				if bs[k].Kind != syntax.FSym || bs[k].Ns != "" || !c.indexPure(bs[k+1], inner) {
 					return false
 				}
-				inner = append(inner, bs[k].Name)
+				inner = append(inner, bindingOf(bs[k]))
 			}
 			for _, it := range args[1:] {
 				if !c.indexPure(it, inner) {
@@ -309,7 +265,7 @@ func (c *Compiler) indexPure(f *syntax.Form, names []string) bool {
 			}
 			return true
 		}
-	case !c.indexPure(head, nil) || (head.Ns == "" && slices.Contains(names, head.Name)):
+	case !c.indexPure(head, nil) || anyIs(names, head):
 		return false // a call of a binding could call a function
 	}
 	for _, it := range args {

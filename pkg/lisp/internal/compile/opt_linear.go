@@ -25,13 +25,13 @@ func (c *Compiler) LinearAccFn(f *syntax.Form) bool {
 	if len(params) != 2 || params[0].Kind != syntax.FSym || params[0].Ns != "" || params[0].Name == "&" {
 		return false
 	}
-	acc := params[0].Name
-	if formUses(params[1], acc) {
+	acc := bindingOf(params[0])
+	if acc.usedIn(params[1]) {
 		return false
 	}
 	body := f.Items[2:]
 	for _, b := range body[:len(body)-1] {
-		if formUses(b, acc) {
+		if acc.usedIn(b) {
 			return false
 		}
 	}
@@ -49,16 +49,16 @@ func (c *Compiler) linearUpdate(f *syntax.Form) bool {
 
 // linearFirst reports whether f, the map an update changes, is acc or a
 // linear update of acc.
-func (c *Compiler) linearFirst(f *syntax.Form, acc string) bool {
-	return f.IsSym(acc) || f.Kind == syntax.FList && c.linearTail(f, acc, -1)
+func (c *Compiler) linearFirst(f *syntax.Form, acc binding) bool {
+	return acc.is(f) || f.Kind == syntax.FList && c.linearTail(f, acc, -1)
 }
 
 // linearTail checks that f, in tail position, uses acc linearly. In a
 // loop whose binding recurArg is acc (recurArg < 0 elsewhere), a recur
 // may hand acc on as that binding the same way: its other arguments must
 // not mention acc.
-func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
-	if f.IsSym(acc) || !formUses(f, acc) {
+func (c *Compiler) linearTail(f *syntax.Form, acc binding, recurArg int) bool {
+	if acc.is(f) || !acc.usedIn(f) {
 		return true
 	}
 	if f.Kind != syntax.FList || len(f.Items) == 0 || f.Items[0].Kind != syntax.FSym || f.Items[0].Ns != "" {
@@ -67,7 +67,7 @@ func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
 	it := f.Items
 	noneUse := func(fs []*syntax.Form) bool {
 		for _, x := range fs {
-			if formUses(x, acc) {
+			if acc.usedIn(x) {
 				return false
 			}
 		}
@@ -79,11 +79,11 @@ func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
 	}
 	switch sp := c.headSpecial(f); sp {
 	case spIf, spIfNot:
-		return len(it) >= 3 && len(it) <= 4 && !formUses(it[1], acc) && c.linearTail(it[2], acc, recurArg) && (len(it) == 3 || c.linearTail(it[3], acc, recurArg))
+		return len(it) >= 3 && len(it) <= 4 && !acc.usedIn(it[1]) && c.linearTail(it[2], acc, recurArg) && (len(it) == 3 || c.linearTail(it[3], acc, recurArg))
 	case spWhen, spWhenNot, spDo:
 		start := 1
 		if sp != spDo {
-			if len(it) < 3 || formUses(it[1], acc) {
+			if len(it) < 3 || acc.usedIn(it[1]) {
 				return false
 			}
 			start = 2
@@ -97,13 +97,13 @@ func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
 			return false
 		}
 		for i := 1; i+1 < len(it); i += 2 {
-			if formUses(it[i], acc) || !c.linearTail(it[i+1], acc, recurArg) {
+			if acc.usedIn(it[i]) || !c.linearTail(it[i+1], acc, recurArg) {
 				return false
 			}
 		}
 		return true
 	case spLet:
-		if len(it) < 3 || it[1].Kind != syntax.FVec || formUses(it[1], acc) {
+		if len(it) < 3 || it[1].Kind != syntax.FVec || acc.usedIn(it[1]) {
 			return false
 		}
 		return noneUse(it[2:len(it)-1]) && c.linearTail(it[len(it)-1], acc, recurArg)
@@ -123,7 +123,7 @@ func (c *Compiler) linearTail(f *syntax.Form, acc string, recurArg int) bool {
 			return false
 		}
 		for j, x := range it[1:] {
-			if j != recurArg && formUses(x, acc) {
+			if j != recurArg && acc.usedIn(x) {
 				return false
 			}
 		}

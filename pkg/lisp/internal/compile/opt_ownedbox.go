@@ -34,7 +34,7 @@ func ownSafeMin(name string) (min int, ok bool) {
 // the loop forms that run while it iterates (test, recurring branches),
 // names the binding names; skip is a binding never owned (-1: none).
 // It returns whether each binding is owned, or nil when none is.
-func (c *Compiler) ownedBindings(names []string, skip int, forms []*syntax.Form) []bool {
+func (c *Compiler) ownedBindings(names []binding, skip int, forms []*syntax.Form) []bool {
 	if c.PlainLoops {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (c *Compiler) ownedBindings(names []string, skip int, forms []*syntax.Form)
 
 // ownable checks binding name (index i) in every form, and that some recur
 // updates it with arithmetic (else owning it gains nothing).
-func (c *Compiler) ownable(name string, i int, forms []*syntax.Form) bool {
+func (c *Compiler) ownable(name binding, i int, forms []*syntax.Form) bool {
 	updated := false
 	for _, f := range forms {
 		if !c.ownSafeUse(f, name, i, &updated) {
@@ -69,14 +69,14 @@ func (c *Compiler) ownable(name string, i int, forms []*syntax.Form) bool {
 // position i (bare or as an update, see ownedUpdateForm). Each head counts
 // as what it names there (resolve.go). It is conservative: a form it does
 // not know that mentions name fails.
-func (c *Compiler) ownSafeUse(f *syntax.Form, name string, i int, updated *bool) bool {
+func (c *Compiler) ownSafeUse(f *syntax.Form, name binding, i int, updated *bool) bool {
 	switch f.Kind {
 	case syntax.FSym:
-		return f.Ns != "" || f.Name != name // a bare use keeps the value
+		return !name.is(f) // a bare use keeps the value
 	case syntax.FLit, syntax.FRegex:
 		return true
 	case syntax.FFnLit:
-		return !formUses(f, name) // a closure keeps it
+		return !name.usedIn(f) // a closure keeps it
 	case syntax.FList:
 	default:
 		return c.ownSafeAll(f.Items, name, i, updated)
@@ -91,7 +91,7 @@ func (c *Compiler) ownSafeUse(f *syntax.Form, name string, i int, updated *bool)
 	}
 	argsOK := func(args []*syntax.Form) bool {
 		for _, a := range args {
-			if !a.IsSym(name) && !c.ownSafeUse(a, name, i, updated) {
+			if !name.is(a) && !c.ownSafeUse(a, name, i, updated) {
 				return false
 			}
 		}
@@ -112,14 +112,14 @@ func (c *Compiler) ownSafeUse(f *syntax.Form, name string, i int, updated *bool)
 	}
 	switch sp {
 	case 0:
-		if head.Name == name {
+		if name.is(head) {
 			return false // the binding called: it sees itself
 		}
 		return c.ownSafeAll(args, name, i, updated) // a call: a bare argument fails
 	case spRecur:
 		for j, a := range args {
 			switch {
-			case j == i && a.IsSym(name):
+			case j == i && name.is(a):
 			case j == i && c.ownedUpdateForm(a, name) != nil:
 				*updated = true
 				if !argsOK(a.Items[1:]) {
@@ -133,10 +133,10 @@ func (c *Compiler) ownSafeUse(f *syntax.Form, name string, i int, updated *bool)
 	case spDo, spLet, spCond, spAnd, spOr:
 		return c.ownSafeAll(args, name, i, updated)
 	}
-	return !formUses(f, name) // fn, loop, for, threading...: may capture or rebind
+	return !name.usedIn(f) // fn, loop, for, threading...: may capture it
 }
 
-func (c *Compiler) ownSafeAll(fs []*syntax.Form, name string, i int, updated *bool) bool {
+func (c *Compiler) ownSafeAll(fs []*syntax.Form, name binding, i int, updated *bool) bool {
 	for _, f := range fs {
 		if !c.ownSafeUse(f, name, i, updated) {
 			return false
@@ -150,17 +150,17 @@ func (c *Compiler) ownSafeAll(fs []*syntax.Form, name string, i int, updated *bo
 // (* name x), (* x name), (inc name), (dec name), with the builtins of
 // those names. It returns nil for any other form (for inc/dec, a form for
 // the constant 1).
-func (c *Compiler) ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
+func (c *Compiler) ownedUpdateForm(f *syntax.Form, name binding) *syntax.Form {
 	if len(f.Items) < 2 {
 		return nil
 	}
 	op, args := c.headBuiltin(f), f.Items[1:]
 	switch {
-	case (op == "inc" || op == "dec") && len(args) == 1 && args[0].IsSym(name):
+	case (op == "inc" || op == "dec") && len(args) == 1 && name.is(args[0]):
 		return &syntax.Form{Kind: syntax.FLit, Pos: f.Pos, Val: int64(1)}
-	case (op == "+" || op == "-" || op == "*") && len(args) == 2 && args[0].IsSym(name) && !formUses(args[1], name):
+	case (op == "+" || op == "-" || op == "*") && len(args) == 2 && name.is(args[0]) && !name.usedIn(args[1]):
 		return args[1]
-	case (op == "+" || op == "*") && len(args) == 2 && args[1].IsSym(name) && !formUses(args[0], name):
+	case (op == "+" || op == "*") && len(args) == 2 && name.is(args[1]) && !name.usedIn(args[0]):
 		return args[0]
 	}
 	return nil
@@ -168,13 +168,13 @@ func (c *Compiler) ownedUpdateForm(f *syntax.Form, name string) *syntax.Form {
 
 // compileOwnedUpdate compiles recur argument f for the owned binding in
 // slot, or returns nil when f is not an update (ownedUpdateForm).
-func (c *Compiler) compileOwnedUpdate(f *syntax.Form, name string, slot int) *ownedArg {
+func (c *Compiler) compileOwnedUpdate(f *syntax.Form, name binding, slot int) *ownedArg {
 	xf := c.ownedUpdateForm(f, name)
 	if xf == nil {
 		return nil
 	}
 	op := f.Items[0].Name
-	o := &ownedArg{slot: slot, accFirst: f.Items[1].IsSym(name), b: c.Builtins[op], unary: len(f.Items) == 2, pos: f.Pos}
+	o := &ownedArg{slot: slot, accFirst: name.is(f.Items[1]), b: c.Builtins[op], unary: len(f.Items) == 2, pos: f.Pos}
 	switch op {
 	case "inc", "+":
 		o.op = '+'
@@ -251,7 +251,7 @@ func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
 	if w == nil || c.sc != w.sc || !c.isWalkFirst(f, w.xs) {
 		return 0, false
 	}
-	kind, idx, ok := c.sc.lookup(w.xs)
+	kind, idx, ok := c.sc.lookup(w.xs.name)
 	if !ok || kind != refLocal || idx != w.xsSlot {
 		return 0, false
 	}
@@ -259,6 +259,6 @@ func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
 }
 
 // isWalkFirst reports whether f is (first xs), with the builtin first.
-func (c *Compiler) isWalkFirst(f *syntax.Form, xs string) bool {
-	return len(f.Items) == 2 && c.callsBuiltin(f, "first") && f.Items[1].IsSym(xs)
+func (c *Compiler) isWalkFirst(f *syntax.Form, xs binding) bool {
+	return len(f.Items) == 2 && c.callsBuiltin(f, "first") && xs.is(f.Items[1])
 }

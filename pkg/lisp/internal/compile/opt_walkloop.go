@@ -35,7 +35,7 @@ func walkHead(sp specialID) bool {
 // walkPlan is a loop recognised as a walk over binding idx.
 type walkPlan struct {
 	idx       int // the walked binding
-	xs        string
+	xs        binding
 	testEmpty bool         // test is (empty? xs), else (seq xs)
 	recurWhen bool         // the test value that recurs
 	exit, rec *syntax.Form // the branch that ends the loop, the one that recurs
@@ -45,8 +45,8 @@ type walkPlan struct {
 }
 
 // walkLoop recognises a walk: f is (loop [bindings] (if test a b)) with
-// plain-symbol bindings; names the binding names.
-func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
+// plain-symbol bindings; names the bindings.
+func (c *Compiler) walkLoop(f *syntax.Form, names []binding) *walkPlan {
 	if c.PlainLoops {
 		return nil
 	}
@@ -63,10 +63,10 @@ func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
 	if test.Kind != syntax.FList || len(test.Items) != 2 || test.Items[1].Kind != syntax.FSym || test.Items[1].Ns != "" {
 		return nil
 	}
-	p := &walkPlan{idx: -1, xs: test.Items[1].Name, test: test}
+	p := &walkPlan{idx: -1, test: test}
 	for i, n := range names {
-		if n == p.xs {
-			p.idx = i
+		if n.is(test.Items[1]) {
+			p.idx, p.xs = i, n
 		}
 	}
 	if p.idx < 0 {
@@ -87,7 +87,7 @@ func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
 	} else {
 		p.exit, p.rec = ifForm.Items[2], ifForm.Items[3]
 	}
-	if formUses(p.exit, p.xs) || formUses(p.exit, "recur") || !formUses(p.rec, "recur") {
+	if p.xs.usedIn(p.exit) || c.mentionsRecur(p.exit) || !c.mentionsRecur(p.rec) {
 		return nil
 	}
 	if !c.walkBody(p.rec, p, len(names)) {
@@ -102,9 +102,9 @@ func (c *Compiler) walkLoop(f *syntax.Form, names []string) *walkPlan {
 func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
 	switch f.Kind {
 	case syntax.FSym:
-		return f.Ns != "" || (f.Name != p.xs && f.Name != "first")
+		return !p.xs.is(f) && !c.isBuiltinSym(f, "first")
 	case syntax.FFnLit:
-		return !walkMentions(f, p.xs)
+		return !c.walkMentions(f, p.xs)
 	case syntax.FList:
 	default:
 		for _, it := range f.Items {
@@ -145,10 +145,10 @@ func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
 		case c.isBuiltinSym(head, "first"):
 			// (first other): fine, as a head
 			return c.walkBody(&syntax.Form{Kind: syntax.FVec, Items: f.Items[1:]}, p, n)
-		case head.Name == p.xs:
+		case p.xs.is(head):
 			return false
 		case sp == spFn:
-			return !walkMentions(f, p.xs) // a function may run after xs moved on
+			return !c.walkMentions(f, p.xs) // a function may run after xs moved on
 		case sp != 0 && !walkHead(sp):
 			return false
 		}
@@ -161,9 +161,11 @@ func (c *Compiler) walkBody(f *syntax.Form, p *walkPlan, n int) bool {
 	return true
 }
 
-// walkMentions reports whether f mentions xs, first or recur.
-func walkMentions(f *syntax.Form, xs string) bool {
-	return formUses(f, xs) || formUses(f, "first") || formUses(f, "recur")
+// walkMentions reports whether f mentions xs, the builtin first or recur.
+func (c *Compiler) walkMentions(f *syntax.Form, xs binding) bool {
+	return mentions(f, func(s *syntax.Form) bool {
+		return xs.is(s) || c.isBuiltinSym(s, "first") || c.symSpecial(s) == spRecur
+	})
 }
 
 // walkFirst compiles the walk's (first xs): the item slot, or when a
@@ -187,10 +189,10 @@ func (c *Compiler) walkFirst(f *syntax.Form) core.Node {
 }
 
 // compileWalk compiles a recognised walk loop (see walkLoop). names are
-// the binding names, inits their compiled inits, slots their frame slots.
-func (c *Compiler) compileWalk(p *walkPlan, names []string, inits []core.Node, slots []int) core.Node {
+// the bindings, inits their compiled inits, slots their frame slots.
+func (c *Compiler) compileWalk(p *walkPlan, names []binding, inits []core.Node, slots []int) core.Node {
 	c.Walks++
-	item := c.sc.declare(" first " + p.xs)
+	item := c.sc.declare(" first " + p.xs.name)
 	owned := c.ownedBindings(names, p.idx, []*syntax.Form{p.test, p.rec})
 	savedWalk := c.walk
 	c.walk = &walkAlias{xs: p.xs, xsSlot: slots[p.idx], itemSlot: item, sc: c.sc}

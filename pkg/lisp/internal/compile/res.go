@@ -131,6 +131,93 @@ var percentNames = func() []string {
 // maxPercent is the highest numbered % parameter #(...) takes.
 const maxPercent = 20
 
+// binding is one binding occurrence, as the passes ask about it: does
+// this symbol name it, does this form mention it. The answer is the
+// resolver's (the binder number each use and binding occurrence
+// records), so a local of the same name that shadows it is another
+// binding. A symbol the compiler made (unresolved) names it when it is
+// spelled alike, and so does every symbol of that spelling when the
+// binding itself was made by the compiler (id 0): those forms have no
+// binder numbers to compare.
+type binding struct {
+	name string
+	id   uint32 // the binder number; 0: a binding the compiler made
+}
+
+// bindingOf returns the binding that binding symbol p declares.
+func bindingOf(p *syntax.Form) binding {
+	k, id := resOf(p)
+	if k != resBinder {
+		id = 0
+	}
+	return binding{p.Name, id}
+}
+
+// is reports whether f is a symbol that names b where it is written. A
+// binding occurrence of b counts: the compiler reuses an as-> name's
+// binding symbol as the value it ends with.
+func (b binding) is(f *syntax.Form) bool {
+	if f.Kind != syntax.FSym || f.Ns != "" {
+		return false
+	}
+	k, id := resOf(f)
+	if b.id != 0 && (k == resLocal || k == resBinder) {
+		return id == b.id
+	}
+	return (b.id == 0 || k == resNone) && f.Name == b.name
+}
+
+// usedIn reports whether some symbol in f names b.
+func (b binding) usedIn(f *syntax.Form) bool {
+	if f.Kind == syntax.FSym {
+		return b.is(f)
+	}
+	for _, it := range f.Items {
+		if b.usedIn(it) {
+			return true
+		}
+	}
+	return false
+}
+
+// declares reports whether binding pattern p declares a local spelled
+// name (a binding occurrence of it, or an unresolved symbol of that
+// spelling).
+func declares(p *syntax.Form, name string) bool {
+	if p.Kind == syntax.FSym {
+		k, _ := resOf(p)
+		return p.Ns == "" && p.Name == name && (k == resBinder || k == resNone)
+	}
+	for _, it := range p.Items {
+		if declares(it, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameRef reports whether symbols a and b name the same thing: spelled
+// alike and, when both are resolved, resolved alike (the same binding,
+// the same global).
+func sameRef(a, b *syntax.Form) bool {
+	if a.Kind != syntax.FSym || b.Kind != syntax.FSym || a.Ns != b.Ns || a.Name != b.Name {
+		return false
+	}
+	ka, _ := resOf(a)
+	kb, _ := resOf(b)
+	return ka == resNone || kb == resNone || a.Res&^resMade == b.Res&^resMade
+}
+
+// anyIs reports whether f names one of bs.
+func anyIs(bs []binding, f *syntax.Form) bool {
+	for _, b := range bs {
+		if b.is(f) {
+			return true
+		}
+	}
+	return false
+}
+
 // resName is a local in scope while resolving.
 type resName struct {
 	name string

@@ -445,6 +445,25 @@ func (c *Compiler) symSpecial(head *syntax.Form) specialID {
 	return 0
 }
 
+// mentions reports whether some symbol in f is one for which is returns
+// true.
+func mentions(f *syntax.Form, is func(*syntax.Form) bool) bool {
+	if f.Kind == syntax.FSym {
+		return is(f)
+	}
+	for _, it := range f.Items {
+		if mentions(it, is) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsRecur reports whether f holds a recur (of any loop or fn).
+func (c *Compiler) mentionsRecur(f *syntax.Form) bool {
+	return mentions(f, func(s *syntax.Form) bool { return c.symSpecial(s) == spRecur })
+}
+
 // headBuiltin returns the name of the builtin f calls (f a list whose head
 // is an unqualified symbol naming a builtin at its position), or "".
 func (c *Compiler) headBuiltin(f *syntax.Form) string {
