@@ -305,13 +305,18 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 	startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	m.Approval = &messages.ApprovalPolicy{Timeout: 2 * time.Second}
+	// long enough that the decision is recorded before the deadline also
+	// on a loaded machine (a suspension can take a second or more there)
+	m.Approval = &messages.ApprovalPolicy{Timeout: 5 * time.Second}
 	if _, err := c.Submit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	a := waitAwaiting(t, c, m.ID)
 	approveWithoutWake(ctx, t, c, m.ID, a)
 	decided := time.Now()
+	if !decided.Before(a.Deadline) {
+		t.Fatalf("the decision was recorded at %s, after the deadline %s", decided, a.Deadline)
+	}
 	step, err := c.Await(ctx, m.ID)
 	if err != nil || !step.Ok() {
 		t.Fatalf("step %+v, %v", step, err)
