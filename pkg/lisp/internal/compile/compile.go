@@ -162,21 +162,16 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 		return constNode(core.EmptyVector)
 	}
 	head := f.Items[0]
-	if head.Kind == syntax.FSym && head.Ns == "" {
+	if c.symSpecial(head) != 0 {
 		if sf := specialForm(head.Name); sf != nil {
-			if head.Res&resMade != 0 {
-				return sf(c, f, tail) // an expansion's own let or if
-			}
-			if _, _, local := c.sc.lookup(head.Name); !local || unshadowable(specialIDs[head.Name]) {
-				return sf(c, f, tail)
-			}
+			return sf(c, f, tail)
 		}
 	}
 	if head.Kind == syntax.FSym && head.Ns == "tool" {
 		return c.compileToolCall(f)
 	}
 	if head.Kind == syntax.FSym && head.Ns == "" && strings.HasPrefix(head.Name, ".") && len(head.Name) > 1 {
-		if _, _, local := c.sc.lookup(head.Name); !local {
+		if !c.isLocal(head) {
 			b, ok := c.Builtins[head.Name]
 			if !ok {
 				c.fail(core.KindUnbound, head.Pos, "the only methods are .getTime, .indexOf and .lastIndexOf", "unknown method: %s", head.Name)
@@ -190,10 +185,8 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 	var fnNode core.Node
 	if head.Kind == syntax.FSym {
 		if head.Ns == "" {
-			if _, _, local := c.sc.lookup(head.Name); !local || head.Res&resMade != 0 {
-				if b, ok := c.Builtins[head.Name]; ok {
-					return c.builtinCall(b, f)
-				}
+			if c.isBuiltin(head) {
+				return c.builtinCall(c.Builtins[head.Name], f)
 			}
 		} else if _, isNs := NsAliases[head.Ns]; isNs && head.Ns != "memory" && head.Ns != "mem" {
 			if b, ok := c.LookupBuiltin(head.Ns, head.Name); ok {
@@ -476,6 +469,9 @@ func (c *Compiler) checkResolved(f *syntax.Form) {
 	if k, id := resOf(sym); k == resLocal {
 		if b := c.sc.binderOf(sym.Name); b != 0 && b != id {
 			c.fail(core.KindInternal, sym.Pos, "", "resolver: %s is %s, the compiler's scopes say binder#%d", sym.SymText(), ResolvedAs(sym), b)
+		}
+		if !c.sc.hasBinder(id) {
+			c.fail(core.KindInternal, sym.Pos, "", "resolver: %s is %s, which the compiler's scopes do not declare", sym.SymText(), ResolvedAs(sym))
 		}
 	}
 }

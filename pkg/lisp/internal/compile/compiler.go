@@ -23,6 +23,35 @@ type localVar struct {
 	binder uint32
 }
 
+// localKey is how the compiler finds a local: by the binder number the
+// resolver recorded for the symbol, which is what the symbol names; a
+// symbol the compiler made has none (binder 0) and is found by its name.
+type localKey struct {
+	name   string
+	binder uint32
+}
+
+// keyOf returns how the compiler finds the local symbol f names; ok is
+// false when the resolver resolved f to something that is not a local
+// (a special form, a global, a builtin, anything else).
+func keyOf(f *syntax.Form) (k localKey, ok bool) {
+	switch kind, id := resOf(f); kind {
+	case resLocal, resBinder: // an as-> name's binding symbol is its value too
+		return localKey{f.Name, id}, true
+	case resNone:
+		return localKey{name: f.Name}, true
+	}
+	return localKey{}, false
+}
+
+// is reports whether k finds the local name declared by binder.
+func (k localKey) is(name string, binder uint32) bool {
+	if k.binder != 0 {
+		return binder == k.binder
+	}
+	return name == k.name
+}
+
 type recurTarget struct {
 	n int // binding count (a variadic fn counts its rest as one)
 	// cursors[i] is set for loop bindings advanced in place (opt_cursor.go).
@@ -45,34 +74,39 @@ type recurTarget struct {
 
 // scope is the compile-time view of one function activation.
 type scope struct {
-	parent   *scope
-	locals   []localVar
-	nslots   int
-	capRefs  []core.CapRef
-	capNames []string
-	selfName string
-	recur    *recurTarget
+	parent  *scope
+	locals  []localVar
+	nslots  int
+	capRefs []core.CapRef
+	caps    []localKey // what each captured variable is
+	// self is the fn's own name and its binder (self.name "": none)
+	self  localKey
+	recur *recurTarget
 }
 
-func (s *scope) declare(name string) int {
+func (s *scope) declare(name string) int { return s.declareAs(name, 0) }
+
+// declareAs declares local name with the binder the resolver gave it.
+func (s *scope) declareAs(name string, binder uint32) int {
 	slot := s.nslots
 	s.nslots++
-	s.locals = append(s.locals, localVar{name: name, slot: slot})
+	s.locals = append(s.locals, localVar{name: name, slot: slot, binder: binder})
 	return slot
 }
 
 // declareSym declares binding symbol p, with the binder the resolver
 // recorded for it.
 func (s *scope) declareSym(p *syntax.Form) int {
-	slot := s.declare(p.Name)
-	if k, id := resOf(p); k == resBinder {
-		s.locals[len(s.locals)-1].binder = id
+	k, id := resOf(p)
+	if k != resBinder {
+		id = 0
 	}
-	return slot
+	return s.declareAs(p.Name, id)
 }
 
 // binderOf returns the binder of local name as the scopes see it now
-// (0: not a local, a fn's own name, or one the compiler made).
+// (0: not a local, a fn's own name, or one the compiler made); the
+// resolver's check (checkResolved) compares it with the resolver's.
 func (s *scope) binderOf(name string) uint32 {
 	for ; s != nil; s = s.parent {
 		for i := len(s.locals) - 1; i >= 0; i-- {
@@ -80,36 +114,63 @@ func (s *scope) binderOf(name string) uint32 {
 				return s.locals[i].binder
 			}
 		}
-		if s.selfName == name {
+		if s.self.name == name {
 			return 0
 		}
 	}
 	return 0
 }
 
-func (s *scope) lookup(name string) (kind, idx int, ok bool) {
+// hasBinder reports whether the local binder declared is in scope here
+// (compiled code finds it by that number: lookup).
+func (s *scope) hasBinder(binder uint32) bool {
+	for ; s != nil; s = s.parent {
+		for _, l := range s.locals {
+			if l.binder == binder {
+				return true
+			}
+		}
+		if s.self.binder == binder {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup returns where the local symbol f names lives: a slot of this
+// activation's frame, a captured variable (captured now, on first use)
+// or the fn itself. ok is false when f names no local.
+func (s *scope) lookup(f *syntax.Form) (kind, idx int, ok bool) {
+	k, ok := keyOf(f)
+	if !ok {
+		return 0, 0, false
+	}
+	return s.find(k)
+}
+
+func (s *scope) find(k localKey) (kind, idx int, ok bool) {
 	for i := len(s.locals) - 1; i >= 0; i-- {
-		if s.locals[i].name == name {
+		if k.is(s.locals[i].name, s.locals[i].binder) {
 			return refLocal, s.locals[i].slot, true
 		}
 	}
-	if s.selfName != "" && s.selfName == name {
+	if s.self.name != "" && k.is(s.self.name, s.self.binder) {
 		return refSelf, 0, true
 	}
-	for i, n := range s.capNames {
-		if n == name {
+	for i, c := range s.caps {
+		if k.is(c.name, c.binder) {
 			return refCap, i, true
 		}
 	}
 	if s.parent == nil {
 		return 0, 0, false
 	}
-	pk, pidx, ok := s.parent.lookup(name)
+	pk, pidx, ok := s.parent.find(k)
 	if !ok {
 		return 0, 0, false
 	}
 	s.capRefs = append(s.capRefs, core.CapRef{Kind: pk, Idx: pidx})
-	s.capNames = append(s.capNames, name)
+	s.caps = append(s.caps, k)
 	return refCap, len(s.capRefs) - 1, true
 }
 
@@ -319,7 +380,7 @@ func (o *operand) Get(fr *core.Frame) core.Value {
 // operandOf classifies argument form f, compiled as nd.
 func (c *Compiler) operandOf(f *syntax.Form, nd core.Node) operand {
 	if f.Kind == syntax.FSym && f.Ns == "" {
-		if kind, idx, ok := c.sc.lookup(f.Name); ok && kind == refLocal {
+		if kind, idx, ok := c.sc.lookup(f); ok && kind == refLocal {
 			return operand{slot: idx}
 		}
 	}
@@ -463,7 +524,7 @@ func (c *Compiler) constArg(f *syntax.Form) (core.Value, bool) {
 		return nil, false
 	}
 	if f.Ns == "" {
-		if _, _, local := c.sc.lookup(f.Name); local {
+		if _, _, local := c.sc.lookup(f); local {
 			return nil, false
 		}
 		b, ok := c.Builtins[f.Name]
@@ -498,21 +559,22 @@ type resolver struct {
 	buf [8]resName
 }
 
-// bindsAny reports whether a name for which is returns true is a local,
-// captured or self name of this scope or an enclosing one.
-func (s *scope) bindsAny(is func(string) bool) bool {
+// binds reports whether name is a local, captured or self name of this
+// scope or an enclosing one (for a symbol the compiler made, which has
+// no binder number).
+func (s *scope) binds(name string) bool {
 	for ; s != nil; s = s.parent {
 		for _, l := range s.locals {
-			if is(l.name) {
+			if l.name == name {
 				return true
 			}
 		}
-		for _, n := range s.capNames {
-			if is(n) {
+		for _, c := range s.caps {
+			if c.name == name {
 				return true
 			}
 		}
-		if s.selfName != "" && is(s.selfName) {
+		if s.self.name == name && name != "" {
 			return true
 		}
 	}

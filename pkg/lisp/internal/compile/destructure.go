@@ -190,7 +190,9 @@ func (c *Compiler) mapPattern(p *syntax.Form, rest bool) core.Binder {
 						if kind != "keys" {
 							key = full
 						}
-						add(mkSym(name, s.Pos), key, name)
+						t := mkSym(name, s.Pos)
+						t.Res = s.Res // the binding occurrence the resolver recorded
+						add(t, key, name)
 					}
 					continue
 				case "or":

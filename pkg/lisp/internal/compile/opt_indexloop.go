@@ -100,7 +100,7 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	}
 	invariant := false
 	if coll.Ns == "" {
-		kind, _, ok := c.sc.lookup(coll.Name)
+		kind, _, ok := c.sc.lookup(coll)
 		invariant = ok && kind == refLocal
 	}
 	if !invariant && (!literals || !c.indexPure(rec2, append(slices.Clone(names), xs))) {
@@ -299,7 +299,7 @@ func literalForm(f *syntax.Form) bool {
 func (c *Compiler) indexColl(coll *syntax.Form) core.Node {
 	switch coll.Ns {
 	case "":
-		if kind, slot, ok := c.sc.lookup(coll.Name); ok {
+		if kind, slot, ok := c.sc.lookup(coll); ok {
 			if kind != refLocal {
 				return nil
 			}

@@ -251,7 +251,7 @@ func (c *Compiler) walkItem(f *syntax.Form) (int, bool) {
 	if w == nil || c.sc != w.sc || !c.isWalkFirst(f, w.xs) {
 		return 0, false
 	}
-	kind, idx, ok := c.sc.lookup(w.xs.name)
+	kind, idx, ok := c.sc.find(localKey{w.xs.name, w.xs.id})
 	if !ok || kind != refLocal || idx != w.xsSlot {
 		return 0, false
 	}

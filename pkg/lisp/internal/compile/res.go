@@ -131,6 +131,18 @@ var percentNames = func() []string {
 // maxPercent is the highest numbered % parameter #(...) takes.
 const maxPercent = 20
 
+// implicitBinder returns the binder number the resolver recorded on a
+// form that declares a local no symbol of it spells: the fn of a defn
+// (its own name, in its body), the conditions map of a fn arity (% in
+// :post) and #(...) (the first of its % parameters, percentNames); 0
+// when it recorded none.
+func implicitBinder(f *syntax.Form) uint32 {
+	if k, id := resOf(f); k == resBinder {
+		return id
+	}
+	return 0
+}
+
 // binding is one binding occurrence, as the passes ask about it: does
 // this symbol name it, does this form mention it. The answer is the
 // resolver's (the binder number each use and binding occurrence

@@ -69,6 +69,7 @@ func (r *resolver) form(f *syntax.Form) {
 	case syntax.FFnLit:
 		saved := len(r.names)
 		base := r.next + 1
+		f.Res = mkRes(resBinder, base) // FnLitAsFn's parameters
 		r.next += uint32(len(percentNames))
 		for i, n := range percentNames {
 			r.names = append(r.names, resName{n, base + uint32(i)})
@@ -170,10 +171,7 @@ func (r *resolver) mapPattern(p *syntax.Form) {
 					continue
 				}
 				dflt(name)
-				id := r.declare(name)
-				if s.Kind == syntax.FSym {
-					s.Res = mkRes(resBinder, id)
-				}
+				s.Res = mkRes(resBinder, r.declare(name)) // a keyword too: the compiler binds a symbol it makes
 			}
 		case "or":
 		case "as":
@@ -262,7 +260,7 @@ func (r *resolver) special(sp specialID, f *syntax.Form) {
 			break
 		}
 		it[1].Res = mkRes(resGlobal, 0)
-		r.declare(it[1].Name) // the body calls itself by its name
+		f.Res = mkRes(resBinder, r.declare(it[1].Name)) // the body calls itself by its name
 		rest := it[2:]
 		if len(rest) > 0 && rest[0].Kind == syntax.FLit {
 			if _, ok := rest[0].Val.(string); ok {
@@ -407,7 +405,7 @@ func (r *resolver) arity(params *syntax.Form, body []*syntax.Form) {
 		for i := 0; i+1 < len(m); i += 2 {
 			if keywordName(m[i]) == "post" {
 				inner := len(r.names)
-				r.declare("%")
+				body[0].Res = mkRes(resBinder, r.declare("%"))
 				r.form(m[i+1])
 				r.names = r.names[:inner]
 			} else {
@@ -500,12 +498,24 @@ func (c *Compiler) callsBuiltin(f *syntax.Form, name string) bool {
 }
 
 // bound reports whether name is a local of the scope being compiled (or
-// an enclosing one), without capturing it.
+// an enclosing one), without capturing it: what a symbol the compiler
+// made (unresolved) names.
 func (c *Compiler) bound(name string) bool {
 	if c == nil || c.sc == nil {
 		return false
 	}
-	return c.sc.bindsAny(func(n string) bool { return n == name })
+	return c.sc.binds(name)
+}
+
+// isLocal reports whether sym names a local at its position.
+func (c *Compiler) isLocal(sym *syntax.Form) bool {
+	switch k, _ := resOf(sym); k {
+	case resLocal, resBinder:
+		return true
+	case resNone:
+		return sym.Kind == syntax.FSym && sym.Ns == "" && c.bound(sym.Name)
+	}
+	return false
 }
 
 // ResolvedAs describes what symbol f names at its position, as Resolve

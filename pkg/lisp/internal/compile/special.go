@@ -393,17 +393,20 @@ func (c *Compiler) parseFn(f *syntax.Form, name string, rest []*syntax.Form) []f
 func sfFn(c *Compiler, f *syntax.Form, _ bool) core.Node {
 	rest := f.Items[1:]
 	name := ""
+	var self localKey
 	if len(rest) > 0 && rest[0].Kind == syntax.FSym && rest[0].Ns == "" {
 		name = rest[0].Name
+		self = localKey{name, bindingOf(rest[0]).id}
 		rest = rest[1:]
 	}
-	return c.compileFn(f, name, name, c.parseFn(f, name, rest))
+	return c.compileFn(f, name, self, c.parseFn(f, name, rest))
 }
 
-// compileFn compiles a function; selfName (may be "") binds the fn itself.
-func (c *Compiler) compileFn(f *syntax.Form, name, selfName string, specs []fnSpec) core.Node {
+// compileFn compiles a function; self (its name "": none) binds the fn
+// itself.
+func (c *Compiler) compileFn(f *syntax.Form, name string, self localKey, specs []fnSpec) core.Node {
 	outer := c.sc
-	sc := &scope{parent: outer, selfName: selfName}
+	sc := &scope{parent: outer, self: self}
 	c.sc = sc
 	proto := &core.FnProto{Name: name}
 	seen := map[int]bool{}
@@ -549,7 +552,7 @@ func (c *Compiler) compileFnBody(body []*syntax.Form) core.Node {
 		}
 	}
 	rest := c.compileBody(body[1:], false)
-	slot := c.sc.declare("%")
+	slot := c.sc.declareAs("%", implicitBinder(body[0]))
 	posts := conds(post)
 	return func(fr *core.Frame) core.Value {
 		check(fr, pres)
@@ -595,7 +598,7 @@ func sfLetfn(c *Compiler, f *syntax.Form, tail bool) core.Node {
 	makers := make([]core.Node, len(specs))
 	for i, s := range specs {
 		name := s.Items[0].Name
-		makers[i] = c.compileFn(s, name, "", c.parseFn(s, name, s.Items[1:]))
+		makers[i] = c.compileFn(s, name, localKey{}, c.parseFn(s, name, s.Items[1:]))
 	}
 	body := c.compileBody(f.Items[2:], tail)
 	c.sc.locals = c.sc.locals[:saved]
@@ -670,7 +673,7 @@ func sfDefn(c *Compiler, f *syntax.Form, _ bool) core.Node {
 	if len(rest) > 0 && rest[0].Kind == syntax.FMap {
 		rest = rest[1:]
 	}
-	mk := c.compileFn(f, name, name, c.parseFn(f, name, rest))
+	mk := c.compileFn(f, name, localKey{name, implicitBinder(f)}, c.parseFn(f, name, rest))
 	v := &core.Var{Name: name}
 	return func(fr *core.Frame) core.Value {
 		fr.Th.SetMem(name, mk(fr))
@@ -1073,19 +1076,29 @@ func whereTest(got core.Value, op string, want core.Value) bool {
 // compileFnLit compiles #(...).
 func (c *Compiler) compileFnLit(f *syntax.Form) core.Node {
 	fn := FnLitAsFn(f)
-	return c.compileFn(f, "", "", []fnSpec{{params: fn.Items[1], body: fn.Items[2:]}})
+	return c.compileFn(f, "", localKey{}, []fnSpec{{params: fn.Items[1], body: fn.Items[2:]}})
 }
 
-// FnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands for.
+// FnLitAsFn returns the (fn [%1 %2 ...] body) form that #(...) stands
+// for. Its parameters are the binding occurrences the resolver gave #(...)
+// (percentNames: %& first, then %1 ...), % is %1.
 func FnLitAsFn(f *syntax.Form) *syntax.Form {
 	info := &fnLitInfo{}
 	scanPercent(f.Items, info)
+	base := implicitBinder(f)
+	param := func(name string, i int) *syntax.Form {
+		p := mkSym(name, f.Pos)
+		if base != 0 {
+			p.Res = mkRes(resBinder, base+uint32(i))
+		}
+		return p
+	}
 	params := make([]*syntax.Form, 0, info.maxN+2)
 	for i := 1; i <= info.maxN; i++ {
-		params = append(params, mkSym("%"+fmt.Sprint(i), f.Pos))
+		params = append(params, param("%"+fmt.Sprint(i), i))
 	}
 	if info.rest {
-		params = append(params, mkSym("&", f.Pos), mkSym("%&", f.Pos))
+		params = append(params, mkSym("&", f.Pos), param("%&", 0))
 	}
 	var body *syntax.Form
 	if len(f.Items) == 1 && f.Items[0].Kind != syntax.FSym && f.Items[0].Kind != syntax.FList {
@@ -1094,7 +1107,7 @@ func FnLitAsFn(f *syntax.Form) *syntax.Form {
 		body = &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: f.Items}
 	}
 	body = renamePercent(body)
-	return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{mkSym("fn", f.Pos), mkVec(f.Pos, params...), body}}
+	return &syntax.Form{Kind: syntax.FList, Pos: f.Pos, Items: []*syntax.Form{mkSpecial("fn", f.Pos), mkVec(f.Pos, params...), body}}
 }
 
 func scanPercent(fs []*syntax.Form, info *fnLitInfo) {
@@ -1118,7 +1131,9 @@ func scanPercent(fs []*syntax.Form, info *fnLitInfo) {
 
 func renamePercent(f *syntax.Form) *syntax.Form {
 	if f.Kind == syntax.FSym && f.Ns == "" && f.Name == "%" {
-		return mkSym("%1", f.Pos)
+		s := mkSym("%1", f.Pos)
+		s.Res = f.Res // the same binding: % is %1
+		return s
 	}
 	if len(f.Items) == 0 {
 		return f

@@ -10,7 +10,7 @@ import (
 
 func (c *Compiler) compileSym(f *syntax.Form, inOr bool) core.Node {
 	if f.Ns == "" {
-		if kind, idx, ok := c.sc.lookup(f.Name); ok {
+		if kind, idx, ok := c.sc.lookup(f); ok {
 			switch kind {
 			case refLocal:
 				return func(fr *core.Frame) core.Value { return fr.Slots[idx] }
