@@ -21,10 +21,12 @@ import (
 //
 // The optimisation passes look ahead into forms they have not compiled
 // yet; they ask headSpecial and headBuiltin (and isBuiltinSym) what a
-// form's head is there, not the symbol's spelling. A form the compiler
-// made itself (a rewrite of ->, #(...), an index loop's walk) has Res 0:
-// for it the answer is the spelling's, unless a local of the scope being
-// compiled has that name.
+// form's head is there, and binding.is whether a symbol names a given
+// binding, not the symbol's spelling. The compiler dispatches each head
+// and finds each local by the same answers (compileList, scope.lookup).
+// A symbol the compiler made itself (a gensym of some-> or cond->, an
+// index loop's sequence) has Res 0: for it the answer is the spelling's,
+// unless a local of the scope being compiled has that name.
 
 // Resolve resolves top-level form f (the compiler does it before it
 // compiles f): it fills the Res of every symbol in f.
