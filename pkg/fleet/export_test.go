@@ -13,3 +13,6 @@ func CallDigest(tool string, args any) string { return callDigest(tool, args) }
 // FullSweepBackstop is fullSweepBackstop: the longest a worker with free
 // slots goes without looking at every lane.
 const FullSweepBackstop = fullSweepBackstop
+
+// IdleRunners is how many of w's runner goroutines wait for a mission.
+func IdleRunners(w *Worker) int { return int(w.idleRunners.Load()) }

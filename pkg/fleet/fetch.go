@@ -496,7 +496,7 @@ func (w *Worker) poll(c jetstream.Consumer) (bool, uint64) {
 		}
 		w.reserved.Add(-1)
 		w.inflight.Add(1)
-		go w.process(msg)
+		w.start(msg)
 	}
 	w.batchEnded(batch)
 	if !started {
@@ -527,10 +527,61 @@ func (w *Worker) fetch(c jetstream.Consumer, n int) (int, uint64) {
 		}
 		w.slots <- struct{}{}
 		w.inflight.Add(1)
-		go w.process(msg)
+		w.start(msg)
 	}
 	w.batchEnded(batch)
 	return got, pending
+}
+
+// A mission runs on a goroutine that ran an earlier one when one waits
+// (start): a new goroutine's stack starts small and is copied to a larger
+// one each time a mission's calls outgrow it, several times a mission
+// (the agent loop, the interpreter, the codecs), which cost an idle
+// mission about as much CPU as its JetStream calls. Up to maxIdleRunners
+// goroutines wait for the next mission, each for runnerIdle, so a burst
+// leaves no more than that behind it.
+const (
+	maxIdleRunners = 4
+	runnerIdle     = time.Second
+)
+
+// start runs msg's mission (w.process) on a waiting runner goroutine, or
+// on a new one.
+func (w *Worker) start(msg jetstream.Msg) {
+	select {
+	case w.runners <- msg:
+	default:
+		go w.runner(msg)
+	}
+}
+
+// runner processes msg, then the missions start hands it, until none
+// comes for runnerIdle, the worker stops, or maxIdleRunners others wait.
+func (w *Worker) runner(msg jetstream.Msg) {
+	var idle *time.Timer
+	for {
+		w.process(msg)
+		if w.idleRunners.Add(1) > maxIdleRunners {
+			w.idleRunners.Add(-1)
+			return
+		}
+		if idle == nil {
+			idle = time.NewTimer(runnerIdle)
+			defer idle.Stop()
+		} else {
+			idle.Reset(runnerIdle)
+		}
+		select {
+		case msg = <-w.runners:
+			w.idleRunners.Add(-1)
+		case <-idle.C:
+			w.idleRunners.Add(-1)
+			return
+		case <-w.stopping:
+			w.idleRunners.Add(-1)
+			return
+		}
+	}
 }
 
 func (w *Worker) releaseSlot() {

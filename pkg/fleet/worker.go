@@ -264,11 +264,15 @@ type Worker struct {
 	idleReturnAfter time.Duration
 	slotFreed       chan struct{}
 	inflight        sync.WaitGroup // missions in hand; Add only from loop and its polls
-	advisory        sync.WaitGroup // dead-letter work from advisories
-	mu              sync.Mutex
-	running         map[string]*runningMission
-	closing         bool // guarded by mu; no new advisory work once set
-	stats           workerCounters
+	// runners hands a mission to a runner goroutine waiting for one
+	// (start); idleRunners counts those waiting
+	runners     chan jetstream.Msg
+	idleRunners atomic.Int32
+	advisory    sync.WaitGroup // dead-letter work from advisories
+	mu          sync.Mutex
+	running     map[string]*runningMission
+	closing     bool // guarded by mu; no new advisory work once set
+	stats       workerCounters
 
 	runCtx    context.Context
 	runCancel context.CancelCauseFunc
@@ -346,6 +350,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
+		runners:   make(chan jetstream.Msg),
 		bells:     make(chan int, 1024),
 		running:   map[string]*runningMission{},
 		stopping:  make(chan struct{}),

@@ -1,0 +1,82 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// goroutineID is the id of the calling goroutine, from its stack's header
+// ("goroutine 42 [running]:").
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := bytes.Cut(bytes.TrimPrefix(buf, []byte("goroutine ")), []byte(" "))
+	return string(id)
+}
+
+// runnerGoroutines counts the goroutines waiting in or running a worker's
+// mission runner.
+func runnerGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "fleet.(*Worker).runner(")
+}
+
+// Missions one after another run on one goroutine, which keeps the stack
+// the first grew; the goroutines left waiting end after about a second,
+// or when the worker stops.
+func TestMissionsInTurnRunOnOneGoroutine(t *testing.T) {
+	_, nc := runJetStream(t)
+	var mu sync.Mutex
+	ids := map[string]int{}
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		mu.Lock()
+		ids[goroutineID()]++
+		mu.Unlock()
+		return &messages.Step{Return: true}, nil
+	}))
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	for range 5 {
+		if st, err := c.Run(ctx, newMission()); err != nil || st.Fail != nil {
+			t.Fatalf("mission: %v %+v", err, st)
+		}
+		// the result reaches the client before the worker is done with
+		// the mission (its final status, its ack)
+		eventually(t, 5*time.Second, "the runner waits for the next mission", func() bool { return fleet.IdleRunners(w) == 1 })
+	}
+	mu.Lock()
+	if len(ids) != 1 {
+		t.Errorf("5 missions in turn ran on %d goroutines (%v), want 1", len(ids), ids)
+	}
+	mu.Unlock()
+	eventually(t, 3*time.Second, "the idle runner ends", func() bool { return runnerGoroutines() == 0 })
+
+	// a burst leaves at most 4 runners waiting, and Stop ends them
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Run(ctx, newMission()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := runnerGoroutines(); n > 4 {
+		t.Errorf("%d runners after the burst, want at most 4", n)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "no runner after Stop", func() bool { return runnerGoroutines() == 0 })
+}
