@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -319,6 +320,165 @@ func TestRunDeadline(t *testing.T) {
 		// Round(0) drops the monotonic reading: wall clock against wall clock
 		if d := deadline.Round(0).Sub(time.Now().Round(0)); d < c.min || d > c.max {
 			t.Errorf("timeout %v: the tool's deadline is %v from now, want %v to %v", c.timeout, d, c.min, c.max)
+		}
+	}
+}
+
+// TestRecycleClearsRunState: after runs that set every field of a
+// Thread and its Host that a run sets (tools, host functions, a meter,
+// pmap, prints, memory, closures, calls, ctx reads past the small cache,
+// keywords interned at run time, a scrubber, failures), core.Recycle
+// leaves each field as in a zero Thread and Host but those it keeps: the
+// Thread's Host, its frames (linked to it, holding nothing) and its value
+// stack (every slot nil). The test also checks that the runs set every
+// field they can, so that a field added to Thread or Host and not to
+// Recycle fails here.
+func TestRecycleClearsRunState(t *testing.T) {
+	wide := map[string]any{}
+	for i := range 10 {
+		wide[fmt.Sprint("f", i)] = int64(i)
+	}
+	ctxData := map[string]any{"rs": []map[string]any{{"active": true}, {"active": false}}, "n": int64(3), "wide": wide}
+	for i, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		ctxData[k] = make([]any, i+1)
+	}
+	host := core.HostFuncs{"llm-query": func(context.Context, []any) (any, error) { return "ok", nil }}
+	scrub := func(s string, _ bool) string { return s }
+	progs := []struct {
+		src  string
+		opts Options
+	}{
+		{`(let [f (fn g [x] (if (> x 0) (g (dec x)) (count ctx/rs)))
+		        xs (map f (range ctx/n))]
+		    (println "n" (count xs) (count ctx/a) (count ctx/b) (count ctx/c) (count ctx/d) (count ctx/e) (count ctx/f))
+		    (def kept (keyword (str "k" ctx/n)))
+		    (loop [i 0 acc []] (if (< i 3) (recur (inc i) (conj acc i)) acc))
+		    [(tool/echo {:v 1}) (llm-query {:prompt "p"}) (pmap inc [1 2]) (count (filter :active ctx/rs)) f])`,
+			Options{Tools: core.Tools{"echo": core.ToolFunc(func(_ context.Context, a map[string]any) (any, error) { return a, nil })},
+				Host: host, Scrub: scrub, Memory: map[string]any{"m": int64(1)}, LoopLimit: 100, MaxCallDepth: 50,
+				Meter: core.NewMeter(1<<20, "test"), Limits: messages.Limits{MaxToolCalls: 5}}},
+		{`(count (assoc ctx/wide :f1 2))`, Options{}},
+		{`((fn [n acc] (if (zero? n) acc (recur (dec n) (+ acc n)))) 5 0)`, Options{plainLoops: true}},
+		{`((fn [x] (/ 1 x)) 0)`, Options{}},
+		{`(let [m (reduce (fn [m i] (assoc m (keyword (str "f" i)) i)) {} (range 12))] (count (assoc m :x 1)))`, Options{}},
+		{`(fail "no")`, Options{}},
+		{`(count ctx/rs)`, Options{Context: ctxData}},
+	}
+	setBefore := map[string]bool{}
+	for _, pr := range progs {
+		opts := pr.opts
+		if opts.Context == nil {
+			opts.Context = ctxData
+		}
+		p, err := Compile(pr.src, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := new(runState)
+		now := sinceBase()
+		p.run(context.Background(), &opts, now, now, rs)
+		nonZeroFields(reflect.ValueOf(&rs.th).Elem(), "th.", setBefore)
+		nonZeroFields(reflect.ValueOf(&rs.h).Elem(), "h.", setBefore)
+		core.Recycle(&rs.th, &rs.h)
+		after := map[string]bool{}
+		nonZeroFields(reflect.ValueOf(&rs.th).Elem(), "th.", after)
+		nonZeroFields(reflect.ValueOf(&rs.h).Elem(), "h.", after)
+		for f := range after {
+			switch f {
+			case "th.Host", "th.frames", "th.frame0", "th.frameBuf", "th.stack":
+			default:
+				t.Errorf("%s: %s is set after Recycle", pr.src, f)
+			}
+		}
+		if rs.th.Host != nil && rs.th.Host != &rs.h {
+			t.Errorf("th.Host is not the run's Host")
+		}
+		frames := reflect.ValueOf(&rs.th).Elem().FieldByName("frames")
+		for i := range frames.Len() {
+			fr := frames.Index(i).Elem()
+			if fr.FieldByName("Th").Pointer() != reflect.ValueOf(&rs.th).Pointer() {
+				t.Errorf("frame %d is not linked to its Thread", i)
+			}
+			for _, name := range []string{"Slots", "Caps", "Self"} {
+				if !fr.FieldByName(name).IsZero() {
+					t.Errorf("frame %d keeps its %s", i, name)
+				}
+			}
+		}
+		stack := reflect.ValueOf(&rs.th).Elem().FieldByName("stack")
+		for i := range stack.Len() {
+			if !stack.Index(i).IsZero() {
+				t.Errorf("stack slot %d is kept", i)
+			}
+		}
+	}
+	// fields these runs do not set: locks (unlocked after a run), and the
+	// state of pmap branches and of converters, which a top-level Thread
+	// does not have
+	unset := map[string]bool{"h.ctxMu": true, "h.kwMu": true, "h.mu": true, "th.child": true, "th.boxer": true}
+	for _, th := range []reflect.Value{reflect.ValueOf(core.Thread{}), reflect.ValueOf(core.Host{})} {
+		prefix := "th."
+		if th.Type() == reflect.TypeOf(core.Host{}) {
+			prefix = "h."
+		}
+		for i := range th.NumField() {
+			f := prefix + th.Type().Field(i).Name
+			if !setBefore[f] && !unset[f] {
+				t.Errorf("%s is set by none of the runs: make one set it (and Recycle clear it)", f)
+			}
+		}
+	}
+}
+
+// nonZeroFields adds to set the name of each field of struct v that is
+// not zero.
+func nonZeroFields(v reflect.Value, prefix string, set map[string]bool) {
+	for i := range v.NumField() {
+		if !v.Field(i).IsZero() {
+			set[prefix+v.Type().Field(i).Name] = true
+		}
+	}
+}
+
+// TestProgramRecycledRunsStartClean: runs of one Program that return
+// scalars hand their Thread and Host to the next run, which sees its own
+// context (not the ctx/ values the earlier run cached), its own keywords,
+// prints and step count, and no memory, calls or limits of the earlier
+// run.
+func TestProgramRecycledRunsStartClean(t *testing.T) {
+	src := `(if ctx/loud (do (println "n" ctx/n) 0)
+	          (+ (count ctx/rs) (count (name (keyword (str "k" ctx/n)))) (count (filter :active ctx/rs))))`
+	p, err := Compile(src, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps int64
+	for i := range 50 {
+		n := int64(i % 7)
+		rs := make([]map[string]any, n)
+		for j := range rs {
+			rs[j] = map[string]any{"active": j%2 == 0}
+		}
+		loud := i%5 == 4
+		res, err := p.Run(context.Background(), Options{Context: map[string]any{"rs": rs, "n": n, "loud": loud}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loud {
+			if res.Value != int64(0) || len(res.Prints) != 1 || res.Prints[0] != fmt.Sprint("n ", n) {
+				t.Fatalf("run %d: %v, prints %q", i, res.Value, res.Prints)
+			}
+			continue
+		}
+		want := n + int64(len(fmt.Sprint("k", n))) + (n+1)/2
+		if res.Value != want || res.Prints != nil || res.Memory != nil || res.ToolCalls != nil || res.Written != nil {
+			t.Fatalf("run %d: %v (want %d), prints %q, memory %v, calls %v", i, res.Value, want, res.Prints, res.Memory, res.ToolCalls)
+		}
+		if n == 3 {
+			if steps != 0 && res.Steps != steps {
+				t.Fatalf("run %d: %d steps, an earlier run of the same input took %d", i, res.Steps, steps)
+			}
+			steps = res.Steps
 		}
 	}
 }

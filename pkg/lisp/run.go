@@ -154,8 +154,24 @@ type runLimits struct {
 	maxCalls int   // 0: unlimited
 }
 
-// runLimits resolves o's limits (see Options.Limits).
+// defaultRunLimits are the limits of Options that set none, resolved
+// once (resolveLimits): most runs set none, and resolving costs a run
+// more than the rest of its setup.
+var defaultRunLimits = (&Options{}).resolveLimits()
+
+// runLimits resolves o's limits (see Options.Limits): defaultRunLimits
+// when o sets none of them, else resolveLimits.
 func (o *Options) runLimits() runLimits {
+	l := &o.Limits
+	if l.ProgramTimeout == 0 && l.ProgramMemory == 0 && l.MaxSteps == 0 && l.MemoryLimit == 0 && l.MaxToolCalls == 0 &&
+		o.Timeout == 0 && o.MaxMemory == 0 && o.MaxSteps == 0 && o.MemoryLimit == 0 && o.MaxToolCalls == 0 {
+		return defaultRunLimits
+	}
+	return o.resolveLimits()
+}
+
+// resolveLimits resolves o's limits, field by field (see Options.Limits).
+func (o *Options) resolveLimits() runLimits {
 	l := &o.Limits
 	pick := func(wire, old int64) int64 {
 		if wire != 0 {
@@ -451,14 +467,26 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 			rs = new(runState)
 		}
 	}
-	// rs is zero (new, or zeroed before it went back to p.states): the
-	// fields are set one by one, which costs less than assigning whole
-	// structs (a copy with write barriers while the GC runs)
+	// rs is zero (new), or recycled (core.Recycle): the fields are set
+	// one by one, and those that hold pointers only when there is
+	// something to store, which costs less than assigning whole structs
+	// (while the GC marks, each pointer written pays a write barrier)
 	h := &rs.h
-	h.Tools, h.HostFns, h.ProgKeywords, h.MaxCalls, h.Scrub = opts.Tools, opts.Host, p.keywords, lim.maxCalls, opts.Scrub
+	if opts.Tools != nil {
+		h.Tools = opts.Tools
+	}
+	if opts.Host != nil {
+		h.HostFns = opts.Host
+	}
+	if opts.Scrub != nil {
+		h.Scrub = opts.Scrub
+	}
+	h.ProgKeywords, h.MaxCalls = p.keywords, lim.maxCalls
 	// the context is read in place, each ctx/ value converted on its
 	// first read (Host.CtxGet)
-	h.Ctx = opts.Context
+	if opts.Context != nil {
+		h.Ctx = opts.Context
+	}
 	var mem map[string]core.Value // nil when empty: only read below
 	if len(opts.Memory) > 0 {
 		mem = make(map[string]core.Value, len(opts.Memory))
@@ -470,19 +498,24 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 			mem[k] = mv
 		}
 	}
-	res.Memory = mem
+	if mem != nil {
+		res.Memory = mem
+	}
 	body, nslots := p.body, p.nslots
 
 	maxMem := lim.maxMem
 	ctxMeter := core.MeterFrom(ctx)
-	h.Meter = opts.Meter
-	if h.Meter == nil {
-		h.Meter = ctxMeter
+	meter := opts.Meter
+	if meter == nil {
+		meter = ctxMeter
 	}
-	if h.Meter == nil {
+	if meter == nil {
 		h.OwnMeter, h.MeterLimit = true, maxMem // made on first need
-	} else if ctxMeter != h.Meter {
-		ctx = core.WithMeter(ctx, h.Meter)
+	} else {
+		h.Meter = meter
+		if ctxMeter != meter {
+			ctx = core.WithMeter(ctx, meter)
+		}
 	}
 	th := &rs.th
 	end := now + timeout
@@ -490,7 +523,10 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 		end = math.MaxInt64 // a timeout past what a Duration holds
 	}
 	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), clockBase.Add(end)
-	th.Host, th.NextCheck = h, core.CheckEvery
+	if th.Host != h { // a recycled Thread keeps its Host
+		th.Host = h
+	}
+	th.NextCheck = core.CheckEvery
 	if len(mem) > 0 {
 		th.Mem = maps.Clone(mem)
 	}
@@ -512,8 +548,14 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 	}()
 
 	v, sig, rerr := th.RunTop(body, nslots)
-	res.Prints = th.Prints
-	res.ToolCalls = h.Calls
+	// res is new and zero: a pointer field is written only when it gets
+	// something (each write pays a write barrier while the GC marks)
+	if th.Prints != nil {
+		res.Prints = th.Prints
+	}
+	if h.Calls != nil {
+		res.ToolCalls = h.Calls
+	}
 	res.Steps = th.Steps
 	if rerr != nil {
 		return fail(rerr)
@@ -591,14 +633,18 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 	for _, k := range written {
 		newMem[k] = core.MapValue(newMem[k])
 	}
-	res.Memory = newMem
-	res.Written = uniqSorted(written)
+	if newMem != nil {
+		res.Memory = newMem
+	}
+	if written != nil {
+		res.Written = uniqSorted(written)
+	}
 	res.Duration = sinceBase() - start
 	if keep && len(written) == 0 && reusable(th, res.Value) {
 		// the caller keeps res: its prints, calls and memory are a slice
 		// and a map res holds, not parts of the runState
 		reused = true
-		*rs = runState{}
+		core.Recycle(th, h)
 		p.states.Put(rs)
 	}
 	return res, nil

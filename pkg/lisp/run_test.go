@@ -471,3 +471,40 @@ func TestOptionsLimitsByWireName(t *testing.T) {
 		t.Fatalf("an unlimited program_timeout gets a step budget of %d, want unlimited", l.maxSteps)
 	}
 }
+
+// TestRunLimitsDefaultsFastPath: Options that set no limit take the
+// limits resolved once (defaultRunLimits); setting any integer field of
+// Options or of Options.Limits, to a limit or to unlimited, resolves them
+// field by field, so the fast path answers exactly as resolveLimits does
+// (a limit added to resolveLimits but not to the fast path's test fails
+// here).
+func TestRunLimitsDefaultsFastPath(t *testing.T) {
+	if got, want := (&Options{}).runLimits(), (&Options{}).resolveLimits(); got != want {
+		t.Fatalf("default limits %+v, resolved %+v", got, want)
+	}
+	checked := 0
+	for _, in := range []string{"", "Limits"} {
+		for _, v := range []int64{-1, 3, int64(7 * time.Millisecond)} {
+			var o Options
+			target := reflect.ValueOf(&o).Elem()
+			if in != "" {
+				target = target.FieldByName(in)
+			}
+			for i := range target.NumField() {
+				f := target.Field(i)
+				if !f.CanSet() || (f.Kind() != reflect.Int && f.Kind() != reflect.Int64) {
+					continue
+				}
+				f.SetInt(v)
+				if got, want := o.runLimits(), o.resolveLimits(); got != want {
+					t.Errorf("%s.%s = %d: runLimits %+v, resolveLimits %+v", in, target.Type().Field(i).Name, v, got, want)
+				}
+				f.SetInt(0)
+				checked++
+			}
+		}
+	}
+	if checked < 3*15 {
+		t.Fatalf("checked %d fields, want every integer field of Options and Limits", checked)
+	}
+}

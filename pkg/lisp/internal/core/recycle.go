@@ -1,0 +1,131 @@
+package core
+
+import "time"
+
+// Recycling a finished run's Thread and Host for the next run of the same
+// program. Assigning zero structs would do, but while the collector marks
+// (on a small heap, about half of the time) each pointer slot such an
+// assignment covers pays a write barrier, and a Thread and its Host have
+// some sixty: Recycle reads every field and writes only those that hold
+// something. It keeps what costs a run to make again and refers to no
+// run's values: the Thread's link to its Host, its frames (linked to the
+// Thread) and its value stack, emptied.
+
+// maxKeptFrames and maxKeptStack bound the frames and stack slots a
+// recycled Thread keeps (deeper runs make theirs again).
+const (
+	maxKeptFrames = 16
+	maxKeptStack  = 1024
+)
+
+// Recycle readies th and its host h (th.Host) for another run, which sets
+// them up as it would a zero Thread and Host: every field is zero but
+// th.Host, th.frames (each frame's Th is th, its other fields nil), the
+// frame buffer that backs them, and th.stack (every slot nil). The run
+// they come from must be over and must have left nothing that refers to
+// them (no goroutine, context, closure or lazy sequence).
+func Recycle(th *Thread, h *Host) {
+	th.recycle()
+	h.recycle()
+}
+
+func (th *Thread) recycle() {
+	if th.Ctx != nil {
+		th.Ctx = nil
+	}
+	if !th.Deadline.IsZero() {
+		th.Deadline = time.Time{}
+	}
+	th.TimeoutMs, th.Steps, th.NextCheck, th.MaxSteps = 0, 0, 0, 0
+	th.Alloc, th.floor, th.MaxMem = 0, 0, 0
+	th.Depth, th.MaxDepth, th.loops, th.MaxLoops, th.Sp = 0, 0, 0, 0, 0
+	th.CallPos, th.child, th.calls = Pos{}, false, false
+
+	if len(th.stack) > maxKeptStack {
+		th.stack = nil
+	}
+	for i := range th.stack {
+		if th.stack[i] != nil {
+			th.stack[i] = nil
+		}
+	}
+	if len(th.frames) > maxKeptFrames {
+		th.frames = nil
+		th.frame0 = Frame{}
+		th.frameBuf = [2]*Frame{}
+	}
+	for _, fr := range th.frames {
+		if fr.Slots != nil {
+			fr.Slots = nil
+		}
+		if fr.Caps != nil {
+			fr.Caps = nil
+		}
+		if fr.Self != nil {
+			fr.Self = nil
+		}
+	}
+	if th.RecurArgs != nil {
+		th.RecurArgs = nil
+	}
+	if th.Mem != nil {
+		th.Mem = nil
+	}
+	if th.Prints != nil {
+		th.Prints = nil
+	}
+	if th.toolCtx != nil {
+		th.toolCtx = nil
+	}
+	if th.ToolCancel != nil {
+		th.ToolCancel = nil
+	}
+	th.Intern = false
+	if th.interned != nil {
+		th.interned = nil
+	}
+	if th.shapes != nil {
+		th.shapes = nil
+	}
+}
+
+func (h *Host) recycle() {
+	if h.Tools != nil {
+		h.Tools = nil
+	}
+	if h.HostFns != nil {
+		h.HostFns = nil
+	}
+	if h.Ctx != nil {
+		h.Ctx = nil
+	}
+	for i := range h.ctxSmall {
+		e := &h.ctxSmall[i]
+		if e.key != "" {
+			e.key = ""
+		}
+		if e.v != nil {
+			e.v = nil
+		}
+	}
+	if h.ctxVals != nil {
+		h.ctxVals = nil
+	}
+	if h.ProgKeywords != nil {
+		h.ProgKeywords = nil
+	}
+	if h.Keywords != nil {
+		h.Keywords = nil
+	}
+	if h.Calls != nil {
+		h.Calls = nil
+	}
+	h.MaxCalls, h.nCalls = 0, 0
+	if h.Scrub != nil {
+		h.Scrub = nil
+	}
+	if h.Meter != nil {
+		h.Meter = nil
+	}
+	h.OwnMeter, h.MeterLimit = false, 0
+}
