@@ -2,6 +2,7 @@ package lisp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -308,5 +309,48 @@ func TestFusedLongPipelines(t *testing.T) {
 		if fv != ev || fe != ee {
 			t.Errorf("%s %s\n  fused: %.200s%s\n  eager: %.200s%s", c.consumer, c.chain, fv, fe, ev, ee)
 		}
+	}
+}
+
+// TestFusedOneFieldTest: a fused count through one field test over host
+// records, as in (count (filter :active ctx/rs)), has a loop of its own;
+// it gives the count, errors and steps of the loop through several stages
+// (an extra (remove :absent ...) passes every record and costs one step a
+// record and one for the stage), and a budget that runs out in the loop
+// is reported at the stage.
+func TestFusedOneFieldTest(t *testing.T) {
+	recs := []map[string]any{{"x": int64(3)}, {"x": int64(0)}, nil, {"y": "a"}, {"x": false}, {"x": nil},
+		{"x": []any{}}, {"x": map[string]any{}}, {"x": true}, {"x": ""}}
+	bad := []map[string]any{{"x": int64(1)}, {"x": make(chan int)}, {"x": int64(2)}}
+	run := func(src string, rs []map[string]any, maxSteps int64) (string, int64) {
+		res, err := Exec(context.Background(), src, Options{Context: map[string]any{"rs": rs}, MaxSteps: maxSteps})
+		if err != nil {
+			e := err.(*core.Error)
+			return fmt.Sprintf("error %v %s", e.Kind, e.Msg), res.Steps
+		}
+		return core.PrStr(res.Value), res.Steps
+	}
+	for _, stage := range []string{"filter", "remove"} {
+		one := "(count (" + stage + " :x ctx/rs))"
+		two := "(count (" + stage + " :x (remove :absent ctx/rs)))"
+		for _, rs := range [][]map[string]any{recs, bad, recs[:1], recs[2:3]} {
+			got, gotSteps := run(one, rs, 0)
+			want, wantSteps := run(two, rs, 0)
+			if got != want {
+				t.Errorf("%s over %v: %s, through two stages %s", one, rs, got, want)
+			}
+			if !strings.HasPrefix(got, "error") && gotSteps+1+int64(len(rs)) != wantSteps {
+				t.Errorf("%s over %v: %d steps, through two stages %d", one, rs, gotSteps, wantSteps)
+			}
+		}
+	}
+	many := make([]map[string]any, 5000)
+	for i := range many {
+		many[i] = map[string]any{"x": i%3 == 0}
+	}
+	_, err := Exec(context.Background(), "[1\n (count (filter :x ctx/rs))]", Options{Context: map[string]any{"rs": many}, MaxSteps: 2000})
+	var e *core.Error
+	if !errors.As(err, &e) || e.Kind != core.KindStepLimit || e.Pos.Line != 2 || e.Pos.Col != 9 {
+		t.Fatalf("step limit in the loop: %v at %+v, want step_limit at the filter (2:9)", err, e)
 	}
 }

@@ -360,6 +360,23 @@ func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items cor
 	n := int64(0)
 	var kws [maxFuseStages]*core.Keyword
 	if items.Recs != nil && fieldTests(stages, fns, &kws) {
+		if len(stages) == 1 {
+			// one field test, as in (count (filter :active rs)):
+			// recordPasses with the stage's position set once, as
+			// nothing in the loop moves it
+			kw, kept := kws[0], stages[0].kind == stageFilter
+			if len(items.Recs) > 0 {
+				th.CallPos = stages[0].pos
+			}
+			for i, m := range items.Recs {
+				idx = i
+				th.Tick()
+				if core.Truthy(core.RecordField(m, kw)) == kept {
+					n++
+				}
+			}
+			return th.BoxInt(n)
+		}
 		for i, m := range items.Recs {
 			idx = i
 			if recordPasses(th, stages, kws[:len(stages)], m) {
