@@ -41,7 +41,8 @@ const oneCallProgram = "(count (tool/get_customer {:id 1}))"
 //   - the request/reply floor: floorOps requests of a tool call's size from
 //     32 goroutines on one connection to a responder on another
 //     (floor-req/s, floor-cpu-µs/req);
-//   - b.N missions, 32 in flight, each with one tool call: agent missions
+//   - b.N missions, 32 in flight (32 goroutines of the client each
+//     running one mission after another), each with one tool call: agent missions
 //     (a zero-latency scripted model answering with a one-call program)
 //     or compiled missions (a compiled program applied to one input, no
 //     model), with one and two workers (missions/s, cpu-µs/mission,
@@ -106,13 +107,14 @@ func benchAgainstFloor(b *testing.B, kind string, workers, inflight int) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		var failed atomic.Pointer[error]
-		sem := make(chan struct{}, inflight)
-		for i := range n {
-			sem <- struct{}{}
+		var next atomic.Int64
+		for range inflight {
 			wg.Go(func() {
-				defer func() { <-sem }()
-				if err := checkOneCall(client.Run(ctx, mission(i))); err != nil {
-					failed.CompareAndSwap(nil, &err)
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					if err := checkOneCall(client.Run(ctx, mission(i))); err != nil {
+						failed.CompareAndSwap(nil, &err)
+						return
+					}
 				}
 			})
 		}
