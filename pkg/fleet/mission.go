@@ -96,7 +96,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 		return
 	}
 	k := missionKey{sub: sub, id: m.ID}
-	log := w.log.With().Str("mission_id", m.ID).Str("submitter", sub).Int("attempt", attempt).Logger()
+	log := logWith(w.log, func(c zerolog.Context) zerolog.Context {
+		return c.Str("mission_id", m.ID).Str("submitter", sub).Int("attempt", attempt)
+	})
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.

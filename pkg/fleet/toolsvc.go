@@ -320,7 +320,9 @@ func (s *ToolService) serve(span trace.Span, name string, fn ToolFunc, reply str
 	ci.Attempt, _ = strconv.Atoi(hdr.Get(messages.HeaderAttempt))
 	ci.Retry, _ = strconv.Atoi(hdr.Get(messages.HeaderRetry))
 	ci.span = span
-	log := s.log.With().Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID).Logger()
+	log := logWith(s.log, func(c zerolog.Context) zerolog.Context {
+		return c.Str("tool", name).Str("mission_id", req.MissionID).Str("call_id", req.CallID)
+	})
 	var out toolOutcome
 	if s.dedup != nil && validDedupKey(ci.IdempotencyKey) {
 		out = s.once(name, fn, &req, ci, timeout, &log)
