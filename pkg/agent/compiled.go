@@ -56,6 +56,9 @@ type Compiled struct {
 	// lim bounds each execution: its program limits apply
 	// (programLimits).
 	lim Limits
+	// toolSigs are the tools' signatures as parsed when the program was
+	// loaded, by their text, for Rebind; never written after Load
+	toolSigs map[string]*signature.Signature
 }
 
 // compiledLispTools adapts pure tools for compiled executions: input
@@ -198,8 +201,14 @@ func newCompiled(source string, sig *signature.Signature, mode signature.Mode, t
 	if cerr != nil {
 		return nil, invalidCompiled("source", "%s", lispDetail(cerr))
 	}
+	toolSigs := map[string]*signature.Signature{}
+	for _, bt := range tools {
+		if bt.decl != nil {
+			toolSigs[bt.tool.Signature] = bt.decl
+		}
+	}
 	return &Compiled{Source: src, Signature: sig.String(), sig: sig, mode: mode, fn: fn, defs: defs, call: call,
-		tools: tools, toolNames: names, ltools: ltools}, nil
+		tools: tools, toolNames: names, ltools: ltools, toolSigs: toolSigs}, nil
 }
 
 func lispDetail(err error) string {

@@ -40,7 +40,7 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 			return nil, &Error{Kind: KindSpec, Field: "signature", Reason: ReasonInvalidCompiled, Msg: err.Error(), Err: err}
 		}
 	}
-	tools, err := bindCompiledTools(opts.Tools)
+	tools, err := bindCompiledTools(opts.Tools, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +57,9 @@ func Load(source, sig string, opts LoadOptions) (*Compiled, error) {
 }
 
 // bindCompiledTools binds the tools a compiled program may call: valid
-// names, signatures that parse, pure tools only.
-func bindCompiledTools(given map[string]Tool) (map[string]*boundTool, error) {
+// names, signatures that parse, pure tools only. A signature found in
+// parsed is not parsed again.
+func bindCompiledTools(given map[string]Tool, parsed map[string]*signature.Signature) (map[string]*boundTool, error) {
 	tools := make(map[string]*boundTool, len(given))
 	for name, t := range given {
 		field := "tools[" + name + "]"
@@ -67,6 +68,10 @@ func bindCompiledTools(given map[string]Tool) (map[string]*boundTool, error) {
 		}
 		if t.initErr != nil {
 			return nil, invalidCompiled(field+".signature", "%s", t.initErr.Error())
+		}
+		if s, ok := parsed[t.Signature]; ok && t.Signature != "" {
+			tools[name] = boundWith(name, t, s)
+			continue
 		}
 		bt, err := bindTool(name, t)
 		if err != nil {
@@ -102,7 +107,7 @@ func (c *Compiled) Rebind(tools map[string]Tool, lim Limits) (*Compiled, error) 
 			}
 		}
 	}
-	bound, err := bindCompiledTools(tools)
+	bound, err := bindCompiledTools(tools, c.toolSigs)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -77,5 +78,40 @@ func TestRebindRefusesOtherTools(t *testing.T) {
 				t.Fatalf("err = %v, want %v on %s", err, tc.is, tc.field)
 			}
 		})
+	}
+}
+
+func TestRebindParsesAToolSignatureOnce(t *testing.T) {
+	const sig = "(id :int) -> :int"
+	tool := func(v int64) Tool {
+		return FuncSig(sig, func(context.Context, map[string]any) (any, error) { return v, nil })
+	}
+	c, err := Load("(fn [_] (tool/base {:id 1}))", ":int", LoadOptions{Tools: map[string]Tool{"base": tool(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := c.Rebind(map[string]Tool{"base": tool(2)}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.tools["base"].decl != c.tools["base"].decl || same.tools["base"].sig != c.tools["base"].sig {
+		t.Fatal("the same signature is parsed again")
+	}
+	if st, err := same.Execute(bg, nil); err != nil || st.Return != int64(2) {
+		t.Fatalf("rebound: %v %v", st.Return, err)
+	}
+	// another signature is parsed and checked: here the call's argument
+	// does not fit it
+	other, err := c.Rebind(map[string]Tool{"base": FuncSig("(id :string) -> :int", func(context.Context, map[string]any) (any, error) {
+		return int64(3), nil
+	})}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.tools["base"].decl == c.tools["base"].decl {
+		t.Fatal("another signature is not parsed")
+	}
+	if _, err := other.Execute(bg, nil); err == nil || !strings.Contains(err.Error(), "id") {
+		t.Fatalf("a call that does not fit the rebound signature: err = %v", err)
 	}
 }

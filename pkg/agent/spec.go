@@ -178,18 +178,23 @@ type boundTool struct {
 
 // bindTool parses a tool's signature once; the error is the parser's.
 func bindTool(name string, t Tool) (*boundTool, error) {
-	bt := &boundTool{name: name, tool: t}
-	if t.Signature != "" {
-		s, err := signature.Parse(t.Signature)
-		if err != nil {
-			return nil, err
-		}
-		bt.decl = s
-		if !t.skip {
-			bt.sig = s
-		}
+	if t.Signature == "" {
+		return &boundTool{name: name, tool: t}, nil
 	}
-	return bt, nil
+	s, err := signature.Parse(t.Signature)
+	if err != nil {
+		return nil, err
+	}
+	return boundWith(name, t, s), nil
+}
+
+// boundWith binds t under name with s, its parsed Signature.
+func boundWith(name string, t Tool, s *signature.Signature) *boundTool {
+	bt := &boundTool{name: name, tool: t, decl: s}
+	if !t.skip {
+		bt.sig = s
+	}
+	return bt
 }
 
 // publicSignature renders a tool's signature for the model (firewalled
