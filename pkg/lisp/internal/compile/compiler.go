@@ -524,11 +524,10 @@ func (c *Compiler) constArg(f *syntax.Form) (core.Value, bool) {
 		return nil, false
 	}
 	if f.Ns == "" {
-		if _, _, local := c.sc.lookup(f); local {
+		if !c.isBuiltin(f) {
 			return nil, false
 		}
-		b, ok := c.Builtins[f.Name]
-		return b, ok
+		return c.Builtins[f.Name], true
 	}
 	if _, isNs := NsAliases[f.Ns]; !isNs || f.Ns == "memory" || f.Ns == "mem" {
 		return nil, false

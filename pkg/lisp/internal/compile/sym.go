@@ -20,18 +20,23 @@ func (c *Compiler) compileSym(f *syntax.Form, inOr bool) core.Node {
 				return func(fr *core.Frame) core.Value { return fr.Self }
 			}
 		}
-		if IsSpecialForm(f.Name) {
+		// not a local: what the resolver says it is (a symbol the
+		// compiler made, unresolved, by its name)
+		k, _ := resOf(f)
+		if k == resSpecial || k == resNone && IsSpecialForm(f.Name) {
 			c.fail(core.KindAnalysis, f.Pos, fmt.Sprintf("write (%s ...)", f.Name), "%s is a special form and cannot be used as a value", f.Name)
 		}
-		if b, ok := c.Builtins[f.Name]; ok {
-			return constNode(b)
+		if k == resBuiltin || k == resNone {
+			if b, ok := c.Builtins[f.Name]; ok {
+				return constNode(b)
+			}
 		}
-		if v, ok := builtins.HostConstants[f.Name]; ok {
+		if v, ok := builtins.HostConstants[f.Name]; ok { // a def of the name does not hide it
 			return constNode(v)
 		}
 		name := f.Name
 		pos := f.Pos
-		if c.MemNames[name] || inOr {
+		if k == resGlobal || k == resNone && c.MemNames[name] || inOr {
 			return func(fr *core.Frame) core.Value {
 				if v, ok := fr.Th.Mem[name]; ok {
 					return v
