@@ -59,13 +59,20 @@ func FuzzRead(f *testing.F) {
 }
 
 // FuzzEval: every program ends as a value, a *Error (never an internal
-// one) or a ctx error.
+// one) or a ctx error; and compiled with the resolver's check
+// (TestResolverAgreesWithCompiler), every symbol the compiler compiles
+// was resolved, to what the compiler's scopes say.
 func FuzzEval(f *testing.F) {
 	addChunkSeeds(f)
 	tools := testTools()
 	delete(tools, "hang")
 	delete(tools, "slow")
 	f.Fuzz(func(t *testing.T, src string) {
+		if _, err := Compile(src, Options{Tools: tools, checkResolve: true}); err != nil {
+			if e, ok := err.(*Error); ok && e.Kind == core.KindInternal && strings.HasPrefix(e.Msg, "resolver:") {
+				t.Fatalf("%q: %v", src, e)
+			}
+		}
 		_, err := Exec(context.Background(), src, Options{Tools: tools, Timeout: 100 * time.Millisecond, MaxMemory: 1 << 20})
 		if err == nil {
 			return

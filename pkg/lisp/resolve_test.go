@@ -191,7 +191,12 @@ func TestResolverAgreesWithCompiler(t *testing.T) {
 		`(for [x [1 2] :let [y (inc x)] :when (odd? y)] #(+ % y x))`, `(let [x 1 x (inc x)] x)`,
 		`((fn [a] (let [a (inc a)] ((fn [] a)))) 1)`, `(loop [[x & xs] [1 2] n 0] (if x (recur xs (+ n x)) n))`,
 		`(-> {} (as-> m (assoc m :a 1)))`, `(-> 1 (as-> n (let [m (inc n)] (+ m n))))`, `(cond-> {} true (as-> m (assoc m :a 1)))`,
-		`(some-> {:a 1} (as-> m (:a m)))`, `(let [as-> conj] (-> [] (as-> 1)))`)
+		`(some-> {:a 1} (as-> m (:a m)))`, `(let [as-> conj] (-> [] (as-> 1)))`,
+		`(some->> [1 2] (map inc) first)`, `(cond->> [1] true (map inc) false (cons 0))`, `((fn [y] {y 1} 2) 3)`,
+		`(defn g [{:keys [:a b] :or {a 1}}] (+ a b)) (g {:b 2})`, `(map #(vector % %1 %& %3) [1] [2] [3] [4])`,
+		`(defn h [n] (if (pos? n) (h (dec n)) n)) (h 3)`, `((fn f [n] (if (pos? n) (f (dec n)) n)) 2)`,
+		`(let [d [{:qty 1} {:qty 2}]] (loop [i 0 acc 0] (if (< i (count d)) (recur (inc i) (+ acc (:qty (nth d i)))) acc)))`,
+		`(let [d [1 2]] (loop [i 0 acc []] (if (>= i (count d)) acc (recur (inc i) (conj acc (nth d i))))))`)
 	if len(srcs) < 2000 {
 		t.Fatalf("only %d programs", len(srcs))
 	}

@@ -2,7 +2,6 @@ package compile
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
@@ -413,17 +412,15 @@ func (c *Compiler) SafeCompile(forms []*syntax.Form) (body core.Node, nslots int
 		}
 	}()
 	c.dispatch = (*Compiler).compileForm
-	if c.CheckResolve {
-		c.checkTops = forms
-	}
 	body, nslots = c.compileProgram(forms)
 	return body, nslots, nil
 }
 
 // checkResolved fails when what the resolver recorded for symbol f, or
 // for the head of list f, is not what the compiler's scopes say there
-// (CheckResolve). A form the compiler made (Res 0) is not checked, but a
-// top-level form must have been resolved.
+// (CheckResolve). Every symbol compiled must have been resolved: those the
+// compiler makes carry their resolution too (mkSpecial, mkBuiltin,
+// madeBinder).
 func (c *Compiler) checkResolved(f *syntax.Form) {
 	sym, head := f, false
 	switch {
@@ -438,10 +435,7 @@ func (c *Compiler) checkResolved(f *syntax.Form) {
 		return // an expansion's head: it names what the expansion says
 	}
 	if got == resNone {
-		if slices.Contains(c.checkTops, f) {
-			c.fail(core.KindInternal, sym.Pos, "", "resolver: top-level form %s was not resolved", sym.SymText())
-		}
-		return
+		c.fail(core.KindInternal, sym.Pos, "", "resolver: %s was not resolved", sym.SymText())
 	}
 	if got == resBinder {
 		got = resLocal // an as-> name is both

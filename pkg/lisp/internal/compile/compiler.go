@@ -193,7 +193,7 @@ type Compiler struct {
 	sc        *scope
 	top       scope // the program's top-level scope
 	lastProto *core.FnProto
-	gensym    int
+	gensymN   int
 	walk      *walkAlias // the walk loop being compiled (opt_walkloop.go)
 	// countForm is the update form that is the whole body of the reducing
 	// function being compiled, when it may count unboxed (opt_count.go)
@@ -206,7 +206,6 @@ type Compiler struct {
 	// CheckResolve checks the resolver's answer for each symbol compiled
 	// against the compiler's scopes (checkResolved); tests set it.
 	CheckResolve bool
-	checkTops    []*syntax.Form // the top-level forms, with CheckResolve
 	// dispatch compiles one form (compileForm); SafeCompile installs it.
 	// The special forms and the passes reach it through compile, so they
 	// need not know the dispatch that chooses them.

@@ -93,8 +93,9 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	if i.usedIn(exit) {
 		return nil
 	}
-	xs := binding{name: " index " + i.name} // a name no program can write
-	rec2, ok := c.indexRewrite(rec, i, coll, xs.name, idx, len(names))
+	xsSym := c.madeBinder(" index "+i.name, b[2*idx].Pos) // a name no program can write
+	xs := bindingOf(xsSym)
+	rec2, ok := c.indexRewrite(rec, i, coll, xsSym, idx, len(names))
 	if !ok || i.usedIn(rec2) {
 		return nil
 	}
@@ -114,9 +115,9 @@ func (c *Compiler) indexLoop(f *syntax.Form, lin []bool, loop func(*Compiler, *s
 	// the walk: (loop [... xs coll ...] (if (seq xs) rec' exit)), or with
 	// (empty? xs) for (>= i (count coll))
 	wb := slices.Clone(b)
-	wb[2*idx] = mkSym(xs.name, b[2*idx].Pos)
+	wb[2*idx] = xsSym
 	wb[2*idx+1] = coll
-	wtest := mkList(test.Pos, mkBuiltin(map[string]string{"<": "seq", ">=": "empty?"}[op], test.Pos), mkSym(xs.name, test.Pos))
+	wtest := mkList(test.Pos, mkBuiltin(map[string]string{"<": "seq", ">=": "empty?"}[op], test.Pos), xsSym)
 	wbody := &syntax.Form{Kind: syntax.FList, Pos: body.Pos, Items: []*syntax.Form{head, wtest, body.Items[2], body.Items[3]}}
 	if body.Items[2] == rec {
 		wbody.Items[2] = rec2
@@ -172,9 +173,9 @@ func (c *Compiler) indexWalk(wf *syntax.Form, lin []bool, loop func(*Compiler, *
 // coll and i where the loop names them are rewritten (a local of the
 // same name inside the loop is another binding), and the first and rest
 // it writes are the builtins whatever locals are in scope there.
-func (c *Compiler) indexRewrite(f *syntax.Form, i binding, coll *syntax.Form, xs string, idx, n int) (*syntax.Form, bool) {
+func (c *Compiler) indexRewrite(f *syntax.Form, i binding, coll, xs *syntax.Form, idx, n int) (*syntax.Form, bool) {
 	if len(f.Items) == 3 && c.callsBuiltin(f, "nth") && sameRef(f.Items[1], coll) && i.is(f.Items[2]) {
-		return mkList(f.Pos, mkBuiltin("first", f.Items[0].Pos), mkSym(xs, f.Items[1].Pos)), true
+		return mkList(f.Pos, mkBuiltin("first", f.Items[0].Pos), xs), true
 	}
 	if len(f.Items) == 0 {
 		return f, true
@@ -187,7 +188,7 @@ func (c *Compiler) indexRewrite(f *syntax.Form, i binding, coll *syntax.Form, xs
 			if len(f.Items) != n+1 || len(it.Items) != 2 || !c.callsBuiltin(it, "inc") || !i.is(it.Items[1]) {
 				return nil, false
 			}
-			g.Items[k] = mkList(it.Pos, mkBuiltin("rest", it.Items[0].Pos), mkSym(xs, it.Items[1].Pos))
+			g.Items[k] = mkList(it.Pos, mkBuiltin("rest", it.Items[0].Pos), xs)
 			continue
 		}
 		r, ok := c.indexRewrite(it, i, coll, xs, idx, n)

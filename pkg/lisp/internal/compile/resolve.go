@@ -405,6 +405,7 @@ func (r *resolver) arity(params *syntax.Form, body []*syntax.Form) {
 		m := body[0].Items
 		r.forms(body[1:])
 		for i := 0; i+1 < len(m); i += 2 {
+			r.form(m[i]) // a map without :pre or :post is a value, keys too
 			if keywordName(m[i]) == "post" {
 				inner := len(r.names)
 				body[0].Res = mkRes(resBinder, r.declare("%"))
@@ -548,6 +549,16 @@ func ResolvedAs(f *syntax.Form) string {
 func mkSpecial(name string, pos core.Pos) *syntax.Form {
 	f := mkSym(name, pos)
 	f.Res = mkRes(resSpecial, uint32(specialNamed(name))) | resMade
+	return f
+}
+
+// madeBinder returns the binding symbol of a local the compiler makes
+// (name one no program can write), with a new binder number from the
+// resolver's count: the symbol also serves as each use of the local.
+func (c *Compiler) madeBinder(name string, pos core.Pos) *syntax.Form {
+	c.res.next++
+	f := mkSym(name, pos)
+	f.Res = mkRes(resBinder, c.res.next)
 	return f
 }
 

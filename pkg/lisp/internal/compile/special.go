@@ -718,9 +718,12 @@ func shortCircuit(c *Compiler, f *syntax.Form, tail, stopOn bool, empty core.Val
 	}
 }
 
-func (c *Compiler) gensymName() string {
-	c.gensym++
-	return " g" + strconv.Itoa(c.gensym)
+// gensym returns a local the compiler makes for an expansion: a name no
+// program can write, with a binder number of its own (madeBinder). The
+// one symbol is its binding occurrence and every use of it.
+func (c *Compiler) gensym(pos core.Pos) *syntax.Form {
+	c.gensymN++
+	return c.madeBinder(" g"+strconv.Itoa(c.gensymN), pos)
 }
 
 func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
@@ -742,10 +745,10 @@ func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
 			if len(steps) == 0 {
 				return x
 			}
-			g := c.gensymName()
-			next := threadStep(steps[0], mkSym(g, pos), op == "some->>")
-			return mkList(pos, mkSpecial("let", pos), mkVec(pos, mkSym(g, pos), x),
-				mkList(pos, mkSpecial("if", pos), mkList(pos, mkBuiltin("=", pos), &syntax.Form{Kind: syntax.FLit, Pos: pos}, mkSym(g, pos)), &syntax.Form{Kind: syntax.FLit, Pos: pos},
+			g := c.gensym(pos)
+			next := threadStep(steps[0], g, op == "some->>")
+			return mkList(pos, mkSpecial("let", pos), mkVec(pos, g, x),
+				mkList(pos, mkSpecial("if", pos), mkList(pos, mkBuiltin("=", pos), &syntax.Form{Kind: syntax.FLit, Pos: pos}, g), &syntax.Form{Kind: syntax.FLit, Pos: pos},
 					build(next, steps[1:])))
 		}
 		return c.compile(build(x, steps), tail)
@@ -763,7 +766,7 @@ func sfThread(c *Compiler, f *syntax.Form, tail bool) core.Node {
 		if len(steps)%2 != 0 {
 			c.fail(core.KindAnalysis, pos, "", "%s requires test/form pairs", op)
 		}
-		g := mkSym(c.gensymName(), pos)
+		g := c.gensym(pos)
 		bind := []*syntax.Form{g, x}
 		for i := 0; i < len(steps); i += 2 {
 			step := threadStep(steps[i+1], g, op == "cond->>")
