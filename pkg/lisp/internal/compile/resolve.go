@@ -24,9 +24,10 @@ import (
 // form's head is there, and binding.is whether a symbol names a given
 // binding, not the symbol's spelling. The compiler dispatches each head
 // and finds each local by the same answers (compileList, scope.lookup).
-// A symbol the compiler made itself (a gensym of some-> or cond->, an
-// index loop's sequence) has Res 0: for it the answer is the spelling's,
-// unless a local of the scope being compiled has that name.
+// The symbols the compiler makes carry a resolution too (mkSpecial,
+// mkBuiltin, madeBinder). A symbol with none (Res 0; checkResolved fails
+// on one) is taken by its spelling: a local of the scope being compiled
+// with that name, else what the name is outside.
 
 // Resolve resolves top-level form f (the compiler does it before it
 // compiles f): it fills the Res of every symbol in f.
