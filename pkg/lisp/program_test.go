@@ -375,7 +375,7 @@ func TestRecycleClearsRunState(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := new(runState)
-		now := sinceBase()
+		now := core.Clock()
 		p.run(context.Background(), &opts, now, now, rs)
 		nonZeroFields(reflect.ValueOf(&rs.th).Elem(), "th.", setBefore)
 		nonZeroFields(reflect.ValueOf(&rs.h).Elem(), "h.", setBefore)

@@ -274,16 +274,16 @@ type Result struct {
 // ctx.Err(). Exec is safe for concurrent use: runs share nothing but
 // immutable tables.
 func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
-	start := sinceBase()
+	start := core.Clock()
 	// the Program, the compiler and the run's state are made at once, and
 	// the run's host serves the compile first
 	e := new(execState)
 	if err := compileInto(&e.p, source, opts, &e.rs.h, &e.c, &e.slab); err != nil {
-		res := &Result{Signal: SignalFail, Err: err, Duration: sinceBase() - start}
+		res := &Result{Signal: SignalFail, Err: err, Duration: core.Clock() - start}
 		return res, err
 	}
 	e.rs.h = core.Host{}
-	return e.p.run(ctx, &opts, start, sinceBase(), &e.rs)
+	return e.p.run(ctx, &opts, start, core.Clock(), &e.rs)
 }
 
 // execState is what Exec allocates besides its Result, in one allocation:
@@ -390,21 +390,9 @@ func compileInto(p *Program, source string, opts Options, h *core.Host, c *compi
 // opts.Tools. It always returns a non-nil Result; err is a *Error (or
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
-	now := sinceBase()
+	now := core.Clock()
 	return p.run(ctx, &opts, now, now, nil)
 }
-
-// clockBase is a fixed instant with a monotonic clock reading, set once.
-var clockBase = time.Now()
-
-// sinceBase returns the time since clockBase: one read of the monotonic
-// clock, where time.Now reads the wall clock too (on the shared machines
-// the benchmarks run on, a clock read is a sizeable part of a tiny run).
-// A run's start is taken as such an offset; its deadline is clockBase
-// plus an offset, whose wall clock reading differs from time.Now's by any
-// step of the system clock since clockBase, so a deadline handed outside
-// the run is converted (Thread.DeadlineCtx).
-func sinceBase() time.Duration { return time.Since(clockBase) }
 
 // runState is the host and Thread of one run, made in one allocation:
 // both live exactly as long as the run (pmap branches have Threads of
@@ -433,7 +421,7 @@ func reusable(th *core.Thread, v core.Value) bool {
 }
 
 // run is Run timed from start (Exec's includes the compile), its
-// deadline counted from now (both offsets from clockBase), in rs, a zero
+// deadline counted from now (both core.Clock readings), in rs, a zero
 // runState. With rs nil the run
 // takes one from p.states and puts it back when reusable; Exec's Program
 // runs once and keeps none.
@@ -447,7 +435,7 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 		}
 		res.Signal = SignalFail
 		res.Err = e
-		res.Duration = sinceBase() - start
+		res.Duration = core.Clock() - start
 		return res, e
 	}
 
@@ -522,7 +510,7 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 	if end < now {
 		end = math.MaxInt64 // a timeout past what a Duration holds
 	}
-	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), clockBase.Add(end)
+	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), end
 	if th.Host != h { // a recycled Thread keeps its Host
 		th.Host = h
 	}
@@ -639,7 +627,7 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 	if written != nil {
 		res.Written = uniqSorted(written)
 	}
-	res.Duration = sinceBase() - start
+	res.Duration = core.Clock() - start
 	if keep && len(written) == 0 && reusable(th, res.Value) {
 		// the caller keeps res: its prints, calls and memory are a slice
 		// and a map res holds, not parts of the runState

@@ -1,7 +1,5 @@
 package core
 
-import "time"
-
 // Recycling a finished run's Thread and Host for the next run of the same
 // program. Assigning zero structs would do, but while the collector marks
 // (on a small heap, about half of the time) each pointer slot such an
@@ -33,10 +31,7 @@ func (th *Thread) recycle() {
 	if th.Ctx != nil {
 		th.Ctx = nil
 	}
-	if !th.Deadline.IsZero() {
-		th.Deadline = time.Time{}
-	}
-	th.TimeoutMs, th.Steps, th.NextCheck, th.MaxSteps = 0, 0, 0, 0
+	th.Deadline, th.TimeoutMs, th.Steps, th.NextCheck, th.MaxSteps = 0, 0, 0, 0, 0
 	th.Alloc, th.floor, th.MaxMem = 0, 0, 0
 	th.Depth, th.MaxDepth, th.loops, th.MaxLoops, th.Sp = 0, 0, 0, 0, 0
 	th.CallPos, th.child, th.calls = Pos{}, false, false

@@ -18,17 +18,28 @@ import (
 // CheckEvery is how many steps pass between ctx/deadline checks.
 const CheckEvery = 1024
 
+// clockBase is a fixed instant with a monotonic clock reading, set once.
+var clockBase = time.Now()
+
+// Clock returns the time since a fixed instant (clockBase): one read of
+// the monotonic clock, where time.Now reads the wall clock too (on the
+// shared machines the benchmarks run on, a clock read is a sizeable part
+// of a tiny run). A run's start and its deadline (Thread.Deadline) are
+// such readings; a deadline handed outside the run is converted to the
+// wall clock (Thread.DeadlineCtx), from which Clock differs by any step of
+// the system clock since clockBase.
+func Clock() time.Duration { return time.Since(clockBase) }
+
 // Thread is the per-run evaluation state: limits, counters, the value
 // stack, memory and host hooks. A Thread is used by one goroutine; pmap
 // branches get child threads. Builtins receive the Thread and use its
 // methods to call functions, charge the budgets and raise errors.
 type Thread struct {
 	Ctx context.Context
-	// Deadline ends the run (zero: none). It is compared with the
-	// monotonic clock; its wall clock reading may be off by steps of the
-	// system clock (the run's start may be read on the monotonic clock
-	// alone), so DeadlineCtx converts it before handing it on.
-	Deadline  time.Time
+	// Deadline ends the run (zero: none): the Clock reading at which it
+	// does. It is a reading of the monotonic clock alone, so DeadlineCtx
+	// converts it to the wall clock before handing it on.
+	Deadline  time.Duration
 	TimeoutMs int64
 	Steps     int64
 	NextCheck int64
@@ -193,14 +204,13 @@ func (th *Thread) DeadlineCtx() context.Context {
 			h.Meter = NewMeter(h.MeterLimit, "")
 			ctx = WithMeter(ctx, h.Meter)
 		}
-		if th.Deadline.IsZero() {
+		if th.Deadline == 0 {
 			th.toolCtx = ctx
 		} else {
-			// the deadline as the wall clock reads it now: Deadline
-			// may count from an instant read on the monotonic clock
-			// alone (see Thread.Deadline)
-			d := time.Now()
-			d = d.Add(th.Deadline.Sub(d))
+			// the deadline as the wall clock reads it now (see
+			// Thread.Deadline)
+			now := time.Now()
+			d := now.Add(th.Deadline - now.Sub(clockBase))
 			th.toolCtx, th.ToolCancel = context.WithDeadline(ctx, d)
 		}
 	}
@@ -248,7 +258,7 @@ func (th *Thread) slowCheck() {
 			th.RaiseCtx(err)
 		}
 	}
-	if !th.Deadline.IsZero() && time.Now().After(th.Deadline) {
+	if th.Deadline != 0 && Clock() > th.Deadline {
 		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: th.limitPassed(), Err: context.DeadlineExceeded})
 	}
 }
@@ -265,7 +275,7 @@ func (th *Thread) limitPassed() string {
 func (th *Thread) RaiseCtx(err error) {
 	if err == context.DeadlineExceeded {
 		msg := th.limitPassed()
-		if th.Deadline.IsZero() || time.Now().Before(th.Deadline) {
+		if th.Deadline == 0 || Clock() < th.Deadline {
 			msg = "execution stopped at the caller's deadline"
 		}
 		panic(&Error{Kind: KindTimeout, Pos: th.CallPos, Msg: msg, Err: err})
