@@ -320,19 +320,11 @@ func (r *toolRegistry) expire() {
 // toolRegistry. A stale cache that has the tool answers at once and is
 // refreshed in the background.
 func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool) {
+	if t, ok := r.cached(name); ok {
+		return t, true
+	}
 	tools, at := r.snapshot()
 	if time.Since(at) > r.ttl {
-		if t, ok := tools[name]; ok {
-			if r.background.CompareAndSwap(false, true) {
-				go func() {
-					defer r.background.Store(false)
-					ctx, cancel := context.WithTimeout(context.Background(), r.wait+time.Second)
-					defer cancel()
-					r.refresh(ctx, r.ttl)
-				}()
-			}
-			return t, true
-		}
 		r.refresh(ctx, r.ttl)
 		tools, at = r.snapshot()
 	}
@@ -347,6 +339,23 @@ func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool)
 		return t, true
 	}
 	return r.await(ctx, name)
+}
+
+// cached returns the tool named name as the registry holds it, without
+// waiting: one past the registry's ttl is still answered, while a refresh
+// runs in the background.
+func (r *toolRegistry) cached(name string) (ToolInfo, bool) {
+	tools, at := r.snapshot()
+	t, ok := tools[name]
+	if ok && time.Since(at) > r.ttl && r.background.CompareAndSwap(false, true) {
+		go func() {
+			defer r.background.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), r.wait+time.Second)
+			defer cancel()
+			r.refresh(ctx, r.ttl)
+		}()
+	}
+	return t, ok
 }
 
 // await waits for a service offering name to answer a discovery, for up to
@@ -742,9 +751,13 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 			return decode(ctx, name, data)
 		}
 	}
-	lctx, lcancel := context.WithTimeout(ctx, b.timeout)
-	info, ok := b.reg.lookup(lctx, name)
-	lcancel()
+	// a tool the registry holds needs no wait (nor a deadline for one)
+	info, ok := b.reg.cached(name)
+	if !ok {
+		lctx, lcancel := context.WithTimeout(ctx, b.timeout)
+		info, ok = b.reg.lookup(lctx, name)
+		lcancel()
+	}
 	if !ok {
 		if svcs := b.reg.conflict(name); len(svcs) > 0 {
 			return nil, &ToolError{Tool: name, Code: messages.ToolErrUnavailable,
@@ -782,30 +795,31 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: make(nats.Header, len(b.header)+toolCallHeaders)}
 	for k, v := range b.header {
 		msg.Header[k] = v
 	}
 	if span != nil {
 		InjectTrace(ctx, msg.Header)
 	}
+	hs := headerSetter{h: msg.Header, vals: make([]string, 0, toolCallHeaders)}
 	if b.missionID != "" {
-		msg.Header.Set(messages.HeaderMissionID, b.missionID)
+		hs.set(messages.HeaderMissionID, b.missionID)
 		key := b.missionID + "/" + strconv.Itoa(turn) + "/" + digest + "/" + strconv.Itoa(occurrence)
 		if approval != nil {
 			// the same on every run, whatever order concurrent calls take
 			key = b.missionID + "/approval/" + approval.Call
 		}
-		msg.Header.Set(messages.HeaderIdempotencyKey, key)
+		hs.set(messages.HeaderIdempotencyKey, key)
 	}
 	if b.attempt > 0 {
-		msg.Header.Set(messages.HeaderAttempt, strconv.Itoa(b.attempt))
+		hs.set(messages.HeaderAttempt, strconv.Itoa(b.attempt))
 	}
-	msg.Header.Set(messages.HeaderCallID, callID)
+	hs.set(messages.HeaderCallID, callID)
 	if ctype != "" {
-		msg.Header.Set(messages.HeaderContentType, ctype)
+		hs.set(messages.HeaderContentType, ctype)
 	}
-	msg.Header.Set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
+	hs.set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
 	// The request may depend on answers whose journal writes are still in
 	// flight: they are acknowledged before it leaves.
 	if jerr := b.journal.Flush(ctx); jerr != nil {
@@ -852,6 +866,24 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		}
 	}
 	return decode(ctx, name, body)
+}
+
+// toolCallHeaders is how many headers a tool call sets itself (besides
+// the worker's and the trace's).
+const toolCallHeaders = 6
+
+// headerSetter sets headers as nats.Header.Set does, their values in one
+// array (Set allocates a slice for each). Each value's slice is capped at
+// its length, so an Add to one header never writes into the next.
+type headerSetter struct {
+	h    nats.Header
+	vals []string
+}
+
+func (s *headerSetter) set(key, value string) {
+	s.vals = append(s.vals, value)
+	n := len(s.vals)
+	s.h[key] = s.vals[n-1 : n : n]
 }
 
 // decodePlain turns a tool response body into the call's result as plain
