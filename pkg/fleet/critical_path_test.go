@@ -61,7 +61,7 @@ func TestIdleMissionCriticalPath(t *testing.T) {
 	}))
 	c := newClient(t, cnc)
 	type seen struct {
-		at            time.Time
+		at             time.Time
 		subject, reply string
 	}
 	var mu sync.Mutex
