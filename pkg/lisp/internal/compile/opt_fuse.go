@@ -355,28 +355,16 @@ func groupFused(th *core.Thread, key core.Value, stages []fuseStage, fns []core.
 
 // countFused counts the items that pass the stages; errors as reduceFused.
 func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items core.ItemsOf) core.Value {
+	if len(stages) == 1 && items.Recs != nil {
+		if kw, ok := fns[0].(*core.Keyword); ok && stages[0].kind != stageMap {
+			return countFieldTest(th, stages[0], kw, items.Recs)
+		}
+	}
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.Sp, th.Depth)
 	n := int64(0)
 	var kws [maxFuseStages]*core.Keyword
 	if items.Recs != nil && fieldTests(stages, fns, &kws) {
-		if len(stages) == 1 {
-			// one field test, as in (count (filter :active rs)):
-			// recordPasses with the stage's position set once, as
-			// nothing in the loop moves it
-			kw, kept := kws[0], stages[0].kind == stageFilter
-			if len(items.Recs) > 0 {
-				th.CallPos = stages[0].pos
-			}
-			for i, m := range items.Recs {
-				idx = i
-				th.Tick()
-				if core.Truthy(core.RecordField(m, kw)) == kept {
-					n++
-				}
-			}
-			return th.BoxInt(n)
-		}
 		for i, m := range items.Recs {
 			idx = i
 			if recordPasses(th, stages, kws[:len(stages)], m) {
@@ -389,6 +377,28 @@ func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items cor
 		x := items.At(i)
 		idx = i
 		if _, keep := passStages(th, stages, fns, x); keep {
+			n++
+		}
+	}
+	return th.BoxInt(n)
+}
+
+// countFieldTest is countFused through one stage that tests field kw of
+// host records, as in (count (filter :active rs)): recordPasses with the
+// stage's position set once, as nothing in the loop moves it. It defers
+// no eagerOnPanic: with one stage, the first error of the eager pipeline
+// is the one the loop meets, at the same record (the field read as the
+// keyword reads the record's view: core.RecordField) and the same
+// position.
+func countFieldTest(th *core.Thread, st fuseStage, kw *core.Keyword, recs []map[string]any) core.Value {
+	kept := st.kind == stageFilter
+	if len(recs) > 0 {
+		th.CallPos = st.pos
+	}
+	n := int64(0)
+	for _, m := range recs {
+		th.Tick()
+		if core.Truthy(core.RecordField(m, kw)) == kept {
 			n++
 		}
 	}
