@@ -6,40 +6,10 @@ package core
 // (Keyword.slot), much as it keeps the shape of the last interpreter map
 // (Keyword.cache). Go offers no such read: the default build reads the
 // map as any Go code does (field_plain.go); built with the tag
-// ptc_swissmaps, lookupField looks inside the runtime's map where it
+// ptc_swissmaps, LookupField looks inside the runtime's map where it
 // knows the layout (field_swiss.go: a map of up to eight entries is one
 // group of slots read by index). The cache is a hint:
 // a slot's key is compared with the name on every read (by its bytes'
 // address when it is the key string the hint last matched, which records
 // decoded with interned keys share, else by content), and a miss falls
 // back to the map read.
-
-// LookupField returns src[name] and whether it is present, reading the
-// slot hint names first (hint may be nil): the hinted slot (slotHit),
-// then lookupFieldSlow.
-func LookupField(src map[string]any, name string, hint *FieldHint) (any, bool) {
-	if hint != nil {
-		if x, ok := slotHit(src, name, hint); ok {
-			return x, true
-		}
-	}
-	return lookupFieldSlow(src, name, hint)
-}
-
-// ReadField is lookupField without the presence (nil when absent).
-func ReadField(src map[string]any, name string, hint *FieldHint) any {
-	x, _ := LookupField(src, name, hint)
-	return x
-}
-
-// lookupFieldSlow is lookupField past the hinted slot: the group's slots
-// when src is small (updating the hint), else the map read.
-func lookupFieldSlow(src map[string]any, name string, hint *FieldHint) (any, bool) {
-	if hint != nil {
-		if x, ok, small := slotScan(src, name, hint); small {
-			return x, ok
-		}
-	}
-	x, ok := src[name]
-	return x, ok
-}

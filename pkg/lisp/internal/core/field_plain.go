@@ -11,6 +11,12 @@ package core
 // FieldHint holds nothing: there is no slot to remember.
 type FieldHint struct{}
 
-func slotHit(map[string]any, string, *FieldHint) (any, bool) { return nil, false }
+// LookupField returns src[name] and whether it is present: one Go map
+// read (the hint is for the build with ptc_swissmaps).
+func LookupField(src map[string]any, name string, _ *FieldHint) (any, bool) {
+	x, ok := src[name]
+	return x, ok
+}
 
-func slotScan(map[string]any, string, *FieldHint) (any, bool, bool) { return nil, false, false }
+// ReadField is LookupField without the presence (nil when absent).
+func ReadField(src map[string]any, name string, _ *FieldHint) any { return src[name] }

@@ -29,6 +29,36 @@ type FieldHint struct {
 	key  atomic.Pointer[byte]
 }
 
+// LookupField returns src[name] and whether it is present, reading the
+// slot hint names first (hint may be nil): the hinted slot (slotHit),
+// then lookupFieldSlow.
+func LookupField(src map[string]any, name string, hint *FieldHint) (any, bool) {
+	if hint != nil {
+		if x, ok := slotHit(src, name, hint); ok {
+			return x, true
+		}
+	}
+	return lookupFieldSlow(src, name, hint)
+}
+
+// ReadField is lookupField without the presence (nil when absent).
+func ReadField(src map[string]any, name string, hint *FieldHint) any {
+	x, _ := LookupField(src, name, hint)
+	return x
+}
+
+// lookupFieldSlow is lookupField past the hinted slot: the group's slots
+// when src is small (updating the hint), else the map read.
+func lookupFieldSlow(src map[string]any, name string, hint *FieldHint) (any, bool) {
+	if hint != nil {
+		if x, ok, small := slotScan(src, name, hint); small {
+			return x, ok
+		}
+	}
+	x, ok := src[name]
+	return x, ok
+}
+
 // swissHeader is the start of the runtime's map header.
 type swissHeader struct {
 	_      uint64  // used

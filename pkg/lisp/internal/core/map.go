@@ -362,10 +362,7 @@ func KwGet(v Value, kw *Keyword) Value {
 // else converted (a view; an unconvertible value panics with a
 // HostDataError naming the field).
 func RecordField(m map[string]any, kw *Keyword) Value {
-	if m == nil {
-		return nil
-	}
-	x := ReadField(m, kw.Name, &kw.slot)
+	x := ReadField(m, kw.Name, &kw.slot) // a nil map reads as empty
 	switch x.(type) {
 	case nil, bool, int64, float64, string:
 		return x // nil: absent, or nil in the host's map
