@@ -3,6 +3,7 @@ package lisp
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -217,5 +218,101 @@ func TestOwnedBoxesDoNotLeak(t *testing.T) {
 		if got := core.PrStr(res.Value); got != want {
 			t.Errorf("%s = %s, want %s", src, got, want)
 		}
+	}
+}
+
+// walkRecordsOutcome runs src over ctx/recs, with at most maxSteps steps:
+// the value, or the error with its kind and position, and the steps.
+func walkRecordsOutcome(src string, recs []map[string]any, maxSteps int64) string {
+	res, err := Exec(context.Background(), src, Options{Context: map[string]any{"recs": recs}, MaxSteps: maxSteps})
+	if err != nil {
+		e := err.(*core.Error)
+		return fmt.Sprintf("error %v %s at %d:%d", e.Kind, e.Msg, e.Pos.Line, e.Pos.Col)
+	}
+	return fmt.Sprintf("%s in %d steps", core.PrStr(res.Value), res.Steps)
+}
+
+// TestWalkRecordsMatchesWalk checks a walk over host records whose update
+// reads a field of each record (the records read in place, not put in the
+// item slot) against the same walk over a vector of the same records made
+// by the program (the walk as it runs for any vector), and against the
+// loop as written: values, errors with their positions, and for the two
+// walks the steps spent and where a step limit stops them.
+func TestWalkRecordsMatchesWalk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 8))
+	field := func() any {
+		switch rng.IntN(12) {
+		case 0:
+			return 2.5
+		case 1:
+			return nil
+		case 2:
+			return "q"
+		case 3:
+			return int64(math.MaxInt64 - 1)
+		case 4:
+			return math.NaN()
+		case 5:
+			return map[string]any{"a": int64(1)}
+		case 6:
+			return int64(-3)
+		}
+		return int64(rng.IntN(100))
+	}
+	loops := []string{
+		`(loop [xs %s acc %s] (if (empty? xs) acc (recur (rest xs) (%s acc (:qty (first xs))))))`,
+		`(loop [xs %s acc %s] (if (seq xs) (recur (next xs) (%s (:qty (first xs)) acc)) acc))`,
+		`(let [v %s] (loop [i 0 acc %s] (if (< i (count v)) (recur (inc i) (%s acc (:qty (nth v i)))) acc)))`,
+	}
+	fast := 0
+	for i := 0; i < 600; i++ {
+		recs := make([]map[string]any, rng.IntN(12))
+		for j := range recs {
+			switch rng.IntN(10) {
+			case 0:
+				recs[j] = nil
+			case 1:
+				recs[j] = map[string]any{"other": int64(1)}
+			default:
+				recs[j] = map[string]any{"qty": field(), "id": int64(j)}
+			}
+		}
+		if rng.IntN(2) == 0 { // mostly numbers: the fast path runs far
+			for _, r := range recs {
+				if r != nil {
+					r["qty"] = int64(rng.IntN(1000))
+				}
+			}
+		}
+		loop := loops[rng.IntN(len(loops))]
+		acc := []string{"0", "1.5", "-9223372036854775807", "nil", "1000"}[rng.IntN(5)]
+		op := []string{"+", "-", "*"}[rng.IntN(3)]
+		prelude := "(let [a (into [] ctx/recs) b ctx/recs] %s)"
+		host := fmt.Sprintf(prelude, fmt.Sprintf(loop, "b", acc, op))
+		made := fmt.Sprintf(prelude, fmt.Sprintf(loop, "a", acc, op))
+		if soleWalks(t, host) == 1 {
+			fast++
+		}
+		for _, limit := range []int64{-1, int64(rng.IntN(40) + 1)} {
+			if got, want := walkRecordsOutcome(host, recs, limit), walkRecordsOutcome(made, recs, limit); got != want {
+				t.Errorf("%s over %v (max steps %d):\n  host records: %s\n  made vector: %s", host, recs, limit, got, want)
+			}
+		}
+		plainRes, plainErr := Exec(context.Background(), host, Options{Context: map[string]any{"recs": recs}, plainLoops: true})
+		res, err := Exec(context.Background(), host, Options{Context: map[string]any{"recs": recs}})
+		if (err == nil) != (plainErr == nil) {
+			t.Fatalf("%s over %v: error %v, as written %v", host, recs, err, plainErr)
+		}
+		if err != nil {
+			e, pe := err.(*core.Error), plainErr.(*core.Error)
+			if e.Kind != pe.Kind || e.Msg != pe.Msg || e.Pos != pe.Pos {
+				t.Errorf("%s over %v: error %v, as written %v", host, recs, e, pe)
+			}
+		} else if got, want := core.PrStr(res.Value), core.PrStr(plainRes.Value); got != want {
+			t.Errorf("%s over %v: %s, as written %s", host, recs, got, want)
+		}
+	}
+	if fast < 500 {
+		t.Fatalf("%d of 600 loops walked with a sole update", fast)
 	}
 }

@@ -145,34 +145,8 @@ func (o *ownedArg) update(fr *core.Frame, acc ownedVal) ownedVal {
 	} else {
 		x = o.x.Get(fr)
 	}
-	switch acc.kind {
-	case 'i':
-		switch y := x.(type) {
-		case int64:
-			p, q := int64(acc.n), y
-			if !o.accFirst {
-				p, q = q, p
-			}
-			if s, ok := intOp(o.op, p, q); ok {
-				return ownedVal{kind: 'i', n: uint64(s)}
-			}
-		case float64:
-			if y == y {
-				return o.floatOp(float64(int64(acc.n)), y)
-			}
-		}
-	case 'f':
-		p := math.Float64frombits(acc.n)
-		switch y := x.(type) {
-		case int64:
-			if p == p {
-				return o.floatOp(p, float64(y))
-			}
-		case float64:
-			if p == p && y == y {
-				return o.floatOp(p, y)
-			}
-		}
+	if r, ok := o.num(acc, x); ok {
+		return r
 	}
 	a, b := acc.value(), x
 	if !o.accFirst {
@@ -185,6 +159,42 @@ func (o *ownedArg) update(fr *core.Frame, acc ownedVal) ownedVal {
 		return ownedVal{v: o.b.Fn1(th, a)}
 	}
 	return ownedVal{v: o.b.Fn2(th, a, b)}
+}
+
+// num computes the update of the number acc (kind 'i' or 'f') with the
+// operand x inline, as the builtin computes it; ok is false when update
+// must call the builtin (acc or x not a number, an overflow, a NaN).
+func (o *ownedArg) num(acc ownedVal, x core.Value) (r ownedVal, ok bool) {
+	switch acc.kind {
+	case 'i':
+		switch y := x.(type) {
+		case int64:
+			p, q := int64(acc.n), y
+			if !o.accFirst {
+				p, q = q, p
+			}
+			if s, ok := intOp(o.op, p, q); ok {
+				return ownedVal{kind: 'i', n: uint64(s)}, true
+			}
+		case float64:
+			if y == y {
+				return o.floatOp(float64(int64(acc.n)), y), true
+			}
+		}
+	case 'f':
+		p := math.Float64frombits(acc.n)
+		switch y := x.(type) {
+		case int64:
+			if p == p {
+				return o.floatOp(p, float64(y)), true
+			}
+		case float64:
+			if p == p && y == y {
+				return o.floatOp(p, y), true
+			}
+		}
+	}
+	return ownedVal{}, false
 }
 
 // intOp computes p op q, ok false when it overflows (the builtin then
@@ -242,7 +252,11 @@ func (o *ownedArg) walk(fr *core.Frame, items core.ItemsOf, item int, mark int, 
 	th := fr.Th
 	acc := unboxed(fr.Slots[o.slot])
 	n := items.Len()
-	for i := 0; i < n; i++ {
+	i := 0
+	if o.xkw != nil && o.xslot == item && items.Recs != nil {
+		i, acc = o.walkRecords(fr, items.Recs, acc, mark, it, slots)
+	}
+	for ; i < n; i++ {
 		fr.Slots[item] = items.At(i)
 		if acc = o.update(fr, acc); acc.kind == 0 {
 			fr.Slots[o.slot] = acc.v
@@ -254,4 +268,29 @@ func (o *ownedArg) walk(fr *core.Frame, items core.ItemsOf, item int, mark int, 
 		it.Next(th, fr.Slots, slots)
 	}
 	fr.Slots[o.slot] = acc.value()
+}
+
+// walkRecords is walk over host records whose update is (op acc (:k
+// item)) (or (op (:k item) acc)), for as long as the update is a
+// number's (num): each record's field read in place as KwGet reads a
+// host record (core.RecordField), the record not put in the item slot,
+// which nothing reads while num computes the update. It returns the
+// index of the first record whose update num does not compute
+// (len(recs) when it computes them all), with the accumulator before it:
+// walk computes that record's update as written, reading the field again
+// (a map read changes nothing).
+func (o *ownedArg) walkRecords(fr *core.Frame, recs []map[string]any, acc ownedVal, mark int, it *core.LoopIter, slots []int) (int, ownedVal) {
+	th := fr.Th
+	for i, m := range recs {
+		r, ok := o.num(acc, core.RecordField(m, o.xkw))
+		if !ok {
+			return i, acc
+		}
+		acc = r
+		th.Tick()
+		th.CountLoop()
+		th.Sp = mark
+		it.Next(th, fr.Slots, slots)
+	}
+	return len(recs), acc
 }
