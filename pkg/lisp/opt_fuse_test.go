@@ -176,6 +176,15 @@ func TestFusedCtxRecords(t *testing.T) {
 		{"frequencies", "(map :y C)"},
 		{"group-by :y", "(remove :x C)"},
 		{"reduce +", "(map #(quot 10 (:x %)) C)"},
+		// keyword stages read a record's fields in place up to a map stage
+		{"reduce +", "(map :n (filter :x C))"},
+		{"reduce + 0", "(map :x (remove :y C))"},
+		{"frequencies", "(map :y (filter :n C))"},
+		{"distinct", "(map :k (map :n C))"},
+		{"group-by :k", "(map :n (filter :x C))"},
+		{"set", "(filter :k (map :n C))"},
+		{"count", "(remove :k (map :n (filter :y C)))"},
+		{"reduce (fn [a r] (conj a r)) []", "(remove :y C)"},
 	}
 	// outcome runs src; an error's line is counted from line first, and
 	// an error past offset at moves back by shift columns
@@ -352,5 +361,39 @@ func TestFusedOneFieldTest(t *testing.T) {
 	var e *core.Error
 	if !errors.As(err, &e) || e.Kind != core.KindStepLimit || e.Pos.Line != 2 || e.Pos.Col != 9 {
 		t.Fatalf("step limit in the loop: %v at %+v, want step_limit at the filter (2:9)", err, e)
+	}
+}
+
+// TestFusedRecordStagesSteps checks fused chains of keyword stages over
+// host records (fields read in place) against the same chains over a
+// vector of the same records the program made (each record a value the
+// stages are called with): values, errors and the steps spent.
+func TestFusedRecordStagesSteps(t *testing.T) {
+	recs := []map[string]any{
+		{"x": int64(3), "y": "a", "n": int64(1)}, {"x": int64(0), "y": "b"}, nil, {"y": "a", "n": int64(2)},
+		{"x": int64(7), "y": nil, "n": map[string]any{"k": int64(1)}}, {"x": false, "n": int64(5)}, {"x": true, "n": "s"},
+	}
+	chains := []string{
+		"(reduce + (map :n (filter :x C)))", "(reduce + 0 (map :n (remove :y C)))", "(count (filter :x C))",
+		"(count (remove :k (map :n (filter :y C))))", "(frequencies (map :y (filter :n C)))", "(distinct (map :k (map :n C)))",
+		"(set (map :x C))", "(group-by :k (map :n (filter :x C)))", "(reduce conj [] (filter :y C))",
+	}
+	outcome := func(src string) string {
+		res, err := Exec(context.Background(), src, Options{Context: map[string]any{"rs": recs}})
+		if err != nil {
+			e := err.(*core.Error)
+			return fmt.Sprintf("error %v %d:%d %s", e.Kind, e.Pos.Line, e.Pos.Col, e.Msg)
+		}
+		return fmt.Sprintf("%s in %d steps", core.PrStr(res.Value), res.Steps)
+	}
+	for _, chain := range chains {
+		host := "(let [a (into [] ctx/rs) b ctx/rs] " + strings.Replace(chain, "C", "b", 1) + ")"
+		made := "(let [a (into [] ctx/rs) b ctx/rs] " + strings.Replace(chain, "C", "a", 1) + ")"
+		if fusions(t, host) != 1 {
+			t.Fatalf("%s: not fused", host)
+		}
+		if got, want := outcome(host), outcome(made); got != want {
+			t.Errorf("%s: host records %s, made vector %s", chain, got, want)
+		}
 	}
 }

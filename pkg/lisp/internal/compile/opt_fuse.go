@@ -220,13 +220,12 @@ func passStages(th *core.Thread, stages []fuseStage, fns []core.Value, x core.Va
 	return x, true
 }
 
-// fieldTests reports whether every stage is a filter or remove whose
-// function is a keyword (a field test, as in (filter :active rs)), and
-// puts the keywords in kws.
-func fieldTests(stages []fuseStage, fns []core.Value, kws *[maxFuseStages]*core.Keyword) bool {
-	for k, st := range stages {
-		kw, ok := fns[k].(*core.Keyword)
-		if !ok || st.kind == stageMap {
+// keywordStages reports whether every stage's function is a keyword (as
+// in (filter :active) and (map :price)), and puts the keywords in kws.
+func keywordStages(fns []core.Value, kws *[maxFuseStages]*core.Keyword) bool {
+	for k, f := range fns {
+		kw, ok := f.(*core.Keyword)
+		if !ok {
 			return false
 		}
 		kws[k] = kw
@@ -234,18 +233,36 @@ func fieldTests(stages []fuseStage, fns []core.Value, kws *[maxFuseStages]*core.
 	return true
 }
 
-// recordPasses is passStages for the host record m through field tests
-// (fieldTests): each reads the field as KwGet does (core.RecordField),
-// without making the record a Value first.
-func recordPasses(th *core.Thread, stages []fuseStage, kws []*core.Keyword, m map[string]any) bool {
+// recordStages is passStages for the host record m when every stage's
+// function is a keyword (keywordStages): until a map stage gives another
+// value, each stage reads the record's field in place as KwGet reads a
+// host record (core.RecordField), without making the record a Value.
+// mapped is false when the record passed every stage unmapped: the caller
+// makes it the value (ItemsOf.At).
+func recordStages(th *core.Thread, stages []fuseStage, kws []*core.Keyword, m map[string]any) (x core.Value, keep, mapped bool) {
 	for k := len(stages) - 1; k >= 0; k-- {
 		th.CallPos = stages[k].pos
-		th.Tick()
-		if core.Truthy(core.RecordField(m, kws[k])) != (stages[k].kind == stageFilter) {
-			return false
+		th.Tick() // as Call1 calls a keyword
+		var y core.Value
+		if mapped {
+			y = core.KwGet(x, kws[k])
+		} else {
+			y = core.RecordField(m, kws[k])
+		}
+		switch stages[k].kind {
+		case stageMap:
+			x, mapped = y, true
+		case stageFilter:
+			if !core.Truthy(y) {
+				return nil, false, false
+			}
+		case stageRemove:
+			if core.Truthy(y) {
+				return nil, false, false
+			}
 		}
 	}
-	return true
+	return x, true, mapped
 }
 
 // fusedConsumer compiles (count chain), (distinct chain), (set chain),
@@ -305,10 +322,20 @@ func (c *Compiler) fusedConsumer(f *syntax.Form, b *core.Builtin) (core.Node, bo
 func eachPassing(th *core.Thread, stages []fuseStage, fns []core.Value, items core.ItemsOf, pos core.Pos, emit func(x core.Value)) {
 	idx := 0
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.Sp, th.Depth)
+	var kws [maxFuseStages]*core.Keyword
+	fields := items.Recs != nil && keywordStages(fns, &kws)
 	for i := range items.Len() {
-		x := items.At(i)
 		idx = i
-		x, keep := passStages(th, stages, fns, x)
+		var x core.Value
+		var keep bool
+		if fields {
+			var mapped bool
+			if x, keep, mapped = recordStages(th, stages, kws[:len(stages)], items.Recs[i]); keep && !mapped {
+				x = items.At(i)
+			}
+		} else {
+			x, keep = passStages(th, stages, fns, items.At(i))
+		}
 		if !keep {
 			continue
 		}
@@ -364,19 +391,16 @@ func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items cor
 	defer eagerOnPanic(th, stages, fns, items, &idx, th.Sp, th.Depth)
 	n := int64(0)
 	var kws [maxFuseStages]*core.Keyword
-	if items.Recs != nil && fieldTests(stages, fns, &kws) {
-		for i, m := range items.Recs {
-			idx = i
-			if recordPasses(th, stages, kws[:len(stages)], m) {
-				n++
-			}
-		}
-		return th.BoxInt(n)
-	}
+	fields := items.Recs != nil && keywordStages(fns, &kws)
 	for i := range items.Len() {
-		x := items.At(i)
 		idx = i
-		if _, keep := passStages(th, stages, fns, x); keep {
+		var keep bool
+		if fields {
+			_, keep, _ = recordStages(th, stages, kws[:len(stages)], items.Recs[i])
+		} else {
+			_, keep = passStages(th, stages, fns, items.At(i))
+		}
+		if keep {
 			n++
 		}
 	}
@@ -384,7 +408,7 @@ func countFused(th *core.Thread, stages []fuseStage, fns []core.Value, items cor
 }
 
 // countFieldTest is countFused through one stage that tests field kw of
-// host records, as in (count (filter :active rs)): recordPasses with the
+// host records, as in (count (filter :active rs)): recordStages with the
 // stage's position set once, as nothing in the loop moves it. It defers
 // no eagerOnPanic: with one stage, the first error of the eager pipeline
 // is the one the loop meets, at the same record (the field read as the
@@ -495,13 +519,23 @@ func reduceFused(th *core.Thread, f, acc core.Value, started bool, stages []fuse
 	lc := th.NewLoopCaller(f, 2)
 	defer lc.End()
 	tok := builtins.Feeding(acc, transient, items.Len())
+	var kws [maxFuseStages]*core.Keyword
+	fields := items.Recs != nil && keywordStages(fns, &kws)
 	for i := range items.Len() {
-		x := items.At(i)
 		idx = i
 		if tok != nil {
 			tok.Done = i + 1
 		}
-		x, keep := passStages(th, stages, fns, x)
+		var x core.Value
+		var keep bool
+		if fields {
+			var mapped bool
+			if x, keep, mapped = recordStages(th, stages, kws[:len(stages)], items.Recs[i]); keep && !mapped {
+				x = items.At(i)
+			}
+		} else {
+			x, keep = passStages(th, stages, fns, items.At(i))
+		}
 		if !keep {
 			continue
 		}
