@@ -57,22 +57,20 @@ func findKey(keys []Value, key Value) int {
 		}
 		return flex
 	case string:
-		flex := -1
+		// the string keys first (length and first byte first: most keys
+		// differ there, and it saves the runtime's memequal call), then a
+		// keyword of that name
 		for i, ek := range keys {
-			switch ek := ek.(type) {
-			case string:
-				// length and first byte first: most keys differ there, and
-				// it saves the runtime's memequal call
-				if len(ek) == len(k) && (len(k) == 0 || ek[0] == k[0]) && ek == k {
-					return i
-				}
-			case *Keyword:
-				if flex < 0 && ek.Name == k {
-					flex = i
-				}
+			if ek, ok := ek.(string); ok && len(ek) == len(k) && (len(k) == 0 || ek[0] == k[0]) && ek == k {
+				return i
 			}
 		}
-		return flex
+		for i, ek := range keys {
+			if ek, ok := ek.(*Keyword); ok && ek.Name == k {
+				return i
+			}
+		}
+		return -1
 	}
 	for i, ek := range keys {
 		if Equal(ek, key) {
