@@ -203,7 +203,13 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 			m := c.compile(f.Items[1], false)
 			if len(f.Items) == 2 {
 				op := c.operandOf(f.Items[1], m)
-				return func(fr *core.Frame) core.Value { return core.KwGet(op.Get(fr), kw) }
+				return func(fr *core.Frame) core.Value {
+					v := op.Get(fr)
+					if h, ok := v.(core.HostMap); ok { // KwGet's first case, without its call
+						return core.RecordField(h.Src(), kw)
+					}
+					return core.KwGet(v, kw)
+				}
 			}
 			d := c.compile(f.Items[2], false)
 			return func(fr *core.Frame) core.Value { return core.GetKey(m(fr), kw, d(fr)) }
