@@ -131,9 +131,10 @@ func compiled(t testing.TB, src string) *compile.Compiler {
 
 // TestFusedCtxRecords: a fused pipeline over host records given as a
 // ctx/ input reads them in place (Host.CtxRecords), not through the
-// input's vector view, and count over field tests ((filter :k ...),
-// (remove :k ...)) reads each field without making the record a value
-// (recordPasses); both must give what the general paths give. Each
+// input's vector view, and chains of keyword stages ((filter :k ...),
+// (remove :k ...), (map :k ...)) read each field without making the
+// record a value (recordStages); both must give what the general paths
+// give. Each
 // program runs over ctx/rs; over (do ctx/rs) (the view: not a ctx/
 // symbol, so read as any collection); after a read that made the view and
 // its item slots (items as values: passStages); and unfused, its chain
