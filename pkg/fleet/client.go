@@ -40,7 +40,8 @@ type ClientConfig struct {
 	// Submitter's.
 	AllSubmitters bool
 	// CancelWait bounds the wait for the fleet to answer a cancel
-	// request. Default 10s.
+	// request; a request that got no answer is sent again within it
+	// (cancelSends). Default 10s.
 	CancelWait time.Duration
 }
 
@@ -566,7 +567,7 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.CancelWait)
 	defer cancel()
-	reply, err := c.nc.RequestWithContext(rctx, messages.CancelSubject(owner, id), data)
+	reply, err := c.requestCancel(rctx, messages.CancelSubject(owner, id), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("fleet: cancel %s: %w", id, ErrNoWorker)
@@ -582,6 +583,48 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) error {
 		return fmt.Errorf("fleet: cancel %s: %s", id, e)
 	}
 	return nil
+}
+
+// cancelSends is how many times Client.Cancel sends a cancel request that
+// gets no answer, spread evenly over ClientConfig.CancelWait. The server
+// gives each request to one member of the queue group messages.CancelQueue,
+// picked at random, and a member may be dead without the server knowing
+// yet (a worker whose host lost power or its network stays a member until
+// it misses the server's pings, minutes later): a request it got is never
+// answered, so it is sent again. A worker that gets a cancel already
+// carried out changes nothing but sends the stop again (onCancelRequest).
+const cancelSends = 4
+
+// requestCancel sends the cancel request data on subject and returns the
+// first answer, sending the request again (up to cancelSends times in all)
+// each CancelWait/cancelSends that none came; every request sent stays
+// open until ctx ends, so a slow worker's answer counts too. Its error is
+// the first request's that ended otherwise than with an answer: ctx's end,
+// nats.ErrNoResponders (no worker subscribed), a closed connection.
+func (c *Client) requestCancel(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	answers := make(chan answer, cancelSends) // every request's, so none blocks once this returns
+	send := func() {
+		msg, err := c.nc.RequestWithContext(ctx, subject, data)
+		answers <- answer{msg, err}
+	}
+	go send()
+	resend := time.NewTicker(max(c.cfg.CancelWait/cancelSends, time.Millisecond))
+	defer resend.Stop()
+	for sent := 1; ; {
+		select {
+		case a := <-answers:
+			return a.msg, a.err
+		case <-resend.C:
+			if sent < cancelSends {
+				sent++
+				go send()
+			}
+		}
+	}
 }
 
 // Watch calls fn with every progress event of mission id, in order, from the

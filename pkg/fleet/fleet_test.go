@@ -322,6 +322,55 @@ func TestForbiddenToolIsRefusedBeforeAnyRequest(t *testing.T) {
 	}
 }
 
+// A cancel request the server gives to a member of the cancel queue group
+// that is dead (its host lost power: the server keeps it until it misses
+// its pings) is never answered; Client.Cancel sends it again within
+// CancelWait, and a live worker carries it out.
+func TestCancelOutlivesADeadQueueMember(t *testing.T) {
+	srv, nc := runJetStream(t)
+	ctx := testCtx(t)
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, CancelWait: 8 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := submitNew(ctx, t, c)
+	dead := connect(t, srv)
+	swallowed := make(chan string, 8)
+	deadSub, err := dead.QueueSubscribe(messages.CancelWildcard, messages.CancelQueue, func(msg *nats.Msg) { swallowed <- msg.Subject })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Cancel(ctx, m.ID, "its worker died") }()
+	select {
+	case subj := <-swallowed:
+		if want := messages.CancelSubject(c.Submitter(), m.ID); subj != want {
+			t.Fatalf("the dead member got %q, want %q", subj, want)
+		}
+	case err := <-done:
+		t.Fatalf("cancel returned %v before the only member got the request", err)
+	case <-ctx.Done():
+		t.Fatal("the dead member got no request")
+	}
+	// a live worker joins the group; then the server drops the dead member
+	high := startWorker(t, nc, countingRunner(new(atomic.Int64), nil), func(cfg *fleet.WorkerConfig) { cfg.Priorities = []string{messages.PriorityHigh} })
+	if err := deadSub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("cancel after a dead member got it: %v", err)
+	}
+	if st, err := c.Status(ctx, m.ID); err != nil || st.State != messages.StateCancelled || st.Worker != high.ID() {
+		t.Fatalf("status after the cancel = %+v, %v; want cancelled by worker %s", st, err, high.ID())
+	}
+}
+
 // TestCancelQueuedMission: the fleet, not the client, carries out the
 // cancel of a queued mission: with no worker running the cancel fails
 // saying so and the mission stays queued; a worker carries it out (here
