@@ -32,26 +32,29 @@ const (
 // recurses once per nesting level, so a 10-byte message claiming a
 // billion-element array, or a small one nested a million levels deep, would
 // exhaust memory or stack; Unmarshal calls CheckBounds first, so every
-// decoder of this package is protected. It runs in O(len(data)) and does
-// not allocate.
+// decoder of this package is protected. It runs in O(len(data)) and
+// allocates only for data nesting deeper than checkBoundsStack levels.
 func CheckBounds(data []byte) error {
 	// open[i] counts the values still to read in the i-th open container;
-	// the outermost level is the one top-level value.
-	var open [MaxNesting + 1]int
-	depth := 0
-	open[0] = 1
+	// the outermost level is the one top-level value. It starts in a small
+	// array on the stack (one sized for MaxNesting would make every new
+	// goroutine that checks a message grow its stack) and moves to the
+	// heap only for deeper data.
+	var stack [checkBoundsStack]int
+	open := append(stack[:0], 1)
 	pos, values := 0, 0
 	maxValues := MaxValuesFor(int64(len(data)))
 	pending := 1 // values still to read, over every open container
-	for depth >= 0 {
-		if open[depth] == 0 {
-			depth--
+	for len(open) > 0 {
+		top := len(open) - 1
+		if open[top] == 0 {
+			open = open[:top]
 			continue
 		}
 		if pos >= len(data) {
 			return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 		}
-		open[depth]--
+		open[top]--
 		pending--
 		values++
 		if int64(values) > maxValues {
@@ -146,15 +149,18 @@ func CheckBounds(data []byte) error {
 		if items == 0 {
 			continue
 		}
-		if depth+1 > MaxNesting {
+		if len(open) > MaxNesting {
 			return fmt.Errorf("messages: msgpack nested deeper than %d levels at byte %d", MaxNesting, pos)
 		}
-		depth++
-		open[depth] = items
+		open = append(open, items)
 		pending += items
 	}
 	return nil
 }
+
+// checkBoundsStack is how many nesting levels CheckBounds tracks without
+// allocating: deeper than any message the fleet sends.
+const checkBoundsStack = 32
 
 // MaxValuesFor bounds the values of one encoded value of size bytes, a
 // message or a large tool result read as a stream: MaxValues, or one

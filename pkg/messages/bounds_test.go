@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -166,4 +167,109 @@ func BenchmarkScanVsDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCheckBoundsDeep: nesting on either side of the levels CheckBounds
+// tracks on its stack and of MaxNesting gives the same verdicts and error
+// positions: each container's count is kept while deeper ones open and
+// close, wherever it is stored.
+func TestCheckBoundsDeep(t *testing.T) {
+	// pairs: n arrays of two, each holding the next and a nil:
+	// [[[... nil] nil] nil], 2n+1 bytes when whole.
+	pairs := func(n, nils int) []byte {
+		return append(bytes.Repeat([]byte{0x92}, n), bytes.Repeat([]byte{0xc0}, nils)...)
+	}
+	// maps: n maps of one entry {"k" {"k" ... nil}}.
+	maps := func(n int) []byte {
+		b := bytes.Repeat([]byte{0x81, 0xa1, 'k'}, n)
+		return append(b, 0xc0)
+	}
+	for _, n := range []int{1, checkBoundsStack - 1, checkBoundsStack, checkBoundsStack + 1, 2 * checkBoundsStack, MaxNesting - 1, MaxNesting} {
+		if err := CheckBounds(pairs(n, n+1)); err != nil {
+			t.Errorf("%d levels of pairs: %v", n, err)
+		}
+		if err := CheckBounds(maps(n)); err != nil {
+			t.Errorf("%d levels of maps: %v", n, err)
+		}
+		// One nil short: the outermost array misses its last value.
+		if err := CheckBounds(pairs(n, n)); err == nil || !strings.Contains(err.Error(), "container of 2 values at byte "+itoa(n)) {
+			t.Errorf("%d levels of pairs, one nil short: %v", n, err)
+		}
+		// Trailing bytes after the one value are not read.
+		if err := CheckBounds(append(pairs(n, n+1), 0xc1)); err != nil {
+			t.Errorf("%d levels of pairs and a byte after: %v", n, err)
+		}
+		// An invalid code where the innermost value's sibling is: its
+		// position says the counts above it were kept.
+		bad := pairs(n, n+1)
+		bad[n+1] = 0xc1
+		if err := CheckBounds(bad); err == nil || err.Error() != "messages: msgpack invalid code 0xc1 at byte "+itoa(n+1) {
+			t.Errorf("%d levels, invalid code: %v", n, err)
+		}
+		// And where the outermost array's last value is: every level
+		// below it closed in turn.
+		bad = pairs(n, n+1)
+		bad[2*n] = 0xc1
+		if err := CheckBounds(bad); err == nil || err.Error() != "messages: msgpack invalid code 0xc1 at byte "+itoa(2*n) {
+			t.Errorf("%d levels, invalid last code: %v", n, err)
+		}
+	}
+	for _, n := range []int{MaxNesting + 1, MaxNesting + 2, 4 * MaxNesting} {
+		want := "messages: msgpack nested deeper than 512 levels at byte 513"
+		if err := CheckBounds(pairs(n, n+1)); err == nil || err.Error() != want {
+			t.Errorf("%d levels of pairs: %v, want %q", n, err, want)
+		}
+		want = "messages: msgpack nested deeper than 512 levels at byte " + itoa(3*MaxNesting+1)
+		if err := CheckBounds(maps(n)); err == nil || err.Error() != want {
+			t.Errorf("%d levels of maps: %v, want %q", n, err, want)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestCheckBoundsAllocs: checking a message nested no deeper than
+// checkBoundsStack allocates nothing; deeper data may allocate its stack
+// of counts, once.
+func TestCheckBoundsAllocs(t *testing.T) {
+	good, err := Marshal(validMission())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shallow := append(bytes.Repeat([]byte{0x91}, checkBoundsStack-1), 0xc0)
+	for name, data := range map[string][]byte{"mission": good, "shallow": shallow} {
+		if n := testing.AllocsPerRun(100, func() {
+			if err := CheckBounds(data); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocations per check, want 0", name, n)
+		}
+	}
+	deep := append(bytes.Repeat([]byte{0x91}, MaxNesting), 0xc0)
+	if n := testing.AllocsPerRun(100, func() {
+		if err := CheckBounds(deep); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 8 {
+		t.Errorf("%d levels: %v allocations per check, want at most 8", MaxNesting, n)
+	}
+}
+
+// BenchmarkCheckBoundsFreshGoroutine checks a small message on a new
+// goroutine each time, as the fleet does for each message it handles: a
+// large frame would grow the goroutine's stack first.
+func BenchmarkCheckBoundsFreshGoroutine(b *testing.B) {
+	good, err := Marshal(validMission())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	done := make(chan error)
+	for b.Loop() {
+		go func() { done <- CheckBounds(good) }()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
 }
