@@ -375,8 +375,7 @@ func TestRecycleClearsRunState(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := new(runState)
-		now := core.Clock()
-		p.run(context.Background(), &opts, now, now, rs)
+		p.run(context.Background(), &opts, core.Clock(), rs)
 		nonZeroFields(reflect.ValueOf(&rs.th).Elem(), "th.", setBefore)
 		nonZeroFields(reflect.ValueOf(&rs.h).Elem(), "h.", setBefore)
 		core.Recycle(&rs.th, &rs.h)

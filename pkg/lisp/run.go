@@ -275,25 +275,68 @@ type Result struct {
 // immutable tables.
 func Exec(ctx context.Context, source string, opts Options) (*Result, error) {
 	start := core.Clock()
-	// the Program, the compiler and the run's state are made at once, and
-	// the run's host serves the compile first
-	e := new(execState)
-	if err := compileInto(&e.p, source, opts, &e.rs.h, &e.c, &e.slab); err != nil {
+	e, _ := execStates.Get().(*execState)
+	if e == nil {
+		e = new(execState)
+	}
+	res, err := e.exec(ctx, source, &opts, start)
+	if e.rs.clean {
+		e.recycle()
+		execStates.Put(e)
+	}
+	return res, err
+}
+
+// exec is Exec in e, a zero or recycled execState, timed from start: the
+// run's host serves the compile first, and the run's deadline counts from
+// start too (the compile is part of the program's time).
+func (e *execState) exec(ctx context.Context, source string, opts *Options, start time.Duration) (*Result, error) {
+	if err := compileInto(&e.p, source, *opts, &e.rs.h, &e.c, &e.slab, e.kw); err != nil {
 		res := &Result{Signal: SignalFail, Err: err, Duration: core.Clock() - start}
 		return res, err
 	}
 	e.rs.h = core.Host{}
-	return e.p.run(ctx, &opts, start, core.Clock(), &e.rs)
+	return e.p.run(ctx, opts, start, &e.rs)
 }
 
-// execState is what Exec allocates besides its Result, in one allocation:
-// the Program, its compiler and the run's state (whose host serves the
-// compile first).
+// execStates holds the execState of finished Execs whose run left nothing
+// referring to it (runState.clean), for the next Execs. It is a cache of
+// memory, not state: what an Exec computes never depends on it.
+var execStates sync.Pool
+
+// execState is what Exec needs besides its Result, in one allocation:
+// the Program, its compiler, the reader's first slab, the program's
+// keyword table and the run's state (whose host serves the compile
+// first).
 type execState struct {
 	p    Program
 	c    compile.Compiler
 	slab syntax.Slab
 	rs   runState
+	// kw is the keyword table of the previous program, emptied (nil
+	// before the first): its keywords are not reused, only the table
+	kw map[string]*core.Keyword
+}
+
+// maxKeptKeywords bounds the keyword table an execState keeps for the
+// next Exec (a program with more makes its own).
+const maxKeptKeywords = 32
+
+// recycle readies e, whose run is over and left nothing referring to it
+// (runState.clean), for another Exec: everything zero but the run
+// state's links (core.Recycle) and the emptied keyword table.
+func (e *execState) recycle() {
+	core.Recycle(&e.rs.th, &e.rs.h)
+	e.rs.clean = false
+	e.kw = e.p.keywords
+	e.p = Program{}
+	e.c = compile.Compiler{}
+	e.slab = syntax.Slab{}
+	if len(e.kw) > maxKeptKeywords {
+		e.kw = nil
+	} else {
+		clear(e.kw)
+	}
 }
 
 // compileState is the compiler and its host of a Compile, made in one
@@ -332,16 +375,17 @@ func (p *Program) Source() string { return p.source }
 // position of the problem.
 func Compile(source string, opts Options) (*Program, error) {
 	p, cs := new(Program), new(compileState)
-	if err := compileInto(p, source, opts, &cs.h, &cs.c, &cs.slab); err != nil {
+	if err := compileInto(p, source, opts, &cs.h, &cs.c, &cs.slab, nil); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 // compileInto is Compile into p, a zero Program, with h, a zero Host, as
-// the compiler's host, c, a zero Compiler, as its compiler and slab, a zero
-// Slab, as the reader's first.
-func compileInto(p *Program, source string, opts Options, h *core.Host, c *compile.Compiler, slab *syntax.Slab) *core.Error {
+// the compiler's host, c, a zero Compiler, as its compiler, slab, a zero
+// Slab, as the reader's first, and kw, an empty map or nil (a new one),
+// as the program's keyword table.
+func compileInto(p *Program, source string, opts Options, h *core.Host, c *compile.Compiler, slab *syntax.Slab, kw map[string]*core.Keyword) *core.Error {
 	maxSrc := opts.MaxSourceBytes
 	if maxSrc <= 0 {
 		maxSrc = DefaultMaxSourceBytes
@@ -355,7 +399,10 @@ func compileInto(p *Program, source string, opts Options, h *core.Host, c *compi
 	if len(source) > maxSrc {
 		return fail(core.Errorf(core.KindParse, core.Pos{}, "program too large: %d bytes (limit %d)", len(source), maxSrc))
 	}
-	p.source, p.keywords = source, map[string]*core.Keyword{}
+	if kw == nil {
+		kw = map[string]*core.Keyword{}
+	}
+	p.source, p.keywords = source, kw
 	if opts.Signature != "" {
 		s, serr := signature.Parse(opts.Signature)
 		if serr != nil {
@@ -390,8 +437,7 @@ func compileInto(p *Program, source string, opts Options, h *core.Host, c *compi
 // opts.Tools. It always returns a non-nil Result; err is a *Error (or
 // nil), as Exec's. Run is safe for concurrent use.
 func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
-	now := core.Clock()
-	return p.run(ctx, &opts, now, now, nil)
+	return p.run(ctx, &opts, core.Clock(), nil)
 }
 
 // runState is the host and Thread of one run, made in one allocation:
@@ -401,6 +447,9 @@ func (p *Program) Run(ctx context.Context, opts Options) (*Result, error) {
 type runState struct {
 	h  core.Host
 	th core.Thread
+	// clean is set by a run given its runState (Exec's) when the run
+	// left nothing referring to it (reusable) nor to its Program
+	clean bool
 }
 
 // reusable reports whether a run that ended with v and wrote no memory
@@ -420,12 +469,12 @@ func reusable(th *core.Thread, v core.Value) bool {
 	return false
 }
 
-// run is Run timed from start (Exec's includes the compile), its
-// deadline counted from now (both core.Clock readings), in rs, a zero
-// runState. With rs nil the run
-// takes one from p.states and puts it back when reusable; Exec's Program
-// runs once and keeps none.
-func (p *Program) run(ctx context.Context, opts *Options, start, now time.Duration, rs *runState) (res *Result, err error) {
+// run is Run timed from start, a core.Clock reading (Exec's, before its
+// compile), from which its deadline counts too, in rs, a zero or
+// recycled runState. With rs nil the run takes one from p.states and puts
+// it back when reusable; with rs given (Exec's) it sets rs.clean when
+// reusable.
+func (p *Program) run(ctx context.Context, opts *Options, start time.Duration, rs *runState) (res *Result, err error) {
 	res = &Result{sig: p.sig}
 	source := p.source
 
@@ -506,8 +555,8 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 		}
 	}
 	th := &rs.th
-	end := now + timeout
-	if end < now {
+	end := start + timeout
+	if end < start {
 		end = math.MaxInt64 // a timeout past what a Duration holds
 	}
 	th.Ctx, th.TimeoutMs, th.Deadline = ctx, timeout.Milliseconds(), end
@@ -628,12 +677,16 @@ func (p *Program) run(ctx context.Context, opts *Options, start, now time.Durati
 		res.Written = uniqSorted(written)
 	}
 	res.Duration = core.Clock() - start
-	if keep && len(written) == 0 && reusable(th, res.Value) {
+	if len(written) == 0 && reusable(th, res.Value) {
 		// the caller keeps res: its prints, calls and memory are a slice
 		// and a map res holds, not parts of the runState
-		reused = true
-		core.Recycle(th, h)
-		p.states.Put(rs)
+		if keep {
+			reused = true
+			core.Recycle(th, h)
+			p.states.Put(rs)
+		} else {
+			rs.clean = true
+		}
 	}
 	return res, nil
 }

@@ -1,0 +1,223 @@
+package lisp
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// TestExecKeptResultsIntact: Exec reuses the state of an earlier Exec
+// whose run left nothing referring to it; what callers keep of every
+// Result (values of each kind, closures and lazy sequences made by the
+// run, prints, tool calls, memory, errors) reads the same after many
+// later Execs of other programs, from two goroutines at once.
+func TestExecKeptResultsIntact(t *testing.T) {
+	echo := core.ToolFunc(func(_ context.Context, a map[string]any) (any, error) { return a, nil })
+	progs := []struct{ src, want string }{
+		{`(+ 1 2)`, `3`},
+		{`(str "a" "b" ctx/k)`, `"abK"`},
+		{`:kw`, `:kw`},
+		{`(keyword (str "k" ctx/k))`, `:kK`},
+		{`[1 :a "s" [2 3]]`, `[1 :a "s" [2 3]]`},
+		{`(list 1 :b (list "c"))`, `[1 :b ["c"]]`},
+		{`{:a 1 :b [:c]}`, `{:a 1 :b [:c]}`},
+		{`(map (fn [x] (str x "!")) ["p" "q" ctx/k])`, `["p!" "q!" "K!"]`},
+		{`(let [n 5] (fn [x] (+ x n)))`, ``},
+		{`(do (println "out" ctx/k) 7.5)`, `7.5`},
+		{`(:v (tool/echo {:v ctx/k}))`, `"K"`},
+		{`(def m [ctx/k 1])`, ``},
+		{`(count (filter :active ctx/rs))`, `2`},
+		{`(fail "no")`, ``},
+	}
+	recs := []map[string]any{{"active": true}, {"active": false}, {"active": true}}
+	type kept struct {
+		res  *Result
+		want string
+		fn   bool // res.Value is a function: call it with 1
+	}
+	check := func(k kept, src string, later bool) error {
+		r := k.res
+		switch {
+		case strings.HasPrefix(src, "(map") && !later:
+			// the lazy sequence is realised only after later Execs
+		case k.fn:
+			res, err := Exec(context.Background(), `(f 1)`, Options{Memory: map[string]any{"f": r.Value}})
+			if err != nil || res.Value != int64(6) {
+				return fmt.Errorf("%s: kept closure returns %v %v", src, res.Value, err)
+			}
+		case k.want != "":
+			if got := core.PrStr(r.Value); got != k.want {
+				return fmt.Errorf("%s: kept value reads %s, want %s", src, got, k.want)
+			}
+		}
+		if strings.HasPrefix(src, "(do (println") && (len(r.Prints) != 1 || r.Prints[0] != "out K") {
+			return fmt.Errorf("%s: kept prints %q", src, r.Prints)
+		}
+		if strings.HasPrefix(src, "(:v (tool") && (len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "echo") {
+			return fmt.Errorf("%s: kept tool calls %v", src, r.ToolCalls)
+		}
+		if strings.HasPrefix(src, "(def m") && core.PrStr(r.Memory["m"]) != `["K" 1]` {
+			return fmt.Errorf("%s: kept memory %v", src, r.Memory)
+		}
+		if strings.HasPrefix(src, "(fail") && (r.Err == nil || r.Err.Msg != "no") {
+			return fmt.Errorf("%s: kept error %v", src, r.Err)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var all []kept
+			var srcs []string
+			for i := range 300 {
+				pr := progs[i%len(progs)]
+				opts := Options{Context: map[string]any{"k": "K", "rs": recs}, Tools: core.Tools{"echo": echo}}
+				res, _ := Exec(context.Background(), pr.src, opts)
+				k := kept{res: res, want: pr.want, fn: strings.HasPrefix(pr.src, "(let [n 5]")}
+				if err := check(k, pr.src, false); err != nil {
+					errs <- fmt.Errorf("right after Exec: %w", err)
+					return
+				}
+				all, srcs = append(all, k), append(srcs, pr.src)
+			}
+			for i, k := range all {
+				if err := check(k, srcs[i], true); err != nil {
+					errs <- fmt.Errorf("after later Execs: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestExecStateRecycled: an Exec whose run returns a scalar and keeps
+// nothing marks its state clean, and recycling it leaves every field as
+// in a zero execState but those kept on purpose (the run state's links,
+// as core.Recycle keeps them, and the emptied keyword table); a run that
+// returns a collection, a closure, writes memory or calls a tool does not
+// mark its state clean.
+func TestExecStateRecycled(t *testing.T) {
+	echo := core.ToolFunc(func(_ context.Context, a map[string]any) (any, error) { return a, nil })
+	opts := Options{Context: map[string]any{"rs": []map[string]any{{"active": true}}},
+		Tools: core.Tools{"echo": echo}, Memory: map[string]any{"x": int64(1)}}
+	for _, c := range []struct {
+		src   string
+		clean bool
+	}{
+		{`(+ 1 2)`, true},
+		{`(let [f (fn [x] (* x 2))] (str (f 2) :k (count (filter :active ctx/rs))))`, true},
+		{`(do (println "p") (loop [i 0] (if (< i 3) (recur (inc i)) :done)))`, true},
+		{`[1 2]`, false},
+		{`(fn [] 1)`, false},
+		{`(map inc [1 2])`, false},
+		{`(def y 2)`, false},
+		{`(tool/echo {:a 1})`, false},
+		{`(fail "no")`, false},
+	} {
+		e := new(execState)
+		e.exec(context.Background(), c.src, &opts, core.Clock())
+		if e.rs.clean != c.clean {
+			t.Errorf("%s: clean %v, want %v", c.src, e.rs.clean, c.clean)
+			continue
+		}
+		if !c.clean {
+			continue
+		}
+		e.recycle()
+		if len(e.kw) != 0 || e.kw == nil && strings.Contains(c.src, ":") {
+			t.Errorf("%s: keyword table after recycle: %v", c.src, e.kw)
+		}
+		set := map[string]bool{}
+		nonZeroFields(reflect.ValueOf(e).Elem(), "", set)
+		nonZeroFields(reflect.ValueOf(&e.rs.th).Elem(), "th.", set)
+		nonZeroFields(reflect.ValueOf(&e.rs.h).Elem(), "h.", set)
+		for f := range set {
+			switch f {
+			case "rs", "kw", "th.Host", "th.frames", "th.frame0", "th.frameBuf", "th.stack":
+			default:
+				t.Errorf("%s: %s is set after recycle", c.src, f)
+			}
+		}
+		// the recycled state serves another Exec as a new one would
+		res, err := e.exec(context.Background(), `(str :k (count (filter :active ctx/rs)))`, &opts, core.Clock())
+		if err != nil || res.Value != ":k1" {
+			t.Errorf("%s: the next Exec in the recycled state: %v %v", c.src, res.Value, err)
+		}
+	}
+}
+
+// TestExecAllocations: an Exec of a tiny program that keeps nothing
+// reuses an earlier Exec's state (its Program, compiler, reader slab,
+// keyword table and run state): what it allocates is its Result and the
+// compiled nodes.
+func TestExecAllocations(t *testing.T) {
+	if raceBuild {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	recs := make([]map[string]any, 10)
+	for i := range recs {
+		recs[i] = map[string]any{"id": int64(i), "active": i%2 == 0}
+	}
+	opts := Options{Context: map[string]any{"rs": recs}}
+	for _, c := range []struct {
+		src  string
+		want any
+		max  float64
+	}{
+		{`(+ 1 2)`, int64(3), 7},
+		{`(count (filter :active ctx/rs))`, int64(5), 6},
+	} {
+		allocs := testing.AllocsPerRun(200, func() {
+			if res, err := Exec(context.Background(), c.src, opts); err != nil || res.Value != c.want {
+				t.Fatalf("%s: %v %v", c.src, res.Value, err)
+			}
+		})
+		if allocs > c.max {
+			t.Errorf("%s: %.1f allocations per Exec, want at most %.0f", c.src, allocs, c.max)
+		}
+	}
+}
+
+// TestExecDeadlineFromStart: an Exec's timeout counts from its start, the
+// compile included: a program whose compile alone takes longer than its
+// timeout times out at the run's first check, with the timeout's error.
+func TestExecDeadlineFromStart(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("(do ")
+	for i := range 4000 {
+		fmt.Fprintf(&b, "(let [a%d %d] (+ a%d 1)) ", i, i, i)
+	}
+	b.WriteString("(loop [i 0] (if (< i 5000) (recur (inc i)) i)))")
+	src := b.String()
+	compileTime := time.Duration(1 << 62)
+	for range 3 {
+		t0 := time.Now()
+		if _, err := Compile(src, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		compileTime = min(compileTime, time.Since(t0))
+	}
+	timeout := compileTime / 2
+	res, err := Exec(context.Background(), src, Options{Limits: messages.Limits{ProgramTimeout: timeout}})
+	if err == nil || res.Err.Kind != core.KindTimeout {
+		t.Fatalf("compile %v, timeout %v: Exec returned %v %v, want a timeout", compileTime, timeout, res.Value, err)
+	}
+	if res.Duration < timeout {
+		t.Errorf("Duration %v is shorter than the timeout %v it exceeded", res.Duration, timeout)
+	}
+}
