@@ -164,7 +164,9 @@ func TestExecStateRecycled(t *testing.T) {
 // TestExecAllocations: an Exec of a tiny program that keeps nothing
 // reuses an earlier Exec's state (its Program, compiler, reader slab,
 // keyword table and run state): what it allocates is its Result and the
-// compiled nodes.
+// compiled nodes. A compiled call holds its operands in its own closure,
+// and small integer constants take shared nodes: (+ 1 2) makes one node
+// (and its argument list).
 func TestExecAllocations(t *testing.T) {
 	if raceBuild {
 		t.Skip("sync.Pool drops items at random under the race detector")
@@ -179,7 +181,7 @@ func TestExecAllocations(t *testing.T) {
 		want any
 		max  float64
 	}{
-		{`(+ 1 2)`, int64(3), 7},
+		{`(+ 1 2)`, int64(3), 3},
 		{`(count (filter :active ctx/rs))`, int64(5), 6},
 	} {
 		allocs := testing.AllocsPerRun(200, func() {
@@ -219,5 +221,23 @@ func TestExecDeadlineFromStart(t *testing.T) {
 	}
 	if res.Duration < timeout {
 		t.Errorf("Duration %v is shorter than the timeout %v it exceeded", res.Duration, timeout)
+	}
+}
+
+// TestSharedConstNodes: the constants compiled to shared nodes (nil,
+// booleans, small integers) and those next to them yield their values,
+// in every position a constant takes.
+func TestSharedConstNodes(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{`(list nil true false -2 -1 0 1 31 32 33 1.0 "s")`, `[nil true false -2 -1 0 1 31 32 33 1.0 "s"]`},
+		{`(+ -1 32)`, `31`},
+		{`(if false 1 (if nil 2 (if true 33 4)))`, `33`},
+		{`(let [a 0 b -1] [(+ a b) (str nil) (not false)])`, `[-1 "" true]`},
+		{`((fn [x] (+ x 32)) 1)`, `33`},
+	} {
+		res, err := Exec(context.Background(), c.src, Options{})
+		if err != nil || core.PrStr(res.Value) != c.want {
+			t.Errorf("%s: %v %v, want %s", c.src, core.PrStr(res.Value), err, c.want)
+		}
 	}
 }

@@ -229,7 +229,42 @@ func (c *Compiler) fail(kind core.Kind, pos core.Pos, hint, format string, args 
 	panic(e)
 }
 
-func constNode(v core.Value) core.Node { return func(*core.Frame) core.Value { return v } }
+// constNode returns a node that yields v: for the constants programs use
+// most (nil, booleans, small integers) one made at init and shared, else
+// a node of its own.
+func constNode(v core.Value) core.Node {
+	switch x := v.(type) {
+	case nil:
+		return sharedConsts.null
+	case bool:
+		if x {
+			return sharedConsts.yes
+		}
+		return sharedConsts.no
+	case int64:
+		if i := x - minSharedInt; i >= 0 && i < int64(len(sharedConsts.ints)) {
+			return sharedConsts.ints[i]
+		}
+	}
+	return newConstNode(v)
+}
+
+func newConstNode(v core.Value) core.Node { return func(*core.Frame) core.Value { return v } }
+
+// minSharedInt is the least integer of sharedConsts.ints.
+const minSharedInt = -1
+
+// sharedConsts are the nodes constNode shares, made once and only read.
+var sharedConsts = func() (s struct {
+	null, yes, no core.Node
+	ints          [34]core.Node // minSharedInt to 32
+}) {
+	s.null, s.yes, s.no = newConstNode(nil), newConstNode(true), newConstNode(false)
+	for i := range s.ints {
+		s.ints[i] = newConstNode(int64(i + minSharedInt))
+	}
+	return s
+}()
 
 func seqNode(nodes []core.Node) core.Node {
 	switch len(nodes) {
@@ -368,8 +403,11 @@ type operand struct {
 	node core.Node // otherwise
 }
 
-// Get is small enough to inline.
-func (o *operand) Get(fr *core.Frame) core.Value {
+// Get is small enough to inline. Its receiver is a value: a node that
+// calls Get on an operand it captures then holds the operand in its own
+// closure, where a pointer receiver would move each operand to the heap
+// by itself (an allocation per operand of every compiled call).
+func (o operand) Get(fr *core.Frame) core.Value {
 	if o.slot >= 0 {
 		return fr.Slots[o.slot]
 	}
