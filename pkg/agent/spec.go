@@ -275,29 +275,13 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr("system_prompt.language_spec", fmt.Sprintf("unknown language preset %q (known: %s)", p, strings.Join(LanguagePresets(), ", ")), nil)
 		}
 	}
-	a := &Agent{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl, tools: map[string]*boundTool{}}
-	for name, t := range spec.Tools {
-		field := "tools[" + name + "]"
-		if err := checkToolName(name); err != nil {
-			return nil, specErr(field, err.Error(), nil)
-		}
-		if t.initErr != nil {
-			return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
-		}
-		if t.fn == nil && t.sub == nil {
-			return nil, specErr(field, "tool has no function", nil)
-		}
-		bt, err := bindTool(name, t)
-		if err != nil {
-			return nil, specErr(field+".signature", err.Error(), err)
-		}
-		if bt.decl == nil && spec.Validation == signature.Strict {
-			return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
-		}
-		a.tools[name] = bt
-		a.toolKeys = append(a.toolKeys, name)
+	a := &Agent{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl}
+	if a.tools, err = bindTools(spec.Tools, spec.Validation, nil); err != nil {
+		return nil, err
 	}
-	slices.Sort(a.toolKeys)
+	if len(a.tools) > 0 {
+		a.toolKeys = sortedKeys(a.tools)
+	}
 	a.sysPrompt = sync.OnceValue(func() string { return a.systemPrompt(PromptContext{Turn: 1}) })
 	for i, ts := range spec.ToolCatalog {
 		field := fmt.Sprintf("tool_catalog[%d]", i)
@@ -320,6 +304,68 @@ func New(spec Spec) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// bindTools binds every tool of tools under its name, checking it as New
+// does (errors are *Error of KindSpec naming "tools[name]"). A tool whose
+// Signature is the one of the tool of the same name in prev reuses its
+// parsed signature.
+func bindTools(tools map[string]Tool, mode signature.Mode, prev map[string]*boundTool) (map[string]*boundTool, error) {
+	out := make(map[string]*boundTool, len(tools))
+	for name, t := range tools {
+		field := "tools[" + name + "]"
+		if err := checkToolName(name); err != nil {
+			return nil, specErr(field, err.Error(), nil)
+		}
+		if t.initErr != nil {
+			return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
+		}
+		if t.fn == nil && t.sub == nil {
+			return nil, specErr(field, "tool has no function", nil)
+		}
+		var bt *boundTool
+		if p := prev[name]; p != nil && p.decl != nil && p.tool.Signature == t.Signature {
+			bt = boundWith(name, t, p.decl)
+		} else {
+			var err error
+			if bt, err = bindTool(name, t); err != nil {
+				return nil, specErr(field+".signature", err.Error(), err)
+			}
+		}
+		if bt.decl == nil && mode == signature.Strict {
+			return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
+		}
+		out[name] = bt
+	}
+	return out, nil
+}
+
+// Rebind returns a copy of a whose tools are tools, which must name the
+// same tools as a's. What depends only on the spec (the parsed signature,
+// template and tool catalog, the system prompt, built once for both) is
+// shared rather than built again, so an agent built once serves many
+// callers whose tools differ (such as one per mission, each with its own
+// connection and context); a tool whose Signature is the one of a's tool
+// of that name reuses its parsed form. a is unchanged. Errors are those
+// New gives for such tools (*Error of KindSpec naming "tools[name]").
+func (a *Agent) Rebind(tools map[string]Tool) (*Agent, error) {
+	if len(tools) != len(a.tools) {
+		return nil, specErr("tools", fmt.Sprintf("rebinding needs the agent's %d tools (%s), got %d",
+			len(a.tools), strings.Join(a.toolKeys, ", "), len(tools)), nil)
+	}
+	for name := range tools {
+		if _, ok := a.tools[name]; !ok {
+			return nil, specErr("tools["+name+"]", fmt.Sprintf("tool %q is not one the agent was built with (%s)", name, strings.Join(a.toolKeys, ", ")), nil)
+		}
+	}
+	bound, err := bindTools(tools, a.spec.Validation, a.tools)
+	if err != nil {
+		return nil, err
+	}
+	na := *a
+	na.spec.Tools = tools
+	na.tools = bound
+	return &na, nil
 }
 
 // Spec returns a copy of the agent's spec with defaults filled in

@@ -43,6 +43,8 @@ type Runner struct {
 	cfg Config
 	// compiled keeps the programs of compiled missions once loaded
 	compiled *compiledCache
+	// agents keeps the agents of agent missions once built
+	agents *agentCache
 }
 
 // New returns a Runner.
@@ -50,7 +52,7 @@ func New(cfg Config) *Runner {
 	if cfg.DefaultModel == "" {
 		cfg.DefaultModel = "default"
 	}
-	return &Runner{cfg: cfg, compiled: newCompiledCache()}
+	return &Runner{cfg: cfg, compiled: newCompiledCache(), agents: newAgentCache()}
 }
 
 var _ fleet.Runner = (*Runner)(nil)
@@ -75,7 +77,7 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		return failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
 	}
 	turns := &turnTracker{}
-	a, err := buildAgent(ctx, m, env.Tools, turns)
+	a, err := buildAgent(ctx, m, env.Tools, turns, r.agents)
 	if err != nil {
 		return failStep(agent.ReasonInvalidAgent, err.Error()), nil
 	}

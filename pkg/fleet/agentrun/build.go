@@ -16,10 +16,13 @@ import (
 // its service advertises. A tool the agent names that the mission does not
 // allow, or a spec that does not build, is an error.
 func BuildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox) (*agent.Agent, error) {
-	return buildAgent(ctx, m, box, &turnTracker{})
+	return buildAgent(ctx, m, box, &turnTracker{}, nil)
 }
 
-func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, turns *turnTracker) (*agent.Agent, error) {
+// buildAgent builds m's agent with its tools bound to box. With a cache,
+// a spec built before (with the same limits) is rebound to the mission's
+// tools rather than built again, and a spec that builds is kept.
+func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, turns *turnTracker, cache *agentCache) (*agent.Agent, error) {
 	if m.Kind != messages.KindAgent || m.Agent == nil {
 		return nil, fmt.Errorf("mission kind %q has no agent", m.Kind)
 	}
@@ -27,10 +30,30 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 		return nil, fmt.Errorf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))
 	}
 	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, box, name, turns), true }
+	var key string
+	if cache != nil {
+		var ok bool
+		if key, ok = agentKey(m); ok {
+			if kept := cache.get(key); kept != nil {
+				tools := make(map[string]agent.Tool, len(m.Agent.Tools))
+				for _, name := range m.Agent.Tools {
+					tools[name] = remoteTool(ctx, box, name, turns)
+				}
+				return kept.Rebind(tools)
+			}
+		} else {
+			cache = nil
+		}
+	}
 	spec, err := agent.FromWire(m.Agent, resolve)
 	if err != nil {
 		return nil, err
 	}
 	spec.Limits = m.EffectiveLimits()
-	return agent.New(spec)
+	a, err := agent.New(spec)
+	if err != nil || cache == nil {
+		return a, err
+	}
+	cache.keep(key, a, spec.Tools)
+	return a, nil
 }

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm/llmtest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+	"github.com/ptcfleet/ptc/pkg/signature"
+)
+
+func intTool(v int64) Tool {
+	return FuncSig("() -> :int", func(context.Context, map[string]any) (any, error) { return v, nil })
+}
+
+// Agents rebound from one share what depends on the spec (built once,
+// the system prompt included), each calling its own tools, concurrently.
+func TestRebindSharesTheSpecPartsAndCallsItsOwnTools(t *testing.T) {
+	var builds atomic.Int64
+	spec := Spec{
+		Prompt: "Add {{n}} to the base.", Signature: "(n :int) -> :int",
+		Tools:       map[string]Tool{"base": intTool(0)},
+		ToolCatalog: []messages.ToolSchema{{Name: "later", Signature: "(x :int) -> :int"}},
+		SystemPrompt: SystemPrompt{Transform: func(s string) string {
+			builds.Add(1)
+			return s
+		}},
+	}
+	a := mustNew(t, spec)
+	want := a.systemPrompt(PromptContext{Turn: 1})
+	builds.Store(0)
+	const n = 8
+	agents := make([]*Agent, n)
+	for i := range agents {
+		b, err := a.Rebind(map[string]Tool{"base": intTool(int64(100 * i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.sig != a.sig || b.tmpl != a.tmpl || &b.catalog[0] != &a.catalog[0] || b.tools["base"].decl != a.tools["base"].decl {
+			t.Fatalf("agent %d does not share the parsed spec", i)
+		}
+		agents[i] = b
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, b := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := llmtest.New(llmtest.Code("(return (+ ctx/n (tool/base {})))"))
+			st, err := b.Run(context.Background(), RunOptions{Model: m, Context: map[string]any{"n": int64(i)}})
+			switch {
+			case err != nil:
+				errs[i] = err
+			case st.Return != int64(101*i):
+				errs[i] = fmt.Errorf("agent %d returned %v, want %d (its own tool)", i, st.Return, 101*i)
+			case m.Requests()[0].System != want:
+				errs[i] = fmt.Errorf("agent %d sent another system prompt:\n%s\nwant\n%s", i, m.Requests()[0].System, want)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := builds.Load(); got != 1 {
+		t.Errorf("the system prompt was built %d times for %d rebound agents, want once", got, n)
+	}
+	if a.spec.Tools["base"].fn == nil || agents[1].Spec().Tools["base"].fn == nil {
+		t.Fatal("a rebound agent's spec lost its tools")
+	}
+	if st, err := a.Run(context.Background(), RunOptions{Model: llmtest.New(llmtest.Code("(return (tool/base {}))")), Context: map[string]any{"n": int64(1)}}); err != nil || st.Return != int64(0) {
+		t.Fatalf("the agent rebound from: %v, %v; want its own tool's 0", st.Return, err)
+	}
+}
+
+// Rebind takes the agent's tools, no other, and checks each as New does.
+func TestRebindErrors(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "p", Tools: map[string]Tool{"base": intTool(1)}, Validation: signature.Strict})
+	_, err := a.Rebind(map[string]Tool{})
+	wantSpecError(t, err, "tools", "rebinding needs the agent's 1 tools (base), got 0")
+	_, err = a.Rebind(map[string]Tool{"other": intTool(1)})
+	wantSpecError(t, err, "tools[other]", `tool "other" is not one the agent was built with (base)`)
+	bad := FuncSig("(x :nope) -> :int", func(context.Context, map[string]any) (any, error) { return 1, nil })
+	_, newErr := New(Spec{Prompt: "p", Tools: map[string]Tool{"base": bad}})
+	_, err = a.Rebind(map[string]Tool{"base": bad})
+	if err == nil || newErr == nil || err.Error() != newErr.Error() {
+		t.Fatalf("a bad signature: Rebind %v, New %v; want New's error", err, newErr)
+	}
+	_, err = a.Rebind(map[string]Tool{"base": Func(func(context.Context, map[string]any) (any, error) { return 1, nil })})
+	wantSpecError(t, err, "tools[base]", "strict validation mode requires every tool to have a signature")
+	if a.tools["base"].decl == nil {
+		t.Fatal("a failed Rebind changed the agent")
+	}
+}
