@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -312,5 +313,111 @@ func TestEventReaderReadsSinglesAndBatches(t *testing.T) {
 	evs, err := c.Events(ctx, id)
 	if err != nil || len(evs) != len(want) {
 		t.Fatalf("events: %d, %v; want %d", len(evs), err, len(want))
+	}
+}
+
+// Every message the worker publishes on a mission's event subjects is
+// exactly the events' Marshal encoding: an event alone as Marshal gives
+// it, a batch as EncodeEventBatch of those, split where a batch is full;
+// an event whose value has no plain form goes without its values, one
+// over MaxEventBytes cut. Both with events waiting for a batch and with
+// each published at once.
+func TestEmittedEventBytes(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	const turns = messages.MaxEventBatch + 7 // one full batch and more
+	for _, delay := range []time.Duration{time.Minute, -1} {
+		t.Run(fmt.Sprint(delay), func(t *testing.T) {
+			_, nc := runJetStream(t)
+			startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+				for i := 1; i <= turns; i++ {
+					ev := &messages.Event{Kind: messages.EventEmit, Turn: i, Time: at, Data: map[string]any{"i": int64(i), "s": "x"}}
+					switch i {
+					case 3:
+						ev.Data["f"] = func() {} // no plain form
+					case 5:
+						ev.Data["big"] = strings.Repeat("b", fleet.MaxEventBytes)
+					}
+					env.Events.Emit(ev)
+				}
+				return &messages.Step{Return: "ok"}, nil
+			}), func(cfg *fleet.WorkerConfig) { cfg.EventDelay = delay })
+			c := newClient(t, nc)
+			m := newMission()
+			sub, err := nc.SubscribeSync(messages.EventFilter(c.Submitter(), m.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := c.Run(testCtx(t), m); err != nil || st.Fail != nil {
+				t.Fatalf("mission: %v %+v", err, st)
+			}
+			var got []*messages.Event
+			batches := 0
+			for len(got) < turns+2 { // started, the turns, final
+				msg, err := sub.NextMsg(5 * time.Second)
+				if err != nil {
+					t.Fatalf("after %d events: %v", len(got), err)
+				}
+				_, _, first, count, ok := messages.ParseEventSubject(msg.Subject)
+				if !ok || first != uint64(len(got)+1) {
+					t.Fatalf("subject %s after %d events", msg.Subject, len(got))
+				}
+				if _, err := strconv.Atoi(msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]); err != nil { // ends in its kind
+					var ev messages.Event
+					if err := messages.Unmarshal(msg.Data, &ev); err != nil {
+						t.Fatal(err)
+					}
+					if want, _ := messages.Marshal(&ev); !slices.Equal(msg.Data, want) {
+						t.Fatalf("%s: payload is not the event's encoding", msg.Subject)
+					}
+					got = append(got, &ev)
+					continue
+				}
+				batches++
+				evs, err := messages.DecodeEventBatch(msg.Data, int(count))
+				if err != nil {
+					t.Fatal(err)
+				}
+				enc := make([][]byte, len(evs))
+				for i, ev := range evs {
+					if ev == nil {
+						t.Fatalf("%s: element %d does not decode", msg.Subject, i)
+					}
+					enc[i], _ = messages.Marshal(ev)
+				}
+				if !slices.Equal(msg.Data, messages.EncodeEventBatch(enc)) {
+					t.Fatalf("%s: payload is not EncodeEventBatch of its events' encodings", msg.Subject)
+				}
+				got = append(got, evs...)
+			}
+			if (delay > 0) != (batches >= 2) {
+				t.Errorf("delay %v: %d batches", delay, batches)
+			}
+			if got[0].Kind != messages.EventStarted || got[len(got)-1].Kind != messages.EventFinal {
+				t.Errorf("first %s, last %s", got[0].Kind, got[len(got)-1].Kind)
+			}
+			for i, ev := range got[1 : len(got)-1] {
+				turn := i + 1
+				if ev.Turn != turn || !ev.Time.Equal(at) || ev.MissionID != m.ID || ev.Attempt != 1 || ev.Worker == "" {
+					t.Fatalf("event of turn %d: %+v", turn, ev)
+				}
+				switch turn {
+				case 3:
+					if ev.Data != nil {
+						t.Errorf("turn 3 kept its values: %v", ev.Data)
+					}
+				case 5:
+					if ev.Data["cut"] == nil {
+						t.Errorf("turn 5 not cut: %v", ev.Data)
+					}
+				default:
+					if ev.Data["i"] != int64(turn) || ev.Data["s"] != "x" {
+						t.Errorf("turn %d: data %v", turn, ev.Data)
+					}
+				}
+			}
+		})
 	}
 }

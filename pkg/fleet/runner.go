@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -113,13 +114,32 @@ type emitter struct {
 	// was lost, not late.
 	mu sync.Mutex
 	n  uint64 // the number of the last event published or waiting
-	// waiting holds the encoded events not published yet, numbered
-	// n-len(waiting)+1 to n, size their bytes, kind the last one's kind;
-	// timer publishes them
-	waiting [][]byte
-	size    int
-	kind    string
-	timer   *time.Timer
+	// buf holds the events not published yet, numbered n-count+1 to n,
+	// each encoded once, one after another, after room for a batch's
+	// header (messages.MaxEventBatchHeader bytes): a batch is published
+	// from buf as it is. kind is the last one's kind; timer publishes them.
+	// buf is nil while no event waits.
+	buf   *bytes.Buffer
+	count int
+	kind  string
+	timer *time.Timer
+}
+
+// eventBuffers holds the buffers emitters encode waiting events into.
+var eventBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEventBuffer bounds the buffers kept for reuse: a full batch
+// and the event that did not fit in it.
+const maxPooledEventBuffer = messages.MaxEventBatchHeader + MaxEventBatchBytes + MaxEventBytes
+
+// newEventBuffer returns an empty event buffer with room for a batch's
+// header.
+func newEventBuffer() *bytes.Buffer {
+	b := eventBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	var room [messages.MaxEventBatchHeader]byte
+	b.Write(room[:])
+	return b
 }
 
 // MaxEventBatchBytes bounds one message on EVENTS carrying several events:
@@ -157,32 +177,35 @@ func (e *emitter) Emit(ev *messages.Event) {
 		out.Time = time.Now().UTC()
 	}
 	out.Worker, out.Attempt = e.worker, e.attempt
-	data, err := messages.Marshal(out)
-	if err != nil {
-		// A value with no plain form: send the event without it.
-		out.Args, out.Result, out.Data = nil, nil, nil
-		if data, err = messages.Marshal(out); err != nil {
-			return
-		}
-	}
-	if len(data) > MaxEventBytes {
-		if data, err = cutEvent(out); err != nil {
-			return
-		}
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.delay <= 0 {
-		e.n++
-		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), data)
+	if e.buf == nil {
+		e.buf = newEventBuffer()
+	}
+	start := e.buf.Len()
+	if encodeEvent(e.buf, out) != nil {
+		if e.count == 0 {
+			e.releaseLocked()
+		}
 		return
 	}
-	if len(e.waiting) > 0 && (e.size+len(data) > MaxEventBatchBytes || len(e.waiting) == messages.MaxEventBatch) {
+	if e.delay <= 0 {
+		e.n++
+		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), e.buf.Bytes()[start:])
+		e.releaseLocked()
+		return
+	}
+	if e.count > 0 && (e.buf.Len()-messages.MaxEventBatchHeader > MaxEventBatchBytes || e.count == messages.MaxEventBatch) {
+		// The events before this one go out first; it starts the next
+		// batch.
+		next := newEventBuffer()
+		next.Write(e.buf.Bytes()[start:])
+		e.buf.Truncate(start)
 		e.publishLocked()
+		e.buf = next
 	}
 	e.n++
-	e.waiting = append(e.waiting, data)
-	e.size += len(data)
+	e.count++
 	e.kind = out.Kind
 	switch {
 	case out.Kind == messages.EventFinal:
@@ -190,6 +213,30 @@ func (e *emitter) Emit(ev *messages.Event) {
 	case e.timer == nil:
 		e.timer = time.AfterFunc(e.delay, e.Flush)
 	}
+}
+
+// encodeEvent appends out's encoding to buf: without its values when one
+// has no plain form, cut (cutEvent) when over MaxEventBytes. On an error
+// buf is as it was.
+func encodeEvent(buf *bytes.Buffer, out *messages.Event) error {
+	start := buf.Len()
+	if messages.MarshalTo(buf, out) != nil {
+		// A value with no plain form: send the event without it.
+		out.Args, out.Result, out.Data = nil, nil, nil
+		if err := messages.MarshalTo(buf, out); err != nil {
+			return err
+		}
+	}
+	if buf.Len()-start <= MaxEventBytes {
+		return nil
+	}
+	buf.Truncate(start)
+	data, err := cutEvent(out)
+	if err != nil {
+		return err
+	}
+	buf.Write(data)
+	return nil
 }
 
 // Flush publishes the events waiting, at once. The mission's message must
@@ -211,8 +258,8 @@ func (e *emitter) drop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.stopLocked()
-	e.n -= uint64(len(e.waiting))
-	e.waiting, e.size = nil, 0
+	e.n -= uint64(e.count)
+	e.releaseLocked()
 }
 
 func (e *emitter) stopLocked() {
@@ -222,21 +269,36 @@ func (e *emitter) stopLocked() {
 	}
 }
 
+// releaseLocked forgets the events waiting and hands their buffer back.
+func (e *emitter) releaseLocked() {
+	if e.buf != nil && e.buf.Cap() <= maxPooledEventBuffer {
+		eventBuffers.Put(e.buf)
+	}
+	e.buf, e.count = nil, 0
+}
+
 // publishLocked publishes the events waiting: one alone on its own
-// subject, several as one batch.
+// subject, several as one batch (messages.EncodeEventBatch's payload,
+// its header written into the room before the first event).
 func (e *emitter) publishLocked() {
 	e.stopLocked()
-	switch len(e.waiting) {
-	case 0:
+	if e.buf == nil {
 		return
-	case 1:
-		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, e.kind), e.waiting[0])
-	default:
-		first := e.n - uint64(len(e.waiting)) + 1
-		_ = e.nc.Publish(messages.EventBatchSubject(e.sub, e.missionID, first, len(e.waiting)), messages.EncodeEventBatch(e.waiting))
 	}
-	clear(e.waiting)
-	e.waiting, e.size = e.waiting[:0], 0
+	b := e.buf.Bytes()
+	switch e.count {
+	case 0:
+	case 1:
+		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, e.kind), b[messages.MaxEventBatchHeader:])
+	default:
+		var h [messages.MaxEventBatchHeader]byte
+		head := messages.AppendEventBatchHeader(h[:0], e.count)
+		at := messages.MaxEventBatchHeader - len(head)
+		copy(b[at:], head)
+		first := e.n - uint64(e.count) + 1
+		_ = e.nc.Publish(messages.EventBatchSubject(e.sub, e.missionID, first, e.count), b[at:])
+	}
+	e.releaseLocked()
 }
 
 // MaxEventBytes bounds one progress event as published and stored in

@@ -30,6 +30,18 @@ func Marshal(v any) ([]byte, error) {
 			marshalBuffers.Put(buf)
 		}
 	}()
+	if err := MarshalTo(buf, v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// MarshalTo appends v's encoding, the bytes Marshal returns, to buf; on an
+// error buf is left as it was. Several values encoded into one buffer cost
+// no copy each (an event batch is its events' encodings after an array
+// header).
+func MarshalTo(buf *bytes.Buffer, v any) error {
+	start := buf.Len()
 	// the codec's own pool of encoders; Reset clears every setting
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
@@ -38,13 +50,14 @@ func Marshal(v any) ([]byte, error) {
 	enc.UseCompactInts(true)
 	err := marshalPlanned(enc, v)
 	if errors.Is(err, errUnplanned) {
-		buf.Reset()
+		buf.Truncate(start)
 		err = enc.Encode(v)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("messages: encode %T: %w", v, err)
+		buf.Truncate(start)
+		return fmt.Errorf("messages: encode %T: %w", v, err)
 	}
-	return bytes.Clone(buf.Bytes()), nil
+	return nil
 }
 
 // decodeState is a decoder and the reader it reads, reused by Unmarshal.

@@ -234,19 +234,28 @@ func EncodeEventBatch(events [][]byte) []byte {
 	for _, e := range events {
 		size += len(e)
 	}
-	out := make([]byte, 0, size)
-	switch n := len(events); {
-	case n <= 15:
-		out = append(out, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		out = append(out, 0xdc, byte(n>>8), byte(n))
-	default:
-		out = append(out, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
+	out := AppendEventBatchHeader(make([]byte, 0, size), len(events))
 	for _, e := range events {
 		out = append(out, e...)
 	}
 	return out
+}
+
+// MaxEventBatchHeader is the most bytes AppendEventBatchHeader appends.
+const MaxEventBatchHeader = 5
+
+// AppendEventBatchHeader appends to dst the start of a batch of n events:
+// the payload EncodeEventBatch returns is it and then the events' own
+// encodings, one after another.
+func AppendEventBatchHeader(dst []byte, n int) []byte {
+	switch {
+	case n <= 15:
+		return append(dst, 0x90|byte(n))
+	case n <= math.MaxUint16:
+		return append(dst, 0xdc, byte(n>>8), byte(n))
+	default:
+		return append(dst, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
 }
 
 // DecodeEventBatch decodes the payload of a message on EventBatchSubject
