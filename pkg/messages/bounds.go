@@ -152,6 +152,10 @@ func CheckBounds(data []byte) error {
 		if len(open) > MaxNesting {
 			return fmt.Errorf("messages: msgpack nested deeper than %d levels at byte %d", MaxNesting, pos)
 		}
+		if len(open) == cap(open) {
+			// Deeper than the array: one slice for every level allowed.
+			open = append(make([]int, 0, MaxNesting+1), open...)
+		}
 		open = append(open, items)
 		pending += items
 	}
