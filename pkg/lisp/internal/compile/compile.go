@@ -296,7 +296,13 @@ func (c *Compiler) builtinCall(b *core.Builtin, f *syntax.Form) core.Node {
 		args[1] = c.compile(f.Items[2], false)
 		args[2] = c.compile(f.Items[3], false)
 	} else {
-		args = c.compileAll(f.Items[1:])
+		// the arguments' nodes are copied into the call's operands or
+		// node below: a few are compiled into an array on the stack
+		var buf [4]core.Node
+		args = buf[:0]
+		for _, a := range f.Items[1:] {
+			args = append(args, c.compile(a, false))
+		}
 	}
 	if k := streamArg(b.Name, n); k >= 0 && c.streamSource(f.Items[1+k]) {
 		args[k] = streamNode(args[k])
