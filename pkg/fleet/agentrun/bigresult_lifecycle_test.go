@@ -38,7 +38,9 @@ func toolResultObjects(obs jetstream.ObjectStore) ([]string, error) {
 // waitObjects waits up to 30s for the bucket to hold exactly want.
 func waitObjects(t *testing.T, obs jetstream.ObjectStore, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// the worker deletes them after the result is stored, which a loaded
+	// race build with other packages' tests running may delay long
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		got, err := toolResultObjects(obs)
 		if err == nil && strings.Join(got, ",") == strings.Join(want, ",") {
