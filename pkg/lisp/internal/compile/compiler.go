@@ -634,3 +634,29 @@ func threadStep(step, x *syntax.Form, last bool) *syntax.Form {
 	}
 	return mkList(step.Pos, step, x)
 }
+
+// isBuiltin reports whether sym is an unqualified symbol that names a
+// builtin at its position.
+func (c *Compiler) isBuiltin(sym *syntax.Form) bool {
+	if sym.Kind != syntax.FSym || sym.Ns != "" {
+		return false
+	}
+	switch k, _ := resOf(sym); k {
+	case resBuiltin:
+		return true
+	case resNone:
+		_, ok := c.Builtins[sym.Name]
+		return ok && !c.bound(sym.Name)
+	}
+	return false
+}
+
+// bound reports whether name is a local of the scope being compiled (or
+// an enclosing one), without capturing it: what a symbol the compiler
+// made (unresolved) names.
+func (c *Compiler) bound(name string) bool {
+	if c == nil || c.sc == nil {
+		return false
+	}
+	return c.sc.binds(name)
+}

@@ -475,22 +475,6 @@ func (c *Compiler) headBuiltin(f *syntax.Form) string {
 	return f.Items[0].Name
 }
 
-// isBuiltin reports whether sym is an unqualified symbol that names a
-// builtin at its position.
-func (c *Compiler) isBuiltin(sym *syntax.Form) bool {
-	if sym.Kind != syntax.FSym || sym.Ns != "" {
-		return false
-	}
-	switch k, _ := resOf(sym); k {
-	case resBuiltin:
-		return true
-	case resNone:
-		_, ok := c.Builtins[sym.Name]
-		return ok && !c.bound(sym.Name)
-	}
-	return false
-}
-
 // isBuiltinSym reports whether sym is builtin name at its position.
 func (c *Compiler) isBuiltinSym(sym *syntax.Form, name string) bool {
 	return sym.Kind == syntax.FSym && sym.Ns == "" && sym.Name == name && c.isBuiltin(sym)
@@ -499,16 +483,6 @@ func (c *Compiler) isBuiltinSym(sym *syntax.Form, name string) bool {
 // callsBuiltin reports whether f is a call of builtin name.
 func (c *Compiler) callsBuiltin(f *syntax.Form, name string) bool {
 	return f.Kind == syntax.FList && len(f.Items) > 0 && c.isBuiltinSym(f.Items[0], name)
-}
-
-// bound reports whether name is a local of the scope being compiled (or
-// an enclosing one), without capturing it: what a symbol the compiler
-// made (unresolved) names.
-func (c *Compiler) bound(name string) bool {
-	if c == nil || c.sc == nil {
-		return false
-	}
-	return c.sc.binds(name)
 }
 
 // isLocal reports whether sym names a local at its position.
