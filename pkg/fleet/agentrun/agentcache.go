@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -44,45 +43,13 @@ func agentKey(m *messages.Mission) (key string, ok bool) {
 // kept agent to its own tools (agent.Agent.Rebind): its signature,
 // template, tool catalog and system prompt are built once and shared,
 // never written after. Only agents that built are kept; the oldest go
-// first when a bound is reached. It is safe for concurrent use.
+// first when a bound is reached.
 type agentCache struct {
-	mu     sync.Mutex
-	agents map[string]*agent.Agent
-	order  []string // oldest first
-	bytes  int
+	*keptCache[string, *agent.Agent]
 }
 
 func newAgentCache() *agentCache {
-	return &agentCache{agents: map[string]*agent.Agent{}}
-}
-
-// get returns the agent kept under k, or nil.
-func (c *agentCache) get(k string) *agent.Agent {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.agents[k]
-}
-
-// put keeps a under k, letting the oldest agents go while the bounds are
-// exceeded.
-func (c *agentCache) put(k string, a *agent.Agent) {
-	if len(k) > agentCacheBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.agents[k]; ok {
-		return
-	}
-	for len(c.order) > 0 && (len(c.order) >= agentCacheEntries || c.bytes+len(k) > agentCacheBytes) {
-		old := c.order[0]
-		c.order = c.order[1:]
-		delete(c.agents, old)
-		c.bytes -= len(old)
-	}
-	c.agents[k] = a
-	c.order = append(c.order, k)
-	c.bytes += len(k)
+	return &agentCache{newKeptCache[string, *agent.Agent](agentCacheEntries, agentCacheBytes, func(k string) int { return len(k) })}
 }
 
 // errUnboundAgentTool is the error of a tool of a kept agent, which runs

@@ -78,8 +78,8 @@ func TestRunnerBuildsAnAgentSpecOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(r.agents.agents) != 1 {
-		t.Fatalf("%d agents kept for one spec, want 1", len(r.agents.agents))
+	if r.agents.len() != 1 {
+		t.Fatalf("%d agents kept for one spec, want 1", r.agents.len())
 	}
 	key, _ := agentKey(first)
 	kept := r.agents.get(key)
@@ -144,7 +144,7 @@ func TestRunnerBuildsAnAgentSpecOnce(t *testing.T) {
 		if _, err := buildAgent(ctx, m, missionBox(t, srv, m), &turnTracker{}, r.agents); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(r.agents.agents), 3+i; got != want {
+		if got, want := r.agents.len(), 3+i; got != want {
 			t.Fatalf("change %d: %d agents kept, want %d", i, got, want)
 		}
 	}
@@ -168,7 +168,7 @@ func TestAgentCacheKeepsOnlyWhatBuilds(t *testing.T) {
 	if _, err := buildAgent(ctx, sub, nil, &turnTracker{}, r.agents); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.agents.agents); n != 0 {
+	if n := r.agents.len(); n != 0 {
 		t.Fatalf("%d agents kept, want 0", n)
 	}
 }
@@ -182,8 +182,8 @@ func TestAgentCacheBounds(t *testing.T) {
 	for i := range agentCacheEntries + 10 {
 		c.put("spec "+strconv.Itoa(i), a)
 	}
-	if len(c.agents) != agentCacheEntries || len(c.order) != agentCacheEntries || c.get("spec 9") != nil || c.get("spec 10") == nil {
-		t.Fatalf("%d kept (order %d); spec 9 kept %v, spec 10 kept %v", len(c.agents), len(c.order), c.get("spec 9") != nil, c.get("spec 10") != nil)
+	if c.len() != agentCacheEntries || len(c.order) != agentCacheEntries || c.get("spec 9") != nil || c.get("spec 10") == nil {
+		t.Fatalf("%d kept (order %d); spec 9 kept %v, spec 10 kept %v", c.len(), len(c.order), c.get("spec 9") != nil, c.get("spec 10") != nil)
 	}
 	big := strings.Repeat("x", agentCacheBytes/2)
 	c.put(big+"1", a)

@@ -3,7 +3,6 @@ package agentrun
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 )
@@ -36,44 +35,12 @@ func newCompiledKey(program, signature string, tools []string) compiledKey {
 // left them (read, evaluated, checked), so that a mission running a
 // program seen before rebinds it to its own tools rather than reading it
 // again. Only programs that loaded are kept; the oldest go first when a
-// bound is reached. It is safe for concurrent use.
-type compiledCache struct {
-	mu    sync.Mutex
-	progs map[compiledKey]*agent.Compiled
-	order []compiledKey // oldest first
-	bytes int
-}
+// bound is reached.
+type compiledCache = keptCache[compiledKey, *agent.Compiled]
 
 func newCompiledCache() *compiledCache {
-	return &compiledCache{progs: map[compiledKey]*agent.Compiled{}}
+	return newKeptCache[compiledKey, *agent.Compiled](compiledCacheEntries, compiledCacheBytes, compiledKey.size)
 }
 
-// get returns the program kept under k, or nil.
-func (c *compiledCache) get(k compiledKey) *agent.Compiled {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.progs[k]
-}
-
-// put keeps p under k, letting the oldest programs go while the bounds
-// are exceeded.
-func (c *compiledCache) put(k compiledKey, p *agent.Compiled) {
-	size := len(k.program) + len(k.signature) + len(k.tools)
-	if size > compiledCacheBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.progs[k]; ok {
-		return
-	}
-	for len(c.order) > 0 && (len(c.order) >= compiledCacheEntries || c.bytes+size > compiledCacheBytes) {
-		old := c.order[0]
-		c.order = c.order[1:]
-		delete(c.progs, old)
-		c.bytes -= len(old.program) + len(old.signature) + len(old.tools)
-	}
-	c.progs[k] = p
-	c.order = append(c.order, k)
-	c.bytes += size
-}
+// size is what a key counts against compiledCacheBytes.
+func (k compiledKey) size() int { return len(k.program) + len(k.signature) + len(k.tools) }

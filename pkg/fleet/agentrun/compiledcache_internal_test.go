@@ -35,7 +35,7 @@ func TestRunnerLoadsACompiledProgramOnce(t *testing.T) {
 		}
 		kept = k
 	}
-	if n := len(r.compiled.progs); n != 1 {
+	if n := r.compiled.len(); n != 1 {
 		t.Fatalf("%d programs kept, want 1", n)
 	}
 	// what the Runner keeps calls no mission's tool
@@ -46,7 +46,7 @@ func TestRunnerLoadsACompiledProgramOnce(t *testing.T) {
 	if _, err := r.loadCompiled(spec, map[string]agent.Tool{"base": constTool(1), "more": constTool(1)}, messages.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.compiled.progs); n != 2 {
+	if n := r.compiled.len(); n != 2 {
 		t.Fatalf("%d programs kept after other tools, want 2", n)
 	}
 	// a program that does not load fails every time and is not kept
@@ -56,7 +56,7 @@ func TestRunnerLoadsACompiledProgramOnce(t *testing.T) {
 			t.Fatalf("bad program: err = %v", err)
 		}
 	}
-	if n := len(r.compiled.progs); n != 2 {
+	if n := r.compiled.len(); n != 2 {
 		t.Fatalf("%d programs kept after a bad one, want 2", n)
 	}
 }
@@ -74,7 +74,7 @@ func TestCompiledCacheBounds(t *testing.T) {
 	for i := range compiledCacheEntries + 10 {
 		cache.put(key(i, 0), c)
 	}
-	if n := len(cache.progs); n != compiledCacheEntries {
+	if n := cache.len(); n != compiledCacheEntries {
 		t.Fatalf("%d programs kept, want the bound %d", n, compiledCacheEntries)
 	}
 	if cache.get(key(9, 0)) != nil || cache.get(key(10, 0)) == nil || cache.get(key(compiledCacheEntries+9, 0)) == nil {
