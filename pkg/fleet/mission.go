@@ -629,6 +629,15 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 // run or an earlier one): the mission is over.
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() *messages.ObjectRef, log *zerolog.Logger) bool {
 	id := k.id
+	// notStored sends the mission back to the queue with its answers
+	// journaled and its events out: its result is not stored.
+	notStored := func() bool {
+		flushJournal(ctx, journal, log)
+		em.Flush()
+		_ = msg.NakWithDelay(w.cfg.NakDelay)
+		attemptFrom(ctx).setOutcome("result_not_stored")
+		return false
+	}
 	if record != nil {
 		step.Record = record()
 	}
@@ -640,11 +649,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	cur, err := getStatus(ctx, w.st, k)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
-		flushJournal(ctx, journal, log)
-		em.Flush()
-		_ = msg.NakWithDelay(w.cfg.NakDelay)
-		attemptFrom(ctx).setOutcome("result_not_stored")
-		return false
+		return notStored()
 	}
 	if err == nil && entry != nil &&
 		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
@@ -668,11 +673,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
-		flushJournal(ctx, journal, log)
-		em.Flush()
-		_ = msg.NakWithDelay(w.cfg.NakDelay)
-		attemptFrom(ctx).setOutcome("result_not_stored")
-		return false
+		return notStored()
 	}
 	if !mine {
 		log.Info().Msg("a result was already stored; keeping it")
