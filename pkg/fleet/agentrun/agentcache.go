@@ -3,7 +3,6 @@ package agentrun
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -52,16 +51,12 @@ func newAgentCache() *agentCache {
 	return &agentCache{newKeptCache[string, *agent.Agent](agentCacheEntries, agentCacheBytes, func(k string) int { return len(k) })}
 }
 
-// errUnboundAgentTool is the error of a tool of a kept agent, which runs
-// only once rebound to a mission's tools.
-var errUnboundAgentTool = errors.New("agentrun: a kept agent's tool is called unbound")
-
 // keep puts a (built from the spec named k) in the cache, bound to
 // stand-ins of its tools: each keeps the tool's signature and
 // description, so that a mission whose tools advertise the same
 // signatures reuses their parsed form.
 func (c *agentCache) keep(k string, a *agent.Agent, tools map[string]agent.Tool) {
-	unbound := func(context.Context, map[string]any) (any, error) { return nil, errUnboundAgentTool }
+	unbound := func(context.Context, map[string]any) (any, error) { return nil, errUnboundTool }
 	stand := make(map[string]agent.Tool, len(tools))
 	for name, t := range tools {
 		s := agent.Skip(unbound)

@@ -114,8 +114,8 @@ func TestRunnerBuildsAnAgentSpecOnce(t *testing.T) {
 	}
 	// what the Runner keeps calls no mission's tool
 	st, _ := kept.Run(ctx, agent.RunOptions{Model: llmtest.New(llmtest.Code("(return (tool/whoami {}))"), llmtest.Code("(return 1)"))})
-	if st == nil || len(st.Trace) == 0 || len(st.Trace[0].ToolCalls) == 0 || !strings.Contains(st.Trace[0].ToolCalls[0].Error, errUnboundAgentTool.Error()) {
-		t.Fatalf("the kept agent's tool call: %+v, want %v", st, errUnboundAgentTool)
+	if st == nil || len(st.Trace) == 0 || len(st.Trace[0].ToolCalls) == 0 || !strings.Contains(st.Trace[0].ToolCalls[0].Error, errUnboundTool.Error()) {
+		t.Fatalf("the kept agent's tool call: %+v, want %v", st, errUnboundTool)
 	}
 
 	// other limits, or any other field of the spec, are another agent

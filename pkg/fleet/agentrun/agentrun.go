@@ -342,10 +342,6 @@ func (r *Runner) loadCompiled(spec *messages.CompiledSpec, tools map[string]agen
 	return c, nil
 }
 
-// errUnboundTool is the error of a tool of a kept compiled program, which
-// runs only once rebound to a mission's tools.
-var errUnboundTool = errors.New("agentrun: a kept compiled program's tool is called unbound")
-
 // CompiledResultSignature is the Signature of a compiled mission's Step:
 // Return is a list with one entry per input, in input order, each a map
 // holding exactly one of "value" (the program's return for that input) or

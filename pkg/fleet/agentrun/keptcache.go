@@ -1,6 +1,9 @@
 package agentrun
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // keptCache keeps values under comparable keys within two bounds: a
 // number of entries and a sum of sizes (size(k) of each key). The oldest
@@ -58,3 +61,8 @@ func (c *keptCache[K, V]) len() int {
 	defer c.mu.Unlock()
 	return len(c.vals)
 }
+
+// errUnboundTool is the error of a tool of what a keptCache holds (a
+// compiled program or an agent), bound to stand-ins: it runs only once
+// rebound to a mission's tools.
+var errUnboundTool = errors.New("agentrun: a kept program's or agent's tool is called unbound")
