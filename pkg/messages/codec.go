@@ -305,10 +305,14 @@ func normUint(u uint64) any {
 }
 
 // normalizeValue walks a decoded struct and normalizes every dynamic value
-// (fields of interface type and maps/slices of them) in place.
+// (fields of interface type and maps/slices of them) in place. It skips
+// the values of staticTypes, which hold none.
 func normalizeValue(rv reflect.Value, depth int) error {
 	if depth > maxWalkDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxWalkDepth)
+	}
+	if staticTypes[rv.Type()] {
+		return nil
 	}
 	switch rv.Kind() {
 	case reflect.Pointer:
@@ -455,4 +459,83 @@ func RoundFloats(v any, digits int) any {
 		}
 	}
 	return v
+}
+
+// staticWireTypes returns the types reachable from roots through which
+// normalizeValue reaches no dynamic value: it would walk their values and
+// change nothing. Where normalizeValue goes, so does this: through
+// pointers, exported struct fields (not into time's structs), slices other
+// than []byte and the values of maps; an interface, or a map of
+// interfaces, is dynamic; every other kind is a leaf.
+func staticWireTypes(roots ...reflect.Type) map[reflect.Type]bool {
+	var all []reflect.Type
+	seen := map[reflect.Type]bool{}
+	var children func(t reflect.Type) []reflect.Type
+	children = func(t reflect.Type) []reflect.Type {
+		switch t.Kind() {
+		case reflect.Pointer:
+			return []reflect.Type{t.Elem()}
+		case reflect.Slice:
+			if t.Elem().Kind() != reflect.Uint8 {
+				return []reflect.Type{t.Elem()}
+			}
+		case reflect.Map:
+			return []reflect.Type{t.Elem()}
+		case reflect.Struct:
+			if t.PkgPath() == "time" {
+				return nil
+			}
+			var out []reflect.Type
+			for i := range t.NumField() {
+				if f := t.Field(i); f.IsExported() {
+					out = append(out, f.Type)
+				}
+			}
+			return out
+		}
+		return nil
+	}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		all = append(all, t)
+		for _, c := range children(t) {
+			collect(c)
+		}
+	}
+	for _, t := range roots {
+		collect(t)
+	}
+	dynamic := map[reflect.Type]bool{}
+	for _, t := range all {
+		if t.Kind() == reflect.Interface || (t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Interface) {
+			dynamic[t] = true
+		}
+	}
+	// A type is dynamic when a child is: spread until nothing changes
+	// (types may reach themselves, a Step its child Steps).
+	for changed := true; changed; {
+		changed = false
+		for _, t := range all {
+			if dynamic[t] {
+				continue
+			}
+			for _, c := range children(t) {
+				if dynamic[c] {
+					dynamic[t], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	static := map[reflect.Type]bool{}
+	for _, t := range all {
+		if !dynamic[t] {
+			static[t] = true
+		}
+	}
+	return static
 }

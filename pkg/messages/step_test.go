@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -476,5 +477,78 @@ func TestUnmarshalReusesDecoders(t *testing.T) {
 		}
 	}); n > 5.5 {
 		t.Fatalf("%.1f allocations per Unmarshal of a status, want at most 5.5", n)
+	}
+}
+
+func TestStaticWireTypes(t *testing.T) {
+	type leaf struct {
+		N    int
+		Next *leaf
+		Tags map[string]string
+	}
+	type branch struct {
+		Leaves []leaf
+		Back   *branch
+		Value  any
+	}
+	type tree struct {
+		Branch *branch
+		hidden any //nolint:unused // normalizeValue skips unexported fields
+	}
+	static := staticWireTypes(reflect.TypeFor[tree](), reflect.TypeFor[Status](), reflect.TypeFor[Step](), reflect.TypeFor[Mission]())
+	for _, c := range []struct {
+		t    reflect.Type
+		want bool
+	}{
+		{reflect.TypeFor[leaf](), true},
+		{reflect.TypeFor[*leaf](), true},
+		{reflect.TypeFor[map[string]string](), true},
+		{reflect.TypeFor[branch](), false},
+		{reflect.TypeFor[*branch](), false},
+		{reflect.TypeFor[tree](), false},
+		{reflect.TypeFor[Status](), true},
+		{reflect.TypeFor[Usage](), true},
+		{reflect.TypeFor[time.Time](), true},
+		{reflect.TypeFor[Step](), false},
+		{reflect.TypeFor[[]Turn](), false},
+		{reflect.TypeFor[Fail](), false},
+		{reflect.TypeFor[Mission](), false},
+	} {
+		if static[c.t] != c.want {
+			t.Errorf("%s static: %v, want %v", c.t, static[c.t], c.want)
+		}
+	}
+	for ty := range staticTypes {
+		if ty.Kind() == reflect.Interface {
+			t.Errorf("staticTypes holds the interface %s", ty)
+		}
+	}
+}
+
+// TestUnmarshalWalksOnlyDynamicValues: the walk after decoding leaves the
+// values that hold nothing dynamic alone (a status with labels costs it
+// nothing, where copying each label in and out of the map cost three
+// allocations) and still normalizes those that do.
+func TestUnmarshalWalksOnlyDynamicValues(t *testing.T) {
+	st := &Status{Version: StatusVersion, MissionID: "01M8GXXR14QKVJ9F1BZ9RMM7QG", Submitter: DefaultSubmitter, State: StateRunning, Summary: &MissionSummary{Labels: map[string]string{}}}
+	for i := range 20 {
+		st.Summary.Labels[fmt.Sprint("label", i)] = "v"
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := normalizeValue(reflect.ValueOf(st), 0); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations walking a status of 20 labels, want 0", n)
+	}
+	s := &Step{Version: StepVersion, Return: map[string]any{"n": uint8(3), "b": []byte("x")},
+		Memory: map[string]any{"m": []any{uint16(7)}}}
+	if err := normalizeValue(reflect.ValueOf(s), 0); err != nil {
+		t.Fatal(err)
+	}
+	want := &Step{Version: StepVersion, Return: map[string]any{"n": int64(3), "b": "x"},
+		Memory: map[string]any{"m": []any{int64(7)}}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("normalized %#v, want %#v", s, want)
 	}
 }

@@ -56,7 +56,14 @@ type wirePlan struct{ fields []wireField }
 
 // wirePlans holds the plan of every struct type of the messages; built
 // once, then only read.
-var wirePlans = planWireTypes(
+var wirePlans = planWireTypes(wireRoots...)
+
+// staticTypes holds the types of wireRoots' values that normalizeValue need
+// not walk; built once, then only read.
+var staticTypes = staticWireTypes(wireRoots...)
+
+// wireRoots are the struct types of the messages.
+var wireRoots = []reflect.Type{
 	reflect.TypeFor[ApprovalPolicy](), reflect.TypeFor[ApprovalRule](),
 	reflect.TypeFor[ApprovalCond](), reflect.TypeFor[Approval](), reflect.TypeFor[Cancel](),
 	reflect.TypeFor[Event](), reflect.TypeFor[Limits](), reflect.TypeFor[PromptLimit](),
@@ -68,7 +75,7 @@ var wirePlans = planWireTypes(
 	reflect.TypeFor[Usage](), reflect.TypeFor[Turn](), reflect.TypeFor[PromptMessage](),
 	reflect.TypeFor[ToolCall](), reflect.TypeFor[ToolRequest](), reflect.TypeFor[ToolResponse](),
 	reflect.TypeFor[ToolError](), reflect.TypeFor[stepWire](),
-)
+}
 
 var (
 	mapStringAnyType = reflect.TypeFor[map[string]any]()
