@@ -515,14 +515,46 @@ const ModelKeyPrefix = journalModel
 // reply depends on (model name, system prompt, messages, options), in a
 // fixed order.
 func ModelKey(parts ...string) string {
-	h := sha256.New()
+	var k ModelKeyBuilder
 	for _, p := range parts {
-		h.Write([]byte(strconv.Itoa(len(p))))
-		h.Write([]byte{':'})
-		h.Write([]byte(p))
+		k.AddString(p)
 	}
-	return journalModel + hex.EncodeToString(h.Sum(nil)[:16])
+	return k.Key()
 }
+
+// ModelKeyBuilder builds the key ModelKey gives, one part at a time, from
+// bytes as well as strings; its zero value is empty. Kept and Reset, it
+// builds the next key without allocating.
+type ModelKeyBuilder struct {
+	buf []byte // each part so far, after its length and a colon
+}
+
+// Add appends the part p.
+func (k *ModelKeyBuilder) Add(p []byte) {
+	k.buf = strconv.AppendInt(k.buf, int64(len(p)), 10)
+	k.buf = append(append(k.buf, ':'), p...)
+}
+
+// AddString appends the part p.
+func (k *ModelKeyBuilder) AddString(p string) {
+	k.buf = strconv.AppendInt(k.buf, int64(len(p)), 10)
+	k.buf = append(append(k.buf, ':'), p...)
+}
+
+// Key returns the key of the parts added.
+func (k *ModelKeyBuilder) Key() string {
+	sum := sha256.Sum256(k.buf)
+	var key [len(journalModel) + 32]byte
+	copy(key[:], journalModel)
+	hex.Encode(key[len(journalModel):], sum[:16])
+	return string(key[:])
+}
+
+// Reset empties k, keeping its buffer.
+func (k *ModelKeyBuilder) Reset() { k.buf = k.buf[:0] }
+
+// Cap is the room k's buffer holds.
+func (k *ModelKeyBuilder) Cap() int { return cap(k.buf) }
 
 // toolKey is the journal key of a call in turn whose content (tool and
 // arguments) has the given callDigest.

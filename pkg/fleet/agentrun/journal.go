@@ -1,9 +1,12 @@
 package agentrun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -160,13 +163,61 @@ func encodeReply(resp *llm.Response) ([]byte, error) {
 // modelKey is the journal key of a request to the model named name: it
 // covers everything the reply depends on.
 func modelKey(name string, req llm.Request) string {
-	msgs, err := json.Marshal(req.Messages)
-	if err != nil {
-		msgs = []byte(fmt.Sprintf("%v", req.Messages))
+	kb := modelKeyBuilders.Get().(*modelKeyBuilder)
+	defer kb.release()
+	k := &kb.key
+	k.AddString(name)
+	k.AddString(req.System)
+	if part, err := kb.json(req.Messages); err == nil {
+		k.Add(part)
+	} else {
+		k.AddString(fmt.Sprintf("%v", req.Messages))
 	}
-	tools, _ := json.Marshal(req.Tools)
-	opts, _ := json.Marshal(req.Opts)
-	return fleet.ModelKey(name, req.System, string(msgs), string(tools), string(opts), fmt.Sprint(req.Turn))
+	part, _ := kb.json(req.Tools)
+	k.Add(part)
+	part, _ = kb.json(req.Opts)
+	k.Add(part)
+	var turn [20]byte
+	k.Add(strconv.AppendInt(turn[:0], int64(req.Turn), 10))
+	return k.Key()
+}
+
+// modelKeyBuilder holds what modelKey builds a key with, for the next key.
+type modelKeyBuilder struct {
+	key     fleet.ModelKeyBuilder
+	scratch bytes.Buffer
+	enc     *json.Encoder // writes to scratch
+}
+
+// modelKeyBuilders keeps modelKeyBuilders between requests.
+var modelKeyBuilders = sync.Pool{New: func() any {
+	b := &modelKeyBuilder{}
+	b.enc = json.NewEncoder(&b.scratch)
+	return b
+}}
+
+// maxPooledModelKey bounds the buffers a modelKeyBuilder keeps for the
+// next request.
+const maxPooledModelKey = 1 << 20
+
+// json returns v's encoding as json.Marshal gives it (nothing on an error),
+// valid until the next call.
+func (b *modelKeyBuilder) json(v any) ([]byte, error) {
+	b.scratch.Reset()
+	if err := b.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.scratch.Bytes(), []byte{'\n'}), nil
+}
+
+// release puts b back for the next request, unless it grew too large.
+func (b *modelKeyBuilder) release() {
+	if b.key.Cap() > maxPooledModelKey || b.scratch.Cap() > maxPooledModelKey {
+		return
+	}
+	b.key.Reset()
+	b.scratch.Reset()
+	modelKeyBuilders.Put(b)
 }
 
 // unreplayedUsage is the usage of model replies earlier attempts paid for
