@@ -279,14 +279,28 @@ func (o *ownedArg) walk(fr *core.Frame, items core.ItemsOf, item int, mark int, 
 // (len(recs) when it computes them all), with the accumulator before it:
 // walk computes that record's update as written, reading the field again
 // (a map read changes nothing).
+//
+// A sum of integer fields (op '+', an integer accumulator, an int64 field)
+// is added inline, with num's overflow test; any other field or
+// accumulator goes through num.
 func (o *ownedArg) walkRecords(fr *core.Frame, recs []map[string]any, acc ownedVal, mark int, it *core.LoopIter, slots []int) (int, ownedVal) {
 	th := fr.Th
+	plus := o.op == '+'
 	for i, m := range recs {
-		r, ok := o.num(acc, core.RecordField(m, o.xkw))
-		if !ok {
-			return i, acc
+		if y, ok := core.FieldOf(m, o.xkw).(int64); ok && plus && acc.kind == 'i' {
+			p := int64(acc.n)
+			s := p + y
+			if (s > p) != (y > 0) {
+				return i, acc // overflow: walk raises it as written
+			}
+			acc.n = uint64(s)
+		} else {
+			r, ok := o.num(acc, core.RecordField(m, o.xkw))
+			if !ok {
+				return i, acc
+			}
+			acc = r
 		}
-		acc = r
 		th.Tick()
 		th.CountLoop()
 		th.Sp = mark

@@ -364,11 +364,17 @@ func KwGet(v Value, kw *Keyword) Value {
 func RecordField(m map[string]any, kw *Keyword) Value {
 	x := ReadField(m, kw.Name, &kw.slot) // a nil map reads as empty
 	switch x.(type) {
-	case nil, bool, int64, float64, string:
+	case int64, string, float64, bool, nil:
 		return x // nil: absent, or nil in the host's map
 	}
 	return viewValue(kw.Name, x)
 }
+
+// FieldOf returns (kw m)'s raw Go value for the host record m, unconverted
+// (nil: absent or nil): an inlined read for code that serves one Go type
+// itself (an int64 field of a walk's sum) and otherwise reads the field
+// again with RecordField.
+func FieldOf(m map[string]any, kw *Keyword) any { return ReadField(m, kw.Name, &kw.slot) }
 
 // callWith calls f with old followed by extra.
 // setSlot stores nv as value i of a transient small map (update's in-place

@@ -284,14 +284,23 @@ const (
 )
 
 // Next ends an iteration of a loop whose bindings are slots[idx[i]],
-// crediting the iterations since the last credit when they are due.
+// crediting the iterations since the last credit when they are due. An
+// iteration that charged nothing after one that charged nothing (a loop
+// over numbers or over fields read in place) returns at once, inlined
+// into the loop; the rest is next.
 func (it *LoopIter) Next(th *Thread, slots []Value, idx []int) {
+	if th.Alloc == it.Mark && !it.churn {
+		return
+	}
+	it.next(th, slots, idx)
+}
+
+// next is Next past its first test.
+func (it *LoopIter) next(th *Thread, slots []Value, idx []int) {
 	d := th.Alloc - it.Mark
-	if d == 0 {
-		if it.churn { // nothing charged since the last credit: forget its inputs
-			it.End(th, slots, idx)
-			it.Begin(th, slots, idx)
-		}
+	if d == 0 { // it.churn: nothing charged since the last credit: forget its inputs
+		it.End(th, slots, idx)
+		it.Begin(th, slots, idx)
 		return
 	}
 	if it.iters++; it.iters < creditEvery && d < creditBytes {

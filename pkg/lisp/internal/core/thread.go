@@ -412,12 +412,21 @@ func (th *Thread) Enter(c *Closure, slots []Value) *Frame {
 	return fr
 }
 
-// CountLoop counts one loop iteration against LoopLimit.
+// CountLoop counts one loop iteration against LoopLimit. It is small
+// enough to inline into every loop's iteration; the limit's error is
+// built out of line (loopLimit).
 func (th *Thread) CountLoop() {
 	th.loops++
 	if th.MaxLoops > 0 && th.loops > th.MaxLoops {
-		panic(&Error{Kind: KindLoopLimit, Pos: th.CallPos, Msg: fmt.Sprintf("loop limit exceeded (%d iterations)", th.MaxLoops)})
+		th.loopLimit()
 	}
+}
+
+// loopLimit raises the loop limit's error (not inlined: CountLoop is).
+//
+//go:noinline
+func (th *Thread) loopLimit() {
+	panic(&Error{Kind: KindLoopLimit, Pos: th.CallPos, Msg: fmt.Sprintf("loop limit exceeded (%d iterations)", th.MaxLoops)})
 }
 
 // Keyword returns the run's interned keyword for name.
