@@ -245,7 +245,9 @@ type observer struct {
 func (o observer) Observe(_ context.Context, e agent.Event) {
 	o.turns.observe(e)
 	o.tel.observe(e)
-	ev := &messages.Event{Turn: e.Turn, Time: e.Time, Duration: e.Duration}
+	// ev stays on the stack: only an event reported is copied to the heap
+	// (most of the agent's events are not).
+	ev := messages.Event{Turn: e.Turn, Time: e.Time, Duration: e.Duration}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -297,7 +299,8 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 	default:
 		return
 	}
-	o.events.Emit(ev)
+	out := ev
+	o.events.Emit(&out)
 }
 
 // withData returns a copy of d with k set to v.

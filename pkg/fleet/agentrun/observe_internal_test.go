@@ -1,0 +1,34 @@
+package agentrun
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ptcfleet/ptc/pkg/agent"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+type recordedEvents []messages.Event
+
+func (r *recordedEvents) Emit(ev *messages.Event) { *r = append(*r, *ev) }
+
+// TestObserverAllocatesOnlyWhatItReports: an agent event the mission's
+// events do not carry (a call of a tool that is no sub-agent) costs the
+// observer no allocation; one they carry reaches the emitter as before.
+func TestObserverAllocatesOnlyWhatItReports(t *testing.T) {
+	var got recordedEvents
+	o := observer{events: &got, tel: &telemetry{subAgents: map[string]struct{}{}}, turns: &turnTracker{}}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	skipped := agent.Event{Kind: agent.EventToolStart, Depth: 1, Turn: 1, Time: at, Tool: "get_order", Args: map[string]any{"id": 1}}
+	if n := testing.AllocsPerRun(100, func() { o.Observe(context.Background(), skipped) }); n != 0 {
+		t.Fatalf("%.1f allocations observing an event not reported, want 0", n)
+	}
+	if len(got) != 0 {
+		t.Fatalf("reported %+v", got)
+	}
+	o.Observe(context.Background(), agent.Event{Kind: agent.EventTurnStart, Depth: 1, Turn: 2, Time: at, Duration: time.Second})
+	if len(got) != 1 || got[0].Kind != messages.EventTurnStarted || got[0].Turn != 2 || !got[0].Time.Equal(at) || got[0].Duration != time.Second {
+		t.Fatalf("reported %+v, want one turn started at turn 2", got)
+	}
+}
