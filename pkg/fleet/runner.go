@@ -125,6 +125,10 @@ type emitter struct {
 	timer *time.Timer
 }
 
+// maskedEvents holds the Events Emit masks an event into: each is
+// encoded, then cleared and put back.
+var maskedEvents = sync.Pool{New: func() any { return new(messages.Event) }}
+
 // eventBuffers holds the buffers emitters encode waiting events into.
 var eventBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -170,7 +174,12 @@ func (e *emitter) Emit(ev *messages.Event) {
 	if ev == nil || !messages.ValidEventKind(ev.Kind) {
 		return
 	}
-	out := ev.Masked()
+	out := maskedEvents.Get().(*messages.Event)
+	defer func() {
+		*out = messages.Event{}
+		maskedEvents.Put(out)
+	}()
+	ev.MaskTo(out)
 	out.Version = messages.EventVersion
 	out.MissionID = e.missionID
 	if out.Time.IsZero() {

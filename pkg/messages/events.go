@@ -129,16 +129,24 @@ func (e *Event) Validate() error {
 // modified; a value holding no firewalled key is shared with e, not
 // copied, so the copy's values are to be read, not changed.
 func (e *Event) Masked() *Event {
-	cp := *e
-	if e.Args != nil {
-		cp.Args = maskShared(e.Args).(map[string]any)
+	cp := new(Event)
+	e.MaskTo(cp)
+	return cp
+}
+
+// MaskTo sets *dst to the copy of e Masked returns, so that a caller
+// encoding events one at a time can reuse one Event.
+func (e *Event) MaskTo(dst *Event) {
+	*dst = *e
+	if dst.Args != nil {
+		dst.Args = maskShared(dst.Args).(map[string]any)
 	}
-	cp.Result = maskShared(e.Result)
-	if e.Data != nil {
-		cp.Data = maskShared(e.Data).(map[string]any)
+	dst.Result = maskShared(dst.Result)
+	if dst.Data != nil {
+		dst.Data = maskShared(dst.Data).(map[string]any)
 	}
-	if e.Step != nil {
-		s := *e.Step
+	if dst.Step != nil {
+		s := *dst.Step
 		s.Return = maskShared(s.Return)
 		s.Memory = nil
 		s.Trace = nil
@@ -149,9 +157,8 @@ func (e *Event) Masked() *Event {
 			}
 			s.Fail = &f
 		}
-		cp.Step = &s
+		dst.Step = &s
 	}
-	return &cp
 }
 
 // maskShared is MaskFirewalled for a value only read: v itself when it
