@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,5 +150,110 @@ func TestCountingAllocatesOnce(t *testing.T) {
 	})
 	if allocs > 200 {
 		t.Fatalf("%.0f allocations for 10k records", allocs)
+	}
+}
+
+// TestRecordCountsMatchPlain runs counting reduces whose key and x are
+// fields of the item over host records (the update done without the
+// reducing function's call, FnProto.RecordStep) and as written: values,
+// errors with their positions, prints and steps must agree. The records
+// are of 3 fields and of 30, some without the key or x, some nil; keys
+// are strings, integers, floats, nil and maps; x integers near overflow,
+// floats, nil and strings; the accumulator starts empty, small, wide or
+// sorted.
+func TestRecordCountsMatchPlain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 10))
+	key := func() any {
+		switch rng.IntN(14) {
+		case 0:
+			return nil
+		case 1:
+			return int64(rng.IntN(3))
+		case 2:
+			return 1.0
+		case 3:
+			return map[string]any{"a": int64(1)}
+		}
+		return fmt.Sprintf("k%d", rng.IntN(11))
+	}
+	num := func() any {
+		switch rng.IntN(16) {
+		case 0:
+			return nil
+		case 1:
+			return 2.5
+		case 2:
+			return "q"
+		case 3:
+			return int64(math.MaxInt64 - 3)
+		case 4:
+			return int64(math.MinInt64 + 3)
+		}
+		return int64(rng.IntN(1000) - 100)
+	}
+	forms := []struct{ src, fn string }{
+		{`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:x r))) %s ctx/rs)`, "+"},
+		{`(reduce (fn [m r] (update m (:k r) + (:x r))) %s ctx/rs)`, "+"},
+		{`(reduce (fn [m r] (update m (:k r) (fnil inc 5))) %s ctx/rs)`, "inc"},
+		{`(reduce (fn [m r] (update m (:k r) inc)) %s ctx/rs)`, "inc"},
+		{`(reduce (fn [acc item] (update acc (:x item) (fnil + 0) (:x item))) %s ctx/rs)`, "+"},
+	}
+	inits := []string{"{}", `{"k1" 0 "k2" 1.5}`, `{"k1" 0 "k2" nil "k3" 7}`, "ctx/wide", "(sorted-map)", `{:k1 1 "k4" 2}`}
+	for i := 0; i < 400; i++ {
+		rs := make([]any, rng.IntN(40))
+		for j := range rs {
+			if rng.IntN(20) == 0 {
+				continue // a nil record
+			}
+			r := map[string]any{"id": int64(j)}
+			if rng.IntN(12) > 0 {
+				r["k"] = key()
+			}
+			if rng.IntN(12) > 0 {
+				r["x"] = num()
+			}
+			if rng.IntN(3) == 0 {
+				for f := 0; f < 27; f++ {
+					r[fmt.Sprintf("f%02d", f)] = int64(f)
+				}
+			}
+			rs[j] = r
+		}
+		if rng.IntN(2) == 0 { // mostly counted: few keys, small numbers
+			for _, r := range rs {
+				if r, ok := r.(map[string]any); ok {
+					r["k"], r["x"] = fmt.Sprintf("k%d", rng.IntN(4)), int64(rng.IntN(50))
+				}
+			}
+		}
+		wide := map[string]any{}
+		for k := range 20 {
+			wide[fmt.Sprintf("k%d", k)] = int64(k)
+		}
+		form := forms[rng.IntN(len(forms))]
+		src := fmt.Sprintf(form.src, inits[rng.IntN(len(inits))])
+		ctx := map[string]any{"rs": rs, "wide": wide}
+		if got, want := countOutcome(src, ctx, false), countOutcome(src, ctx, true); got != want {
+			t.Errorf("%s over %v\n  counted:    %s\n  as written: %s", src, rs, got, want)
+		}
+		if n := compiled(t, src).RecordCounts; n != 1 {
+			t.Fatalf("%s: %d reducing functions counted over records, want 1", src, n)
+		}
+	}
+	for src, want := range map[string]int{
+		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:x r))) {} ctx/rs)`:             1,
+		`(reduce (fn [m r] (update m (:k r) (fnil + 0) 1)) {} ctx/rs)`:                  0, // x not a field
+		`(reduce (fn [m r] (update m (str (:k r)) (fnil + 0) (:x r))) {} ctx/rs)`:       0, // key not a field
+		`(reduce (fn [m r] (update m (:k m) (fnil + 0) (:x r))) {} ctx/rs)`:             0, // not linear
+		`(reduce (fn [m r] (update m (:k r 0) (fnil + 0) (:x r))) {} ctx/rs)`:           0, // a default
+		`(reduce (fn [m [k x]] (update m (:k k) (fnil + 0) (:x x))) {} ctx/rs)`:         0, // destructured
+		`(let [r {:k "a"}] (reduce (fn [m s] (update m (:k r) inc)) {} ctx/rs))`:        0, // another r
+		`(reduce (fn [m r] (update m (:k r) (fnil - 0) (:x r))) {} ctx/rs)`:             0,
+		`(reduce #(update %1 (:k %2) (fnil + 0) (:x %2)) {} ctx/rs)`:                    0,
+		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:x r))) {} (filter :x ctx/rs))`: 1,
+	} {
+		if n := compiled(t, src).RecordCounts; n != want {
+			t.Errorf("%s: %d reducing functions counted over records, want %d", src, n, want)
+		}
 	}
 }

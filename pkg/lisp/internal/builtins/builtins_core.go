@@ -560,9 +560,20 @@ func biReduce(th *core.Thread, a []core.Value) core.Value {
 		}
 		lc := th.NewLoopCaller(f, 2)
 		tok := Feeding(acc, transient, items.Len()-first)
+		// over host records, a reducing function that can do its work
+		// without its call (FnProto.RecordStep) does it on the transient
+		var step func(*core.Thread, *core.Map, map[string]any) bool
+		if clo, ok := f.(*core.Closure); ok && transient && items.Recs != nil {
+			step = clo.Proto.RecordStep
+		}
 		for i := first; i < items.Len(); i++ {
 			if tok != nil {
 				tok.Done = i - first + 1
+			}
+			if step != nil {
+				if m, ok := acc.(*core.Map); ok && step(th, m, items.Recs[i]) {
+					continue
+				}
 			}
 			acc = lc.Call2(acc, items.At(i))
 			if r, ok := acc.(*core.Reduced); ok {

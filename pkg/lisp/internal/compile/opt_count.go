@@ -49,6 +49,15 @@ func (c *Compiler) countBody(f *syntax.Form, plain bool) *syntax.Form {
 // (fnil + d) or (fnil inc d) with those names the builtins and d an
 // integer literal.
 func (c *Compiler) counterOf(fn *syntax.Form, withX bool) *counter {
+	cnt := c.counterFor(fn, withX)
+	if cnt != nil {
+		c.Counts++
+	}
+	return cnt
+}
+
+// counterFor is counterOf without counting the counter in c.Counts.
+func (c *Compiler) counterFor(fn *syntax.Form, withX bool) *counter {
 	want := "inc"
 	if withX {
 		want = "+"
@@ -56,7 +65,6 @@ func (c *Compiler) counterOf(fn *syntax.Form, withX bool) *counter {
 	if c.isBuiltinSym(fn, want) {
 		// update's tick is the node's; the call of the builtin and the
 		// slot's write (SetSlot) count one each
-		c.Counts++
 		return &counter{inc: !withX, ticks: 2}
 	}
 	if fn.Kind != syntax.FList || len(fn.Items) != 3 || !c.isBuiltinSym(fn.Items[0], "fnil") || !c.isBuiltinSym(fn.Items[1], want) {
@@ -67,8 +75,82 @@ func (c *Compiler) counterOf(fn *syntax.Form, withX bool) *counter {
 		return nil
 	}
 	// the call of the fnil function, its call of f, the slot's write
-	c.Counts++
 	return &counter{d: d, hasD: true, inc: !withX, ticks: 3}
+}
+
+// recordCount is a counting update whose key and x are fields of the
+// reduce's item, (update acc (:k r) f (:x r)) or (update acc (:k r) f)
+// with r the reducing function's second parameter: over host records
+// reduce runs it without calling the function (FnProto.RecordStep). An
+// item it does not serve (a key not yet in the map, a key that is not a
+// string or an integer, an x that is not a number, an overflow, an item
+// that is not a host record) goes through the call as written, which does
+// the same again and what the general path does.
+type recordCount struct {
+	cnt   *counter
+	key   *core.Keyword
+	x     *core.Keyword // nil: inc
+	ticks int           // the steps the call counts: the call, f's form, the update, cnt's
+	pos   core.Pos      // the update's
+}
+
+// recordCountOf returns the recordCount of the reducing function f whose
+// body is the counting update u (countBody), or nil when u's key or x is
+// not a keyword read of f's second parameter or f's function is not a
+// counter's.
+func (c *Compiler) recordCountOf(f, u *syntax.Form) *recordCount {
+	item := f.Items[1].Items[1]
+	if item.Kind != syntax.FSym || item.Ns != "" || item.Name == "&" {
+		return nil
+	}
+	field := func(g *syntax.Form) *core.Keyword {
+		if g.Kind != syntax.FList || len(g.Items) != 2 || g.Items[0].Kind != syntax.FLit || !bindingOf(item).is(g.Items[1]) {
+			return nil
+		}
+		kw, _ := g.Items[0].Val.(*core.Keyword)
+		return kw
+	}
+	withX := len(u.Items) == 5
+	cnt := c.counterFor(u.Items[3], withX)
+	key := field(u.Items[2])
+	if cnt == nil || key == nil {
+		return nil
+	}
+	rc := &recordCount{cnt: cnt, key: key, pos: u.Pos, ticks: 2 + cnt.ticks}
+	if withX {
+		if rc.x = field(u.Items[4]); rc.x == nil {
+			return nil
+		}
+	}
+	if u.Items[3].Kind == syntax.FList {
+		rc.ticks++ // the (fnil ...) form's call
+	}
+	return rc
+}
+
+// step is FnProto.RecordStep: the update of acc by the record rec, when
+// the key is in the transient acc and its sum takes x.
+func (rc *recordCount) step(th *core.Thread, acc *core.Map, rec map[string]any) bool {
+	k := core.FieldOf(rec, rc.key)
+	switch k.(type) {
+	case string, int64:
+	default:
+		return false
+	}
+	i := acc.TransientSlot(k)
+	if i < 0 {
+		return false
+	}
+	var x core.Value = int64(1)
+	if rc.x != nil {
+		x = core.FieldOf(rec, rc.x)
+	}
+	if !acc.AddCount(i, rc.cnt.d, rc.cnt.hasD, x) {
+		return false
+	}
+	th.CallPos = rc.pos
+	th.Ticks(rc.ticks)
+	return true
 }
 
 // add adds x (1 for inc) to slot i of the transient mp, counting the

@@ -794,10 +794,17 @@ func (c *Compiler) pureExpr(f *syntax.Form) bool {
 func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
 	c.lastProto = nil
 	outer := c.countForm
-	c.countForm = c.countBody(f, c.PlainLoops)
+	counting := c.countBody(f, c.PlainLoops)
+	c.countForm = counting
 	nd := c.compile(f, false)
 	c.countForm = outer
 	if p := c.lastProto; p != nil && f != nil {
+		if counting != nil {
+			if rc := c.recordCountOf(f, counting); rc != nil {
+				p.RecordStep = rc.step
+				c.RecordCounts++
+			}
+		}
 		if f.Kind == syntax.FFnLit {
 			f = FnLitAsFn(f)
 		}

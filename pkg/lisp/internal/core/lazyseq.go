@@ -67,7 +67,7 @@ func (s *LazySeq) nextChunk(th *Thread) {
 			th.AllocBytes(LazyChunk * SlotBytes)
 			s.items = make([]Value, 0, LazyChunk)
 		}
-		th.ticks(LazyChunk)
+		th.Ticks(LazyChunk)
 		s.items = s.fill(s.items[:0:LazyChunk])
 		if len(s.items) < LazyChunk {
 			s.done, s.fill = true, nil
@@ -113,7 +113,7 @@ func (s *LazySeq) realiseAll(th *Thread) []Value {
 func (s *LazySeq) realiseLocked(th *Thread, n int) {
 	if s.fill != nil {
 		for len(s.items) < n && !s.done {
-			th.ticks(LazyChunk)
+			th.Ticks(LazyChunk)
 			th.AllocBytes(LazyChunk * LazyItemBytes) // charged before it is built
 			full := growCache(s.items, LazyChunk)
 			m := len(full)

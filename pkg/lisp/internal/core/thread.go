@@ -107,8 +107,15 @@ type FnProto struct {
 	// assoc/update/dissoc in tail position (or returned), so reduce may
 	// pass a transient map (see Map.edit).
 	LinearAcc bool
-	Name      string
-	Arities   []*Arity
+	// RecordStep, when set, does what a call of the function's arity of
+	// two does for an accumulator acc (a transient map) and a host record
+	// rec, without the call: the steps counted, the map written in place;
+	// false (nothing done, nothing counted) sends that item through the
+	// call. reduce uses it over host records (a counting update, see
+	// compile's recordCount).
+	RecordStep func(th *Thread, acc *Map, rec map[string]any) bool
+	Name       string
+	Arities    []*Arity
 	// direct[n] is the arity taking exactly n args when its params are
 	// plain symbols (callers then write args straight into its slots).
 	Direct     [3]*Arity
@@ -237,8 +244,8 @@ func (th *Thread) Tick() {
 	}
 }
 
-// ticks counts n evaluation steps at once (a chunk of work done in Go).
-func (th *Thread) ticks(n int) {
+// Ticks counts n evaluation steps at once (a chunk of work done in Go).
+func (th *Thread) Ticks(n int) {
 	th.Steps += int64(n)
 	if th.Steps >= th.NextCheck {
 		th.slowCheck()
