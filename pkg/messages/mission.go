@@ -566,7 +566,9 @@ func (a *AgentSpec) remoteTools(acc []string, depth int) []string {
 			acc = append(acc, n)
 		}
 	}
-	if sp := a.SpawnAgent; sp != nil {
+	// (a range over slices.Sorted(maps.Keys(m)) allocates even for an
+	// empty m: the spec of most missions has no sub-agent)
+	if sp := a.SpawnAgent; sp != nil && len(sp.ToolSets) > 0 {
 		for _, set := range slices.Sorted(maps.Keys(sp.ToolSets)) {
 			for _, n := range sp.ToolSets[set] {
 				if !slices.Contains(acc, n) {
@@ -574,6 +576,9 @@ func (a *AgentSpec) remoteTools(acc []string, depth int) []string {
 				}
 			}
 		}
+	}
+	if len(a.SubAgents) == 0 {
+		return acc
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
 		acc = a.SubAgents[name].remoteTools(acc, depth+1)

@@ -41,3 +41,16 @@ func TestSpawnSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteToolsAllocations: listing the remote tools of an agent with no
+// sub-agents and no spawn_agent allocates only the list.
+func TestRemoteToolsAllocations(t *testing.T) {
+	a := &AgentSpec{Name: "a", Tools: []string{"get_order"}}
+	if n := testing.AllocsPerRun(100, func() {
+		if got := a.RemoteTools(); len(got) != 1 || got[0] != "get_order" {
+			t.Fatalf("remote tools %v", got)
+		}
+	}); n > 1 {
+		t.Fatalf("%.0f allocations, want at most 1", n)
+	}
+}

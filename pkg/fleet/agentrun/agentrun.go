@@ -147,6 +147,9 @@ func missingModel(models llm.Registry, model string, a *messages.AgentSpec) stri
 				return a.LLM
 			}
 		}
+		if len(a.SubAgents) == 0 {
+			return "" // (sorting no keys allocates)
+		}
 		for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
 			if n := walk(a.SubAgents[name], depth+1); n != "" {
 				return n
@@ -156,6 +159,9 @@ func missingModel(models llm.Registry, model string, a *messages.AgentSpec) stri
 	}
 	if model != "" {
 		// the mission's model overrides the top-level agent's llm
+		if len(a.SubAgents) == 0 {
+			return ""
+		}
 		for _, name := range slices.Sorted(maps.Keys(a.SubAgents)) {
 			if n := walk(a.SubAgents[name], 1); n != "" {
 				return n
