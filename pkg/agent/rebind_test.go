@@ -98,3 +98,31 @@ func TestRebindErrors(t *testing.T) {
 		t.Fatal("a failed Rebind changed the agent")
 	}
 }
+
+// A tool's public signature (firewalled fields left out) is rendered once
+// when its signature is parsed: listing the tools of a rebound agent
+// renders none again, and shows what rendering shows.
+func TestRebindRendersPublicSignaturesOnce(t *testing.T) {
+	sig := "(id :int, _token :string) -> {name :string, _secret :string}"
+	tool := func() Tool {
+		return FuncSig(sig, func(context.Context, map[string]any) (any, error) { return nil, nil })
+	}
+	a := mustNew(t, Spec{Prompt: "Look up {{id}}.", Signature: "(id :int) -> :any", Tools: map[string]Tool{"lookup": tool()}})
+	b, err := a.Rebind(map[string]Tool{"lookup": tool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := signature.Parse(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parsed.Public().String()
+	for _, ag := range []*Agent{a, b} {
+		if got := ag.toolSchemas(); len(got) != 1 || got[0].Signature != want {
+			t.Fatalf("tool schemas %+v, want the signature %q", got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { b.toolSchemas() }); n > 1 {
+		t.Fatalf("%.0f allocations listing one tool, want 1 (the list)", n)
+	}
+}

@@ -174,6 +174,9 @@ type boundTool struct {
 	tool Tool
 	decl *signature.Signature // the tool's signature, parsed; nil when it has none
 	sig  *signature.Signature // the signature calls are validated with; nil: no validation
+	// public is decl rendered for the model (publicSignature), made once
+	// with decl by bindTools; "" when not made
+	public string
 }
 
 // bindTool parses a tool's signature once; the error is the parser's.
@@ -202,6 +205,9 @@ func boundWith(name string, t Tool, s *signature.Signature) *boundTool {
 func (bt *boundTool) publicSignature() string {
 	if bt.decl == nil {
 		return "(args :map) -> :any"
+	}
+	if bt.public != "" {
+		return bt.public
 	}
 	return bt.decl.Public().String()
 }
@@ -326,10 +332,14 @@ func bindTools(tools map[string]Tool, mode signature.Mode, prev map[string]*boun
 		var bt *boundTool
 		if p := prev[name]; p != nil && p.decl != nil && p.tool.Signature == t.Signature {
 			bt = boundWith(name, t, p.decl)
+			bt.public = p.public
 		} else {
 			var err error
 			if bt, err = bindTool(name, t); err != nil {
 				return nil, specErr(field+".signature", err.Error(), err)
+			}
+			if bt.decl != nil {
+				bt.public = bt.decl.Public().String()
 			}
 		}
 		if bt.decl == nil && mode == signature.Strict {
