@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseResponse extracts the PTC-Lisp program from a model's answer:
@@ -76,5 +77,14 @@ var codeReplacer = strings.NewReplacer(
 	"\u00a0", " ", "\u202f", " ", "\u2007", " ", "\u2009", " ", "\u3000", " ",
 )
 
-// cleanCode applies the Unicode clean-up of ParseResponse.
-func cleanCode(s string) string { return codeReplacer.Replace(s) }
+// cleanCode applies the Unicode clean-up of ParseResponse. Every character
+// it replaces is outside ASCII, so ASCII text is returned as it is (the
+// replacer would copy it).
+func cleanCode(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return codeReplacer.Replace(s)
+		}
+	}
+	return s
+}

@@ -62,3 +62,17 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// cleanCode replaces exactly what the replacer does, and returns ASCII
+// code as it is, without copying it.
+func TestCleanCode(t *testing.T) {
+	for _, s := range []string{"", "(return {:a 1})", "(str \u201chi\u201d)", "caf\u00e9 \u00a0x", "\u3000", "(+ 1 2)\n\ufeff"} {
+		if got, want := cleanCode(s), codeReplacer.Replace(s); got != want {
+			t.Errorf("cleanCode(%q) = %q, want %q", s, got, want)
+		}
+	}
+	code := strings.Repeat("(tool/get_order {:id 42})\n", 20)
+	if n := testing.AllocsPerRun(100, func() { _ = cleanCode(code) }); n != 0 {
+		t.Fatalf("%.0f allocations cleaning ASCII code, want 0", n)
+	}
+}
