@@ -408,8 +408,10 @@ type prefixGroup struct {
 	dirty  bool     // in prefixIndex.dirty
 }
 
+// newPrefixIndex returns an empty index; its maps are made by the first
+// add (most of a run's indexes stay empty).
 func newPrefixIndex() *prefixIndex {
-	return &prefixIndex{groups: map[string]*prefixGroup{}, exact: map[string]struct{}{}}
+	return &prefixIndex{}
 }
 
 func (x *prefixIndex) add(k string) {
@@ -418,6 +420,9 @@ func (x *prefixIndex) add(k string) {
 	}
 	if _, ok := x.exact[k]; ok {
 		return
+	}
+	if x.exact == nil {
+		x.exact, x.groups = map[string]struct{}{}, map[string]*prefixGroup{}
 	}
 	x.exact[k] = struct{}{}
 	x.first[k[0]] = true

@@ -325,3 +325,20 @@ func TestFirewallLabelsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The indexes a firewall makes for its first secret hold maps only once
+// something is indexed in them: a plain secret fills the index of strings
+// and leaves those of numbers and escaped forms without any.
+func TestFirewallEmptyIndexesHoldNoMaps(t *testing.T) {
+	var s secrets
+	s.add("tok_live_1234567890")
+	if s.ints.exact != nil || s.ints.groups != nil || s.escaped.exact != nil || s.escaped.groups != nil {
+		t.Fatal("an empty index made its maps")
+	}
+	if len(s.strs.exact) != 1 || len(s.strs.groups) != 1 {
+		t.Fatalf("the index of strings holds %d strings in %d groups, want 1 in 1", len(s.strs.exact), len(s.strs.groups))
+	}
+	if got := s.scrub("key tok_live_1234567890 sent"); strings.Contains(got, "tok_live_1234567890") {
+		t.Fatalf("scrubbed %q", got)
+	}
+}
