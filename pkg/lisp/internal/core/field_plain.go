@@ -20,3 +20,7 @@ func LookupField(src map[string]any, name string, _ *FieldHint) (any, bool) {
 
 // ReadField is LookupField without the presence (nil when absent).
 func ReadField(src map[string]any, name string, _ *FieldHint) any { return src[name] }
+
+// RecordField returns (kw m) for the host record m (nil: the empty
+// record), as KwGet reads it (recordValue): one map read, inlined.
+func RecordField(m map[string]any, kw *Keyword) Value { return recordValue(kw, m[kw.Name]) }

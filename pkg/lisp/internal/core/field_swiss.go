@@ -41,6 +41,12 @@ func LookupField(src map[string]any, name string, hint *FieldHint) (any, bool) {
 	return lookupFieldSlow(src, name, hint)
 }
 
+// RecordField returns (kw m) for the host record m (nil: the empty
+// record), as KwGet reads it (recordValue), read with the keyword's hint.
+func RecordField(m map[string]any, kw *Keyword) Value {
+	return recordValue(kw, ReadField(m, kw.Name, &kw.slot))
+}
+
 // ReadField is lookupField without the presence (nil when absent).
 func ReadField(src map[string]any, name string, hint *FieldHint) any {
 	x, _ := LookupField(src, name, hint)

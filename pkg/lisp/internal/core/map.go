@@ -357,15 +357,15 @@ func KwGet(v Value, kw *Keyword) Value {
 	return GetKey(v, kw, nil)
 }
 
-// RecordField returns (kw m) for the host record m (nil: the empty
-// record), as KwGet reads it: the field's value as it is when a scalar,
-// else converted (a view; an unconvertible value panics with a
-// HostDataError naming the field).
-func RecordField(m map[string]any, kw *Keyword) Value {
-	x := ReadField(m, kw.Name, &kw.slot) // a nil map reads as empty
+// recordValue is RecordField's value for the field kw read as x: x as it
+// is when a scalar (nil: absent, or nil in the host's map), else
+// converted (a view; an unconvertible value panics with a HostDataError
+// naming the field). RecordField (field_plain.go, field_swiss.go) is the
+// read and this, small enough to inline where it is called.
+func recordValue(kw *Keyword, x any) Value {
 	switch x.(type) {
 	case int64, string, float64, bool, nil:
-		return x // nil: absent, or nil in the host's map
+		return x
 	}
 	return viewValue(kw.Name, x)
 }
