@@ -256,7 +256,8 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		InjectTrace(ctx, msg.Header)
 	}
 	msg.Header.Set(messages.HeaderMissionID, m.ID)
-	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID))
+	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
+	ack, err := publishAcked(ctx, c.nc, msg)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
 	}

@@ -90,7 +90,7 @@ func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, da
 	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
 	defer cancel()
 	subject := messages.RecordSubject(k.sub, k.id)
-	if _, err := js.Publish(ctx, subject, data); err != nil {
+	if _, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}); err != nil {
 		return nil, err
 	}
 	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}, nil

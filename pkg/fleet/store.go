@@ -54,11 +54,12 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
 			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
 	}
-	msg := &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: nats.Header{}}
-	msg.Header.Set(messages.HeaderMissionID, id)
-	ack, err := js.PublishMsg(ctx, msg,
-		jetstream.WithExpectLastSequencePerSubject(0),
-		jetstream.WithMsgID(messages.StatusKey(k.sub, id)+"/final"))
+	msg := &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: nats.Header{
+		messages.HeaderMissionID:            {id},
+		jetstream.ExpectedLastSubjSeqHeader: {"0"},
+		jetstream.MsgIDHeader:               {messages.StatusKey(k.sub, id) + "/final"},
+	}}
+	ack, err := publishAcked(ctx, js.Conn(), msg)
 	if err == nil && !ack.Duplicate {
 		return step, true, nil
 	}
@@ -345,8 +346,10 @@ func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.
 	if err != nil {
 		return 0, err
 	}
-	ack, err := js.Publish(ctx, messages.StatusSubject(st.Submitter, st.MissionID), data,
-		jetstream.WithExpectLastSequenceForSubject(0, messages.StatusSubject(messages.AllSubmitters, st.MissionID)))
+	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: nats.Header{
+		jetstream.ExpectedLastSubjSeqHeader:     {"0"},
+		jetstream.ExpectedLastSubjSeqSubjHeader: {messages.StatusSubject(messages.AllSubmitters, st.MissionID)},
+	}})
 	if err != nil {
 		return 0, err
 	}

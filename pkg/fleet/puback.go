@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// publishAcked publishes m to the stream that holds its subject and waits
+// for the stream's acknowledgement: what jetstream.JetStream's PublishMsg
+// does with m's headers already set (the publish options are headers:
+// jetstream.MsgIDHeader, jetstream.ExpectedLastSubjSeqHeader ...), with
+// the same wait when ctx has none (publishWait), the same retries while
+// no stream answers and the same errors (a refusal is the server's
+// *jetstream.APIError, wrapped). The acknowledgements a stream gives a
+// stored or duplicate message are read without encoding/json (publishAck):
+// a mission makes several such publishes.
+func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (*jetstream.PubAck, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, publishWait)
+		defer cancel()
+	}
+	resp, err := nc.RequestMsgWithContext(ctx, m)
+	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
+		// a stream electing its leader answers no one for a moment
+		t := time.NewTimer(jetstream.DefaultPubRetryWait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		resp, err = nc.RequestMsgWithContext(ctx, m)
+	}
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, jetstream.ErrNoStreamResponse
+	}
+	if err != nil {
+		return nil, err
+	}
+	return publishAck(resp.Data)
+}
+
+// publishWait bounds a publish whose context has no deadline: the wait
+// jetstream.New gives its calls by default.
+const publishWait = 5 * time.Second
+
+// publishAck reads a stream's answer to a publish. The answers to a stored
+// or duplicate message, objects of "stream", "seq", "domain" and
+// "duplicate" alone, are read here (scanPublishAck); any other (a refusal,
+// an answer with fields this does not know, escaped strings) is read by
+// encoding/json as nats.go reads it.
+func publishAck(data []byte) (*jetstream.PubAck, error) {
+	if ack, ok := scanPublishAck(data); ok {
+		return ack, nil
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error,omitempty"`
+		*jetstream.PubAck
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, jetstream.ErrInvalidJSAck
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("nats: %w", resp.Error)
+	}
+	if resp.PubAck == nil || resp.Stream == "" {
+		return nil, jetstream.ErrInvalidJSAck
+	}
+	return resp.PubAck, nil
+}
+
+// scanPublishAck reads data when it is a JSON object of the keys "stream"
+// (a string, not empty), "seq" (an unsigned integer), "domain" (a string)
+// and "duplicate" (a boolean), each at most once, with strings that need
+// no unescaping; ok is false for anything else.
+func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
+	var a jetstream.PubAck
+	var seen [4]bool // stream, seq, domain, duplicate
+	i := 0
+	ws := func() {
+		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+			i++
+		}
+	}
+	next := func(c byte) bool {
+		ws()
+		if i < len(data) && data[i] == c {
+			i++
+			return true
+		}
+		return false
+	}
+	str := func() (string, bool) {
+		ws()
+		if i >= len(data) || data[i] != '"' {
+			return "", false
+		}
+		for j := i + 1; j < len(data); j++ {
+			switch c := data[j]; {
+			case c == '"':
+				s := string(data[i+1 : j])
+				i = j + 1
+				return s, true
+			case c == '\\' || c < 0x20:
+				return "", false
+			}
+		}
+		return "", false
+	}
+	if !next('{') {
+		return nil, false
+	}
+	for {
+		key, ok := str()
+		if !ok || !next(':') {
+			return nil, false
+		}
+		ws()
+		switch key {
+		case "stream", "domain":
+			f := 0
+			if key == "domain" {
+				f = 2
+			}
+			v, ok := str()
+			if !ok || seen[f] {
+				return nil, false
+			}
+			seen[f] = true
+			if f == 0 {
+				a.Stream = v
+			} else {
+				a.Domain = v
+			}
+		case "seq":
+			j := i
+			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+				j++
+			}
+			n, err := strconv.ParseUint(string(data[i:j]), 10, 64)
+			if err != nil || seen[1] {
+				return nil, false
+			}
+			seen[1], a.Sequence, i = true, n, j
+		case "duplicate":
+			switch {
+			case seen[3]:
+				return nil, false
+			case bytes.HasPrefix(data[i:], []byte("true")):
+				a.Duplicate, i = true, i+len("true")
+			case bytes.HasPrefix(data[i:], []byte("false")):
+				i += len("false")
+			default:
+				return nil, false
+			}
+			seen[3] = true
+		default:
+			return nil, false
+		}
+		if next(',') {
+			continue
+		}
+		if !next('}') {
+			return nil, false
+		}
+		ws()
+		if i != len(data) || a.Stream == "" || !seen[1] {
+			return nil, false
+		}
+		return &a, true
+	}
+}

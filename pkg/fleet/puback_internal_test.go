@@ -1,0 +1,158 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+)
+
+// publishAck reads every answer as nats.go's PublishMsg does: the usual
+// ones without encoding/json, the others with it, to the same PubAck or
+// error.
+func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
+	scanned := []string{
+		`{"stream":"RESULTS","seq":12}`,
+		`{"stream":"RESULTS","domain":"hub","seq":7}`,
+		`{"stream":"RESULTS","seq":12,"duplicate": true}`,
+		`{"stream":"RESULTS","domain":"hub","seq":3,"duplicate": true}`,
+		` { "stream" : "S" , "seq" : 0 , "duplicate" : false } `,
+		`{"seq":18446744073709551615,"stream":"S"}`,
+	}
+	slow := []string{
+		`{"stream":"RESULTS","seq":12,"batch":"b1","count":3}`,
+		`{"stream":"RESULTS","seq":12,"val":"5"}`,
+		`{"stream":"RE\u0053ULTS","seq":1}`,
+		`{"stream":"S","seq":1,"seq":2}`,
+		`{"stream":"S","seq":1}x`,
+		`{"stream":"S","seq":-1}`,
+		`{"stream":"S","seq":18446744073709551616}`,
+		`{"stream":"","seq":1}`,
+		`{"seq":1}`,
+		`{"stream":"S"}`,
+		`{}`,
+		``,
+		`not json`,
+		`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"}}`,
+		`{"error":{"code":503,"err_code":10039,"description":"JetStream not enabled"},"stream":"","seq":0}`,
+	}
+	// what nats.go's publishMsg does with the answer's bytes
+	natsGo := func(data []byte) (*jetstream.PubAck, error) {
+		var resp struct {
+			Type  string              `json:"type"`
+			Error *jetstream.APIError `json:"error,omitempty"`
+			*jetstream.PubAck
+		}
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return nil, jetstream.ErrInvalidJSAck
+		}
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		if resp.PubAck == nil || resp.Stream == "" {
+			return nil, jetstream.ErrInvalidJSAck
+		}
+		return resp.PubAck, nil
+	}
+	for _, in := range append(append([]string{}, scanned...), slow...) {
+		_, fast := scanPublishAck([]byte(in))
+		if want := contains(scanned, in); fast != want {
+			t.Errorf("%s: read without encoding/json %v, want %v", in, fast, want)
+		}
+		got, err := publishAck([]byte(in))
+		want, werr := natsGo([]byte(in))
+		if !reflect.DeepEqual(got, want) || (err == nil) != (werr == nil) || (err != nil && !errors.Is(err, werr)) {
+			t.Errorf("%s: %+v, %v; nats.go reads %+v, %v", in, got, err, want, werr)
+		}
+	}
+	_, err := publishAck([]byte(slow[len(slow)-2]))
+	if !errors.Is(err, jetstream.ErrKeyExists) || !isWrongLastSeq(err) {
+		t.Errorf("a refused compare-and-set reads as %v", err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// publishAcked against a stream: a message stored, its duplicate, a
+// compare-and-set refused, no stream; and fewer allocations than
+// nats.go's PublishMsg for the same publish.
+func TestPublishAcked(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ACKS", Subjects: []string{"acks.>"}, Duplicates: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(subject, id string, hdr ...string) *nats.Msg {
+		m := &nats.Msg{Subject: subject, Data: []byte("x"), Header: nats.Header{}}
+		if id != "" {
+			m.Header[jetstream.MsgIDHeader] = []string{id}
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			m.Header[hdr[i]] = []string{hdr[i+1]}
+		}
+		return m
+	}
+	ack, err := publishAcked(context.Background(), nc, msg("acks.a", "m1"))
+	if err != nil || ack.Stream != "ACKS" || ack.Sequence != 1 || ack.Duplicate {
+		t.Fatalf("stored: %+v, %v", ack, err)
+	}
+	ack, err = publishAcked(ctx, nc, msg("acks.a", "m1"))
+	if err != nil || ack.Sequence != 1 || !ack.Duplicate {
+		t.Fatalf("duplicate: %+v, %v", ack, err)
+	}
+	_, err = publishAcked(ctx, nc, msg("acks.a", "", jetstream.ExpectedLastSubjSeqHeader, "0"))
+	if !isWrongLastSeq(err) || !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("compare-and-set against a subject holding a message: %v", err)
+	}
+	ack, err = publishAcked(ctx, nc, msg("acks.b", "", jetstream.ExpectedLastSubjSeqHeader, "0"))
+	if err != nil || ack.Sequence != 2 {
+		t.Fatalf("compare-and-set against an empty subject: %+v, %v", ack, err)
+	}
+	if _, err = publishAcked(ctx, nc, msg("nostream.a", "")); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("no stream: %v", err)
+	}
+
+	ours := testing.AllocsPerRun(50, func() {
+		if _, err := publishAcked(ctx, nc, msg("acks.c", "")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	theirs := testing.AllocsPerRun(50, func() {
+		m := &nats.Msg{Subject: "acks.c", Data: []byte("x")}
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f allocations a publish, nats.go's PublishMsg %.0f (the server's included)", ours, theirs)
+	if ours > theirs-4 {
+		t.Errorf("%.0f allocations a publish, nats.go's PublishMsg %.0f: want at least 4 fewer", ours, theirs)
+	}
+}
