@@ -2,7 +2,6 @@ package agentrun
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -20,9 +19,10 @@ const (
 
 // agentKey names what an agent mission builds its agent from: its spec
 // with the mission's effective limits in place of the spec's, encoded as
-// JSON (map keys sorted, so equal specs give equal keys). ok is false for
-// a spec the cache does not keep: one with sub-agents or spawn_agent
-// (whose tools are agents built per mission) or one that does not encode.
+// on the wire (messages.Marshal writes maps by their keys, so equal specs
+// give equal keys, and tells an integer from a float). ok is false for a
+// spec the cache does not keep: one with sub-agents or spawn_agent (whose
+// tools are agents built per mission) or one that does not encode.
 func agentKey(m *messages.Mission) (key string, ok bool) {
 	w := m.Agent
 	if w == nil || len(w.SubAgents) > 0 || w.SpawnAgent != nil {
@@ -30,7 +30,7 @@ func agentKey(m *messages.Mission) (key string, ok bool) {
 	}
 	kw := *w
 	kw.Limits = m.EffectiveLimits()
-	b, err := json.Marshal(&kw)
+	b, err := messages.Marshal(&kw)
 	if err != nil {
 		return "", false
 	}

@@ -196,3 +196,43 @@ func TestAgentCacheBounds(t *testing.T) {
 		t.Fatal("a key over the byte bound is kept")
 	}
 }
+
+// agentKey: equal specs (maps filled in any order) give equal keys, any
+// difference another key (an integer option is not the float of the same
+// value, nor are other limits the same), and a key costs the encoding and
+// its string.
+func TestAgentKey(t *testing.T) {
+	withOpts := func(opts ...any) *messages.Mission {
+		m := whoamiMission(messages.Limits{})
+		m.Agent.LLMOpts = map[string]any{}
+		for i := 0; i+1 < len(opts); i += 2 {
+			m.Agent.LLMOpts[opts[i].(string)] = opts[i+1]
+		}
+		return m
+	}
+	key := func(m *messages.Mission) string {
+		k, ok := agentKey(m)
+		if !ok {
+			t.Fatalf("no key for %+v", m.Agent)
+		}
+		return k
+	}
+	base := key(withOpts("temperature", 0.5, "max_tokens", int64(100), "top_p", 0.9))
+	for range 20 {
+		if key(withOpts("top_p", 0.9, "max_tokens", int64(100), "temperature", 0.5)) != base {
+			t.Fatal("equal specs give different keys")
+		}
+	}
+	if key(withOpts("temperature", 0.5, "max_tokens", 100.0, "top_p", 0.9)) == base {
+		t.Fatal("an integer option and its float give one key")
+	}
+	other := withOpts("temperature", 0.5, "max_tokens", int64(100), "top_p", 0.9)
+	other.Limits.MaxTurns = 2
+	if key(other) == base {
+		t.Fatal("other limits give the same key")
+	}
+	m := withOpts("temperature", 0.5)
+	if n := testing.AllocsPerRun(100, func() { key(m) }); n > 3 {
+		t.Fatalf("%.0f allocations per key, want at most 3", n)
+	}
+}
