@@ -29,6 +29,10 @@ type wireField struct {
 	// encode asks reflect (a walk of the type's method table) only for a
 	// field of interface type, whose value's type it learns then.
 	zeroer zeroerKind
+	// scalar is whether the field is a string, bool or number with no
+	// encoding of its own, which encodeScalar writes without asking the
+	// encoder for the type's encoder (a lookup in a sync.Map per field)
+	scalar bool
 }
 
 // zeroerKind tells whether a field's type has an IsZero method.
@@ -190,7 +194,7 @@ func planStruct(t reflect.Type, plan func(reflect.Type) *wirePlan, visit func(re
 			}
 			for _, in := range inner.fields {
 				names[in.name] = true
-				p.fields = append(p.fields, wireField{name: in.name, index: append([]int{i}, in.index...), omitEmpty: in.omitEmpty, zeroer: in.zeroer})
+				p.fields = append(p.fields, wireField{name: in.name, index: append([]int{i}, in.index...), omitEmpty: in.omitEmpty, zeroer: in.zeroer, scalar: in.scalar})
 			}
 			continue
 		}
@@ -205,7 +209,7 @@ func planStruct(t reflect.Type, plan func(reflect.Type) *wirePlan, visit func(re
 		if opts == "omitempty" && f.Type.Kind() == reflect.Struct && !f.Type.Implements(zeroerType) && plan(f.Type) == nil {
 			return nil // its emptiness is the encoder's to judge
 		}
-		p.fields = append(p.fields, wireField{name: name, index: []int{i}, omitEmpty: opts == "omitempty", zeroer: zeroerOf(f.Type)})
+		p.fields = append(p.fields, wireField{name: name, index: []int{i}, omitEmpty: opts == "omitempty", zeroer: zeroerOf(f.Type), scalar: isScalar(f.Type)})
 	}
 	return p
 }
@@ -355,11 +359,57 @@ func encodeStruct(enc *msgpack.Encoder, v reflect.Value, p *wirePlan) error {
 		if err := enc.EncodeString(f.name); err != nil {
 			return err
 		}
-		if err := encodePlanned(enc, fieldOf(v, f.index)); err != nil {
+		fv := fieldOf(v, f.index)
+		var err error
+		if f.scalar {
+			err = encodeScalar(enc, fv)
+		} else {
+			err = encodePlanned(enc, fv)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isScalar reports whether values of t are a string, bool or number the
+// encoder writes by their kind alone: t and *t have no encoding of their
+// own.
+func isScalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+	default:
+		return false
+	}
+	for _, enc := range foreignEncodings {
+		if t.Implements(enc) || reflect.PointerTo(t).Implements(enc) {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeScalar writes v, of a type isScalar accepts, with the encoder's
+// method its encoder for v's kind calls (with UseCompactInts, which
+// MarshalTo sets, every integer kind is written compact).
+func encodeScalar(enc *msgpack.Encoder, v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.String:
+		return enc.EncodeString(v.String())
+	case reflect.Bool:
+		return enc.EncodeBool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return enc.EncodeInt(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return enc.EncodeUint(v.Uint())
+	case reflect.Float32:
+		return enc.EncodeFloat32(float32(v.Float()))
+	case reflect.Float64:
+		return enc.EncodeFloat64(v.Float())
+	}
+	return enc.EncodeValue(v)
 }
 
 // keep reports whether the encoder writes f of struct v: not when a nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +249,49 @@ func BenchmarkMarshal(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// textKind is a string with an encoding of its own.
+type textKind string
+
+func (k textKind) MarshalText() ([]byte, error) { return []byte("t:" + string(k)), nil }
+
+// Strings, bools and numbers with no encoding of their own are written by
+// the plan (encodeScalar) with the encoder's bytes; those with one are
+// left to the encoder.
+func TestWirePlansKnowWhichFieldsAreScalars(t *testing.T) {
+	scalars := 0
+	for _, p := range wirePlans {
+		for _, f := range p.fields {
+			if f.scalar {
+				scalars++
+			}
+		}
+	}
+	if scalars == 0 {
+		t.Fatal("no planned field is written as a scalar")
+	}
+	for typ, want := range map[reflect.Type]bool{
+		reflect.TypeFor[string](): true, reflect.TypeFor[int64](): true, reflect.TypeFor[uint8](): true,
+		reflect.TypeFor[float32](): true, reflect.TypeFor[bool](): true, reflect.TypeFor[time.Duration](): true,
+		reflect.TypeFor[textKind](): false, reflect.TypeFor[time.Time](): false, reflect.TypeFor[[]byte](): false,
+		reflect.TypeFor[any](): false, reflect.TypeFor[*string](): false,
+	} {
+		if isScalar(typ) != want {
+			t.Errorf("isScalar(%s) = %v, want %v", typ, !want, want)
+		}
+	}
+	var buf bytes.Buffer
+	for _, v := range []any{"", "x", strings.Repeat("s", 300), true, int64(-1 << 40), int8(-5), uint64(1 << 63), uint16(300), float32(1.5), 2.25, 5 * time.Second} {
+		buf.Reset()
+		enc := msgpack.NewEncoder(&buf)
+		enc.UseCompactInts(true)
+		if err := encodeScalar(enc, reflect.ValueOf(v)); err != nil {
+			t.Fatal(err)
+		}
+		if want := codecMarshal(t, v); !bytes.Equal(buf.Bytes(), want) {
+			t.Errorf("%T %v: %x, the encoder %x", v, v, buf.Bytes(), want)
+		}
 	}
 }
