@@ -337,6 +337,14 @@ func normalizeValue(rv reflect.Value, depth int) error {
 		if rv.Type().PkgPath() == "time" {
 			return nil
 		}
+		if fields, ok := dynamicFields[rv.Type()]; ok {
+			for _, i := range fields {
+				if err := normalizeValue(rv.Field(i), depth+1); err != nil {
+					return fmt.Errorf("%s: %w", rv.Type().Field(i).Name, err)
+				}
+			}
+			return nil
+		}
 		for i := 0; i < rv.NumField(); i++ {
 			if !rv.Type().Field(i).IsExported() {
 				continue
@@ -468,6 +476,14 @@ func RoundFloats(v any, digits int) any {
 // than []byte and the values of maps; an interface, or a map of
 // interfaces, is dynamic; every other kind is a leaf.
 func staticWireTypes(roots ...reflect.Type) map[reflect.Type]bool {
+	static, _ := walkPlan(roots...)
+	return static
+}
+
+// walkPlan returns staticWireTypes(roots) and, for each struct type of
+// the others, the indexes of the fields normalizeValue walks: exported
+// and not static.
+func walkPlan(roots ...reflect.Type) (static map[reflect.Type]bool, fields map[reflect.Type][]int) {
 	var all []reflect.Type
 	seen := map[reflect.Type]bool{}
 	var children func(t reflect.Type) []reflect.Type
@@ -531,11 +547,20 @@ func staticWireTypes(roots ...reflect.Type) map[reflect.Type]bool {
 			}
 		}
 	}
-	static := map[reflect.Type]bool{}
+	static, fields = map[reflect.Type]bool{}, map[reflect.Type][]int{}
 	for _, t := range all {
-		if !dynamic[t] {
+		switch {
+		case !dynamic[t]:
 			static[t] = true
+		case t.Kind() == reflect.Struct && t.PkgPath() != "time":
+			walk := []int{}
+			for i := range t.NumField() {
+				if f := t.Field(i); f.IsExported() && dynamic[f.Type] {
+					walk = append(walk, i)
+				}
+			}
+			fields[t] = walk
 		}
 	}
-	return static
+	return static, fields
 }

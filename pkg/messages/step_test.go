@@ -523,6 +523,16 @@ func TestStaticWireTypes(t *testing.T) {
 			t.Errorf("staticTypes holds the interface %s", ty)
 		}
 	}
+	// the fields walked: exported, not static
+	_, fields := walkPlan(reflect.TypeFor[tree]())
+	for ty, want := range map[reflect.Type][]int{reflect.TypeFor[branch](): {1, 2}, reflect.TypeFor[tree](): {0}} {
+		if got, ok := fields[ty]; !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: fields walked %v, want %v", ty, got, want)
+		}
+	}
+	if _, ok := fields[reflect.TypeFor[leaf]()]; ok {
+		t.Error("a static struct has fields to walk")
+	}
 }
 
 // TestUnmarshalWalksOnlyDynamicValues: the walk after decoding leaves the
