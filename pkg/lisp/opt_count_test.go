@@ -236,7 +236,7 @@ func TestRecordCountsMatchPlain(t *testing.T) {
 		if got, want := countOutcome(src, ctx, false), countOutcome(src, ctx, true); got != want {
 			t.Errorf("%s over %v\n  counted:    %s\n  as written: %s", src, rs, got, want)
 		}
-		if n := compiled(t, src).RecordCounts; n != 1 {
+		if n := compiled(t, src).RecordSteps; n != 1 {
 			t.Fatalf("%s: %d reducing functions counted over records, want 1", src, n)
 		}
 	}
@@ -252,7 +252,7 @@ func TestRecordCountsMatchPlain(t *testing.T) {
 		`(reduce #(update %1 (:k %2) (fnil + 0) (:x %2)) {} ctx/rs)`:                    0,
 		`(reduce (fn [m r] (update m (:k r) (fnil + 0) (:x r))) {} (filter :x ctx/rs))`: 1,
 	} {
-		if n := compiled(t, src).RecordCounts; n != want {
+		if n := compiled(t, src).RecordSteps; n != want {
 			t.Errorf("%s: %d reducing functions counted over records, want %d", src, n, want)
 		}
 	}

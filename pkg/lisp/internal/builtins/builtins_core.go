@@ -562,7 +562,7 @@ func biReduce(th *core.Thread, a []core.Value) core.Value {
 		tok := Feeding(acc, transient, items.Len()-first)
 		// over host records, a reducing function that can do its work
 		// without its call (FnProto.RecordStep) does it on the transient
-		var step func(*core.Thread, *core.Map, map[string]any) bool
+		var step func(*core.Thread, *core.Map, []map[string]any, int) (core.Value, bool)
 		if clo, ok := f.(*core.Closure); ok && transient && items.Recs != nil {
 			step = clo.Proto.RecordStep
 		}
@@ -571,8 +571,11 @@ func biReduce(th *core.Thread, a []core.Value) core.Value {
 				tok.Done = i - first + 1
 			}
 			if step != nil {
-				if m, ok := acc.(*core.Map); ok && step(th, m, items.Recs[i]) {
-					continue
+				if m, ok := acc.(*core.Map); ok {
+					if v, ok := lc.Step(step, m, items.Recs, i); ok {
+						acc = v
+						continue
+					}
 				}
 			}
 			acc = lc.Call2(acc, items.At(i))

@@ -328,7 +328,7 @@ func assocOne(th *core.Thread, name string, m, k, v core.Value) core.Value {
 		th.AllocSlots(3)
 		return core.EmptyMap.Assoc(k, v)
 	case *core.Map:
-		return assocCharged(th, c, k, v)
+		return AssocCharged(th, c, k, v)
 	case *core.Vector:
 		i, ok := k.(int64)
 		if !ok {
@@ -400,7 +400,7 @@ func biMerge(th *core.Thread, a []core.Value) core.Value {
 			}
 			c.Each(func(k, v core.Value) bool {
 				th.Tick()
-				acc = assocCharged(th, acc, k, v)
+				acc = AssocCharged(th, acc, k, v)
 				return true
 			})
 		default:

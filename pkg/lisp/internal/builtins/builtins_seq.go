@@ -1037,7 +1037,7 @@ func conjMap(th *core.Thread, name string, m *core.Map, x core.Value, argN int) 
 		return m
 	case *core.Vector:
 		if e.Len() == 2 {
-			return assocCharged(th, m, e.At(0), e.At(1))
+			return AssocCharged(th, m, e.At(0), e.At(1))
 		}
 	case *core.Map:
 		if m.Len() == 0 {
@@ -1045,7 +1045,7 @@ func conjMap(th *core.Thread, name string, m *core.Map, x core.Value, argN int) 
 		}
 		e.Each(func(k, v core.Value) bool {
 			th.Tick()
-			m = assocCharged(th, m, k, v)
+			m = AssocCharged(th, m, k, v)
 			return true
 		})
 		return m
@@ -1089,8 +1089,9 @@ func mapFromEntries(th *core.Thread, name string, to *core.Map, from []core.Valu
 	return EndTransient(m)
 }
 
-// assocCharged is m.Assoc, charging the budget when the map grows.
-func assocCharged(th *core.Thread, m *core.Map, k, v core.Value) *core.Map {
+// AssocCharged is m.Assoc, charging the budget when the map grows: what
+// assoc does to a map (and reduce's record step of an assoc).
+func AssocCharged(th *core.Thread, m *core.Map, k, v core.Value) *core.Map {
 	if m.Ord {
 		return core.OrdAssoc(th, m, k, v)
 	}
@@ -1313,7 +1314,7 @@ func rekeyMap(th *core.Thread, v core.Value, key func(core.Value) core.Value) co
 	out := core.EmptyMap
 	m.Each(func(k, val core.Value) bool {
 		th.Tick()
-		out = assocCharged(th, out, key(k), val)
+		out = AssocCharged(th, out, key(k), val)
 		return true
 	})
 	return out

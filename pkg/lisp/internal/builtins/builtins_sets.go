@@ -168,7 +168,7 @@ func registerSets(r *registry) {
 		}
 		out := core.EmptyMap
 		m.Each(func(k, v core.Value) bool {
-			out = assocCharged(th, out, v, k)
+			out = AssocCharged(th, out, v, k)
 			return true
 		})
 		return out
@@ -241,7 +241,7 @@ func renameKeys(th *core.Thread, m, km *core.Map) *core.Map {
 	})
 	km.Each(func(old, nk core.Value) bool {
 		if v, ok := m.Get(old); ok {
-			out = assocCharged(th, out, nk, v)
+			out = AssocCharged(th, out, nk, v)
 		}
 		return true
 	})
@@ -314,7 +314,7 @@ func biSetJoin(th *core.Thread, a []core.Value) core.Value {
 		for _, ym := range groups[i] {
 			merged := m
 			ym.Each(func(k, v core.Value) bool {
-				merged = assocCharged(th, merged, k, v)
+				merged = AssocCharged(th, merged, k, v)
 				return true
 			})
 			out = setAddAll(th, out, []core.Value{merged})

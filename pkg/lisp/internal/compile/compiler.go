@@ -200,10 +200,9 @@ type Compiler struct {
 	countForm *syntax.Form
 	// Counts is the number of updates compiled to count unboxed
 	Counts int
-	// RecordCounts is the number of reducing functions whose counting
-	// update reduce runs over host records without their call
-	// (recordCount)
-	RecordCounts int
+	// RecordSteps is the number of reducing functions whose update
+	// reduce runs over host records without their call (opt_recordstep.go)
+	RecordSteps int
 	// PlainLoops turns off walk loops, owned bindings and transient loop
 	// bindings (Options.plainLoops)
 	PlainLoops bool

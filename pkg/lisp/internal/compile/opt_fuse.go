@@ -799,11 +799,9 @@ func (c *Compiler) compileReducer(f *syntax.Form) core.Node {
 	nd := c.compile(f, false)
 	c.countForm = outer
 	if p := c.lastProto; p != nil && f != nil {
-		if counting != nil {
-			if rc := c.recordCountOf(f, counting); rc != nil {
-				p.RecordStep = rc.step
-				c.RecordCounts++
-			}
+		if step := c.recordStepOf(f, counting); step != nil {
+			p.RecordStep = step
+			c.RecordSteps++
 		}
 		if f.Kind == syntax.FFnLit {
 			f = FnLitAsFn(f)

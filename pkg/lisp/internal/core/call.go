@@ -265,20 +265,69 @@ func (lc *loopCaller) Call(n int, x, y Value) Value {
 	}
 	th.Sp = lc.base
 	amark := th.Alloc
-	acc, grows := x.(*Map) // a reduce's transient accumulator
-	n0 := 0
-	if grows = grows && acc.Edit != nil; grows {
-		acc.Edit.writes, n0 = 0, acc.Len()
-	}
+	acc, n0 := growing(x)
 	v := th.runArity(lc.fr, lc.ar)
 	if th.Alloc != amark {
-		if m, ok := v.(*Map); ok && grows && m == acc && m.Edit != nil {
-			th.creditGrown(amark, m, n0, y)
-		} else {
-			th.credit2(amark, x, y, v)
-		}
+		th.creditCall(amark, x, y, v, acc, n0)
 	}
 	return v
+}
+
+// Step does for the accumulator m and the host record recs[i] what a
+// call of the function does, with step (its FnProto.RecordStep, which
+// counts the call's steps and credits what it charges: StepMark,
+// StepCredit) instead of the body; false when step did nothing (the
+// caller then calls the function).
+func (lc *loopCaller) Step(step func(*Thread, *Map, []map[string]any, int) (Value, bool), m *Map, recs []map[string]any, i int) (Value, bool) {
+	if lc.ar == nil {
+		return nil, false // a call that enters its own frame (and checks the depth)
+	}
+	return step(lc.th, m, recs, i)
+}
+
+// StepMark starts a record step that may charge memory (an assoc into
+// the accumulator m) as Call starts a call given m: the mark to credit
+// from and m's count.
+func (th *Thread) StepMark(m *Map) (mark int64, n0 int) {
+	_, n0 = growing(m)
+	return th.Alloc, n0
+}
+
+// StepCredit ends a record step started by StepMark that returned v: what
+// it charged is credited as Call credits a call given m and the record
+// recs[i].
+func (th *Thread) StepCredit(mark int64, m *Map, n0 int, recs []map[string]any, i int, v Value) {
+	if th.Alloc == mark {
+		return
+	}
+	var acc *Map // growing(m) at StepMark, whose writes count from there
+	if m.Edit != nil {
+		acc = m
+	}
+	th.creditCall(mark, m, recordAt(&recs[i]), v, acc, n0)
+}
+
+// growing returns x when it is a reduce's transient accumulator (nil
+// otherwise), its writes counted from now (EditToken.writes), and its
+// count: what creditCall needs to credit a map grown in place.
+func growing(x Value) (*Map, int) {
+	acc, ok := x.(*Map)
+	if !ok || acc.Edit == nil {
+		return nil, 0
+	}
+	acc.Edit.writes = 0
+	return acc, acc.Len()
+}
+
+// creditCall credits what a call given x and y that returned v charged
+// since mark: the transient accumulator acc (growing) grown in place by
+// what was written to it, anything else by what v holds beyond x and y.
+func (th *Thread) creditCall(mark int64, x, y, v Value, acc *Map, n0 int) {
+	if m, ok := v.(*Map); ok && acc != nil && m == acc && m.Edit != nil {
+		th.creditGrown(mark, m, n0, y)
+	} else {
+		th.credit2(mark, x, y, v)
+	}
 }
 
 // call1Closure and call2Closure are the HOF fast path: a closure whose

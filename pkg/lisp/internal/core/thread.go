@@ -108,12 +108,14 @@ type FnProto struct {
 	// pass a transient map (see Map.edit).
 	LinearAcc bool
 	// RecordStep, when set, does what a call of the function's arity of
-	// two does for an accumulator acc (a transient map) and a host record
-	// rec, without the call: the steps counted, the map written in place;
-	// false (nothing done, nothing counted) sends that item through the
-	// call. reduce uses it over host records (a counting update, see
-	// compile's recordCount).
-	RecordStep func(th *Thread, acc *Map, rec map[string]any) bool
+	// two does for an accumulator acc (a transient map) and the host
+	// record recs[i], without the call: the steps counted, the map written
+	// in place (charged and credited as the call's, StepMark and
+	// StepCredit), the new accumulator returned; false (nothing done,
+	// nothing counted) sends that item through the call. reduce runs it
+	// over host records (loopCaller.Step; compile's recordCount and
+	// recordAssoc).
+	RecordStep func(th *Thread, acc *Map, recs []map[string]any, i int) (Value, bool)
 	Name       string
 	Arities    []*Arity
 	// direct[n] is the arity taking exactly n args when its params are
