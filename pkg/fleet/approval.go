@@ -541,7 +541,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	}
 	st := entry.st
 	suspended(&st)
-	if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
+	if _, err := casStatus(ctx, w.st, st, entry.rev); err != nil {
 		// changed under the run (a cancel flag): written again from what
 		// it is now, else a wake would find it running and be dropped
 		if _, err := updateStatus(ctx, w.st, k, suspended); err != nil {

@@ -155,7 +155,7 @@ func (w *Worker) cancelQueued(ctx context.Context, k missionKey, reason string) 
 	}
 	// another submitter's status holds the id, or k's status was
 	// deleted: k's own key is created
-	if _, err := casStatus(ctx, w.st.Status, st, 0); err != nil {
+	if _, err := casStatus(ctx, w.st, st, 0); err != nil {
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, err
 		}

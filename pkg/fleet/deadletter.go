@@ -66,7 +66,7 @@ func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data
 		return true
 	})
 	if errors.Is(err, ErrNotFound) {
-		_, _ = casStatus(ctx, w.st.Status, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
+		_, _ = casStatus(ctx, w.st, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
 	}
 	if em == nil {
 		em = w.newEmitter(ctx, k, 0, false)

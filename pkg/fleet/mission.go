@@ -455,7 +455,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
 		}
-		newRev, err := casStatus(ctx, w.st.Status, st, rev)
+		newRev, err := casStatus(ctx, w.st, st, rev)
 		if err == nil {
 			entry := &statusEntry{st: st, rev: newRev}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
@@ -593,7 +593,7 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 	defer c()
 	lease.renew(ctx)
 	e := entry.Load()
-	rev, err := casStatus(ctx, w.st.Status, e.st, e.rev)
+	rev, err := casStatus(ctx, w.st, e.st, e.rev)
 	if err == nil {
 		entry.Store(&statusEntry{st: e.st, rev: rev})
 		return true
@@ -706,7 +706,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	if entry != nil {
 		st := entry.st
 		if setFinal(&st) {
-			_, err = casStatus(ctx, w.st.Status, st, entry.rev)
+			_, err = casStatus(ctx, w.st, st, entry.rev)
 		}
 	}
 	if err != nil {
@@ -737,7 +737,7 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, entry *statusE
 	if entry != nil {
 		st := entry.st
 		st.State, st.Worker = messages.StateQueued, ""
-		if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
+		if _, err := casStatus(ctx, w.st, st, entry.rev); err != nil {
 			log.Warn().Err(err).Msg("status not reset on hand back")
 		}
 	}
@@ -764,7 +764,7 @@ func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, k missionKe
 	if entry != nil {
 		st := entry.st
 		st.State, st.Worker = messages.StateQueued, ""
-		_, _ = casStatus(ctx, w.st.Status, st, entry.rev)
+		_, _ = casStatus(ctx, w.st, st, entry.rev)
 	}
 	w.stats.retried.Add(1)
 	w.cfg.Metrics.retry()

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // publishAck reads every answer as nats.go's PublishMsg does: the usual
@@ -154,5 +155,60 @@ func TestPublishAcked(t *testing.T) {
 	t.Logf("%.0f allocations a publish, nats.go's PublishMsg %.0f (the server's included)", ours, theirs)
 	if ours > theirs-4 {
 		t.Errorf("%.0f allocations a publish, nats.go's PublishMsg %.0f: want at least 4 fewer", ours, theirs)
+	}
+}
+
+// casStatus at a revision writes as Status.Update does: the new revision
+// when the key is at rev, and a refusal that is ErrKeyRevisionMismatch
+// (and ErrKeyExists) when another writer moved it.
+func TestCasStatusAtARevision(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.nc == nil {
+		t.Fatal("the stores do not know their connection")
+	}
+	s := messages.Status{MissionID: messages.NewMissionID(), Submitter: messages.DefaultSubmitter, State: messages.StateQueued}
+	rev, err := casStatus(ctx, st, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.State = messages.StateRunning
+	next, err := casStatus(ctx, st, s, rev)
+	if err != nil || next <= rev {
+		t.Fatalf("write at revision %d: %d, %v", rev, next, err)
+	}
+	e, err := st.Status.Get(ctx, messages.StatusKey(s.Submitter, s.MissionID))
+	if err != nil || e.Revision() != next {
+		t.Fatalf("stored revision %v, %v; want %d", e, err, next)
+	}
+	var got messages.Status
+	if err := messages.Unmarshal(e.Value(), &got); err != nil || got.State != messages.StateRunning {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+	_, err = casStatus(ctx, st, s, rev)
+	if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("write at a stale revision: %v", err)
+	}
+	_, uerr := st.Status.Update(ctx, messages.StatusKey(s.Submitter, s.MissionID), e.Value(), rev)
+	if uerr == nil || uerr.Error() != err.Error() {
+		t.Fatalf("refused as %q, Update refuses as %q", err, uerr)
 	}
 }

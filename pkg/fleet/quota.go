@@ -514,7 +514,7 @@ func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey,
 	}
 	st := entry.st
 	waiting(&st)
-	if _, err := casStatus(ctx, w.st.Status, st, entry.rev); err != nil {
+	if _, err := casStatus(ctx, w.st, st, entry.rev); err != nil {
 		// changed under the claim (a cancel flag): written again from
 		// what it is now, else the wake would find it running and be
 		// dropped

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -189,6 +190,9 @@ type Stores struct {
 	// statusStream is Status' stream, read with direct gets where a
 	// reader looks a mission up by id alone (messages.AllSubmitters).
 	statusStream jetstream.Stream
+	// nc is the connection the handles were made on: casStatus publishes
+	// a status on it (publishAcked); nil: through Status.
+	nc *nats.Conn
 	// Consumers by priority: the missions stored with no lane, queued
 	// before the layout had lanes.
 	Consumers map[string]jetstream.Consumer
@@ -217,7 +221,7 @@ type Stores struct {
 // configurations leave the last one written.
 func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) (*Stores, error) {
 	cfg = cfg.withDefaults()
-	st := &Stores{Consumers: map[string]jetstream.Consumer{}, Lanes: map[string][]jetstream.Consumer{}}
+	st := &Stores{Consumers: map[string]jetstream.Consumer{}, Lanes: map[string][]jetstream.Consumer{}, nc: js.Conn()}
 	for _, s := range layoutStreams(cfg) {
 		str, err := retrySetup(ctx, cfg, "stream "+s.cfg.Name, func(ctx context.Context) (jetstream.Stream, error) {
 			return ensureStream(ctx, js, s.cfg, cfg.VerifyOnly)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -321,19 +322,33 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 	return &statusEntry{st: s, rev: rev}, nil
 }
 
-// casStatus writes st (under the key of st.Submitter and st.MissionID) if
-// the key is still at rev; jetstream.ErrKeyRevisionMismatch (wrapped) means
-// another writer won.
-func casStatus(ctx context.Context, kv jetstream.KeyValue, st messages.Status, rev uint64) (uint64, error) {
-	data, err := statusBytes(st)
+// casStatus writes s (under the key of s.Submitter and s.MissionID) in
+// st.Status if the key is still at rev; jetstream.ErrKeyRevisionMismatch
+// (wrapped) means another writer won. A write at a revision is the
+// publish Status.Update makes (the key's subject, expecting rev as the
+// subject's last sequence), made with publishAcked, and refused as
+// Update refuses it.
+func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (uint64, error) {
+	data, err := statusBytes(s)
 	if err != nil {
 		return 0, err
 	}
-	key := messages.StatusKey(st.Submitter, st.MissionID)
-	if rev == 0 {
-		return kv.Create(ctx, key, data)
+	key := messages.StatusKey(s.Submitter, s.MissionID)
+	switch {
+	case rev == 0:
+		return st.Status.Create(ctx, key, data)
+	case st.nc == nil:
+		return st.Status.Update(ctx, key, data, rev)
 	}
-	return kv.Update(ctx, key, data, rev)
+	ack, err := publishAcked(ctx, st.nc, &nats.Msg{Subject: messages.StatusSubject(s.Submitter, s.MissionID), Data: data,
+		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(rev, 10)}}})
+	if isWrongLastSeq(err) {
+		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // createFirstStatus writes st as the first status of its mission id, in one
@@ -377,7 +392,7 @@ func updateStatus(ctx context.Context, st *Stores, k missionKey, edit func(*mess
 		if !edit(&s) {
 			return cur, nil
 		}
-		rev, err := casStatus(ctx, st.Status, s, cur.rev)
+		rev, err := casStatus(ctx, st, s, cur.rev)
 		if err == nil {
 			return &statusEntry{st: s, rev: rev}, nil
 		}
