@@ -486,8 +486,7 @@ func staticWireTypes(roots ...reflect.Type) map[reflect.Type]bool {
 func walkPlan(roots ...reflect.Type) (static map[reflect.Type]bool, fields map[reflect.Type][]int) {
 	var all []reflect.Type
 	seen := map[reflect.Type]bool{}
-	var children func(t reflect.Type) []reflect.Type
-	children = func(t reflect.Type) []reflect.Type {
+	children := func(t reflect.Type) []reflect.Type {
 		switch t.Kind() {
 		case reflect.Pointer:
 			return []reflect.Type{t.Elem()}

@@ -493,8 +493,9 @@ func TestStaticWireTypes(t *testing.T) {
 	}
 	type tree struct {
 		Branch *branch
-		hidden any //nolint:unused // normalizeValue skips unexported fields
+		hidden any // normalizeValue skips unexported fields
 	}
+	_ = tree{}.hidden
 	static := staticWireTypes(reflect.TypeFor[tree](), reflect.TypeFor[Status](), reflect.TypeFor[Step](), reflect.TypeFor[Mission]())
 	for _, c := range []struct {
 		t    reflect.Type
