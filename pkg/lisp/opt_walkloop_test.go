@@ -327,3 +327,54 @@ func TestWalkRecordsMatchesWalk(t *testing.T) {
 		t.Fatalf("%d of 600 loops walked with a sole update", fast)
 	}
 }
+
+// TestWalkRecordBatches checks a walk that sums integer fields of host
+// records, which counts its steps and iterations in batches up to the
+// next budget check (Thread.LoopRoom), against the same walk over a
+// vector the program made and against the loop as written: over 3,000
+// records, a float, a nil or an overflow at places around the checks
+// (every 1,024 steps), under step and loop limits that fall inside a
+// batch or on its edge. Values, errors (kind and message) and the steps
+// spent must agree.
+func TestWalkRecordBatches(t *testing.T) {
+	recs := make([]map[string]any, 3000)
+	for i := range recs {
+		recs[i] = map[string]any{"qty": int64(i % 7), "id": int64(i)}
+	}
+	loops := []string{
+		`(loop [xs %s acc 0] (if (empty? xs) acc (recur (rest xs) (+ acc (:qty (first xs))))))`,
+		`(loop [i 0 acc 0] (if (< i (count %s)) (recur (inc i) (+ (:qty (nth %[1]s i)) acc)) acc))`,
+	}
+	outcome := func(src string, opts Options) string {
+		res, err := Exec(context.Background(), src, opts)
+		if err != nil {
+			e := err.(*core.Error)
+			return fmt.Sprintf("error %v %s, %d steps", e.Kind, e.Msg, res.Steps)
+		}
+		return fmt.Sprintf("%s in %d steps", core.PrStr(res.Value), res.Steps)
+	}
+	for _, at := range []int{-1, 0, 340, 511, 512, 1020, 1023, 2047, 2999} {
+		for _, odd := range []any{2.5, nil, int64(math.MaxInt64)} {
+			rs := append([]map[string]any(nil), recs...)
+			if at >= 0 {
+				rs[at] = map[string]any{"qty": odd}
+			}
+			for _, lim := range []struct{ steps, loops int64 }{{-1, 0}, {1000, 0}, {2047, 0}, {5000, 0}, {-1, 511}, {-1, 1023}, {-1, 1024}, {-1, 2500}} {
+				for _, loop := range loops {
+					prelude := "(let [a (into [] ctx/recs) b ctx/recs] %s)"
+					host := fmt.Sprintf(prelude, fmt.Sprintf(loop, "b"))
+					made := fmt.Sprintf(prelude, fmt.Sprintf(loop, "a"))
+					opts := Options{Context: map[string]any{"recs": rs}, MaxSteps: lim.steps, LoopLimit: lim.loops}
+					got, want := outcome(host, opts), outcome(made, opts)
+					if got != want {
+						t.Errorf("%s, odd %v at %d, limits %v:\n  host records: %s\n  made vector:  %s", host, odd, at, lim, got, want)
+					}
+					opts.plainLoops = true
+					if plain := outcome(host, opts); strings.Split(plain, " in ")[0] != strings.Split(got, " in ")[0] && !strings.HasPrefix(plain, "error") {
+						t.Errorf("%s, odd %v at %d, limits %v: %s, as written %s", host, odd, at, lim, got, plain)
+					}
+				}
+			}
+		}
+	}
+}

@@ -280,31 +280,57 @@ func (o *ownedArg) walk(fr *core.Frame, items core.ItemsOf, item int, mark int, 
 // walk computes that record's update as written, reading the field again
 // (a map read changes nothing).
 //
-// A sum of integer fields (op '+', an integer accumulator, an int64 field)
-// is added inline, with num's overflow test; any other field or
-// accumulator goes through num.
+// A sum of integer fields (op '+', an integer accumulator, int64 fields)
+// runs in batches (sumInts); any other field or accumulator goes
+// through num, one record at a time.
 func (o *ownedArg) walkRecords(fr *core.Frame, recs []map[string]any, acc ownedVal, mark int, it *core.LoopIter, slots []int) (int, ownedVal) {
 	th := fr.Th
 	plus := o.op == '+'
-	for i, m := range recs {
-		if y, ok := core.FieldOf(m, o.xkw).(int64); ok && plus && acc.kind == 'i' {
-			p := int64(acc.n)
-			s := p + y
-			if (s > p) != (y > 0) {
-				return i, acc // overflow: walk raises it as written
-			}
+	for i := 0; i < len(recs); i++ {
+		if plus && acc.kind == 'i' {
+			j, s := o.sumInts(th, recs[i:], int64(acc.n))
 			acc.n = uint64(s)
-		} else {
-			r, ok := o.num(acc, core.RecordField(m, o.xkw))
-			if !ok {
-				return i, acc
+			if j > 0 {
+				th.Sp = mark
 			}
-			acc = r
+			if i += j; i == len(recs) {
+				break
+			}
 		}
+		r, ok := o.num(acc, core.RecordField(recs[i], o.xkw))
+		if !ok {
+			return i, acc
+		}
+		acc = r
 		th.Tick()
 		th.CountLoop()
 		th.Sp = mark
 		it.Next(th, fr.Slots, slots)
 	}
 	return len(recs), acc
+}
+
+// sumInts adds the int64 fields of recs to s for as long as they are
+// int64s that do not overflow and no iteration is due to check a budget
+// (Thread.LoopRoom), and counts their steps and iterations at once: it
+// returns how many records it added and the sum. Such an iteration
+// allocates nothing and changes no binding the loop credits, so its
+// LoopIter.Next has nothing to do (the caller's next iteration does it).
+func (o *ownedArg) sumInts(th *core.Thread, recs []map[string]any, s int64) (int, int64) {
+	n := min(int64(len(recs)), th.LoopRoom())
+	k := 0
+	for _, m := range recs[:n] {
+		y, ok := core.FieldOf(m, o.xkw).(int64)
+		if !ok {
+			break
+		}
+		t := s + y
+		if (t > s) != (y > 0) {
+			break // overflow: num refuses it, and walk raises it as written
+		}
+		s = t
+		k++
+	}
+	th.CountLoops(int64(k))
+	return k, s
 }

@@ -431,6 +431,26 @@ func (th *Thread) CountLoop() {
 	}
 }
 
+// LoopRoom returns how many more loop iterations of one step each run
+// before a Tick would check the budgets or a CountLoop would pass the
+// loop limit: a loop that counts them in a batch (CountLoops) runs that
+// many, then ticks and counts the next one singly.
+func (th *Thread) LoopRoom() int64 {
+	n := th.NextCheck - th.Steps - 1
+	if th.MaxLoops > 0 {
+		n = min(n, th.MaxLoops-th.loops)
+	}
+	return max(n, 0)
+}
+
+// CountLoops counts n iterations of one step each at once, n at most
+// LoopRoom: what n Tick and CountLoop calls count, none of which would
+// have checked anything.
+func (th *Thread) CountLoops(n int64) {
+	th.Steps += n
+	th.loops += n
+}
+
 // loopLimit raises the loop limit's error (not inlined: CountLoop is).
 //
 //go:noinline
