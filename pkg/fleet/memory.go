@@ -56,12 +56,15 @@ func missionMemory(m *messages.Mission) int64 {
 type memoryBudget struct {
 	size int64 // ≤ 0: no budget
 	sem  *semaphore.Weighted
+	// raise is what a reservation tells a program that outgrew it
+	raise string
 }
 
 func newMemoryBudget(size int64) *memoryBudget {
-	b := &memoryBudget{size: size}
+	b := &memoryBudget{size: size, raise: "the mission's program_memory; raise limits.program_memory"}
 	if size > 0 {
 		b.sem = semaphore.NewWeighted(size)
+		b.raise = fmt.Sprintf("the mission's program_memory, which this worker's memory budget caps at %d; raise limits.program_memory", size)
 	}
 	return b
 }
@@ -78,7 +81,7 @@ type reservation struct {
 func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reservation, func(), error) {
 	want := missionMemory(m)
 	if b.sem == nil {
-		return reservation{limit: max(want, 0), raise: "the mission's program_memory; raise limits.program_memory"}, func() {}, nil
+		return reservation{limit: max(want, 0), raise: b.raise}, func() {}, nil
 	}
 	n := want
 	if n < 0 || n > b.size {
@@ -87,8 +90,7 @@ func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reserv
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return reservation{}, nil, err
 	}
-	r := reservation{limit: n, raise: fmt.Sprintf("the mission's program_memory, which this worker's memory budget caps at %d; raise limits.program_memory", b.size)}
-	return r, func() { b.sem.Release(n) }, nil
+	return reservation{limit: n, raise: b.raise}, func() { b.sem.Release(n) }, nil
 }
 
 // idleReturnAfter is how long a worker's missions stay unchanged (none
