@@ -232,7 +232,11 @@ func TestAgentKey(t *testing.T) {
 		t.Fatal("other limits give the same key")
 	}
 	m := withOpts("temperature", 0.5)
-	if n := testing.AllocsPerRun(100, func() { key(m) }); n > 3 {
-		t.Fatalf("%.0f allocations per key, want at most 3", n)
+	limit := 3.0
+	if fleettest.Race {
+		limit = 8 // sync.Pool drops some of what it is given
+	}
+	if n := testing.AllocsPerRun(100, func() { key(m) }); n > limit {
+		t.Fatalf("%.0f allocations per key, want at most %.0f", n, limit)
 	}
 }

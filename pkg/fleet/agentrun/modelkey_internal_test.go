@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 )
@@ -69,7 +70,11 @@ func TestModelKeyAllocations(t *testing.T) {
 		{Role: llm.RoleUser, Content: []llm.Block{llm.Text{Text: "find the order"}}},
 	}}
 	modelKey("m", req)
-	if n := testing.AllocsPerRun(100, func() { modelKey("m", req) }); n > 3 {
-		t.Fatalf("%.1f allocations per key, want at most 3", n)
+	limit := 3.0
+	if fleettest.Race {
+		limit = 16 // sync.Pool drops some of what it is given
+	}
+	if n := testing.AllocsPerRun(100, func() { modelKey("m", req) }); n > limit {
+		t.Fatalf("%.1f allocations per key, want at most %.0f", n, limit)
 	}
 }
