@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -82,5 +84,94 @@ func TestResultStoredDuringClaimIsNotRunAgain(t *testing.T) {
 	st, err := client.Status(ctx, m.ID)
 	if err != nil || st.State != messages.StateSucceeded {
 		t.Fatalf("status %+v, %v; want %s", st, err, messages.StateSucceeded)
+	}
+}
+
+// failingStatusKV is the status bucket with its next Get failing once
+// armed: a read that cannot reach the bucket.
+type failingStatusKV struct {
+	jetstream.KeyValue
+	fails atomic.Int32
+}
+
+func (kv *failingStatusKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if kv.fails.Add(-1) >= 0 {
+		return nil, errors.New("status bucket unreachable")
+	}
+	return kv.KeyValue.Get(ctx, key)
+}
+
+// A run whose last fence check cannot read the mission's status publishes
+// nothing: the mission goes back to the queue, and the next attempt's
+// result is the one stored.
+func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
+	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	nc, err := srv.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// heartbeats (every AckWait/3) read the status too: none falls within a run
+	store := StoreConfig{AckWait: 30 * time.Second, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &failingStatusKV{}
+	var runs atomic.Int32
+	var w *Worker
+	w, err = NewWorker(nc, WorkerConfig{
+		ID: "blind", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			n := runs.Add(1)
+			if n == 1 {
+				// the status read that follows this run, finish's, fails
+				// (the stores are bound once the worker starts; finish
+				// runs after this function, on its goroutine)
+				kv.KeyValue = w.st.Status
+				kv.fails.Store(1)
+				w.st.Status = kv
+			}
+			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Return != "run 2" {
+		t.Fatalf("result %v, want the second run's", step.Return)
+	}
+	if n := kv.fails.Load(); n >= 0 {
+		t.Fatalf("the armed status read was not made (%d left)", n+1)
+	}
+	// the final status follows the result
+	for {
+		st, err := client.Status(ctx, m.ID)
+		if err == nil && st.State == messages.StateSucceeded && st.Attempt == 2 {
+			break
+		}
+		if err != nil || messages.TerminalState(st.State) || ctx.Err() != nil {
+			t.Fatalf("status %+v, %v; want %s at attempt 2", st, err, messages.StateSucceeded)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the runner ran %d times, want 2", n)
 	}
 }
