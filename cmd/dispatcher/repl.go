@@ -179,10 +179,17 @@ func readBounded(path string, limit int) ([]byte, error) {
 	return data, nil
 }
 
+// replDiscoveryWait bounds the REPL's wait for the tool services' answers
+// to its discovery. Discovery ends 20 ms after the first answer (the
+// server's no-responders reply included, when nothing listens), so the bound is waited out only when services
+// are slow to answer, as on a loaded machine; the REPL binds the tools it
+// finds for its whole session.
+const replDiscoveryWait = 2 * time.Second
+
 // fleetToolNames lists the tools the fleet's services offer (none when no
 // tool service answers).
 func fleetToolNames(ctx context.Context, nc *nats.Conn) ([]string, error) {
-	infos, err := fleet.Discover(ctx, nc, 500*time.Millisecond)
+	infos, err := fleet.Discover(ctx, nc, replDiscoveryWait)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, nil // no tool service runs: a REPL without tools
 	}
