@@ -162,7 +162,8 @@ func (w *Worker) process(msg jetstream.Msg) {
 
 	var hbEntry atomic.Pointer[statusEntry]
 	hbEntry.Store(entry)
-	stopHeartbeat := w.heartbeat(msg, k, &hbEntry, lease, cancel, time.Until(received.Add(w.heartbeatPeriod())))
+	beats := w.heartbeat(msg, k, &hbEntry, lease, cancel, time.Until(received.Add(w.heartbeatPeriod())))
+	stopHeartbeat := beats.stop
 
 	// A large context is read under the heartbeat: its read may take
 	// longer than AckWait.
@@ -196,7 +197,9 @@ func (w *Worker) process(msg jetstream.Msg) {
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
 	box := w.toolbox(m, em, msg.Headers(), journal, attempt)
 	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
+	box.owned = beats.owned
 	env := RunEnv{
+		owned:    beats.owned,
 		Journal:  journal,
 		Tools:    box,
 		Events:   em,
@@ -547,47 +550,106 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 // heartbeatPeriod is the interval of a running mission's heartbeats.
 func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*time.Millisecond) }
 
-// heartbeat keeps the message in progress and the status fenced until the
-// function it returns is called, beating first after first (at once when
-// it is not positive) and then every heartbeatPeriod. It cancels the run
-// when the status shows a cancel request (ErrCancelled) or another owner
+// heartbeat keeps the message in progress and the status fenced until
+// its stop is called, beating first after first (at once when it is not
+// positive) and then every heartbeatPeriod. It cancels the run when the
+// status shows a cancel request (ErrCancelled) or another owner
 // (ErrFenced). Each beat renews the mission's quota lease (nil: none).
 // The beats run on a timer, not on a goroutine of their own, so a mission
-// waiting on a model holds none for them; the returned stop waits for a
-// beat in progress and no beat starts after it.
-func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	mu.Lock() // the first beat waits until t is set
-	defer mu.Unlock()
-	t = time.AfterFunc(max(first, 0), func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
+// waiting on a model holds none for them; stop waits for a beat in
+// progress and no beat starts after it.
+func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) *beats {
+	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
+	b.mu.Lock() // the first beat waits until t is set
+	defer b.mu.Unlock()
+	b.t = time.AfterFunc(max(first, 0), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.stopped || !b.beatLocked() {
 			return
 		}
-		if !w.beat(msg, k, entry, lease, cancel) {
-			stopped = true
-			return
-		}
-		t.Reset(w.heartbeatPeriod())
+		b.t.Reset(w.heartbeatPeriod())
 	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
+	return b
+}
+
+// beats are a running mission's heartbeats (Worker.heartbeat).
+type beats struct {
+	w      *Worker
+	msg    jetstream.Msg
+	k      missionKey
+	entry  *atomic.Pointer[statusEntry]
+	lease  *quotaLease
+	cancel context.CancelCauseFunc
+	start  time.Time
+	// confirmed is when (since start) a beat last found the mission this
+	// run's
+	confirmed atomic.Int64
+
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+// beatLocked beats once with b.mu held; it reports whether the beats go
+// on (false once the mission is another's, the run cancelled).
+func (b *beats) beatLocked() bool {
+	alive, confirmed := b.w.beat(b.msg, b.k, b.entry, b.lease, b.cancel)
+	if confirmed {
+		b.confirmed.Store(int64(time.Since(b.start)))
+	}
+	if !alive {
+		b.stopped = true
+	}
+	return alive
+}
+
+// stop ends the beats, waiting for one in progress.
+func (b *beats) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	b.t.Stop()
+}
+
+// owned returns nil when the run may send a request that costs or acts
+// (a model call, a tool call): while the beats confirm the mission this
+// run's, at no cost. Once no beat has confirmed it for two heartbeat
+// periods (NATS unreachable a while, so the message may have gone to
+// another worker), it beats at once, and again while the status cannot be
+// read, before the request leaves; it returns the run's cancel cause once
+// the mission is another's (ErrFenced) or ctx ends.
+func (b *beats) owned(ctx context.Context) error {
+	period := b.w.heartbeatPeriod()
+	for {
+		if time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period {
+			return nil
+		}
+		b.mu.Lock()
+		stopped := b.stopped
+		confirmed := !stopped && b.beatLocked() && time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period
+		stopped = b.stopped
+		b.mu.Unlock()
+		switch {
+		case confirmed:
+			return nil
+		case stopped && ctx.Err() == nil:
+			return ErrFenced
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(min(period, 250*time.Millisecond)):
+		}
 	}
 }
 
 // beat is one heartbeat: the message in progress, the quota lease
 // renewed, the status fenced by compare-and-set (or read again when that
-// fails). It returns false once the mission is another's, after cancelling
-// the run.
-func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc) bool {
+// fails). alive is false once the mission is another's, after cancelling
+// the run; confirmed is true when the status was read or written as this
+// run's.
+func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc) (alive, confirmed bool) {
 	_ = msg.InProgress()
 	ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
 	defer c()
@@ -596,11 +658,11 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 	rev, err := casStatus(ctx, w.st, e.st, e.rev)
 	if err == nil {
 		entry.Store(&statusEntry{st: e.st, rev: rev})
-		return true
+		return true, true
 	}
 	cur, gerr := getStatus(ctx, w.st, k)
 	if gerr != nil {
-		return true // transient; try again next beat
+		return true, false // transient; try again next beat
 	}
 	switch {
 	case cur.st.Worker != w.cfg.ID || cur.st.Attempt != e.st.Attempt || cur.st.State != messages.StateRunning:
@@ -609,14 +671,14 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 		} else {
 			cancel(ErrFenced)
 		}
-		return false
+		return false, false
 	case cur.st.CancelRequested:
 		entry.Store(cur)
 		cancel(&cancelledError{reason: cur.st.CancelReason})
 	default:
 		entry.Store(cur)
 	}
-	return true
+	return true, true
 }
 
 // finish stores step as the mission's result (exactly once), records the

@@ -87,6 +87,23 @@ type RunEnv struct {
 	// replays) and settles after (pkg/fleet/agentrun does). Nil: no
 	// budgets, nothing recorded.
 	Budget *MissionBudget
+	// owned is Owned's check (nil: none)
+	owned func(context.Context) error
+}
+
+// Owned returns nil when the run may send a request that costs or acts:
+// a model call (pkg/fleet/agentrun asks before each one that reaches a
+// model) or a tool call (the Toolbox asks). It costs nothing while the
+// worker's heartbeats confirm the mission is this run's; once they have
+// not for a while (NATS unreachable), it confirms it first, waiting while
+// the status cannot be read, and returns ErrFenced when another worker has
+// taken the mission (the run is then cancelled) or ctx's cause when ctx
+// ends. Outside a worker it returns nil.
+func (e RunEnv) Owned(ctx context.Context) error {
+	if e.owned == nil {
+		return nil
+	}
+	return e.owned(ctx)
 }
 
 // Emitter publishes progress events; Emit does not block on the network and

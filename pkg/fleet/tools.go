@@ -446,6 +446,8 @@ type Toolbox struct {
 
 	// gate holds back calls that need approval (nil: none do).
 	gate *approvalGate
+	// owned, when set, is asked before a request leaves (RunEnv.Owned).
+	owned func(context.Context) error
 
 	// retryWait bounds how long a call keeps retrying a tool whose
 	// service has no responders.
@@ -820,6 +822,13 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		hs.set(messages.HeaderContentType, ctype)
 	}
 	hs.set(messages.HeaderTimeout, strconv.FormatInt(timeout.Milliseconds(), 10))
+	// A run whose worker lost touch with NATS confirms it still owns the
+	// mission before the call leaves.
+	if b.owned != nil {
+		if err := b.owned(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The request may depend on answers whose journal writes are still in
 	// flight: they are acknowledged before it leaves.
 	if jerr := b.journal.Flush(ctx); jerr != nil {

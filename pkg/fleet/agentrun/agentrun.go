@@ -111,7 +111,7 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	}
 	step, runErr := a.Run(tel.context(ctx), agent.RunOptions{
 		LLM:              model,
-		Registry:         journalModels(budgetModels(meteredModels(models, env.Metrics, env.Tracer), env.Budget), env.Journal),
+		Registry:         journalModels(budgetModels(meteredModels(models, env.Metrics, env.Tracer), env.Budget), env.Journal, env.Owned),
 		Context:          m.Context,
 		ContextSignature: m.ContextSignature,
 		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},

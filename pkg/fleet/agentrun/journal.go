@@ -58,14 +58,15 @@ func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 	return fleet.WithTurn(ctx, int(t.n.Load()))
 }
 
-// journalModels returns reg with every model's replies going through j; reg
-// itself when j is nil.
-func journalModels(reg llm.Registry, j *fleet.Journal) llm.Registry {
+// journalModels returns reg with every model's replies going through j,
+// each call that reaches a model first asking owned (fleet.RunEnv.Owned);
+// reg itself when j is nil.
+func journalModels(reg llm.Registry, j *fleet.Journal, owned func(context.Context) error) llm.Registry {
 	if j == nil {
 		return reg
 	}
 	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
-		return &journaledModel{name: name, inner: m, j: j}
+		return &journaledModel{name: name, inner: m, j: j, owned: owned}
 	})
 }
 
@@ -94,6 +95,7 @@ type journaledModel struct {
 	name  string
 	inner llm.Model
 	j     *fleet.Journal
+	owned func(context.Context) error
 }
 
 // journalReply is a model reply as the journal keeps it (the provider's
@@ -125,6 +127,11 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 	// writes are acknowledged before it leaves.
 	if err := m.j.Flush(ctx); err != nil {
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("answers not journaled")
+	}
+	// a run whose worker lost touch with NATS confirms it still owns the
+	// mission before paying for a reply
+	if err := m.owned(ctx); err != nil {
+		return nil, err
 	}
 	resp, err := m.inner.Complete(ctx, req)
 	if err != nil || resp == nil {
