@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -18,16 +17,7 @@ import (
 // is not run again: the claim reads the result once its own status write
 // is in, finds it, and settles the message with that result.
 func TestResultStoredDuringClaimIsNotRunAgain(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store := StoreConfig{AckWait: time.Second, MaxDeliver: 5}
@@ -105,16 +95,7 @@ func (kv *failingStatusKV) Get(ctx context.Context, key string) (jetstream.KeyVa
 // nothing: the mission goes back to the queue, and the next attempt's
 // result is the one stored.
 func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// heartbeats (every AckWait/3) read the status too: none falls within a run

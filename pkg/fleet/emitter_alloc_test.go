@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -13,16 +12,7 @@ import (
 // the next one, not into a new copy, and encodes it into the waiting
 // batch: an event that waits allocates nothing.
 func TestEmitAllocations(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	em := &emitter{nc: nc, sub: messages.DefaultSubmitter, missionID: messages.NewMissionID(), worker: "w1", attempt: 1, delay: time.Hour}
 	defer em.Flush()
 	ev := &messages.Event{Kind: messages.EventToolCall, Turn: 1, Tool: "lookup", CallID: "c1", Args: map[string]any{"id": int64(42)}}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -92,16 +91,7 @@ func contains(list []string, s string) bool {
 // compare-and-set refused, no stream; and fewer allocations than
 // nats.go's PublishMsg for the same publish.
 func TestPublishAcked(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -162,16 +152,7 @@ func TestPublishAcked(t *testing.T) {
 // when the key is at rev, and a refusal that is ErrKeyRevisionMismatch
 // (and ErrKeyExists) when another writer moved it.
 func TestCasStatusAtARevision(t *testing.T) {
-	srv, err := embedded.Start(embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := embeddedConn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
