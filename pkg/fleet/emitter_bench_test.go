@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -13,16 +12,7 @@ import (
 // worker does, batched, and publishes them: the emitter's share of a
 // mission's CPU and allocations.
 func BenchmarkEmitterMission(b *testing.B) {
-	srv, err := embedded.Start(embedded.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Close)
-	nc, err := srv.Conn()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
+	nc := embeddedConn(b)
 	args := map[string]any{"id": int64(42), "name": "customer name"}
 	result := map[string]any{"rows": []any{map[string]any{"id": int64(1), "total": 12.5}, map[string]any{"id": int64(2), "total": 3.25}}}
 	step := &messages.Step{Return: map[string]any{"total": 15.75}}
