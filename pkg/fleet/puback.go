@@ -79,8 +79,8 @@ func publishAck(data []byte) (*jetstream.PubAck, error) {
 
 // scanPublishAck reads data when it is a JSON object of the keys "stream"
 // (a string, not empty), "seq" (an unsigned integer), "domain" (a string)
-// and "duplicate" (a boolean), each at most once, with strings that need
-// no unescaping; ok is false for anything else.
+// and "duplicate" (a boolean), each at most once, with strings of ASCII
+// that need no unescaping; ok is false for anything else.
 func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 	var a jetstream.PubAck
 	var seen [4]bool // stream, seq, domain, duplicate
@@ -109,7 +109,9 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 				s := string(data[i+1 : j])
 				i = j + 1
 				return s, true
-			case c == '\\' || c < 0x20:
+			case c == '\\' || c < 0x20 || c >= 0x80:
+				// escapes, control characters and non-ASCII bytes
+				// (encoding/json replaces invalid UTF-8) are left to it
 				return "", false
 			}
 		}
@@ -146,7 +148,7 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 				j++
 			}
 			n, err := strconv.ParseUint(string(data[i:j]), 10, 64)
-			if err != nil || seen[1] {
+			if err != nil || seen[1] || (j-i > 1 && data[i] == '0') { // JSON has no leading zeros
 				return nil, false
 			}
 			seen[1], a.Sequence, i = true, n, j

@@ -33,6 +33,8 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 		`{"stream":"S","seq":1,"seq":2}`,
 		`{"stream":"S","seq":1}x`,
 		`{"stream":"S","seq":-1}`,
+		`{"stream":"S","seq":01}`,
+		"{\"stream\":\"\x80\",\"seq\":1}",
 		`{"stream":"S","seq":18446744073709551616}`,
 		`{"stream":"","seq":1}`,
 		`{"seq":1}`,
@@ -43,24 +45,7 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 		`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"}}`,
 		`{"error":{"code":503,"err_code":10039,"description":"JetStream not enabled"},"stream":"","seq":0}`,
 	}
-	// what nats.go's publishMsg does with the answer's bytes
-	natsGo := func(data []byte) (*jetstream.PubAck, error) {
-		var resp struct {
-			Type  string              `json:"type"`
-			Error *jetstream.APIError `json:"error,omitempty"`
-			*jetstream.PubAck
-		}
-		if err := json.Unmarshal(data, &resp); err != nil {
-			return nil, jetstream.ErrInvalidJSAck
-		}
-		if resp.Error != nil {
-			return nil, resp.Error
-		}
-		if resp.PubAck == nil || resp.Stream == "" {
-			return nil, jetstream.ErrInvalidJSAck
-		}
-		return resp.PubAck, nil
-	}
+	natsGo := natsGoPublishAck
 	for _, in := range append(append([]string{}, scanned...), slow...) {
 		_, fast := scanPublishAck([]byte(in))
 		if want := contains(scanned, in); fast != want {
@@ -76,6 +61,49 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 	if !errors.Is(err, jetstream.ErrKeyExists) || !isWrongLastSeq(err) {
 		t.Errorf("a refused compare-and-set reads as %v", err)
 	}
+}
+
+// natsGoPublishAck is what nats.go's publishMsg does with an answer's
+// bytes.
+func natsGoPublishAck(data []byte) (*jetstream.PubAck, error) {
+	var resp struct {
+		Type  string              `json:"type"`
+		Error *jetstream.APIError `json:"error,omitempty"`
+		*jetstream.PubAck
+	}
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, jetstream.ErrInvalidJSAck
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	if resp.PubAck == nil || resp.Stream == "" {
+		return nil, jetstream.ErrInvalidJSAck
+	}
+	return resp.PubAck, nil
+}
+
+// FuzzPublishAck: any answer reads as nats.go reads it, to the same PubAck
+// or error, whether it is read without encoding/json or with it.
+func FuzzPublishAck(f *testing.F) {
+	for _, s := range []string{
+		`{"stream":"RESULTS","seq":12}`,
+		`{"stream":"RESULTS","domain":"hub","seq":3,"duplicate": true}`,
+		` { "stream" : "S" , "seq" : 0 , "duplicate" : false } `,
+		`{"stream":"S","seq":1,"seq":2}`,
+		`{"Stream":"S","SEQ":1}`,
+		`{"stream":"RE\u0053ULTS","seq":1}`,
+		`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := publishAck(data)
+		want, werr := natsGoPublishAck(data)
+		if !reflect.DeepEqual(got, want) || (err == nil) != (werr == nil) || (err != nil && !errors.Is(err, werr)) {
+			t.Fatalf("%q: %+v, %v; nats.go reads %+v, %v", data, got, err, want, werr)
+		}
+	})
 }
 
 func contains(list []string, s string) bool {
