@@ -199,6 +199,16 @@ func TestLostToolAnswerIsAskedForAgain(t *testing.T) {
 			if n := runs.Load(); n != c.wantRuns {
 				t.Errorf("the tool ran %d times, want %d", n, c.wantRuns)
 			}
+			// the observer's handler runs on its own connection's
+			// goroutine: it may see the resend after the call returned
+			for wait := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				n := len(seen)
+				mu.Unlock()
+				if n >= 2 || time.Now().After(wait) {
+					break
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if len(seen) < 2 {
