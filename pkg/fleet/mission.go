@@ -565,7 +565,10 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 	b.t = time.AfterFunc(max(first, 0), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.stopped || !b.beatLocked() {
+		if b.stopped {
+			return
+		}
+		if alive, _ := b.beatLocked(); !alive {
 			return
 		}
 		b.t.Reset(w.heartbeatPeriod())
@@ -592,16 +595,17 @@ type beats struct {
 }
 
 // beatLocked beats once with b.mu held; it reports whether the beats go
-// on (false once the mission is another's, the run cancelled).
-func (b *beats) beatLocked() bool {
-	alive, confirmed := b.w.beat(b.msg, b.k, b.entry, b.lease, b.cancel)
+// on (false once the mission is another's, the run cancelled) and whether
+// this beat confirmed the mission this run's.
+func (b *beats) beatLocked() (alive, confirmed bool) {
+	alive, confirmed = b.w.beat(b.msg, b.k, b.entry, b.lease, b.cancel)
 	if confirmed {
 		b.confirmed.Store(int64(time.Since(b.start)))
 	}
 	if !alive {
 		b.stopped = true
 	}
-	return alive
+	return alive, confirmed
 }
 
 // stop ends the beats, waiting for one in progress.
@@ -626,14 +630,15 @@ func (b *beats) owned(ctx context.Context) error {
 			return nil
 		}
 		b.mu.Lock()
-		stopped := b.stopped
-		confirmed := !stopped && b.beatLocked() && time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period
-		stopped = b.stopped
+		alive, confirmed := false, false
+		if !b.stopped {
+			alive, confirmed = b.beatLocked()
+		}
 		b.mu.Unlock()
 		switch {
 		case confirmed:
 			return nil
-		case stopped && ctx.Err() == nil:
+		case !alive && ctx.Err() == nil:
 			return ErrFenced
 		}
 		select {
