@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 	natsGo := natsGoPublishAck
 	for _, in := range append(append([]string{}, scanned...), slow...) {
 		_, fast := scanPublishAck([]byte(in))
-		if want := contains(scanned, in); fast != want {
+		if want := slices.Contains(scanned, in); fast != want {
 			t.Errorf("%s: read without encoding/json %v, want %v", in, fast, want)
 		}
 		got, err := publishAck([]byte(in))
@@ -104,15 +105,6 @@ func FuzzPublishAck(f *testing.F) {
 			t.Fatalf("%q: %+v, %v; nats.go reads %+v, %v", data, got, err, want, werr)
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // publishAcked against a stream: a message stored, its duplicate, a
