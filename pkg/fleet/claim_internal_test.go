@@ -118,7 +118,7 @@ func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
 				// runs after this function, on its goroutine)
 				kv.KeyValue = w.st.Status
 				kv.fails.Store(1)
-				w.st.Status = kv
+				w.st.Status, w.st.nc = kv, nil // status reads and writes through kv
 			}
 			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
 		}),

@@ -121,7 +121,7 @@ func isNotFound(err error) bool {
 }
 
 func bindStores(ctx context.Context, js jetstream.JetStream) (*Stores, error) {
-	st := &Stores{Consumers: map[string]jetstream.Consumer{}}
+	st := &Stores{Consumers: map[string]jetstream.Consumer{}, nc: js.Conn()}
 	var err error
 	if st.Missions, err = js.Stream(ctx, messages.StreamMissions); err != nil {
 		return nil, fmt.Errorf("fleet: stream %s: %w", messages.StreamMissions, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // errBatchIncomplete is the error of a batch direct get whose answer
@@ -93,4 +94,52 @@ func lastPerSubject(ctx context.Context, nc *nats.Conn, stream, filter string) (
 	case <-ctx.Done():
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, context.Cause(ctx))
 	}
+}
+
+// directGetWait bounds a direct get whose context has no deadline: the
+// wait jetstream.New gives its calls by default.
+const directGetWait = 5 * time.Second
+
+// directLast reads the last message stored on subject in stream with one
+// direct get (the request jetstream's GetLastMsgForSubject makes on a
+// stream that allows direct gets), without the stream handle's request
+// encoding, subject formatting and message conversion. It returns the
+// message's data and stream sequence and its headers (those stored with
+// it and the server's Nats-* ones), or jetstream.ErrMsgNotFound when the
+// subject holds no message.
+func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, directGetWait)
+		defer cancel()
+	}
+	r, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+subject, nil)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if len(r.Data) == 0 {
+		switch status := r.Header.Get("Status"); status {
+		case "":
+		case "404":
+			return nil, 0, nil, jetstream.ErrMsgNotFound
+		default:
+			desc := r.Header.Get("Description")
+			if desc == "" {
+				desc = "unable to get message"
+			}
+			return nil, 0, nil, fmt.Errorf("nats: %s", desc)
+		}
+	}
+	seqStr := r.Header.Get(jetstream.SequenceHeader)
+	if seqStr == "" {
+		return nil, 0, nil, errors.New("nats: missing sequence header")
+	}
+	seq, err := strconv.ParseUint(seqStr, 10, 64)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("nats: invalid sequence header '%s': %w", seqStr, err)
+	}
+	if got := r.Header.Get(jetstream.SubjectHeader); got != subject {
+		return nil, 0, nil, fmt.Errorf("nats: direct get of %s answered with subject %q", subject, got)
+	}
+	return r.Data, seq, r.Header, nil
 }

@@ -191,7 +191,8 @@ type Stores struct {
 	// reader looks a mission up by id alone (messages.AllSubmitters).
 	statusStream jetstream.Stream
 	// nc is the connection the handles were made on: casStatus publishes
-	// a status on it (publishAcked); nil: through Status.
+	// a status on it (publishAcked) and getStatus reads one with a direct
+	// get (directLast); nil: through Status.
 	nc *nats.Conn
 	// Consumers by priority: the missions stored with no lane, queued
 	// before the layout had lanes.

@@ -269,6 +269,24 @@ func decodeStep(data []byte) (*messages.Step, error) {
 	return messages.UnmarshalStep(data)
 }
 
+// kvDeleted reports whether a key-value entry read with its headers is a
+// delete or purge marker (an operation header, or a marker the server
+// wrote when the key's message expired or was removed), which
+// KeyValue.Get answers with jetstream.ErrKeyDeleted (an ErrKeyNotFound).
+func kvDeleted(h nats.Header) bool {
+	if len(h) == 0 {
+		return false
+	}
+	if op := h.Get("KV-Operation"); op != "" {
+		return op == "DEL" || op == "PURGE"
+	}
+	switch h.Get(jetstream.MarkerReasonHeader) {
+	case "MaxAge", "Purge", "Remove":
+		return true
+	}
+	return false
+}
+
 // statusEntry is a decoded status with the KV revision it was read at.
 type statusEntry struct {
 	st  messages.Status
@@ -302,6 +320,19 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 			return nil, ErrNotFound
 		}
 		data, rev = raw.Data, raw.Sequence
+	} else if st.nc != nil {
+		// the direct get Status.Get makes, read here: a mission's status
+		// is read at least twice per mission (the submission and the
+		// end of its run)
+		var hdr nats.Header
+		var err error
+		data, rev, hdr, err = directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
+			return nil, ErrNotFound // as Status.Get's ErrKeyDeleted is ErrKeyNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
+		}
 	} else {
 		e, err := st.Status.Get(ctx, messages.StatusKey(k.sub, k.id))
 		if err != nil {

@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// getStatus reads a status with its own direct get where the stores have
+// a connection, and through the bucket's KeyValue where they have none:
+// both give the same answers for a missing key, a stored status (and its
+// revision) and a deleted one.
+func TestGetStatusDirectReadsAsTheBucket(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.nc == nil {
+		t.Fatal("the stores have no connection: getStatus would not read directly")
+	}
+	kvOnly := *st
+	kvOnly.nc = nil
+	both := func(k missionKey) (direct, kv *statusEntry, derr, kerr error) {
+		direct, derr = getStatus(ctx, st, k)
+		kv, kerr = getStatus(ctx, &kvOnly, k)
+		return
+	}
+
+	missing := missionKey{sub: "alice", id: messages.NewMissionID()}
+	if d, k, derr, kerr := both(missing); !errors.Is(derr, ErrNotFound) || !errors.Is(kerr, ErrNotFound) {
+		t.Fatalf("missing status: direct %v, %v; bucket %v, %v; want ErrNotFound", d, derr, k, kerr)
+	}
+
+	stored := missionKey{sub: "alice", id: messages.NewMissionID()}
+	want := messages.Status{MissionID: stored.id, Submitter: stored.sub, State: messages.StateRunning, Worker: "w1", Attempt: 2, StreamSeq: 7}
+	rev, err := casStatus(ctx, st, want, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err = casStatus(ctx, st, want, rev) // a revision past the first
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, k, derr, kerr := both(stored)
+	if derr != nil || kerr != nil {
+		t.Fatalf("stored status: direct %v, bucket %v", derr, kerr)
+	}
+	for name, e := range map[string]*statusEntry{"direct": d, "bucket": k} {
+		if e.rev != rev || e.st.MissionID != want.MissionID || e.st.State != want.State || e.st.Worker != want.Worker ||
+			e.st.Attempt != want.Attempt || e.st.StreamSeq != want.StreamSeq {
+			t.Errorf("%s: %+v at revision %d, want %+v at %d", name, e.st, e.rev, want, rev)
+		}
+	}
+
+	if err := st.Status.Delete(ctx, messages.StatusKey(stored.sub, stored.id)); err != nil {
+		t.Fatal(err)
+	}
+	if d, k, derr, kerr := both(stored); !errors.Is(derr, ErrNotFound) || !errors.Is(kerr, ErrNotFound) {
+		t.Fatalf("deleted status: direct %v, %v; bucket %v, %v; want ErrNotFound", d, derr, k, kerr)
+	}
+
+	// a stream that is not there: an error, not a message
+	if _, _, _, err := directLast(ctx, nc, "NO_SUCH_STREAM", messages.StatusSubject(stored.sub, stored.id)); err == nil {
+		t.Fatal("a direct get on a missing stream answered")
+	}
+}
+
+// TestGetStatusAllocations: a status read costs the request, its answer
+// (the server's work included: it runs in this process) and the decoded
+// status, not the stream handle's request encoding, subject formatting
+// and message conversion: 65 allocations, 76 through the bucket's Get.
+func TestGetStatusAllocations(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: "alice", id: messages.NewMissionID()}
+	if _, err := casStatus(ctx, st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func(st *Stores) func() {
+		return func() {
+			if _, err := getStatus(ctx, st, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	kvOnly := *st
+	kvOnly.nc = nil
+	direct := testing.AllocsPerRun(200, read(st))
+	bucket := testing.AllocsPerRun(200, read(&kvOnly))
+	t.Logf("allocations per status read: direct %.1f, through the bucket %.1f", direct, bucket)
+	limit := 66.0
+	if fleettest.Race {
+		limit += 12 // sync.Pool drops some of what it is given
+	}
+	if direct > limit || direct > bucket-8 {
+		t.Errorf("%.1f allocations per status read, want at most %.0f and 8 fewer than through the bucket (%.1f)", direct, limit, bucket)
+	}
+}
