@@ -122,9 +122,8 @@ type coercer struct {
 }
 
 func (co *coercer) warn(v any, to string) {
-	c := checker{path: co.path}
 	msg := "coerced " + describe(v, firewalledPath(co.path)) + " to " + to
-	if p := c.pathString(); p != "" {
+	if p := pathString(co.path); p != "" {
 		msg = p + ": " + msg
 	}
 	co.warnings = append(co.warnings, msg)

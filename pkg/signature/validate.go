@@ -29,8 +29,7 @@ func Validate(t Type, v any, mode Mode) error {
 	if mode == Disabled {
 		return nil
 	}
-	var buf [16]seg
-	c := checker{strict: mode == Strict, path: buf[:0]}
+	c := checker{strict: mode == Strict}
 	c.check(orAny(t), v)
 	return c.errs.Err()
 }
@@ -49,8 +48,7 @@ func (s *Signature) ValidateInputs(args map[string]any, mode Mode) error {
 	if mode == Disabled {
 		return nil
 	}
-	var buf [16]seg
-	c := checker{strict: mode == Strict, inputs: true, path: buf[:0]}
+	c := checker{strict: mode == Strict, inputs: true}
 	c.checkFields(s.inputsMap(), plainMap(args))
 	return c.errs.Err()
 }
@@ -64,16 +62,45 @@ type seg struct {
 
 // checker walks a value; the path is kept as segments and only turned into a
 // string when a problem is recorded, so a valid value costs no allocation.
+// The path's first segments are held in the checker itself, which stays on
+// its caller's stack (a slice of a local array, grown through the
+// *checker, would be moved to the heap: 1 KB a call).
 type checker struct {
 	strict bool
 	inputs bool // validating an args map: top-level keys are inputs
-	path   []seg
+	depth  int  // the path's length
+	near   [16]seg
+	far    []seg // the path's segments past len(near)
 	errs   ValidationErrors
 }
 
-func (c *checker) pathString() string {
+// push adds s to the end of the path.
+func (c *checker) push(s seg) {
+	if c.depth < len(c.near) {
+		c.near[c.depth] = s
+	} else {
+		c.far = append(c.far[:c.depth-len(c.near)], s)
+	}
+	c.depth++
+}
+
+// pop removes the path's last segment.
+func (c *checker) pop() { c.depth-- }
+
+// path returns the path's segments (a copy once it is deeper than near).
+func (c *checker) path() []seg {
+	if c.depth <= len(c.near) {
+		return c.near[:c.depth]
+	}
+	return append(c.near[:len(c.near):len(c.near)], c.far[:c.depth-len(c.near)]...)
+}
+
+func (c *checker) pathString() string { return pathString(c.path()) }
+
+// pathString writes path as messages name it: a.b[2].c.
+func pathString(path []seg) string {
 	var b strings.Builder
-	for i, s := range c.path {
+	for i, s := range path {
 		if s.isIdx {
 			b.WriteByte('[')
 			b.WriteString(strconv.Itoa(s.index))
@@ -93,7 +120,7 @@ func (c *checker) fail(msg string) {
 }
 
 func (c *checker) mismatch(t Type, v any) {
-	c.fail("expected " + typeWord(t) + ", got " + describe(v, firewalledPath(c.path)))
+	c.fail("expected " + typeWord(t) + ", got " + describe(v, firewalledPath(c.path())))
 }
 
 // firewalledPath reports whether a path goes through a firewalled field:
@@ -174,16 +201,16 @@ func (c *checker) check(t Type, v any) {
 		switch xs := v.(type) {
 		case []any:
 			for i, x := range xs {
-				c.path = append(c.path, seg{index: i, isIdx: true})
+				c.push(seg{index: i, isIdx: true})
 				c.check(elem, x)
-				c.path = c.path[:len(c.path)-1]
+				c.pop()
 			}
 			return
 		case ListView:
 			for i := range xs.Len() {
-				c.path = append(c.path, seg{index: i, isIdx: true})
+				c.push(seg{index: i, isIdx: true})
 				c.check(elem, xs.At(i))
-				c.path = c.path[:len(c.path)-1]
+				c.pop()
 			}
 			return
 		case nil:
@@ -196,9 +223,9 @@ func (c *checker) check(t Type, v any) {
 			return
 		}
 		for i := range rv.Len() {
-			c.path = append(c.path, seg{index: i, isIdx: true})
+			c.push(seg{index: i, isIdx: true})
 			c.check(elem, rv.Index(i).Interface())
-			c.path = c.path[:len(c.path)-1]
+			c.pop()
 		}
 	case Map:
 		switch m := v.(type) {
@@ -227,7 +254,7 @@ func stringish(k reflect.Type) bool {
 }
 
 func (c *checker) missingMsg() string {
-	if c.inputs && len(c.path) == 1 {
+	if c.inputs && c.depth == 1 {
 		return "required input missing"
 	}
 	return "required field missing"
@@ -236,7 +263,7 @@ func (c *checker) missingMsg() string {
 func (c *checker) checkFields(t Map, m MapView) {
 	present := 0
 	for _, f := range t.Fields {
-		c.path = append(c.path, seg{name: f.Name})
+		c.push(seg{name: f.Name})
 		x, ok := m.Lookup(f.Name)
 		switch {
 		case ok:
@@ -245,7 +272,7 @@ func (c *checker) checkFields(t Map, m MapView) {
 		case fieldRequired(f.Type):
 			c.fail(c.missingMsg())
 		}
-		c.path = c.path[:len(c.path)-1]
+		c.pop()
 	}
 	// Every key of m that is a declared field was counted, so m has extra keys
 	// exactly when it has more keys than that.
@@ -263,16 +290,16 @@ func (c *checker) checkFields(t Map, m MapView) {
 func (c *checker) unexpected(names []string) {
 	slices.Sort(names)
 	for _, k := range names {
-		c.path = append(c.path, seg{name: k})
+		c.push(seg{name: k})
 		c.fail("unexpected field")
-		c.path = c.path[:len(c.path)-1]
+		c.pop()
 	}
 }
 
 func (c *checker) checkReflectFields(t Map, rv reflect.Value) {
 	kt := rv.Type().Key()
 	for _, f := range t.Fields {
-		c.path = append(c.path, seg{name: f.Name})
+		c.push(seg{name: f.Name})
 		x := rv.MapIndex(reflect.ValueOf(f.Name).Convert(kt))
 		switch {
 		case x.IsValid():
@@ -280,7 +307,7 @@ func (c *checker) checkReflectFields(t Map, rv reflect.Value) {
 		case fieldRequired(f.Type):
 			c.fail(c.missingMsg())
 		}
-		c.path = c.path[:len(c.path)-1]
+		c.pop()
 	}
 	if !c.strict {
 		return
