@@ -122,6 +122,7 @@ func callSiteFrom(ctx context.Context) CallSite {
 type approvalGate struct {
 	kv        jetstream.KeyValue
 	missionID string
+	submitter string
 	priority  string
 	timeout   time.Duration
 	mission   []messages.ApprovalRule
@@ -130,8 +131,23 @@ type approvalGate struct {
 	emit      func(*messages.Event)
 	now       func() time.Time
 
+	// list reads the mission's records with their revisions; nil: each
+	// call's record is read on its own.
+	list func(context.Context) ([]*messages.Approval, map[string]uint64, error)
+
 	mu   sync.Mutex
 	next map[string]int // occurrences of a call per turn and digest
+	// seen holds the mission's records as the run last read or wrote
+	// them, by call, once listed (listed): a decided record never
+	// changes, so a call decided before the run is answered from it.
+	seen   map[string]seenApproval
+	listed bool
+}
+
+// seenApproval is a record and its revision as a run read or wrote it.
+type seenApproval struct {
+	a   *messages.Approval
+	rev uint64
 }
 
 // rule returns the description of the first rule that marks the call, or
@@ -185,20 +201,20 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 	call := g.callID(TurnFrom(ctx), callDigest(name, plain))
 	site := callSiteFrom(ctx)
 	key := messages.ApprovalKey(g.missionID, call)
-	for range 8 {
-		a, rev, err := getApproval(ctx, g.kv, key)
+	for i := range 8 {
+		a, rev, err := g.record(ctx, key, call, i == 0)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			now := g.now().UTC()
 			a = &messages.Approval{Version: messages.ApprovalVersion, MissionID: g.missionID, Call: call,
 				State: messages.ApprovalPending, Tool: name, Service: info.Service,
 				Args: maskArgs(args), Turn: TurnFrom(ctx), Program: site.Program, Position: site.Position, Rule: rule,
-				Priority: g.priority, RequestedAt: now, Deadline: now.Add(g.timeout)}
+				Priority: g.priority, Submitter: g.submitter, RequestedAt: now, Deadline: now.Add(g.timeout)}
 			data, err := messages.Marshal(a)
 			if err != nil {
 				return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
 			}
-			if _, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+			if rev, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
 				continue
 			} else if err != nil {
 				// the store may have written the record and lost only its
@@ -209,6 +225,8 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 					return nil, nil, g.stop(cur)
 				}
 				return nil, nil, approvalUnavailable(ctx, name, err)
+			} else {
+				g.keep(a, rev)
 			}
 			return nil, nil, g.stop(a)
 		case err != nil:
@@ -228,15 +246,100 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		if err != nil {
 			return nil, nil, approvalUnavailable(ctx, name, err)
 		}
-		if _, err := g.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if rev, err := g.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue // decided meanwhile
 		} else if err != nil {
 			return nil, nil, approvalUnavailable(ctx, name, err)
+		} else {
+			g.keep(a, rev)
 		}
 		g.emit(decidedEvent(a))
 		return nil, a, denial(name, a)
 	}
 	return nil, nil, approvalUnavailable(ctx, name, errors.New("the approval record kept changing"))
+}
+
+// record returns the record of call (key) and its revision, or
+// ErrNotFound. The run's first look lists the mission's records (one
+// request, whatever their number), which the audit of its trace then
+// uses too; a call decided by then is answered from that list, since a
+// decision is final. A call pending or without a record when listed is
+// read again, unless the list was made for this look (first): it is as
+// fresh as a read.
+func (g *approvalGate) record(ctx context.Context, key, call string, first bool) (*messages.Approval, uint64, error) {
+	if g.list != nil {
+		g.mu.Lock()
+		fresh := false
+		if !g.listed {
+			as, revs, err := g.list(ctx)
+			if err != nil {
+				g.mu.Unlock()
+				return nil, 0, err
+			}
+			g.listed, fresh = true, true
+			if g.seen == nil {
+				g.seen = make(map[string]seenApproval, len(as))
+			}
+			for _, a := range as {
+				g.seen[a.Call] = seenApproval{a: a, rev: revs[a.Call]}
+			}
+		}
+		s, ok := g.seen[call]
+		g.mu.Unlock()
+		switch {
+		case ok && s.a.State != messages.ApprovalPending:
+			return s.a, s.rev, nil
+		case fresh && first && ok:
+			return cloneApproval(s.a), s.rev, nil
+		case fresh && first:
+			return nil, 0, ErrNotFound
+		}
+	}
+	a, rev, err := getApproval(ctx, g.kv, key)
+	if err == nil {
+		g.keep(cloneApproval(a), rev)
+	}
+	return a, rev, err
+}
+
+// keep notes a record as the run read or wrote it, for the audit.
+func (g *approvalGate) keep(a *messages.Approval, rev uint64) {
+	if g.list == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = map[string]seenApproval{}
+	}
+	g.seen[a.Call] = seenApproval{a: a, rev: rev}
+}
+
+// cloneApproval returns a copy of a that check may change (a pending
+// record it denies at its deadline) without changing what the gate
+// keeps.
+func cloneApproval(a *messages.Approval) *messages.Approval {
+	c := *a
+	return &c
+}
+
+// seenApprovals returns the mission's records as the run last saw them,
+// oldest request first, and whether it listed them (else nil, false).
+func (g *approvalGate) seenApprovals() ([]*messages.Approval, bool) {
+	if g == nil {
+		return nil, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.listed {
+		return nil, false
+	}
+	as := make([]*messages.Approval, 0, len(g.seen))
+	for _, s := range g.seen {
+		as = append(as, s.a)
+	}
+	sortApprovals(as)
+	return as, true
 }
 
 // stop tells the run to suspend for a and returns the call's error.
@@ -505,9 +608,12 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 	if prio == "" {
 		prio = messages.PriorityNormal
 	}
-	return &approvalGate{kv: w.st.Approvals, missionID: m.ID, priority: prio, timeout: timeout,
+	return &approvalGate{kv: w.st.Approvals, missionID: m.ID, submitter: em.sub, priority: prio, timeout: timeout,
 		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
-		next: map[string]int{}}
+		next: map[string]int{},
+		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
+			return listApprovals(ctx, w.nc, w.js, w.st.Approvals, m.ID)
+		}}
 }
 
 // consulted reports whether the run met a call that needed approval.
@@ -567,7 +673,13 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 
 // attachApprovals records, in step's trace, the approval of each tool
 // call that needed one: who decided, when, and what they changed.
-func (w *Worker) attachApprovals(ctx context.Context, id string, step *messages.Step, log *zerolog.Logger) {
+// The records are those the run's gate listed and wrote when it met such
+// a call, else they are read.
+func (w *Worker) attachApprovals(ctx context.Context, id string, gate *approvalGate, step *messages.Step, log *zerolog.Logger) {
+	if as, ok := gate.seenApprovals(); ok {
+		attachApprovals(step, as)
+		return
+	}
 	as, _, err := listApprovals(ctx, w.nc, w.js, w.st.Approvals, id)
 	if err != nil {
 		log.Warn().Err(err).Msg("approvals not added to the trace")
@@ -689,12 +801,21 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		}
 		d.Args = m
 	}
-	// the mission's submitter: its wake and events are on its subjects
-	st, err := c.status(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+	// The mission's status, read once when needed: its submitter (whose
+	// subjects its wake and events are on) when the record does not name
+	// it, and its state when no call is pending.
+	var st *messages.Status
+	status := func() (*messages.Status, error) {
+		if st != nil {
+			return st, nil
+		}
+		s, err := c.status(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
+		}
+		st = s
+		return st, nil
 	}
-	k := missionKey{sub: st.Submitter, id: id}
 	for range 8 {
 		// the records and their revisions: the decision is a
 		// compare-and-set on the revision read here
@@ -704,14 +825,30 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		}
 		a, err := pickCall(id, as, d.Call)
 		if err != nil {
-			if errors.Is(err, ErrNoPendingCall) && st.State == messages.StateAwaitingApproval {
-				return nil, c.requeueDecided(ctx, k, as, d.Call, err)
+			if !errors.Is(err, ErrNoPendingCall) {
+				return nil, err
+			}
+			s, serr := status()
+			if serr != nil {
+				return nil, serr
+			}
+			if s.State == messages.StateAwaitingApproval {
+				return nil, c.requeueDecided(ctx, missionKey{sub: s.Submitter, id: id}, as, d.Call, err)
 			}
 			return nil, err
 		}
 		key, rev := messages.ApprovalKey(id, a.Call), revs[a.Call]
 		if a.State != messages.ApprovalPending {
 			return nil, fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
+		}
+		k := missionKey{sub: a.Submitter, id: id}
+		if k.sub == "" {
+			// a record written without its submitter
+			s, err := status()
+			if err != nil {
+				return nil, err
+			}
+			k.sub = s.Submitter
 		}
 		a.State, a.DecidedBy, a.DecidedAt, a.Reason = messages.ApprovalDenied, d.By, time.Now().UTC(), d.Reason
 		if d.Approve {

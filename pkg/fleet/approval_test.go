@@ -463,3 +463,62 @@ func TestApprovalSuspendsWhenTheStatusChangedUnderTheRun(t *testing.T) {
 		t.Fatalf("step %+v, %v", step, err)
 	}
 }
+
+// A call's record names the mission's submitter, so a decision needs no
+// read of the status; a record without it (written before records named
+// it) is decided with the submitter read from the status, and the
+// mission resumes as usual.
+func TestApprovalRecordWithoutSubmitterIsDecided(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+
+	m := refundMission(250)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	st, err := c.Status(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Submitter == "" || a.Submitter != st.Submitter {
+		t.Fatalf("record's submitter %q, the status's %q", a.Submitter, st.Submitter)
+	}
+	key := messages.ApprovalKey(m.ID, a.Call)
+	e, err := c.Stores().Approvals.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Submitter = ""
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores().Approvals.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(ctx, m.ID)
+	if err != nil || !step.Ok() || step.Return.(map[string]any)["refunded"] != int64(250) {
+		t.Fatalf("step = %+v, %v", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds = %v, want one", refunds)
+	}
+	evs, err := c.Events(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if k := strings.Join(kinds, " "); !strings.Contains(k, "approval_requested approval_decided started") {
+		t.Fatalf("events %s", k)
+	}
+}

@@ -285,7 +285,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	step.Attempts = attempt
 	if entry.st.Suspensions > 0 || box.gate.consulted() {
-		w.attachApprovals(ctx, m.ID, step, &log)
+		w.attachApprovals(ctx, m.ID, box.gate, step, &log)
 	}
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r

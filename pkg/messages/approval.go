@@ -266,6 +266,9 @@ type Approval struct {
 	Rule string `msgpack:"rule,omitempty"`
 	// Priority is the mission's priority (where its resumption is queued).
 	Priority string `msgpack:"priority,omitempty"`
+	// Submitter is the mission's submitter (whose subjects its wake and
+	// events are on), so that a decider needs no read of its status.
+	Submitter string `msgpack:"submitter,omitempty"`
 	// RequestedAt and Deadline bound the wait: a call still pending at
 	// Deadline is denied with ReasonApprovalTimeout.
 	RequestedAt time.Time `msgpack:"requested_at"`

@@ -186,3 +186,84 @@ func TestCompiledPmapCallsWaitForApproval(t *testing.T) {
 		t.Errorf("return = %s", got)
 	}
 }
+
+// programsModel answers turn n with programs[n-1].
+type programsModel struct{ programs []string }
+
+func (m programsModel) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if req.Turn < 1 || req.Turn > len(m.programs) {
+		return nil, fmt.Errorf("no reply for turn %d", req.Turn)
+	}
+	return &llm.Response{Content: m.programs[req.Turn-1]}, nil
+}
+
+// A program that reaches two calls needing approval one after the other
+// suspends at each; its last run replays the first call's result from
+// the journal (the gate is not asked again for it) and runs the second,
+// and the trace still records both decisions.
+func TestSequentialApprovalsAreBothInTheTrace(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	tools := startAddTools(t, nc, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startDurableWorker(t, srv, programsModel{[]string{
+		"```clojure\n(def a (tool/add {:n 500}))\n(def b (tool/add {:n 600}))\n(return {:a a :b b})\n```",
+	}}, nil)
+	m := durableMission()
+	m.Approval = &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "add"}}}
+	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	by := map[int64]string{500: "ann", 600: "bob"}
+	for decided := 0; decided < 2; {
+		if ctx.Err() != nil {
+			t.Fatalf("%d calls decided; the mission stopped asking", decided)
+		}
+		time.Sleep(20 * time.Millisecond)
+		st, err := client.Status(ctx, m.ID)
+		if err != nil || st.State != messages.StateAwaitingApproval {
+			continue
+		}
+		as, err := client.Approvals(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.State != messages.ApprovalPending {
+				continue
+			}
+			n, _ := a.Args["n"].(int64)
+			if _, err := client.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: by[n]}); err != nil {
+				t.Fatal(err)
+			}
+			decided++
+		}
+	}
+	step, err := client.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if want := map[string]any{"a": int64(501), "b": int64(601)}; !reflect.DeepEqual(step.Return, want) {
+		t.Fatalf("return = %v, want %v", step.Return, want)
+	}
+	if got := tools.executions(); !reflect.DeepEqual(got, map[int64]int{500: 1, 600: 1}) {
+		t.Errorf("tool executions = %v, want each once", got)
+	}
+	got := map[int64]string{}
+	for _, c := range step.Trace[0].ToolCalls {
+		n, _ := c.Args["n"].(int64)
+		if c.Approval == nil {
+			t.Errorf("the call with n %d has no approval in the trace", n)
+			continue
+		}
+		got[n] = c.Approval.DecidedBy
+	}
+	if !reflect.DeepEqual(got, by) {
+		t.Errorf("approvals in the trace by n: %v, want %v", got, by)
+	}
+}
