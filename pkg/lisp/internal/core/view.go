@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 )
 
@@ -226,6 +227,12 @@ func FromGo(x any) (Value, error) {
 		return sliceView(v)
 	case *Kept:
 		return v.v, nil
+	case nil, bool, string, json.Number, int, int64, int32, int16, int8,
+		uint, uint64, uint32, uint16, uint8, float64, float32:
+		// a scalar: no shapes to share and no strings to intern, so no
+		// shape cache (1 KB) is made for it
+		var cv Converter
+		return cv.From(x)
 	}
 	cv := Converter{Shapes: &ShapeCache{}}
 	cv.Intern = true
