@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/vmihailenco/msgpack/v5"
@@ -166,18 +167,37 @@ func DecodeMsgpack(data []byte) (v Value, err error) {
 	return decodeMsgpack(data, &charger{})
 }
 
+// msgpackReader is a msgpack decoder and the reader it reads, kept for
+// the next decodeMsgpack once a decode is over.
+type msgpackReader struct {
+	r bytes.Reader
+	d *msgpack.Decoder
+}
+
+// msgpackReaders holds the msgpackReaders of finished decodes: a cache of
+// memory, not state (each decode resets what it takes).
+var msgpackReaders = sync.Pool{New: func() any { return &msgpackReader{d: msgpack.NewDecoder(nil)} }}
+
 // decodeMsgpack is DecodeMsgpack counting what it builds in c.
 func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
+	mr := msgpackReaders.Get().(*msgpackReader)
 	defer func() {
 		if p := recover(); p != nil {
+			// the decoder's state is unknown: it is not reused
 			v, err = nil, fmt.Errorf("lisp: decode msgpack: malformed input: %v", p)
+			return
 		}
+		mr.r.Reset(nil)
+		mr.d.Reset(nil)
+		msgpackReaders.Put(mr)
 	}()
 	if err := messages.CheckBounds(data); err != nil {
 		return nil, err
 	}
-	r := bytes.NewReader(data)
-	w := wireDecoder{d: msgpack.NewDecoder(r), cv: Converter{Shapes: &ShapeCache{}}, ch: c}
+	r := &mr.r
+	r.Reset(data)
+	mr.d.Reset(r) // clears every setting
+	w := wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{}}, ch: c}
 	w.d.UseLooseInterfaceDecoding(true)
 	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.Intern = true
