@@ -24,13 +24,43 @@ type runState struct {
 	model      llm.Model
 	modelName  string
 	missionCtx context.Context
+	start      time.Time      // when the run started
+	st         *messages.Step // the run's Step
 }
 
+// run runs the agent at the level of l (nil for the top). Its frame, and
+// loop's under it, stay small: a run waits on its model under them, and
+// what the goroutine's stack holds then sets the stack's size while
+// thousands of runs wait. Setting up the run (newRun, begin) and ending it
+// (end) are functions of their own.
 func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messages.Step, err error) {
+	rs := a.newRun(&opts, l)
+	st := rs.st
+	defer rs.stamp()
+	if lisp.MeterFrom(ctx) == nil {
+		// what the mission holds from its tools, across its turns and
+		// sub-agents (a fleet worker hands its own meter in ctx)
+		ctx = lisp.WithMeter(ctx, a.missionMeter())
+	}
+	in, fail := resolveInput(opts)
+	rs.emitRunStart(ctx, in)
+	defer rs.end(ctx, &step, &err)
+	missionCtx, cancel, step, err := a.begin(ctx, rs, in, fail, &opts, l)
+	if missionCtx == nil {
+		return step, err
+	}
+	defer cancel()
+	if a.spec.Output == OutputText {
+		return a.runText(ctx, missionCtx, rs, in, &opts, st)
+	}
+	return a.loop(ctx, missionCtx, rs, in, &opts, st)
+}
+
+// newRun starts the state of a run at the level of l (nil for the top,
+// which starts the tree's shared state) and its Step.
+func (a *Agent) newRun(opts *RunOptions, l *link) *runState {
 	start := time.Now()
 	st := &messages.Step{Version: messages.StepVersion, Signature: a.sig.String(), Mode: messages.ModeLisp}
-	defer func() { st.Usage.Duration = time.Since(start) }()
-
 	// shared tree state
 	var t *tree
 	depth := 1
@@ -42,47 +72,62 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		t.budget.Store(int64(a.turnBudget()))
 		t.spend = a.spendLimit()
 	}
-	rs := &runState{tree: t, name: a.Name(), depth: depth}
-	if lisp.MeterFrom(ctx) == nil {
-		// what the mission holds from its tools, across its turns and
-		// sub-agents (a fleet worker hands its own meter in ctx)
-		ctx = lisp.WithMeter(ctx, a.missionMeter())
+	return &runState{tree: t, name: a.Name(), depth: depth, start: start, st: st}
+}
+
+// stamp sets the Step's duration.
+func (rs *runState) stamp() { rs.st.Usage.Duration = time.Since(rs.start) }
+
+// emitRunStart tells observers the run starts with input in.
+func (rs *runState) emitRunStart(ctx context.Context, in *runInput) {
+	var data map[string]any
+	if in != nil {
+		data = in.data
 	}
+	rs.tree.emit(ctx, Event{Kind: EventRunStart, Agent: rs.name, Depth: rs.depth, Context: data})
+}
 
-	in, fail := resolveInput(opts)
-	t.emit(ctx, Event{Kind: EventRunStart, Agent: rs.name, Depth: depth, Context: func() map[string]any {
-		if in != nil {
-			return in.data
-		}
-		return nil
-	}()})
-	defer func() {
-		if p := recover(); p != nil {
-			perr := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-			t.emit(ctx, Event{Kind: EventRunException, Agent: rs.name, Depth: depth, Duration: time.Since(start), Err: perr})
-			step, err = failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("panic: %v", p)})
-		}
-		st.Usage.Duration = time.Since(start)
-		if t.trace == TraceOff || (t.trace == TraceOnError && st.Fail == nil) {
-			st.Trace = nil
-		}
-		status := "ok"
-		if st.Fail != nil {
-			status = "error"
-		}
-		t.emit(ctx, Event{Kind: EventRunStop, Agent: rs.name, Depth: depth, Duration: time.Since(start), Step: st, Status: status})
-	}()
+// end ends the run, deferred: a panic fails its Step (*step, *err), the
+// Step keeps its trace as the tree's trace mode says, and observers hear
+// the run stop.
+func (rs *runState) end(ctx context.Context, step **messages.Step, err *error) {
+	t, st := rs.tree, rs.st
+	if p := recover(); p != nil {
+		perr := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		t.emit(ctx, Event{Kind: EventRunException, Agent: rs.name, Depth: rs.depth, Duration: time.Since(rs.start), Err: perr})
+		*step, *err = failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("panic: %v", p)})
+	}
+	st.Usage.Duration = time.Since(rs.start)
+	if t.trace == TraceOff || (t.trace == TraceOnError && st.Fail == nil) {
+		st.Trace = nil
+	}
+	status := "ok"
+	if st.Fail != nil {
+		status = "error"
+	}
+	t.emit(ctx, Event{Kind: EventRunStop, Agent: rs.name, Depth: rs.depth, Duration: time.Since(rs.start), Step: st, Status: status})
+}
 
+// begin checks what the run needs before its first turn (its input, its
+// depth, its model, its input's validation) and opens its mission
+// context, which cancel ends; a nil context comes with the run's failed
+// Step.
+func (a *Agent) begin(ctx context.Context, rs *runState, in *runInput, fail *messages.Fail, opts *RunOptions, l *link) (context.Context, context.CancelFunc, *messages.Step, error) {
+	t, st := rs.tree, rs.st
+	stop := func(f *messages.Fail) (context.Context, context.CancelFunc, *messages.Step, error) {
+		step, err := failStep(st, f)
+		return nil, nil, step, err
+	}
 	if fail != nil {
-		return failStep(st, fail)
+		return stop(fail)
 	}
-	if depth > t.maxDepth {
-		return failStep(st, &messages.Fail{Reason: ReasonMaxDepth,
-			Message: fmt.Sprintf("max nesting depth %d exceeded (agent %s at depth %d)", t.maxDepth, rs.name, depth)})
+	if rs.depth > t.maxDepth {
+		return stop(&messages.Fail{Reason: ReasonMaxDepth,
+			Message: fmt.Sprintf("max nesting depth %d exceeded (agent %s at depth %d)", t.maxDepth, rs.name, rs.depth)})
 	}
-	model, modelName, merr := a.resolveModel(opts, l, t.registry)
+	model, modelName, merr := a.resolveModel(*opts, l, t.registry)
 	if merr != nil {
-		return failStep(st, &messages.Fail{Reason: reasonOf(merr), Message: llmMessage(merr)})
+		return stop(&messages.Fail{Reason: reasonOf(merr), Message: llmMessage(merr)})
 	}
 	rs.model, rs.modelName = model, modelName
 
@@ -90,24 +135,19 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 	if len(a.sig.Inputs) > 0 && mode != signature.Disabled {
 		if verr := a.sig.ValidateInputs(in.data, mode); verr != nil {
 			if mode.Fatal() {
-				return failStep(st, &messages.Fail{Reason: ReasonInputValidation, Message: "input validation failed:\n" + verr.Error()})
+				return stop(&messages.Fail{Reason: ReasonInputValidation, Message: "input validation failed:\n" + verr.Error()})
 			}
 			st.Warnings = append(st.Warnings, prefixLines("input ", verr.Error())...)
 		}
 	}
 
-	deadline := start.Add(a.missionTimeout())
+	deadline := rs.start.Add(a.missionTimeout())
 	if l != nil && t.deadline.Before(deadline) {
 		deadline = t.deadline
 	}
 	missionCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	rs.missionCtx = missionCtx
-
-	if a.spec.Output == OutputText {
-		return a.runText(ctx, missionCtx, rs, in, opts, st)
-	}
-	return a.loop(ctx, missionCtx, rs, in, opts, st)
+	return missionCtx, cancel, nil, nil
 }
 
 func llmMessage(err error) string {
@@ -118,304 +158,392 @@ func llmMessage(err error) string {
 	return err.Error()
 }
 
-// loop runs the turns.
-func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts RunOptions, st *messages.Step) (*messages.Step, error) {
+// loop runs the turns. Its own frame is small: a run waits on its model
+// from here (callModel), and what the goroutine's stack holds below the
+// model call sets the stack's size while thousands of runs wait, so the
+// turn's setup and the handling of the model's answer live in turnLoop's
+// methods, which have returned by then.
+func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*messages.Step, error) {
+	l, step, err := a.newTurnLoop(ctx, missionCtx, rs, in, opts, st)
+	if l == nil {
+		return step, err
+	}
+	defer l.end()
+	for turn := 1; turn <= l.limitT; turn++ {
+		if step, err, done := l.request(turn); done {
+			return step, err
+		}
+		resp, requests, lerr := a.callModel(missionCtx, rs, &l.policy, &l.req)
+		st.Usage.Requests += requests
+		if step, err, done := l.answer(turn, resp, requests, lerr); done {
+			return step, err
+		}
+	}
+	return l.outOfTurns()
+}
+
+// turnLoop is the state of a PTC-Lisp run's turns (loop), kept on the heap
+// so that the frames under a waiting model call stay small.
+type turnLoop struct {
+	a               *Agent
+	ctx, missionCtx context.Context
+	rs              *runState
+	st              *messages.Step
+	t               *tree
+
+	single    bool
+	lim       PromptLimit
+	policy    llm.RetryPolicy
+	llmOpts   map[string]any
+	sec       *secrets
+	mission   string // the mission as the model reads it
+	sysStatic string // the system prompt, when it does not change by turn
+	msgs      []llm.Message
+	hist      *historyOf // a compressed run renders each request from it
+	strategy  HistoryStrategy
+	tr        *toolRunner
+	ltools    lisp.Tools
+	plan      *planState
+	services  lisp.HostFuncs
+	hasSub    bool           // programs make model calls (sub-agents, llm-query)
+	inputs    map[string]any // the inputs as interpreter values
+	mem       map[string]any
+	lastFail  map[string]any
+	lastErr   string
+	// limitT is the last turn: maxT, one more for each retry turn granted
+	// (retry_turns) to fix a return that failed validation.
+	limitT, retries int
+	rollback        bool
+
+	// the turn in flight: its request and when it started
+	req       llm.Request
+	turnStart time.Time
+}
+
+// newTurnLoop sets up the turns of a run; a nil turnLoop comes with the
+// run's failed Step.
+func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*turnLoop, *messages.Step, error) {
 	t := rs.tree
-	maxT := a.maxTurns()
-	single := a.singleTurn()
-	lim := a.promptLimit()
-	policy := a.retryPolicy()
-	llmOpts := a.llmOpts(opts.LLMOpts)
-	sec := t.secrets
+	l := &turnLoop{a: a, ctx: ctx, missionCtx: missionCtx, rs: rs, st: st, t: t,
+		single: a.singleTurn(), lim: a.promptLimit(), policy: a.retryPolicy(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
+	sec := l.sec
 	sec.collect(in.data, false)
 	// the mission as the model reads it (also Request.Prompt, for custom
 	// models and observers)
-	mission := sec.scrub(a.tmpl.render(in.data, sec.hook()))
-	sysStatic := ""
+	l.mission = sec.scrub(a.tmpl.render(in.data, sec.hook()))
 	if a.spec.SystemPrompt.LanguageSpecFunc == nil {
-		sysStatic = a.sysPrompt()
+		l.sysStatic = a.sysPrompt()
 	}
 	body := a.missionBody(in, sec)
-	msgs := []llm.Message{llm.UserText(sec.scrub(a.withTurnOne(body)))}
+	l.msgs = []llm.Message{llm.UserText(sec.scrub(a.withTurnOne(body)))}
 	// a compressed run renders each request from its history instead
-	hist := a.newHistory(body, sec)
-	strategy := a.strategy()
-	tr := &toolRunner{a: a, run: rs, mode: a.spec.Validation}
-	ltools := tr.lispTools()
-	plan := newPlan(a.spec.Plan)
-	services := tr.services(plan)
-	if plan != nil {
-		t.emit(ctx, Event{Kind: EventPlan, Agent: rs.name, Depth: rs.depth, Plan: plan.snapshot()})
-	}
-	// withPlan ends a turn's feedback with the plan's state
-	withPlan := func(feedback string) string {
-		if plan == nil {
-			return feedback
-		}
-		return feedback + "\n\n" + plan.render(sec)
+	l.hist = a.newHistory(body, sec)
+	l.strategy = a.strategy()
+	l.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
+	l.ltools = l.tr.lispTools()
+	l.plan = newPlan(a.spec.Plan)
+	l.services = l.tr.services(l.plan)
+	if l.plan != nil {
+		t.emit(ctx, Event{Kind: EventPlan, Agent: rs.name, Depth: rs.depth, Plan: l.plan.snapshot()})
 	}
 	// with sub-agents or llm-query, programs make model calls
-	hasSub := a.spec.LLMQuery
+	l.hasSub = a.spec.LLMQuery
 	for _, bt := range a.tools {
-		hasSub = hasSub || bt.tool.sub != nil || bt.tool.spawns
+		l.hasSub = l.hasSub || bt.tool.sub != nil || bt.tool.spawns
 	}
 
 	// Convert the inputs to interpreter values once, not on every turn.
-	inputs := make(map[string]any, len(in.data))
+	l.inputs = make(map[string]any, len(in.data))
 	for k, v := range in.data {
 		lv, err := lisp.FromGo(v)
 		if err != nil {
-			return failStep(st, &messages.Fail{Reason: "invalid_context", Message: fmt.Sprintf("context key %s: %v", k, err)})
+			step, err := failStep(st, &messages.Fail{Reason: "invalid_context", Message: fmt.Sprintf("context key %s: %v", k, err)})
+			return nil, step, err
 		}
-		inputs[k] = lv
+		l.inputs[k] = lv
 	}
-	mem := map[string]any{}
-	// Step.Memory is converted once, when the run ends.
-	defer func() { st.Memory = toGoMemory(mem) }()
-	if plan != nil {
-		defer func() { st.Plan = plan.snapshot() }()
+	l.mem = map[string]any{}
+	l.limitT, l.retries = a.maxTurns(), a.retryTurns()
+	l.rollback = a.spec.MemoryStrategy == MemoryRollback
+	return l, nil, nil
+}
+
+// end fills in what the Step holds of the run's state once it ends: its
+// memory (converted once, when the run ends) and its plan.
+func (l *turnLoop) end() {
+	l.st.Memory = toGoMemory(l.mem)
+	if l.plan != nil {
+		l.st.Plan = l.plan.snapshot()
 	}
-	var lastFail map[string]any
-	var lastErr string
-	// limitT is the last turn: maxT, one more for each retry turn granted
-	// (retry_turns) to fix a return that failed validation.
-	limitT, retries := maxT, a.retryTurns()
-	rollback := a.spec.MemoryStrategy == MemoryRollback
+}
 
-	for turn := 1; turn <= limitT; turn++ {
-		if f := rs.beginTurn(ctx, missionCtx, turn); f != nil {
-			return failStep(st, f)
-		}
-		turnStart := time.Now()
-		reqMsgs := msgs
-		if hist != nil {
-			if reqMsgs = hist.messages(strategy, turn); len(reqMsgs) == 0 {
-				return failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("the history strategy %T rendered no message for turn %d", strategy, turn)})
-			}
-		}
-		sys := sysStatic
-		if sysStatic == "" {
-			sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(mem), Messages: reqMsgs})
-		}
-		req := llm.Request{System: sys, Messages: reqMsgs, Turn: turn, Prompt: mission, ToolNames: a.toolKeys, Opts: llmOpts,
-			CacheSystem: true, CacheHistory: hist == nil, CacheKey: a.cacheKey()}
-		rec, resp, requests, lerr := a.modelTurn(missionCtx, rs, policy, st, req, turnStart)
-		if lerr != nil {
-			if f := missionEnd(ctx, missionCtx); f != nil {
-				return failStep(st, f)
-			}
-			rec.Error = lerr.Error()
-			rec.Duration = time.Since(turnStart)
-			st.Trace = append(st.Trace, rec)
-			prev := ""
-			if lastFail != nil {
-				prev = lastErr
-			}
-			return failStep(st, llmFail(lerr, prev))
-		}
-		u := resp.Usage
-		recordTurn(st, &rec, resp, requests)
-		msgs = append(msgs, llm.AssistantText(resp.Content))
+// withPlan ends a turn's feedback with the plan's state.
+func (l *turnLoop) withPlan(feedback string) string {
+	if l.plan == nil {
+		return feedback
+	}
+	return feedback + "\n\n" + l.plan.render(l.sec)
+}
 
-		code, ok := ParseResponse(resp.Content)
-		// feedback is the message sent after the turn; report what it
-		// says of the turn (no memory line, turn line or plan), for a
-		// compressed history
-		var feedback, report string
-		var value lisp.Value // the program's value, when it ran to one
-		endTurn := func() {
-			rec.Duration = time.Since(turnStart)
-			rec.Feedback = feedback
-			st.Trace = append(st.Trace, rec)
-			if hist != nil {
-				planText := ""
-				if plan != nil {
-					planText = plan.render(sec)
-				}
-				hist.add(&rec, report, planText, value, mem)
-			}
-			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u, Program: rec.Program})
+// request starts turn n and builds its model request (l.req); done when
+// the run ends instead, with its Step.
+func (l *turnLoop) request(turn int) (step *messages.Step, err error, done bool) {
+	a, rs, st := l.a, l.rs, l.st
+	if f := rs.beginTurn(l.ctx, l.missionCtx, turn); f != nil {
+		step, err = failStep(st, f)
+		return step, err, true
+	}
+	l.turnStart = time.Now()
+	reqMsgs := l.msgs
+	if l.hist != nil {
+		if reqMsgs = l.hist.messages(l.strategy, turn); len(reqMsgs) == 0 {
+			step, err = failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("the history strategy %T rendered no message for turn %d", l.strategy, turn)})
+			return step, err, true
 		}
-		if !ok {
-			rec.Error = "no code found in the response"
-			lastErr = rec.Error
-			if single {
-				endTurn()
-				return failStep(st, &messages.Fail{Reason: ReasonNoCode, Message: "the model's answer holds no PTC-Lisp program"})
+	}
+	sys := l.sysStatic
+	if l.sysStatic == "" {
+		sys = a.systemPrompt(PromptContext{Turn: turn, Model: rs.modelName, Memory: sortedKeys(l.mem), Messages: reqMsgs})
+	}
+	l.req = llm.Request{System: sys, Messages: reqMsgs, Turn: turn, Prompt: l.mission, ToolNames: a.toolKeys, Opts: l.llmOpts,
+		CacheSystem: true, CacheHistory: l.hist == nil, CacheKey: a.cacheKey()}
+	return nil, nil, false
+}
+
+// outOfTurns is the Step of a run whose turns ran out.
+func (l *turnLoop) outOfTurns() (*messages.Step, error) {
+	msg := fmt.Sprintf("no return or fail after %d turns", l.limitT)
+	f := &messages.Fail{Reason: ReasonMaxTurns, Message: msg}
+	if l.lastErr != "" {
+		f.Details = map[string]any{"last_error": l.lastErr}
+	}
+	return failStep(l.st, f)
+}
+
+// answer plays the model's answer to turn n's request (l.req): it records
+// the turn and runs its program; done when the run ends, with its Step.
+func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool) {
+	a, rs, st, t, sec := l.a, l.rs, l.st, l.t, l.sec
+	ctx, missionCtx, single, turnStart := l.ctx, l.missionCtx, l.single, l.turnStart
+	rec := messages.Turn{Number: turn, StartedAt: turnStart}
+	if t.debug {
+		rec.Messages = promptMessages(l.req.System, l.req.Messages)
+	}
+	l.req = llm.Request{}
+	stop := func(f *messages.Fail) (*messages.Step, error, bool) {
+		step, err := failStep(st, f)
+		return step, err, true
+	}
+	if lerr != nil {
+		if f := missionEnd(ctx, missionCtx); f != nil {
+			return stop(f)
+		}
+		rec.Error = lerr.Error()
+		rec.Duration = time.Since(turnStart)
+		st.Trace = append(st.Trace, rec)
+		prev := ""
+		if l.lastFail != nil {
+			prev = l.lastErr
+		}
+		return stop(llmFail(lerr, prev))
+	}
+	u := resp.Usage
+	recordTurn(st, &rec, resp, requests)
+	l.msgs = append(l.msgs, llm.AssistantText(resp.Content))
+
+	code, ok := ParseResponse(resp.Content)
+	// feedback is the message sent after the turn; report what it
+	// says of the turn (no memory line, turn line or plan), for a
+	// compressed history
+	var feedback, report string
+	var value lisp.Value // the program's value, when it ran to one
+	endTurn := func() {
+		rec.Duration = time.Since(turnStart)
+		rec.Feedback = feedback
+		st.Trace = append(st.Trace, rec)
+		if l.hist != nil {
+			planText := ""
+			if l.plan != nil {
+				planText = l.plan.render(sec)
 			}
-			feedback = BoundaryReminder
-			report = BoundaryReminder + "\n"
-			if turn < limitT {
-				feedback = withPlan(feedback + "\n" + turnLine(turn+1, limitT))
-			}
+			l.hist.add(&rec, report, planText, value, l.mem)
+		}
+		t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u, Program: rec.Program})
+	}
+	if !ok {
+		rec.Error = "no code found in the response"
+		l.lastErr = rec.Error
+		if single {
 			endTurn()
-			msgs = append(msgs, llm.UserText(feedback))
-			continue
+			return stop(&messages.Fail{Reason: ReasonNoCode, Message: "the model's answer holds no PTC-Lisp program"})
 		}
-		rec.Program = code
-
-		// the program's own time and step budget; the mission's deadline
-		// (missionCtx) still cuts it short. With sub-agents a program may
-		// run until the mission ends: a sub-agent makes model calls.
-		timeout := a.programTimeout()
-		if hasSub {
-			if md, ok := missionCtx.Deadline(); ok {
-				timeout = max(time.Until(md), time.Millisecond)
-			}
-		}
-		ctxData := inputs
-		if lastFail != nil {
-			ctxData = maps.Clone(inputs)
-			ctxData["fail"] = lastFail
-		}
-		tt := &turnTools{turn: turn}
-		tr.cur.Store(tt)
-		progStart := time.Now()
-		t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
-		res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, mem, ltools, services, timeout, sec))
-		t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
-		calls, warnings, subUsage := tt.snapshot()
-		rec.ToolCalls = calls
-		rec.Prints = res.Prints
-		st.Usage.ToolCalls += len(calls)
-		st.Usage.AddTokens(subUsage)
-		st.Usage.Requests += subUsage.Requests
-		st.Warnings = append(st.Warnings, warnings...)
-		last := turn == limitT
-
-		if xerr != nil {
-			var le *lisp.Error
-			if !errors.As(xerr, &le) {
-				le = &lisp.Error{Kind: lisp.KindInternal, Msg: xerr.Error(), Err: xerr}
-			}
-			if f := missionEnd(ctx, missionCtx); f != nil {
-				rec.Error = lispErrorText(le)
-				endTurn()
-				return failStep(st, f)
-			}
-			if le.Kind == lisp.KindFail {
-				rec.Error = le.Msg
-				endTurn()
-				return failStep(st, programFail(le))
-			}
-			text := lispErrorText(le)
-			rec.Error = text
-			lastErr = text
-			lastFail = map[string]any{"reason": le.Reason(), "message": le.Error()}
-			if le.Op != "" {
-				lastFail["op"] = le.Op
-			}
-			if single {
-				endTurn()
-				return failStep(st, &messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
-			}
-			if !last {
-				report = errorReport(sec, res.Prints, text, warnings)
-				feedback = withPlan(report + turnLine(turn+1, limitT))
-			}
-			if t.debug {
-				rec.Memory = toGoMemory(mem)
-			}
-			endTurn()
-			if !last {
-				msgs = append(msgs, llm.UserText(feedback))
-			}
-			continue
-		}
-
-		// committed memory; prevMem is memory before the turn (the
-		// rollback strategy restores it when the turn fails)
-		prevMem := mem
-		if res.Memory != nil {
-			if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
-				rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
-				if !rollback || single {
-					endTurn()
-					return failStep(st, &messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
-				}
-				// rollback: the turn fails, memory stays as it was
-				text := rec.Error + "\nMemory is as it was before this program; store less data in memory, keep only what later turns need."
-				rec.Error, lastErr = text, text
-				lastFail = map[string]any{"reason": ReasonMemoryLimit, "message": text}
-				if !last {
-					report = errorReport(sec, res.Prints, text, warnings)
-					feedback = withPlan(report + turnLine(turn+1, limitT))
-					msgs = append(msgs, llm.UserText(feedback))
-				}
-				endTurn()
-				continue
-			}
-			mem = make(map[string]any, len(res.Memory))
-			for k, v := range res.Memory {
-				mem[k] = v
-				sec.collect(v, signature.IsFirewalled(k))
-			}
-		}
-		if t.debug {
-			rec.Memory = toGoMemory(mem)
-		}
-		value = res.Value
-		result := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
-		rec.Result = result
-
-		if res.Signal == lisp.SignalReturn || single {
-			if verr := a.validateReturn(result); verr != nil {
-				text := validationText(verr, outputType(a.sig.Output))
-				if a.spec.Validation.Fatal() {
-					rec.Error = text
-					lastErr = text
-					lastFail = map[string]any{"reason": ReasonValidation, "message": text, "op": "return"}
-					if rollback {
-						mem = prevMem
-						if t.debug {
-							rec.Memory = toGoMemory(mem)
-						}
-					}
-					retry := turn == limitT && retries > 0
-					if retry {
-						// a retry turn, granted only to fix this return
-						limitT++
-						retries--
-						last = false
-					}
-					if single && !retry {
-						endTurn()
-						return failStep(st, &messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
-					}
-					if !last {
-						if retry {
-							text += "\n" + retryTurnNote
-						}
-						report = errorReport(sec, res.Prints, text, warnings)
-						feedback = withPlan(report + turnLine(turn+1, limitT))
-						msgs = append(msgs, llm.UserText(feedback))
-					}
-					endTurn()
-					continue
-				}
-				st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
-			}
-			endTurn()
-			st.Return = result
-			return st, nil
-		}
-
-		lastFail = nil
-		if !last {
-			feedback = withPlan(resultFeedback(sec, res, lim, warnings, turn+1, limitT))
-			if hist != nil {
-				report = resultReport(sec, res, lim, warnings, forRecord)
-			}
-			msgs = append(msgs, llm.UserText(feedback))
+		feedback = BoundaryReminder
+		report = BoundaryReminder + "\n"
+		if turn < l.limitT {
+			feedback = l.withPlan(feedback + "\n" + turnLine(turn+1, l.limitT))
 		}
 		endTurn()
+		l.msgs = append(l.msgs, llm.UserText(feedback))
+		return nil, nil, false
 	}
-	msg := fmt.Sprintf("no return or fail after %d turns", limitT)
-	f := &messages.Fail{Reason: ReasonMaxTurns, Message: msg}
-	if lastErr != "" {
-		f.Details = map[string]any{"last_error": lastErr}
+	rec.Program = code
+
+	// the program's own time and step budget; the mission's deadline
+	// (missionCtx) still cuts it short. With sub-agents a program may
+	// run until the mission ends: a sub-agent makes model calls.
+	timeout := a.programTimeout()
+	if l.hasSub {
+		if md, ok := missionCtx.Deadline(); ok {
+			timeout = max(time.Until(md), time.Millisecond)
+		}
 	}
-	return failStep(st, f)
+	ctxData := l.inputs
+	if l.lastFail != nil {
+		ctxData = maps.Clone(l.inputs)
+		ctxData["fail"] = l.lastFail
+	}
+	tt := &turnTools{turn: turn}
+	l.tr.cur.Store(tt)
+	progStart := time.Now()
+	t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
+	res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, l.mem, l.ltools, l.services, timeout, sec))
+	t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
+	calls, warnings, subUsage := tt.snapshot()
+	rec.ToolCalls = calls
+	rec.Prints = res.Prints
+	st.Usage.ToolCalls += len(calls)
+	st.Usage.AddTokens(subUsage)
+	st.Usage.Requests += subUsage.Requests
+	st.Warnings = append(st.Warnings, warnings...)
+	last := turn == l.limitT
+
+	if xerr != nil {
+		var le *lisp.Error
+		if !errors.As(xerr, &le) {
+			le = &lisp.Error{Kind: lisp.KindInternal, Msg: xerr.Error(), Err: xerr}
+		}
+		if f := missionEnd(ctx, missionCtx); f != nil {
+			rec.Error = lispErrorText(le)
+			endTurn()
+			return stop(f)
+		}
+		if le.Kind == lisp.KindFail {
+			rec.Error = le.Msg
+			endTurn()
+			return stop(programFail(le))
+		}
+		text := lispErrorText(le)
+		rec.Error = text
+		l.lastErr = text
+		l.lastFail = map[string]any{"reason": le.Reason(), "message": le.Error()}
+		if le.Op != "" {
+			l.lastFail["op"] = le.Op
+		}
+		if single {
+			endTurn()
+			return stop(&messages.Fail{Reason: le.Reason(), Message: text, Op: le.Op})
+		}
+		if !last {
+			report = errorReport(sec, res.Prints, text, warnings)
+			feedback = l.withPlan(report + turnLine(turn+1, l.limitT))
+		}
+		if t.debug {
+			rec.Memory = toGoMemory(l.mem)
+		}
+		endTurn()
+		if !last {
+			l.msgs = append(l.msgs, llm.UserText(feedback))
+		}
+		return nil, nil, false
+	}
+
+	// committed memory; prevMem is memory before the turn (the
+	// rollback strategy restores it when the turn fails)
+	prevMem := l.mem
+	if res.Memory != nil {
+		if size := memorySize(res.Memory, a.memoryLimit()); a.spec.MemoryLimit >= 0 && size > a.memoryLimit() {
+			rec.Error = fmt.Sprintf("memory limit exceeded: %d > %d bytes", size, a.memoryLimit())
+			if !l.rollback || single {
+				endTurn()
+				return stop(&messages.Fail{Reason: ReasonMemoryLimit, Message: rec.Error})
+			}
+			// rollback: the turn fails, memory stays as it was
+			text := rec.Error + "\nMemory is as it was before this program; store less data in memory, keep only what later turns need."
+			rec.Error, l.lastErr = text, text
+			l.lastFail = map[string]any{"reason": ReasonMemoryLimit, "message": text}
+			if !last {
+				report = errorReport(sec, res.Prints, text, warnings)
+				feedback = l.withPlan(report + turnLine(turn+1, l.limitT))
+				l.msgs = append(l.msgs, llm.UserText(feedback))
+			}
+			endTurn()
+			return nil, nil, false
+		}
+		l.mem = make(map[string]any, len(res.Memory))
+		for k, v := range res.Memory {
+			l.mem[k] = v
+			sec.collect(v, signature.IsFirewalled(k))
+		}
+	}
+	if t.debug {
+		rec.Memory = toGoMemory(l.mem)
+	}
+	value = res.Value
+	result := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
+	rec.Result = result
+
+	if res.Signal == lisp.SignalReturn || single {
+		if verr := a.validateReturn(result); verr != nil {
+			text := validationText(verr, outputType(a.sig.Output))
+			if a.spec.Validation.Fatal() {
+				rec.Error = text
+				l.lastErr = text
+				l.lastFail = map[string]any{"reason": ReasonValidation, "message": text, "op": "return"}
+				if l.rollback {
+					l.mem = prevMem
+					if t.debug {
+						rec.Memory = toGoMemory(l.mem)
+					}
+				}
+				retry := turn == l.limitT && l.retries > 0
+				if retry {
+					// a retry turn, granted only to fix this return
+					l.limitT++
+					l.retries--
+					last = false
+				}
+				if single && !retry {
+					endTurn()
+					return stop(&messages.Fail{Reason: ReasonValidation, Message: text, Op: "return"})
+				}
+				if !last {
+					if retry {
+						text += "\n" + retryTurnNote
+					}
+					report = errorReport(sec, res.Prints, text, warnings)
+					feedback = l.withPlan(report + turnLine(turn+1, l.limitT))
+					l.msgs = append(l.msgs, llm.UserText(feedback))
+				}
+				endTurn()
+				return nil, nil, false
+			}
+			st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
+		}
+		endTurn()
+		st.Return = result
+		return st, nil, true
+	}
+
+	l.lastFail = nil
+	if !last {
+		feedback = l.withPlan(resultFeedback(sec, res, l.lim, warnings, turn+1, l.limitT))
+		if l.hist != nil {
+			report = resultReport(sec, res, l.lim, warnings, forRecord)
+		}
+		l.msgs = append(l.msgs, llm.UserText(feedback))
+	}
+	endTurn()
+	return nil, nil, false
 }
 
 // modelTurn opens the trace record of turn req.Turn, started at start, and
@@ -426,16 +554,18 @@ func (a *Agent) modelTurn(missionCtx context.Context, rs *runState, policy llm.R
 	if rs.tree.debug {
 		rec.Messages = promptMessages(req.System, req.Messages)
 	}
-	resp, requests, err := a.callModel(missionCtx, rs, policy, req)
+	resp, requests, err := a.callModel(missionCtx, rs, &policy, &req)
 	st.Usage.Requests += requests
 	return rec, resp, requests, err
 }
 
-// callModel calls the model under the retry policy. Each attempt is
+// callModel calls the model with *req under *policy. Each attempt is
 // bounded by the LLM timeout; an attempt that runs out of it is an
 // infrastructure error (class timeout) and uses the retry budget, not a
 // turn. It returns the response and the number of requests made.
-func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, req llm.Request) (*llm.Response, int, error) {
+// It and the attempt it runs keep small frames (the events are built in
+// emitLLMStart and emitLLMStop): a run waits on its model under them.
+func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy *llm.RetryPolicy, req *llm.Request) (*llm.Response, int, error) {
 	var resp *llm.Response
 	requests := 0
 	limit := a.llmTimeout()
@@ -448,19 +578,15 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 		defer cancel()
 		attemptStart := time.Now()
 		requests++
-		rs.tree.emit(ctx, Event{Kind: EventLLMStart, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Messages: req.Messages})
-		r, err := model.Complete(actx, req)
+		rs.emitLLMStart(ctx, req)
+		r, err := model.Complete(actx, *req)
 		if err == nil && r == nil {
 			err = errors.New("model returned no response")
 		}
 		if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the llm_timeout of %s: %w", limit, err), llm.ClassTimeout)
 		}
-		ev := Event{Kind: EventLLMStop, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Duration: time.Since(attemptStart), Err: err}
-		if r != nil {
-			ev.Usage, ev.Response = r.Usage, r.Content
-		}
-		rs.tree.emit(ctx, ev)
+		rs.emitLLMStop(ctx, req, attemptStart, r, err)
 		if err != nil {
 			return err
 		}
@@ -472,6 +598,25 @@ func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy llm.R
 		rs.tree.exceeded.CompareAndSwap(nil, be)
 	}
 	return resp, requests, err
+}
+
+// emitLLMStart tells observers a model call of req starts.
+//
+//go:noinline
+func (rs *runState) emitLLMStart(ctx context.Context, req *llm.Request) {
+	rs.tree.emit(ctx, Event{Kind: EventLLMStart, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Messages: req.Messages})
+}
+
+// emitLLMStop tells observers a model call of req, started at start,
+// ended with r or err.
+//
+//go:noinline
+func (rs *runState) emitLLMStop(ctx context.Context, req *llm.Request, start time.Time, r *llm.Response, err error) {
+	ev := Event{Kind: EventLLMStop, Agent: rs.name, Depth: rs.depth, Turn: req.Turn, Duration: time.Since(start), Err: err}
+	if r != nil {
+		ev.Usage, ev.Response = r.Usage, r.Content
+	}
+	rs.tree.emit(ctx, ev)
 }
 
 // missionEnd reports why the run must stop now: the caller canceled, or

@@ -216,7 +216,7 @@ func (a *Agent) jsonFeedback(problem string, next, max int) string {
 
 // runText is the text-mode loop; run() has resolved the model, checked
 // the depth, validated the inputs and set the mission deadline.
-func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts RunOptions, st *messages.Step) (*messages.Step, error) {
+func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*messages.Step, error) {
 	st.Mode = messages.ModeText
 	tm, err := parseMustache(a.spec.Prompt) // New has checked it (checkText)
 	if err != nil {
