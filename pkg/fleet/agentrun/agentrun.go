@@ -61,6 +61,32 @@ var _ fleet.Runner = (*Runner)(nil)
 // failure such as max_turns_exceeded) is a Step; an error is returned only
 // when the worker is shutting down (the mission is handed back).
 func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	// A run waits on its model under this frame: it keeps few words (the
+	// set-up is prepare's, the end finish's), so that the stack of a
+	// waiting run stays small.
+	ar, step, err := r.prepare(ctx, m, &env)
+	if ar == nil {
+		return step, err
+	}
+	defer ar.cancel()
+	step, runErr := ar.agent.Run(ar.runCtx, ar.opts)
+	return ar.finish(step, runErr)
+}
+
+// agentRun is an agent mission ready to run (Runner.prepare).
+type agentRun struct {
+	agent   *agent.Agent
+	opts    agent.RunOptions
+	ctx     context.Context // the mission's context, its deadline included
+	runCtx  context.Context // ctx, with the run's telemetry
+	cancel  context.CancelFunc
+	journal *fleet.Journal
+}
+
+// prepare builds the agent of mission m and what it runs with; a nil
+// agentRun comes with the mission's result (a compiled mission's, or the
+// failed Step of a mission that cannot run).
+func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.RunEnv) (*agentRun, *messages.Step, error) {
 	if env.Memory > 0 {
 		// what the mission's programs hold from tools, across its turns
 		// and sub-agents, within what the worker reserved for it
@@ -69,17 +95,18 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	switch m.Kind {
 	case messages.KindAgent:
 	case messages.KindCompiled:
-		return r.runCompiled(ctx, m, env)
+		step, err := r.runCompiled(ctx, m, env)
+		return nil, step, err
 	default:
-		return failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
+		return nil, failStep("unsupported_kind", fmt.Sprintf("mission kind %q is not supported by this worker", m.Kind)), nil
 	}
 	if names := m.UnallowedTools(); len(names) > 0 {
-		return failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
+		return nil, failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
 	}
 	turns := &turnTracker{}
 	a, err := buildAgent(ctx, m, env.Tools, turns, r.agents)
 	if err != nil {
-		return failStep(agent.ReasonInvalidAgent, err.Error()), nil
+		return nil, failStep(agent.ReasonInvalidAgent, err.Error()), nil
 	}
 	model := m.Model
 	if model == "" && m.Agent.LLM == "" {
@@ -96,30 +123,35 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 		model = messages.ModelScripted
 	}
 	if missing := missingModel(models, model, m.Agent); missing != "" {
-		return failStep(string(llm.KindNotFound), fmt.Sprintf("model %q is not configured on this worker (configured: %s); "+
+		return nil, failStep(string(llm.KindNotFound), fmt.Sprintf("model %q is not configured on this worker (configured: %s); "+
 			"a worker reads its models from %s<NAME>=provider:model in its environment when it starts, here %s%s",
 			missing, modelList(models), llmconfig.EnvPrefix, llmconfig.EnvPrefix, strings.ToUpper(missing))), nil
 	}
+	cancel := func() {}
 	if !m.Deadline.IsZero() {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
-		defer cancel()
 	}
 	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: map[string]struct{}{}}
 	for name := range m.Agent.SubAgents {
 		tel.subAgents[name] = struct{}{}
 	}
-	step, runErr := a.Run(tel.context(ctx), agent.RunOptions{
-		LLM:              model,
-		Registry:         journalModels(budgetModels(meteredModels(models, env.Metrics, env.Tracer), env.Budget), env.Journal, env.Owned),
-		Context:          m.Context,
-		ContextSignature: m.ContextSignature,
-		Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
-	})
+	return &agentRun{agent: a, ctx: ctx, runCtx: tel.context(ctx), cancel: cancel, journal: env.Journal,
+		opts: agent.RunOptions{
+			LLM:              model,
+			Registry:         journalModels(budgetModels(meteredModels(models, env.Metrics, env.Tracer), env.Budget), env.Journal, env.Owned),
+			Context:          m.Context,
+			ContextSignature: m.ContextSignature,
+			Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
+		}}, nil, nil
+}
+
+// finish is the mission's result once its agent ran to step (nil when
+// runErr says why not).
+func (ar *agentRun) finish(step *messages.Step, runErr error) (*messages.Step, error) {
 	if step != nil {
-		step.Usage.Add(unreplayedUsage(env.Journal))
+		step.Usage.Add(unreplayedUsage(ar.journal))
 	}
-	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
+	if cause := context.Cause(ar.ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
 		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)
 	}
 	if step == nil {
@@ -372,7 +404,7 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 // mission_timeout). Limits.MissionTimeout bounds the whole mission, and
 // the program limits (program_timeout, max_steps, program_memory,
 // max_tool_calls) each execution.
-func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *fleet.RunEnv) (*messages.Step, error) {
 	start := time.Now()
 	spec := m.Compiled
 	// Each input's execution is a turn of its own for the journal and
