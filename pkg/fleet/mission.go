@@ -61,28 +61,115 @@ type runningMission struct {
 	cancel context.CancelCauseFunc
 }
 
-// process runs one delivered mission message to its end.
+// process runs one delivered mission message to its end. Its frame is
+// small: a run waits on its model under it, and what the goroutine's stack
+// holds then sets the stack's size while thousands of missions wait, so
+// taking the mission (open) and settling its result (settle) are methods
+// of missionRun, which keeps what they share on the heap.
 func (w *Worker) process(msg jetstream.Msg) {
 	defer w.inflight.Done()
 	w.missionChanged()
 	defer w.missionChanged() // after the slot is free
 	defer w.releaseSlot()
-	ctx := context.Background()
+	p := &missionRun{w: w, msg: msg, ctx: context.Background()}
+	defer p.close()
+	if !p.open() {
+		return
+	}
+	step, runErr := p.run()
+	p.settle(step, runErr)
+}
+
+// missionRun is one delivered mission message on its way through process.
+type missionRun struct {
+	w   *Worker
+	msg jetstream.Msg
+	ctx context.Context
+
+	received time.Time // delivered: the server's AckWait runs from just before
+	meta     *jetstream.MsgMetadata
+	attempt  int
+	m        *messages.Mission
+	k        missionKey
+	log      zerolog.Logger
+	entry    *statusEntry
+	first    bool
+	em       *emitter
+	at       *attempt
+	runCtx   context.Context
+	hbEntry  atomic.Pointer[statusEntry]
+	beats    *beats
+	journal  *Journal
+	box      *Toolbox
+	env      RunEnv
+	start    time.Time
+
+	// what close undoes, set as open and run take them
+	cancel         context.CancelCauseFunc // the run's, once registered as running
+	busy           bool                    // counted in the busy slots
+	leased         bool                    // lease is held (nil: no quota)
+	lease          *quotaLease
+	cancelTimeout  context.CancelFunc
+	cancelDeadline context.CancelFunc
+	releaseMemory  func() // the reservation admit made
+	settleJournal  bool
+}
+
+// close undoes what open and run took, in the reverse order.
+func (p *missionRun) close() {
+	if p.settleJournal {
+		p.journal.settle()
+	}
+	if p.releaseMemory != nil {
+		p.releaseMemory()
+	}
+	if p.cancelDeadline != nil {
+		p.cancelDeadline()
+	}
+	if p.cancelTimeout != nil {
+		p.cancelTimeout()
+	}
+	if p.leased {
+		p.lease.release()
+	}
+	if p.at != nil {
+		p.at.end()
+	}
+	if p.busy {
+		p.w.cfg.Metrics.slotBusy(-1)
+	}
+	if p.cancel != nil {
+		w := p.w
+		w.mu.Lock()
+		delete(w.running, p.m.ID)
+		w.mu.Unlock()
+		p.cancel(nil)
+	}
+}
+
+// open takes the mission of the message: it decodes it, claims its status,
+// takes its quota, starts its heartbeats and opens its journal. It reports
+// whether the mission is to run; when not, the message is settled.
+func (p *missionRun) open() bool {
+	w, msg, ctx := p.w, p.msg, p.ctx
 	// The server's AckWait runs from the delivery, just before this; the
 	// first heartbeat comes AckWait/3 after it.
-	received := time.Now()
+	p.received = time.Now()
 	meta, err := msg.Metadata()
 	if err != nil {
 		w.log.Error().Err(err).Msg("message without JetStream metadata")
 		_ = msg.Term()
-		return
+		return false
 	}
+	p.meta = meta
 	attempt := int(meta.NumDelivered)
+	p.attempt = attempt
 	m, err := decodeMission(msg.Headers().Get(messages.HeaderContentType), msg.Data())
 	if err != nil {
 		w.poison(ctx, msg, meta, err)
-		return
+		return false
 	}
+	p.m = m
 	// The submitter is the subject's, which its NATS user may publish on,
 	// never what the message says.
 	sub, prio, subjID, ok := messages.ParseSubmitSubject(msg.Subject())
@@ -90,15 +177,17 @@ func (w *Worker) process(msg jetstream.Msg) {
 	case !ok:
 		w.poison(ctx, msg, meta, fmt.Errorf("submitted on %q, not on a subject of the form %s", msg.Subject(),
 			messages.SubmitSubject("<submitter>", "<priority>", "<id>")))
-		return
+		return false
 	case subjID != m.ID:
 		w.poison(ctx, msg, meta, fmt.Errorf("mission %s submitted on the subject of mission %s", m.ID, subjID))
-		return
+		return false
 	}
 	k := missionKey{sub: sub, id: m.ID}
-	log := logWith(w.log, func(c zerolog.Context) zerolog.Context {
+	p.k = k
+	p.log = logWith(w.log, func(c zerolog.Context) zerolog.Context {
 		return c.Str("mission_id", m.ID).Str("submitter", sub).Int("attempt", attempt)
 	})
+	log := &p.log
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.
@@ -109,145 +198,149 @@ func (w *Worker) process(msg jetstream.Msg) {
 		// another submitter's mission with the same id: the run in hand
 		// settles its own message, this one comes back later.
 		_ = msg.InProgress()
-		return
+		return false
 	}
 	runCtx, cancel := context.WithCancelCause(w.runCtx)
 	w.running[m.ID] = &runningMission{sub: sub, cancel: cancel}
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, m.ID)
-		w.mu.Unlock()
-		cancel(nil)
-	}()
-	entry, first, skip := w.claim(ctx, msg, k, m, meta, attempt, &log)
+	p.cancel = cancel
+	entry, first, skip := w.claim(ctx, msg, k, m, meta, attempt, log)
 	if skip {
-		return
+		return false
 	}
+	p.first = first
 	em := w.newEmitter(ctx, k, attempt, first)
+	p.em = em
 	w.cfg.Metrics.slotBusy(1)
-	defer w.cfg.Metrics.slotBusy(-1)
-	ctx, runCtx, at := w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
-	defer at.end()
+	p.busy = true
+	ctx, runCtx, p.at = w.beginAttempt(ctx, runCtx, m, msg, meta, attempt)
+	p.ctx = ctx
 	if entry.st.CancelRequested {
-		w.finish(ctx, msg, k, em, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, nil, &log)
-		return
+		w.finish(ctx, msg, k, em, failStep(ReasonCancelled, "%s", entry.st.CancelReason), entry, nil, nil, log)
+		return false
 	}
 	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
-		w.finish(ctx, msg, k, em, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, nil, &log)
-		return
+		w.finish(ctx, msg, k, em, failStep(ReasonDeadline, "the mission's deadline %s passed before it started", m.Deadline.Format(time.RFC3339)), entry, nil, nil, log)
+		return false
 	}
 	if over := w.cfg.Ceilings.check(m); over != "" {
 		log.Warn().Str("over", over).Msg("mission refused: over the worker's ceilings")
-		w.finish(ctx, msg, k, em, failStep(ReasonOverLimit, "%s", over), entry, nil, nil, &log)
-		return
+		w.finish(ctx, msg, k, em, failStep(ReasonOverLimit, "%s", over), entry, nil, nil, log)
+		return false
 	}
 	w.cfg.Ceilings.applyBudget(m)
 	// The submitter's quota: a mission queued past max_queued fails; one
 	// over max_running waits parked; otherwise a lease is held until the
 	// run ends.
-	lease, settled := w.takeQuota(ctx, msg, k, prio, first, em, meta, attempt, entry, &log)
+	lease, settled := w.takeQuota(ctx, msg, k, prio, first, em, meta, attempt, entry, log)
 	if settled {
-		return
+		return false
 	}
-	defer lease.release()
-	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
-	defer cancelTimeout()
+	p.lease, p.leased = lease, true
+	runCtx, p.cancelTimeout = context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
 	if !m.Deadline.IsZero() {
-		var c context.CancelFunc
-		runCtx, c = context.WithDeadlineCause(runCtx, m.Deadline, errMissionTimeout)
-		defer c()
+		runCtx, p.cancelDeadline = context.WithDeadlineCause(runCtx, m.Deadline, errMissionTimeout)
 	}
 	runCtx = log.WithContext(runCtx)
+	p.runCtx = runCtx
 
-	var hbEntry atomic.Pointer[statusEntry]
-	hbEntry.Store(entry)
-	beats := w.heartbeat(msg, k, &hbEntry, lease, cancel, time.Until(received.Add(w.heartbeatPeriod())))
-	stopHeartbeat := beats.stop
+	p.hbEntry.Store(entry)
+	p.beats = w.heartbeat(msg, k, &p.hbEntry, lease, cancel, time.Until(p.received.Add(w.heartbeatPeriod())))
 
 	// A large context is read under the heartbeat: its read may take
 	// longer than AckWait.
 	if m.ContextRef != "" {
 		if err := w.loadContext(ctx, k, m); err != nil {
-			stopHeartbeat()
-			entry = hbEntry.Load()
+			p.beats.stop()
+			entry = p.hbEntry.Load()
 			log.Warn().Err(err).Msg("context not loaded")
 			if !errors.Is(err, ErrRetryable) {
-				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, nil, &log)
-				return
+				w.finish(ctx, msg, k, em, failStep(ReasonInvalid, "%v", err), entry, nil, nil, log)
+				return false
 			}
-			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, &log)
-			return
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, err, log)
+			return false
 		}
 	}
 
-	var journal *Journal
 	if !w.cfg.NoJournal {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
-		if journal, err = openJournal(ctx, w.js, w.st.Journal, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
+		var err error
+		if p.journal, err = openJournal(ctx, w.js, w.st.Journal, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
-			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), &log)
-			return
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
+			return false
 		}
-		if n := journal.Entries(); n > 0 {
+		if n := p.journal.Entries(); n > 0 {
 			log.Info().Int("entries", n).Msg("replaying the journal of earlier attempts")
 		}
 	}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
-	box := w.toolbox(m, em, msg.Headers(), journal, attempt)
+	box := w.toolbox(m, em, msg.Headers(), p.journal, attempt)
 	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
-	box.owned = beats.owned
-	env := RunEnv{
-		owned:    beats.owned,
-		Journal:  journal,
+	box.owned = p.beats.owned
+	p.box = box
+	p.env = RunEnv{
+		owned:    p.beats.owned,
+		Journal:  p.journal,
 		Tools:    box,
 		Events:   em,
-		Logger:   log,
+		Logger:   p.log,
 		Attempt:  attempt,
 		WorkerID: w.cfg.ID,
 		Header:   msg.Headers(),
 		Metrics:  w.cfg.Metrics,
 		Tracer:   w.tracer,
-		Budget:   w.budgets.forMission(k.sub, em, log),
+		Budget:   w.budgets.forMission(k.sub, em, p.log),
 	}
-	start := time.Now()
-	var (
-		step   *messages.Step
-		runErr error
-	)
+	p.entry = entry
+	return true
+}
+
+// run runs the mission once its tool names check out and the worker's
+// memory budget admits it.
+func (p *missionRun) run() (step *messages.Step, runErr error) {
+	p.start = time.Now()
 	// A tool name no service offers while a close one is offered is a
 	// typo: the mission fails before it runs, naming the tool it probably
 	// means (a model would otherwise find the tool missing mid-run).
-	if err := env.Tools.CheckNames(runCtx); err != nil {
-		log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
-		step = failStep(ReasonInvalid, "%v", err)
-	} else {
-		var release func()
-		if release, runErr = w.admit(runCtx, m, &env, &log); runErr == nil {
-			// the reservation is held until the result (which may hold
-			// the mission's tool results in its trace) is settled
-			defer release()
-			step, runErr = w.safeRun(runCtx, m, env)
-		}
+	if err := p.env.Tools.CheckNames(p.runCtx); err != nil {
+		p.log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
+		return failStep(ReasonInvalid, "%v", err), nil
 	}
+	// the reservation is held until the result (which may hold the
+	// mission's tool results in its trace) is settled (close)
+	if p.releaseMemory, runErr = p.w.admit(p.runCtx, p.m, &p.env, &p.log); runErr != nil {
+		p.releaseMemory = nil
+		return nil, runErr
+	}
+	return p.w.safeRun(p.runCtx, p.m, &p.env)
+}
+
+// settle settles the message with the run's result: it stores the
+// mission's result, hands the mission back, suspends it for an approval or
+// retries it, as the run's end says.
+func (p *missionRun) settle(step *messages.Step, runErr error) {
+	w, msg, ctx, k, em, m, meta, attempt, journal, box := p.w, p.msg, p.ctx, p.k, p.em, p.m, p.meta, p.attempt, p.journal, p.box
+	log := &p.log
 	// The answers the run journaled matter only if its result is not
 	// stored: every way back to the queue (a hand-back, a retry, a result
 	// not stored) flushes them first, and once the mission is done those
 	// not yet written are dropped (settle).
-	defer journal.settle()
-	flush := func() { flushJournal(ctx, journal, &log) }
-	stopHeartbeat()
-	entry = hbEntry.Load()
-	cause := context.Cause(runCtx)
-	log.Debug().Dur("duration", time.Since(start)).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
+	p.settleJournal = true
+	flush := func() { flushJournal(ctx, journal, log) }
+	p.beats.stop()
+	entry := p.hbEntry.Load()
+	cause := context.Cause(p.runCtx)
+	log.Debug().Dur("duration", time.Since(p.start)).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
 
 	switch {
 	case errors.Is(cause, ErrFenced):
 		log.Warn().Msg("mission taken over by another worker; dropping this run")
 		em.drop()
 		w.cfg.Metrics.fencedRun()
-		at.setOutcome("fenced")
+		p.at.setOutcome("fenced")
 		return
 	case errors.Is(cause, ErrSuspended):
 		// Waiting for a decision costs no slot, goroutine or memory: the
@@ -255,7 +348,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		var se *suspendedError
 		errors.As(cause, &se)
 		flush()
-		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, se.approval, &log)
+		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, se.approval, log)
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
@@ -263,7 +356,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 	case errors.Is(cause, ErrWorkerShutdown):
 		flush()
 		em.Flush()
-		w.handBack(ctx, msg, entry, &log)
+		w.handBack(ctx, msg, entry, log)
 		return
 	case errors.Is(cause, ErrCancelled):
 		reason := "cancelled"
@@ -276,7 +369,7 @@ func (w *Worker) process(msg jetstream.Msg) {
 		step = failStep(ReasonTimeout, "the mission ran past its timeout of %s", w.missionTimeout(m))
 	case step == nil && runErr != nil && errors.Is(runErr, ErrRetryable):
 		flush()
-		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, runErr, &log)
+		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, runErr, log)
 		return
 	case step == nil && runErr != nil:
 		step = failStep(ReasonRunnerError, "%v", runErr)
@@ -285,14 +378,14 @@ func (w *Worker) process(msg jetstream.Msg) {
 	}
 	step.Attempts = attempt
 	if entry.st.Suspensions > 0 || box.gate.consulted() {
-		w.attachApprovals(ctx, m.ID, box.gate, step, &log)
+		w.attachApprovals(ctx, m.ID, box.gate, step, log)
 	}
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, first, &log) }
-	if w.finish(ctx, msg, k, em, step, entry, journal, record, &log) {
-		w.deleteToolObjects(ctx, box, m.ID, &log)
+	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, p.first, log) }
+	if w.finish(ctx, msg, k, em, step, entry, journal, record, log) {
+		w.deleteToolObjects(ctx, box, m.ID, log)
 	}
 }
 
@@ -536,7 +629,7 @@ func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, k missio
 	_ = msg.Ack()
 }
 
-func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (step *messages.Step, err error) {
+func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env *RunEnv) (step *messages.Step, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			env.Logger.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("runner panicked")
@@ -544,7 +637,7 @@ func (w *Worker) safeRun(ctx context.Context, m *messages.Mission, env RunEnv) (
 		}
 	}()
 	w.stats.runs.Add(1)
-	return w.cfg.Runner.Run(ctx, m, env)
+	return w.cfg.Runner.Run(ctx, m, *env)
 }
 
 // heartbeatPeriod is the interval of a running mission's heartbeats.
