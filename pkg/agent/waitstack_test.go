@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+)
+
+// growStack uses about n KB of its goroutine's stack, so that the stack
+// has grown well past what a waiting run needs.
+//
+//go:noinline
+func growStack(n int) byte {
+	var buf [1000]byte
+	buf[n%len(buf)] = byte(n)
+	if n > 0 {
+		return growStack(n-1) + buf[len(buf)-1-n%len(buf)]
+	}
+	return buf[0]
+}
+
+// Runs waiting on their model keep small stacks: the frames a run waits
+// under (run, loop, callModel, the retry's) hold few bytes, so at GC the
+// stack of a waiting run shrinks to 8 KB (a goroutine's stack halves at
+// each GC while less than a quarter of it is in use). With the turn's
+// state and the handling of the model's answer in the loop's own frame
+// (3.9 KB) and the run's set-up in run's (1.3 KB), a run here waited
+// under more than 8 KB of frames and kept 32 KB.
+func TestRunWaitingOnItsModelKeepsASmallStack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes every frame larger")
+	}
+	const n = 200
+	a := mustNew(t, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: 3}})
+	gate := make(chan struct{})
+	var waiting, done sync.WaitGroup
+	waiting.Add(n)
+	done.Add(n)
+	model := llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if req.Turn == 1 {
+			return &llm.Response{Content: "```clojure\n(def n (count ctx/items))\nn\n```"}, nil
+		}
+		waiting.Done()
+		<-gate
+		return &llm.Response{Content: "```clojure\n(return {:n n})\n```"}, nil
+	})
+	opts := RunOptions{Model: model, Context: map[string]any{"items": records(10)}, Trace: TraceOff}
+	stacks := func() uint64 {
+		for range 6 {
+			runtime.GC()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.StackInuse
+	}
+	before := stacks()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			defer done.Done()
+			growStack(48)
+			st, err := a.Run(context.Background(), opts)
+			if err == nil && fmt.Sprint(st.Return) != "map[n:10]" {
+				err = fmt.Errorf("returned %v", st.Return)
+			}
+			errs <- err
+		}()
+	}
+	waiting.Wait()
+	per := float64(int64(stacks())-int64(before)) / n
+	close(gate)
+	done.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%.1f KB of stack per waiting run", per/1e3)
+	if per > 12e3 {
+		t.Errorf("%.1f KB of stack per run waiting on its model; want 8 KB", per/1e3)
+	}
+}
