@@ -46,7 +46,8 @@ const (
 	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
 	// a directory the worker process writes its heap and goroutine
 	// profiles to each time it reports its memory (heap-<n>.pprof,
-	// goroutine-<n>.pprof), for `go tool pprof`
+	// goroutine-<n>.pprof, for `go tool pprof`; goroutine-<n>.txt, every
+	// goroutine's stack as a panic prints it)
 	envWorkerProfiles = "PTC_TEST_WORKER_PROFILES"
 )
 
@@ -138,7 +139,7 @@ func runWorkerProcess() int {
 }
 
 // writeProfiles writes the process's heap and goroutine profiles to dir,
-// numbered after those already there.
+// numbered after those already there, and its goroutines' stacks.
 func writeProfiles(dir string) {
 	old, _ := filepath.Glob(filepath.Join(dir, "heap-*.pprof"))
 	n := len(old) + 1
@@ -151,6 +152,10 @@ func writeProfiles(dir string) {
 		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "profile:", err)
 		}
+		f.Close()
+	}
+	if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("goroutine-%d.txt", n))); err == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 2)
 		f.Close()
 	}
 }
