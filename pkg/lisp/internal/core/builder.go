@@ -198,6 +198,10 @@ func (c *ShapeCache) arrived(es []MapEntry, a *smallMapAlloc) *Map {
 // builder sorts them (arrivedAs completes the note).
 func (c *ShapeCache) arrive(es []MapEntry) {
 	c.arrShape = nil
+	if cap(c.arrKeys) < len(es) {
+		// made at the map's width, not grown key by key
+		c.arrKeys = make([]string, 0, len(es))
+	}
 	c.arrKeys = c.arrKeys[:0]
 	for _, e := range es {
 		s, ok := e.Key.(string)
@@ -214,6 +218,9 @@ func (c *ShapeCache) arrive(es []MapEntry) {
 func (c *ShapeCache) arrivedAs(sh *Shape) {
 	if c == nil || len(c.arrKeys) == 0 {
 		return
+	}
+	if cap(c.arrPerm) < len(c.arrKeys) {
+		c.arrPerm = make([]int32, 0, len(c.arrKeys))
 	}
 	c.arrPerm = c.arrPerm[:0]
 	for _, k := range c.arrKeys {
@@ -315,13 +322,21 @@ func (c *ShapeCache) Get(es []MapEntry) *Shape {
 		}
 		return newShape(keys)
 	}
-	c.buf = c.buf[:0]
+	size := 0
 	for _, e := range es {
 		s, ok := e.Key.(string)
 		if !ok {
 			c.made += shapeBytes(len(es))
 			return (*ShapeCache)(nil).Get(es)
 		}
+		size += binary.MaxVarintLen64 + len(s)
+	}
+	if cap(c.buf) < size {
+		c.buf = make([]byte, 0, size) // at once, not grown key by key
+	}
+	c.buf = c.buf[:0]
+	for _, e := range es {
+		s := e.Key.(string)
 		// each key prefixed by its length: keys may hold any byte
 		c.buf = binary.AppendUvarint(c.buf, uint64(len(s)))
 		c.buf = append(c.buf, s...)
