@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -165,7 +166,8 @@ type Agent struct {
 	// public form (parsed once, in New).
 	catalog []messages.ToolSchema
 
-	// sysPrompt caches the static system prompt (built on first use).
+	// sysPrompt caches the static system prompt (built on first use),
+	// one copy for all agents whose prompt is the same.
 	sysPrompt func() string
 }
 
@@ -288,7 +290,12 @@ func New(spec Spec) (*Agent, error) {
 	if len(a.tools) > 0 {
 		a.toolKeys = sortedKeys(a.tools)
 	}
-	a.sysPrompt = sync.OnceValue(func() string { return a.systemPrompt(PromptContext{Turn: 1}) })
+	// Agents of distinct specs (a mission's own prompt, its own context)
+	// mostly build the same system prompt: they share one copy of it, kept
+	// while an agent holding its handle lives, so thousands of missions
+	// waiting on their models do not each hold the same kilobytes.
+	prompt := sync.OnceValue(func() unique.Handle[string] { return unique.Make(a.systemPrompt(PromptContext{Turn: 1})) })
+	a.sysPrompt = func() string { return prompt().Value() }
 	for i, ts := range spec.ToolCatalog {
 		field := fmt.Sprintf("tool_catalog[%d]", i)
 		if ts.Name == "" {
