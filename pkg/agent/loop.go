@@ -546,19 +546,6 @@ func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 	return nil, nil, false
 }
 
-// modelTurn opens the trace record of turn req.Turn, started at start, and
-// calls the model with req under policy; the record holds the prompt in
-// debug runs, and st counts the requests made.
-func (a *Agent) modelTurn(missionCtx context.Context, rs *runState, policy llm.RetryPolicy, st *messages.Step, req llm.Request, start time.Time) (messages.Turn, *llm.Response, int, error) {
-	rec := messages.Turn{Number: req.Turn, StartedAt: start}
-	if rs.tree.debug {
-		rec.Messages = promptMessages(req.System, req.Messages)
-	}
-	resp, requests, err := a.callModel(missionCtx, rs, &policy, &req)
-	st.Usage.Requests += requests
-	return rec, resp, requests, err
-}
-
 // callModel calls the model with *req under *policy. Each attempt is
 // bounded by the LLM timeout; an attempt that runs out of it is an
 // infrastructure error (class timeout) and uses the retry budget, not a

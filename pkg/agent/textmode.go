@@ -215,153 +215,231 @@ func (a *Agent) jsonFeedback(problem string, next, max int) string {
 }
 
 // runText is the text-mode loop; run() has resolved the model, checked
-// the depth, validated the inputs and set the mission deadline.
+// the depth, validated the inputs and set the mission deadline. Like
+// loop, its own frame is small: a run waits on its model from here
+// (callModel), and what the goroutine's stack holds below the model call
+// sets the stack's size while thousands of runs wait, so the turn's setup
+// and the handling of the model's answer live in textLoop's methods,
+// which have returned by then.
 func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*messages.Step, error) {
+	l, step, err := a.newTextLoop(ctx, missionCtx, rs, in, opts, st)
+	if l == nil {
+		return step, err
+	}
+	for turn := 1; turn <= l.maxT; turn++ {
+		if step, err, done := l.request(turn); done {
+			return step, err
+		}
+		resp, requests, lerr := a.callModel(missionCtx, rs, &l.policy, &l.req)
+		st.Usage.Requests += requests
+		if step, err, done := l.answer(turn, resp, requests, lerr); done {
+			return step, err
+		}
+	}
+	return l.outOfTurns()
+}
+
+// textLoop is the state of a text-mode run's turns (runText), kept on the
+// heap so that the frames under a waiting model call stay small.
+type textLoop struct {
+	a               *Agent
+	ctx, missionCtx context.Context
+	rs              *runState
+	st              *messages.Step
+	t               *tree
+
+	v       textVariant
+	maxT    int
+	policy  llm.RetryPolicy
+	llmOpts map[string]any
+	sec     *secrets
+	prompt  string // the rendered prompt, the run's first user message
+	sys     string
+	specs   []llm.ToolSpec
+	msgs    []llm.Message
+	tx      *textTools
+	lastErr string
+
+	// the turn in flight: its request, its trace record (opened before
+	// the model call) and when it started
+	req       llm.Request
+	rec       messages.Turn
+	turnStart time.Time
+}
+
+// newTextLoop sets up the turns of a text-mode run; a nil textLoop comes
+// with the run's failed Step.
+func (a *Agent) newTextLoop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*textLoop, *messages.Step, error) {
 	st.Mode = messages.ModeText
 	tm, err := parseMustache(a.spec.Prompt) // New has checked it (checkText)
 	if err != nil {
-		return failStep(st, &messages.Fail{Reason: ReasonInvalidAgent, Message: err.Error()})
+		step, err := failStep(st, &messages.Fail{Reason: ReasonInvalidAgent, Message: err.Error()})
+		return nil, step, err
 	}
 	t := rs.tree
-	v := a.textVariant()
-	maxT := a.maxTurns()
-	policy := a.retryPolicy()
-	llmOpts := a.llmOpts(opts.LLMOpts)
-
-	sec := t.secrets
-	prompt, err := textPrompt(tm, in, sec)
+	l := &textLoop{a: a, ctx: ctx, missionCtx: missionCtx, rs: rs, st: st, t: t,
+		v: a.textVariant(), maxT: a.maxTurns(), policy: a.retryPolicy(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
+	l.prompt, err = textPrompt(tm, in, l.sec)
 	if err != nil {
-		return failStep(st, &messages.Fail{Reason: ReasonPromptTooLarge, Message: err.Error()})
+		step, err := failStep(st, &messages.Fail{Reason: ReasonPromptTooLarge, Message: err.Error()})
+		return nil, step, err
 	}
-	sys := a.textSystemPrompt(v)
-	var specs []llm.ToolSpec
-	if v.tools() {
-		specs = a.nativeToolSpecs()
+	l.sys = a.textSystemPrompt(l.v)
+	if l.v.tools() {
+		l.specs = a.nativeToolSpecs()
 	}
-	msgs := []llm.Message{llm.UserText(prompt)}
-	tx := newTextTools(a, rs, sec)
-	var lastErr string
+	l.msgs = []llm.Message{llm.UserText(l.prompt)}
+	l.tx = newTextTools(a, rs, l.sec)
+	return l, nil, nil
+}
 
-	for turn := 1; turn <= maxT; turn++ {
-		if f := rs.beginTurn(ctx, missionCtx, turn); f != nil {
-			return failStep(st, f)
+// request starts turn n, builds its model request (l.req) and opens its
+// trace record (l.rec, which holds the prompt in debug runs); done when
+// the run ends instead, with its Step.
+func (l *textLoop) request(turn int) (step *messages.Step, err error, done bool) {
+	a, rs := l.a, l.rs
+	if f := rs.beginTurn(l.ctx, l.missionCtx, turn); f != nil {
+		step, err = failStep(l.st, f)
+		return step, err, true
+	}
+	l.turnStart = time.Now()
+	l.req = llm.Request{System: l.sys, Messages: l.msgs, Tools: l.specs, Turn: turn, Prompt: l.prompt,
+		ToolNames: a.toolKeys, Opts: l.llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
+	l.rec = messages.Turn{Number: turn, StartedAt: l.turnStart}
+	if l.t.debug {
+		l.rec.Messages = promptMessages(l.req.System, l.req.Messages)
+	}
+	return nil, nil, false
+}
+
+// outOfTurns is the Step of a run whose turns ran out.
+func (l *textLoop) outOfTurns() (*messages.Step, error) {
+	f := &messages.Fail{Reason: ReasonMaxTurns, Message: fmt.Sprintf("no final answer after %d turns", l.maxT)}
+	if l.lastErr != "" {
+		f.Details = map[string]any{"last_error": l.lastErr}
+	}
+	return failStep(l.st, f)
+}
+
+// answer plays the model's answer to turn n's request: it records the
+// turn, runs the tools it calls or takes its final answer; done when the
+// run ends, with its Step.
+func (l *textLoop) answer(turn int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool) {
+	a, rs, st, t, sec := l.a, l.rs, l.st, l.t, l.sec
+	ctx, missionCtx, maxT, turnStart := l.ctx, l.missionCtx, l.maxT, l.turnStart
+	rec := l.rec
+	l.req, l.rec = llm.Request{}, messages.Turn{}
+	stop := func(f *messages.Fail) (*messages.Step, error, bool) {
+		step, err := failStep(st, f)
+		return step, err, true
+	}
+	if lerr != nil {
+		if f := missionEnd(ctx, missionCtx); f != nil {
+			return stop(f)
 		}
-		turnStart := time.Now()
-		req := llm.Request{System: sys, Messages: msgs, Tools: specs, Turn: turn, Prompt: prompt,
-			ToolNames: a.toolKeys, Opts: llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
-		rec, resp, requests, lerr := a.modelTurn(missionCtx, rs, policy, st, req, turnStart)
-		if lerr != nil {
-			if f := missionEnd(ctx, missionCtx); f != nil {
-				return failStep(st, f)
-			}
-			var pe *llm.ProviderError
-			if errors.As(lerr, &pe) && pe.Type == "invalid_tool_call" && turn < maxT {
-				// the model's tool-call arguments were not a JSON object: a
-				// logic error, fed back at the cost of a turn
-				rec.Error = lerr.Error()
-				lastErr = rec.Error
-				st.Usage.Turns++
-				feedback := "Your tool call could not be used: " + pe.Message +
-					"\nCall the tool again with a JSON object of arguments.\n" + textTurnLine(turn+1, maxT)
-				msgs = appendUserText(msgs, feedback)
-				rec.Feedback = feedback
-				rec.Duration = time.Since(turnStart)
-				st.Trace = append(st.Trace, rec)
-				t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration})
-				continue
-			}
+		var pe *llm.ProviderError
+		if errors.As(lerr, &pe) && pe.Type == "invalid_tool_call" && turn < maxT {
+			// the model's tool-call arguments were not a JSON object: a
+			// logic error, fed back at the cost of a turn
 			rec.Error = lerr.Error()
-			rec.Duration = time.Since(turnStart)
-			st.Trace = append(st.Trace, rec)
-			return failStep(st, llmFail(lerr, lastErr))
-		}
-		u := resp.Usage
-		recordTurn(st, &rec, resp, requests)
-		msgs = append(msgs, resp.Message())
-		last := turn == maxT
-		endTurn := func(feedback string) {
-			rec.Duration = time.Since(turnStart)
+			l.lastErr = rec.Error
+			st.Usage.Turns++
+			feedback := "Your tool call could not be used: " + pe.Message +
+				"\nCall the tool again with a JSON object of arguments.\n" + textTurnLine(turn+1, maxT)
+			l.msgs = appendUserText(l.msgs, feedback)
 			rec.Feedback = feedback
+			rec.Duration = time.Since(turnStart)
 			st.Trace = append(st.Trace, rec)
-			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u})
+			t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration})
+			return nil, nil, false
 		}
+		rec.Error = lerr.Error()
+		rec.Duration = time.Since(turnStart)
+		st.Trace = append(st.Trace, rec)
+		return stop(llmFail(lerr, l.lastErr))
+	}
+	u := resp.Usage
+	recordTurn(st, &rec, resp, requests)
+	l.msgs = append(l.msgs, resp.Message())
+	last := turn == maxT
+	endTurn := func(feedback string) {
+		rec.Duration = time.Since(turnStart)
+		rec.Feedback = feedback
+		st.Trace = append(st.Trace, rec)
+		t.emit(ctx, Event{Kind: EventTurnStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: rec.Duration, Usage: u})
+	}
 
-		if len(resp.ToolCalls) > 0 {
-			if last {
-				rec.Error = "tool calls on the last turn were not executed"
-				lastErr = rec.Error
-				endTurn("")
-				break
-			}
-			results, calls, warnings, subUsage := tx.exec(missionCtx, turn, resp.ToolCalls)
-			rec.ToolCalls = calls
-			st.Usage.ToolCalls += len(calls)
-			st.Usage.AddTokens(subUsage)
-			st.Usage.Requests += subUsage.Requests
-			st.Warnings = append(st.Warnings, warnings...)
-			next := llm.ToolResults(results...)
-			feedback := ""
-			if turn+1 == maxT {
-				feedback = textTurnLine(turn+1, maxT)
-				next.Content = append(next.Content, llm.Text{Text: feedback})
-			}
-			msgs = append(msgs, next)
-			endTurn(feedback)
-			continue
-		}
-
-		// a final answer
-		if !v.json() {
-			if strings.TrimSpace(resp.Content) == "" {
-				rec.Error = "empty answer"
-				lastErr = rec.Error
-				feedback := ""
-				if !last {
-					feedback = textEmptyAnswer + "\n" + textTurnLine(turn+1, maxT)
-					msgs = append(msgs, llm.UserText(feedback))
-				}
-				endTurn(feedback)
-				continue
-			}
-			rec.Result = resp.Content
+	if len(resp.ToolCalls) > 0 {
+		if last {
+			// the turns run out (outOfTurns)
+			rec.Error = "tool calls on the last turn were not executed"
+			l.lastErr = rec.Error
 			endTurn("")
-			st.Return = resp.Content
-			return st, nil
+			return nil, nil, false
 		}
-		_, prim := unwrapOpt(a.sig.Output).(signature.Prim)
-		val, perr := extractJSON(resp.Content, prim)
-		problem := ""
-		if perr != nil {
-			problem = "Could not parse a JSON answer: " + perr.Error()
-		} else if verr := a.validateReturn(val); verr != nil {
-			text := validationText(verr, signature.PromptType(a.sig.Output))
-			if a.spec.Validation.Fatal() {
-				problem = text
-			} else {
-				st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
-			}
+		results, calls, warnings, subUsage := l.tx.exec(missionCtx, turn, resp.ToolCalls)
+		rec.ToolCalls = calls
+		st.Usage.ToolCalls += len(calls)
+		st.Usage.AddTokens(subUsage)
+		st.Usage.Requests += subUsage.Requests
+		st.Warnings = append(st.Warnings, warnings...)
+		next := llm.ToolResults(results...)
+		feedback := ""
+		if turn+1 == maxT {
+			feedback = textTurnLine(turn+1, maxT)
+			next.Content = append(next.Content, llm.Text{Text: feedback})
 		}
-		if problem != "" {
-			rec.Error = problem
-			lastErr = problem
+		l.msgs = append(l.msgs, next)
+		endTurn(feedback)
+		return nil, nil, false
+	}
+
+	// a final answer
+	if !l.v.json() {
+		if strings.TrimSpace(resp.Content) == "" {
+			rec.Error = "empty answer"
+			l.lastErr = rec.Error
 			feedback := ""
 			if !last {
-				feedback = sec.scrub(a.jsonFeedback(problem, turn+1, maxT))
-				msgs = append(msgs, llm.UserText(feedback))
+				feedback = textEmptyAnswer + "\n" + textTurnLine(turn+1, maxT)
+				l.msgs = append(l.msgs, llm.UserText(feedback))
 			}
 			endTurn(feedback)
-			continue
+			return nil, nil, false
 		}
-		rec.Result = val
+		rec.Result = resp.Content
 		endTurn("")
-		st.Return = val
-		return st, nil
+		st.Return = resp.Content
+		return st, nil, true
 	}
-	f := &messages.Fail{Reason: ReasonMaxTurns, Message: fmt.Sprintf("no final answer after %d turns", maxT)}
-	if lastErr != "" {
-		f.Details = map[string]any{"last_error": lastErr}
+	_, prim := unwrapOpt(a.sig.Output).(signature.Prim)
+	val, perr := extractJSON(resp.Content, prim)
+	problem := ""
+	if perr != nil {
+		problem = "Could not parse a JSON answer: " + perr.Error()
+	} else if verr := a.validateReturn(val); verr != nil {
+		text := validationText(verr, signature.PromptType(a.sig.Output))
+		if a.spec.Validation.Fatal() {
+			problem = text
+		} else {
+			st.Warnings = append(st.Warnings, prefixLines("return ", verr.Error())...)
+		}
 	}
-	return failStep(st, f)
+	if problem != "" {
+		rec.Error = problem
+		l.lastErr = problem
+		feedback := ""
+		if !last {
+			feedback = sec.scrub(a.jsonFeedback(problem, turn+1, maxT))
+			l.msgs = append(l.msgs, llm.UserText(feedback))
+		}
+		endTurn(feedback)
+		return nil, nil, false
+	}
+	rec.Result = val
+	endTurn("")
+	st.Return = val
+	return st, nil, true
 }
 
 // appendUserText adds text to the conversation: as a new block of the

@@ -24,31 +24,57 @@ func growStack(n int) byte {
 }
 
 // Runs waiting on their model keep small stacks: the frames a run waits
-// under (run, loop, callModel, the retry's) hold few bytes, so at GC the
-// stack of a waiting run shrinks to 8 KB (a goroutine's stack halves at
-// each GC while less than a quarter of it is in use). With the turn's
-// state and the handling of the model's answer in the loop's own frame
-// (3.9 KB) and the run's set-up in run's (1.3 KB), a run here waited
-// under more than 8 KB of frames and kept 32 KB.
+// under (run, loop or runText, callModel, the retry's) hold few bytes, so
+// at GC the stack of a waiting run shrinks to 8 KB (a goroutine's stack
+// halves at each GC while less than a quarter of it is in use). With the
+// turn's state and the handling of the model's answer in the loop's own
+// frame (3.9 KB) and the run's set-up in run's (1.3 KB), a PTC-Lisp run
+// here waited under more than 8 KB of frames and kept 32 KB; with them in
+// runText's frame (2.5 KB) and modelTurn's (0.9 KB), a text-mode run here
+// waited under more than 4 KB and kept 16 KB.
 func TestRunWaitingOnItsModelKeepsASmallStack(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes every frame larger")
 	}
+	t.Run("lisp", func(t *testing.T) {
+		a := mustNew(t, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: 3}})
+		first := &llm.Response{Content: "```clojure\n(def n (count ctx/items))\nn\n```"}
+		last := &llm.Response{Content: "```clojure\n(return {:n n})\n```"}
+		checkWaitingStack(t, a, map[string]any{"items": records(10)}, first, last, "map[n:10]")
+	})
+	t.Run("text", func(t *testing.T) {
+		// the tool loop with a JSON answer: a tool call on the first
+		// turn, the answer on the second
+		a := mustText(t, Spec{Prompt: "Add {{a}} and {{b}}", Signature: "(a :int, b :int) -> {result :int}",
+			Tools: map[string]Tool{"add": addTool()}, Limits: Limits{MaxTurns: 3}})
+		first := &llm.Response{ToolCalls: []llm.ToolUse{{ID: "call_1", Name: "add", Input: map[string]any{"a": int64(2), "b": int64(3)}}},
+			StopReason: llm.StopToolUse}
+		last := &llm.Response{Content: `{"result": 5}`, StopReason: llm.StopEndTurn}
+		checkWaitingStack(t, a, map[string]any{"a": 2, "b": 3}, first, last, "map[result:5]")
+	})
+}
+
+// checkWaitingStack runs many runs of a at once, each with a stack grown
+// past 32 KB beforehand; their model answers the first turn with first and
+// then waits until every run waits on it, when the stacks are measured,
+// before answering with last. Each run must return want.
+func checkWaitingStack(t *testing.T, a *Agent, input map[string]any, first, last *llm.Response, want string) {
 	const n = 200
-	a := mustNew(t, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: 3}})
 	gate := make(chan struct{})
 	var waiting, done sync.WaitGroup
 	waiting.Add(n)
 	done.Add(n)
 	model := llm.Func(func(_ context.Context, req llm.Request) (*llm.Response, error) {
 		if req.Turn == 1 {
-			return &llm.Response{Content: "```clojure\n(def n (count ctx/items))\nn\n```"}, nil
+			r := *first
+			return &r, nil
 		}
 		waiting.Done()
 		<-gate
-		return &llm.Response{Content: "```clojure\n(return {:n n})\n```"}, nil
+		r := *last
+		return &r, nil
 	})
-	opts := RunOptions{Model: model, Context: map[string]any{"items": records(10)}, Trace: TraceOff}
+	opts := RunOptions{Model: model, Context: input, Trace: TraceOff}
 	stacks := func() uint64 {
 		for range 6 {
 			runtime.GC()
@@ -64,7 +90,7 @@ func TestRunWaitingOnItsModelKeepsASmallStack(t *testing.T) {
 			defer done.Done()
 			growStack(48)
 			st, err := a.Run(context.Background(), opts)
-			if err == nil && fmt.Sprint(st.Return) != "map[n:10]" {
+			if err == nil && fmt.Sprint(st.Return) != want {
 				err = fmt.Errorf("returned %v", st.Return)
 			}
 			errs <- err
