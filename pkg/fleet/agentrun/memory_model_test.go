@@ -26,13 +26,18 @@ import (
 // Each mission asks for a small program_memory, which is what lets a
 // worker's memory budget admit thousands at once (docs/operations.md).
 // PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/fleet.md has the
-// figures of 10,000).
+// figures of 10,000); PTC_MODEL_WAIT_TEXT=1 makes the missions text-mode
+// agents answering in JSON.
 func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	n := envInt("PTC_MODEL_WAIT_MISSIONS", 200)
+	text := envInt("PTC_MODEL_WAIT_TEXT", 0) == 1
 	node := startNATSProcess(t)
 	model := newFakeModel()
 	model.gate = make(chan struct{})
 	model.program = func(k, _ int) string { return fmt.Sprintf("```clojure\n(return {:k %d})\n```", k) }
+	if text {
+		model.program = func(k, _ int) string { return fmt.Sprintf(`{"k": %d}`, k) }
+	}
 	ms := httptest.NewUnstartedServer(model)
 	ms.EnableHTTP2 = true
 	ms.StartTLS()
@@ -63,12 +68,16 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 
 	began := time.Now()
 	ids := submitMissions(ctx, t, client, n, func(id string, k int) *messages.Mission {
+		spec := &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: answer", id, k), Limits: messages.Limits{MaxTurns: 2}}
+		if text {
+			spec.Output, spec.Signature = messages.ModeText, "{k :int}"
+		}
 		return &messages.Mission{ID: id, Kind: messages.KindAgent,
 			// a mission reserves its program_memory in the worker's budget
 			// for its whole run: 64 KiB lets the default budget (1 GiB)
 			// hold 16,384 of them
 			Limits: messages.Limits{ProgramMemory: 64 << 10},
-			Agent:  &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: answer", id, k), Limits: messages.Limits{MaxTurns: 2}}}
+			Agent:  spec}
 	})
 	for deadline := time.Now().Add(5 * time.Minute); model.waiting.Load() < int64(n); {
 		if time.Now().After(deadline) {
