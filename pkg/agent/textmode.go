@@ -260,10 +260,8 @@ type textLoop struct {
 	tx      *textTools
 	lastErr string
 
-	// the turn in flight: its request, its trace record (opened before
-	// the model call) and when it started
+	// the turn in flight: its request and when it started
 	req       llm.Request
-	rec       messages.Turn
 	turnStart time.Time
 }
 
@@ -293,8 +291,7 @@ func (a *Agent) newTextLoop(ctx, missionCtx context.Context, rs *runState, in *r
 	return l, nil, nil
 }
 
-// request starts turn n, builds its model request (l.req) and opens its
-// trace record (l.rec, which holds the prompt in debug runs); done when
+// request starts turn n and builds its model request (l.req); done when
 // the run ends instead, with its Step.
 func (l *textLoop) request(turn int) (step *messages.Step, err error, done bool) {
 	a, rs := l.a, l.rs
@@ -305,10 +302,6 @@ func (l *textLoop) request(turn int) (step *messages.Step, err error, done bool)
 	l.turnStart = time.Now()
 	l.req = llm.Request{System: l.sys, Messages: l.msgs, Tools: l.specs, Turn: turn, Prompt: l.prompt,
 		ToolNames: a.toolKeys, Opts: l.llmOpts, CacheSystem: true, CacheHistory: true, CacheKey: a.cacheKey()}
-	l.rec = messages.Turn{Number: turn, StartedAt: l.turnStart}
-	if l.t.debug {
-		l.rec.Messages = promptMessages(l.req.System, l.req.Messages)
-	}
 	return nil, nil, false
 }
 
@@ -321,14 +314,18 @@ func (l *textLoop) outOfTurns() (*messages.Step, error) {
 	return failStep(l.st, f)
 }
 
-// answer plays the model's answer to turn n's request: it records the
-// turn, runs the tools it calls or takes its final answer; done when the
-// run ends, with its Step.
+// answer plays the model's answer to turn n's request (l.req): it
+// records the turn (with the request's prompt in debug runs), runs the
+// tools it calls or takes its final answer; done when the run ends, with
+// its Step.
 func (l *textLoop) answer(turn int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool) {
 	a, rs, st, t, sec := l.a, l.rs, l.st, l.t, l.sec
 	ctx, missionCtx, maxT, turnStart := l.ctx, l.missionCtx, l.maxT, l.turnStart
-	rec := l.rec
-	l.req, l.rec = llm.Request{}, messages.Turn{}
+	rec := messages.Turn{Number: turn, StartedAt: turnStart}
+	if t.debug {
+		rec.Messages = promptMessages(l.req.System, l.req.Messages)
+	}
+	l.req = llm.Request{}
 	stop := func(f *messages.Fail) (*messages.Step, error, bool) {
 		step, err := failStep(st, f)
 		return step, err, true
