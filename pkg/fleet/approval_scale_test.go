@@ -67,14 +67,17 @@ func rss() uint64 {
 func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 300)
 	decisions := min(envInt("PTC_APPROVAL_DECISIONS", 100), n)
-	_, nc := runJetStream(t)
+	// each party on a connection of its own, as in a fleet: one
+	// connection would carry every message through one read loop on each
+	// side, and its queue, not the work, would set the latencies
+	srv, nc := runJetStream(t)
 	// the service deduplicates: each approved call runs exactly once, also
 	// when a loaded worker's mission is redelivered and sends it again
-	shop := startShop(t, nc, true)
+	shop := startShop(t, connect(t, srv), true)
 	c := newClient(t, nc)
 	var workers []*fleet.Worker
 	for range 2 {
-		workers = append(workers, startWorker(t, nc, refundRunner(nil), func(cfg *fleet.WorkerConfig) {
+		workers = append(workers, startWorker(t, connect(t, srv), refundRunner(nil), func(cfg *fleet.WorkerConfig) {
 			cfg.Slots = 32
 			cfg.Store.MaxAckPending = 2000
 			// many runs at once under -race on a loaded machine: a run's
