@@ -69,7 +69,8 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	decisions := min(envInt("PTC_APPROVAL_DECISIONS", 100), n)
 	// each party on a connection of its own, as in a fleet: one
 	// connection would carry every message through one read loop on each
-	// side, and its queue, not the work, would set the latencies
+	// side, which leaves part of the process's CPU idle and lengthens the
+	// latencies measured here
 	srv, nc := runJetStream(t)
 	// the service deduplicates: each approved call runs exactly once, also
 	// when a loaded worker's mission is redelivered and sends it again
