@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
@@ -23,4 +26,24 @@ func embeddedConn(t testing.TB) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// embeddedStores starts an embedded JetStream server (embeddedConn) and
+// sets the default store layout up on it. It returns a context that ends
+// after 30 s or with the test, the connection, its JetStream handle and
+// the stores.
+func embeddedStores(t testing.TB) (context.Context, *nats.Conn, jetstream.JetStream, *Stores) {
+	t.Helper()
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, nc, js, st
 }

@@ -45,17 +45,7 @@ func (kv *unreachableStatus) Update(ctx context.Context, key string, value []byt
 // does, and is refused with ErrFenced, the run cancelled, when another
 // worker has taken the mission meanwhile.
 func TestOwnedConfirmsAMissionWhoseBeatsLapsed(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, _, st := embeddedStores(t)
 	kv := &unreachableStatus{KeyValue: st.Status}
 	st.Status, st.nc = kv, nil // every status write through kv
 	w := &Worker{cfg: WorkerConfig{ID: "w1"}, st: st, ackWait: 300 * time.Millisecond}

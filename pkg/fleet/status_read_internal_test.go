@@ -1,12 +1,8 @@
 package fleet
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -17,17 +13,7 @@ import (
 // both give the same answers for a missing key, a stored status (and its
 // revision) and a deleted one.
 func TestGetStatusDirectReadsAsTheBucket(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, _, st := embeddedStores(t)
 	if st.nc == nil {
 		t.Fatal("the stores have no connection: getStatus would not read directly")
 	}
@@ -83,17 +69,7 @@ func TestGetStatusDirectReadsAsTheBucket(t *testing.T) {
 // status, not the stream handle's request encoding, subject formatting
 // and message conversion: 65 allocations, 76 through the bucket's Get.
 func TestGetStatusAllocations(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, _, st := embeddedStores(t)
 	k := missionKey{sub: "alice", id: messages.NewMissionID()}
 	if _, err := casStatus(ctx, st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 1}, 0); err != nil {
 		t.Fatal(err)
