@@ -312,12 +312,29 @@ func (l *turnLoop) request(turn int) (step *messages.Step, err error, done bool)
 
 // outOfTurns is the Step of a run whose turns ran out.
 func (l *turnLoop) outOfTurns() (*messages.Step, error) {
-	msg := fmt.Sprintf("no return or fail after %d turns", l.limitT)
+	return turnsRanOut(l.st, fmt.Sprintf("no return or fail after %d turns", l.limitT), l.lastErr)
+}
+
+// turnsRanOut fails st for max_turns with msg, naming the last turn's
+// error when there was one; both loops end a run that ran out of turns
+// with it.
+func turnsRanOut(st *messages.Step, msg, lastErr string) (*messages.Step, error) {
 	f := &messages.Fail{Reason: ReasonMaxTurns, Message: msg}
-	if l.lastErr != "" {
-		f.Details = map[string]any{"last_error": l.lastErr}
+	if lastErr != "" {
+		f.Details = map[string]any{"last_error": lastErr}
 	}
-	return failStep(l.st, f)
+	return failStep(st, f)
+}
+
+// openTurn starts turn n's record, with its request's prompt in debug
+// runs, and lets go of the request, which the answer no longer needs.
+func openTurn(n int, start time.Time, req *llm.Request, debug bool) messages.Turn {
+	rec := messages.Turn{Number: n, StartedAt: start}
+	if debug {
+		rec.Messages = promptMessages(req.System, req.Messages)
+	}
+	*req = llm.Request{}
+	return rec
 }
 
 // answer plays the model's answer to turn n's request (l.req): it records
@@ -325,11 +342,7 @@ func (l *turnLoop) outOfTurns() (*messages.Step, error) {
 func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool) {
 	a, rs, st, t, sec := l.a, l.rs, l.st, l.t, l.sec
 	ctx, missionCtx, single, turnStart := l.ctx, l.missionCtx, l.single, l.turnStart
-	rec := messages.Turn{Number: turn, StartedAt: turnStart}
-	if t.debug {
-		rec.Messages = promptMessages(l.req.System, l.req.Messages)
-	}
-	l.req = llm.Request{}
+	rec := openTurn(turn, turnStart, &l.req, t.debug)
 	stop := func(f *messages.Fail) (*messages.Step, error, bool) {
 		step, err := failStep(st, f)
 		return step, err, true

@@ -307,11 +307,7 @@ func (l *textLoop) request(turn int) (step *messages.Step, err error, done bool)
 
 // outOfTurns is the Step of a run whose turns ran out.
 func (l *textLoop) outOfTurns() (*messages.Step, error) {
-	f := &messages.Fail{Reason: ReasonMaxTurns, Message: fmt.Sprintf("no final answer after %d turns", l.maxT)}
-	if l.lastErr != "" {
-		f.Details = map[string]any{"last_error": l.lastErr}
-	}
-	return failStep(l.st, f)
+	return turnsRanOut(l.st, fmt.Sprintf("no final answer after %d turns", l.maxT), l.lastErr)
 }
 
 // answer plays the model's answer to turn n's request (l.req): it
@@ -321,11 +317,7 @@ func (l *textLoop) outOfTurns() (*messages.Step, error) {
 func (l *textLoop) answer(turn int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool) {
 	a, rs, st, t, sec := l.a, l.rs, l.st, l.t, l.sec
 	ctx, missionCtx, maxT, turnStart := l.ctx, l.missionCtx, l.maxT, l.turnStart
-	rec := messages.Turn{Number: turn, StartedAt: turnStart}
-	if t.debug {
-		rec.Messages = promptMessages(l.req.System, l.req.Messages)
-	}
-	l.req = llm.Request{}
+	rec := openTurn(turn, turnStart, &l.req, t.debug)
 	stop := func(f *messages.Fail) (*messages.Step, error, bool) {
 		step, err := failStep(st, f)
 		return step, err, true
