@@ -33,9 +33,6 @@ func growStack(n int) byte {
 // runText's frame (2.5 KB) and modelTurn's (0.9 KB), a text-mode run here
 // waited under more than 4 KB and kept 16 KB.
 func TestRunWaitingOnItsModelKeepsASmallStack(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes every frame larger")
-	}
 	t.Run("lisp", func(t *testing.T) {
 		a := mustNew(t, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: 3}})
 		first := &llm.Response{Content: "```clojure\n(def n (count ctx/items))\nn\n```"}
@@ -107,7 +104,13 @@ func checkWaitingStack(t *testing.T, a *Agent, input map[string]any, first, last
 		}
 	}
 	t.Logf("%.1f KB of stack per waiting run", per/1e3)
-	if per > 12e3 {
-		t.Errorf("%.1f KB of stack per run waiting on its model; want 8 KB", per/1e3)
+	// the race detector makes every frame larger: a waiting run keeps
+	// 16 KB there, and 32 KB with large frames on the wait path
+	limit := 12e3
+	if raceEnabled {
+		limit = 24e3
+	}
+	if per > limit {
+		t.Errorf("%.1f KB of stack per run waiting on its model; want at most %.0f KB", per/1e3, limit/1e3)
 	}
 }

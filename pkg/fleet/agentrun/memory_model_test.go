@@ -143,8 +143,13 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	// stack shrinks to 16 KB at GC; the HTTP/2 request's takes 4–8 KB
 	// (21 KB a mission measured with 2,000 and 10,000, 29 KB with 200,
 	// against 38–48 KB when the run waited under 16 KB of frames in a 32
-	// KB stack). The race detector makes every frame larger.
-	if perStack > 36e3 && !raceEnabled {
-		t.Errorf("%.1f KB of goroutine stacks per waiting mission", perStack/1e3)
+	// KB stack). The race detector makes every frame larger: 30.5 KB a
+	// mission there with 200 waiting, against 52.8 KB with those frames.
+	limit := 36e3
+	if raceEnabled {
+		limit = 42e3
+	}
+	if perStack > limit {
+		t.Errorf("%.1f KB of goroutine stacks per waiting mission; want at most %.0f KB", perStack/1e3, limit/1e3)
 	}
 }
