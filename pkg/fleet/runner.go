@@ -106,6 +106,19 @@ func (e RunEnv) Owned(ctx context.Context) error {
 	return e.owned(ctx)
 }
 
+// OwnedFunc returns Owned as a function a runner may keep for the whole
+// run: it holds only the worker's check, where the method value e.Owned
+// holds a copy of the whole RunEnv.
+func (e *RunEnv) OwnedFunc() func(context.Context) error {
+	if e.owned == nil {
+		return ownedOutsideWorker
+	}
+	return e.owned
+}
+
+// ownedOutsideWorker is Owned outside a worker: every request may go.
+func ownedOutsideWorker(context.Context) error { return nil }
+
 // Emitter publishes progress events; Emit does not block on the network and
 // is safe for concurrent use.
 type Emitter interface {

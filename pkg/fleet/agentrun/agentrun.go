@@ -138,7 +138,7 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	return &agentRun{agent: a, ctx: ctx, runCtx: tel.context(ctx), cancel: cancel, journal: env.Journal,
 		opts: agent.RunOptions{
 			LLM:              model,
-			Registry:         journalModels(budgetModels(meteredModels(models, env.Metrics, env.Tracer), env.Budget), env.Journal, env.Owned),
+			Registry:         missionModels(models, env),
 			Context:          m.Context,
 			ContextSignature: m.ContextSignature,
 			Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},

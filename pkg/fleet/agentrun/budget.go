@@ -8,18 +8,6 @@ import (
 	"github.com/ptcfleet/ptc/pkg/fleet"
 )
 
-// budgetModels charges every call to reg's models to the mission's
-// fleet-wide budgets. It sits below the journal: a reply the journal
-// replays was charged by the attempt that got it and is not charged again.
-func budgetModels(reg llm.Registry, b *fleet.MissionBudget) llm.Registry {
-	if b == nil {
-		return reg
-	}
-	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
-		return llm.WithBudget(m, name, fleetBudget{b})
-	})
-}
-
 // fleetBudget is a fleet.MissionBudget as an llm.Budget.
 type fleetBudget struct{ b *fleet.MissionBudget }
 

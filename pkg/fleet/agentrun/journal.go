@@ -58,15 +58,36 @@ func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 	return fleet.WithTurn(ctx, int(t.n.Load()))
 }
 
-// journalModels returns reg with every model's replies going through j,
-// each call that reaches a model first asking owned (fleet.RunEnv.Owned);
-// reg itself when j is nil.
-func journalModels(reg llm.Registry, j *fleet.Journal, owned func(context.Context) error) llm.Registry {
-	if j == nil {
+// missionModels returns the models a mission's agents call: each model of
+// reg measured and traced (env.Metrics, env.Tracer; meteredModel), charged
+// to the mission's budgets (env.Budget; llm.WithBudget) and its replies
+// going through the mission's journal (env.Journal; journaledModel), each
+// wrapper around the one before, all in one copy of reg: the run keeps the
+// registry while it waits on its model. The metering and the budget sit
+// inside the journal: a reply the journal replays reaches no model, and
+// was counted and charged by the attempt that got it. reg itself when
+// there is nothing to wrap.
+func missionModels(reg llm.Registry, env *fleet.RunEnv) llm.Registry {
+	metrics, tracer, budget, j := env.Metrics, env.Tracer, env.Budget, env.Journal
+	metered := metrics != nil || tracer != nil
+	if !metered && budget == nil && j == nil {
 		return reg
 	}
+	var owned func(context.Context) error
+	if j != nil {
+		owned = env.OwnedFunc()
+	}
 	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
-		return &journaledModel{name: name, inner: m, j: j, owned: owned}
+		if metered {
+			m = &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
+		}
+		if budget != nil {
+			m = llm.WithBudget(m, name, fleetBudget{budget})
+		}
+		if j != nil {
+			m = &journaledModel{name: name, inner: m, j: j, owned: owned}
+		}
+		return m
 	})
 }
 

@@ -34,7 +34,7 @@ func TestJournalModelReplyAcknowledgedBeforeNextRequest(t *testing.T) {
 	js := fleettest.NewHeldJS(messages.StreamJournal)
 	inner := &countingModel{js: js}
 	j := fleet.NewJournal(js, messages.NewMissionID())
-	m := journalModels(llm.Registry{"default": inner}, j, fleet.RunEnv{}.Owned)["default"]
+	m := missionModels(llm.Registry{"default": inner}, &fleet.RunEnv{Journal: j})["default"]
 	ctx := context.Background()
 	if _, err := m.Complete(ctx, llm.Request{Turn: 1}); err != nil {
 		t.Fatal(err)

@@ -236,21 +236,6 @@ func endAll(f *frame, err error) {
 	}
 }
 
-// meteredModels wraps each model of reg so that every request that reaches
-// the model is measured (ptc_llm_* metrics by the model's registry name)
-// and traced (a "chat <name>" span with GenAI attributes under the current
-// turn). It goes inside the journal: replies replayed from the journal
-// reach no model and are not counted again. reg is returned as it is when
-// neither metrics nor tracing is on.
-func meteredModels(reg llm.Registry, metrics *fleet.Metrics, tracer trace.Tracer) llm.Registry {
-	if metrics == nil && tracer == nil {
-		return reg
-	}
-	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
-		return &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
-	})
-}
-
 // meteredModel measures and traces the requests to one model.
 type meteredModel struct {
 	name    string
