@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -154,5 +155,49 @@ func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
 	}
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("the runner ran %d times, want 2", n)
+	}
+}
+
+// A submission of a mission id the client did not make is published
+// without waiting for its status read: here the read's answer is handed
+// on only once the mission is in the queue, and the submission, which
+// queued it, is no duplicate.
+func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	var answered, queued atomic.Bool
+	mux := newReplyMux(nc)
+	mux.once.Do(func() {
+		mux.prefix = nc.NewInbox()
+		_, mux.err = nc.Subscribe(mux.prefix+".*", func(msg *nats.Msg) {
+			wait, stop := context.WithTimeout(ctx, 5*time.Second)
+			defer stop()
+			for wait.Err() == nil {
+				if _, err := queuedMsg(wait, c.st.Missions, c.sub, m.ID); err == nil {
+					queued.Store(true)
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			answered.Store(true)
+			mux.deliver(msg)
+		})
+	})
+	c.replies = mux
+	sub, err := c.Submit(ctx, m)
+	if err != nil || sub.Duplicate || sub.Sequence == 0 {
+		t.Fatalf("submission %+v, %v; want a new copy queued", sub, err)
+	}
+	if !answered.Load() {
+		t.Fatal("the status read was not made")
+	}
+	if !queued.Load() {
+		t.Fatal("the mission was queued only after its status read's answer")
 	}
 }

@@ -192,3 +192,60 @@ func TestSubmitOfAnIDAnotherSubmitterQueued(t *testing.T) {
 		t.Fatalf("alice's mission: %+v, %v", st, err)
 	}
 }
+
+// A mission submitted again past the stream's duplicate window while it
+// waits parked (for an approval or its quota), runs, is queued again for a
+// retry or is done is reported a duplicate, and the copy the submission
+// queued (the client reads the status while it publishes) is dropped by
+// the worker that takes it: never run, the status left as it was. A parked
+// mission is resumed only by its copy from PARKED.
+func TestSubmissionOfATakenMissionIsDropped(t *testing.T) {
+	_, nc := runJetStream(t)
+	var runs atomic.Int64
+	startWorker(t, nc, countingRunner(&runs, "ran"))
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	states := []struct {
+		state string
+		seq   uint64 // the stream sequence the status names
+	}{
+		{messages.StateAwaitingApproval, 0},
+		{messages.StateQuotaWait, 0},
+		{messages.StateRunning, 1 << 40},
+		{messages.StateQueued, 1 << 40},
+		{messages.StateSucceeded, 1 << 40},
+	}
+	for _, s := range states {
+		m := newMission()
+		st := messages.Status{Version: messages.StatusVersion, MissionID: m.ID, Submitter: c.Submitter(), State: s.state,
+			Attempt: 1, StreamSeq: s.seq, UpdatedAt: time.Now().UTC()}
+		data, err := messages.Marshal(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := messages.StatusKey(c.Submitter(), m.ID)
+		rev, err := c.Stores().Status.Create(ctx, key, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := c.Submit(ctx, m)
+		if err != nil || !sub.Duplicate || sub.Sequence != s.seq {
+			t.Fatalf("%s: submission %+v, %v; want a duplicate naming sequence %d", s.state, sub, err, s.seq)
+		}
+		subject := messages.SubmitSubject(c.Submitter(), messages.PriorityNormal, m.ID)
+		eventually(t, 10*time.Second, s.state+": the copy leaves the queue", func() bool {
+			info, err := c.Stores().Missions.Info(ctx, jetstream.WithSubjectFilter(subject+".>"))
+			return err == nil && info.State.Msgs == 0
+		})
+		e, err := c.Stores().Status.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Revision() != rev {
+			t.Fatalf("%s: status at revision %d, want it left at %d", s.state, e.Revision(), rev)
+		}
+	}
+	if runs.Load() != 0 {
+		t.Fatalf("runs = %d, want 0", runs.Load())
+	}
+}

@@ -63,6 +63,9 @@ type Client struct {
 	// republished: StreamResults republishes each stored result on its
 	// StoredResultSubject, where a message is the result itself.
 	republished bool
+	// replies receives the answers to the status reads of submissions,
+	// which are sent without waiting for them.
+	replies *replyMux
 }
 
 // NewClient binds a client to nc. When the fleet's streams, consumers and
@@ -105,7 +108,8 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results)}, nil
+	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
+		replies: newReplyMux(nc)}, nil
 }
 
 // Submitter is the submitter the client submits as.
@@ -188,10 +192,12 @@ type SubmitOptions struct {
 }
 
 // Submit queues m as the client's submitter. It is idempotent by mission
-// id: within the stream's duplicate window the Msg-Id dedupes, beyond it a
-// mission that has a status (a worker took it) is not queued again, and a
-// worker drops a second copy it finds (the status records the first's
-// stream sequence). An empty m.ID is filled with a new ULID and an empty
+// id: within the stream's duplicate window the Msg-Id dedupes; beyond it
+// the worker that takes a second copy of a mission that has a status (a
+// worker took it) drops it, since the status records the first copy's
+// stream sequence. The status is read while m is published, and a
+// mission found to have one is reported a Duplicate (its context, when
+// stored aside, is stored only once the read found none). An empty m.ID is filled with a new ULID and an empty
 // m.CreatedAt with the current time (m is modified). Contexts too large to
 // travel inline are stored in the mission_ctx object store. Submit writes
 // no status: a queued mission's status is read from the queue (Status),
@@ -221,30 +227,69 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		return nil, fmt.Errorf("fleet: submit: %w", err)
 	}
 	sub := &Submission{ID: m.ID}
+	// A mission of an id the client did not make may have been taken by a
+	// worker already (submitted again past the duplicate window). Its
+	// status is read while the mission is encoded and published, not
+	// before: a copy queued for a mission that has a status is dropped by
+	// the worker that takes it (claim), so the read only tells the caller
+	// that the submission is a duplicate. What would change something
+	// stored, a context to store aside, waits for the read.
+	var taken func() (*Submission, error)
 	if !fresh {
-		switch cur, err := getStatus(ctx, c.st, missionKey{c.sub, m.ID}); {
-		case err == nil:
-			sub.Duplicate, sub.Sequence = true, cur.st.StreamSeq
-			return sub, nil
-		case !errors.Is(err, ErrNotFound):
-			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		read := c.sendStatusRead(ctx, missionKey{c.sub, m.ID})
+		var done bool
+		var cur *statusEntry
+		var readErr error
+		// taken waits for the read: the submission it answers when the
+		// mission has a status, else nil (and the read's error, if any)
+		taken = func() (*Submission, error) {
+			if !done {
+				done = true
+				cur, readErr = read()
+			}
+			if readErr == nil {
+				return &Submission{ID: m.ID, Duplicate: true, Sequence: cur.st.StreamSeq}, nil
+			}
+			if errors.Is(readErr, ErrNotFound) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, readErr)
 		}
 	}
+	// fail returns err unless the mission turns out to have a status: the
+	// submission is then a duplicate, as it was before anything was sent.
+	fail := func(err error) (*Submission, error) {
+		if taken != nil {
+			if dup, _ := taken(); dup != nil {
+				return dup, nil
+			}
+		}
+		return nil, err
+	}
 	if err := c.checkQueued(ctx); err != nil {
-		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}
 	data, err := messages.MarshalMission(m)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}
 	if len(data) > c.cfg.InlineContextBytes && len(m.Context) > 0 {
+		// the context object of a mission a worker took is not replaced
+		if taken != nil {
+			switch dup, err := taken(); {
+			case err != nil:
+				return nil, err
+			case dup != nil:
+				return dup, nil
+			}
+		}
 		if data, err = c.offloadContext(ctx, m); err != nil {
 			return nil, err
 		}
 	}
 	if limit := c.cfg.Store.withDefaults().MaxMissionBytes; len(data) > int(limit) {
-		return nil, fmt.Errorf("fleet: submit %s: %w: mission is %d bytes, more than the %d allowed (large inputs belong in the context, which is stored aside)",
-			m.ID, messages.ErrInvalid, len(data), limit)
+		return fail(fmt.Errorf("fleet: submit %s: %w: mission is %d bytes, more than the %d allowed (large inputs belong in the context, which is stored aside)",
+			m.ID, messages.ErrInvalid, len(data), limit))
 	}
 	msg := &nats.Msg{Subject: messages.SubmitSubject(c.sub, m.Priority, m.ID), Data: data, Header: nats.Header{}}
 	for _, o := range opts {
@@ -259,7 +304,16 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
 	ack, err := publishAcked(ctx, c.nc, msg)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: submit %s: %w", m.ID, err)
+		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
+	}
+	if taken != nil {
+		// The stream's answer says whether a copy was queued; a status
+		// says the mission was taken before, whatever the answer (a copy
+		// queued meanwhile is the worker's to drop). A status that cannot
+		// be read changes nothing the answer says.
+		if dup, _ := taken(); dup != nil && (ack.Duplicate || dup.Sequence != ack.Sequence) {
+			return dup, nil
+		}
 	}
 	sub.Duplicate = ack.Duplicate
 	sub.Sequence = ack.Sequence
@@ -277,9 +331,45 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		}
 	}
 	// The worker that claims the message records its stream sequence in the
-	// status; a second copy (a resubmission beyond the dedupe window) then
-	// finds another sequence there and is dropped.
+	// status; a second copy (a resubmission beyond the dedupe window, read
+	// before its first copy's status was stored) then finds another
+	// sequence there and is dropped.
 	return sub, nil
+}
+
+// sendStatusRead sends the direct get of mission k's status and returns
+// what waits for its answer (getStatus's results). The request leaves the
+// connection before anything the caller sends after it, so the server
+// reads the status before it stores a submission published next. Without
+// its own subscription for answers, it reads the status at once.
+func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*statusEntry, error) {
+	if c.st.nc != c.nc || c.replies.open() != nil {
+		cur, err := getStatus(ctx, c.st, k)
+		return func() (*statusEntry, error) { return cur, err }
+	}
+	call := &liveCall{reply: make(chan *nats.Msg, 1)}
+	reply, done := c.replies.add(call)
+	subject := messages.StatusSubject(k.sub, k.id)
+	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+statusStream+"."+subject, reply, nil); err != nil {
+		done()
+		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
+	}
+	return func() (*statusEntry, error) {
+		defer done()
+		wait := ctx
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, directGetWait)
+			defer cancel()
+		}
+		select {
+		case r := <-call.reply:
+			data, rev, hdr, err := directAnswer(r, subject)
+			return directStatus(k, data, rev, hdr, err)
+		case <-wait.Done():
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(wait))
+		}
+	}
 }
 
 func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byte, error) {

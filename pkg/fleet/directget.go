@@ -117,11 +117,19 @@ func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]b
 	if err != nil {
 		return nil, 0, nil, err
 	}
+	return directAnswer(r, subject)
+}
+
+// directAnswer reads r, the answer to a direct get of the last message on
+// subject, as directLast returns it.
+func directAnswer(r *nats.Msg, subject string) ([]byte, uint64, nats.Header, error) {
 	if len(r.Data) == 0 {
 		switch status := r.Header.Get("Status"); status {
 		case "":
 		case "404":
 			return nil, 0, nil, jetstream.ErrMsgNotFound
+		case "503":
+			return nil, 0, nil, nats.ErrNoResponders
 		default:
 			desc := r.Header.Get("Description")
 			if desc == "" {

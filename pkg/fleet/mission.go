@@ -480,7 +480,8 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	// since nothing may be stored to read yet. A mission queued again
 	// from PARKED (MISSIONS sources it: a decision's, a deadline's or a
 	// quota's wake) has a status already and is read at once.
-	fresh := attempt == 1 && msg.Headers().Get(headerStreamSource) == ""
+	submitted := msg.Headers().Get(headerStreamSource) == ""
+	fresh := attempt == 1 && submitted
 	for try := range 8 {
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
@@ -534,8 +535,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		}
 		// A suspended mission is taken by whichever copy of its message
 		// comes first (the decision's or the deadline's); the status then
-		// names that copy's sequence and later copies are duplicates.
-		if st.State != messages.StateAwaitingApproval && st.StreamSeq != 0 && st.StreamSeq != meta.Sequence.Stream {
+		// names that copy's sequence and later copies are duplicates. A
+		// submitted copy's first delivery that finds a status naming
+		// another sequence, or none (a mission parked for an approval or
+		// its quota, which only a copy from PARKED resumes), is a
+		// submission of a mission taken before: the client queues it
+		// while it reads the status (Submit).
+		if st.StreamSeq != meta.Sequence.Stream && (rev != 0 && submitted && attempt == 1 ||
+			st.State != messages.StateAwaitingApproval && st.StreamSeq != 0) {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
 			return nil, false, true

@@ -324,15 +324,8 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 		// the direct get Status.Get makes, read here: a mission's status
 		// is read at least twice per mission (the submission and the
 		// end of its run)
-		var hdr nats.Header
-		var err error
-		data, rev, hdr, err = directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
-		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
-			return nil, ErrNotFound // as Status.Get's ErrKeyDeleted is ErrKeyNotFound
-		}
-		if err != nil {
-			return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
-		}
+		data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+		return directStatus(k, data, rev, hdr, err)
 	} else {
 		e, err := st.Status.Get(ctx, messages.StatusKey(k.sub, k.id))
 		if err != nil {
@@ -343,6 +336,23 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 		}
 		data, rev = e.Value(), e.Revision()
 	}
+	return decodeStatus(k, data, rev)
+}
+
+// directStatus reads mission k's status from the answer to a direct get
+// of its key's subject (directLast's results), as getStatus returns it.
+func directStatus(k missionKey, data []byte, rev uint64, hdr nats.Header, err error) (*statusEntry, error) {
+	if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
+		return nil, ErrNotFound // as Status.Get's ErrKeyDeleted is ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
+	}
+	return decodeStatus(k, data, rev)
+}
+
+// decodeStatus decodes mission k's status stored at revision rev.
+func decodeStatus(k missionKey, data []byte, rev uint64) (*statusEntry, error) {
 	var s messages.Status
 	if err := messages.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
