@@ -526,10 +526,20 @@ func decidedEvent(a *messages.Approval) *messages.Event {
 // approval deadline: the schedule queues it again at the deadline.
 const parkTTLMargin = time.Hour
 
+// parkMark is what a suspended mission's parked message says of its
+// events (messages.HeaderParkedEvent, messages.HeaderParkedDecided):
+// event is the number of its approval_requested event (0: none, as for a
+// mission waiting for its quota) and decided how many of its approval
+// records its run saw decided.
+type parkMark struct {
+	event   uint64
+	decided int
+}
+
 // park stores a suspended mission's message (data and headers as
-// delivered) and schedules it to be queued again at deadline: a
-// decision queues it at once (Client.Decide), the deadline otherwise.
-func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, deadline time.Time) error {
+// delivered, with mark) and schedules it to be queued again at deadline:
+// a decision queues it at once (Client.Decide), the deadline otherwise.
+func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, deadline time.Time, mark parkMark) error {
 	id := k.id
 	body := &nats.Msg{Subject: messages.ParkedSubject(id), Data: data, Header: nats.Header{}}
 	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
@@ -538,6 +548,10 @@ func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 		}
 	}
 	body.Header.Set(messages.HeaderMissionID, id)
+	if mark.event > 0 {
+		body.Header.Set(messages.HeaderParkedEvent, strconv.FormatUint(mark.event, 10))
+		body.Header.Set(messages.HeaderParkedDecided, strconv.Itoa(mark.decided))
+	}
 	body.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	ttl := max(time.Until(deadline), 0) + parkTTLMargin
 	body.Header.Set(jetstream.MsgTTLHeader, strconv.FormatInt(int64(ttl/time.Second)+1, 10)+"s")
@@ -626,13 +640,25 @@ func (g *approvalGate) consulted() bool {
 	return len(g.next) > 0
 }
 
-// suspend parks a mission whose run stopped at call a: its message is
-// stored with a schedule that queues it again at a's deadline, the status
-// says awaiting_approval, an approval_requested event is emitted and the
-// message is acked. A mission that cannot be parked is handed back like a
-// retryable failure (its next run stops at the same call and tries again).
-func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, a *messages.Approval, log *zerolog.Logger) {
-	if err := park(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), a.Deadline); err != nil {
+// suspend parks a mission whose run stopped at call a: an
+// approval_requested event is emitted, the message is stored with that
+// event's number (which numbers the decision's event) and a schedule
+// that queues it again at a's deadline, the status says
+// awaiting_approval and the message is acked. A mission that cannot be
+// parked is handed back like a retryable failure (its next run stops at
+// the same call, requests it again and tries again).
+func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, gate *approvalGate, a *messages.Approval, log *zerolog.Logger) {
+	mark := parkMark{event: em.emit(requestedEvent(a))}
+	if as, ok := gate.seenApprovals(); ok {
+		for _, r := range as {
+			if r.State != messages.ApprovalPending {
+				mark.decided++
+			}
+		}
+	} else {
+		mark.event = 0 // the records it saw are unknown: a decider reads the last event
+	}
+	if err := park(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), a.Deadline, mark); err != nil {
 		log.Warn().Err(err).Msg("mission not suspended")
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
@@ -654,7 +680,6 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 			log.Warn().Err(err).Msg("status not set to awaiting_approval")
 		}
 	}
-	em.Emit(requestedEvent(a))
 	em.Flush()
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission suspends again")
@@ -863,8 +888,12 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		} else if err != nil {
 			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
 		}
-		c.emitDecided(ctx, k, a)
-		if err := c.resume(ctx, k, a); err != nil {
+		parked, perr := c.parked(ctx, id)
+		c.emitDecided(ctx, k, a, as, parked)
+		if perr != nil {
+			return a, perr
+		}
+		if err := c.wakeParked(ctx, k, a, parked); err != nil {
 			return a, err
 		}
 		return a, nil
@@ -928,30 +957,81 @@ func pickCall(id string, as []*messages.Approval, call string) (*messages.Approv
 	return nil, fmt.Errorf("%w: %q names %d calls of mission %s: %s", ErrNoPendingCall, call, len(named), id, list(named))
 }
 
-// emitDecided publishes the approval_decided event of a, numbered after
-// the mission's last stored event (its worker is parked meanwhile).
-func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Approval) {
+// emitDecided publishes the approval_decided event of a (as, the
+// mission's records, a among them), numbered after the
+// mission's last event (its worker is parked meanwhile): the number its
+// parked message gives (messages.HeaderParkedEvent) when no record but a
+// was decided since it parked, else the last stored event's.
+func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Approval, as []*messages.Approval, parked *jetstream.RawStreamMsg) {
 	em := &emitter{nc: c.nc, sub: k.sub, missionID: a.MissionID}
-	em.n, _ = lastEventNumber(ctx, c.st.Events, k)
+	if n, ok := parkedEventNumber(parked, as, a.Call); ok {
+		em.n = n
+	} else {
+		em.n, _ = lastEventNumber(ctx, c.st.Events, k)
+	}
 	em.Emit(decidedEvent(a))
 }
 
-// resume queues a suspended mission again after a decision: its parked
-// message is published on its wake subject (Msg-Id
-// "<id>/resume/<call>", so a repeated decision queues it once), which
-// MISSIONS sources. When the mission is not parked yet (its worker is
-// still suspending it), that worker finds the decision and queues it
-// itself.
-func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval) error {
-	id := k.id
+// parkedEventNumber returns the number of the last event of a mission
+// parked with message parked, when its mark still holds: its approval
+// records as, besides call (the one being decided), have as many decided
+// as the run that parked it saw. Another decision since (this decider's
+// numbering would repeat its event's number) or a message without a
+// mark returns false.
+func parkedEventNumber(parked *jetstream.RawStreamMsg, as []*messages.Approval, call string) (uint64, bool) {
+	if parked == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(parked.Header.Get(messages.HeaderParkedEvent), 10, 64)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	seen, err := strconv.Atoi(parked.Header.Get(messages.HeaderParkedDecided))
+	if err != nil {
+		return 0, false
+	}
+	decided := 0
+	for _, r := range as {
+		if r.Call != call && r.State != messages.ApprovalPending {
+			decided++
+		}
+	}
+	return n, decided == seen
+}
+
+// parked returns mission id's parked message, or nil when it has none
+// (its worker is still suspending it, or it finished).
+func (c *Client) parked(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
 	raw, err := c.st.Parked.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("fleet: resume %s: %w", id, err)
+		return nil, fmt.Errorf("fleet: resume %s: %w", id, err)
 	}
-	return wake(ctx, c.js, k, a.Priority, raw.Data, raw.Header, id+"/resume/"+a.Call)
+	return raw, nil
+}
+
+// resume queues a suspended mission again after a decision (wakeParked).
+func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval) error {
+	parked, err := c.parked(ctx, k.id)
+	if err != nil {
+		return err
+	}
+	return c.wakeParked(ctx, k, a, parked)
+}
+
+// wakeParked queues a suspended mission again after a decision: its
+// parked message is published on its wake subject (Msg-Id
+// "<id>/resume/<call>", so a repeated decision queues it once), which
+// MISSIONS sources. When the mission is not parked yet (parked is nil:
+// its worker is still suspending it), that worker finds the decision and
+// queues it itself.
+func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg) error {
+	if parked == nil {
+		return nil
+	}
+	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, k.id+"/resume/"+a.Call)
 }
 
 // wake publishes a suspended mission's message on its wake subject.

@@ -522,3 +522,69 @@ func TestApprovalRecordWithoutSubmitterIsDecided(t *testing.T) {
 		t.Fatalf("events %s", k)
 	}
 }
+
+// Two calls of one suspension decided one after the other: the first
+// decision numbers its event after the number the parked message gives,
+// with no read of EVENTS; the second, finding the first decided since
+// the park, numbers its own after the last one stored, so no number is
+// given twice.
+func TestApprovalDecisionsOfOneSuspensionNumberTheirEventsOnce(t *testing.T) {
+	s, nc := runJetStream(t)
+	startShop(t, nc, true)
+	c := newClient(t, nc)
+	w := startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	// no worker takes the woken mission until both are decided
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// a second call of the same suspension, pending too
+	b := *a
+	b.Call, b.Args = a.Call[:strings.LastIndexByte(a.Call, '.')]+".9", map[string]any{"order": "B-2"}
+	data, err := messages.Marshal(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stores().Approvals.Create(ctx, messages.ApprovalKey(m.ID, b.Call), data); err != nil {
+		t.Fatal(err)
+	}
+	before := storedEventCount(t, c, m.ID)
+	spy := spyAPI(t, connect(t, s))
+	spy.watch(t, m.ID)
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Call: a.Call, Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := spy.count(t, "$JS.API.DIRECT.GET."+messages.StreamEvents) + spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamEvents); n != 0 {
+		t.Errorf("the first decision read EVENTS %d times, want none (the parked message numbers its event)", n)
+	}
+	eventually(t, 5*time.Second, "the first decision's event stored", func() bool { return storedEventCount(t, c, m.ID) == before+1 })
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Call: b.Call, Approve: false, By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the second decision's event stored", func() bool { return storedEventCount(t, c, m.ID) == before+2 })
+	startWorker(t, nc, refundRunner(nil))
+	step, err := c.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	evs, err := c.Events(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if k := strings.Join(kinds, " "); !strings.Contains(k, "approval_requested approval_decided approval_decided started") || !strings.HasSuffix(k, "final") {
+		t.Fatalf("events %s", k)
+	}
+	// every number once, from 1, none missing
+	if got := storedEventCount(t, c, m.ID); got != len(evs) {
+		t.Fatalf("%d events stored, %d read", got, len(evs))
+	}
+}

@@ -348,7 +348,7 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		var se *suspendedError
 		errors.As(cause, &se)
 		flush()
-		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, se.approval, log)
+		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, box.gate, se.approval, log)
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to

@@ -499,7 +499,7 @@ func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey,
 // is handed back like a retryable failure.
 func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey, priority string, em *emitter, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, wait *QuotaWaitError, log *zerolog.Logger) {
 	at := time.Now().Add(quotaWaitDelay + rand.N(quotaWaitDelay))
-	if err := park(ctx, w.js, k, priority, msg.Data(), msg.Headers(), at); err != nil {
+	if err := park(ctx, w.js, k, priority, msg.Data(), msg.Headers(), at, parkMark{}); err != nil {
 		log.Warn().Err(err).Msg("mission not parked to wait for its quota")
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return

@@ -200,9 +200,13 @@ func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, firs
 	return em
 }
 
-func (e *emitter) Emit(ev *messages.Event) {
+func (e *emitter) Emit(ev *messages.Event) { e.emit(ev) }
+
+// emit is Emit, returning the number ev was given (0 when it was not
+// published: invalid, or undecodable).
+func (e *emitter) emit(ev *messages.Event) uint64 {
 	if ev == nil || !messages.ValidEventKind(ev.Kind) {
-		return
+		return 0
 	}
 	out := maskedEvents.Get().(*messages.Event)
 	defer func() {
@@ -226,13 +230,13 @@ func (e *emitter) Emit(ev *messages.Event) {
 		if e.count == 0 {
 			e.releaseLocked()
 		}
-		return
+		return 0
 	}
 	if e.delay <= 0 {
 		e.n++
 		_ = e.nc.Publish(messages.EventSubject(e.sub, e.missionID, e.n, out.Kind), e.buf.Bytes()[start:])
 		e.releaseLocked()
-		return
+		return e.n
 	}
 	if e.count > 0 && (e.buf.Len()-messages.MaxEventBatchHeader > MaxEventBatchBytes || e.count == messages.MaxEventBatch) {
 		// The events before this one go out first; it starts the next
@@ -252,6 +256,7 @@ func (e *emitter) Emit(ev *messages.Event) {
 	case e.timer == nil:
 		e.timer = time.AfterFunc(e.delay, e.Flush)
 	}
+	return e.n
 }
 
 // encodeEvent appends out's encoding to buf: without its values when one

@@ -126,6 +126,17 @@ const (
 	// HeaderJournalBatch marks a journal message carrying several entries
 	// (their count); its body lists them, each with its key.
 	HeaderJournalBatch = "Ptc-Journal-Batch"
+	// HeaderParkedEvent on a suspended mission's parked message is the
+	// number of the mission's approval_requested event, its last event
+	// when it parked: a decider numbers its approval_decided event after
+	// it without reading the stream (HeaderParkedDecided says when).
+	HeaderParkedEvent = "Ptc-Parked-Event"
+	// HeaderParkedDecided on a parked message is how many of the mission's
+	// approval records were decided when it parked, as its run saw them:
+	// a decider that finds more decided besides its own call (another
+	// decision came after the park) reads the mission's last event
+	// instead of numbering after HeaderParkedEvent.
+	HeaderParkedDecided = "Ptc-Parked-Decided"
 	// HeaderError carries the error of a fleet request that failed (a
 	// cancel): a code (ErrCodeNotFound, ErrCodeFailed), ": " and a
 	// message.
