@@ -527,13 +527,15 @@ func decidedEvent(a *messages.Approval) *messages.Event {
 const parkTTLMargin = time.Hour
 
 // parkMark is what a suspended mission's parked message says of its
-// events (messages.HeaderParkedEvent, messages.HeaderParkedDecided):
-// event is the number of its approval_requested event (0: none, as for a
-// mission waiting for its quota) and decided how many of its approval
-// records its run saw decided.
+// events (messages.HeaderParkedEvent, messages.HeaderParkedDecided,
+// messages.HeaderParkedSuspension): event is the number of its
+// approval_requested event (0: none, as for a mission waiting for its
+// quota), decided how many of its approval records its run saw decided
+// and suspension the status's Suspensions once suspended.
 type parkMark struct {
-	event   uint64
-	decided int
+	event      uint64
+	decided    int
+	suspension int
 }
 
 // park stores a suspended mission's message (data and headers as
@@ -551,6 +553,7 @@ func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 	if mark.event > 0 {
 		body.Header.Set(messages.HeaderParkedEvent, strconv.FormatUint(mark.event, 10))
 		body.Header.Set(messages.HeaderParkedDecided, strconv.Itoa(mark.decided))
+		body.Header.Set(messages.HeaderParkedSuspension, strconv.Itoa(mark.suspension))
 	}
 	body.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	ttl := max(time.Until(deadline), 0) + parkTTLMargin
@@ -648,7 +651,7 @@ func (g *approvalGate) consulted() bool {
 // parked is handed back like a retryable failure (its next run stops at
 // the same call, requests it again and tries again).
 func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, gate *approvalGate, a *messages.Approval, log *zerolog.Logger) {
-	mark := parkMark{event: em.emit(requestedEvent(a))}
+	mark := parkMark{event: em.emit(requestedEvent(a)), suspension: entry.st.Suspensions + 1}
 	if as, ok := gate.seenApprovals(); ok {
 		for _, r := range as {
 			if r.State != messages.ApprovalPending {
@@ -690,7 +693,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
 	if cur, _, err := getApproval(ctx, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
-		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions)); err != nil {
+		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
@@ -889,11 +892,16 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
 		}
 		parked, perr := c.parked(ctx, id)
-		c.emitDecided(ctx, k, a, as, parked)
+		n, last := c.emitDecided(ctx, k, a, as, parked)
 		if perr != nil {
 			return a, perr
 		}
-		if err := c.wakeParked(ctx, k, a, parked); err != nil {
+		var woken nats.Header
+		if last && parked != nil && parked.Header.Get(messages.HeaderParkedSuspension) != "" {
+			s := parked.Header.Get(messages.HeaderParkedSuspension)
+			woken = nats.Header{messages.HeaderWokenEvent: {strconv.FormatUint(n, 10)}, messages.HeaderWokenSuspension: {s}}
+		}
+		if err := c.wakeParked(ctx, k, a, parked, woken); err != nil {
 			return a, err
 		}
 		return a, nil
@@ -961,15 +969,25 @@ func pickCall(id string, as []*messages.Approval, call string) (*messages.Approv
 // mission's records, a among them), numbered after the
 // mission's last event (its worker is parked meanwhile): the number its
 // parked message gives (messages.HeaderParkedEvent) when no record but a
-// was decided since it parked, else the last stored event's.
-func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Approval, as []*messages.Approval, parked *jetstream.RawStreamMsg) {
+// was decided since it parked, else the last stored event's. It returns
+// the event's number and whether it is the last event of the suspension
+// for sure: numbered from the parked message, with no other call of the
+// mission pending (so no other decision follows it).
+func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Approval, as []*messages.Approval, parked *jetstream.RawStreamMsg) (uint64, bool) {
 	em := &emitter{nc: c.nc, sub: k.sub, missionID: a.MissionID}
-	if n, ok := parkedEventNumber(parked, as, a.Call); ok {
+	n, last := parkedEventNumber(parked, as, a.Call)
+	if last {
 		em.n = n
 	} else {
 		em.n, _ = lastEventNumber(ctx, c.st.Events, k)
 	}
-	em.Emit(decidedEvent(a))
+	n = em.emit(decidedEvent(a))
+	for _, r := range as {
+		if r.Call != a.Call && r.State == messages.ApprovalPending {
+			last = false
+		}
+	}
+	return n, last && n > 0
 }
 
 // parkedEventNumber returns the number of the last event of a mission
@@ -1018,7 +1036,7 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 	if err != nil {
 		return err
 	}
-	return c.wakeParked(ctx, k, a, parked)
+	return c.wakeParked(ctx, k, a, parked, nil)
 }
 
 // wakeParked queues a suspended mission again after a decision: its
@@ -1026,22 +1044,26 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 // "<id>/resume/<call>", so a repeated decision queues it once), which
 // MISSIONS sources. When the mission is not parked yet (parked is nil:
 // its worker is still suspending it), that worker finds the decision and
-// queues it itself.
-func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg) error {
+// queues it itself. woken (nil: none) holds headers the wake adds.
+func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg, woken nats.Header) error {
 	if parked == nil {
 		return nil
 	}
-	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, k.id+"/resume/"+a.Call)
+	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, k.id+"/resume/"+a.Call, woken)
 }
 
-// wake publishes a suspended mission's message on its wake subject.
-func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, msgID string) error {
+// wake publishes a suspended mission's message on its wake subject,
+// with the headers of hdr that travel with a mission and those of extra.
+func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
 	id := k.id
 	msg := &nats.Msg{Subject: messages.WakeSubject(k.sub, priority, id), Data: data, Header: nats.Header{}}
 	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
 		if v := hdr.Get(k); v != "" {
 			msg.Header.Set(k, v)
 		}
+	}
+	for name := range extra {
+		msg.Header.Set(name, extra.Get(name))
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)

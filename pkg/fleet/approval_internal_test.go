@@ -124,3 +124,25 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 		}
 	}
 }
+
+// A wake gives the number of its mission's last event only for the
+// suspension it ends: a copy of an earlier suspension's wake, or a
+// message without the headers, has the worker read the number.
+func TestWokenEventNumberOnlyForItsSuspension(t *testing.T) {
+	hdr := nats.Header{}
+	hdr.Set(messages.HeaderWokenEvent, "7")
+	hdr.Set(messages.HeaderWokenSuspension, "2")
+	if n, ok := wokenEventNumber(hdr, 2); !ok || n != 7 {
+		t.Errorf("the wake of suspension 2 at suspension 2: %d, %v; want 7, true", n, ok)
+	}
+	if _, ok := wokenEventNumber(hdr, 3); ok {
+		t.Error("the wake of suspension 2 gave a number at suspension 3")
+	}
+	if _, ok := wokenEventNumber(nats.Header{}, 0); ok {
+		t.Error("a message without the headers gave a number")
+	}
+	hdr.Set(messages.HeaderWokenEvent, "x")
+	if _, ok := wokenEventNumber(hdr, 2); ok {
+		t.Error("an unreadable number was taken")
+	}
+}

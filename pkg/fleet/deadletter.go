@@ -69,7 +69,7 @@ func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data
 		_, _ = casStatus(ctx, w.st, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
 	}
 	if em == nil {
-		em = w.newEmitter(ctx, k, 0, false)
+		em = w.newEmitter(ctx, k, 0, 0, false)
 	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
 }

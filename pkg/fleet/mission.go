@@ -204,12 +204,16 @@ func (p *missionRun) open() bool {
 	w.running[m.ID] = &runningMission{sub: sub, cancel: cancel}
 	w.mu.Unlock()
 	p.cancel = cancel
-	entry, first, skip := w.claim(ctx, msg, k, m, meta, attempt, log)
+	entry, first, resumed, skip := w.claim(ctx, msg, k, m, meta, attempt, log)
 	if skip {
 		return false
 	}
 	p.first = first
-	em := w.newEmitter(ctx, k, attempt, first)
+	last, known := uint64(0), first
+	if resumed && attempt == 1 {
+		last, known = wokenEventNumber(msg.Headers(), entry.st.Suspensions)
+	}
+	em := w.newEmitter(ctx, k, attempt, last, known)
 	p.em = em
 	w.cfg.Metrics.slotBusy(1)
 	p.busy = true
@@ -468,10 +472,11 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 const headerStreamSource = "Nats-Stream-Source"
 
 // claim compare-and-sets the status to running by this worker. first is
-// true when the claim wrote the mission's first status. skip is true when
-// the message needs no run (already finished, duplicate, fenced); the
-// message has then been settled.
-func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (entry *statusEntry, first, skip bool) {
+// true when the claim wrote the mission's first status, resumed when it
+// took the mission from awaiting_approval. skip is true when the message
+// needs no run (already finished, duplicate, fenced); the message has
+// then been settled.
+func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, log *zerolog.Logger) (entry *statusEntry, first, resumed, skip bool) {
 	// A first delivery is most often of an id no status holds yet: its
 	// claim is one publish that only such an id accepts. Any status of the
 	// id (another submitter's, a cancel's, an earlier copy's) refuses it,
@@ -488,12 +493,12 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 				State: messages.StateRunning, Worker: w.cfg.ID, Attempt: attempt, StreamSeq: meta.Sequence.Stream}
 			rev, err := createFirstStatus(ctx, w.js, st)
 			if err == nil {
-				return &statusEntry{st: st, rev: rev}, true, false
+				return &statusEntry{st: st, rev: rev}, true, false, false
 			}
 			if !isWrongLastSeq(err) {
 				log.Warn().Err(err).Msg("status not written; retrying later")
 				_ = msg.NakWithDelay(w.cfg.NakDelay)
-				return nil, false, true
+				return nil, false, false, true
 			}
 			if inFlightConflict(err) {
 				continue
@@ -513,25 +518,25 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 				w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
 					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id))
 				_ = msg.Term()
-				return nil, false, true
+				return nil, false, false, true
 			}
 			st = messages.Status{MissionID: m.ID, Submitter: k.sub, StreamSeq: meta.Sequence.Stream}
 		case err != nil:
 			log.Warn().Err(err).Msg("status unreadable; retrying later")
 			_ = msg.NakWithDelay(w.cfg.NakDelay)
-			return nil, false, true
+			return nil, false, false, true
 		default:
 			st, rev = cur.st, cur.rev
 		}
 		if messages.TerminalState(st.State) {
 			w.settleFinished(ctx, msg, k, st, log)
-			return nil, false, true
+			return nil, false, false, true
 		}
 		if st.State == messages.StateRunning && st.Attempt > attempt && st.StreamSeq == meta.Sequence.Stream {
 			// A later delivery of this message is already running elsewhere:
 			// ours is stale. Leave the message to that delivery.
 			log.Info().Str("owner", st.Worker).Int("owner_attempt", st.Attempt).Msg("stale delivery; dropping")
-			return nil, false, true
+			return nil, false, false, true
 		}
 		// A suspended mission is taken by whichever copy of its message
 		// comes first (the decision's or the deadline's); the status then
@@ -545,7 +550,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			st.State != messages.StateAwaitingApproval && st.StreamSeq != 0) {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
-			return nil, false, true
+			return nil, false, false, true
 		}
 		if st.Summary == nil { // the first claim
 			st.Summary = messages.Summarize(m)
@@ -554,6 +559,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// result stored already: that run stored it but lost its final
 		// status write and its ack, or is storing it now.
 		mayBeStored := attempt > 1 || st.State == messages.StateRunning
+		fromAwaiting := st.State == messages.StateAwaitingApproval
 		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
@@ -562,18 +568,18 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if err == nil {
 			entry := &statusEntry{st: st, rev: newRev}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
-				return nil, false, true
+				return nil, false, false, true
 			}
-			return entry, rev == 0, false
+			return entry, rev == 0, fromAwaiting, false
 		}
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
 			log.Warn().Err(err).Msg("status not written; retrying later")
 			_ = msg.NakWithDelay(w.cfg.NakDelay)
-			return nil, false, true
+			return nil, false, false, true
 		}
 	}
 	_ = msg.NakWithDelay(w.cfg.NakDelay)
-	return nil, false, true
+	return nil, false, false, true
 }
 
 // storedAfterClaim reports whether the claimed mission needs no run: its

@@ -395,7 +395,7 @@ func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error 
 	if err != nil {
 		return err
 	}
-	return wake(ctx, q.js, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence))
+	return wake(ctx, q.js, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), nil)
 }
 
 // casJSON changes the JSON value of key in kv with compare-and-set,

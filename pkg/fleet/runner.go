@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -185,12 +186,13 @@ const MaxEventBatchBytes = 64 << 10
 const DefaultEventDelay = 100 * time.Millisecond
 
 // newEmitter returns the emitter of mission k's events, numbered after the
-// last one stored. first says the caller has just written the mission's
-// first status: it has no events then (whatever publishes a mission's
-// events writes its status first), and none is read.
-func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, first bool) *emitter {
-	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt, delay: max(w.cfg.EventDelay, 0)}
-	if !first && w.st != nil && w.st.Events != nil {
+// last one stored. known says the caller knows that number, last, and
+// none is read: 0 when it has just written the mission's first status
+// (whatever publishes a mission's events writes its status first), or
+// the number a decision's wake gives (wokenEventNumber).
+func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, last uint64, known bool) *emitter {
+	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt, delay: max(w.cfg.EventDelay, 0), n: last}
+	if !known && w.st != nil && w.st.Events != nil {
 		if n, err := lastEventNumber(ctx, w.st.Events, k); err == nil {
 			em.n = n
 		} else {
@@ -201,6 +203,23 @@ func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, firs
 }
 
 func (e *emitter) Emit(ev *messages.Event) { e.emit(ev) }
+
+// wokenEventNumber returns the number of the last event of a mission
+// taken from awaiting_approval, on its first delivery, at suspension
+// suspension (its status's Suspensions), when the message is a decision's
+// wake that gives it (messages.HeaderWokenEvent): no run took the mission
+// since it parked, and the decision that woke it was the suspension's
+// last, so no event came after its own.
+func wokenEventNumber(hdr nats.Header, suspension int) (uint64, bool) {
+	if hdr.Get(messages.HeaderWokenSuspension) != strconv.Itoa(suspension) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(hdr.Get(messages.HeaderWokenEvent), 10, 64)
+	if err != nil || n == 0 {
+		return 0, false
+	}
+	return n, true
+}
 
 // emit is Emit, returning the number ev was given (0 when it was not
 // published: invalid, or undecodable).

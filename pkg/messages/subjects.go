@@ -137,6 +137,21 @@ const (
 	// decision came after the park) reads the mission's last event
 	// instead of numbering after HeaderParkedEvent.
 	HeaderParkedDecided = "Ptc-Parked-Decided"
+	// HeaderParkedSuspension on a parked message is the suspension it
+	// parks: the mission's Status.Suspensions once suspended.
+	HeaderParkedSuspension = "Ptc-Parked-Suspension"
+	// HeaderWokenEvent on a decision's wake is the number of the
+	// decision's approval_decided event, set only when it is the
+	// mission's last event until a worker takes the mission: the
+	// decision numbered it after HeaderParkedEvent and decided the
+	// suspension's last pending call, so no other decision follows.
+	// The worker that takes the mission from awaiting_approval, on its
+	// first delivery, at the suspension HeaderWokenSuspension names,
+	// numbers its events after it without reading the stream.
+	HeaderWokenEvent = "Ptc-Woken-Event"
+	// HeaderWokenSuspension on a decision's wake is the suspension it
+	// ends (HeaderParkedSuspension of the parked message it copies).
+	HeaderWokenSuspension = "Ptc-Woken-Suspension"
 	// HeaderError carries the error of a fleet request that failed (a
 	// cancel): a code (ErrCodeNotFound, ErrCodeFailed), ": " and a
 	// message.

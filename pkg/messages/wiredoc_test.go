@@ -155,7 +155,7 @@ func TestWireDoc(t *testing.T) {
 	}
 
 	for _, s := range []string{HeaderMissionID, HeaderCallID, HeaderTimeout, HeaderReason, HeaderTraceParent, HeaderTraceState,
-		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, HeaderParkedEvent, HeaderParkedDecided, StreamJournal, JournalSubject("<id>"),
+		HeaderIdempotencyKey, HeaderAttempt, HeaderRetry, HeaderHeartbeatMs, HeaderHeartbeat, HeaderJournalKey, HeaderJournalBatch, HeaderParkedEvent, HeaderParkedDecided, HeaderParkedSuspension, HeaderWokenEvent, HeaderWokenSuspension, StreamJournal, JournalSubject("<id>"),
 		HeaderContentType, ContentTypeJSON, ContentTypeMsgpack, StreamMissions, StreamResults, StreamEvents, StreamDead,
 		BucketStatus, BucketContext, StepType, FirewallMask,
 		SubmitSubject("<submitter>", "<priority>", "<id>"), SubjectQueuedPrefix + "<submitter>.<priority>.<id>.<lane>", ResultSubject("<submitter>", "<id>"), SubjectEventPrefix + "<submitter>.<id>.<n>.<kind>", SubjectEventPrefix + "<submitter>.<id>.<n>.<count>",
