@@ -541,13 +541,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// A suspended mission is taken by whichever copy of its message
 		// comes first (the decision's or the deadline's); the status then
 		// names that copy's sequence and later copies are duplicates. A
-		// submitted copy's first delivery that finds a status naming
-		// another sequence, or none (a mission parked for an approval or
-		// its quota, which only a copy from PARKED resumes), is a
-		// submission of a mission taken before: the client queues it
-		// while it reads the status (Submit).
-		if st.StreamSeq != meta.Sequence.Stream && (rev != 0 && submitted && attempt == 1 ||
-			st.State != messages.StateAwaitingApproval && st.StreamSeq != 0) {
+		// submitted copy's first delivery that finds a mission parked for
+		// an approval or its quota (its status names no sequence: only a
+		// copy from PARKED resumes it) is a submission of a mission taken
+		// before, as is one that finds another sequence named: the client
+		// queues such a copy while it reads the status (Submit).
+		parked := st.State == messages.StateAwaitingApproval || st.State == messages.StateQuotaWait
+		if st.StreamSeq != meta.Sequence.Stream && (st.StreamSeq != 0 && st.State != messages.StateAwaitingApproval ||
+			st.StreamSeq == 0 && parked && rev != 0 && submitted && attempt == 1) {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
 			return nil, false, false, true
