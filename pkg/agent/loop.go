@@ -91,8 +91,13 @@ func (rs *runState) emitRunStart(ctx context.Context, in *runInput) {
 // Step keeps its trace as the tree's trace mode says, and observers hear
 // the run stop.
 func (rs *runState) end(ctx context.Context, step **messages.Step, err *error) {
+	rs.ended(ctx, recover(), step, err)
+}
+
+// ended ends the run as end does, p the panic that ended it (nil: none).
+func (rs *runState) ended(ctx context.Context, p any, step **messages.Step, err *error) {
 	t, st := rs.tree, rs.st
-	if p := recover(); p != nil {
+	if p != nil {
 		perr := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		t.emit(ctx, Event{Kind: EventRunException, Agent: rs.name, Depth: rs.depth, Duration: time.Since(rs.start), Err: perr})
 		*step, *err = failStep(st, &messages.Fail{Reason: "internal_error", Message: fmt.Sprintf("panic: %v", p)})

@@ -66,18 +66,34 @@ type runningMission struct {
 // holds then sets the stack's size while thousands of missions wait, so
 // taking the mission (open) and settling its result (settle) are methods
 // of missionRun, which keeps what they share on the heap.
+//
+// With an AsyncRunner, process returns once the run is under way, and the
+// mission is settled and ended (end) on the goroutine that ends its run.
 func (w *Worker) process(msg jetstream.Msg) {
-	defer w.inflight.Done()
 	w.missionChanged()
-	defer w.missionChanged() // after the slot is free
-	defer w.releaseSlot()
 	p := &missionRun{w: w, msg: msg, ctx: context.Background()}
-	defer p.close()
 	if !p.open() {
+		p.end()
 		return
 	}
-	step, runErr := p.run()
+	p.run()
+}
+
+// ran settles the mission with its run's result, then ends it.
+func (p *missionRun) ran(step *messages.Step, runErr error) {
 	p.settle(step, runErr)
+	p.end()
+}
+
+// end ends the mission's time in the worker: it undoes what open and run
+// took (close), frees the slot, then counts the mission as no longer in
+// flight.
+func (p *missionRun) end() {
+	w := p.w
+	p.close()
+	w.releaseSlot()
+	w.missionChanged() // after the slot is free
+	w.inflight.Done()
 }
 
 // missionRun is one delivered mission message on its way through process.
@@ -303,23 +319,54 @@ func (p *missionRun) open() bool {
 }
 
 // run runs the mission once its tool names check out and the worker's
-// memory budget admits it.
-func (p *missionRun) run() (step *messages.Step, runErr error) {
+// memory budget admits it, and settles it with the result (ran): when it
+// ends, with an AsyncRunner (start), which may be after run returns.
+func (p *missionRun) run() {
 	p.start = time.Now()
 	// A tool name no service offers while a close one is offered is a
 	// typo: the mission fails before it runs, naming the tool it probably
 	// means (a model would otherwise find the tool missing mid-run).
 	if err := p.env.Tools.CheckNames(p.runCtx); err != nil {
 		p.log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
-		return failStep(ReasonInvalid, "%v", err), nil
+		p.ran(failStep(ReasonInvalid, "%v", err), nil)
+		return
 	}
 	// the reservation is held until the result (which may hold the
 	// mission's tool results in its trace) is settled (close)
-	if p.releaseMemory, runErr = p.w.admit(p.runCtx, p.m, &p.env, &p.log); runErr != nil {
+	var err error
+	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, &p.env, &p.log); err != nil {
 		p.releaseMemory = nil
-		return nil, runErr
+		p.ran(nil, err)
+		return
 	}
-	return p.w.safeRun(p.runCtx, p.m, &p.env)
+	if r, ok := p.w.cfg.Runner.(AsyncRunner); ok {
+		p.w.stats.runs.Add(1)
+		p.startRun(r)
+		return
+	}
+	p.ran(p.w.safeRun(p.runCtx, p.m, &p.env))
+}
+
+// startRun starts the mission's run with r, which settles it when it ends
+// (ran, once). A panic in Start before the run ended fails the mission as
+// safeRun fails a panicking Run; one after is not the run's and goes on.
+func (p *missionRun) startRun(r AsyncRunner) {
+	var ended atomic.Bool
+	done := func(step *messages.Step, err error) {
+		if ended.CompareAndSwap(false, true) {
+			p.ran(step, err)
+		}
+	}
+	defer func() {
+		if x := recover(); x != nil {
+			if ended.Load() {
+				panic(x)
+			}
+			p.env.Logger.Error().Interface("panic", x).Bytes("stack", debug.Stack()).Msg("runner panicked")
+			done(failStep(ReasonRunnerPanic, "the runner crashed: %v", x), nil)
+		}
+	}()
+	r.Start(p.runCtx, p.m, p.env, done)
 }
 
 // settle settles the message with the run's result: it stores the

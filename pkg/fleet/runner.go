@@ -32,6 +32,21 @@ type Runner interface {
 	Run(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error)
 }
 
+// AsyncRunner is a Runner that need not hold the worker's goroutine while
+// its mission waits (on a model): the worker runs its missions with Start
+// instead of Run. Start runs m as Run does and calls done exactly once
+// with what Run would return, on the goroutine that called Start or on
+// another, before or after Start returns; ctx, its cause and the results
+// mean what they mean for Run. The worker settles the mission, frees its
+// slot and counts it finished (WorkerConfig.DrainGrace, Stop) only once
+// done is called. A panic in Start before done is called fails the
+// mission as a panic in Run does; a panic on another goroutine is the
+// runner's to recover (pkg/fleet/agentrun's Runner recovers its agents').
+type AsyncRunner interface {
+	Runner
+	Start(ctx context.Context, m *messages.Mission, env RunEnv, done func(*messages.Step, error))
+}
+
 // RunnerFunc adapts a function to Runner.
 type RunnerFunc func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error)
 

@@ -73,6 +73,26 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	return ar.finish(step, runErr)
 }
 
+var _ fleet.AsyncRunner = (*Runner)(nil)
+
+// Start runs m as Run does and calls done with Run's results. While its
+// agent waits on a model it holds no goroutine but the model call's
+// (agent.Agent.RunAsync): a worker with thousands of missions waiting on a
+// slow model keeps those calls' shallow goroutines, not one run's deep
+// goroutine per mission. done is called on the goroutine of the model call
+// the run ended after, or on the caller's when it ended before its first.
+func (r *Runner) Start(ctx context.Context, m *messages.Mission, env fleet.RunEnv, done func(*messages.Step, error)) {
+	ar, step, err := r.prepare(ctx, m, &env)
+	if ar == nil {
+		done(step, err)
+		return
+	}
+	ar.agent.RunAsync(ar.runCtx, ar.opts, func(step *messages.Step, runErr error) {
+		ar.cancel()
+		done(ar.finish(step, runErr))
+	})
+}
+
 // agentRun is an agent mission ready to run (Runner.prepare).
 type agentRun struct {
 	agent   *agent.Agent

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
+	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// RunAsync runs the agent as Run does and calls done once with what Run
+// would return. A run holds no goroutine of its own while it
+// waits on its model: each of its model calls runs on a new goroutine,
+// whose stack holds little more than the model client's frames, and the
+// goroutine that started the call returns (RunAsync returns once the
+// first call is under way). When the reply comes, the run goes on, on
+// the model call's goroutine, to its next model call or to its end, where
+// done is called. A run that ends before its first model call calls done
+// before RunAsync returns. The run's events, its Step and its failures (a panic fails
+// it, as in Run) are Run's. A fleet worker runs its missions so (pkg/fleet
+// AsyncRunner): thousands of missions waiting on a slow model then hold
+// the model calls' goroutines, not their whole runs'.
+func (a *Agent) RunAsync(ctx context.Context, opts RunOptions, done func(*messages.Step, error)) {
+	r := &asyncRun{a: a, opts: opts, done: done}
+	r.rs = a.newRun(&r.opts, nil)
+	if lisp.MeterFrom(ctx) == nil {
+		// what the mission holds from its tools, as in run
+		ctx = lisp.WithMeter(ctx, a.missionMeter())
+	}
+	r.ctx = ctx
+	r.stretch(r.begin)
+}
+
+// asyncRun is a run of RunAsync: what run and loop (or runText) keep in
+// their frames, on the heap, between the stretches of the run that go from
+// one model call to the next.
+type asyncRun struct {
+	a          *Agent
+	opts       RunOptions
+	done       func(*messages.Step, error)
+	ctx        context.Context
+	missionCtx context.Context
+	cancel     context.CancelFunc
+	rs         *runState
+	l          turns
+}
+
+// turns is the state of a run's turns: a PTC-Lisp run's (turnLoop) or a
+// text-mode run's (textLoop).
+type turns interface {
+	// request starts turn n and builds its model request (model); done
+	// when the run ends instead, with its Step
+	request(n int) (step *messages.Step, err error, done bool)
+	// model is the request of the turn in flight and its retry policy
+	model() (*llm.Request, *llm.RetryPolicy)
+	// answer plays the model's answer to turn n's request; done when the
+	// run ends, with its Step
+	answer(n int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool)
+	// last is the run's last turn (it may grow while the run goes on)
+	last() int
+	// outOfTurns is the Step of a run whose turns ran out
+	outOfTurns() (*messages.Step, error)
+	// end fills in what the Step holds of the turns' state once the run
+	// ends
+	end()
+}
+
+func (l *turnLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *turnLoop) last() int                               { return l.limitT }
+func (l *textLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *textLoop) last() int                               { return l.maxT }
+func (l *textLoop) end()                                    {}
+
+// begin sets the run up as run and loop (or runText) do, and starts its
+// first turn.
+func (r *asyncRun) begin() (*messages.Step, error, bool) {
+	a, rs := r.a, r.rs
+	in, fail := resolveInput(r.opts)
+	rs.emitRunStart(r.ctx, in)
+	missionCtx, cancel, step, err := a.begin(r.ctx, rs, in, fail, &r.opts, nil)
+	if missionCtx == nil {
+		return step, err, true
+	}
+	r.missionCtx, r.cancel = missionCtx, cancel
+	if a.spec.Output == OutputText {
+		l, step, err := a.newTextLoop(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
+		if l == nil {
+			return step, err, true
+		}
+		r.l = l
+	} else {
+		l, step, err := a.newTurnLoop(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
+		if l == nil {
+			return step, err, true
+		}
+		r.l = l
+	}
+	return r.turn(1)
+}
+
+// turn starts turn n: it builds the turn's request and starts its model
+// call on a goroutine of its own (call); over when the run ends first.
+func (r *asyncRun) turn(n int) (*messages.Step, error, bool) {
+	l := r.l
+	if n > l.last() {
+		step, err := l.outOfTurns()
+		return step, err, true
+	}
+	if step, err, done := l.request(n); done {
+		return step, err, true
+	}
+	go r.call(n)
+	return nil, nil, false
+}
+
+// call makes turn n's model call, then plays the answer and goes on with
+// the run on this goroutine.
+func (r *asyncRun) call(n int) {
+	r.stretch(func() (*messages.Step, error, bool) { return r.answer(n) })
+}
+
+// answer calls the model with turn n's request, plays its answer and
+// starts the next turn; over when the run ends.
+func (r *asyncRun) answer(n int) (*messages.Step, error, bool) {
+	l := r.l
+	req, policy := l.model()
+	resp, requests, lerr := r.a.callModel(r.missionCtx, r.rs, policy, req)
+	r.rs.st.Usage.Requests += requests
+	if step, err, done := l.answer(n, resp, requests, lerr); done {
+		return step, err, true
+	}
+	return r.turn(n + 1)
+}
+
+// stretch runs f, a stretch of the run on this goroutine; when f ends the
+// run, or panics, the run ends here as run's deferred calls end it.
+func (r *asyncRun) stretch(f func() (*messages.Step, error, bool)) {
+	var step *messages.Step
+	var err error
+	over := true
+	defer r.end(&step, &err, &over)
+	step, err, over = f()
+}
+
+// end ends the run once over, or on a panic: the turns' state (loop's
+// l.end), the mission context, the run's end (runState.end) and its
+// duration, in run's order; then done hears the run's Step.
+func (r *asyncRun) end(step **messages.Step, err *error, over *bool) {
+	p := recover()
+	if p == nil && !*over {
+		return
+	}
+	if r.l != nil {
+		r.l.end()
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.rs.ended(r.ctx, p, step, err)
+	r.rs.stamp()
+	r.done(*step, *err)
+}
