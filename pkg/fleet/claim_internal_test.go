@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,111 +199,5 @@ func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
 	}
 	if !queued.Load() {
 		t.Fatal("the mission was queued only after its status read's answer")
-	}
-}
-
-// heldRecords holds the acknowledgement of each record published without
-// waiting until release is closed.
-type heldRecords struct {
-	jetstream.JetStream
-	release chan struct{}
-	held    atomic.Int32
-}
-
-func (h *heldRecords) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
-	f, err := h.JetStream.PublishMsgAsync(m, opts...)
-	if err != nil || !strings.HasSuffix(m.Subject, ".record") {
-		return f, err
-	}
-	h.held.Add(1)
-	held := &heldAck{PubAckFuture: f, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
-	go func() {
-		<-h.release
-		select {
-		case a := <-f.Ok():
-			held.ok <- a
-		case err := <-f.Err():
-			held.err <- err
-		}
-	}()
-	return held, nil
-}
-
-type heldAck struct {
-	jetstream.PubAckFuture
-	ok  chan *jetstream.PubAck
-	err chan error
-}
-
-func (a *heldAck) Ok() <-chan *jetstream.PubAck { return a.ok }
-func (a *heldAck) Err() <-chan error            { return a.err }
-
-// A finished mission's last fence check is sent without waiting for the
-// stream to acknowledge its record: here the record's acknowledgement is
-// held until the fence check's status read is seen, and the result, which
-// waits for both, is stored with the record's reference.
-func TestFenceCheckDoesNotWaitForTheRecord(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := NewClient(ctx, nc, ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWorker(nc, WorkerConfig{
-		ID: "w", Slots: 1, Priorities: []string{messages.PriorityNormal}, IdleWait: 100 * time.Millisecond,
-		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
-			return &messages.Step{Return: "done"}, nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := &heldRecords{JetStream: w.js, release: make(chan struct{})}
-	w.js = held
-	m := &messages.Mission{Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
-	sub, err := c.Submit(ctx, m) // a new id: no status read of the client's
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checked, late atomic.Bool
-	spy, err := nc.Subscribe("$JS.API.DIRECT.GET.KV_"+messages.BucketStatus+"."+messages.StatusSubject(c.Submitter(), sub.ID), func(*nats.Msg) {
-		if held.held.Load() > 0 && !checked.Swap(true) {
-			close(held.release)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = spy.Unsubscribe() }()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { // a run that never sends its fence check gets its record after 5 s
-		select {
-		case <-time.After(5 * time.Second):
-			if !checked.Swap(true) {
-				late.Store(true)
-				close(held.release)
-			}
-		case <-ctx.Done():
-		}
-	}()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
-	step, err := c.Await(ctx, sub.ID)
-	if err != nil || step.Return != "done" {
-		t.Fatalf("result %+v, %v", step, err)
-	}
-	if held.held.Load() != 1 {
-		t.Fatalf("%d records published without waiting, want 1", held.held.Load())
-	}
-	if step.Record == nil || step.Record.Bucket != messages.StreamResults {
-		t.Fatalf("record %+v, want the message next to the result", step.Record)
-	}
-	if late.Load() {
-		t.Fatal("no fence check was sent while the record's acknowledgement was held")
 	}
 }

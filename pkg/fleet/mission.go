@@ -434,7 +434,7 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		step.Replayed = &r
 	}
-	record := func() func() (*messages.ObjectRef, bool) { return w.storeRecord(ctx, k, m, box, p.first, log) }
+	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, p.first, log) }
 	if w.finish(ctx, msg, k, em, step, entry, journal, record, log) {
 		w.deleteToolObjects(ctx, box, m.ID, log)
 	}
@@ -848,7 +848,7 @@ func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[sta
 // goes back to the queue; once it is stored, the mission's journal is
 // purged. It reports whether the mission has its result stored (by this
 // run or an earlier one): the mission is over.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() func() (*messages.ObjectRef, bool), log *zerolog.Logger) bool {
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() *messages.ObjectRef, log *zerolog.Logger) bool {
 	id := k.id
 	// notStored sends the mission back to the queue with its answers
 	// journaled and its events out: its result is not stored.
@@ -859,11 +859,8 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return false
 	}
-	// The record is sent first and the last fence check's read right
-	// after it, without waiting between them: the result waits for both.
-	var recorded func() (*messages.ObjectRef, bool)
 	if record != nil {
-		recorded = record()
+		step.Record = record()
 	}
 	// A last fence check, just before the publish: a worker that lost the
 	// mission publishes nothing, and one that cannot tell tries again
@@ -871,14 +868,6 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// (storedAfterClaim), so between them the mission runs again only
 	// when this read and the publish straddle that claim and that read.
 	cur, err := getStatus(ctx, w.st, k)
-	if recorded != nil {
-		var sent bool
-		if step.Record, sent = recorded(); !sent {
-			// the record took its slower way (the object store): the
-			// check is made again, just before the publish
-			cur, err = getStatus(ctx, w.st, k)
-		}
-	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
 		return notStored()

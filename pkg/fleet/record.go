@@ -20,31 +20,28 @@ import (
 // storeRecord keeps m's record (messages.MissionRecord: the mission as it
 // ran and its tools' schemas as box discovered them), so that the mission
 // can be replayed from it and its Step's trace in any process, and
-// returns what waits for its reference for the mission's result: the
-// record is written before the result, so a caller that reads the result
-// finds the record; a failure is logged and the mission goes on (only
-// its replay is lost). The tools' schemas are those the run's discovery
-// found (a tool it never looked up has none).
+// returns its reference for its result. It is written before the result,
+// so a caller that reads the result finds the record; a failure is logged
+// and the mission goes on (only its replay is lost). The tools' schemas
+// are those the run's discovery found (a tool it never looked up has
+// none).
 //
 // A record of at most maxInlineRecord bytes is one message on its
 // RecordSubject in RESULTS, which only what reads its submitter's results
 // may read (not sealed): a first attempt's, and a later run's whose
 // earlier runs stored none (a mission resumed after a suspension; only a
-// run that ends stores a record). That message is published without
-// waiting, so that the caller's next request (the last fence check)
-// travels with it; the wait returns true when the stream acknowledged
-// it. A larger record, or one RESULTS refuses (it keeps the first message
-// of a subject: an earlier attempt stored its record and died before its
-// result), is kept in the mission_results object store instead (by the
-// wait, which then returns false): the bucket's chunks are read by
+// run that ends stores a record). A larger record, or one RESULTS
+// refuses (it keeps the first message of a subject: an earlier attempt
+// stored its record and died before its result), is kept in the
+// mission_results object store instead: the bucket's chunks are read by
 // sequence, which permissions cannot hold to one submitter, so it is
 // sealed like a large Step (sealStep) and its key travels only in the
 // result. first says no earlier attempt ran (the claim wrote the
 // mission's first status), so no object of the mission exists yet: it is
 // written without looking for an earlier one (putNew).
-func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) func() (*messages.ObjectRef, bool) {
+func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
-		return func() (*messages.ObjectRef, bool) { return nil, true }
+		return nil
 	}
 	rec := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: m}
 	// The schemas the run saw are in the discovery cache: no discovery is
@@ -58,71 +55,26 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Miss
 	if err == nil && int64(len(data)) > maxStoredStep {
 		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
 	}
-	var sent jetstream.PubAckFuture
 	if err == nil && len(data) <= maxInlineRecord {
-		if sent, err = w.js.PublishMsgAsync(&nats.Msg{Subject: messages.RecordSubject(k.sub, k.id), Data: data}); err != nil {
-			log.Debug().Err(err).Msg("mission record not sent; storing it as it is sent otherwise")
-			sent, err = nil, nil
-		}
-	}
-	return func() (*messages.ObjectRef, bool) {
-		if err != nil {
-			log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
-			return nil, false
-		}
-		if sent != nil {
-			perr := recordAcked(ctx, sent)
-			if perr == nil {
-				subject := messages.RecordSubject(k.sub, k.id)
-				return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}, true
-			}
-			log.Debug().Err(perr).Msg("mission record not stored next to the result; storing it in the object store")
-		}
-		return w.storeRecordData(ctx, k, m, data, first, sent == nil, log), false
-	}
-}
-
-// recordAcked waits for the stream's acknowledgement of a record sent
-// without waiting, at most recordAckWait.
-func recordAcked(ctx context.Context, sent jetstream.PubAckFuture) error {
-	t := time.NewTimer(recordAckWait)
-	defer t.Stop()
-	select {
-	case <-sent.Ok():
-		return nil
-	case err := <-sent.Err():
-		return err
-	case <-t.C:
-		return errors.New("no acknowledgement")
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// recordAckWait bounds the wait for the acknowledgement of a record sent
-// without waiting; the record is then written as when it was refused.
-const recordAckWait = 5 * time.Second
-
-// storeRecordData stores the encoded record data of mission m where
-// storeRecord describes, the RESULTS message first when inline is set.
-func (w *Worker) storeRecordData(ctx context.Context, k missionKey, m *messages.Mission, data []byte, first, inline bool, log *zerolog.Logger) *messages.ObjectRef {
-	if inline && len(data) <= maxInlineRecord {
 		ref, perr := publishRecord(ctx, w.js, k, data)
 		if perr == nil {
 			return ref
 		}
 		log.Debug().Err(perr).Msg("mission record not stored next to the result; storing it in the object store")
 	}
-	name := messages.MissionRecordName(m.ID)
-	put := func(ctx context.Context, sealed []byte) (*jetstream.ObjectInfo, error) {
-		if first && len(sealed) <= maxOneChunk {
-			if info, err := putNew(ctx, w.js, messages.BucketResults, name, sealed); err == nil {
-				return info, nil
+	var ref *messages.ObjectRef
+	if err == nil {
+		name := messages.MissionRecordName(m.ID)
+		put := func(ctx context.Context, sealed []byte) (*jetstream.ObjectInfo, error) {
+			if first && len(sealed) <= maxOneChunk {
+				if info, err := putNew(ctx, w.js, messages.BucketResults, name, sealed); err == nil {
+					return info, nil
+				}
 			}
+			return putRetrying(ctx, w.st.ResultObjects, name, sealed)
 		}
-		return putRetrying(ctx, w.st.ResultObjects, name, sealed)
+		ref, err = putSealed(ctx, data, put)
 	}
-	ref, err := putSealed(ctx, data, put)
 	if err != nil {
 		log.Warn().Err(err).Msg("mission record not stored: the mission cannot be replayed")
 	}
