@@ -522,8 +522,9 @@ func decidedEvent(a *messages.Approval) *messages.Event {
 	return &messages.Event{Kind: messages.EventApprovalDecided, Tool: a.Tool, Turn: a.Turn, CallID: a.Call, Data: d}
 }
 
-// parkTTLMargin is how long a suspended mission's message outlives its
-// approval deadline: the schedule queues it again at the deadline.
+// parkTTLMargin is how long at least a suspended mission's approval
+// records and journal outlive its approval deadline: the wait is bounded
+// by the stores' ResultTTL less it.
 const parkTTLMargin = time.Hour
 
 // parkMark is what a suspended mission's parked message says of its
@@ -539,11 +540,13 @@ type parkMark struct {
 }
 
 // park stores a suspended mission's message (data and headers as
-// delivered, with mark) and schedules it to be queued again at deadline:
-// a decision queues it at once (Client.Decide), the deadline otherwise.
+// delivered, with mark) as the message schedule that queues it again at
+// deadline: a decision queues it at once (Client.Decide), the deadline
+// otherwise. One message is both: the schedule carries the mission, and
+// the server removes it once it fired.
 func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, deadline time.Time, mark parkMark) error {
 	id := k.id
-	body := &nats.Msg{Subject: messages.ParkedSubject(id), Data: data, Header: nats.Header{}}
+	body := &nats.Msg{Subject: messages.ParkSubject(id), Data: data, Header: nats.Header{}}
 	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
 		if v := hdr.Get(k); v != "" {
 			body.Header.Set(k, v)
@@ -556,43 +559,46 @@ func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 		body.Header.Set(messages.HeaderParkedSuspension, strconv.Itoa(mark.suspension))
 	}
 	body.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	ttl := max(time.Until(deadline), 0) + parkTTLMargin
-	body.Header.Set(jetstream.MsgTTLHeader, strconv.FormatInt(int64(ttl/time.Second)+1, 10)+"s")
+	body.Header.Set(headerSchedule, "@at "+deadline.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339))
+	body.Header.Set(headerScheduleTarget, messages.WakeSubject(k.sub, priority, id))
+	body.Header.Set(headerScheduleTTL, wakeTTL)
 	if _, err := js.PublishMsg(ctx, body); err != nil {
 		return fmt.Errorf("fleet: park %s: %w", id, err)
-	}
-	return schedule(ctx, js, k, priority, deadline)
-}
-
-// schedule (re)sets the time at which mission k's parked message is
-// queued again on its submitter's and priority's subject.
-func schedule(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, at time.Time) error {
-	id := k.id
-	s := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
-	s.Header.Set(messages.HeaderMissionID, id)
-	s.Header.Set(headerSchedule, "@at "+at.UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339))
-	s.Header.Set(headerScheduleTarget, messages.WakeSubject(k.sub, priority, id))
-	s.Header.Set(headerScheduleTTL, wakeTTL)
-	s.Header.Set(headerScheduleSource, messages.ParkedSubject(id))
-	if _, err := js.PublishMsg(ctx, s); err != nil {
-		return fmt.Errorf("fleet: schedule %s: %w", id, err)
 	}
 	return nil
 }
 
-// unpark removes a finished mission's parked message and schedule: each
-// is replaced (rollup) by an empty marker that expires at once.
-func unpark(ctx context.Context, js jetstream.JetStream, id string) error {
-	var first error
-	for _, subj := range []string{messages.ParkSubject(id), messages.ParkedSubject(id)} {
-		m := &nats.Msg{Subject: subj, Header: nats.Header{}}
-		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-		m.Header.Set(jetstream.MsgTTLHeader, "1s")
-		if _, err := js.PublishMsg(ctx, m); err != nil && first == nil {
-			first = fmt.Errorf("fleet: unpark %s: %w", id, err)
-		}
+// parkedMessage returns mission id's parked message from stream (PARKED),
+// or nil when it has none (not parked yet, woken by its schedule, or
+// finished). A mission parked by a worker of an earlier release has an
+// empty schedule on mission.park.<id> that copies its message from
+// mission.parked.<id>, which is read then.
+func parkedMessage(ctx context.Context, stream jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
+	raw, err := stream.GetLastMsgForSubject(ctx, messages.ParkSubject(id))
+	if err == nil && len(raw.Data) == 0 && raw.Header.Get(headerScheduleSource) == messages.ParkedSubject(id) {
+		raw, err = stream.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
 	}
-	return first
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// unpark removes a finished mission's parked message, the schedule that
+// would queue it again: it is replaced (rollup) by an empty marker that
+// expires at once. (A message an earlier release parked on
+// mission.parked.<id> expires with its TTL.)
+func unpark(ctx context.Context, js jetstream.JetStream, id string) error {
+	m := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Header.Set(jetstream.MsgTTLHeader, "1s")
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("fleet: unpark %s: %w", id, err)
+	}
+	return nil
 }
 
 // JetStream message-schedule headers (NATS 2.12 and later).
@@ -1018,12 +1024,10 @@ func parkedEventNumber(parked *jetstream.RawStreamMsg, as []*messages.Approval, 
 }
 
 // parked returns mission id's parked message, or nil when it has none
-// (its worker is still suspending it, or it finished).
+// (its worker is still suspending it, its deadline woke it, or it
+// finished).
 func (c *Client) parked(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	raw, err := c.st.Parked.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
-		return nil, nil
-	}
+	raw, err := parkedMessage(ctx, c.st.Parked, id)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: resume %s: %w", id, err)
 	}

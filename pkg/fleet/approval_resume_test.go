@@ -12,8 +12,8 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// apiSpy counts the JetStream API requests, the status writes and the
-// object store writes made on a server, by subject with the mission's id replaced by <id>; a status
+// apiSpy counts the JetStream API requests, the status writes, the
+// writes of parked missions and the object store writes made on a server, by subject with the mission's id replaced by <id>; a status
 // write that only creates (its expected last sequence 0) counts as
 // "create " and its subject.
 type apiSpy struct {
@@ -58,7 +58,8 @@ func (s *apiSpy) take(t *testing.T) {
 		switch {
 		case strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") && m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "0":
 			s.n["create "+subj]++
-		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") || strings.HasPrefix(subj, "$O."):
+		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") || strings.HasPrefix(subj, "$O.") ||
+			strings.HasPrefix(subj, messages.SubjectParkPrefix) || strings.HasPrefix(subj, messages.SubjectParkedPrefix):
 			s.n[subj]++
 		}
 	}
@@ -107,10 +108,16 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 	ctx := testCtx(t)
 	for range 5 {
 		m := refundMission(250)
+		spy.watch(t, m.ID)
 		if _, err := c.Submit(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 		waitAwaiting(t, c, m.ID)
+		// the suspension parks the mission with one message: the
+		// schedule that queues it again at its deadline carries it
+		if n := spy.count(t, "mission.park"); n != 1 {
+			t.Errorf("the suspension wrote %d messages on %s* and %s*, want 1", n, messages.SubjectParkPrefix, messages.SubjectParkedPrefix)
+		}
 		spy.watch(t, m.ID)
 		at := time.Now()
 		if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
@@ -155,6 +162,12 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		// records the gate listed
 		if n := spy.count(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketApprovals); n > 2 {
 			t.Errorf("the decision and the resumption read approval records %d times, want at most 2 (the decider's list, the gate's)", n)
+		}
+		// the finished mission's parked message is removed with one
+		// write (that schedule), no other is made
+		eventually(t, 5*time.Second, "the parked message removed", func() bool { return spy.count(t, "mission.park") > 0 })
+		if n := spy.count(t, "mission.park"); n != 1 {
+			t.Errorf("the decision and the resumption wrote %d messages on %s* and %s*, want 1 (the removal)", n, messages.SubjectParkPrefix, messages.SubjectParkedPrefix)
 		}
 		// the decider numbers its event after the number the parked
 		// message gives, the claiming worker its own after the number

@@ -588,3 +588,57 @@ func TestApprovalDecisionsOfOneSuspensionNumberTheirEventsOnce(t *testing.T) {
 		t.Fatalf("%d events stored, %d read", got, len(evs))
 	}
 }
+
+// A mission an earlier release parked, its message on mission.parked.<id>
+// and an empty schedule on mission.park.<id> copying it, is woken by a
+// decision as one parked with its schedule carrying it.
+func TestApprovalDecisionWakesAMissionParkedByAnEarlierRelease(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.Stores().Parked.GetLastMsgForSubject(ctx, messages.ParkSubject(m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &nats.Msg{Subject: messages.ParkedSubject(m.ID), Data: raw.Data, Header: nats.Header{}}
+	for _, h := range []string{messages.HeaderMissionID, messages.HeaderContentType} {
+		old.Header.Set(h, raw.Header.Get(h))
+	}
+	old.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	old.Header.Set(jetstream.MsgTTLHeader, "1h")
+	if _, err := js.PublishMsg(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	sched := &nats.Msg{Subject: messages.ParkSubject(m.ID), Header: nats.Header{}}
+	sched.Header.Set(messages.HeaderMissionID, m.ID)
+	for _, h := range []string{"Nats-Schedule", "Nats-Schedule-Target", "Nats-Schedule-TTL"} {
+		sched.Header.Set(h, raw.Header.Get(h))
+	}
+	sched.Header.Set("Nats-Schedule-Source", messages.ParkedSubject(m.ID))
+	if _, err := js.PublishMsg(ctx, sched); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Call: a.Call, Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds run: %v", refunds)
+	}
+}

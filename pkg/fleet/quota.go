@@ -388,11 +388,8 @@ func (l *quotaLease) release() {
 // schedule, or the run it is in, takes care of it; a second copy queued
 // is dropped as a duplicate by the claim.
 func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error {
-	raw, err := q.parked.GetLastMsgForSubject(ctx, messages.ParkedSubject(k.id))
-	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
-		return nil
-	}
-	if err != nil {
+	raw, err := parkedMessage(ctx, q.parked, k.id)
+	if err != nil || raw == nil {
 		return err
 	}
 	return wake(ctx, q.js, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), nil)

@@ -357,10 +357,11 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 	return []layoutStream{
 		{func(s *Stores) *jetstream.Stream { return &s.Parked }, jetstream.StreamConfig{
 			Name: messages.StreamParked,
-			// suspended missions wait on mission.parked.<id>; the schedule
-			// on mission.park.<id> (or a decision) publishes them on
+			// suspended missions wait on mission.park.<id>, each message
+			// the schedule that publishes it (a decision copies it) on
 			// mission.wake.<submitter>.<priority>.<id>, which MISSIONS
-			// sources (docs/approvals.md)
+			// sources (docs/approvals.md); mission.parked.<id> holds
+			// those an earlier release parked
 			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
 				messages.WakeWildcard},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,

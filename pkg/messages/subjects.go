@@ -52,11 +52,14 @@ const (
 	// SubjectSubmitPrefix prefixes mission.submit.<submitter>.<priority>.<id>.
 	SubjectSubmitPrefix = "mission.submit."
 	// SubjectParkPrefix prefixes mission.park.<id> in PARKED: the
-	// scheduled message that queues a suspended mission again at its
+	// suspended mission's message, which a decision's wake queues again,
+	// stored as the message schedule that queues it again at its
 	// approval deadline.
 	SubjectParkPrefix = "mission.park."
-	// SubjectParkedPrefix prefixes mission.parked.<id> in PARKED: the
-	// suspended mission's message, which a wake queues again.
+	// SubjectParkedPrefix prefixes mission.parked.<id> in PARKED: where
+	// an earlier release stored the suspended mission's message, next to
+	// an empty schedule on mission.park.<id> that copies it; deciders
+	// still read it there.
 	SubjectParkedPrefix = "mission.parked."
 	// SubjectWakePrefix prefixes mission.wake.<submitter>.<priority>.<id>
 	// in PARKED: a suspended mission's message queued again (by its
@@ -430,10 +433,12 @@ func ContextName(s, id string) string { return s + "/" + id + "/context" }
 // JournalSubject is the subject of mission id's turn journal.
 func JournalSubject(id string) string { return SubjectJournalPrefix + id }
 
-// ParkSubject is the subject of a suspended mission's schedule.
+// ParkSubject is the subject of a suspended mission's message, its
+// deadline's schedule.
 func ParkSubject(id string) string { return SubjectParkPrefix + id }
 
-// ParkedSubject is the subject of a suspended mission's message.
+// ParkedSubject is the subject an earlier release stored a suspended
+// mission's message on (SubjectParkedPrefix).
 func ParkedSubject(id string) string { return SubjectParkedPrefix + id }
 
 // WakeSubject is the subject on which mission id of submitter s, of

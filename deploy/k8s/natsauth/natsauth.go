@@ -311,7 +311,9 @@ func approverPublish() []string {
 	// one (the approver's client reads as messages.AllSubmitters)
 	l = append(l, api+"DIRECT.GET."+messages.StreamMissions+".>", api+"DIRECT.GET."+messages.StreamEvents+".>")
 	// the parked message of a suspended mission, by its subject only
-	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
+	// (mission.parked.<id>: as an earlier release parked it)
+	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkPrefix+"*",
+		api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
 	return append(l,
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectEventPrefix+"*.*.*."+messages.EventApprovalDecided,
