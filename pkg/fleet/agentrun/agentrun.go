@@ -88,8 +88,11 @@ func (r *Runner) Start(ctx context.Context, m *messages.Mission, env fleet.RunEn
 		return
 	}
 	ar.agent.RunAsync(ar.runCtx, ar.opts, func(step *messages.Step, runErr error) {
+		// as in Run: the result reads the mission context's cause before
+		// the context is released
+		step, err := ar.finish(step, runErr)
 		ar.cancel()
-		done(ar.finish(step, runErr))
+		done(step, err)
 	})
 }
 
