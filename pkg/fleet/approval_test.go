@@ -108,6 +108,16 @@ func refundMission(amount int64) *messages.Mission {
 	return m
 }
 
+// submitAwaiting submits m and returns its call's approval record once
+// the mission awaits a decision.
+func submitAwaiting(ctx context.Context, t testing.TB, c *fleet.Client, m *messages.Mission) *messages.Approval {
+	t.Helper()
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return waitAwaiting(t, c, m.ID)
+}
+
 func waitAwaiting(t testing.TB, c *fleet.Client, id string) *messages.Approval {
 	t.Helper()
 	waitState(t, c, id, messages.StateAwaitingApproval)
@@ -129,10 +139,7 @@ func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
 	ctx := testCtx(t)
 
 	m := refundMission(250)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID)
+	a := submitAwaiting(ctx, t, c, m)
 	if a.State != messages.ApprovalPending || a.Tool != "refund" || a.Service != "shop" || a.Turn != 1 {
 		t.Fatalf("approval = %+v", a)
 	}
@@ -232,10 +239,7 @@ func TestApprovalDeniedIsAToolError(t *testing.T) {
 	startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	waitAwaiting(t, c, m.ID)
+	submitAwaiting(ctx, t, c, m)
 	if _, err := c.Decide(ctx, m.ID, fleet.Decision{By: "bob", Reason: "too large"}); err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +264,7 @@ func TestApprovalDeadlineDenies(t *testing.T) {
 	ctx := testCtx(t)
 	m := refundMission(500)
 	m.Approval = &messages.ApprovalPolicy{Timeout: time.Second}
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	waitAwaiting(t, c, m.ID)
+	submitAwaiting(ctx, t, c, m)
 	step, err := c.Await(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -296,10 +297,7 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 	// long enough that the decision is recorded before the deadline also
 	// on a loaded machine (a suspension can take a second or more there)
 	m.Approval = &messages.ApprovalPolicy{Timeout: 5 * time.Second}
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID)
+	a := submitAwaiting(ctx, t, c, m)
 	approveWithoutWake(ctx, t, c, m.ID, a)
 	decided := time.Now()
 	if !decided.Before(a.Deadline) {
@@ -352,10 +350,7 @@ func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
 	startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID) // the deadline: the worker's 24 h
+	a := submitAwaiting(ctx, t, c, m) // the deadline: the worker's 24 h
 	approveWithoutWake(ctx, t, c, m.ID, a)
 	_, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "again"})
 	if !errors.Is(err, fleet.ErrNoPendingCall) || !strings.Contains(err.Error(), "queued it again") {
@@ -437,10 +432,7 @@ func TestApprovalSuspendsWhenTheStatusChangedUnderTheRun(t *testing.T) {
 	}))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	waitAwaiting(t, c, m.ID)
+	submitAwaiting(ctx, t, c, m)
 	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: strings.Repeat("x", messages.MaxApprovalReason+1)}); err == nil {
 		t.Fatal("a decider's name over the bound accepted")
 	}
@@ -464,10 +456,7 @@ func TestApprovalRecordWithoutSubmitterIsDecided(t *testing.T) {
 	ctx := testCtx(t)
 
 	m := refundMission(250)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID)
+	a := submitAwaiting(ctx, t, c, m)
 	st, err := c.Status(ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -513,10 +502,7 @@ func TestApprovalDecisionsOfOneSuspensionNumberTheirEventsOnce(t *testing.T) {
 	w := startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID)
+	a := submitAwaiting(ctx, t, c, m)
 	// no worker takes the woken mission until both are decided
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
@@ -589,10 +575,7 @@ func TestApprovalDecisionWakesAMissionParkedByAnEarlierRelease(t *testing.T) {
 	startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	a := waitAwaiting(t, c, m.ID)
+	a := submitAwaiting(ctx, t, c, m)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
