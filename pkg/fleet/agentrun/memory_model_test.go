@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
+	"log"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +45,7 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	}
 	ms := httptest.NewUnstartedServer(model)
 	ms.EnableHTTP2 = true
+	view := watchServer(ms)
 	ms.StartTLS()
 	t.Cleanup(ms.Close)
 	released := false
@@ -61,7 +67,9 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	}
 	// the worker trusts the model's certificate the way Go programs take a
 	// private CA: SSL_CERT_FILE
-	w := startWorkerProc(t, node.url, ms.URL, "modelwait", []string{envWorkerSlots + "=" + strconv.Itoa(n), "SSL_CERT_FILE=" + ca}, true)
+	dump := filepath.Join(t.TempDir(), "worker-dump.txt")
+	w := startWorkerProc(t, node.url, ms.URL, "modelwait", []string{envWorkerSlots + "=" + strconv.Itoa(n), "SSL_CERT_FILE=" + ca,
+		envWorkerDump + "=" + dump}, true)
 	time.Sleep(time.Second) // the worker's start settles
 	idle := w.mem(t)
 	idleRSS := procRSS(t, w.cmd.Process.Pid)
@@ -81,6 +89,12 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	})
 	for deadline := time.Now().Add(5 * time.Minute); model.waiting.Load() < int64(n); {
 		if time.Now().After(deadline) {
+			// say where they stuck: the model server's view, the missions'
+			// states, the worker's goroutines and the end of its log
+			t.Logf("model server: %s; %d requests arrived, %d held", view, model.arrived.Load(), model.waiting.Load())
+			t.Logf("missions by state: %s", missionStates(t, client, ids))
+			t.Logf("the worker, where it is:\n%s", w.dump(dump))
+			t.Logf("the end of the worker's log:\n%s", w.stderr.String())
 			t.Fatalf("%d of %d missions reached the model; the worker runs %d", model.waiting.Load(), n, w.mem(t).running)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -95,6 +109,7 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	t.Logf("%d missions waiting on the model after %s: worker heap after GC %.1f MB idle, %.1f MB waiting (%.1f KB a mission); goroutines %d idle, %d waiting (%.2f a mission), their stacks %.1f KB a mission; RSS %.1f MB idle, %.1f MB waiting (%.1f KB a mission)",
 		n, waitingIn.Round(time.Millisecond), float64(idle.heap)/1e6, float64(waiting.heap)/1e6, perHeap/1e3,
 		idle.goroutines, waiting.goroutines, perG, perStack/1e3, float64(idleRSS)/1e6, float64(waitRSS)/1e6, perRSS/1e3)
+	t.Logf("model server: %s", view)
 	if n >= 1000 {
 		// once no mission has started for a while, the worker gives back
 		// the spare memory the burst of starts left (5 to 10 s after the
@@ -154,4 +169,77 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	if perStack > limit {
 		t.Errorf("%.1f KB of goroutine stacks per waiting mission; want at most %.0f KB", perStack/1e3, limit/1e3)
 	}
+}
+
+// serverView counts an HTTP server's connections and the errors it logs
+// (failed TLS handshakes among them), for the report of a test whose
+// requests do not all arrive.
+type serverView struct {
+	mu     sync.Mutex
+	states map[http.ConnState]int // connections that reached each state
+	open   int                    // connections not closed
+	errs   int                    // lines the server logged
+	last   string                 // the last of them
+}
+
+// watchServer makes the unstarted server ms report to the returned view.
+func watchServer(ms *httptest.Server) *serverView {
+	v := &serverView{states: map[http.ConnState]int{}}
+	ms.Config.ConnState = func(_ net.Conn, cs http.ConnState) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.states[cs]++
+		switch cs {
+		case http.StateNew:
+			v.open++
+		case http.StateClosed, http.StateHijacked:
+			v.open--
+		}
+	}
+	ms.Config.ErrorLog = log.New(v, "", 0)
+	return v
+}
+
+// Write takes a line the server logs.
+func (v *serverView) Write(b []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.errs++
+	v.last = strings.TrimSpace(string(b))
+	return len(b), nil
+}
+
+func (v *serverView) String() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return fmt.Sprintf("%d connections open (%d opened, %d active at some time, %d closed); %d errors logged, the last %q",
+		v.open, v.states[http.StateNew], v.states[http.StateActive], v.states[http.StateClosed], v.errs, v.last)
+}
+
+// missionStates counts the missions ids by their state (and the reasons
+// of those that ended), reading their statuses for at most 30 s.
+func missionStates(t *testing.T, client *fleet.Client, ids []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := map[string]int{}
+	for _, id := range ids {
+		st, err := client.Status(ctx, id)
+		switch {
+		case err != nil:
+			count["error: "+err.Error()]++
+		case st.Reason != "":
+			r := st.Reason
+			if len(r) > 160 {
+				r = r[:160] + "..."
+			}
+			count[st.State+": "+r]++
+		default:
+			count[st.State]++
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Sprint(count)
 }

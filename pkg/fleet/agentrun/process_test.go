@@ -49,6 +49,9 @@ const (
 	// goroutine-<n>.pprof, for `go tool pprof`; goroutine-<n>.txt, every
 	// goroutine's stack as a panic prints it)
 	envWorkerProfiles = "PTC_TEST_WORKER_PROFILES"
+	// a file the worker process writes its counters and its goroutines,
+	// grouped by stack, to on SIGUSR2 (proc.dump)
+	envWorkerDump = "PTC_TEST_WORKER_DUMP"
 )
 
 func TestMain(m *testing.M) {
@@ -118,8 +121,19 @@ func runWorkerProcess() int {
 	// stacks>".
 	usr := make(chan os.Signal, 1)
 	signal.Notify(usr, syscall.SIGUSR1)
+	// SIGUSR2 asks for a dump of where the worker is: its counters and its
+	// goroutines grouped by stack, written to the file envWorkerDump
+	// names, then a line "dumped" (or "dump failed: <error>").
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
 	for {
 		select {
+		case <-usr2:
+			if err := writeDump(os.Getenv(envWorkerDump), w); err != nil {
+				fmt.Println("dump failed:", err)
+				continue
+			}
+			fmt.Println("dumped")
 		case <-usr:
 			runtime.GC()
 			runtime.GC()
@@ -158,6 +172,24 @@ func writeProfiles(dir string) {
 		_ = pprof.Lookup("goroutine").WriteTo(f, 2)
 		f.Close()
 	}
+}
+
+// writeDump writes the worker's counters and its goroutines, grouped by
+// stack, to the file path.
+func writeDump(path string, w *fleet.Worker) error {
+	if path == "" {
+		return fmt.Errorf("no %s", envWorkerDump)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "worker stats: %+v; goroutines %d\n", w.Stats(), runtime.NumGoroutine())
+	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // runNATSNode is a nats-server process for the cluster tests.
@@ -291,6 +323,35 @@ func (w *tailWriter) String() string {
 	return string(w.buf)
 }
 
+// dump asks the worker process, started with envWorkerDump naming path,
+// where it is (writeDump) and returns what it wrote, or why it could not.
+func (p *proc) dump(path string) string {
+	if err := p.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		return fmt.Sprintf("worker %s: no dump: %v", p.id, err)
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case line := <-p.lines:
+			if line != "dumped" {
+				if strings.HasPrefix(line, "dump failed") {
+					return fmt.Sprintf("worker %s: %s", p.id, line)
+				}
+				continue // a line asked for before
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Sprintf("worker %s: no dump: %v", p.id, err)
+			}
+			return string(b)
+		case <-p.done:
+			return p.exitReport()
+		case <-deadline:
+			return fmt.Sprintf("worker %s did not dump where it is", p.id)
+		}
+	}
+}
+
 // kill SIGKILLs the process and waits for it.
 func (p *proc) kill() {
 	_ = p.cmd.Process.Kill()
@@ -310,6 +371,8 @@ type fakeModel struct {
 	gate chan struct{}
 	// waiting counts the requests held at gate.
 	waiting atomic.Int64
+	// arrived counts the requests that reached the handler.
+	arrived atomic.Int64
 	// finished, when set, reports whether the mission already has a result.
 	finished func(id string) bool
 	// program, when set, replaces programFor.
@@ -345,6 +408,7 @@ func programFor(k, t int) string {
 }
 
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.arrived.Add(1)
 	var req struct {
 		Messages []struct {
 			Role    string          `json:"role"`
