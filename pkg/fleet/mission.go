@@ -432,6 +432,9 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		w.attachApprovals(ctx, m.ID, box.gate, step, log)
 	}
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
+		if step.Replayed != nil {
+			r.Unused = step.Replayed.Unused // the runner's count of the replies it did not use
+		}
 		step.Replayed = &r
 	}
 	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, p.first, log) }

@@ -75,6 +75,12 @@ type Step struct {
 type Replayed struct {
 	ModelCalls int `msgpack:"model_calls"`
 	ToolCalls  int `msgpack:"tool_calls"`
+	// Unused is the usage of the model replies earlier attempts paid for
+	// that the run did not use: it asked differently (a tool call whose
+	// transport failed then answered, so the next request held its result)
+	// or never reached them. Step.Usage includes it; the Step's trace does
+	// not (see Step.TraceUsage).
+	Unused *Usage `msgpack:"unused,omitempty"`
 }
 
 // Ok reports whether the run succeeded.
@@ -129,6 +135,25 @@ type Usage struct {
 	ToolCalls   int           `msgpack:"tool_calls"`
 	Duration    time.Duration `msgpack:"duration"`
 	MemoryBytes int64         `msgpack:"memory_bytes,omitempty"`
+}
+
+// TraceUsage is the part of s.Usage the run itself consumed: s.Usage less
+// the replies earlier attempts paid for and the run did not use
+// (Replayed.Unused). It is what running the Step's trace again costs.
+func (s *Step) TraceUsage() Usage {
+	u := s.Usage
+	if s.Replayed == nil || s.Replayed.Unused == nil {
+		return u
+	}
+	o := s.Replayed.Unused
+	u.InputTokens -= o.InputTokens
+	u.OutputTokens -= o.OutputTokens
+	u.TotalTokens -= o.TotalTokens
+	u.CacheReadTokens -= o.CacheReadTokens
+	u.CacheWriteTokens -= o.CacheWriteTokens
+	u.CostUSD -= o.CostUSD
+	u.Requests -= o.Requests
+	return u
 }
 
 // Add adds o's counters to u (Duration and MemoryBytes are left alone: they

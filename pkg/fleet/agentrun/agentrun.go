@@ -172,7 +172,10 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 // runErr says why not).
 func (ar *agentRun) finish(step *messages.Step, runErr error) (*messages.Step, error) {
 	if step != nil {
-		step.Usage.Add(unreplayedUsage(ar.journal))
+		if u := unreplayedUsage(ar.journal); u != (messages.Usage{}) {
+			step.Usage.Add(u)
+			step.Replayed = &messages.Replayed{Unused: &u}
+		}
 	}
 	if cause := context.Cause(ar.ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
 		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)

@@ -340,3 +340,75 @@ func TestFinishedMissionIsNotRunAgain(t *testing.T) {
 		}
 	}
 }
+
+// A reply an earlier attempt paid for and the resumed run did not use (a
+// tool call that timed out in the first attempt answers in the second, so
+// the next request differs) is counted in the Step's usage and, apart, in
+// Replayed.Unused; the Step replays from its record with no divergence.
+func TestUnusedReplyOfAnEarlierAttemptIsCountedApart(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	var slow atomic.Bool
+	slow.Store(true)
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "acct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	err = svc.Register("add", fleet.ToolSpec{Signature: "(n :int) -> :int", Description: "n+1"},
+		func(ctx context.Context, args map[string]any) (any, error) {
+			if slow.CompareAndSwap(true, false) {
+				time.Sleep(time.Second) // past the first worker's tool timeout
+			}
+			n, _ := args["n"].(int64)
+			return n + 1, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &threeTurns{blocked: make(chan struct{}), answered: map[int]int{}}
+	model.block.Store(true)
+	a := startDurableWorker(t, srv, model, func(c *fleet.WorkerConfig) { c.ToolTimeout = 200 * time.Millisecond })
+	m := durableMission()
+	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-model.blocked:
+	case <-ctx.Done():
+		t.Fatal("the first worker never reached turn 3")
+	}
+	_ = a.Stop()
+	startDurableWorker(t, srv, model, nil)
+	step, err := client.Await(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !step.Ok() {
+		t.Fatalf("step failed: %+v", step.Fail)
+	}
+	// Turn 1's reply was replayed; turn 2 was asked again, its request now
+	// holding the tool's result rather than the timeout.
+	if got := model.counts(); !reflect.DeepEqual(got, map[int]int{1: 1, 2: 2, 3: 1}) {
+		t.Errorf("model answers per turn = %v, want turn 2 twice", got)
+	}
+	unused := messages.Usage{InputTokens: 100, OutputTokens: 10, TotalTokens: 110, CostUSD: 0.25, Requests: 1}
+	if step.Replayed == nil || step.Replayed.ModelCalls != 1 || step.Replayed.Unused == nil || *step.Replayed.Unused != unused {
+		t.Errorf("replayed = %+v, want 1 model call and the unused reply's usage %+v", step.Replayed, unused)
+	}
+	if step.Usage.Requests != 4 || step.Usage.InputTokens != 400 {
+		t.Errorf("usage = %+v, want the 4 replies paid for", step.Usage)
+	}
+	if u := step.TraceUsage(); u.Requests != 3 || u.InputTokens != 300 {
+		t.Errorf("trace usage = %+v, want the 3 replies of the trace", u)
+	}
+	if r, _ := replayStored(t, client, m.ID, agentrun.ReplayOptions{}); len(r.Divergences) > 0 {
+		t.Errorf("replay: divergences %v", r.Divergences)
+	}
+}

@@ -358,9 +358,10 @@ func (r *recording) callTool(ctx context.Context, name string, args map[string]a
 
 // CompareSteps lists where got differs from want (see
 // Replayed.Divergences): the Step's return, failure, signature, mode,
-// text, memory, warnings and token counts, then each turn's program,
-// reply, result, error, feedback, prints and tool calls, sub-agents'
-// Steps compared the same way. Times and durations are not compared.
+// text, memory, warnings and token counts (those of its trace,
+// Step.TraceUsage), then each turn's program, reply, result, error,
+// feedback, prints and tool calls, sub-agents' Steps compared the same
+// way. Times and durations are not compared.
 func CompareSteps(want, got *messages.Step) []Divergence {
 	var out []Divergence
 	compareStep(&out, "", want, got)
@@ -384,6 +385,9 @@ func compareStep(out *[]Divergence, agentPath string, want, got *messages.Step) 
 		}
 		return f.Reason + ": " + f.Message
 	}
+	// The replies earlier attempts paid for and the recorded run did not
+	// use are not in its trace: a replay cannot ask for them.
+	wu, gu := want.TraceUsage(), got.TraceUsage()
 	fields := []field{
 		{"fail", fail(want.Fail), fail(got.Fail)},
 		{"return", want.Return, got.Return},
@@ -392,11 +396,11 @@ func compareStep(out *[]Divergence, agentPath string, want, got *messages.Step) 
 		{"text", want.Text, got.Text},
 		{"memory", want.Memory, got.Memory},
 		{"warnings", want.Warnings, got.Warnings},
-		{"usage.turns", int64(want.Usage.Turns), int64(got.Usage.Turns)},
-		{"usage.tool_calls", int64(want.Usage.ToolCalls), int64(got.Usage.ToolCalls)},
-		{"usage.input_tokens", want.Usage.InputTokens, got.Usage.InputTokens},
-		{"usage.output_tokens", want.Usage.OutputTokens, got.Usage.OutputTokens},
-		{"usage.cache_read_tokens", want.Usage.CacheReadTokens, got.Usage.CacheReadTokens},
+		{"usage.turns", int64(wu.Turns), int64(gu.Turns)},
+		{"usage.tool_calls", int64(wu.ToolCalls), int64(gu.ToolCalls)},
+		{"usage.input_tokens", wu.InputTokens, gu.InputTokens},
+		{"usage.output_tokens", wu.OutputTokens, gu.OutputTokens},
+		{"usage.cache_read_tokens", wu.CacheReadTokens, gu.CacheReadTokens},
 	}
 	for _, f := range fields {
 		if !sameValue(f.w, f.g) {
