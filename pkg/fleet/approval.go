@@ -653,10 +653,11 @@ func (g *approvalGate) consulted() bool {
 // approval_requested event is emitted, the message is stored with that
 // event's number (which numbers the decision's event) and a schedule
 // that queues it again at a's deadline, the status says
-// awaiting_approval and the message is acked. A mission that cannot be
-// parked is handed back like a retryable failure (its next run stops at
+// awaiting_approval (with journalSeq, the JOURNAL sequence of the
+// journal's last message, 0 when unknown) and the message is acked. A
+// mission that cannot be parked is handed back like a retryable failure (its next run stops at
 // the same call, requests it again and tries again).
-func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, gate *approvalGate, a *messages.Approval, log *zerolog.Logger) {
+func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, m *messages.Mission, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, gate *approvalGate, a *messages.Approval, journalSeq uint64, log *zerolog.Logger) {
 	mark := parkMark{event: em.emit(requestedEvent(a)), suspension: entry.st.Suspensions + 1}
 	if as, ok := gate.seenApprovals(); ok {
 		for _, r := range as {
@@ -678,6 +679,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		}
 		s.State, s.Worker, s.StreamSeq = messages.StateAwaitingApproval, "", 0
 		s.Suspensions++
+		s.JournalSeq = journalSeq
 		return true
 	}
 	st := entry.st

@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +93,8 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // taken by a worker as soon as it is queued again (the worker hears its
 // wake, as it hears a submit, rather than finding it at its next full
 // sweep, a second later); its resumed run reads its journal, one
-// message, with two message gets and no consumer, and its claim reads the status
+// message, with one message get and no consumer (the status the claim
+// took it from names the journal's last message), and its claim reads the status
 // it knows exists rather than trying to create it first; and the mission's approval
 // records are read with no stream info request, once by the decider and
 // once by the gate (whose list the trace's audit uses); the decider reads
@@ -134,13 +137,14 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		if d := arrived.Sub(at); d > 900*time.Millisecond {
 			t.Errorf("the approved call reached its service %s after the decision: the woken mission waited for a sweep", d)
 		}
-		// its journal, one message, is read with two message gets (the
-		// message, then none after it) and no consumer
+		// its journal, one message, is read with one message get and no
+		// consumer: the status it was suspended with names that message
+		// the last, so no get asks for one after it
 		if n := spy.count(t, "$JS.API.CONSUMER.CREATE."+messages.StreamJournal+"."); n != 0 {
 			t.Errorf("the resumed run created %d consumers on %s, want none", n, messages.StreamJournal)
 		}
-		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 2 {
-			t.Errorf("the resumed run read its journal with %d message gets, want 2", n)
+		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 1 {
+			t.Errorf("the resumed run read its journal with %d message gets, want 1", n)
 		}
 		// the woken mission is known to have a status: its claim
 		// reads it, with no attempt to create it
@@ -181,4 +185,119 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 			t.Errorf("the decision and the resumption read the status %d times, want 2 (the claim, the fence check before the result)", n)
 		}
 	}
+}
+
+// lookupsRunner looks up n orders, one call each (so its journal holds n
+// messages: each answer is written before the next call), then refunds
+// the mission's amount, which needs approval above 100.
+func lookupsRunner(n int) fleet.RunnerFunc {
+	return func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		ctx = fleet.WithTurn(ctx, 1)
+		for i := range n {
+			if _, err := env.Tools.Call(ctx, "lookup", map[string]any{"order": fmt.Sprintf("A-%d", i)}); err != nil {
+				return nil, err
+			}
+		}
+		res, err := env.Tools.Call(ctx, "refund", map[string]any{"order": "A-0", "amount": m.Context["amount"]})
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &messages.Step{Return: res}, nil
+	}
+}
+
+// TestResumedRunReadsItsJournalUpToTheSuspension: a mission suspended
+// with a journal of several messages records the last one's sequence in
+// its status; the run that takes it from awaiting_approval reads every
+// message up to it and asks for none after it, and replays every answer
+// (no lookup repeated). A status without that sequence (one written
+// before it was recorded) has the journal read until a get finds
+// nothing, with the same replay.
+func TestResumedRunReadsItsJournalUpToTheSuspension(t *testing.T) {
+	s, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	const lookups = 3
+	startWorker(t, nc, lookupsRunner(lookups))
+	spy := spyAPI(t, connect(t, s))
+	ctx := testCtx(t)
+	for _, recorded := range []bool{true, false} {
+		m := refundMission(250)
+		submitAwaiting(ctx, t, c, m)
+		key, st := statusOf(ctx, t, c, m.ID)
+		if st.State != messages.StateAwaitingApproval || st.JournalSeq == 0 {
+			t.Fatalf("status of the suspended mission: %+v, want awaiting_approval with the journal's last sequence", st)
+		}
+		last, err := c.Stores().Journal.GetLastMsgForSubject(ctx, messages.JournalSubject(m.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.JournalSeq != last.Sequence {
+			t.Fatalf("the status names journal sequence %d, the journal's last message is %d", st.JournalSeq, last.Sequence)
+		}
+		if !recorded {
+			st.JournalSeq = 0
+			raw, err := messages.Marshal(&st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := c.Stores().Status.Get(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Stores().Status.Update(ctx, key, raw, e.Revision()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _, _ := shop.counts()
+		spy.watch(t, m.ID)
+		if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		step, err := c.Await(ctx, m.ID)
+		if err != nil || !step.Ok() {
+			t.Fatalf("mission %s: %+v %v", m.ID, step, err)
+		}
+		if after, _, _ := shop.counts(); after != before {
+			t.Errorf("the resumed run looked up %d orders again, want none (replayed from the journal)", after-before)
+		}
+		want := lookups // one get per message
+		if !recorded {
+			want++ // and one that finds no message after the last
+		}
+		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != want {
+			t.Errorf("journal sequence recorded %v: the resumed run read its journal of %d messages with %d message gets, want %d", recorded, lookups, n, want)
+		}
+		if _, st := statusOf(ctx, t, c, m.ID); st.JournalSeq != 0 {
+			t.Errorf("the finished mission's status still names journal sequence %d", st.JournalSeq)
+		}
+	}
+}
+
+// statusOf returns the key and the value of mission id's status.
+func statusOf(ctx context.Context, t *testing.T, c *fleet.Client, id string) (string, messages.Status) {
+	t.Helper()
+	keys, err := c.Stores().Status.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		if !strings.HasSuffix(k, "."+id) {
+			continue
+		}
+		e, err := c.Stores().Status.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st messages.Status
+		if err := messages.Unmarshal(e.Value(), &st); err != nil {
+			t.Fatal(err)
+		}
+		return k, st
+	}
+	t.Fatalf("no status of mission %s", id)
+	return "", messages.Status{}
 }

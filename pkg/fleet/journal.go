@@ -66,6 +66,7 @@ type Journal struct {
 	recorded map[string][]byte // earlier attempts' entries by full key
 	next     map[string]int    // next occurrence per base key
 	replayed messages.Replayed
+	lastSeq  uint64 // the highest JOURNAL sequence read or acknowledged
 }
 
 // journalEntry is one recorded answer under its full key.
@@ -101,10 +102,13 @@ const journalGets = 4
 
 // openJournal returns mission id's journal. With replay (a redelivery, or
 // a mission resumed after a suspension) it reads the entries earlier runs
-// wrote from stream, the JOURNAL stream. Every read is answered by the
+// wrote from stream, the JOURNAL stream. upTo, when not 0, is the
+// sequence of the journal's last message (the status's JournalSeq of a
+// mission taken from awaiting_approval): the read stops there instead of
+// asking for a message after it. Every read is answered by the
 // stream's leader (JOURNAL allows no direct gets, which any replica may
 // answer), so it holds every entry whose write was acknowledged.
-func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, id string, replay bool) (*Journal, error) {
+func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, id string, replay bool, upTo uint64) (*Journal, error) {
 	j := NewJournal(js, id)
 	if !replay {
 		return j, nil
@@ -121,6 +125,10 @@ func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
 		}
 		j.load(raw.Header, raw.Data)
+		j.saw(raw.Sequence)
+		if upTo != 0 && raw.Sequence >= upTo {
+			return j, nil
+		}
 		seq = raw.Sequence + 1
 	}
 	return j, j.readFrom(ctx, js, seq, maxJournalEntries-journalGets)
@@ -156,6 +164,9 @@ func (j *Journal) readFrom(ctx context.Context, js jetstream.JetStream, seq uint
 		for msg := range batch.Messages() {
 			n++
 			j.load(msg.Headers(), msg.Data())
+			if meta, err := msg.Metadata(); err == nil {
+				j.saw(meta.Sequence.Stream)
+			}
 		}
 		if n == 0 {
 			if err := batch.Error(); err != nil {
@@ -166,6 +177,32 @@ func (j *Journal) readFrom(ctx context.Context, js jetstream.JetStream, seq uint
 		got += n
 	}
 	return nil
+}
+
+// saw notes seq, the JOURNAL sequence of a message of the journal read or
+// written.
+func (j *Journal) saw(seq uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lastSeq = max(j.lastSeq, seq)
+}
+
+// lastWritten returns the JOURNAL sequence of the journal's last message
+// this run read or wrote, once every write is acknowledged (after a
+// Flush): false when a write failed or is unacknowledged, or the journal
+// holds no message this run knows of.
+func (j *Journal) lastWritten() (uint64, bool) {
+	if j == nil || j.broken.Load() {
+		return 0, false
+	}
+	j.flushMu.Lock() // no Flush is awaiting a write
+	defer j.flushMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.unsent) > 0 || len(j.pending) > 0 || j.lastSeq == 0 {
+		return 0, false
+	}
+	return j.lastSeq, true
 }
 
 // load adds the entries of one JOURNAL message: one entry named by its
@@ -446,7 +483,8 @@ func (j *Journal) await(ctx context.Context, w pendingWrite) error {
 		t := time.NewTimer(journalAckWait)
 		defer t.Stop()
 		select {
-		case <-w.fut.Ok():
+		case ack := <-w.fut.Ok():
+			j.saw(ack.Sequence)
 			return nil
 		case <-w.fut.Err():
 		case <-t.C:
@@ -456,8 +494,9 @@ func (j *Journal) await(ctx context.Context, w pendingWrite) error {
 	}
 	backoff := 20 * time.Millisecond
 	for {
-		_, err := j.js.PublishMsg(ctx, w.msg)
+		ack, err := j.js.PublishMsg(ctx, w.msg)
 		if err == nil {
+			j.saw(ack.Sequence)
 			return nil
 		}
 		select {

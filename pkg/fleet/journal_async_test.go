@@ -145,7 +145,7 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openJournal(ctx, js, st.Journal, id, true)
+	again, err := openJournal(ctx, js, st.Journal, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestLongJournalReadBack(t *testing.T) {
 	if got := journalMessages(t, js, id); got != n {
 		t.Fatalf("%d journal messages, want %d", got, n)
 	}
-	again, err := openJournal(ctx, js, st.Journal, id, true)
+	again, err := openJournal(ctx, js, st.Journal, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

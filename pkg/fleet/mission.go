@@ -287,7 +287,7 @@ func (p *missionRun) open() bool {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
 		var err error
-		if p.journal, err = openJournal(ctx, w.js, w.st.Journal, m.ID, attempt > 1 || entry.st.Suspensions > 0); err != nil {
+		if p.journal, err = openJournal(ctx, w.js, w.st.Journal, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 			return false
@@ -399,7 +399,8 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		var se *suspendedError
 		errors.As(cause, &se)
 		flush()
-		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, box.gate, se.approval, log)
+		journalSeq, _ := journal.lastWritten()
+		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, box.gate, se.approval, journalSeq, log)
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
@@ -611,13 +612,19 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// status write and its ack, or is storing it now.
 		mayBeStored := attempt > 1 || st.State == messages.StateRunning
 		fromAwaiting := st.State == messages.StateAwaitingApproval
-		st.State, st.Worker, st.Attempt, st.StreamSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream
+		// No run wrote the journal since the suspension that set this
+		// status: each takes the mission from it first.
+		var journalUpTo uint64
+		if fromAwaiting {
+			journalUpTo = st.JournalSeq
+		}
+		st.State, st.Worker, st.Attempt, st.StreamSeq, st.JournalSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream, 0
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
 		}
 		newRev, err := casStatus(ctx, w.st, st, rev)
 		if err == nil {
-			entry := &statusEntry{st: st, rev: newRev}
+			entry := &statusEntry{st: st, rev: newRev, journalUpTo: journalUpTo}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
 				return nil, false, false, true
 			}

@@ -291,6 +291,10 @@ func kvDeleted(h nats.Header) bool {
 type statusEntry struct {
 	st  messages.Status
 	rev uint64
+	// journalUpTo, on the entry a claim wrote, is the JournalSeq of the
+	// awaiting_approval status it took the mission from: the run reads
+	// the journal up to that message (openJournal).
+	journalUpTo uint64
 }
 
 // missionKey names one mission of one submitter: where its status, result

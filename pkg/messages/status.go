@@ -65,6 +65,12 @@ type Status struct {
 	// Suspensions counts the times the mission was suspended for
 	// approval; a run after one replays the mission's journal.
 	Suspensions int `msgpack:"suspensions,omitempty"`
+	// JournalSeq is, while the mission awaits approval, the JOURNAL
+	// sequence of the last journal message its runs wrote, as the
+	// suspending run knew it (0: unknown). No run writes the journal
+	// before it takes the mission from this status, so the run that does
+	// reads the journal up to this message and asks for none after it.
+	JournalSeq uint64 `msgpack:"journal_seq,omitempty"`
 	// QuotaWaits counts the times the mission waited for its submitter's
 	// running quota (StateQuotaWait).
 	QuotaWaits int `msgpack:"quota_waits,omitempty"`
