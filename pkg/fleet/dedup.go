@@ -123,18 +123,35 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 		return out
 	}
 	backoff := dedupPoll
+	// A key is most often new (a call's first request): it is claimed at
+	// once, with one write and no read; the key is read when the claim
+	// is refused (another request claimed it first, or holds the outcome)
+	// or its answer was lost.
+	claim := true
 	for {
-		e, err := s.dedup.kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			claim, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Started: time.Now().UTC(), Timeout: timeout})
-			rev, cerr := s.dedup.kv.Create(ctx, key, claim)
-			if cerr != nil {
-				err = cerr
-				break // another request claimed it first, or the answer was lost: look again
+		var err error
+		if claim {
+			rec, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Started: time.Now().UTC(), Timeout: timeout})
+			rev, cerr := s.dedup.kv.Create(ctx, key, rec)
+			if cerr == nil {
+				return run(rev)
 			}
-			return run(rev)
-		case err == nil:
+			err = cerr
+		}
+		e, gerr := s.dedup.kv.Get(ctx, key)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			// no claim stored (the write failed): claim it again, after
+			// a wait if this round's claim was refused
+			if !claim {
+				claim = true
+				continue
+			}
+		case gerr != nil:
+			err = gerr
+			claim = false
+		default:
+			claim = false
 			var rec dedupRecord
 			if messages.Unmarshal(e.Value(), &rec) != nil || rec.Digest != digest {
 				// The key names another call: no deduplication for it.

@@ -114,6 +114,36 @@ func TestToolServiceDedupRunsOncePerKey(t *testing.T) {
 	}
 }
 
+// A deduplicating tool service claims a new key with one write and no
+// read: the key is read only when the claim is refused, and a repeat of
+// the call is answered from the stored outcome.
+func TestToolServiceDedupClaimsANewKeyWithoutReading(t *testing.T) {
+	s, nc := runJetStream(t)
+	var runs atomic.Int64
+	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "pay", Dedup: &fleet.DedupConfig{TTL: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	if err := svc.Register("charge", fleet.ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+		return fmt.Sprintf("receipt-%d", runs.Add(1)), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	spy := spyAPI(t, connect(t, s))
+	subj := messages.ToolSubject("pay", "charge")
+	id := messages.NewMissionID()
+	spy.watch(t, id)
+	first, _ := callTool(t, nc, subj, id+"/1/1", map[string]any{"amount": int64(5)})
+	if n := spy.count(t, "$JS.API.DIRECT.GET.KV_tool_dedup") + spy.count(t, "$JS.API.STREAM.MSG.GET.KV_tool_dedup"); n != 0 {
+		t.Errorf("a new key's call read the dedup bucket %d times, want none", n)
+	}
+	again, _ := callTool(t, nc, subj, id+"/1/1", map[string]any{"amount": int64(5)})
+	if again != first || runs.Load() != 1 {
+		t.Errorf("the repeat answered %v (first %v), runs %d: want the first outcome and one run", again, first, runs.Load())
+	}
+}
+
 // Tool calls made by a mission carry Idempotency-Key "<id>/<turn>/<index>"
 // and the delivery attempt; CallInfo exposes both.
 func TestToolCallsCarryIdempotencyKeys(t *testing.T) {
