@@ -135,25 +135,19 @@ func startDurableWorker(t *testing.T, srv *fleettest.Server, model llm.Model, ed
 	return w
 }
 
-// A mission whose worker stops in turn 3 is finished by another worker
-// from its journal: turns 1 and 2 are not asked again, their tool calls
-// not executed again; the Step counts both attempts' usage and says what
-// replay saved; tool events carry their turn; and the replayed Step equals
-// the Step of the same mission run without interruption.
-func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
-	srv := fleettest.Start(t)
-	nc := srv.Conn()
-	tools := startAddTools(t, nc, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
+// resumeInTurn3 submits durableMission to a worker (its config edited by
+// first) whose threeTurns model holds turn 3, stops that worker there (it
+// hands the mission back), and returns the Step a second worker finishes
+// the mission with.
+func resumeInTurn3(ctx context.Context, t *testing.T, srv *fleettest.Server, first func(*fleet.WorkerConfig)) (*fleet.Client, *threeTurns, *messages.Mission, *messages.Step) {
+	t.Helper()
+	client, err := fleet.NewClient(ctx, srv.Conn(), fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	model := &threeTurns{blocked: make(chan struct{}), answered: map[int]int{}}
 	model.block.Store(true)
-	a := startDurableWorker(t, srv, model, nil)
+	a := startDurableWorker(t, srv, model, first)
 	m := durableMission()
 	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
 		t.Fatal(err)
@@ -172,6 +166,21 @@ func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
 	if !step.Ok() {
 		t.Fatalf("step failed: %+v", step.Fail)
 	}
+	return client, model, m, step
+}
+
+// A mission whose worker stops in turn 3 is finished by another worker
+// from its journal: turns 1 and 2 are not asked again, their tool calls
+// not executed again; the Step counts both attempts' usage and says what
+// replay saved; tool events carry their turn; and the replayed Step equals
+// the Step of the same mission run without interruption.
+func TestRedeliveredMissionReplaysItsJournal(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc := srv.Conn()
+	tools := startAddTools(t, nc, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, model, m, step := resumeInTurn3(ctx, t, srv, nil)
 	want := map[string]any{"a": int64(2), "b": int64(13), "sum": int64(116)}
 	if !reflect.DeepEqual(step.Return, want) {
 		t.Errorf("return = %#v, want %#v", step.Return, want)
@@ -368,31 +377,7 @@ func TestUnusedReplyOfAnEarlierAttemptIsCountedApart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{AckWait: 5 * time.Second, MaxDeliver: 4}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := &threeTurns{blocked: make(chan struct{}), answered: map[int]int{}}
-	model.block.Store(true)
-	a := startDurableWorker(t, srv, model, func(c *fleet.WorkerConfig) { c.ToolTimeout = 200 * time.Millisecond })
-	m := durableMission()
-	if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-model.blocked:
-	case <-ctx.Done():
-		t.Fatal("the first worker never reached turn 3")
-	}
-	_ = a.Stop()
-	startDurableWorker(t, srv, model, nil)
-	step, err := client.Await(ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !step.Ok() {
-		t.Fatalf("step failed: %+v", step.Fail)
-	}
+	client, model, m, step := resumeInTurn3(ctx, t, srv, func(c *fleet.WorkerConfig) { c.ToolTimeout = 200 * time.Millisecond })
 	// Turn 1's reply was replayed; turn 2 was asked again, its request now
 	// holding the tool's result rather than the timeout.
 	if got := model.counts(); !reflect.DeepEqual(got, map[int]int{1: 1, 2: 2, 3: 1}) {
