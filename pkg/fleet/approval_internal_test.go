@@ -99,7 +99,8 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(want, "1.d1.0")
-	as, revs, err := listApprovals(ctx, js.Conn(), js, st.Approvals, id)
+	br := newBatchReplies(js.Conn())
+	as, revs, err := listApprovals(ctx, br, js, st.Approvals, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +109,10 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 	}
 
 	wantMany := put(many, 1030)
-	if _, err := lastPerSubject(ctx, js.Conn(), "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+many+".>"); !errors.Is(err, errBatchIncomplete) {
+	if _, err := lastPerSubject(ctx, br, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+many+".>"); !errors.Is(err, errBatchIncomplete) {
 		t.Fatalf("one batch direct get of 1030 records: %v, want errBatchIncomplete", err)
 	}
-	as, revs, err = listApprovals(ctx, js.Conn(), js, st.Approvals, many)
+	as, revs, err = listApprovals(ctx, br, js, st.Approvals, many)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,5 +145,55 @@ func TestWokenEventNumberOnlyForItsSuspension(t *testing.T) {
 	hdr.Set(messages.HeaderWokenEvent, "x")
 	if _, ok := wokenEventNumber(hdr, 2); ok {
 		t.Error("an unreadable number was taken")
+	}
+}
+
+// The batch direct gets of a connection, made at once, each get their
+// own answers on one subscription: it is made at the first get and kept,
+// not one subscribed and unsubscribed per get.
+func TestBatchDirectGetsShareOneSubscription(t *testing.T) {
+	ctx, js, st := testStores(t)
+	nc := js.Conn()
+	ids := make([]string, 20)
+	for i := range ids {
+		ids[i] = messages.NewMissionID()
+		for j := range i%3 + 1 {
+			call := "1.d" + strconv.Itoa(j) + ".0"
+			data, err := messages.Marshal(&messages.Approval{Version: messages.ApprovalVersion, MissionID: ids[i], Call: call,
+				State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Approvals.Create(ctx, messages.ApprovalKey(ids[i], call), data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := nc.NumSubscriptions()
+	br := newBatchReplies(nc)
+	errs := make(chan error, 5*len(ids))
+	for range 5 {
+		for i, id := range ids {
+			go func() {
+				as, _, err := listApprovals(ctx, br, js, st.Approvals, id)
+				if err == nil && len(as) != i%3+1 {
+					err = errors.New("mission " + id + ": " + strconv.Itoa(len(as)) + " records, want " + strconv.Itoa(i%3+1))
+				}
+				for _, a := range as {
+					if err == nil && a.MissionID != id {
+						err = errors.New("mission " + id + " got a record of " + a.MissionID)
+					}
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range 5 * len(ids) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := nc.NumSubscriptions() - before; n != 1 {
+		t.Errorf("%d batch direct gets left %d subscriptions, want the one they share", 5*len(ids), n)
 	}
 }

@@ -53,6 +53,8 @@ type Client struct {
 	js  jetstream.JetStream
 	st  *Stores
 	cfg ClientConfig
+	// batch receives the answers of the client's batch direct gets.
+	batch *batchReplies
 	// quotas reads the submitter's quota, bound at the first submit
 	// (nil: a layout set up before quotas); quotaOnce binds it.
 	quotas    *Quotas
@@ -108,7 +110,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
+	return &Client{nc: nc, batch: newBatchReplies(nc), js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
 		replies: newReplyMux(nc)}, nil
 }
 
