@@ -358,6 +358,11 @@ func (w *Worker) probe(from *int) (int, bool) {
 		got += n
 		if n > 0 {
 			l.pending = pending
+			// The lane stays due until a fetch finds it empty: missions
+			// handed back (NakDelay) come back as redeliveries, which no
+			// bell announces and the pending count leaves out, so a
+			// burst of them would otherwise be fetched one per check.
+			l.due = true
 		}
 	}
 	return got, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,4 +201,45 @@ func TestRedeliveryFoundWhileALongMissionRuns(t *testing.T) {
 	if s, err := c.Status(ctx, long.ID); err != nil || s.State != messages.StateRunning {
 		t.Fatalf("the long mission: %+v, %v", s, err)
 	}
+}
+
+// Missions handed back together come back together: redeliveries, which
+// no bell announces, are fetched as fast as the worker takes them once
+// the full sweep finds the first, not one per check (a burst of results
+// that could not be stored at once took minutes to settle).
+func TestRedeliveriesOfABurstAreFetchedTogether(t *testing.T) {
+	_, nc := runJetStream(t)
+	const n = 40
+	var retried atomic.Int64
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if env.Attempt == 1 {
+			retried.Add(1)
+			return nil, fleet.ErrRetryable
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}), func(cfg *fleet.WorkerConfig) { cfg.Slots = 2 * n })
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	ids := make([]string, n)
+	for i := range ids {
+		m := newMission()
+		ids[i] = m.ID
+		if _, err := c.Submit(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "every mission's first attempt handed back", func() bool { return retried.Load() == n })
+	start := time.Now()
+	for _, id := range ids {
+		st, err := c.Await(ctx, id)
+		if err != nil || st.Return != "ok" || st.Attempts != 2 {
+			t.Fatalf("mission %s: %v %+v", id, err, st)
+		}
+	}
+	// the first check after the hand-backs finds them (a second or two);
+	// one a check took n seconds
+	if d := time.Since(start); d > n*time.Second/4 {
+		t.Errorf("%d redeliveries settled in %v", n, d)
+	}
+	t.Logf("%d redeliveries settled in %v", n, time.Since(start).Round(time.Millisecond))
 }
