@@ -128,6 +128,7 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 
 	close(model.gate)
 	released = true
+	releasedAt := time.Now()
 	for k, id := range ids {
 		step, err := client.Await(ctx, id)
 		if err != nil || !step.Ok() || fmt.Sprint(step.Return) != fmt.Sprintf("map[k:%d]", k) {
@@ -135,6 +136,7 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 		}
 	}
 	finished := time.Now()
+	t.Logf("all %d finished %s after the model let them go", n, finished.Sub(releasedAt).Round(time.Millisecond))
 	rss := []string{}
 	for s := 0; s <= 20; s += 10 {
 		time.Sleep(time.Until(finished.Add(time.Duration(s) * time.Second)))

@@ -68,13 +68,14 @@ const (
 
 // NewHTTPClient returns the HTTP client provider clients use when none is
 // given: the default transport's proxy and connection pool settings with
-// dial, TLS handshake and response header timeouts.
+// dial, TLS handshake and response header timeouts, dialing at most
+// MaxDialsPerHost connections at once to a host that speaks HTTP/2.
 func NewHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = TLSHandshakeTimeout
 	t.ResponseHeaderTimeout = ResponseHeaderTimeout
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: newProtoRouter(t)}
 }
 
 // UserAgent names the project and its version, as built:

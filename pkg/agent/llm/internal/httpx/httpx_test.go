@@ -59,9 +59,17 @@ func TestMergeOpts(t *testing.T) {
 }
 
 func TestNewHTTPClientHasTimeouts(t *testing.T) {
-	tr, ok := NewHTTPClient().Transport.(*http.Transport)
-	if !ok || tr.TLSHandshakeTimeout != TLSHandshakeTimeout || tr.ResponseHeaderTimeout != ResponseHeaderTimeout || tr.DialContext == nil || tr.Proxy == nil {
-		t.Fatalf("transport = %+v", tr)
+	r, ok := NewHTTPClient().Transport.(*protoRouter)
+	if !ok {
+		t.Fatalf("transport = %T", NewHTTPClient().Transport)
+	}
+	for _, tr := range []*http.Transport{r.h1, r.h2} {
+		if tr.TLSHandshakeTimeout != TLSHandshakeTimeout || tr.ResponseHeaderTimeout != ResponseHeaderTimeout || tr.DialContext == nil || tr.Proxy == nil {
+			t.Fatalf("transport = %+v", tr)
+		}
+	}
+	if r.h2.MaxConnsPerHost != MaxDialsPerHost || r.h1.MaxConnsPerHost != 0 {
+		t.Errorf("MaxConnsPerHost %d and %d", r.h2.MaxConnsPerHost, r.h1.MaxConnsPerHost)
 	}
 	if ua := UserAgent(); !strings.HasPrefix(ua, "ptc/") {
 		t.Errorf("UserAgent = %q", ua)

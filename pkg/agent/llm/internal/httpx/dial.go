@@ -1,0 +1,147 @@
+package httpx
+
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+)
+
+// MaxDialsPerHost bounds the connections NewHTTPClient dials at once to a
+// host that speaks HTTP/2. net/http dials one connection for every request
+// that finds no HTTP/2 connection able to take it, and closes those that
+// turn out not to be needed once one is up: 10,000 model calls begun at
+// once opened about 5,000 TLS connections to keep 42 (250 streams each),
+// thousands of handshakes on both sides. With the bound, requests that
+// find every connection full wait for one of these dials instead.
+const MaxDialsPerHost = 8
+
+// protoRouter sends HTTPS requests to a host that speaks HTTP/2 through a
+// transport that dials at most MaxDialsPerHost connections at once to it,
+// and every other request through one with no bound: on HTTP/1.1 every
+// request in flight holds a connection of its own, so a bound there would
+// bound the calls in flight. A host's protocol is learned from the first
+// request to it, which the others wait for until its TLS handshake is
+// done (the protocol is known then); a response in the other protocol
+// later moves the host.
+type protoRouter struct {
+	h2 *http.Transport // MaxConnsPerHost = MaxDialsPerHost
+	h1 *http.Transport
+
+	mu    sync.Mutex
+	hosts map[string]*hostProto
+}
+
+// hostProto is what a protoRouter knows of one host.
+type hostProto struct {
+	known, h1 bool
+	// probe, while the first request learns the protocol, is closed once
+	// it is known or the request ended without learning it
+	probe chan struct{}
+}
+
+func newProtoRouter(t *http.Transport) *protoRouter {
+	h2 := t.Clone()
+	h2.MaxConnsPerHost = MaxDialsPerHost
+	return &protoRouter{h2: h2, h1: t, hosts: map[string]*hostProto{}}
+}
+
+// RoundTrip sends req through the transport for its host's protocol.
+func (r *protoRouter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil || req.URL.Scheme != "https" {
+		return r.h1.RoundTrip(req)
+	}
+	host := req.URL.Host
+	for {
+		r.mu.Lock()
+		h := r.hosts[host]
+		if h == nil {
+			h = &hostProto{}
+			r.hosts[host] = h
+		}
+		switch {
+		case h.known && h.h1:
+			r.mu.Unlock()
+			return r.send(r.h1, req, host)
+		case h.known:
+			r.mu.Unlock()
+			return r.send(r.h2, req, host)
+		case h.probe == nil:
+			h.probe = make(chan struct{})
+			r.mu.Unlock()
+			return r.learn(req, host, h)
+		}
+		wait := h.probe
+		r.mu.Unlock()
+		select {
+		case <-wait:
+		case <-req.Context().Done():
+			if req.Body != nil {
+				_ = req.Body.Close()
+			}
+			return nil, context.Cause(req.Context())
+		}
+	}
+}
+
+// learn sends the first request to host, whose protocol is not known yet:
+// once its TLS handshake is done, the protocol it negotiated is the
+// host's, and the requests waiting for it go on.
+func (r *protoRouter) learn(req *http.Request, host string, h *hostProto) (*http.Response, error) {
+	trace := &httptrace.ClientTrace{
+		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+			if err == nil {
+				r.settle(host, h, cs.NegotiatedProtocol != "h2")
+			}
+		},
+	}
+	treq := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := r.h2.RoundTrip(treq)
+	if resp != nil {
+		resp.Request = req
+		r.settle(host, h, resp.ProtoMajor < 2)
+	}
+	r.mu.Lock()
+	if !h.known && h.probe != nil {
+		// no handshake and no answer: the next request learns it
+		close(h.probe)
+		h.probe = nil
+	}
+	r.mu.Unlock()
+	return resp, err
+}
+
+// settle records that host speaks HTTP/1 (h1) or HTTP/2, and lets the
+// requests waiting to learn it go on.
+func (r *protoRouter) settle(host string, h *hostProto, h1 bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h.known, h.h1 = true, h1
+	if h.probe != nil {
+		close(h.probe)
+		h.probe = nil
+	}
+	r.hosts[host] = h
+}
+
+// send sends req through t; an answer in the other protocol than host's
+// moves the host.
+func (r *protoRouter) send(t *http.Transport, req *http.Request, host string) (*http.Response, error) {
+	resp, err := t.RoundTrip(req)
+	if resp != nil && (resp.ProtoMajor < 2) != (t == r.h1) {
+		r.mu.Lock()
+		if h := r.hosts[host]; h != nil && h.known {
+			h.h1 = resp.ProtoMajor < 2
+		}
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+// CloseIdleConnections closes both transports' idle connections
+// (http.Client.CloseIdleConnections calls it).
+func (r *protoRouter) CloseIdleConnections() {
+	r.h2.CloseIdleConnections()
+	r.h1.CloseIdleConnections()
+}

@@ -1,0 +1,116 @@
+package httpx
+
+import (
+	"crypto/x509"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// heldCalls starts a TLS server (HTTP/2 when h2) that holds every request
+// until the test ends it, sends n requests at once through NewHTTPClient
+// trusting the server, and waits for all n to arrive. It returns how many
+// connections the server saw opened, then lets the requests go and checks
+// their answers and protocol.
+func heldCalls(t *testing.T, n int, h2 bool) (opened int64) {
+	t.Helper()
+	var arrived, conns atomic.Int64
+	release := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-release
+		_, _ = w.Write([]byte("ok"))
+	}))
+	ts.EnableHTTP2 = h2
+	ts.Config.ConnState = func(_ net.Conn, cs http.ConnState) {
+		if cs == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.StartTLS()
+	defer ts.Close()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	hc := NewHTTPClient()
+	r := hc.Transport.(*protoRouter)
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	for _, tr := range []*http.Transport{r.h1, r.h2} {
+		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		tr.TLSClientConfig.RootCAs = roots
+	}
+	defer hc.CloseIdleConnections()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	protos := make(chan int, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := hc.Get(ts.URL)
+			if err != nil {
+				errs <- err
+				return
+			}
+			protos <- resp.ProtoMajor
+			resp.Body.Close()
+		}()
+	}
+	for deadline := time.Now().Add(60 * time.Second); arrived.Load() < int64(n); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests arrived; the server saw %d connections", arrived.Load(), n, conns.Load())
+		}
+	}
+	opened = conns.Load()
+	close(release)
+	released = true
+	wg.Wait()
+	close(errs)
+	close(protos)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := 1
+	if h2 {
+		want = 2
+	}
+	for p := range protos {
+		if p != want {
+			t.Fatalf("an answer in HTTP/%d, want HTTP/%d", p, want)
+		}
+	}
+	return opened
+}
+
+// Calls begun at once to a host that speaks HTTP/2 open about the
+// connections they need (250 streams each here), not one each: net/http
+// dials a connection for every request that finds none able to take it.
+func TestCallsAtOnceToAnHTTP2HostDialFewConnections(t *testing.T) {
+	const n = 1000
+	opened := heldCalls(t, n, true)
+	t.Logf("%d calls held by an HTTP/2 server over %d connections", n, opened)
+	// 4 needed, and up to MaxDialsPerHost dialed each time they are all
+	// full; without the bound, 300 to 900
+	if opened > 5*MaxDialsPerHost {
+		t.Errorf("%d calls opened %d connections", n, opened)
+	}
+}
+
+// On HTTP/1.1 every call in flight holds a connection of its own: calls to
+// such a host are not bounded by MaxDialsPerHost.
+func TestCallsAtOnceToAnHTTP1HostAllArrive(t *testing.T) {
+	n := 5 * MaxDialsPerHost
+	opened := heldCalls(t, n, false)
+	if opened < int64(n) {
+		t.Errorf("%d calls held over %d connections", n, opened)
+	}
+}
