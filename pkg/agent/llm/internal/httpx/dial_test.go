@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// heldCalls starts a TLS server (HTTP/2 when h2) that holds every request
-// until the test ends it, sends n requests at once through NewHTTPClient
+// heldCalls starts a TLS server (HTTP/2 when h2, taking at most streams
+// requests a connection when streams > 0) that holds every request until
+// the test ends it, sends n requests at once through NewHTTPClient
 // trusting the server, and waits for all n to arrive. It returns how many
 // connections the server saw opened, then lets the requests go and checks
 // their answers and protocol.
-func heldCalls(t *testing.T, n int, h2 bool) (opened int64) {
+func heldCalls(t *testing.T, n int, h2 bool, streams int) (opened int64) {
 	t.Helper()
 	var arrived, conns atomic.Int64
 	release := make(chan struct{})
@@ -26,6 +27,9 @@ func heldCalls(t *testing.T, n int, h2 bool) (opened int64) {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	ts.EnableHTTP2 = h2
+	if streams > 0 {
+		ts.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: streams}
+	}
 	ts.Config.ConnState = func(_ net.Conn, cs http.ConnState) {
 		if cs == http.StateNew {
 			conns.Add(1)
@@ -96,7 +100,7 @@ func heldCalls(t *testing.T, n int, h2 bool) (opened int64) {
 // dials a connection for every request that finds none able to take it.
 func TestCallsAtOnceToAnHTTP2HostDialFewConnections(t *testing.T) {
 	const n = 1000
-	opened := heldCalls(t, n, true)
+	opened := heldCalls(t, n, true, 0)
 	t.Logf("%d calls held by an HTTP/2 server over %d connections", n, opened)
 	// 4 needed, and up to MaxDialsPerHost dialed each time they are all
 	// full; without the bound, 300 to 900
@@ -109,8 +113,20 @@ func TestCallsAtOnceToAnHTTP2HostDialFewConnections(t *testing.T) {
 // such a host are not bounded by MaxDialsPerHost.
 func TestCallsAtOnceToAnHTTP1HostAllArrive(t *testing.T) {
 	n := 5 * MaxDialsPerHost
-	opened := heldCalls(t, n, false)
+	opened := heldCalls(t, n, false, 0)
 	if opened < int64(n) {
 		t.Errorf("%d calls held over %d connections", n, opened)
+	}
+}
+
+// The bound is on dials, not on connections: once a connection is full it
+// no longer counts, so calls to a host taking few streams a connection
+// all arrive, over as many connections as they need.
+func TestCallsAtOnceToAnHTTP2HostOfFewStreamsAllArrive(t *testing.T) {
+	const n, streams = 200, 10
+	opened := heldCalls(t, n, true, streams)
+	t.Logf("%d calls held by an HTTP/2 server of %d streams a connection over %d connections", n, streams, opened)
+	if opened < n/streams {
+		t.Errorf("%d calls held over %d connections of %d streams", n, opened, streams)
 	}
 }
