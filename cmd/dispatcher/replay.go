@@ -216,9 +216,16 @@ func printReplay(w io.Writer, x *missionExport, r *agentrun.Replayed, cfg replay
 		p.printf("  ", "%s", d.String())
 	}
 	if cfg.changed() {
+		// the recording's trace against the replay's: replies earlier
+		// attempts paid for and the recorded run did not use apart
 		rs, ns := x.Step, r.Step
-		p.printf("", "recorded: %s  %d turns, %d in / %d out tokens", stepOutcome(rs), rs.Usage.Turns, rs.Usage.InputTokens, rs.Usage.OutputTokens)
-		p.printf("", "replayed: %s  %d turns, %d in / %d out tokens", stepOutcome(ns), ns.Usage.Turns, ns.Usage.InputTokens, ns.Usage.OutputTokens)
+		ru, nu := rs.TraceUsage(), ns.Usage
+		p.printf("", "recorded: %s  %d turns, %d in / %d out tokens", stepOutcome(rs), ru.Turns, ru.InputTokens, ru.OutputTokens)
+		if rs.Replayed != nil && rs.Replayed.Unused != nil {
+			u := rs.Replayed.Unused
+			p.printf("  ", "and %d in / %d out tokens of replies earlier attempts paid for and the run did not use", u.InputTokens, u.OutputTokens)
+		}
+		p.printf("", "replayed: %s  %d turns, %d in / %d out tokens", stepOutcome(ns), nu.Turns, nu.InputTokens, nu.OutputTokens)
 	}
 	return p.err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/internal/webtest"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // runLocalMission runs an example mission with "local" on srv (its own
@@ -135,6 +137,39 @@ func TestReplayCommand(t *testing.T) {
 	}
 	if oaiCalls.Load() != 1 || antCalls.Load() != 1 {
 		t.Errorf("model requests: openai %d, anthropic %d; want 1 each", oaiCalls.Load(), antCalls.Load())
+	}
+
+	// A recording whose Step counts a reply an earlier attempt paid for and
+	// the run did not use reproduces; a replay with a change shows the
+	// trace's tokens against the replay's, and the unused ones apart.
+	if x, err = readExport(file); err != nil {
+		t.Fatal(err)
+	}
+	trace := x.Step.Usage
+	unused := messages.Usage{InputTokens: 40, OutputTokens: 4, TotalTokens: 44, Requests: 1}
+	x.Step.Usage.Add(unused)
+	x.Step.Replayed = &messages.Replayed{Unused: &unused}
+	paid := filepath.Join(t.TempDir(), "paid.ptcmission")
+	if err := writeExport(paid, x); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"replay", paid}, testEnv(nil), &out, &errOut); err != nil || !strings.Contains(out.String(), "REPRODUCED") {
+		t.Errorf("replay of a recording with an unused reply: %v\n%s", err, out.String())
+	}
+	oai3, _ := webtest.ScriptedChat(t, fixed)
+	out.Reset()
+	err = run(ctx, []string{"replay", paid, "-model", "mini"},
+		testEnv(map[string]string{"PTC_MODEL_MINI": "openai:mini-1@" + oai3.URL + "/v1", "OPENAI_API_KEY": "k"}), &out, &errOut)
+	if err != nil {
+		t.Fatalf("replay -model mini of a recording with an unused reply: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"recorded: RETURN", "replayed: RETURN",
+		fmt.Sprintf("%d turns, %d in / %d out tokens\n  and 40 in / 4 out tokens of replies earlier attempts paid for and the run did not use\n",
+			trace.Turns, trace.InputTokens, trace.OutputTokens)} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("replay -model mini of a recording with an unused reply lacks %q:\n%s", want, out.String())
+		}
 	}
 
 	// An eval suite names the mission by id: replayed as recorded, and
