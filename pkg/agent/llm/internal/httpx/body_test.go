@@ -7,8 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+	"weak"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 )
 
 // resendTransport sends each request the way a transport does that must
@@ -104,5 +109,70 @@ func TestSentBodyReadsInPiecesAndClose(t *testing.T) {
 	_ = c.Close()
 	if n, err := c.Read(p); n != 0 || err != io.EOF || c.b != nil {
 		t.Fatalf("after Close: %d %v, holds %q", n, err, c.b)
+	}
+}
+
+// While the answer is awaited, the request holds the llm.Request its body
+// is built from, not the body: a transport that sends it again builds the
+// body again, to the same bytes.
+func TestCompleteLetsGoOfTheBodyWhileItWaits(t *testing.T) {
+	arrived, release := make(chan []byte, 2), make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		arrived <- b
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	defer close(release)
+	var mu sync.Mutex
+	// the first body's part, which the body holds as long as it is held
+	type part struct{ Content string }
+	var first weak.Pointer[part]
+	built := 0
+	rt := &resendTransport{next: srv.Client().Transport}
+	e := &Endpoint{HTTP: &Client{Provider: "test", HTTP: &http.Client{Transport: rt}}, URL: srv.URL, Headers: http.Header{},
+		Body: func(req llm.Request, stream bool) (map[string]any, error) {
+			p := &part{Content: "hi"}
+			body := map[string]any{"model": "m", "system": req.System, "messages": []any{p}}
+			mu.Lock()
+			defer mu.Unlock()
+			if built++; built == 1 {
+				first = weak.Make(p)
+			}
+			return body, nil
+		},
+		DecodeErr: func(int, []byte) (string, string, string) { return "", "", "" },
+		Decode:    func(context.Context, *http.Response) (*llm.Response, error) { return &llm.Response{}, nil },
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Complete(context.Background(), llm.Request{System: "a system prompt"})
+		done <- err
+	}()
+	var got []byte
+	select {
+	case got = <-arrived:
+	case err := <-done:
+		t.Fatalf("Complete ended before the server held it: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not arrive")
+	}
+	runtime.GC()
+	runtime.GC()
+	mu.Lock()
+	held, n := first.Value() != nil, built
+	mu.Unlock()
+	if held {
+		t.Error("the body built for the first send is still held while the answer is awaited")
+	}
+	if want, _ := json.Marshal(map[string]any{"model": "m", "system": "a system prompt", "messages": []any{map[string]any{"Content": "hi"}}}); !bytes.Equal(got, want) || !bytes.Equal(rt.first, want) {
+		t.Errorf("sent %q, then %q; want %q both times", rt.first, got, want)
+	}
+	if n != 2 {
+		t.Errorf("the body was built %d times; want 2 (sent, then sent again)", n)
 	}
 }

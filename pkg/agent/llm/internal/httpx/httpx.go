@@ -117,6 +117,13 @@ type Client struct {
 // transport failure. ctx's own error is returned as is.
 func (c *Client) Post(ctx context.Context, url string, headers http.Header, body any,
 	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
+	return c.post(ctx, url, headers, body, func() (any, error) { return body, nil }, decodeErr)
+}
+
+// post is Post, with again building body again for a transport that must
+// send the request again: the request holds again, not body.
+func (c *Client) post(ctx context.Context, url string, headers http.Header, body any, again func() (any, error),
+	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
@@ -128,10 +135,14 @@ func (c *Client) Post(ctx context.Context, url string, headers http.Header, body
 	// The encoded body is let go once it is sent: it repeats the whole
 	// conversation, which the caller holds anyway, and a model may take
 	// minutes to answer. A transport that sends the request again (a
-	// refused HTTP/2 stream, a connection gone away) encodes body again,
-	// to the same bytes.
+	// refused HTTP/2 stream, a connection gone away) builds the body again
+	// and encodes it, to the same bytes.
 	req.Body, req.ContentLength = newSentBody(payload), int64(len(payload))
 	req.GetBody = func() (io.ReadCloser, error) {
+		body, err := again()
+		if err != nil {
+			return nil, err
+		}
 		p, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
@@ -331,7 +342,10 @@ func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err != nil {
 		return nil, err
 	}
-	resp, err := e.HTTP.Post(ctx, e.URL, e.Headers, body, e.DecodeErr)
+	// while the answer is awaited the request holds req, which its caller
+	// holds anyway, rather than the body built from it (a map of the whole
+	// request, about 0.5 KB for a short conversation)
+	resp, err := e.HTTP.post(ctx, e.URL, e.Headers, body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +363,7 @@ func (e *Endpoint) Stream(ctx context.Context, req llm.Request) (*llm.Stream, er
 	}
 	h := e.Headers.Clone()
 	h.Set("Accept", "text/event-stream")
-	resp, err := e.HTTP.Post(ctx, e.URL, h, body, e.DecodeErr)
+	resp, err := e.HTTP.post(ctx, e.URL, h, body, func() (any, error) { return e.Body(req, true) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
