@@ -363,7 +363,8 @@ func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 		if l.lastFail != nil {
 			prev = l.lastErr
 		}
-		return stop(llmFail(lerr, prev))
+		step, err := failStepCause(st, llmFail(lerr, prev), lerr)
+		return step, err, true
 	}
 	u := resp.Usage
 	recordTurn(st, &rec, resp, requests)

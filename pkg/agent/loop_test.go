@@ -719,6 +719,27 @@ func TestLLMErrorCarriesPreviousError(t *testing.T) {
 	}
 }
 
+// The error of a run whose model call failed for good wraps the call's
+// error, in either mode, so a caller can tell its own failures (a fleet's
+// store that could not be read) from the model's.
+func TestLLMErrorWrapsTheCallsError(t *testing.T) {
+	ours := errors.New("the caller's store is unavailable")
+	for _, text := range []bool{false, true} {
+		spec := Spec{Prompt: "x", LLMRetry: &llm.RetryPolicy{MaxAttempts: 1}}
+		var a *Agent
+		if text {
+			a = mustText(t, spec)
+		} else {
+			a = mustNew(t, spec)
+		}
+		st, err, _ := run(t, a, RunOptions{}, llmtest.Error(fmt.Errorf("reserve: %w", ours)))
+		wantReason(t, st, err, ReasonLLMError)
+		if !errors.Is(err, ours) {
+			t.Errorf("text mode %v: err = %v, want it to wrap the model call's error", text, err)
+		}
+	}
+}
+
 // A turn ending with a map of data (string keys) is merged into memory key
 // by key; the feedback says so in one line, with the keys. A map of
 // keywords ({:results ...}) is the usual way to keep results: no note.

@@ -219,8 +219,15 @@ func (a *Agent) resolveModel(opts RunOptions, l *link, reg llm.Registry) (llm.Mo
 }
 
 func failStep(st *messages.Step, f *messages.Fail) (*messages.Step, error) {
+	return failStepCause(st, f, nil)
+}
+
+// failStepCause is failStep whose error wraps cause: a model call's
+// error, which a caller may branch on (a fleet hands a mission back when
+// the call failed on the fleet's own store).
+func failStepCause(st *messages.Step, f *messages.Fail, cause error) (*messages.Step, error) {
 	st.Fail = f
-	return st, &Error{Kind: KindRun, Reason: f.Reason, Msg: f.Message, Step: st}
+	return st, &Error{Kind: KindRun, Reason: f.Reason, Msg: f.Message, Step: st, Err: cause}
 }
 
 // llmFail is the Fail of a run whose model call failed for good. When the

@@ -345,7 +345,8 @@ func (l *textLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 		rec.Error = lerr.Error()
 		rec.Duration = time.Since(turnStart)
 		st.Trace = append(st.Trace, rec)
-		return stop(llmFail(lerr, l.lastErr))
+		step, err := failStepCause(st, llmFail(lerr, l.lastErr), lerr)
+		return step, err, true
 	}
 	u := resp.Usage
 	recordTurn(st, &rec, resp, requests)

@@ -180,6 +180,13 @@ func (ar *agentRun) finish(step *messages.Step, runErr error) (*messages.Step, e
 	if cause := context.Cause(ar.ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
 		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)
 	}
+	if step != nil && step.Fail != nil && errors.Is(runErr, fleet.ErrRetryable) {
+		// A model call failed for good on the fleet's own store (a budget
+		// that could not be read while a NATS node restarted), not on the
+		// model: the mission is handed back, and its next attempt resumes
+		// from the journal.
+		return nil, runErr
+	}
 	if step == nil {
 		step = failStep("internal_error", fmt.Sprint(runErr))
 	}

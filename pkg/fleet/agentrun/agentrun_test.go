@@ -587,3 +587,28 @@ func TestSpawnAgentInFleetMission(t *testing.T) {
 		t.Errorf("child's first message:\n%s", child)
 	}
 }
+
+// A model call that fails for good on the fleet's own store (a budget the
+// worker could not read while a NATS node restarted) hands the mission
+// back, to resume from its journal; a call the model failed fails the
+// mission.
+func TestModelCallFailingOnTheFleetsStoreHandsTheMissionBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	storeDown := llm.MarkRetryable(fmt.Errorf("%w: read budget account.day: nats: no responders available for request", fleet.ErrRetryable), llm.ClassConnection)
+	for _, c := range []struct {
+		err        error
+		handedBack bool
+	}{{storeDown, true}, {errors.New("the model refused"), false}} {
+		model := llm.Func(func(context.Context, llm.Request) (*llm.Response, error) { return nil, c.err })
+		m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+			Agent: &messages.AgentSpec{Prompt: "x", LLMRetry: &messages.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond}}}
+		step, err := agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}).Run(ctx, m, fleet.RunEnv{})
+		switch {
+		case c.handedBack && (step != nil || !errors.Is(err, fleet.ErrRetryable)):
+			t.Errorf("%v: step %+v, err %v; want no step and a retryable error", c.err, step, err)
+		case !c.handedBack && (err != nil || step == nil || step.Fail == nil || step.Fail.Reason != "llm_error"):
+			t.Errorf("%v: step %+v, err %v; want an llm_error step", c.err, step, err)
+		}
+	}
+}
