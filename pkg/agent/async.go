@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 
-	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -31,7 +30,7 @@ func (a *Agent) RunAsync(ctx context.Context, opts RunOptions, done func(*messag
 	r.stretch(r.begin)
 }
 
-// asyncRun is a run of RunAsync: what run and loop (or runText) keep in
+// asyncRun is a run of RunAsync: what run and loop keep in
 // their frames, on the heap, between the stretches of the run that go from
 // one model call to the next.
 type asyncRun struct {
@@ -45,34 +44,7 @@ type asyncRun struct {
 	l          turns
 }
 
-// turns is the state of a run's turns: a PTC-Lisp run's (turnLoop) or a
-// text-mode run's (textLoop).
-type turns interface {
-	// request starts turn n and builds its model request (model); done
-	// when the run ends instead, with its Step
-	request(n int) (step *messages.Step, err error, done bool)
-	// model is the request of the turn in flight and its retry policy
-	model() (*llm.Request, *llm.RetryPolicy)
-	// answer plays the model's answer to turn n's request; done when the
-	// run ends, with its Step
-	answer(n int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool)
-	// last is the run's last turn (it may grow while the run goes on)
-	last() int
-	// outOfTurns is the Step of a run whose turns ran out
-	outOfTurns() (*messages.Step, error)
-	// end fills in what the Step holds of the turns' state once the run
-	// ends
-	end()
-}
-
-func (l *turnLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
-func (l *turnLoop) last() int                               { return l.limitT }
-func (l *textLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
-func (l *textLoop) last() int                               { return l.maxT }
-func (l *textLoop) end()                                    {}
-
-// begin sets the run up as run and loop (or runText) do, and starts its
-// first turn.
+// begin sets the run up as run does, and starts its first turn.
 func (r *asyncRun) begin() (*messages.Step, error, bool) {
 	a, rs := r.a, r.rs
 	in, fail := resolveInput(r.opts)
@@ -82,19 +54,11 @@ func (r *asyncRun) begin() (*messages.Step, error, bool) {
 		return step, err, true
 	}
 	r.missionCtx, r.cancel = missionCtx, cancel
-	if a.spec.Output == OutputText {
-		l, step, err := a.newTextLoop(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
-		if l == nil {
-			return step, err, true
-		}
-		r.l = l
-	} else {
-		l, step, err := a.newTurnLoop(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
-		if l == nil {
-			return step, err, true
-		}
-		r.l = l
+	l, step, err := a.newTurns(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
+	if l == nil {
+		return step, err, true
 	}
+	r.l = l
 	return r.turn(1)
 }
 
@@ -119,14 +83,10 @@ func (r *asyncRun) call(n int) {
 	r.stretch(func() (*messages.Step, error, bool) { return r.answer(n) })
 }
 
-// answer calls the model with turn n's request, plays its answer and
-// starts the next turn; over when the run ends.
+// answer makes turn n's model call, plays its answer and starts the next
+// turn; over when the run ends.
 func (r *asyncRun) answer(n int) (*messages.Step, error, bool) {
-	l := r.l
-	req, policy := l.model()
-	resp, requests, lerr := r.a.callModel(r.missionCtx, r.rs, policy, req)
-	r.rs.st.Usage.Requests += requests
-	if step, err, done := l.answer(n, resp, requests, lerr); done {
+	if step, err, done := r.a.callAndAnswer(r.missionCtx, r.rs, r.l, n); done {
 		return step, err, true
 	}
 	return r.turn(n + 1)

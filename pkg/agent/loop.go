@@ -50,10 +50,12 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 		return step, err
 	}
 	defer cancel()
-	if a.spec.Output == OutputText {
-		return a.runText(ctx, missionCtx, rs, in, &opts, st)
+	t, step, err := a.newTurns(ctx, missionCtx, rs, in, &opts, st)
+	if t == nil {
+		return step, err
 	}
-	return a.loop(ctx, missionCtx, rs, in, &opts, st)
+	defer t.end()
+	return a.loop(missionCtx, rs, t)
 }
 
 // newRun starts the state of a run at the level of l (nil for the top,
@@ -163,28 +165,74 @@ func llmMessage(err error) string {
 	return err.Error()
 }
 
-// loop runs the turns. Its own frame is small: a run waits on its model
-// from here (callModel), and what the goroutine's stack holds below the
-// model call sets the stack's size while thousands of runs wait, so the
-// turn's setup and the handling of the model's answer live in turnLoop's
-// methods, which have returned by then.
-func (a *Agent) loop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*messages.Step, error) {
+// turns is the state of a run's turns: a PTC-Lisp run's (turnLoop) or a
+// text-mode run's (textLoop).
+type turns interface {
+	// request starts turn n and builds its model request (model); done
+	// when the run ends instead, with its Step
+	request(n int) (step *messages.Step, err error, done bool)
+	// model is the request of the turn in flight and its retry policy
+	model() (*llm.Request, *llm.RetryPolicy)
+	// answer plays the model's answer to turn n's request; done when the
+	// run ends, with its Step
+	answer(n int, resp *llm.Response, requests int, lerr error) (step *messages.Step, err error, done bool)
+	// last is the run's last turn (it may grow while the run goes on)
+	last() int
+	// outOfTurns is the Step of a run whose turns ran out
+	outOfTurns() (*messages.Step, error)
+	// end fills in what the Step holds of the turns' state once the run
+	// ends
+	end()
+}
+
+func (l *turnLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *turnLoop) last() int                               { return l.limitT }
+func (l *textLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *textLoop) last() int                               { return l.maxT }
+func (l *textLoop) end()                                    {}
+
+// newTurns sets up the state of the run's turns: a text-mode run's
+// (textLoop) or a PTC-Lisp run's (turnLoop). Nil when the run ends
+// before its first turn, with its Step.
+func (a *Agent) newTurns(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (turns, *messages.Step, error) {
+	if a.spec.Output == OutputText {
+		l, step, err := a.newTextLoop(ctx, missionCtx, rs, in, opts, st)
+		if l == nil {
+			return nil, step, err
+		}
+		return l, nil, nil
+	}
 	l, step, err := a.newTurnLoop(ctx, missionCtx, rs, in, opts, st)
 	if l == nil {
-		return step, err
+		return nil, step, err
 	}
-	defer l.end()
-	for turn := 1; turn <= l.limitT; turn++ {
-		if step, err, done := l.request(turn); done {
+	return l, nil, nil
+}
+
+// loop plays the turns t sets up on this goroutine. Its own frame is
+// small: a run waits on its model from here (callAndAnswer, callModel), and
+// what the goroutine's stack holds below the model call sets the stack's
+// size while thousands of runs wait, so the turn's setup and the handling
+// of the model's answer live in t's methods, which have returned by then.
+func (a *Agent) loop(missionCtx context.Context, rs *runState, t turns) (*messages.Step, error) {
+	for n := 1; n <= t.last(); n++ {
+		if step, err, done := t.request(n); done {
 			return step, err
 		}
-		resp, requests, lerr := a.callModel(missionCtx, rs, &l.policy, &l.req)
-		st.Usage.Requests += requests
-		if step, err, done := l.answer(turn, resp, requests, lerr); done {
+		if step, err, done := a.callAndAnswer(missionCtx, rs, t, n); done {
 			return step, err
 		}
 	}
-	return l.outOfTurns()
+	return t.outOfTurns()
+}
+
+// callAndAnswer makes turn n's model call and plays the model's answer; done
+// when the run ends, with its Step.
+func (a *Agent) callAndAnswer(missionCtx context.Context, rs *runState, t turns, n int) (*messages.Step, error, bool) {
+	req, policy := t.model()
+	resp, requests, lerr := a.callModel(missionCtx, rs, policy, req)
+	rs.st.Usage.Requests += requests
+	return t.answer(n, resp, requests, lerr)
 }
 
 // turnLoop is the state of a PTC-Lisp run's turns (loop), kept on the heap

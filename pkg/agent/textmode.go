@@ -214,32 +214,7 @@ func (a *Agent) jsonFeedback(problem string, next, max int) string {
 	return problem + "\nReply with only a JSON value of type " + signature.PromptType(a.sig.Output) + ".\n" + textTurnLine(next, max)
 }
 
-// runText is the text-mode loop; run() has resolved the model, checked
-// the depth, validated the inputs and set the mission deadline. Like
-// loop, its own frame is small: a run waits on its model from here
-// (callModel), and what the goroutine's stack holds below the model call
-// sets the stack's size while thousands of runs wait, so the turn's setup
-// and the handling of the model's answer live in textLoop's methods,
-// which have returned by then.
-func (a *Agent) runText(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*messages.Step, error) {
-	l, step, err := a.newTextLoop(ctx, missionCtx, rs, in, opts, st)
-	if l == nil {
-		return step, err
-	}
-	for turn := 1; turn <= l.maxT; turn++ {
-		if step, err, done := l.request(turn); done {
-			return step, err
-		}
-		resp, requests, lerr := a.callModel(missionCtx, rs, &l.policy, &l.req)
-		st.Usage.Requests += requests
-		if step, err, done := l.answer(turn, resp, requests, lerr); done {
-			return step, err
-		}
-	}
-	return l.outOfTurns()
-}
-
-// textLoop is the state of a text-mode run's turns (runText), kept on the
+// textLoop is the state of a text-mode run's turns (loop), kept on the
 // heap so that the frames under a waiting model call stay small.
 type textLoop struct {
 	a               *Agent

@@ -24,13 +24,13 @@ func growStack(n int) byte {
 }
 
 // Runs waiting on their model keep small stacks: the frames a run waits
-// under (run, loop or runText, callModel, the retry's) hold few bytes, so
+// under (run, loop, callAndAnswer, callModel, the retry's) hold few bytes, so
 // at GC the stack of a waiting run shrinks to 8 KB (a goroutine's stack
 // halves at each GC while less than a quarter of it is in use). With the
 // turn's state and the handling of the model's answer in the loop's own
 // frame (3.9 KB) and the run's set-up in run's (1.3 KB), a PTC-Lisp run
 // here waited under more than 8 KB of frames and kept 32 KB; with them in
-// runText's frame (2.5 KB) and modelTurn's (0.9 KB), a text-mode run here
+// the text loop's own frames (2.5 KB and 0.9 KB), a text-mode run here
 // waited under more than 4 KB and kept 16 KB.
 func TestRunWaitingOnItsModelKeepsASmallStack(t *testing.T) {
 	t.Run("lisp", func(t *testing.T) {
