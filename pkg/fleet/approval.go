@@ -435,9 +435,9 @@ func decodeApproval(key string, data []byte) (*messages.Approval, error) {
 // no right to create one, and no stream info. A mission with more
 // records than one batch answers has them listed from its stream's info
 // (the bucket's subjects of the mission) and read one direct get each.
-func listApprovals(ctx context.Context, br *batchReplies, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
+func listApprovals(ctx context.Context, replies *replyMux, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
 	prefix := "$KV." + messages.BucketApprovals + "."
-	msgs, err := lastPerSubject(ctx, br, "KV_"+messages.BucketApprovals, prefix+id+".>")
+	msgs, err := lastPerSubject(ctx, replies, "KV_"+messages.BucketApprovals, prefix+id+".>")
 	if errors.Is(err, errBatchIncomplete) {
 		return listApprovalsByInfo(ctx, js, kv, id)
 	}
@@ -635,7 +635,7 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
 		next: map[string]int{},
 		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
-			return listApprovals(ctx, w.batch, w.js, w.st.Approvals, m.ID)
+			return listApprovals(ctx, w.replies, w.js, w.st.Approvals, m.ID)
 		}}
 }
 
@@ -716,7 +716,7 @@ func (w *Worker) attachApprovals(ctx context.Context, id string, gate *approvalG
 		attachApprovals(step, as)
 		return
 	}
-	as, _, err := listApprovals(ctx, w.batch, w.js, w.st.Approvals, id)
+	as, _, err := listApprovals(ctx, w.replies, w.js, w.st.Approvals, id)
 	if err != nil {
 		log.Warn().Err(err).Msg("approvals not added to the trace")
 		return
@@ -808,7 +808,7 @@ func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval
 // approvals returns the approval records of mission id and the revision
 // of each by call.
 func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval, map[string]uint64, error) {
-	as, revs, err := listApprovals(ctx, c.batch, c.js, c.st.Approvals, id)
+	as, revs, err := listApprovals(ctx, c.replies, c.js, c.st.Approvals, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fleet: approvals of %s: %w", id, err)
 	}

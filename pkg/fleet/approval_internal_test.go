@@ -99,7 +99,7 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(want, "1.d1.0")
-	br := newBatchReplies(js.Conn())
+	br := newReplyMux(js.Conn())
 	as, revs, err := listApprovals(ctx, br, js, st.Approvals, id)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestBatchDirectGetsShareOneSubscription(t *testing.T) {
 		}
 	}
 	before := nc.NumSubscriptions()
-	br := newBatchReplies(nc)
+	br := newReplyMux(nc)
 	errs := make(chan error, 5*len(ids))
 	for range 5 {
 		for i, id := range ids {

@@ -53,8 +53,6 @@ type Client struct {
 	js  jetstream.JetStream
 	st  *Stores
 	cfg ClientConfig
-	// batch receives the answers of the client's batch direct gets.
-	batch *batchReplies
 	// quotas reads the submitter's quota, bound at the first submit
 	// (nil: a layout set up before quotas); quotaOnce binds it.
 	quotas    *Quotas
@@ -110,7 +108,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, batch: newBatchReplies(nc), js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
+	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
 		replies: newReplyMux(nc)}, nil
 }
 
@@ -350,7 +348,7 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 		return func() (*statusEntry, error) { return cur, err }
 	}
 	call := &liveCall{reply: make(chan *nats.Msg, 1)}
-	reply, done := c.replies.add(call)
+	reply, done := c.replies.add(call.handle)
 	subject := messages.StatusSubject(k.sub, k.id)
 	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+statusStream+"."+subject, reply, nil); err != nil {
 		done()

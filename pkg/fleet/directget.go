@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,72 +26,15 @@ const headerNumPending = "Nats-Num-Pending"
 // own.
 const directBatchWait = 5 * time.Second
 
-// batchReplies receives the answers of a connection's batch direct gets,
-// each several messages to one reply subject, on one wildcard
-// subscription made at the first get. A subscription per get would cost
-// a subscribe and an unsubscribe (each changing the server's subject
-// index) and a goroutine for every get.
-type batchReplies struct {
-	nc     *nats.Conn
-	mu     sync.Mutex
-	sub    *nats.Subscription
-	prefix string // a get's reply subject is prefix and its token
-	next   uint64
-	gets   map[string]func(*nats.Msg)
-}
-
-// newBatchReplies returns the batch replies of nc; it subscribes at the
-// first get.
-func newBatchReplies(nc *nats.Conn) *batchReplies {
-	return &batchReplies{nc: nc, gets: map[string]func(*nats.Msg){}}
-}
-
-// open registers h for the answers of one get and returns the get's reply
-// subject and the function that ends it (h is not called after it
-// returns). The answers of one get reach h in order, one at a time.
-func (b *batchReplies) open(h func(*nats.Msg)) (string, func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.sub == nil {
-		prefix := b.nc.NewInbox() + "."
-		sub, err := b.nc.Subscribe(prefix+"*", b.deliver)
-		if err != nil {
-			return "", nil, err
-		}
-		// a get's answer may be many messages, the gets of many runs at
-		// once: the connection's defaults bound what waits
-		b.sub, b.prefix = sub, prefix
-	}
-	b.next++
-	token := strconv.FormatUint(b.next, 36)
-	b.gets[token] = h
-	return b.prefix + token, func() {
-		b.mu.Lock()
-		delete(b.gets, token)
-		b.mu.Unlock()
-	}, nil
-}
-
-// deliver hands msg to the get its reply subject names; an answer to a
-// get that ended is dropped.
-func (b *batchReplies) deliver(msg *nats.Msg) {
-	b.mu.Lock()
-	h := b.gets[msg.Subject[min(len(b.prefix), len(msg.Subject)):]]
-	b.mu.Unlock()
-	if h != nil {
-		h(msg)
-	}
-}
-
 // lastPerSubject returns the last message of every subject of stream that
 // matches filter (a wildcard subject), oldest first, with one batch
 // direct get (multi_last): one request whatever the number of subjects,
-// and no stream info; its answers come on br's subscription. Each message's Nats-Subject and Nats-Sequence
-// headers name its subject and sequence (a KV entry's revision). The
+// and no stream info; its answers come on the subscription of replies.
+// Each message's Nats-Subject and Nats-Sequence headers name its subject and sequence (a KV entry's revision). The
 // answer may come from any replica of the stream, like every direct get.
 // It returns errBatchIncomplete when the server answered with fewer
 // messages than matched.
-func lastPerSubject(ctx context.Context, br *batchReplies, stream, filter string) ([]*nats.Msg, error) {
+func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
 	req, err := json.Marshal(struct {
 		MultiLast []string `json:"multi_last"`
 	}{[]string{filter}})
@@ -116,7 +58,10 @@ func lastPerSubject(ctx context.Context, br *batchReplies, stream, filter string
 		default: // answered already
 		}
 	}
-	reply, stop, err := br.open(func(msg *nats.Msg) {
+	if err := replies.open(); err != nil {
+		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
+	}
+	reply, stop := replies.add(func(msg *nats.Msg) {
 		status := msg.Header.Get("Status")
 		switch {
 		case status == "":
@@ -137,11 +82,8 @@ func lastPerSubject(ctx context.Context, br *batchReplies, stream, filter string
 			finish(answer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))})
 		}
 	})
-	if err != nil {
-		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
-	}
 	defer stop()
-	if err := br.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, req); err != nil {
+	if err := replies.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, req); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
 	select {

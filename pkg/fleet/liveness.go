@@ -74,9 +74,13 @@ func progressInterval(every, timeout time.Duration) time.Duration {
 	return max(every, minHeartbeat, timeout/MaxToolProgress)
 }
 
-// replyMux receives the answers and progress messages of a worker's live
-// tool calls on one wildcard subscription of its own inbox (nats.go's
-// request mux keeps only the first message of a request).
+// replyMux receives the messages sent to reply subjects of a connection's
+// inbox on one wildcard subscription, each subject's to the handler added
+// for it: the answers and progress messages of live tool calls, a
+// submission's status read and the answers of batch direct gets. nats.go's
+// request mux keeps only the first message of a request, and a
+// subscription per request would cost a subscribe and an unsubscribe
+// (each changing the server's subject index) and a goroutine.
 type replyMux struct {
 	nc     *nats.Conn
 	once   sync.Once
@@ -84,18 +88,34 @@ type replyMux struct {
 	err    error
 	next   atomic.Uint64
 
-	mu    sync.Mutex
-	calls map[string]*liveCall
+	mu       sync.Mutex
+	handlers map[string]func(*nats.Msg)
 }
 
-// liveCall is one call waiting on a replyMux.
+// liveCall is one call waiting on a replyMux (its handle).
 type liveCall struct {
 	reply chan *nats.Msg // the answer; later copies are dropped
-	beat  chan struct{}  // a progress message came
+	beat  chan struct{}  // a progress message came (nil: not listened for)
+}
+
+// handle takes one message to the call's reply subject: a progress
+// message or its answer.
+func (c *liveCall) handle(msg *nats.Msg) {
+	if msg.Header.Get(messages.HeaderHeartbeat) != "" {
+		select {
+		case c.beat <- struct{}{}:
+		default:
+		}
+		return
+	}
+	select {
+	case c.reply <- msg:
+	default:
+	}
 }
 
 func newReplyMux(nc *nats.Conn) *replyMux {
-	return &replyMux{nc: nc, calls: map[string]*liveCall{}}
+	return &replyMux{nc: nc, handlers: map[string]func(*nats.Msg){}}
 }
 
 // open subscribes once, on first use.
@@ -112,34 +132,25 @@ func (m *replyMux) deliver(msg *nats.Msg) {
 		return
 	}
 	m.mu.Lock()
-	c := m.calls[msg.Subject[len(m.prefix)+1:]]
+	h := m.handlers[msg.Subject[len(m.prefix)+1:]]
 	m.mu.Unlock()
-	if c == nil {
-		return
-	}
-	if msg.Header.Get(messages.HeaderHeartbeat) != "" {
-		select {
-		case c.beat <- struct{}{}:
-		default:
-		}
-		return
-	}
-	select {
-	case c.reply <- msg:
-	default:
+	if h != nil {
+		h(msg)
 	}
 }
 
-// add registers a call and returns its reply subject and a func that
-// unregisters it.
-func (m *replyMux) add(c *liveCall) (string, func()) {
+// add registers h for the messages to a new reply subject (after open)
+// and returns the subject and a func that unregisters it; a message being
+// handed to h then may still reach it. The messages reach h one at a
+// time, in the order they came.
+func (m *replyMux) add(h func(*nats.Msg)) (string, func()) {
 	token := strconv.FormatUint(m.next.Add(1), 36)
 	m.mu.Lock()
-	m.calls[token] = c
+	m.handlers[token] = h
 	m.mu.Unlock()
 	return m.prefix + "." + token, func() {
 		m.mu.Lock()
-		delete(m.calls, token)
+		delete(m.handlers, token)
 		m.mu.Unlock()
 	}
 }
@@ -161,7 +172,7 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 		return nil, err
 	}
 	c := &liveCall{reply: make(chan *nats.Msg, 1), beat: make(chan struct{}, 1)}
-	reply, done := b.replies.add(c)
+	reply, done := b.replies.add(c.handle)
 	defer done()
 	msg.Reply = reply
 	every := b.heartbeat

@@ -216,8 +216,6 @@ type Worker struct {
 	log zerolog.Logger
 	reg *toolRegistry
 	st  *Stores
-	// batch receives the answers of the worker's batch direct gets.
-	batch *batchReplies
 	// budgets enforces the fleet-wide budgets (set at Start).
 	budgets *Budgets
 	// quotas enforces the per-submitter quotas (set at Start).
@@ -346,7 +344,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, batch: newBatchReplies(nc), js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter,
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter,
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
