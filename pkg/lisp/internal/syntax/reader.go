@@ -80,12 +80,13 @@ type reader struct {
 }
 
 // Slab is the first slab of forms and item slots a read cuts its forms
-// from: a small program's forms and items all fit. A caller of ReadIn
-// may make it with other things it allocates; the forms read point into
-// it.
+// from: a small program's forms and items all fit (up to 16 forms, such
+// as a tool call and its return, TestReadFitsFirstSlab), so that reading
+// it makes no slab besides this one. A caller of ReadIn may make it with
+// other things it allocates; the forms read point into it.
 type Slab struct {
-	forms [8]Form
-	items [12]*Form
+	forms [16]Form
+	items [24]*Form
 }
 
 // slabMax bounds the forms (or item slots) of one slab: slabs after the

@@ -186,3 +186,28 @@ func TestReadUnclosed(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFitsFirstSlab: a program of up to 16 forms and 24 item slots
+// (a model's one tool call and its return, a short pipeline) is read
+// into the first slab alone: no allocation besides it.
+func TestReadFitsFirstSlab(t *testing.T) {
+	kw := map[string]*core.Keyword{}
+	for _, src := range []string{
+		`(return {:n (count (tool/get_customer {:id 1}))})`,
+		`(+ 1 2 3 4 5 6 7 8 9 10 11 12 13)`,
+		`(let [c (tool/get_customer {:id 1})] (return (:name c)))`,
+	} {
+		var first Slab
+		if _, err := ReadIn(src, kw, &first); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if n := testing.AllocsPerRun(50, func() {
+			first = Slab{}
+			if _, err := ReadIn(src, kw, &first); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %.0f allocations besides the first slab, want 0", src, n)
+		}
+	}
+}
