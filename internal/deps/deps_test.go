@@ -1,6 +1,6 @@
-// Package deps holds the test that enforces the module's dependency rule:
-// which of the module's packages each package may import. It has no code of
-// its own.
+// Package deps holds the module-wide tests: the dependency rule (which of
+// the module's packages each package may import) and the docs' references
+// to the repository (docrefs_test.go). It has no code of its own.
 package deps
 
 import (

@@ -1,0 +1,1037 @@
+package deps
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The docs name many things of the repository: files, test functions,
+// Go identifiers of the module's packages and flags of its binaries. The
+// tests below read every inline code span of the docs and fail on a name
+// that does not exist, giving the doc file, the line and the name. Only
+// names that can be checked without guessing are checked: a span that
+// could mean something else (an unqualified identifier, a flag of another
+// tool) is left alone, and the few exceptions are listed with a reason.
+
+// docFiles lists the docs the checks read, relative to the module root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	files := []string{"README.md"}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		files = append(files, filepath.ToSlash(mustRel(t, root, d)))
+	}
+	for _, dir := range []string{"examples", "deploy"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasPrefix(d.Name(), "README") {
+				files = append(files, filepath.ToSlash(mustRel(t, root, path)))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(files[1:])
+	return files
+}
+
+func mustRel(t *testing.T, root, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// span is an inline code span of a doc, or a line of a fenced code block.
+type span struct {
+	line   int
+	text   string
+	fenced bool
+}
+
+// backtickRun matches a run of backquotes.
+var backtickRun = regexp.MustCompile("`+")
+
+// docSpans returns the inline code spans of a markdown text with the line
+// each starts on, and the lines of its fenced code blocks. A code span
+// closes at the next run of as many backquotes within its paragraph.
+func docSpans(text string) []span {
+	var out []span
+	lines := strings.Split(text, "\n")
+	fence := ""
+	var para []string // lines of the current paragraph
+	paraStart := 0
+	flush := func() {
+		if len(para) == 0 {
+			return
+		}
+		joined := strings.Join(para, "\n")
+		runs := backtickRun.FindAllStringIndex(joined, -1)
+		for i := 0; i < len(runs); i++ {
+			open := runs[i]
+			n := open[1] - open[0]
+			for j := i + 1; j < len(runs); j++ {
+				if runs[j][1]-runs[j][0] != n {
+					continue
+				}
+				code := joined[open[1]:runs[j][0]]
+				code = strings.ReplaceAll(code, "\n", " ")
+				if strings.HasPrefix(code, " ") && strings.HasSuffix(code, " ") && strings.TrimSpace(code) != "" {
+					code = code[1 : len(code)-1]
+				}
+				out = append(out, span{line: paraStart + strings.Count(joined[:open[0]], "\n") + 1, text: code})
+				i = j
+				break
+			}
+		}
+		para = nil
+	}
+	for i, l := range lines {
+		trimmed := strings.TrimSpace(l)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
+				fence = ""
+			} else {
+				out = append(out, span{line: i + 1, text: l, fenced: true})
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			flush()
+			fence = trimmed[:3]
+			for _, c := range trimmed[3:] {
+				if string(c) != fence[:1] {
+					break
+				}
+				fence += fence[:1]
+			}
+			continue
+		}
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			flush()
+			if trimmed != "" {
+				para, paraStart = []string{l}, i
+				flush()
+			}
+			continue
+		}
+		if len(para) == 0 {
+			paraStart = i
+		}
+		para = append(para, l)
+	}
+	flush()
+	return out
+}
+
+// moduleIndex is what the checks know of the module's Go source, read
+// with go/parser.
+type moduleIndex struct {
+	root string
+	// pkgs maps a package name to its package; the module's package names
+	// are unique (commands, named main, are not in it).
+	pkgs map[string]*goPackage
+	// testFuncs holds every top-level function of the module's _test.go
+	// files; topLevel every top-level name of any file.
+	testFuncs, topLevel map[string]bool
+	// flags maps a command directory (cmd/NAME) to the flags its
+	// files and internal/cli define.
+	flags map[string]map[string]bool
+	// commands matches a command line running one of the binaries.
+	commands *regexp.Regexp
+}
+
+// goPackage is one package of the module: its top-level names and, for
+// each type, its fields, methods and embedded types.
+type goPackage struct {
+	name, dir string
+	decls     map[string]ast.Expr // top-level name → type expression (nil if unknown)
+	kinds     map[string]token.Token
+	types     map[string]*goType
+	testFuncs map[string]bool
+	consts    map[string]string // string constants by name
+}
+
+type goType struct {
+	spec    *ast.TypeSpec
+	members map[string]ast.Expr // field or method name → field type (nil for a method)
+	embeds  []ast.Expr
+	alias   ast.Expr // the aliased type of `type A = B`
+}
+
+// goFlagMethods are the flag.FlagSet methods that define a flag, with the
+// index of the flag name among their arguments.
+var goFlagMethods = map[string]int{
+	"String": 0, "Bool": 0, "Int": 0, "Int64": 0, "Uint": 0, "Uint64": 0, "Float64": 0, "Duration": 0,
+	"Func": 0, "BoolFunc": 0,
+	"StringVar": 1, "BoolVar": 1, "IntVar": 1, "Int64Var": 1, "UintVar": 1, "Uint64Var": 1, "Float64Var": 1,
+	"DurationVar": 1, "Var": 1, "TextVar": 1,
+}
+
+// indexModule reads the Go files of the module rooted at root.
+func indexModule(t *testing.T, root string) *moduleIndex {
+	t.Helper()
+	ix := &moduleIndex{root: root, pkgs: map[string]*goPackage{}, testFuncs: map[string]bool{}, topLevel: map[string]bool{},
+		flags: map[string]map[string]bool{}}
+	byDir := map[string]*goPackage{}
+	type flagFile struct {
+		dir  string
+		file *ast.File
+	}
+	var flagFiles []flagFile
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(mustRel(t, root, filepath.Dir(path)))
+		p := byDir[dir]
+		if p == nil {
+			p = &goPackage{dir: dir, decls: map[string]ast.Expr{}, kinds: map[string]token.Token{}, types: map[string]*goType{},
+				testFuncs: map[string]bool{}, consts: map[string]string{}}
+			byDir[dir] = p
+		}
+		isTest := strings.HasSuffix(path, "_test.go")
+		if !isTest {
+			p.name = f.Name.Name
+		}
+		addPackageDecls(ix, p, f, isTest)
+		if !isTest && (strings.HasPrefix(dir, "cmd/") || dir == "internal/cli") {
+			flagFiles = append(flagFiles, flagFile{dir, f})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range byDir {
+		if p.name == "" || p.name == "main" {
+			continue
+		}
+		if q, dup := ix.pkgs[p.name]; dup {
+			t.Fatalf("packages %s and %s are both named %s: docs references to %s.X are ambiguous", q.dir, p.dir, p.name, p.name)
+		}
+		ix.pkgs[p.name] = p
+	}
+	cliFlags := map[string]bool{}
+	for _, ff := range flagFiles {
+		if ff.dir == "internal/cli" {
+			addFlags(t, ix, byDir[ff.dir], ff.file, cliFlags)
+		}
+	}
+	for _, ff := range flagFiles {
+		if ff.dir == "internal/cli" || strings.Count(ff.dir, "/") != 1 {
+			continue
+		}
+		set := ix.flags[ff.dir]
+		if set == nil {
+			// The flag package answers -h and -help with the usage.
+			set = map[string]bool{"h": true, "help": true}
+			for f := range cliFlags {
+				set[f] = true
+			}
+			ix.flags[ff.dir] = set
+		}
+		addFlags(t, ix, byDir[ff.dir], ff.file, set)
+	}
+	var bins []string
+	for dir := range ix.flags {
+		bins = append(bins, regexp.QuoteMeta(strings.TrimPrefix(dir, "cmd/")))
+	}
+	sort.Strings(bins)
+	ix.commands = commandLine(bins)
+	return ix
+}
+
+func addPackageDecls(ix *moduleIndex, p *goPackage, f *ast.File, isTest bool) {
+	external := strings.HasSuffix(f.Name.Name, "_test")
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			ix.topLevel[d.Name.Name] = true
+			if d.Recv == nil {
+				if isTest {
+					ix.testFuncs[d.Name.Name] = true
+					p.testFuncs[d.Name.Name] = true
+					continue
+				}
+				p.decls[d.Name.Name] = nil
+				p.kinds[d.Name.Name] = token.FUNC
+				continue
+			}
+			if external {
+				continue
+			}
+			recv := d.Recv.List[0].Type
+			if s, ok := recv.(*ast.StarExpr); ok {
+				recv = s.X
+			}
+			switch r := recv.(type) {
+			case *ast.IndexExpr:
+				recv = r.X
+			case *ast.IndexListExpr:
+				recv = r.X
+			}
+			if id, ok := recv.(*ast.Ident); ok {
+				typ(p, id.Name).members[d.Name.Name] = nil
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					ix.topLevel[s.Name.Name] = true
+					if external || isTest && !ast.IsExported(s.Name.Name) {
+						continue
+					}
+					p.decls[s.Name.Name] = nil
+					p.kinds[s.Name.Name] = token.TYPE
+					gt := typ(p, s.Name.Name)
+					gt.spec = s
+					if s.Assign.IsValid() {
+						gt.alias = s.Type
+					}
+					addMembers(gt, s.Type)
+				case *ast.ValueSpec:
+					for i, n := range s.Names {
+						ix.topLevel[n.Name] = true
+						if external || isTest {
+							continue
+						}
+						p.decls[n.Name] = s.Type
+						p.kinds[n.Name] = d.Tok
+						if d.Tok == token.CONST && i < len(s.Values) {
+							if lit, ok := s.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+								if v, err := strconv.Unquote(lit.Value); err == nil {
+									p.consts[n.Name] = v
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func typ(p *goPackage, name string) *goType {
+	gt := p.types[name]
+	if gt == nil {
+		gt = &goType{members: map[string]ast.Expr{}}
+		p.types[name] = gt
+	}
+	return gt
+}
+
+// addMembers records the fields, embedded types and interface methods of
+// a type's definition.
+func addMembers(gt *goType, e ast.Expr) {
+	switch e := e.(type) {
+	case *ast.StructType:
+		for _, f := range e.Fields.List {
+			if len(f.Names) == 0 {
+				gt.embeds = append(gt.embeds, f.Type)
+				if n := embeddedName(f.Type); n != "" {
+					gt.members[n] = f.Type
+				}
+				continue
+			}
+			for _, n := range f.Names {
+				gt.members[n.Name] = f.Type
+			}
+		}
+	case *ast.InterfaceType:
+		for _, m := range e.Methods.List {
+			if len(m.Names) == 0 {
+				gt.embeds = append(gt.embeds, m.Type)
+				continue
+			}
+			for _, n := range m.Names {
+				gt.members[n.Name] = nil
+			}
+		}
+	}
+}
+
+// embeddedName is the field name of an embedded type.
+func embeddedName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return embeddedName(e.X)
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	case *ast.IndexExpr:
+		return embeddedName(e.X)
+	case *ast.IndexListExpr:
+		return embeddedName(e.X)
+	}
+	return ""
+}
+
+// addFlags adds to set the names of the flags f defines on a
+// *flag.FlagSet: calls of a FlagSet's defining methods on a variable
+// declared as *flag.FlagSet or assigned from flag.NewFlagSet, and of the
+// flag package's own, with the name a string literal or a string constant
+// of the module.
+func addFlags(t *testing.T, ix *moduleIndex, p *goPackage, f *ast.File, set map[string]bool) {
+	t.Helper()
+	isFlagSet := func(e ast.Expr) bool {
+		if s, ok := e.(*ast.StarExpr); ok {
+			e = s.X
+		}
+		sel, ok := e.(*ast.SelectorExpr)
+		if !ok {
+			return false
+		}
+		x, ok := sel.X.(*ast.Ident)
+		return ok && x.Name == "flag" && sel.Sel.Name == "FlagSet"
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		var ftype *ast.FuncType
+		var body *ast.BlockStmt
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			ftype, body = n.Type, n.Body
+		case *ast.FuncLit:
+			ftype, body = n.Type, n.Body
+		default:
+			return true
+		}
+		if body == nil {
+			return false
+		}
+		sets := map[string]bool{"flag": true}
+		for _, fl := range ftype.Params.List {
+			if isFlagSet(fl.Type) {
+				for _, n := range fl.Names {
+					sets[n.Name] = true
+				}
+			}
+		}
+		ast.Inspect(body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for i, r := range n.Rhs {
+					call, ok := r.(*ast.CallExpr)
+					if !ok || i >= len(n.Lhs) {
+						continue
+					}
+					if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "flag" && sel.Sel.Name == "NewFlagSet" {
+							if id, ok := n.Lhs[i].(*ast.Ident); ok {
+								sets[id.Name] = true
+							}
+						}
+					}
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, ok := sel.X.(*ast.Ident)
+				arg, defines := goFlagMethods[sel.Sel.Name]
+				if !ok || !defines || !sets[x.Name] || arg >= len(n.Args) {
+					return true
+				}
+				name, ok := ix.stringValue(p, n.Args[arg])
+				if !ok {
+					t.Errorf("%s: a flag's name %s is neither a string literal nor a string constant",
+						p.dir, fmt.Sprintf("%T", n.Args[arg]))
+					return true
+				}
+				set[name] = true
+			}
+			return true
+		})
+		return false
+	})
+}
+
+// stringValue is the value of a string literal or of a string constant of
+// the module named by e in package p.
+func (ix *moduleIndex) stringValue(p *goPackage, e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			v, err := strconv.Unquote(e.Value)
+			return v, err == nil
+		}
+	case *ast.Ident:
+		v, ok := p.consts[e.Name]
+		return v, ok
+	case *ast.SelectorExpr:
+		if x, ok := e.X.(*ast.Ident); ok {
+			if q := ix.pkgs[x.Name]; q != nil {
+				v, ok := q.consts[e.Sel.Name]
+				return v, ok
+			}
+		}
+	}
+	return "", false
+}
+
+// member reports whether type name of p has the member (field or method,
+// promoted ones included), and its type expression if it is a field. known
+// is false when the type embeds something this index cannot see into (a
+// type of another module), so that a missing member cannot be told.
+func (ix *moduleIndex) member(p *goPackage, name, member string, depth int) (typ ast.Expr, pkg *goPackage, found, known bool) {
+	gt := p.types[name]
+	if gt == nil || depth > 10 {
+		return nil, nil, false, gt != nil
+	}
+	if gt.alias != nil {
+		q, n, ok := ix.namedType(p, gt.alias)
+		if !ok {
+			return nil, nil, false, false
+		}
+		return ix.member(q, n, member, depth+1)
+	}
+	if e, ok := gt.members[member]; ok {
+		return e, p, true, true
+	}
+	known = true
+	if gt.spec != nil {
+		if _, ok := gt.spec.Type.(*ast.StructType); !ok {
+			if _, ok := gt.spec.Type.(*ast.InterfaceType); !ok {
+				// A defined type of another type (type T U) has U's fields
+				// but not its methods; only follow module structs.
+				if q, n, ok := ix.namedType(p, gt.spec.Type); ok {
+					if e, q2, found, known := ix.member(q, n, member, depth+1); found {
+						if e != nil {
+							return e, q2, true, true
+						}
+					} else if !known {
+						return nil, nil, false, false
+					}
+				} else if !isBasic(gt.spec.Type) {
+					return nil, nil, false, false
+				}
+			}
+		}
+	}
+	for _, e := range gt.embeds {
+		q, n, ok := ix.namedType(p, e)
+		if !ok {
+			known = false
+			continue
+		}
+		if e, q2, found, k := ix.member(q, n, member, depth+1); found {
+			return e, q2, true, true
+		} else if !k {
+			known = false
+		}
+	}
+	return nil, nil, false, known
+}
+
+func isBasic(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && slices.Contains([]string{"bool", "string", "int", "int8", "int16", "int32", "int64", "uint", "uint8",
+		"uint16", "uint32", "uint64", "uintptr", "float32", "float64", "byte", "rune", "any", "error"}, id.Name)
+}
+
+// namedType resolves a type expression to a named type of the module.
+func (ix *moduleIndex) namedType(p *goPackage, e ast.Expr) (*goPackage, string, bool) {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return ix.namedType(p, e.X)
+	case *ast.IndexExpr:
+		return ix.namedType(p, e.X)
+	case *ast.IndexListExpr:
+		return ix.namedType(p, e.X)
+	case *ast.Ident:
+		if _, ok := p.types[e.Name]; ok {
+			return p, e.Name, true
+		}
+	case *ast.SelectorExpr:
+		if x, ok := e.X.(*ast.Ident); ok {
+			if q := ix.pkgs[x.Name]; q != nil {
+				if _, ok := q.types[e.Sel.Name]; ok {
+					return q, e.Sel.Name, true
+				}
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// goRef matches a qualified Go name: a package name, an exported name and
+// its selectors.
+var goRef = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z]\w*)((?:\.\w+)*)`)
+
+// checkGoRef returns why the reference pkg.Name.Sel... names nothing of
+// the module, or "" if it does (or cannot be told).
+func (ix *moduleIndex) checkGoRef(p *goPackage, name string, sels []string) string {
+	if isTestName(name) && p.testFuncs[name] {
+		return ""
+	}
+	kind, ok := p.kinds[name]
+	if !ok {
+		return fmt.Sprintf("package %s (%s) has no %s", p.name, p.dir, name)
+	}
+	var cur ast.Expr
+	curPkg := p
+	typeName := ""
+	switch kind {
+	case token.TYPE:
+		typeName = name
+	case token.VAR:
+		cur = p.decls[name]
+	default:
+		return "" // what a function or constant is selected on is not checked
+	}
+	path := p.name + "." + name
+	for _, s := range sels {
+		if typeName == "" {
+			if cur == nil {
+				return ""
+			}
+			q, n, ok := ix.namedType(curPkg, cur)
+			if !ok {
+				return ""
+			}
+			curPkg, typeName = q, n
+		}
+		e, q, found, known := ix.member(curPkg, typeName, s, 0)
+		if !found {
+			if !known {
+				return ""
+			}
+			return fmt.Sprintf("%s has no field or method %s", path, s)
+		}
+		path += "." + s
+		if e == nil { // a method: what follows is not checked
+			return ""
+		}
+		cur, curPkg, typeName = e, q, ""
+	}
+	return ""
+}
+
+func isTestName(s string) bool {
+	for _, prefix := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			return rest == "" && prefix != "Test" || rest != "" && (rest[0] == '_' || rest[0] >= 'A' && rest[0] <= 'Z' || rest[0] >= '0' && rest[0] <= '9')
+		}
+	}
+	return false
+}
+
+// testName matches a test, benchmark, fuzz test or example name,
+// optionally qualified by a package name.
+var testName = regexp.MustCompile(`(?:\b([a-z][a-z0-9]*)\.)?\b((?:Test|Benchmark|Fuzz|Example)[A-Z0-9_]\w*)`)
+
+// repoPath matches a path of the repository in a code span.
+var repoPath = regexp.MustCompile(`^(?:\./)?((?:pkg|cmd|docs|scripts|deploy|examples|internal)/[\w.<>*/-]*)$`)
+
+// placeholder matches a <placeholder> in a documented path.
+var placeholder = regexp.MustCompile(`<[^>/]+>`)
+
+// pathExists reports whether the documented path exists: placeholders
+// stand for any name, and a path under internal/ may be given relative to
+// the package it is internal to (pkg/lisp's internal/core).
+func (ix *moduleIndex) pathExists(p string) bool {
+	p = strings.TrimSuffix(strings.TrimSuffix(p, "..."), "/") // ./pkg/fleet/...: a package pattern
+	glob := placeholder.ReplaceAllString(p, "*")
+	try := []string{glob}
+	if strings.HasPrefix(p, "internal/") {
+		filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if n := d.Name(); path != ix.root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			if d.Name() == "internal" && path != filepath.Join(ix.root, "internal") {
+				try = append(try, filepath.ToSlash(mustRelPath(ix.root, filepath.Dir(path)))+"/"+glob)
+			}
+			return nil
+		})
+	}
+	for _, g := range try {
+		if m, _ := filepath.Glob(filepath.Join(ix.root, filepath.FromSlash(g))); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func mustRelPath(root, path string) string {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return path
+	}
+	return rel
+}
+
+// commandLine returns a pattern matching how a doc runs one of the
+// binaries: `dispatcher local`, `go run ./cmd/dispatcher local`.
+func commandLine(bins []string) *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s(;&|])(?:\$ )?(?:go run \./cmd/|(?:\./|bin/)?)(` + strings.Join(bins, "|") + `)(?:\s|$)`)
+}
+
+// flagToken matches a flag argument of a command line.
+var flagToken = regexp.MustCompile(`^--?([a-z][a-z0-9-]*)(?:=.*)?$`)
+
+// standaloneFlag matches a code span that is one flag with perhaps a
+// value: `-slots`, `--args`, `-label team=shop`.
+var standaloneFlag = regexp.MustCompile(`^--?([a-z][a-z0-9-]*)(?:[= ].*)?$`)
+
+// foreignFlags are flags named alone in a code span that belong to other
+// programs than the module's binaries, or that a doc names to say they do
+// not exist.
+var foreignFlags = map[string]string{
+	"race":      "go test",
+	"count":     "go test",
+	"bench":     "go test",
+	"benchtime": "go test",
+	"short":     "go test",
+	"parallel":  "go test",
+	"tags":      "go build and go test",
+	"jsz":       "prometheus-nats-exporter",
+	"pro":       "a model family's suffix (o1-pro), not a flag",
+	"in":        "the Clojure -in forms (assoc-in, update-in), not a flag",
+	"version":   "docs/operations.md says the binaries lack it",
+}
+
+// TestDocsReferencesExist reads every doc and fails on a reference to a
+// repository path, a test function, a Go name of the module or a flag of
+// its binaries that does not exist.
+func TestDocsReferencesExist(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexModule(t, root)
+	if len(ix.pkgs) < 20 || len(ix.testFuncs) < 500 {
+		t.Fatalf("indexed %d packages and %d test functions: is the module root two levels up?", len(ix.pkgs), len(ix.testFuncs))
+	}
+	for _, bin := range []string{"cmd/dispatcher", "cmd/worker", "cmd/shoptools", "cmd/mcpbridge"} {
+		if len(ix.flags[bin]) < 3 || !ix.flags[bin]["nats-url"] {
+			t.Fatalf("%s: read flags %v, want at least -nats-url", bin, ix.flags[bin])
+		}
+	}
+	for _, doc := range docFiles(t, ix.root) {
+		raw, err := os.ReadFile(filepath.Join(ix.root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range docSpans(string(raw)) {
+			for _, problem := range ix.checkSpan(s) {
+				t.Errorf("%s:%d: `%s`: %s", doc, s.line, strings.TrimSpace(s.text), problem)
+			}
+		}
+	}
+}
+
+// checkSpan returns what is stale in one code span.
+func (ix *moduleIndex) checkSpan(s span) []string {
+	var out []string
+	text := s.text
+	if !s.fenced {
+		field := strings.TrimRight(strings.Fields(text + " ")[0], ":,")
+		field, _, _ = strings.Cut(field, "#")
+		if i := strings.LastIndex(field, ":"); i > 0 {
+			if _, err := strconv.Atoi(field[i+1:]); err == nil {
+				field = field[:i] // file.go:123
+			}
+		}
+		if m := repoPath.FindStringSubmatch(field); m != nil {
+			dir, base := path.Split(m[1])
+			if r := goRef.FindStringSubmatch(base); r != nil && r[0] == base {
+				// internal/httpx.Endpoint: a package by its directory,
+				// and a name of it.
+				p := ix.pkgs[r[1]]
+				switch {
+				case p == nil || !strings.HasSuffix("/"+p.dir, "/"+dir+r[1]):
+					out = append(out, fmt.Sprintf("no package directory %s%s in the repository", dir, r[1]))
+				default:
+					if problem := ix.checkGoRef(p, r[2], selectors(r[3])); problem != "" {
+						out = append(out, problem)
+					}
+				}
+			} else if !ix.pathExists(m[1]) {
+				out = append(out, "no such file or directory in the repository")
+			}
+		}
+		for _, m := range testName.FindAllStringSubmatch(text, -1) {
+			qual, name := m[1], m[2]
+			if p := ix.pkgs[qual]; p != nil {
+				if !p.testFuncs[name] && p.kinds[name] == token.ILLEGAL {
+					out = append(out, fmt.Sprintf("package %s (%s) has no %s", qual, p.dir, name))
+				}
+				continue
+			}
+			if qual == "" && !ix.testFuncs[name] && !ix.topLevel[name] {
+				out = append(out, fmt.Sprintf("no function or type %s in the module", name))
+			}
+		}
+		for _, m := range goRef.FindAllStringSubmatchIndex(text, -1) {
+			if m[0] > 0 && strings.ContainsAny(text[m[0]-1:m[0]], "./-_") {
+				continue
+			}
+			p := ix.pkgs[text[m[2]:m[3]]]
+			if p == nil {
+				continue
+			}
+			name := text[m[4]:m[5]]
+			if isTestName(name) {
+				continue // checked above
+			}
+			sels := selectors(text[m[6]:m[7]])
+			if m[1] < len(text) && text[m[1]] == '*' && len(sels) == 0 {
+				// messages.Default*: a family of names.
+				if !slices.ContainsFunc(slices.Collect(maps.Keys(p.kinds)), func(d string) bool { return strings.HasPrefix(d, name) }) {
+					out = append(out, fmt.Sprintf("package %s (%s) has no name starting with %s", p.name, p.dir, name))
+				}
+				continue
+			}
+			if problem := ix.checkGoRef(p, name, sels); problem != "" {
+				out = append(out, problem)
+			}
+		}
+		if m := standaloneFlag.FindStringSubmatch(text); m != nil {
+			if _, foreign := foreignFlags[m[1]]; !foreign && !ix.anyFlag(m[1]) {
+				out = append(out, fmt.Sprintf("no binary of cmd/ has a flag -%s", m[1]))
+			}
+		}
+	}
+	for _, m := range ix.commands.FindAllStringSubmatchIndex(text, -1) {
+		bin := "cmd/" + text[m[2]:m[3]]
+		rest := text[m[1]:]
+		// The command line ends at a shell separator or at prose.
+		if i := strings.IndexAny(rest, ";&|`#"); i >= 0 {
+			rest = rest[:i]
+		}
+		for _, arg := range strings.Fields(rest) {
+			if f := flagToken.FindStringSubmatch(arg); f != nil && !ix.flags[bin][f[1]] {
+				out = append(out, fmt.Sprintf("%s has no flag -%s", bin, f[1]))
+			}
+		}
+	}
+	return out
+}
+
+// selectors splits ".A.B" into A and B.
+func selectors(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s[1:], ".")
+}
+
+func (ix *moduleIndex) anyFlag(name string) bool {
+	for _, set := range ix.flags {
+		if set[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDocsCheckerFindsStaleReferences checks the checker on a small
+// module of its own: each stale reference is reported, and the live ones
+// and the exceptions are not.
+func TestDocsCheckerFindsStaleReferences(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"pkg/shop/shop.go": `package shop
+
+import "example.com/other"
+
+// Base is embedded below.
+type Base struct{ ID string }
+
+func (Base) Describe() string { return "" }
+
+type Limits struct{ MaxItems int }
+
+type Order struct {
+	Base
+	Limits Limits
+	Items  []string
+}
+
+func (o *Order) Total() int { return 0 }
+
+type Wrapped struct{ other.Thing }
+
+type Alias = Order
+
+type Shape interface{ Area() float64 }
+
+var Default Order
+
+const DefaultCount, DefaultName = 3, "x"
+
+func Open() *Order { return nil }
+`,
+		"pkg/shop/shop_test.go": `package shop_test
+
+import "testing"
+
+func TestOpen(t *testing.T) {}
+func BenchmarkOpen(b *testing.B) {}
+func Example_open() {}
+`,
+		"internal/cli/cli.go": `package cli
+
+import "flag"
+
+const URLFlag = "nats-url"
+
+func Register(fs *flag.FlagSet) { fs.String(URLFlag, "", "") }
+`,
+		"cmd/tool/main.go": `package main
+
+import (
+	"flag"
+
+	"example.com/m/internal/cli"
+)
+
+func main() {
+	fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+	var n int
+	fs.IntVar(&n, "slots", 1, "")
+	set(fs)
+	cli.Register(fs)
+}
+
+func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
+`,
+		"docs/a.md":                  "",
+		"pkg/shop/internal/x/doc.go": "package x\n",
+	}
+	for name, src := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := indexModule(t, root)
+	if want := map[string]bool{"h": true, "help": true, "nats-url": true, "slots": true, "ui": true}; !maps.Equal(ix.flags["cmd/tool"], want) {
+		t.Fatalf("flags of cmd/tool: %v, want %v", ix.flags["cmd/tool"], want)
+	}
+	for _, tt := range []struct {
+		span string
+		want []string // problems, in order; none for a live reference
+	}{
+		{"docs/a.md", nil},
+		{"docs/a.md#section", nil},
+		{"docs/b.md#section", []string{"no such file or directory in the repository"}},
+		{"docs/b.md", []string{"no such file or directory in the repository"}},
+		{"pkg/shop/shop.go:12", nil},
+		{"pkg/<name>/shop_test.go", nil},
+		{"pkg/shop/", nil},
+		{"./pkg/shop/...", nil},
+		{"cmd/...", nil},
+		{"./pkg/store/...", []string{"no such file or directory in the repository"}},
+		{"internal/x", nil},
+		{"internal/y", []string{"no such file or directory in the repository"}},
+		{"internal/cli.URLFlag", nil},
+		{"internal/cli.Missing", []string{"package cli (internal/cli) has no Missing"}},
+		{"TestOpen", nil},
+		{"go test -run 'TestOpen|TestClose' ./pkg/shop", []string{"no function or type TestClose in the module"}},
+		{"shop.BenchmarkOpen", nil},
+		{"shop.BenchmarkClose", []string{"package shop (pkg/shop) has no BenchmarkClose"}},
+		{"Example_open", nil},
+		{"TestCase", []string{"no function or type TestCase in the module"}},
+		{"testing.BenchmarkResult", nil},
+		{"shop.Open(ctx)", nil},
+		{"shop.Close", []string{"package shop (pkg/shop) has no Close"}},
+		{"shop.Order.Total", nil},
+		{"shop.Order.Items", nil},
+		{"shop.Order.ID", nil},
+		{"shop.Order.Describe", nil},
+		{"shop.Order.Limits.MaxItems", nil},
+		{"shop.Order.Limits.MinItems", []string{"shop.Order.Limits has no field or method MinItems"}},
+		{"shop.Order.Sum", []string{"shop.Order has no field or method Sum"}},
+		{"shop.Alias.Total", nil},
+		{"shop.Alias.Sum", []string{"shop.Alias has no field or method Sum"}},
+		{"shop.Shape.Area", nil},
+		{"shop.Shape.Volume", []string{"shop.Shape has no field or method Volume"}},
+		{"shop.Wrapped.Anything", nil},
+		{"shop.Default.Items", nil},
+		{"shop.Default.Count", []string{"shop.Default has no field or method Count"}},
+		{"shop.Default*", nil},
+		{"shop.Missing*", []string{"package shop (pkg/shop) has no name starting with Missing"}},
+		{"other.Anything", nil},
+		{"pkg/shop.Close", []string{"package shop (pkg/shop) has no Close"}},
+		{"cmd/shop.Close", []string{"no package directory cmd/shop in the repository"}},
+		{"-slots", nil},
+		{"--ui", nil},
+		{"-label team=shop", []string{"no binary of cmd/ has a flag -label"}},
+		{"-race", nil},
+		{"tool -slots 4 -ui -bogus x", []string{"cmd/tool has no flag -bogus"}},
+		{"go run ./cmd/tool -h", nil},
+		{"go run ./cmd/tool -max 3 | grep -v x", []string{"cmd/tool has no flag -max"}},
+	} {
+		got := ix.checkSpan(span{text: tt.span})
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("`%s`: problems %q, want %q", tt.span, got, tt.want)
+		}
+	}
+	if got := ix.checkSpan(span{text: "$ tool -nats-url x -nope", fenced: true}); !slices.Equal(got, []string{"cmd/tool has no flag -nope"}) {
+		t.Errorf("fenced command line: problems %q", got)
+	}
+}
+
+// TestDocSpans: inline code spans with the line they start on, closed by
+// a run of as many backquotes, within a paragraph; fenced blocks line by
+// line.
+func TestDocSpans(t *testing.T) {
+	doc := "# Title `a`\n\ntext `b` and ``c ` d`` and `e\nf` end `unclosed\n\n`g`\n```sh\nrun `x`\n```\n"
+	got := docSpans(doc)
+	want := []span{
+		{line: 1, text: "a"}, {line: 3, text: "b"}, {line: 3, text: "c ` d"}, {line: 3, text: "e f"},
+		{line: 6, text: "g"}, {line: 8, text: "run `x`", fenced: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("spans\n%+v\nwant\n%+v", got, want)
+	}
+}
