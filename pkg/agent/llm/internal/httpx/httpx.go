@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -117,12 +118,34 @@ type Client struct {
 // transport failure. ctx's own error is returned as is.
 func (c *Client) Post(ctx context.Context, url string, headers http.Header, body any,
 	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
-	return c.post(ctx, url, headers, body, func() (any, error) { return body, nil }, decodeErr)
+	return c.post(ctx, url, c.header(headers), body, func() (any, error) { return body, nil }, decodeErr)
 }
 
+// header returns headers with the ones every request carries: the content
+// type, the user agent (unless headers name one) and the key.
+func (c *Client) header(headers http.Header) http.Header {
+	h := make(http.Header, len(headers)+3)
+	for k, v := range headers {
+		h[k] = append([]string(nil), v...)
+	}
+	h.Set("Content-Type", "application/json")
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", userAgent())
+	}
+	if c.Key != "" && c.AuthHeader != "" {
+		h.Set(c.AuthHeader, c.AuthPrefix+c.Key.Reveal())
+	}
+	return h
+}
+
+// userAgent is UserAgent, read from the build once.
+var userAgent = sync.OnceValue(UserAgent)
+
 // post is Post, with again building body again for a transport that must
-// send the request again: the request holds again, not body.
-func (c *Client) post(ctx context.Context, url string, headers http.Header, body any, again func() (any, error),
+// send the request again: the request holds again, not body. header is
+// the request's whole header, read and never changed: requests to one
+// endpoint share it.
+func (c *Client) post(ctx context.Context, url string, header http.Header, body any, again func() (any, error),
 	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
@@ -149,19 +172,8 @@ func (c *Client) post(ctx context.Context, url string, headers http.Header, body
 		}
 		return newSentBody(p), nil
 	}
-	req.Header = headers.Clone()
-	req.Header.Set("Content-Type", "application/json")
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", UserAgent())
-	}
-	if c.Key != "" && c.AuthHeader != "" {
-		req.Header.Set(c.AuthHeader, c.AuthPrefix+c.Key.Reveal())
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	req.Header = header
+	resp, err := c.do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -211,6 +223,48 @@ func (c *Client) post(ctx context.Context, url string, headers http.Header, body
 	}
 	pe.Type, pe.Code, pe.Message = typ, code, c.Key.Scrub(msg)
 	return nil, pe
+}
+
+// do sends req. A client that only sends (no cookie jar, no timeout of
+// its own, the default redirect policy) hands it to its transport
+// directly: http.Client would keep a copy of the request's header and URL,
+// for redirects, as long as the answer is awaited, and its frames on the
+// waiting goroutine's stack. An answer that redirects is then sent again
+// through the client, which follows it as it would have; the request's
+// header is shared, so a client that may change it (a jar adds cookies)
+// always sends through Client.Do.
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if hc.Jar != nil || hc.Timeout != 0 || hc.CheckRedirect != nil {
+		req.Header = req.Header.Clone()
+		return hc.Do(req)
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		// as http.Client reports it: `Post "url": ...`
+		return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if resp.Header.Get("Location") == "" {
+			return resp, nil
+		}
+		_ = resp.Body.Close()
+		again := req.Clone(req.Context())
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
+		}
+		return hc.Do(again)
+	}
+	return resp, nil
 }
 
 // sentBody is a request body that lets go of its bytes once they are all
@@ -327,6 +381,29 @@ type Endpoint struct {
 	// Streamed makes Complete stream the answer over the wire and return
 	// it whole (see the providers' Config.Stream).
 	Streamed bool
+
+	// the whole header of a request and of a streaming one, built from
+	// Headers and HTTP at the first of each and shared by all: a call
+	// that awaits its answer holds no header of its own
+	once, streamOnce sync.Once
+	hdr, streamHdr   http.Header
+}
+
+// header returns the header of every request (stream: streaming ones).
+func (e *Endpoint) header(stream bool) http.Header {
+	if stream {
+		e.streamOnce.Do(func() {
+			h := e.Headers.Clone()
+			if h == nil {
+				h = http.Header{}
+			}
+			h.Set("Accept", "text/event-stream")
+			e.streamHdr = e.HTTP.header(h)
+		})
+		return e.streamHdr
+	}
+	e.once.Do(func() { e.hdr = e.HTTP.header(e.Headers) })
+	return e.hdr
 }
 
 // Complete sends one request and decodes the whole answer.
@@ -345,7 +422,7 @@ func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	// while the answer is awaited the request holds req, which its caller
 	// holds anyway, rather than the body built from it (a map of the whole
 	// request, about 0.5 KB for a short conversation)
-	resp, err := e.HTTP.post(ctx, e.URL, e.Headers, body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
+	resp, err := e.HTTP.post(ctx, e.URL, e.header(false), body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
@@ -361,9 +438,7 @@ func (e *Endpoint) Stream(ctx context.Context, req llm.Request) (*llm.Stream, er
 	if err != nil {
 		return nil, err
 	}
-	h := e.Headers.Clone()
-	h.Set("Accept", "text/event-stream")
-	resp, err := e.HTTP.post(ctx, e.URL, h, body, func() (any, error) { return e.Body(req, true) }, e.DecodeErr)
+	resp, err := e.HTTP.post(ctx, e.URL, e.header(true), body, func() (any, error) { return e.Body(req, true) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
