@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -377,6 +378,18 @@ func addMembers(gt *goType, e ast.Expr) {
 			for _, n := range f.Names {
 				gt.members[n.Name] = f.Type
 			}
+			// The docs name a field by its wire name too (Turn.raw).
+			if f.Tag != nil {
+				if tag, err := strconv.Unquote(f.Tag.Value); err == nil {
+					for _, key := range []string{"msgpack", "json", "yaml"} {
+						if name, _, _ := strings.Cut(reflect.StructTag(tag).Get(key), ","); name != "" && name != "-" {
+							if _, dup := gt.members[name]; !dup {
+								gt.members[name] = f.Type
+							}
+						}
+					}
+				}
+			}
 		}
 	case *ast.InterfaceType:
 		for _, m := range e.Methods.List {
@@ -649,6 +662,30 @@ func (ix *moduleIndex) checkGoRef(p *goPackage, name string, sels []string) stri
 	return ""
 }
 
+// typeRef matches an unqualified selector of an exported name:
+// Client.Decide, Limits.MaxTurns.
+var typeRef = regexp.MustCompile(`\b([A-Z]\w*)((?:\.\w+)+)`)
+
+// checkTypeRef returns why Name.Sel... names nothing of the module, or ""
+// if it does or cannot be told: when no package of the module declares
+// Name, it is taken for another library's (KeyValue.Get), and when
+// several do, it is stale only if the selector fits none of them.
+func (ix *moduleIndex) checkTypeRef(name string, sels []string) string {
+	var problems []string
+	for _, pkg := range slices.Sorted(maps.Keys(ix.pkgs)) {
+		p := ix.pkgs[pkg]
+		if _, ok := p.kinds[name]; !ok {
+			continue
+		}
+		problem := ix.checkGoRef(p, name, sels)
+		if problem == "" {
+			return ""
+		}
+		problems = append(problems, problem)
+	}
+	return strings.Join(problems, "; ")
+}
+
 func isTestName(s string) bool {
 	for _, prefix := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
 		if rest, ok := strings.CutPrefix(s, prefix); ok {
@@ -831,6 +868,14 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 				out = append(out, problem)
 			}
 		}
+		for _, m := range typeRef.FindAllStringSubmatchIndex(text, -1) {
+			if m[0] > 0 && strings.ContainsAny(text[m[0]-1:m[0]], "./-_") {
+				continue
+			}
+			if problem := ix.checkTypeRef(text[m[2]:m[3]], selectors(text[m[4]:m[5]])); problem != "" {
+				out = append(out, problem)
+			}
+		}
 		if m := standaloneFlag.FindStringSubmatch(text); m != nil {
 			if _, foreign := foreignFlags[m[1]]; !foreign && !ix.anyFlag(m[1]) {
 				out = append(out, fmt.Sprintf("no binary of cmd/ has a flag -%s", m[1]))
@@ -890,7 +935,7 @@ type Limits struct{ MaxItems int }
 type Order struct {
 	Base
 	Limits Limits
-	Items  []string
+	Items  []string ` + "`msgpack:\"items,omitempty\"`" + `
 }
 
 func (o *Order) Total() int { return 0 }
@@ -1001,6 +1046,12 @@ func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
 		{"shop.Default*", nil},
 		{"shop.Missing*", []string{"package shop (pkg/shop) has no name starting with Missing"}},
 		{"other.Anything", nil},
+		{"shop.Order.items", nil},
+		{"Order.Total", nil},
+		{"Order.items", nil},
+		{"Order.Sum", []string{"shop.Order has no field or method Sum"}},
+		{"the `Order.Limits.MinItems` field", []string{"shop.Order.Limits has no field or method MinItems"}},
+		{"KeyValue.Get", nil},
 		{"pkg/shop.Close", []string{"package shop (pkg/shop) has no Close"}},
 		{"cmd/shop.Close", []string{"no package directory cmd/shop in the repository"}},
 		{"-slots", nil},
