@@ -165,7 +165,20 @@ type moduleIndex struct {
 	flags map[string]map[string]bool
 	// commands matches a command line running one of the binaries.
 	commands *regexp.Regexp
+	// env holds the environment variables the module reads: each flag's
+	// twin (cli.EnvName) and every PTC_ name in a string literal.
+	env map[string]bool
+	// modelEnvPrefix starts the variables that each configure a model
+	// (llmconfig.EnvPrefix): PTC_MODEL_<NAME>, any name.
+	modelEnvPrefix string
 }
+
+// envPrefix starts the names of the binaries' environment variables.
+const envPrefix = "PTC_"
+
+// envVar matches an environment variable of the binaries, or a prefix of
+// some (PTC_NATS_TLS_*).
+var envVar = regexp.MustCompile(`\bPTC_[A-Z0-9_]+`)
 
 // goPackage is one package of the module: its top-level names and, for
 // each type, its fields, methods and embedded types.
@@ -198,7 +211,7 @@ var goFlagMethods = map[string]int{
 func indexModule(t *testing.T, root string) *moduleIndex {
 	t.Helper()
 	ix := &moduleIndex{root: root, pkgs: map[string]*goPackage{}, testFuncs: map[string]bool{}, topLevel: map[string]bool{},
-		flags: map[string]map[string]bool{}}
+		flags: map[string]map[string]bool{}, env: map[string]bool{}}
 	byDir := map[string]*goPackage{}
 	type flagFile struct {
 		dir  string
@@ -236,6 +249,14 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 			p.name = f.Name.Name
 		}
 		addPackageDecls(ix, p, f, isTest)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, envPrefix) {
+				for _, v := range envVar.FindAllString(lit.Value, -1) {
+					ix.env[v] = true
+				}
+			}
+			return true
+		})
 		if !isTest && (strings.HasPrefix(dir, "cmd/") || dir == "internal/cli") {
 			flagFiles = append(flagFiles, flagFile{dir, f})
 		}
@@ -280,6 +301,14 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 	}
 	sort.Strings(bins)
 	ix.commands = commandLine(bins)
+	for _, set := range ix.flags {
+		for f := range set {
+			ix.env[envPrefix+strings.ToUpper(strings.ReplaceAll(f, "-", "_"))] = true
+		}
+	}
+	if p := ix.pkgs["llmconfig"]; p != nil {
+		ix.modelEnvPrefix = p.consts["EnvPrefix"]
+	}
 	return ix
 }
 
@@ -882,6 +911,29 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 			}
 		}
 	}
+	if s.fenced && strings.Contains(text, "go test ") {
+		// A test command of a code block: the tests it runs exist.
+		for _, m := range testName.FindAllStringSubmatch(text, -1) {
+			if m[1] == "" && !ix.testFuncs[m[2]] {
+				out = append(out, fmt.Sprintf("no test function %s in the module", m[2]))
+			}
+		}
+	}
+	// Packages and files a command names (go test ./pkg/fleet/...).
+	for i, arg := range strings.Fields(text) {
+		if i == 0 && !s.fenced {
+			continue // the span's path, checked above
+		}
+		rest, ok := strings.CutPrefix(strings.Trim(arg, "'\"(),;"), "./")
+		if m := repoPath.FindStringSubmatch(rest); ok && m != nil && !ix.pathExists(m[1]) {
+			out = append(out, fmt.Sprintf("no such file or directory ./%s in the repository", rest))
+		}
+	}
+	for _, v := range envVar.FindAllString(text, -1) {
+		if !ix.knownEnv(v) {
+			out = append(out, fmt.Sprintf("no binary reads %s", v))
+		}
+	}
 	for _, m := range ix.commands.FindAllStringSubmatchIndex(text, -1) {
 		bin := "cmd/" + text[m[2]:m[3]]
 		rest := text[m[1]:]
@@ -896,6 +948,23 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 		}
 	}
 	return out
+}
+
+// knownEnv reports whether v is a variable the binaries read, or (ending
+// in _) the prefix of some.
+func (ix *moduleIndex) knownEnv(v string) bool {
+	if ix.env[v] || ix.modelEnvPrefix != "" && strings.HasPrefix(v, ix.modelEnvPrefix) && v != ix.modelEnvPrefix {
+		return true
+	}
+	if strings.HasSuffix(v, "_") {
+		for e := range ix.env {
+			if strings.HasPrefix(e, v) {
+				return true
+			}
+		}
+		return v == ix.modelEnvPrefix
+	}
+	return false
 }
 
 // selectors splits ".A.B" into A and B.
@@ -986,8 +1055,10 @@ func main() {
 
 func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
 `,
-		"docs/a.md":                  "",
-		"pkg/shop/internal/x/doc.go": "package x\n",
+		"pkg/agent/llm/llmconfig/llmconfig.go": "package llmconfig\n\nconst EnvPrefix = \"PTC_MODEL_\"\n",
+		"pkg/shop/env_test.go":                 "package shop\n\nconst profiles = \"set PTC_TEST_PROFILES=1\"\n",
+		"docs/a.md":                            "",
+		"pkg/shop/internal/x/doc.go":           "package x\n",
 	}
 	for name, src := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -1046,12 +1117,22 @@ func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
 		{"shop.Default*", nil},
 		{"shop.Missing*", []string{"package shop (pkg/shop) has no name starting with Missing"}},
 		{"other.Anything", nil},
+		{"go test -race ./pkg/nope/...", []string{"no such file or directory ./pkg/nope/... in the repository"}},
+		{"./pkg/nope", []string{"no such file or directory in the repository"}},
 		{"shop.Order.items", nil},
 		{"Order.Total", nil},
 		{"Order.items", nil},
 		{"Order.Sum", []string{"shop.Order has no field or method Sum"}},
 		{"the `Order.Limits.MinItems` field", []string{"shop.Order.Limits has no field or method MinItems"}},
 		{"KeyValue.Get", nil},
+		{"PTC_SLOTS=4 PTC_NATS_URL=nats://x", nil},
+		{"PTC_TEST_PROFILES", nil},
+		{"PTC_MODEL_FAST", nil},
+		{"PTC_MODEL_<NAME>", nil},
+		{"PTC_NATS_*", nil},
+		{"PTC_SLOT", []string{"no binary reads PTC_SLOT"}},
+		{"PTC_MODEL", []string{"no binary reads PTC_MODEL"}},
+		{"PTC_TLS_*", []string{"no binary reads PTC_TLS_"}},
 		{"pkg/shop.Close", []string{"package shop (pkg/shop) has no Close"}},
 		{"cmd/shop.Close", []string{"no package directory cmd/shop in the repository"}},
 		{"-slots", nil},
@@ -1065,6 +1146,21 @@ func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
 		got := ix.checkSpan(span{text: tt.span})
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("`%s`: problems %q, want %q", tt.span, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		line string
+		want []string
+	}{
+		{"go test -run 'TestOpen|TestGone' ./pkg/shop/...", []string{"no test function TestGone in the module"}},
+		{"go test -race ./pkg/gone", []string{"no such file or directory ./pkg/gone in the repository"}},
+		{"func TestGone(t *testing.T) {", nil},
+		{"ls ./pkg/gone", []string{"no such file or directory ./pkg/gone in the repository"}},
+		{"ls ./pkg/shop", nil},
+		{"PTC_NOPE=1 go run ./cmd/tool -ui", []string{"no binary reads PTC_NOPE"}},
+	} {
+		if got := ix.checkSpan(span{text: tt.line, fenced: true}); !slices.Equal(got, tt.want) {
+			t.Errorf("code block line %q: problems %q, want %q", tt.line, got, tt.want)
 		}
 	}
 	if got := ix.checkSpan(span{text: "$ tool -nats-url x -nope", fenced: true}); !slices.Equal(got, []string{"cmd/tool has no flag -nope"}) {
