@@ -229,10 +229,12 @@ func (c *Client) post(ctx context.Context, url string, header http.Header, body 
 // its own, the default redirect policy) hands it to its transport
 // directly: http.Client would keep a copy of the request's header and URL,
 // for redirects, as long as the answer is awaited, and its frames on the
-// waiting goroutine's stack. An answer that redirects is then sent again
-// through the client, which follows it as it would have; the request's
-// header is shared, so a client that may change it (a jar adds cookies)
-// always sends through Client.Do.
+// waiting goroutine's stack. An answer that redirects is then given to
+// http.Client as the answer to its first send (answeredOnce), so the client
+// follows it by its own rules (the method, the body, which headers cross
+// to another host, the limit of hops) and the request is not sent twice.
+// The request's header is shared, so a client that may change it (a jar
+// adds cookies) always sends through Client.Do.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
 	hc := c.HTTP
 	if hc == nil {
@@ -257,14 +259,52 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		if resp.Header.Get("Location") == "" {
 			return resp, nil
 		}
-		_ = resp.Body.Close()
 		again := req.Clone(req.Context())
-		if again.Body, err = req.GetBody(); err != nil {
-			return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
-		}
-		return hc.Do(again)
+		again.Header = req.Header.Clone()
+		again.Body = http.NoBody
+		follow := &http.Client{Transport: &answeredOnce{first: resp, next: rt}, CheckRedirect: c.checkRedirect}
+		return follow.Do(again)
 	}
 	return resp, nil
+}
+
+// checkRedirect is http.Client's default policy (at most 10 hops), and
+// the key's header goes only to the host the request was sent to:
+// http.Client drops Authorization and cookies on the way to another host,
+// but not a provider's own key header (x-api-key).
+func (c *Client) checkRedirect(next *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if c.AuthHeader != "" && next.URL.Host != via[0].URL.Host {
+		next.Header.Del(c.AuthHeader)
+	}
+	return nil
+}
+
+// answeredOnce is a transport whose first round trip returns the answer
+// already received for that request, without sending it again; later ones
+// (the redirects http.Client follows) go to next.
+type answeredOnce struct {
+	mu    sync.Mutex
+	first *http.Response
+	next  http.RoundTripper
+}
+
+// RoundTrip returns the first answer once, then sends through next.
+func (a *answeredOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	first := a.first
+	a.first = nil
+	a.mu.Unlock()
+	if first == nil {
+		return a.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	first.Request = req
+	return first, nil
 }
 
 // sentBody is a request body that lets go of its bytes once they are all

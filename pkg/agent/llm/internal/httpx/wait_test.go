@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +145,8 @@ func TestCallAwaitingItsAnswerHoldsLittle(t *testing.T) {
 }
 
 // An answer that redirects is followed as http.Client follows it: the
-// request arrives where it points, with the same body.
+// request arrives where it points, with the same body, and is not sent to
+// the first address twice (a model call sent again is paid for again).
 func TestCallFollowsARedirect(t *testing.T) {
 	var mu sync.Mutex
 	var got []byte
@@ -175,7 +177,44 @@ func TestCallFollowsARedirect(t *testing.T) {
 	if want := `{"model":"m","system":"follow me"}`; !bytes.Equal(got, []byte(want)) {
 		t.Errorf("the redirected request carried %q, want %q", got, want)
 	}
-	if n := len(hits); n < 2 || hits[n-1] != "POST /new" {
-		t.Errorf("requests %v, want the last a POST to /new", hits)
+	if want := []string{"POST /old", "POST /new"}; !slices.Equal(hits, want) {
+		t.Errorf("requests %v, want %v", hits, want)
+	}
+}
+
+// A redirect to another host does not carry the key: http.Client drops
+// Authorization there, and the provider's own key header is dropped too.
+func TestRedirectToAnotherHostDropsTheKey(t *testing.T) {
+	for _, authHeader := range []string{"Authorization", "X-Api-Key"} {
+		t.Run(authHeader, func(t *testing.T) {
+			var mu sync.Mutex
+			var keys []string
+			other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				keys = append(keys, r.Header.Get(authHeader))
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{}`))
+			}))
+			defer other.Close()
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				keys = append(keys, r.Header.Get(authHeader))
+				mu.Unlock()
+				http.Redirect(w, r, other.URL+"/new", http.StatusTemporaryRedirect)
+			}))
+			defer srv.Close()
+			e := holdEndpoint(srv.Client().Transport, http.Header{})
+			e.HTTP.AuthHeader, e.HTTP.AuthPrefix = authHeader, ""
+			e.URL = srv.URL + "/old"
+			if _, err := e.Complete(context.Background(), llm.Request{System: "s"}); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"k-secret", ""}; !slices.Equal(keys, want) {
+				t.Errorf("the key's header at the first host and the other: %q, want %q", keys, want)
+			}
+		})
 	}
 }
