@@ -165,6 +165,12 @@ type moduleIndex struct {
 	flags map[string]map[string]bool
 	// commands matches a command line running one of the binaries.
 	commands *regexp.Regexp
+	// commandNames maps a command directory to the names of its commands
+	// (dispatcher local, worker setup): the string cases of a switch on
+	// cmd or args[i], and what args[i] is compared with.
+	commandNames map[string]map[string]bool
+	// literals holds every string literal of the module's Go files.
+	literals map[string]bool
 	// env holds the environment variables the module reads: each flag's
 	// twin (cli.EnvName) and every PTC_ name in a string literal.
 	env map[string]bool
@@ -211,7 +217,8 @@ var goFlagMethods = map[string]int{
 func indexModule(t *testing.T, root string) *moduleIndex {
 	t.Helper()
 	ix := &moduleIndex{root: root, pkgs: map[string]*goPackage{}, testFuncs: map[string]bool{}, topLevel: map[string]bool{},
-		flags: map[string]map[string]bool{}, env: map[string]bool{}}
+		flags: map[string]map[string]bool{}, env: map[string]bool{}, commandNames: map[string]map[string]bool{},
+		literals: map[string]bool{}}
 	byDir := map[string]*goPackage{}
 	type flagFile struct {
 		dir  string
@@ -250,7 +257,10 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 		}
 		addPackageDecls(ix, p, f, isTest)
 		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, envPrefix) {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil {
+					ix.literals[v] = true
+				}
 				for _, v := range envVar.FindAllString(lit.Value, -1) {
 					ix.env[v] = true
 				}
@@ -259,6 +269,9 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 		})
 		if !isTest && (strings.HasPrefix(dir, "cmd/") || dir == "internal/cli") {
 			flagFiles = append(flagFiles, flagFile{dir, f})
+		}
+		if !isTest && strings.HasPrefix(dir, "cmd/") {
+			addCommands(ix, dir, f)
 		}
 		return nil
 	})
@@ -448,6 +461,47 @@ func embeddedName(e ast.Expr) string {
 		return embeddedName(e.X)
 	}
 	return ""
+}
+
+// addCommands records the command names a binary's file dispatches on.
+func addCommands(ix *moduleIndex, dir string, f *ast.File) {
+	isCommand := func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.Ident:
+			return e.Name == "cmd" || e.Name == "command"
+		case *ast.IndexExpr:
+			id, ok := e.X.(*ast.Ident)
+			return ok && id.Name == "args"
+		}
+		return false
+	}
+	add := func(e ast.Expr) {
+		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if v, err := strconv.Unquote(lit.Value); err == nil && !strings.HasPrefix(v, "-") {
+				if ix.commandNames[dir] == nil {
+					ix.commandNames[dir] = map[string]bool{}
+				}
+				ix.commandNames[dir][v] = true
+			}
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SwitchStmt:
+			if n.Tag != nil && isCommand(n.Tag) {
+				for _, c := range n.Body.List {
+					for _, e := range c.(*ast.CaseClause).List {
+						add(e)
+					}
+				}
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.EQL && isCommand(n.X) {
+				add(n.Y)
+			}
+		}
+		return true
+	})
 }
 
 // addFlags adds to set the names of the flags f defines on a
@@ -772,10 +826,22 @@ func mustRelPath(root, path string) string {
 }
 
 // commandLine returns a pattern matching how a doc runs one of the
-// binaries: `dispatcher local`, `go run ./cmd/dispatcher local`.
+// binaries: `dispatcher local`, `go run ./cmd/dispatcher local`,
+// `PTC_SLOTS=4 worker`, at the start of a span or line or after a shell
+// separator, so that prose in a code block (worker storing the result)
+// is not taken for a command.
 func commandLine(bins []string) *regexp.Regexp {
-	return regexp.MustCompile(`(?:^|[\s(;&|])(?:\$ )?(?:go run \./cmd/|(?:\./|bin/)?)(` + strings.Join(bins, "|") + `)(?:\s|$)`)
+	return regexp.MustCompile(`(?:^\s*|&&\s*|;\s*|\|\s*|\s--\s+)(?:\$ )?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:go run \./cmd/|(?:\./|bin/)?)(` +
+		strings.Join(bins, "|") + `)(?:\s|$)`)
 }
+
+// ptcHeader matches the name of a NATS header of the fleet's own, which
+// the code spells out whole.
+var ptcHeader = regexp.MustCompile(`\bPtc-[A-Za-z]+(?:-[A-Za-z]+)*(?:-?\*)?`)
+
+// commandWord matches the command a command line names first, alone or
+// as alternatives.
+var commandWord = regexp.MustCompile(`^[a-z]+(?:[|/][a-z]+)*(?:$|\s)`)
 
 // flagToken matches a flag argument of a command line.
 var flagToken = regexp.MustCompile(`^--?([a-z][a-z0-9-]*)(?:=.*)?$`)
@@ -929,6 +995,17 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 			out = append(out, fmt.Sprintf("no such file or directory ./%s in the repository", rest))
 		}
 	}
+	for _, h := range ptcHeader.FindAllString(text, -1) {
+		if prefix, ok := strings.CutSuffix(h, "*"); ok { // Ptc-Parked-*
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(ix.literals)), func(l string) bool { return strings.HasPrefix(l, prefix) }) {
+				out = append(out, fmt.Sprintf("no string starting with %q in the module's code", prefix))
+			}
+			continue
+		}
+		if !ix.literals[h] {
+			out = append(out, fmt.Sprintf("no string %q in the module's code", h))
+		}
+	}
 	for _, v := range envVar.FindAllString(text, -1) {
 		if !ix.knownEnv(v) {
 			out = append(out, fmt.Sprintf("no binary reads %s", v))
@@ -937,6 +1014,16 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 	for _, m := range ix.commands.FindAllStringSubmatchIndex(text, -1) {
 		bin := "cmd/" + text[m[2]:m[3]]
 		rest := text[m[1]:]
+		if names := ix.commandNames[bin]; names != nil {
+			// dispatcher approve|deny, dispatcher wait/status/trace
+			if sub := strings.TrimSpace(commandWord.FindString(rest)); sub != "" {
+				for _, w := range strings.FieldsFunc(sub, func(r rune) bool { return r == '|' || r == '/' }) {
+					if !names[w] {
+						out = append(out, fmt.Sprintf("%s has no command %s", bin, w))
+					}
+				}
+			}
+		}
 		// The command line ends at a shell separator or at prose.
 		if i := strings.IndexAny(rest, ";&|`#"); i >= 0 {
 			rest = rest[:i]
@@ -1019,6 +1106,8 @@ var Default Order
 
 const DefaultCount, DefaultName = 3, "x"
 
+const HeaderAttempt = "Ptc-Attempt"
+
 func Open() *Order { return nil }
 `,
 		"pkg/shop/shop_test.go": `package shop_test
@@ -1054,6 +1143,12 @@ func main() {
 }
 
 func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
+
+func dispatch(cmd string) {
+	switch cmd {
+	case "run", "stop", "-h":
+	}
+}
 `,
 		"pkg/agent/llm/llmconfig/llmconfig.go": "package llmconfig\n\nconst EnvPrefix = \"PTC_MODEL_\"\n",
 		"pkg/shop/env_test.go":                 "package shop\n\nconst profiles = \"set PTC_TEST_PROFILES=1\"\n",
@@ -1142,6 +1237,18 @@ func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
 		{"tool -slots 4 -ui -bogus x", []string{"cmd/tool has no flag -bogus"}},
 		{"go run ./cmd/tool -h", nil},
 		{"go run ./cmd/tool -max 3 | grep -v x", []string{"cmd/tool has no flag -max"}},
+		{"make && PTC_UI=1 tool -nope", []string{"cmd/tool has no flag -nope"}},
+		{"kubectl exec x -- tool -nope", []string{"cmd/tool has no flag -nope"}},
+		{"the tool -nope", nil},
+		{"Ptc-Attempt: 2", nil},
+		{"Ptc-Attempts", []string{`no string "Ptc-Attempts" in the module's code`}},
+		{"Ptc-Att*", nil},
+		{"Ptc-Attempt-*", []string{`no string starting with "Ptc-Attempt-" in the module's code`}},
+		{"tool run -slots 1", nil},
+		{"tool run|stop", nil},
+		{"tool start", []string{"cmd/tool has no command start"}},
+		{"tool run/halt", []string{"cmd/tool has no command halt"}},
+		{"tool FILE", nil},
 	} {
 		got := ix.checkSpan(span{text: tt.span})
 		if !slices.Equal(got, tt.want) {
