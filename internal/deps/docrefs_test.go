@@ -169,6 +169,9 @@ type moduleIndex struct {
 	// (dispatcher local, worker setup): the string cases of a switch on
 	// cmd or args[i], and what args[i] is compared with.
 	commandNames map[string]map[string]bool
+	// usages maps a command directory to its usage texts: its constant
+	// usage and the synopses it gives cli.Usage.
+	usages map[string][]string
 	// literals holds every string literal of the module's Go files.
 	literals map[string]bool
 	// env holds the environment variables the module reads: each flag's
@@ -218,7 +221,7 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 	t.Helper()
 	ix := &moduleIndex{root: root, pkgs: map[string]*goPackage{}, testFuncs: map[string]bool{}, topLevel: map[string]bool{},
 		flags: map[string]map[string]bool{}, env: map[string]bool{}, commandNames: map[string]map[string]bool{},
-		literals: map[string]bool{}}
+		literals: map[string]bool{}, usages: map[string][]string{}}
 	byDir := map[string]*goPackage{}
 	type flagFile struct {
 		dir  string
@@ -487,6 +490,22 @@ func addCommands(ix *moduleIndex, dir string, f *ast.File) {
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
+		case *ast.ValueSpec:
+			for i, name := range n.Names {
+				if name.Name == "usage" && i < len(n.Values) {
+					if v, ok := ix.stringValue(nil, n.Values[i]); ok {
+						ix.usages[dir] = append(ix.usages[dir], v)
+					}
+				}
+			}
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Usage" && len(n.Args) == 2 {
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "cli" {
+					if v, ok := ix.stringValue(nil, n.Args[1]); ok {
+						ix.usages[dir] = append(ix.usages[dir], v)
+					}
+				}
+			}
 		case *ast.SwitchStmt:
 			if n.Tag != nil && isCommand(n.Tag) {
 				for _, c := range n.Body.List {
@@ -594,6 +613,9 @@ func (ix *moduleIndex) stringValue(p *goPackage, e ast.Expr) (string, bool) {
 			return v, err == nil
 		}
 	case *ast.Ident:
+		if p == nil {
+			return "", false
+		}
 		v, ok := p.consts[e.Name]
 		return v, ok
 	case *ast.SelectorExpr:
@@ -1071,6 +1093,53 @@ func (ix *moduleIndex) anyFlag(name string) bool {
 	return false
 }
 
+// usageFlag matches a flag a usage text names.
+var usageFlag = regexp.MustCompile(`(?:^|[\s(,\[])--?([a-z][a-z0-9-]*)`)
+
+// usageCommand matches a command a usage text lists: an indented line
+// that starts with the command's name.
+var usageCommand = regexp.MustCompile(`(?m)^  ([a-z][a-z-]*)\b`)
+
+// TestUsageTextsExist: the usage texts of the binaries (dispatcher's
+// command list, the synopses) name flags and commands they have.
+func TestUsageTextsExist(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := indexModule(t, root)
+	for _, bin := range []string{"cmd/dispatcher", "cmd/worker", "cmd/shoptools", "cmd/mcpbridge"} {
+		if len(ix.usages[bin]) == 0 {
+			t.Fatalf("read no usage text of %s", bin)
+		}
+	}
+	for _, problem := range ix.checkUsages() {
+		t.Error(problem)
+	}
+}
+
+// checkUsages returns what is stale in the usage texts.
+func (ix *moduleIndex) checkUsages() []string {
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(ix.usages)) {
+		for _, u := range ix.usages[dir] {
+			for _, m := range usageFlag.FindAllStringSubmatch(u, -1) {
+				if !ix.flags[dir][m[1]] {
+					out = append(out, fmt.Sprintf("%s: the usage names -%s, which is no flag of it", dir, m[1]))
+				}
+			}
+			if names := ix.commandNames[dir]; names != nil {
+				for _, m := range usageCommand.FindAllStringSubmatch(u, -1) {
+					if !names[m[1]] {
+						out = append(out, fmt.Sprintf("%s: the usage lists command %s, which it does not dispatch on", dir, m[1]))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // TestDocsCheckerFindsStaleReferences checks the checker on a small
 // module of its own: each stale reference is reported, and the live ones
 // and the exceptions are not.
@@ -1143,6 +1212,11 @@ func main() {
 }
 
 func set(f *flag.FlagSet) { f.Bool("ui", false, "") }
+
+const usage = ` + "`" + `usage: tool <command> [flags]
+  run     run it; -slots N, -ui
+  start   not a command; -bogus
+` + "`" + `
 
 func dispatch(cmd string) {
 	switch cmd {
@@ -1254,6 +1328,12 @@ func dispatch(cmd string) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("`%s`: problems %q, want %q", tt.span, got, tt.want)
 		}
+	}
+	if got, want := ix.checkUsages(), []string{
+		"cmd/tool: the usage names -bogus, which is no flag of it",
+		"cmd/tool: the usage lists command start, which it does not dispatch on",
+	}; !slices.Equal(got, want) {
+		t.Errorf("usage problems %q, want %q", got, want)
 	}
 	for _, tt := range []struct {
 		line string
