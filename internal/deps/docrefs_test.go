@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The docs name many things of the repository: files, test functions,
@@ -916,7 +917,94 @@ func TestDocsReferencesExist(t *testing.T) {
 				t.Errorf("%s:%d: `%s`: %s", doc, s.line, strings.TrimSpace(s.text), problem)
 			}
 		}
+		for _, problem := range checkLinks(ix.root, doc, string(raw)) {
+			t.Error(problem)
+		}
 	}
+}
+
+// mdLink matches the target of a markdown link or image.
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// urlScheme matches the start of an absolute URL (https:, mailto:).
+var urlScheme = regexp.MustCompile(`^[a-z][a-z+.-]*:`)
+
+// mdHeading matches a markdown heading.
+var mdHeading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+
+// checkLinks returns the links of doc (a path relative to root) whose file
+// does not exist or whose #anchor is no heading of the target.
+func checkLinks(root, doc, text string) []string {
+	var out []string
+	fenced := false
+	for i, l := range strings.Split(text, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+			target := m[1]
+			if urlScheme.MatchString(target) {
+				continue // https:, mailto:
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.ToSlash(filepath.Join(filepath.Dir(doc), file))
+			}
+			raw, err := os.ReadFile(filepath.Join(root, path))
+			if err != nil {
+				if _, statErr := os.Stat(filepath.Join(root, path)); statErr != nil {
+					out = append(out, fmt.Sprintf("%s:%d: link %s: no file %s", doc, i+1, target, path))
+				}
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !slices.Contains(headingAnchors(string(raw)), anchor) {
+				out = append(out, fmt.Sprintf("%s:%d: link %s: %s has no heading #%s", doc, i+1, target, path, anchor))
+			}
+		}
+	}
+	return out
+}
+
+// headingAnchors lists the anchors GitHub gives the headings of a markdown
+// text: lower case, punctuation dropped, spaces as hyphens, a repeated one
+// numbered -1, -2, ...
+func headingAnchors(text string) []string {
+	var out []string
+	seen := map[string]int{}
+	fenced := false
+	for _, l := range strings.Split(text, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		m := mdHeading.FindStringSubmatch(l)
+		if fenced || m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsNumber(r) || r == '_' || r == '-':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteByte('-')
+			}
+		}
+		a := b.String()
+		if n, dup := seen[a]; dup {
+			seen[a] = n + 1
+			a = fmt.Sprintf("%s-%d", a, n+1)
+		} else {
+			seen[a] = 0
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // checkSpan returns what is stale in one code span.
@@ -1352,6 +1440,45 @@ func dispatch(cmd string) {
 	}
 	if got := ix.checkSpan(span{text: "$ tool -nats-url x -nope", fenced: true}); !slices.Equal(got, []string{"cmd/tool has no flag -nope"}) {
 		t.Errorf("fenced command line: problems %q", got)
+	}
+}
+
+// TestDocLinks: a link to a missing file or to no heading of its target
+// is reported; headings give GitHub's anchors.
+func TestDocLinks(t *testing.T) {
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"README.md":    "see [a](docs/a.md), [b](docs/b.md), [x](docs/a.md#adding-a-tool-pkgfleet), [l](docs/a.md#limits-1), [y](docs/a.md#gone), [z](https://example.com/x) [top](#start)\n",
+		"docs/a.md":    "# Start\n\n## Adding a tool (`pkg/fleet`)\n\n```\n# not a heading\n```\n## Limits\n## Limits\n",
+		"docs/img.png": "",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := checkLinks(root, "README.md", string(raw))
+	want := []string{
+		"README.md:1: link docs/b.md: no file docs/b.md",
+		"README.md:1: link docs/a.md#gone: docs/a.md has no heading #gone",
+		"README.md:1: link #start: README.md has no heading #start",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems\n%q\nwant\n%q", got, want)
+	}
+	a, err := os.ReadFile(filepath.Join(root, "docs", "a.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := headingAnchors(string(a)), []string{"start", "adding-a-tool-pkgfleet", "limits", "limits-1"}; !slices.Equal(got, want) {
+		t.Errorf("anchors %q, want %q", got, want)
 	}
 }
 
