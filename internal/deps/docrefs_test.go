@@ -173,6 +173,8 @@ type moduleIndex struct {
 	// usages maps a command directory to its usage texts: its constant
 	// usage and the synopses it gives cli.Usage.
 	usages map[string][]string
+	// fileNames holds the names of the repository's files (fileNamed).
+	fileNames map[string]bool
 	// literals holds every string literal of the module's Go files.
 	literals map[string]bool
 	// env holds the environment variables the module reads: each flag's
@@ -920,6 +922,9 @@ func TestDocsReferencesExist(t *testing.T) {
 		for _, problem := range checkLinks(ix.root, doc, string(raw)) {
 			t.Error(problem)
 		}
+		for _, problem := range ix.checkMarkdownNames(doc, string(raw)) {
+			t.Error(problem)
+		}
 	}
 }
 
@@ -1005,6 +1010,59 @@ func headingAnchors(text string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// mdName matches the name of a markdown file in text, with its directory
+// if it has one: docs/missions.md, README.md.
+var mdName = regexp.MustCompile(`(?:^|[^\w/.-])((?:[\w.-]+/)*[\w-]+\.md)\b`)
+
+// checkMarkdownNames returns the markdown files doc names outside code
+// blocks that do not exist: a path from the repository root or from the
+// doc's directory, a bare name anywhere in the repository.
+func (ix *moduleIndex) checkMarkdownNames(doc, text string) []string {
+	var out []string
+	fenced := false
+	for i, l := range strings.Split(text, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range mdName.FindAllStringSubmatch(l, -1) {
+			name := m[1]
+			if strings.Contains(name, "/") {
+				if !ix.pathExists(name) && !ix.pathExists(path.Join(path.Dir(doc), name)) {
+					out = append(out, fmt.Sprintf("%s:%d: %s: no such file in the repository", doc, i+1, name))
+				}
+				continue
+			}
+			if !ix.fileNamed(name) {
+				out = append(out, fmt.Sprintf("%s:%d: %s: no file of that name in the repository", doc, i+1, name))
+			}
+		}
+	}
+	return out
+}
+
+// fileNamed reports whether a file of that name is anywhere in the
+// repository (outside node_modules and hidden directories).
+func (ix *moduleIndex) fileNamed(name string) bool {
+	if ix.fileNames == nil {
+		ix.fileNames = map[string]bool{}
+		filepath.WalkDir(ix.root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && p != ix.root && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			ix.fileNames[d.Name()] = true
+			return nil
+		})
+	}
+	return ix.fileNames[name]
 }
 
 // checkSpan returns what is stale in one code span.
@@ -1416,6 +1474,12 @@ func dispatch(cmd string) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("`%s`: problems %q, want %q", tt.span, got, tt.want)
 		}
+	}
+	if got, want := ix.checkMarkdownNames("docs/b.md", "see docs/a.md, a.md, ../docs/a.md and STYLE.md\n```\nGONE.md\n```\nand docs/gone.md\n"), []string{
+		"docs/b.md:1: STYLE.md: no file of that name in the repository",
+		"docs/b.md:5: docs/gone.md: no such file in the repository",
+	}; !slices.Equal(got, want) {
+		t.Errorf("markdown names: problems %q, want %q", got, want)
 	}
 	if got, want := ix.checkUsages(), []string{
 		"cmd/tool: the usage names -bogus, which is no flag of it",
