@@ -1016,9 +1016,16 @@ func headingAnchors(text string) []string {
 // if it has one: docs/missions.md, README.md.
 var mdName = regexp.MustCompile(`(?:^|[^\w/.-])((?:[\w.-]+/)*[\w-]+\.md)\b`)
 
-// checkMarkdownNames returns the markdown files doc names outside code
-// blocks that do not exist: a path from the repository root or from the
-// doc's directory, a bare name anywhere in the repository.
+// prosePath matches a repository path in text outside code spans.
+var prosePath = regexp.MustCompile(`(?:^|[^\w/.-])((?:pkg|cmd|docs|scripts|deploy|examples|internal)/[\w./<>*-]*\w)`)
+
+// codeSpans matches an inline code span on one line.
+var codeSpans = regexp.MustCompile("(`+)[^`]*?`+")
+
+// checkMarkdownNames returns the repository paths doc names in its text
+// that do not exist, and the markdown files it names outside code blocks
+// that do not: a path from the repository root or from the doc's
+// directory, a bare name anywhere in the repository.
 func (ix *moduleIndex) checkMarkdownNames(doc, text string) []string {
 	var out []string
 	fenced := false
@@ -1029,6 +1036,15 @@ func (ix *moduleIndex) checkMarkdownNames(doc, text string) []string {
 		}
 		if fenced {
 			continue
+		}
+		for _, m := range prosePath.FindAllStringSubmatch(codeSpans.ReplaceAllString(l, ""), -1) {
+			p := m[1]
+			if slash := strings.LastIndex(p, "/"); goRef.MatchString(p[slash+1:]) {
+				p = p[:slash+1] + strings.SplitN(p[slash+1:], ".", 2)[0] // pkg/fleet.ToolService: the package
+			}
+			if !strings.HasSuffix(p, ".md") && !ix.pathExists(p) {
+				out = append(out, fmt.Sprintf("%s:%d: %s: no such file or directory in the repository", doc, i+1, m[1]))
+			}
 		}
 		for _, m := range mdName.FindAllStringSubmatch(l, -1) {
 			name := m[1]
@@ -1475,9 +1491,11 @@ func dispatch(cmd string) {
 			t.Errorf("`%s`: problems %q, want %q", tt.span, got, tt.want)
 		}
 	}
-	if got, want := ix.checkMarkdownNames("docs/b.md", "see docs/a.md, a.md, ../docs/a.md and STYLE.md\n```\nGONE.md\n```\nand docs/gone.md\n"), []string{
+	if got, want := ix.checkMarkdownNames("docs/b.md", "see docs/a.md, a.md, ../docs/a.md and STYLE.md\n```\nGONE.md\n```\nand docs/gone.md\n"+
+		"pkg/shop, pkg/shop.Order, pkg/gone/x.go and `pkg/gone` (a span: checked as one)\n"), []string{
 		"docs/b.md:1: STYLE.md: no file of that name in the repository",
 		"docs/b.md:5: docs/gone.md: no such file in the repository",
+		"docs/b.md:6: pkg/gone/x.go: no such file or directory in the repository",
 	}; !slices.Equal(got, want) {
 		t.Errorf("markdown names: problems %q, want %q", got, want)
 	}
