@@ -3,6 +3,7 @@ package deps
 import (
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -175,6 +176,8 @@ type moduleIndex struct {
 	usages map[string][]string
 	// fileNames holds the names of the repository's files (fileNamed).
 	fileNames map[string]bool
+	// buildTags holds the tags the module's build constraints name.
+	buildTags map[string]bool
 	// literals holds every string literal of the module's Go files.
 	literals map[string]bool
 	// env holds the environment variables the module reads: each flag's
@@ -224,7 +227,7 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 	t.Helper()
 	ix := &moduleIndex{root: root, pkgs: map[string]*goPackage{}, testFuncs: map[string]bool{}, topLevel: map[string]bool{},
 		flags: map[string]map[string]bool{}, env: map[string]bool{}, commandNames: map[string]map[string]bool{},
-		literals: map[string]bool{}, usages: map[string][]string{}}
+		literals: map[string]bool{}, usages: map[string][]string{}, buildTags: map[string]bool{}}
 	byDir := map[string]*goPackage{}
 	type flagFile struct {
 		dir  string
@@ -246,7 +249,7 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}
@@ -262,6 +265,13 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 			p.name = f.Name.Name
 		}
 		addPackageDecls(ix, p, f, isTest)
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				if expr, err := constraint.Parse(c.Text); err == nil {
+					expr.Eval(func(tag string) bool { ix.buildTags[tag] = true; return true })
+				}
+			}
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if v, err := strconv.Unquote(lit.Value); err == nil {
@@ -860,6 +870,10 @@ func commandLine(bins []string) *regexp.Regexp {
 		strings.Join(bins, "|") + `)(?:\s|$)`)
 }
 
+// ptcName matches a name of the fleet's in snake case: a metric
+// (ptc_missions_started_total) or a build tag (ptc_swissmaps).
+var ptcName = regexp.MustCompile(`\bptc_[a-z0-9_]*[a-z0-9]\b`)
+
 // ptcHeader matches the name of a NATS header of the fleet's own, which
 // the code spells out whole.
 var ptcHeader = regexp.MustCompile(`\bPtc-[A-Za-z]+(?:-[A-Za-z]+)*(?:-?\*)?`)
@@ -1190,6 +1204,18 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 			out = append(out, fmt.Sprintf("no string %q in the module's code", h))
 		}
 	}
+	for _, name := range ptcName.FindAllString(text, -1) {
+		// A metric (a histogram's series too), a bucket or a build tag.
+		base := name
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, suffix); ok && ix.literals[b] {
+				base = b
+			}
+		}
+		if !ix.literals[base] && !ix.buildTags[base] {
+			out = append(out, fmt.Sprintf("no string %q in the module's code", name))
+		}
+	}
 	for _, v := range envVar.FindAllString(text, -1) {
 		if !ix.knownEnv(v) {
 			out = append(out, fmt.Sprintf("no binary reads %s", v))
@@ -1339,6 +1365,8 @@ const DefaultCount, DefaultName = 3, "x"
 
 const HeaderAttempt = "Ptc-Attempt"
 
+var ordersMetric = "ptc_orders_total"
+
 func Open() *Order { return nil }
 `,
 		"pkg/shop/shop_test.go": `package shop_test
@@ -1390,6 +1418,7 @@ func dispatch(cmd string) {
 		"pkg/shop/env_test.go":                 "package shop\n\nconst profiles = \"set PTC_TEST_PROFILES=1\"\n",
 		"docs/a.md":                            "",
 		"pkg/shop/internal/x/doc.go":           "package x\n",
+		"pkg/shop/custom.go":                   "//go:build ptc_custom\n\npackage shop\n",
 	}
 	for name, src := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -1477,6 +1506,10 @@ func dispatch(cmd string) {
 		{"kubectl exec x -- tool -nope", []string{"cmd/tool has no flag -nope"}},
 		{"the tool -nope", nil},
 		{"Ptc-Attempt: 2", nil},
+		{"ptc_orders_total", nil},
+		{"ptc_orders_total_bucket", nil},
+		{"ptc_custom", nil},
+		{"ptc_order_total", []string{`no string "ptc_order_total" in the module's code`}},
 		{"Ptc-Attempts", []string{`no string "Ptc-Attempts" in the module's code`}},
 		{"Ptc-Att*", nil},
 		{"Ptc-Attempt-*", []string{`no string starting with "Ptc-Attempt-" in the module's code`}},
