@@ -12,3 +12,26 @@ func logWith(l zerolog.Logger, add func(zerolog.Context) zerolog.Context) zerolo
 	}
 	return add(l.With()).Logger()
 }
+
+// missionLogger returns l writing the mission's id, submitter and attempt
+// on every line, or l itself when l writes nothing. The fields are written
+// by a hook, after the line's own fields: a logger's context would copy
+// them into a buffer of its own (500 bytes, whatever the fields' size),
+// held as long as the mission runs, also while it waits on a model.
+func missionLogger(l zerolog.Logger, id, sub string, attempt int) zerolog.Logger {
+	if l.GetLevel() == zerolog.Disabled {
+		return l
+	}
+	return l.Hook(&missionFields{id: id, sub: sub, attempt: attempt})
+}
+
+// missionFields writes a mission's fields on a line of its logger.
+type missionFields struct {
+	id, sub string
+	attempt int
+}
+
+// Run writes the fields on e.
+func (f *missionFields) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str("mission_id", f.id).Str("submitter", f.sub).Int("attempt", f.attempt)
+}

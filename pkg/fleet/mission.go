@@ -200,9 +200,7 @@ func (p *missionRun) open() bool {
 	}
 	k := missionKey{sub: sub, id: m.ID}
 	p.k = k
-	p.log = logWith(w.log, func(c zerolog.Context) zerolog.Context {
-		return c.Str("mission_id", m.ID).Str("submitter", sub).Int("attempt", attempt)
-	})
+	p.log = missionLogger(w.log, m.ID, sub, attempt)
 	log := &p.log
 
 	// Take the mission: register for cancels first, then compare-and-set

@@ -67,7 +67,7 @@ func TestTraceHeadersAndMissionLogs(t *testing.T) {
 		t.Errorf("logs:\n%s", out)
 	}
 	eventually(t, 5*time.Second, "the final log line", func() bool {
-		return strings.Contains(logs.String(), `"mission_id":"`+m.ID+`","submitter":"anonymous","attempt":1,"state":"succeeded","message":"mission finished"`)
+		return strings.Contains(logs.String(), `"state":"succeeded","mission_id":"`+m.ID+`","submitter":"anonymous","attempt":1,"message":"mission finished"`)
 	})
 }
 
