@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -68,6 +69,7 @@ type config struct {
 	ceilings     fleet.Ceilings
 	tenant       string
 	memBudget    int64
+	softMemLimit int64
 	llmOpts      string
 	toolPins     string
 	toolServices string
@@ -100,7 +102,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.ceilings.MaxData, "max-data", 1<<30, "ceiling of max_data of a mission and its agents, in bytes: the largest tool result a mission may read (0: none)")
 	fs.Int64Var(&c.ceilings.MaxEmitBytes, "max-emit-bytes", 64<<10, "ceiling of max_emit_bytes of a mission and its agents: the largest value, as JSON, a program may emit (0: none)")
 	fs.IntVar(&c.ceilings.EmitRate, "max-emit-rate", 100, "ceiling of emit_rate of a mission and its agents: the values a mission's programs may emit a second (0: none)")
-	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of GOMEMLIMIT, or 1 GiB without it; negative: none)")
+	fs.Int64Var(&c.memBudget, "memory-budget", 0, "bytes the missions run at once may hold from their tools; each reserves its program_memory and waits when it does not fit (0: three quarters of the soft memory limit, GOMEMLIMIT or -soft-memory-limit, or 1 GiB without one; negative: none)")
+	fs.Int64Var(&c.softMemLimit, "soft-memory-limit", 0, "the Go runtime's soft memory limit, in bytes, as GOMEMLIMIT sets it: the heap the collector lets grow before it works harder (0: GOMEMLIMIT when set, else 90% of the container's cgroup memory limit when it has one; negative: none)")
 	fs.StringVar(&c.tenant, "tenant", "", "name of the account (tenant) this worker serves: the tenant label of the spend metrics")
 	fs.Float64Var(&c.ceilings.MaxCostUSD, "max-cost-usd", 0, "ceiling of max_cost_usd of a mission and its agents, in US dollars, and the budget of a mission that sets none (0: none)")
 	fs.Int64Var(&c.ceilings.MaxTokens, "max-tokens", 0, "ceiling of max_tokens of a mission and its agents, and the budget of a mission that sets none (0: none)")
@@ -276,6 +279,11 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 	}
 	if formerModelVar() {
 		log.Warn().Msg(cli.FormerFallbackModelWarning)
+	}
+	// before anything reads it (the memory budget's default does)
+	if limit, from := softMemoryLimit(c.softMemLimit, getenv, "/"); limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info().Int64("soft_memory_limit", limit).Str("from", from).Msg("Go runtime memory limit set")
 	}
 	models, err := llmconfig.RegistryFromEnv(environ, llmconfig.Options{Getenv: getenv})
 	if err != nil {
