@@ -178,8 +178,10 @@ type moduleIndex struct {
 	fileNames map[string]bool
 	// buildTags holds the tags the module's build constraints name.
 	buildTags map[string]bool
-	// literals holds every string literal of the module's Go files.
-	literals map[string]bool
+	// literals holds every string literal of the module's Go files;
+	// sortedLiterals the same, sorted, once needed.
+	literals       map[string]bool
+	sortedLiterals []string
 	// env holds the environment variables the module reads: each flag's
 	// twin (cli.EnvName) and every PTC_ name in a string literal.
 	env map[string]bool
@@ -870,6 +872,48 @@ func commandLine(bins []string) *regexp.Regexp {
 		strings.Join(bins, "|") + `)(?:\s|$)`)
 }
 
+// subject matches a NATS subject or metadata key of the fleet:
+// mission.result.<submitter>.<id>, ptc.heartbeat. (A tool's subject,
+// tool.<service>.<tool>, is named by its service.)
+var subject = regexp.MustCompile(`(?:^|[^\w.])((?:mission|ptc)\.[\w.<>*-]*[\w>*])`)
+
+// fileExtensions end a file name that looks like a subject (mission.go).
+var fileExtensions = map[string]bool{"go": true, "md": true, "yaml": true, "yml": true, "json": true, "sh": true,
+	"txt": true, "mjs": true, "js": true, "ts": true}
+
+// spellsSubject reports whether a string literal of the module starts with
+// the subject words (followed by no more of the word), or is two or more
+// of the first words, with or without the dot that follows them
+// ("mission.result." + submitter, "tool.shop" + "." + name).
+func (ix *moduleIndex) spellsSubject(words string) bool {
+	if ix.sortedLiterals == nil {
+		ix.sortedLiterals = slices.Sorted(maps.Keys(ix.literals))
+	}
+	i, _ := slices.BinarySearch(ix.sortedLiterals, words)
+	for _, l := range ix.sortedLiterals[i:] {
+		if !strings.HasPrefix(l, words) {
+			break
+		}
+		if len(l) == len(words) || !isWordByte(l[len(words)]) {
+			return true
+		}
+	}
+	// A literal of two words or more that the code extends with the rest.
+	for i := strings.LastIndex(words, "."); strings.Contains(words[:max(i, 0)], "."); i = strings.LastIndex(words[:i], ".") {
+		if ix.literals[words[:i+1]] || ix.literals[words[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// subjectWord matches a literal word of a subject.
+var subjectWord = regexp.MustCompile(`^[a-z_]+$`)
+
 // ptcName matches a name of the fleet's in snake case: a metric
 // (ptc_missions_started_total) or a build tag (ptc_swissmaps).
 var ptcName = regexp.MustCompile(`\bptc_[a-z0-9_]*[a-z0-9]\b`)
@@ -1216,6 +1260,27 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 			out = append(out, fmt.Sprintf("no string %q in the module's code", name))
 		}
 	}
+	for _, m := range subject.FindAllStringSubmatch(text, -1) {
+		// The words before the first placeholder or wildcard are the
+		// subject's literal part: the code spells it out.
+		var words []string
+		for _, w := range strings.Split(m[1], ".") {
+			if !subjectWord.MatchString(w) {
+				break
+			}
+			words = append(words, w)
+		}
+		if len(words) < 2 {
+			continue
+		}
+		prefix := strings.Join(words, ".")
+		if len(words) == len(strings.Split(m[1], ".")) && fileExtensions[words[len(words)-1]] {
+			continue // mission.go
+		}
+		if !ix.spellsSubject(prefix) {
+			out = append(out, fmt.Sprintf("no subject %s in the module's code", prefix))
+		}
+	}
 	for _, v := range envVar.FindAllString(text, -1) {
 		if !ix.knownEnv(v) {
 			out = append(out, fmt.Sprintf("no binary reads %s", v))
@@ -1367,6 +1432,8 @@ const HeaderAttempt = "Ptc-Attempt"
 
 var ordersMetric = "ptc_orders_total"
 
+var subjects = []string{"mission.result." + "x", "mission.stored"}
+
 func Open() *Order { return nil }
 `,
 		"pkg/shop/shop_test.go": `package shop_test
@@ -1507,6 +1574,14 @@ func dispatch(cmd string) {
 		{"the tool -nope", nil},
 		{"Ptc-Attempt: 2", nil},
 		{"ptc_orders_total", nil},
+		{"mission.result.<submitter>.<id>", nil},
+		{"mission.results.<submitter>", []string{"no subject mission.results in the module's code"}},
+		{"mission.stored.*.*", nil},
+		{"mission.stored.ops.x", nil},
+		{"mission.result.x.y.record", nil},
+		{"tool.billing.*", nil},
+		{"ptc.heartbeat", []string{"no subject ptc.heartbeat in the module's code"}},
+		{"mission.go", nil},
 		{"ptc_orders_total_bucket", nil},
 		{"ptc_custom", nil},
 		{"ptc_order_total", []string{`no string "ptc_order_total" in the module's code`}},
