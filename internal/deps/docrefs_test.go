@@ -21,13 +21,17 @@ import (
 	"unicode"
 )
 
-// The docs name many things of the repository: files, test functions,
-// Go identifiers of the module's packages and flags of its binaries. The
-// tests below read every inline code span of the docs and fail on a name
-// that does not exist, giving the doc file, the line and the name. Only
-// names that can be checked without guessing are checked: a span that
-// could mean something else (an unqualified identifier, a flag of another
-// tool) is left alone, and the few exceptions are listed with a reason.
+// The docs name many things of the repository: files, test functions, Go
+// identifiers of the module's packages, the binaries' commands, flags and
+// environment variables, headers, metrics, subjects, and other docs. The
+// tests below read the docs' code spans, code blocks, links and text, and
+// fail on a name that does not exist, giving the doc file, the line and
+// the name (docs/architecture.md lists the checks). The module's side is
+// read with go/parser, not searched as text. Only names that can be
+// checked without guessing are checked: a span that could mean something
+// else (a bare identifier, a type of another library, a flag of another
+// tool) is left alone, and the few exceptions (foreignFlags) carry a
+// reason each.
 
 // docFiles lists the docs the checks read, relative to the module root.
 func docFiles(t *testing.T, root string) []string {
