@@ -987,7 +987,145 @@ func TestDocsReferencesExist(t *testing.T) {
 		for _, problem := range ix.checkMarkdownNames(doc, string(raw)) {
 			t.Error(problem)
 		}
+		for _, problem := range ix.checkGoBlocks(doc, string(raw)) {
+			t.Error(problem)
+		}
 	}
+}
+
+// goBlock is a ```go code block of a doc and the line before its first.
+type goBlock struct {
+	line int
+	src  string
+}
+
+// goBlocks returns the Go code blocks of a markdown text.
+func goBlocks(text string) []goBlock {
+	var out []goBlock
+	var cur *goBlock
+	var lines []string
+	for i, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case cur == nil && (t == "```go" || t == "```golang"):
+			cur, lines = &goBlock{line: i + 1}, nil
+		case cur != nil && strings.HasPrefix(t, "```"):
+			cur.src = strings.Join(lines, "\n")
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			lines = append(lines, l)
+		}
+	}
+	return out
+}
+
+// parseGoBlock parses a doc's Go fragment: a file, declarations, or
+// statements (as a function body), with each "..." (code left out) taken
+// for an identifier.
+// The int is the number of lines added before the block's first.
+func parseGoBlock(fset *token.FileSet, src string) (*ast.File, int, error) {
+	src = strings.ReplaceAll(src, "...", "_x")
+	if strings.HasPrefix(strings.TrimSpace(src), "package ") {
+		f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+		return f, 0, err
+	}
+	f, err := parser.ParseFile(fset, "", "package p\nfunc _() {\n"+src+"\n}\n", parser.SkipObjectResolution)
+	if err == nil {
+		return f, 2, nil
+	}
+	f, err2 := parser.ParseFile(fset, "", "package p\n"+src+"\n", parser.SkipObjectResolution)
+	if err2 != nil {
+		return nil, 0, err
+	}
+	return f, 1, nil
+}
+
+// checkGoBlocks returns what is stale in the Go code blocks of doc: a
+// name of a module package it selects (fleet.NewWorker) that the package
+// lacks, and a field of a module struct it sets in a composite literal
+// (agent.Spec{Prompt: ...}) that the struct lacks. A block that does not
+// parse is reported too.
+func (ix *moduleIndex) checkGoBlocks(doc, text string) []string {
+	var out []string
+	for _, b := range goBlocks(text) {
+		fset := token.NewFileSet()
+		f, offset, err := parseGoBlock(fset, b.src)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s:%d: the Go block parses neither as a file, nor as declarations, nor as statements", doc, b.line))
+			continue
+		}
+		// A name the block declares itself is not a package.
+		local := map[string]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if n.Tok == token.DEFINE {
+					for _, l := range n.Lhs {
+						if id, ok := l.(*ast.Ident); ok {
+							local[id.Name] = true
+						}
+					}
+				}
+			case *ast.RangeStmt:
+				for _, e := range []ast.Expr{n.Key, n.Value} {
+					if id, ok := e.(*ast.Ident); ok && n.Tok == token.DEFINE {
+						local[id.Name] = true
+					}
+				}
+			case *ast.ValueSpec:
+				for _, id := range n.Names {
+					local[id.Name] = true
+				}
+			case *ast.Field:
+				for _, id := range n.Names {
+					local[id.Name] = true
+				}
+			}
+			return true
+		})
+		pkgOf := func(e ast.Expr) *goPackage {
+			if id, ok := e.(*ast.Ident); ok && !local[id.Name] {
+				return ix.pkgs[id.Name]
+			}
+			return nil
+		}
+		line := func(n ast.Node) int { return b.line + fset.Position(n.Pos()).Line - offset }
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if p := pkgOf(n.X); p != nil {
+					if problem := ix.checkGoRef(p, n.Sel.Name, nil); problem != "" {
+						out = append(out, fmt.Sprintf("%s:%d: %s.%s: %s", doc, line(n), p.name, n.Sel.Name, problem))
+					}
+				}
+			case *ast.CompositeLit:
+				sel, ok := n.Type.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				p := pkgOf(sel.X)
+				if p == nil {
+					return true
+				}
+				for _, e := range n.Elts {
+					kv, ok := e.(*ast.KeyValueExpr)
+					if !ok {
+						continue
+					}
+					key, ok := kv.Key.(*ast.Ident)
+					if !ok {
+						continue
+					}
+					if problem := ix.checkGoRef(p, sel.Sel.Name, []string{key.Name}); problem != "" {
+						out = append(out, fmt.Sprintf("%s:%d: %s.%s{%s: ...}: %s", doc, line(kv), p.name, sel.Sel.Name, key.Name, problem))
+					}
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // mdLink matches the target of a markdown link or image.
@@ -1610,6 +1748,19 @@ func dispatch(cmd string) {
 		"docs/b.md:6: pkg/gone/x.go: no such file or directory in the repository",
 	}; !slices.Equal(got, want) {
 		t.Errorf("markdown names: problems %q, want %q", got, want)
+	}
+	// A block that declares a name of a package (the range variable)
+	// is not checked for that package.
+	goDoc := "text\n```go\no := shop.Open()\nx := shop.Order{Items: nil, Sum: 1}\nshop.Close(o, ...)\n" +
+		"var l shop.Limits = shop.Limits{MaxItems: 1}\n```\n```go\nfor _, shop := range shops { shop.Anything() }\n```\n" +
+		"```go\ntype T struct{ A shop.Base }\nfunc (T) M() { _ = shop.Gone }\n```\n```go\nfunc {\n```\n"
+	if got, want := ix.checkGoBlocks("docs/b.md", goDoc), []string{
+		"docs/b.md:4: shop.Order{Sum: ...}: shop.Order has no field or method Sum",
+		"docs/b.md:5: shop.Close: package shop (pkg/shop) has no Close",
+		"docs/b.md:13: shop.Gone: package shop (pkg/shop) has no Gone",
+		"docs/b.md:15: the Go block parses neither as a file, nor as declarations, nor as statements",
+	}; !slices.Equal(got, want) {
+		t.Errorf("Go blocks: problems\n%q\nwant\n%q", got, want)
 	}
 	if got, want := ix.checkUsages(), []string{
 		"cmd/tool: the usage names -bogus, which is no flag of it",
