@@ -178,8 +178,11 @@ type moduleIndex struct {
 	// usages maps a command directory to its usage texts: its constant
 	// usage and the synopses it gives cli.Usage.
 	usages map[string][]string
-	// fileNames holds the names of the repository's files (fileNamed).
-	fileNames map[string]bool
+	// fileNames holds the names of the repository's files (fileNamed);
+	// internalParents the directories with an internal/ below them
+	// other than the root (pathExists), both once needed.
+	fileNames       map[string]bool
+	internalParents []string
 	// buildTags holds the tags the module's build constraints name.
 	buildTags map[string]bool
 	// literals holds every string literal of the module's Go files;
@@ -671,13 +674,15 @@ func (ix *moduleIndex) member(p *goPackage, name, member string, depth int) (typ
 	if gt.spec != nil {
 		if _, ok := gt.spec.Type.(*ast.StructType); !ok {
 			if _, ok := gt.spec.Type.(*ast.InterfaceType); !ok {
-				// A defined type of another type (type T U) has U's fields
-				// but not its methods; only follow module structs.
+				// A defined type of another type (type T U) has U's fields,
+				// and U's methods only if U is an interface: a method found
+				// on U is left undecided.
 				if q, n, ok := ix.namedType(p, gt.spec.Type); ok {
 					if e, q2, found, known := ix.member(q, n, member, depth+1); found {
 						if e != nil {
 							return e, q2, true, true
 						}
+						return nil, nil, false, false
 					} else if !known {
 						return nil, nil, false, false
 					}
@@ -837,18 +842,24 @@ func (ix *moduleIndex) pathExists(p string) bool {
 	glob := placeholder.ReplaceAllString(p, "*")
 	try := []string{glob}
 	if strings.HasPrefix(p, "internal/") {
-		filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
+		if ix.internalParents == nil {
+			ix.internalParents = []string{}
+			filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				if n := d.Name(); path != ix.root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
+					return filepath.SkipDir
+				}
+				if d.Name() == "internal" && path != filepath.Join(ix.root, "internal") {
+					ix.internalParents = append(ix.internalParents, filepath.ToSlash(mustRelPath(ix.root, filepath.Dir(path))))
+				}
 				return nil
-			}
-			if n := d.Name(); path != ix.root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
-				return filepath.SkipDir
-			}
-			if d.Name() == "internal" && path != filepath.Join(ix.root, "internal") {
-				try = append(try, filepath.ToSlash(mustRelPath(ix.root, filepath.Dir(path)))+"/"+glob)
-			}
-			return nil
-		})
+			})
+		}
+		for _, dir := range ix.internalParents {
+			try = append(try, dir+"/"+glob)
+		}
 	}
 	for _, g := range try {
 		if m, _ := filepath.Glob(filepath.Join(ix.root, filepath.FromSlash(g))); len(m) > 0 {
