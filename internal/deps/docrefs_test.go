@@ -169,6 +169,8 @@ type moduleIndex struct {
 	// flags maps a command directory (cmd/NAME) to the flags its
 	// files and internal/cli define.
 	flags map[string]map[string]bool
+	// dirs maps a package directory to its package, commands included.
+	dirs map[string]*goPackage
 	// commands matches a command line running one of the binaries.
 	commands *regexp.Regexp
 	// commandNames maps a command directory to the names of its commands
@@ -238,6 +240,7 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 		flags: map[string]map[string]bool{}, env: map[string]bool{}, commandNames: map[string]map[string]bool{},
 		literals: map[string]bool{}, usages: map[string][]string{}, buildTags: map[string]bool{}}
 	byDir := map[string]*goPackage{}
+	ix.dirs = byDir
 	type flagFile struct {
 		dir  string
 		file *ast.File
@@ -955,6 +958,7 @@ var foreignFlags = map[string]string{
 	"race":      "go test",
 	"count":     "go test",
 	"bench":     "go test",
+	"run":       "go test",
 	"benchtime": "go test",
 	"short":     "go test",
 	"parallel":  "go test",
@@ -1372,6 +1376,9 @@ func (ix *moduleIndex) checkSpan(s span) []string {
 			}
 		}
 	}
+	if i := strings.Index(text, "go test "); i >= 0 {
+		out = append(out, ix.checkGoTest(text[i:])...)
+	}
 	if s.fenced && strings.Contains(text, "go test ") {
 		// A test command of a code block: the tests it runs exist.
 		for _, m := range testName.FindAllStringSubmatch(text, -1) {
@@ -1480,6 +1487,76 @@ func (ix *moduleIndex) knownEnv(v string) bool {
 		return v == ix.modelEnvPrefix
 	}
 	return false
+}
+
+// checkGoTest returns what a go test command line runs that does not
+// exist: a -bench pattern that matches no benchmark of the packages it
+// names, and a -run pattern (of a command without -bench, where -run
+// often excludes all tests on purpose) that matches no test. A pattern's
+// first level (before a /) is matched against the functions' names as
+// go test does; sub-tests are not known here.
+func (ix *moduleIndex) checkGoTest(line string) []string {
+	if i := strings.IndexAny(line, ";&|#"); i >= 0 {
+		line = line[:i]
+	}
+	args := strings.Fields(line)[2:]
+	patterns := map[string]string{}
+	var dirs []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		if name, v, ok := strings.Cut(a, "="); ok && (name == "run" || name == "bench") && strings.HasPrefix(args[i], "-") {
+			patterns[name] = strings.Trim(v, `'"`)
+			continue
+		}
+		if (a == "run" || a == "bench") && strings.HasPrefix(args[i], "-") && i+1 < len(args) {
+			patterns[a] = strings.Trim(args[i+1], `'"`)
+			i++
+			continue
+		}
+		if rest, ok := strings.CutPrefix(args[i], "./"); ok && rest != "..." {
+			rest = strings.TrimSuffix(rest, "/")
+			if base, ok := strings.CutSuffix(rest, "/..."); ok {
+				for dir := range ix.dirs {
+					if dir == base || strings.HasPrefix(dir, base+"/") {
+						dirs = append(dirs, dir)
+					}
+				}
+			} else {
+				dirs = append(dirs, rest)
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return nil // the packages are not known
+	}
+	slices.Sort(dirs)
+	var out []string
+	check := func(flag string, prefixes ...string) {
+		pat, ok := patterns[flag]
+		if !ok {
+			return
+		}
+		first, _, _ := strings.Cut(pat, "/")
+		re, err := regexp.Compile(first)
+		if err != nil {
+			return
+		}
+		for _, dir := range dirs {
+			if p := ix.dirs[dir]; p != nil {
+				for name := range p.testFuncs {
+					if slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(name, pre) }) && re.MatchString(name) {
+						return
+					}
+				}
+			}
+		}
+		out = append(out, fmt.Sprintf("-%s %s matches no function of %s", flag, pat, strings.Join(dirs, ", ")))
+	}
+	check("bench", "Benchmark")
+	if _, bench := patterns["bench"]; !bench {
+		check("run", "Test", "Fuzz", "Example")
+	}
+	return out
 }
 
 // selectors splits ".A.B" into A and B.
@@ -1698,6 +1775,11 @@ func dispatch(cmd string) {
 		{"shop.Missing*", []string{"package shop (pkg/shop) has no name starting with Missing"}},
 		{"other.Anything", nil},
 		{"go test -race ./pkg/nope/...", []string{"no such file or directory ./pkg/nope/... in the repository"}},
+		{"go test -run XXX -bench 'Op.n$' -benchtime 20x ./pkg/shop", nil},
+		{"go test -run=^$ -bench=Close/small ./pkg/...", []string{"-bench Close/small matches no function of pkg/agent/llm/llmconfig, pkg/shop, pkg/shop/internal/x"}},
+		{"go test -run 'Open|Close' ./pkg/shop", nil},
+		{"go test -run Close ./pkg/shop ./cmd/tool", []string{"-run Close matches no function of cmd/tool, pkg/shop"}},
+		{"go test -bench Open", nil},
 		{"./pkg/nope", []string{"no such file or directory in the repository"}},
 		{"shop.Order.items", nil},
 		{"Order.Total", nil},
