@@ -235,10 +235,11 @@ func (s *secrets) add(x string) {
 	}
 }
 
-// index makes the indexes on first use.
+// index makes the indexes on first use, the three in one allocation.
 func (s *secrets) index() {
 	if s.strs == nil {
-		s.strs, s.ints, s.escaped, s.starts = newPrefixIndex(), newPrefixIndex(), newPrefixIndex(), map[string]struct{}{}
+		x := new([3]prefixIndex)
+		s.strs, s.ints, s.escaped, s.starts = &x[0], &x[1], &x[2], map[string]struct{}{}
 	}
 }
 
@@ -397,10 +398,14 @@ type prefixIndex struct {
 	groups map[string]*prefixGroup
 	exact  map[string]struct{}
 	dirty  []*prefixGroup // groups added to since the last finish
-	// first marks the first bytes of the indexed strings: most offsets
-	// of a text start none, and are passed over without a map lookup
-	first [256]bool
+	// first marks the first bytes of the indexed strings (one bit a byte
+	// value): most offsets of a text start none, and are passed over
+	// without a map lookup
+	first [4]uint64
 }
+
+// starts reports whether an indexed string starts with the byte c.
+func (x *prefixIndex) starts(c byte) bool { return x.first[c>>6]&(1<<(c&63)) != 0 }
 
 type prefixGroup struct {
 	lens   []int    // the distinct lengths, longest first
@@ -408,12 +413,8 @@ type prefixGroup struct {
 	dirty  bool     // in prefixIndex.dirty
 }
 
-// newPrefixIndex returns an empty index; its maps are made by the first
-// add (most of a run's indexes stay empty).
-func newPrefixIndex() *prefixIndex {
-	return &prefixIndex{}
-}
-
+// add indexes k; the maps are made by the first add (most of a run's
+// indexes stay empty).
 func (x *prefixIndex) add(k string) {
 	if len(k) < minSecretLen {
 		return
@@ -425,7 +426,7 @@ func (x *prefixIndex) add(k string) {
 		x.exact, x.groups = map[string]struct{}{}, map[string]*prefixGroup{}
 	}
 	x.exact[k] = struct{}{}
-	x.first[k[0]] = true
+	x.first[k[0]>>6] |= 1 << (k[0] & 63)
 	g := x.groups[k[:minSecretLen]]
 	if g == nil {
 		g = &prefixGroup{}
@@ -454,7 +455,7 @@ func (x *prefixIndex) finish() {
 // longestAt returns the length of the longest indexed string that text
 // has at offset i (0: none).
 func (x *prefixIndex) longestAt(text string, i int) int {
-	if x == nil || i+minSecretLen > len(text) || !x.first[text[i]] {
+	if x == nil || i+minSecretLen > len(text) || !x.starts(text[i]) {
 		return 0
 	}
 	g := x.groups[text[i:i+minSecretLen]]
@@ -833,7 +834,7 @@ func cutStart(text string, lo, end int, x *prefixIndex) int {
 		return -1
 	}
 	for j := max(lo, end-maxSecretPrefix); j+minSecretLen <= end; j++ {
-		if x.first[text[j]] && x.isPrefix(text[j:end]) {
+		if x.starts(text[j]) && x.isPrefix(text[j:end]) {
 			return j
 		}
 	}
