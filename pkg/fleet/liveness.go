@@ -167,7 +167,11 @@ var errSilent = errors.New("no answer and no progress from the tool service")
 // service has had no responders for retryWait in a row: the window starts
 // at the first no-responders answer, not at the call, so a service that
 // restarts late in a long call gets the whole window to come back.
-func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+//
+// The call ends with context.DeadlineExceeded at deadline (as a context
+// with that deadline would end it), waited for on the timer that waits
+// for the silence, so that a call makes no context of its own.
+func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Msg) (*nats.Msg, error) {
 	if err := b.replies.open(); err != nil {
 		return nil, err
 	}
@@ -175,18 +179,18 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 	reply, done := b.replies.add(c.handle)
 	defer done()
 	msg.Reply = reply
-	every := b.heartbeat
-	if dl, ok := ctx.Deadline(); ok {
-		every = progressInterval(every, time.Until(dl)).Round(time.Millisecond)
-	}
+	every := progressInterval(b.heartbeat, time.Until(deadline)).Round(time.Millisecond)
 	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(every.Milliseconds(), 10))
 	silence := heartbeatSilence * every
 	status := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
 	defer b.nc.RemoveStatusListener(status)
 	var noResp time.Time // first of the current run of no-responders answers
 	backoff := 25 * time.Millisecond
-	timer := time.NewTimer(silence)
-	defer timer.Stop()
+	timer := getTimer()
+	defer putTimer(timer)
+	// wait arms the timer for d or until the deadline, whichever is
+	// sooner
+	wait := func(d time.Duration) { timer.Reset(max(min(d, time.Until(deadline)), 0)) }
 	var last error
 	for retry := 0; ; retry++ {
 		if retry > 0 {
@@ -206,7 +210,7 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 			last = err // the connection is closed or refuses: wait and resend
 		} else {
 			last = errSilent
-			timer.Reset(silence)
+			wait(silence)
 		}
 	waiting:
 		for err == nil {
@@ -224,7 +228,7 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 				return r, nil
 			case <-c.beat:
 				noResp = time.Time{}
-				timer.Reset(silence)
+				wait(silence)
 			case _, ok := <-status:
 				if !ok {
 					return nil, errConnLost
@@ -232,6 +236,9 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 				last = errConnLost
 				break waiting
 			case <-timer.C:
+				if !time.Now().Before(deadline) {
+					return nil, context.DeadlineExceeded
+				}
 				pause = 0
 				break waiting
 			case <-ctx.Done():
@@ -239,14 +246,39 @@ func (b *Toolbox) sendLive(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 			}
 		}
 		if pause > 0 {
+			wait(pause)
 			select {
 			case <-ctx.Done():
 				return nil, errors.Join(ctx.Err(), last)
-			case <-time.After(pause):
+			case <-timer.C:
+				if !time.Now().Before(deadline) {
+					return nil, errors.Join(context.DeadlineExceeded, last)
+				}
 			}
 			backoff = min(2*backoff, 500*time.Millisecond)
 		}
 	}
+}
+
+// timers holds stopped timers for the waits of live tool calls: a cache
+// of memory, not state (a timer is stopped before it goes back, and a
+// stopped timer's channel holds no value, as Go 1.23 timers behave).
+var timers sync.Pool
+
+// getTimer returns a stopped timer.
+func getTimer() *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		return t
+	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+// putTimer stops t and keeps it for getTimer.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // heartbeat sends progress messages on reply every interval the request

@@ -795,8 +795,6 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: make(nats.Header, len(b.header)+toolCallHeaders)}
 	for k, v := range b.header {
 		msg.Header[k] = v
@@ -836,9 +834,12 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	}
 	var resp *nats.Msg
 	if info.Heartbeat && b.replies != nil && b.heartbeat > 0 {
-		resp, err = b.sendLive(cctx, msg)
+		// a live call keeps its own deadline, on the timer it waits with
+		resp, err = b.sendLive(ctx, time.Now().Add(timeout), msg)
 	} else {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err = b.send(cctx, msg)
+		cancel()
 	}
 	if err != nil {
 		switch {
