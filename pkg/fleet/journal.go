@@ -448,11 +448,10 @@ func (j *Journal) Flush(ctx context.Context) error {
 	if wait <= 0 {
 		wait = journalWriteWait
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
+	deadline := time.Now().Add(wait)
 	var first error
 	for _, w := range pending {
-		if err := j.await(ctx, w); err != nil && first == nil {
+		if err := j.await(ctx, deadline, w); err != nil && first == nil {
 			j.broken.Store(true)
 			first = fmt.Errorf("fleet: journal %s: %w", j.missionID, err)
 		}
@@ -476,22 +475,32 @@ func (j *Journal) Pending() int {
 	return n
 }
 
-// await waits for w's ack, publishing it again synchronously when the
-// asynchronous publish failed or its ack is late.
-func (j *Journal) await(ctx context.Context, w pendingWrite) error {
+// await waits for w's ack until deadline, publishing it again
+// synchronously when the asynchronous publish failed or its ack is late.
+// An ack that comes in time (the common case) costs no context: only a
+// write published again waits under a context with the deadline.
+func (j *Journal) await(ctx context.Context, deadline time.Time, w pendingWrite) error {
 	if w.fut != nil {
-		t := time.NewTimer(journalAckWait)
-		defer t.Stop()
+		t := getTimer()
+		t.Reset(max(min(journalAckWait, time.Until(deadline)), 0))
 		select {
 		case ack := <-w.fut.Ok():
+			putTimer(t)
 			j.saw(ack.Sequence)
 			return nil
 		case <-w.fut.Err():
 		case <-t.C:
 		case <-ctx.Done():
+			putTimer(t)
 			return context.Cause(ctx)
 		}
+		putTimer(t)
+		if !time.Now().Before(deadline) {
+			return context.DeadlineExceeded
+		}
 	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
 		ack, err := j.js.PublishMsg(ctx, w.msg)

@@ -260,9 +260,10 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 	}
 }
 
-// timers holds stopped timers for the waits of live tool calls: a cache
-// of memory, not state (a timer is stopped before it goes back, and a
-// stopped timer's channel holds no value, as Go 1.23 timers behave).
+// timers holds stopped timers for the waits of live tool calls and of
+// journal acks: a cache of memory, not state (a timer is stopped before
+// it goes back, and a stopped timer's channel holds no value, as Go 1.23
+// timers behave).
 var timers sync.Pool
 
 // getTimer returns a stopped timer.
