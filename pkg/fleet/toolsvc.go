@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,9 +234,7 @@ func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn f
 		var in In
 		// An argument In has no field for is refused, not dropped: a
 		// misspelled one would silently change the answer.
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
+		if err := messages.DecodeJSONValue(raw, &in, messages.JSONDisallowUnknownFields); err != nil {
 			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 		}
 		out, err := fn(ctx, in)
