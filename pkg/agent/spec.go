@@ -154,13 +154,25 @@ type PromptContext struct {
 // Agent is a validated Spec, ready to run. It is immutable and safe for
 // concurrent use: any number of runs may share it.
 type Agent struct {
+	// agentDef is what depends only on the spec: shared by the agents
+	// Rebind makes from this one, never written after New
+	*agentDef
+	// tools are the agent's tools, bound; specTools the same as given
+	// (Spec().Tools)
+	tools     map[string]*boundTool
+	specTools map[string]Tool
+}
+
+// agentDef is the part of an Agent that depends only on its spec.
+type agentDef struct {
+	// spec is the spec New was given, without its Tools (the agent's
+	// specTools)
 	spec Spec
 	// lim is spec.Limits with the defaults filled in (unlimited limits
 	// stay negative).
 	lim      Limits
 	sig      *signature.Signature
 	tmpl     *Template
-	tools    map[string]*boundTool
 	toolKeys []string
 	// catalog is spec.ToolCatalog sorted by name, signatures in their
 	// public form (parsed once, in New).
@@ -283,7 +295,8 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr("system_prompt.language_spec", fmt.Sprintf("unknown language preset %q (known: %s)", p, strings.Join(LanguagePresets(), ", ")), nil)
 		}
 	}
-	a := &Agent{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl}
+	a := &Agent{agentDef: &agentDef{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl}, specTools: spec.Tools}
+	a.spec.Tools = nil
 	if a.tools, err = bindTools(spec.Tools, spec.Validation, nil); err != nil {
 		return nil, err
 	}
@@ -379,16 +392,14 @@ func (a *Agent) Rebind(tools map[string]Tool) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	na := *a
-	na.spec.Tools = tools
-	na.tools = bound
-	return &na, nil
+	return &Agent{agentDef: a.agentDef, tools: bound, specTools: tools}, nil
 }
 
 // Spec returns a copy of the agent's spec with defaults filled in
 // (unlimited limits stay negative).
 func (a *Agent) Spec() Spec {
 	s := a.spec
+	s.Tools = a.specTools
 	s.Limits = a.lim
 	return s
 }
