@@ -1,7 +1,9 @@
 package agentrun
 
 import (
+	"bytes"
 	"context"
+	"sync"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -24,17 +26,61 @@ const (
 // spec the cache does not keep: one with sub-agents or spawn_agent (whose
 // tools are agents built per mission) or one that does not encode.
 func agentKey(m *messages.Mission) (key string, ok bool) {
+	ks, ok := encodeAgentKey(m)
+	if !ok {
+		return "", false
+	}
+	key = ks.buf.String()
+	ks.release()
+	return key, true
+}
+
+// keyScratch is what encoding an agent key takes: the spec with the
+// mission's limits and the buffer it is encoded into, kept for the next
+// key (keyScratches).
+type keyScratch struct {
+	spec messages.AgentSpec
+	buf  bytes.Buffer
+}
+
+// keyScratches holds keyScratches between keys: a cache of memory, not
+// state (a scratch goes back holding no spec, and each key is encoded
+// into its emptied buffer).
+var keyScratches sync.Pool
+
+// maxKeptKeyBuffer bounds the buffer a keyScratch keeps.
+const maxKeptKeyBuffer = 64 << 10
+
+// encodeAgentKey encodes m's agent key (agentKey) into a kept scratch's
+// buffer; the caller releases the scratch once done with its bytes. ok is
+// false as for agentKey.
+func encodeAgentKey(m *messages.Mission) (ks *keyScratch, ok bool) {
 	w := m.Agent
 	if w == nil || len(w.SubAgents) > 0 || w.SpawnAgent != nil {
-		return "", false
+		return nil, false
 	}
-	kw := *w
-	kw.Limits = m.EffectiveLimits()
-	b, err := messages.Marshal(&kw)
+	ks, _ = keyScratches.Get().(*keyScratch)
+	if ks == nil {
+		ks = &keyScratch{}
+	}
+	ks.spec = *w
+	ks.spec.Limits = m.EffectiveLimits()
+	ks.buf.Reset()
+	err := messages.MarshalTo(&ks.buf, &ks.spec)
+	ks.spec = messages.AgentSpec{}
 	if err != nil {
-		return "", false
+		ks.release()
+		return nil, false
 	}
-	return string(b), true
+	return ks, true
+}
+
+// release gives ks back for another key.
+func (ks *keyScratch) release() {
+	if ks.buf.Cap() > maxKeptKeyBuffer {
+		ks.buf = bytes.Buffer{}
+	}
+	keyScratches.Put(ks)
 }
 
 // agentCache keeps agents as agent.New built them, bound to stand-in
@@ -49,6 +95,25 @@ type agentCache struct {
 
 func newAgentCache() *agentCache {
 	return &agentCache{newKeptCache[string, *agent.Agent](agentCacheEntries, agentCacheBytes, func(k string) int { return len(k) })}
+}
+
+// find returns the agent kept for m's spec (agentKey), encoding the key
+// into a kept buffer and looking it up without a copy; when none is kept
+// it returns the key to keep m's agent under. ok is false for a spec the
+// cache does not keep.
+func (c *agentCache) find(m *messages.Mission) (kept *agent.Agent, key string, ok bool) {
+	ks, ok := encodeAgentKey(m)
+	if !ok {
+		return nil, "", false
+	}
+	defer ks.release()
+	c.mu.Lock()
+	kept = c.vals[string(ks.buf.Bytes())]
+	c.mu.Unlock()
+	if kept != nil {
+		return kept, "", true
+	}
+	return nil, ks.buf.String(), true
 }
 
 // keep puts a (built from the spec named k) in the cache, bound to

@@ -240,3 +240,33 @@ func TestAgentKey(t *testing.T) {
 		t.Fatalf("%.0f allocations per key, want at most %.0f", n, limit)
 	}
 }
+
+// Finding the agent kept for a mission's spec encodes its key into a kept
+// buffer and looks it up without a copy: no allocation; a spec not kept
+// gets the key agentKey gives.
+func TestAgentCacheFindAllocations(t *testing.T) {
+	c := newAgentCache()
+	m := whoamiMission(messages.Limits{})
+	kept, key, ok := c.find(m)
+	if kept != nil || !ok {
+		t.Fatalf("find in an empty cache = %v, %v", kept, ok)
+	}
+	if want, _ := agentKey(m); key != want {
+		t.Fatal("find's key is not agentKey's")
+	}
+	a, err := agent.New(agent.Spec{Prompt: "p", Signature: "() -> :any"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.put(key, a)
+	if kept, _, _ := c.find(m); kept != a {
+		t.Fatal("the kept agent is not found")
+	}
+	if fleettest.Race {
+		t.Skip("sync.Pool drops some of what it is given")
+	}
+	// a copy of the spec, the encoding and its string made it 3
+	if n := testing.AllocsPerRun(100, func() { c.find(m) }); n != 0 {
+		t.Fatalf("%.0f allocations to find a kept agent, want 0", n)
+	}
+}

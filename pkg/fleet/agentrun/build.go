@@ -29,12 +29,12 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 	if names := m.UnallowedTools(); len(names) > 0 {
 		return nil, fmt.Errorf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))
 	}
-	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, box, name, turns), true }
 	var key string
 	if cache != nil {
+		var kept *agent.Agent
 		var ok bool
-		if key, ok = agentKey(m); ok {
-			if kept := cache.get(key); kept != nil {
+		if kept, key, ok = cache.find(m); ok {
+			if kept != nil {
 				tools := make(map[string]agent.Tool, len(m.Agent.Tools))
 				for _, name := range m.Agent.Tools {
 					tools[name] = remoteTool(ctx, box, name, turns)
@@ -45,6 +45,7 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 			cache = nil
 		}
 	}
+	resolve := func(name string) (agent.Tool, bool) { return remoteTool(ctx, box, name, turns), true }
 	spec, err := agent.FromWire(m.Agent, resolve)
 	if err != nil {
 		return nil, err
