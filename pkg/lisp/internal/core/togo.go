@@ -97,13 +97,25 @@ func toGo(v Value, share bool) any {
 func mapToGo(x *Map, share bool) map[string]any {
 	out := make(map[string]any, x.Len())
 	var respelled []MapEntry
-	for _, e := range x.Entries() {
+	add := func(e MapEntry) {
 		k, exact := hostKey(e.Key)
 		if !exact {
 			respelled = append(respelled, e)
-			continue
+			return
 		}
 		out[k] = toGo(e.Val, share)
+	}
+	if x = x.Form(); x.Root == nil && x.Cache.Load() == nil {
+		// a small map whose entries were not listed before: its keys and
+		// values in the order Entries would list them, without the slice
+		// Entries makes and keeps
+		for i, k := range x.Shape.Keys {
+			add(MapEntry{k, x.Vals[i]})
+		}
+	} else {
+		for _, e := range x.Entries() {
+			add(e)
+		}
 	}
 	for _, e := range respelled {
 		k, _ := hostKey(e.Key)
