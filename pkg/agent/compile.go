@@ -126,7 +126,7 @@ func Compile(ctx context.Context, a *Agent, opts CompileOptions) (*Compiled, err
 		}
 	}
 	start := time.Now()
-	st := &messages.Step{Version: messages.StepVersion, Signature: a.sig.String(), Mode: messages.ModeLisp}
+	st := &messages.Step{Version: messages.StepVersion, Signature: a.sigText, Mode: messages.ModeLisp}
 	ev := &tree{observer: opts.Observer}
 	name := a.Name()
 	ev.emit(ctx, Event{Kind: EventRunStart, Agent: name, Depth: 1})

@@ -62,7 +62,7 @@ func (a *Agent) run(ctx context.Context, opts RunOptions, l *link) (step *messag
 // which starts the tree's shared state) and its Step.
 func (a *Agent) newRun(opts *RunOptions, l *link) *runState {
 	start := time.Now()
-	st := &messages.Step{Version: messages.StepVersion, Signature: a.sig.String(), Mode: messages.ModeLisp}
+	st := &messages.Step{Version: messages.StepVersion, Signature: a.sigText, Mode: messages.ModeLisp}
 	// shared tree state
 	var t *tree
 	depth := 1

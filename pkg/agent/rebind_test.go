@@ -165,3 +165,18 @@ func TestRebindSharesTheSpec(t *testing.T) {
 		t.Errorf("Rebind: %d bytes, want at most 600", b)
 	}
 }
+
+// A run's Step carries the agent's signature as written, rendered once
+// when the agent is built, not at each run.
+func TestRunStepSignatureRenderedOnce(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int, names [:string]}"})
+	opts := RunOptions{}
+	if got, want := a.newRun(&opts, nil).st.Signature, a.sig.String(); got != want {
+		t.Fatalf("the Step's signature %q, want %q", got, want)
+	}
+	// 5 on amd64: the Step, the tree, its secrets and emit limiter, the
+	// run state; rendering the signature at each run made 9
+	if n := testing.AllocsPerRun(100, func() { a.newRun(&opts, nil) }); n > 6 {
+		t.Errorf("starting a run: %.0f allocations, want at most 6", n)
+	}
+}

@@ -170,8 +170,11 @@ type agentDef struct {
 	spec Spec
 	// lim is spec.Limits with the defaults filled in (unlimited limits
 	// stay negative).
-	lim      Limits
-	sig      *signature.Signature
+	lim Limits
+	sig *signature.Signature
+	// sigText is sig as written (its String), rendered once for the
+	// Steps of every run
+	sigText  string
 	tmpl     *Template
 	toolKeys []string
 	// catalog is spec.ToolCatalog sorted by name, signatures in their
@@ -295,7 +298,7 @@ func New(spec Spec) (*Agent, error) {
 			return nil, specErr("system_prompt.language_spec", fmt.Sprintf("unknown language preset %q (known: %s)", p, strings.Join(LanguagePresets(), ", ")), nil)
 		}
 	}
-	a := &Agent{agentDef: &agentDef{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, tmpl: tmpl}, specTools: spec.Tools}
+	a := &Agent{agentDef: &agentDef{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, sigText: sig.String(), tmpl: tmpl}, specTools: spec.Tools}
 	a.spec.Tools = nil
 	if a.tools, err = bindTools(spec.Tools, spec.Validation, nil); err != nil {
 		return nil, err

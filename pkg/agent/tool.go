@@ -169,7 +169,7 @@ func (a *Agent) AsTool(opts ToolOptions) Tool {
 		desc = promptSummary(a.spec.Prompt)
 	}
 	return Tool{
-		Signature:   a.sig.String(),
+		Signature:   a.sigText,
 		Description: desc,
 		sub:         &subTool{agent: a, boundName: opts.LLM, boundModel: opts.Model},
 	}
