@@ -32,7 +32,8 @@ import (
 // worker's memory budget admit thousands at once (docs/operations.md).
 // PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/fleet.md has the
 // figures of 10,000); PTC_MODEL_WAIT_TEXT=1 makes the missions text-mode
-// agents answering in JSON.
+// agents answering in JSON; PTC_MODEL_WAIT_GOMEMLIMIT gives the worker
+// that GOMEMLIMIT.
 func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	n := envInt("PTC_MODEL_WAIT_MISSIONS", 200)
 	text := envInt("PTC_MODEL_WAIT_TEXT", 0) == 1
@@ -68,8 +69,15 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	// the worker trusts the model's certificate the way Go programs take a
 	// private CA: SSL_CERT_FILE
 	dump := filepath.Join(t.TempDir(), "worker-dump.txt")
-	w := startWorkerProc(t, node.url, ms.URL, "modelwait", []string{envWorkerSlots + "=" + strconv.Itoa(n), "SSL_CERT_FILE=" + ca,
-		envWorkerDump + "=" + dump}, true)
+	env := []string{envWorkerSlots + "=" + strconv.Itoa(n), "SSL_CERT_FILE=" + ca, envWorkerDump + "=" + dump}
+	if limit := os.Getenv("PTC_MODEL_WAIT_GOMEMLIMIT"); limit != "" {
+		// the worker's soft memory limit alone (the model server, in this
+		// process, holds every request and stays unbounded), with a
+		// memory budget that admits every mission (by default three
+		// quarters of the limit, which 64 KiB reservations fill first)
+		env = append(env, "GOMEMLIMIT="+limit, envWorkerBudget+"="+strconv.Itoa(n*64<<10))
+	}
+	w := startWorkerProc(t, node.url, ms.URL, "modelwait", env, true)
 	time.Sleep(time.Second) // the worker's start settles
 	idle := w.mem(t)
 	idleRSS := procRSS(t, w.cmd.Process.Pid)

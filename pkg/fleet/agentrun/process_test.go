@@ -43,6 +43,7 @@ const (
 	envWorkerReplica = "PTC_TEST_WORKER_REPLICAS" // stream replicas
 	envWorkerDeliver = "PTC_TEST_WORKER_DELIVER"  // MaxDeliver
 	envWorkerSlots   = "PTC_TEST_WORKER_SLOTS"    // slots ("" = 4)
+	envWorkerBudget  = "PTC_TEST_WORKER_BUDGET"   // memory budget in bytes ("" = the default)
 	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
 	// a directory the worker process writes its heap and goroutine
 	// profiles to each time it reports its memory (heap-<n>.pprof,
@@ -98,12 +99,13 @@ func runWorkerProcess() int {
 	if n, err := strconv.Atoi(os.Getenv(envWorkerSlots)); err == nil && n > 0 {
 		slots = n
 	}
+	budget, _ := strconv.ParseInt(os.Getenv(envWorkerBudget), 10, 64)
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
 		ID:     os.Getenv(envWorkerID),
 		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
 		Slots:  slots, Store: store, Priorities: []string{messages.PriorityNormal},
 		IdleWait: 100 * time.Millisecond, NakDelay: 200 * time.Millisecond,
-		DrainGrace: time.Second, Logger: &log,
+		DrainGrace: time.Second, Logger: &log, MemoryBudget: budget,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
