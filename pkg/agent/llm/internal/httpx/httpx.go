@@ -118,7 +118,10 @@ type Client struct {
 // transport failure. ctx's own error is returned as is.
 func (c *Client) Post(ctx context.Context, url string, headers http.Header, body any,
 	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
-	return c.post(ctx, url, c.header(headers), body, func() (any, error) { return body, nil }, decodeErr)
+	newReq := func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	}
+	return c.post(ctx, newReq, c.header(headers), body, func() (any, error) { return body, nil }, decodeErr)
 }
 
 // header returns headers with the ones every request carries: the content
@@ -141,17 +144,18 @@ func (c *Client) header(headers http.Header) http.Header {
 // userAgent is UserAgent, read from the build once.
 var userAgent = sync.OnceValue(UserAgent)
 
-// post is Post, with again building body again for a transport that must
-// send the request again: the request holds again, not body. header is
-// the request's whole header, read and never changed: requests to one
+// post is Post, with newReq making the request (a POST without body or
+// header) and again building body again for a transport that must send
+// the request again: the request holds again, not body. header is the
+// request's whole header, read and never changed: requests to one
 // endpoint share it.
-func (c *Client) post(ctx context.Context, url string, header http.Header, body any, again func() (any, error),
-	decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, newReq func(context.Context) (*http.Request, error), header http.Header, body any,
+	again func() (any, error), decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	req, err := newReq(ctx)
 	if err != nil {
 		return nil, &llm.ProviderError{Provider: c.Provider, Type: "invalid_request", Message: c.Key.Scrub(err.Error())}
 	}
@@ -427,6 +431,23 @@ type Endpoint struct {
 	// that awaits its answer holds no header of its own
 	once, streamOnce sync.Once
 	hdr, streamHdr   http.Header
+
+	// a request to URL, built at the first call: each call's request is a
+	// copy of it, sharing its parsed URL, read and never changed
+	reqOnce sync.Once
+	req     *http.Request
+	reqErr  error
+}
+
+// request returns a POST to the endpoint with ctx, without body or header.
+func (e *Endpoint) request(ctx context.Context) (*http.Request, error) {
+	e.reqOnce.Do(func() {
+		e.req, e.reqErr = http.NewRequestWithContext(context.Background(), http.MethodPost, e.URL, nil)
+	})
+	if e.reqErr != nil {
+		return nil, e.reqErr
+	}
+	return e.req.WithContext(ctx), nil
 }
 
 // header returns the header of every request (stream: streaming ones).
@@ -462,7 +483,7 @@ func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	// while the answer is awaited the request holds req, which its caller
 	// holds anyway, rather than the body built from it (a map of the whole
 	// request, about 0.5 KB for a short conversation)
-	resp, err := e.HTTP.post(ctx, e.URL, e.header(false), body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
+	resp, err := e.HTTP.post(ctx, e.request, e.header(false), body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +499,7 @@ func (e *Endpoint) Stream(ctx context.Context, req llm.Request) (*llm.Stream, er
 	if err != nil {
 		return nil, err
 	}
-	resp, err := e.HTTP.post(ctx, e.URL, e.header(true), body, func() (any, error) { return e.Body(req, true) }, e.DecodeErr)
+	resp, err := e.HTTP.post(ctx, e.request, e.header(true), body, func() (any, error) { return e.Body(req, true) }, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
