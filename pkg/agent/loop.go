@@ -295,7 +295,6 @@ func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *r
 	l.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
 	l.ltools = l.tr.lispTools()
 	l.plan = newPlan(a.spec.Plan)
-	l.services = l.tr.services(l.plan)
 	if l.plan != nil {
 		t.emit(ctx, Event{Kind: EventPlan, Agent: rs.name, Depth: rs.depth, Plan: l.plan.snapshot()})
 	}
@@ -473,6 +472,11 @@ func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 	l.tr.cur.Store(tt)
 	progStart := time.Now()
 	t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
+	if l.services == nil {
+		// built for the first program: a run waiting on its first model
+		// call holds none
+		l.services = l.tr.services(l.plan)
+	}
 	res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, l.mem, l.ltools, l.services, timeout, sec))
 	t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
 	calls, warnings, subUsage := tt.snapshot()
