@@ -133,7 +133,7 @@ func (w *Worker) armReturn(n int64) {
 			return
 		}
 		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > max(idleReturnOver, kept/4) {
-			debug.FreeOSMemory()
+			w.giveBack()
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -262,8 +263,12 @@ type Worker struct {
 	returnArmed atomic.Bool
 	// idleReturnAfter is idleReturnAfter (tests shorten it)
 	idleReturnAfter time.Duration
-	slotFreed       chan struct{}
-	inflight        sync.WaitGroup // missions in hand; Add only from loop and its polls
+	// giveBack gives the process's spare memory back to the operating
+	// system (debug.FreeOSMemory; tests count its calls, since any worker
+	// of a process gives back all of its memory)
+	giveBack  func()
+	slotFreed chan struct{}
+	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
 	// runners hands a mission to a runner goroutine waiting for one
 	// (start); idleRunners counts those waiting
 	runners     chan jetstream.Msg
@@ -344,7 +349,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter,
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter, giveBack: debug.FreeOSMemory,
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
