@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/examples/shop"
@@ -281,7 +282,7 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 		log.Warn().Msg(cli.FormerFallbackModelWarning)
 	}
 	// before anything reads it (the memory budget's default does)
-	if limit, from := softMemoryLimit(c.softMemLimit, getenv, "/"); limit > 0 {
+	if limit, from := softMemoryLimit(c.softMemLimit, getenv, memlimit.FromCgroup); limit > 0 {
 		debug.SetMemoryLimit(limit)
 		log.Info().Int64("soft_memory_limit", limit).Str("from", from).Msg("Go runtime memory limit set")
 	}

@@ -1,64 +1,22 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/ptcfleet/ptc/internal/fleettest"
 )
 
-// cgroupTree writes files (path relative to root: content) under a new
-// root and returns it.
-func cgroupTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-func TestCgroupMemoryLimit(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		files map[string]string
-		want  int64
-	}{
-		{"v2 own cgroup", map[string]string{"proc/self/cgroup": "0::/kubepods/pod1/c1\n",
-			"sys/fs/cgroup/kubepods/pod1/c1/memory.max": "536870912\n", "sys/fs/cgroup/memory.max": "max\n"}, 512 << 20},
-		{"v2 container at its root", map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "268435456\n"}, 256 << 20},
-		{"v2 no limit", map[string]string{"proc/self/cgroup": "0::/user.slice\n", "sys/fs/cgroup/user.slice/memory.max": "max\n"}, 0},
-		{"v1 own cgroup", map[string]string{"proc/self/cgroup": "5:cpu,cpuacct:/x\n4:memory:/docker/abc\n0::/\n",
-			"sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "1073741824\n"}, 1 << 30},
-		{"v1 unlimited", map[string]string{"proc/self/cgroup": "4:memory:/gone\n",
-			"sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 0},
-		{"not a number", map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "lots\n"}, 0},
-		{"no cgroup files", map[string]string{"proc/self/cgroup": "0::/a\n"}, 0},
-		{"no /proc", map[string]string{}, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := cgroupMemoryLimit(cgroupTree(t, c.files))
-			if got != c.want || ok != (c.want > 0) {
-				t.Errorf("cgroupMemoryLimit = %d, %v; want %d, %v", got, ok, c.want, c.want > 0)
-			}
-		})
-	}
-}
-
 // The flag wins; GOMEMLIMIT, which the runtime has read, is left as it
-// is; otherwise 90% of the container's limit; a negative flag sets none.
+// is; otherwise 90% of the container's limit; a negative flag, or a
+// container without a limit (or none at all), sets none.
 func TestSoftMemoryLimit(t *testing.T) {
-	limited := cgroupTree(t, map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "1000000000\n"})
-	unlimited := cgroupTree(t, map[string]string{"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "max\n"})
+	limited := memlimit.Limit(1_000_000_000)
+	unlimited := func() (uint64, error) { return 0, memlimit.ErrNoLimit }
+	noCgroup := func() (uint64, error) { return 0, memlimit.ErrNoCgroup }
 	none := func(string) string { return "" }
 	gomem := func(k string) string {
 		if k == "GOMEMLIMIT" {
@@ -67,20 +25,21 @@ func TestSoftMemoryLimit(t *testing.T) {
 		return ""
 	}
 	for _, c := range []struct {
-		name   string
-		set    int64
-		getenv func(string) string
-		root   string
-		want   int64
-		from   string
+		name      string
+		set       int64
+		getenv    func(string) string
+		container memlimit.Provider
+		want      int64
+		from      string
 	}{
 		{"flag", 300 << 20, gomem, limited, 300 << 20, "soft-memory-limit"},
 		{"cgroup", 0, none, limited, 900000000, "cgroup"},
 		{"GOMEMLIMIT", 0, gomem, limited, 0, ""},
 		{"no limit anywhere", 0, none, unlimited, 0, ""},
+		{"not in a cgroup", 0, none, noCgroup, 0, ""},
 		{"negative", -1, none, limited, 0, ""},
 	} {
-		if got, from := softMemoryLimit(c.set, c.getenv, c.root); got != c.want || from != c.from {
+		if got, from := softMemoryLimit(c.set, c.getenv, c.container); got != c.want || from != c.from {
 			t.Errorf("%s: softMemoryLimit = %d, %q; want %d, %q", c.name, got, from, c.want, c.from)
 		}
 	}
