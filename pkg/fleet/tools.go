@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -436,7 +437,7 @@ type Toolbox struct {
 	reg       *toolRegistry
 	nc        *nats.Conn
 	missionID string
-	allowed   map[string]bool
+	allowed   map[string]bool // the allowed names when more than maxListedTools; nil: names
 	names     []string
 	timeout   time.Duration
 	header    nats.Header
@@ -558,19 +559,36 @@ func checkPins(pins map[string]string) error {
 func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []string, timeout, retryWait time.Duration, hdr nats.Header) *Toolbox {
 	b := &Toolbox{
 		reg: reg, nc: nc, missionID: missionID, timeout: timeout, retryWait: retryWait,
-		allowed: make(map[string]bool, len(tools)), names: append([]string(nil), tools...),
-		header: nats.Header{}, turnCalls: map[string]int{},
-		refs: &refStores{nc: nc}, maxData: messages.DefaultMaxData,
+		names: append([]string(nil), tools...),
+		refs:  &refStores{nc: nc}, maxData: messages.DefaultMaxData,
 	}
-	for _, n := range tools {
-		b.allowed[n] = true
+	if len(tools) > maxListedTools {
+		b.allowed = make(map[string]bool, len(tools))
+		for _, n := range tools {
+			b.allowed[n] = true
+		}
 	}
 	for _, k := range []string{messages.HeaderTraceParent, messages.HeaderTraceState} {
 		if v := hdr.Get(k); v != "" {
+			if b.header == nil {
+				b.header = nats.Header{}
+			}
 			b.header.Set(k, v)
 		}
 	}
 	return b
+}
+
+// maxListedTools is how many tools a mission may allow that its Toolbox
+// finds in its list of names; more are put in a map.
+const maxListedTools = 8
+
+// mayCall reports whether the mission allows the tool name.
+func (b *Toolbox) mayCall(name string) bool {
+	if b.allowed != nil {
+		return b.allowed[name]
+	}
+	return slices.Contains(b.names, name)
 }
 
 // Names returns the tool names the mission may call, in mission order.
@@ -591,7 +609,7 @@ func (b *Toolbox) List(ctx context.Context) []Tool {
 // Get returns the named tool, or a *ToolError with code forbidden when the
 // mission does not name it.
 func (b *Toolbox) Get(ctx context.Context, name string) (Tool, error) {
-	if !b.allowed[name] {
+	if !b.mayCall(name) {
 		return nil, forbidden(name)
 	}
 	info, _ := b.reg.lookup(ctx, name)
@@ -602,7 +620,7 @@ func (b *Toolbox) Get(ctx context.Context, name string) (Tool, error) {
 // Errors are *ToolError (forbidden, unavailable, timeout, tool_error, ...)
 // except when ctx ends first, which returns the context's error.
 func (b *Toolbox) Call(ctx context.Context, name string, args map[string]any) (any, error) {
-	if !b.allowed[name] {
+	if !b.mayCall(name) {
 		return nil, forbidden(name)
 	}
 	return b.call(ctx, name, args, b.decodePlain)
@@ -650,7 +668,7 @@ type ResultDecoder func(ctx context.Context, r *ToolResult) (any, error)
 // the event). An agent mission's remote tools are called this way, and
 // decode reads the bytes once into interpreter values.
 func (b *Toolbox) CallAs(ctx context.Context, name string, args map[string]any, decode ResultDecoder) (any, error) {
-	if !b.allowed[name] {
+	if !b.mayCall(name) {
 		return nil, forbidden(name)
 	}
 	return b.call(ctx, name, args, b.decodeAs(decode))
@@ -703,6 +721,9 @@ func (b *Toolbox) callOccurrence(turn int, digest string) int {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
 	k := strconv.Itoa(turn) + "/" + digest
+	if b.turnCalls == nil {
+		b.turnCalls = map[string]int{}
+	}
 	b.turnCalls[k]++
 	return b.turnCalls[k]
 }
