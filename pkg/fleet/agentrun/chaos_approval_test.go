@@ -107,6 +107,35 @@ func caughtUp(ctx context.Context, js jetstream.JetStream) bool {
 	return names.Err() == nil
 }
 
+// clusterState describes each stream's leader and replicas, for the log
+// of a chaos run that lost missions.
+func clusterState(js jetstream.JetStream) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", name, err)
+			continue
+		}
+		info := s.CachedInfo()
+		fmt.Fprintf(&b, "%s: %d messages, last seq %d", name, info.State.Msgs, info.State.LastSeq)
+		if c := info.Cluster; c != nil {
+			fmt.Fprintf(&b, ", leader %q", c.Leader)
+			for _, r := range c.Replicas {
+				fmt.Fprintf(&b, ", replica %s current %v offline %v lag %d", r.Name, r.Current, r.Offline, r.Lag)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if err := names.Err(); err != nil {
+		fmt.Fprintf(&b, "stream names: %v\n", err)
+	}
+	return b.String()
+}
+
 // approvalChaosMissions is the number of missions of the approval chaos
 // run.
 func approvalChaosMissions() int {
@@ -254,18 +283,33 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 	}()
 
+	// countFinished reads the status of each mission not seen finished
+	// yet: a finished mission stays finished, so a read that fails (a
+	// direct get answered by no replica while a node catches up) delays
+	// the count, not forever. readErrs counts the failed reads.
+	readErrs, lastReadErr := 0, ""
 	countFinished := func() (done, waiting int) {
 		for _, id := range ids {
+			decMu.Lock()
+			seen := finished[id]
+			decMu.Unlock()
+			if seen {
+				done++
+				continue
+			}
 			cctx, c := context.WithTimeout(ctx, time.Second)
 			st, err := client.Status(cctx, id)
 			c()
 			switch {
-			case err == nil && messages.TerminalState(st.State):
+			case err != nil:
+				readErrs++
+				lastReadErr = err.Error()
+			case messages.TerminalState(st.State):
 				done++
 				decMu.Lock()
 				finished[id] = true
 				decMu.Unlock()
-			case err == nil && st.State == messages.StateAwaitingApproval:
+			case st.State == messages.StateAwaitingApproval:
 				waiting++
 			}
 		}
@@ -274,6 +318,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	kills, selfExits, nodeRestarts := 0, 0, 0
 	lastRestart := time.Now().Add(-time.Second)
+	lastKill, lastKillDone, lastKillWaiting := time.Time{}, -1, -1
 	for ctx.Err() == nil {
 		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
 		done, waiting := countFinished()
@@ -314,8 +359,15 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		if !workers[i].isReady() || ready < 2 {
 			continue
 		}
+		// and only once the missions moved since the last kill, or a
+		// redelivery's AckWait went by: on a loaded machine kills faster
+		// than missions move would let none reach its call
+		if done == lastKillDone && waiting == lastKillWaiting && time.Since(lastKill) < 4*time.Second {
+			continue
+		}
 		workers[i].kill()
 		kills++
+		lastKill, lastKillDone, lastKillWaiting = time.Now(), done, waiting
 		workers[i] = start(false)
 	}
 	elapsed := time.Since(began)
@@ -330,22 +382,32 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 	}
 
+	if readErrs > 0 {
+		t.Logf("%d status reads failed while the missions ran (and were read again), the last: %s", readErrs, lastReadErr)
+	}
+	// the results are read on contexts of their own: a run that used up
+	// ctx still says which missions have one
 	lost, wrong, waited, nApproved, nDenied, nTimedOut := 0, 0, 0, 0, 0, 0
 	for k, id := range ids {
-		actx, c := context.WithTimeout(ctx, 20*time.Second)
+		actx, c := context.WithTimeout(context.Background(), 20*time.Second)
 		step, err := client.Await(actx, id)
 		c()
 		if err != nil {
 			lost++
-			st, _ := client.Status(ctx, id)
-			t.Logf("mission %d lost: %v; status %+v", k, err, st)
+			sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			st, serr := client.Status(sctx, id)
+			c()
+			t.Logf("mission %d lost: %v; status %+v %v", k, err, st, serr)
 			continue
 		}
 		if !step.Ok() || !reflect.DeepEqual(step.Return, approvalChaosWant(k)) {
 			wrong++
 			t.Logf("mission %d: %+v %+v", k, step.Return, step.Fail)
 		}
-		if as, err := client.Approvals(ctx, id); err == nil {
+		actx, c = context.WithTimeout(context.Background(), 5*time.Second)
+		as, err := client.Approvals(actx, id)
+		c()
+		if err == nil {
 			waited += len(as)
 			for _, a := range as {
 				switch {
@@ -391,6 +453,12 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
+		// where the fleet stands: each stream's leader and replicas, and
+		// what the live workers wrote last
+		t.Log(clusterState(js))
+		for _, w := range workers {
+			t.Logf("worker %s, the end of its stderr:\n%s", w.id, w.stderr.String())
+		}
 	}
 	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
