@@ -50,7 +50,7 @@ func criticalStep(subject, reply, sub, id string) string {
 // client, in order: the client's status read and submission, the notice,
 // one pull and its delivery, the claim, the tool call, the record, the
 // last fence check, the result. It logs the median time from each to the
-// next, as the subscriber sees them (docs/fleet.md, "Idle latency").
+// next, as the subscriber sees them (docs/performance.md, "Idle latency").
 func TestIdleMissionCriticalPath(t *testing.T) {
 	srv, _ := runJetStream(t)
 	tnc, cnc, wnc, snc := dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL())

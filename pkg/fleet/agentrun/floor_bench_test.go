@@ -52,7 +52,7 @@ const oneCallProgram = "(count (tool/get_customer {:id 1}))"
 // of their own, and each is reported as the mean of the two, so that a
 // load that changes during the run weighs on both sides of the ratios:
 // cpu/floor-pub is the CPU per mission over the CPU per floor publish
-// (docs/fleet.md: the target is ≤ 10), floor-pub/mission-rate the floor's
+// (docs/performance.md: the target is ≤ 10), floor-pub/mission-rate the floor's
 // publishes per second over the missions per second. CPU is the whole
 // process's (server, workers, client, tools: fleettest.ProcessCPU).
 func BenchmarkMissionsAgainstFloor(b *testing.B) {

@@ -30,7 +30,7 @@ import (
 // TestQuietWorkerGivesFreedMemoryBack).
 // Each mission asks for a small program_memory, which is what lets a
 // worker's memory budget admit thousands at once (docs/operations.md).
-// PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/fleet.md has the
+// PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/performance.md has the
 // figures of 10,000); PTC_MODEL_WAIT_TEXT=1 makes the missions text-mode
 // agents answering in JSON; PTC_MODEL_WAIT_GOMEMLIMIT gives the worker
 // that GOMEMLIMIT.
