@@ -111,6 +111,22 @@ func list(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
 }
 
+// walkRepo calls fn for root and each file and directory under it, except
+// under the directories the go tool leaves out (testdata, names starting
+// with . or _) and node_modules.
+func walkRepo(root string, fn func(path string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n := d.Name(); d.IsDir() && path != root &&
+			(n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+			return filepath.SkipDir
+		}
+		return fn(path, d)
+	})
+}
+
 // imports reads the module's packages from the files on disk (the
 // module root is two levels up): for each package directory, the module
 // packages its non-test Go files import, whatever their build tags
@@ -124,18 +140,8 @@ func imports(t *testing.T) map[string][]string {
 	}
 	graph := map[string][]string{}
 	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+	err = walkRepo(root, func(path string, d fs.DirEntry) error {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly|parser.ParseComments)

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path"
@@ -42,18 +43,12 @@ func docFiles(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
-		files = append(files, filepath.ToSlash(mustRel(t, root, d)))
+		files = append(files, relSlash(root, d))
 	}
 	for _, dir := range []string{"examples", "deploy"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
+		err := walkRepo(filepath.Join(root, dir), func(path string, d fs.DirEntry) error {
 			if !d.IsDir() && strings.HasPrefix(d.Name(), "README") {
-				files = append(files, filepath.ToSlash(mustRel(t, root, path)))
+				files = append(files, relSlash(root, path))
 			}
 			return nil
 		})
@@ -65,13 +60,14 @@ func docFiles(t *testing.T, root string) []string {
 	return files
 }
 
-func mustRel(t *testing.T, root, path string) string {
-	t.Helper()
+// relSlash is path relative to root, with forward slashes (path is under
+// root: every caller found it walking root).
+func relSlash(root, path string) string {
 	rel, err := filepath.Rel(root, path)
 	if err != nil {
-		t.Fatal(err)
+		return path
 	}
-	return rel
+	return filepath.ToSlash(rel)
 }
 
 // span is an inline code span of a doc, or a line of a fenced code block.
@@ -247,25 +243,15 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 	}
 	var flagFiles []flagFile
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
+	err := walkRepo(root, func(path string, d fs.DirEntry) error {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}
-		dir := filepath.ToSlash(mustRel(t, root, filepath.Dir(path)))
+		dir := relSlash(root, filepath.Dir(path))
 		p := byDir[dir]
 		if p == nil {
 			p = &goPackage{dir: dir, decls: map[string]ast.Expr{}, kinds: map[string]token.Token{}, types: map[string]*goType{},
@@ -847,15 +833,9 @@ func (ix *moduleIndex) pathExists(p string) bool {
 	if strings.HasPrefix(p, "internal/") {
 		if ix.internalParents == nil {
 			ix.internalParents = []string{}
-			filepath.WalkDir(ix.root, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || !d.IsDir() {
-					return nil
-				}
-				if n := d.Name(); path != ix.root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
-					return filepath.SkipDir
-				}
-				if d.Name() == "internal" && path != filepath.Join(ix.root, "internal") {
-					ix.internalParents = append(ix.internalParents, filepath.ToSlash(mustRelPath(ix.root, filepath.Dir(path))))
+			_ = walkRepo(ix.root, func(path string, d fs.DirEntry) error {
+				if d.IsDir() && d.Name() == "internal" && path != filepath.Join(ix.root, "internal") {
+					ix.internalParents = append(ix.internalParents, relSlash(ix.root, filepath.Dir(path)))
 				}
 				return nil
 			})
@@ -870,14 +850,6 @@ func (ix *moduleIndex) pathExists(p string) bool {
 		}
 	}
 	return false
-}
-
-func mustRelPath(root, path string) string {
-	rel, err := filepath.Rel(root, path)
-	if err != nil {
-		return path
-	}
-	return rel
 }
 
 // commandLine returns a pattern matching how a doc runs one of the
@@ -1167,19 +1139,28 @@ var urlScheme = regexp.MustCompile(`^[a-z][a-z+.-]*:`)
 // mdHeading matches a markdown heading.
 var mdHeading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
 
+// proseLines yields the lines of a markdown text outside its fenced code
+// blocks, with their index.
+func proseLines(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fenced := false
+		for i, l := range strings.Split(text, "\n") {
+			if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+				fenced = !fenced
+				continue
+			}
+			if !fenced && !yield(i, l) {
+				return
+			}
+		}
+	}
+}
+
 // checkLinks returns the links of doc (a path relative to root) whose file
 // does not exist or whose #anchor is no heading of the target.
 func checkLinks(root, doc, text string) []string {
 	var out []string
-	fenced := false
-	for i, l := range strings.Split(text, "\n") {
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for i, l := range proseLines(text) {
 		for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
 			target := m[1]
 			if urlScheme.MatchString(target) {
@@ -1211,14 +1192,9 @@ func checkLinks(root, doc, text string) []string {
 func headingAnchors(text string) []string {
 	var out []string
 	seen := map[string]int{}
-	fenced := false
-	for _, l := range strings.Split(text, "\n") {
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenced = !fenced
-			continue
-		}
+	for _, l := range proseLines(text) {
 		m := mdHeading.FindStringSubmatch(l)
-		if fenced || m == nil {
+		if m == nil {
 			continue
 		}
 		var b strings.Builder
@@ -1258,15 +1234,7 @@ var codeSpans = regexp.MustCompile("(`+)[^`]*?`+")
 // directory, a bare name anywhere in the repository.
 func (ix *moduleIndex) checkMarkdownNames(doc, text string) []string {
 	var out []string
-	fenced := false
-	for i, l := range strings.Split(text, "\n") {
-		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fenced = !fenced
-			continue
-		}
-		if fenced {
-			continue
-		}
+	for i, l := range proseLines(text) {
 		if !strings.Contains(l, "/") && !strings.Contains(l, ".md") {
 			continue // neither a path nor a markdown file: spare the patterns
 		}
@@ -1300,13 +1268,7 @@ func (ix *moduleIndex) checkMarkdownNames(doc, text string) []string {
 func (ix *moduleIndex) fileNamed(name string) bool {
 	if ix.fileNames == nil {
 		ix.fileNames = map[string]bool{}
-		filepath.WalkDir(ix.root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if d.IsDir() && p != ix.root && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
+		_ = walkRepo(ix.root, func(_ string, d fs.DirEntry) error {
 			ix.fileNames[d.Name()] = true
 			return nil
 		})
