@@ -16,25 +16,7 @@ import (
 const toolCallAllocs = 130
 
 func TestToolCallAllocations(t *testing.T) {
-	_, nc := runJetStream(t)
-	startTools(t, nc)
-	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}, MissionID: messages.NewMissionID()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	args := map[string]any{"query": "q"}
-	call := func() {
-		if _, err := box.Call(ctx, "search", args); err != nil {
-			t.Fatal(err)
-		}
-	}
-	call() // the registry learns the tool
-	if n := testing.AllocsPerRun(300, call); n > toolCallAllocs+raceAllocSlack {
-		t.Errorf("a tool call allocates %.0f times, want at most %d", n, toolCallAllocs+raceAllocSlack)
-	} else {
-		t.Logf("a tool call allocates %.0f times", n)
-	}
+	checkToolCallAllocs(t, "a tool call", false, toolCallAllocs)
 }
 
 // liveToolCallAllocs is what a call that waits for progress messages
@@ -44,13 +26,23 @@ func TestToolCallAllocations(t *testing.T) {
 const liveToolCallAllocs = 132
 
 func TestLiveToolCallAllocations(t *testing.T) {
+	checkToolCallAllocs(t, "a live tool call", true, liveToolCallAllocs)
+}
+
+// checkToolCallAllocs fails when a call of a tool the registry holds (a
+// live one: waiting for progress messages, as a worker's calls do)
+// allocates more than want in the process.
+func checkToolCallAllocs(t *testing.T, what string, live bool, want int) {
+	t.Helper()
 	_, nc := runJetStream(t)
 	startTools(t, nc)
 	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}, MissionID: messages.NewMissionID()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet.LiveCalls(box, time.Second)
+	if live {
+		fleet.LiveCalls(box, time.Second)
+	}
 	ctx := context.Background()
 	args := map[string]any{"query": "q"}
 	call := func() {
@@ -59,9 +51,9 @@ func TestLiveToolCallAllocations(t *testing.T) {
 		}
 	}
 	call() // the registry learns the tool
-	if n := testing.AllocsPerRun(300, call); n > liveToolCallAllocs+raceAllocSlack {
-		t.Errorf("a live tool call allocates %.0f times, want at most %d", n, liveToolCallAllocs+raceAllocSlack)
+	if n := testing.AllocsPerRun(300, call); n > float64(want+raceAllocSlack) {
+		t.Errorf("%s allocates %.0f times, want at most %d", what, n, want+raceAllocSlack)
 	} else {
-		t.Logf("a live tool call allocates %.0f times", n)
+		t.Logf("%s allocates %.0f times", what, n)
 	}
 }
