@@ -110,6 +110,11 @@ type Client struct {
 	AuthHeader string
 	AuthPrefix string
 	Now        func() time.Time
+
+	// guarded is HTTP with the key's redirect rule added to its own
+	// policy (guardedClient), made on first use.
+	guardOnce sync.Once
+	guarded   *http.Client
 }
 
 // Post sends body as JSON to url with headers. On a 2xx answer it returns
@@ -246,7 +251,7 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	}
 	if hc.Jar != nil || hc.Timeout != 0 || hc.CheckRedirect != nil {
 		req.Header = req.Header.Clone()
-		return hc.Do(req)
+		return c.guardedClient(hc).Do(req)
 	}
 	rt := hc.Transport
 	if rt == nil {
@@ -272,18 +277,44 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// checkRedirect is http.Client's default policy (at most 10 hops), and
-// the key's header goes only to the host the request was sent to:
-// http.Client drops Authorization and cookies on the way to another host,
-// but not a provider's own key header (x-api-key).
+// checkRedirect is http.Client's default policy (at most 10 hops) with
+// the key's rule of keyOnRedirect.
 func (c *Client) checkRedirect(next *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
+	return c.keyOnRedirect(nil, next, via)
+}
+
+// keyOnRedirect applies policy (http.Client's default, at most 10 hops,
+// when nil) after taking the key's header off a redirect to another host:
+// http.Client drops Authorization and cookies on the way to another host,
+// but not a provider's own key header (x-api-key). The key is dropped
+// before policy runs, so no policy of the caller's sees it go elsewhere.
+func (c *Client) keyOnRedirect(policy func(*http.Request, []*http.Request) error, next *http.Request, via []*http.Request) error {
 	if c.AuthHeader != "" && next.URL.Host != via[0].URL.Host {
 		next.Header.Del(c.AuthHeader)
 	}
+	if policy != nil {
+		return policy(next, via)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
 	return nil
+}
+
+// guardedClient is hc, a client the caller gave (its jar, timeout and
+// redirect policy kept), with the key's rule of keyOnRedirect added to
+// its redirect policy. It is made once: the caller's client is not
+// changed, and each request shares the copy.
+func (c *Client) guardedClient(hc *http.Client) *http.Client {
+	c.guardOnce.Do(func() {
+		g := *hc
+		policy := hc.CheckRedirect
+		g.CheckRedirect = func(next *http.Request, via []*http.Request) error {
+			return c.keyOnRedirect(policy, next, via)
+		}
+		c.guarded = &g
+	})
+	return c.guarded
 }
 
 // answeredOnce is a transport whose first round trip returns the answer

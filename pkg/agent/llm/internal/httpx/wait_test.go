@@ -184,38 +184,61 @@ func TestCallFollowsARedirect(t *testing.T) {
 }
 
 // A redirect to another host does not carry the key: http.Client drops
-// Authorization there, and the provider's own key header is dropped too.
+// Authorization there, and the provider's own key header is dropped too,
+// also through a client the caller gave with a timeout or a redirect
+// policy of its own (which still runs, and never sees the key leave).
 func TestRedirectToAnotherHostDropsTheKey(t *testing.T) {
 	for _, authHeader := range []string{"Authorization", "X-Api-Key"} {
-		t.Run(authHeader, func(t *testing.T) {
-			var mu sync.Mutex
-			var keys []string
-			other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, client := range []string{"default", "timeout", "policy"} {
+			t.Run(authHeader+"/"+client, func(t *testing.T) {
+				var mu sync.Mutex
+				var keys []string
+				other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					keys = append(keys, r.Header.Get(authHeader))
+					mu.Unlock()
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{}`))
+				}))
+				defer other.Close()
+				srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					keys = append(keys, r.Header.Get(authHeader))
+					mu.Unlock()
+					http.Redirect(w, r, other.URL+"/new", http.StatusTemporaryRedirect)
+				}))
+				defer srv.Close()
+				e := holdEndpoint(srv.Client().Transport, http.Header{})
+				e.HTTP.AuthHeader, e.HTTP.AuthPrefix = authHeader, ""
+				var seen []string
+				switch client {
+				case "timeout":
+					e.HTTP.HTTP.Timeout = time.Minute
+				case "policy":
+					e.HTTP.HTTP.CheckRedirect = func(next *http.Request, via []*http.Request) error {
+						seen = append(seen, next.URL.Path+" key="+next.Header.Get(authHeader))
+						return nil
+					}
+				}
+				given := *e.HTTP.HTTP
+				e.URL = srv.URL + "/old"
+				if _, err := e.Complete(context.Background(), llm.Request{System: "s"}); err != nil {
+					t.Fatal(err)
+				}
 				mu.Lock()
-				keys = append(keys, r.Header.Get(authHeader))
-				mu.Unlock()
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(`{}`))
-			}))
-			defer other.Close()
-			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				keys = append(keys, r.Header.Get(authHeader))
-				mu.Unlock()
-				http.Redirect(w, r, other.URL+"/new", http.StatusTemporaryRedirect)
-			}))
-			defer srv.Close()
-			e := holdEndpoint(srv.Client().Transport, http.Header{})
-			e.HTTP.AuthHeader, e.HTTP.AuthPrefix = authHeader, ""
-			e.URL = srv.URL + "/old"
-			if _, err := e.Complete(context.Background(), llm.Request{System: "s"}); err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if want := []string{"k-secret", ""}; !slices.Equal(keys, want) {
-				t.Errorf("the key's header at the first host and the other: %q, want %q", keys, want)
-			}
-		})
+				defer mu.Unlock()
+				if want := []string{"k-secret", ""}; !slices.Equal(keys, want) {
+					t.Errorf("the key's header at the first host and the other: %q, want %q", keys, want)
+				}
+				if client == "policy" {
+					if want := []string{"/new key="}; !slices.Equal(seen, want) {
+						t.Errorf("the caller's redirect policy saw %q, want %q", seen, want)
+					}
+				}
+				if e.HTTP.HTTP.Timeout != given.Timeout || (e.HTTP.HTTP.CheckRedirect == nil) != (given.CheckRedirect == nil) {
+					t.Error("the caller's client was changed")
+				}
+			})
+		}
 	}
 }
