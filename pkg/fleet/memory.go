@@ -123,6 +123,13 @@ func (w *Worker) missionChanged() {
 // it gives the spare memory back.
 func (w *Worker) armReturn(n int64) {
 	time.AfterFunc(w.idleReturnAfter, func() {
+		select {
+		case <-w.stopped:
+			// the memory is the process's once the worker stopped
+			w.returnArmed.Store(false)
+			return
+		default:
+		}
 		if cur := w.changes.Load(); cur != n {
 			w.armReturn(cur)
 			return

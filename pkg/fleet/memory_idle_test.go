@@ -13,23 +13,10 @@ import (
 // starting and ending, but when every mission it runs waits (on a slow
 // model), and when it is idle. What the worker decides is counted through
 // its giveBack; the memory itself is measured only where it must go down,
-// since any other worker of the test process (an earlier test's, its
-// timer still running) gives back all of the process's spare memory.
+// since any other running worker of the test process gives back all of
+// the process's spare memory.
 func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
-	const burst = 128 << 20
-	grow := func() uint64 {
-		b := make([]byte, burst)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1 // touch every page: the memory is resident
-		}
-		runtime.KeepAlive(b)
-		runtime.GC() // freed, but still held by the runtime
-		held := runtimeHeld()
-		if held < burst/2 {
-			t.Fatalf("the runtime holds %d bytes after the burst; the test needs it to hold the burst", held)
-		}
-		return held
-	}
+	grow := func() uint64 { return growBurst(t) }
 	var given atomic.Int64
 	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 200 * time.Millisecond,
 		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
@@ -42,7 +29,7 @@ func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if now := runtimeHeld(); now > held-burst/2 {
+		if now := runtimeHeld(); now > held-idleBurst/2 {
 			t.Fatalf("%s kept the burst: the runtime held %d, still %d", what, held, now)
 		}
 	}
@@ -69,4 +56,42 @@ func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
 	<-w.slots
 	w.missionChanged()
 	givenBack("an idle worker", held, 2)
+}
+
+// idleBurst is the memory growBurst allocates and frees.
+const idleBurst = 128 << 20
+
+// growBurst allocates idleBurst, touches it and frees it, so that the Go
+// runtime holds it spare; it returns what the runtime holds.
+func growBurst(t *testing.T) uint64 {
+	t.Helper()
+	b := make([]byte, idleBurst)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1 // touch every page: the memory is resident
+	}
+	runtime.KeepAlive(b)
+	runtime.GC() // freed, but still held by the runtime
+	held := runtimeHeld()
+	if held < idleBurst/2 {
+		t.Fatalf("the runtime holds %d bytes after the burst; the test needs it to hold the burst", held)
+	}
+	return held
+}
+
+// A stopped worker gives nothing back: the memory is the process's then,
+// and a timer armed before Stop does not free it on the worker's behalf.
+func TestStoppedWorkerGivesNothingBack(t *testing.T) {
+	var given atomic.Int64
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 100 * time.Millisecond, stopped: make(chan struct{}),
+		giveBack: func() { given.Add(1) }}
+	growBurst(t)
+	w.missionChanged()
+	close(w.stopped)
+	time.Sleep(5 * w.idleReturnAfter)
+	if n := given.Load(); n != 0 {
+		t.Fatalf("a stopped worker gave memory back %d times", n)
+	}
+	if w.returnArmed.Load() {
+		t.Error("a stopped worker's timer is still armed")
+	}
 }
