@@ -17,13 +17,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/internal/cli"
 )
@@ -79,14 +76,11 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, logOut io.Writer
 	}
 	defer hl.Close()
 	hl.WarnBusy(&log, "health")
-	natsOpts.Name = "ptc-mcpbridge"
-	opts, err := natsOpts.Options(log)
+	// started before NATS (a pod next to its server), the bridge waits
+	// for it as the worker does
+	nc, err := natsOpts.Dial(ctx, natsOpts.URL, "ptc-mcpbridge", log)
 	if err != nil {
 		return err
-	}
-	nc, err := nats.Connect(natsOpts.URL, opts...)
-	if err != nil {
-		return fmt.Errorf("connect to nats: %w", err)
 	}
 	defer nc.Close()
 	b, err := NewBridge(nc, cfg, Options{Logger: &log})

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/ptcfleet/ptc/internal/cli"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/cli"
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/fleet/embedded"
 )
 
 func TestRunNeedsConfigAndNATS(t *testing.T) {
@@ -77,6 +80,67 @@ func TestRunServesConfiguredServers(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// A bridge started before its NATS server waits for it, as the worker
+// does, and serves its tools once the server is up.
+func TestRunWaitsForNATS(t *testing.T) {
+	port := fleettest.FreePort(t)
+	cfg := filepath.Join(t.TempDir(), "bridge.yaml")
+	if err := os.WriteFile(cfg, []byte(`servers:
+  - name: late
+    command: ["${TEST_BINARY}"]
+    env: {`+serverEnv+`: stdio}
+    tools: [{name: add}]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PTC_MCP_CONFIG": cfg, "PTC_NATS_URL": fmt.Sprintf("nats://127.0.0.1:%d", port),
+		"PTC_HEALTH_ADDR": "", "TEST_BINARY": os.Args[0]}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	logs := &syncbuf.Buffer{}
+	go func() { done <- run(ctx, nil, cli.MapEnv(env), logs, nil) }()
+	const waiting = `"message":"nats not reachable yet; retrying every second"`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), waiting); {
+		select {
+		case err := <-done:
+			t.Fatalf("the bridge exited before NATS started: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridge did not say it waits for NATS:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ns, err := embedded.Start(embedded.Options{Dir: t.TempDir(), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	nc, err := ns.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		tools, _ := fleet.Discover(ctx, nc, 200*time.Millisecond)
+		if len(tools) == 1 && tools[0].Name == "add" && tools[0].Service == "late" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools not served once NATS started: %v\n%s", tools, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"message":"nats connected"`) {
+		t.Errorf("the bridge did not log its connection:\n%s", logs.String())
 	}
 }
 
