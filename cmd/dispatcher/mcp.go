@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/cli"
+	"github.com/ptcfleet/ptc/internal/version"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -132,7 +133,7 @@ type mcpFleet struct {
 // newMCPServer returns the MCP server exposing the fleet.
 func newMCPServer(client *fleet.Client, nc *nats.Conn, log zerolog.Logger) *mcp.Server {
 	f := &mcpFleet{client: client, nc: nc, log: log}
-	s := mcp.NewServer(&mcp.Implementation{Name: "ptc-fleet", Version: "1.0.0"}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "ptc-fleet", Version: version.String()}, &mcp.ServerOptions{
 		Instructions: "Runs missions on a PTC fleet: an agent writes PTC-Lisp programs that call the fleet's tools " +
 			"and shrink their results before anything reaches a model. Call list_tools to see the tools, then run_mission.",
 	})

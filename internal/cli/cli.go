@@ -170,6 +170,7 @@ func Usage(fs *flag.FlagSet, synopsis string) {
 			}
 			fmt.Fprintf(w, "  -%s  [%s]\n      %s%s\n", f.Name, EnvName(f.Name), f.Usage, def)
 		})
+		fmt.Fprintf(w, "  -version\n      print the version and exit (alone; not read from the environment)\n")
 	}
 }
 

@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -217,5 +220,38 @@ func TestExit(t *testing.T) {
 	}
 	if c := exit(&b, "dispatcher", errors.New("failed"), func(error) int { return 3 }); c != 3 {
 		t.Errorf("exit code = %d, want the command's 3", c)
+	}
+}
+
+// -version alone prints the version line and runs nothing; with other
+// arguments it is left to the binary's flags. Main is run in a process of
+// its own (this test binary again), as it reads os.Args.
+func TestMainAnswersVersion(t *testing.T) {
+	if args := os.Getenv("PTC_CLI_TEST_MAIN_ARGS"); args != "" {
+		os.Args = append([]string{"worker"}, strings.Fields(args)...)
+		Main("worker", func(context.Context) error {
+			fmt.Println("ran")
+			return nil
+		}, nil)
+		os.Exit(0)
+	}
+	for _, c := range []struct {
+		args string
+		want *regexp.Regexp
+	}{
+		{"-version", regexp.MustCompile(`^worker (devel(\+[0-9a-f]{12}(\+dirty)?)?|v\d+\.\d+\.\d+\S*) go\S+\n$`)},
+		{"--version", regexp.MustCompile(`^worker \S+ go\S+\n$`)},
+		{"-version -slots 2", regexp.MustCompile(`^ran\n$`)},
+		{"-x", regexp.MustCompile(`^ran\n$`)},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMainAnswersVersion$")
+		cmd.Env = append(os.Environ(), "PTC_CLI_TEST_MAIN_ARGS="+c.args)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c.args, err)
+		}
+		if !c.want.Match(out) {
+			t.Errorf("%s printed %q, want %s", c.args, out, c.want)
+		}
 	}
 }

@@ -33,7 +33,7 @@ const module = "github.com/ptcfleet/ptc/"
 // where the fleet meets the agent loop; the binaries.
 const rules = `
 NONE < pkg/signature, pkg/messages, pkg/agent/llm, pkg/agent/llm/internal/sse,
-       pkg/fleet/embedded, internal/syncbuf, internal/testnode, internal/webtest,
+       pkg/fleet/embedded, internal/syncbuf, internal/testnode, internal/webtest, internal/version,
        deploy/k8s;
 
 pkg/signature, pkg/messages < pkg/lisp/internal/core;
@@ -41,7 +41,7 @@ pkg/lisp/internal/core < pkg/lisp/internal/syntax, pkg/lisp/internal/builtins;
 pkg/lisp/internal/syntax, pkg/lisp/internal/builtins < pkg/lisp/internal/compile;
 pkg/lisp/internal/compile < pkg/lisp;
 
-pkg/agent/llm, pkg/agent/llm/internal/sse < pkg/agent/llm/internal/httpx;
+pkg/agent/llm, pkg/agent/llm/internal/sse, internal/version < pkg/agent/llm/internal/httpx;
 pkg/agent/llm/internal/httpx < pkg/agent/llm/openai, pkg/agent/llm/anthropic;
 pkg/agent/llm < pkg/agent/llm/llmtest, pkg/agent/llm/internal/fakeserver;
 pkg/agent/llm/openai, pkg/agent/llm/anthropic < pkg/agent/llm/llmconfig;
@@ -57,7 +57,8 @@ pkg/fleet/embedded, pkg/messages < internal/fleettest;
 pkg/fleet, pkg/fleet/agentrun < internal/fleettest/agentworker;
 pkg/agent < internal/ctxbench;
 
-pkg/fleet < examples/shop, examples/toolservice, internal/cli, deploy/k8s/natsauth;
+pkg/fleet < examples/shop, examples/toolservice, deploy/k8s/natsauth;
+pkg/fleet, internal/version < internal/cli;
 
 internal/cli, examples/shop < cmd/shoptools;
 internal/cli < cmd/mcpbridge;

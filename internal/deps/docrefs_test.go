@@ -313,8 +313,9 @@ func indexModule(t *testing.T, root string) *moduleIndex {
 		}
 		set := ix.flags[ff.dir]
 		if set == nil {
-			// The flag package answers -h and -help with the usage.
-			set = map[string]bool{"h": true, "help": true}
+			// The flag package answers -h and -help with the usage;
+			// cli.Main answers -version before any flag is parsed.
+			set = map[string]bool{"h": true, "help": true, "version": true}
 			for f := range cliFlags {
 				set[f] = true
 			}
@@ -1706,7 +1707,7 @@ func dispatch(cmd string) {
 		}
 	}
 	ix := indexModule(t, root)
-	if want := map[string]bool{"h": true, "help": true, "nats-url": true, "slots": true, "ui": true}; !maps.Equal(ix.flags["cmd/tool"], want) {
+	if want := map[string]bool{"h": true, "help": true, "nats-url": true, "slots": true, "ui": true, "version": true}; !maps.Equal(ix.flags["cmd/tool"], want) {
 		t.Fatalf("flags of cmd/tool: %v, want %v", ix.flags["cmd/tool"], want)
 	}
 	for _, tt := range []struct {

@@ -10,12 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/version"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 )
 
@@ -80,24 +80,11 @@ func NewHTTPClient() *http.Client {
 }
 
 // UserAgent names the project and its version, as built:
-// "ptc/v1.2.3 (+https://github.com/ptcfleet/ptc)", "ptc/devel (...)" when
-// built from a checkout.
+// "ptc/v1.2.3 (+https://github.com/ptcfleet/ptc)", "ptc/devel+0123456789ab
+// (...)" when built from a checkout (version.String).
 func UserAgent() string {
-	version := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path == modulePath && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			version = bi.Main.Version
-		}
-		for _, d := range bi.Deps {
-			if d.Path == modulePath && d.Version != "" {
-				version = d.Version
-			}
-		}
-	}
-	return "ptc/" + version + " (+https://" + modulePath + ")"
+	return "ptc/" + version.String() + " (+https://" + version.Module + ")"
 }
-
-const modulePath = "github.com/ptcfleet/ptc"
 
 // Client sends provider requests. Keep it behind a pointer in provider
 // structs: fmt prints nested pointers as addresses, so the key cannot leak
