@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 )
 
 // MaxDialsPerHost bounds the connections NewHTTPClient dials at once to a
@@ -27,7 +28,13 @@ const MaxDialsPerHost = 8
 // later moves the host.
 type protoRouter struct {
 	h2 *http.Transport // MaxConnsPerHost = MaxDialsPerHost
-	h1 *http.Transport
+	// h2Timely is h2 without its response header timeout, for requests
+	// whose context ends no later than that timeout would pass: for them
+	// it never fires, and its timer (and channel) would be held for as
+	// long as the answer is awaited, about 0.3 KB a call. h2 itself when
+	// there is no such timeout.
+	h2Timely *http.Transport
+	h1       *http.Transport
 
 	mu    sync.Mutex
 	hosts map[string]*hostProto
@@ -44,7 +51,31 @@ type hostProto struct {
 func newProtoRouter(t *http.Transport) *protoRouter {
 	h2 := t.Clone()
 	h2.MaxConnsPerHost = MaxDialsPerHost
-	return &protoRouter{h2: h2, h1: t, hosts: map[string]*hostProto{}}
+	h2Timely := h2
+	if h2.ResponseHeaderTimeout > 0 {
+		// a clone of t, not of h2: cloning a transport sets up its
+		// protocols with the TLS configuration it has then
+		h2Timely = t.Clone()
+		h2Timely.MaxConnsPerHost, h2Timely.ResponseHeaderTimeout = MaxDialsPerHost, 0
+	}
+	return &protoRouter{h2: h2, h2Timely: h2Timely, h1: t, hosts: map[string]*hostProto{}}
+}
+
+// h2For is the HTTP/2 transport for req: h2Timely when req's context ends
+// before h2's response header timeout could pass, h2 otherwise.
+func (r *protoRouter) h2For(req *http.Request) *http.Transport {
+	if d, ok := req.Context().Deadline(); ok && !d.After(time.Now().Add(r.h2.ResponseHeaderTimeout)) {
+		return r.h2Timely
+	}
+	return r.h2
+}
+
+// transports are the router's transports.
+func (r *protoRouter) transports() []*http.Transport {
+	if r.h2Timely == r.h2 {
+		return []*http.Transport{r.h1, r.h2}
+	}
+	return []*http.Transport{r.h1, r.h2, r.h2Timely}
 }
 
 // RoundTrip sends req through the transport for its host's protocol.
@@ -66,7 +97,7 @@ func (r *protoRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 			return r.send(r.h1, req, host)
 		case h.known:
 			r.mu.Unlock()
-			return r.send(r.h2, req, host)
+			return r.send(r.h2For(req), req, host)
 		case h.probe == nil:
 			h.probe = make(chan struct{})
 			r.mu.Unlock()
@@ -97,7 +128,7 @@ func (r *protoRouter) learn(req *http.Request, host string, h *hostProto) (*http
 		},
 	}
 	treq := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
-	resp, err := r.h2.RoundTrip(treq)
+	resp, err := r.h2For(req).RoundTrip(treq)
 	if resp != nil {
 		resp.Request = req
 		r.settle(host, h, resp.ProtoMajor < 2)
@@ -139,9 +170,10 @@ func (r *protoRouter) send(t *http.Transport, req *http.Request, host string) (*
 	return resp, err
 }
 
-// CloseIdleConnections closes both transports' idle connections
+// CloseIdleConnections closes the transports' idle connections
 // (http.Client.CloseIdleConnections calls it).
 func (r *protoRouter) CloseIdleConnections() {
-	r.h2.CloseIdleConnections()
-	r.h1.CloseIdleConnections()
+	for _, t := range r.transports() {
+		t.CloseIdleConnections()
+	}
 }

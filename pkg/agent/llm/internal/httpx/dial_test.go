@@ -1,10 +1,12 @@
 package httpx
 
 import (
+	"context"
 	"crypto/x509"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,7 +49,7 @@ func heldCalls(t *testing.T, n int, h2 bool, streams int) (opened int64) {
 	r := hc.Transport.(*protoRouter)
 	roots := x509.NewCertPool()
 	roots.AddCert(ts.Certificate())
-	for _, tr := range []*http.Transport{r.h1, r.h2} {
+	for _, tr := range r.transports() {
 		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 		tr.TLSClientConfig.RootCAs = roots
 	}
@@ -128,5 +130,74 @@ func TestCallsAtOnceToAnHTTP2HostOfFewStreamsAllArrive(t *testing.T) {
 	t.Logf("%d calls held by an HTTP/2 server of %d streams a connection over %d connections", n, streams, opened)
 	if opened < n/streams {
 		t.Errorf("%d calls held over %d connections of %d streams", n, opened, streams)
+	}
+}
+
+// An HTTP/2 call whose context ends before the response header timeout
+// could pass goes through a transport without that timeout, so it holds
+// no timer (and channel) for it while its answer is awaited, about 0.3 KB
+// a call; a call without a deadline, or with a later one, keeps the
+// timeout and runs out of it.
+func TestHTTP2CallWithADeadlineHoldsNoHeaderTimer(t *testing.T) {
+	release := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	defer close(release)
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ResponseHeaderTimeout = 200 * time.Millisecond
+	r := newProtoRouter(base)
+	if r.h2Timely.ResponseHeaderTimeout != 0 || r.h2Timely.MaxConnsPerHost != MaxDialsPerHost || r.h2.ResponseHeaderTimeout != base.ResponseHeaderTimeout {
+		t.Fatalf("HTTP/2 transports with header timeouts %s and %s", r.h2Timely.ResponseHeaderTimeout, r.h2.ResponseHeaderTimeout)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	for _, tr := range r.transports() {
+		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		tr.TLSClientConfig.RootCAs = roots
+	}
+	defer r.CloseIdleConnections()
+	hc := &http.Client{Transport: r}
+	call := func(timeout time.Duration) (*http.Transport, error) {
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := r.h2For(req)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return tr, err
+	}
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		timely  bool
+		err     string
+	}{
+		{"a deadline before the header timeout", 100 * time.Millisecond, true, "context deadline exceeded"},
+		{"no deadline", 0, false, "timeout awaiting response headers"},
+		{"a deadline after the header timeout", 5 * time.Second, false, "timeout awaiting response headers"},
+	} {
+		tr, err := call(c.timeout)
+		if (tr == r.h2Timely) != c.timely {
+			t.Errorf("%s: through the transport with a header timeout of %s", c.name, tr.ResponseHeaderTimeout)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.err)
+		}
 	}
 }
