@@ -718,24 +718,75 @@ func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*ti
 // status shows a cancel request (ErrCancelled) or another owner
 // (ErrFenced). Each beat renews the mission's quota lease (nil: none).
 // The beats run on a timer, not on a goroutine of their own, so a mission
-// waiting on a model holds none for them; stop waits for a beat in
-// progress and no beat starts after it.
+// waiting on a model holds none for them: a beat that comes due joins the
+// worker's queue of due beats (beatQueue), which beats at most
+// maxBeatsInFlight missions at once, however many come due together.
+// stop waits for a beat in progress and no beat starts after it.
 func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) *beats {
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
-	b.t = time.AfterFunc(max(first, 0), func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.stopped {
-			return
-		}
-		if alive, _ := b.beatLocked(); !alive {
-			return
-		}
-		b.t.Reset(w.heartbeatPeriod())
-	})
+	b.t = time.AfterFunc(max(first, 0), func() { w.beatq.add(b) })
 	return b
+}
+
+// maxBeatsInFlight bounds the heartbeats a worker sends at once. A beat
+// is one or two JetStream requests (the quota lease, the status); its
+// goroutine waits for their answers with a stack of its own. Thousands of
+// missions started in one burst come due in one burst every period: beaten
+// each on its own goroutine, they held one more goroutine and its stack a
+// mission while the server answered them all. The server answers requests
+// in turn, so this many in flight keep it as busy as all of them would.
+const maxBeatsInFlight = 64
+
+// beatQueue holds the heartbeats that came due and runs them, oldest
+// first, on at most maxBeatsInFlight goroutines, started as beats come due
+// and ended once none is left. Its zero value is ready.
+type beatQueue struct {
+	mu      sync.Mutex
+	due     []*beats
+	head    int // due[head:] wait to be beaten
+	running int // goroutines beating
+}
+
+// add queues b's beat and starts a goroutine to beat it when fewer than
+// maxBeatsInFlight run.
+func (q *beatQueue) add(b *beats) {
+	q.mu.Lock()
+	if q.head > 0 && q.head >= len(q.due)/2 {
+		// the beaten half goes, so a queue never emptied stays bounded
+		n := copy(q.due, q.due[q.head:])
+		clear(q.due[n:])
+		q.due, q.head = q.due[:n], 0
+	}
+	q.due = append(q.due, b)
+	start := q.running < maxBeatsInFlight
+	if start {
+		q.running++
+	}
+	q.mu.Unlock()
+	if start {
+		go q.run()
+	}
+}
+
+// run beats the queued missions in turn until none is left.
+func (q *beatQueue) run() {
+	for {
+		q.mu.Lock()
+		if q.head == len(q.due) {
+			clear(q.due)
+			q.due, q.head = q.due[:0], 0
+			q.running--
+			q.mu.Unlock()
+			return
+		}
+		b := q.due[q.head]
+		q.due[q.head] = nil
+		q.head++
+		q.mu.Unlock()
+		b.beatDue()
+	}
 }
 
 // beats are a running mission's heartbeats (Worker.heartbeat).
@@ -768,6 +819,20 @@ func (b *beats) beatLocked() (alive, confirmed bool) {
 		b.stopped = true
 	}
 	return alive, confirmed
+}
+
+// beatDue beats once, the beat having come due, and sets the next one
+// unless the beats have ended.
+func (b *beats) beatDue() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	if alive, _ := b.beatLocked(); !alive {
+		return
+	}
+	b.t.Reset(b.w.heartbeatPeriod())
 }
 
 // stop ends the beats, waiting for one in progress.

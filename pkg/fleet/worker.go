@@ -253,6 +253,9 @@ type Worker struct {
 
 	ackWait    time.Duration
 	maxDeliver int
+	// beatq runs the running missions' heartbeats as they come due, a
+	// bounded number at once (Worker.heartbeat)
+	beatq beatQueue
 
 	slots    chan struct{} // one token per mission in hand or long poll waiting
 	reserved atomic.Int32  // slot tokens held by long polls, not missions

@@ -155,8 +155,8 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	// a waiting mission holds its model call: 2 goroutines (the call's
 	// and the HTTP/2 request's; the run's frames have returned, and the
 	// call's goroutine goes on with the run once the reply comes;
-	// heartbeats run on timers, a few in flight at a time, more on a
-	// loaded machine) and its agent's state (25–26 KB measured with 2,000
+	// heartbeats run on timers and a bounded queue, at most 64 in flight
+	// however many come due together) and its agent's state (25–26 KB measured with 2,000
 	// and 10,000 missions, up to 36 KB with 200, where what the worker
 	// holds for all of them weighs more; 31–37 KB under the race detector)
 	if perG >= 3 {
