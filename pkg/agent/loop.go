@@ -152,6 +152,15 @@ func (a *Agent) begin(ctx context.Context, rs *runState, in *runInput, fail *mes
 	if l != nil && t.deadline.Before(deadline) {
 		deadline = t.deadline
 	}
+	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
+		// the caller's deadline comes first: the mission context is ctx
+		// as it is (context.WithDeadline would only add a cancel, which
+		// every context the run derives from it has of its own), so a
+		// run waiting on its model holds no context, done channel and
+		// child entry of its own for it
+		rs.missionCtx = callersDeadline{ctx}
+		return rs.missionCtx, func() {}, nil, nil
+	}
 	missionCtx, cancel := context.WithDeadline(ctx, deadline)
 	rs.missionCtx = missionCtx
 	return missionCtx, cancel, nil, nil
@@ -697,10 +706,17 @@ func (rs *runState) beginTurn(ctx, missionCtx context.Context, n int) *messages.
 	return nil
 }
 
+// callersDeadline is the mission context of a run whose caller's
+// context ends first (Agent.begin): that context as it is.
+type callersDeadline struct{ context.Context }
+
 func missionEnd(ctx, missionCtx context.Context) *messages.Fail {
 	d, ok := missionCtx.Deadline()
 	timedOut := ok && !time.Now().Before(d)
-	if ctx.Err() != nil && !timedOut {
+	// a mission context that is the caller's own (its deadline came
+	// first, Agent.begin) ends only when the caller's does
+	_, callers := missionCtx.(callersDeadline)
+	if ctx.Err() != nil && (!timedOut || callers) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &messages.Fail{Reason: ReasonMissionTimeout, Message: "the caller's deadline passed"}
 		}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -17,6 +18,36 @@ import (
 // calls (emit, step-done, llm-query) is built when the first program
 // runs.
 func TestRunWaitingOnItsFirstModelCallHoldsLittle(t *testing.T) {
+	per := heapPerRunWaitingOnItsModel(t, 0)
+	t.Logf("%.0f bytes of heap a run waiting on its first model call", per)
+	// measured 4,017–4,035 bytes (4,001–4,017 under the race detector),
+	// against 4,273–4,307 with the host services built before the first
+	// model call
+	if per > 4150 {
+		t.Errorf("%.0f bytes of heap a run waiting on its first model call, want at most 4,150", per)
+	}
+}
+
+// A run whose caller's deadline comes before its mission timeout (a fleet
+// worker's mission timeout, for one) takes the caller's context as its
+// mission context rather than deriving a context that adds only a cancel:
+// a run waiting on its model holds no context, done channel and entry in
+// its parent's children of its own for it.
+func TestRunUnderItsCallersDeadlineHoldsNoMissionContext(t *testing.T) {
+	per := heapPerRunWaitingOnItsModel(t, time.Minute)
+	t.Logf("%.0f bytes of heap a run waiting on its first model call under its caller's deadline, the caller's context included", per)
+	// measured 3,841–3,859 bytes (3,279 under the race detector), against
+	// 4,289–4,315 with a mission context of its own
+	if per > 4050 {
+		t.Errorf("%.0f bytes of heap a run waiting on its first model call under its caller's deadline, want at most 4,050", per)
+	}
+}
+
+// heapPerRunWaitingOnItsModel starts 300 runs whose model holds every
+// call, each under a context of its own with that timeout (none when 0),
+// and returns the heap a run adds while they all wait on it.
+func heapPerRunWaitingOnItsModel(t *testing.T, timeout time.Duration) float64 {
+	t.Helper()
 	const n = 300
 	a := mustNew(t, Spec{Prompt: "Count the items", Signature: "{n :int}", Limits: Limits{MaxTurns: 3}})
 	gate := make(chan struct{})
@@ -47,7 +78,12 @@ func TestRunWaitingOnItsFirstModelCallHoldsLittle(t *testing.T) {
 	done.Add(n)
 	steps := make(chan *messages.Step, n)
 	for range n {
-		a.RunAsync(context.Background(), opts, func(st *messages.Step, err error) {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		a.RunAsync(ctx, opts, func(st *messages.Step, err error) {
+			defer cancel()
 			if err != nil {
 				t.Error(err)
 			}
@@ -65,11 +101,35 @@ func TestRunWaitingOnItsFirstModelCallHoldsLittle(t *testing.T) {
 			t.Fatalf("returned %v", st.Return)
 		}
 	}
-	t.Logf("%.0f bytes of heap a run waiting on its first model call", per)
-	// measured 4,017–4,035 bytes (4,001–4,017 under the race detector),
-	// against 4,273–4,307 with the host services built before the first
-	// model call
-	if per > 4150 {
-		t.Errorf("%.0f bytes of heap a run waiting on its first model call, want at most 4,150", per)
+	return per
+}
+
+// A run's end is told as before whether its mission context is its own or
+// its caller's (whose deadline came first): the caller's deadline passing
+// is the caller's, its own mission timeout passing is the mission's.
+func TestMissionEndUnderTheCallersDeadline(t *testing.T) {
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	own, cancelOwn := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelOwn()
+	later, cancelLater := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelLater()
+	for _, c := range []struct {
+		name            string
+		ctx, missionCtx context.Context
+		want            string
+	}{
+		{"the caller's context as the mission's", past, callersDeadline{past}, "the caller's deadline passed"},
+		{"a mission context of its own under the caller's", past, later, "the caller's deadline passed"},
+		{"its own mission timeout", later, own, "the mission timeout passed"},
+		{"running", later, callersDeadline{later}, ""},
+	} {
+		f := missionEnd(c.ctx, c.missionCtx)
+		switch {
+		case c.want == "" && f != nil:
+			t.Errorf("%s: %+v, want none", c.name, f)
+		case c.want != "" && (f == nil || f.Message != c.want || f.Reason != ReasonMissionTimeout):
+			t.Errorf("%s: %+v, want %q", c.name, f, c.want)
+		}
 	}
 }
