@@ -333,8 +333,15 @@ func TestProgressMessagesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop(context.Background())
+	// The call lasts until the test has seen MaxToolProgress progress
+	// messages and then 20 intervals more, whatever the machine's load
+	// does to the intervals.
+	release := make(chan struct{})
 	if err := svc.Register("crunch", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
-		time.Sleep(2500 * time.Millisecond) // 50 intervals of 50ms
+		select {
+		case <-release:
+		case <-time.After(time.Minute):
+		}
 		return "done", nil
 	}); err != nil {
 		t.Fatal(err)
@@ -359,7 +366,9 @@ func TestProgressMessagesBounded(t *testing.T) {
 		if m.Header.Get(messages.HeaderHeartbeat) == "" {
 			break
 		}
-		progress++
+		if progress++; progress == MaxToolProgress {
+			time.AfterFunc(20*50*time.Millisecond, func() { close(release) })
+		}
 	}
 	if progress != MaxToolProgress || progress+1 > ToolReplyMessages {
 		t.Fatalf("%d progress messages before the answer, want %d (the reply subject takes %d messages)", progress, MaxToolProgress, ToolReplyMessages)
