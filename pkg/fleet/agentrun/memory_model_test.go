@@ -145,6 +145,19 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	}
 	finished := time.Now()
 	t.Logf("all %d finished %s after the model let them go", n, finished.Sub(releasedAt).Round(time.Millisecond))
+	// every mission asked its model once: its heartbeats kept it the
+	// worker's while it waited (a mission redelivered for want of them
+	// runs again and asks again)
+	model.mu.Lock()
+	again := 0
+	for _, c := range model.asked {
+		again += c - 1
+	}
+	asked := len(model.asked)
+	model.mu.Unlock()
+	if asked != n || again != 0 {
+		t.Errorf("%d missions asked the model, %d of their questions again; want %d, none again", asked, again, n)
+	}
 	rss := []string{}
 	for s := 0; s <= 20; s += 10 {
 		time.Sleep(time.Until(finished.Add(time.Duration(s) * time.Second)))
