@@ -726,7 +726,18 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
-	b.t = time.AfterFunc(max(first, 0), func() { w.beatq.add(b) })
+	b.t = time.AfterFunc(max(first, 0), func() {
+		// The message's AckWait is extended as the beat comes due, not
+		// when the queue reaches it: however many beats wait their turn
+		// (a status stream without a leader a while answers none), no
+		// mission goes back to the queue while its run goes on.
+		b.mu.Lock()
+		if !b.stopped {
+			_ = b.msg.InProgress()
+		}
+		b.mu.Unlock()
+		w.beatq.add(b)
+	})
 	return b
 }
 
@@ -807,11 +818,12 @@ type beats struct {
 	t       *time.Timer
 }
 
-// beatLocked beats once with b.mu held; it reports whether the beats go
-// on (false once the mission is another's, the run cancelled) and whether
-// this beat confirmed the mission this run's.
+// beatLocked beats once with b.mu held (the message's progress sent by
+// its caller); it reports whether the beats go on (false once the mission
+// is another's, the run cancelled) and whether this beat confirmed the
+// mission this run's.
 func (b *beats) beatLocked() (alive, confirmed bool) {
-	alive, confirmed = b.w.beat(b.msg, b.k, b.entry, b.lease, b.cancel)
+	alive, confirmed = b.w.beat(b.k, b.entry, b.lease, b.cancel)
 	if confirmed {
 		b.confirmed.Store(int64(time.Since(b.start)))
 	}
@@ -859,6 +871,7 @@ func (b *beats) owned(ctx context.Context) error {
 		b.mu.Lock()
 		alive, confirmed := false, false
 		if !b.stopped {
+			_ = b.msg.InProgress()
 			alive, confirmed = b.beatLocked()
 		}
 		b.mu.Unlock()
@@ -876,13 +889,12 @@ func (b *beats) owned(ctx context.Context) error {
 	}
 }
 
-// beat is one heartbeat: the message in progress, the quota lease
-// renewed, the status fenced by compare-and-set (or read again when that
-// fails). alive is false once the mission is another's, after cancelling
-// the run; confirmed is true when the status was read or written as this
-// run's.
-func (w *Worker) beat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc) (alive, confirmed bool) {
-	_ = msg.InProgress()
+// beat is one heartbeat's requests (its caller sends the message's
+// progress): the quota lease renewed, the status fenced by compare-and-set
+// (or read again when that fails). alive is false once the mission is
+// another's, after cancelling the run; confirmed is true when the status
+// was read or written as this run's.
+func (w *Worker) beat(k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc) (alive, confirmed bool) {
 	ctx, c := context.WithTimeout(context.Background(), max(w.ackWait/3, time.Second))
 	defer c()
 	lease.renew(ctx)
