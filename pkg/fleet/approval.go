@@ -435,11 +435,11 @@ func decodeApproval(key string, data []byte) (*messages.Approval, error) {
 // no right to create one, and no stream info. A mission with more
 // records than one batch answers has them listed from its stream's info
 // (the bucket's subjects of the mission) and read one direct get each.
-func listApprovals(ctx context.Context, replies *replyMux, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
+func listApprovals(ctx context.Context, replies *replyMux, js jetstream.JetStream, id string) ([]*messages.Approval, map[string]uint64, error) {
 	prefix := "$KV." + messages.BucketApprovals + "."
 	msgs, err := lastPerSubject(ctx, replies, "KV_"+messages.BucketApprovals, prefix+id+".>")
-	if errors.Is(err, errBatchIncomplete) {
-		return listApprovalsByInfo(ctx, js, kv, id)
+	if errors.Is(err, errBatchIncomplete) || errors.Is(err, errNoDirectAnswer) {
+		return listApprovalsByInfo(ctx, js, id)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -470,8 +470,11 @@ func listApprovals(ctx context.Context, replies *replyMux, js jetstream.JetStrea
 const kvOperationHeader = "KV-Operation"
 
 // listApprovalsByInfo is listApprovals for a mission with more records
-// than one batch direct get answers.
-func listApprovalsByInfo(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, id string) ([]*messages.Approval, map[string]uint64, error) {
+// than one batch direct get answers, or whose batch direct get no replica
+// answered: the stream's info (from its leader) lists the records'
+// subjects, each read with directLast (from the leader when no replica
+// answers).
+func listApprovalsByInfo(ctx context.Context, js jetstream.JetStream, id string) ([]*messages.Approval, map[string]uint64, error) {
 	s, err := js.Stream(ctx, "KV_"+messages.BucketApprovals)
 	if err != nil {
 		return nil, nil, err
@@ -484,10 +487,14 @@ func listApprovalsByInfo(ctx context.Context, js jetstream.JetStream, kv jetstre
 	var out []*messages.Approval
 	revs := map[string]uint64{}
 	for subj := range info.State.Subjects {
-		a, rev, err := getApproval(ctx, kv, strings.TrimPrefix(subj, prefix))
-		if errors.Is(err, ErrNotFound) {
+		data, rev, hdr, err := directLast(ctx, js.Conn(), "KV_"+messages.BucketApprovals, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
 			continue
 		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("fleet: approval %s: %w", strings.TrimPrefix(subj, prefix), err)
+		}
+		a, err := decodeApproval(strings.TrimPrefix(subj, prefix), data)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -635,7 +642,7 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
 		next: map[string]int{},
 		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
-			return listApprovals(ctx, w.replies, w.js, w.st.Approvals, m.ID)
+			return listApprovals(ctx, w.replies, w.js, m.ID)
 		}}
 }
 
@@ -716,7 +723,7 @@ func (w *Worker) attachApprovals(ctx context.Context, id string, gate *approvalG
 		attachApprovals(step, as)
 		return
 	}
-	as, _, err := listApprovals(ctx, w.replies, w.js, w.st.Approvals, id)
+	as, _, err := listApprovals(ctx, w.replies, w.js, id)
 	if err != nil {
 		log.Warn().Err(err).Msg("approvals not added to the trace")
 		return
@@ -808,7 +815,7 @@ func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval
 // approvals returns the approval records of mission id and the revision
 // of each by call.
 func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval, map[string]uint64, error) {
-	as, revs, err := listApprovals(ctx, c.replies, c.js, c.st.Approvals, id)
+	as, revs, err := listApprovals(ctx, c.replies, c.js, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("fleet: approvals of %s: %w", id, err)
 	}

@@ -100,7 +100,7 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 	}
 	delete(want, "1.d1.0")
 	br := newReplyMux(js.Conn())
-	as, revs, err := listApprovals(ctx, br, js, st.Approvals, id)
+	as, revs, err := listApprovals(ctx, br, js, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestListApprovalsReadsEveryRecordWithItsRevision(t *testing.T) {
 	if _, err := lastPerSubject(ctx, br, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+many+".>"); !errors.Is(err, errBatchIncomplete) {
 		t.Fatalf("one batch direct get of 1030 records: %v, want errBatchIncomplete", err)
 	}
-	as, revs, err = listApprovals(ctx, br, js, st.Approvals, many)
+	as, revs, err = listApprovals(ctx, br, js, many)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestBatchDirectGetsShareOneSubscription(t *testing.T) {
 	for range 5 {
 		for i, id := range ids {
 			go func() {
-				as, _, err := listApprovals(ctx, br, js, st.Approvals, id)
+				as, _, err := listApprovals(ctx, br, js, id)
 				if err == nil && len(as) != i%3+1 {
 					err = errors.New("mission " + id + ": " + strconv.Itoa(len(as)) + " records, want " + strconv.Itoa(i%3+1))
 				}

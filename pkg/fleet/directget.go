@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -17,6 +18,11 @@ import (
 // server answers at once, or the answer was cut at its byte limit. The
 // caller reads another way.
 var errBatchIncomplete = errors.New("fleet: the batch direct get did not answer every message")
+
+// errNoDirectAnswer is the error of a direct get no replica answered: none
+// subscribed (no responders), or none within patience. The caller reads
+// from the stream's leader.
+var errNoDirectAnswer = errors.New("fleet: no replica answered the direct get")
 
 // headerNumPending, on the end of a batch direct get, counts the
 // messages matched and not sent.
@@ -33,7 +39,8 @@ const directBatchWait = 5 * time.Second
 // Each message's Nats-Subject and Nats-Sequence headers name its subject and sequence (a KV entry's revision). The
 // answer may come from any replica of the stream, like every direct get.
 // It returns errBatchIncomplete when the server answered with fewer
-// messages than matched.
+// messages than matched, and errNoDirectAnswer when no replica answered
+// (none subscribed, or none within patience).
 func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
 	req, err := json.Marshal(struct {
 		MultiLast []string `json:"multi_last"`
@@ -77,7 +84,7 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 		case status == "413": // too many subjects matched
 			finish(answer{err: errBatchIncomplete})
 		case status == "503":
-			finish(answer{err: fmt.Errorf("fleet: direct get on %s: %w", stream, nats.ErrNoResponders)})
+			finish(answer{err: fmt.Errorf("fleet: direct get on %s: %w: %w", stream, errNoDirectAnswer, nats.ErrNoResponders)})
 		default:
 			finish(answer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))})
 		}
@@ -86,9 +93,13 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 	if err := replies.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, req); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
+	slow := time.NewTimer(patience(ctx))
+	defer slow.Stop()
 	select {
 	case a := <-done:
 		return a.msgs, a.err
+	case <-slow.C:
+		return nil, fmt.Errorf("fleet: direct get on %s: %w within %v", stream, errNoDirectAnswer, patience(ctx))
 	case <-ctx.Done():
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, context.Cause(ctx))
 	}
@@ -98,24 +109,120 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 // wait jetstream.New gives its calls by default.
 const directGetWait = 5 * time.Second
 
+// directPatience bounds the wait for a direct get's answer before the
+// read asks the stream's leader instead (leaderLast). Every replica of a
+// stream that allows direct gets answers them (one at random); a replica
+// that answers nothing (a node restarting, or one whose stream stalled
+// while it caught up) would otherwise take the whole read's time.
+const directPatience = time.Second
+
+// patience is how long a direct get on ctx waits for its answer before the
+// read falls back to the stream's leader: half the time ctx has left, at
+// most directPatience.
+func patience(ctx context.Context) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return directPatience
+	}
+	return min(time.Until(dl)/2, directPatience)
+}
+
 // directLast reads the last message stored on subject in stream with one
 // direct get (the request jetstream's GetLastMsgForSubject makes on a
 // stream that allows direct gets), without the stream handle's request
 // encoding, subject formatting and message conversion. It returns the
 // message's data and stream sequence and its headers (those stored with
 // it and the server's Nats-* ones), or jetstream.ErrMsgNotFound when the
-// subject holds no message.
+// subject holds no message. A direct get no replica answers (no
+// responders, or no answer within patience) is read from the stream's
+// leader (leaderLast) in the time left: an answered direct get costs
+// nothing more.
 func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, nil, err
+	}
+	// the wait is on nats.go's pooled timer, not a context of its own: an
+	// answered direct get allocates no more than one without the fallback
+	// (a cancelled ctx is seen after at most patience)
+	r, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+subject, nil, patience(ctx))
+	if err == nil {
+		data, seq, hdr, err := directAnswer(r, subject)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return data, seq, hdr, err
+		}
+	} else if !unanswered(err) {
+		return nil, 0, nil, err
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, directGetWait)
+		ctx, cancel = context.WithTimeout(ctx, directGetWait-directPatience)
 		defer cancel()
 	}
-	r, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream+"."+subject, nil)
+	return leaderLast(ctx, nc, stream, subject)
+}
+
+// unanswered reports whether err is a request's lack of an answer: no
+// responders, or none within its time.
+func unanswered(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
+
+// errCodeNoMessage is the JetStream API's error code for a message not
+// found (JSNoMessageFoundErr).
+const errCodeNoMessage = 10037
+
+// leaderLast reads the last message stored on subject in stream from the
+// stream's leader ($JS.API.STREAM.MSG.GET): the read directLast falls back
+// to when no replica answers its direct get. It returns what directLast
+// returns, the headers being those stored with the message and the
+// Nats-Stream, Nats-Subject and Nats-Sequence a direct get's answer has.
+func leaderLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
+	req, err := json.Marshal(struct {
+		LastBySubject string `json:"last_by_subj"`
+	}{subject})
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	return directAnswer(r, subject)
+	r, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", subject, stream, err)
+	}
+	var resp struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Subject string `json:"subject"`
+			Seq     uint64 `json:"seq"`
+			Header  []byte `json:"hdrs"`
+			Data    []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(r.Data, &resp); err != nil {
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", subject, stream, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == errCodeNoMessage:
+		return nil, 0, nil, jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %s (%d)", subject, stream, resp.Error.Description, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: an answer without a message", subject, stream)
+	case !subjectMatches(subject, resp.Message.Subject):
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: answered with subject %q", subject, stream, resp.Message.Subject)
+	}
+	hdr := nats.Header{}
+	if len(resp.Message.Header) > 0 {
+		if hdr, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
+			return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: headers: %w", subject, stream, err)
+		}
+	}
+	hdr.Set(jetstream.StreamHeader, stream)
+	hdr.Set(jetstream.SubjectHeader, resp.Message.Subject)
+	hdr.Set(jetstream.SequenceHeader, strconv.FormatUint(resp.Message.Seq, 10))
+	return resp.Message.Data, resp.Message.Seq, hdr, nil
 }
 
 // directAnswer reads r, the answer to a direct get of the last message on
@@ -144,8 +251,26 @@ func directAnswer(r *nats.Msg, subject string) ([]byte, uint64, nats.Header, err
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("nats: invalid sequence header '%s': %w", seqStr, err)
 	}
-	if got := r.Header.Get(jetstream.SubjectHeader); got != subject {
+	if got := r.Header.Get(jetstream.SubjectHeader); !subjectMatches(subject, got) {
 		return nil, 0, nil, fmt.Errorf("nats: direct get of %s answered with subject %q", subject, got)
 	}
 	return r.Data, seq, r.Header, nil
+}
+
+// subjectMatches reports whether subject is filter or a subject filter's
+// wildcards ("*" a token, ">" the rest) match: the subject a read of the
+// last message on filter may be answered with.
+func subjectMatches(filter, subject string) bool {
+	for filter != "" {
+		if filter == ">" {
+			return subject != ""
+		}
+		ft, frest, fmore := strings.Cut(filter, ".")
+		st, srest, smore := strings.Cut(subject, ".")
+		if (ft != "*" && ft != st) || st == "" || fmore != smore {
+			return false
+		}
+		filter, subject = frest, srest
+	}
+	return subject == ""
 }

@@ -184,14 +184,24 @@ func withoutTrace(step *messages.Step, cause error) *messages.Step {
 // for one message.
 func readResult(ctx context.Context, st *Stores, k missionKey) (*messages.Step, error) {
 	id := k.id
-	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, id))
+	var data []byte
+	var err error
+	if st.nc != nil {
+		// a direct get no replica answers is read from the leader
+		data, _, _, err = directLast(ctx, st.nc, messages.StreamResults, messages.ResultSubject(k.sub, id))
+	} else {
+		var raw *jetstream.RawStreamMsg
+		if raw, err = st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, id)); err == nil {
+			data = raw.Data
+		}
+	}
 	if err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, ErrNotFound
 		}
 		return nil, fmt.Errorf("fleet: read result %s: %w", id, err)
 	}
-	return storedStep(ctx, st, id, raw.Data)
+	return storedStep(ctx, st, id, data)
 }
 
 // storedStep decodes the stored result of mission id, data, reading it
@@ -303,10 +313,20 @@ type missionKey struct{ sub, id string }
 
 func (k missionKey) String() string { return k.sub + "/" + k.id }
 
-// getStatus reads mission k's status: a KV get of its key, or, for
-// messages.AllSubmitters, a direct get of the last message on the key's
-// subject in the bucket's stream.
+// getStatus reads mission k's status: a direct get of the last message on
+// its key's subject in the bucket's stream (directLast: the key's own, or,
+// for messages.AllSubmitters, any submitter's), or, on Stores without
+// their connection, a KV get of its key or a direct get through the
+// stream handle.
 func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, error) {
+	if st.nc != nil {
+		// the direct get Status.Get makes, read here: a mission's status
+		// is read at least twice per mission (the submission and the
+		// end of its run); one no replica answers is read from the
+		// stream's leader
+		data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+		return directStatus(k, data, rev, hdr, err)
+	}
 	var data []byte
 	var rev uint64
 	if k.sub == messages.AllSubmitters {
@@ -324,12 +344,6 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 			return nil, ErrNotFound
 		}
 		data, rev = raw.Data, raw.Sequence
-	} else if st.nc != nil {
-		// the direct get Status.Get makes, read here: a mission's status
-		// is read at least twice per mission (the submission and the
-		// end of its run)
-		data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
-		return directStatus(k, data, rev, hdr, err)
 	} else {
 		e, err := st.Status.Get(ctx, messages.StatusKey(k.sub, k.id))
 		if err != nil {
