@@ -731,11 +731,11 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 		// when the queue reaches it: however many beats wait their turn
 		// (a status stream without a leader a while answers none), no
 		// mission goes back to the queue while its run goes on.
-		b.mu.Lock()
-		if !b.stopped {
+		// not under b.mu: a beat of owned may hold it for its requests'
+		// time, which the timer's goroutine need not wait
+		if !b.stopped.Load() {
 			_ = b.msg.InProgress()
 		}
-		b.mu.Unlock()
 		w.beatq.add(b)
 	})
 	return b
@@ -813,9 +813,11 @@ type beats struct {
 	// run's
 	confirmed atomic.Int64
 
-	mu      sync.Mutex
-	stopped bool
-	t       *time.Timer
+	mu sync.Mutex
+	t  *time.Timer
+	// stopped: no beat starts any more (set with mu held, read with or
+	// without it)
+	stopped atomic.Bool
 }
 
 // beatLocked beats once with b.mu held (the message's progress sent by
@@ -828,7 +830,7 @@ func (b *beats) beatLocked() (alive, confirmed bool) {
 		b.confirmed.Store(int64(time.Since(b.start)))
 	}
 	if !alive {
-		b.stopped = true
+		b.stopped.Store(true)
 	}
 	return alive, confirmed
 }
@@ -838,7 +840,7 @@ func (b *beats) beatLocked() (alive, confirmed bool) {
 func (b *beats) beatDue() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.stopped {
+	if b.stopped.Load() {
 		return
 	}
 	if alive, _ := b.beatLocked(); !alive {
@@ -851,7 +853,7 @@ func (b *beats) beatDue() {
 func (b *beats) stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.stopped = true
+	b.stopped.Store(true)
 	b.t.Stop()
 }
 
@@ -870,7 +872,7 @@ func (b *beats) owned(ctx context.Context) error {
 		}
 		b.mu.Lock()
 		alive, confirmed := false, false
-		if !b.stopped {
+		if !b.stopped.Load() {
 			_ = b.msg.InProgress()
 			alive, confirmed = b.beatLocked()
 		}
