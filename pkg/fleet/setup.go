@@ -7,6 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -502,19 +503,28 @@ func isInsufficientStorage(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeInsufficientStorage
 }
 
+// errCodeNoPeers is the JetStream error of a replicated stream the
+// cluster finds no peers to place on; its description gives the reasons.
+const errCodeNoPeers = 10005
+
 // transientSetupError reports whether a setup failure may go away by
 // itself: everything except a request the server rejects as bad (HTTP-like
 // code 400, e.g. an invalid configuration or one that cannot be changed),
 // a reservation larger than the server's storage, and the missing layout
-// VerifyOnly waits for.
+// VerifyOnly waits for. A stream with no peers to place on because a peer
+// is offline (a node of the cluster restarting, or not started yet) waits
+// for it, as a worker started with the cluster does.
 func transientSetupError(err error) bool {
 	if errors.Is(err, errLayoutMissing) {
 		return true
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		if apiErr.ErrorCode == errCodeInsufficientStorage {
+		switch apiErr.ErrorCode {
+		case errCodeInsufficientStorage:
 			return false
+		case errCodeNoPeers:
+			return strings.Contains(apiErr.Description, "peer offline")
 		}
 		return apiErr.Code != 400 || apiErr.ErrorCode == jetstream.JSErrCodeStreamNameInUse
 	}
