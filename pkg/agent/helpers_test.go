@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -100,3 +101,16 @@ func notContains(t *testing.T, s string, subs ...string) {
 }
 
 var bg = context.Background()
+
+// memPerRun runs f runs times and returns the allocations and the bytes
+// one run made on average (testing.AllocsPerRun counts allocations only).
+func memPerRun(runs int, f func()) (allocs, bytes float64) {
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&ms1)
+	return float64(ms1.Mallocs-ms0.Mallocs) / float64(runs), float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(runs)
+}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,19 +149,14 @@ func TestRebindSharesTheSpec(t *testing.T) {
 	if b.Spec().Prompt != a.Spec().Prompt || b.Spec().Limits != a.Spec().Limits {
 		t.Fatal("the rebound agent's spec differs besides its tools")
 	}
-	const runs = 200
-	var ms0, ms1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms0)
-	for range runs {
+	_, bytes := memPerRun(200, func() {
 		if _, err := a.Rebind(tools); err != nil {
 			t.Fatal(err)
 		}
-	}
-	runtime.ReadMemStats(&ms1)
+	})
 	// 467 bytes on amd64; a copy of the whole agent made it 1,184
-	if b := (ms1.TotalAlloc - ms0.TotalAlloc) / runs; b > 600 {
-		t.Errorf("Rebind: %d bytes, want at most 600", b)
+	if bytes > 600 {
+		t.Errorf("Rebind: %.0f bytes, want at most 600", bytes)
 	}
 }
 
