@@ -47,12 +47,7 @@ func heldCalls(t *testing.T, n int, h2 bool, streams int) (opened int64) {
 	}()
 	hc := NewHTTPClient()
 	r := hc.Transport.(*protoRouter)
-	roots := x509.NewCertPool()
-	roots.AddCert(ts.Certificate())
-	for _, tr := range r.transports() {
-		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-		tr.TLSClientConfig.RootCAs = roots
-	}
+	trustServer(r, ts)
 	defer hc.CloseIdleConnections()
 
 	var wg sync.WaitGroup
@@ -156,12 +151,7 @@ func TestHTTP2CallWithADeadlineHoldsNoHeaderTimer(t *testing.T) {
 	if r.h2Timely.ResponseHeaderTimeout != 0 || r.h2Timely.MaxConnsPerHost != MaxDialsPerHost || r.h2.ResponseHeaderTimeout != base.ResponseHeaderTimeout {
 		t.Fatalf("HTTP/2 transports with header timeouts %s and %s", r.h2Timely.ResponseHeaderTimeout, r.h2.ResponseHeaderTimeout)
 	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ts.Certificate())
-	for _, tr := range r.transports() {
-		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-		tr.TLSClientConfig.RootCAs = roots
-	}
+	trustServer(r, ts)
 	defer r.CloseIdleConnections()
 	hc := &http.Client{Transport: r}
 	call := func(timeout time.Duration) (*http.Transport, error) {
@@ -199,5 +189,15 @@ func TestHTTP2CallWithADeadlineHoldsNoHeaderTimer(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.err)
 		}
+	}
+}
+
+// trustServer makes each of r's transports trust ts's certificate.
+func trustServer(r *protoRouter, ts *httptest.Server) {
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	for _, tr := range r.transports() {
+		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		tr.TLSClientConfig.RootCAs = roots
 	}
 }
