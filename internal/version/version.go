@@ -32,6 +32,9 @@ func fromBuildInfo(bi *debug.BuildInfo) string {
 		}
 	}
 	v := "devel"
+	if bi.Main.Path != Module {
+		return v // another main module's revision is not ours
+	}
 	var rev string
 	var dirty bool
 	for _, s := range bi.Settings {
@@ -41,9 +44,6 @@ func fromBuildInfo(bi *debug.BuildInfo) string {
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
-	}
-	if bi.Main.Path != Module {
-		return v // another main module's revision is not ours
 	}
 	if rev != "" {
 		v += "+" + rev[:min(len(rev), 12)]
