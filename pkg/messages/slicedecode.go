@@ -23,7 +23,10 @@ func init() {
 // into a nil slice, each element decoded over what v held at its index),
 // making a slice of the array's length in one allocation where msgpack's
 // decoder appends a new slice to v (two allocations, and a slice header
-// boxed by reflect at each resize).
+// boxed by reflect at each resize). It allocates the declared length at
+// once, where msgpack's decoder grows toward it in bounded steps: that is
+// safe because every decoder of these types runs after CheckBounds
+// (Unmarshal), which refuses a length the data cannot hold.
 func decodeSliceExact(d *msgpack.Decoder, v reflect.Value) error {
 	n, err := d.DecodeArrayLen()
 	if err != nil {
