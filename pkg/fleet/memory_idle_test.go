@@ -95,3 +95,54 @@ func TestStoppedWorkerGivesNothingBack(t *testing.T) {
 		t.Error("a stopped worker's timer is still armed")
 	}
 }
+
+// While missions wait unchanged, the garbage their heartbeats and events
+// leave grows the heap again toward the collector's goal: the worker
+// keeps looking, and gives back again what piled up since the last time.
+// Once no mission is left it stops looking.
+func TestWaitingWorkerGivesBackWhatPilesUpAgain(t *testing.T) {
+	var given atomic.Int64
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 100 * time.Millisecond,
+		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
+	waitGiven := func(calls int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); given.Load() < calls; {
+			if time.Now().After(deadline) {
+				t.Fatalf("given back %d times; want %d", given.Load(), calls)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	w.slots <- struct{}{} // a mission runs, waiting
+	growBurst(t)
+	w.missionChanged()
+	waitGiven(1)
+	growBurst(t) // garbage piles up, no mission starts or ends
+	waitGiven(2)
+
+	<-w.slots // the mission ends
+	w.missionChanged()
+	for deadline := time.Now().Add(10 * time.Second); w.returnArmed.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle worker keeps looking for memory to give back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Memory a give-back could not free (here: none, the give-back is only
+// counted) is not given back again at every look while missions wait:
+// each look would be a collection for nothing.
+func TestWaitingWorkerDoesNotRepeatAGiveBackThatFreedNothing(t *testing.T) {
+	var given atomic.Int64
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 50 * time.Millisecond,
+		giveBack: func() { given.Add(1) }}
+	w.slots <- struct{}{}
+	defer func() { <-w.slots; w.missionChanged() }()
+	growBurst(t)
+	w.missionChanged()
+	time.Sleep(10 * w.idleReturnAfter)
+	if n := given.Load(); n != 1 {
+		t.Fatalf("gave back %d times what it could not free; want once", n)
+	}
+}

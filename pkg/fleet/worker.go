@@ -264,6 +264,9 @@ type Worker struct {
 	// follows them
 	changes     atomic.Int64
 	returnArmed atomic.Bool
+	// returnLeft is what the last give-back left the runtime holding
+	// beyond what the worker kept: memory a give-back cannot free
+	returnLeft atomic.Uint64
 	// idleReturnAfter is idleReturnAfter (tests shorten it)
 	idleReturnAfter time.Duration
 	// giveBack gives the process's spare memory back to the operating
