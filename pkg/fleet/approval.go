@@ -185,6 +185,9 @@ func (g *approvalGate) callID(turn int, digest string) string {
 	defer g.mu.Unlock()
 	base := strconv.Itoa(turn) + "." + digest
 	k := g.next[base]
+	if g.next == nil {
+		g.next = map[string]int{} // at the first call that needs approval
+	}
 	g.next[base] = k + 1
 	return base + "." + strconv.Itoa(k)
 }
@@ -640,7 +643,6 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 	}
 	return &approvalGate{kv: w.st.Approvals, missionID: m.ID, submitter: em.sub, priority: prio, timeout: timeout,
 		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
-		next: map[string]int{},
 		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
 			return listApprovals(ctx, w.replies, w.js, m.ID)
 		}}

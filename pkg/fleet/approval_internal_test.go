@@ -197,3 +197,19 @@ func TestBatchDirectGetsShareOneSubscription(t *testing.T) {
 		t.Errorf("%d batch direct gets left %d subscriptions, want the one they share", 5*len(ids), n)
 	}
 }
+
+// A run's approval gate holds no table of call occurrences until a call
+// needs approval: most runs never make one, and each held it while it
+// waited on its model.
+func TestApprovalGateHoldsNoCallTableUntilACall(t *testing.T) {
+	w := &Worker{st: &Stores{}}
+	em := &emitter{sub: "alice"}
+	m := &messages.Mission{ID: messages.NewMissionID()}
+	g := w.approvalGate(m, em, func(*messages.Approval) {})
+	if g.next != nil {
+		t.Fatal("a new gate holds a table of call occurrences")
+	}
+	if a, b := g.callID(1, "d"), g.callID(1, "d"); a != "1.d.0" || b != "1.d.1" {
+		t.Fatalf("call ids %q, %q; want 1.d.0, 1.d.1", a, b)
+	}
+}

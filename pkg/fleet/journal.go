@@ -211,7 +211,7 @@ func (j *Journal) lastWritten() (uint64, bool) {
 // again.
 func (j *Journal) load(hdr nats.Header, data []byte) {
 	if k := hdr.Get(messages.HeaderJournalKey); k != "" {
-		j.recorded[k] = data
+		j.record(k, data)
 		return
 	}
 	if hdr.Get(messages.HeaderJournalBatch) == "" {
@@ -223,9 +223,19 @@ func (j *Journal) load(hdr nats.Header, data []byte) {
 	}
 	for _, e := range entries {
 		if e.Key != "" {
-			j.recorded[e.Key] = e.Data
+			j.record(e.Key, e.Data)
 		}
 	}
+}
+
+// record keeps an earlier attempt's answer under its full key; the map is
+// made for the first, so that a journal with nothing to replay (every
+// first attempt) holds none while its run waits.
+func (j *Journal) record(key string, data []byte) {
+	if j.recorded == nil {
+		j.recorded = map[string][]byte{}
+	}
+	j.recorded[key] = data
 }
 
 // NewJournal returns an empty journal of mission id that records through
@@ -233,8 +243,7 @@ func (j *Journal) load(hdr nats.Header, data []byte) {
 // replay: a runner run outside a worker, or its test, journals with it. A
 // worker opens the journal of each run itself (RunEnv.Journal).
 func NewJournal(js jetstream.JetStream, id string) *Journal {
-	return &Journal{js: js, missionID: id, subject: messages.JournalSubject(id),
-		recorded: map[string][]byte{}, next: map[string]int{}}
+	return &Journal{js: js, missionID: id, subject: messages.JournalSubject(id)}
 }
 
 // Entries returns the number of entries earlier attempts recorded.
@@ -257,18 +266,30 @@ func (j *Journal) Replay(base string) (data []byte, ok bool) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if len(j.recorded) == 0 {
+		return nil, false // nothing to replay: no key to build
+	}
 	k := j.next[base]
 	data, ok = j.recorded[base+"#"+strconv.Itoa(k)]
 	if !ok {
 		return nil, false
 	}
-	j.next[base] = k + 1
+	j.countNext(base, k)
 	if strings.HasPrefix(base, journalModel) {
 		j.replayed.ModelCalls++
 	} else {
 		j.replayed.ToolCalls++
 	}
 	return data, true
+}
+
+// countNext notes that occurrence k of base was replayed or recorded; the
+// map is made at the first, after the run's first answer.
+func (j *Journal) countNext(base string, k int) {
+	if j.next == nil {
+		j.next = map[string]int{}
+	}
+	j.next[base] = k + 1
 }
 
 // journalWriteWait bounds the wait for and the retries of one journal
@@ -302,7 +323,7 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	k := j.next[base]
-	j.next[base] = k + 1
+	j.countNext(base, k)
 	if j.broken.Load() {
 		return fmt.Errorf("fleet: journal %s: not written (an earlier write failed)", j.missionID)
 	}

@@ -46,3 +46,25 @@ func TestJournalFlushAllocations(t *testing.T) {
 		t.Logf("a journal write and flush allocate %.0f times", n)
 	}
 }
+
+// A run's journal with nothing to replay (every mission's first attempt)
+// holds only itself and its subject while the run waits on its first
+// model call: its maps are made when an answer is replayed or recorded,
+// and a lookup that can find nothing builds no key.
+func TestJournalWithNothingToReplayHoldsLittle(t *testing.T) {
+	id := messages.NewMissionID()
+	var j *fleet.Journal
+	if n := testing.AllocsPerRun(100, func() { j = fleet.NewJournal(nil, id) }); n > 2 {
+		t.Errorf("an empty journal takes %.0f allocations; want at most 2 (itself and its subject)", n)
+	}
+	// a key as long as a model call's (its model and the digest of its
+	// request)
+	base := "m/openai:gpt-4o/0123456789abcdef0123456789abcdef"
+	if n := testing.AllocsPerRun(100, func() {
+		if _, ok := j.Replay(base); ok {
+			t.Fatal("an empty journal replayed an answer")
+		}
+	}); n != 0 {
+		t.Errorf("a lookup in an empty journal allocates %.0f times; want none", n)
+	}
+}
