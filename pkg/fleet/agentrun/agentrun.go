@@ -154,10 +154,7 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	if !m.Deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 	}
-	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: map[string]struct{}{}}
-	for name := range m.Agent.SubAgents {
-		tel.subAgents[name] = struct{}{}
-	}
+	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}
 	return &agentRun{agent: a, ctx: ctx, runCtx: tel.context(ctx), cancel: cancel, journal: env.Journal,
 		opts: agent.RunOptions{
 			LLM:              model,

@@ -18,7 +18,7 @@ func (r *recordedEvents) Emit(ev *messages.Event) { *r = append(*r, *ev) }
 // observer no allocation; one they carry reaches the emitter as before.
 func TestObserverAllocatesOnlyWhatItReports(t *testing.T) {
 	var got recordedEvents
-	o := observer{events: &got, tel: &telemetry{subAgents: map[string]struct{}{}}, turns: &turnTracker{}}
+	o := observer{events: &got, tel: &telemetry{}, turns: &turnTracker{}}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	skipped := agent.Event{Kind: agent.EventToolStart, Depth: 1, Turn: 1, Time: at, Tool: "get_order", Args: map[string]any{"id": 1}}
 	if n := testing.AllocsPerRun(100, func() { o.Observe(context.Background(), skipped) }); n != 0 {

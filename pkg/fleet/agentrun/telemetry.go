@@ -15,6 +15,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/lisp"
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // GenAI semantic convention attributes of model call spans.
@@ -51,9 +52,11 @@ var limitReasons = map[string]bool{
 // Toolbox's tool call client spans — become children of the turn that made
 // the call.
 type telemetry struct {
-	metrics   *fleet.Metrics
-	tracer    trace.Tracer        // nil when tracing is off
-	subAgents map[string]struct{} // the mission's sub-agent tool names
+	metrics *fleet.Metrics
+	tracer  trace.Tracer // nil when tracing is off
+	// subAgents are the mission's sub-agents by tool name (the mission's
+	// own map, only read)
+	subAgents map[string]*messages.AgentSpec
 
 	mu     sync.Mutex
 	root   trace.Span
