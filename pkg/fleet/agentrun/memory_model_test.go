@@ -33,7 +33,8 @@ import (
 // PTC_MODEL_WAIT_MISSIONS sizes it (default 200; docs/performance.md has the
 // figures of 10,000); PTC_MODEL_WAIT_TEXT=1 makes the missions text-mode
 // agents answering in JSON; PTC_MODEL_WAIT_GOMEMLIMIT gives the worker
-// that GOMEMLIMIT.
+// that GOMEMLIMIT; PTC_MODEL_WAIT_WATCH=S reports the worker's RSS every
+// 5 s for S more seconds while they wait.
 func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	n := envInt("PTC_MODEL_WAIT_MISSIONS", 200)
 	text := envInt("PTC_MODEL_WAIT_TEXT", 0) == 1
@@ -132,6 +133,17 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 		perQuiet := float64(int64(quietRSS)-int64(idleRSS)) / float64(n)
 		t.Logf("%s after the first mission reached the model: RSS %.1f MB (%.1f KB a mission)",
 			time.Since(began).Round(time.Second), float64(quietRSS)/1e6, perQuiet/1e3)
+	}
+	if watch := envInt("PTC_MODEL_WAIT_WATCH", 0); watch > 0 {
+		// RSS while they keep waiting: the garbage of their heartbeats
+		// grows the heap toward the collector's goal, and the worker gives
+		// it back as it piles up
+		var rss []string
+		for s := 5; s <= watch; s += 5 {
+			time.Sleep(5 * time.Second)
+			rss = append(rss, fmt.Sprintf("%ds %.1f MB", int(time.Since(began).Seconds()), float64(procRSS(t, w.cmd.Process.Pid))/1e6))
+		}
+		t.Logf("RSS while they wait: %s", strings.Join(rss, ", "))
 	}
 
 	close(model.gate)
