@@ -578,15 +578,15 @@ func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 	return nil
 }
 
-// parkedMessage returns mission id's parked message from stream (PARKED),
-// or nil when it has none (not parked yet, woken by its schedule, or
-// finished). A mission parked by a worker of an earlier release has an
-// empty schedule on mission.park.<id> that copies its message from
-// mission.parked.<id>, which is read then.
-func parkedMessage(ctx context.Context, stream jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
-	raw, err := stream.GetLastMsgForSubject(ctx, messages.ParkSubject(id))
+// parkedMessage returns mission id's parked message from stream (PARKED,
+// read on nc: getMsg), or nil when it has none (not parked yet, woken by
+// its schedule, or finished). A mission parked by a worker of an earlier
+// release has an empty schedule on mission.park.<id> that copies its
+// message from mission.parked.<id>, which is read then.
+func parkedMessage(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
+	raw, err := getMsg(ctx, nc, stream, lastOn(messages.ParkSubject(id)))
 	if err == nil && len(raw.Data) == 0 && raw.Header.Get(headerScheduleSource) == messages.ParkedSubject(id) {
-		raw, err = stream.GetLastMsgForSubject(ctx, messages.ParkedSubject(id))
+		raw, err = getMsg(ctx, nc, stream, lastOn(messages.ParkedSubject(id)))
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
 		return nil, nil
@@ -996,7 +996,7 @@ func (c *Client) emitDecided(ctx context.Context, k missionKey, a *messages.Appr
 	if last {
 		em.n = n
 	} else {
-		em.n, _ = lastEventNumber(ctx, c.st.Events, k)
+		em.n, _ = lastEventNumber(ctx, c.st.nc, c.st.Events, k)
 	}
 	n = em.emit(decidedEvent(a))
 	for _, r := range as {
@@ -1038,7 +1038,7 @@ func parkedEventNumber(parked *jetstream.RawStreamMsg, as []*messages.Approval, 
 // (its worker is still suspending it, its deadline woke it, or it
 // finished).
 func (c *Client) parked(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	raw, err := parkedMessage(ctx, c.st.Parked, id)
+	raw, err := parkedMessage(ctx, c.st.nc, c.st.Parked, id)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: resume %s: %w", id, err)
 	}

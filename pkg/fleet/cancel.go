@@ -119,7 +119,7 @@ func (w *Worker) carryOutCancel(ctx context.Context, msg *nats.Msg) (string, err
 // the queue with no status. It returns nil when k is not queued, and the
 // status a worker wrote first when one took the mission meanwhile.
 func (w *Worker) cancelQueued(ctx context.Context, k missionKey, reason string) (*messages.Status, error) {
-	raw, err := queuedMsg(ctx, w.st.Missions, k.sub, k.id)
+	raw, err := queuedMsg(ctx, w.st.nc, w.st.Missions, k.sub, k.id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

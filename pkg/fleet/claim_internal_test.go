@@ -179,7 +179,7 @@ func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
 			wait, stop := context.WithTimeout(ctx, 5*time.Second)
 			defer stop()
 			for wait.Err() == nil {
-				if _, err := queuedMsg(wait, c.st.Missions, c.sub, m.ID); err == nil {
+				if _, err := queuedMsg(wait, c.st.nc, c.st.Missions, c.sub, m.ID); err == nil {
 					queued.Store(true)
 					break
 				}

@@ -364,7 +364,7 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 		}
 		select {
 		case r := <-call.reply:
-			data, rev, hdr, err := directAnswer(r, subject)
+			data, rev, hdr, err := directAnswer(r, lastOn(subject))
 			return directStatus(k, data, rev, hdr, err)
 		case <-wait.Done():
 			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(wait))
@@ -606,7 +606,7 @@ func (c *Client) status(ctx context.Context, id string) (*messages.Status, error
 // with no status stored, from its message (a direct get of the last
 // message on its submit subject), or ErrNotFound.
 func (c *Client) queued(ctx context.Context, id string) (*messages.Status, error) {
-	raw, err := queuedMsg(ctx, c.st.Missions, c.readSub, id)
+	raw, err := queuedMsg(ctx, c.st.nc, c.st.Missions, c.readSub, id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, ErrNotFound
 	}
@@ -764,7 +764,7 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*messages.Event) 
 	}
 	poll := time.NewTicker(watchPoll)
 	defer poll.Stop()
-	r := newEventReader(c.st.Events, c.key(id))
+	r := newEventReader(c.st.nc, c.st.Events, c.key(id))
 	reread := watchReread
 	rereads := time.NewTimer(reread)
 	rereads.Stop()
@@ -822,6 +822,7 @@ const watchReread = 2 * time.Millisecond
 // A number still missing once a later one is stored (an event lost on its
 // way) is skipped.
 type eventReader struct {
+	nc     *nats.Conn
 	events jetstream.Stream
 	k      missionKey
 	n      uint64 // the next number to read
@@ -829,8 +830,8 @@ type eventReader struct {
 	read []*messages.Event
 }
 
-func newEventReader(events jetstream.Stream, k missionKey) *eventReader {
-	return &eventReader{events: events, k: k, n: 1}
+func newEventReader(nc *nats.Conn, events jetstream.Stream, k missionKey) *eventReader {
+	return &eventReader{nc: nc, events: events, k: k, n: 1}
 }
 
 // next returns the next stored event, ErrNotFound when none is stored yet.
@@ -847,7 +848,7 @@ func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 		}
 		msg, err := r.get(ctx)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			last, lerr := lastEventNumber(ctx, r.events, r.k)
+			last, lerr := lastEventNumber(ctx, r.nc, r.events, r.k)
 			if lerr != nil {
 				return nil, lerr
 			}
@@ -883,15 +884,16 @@ func (r *eventReader) next(ctx context.Context) (*messages.Event, error) {
 	}
 }
 
-// get reads the message stored for event number r.n.
+// get reads the message stored for event number r.n (getMsg: from the
+// stream's leader when no replica answers).
 func (r *eventReader) get(ctx context.Context) (*jetstream.RawStreamMsg, error) {
-	return r.events.GetLastMsgForSubject(ctx, messages.EventNumberFilter(r.k.sub, r.k.id, r.n))
+	return getMsg(ctx, r.nc, r.events, lastOn(messages.EventNumberFilter(r.k.sub, r.k.id, r.n)))
 }
 
-// lastEventNumber is the number of the last stored event of mission k, 0
-// when it has none.
-func lastEventNumber(ctx context.Context, events jetstream.Stream, k missionKey) (uint64, error) {
-	msg, err := events.GetLastMsgForSubject(ctx, messages.EventFilter(k.sub, k.id))
+// lastEventNumber is the number of the last stored event of mission k in
+// events (read on nc: getMsg), 0 when it has none.
+func lastEventNumber(ctx context.Context, nc *nats.Conn, events jetstream.Stream, k missionKey) (uint64, error) {
+	msg, err := getMsg(ctx, nc, events, lastOn(messages.EventFilter(k.sub, k.id)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

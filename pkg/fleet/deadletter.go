@@ -122,7 +122,7 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 		defer w.advisory.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		raw, err := w.st.Missions.GetMsg(ctx, adv.StreamSeq)
+		raw, err := getMsg(ctx, w.st.nc, w.st.Missions, atSeq(adv.StreamSeq, ""))
 		if err != nil {
 			return // already settled
 		}

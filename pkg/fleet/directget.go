@@ -110,7 +110,7 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 const directGetWait = 5 * time.Second
 
 // directPatience bounds the wait for a direct get's answer before the
-// read asks the stream's leader instead (leaderLast). Every replica of a
+// read asks the stream's leader instead (leaderMsg). Every replica of a
 // stream that allows direct gets answers them (one at random); a replica
 // that answers nothing (a node restarting, or one whose stream stalled
 // while it caught up) would otherwise take the whole read's time.
@@ -127,26 +127,112 @@ func patience(ctx context.Context) time.Duration {
 	return min(time.Until(dl)/2, directPatience)
 }
 
-// directLast reads the last message stored on subject in stream with one
-// direct get (the request jetstream's GetLastMsgForSubject makes on a
-// stream that allows direct gets), without the stream handle's request
+// msgQuery names the one message a single-message read asks for: the
+// last message on subject when seq is 0, else the first message at or
+// after seq on subject, or, with no subject, the message at seq (what
+// jetstream's GetLastMsgForSubject, and GetMsg with and without
+// WithGetMsgSubject, ask for).
+type msgQuery struct {
+	seq     uint64
+	subject string
+}
+
+// lastOn asks for the last message on subject (a subject filter's
+// wildcards match any of its subjects).
+func lastOn(subject string) msgQuery { return msgQuery{subject: subject} }
+
+// atSeq asks for the message at seq, or, with a subject, the first on
+// subject at or after seq.
+func atSeq(seq uint64, subject string) msgQuery { return msgQuery{seq: seq, subject: subject} }
+
+func (q msgQuery) String() string {
+	switch {
+	case q.seq == 0:
+		return q.subject
+	case q.subject == "":
+		return "message " + strconv.FormatUint(q.seq, 10)
+	default:
+		return q.subject + " from " + strconv.FormatUint(q.seq, 10)
+	}
+}
+
+// request is the body of the message get that asks for q: by sequence
+// for a direct get (one by subject names it in its API subject and has
+// no body) and for the leader, or by subject for the leader.
+func (q msgQuery) request() ([]byte, error) {
+	if q.seq == 0 && q.subject == "" {
+		return nil, errors.New("fleet: a message read names neither a subject nor a sequence")
+	}
+	return json.Marshal(struct {
+		Seq        uint64 `json:"seq,omitempty"`
+		LastBySubj string `json:"last_by_subj,omitempty"`
+		NextBySubj string `json:"next_by_subj,omitempty"`
+	}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+}
+
+func (q msgQuery) lastSubject() string {
+	if q.seq == 0 {
+		return q.subject
+	}
+	return ""
+}
+
+func (q msgQuery) nextSubject() string {
+	if q.seq != 0 {
+		return q.subject
+	}
+	return ""
+}
+
+// answers reports whether the message on subject at seq is one q may be
+// answered with.
+func (q msgQuery) answers(subject string, seq uint64) bool {
+	switch {
+	case q.seq == 0:
+		return subjectMatches(q.subject, subject)
+	case q.subject == "":
+		return seq == q.seq
+	default:
+		return seq >= q.seq && subjectMatches(q.subject, subject)
+	}
+}
+
+// directLast reads the last message stored on subject in stream:
+// directMsg's lastOn(subject).
+func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
+	return directMsg(ctx, nc, stream, lastOn(subject))
+}
+
+// directMsg reads the message of stream q names with one direct get (the
+// request jetstream's GetLastMsgForSubject or GetMsg makes on a stream
+// that allows direct gets), without the stream handle's request
 // encoding, subject formatting and message conversion. It returns the
 // message's data and stream sequence and its headers (those stored with
 // it and the server's Nats-* ones), or jetstream.ErrMsgNotFound when the
-// subject holds no message. A direct get no replica answers (no
+// stream holds no such message. A direct get no replica answers (no
 // responders, or no answer within patience) is read from the stream's
-// leader (leaderLast) in the time left: an answered direct get costs
-// nothing more.
-func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
+// leader (leaderMsg) in the time left: an answered direct get costs
+// nothing more. A "not found" answer is taken as it is.
+func directMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, nil, err
 	}
 	// the wait is on nats.go's pooled timer, not a context of its own: an
 	// answered direct get allocates no more than one without the fallback
 	// (a cancelled ctx is seen after at most patience)
-	r, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+subject, nil, patience(ctx))
+	var r *nats.Msg
+	var err error
+	if q.seq == 0 {
+		r, err = nc.Request("$JS.API.DIRECT.GET."+stream+"."+q.subject, nil, patience(ctx))
+	} else {
+		req, rerr := q.request()
+		if rerr != nil {
+			return nil, 0, nil, rerr
+		}
+		r, err = nc.Request("$JS.API.DIRECT.GET."+stream, req, patience(ctx))
+	}
 	if err == nil {
-		data, seq, hdr, err := directAnswer(r, subject)
+		data, seq, hdr, err := directAnswer(r, q)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return data, seq, hdr, err
 		}
@@ -158,7 +244,46 @@ func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]b
 		ctx, cancel = context.WithTimeout(ctx, directGetWait-directPatience)
 		defer cancel()
 	}
-	return leaderLast(ctx, nc, stream, subject)
+	return leaderMsg(ctx, nc, stream, q)
+}
+
+// timeStampHeader is the header of a direct get's answer that holds when
+// the message was stored (RFC 3339, nanoseconds).
+const timeStampHeader = "Nats-Time-Stamp"
+
+// readMsg reads the message of stream q names with directMsg (from the
+// leader when no replica answers), as the stream handle's
+// GetLastMsgForSubject and GetMsg return it: its subject, sequence,
+// headers, data and time.
+func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, error) {
+	data, seq, hdr, err := directMsg(ctx, nc, stream, q)
+	if err != nil {
+		return nil, err
+	}
+	tm, err := time.Parse(time.RFC3339Nano, hdr.Get(timeStampHeader))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: read %s of %s: its time: %w", q, stream, err)
+	}
+	return &jetstream.RawStreamMsg{Subject: hdr.Get(jetstream.SubjectHeader), Sequence: seq, Header: hdr, Data: data, Time: tm}, nil
+}
+
+// getMsg reads the message q names from stream: readMsg on nc, so a
+// direct get no replica answers is read from the stream's leader; on
+// Stores without their connection (nc nil), through the handle (one
+// direct get).
+func getMsg(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, error) {
+	switch {
+	case stream == nil:
+		return nil, fmt.Errorf("fleet: read %s: the stream is not bound", q)
+	case nc != nil && stream.CachedInfo() != nil:
+		return readMsg(ctx, nc, stream.CachedInfo().Config.Name, q)
+	case q.seq == 0:
+		return stream.GetLastMsgForSubject(ctx, q.subject)
+	case q.subject == "":
+		return stream.GetMsg(ctx, q.seq)
+	default:
+		return stream.GetMsg(ctx, q.seq, jetstream.WithGetMsgSubject(q.subject))
+	}
 }
 
 // unanswered reports whether err is a request's lack of an answer: no
@@ -171,21 +296,20 @@ func unanswered(err error) bool {
 // found (JSNoMessageFoundErr).
 const errCodeNoMessage = 10037
 
-// leaderLast reads the last message stored on subject in stream from the
-// stream's leader ($JS.API.STREAM.MSG.GET): the read directLast falls back
-// to when no replica answers its direct get. It returns what directLast
-// returns, the headers being those stored with the message and the
-// Nats-Stream, Nats-Subject and Nats-Sequence a direct get's answer has.
-func leaderLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{subject})
+// leaderMsg reads the message of stream q names from the stream's leader
+// ($JS.API.STREAM.MSG.GET): the read directMsg falls back to when no
+// replica answers its direct get. It returns what directMsg returns, the
+// headers being those stored with the message and the Nats-Stream,
+// Nats-Subject, Nats-Sequence and Nats-Time-Stamp a direct get's answer
+// has.
+func leaderMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, error) {
+	req, err := q.request()
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	r, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", subject, stream, err)
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", q, stream, err)
 	}
 	var resp struct {
 		Error *struct {
@@ -194,40 +318,42 @@ func leaderLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]b
 			Description string `json:"description"`
 		} `json:"error"`
 		Message *struct {
-			Subject string `json:"subject"`
-			Seq     uint64 `json:"seq"`
-			Header  []byte `json:"hdrs"`
-			Data    []byte `json:"data"`
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Header  []byte    `json:"hdrs"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(r.Data, &resp); err != nil {
-		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", subject, stream, err)
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %w", q, stream, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrCode == errCodeNoMessage:
 		return nil, 0, nil, jetstream.ErrMsgNotFound
 	case resp.Error != nil:
-		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %s (%d)", subject, stream, resp.Error.Description, resp.Error.ErrCode)
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: %s (%d)", q, stream, resp.Error.Description, resp.Error.ErrCode)
 	case resp.Message == nil:
-		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: an answer without a message", subject, stream)
-	case !subjectMatches(subject, resp.Message.Subject):
-		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: answered with subject %q", subject, stream, resp.Message.Subject)
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: an answer without a message", q, stream)
+	case !q.answers(resp.Message.Subject, resp.Message.Seq):
+		return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: answered with %s at %d", q, stream, resp.Message.Subject, resp.Message.Seq)
 	}
 	hdr := nats.Header{}
 	if len(resp.Message.Header) > 0 {
 		if hdr, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
-			return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: headers: %w", subject, stream, err)
+			return nil, 0, nil, fmt.Errorf("fleet: read %s from the leader of %s: headers: %w", q, stream, err)
 		}
 	}
 	hdr.Set(jetstream.StreamHeader, stream)
 	hdr.Set(jetstream.SubjectHeader, resp.Message.Subject)
 	hdr.Set(jetstream.SequenceHeader, strconv.FormatUint(resp.Message.Seq, 10))
+	hdr.Set(timeStampHeader, resp.Message.Time.UTC().Format(time.RFC3339Nano))
 	return resp.Message.Data, resp.Message.Seq, hdr, nil
 }
 
-// directAnswer reads r, the answer to a direct get of the last message on
-// subject, as directLast returns it.
-func directAnswer(r *nats.Msg, subject string) ([]byte, uint64, nats.Header, error) {
+// directAnswer reads r, the answer to a direct get of the message q
+// names, as directMsg returns it.
+func directAnswer(r *nats.Msg, q msgQuery) ([]byte, uint64, nats.Header, error) {
 	if len(r.Data) == 0 {
 		switch status := r.Header.Get("Status"); status {
 		case "":
@@ -251,8 +377,8 @@ func directAnswer(r *nats.Msg, subject string) ([]byte, uint64, nats.Header, err
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("nats: invalid sequence header '%s': %w", seqStr, err)
 	}
-	if got := r.Header.Get(jetstream.SubjectHeader); !subjectMatches(subject, got) {
-		return nil, 0, nil, fmt.Errorf("nats: direct get of %s answered with subject %q", subject, got)
+	if got := r.Header.Get(jetstream.SubjectHeader); !q.answers(got, seq) {
+		return nil, 0, nil, fmt.Errorf("nats: direct get of %s answered with %q at %d", q, got, seq)
 	}
 	return r.Data, seq, r.Header, nil
 }

@@ -185,7 +185,7 @@ func (c *Client) Events(ctx context.Context, id string) ([]*messages.Event, erro
 	if err := checkID("events", id); err != nil {
 		return nil, err
 	}
-	r := newEventReader(c.st.Events, c.key(id))
+	r := newEventReader(c.st.nc, c.st.Events, c.key(id))
 	var out []*messages.Event
 	read := func() error {
 		for {
@@ -233,6 +233,6 @@ const finalEventWait = time.Second
 // resultStored reports whether mission id has a stored result (its
 // message, not what it refers to).
 func (c *Client) resultStored(ctx context.Context, id string) bool {
-	_, err := c.st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(c.key(id).sub, id))
+	_, err := getMsg(ctx, c.st.nc, c.st.Results, lastOn(messages.ResultSubject(c.key(id).sub, id)))
 	return err == nil
 }

@@ -388,7 +388,7 @@ func (l *quotaLease) release() {
 // schedule, or the run it is in, takes care of it; a second copy queued
 // is dropped as a duplicate by the claim.
 func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error {
-	raw, err := parkedMessage(ctx, q.parked, k.id)
+	raw, err := parkedMessage(ctx, q.js.Conn(), q.parked, k.id)
 	if err != nil || raw == nil {
 		return err
 	}

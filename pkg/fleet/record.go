@@ -216,7 +216,7 @@ func (c *Client) Record(ctx context.Context, id string) (*messages.MissionRecord
 	if ref.Bucket != messages.BucketResults || ref.Name != messages.MissionRecordName(id) || ref.Size > maxStoredStep+sealOverhead {
 		return nil, fmt.Errorf("fleet: record %s: %s cannot be read (want %s in %s of at most %d bytes)", id, ref, messages.MissionRecordName(id), messages.BucketResults, maxStoredStep)
 	}
-	data, err := readObjectDirect(ctx, c.st.ResultObjects, c.st.resultStream, ref)
+	data, err := readObjectDirect(ctx, c.st.nc, c.st.resultStream, ref)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, ErrNotFound)
 	}
@@ -237,7 +237,7 @@ func (c *Client) recordNextToResult(ctx context.Context, id string, ref *message
 		return nil, fmt.Errorf("fleet: record %s: %s is larger than the %d bytes a record next to its result holds", id, ref, maxInlineRecord)
 	}
 	k := c.key(id)
-	msg, err := c.st.Results.GetLastMsgForSubject(ctx, messages.RecordSubject(k.sub, k.id))
+	msg, err := getMsg(ctx, c.st.nc, c.st.Results, lastOn(messages.RecordSubject(k.sub, k.id)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, fmt.Errorf("fleet: record %s: %w", id, ErrNotFound)
 	}

@@ -208,7 +208,7 @@ const DefaultEventDelay = 100 * time.Millisecond
 func (w *Worker) newEmitter(ctx context.Context, k missionKey, attempt int, last uint64, known bool) *emitter {
 	em := &emitter{nc: w.nc, sub: k.sub, missionID: k.id, worker: w.cfg.ID, attempt: attempt, delay: max(w.cfg.EventDelay, 0), n: last}
 	if !known && w.st != nil && w.st.Events != nil {
-		if n, err := lastEventNumber(ctx, w.st.Events, k); err == nil {
+		if n, err := lastEventNumber(ctx, w.st.nc, w.st.Events, k); err == nil {
 			em.n = n
 		} else {
 			w.log.Warn().Err(err).Str("mission_id", k.id).Msg("last event not read; numbering this attempt's events from 1")

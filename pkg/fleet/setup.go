@@ -673,14 +673,14 @@ func inFlightConflict(err error) bool {
 }
 
 // queuedMsg reads the message of mission id of submitter sub while it is
-// queued in missions: from its lane, or else as a layout set up before
-// lanes stored it. It returns jetstream.ErrMsgNotFound when neither holds
-// it.
-func queuedMsg(ctx context.Context, missions jetstream.Stream, sub, id string) (*jetstream.RawStreamMsg, error) {
+// queued in missions (on nc: getMsg): from its lane, or else as a layout
+// set up before lanes stored it. It returns jetstream.ErrMsgNotFound when
+// neither holds it.
+func queuedMsg(ctx context.Context, nc *nats.Conn, missions jetstream.Stream, sub, id string) (*jetstream.RawStreamMsg, error) {
 	var raw *jetstream.RawStreamMsg
 	var err error
 	for _, f := range messages.QueuedFilters(sub, id) {
-		if raw, err = missions.GetLastMsgForSubject(ctx, f); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if raw, err = getMsg(ctx, nc, missions, lastOn(f)); !errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -219,7 +220,7 @@ func readStoredStep(ctx context.Context, st *Stores, id string, ref *messages.Ob
 	if ref.Bucket != messages.BucketResults || ref.Size > maxStoredStep+sealOverhead || st.ResultObjects == nil || st.resultStream == nil {
 		return nil, fmt.Errorf("fleet: result %s: %s cannot be read (want one in %s of at most %d bytes)", id, ref, messages.BucketResults, maxStoredStep)
 	}
-	data, err := readObjectDirect(ctx, st.ResultObjects, st.resultStream, ref)
+	data, err := readObjectDirect(ctx, st.nc, st.resultStream, ref)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: result %s: %w", id, err)
 	}
@@ -238,13 +239,15 @@ func readStoredStep(ctx context.Context, st *Stores, id string, ref *messages.Ob
 	return step, nil
 }
 
-// readObjectDirect reads the object ref names whole with direct gets of
-// its chunks, one after the other, and checks its size and digest. Unlike
-// ObjectStore.Get it creates no consumer, so a reader needs no right to
-// create consumers (which would let it make JetStream deliver a stream
-// into any subject).
-func readObjectDirect(ctx context.Context, obs jetstream.ObjectStore, str jetstream.Stream, ref *messages.ObjectRef) ([]byte, error) {
-	info, err := obs.GetInfo(ctx, ref.Name)
+// readObjectDirect reads the object ref names from str, its bucket's
+// stream, whole: its metadata (objectInfo), then its chunks one after the
+// other, each with a direct get on nc (getMsg: from the stream's leader
+// when no replica answers); it checks the object's size and digest.
+// Unlike ObjectStore.Get it creates no consumer, so a reader needs no
+// right to create consumers (which would let it make JetStream deliver a
+// stream into any subject).
+func readObjectDirect(ctx context.Context, nc *nats.Conn, str jetstream.Stream, ref *messages.ObjectRef) ([]byte, error) {
+	info, err := objectInfo(ctx, nc, str, ref.Bucket, ref.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
@@ -255,7 +258,7 @@ func readObjectDirect(ctx context.Context, obs jetstream.ObjectStore, str jetstr
 	data := make([]byte, 0, ref.Size)
 	h := sha256.New()
 	for seq := uint64(1); int64(len(data)) < ref.Size; {
-		m, err := str.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(chunks))
+		m, err := getMsg(ctx, nc, str, atSeq(seq, chunks))
 		if err != nil {
 			return nil, fmt.Errorf("%s: chunk at %d: %w", ref, seq, err)
 		}
@@ -270,6 +273,29 @@ func readObjectDirect(ctx context.Context, obs jetstream.ObjectStore, str jetstr
 		return nil, fmt.Errorf("%s: digest %s, not the reference's", ref, got)
 	}
 	return data, nil
+}
+
+// objectInfo reads the metadata of object name in bucket from str, the
+// bucket's stream, as ObjectStore.GetInfo does (the last message on the
+// name's metadata subject) but with getMsg on nc. An object deleted or
+// never stored is jetstream.ErrObjectNotFound.
+func objectInfo(ctx context.Context, nc *nats.Conn, str jetstream.Stream, bucket, name string) (*jetstream.ObjectInfo, error) {
+	m, err := getMsg(ctx, nc, str, lastOn("$O."+bucket+".M."+base64.URLEncoding.EncodeToString([]byte(name))))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, jetstream.ErrObjectNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var info jetstream.ObjectInfo
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		return nil, fmt.Errorf("%w: %w", jetstream.ErrBadObjectMeta, err)
+	}
+	if info.Deleted {
+		return nil, jetstream.ErrObjectNotFound
+	}
+	info.ModTime = m.Time
+	return &info, nil
 }
 
 func decodeStep(data []byte) (*messages.Step, error) {

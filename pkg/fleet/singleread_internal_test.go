@@ -1,0 +1,267 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// singleReadsFixture stores what the single-message reads below read: two
+// events, a result too large for one message (its chunks in
+// mission_results), a queued mission, a parked one and a journal entry.
+type singleReadsFixture struct {
+	k, queued  missionKey
+	big        string
+	queuedData []byte
+	parkedData []byte
+	journal    []byte
+}
+
+func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream, st *Stores) singleReadsFixture {
+	t.Helper()
+	f := singleReadsFixture{k: missionKey{sub: "s", id: messages.NewMissionID()}, queued: missionKey{sub: "s", id: messages.NewMissionID()},
+		big: strings.Repeat("chunked ", messages.LargeResultBytes/4), journal: []byte(`{"reply":"stored"}`)}
+	for n, kind := range []string{messages.EventStarted, messages.EventTurnStarted} {
+		data, err := messages.Marshal(&messages.Event{MissionID: f.k.id, Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, messages.EventSubject(f.k.sub, f.k.id, uint64(n+1), kind), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := publishResult(ctx, js, st, f.k, &messages.Step{Return: f.big}); err != nil {
+		t.Fatal(err)
+	}
+	data, _, _, err := directLast(ctx, st.nc, messages.StreamResults, messages.ResultSubject(f.k.sub, f.k.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := decodeStep(data); err != nil || ref.Stored == nil {
+		t.Fatalf("the result of %d bytes is not stored in %s: %v", len(f.big), messages.BucketResults, err)
+	}
+	var merr error
+	if f.queuedData, merr = messages.MarshalMission(&messages.Mission{ID: f.queued.id, Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "queued"}}); merr != nil {
+		t.Fatal(merr)
+	}
+	if _, err := js.Publish(ctx, messages.SubmitSubject(f.queued.sub, messages.PriorityNormal, f.queued.id), f.queuedData); err != nil {
+		t.Fatal(err)
+	}
+	if f.parkedData, merr = messages.MarshalMission(&messages.Mission{ID: f.k.id, Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "parked"}}); merr != nil {
+		t.Fatal(merr)
+	}
+	if err := park(ctx, js, f.k, messages.PriorityNormal, f.parkedData, nats.Header{messages.HeaderMissionID: {f.k.id}},
+		time.Now().Add(time.Hour), parkMark{event: 2, suspension: 1}); err != nil {
+		t.Fatal(err)
+	}
+	j := NewJournal(js, f.k.id)
+	if err := j.Record(ctx, "model.1", f.journal); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// readAll makes every single-message read of f, each within 4 s (a
+// direct get waits at most directPatience of them), and checks what each
+// returns.
+func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstream.JetStream, st *Stores) {
+	t.Helper()
+	read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 4*time.Second) }
+
+	// the mission's events, one by one by number, and the last one's
+	rctx, cancel := read()
+	r := newEventReader(st.nc, st.Events, f.k)
+	for _, want := range []string{messages.EventStarted, messages.EventTurnStarted} {
+		ev, err := r.next(rctx)
+		if err != nil || ev.Kind != want {
+			t.Fatalf("event: %+v %v, want %s", ev, err, want)
+		}
+	}
+	if ev, err := r.next(rctx); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("event after the last: %+v %v, want ErrNotFound", ev, err)
+	}
+	cancel()
+	rctx, cancel = read()
+	n, err := lastEventNumber(rctx, st.nc, st.Events, f.k)
+	cancel()
+	if err != nil || n != 2 {
+		t.Fatalf("last event number: %d %v, want 2", n, err)
+	}
+
+	// a result too large for one message: its metadata and chunks
+	rctx, cancel = read()
+	step, err := readResult(rctx, st, f.k)
+	cancel()
+	if err != nil {
+		t.Fatalf("large result: %v", err)
+	}
+	if got, _ := step.Return.(string); got != f.big {
+		t.Fatalf("large result: %d bytes returned, want %d", len(got), len(f.big))
+	}
+
+	// the parked message, read by a decision
+	rctx, cancel = read()
+	parked, err := parkedMessage(rctx, st.nc, st.Parked, f.k.id)
+	cancel()
+	if err != nil || parked == nil {
+		t.Fatalf("parked message: %v %v", parked, err)
+	}
+	if !bytes.Equal(parked.Data, f.parkedData) || parked.Header.Get(messages.HeaderParkedEvent) != "2" ||
+		parked.Subject != messages.ParkSubject(f.k.id) || parked.Sequence == 0 || parked.Time.IsZero() {
+		t.Fatalf("parked message on %s at %d (%v) with headers %v, want the one parked", parked.Subject, parked.Sequence, parked.Time, parked.Header)
+	}
+	rctx, cancel = read()
+	none, err := parkedMessage(rctx, st.nc, st.Parked, f.queued.id)
+	cancel()
+	if none != nil || err != nil {
+		t.Fatalf("parked message of a mission not parked: %v %v, want none", none, err)
+	}
+
+	// a queued mission by subject, then by its sequence (the dead
+	// letter's read)
+	rctx, cancel = read()
+	q, err := queuedMsg(rctx, st.nc, st.Missions, f.queued.sub, f.queued.id)
+	cancel()
+	if err != nil || !bytes.Equal(q.Data, f.queuedData) {
+		t.Fatalf("queued mission: %v %v", q, err)
+	}
+	rctx, cancel = read()
+	bySeq, err := getMsg(rctx, st.nc, st.Missions, atSeq(q.Sequence, ""))
+	cancel()
+	if err != nil || bySeq.Subject != q.Subject || !bytes.Equal(bySeq.Data, f.queuedData) || !bySeq.Time.Equal(q.Time) {
+		t.Fatalf("queued mission at %d: %+v %v, want %s", q.Sequence, bySeq, err, q.Subject)
+	}
+	rctx, cancel = read()
+	_, err = getMsg(rctx, st.nc, st.Missions, atSeq(q.Sequence+1000, ""))
+	cancel()
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("a sequence past the stream's last: %v, want ErrMsgNotFound", err)
+	}
+
+	// the journal of a resumed mission (JOURNAL: always its leader)
+	rctx, cancel = read()
+	j, err := openJournal(rctx, js, st.Journal, f.k.id, true, 0)
+	cancel()
+	if err != nil {
+		t.Fatalf("journal: %v", err)
+	}
+	if got, ok := j.Replay("model.1"); !ok || !bytes.Equal(got, f.journal) {
+		t.Fatalf("journal: %q %v, want %q", got, ok, f.journal)
+	}
+}
+
+// The events, a large result's chunks, the parked message, a queued
+// mission (by subject and by sequence) and a resumed mission's journal
+// are read when no replica answers direct gets: from the stream's leader,
+// within the caller's time, with what an answered direct get returns.
+func TestSingleMessageReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		name := "no responders"
+		if silent {
+			name = "a replica that answers nothing"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx, js, st := testStores(t)
+			f := storeSingleReads(ctx, t, js, st)
+			dropped := silenceReplicas(ctx, t, js, silent, messages.StreamEvents, messages.StreamResults, resultObjectStream,
+				messages.StreamParked, messages.StreamMissions, messages.StreamJournal)
+			f.readAll(ctx, t, js, st)
+			if silent && dropped() == 0 {
+				t.Fatal("no direct get reached the replica that answers nothing")
+			}
+		})
+	}
+}
+
+// Reads whose direct gets are answered ask no leader.
+func TestAnsweredSingleMessageReadsAskNoLeader(t *testing.T) {
+	ctx, js, st := testStores(t)
+	f := storeSingleReads(ctx, t, js, st)
+	asked := make(chan string, 64)
+	sub, err := js.Conn().Subscribe("$JS.API.STREAM.MSG.GET.>", func(m *nats.Msg) { asked <- m.Subject })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.readAll(ctx, t, js, st)
+	if err := js.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for len(asked) > 0 {
+		if subj := <-asked; subj != "$JS.API.STREAM.MSG.GET."+messages.StreamJournal {
+			t.Errorf("an answered direct get asked the leader too (%s)", subj)
+		}
+	}
+}
+
+// A decision made while no replica answers direct gets (a node
+// restarting) reads the mission's approval records and its parked
+// message from the streams' leaders and queues the mission again.
+func TestDecideWhenNoReplicaAnswersDirectGets(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	if _, err := casStatus(ctx, c.st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateAwaitingApproval, Attempt: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: k.id, Submitter: k.sub, Call: "1.d0.0",
+		State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
+		RequestedAt: time.Now().UTC(), Deadline: time.Now().Add(time.Hour).UTC()}
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.Approvals.Create(ctx, messages.ApprovalKey(k.id, a.Call), data); err != nil {
+		t.Fatal(err)
+	}
+	mission, err := messages.MarshalMission(&messages.Mission{ID: k.id, Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "refund"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := park(ctx, c.js, k, messages.PriorityNormal, mission, nats.Header{messages.HeaderMissionID: {k.id}},
+		time.Now().Add(time.Hour), parkMark{event: 3, suspension: 1}); err != nil {
+		t.Fatal(err)
+	}
+	dropped := silenceReplicas(ctx, t, c.js, true, statusStream, "KV_"+messages.BucketApprovals, messages.StreamParked, messages.StreamEvents)
+
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	decided, err := c.Decide(dctx, k.id, Decision{Approve: true, By: "ann"})
+	dcancel()
+	if err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	if decided.State != messages.ApprovalApproved {
+		t.Fatalf("decided %+v, want approved", decided)
+	}
+	// the wake, stored in PARKED (which MISSIONS sources), carries the
+	// parked mission and the number of the decision's event
+	data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k.sub, messages.PriorityNormal, k.id)))
+	if err != nil {
+		t.Fatalf("the wake: %v", err)
+	}
+	if !bytes.Equal(data, mission) || hdr.Get(messages.HeaderWokenEvent) != "4" {
+		t.Fatalf("the wake carries %d bytes and headers %v, want the parked mission and woken event 4", len(data), hdr)
+	}
+	if dropped() == 0 {
+		t.Fatal("no direct get reached the replica that answers nothing")
+	}
+}
