@@ -120,7 +120,10 @@ func callSiteFrom(ctx context.Context) CallSite {
 // be sent: calls no rule marks go at once; a marked call runs once
 // approved, fails with a denial, or suspends the run.
 type approvalGate struct {
-	kv        jetstream.KeyValue
+	kv jetstream.KeyValue
+	// nc, when not nil, reads single records (getApproval) with direct
+	// gets that fall back to the stream's leader; nil: through kv.
+	nc        *nats.Conn
 	missionID string
 	submitter string
 	priority  string
@@ -224,7 +227,7 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 				// reply: a record found as written is this request, and
 				// the run waits for it rather than leaving it pending
 				// with nobody waiting
-				if cur, _, gerr := getApproval(ctx, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
+				if cur, _, gerr := getApproval(ctx, g.nc, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
 					return nil, nil, g.stop(cur)
 				}
 				return nil, nil, approvalUnavailable(ctx, name, err)
@@ -298,7 +301,7 @@ func (g *approvalGate) record(ctx context.Context, key, call string, first bool)
 			return nil, 0, ErrNotFound
 		}
 	}
-	a, rev, err := getApproval(ctx, g.kv, key)
+	a, rev, err := getApproval(ctx, g.nc, g.kv, key)
 	if err == nil {
 		g.keep(cloneApproval(a), rev)
 	}
@@ -404,20 +407,37 @@ func maskArgs(args map[string]any) map[string]any {
 	return ev.Args
 }
 
-// getApproval reads one approval record and its revision.
-func getApproval(ctx context.Context, kv jetstream.KeyValue, key string) (*messages.Approval, uint64, error) {
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, ErrNotFound
+// getApproval reads one approval record and its revision: on nc with
+// directLast (from the stream's leader when no replica answers), or,
+// with nc nil, through kv. A record deleted or purged is ErrNotFound.
+func getApproval(ctx context.Context, nc *nats.Conn, kv jetstream.KeyValue, key string) (*messages.Approval, uint64, error) {
+	var data []byte
+	var rev uint64
+	if nc != nil {
+		var hdr nats.Header
+		var err error
+		data, rev, hdr, err = directLast(ctx, nc, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+key)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
+			return nil, 0, ErrNotFound
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("fleet: approval %s: %w", key, err)
+		}
+	} else {
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, 0, ErrNotFound
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		data, rev = e.Value(), e.Revision()
 	}
+	a, err := decodeApproval(key, data)
 	if err != nil {
 		return nil, 0, err
 	}
-	a, err := decodeApproval(key, e.Value())
-	if err != nil {
-		return nil, 0, err
-	}
-	return a, e.Revision(), nil
+	return a, rev, nil
 }
 
 // decodeApproval decodes and checks the approval record stored under key.
@@ -641,7 +661,7 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 	if prio == "" {
 		prio = messages.PriorityNormal
 	}
-	return &approvalGate{kv: w.st.Approvals, missionID: m.ID, submitter: em.sub, priority: prio, timeout: timeout,
+	return &approvalGate{kv: w.st.Approvals, nc: w.st.nc, missionID: m.ID, submitter: em.sub, priority: prio, timeout: timeout,
 		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
 		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
 			return listApprovals(ctx, w.replies, w.js, m.ID)
@@ -709,7 +729,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	log.Info().Str("call", a.Call).Str("tool", a.Tool).Time("deadline", a.Deadline).Msg("mission suspended: a tool call waits for approval")
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
-	if cur, _, err := getApproval(ctx, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
+	if cur, _, err := getApproval(ctx, w.st.nc, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
 		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}

@@ -45,7 +45,7 @@ func TestApprovalRecordWrittenWithItsReplyLost(t *testing.T) {
 	if !errors.As(err, &se) || len(suspended) != 1 {
 		t.Fatalf("check = %v (suspended %d); want the run suspended on the written record", err, len(suspended))
 	}
-	stored, _, err := getApproval(ctx, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call))
+	stored, _, err := getApproval(ctx, st.nc, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call))
 	if err != nil || stored.State != messages.ApprovalPending || !stored.RequestedAt.Equal(suspended[0].RequestedAt) {
 		t.Fatalf("stored record = %+v, %v", stored, err)
 	}

@@ -23,6 +23,8 @@ type singleReadsFixture struct {
 	queuedData []byte
 	parkedData []byte
 	journal    []byte
+	call       string
+	callRev    uint64
 }
 
 func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream, st *Stores) singleReadsFixture {
@@ -60,6 +62,17 @@ func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream,
 	}
 	if err := park(ctx, js, f.k, messages.PriorityNormal, f.parkedData, nats.Header{messages.HeaderMissionID: {f.k.id}},
 		time.Now().Add(time.Hour), parkMark{event: 2, suspension: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: f.k.id, Submitter: f.k.sub, Call: "1.d0.0",
+		State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
+		RequestedAt: time.Now().UTC(), Deadline: time.Now().Add(time.Hour).UTC()}
+	adata, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.call = a.Call
+	if f.callRev, err = st.Approvals.Create(ctx, messages.ApprovalKey(f.k.id, a.Call), adata); err != nil {
 		t.Fatal(err)
 	}
 	j := NewJournal(js, f.k.id)
@@ -149,6 +162,20 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 		t.Fatalf("a sequence past the stream's last: %v, want ErrMsgNotFound", err)
 	}
 
+	// one approval record (the worker's gate), and one not stored
+	rctx, cancel = read()
+	a, rev, err := getApproval(rctx, st.nc, st.Approvals, messages.ApprovalKey(f.k.id, f.call))
+	cancel()
+	if err != nil || a.Call != f.call || a.State != messages.ApprovalPending || rev != f.callRev {
+		t.Fatalf("approval record: %+v at %d %v, want call %s pending at %d", a, rev, err, f.call, f.callRev)
+	}
+	rctx, cancel = read()
+	_, _, err = getApproval(rctx, st.nc, st.Approvals, messages.ApprovalKey(f.k.id, "2.d0.0"))
+	cancel()
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("approval record not stored: %v, want ErrNotFound", err)
+	}
+
 	// the journal of a resumed mission (JOURNAL: always its leader)
 	rctx, cancel = read()
 	j, err := openJournal(rctx, js, st.Journal, f.k.id, true, 0)
@@ -162,7 +189,8 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 }
 
 // The events, a large result's chunks, the parked message, a queued
-// mission (by subject and by sequence) and a resumed mission's journal
+// mission (by subject and by sequence), one approval record (the
+// worker's gate) and a resumed mission's journal
 // are read when no replica answers direct gets: from the stream's leader,
 // within the caller's time, with what an answered direct get returns.
 func TestSingleMessageReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
@@ -175,7 +203,7 @@ func TestSingleMessageReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 			ctx, js, st := testStores(t)
 			f := storeSingleReads(ctx, t, js, st)
 			dropped := silenceReplicas(ctx, t, js, silent, messages.StreamEvents, messages.StreamResults, resultObjectStream,
-				messages.StreamParked, messages.StreamMissions, messages.StreamJournal)
+				messages.StreamParked, messages.StreamMissions, messages.StreamJournal, "KV_"+messages.BucketApprovals)
 			f.readAll(ctx, t, js, st)
 			if silent && dropped() == 0 {
 				t.Fatal("no direct get reached the replica that answers nothing")
