@@ -114,19 +114,19 @@ const idleReturnOver = 32 << 20
 func (w *Worker) missionChanged() {
 	n := w.changes.Add(1)
 	if w.returnArmed.CompareAndSwap(false, true) {
-		w.armReturn(n)
+		w.armReturn(n, w.idleReturnAfter)
 	}
 }
 
-// armReturn looks, idleReturnAfter from now, whether the missions
-// changed since the n-th change: if they did it looks again later, else
-// it gives the spare memory back. While missions run unchanged (they all
-// wait) it keeps looking every idleReturnAfter: their heartbeats and
-// events leave garbage that grows the heap toward the collector's goal,
-// twice what the worker keeps, and each look gives it back once it
-// exceeds the share worth a collection.
-func (w *Worker) armReturn(n int64) {
-	time.AfterFunc(w.idleReturnAfter, func() {
+// armReturn looks, after d, whether the missions changed since the n-th
+// change: if they did it looks again idleReturnAfter later, else it gives
+// the spare memory back. While missions run unchanged (they all wait) it
+// keeps looking, every fifth of idleReturnAfter: their heartbeats and
+// events leave garbage (with 10,000 waiting, 5–8 MB a second) that grows
+// the heap toward the collector's goal, twice what the worker keeps, and
+// each look gives it back once it exceeds the share worth a collection.
+func (w *Worker) armReturn(n int64, d time.Duration) {
+	time.AfterFunc(d, func() {
 		select {
 		case <-w.stopped:
 			// the memory is the process's once the worker stopped
@@ -135,17 +135,17 @@ func (w *Worker) armReturn(n int64) {
 		default:
 		}
 		if cur := w.changes.Load(); cur != n {
-			w.armReturn(cur)
+			w.armReturn(cur, w.idleReturnAfter)
 			return
 		}
 		w.returnSpare()
 		if w.Running() > 0 {
-			w.armReturn(n)
+			w.armReturn(n, w.idleReturnAfter/5)
 			return
 		}
 		w.returnArmed.Store(false)
 		if cur := w.changes.Load(); cur != n && w.returnArmed.CompareAndSwap(false, true) {
-			w.armReturn(cur) // a change came as the timer stood down
+			w.armReturn(cur, w.idleReturnAfter) // a change came as the timer stood down
 		}
 	})
 }

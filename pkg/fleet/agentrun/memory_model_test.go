@@ -34,7 +34,7 @@ import (
 // figures of 10,000); PTC_MODEL_WAIT_TEXT=1 makes the missions text-mode
 // agents answering in JSON; PTC_MODEL_WAIT_GOMEMLIMIT gives the worker
 // that GOMEMLIMIT; PTC_MODEL_WAIT_WATCH=S reports the worker's RSS every
-// 5 s for S more seconds while they wait.
+// 5 s for S more seconds while they wait, and its CPU time meanwhile.
 func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	n := envInt("PTC_MODEL_WAIT_MISSIONS", 200)
 	text := envInt("PTC_MODEL_WAIT_TEXT", 0) == 1
@@ -139,11 +139,14 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 		// grows the heap toward the collector's goal, and the worker gives
 		// it back as it piles up
 		var rss []string
+		cpu, from := procCPU(t, w.cmd.Process.Pid), time.Now()
 		for s := 5; s <= watch; s += 5 {
 			time.Sleep(5 * time.Second)
 			rss = append(rss, fmt.Sprintf("%ds %.1f MB", int(time.Since(began).Seconds()), float64(procRSS(t, w.cmd.Process.Pid))/1e6))
 		}
-		t.Logf("RSS while they wait: %s", strings.Join(rss, ", "))
+		cpu, spent := procCPU(t, w.cmd.Process.Pid)-cpu, time.Since(from)
+		t.Logf("RSS while they wait: %s; the worker's CPU time %s in %s (%.1f%% of a core)",
+			strings.Join(rss, ", "), cpu.Round(time.Millisecond), spent.Round(time.Second), 100*cpu.Seconds()/spent.Seconds())
 	}
 
 	close(model.gate)
@@ -204,6 +207,24 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 	if perStack > limit {
 		t.Errorf("%.1f KB of goroutine stacks per waiting mission; want at most %.0f KB", perStack/1e3, limit/1e3)
 	}
+}
+
+// procCPU is the CPU time process pid has used, user and system
+// (/proc/pid/stat, in clock ticks of 10 ms).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the fields after the command's name, which is in parentheses
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("process %d: stat %q", pid, b)
+	}
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // serverView counts an HTTP server's connections and the errors it logs
