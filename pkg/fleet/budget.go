@@ -203,7 +203,19 @@ type MissionBudget struct {
 	b         *Budgets
 	submitter string
 	events    Emitter
-	log       zerolog.Logger
+	// log is the mission's logger, shared: a copy of it would be as big
+	// as the rest of the budget and held while the mission waits
+	log *zerolog.Logger
+}
+
+// logger is the mission's logger; a budget made outside a worker has none
+// and logs nothing.
+func (mb *MissionBudget) logger() *zerolog.Logger {
+	if mb.log == nil {
+		nop := zerolog.Nop()
+		return &nop
+	}
+	return mb.log
 }
 
 // Submitter is the submitter the mission's spending is charged to.
@@ -212,7 +224,7 @@ func (mb *MissionBudget) Submitter() string { return mb.submitter }
 // forMission charges a mission's spending to submitter, the identity its
 // subject carries (never a field of the mission, which its submitter
 // writes).
-func (b *Budgets) forMission(submitter string, em Emitter, log zerolog.Logger) *MissionBudget {
+func (b *Budgets) forMission(submitter string, em Emitter, log *zerolog.Logger) *MissionBudget {
 	if b == nil {
 		return nil
 	}
@@ -347,7 +359,7 @@ func (r *BudgetReservation) settle(ctx context.Context, used BudgetAmount) {
 		if err != nil {
 			// the reservation stays held (never less spending counted
 			// than was made) until the period ends
-			r.mb.log.Error().Err(err).Str("budget", h.key).Msg("budget not settled; its reservation stays held")
+			r.mb.logger().Error().Err(err).Str("budget", h.key).Msg("budget not settled; its reservation stays held")
 			continue
 		}
 		for _, level := range alert {
@@ -360,7 +372,7 @@ func (r *BudgetReservation) settle(ctx context.Context, used BudgetAmount) {
 // alert announces that l reached level percent in period: a mission event
 // (kind budget), a log line and a metric.
 func (mb *MissionBudget) alert(l BudgetLimit, period string, level int) {
-	mb.log.Warn().Str("budget", l.Key()).Str("period", period).Int("percent", level).Msg(l.Name() + " reached")
+	mb.logger().Warn().Str("budget", l.Key()).Str("period", period).Int("percent", level).Msg(l.Name() + " reached")
 	mb.b.metrics.budgetAlert(mb.b.tenant, l.Scope, l.Window, level)
 	if mb.events != nil {
 		mb.events.Emit(&messages.Event{Kind: messages.EventBudget, Data: map[string]any{

@@ -310,7 +310,7 @@ func (p *missionRun) open() bool {
 		Header:   msg.Headers(),
 		Metrics:  w.cfg.Metrics,
 		Tracer:   w.tracer,
-		Budget:   w.budgets.forMission(k.sub, em, p.log),
+		Budget:   w.budgets.forMission(k.sub, em, &p.log),
 	}
 	p.entry = entry
 	return true
