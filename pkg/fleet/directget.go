@@ -137,6 +137,10 @@ type msgQuery struct {
 	subject string
 }
 
+// errEmptyQuery is the error of a message read that names neither a
+// subject nor a sequence.
+var errEmptyQuery = errors.New("fleet: a message read names neither a subject nor a sequence")
+
 // lastOn asks for the last message on subject (a subject filter's
 // wildcards match any of its subjects).
 func lastOn(subject string) msgQuery { return msgQuery{subject: subject} }
@@ -161,7 +165,7 @@ func (q msgQuery) String() string {
 // no body) and for the leader, or by subject for the leader.
 func (q msgQuery) request() ([]byte, error) {
 	if q.seq == 0 && q.subject == "" {
-		return nil, errors.New("fleet: a message read names neither a subject nor a sequence")
+		return nil, errEmptyQuery
 	}
 	return json.Marshal(struct {
 		Seq        uint64 `json:"seq,omitempty"`
@@ -223,6 +227,9 @@ func directMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([
 	var r *nats.Msg
 	var err error
 	if q.seq == 0 {
+		if q.subject == "" {
+			return nil, 0, nil, errEmptyQuery
+		}
 		r, err = nc.Request("$JS.API.DIRECT.GET."+stream+"."+q.subject, nil, patience(ctx))
 	} else {
 		req, rerr := q.request()

@@ -202,3 +202,42 @@ func TestSubjectMatches(t *testing.T) {
 		}
 	}
 }
+
+// A message read is answered only with a message it asked for, and one
+// that names nothing is refused before any request.
+func TestMsgQueryAnswers(t *testing.T) {
+	for _, c := range []struct {
+		q       msgQuery
+		subject string
+		seq     uint64
+		want    bool
+	}{
+		{lastOn("a.b"), "a.b", 9, true},
+		{lastOn("a.*"), "a.c", 9, true},
+		{lastOn("a.b"), "a.c", 9, false},
+		{atSeq(5, ""), "x.y", 5, true},
+		{atSeq(5, ""), "x.y", 6, false},
+		{atSeq(5, "a.b"), "a.b", 7, true},
+		{atSeq(5, "a.b"), "a.b", 4, false},
+		{atSeq(5, "a.b"), "a.c", 7, false},
+	} {
+		if got := c.q.answers(c.subject, c.seq); got != c.want {
+			t.Errorf("%v answered with %s at %d: %v, want %v", c.q, c.subject, c.seq, got, c.want)
+		}
+	}
+	for q, want := range map[msgQuery]string{
+		lastOn("a.b"):   `{"last_by_subj":"a.b"}`,
+		atSeq(3, ""):    `{"seq":3}`,
+		atSeq(3, "a.>"): `{"seq":3,"next_by_subj":"a.\u003e"}`,
+	} {
+		if got, err := q.request(); err != nil || string(got) != want {
+			t.Errorf("request of %v: %s %v, want %s", q, got, err, want)
+		}
+	}
+	if _, err := (msgQuery{}).request(); !errors.Is(err, errEmptyQuery) {
+		t.Errorf("request of an empty query: %v, want errEmptyQuery", err)
+	}
+	if _, _, _, err := directMsg(context.Background(), nil, "S", msgQuery{}); !errors.Is(err, errEmptyQuery) {
+		t.Errorf("read of an empty query: %v, want errEmptyQuery", err)
+	}
+}
