@@ -135,6 +135,10 @@ func patience(ctx context.Context) time.Duration {
 type msgQuery struct {
 	seq     uint64
 	subject string
+	// leader asks the stream's leader at once, without a direct get: a
+	// read of several messages whose earlier direct get no replica
+	// answered (a silent replica would make each wait its patience)
+	leader bool
 }
 
 // errEmptyQuery is the error of a message read that names neither a
@@ -218,8 +222,19 @@ func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]b
 // leader (leaderMsg) in the time left: an answered direct get costs
 // nothing more. A "not found" answer is taken as it is.
 func directMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, error) {
+	data, seq, hdr, _, err := directMsgVia(ctx, nc, stream, q)
+	return data, seq, hdr, err
+}
+
+// directMsgVia is directMsg that also reports (its fourth result) whether
+// the message was read from the stream's leader: no replica answered, or
+// q asked the leader at once.
+func directMsgVia(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, false, err
+	}
+	if q.leader {
+		return leaderMsgWithin(ctx, nc, stream, q)
 	}
 	// the wait is on nats.go's pooled timer, not a context of its own: an
 	// answered direct get allocates no more than one without the fallback
@@ -228,30 +243,38 @@ func directMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([
 	var err error
 	if q.seq == 0 {
 		if q.subject == "" {
-			return nil, 0, nil, errEmptyQuery
+			return nil, 0, nil, false, errEmptyQuery
 		}
 		r, err = nc.Request("$JS.API.DIRECT.GET."+stream+"."+q.subject, nil, patience(ctx))
 	} else {
 		req, rerr := q.request()
 		if rerr != nil {
-			return nil, 0, nil, rerr
+			return nil, 0, nil, false, rerr
 		}
 		r, err = nc.Request("$JS.API.DIRECT.GET."+stream, req, patience(ctx))
 	}
 	if err == nil {
 		data, seq, hdr, err := directAnswer(r, q)
 		if !errors.Is(err, nats.ErrNoResponders) {
-			return data, seq, hdr, err
+			return data, seq, hdr, false, err
 		}
 	} else if !unanswered(err) {
-		return nil, 0, nil, err
+		return nil, 0, nil, false, err
 	}
+	return leaderMsgWithin(ctx, nc, stream, q)
+}
+
+// leaderMsgWithin is leaderMsg within ctx, or within what is left of a
+// direct get's wait when ctx has no deadline; it reports the read as the
+// leader's.
+func leaderMsgWithin(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, bool, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, directGetWait-directPatience)
 		defer cancel()
 	}
-	return leaderMsg(ctx, nc, stream, q)
+	data, seq, hdr, err := leaderMsg(ctx, nc, stream, q)
+	return data, seq, hdr, true, err
 }
 
 // timeStampHeader is the header of a direct get's answer that holds when
@@ -263,15 +286,22 @@ const timeStampHeader = "Nats-Time-Stamp"
 // GetLastMsgForSubject and GetMsg return it: its subject, sequence,
 // headers, data and time.
 func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, error) {
-	data, seq, hdr, err := directMsg(ctx, nc, stream, q)
+	m, _, err := readMsgVia(ctx, nc, stream, q)
+	return m, err
+}
+
+// readMsgVia is readMsg that also reports whether the message was read
+// from the stream's leader (directMsgVia).
+func readMsgVia(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
+	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, stream, q)
 	if err != nil {
-		return nil, err
+		return nil, viaLeader, err
 	}
 	tm, err := time.Parse(time.RFC3339Nano, hdr.Get(timeStampHeader))
 	if err != nil {
-		return nil, fmt.Errorf("fleet: read %s of %s: its time: %w", q, stream, err)
+		return nil, viaLeader, fmt.Errorf("fleet: read %s of %s: its time: %w", q, stream, err)
 	}
-	return &jetstream.RawStreamMsg{Subject: hdr.Get(jetstream.SubjectHeader), Sequence: seq, Header: hdr, Data: data, Time: tm}, nil
+	return &jetstream.RawStreamMsg{Subject: hdr.Get(jetstream.SubjectHeader), Sequence: seq, Header: hdr, Data: data, Time: tm}, viaLeader, nil
 }
 
 // getMsg reads the message q names from stream: readMsg on nc, so a

@@ -339,3 +339,28 @@ func TestSingleMessageReadAllocations(t *testing.T) {
 		}
 	}
 }
+
+// A result stored in chunks, read while no replica answers direct gets,
+// waits for a replica once for its metadata and once for its first
+// chunk: the chunks after it are read from the stream's leader at once,
+// so the read's time does not grow with the number of chunks.
+func TestLargeResultChunksAskTheLeaderOnceNoReplicaAnswers(t *testing.T) {
+	ctx, js, st := testStores(t)
+	f := storeSingleReads(ctx, t, js, st)
+	if chunks := len(f.big) / maxOneChunk; chunks < 3 {
+		t.Fatalf("the result fills %d chunks; the test needs several", chunks)
+	}
+	dropped := silenceReplicas(ctx, t, js, true, resultObjectStream)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	step, err := readResult(rctx, st, f.k)
+	if err != nil {
+		t.Fatalf("large result: %v", err)
+	}
+	if got, _ := step.Return.(string); got != f.big {
+		t.Fatalf("large result: %d bytes returned, want %d", len(got), len(f.big))
+	}
+	if n := dropped(); n != 2 {
+		t.Fatalf("%d direct gets went to the replica that answers nothing; want 2 (the metadata and the first chunk)", n)
+	}
+}

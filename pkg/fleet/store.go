@@ -257,8 +257,20 @@ func readObjectDirect(ctx context.Context, nc *nats.Conn, str jetstream.Stream, 
 	chunks := "$O." + ref.Bucket + ".C." + info.NUID
 	data := make([]byte, 0, ref.Size)
 	h := sha256.New()
+	// once no replica answered a chunk's direct get, the rest are read
+	// from the stream's leader at once: a silent replica would otherwise
+	// make each chunk wait its patience
+	viaLeader := false
 	for seq := uint64(1); int64(len(data)) < ref.Size; {
-		m, err := getMsg(ctx, nc, str, atSeq(seq, chunks))
+		q := atSeq(seq, chunks)
+		q.leader = viaLeader
+		var m *jetstream.RawStreamMsg
+		var err error
+		if nc != nil && str.CachedInfo() != nil {
+			m, viaLeader, err = readMsgVia(ctx, nc, str.CachedInfo().Config.Name, q)
+		} else {
+			m, err = getMsg(ctx, nc, str, q)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: chunk at %d: %w", ref, seq, err)
 		}
