@@ -260,6 +260,42 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		_ = fa.tools.nc.Flush()
 		fa.tools.waitViolation(t, subj)
 	}
+	// When no replica answers a direct get (a node restarting), a
+	// decision's reads and a run's read of its last event ask the
+	// stream's leader: the approver may make those message gets of the
+	// parked message, the events and the queued mission, the worker of
+	// the events.
+	d := natsauth.RoleDispatcher
+	for _, r := range []struct {
+		who     *role
+		stream  string
+		subject string
+	}{
+		{fa.approver, messages.StreamParked, messages.ParkSubject(ap.ID)},
+		{fa.approver, messages.StreamEvents, messages.EventFilter(d, ap.ID)},
+		{fa.approver, messages.StreamMissions, messages.SubmitSubject(d, "*", ap.ID)},
+		{fa.worker, messages.StreamEvents, messages.EventFilter(d, ap.ID)},
+	} {
+		body, _ := json.Marshal(map[string]any{"last_by_subj": r.subject})
+		resp, err := r.who.nc.Request("$JS.API.STREAM.MSG.GET."+r.stream, body, 5*time.Second)
+		if err != nil {
+			t.Fatalf("the leader's message get of %s on %s: %v", r.subject, r.stream, err)
+		}
+		var got struct {
+			Error *struct {
+				ErrCode int `json:"err_code"`
+			} `json:"error"`
+			Message *struct {
+				Subject string `json:"subject"`
+			} `json:"message"`
+		}
+		// a queued mission taken by a worker is gone from the queue: "no
+		// message found" is the leader's answer too
+		if err := json.Unmarshal(resp.Data, &got); err != nil ||
+			(got.Message == nil && (got.Error == nil || got.Error.ErrCode != 10037 || r.stream != messages.StreamMissions)) {
+			t.Fatalf("the leader's message get of %s on %s: %s", r.subject, r.stream, resp.Data)
+		}
+	}
 	if _, err := approver.Decide(ctx, ap.ID, fleet.Decision{Approve: true, By: "alice"}); err != nil {
 		t.Fatalf("the approver's decision: %v", err)
 	}

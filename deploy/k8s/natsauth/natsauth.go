@@ -314,6 +314,13 @@ func approverPublish() []string {
 	// (mission.parked.<id>: as an earlier release parked it)
 	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkPrefix+"*",
 		api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
+	// the same reads from the streams' leaders, where a decision's reads
+	// go when no replica answers (a node restarting): a message get names
+	// its subject in its body, so it may read any message of the stream,
+	// which here is no more than the direct gets above read (PARKED's
+	// other messages, the wakes, copy the parked ones)
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.GET."+messages.StreamEvents,
+		api+"STREAM.MSG.GET."+messages.StreamParked)
 	return append(l,
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectEventPrefix+"*.*.*."+messages.EventApprovalDecided,
@@ -350,8 +357,10 @@ func workerPublish(services []string) []string {
 	// Dead-lettering a mission whose worker died reads and removes it.
 	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.DELETE."+messages.StreamMissions)
 	// A cancel of a queued mission reads it from the queue; a run numbers
-	// its events after the last one stored.
-	l = append(l, api+"DIRECT.GET."+messages.StreamMissions+".>", api+"DIRECT.GET."+messages.StreamEvents+".>")
+	// its events after the last one stored, from the stream's leader when
+	// no replica answers (it reads every event already).
+	l = append(l, api+"DIRECT.GET."+messages.StreamMissions+".>", api+"DIRECT.GET."+messages.StreamEvents+".>",
+		api+"STREAM.MSG.GET."+messages.StreamEvents)
 	l = append(l, directGet(messages.StreamResults)...)
 	l = append(l, directGet(kvStream)...)
 	l = append(l, directGet(objStream)...)
