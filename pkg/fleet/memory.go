@@ -138,11 +138,13 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 			w.armReturn(cur, w.idleReturnAfter)
 			return
 		}
-		w.returnSpare()
 		if w.Running() > 0 {
+			w.returnWaitingSpare()
 			w.armReturn(n, w.idleReturnAfter/5)
 			return
 		}
+		w.lookAt.Store(0)
+		w.returnSpare()
 		w.returnArmed.Store(false)
 		if cur := w.changes.Load(); cur != n && w.returnArmed.CompareAndSwap(false, true) {
 			w.armReturn(cur, w.idleReturnAfter) // a change came as the timer stood down
@@ -160,15 +162,61 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 func (w *Worker) returnSpare() {
 	held, kept := runtimeHeld(), runtimeKept()
 	left := w.returnLeft.Load()
-	if held <= kept+left || held-kept-left <= max(idleReturnOver, kept/8) {
+	if held <= kept+left || held-kept-left <= returnShare(kept) {
 		return
 	}
 	w.giveBack()
-	if held, kept = runtimeHeld(), runtimeKept(); held > kept {
+	w.noteReturn()
+}
+
+// returnShare is the least spare memory worth a give-back when the worker
+// keeps kept: idleReturnOver, or an eighth of kept.
+func returnShare(kept uint64) uint64 { return max(idleReturnOver, kept/8) }
+
+// returnWaitingSpare is returnSpare for a look made while missions run
+// unchanged: it gives back only when they allocated less than half the
+// share since the look before, one look interval ago. Missions that wait
+// (on models, tools, approvals) leave garbage slowly, and a give-back
+// lasts; missions that work (a long program building its data) make the
+// garbage again within a look, and a give-back every look would cost
+// them a forced collection and the memory's page faults each time for
+// nothing. A look with no recent one before it gives nothing back and
+// lets the next decide.
+func (w *Worker) returnWaitingSpare() {
+	allocs, now := runtimeAllocs(), time.Now().UnixNano()
+	prevAllocs, prevAt := w.lookAllocs.Swap(allocs), w.lookAt.Swap(now)
+	held, kept := runtimeHeld(), runtimeKept()
+	left := w.returnLeft.Load()
+	share := returnShare(kept)
+	if held <= kept+left || held-kept-left <= share {
+		return
+	}
+	if prevAt == 0 || time.Duration(now-prevAt) > 2*w.idleReturnAfter/5 || allocs-prevAllocs >= share/2 {
+		return
+	}
+	w.giveBack()
+	w.noteReturn()
+}
+
+// noteReturn notes what a give-back left the runtime holding beyond
+// what the worker keeps.
+func (w *Worker) noteReturn() {
+	if held, kept := runtimeHeld(), runtimeKept(); held > kept {
 		w.returnLeft.Store(held - kept)
 	} else {
 		w.returnLeft.Store(0)
 	}
+}
+
+// runtimeAllocs is what the heap has allocated since the process
+// started.
+func runtimeAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // runtimeHeld is the memory the Go runtime holds from the operating

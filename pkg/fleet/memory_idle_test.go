@@ -152,10 +152,11 @@ func TestWaitingWorkerDoesNotRepeatAGiveBackThatFreedNothing(t *testing.T) {
 // grows RSS by 40–50 MB in 5 s.
 func TestWaitingWorkerLooksOften(t *testing.T) {
 	var given atomic.Int64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 2 * time.Second,
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 2 * time.Second, stopped: make(chan struct{}),
 		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
 	w.slots <- struct{}{}
-	defer func() { <-w.slots; w.missionChanged() }()
+	// stopped, its timer gives nothing back in the tests after this one
+	defer close(w.stopped)
 	growBurst(t)
 	w.missionChanged()
 	for deadline := time.Now().Add(10 * time.Second); given.Load() < 1; time.Sleep(10 * time.Millisecond) {
@@ -172,4 +173,43 @@ func TestWaitingWorkerLooksOften(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("given back again %s after the first time", time.Since(first).Round(time.Millisecond))
+}
+
+// A worker whose missions run unchanged but keep allocating (a long
+// program building its data) gives nothing back while they do: what a
+// give-back would free is made again within a look, and each would cost
+// them a forced collection and the page faults of taking the memory
+// again. Once they only wait, it gives back.
+func TestWorkingWorkerGivesNothingBackWhileItAllocates(t *testing.T) {
+	var given atomic.Int64
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 500 * time.Millisecond, stopped: make(chan struct{}),
+		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
+	w.slots <- struct{}{} // a mission runs
+	// stopped, its timer gives nothing back in the tests after this one
+	defer close(w.stopped)
+	growBurst(t)
+	w.missionChanged()
+	// the mission allocates 32 MiB every 20 ms, 1.6 GB a second: far more
+	// between two looks (100 ms apart) than half the share worth a
+	// give-back (32 MiB at least); the spare seen meanwhile says a
+	// give-back was worth its share by memory alone
+	var spare uint64
+	deadline := time.Now().Add(3 * w.idleReturnAfter) // the first look, then ten more
+	for time.Now().Before(deadline) {
+		b := make([]byte, 32<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		runtime.KeepAlive(b)
+		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > returnShare(kept) {
+			spare = held - kept
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if spare == 0 {
+		t.Fatal("the spare never reached the share worth a give-back: the test shows nothing")
+	}
+	if n := given.Load(); n != 0 {
+		t.Fatalf("gave back %d times while the mission allocated", n)
+	}
 }

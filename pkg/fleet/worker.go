@@ -267,6 +267,11 @@ type Worker struct {
 	// returnLeft is what the last give-back left the runtime holding
 	// beyond what the worker kept: memory a give-back cannot free
 	returnLeft atomic.Uint64
+	// lookAllocs and lookAt are the heap's allocations so far and the
+	// time at the last look made while missions ran (0: none recent):
+	// what the missions allocate between looks tells waiting from working
+	lookAllocs atomic.Uint64
+	lookAt     atomic.Int64
 	// idleReturnAfter is idleReturnAfter (tests shorten it)
 	idleReturnAfter time.Duration
 	// giveBack gives the process's spare memory back to the operating
