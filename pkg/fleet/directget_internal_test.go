@@ -49,103 +49,110 @@ func silenceReplicas(ctx context.Context, t *testing.T, js jetstream.JetStream, 
 	return dropped.Load
 }
 
+// eachSilence runs f as two subtests of t: direct gets that find no
+// responders, and a replica that takes each and answers nothing
+// (silenceReplicas).
+func eachSilence(t *testing.T, f func(t *testing.T, silent bool)) {
+	for _, silent := range []bool{false, true} {
+		name := "no responders"
+		if silent {
+			name = "a replica that answers nothing"
+		}
+		t.Run(name, func(t *testing.T) { f(t, silent) })
+	}
+}
+
 // A status, a result and the approval records of a mission are read when
 // no replica answers direct gets (a NATS node restarting, or a replica
 // catching up that answers nothing): the read asks the stream's leader
 // instead, within the caller's time, and tells a missing entry, a deleted
 // one and another submitter's as a direct get does.
 func TestReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
-	for _, silent := range []bool{false, true} {
-		name := "no responders"
-		if silent {
-			name = "a replica that answers nothing"
+	eachSilence(t, func(t *testing.T, silent bool) {
+		ctx, js, st := testStores(t)
+		id, gone := messages.NewMissionID(), messages.NewMissionID()
+		s := messages.Status{MissionID: id, Submitter: "s", State: messages.StateSucceeded, Attempt: 1}
+		rev, err := casStatus(ctx, st, s, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			ctx, js, st := testStores(t)
-			id, gone := messages.NewMissionID(), messages.NewMissionID()
-			s := messages.Status{MissionID: id, Submitter: "s", State: messages.StateSucceeded, Attempt: 1}
-			rev, err := casStatus(ctx, st, s, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := messages.Status{MissionID: gone, Submitter: "s", State: messages.StateRunning, Attempt: 1}
-			if _, err := casStatus(ctx, st, g, 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.Status.Delete(ctx, messages.StatusKey("s", gone)); err != nil {
-				t.Fatal(err)
-			}
-			step := &messages.Step{Return: map[string]any{"n": int64(7)}}
-			if _, _, err := publishResult(ctx, js, st, missionKey{sub: "s", id: id}, step); err != nil {
-				t.Fatal(err)
-			}
-			a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: "1.d0.0",
-				State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
-				RequestedAt: time.Unix(1000, 0).UTC(), Deadline: time.Unix(5000, 0).UTC()}
-			data, err := messages.Marshal(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			arev, err := st.Approvals.Create(ctx, messages.ApprovalKey(id, a.Call), data)
-			if err != nil {
-				t.Fatal(err)
-			}
+		g := messages.Status{MissionID: gone, Submitter: "s", State: messages.StateRunning, Attempt: 1}
+		if _, err := casStatus(ctx, st, g, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Status.Delete(ctx, messages.StatusKey("s", gone)); err != nil {
+			t.Fatal(err)
+		}
+		step := &messages.Step{Return: map[string]any{"n": int64(7)}}
+		if _, _, err := publishResult(ctx, js, st, missionKey{sub: "s", id: id}, step); err != nil {
+			t.Fatal(err)
+		}
+		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: "1.d0.0",
+			State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
+			RequestedAt: time.Unix(1000, 0).UTC(), Deadline: time.Unix(5000, 0).UTC()}
+		data, err := messages.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arev, err := st.Approvals.Create(ctx, messages.ApprovalKey(id, a.Call), data)
+		if err != nil {
+			t.Fatal(err)
+		}
 
-			dropped := silenceReplicas(ctx, t, js, silent, statusStream, messages.StreamResults, "KV_"+messages.BucketApprovals)
-			// each read has 4 s: the direct get waits at most
-			// directPatience of them
-			read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 4*time.Second) }
+		dropped := silenceReplicas(ctx, t, js, silent, statusStream, messages.StreamResults, "KV_"+messages.BucketApprovals)
+		// each read has 4 s: the direct get waits at most
+		// directPatience of them
+		read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 4*time.Second) }
 
-			for _, k := range []missionKey{{sub: "s", id: id}, {sub: messages.AllSubmitters, id: id}} {
-				rctx, cancel := read()
-				e, err := getStatus(rctx, st, k)
-				cancel()
-				if err != nil {
-					t.Fatalf("status %v: %v", k, err)
-				}
-				if e.st.State != messages.StateSucceeded || e.st.MissionID != id || e.rev != rev {
-					t.Fatalf("status %v: %+v at %d, want succeeded at %d", k, e.st, e.rev, rev)
-				}
-			}
-			for _, k := range []missionKey{{sub: "s", id: gone}, {sub: "other", id: id}, {sub: "s", id: messages.NewMissionID()}} {
-				rctx, cancel := read()
-				_, err := getStatus(rctx, st, k)
-				cancel()
-				if !errors.Is(err, ErrNotFound) {
-					t.Fatalf("status %v: %v, want ErrNotFound", k, err)
-				}
-			}
-
+		for _, k := range []missionKey{{sub: "s", id: id}, {sub: messages.AllSubmitters, id: id}} {
 			rctx, cancel := read()
-			got, err := readResult(rctx, st, missionKey{sub: "s", id: id})
+			e, err := getStatus(rctx, st, k)
 			cancel()
 			if err != nil {
-				t.Fatalf("result: %v", err)
+				t.Fatalf("status %v: %v", k, err)
 			}
-			if r, ok := got.Return.(map[string]any); !ok || r["n"] != int64(7) {
-				t.Fatalf("result %+v, want n 7", got.Return)
+			if e.st.State != messages.StateSucceeded || e.st.MissionID != id || e.rev != rev {
+				t.Fatalf("status %v: %+v at %d, want succeeded at %d", k, e.st, e.rev, rev)
 			}
-			rctx, cancel = read()
-			_, err = readResult(rctx, st, missionKey{sub: "s", id: gone})
+		}
+		for _, k := range []missionKey{{sub: "s", id: gone}, {sub: "other", id: id}, {sub: "s", id: messages.NewMissionID()}} {
+			rctx, cancel := read()
+			_, err := getStatus(rctx, st, k)
 			cancel()
 			if !errors.Is(err, ErrNotFound) {
-				t.Fatalf("result of a mission without one: %v, want ErrNotFound", err)
+				t.Fatalf("status %v: %v, want ErrNotFound", k, err)
 			}
+		}
 
-			rctx, cancel = read()
-			as, revs, err := listApprovals(rctx, newReplyMux(js.Conn()), js, id)
-			cancel()
-			if err != nil {
-				t.Fatalf("approvals: %v", err)
-			}
-			if len(as) != 1 || as[0].Call != a.Call || as[0].State != messages.ApprovalPending || revs[a.Call] != arev {
-				t.Fatalf("approvals %+v %v, want call %s pending at %d", as, revs, a.Call, arev)
-			}
-			if silent && dropped() == 0 {
-				t.Fatal("no direct get reached the replica that answers nothing")
-			}
-		})
-	}
+		rctx, cancel := read()
+		got, err := readResult(rctx, st, missionKey{sub: "s", id: id})
+		cancel()
+		if err != nil {
+			t.Fatalf("result: %v", err)
+		}
+		if r, ok := got.Return.(map[string]any); !ok || r["n"] != int64(7) {
+			t.Fatalf("result %+v, want n 7", got.Return)
+		}
+		rctx, cancel = read()
+		_, err = readResult(rctx, st, missionKey{sub: "s", id: gone})
+		cancel()
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("result of a mission without one: %v, want ErrNotFound", err)
+		}
+
+		rctx, cancel = read()
+		as, revs, err := listApprovals(rctx, newReplyMux(js.Conn()), js, id)
+		cancel()
+		if err != nil {
+			t.Fatalf("approvals: %v", err)
+		}
+		if len(as) != 1 || as[0].Call != a.Call || as[0].State != messages.ApprovalPending || revs[a.Call] != arev {
+			t.Fatalf("approvals %+v %v, want call %s pending at %d", as, revs, a.Call, arev)
+		}
+		if silent && dropped() == 0 {
+			t.Fatal("no direct get reached the replica that answers nothing")
+		}
+	})
 }
 
 // A read whose direct get is answered costs one request: the leader is

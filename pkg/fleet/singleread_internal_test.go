@@ -195,22 +195,16 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 // are read when no replica answers direct gets: from the stream's leader,
 // within the caller's time, with what an answered direct get returns.
 func TestSingleMessageReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
-	for _, silent := range []bool{false, true} {
-		name := "no responders"
-		if silent {
-			name = "a replica that answers nothing"
+	eachSilence(t, func(t *testing.T, silent bool) {
+		ctx, js, st := testStores(t)
+		f := storeSingleReads(ctx, t, js, st)
+		dropped := silenceReplicas(ctx, t, js, silent, messages.StreamEvents, messages.StreamResults, resultObjectStream,
+			messages.StreamParked, messages.StreamMissions, messages.StreamJournal, "KV_"+messages.BucketApprovals)
+		f.readAll(ctx, t, js, st)
+		if silent && dropped() == 0 {
+			t.Fatal("no direct get reached the replica that answers nothing")
 		}
-		t.Run(name, func(t *testing.T) {
-			ctx, js, st := testStores(t)
-			f := storeSingleReads(ctx, t, js, st)
-			dropped := silenceReplicas(ctx, t, js, silent, messages.StreamEvents, messages.StreamResults, resultObjectStream,
-				messages.StreamParked, messages.StreamMissions, messages.StreamJournal, "KV_"+messages.BucketApprovals)
-			f.readAll(ctx, t, js, st)
-			if silent && dropped() == 0 {
-				t.Fatal("no direct get reached the replica that answers nothing")
-			}
-		})
-	}
+	})
 }
 
 // Reads whose direct gets are answered ask no leader.
