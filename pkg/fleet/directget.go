@@ -281,18 +281,11 @@ func leaderMsgWithin(ctx context.Context, nc *nats.Conn, stream string, q msgQue
 // the message was stored (RFC 3339, nanoseconds).
 const timeStampHeader = "Nats-Time-Stamp"
 
-// readMsg reads the message of stream q names with directMsg (from the
-// leader when no replica answers), as the stream handle's
+// readMsg reads the message of stream q names with directMsgVia (from
+// the leader when no replica answers), as the stream handle's
 // GetLastMsgForSubject and GetMsg return it: its subject, sequence,
-// headers, data and time.
-func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, error) {
-	m, _, err := readMsgVia(ctx, nc, stream, q)
-	return m, err
-}
-
-// readMsgVia is readMsg that also reports whether the message was read
-// from the stream's leader (directMsgVia).
-func readMsgVia(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
+// headers, data and time; and whether the leader answered.
+func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
 	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, stream, q)
 	if err != nil {
 		return nil, viaLeader, err
@@ -309,18 +302,30 @@ func readMsgVia(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (
 // Stores without their connection (nc nil), through the handle (one
 // direct get).
 func getMsg(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, error) {
+	m, _, err := getMsgVia(ctx, nc, stream, q)
+	return m, err
+}
+
+// getMsgVia is getMsg that also reports whether the stream's leader
+// answered (never through the handle), for a read of several messages
+// that asks the leader at once after one no replica answered
+// (msgQuery.leader).
+func getMsgVia(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
+	var m *jetstream.RawStreamMsg
+	var err error
 	switch {
 	case stream == nil:
-		return nil, fmt.Errorf("fleet: read %s: the stream is not bound", q)
+		return nil, false, fmt.Errorf("fleet: read %s: the stream is not bound", q)
 	case nc != nil && stream.CachedInfo() != nil:
 		return readMsg(ctx, nc, stream.CachedInfo().Config.Name, q)
 	case q.seq == 0:
-		return stream.GetLastMsgForSubject(ctx, q.subject)
+		m, err = stream.GetLastMsgForSubject(ctx, q.subject)
 	case q.subject == "":
-		return stream.GetMsg(ctx, q.seq)
+		m, err = stream.GetMsg(ctx, q.seq)
 	default:
-		return stream.GetMsg(ctx, q.seq, jetstream.WithGetMsgSubject(q.subject))
+		m, err = stream.GetMsg(ctx, q.seq, jetstream.WithGetMsgSubject(q.subject))
 	}
+	return m, false, err
 }
 
 // unanswered reports whether err is a request's lack of an answer: no

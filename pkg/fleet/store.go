@@ -264,16 +264,11 @@ func readObjectDirect(ctx context.Context, nc *nats.Conn, str jetstream.Stream, 
 	for seq := uint64(1); int64(len(data)) < ref.Size; {
 		q := atSeq(seq, chunks)
 		q.leader = viaLeader
-		var m *jetstream.RawStreamMsg
-		var err error
-		if nc != nil && str.CachedInfo() != nil {
-			m, viaLeader, err = readMsgVia(ctx, nc, str.CachedInfo().Config.Name, q)
-		} else {
-			m, err = getMsg(ctx, nc, str, q)
-		}
+		m, leader, err := getMsgVia(ctx, nc, str, q)
 		if err != nil {
 			return nil, fmt.Errorf("%s: chunk at %d: %w", ref, seq, err)
 		}
+		viaLeader = leader
 		if int64(len(data)+len(m.Data)) > ref.Size {
 			return nil, fmt.Errorf("%s: holds more bytes than its reference says", ref)
 		}
