@@ -140,7 +140,7 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 		}
 		if w.Running() > 0 {
 			w.returnWaitingSpare()
-			w.armReturn(n, w.idleReturnAfter/5)
+			w.armReturn(n, w.lookEvery())
 			return
 		}
 		w.lookAt.Store(0)
@@ -155,10 +155,10 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 // returnSpare gives back what the Go runtime holds beyond what the worker
 // keeps (the live heap and the stacks) and beyond what the last give-back
 // could not free (partly used spans, the runtime's own structures), when
-// that is more than idleReturnOver and an eighth of what it keeps: a
-// give-back costs a collection, which marks all that is kept, so it is
-// worth it only for a share of that. With 10,000 missions waiting (about
-// 330 MB kept) it frees every 41 MB of garbage.
+// that is more than returnShare of what it keeps: a give-back costs a
+// collection, which marks all that is kept, so it is worth it only for a
+// share of that. With 10,000 missions waiting (about 330 MB kept) it
+// frees every 41 MB of garbage.
 func (w *Worker) returnSpare() {
 	held, kept := runtimeHeld(), runtimeKept()
 	left := w.returnLeft.Load()
@@ -166,12 +166,20 @@ func (w *Worker) returnSpare() {
 		return
 	}
 	w.giveBack()
-	w.noteReturn()
+	if held, kept = runtimeHeld(), runtimeKept(); held > kept {
+		w.returnLeft.Store(held - kept)
+	} else {
+		w.returnLeft.Store(0)
+	}
 }
 
 // returnShare is the least spare memory worth a give-back when the worker
 // keeps kept: idleReturnOver, or an eighth of kept.
 func returnShare(kept uint64) uint64 { return max(idleReturnOver, kept/8) }
+
+// lookEvery is how often the worker looks for spare memory to give back
+// while its missions run unchanged: a fifth of idleReturnAfter.
+func (w *Worker) lookEvery() time.Duration { return w.idleReturnAfter / 5 }
 
 // returnWaitingSpare is returnSpare for a look made while missions run
 // unchanged: it gives back only when they allocated less than half the
@@ -185,27 +193,10 @@ func returnShare(kept uint64) uint64 { return max(idleReturnOver, kept/8) }
 func (w *Worker) returnWaitingSpare() {
 	allocs, now := runtimeAllocs(), time.Now().UnixNano()
 	prevAllocs, prevAt := w.lookAllocs.Swap(allocs), w.lookAt.Swap(now)
-	held, kept := runtimeHeld(), runtimeKept()
-	left := w.returnLeft.Load()
-	share := returnShare(kept)
-	if held <= kept+left || held-kept-left <= share {
+	if prevAt == 0 || time.Duration(now-prevAt) > 2*w.lookEvery() || allocs-prevAllocs >= returnShare(runtimeKept())/2 {
 		return
 	}
-	if prevAt == 0 || time.Duration(now-prevAt) > 2*w.idleReturnAfter/5 || allocs-prevAllocs >= share/2 {
-		return
-	}
-	w.giveBack()
-	w.noteReturn()
-}
-
-// noteReturn notes what a give-back left the runtime holding beyond
-// what the worker keeps.
-func (w *Worker) noteReturn() {
-	if held, kept := runtimeHeld(), runtimeKept(); held > kept {
-		w.returnLeft.Store(held - kept)
-	} else {
-		w.returnLeft.Store(0)
-	}
+	w.returnSpare()
 }
 
 // runtimeAllocs is what the heap has allocated since the process
