@@ -211,21 +211,10 @@ func TestSingleMessageReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 func TestAnsweredSingleMessageReadsAskNoLeader(t *testing.T) {
 	ctx, js, st := testStores(t)
 	f := storeSingleReads(ctx, t, js, st)
-	asked := make(chan string, 64)
-	sub, err := js.Conn().Subscribe("$JS.API.STREAM.MSG.GET.>", func(m *nats.Msg) { asked <- m.Subject })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	if err := js.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
+	asked := leaderReads(t, js.Conn())
 	f.readAll(ctx, t, js, st)
-	if err := js.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for len(asked) > 0 {
-		if subj := <-asked; subj != "$JS.API.STREAM.MSG.GET."+messages.StreamJournal {
+	for _, subj := range asked() {
+		if subj != "$JS.API.STREAM.MSG.GET."+messages.StreamJournal {
 			t.Errorf("an answered direct get asked the leader too (%s)", subj)
 		}
 	}
