@@ -182,18 +182,28 @@ func returnShare(kept uint64) uint64 { return max(idleReturnOver, kept/8) }
 func (w *Worker) lookEvery() time.Duration { return w.idleReturnAfter / 5 }
 
 // returnWaitingSpare is returnSpare for a look made while missions run
-// unchanged: it gives back only when they allocated less than half the
-// share since the look before, one look interval ago. Missions that wait
-// (on models, tools, approvals) leave garbage slowly, and a give-back
-// lasts; missions that work (a long program building its data) make the
-// garbage again within a look, and a give-back every look would cost
-// them a forced collection and the memory's page faults each time for
-// nothing. A look with no recent one before it gives nothing back and
-// lets the next decide.
+// unchanged: it gives back only when they allocate less than half the
+// share a look interval, measured since the look before. Missions that
+// wait (on models, tools, approvals) leave garbage slowly, and a
+// give-back lasts; missions that work (a long program building its data)
+// make the garbage again within a look, and a give-back every look would
+// cost them a forced collection and the memory's page faults each time
+// for nothing. The rate is taken over the time the looks were actually
+// apart, so a look that comes late (a loaded machine, a look after
+// missions changed) still decides. The first look after the worker was
+// idle only takes the measure.
 func (w *Worker) returnWaitingSpare() {
-	allocs, now := runtimeAllocs(), time.Now().UnixNano()
+	read := w.allocated
+	if read == nil {
+		read = runtimeAllocs
+	}
+	allocs, now := read(), time.Now().UnixNano()
 	prevAllocs, prevAt := w.lookAllocs.Swap(allocs), w.lookAt.Swap(now)
-	if prevAt == 0 || time.Duration(now-prevAt) > 2*w.lookEvery() || allocs-prevAllocs >= returnShare(runtimeKept())/2 {
+	if prevAt == 0 || now <= prevAt {
+		return
+	}
+	perLook := float64(allocs-prevAllocs) * float64(w.lookEvery()) / float64(now-prevAt)
+	if perLook >= float64(returnShare(runtimeKept())/2) {
 		return
 	}
 	w.returnSpare()
