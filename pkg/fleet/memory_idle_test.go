@@ -248,7 +248,7 @@ func TestLateLookDecidesOnTheRate(t *testing.T) {
 			var given atomic.Int64
 			var allocs atomic.Uint64
 			w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: time.Second,
-				giveBack: func() { debug.FreeOSMemory(); given.Add(1) },
+				giveBack:  func() { debug.FreeOSMemory(); given.Add(1) },
 				allocated: func() uint64 { return allocs.Load() }}
 			growBurst(t)
 			share := float64(returnShare(runtimeKept()))
