@@ -158,19 +158,24 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 // that is more than returnShare of what it keeps: a give-back costs a
 // collection, which marks all that is kept, so it is worth it only for a
 // share of that. With 10,000 missions waiting (about 330 MB kept) it
-// frees every 41 MB of garbage.
+// frees every 41 MB of garbage. What the give-back could not free is the
+// spare after it less what was allocated since it began: memory the
+// missions took after its collection is theirs, not stuck, and counting
+// it would keep the next give-backs from freeing it once it is garbage.
 func (w *Worker) returnSpare() {
-	held, kept := runtimeHeld(), runtimeKept()
+	m := w.runtimeMemory()
 	left := w.returnLeft.Load()
-	if held <= kept+left || held-kept-left <= returnShare(kept) {
+	if m.held <= m.kept+left || m.held-m.kept-left <= returnShare(m.kept) {
 		return
 	}
 	w.giveBack()
-	if held, kept = runtimeHeld(), runtimeKept(); held > kept {
-		w.returnLeft.Store(held - kept)
-	} else {
-		w.returnLeft.Store(0)
+	after := w.runtimeMemory()
+	left = 0
+	if after.held > after.kept {
+		left = after.held - after.kept
 	}
+	left -= min(left, after.allocs-m.allocs)
+	w.returnLeft.Store(left)
 }
 
 // returnShare is the least spare memory worth a give-back when the worker
@@ -193,54 +198,59 @@ func (w *Worker) lookEvery() time.Duration { return w.idleReturnAfter / 5 }
 // missions changed) still decides. The first look after the worker was
 // idle only takes the measure.
 func (w *Worker) returnWaitingSpare() {
-	read := w.allocated
-	if read == nil {
-		read = runtimeAllocs
-	}
-	allocs, now := read(), time.Now().UnixNano()
-	prevAllocs, prevAt := w.lookAllocs.Swap(allocs), w.lookAt.Swap(now)
+	m, now := w.runtimeMemory(), time.Now().UnixNano()
+	prevAllocs, prevAt := w.lookAllocs.Swap(m.allocs), w.lookAt.Swap(now)
 	if prevAt == 0 || now <= prevAt {
 		return
 	}
-	perLook := float64(allocs-prevAllocs) * float64(w.lookEvery()) / float64(now-prevAt)
-	if perLook >= float64(returnShare(runtimeKept())/2) {
+	perLook := float64(m.allocs-prevAllocs) * float64(w.lookEvery()) / float64(now-prevAt)
+	if perLook >= float64(returnShare(m.kept)/2) {
 		return
 	}
 	w.returnSpare()
 }
 
-// runtimeAllocs is what the heap has allocated since the process
-// started.
-func runtimeAllocs() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
+// memReading is what the worker reads of the Go runtime's memory to
+// decide on a give-back.
+type memReading struct {
+	// held is the memory the runtime holds from the operating system
+	// and has not given back
+	held uint64
+	// kept is what it keeps after a collection: the heap the last one
+	// found live and the goroutine stacks
+	kept uint64
+	// allocs is what the heap has allocated since the process started
+	allocs uint64
 }
 
-// runtimeHeld is the memory the Go runtime holds from the operating
-// system and has not given back.
-func runtimeHeld() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
+// runtimeMemory reads the Go runtime's memory (w.readMemory, a test's, or
+// readRuntimeMemory).
+func (w *Worker) runtimeMemory() memReading {
+	if w.readMemory != nil {
+		return w.readMemory()
 	}
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
+	return readRuntimeMemory()
 }
 
-// runtimeKept is the memory the Go runtime keeps after a collection: the
-// heap the last one found live and the goroutine stacks.
-func runtimeKept() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
-	metrics.Read(s)
-	var kept uint64
-	for _, v := range s {
-		if v.Value.Kind() == metrics.KindUint64 {
-			kept += v.Value.Uint64()
+// readRuntimeMemory reads the Go runtime's memory in one metrics.Read.
+func readRuntimeMemory() memReading {
+	s := [...]metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/gc/heap/allocs:bytes"},
+	}
+	metrics.Read(s[:])
+	var v [len(s)]uint64
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
 		}
 	}
-	return kept
+	m := memReading{kept: v[2] + v[3], allocs: v[4]}
+	if v[0] > v[1] {
+		m.held = v[0] - v[1]
+	}
+	return m
 }

@@ -14,30 +14,45 @@ import (
 // model), and when it is idle. What the worker decides is counted through
 // its giveBack; the memory itself is measured only where it must go down,
 // since any other running worker of the test process gives back all of
-// the process's spare memory.
+// the process's spare memory. The Go runtime's background scavenger also
+// returns spare memory, slowly; on a loaded machine it may return a burst
+// before the worker's look, which then rightly finds nothing to give
+// back, so each phase grows a burst anew, up to five times, until a
+// give-back takes it. The decisions alone are tested on a set reading of
+// the memory below (fakeMemory).
 func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
-	grow := func() uint64 { return growBurst(t) }
 	var given atomic.Int64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 200 * time.Millisecond,
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 500 * time.Millisecond, stopped: make(chan struct{}),
 		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
-	// the memory goes back, in at least calls give-backs so far (while a
-	// mission waits the worker keeps looking, and a look during a burst
-	// gives back nothing of it: the next one does)
-	givenBack := func(what string, held uint64, calls int64) {
+	defer close(w.stopped)
+	// a burst after start goes back in a give-back: the calls-th so far,
+	// the runtime holding at least half the burst less than after it
+	givenBack := func(what string, calls int64, start func()) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for given.Load() < calls || runtimeHeld() > held-idleBurst/2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s kept the burst (%d give-backs): the runtime held %d, still %d", what, given.Load(), held, runtimeHeld())
+		for try := 1; ; try++ {
+			held := growBurst(t)
+			start()
+			deadline := time.Now().Add(5 * time.Second)
+			for given.Load() < calls && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
 			}
-			time.Sleep(20 * time.Millisecond)
+			if given.Load() >= calls {
+				if now := readRuntimeMemory().held; now > held-idleBurst/2 {
+					t.Fatalf("%s gave back, yet the runtime held %d after the burst, still %d", what, held, now)
+				}
+				return
+			}
+			if try == 5 {
+				m := readRuntimeMemory()
+				t.Fatalf("%s gave nothing back after five bursts (%d give-backs; the runtime holds %d, keeps %d; the last give-back left %d)", what, given.Load(), m.held, m.kept, w.returnLeft.Load())
+			}
 		}
 	}
 
 	// missions keep starting and ending (a change every 5 ms, for more
 	// than twice idleReturnAfter): nothing is given back
-	held := grow()
-	for range 100 {
+	growBurst(t)
+	for range 250 {
 		w.missionChanged()
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -45,17 +60,22 @@ func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
 		t.Fatalf("a worker whose missions kept changing gave memory back %d times", n)
 	}
 
-	// then a mission runs, waiting: the freed memory goes back (no burst
-	// again here: the timer the changes armed may fire while one grows)
+	// then a mission runs, waiting: the freed memory goes back
 	w.slots <- struct{}{}
-	w.missionChanged()
-	givenBack("a worker whose missions all wait", held, 1)
+	givenBack("a worker whose missions all wait", 1, w.missionChanged)
 
-	// the last mission ends: what it freed goes back
-	held = grow()
-	<-w.slots
-	w.missionChanged()
-	givenBack("an idle worker", held, 2)
+	// the last mission ends: what it freed goes back (a retry is another
+	// mission that starts and ends)
+	ended := false
+	givenBack("an idle worker", 2, func() {
+		if ended {
+			w.slots <- struct{}{}
+			w.missionChanged()
+		}
+		<-w.slots
+		w.missionChanged()
+		ended = true
+	})
 }
 
 // idleBurst is the memory growBurst allocates and frees.
@@ -71,28 +91,92 @@ func growBurst(t *testing.T) uint64 {
 	}
 	runtime.KeepAlive(b)
 	runtime.GC() // freed, but still held by the runtime
-	held := runtimeHeld()
+	held := readRuntimeMemory().held
 	if held < idleBurst/2 {
 		t.Fatalf("the runtime holds %d bytes after the burst; the test needs it to hold the burst", held)
 	}
 	return held
 }
 
+// fakeMemory is a worker's reading of the Go runtime's memory set by a
+// test: what the tests below decide on is the spare and the missions'
+// allocation rate, which the real runtime's background scavenger and a
+// loaded machine's scheduler would change under them.
+type fakeMemory struct {
+	held, kept, allocs atomic.Uint64
+	// perRead is added to allocs at each reading: the missions'
+	// allocation between looks
+	perRead atomic.Uint64
+	reads   atomic.Int64
+	given   atomic.Int64
+	// frees says a give-back frees the spare (else it frees nothing)
+	frees bool
+	// allocAfter is memory the missions allocate right after a
+	// give-back's collection, once (live, not yet counted as kept)
+	allocAfter atomic.Uint64
+}
+
+// newFakeMemory is a worker keeping 100 MiB and holding spare beyond it.
+func newFakeMemory(spare uint64, frees bool) *fakeMemory {
+	m := &fakeMemory{frees: frees}
+	m.kept.Store(100 << 20)
+	m.held.Store(100<<20 + spare)
+	return m
+}
+
+func (m *fakeMemory) read() memReading {
+	m.reads.Add(1)
+	return memReading{held: m.held.Load(), kept: m.kept.Load(), allocs: m.allocs.Add(m.perRead.Load())}
+}
+
+// giveBack counts a give-back and frees the spare when m frees.
+func (m *fakeMemory) giveBack() {
+	m.given.Add(1)
+	if m.frees {
+		m.held.Store(m.kept.Load())
+	}
+	a := m.allocAfter.Swap(0)
+	m.held.Add(a)
+	m.allocs.Add(a)
+}
+
+// pile makes spare memory pile up again.
+func (m *fakeMemory) pile(spare uint64) { m.held.Store(m.kept.Load() + spare) }
+
+// worker is a worker with m as its memory and one slot of two taken when
+// running; it stops when the test ends, so its timer gives nothing back
+// in the tests after it.
+func (m *fakeMemory) worker(t *testing.T, idleReturnAfter time.Duration, running bool) *Worker {
+	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: idleReturnAfter, stopped: make(chan struct{}),
+		giveBack: m.giveBack, readMemory: m.read}
+	if running {
+		w.slots <- struct{}{}
+	}
+	t.Cleanup(func() { close(w.stopped) })
+	return w
+}
+
+// waitFor waits up to 30 s (a loaded machine delays timers) for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+	}
+}
+
 // A stopped worker gives nothing back: the memory is the process's then,
 // and a timer armed before Stop does not free it on the worker's behalf.
 func TestStoppedWorkerGivesNothingBack(t *testing.T) {
-	var given atomic.Int64
+	m := newFakeMemory(200<<20, true)
 	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 100 * time.Millisecond, stopped: make(chan struct{}),
-		giveBack: func() { given.Add(1) }}
-	growBurst(t)
+		giveBack: m.giveBack, readMemory: m.read}
 	w.missionChanged()
 	close(w.stopped)
-	time.Sleep(5 * w.idleReturnAfter)
-	if n := given.Load(); n != 0 {
+	waitFor(t, "the timer stands down", func() bool { return !w.returnArmed.Load() })
+	if n := m.given.Load(); n != 0 {
 		t.Fatalf("a stopped worker gave memory back %d times", n)
-	}
-	if w.returnArmed.Load() {
-		t.Error("a stopped worker's timer is still armed")
 	}
 }
 
@@ -101,78 +185,62 @@ func TestStoppedWorkerGivesNothingBack(t *testing.T) {
 // keeps looking, and gives back again what piled up since the last time.
 // Once no mission is left it stops looking.
 func TestWaitingWorkerGivesBackWhatPilesUpAgain(t *testing.T) {
-	var given atomic.Int64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 100 * time.Millisecond,
-		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
-	waitGiven := func(calls int64) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); given.Load() < calls; {
-			if time.Now().After(deadline) {
-				t.Fatalf("given back %d times; want %d", given.Load(), calls)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	w.slots <- struct{}{} // a mission runs, waiting
-	growBurst(t)
+	m := newFakeMemory(200<<20, true)
+	w := m.worker(t, 100*time.Millisecond, true) // a mission runs, waiting
 	w.missionChanged()
-	waitGiven(1)
-	growBurst(t) // garbage piles up, no mission starts or ends
-	waitGiven(2)
+	waitFor(t, "the first give-back", func() bool { return m.given.Load() >= 1 })
+	m.pile(200 << 20) // garbage piles up, no mission starts or ends
+	waitFor(t, "the second give-back", func() bool { return m.given.Load() >= 2 })
 
 	<-w.slots // the mission ends
 	w.missionChanged()
-	for deadline := time.Now().Add(10 * time.Second); w.returnArmed.Load(); {
-		if time.Now().After(deadline) {
-			t.Fatal("an idle worker keeps looking for memory to give back")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "an idle worker stops looking", func() bool { return !w.returnArmed.Load() })
 }
 
-// Memory a give-back could not free (here: none, the give-back is only
-// counted) is not given back again at every look while missions wait:
-// each look would be a collection for nothing.
+// Memory a give-back could not free (here: none) is not given back again
+// at every look while missions wait: each look would be a collection for
+// nothing.
 func TestWaitingWorkerDoesNotRepeatAGiveBackThatFreedNothing(t *testing.T) {
-	var given atomic.Int64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 50 * time.Millisecond,
-		giveBack: func() { given.Add(1) }}
-	w.slots <- struct{}{}
-	defer func() { <-w.slots; w.missionChanged() }()
-	growBurst(t)
+	m := newFakeMemory(200<<20, false)
+	w := m.worker(t, 50*time.Millisecond, true)
 	w.missionChanged()
-	time.Sleep(10 * w.idleReturnAfter)
-	if n := given.Load(); n != 1 {
+	waitFor(t, "the first give-back", func() bool { return m.given.Load() >= 1 })
+	reads := m.reads.Load()
+	waitFor(t, "ten more looks", func() bool { return m.reads.Load() >= reads+10 })
+	if n := m.given.Load(); n != 1 {
 		t.Fatalf("gave back %d times what it could not free; want once", n)
 	}
 }
 
+// Memory the missions allocate right after a give-back's collection is
+// not what the give-back could not free: once it is garbage, a look gives
+// it back.
+func TestGiveBackDoesNotCountWhatWasAllocatedAfterIt(t *testing.T) {
+	m := newFakeMemory(200<<20, true)
+	m.allocAfter.Store(128 << 20)
+	w := m.worker(t, 100*time.Millisecond, true)
+	w.missionChanged()
+	waitFor(t, "the first give-back", func() bool { return m.given.Load() >= 1 })
+	// the 128 MiB allocated after it are garbage now: held is still
+	// kept+128 MiB
+	waitFor(t, "a give-back of what was allocated after the first", func() bool { return m.given.Load() >= 2 })
+}
+
 // While missions wait, the worker looks every fifth of idleReturnAfter,
 // not only once per idleReturnAfter: with 10,000 waiting their garbage
-// grows RSS by 40–50 MB in 5 s. The look after the burst sees it
-// allocated and passes; the one after gives back: two looks, 0.8 s here,
-// against 4 s were it to look once per idleReturnAfter.
+// grows RSS by 40–50 MB in 5 s. What piles up after a give-back goes back
+// at the next look, a fifth of idleReturnAfter later (here 0.8 s), where
+// looking once per idleReturnAfter would take 4 s.
 func TestWaitingWorkerLooksOften(t *testing.T) {
-	var given atomic.Int64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 2 * time.Second, stopped: make(chan struct{}),
-		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
-	w.slots <- struct{}{}
-	// stopped, its timer gives nothing back in the tests after this one
-	defer close(w.stopped)
-	growBurst(t)
+	m := newFakeMemory(200<<20, true)
+	w := m.worker(t, 4*time.Second, true)
 	w.missionChanged()
-	for deadline := time.Now().Add(10 * time.Second); given.Load() < 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing given back")
-		}
-	}
+	waitFor(t, "the first give-back", func() bool { return m.given.Load() >= 1 })
 	first := time.Now()
-	growBurst(t)
-	for given.Load() < 2 {
-		if d := time.Since(first); d > w.idleReturnAfter {
-			t.Fatalf("what piled up after a give-back was not given back in %s; want it within %s", d.Round(time.Millisecond), w.idleReturnAfter)
-		}
-		time.Sleep(10 * time.Millisecond)
+	m.pile(200 << 20)
+	waitFor(t, "the second give-back", func() bool { return m.given.Load() >= 2 })
+	if d := time.Since(first); d > 3*w.idleReturnAfter/4 {
+		t.Fatalf("what piled up after a give-back was not given back in %s; want it within %s", d.Round(time.Millisecond), 3*w.idleReturnAfter/4)
 	}
 	t.Logf("given back again %s after the first time", time.Since(first).Round(time.Millisecond))
 }
@@ -181,54 +249,22 @@ func TestWaitingWorkerLooksOften(t *testing.T) {
 // program building its data) gives nothing back while they do: what a
 // give-back would free is made again within a look, and each would cost
 // them a forced collection and the page faults of taking the memory
-// again. Once they only wait, it gives back. The spare is real (a
-// burst's); the missions' allocation is set through the worker's
-// reading of it, so that a test goroutine the scheduler holds back on a
-// loaded machine cannot pass for a mission that stopped allocating.
+// again. Once they only wait, it gives back.
 func TestWorkingWorkerGivesNothingBackWhileItAllocates(t *testing.T) {
-	var given, looks atomic.Int64
-	var working atomic.Bool
-	working.Store(true)
-	var allocs atomic.Uint64
-	w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: 500 * time.Millisecond, stopped: make(chan struct{}),
-		giveBack: func() { debug.FreeOSMemory(); given.Add(1) },
-		allocated: func() uint64 {
-			looks.Add(1)
-			if working.Load() {
-				// 1 GiB between two looks, far more than half the share
-				// worth a give-back (32 MiB at least)
-				return allocs.Add(1 << 30)
-			}
-			return allocs.Load()
-		}}
-	w.slots <- struct{}{} // a mission runs
-	// stopped, its timer gives nothing back in the tests after this one
-	defer close(w.stopped)
-	growBurst(t)
+	m := newFakeMemory(200<<20, true)
+	// 1 GiB between two looks, far more than half the share worth a
+	// give-back (32 MiB at least)
+	m.perRead.Store(1 << 30)
+	w := m.worker(t, 500*time.Millisecond, true) // a mission runs
 	w.missionChanged()
 	// the first look, then ten more
-	var spare uint64
-	for deadline := time.Now().Add(30 * time.Second); looks.Load() < 11; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d looks in 30 s; want 11", looks.Load())
-		}
-		if held, kept := runtimeHeld(), runtimeKept(); held > kept && held-kept > returnShare(kept) {
-			spare = held - kept
-		}
-	}
-	if spare == 0 {
-		t.Fatal("the spare never reached the share worth a give-back: the test shows nothing")
-	}
-	if n := given.Load(); n != 0 {
+	waitFor(t, "eleven looks", func() bool { return m.reads.Load() >= 11 })
+	if n := m.given.Load(); n != 0 {
 		t.Fatalf("gave back %d times while the mission allocated", n)
 	}
 	// the mission now only waits: the next looks give the spare back
-	working.Store(false)
-	for deadline := time.Now().Add(30 * time.Second); given.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing given back once the mission stopped allocating")
-		}
-	}
+	m.perRead.Store(0)
+	waitFor(t, "a give-back once the mission stopped allocating", func() bool { return m.given.Load() >= 1 })
 }
 
 // A look that comes late (a loaded machine delays timers, or the looks
@@ -245,19 +281,15 @@ func TestLateLookDecidesOnTheRate(t *testing.T) {
 		{"working", 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var given atomic.Int64
-			var allocs atomic.Uint64
-			w := &Worker{slots: make(chan struct{}, 2), idleReturnAfter: time.Second,
-				giveBack:  func() { debug.FreeOSMemory(); given.Add(1) },
-				allocated: func() uint64 { return allocs.Load() }}
-			growBurst(t)
-			share := float64(returnShare(runtimeKept()))
+			m := newFakeMemory(200<<20, true)
+			w := m.worker(t, time.Second, false)
+			share := float64(returnShare(m.kept.Load()))
 			const looks = 10
-			allocs.Store(1 << 40)
-			w.lookAllocs.Store(allocs.Load() - uint64(tc.perLook*share*looks))
+			m.allocs.Store(1 << 40)
+			w.lookAllocs.Store(m.allocs.Load() - uint64(tc.perLook*share*looks))
 			w.lookAt.Store(time.Now().Add(-looks * w.lookEvery()).UnixNano())
 			w.returnWaitingSpare()
-			if n := given.Load(); n != tc.wantGive {
+			if n := m.given.Load(); n != tc.wantGive {
 				t.Fatalf("gave back %d times; want %d", n, tc.wantGive)
 			}
 		})

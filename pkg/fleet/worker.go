@@ -272,9 +272,10 @@ type Worker struct {
 	// what the missions allocate between looks tells waiting from working
 	lookAllocs atomic.Uint64
 	lookAt     atomic.Int64
-	// allocated reads what the heap has allocated so far (nil:
-	// runtimeAllocs; tests set the missions' allocation rate with it)
-	allocated func() uint64
+	// readMemory reads the Go runtime's memory for the give-backs (nil:
+	// readRuntimeMemory; tests set the spare and the missions'
+	// allocation rate with it)
+	readMemory func() memReading
 	// idleReturnAfter is idleReturnAfter (tests shorten it)
 	idleReturnAfter time.Duration
 	// giveBack gives the process's spare memory back to the operating
