@@ -69,14 +69,18 @@ type runningMission struct {
 //
 // With an AsyncRunner, process returns once the run is under way, and the
 // mission is settled and ended (end) on the goroutine that ends its run.
+// The run's RunEnv stays in process's frame, not in missionRun: the runner
+// takes its own copy, so a mission waiting under an AsyncRunner keeps none
+// of it in the worker.
 func (w *Worker) process(msg jetstream.Msg) {
 	w.missionChanged()
 	p := &missionRun{w: w, msg: msg, ctx: context.Background()}
-	if !p.open() {
+	var env RunEnv
+	if !p.open(&env) {
 		p.end()
 		return
 	}
-	p.run()
+	p.run(&env)
 }
 
 // ran settles the mission with its run's result, then ends it.
@@ -108,7 +112,6 @@ type missionRun struct {
 	m        *messages.Mission
 	k        missionKey
 	log      zerolog.Logger
-	entry    *statusEntry
 	first    bool
 	em       *emitter
 	at       *attempt
@@ -117,7 +120,6 @@ type missionRun struct {
 	beats    *beats
 	journal  *Journal
 	box      *Toolbox
-	env      RunEnv
 	start    time.Time
 
 	// what close undoes, set as open and run take them
@@ -165,8 +167,9 @@ func (p *missionRun) close() {
 
 // open takes the mission of the message: it decodes it, claims its status,
 // takes its quota, starts its heartbeats and opens its journal. It reports
-// whether the mission is to run; when not, the message is settled.
-func (p *missionRun) open() bool {
+// whether the mission is to run, with env set for its run; when not, the
+// message is settled.
+func (p *missionRun) open(env *RunEnv) bool {
 	w, msg, ctx := p.w, p.msg, p.ctx
 	// The server's AckWait runs from the delivery, just before this; the
 	// first heartbeat comes AckWait/3 after it.
@@ -299,7 +302,7 @@ func (p *missionRun) open() bool {
 	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
 	box.owned = p.beats.owned
 	p.box = box
-	p.env = RunEnv{
+	*env = RunEnv{
 		owned:    p.beats.owned,
 		Journal:  p.journal,
 		Tools:    box,
@@ -312,19 +315,18 @@ func (p *missionRun) open() bool {
 		Tracer:   w.tracer,
 		Budget:   w.budgets.forMission(k.sub, em, &p.log),
 	}
-	p.entry = entry
 	return true
 }
 
 // run runs the mission once its tool names check out and the worker's
 // memory budget admits it, and settles it with the result (ran): when it
 // ends, with an AsyncRunner (start), which may be after run returns.
-func (p *missionRun) run() {
+func (p *missionRun) run(env *RunEnv) {
 	p.start = time.Now()
 	// A tool name no service offers while a close one is offered is a
 	// typo: the mission fails before it runs, naming the tool it probably
 	// means (a model would otherwise find the tool missing mid-run).
-	if err := p.env.Tools.CheckNames(p.runCtx); err != nil {
+	if err := env.Tools.CheckNames(p.runCtx); err != nil {
 		p.log.Warn().Err(err).Msg("mission refused: its tool list names tools no service offers")
 		p.ran(failStep(ReasonInvalid, "%v", err), nil)
 		return
@@ -332,23 +334,23 @@ func (p *missionRun) run() {
 	// the reservation is held until the result (which may hold the
 	// mission's tool results in its trace) is settled (close)
 	var err error
-	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, &p.env, &p.log); err != nil {
+	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, env, &p.log); err != nil {
 		p.releaseMemory = nil
 		p.ran(nil, err)
 		return
 	}
 	if r, ok := p.w.cfg.Runner.(AsyncRunner); ok {
 		p.w.stats.runs.Add(1)
-		p.startRun(r)
+		p.startRun(r, env)
 		return
 	}
-	p.ran(p.w.safeRun(p.runCtx, p.m, &p.env))
+	p.ran(p.w.safeRun(p.runCtx, p.m, env))
 }
 
 // startRun starts the mission's run with r, which settles it when it ends
 // (ran, once). A panic in Start before the run ended fails the mission as
 // safeRun fails a panicking Run; one after is not the run's and goes on.
-func (p *missionRun) startRun(r AsyncRunner) {
+func (p *missionRun) startRun(r AsyncRunner, env *RunEnv) {
 	var ended atomic.Bool
 	done := func(step *messages.Step, err error) {
 		if ended.CompareAndSwap(false, true) {
@@ -360,11 +362,11 @@ func (p *missionRun) startRun(r AsyncRunner) {
 			if ended.Load() {
 				panic(x)
 			}
-			p.env.Logger.Error().Interface("panic", x).Bytes("stack", debug.Stack()).Msg("runner panicked")
+			env.Logger.Error().Interface("panic", x).Bytes("stack", debug.Stack()).Msg("runner panicked")
 			done(failStep(ReasonRunnerPanic, "the runner crashed: %v", x), nil)
 		}
 	}()
-	r.Start(p.runCtx, p.m, p.env, done)
+	r.Start(p.runCtx, p.m, *env, done)
 }
 
 // settle settles the message with the run's result: it stores the
