@@ -68,9 +68,9 @@ func (r *Runner) Run(ctx context.Context, m *messages.Mission, env fleet.RunEnv)
 	if ar == nil {
 		return step, err
 	}
-	defer ar.cancel()
+	defer ar.end.cancel()
 	step, runErr := ar.agent.Run(ar.runCtx, ar.opts)
-	return ar.finish(step, runErr)
+	return ar.end.finish(step, runErr)
 }
 
 var _ fleet.AsyncRunner = (*Runner)(nil)
@@ -87,21 +87,31 @@ func (r *Runner) Start(ctx context.Context, m *messages.Mission, env fleet.RunEn
 		done(step, err)
 		return
 	}
+	// The run keeps its own copy of the options: while it waits on its
+	// model, the callback holds the run's end alone, not ar.
+	end := ar.end
 	ar.agent.RunAsync(ar.runCtx, ar.opts, func(step *messages.Step, runErr error) {
 		// as in Run: the result reads the mission context's cause before
 		// the context is released
-		step, err := ar.finish(step, runErr)
-		ar.cancel()
+		step, err := end.finish(step, runErr)
+		end.cancel()
 		done(step, err)
 	})
 }
 
 // agentRun is an agent mission ready to run (Runner.prepare).
 type agentRun struct {
-	agent   *agent.Agent
-	opts    agent.RunOptions
+	agent  *agent.Agent
+	opts   agent.RunOptions
+	runCtx context.Context // end.ctx, with the run's telemetry
+	end    runEnd
+}
+
+// runEnd is what an agent mission's result is made with once its run
+// ends (finish), and the release of its context: all a run waiting on its
+// model keeps of agentRun.
+type runEnd struct {
 	ctx     context.Context // the mission's context, its deadline included
-	runCtx  context.Context // ctx, with the run's telemetry
 	cancel  context.CancelFunc
 	journal *fleet.Journal
 }
@@ -155,7 +165,7 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 	}
 	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}
-	return &agentRun{agent: a, ctx: ctx, runCtx: tel.context(ctx), cancel: cancel, journal: env.Journal,
+	return &agentRun{agent: a, runCtx: tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
 		opts: agent.RunOptions{
 			LLM:              model,
 			Registry:         missionModels(models, env),
@@ -167,14 +177,14 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 
 // finish is the mission's result once its agent ran to step (nil when
 // runErr says why not).
-func (ar *agentRun) finish(step *messages.Step, runErr error) (*messages.Step, error) {
+func (e runEnd) finish(step *messages.Step, runErr error) (*messages.Step, error) {
 	if step != nil {
-		if u := unreplayedUsage(ar.journal); u != (messages.Usage{}) {
+		if u := unreplayedUsage(e.journal); u != (messages.Usage{}) {
 			step.Usage.Add(u)
 			step.Replayed = &messages.Replayed{Unused: &u}
 		}
 	}
-	if cause := context.Cause(ar.ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
+	if cause := context.Cause(e.ctx); cause != nil && errors.Is(cause, fleet.ErrWorkerShutdown) {
 		return nil, fmt.Errorf("%w: %w", fleet.ErrRetryable, cause)
 	}
 	if step != nil && step.Fail != nil && errors.Is(runErr, fleet.ErrRetryable) {

@@ -28,6 +28,6 @@ func TestRunTelemetrySharesTheMissionsSubAgents(t *testing.T) {
 		if _, ok := tel.subAgents["helper"]; ok != (len(subs) > 0) {
 			t.Errorf("with %d sub-agents the telemetry knows helper: %v", len(subs), ok)
 		}
-		ar.cancel()
+		ar.end.cancel()
 	}
 }
