@@ -165,14 +165,44 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 	}
 	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}
-	return &agentRun{agent: a, runCtx: tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
+	ar := &agentRun{agent: a, runCtx: tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
 		opts: agent.RunOptions{
 			LLM:              model,
-			Registry:         missionModels(models, env),
 			Context:          m.Context,
 			ContextSignature: m.ContextSignature,
 			Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
-		}}, nil, nil
+		}}
+	if inner := models[model]; model != "" && inner != nil && !namesModels(m.Agent) {
+		// Every agent of the mission calls the mission's model (none
+		// names one of its own, and sub-agents and llm-query take their
+		// caller's): the run gets that model alone, wrapped, without a
+		// copy of the registry it would keep while it waits on it.
+		ar.opts.Model = missionModel(model, inner, env)
+	} else {
+		ar.opts.Registry = missionModels(models, env)
+	}
+	return ar, nil, nil
+}
+
+// namesModels reports whether an agent of spec a's tree names a model of
+// its own (llm): its run looks that model up in the registry.
+func namesModels(a *messages.AgentSpec) bool {
+	var walk func(a *messages.AgentSpec, depth int) bool
+	walk = func(a *messages.AgentSpec, depth int) bool {
+		if a == nil {
+			return false
+		}
+		if a.LLM != "" || depth > messages.MaxSpecDepth {
+			return true
+		}
+		for _, s := range a.SubAgents {
+			if walk(s, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(a, 0)
 }
 
 // finish is the mission's result once its agent ran to step (nil when

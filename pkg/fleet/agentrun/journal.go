@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
@@ -68,27 +69,59 @@ func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 // was counted and charged by the attempt that got it. reg itself when
 // there is nothing to wrap.
 func missionModels(reg llm.Registry, env *fleet.RunEnv) llm.Registry {
-	metrics, tracer, budget, j := env.Metrics, env.Tracer, env.Budget, env.Journal
-	metered := metrics != nil || tracer != nil
-	if !metered && budget == nil && j == nil {
+	w, ok := missionWrap(env)
+	if !ok {
 		return reg
 	}
-	var owned func(context.Context) error
-	if j != nil {
-		owned = env.OwnedFunc()
+	return wrapModels(reg, w.wrap)
+}
+
+// missionModel is model m, named name, wrapped as missionModels wraps
+// each model of the registry: the model of a mission whose agents all
+// call one model, which then needs no registry of its own.
+func missionModel(name string, m llm.Model, env *fleet.RunEnv) llm.Model {
+	if w, ok := missionWrap(env); ok {
+		return w.wrap(name, m)
 	}
-	return wrapModels(reg, func(name string, m llm.Model) llm.Model {
-		if metered {
-			m = &meteredModel{name: name, inner: m, metrics: metrics, tracer: tracer}
-		}
-		if budget != nil {
-			m = llm.WithBudget(m, name, fleetBudget{budget})
-		}
-		if j != nil {
-			m = &journaledModel{name: name, inner: m, j: j, owned: owned}
-		}
-		return m
-	})
+	return m
+}
+
+// modelWrap wraps a mission's models (missionModels).
+type modelWrap struct {
+	metered bool
+	metrics *fleet.Metrics
+	tracer  trace.Tracer
+	budget  *fleet.MissionBudget
+	j       *fleet.Journal
+	owned   func(context.Context) error
+}
+
+// missionWrap returns what wraps the models of the mission of env; false
+// when there is nothing to wrap.
+func missionWrap(env *fleet.RunEnv) (modelWrap, bool) {
+	w := modelWrap{metrics: env.Metrics, tracer: env.Tracer, budget: env.Budget, j: env.Journal}
+	w.metered = w.metrics != nil || w.tracer != nil
+	if !w.metered && w.budget == nil && w.j == nil {
+		return modelWrap{}, false
+	}
+	if w.j != nil {
+		w.owned = env.OwnedFunc()
+	}
+	return w, true
+}
+
+// wrap wraps model m, named name.
+func (w *modelWrap) wrap(name string, m llm.Model) llm.Model {
+	if w.metered {
+		m = &meteredModel{name: name, inner: m, metrics: w.metrics, tracer: w.tracer}
+	}
+	if w.budget != nil {
+		m = llm.WithBudget(m, name, fleetBudget{w.budget})
+	}
+	if w.j != nil {
+		m = &journaledModel{name: name, inner: m, j: w.j, owned: w.owned}
+	}
+	return m
 }
 
 // wrapModels returns a copy of reg with each model m replaced by wrap(name,
