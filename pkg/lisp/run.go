@@ -453,20 +453,17 @@ type runState struct {
 }
 
 // reusable reports whether a run that ended with v and wrote no memory
-// left nothing that refers to its host or Thread: it called no tool, host
-// function or pmap branch (whose goroutines and contexts hold them) and
-// its value is a scalar (a collection or function could hold a lazy
-// sequence or a closure made during the run). Such a run's runState may
-// serve the next run.
+// left nothing that refers to its host or Thread. Its tool and host calls
+// returned before it did (they run on the run's goroutine) and were
+// handed their own context (the tool context, which the run cancels) and
+// arguments converted to Go data, so what they keep refers to neither;
+// pmap and pcalls branches are child Threads sharing the host, so a run
+// that started any is not reused. Its value must be self-contained
+// (core.SelfContained: scalars, keywords, small maps and vectors of
+// them): a lazy sequence or a closure made during the run could hold its
+// frames or Thread. Such a run's runState may serve the next run.
 func reusable(th *core.Thread, v core.Value) bool {
-	if th.StartedCalls() {
-		return false
-	}
-	switch v.(type) {
-	case nil, bool, int64, float64, string, *core.Keyword:
-		return true
-	}
-	return false
+	return !th.StartedBranches() && core.SelfContained(th, v)
 }
 
 // run is Run timed from start, a core.Clock reading (Exec's, before its
@@ -682,6 +679,9 @@ func (p *Program) run(ctx context.Context, opts *Options, start time.Duration, r
 		// and a map res holds, not parts of the runState
 		if keep {
 			reused = true
+			if th.ToolCancel != nil {
+				th.ToolCancel() // as the deferred call would
+			}
 			core.Recycle(th, h)
 			p.states.Put(rs)
 		} else {

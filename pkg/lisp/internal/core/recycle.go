@@ -1,5 +1,7 @@
 package core
 
+import "unsafe"
+
 // Recycling a finished run's Thread and Host for the next run of the same
 // program. Assigning zero structs would do, but while the collector marks
 // (on a small heap, about half of the time) each pointer slot such an
@@ -34,7 +36,7 @@ func (th *Thread) recycle() {
 	th.Deadline, th.TimeoutMs, th.Steps, th.NextCheck, th.MaxSteps = 0, 0, 0, 0, 0
 	th.Alloc, th.floor, th.MaxMem = 0, 0, 0
 	th.Depth, th.MaxDepth, th.loops, th.MaxLoops, th.Sp = 0, 0, 0, 0, 0
-	th.CallPos, th.child, th.calls = Pos{}, false, false
+	th.CallPos, th.child, th.calls, th.branched = Pos{}, false, false, false
 
 	if len(th.stack) > maxKeptStack {
 		th.stack = nil
@@ -123,4 +125,65 @@ func (h *Host) recycle() {
 		h.Meter = nil
 	}
 	h.OwnMeter, h.MeterLimit = false, 0
+}
+
+// maxCheckedValues bounds the values SelfContained looks at: a larger
+// result is taken as not self-contained (its run's state is not reused).
+const maxCheckedValues = 64
+
+// SelfContained reports whether v, the value a run of th ended with, is
+// made only of scalars, keywords, and array maps and vectors of them
+// (at most maxCheckedValues values in all), none of whose slices lies in
+// th's value stack. Such a value refers to nothing of the run's Thread or
+// Host: a lazy sequence or a closure may hold the run's frames or
+// Thread, a view or a trie map is not looked into, and any other kind is
+// taken as one that may.
+func SelfContained(th *Thread, v Value) bool {
+	budget := maxCheckedValues
+	return th.selfContained(v, &budget)
+}
+
+func (th *Thread) selfContained(v Value, budget *int) bool {
+	*budget--
+	if *budget < 0 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string, *Keyword:
+		return true
+	case *Map:
+		if x.Src != nil || x.Root != nil || x.Edit != nil || x.Ord || x.Shape == nil ||
+			x.Cache.Load() != nil || len(x.Vals) < len(x.Shape.Keys) || th.onStack(x.Vals) || th.onStack(x.Shape.Keys) {
+			return false
+		}
+		for i, k := range x.Shape.Keys {
+			if !th.selfContained(k, budget) || !th.selfContained(x.Vals[i], budget) {
+				return false
+			}
+		}
+		return true
+	case *Vector:
+		if x.src != nil || th.onStack(x.Slots) {
+			return false
+		}
+		for _, it := range x.Slots {
+			if !th.selfContained(it, budget) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// onStack reports whether s shares its backing array with th's value
+// stack.
+func (th *Thread) onStack(s []Value) bool {
+	if cap(s) == 0 || cap(th.stack) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(th.stack)))
+	hi := lo + uintptr(cap(th.stack))*unsafe.Sizeof(Value(nil))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	return p >= lo && p < hi
 }

@@ -41,6 +41,7 @@ func (th *Thread) RunBranches(name string, n int, branch func(child *Thread, i i
 	if n == 0 {
 		return out
 	}
+	th.branched = true
 	ctx, cancel := context.WithCancel(th.DeadlineCtx())
 	defer cancel()
 	sem := make(chan struct{}, maxParallel())

@@ -79,6 +79,9 @@ type Thread struct {
 	// calls is set by DeadlineCtx: the run called a tool or host function
 	// or started pmap branches
 	calls bool
+	// branched is set by RunBranches: the run started pmap or pcalls
+	// branches, child Threads sharing its Host
+	branched bool
 	// boxer boxes arithmetic results (opt_numbox.go).
 	boxer
 	// shapes interns the shapes of the wide maps AssocRecord builds and
@@ -230,6 +233,10 @@ func (th *Thread) DeadlineCtx() context.Context {
 // (DeadlineCtx): it called a tool or host function or started pmap
 // branches, which may hold the Thread or its host beyond the call.
 func (th *Thread) StartedCalls() bool { return th.calls }
+
+// StartedBranches reports whether the run started pmap or pcalls
+// branches (RunBranches), whose Threads share its Host.
+func (th *Thread) StartedBranches() bool { return th.branched }
 
 // Context returns the run's context (pass it to anything that blocks).
 func (th *Thread) Context() context.Context { return th.Ctx }
