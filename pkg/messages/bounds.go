@@ -35,6 +35,14 @@ const (
 // decoder of this package is protected. It runs in O(len(data)) and
 // allocates only for data nesting deeper than checkBoundsStack levels.
 func CheckBounds(data []byte) error {
+	_, err := CheckBoundsMaps(data)
+	return err
+}
+
+// CheckBoundsMaps is CheckBounds that also counts the maps data holds,
+// nested ones and empty ones included, so that a decoder can size what it
+// makes for them before it decodes.
+func CheckBoundsMaps(data []byte) (maps int, err error) {
 	// open[i] counts the values still to read in the i-th open container;
 	// the outermost level is the one top-level value. It starts in a small
 	// array on the stack (one sized for MaxNesting would make every new
@@ -52,13 +60,13 @@ func CheckBounds(data []byte) error {
 			continue
 		}
 		if pos >= len(data) {
-			return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
+			return 0, fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 		}
 		open[top]--
 		pending--
 		values++
 		if int64(values) > maxValues {
-			return fmt.Errorf("messages: msgpack holds more than %d values (at byte %d)", maxValues, pos)
+			return 0, fmt.Errorf("messages: msgpack holds more than %d values (at byte %d)", maxValues, pos)
 		}
 		c := data[pos]
 		pos++
@@ -70,6 +78,7 @@ func CheckBounds(data []byte) error {
 		case c <= 0x7f || c >= 0xe0, c == 0xc0, c == 0xc2, c == 0xc3:
 		case c >= 0x80 && c <= 0x8f:
 			items, container = 2*int(c&0x0f), true
+			maps++
 		case c >= 0x90 && c <= 0x9f:
 			items, container = int(c&0x0f), true
 		case c >= 0xa0 && c <= 0xbf:
@@ -102,25 +111,26 @@ func CheckBounds(data []byte) error {
 			skip = 1 + 1<<(c-0xd4)
 		case c == 0xdc, c == 0xde:
 			if rest < 2 {
-				return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
+				return 0, fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 			}
 			items, container = int(binary.BigEndian.Uint16(data[pos:])), true
 			pos += 2
 		case c == 0xdd, c == 0xdf:
 			if rest < 4 {
-				return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
+				return 0, fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 			}
 			items, container = int(binary.BigEndian.Uint32(data[pos:])), true
 			pos += 4
 		default:
-			return fmt.Errorf("messages: msgpack invalid code 0x%02x at byte %d", c, pos-1)
+			return 0, fmt.Errorf("messages: msgpack invalid code 0x%02x at byte %d", c, pos-1)
 		}
 		if c == 0xde || c == 0xdf {
 			items *= 2
+			maps++
 		}
 		if lenBytes > 0 {
 			if rest < lenBytes {
-				return fmt.Errorf("messages: msgpack truncated at byte %d", pos)
+				return 0, fmt.Errorf("messages: msgpack truncated at byte %d", pos)
 			}
 			var n int
 			switch lenBytes {
@@ -135,7 +145,7 @@ func CheckBounds(data []byte) error {
 			skip += n
 		}
 		if skip > len(data)-pos {
-			return fmt.Errorf("messages: msgpack length %d at byte %d exceeds the %d bytes left", skip, pos, len(data)-pos)
+			return 0, fmt.Errorf("messages: msgpack length %d at byte %d exceeds the %d bytes left", skip, pos, len(data)-pos)
 		}
 		pos += skip
 		if !container {
@@ -144,13 +154,13 @@ func CheckBounds(data []byte) error {
 		// Every announced value takes at least one byte, and so does every
 		// value still pending in the containers already open.
 		if items > len(data)-pos || pending+items > len(data)-pos {
-			return fmt.Errorf("messages: msgpack container of %d values at byte %d exceeds the %d bytes left", items, pos, len(data)-pos)
+			return 0, fmt.Errorf("messages: msgpack container of %d values at byte %d exceeds the %d bytes left", items, pos, len(data)-pos)
 		}
 		if items == 0 {
 			continue
 		}
 		if len(open) > MaxNesting {
-			return fmt.Errorf("messages: msgpack nested deeper than %d levels at byte %d", MaxNesting, pos)
+			return 0, fmt.Errorf("messages: msgpack nested deeper than %d levels at byte %d", MaxNesting, pos)
 		}
 		if len(open) == cap(open) {
 			// Deeper than the array: one slice for every level allowed.
@@ -159,7 +169,7 @@ func CheckBounds(data []byte) error {
 		open = append(open, items)
 		pending += items
 	}
-	return nil
+	return maps, nil
 }
 
 // checkBoundsStack is how many nesting levels CheckBounds tracks without

@@ -3,10 +3,13 @@ package messages
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestCheckBounds(t *testing.T) {
@@ -271,5 +274,50 @@ func BenchmarkCheckBoundsFreshGoroutine(b *testing.B) {
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCheckBoundsMapsCounts: CheckBoundsMaps counts every map of the
+// data, nested in maps and arrays, empty or not, of each map encoding,
+// and nothing else.
+func TestCheckBoundsMapsCounts(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{
+		{int64(1), 0},
+		{"s", 0},
+		{[]any{int64(1), "a"}, 0},
+		{map[string]any{}, 1},
+		{map[string]any{"a": int64(1), "b": "x"}, 1},
+		{map[string]any{"a": map[string]any{"b": map[string]any{}}, "c": []any{map[string]any{"d": 1.5}}}, 4},
+		{[]any{map[string]any{"a": true}, map[string]any{"a": false}, nil}, 2},
+	} {
+		data, err := msgpack.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := CheckBoundsMaps(data); err != nil || n != c.want {
+			t.Errorf("%v: %d maps, %v; want %d", c.v, n, err, c.want)
+		}
+	}
+	// map16 (0xde) and map32 (0xdf) headers count as fixmaps do
+	wide := map[string]any{}
+	for i := range 20 {
+		wide[fmt.Sprint("k", i)] = int64(i)
+	}
+	data, err := msgpack.Marshal([]any{wide, wide})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := CheckBoundsMaps(data); err != nil || n != 2 {
+		t.Errorf("two map16: %d maps, %v", n, err)
+	}
+	map32 := []byte{0xdf, 0, 0, 0, 1, 0xa1, 'k', 0x80}
+	if n, err := CheckBoundsMaps(map32); err != nil || n != 2 {
+		t.Errorf("a map32 holding an empty fixmap: %d maps, %v", n, err)
+	}
+	if n, err := CheckBoundsMaps([]byte{0x81, 0xa1}); err == nil || n != 0 {
+		t.Errorf("truncated: %d maps, %v", n, err)
 	}
 }

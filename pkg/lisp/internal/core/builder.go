@@ -241,7 +241,12 @@ func (c *ShapeCache) small() *smallMapAlloc {
 		return &smallMapAlloc{}
 	}
 	if len(c.smalls) == 0 {
-		c.nSmalls = min(max(2*c.nSmalls, slabFirst), slabLastMaps)
+		if c.nSmalls == 0 && c.maxSmalls > 0 {
+			// a decode of a map or two (a record) takes a slab of its size
+			c.nSmalls = min(c.maxSmalls, slabFirst)
+		} else {
+			c.nSmalls = min(max(2*c.nSmalls, slabFirst), slabLastMaps)
+		}
 		c.smalls = make([]smallMapAlloc, c.nSmalls)
 	}
 	a := &c.smalls[0]

@@ -267,6 +267,10 @@ type ShapeCache struct {
 	heads                  []Map
 	vals                   []Value
 	nSmalls, nHeads, nVals int
+	// maxSmalls, when not 0, is how many small maps the conversion may
+	// make at most (the maps of a decoded message): a first slab of small
+	// maps is made no larger
+	maxSmalls int
 	// made is the charge of the shapes made since madeBytes last took it
 	// (shapeBytes): a decoder charges them with its values
 	made int64

@@ -191,13 +191,14 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 		mr.d.Reset(nil)
 		msgpackReaders.Put(mr)
 	}()
-	if err := messages.CheckBounds(data); err != nil {
+	maps, err := messages.CheckBoundsMaps(data)
+	if err != nil {
 		return nil, err
 	}
 	r := &mr.r
 	r.Reset(data)
 	mr.d.Reset(r) // clears every setting
-	w := wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{}}, ch: c}
+	w := wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{maxSmalls: maps}}, ch: c}
 	w.d.UseLooseInterfaceDecoding(true)
 	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.Intern = true

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -46,3 +47,47 @@ func TestDecodeMsgpackAllocations(t *testing.T) {
 // the shape cache's key buffer and note of the keys' arrival order grown
 // key by key, 58 with the latter alone.
 const decodeRecordAllocs = 50
+
+// TestDecodeMsgpackRecordBytes: a decode of one record (one map) lays its
+// map out in a slab of one small map, not of the first slab's four: the
+// decode knows how many maps the message holds from its bounds check.
+func TestDecodeMsgpackRecordBytes(t *testing.T) {
+	rec := map[string]any{"id": int64(1), "name": "Ada Lovelace", "email": "ada@example.com",
+		"region": "eu", "tier": "gold", "_phone": "+44 20 7946 0000"}
+	one, err := messages.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := messages.Marshal([]any{rec, rec, rec, rec, rec, rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perDecode := func(data []byte) uint64 {
+		const runs = 500
+		if _, err := DecodeMsgpack(data); err != nil { // the kept decoder, made
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			if _, err := DecodeMsgpack(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / runs
+	}
+	b1, b6 := perDecode(one), perDecode(many)
+	t.Logf("%d bytes decoding a record, %d six", b1, b6)
+	if max := uint64(decodeRecordBytes + raceAllocSlack*64); b1 > max {
+		t.Errorf("%d bytes decoding a record, want at most %d", b1, max)
+	}
+	if b6 <= b1 {
+		t.Errorf("%d bytes decoding six records against %d for one", b6, b1)
+	}
+}
+
+// decodeRecordBytes bounds the bytes of decoding
+// TestDecodeMsgpackRecordBytes' record: 3,160 with a first slab of four
+// small maps (896 bytes) for its one map, 2,472 with a slab of one.
+const decodeRecordBytes = 2600
