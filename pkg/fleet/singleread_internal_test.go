@@ -86,12 +86,14 @@ func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream,
 	return f
 }
 
-// readAll makes every single-message read of f, each within 4 s (a
-// direct get waits at most directPatience of them), and checks what each
-// returns.
+// readAll makes every single-message read of f, each within 10 s (a
+// direct get waits at most directPatience of them; a large result's read
+// waits for the silent replica twice, then reads its chunks from the
+// leader, which under -race on a loaded machine takes seconds), and
+// checks what each returns.
 func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstream.JetStream, st *Stores) {
 	t.Helper()
-	read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 4*time.Second) }
+	read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 10*time.Second) }
 
 	// the mission's events, one by one by number, and the last one's
 	rctx, cancel := read()
