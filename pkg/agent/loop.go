@@ -194,9 +194,9 @@ type turns interface {
 	end()
 }
 
-func (l *turnLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *turnLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, l.policy }
 func (l *turnLoop) last() int                               { return l.limitT }
-func (l *textLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, &l.policy }
+func (l *textLoop) model() (*llm.Request, *llm.RetryPolicy) { return &l.req, l.policy }
 func (l *textLoop) last() int                               { return l.maxT }
 func (l *textLoop) end()                                    {}
 
@@ -255,7 +255,7 @@ type turnLoop struct {
 
 	single    bool
 	lim       PromptLimit
-	policy    llm.RetryPolicy
+	policy    *llm.RetryPolicy // the agent's (retryPolicyOf)
 	llmOpts   map[string]any
 	sec       *secrets
 	mission   string // the mission as the model reads it
@@ -287,7 +287,7 @@ type turnLoop struct {
 func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *runInput, opts *RunOptions, st *messages.Step) (*turnLoop, *messages.Step, error) {
 	t := rs.tree
 	l := &turnLoop{a: a, ctx: ctx, missionCtx: missionCtx, rs: rs, st: st, t: t,
-		single: a.singleTurn(), lim: a.promptLimit(), policy: a.retryPolicy(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
+		single: a.singleTurn(), lim: a.promptLimit(), policy: a.retryPolicyOf(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
 	sec := l.sec
 	sec.collect(in.data, false)
 	// the mission as the model reads it (also Request.Prompt, for custom
@@ -813,6 +813,20 @@ func (a *Agent) retryPolicy() llm.RetryPolicy {
 		return *a.spec.LLMRetry
 	}
 	return llm.RetryPolicy{}
+}
+
+// noRetryPolicy is the policy of an agent whose spec sets none (the
+// defaults); it is only read.
+var noRetryPolicy llm.RetryPolicy
+
+// retryPolicyOf is the agent's retry policy, which its turn loops point
+// to rather than copy (96 bytes a run waiting on its model): the agent's
+// own copy of its spec's (New), or the defaults.
+func (a *Agent) retryPolicyOf() *llm.RetryPolicy {
+	if a.spec.LLMRetry != nil {
+		return a.spec.LLMRetry
+	}
+	return &noRetryPolicy
 }
 
 // llmOpts merges run-time llm_opts over the spec's (the spec's map is not

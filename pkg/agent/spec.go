@@ -292,6 +292,11 @@ func New(spec Spec) (*Agent, error) {
 		if err := spec.LLMRetry.Validate(); err != nil {
 			return nil, specErr("llm_retry", err.Error(), err)
 		}
+		// the agent's own copy, which its runs point to: the caller's
+		// policy may change after New
+		r := *spec.LLMRetry
+		r.Retryable = slices.Clone(r.Retryable)
+		spec.LLMRetry = &r
 	}
 	if p := spec.SystemPrompt.LanguageSpec; p != "" && !strings.ContainsAny(p, " \n") {
 		if _, ok := languagePreset(p); !ok {

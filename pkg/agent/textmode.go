@@ -225,7 +225,7 @@ type textLoop struct {
 
 	v       textVariant
 	maxT    int
-	policy  llm.RetryPolicy
+	policy  *llm.RetryPolicy // the agent's (retryPolicyOf)
 	llmOpts map[string]any
 	sec     *secrets
 	prompt  string // the rendered prompt, the run's first user message
@@ -251,7 +251,7 @@ func (a *Agent) newTextLoop(ctx, missionCtx context.Context, rs *runState, in *r
 	}
 	t := rs.tree
 	l := &textLoop{a: a, ctx: ctx, missionCtx: missionCtx, rs: rs, st: st, t: t,
-		v: a.textVariant(), maxT: a.maxTurns(), policy: a.retryPolicy(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
+		v: a.textVariant(), maxT: a.maxTurns(), policy: a.retryPolicyOf(), llmOpts: a.llmOpts(opts.LLMOpts), sec: t.secrets}
 	l.prompt, err = textPrompt(tm, in, l.sec)
 	if err != nil {
 		step, err := failStep(st, &messages.Fail{Reason: ReasonPromptTooLarge, Message: err.Error()})
