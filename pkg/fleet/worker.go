@@ -268,8 +268,9 @@ type Worker struct {
 	// beyond what the worker kept: memory a give-back cannot free
 	returnLeft atomic.Uint64
 	// lookAllocs and lookAt are the heap's allocations so far and the
-	// time at the last look made while missions ran (0: none recent):
-	// what the missions allocate between looks tells waiting from working
+	// time at the last look made while missions ran (0: none since the
+	// worker was last idle): the missions' allocation rate between looks
+	// tells waiting from working
 	lookAllocs atomic.Uint64
 	lookAt     atomic.Int64
 	// readMemory reads the Go runtime's memory for the give-backs (nil:
