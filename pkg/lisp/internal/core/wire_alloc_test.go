@@ -79,8 +79,8 @@ func TestDecodeMsgpackRecordBytes(t *testing.T) {
 	}
 	b1, b6 := perDecode(one), perDecode(many)
 	t.Logf("%d bytes decoding a record, %d six", b1, b6)
-	if max := uint64(decodeRecordBytes + raceAllocSlack*64); b1 > max {
-		t.Errorf("%d bytes decoding a record, want at most %d", b1, max)
+	if limit := uint64(decodeRecordBytes + raceAllocSlack*64); b1 > limit {
+		t.Errorf("%d bytes decoding a record, want at most %d", b1, limit)
 	}
 	if b6 <= b1 {
 		t.Errorf("%d bytes decoding six records against %d for one", b6, b1)
