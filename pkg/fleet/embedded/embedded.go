@@ -112,8 +112,14 @@ func (s *Server) Dir() string { return s.dir }
 
 // Conn opens a client connection through an in-process pipe (no TCP).
 // The caller closes it.
+//
+// Its writes have no deadline (nats.FlusherTimeout 0; an option given
+// here sets one): the pipe's reader is the server's read loop in this
+// process, which a deadline cannot unstick, and on a pipe each deadline
+// set is a timer allocated, two for every write of the connection's
+// flusher.
 func (s *Server) Conn(opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("ptc-embedded-client")}, opts...)
+	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("ptc-embedded-client"), nats.FlusherTimeout(0)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -89,4 +90,37 @@ func ExampleConnect() {
 	defer closeAll()
 	fmt.Println(nc.IsConnected())
 	// Output: true
+}
+
+// An in-process connection's writes set no deadline: on a pipe each one
+// is a timer allocated. The allocations of a publish and its flush round
+// trip, with the default and with a write deadline asked for, differ by
+// those timers (the server's own writes are the same in both).
+func TestInProcessWritesSetNoDeadline(t *testing.T) {
+	s, err := Start(Options{NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	allocs := func(opts ...nats.Option) float64 {
+		nc, err := s.Conn(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		payload := []byte("x")
+		return testing.AllocsPerRun(500, func() {
+			if err := nc.Publish("nowhere", payload); err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	without, with := allocs(), allocs(nats.FlusherTimeout(time.Minute))
+	t.Logf("allocations of a publish and flush: %.1f without a write deadline, %.1f with one", without, with)
+	if without > with-1 {
+		t.Errorf("%.1f allocations a flush round trip by default, %.1f with a write deadline: the default sets one", without, with)
+	}
 }
