@@ -23,21 +23,54 @@ import (
 // stored or duplicate message are read without encoding/json (publishAck):
 // a mission makes several such publishes.
 func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (*jetstream.PubAck, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, publishWait)
-		defer cancel()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(publishWait)
 	}
-	resp, err := nc.RequestMsgWithContext(ctx, m)
+	return publishAckedBy(ctx, nc, m, deadline)
+}
+
+// publishAckedBy is publishAcked waiting until deadline at the latest
+// (ctx's own deadline, when earlier, still holds). A ctx that can never
+// be done (no Done channel: context.Background and what only carries
+// values on it) makes no context for the deadline: its requests wait on
+// nats.go's pooled timers instead, and a deadline that passes is
+// context.DeadlineExceeded as the context's would be. The worker's
+// writes of a mission's status and result go this way.
+func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline time.Time) (*jetstream.PubAck, error) {
+	var request func() (*nats.Msg, error)
+	var wait <-chan struct{} // ends a retry's wait early; nil: the retry waits at most until deadline
+	if ctx.Done() == nil {
+		request = func() (*nats.Msg, error) {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			resp, err := nc.RequestMsg(m, left)
+			if errors.Is(err, nats.ErrTimeout) {
+				err = context.DeadlineExceeded
+			}
+			return resp, err
+		}
+	} else {
+		if d, ok := ctx.Deadline(); !ok || d.After(deadline) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
+		wait = ctx.Done()
+		request = func() (*nats.Msg, error) { return nc.RequestMsgWithContext(ctx, m) }
+	}
+	resp, err := request()
 	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < jetstream.DefaultPubRetryAttempts; r++ {
 		// a stream electing its leader answers no one for a moment
-		t := time.NewTimer(jetstream.DefaultPubRetryWait)
+		t := time.NewTimer(min(jetstream.DefaultPubRetryWait, max(time.Until(deadline), 0)))
 		select {
-		case <-ctx.Done():
+		case <-wait:
 		case <-t.C:
 		}
 		t.Stop()
-		resp, err = nc.RequestMsgWithContext(ctx, m)
+		resp, err = request()
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, jetstream.ErrNoStreamResponse

@@ -213,3 +213,60 @@ func TestCasStatusAtARevision(t *testing.T) {
 		t.Fatalf("refused as %q, Update refuses as %q", err, uerr)
 	}
 }
+
+// A publish whose context can never be done waits on nats.go's pooled
+// timers, not on a context of its own: fewer allocations than the same
+// publish under a context that can be cancelled, and a deadline that
+// passes unanswered is context.DeadlineExceeded, as under a context.
+func TestPublishAckedWithoutDone(t *testing.T) {
+	nc := embeddedConn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ACKS", Subjects: []string{"acks.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: "acks.a", Data: []byte("x")}
+	background := context.WithValue(context.Background(), attemptKey{}, (*attempt)(nil))
+	cancellable, stop := context.WithCancel(context.Background())
+	defer stop()
+	if ack, err := publishAcked(background, nc, msg); err != nil || ack.Stream != "ACKS" {
+		t.Fatalf("stored: %+v, %v", ack, err)
+	}
+	if _, err := publishAcked(background, nc, &nats.Msg{Subject: "nostream.a"}); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("no stream: %v", err)
+	}
+	// a responder that never answers
+	sub, err := nc.SubscribeSync("silent.a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	start := time.Now()
+	if _, err := publishAckedBy(background, nc, &nats.Msg{Subject: "silent.a"}, start.Add(50*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("unanswered: %v, want %v", err, context.DeadlineExceeded)
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Fatalf("unanswered: returned after %v, before its deadline", waited)
+	}
+	if _, err := publishAckedBy(background, nc, msg, start); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past its deadline: %v, want %v", err, context.DeadlineExceeded)
+	}
+
+	publish := func(ctx context.Context) func() {
+		return func() {
+			if _, err := publishAcked(ctx, nc, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	without := testing.AllocsPerRun(100, publish(background))
+	with := testing.AllocsPerRun(100, publish(cancellable))
+	t.Logf("%.0f allocations a publish under a context never done, %.0f under one that can be", without, with)
+	if without > with-3 {
+		t.Errorf("%.0f allocations a publish under a context never done, %.0f under one that can be: want at least 3 fewer", without, with)
+	}
+}

@@ -87,10 +87,8 @@ const maxInlineRecord = maxOneChunk
 // publishRecord stores the encoded record data of mission k on its
 // RecordSubject, acknowledged, and returns its reference.
 func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, data []byte) (*messages.ObjectRef, error) {
-	ctx, cancel := context.WithTimeout(ctx, recordWriteWait)
-	defer cancel()
 	subject := messages.RecordSubject(k.sub, k.id)
-	if _, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}); err != nil {
+	if _, err := publishAckedBy(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
 		return nil, err
 	}
 	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}, nil
