@@ -135,8 +135,9 @@ func (e *RunEnv) OwnedFunc() func(context.Context) error {
 // ownedOutsideWorker is Owned outside a worker: every request may go.
 func ownedOutsideWorker(context.Context) error { return nil }
 
-// Emitter publishes progress events; Emit does not block on the network and
-// is safe for concurrent use.
+// Emitter publishes progress events; Emit does not block on the network,
+// is safe for concurrent use and keeps no reference to ev after it returns
+// (what ev's fields refer to it may keep): a caller may reuse the Event.
 type Emitter interface {
 	Emit(ev *messages.Event)
 }

@@ -18,6 +18,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/agent"
@@ -353,8 +354,9 @@ type observer struct {
 func (o observer) Observe(_ context.Context, e agent.Event) {
 	o.turns.observe(e)
 	o.tel.observe(e)
-	// ev stays on the stack: only an event reported is copied to the heap
-	// (most of the agent's events are not).
+	// ev stays on the stack: an event not reported (most of the agent's
+	// events) costs no allocation, and one reported is copied into a
+	// pooled one.
 	ev := messages.Event{Turn: e.Turn, Time: e.Time, Duration: e.Duration}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -407,9 +409,18 @@ func (o observer) Observe(_ context.Context, e agent.Event) {
 	default:
 		return
 	}
-	out := ev
-	o.events.Emit(&out)
+	// Emit keeps no event after it returns (fleet.Emitter): the one handed
+	// to it comes back to the pool
+	out := reportedEvents.Get().(*messages.Event)
+	*out = ev
+	o.events.Emit(out)
+	*out = messages.Event{}
+	reportedEvents.Put(out)
 }
+
+// reportedEvents holds the events an observer hands its emitter, so that
+// reporting one takes no copy of it on the heap.
+var reportedEvents = sync.Pool{New: func() any { return new(messages.Event) }}
 
 // withData returns a copy of d with k set to v.
 func withData(d map[string]any, k string, v any) map[string]any {
