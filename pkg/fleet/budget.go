@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,26 @@ func BudgetSubmitterScope(name string) string { return "submitter." + name }
 // budgetLimitRefresh is how long a worker uses the budgets it read before
 // it reads them again: a budget set or changed applies within it.
 const budgetLimitRefresh = 2 * time.Second
+
+// budgetSettleWait bounds one try to settle a reservation (the first is
+// made while the model call's caller waits); a settle not done by then
+// goes on in the background.
+const budgetSettleWait = 10 * time.Second
+
+// budgetSettleGrace is how long after the end of the last period it holds
+// a reservation a settle failing in the background is still tried.
+const budgetSettleGrace = time.Hour
+
+// budgetStopWait is how long a stopping worker waits for the settles it
+// still tries in the background.
+const budgetStopWait = 10 * time.Second
+
+// Backoff of a settle tried again in the background: from
+// budgetRetryMin, doubling up to budgetRetryMax, with jitter.
+const (
+	budgetRetryMin = 100 * time.Millisecond
+	budgetRetryMax = 5 * time.Second
+)
 
 // budgetAlertLevels are the shares of a budget whose reaching is an event.
 var budgetAlertLevels = []int{80, 100}
@@ -109,6 +131,15 @@ type BudgetSpend struct {
 	// stay held until the period ends).
 	ReservedCostUSD float64 `json:"reserved_cost_usd"`
 	ReservedTokens  int64   `json:"reserved_tokens"`
+	// Held lists the IDs of the reservations the reserved amounts hold,
+	// one for each model call in flight (or whose worker died before
+	// settling it). A settle takes its ID out as it gives its amount
+	// back, and a settle whose ID is not held writes nothing: one tried
+	// again after its write was stored but its reply lost is applied
+	// once. A record written without it (by a worker of an earlier
+	// version) holds its reserved amounts under no ID: those stay held
+	// until the period ends.
+	Held []string `json:"held,omitempty"`
 	// Alerted is the highest alert level (80, 100) already announced.
 	Alerted int `json:"alerted,omitempty"`
 }
@@ -154,8 +185,23 @@ type Budgets struct {
 	metrics       *Metrics
 	now           func() time.Time
 
+	// settleWait bounds a try to settle (budgetSettleWait); retryMin and
+	// retryMax the backoff between tries in the background.
+	settleWait, retryMin, retryMax time.Duration
+
 	mu     sync.Mutex
 	cached map[string]cachedLimit
+	// closed is set when the worker stops: no settle starts in the
+	// background after it.
+	closed bool
+
+	// settling counts the settles tried in the background; stopping is
+	// closed when the worker stops (they try again at once), and bg ends
+	// when it no longer waits for them.
+	settling sync.WaitGroup
+	stopping chan struct{}
+	bg       context.Context
+	bgCancel context.CancelFunc
 }
 
 type cachedLimit struct {
@@ -165,8 +211,33 @@ type cachedLimit struct {
 
 // newBudgets returns the budgets over the layout's buckets.
 func newBudgets(st *Stores, tenant string, metrics *Metrics) *Budgets {
+	bg, cancel := context.WithCancel(context.Background())
 	return &Budgets{limits: st.BudgetLimits, spend: st.BudgetSpend, tenant: tenant, metrics: metrics,
-		now: time.Now, cached: map[string]cachedLimit{}}
+		now: time.Now, settleWait: budgetSettleWait, retryMin: budgetRetryMin, retryMax: budgetRetryMax,
+		cached: map[string]cachedLimit{}, stopping: make(chan struct{}), bg: bg, bgCancel: cancel}
+}
+
+// close stops the budgets with their worker: the settles tried in the
+// background try again at once, and those still failing after wait give
+// up (their reservations stay held until their periods end).
+func (b *Budgets) close(wait time.Duration) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.stopping)
+	done := make(chan struct{})
+	go func() { b.settling.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		b.bgCancel()
+		<-done
+	}
+	b.bgCancel()
 }
 
 // limit returns the budget under key, nil when none is set; read again
@@ -235,9 +306,11 @@ func (b *Budgets) forMission(submitter string, em Emitter, log *zerolog.Logger) 
 type BudgetReservation struct {
 	mb    *MissionBudget
 	model string
-	amt   BudgetAmount
-	held  []heldBudget
-	once  sync.Once
+	// id names the reservation in the spend records it holds (BudgetSpend.Held).
+	id   string
+	amt  BudgetAmount
+	held []heldBudget
+	once sync.Once
 }
 
 type heldBudget struct {
@@ -255,6 +328,7 @@ func (mb *MissionBudget) Reserve(ctx context.Context, model string, amt BudgetAm
 	if mb == nil {
 		return r, nil
 	}
+	r.id = strconv.FormatUint(rand.Uint64(), 36)
 	now := mb.b.now()
 	for _, scope := range []string{BudgetAccount, BudgetSubmitterScope(mb.submitter)} {
 		for _, window := range []string{BudgetDay, BudgetMonth} {
@@ -276,8 +350,14 @@ func (mb *MissionBudget) hold(ctx context.Context, r *BudgetReservation, l Budge
 	key := l.Key() + "." + period
 	var refused error
 	var alert []int
-	err := mb.b.update(ctx, key, period, func(s *BudgetSpend) bool {
+	wrote := false
+	err := mb.b.update(ctx, key, period, "reserve", func(s *BudgetSpend) bool {
 		refused, alert = nil, nil
+		if slices.Contains(s.Held, r.id) {
+			// an earlier write of this reservation was stored (its
+			// reply was lost)
+			return false
+		}
 		switch {
 		case l.MaxCostUSD > 0 && !priced:
 			refused = &BudgetError{Budget: l.Name(), Msg: fmt.Sprintf("max_cost_usd %g cannot be checked: model %q has no prices (price_in, price_out)", l.MaxCostUSD, r.model)}
@@ -305,13 +385,20 @@ func (mb *MissionBudget) hold(ctx context.Context, r *BudgetReservation, l Budge
 		}
 		s.ReservedCostUSD += r.amt.CostUSD
 		s.ReservedTokens += r.amt.Tokens
+		s.Held = append(s.Held, r.id)
+		wrote = true
 		return true
 	})
 	if err != nil {
+		if wrote {
+			// the write may have been stored: the reservation's release
+			// takes it out if it was
+			r.held = append(r.held, heldBudget{l: l, key: key})
+		}
 		return err
 	}
 	for _, level := range alert {
-		mb.alert(l, period, level)
+		mb.alert(l, period, level, true)
 	}
 	if refused != nil {
 		mb.b.metrics.budgetRefused(mb.b.tenant, mb.submitter)
@@ -335,14 +422,46 @@ func (r *BudgetReservation) Settle(ctx context.Context, used BudgetAmount) {
 
 func (r *BudgetReservation) release(ctx context.Context) { r.settle(ctx, BudgetAmount{}) }
 
+// settle gives r's amount back and charges used on each budget r holds.
+// What cannot be settled within settleWait is tried again in the
+// background (settleLater): a settle is applied once however often it
+// is tried, since the record lists the reservations it holds.
 func (r *BudgetReservation) settle(ctx context.Context, used BudgetAmount) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, h := range r.held {
+	if len(r.held) == 0 {
+		return
+	}
+	held := r.held
+	r.held = nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.mb.b.settleWait)
+	left, err := r.settleHeld(ctx, held, used, true)
+	cancel()
+	if len(left) > 0 {
+		r.mb.b.settleLater(r, left, used, err)
+	}
+}
+
+// settleHeld settles used on each of held within ctx; it returns those
+// it could not settle for an error that may pass, and the last such
+// error. emit is false in the background: the mission the
+// reservation was made for may have ended, so an alert its settle
+// reaches is logged and counted but not published as its event.
+func (r *BudgetReservation) settleHeld(ctx context.Context, held []heldBudget, used BudgetAmount, emit bool) ([]heldBudget, error) {
+	b := r.mb.b
+	var left []heldBudget
+	var lastErr error
+	for _, h := range held {
 		var alert []int
 		period := h.key[len(h.l.Key())+1:]
-		err := r.mb.b.update(ctx, h.key, period, func(s *BudgetSpend) bool {
+		err := b.update(ctx, h.key, period, "settle", func(s *BudgetSpend) bool {
+			i := slices.Index(s.Held, r.id)
+			if i < 0 {
+				// settled already: the reply to the write that did it
+				// was lost (alert keeps what that write reached), or
+				// the reservation was never stored
+				return false
+			}
 			alert = nil
+			s.Held = slices.Delete(s.Held, i, i+1)
 			s.ReservedCostUSD = max(s.ReservedCostUSD-r.amt.CostUSD, 0)
 			s.ReservedTokens = max(s.ReservedTokens-r.amt.Tokens, 0)
 			s.CostUSD += used.CostUSD
@@ -357,24 +476,105 @@ func (r *BudgetReservation) settle(ctx context.Context, used BudgetAmount) {
 			return true
 		})
 		if err != nil {
-			// the reservation stays held (never less spending counted
-			// than was made) until the period ends
-			r.mb.logger().Error().Err(err).Str("budget", h.key).Msg("budget not settled; its reservation stays held")
+			if !errors.Is(err, ErrRetryable) {
+				// trying again cannot help (the record is not a spend)
+				r.mb.logger().Error().Err(err).Str("budget", h.key).Msg("budget not settled; its reservation stays held until the period ends")
+				continue
+			}
+			left, lastErr = append(left, h), err
 			continue
 		}
 		for _, level := range alert {
-			r.mb.alert(h.l, period, level)
+			r.mb.alert(h.l, period, level, emit)
 		}
 	}
-	r.held = nil
+	return left, lastErr
 }
 
-// alert announces that l reached level percent in period: a mission event
-// (kind budget), a log line and a metric.
-func (mb *MissionBudget) alert(l BudgetLimit, period string, level int) {
+// settleLater tries to settle used on held in the background, with
+// backoff, until it succeeds, the worker stops (close), or the last
+// period held has been over for budgetSettleGrace.
+func (b *Budgets) settleLater(r *BudgetReservation, held []heldBudget, used BudgetAmount, err error) {
+	log := r.mb.logger()
+	b.mu.Lock()
+	closed := b.closed
+	if !closed {
+		b.settling.Add(1)
+	}
+	b.mu.Unlock()
+	if closed {
+		log.Error().Err(err).Str("budget", held[0].key).Msg("budget not settled and the worker stops; its reservation stays held until the period ends")
+		return
+	}
+	log.Warn().Err(err).Str("budget", held[0].key).Msg("budget not settled yet; trying again in the background")
+	b.metrics.budgetSettling(b.tenant, 1)
+	var giveUp time.Time
+	for _, h := range held {
+		if end := budgetPeriodEnd(h.l.Window, h.key[len(h.l.Key())+1:]); end.After(giveUp) {
+			giveUp = end
+		}
+	}
+	giveUp = giveUp.Add(budgetSettleGrace)
+	go func() {
+		defer b.settling.Done()
+		defer b.metrics.budgetSettling(b.tenant, -1)
+		stopping := b.stopping
+		wait := b.retryMin
+		for tries := 1; ; tries++ {
+			t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+			select {
+			case <-b.bg.Done():
+				t.Stop()
+				log.Error().Err(err).Str("budget", held[0].key).Msg("budget not settled before the worker stopped; its reservation stays held until the period ends")
+				return
+			case <-stopping:
+				// the worker stops: try at once, then at the shortest
+				// backoff until it gives up waiting
+				t.Stop()
+				stopping, wait = nil, b.retryMin
+			case <-t.C:
+			}
+			if b.now().After(giveUp) {
+				log.Error().Err(err).Str("budget", held[0].key).Msg("budget not settled by the end of its period; its reservation stays held")
+				return
+			}
+			ctx, cancel := context.WithTimeout(b.bg, b.settleWait)
+			held, err = r.settleHeld(ctx, held, used, false)
+			cancel()
+			if len(held) == 0 {
+				log.Info().Int("tries", tries+1).Msg("budget settled")
+				return
+			}
+			if stopping != nil {
+				wait = min(2*wait, b.retryMax)
+			}
+		}
+	}()
+}
+
+// budgetPeriodEnd is when period of window ends; the zero time when it
+// is not one.
+func budgetPeriodEnd(window, period string) time.Time {
+	if window == BudgetMonth {
+		t, err := time.Parse("2006-01", period)
+		if err != nil {
+			return time.Time{}
+		}
+		return t.AddDate(0, 1, 0)
+	}
+	t, err := time.Parse("2006-01-02", period)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.AddDate(0, 0, 1)
+}
+
+// alert announces that l reached level percent in period: a log line, a
+// metric and, with emit, a mission event (kind budget).
+func (mb *MissionBudget) alert(l BudgetLimit, period string, level int, emit bool) {
 	mb.logger().Warn().Str("budget", l.Key()).Str("period", period).Int("percent", level).Msg(l.Name() + " reached")
 	mb.b.metrics.budgetAlert(mb.b.tenant, l.Scope, l.Window, level)
-	if mb.events != nil {
+	if emit && mb.events != nil {
 		mb.events.Emit(&messages.Event{Kind: messages.EventBudget, Data: map[string]any{
 			"budget": l.Name(), "scope": l.Scope, "window": l.Window, "period": period, "percent": int64(level),
 			"max_cost_usd": l.MaxCostUSD, "max_tokens": l.MaxTokens}})
@@ -382,9 +582,12 @@ func (mb *MissionBudget) alert(l BudgetLimit, period string, level int) {
 }
 
 // update changes the spend under key with compare-and-set, retrying on a
-// concurrent change; change returns false to write nothing.
-func (b *Budgets) update(ctx context.Context, key, period string, change func(*BudgetSpend) bool) error {
-	return casJSON(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, change)
+// concurrent change (counted as a conflict of op, reserve or settle);
+// change returns false to write nothing.
+func (b *Budgets) update(ctx context.Context, key, period, op string, change func(*BudgetSpend) bool) error {
+	lost, err := casJSONCounted(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, change)
+	b.metrics.budgetConflicts(b.tenant, op, lost)
+	return err
 }
 
 // isWrongSequence reports a compare-and-set that lost to another writer.

@@ -168,7 +168,8 @@ func (w *Worker) Run(ctx context.Context) error {
 // Stop drains the worker: readiness turns false, fetching stops, running
 // missions get DrainGrace to finish, then they are cancelled with cause
 // ErrWorkerShutdown and handed back to the queue. It returns when every
-// mission is finished or handed back. Stop is idempotent; later calls wait
+// mission is finished or handed back, and the budget settles it still
+// tries in the background succeeded or had 10 s more. Stop is idempotent; later calls wait
 // for the first to finish.
 func (w *Worker) Stop() error {
 	w.stopOnce.Do(func() {
@@ -198,6 +199,10 @@ func (w *Worker) Stop() error {
 		w.closing = true
 		w.mu.Unlock()
 		w.advisory.Wait()
+		if w.budgets != nil {
+			// the settles still failing get a last chance to be charged
+			w.budgets.close(budgetStopWait)
+		}
 		if w.started.Load() {
 			w.cfg.Metrics.addSlots(-w.cfg.Slots)
 		}

@@ -62,6 +62,8 @@ type Metrics struct {
 	budgetTokens   *prometheus.CounterVec
 	budgetRefusals *prometheus.CounterVec
 	budgetAlerts   *prometheus.CounterVec
+	budgetCASLost  *prometheus.CounterVec
+	budgetPending  *prometheus.GaugeVec
 
 	quotaWaits   *prometheus.CounterVec
 	quotaLeased  *prometheus.GaugeVec
@@ -182,6 +184,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Model calls a fleet-wide budget refused (their missions end budget_exceeded), by tenant and submitter."}, []string{"tenant", "submitter"}),
 		budgetAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_budget_alerts_total",
 			Help: "Fleet-wide budgets that reached 80 or 100 percent in their period, by tenant, submitter (empty: the account's budget), window and level."}, []string{"tenant", "submitter", "window", "level"}),
+		budgetCASLost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_budget_conflicts_total",
+			Help: "Compare-and-set writes of a budget's spend that lost to another worker's and were tried again, by tenant and op (reserve, settle)."}, []string{"tenant", "op"}),
+		budgetPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ptc_budget_settles_pending",
+			Help: "Model calls whose budget settle failed and is tried again in the background, by tenant."}, []string{"tenant"}),
 
 		quotaWaits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_quota_waits_total",
 			Help: "Missions parked to wait because their submitter ran as many missions as its running quota allows, by tenant and submitter."}, []string{"tenant", "submitter"}),
@@ -194,7 +200,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
-		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.quotaWaits, m.quotaLeased, m.quotaRefusal,
+		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.budgetCASLost, m.budgetPending, m.quotaWaits, m.quotaLeased, m.quotaRefusal,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -379,6 +385,24 @@ func (m *Metrics) budgetAlert(tenant, scope, window string, level int) {
 		submitter = ""
 	}
 	m.budgetAlerts.WithLabelValues(tenant, m.submitters.get(submitter), window, strconv.Itoa(level)).Inc()
+}
+
+// budgetConflicts records n compare-and-set writes of op (reserve,
+// settle) on a budget's spend lost to another worker's.
+func (m *Metrics) budgetConflicts(tenant, op string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.budgetCASLost.WithLabelValues(tenant, op).Add(float64(n))
+}
+
+// budgetSettling records a settle starting (1) or ending (-1) its tries
+// in the background.
+func (m *Metrics) budgetSettling(tenant string, d float64) {
+	if m == nil {
+		return
+	}
+	m.budgetPending.WithLabelValues(tenant).Add(d)
 }
 
 // quotaWait records a mission parked to wait for its submitter's running

@@ -400,9 +400,16 @@ func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error 
 // concurrent change; change returns false to write nothing. what names
 // the value in errors.
 func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key, what string, init T, change func(*T) bool) error {
+	_, err := casJSONCounted(ctx, kv, key, what, init, change)
+	return err
+}
+
+// casJSONCounted is casJSON, also returning how many of its writes lost
+// to a concurrent change and were tried again.
+func casJSONCounted[T any](ctx context.Context, kv jetstream.KeyValue, key, what string, init T, change func(*T) bool) (int, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%w: %s %s: %w", ErrRetryable, what, key, err)
+			return attempt, fmt.Errorf("%w: %s %s: %w", ErrRetryable, what, key, err)
 		}
 		v := init
 		var rev uint64
@@ -410,19 +417,19 @@ func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key, what string
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
-			return fmt.Errorf("%w: read %s %s: %w", ErrRetryable, what, key, err)
+			return attempt, fmt.Errorf("%w: read %s %s: %w", ErrRetryable, what, key, err)
 		default:
 			if err := json.Unmarshal(e.Value(), &v); err != nil {
-				return fmt.Errorf("%s %s: stored value is not JSON: %w", what, key, err)
+				return attempt, fmt.Errorf("%s %s: stored value is not JSON: %w", what, key, err)
 			}
 			rev = e.Revision()
 		}
 		if !change(&v) {
-			return nil
+			return attempt, nil
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
-			return err
+			return attempt, err
 		}
 		if rev == 0 {
 			_, err = kv.Create(ctx, key, data)
@@ -430,10 +437,10 @@ func casJSON[T any](ctx context.Context, kv jetstream.KeyValue, key, what string
 			_, err = kv.Update(ctx, key, data, rev)
 		}
 		if err == nil {
-			return nil
+			return attempt, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSequence(err) {
-			return fmt.Errorf("%w: write %s %s: %w", ErrRetryable, what, key, err)
+			return attempt, fmt.Errorf("%w: write %s %s: %w", ErrRetryable, what, key, err)
 		}
 		// another worker changed it first: read it again, after a short
 		// pause that grows with the contention

@@ -11,8 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/fleet/agentrun"
@@ -126,10 +128,19 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	models := llm.Registry{"default": llm.WithPrices(sizedModel{}, llm.Prices{Input: 1, Output: 2})}
+	// the workers' errors (a budget not settled says why) are shown when
+	// the test fails
+	var logs syncbuf.Buffer
+	log := zerolog.New(&logs).With().Timestamp().Logger().Level(zerolog.ErrorLevel)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker errors:\n%s", logs.String())
+		}
+	})
 	const workers, slots = 8, 4
 	for i := range workers {
 		w, err := fleet.NewWorker(srv.Conn(), fleet.WorkerConfig{ID: fmt.Sprintf("w%d", i), Runner: agentrun.New(agentrun.Config{Models: models}),
-			Slots: slots, IdleWait: 100 * time.Millisecond, Metrics: metrics, Tenant: "acme"})
+			Slots: slots, IdleWait: 100 * time.Millisecond, Metrics: metrics, Tenant: "acme", Logger: &log})
 		if err != nil {
 			t.Fatal(err)
 		}
