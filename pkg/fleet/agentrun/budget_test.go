@@ -203,17 +203,26 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 			t.Fatalf("mission %s: %+v", id, st.Fail)
 		}
 	}
-	list, err := fleet.ListBudgets(ctx, js, time.Now())
-	if err != nil || len(list) != 1 {
-		t.Fatalf("budgets: %v %+v", err, list)
+	// a settle that did not succeed within its try (a loaded machine)
+	// is tried again in the background until it does
+	var spend fleet.BudgetSpend
+	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		list, err := fleet.ListBudgets(ctx, js, time.Now())
+		if err != nil || len(list) != 1 {
+			t.Fatalf("budgets: %v %+v", err, list)
+		}
+		if spend = list[0].Spend; len(spend.Held) == 0 || time.Since(wait) > time.Minute {
+			break
+		}
 	}
-	spend := list[0].Spend
-	t.Logf("%d succeeded, %d refused; spent $%.6f of $%.6f (one mission $%.6f); reserved at the end $%g",
-		succeeded, refused, spend.CostUSD, budget, per, spend.ReservedCostUSD)
+	got := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Logf("%d succeeded, %d refused; spent $%.6f of $%.6f (one mission $%.6f); reserved at the end $%g; compare-and-set writes lost: %v reserving, %v settling",
+		succeeded, refused, spend.CostUSD, budget, per, spend.ReservedCostUSD,
+		got["ptc_budget_conflicts_total{op=reserve,tenant=acme}"], got["ptc_budget_conflicts_total{op=settle,tenant=acme}"])
 	if succeeded+refused != n || succeeded > 100 || succeeded < 50 {
 		t.Errorf("%d succeeded, %d refused: want at most 100 (and most of them) to succeed", succeeded, refused)
 	}
-	if spend.CostUSD > budget+1e-9 || spend.ReservedCostUSD > 1e-9 || spend.ReservedTokens != 0 {
+	if spend.CostUSD > budget+1e-9 || spend.ReservedCostUSD > 1e-9 || spend.ReservedTokens != 0 || len(spend.Held) != 0 {
 		t.Errorf("spend %+v over the budget $%v, or reservations left held", spend, budget)
 	}
 	if math.Abs(spend.CostUSD-float64(succeeded)*per) > 1e-9 {
@@ -236,7 +245,7 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 	if alerts[80] != 1 || alerts[100] != 1 || len(alerts) != 2 {
 		t.Errorf("budget events by percent: %v, want one at 80 and one at 100", alerts)
 	}
-	got := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	got = scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	for _, level := range []string{"80", "100"} {
 		if v := got["ptc_budget_alerts_total{level="+level+",submitter=alice,tenant=acme,window=day}"]; v != 1 {
 			t.Errorf("alerts at %s%% = %v, want 1", level, v)
