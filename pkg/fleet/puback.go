@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -79,6 +80,31 @@ func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline ti
 		return nil, err
 	}
 	return publishAck(resp.Data)
+}
+
+// publishBuffers holds the buffers that messages published with
+// publishAcked are encoded in (a status, a result, a record): nats.go
+// copies a message into its connection's buffer before the publish
+// returns, so its encoding is free again once publishAcked returned.
+var publishBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPublish bounds the buffers publishBuffers keeps: one grown by a
+// large message is left to the collector.
+const maxPooledPublish = 64 << 10
+
+// getPublishBuffer returns an empty buffer of publishBuffers.
+func getPublishBuffer() *bytes.Buffer {
+	buf := publishBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	return buf
+}
+
+// putPublishBuffer gives buf back to publishBuffers; nothing may hold its
+// bytes any more.
+func putPublishBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledPublish {
+		publishBuffers.Put(buf)
+	}
 }
 
 // publishWait bounds a publish whose context has no deadline: the wait

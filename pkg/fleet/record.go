@@ -51,7 +51,12 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Miss
 		t := &remoteTool{box: box, name: name, info: known[name]}
 		rec.Tools = append(rec.Tools, messages.ToolSchema{Name: name, Signature: t.Signature(), Description: t.Description()})
 	}
-	data, err := messages.Marshal(rec)
+	// the encoding is read (published, digested, sealed) before this
+	// returns
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	err := messages.MarshalTo(buf, rec)
+	data := buf.Bytes()
 	if err == nil && int64(len(data)) > maxStoredStep {
 		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
 	}

@@ -30,10 +30,12 @@ import (
 // message carries its reference (Step.Stored).
 func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step) (*messages.Step, bool, error) {
 	id := k.id
-	data, err := messages.MarshalStep(step)
-	if err != nil {
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	if err := messages.MarshalStepTo(buf, step); err != nil {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
 	}
+	data := buf.Bytes()
 	// What a reader could not decode is not stored (decodeStep checks the
 	// same bounds).
 	if err := messages.CheckBounds(data); err != nil {
@@ -48,9 +50,11 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 		if err != nil {
 			return nil, false, err
 		}
-		if data, err = messages.MarshalStep(&messages.Step{Stored: ref}); err != nil {
+		buf.Reset()
+		if err := messages.MarshalStepTo(buf, &messages.Step{Stored: ref}); err != nil {
 			return nil, false, fmt.Errorf("fleet: result %s: %w", id, err)
 		}
+		data = buf.Bytes()
 	}
 	if limit := js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-resultHeaderRoom {
 		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
@@ -421,10 +425,12 @@ func decodeStatus(k missionKey, data []byte, rev uint64) (*statusEntry, error) {
 // subject's last sequence), made with publishAcked, and refused as
 // Update refuses it.
 func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (uint64, error) {
-	data, err := statusBytes(s)
-	if err != nil {
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	if err := encodeStatus(buf, s); err != nil {
 		return 0, err
 	}
+	data := buf.Bytes()
 	key := messages.StatusKey(s.Submitter, s.MissionID)
 	switch {
 	case rev == 0:
@@ -449,10 +455,12 @@ func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (
 // otherwise as a compare-and-set conflict (isWrongLastSeq). It returns the
 // status's revision.
 func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status) (uint64, error) {
-	data, err := statusBytes(st)
-	if err != nil {
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	if err := encodeStatus(buf, st); err != nil {
 		return 0, err
 	}
+	data := buf.Bytes()
 	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: nats.Header{
 		jetstream.ExpectedLastSubjSeqHeader:     {"0"},
 		jetstream.ExpectedLastSubjSeqSubjHeader: {messages.StatusSubject(messages.AllSubmitters, st.MissionID)},
@@ -463,11 +471,12 @@ func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.
 	return ack.Sequence, nil
 }
 
-// statusBytes encodes st as it is stored: the current version, stamped now.
-func statusBytes(st messages.Status) ([]byte, error) {
+// encodeStatus appends st's encoding as it is stored (the current
+// version, stamped now) to buf.
+func encodeStatus(buf *bytes.Buffer, st messages.Status) error {
 	st.Version = messages.StatusVersion
 	st.UpdatedAt = time.Now().UTC()
-	return messages.Marshal(&st)
+	return messages.MarshalTo(buf, &st)
 }
 
 // updateStatus applies edit to the current status with compare-and-set,

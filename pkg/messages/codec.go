@@ -411,12 +411,24 @@ type stepWire struct {
 // MarshalStep encodes a Step with its type marker, setting its Version when
 // zero.
 func MarshalStep(s *Step) ([]byte, error) {
+	return Marshal(stepToWire(s))
+}
+
+// MarshalStepTo appends the encoding MarshalStep returns to buf; on an
+// error buf is left as it was.
+func MarshalStepTo(buf *bytes.Buffer, s *Step) error {
+	return MarshalTo(buf, stepToWire(s))
+}
+
+// stepToWire is s with its type marker, and its Version set (on a copy)
+// when it has none.
+func stepToWire(s *Step) *stepWire {
 	if s.Version == 0 {
 		cp := *s
 		cp.Version = StepVersion
 		s = &cp
 	}
-	return Marshal(&stepWire{Type: StepType, Step: s})
+	return &stepWire{Type: StepType, Step: s}
 }
 
 // UnmarshalStep decodes and validates a Step written by MarshalStep. The
