@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -472,12 +473,21 @@ func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.
 }
 
 // encodeStatus appends st's encoding as it is stored (the current
-// version, stamped now) to buf.
+// version, stamped now) to buf. The stamped copy is a pooled one: the
+// encoder keeps nothing of it.
 func encodeStatus(buf *bytes.Buffer, st messages.Status) error {
-	st.Version = messages.StatusVersion
-	st.UpdatedAt = time.Now().UTC()
-	return messages.MarshalTo(buf, &st)
+	out := encodedStatuses.Get().(*messages.Status)
+	*out = st
+	out.Version = messages.StatusVersion
+	out.UpdatedAt = time.Now().UTC()
+	err := messages.MarshalTo(buf, out)
+	*out = messages.Status{}
+	encodedStatuses.Put(out)
+	return err
 }
+
+// encodedStatuses holds the stamped copies encodeStatus encodes.
+var encodedStatuses = sync.Pool{New: func() any { return new(messages.Status) }}
 
 // updateStatus applies edit to the current status with compare-and-set,
 // retrying on conflicts up to a few times. edit returns false to leave the

@@ -411,25 +411,45 @@ type stepWire struct {
 // MarshalStep encodes a Step with its type marker, setting its Version when
 // zero.
 func MarshalStep(s *Step) ([]byte, error) {
-	return Marshal(stepToWire(s))
+	buf := marshalBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			marshalBuffers.Put(buf)
+		}
+	}()
+	if err := MarshalStepTo(buf, s); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
 }
 
 // MarshalStepTo appends the encoding MarshalStep returns to buf; on an
 // error buf is left as it was.
 func MarshalStepTo(buf *bytes.Buffer, s *Step) error {
-	return MarshalTo(buf, stepToWire(s))
+	// the wire form, and the versioned copy of a Step without a version,
+	// are pooled: the encoder keeps nothing of them
+	w := wireSteps.Get().(*wireStep)
+	w.wire = stepWire{Type: StepType, Step: s}
+	if s.Version == 0 {
+		w.step = *s
+		w.step.Version = StepVersion
+		w.wire.Step = &w.step
+	}
+	err := MarshalTo(buf, &w.wire)
+	*w = wireStep{}
+	wireSteps.Put(w)
+	return err
 }
 
-// stepToWire is s with its type marker, and its Version set (on a copy)
-// when it has none.
-func stepToWire(s *Step) *stepWire {
-	if s.Version == 0 {
-		cp := *s
-		cp.Version = StepVersion
-		s = &cp
-	}
-	return &stepWire{Type: StepType, Step: s}
+// wireStep is a Step's wire form, with room for a versioned copy.
+type wireStep struct {
+	wire stepWire
+	step Step
 }
+
+// wireSteps holds the wire forms MarshalStepTo encodes.
+var wireSteps = sync.Pool{New: func() any { return new(wireStep) }}
 
 // UnmarshalStep decodes and validates a Step written by MarshalStep. The
 // "type" key must be StepType. Bytes without the key (Steps written before

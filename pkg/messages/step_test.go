@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -561,5 +562,33 @@ func TestUnmarshalWalksOnlyDynamicValues(t *testing.T) {
 		Memory: map[string]any{"m": []any{int64(7)}}}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("normalized %#v, want %#v", s, want)
+	}
+}
+
+// MarshalStepTo encodes a Step without a version into a buffer with the
+// bytes MarshalStep returns, leaves the Step as it was, and takes its
+// versioned copy and wire form from a pool: no allocation for a Step of
+// plain values once the buffer has room.
+func TestMarshalStepToAllocations(t *testing.T) {
+	s := &Step{Return: int64(7), Attempts: 1, Usage: Usage{ToolCalls: 1}}
+	want, err := MarshalStep(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := MarshalStepTo(&buf, s); err != nil || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("encoded %x, %v; MarshalStep encodes %x", buf.Bytes(), err, want)
+	}
+	if s.Version != 0 {
+		t.Fatal("MarshalStepTo modified its argument")
+	}
+	n := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		if err := MarshalStepTo(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceBuild && n != 0 {
+		t.Errorf("%.1f allocations encoding a step into a buffer with room, want 0", n)
 	}
 }
