@@ -202,7 +202,29 @@ type Budgets struct {
 	stopping chan struct{}
 	bg       context.Context
 	bgCancel context.CancelFunc
+
+	// queues holds, by spend key, the changes waiting for the write in
+	// progress on it: the next write makes them all (update).
+	qmu    sync.Mutex
+	queues map[string]*budgetQueue
 }
+
+// budgetQueue is the changes of one spend key waiting to be written.
+type budgetQueue struct {
+	ops []*budgetOp
+}
+
+// budgetOp is one reservation's or settle's change of a spend record.
+type budgetOp struct {
+	change func(*BudgetSpend) bool
+	op     string // reserve or settle
+	// done receives the write's result, or errBudgetLead: the op's
+	// goroutine makes the next write.
+	done chan error
+}
+
+// errBudgetLead hands the next write of a key to a waiting change.
+var errBudgetLead = errors.New("fleet: write the next budget batch")
 
 type cachedLimit struct {
 	l    *BudgetLimit
@@ -214,7 +236,7 @@ func newBudgets(st *Stores, tenant string, metrics *Metrics) *Budgets {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Budgets{limits: st.BudgetLimits, spend: st.BudgetSpend, tenant: tenant, metrics: metrics,
 		now: time.Now, settleWait: budgetSettleWait, retryMin: budgetRetryMin, retryMax: budgetRetryMax,
-		cached: map[string]cachedLimit{}, stopping: make(chan struct{}), bg: bg, bgCancel: cancel}
+		cached: map[string]cachedLimit{}, queues: map[string]*budgetQueue{}, stopping: make(chan struct{}), bg: bg, bgCancel: cancel}
 }
 
 // close stops the budgets with their worker: the settles tried in the
@@ -582,11 +604,55 @@ func (mb *MissionBudget) alert(l BudgetLimit, period string, level int, emit boo
 }
 
 // update changes the spend under key with compare-and-set, retrying on a
-// concurrent change (counted as a conflict of op, reserve or settle);
+// concurrent change (counted as conflicts of op, reserve or settle);
 // change returns false to write nothing.
+//
+// The changes of one key that this worker's calls make while a write of
+// it is in progress wait for it and are then made by one write, each
+// applied in turn to the record read (group commit): a worker competes
+// with the other workers for the key with one write at a time, not one
+// per slot, which keeps the compare-and-set retries down when many calls
+// charge the same budget. The goroutine whose change comes first makes
+// the write, within its ctx; the result is every change's.
 func (b *Budgets) update(ctx context.Context, key, period, op string, change func(*BudgetSpend) bool) error {
-	lost, err := casJSONCounted(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, change)
-	b.metrics.budgetConflicts(b.tenant, op, lost)
+	me := &budgetOp{change: change, op: op, done: make(chan error, 1)}
+	b.qmu.Lock()
+	q, writing := b.queues[key]
+	if !writing {
+		q = &budgetQueue{}
+		b.queues[key] = q
+	}
+	q.ops = append(q.ops, me)
+	b.qmu.Unlock()
+	if writing {
+		if err := <-me.done; err != errBudgetLead {
+			return err
+		}
+	}
+	b.qmu.Lock()
+	batch := q.ops
+	q.ops = nil
+	b.qmu.Unlock()
+	lost, err := casJSONCounted(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, func(s *BudgetSpend) bool {
+		write := false
+		for _, o := range batch {
+			write = o.change(s) || write
+		}
+		return write
+	})
+	b.qmu.Lock()
+	if len(q.ops) > 0 {
+		q.ops[0].done <- errBudgetLead
+	} else {
+		delete(b.queues, key)
+	}
+	b.qmu.Unlock()
+	for _, o := range batch {
+		b.metrics.budgetConflicts(b.tenant, o.op, lost)
+		if o != me {
+			o.done <- err
+		}
+	}
 	return err
 }
 

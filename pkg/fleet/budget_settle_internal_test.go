@@ -26,6 +26,8 @@ type faultKV struct {
 	lose, loseEvery, writes int
 	// down makes every call wait for its context to end.
 	down bool
+	// gate, when set, holds the next write until it is closed.
+	gate chan struct{}
 }
 
 var errReplyLost = fmt.Errorf("reply lost: %w", nats.ErrTimeout)
@@ -66,6 +68,13 @@ func (f *faultKV) write(ctx context.Context, do func() (uint64, error)) (uint64,
 	if f.isDown() {
 		<-ctx.Done()
 		return 0, ctx.Err()
+	}
+	f.mu.Lock()
+	gate := f.gate
+	f.gate = nil
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
 	}
 	rev, err := do()
 	if err == nil && f.loseReply() {
@@ -273,5 +282,65 @@ func TestBudgetSpendWithoutHeldStillReads(t *testing.T) {
 	r.Settle(ctx, BudgetAmount{CostUSD: 0.5, Tokens: 5})
 	if s := spendOf(ctx, t, b); s.CostUSD != 2.5 || s.Tokens != 25 || s.ReservedCostUSD != 4 || s.ReservedTokens != 40 || len(s.Held) != 0 {
 		t.Errorf("settled on an old record: %+v", s)
+	}
+}
+
+// The settles of one key that a worker's calls make while a write of it
+// is in progress wait for it and are then made by one write: 10 settles
+// behind a held write take one more write, not 10, and add up.
+func TestBudgetSettlesWaitingForAWriteAreOneWrite(t *testing.T) {
+	ctx, b, f := faultBudgets(t)
+	const n = 11
+	mb := b.forMission("alice", nil, nil)
+	rs := make([]*BudgetReservation, n)
+	for i := range rs {
+		r, err := mb.Reserve(ctx, "m", BudgetAmount{CostUSD: 1, Tokens: 10}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.gate, f.writes = gate, 0
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	settle := func(r *BudgetReservation) {
+		defer wg.Done()
+		r.Settle(ctx, BudgetAmount{CostUSD: 0.5, Tokens: 5})
+	}
+	wg.Add(1)
+	go settle(rs[0])
+	key := BudgetSubmitterScope("alice") + "." + BudgetDay + "." + budgetPeriod(BudgetDay, b.now())
+	waiting := func() int {
+		b.qmu.Lock()
+		defer b.qmu.Unlock()
+		if q := b.queues[key]; q != nil {
+			return len(q.ops)
+		}
+		return -1
+	}
+	waitFor := func(want int) {
+		for deadline := time.Now().Add(10 * time.Second); waiting() != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				close(gate)
+				t.Fatalf("%d settles wait for the key's write, want %d", waiting(), want)
+			}
+		}
+	}
+	waitFor(0) // the first settle writes
+	for _, r := range rs[1:] {
+		wg.Add(1)
+		go settle(r)
+	}
+	waitFor(n - 1)
+	close(gate)
+	wg.Wait()
+	if f.writes != 2 {
+		t.Errorf("%d writes for %d settles, %d of them waiting for the first; want 2", f.writes, n, n-1)
+	}
+	s := spendOf(ctx, t, b)
+	if s.CostUSD != 0.5*n || s.Tokens != 5*n || s.ReservedCostUSD != 0 || s.ReservedTokens != 0 || len(s.Held) != 0 {
+		t.Errorf("spend %+v; want $%v and %d tokens, nothing held", s, 0.5*n, 5*n)
 	}
 }
