@@ -291,7 +291,8 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		return fail(fmt.Errorf("fleet: submit %s: %w: mission is %d bytes, more than the %d allowed (large inputs belong in the context, which is stored aside)",
 			m.ID, messages.ErrInvalid, len(data), limit))
 	}
-	msg := &nats.Msg{Subject: messages.SubmitSubject(c.sub, m.Priority, m.ID), Data: data, Header: nats.Header{}}
+	hdr := newAckedHeader()
+	msg := &nats.Msg{Subject: messages.SubmitSubject(c.sub, m.Priority, m.ID), Data: data, Header: hdr.h}
 	for _, o := range opts {
 		for k, v := range o.Header {
 			msg.Header[k] = append([]string(nil), v...)
@@ -300,9 +301,10 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	if msg.Header.Get(messages.HeaderTraceParent) == "" {
 		InjectTrace(ctx, msg.Header)
 	}
-	msg.Header.Set(messages.HeaderMissionID, m.ID)
-	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
+	hdr.set(messages.HeaderMissionID, m.ID)
+	hdr.set(jetstream.MsgIDHeader, m.ID)
 	ack, err := publishAcked(ctx, c.nc, msg)
+	hdr.release()
 	if err != nil {
 		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}

@@ -107,6 +107,45 @@ func putPublishBuffer(buf *bytes.Buffer) {
 	}
 }
 
+// ackedHeader is the header of a message published with publishAcked,
+// pooled with room for its values: nats.go encodes a message's header
+// before the publish returns and keeps nothing of it, so the map, whose
+// table costs a few hundred bytes, serves the next publish once cleared
+// (release). Its values are set as nats.Header.Set sets them, the first
+// few in one array.
+type ackedHeader struct {
+	h    nats.Header
+	vals [4]string
+	n    int
+}
+
+// ackedHeaders holds the ackedHeaders released.
+var ackedHeaders = sync.Pool{New: func() any { return &ackedHeader{h: nats.Header{}} }}
+
+// newAckedHeader returns an empty ackedHeader of the pool.
+func newAckedHeader() *ackedHeader { return ackedHeaders.Get().(*ackedHeader) }
+
+// set sets key to value alone, as nats.Header.Set does. Each value's
+// slice is capped at its length, so an Add to one key never writes into
+// the next.
+func (a *ackedHeader) set(key, value string) {
+	if a.n == len(a.vals) {
+		a.h[key] = []string{value}
+		return
+	}
+	a.vals[a.n] = value
+	a.h[key] = a.vals[a.n : a.n+1 : a.n+1]
+	a.n++
+}
+
+// release clears a and gives it back to the pool: nothing may hold its
+// map (the message published with it) any more.
+func (a *ackedHeader) release() {
+	clear(a.h)
+	a.vals, a.n = [4]string{}, 0
+	ackedHeaders.Put(a)
+}
+
 // publishWait bounds a publish whose context has no deadline: the wait
 // jetstream.New gives its calls by default.
 const publishWait = 5 * time.Second

@@ -274,10 +274,11 @@ func TestPublishAckedWithoutDone(t *testing.T) {
 }
 
 // A status write encodes the status in a pooled buffer, free again once
-// the write is acknowledged (nats.go copied it by then): casStatus
-// allocates no more than publishing the same message already encoded,
-// plus the encoder's own work, and neither a copy of the bytes nor of
-// the status stamped.
+// the write is acknowledged (nats.go copied it by then), and publishes it
+// with a pooled header: casStatus allocates no more than publishing the
+// same message already encoded with a header of its own, plus one (the
+// encoder's own work), and neither a copy of the bytes nor of the status
+// stamped.
 func TestCasStatusEncodesInAPooledBuffer(t *testing.T) {
 	ctx, _, _, st := embeddedStores(t)
 	s := messages.Status{MissionID: messages.NewMissionID(), Submitter: messages.DefaultSubmitter, State: messages.StateRunning,
@@ -306,8 +307,8 @@ func TestCasStatusEncodesInAPooledBuffer(t *testing.T) {
 	}
 	writes, publishes := fewestAllocs(write, publish)
 	t.Logf("%.0f allocations a status write, %.0f publishing it encoded", writes, publishes)
-	if !raceOn && writes > publishes+2 {
-		t.Errorf("%.0f allocations a status write, %.0f publishing it encoded: want at most 2 more (the encoder's own work)", writes, publishes)
+	if !raceOn && writes > publishes+1 {
+		t.Errorf("%.0f allocations a status write, %.0f publishing it encoded: want at most 1 more (the encoder's own work)", writes, publishes)
 	}
 	var got messages.Status
 	e, err := st.Status.Get(ctx, messages.StatusKey(s.Submitter, s.MissionID))
@@ -316,14 +317,13 @@ func TestCasStatusEncodesInAPooledBuffer(t *testing.T) {
 	}
 }
 
-// A result is encoded in a pooled buffer too: publishResult allocates no
-// more than publishing the same message already encoded, plus one
-// (what the encoder does now and then), and neither a copy of the bytes
-// nor of the step's wire form.
+// A result is encoded in a pooled buffer and published with a pooled
+// header too: publishResult allocates fewer times than publishing the same
+// message already encoded with a header of its own.
 func TestPublishResultEncodesInAPooledBuffer(t *testing.T) {
 	ctx, _, js, st := embeddedStores(t)
 	step := &messages.Step{Return: map[string]any{"n": int64(7)}, Attempts: 1}
-	ids := make([]string, 400)
+	ids := make([]string, 1024) // five rounds of 51 runs each, twice
 	for i := range ids {
 		ids[i] = messages.NewMissionID()
 	}
@@ -354,8 +354,8 @@ func TestPublishResultEncodesInAPooledBuffer(t *testing.T) {
 	}
 	writes, publishes := fewestAllocs(write, publish)
 	t.Logf("%.0f allocations a result write, %.0f publishing it encoded", writes, publishes)
-	if !raceOn && writes > publishes+1 {
-		t.Errorf("%.0f allocations a result write, %.0f publishing it encoded: want at most 1 more", writes, publishes)
+	if !raceOn && writes >= publishes {
+		t.Errorf("%.0f allocations a result write, %.0f publishing it encoded: want fewer", writes, publishes)
 	}
 	got, err := readResult(ctx, st, missionKey{sub: messages.DefaultSubmitter, id: ids[0]})
 	if err != nil || got.Attempts != 1 || !reflect.DeepEqual(got.Return, step.Return) {
@@ -364,12 +364,48 @@ func TestPublishResultEncodesInAPooledBuffer(t *testing.T) {
 }
 
 // fewestAllocs returns the fewest allocations a and b each made a run
-// over three rounds of 50 runs, taken in turns: the embedded server's own
+// over five rounds of 50 runs, taken in turns: the embedded server's own
 // work (timers, flushes) lands in a round now and then.
 func fewestAllocs(a, b func()) (float64, float64) {
 	na, nb := testing.AllocsPerRun(50, a), testing.AllocsPerRun(50, b)
-	for range 2 {
+	for range 4 {
 		na, nb = min(na, testing.AllocsPerRun(50, a)), min(nb, testing.AllocsPerRun(50, b))
 	}
 	return na, nb
+}
+
+// An ackedHeader sets values as nats.Header.Set does, past the room it
+// has too, and comes back from the pool empty, allocating nothing once
+// its map has grown.
+func TestAckedHeader(t *testing.T) {
+	h := newAckedHeader()
+	for i := range 6 {
+		h.set("K"+strconv.Itoa(i), "v"+strconv.Itoa(i))
+	}
+	h.set("K0", "again")
+	want := nats.Header{}
+	for i := range 6 {
+		want.Set("K"+strconv.Itoa(i), "v"+strconv.Itoa(i))
+	}
+	want.Set("K0", "again")
+	if !reflect.DeepEqual(h.h, want) {
+		t.Fatalf("header %v, want %v", h.h, want)
+	}
+	h.h.Add("K1", "added")
+	if got := h.h.Values("K2"); len(got) != 1 || got[0] != "v2" {
+		t.Fatalf("an Add to K1 changed K2: %v", got)
+	}
+	h.release()
+	n := testing.AllocsPerRun(100, func() {
+		h := newAckedHeader()
+		h.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		h.set(jetstream.MsgIDHeader, "id")
+		if len(h.h) != 2 {
+			t.Fatalf("header %v, want its two values alone", h.h)
+		}
+		h.release()
+	})
+	if !raceOn && n != 0 {
+		t.Errorf("%.1f allocations a pooled header of two values, want 0", n)
+	}
 }

@@ -61,12 +61,12 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
 			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
 	}
-	msg := &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: nats.Header{
-		messages.HeaderMissionID:            {id},
-		jetstream.ExpectedLastSubjSeqHeader: {"0"},
-		jetstream.MsgIDHeader:               {messages.StatusKey(k.sub, id) + "/final"},
-	}}
-	ack, err := publishAcked(ctx, js.Conn(), msg)
+	hdr := newAckedHeader()
+	hdr.set(messages.HeaderMissionID, id)
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	hdr.set(jetstream.MsgIDHeader, messages.StatusKey(k.sub, id)+"/final")
+	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: hdr.h})
+	hdr.release()
 	if err == nil && !ack.Duplicate {
 		return step, true, nil
 	}
@@ -439,8 +439,10 @@ func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (
 	case st.nc == nil:
 		return st.Status.Update(ctx, key, data, rev)
 	}
-	ack, err := publishAcked(ctx, st.nc, &nats.Msg{Subject: messages.StatusSubject(s.Submitter, s.MissionID), Data: data,
-		Header: nats.Header{jetstream.ExpectedLastSubjSeqHeader: {strconv.FormatUint(rev, 10)}}})
+	hdr := newAckedHeader()
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	ack, err := publishAcked(ctx, st.nc, &nats.Msg{Subject: messages.StatusSubject(s.Submitter, s.MissionID), Data: data, Header: hdr.h})
+	hdr.release()
 	if isWrongLastSeq(err) {
 		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
 	}
@@ -462,10 +464,11 @@ func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.
 		return 0, err
 	}
 	data := buf.Bytes()
-	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: nats.Header{
-		jetstream.ExpectedLastSubjSeqHeader:     {"0"},
-		jetstream.ExpectedLastSubjSeqSubjHeader: {messages.StatusSubject(messages.AllSubmitters, st.MissionID)},
-	}})
+	hdr := newAckedHeader()
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	hdr.set(jetstream.ExpectedLastSubjSeqSubjHeader, messages.StatusSubject(messages.AllSubmitters, st.MissionID))
+	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: hdr.h})
+	hdr.release()
 	if err != nil {
 		return 0, err
 	}
