@@ -358,18 +358,23 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 	}
 	return func() (*statusEntry, error) {
 		defer done()
-		wait := ctx
+		// a ctx without a deadline is given directGetWait on a pooled
+		// timer rather than a context of its own
+		var expired <-chan time.Time
 		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			wait, cancel = context.WithTimeout(ctx, directGetWait)
-			defer cancel()
+			t := getTimer()
+			defer putTimer(t)
+			t.Reset(directGetWait)
+			expired = t.C
 		}
 		select {
 		case r := <-call.reply:
 			data, rev, hdr, err := directAnswer(r, lastOn(subject))
 			return directStatus(k, data, rev, hdr, err)
-		case <-wait.Done():
-			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(wait))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(ctx))
+		case <-expired:
+			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.DeadlineExceeded)
 		}
 	}
 }

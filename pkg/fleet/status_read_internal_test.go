@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -92,5 +93,37 @@ func TestGetStatusAllocations(t *testing.T) {
 	}
 	if direct > limit || direct > bucket-8 {
 		t.Errorf("%.1f allocations per status read, want at most %.0f and 8 fewer than through the bucket (%.1f)", direct, limit, bucket)
+	}
+}
+
+// A submission's status read under a context without a deadline waits
+// its directGetWait on a pooled timer, not on a context of its own: no
+// more allocations than the same read under a context that has a
+// deadline, and the same answer.
+func TestSendStatusReadWithoutDeadline(t *testing.T) {
+	ctx, nc, _, _ := embeddedStores(t)
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	if _, err := casStatus(ctx, c.st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func(ctx context.Context) func() {
+		return func() {
+			cur, err := c.sendStatusRead(ctx, k)()
+			if err != nil || cur.st.Worker != "w1" {
+				t.Fatalf("read %+v, %v", cur, err)
+			}
+		}
+	}
+	if _, err := c.sendStatusRead(context.Background(), missionKey{sub: c.sub, id: messages.NewMissionID()})(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a mission without a status: %v, want %v", err, ErrNotFound)
+	}
+	without, with := fewestAllocs(read(context.Background()), read(ctx))
+	t.Logf("%.0f allocations a status read under a context without a deadline, %.0f under one with", without, with)
+	if !fleettest.Race && without > with {
+		t.Errorf("%.0f allocations a status read under a context without a deadline, %.0f under one with: want no more", without, with)
 	}
 }
