@@ -174,3 +174,58 @@ func TestRunStepSignatureRenderedOnce(t *testing.T) {
 		t.Errorf("starting a run: %.0f allocations, want at most 6", n)
 	}
 }
+
+// RebindEach binds the tools Rebind binds, named in a list and each given
+// by a func: the agent calls its own tools, shares the parsed spec, and
+// its Spec lists the tools as given; it makes no map of the tools, so it
+// allocates less than Rebind given one; and it refuses what Rebind
+// refuses, and a tool named twice.
+func TestRebindEach(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Add {{n}} to the base.", Signature: "(n :int) -> :int",
+		Tools: map[string]Tool{"base": intTool(0), "other": intTool(5)}})
+	b, err := a.RebindEach([]string{"other", "base"}, func(name string) Tool {
+		if name == "base" {
+			return intTool(100).WithDescription("the base")
+		}
+		return intTool(7)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.sig != a.sig || b.tools["base"].decl != a.tools["base"].decl {
+		t.Fatal("the rebound agent does not share the parsed spec")
+	}
+	st, err := b.Run(context.Background(), RunOptions{Model: llmtest.New(llmtest.Code("(return (+ ctx/n (tool/base {}) (tool/other {})))")),
+		Context: map[string]any{"n": int64(1)}})
+	if err != nil || st.Return != int64(108) {
+		t.Fatalf("rebound agent returned %v, %v; want 108 (its own tools)", st.Return, err)
+	}
+	if tools := b.Spec().Tools; len(tools) != 2 || tools["base"].Description != "the base" || tools["other"].Signature != "() -> :int" {
+		t.Fatalf("Spec().Tools = %+v, want the two tools as given", tools)
+	}
+	for _, names := range [][]string{{"base"}, {"base", "base"}, {"base", "nope"}, {"base", "other", "third"}} {
+		if _, err := a.RebindEach(names, func(string) Tool { return intTool(1) }); err == nil {
+			t.Errorf("rebinding %q: no error", names)
+		}
+	}
+	names := []string{"base", "other"}
+	tool := intTool(3)
+	each := testing.AllocsPerRun(100, func() {
+		if _, err := a.RebindEach(names, func(string) Tool { return tool }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	withMap := testing.AllocsPerRun(100, func() {
+		tools := make(map[string]Tool, len(names))
+		for _, name := range names {
+			tools[name] = tool
+		}
+		if _, err := a.Rebind(tools); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f allocations rebinding each tool, %.0f with a map", each, withMap)
+	if each >= withMap {
+		t.Errorf("%.0f allocations rebinding each tool, %.0f with a map: want fewer", each, withMap)
+	}
+}

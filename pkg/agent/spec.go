@@ -158,7 +158,8 @@ type Agent struct {
 	// Rebind makes from this one, never written after New
 	*agentDef
 	// tools are the agent's tools, bound; specTools the same as given
-	// (Spec().Tools)
+	// (Spec().Tools), nil when RebindEach bound them (each bound tool
+	// holds its Tool as given)
 	tools     map[string]*boundTool
 	specTools map[string]Tool
 }
@@ -347,35 +348,46 @@ func New(spec Spec) (*Agent, error) {
 func bindTools(tools map[string]Tool, mode signature.Mode, prev map[string]*boundTool) (map[string]*boundTool, error) {
 	out := make(map[string]*boundTool, len(tools))
 	for name, t := range tools {
-		field := "tools[" + name + "]"
-		if err := checkToolName(name); err != nil {
-			return nil, specErr(field, err.Error(), nil)
-		}
-		if t.initErr != nil {
-			return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
-		}
-		if t.fn == nil && t.sub == nil {
-			return nil, specErr(field, "tool has no function", nil)
-		}
-		var bt *boundTool
-		if p := prev[name]; p != nil && p.decl != nil && p.tool.Signature == t.Signature {
-			bt = boundWith(name, t, p.decl)
-			bt.public = p.public
-		} else {
-			var err error
-			if bt, err = bindTool(name, t); err != nil {
-				return nil, specErr(field+".signature", err.Error(), err)
-			}
-			if bt.decl != nil {
-				bt.public = bt.decl.Public().String()
-			}
-		}
-		if bt.decl == nil && mode == signature.Strict {
-			return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
+		bt, err := bindOne(name, t, mode, prev[name])
+		if err != nil {
+			return nil, err
 		}
 		out[name] = bt
 	}
 	return out, nil
+}
+
+// bindOne binds t under name, reusing the parsed signature of prev (the
+// tool of that name an agent was built with, nil for none) when t's
+// Signature is prev's.
+func bindOne(name string, t Tool, mode signature.Mode, prev *boundTool) (*boundTool, error) {
+	field := "tools[" + name + "]"
+	if err := checkToolName(name); err != nil {
+		return nil, specErr(field, err.Error(), nil)
+	}
+	if t.initErr != nil {
+		return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
+	}
+	if t.fn == nil && t.sub == nil {
+		return nil, specErr(field, "tool has no function", nil)
+	}
+	var bt *boundTool
+	if prev != nil && prev.decl != nil && prev.tool.Signature == t.Signature {
+		bt = boundWith(name, t, prev.decl)
+		bt.public = prev.public
+	} else {
+		var err error
+		if bt, err = bindTool(name, t); err != nil {
+			return nil, specErr(field+".signature", err.Error(), err)
+		}
+		if bt.decl != nil {
+			bt.public = bt.decl.Public().String()
+		}
+	}
+	if bt.decl == nil && mode == signature.Strict {
+		return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
+	}
+	return bt, nil
 }
 
 // Rebind returns a copy of a whose tools are tools, which must name the
@@ -403,11 +415,45 @@ func (a *Agent) Rebind(tools map[string]Tool) (*Agent, error) {
 	return &Agent{agentDef: a.agentDef, tools: bound, specTools: tools}, nil
 }
 
+// RebindEach is Rebind with the tools named by names, each given by bind:
+// no map of the tools is made for the call (Spec builds one from the
+// bound tools when asked). names must name the same tools as a's, each
+// once.
+func (a *Agent) RebindEach(names []string, bind func(name string) Tool) (*Agent, error) {
+	if len(names) != len(a.tools) {
+		return nil, specErr("tools", fmt.Sprintf("rebinding needs the agent's %d tools (%s), got %d",
+			len(a.tools), strings.Join(a.toolKeys, ", "), len(names)), nil)
+	}
+	bound := make(map[string]*boundTool, len(names))
+	for _, name := range names {
+		prev, ok := a.tools[name]
+		if !ok {
+			return nil, specErr("tools["+name+"]", fmt.Sprintf("tool %q is not one the agent was built with (%s)", name, strings.Join(a.toolKeys, ", ")), nil)
+		}
+		if _, twice := bound[name]; twice {
+			return nil, specErr("tools["+name+"]", fmt.Sprintf("tool %q is named twice", name), nil)
+		}
+		bt, err := bindOne(name, bind(name), a.spec.Validation, prev)
+		if err != nil {
+			return nil, err
+		}
+		bound[name] = bt
+	}
+	return &Agent{agentDef: a.agentDef, tools: bound}, nil
+}
+
 // Spec returns a copy of the agent's spec with defaults filled in
 // (unlimited limits stay negative).
 func (a *Agent) Spec() Spec {
 	s := a.spec
 	s.Tools = a.specTools
+	if s.Tools == nil && len(a.tools) > 0 {
+		// rebound by RebindEach: the tools as given are the bound ones'
+		s.Tools = make(map[string]Tool, len(a.tools))
+		for name, bt := range a.tools {
+			s.Tools[name] = bt.tool
+		}
+	}
 	s.Limits = a.lim
 	return s
 }

@@ -35,11 +35,9 @@ func buildAgent(ctx context.Context, m *messages.Mission, box *fleet.Toolbox, tu
 		var ok bool
 		if kept, key, ok = cache.find(m); ok {
 			if kept != nil {
-				tools := make(map[string]agent.Tool, len(m.Agent.Tools))
-				for _, name := range m.Agent.Tools {
-					tools[name] = remoteTool(ctx, box, name, turns)
-				}
-				return kept.Rebind(tools)
+				// each tool bound by name: a map of the agent's tools
+				// (their values are large) is not made per mission
+				return kept.RebindEach(m.Agent.Tools, func(name string) agent.Tool { return remoteTool(ctx, box, name, turns) })
 			}
 		} else {
 			cache = nil
