@@ -93,6 +93,8 @@ func (a *Agent) withTurnOne(body string) string {
 // scrubbed.
 func (a *Agent) missionBody(in *runInput, sec *secrets) string {
 	var b strings.Builder
+	// sized as the last body was, rather than grown to it by doubling
+	b.Grow(int(a.bodySize.Load()))
 	if len(in.data) > 0 {
 		b.WriteString("## Data inventory (ctx/)\n")
 		writeInventory(&b, a, in, sec)
@@ -127,6 +129,7 @@ func (a *Agent) missionBody(in *runInput, sec *secrets) string {
 	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
 	b.WriteString(a.tmpl.render(in.data, sec.hook()))
+	a.bodySize.Store(int64(b.Len()))
 	return b.String()
 }
 

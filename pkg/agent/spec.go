@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unique"
 
@@ -185,6 +186,12 @@ type agentDef struct {
 	// sysPrompt caches the static system prompt (built on first use),
 	// one copy for all agents whose prompt is the same.
 	sysPrompt func() string
+
+	// bodySize is the length of the last mission body built
+	// (missionBody): the room the next one's builder starts with, since
+	// the bodies of one spec differ only in their data. A hint, read and
+	// written by concurrent runs without order.
+	bodySize atomic.Int64
 }
 
 type boundTool struct {

@@ -1,0 +1,31 @@
+package agent
+
+import (
+	"testing"
+)
+
+// A mission body starts with the room the agent's last body took: the
+// same body as one built from nothing, in fewer allocations than one
+// whose builder grows to it by doubling.
+func TestMissionBodyStartsWithTheLastOnesRoom(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Add {{n}} to the base, for customer {{name}}.", Signature: "(n :int, name :string) -> :int",
+		Tools: map[string]Tool{"base": intTool(0), "other": intTool(5)}})
+	in, fail := resolveInput(RunOptions{Context: map[string]any{"n": int64(1), "name": "Ada"}})
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	sec := &secrets{}
+	fresh := a.missionBody(in, sec)
+	if got := a.missionBody(in, sec); got != fresh {
+		t.Fatalf("body with the last one's room:\n%s\nwant:\n%s", got, fresh)
+	}
+	sized := testing.AllocsPerRun(100, func() { a.missionBody(in, sec) })
+	grown := testing.AllocsPerRun(100, func() {
+		a.bodySize.Store(0)
+		a.missionBody(in, sec)
+	})
+	t.Logf("%.0f allocations a mission body of %d bytes started with its room, %.0f grown", sized, len(fresh), grown)
+	if sized > grown-3 {
+		t.Errorf("%.0f allocations a mission body started with its room, %.0f grown: want at least 3 fewer", sized, grown)
+	}
+}
