@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/internal/syncbuf"
 )
 
 // faultKV is a KV bucket whose writes can be stored with their reply lost
@@ -342,5 +346,44 @@ func TestBudgetSettlesWaitingForAWriteAreOneWrite(t *testing.T) {
 	s := spendOf(ctx, t, b)
 	if s.CostUSD != 0.5*n || s.Tokens != 5*n || s.ReservedCostUSD != 0 || s.ReservedTokens != 0 || len(s.Held) != 0 {
 		t.Errorf("spend %+v; want $%v and %d tokens, nothing held", s, 0.5*n, 5*n)
+	}
+}
+
+// A stopping worker gives the settles failing in the background a last
+// wait and then gives up: Stop does not hang on a store that does not
+// answer, and the reservation stays held (spending errs on the side of
+// less) with an error logged.
+func TestBudgetSettleGivesUpWhenTheWorkerStops(t *testing.T) {
+	ctx, b, f := faultBudgets(t)
+	var logs syncbuf.Buffer
+	log := zerolog.New(&logs)
+	r, err := b.forMission("alice", nil, &log).Reserve(ctx, "m", BudgetAmount{CostUSD: 0.5, Tokens: 500}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setDown(true)
+	r.Settle(ctx, BudgetAmount{CostUSD: 0.25, Tokens: 300})
+	start := time.Now()
+	b.close(300 * time.Millisecond)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("close took %v with the store down; want about its wait of 300 ms and a try", d)
+	}
+	f.setDown(false)
+	if s := spendOf(ctx, t, b); s.ReservedCostUSD != 0.5 || s.ReservedTokens != 500 || len(s.Held) != 1 || s.CostUSD != 0 {
+		t.Errorf("spend %+v; want the reservation still held", s)
+	}
+	if !strings.Contains(logs.String(), "budget not settled before the worker stopped") {
+		t.Errorf("no error logged for the settle given up:\n%s", logs.String())
+	}
+	// a settle after the stop is tried once and not left running
+	r2, err := b.forMission("alice", nil, &log).Reserve(ctx, "m", BudgetAmount{CostUSD: 0.5, Tokens: 500}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.setDown(true)
+	r2.Settle(ctx, BudgetAmount{CostUSD: 0.25, Tokens: 300})
+	waitSettled(t, b)
+	if !strings.Contains(logs.String(), "budget not settled and the worker stops") {
+		t.Errorf("no error logged for a settle failing after the stop:\n%s", logs.String())
 	}
 }
