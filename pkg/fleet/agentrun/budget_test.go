@@ -128,13 +128,13 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	models := llm.Registry{"default": llm.WithPrices(sizedModel{}, llm.Prices{Input: 1, Output: 2})}
-	// the workers' errors (a budget not settled says why) are shown when
-	// the test fails
+	// the workers' warnings and errors (a budget not settled says why)
+	// are shown when the test fails
 	var logs syncbuf.Buffer
-	log := zerolog.New(&logs).With().Timestamp().Logger().Level(zerolog.ErrorLevel)
+	log := zerolog.New(&logs).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("worker errors:\n%s", logs.String())
+			t.Logf("worker warnings and errors:\n%s", logs.String())
 		}
 	})
 	const workers, slots = 8, 4
@@ -216,9 +216,10 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 		}
 	}
 	got := scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	t.Logf("%d succeeded, %d refused; spent $%.6f of $%.6f (one mission $%.6f); reserved at the end $%g; compare-and-set writes lost: %v reserving, %v settling",
+	t.Logf("%d succeeded, %d refused; spent $%.6f of $%.6f (one mission $%.6f); reserved at the end $%g; compare-and-set writes lost: %v reserving, %v settling; %d settles tried again in the background",
 		succeeded, refused, spend.CostUSD, budget, per, spend.ReservedCostUSD,
-		got["ptc_budget_conflicts_total{op=reserve,tenant=acme}"], got["ptc_budget_conflicts_total{op=settle,tenant=acme}"])
+		got["ptc_budget_conflicts_total{op=reserve,tenant=acme}"], got["ptc_budget_conflicts_total{op=settle,tenant=acme}"],
+		strings.Count(logs.String(), "budget not settled yet"))
 	if succeeded+refused != n || succeeded > 100 || succeeded < 50 {
 		t.Errorf("%d succeeded, %d refused: want at most 100 (and most of them) to succeed", succeeded, refused)
 	}
@@ -242,7 +243,15 @@ func TestFleetBudgetHoldsAcrossWorkers(t *testing.T) {
 			}
 		}
 	}
-	if alerts[80] != 1 || alerts[100] != 1 || len(alerts) != 2 {
+	// (an alert a settle tried again in the background reaches is counted
+	// but not published: its mission may have ended)
+	background := strings.Count(logs.String(), "budget not settled yet") > 0
+	for _, level := range []int64{80, 100} {
+		if alerts[level] != 1 && !(background && alerts[level] == 0) {
+			t.Errorf("budget events by percent: %v, want one at 80 and one at 100", alerts)
+		}
+	}
+	if len(alerts) > 2 {
 		t.Errorf("budget events by percent: %v, want one at 80 and one at 100", alerts)
 	}
 	got = scrape(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
