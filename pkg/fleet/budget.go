@@ -613,7 +613,8 @@ func (mb *MissionBudget) alert(l BudgetLimit, period string, level int, emit boo
 // with the other workers for the key with one write at a time, not one
 // per slot, which keeps the compare-and-set retries down when many calls
 // charge the same budget. The goroutine whose change comes first makes
-// the write, within its ctx; the result is every change's.
+// the write, within its ctx (within settleWait when the write carries
+// others' changes too); the result is every change's.
 func (b *Budgets) update(ctx context.Context, key, period, op string, change func(*BudgetSpend) bool) error {
 	me := &budgetOp{change: change, op: op, done: make(chan error, 1)}
 	b.qmu.Lock()
@@ -633,6 +634,13 @@ func (b *Budgets) update(ctx context.Context, key, period, op string, change fun
 	batch := q.ops
 	q.ops = nil
 	b.qmu.Unlock()
+	if len(batch) > 1 {
+		// the write is the others' too: the end of this call's context
+		// (its mission cancelled) does not fail theirs
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), b.settleWait)
+		defer cancel()
+	}
 	lost, err := casJSONCounted(ctx, b.spend, key, "budget spend", BudgetSpend{Period: period}, func(s *BudgetSpend) bool {
 		write := false
 		for _, o := range batch {

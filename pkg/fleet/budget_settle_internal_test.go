@@ -387,3 +387,58 @@ func TestBudgetSettleGivesUpWhenTheWorkerStops(t *testing.T) {
 		t.Errorf("no error logged for a settle failing after the stop:\n%s", logs.String())
 	}
 }
+
+// A write carrying several calls' changes is not failed by the end of
+// the context of the call that makes it (its mission cancelled): the
+// others' reservations are made.
+func TestBudgetBatchOutlivesItsWritersContext(t *testing.T) {
+	ctx, b, f := faultBudgets(t)
+	mb := b.forMission("alice", nil, nil)
+	first, err := mb.Reserve(ctx, "m", BudgetAmount{CostUSD: 1, Tokens: 10}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := BudgetSubmitterScope("alice") + "." + BudgetDay + "." + budgetPeriod(BudgetDay, b.now())
+	waitFor := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b.qmu.Lock()
+			q := b.queues[key]
+			n := -1
+			if q != nil {
+				n = len(q.ops)
+			}
+			b.qmu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d changes wait for the key's write, want %d", n, want)
+			}
+		}
+	}
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.gate = gate
+	f.mu.Unlock()
+	done := make(chan struct{})
+	go func() { first.Settle(ctx, BudgetAmount{CostUSD: 1, Tokens: 10}); close(done) }()
+	waitFor(0)
+	cancelled, cancel := context.WithCancel(ctx)
+	errs := make(chan error, 2)
+	go func() { _, err := mb.Reserve(cancelled, "m", BudgetAmount{CostUSD: 1, Tokens: 10}, true); errs <- err }()
+	waitFor(1)
+	go func() { _, err := mb.Reserve(ctx, "m", BudgetAmount{CostUSD: 2, Tokens: 20}, true); errs <- err }()
+	waitFor(2)
+	cancel()
+	close(gate)
+	<-done
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a reservation in a write made by a cancelled call: %v", err)
+		}
+	}
+	if s := spendOf(ctx, t, b); s.ReservedCostUSD != 3 || s.ReservedTokens != 30 || len(s.Held) != 2 {
+		t.Errorf("spend %+v; want both reservations held", s)
+	}
+}
