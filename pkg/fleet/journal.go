@@ -54,6 +54,12 @@ type Journal struct {
 
 	linger time.Duration // journalLinger unless a test changes it
 
+	// reuseHeaders: js has no asynchronous ack handler (it is the
+	// worker's own, openJournal), which would be handed a write's message
+	// after its ack; so a write's header goes back to its pool once
+	// acknowledged
+	reuseHeaders bool
+
 	flushMu sync.Mutex // serializes Flush
 
 	mu       sync.Mutex
@@ -110,6 +116,7 @@ const journalGets = 4
 // answer), so it holds every entry whose write was acknowledged.
 func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, id string, replay bool, upTo uint64) (*Journal, error) {
 	j := NewJournal(js, id)
+	j.reuseHeaders = true
 	if !replay {
 		return j, nil
 	}
@@ -306,6 +313,7 @@ const journalAckWait = time.Second
 type pendingWrite struct {
 	msg *nats.Msg
 	fut jetstream.PubAckFuture // nil: the asynchronous publish was refused
+	hdr *ackedHeader           // msg's header, released once the write is acknowledged
 }
 
 // Record stores data as the answer to the next occurrence of base. It
@@ -379,23 +387,31 @@ func (j *Journal) publishLocked() {
 	// after a lost ack may land twice, as identical entries under the same
 	// keys, and the reader keeps one (which spares the stream a duplicate
 	// check per message).
-	msg := &nats.Msg{Subject: j.subject, Header: nats.Header{}}
+	// the header goes back to its pool once the write is known
+	// acknowledged (await, with reuseHeaders); one never awaited is left
+	// to the collector
+	hdr := newAckedHeader()
+	msg := &nats.Msg{Subject: j.subject, Header: hdr.h}
 	if len(j.unsent) == 1 {
-		msg.Header.Set(messages.HeaderJournalKey, j.unsent[0].Key)
+		hdr.set(messages.HeaderJournalKey, j.unsent[0].Key)
 		msg.Data = j.unsent[0].Data
 	} else {
 		data, err := messages.Marshal(j.unsent)
 		if err != nil {
+			hdr.release()
 			j.broken.Store(true)
 			j.unsent = nil
 			return
 		}
-		msg.Header.Set(messages.HeaderJournalBatch, strconv.Itoa(len(j.unsent)))
+		hdr.set(messages.HeaderJournalBatch, strconv.Itoa(len(j.unsent)))
 		msg.Data = data
 	}
 	j.unsent = nil
 	j.wrote = true
 	w := pendingWrite{msg: msg}
+	if j.reuseHeaders {
+		w.hdr = hdr
+	}
 	if fut, err := j.js.PublishMsgAsync(msg); err == nil {
 		w.fut = fut
 	}
@@ -508,6 +524,9 @@ func (j *Journal) await(ctx context.Context, deadline time.Time, w pendingWrite)
 		case ack := <-w.fut.Ok():
 			putTimer(t)
 			j.saw(ack.Sequence)
+			// nats.go holds an asynchronous publish until its ack,
+			// not after
+			w.hdr.release()
 			return nil
 		case <-w.fut.Err():
 		case <-t.C:
@@ -527,6 +546,9 @@ func (j *Journal) await(ctx context.Context, deadline time.Time, w pendingWrite)
 		ack, err := j.js.PublishMsg(ctx, w.msg)
 		if err == nil {
 			j.saw(ack.Sequence)
+			if w.fut == nil {
+				w.hdr.release() // no asynchronous publish holds it
+			}
 			return nil
 		}
 		select {

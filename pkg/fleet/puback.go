@@ -139,8 +139,12 @@ func (a *ackedHeader) set(key, value string) {
 }
 
 // release clears a and gives it back to the pool: nothing may hold its
-// map (the message published with it) any more.
+// map (the message published with it) any more. A nil a is nothing to
+// release.
 func (a *ackedHeader) release() {
+	if a == nil {
+		return
+	}
 	clear(a.h)
 	a.vals, a.n = [4]string{}, 0
 	ackedHeaders.Put(a)
