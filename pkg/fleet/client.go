@@ -269,10 +269,16 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	if err := c.checkQueued(ctx); err != nil {
 		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}
-	data, err := messages.MarshalMission(m)
-	if err != nil {
+	// encoded as MarshalMission encodes it (its Version is set above)
+	// into a pooled buffer: nats.go copies the message before
+	// publishAcked returns
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	if err := messages.MarshalTo(buf, m); err != nil {
 		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}
+	data := buf.Bytes()
+	var err error
 	if len(data) > c.cfg.InlineContextBytes && len(m.Context) > 0 {
 		// the context object of a mission a worker took is not replaced
 		if taken != nil {
