@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -144,6 +145,14 @@ func (w *Worker) armReturn(n int64, d time.Duration) {
 			return
 		}
 		w.lookAt.Store(0)
+		// what sync.Pools hold (the encoding buffers and headers of
+		// the missions' writes, as many as were in use at once) lives
+		// through one collection, as the pool's victim, and the
+		// give-back makes one: a collection before it frees what the
+		// pools held before the last, so that the give-back's frees
+		// the rest. An idle worker's heap is small, so it costs
+		// little.
+		runtime.GC()
 		w.returnSpare()
 		w.returnArmed.Store(false)
 		if cur := w.changes.Load(); cur != n && w.returnArmed.CompareAndSwap(false, true) {

@@ -1,8 +1,10 @@
 package fleet
 
 import (
+	"bytes"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -293,5 +295,47 @@ func TestLateLookDecidesOnTheRate(t *testing.T) {
 				t.Fatalf("gave back %d times; want %d", n, tc.wantGive)
 			}
 		})
+	}
+}
+
+// What sync.Pools hold when a worker goes idle (a burst of missions'
+// writes leaves as many encoding buffers pooled as were in use at once)
+// goes back with the give-back: a pooled object outlives one collection,
+// as the pool's victim, and a give-back is one.
+func TestIdleGiveBackFreesWhatPoolsHeld(t *testing.T) {
+	var given atomic.Int64
+	w := &Worker{slots: make(chan struct{}, 1), idleReturnAfter: 200 * time.Millisecond, stopped: make(chan struct{}),
+		giveBack: func() { debug.FreeOSMemory(); given.Add(1) }}
+	defer close(w.stopped)
+	objects := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	const n, size = 2048, 32 << 10 // 64 MiB pooled
+	runtime.GC()
+	before := objects()
+	// no collection while the buffers go into the pool, as at the end of
+	// a burst: each would move them to the pool's victim, the next drop them
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	fill := make([]byte, size)
+	for range n {
+		b := bytes.NewBuffer(make([]byte, 0, size))
+		b.Write(fill) // touched: resident
+		putPublishBuffer(b)
+	}
+	pooled := objects() - before
+	if pooled < n*size/2 {
+		t.Fatalf("%d bytes pooled of %d put; the test needs the pool to hold them", pooled, n*size)
+	}
+	debug.SetGCPercent(100)
+	// a mission started and ended: the worker goes idle
+	w.slots <- struct{}{}
+	w.missionChanged()
+	<-w.slots
+	w.missionChanged()
+	waitFor(t, "the idle worker's give-back", func() bool { return given.Load() > 0 && !w.returnArmed.Load() })
+	if left := int64(objects()) - int64(before); left > int64(pooled)/4 {
+		t.Fatalf("after the idle give-back the heap holds %d bytes more than before the pooled burst (%d were pooled)", left, pooled)
 	}
 }
