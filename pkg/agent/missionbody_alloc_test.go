@@ -25,7 +25,9 @@ func TestMissionBodyStartsWithTheLastOnesRoom(t *testing.T) {
 		a.missionBody(in, sec)
 	})
 	t.Logf("%.0f allocations a mission body of %d bytes started with its room, %.0f grown", sized, len(fresh), grown)
-	if sized > grown-3 {
+	// the race detector's own allocations vary between runs by as much
+	// as the room saves
+	if !raceEnabled && sized > grown-3 {
 		t.Errorf("%.0f allocations a mission body started with its room, %.0f grown: want at least 3 fewer", sized, grown)
 	}
 }
