@@ -36,7 +36,7 @@ func (th *Thread) recycle() {
 	th.Deadline, th.TimeoutMs, th.Steps, th.NextCheck, th.MaxSteps = 0, 0, 0, 0, 0
 	th.Alloc, th.floor, th.MaxMem = 0, 0, 0
 	th.Depth, th.MaxDepth, th.loops, th.MaxLoops, th.Sp = 0, 0, 0, 0, 0
-	th.CallPos, th.child, th.calls, th.branched = Pos{}, false, false, false
+	th.CallPos, th.child, th.branched = Pos{}, false, false
 
 	if len(th.stack) > maxKeptStack {
 		th.stack = nil

@@ -76,9 +76,6 @@ type Thread struct {
 	// toolCtx is ctx with the run's deadline, made on the first tool call.
 	toolCtx    context.Context
 	ToolCancel context.CancelFunc
-	// calls is set by DeadlineCtx: the run called a tool or host function
-	// or started pmap branches
-	calls bool
 	// branched is set by RunBranches: the run started pmap or pcalls
 	// branches, child Threads sharing its Host
 	branched bool
@@ -209,7 +206,6 @@ type ReturnSignal struct {
 // pmap branches share their parent's host: the parent makes the meter
 // here before it starts them.
 func (th *Thread) DeadlineCtx() context.Context {
-	th.calls = true
 	if th.toolCtx == nil {
 		ctx := th.Ctx
 		if h := th.Host; h != nil && h.OwnMeter && h.Meter == nil {
@@ -228,11 +224,6 @@ func (th *Thread) DeadlineCtx() context.Context {
 	}
 	return th.toolCtx
 }
-
-// StartedCalls reports whether the run asked for its tool context
-// (DeadlineCtx): it called a tool or host function or started pmap
-// branches, which may hold the Thread or its host beyond the call.
-func (th *Thread) StartedCalls() bool { return th.calls }
 
 // StartedBranches reports whether the run started pmap or pcalls
 // branches (RunBranches), whose Threads share its Host.
