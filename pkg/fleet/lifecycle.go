@@ -169,8 +169,8 @@ func (w *Worker) Run(ctx context.Context) error {
 // missions get DrainGrace to finish, then they are cancelled with cause
 // ErrWorkerShutdown and handed back to the queue. It returns when every
 // mission is finished or handed back, and the budget settles it still
-// tries in the background succeeded or had 10 s more. Stop is idempotent; later calls wait
-// for the first to finish.
+// tries in the background succeeded or had 10 s more. Stop is idempotent;
+// later calls wait for the first to finish.
 func (w *Worker) Stop() error {
 	w.stopOnce.Do(func() {
 		w.ready.Store(false)

@@ -317,7 +317,8 @@ func TestIdleGiveBackFreesWhatPoolsHeld(t *testing.T) {
 	before := objects()
 	// no collection while the buffers go into the pool, as at the end of
 	// a burst: each would move them to the pool's victim, the next drop them
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	gcPercent := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gcPercent)
 	fill := make([]byte, size)
 	for range n {
 		b := bytes.NewBuffer(make([]byte, 0, size))
@@ -328,7 +329,7 @@ func TestIdleGiveBackFreesWhatPoolsHeld(t *testing.T) {
 	if pooled < n*size/2 {
 		t.Fatalf("%d bytes pooled of %d put; the test needs the pool to hold them", pooled, n*size)
 	}
-	debug.SetGCPercent(100)
+	debug.SetGCPercent(gcPercent)
 	// a mission started and ended: the worker goes idle
 	w.slots <- struct{}{}
 	w.missionChanged()

@@ -109,20 +109,29 @@ func FuzzPublishAck(f *testing.F) {
 	})
 }
 
-// publishAcked against a stream: a message stored, its duplicate, a
-// compare-and-set refused, no stream; and fewer allocations than
-// nats.go's PublishMsg for the same publish.
-func TestPublishAcked(t *testing.T) {
+// acksStream is an embedded connection and the stream ACKS on acks.>,
+// with a minute's duplicate window, and a context of 30 s.
+func acksStream(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	nc := embeddedConn(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ACKS", Subjects: []string{"acks.>"}, Duplicates: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, nc, js
+}
+
+// publishAcked against a stream: a message stored, its duplicate, a
+// compare-and-set refused, no stream; and fewer allocations than
+// nats.go's PublishMsg for the same publish.
+func TestPublishAcked(t *testing.T) {
+	ctx, nc, js := acksStream(t)
+	var err error
 	msg := func(subject, id string, hdr ...string) *nats.Msg {
 		m := &nats.Msg{Subject: subject, Data: []byte("x"), Header: nats.Header{}}
 		if id != "" {
@@ -221,16 +230,7 @@ func TestCasStatusAtARevision(t *testing.T) {
 // publish under a context that can be cancelled, and a deadline that
 // passes unanswered is context.DeadlineExceeded, as under a context.
 func TestPublishAckedWithoutDone(t *testing.T) {
-	nc := embeddedConn(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ACKS", Subjects: []string{"acks.>"}}); err != nil {
-		t.Fatal(err)
-	}
+	_, nc, _ := acksStream(t)
 	msg := &nats.Msg{Subject: "acks.a", Data: []byte("x")}
 	background := context.WithValue(context.Background(), attemptKey{}, (*attempt)(nil))
 	cancellable, stop := context.WithCancel(context.Background())
