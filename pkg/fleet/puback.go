@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // publishAcked publishes m to the stream that holds its subject and waits
@@ -200,24 +202,26 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 		}
 		return false
 	}
-	str := func() (string, bool) {
+	// str returns the bytes of the string at i, which the data holds: a
+	// key is only compared, and a stream's name is copied (ackStream)
+	str := func() ([]byte, bool) {
 		ws()
 		if i >= len(data) || data[i] != '"' {
-			return "", false
+			return nil, false
 		}
 		for j := i + 1; j < len(data); j++ {
 			switch c := data[j]; {
 			case c == '"':
-				s := string(data[i+1 : j])
+				s := data[i+1 : j]
 				i = j + 1
 				return s, true
 			case c == '\\' || c < 0x20 || c >= 0x80:
 				// escapes, control characters and non-ASCII bytes
 				// (encoding/json replaces invalid UTF-8) are left to it
-				return "", false
+				return nil, false
 			}
 		}
-		return "", false
+		return nil, false
 	}
 	if !next('{') {
 		return nil, false
@@ -228,10 +232,10 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 			return nil, false
 		}
 		ws()
-		switch key {
+		switch string(key) {
 		case "stream", "domain":
 			f := 0
-			if key == "domain" {
+			if string(key) == "domain" {
 				f = 2
 			}
 			v, ok := str()
@@ -240,9 +244,9 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 			}
 			seen[f] = true
 			if f == 0 {
-				a.Stream = v
+				a.Stream = ackStream(v)
 			} else {
-				a.Domain = v
+				a.Domain = string(v)
 			}
 		case "seq":
 			j := i
@@ -281,4 +285,19 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 		}
 		return &a, true
 	}
+}
+
+// ackStream returns the stream name b as a string: the name of a stream
+// the fleet publishes to with publishAcked (a status, a result, a
+// submission) without allocating, any other copied.
+func ackStream(b []byte) string {
+	switch string(b) {
+	case statusStream:
+		return statusStream
+	case messages.StreamResults:
+		return messages.StreamResults
+	case messages.StreamMissions:
+		return messages.StreamMissions
+	}
+	return string(b)
 }

@@ -66,6 +66,33 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 	}
 }
 
+// An acknowledgement of a stream the fleet publishes to is read in one
+// allocation, the PubAck: its keys are compared where they lie and the
+// stream's name is the fleet's own, not a copy. Another stream's name is
+// copied out of the answer's bytes, which nats.go may reuse.
+func TestPublishAckAllocations(t *testing.T) {
+	for _, stream := range []string{statusStream, messages.StreamResults, messages.StreamMissions} {
+		data := []byte(`{"stream":"` + stream + `","seq":42}`)
+		n := testing.AllocsPerRun(100, func() {
+			if ack, err := publishAck(data); err != nil || ack.Stream != stream || ack.Sequence != 42 {
+				t.Fatalf("%s: %+v, %v", data, ack, err)
+			}
+		})
+		if n != 1 {
+			t.Errorf("%s: %v allocations, want 1", data, n)
+		}
+	}
+	data := []byte(`{"stream":"OTHER","domain":"hub","seq":7,"duplicate":true}`)
+	ack, err := publishAck(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(data, bytes.Repeat([]byte("x"), len(data)))
+	if ack.Stream != "OTHER" || ack.Domain != "hub" || ack.Sequence != 7 || !ack.Duplicate {
+		t.Errorf("the ack changed with the answer's bytes: %+v", ack)
+	}
+}
+
 // natsGoPublishAck is what nats.go's publishMsg does with an answer's
 // bytes.
 func natsGoPublishAck(data []byte) (*jetstream.PubAck, error) {
