@@ -414,8 +414,10 @@ func ParseEventSubject(subject string) (s, id string, n, count uint64, ok bool) 
 // StatusKey is mission id's key in BucketStatus.
 func StatusKey(s, id string) string { return s + "." + id }
 
-// StatusSubject is the subject of a status key in BucketStatus's stream.
-func StatusSubject(s, id string) string { return "$KV." + BucketStatus + "." + StatusKey(s, id) }
+// StatusSubject is the subject of a status key in BucketStatus's stream,
+// made in one allocation: a mission's status is read and written under it
+// several times.
+func StatusSubject(s, id string) string { return "$KV." + BucketStatus + "." + s + "." + id }
 
 // ParseStatusKey returns the submitter and mission id of a StatusKey.
 func ParseStatusKey(key string) (s, id string, ok bool) {

@@ -489,3 +489,18 @@ func TestEventBatchRoundTrip(t *testing.T) {
 		t.Error("an array declaring 4G elements in 5 bytes decoded")
 	}
 }
+
+// A status subject is made in one allocation, its key not made apart
+// first: it is made for each read and write of a mission's status. (A
+// key of at most 32 bytes that does not escape takes no allocation, so
+// the submitter here is long enough for one.)
+func TestStatusSubjectAllocations(t *testing.T) {
+	s, id := "analytics", testID
+	var got string
+	if n := testing.AllocsPerRun(100, func() { got = StatusSubject(s, id) }); n != 1 {
+		t.Errorf("StatusSubject: %v allocations, want 1", n)
+	}
+	if want := "$KV." + BucketStatus + "." + StatusKey(s, id); got != want {
+		t.Errorf("StatusSubject = %q, want %q", got, want)
+	}
+}
