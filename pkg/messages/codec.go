@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // marshalBuffers holds the buffers Marshal encodes into: what it returns is
@@ -118,7 +119,8 @@ func unmarshal(data []byte, v any, strict bool) (err error) {
 
 // DecodeMap decodes any msgpack map as map[string]any, the way Unmarshal
 // reads maps: non-string keys are turned into their decimal or printed
-// form, as JSON would require. It suits msgpack.Decoder.SetMapDecoder.
+// form, as JSON would require. It suits msgpack.Decoder.SetMapDecoder
+// (of a decoder that interns no strings).
 func DecodeMap(d *msgpack.Decoder) (any, error) {
 	n, err := d.DecodeMapLen()
 	if err != nil {
@@ -129,7 +131,7 @@ func DecodeMap(d *msgpack.Decoder) (any, error) {
 	}
 	m := make(map[string]any, min(n, 1024))
 	for i := 0; i < n; i++ {
-		k, err := d.DecodeInterfaceLoose()
+		ks, err := decodeMapKey(d)
 		if err != nil {
 			return nil, err
 		}
@@ -137,13 +139,36 @@ func DecodeMap(d *msgpack.Decoder) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		ks, ok := k.(string)
-		if !ok {
-			ks = fmt.Sprint(k)
-		}
 		m[ks] = v
 	}
 	return m, nil
+}
+
+// decodeMapKey decodes a map's key as DecodeMap keys it. A string (or
+// binary) key, the usual one, is decoded as a string, as
+// DecodeInterfaceLoose decodes it, without boxing it into an interface
+// first: one allocation a key, not two.
+func decodeMapKey(d *msgpack.Decoder) (string, error) {
+	c, err := d.PeekCode()
+	if err != nil {
+		return "", err
+	}
+	if msgpcode.IsFixedString(c) {
+		return d.DecodeString()
+	}
+	switch c {
+	case msgpcode.Str8, msgpcode.Str16, msgpcode.Str32, msgpcode.Bin8, msgpcode.Bin16, msgpcode.Bin32:
+		return d.DecodeString()
+	}
+	k, err := d.DecodeInterfaceLoose()
+	if err != nil {
+		return "", err
+	}
+	ks, ok := k.(string)
+	if !ok {
+		ks = fmt.Sprint(k)
+	}
+	return ks, nil
 }
 
 // maxDepth bounds the nesting Normalize accepts: the MaxNesting a message
