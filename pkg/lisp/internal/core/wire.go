@@ -59,8 +59,9 @@ func decodeFailed(format string, err error) error {
 
 const maxInt = int64(^uint(0) >> 1)
 
-// keyTable interns the map keys of one decoded value: records repeat
-// their keys, and a key seen before costs no allocation.
+// keyTable interns the map keys of one decoded value (of a msgpack
+// reader's decodes, which it keeps: msgpackReader): records repeat their
+// keys, and a key seen before costs no allocation.
 type keyTable map[string]Value
 
 // Get returns key p as a boxed string, the same box for the same key
@@ -168,10 +169,28 @@ func DecodeMsgpack(data []byte) (v Value, err error) {
 }
 
 // msgpackReader is a msgpack decoder and the reader it reads, kept for
-// the next decodeMsgpack once a decode is over.
+// the next decodeMsgpack once a decode is over, with the map keys the
+// decodes it served interned: a tool's results repeat their keys from one
+// call to the next, and a key's box is a string, never written, that any
+// decode may share.
 type msgpackReader struct {
-	r bytes.Reader
-	d *msgpack.Decoder
+	r    bytes.Reader
+	d    *msgpack.Decoder
+	keys keyTable
+}
+
+// maxKeptKeys bounds the keys a msgpackReader keeps between decodes: a
+// decode that leaves it more (results of many distinct keys) leaves it
+// none, so a pooled reader holds at most a few KB of keys.
+const maxKeptKeys = 256
+
+// keep keeps keys, the table of a decode over, for the reader's next
+// decode: none when it holds more than maxKeptKeys.
+func (mr *msgpackReader) keep(keys keyTable) {
+	if len(keys) > maxKeptKeys {
+		keys = nil
+	}
+	mr.keys = keys
 }
 
 // msgpackReaders holds the msgpackReaders of finished decodes: a cache of
@@ -181,6 +200,7 @@ var msgpackReaders = sync.Pool{New: func() any { return &msgpackReader{d: msgpac
 // decodeMsgpack is DecodeMsgpack counting what it builds in c.
 func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 	mr := msgpackReaders.Get().(*msgpackReader)
+	w := wireDecoder{keys: mr.keys}
 	defer func() {
 		if p := recover(); p != nil {
 			// the decoder's state is unknown: it is not reused
@@ -189,6 +209,7 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 		}
 		mr.r.Reset(nil)
 		mr.d.Reset(nil)
+		mr.keep(w.keys)
 		msgpackReaders.Put(mr)
 	}()
 	maps, err := messages.CheckBoundsMaps(data)
@@ -198,7 +219,7 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 	r := &mr.r
 	r.Reset(data)
 	mr.d.Reset(r) // clears every setting
-	w := wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{maxSmalls: maps}}, ch: c}
+	w = wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{maxSmalls: maps}}, ch: c, keys: w.keys}
 	w.d.UseLooseInterfaceDecoding(true)
 	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.Intern = true
