@@ -402,6 +402,9 @@ type prefixIndex struct {
 	// value): most offsets of a text start none, and are passed over
 	// without a map lookup
 	first [4]uint64
+	// dirty0 holds dirty while one group is dirty (a run records a
+	// secret or two): no allocation for it
+	dirty0 [1]*prefixGroup
 }
 
 // starts reports whether an indexed string starts with the byte c.
@@ -411,6 +414,10 @@ type prefixGroup struct {
 	lens   []int    // the distinct lengths, longest first
 	sorted []string // the strings, sorted (once finish ran)
 	dirty  bool     // in prefixIndex.dirty
+	// lens0 and sorted0 hold lens and sorted while the group holds one
+	// string, as most do: the group is then one allocation
+	lens0   [1]int
+	sorted0 [1]string
 }
 
 // add indexes k; the maps are made by the first add (most of a run's
@@ -424,12 +431,14 @@ func (x *prefixIndex) add(k string) {
 	}
 	if x.exact == nil {
 		x.exact, x.groups = map[string]struct{}{}, map[string]*prefixGroup{}
+		x.dirty = x.dirty0[:0]
 	}
 	x.exact[k] = struct{}{}
 	x.first[k[0]>>6] |= 1 << (k[0] & 63)
 	g := x.groups[k[:minSecretLen]]
 	if g == nil {
 		g = &prefixGroup{}
+		g.lens, g.sorted = g.lens0[:0], g.sorted0[:0]
 		x.groups[k[:minSecretLen]] = g
 	}
 	if !g.dirty {
