@@ -181,7 +181,7 @@ func (c *ShapeCache) arrived(es []MapEntry, a *smallMapAlloc) *Map {
 		return nil
 	}
 	for i, e := range es {
-		if s, ok := e.Key.(string); !ok || s != c.arrKeys[i] {
+		if s, ok := e.Key.(string); !ok || s != c.arrKeys[i].(string) {
 			return nil
 		}
 	}
@@ -200,16 +200,15 @@ func (c *ShapeCache) arrive(es []MapEntry) {
 	c.arrShape = nil
 	if cap(c.arrKeys) < len(es) {
 		// made at the map's width, not grown key by key
-		c.arrKeys = make([]string, 0, len(es))
+		c.arrKeys = make([]Value, 0, len(es))
 	}
 	c.arrKeys = c.arrKeys[:0]
 	for _, e := range es {
-		s, ok := e.Key.(string)
-		if !ok {
+		if _, ok := e.Key.(string); !ok {
 			c.arrKeys = c.arrKeys[:0]
 			return
 		}
-		c.arrKeys = append(c.arrKeys, s)
+		c.arrKeys = append(c.arrKeys, e.Key)
 	}
 }
 

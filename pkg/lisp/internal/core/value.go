@@ -275,9 +275,10 @@ type ShapeCache struct {
 	// (shapeBytes): a decoder charges them with its values
 	made int64
 	// arrKeys are the keys of the last map built by sorting, in the
-	// order they arrived; arrShape its shape and arrPerm the slot of
-	// each key in it (nil: no note)
-	arrKeys  []string
+	// order they arrived (strings, kept in the boxes they came in, so
+	// that looking them up in the shape boxes none again); arrShape its
+	// shape and arrPerm the slot of each key in it (nil: no note)
+	arrKeys  []Value
 	arrPerm  []int32
 	arrShape *Shape
 }
