@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -205,8 +206,18 @@ func TestMissionMessageCost(t *testing.T) {
 // already (an earlier attempt stored it and died before its result), and
 // a record too large for one message, keep sealed objects in
 // mission_results, written through ObjectStore.Put. Client.Record reads
-// each, and refuses a message that is not the one the result names.
+// each, and refuses a message that is not the one the result names. The
+// same holds for a worker that publishes the record and the result in one
+// atomic batch (as on a replicated RESULTS), whose batch is refused where
+// the record subject holds an earlier record, and where the stream does
+// not allow atomic publishes: it stores them one after the other, each
+// result once.
 func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
+	t.Run("one after the other", func(t *testing.T) { testMissionRecord(t) })
+	t.Run("batch", func(t *testing.T) { testMissionRecord(t, fleet.BatchOnOneReplica) })
+}
+
+func testMissionRecord(t *testing.T, edit ...func(*fleet.WorkerConfig)) {
 	srv, nc := runJetStream(t)
 	startTools(t, dialTCP(t, srv.ClientURL()))
 	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
@@ -214,14 +225,41 @@ func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 			return nil, fleet.ErrRetryable
 		}
 		return &messages.Step{Return: "ok"}, nil
-	}))
+	}), edit...)
 	c := newClient(t, nc)
+	batch := len(edit) > 0
+	// the record messages published, by subject: whether each was a
+	// message of a batch
+	var mu sync.Mutex
+	heard := map[string][]bool{}
+	snc := dialTCP(t, srv.ClientURL())
+	if _, err := snc.Subscribe(messages.RecordSubject("*", "*"), func(m *nats.Msg) {
+		mu.Lock()
+		heard[m.Subject] = append(heard[m.Subject], m.Header.Get("Nats-Batch-Id") != "")
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := snc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	for _, tc := range []struct {
 		name                  string
 		retry, large, earlier bool
-	}{{"first attempt", false, false, false}, {"retry", true, false, false}, {"large", false, true, false},
-		{"an earlier attempt's record", true, false, true}} {
+		atomicOff             bool
+	}{{"first attempt", false, false, false, false}, {"retry", true, false, false, false}, {"large", false, true, false, false},
+		{"an earlier attempt's record", true, false, true, false},
+		{"no atomic publishes", false, false, false, true}} {
+		if tc.atomicOff {
+			// a layout set up before RESULTS allowed atomic publishes
+			cfg := c.Stores().Results.CachedInfo().Config
+			cfg.AllowAtomicPublish = false
+			js, _ := jetstream.New(nc)
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
 		m := newMission("search")
 		m.Context = map[string]any{"retry": tc.retry}
 		if tc.large {
@@ -239,6 +277,38 @@ func TestMissionRecordIsOneMessageNextToItsResult(t *testing.T) {
 		}
 		if want := map[bool]int{false: 1, true: 2}[tc.retry]; st.Attempts != want {
 			t.Fatalf("attempts %d, want %d", st.Attempts, want)
+		}
+		if n := resultsStored(t, c, m.ID); n != 1 {
+			t.Fatalf("%s: %d results stored, want 1", tc.name, n)
+		}
+		// the record messages: the test's earlier record, then a batch
+		// (refused where the subject holds a record or the stream does
+		// not allow it), then the record alone where the batch was
+		// refused; none for a record too large for one message
+		var want []bool
+		if tc.earlier {
+			want = append(want, false)
+		}
+		if !tc.large {
+			if batch {
+				want = append(want, true)
+			}
+			if !batch || tc.earlier || tc.atomicOff {
+				want = append(want, false)
+			}
+		}
+		subject := messages.RecordSubject(c.Submitter(), m.ID)
+		eventually(t, 5*time.Second, "the record messages are heard", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(heard[subject]) >= len(want)
+		})
+		time.Sleep(50 * time.Millisecond) // one more would be heard by now
+		mu.Lock()
+		got := slices.Clone(heard[subject])
+		mu.Unlock()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: record messages heard (whether of a batch) %v, want %v", tc.name, got, want)
 		}
 		rec, err := c.Record(ctx, m.ID)
 		if err != nil {

@@ -51,14 +51,28 @@ func criticalStep(subject, reply, sub, id string) string {
 // one pull and its delivery, the claim, the tool call, the record, the
 // last fence check, the result. It logs the median time from each to the
 // next, as the subscriber sees them (docs/performance.md, "Idle latency").
+// A worker that publishes the record and the result in one atomic batch
+// (as on a replicated RESULTS) checks the fence first, then sends the
+// record with no reply and the result, whose answer is the batch's.
 func TestIdleMissionCriticalPath(t *testing.T) {
+	t.Run("one after the other", func(t *testing.T) {
+		testIdleMissionCriticalPath(t, []string{"status get", "submission", "notice", "pull", "delivery", "status write",
+			"tool request", "record", "fence check", "result", "stored result"})
+	})
+	t.Run("batch", func(t *testing.T) {
+		testIdleMissionCriticalPath(t, []string{"status get", "submission", "notice", "pull", "delivery", "status write",
+			"tool request", "fence check", "record", "result", "stored result"}, fleet.BatchOnOneReplica)
+	})
+}
+
+func testIdleMissionCriticalPath(t *testing.T, want []string, edit ...func(*fleet.WorkerConfig)) {
 	srv, _ := runJetStream(t)
 	tnc, cnc, wnc, snc := dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL()), dialTCP(t, srv.ClientURL())
 	startTools(t, tnc)
 	startWorker(t, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
 		return &messages.Step{Return: r}, err
-	}))
+	}), edit...)
 	c := newClient(t, cnc)
 	type seen struct {
 		at             time.Time
@@ -82,7 +96,6 @@ func TestIdleMissionCriticalPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	want := []string{"status get", "submission", "notice", "pull", "delivery", "status write", "tool request", "record", "fence check", "result", "stored result"}
 	const rounds = 50
 	gaps := map[string][]time.Duration{}
 	var total []time.Duration

@@ -16,3 +16,12 @@ const FullSweepBackstop = fullSweepBackstop
 
 // IdleRunners is how many of w's runner goroutines wait for a mission.
 func IdleRunners(w *Worker) int { return int(w.idleRunners.Load()) }
+
+// BatchOnOneReplica has a worker publish each mission's record and result
+// in one atomic batch on a results stream of one replica too (as it does
+// on a replicated one).
+func BatchOnOneReplica(c *WorkerConfig) { c.resultBatches = 1 }
+
+// NoResultBatches has a worker publish each mission's record and result
+// one after the other on a replicated results stream too.
+func NoResultBatches(c *WorkerConfig) { c.resultBatches = -1 }

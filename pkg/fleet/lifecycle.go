@@ -32,6 +32,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	switch {
+	case w.cfg.resultBatches > 0 && st.Results.CachedInfo() != nil:
+		st.batchResults = st.Results.CachedInfo().Config.AllowAtomicPublish
+	case w.cfg.resultBatches < 0:
+		st.batchResults = false
+	}
 	w.st = st
 	w.budgets = newBudgets(st, w.cfg.Tenant, w.cfg.Metrics)
 	ackPending := -1 // the lowest MaxAckPending of the consumers; negative: unlimited

@@ -438,8 +438,7 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		}
 		step.Replayed = &r
 	}
-	record := func() *messages.ObjectRef { return w.storeRecord(ctx, k, m, box, p.first, log) }
-	if w.finish(ctx, msg, k, em, step, entry, journal, record, log) {
+	if w.finish(ctx, msg, k, em, step, entry, journal, &missionRecord{m: m, box: box, first: p.first}, log) {
 		w.deleteToolObjects(ctx, box, m.ID, log)
 	}
 }
@@ -930,14 +929,17 @@ func (w *Worker) beat(k missionKey, entry *atomic.Pointer[statusEntry], lease *q
 }
 
 // finish stores step as the mission's result (exactly once), records the
-// final status and acks. record (nil: none) stores the mission's record
-// for step.Record; then the status is read for the last fence check and
-// the result is published. When the result cannot
+// final status and acks. record (nil: none) is the mission's record, kept
+// for step.Record (storeRecord). The status is read for the last fence
+// check, then the record and the result are published: in one atomic
+// batch where RESULTS stages batches in memory (Stores.batchResults,
+// publishWithRecord), else, and when the batch is refused, the record
+// first and the result after another fence check. When the result cannot
 // be stored, the run's journal (nil: none) is flushed before the mission
 // goes back to the queue; once it is stored, the mission's journal is
 // purged. It reports whether the mission has its result stored (by this
 // run or an earlier one): the mission is over.
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record func() *messages.ObjectRef, log *zerolog.Logger) bool {
+func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, step *messages.Step, entry *statusEntry, journal *Journal, record *missionRecord, log *zerolog.Logger) bool {
 	id := k.id
 	// notStored sends the mission back to the queue with its answers
 	// journaled and its events out: its result is not stored.
@@ -948,28 +950,62 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return false
 	}
-	if record != nil {
-		step.Record = record()
-	}
 	// A last fence check, just before the publish: a worker that lost the
 	// mission publishes nothing, and one that cannot tell tries again
 	// later. A new owner reads the result once its claim is written
 	// (storedAfterClaim), so between them the mission runs again only
 	// when this read and the publish straddle that claim and that read.
-	cur, err := getStatus(ctx, w.st, k)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
-		return notStored()
+	// It reports whether the result may be published.
+	fenceCheck := func() bool {
+		cur, err := getStatus(ctx, w.st, k)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
+			notStored()
+			return false
+		}
+		if err == nil && entry != nil &&
+			(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
+			log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
+			em.drop()
+			w.cfg.Metrics.fencedRun()
+			attemptFrom(ctx).setOutcome("fenced")
+			return false
+		}
+		return true
 	}
-	if err == nil && entry != nil &&
-		(cur.st.Worker != w.cfg.ID || cur.st.Attempt != entry.st.Attempt) && !messages.TerminalState(cur.st.State) {
-		log.Warn().Str("owner", cur.st.Worker).Msg("mission taken over; not publishing")
-		em.drop()
-		w.cfg.Metrics.fencedRun()
-		attemptFrom(ctx).setOutcome("fenced")
-		return false
+	var (
+		stored *messages.Step
+		mine   bool
+		err    error
+	)
+	batched := false
+	var recData []byte // the record, encoded for the batch
+	if record != nil && w.st.batchResults && w.st.ResultObjects != nil {
+		buf := getPublishBuffer()
+		defer putPublishBuffer(buf)
+		if encodeRecord(buf, record) == nil {
+			recData = buf.Bytes()
+		}
+		if recData != nil && len(recData) <= maxInlineRecord {
+			if !fenceCheck() {
+				return false
+			}
+			stored, mine, err = publishWithRecord(ctx, w.js, w.st, k, step, recData)
+			batched = !errors.Is(err, errBatchRefused)
+			if !batched {
+				log.Debug().Err(err).Msg("record and result batch refused; publishing them one after the other")
+			}
+		}
 	}
-	stored, mine, err := publishResult(ctx, w.js, w.st, k, step)
+	if !batched {
+		if record != nil {
+			step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
+		}
+		if !fenceCheck() {
+			return false
+		}
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, step)
+	}
 	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
 		// the trace (every tool result the programs read) is what a
 		// reader cannot take more often than the answer: the answer or

@@ -117,7 +117,7 @@ func putPublishBuffer(buf *bytes.Buffer) {
 // few in one array.
 type ackedHeader struct {
 	h    nats.Header
-	vals [4]string
+	vals [6]string
 	n    int
 }
 
@@ -148,7 +148,7 @@ func (a *ackedHeader) release() {
 		return
 	}
 	clear(a.h)
-	a.vals, a.n = [4]string{}, 0
+	a.vals, a.n = [6]string{}, 0
 	ackedHeaders.Put(a)
 }
 
@@ -182,12 +182,14 @@ func publishAck(data []byte) (*jetstream.PubAck, error) {
 }
 
 // scanPublishAck reads data when it is a JSON object of the keys "stream"
-// (a string, not empty), "seq" (an unsigned integer), "domain" (a string)
-// and "duplicate" (a boolean), each at most once, with strings of ASCII
-// that need no unescaping; ok is false for anything else.
+// (a string, not empty), "seq" (an unsigned integer), "domain" (a string),
+// "duplicate" (a boolean), and "batch" (a string) and "count" (an unsigned
+// integer), which an atomic batch's commit is answered with and which are
+// not read, each at most once, with strings of ASCII that need no
+// unescaping; ok is false for anything else.
 func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 	var a jetstream.PubAck
-	var seen [4]bool // stream, seq, domain, duplicate
+	var seen [6]bool // stream, seq, domain, duplicate, batch, count
 	i := 0
 	ws := func() {
 		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
@@ -270,6 +272,23 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 				return nil, false
 			}
 			seen[3] = true
+		case "batch":
+			// the id of the atomic batch a commit's answer is for, which
+			// nats.go does not read either
+			if _, ok := str(); !ok || seen[4] {
+				return nil, false
+			}
+			seen[4] = true
+		case "count":
+			// how many messages that batch stored, not read either
+			j := i
+			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
+				j++
+			}
+			if j == i || seen[5] || (j-i > 1 && data[i] == '0') {
+				return nil, false
+			}
+			seen[5], i = true, j
 		default:
 			return nil, false
 		}

@@ -28,9 +28,13 @@ func TestPublishAckReadsWhatNatsGoReads(t *testing.T) {
 		`{"stream":"RESULTS","domain":"hub","seq":3,"duplicate": true}`,
 		` { "stream" : "S" , "seq" : 0 , "duplicate" : false } `,
 		`{"seq":18446744073709551615,"stream":"S"}`,
+		`{"stream":"RESULTS","seq":12,"batch":"01KB3ZV9RG6WQ1S4Y1XQ8N0J5T","count":2}`,
 	}
 	slow := []string{
-		`{"stream":"RESULTS","seq":12,"batch":"b1","count":3}`,
+		`{"stream":"RESULTS","seq":12,"batch":"b1","batch":"b2","count":3}`,
+		`{"stream":"RESULTS","seq":12,"batch":"b1","count":-3}`,
+		`{"stream":"RESULTS","seq":12,"batch":"b1","count":"3"}`,
+		`{"stream":"RESULTS","seq":12,"batch":3,"count":3}`,
 		`{"stream":"RESULTS","seq":12,"val":"5"}`,
 		`{"stream":"RE\u0053ULTS","seq":1}`,
 		`{"stream":"S","seq":1,"seq":2}`,

@@ -17,14 +17,41 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// storeRecord keeps m's record (messages.MissionRecord: the mission as it
-// ran and its tools' schemas as box discovered them), so that the mission
-// can be replayed from it and its Step's trace in any process, and
-// returns its reference for its result. It is written before the result,
-// so a caller that reads the result finds the record; a failure is logged
-// and the mission goes on (only its replay is lost). The tools' schemas
-// are those the run's discovery found (a tool it never looked up has
-// none).
+// missionRecord is what a mission's record (messages.MissionRecord: the
+// mission as it ran and its tools' schemas as box discovered them) is made
+// of when its run ends; first says no earlier attempt ran (the claim wrote
+// the mission's first status), so no object of the mission exists yet.
+type missionRecord struct {
+	m     *messages.Mission
+	box   *Toolbox
+	first bool
+}
+
+// encodeRecord encodes rec's record into buf. The tools' schemas are
+// those the run's discovery found (a tool it never looked up has none):
+// no discovery is made here (the mission is no longer heartbeated).
+func encodeRecord(buf *bytes.Buffer, rec *missionRecord) error {
+	mr := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: rec.m}
+	known, _ := rec.box.reg.snapshot()
+	for _, name := range rec.m.Tools {
+		t := &remoteTool{box: rec.box, name: name, info: known[name]}
+		mr.Tools = append(mr.Tools, messages.ToolSchema{Name: name, Signature: t.Signature(), Description: t.Description()})
+	}
+	if err := messages.MarshalTo(buf, mr); err != nil {
+		return err
+	}
+	if n := buf.Len(); int64(n) > maxStoredStep {
+		return fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", n, maxStoredStep)
+	}
+	return nil
+}
+
+// storeRecord keeps rec's record, so that the mission can be replayed
+// from it and its Step's trace in any process, and returns its reference
+// for its result. It is written before the result, so a caller that reads
+// the result finds the record; a failure is logged and the mission goes
+// on (only its replay is lost). data is the record encodeRecord wrote,
+// or encErr why it could not (nil: encodeRecord is called here).
 //
 // A record of at most maxInlineRecord bytes is one message on its
 // RecordSubject in RESULTS, which only what reads its submitter's results
@@ -36,29 +63,20 @@ import (
 // mission_results object store instead: the bucket's chunks are read by
 // sequence, which permissions cannot hold to one submitter, so it is
 // sealed like a large Step (sealStep) and its key travels only in the
-// result. first says no earlier attempt ran (the claim wrote the
-// mission's first status), so no object of the mission exists yet: it is
-// written without looking for an earlier one (putNew).
-func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Mission, box *Toolbox, first bool, log *zerolog.Logger) *messages.ObjectRef {
+// result. A first attempt's object is written without looking for an
+// earlier one (putNew).
+func (w *Worker) storeRecord(ctx context.Context, k missionKey, rec *missionRecord, data []byte, encErr error, log *zerolog.Logger) *messages.ObjectRef {
 	if w.st.ResultObjects == nil {
 		return nil
 	}
-	rec := &messages.MissionRecord{Version: messages.MissionRecordVersion, Mission: m}
-	// The schemas the run saw are in the discovery cache: no discovery is
-	// made here (the mission is no longer heartbeated).
-	known, _ := box.reg.snapshot()
-	for _, name := range m.Tools {
-		t := &remoteTool{box: box, name: name, info: known[name]}
-		rec.Tools = append(rec.Tools, messages.ToolSchema{Name: name, Signature: t.Signature(), Description: t.Description()})
-	}
-	// the encoding is read (published, digested, sealed) before this
-	// returns
-	buf := getPublishBuffer()
-	defer putPublishBuffer(buf)
-	err := messages.MarshalTo(buf, rec)
-	data := buf.Bytes()
-	if err == nil && int64(len(data)) > maxStoredStep {
-		err = fmt.Errorf("it is %d bytes encoded, more than the %d a record may hold", len(data), maxStoredStep)
+	err := encErr
+	if data == nil && err == nil {
+		// the encoding is read (published, digested, sealed) before this
+		// returns
+		buf := getPublishBuffer()
+		defer putPublishBuffer(buf)
+		err = encodeRecord(buf, rec)
+		data = buf.Bytes()
 	}
 	if err == nil && len(data) <= maxInlineRecord {
 		ref, perr := publishRecord(ctx, w.js, k, data)
@@ -69,9 +87,9 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, m *messages.Miss
 	}
 	var ref *messages.ObjectRef
 	if err == nil {
-		name := messages.MissionRecordName(m.ID)
+		name := messages.MissionRecordName(rec.m.ID)
 		put := func(ctx context.Context, sealed []byte) (*jetstream.ObjectInfo, error) {
-			if first && len(sealed) <= maxOneChunk {
+			if rec.first && len(sealed) <= maxOneChunk {
 				if info, err := putNew(ctx, w.js, messages.BucketResults, name, sealed); err == nil {
 					return info, nil
 				}
@@ -96,7 +114,13 @@ func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, da
 	if _, err := publishAckedBy(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
 		return nil, err
 	}
-	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}, nil
+	return inlineRecordRef(k, data), nil
+}
+
+// inlineRecordRef is the reference of mission k's record data stored on
+// its RecordSubject.
+func inlineRecordRef(k missionKey, data []byte) *messages.ObjectRef {
+	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: messages.RecordSubject(k.sub, k.id), Size: int64(len(data)), Digest: digestOf(data)}
 }
 
 // digestOf is data's digest as the object store writes it.

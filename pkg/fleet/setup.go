@@ -195,6 +195,10 @@ type Stores struct {
 	// a status on it (publishAcked) and getStatus reads one with a direct
 	// get (directLast); nil: through Status.
 	nc *nats.Conn
+	// batchResults says a mission's record and result are published in
+	// one atomic batch (publishWithRecord): Results allows it and stages
+	// a batch in memory (batchesResults).
+	batchResults bool
 	// Consumers by priority: the missions stored with no lane, queued
 	// before the layout had lanes.
 	Consumers map[string]jetstream.Consumer
@@ -233,6 +237,7 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		}
 		*s.dst(st) = str
 	}
+	st.batchResults = batchesResults(st.Results)
 	ackPending, keepHigher := cfg.ackPending()
 	consumer := func(name, filter string) (jetstream.Consumer, error) {
 		want := jetstream.ConsumerConfig{
@@ -340,6 +345,23 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 	return st, nil
 }
 
+// batchesResults reports whether a worker publishes a mission's record
+// and result to results stream s in one atomic batch: s allows atomic
+// publishes and is replicated. A replicated stream stages a batch in
+// memory and stores it with one proposal, where the two publishes wait
+// for two; a stream of one replica on file stages each batch in a file
+// store of its own, created, synced and removed per batch (nats-server
+// v2.15), which costs milliseconds where two publishes cost about 0.1 ms
+// (docs/performance.md, "Idle latency"). A stream that does not allow
+// them yet (a layout set up before it did) gets the two publishes.
+func batchesResults(s jetstream.Stream) bool {
+	if s == nil || s.CachedInfo() == nil {
+		return false
+	}
+	c := s.CachedInfo().Config
+	return c.AllowAtomicPublish && c.Replicas > 1
+}
+
 // resultObjectStream is the stream behind the mission_results object
 // store.
 const resultObjectStream = "OBJ_" + messages.BucketResults
@@ -395,6 +417,10 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			// a result, once stored, to those awaiting it: no read after
 			// the message
 			RePublish: resultRepublish(),
+			// a worker stores a mission's record and its result in one
+			// atomic batch where the stream is replicated
+			// (Stores.batchesResults)
+			AllowAtomicPublish: true,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Events }, jetstream.StreamConfig{
 			Name: messages.StreamEvents, Subjects: []string{messages.SubjectEventPrefix + "*.*.*.*"},
@@ -562,6 +588,7 @@ func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	dst.Subjects, dst.Retention, dst.Storage, dst.Replicas = w.Subjects, w.Retention, w.Storage, w.Replicas
 	dst.Discard, dst.DiscardNewPerSubject, dst.AllowDirect, dst.MaxAge = w.Discard, w.DiscardNewPerSubject, w.AllowDirect, w.MaxAge
 	dst.AllowRollup, dst.AllowMsgTTL, dst.AllowMsgSchedules = w.AllowRollup, w.AllowMsgTTL, w.AllowMsgSchedules
+	dst.AllowAtomicPublish = w.AllowAtomicPublish
 	if w.SubjectTransform != nil {
 		dst.SubjectTransform = w.SubjectTransform
 	}

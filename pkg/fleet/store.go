@@ -33,38 +33,11 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 	id := k.id
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
-	if err := messages.MarshalStepTo(buf, step); err != nil {
-		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	data, err := encodeResult(ctx, js, st, k, step, buf)
+	if err != nil {
+		return nil, false, err
 	}
-	data := buf.Bytes()
-	// What a reader could not decode is not stored (decodeStep checks the
-	// same bounds).
-	if err := messages.CheckBounds(data); err != nil {
-		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
-	}
-	if int64(len(data)) > maxStoredStep {
-		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a result may hold",
-			id, errUnreadableResult, len(data), maxStoredStep)
-	}
-	if len(data) > messages.LargeResultBytes {
-		ref, err := storeStep(ctx, st, id, data)
-		if err != nil {
-			return nil, false, err
-		}
-		buf.Reset()
-		if err := messages.MarshalStepTo(buf, &messages.Step{Stored: ref}); err != nil {
-			return nil, false, fmt.Errorf("fleet: result %s: %w", id, err)
-		}
-		data = buf.Bytes()
-	}
-	if limit := js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-resultHeaderRoom {
-		return nil, false, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
-			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
-	}
-	hdr := newAckedHeader()
-	hdr.set(messages.HeaderMissionID, id)
-	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	hdr.set(jetstream.MsgIDHeader, messages.StatusKey(k.sub, id)+"/final")
+	hdr := resultHeader(k)
 	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: hdr.h})
 	hdr.release()
 	if err == nil && !ack.Duplicate {
@@ -73,11 +46,150 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 	if err != nil && !isWrongLastSeq(err) {
 		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
 	}
-	stored, rerr := readResult(ctx, st, k)
-	if rerr != nil {
-		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", id, rerr)
+	return storedInstead(ctx, st, k)
+}
+
+// storedInstead returns the result stored for mission k when a publish of
+// its result was refused because one is stored (stored=false).
+func storedInstead(ctx context.Context, st *Stores, k missionKey) (*messages.Step, bool, error) {
+	stored, err := readResult(ctx, st, k)
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", k.id, err)
 	}
 	return stored, false, nil
+}
+
+// resultHeader is the header of mission k's result message: the stream
+// stores it only on an empty subject, and a retried publish is known by
+// its id. The caller releases it once published.
+func resultHeader(k missionKey) *ackedHeader {
+	hdr := newAckedHeader()
+	hdr.set(messages.HeaderMissionID, k.id)
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	hdr.set(jetstream.MsgIDHeader, messages.StatusKey(k.sub, k.id)+"/final")
+	return hdr
+}
+
+// encodeResult encodes step, mission k's result, into buf as its result
+// message carries it and returns the encoding (buf's bytes): a Step too
+// large for one message is put in the object store first (storeStep) and
+// the message carries its reference. What its readers could not decode,
+// or a message could not carry, is errUnreadableResult.
+func encodeResult(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, buf *bytes.Buffer) ([]byte, error) {
+	id := k.id
+	if err := messages.MarshalStepTo(buf, step); err != nil {
+		return nil, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	}
+	data := buf.Bytes()
+	// What a reader could not decode is not stored (decodeStep checks the
+	// same bounds).
+	if err := messages.CheckBounds(data); err != nil {
+		return nil, fmt.Errorf("fleet: result %s: %w: %w", id, errUnreadableResult, err)
+	}
+	if int64(len(data)) > maxStoredStep {
+		return nil, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a result may hold",
+			id, errUnreadableResult, len(data), maxStoredStep)
+	}
+	if len(data) > messages.LargeResultBytes {
+		ref, err := storeStep(ctx, st, id, data)
+		if err != nil {
+			return nil, err
+		}
+		buf.Reset()
+		if err := messages.MarshalStepTo(buf, &messages.Step{Stored: ref}); err != nil {
+			return nil, fmt.Errorf("fleet: result %s: %w", id, err)
+		}
+		data = buf.Bytes()
+	}
+	if limit := js.Conn().MaxPayload(); limit > 0 && int64(len(data)) > limit-resultHeaderRoom {
+		return nil, fmt.Errorf("fleet: result %s: %w: it is %d bytes encoded, more than the %d a message may carry",
+			id, errUnreadableResult, len(data), limit-resultHeaderRoom)
+	}
+	return data, nil
+}
+
+// errBatchRefused is a batch of a record and a result that RESULTS is not
+// known to have stored (a refused batch stores neither message): the
+// caller publishes them one after the other (publishResult).
+var errBatchRefused = errors.New("record and result batch refused")
+
+// publishWithRecord stores step as mission k's one visible result, as
+// publishResult does, together with the mission's record, encoded in
+// record (at most maxInlineRecord bytes), on its RecordSubject: one atomic
+// batch of the record and the result (nats-server's atomic publish, which
+// RESULTS allows), stored all or nothing with one acknowledgement, the
+// record first. step.Record is set to the record's reference.
+//
+// A batch refused because a result is stored (the result's expected
+// subject sequence, or its message id seen) returns the stored result and
+// stored=false, as publishResult does. A result that cannot be encoded or
+// stored, and any other refusal (the record's
+// subject holds an earlier attempt's record, the stream's limit of
+// batches in flight, a stream that does not allow atomic publishes, a
+// leader change between the two messages, no answer) wraps
+// errBatchRefused: nothing of the batch is known stored, step.Record is
+// cleared, and the caller stores the record and the result one after the
+// other. A batch whose answer was lost may be stored: the result's
+// publish is then refused as a duplicate, and the stored one is read.
+func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, record []byte) (*messages.Step, bool, error) {
+	step.Record = inlineRecordRef(k, record)
+	buf := getPublishBuffer()
+	defer putPublishBuffer(buf)
+	data, err := encodeResult(ctx, js, st, k, step, buf)
+	if err != nil {
+		// publishResult meets the same and goes on from there, with the
+		// record stored first
+		step.Record = nil
+		return nil, false, fmt.Errorf("%w: %w", errBatchRefused, err)
+	}
+	nc := js.Conn()
+	batch := messages.NewMissionID()
+	first := newAckedHeader()
+	first.set(batchIDHeader, batch)
+	first.set(batchSeqHeader, "1")
+	// the first message gets no answer: the commit's tells whether the
+	// batch was stored
+	err = nc.PublishMsg(&nats.Msg{Subject: messages.RecordSubject(k.sub, k.id), Data: record, Header: first.h})
+	first.release()
+	if err != nil {
+		step.Record = nil
+		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)
+	}
+	hdr := resultHeader(k)
+	hdr.set(batchIDHeader, batch)
+	hdr.set(batchSeqHeader, "2")
+	hdr.set(batchCommitHeader, "1")
+	ack, err := publishAcked(ctx, nc, &nats.Msg{Subject: messages.ResultSubject(k.sub, k.id), Data: data, Header: hdr.h})
+	hdr.release()
+	switch {
+	case err == nil && !ack.Duplicate:
+		return step, true, nil
+	case err == nil || isWrongLastSeq(err) || isDuplicateInBatch(err):
+		step.Record = nil
+		return storedInstead(ctx, st, k)
+	}
+	step.Record = nil
+	return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)
+}
+
+// The headers of a message of an atomic batch publish (nats-server
+// v2.12 and later): the batch's id, the message's place in it from 1, and
+// on the last message, the commit.
+const (
+	batchIDHeader     = "Nats-Batch-Id"
+	batchSeqHeader    = "Nats-Batch-Sequence"
+	batchCommitHeader = "Nats-Batch-Commit"
+)
+
+// errCodeBatchDuplicate is nats-server's refusal of an atomic batch that
+// holds a message whose Nats-Msg-Id the stream has seen.
+const errCodeBatchDuplicate jetstream.ErrorCode = 10201
+
+// isDuplicateInBatch reports a batch refused because one of its messages
+// is a duplicate (errCodeBatchDuplicate).
+func isDuplicateInBatch(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeBatchDuplicate
 }
 
 // maxStoredStep bounds one stored Step's encoding.

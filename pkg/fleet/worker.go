@@ -139,6 +139,13 @@ type WorkerConfig struct {
 	// MissionIDGenerator. Nil: no spans, trace headers pass through
 	// unchanged.
 	TracerProvider trace.TracerProvider
+	// resultBatches, when not 0, decides whether the worker publishes a
+	// mission's record and result in one atomic batch where
+	// Stores.batchResults would (a replicated RESULTS): 1 on a results
+	// stream of one replica too (the batch's behaviour is tested on one
+	// embedded server), -1 never (what a replicated layout costs without
+	// it is measured).
+	resultBatches int8
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
