@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -654,18 +655,48 @@ func toolKey(turn int, digest string) string {
 }
 
 // callDigest identifies a tool call by content: the tool's name and its
-// arguments in canonical JSON (map keys sorted).
+// arguments in canonical JSON (map keys sorted), as json.Marshal writes
+// them. They are written after the name into a kept buffer and hashed in
+// one piece, so a call's digest costs its string and the encoding's own
+// allocations only.
 func callDigest(tool string, args any) string {
-	b, err := json.Marshal(args)
-	if err != nil {
-		b = []byte(fmt.Sprintf("%#v", args))
+	d := digestInputs.Get().(*digestInput)
+	d.buf.Reset()
+	d.buf.WriteString(tool)
+	d.buf.WriteByte(0)
+	if err := d.enc.Encode(args); err != nil {
+		d.buf.Truncate(len(tool) + 1)
+		fmt.Fprintf(&d.buf, "%#v", args)
+	} else {
+		d.buf.Truncate(d.buf.Len() - 1) // the newline Encode ends with and json.Marshal does not write
 	}
-	h := sha256.New()
-	h.Write([]byte(tool))
-	h.Write([]byte{0})
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	sum := sha256.Sum256(d.buf.Bytes())
+	if d.buf.Cap() <= maxPooledDigestInput {
+		digestInputs.Put(d)
+	}
+	var out [24]byte
+	hex.Encode(out[:], sum[:12])
+	return string(out[:])
 }
+
+// digestInput is the buffer callDigest writes a call into and the JSON
+// encoder writing into it (which escapes HTML as json.Marshal does).
+type digestInput struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// digestInputs holds the digestInputs of finished digests: a cache of
+// memory, not state (each digest resets the buffer it takes).
+var digestInputs = sync.Pool{New: func() any {
+	d := &digestInput{}
+	d.enc = json.NewEncoder(&d.buf)
+	return d
+}}
+
+// maxPooledDigestInput bounds the buffers digestInputs keeps: one grown by
+// large arguments is left to the collector.
+const maxPooledDigestInput = 16 << 10
 
 // turnKey carries the mission turn a tool call belongs to.
 type turnKey struct{}
