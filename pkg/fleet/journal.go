@@ -407,7 +407,11 @@ func (j *Journal) publishLocked() {
 		hdr.set(messages.HeaderJournalBatch, strconv.Itoa(len(j.unsent)))
 		msg.Data = data
 	}
-	j.unsent = nil
+	// the message holds the entries' data, not the slice: the next
+	// Record reuses its array (a mission records a model reply, then a
+	// tool result, each published before the next)
+	clear(j.unsent)
+	j.unsent = j.unsent[:0]
 	j.wrote = true
 	w := pendingWrite{msg: msg}
 	if j.reuseHeaders {

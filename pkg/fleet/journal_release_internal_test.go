@@ -62,3 +62,54 @@ func TestJournalWriteReleasesItsHeaderOnAck(t *testing.T) {
 		t.Fatalf("the header of a NewJournal's write is %v after its ack, want it kept", hdr)
 	}
 }
+
+// Once its entries are published, the journal records the next into the
+// same array (no allocation for it), and what was published is the
+// entries as recorded: the first alone, then a batch of two, each
+// replayed with its data.
+func TestJournalReusesItsUnsentEntries(t *testing.T) {
+	ctx, _, js, st := embeddedStores(t)
+	id := messages.NewMissionID()
+	j, err := openJournal(ctx, js, st.Journal, id, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(base, data string) {
+		t.Helper()
+		if err := j.Record(ctx, base, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("m/1/x", "reply")
+	j.Push()
+	j.mu.Lock()
+	var first *journalEntry
+	if cap(j.unsent) > 0 {
+		first = &j.unsent[:1][0]
+	}
+	n := len(j.unsent)
+	j.mu.Unlock()
+	if n != 0 || first == nil {
+		t.Fatalf("%d entries unsent after a push, in an array kept: %v; want none, in the one kept", n, first != nil)
+	}
+	record("t/1/x", "answer")
+	j.mu.Lock()
+	again := &j.unsent[0]
+	j.mu.Unlock()
+	if again != first {
+		t.Error("the entry recorded after a push is in a new array, want the one published")
+	}
+	record("t/1/y", "other")
+	if err := j.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openJournal(ctx, js, st.Journal, id, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for base, want := range map[string]string{"m/1/x": "reply", "t/1/x": "answer", "t/1/y": "other"} {
+		if data, ok := r.Replay(base); !ok || string(data) != want {
+			t.Errorf("%s replayed %q, %v; want %q", base, data, ok, want)
+		}
+	}
+}
