@@ -165,13 +165,17 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	if !m.Deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 	}
-	tel := &telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}
-	ar := &agentRun{agent: a, runCtx: tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
+	// the run's telemetry and its observer, which the run keeps while it
+	// runs, are one allocation; the observer is handed over by pointer,
+	// so it is not copied into a box of its own
+	ro := &runObserver{tel: telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}}
+	ro.obs = observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: &ro.tel}
+	ar := &agentRun{agent: a, runCtx: ro.tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
 		opts: agent.RunOptions{
 			LLM:              model,
 			Context:          m.Context,
 			ContextSignature: m.ContextSignature,
-			Observer:         observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: tel},
+			Observer:         &ro.obs,
 		}}
 	if inner := models[model]; model != "" && inner != nil && !namesModels(m.Agent) {
 		// Every agent of the mission calls the mission's model (none
@@ -340,6 +344,13 @@ func decodeResult(ctx context.Context, r *fleet.ToolResult) (any, error) {
 
 func failStep(reason, msg string) *messages.Step {
 	return &messages.Step{Fail: &messages.Fail{Reason: reason, Message: msg}}
+}
+
+// runObserver is a run's observer and the telemetry it reports to, made
+// together.
+type runObserver struct {
+	obs observer
+	tel telemetry
 }
 
 // observer turns agent events into fleet progress events. Remote tool calls

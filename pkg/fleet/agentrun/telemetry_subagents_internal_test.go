@@ -21,7 +21,7 @@ func TestRunTelemetrySharesTheMissionsSubAgents(t *testing.T) {
 		if ar == nil {
 			t.Fatalf("mission with %d sub-agents not prepared: %+v, %v", len(subs), step, err)
 		}
-		tel := ar.opts.Observer.(observer).tel
+		tel := ar.opts.Observer.(*observer).tel
 		if got, want := reflect.ValueOf(tel.subAgents).UnsafePointer(), reflect.ValueOf(subs).UnsafePointer(); got != want {
 			t.Errorf("with %d sub-agents the telemetry holds a table of its own (%d names)", len(subs), len(tel.subAgents))
 		}
