@@ -54,3 +54,23 @@ func TestCallDigest(t *testing.T) {
 		t.Errorf("%.0f allocations a digest, want at most %.0f", now, before-2)
 	}
 }
+
+// A call's occurrence counts the calls of its turn and content: the
+// same content in another turn, or other content in the same turn, starts
+// at 1. Counting a call seen before makes no key.
+func TestCallOccurrence(t *testing.T) {
+	b := &Toolbox{}
+	a, c := callDigest("echo", map[string]any{"x": int64(1)}), callDigest("echo", map[string]any{"x": int64(2)})
+	for _, tc := range []struct {
+		turn   int
+		digest string
+		want   int
+	}{{1, a, 1}, {1, a, 2}, {1, c, 1}, {2, a, 1}, {12, a, 1}, {1, a, 3}, {2, c, 1}} {
+		if got := b.callOccurrence(tc.turn, tc.digest); got != tc.want {
+			t.Errorf("turn %d %s: occurrence %d, want %d", tc.turn, tc.digest, got, tc.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { b.callOccurrence(12, a) }); n != 0 {
+		t.Errorf("%.0f allocations counting a call seen before, want 0", n)
+	}
+}

@@ -458,7 +458,7 @@ type Toolbox struct {
 	journal   *Journal
 	attempt   int
 	turnMu    sync.Mutex
-	turnCalls map[string]int // calls made so far per turn and content (the occurrence)
+	turnCalls map[turnCall]int // calls made so far per turn and content (the occurrence)
 	metrics   *Metrics
 	tracer    trace.Tracer // nil when tracing is off
 
@@ -716,13 +716,21 @@ func forbidden(name string) error {
 		Message: "this mission may not call it; call only the tools listed for the mission"}
 }
 
-// callIndex returns the index of a new call in turn (from 1).
+// turnCall is a call's turn and content (its callDigest): the calls of
+// one turn and content are counted together.
+type turnCall struct {
+	turn   int
+	digest string
+}
+
+// callOccurrence returns the index of a new call in turn (from 1). Its
+// count is keyed by the turn and digest as they are, no key string made.
 func (b *Toolbox) callOccurrence(turn int, digest string) int {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
-	k := strconv.Itoa(turn) + "/" + digest
+	k := turnCall{turn, digest}
 	if b.turnCalls == nil {
-		b.turnCalls = map[string]int{}
+		b.turnCalls = map[turnCall]int{}
 	}
 	b.turnCalls[k]++
 	return b.turnCalls[k]
