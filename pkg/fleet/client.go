@@ -357,8 +357,8 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 	}
 	call := &liveCall{reply: make(chan *nats.Msg, 1)}
 	reply, done := c.replies.add(call.handle)
-	subject := messages.StatusSubject(k.sub, k.id)
-	if err := c.nc.PublishRequest("$JS.API.DIRECT.GET."+statusStream+"."+subject, reply, nil); err != nil {
+	request, subject := statusDirectGet(k)
+	if err := c.nc.PublishRequest(request, reply, nil); err != nil {
 		done()
 		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
 	}
@@ -383,6 +383,18 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.DeadlineExceeded)
 		}
 	}
+}
+
+// statusDirectGetPrefix is what the subject of a direct get of a status
+// holds before the status's own subject.
+const statusDirectGetPrefix = "$JS.API.DIRECT.GET." + statusStream + "."
+
+// statusDirectGet returns the subject of the direct get of mission k's
+// status and, the end of it, the status's own subject
+// (messages.StatusSubject): one string made, not two.
+func statusDirectGet(k missionKey) (request, subject string) {
+	request = statusDirectGetPrefix + "$KV." + messages.BucketStatus + "." + k.sub + "." + k.id
+	return request, request[len(statusDirectGetPrefix):]
 }
 
 func (c *Client) offloadContext(ctx context.Context, m *messages.Mission) ([]byte, error) {

@@ -127,3 +127,19 @@ func TestSendStatusReadWithoutDeadline(t *testing.T) {
 		t.Errorf("%.0f allocations a status read under a context without a deadline, %.0f under one with: want no more", without, with)
 	}
 }
+
+// The direct get of a status asks for the status's subject, and both
+// subjects are one string made.
+func TestStatusDirectGet(t *testing.T) {
+	k := missionKey{sub: "analytics", id: messages.NewMissionID()}
+	request, subject := statusDirectGet(k)
+	if want := messages.StatusSubject(k.sub, k.id); subject != want {
+		t.Errorf("subject %q, want %q", subject, want)
+	}
+	if want := "$JS.API.DIRECT.GET." + statusStream + "." + messages.StatusSubject(k.sub, k.id); request != want {
+		t.Errorf("request %q, want %q", request, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { request, subject = statusDirectGet(k) }); n != 1 {
+		t.Errorf("%.0f allocations for a status read's subjects, want 1", n)
+	}
+}
