@@ -105,10 +105,12 @@ func (h *Host) CallToolArgs(th *Thread, name string, args []Value) Value {
 func (h *Host) CallTool(th *Thread, name string, args *Map) (result Value) {
 	th.Tick()
 	tool := h.Tools[name]
-	goArgs := map[string]any{}
+	var goArgs map[string]any
 	if args != nil {
 		th.RealiseDeep(args)
 		goArgs = ToGo(args).(map[string]any)
+	} else {
+		goArgs = map[string]any{} // a tool is always given a map
 	}
 	h.mu.Lock()
 	h.nCalls++
