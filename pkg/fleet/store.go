@@ -519,16 +519,17 @@ func directStatus(k missionKey, data []byte, rev uint64, hdr nats.Header, err er
 	return decodeStatus(k, data, rev)
 }
 
-// decodeStatus decodes mission k's status stored at revision rev.
+// decodeStatus decodes mission k's status stored at revision rev, into
+// the entry it returns (not into a status of its own, then copied).
 func decodeStatus(k missionKey, data []byte, rev uint64) (*statusEntry, error) {
-	var s messages.Status
-	if err := messages.Unmarshal(data, &s); err != nil {
+	e := &statusEntry{rev: rev}
+	if err := messages.Unmarshal(data, &e.st); err != nil {
 		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
 	}
-	if err := s.Validate(); err != nil {
+	if err := e.st.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet: status %s: %w", k.id, err)
 	}
-	return &statusEntry{st: s, rev: rev}, nil
+	return e, nil
 }
 
 // casStatus writes s (under the key of s.Submitter and s.MissionID) in
