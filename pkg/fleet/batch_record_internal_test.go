@@ -32,7 +32,7 @@ func TestPublishWithRecordStoresBoth(t *testing.T) {
 	if err != nil || !mine {
 		t.Fatalf("publishWithRecord: mine %v, %v", mine, err)
 	}
-	want := inlineRecordRef(k, record)
+	want := inlineRecordRef(messages.RecordSubject(k.sub, k.id), record)
 	if stored.Record == nil || *stored.Record != *want {
 		t.Fatalf("the step's record is %+v, want %+v", stored.Record, want)
 	}

@@ -114,13 +114,13 @@ func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, da
 	if _, err := publishAckedBy(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
 		return nil, err
 	}
-	return inlineRecordRef(k, data), nil
+	return inlineRecordRef(subject, data), nil
 }
 
-// inlineRecordRef is the reference of mission k's record data stored on
-// its RecordSubject.
-func inlineRecordRef(k missionKey, data []byte) *messages.ObjectRef {
-	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: messages.RecordSubject(k.sub, k.id), Size: int64(len(data)), Digest: digestOf(data)}
+// inlineRecordRef is the reference of a record, data, stored on subject,
+// its mission's RecordSubject.
+func inlineRecordRef(subject string, data []byte) *messages.ObjectRef {
+	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}
 }
 
 // digestOf is data's digest as the object store writes it.

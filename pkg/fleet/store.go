@@ -132,7 +132,8 @@ var errBatchRefused = errors.New("record and result batch refused")
 // other. A batch whose answer was lost may be stored: the result's
 // publish is then refused as a duplicate, and the stored one is read.
 func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, record []byte) (*messages.Step, bool, error) {
-	step.Record = inlineRecordRef(k, record)
+	recordSubject := messages.RecordSubject(k.sub, k.id)
+	step.Record = inlineRecordRef(recordSubject, record)
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
 	data, err := encodeResult(ctx, js, st, k, step, buf)
@@ -149,7 +150,7 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 	first.set(batchSeqHeader, "1")
 	// the first message gets no answer: the commit's tells whether the
 	// batch was stored
-	err = nc.PublishMsg(&nats.Msg{Subject: messages.RecordSubject(k.sub, k.id), Data: record, Header: first.h})
+	err = nc.PublishMsg(&nats.Msg{Subject: recordSubject, Data: record, Header: first.h})
 	first.release()
 	if err != nil {
 		step.Record = nil
