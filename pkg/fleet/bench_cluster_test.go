@@ -2,51 +2,16 @@ package fleet_test
 
 import (
 	"context"
-	"fmt"
-	"net/url"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
-
-// runCluster starts a 3-node JetStream cluster of in-process servers
-// (stopped by tb.Cleanup) and returns their client URLs once each accepts
-// connections and JetStream answers.
-func runCluster(tb testing.TB) []string {
-	tb.Helper()
-	var routes []*url.URL
-	ports := make([]int, 3)
-	for i := range ports {
-		ports[i] = fleettest.FreePort(tb)
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
-	}
-	var urls []string
-	for i := range ports {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "ptc", Host: "127.0.0.1", Port: ports[i]}, Routes: routes,
-		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		go s.Start()
-		tb.Cleanup(s.Shutdown)
-		if !s.ReadyForConnections(10 * time.Second) {
-			tb.Fatal("cluster node not ready")
-		}
-		urls = append(urls, s.ClientURL())
-	}
-	return urls
-}
 
 // BenchmarkMissionCostReplicated is BenchmarkMissionCost's one worker on
 // a 3-node cluster with the layout replicated 3 times, the worker
@@ -55,7 +20,7 @@ func runCluster(tb testing.TB) []string {
 // result latency (p50, p99) and the messages the worker sends and
 // receives per mission.
 func BenchmarkMissionCostReplicated(b *testing.B) {
-	urls := runCluster(b)
+	urls := fleet.RunCluster(b)
 	store := testStore
 	store.Replicas = 3
 	dial := func() *nats.Conn {

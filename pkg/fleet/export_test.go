@@ -1,6 +1,9 @@
 package fleet
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // LiveCalls makes b call tools that report progress the way a worker's
 // Toolbox does (sendLive), asking for progress every interval.
@@ -25,3 +28,7 @@ func BatchOnOneReplica(c *WorkerConfig) { c.resultBatches = 1 }
 // NoResultBatches has a worker publish each mission's record and result
 // one after the other on a replicated results stream too.
 func NoResultBatches(c *WorkerConfig) { c.resultBatches = -1 }
+
+// RunCluster is runCluster: a 3-node JetStream cluster of in-process
+// servers for tb, and its client URLs.
+func RunCluster(tb testing.TB) []string { return runCluster(tb) }

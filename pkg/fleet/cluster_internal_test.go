@@ -1,0 +1,94 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/internal/fleettest"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// runCluster starts a 3-node JetStream cluster of in-process servers
+// (stopped by tb.Cleanup) and returns their client URLs once each accepts
+// connections and JetStream answers.
+func runCluster(tb testing.TB) []string {
+	tb.Helper()
+	var routes []*url.URL
+	ports := make([]int, 3)
+	for i := range ports {
+		ports[i] = fleettest.FreePort(tb)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
+	}
+	var urls []string
+	for i := range ports {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "ptc", Host: "127.0.0.1", Port: ports[i]}, Routes: routes,
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		go s.Start()
+		tb.Cleanup(s.Shutdown)
+		if !s.ReadyForConnections(10 * time.Second) {
+			tb.Fatal("cluster node not ready")
+		}
+		urls = append(urls, s.ClientURL())
+	}
+	return urls
+}
+
+// BenchmarkRecordAndResultReplicated stores a mission's record (600
+// bytes) and a small result on a 3-node cluster with the layout
+// replicated 3 times: in one atomic batch (publishWithRecord, "batch"),
+// or the record then the result, each acknowledged ("sequential"), what a
+// worker does without the batch.
+func BenchmarkRecordAndResultReplicated(b *testing.B) {
+	urls := runCluster(b)
+	nc, err := nats.Connect(urls[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := EnsureStores(ctx, js, StoreConfig{Replicas: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !st.batchResults {
+		b.Fatal("a replicated RESULTS does not take batches")
+	}
+	record := make([]byte, 600)
+	for _, batch := range []bool{true, false} {
+		b.Run(map[bool]string{true: "batch", false: "sequential"}[batch], func(b *testing.B) {
+			for b.Loop() {
+				k := missionKey{sub: "s1", id: messages.NewMissionID()}
+				step := &messages.Step{Return: "ok"}
+				var mine bool
+				if batch {
+					_, mine, err = publishWithRecord(ctx, js, st, k, step, record)
+				} else {
+					if _, err = publishRecord(ctx, js, k, record); err == nil {
+						_, mine, err = publishResult(ctx, js, st, k, step)
+					}
+				}
+				if err != nil || !mine {
+					b.Fatalf("mine %v, %v", mine, err)
+				}
+			}
+		})
+	}
+}
