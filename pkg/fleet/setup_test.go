@@ -80,6 +80,46 @@ func TestEnsureStoresDoesNotRewriteAnUnchangedLayout(t *testing.T) {
 	}
 }
 
+// A RESULTS set up before it allowed atomic publishes is updated to
+// allow them, with one write (the stream's update), the rest of its
+// configuration as it was.
+func TestEnsureStoresAllowsAtomicPublishOnAnEarlierResults(t *testing.T) {
+	s, nc := runJetStream(t)
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	st, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := st.Results.CachedInfo().Config
+	if !earlier.AllowAtomicPublish {
+		t.Fatal("a new RESULTS does not allow atomic publishes")
+	}
+	earlier.AllowAtomicPublish = false
+	if _, err := js.UpdateStream(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	spy := connect(t, s)
+	writes := countWrites(t, spy)
+	st, err = fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushWait(t, spy)
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d create/update requests, want 1 (RESULTS)", n)
+	}
+	got := st.Results.CachedInfo().Config
+	if !got.AllowAtomicPublish {
+		t.Fatal("RESULTS still does not allow atomic publishes")
+	}
+	got.AllowAtomicPublish = false
+	if got.MaxMsgsPerSubject != earlier.MaxMsgsPerSubject || got.Discard != earlier.Discard ||
+		got.DiscardNewPerSubject != earlier.DiscardNewPerSubject || got.MaxAge != earlier.MaxAge || got.Duplicates != earlier.Duplicates {
+		t.Errorf("RESULTS' configuration changed besides atomic publishes: %+v, was %+v", got, earlier)
+	}
+}
+
 func flushWait(t *testing.T, nc *nats.Conn) {
 	t.Helper()
 	if err := nc.Flush(); err != nil {
