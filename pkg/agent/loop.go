@@ -323,7 +323,9 @@ func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *r
 		}
 		l.inputs[k] = lv
 	}
-	l.mem = map[string]any{}
+	// l.mem stays nil until a turn stores memory (answer makes a new
+	// map then): a program reads it, and a run that writes none, as most
+	// single-turn missions, makes none
 	l.limitT, l.retries = a.maxTurns(), a.retryTurns()
 	l.rollback = a.spec.MemoryStrategy == MemoryRollback
 	return l, nil, nil
