@@ -128,6 +128,10 @@ func FuzzPublishAck(f *testing.F) {
 		`{"Stream":"S","SEQ":1}`,
 		`{"stream":"RE\u0053ULTS","seq":1}`,
 		`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"}}`,
+		// an atomic batch's commit is answered with its id and count
+		`{"stream":"RESULTS","seq":9,"batch":"01JQ0000000000000000000000","count":2}`,
+		`{"stream":"RESULTS","seq":9,"batch":"b","count":2,"count":3}`,
+		`{"error":{"code":400,"err_code":10201,"description":"atomic publish batch contains duplicate message id"}}`,
 	} {
 		f.Add([]byte(s))
 	}
