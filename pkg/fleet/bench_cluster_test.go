@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
-	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
 // BenchmarkMissionCostReplicated is BenchmarkMissionCost's one worker on
@@ -49,19 +47,9 @@ func BenchmarkMissionCostReplicated(b *testing.B) {
 	}{{"batch", func(*fleet.WorkerConfig) {}}, {"sequential", fleet.NoResultBatches}} {
 		b.Run(mode.name, func(b *testing.B) {
 			wnc := dial()
-			w := startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-				r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
-				return &messages.Step{Return: r}, err
-			}), func(cfg *fleet.WorkerConfig) { cfg.Store = store }, mode.edit)
+			w := startWorker(b, wnc, searchOnce, func(cfg *fleet.WorkerConfig) { cfg.Store = store }, mode.edit)
 			defer func() { _ = w.Stop() }()
-			run := func() time.Duration {
-				start := time.Now()
-				st, err := c.Run(ctx, newMission("search"))
-				if err != nil || st.Fail != nil {
-					b.Fatalf("mission: %v %+v", err, st)
-				}
-				return time.Since(start)
-			}
+			run := func() time.Duration { return timedSearch(ctx, b, c) }
 			run()
 			time.Sleep(100 * time.Millisecond)
 			w0 := wnc.Stats()
@@ -73,9 +61,7 @@ func BenchmarkMissionCostReplicated(b *testing.B) {
 			n := float64(len(lat))
 			b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs)/n, "worker-sent/mission")
 			b.ReportMetric(float64(w1.InMsgs-w0.InMsgs)/n, "worker-recv/mission")
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			reportLatency(b, lat)
 		})
 	}
 }

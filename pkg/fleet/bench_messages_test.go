@@ -3,7 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,10 +35,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	for range workers {
 		wnc := dialTCP(b, srv.ClientURL())
 		wncs = append(wncs, wnc)
-		startWorker(b, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-			r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
-			return &messages.Step{Return: r}, err
-		}))
+		startWorker(b, wnc, searchOnce)
 	}
 	wstats := func() (s nats.Statistics) {
 		for _, nc := range wncs {
@@ -50,14 +47,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	}
 	c := newClient(b, cnc)
 	ctx := context.Background()
-	run := func() time.Duration {
-		start := time.Now()
-		st, err := c.Run(ctx, newMission("search"))
-		if err != nil || st.Fail != nil {
-			b.Fatalf("mission: %v %+v", err, st)
-		}
-		return time.Since(start)
-	}
+	run := func() time.Duration { return timedSearch(ctx, b, c) }
 	run() // discovery, consumers and caches warm
 	time.Sleep(100 * time.Millisecond)
 	w0, c0, t0 := wstats(), cnc.Stats(), tnc.Stats()
@@ -74,7 +64,30 @@ func benchMissionCost(b *testing.B, workers int) {
 	b.ReportMetric(float64(c1.OutMsgs-c0.OutMsgs)/n, "client-sent/mission")
 	b.ReportMetric(float64(c1.InMsgs-c0.InMsgs)/n, "client-recv/mission")
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs+c1.OutMsgs-c0.OutMsgs+t1.OutMsgs-t0.OutMsgs)/n, "sent/mission")
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	reportLatency(b, lat)
+}
+
+// searchOnce is the runner of the cost benchmarks: one call of the tool
+// search, whose answer is the mission's return.
+var searchOnce = fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+	r, err := env.Tools.Call(ctx, "search", map[string]any{"query": "q"})
+	return &messages.Step{Return: r}, err
+})
+
+// timedSearch runs one mission of searchOnce through c and returns its
+// submit → result time.
+func timedSearch(ctx context.Context, b *testing.B, c *fleet.Client) time.Duration {
+	start := time.Now()
+	st, err := c.Run(ctx, newMission("search"))
+	if err != nil || st.Fail != nil {
+		b.Fatalf("mission: %v %+v", err, st)
+	}
+	return time.Since(start)
+}
+
+// reportLatency reports the p50 and p99 of lat, submit → result times.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
