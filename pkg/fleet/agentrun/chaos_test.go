@@ -476,7 +476,19 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("%v; %d node restarts", fig, nodeKills)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
-	} // Every finished mission replays from its record on the cluster,
+	}
+	// On R3 a worker stores a mission's record and result in one atomic
+	// batch, falling back to two publishes when the batch is refused: the
+	// chaos ran through the batch, and what it stored is checked above.
+	batched, all, err := batchedResults(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d results stored in a batch with their record", batched, all)
+	if batched == 0 {
+		t.Errorf("no result stored in a batch with its record on the R3 cluster")
+	}
+	// Every finished mission replays from its record on the cluster,
 	// those that resumed after a kill included.
 	resumed := 0
 	for _, id := range ids {
@@ -489,6 +501,36 @@ func TestClusterChaos(t *testing.T) {
 		}
 	}
 	t.Logf("%d missions replayed with no divergence, %d of them resumed after a kill", len(ids), resumed)
+}
+
+// batchedResults reads every result RESULTS holds and counts those
+// stored in an atomic batch (with their mission's record).
+func batchedResults(ctx context.Context, js jetstream.JetStream) (batched, all int, err error) {
+	n, err := storedResults(ctx, js)
+	if err != nil {
+		return 0, 0, err
+	}
+	c, err := js.OrderedConsumer(ctx, messages.StreamResults, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{messages.ResultSubject("*", "*")}})
+	if err != nil {
+		return 0, 0, err
+	}
+	for fails := 0; all < n; {
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			// the cluster may still be settling after its last restart
+			if fails++; fails == 10 {
+				return batched, all, fmt.Errorf("result %d of %d: %w", all+1, n, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		all++
+		if m.Headers().Get("Nats-Batch-Id") != "" {
+			batched++
+		}
+	}
+	return batched, all, nil
 }
 
 // storedResults counts the results RESULTS holds (not the missions'
