@@ -254,7 +254,7 @@ func normalize(v any, depth int) (any, error) {
 		if out != nil {
 			return out, nil
 		}
-		return x, nil
+		return v, nil // v, not x: boxing x again would copy its header
 	case map[string]any:
 		var out map[string]any
 		for k, e := range x {
@@ -329,6 +329,16 @@ func normUint(u uint64) any {
 	return float64(u)
 }
 
+// mapOfAny returns the map[string]any rv holds, if it holds one that can
+// be read as an interface.
+func mapOfAny(rv reflect.Value) (map[string]any, bool) {
+	if !rv.CanInterface() {
+		return nil, false
+	}
+	m, ok := rv.Interface().(map[string]any)
+	return m, ok
+}
+
 // normalizeValue walks a decoded struct and normalizes every dynamic value
 // (fields of interface type and maps/slices of them) in place. It skips
 // the values of staticTypes, which hold none.
@@ -389,6 +399,22 @@ func normalizeValue(rv reflect.Value, depth int) error {
 		}
 	case reflect.Map:
 		if rv.IsNil() {
+			return nil
+		}
+		if m, ok := mapOfAny(rv); ok {
+			// the map of every dynamic field (a Step's memory, a tool
+			// call's arguments): read and written in place, where
+			// reflect's iterator copies out each key and value and
+			// SetMapIndex boxes each one stored back
+			for k, e := range m {
+				n, err := normalize(e, 0)
+				if err != nil {
+					return fmt.Errorf("%v: %w", k, err)
+				}
+				if !unchanged(n, e) {
+					m[k] = n
+				}
+			}
 			return nil
 		}
 		if rv.Type().Elem().Kind() == reflect.Interface {

@@ -592,3 +592,32 @@ func TestMarshalStepToAllocations(t *testing.T) {
 		t.Errorf("%.1f allocations encoding a step into a buffer with room, want 0", n)
 	}
 }
+
+// TestUnmarshalWalksMapsInPlace: the walk after decoding reads and writes
+// a map[string]any field (a Step's memory, a tool call's arguments) in
+// place: nothing allocated for maps of plain values, where reflect's
+// iterator and SetMapIndex made three allocations an entry; a value to
+// normalize is still replaced.
+func TestUnmarshalWalksMapsInPlace(t *testing.T) {
+	s := &Step{Version: StepVersion, Memory: map[string]any{"a": int64(1), "b": "x", "c": []any{1.5}},
+		Trace: []Turn{{Number: 1, ToolCalls: []ToolCall{{Name: "get", Args: map[string]any{"id": int64(1), "q": "z"}}}}}}
+	n := testing.AllocsPerRun(100, func() {
+		if err := normalizeValue(reflect.ValueOf(s), 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceBuild && n != 0 {
+		t.Errorf("%.1f allocations walking a step of two plain maps, want 0", n)
+	}
+	s.Memory["a"], s.Trace[0].ToolCalls[0].Args["id"] = uint16(2), []byte("y")
+	if err := normalizeValue(reflect.ValueOf(s), 0); err != nil {
+		t.Fatal(err)
+	}
+	if s.Memory["a"] != int64(2) || s.Trace[0].ToolCalls[0].Args["id"] != "y" || s.Memory["b"] != "x" {
+		t.Fatalf("normalized memory %#v, args %#v", s.Memory, s.Trace[0].ToolCalls[0].Args)
+	}
+	s.Memory["bad"] = struct{ X chan int }{}
+	if err := normalizeValue(reflect.ValueOf(s), 0); err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("a value with no plain form: %v", err)
+	}
+}
