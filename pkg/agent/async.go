@@ -20,14 +20,16 @@ import (
 // AsyncRunner): thousands of missions waiting on a slow model then hold
 // the model calls' goroutines, not their whole runs'.
 func (a *Agent) RunAsync(ctx context.Context, opts RunOptions, done func(*messages.Step, error)) {
-	r := &asyncRun{a: a, opts: opts, done: done}
-	r.rs = a.newRun(&r.opts, nil)
+	r := &asyncRun{a: a, done: done}
+	r.rs = a.newRun(&opts, nil)
 	if lisp.MeterFrom(ctx) == nil {
 		// what the mission holds from its tools, as in run
 		ctx = lisp.WithMeter(ctx, a.missionMeter())
 	}
 	r.ctx = ctx
-	r.stretch(r.begin)
+	// the options set the run up (begin) and are not kept: a run waiting
+	// on its model holds what its tree, run state and turns took of them
+	r.stretch(func() (*messages.Step, error, bool) { return r.begin(&opts) })
 }
 
 // asyncRun is a run of RunAsync: what run and loop keep in
@@ -35,7 +37,6 @@ func (a *Agent) RunAsync(ctx context.Context, opts RunOptions, done func(*messag
 // one model call to the next.
 type asyncRun struct {
 	a          *Agent
-	opts       RunOptions
 	done       func(*messages.Step, error)
 	ctx        context.Context
 	missionCtx context.Context
@@ -44,17 +45,18 @@ type asyncRun struct {
 	l          turns
 }
 
-// begin sets the run up as run does, and starts its first turn.
-func (r *asyncRun) begin() (*messages.Step, error, bool) {
+// begin sets the run up with opts as run does, and starts its first
+// turn.
+func (r *asyncRun) begin(opts *RunOptions) (*messages.Step, error, bool) {
 	a, rs := r.a, r.rs
-	in, fail := resolveInput(r.opts)
+	in, fail := resolveInput(*opts)
 	rs.emitRunStart(r.ctx, in)
-	missionCtx, cancel, step, err := a.begin(r.ctx, rs, in, fail, &r.opts, nil)
+	missionCtx, cancel, step, err := a.begin(r.ctx, rs, in, fail, opts, nil)
 	if missionCtx == nil {
 		return step, err, true
 	}
 	r.missionCtx, r.cancel = missionCtx, cancel
-	l, step, err := a.newTurns(r.ctx, missionCtx, rs, in, &r.opts, rs.st)
+	l, step, err := a.newTurns(r.ctx, missionCtx, rs, in, opts, rs.st)
 	if l == nil {
 		return step, err, true
 	}

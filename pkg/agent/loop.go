@@ -70,7 +70,7 @@ func (a *Agent) newRun(opts *RunOptions, l *link) *runState {
 		t, depth = l.tree, l.depth+1
 	} else {
 		t = &tree{registry: opts.Registry, deadline: start.Add(a.missionTimeout()), maxDepth: a.maxDepth(),
-			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}, emits: newEmitLimiter(a.lim)}
+			observer: opts.Observer, debug: opts.Debug, trace: opts.Trace, secrets: &secrets{}, emitLimits: &a.lim}
 		t.budget.Store(int64(a.turnBudget()))
 		t.spend = a.spendLimit()
 	}
@@ -263,10 +263,8 @@ type turnLoop struct {
 	msgs      []llm.Message
 	hist      *historyOf // a compressed run renders each request from it
 	strategy  HistoryStrategy
-	tr        *toolRunner
-	ltools    lisp.Tools
+	prog      *programParts // what programs call, built for the first
 	plan      *planState
-	services  lisp.HostFuncs
 	hasSub    bool           // programs make model calls (sub-agents, llm-query)
 	inputs    map[string]any // the inputs as interpreter values
 	mem       map[string]any
@@ -301,8 +299,6 @@ func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *r
 	// a compressed run renders each request from its history instead
 	l.hist = a.newHistory(body, sec)
 	l.strategy = a.strategy()
-	l.tr = &toolRunner{a: a, run: rs, mode: a.spec.Validation}
-	l.ltools = l.tr.lispTools()
 	l.plan = newPlan(a.spec.Plan)
 	if l.plan != nil {
 		t.emit(ctx, Event{Kind: EventPlan, Agent: rs.name, Depth: rs.depth, Plan: l.plan.snapshot()})
@@ -313,8 +309,11 @@ func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *r
 		l.hasSub = l.hasSub || bt.tool.sub != nil || bt.tool.spawns
 	}
 
-	// Convert the inputs to interpreter values once, not on every turn.
-	l.inputs = make(map[string]any, len(in.data))
+	// Convert the inputs to interpreter values once, not on every turn
+	// (no map for none: a program reads them, none writes them).
+	if len(in.data) > 0 {
+		l.inputs = make(map[string]any, len(in.data))
+	}
 	for k, v := range in.data {
 		lv, err := lisp.FromGo(v)
 		if err != nil {
@@ -329,6 +328,24 @@ func (a *Agent) newTurnLoop(ctx, missionCtx context.Context, rs *runState, in *r
 	l.limitT, l.retries = a.maxTurns(), a.retryTurns()
 	l.rollback = a.spec.MemoryStrategy == MemoryRollback
 	return l, nil, nil
+}
+
+// programParts is what a run's programs call: the agent's tools through
+// the run's tool runner, and the host services (emit, step-done,
+// llm-query).
+type programParts struct {
+	tr       toolRunner
+	tools    lisp.Tools
+	services lisp.HostFuncs
+}
+
+// newProgramParts builds what the programs of run rs of a call, with the
+// run's plan.
+func newProgramParts(a *Agent, rs *runState, plan *planState) *programParts {
+	p := &programParts{tr: toolRunner{a: a, run: rs, mode: a.spec.Validation}}
+	p.tools = p.tr.lispTools()
+	p.services = p.tr.services(plan)
+	return p
 }
 
 // end fills in what the Step holds of the run's state once it ends: its
@@ -476,19 +493,21 @@ func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 	}
 	ctxData := l.inputs
 	if l.lastFail != nil {
-		ctxData = maps.Clone(l.inputs)
+		ctxData = make(map[string]any, len(l.inputs)+1)
+		maps.Copy(ctxData, l.inputs)
 		ctxData["fail"] = l.lastFail
 	}
+	if l.prog == nil {
+		// what programs call is built for the first program: a run
+		// waiting on its first model call holds none of it
+		l.prog = newProgramParts(a, rs, l.plan)
+	}
+	prog := l.prog
 	tt := &turnTools{turn: turn}
-	l.tr.cur.Store(tt)
+	prog.tr.cur.Store(tt)
 	progStart := time.Now()
 	t.emit(ctx, Event{Kind: EventProgramStart, Agent: rs.name, Depth: rs.depth, Turn: turn, Program: code})
-	if l.services == nil {
-		// built for the first program: a run waiting on its first model
-		// call holds none
-		l.services = l.tr.services(l.plan)
-	}
-	res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, l.mem, l.ltools, l.services, timeout, sec))
+	res, xerr := lisp.Exec(missionCtx, code, a.programOptions(ctxData, l.mem, prog.tools, prog.services, timeout, sec))
 	t.emit(ctx, Event{Kind: EventProgramStop, Agent: rs.name, Depth: rs.depth, Turn: turn, Duration: time.Since(progStart), Err: xerr})
 	calls, warnings, subUsage := tt.snapshot()
 	rec.ToolCalls = calls

@@ -72,8 +72,20 @@ type tree struct {
 	// tree so that a value firewalled anywhere stays hidden everywhere.
 	secrets *secrets
 	// emits bounds what the tree's programs emit (the top-level agent's
-	// max_emit_bytes and emit_rate).
-	emits *emitLimiter
+	// max_emit_bytes and emit_rate, emitLimits): made at the first emit
+	// (emitLimiter), so a run that emits nothing, or waits on its model
+	// before its first program, holds none.
+	emits      atomic.Pointer[emitLimiter]
+	emitLimits *Limits
+}
+
+// emitLimiter returns the tree's emit limiter, made at its first use.
+func (t *tree) emitLimiter() *emitLimiter {
+	if e := t.emits.Load(); e != nil {
+		return e
+	}
+	t.emits.CompareAndSwap(nil, newEmitLimiter(*t.emitLimits))
+	return t.emits.Load()
 }
 
 // link is what a sub-agent run inherits from its caller.

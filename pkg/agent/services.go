@@ -121,7 +121,7 @@ func (e *emitLimiter) take(now time.Time) bool {
 // key or number) replaced, goes to observers at once as EventEmit.
 func (tr *toolRunner) emitValue(ctx context.Context, args []any) (any, error) {
 	rs := tr.run
-	lim := rs.tree.emits
+	lim := rs.tree.emitLimiter()
 	tooLarge := fmt.Errorf("the value takes more than %d bytes as JSON, the max_emit_bytes limit; emit a summary", lim.maxBytes)
 	// a walk that stops past the limit first, so a large value is never
 	// encoded whole; then the exact size

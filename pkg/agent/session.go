@@ -76,7 +76,7 @@ func (a *Agent) NewSession(opts RunOptions) (*Session, error) {
 		return nil, &Error{Kind: KindRun, Reason: fail.Reason, Msg: fail.Message}
 	}
 	t := &tree{registry: opts.Registry, deadline: time.Now().Add(a.missionTimeout()), maxDepth: a.maxDepth(),
-		observer: opts.Observer, trace: TraceOff, secrets: &secrets{}, emits: newEmitLimiter(a.lim)}
+		observer: opts.Observer, trace: TraceOff, secrets: &secrets{}, emitLimits: &a.lim}
 	t.budget.Store(int64(a.turnBudget()))
 	rs := &runState{tree: t, name: a.Name(), depth: 1, model: opts.Model, modelName: opts.LLM}
 	s := &Session{a: a, rs: rs, sec: t.secrets, mem: map[string]any{}, inputs: make(map[string]any, len(in.data))}
