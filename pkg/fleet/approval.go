@@ -643,6 +643,12 @@ const (
 // at once.
 const wakeTTL = "10m"
 
+// approvalGate returns the approval gate of the mission's run, which
+// suspends the run (its cancel) at the call that must wait.
+func (p *missionRun) approvalGate() *approvalGate {
+	return p.w.approvalGate(p.m, p.em, func(a *messages.Approval) { p.cancel(&suspendedError{approval: a}) })
+}
+
 // approvalGate returns the gate of one run of m; suspend is called with
 // the call the run must stop at.
 func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*messages.Approval)) *approvalGate {

@@ -213,3 +213,70 @@ func TestApprovalGateHoldsNoCallTableUntilACall(t *testing.T) {
 		t.Fatalf("call ids %q, %q; want 1.d.0, 1.d.1", a, b)
 	}
 }
+
+// A mission's run starts with no approval gate: its Toolbox makes the
+// gate, with the mission's rules, at its first tool call, so a mission
+// waiting on its model before it calls a tool holds none. The gate it
+// makes suspends the run, as the one made before the run did.
+func TestMissionMakesItsApprovalGateAtItsFirstToolCall(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		before, after *approvalGate
+		again         *approvalGate
+		suspended     error
+	}
+	seenc := make(chan seen, 1)
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "gate", Slots: 1, Priorities: []string{messages.PriorityNormal},
+		IdleWait: 100 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			var s seen
+			s.before = env.Tools.gate.Load()
+			s.after = env.Tools.approvals()
+			s.again = env.Tools.approvals()
+			if s.after != nil {
+				s.after.suspend(&messages.Approval{MissionID: m.ID})
+			}
+			s.suspended = context.Cause(ctx)
+			seenc <- s
+			return &messages.Step{Return: "done"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	rules := []messages.ApprovalRule{{Tool: "refund"}}
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Tools: []string{"refund"},
+		Agent: &messages.AgentSpec{Prompt: "do it", Tools: []string{"refund"}}, Approval: &messages.ApprovalPolicy{Rules: rules}}
+	if _, err := client.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var s seen
+	select {
+	case s = <-seenc:
+	case <-ctx.Done():
+		t.Fatal("the mission did not run")
+	}
+	if s.before != nil {
+		t.Error("the run starts with an approval gate; want it made at the first tool call")
+	}
+	if s.after == nil || s.after.missionID != m.ID || len(s.after.mission) != 1 || s.after.mission[0].Tool != "refund" {
+		t.Fatalf("the gate made at the first call: %+v; want the mission's, with its rule", s.after)
+	}
+	if s.again != s.after {
+		t.Error("a second call made a second gate")
+	}
+	if !errors.Is(s.suspended, ErrSuspended) {
+		t.Errorf("the gate's suspend left the run's cause %v; want it suspended", s.suspended)
+	}
+}

@@ -298,12 +298,11 @@ func (p *missionRun) open(env *RunEnv) bool {
 		}
 	}
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
-	box := w.toolbox(m, em, msg.Headers(), p.journal, attempt)
-	box.gate = w.approvalGate(m, em, func(a *messages.Approval) { cancel(&suspendedError{approval: a}) })
-	box.owned = p.beats.owned
+	owned := p.beats.owned // one method value for the Toolbox and the runner
+	box := p.toolbox(msg.Headers(), owned)
 	p.box = box
 	*env = RunEnv{
-		owned:    p.beats.owned,
+		owned:    owned,
 		Journal:  p.journal,
 		Tools:    box,
 		Events:   em,
@@ -400,7 +399,7 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		errors.As(cause, &se)
 		flush()
 		journalSeq, _ := journal.lastWritten()
-		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, box.gate, se.approval, journalSeq, log)
+		w.suspend(ctx, msg, k, em, m, meta, attempt, entry, box.gate.Load(), se.approval, journalSeq, log)
 		return
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
@@ -429,8 +428,8 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		step = failStep(ReasonRunnerError, "the runner returned no step")
 	}
 	step.Attempts = attempt
-	if entry.st.Suspensions > 0 || box.gate.consulted() {
-		w.attachApprovals(ctx, m.ID, box.gate, step, log)
+	if gate := box.gate.Load(); entry.st.Suspensions > 0 || gate.consulted() {
+		w.attachApprovals(ctx, m.ID, gate, step, log)
 	}
 	if r := journal.Replayed(); r != (messages.Replayed{}) {
 		if step.Replayed != nil {
@@ -1198,30 +1197,23 @@ func (w *Worker) claimStatus(ctx context.Context, k missionKey, fast bool) (*sta
 	return nil, e.st.Submitter, err
 }
 
+// toolbox returns the Toolbox of the mission's run (Worker.toolbox),
+// which makes the run's approval gate at its first call and asks owned
+// before a request leaves.
+func (p *missionRun) toolbox(hdr nats.Header, owned func(context.Context) error) *Toolbox {
+	b := p.w.toolbox(p.m, p.em, hdr, p.journal, p.attempt)
+	b.run, b.owned = p, owned
+	return b
+}
+
+// toolbox returns the Toolbox of one run of m, its calls and results
+// reported through em.
 func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *Journal, attempt int) *Toolbox {
 	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, w.cfg.ToolUnavailableWait, hdr)
 	b.journal, b.attempt = j, attempt
 	b.maxData = missionMaxData(m)
 	b.replies, b.heartbeat = w.replies, w.cfg.ToolHeartbeat
 	b.metrics, b.tracer = w.cfg.Metrics, w.tracer
-	b.onCall = func(turn int, name, callID string, args map[string]any) {
-		em.Emit(&messages.Event{Kind: messages.EventToolCall, Turn: turn, Tool: name, CallID: callID, Args: args})
-	}
-	b.onResult = func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool, approval *messages.Approval) {
-		if errors.Is(err, ErrSuspended) {
-			return // the call was not made: approval_requested says why
-		}
-		ev := &messages.Event{Kind: messages.EventToolResult, Turn: turn, Tool: name, CallID: callID, Result: result, Duration: d}
-		if err != nil {
-			ev.Error = err.Error()
-		}
-		if replayed {
-			ev.Data = map[string]any{"replayed": true}
-		}
-		if approval != nil {
-			ev.Data = withApproval(ev.Data, approval)
-		}
-		em.Emit(ev)
-	}
+	b.events = em
 	return b
 }

@@ -442,11 +442,15 @@ type Toolbox struct {
 	timeout   time.Duration
 	header    nats.Header
 	calls     atomic.Int64
-	onCall    func(turn int, name, callID string, args map[string]any)
-	onResult  func(turn int, name, callID string, result any, err error, d time.Duration, replayed bool, approval *messages.Approval)
+	// events reports each call and its result (tool_call, tool_result);
+	// nil: none are reported
+	events *emitter
 
-	// gate holds back calls that need approval (nil: none do).
-	gate *approvalGate
+	// gate holds back calls that need approval (nil: none do), made for
+	// the worker's mission run at the first call (approvals): a mission
+	// waiting on its model before it calls a tool holds none.
+	gate atomic.Pointer[approvalGate]
+	run  *missionRun // nil: the Toolbox of no worker's mission
 	// owned, when set, is asked before a request leaves (RunEnv.Owned).
 	owned func(context.Context) error
 
@@ -469,7 +473,7 @@ type Toolbox struct {
 
 	// refs opens results sent out of band; maxData bounds their size
 	// (≤ 0: no bound).
-	refs    *refStores
+	refs    refStores
 	maxData int64
 }
 
@@ -560,7 +564,7 @@ func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []stri
 	b := &Toolbox{
 		reg: reg, nc: nc, missionID: missionID, timeout: timeout, retryWait: retryWait,
 		names: append([]string(nil), tools...),
-		refs:  &refStores{nc: nc}, maxData: messages.DefaultMaxData,
+		refs:  refStores{nc: nc}, maxData: messages.DefaultMaxData,
 	}
 	if len(tools) > maxListedTools {
 		b.allowed = make(map[string]bool, len(tools))
@@ -577,6 +581,36 @@ func newToolbox(reg *toolRegistry, nc *nats.Conn, missionID string, tools []stri
 		}
 	}
 	return b
+}
+
+// reportResult reports the result of a call (tool_result), unless the
+// call was not made because it waits on an approval
+// (approval_requested says why).
+func (b *Toolbox) reportResult(turn int, name, callID string, result any, err error, d time.Duration, replayed bool, approval *messages.Approval) {
+	if errors.Is(err, ErrSuspended) {
+		return
+	}
+	ev := &messages.Event{Kind: messages.EventToolResult, Turn: turn, Tool: name, CallID: callID, Result: result, Duration: d}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	if replayed {
+		ev.Data = map[string]any{"replayed": true}
+	}
+	if approval != nil {
+		ev.Data = withApproval(ev.Data, approval)
+	}
+	b.events.Emit(ev)
+}
+
+// approvals returns the Toolbox's approval gate, made at its first use;
+// nil when it has none.
+func (b *Toolbox) approvals() *approvalGate {
+	if g := b.gate.Load(); g != nil || b.run == nil {
+		return g
+	}
+	b.gate.CompareAndSwap(nil, b.run.approvalGate())
+	return b.gate.Load()
 }
 
 // maxListedTools is how many tools a mission may allow that its Toolbox
@@ -742,8 +776,8 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	callID := strconv.FormatInt(b.calls.Add(1), 10)
 	turn := TurnFrom(ctx)
 	start := time.Now()
-	if b.onCall != nil {
-		b.onCall(turn, name, callID, args)
+	if b.events != nil {
+		b.events.Emit(&messages.Event{Kind: messages.EventToolCall, Turn: turn, Tool: name, CallID: callID, Args: args})
 	}
 	replayed := false
 	var approval *messages.Approval
@@ -760,8 +794,8 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 			b.metrics.toolCall(name, d, err)
 		}
 		endSpan(span, err)
-		if b.onResult != nil {
-			b.onResult(turn, name, callID, result, err, d, replayed, approval)
+		if b.events != nil {
+			b.reportResult(turn, name, callID, result, err, d, replayed, approval)
 		}
 	}()
 	plain, err := messages.Normalize(args)
@@ -805,10 +839,10 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if m, ok := plain.(map[string]any); ok {
 		req.Args = m
 	}
-	if b.gate != nil {
+	if gate := b.approvals(); gate != nil {
 		// A call that needs approval goes only once approved (with the
 		// approver's arguments), fails when denied, or suspends the run.
-		if req.Args, approval, err = b.gate.check(ctx, info, name, req.Args, plain); err != nil {
+		if req.Args, approval, err = gate.check(ctx, info, name, req.Args, plain); err != nil {
 			return nil, err
 		}
 	}
