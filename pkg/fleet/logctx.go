@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/rs/zerolog"
+import (
+	"context"
+
+	"github.com/rs/zerolog"
+)
 
 // logWith returns l with the fields add puts in its context, or l itself
 // when l writes nothing (the default, zerolog.Nop): a logger's context is
@@ -23,6 +27,18 @@ func missionLogger(l zerolog.Logger, id, sub string, attempt int) zerolog.Logger
 		return l
 	}
 	return l.Hook(&missionFields{id: id, sub: sub, attempt: attempt})
+}
+
+// missionLog returns the worker's run context carrying the logger of a
+// mission (missionLogger; zerolog.Ctx), and the copy of it the context
+// carries, so that the mission holds its logger once. A worker that logs
+// nothing attaches none and hands out its own.
+func (w *Worker) missionLog(id, sub string, attempt int) (context.Context, *zerolog.Logger) {
+	if w.log.GetLevel() == zerolog.Disabled {
+		return w.runCtx, &w.log
+	}
+	ctx := missionLogger(w.log, id, sub, attempt).WithContext(w.runCtx)
+	return ctx, zerolog.Ctx(ctx)
 }
 
 // missionFields writes a mission's fields on a line of its logger.

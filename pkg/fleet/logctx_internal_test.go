@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -61,4 +62,28 @@ func TestMissionLoggerHoldsItsFieldsSmall(t *testing.T) {
 		t.Errorf("a mission's logger holds %.0f bytes, want at most 128", per)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// A mission holds its logger once: the worker's missionRun points to the
+// copy its run's contexts carry (zerolog.Ctx), which writes the mission's
+// fields; a worker that logs nothing attaches no logger and hands out its
+// own, allocating nothing.
+func TestMissionLogIsTheOneItsContextsCarry(t *testing.T) {
+	var buf bytes.Buffer
+	w := &Worker{log: zerolog.New(&buf), runCtx: context.Background()}
+	ctx, l := w.missionLog("m1", "acme", 2)
+	if zerolog.Ctx(ctx) != l {
+		t.Fatal("the mission's logger is not the one its context carries")
+	}
+	zerolog.Ctx(ctx).Info().Msg("from the context")
+	if got := buf.String(); !strings.Contains(got, `"mission_id":"m1","submitter":"acme","attempt":2`) {
+		t.Fatalf("a line logged through the run's context lacks the mission's fields: %s", got)
+	}
+	nop := &Worker{log: zerolog.Nop(), runCtx: context.Background()}
+	if ctx, l := nop.missionLog("m1", "acme", 2); ctx != nop.runCtx || l != &nop.log {
+		t.Error("a worker that logs nothing attached a logger to the run's context")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = nop.missionLog("m1", "acme", 2) }); n != 0 {
+		t.Errorf("a worker that logs nothing: %.0f allocations for a mission's logger, want 0", n)
+	}
 }

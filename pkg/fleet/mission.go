@@ -111,8 +111,7 @@ type missionRun struct {
 	attempt  int
 	m        *messages.Mission
 	k        missionKey
-	log      zerolog.Logger
-	first    bool
+	log      *zerolog.Logger // the one the run's contexts carry
 	em       *emitter
 	at       *attempt
 	runCtx   context.Context
@@ -120,17 +119,18 @@ type missionRun struct {
 	beats    *beats
 	journal  *Journal
 	box      *Toolbox
-	start    time.Time
+	start    time.Duration // when the run started, after received
+	first    bool
 
 	// what close undoes, set as open and run take them
+	busy           bool // counted in the busy slots
+	leased         bool // lease is held (nil: no quota)
+	settleJournal  bool
 	cancel         context.CancelCauseFunc // the run's, once registered as running
-	busy           bool                    // counted in the busy slots
-	leased         bool                    // lease is held (nil: no quota)
 	lease          *quotaLease
 	cancelTimeout  context.CancelFunc
 	cancelDeadline context.CancelFunc
 	releaseMemory  func() // the reservation admit made
-	settleJournal  bool
 }
 
 // close undoes what open and run took, in the reverse order.
@@ -203,8 +203,10 @@ func (p *missionRun) open(env *RunEnv) bool {
 	}
 	k := missionKey{sub: sub, id: m.ID}
 	p.k = k
-	p.log = missionLogger(w.log, m.ID, sub, attempt)
-	log := &p.log
+	// the run's contexts carry the mission's logger (RunEnv.Logger), and
+	// the run uses that copy of it
+	logCtx, log := w.missionLog(m.ID, sub, attempt)
+	p.log = log
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.
@@ -217,7 +219,7 @@ func (p *missionRun) open(env *RunEnv) bool {
 		_ = msg.InProgress()
 		return false
 	}
-	runCtx, cancel := context.WithCancelCause(w.runCtx)
+	runCtx, cancel := context.WithCancelCause(logCtx)
 	w.running[m.ID] = &runningMission{sub: sub, cancel: cancel}
 	w.mu.Unlock()
 	p.cancel = cancel
@@ -262,7 +264,6 @@ func (p *missionRun) open(env *RunEnv) bool {
 	if !m.Deadline.IsZero() {
 		runCtx, p.cancelDeadline = context.WithDeadlineCause(runCtx, m.Deadline, errMissionTimeout)
 	}
-	runCtx = log.WithContext(runCtx)
 	p.runCtx = runCtx
 
 	p.hbEntry.Store(entry)
@@ -306,13 +307,13 @@ func (p *missionRun) open(env *RunEnv) bool {
 		Journal:  p.journal,
 		Tools:    box,
 		Events:   em,
-		Logger:   p.log,
+		Logger:   *p.log,
 		Attempt:  attempt,
 		WorkerID: w.cfg.ID,
 		Header:   msg.Headers(),
 		Metrics:  w.cfg.Metrics,
 		Tracer:   w.tracer,
-		Budget:   w.budgets.forMission(k.sub, em, &p.log),
+		Budget:   w.budgets.forMission(k.sub, em, p.log),
 	}
 	return true
 }
@@ -321,7 +322,7 @@ func (p *missionRun) open(env *RunEnv) bool {
 // memory budget admits it, and settles it with the result (ran): when it
 // ends, with an AsyncRunner (start), which may be after run returns.
 func (p *missionRun) run(env *RunEnv) {
-	p.start = time.Now()
+	p.start = time.Since(p.received)
 	// A tool name no service offers while a close one is offered is a
 	// typo: the mission fails before it runs, naming the tool it probably
 	// means (a model would otherwise find the tool missing mid-run).
@@ -333,7 +334,7 @@ func (p *missionRun) run(env *RunEnv) {
 	// the reservation is held until the result (which may hold the
 	// mission's tool results in its trace) is settled (close)
 	var err error
-	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, env, &p.log); err != nil {
+	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, env, p.log); err != nil {
 		p.releaseMemory = nil
 		p.ran(nil, err)
 		return
@@ -373,7 +374,7 @@ func (p *missionRun) startRun(r AsyncRunner, env *RunEnv) {
 // retries it, as the run's end says.
 func (p *missionRun) settle(step *messages.Step, runErr error) {
 	w, msg, ctx, k, em, m, meta, attempt, journal, box := p.w, p.msg, p.ctx, p.k, p.em, p.m, p.meta, p.attempt, p.journal, p.box
-	log := &p.log
+	log := p.log
 	// The answers the run journaled matter only if its result is not
 	// stored: every way back to the queue (a hand-back, a retry, a result
 	// not stored) flushes them first, and once the mission is done those
@@ -383,7 +384,7 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 	p.beats.stop()
 	entry := p.hbEntry.Load()
 	cause := context.Cause(p.runCtx)
-	log.Debug().Dur("duration", time.Since(p.start)).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
+	log.Debug().Dur("duration", time.Since(p.received)-p.start).AnErr("run_error", runErr).AnErr("cause", cause).Msg("run returned")
 
 	switch {
 	case errors.Is(cause, ErrFenced):
