@@ -356,14 +356,14 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 		return func() (*statusEntry, error) { return cur, err }
 	}
 	call := &liveCall{reply: make(chan *nats.Msg, 1)}
-	reply, done := c.replies.add(call.handle)
+	reply, token := c.replies.add(call)
 	request, subject := statusDirectGet(k)
 	if err := c.nc.PublishRequest(request, reply, nil); err != nil {
-		done()
+		c.replies.remove(token)
 		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
 	}
 	return func() (*statusEntry, error) {
-		defer done()
+		defer c.replies.remove(token)
 		// a ctx without a deadline is given directGetWait on a pooled
 		// timer rather than a context of its own
 		var expired <-chan time.Time

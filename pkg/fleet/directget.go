@@ -68,7 +68,7 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 	if err := replies.open(); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
-	reply, stop := replies.add(func(msg *nats.Msg) {
+	reply, token := replies.add(replyFunc(func(msg *nats.Msg) {
 		status := msg.Header.Get("Status")
 		switch {
 		case status == "":
@@ -88,8 +88,8 @@ func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter strin
 		default:
 			finish(answer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))})
 		}
-	})
-	defer stop()
+	}))
+	defer replies.remove(token)
 	if err := replies.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, req); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,8 +90,18 @@ type replyMux struct {
 	next   atomic.Uint64
 
 	mu       sync.Mutex
-	handlers map[string]func(*nats.Msg)
+	handlers map[uint64]replyHandler // by the token ending the subject
 }
+
+// replyHandler takes the messages to one reply subject of a replyMux.
+type replyHandler interface {
+	handle(msg *nats.Msg)
+}
+
+// replyFunc is a func as a replyHandler.
+type replyFunc func(*nats.Msg)
+
+func (f replyFunc) handle(msg *nats.Msg) { f(msg) }
 
 // liveCall is one call waiting on a replyMux (its handle).
 type liveCall struct {
@@ -115,7 +126,7 @@ func (c *liveCall) handle(msg *nats.Msg) {
 }
 
 func newReplyMux(nc *nats.Conn) *replyMux {
-	return &replyMux{nc: nc, handlers: map[string]func(*nats.Msg){}}
+	return &replyMux{nc: nc, handlers: map[uint64]replyHandler{}}
 }
 
 // open subscribes once, on first use.
@@ -131,28 +142,63 @@ func (m *replyMux) deliver(msg *nats.Msg) {
 	if len(msg.Subject) <= len(m.prefix)+1 {
 		return
 	}
+	token, ok := parseReplyToken(msg.Subject[len(m.prefix)+1:])
+	if !ok {
+		return
+	}
 	m.mu.Lock()
-	h := m.handlers[msg.Subject[len(m.prefix)+1:]]
+	h := m.handlers[token]
 	m.mu.Unlock()
 	if h != nil {
-		h(msg)
+		h.handle(msg)
 	}
 }
 
+// parseReplyToken reads a reply subject's token as add writes it: base
+// 36 in lower case, no leading zero. Any other spelling names no token.
+func parseReplyToken(s string) (uint64, bool) {
+	if s == "" || len(s) > 13 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		var d uint64
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case 'a' <= c && c <= 'z':
+			d = uint64(c-'a') + 10
+		default:
+			return 0, false
+		}
+		if n > (math.MaxUint64-d)/36 {
+			return 0, false
+		}
+		n = n*36 + d
+	}
+	return n, true
+}
+
 // add registers h for the messages to a new reply subject (after open)
-// and returns the subject and a func that unregisters it; a message being
-// handed to h then may still reach it. The messages reach h one at a
-// time, in the order they came.
-func (m *replyMux) add(h func(*nats.Msg)) (string, func()) {
-	token := strconv.FormatUint(m.next.Add(1), 36)
+// and returns the subject and its token, which remove takes to unregister
+// it; a message being handed to h then may still reach it. The messages
+// reach h one at a time, in the order they came. The subject is the one
+// string add makes.
+func (m *replyMux) add(h replyHandler) (string, uint64) {
+	token := m.next.Add(1)
 	m.mu.Lock()
 	m.handlers[token] = h
 	m.mu.Unlock()
-	return m.prefix + "." + token, func() {
-		m.mu.Lock()
-		delete(m.handlers, token)
-		m.mu.Unlock()
-	}
+	var buf [128]byte
+	b := append(append(buf[:0], m.prefix...), '.')
+	return string(strconv.AppendUint(b, token, 36)), token
+}
+
+// remove unregisters the handler add returned token for.
+func (m *replyMux) remove(token uint64) {
+	m.mu.Lock()
+	delete(m.handlers, token)
+	m.mu.Unlock()
 }
 
 // errSilent: a live call heard nothing for heartbeatSilence intervals.
@@ -176,8 +222,8 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 		return nil, err
 	}
 	c := &liveCall{reply: make(chan *nats.Msg, 1), beat: make(chan struct{}, 1)}
-	reply, done := b.replies.add(c.handle)
-	defer done()
+	reply, token := b.replies.add(c)
+	defer b.replies.remove(token)
 	msg.Reply = reply
 	every := progressInterval(b.heartbeat, time.Until(deadline)).Round(time.Millisecond)
 	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(every.Milliseconds(), 10))

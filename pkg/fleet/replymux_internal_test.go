@@ -1,0 +1,54 @@
+package fleet
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
+
+// A reply subject's handler is the one add registered for its token,
+// and only the token as add spelled it reaches it.
+func TestReplyMuxDelivers(t *testing.T) {
+	m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}}
+	m.next.Store(34) // the next token is 35, "z"
+	var got []string
+	subject, token := m.add(replyFunc(func(msg *nats.Msg) { got = append(got, msg.Subject) }))
+	if subject != "_INBOX.x.z" || token != 35 {
+		t.Fatalf("add: subject %q, token %d", subject, token)
+	}
+	for _, s := range []string{"_INBOX.x.z", "_INBOX.x.Z", "_INBOX.x.0z", "_INBOX.x.z0", "_INBOX.x.", "_INBOX.x.-z",
+		"_INBOX.x." + strconv.FormatUint(35+36*(1<<58), 36), "_INBOX.x.zzzzzzzzzzzzzzzz"} {
+		m.deliver(&nats.Msg{Subject: s})
+	}
+	if len(got) != 1 || got[0] != "_INBOX.x.z" {
+		t.Fatalf("delivered %q, want only _INBOX.x.z", got)
+	}
+	m.remove(token)
+	m.deliver(&nats.Msg{Subject: subject})
+	if len(got) != 1 {
+		t.Fatal("a message reached a removed handler")
+	}
+	for _, n := range []uint64{0, 1, 35, 36, 1 << 40, ^uint64(0)} {
+		if v, ok := parseReplyToken(strconv.FormatUint(n, 36)); !ok || v != n {
+			t.Errorf("token %d read back as %d, %v", n, v, ok)
+		}
+	}
+}
+
+// Registering a call's reply subject and removing it make the subject
+// only: no string for the token, no func to remove it, no method value
+// for the handler.
+func TestReplyMuxAddAllocations(t *testing.T) {
+	if raceOn {
+		t.Skip("allocations counted without the race detector")
+	}
+	m := &replyMux{prefix: "_INBOX.ABCDEFGHIJKLMNOPQRSTUV", handlers: map[uint64]replyHandler{}}
+	c := &liveCall{reply: make(chan *nats.Msg, 1)}
+	if n := testing.AllocsPerRun(100, func() {
+		_, token := m.add(c)
+		m.remove(token)
+	}); n != 1 {
+		t.Errorf("%.0f allocations to add and remove a reply subject, want 1", n)
+	}
+}
