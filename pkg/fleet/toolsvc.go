@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -226,23 +227,52 @@ func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn f
 		}
 		spec.Signature = sig.String()
 	}
-	return s.Register(name, spec, func(ctx context.Context, args map[string]any) (any, error) {
-		raw, err := json.Marshal(args)
+	return s.Register(name, spec, typedFunc(fn))
+}
+
+// typedFunc is fn as a ToolFunc: its arguments decoded into In through
+// JSON (typedArgs), its result read into plain data as messages.FromJSON
+// reads it, by a plan made here when Out has one (newPlainPlan).
+func typedFunc[In, Out any](fn func(context.Context, In) (Out, error)) ToolFunc {
+	plan := newPlainPlan(reflect.TypeFor[Out]()) // nil: through JSON
+	return func(ctx context.Context, args map[string]any) (any, error) {
+		in, err := typedArgs[In](args)
 		if err != nil {
-			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
-		}
-		var in In
-		// An argument In has no field for is refused, not dropped: a
-		// misspelled one would silently change the answer.
-		if err := messages.DecodeJSONValue(raw, &in, messages.JSONDisallowUnknownFields); err != nil {
 			return nil, &messages.ToolError{Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
 			return nil, err
 		}
+		if plan != nil {
+			if v, ok := plan.plain(reflect.ValueOf(&out).Elem()); ok {
+				return v, nil
+			}
+		}
 		return messages.FromJSON(out)
-	})
+	}
+}
+
+// typedArgs decodes a typed tool's arguments into an In through their
+// JSON encoding: an argument In has no field for is refused, not
+// dropped, as a misspelled one would silently change the answer.
+func typedArgs[In any](args map[string]any) (In, error) {
+	var in In
+	bp := argsBuffers.Get().(*[]byte)
+	raw, ok := appendArgsJSON((*bp)[:0], args)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			argsBuffers.Put(bp)
+			return in, err
+		}
+	}
+	err := messages.DecodeJSONValue(raw, &in, messages.JSONDisallowUnknownFields)
+	if ok && cap(raw) <= maxPooledArgs {
+		*bp = raw
+	}
+	argsBuffers.Put(bp)
+	return in, err
 }
 
 // handle runs in micro's subscription goroutine: it copies what it needs
