@@ -507,8 +507,14 @@ var wireSteps = sync.Pool{New: func() any { return new(wireStep) }}
 // the marker existed) decode only when every key is a Step field, so a
 // message of another type, which always has keys a Step lacks, is refused.
 func UnmarshalStep(data []byte) (*Step, error) {
-	w := stepWire{Step: &Step{}}
-	if err := Unmarshal(data, &w); err != nil {
+	// the Step and its wire form in one allocation
+	h := &struct {
+		w stepWire
+		s Step
+	}{}
+	w := &h.w
+	w.Step = &h.s
+	if err := Unmarshal(data, w); err != nil {
 		return nil, err
 	}
 	switch w.Type {
