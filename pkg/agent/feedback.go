@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -22,11 +23,23 @@ const maxPrintLine = 512
 const retryTurnNote = "You get one more turn only to fix this return: call (return ...) with a value of the expected type."
 
 func turnLine(next, max int) string {
-	s := fmt.Sprintf("Turn %d of %d (%d remaining)", next, max, max-next)
+	var buf [160]byte
+	return string(appendTurnLine(buf[:0], next, max))
+}
+
+// appendTurnLine appends turnLine(next, max) to b.
+func appendTurnLine(b []byte, next, max int) []byte {
+	b = append(b, "Turn "...)
+	b = strconv.AppendInt(b, int64(next), 10)
+	b = append(b, " of "...)
+	b = strconv.AppendInt(b, int64(max), 10)
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, int64(max-next), 10)
+	b = append(b, " remaining)"...)
 	if next == max {
-		s += "\nThis is your last turn: your program must call (return ...) or (fail ...)."
+		b = append(b, "\nThis is your last turn: your program must call (return ...) or (fail ...)."...)
 	}
-	return s
+	return b
 }
 
 // printsBlock renders println output (each line scrubbed, then capped).
