@@ -1,11 +1,15 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -70,5 +74,40 @@ func TestMissionToolboxHoldsLittleBeforeItsFirstCall(t *testing.T) {
 	t.Logf("a mission's Toolbox: %.0f allocations, %.0f bytes held", allocs, per)
 	if allocs > 1 || per > 300 {
 		t.Errorf("a mission's Toolbox: %.0f allocations, %.0f bytes held; want 1 and at most 300", allocs, per)
+	}
+}
+
+// A tool response's result is returned as the bytes it came in, and what
+// Validate asks of it (is a result set together with an error) is told
+// by a marker, not by the bytes boxed in an interface: 5 allocations to
+// split a response, not 6.
+func TestSplitToolResponseAllocations(t *testing.T) {
+	result, err := messages.Marshal(map[string]any{"id": int64(1), "name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "c1", Result: msgpack.RawMessage(result)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctype, got, ref, err := splitToolResponse("t", data)
+	if err != nil || ctype != "" || ref != nil || !bytes.Equal(got, result) {
+		t.Fatalf("split %q %x %v %v, want the result %x", ctype, got, ref, err, result)
+	}
+	both, err := messages.Marshal(&messages.ToolResponse{Version: messages.ToolCallVersion, CallID: "c1", Result: msgpack.RawMessage(result),
+		Error: &messages.ToolError{Code: messages.ToolErrFailed, Message: "no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := splitToolResponse("t", both); err == nil || err.(*ToolError).Err == nil || !strings.Contains(err.(*ToolError).Err.Error(), "set together with an error") {
+		t.Fatalf("a result with an error: %v", err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		if _, _, _, err := splitToolResponse("t", data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceOn && n > 5 {
+		t.Errorf("%.0f allocations to split a tool response, want at most 5", n)
 	}
 }

@@ -1012,7 +1012,9 @@ func splitToolResponse(name string, data []byte) (ctype string, result []byte, r
 	if len(result) == 0 || (ctype == "" && len(result) == 1 && result[0] == msgpcode.Nil) || (ctype != "" && string(result) == "null") {
 		result = nil
 	} else {
-		r.Result = result // for Validate: a result set together with an error
+		// for Validate, which asks only whether a result is set together
+		// with an error: a marker, not the bytes boxed
+		r.Result = true
 	}
 	if err := r.Validate(); err != nil {
 		return "", nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "invalid response"}
