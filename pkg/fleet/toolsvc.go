@@ -408,10 +408,14 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 		}
 		return errorOutcome(req.CallID, te.Code, te.Message)
 	}
-	enc, err := messages.Marshal(result)
-	if err != nil {
+	// the result's encoding lives until the response's is made, in a
+	// pooled buffer: the response's encoding copies it
+	encBuf := getPublishBuffer()
+	defer putPublishBuffer(encBuf)
+	if err := messages.MarshalTo(encBuf, result); err != nil {
 		return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
 	}
+	enc := encBuf.Bytes()
 	resp := messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: msgpack.RawMessage(enc)}
 	if s.cfg.LargeResultBytes > 0 && len(enc) > s.cfg.LargeResultBytes {
 		// Out of band: the reply names the object.
