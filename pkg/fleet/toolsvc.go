@@ -52,10 +52,28 @@ type CallInfo struct {
 
 type callInfoKey struct{}
 
+// callContext carries a call's CallInfo (its Value for callInfoKey) in
+// the one allocation that context.WithValue would make for the context
+// and a second for the CallInfo boxed.
+type callContext struct {
+	context.Context
+	ci CallInfo
+}
+
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok {
+		return &c.ci
+	}
+	return c.Context.Value(key)
+}
+
 // CallInfoFrom returns the CallInfo of a tool func's ctx.
 func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
-	ci, ok := ctx.Value(callInfoKey{}).(CallInfo)
-	return ci, ok
+	ci, ok := ctx.Value(callInfoKey{}).(*CallInfo)
+	if !ok {
+		return CallInfo{}, false
+	}
+	return *ci, true
 }
 
 // ToolSpec describes a tool for discovery.
@@ -386,7 +404,7 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 	}
 	ctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, callInfoKey{}, ci)
+	ctx = &callContext{Context: ctx, ci: ci}
 	result, err := s.invoke(ctx, fn, req.Args, log)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// The caller stops waiting now too; say so in its words.
