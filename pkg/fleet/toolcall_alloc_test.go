@@ -13,8 +13,10 @@ import (
 // allocates in the process (the toolbox, nats.go, the server and the tool
 // service): the call's own deadline only, no wait for the registry, and
 // the call's headers in one array; the service's walk of the decoded
-// arguments reads their map in place (113 on amd64).
-const toolCallAllocs = 115
+// arguments reads their map in place, and it encodes the result in a
+// pooled buffer and holds the CallInfo in the call's context (110 on
+// amd64).
+const toolCallAllocs = 112
 
 func TestToolCallAllocations(t *testing.T) {
 	checkToolCallAllocs(t, "a tool call", false, toolCallAllocs)
@@ -24,9 +26,9 @@ func TestToolCallAllocations(t *testing.T) {
 // (the worker's calls, sendLive) allocates in the process: no context of
 // its own for its deadline, which its timer for the silence keeps, and
 // that timer from a pool; its reply subject registered with the subject
-// the one string made (112 on amd64, 119 with a token string, a func to
-// remove it and a method value for its handler).
-const liveToolCallAllocs = 115
+// the one string made (109 on amd64; 119 before that and the service's
+// cuts above).
+const liveToolCallAllocs = 111
 
 func TestLiveToolCallAllocations(t *testing.T) {
 	checkToolCallAllocs(t, "a live tool call", true, liveToolCallAllocs)
