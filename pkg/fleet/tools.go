@@ -850,7 +850,18 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if messages.IsJSON(info.ContentType) {
 		ctype = messages.ContentTypeJSON
 	}
-	data, err := messages.MarshalAs(ctype, &req)
+	var data []byte
+	if ctype == "" {
+		// nats.go copies the request into its connection's buffer at each
+		// send, and the call sends it only until it returns: its encoding
+		// is made in a pooled buffer, given back then
+		buf := getPublishBuffer()
+		defer putPublishBuffer(buf)
+		err = messages.MarshalTo(buf, &req)
+		data = buf.Bytes()
+	} else {
+		data, err = messages.MarshalAs(ctype, &req)
+	}
 	if err != nil {
 		return nil, &ToolError{Tool: name, Code: messages.ToolErrBadRequest, Message: "arguments: " + err.Error()}
 	}
