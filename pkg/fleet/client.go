@@ -351,19 +351,27 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 // reads the status before it stores a submission published next. Without
 // its own subscription for answers, it reads the status at once.
 func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*statusEntry, error) {
-	if c.st.nc != c.nc || c.replies.open() != nil {
-		cur, err := getStatus(ctx, c.st, k)
+	return sendStatusRead(ctx, c.nc, c.st, c.replies, k)
+}
+
+// sendStatusRead sends the direct get of mission k's status on nc, its
+// answer to replies, and returns what waits for that answer (getStatus's
+// results). Where st reads on another connection, or replies cannot
+// subscribe, it reads the status at once.
+func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey) func() (*statusEntry, error) {
+	if st.nc != nc || replies == nil || replies.open() != nil {
+		cur, err := getStatus(ctx, st, k)
 		return func() (*statusEntry, error) { return cur, err }
 	}
 	call := &liveCall{reply: make(chan *nats.Msg, 1)}
-	reply, token := c.replies.add(call)
+	reply, token := replies.add(call)
 	request, subject := statusDirectGet(k)
-	if err := c.nc.PublishRequest(request, reply, nil); err != nil {
-		c.replies.remove(token)
+	if err := nc.PublishRequest(request, reply, nil); err != nil {
+		replies.remove(token)
 		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
 	}
 	return func() (*statusEntry, error) {
-		defer c.replies.remove(token)
+		defer replies.remove(token)
 		// a ctx without a deadline is given directGetWait on a pooled
 		// timer rather than a context of its own
 		var expired <-chan time.Time

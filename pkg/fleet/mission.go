@@ -955,9 +955,9 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// later. A new owner reads the result once its claim is written
 	// (storedAfterClaim), so between them the mission runs again only
 	// when this read and the publish straddle that claim and that read.
-	// It reports whether the result may be published.
-	fenceCheck := func() bool {
-		cur, err := getStatus(ctx, w.st, k)
+	// fenceHolds reports, from the status the check read, whether the
+	// result may be published; fenceCheck reads it and says the same.
+	fenceHolds := func(cur *statusEntry, err error) bool {
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			log.Warn().Err(err).Msg("status unreadable before the result; retrying later")
 			notStored()
@@ -973,6 +973,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 		return true
 	}
+	fenceCheck := func() bool { return fenceHolds(getStatus(ctx, w.st, k)) }
 	var (
 		stored *messages.Step
 		mine   bool
@@ -999,9 +1000,18 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	if !batched {
 		if record != nil {
+			// The fence check is sent first and answered while the record
+			// is written: one round trip fewer before the result, and the
+			// time between the check and the publish is one round trip
+			// and the record's write, which on one replica is no longer
+			// than the check's answer (a replicated RESULTS batches them,
+			// above)
+			read := sendStatusRead(ctx, w.nc, w.st, w.replies, k)
 			step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
-		}
-		if !fenceCheck() {
+			if !fenceHolds(read()) {
+				return false
+			}
+		} else if !fenceCheck() {
 			return false
 		}
 		stored, mine, err = publishResult(ctx, w.js, w.st, k, step)
