@@ -515,14 +515,16 @@ func batchedResults(ctx context.Context, js jetstream.JetStream) (batched, all i
 	if err != nil {
 		return 0, 0, err
 	}
-	for fails := 0; all < n; {
+	// the cluster may still be electing leaders after its last restart:
+	// a read that fails is made again, for up to a minute
+	deadline := time.Now().Add(time.Minute)
+	for all < n {
 		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
-			// the cluster may still be settling after its last restart
-			if fails++; fails == 10 {
+			if time.Now().After(deadline) {
 				return batched, all, fmt.Errorf("result %d of %d: %w", all+1, n, err)
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 			continue
 		}
 		all++
