@@ -357,7 +357,11 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*stat
 // sendStatusRead sends the direct get of mission k's status on nc, its
 // answer to replies, and returns what waits for that answer (getStatus's
 // results). Where st reads on another connection, or replies cannot
-// subscribe, it reads the status at once.
+// subscribe, it reads the status at once. A direct get no replica
+// answers (no responders, or no answer within patience) is read from the
+// stream's leader then, as getStatus reads it: a later read is as good
+// for both callers (a submitter tells its own copy's claim by its
+// sequence, and a fence check wants the newest status anyway).
 func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey) func() (*statusEntry, error) {
 	if st.nc != nc || replies == nil || replies.open() != nil {
 		cur, err := getStatus(ctx, st, k)
@@ -371,25 +375,27 @@ func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *rep
 		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
 	}
 	return func() (*statusEntry, error) {
-		defer replies.remove(token)
-		// a ctx without a deadline is given directGetWait on a pooled
-		// timer rather than a context of its own
-		var expired <-chan time.Time
-		if _, ok := ctx.Deadline(); !ok {
-			t := getTimer()
-			defer putTimer(t)
-			t.Reset(directGetWait)
-			expired = t.C
-		}
+		// the wait is on a pooled timer rather than a context of its own
+		t := getTimer()
+		t.Reset(patience(ctx))
 		select {
 		case r := <-call.reply:
+			replies.remove(token)
+			putTimer(t)
 			data, rev, hdr, err := directAnswer(r, lastOn(subject))
-			return directStatus(k, data, rev, hdr, err)
+			if !errors.Is(err, nats.ErrNoResponders) {
+				return directStatus(k, data, rev, hdr, err)
+			}
 		case <-ctx.Done():
+			replies.remove(token)
+			putTimer(t)
 			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(ctx))
-		case <-expired:
-			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.DeadlineExceeded)
+		case <-t.C:
+			replies.remove(token)
+			putTimer(t)
 		}
+		data, rev, hdr, _, err := leaderMsgWithin(ctx, nc, statusStream, lastOn(subject))
+		return directStatus(k, data, rev, hdr, err)
 	}
 }
 

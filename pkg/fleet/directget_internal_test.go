@@ -125,6 +125,26 @@ func TestReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 				t.Fatalf("status %v: %v, want ErrNotFound", k, err)
 			}
 		}
+		// the status read sent ahead of a submission or a result (its
+		// answer awaited later) asks the leader too, with and without a
+		// deadline of the caller's
+		replies := newReplyMux(st.nc)
+		for _, deadline := range []bool{true, false} {
+			rctx, cancel := context.WithCancel(ctx)
+			if deadline {
+				rctx, cancel = read()
+			}
+			e, err := sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: id})()
+			if err != nil || e.st.State != messages.StateSucceeded || e.rev != rev {
+				cancel()
+				t.Fatalf("status read sent ahead (deadline %v): %+v, %v; want succeeded at %d", deadline, e, err, rev)
+			}
+			_, err = sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: gone})()
+			cancel()
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("status read sent ahead of a deleted status (deadline %v): %v, want ErrNotFound", deadline, err)
+			}
+		}
 
 		rctx, cancel := read()
 		got, err := readResult(rctx, st, missionKey{sub: "s", id: id})
@@ -169,6 +189,9 @@ func TestAnsweredDirectGetAsksNoLeader(t *testing.T) {
 	asked := leaderReads(t, js.Conn())
 	for _, k := range []missionKey{{sub: "s", id: id}, {sub: "s", id: messages.NewMissionID()}} {
 		if _, err := getStatus(ctx, st, k); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		if _, err := sendStatusRead(ctx, st.nc, st, newReplyMux(st.nc), k)(); err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatal(err)
 		}
 	}
