@@ -170,7 +170,10 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	}
 
 	// Decisions at once: each resumes its mission. PTC_APPROVAL_CPUPROFILE
-	// names a file for a CPU profile of this part.
+	// names a file for a CPU profile of this part, PTC_APPROVAL_MEMPROFILE
+	// one for the allocations made in it (an allocs profile, with the
+	// allocations before it in <file>.base: go tool pprof -base).
+	stopCPU := func() {}
 	if f := os.Getenv("PTC_APPROVAL_CPUPROFILE"); f != "" {
 		out, err := os.Create(f)
 		if err != nil {
@@ -179,7 +182,12 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		if err := pprof.StartCPUProfile(out); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { pprof.StopCPUProfile(); out.Close() }()
+		stopCPU = sync.OnceFunc(func() { pprof.StopCPUProfile(); out.Close() })
+		defer stopCPU()
+	}
+	memProfile := os.Getenv("PTC_APPROVAL_MEMPROFILE")
+	if memProfile != "" {
+		writeAllocs(t, memProfile+".base")
 	}
 	resumeStart := time.Now()
 	var cpu0 syscall.Rusage
@@ -217,6 +225,10 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	wg.Wait()
 	var cpu1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+	stopCPU()
+	if memProfile != "" {
+		writeAllocs(t, memProfile)
+	}
 	cpuUsed := time.Duration(cpu1.Utime.Nano() + cpu1.Stime.Nano() - cpu0.Utime.Nano() - cpu0.Stime.Nano())
 	t.Logf("%d resumptions in %s, CPU time of the process (server, workers, client) %s: %s a resumption",
 		decisions, time.Since(resumeStart).Round(time.Millisecond), cpuUsed.Round(time.Millisecond), (cpuUsed / time.Duration(decisions)).Round(10*time.Microsecond))
@@ -264,8 +276,22 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		return d[len(d)/2].Round(100 * time.Microsecond)
 	}
 	t.Logf("p50 of the parts: the decision %s, decided → run started %s, run started → call %s", med(decide), med(queue), med(replay))
-	t.Logf("%d decisions at once: all %d missions finished; resume latency (decision → tool call) p50 %s, p90 %s, max %s",
-		decisions, decisions, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	t.Logf("%d decisions at once: all %d missions finished; resume latency (decision → tool call) p50 %s, p90 %s, p99 %s, max %s",
+		decisions, decisions, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond),
+		lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	afterHeap, afterG := heapAfterGC()
 	t.Logf("after: heap %.1f MB, goroutines %d", float64(afterHeap)/1e6, afterG)
+}
+
+// writeAllocs writes the allocs profile to the file named.
+func writeAllocs(t *testing.T, name string) {
+	t.Helper()
+	out, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := pprof.Lookup("allocs").WriteTo(out, 0); err != nil {
+		t.Fatal(err)
+	}
 }
