@@ -329,119 +329,215 @@ func normUint(u uint64) any {
 	return float64(u)
 }
 
-// mapOfAny returns the map[string]any rv holds, if it holds one that can
-// be read as an interface.
-func mapOfAny(rv reflect.Value) (map[string]any, bool) {
-	if !rv.CanInterface() {
-		return nil, false
-	}
-	m, ok := rv.Interface().(map[string]any)
-	return m, ok
+// normalizeValue walks a decoded value and normalizes every dynamic value
+// (fields of interface type and maps/slices of them) in place, by the
+// walk plan of rv's type (walkPlanOf): values that hold nothing dynamic
+// are not visited.
+func normalizeValue(rv reflect.Value, depth int) error {
+	return walkPlanOf(rv.Type()).walk(rv, depth)
 }
 
-// normalizeValue walks a decoded struct and normalizes every dynamic value
-// (fields of interface type and maps/slices of them) in place. It skips
-// the values of staticTypes, which hold none.
-func normalizeValue(rv reflect.Value, depth int) error {
+// walkOp is what a walk does with a value of one type.
+type walkOp uint8
+
+const (
+	walkStatic     walkOp = iota // holds nothing dynamic: nothing to do
+	walkPointer                  // the value it points to
+	walkInterface                // a dynamic value: normalized and set back
+	walkStruct                   // the fields listed
+	walkSlice                    // each element
+	walkMapAny                   // a map[string]any: its values, in place
+	walkMapIface                 // another map of interfaces: its values, set back
+	walkMapPointer               // a map of pointers: what each points to, in place
+	walkMapOther                 // a map of other values: each copied, walked, stored back
+)
+
+// walkNode is the walk plan of one type: what normalizeValue does with a
+// value of it, and the plans of the values it walks into.
+type walkNode struct {
+	op     walkOp
+	elem   *walkNode   // walkPointer, walkSlice, walkMapPointer, walkMapOther
+	fields []walkField // walkStruct: the exported fields that hold dynamic values
+}
+
+// walkField is a struct field a walk visits.
+type walkField struct {
+	index int
+	name  string
+	node  *walkNode
+}
+
+// walkPlans caches the walk plan of each type normalizeValue met, built
+// at its first use: what a walk needs to know of a type (which fields
+// hold dynamic values, their names for errors) is read from reflect once
+// instead of at every value.
+var walkPlans sync.Map // reflect.Type → *walkNode
+
+// walkPlanOf returns the walk plan of t.
+func walkPlanOf(t reflect.Type) *walkNode {
+	if n, ok := walkPlans.Load(t); ok {
+		return n.(*walkNode)
+	}
+	n, _ := walkPlans.LoadOrStore(t, buildWalkPlan(t))
+	return n.(*walkNode)
+}
+
+// buildWalkPlan makes the walk plan of t and of the types its values
+// reach, linked (a type may reach itself: a Step its child Steps).
+func buildWalkPlan(t reflect.Type) *walkNode {
+	static, fields := walkPlan(t)
+	nodes := map[reflect.Type]*walkNode{}
+	var node func(t reflect.Type) *walkNode
+	node = func(t reflect.Type) *walkNode {
+		if n, ok := nodes[t]; ok {
+			return n
+		}
+		n := &walkNode{}
+		nodes[t] = n
+		if static[t] {
+			return n
+		}
+		switch t.Kind() {
+		case reflect.Pointer:
+			n.op, n.elem = walkPointer, node(t.Elem())
+		case reflect.Interface:
+			n.op = walkInterface
+		case reflect.Struct:
+			n.op = walkStruct
+			for _, i := range fields[t] {
+				f := t.Field(i)
+				n.fields = append(n.fields, walkField{index: i, name: f.Name, node: node(f.Type)})
+			}
+		case reflect.Slice:
+			n.op, n.elem = walkSlice, node(t.Elem())
+		case reflect.Map:
+			switch {
+			case t == mapStringAnyType:
+				n.op = walkMapAny
+			case t.Elem().Kind() == reflect.Interface:
+				n.op = walkMapIface
+			case t.Elem().Kind() == reflect.Pointer:
+				n.op, n.elem = walkMapPointer, node(t.Elem())
+			default:
+				n.op, n.elem = walkMapOther, node(t.Elem())
+			}
+		}
+		return n
+	}
+	return node(t)
+}
+
+// walk normalizes the dynamic values rv holds, rv being of the type n
+// was planned for.
+func (n *walkNode) walk(rv reflect.Value, depth int) error {
 	if depth > maxWalkDepth {
 		return fmt.Errorf("value nested deeper than %d levels", maxWalkDepth)
 	}
-	if staticTypes[rv.Type()] {
-		return nil
-	}
-	switch rv.Kind() {
-	case reflect.Pointer:
+	switch n.op {
+	case walkPointer:
 		if rv.IsNil() {
 			return nil
 		}
-		return normalizeValue(rv.Elem(), depth+1)
-	case reflect.Interface:
+		return n.elem.walk(rv.Elem(), depth+1)
+	case walkInterface:
 		if rv.IsNil() || !rv.CanSet() {
 			return nil
 		}
-		n, err := normalize(rv.Interface(), 0)
+		v, err := normalize(rv.Interface(), 0)
 		if err != nil {
 			return err
 		}
-		if n == nil {
+		if v == nil {
 			rv.SetZero()
 		} else {
-			rv.Set(reflect.ValueOf(n))
+			rv.Set(reflect.ValueOf(v))
 		}
-	case reflect.Struct:
-		if rv.Type().PkgPath() == "time" {
-			return nil
-		}
-		if fields, ok := dynamicFields[rv.Type()]; ok {
-			for _, i := range fields {
-				if err := normalizeValue(rv.Field(i), depth+1); err != nil {
-					return fmt.Errorf("%s: %w", rv.Type().Field(i).Name, err)
-				}
-			}
-			return nil
-		}
-		for i := 0; i < rv.NumField(); i++ {
-			if !rv.Type().Field(i).IsExported() {
-				continue
-			}
-			if err := normalizeValue(rv.Field(i), depth+1); err != nil {
-				return fmt.Errorf("%s: %w", rv.Type().Field(i).Name, err)
+	case walkStruct:
+		for i := range n.fields {
+			f := &n.fields[i]
+			if err := f.node.walk(rv.Field(f.index), depth+1); err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
-	case reflect.Slice:
-		if rv.Type().Elem().Kind() == reflect.Uint8 {
-			return nil
-		}
+	case walkSlice:
 		for i := 0; i < rv.Len(); i++ {
-			if err := normalizeValue(rv.Index(i), depth+1); err != nil {
+			if err := n.elem.walk(rv.Index(i), depth+1); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-	case reflect.Map:
+	case walkMapAny:
 		if rv.IsNil() {
 			return nil
 		}
-		if m, ok := mapOfAny(rv); ok {
-			// the map of every dynamic field (a Step's memory, a tool
-			// call's arguments): read and written in place, where
-			// reflect's iterator copies out each key and value and
-			// SetMapIndex boxes each one stored back
-			for k, e := range m {
-				n, err := normalize(e, 0)
-				if err != nil {
-					return fmt.Errorf("%v: %w", k, err)
-				}
-				if !unchanged(n, e) {
-					m[k] = n
-				}
+		if !rv.CanInterface() {
+			return walkMapValues(rv)
+		}
+		// the map of every dynamic field (a Step's memory, a tool call's
+		// arguments): read and written in place, where reflect's iterator
+		// copies out each key and value and SetMapIndex boxes each one
+		// stored back
+		m := rv.Interface().(map[string]any)
+		for k, e := range m {
+			v, err := normalize(e, 0)
+			if err != nil {
+				return fmt.Errorf("%v: %w", k, err)
 			}
+			if !unchanged(v, e) {
+				m[k] = v
+			}
+		}
+	case walkMapIface:
+		if rv.IsNil() {
 			return nil
 		}
-		if rv.Type().Elem().Kind() == reflect.Interface {
-			it := rv.MapRange()
-			for it.Next() {
-				n, err := normalize(it.Value().Interface(), 0)
-				if err != nil {
-					return fmt.Errorf("%v: %w", it.Key(), err)
-				}
-				if n == nil {
-					rv.SetMapIndex(it.Key(), reflect.Zero(rv.Type().Elem()))
-				} else {
-					rv.SetMapIndex(it.Key(), reflect.ValueOf(n))
-				}
-			}
+		return walkMapValues(rv)
+	case walkMapPointer:
+		if rv.IsNil() {
 			return nil
 		}
-		it := rv.MapRange()
+		// what a pointer points to is walked where it is: nothing is
+		// copied out of the map nor stored back
+		var it reflect.MapIter
+		it.Reset(rv)
+		for it.Next() {
+			if err := n.elem.walk(it.Value(), depth+1); err != nil {
+				return fmt.Errorf("%v: %w", it.Key(), err)
+			}
+		}
+	case walkMapOther:
+		if rv.IsNil() {
+			return nil
+		}
+		var it reflect.MapIter
+		it.Reset(rv)
 		for it.Next() {
 			// Values of concrete struct type are not addressable in a map;
 			// copy, normalize and store back.
 			cp := reflect.New(rv.Type().Elem()).Elem()
 			cp.Set(it.Value())
-			if err := normalizeValue(cp, depth+1); err != nil {
+			if err := n.elem.walk(cp, depth+1); err != nil {
 				return fmt.Errorf("%v: %w", it.Key(), err)
 			}
 			rv.SetMapIndex(it.Key(), cp)
+		}
+	}
+	return nil
+}
+
+// walkMapValues normalizes the values of rv, a map of interfaces, and
+// sets each back.
+func walkMapValues(rv reflect.Value) error {
+	var it reflect.MapIter
+	it.Reset(rv)
+	for it.Next() {
+		v, err := normalize(it.Value().Interface(), 0)
+		if err != nil {
+			return fmt.Errorf("%v: %w", it.Key(), err)
+		}
+		if v == nil {
+			rv.SetMapIndex(it.Key(), reflect.Zero(rv.Type().Elem()))
+		} else {
+			rv.SetMapIndex(it.Key(), reflect.ValueOf(v))
 		}
 	}
 	return nil

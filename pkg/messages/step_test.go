@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func fullStep() *Step {
@@ -520,9 +522,10 @@ func TestStaticWireTypes(t *testing.T) {
 			t.Errorf("%s static: %v, want %v", c.t, static[c.t], c.want)
 		}
 	}
-	for ty := range staticTypes {
+	wireStatic, _ := walkPlan(wireRoots...)
+	for ty := range wireStatic {
 		if ty.Kind() == reflect.Interface {
-			t.Errorf("staticTypes holds the interface %s", ty)
+			t.Errorf("the messages' static types hold the interface %s", ty)
 		}
 	}
 	// the fields walked: exported, not static
@@ -643,5 +646,97 @@ func TestUnmarshalStepAllocations(t *testing.T) {
 	})
 	if n > 2 {
 		t.Errorf("%.0f allocations decoding a step, want at most 2", n)
+	}
+}
+
+// A type outside the messages (a caller's own envelope, a tool response
+// read field by field) is walked by the plan made at its first use: the
+// fields that can hold a dynamic value are normalized, through slices of
+// structs too, with no allocation for plain values, and an error names
+// the path to the value that has no plain form.
+func TestUnmarshalWalksOtherTypesByTheirPlan(t *testing.T) {
+	type envelope struct {
+		Version int                `msgpack:"v"`
+		CallID  string             `msgpack:"call_id"`
+		Raw     msgpack.RawMessage `msgpack:"raw"`
+		Error   *ToolError         `msgpack:"error,omitempty"`
+		Labels  map[string]string  `msgpack:"labels"`
+		Count   int64              `msgpack:"count"`
+		Result  any                `msgpack:"result"`
+		Items   []struct {
+			Name string `msgpack:"name"`
+			Val  any    `msgpack:"val"`
+		} `msgpack:"items"`
+	}
+	data, err := Marshal(map[string]any{"v": 1, "call_id": "c1", "raw": []byte{1}, "count": 3,
+		"labels": map[string]any{"a": "b"}, "result": map[string]any{"n": uint8(4), "s": []any{uint16(2)}},
+		"items": []any{map[string]any{"name": "x", "val": uint32(5)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e envelope
+	if err := Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Result.(map[string]any)["n"] != int64(4) || e.Result.(map[string]any)["s"].([]any)[0] != int64(2) ||
+		e.Items[0].Val != int64(5) || e.Items[0].Name != "x" || e.Labels["a"] != "b" || e.CallID != "c1" {
+		t.Fatalf("decoded %+v", e)
+	}
+	e.Result = map[string]any{}
+	n := testing.AllocsPerRun(100, func() {
+		e.Result.(map[string]any)["m"] = int64(1)
+		e.Items[0].Val = "y"
+		if err := normalizeValue(reflect.ValueOf(&e), 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%.1f allocations walking a decoded envelope of plain values, want 0", n)
+	}
+	e.Items[0].Val = struct{ C chan int }{}
+	if err := normalizeValue(reflect.ValueOf(&e), 0); err == nil || !strings.Contains(err.Error(), "Items: [0]: Val: ") {
+		t.Fatalf("a value with no plain form: %v", err)
+	}
+}
+
+// The sub-agents of a mission's agent (a map of pointers) are walked
+// where they are: a mission of three sub-agents costs the walk no
+// allocation, where copying each out of the map and storing it back cost
+// two an entry; their dynamic values are still normalized.
+func TestUnmarshalWalksSubAgentsInPlace(t *testing.T) {
+	m := &Mission{Version: MissionVersion, ID: "01JB0000000000000000000000", Kind: KindAgent,
+		Agent: &AgentSpec{Prompt: "p", SubAgents: map[string]*AgentSpec{}}}
+	for _, name := range []string{"a", "b", "c"} {
+		m.Agent.SubAgents[name] = &AgentSpec{Prompt: name, LLMOpts: map[string]any{"temperature": 0.5}}
+	}
+	data, err := Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Mission
+	if err := Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Agent.SubAgents, m.Agent.SubAgents) {
+		t.Fatalf("sub-agents %#v, want %#v", got.Agent.SubAgents, m.Agent.SubAgents)
+	}
+	got.Agent.SubAgents["b"].LLMOpts["max_tokens"] = uint16(100)
+	if err := normalizeValue(reflect.ValueOf(&got), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Agent.SubAgents["b"].LLMOpts["max_tokens"]; v != int64(100) {
+		t.Fatalf("a sub-agent's option normalized to %#v", v)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		if err := normalizeValue(reflect.ValueOf(&got), 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceBuild && n != 0 {
+		t.Errorf("%.1f allocations walking a mission of three sub-agents, want 0", n)
+	}
+	got.Agent.SubAgents["c"].LLMOpts["bad"] = struct{ C chan int }{}
+	if err := normalizeValue(reflect.ValueOf(&got), 0); err == nil || !strings.Contains(err.Error(), "SubAgents: c: LLMOpts: bad: ") {
+		t.Fatalf("a value with no plain form: %v", err)
 	}
 }

@@ -62,11 +62,6 @@ type wirePlan struct{ fields []wireField }
 // once, then only read.
 var wirePlans = planWireTypes(wireRoots...)
 
-// staticTypes holds the types of wireRoots' values that normalizeValue need
-// not walk, dynamicFields the fields it walks of each of their other
-// struct types; built once, then only read.
-var staticTypes, dynamicFields = walkPlan(wireRoots...)
-
 // wireRoots are the struct types of the messages.
 var wireRoots = []reflect.Type{
 	reflect.TypeFor[ApprovalPolicy](), reflect.TypeFor[ApprovalRule](),

@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -51,4 +52,39 @@ func mustMarshal(b *testing.B, v any) []byte {
 		b.Fatal(err)
 	}
 	return d
+}
+
+// BenchmarkNormalizeWalk walks decoded values: a Step of a one-call
+// trace, a mission, and a tool response read as a struct of the caller's
+// own (outside the messages' types).
+func BenchmarkNormalizeWalk(b *testing.B) {
+	type response struct {
+		Version int              `msgpack:"v"`
+		CallID  string           `msgpack:"call_id"`
+		Result  []byte           `msgpack:"result"`
+		Ref     *ObjectRef       `msgpack:"result_ref,omitempty"`
+		Error   *ToolError       `msgpack:"error,omitempty"`
+		Meta    map[string]any   `msgpack:"meta"`
+		Items   []map[string]any `msgpack:"items"`
+	}
+	step := &Step{Version: StepVersion, Return: map[string]any{"n": int64(2)}, Signature: "{n :int}",
+		Trace: []Turn{{Number: 1, Program: "(return 1)", Result: map[string]any{"n": int64(2)},
+			ToolCalls: []ToolCall{{Name: "get_customer", Args: map[string]any{"id": int64(1)}, Result: map[string]any{"n": int64(1)}}}}}}
+	mission := &Mission{Version: MissionVersion, ID: "01JB0000000000000000000000", Kind: KindAgent,
+		Agent: &AgentSpec{Prompt: "p", Tools: []string{"get_customer"}}, Context: map[string]any{"n": int64(1)}}
+	resp := &response{Version: 1, CallID: "1", Result: []byte{1}, Meta: map[string]any{"a": "b"}, Items: []map[string]any{{"x": int64(1)}}}
+	for _, c := range []struct {
+		name string
+		v    any
+	}{{"Step", step}, {"Mission", mission}, {"Response", resp}} {
+		b.Run(c.name, func(b *testing.B) {
+			rv := reflect.ValueOf(c.v)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := normalizeValue(rv, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
