@@ -625,7 +625,7 @@ func unpark(ctx context.Context, js jetstream.JetStream, id string) error {
 	m := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	m.Header.Set(jetstream.MsgTTLHeader, "1s")
-	if _, err := js.PublishMsg(ctx, m); err != nil {
+	if _, err := publishAcked(ctx, js.Conn(), m); err != nil {
 		return fmt.Errorf("fleet: unpark %s: %w", id, err)
 	}
 	return nil
@@ -929,7 +929,7 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		if err != nil {
 			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
 		}
-		if _, err := c.st.Approvals.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if _, err := c.updateApproval(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("fleet: decide %s: %w", id, err)
@@ -950,6 +950,15 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		return a, nil
 	}
 	return nil, fmt.Errorf("fleet: decide %s: the approval record kept changing", id)
+}
+
+// updateApproval writes an approval record, data, over revision rev of
+// key, as Approvals.Update does, made with casPublish.
+func (c *Client) updateApproval(ctx context.Context, key string, data []byte, rev uint64) (uint64, error) {
+	if c.st.nc == nil || !kvKeyValid(key) {
+		return c.st.Approvals.Update(ctx, key, data, rev)
+	}
+	return casPublish(ctx, c.st.nc, kvSubject(messages.BucketApprovals, key), data, rev)
 }
 
 // requeueDecided queues again a mission that waits with no call pending:
@@ -1108,7 +1117,7 @@ func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
+	if _, err := publishAcked(ctx, js.Conn(), msg); err != nil {
 		return fmt.Errorf("fleet: wake %s: %w", id, err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,6 +40,34 @@ type DedupConfig struct {
 type dedupStore struct {
 	kv      jetstream.KeyValue
 	service string
+	// nc and prefix, when prefix is set (a bucket of its own, not a
+	// mirror), write a key's claim and outcome on its subject, prefix
+	// and the key, with casPublish; else through kv.
+	nc     *nats.Conn
+	prefix string
+}
+
+// create claims key with rec: kv.Create, its first write made with
+// casPublish. A refusal is left to kv.Create, which also claims a key
+// whose last entry is a delete marker.
+func (d *dedupStore) create(ctx context.Context, key string, rec []byte) (uint64, error) {
+	if d.prefix == "" || !kvKeyValid(key) {
+		return d.kv.Create(ctx, key, rec)
+	}
+	rev, err := casPublish(ctx, d.nc, d.prefix+key, rec, 0)
+	if isWrongLastSeq(err) {
+		return d.kv.Create(ctx, key, rec)
+	}
+	return rev, err
+}
+
+// update writes rec over revision rev of key: kv.Update, made with
+// casPublish.
+func (d *dedupStore) update(ctx context.Context, key string, rec []byte, rev uint64) (uint64, error) {
+	if d.prefix == "" || !kvKeyValid(key) {
+		return d.kv.Update(ctx, key, rec, rev)
+	}
+	return casPublish(ctx, d.nc, d.prefix+key, rec, rev)
 }
 
 func openDedup(nc *nats.Conn, service string, cfg DedupConfig) (*dedupStore, error) {
@@ -71,14 +98,34 @@ func openDedup(nc *nats.Conn, service string, cfg DedupConfig) (*dedupStore, err
 	if err != nil {
 		return nil, fmt.Errorf("fleet: tool service %s: dedup: %w", service, err)
 	}
-	return &dedupStore{kv: kv, service: service}, nil
+	d := &dedupStore{kv: kv, service: service, nc: nc}
+	// a bucket that mirrors another is written on the other's subjects:
+	// through kv
+	if st, err := kv.Status(ctx); err == nil {
+		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo().Config.Mirror == nil {
+			d.prefix = kvSubject(cfg.Bucket, "")
+		}
+	}
+	return d, nil
 }
 
-// dedupKeyRE is what a KV key may hold; keys of other shapes run
-// without deduplication.
-var dedupKeyRE = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]{1,200}$`)
-
-func validDedupKey(k string) bool { return k != "" && dedupKeyRE.MatchString(k) }
+// validDedupKey reports whether idempotency key k fits in a KV key: 1 to
+// 200 of the characters - / _ = . and ASCII letters and digits. Keys of
+// other shapes run without deduplication.
+func validDedupKey(k string) bool {
+	if k == "" || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == '-' || c == '/' || c == '_' || c == '=' || c == '.',
+			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // dedupRecord is a key's claim (Done false) or outcome.
 type dedupRecord struct {
@@ -110,7 +157,7 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 	run := func(rev uint64) toolOutcome {
 		out := s.execute(name, fn, req, ci, timeout, log)
 		done, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Done: true, Started: time.Now().UTC(), Out: out})
-		if _, perr := s.dedup.kv.Update(context.WithoutCancel(ctx), key, done, rev); perr != nil {
+		if _, perr := s.dedup.update(context.WithoutCancel(ctx), key, done, rev); perr != nil {
 			// The store is busy (a leader moving): keep trying in the
 			// background so later requests find the outcome instead of an
 			// orphaned claim.
@@ -132,7 +179,7 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 		var err error
 		if claim {
 			rec, _ := messages.Marshal(&dedupRecord{Digest: digest, Owner: owner, Started: time.Now().UTC(), Timeout: timeout})
-			rev, cerr := s.dedup.kv.Create(ctx, key, rec)
+			rev, cerr := s.dedup.create(ctx, key, rec)
 			if cerr == nil {
 				return run(rev)
 			}
@@ -201,7 +248,7 @@ func (d *dedupStore) storeOutcome(key string, done []byte, rev uint64, log *zero
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
-		_, err := d.kv.Update(ctx, key, done, rev)
+		_, err := d.update(ctx, key, done, rev)
 		if err == nil {
 			return
 		}

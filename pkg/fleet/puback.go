@@ -152,6 +152,55 @@ func (a *ackedHeader) release() {
 	ackedHeaders.Put(a)
 }
 
+// kvSubject is the subject of key in the KV bucket bucket of a layout
+// of its own (neither a mirror nor in another JetStream domain), on
+// which jetstream.KeyValue writes it.
+func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
+
+// casPublish is the write jetstream.KeyValue's Update makes (and Create's
+// first, with rev 0): data published on subject, a key's subject
+// (kvSubject), expecting rev as the subject's last sequence, made with
+// publishAcked, whose acknowledgement is read without encoding/json. A
+// refusal for the sequence wraps jetstream.ErrKeyRevisionMismatch, as
+// Update's does (and matches jetstream.ErrKeyExists, as Update's does).
+// The caller checks the key (kvKeyValid).
+func casPublish(ctx context.Context, nc *nats.Conn, subject string, data []byte, rev uint64) (uint64, error) {
+	hdr := newAckedHeader()
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	ack, err := publishAcked(ctx, nc, &nats.Msg{Subject: subject, Data: data, Header: hdr.h})
+	hdr.release()
+	if isWrongLastSeq(err) {
+		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// kvKeyValid reports whether key is a key jetstream.KeyValue writes: not
+// empty, of the characters - / _ = . and ASCII letters and digits, with
+// no leading, trailing or repeated dot (its check, without a regular
+// expression).
+func kvKeyValid(key string) bool {
+	if key == "" || key[0] == '.' || key[len(key)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c == '.':
+			if key[i-1] == '.' {
+				return false
+			}
+		case c == '-' || c == '/' || c == '_' || c == '=',
+			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // publishWait bounds a publish whose context has no deadline: the wait
 // jetstream.New gives its calls by default.
 const publishWait = 5 * time.Second

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -553,17 +552,7 @@ func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (
 	case st.nc == nil:
 		return st.Status.Update(ctx, key, data, rev)
 	}
-	hdr := newAckedHeader()
-	hdr.set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	ack, err := publishAcked(ctx, st.nc, &nats.Msg{Subject: messages.StatusSubject(s.Submitter, s.MissionID), Data: data, Header: hdr.h})
-	hdr.release()
-	if isWrongLastSeq(err) {
-		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return ack.Sequence, nil
+	return casPublish(ctx, st.nc, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
 }
 
 // createFirstStatus writes st as the first status of its mission id, in one

@@ -1,0 +1,81 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// kvKeyValid and validDedupKey accept exactly the keys of the regular
+// expressions they replace: jetstream.KeyValue's own check and the KV
+// key an idempotency key must fit in.
+func TestKeyChecksMatchTheirRegexps(t *testing.T) {
+	kvRE := regexp.MustCompile(`^[-/_=\.a-zA-Z0-9]+$`)
+	kvValid := func(k string) bool {
+		return k != "" && k[0] != '.' && k[len(k)-1] != '.' && !strings.Contains(k, "..") && kvRE.MatchString(k)
+	}
+	dedupRE := regexp.MustCompile(`^[-/_=.a-zA-Z0-9]{1,200}$`)
+	keys := []string{"", ".", "a", "a.b", ".a", "a.", "a..b", "mission/approval/1.abc.0", "x=y_z-1/2",
+		"a b", "a*", "a>", "é", "a\x00", strings.Repeat("k", 200), strings.Repeat("k", 201), "shop/refund/01J/approval/1.ab.0"}
+	for c := 0; c < 128; c++ {
+		keys = append(keys, "k"+string(rune(c))+"k", string(rune(c)))
+	}
+	for _, k := range keys {
+		if got, want := kvKeyValid(k), kvValid(k); got != want {
+			t.Errorf("kvKeyValid(%q) = %v, the KV's check %v", k, got, want)
+		}
+		if got, want := validDedupKey(k), dedupRE.MatchString(k); got != want {
+			t.Errorf("validDedupKey(%q) = %v, the regexp %v", k, got, want)
+		}
+	}
+}
+
+// The dedup store claims a key with one compare-and-set publish and
+// refuses a claimed one as the KV's Create does (ErrKeyExists); a key
+// whose last entry is a delete marker is claimed again, as Create claims
+// it; an outcome is written over the claim's revision only.
+func TestDedupStoreWritesAsTheKV(t *testing.T) {
+	nc := embeddedConn(t)
+	d, err := openDedup(nc, "svc", DedupConfig{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.prefix != "$KV.tool_dedup." {
+		t.Fatalf("prefix %q: the bucket's claims go through the KV", d.prefix)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rev, err := d.create(ctx, "svc/t/k1", []byte("claim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.create(ctx, "svc/t/k1", []byte("again")); !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("a second claim: %v, want ErrKeyExists", err)
+	}
+	if _, err := d.update(ctx, "svc/t/k1", []byte("out"), rev+1); !errors.Is(err, jetstream.ErrKeyRevisionMismatch) || !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("an outcome over another revision: %v", err)
+	}
+	if _, err := d.update(ctx, "svc/t/k1", []byte("out"), rev); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := d.kv.Get(ctx, "svc/t/k1"); err != nil || string(e.Value()) != "out" {
+		t.Fatalf("stored %v, %v", e, err)
+	}
+	if err := d.kv.Delete(ctx, "svc/t/k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.create(ctx, "svc/t/k1", []byte("claim")); err != nil {
+		t.Fatalf("claiming a deleted key: %v", err)
+	}
+	if e, err := d.kv.Get(ctx, "svc/t/k1"); err != nil || string(e.Value()) != "claim" {
+		t.Fatalf("stored %v, %v", e, err)
+	}
+	if _, err := d.create(ctx, "no spaces", []byte("x")); !errors.Is(err, jetstream.ErrInvalidKey) {
+		t.Fatalf("an invalid key: %v", err)
+	}
+}
