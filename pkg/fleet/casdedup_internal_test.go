@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
@@ -77,5 +78,39 @@ func TestDedupStoreWritesAsTheKV(t *testing.T) {
 	}
 	if _, err := d.create(ctx, "no spaces", []byte("x")); !errors.Is(err, jetstream.ErrInvalidKey) {
 		t.Fatalf("an invalid key: %v", err)
+	}
+}
+
+// The bodies of message reads are the bytes encoding/json writes for
+// them, written without it: a batch direct get of approval records (the
+// decider's and the gate's, on every resumption) costs its body alone,
+// one allocation, where encoding/json's made three.
+func TestMessageReadRequestsAsEncodingJSON(t *testing.T) {
+	subjects := []string{"$KV.mission_approvals.01J.>", "a.b", "", "x<y>&z", "q\"\\\n\x01", "é\u2028", "bad\xff"}
+	for _, s := range subjects {
+		got, err := multiLastRequest(s)
+		want, _ := json.Marshal(struct {
+			MultiLast []string `json:"multi_last"`
+		}{[]string{s}})
+		if err != nil || string(got) != string(want) {
+			t.Errorf("multi_last %q: %s %v, want %s", s, got, err, want)
+		}
+		for _, q := range []msgQuery{lastOn(s), atSeq(7, s), atSeq(1<<60, s)} {
+			if q.seq == 0 && q.subject == "" {
+				continue
+			}
+			got, err := q.request()
+			want, _ := json.Marshal(struct {
+				Seq        uint64 `json:"seq,omitempty"`
+				LastBySubj string `json:"last_by_subj,omitempty"`
+				NextBySubj string `json:"next_by_subj,omitempty"`
+			}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%v: %s %v, want %s", q, got, err, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = multiLastRequest("$KV.mission_approvals.01JB0000000000000000000000.>") }); n > 1 {
+		t.Errorf("a batch direct get's body costs %.0f allocations, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -42,9 +43,7 @@ const directBatchWait = 5 * time.Second
 // messages than matched, and errNoDirectAnswer when no replica answered
 // (none subscribed, or none within patience).
 func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
-	req, err := json.Marshal(struct {
-		MultiLast []string `json:"multi_last"`
-	}{[]string{filter}})
+	req, err := multiLastRequest(filter)
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +170,45 @@ func (q msgQuery) request() ([]byte, error) {
 	if q.seq == 0 && q.subject == "" {
 		return nil, errEmptyQuery
 	}
-	return json.Marshal(struct {
-		Seq        uint64 `json:"seq,omitempty"`
-		LastBySubj string `json:"last_by_subj,omitempty"`
-		NextBySubj string `json:"next_by_subj,omitempty"`
-	}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+	if !utf8.ValidString(q.subject) {
+		// encoding/json writes what it replaces invalid UTF-8 with
+		return json.Marshal(struct {
+			Seq        uint64 `json:"seq,omitempty"`
+			LastBySubj string `json:"last_by_subj,omitempty"`
+			NextBySubj string `json:"next_by_subj,omitempty"`
+		}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+	}
+	// the bytes encoding/json writes for the struct above, written here
+	b := make([]byte, 0, len(`{"seq":,"next_by_subj":""}`)+20+len(q.subject)+16)
+	b = append(b, '{')
+	if q.seq != 0 {
+		b = strconv.AppendUint(append(b, `"seq":`...), q.seq, 10)
+	}
+	for _, f := range [...]struct{ key, subject string }{{`"last_by_subj":`, q.lastSubject()}, {`"next_by_subj":`, q.nextSubject()}} {
+		if f.subject == "" {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(append(b, f.key...), f.subject)
+	}
+	return append(b, '}'), nil
+}
+
+// multiLastRequest is the body of a batch direct get of the last message
+// of each subject filter matches: the bytes encoding/json writes for
+// {"multi_last": [filter]}, written without it.
+func multiLastRequest(filter string) ([]byte, error) {
+	if !utf8.ValidString(filter) {
+		return json.Marshal(struct {
+			MultiLast []string `json:"multi_last"`
+		}{[]string{filter}})
+	}
+	// room for a wildcard's escape (> is written \u003e)
+	b := make([]byte, 0, len(`{"multi_last":[""]}`)+len(filter)+16)
+	b = appendJSONString(append(b, `{"multi_last":[`...), filter)
+	return append(b, ']', '}'), nil
 }
 
 func (q msgQuery) lastSubject() string {
