@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -80,15 +81,25 @@ func (r *asyncRun) turn(n int) (*messages.Step, error, bool) {
 }
 
 // call makes turn n's model call, then plays the answer and goes on with
-// the run on this goroutine.
+// the run. A model that starts its calls without waiting on them
+// (llm.AsyncModel) answers on a goroutine of its own, where the run goes
+// on, and this goroutine ends once the call is under way; with any other
+// model the run goes on here.
 func (r *asyncRun) call(n int) {
-	r.stretch(func() (*messages.Step, error, bool) { return r.answer(n) })
+	r.stretch(func() (*messages.Step, error, bool) {
+		req, policy := r.l.model()
+		r.a.startModelCall(r.missionCtx, r.rs, policy, req, func(resp *llm.Response, requests int, lerr error) {
+			r.stretch(func() (*messages.Step, error, bool) { return r.answer(n, resp, requests, lerr) })
+		})
+		return nil, nil, false
+	})
 }
 
-// answer makes turn n's model call, plays its answer and starts the next
-// turn; over when the run ends.
-func (r *asyncRun) answer(n int) (*messages.Step, error, bool) {
-	if step, err, done := r.a.callAndAnswer(r.missionCtx, r.rs, r.l, n); done {
+// answer plays turn n's answer, the model's resp or lerr after requests
+// requests, and starts the next turn; over when the run ends.
+func (r *asyncRun) answer(n int, resp *llm.Response, requests int, lerr error) (*messages.Step, error, bool) {
+	r.rs.st.Usage.Requests += requests
+	if step, err, done := r.l.answer(n, resp, requests, lerr); done {
 		return step, err, true
 	}
 	return r.turn(n + 1)

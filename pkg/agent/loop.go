@@ -654,38 +654,106 @@ func (l *turnLoop) answer(turn int, resp *llm.Response, requests int, lerr error
 // It and the attempt it runs keep small frames (the events are built in
 // emitLLMStart and emitLLMStop): a run waits on its model under them.
 func (a *Agent) callModel(missionCtx context.Context, rs *runState, policy *llm.RetryPolicy, req *llm.Request) (*llm.Response, int, error) {
-	var resp *llm.Response
-	requests := 0
-	limit := a.llmTimeout()
-	model := rs.model
-	if rs.tree.spend != nil {
-		model = llm.WithBudget(model, rs.modelName, rs.tree.spend)
+	c := a.newModelCall(rs, req)
+	return c.end(policy.Do(missionCtx, c.attempt))
+}
+
+// startModelCall is callModel without holding this goroutine while the
+// model's answer is awaited, when the model can start a call so
+// (llm.AsyncModel): the first attempt starts here and its answer comes on
+// the model's goroutine, which makes any further attempts of the policy
+// and calls done with what callModel returns. With any other model it
+// calls callModel, then done.
+func (a *Agent) startModelCall(missionCtx context.Context, rs *runState, policy *llm.RetryPolicy, req *llm.Request, done func(*llm.Response, int, error)) {
+	c := a.newModelCall(rs, req)
+	if _, ok := c.model.(llm.AsyncModel); !ok {
+		done(c.end(policy.Do(missionCtx, c.attempt)))
+		return
 	}
-	err := policy.Do(missionCtx, func(ctx context.Context, attempt int) error {
-		actx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		attemptStart := time.Now()
-		requests++
-		rs.emitLLMStart(ctx, req)
-		r, err := model.Complete(actx, *req)
-		if err == nil && r == nil {
-			err = errors.New("model returned no response")
-		}
-		if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the llm_timeout of %s: %w", limit, err), llm.ClassTimeout)
-		}
-		rs.emitLLMStop(ctx, req, attemptStart, r, err)
-		if err != nil {
-			return err
-		}
-		resp = r
-		return nil
+	if err := policy.Validate(); err != nil {
+		done(c.end(err))
+		return
+	}
+	if err := missionCtx.Err(); err != nil {
+		done(c.end(err))
+		return
+	}
+	actx, cancel := context.WithTimeout(missionCtx, c.limit)
+	start := c.begin(missionCtx)
+	llm.CompleteAsync(actx, c.model, *req, func(r *llm.Response, err error) {
+		err = c.answered(missionCtx, actx, cancel, start, r, err)
+		done(c.end(policy.After(missionCtx, 1, err, c.attempt)))
 	})
+}
+
+// modelCall is a model call of callModel: its attempts and their outcome.
+type modelCall struct {
+	rs       *runState
+	req      *llm.Request
+	model    llm.Model
+	limit    time.Duration
+	resp     *llm.Response
+	requests int
+}
+
+// newModelCall is a call of rs's model with *req, under the tree's budget
+// when it has one.
+func (a *Agent) newModelCall(rs *runState, req *llm.Request) *modelCall {
+	c := &modelCall{rs: rs, req: req, model: rs.model, limit: a.llmTimeout()}
+	if rs.tree.spend != nil {
+		c.model = llm.WithBudget(c.model, rs.modelName, rs.tree.spend)
+	}
+	return c
+}
+
+// attempt makes attempt number n of the call under ctx and waits for its
+// answer.
+func (c *modelCall) attempt(ctx context.Context, _ int) error {
+	actx, cancel := context.WithTimeout(ctx, c.limit)
+	start := c.begin(ctx)
+	r, err := c.model.Complete(actx, *c.req)
+	return c.answered(ctx, actx, cancel, start, r, err)
+}
+
+// begin counts an attempt and tells observers it starts; it returns when.
+func (c *modelCall) begin(ctx context.Context) time.Time {
+	start := time.Now()
+	c.requests++
+	c.rs.emitLLMStart(ctx, c.req)
+	return start
+}
+
+// answered ends an attempt begun at start under ctx, bounded by actx
+// (cancel ends it), that the model answered with r or err: an attempt
+// that ran out of the LLM timeout fails with a retryable timeout, and
+// observers hear how it ended.
+func (c *modelCall) answered(ctx, actx context.Context, cancel context.CancelFunc, start time.Time, r *llm.Response, err error) error {
+	defer cancel()
+	if err == nil && r == nil {
+		err = errors.New("model returned no response")
+	}
+	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = llm.MarkRetryable(fmt.Errorf("llm call exceeded the llm_timeout of %s: %w", c.limit, err), llm.ClassTimeout)
+	}
+	c.rs.emitLLMStop(ctx, c.req, start, r, err)
+	if err != nil {
+		return err
+	}
+	c.resp = r
+	return nil
+}
+
+// end is what callModel returns once the policy ended the call with err:
+// a budget that refused it ends the tree's calls.
+func (c *modelCall) end(err error) (*llm.Response, int, error) {
 	var be *llm.BudgetError
 	if errors.As(err, &be) {
-		rs.tree.exceeded.CompareAndSwap(nil, be)
+		c.rs.tree.exceeded.CompareAndSwap(nil, be)
 	}
-	return resp, requests, err
+	if err != nil {
+		return nil, c.requests, err
+	}
+	return c.resp, c.requests, nil
 }
 
 // emitLLMStart tells observers a model call of req starts.

@@ -198,6 +198,25 @@ func (bm budgetModel) Complete(ctx context.Context, req Request) (*Response, err
 	return resp, err
 }
 
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (AsyncModel): the call is reserved before it starts and
+// settled when its answer comes.
+func (bm budgetModel) CompleteAsync(ctx context.Context, req Request, done func(*Response, error)) {
+	r, err := bm.b.Reserve(ctx, bm.name, EstimateCall(bm.m, req))
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	CompleteAsync(ctx, bm.m, req, func(resp *Response, err error) {
+		var used Usage
+		if resp != nil {
+			used = resp.Usage
+		}
+		r.Settle(context.WithoutCancel(ctx), used)
+		done(resp, err)
+	})
+}
+
 // Unwrap returns the model the budget wraps.
 func (bm budgetModel) Unwrap() Model { return bm.m }
 

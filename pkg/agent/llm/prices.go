@@ -65,6 +65,17 @@ func (pm pricedModel) Complete(ctx context.Context, req Request) (*Response, err
 	return resp, err
 }
 
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (AsyncModel).
+func (pm pricedModel) CompleteAsync(ctx context.Context, req Request, done func(*Response, error)) {
+	CompleteAsync(ctx, pm.m, req, func(resp *Response, err error) {
+		if resp != nil {
+			resp.Usage.CostUSD = pm.p.Cost(resp.Usage)
+		}
+		done(resp, err)
+	})
+}
+
 type pricedStreamer struct{ pricedModel }
 
 func (ps pricedStreamer) Stream(ctx context.Context, req Request) (*Stream, error) {

@@ -272,6 +272,18 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(ctx context.Context, attemp
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return p.After(ctx, 1, fn(ctx, 1), fn)
+}
+
+// After goes on as Do does once attempt has ended with err: it returns
+// what Do would return there, or waits and calls fn for the next
+// attempts. A caller that made the first attempt itself (without
+// waiting on it, AsyncModel) hands its outcome to After; the policy must
+// be valid (Validate).
+func (p RetryPolicy) After(ctx context.Context, attempt int, err error, fn func(ctx context.Context, attempt int) error) error {
 	sleep := p.Sleep
 	if sleep == nil {
 		sleep = SleepContext
@@ -285,11 +297,7 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(ctx context.Context, attemp
 		maxRA = DefaultMaxRetryAfter
 	}
 	n := p.maxAttempts()
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := fn(ctx, attempt)
+	for {
 		if err == nil {
 			return nil
 		}
@@ -321,6 +329,11 @@ func (p RetryPolicy) Do(ctx context.Context, fn func(ctx context.Context, attemp
 		if serr := sleep(ctx, delay); serr != nil {
 			return fmt.Errorf("llm: waiting to retry: %w (last error: %w)", serr, err)
 		}
+		attempt++
+		if err = ctx.Err(); err != nil {
+			return err
+		}
+		err = fn(ctx, attempt)
 	}
 }
 

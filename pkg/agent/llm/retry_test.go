@@ -158,46 +158,60 @@ func TestDo(t *testing.T) {
 		{"retry-after beyond limit", llm.RetryPolicy{MaxRetryAfter: 5 * time.Second},
 			[]error{&llm.ProviderError{StatusCode: 429, Retryable: true, RetryAfter: 10 * time.Second}}, 1, nil, true, nil},
 	}
+	// After, handed the first attempt's outcome by a caller that made it
+	// itself, goes on as Do does
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := &recorder{}
-			p := tt.policy
-			p.Sleep, p.Jitter = rec.sleep, noJitter
-			var infos []llm.RetryInfo
-			p.OnRetry = func(_ context.Context, info llm.RetryInfo) { infos = append(infos, info) }
-			calls := 0
-			err := p.Do(context.Background(), func(_ context.Context, attempt int) error {
-				calls++
-				if attempt != calls {
-					t.Errorf("attempt %d on call %d", attempt, calls)
+		for _, after := range []bool{false, true} {
+			name := tt.name
+			if after {
+				name += " (After)"
+			}
+			t.Run(name, func(t *testing.T) {
+				rec := &recorder{}
+				p := tt.policy
+				p.Sleep, p.Jitter = rec.sleep, noJitter
+				var infos []llm.RetryInfo
+				p.OnRetry = func(_ context.Context, info llm.RetryInfo) { infos = append(infos, info) }
+				calls := 0
+				fn := func(_ context.Context, attempt int) error {
+					calls++
+					if attempt != calls {
+						t.Errorf("attempt %d on call %d", attempt, calls)
+					}
+					return tt.errs[calls-1]
 				}
-				return tt.errs[calls-1]
+				var err error
+				if after {
+					err = p.After(context.Background(), 1, fn(context.Background(), 1), fn)
+				} else {
+					err = p.Do(context.Background(), fn)
+				}
+				if calls != tt.wantCalls {
+					t.Errorf("calls = %d, want %d", calls, tt.wantCalls)
+				}
+				if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+					t.Errorf("err = %v, want %v", err, tt.wantErr)
+				}
+				if tt.wantErr == nil && !tt.exhausted && err != nil {
+					t.Errorf("err = %v", err)
+				}
+				if got := errors.Is(err, llm.ErrRetriesExhausted); got != tt.exhausted {
+					t.Errorf("exhausted = %v (%v), want %v", got, err, tt.exhausted)
+				}
+				if tt.exhausted {
+					var pe *llm.ProviderError
+					if !errors.As(err, &pe) {
+						t.Errorf("exhausted error must wrap the provider error: %v", err)
+					}
+				}
+				if fmt.Sprint(rec.delays) != fmt.Sprint(tt.delays) && !(len(rec.delays) == 0 && len(tt.delays) == 0) {
+					t.Errorf("delays = %v, want %v", rec.delays, tt.delays)
+				}
+				if len(infos) != len(rec.delays) {
+					t.Errorf("OnRetry called %d times for %d waits", len(infos), len(rec.delays))
+				}
 			})
-			if calls != tt.wantCalls {
-				t.Errorf("calls = %d, want %d", calls, tt.wantCalls)
-			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Errorf("err = %v, want %v", err, tt.wantErr)
-			}
-			if tt.wantErr == nil && !tt.exhausted && err != nil {
-				t.Errorf("err = %v", err)
-			}
-			if got := errors.Is(err, llm.ErrRetriesExhausted); got != tt.exhausted {
-				t.Errorf("exhausted = %v (%v), want %v", got, err, tt.exhausted)
-			}
-			if tt.exhausted {
-				var pe *llm.ProviderError
-				if !errors.As(err, &pe) {
-					t.Errorf("exhausted error must wrap the provider error: %v", err)
-				}
-			}
-			if fmt.Sprint(rec.delays) != fmt.Sprint(tt.delays) && !(len(rec.delays) == 0 && len(tt.delays) == 0) {
-				t.Errorf("delays = %v, want %v", rec.delays, tt.delays)
-			}
-			if len(infos) != len(rec.delays) {
-				t.Errorf("OnRetry called %d times for %d waits", len(infos), len(rec.delays))
-			}
-		})
+		}
 	}
 }
 

@@ -188,6 +188,38 @@ func (m *journaledModel) Complete(ctx context.Context, req llm.Request) (*llm.Re
 		return nil, err
 	}
 	resp, err := m.inner.Complete(ctx, req)
+	return m.record(ctx, key, resp, err)
+}
+
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (llm.AsyncModel): the journal is read, flushed and the
+// ownership checked before the call starts, and the reply recorded when
+// it comes.
+func (m *journaledModel) CompleteAsync(ctx context.Context, req llm.Request, done func(*llm.Response, error)) {
+	key := modelKey(m.name, req)
+	if data, ok := m.j.Replay(key); ok {
+		resp, err := decodeReply(data)
+		if err == nil {
+			done(resp, nil)
+			return
+		}
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("journaled model reply unreadable; asking the model")
+	}
+	if err := m.j.Flush(ctx); err != nil {
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("answers not journaled")
+	}
+	if err := m.owned(ctx); err != nil {
+		done(nil, err)
+		return
+	}
+	llm.CompleteAsync(ctx, m.inner, req, func(resp *llm.Response, err error) {
+		done(m.record(ctx, key, resp, err))
+	})
+}
+
+// record records the model's reply resp under key, and returns what
+// Complete returns for resp or err.
+func (m *journaledModel) record(ctx context.Context, key string, resp *llm.Response, err error) (*llm.Response, error) {
 	if err != nil || resp == nil {
 		return resp, err
 	}

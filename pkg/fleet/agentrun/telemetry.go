@@ -259,6 +259,28 @@ func (m *meteredModel) Complete(ctx context.Context, req llm.Request) (*llm.Resp
 	}
 	start := time.Now()
 	resp, err := m.inner.Complete(ctx, req)
+	m.record(span, start, resp, err)
+	return resp, err
+}
+
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (llm.AsyncModel).
+func (m *meteredModel) CompleteAsync(ctx context.Context, req llm.Request, done func(*llm.Response, error)) {
+	var span trace.Span
+	if m.tracer != nil {
+		ctx, span = m.tracer.Start(ctx, "chat "+m.name, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attrGenAIOperation.String("chat"), attrGenAIRequestModel.String(m.name), attrTurn.Int(req.Turn)))
+	}
+	start := time.Now()
+	llm.CompleteAsync(ctx, m.inner, req, func(resp *llm.Response, err error) {
+		m.record(span, start, resp, err)
+		done(resp, err)
+	})
+}
+
+// record records a request started at start that ended with resp or
+// err, and ends its span (when traced).
+func (m *meteredModel) record(span trace.Span, start time.Time, resp *llm.Response, err error) {
 	var u llm.Usage
 	if resp != nil {
 		u = resp.Usage
@@ -274,5 +296,4 @@ func (m *meteredModel) Complete(ctx context.Context, req llm.Request) (*llm.Resp
 		}
 		endWith(span, err)
 	}
-	return resp, err
 }

@@ -100,6 +100,12 @@ func (p Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response,
 	return p.ep.Complete(ctx, req)
 }
 
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (see Endpoint.CompleteAsync).
+func (p Provider) CompleteAsync(ctx context.Context, req llm.Request, done func(*llm.Response, error)) {
+	p.ep.CompleteAsync(ctx, req, done)
+}
+
 // Stream sends a streaming request (see Endpoint.Stream).
 func (p Provider) Stream(ctx context.Context, req llm.Request) (*llm.Stream, error) {
 	return p.ep.Stream(ctx, req)

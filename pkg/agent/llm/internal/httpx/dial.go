@@ -80,8 +80,27 @@ func (r *protoRouter) transports() []*http.Transport {
 
 // RoundTrip sends req through the transport for its host's protocol.
 func (r *protoRouter) RoundTrip(req *http.Request) (*http.Response, error) {
+	// this frame stays small: a model call awaits its answer under it
+	t, h, err := r.pick(req)
+	switch {
+	case err != nil:
+		return nil, err
+	case t == nil:
+		return r.learn(req, h)
+	}
+	return r.send(t, req)
+}
+
+// pick is the transport for req: h1 for a host that speaks HTTP/1.1 or a
+// request not over HTTPS, an HTTP/2 one for a host that speaks it, or
+// none for the first request to a host, whose protocol is not known yet,
+// with what the router knows of the host (the others wait for it to be
+// learned); the context's error when req's context ends first.
+//
+//go:noinline
+func (r *protoRouter) pick(req *http.Request) (*http.Transport, *hostProto, error) {
 	if req.URL == nil || req.URL.Scheme != "https" {
-		return r.h1.RoundTrip(req)
+		return r.h1, nil, nil
 	}
 	host := req.URL.Host
 	for {
@@ -94,14 +113,14 @@ func (r *protoRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case h.known && h.h1:
 			r.mu.Unlock()
-			return r.send(r.h1, req, host)
+			return r.h1, nil, nil
 		case h.known:
 			r.mu.Unlock()
-			return r.send(r.h2For(req), req, host)
+			return r.h2For(req), nil, nil
 		case h.probe == nil:
 			h.probe = make(chan struct{})
 			r.mu.Unlock()
-			return r.learn(req, host, h)
+			return nil, h, nil
 		}
 		wait := h.probe
 		r.mu.Unlock()
@@ -111,15 +130,16 @@ func (r *protoRouter) RoundTrip(req *http.Request) (*http.Response, error) {
 			if req.Body != nil {
 				_ = req.Body.Close()
 			}
-			return nil, context.Cause(req.Context())
+			return nil, nil, context.Cause(req.Context())
 		}
 	}
 }
 
-// learn sends the first request to host, whose protocol is not known yet:
-// once its TLS handshake is done, the protocol it negotiated is the
-// host's, and the requests waiting for it go on.
-func (r *protoRouter) learn(req *http.Request, host string, h *hostProto) (*http.Response, error) {
+// learn sends the first request to req's host, h, whose protocol is not
+// known yet: once its TLS handshake is done, the protocol it negotiated
+// is the host's, and the requests waiting for it go on.
+func (r *protoRouter) learn(req *http.Request, h *hostProto) (*http.Response, error) {
+	host := req.URL.Host
 	trace := &httptrace.ClientTrace{
 		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
 			if err == nil {
@@ -156,18 +176,23 @@ func (r *protoRouter) settle(host string, h *hostProto, h1 bool) {
 	r.hosts[host] = h
 }
 
-// send sends req through t; an answer in the other protocol than host's
-// moves the host.
-func (r *protoRouter) send(t *http.Transport, req *http.Request, host string) (*http.Response, error) {
+// send sends req through t; an answer in the other protocol than its
+// host's moves the host.
+func (r *protoRouter) send(t *http.Transport, req *http.Request) (*http.Response, error) {
 	resp, err := t.RoundTrip(req)
-	if resp != nil && (resp.ProtoMajor < 2) != (t == r.h1) {
-		r.mu.Lock()
-		if h := r.hosts[host]; h != nil && h.known {
-			h.h1 = resp.ProtoMajor < 2
-		}
-		r.mu.Unlock()
+	if resp != nil && (resp.ProtoMajor < 2) != (t == r.h1) && req.URL != nil {
+		r.moved(req.URL.Host, resp.ProtoMajor < 2)
 	}
 	return resp, err
+}
+
+// moved records that host answered in HTTP/1 (h1) or HTTP/2.
+func (r *protoRouter) moved(host string, h1 bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.hosts[host]; h != nil && h.known {
+		h.h1 = h1
+	}
 }
 
 // CloseIdleConnections closes the transports' idle connections

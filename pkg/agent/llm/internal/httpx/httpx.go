@@ -143,6 +143,18 @@ var userAgent = sync.OnceValue(UserAgent)
 // endpoint share it.
 func (c *Client) post(ctx context.Context, newReq func(context.Context) (*http.Request, error), header http.Header, body any,
 	again func() (any, error), decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
+	req, err := c.request(ctx, newReq, header, body, again)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(req)
+	return c.answer(ctx, resp, err, decodeErr)
+}
+
+// request builds the request post sends: a POST of body, encoded, with
+// header and the context ctx.
+func (c *Client) request(ctx context.Context, newReq func(context.Context) (*http.Request, error), header http.Header, body any,
+	again func() (any, error)) (*http.Request, error) {
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding request: %w", c.Provider, err)
@@ -169,7 +181,13 @@ func (c *Client) post(ctx context.Context, newReq func(context.Context) (*http.R
 		return newSentBody(p), nil
 	}
 	req.Header = header
-	resp, err := c.do(req)
+	return req, nil
+}
+
+// answer is what post returns for the answer resp, or err, of a request
+// sent under ctx: a 2xx answer as it is, any other as a
+// *llm.ProviderError.
+func (c *Client) answer(ctx context.Context, resp *http.Response, err error, decodeErr func(status int, body []byte) (typ, code, msg string)) (*http.Response, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -232,19 +250,41 @@ func (c *Client) post(ctx context.Context, newReq func(context.Context) (*http.R
 // The request's header is shared, so a client that may change it (a jar
 // adds cookies) always sends through Client.Do.
 func (c *Client) do(req *http.Request) (*http.Response, error) {
+	if !c.direct() {
+		return c.viaClient(req)
+	}
+	// this frame stays small: a model call awaits its answer under it
+	rt := c.transport()
+	resp, err := rt.RoundTrip(req)
+	return c.sent(rt, req, resp, err)
+}
+
+// viaClient sends req through the client's http.Client (do).
+//
+//go:noinline
+func (c *Client) viaClient(req *http.Request) (*http.Response, error) {
+	req.Header = req.Header.Clone()
+	return c.guardedClient(c.HTTP).Do(req)
+}
+
+// transport is the transport do hands requests to.
+func (c *Client) transport() http.RoundTripper {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	if hc.Jar != nil || hc.Timeout != 0 || hc.CheckRedirect != nil {
-		req.Header = req.Header.Clone()
-		return c.guardedClient(hc).Do(req)
+	if hc.Transport == nil {
+		return http.DefaultTransport
 	}
-	rt := hc.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	resp, err := rt.RoundTrip(req)
+	return hc.Transport
+}
+
+// sent is what do returns once rt answered req with resp or err: the
+// error as http.Client reports it, and an answer that redirects followed
+// by http.Client.
+//
+//go:noinline
+func (c *Client) sent(rt http.RoundTripper, req *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	if err != nil {
 		// as http.Client reports it: `Post "url": ...`
 		return nil, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}
@@ -262,6 +302,16 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		return follow.Do(again)
 	}
 	return resp, nil
+}
+
+// direct reports whether do hands requests to the client's transport
+// rather than to http.Client.
+func (c *Client) direct() bool {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return hc.Jar == nil && hc.Timeout == 0 && hc.CheckRedirect == nil
 }
 
 // checkRedirect is http.Client's default policy (at most 10 hops) with
@@ -502,6 +552,56 @@ func (e *Endpoint) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	// holds anyway, rather than the body built from it (a map of the whole
 	// request, about 0.5 KB for a short conversation)
 	resp, err := e.HTTP.post(ctx, e.request, e.header(false), body, func() (any, error) { return e.Body(req, false) }, e.DecodeErr)
+	if err != nil {
+		return nil, err
+	}
+	return e.Decode(ctx, resp)
+}
+
+// CompleteAsync is Complete without holding the caller while the answer
+// is awaited (llm.AsyncModel): the request is built and encoded on the
+// caller's goroutine, then sent from a new goroutine, which awaits the
+// answer with nothing but the send on its stack, decodes it and calls
+// done. A streamed endpoint, or a client that sends through http.Client
+// (a cookie jar, a timeout or a redirect policy of its own), completes on
+// the caller's goroutine.
+func (e *Endpoint) CompleteAsync(ctx context.Context, req llm.Request, done func(*llm.Response, error)) {
+	if e.Streamed || !e.HTTP.direct() {
+		done(e.Complete(ctx, req))
+		return
+	}
+	body, err := e.Body(req, false)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	hreq, err := e.HTTP.request(ctx, e.request, e.header(false), body, func() (any, error) { return e.Body(req, false) })
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	go e.await(ctx, hreq, done)
+}
+
+// await sends hreq, a request of CompleteAsync, and calls done with the
+// decoded answer. The goroutine awaits the answer in the frames of this
+// call and the transport's alone, so its stack stays small.
+func (e *Endpoint) await(ctx context.Context, hreq *http.Request, done func(*llm.Response, error)) {
+	resp, err := e.HTTP.do(hreq)
+	done(e.decode(ctx, resp, err))
+}
+
+// decode is Complete's answer for resp, or err, the answer to a request
+// sent under ctx.
+// A panic while it decodes (in a provider's decoding) is its error: no
+// caller's frame is there to recover it.
+func (e *Endpoint) decode(ctx context.Context, resp *http.Response, err error) (r *llm.Response, rerr error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, rerr = nil, fmt.Errorf("%s: panic while decoding the answer: %v", e.HTTP.Provider, p)
+		}
+	}()
+	resp, err = e.HTTP.answer(ctx, resp, err, e.DecodeErr)
 	if err != nil {
 		return nil, err
 	}
