@@ -20,6 +20,12 @@ const FullSweepBackstop = fullSweepBackstop
 // IdleRunners is how many of w's runner goroutines wait for a mission.
 func IdleRunners(w *Worker) int { return int(w.idleRunners.Load()) }
 
+// RunnerGrace has runners beyond the four kept wait d for the next
+// mission.
+func RunnerGrace(d time.Duration) func(*WorkerConfig) {
+	return func(c *WorkerConfig) { c.runnerGrace = d }
+}
+
 // BatchOnOneReplica has a worker publish each mission's record and result
 // in one atomic batch on a results stream of one replica too (as it does
 // on a replicated one).

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -542,12 +543,17 @@ func (w *Worker) fetch(c jetstream.Consumer, n int) (int, uint64) {
 // (start): a new goroutine's stack starts small and is copied to a larger
 // one each time a mission's calls outgrow it, several times a mission
 // (the agent loop, the interpreter, the codecs), which cost an idle
-// mission about as much CPU as its JetStream calls. Up to maxIdleRunners
-// goroutines wait for the next mission, each for runnerIdle, so a burst
-// leaves no more than that behind it.
+// mission about as much CPU as its JetStream calls. Up to keptRunners
+// goroutines wait for the next mission for runnerIdle each. Missions
+// finish in bursts while the next fetch is out, so up to the worker's
+// Slots more (as many as run missions at once) wait for runnerGrace, about
+// what that fetch takes on a loaded machine: a busy worker starts its
+// missions on goroutines that ran missions, and a burst leaves no more
+// than keptRunners behind it for longer than runnerGrace.
 const (
-	maxIdleRunners = 4
-	runnerIdle     = time.Second
+	keptRunners = 4
+	runnerIdle  = time.Second
+	runnerGrace = 5 * time.Millisecond
 )
 
 // start runs msg's mission (w.process) on a waiting runner goroutine, or
@@ -561,20 +567,26 @@ func (w *Worker) start(msg jetstream.Msg) {
 }
 
 // runner processes msg, then the missions start hands it, until none
-// comes for runnerIdle, the worker stops, or maxIdleRunners others wait.
+// comes for runnerIdle (runnerGrace when keptRunners others wait), the
+// worker stops, or Slots others wait.
 func (w *Worker) runner(msg jetstream.Msg) {
 	var idle *time.Timer
 	for {
 		w.process(msg)
-		if w.idleRunners.Add(1) > maxIdleRunners {
+		n := w.idleRunners.Add(1)
+		if n > int32(cap(w.slots)) {
 			w.idleRunners.Add(-1)
 			return
 		}
+		wait := runnerIdle
+		if n > keptRunners {
+			wait = cmp.Or(w.cfg.runnerGrace, runnerGrace)
+		}
 		if idle == nil {
-			idle = time.NewTimer(runnerIdle)
+			idle = time.NewTimer(wait)
 			defer idle.Stop()
 		} else {
-			idle.Reset(runnerIdle)
+			idle.Reset(wait)
 		}
 		select {
 		case msg = <-w.runners:

@@ -80,3 +80,74 @@ func TestMissionsInTurnRunOnOneGoroutine(t *testing.T) {
 	}
 	eventually(t, time.Second, "no runner after Stop", func() bool { return runnerGoroutines() == 0 })
 }
+
+// Missions that finish together while the next fetch is out leave up to
+// the worker's slots of runners waiting, so the missions that fetch
+// brings run on the goroutines (and the stacks) of the last ones; beyond
+// four, they wait only as long as a fetch takes.
+func TestABurstOfSlotsMissionsKeepsItsRunners(t *testing.T) {
+	const slots = 8
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+	}{{"pinned", 10 * time.Second}, {"default", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc := runJetStream(t)
+			var mu sync.Mutex
+			ids := map[string]int{}
+			started := make(chan struct{}, 2*slots)
+			release := make(chan struct{})
+			edit := []func(*fleet.WorkerConfig){func(c *fleet.WorkerConfig) { c.Slots = slots }}
+			if tc.grace > 0 {
+				edit = append(edit, fleet.RunnerGrace(tc.grace))
+			}
+			w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+				mu.Lock()
+				ids[goroutineID()]++
+				mu.Unlock()
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return &messages.Step{Return: true}, nil
+			}), edit...)
+			c := newClient(t, nc)
+			ctx := testCtx(t)
+			burst := func() {
+				var wg sync.WaitGroup
+				for range slots {
+					wg.Go(func() {
+						if st, err := c.Run(ctx, newMission()); err != nil || st.Fail != nil {
+							t.Errorf("mission: %v %+v", err, st)
+						}
+					})
+				}
+				for range slots {
+					select {
+					case <-started:
+					case <-ctx.Done():
+						t.Fatal("the burst's missions did not all start")
+					}
+				}
+				for range slots {
+					release <- struct{}{}
+				}
+				wg.Wait()
+			}
+			burst()
+			if tc.grace == 0 {
+				// beyond four, the runners leave once a fetch would have come
+				eventually(t, 500*time.Millisecond, "four runners left waiting", func() bool { return fleet.IdleRunners(w) <= 4 })
+				return
+			}
+			eventually(t, 5*time.Second, "every runner waits for the next mission", func() bool { return fleet.IdleRunners(w) == slots })
+			burst()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ids) != slots {
+				t.Errorf("two bursts of %d missions ran on %d goroutines, want %d", slots, len(ids), slots)
+			}
+		})
+	}
+}

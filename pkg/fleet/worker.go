@@ -146,6 +146,10 @@ type WorkerConfig struct {
 	// embedded server), -1 never (what a replicated layout costs without
 	// it is measured).
 	resultBatches int8
+	// runnerGrace, when not 0, replaces runnerGrace: how long runners
+	// beyond keptRunners wait for the next mission (tests pin what a
+	// loaded machine's fetch takes).
+	runnerGrace time.Duration
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
