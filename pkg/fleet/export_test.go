@@ -38,3 +38,10 @@ func NoResultBatches(c *WorkerConfig) { c.resultBatches = -1 }
 // RunCluster is runCluster: a 3-node JetStream cluster of in-process
 // servers for tb, and its client URLs.
 func RunCluster(tb testing.TB) []string { return runCluster(tb) }
+
+// IdleCallers is how many of s's caller goroutines wait for a tool call.
+func IdleCallers(s *ToolService) int { return int(s.idleCallers.Load()) }
+
+// CallerGrace has s's callers wait d for the next call; call it before
+// any call.
+func CallerGrace(s *ToolService, d time.Duration) { s.callerGrace = d }

@@ -151,3 +151,73 @@ func TestABurstOfSlotsMissionsKeepsItsRunners(t *testing.T) {
 		})
 	}
 }
+
+// A tool service's calls one after another run on one goroutine, which
+// keeps the stack the first grew, when each comes while the last one's
+// goroutine waits; that goroutine ends soon after the last call, or when
+// the service stops.
+func TestToolCallsInTurnRunOnOneGoroutine(t *testing.T) {
+	_, nc := runJetStream(t)
+	callers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "fleet.(*ToolService).caller(")
+	}
+	for _, grace := range []time.Duration{10 * time.Second, 0} {
+		svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "turns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grace > 0 {
+			fleet.CallerGrace(svc, grace)
+		}
+		var mu sync.Mutex
+		ids := map[string]int{}
+		if err := svc.Register("who", fleet.ToolSpec{Signature: "() -> :int"}, func(context.Context, map[string]any) (any, error) {
+			mu.Lock()
+			ids[goroutineID()]++
+			mu.Unlock()
+			return 1, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		body, err := messages.Marshal(&messages.ToolRequest{Version: 1, CallID: "1", Tool: "who", Args: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func() {
+			t.Helper()
+			msg, err := nc.Request("tool.turns.who", body, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp messages.ToolResponse
+			if err := messages.Unmarshal(msg.Data, &resp); err != nil || resp.Error != nil {
+				t.Fatalf("call: %v %+v", err, resp.Error)
+			}
+		}
+		if grace == 0 {
+			// by default a caller waits only as long as a busy service's
+			// next call takes to come
+			call()
+			eventually(t, 500*time.Millisecond, "the idle caller ends", func() bool { return callers() == 0 })
+			if err := svc.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		for range 5 {
+			call()
+			// the reply goes out before the call's slot is free
+			eventually(t, 5*time.Second, "the caller waits for the next call", func() bool { return fleet.IdleCallers(svc) == 1 })
+		}
+		mu.Lock()
+		if len(ids) != 1 {
+			t.Errorf("5 calls in turn ran on %d goroutines (%v), want 1", len(ids), ids)
+		}
+		mu.Unlock()
+		if err := svc.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Second, "no caller after Stop", func() bool { return callers() == 0 })
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -145,11 +146,18 @@ type ToolService struct {
 	mu      sync.Mutex
 	stopped bool
 	wg      sync.WaitGroup
-	ctx     context.Context
-	cancel  context.CancelFunc
-	dedup   *dedupStore
-	tracer  trace.Tracer // nil when tracing is off
-	results *resultStore
+	// calls hands a call to a caller goroutine waiting for one (handle);
+	// idleCallers counts those waiting, which stopping (closed by Stop)
+	// ends
+	calls       chan toolCall
+	idleCallers atomic.Int32
+	stopping    chan struct{}
+	callerGrace time.Duration // callerGrace; tests pin it
+	ctx         context.Context
+	cancel      context.CancelFunc
+	dedup       *dedupStore
+	tracer      trace.Tracer // nil when tracing is off
+	results     *resultStore
 }
 
 // NewToolService starts a micro service with no tools on nc.
@@ -176,6 +184,7 @@ func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) 
 		cfg.ResultTTL = DefaultToolResultTTL
 	}
 	s := &ToolService{nc: nc, cfg: cfg, sem: make(chan struct{}, cfg.MaxConcurrent), log: zerolog.Nop(),
+		calls: make(chan toolCall), stopping: make(chan struct{}), callerGrace: callerGrace,
 		results: &resultStore{nc: nc, service: cfg.Name, ttl: cfg.ResultTTL}}
 	if cfg.Logger != nil {
 		s.log = cfg.Logger.With().Str("tool_service", cfg.Name).Logger()
@@ -314,27 +323,85 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.sem }()
-		defer stopBeat()
-		start := time.Now()
-		var span trace.Span
-		if s.tracer != nil {
-			_, span = s.tracer.Start(ExtractTrace(context.Background(), nats.Header(hdr)), "tool "+name,
-				trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(AttrTool.String(name), attribute.String("ptc.tool.service", s.cfg.Name)))
+	c := toolCall{name: name, fn: fn, reply: reply, data: data, hdr: hdr, stopBeat: stopBeat}
+	select {
+	case s.calls <- c:
+	default:
+		go s.caller(c)
+	}
+}
+
+// toolCall is one request handle hands to a caller goroutine.
+type toolCall struct {
+	name     string
+	fn       ToolFunc
+	reply    string
+	data     []byte
+	hdr      micro.Headers
+	stopBeat func()
+}
+
+// A call runs on a goroutine that ran an earlier one when one waits
+// (handle), as a worker's missions do (Worker.start): a new goroutine's
+// stack starts small and is copied to a larger one as the call's decode,
+// function and encode outgrow it. Up to MaxConcurrent goroutines (as many
+// as run calls at once) wait callerGrace for the next call, about what
+// the next call of a busy service takes to come, and none once the
+// service stops: a busy service runs its calls on goroutines that ran
+// calls, and an idle one keeps none.
+const callerGrace = 5 * time.Millisecond
+
+// caller runs c, then the calls handle hands it, until none comes for
+// callerGrace, the service stops, or MaxConcurrent others wait.
+func (s *ToolService) caller(c toolCall) {
+	var idle *time.Timer
+	for {
+		s.call(c)
+		c = toolCall{} // holds no request while it waits
+		if s.idleCallers.Add(1) > int32(cap(s.sem)) {
+			s.idleCallers.Add(-1)
+			return
 		}
-		code := s.serve(span, name, fn, reply, data, hdr)
-		s.cfg.Metrics.toolServed(s.cfg.Name, name, code, time.Since(start))
-		if span != nil {
-			if code != "ok" {
-				span.SetAttributes(AttrToolCode.String(code))
-				span.SetStatus(codes.Error, code)
-			}
-			span.End()
+		if idle == nil {
+			idle = time.NewTimer(s.callerGrace)
+			defer idle.Stop()
+		} else {
+			idle.Reset(s.callerGrace)
 		}
-	}()
+		select {
+		case c = <-s.calls:
+			s.idleCallers.Add(-1)
+		case <-idle.C:
+			s.idleCallers.Add(-1)
+			return
+		case <-s.stopping:
+			s.idleCallers.Add(-1)
+			return
+		}
+	}
+}
+
+// call serves c and releases its slot.
+func (s *ToolService) call(c toolCall) {
+	defer s.wg.Done()
+	defer func() { <-s.sem }()
+	defer c.stopBeat()
+	start := time.Now()
+	var span trace.Span
+	if s.tracer != nil {
+		_, span = s.tracer.Start(ExtractTrace(context.Background(), nats.Header(c.hdr)), "tool "+c.name,
+			trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(AttrTool.String(c.name), attribute.String("ptc.tool.service", s.cfg.Name)))
+	}
+	code := s.serve(span, c.name, c.fn, c.reply, c.data, c.hdr)
+	s.cfg.Metrics.toolServed(s.cfg.Name, c.name, code, time.Since(start))
+	if span != nil {
+		if code != "ok" {
+			span.SetAttributes(AttrToolCode.String(code))
+			span.SetStatus(codes.Error, code)
+		}
+		span.End()
+	}
 }
 
 // serve answers one request and returns its outcome: "ok" or the error
@@ -546,6 +613,7 @@ func (s *ToolService) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	var err error
 	if !already {
+		close(s.stopping)
 		err = s.svc.Stop()
 	}
 	done := make(chan struct{})
