@@ -123,11 +123,20 @@ func inlineRecordRef(subject string, data []byte) *messages.ObjectRef {
 	return &messages.ObjectRef{Bucket: messages.StreamResults, Name: subject, Size: int64(len(data)), Digest: digestOf(data)}
 }
 
-// digestOf is data's digest as the object store writes it.
+// digestPrefix starts a digest as the object store writes it
+// (jetstream.GetObjectDigestValue): the hash's name, then its sum in
+// URL-safe base64.
+const digestPrefix = "SHA-256="
+
+// digestOf is data's digest as the object store writes it
+// (jetstream.GetObjectDigestValue), made on the stack but for the string
+// returned.
 func digestOf(data []byte) string {
-	h := sha256.New()
-	h.Write(data)
-	return jetstream.GetObjectDigestValue(h)
+	sum := sha256.Sum256(data)
+	var buf [len(digestPrefix) + 44]byte // 44: base64 of 32 bytes, padded
+	out := append(buf[:0], digestPrefix...)
+	out = base64.URLEncoding.AppendEncode(out, sum[:])
+	return string(out)
 }
 
 // putSealed seals data (sealStep) and puts it with put, returning the
