@@ -465,39 +465,37 @@ const (
 )
 
 // resultWait is one wait for a mission's result: a subscription to its
-// result subject whose messages (coalesced) and the connection's
-// reconnections signal that the stored result is worth reading. It holds
-// no message buffer of its own. Where the results stream republishes what
-// it stores, it subscribes to the StoredResultSubject instead, whose one
-// message is the stored result: stored keeps its bytes.
+// result subject whose messages and the connection's reconnections signal
+// that the stored result is worth reading. Where the results stream
+// republishes what it stores, it subscribes to the StoredResultSubject
+// instead, whose one message is the stored result. The subscription
+// delivers into msgs from the connection's read loop, with no goroutine
+// of its own; a message that finds msgs full (more than resultSignals
+// unread, from writers the stream rejected) is dropped, as the signals it
+// would add are.
 type resultWait struct {
 	nc        *nats.Conn
 	sub       *nats.Subscription
-	published chan struct{}
+	msgs      chan *nats.Msg
 	connected chan nats.Status
-	stored    atomic.Pointer[[]byte]
 }
+
+// resultSignals is how many messages on a result subject wait to be read:
+// the result, and publishes of it that the stream rejects.
+const resultSignals = 8
 
 func (c *Client) watchResult(id string) (*resultWait, error) {
 	if !messages.ValidMissionID(id) {
 		return nil, fmt.Errorf("fleet: await: %w: mission id %q is not a ULID", messages.ErrInvalid, id)
 	}
-	w := &resultWait{nc: c.nc, published: make(chan struct{}, 1)}
+	w := &resultWait{nc: c.nc, msgs: make(chan *nats.Msg, resultSignals)}
 	var subject string
 	if c.republished {
 		subject = messages.StoredResultSubject(c.readSub, id)
 	} else {
 		subject = messages.ResultSubject(c.readSub, id)
 	}
-	sub, err := c.nc.Subscribe(subject, func(m *nats.Msg) {
-		if c.republished {
-			w.stored.Store(&m.Data)
-		}
-		select {
-		case w.published <- struct{}{}:
-		default:
-		}
-	})
+	sub, err := c.nc.ChanSubscribe(subject, w.msgs)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: await %s: %w", id, err)
 	}
@@ -550,10 +548,10 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 		select {
 		case <-late:
 			late = nil
-		case <-w.published:
-			if data := w.stored.Load(); data != nil {
+		case m := <-w.msgs:
+			if c.republished {
 				// republished by the stream: the stored result itself
-				if step, err := storedStep(ctx, c.st, id, *data); err == nil {
+				if step, err := storedStep(ctx, c.st, id, m.Data); err == nil {
 					return step, nil
 				}
 			}
