@@ -116,6 +116,18 @@ func (c *Compiled) Rebind(tools map[string]Tool, lim Limits) (*Compiled, error) 
 	return &nc, nil
 }
 
+// WithLimits returns c with lim bounding each execution (as
+// LoadOptions.Limits): c itself when its limits are lim already, else a
+// copy sharing c's definition and tools. c is unchanged.
+func (c *Compiled) WithLimits(lim Limits) *Compiled {
+	if c.lim == lim {
+		return c
+	}
+	nc := *c
+	nc.lim = lim
+	return &nc
+}
+
 // compiledDoc is the persisted form of a Compiled.
 type compiledDoc struct {
 	Format      string          `json:"format"`

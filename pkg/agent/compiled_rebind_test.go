@@ -115,3 +115,26 @@ func TestRebindParsesAToolSignatureOnce(t *testing.T) {
 		t.Fatalf("a call that does not fit the rebound signature: err = %v", err)
 	}
 }
+
+// WithLimits bounds each execution of a copy by other limits, sharing the
+// definition and the tools; the same limits give the program itself.
+func TestWithLimitsSharesTheProgram(t *testing.T) {
+	twice := "(fn [_] (+ (tool/base {}) (tool/base {})))"
+	c, err := Load(twice, ":int", LoadOptions{Tools: map[string]Tool{"base": constTool(int64(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WithLimits(Limits{}) != c {
+		t.Fatal("the same limits made a copy")
+	}
+	l := c.WithLimits(Limits{MaxToolCalls: 1})
+	if l == c || l.fn != c.fn || l.call != c.call {
+		t.Fatal("other limits: not a copy sharing the definition")
+	}
+	if _, err := l.Execute(bg, nil); err == nil || !strings.Contains(err.Error(), "tool call limit exceeded (1 calls)") {
+		t.Fatalf("with max_tool_calls 1: err = %v", err)
+	}
+	if st, err := c.Execute(bg, nil); err != nil || st.Return != int64(2) {
+		t.Fatalf("original after WithLimits: %v %v", st.Return, err)
+	}
+}

@@ -445,34 +445,127 @@ func withData(d map[string]any, k string, v any) map[string]any {
 
 // Compiled missions ("apply at scale", messages.KindCompiled).
 
-// loadCompiled returns spec's program bound to tools, with lim bounding
-// each execution: loaded (agent.Load) the first time the Runner sees the
-// program with its signature and tool names, rebound (Compiled.Rebind)
-// after that, so the source is read once however many missions run it.
-// What the Runner keeps is bound to stand-ins that fail, never to a
-// mission's tools.
-func (r *Runner) loadCompiled(spec *messages.CompiledSpec, tools map[string]agent.Tool, lim messages.Limits) (*agent.Compiled, error) {
-	if r.compiled == nil {
-		return agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: lim})
+// compiledBox is what a compiled mission's tools reach: the mission's
+// Toolbox (*fleet.Toolbox).
+type compiledBox interface {
+	Get(ctx context.Context, name string) (fleet.Tool, error)
+	CallAs(ctx context.Context, name string, args map[string]any, decode fleet.ResultDecoder) (any, error)
+}
+
+// compiledCall is the mission whose execution calls a compiled program's
+// tools: its Toolbox and its turns. An execution's context carries it
+// (compiledCallKey), so one loaded program serves every mission that runs
+// it, each calling its own tools, with nothing bound per mission.
+type compiledCall struct {
+	box   compiledBox
+	turns turnTracker
+}
+
+type compiledCallKey struct{}
+
+// compiledTool is tool name as a compiled program calls it: through the
+// Toolbox of the mission in the call's context, or errUnboundTool outside
+// a mission. shape is what the mission's Toolbox said of the tool when the
+// program was loaded: a tool with a signature validates and coerces its
+// inputs against it; one unknown now (its service not found) is still
+// bound, so its call reports it unavailable.
+func compiledTool(name string, shape compiledToolShape) agent.Tool {
+	call := func(ctx context.Context, args map[string]any) (any, error) {
+		cc, _ := ctx.Value(compiledCallKey{}).(*compiledCall)
+		if cc == nil {
+			return nil, errUnboundTool
+		}
+		// the reply is decoded once, into interpreter values (and the
+		// trace keeps its bytes)
+		return cc.box.CallAs(cc.turns.withTurn(ctx), name, args, decodeResult)
 	}
-	k := newCompiledKey(spec.Program, spec.Signature, slices.Sorted(maps.Keys(tools)))
-	if kept := r.compiled.get(k); kept != nil {
-		return kept.Rebind(tools, lim)
+	if !shape.found || shape.signature == "" {
+		tool := agent.Skip(call)
+		if shape.found {
+			tool = tool.WithDescription(shape.description)
+		}
+		return tool
+	}
+	return agent.FuncSig(shape.signature, call).WithDescription(shape.description)
+}
+
+// compiledToolShape is what a Toolbox says of a tool (Toolbox.Get):
+// whether it names it, and its signature and description.
+type compiledToolShape struct {
+	found                  bool
+	signature, description string
+}
+
+func toolShape(ctx context.Context, box compiledBox, name string) compiledToolShape {
+	t, err := box.Get(ctx, name)
+	if err != nil {
+		return compiledToolShape{}
+	}
+	return compiledToolShape{found: true, signature: t.Signature(), description: t.Description()}
+}
+
+// keptCompiled is a program the Runner keeps: loaded with compiledTools
+// of the shapes its tools had then, in the order of its key's names.
+type keptCompiled struct {
+	c      *agent.Compiled
+	shapes []compiledToolShape
+}
+
+// loadCompiled returns spec's program calling the tools named (those of
+// the mission whose execution context carries its compiledCall), with lim
+// bounding each execution: loaded (agent.Load) the first time the Runner
+// sees the program with its signature, tool names and the tools' shapes
+// as box gives them, and kept: a later mission of the same program whose
+// tools have the same shapes runs the kept one, so the source is read and
+// the tools are bound once however many missions run it.
+func (r *Runner) loadCompiled(ctx context.Context, spec *messages.CompiledSpec, names []string, box compiledBox, lim messages.Limits) (*agent.Compiled, error) {
+	if !slices.IsSorted(names) {
+		names = slices.Sorted(slices.Values(names))
+	}
+	names = uniqueSorted(names)
+	var k compiledKey
+	if r.compiled != nil {
+		k = newCompiledKey(spec.Program, spec.Signature, names)
+		if kept := r.compiled.get(k); kept != nil && kept.sameShapes(ctx, box, names) {
+			return kept.c.WithLimits(lim), nil
+		}
+	}
+	shapes := make([]compiledToolShape, len(names))
+	tools := make(map[string]agent.Tool, len(names))
+	for i, name := range names {
+		shapes[i] = toolShape(ctx, box, name)
+		tools[name] = compiledTool(name, shapes[i])
 	}
 	c, err := agent.Load(spec.Program, spec.Signature, agent.LoadOptions{Tools: tools, Limits: lim})
 	if err != nil {
 		return nil, err
 	}
-	unbound := make(map[string]agent.Tool, len(tools))
-	for name := range tools {
-		unbound[name] = agent.Skip(func(context.Context, map[string]any) (any, error) {
-			return nil, errUnboundTool
-		})
-	}
-	if kept, err := c.Rebind(unbound, messages.Limits{}); err == nil {
-		r.compiled.put(k, kept)
+	if r.compiled != nil {
+		r.compiled.set(k, &keptCompiled{c: c, shapes: shapes})
 	}
 	return c, nil
+}
+
+// sameShapes reports whether box gives the tools named the shapes k was
+// loaded with.
+func (k *keptCompiled) sameShapes(ctx context.Context, box compiledBox, names []string) bool {
+	for i, name := range names {
+		if toolShape(ctx, box, name) != k.shapes[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// uniqueSorted returns sorted names without repeats, names itself when it
+// has none.
+func uniqueSorted(names []string) []string {
+	for i := 1; i < len(names); i++ {
+		if names[i] == names[i-1] {
+			return slices.Compact(slices.Clone(names))
+		}
+	}
+	return names
 }
 
 // CompiledResultSignature is the Signature of a compiled mission's Step:
@@ -501,19 +594,17 @@ func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *flee
 	spec := m.Compiled
 	// Each input's execution is a turn of its own for the journal and
 	// the tool events.
-	turns := &turnTracker{}
+	call := &compiledCall{box: env.Tools}
+	turns := &call.turns
 	// the calls' positions refer to the source agent.Load compiles: the
 	// program without its surrounding space
 	prog := strings.TrimSpace(spec.Program)
 	turns.prog.Store(&prog)
-	tools := make(map[string]agent.Tool, len(m.Tools))
-	for _, name := range m.Tools {
-		tools[name] = remoteTool(ctx, env.Tools, name, turns)
-	}
-	c, err := r.loadCompiled(spec, tools, m.Limits)
+	c, err := r.loadCompiled(ctx, spec, m.Tools, env.Tools, m.Limits)
 	if err != nil {
 		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
 	}
+	ctx = context.WithValue(ctx, compiledCallKey{}, call)
 	if !m.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)

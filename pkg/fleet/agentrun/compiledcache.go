@@ -3,8 +3,6 @@ package agentrun
 import (
 	"slices"
 	"strings"
-
-	"github.com/ptcfleet/ptc/pkg/agent"
 )
 
 // Bounds of a Runner's cache of compiled programs: missions applying the
@@ -32,14 +30,14 @@ func newCompiledKey(program, signature string, tools []string) compiledKey {
 }
 
 // compiledCache keeps the programs of compiled missions as agent.Load
-// left them (read, evaluated, checked), so that a mission running a
-// program seen before rebinds it to its own tools rather than reading it
-// again. Only programs that loaded are kept; the oldest go first when a
-// bound is reached.
-type compiledCache = keptCache[compiledKey, *agent.Compiled]
+// left them (read, evaluated, checked, their tools bound), so that a
+// mission running a program seen before, with tools of the same shapes,
+// runs it as it is (Runner.loadCompiled). Only programs that loaded are
+// kept; the oldest go first when a bound is reached.
+type compiledCache = keptCache[compiledKey, *keptCompiled]
 
 func newCompiledCache() *compiledCache {
-	return newKeptCache[compiledKey, *agent.Compiled](compiledCacheEntries, compiledCacheBytes, compiledKey.size)
+	return newKeptCache[compiledKey, *keptCompiled](compiledCacheEntries, compiledCacheBytes, compiledKey.size)
 }
 
 // size is what a key counts against compiledCacheBytes.

@@ -55,6 +55,19 @@ func (c *keptCache[K, V]) put(k K, v V) {
 	c.bytes += size
 }
 
+// set keeps v under k as put does, in place of the value kept under k
+// when there is one.
+func (c *keptCache[K, V]) set(k K, v V) {
+	c.mu.Lock()
+	if _, ok := c.vals[k]; ok {
+		c.vals[k] = v
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.put(k, v)
+}
+
 // len returns how many entries are kept.
 func (c *keptCache[K, V]) len() int {
 	c.mu.Lock()
