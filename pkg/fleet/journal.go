@@ -668,12 +668,26 @@ func callDigest(tool string, args any) string {
 	d.buf.Reset()
 	d.buf.WriteString(tool)
 	d.buf.WriteByte(0)
+	if m, ok := args.(map[string]any); ok {
+		// arguments of scalars, the usual ones, are written as
+		// json.Marshal writes them without its reflection
+		if b, ok := appendArgsJSON(d.buf.AvailableBuffer(), m); ok {
+			d.buf.Write(b)
+			return d.sum()
+		}
+	}
 	if err := d.enc.Encode(args); err != nil {
 		d.buf.Truncate(len(tool) + 1)
 		fmt.Fprintf(&d.buf, "%#v", args)
 	} else {
 		d.buf.Truncate(d.buf.Len() - 1) // the newline Encode ends with and json.Marshal does not write
 	}
+	return d.sum()
+}
+
+// sum returns the digest of what d holds and gives d back to
+// digestInputs.
+func (d *digestInput) sum() string {
 	sum := sha256.Sum256(d.buf.Bytes())
 	if d.buf.Cap() <= maxPooledDigestInput {
 		digestInputs.Put(d)
