@@ -109,13 +109,13 @@ const journalGets = 4
 
 // openJournal returns mission id's journal. With replay (a redelivery, or
 // a mission resumed after a suspension) it reads the entries earlier runs
-// wrote from stream, the JOURNAL stream. upTo, when not 0, is the
+// wrote from the JOURNAL stream (journalMsg, then readFrom). upTo, when not 0, is the
 // sequence of the journal's last message (the status's JournalSeq of a
 // mission taken from awaiting_approval): the read stops there instead of
 // asking for a message after it. Every read is answered by the
 // stream's leader (JOURNAL allows no direct gets, which any replica may
 // answer), so it holds every entry whose write was acknowledged.
-func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, id string, replay bool, upTo uint64) (*Journal, error) {
+func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay bool, upTo uint64) (*Journal, error) {
 	j := NewJournal(js, id)
 	j.reuseHeaders = true
 	if !replay {
@@ -125,19 +125,19 @@ func openJournal(ctx context.Context, js jetstream.JetStream, stream jetstream.S
 	// mission's subject, until there is none.
 	seq := uint64(1)
 	for range journalGets {
-		raw, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(j.subject))
+		hdr, data, got, err := journalMsg(ctx, js.Conn(), j.subject, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return j, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
 		}
-		j.load(raw.Header, raw.Data)
-		j.saw(raw.Sequence)
-		if upTo != 0 && raw.Sequence >= upTo {
+		j.load(hdr, data)
+		j.saw(got)
+		if upTo != 0 && got >= upTo {
 			return j, nil
 		}
-		seq = raw.Sequence + 1
+		seq = got + 1
 	}
 	return j, j.readFrom(ctx, js, seq, maxJournalEntries-journalGets)
 }

@@ -117,7 +117,7 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	nc := s.Conn()
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	st, err := EnsureStores(ctx, js, StoreConfig{})
+	_, err := EnsureStores(ctx, js, StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestJournalBatchesLingersAndSettles(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := openJournal(ctx, js, st.Journal, id, true, 0)
+	again, err := openJournal(ctx, js, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestLongJournalReadBack(t *testing.T) {
 	s := fleettest.Start(t)
 	js, _ := jetstream.New(s.Conn())
 	ctx := context.Background()
-	st, err := EnsureStores(ctx, js, StoreConfig{})
+	_, err := EnsureStores(ctx, js, StoreConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestLongJournalReadBack(t *testing.T) {
 	if got := journalMessages(t, js, id); got != n {
 		t.Fatalf("%d journal messages, want %d", got, n)
 	}
-	again, err := openJournal(ctx, js, st.Journal, id, true, 0)
+	again, err := openJournal(ctx, js, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

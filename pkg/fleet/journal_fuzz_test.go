@@ -89,7 +89,7 @@ func TestJournalStopsWritingAfterAFailure(t *testing.T) {
 	nc := s.Conn()
 	js, _ := jetstream.New(nc)
 	// No JOURNAL stream: every publish finds no stream.
-	j, err := openJournal(context.Background(), js, nil, messages.NewMissionID(), false, 0)
+	j, err := openJournal(context.Background(), js, messages.NewMissionID(), false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 // that saw its ack, and the entry is stored as written. A journal made
 // with NewJournal, whose JetStream may have such a handler, keeps it.
 func TestJournalWriteReleasesItsHeaderOnAck(t *testing.T) {
-	ctx, _, js, st := embeddedStores(t)
+	ctx, _, js, _ := embeddedStores(t)
 	id := messages.NewMissionID()
-	j, err := openJournal(ctx, js, st.Journal, id, false, 0)
+	j, err := openJournal(ctx, js, id, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestJournalWriteReleasesItsHeaderOnAck(t *testing.T) {
 	if len(hdr) != 0 {
 		t.Fatalf("the header of an acknowledged write is still %v, want it released", hdr)
 	}
-	r, err := openJournal(ctx, js, st.Journal, id, true, 0)
+	r, err := openJournal(ctx, js, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestJournalWriteReleasesItsHeaderOnAck(t *testing.T) {
 // entries as recorded: the first alone, then a batch of two, each
 // replayed with its data.
 func TestJournalReusesItsUnsentEntries(t *testing.T) {
-	ctx, _, js, st := embeddedStores(t)
+	ctx, _, js, _ := embeddedStores(t)
 	id := messages.NewMissionID()
-	j, err := openJournal(ctx, js, st.Journal, id, false, 0)
+	j, err := openJournal(ctx, js, id, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestJournalReusesItsUnsentEntries(t *testing.T) {
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openJournal(ctx, js, st.Journal, id, true, 0)
+	r, err := openJournal(ctx, js, id, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 
 	// the journal of a resumed mission (JOURNAL: always its leader)
 	rctx, cancel = read()
-	j, err := openJournal(rctx, js, st.Journal, f.k.id, true, 0)
+	j, err := openJournal(rctx, js, f.k.id, true, 0)
 	cancel()
 	if err != nil {
 		t.Fatalf("journal: %v", err)
