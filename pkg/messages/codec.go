@@ -208,12 +208,84 @@ func unchanged(n, e any) bool {
 }
 
 func normalize(v any, depth int) (any, error) {
+	// The plain values, the usual ones, here; every other kind in
+	// normalizeOther. Each level of a nested value is a frame of this
+	// function and of normalizeSlice or normalizeMap, kept small: a
+	// deep value grows its goroutine's stack less.
 	if depth > maxDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxDepth)
+		return nil, errTooDeep(maxDepth)
 	}
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string:
 		return v, nil
+	case []any:
+		return normalizeSlice(x, v, depth)
+	case map[string]any:
+		return normalizeMap(x, depth)
+	}
+	return normalizeOther(v, depth)
+}
+
+// errTooDeep is the error of a value nested deeper than limit levels.
+func errTooDeep(limit int) error {
+	return fmt.Errorf("value nested deeper than %d levels", limit)
+}
+
+// errAt is err of the element at index i.
+func errAt(i int, err error) error { return fmt.Errorf("[%d]: %w", i, err) }
+
+// errIn is err of the value under key (or field) k.
+func errIn(k string, err error) error { return fmt.Errorf("%s: %w", k, err) }
+
+// normalizeSlice is normalize of x, which v holds.
+func normalizeSlice(x []any, v any, depth int) (any, error) {
+	var out []any
+	for i, e := range x {
+		n, err := normalize(e, depth+1)
+		if err != nil {
+			return nil, errAt(i, err)
+		}
+		if out == nil && !unchanged(n, e) {
+			out = make([]any, len(x))
+			copy(out, x[:i])
+		}
+		if out != nil {
+			out[i] = n
+		}
+	}
+	if out != nil {
+		return out, nil
+	}
+	return v, nil // v, not x: boxing x again would copy its header
+}
+
+// normalizeMap is normalize of x.
+func normalizeMap(x map[string]any, depth int) (any, error) {
+	var out map[string]any
+	for k, e := range x {
+		n, err := normalize(e, depth+1)
+		if err != nil {
+			return nil, errIn(k, err)
+		}
+		if out == nil && !unchanged(n, e) {
+			out = make(map[string]any, len(x))
+			for k2, e2 := range x {
+				out[k2] = e2
+			}
+		}
+		if out != nil {
+			out[k] = n
+		}
+	}
+	if out != nil {
+		return out, nil
+	}
+	return x, nil
+}
+
+// normalizeOther is normalize of a value that is not plain already.
+func normalizeOther(v any, depth int) (any, error) {
+	switch x := v.(type) {
 	case int:
 		return int64(x), nil
 	case int8:
@@ -236,46 +308,6 @@ func normalize(v any, depth int) (any, error) {
 		return float64(x), nil
 	case []byte:
 		return string(x), nil
-	case []any:
-		var out []any
-		for i, e := range x {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
-			}
-			if out == nil && !unchanged(n, e) {
-				out = make([]any, len(x))
-				copy(out, x[:i])
-			}
-			if out != nil {
-				out[i] = n
-			}
-		}
-		if out != nil {
-			return out, nil
-		}
-		return v, nil // v, not x: boxing x again would copy its header
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			n, err := normalize(e, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			if out == nil && !unchanged(n, e) {
-				out = make(map[string]any, len(x))
-				for k2, e2 := range x {
-					out[k2] = e2
-				}
-			}
-			if out != nil {
-				out[k] = n
-			}
-		}
-		if out != nil {
-			return out, nil
-		}
-		return x, nil
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -428,10 +460,12 @@ func buildWalkPlan(t reflect.Type) *walkNode {
 }
 
 // walk normalizes the dynamic values rv holds, rv being of the type n
-// was planned for.
+// was planned for. Pointers, structs and slices, the levels most values
+// have, are walked here, in a small frame (a deep value grows its
+// goroutine's stack less); dynamic values and maps in walkOther.
 func (n *walkNode) walk(rv reflect.Value, depth int) error {
 	if depth > maxWalkDepth {
-		return fmt.Errorf("value nested deeper than %d levels", maxWalkDepth)
+		return errTooDeep(maxWalkDepth)
 	}
 	switch n.op {
 	case walkPointer:
@@ -439,6 +473,29 @@ func (n *walkNode) walk(rv reflect.Value, depth int) error {
 			return nil
 		}
 		return n.elem.walk(rv.Elem(), depth+1)
+	case walkStruct:
+		for i := range n.fields {
+			f := &n.fields[i]
+			if err := f.node.walk(rv.Field(f.index), depth+1); err != nil {
+				return errIn(f.name, err)
+			}
+		}
+	case walkSlice:
+		for i := 0; i < rv.Len(); i++ {
+			if err := n.elem.walk(rv.Index(i), depth+1); err != nil {
+				return errAt(i, err)
+			}
+		}
+	case walkStatic:
+	default:
+		return n.walkOther(rv, depth)
+	}
+	return nil
+}
+
+// walkOther is walk of a dynamic value or a map.
+func (n *walkNode) walkOther(rv reflect.Value, depth int) error {
+	switch n.op {
 	case walkInterface:
 		if rv.IsNil() || !rv.CanSet() {
 			return nil
@@ -451,19 +508,6 @@ func (n *walkNode) walk(rv reflect.Value, depth int) error {
 			rv.SetZero()
 		} else {
 			rv.Set(reflect.ValueOf(v))
-		}
-	case walkStruct:
-		for i := range n.fields {
-			f := &n.fields[i]
-			if err := f.node.walk(rv.Field(f.index), depth+1); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
-			}
-		}
-	case walkSlice:
-		for i := 0; i < rv.Len(); i++ {
-			if err := n.elem.walk(rv.Index(i), depth+1); err != nil {
-				return fmt.Errorf("[%d]: %w", i, err)
-			}
 		}
 	case walkMapAny:
 		if rv.IsNil() {
@@ -480,7 +524,7 @@ func (n *walkNode) walk(rv reflect.Value, depth int) error {
 		for k, e := range m {
 			v, err := normalize(e, 0)
 			if err != nil {
-				return fmt.Errorf("%v: %w", k, err)
+				return errIn(k, err)
 			}
 			if !unchanged(v, e) {
 				m[k] = v
