@@ -190,6 +190,8 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		writeAllocs(t, memProfile+".base")
 	}
 	resumeStart := time.Now()
+	var mem0, mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	var cpu0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
 	decided := make([]time.Time, decisions)
@@ -225,13 +227,15 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	wg.Wait()
 	var cpu1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+	runtime.ReadMemStats(&mem1)
 	stopCPU()
 	if memProfile != "" {
 		writeAllocs(t, memProfile)
 	}
 	cpuUsed := time.Duration(cpu1.Utime.Nano() + cpu1.Stime.Nano() - cpu0.Utime.Nano() - cpu0.Stime.Nano())
-	t.Logf("%d resumptions in %s, CPU time of the process (server, workers, client) %s: %s a resumption",
-		decisions, time.Since(resumeStart).Round(time.Millisecond), cpuUsed.Round(time.Millisecond), (cpuUsed / time.Duration(decisions)).Round(10*time.Microsecond))
+	t.Logf("%d resumptions in %s, CPU time of the process (server, workers, client) %s: %s a resumption; allocated %.1f KB in %d allocations a resumption, %d collections",
+		decisions, time.Since(resumeStart).Round(time.Millisecond), cpuUsed.Round(time.Millisecond), (cpuUsed / time.Duration(decisions)).Round(10*time.Microsecond),
+		float64(mem1.TotalAlloc-mem0.TotalAlloc)/1e3/float64(decisions), (mem1.Mallocs-mem0.Mallocs)/uint64(decisions), mem1.NumGC-mem0.NumGC)
 	_, refunds, keys := shop.counts()
 	if len(refunds) != decisions+paced {
 		t.Fatalf("%d refunds ran for %d approvals", len(refunds), decisions+paced)
