@@ -330,41 +330,57 @@ func putTimer(t *time.Timer) {
 
 // heartbeat sends progress messages on reply every interval the request
 // asks for (Ptc-Heartbeat-Ms, at least minHeartbeat), at most
-// MaxToolProgress of them, until the returned func is called, which the
-// service does once it has answered (a late progress message finds no one
-// waiting). A request that asks for none gets none.
-func (s *ToolService) heartbeat(reply string, hdr micro.Headers) (stop func()) {
+// MaxToolProgress of them, until its stop is called, which the service
+// does once it has answered (a late progress message finds no one
+// waiting). A request that asks for none gets none: nil, whose stop does
+// nothing.
+func (s *ToolService) heartbeat(reply string, hdr micro.Headers) *toolBeat {
 	ms, err := strconv.ParseInt(hdr.Get(messages.HeaderHeartbeatMs), 10, 64)
 	if reply == "" || err != nil || ms <= 0 {
-		return func() {}
+		return nil
 	}
-	every := max(time.Duration(ms)*time.Millisecond, minHeartbeat)
-	var mu sync.Mutex
-	stopped := false
-	sent := 0
-	var t *time.Timer
-	beat := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if err := s.nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{messages.HeaderHeartbeat: {"1"}}}); err != nil {
-			s.log.Debug().Err(err).Msg("progress message not sent")
-		}
-		// The answer must still fit in what NATS lets the service's user
-		// publish on the reply subject (ToolReplyMessages).
-		if sent++; sent < MaxToolProgress {
-			t.Reset(every)
-		}
+	b := &toolBeat{s: s, reply: reply, every: max(time.Duration(ms)*time.Millisecond, minHeartbeat)}
+	b.mu.Lock()
+	b.t = time.AfterFunc(b.every, b.beat)
+	b.mu.Unlock()
+	return b
+}
+
+// toolBeat is the progress messages of one call (ToolService.heartbeat),
+// made in one allocation with its timer's.
+type toolBeat struct {
+	s       *ToolService
+	reply   string
+	every   time.Duration
+	mu      sync.Mutex
+	stopped bool
+	sent    int
+	t       *time.Timer
+}
+
+func (b *toolBeat) beat() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
 	}
-	mu.Lock()
-	t = time.AfterFunc(every, beat)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+	if err := b.s.nc.PublishMsg(&nats.Msg{Subject: b.reply, Header: nats.Header{messages.HeaderHeartbeat: {"1"}}}); err != nil {
+		b.s.log.Debug().Err(err).Msg("progress message not sent")
 	}
+	// The answer must still fit in what NATS lets the service's user
+	// publish on the reply subject (ToolReplyMessages).
+	if b.sent++; b.sent < MaxToolProgress {
+		b.t.Reset(b.every)
+	}
+}
+
+// stop ends b's progress messages; nil's does nothing.
+func (b *toolBeat) stop() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.stopped = true
+	b.t.Stop()
+	b.mu.Unlock()
 }

@@ -311,19 +311,19 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 	data := r.Data()
 	hdr := r.Headers()
 	// Progress messages from now on, also while the call waits for a slot.
-	stopBeat := s.heartbeat(reply, hdr)
+	beat := s.heartbeat(reply, hdr)
 	s.sem <- struct{}{}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		<-s.sem
-		stopBeat()
+		beat.stop()
 		s.respondError(reply, replyType(hdr), "", messages.ToolErrUnavailable, "tool service is stopping")
 		return
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	c := toolCall{name: name, fn: fn, reply: reply, data: data, hdr: hdr, stopBeat: stopBeat}
+	c := toolCall{name: name, fn: fn, reply: reply, data: data, hdr: hdr, beat: beat}
 	select {
 	case s.calls <- c:
 	default:
@@ -333,12 +333,12 @@ func (s *ToolService) handle(name string, fn ToolFunc, r micro.Request) {
 
 // toolCall is one request handle hands to a caller goroutine.
 type toolCall struct {
-	name     string
-	fn       ToolFunc
-	reply    string
-	data     []byte
-	hdr      micro.Headers
-	stopBeat func()
+	name  string
+	fn    ToolFunc
+	reply string
+	data  []byte
+	hdr   micro.Headers
+	beat  *toolBeat
 }
 
 // A call runs on a goroutine that ran an earlier one when one waits
@@ -385,7 +385,7 @@ func (s *ToolService) caller(c toolCall) {
 func (s *ToolService) call(c toolCall) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
-	defer c.stopBeat()
+	defer c.beat.stop()
 	start := time.Now()
 	var span trace.Span
 	if s.tracer != nil {
