@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +20,13 @@ type Pos struct {
 func (p Pos) IsValid() bool { return p.Line > 0 }
 
 // String returns "line:col".
-func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
+func (p Pos) String() string {
+	var buf [48]byte
+	b := strconv.AppendInt(buf[:0], int64(p.Line), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(p.Col), 10)
+	return string(b)
+}
 
 // Kind classifies an Error. Kind.Reason gives the snake_case reason used in
 // messages.Fail.Reason.

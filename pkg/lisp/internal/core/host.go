@@ -44,8 +44,33 @@ type callPosKey struct{}
 // form, or the form that called a tool passed as a value. ok is false
 // when ctx comes from no tool call of a program.
 func CallPos(ctx context.Context) (pos Pos, ok bool) {
-	pos, ok = ctx.Value(callPosKey{}).(Pos)
-	return pos, ok
+	if p, _ := ctx.Value(callPosKey{}).(*Pos); p != nil {
+		return *p, true
+	}
+	return Pos{}, false
+}
+
+// withCallPos returns ctx carrying pos for CallPos.
+func withCallPos(ctx context.Context, pos Pos) context.Context {
+	return &callPosCtx{Context: ctx, pos: pos}
+}
+
+// callPosCtx is the context a Tool is called with: its parent and the
+// position of the call, held in one allocation (context.WithValue would
+// box the Pos in a second). Value answers callPosKey with a pointer to
+// the position, which does not allocate.
+type callPosCtx struct {
+	context.Context
+	pos Pos
+}
+
+// Value returns &c.pos for callPosKey and asks the parent for any other
+// key.
+func (c *callPosCtx) Value(key any) any {
+	if key == (callPosKey{}) {
+		return &c.pos
+	}
+	return c.Context.Value(key)
 }
 
 // Tools maps tool names to tools. A nil Tools has no tools.

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -124,7 +123,7 @@ func (h *Host) CallTool(th *Thread, name string, args *Map) (result Value) {
 	rec := messages.ToolCall{Name: name, Args: goArgs, StartedAt: time.Now()}
 	ctx := th.DeadlineCtx()
 	if th.CallPos.IsValid() {
-		ctx = context.WithValue(ctx, callPosKey{}, th.CallPos)
+		ctx = withCallPos(ctx, th.CallPos)
 	}
 	out, err := safeToolCall(ctx, tool, goArgs)
 	rec.Duration = time.Since(rec.StartedAt)
