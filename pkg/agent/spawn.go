@@ -26,6 +26,29 @@ var ErrNoRun = errors.New("agent: Spawn needs the context of a tool call of a ru
 // spawnKey is the context key of a tool call's *spawnCall.
 type spawnKey struct{}
 
+// withSpawnCall returns ctx carrying a new spawnCall of tool for Spawn,
+// and that spawnCall.
+func withSpawnCall(ctx context.Context, tr *toolRunner, tt *turnTools, tool string) (context.Context, *spawnCall) {
+	c := &spawnCtx{Context: ctx, sc: spawnCall{tr: tr, tt: tt, tool: tool}}
+	return c, &c.sc
+}
+
+// spawnCtx is the context a tool's function is called with: its parent
+// and the call's spawnCall, in one allocation. Value answers spawnKey with
+// the spawnCall.
+type spawnCtx struct {
+	context.Context
+	sc spawnCall
+}
+
+// Value returns &c.sc for spawnKey and asks the parent for any other key.
+func (c *spawnCtx) Value(key any) any {
+	if key == (spawnKey{}) {
+		return &c.sc
+	}
+	return c.Context.Value(key)
+}
+
 // spawnCall is what a tool call lends to Spawn: the run it belongs to and
 // the record of the children it starts.
 type spawnCall struct {

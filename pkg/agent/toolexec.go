@@ -134,8 +134,9 @@ func (tr *toolRunner) call(ctx context.Context, bt *boundTool, args map[string]a
 		return child.Return, nil
 	}
 
-	sc = &spawnCall{tr: tr, tt: tt, tool: bt.name}
-	out, err = safeCall(context.WithValue(ctx, spawnKey{}, sc), bt.tool.fn, args)
+	var sctx context.Context
+	sctx, sc = withSpawnCall(ctx, tr, tt, bt.name)
+	out, err = safeCall(sctx, bt.tool.fn, args)
 	if err != nil {
 		return nil, err
 	}
