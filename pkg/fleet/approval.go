@@ -112,8 +112,13 @@ func WithCallSite(ctx context.Context, site CallSite) context.Context {
 }
 
 func callSiteFrom(ctx context.Context) CallSite {
-	s, _ := ctx.Value(callSiteKey{}).(CallSite)
-	return s
+	switch s := ctx.Value(callSiteKey{}).(type) {
+	case CallSite:
+		return s
+	case *CallSite: // WithTurnAndCallSite's
+		return *s
+	}
+	return CallSite{}
 }
 
 // approvalGate decides, for one run of a mission, whether a tool call may

@@ -727,6 +727,40 @@ func WithTurn(ctx context.Context, n int) context.Context {
 	return context.WithValue(ctx, turnKey{}, n)
 }
 
+// WithTurnAndCallSite returns ctx carrying the mission turn n and, when
+// site is not zero, the call site of the tool calls made with it: what
+// WithTurn(WithCallSite(ctx, site), n) carries, in one allocation where
+// those make up to three (two contexts and the site boxed). A zero site
+// leaves the one ctx carries, as WithCallSite is then not called. Runners
+// set it for each tool call of a program (pkg/fleet/agentrun does).
+func WithTurnAndCallSite(ctx context.Context, n int, site CallSite) context.Context {
+	return &turnSiteCtx{Context: ctx, turn: n, site: site}
+}
+
+// turnSiteCtx is the context WithTurnAndCallSite returns. Value answers
+// turnKey with the turn (an int, which Go boxes without allocating below
+// 256) and callSiteKey with a pointer to the site, or asks the parent
+// when the site is zero.
+type turnSiteCtx struct {
+	context.Context
+	turn int
+	site CallSite
+}
+
+// Value returns the turn for turnKey, &c.site for callSiteKey when the
+// site is set, and asks the parent for any other key.
+func (c *turnSiteCtx) Value(key any) any {
+	switch key {
+	case turnKey{}:
+		return c.turn
+	case callSiteKey{}:
+		if c.site != (CallSite{}) {
+			return &c.site
+		}
+	}
+	return c.Context.Value(key)
+}
+
 // TurnFrom returns the turn WithTurn put on ctx, or 0.
 func TurnFrom(ctx context.Context) int {
 	n, _ := ctx.Value(turnKey{}).(int)

@@ -53,10 +53,7 @@ func (t *turnTracker) withTurn(ctx context.Context) context.Context {
 	if pos, ok := lisp.CallPos(ctx); ok {
 		site.Position = pos.String()
 	}
-	if site != (fleet.CallSite{}) {
-		ctx = fleet.WithCallSite(ctx, site)
-	}
-	return fleet.WithTurn(ctx, int(t.n.Load()))
+	return fleet.WithTurnAndCallSite(ctx, int(t.n.Load()), site)
 }
 
 // missionModels returns the models a mission's agents call: each model of
