@@ -17,6 +17,10 @@ func CallDigest(tool string, args any) string { return callDigest(tool, args) }
 // slots goes without looking at every lane.
 const FullSweepBackstop = fullSweepBackstop
 
+// RunnersStarted is how many goroutines w started to poll for or run
+// missions.
+func RunnersStarted(w *Worker) int64 { return w.stats.runnersStarted.Load() }
+
 // IdleRunners is how many of w's runner goroutines wait for a mission.
 func IdleRunners(w *Worker) int { return int(w.idleRunners.Load()) }
 

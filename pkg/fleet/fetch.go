@@ -169,11 +169,12 @@ func (w *Worker) loop() {
 		l.bell, l.polling, l.due = false, true, false
 		polls.Add(1)
 		c := l.c
-		go func() {
+		w.hand(runJob{poll: func() jetstream.Msg {
 			defer polls.Done()
-			got, pending := w.poll(c)
-			pollDone <- pollResult{i: i, got: got, pending: pending}
-		}()
+			msg, pending := w.poll(c)
+			pollDone <- pollResult{i: i, got: msg != nil, pending: pending}
+			return msg
+		}})
 		return true
 	}
 	next := make([]int, len(w.cfg.Priorities)) // per priority, the lane to serve first
@@ -480,36 +481,36 @@ func (w *Worker) reserveSlot() bool {
 
 // poll waits up to IdleWait for one mission of c on a reserved slot: a
 // mission that arrives takes the slot, otherwise the slot is given back.
-// It reports whether a mission arrived and how many the consumer had left.
-func (w *Worker) poll(c jetstream.Consumer) (bool, uint64) {
+// It returns the mission, for the caller to run (nil when none arrived),
+// and how many the consumer had left.
+func (w *Worker) poll(c jetstream.Consumer) (jetstream.Msg, uint64) {
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 	if err != nil {
 		w.fetchFailed(err)
 		w.reserved.Add(-1)
 		w.releaseSlot()
-		return false, 0
+		return nil, 0
 	}
-	started := false
+	var got jetstream.Msg
 	var pending uint64
 	for msg := range batch.Messages() {
-		if started || w.isStopping() {
+		if got != nil || w.isStopping() {
 			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
 			continue
 		}
-		started = true
+		got = msg
 		if meta, err := msg.Metadata(); err == nil {
 			pending = meta.NumPending
 		}
 		w.reserved.Add(-1)
 		w.inflight.Add(1)
-		w.start(msg)
 	}
 	w.batchEnded(batch)
-	if !started {
+	if got == nil {
 		w.reserved.Add(-1)
 		w.releaseSlot()
 	}
-	return started, pending
+	return got, pending
 }
 
 // fetch pulls up to n messages without waiting and starts them; it
@@ -556,23 +557,51 @@ const (
 	runnerGrace = 5 * time.Millisecond
 )
 
+// runJob is what a runner goroutine is handed: a mission to run (msg),
+// or a long poll (poll), whose mission, if one arrives, the same
+// goroutine runs. A poll's mission so starts on the goroutine that
+// received it, with no hand-off to another one on the idle path, and the
+// poll's fetch runs on a stack that ran missions before.
+type runJob struct {
+	msg  jetstream.Msg
+	poll func() jetstream.Msg
+}
+
 // start runs msg's mission (w.process) on a waiting runner goroutine, or
 // on a new one.
-func (w *Worker) start(msg jetstream.Msg) {
+func (w *Worker) start(msg jetstream.Msg) { w.hand(runJob{msg: msg}) }
+
+// hand gives j to a waiting runner goroutine, or to a new one.
+func (w *Worker) hand(j runJob) {
 	select {
-	case w.runners <- msg:
+	case w.runners <- j:
 	default:
-		go w.runner(msg)
+		w.stats.runnersStarted.Add(1)
+		go w.runner(j)
 	}
 }
 
-// runner processes msg, then the missions start hands it, until none
-// comes for runnerIdle (runnerGrace when keptRunners others wait), the
-// worker stops, or Slots others wait.
-func (w *Worker) runner(msg jetstream.Msg) {
+// runner does j, then the jobs hand gives it, until none comes for
+// runnerIdle (runnerGrace when keptRunners others wait), the worker
+// stops, or Slots others wait. One that has run no mission yet ends when
+// its poll brings none, as a goroutine started for a poll alone did: the
+// missions that runners wait for go to the ones whose stacks grew.
+func (w *Worker) runner(j runJob) {
 	var idle *time.Timer
+	ran := false
 	for {
-		w.process(msg)
+		msg := j.msg
+		if j.poll != nil {
+			msg = j.poll()
+		}
+		if msg == nil {
+			if !ran {
+				return
+			}
+		} else {
+			ran = true
+			w.process(msg)
+		}
 		n := w.idleRunners.Add(1)
 		if n > int32(cap(w.slots)) {
 			w.idleRunners.Add(-1)
@@ -589,7 +618,7 @@ func (w *Worker) runner(msg jetstream.Msg) {
 			idle.Reset(wait)
 		}
 		select {
-		case msg = <-w.runners:
+		case j = <-w.runners:
 			w.idleRunners.Add(-1)
 		case <-idle.C:
 			w.idleRunners.Add(-1)

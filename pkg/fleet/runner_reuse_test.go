@@ -221,3 +221,47 @@ func TestToolCallsInTurnRunOnOneGoroutine(t *testing.T) {
 		eventually(t, time.Second, "no caller after Stop", func() bool { return callers() == 0 })
 	}
 }
+
+// A mission that an idle worker's long poll brings runs on the goroutine
+// that polled for it, a runner kept from the missions before: missions
+// one at a time start no goroutine of the worker's and are handed from
+// no goroutine to another once they arrive.
+func TestIdleMissionsRunOnTheGoroutineThatPolled(t *testing.T) {
+	_, nc := runJetStream(t)
+	var mu sync.Mutex
+	ids := map[string]int{}
+	w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		mu.Lock()
+		ids[goroutineID()]++
+		mu.Unlock()
+		return &messages.Step{Return: true}, nil
+	}))
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	run := func() {
+		t.Helper()
+		if st, err := c.Run(ctx, newMission()); err != nil || st.Fail != nil {
+			t.Fatalf("mission: %v %+v", err, st)
+		}
+		// the result reaches the client before the worker is done with
+		// the mission (its final status, its ack)
+		eventually(t, 5*time.Second, "the runner waits for the next job", func() bool { return fleet.IdleRunners(w) == 1 })
+	}
+	run()
+	started := fleet.RunnersStarted(w)
+	const missions = 20
+	for range missions {
+		run()
+	}
+	if n := fleet.RunnersStarted(w) - started; n != 0 {
+		t.Errorf("%d missions one at a time started %d goroutines to poll for or run them, want 0", missions, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 1 {
+		t.Errorf("%d missions ran on %d goroutines (%v), want 1", missions+1, len(ids), ids)
+	}
+	if s := w.Stats(); s.Runs != missions+1 || s.Succeeded != missions+1 {
+		t.Errorf("stats %+v, want %d runs, all succeeded", s, missions+1)
+	}
+}

@@ -296,9 +296,9 @@ type Worker struct {
 	giveBack  func()
 	slotFreed chan struct{}
 	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
-	// runners hands a mission to a runner goroutine waiting for one
-	// (start); idleRunners counts those waiting
-	runners     chan jetstream.Msg
+	// runners hands a mission or a long poll to a runner goroutine
+	// waiting for one (hand); idleRunners counts those waiting
+	runners     chan runJob
 	idleRunners atomic.Int32
 	advisory    sync.WaitGroup // dead-letter work from advisories
 	mu          sync.Mutex
@@ -344,6 +344,9 @@ type WorkerStats struct {
 
 type workerCounters struct {
 	runs, succeeded, failed, cancelled, retried, handedBack, dead, invalid, suspended atomic.Int64
+	// runnersStarted counts the goroutines started to poll for or run
+	// missions (hand): none while a kept runner waits
+	runnersStarted atomic.Int64
 }
 
 // Stats returns the worker's counters, e.g. for a health endpoint.
@@ -382,7 +385,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
-		runners:   make(chan jetstream.Msg),
+		runners:   make(chan runJob),
 		bells:     make(chan int, 1024),
 		running:   map[string]*runningMission{},
 		stopping:  make(chan struct{}),
