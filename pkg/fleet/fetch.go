@@ -168,10 +168,12 @@ func (w *Worker) loop() {
 		l := w.lanes[i]
 		l.bell, l.polling, l.due = false, true, false
 		polls.Add(1)
-		c := l.c
+		// The pull goes out from here, before a runner is woken to wait
+		// for its mission: Fetch sends it and returns.
+		batch, err := l.c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
 		w.hand(runJob{poll: func() jetstream.Msg {
 			defer polls.Done()
-			msg, pending := w.poll(c)
+			msg, pending := w.poll(batch, err)
 			pollDone <- pollResult{i: i, got: msg != nil, pending: pending}
 			return msg
 		}})
@@ -479,12 +481,12 @@ func (w *Worker) reserveSlot() bool {
 	}
 }
 
-// poll waits up to IdleWait for one mission of c on a reserved slot: a
-// mission that arrives takes the slot, otherwise the slot is given back.
-// It returns the mission, for the caller to run (nil when none arrived),
-// and how many the consumer had left.
-func (w *Worker) poll(c jetstream.Consumer) (jetstream.Msg, uint64) {
-	batch, err := c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
+// poll waits up to IdleWait for the one mission of batch, a long poll
+// on a reserved slot sent by Fetch (err its error): a mission that arrives
+// takes the slot, otherwise the slot is given back. It returns the
+// mission, for the caller to run (nil when none arrived), and how many
+// the consumer had left.
+func (w *Worker) poll(batch jetstream.MessageBatch, err error) (jetstream.Msg, uint64) {
 	if err != nil {
 		w.fetchFailed(err)
 		w.reserved.Add(-1)
