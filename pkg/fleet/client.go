@@ -245,7 +245,7 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 		taken = func() (*Submission, error) {
 			if !done {
 				done = true
-				cur, readErr = read()
+				cur, readErr = read.wait()
 			}
 			if readErr == nil {
 				return &Submission{ID: m.ID, Duplicate: true, Sequence: cur.st.StreamSeq}, nil
@@ -350,53 +350,79 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 // connection before anything the caller sends after it, so the server
 // reads the status before it stores a submission published next. Without
 // its own subscription for answers, it reads the status at once.
-func (c *Client) sendStatusRead(ctx context.Context, k missionKey) func() (*statusEntry, error) {
+func (c *Client) sendStatusRead(ctx context.Context, k missionKey) *statusRead {
 	return sendStatusRead(ctx, c.nc, c.st, c.replies, k)
 }
 
 // sendStatusRead sends the direct get of mission k's status on nc, its
-// answer to replies, and returns what waits for that answer (getStatus's
-// results). Where st reads on another connection, or replies cannot
-// subscribe, it reads the status at once. A direct get no replica
-// answers (no responders, or no answer within patience) is read from the
-// stream's leader then, as getStatus reads it: a later read is as good
-// for both callers (a submitter tells its own copy's claim by its
-// sequence, and a fence check wants the newest status anyway).
-func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey) func() (*statusEntry, error) {
+// answer to replies, and returns what waits for that answer (its wait
+// gives getStatus's results). Where st reads on another connection, or
+// replies cannot subscribe, it reads the status at once. A direct get no
+// replica answers (no responders, or no answer within patience) is read
+// from the stream's leader then, as getStatus reads it: a later read is
+// as good for both callers (a submitter tells its own copy's claim by its
+// sequence, and a fence check wants the newest status anyway). The read
+// and its call waiting on replies are one allocation, besides the call's
+// channel and its reply subject.
+func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey) *statusRead {
 	if st.nc != nc || replies == nil || replies.open() != nil {
 		cur, err := getStatus(ctx, st, k)
-		return func() (*statusEntry, error) { return cur, err }
+		return &statusRead{done: true, cur: cur, err: err}
 	}
-	call := &liveCall{reply: make(chan *nats.Msg, 1)}
-	reply, token := replies.add(call)
+	r := &statusRead{call: liveCall{reply: make(chan *nats.Msg, 1)}, ctx: ctx, nc: nc, replies: replies, k: k}
+	reply, token := replies.add(&r.call)
 	request, subject := statusDirectGet(k)
 	if err := nc.PublishRequest(request, reply, nil); err != nil {
 		replies.remove(token)
-		return func() (*statusEntry, error) { return nil, fmt.Errorf("fleet: status %s: %w", k.id, err) }
+		r.done, r.err = true, fmt.Errorf("fleet: status %s: %w", k.id, err)
+		return r
 	}
-	return func() (*statusEntry, error) {
-		// the wait is on a pooled timer rather than a context of its own
-		t := getTimer()
-		t.Reset(patience(ctx))
-		select {
-		case r := <-call.reply:
-			replies.remove(token)
-			putTimer(t)
-			data, rev, hdr, err := directAnswer(r, lastOn(subject))
-			if !errors.Is(err, nats.ErrNoResponders) {
-				return directStatus(k, data, rev, hdr, err)
-			}
-		case <-ctx.Done():
-			replies.remove(token)
-			putTimer(t)
-			return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(ctx))
-		case <-t.C:
-			replies.remove(token)
-			putTimer(t)
+	r.token, r.subject = token, subject
+	return r
+}
+
+// statusRead is a status read sendStatusRead sent, or its answer when it
+// was read at once or could not be sent (done).
+type statusRead struct {
+	call    liveCall // waits on replies for the direct get's answer
+	ctx     context.Context
+	nc      *nats.Conn
+	replies *replyMux
+	token   uint64
+	k       missionKey
+	subject string // the status's own subject
+	done    bool
+	cur     *statusEntry
+	err     error
+}
+
+// wait returns the status the read gets; it is called once.
+func (r *statusRead) wait() (*statusEntry, error) {
+	if r.done {
+		return r.cur, r.err
+	}
+	ctx, k := r.ctx, r.k
+	// the wait is on a pooled timer rather than a context of its own
+	t := getTimer()
+	t.Reset(patience(ctx))
+	select {
+	case m := <-r.call.reply:
+		r.replies.remove(r.token)
+		putTimer(t)
+		data, rev, hdr, err := directAnswer(m, lastOn(r.subject))
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return directStatus(k, data, rev, hdr, err)
 		}
-		data, rev, hdr, _, err := leaderMsgWithin(ctx, nc, statusStream, lastOn(subject))
-		return directStatus(k, data, rev, hdr, err)
+	case <-ctx.Done():
+		r.replies.remove(r.token)
+		putTimer(t)
+		return nil, fmt.Errorf("fleet: status %s: %w", k.id, context.Cause(ctx))
+	case <-t.C:
+		r.replies.remove(r.token)
+		putTimer(t)
 	}
+	data, rev, hdr, _, err := leaderMsgWithin(ctx, r.nc, statusStream, lastOn(r.subject))
+	return directStatus(k, data, rev, hdr, err)
 }
 
 // statusDirectGetPrefix is what the subject of a direct get of a status

@@ -134,12 +134,12 @@ func TestReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 			if deadline {
 				rctx, cancel = read()
 			}
-			e, err := sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: id})()
+			e, err := sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: id}).wait()
 			if err != nil || e.st.State != messages.StateSucceeded || e.rev != rev {
 				cancel()
 				t.Fatalf("status read sent ahead (deadline %v): %+v, %v; want succeeded at %d", deadline, e, err, rev)
 			}
-			_, err = sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: gone})()
+			_, err = sendStatusRead(rctx, st.nc, st, replies, missionKey{sub: "s", id: gone}).wait()
 			cancel()
 			if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("status read sent ahead of a deleted status (deadline %v): %v, want ErrNotFound", deadline, err)
@@ -191,7 +191,7 @@ func TestAnsweredDirectGetAsksNoLeader(t *testing.T) {
 		if _, err := getStatus(ctx, st, k); err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatal(err)
 		}
-		if _, err := sendStatusRead(ctx, st.nc, st, newReplyMux(st.nc), k)(); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, err := sendStatusRead(ctx, st.nc, st, newReplyMux(st.nc), k).wait(); err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatal(err)
 		}
 	}

@@ -1008,7 +1008,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			// above)
 			read := sendStatusRead(ctx, w.nc, w.st, w.replies, k)
 			step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
-			if !fenceHolds(read()) {
+			if !fenceHolds(read.wait()) {
 				return false
 			}
 		} else if !fenceCheck() {

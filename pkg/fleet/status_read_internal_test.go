@@ -112,13 +112,13 @@ func TestSendStatusReadWithoutDeadline(t *testing.T) {
 	}
 	read := func(ctx context.Context) func() {
 		return func() {
-			cur, err := c.sendStatusRead(ctx, k)()
+			cur, err := c.sendStatusRead(ctx, k).wait()
 			if err != nil || cur.st.Worker != "w1" {
 				t.Fatalf("read %+v, %v", cur, err)
 			}
 		}
 	}
-	if _, err := c.sendStatusRead(context.Background(), missionKey{sub: c.sub, id: messages.NewMissionID()})(); !errors.Is(err, ErrNotFound) {
+	if _, err := c.sendStatusRead(context.Background(), missionKey{sub: c.sub, id: messages.NewMissionID()}).wait(); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a mission without a status: %v, want %v", err, ErrNotFound)
 	}
 	without, with := fewestAllocs(read(context.Background()), read(ctx))
@@ -172,3 +172,37 @@ func TestDecodeStatus(t *testing.T) {
 		t.Errorf("%.0f allocations decoding a status into its entry, want no more than the %.0f of a status alone", withEntry, alone)
 	}
 }
+
+// TestSendStatusReadAllocations: a status read sent ahead and waited for
+// (a submission's duplicate check, a worker's fence check) is one value
+// with the call waiting on the reply mux, not a call and a closure over
+// it: the whole read in the process, the server's work and the decoded
+// status included, in at most sentStatusReadAllocs allocations.
+func TestSendStatusReadAllocations(t *testing.T) {
+	ctx, nc, _, _ := embeddedStores(t)
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	if _, err := casStatus(ctx, c.st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		cur, err := c.sendStatusRead(ctx, k).wait()
+		if err != nil || cur.st.Worker != "w1" {
+			t.Fatalf("read %+v, %v", cur, err)
+		}
+	}
+	n, _ := fewestAllocs(read, read)
+	t.Logf("%.0f allocations a sent status read", n)
+	if raceOn {
+		t.Skip("allocation counts under -race")
+	}
+	if n > sentStatusReadAllocs {
+		t.Errorf("%.0f allocations a sent status read, want at most %d", n, sentStatusReadAllocs)
+	}
+}
+
+// sentStatusReadAllocs bounds TestSendStatusReadAllocations.
+const sentStatusReadAllocs = 62
