@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -19,8 +20,9 @@ import (
 // own connection, and reports what one mission costs: the messages each
 // party sends and receives (from the connections' statistics; the
 // workers' together), all messages sent, the submit → result latency
-// (p50, p99), and, as allocs/op and B/op, the allocations of the whole
-// process (server, workers, client, tools).
+// (p50, p99), the goroutines the whole process started per mission, and,
+// as allocs/op and B/op, the allocations of the whole process (server,
+// workers, client, tools).
 func BenchmarkMissionCost(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchMissionCost(b, workers) })
@@ -51,6 +53,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	run() // discovery, consumers and caches warm
 	time.Sleep(100 * time.Millisecond)
 	w0, c0, t0 := wstats(), cnc.Stats(), tnc.Stats()
+	g0 := goroutinesCreated()
 	var lat []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
@@ -58,13 +61,26 @@ func benchMissionCost(b *testing.B, workers int) {
 	}
 	time.Sleep(100 * time.Millisecond) // the last mission's trailing writes
 	w1, c1, t1 := wstats(), cnc.Stats(), tnc.Stats()
+	g1 := goroutinesCreated()
 	n := float64(len(lat))
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs)/n, "worker-sent/mission")
 	b.ReportMetric(float64(w1.InMsgs-w0.InMsgs)/n, "worker-recv/mission")
 	b.ReportMetric(float64(c1.OutMsgs-c0.OutMsgs)/n, "client-sent/mission")
 	b.ReportMetric(float64(c1.InMsgs-c0.InMsgs)/n, "client-recv/mission")
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs+c1.OutMsgs-c0.OutMsgs+t1.OutMsgs-t0.OutMsgs)/n, "sent/mission")
+	b.ReportMetric(float64(g1-g0)/n, "goroutines-started/mission")
 	reportLatency(b, lat)
+}
+
+// goroutinesCreated is how many goroutines the process has started, the
+// server's, the connections' and the parties' together.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // searchOnce is the runner of the cost benchmarks: one call of the tool
