@@ -118,3 +118,47 @@ func TestScanMsgGet(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanMsgGet: an answer scanMsgGet reads is one encoding/json reads
+// (the form msgGetAnswer falls back to) to the same message, and no
+// input makes it panic.
+func FuzzScanMsgGet(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"journal.x","seq":7,"hdrs":"TkFUUy8xLjANCkE6IGINCg0K","data":"AAEC/w==","time":"2026-11-30T09:00:00Z"}}`,
+		` { "type" : "t" , "message" : { "subject" : "j" , "seq" : 1 } } `,
+		`{"type":"t","error":{"code":404,"err_code":10037,"description":"no message found"}}`,
+		`{"type":"t","message":{"subject":"a","seq":1,"data":"not base64!"}}`,
+		`{"type":"t","message":{"subject":"a\u0041","seq":1}}`,
+		`{"type":"t","message":{"subject":"a","seq":01}}`,
+		`{"type":"t","message":{"subject":"a","seq":1,"seq":2}}`,
+		`{"type":"t","message":{"subject":"a","seq":18446744073709551616}}`,
+		`{"message":{"data":"","hdrs":"","subject":"a","seq":0}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, ok := scanMsgGet(data)
+		if !ok {
+			return
+		}
+		var resp struct {
+			Error   *json.RawMessage `json:"error"`
+			Message *struct {
+				Subject string `json:"subject"`
+				Seq     uint64 `json:"seq"`
+				Header  []byte `json:"hdrs"`
+				Data    []byte `json:"data"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(data, &resp); err != nil {
+			t.Fatalf("scanMsgGet read %q as %+v; encoding/json refuses it: %v", data, m, err)
+		}
+		if resp.Error != nil || resp.Message == nil {
+			t.Fatalf("scanMsgGet read %q as %+v; encoding/json reads no message in it", data, m)
+		}
+		w := resp.Message
+		if m.subject != w.Subject || m.seq != w.Seq || !bytes.Equal(m.hdrs, w.Header) || !bytes.Equal(m.data, w.Data) {
+			t.Fatalf("scanMsgGet read %q as %+v; encoding/json as %+v", data, m, *w)
+		}
+	})
+}
