@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,15 +44,7 @@ func journalMsg(ctx context.Context, nc *nats.Conn, subject string, seq uint64) 
 func msgGetAnswer(data []byte, q msgQuery) (nats.Header, []byte, uint64, error) {
 	m, ok := scanMsgGet(data)
 	if !ok {
-		var resp struct {
-			Error   *jetstream.APIError `json:"error"`
-			Message *struct {
-				Subject string `json:"subject"`
-				Seq     uint64 `json:"seq"`
-				Header  []byte `json:"hdrs"`
-				Data    []byte `json:"data"`
-			} `json:"message"`
-		}
+		var resp msgGetResponse
 		if err := json.Unmarshal(data, &resp); err != nil {
 			return nil, nil, 0, err
 		}
@@ -80,6 +71,18 @@ func msgGetAnswer(data []byte, q msgQuery) (nats.Header, []byte, uint64, error) 
 	return hdr, m.data, m.seq, nil
 }
 
+// msgGetResponse is the JetStream API's answer to a message get, as
+// encoding/json reads it (scanMsgGet reads its usual form).
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error"`
+	Message *struct {
+		Subject string `json:"subject"`
+		Seq     uint64 `json:"seq"`
+		Header  []byte `json:"hdrs"`
+		Data    []byte `json:"data"`
+	} `json:"message"`
+}
+
 // msgGot is the message of a message get's answer: its subject and
 // sequence, its headers and data decoded.
 type msgGot struct {
@@ -95,67 +98,18 @@ type msgGot struct {
 // strings of ASCII that need no unescaping; ok is false for anything else
 // (an error's answer among them).
 func scanMsgGet(data []byte) (m msgGot, ok bool) {
-	i := 0
-	ws := func() {
-		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-	}
-	next := func(c byte) bool {
-		ws()
-		if i < len(data) && data[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	str := func() ([]byte, bool) {
-		ws()
-		if i >= len(data) || data[i] != '"' {
-			return nil, false
-		}
-		for j := i + 1; j < len(data); j++ {
-			switch c := data[j]; {
-			case c == '"':
-				s := data[i+1 : j]
-				i = j + 1
-				return s, true
-			case c == '\\' || c < 0x20 || c >= 0x80:
-				return nil, false
-			}
-		}
-		return nil, false
-	}
+	s := jsonScan{data: data}
 	b64 := func() ([]byte, bool) {
-		s, ok := str()
+		v, ok := s.str()
 		if !ok {
 			return nil, false
 		}
-		out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
-		n, err := base64.StdEncoding.Decode(out, s)
+		out := make([]byte, base64.StdEncoding.DecodedLen(len(v)))
+		n, err := base64.StdEncoding.Decode(out, v)
 		if err != nil {
 			return nil, false
 		}
 		return out[:n], true
-	}
-	// object reads the keys of an object, each with field, until its end
-	object := func(field func(key []byte) bool) bool {
-		if !next('{') {
-			return false
-		}
-		if next('}') {
-			return true
-		}
-		for {
-			key, ok := str()
-			if !ok || !next(':') || !field(key) {
-				return false
-			}
-			if next(',') {
-				continue
-			}
-			return next('}')
-		}
 	}
 	var seen [7]bool // type, message, subject, seq, hdrs, data, time
 	once := func(f int) bool {
@@ -168,21 +122,12 @@ func scanMsgGet(data []byte) (m msgGot, ok bool) {
 	message := func(key []byte) bool {
 		switch {
 		case bytes.Equal(key, []byte("subject")) && once(2):
-			s, ok := str()
-			m.subject = string(s)
-			return ok && len(s) > 0
+			v, ok := s.str()
+			m.subject = string(v)
+			return ok && len(v) > 0
 		case bytes.Equal(key, []byte("seq")) && once(3):
-			ws()
-			j := i
-			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
-				j++
-			}
-			n, err := strconv.ParseUint(string(data[i:j]), 10, 64)
-			if err != nil || (j-i > 1 && data[i] == '0') {
-				return false
-			}
-			m.seq, i = n, j
-			return true
+			m.seq, ok = s.uint()
+			return ok
 		case bytes.Equal(key, []byte("hdrs")) && once(4):
 			m.hdrs, ok = b64()
 			return ok
@@ -190,7 +135,7 @@ func scanMsgGet(data []byte) (m msgGot, ok bool) {
 			m.data, ok = b64()
 			return ok
 		case bytes.Equal(key, []byte("time")) && once(6):
-			_, ok := str()
+			_, ok := s.str()
 			return ok
 		}
 		return false
@@ -198,18 +143,14 @@ func scanMsgGet(data []byte) (m msgGot, ok bool) {
 	top := func(key []byte) bool {
 		switch {
 		case bytes.Equal(key, []byte("type")) && once(0):
-			_, ok := str()
+			_, ok := s.str()
 			return ok
 		case bytes.Equal(key, []byte("message")) && once(1):
-			return object(message)
+			return s.object(message)
 		}
 		return false
 	}
-	if !object(top) {
-		return msgGot{}, false
-	}
-	ws()
-	if i != len(data) || !seen[1] || !seen[2] || !seen[3] {
+	if !s.object(top) || !s.end() || !seen[1] || !seen[2] || !seen[3] {
 		return msgGot{}, false
 	}
 	return m, true

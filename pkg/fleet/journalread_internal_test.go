@@ -141,15 +141,7 @@ func FuzzScanMsgGet(f *testing.F) {
 		if !ok {
 			return
 		}
-		var resp struct {
-			Error   *json.RawMessage `json:"error"`
-			Message *struct {
-				Subject string `json:"subject"`
-				Seq     uint64 `json:"seq"`
-				Header  []byte `json:"hdrs"`
-				Data    []byte `json:"data"`
-			} `json:"message"`
-		}
+		var resp msgGetResponse
 		if err := json.Unmarshal(data, &resp); err != nil {
 			t.Fatalf("scanMsgGet read %q as %+v; encoding/json refuses it: %v", data, m, err)
 		}

@@ -239,59 +239,18 @@ func publishAck(data []byte) (*jetstream.PubAck, error) {
 func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 	var a jetstream.PubAck
 	var seen [6]bool // stream, seq, domain, duplicate, batch, count
-	i := 0
-	ws := func() {
-		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-	}
-	next := func(c byte) bool {
-		ws()
-		if i < len(data) && data[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	// str returns the bytes of the string at i, which the data holds: a
-	// key is only compared, and a stream's name is copied (ackStream)
-	str := func() ([]byte, bool) {
-		ws()
-		if i >= len(data) || data[i] != '"' {
-			return nil, false
-		}
-		for j := i + 1; j < len(data); j++ {
-			switch c := data[j]; {
-			case c == '"':
-				s := data[i+1 : j]
-				i = j + 1
-				return s, true
-			case c == '\\' || c < 0x20 || c >= 0x80:
-				// escapes, control characters and non-ASCII bytes
-				// (encoding/json replaces invalid UTF-8) are left to it
-				return nil, false
-			}
-		}
-		return nil, false
-	}
-	if !next('{') {
-		return nil, false
-	}
-	for {
-		key, ok := str()
-		if !ok || !next(':') {
-			return nil, false
-		}
-		ws()
+	s := jsonScan{data: data}
+	field := func(key []byte) bool {
 		switch string(key) {
 		case "stream", "domain":
 			f := 0
 			if string(key) == "domain" {
 				f = 2
 			}
-			v, ok := str()
+			// a stream's name is copied (ackStream)
+			v, ok := s.str()
 			if !ok || seen[f] {
-				return nil, false
+				return false
 			}
 			seen[f] = true
 			if f == 0 {
@@ -300,59 +259,46 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 				a.Domain = string(v)
 			}
 		case "seq":
-			j := i
-			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
-				j++
+			n, ok := s.uint()
+			if !ok || seen[1] {
+				return false
 			}
-			n, err := strconv.ParseUint(string(data[i:j]), 10, 64)
-			if err != nil || seen[1] || (j-i > 1 && data[i] == '0') { // JSON has no leading zeros
-				return nil, false
-			}
-			seen[1], a.Sequence, i = true, n, j
+			seen[1], a.Sequence = true, n
 		case "duplicate":
+			s.ws()
 			switch {
 			case seen[3]:
-				return nil, false
-			case bytes.HasPrefix(data[i:], []byte("true")):
-				a.Duplicate, i = true, i+len("true")
-			case bytes.HasPrefix(data[i:], []byte("false")):
-				i += len("false")
+				return false
+			case bytes.HasPrefix(data[s.i:], []byte("true")):
+				a.Duplicate, s.i = true, s.i+len("true")
+			case bytes.HasPrefix(data[s.i:], []byte("false")):
+				s.i += len("false")
 			default:
-				return nil, false
+				return false
 			}
 			seen[3] = true
 		case "batch":
 			// the id of the atomic batch a commit's answer is for, which
 			// nats.go does not read either
-			if _, ok := str(); !ok || seen[4] {
-				return nil, false
+			if _, ok := s.str(); !ok || seen[4] {
+				return false
 			}
 			seen[4] = true
 		case "count":
 			// how many messages that batch stored, not read either
-			j := i
-			for j < len(data) && data[j] >= '0' && data[j] <= '9' {
-				j++
+			if _, ok := s.digits(); !ok || seen[5] {
+				return false
 			}
-			if j == i || seen[5] || (j-i > 1 && data[i] == '0') {
-				return nil, false
-			}
-			seen[5], i = true, j
+			seen[5] = true
 		default:
-			return nil, false
+			return false
 		}
-		if next(',') {
-			continue
-		}
-		if !next('}') {
-			return nil, false
-		}
-		ws()
-		if i != len(data) || a.Stream == "" || !seen[1] {
-			return nil, false
-		}
-		return &a, true
+		return true
 	}
+	if !s.object(field) || !s.end() || a.Stream == "" || !seen[1] {
+		return nil, false
+	}
+	return &a, true
 }
 
 // ackStream returns the stream name b as a string: the name of a stream
