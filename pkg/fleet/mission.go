@@ -55,10 +55,70 @@ func (w *Worker) onStop(msg *nats.Msg) {
 }
 
 // runningMission is a mission this worker holds: whose it is and how to
-// stop it.
+// stop it, and which message it was taken from.
 type runningMission struct {
 	sub    string
 	cancel context.CancelCauseFunc
+	// seq is the MISSIONS sequence of the message the mission was taken
+	// from.
+	seq uint64
+	// runs is set (under Worker.mu) while the mission runs: from when it
+	// holds its quota until its run ended and it is being settled.
+	runs bool
+	// left, made (under Worker.mu) by a message of the same mission that
+	// waits for this one to be settled, is closed when it runs or leaves
+	// the worker.
+	left chan struct{}
+}
+
+// settled marks r as running or gone from the worker (Worker.mu held):
+// what waits for it goes on.
+func (r *runningMission) settled() {
+	if r.left != nil {
+		close(r.left)
+		r.left = nil
+	}
+}
+
+// waitToTake reports whether mission id, delivered in MISSIONS message
+// seq, may be taken: no run of it is in the worker. It returns with w.mu
+// held when it may (the caller registers the run), without it otherwise.
+//
+// A run of the mission taken from another message that does not run (it
+// is being taken, parked or settled) is waited for, up to a heartbeat
+// period: a mission parked for its quota or an approval is queued again as
+// soon as it is parked, so its next copy may reach this worker while the
+// run that parked it still acks its message. Turned away, that copy would
+// come back only after AckWait, as a second delivery.
+func (w *Worker) waitToTake(id string, seq uint64) bool {
+	w.mu.Lock()
+	r := w.running[id]
+	if r == nil {
+		return true
+	}
+	if r.seq == seq || r.runs {
+		w.mu.Unlock()
+		return false
+	}
+	if r.left == nil {
+		r.left = make(chan struct{})
+	}
+	left := r.left
+	w.mu.Unlock()
+	t := getTimer()
+	t.Reset(w.heartbeatPeriod())
+	select {
+	case <-left:
+	case <-t.C:
+	case <-w.stopping:
+	}
+	putTimer(t)
+	w.mu.Lock()
+	if w.running[id] == nil {
+		return true
+	}
+	w.mu.Unlock()
+	return false
 }
 
 // process runs one delivered mission message to its end. Its frame is
@@ -159,6 +219,9 @@ func (p *missionRun) close() {
 	if p.cancel != nil {
 		w := p.w
 		w.mu.Lock()
+		if r := w.running[p.m.ID]; r != nil {
+			r.settled()
+		}
 		delete(w.running, p.m.ID)
 		w.mu.Unlock()
 		p.cancel(nil)
@@ -210,17 +273,17 @@ func (p *missionRun) open(env *RunEnv) bool {
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.
-	w.mu.Lock()
-	if w.running[m.ID] != nil {
-		w.mu.Unlock()
-		// Redelivered to us while we still run it (a late heartbeat), or
-		// another submitter's mission with the same id: the run in hand
-		// settles its own message, this one comes back later.
+	if !w.waitToTake(m.ID, meta.Sequence.Stream) {
+		// Redelivered to us while we still run it (a late heartbeat), a
+		// copy of a mission we run, or another submitter's mission with
+		// the same id: the run in hand settles its own message, this one
+		// comes back later.
 		_ = msg.InProgress()
 		return false
 	}
 	runCtx, cancel := context.WithCancelCause(logCtx)
-	w.running[m.ID] = &runningMission{sub: sub, cancel: cancel}
+	held := &runningMission{sub: sub, cancel: cancel, seq: meta.Sequence.Stream}
+	w.running[m.ID] = held
 	w.mu.Unlock()
 	p.cancel = cancel
 	entry, first, resumed, skip := w.claim(ctx, msg, k, m, meta, attempt, log)
@@ -259,6 +322,10 @@ func (p *missionRun) open(env *RunEnv) bool {
 	if settled {
 		return false
 	}
+	w.mu.Lock()
+	held.runs = true
+	held.settled()
+	w.mu.Unlock()
 	p.lease, p.leased = lease, true
 	runCtx, p.cancelTimeout = context.WithTimeoutCause(runCtx, w.missionTimeout(m), errMissionTimeout)
 	if !m.Deadline.IsZero() {
@@ -381,6 +448,11 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 	// not yet written are dropped (settle).
 	p.settleJournal = true
 	flush := func() { flushJournal(ctx, journal, log) }
+	w.mu.Lock()
+	if r := w.running[m.ID]; r != nil {
+		r.runs = false // a copy of the mission that comes now waits for its end
+	}
+	w.mu.Unlock()
 	p.beats.stop()
 	entry := p.hbEntry.Load()
 	cause := context.Cause(p.runCtx)

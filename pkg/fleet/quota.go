@@ -508,6 +508,9 @@ func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey,
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
 	}
+	if w.quotaParked != nil {
+		w.quotaParked(k)
+	}
 	waiting := func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false

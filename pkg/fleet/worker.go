@@ -255,6 +255,11 @@ type Worker struct {
 	// written: where another worker's result can land unseen by any read
 	// made before the write.
 	claimWrite func(k missionKey, attempt int)
+	// quotaParked, when set (by tests of this package), is called when a
+	// mission over its running quota is parked, before its status says
+	// so and its message is acked: where the mission may already be
+	// queued again.
+	quotaParked func(k missionKey)
 
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).

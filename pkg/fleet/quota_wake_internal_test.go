@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A mission over its submitter's running quota is queued again as soon as
+// it is parked and a lease is given back. When that copy reaches the
+// worker that parked it while the worker still settles the message it
+// parked, the copy waits for it and then takes the mission: waiting for
+// the quota uses up no delivery, and the mission finishes on its first
+// attempt.
+func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := StoreConfig{AckWait: time.Second, MaxDeliver: 3}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureStores(ctx, js, store); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetQuota(ctx, js, QuotaLimit{Scope: QuotaSubmitterScope("a"), MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store, Submitter: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "w", Slots: 2, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			if m.Context["hold"] == true {
+				<-release
+			}
+			return &messages.Step{Return: "ok"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// delivered counts the messages the worker's consumers delivered.
+	delivered := func() uint64 {
+		var n uint64
+		for _, p := range w.cfg.Priorities {
+			for _, c := range append([]jetstream.Consumer{w.st.Consumers[p]}, w.st.Lanes[p]...) {
+				if info, err := c.Info(ctx); err == nil {
+					n += info.Delivered.Consumer
+				}
+			}
+		}
+		return n
+	}
+	var parked atomic.Int32
+	w.quotaParked = func(k missionKey) {
+		if parked.Add(1) != 1 {
+			return
+		}
+		// the mission holding the quota ends: the lease it gives back
+		// queues the parked mission again at once, and the worker, its
+		// slot free, takes the copy (its third delivery) while it still
+		// settles the parked message
+		close(release)
+		for deadline := time.Now().Add(10 * time.Second); delivered() < 3 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+
+	holder := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "hold"},
+		Context: map[string]any{"hold": true}}
+	if _, err := client.Submit(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if st, err := client.Status(ctx, holder.ID); err == nil && st.State == messages.StateRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the mission holding the quota did not start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "wait"}}
+	step, err := client.Run(ctx, m)
+	if err != nil || !step.Ok() {
+		t.Fatalf("the mission that waited: %+v, %v", step, err)
+	}
+	if parked.Load() != 1 {
+		t.Fatalf("the mission was parked %d times, want once", parked.Load())
+	}
+	if step.Attempts != 1 {
+		t.Errorf("the mission that waited for its quota finished on attempt %d, want 1", step.Attempts)
+	}
+	if step, err := client.Await(ctx, holder.ID); err != nil || step.Attempts != 1 {
+		t.Errorf("the mission that held the quota: %+v, %v", step, err)
+	}
+}
