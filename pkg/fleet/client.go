@@ -631,14 +631,20 @@ func (c *Client) Result(ctx context.Context, id string) (*messages.Step, error) 
 
 // Status returns the status of mission id, or ErrNotFound. A mission no
 // worker has taken yet has no stored status: it is read from the queue
-// (state queued).
+// (state queued). A stored status that is not final is checked against
+// the mission's stored result: a worker stores the result before it
+// writes the final status, so a mission with a result is reported in
+// the final state its result implies (settledStatus).
 func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error) {
 	if err := checkID("status", id); err != nil {
 		return nil, err
 	}
-	st, err := c.status(ctx, id)
+	st, stored, err := c.readStatus(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if stored {
+		return c.settledStatus(ctx, st)
 	}
 	return st, nil
 }
@@ -646,23 +652,70 @@ func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error
 // status is the stored status of mission id, else its queued status, else
 // ErrNotFound.
 func (c *Client) status(ctx context.Context, id string) (*messages.Status, error) {
+	st, _, err := c.readStatus(ctx, id)
+	return st, err
+}
+
+// readStatus is status, also reporting whether the status is a stored
+// one (false: read from the queue).
+func (c *Client) readStatus(ctx context.Context, id string) (*messages.Status, bool, error) {
 	e, err := getStatus(ctx, c.st, c.key(id))
 	if err == nil {
-		return &e.st, nil
+		return &e.st, true, nil
 	}
 	if !errors.Is(err, ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	q, err := c.queued(ctx, id)
 	if !errors.Is(err, ErrNotFound) {
-		return q, err
+		return q, false, err
 	}
 	// A worker may have taken it between the two reads.
 	e, err = getStatus(ctx, c.st, c.key(id))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &e.st, nil
+	return &e.st, true, nil
+}
+
+// settledStatus returns st, a stored status, as the mission's stored
+// result settles it. A worker stores a mission's result and then writes
+// its final status, so between the two (or for good, when the worker
+// stopped between them or its write failed, until a later claim of the
+// mission writes it) the status still says running, or any state before
+// the result. A status that is not final therefore costs one direct get
+// of the result (and, for a result too large for one message, the reads
+// of its object); a final one costs none. With a result, the status is
+// reported as the final write would make it: the state the result
+// implies (stateOf), its failure reason and its replay counts, and
+// UpdatedAt the time the result was stored (the write comes just after).
+// Worker stays the one the status names: the final write names the
+// worker that wrote it, which the result does not record.
+func (c *Client) settledStatus(ctx context.Context, st *messages.Status) (*messages.Status, error) {
+	if messages.TerminalState(st.State) {
+		return st, nil
+	}
+	sub := st.Submitter
+	if sub == "" {
+		sub = c.key(st.MissionID).sub
+	}
+	raw, err := getMsg(ctx, c.st.nc, c.st.Results, lastOn(messages.ResultSubject(sub, st.MissionID)))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return st, nil
+	case err != nil:
+		return nil, fmt.Errorf("fleet: status %s: read its result: %w", st.MissionID, err)
+	}
+	step, err := storedStep(ctx, c.st, st.MissionID, raw.Data)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: status %s: its stored result: %w", st.MissionID, err)
+	}
+	out := *st
+	out.State, out.Replayed, out.UpdatedAt = stateOf(step), step.Replayed, raw.Time.UTC()
+	if step.Fail != nil {
+		out.Reason = step.Fail.Reason
+	}
+	return &out, nil
 }
 
 // queued returns the status of mission id while it waits in the queue

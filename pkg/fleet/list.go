@@ -56,7 +56,8 @@ type MissionInfo struct {
 // List returns the most recent missions of the client's submitter (every
 // submitter's with AllSubmitters): those with a status and those still
 // queued, newest first (mission ids are ULIDs, so their order is submit
-// order).
+// order). Each status is the one Status reports: a mission whose result
+// is stored is listed final, also before its final status is written.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, error) {
 	for _, s := range opts.States {
 		if !validState(s) {
@@ -110,7 +111,10 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		if len(out) == limit {
 			break
 		}
-		st, err := c.status(ctx, k)
+		st, stored, err := c.readStatus(ctx, k)
+		if err == nil && stored {
+			st, err = c.settledStatus(ctx, st)
+		}
 		if errors.Is(err, ErrNotFound) {
 			continue // finished and expired, or deleted, meanwhile
 		}
