@@ -200,7 +200,11 @@ func TestToolCallsCarryIdempotencyKeys(t *testing.T) {
 // long before the call's timeout; so does a call that meets "no
 // responders" while the tool service resubscribes. Both as a plain
 // request and as a live call (a worker's call to a tool that reports
-// progress).
+// progress). The first request's answer is lost: its handler answers only
+// once the call has ended. (Were it answered during the restart, the
+// service's connection would send the answer once reconnected, and a
+// live call, which takes an answer to any of its sends, could end with
+// it before the service saw the resend.)
 func TestToolRequestAcrossNATSRestart(t *testing.T) {
 	for _, live := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "live"}[live], func(t *testing.T) { toolRequestAcrossNATSRestart(t, live) })
@@ -227,7 +231,11 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 	}
 	defer callConn.Close()
 
-	started := make(chan struct{}, 4)
+	started := make(chan struct{}, 1)
+	// ended is closed once the call has ended (or the test does)
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	end := func() { endOnce.Do(func() { close(ended) }) }
 	var mu sync.Mutex
 	var seen []fleet.CallInfo
 	svc, err := fleet.NewToolService(svcConn, fleet.ToolServiceConfig{Name: "slow"})
@@ -235,12 +243,19 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 		t.Fatal(err)
 	}
 	defer svc.Stop(context.Background())
+	defer end() // before the service stops: its first handler returns
 	_ = svc.Register("work", fleet.ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
 		ci, _ := fleet.CallInfoFrom(ctx)
 		mu.Lock()
 		seen = append(seen, ci)
+		first := len(seen) == 1
 		mu.Unlock()
-		started <- struct{}{}
+		if first {
+			// the request the restart cuts off: its answer is lost
+			started <- struct{}{}
+			<-ended
+			return "the lost answer", nil
+		}
 		time.Sleep(300 * time.Millisecond)
 		return "done", nil
 	})
@@ -285,6 +300,7 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the call did not complete after the restart")
 	}
+	end()
 	if r.err != nil || r.v != "done" {
 		t.Fatalf("call = %v, %v", r.v, r.err)
 	}
