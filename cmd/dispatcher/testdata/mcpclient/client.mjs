@@ -55,16 +55,11 @@ const sub = await client.callTool({
 });
 const id = sub.structuredContent.mission_id;
 const res = await client.callTool({ name: "mission_result", arguments: { mission_id: id, wait: true } });
-// The worker stores the result, then writes the final status (docs/fleet.md,
-// "What a mission costs"): a status read just after the result may still
-// say running, so it is read again until it is final, for at most 5 s.
-let state;
-for (let i = 0; i < 100; i++) {
-  const status = await client.callTool({ name: "mission_status", arguments: { mission_id: id } });
-  state = status.structuredContent.state;
-  if (state !== "running") break;
-  await new Promise((r) => setTimeout(r, 50));
-}
+// mission_status reports the final state once the result is stored, also
+// before the worker's final status write (docs/fleet.md, "Life of a
+// mission"): one read right after the result.
+const status = await client.callTool({ name: "mission_status", arguments: { mission_id: id } });
+const state = status.structuredContent.state;
 out.submitted = { id, result: res.structuredContent, state };
 
 await client.close();
