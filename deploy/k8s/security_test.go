@@ -253,12 +253,19 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	}
 	dcancel()
 	fa.dispatcher.waitViolation(t, "$KV."+messages.BucketApprovals+"."+messages.ApprovalKey(ap.ID, as[0].Call))
-	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
+	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID),
+		messages.WokenSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
 		if err := fa.tools.nc.Publish(subj, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		_ = fa.tools.nc.Flush()
 		fa.tools.waitViolation(t, subj)
+	}
+	// A submitter may not queue a woken mission, its own included: the
+	// claim takes a woken mission from awaiting_approval
+	for _, subj := range []string{messages.WokenSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID),
+		messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
+		refused(t, fa.dispatcher, subj, nil)
 	}
 	// When no replica answers a direct get (a node restarting), a
 	// decision's reads and a run's read of its last event ask the

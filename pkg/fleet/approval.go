@@ -1095,16 +1095,109 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 }
 
 // wakeParked queues a suspended mission again after a decision: its
-// parked message is published on its wake subject (Msg-Id
-// "<id>/resume/<call>", so a repeated decision queues it once), which
-// MISSIONS sources. When the mission is not parked yet (parked is nil:
-// its worker is still suspending it), that worker finds the decision and
-// queues it itself. woken (nil: none) holds headers the wake adds.
+// parked message is published with Msg-Id "<id>/resume/<call>" (a
+// repeated decision queues it once) into MISSIONS directly, on its woken
+// subject (wakeWoken), where MISSIONS holds that subject and the
+// client's user may publish there; else, or when MISSIONS refuses it
+// (full: StoreConfig.MaxQueued), on its wake subject in PARKED, which
+// MISSIONS sources once it has room. When the mission is not parked yet
+// (parked is nil: its worker is still suspending it), that worker finds
+// the decision and queues it itself. woken (nil: none) holds headers
+// the wake adds.
 func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg, woken nats.Header) error {
 	if parked == nil {
 		return nil
 	}
-	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, k.id+"/resume/"+a.Call, woken)
+	msgID := k.id + "/resume/" + a.Call
+	if c.wokenDirect(ctx) {
+		err := wakeWoken(ctx, c.nc, k, a, parked.Data, parked.Header, msgID, woken)
+		if err == nil || !wakeRefused(err) {
+			return err
+		}
+	}
+	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, msgID, woken)
+}
+
+// wokenDirect reports whether the client's decisions publish their wakes
+// into MISSIONS directly: the MISSIONS it bound holds
+// messages.WokenWildcard (a layout set up before it did sources every
+// wake from PARKED), and its NATS user may publish there (asked once, at
+// the first decision: a NATS configuration older than the layout lets
+// the approver publish wakes in PARKED only).
+func (c *Client) wokenDirect(ctx context.Context) bool {
+	if !missionsHoldWoken(c.st.Missions) {
+		return false
+	}
+	c.wokenOnce.Do(func() {
+		c.wokenOK = publishAllowed(ctx, c.nc, messages.WokenSubject(c.sub, messages.PriorityNormal, "probe"))
+	})
+	return c.wokenOK
+}
+
+// missionsHoldWoken reports whether missions stream s stores the wakes
+// published on messages.WokenWildcard.
+func missionsHoldWoken(s jetstream.Stream) bool {
+	return s != nil && s.CachedInfo() != nil && slices.Contains(s.CachedInfo().Config.Subjects, messages.WokenWildcard)
+}
+
+// publishAllowed reports whether nc's user may publish on subject, a
+// subject some stream holds: it publishes there a message that expects
+// a stream no layout has (no stream stores it, and no answer is asked
+// for), then makes a round trip to the server, after which a refusal
+// has come back as the connection's last error. A round trip that fails
+// reports true: the publish that follows then says what is wrong.
+func publishAllowed(ctx context.Context, nc *nats.Conn, subject string) bool {
+	m := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.ExpectedStreamHeader: {"ptc-permission-probe"}}}
+	if err := nc.PublishMsg(m); err != nil {
+		return true
+	}
+	if err := flush(ctx, nc); err != nil {
+		return true
+	}
+	err := nc.LastError()
+	return !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "Publish to \""+subject+"\"")
+}
+
+// wakeRefused reports whether a wake published into MISSIONS directly
+// was not stored and may be published in PARKED instead: MISSIONS
+// refused to store it (its limits: MaxQueued with DiscardNew), or no
+// stream holds the woken subject (a layout changed back since the
+// client bound it).
+func wakeRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == errCodeStoreFailed
+	}
+	return errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// errCodeStoreFailed is the JetStream error of a message a stream did
+// not store: over its MaxMsgs or MaxBytes with DiscardNew, or a store
+// failure.
+const errCodeStoreFailed = 10077
+
+// wakeWoken publishes a decided mission's message (data, with the
+// headers of hdr that travel with a mission, and those of extra) on its
+// woken subject, which MISSIONS stores in the lane a submit of the
+// mission takes, marked messages.HeaderWoken (the decided call) so that
+// its claim knows it has a status, with Msg-Id msgID under MISSIONS'
+// duplicate window.
+func wakeWoken(ctx context.Context, nc *nats.Conn, k missionKey, a *messages.Approval, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
+	msg := &nats.Msg{Subject: messages.WokenSubject(k.sub, a.Priority, k.id), Data: data, Header: nats.Header{}}
+	for _, name := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
+		if v := hdr.Get(name); v != "" {
+			msg.Header.Set(name, v)
+		}
+	}
+	for name := range extra {
+		msg.Header.Set(name, extra.Get(name))
+	}
+	msg.Header.Set(messages.HeaderWoken, a.Call)
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	if _, err := publishAcked(ctx, nc, msg); err != nil {
+		return fmt.Errorf("fleet: wake %s: %w", k.id, err)
+	}
+	return nil
 }
 
 // wake publishes a suspended mission's message on its wake subject,

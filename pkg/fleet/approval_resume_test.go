@@ -15,7 +15,7 @@ import (
 )
 
 // apiSpy counts the JetStream API requests, the status writes, the
-// writes of parked missions and the object store writes made on a server, by subject with the mission's id replaced by <id>; a status
+// writes of parked and woken missions and the object store writes made on a server, by subject with the mission's id replaced by <id>; a status
 // write that only creates (its expected last sequence 0) counts as
 // "create " and its subject.
 type apiSpy struct {
@@ -61,7 +61,8 @@ func (s *apiSpy) take(t *testing.T) {
 		case strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") && m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "0":
 			s.n["create "+subj]++
 		case strings.HasPrefix(subj, "$JS.API.") || strings.HasPrefix(subj, "$KV."+messages.BucketStatus+".") || strings.HasPrefix(subj, "$O.") ||
-			strings.HasPrefix(subj, messages.SubjectParkPrefix) || strings.HasPrefix(subj, messages.SubjectParkedPrefix):
+			strings.HasPrefix(subj, messages.SubjectParkPrefix) || strings.HasPrefix(subj, messages.SubjectParkedPrefix) ||
+			strings.HasPrefix(subj, messages.SubjectWakePrefix) || strings.HasPrefix(subj, messages.SubjectWokenPrefix):
 			s.n[subj]++
 		}
 	}
@@ -100,7 +101,8 @@ func (s *apiSpy) count(t *testing.T, prefix string) int {
 // once by the gate (whose list the trace's audit uses); the decider reads
 // no status (the record names the submitter); neither the decider nor
 // the claiming worker reads the mission's last event (the parked message
-// and the wake give its number); and the mission's record
+// and the wake give its number); the decision's wake is one message,
+// published into MISSIONS, none in PARKED; and the mission's record
 // is one message next to its result.
 func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 	s, nc := runJetStream(t)
@@ -178,6 +180,15 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		// the wake gives: EVENTS is not read
 		if n := spy.count(t, "$JS.API.DIRECT.GET."+messages.StreamEvents) + spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamEvents); n != 0 {
 			t.Errorf("the decision and the resumption read EVENTS %d times, want none", n)
+		}
+		// the decision's wake is stored once, in MISSIONS: none is
+		// written in PARKED for MISSIONS to source (the client's first
+		// decision also asks once whether it may publish there)
+		if n := spy.count(t, messages.WokenSubject(c.Submitter(), m.Priority, "<id>")); n != 1 {
+			t.Errorf("the decision published %d wakes on %s, want 1", n, messages.WokenSubject(c.Submitter(), m.Priority, m.ID))
+		}
+		if n := spy.count(t, messages.SubjectWakePrefix); n != 0 {
+			t.Errorf("the decision and the resumption wrote %d wakes on %s* (in PARKED), want none", n, messages.SubjectWakePrefix)
 		}
 		// the decider finds the submitter in the call's record: the
 		// status is read by the claim and the last fence check only

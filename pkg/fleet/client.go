@@ -66,6 +66,10 @@ type Client struct {
 	// replies receives the answers to the status reads of submissions,
 	// which are sent without waiting for them.
 	replies *replyMux
+	// wokenOnce asks, at the first decision, whether the client's user
+	// may publish decisions' wakes into MISSIONS (wokenOK).
+	wokenOnce sync.Once
+	wokenOK   bool
 }
 
 // NewClient binds a client to nc. When the fleet's streams, consumers and

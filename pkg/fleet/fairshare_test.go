@@ -26,8 +26,9 @@ func submitterClient(t testing.TB, nc *nats.Conn, sub string) *fleet.Client {
 }
 
 // MISSIONS stores each mission in the lane messages.SubmitLane computes,
-// whether it was submitted or woken from PARKED, and the lane's consumer
-// is the one that delivers it.
+// on its submit subject, whether it was submitted, woken from PARKED or
+// woken by a decision into MISSIONS, and the lane's consumer is the one
+// that delivers it.
 func TestLaneIsTheStreamsPartition(t *testing.T) {
 	_, nc := runJetStream(t)
 	js, _ := jetstream.New(nc)
@@ -42,8 +43,11 @@ func TestLaneIsTheStreamsPartition(t *testing.T) {
 		id := messages.NewMissionID()
 		prio := messages.Priorities()[i%3]
 		subject := messages.SubmitSubject(sub, prio, id)
-		if i%4 == 3 { // woken from PARKED: sourced with the lane
-			subject = messages.SubjectWakePrefix + sub + "." + prio + "." + id
+		switch i % 4 {
+		case 3: // woken from PARKED: sourced with the lane
+			subject = messages.WakeSubject(sub, prio, id)
+		case 2: // a decision's wake, into MISSIONS directly
+			subject = messages.WokenSubject(sub, prio, id)
 		}
 		if _, err := js.Publish(ctx, subject, []byte("{}")); err != nil {
 			t.Fatal(err)
@@ -203,7 +207,7 @@ func TestLayoutBeforeLanesUpgrades(t *testing.T) {
 		runs.Store(m.ID, true)
 		return &messages.Step{Return: true}, nil
 	}))
-	if tr := mustStream(t, js, messages.StreamMissions).SubjectTransform; tr == nil || tr.Destination != messages.LaneTransform() {
+	if tr := mustStream(t, js, messages.StreamMissions).SubjectTransform; tr == nil || tr.Source != messages.QueueSource || tr.Destination != messages.QueueTransform() {
 		t.Fatalf("MISSIONS transform after the setup = %+v", tr)
 	}
 	for range 3 {

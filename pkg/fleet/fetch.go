@@ -110,11 +110,16 @@ func (w *Worker) onSubmit(msg *nats.Msg) {
 }
 
 // onWake hears a suspended or waiting mission queued again on its wake
-// subject (a decision, a quota lease given back) and rings the bell of
-// the lane MISSIONS stores it in, so that a worker with free slots
-// fetches it at once rather than at its next full sweep.
+// subject (a decision, a quota lease given back) or its woken subject (a
+// decision, into MISSIONS directly) and rings the bell of the lane
+// MISSIONS stores it in, so that a worker with free slots fetches it at
+// once rather than at its next full sweep.
 func (w *Worker) onWake(msg *nats.Msg) {
-	if sub, p, _, ok := messages.ParseWakeSubject(msg.Subject); ok {
+	sub, p, _, ok := messages.ParseWakeSubject(msg.Subject)
+	if !ok {
+		sub, p, _, ok = messages.ParseWokenSubject(msg.Subject)
+	}
+	if ok {
 		w.ring(sub, p)
 	}
 }

@@ -137,18 +137,20 @@ func (w *Worker) subscribe(ctx context.Context) error {
 		// A layout whose MISSIONS does not republish: submits as
 		// published (before the stream gives them their lane) ring
 		// their lane's bell, and so do wakes as published (a
-		// decision's, a quota's), which MISSIONS sources into the lane
-		// of the mission's submitter.
+		// decision's, a quota's), which MISSIONS sources or stores into
+		// the lane of the mission's submitter.
 		sub, err = w.nc.Subscribe(messages.SubmitWildcard, w.onSubmit)
 		if err != nil {
 			return fmt.Errorf("fleet: subscribe submits: %w", err)
 		}
 		w.subs = append(w.subs, sub)
-		sub, err = w.nc.Subscribe(messages.WakeWildcard, w.onWake)
-		if err != nil {
-			return fmt.Errorf("fleet: subscribe wakes: %w", err)
+		for _, wakes := range []string{messages.WakeWildcard, messages.WokenWildcard} {
+			sub, err = w.nc.Subscribe(wakes, w.onWake)
+			if err != nil {
+				return fmt.Errorf("fleet: subscribe wakes: %w", err)
+			}
+			w.subs = append(w.subs, sub)
 		}
-		w.subs = append(w.subs, sub)
 	}
 	adv := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"
 	sub, err = w.nc.QueueSubscribe(adv, "ptc-dead-letter", w.onMaxDeliveries)

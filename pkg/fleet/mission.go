@@ -590,7 +590,8 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 }
 
 // headerStreamSource marks a message a stream sourced from another: in
-// MISSIONS, a mission queued again from PARKED.
+// MISSIONS, a mission queued again from PARKED. The server sets it and
+// refuses a publish that carries it.
 const headerStreamSource = "Nats-Stream-Source"
 
 // claim compare-and-sets the status to running by this worker. first is
@@ -605,10 +606,13 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	// and the claim reads and decides as for a later delivery. A conflict
 	// with a write still in flight (10164, replicated streams) tries again,
 	// since nothing may be stored to read yet. A mission queued again
-	// from PARKED (MISSIONS sources it: a decision's, a deadline's or a
-	// quota's wake) has a status already and is read at once.
-	submitted := msg.Headers().Get(headerStreamSource) == ""
-	fresh := attempt == 1 && submitted
+	// from PARKED (MISSIONS sources it: a deadline's, a quota's or a
+	// decision's wake) or a decision's wake published into MISSIONS
+	// (marked messages.HeaderWoken) has a status already and is read at
+	// once.
+	sourced := msg.Headers().Get(headerStreamSource) != ""
+	woken := msg.Headers().Get(messages.HeaderWoken) != ""
+	fresh := attempt == 1 && !sourced && !woken
 	for try := range 8 {
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
@@ -665,12 +669,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// names that copy's sequence and later copies are duplicates. A
 		// submitted copy's first delivery that finds a mission parked for
 		// an approval or its quota (its status names no sequence: only a
-		// copy from PARKED resumes it) is a submission of a mission taken
+		// copy from PARKED, or a decision's wake for a mission awaiting
+		// approval, resumes it) is a submission of a mission taken
 		// before, as is one that finds another sequence named: the client
 		// queues such a copy while it reads the status (Submit).
 		parked := st.State == messages.StateAwaitingApproval || st.State == messages.StateQuotaWait
+		wakes := sourced || woken && st.State == messages.StateAwaitingApproval
 		if st.StreamSeq != meta.Sequence.Stream && (st.StreamSeq != 0 && st.State != messages.StateAwaitingApproval ||
-			st.StreamSeq == 0 && parked && rev != 0 && submitted && attempt == 1) {
+			st.StreamSeq == 0 && parked && rev != 0 && !wakes && attempt == 1) {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
 			_ = msg.Term()
 			return nil, false, false, true

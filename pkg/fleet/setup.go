@@ -381,10 +381,14 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 		{func(s *Stores) *jetstream.Stream { return &s.Parked }, jetstream.StreamConfig{
 			Name: messages.StreamParked,
 			// suspended missions wait on mission.park.<id>, each message
-			// the schedule that publishes it (a decision copies it) on
-			// mission.wake.<submitter>.<priority>.<id>, which MISSIONS
-			// sources (docs/approvals.md); mission.parked.<id> holds
-			// those an earlier release parked
+			// the schedule that publishes it on
+			// mission.wake.<submitter>.<priority>.<id> at its deadline
+			// (a quota's lease given back copies it there too), which
+			// MISSIONS sources (docs/approvals.md); a decision publishes
+			// its copy into MISSIONS directly (mission.woken.*.*.*),
+			// here only where MISSIONS does not hold that subject or
+			// refuses it; mission.parked.<id> holds those an earlier
+			// release parked
 			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
 				messages.WakeWildcard},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
@@ -392,10 +396,14 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			AllowRollup: true, AllowMsgTTL: true, AllowMsgSchedules: true, AllowDirect: true,
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
-			Name: messages.StreamMissions, Subjects: []string{messages.SubmitWildcard},
-			// each mission is stored in its submitter's lane (fair share)
+			Name: messages.StreamMissions,
+			// missions as submitted, and decisions' wakes published into
+			// it directly (docs/approvals.md)
+			Subjects: []string{messages.SubmitWildcard, messages.WokenWildcard},
+			// each mission is stored in its submitter's lane (fair share),
+			// on its submit subject whether submitted or woken
 			SubjectTransform: &jetstream.SubjectTransformConfig{
-				Source: messages.SubmitWildcard, Destination: messages.LaneTransform()},
+				Source: messages.QueueSource, Destination: messages.QueueTransform()},
 			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			// a queued mission's submitter reads it by its subject (Status)
 			AllowDirect: true,

@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,6 +119,64 @@ func TestEnsureStoresAllowsAtomicPublishOnAnEarlierResults(t *testing.T) {
 	if got.MaxMsgsPerSubject != earlier.MaxMsgsPerSubject || got.Discard != earlier.Discard ||
 		got.DiscardNewPerSubject != earlier.DiscardNewPerSubject || got.MaxAge != earlier.MaxAge || got.Duplicates != earlier.Duplicates {
 		t.Errorf("RESULTS' configuration changed besides atomic publishes: %+v, was %+v", got, earlier)
+	}
+}
+
+// A MISSIONS set up before decisions published their wakes into it (its
+// subjects the submits alone, its transform theirs) is updated, with one
+// write, to hold the woken subjects too, and stores a woken mission in
+// the lane of its submitter on its submit subject; a mission queued
+// before the update stays queued.
+func TestEnsureStoresHoldsWokenMissionsOnAnEarlierMissions(t *testing.T) {
+	s, nc := runJetStream(t)
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	st, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := st.Missions.CachedInfo().Config
+	earlier.Subjects = []string{messages.SubmitWildcard}
+	earlier.SubjectTransform = &jetstream.SubjectTransformConfig{Source: messages.SubmitWildcard, Destination: messages.LaneTransform()}
+	if _, err := js.UpdateStream(ctx, earlier); err != nil {
+		t.Fatal(err)
+	}
+	queued := messages.NewMissionID()
+	if _, err := js.Publish(ctx, messages.SubmitSubject("ann", messages.PriorityNormal, queued), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, messages.WokenSubject("ann", messages.PriorityNormal, messages.NewMissionID()), []byte("{}")); err == nil {
+		t.Fatal("the earlier MISSIONS stored a woken mission")
+	}
+	spy := connect(t, s)
+	writes := countWrites(t, spy)
+	st, err = fleet.EnsureStores(ctx, js, fleet.StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushWait(t, spy)
+	if n := writes.Load(); n != 1 {
+		t.Errorf("%d create/update requests, want 1 (MISSIONS)", n)
+	}
+	got := st.Missions.CachedInfo().Config
+	if !slices.Equal(got.Subjects, []string{messages.SubmitWildcard, messages.WokenWildcard}) {
+		t.Errorf("MISSIONS subjects after the setup: %v", got.Subjects)
+	}
+	if tr := got.SubjectTransform; tr == nil || tr.Source != messages.QueueSource || tr.Destination != messages.QueueTransform() {
+		t.Errorf("MISSIONS transform after the setup: %+v", tr)
+	}
+	for _, sub := range []string{"ann", "bo", "cy"} {
+		id := messages.NewMissionID()
+		if _, err := js.Publish(ctx, messages.WokenSubject(sub, messages.PriorityHigh, id), []byte("{}")); err != nil {
+			t.Fatalf("a woken mission after the setup: %v", err)
+		}
+		raw, err := st.Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters(sub, id)[0])
+		if want := messages.SubmitSubject(sub, messages.PriorityHigh, id) + "." + strconv.Itoa(messages.SubmitLane(sub)); err != nil || raw.Subject != want {
+			t.Fatalf("the woken mission stored as %v (%v), want on %s", raw, err, want)
+		}
+	}
+	if _, err := st.Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("ann", queued)[0]); err != nil {
+		t.Errorf("the mission queued before the update: %v", err)
 	}
 }
 

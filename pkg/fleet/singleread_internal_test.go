@@ -266,14 +266,14 @@ func TestDecideWhenNoReplicaAnswersDirectGets(t *testing.T) {
 	if decided.State != messages.ApprovalApproved {
 		t.Fatalf("decided %+v, want approved", decided)
 	}
-	// the wake, stored in PARKED (which MISSIONS sources), carries the
-	// parked mission and the number of the decision's event
-	data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k.sub, messages.PriorityNormal, k.id)))
+	// the wake, stored in MISSIONS, carries the parked mission, the
+	// decided call and the number of the decision's event
+	data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamMissions, lastOn(messages.QueuedFilters(k.sub, k.id)[0]))
 	if err != nil {
 		t.Fatalf("the wake: %v", err)
 	}
-	if !bytes.Equal(data, mission) || hdr.Get(messages.HeaderWokenEvent) != "4" {
-		t.Fatalf("the wake carries %d bytes and headers %v, want the parked mission and woken event 4", len(data), hdr)
+	if !bytes.Equal(data, mission) || hdr.Get(messages.HeaderWokenEvent) != "4" || hdr.Get(messages.HeaderWoken) != a.Call {
+		t.Fatalf("the wake carries %d bytes and headers %v, want the parked mission, woken call %s and woken event 4", len(data), hdr, a.Call)
 	}
 	if dropped() == 0 {
 		t.Fatal("no direct get reached the replica that answers nothing")
@@ -347,5 +347,91 @@ func TestLargeResultChunksAskTheLeaderOnceNoReplicaAnswers(t *testing.T) {
 	}
 	if n := dropped(); n != 2 {
 		t.Fatalf("%d direct gets went to the replica that answers nothing; want 2 (the metadata and the first chunk)", n)
+	}
+}
+
+// parkAwaiting makes mission k wait for the approval of call 1.d0.0 as a
+// worker leaves it: its status awaiting_approval, the call's record
+// pending, its message parked (its approval_requested event number 3).
+// It returns the parked message's body.
+func parkAwaiting(ctx context.Context, t *testing.T, c *Client, k missionKey) []byte {
+	t.Helper()
+	if _, err := casStatus(ctx, c.st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateAwaitingApproval, Attempt: 1, Suspensions: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: k.id, Submitter: k.sub, Call: "1.d0.0",
+		State: messages.ApprovalPending, Tool: "refund", Args: map[string]any{}, Turn: 1, Priority: messages.PriorityNormal,
+		RequestedAt: time.Now().UTC(), Deadline: time.Now().Add(time.Hour).UTC()}
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.st.Approvals.Create(ctx, messages.ApprovalKey(k.id, a.Call), data); err != nil {
+		t.Fatal(err)
+	}
+	mission, err := messages.MarshalMission(&messages.Mission{ID: k.id, Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "refund"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := park(ctx, c.js, k, messages.PriorityNormal, mission, nats.Header{messages.HeaderMissionID: {k.id}},
+		time.Now().Add(time.Hour), parkMark{event: 3, suspension: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return mission
+}
+
+// A decision whose wake MISSIONS refuses (full: MaxQueued missions
+// queued, DiscardNew) is not an error: the wake is stored in PARKED
+// instead, which MISSIONS sources once it has room, as every wake was
+// before decisions published theirs into MISSIONS.
+func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, nc, ClientConfig{Store: StoreConfig{MaxQueued: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !missionsHoldWoken(c.st.Missions) {
+		t.Fatalf("MISSIONS subjects %v: no %s", c.st.Missions.CachedInfo().Config.Subjects, messages.WokenWildcard)
+	}
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	mission := parkAwaiting(ctx, t, c, k)
+	var fillers []uint64
+	for range 2 {
+		ack, err := c.js.Publish(ctx, messages.SubmitSubject(k.sub, messages.PriorityNormal, messages.NewMissionID()), []byte("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillers = append(fillers, ack.Sequence)
+	}
+	// the queue is full: a woken mission published into it is refused
+	err = wakeWoken(ctx, nc, k, &messages.Approval{Call: "1.d0.0", Priority: messages.PriorityNormal}, mission, nil, "probe-full", nil)
+	if !wakeRefused(err) {
+		t.Fatalf("a wake into the full MISSIONS: %v, want it refused", err)
+	}
+	if _, err := c.Decide(ctx, k.id, Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatalf("a decision while MISSIONS is full: %v", err)
+	}
+	data, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k.sub, messages.PriorityNormal, k.id)))
+	if err != nil || !bytes.Equal(data, mission) {
+		t.Fatalf("the wake in PARKED: %d bytes, %v", len(data), err)
+	}
+	if err := c.st.Missions.DeleteMsg(ctx, fillers[0]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamMissions, lastOn(messages.QueuedFilters(k.sub, k.id)[0]))
+		if err == nil {
+			if !bytes.Equal(data, mission) || hdr.Get(headerStreamSource) == "" || hdr.Get(messages.HeaderWokenEvent) != "4" {
+				t.Fatalf("the woken mission in MISSIONS: %d bytes, headers %v", len(data), hdr)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the wake never reached MISSIONS once it had room: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,8 +106,11 @@ func TestEnsureStoresIdempotent(t *testing.T) {
 	if ci.Name != "workers-normal-3" || ci.MaxDeliver != 7 || ci.AckPolicy != jetstream.AckExplicitPolicy || ci.FilterSubject != "mission.submit.*.normal.*.3" {
 		t.Errorf("lane consumer config = %+v", ci)
 	}
-	if tr := mis.SubjectTransform; tr == nil || tr.Source != "mission.submit.*.*.*" ||
-		tr.Destination != "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}" {
+	if tr := mis.SubjectTransform; tr == nil || tr.Source != "mission.*.*.*.*" ||
+		tr.Destination != "mission.submit.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}.{{partition(8,2)}}" {
 		t.Errorf("MISSIONS subject transform = %+v", tr)
+	}
+	if !slices.Equal(mis.Subjects, []string{"mission.submit.*.*.*", "mission.woken.*.*.*"}) {
+		t.Errorf("MISSIONS subjects = %v", mis.Subjects)
 	}
 }

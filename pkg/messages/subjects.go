@@ -63,9 +63,15 @@ const (
 	SubjectParkedPrefix = "mission.parked."
 	// SubjectWakePrefix prefixes mission.wake.<submitter>.<priority>.<id>
 	// in PARKED: a suspended mission's message queued again (by its
-	// schedule or a decision); MISSIONS sources it as
-	// mission.submit.<submitter>.<priority>.<id>.
+	// schedule, a quota's lease given back, or a decision where MISSIONS
+	// holds no SubjectWokenPrefix subject); MISSIONS sources it as
+	// mission.submit.<submitter>.<priority>.<id>.<lane>.
 	SubjectWakePrefix = "mission.wake."
+	// SubjectWokenPrefix prefixes mission.woken.<submitter>.<priority>.<id>
+	// in MISSIONS: a decision's wake, stored in MISSIONS directly as
+	// mission.submit.<submitter>.<priority>.<id>.<lane> (the lane its
+	// submit would take). Only the approver role may publish there.
+	SubjectWokenPrefix = "mission.woken."
 	// SubjectQueuedPrefix prefixes
 	// mission.queued.<submitter>.<priority>.<id>.<lane>: MISSIONS
 	// republishes the headers of each mission it stores there (core NATS;
@@ -155,6 +161,12 @@ const (
 	// HeaderWokenSuspension on a decision's wake is the suspension it
 	// ends (HeaderParkedSuspension of the parked message it copies).
 	HeaderWokenSuspension = "Ptc-Woken-Suspension"
+	// HeaderWoken marks a decision's wake published on WokenSubject, which
+	// MISSIONS stores on the subject a submit of the mission takes: its
+	// value is the decided call. The claim reads the mission's status at
+	// once, as for a wake sourced from PARKED (which the server marks
+	// Nats-Stream-Source), rather than trying to create it first.
+	HeaderWoken = "Ptc-Woken"
 	// HeaderError carries the error of a fleet request that failed (a
 	// cancel): a code (ErrCodeNotFound, ErrCodeFailed), ": " and a
 	// message.
@@ -272,6 +284,21 @@ func SubmitLane(s string) int {
 func LaneTransform() string {
 	return SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(" +
 		strconv.Itoa(MissionLanes) + ",1)}}"
+}
+
+// QueueSource matches what MISSIONS stores from its own subjects, the
+// submits (SubmitWildcard) and the decisions' wakes (WokenWildcard): the
+// source of the transform that gives each its lane (QueueTransform).
+const QueueSource = "mission.*.*.*.*"
+
+// QueueTransform is the destination of the transform of MISSIONS
+// (source QueueSource): a mission submitted on
+// SubmitSubject(s, p, id) or woken on WokenSubject(s, p, id) is stored
+// as mission.submit.<s>.<p>.<id>.<lane>, the lane SubmitLane(s) (the
+// partition of the submitter's token alone, as LaneTransform's).
+func QueueTransform() string {
+	return SubjectSubmitPrefix + "{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}.{{partition(" +
+		strconv.Itoa(MissionLanes) + ",2)}}"
 }
 
 // LaneFilter matches the missions of priority p in lane l.
@@ -450,6 +477,28 @@ func WakeSubject(s, p, id string) string {
 		p = PriorityNormal
 	}
 	return SubjectWakePrefix + s + "." + p + "." + id
+}
+
+// WokenSubject is the subject on which a decision queues mission id of
+// submitter s, of priority p, again, into MISSIONS directly.
+func WokenSubject(s, p, id string) string {
+	if p == "" {
+		p = PriorityNormal
+	}
+	return SubjectWokenPrefix + s + "." + p + "." + id
+}
+
+// WokenWildcard matches every subject made by WokenSubject.
+const WokenWildcard = SubjectWokenPrefix + "*.*.*"
+
+// ParseWokenSubject returns the submitter, priority and mission id of a
+// subject made by WokenSubject; ok is false for any other subject.
+func ParseWokenSubject(subject string) (s, p, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectWokenPrefix)
+	if !found || strings.Count(rest, ".") != 2 {
+		return "", "", "", false
+	}
+	return ParseSubmitSubject(SubjectSubmitPrefix + rest)
 }
 
 // WakeWildcard matches every subject made by WakeSubject.

@@ -196,6 +196,8 @@ func TestSubjects(t *testing.T) {
 		{SubmitFilter(PriorityLow), "mission.submit.*.low.*"},
 		{LaneFilter(PriorityLow, 5), "mission.submit.*.low.*.5"},
 		{LaneTransform(), "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}"},
+		{QueueTransform(), "mission.submit.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}.{{partition(8,2)}}"},
+		{WokenSubject("ops", "", testID), "mission.woken.ops.normal." + testID},
 		{QueuedSubject("ops", PriorityLow, testID, 5), "mission.queued.ops.low." + testID + ".5"},
 		{QueuedTransform(), "mission.queued.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}"},
 		{ResultSubject("ops", testID), "mission.result.ops." + testID},
@@ -223,6 +225,15 @@ func TestSubjects(t *testing.T) {
 	}
 	if s, p, id, ok := ParseWakeSubject(WakeSubject("ops", PriorityHigh, testID)); !ok || s != "ops" || p != PriorityHigh || id != testID {
 		t.Errorf("ParseWakeSubject: %q %q %q %v", s, p, id, ok)
+	}
+	if s, p, id, ok := ParseWokenSubject(WokenSubject("ops", PriorityLow, testID)); !ok || s != "ops" || p != PriorityLow || id != testID {
+		t.Errorf("ParseWokenSubject: %q %q %q %v", s, p, id, ok)
+	}
+	for _, bad := range []string{"mission.woken.ops.normal", "mission.woken.ops.urgent." + testID, "mission.woken.ops.normal." + testID + ".1",
+		WakeSubject("ops", PriorityLow, testID), SubmitSubject("ops", PriorityLow, testID)} {
+		if _, _, _, ok := ParseWokenSubject(bad); ok {
+			t.Errorf("ParseWokenSubject(%q) ok", bad)
+		}
 	}
 	for _, bad := range []string{"mission.wake.ops.normal", "mission.wake.ops.urgent." + testID, "mission.wake.ops.normal." + testID + ".1",
 		"mission.submit.ops.normal." + testID, "mission.wake.o*.normal." + testID} {

@@ -160,7 +160,7 @@ func (a Account) Users() []User {
 		// do where MISSIONS does not republish (a layout set up before it
 		// did).
 		SubAllow: []string{Inbox(RoleWorker) + ".>", messages.CancelWildcard, messages.StopWildcard, messages.QueuedWildcard,
-			messages.SubmitWildcard, messages.WakeWildcard,
+			messages.SubmitWildcard, messages.WakeWildcard, messages.WokenWildcard,
 			"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + messages.StreamMissions + ".*"},
 		// the answers to cancel requests, which workers carry out
 		Responses: cancelResponses})
@@ -299,6 +299,8 @@ func submitterPublish(user, reads string) []string {
 // approvals), and the decision: a compare-and-set of a call's approval
 // record, the approval_decided event, and queueing the suspended mission
 // again from its parked message. No submit, no cancel, no tool call.
+// Submitters may not publish on the woken subjects: a woken mission's
+// claim takes it as a wake, with its status read at once.
 func approverPublish() []string {
 	l := []string{api + "INFO"}
 	l = append(l, streamInfo(bindStreams()...)...)
@@ -324,6 +326,10 @@ func approverPublish() []string {
 	return append(l,
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectEventPrefix+"*.*.*."+messages.EventApprovalDecided,
+		// the wake, into MISSIONS directly; in PARKED where MISSIONS
+		// does not hold the woken subjects (a layout set up before it
+		// did) or is full
+		messages.WokenWildcard,
 		messages.WakeWildcard,
 		"$SRV.INFO",
 	)
