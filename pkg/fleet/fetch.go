@@ -18,6 +18,8 @@ import (
 // with no lane. Only the loop goroutine reads or writes it.
 type lane struct {
 	c jetstream.Consumer
+	// next is the subject of the consumer's pull requests (pullSubject).
+	next string
 	// pending is how many messages the consumer had left after the last
 	// message the worker fetched from it; 0 once a fetch found it empty.
 	pending uint64
@@ -79,13 +81,13 @@ func (w *Worker) setLanes(st *Stores) {
 	}
 	if len(w.lanes) == len(cs) {
 		for i, c := range cs {
-			w.lanes[i].c = c
+			w.lanes[i].c, w.lanes[i].next = c, pullSubject(c)
 		}
 		return
 	}
 	w.lanes = make([]*lane, len(cs))
 	for i, c := range cs {
-		w.lanes[i] = &lane{c: c}
+		w.lanes[i] = &lane{c: c, next: pullSubject(c)}
 	}
 }
 
@@ -161,6 +163,7 @@ func (w *Worker) ringLane(i int) {
 // back. When no lane has a mission the loop waits for a bell.
 func (w *Worker) loop() {
 	defer close(w.loopDone)
+	defer w.handBackStrays()
 	var polls sync.WaitGroup
 	defer polls.Wait()
 	pollDone := make(chan pollResult, len(w.lanes))
@@ -174,11 +177,11 @@ func (w *Worker) loop() {
 		l.bell, l.polling, l.due = false, true, false
 		polls.Add(1)
 		// The pull goes out from here, before a runner is woken to wait
-		// for its mission: Fetch sends it and returns.
-		batch, err := l.c.Fetch(1, jetstream.FetchMaxWait(w.cfg.IdleWait))
+		// for its mission.
+		pl, err := w.pulls.send(l.next, 1, w.cfg.IdleWait)
 		w.hand(runJob{poll: func() jetstream.Msg {
 			defer polls.Done()
-			msg, pending := w.poll(batch, err)
+			msg, pending := w.poll(pl, err)
 			pollDone <- pollResult{i: i, got: msg != nil, pending: pending}
 			return msg
 		}})
@@ -227,6 +230,8 @@ func (w *Worker) loop() {
 			tick()
 		case c := <-checked:
 			answer(c)
+		case msg := <-w.strays:
+			w.adoptStray(msg)
 		default:
 		}
 		w.takeBells()
@@ -265,6 +270,8 @@ func (w *Worker) loop() {
 		case i := <-w.bells:
 			w.lanes[i].bell = true
 		case <-w.slotFreed:
+		case msg := <-w.strays:
+			w.adoptStray(msg)
 		case <-fullTimer.C:
 			tick()
 		case c := <-checked:
@@ -363,7 +370,7 @@ func (w *Worker) probe(from *int) (int, bool) {
 			continue // looked at by the sweep, or polled
 		}
 		looked++
-		n, pending := w.fetch(l.c, 1)
+		n, pending := w.fetch(l, 1)
 		got += n
 		if n > 0 {
 			l.pending = pending
@@ -435,7 +442,7 @@ func (w *Worker) sweep(next []int, startPoll func(int) bool) int {
 					continue
 				}
 				want := min(max(share*lw-l.turn, 1), free)
-				n, pending := w.fetch(l.c, want)
+				n, pending := w.fetch(l, want)
 				l.due = false
 				got += n
 				keep := false
@@ -486,65 +493,146 @@ func (w *Worker) reserveSlot() bool {
 	}
 }
 
-// poll waits up to IdleWait for the one mission of batch, a long poll
-// on a reserved slot sent by Fetch (err its error): a mission that arrives
-// takes the slot, otherwise the slot is given back. It returns the
-// mission, for the caller to run (nil when none arrived), and how many
-// the consumer had left.
-func (w *Worker) poll(batch jetstream.MessageBatch, err error) (jetstream.Msg, uint64) {
+// poll waits up to IdleWait for the one mission of pl, a long poll on a
+// reserved slot (err the error sending it): a mission that arrives takes
+// the slot, otherwise the slot is given back. It returns the mission, for
+// the caller to run (nil when none arrived), and how many the consumer
+// had left.
+func (w *Worker) poll(pl *pull, err error) (jetstream.Msg, uint64) {
 	if err != nil {
 		w.fetchFailed(err)
 		w.reserved.Add(-1)
 		w.releaseSlot()
 		return nil, 0
 	}
-	var got jetstream.Msg
-	var pending uint64
-	for msg := range batch.Messages() {
-		if got != nil || w.isStopping() {
-			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
-			continue
+	t := time.NewTimer(w.cfg.IdleWait + pullMargin)
+	got, err := w.pulls.recv(pl, t.C)
+	t.Stop()
+	w.pulls.end(pl, func(msg *nats.Msg) {
+		if got == nil {
+			got = msg // came as the pull was given up on
+		} else {
+			w.strayPull(msg)
 		}
-		got = msg
-		if meta, err := msg.Metadata(); err == nil {
-			pending = meta.NumPending
-		}
-		w.reserved.Add(-1)
-		w.inflight.Add(1)
+	})
+	if err != nil {
+		w.pullEnded(err)
 	}
-	w.batchEnded(batch)
+	if got != nil && w.isStopping() {
+		_ = newPulledMsg(w.nc, got).NakWithDelay(0) // arrived after Stop: hand it back
+		got = nil
+	}
 	if got == nil {
 		w.reserved.Add(-1)
 		w.releaseSlot()
+		return nil, 0
 	}
-	return got, pending
+	w.reserved.Add(-1)
+	w.inflight.Add(1)
+	return newPulledMsg(w.nc, got), ackPending(got.Reply)
 }
 
-// fetch pulls up to n messages without waiting and starts them; it
-// returns how many, and how many the consumer had left after the last.
-func (w *Worker) fetch(c jetstream.Consumer, n int) (int, uint64) {
-	batch, err := c.FetchNoWait(n)
+// fetch pulls up to n messages from lane l without waiting and starts
+// them; it returns how many, and how many the consumer had left after the
+// last. Only the loop goroutine calls it.
+func (w *Worker) fetch(l *lane, n int) (int, uint64) {
+	pl, err := w.pulls.send(l.next, n, 0)
 	if err != nil {
 		w.fetchFailed(err)
 		return 0, 0
 	}
+	if w.fetchTimer == nil {
+		w.fetchTimer = time.NewTimer(pullMargin)
+	} else {
+		w.fetchTimer.Reset(pullMargin)
+	}
 	got := 0
 	var pending uint64
-	for msg := range batch.Messages() {
-		got++
-		if meta, err := msg.Metadata(); err == nil {
-			pending = meta.NumPending
+	for got < n {
+		msg, err := w.pulls.recv(pl, w.fetchTimer.C)
+		if msg == nil {
+			if err != nil {
+				w.pullEnded(err)
+			}
+			break
 		}
+		got++
+		pending = ackPending(msg.Reply)
 		if w.isStopping() {
-			_ = msg.NakWithDelay(0) // arrived after Stop: hand it back
+			_ = newPulledMsg(w.nc, msg).NakWithDelay(0) // arrived after Stop: hand it back
 			continue
 		}
 		w.slots <- struct{}{}
 		w.inflight.Add(1)
-		w.start(msg)
+		w.start(newPulledMsg(w.nc, msg))
 	}
-	w.batchEnded(batch)
+	w.fetchTimer.Stop()
+	w.pulls.end(pl, w.adoptStray)
 	return got, pending
+}
+
+// ackPending is the consumer's count of messages left after the one
+// whose acknowledgement subject is reply (0 when it cannot be read).
+func ackPending(reply string) uint64 {
+	md, err := parseAckMetadata(reply)
+	if err != nil {
+		return 0
+	}
+	return md.NumPending
+}
+
+// strayPull takes a message that came to the worker's pulls' subscription
+// for no open pull: a mission delivered to a pull given up on (its
+// answer late, or the connection back after a reconnect) goes to the loop
+// (adoptStray), or back to the consumer when the loop is stopping or
+// behind; a status that says the consumer is gone is noted.
+func (w *Worker) strayPull(msg *nats.Msg) {
+	if status, _, err := pullStatus(msg); status {
+		if err != nil {
+			w.noteFetchError(err)
+		}
+		return
+	}
+	if msg.Reply == "" {
+		return
+	}
+	if !w.isStopping() {
+		select {
+		case w.strays <- msg:
+			return
+		default:
+		}
+	}
+	_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+}
+
+// adoptStray runs a mission delivered to a pull that had ended, on a free
+// slot, or hands it back to its consumer at once when no slot is free or
+// the worker is stopping. Only the loop goroutine calls it.
+func (w *Worker) adoptStray(msg *nats.Msg) {
+	m := newPulledMsg(w.nc, msg)
+	if w.isStopping() || w.freeSlots() == 0 {
+		w.stats.straysBack.Add(1)
+		_ = m.NakWithDelay(0)
+		return
+	}
+	w.stats.straysRun.Add(1)
+	w.slots <- struct{}{}
+	w.inflight.Add(1)
+	w.start(m)
+}
+
+// handBackStrays hands the strays still waiting for the loop back to
+// their consumers, as the loop ends.
+func (w *Worker) handBackStrays() {
+	for {
+		select {
+		case msg := <-w.strays:
+			_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+		default:
+			return
+		}
+	}
 }
 
 // A mission runs on a goroutine that ran an earlier one when one waits
@@ -656,13 +744,10 @@ func (w *Worker) fetchFailed(err error) {
 	}
 }
 
-// batchEnded logs and notes the error that ended a batch, unless the
-// batch merely ran out of time or messages.
-func (w *Worker) batchEnded(batch jetstream.MessageBatch) {
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
-		w.log.Debug().Err(err).Msg("fetch ended")
-		w.noteFetchError(err)
-	}
+// pullEnded logs and notes the error that ended a pull.
+func (w *Worker) pullEnded(err error) {
+	w.log.Debug().Err(err).Msg("fetch ended")
+	w.noteFetchError(err)
 }
 
 // noteFetchError marks the layout lost when a fetch says the consumer or

@@ -100,7 +100,12 @@ func (w *Worker) subscribe(ctx context.Context) error {
 	// One subscription on the cancel subjects: a second one on this
 	// connection would keep the server from letting the answer through
 	// (allow_responses).
-	sub, err := w.nc.Subscribe(messages.StopWildcard, w.onStop)
+	sub, err := w.pulls.subscribe()
+	if err != nil {
+		return fmt.Errorf("fleet: subscribe pull replies: %w", err)
+	}
+	w.subs = append(w.subs, sub)
+	sub, err = w.nc.Subscribe(messages.StopWildcard, w.onStop)
 	if err != nil {
 		return fmt.Errorf("fleet: subscribe stops: %w", err)
 	}

@@ -264,6 +264,14 @@ type Worker struct {
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).
 	replies *replyMux
+	// pulls sends the pull requests for missions and receives their
+	// answers (pull.go).
+	pulls *pulls
+	// strays carries to the loop the missions delivered to pulls that
+	// had ended (strayPull).
+	strays chan *nats.Msg
+	// fetchTimer bounds the loop's no-wait fetches (fetch).
+	fetchTimer *time.Timer
 	// memory bounds what running missions hold from their tools
 	memory *memoryBudget
 
@@ -352,6 +360,9 @@ type workerCounters struct {
 	// runnersStarted counts the goroutines started to poll for or run
 	// missions (hand): none while a kept runner waits
 	runnersStarted atomic.Int64
+	// straysRun and straysBack count the missions that came for pulls
+	// that had ended, run or handed back (adoptStray)
+	straysRun, straysBack atomic.Int64
 }
 
 // Stats returns the worker's counters, e.g. for a health endpoint.
@@ -392,12 +403,14 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		slotFreed: make(chan struct{}, 1),
 		runners:   make(chan runJob),
 		bells:     make(chan int, 1024),
+		strays:    make(chan *nats.Msg, 64),
 		running:   map[string]*runningMission{},
 		stopping:  make(chan struct{}),
 		loopDone:  make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
 	w.reg.report = w.reportDiscovery
+	w.pulls = &pulls{nc: nc, stray: w.strayPull}
 	w.priorityIndex = map[string]int{}
 	for i, p := range cfg.Priorities {
 		w.priorityIndex[p] = i
