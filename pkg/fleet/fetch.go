@@ -232,6 +232,8 @@ func (w *Worker) loop() {
 			answer(c)
 		case msg := <-w.strays:
 			w.adoptStray(msg)
+		case msg := <-w.pulls.ch:
+			w.pulls.take(msg, nil)
 		default:
 		}
 		w.takeBells()
@@ -272,6 +274,8 @@ func (w *Worker) loop() {
 		case <-w.slotFreed:
 		case msg := <-w.strays:
 			w.adoptStray(msg)
+		case msg := <-w.pulls.ch:
+			w.pulls.take(msg, nil)
 		case <-fullTimer.C:
 			tick()
 		case c := <-checked:
@@ -622,13 +626,18 @@ func (w *Worker) adoptStray(msg *nats.Msg) {
 	w.start(m)
 }
 
-// handBackStrays hands the strays still waiting for the loop back to
-// their consumers, as the loop ends.
+// handBackStrays hands the missions still waiting for the loop back to
+// their consumers, as the loop ends: the strays, and those the pulls'
+// subscription holds (no pull is open any more).
 func (w *Worker) handBackStrays() {
 	for {
 		select {
 		case msg := <-w.strays:
 			_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+		case msg := <-w.pulls.ch:
+			if status, _, _ := pullStatus(msg); !status && msg.Reply != "" {
+				_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+			}
 		default:
 			return
 		}

@@ -48,12 +48,28 @@ func pullSubject(c jetstream.Consumer) string {
 	return pullNextPrefix + ci.Stream + "." + ci.Name
 }
 
+// pullAnswers is how many answers the pulls' subscription holds for the
+// goroutines that read them: nats.go drops one that finds it full (a slow
+// consumer), and the server redelivers its mission after AckWait. The
+// worker's pulls ask for at most its free slots.
+const pullAnswers = 1024
+
 // pulls sends a worker's pull requests and routes their answers, which
 // come on one subscription, to the pull they answer.
+//
+// The subscription is a channel that the goroutines waiting for a pull
+// read (a poll's runner, the loop in a no-wait fetch or waiting for
+// something to do): an answer for the pull of the goroutine that reads
+// it reaches it with one hand-off from nats.go's read loop, where a
+// subscription with a handler adds its own goroutine between the two. An
+// answer for another pull is passed on to that pull's channel, and one
+// for no open pull goes to stray.
 type pulls struct {
 	nc     *nats.Conn
 	prefix string // the reply subjects are prefix.<token>
 	next   atomic.Uint64
+	// ch is the subscription's channel (pullAnswers).
+	ch chan *nats.Msg
 	// stray takes the messages that came for no open pull (or more than
 	// a pull asked for).
 	stray func(*nats.Msg)
@@ -74,8 +90,8 @@ type pull struct {
 	// consumer is "<stream>.<consumer>", as the acknowledgement subjects
 	// of the consumer's deliveries spell it (ackConsumer).
 	consumer string
-	// ch carries the pull's answers: up to its batch of messages and the
-	// status that ends it.
+	// ch carries the pull's answers that another goroutine read: up to
+	// its batch of messages and the status that ends it.
 	ch chan *nats.Msg
 }
 
@@ -84,16 +100,20 @@ func (p *pulls) subscribe() (*nats.Subscription, error) {
 	p.prefix = p.nc.NewInbox()
 	p.open = map[uint64]*pull{}
 	p.byConsumer = map[string]*pull{}
-	return p.nc.Subscribe(p.prefix+".*", p.deliver)
+	p.ch = make(chan *nats.Msg, pullAnswers)
+	return p.nc.ChanSubscribe(p.prefix+".*", p.ch)
 }
 
-// deliver hands msg, an answer to one of the pulls, to its pull. A
-// status message comes on the pull's reply subject, which names it; a
-// delivered message keeps the subject it was stored on, and goes to the
-// pull open on the consumer its acknowledgement subject names (one that
-// a pull given up on brings is so taken as the open pull's own, and that
-// pull's own, if it comes after the pull ended, as a stray).
-func (p *pulls) deliver(msg *nats.Msg) {
+// take routes msg, an answer read from the subscription by the goroutine
+// waiting for pull own (nil: none), and reports whether it is own's: an
+// answer to another pull goes to that pull's channel, one to no open pull
+// (or beyond what the pull's channel holds) to stray. A status message
+// comes on the pull's reply subject, which names it; a delivered message
+// keeps the subject it was stored on, and goes to the pull open on the
+// consumer its acknowledgement subject names (one that a pull given up on
+// brings is so taken as the open pull's own, and that pull's own, if it
+// comes after the pull ended, as a stray).
+func (p *pulls) take(msg *nats.Msg, own *pull) bool {
 	var pl *pull
 	if strings.HasPrefix(msg.Subject, p.prefix) && len(msg.Subject) > len(p.prefix)+1 && msg.Subject[len(p.prefix)] == '.' {
 		if token, ok := parseReplyToken(msg.Subject[len(p.prefix)+1:]); ok {
@@ -107,13 +127,17 @@ func (p *pulls) deliver(msg *nats.Msg) {
 		p.mu.Unlock()
 	}
 	if pl != nil {
+		if pl == own {
+			return true
+		}
 		select {
 		case pl.ch <- msg:
-			return
+			return false
 		default:
 		}
 	}
 	p.stray(msg)
+	return false
 }
 
 // ackConsumer returns "<stream>.<consumer>" of a delivery's
@@ -183,17 +207,22 @@ func (p *pulls) send(subject string, batch int, expires time.Duration) (*pull, e
 // 404 or 408, or lost when timeout fires first).
 func (p *pulls) recv(pl *pull, timeout <-chan time.Time) (*nats.Msg, error) {
 	for {
+		var msg *nats.Msg
 		select {
-		case msg := <-pl.ch:
-			status, end, err := pullStatus(msg)
-			if !status {
-				return msg, nil
-			}
-			if end {
-				return nil, err
+		case msg = <-pl.ch:
+		case msg = <-p.ch:
+			if !p.take(msg, pl) {
+				continue
 			}
 		case <-timeout:
 			return nil, nil
+		}
+		status, end, err := pullStatus(msg)
+		if !status {
+			return msg, nil
+		}
+		if end {
+			return nil, err
 		}
 	}
 }

@@ -190,8 +190,9 @@ func TestLostAndLatePullsRunTheMissionOnce(t *testing.T) {
 
 // The answers to the pulls reach their pull: a status by the pull's reply
 // subject, a delivered message (which keeps the subject it was stored on)
-// by the consumer its acknowledgement subject names; the others, and those
-// beyond what a pull's channel holds, are strays.
+// by the consumer its acknowledgement subject names, the reader's own at
+// once; the others, and those beyond what a pull's channel holds, are
+// strays.
 func TestPullsDeliverRoutes(t *testing.T) {
 	var strays []*nats.Msg
 	p := &pulls{prefix: "_INBOX.p", open: map[uint64]*pull{}, byConsumer: map[string]*pull{},
@@ -214,7 +215,9 @@ func TestPullsDeliverRoutes(t *testing.T) {
 	lateStatus := status("_INBOX.p.c", "408")
 	overA := delivery("$JS.ACK.MISSIONS.c1.1.3.4.4.5")
 	for _, m := range []*nats.Msg{toA, toB, endB, toNone, lateStatus, status("_INBOX.pa", "404"), overA, overA} {
-		p.deliver(m)
+		if p.take(m, nil) {
+			t.Errorf("%+v taken as the reader's own", m)
+		}
 	}
 	for _, c := range []struct {
 		pl   *pull
@@ -231,11 +234,14 @@ func TestPullsDeliverRoutes(t *testing.T) {
 			}
 		}
 	}
+	if !p.take(toB, b) || len(b.ch) != 0 {
+		t.Error("a delivery for the reader's own pull was not taken")
+	}
 	if len(strays) != 4 || strays[0] != toNone || strays[1] != lateStatus || strays[3] != overA {
 		t.Errorf("strays %+v", strays)
 	}
 	p.forget(a)
-	p.deliver(toA)
+	p.take(toA, nil)
 	if len(strays) != 5 || len(a.ch) != 0 {
 		t.Error("a delivery reached a pull that ended")
 	}
