@@ -4,8 +4,8 @@
 //   - Client (dispatch side): Submit a messages.Mission (idempotent by mission
 //     id), Await or Run it, read its Status, Cancel it, Watch its progress
 //     events.
-//   - Worker: pulls missions with Fetch (one pull per free slot, never
-//     Consume), runs them through a Runner (pkg/agent provides the real one),
+//   - Worker: pulls missions with pull requests of its own (one pull per
+//     free slot, their answers on one subscription, never Consume), runs them through a Runner (pkg/agent provides the real one),
 //     publishes each result exactly once, heartbeats long missions, fences
 //     zombies with compare-and-set status, dead-letters poison and exhausted
 //     messages, and drains on Stop.

@@ -114,29 +114,45 @@ func (p *pulls) subscribe() (*nats.Subscription, error) {
 // brings is so taken as the open pull's own, and that pull's own, if it
 // comes after the pull ended, as a stray).
 func (p *pulls) take(msg *nats.Msg, own *pull) bool {
-	var pl *pull
+	token, byToken := uint64(0), false
+	var consumer string
 	if strings.HasPrefix(msg.Subject, p.prefix) && len(msg.Subject) > len(p.prefix)+1 && msg.Subject[len(p.prefix)] == '.' {
-		if token, ok := parseReplyToken(msg.Subject[len(p.prefix)+1:]); ok {
-			p.mu.Lock()
-			pl = p.open[token]
-			p.mu.Unlock()
+		token, byToken = parseReplyToken(msg.Subject[len(p.prefix)+1:])
+		if !byToken {
+			p.stray(msg)
+			return false
 		}
 	} else if c, ok := ackConsumer(msg.Reply); ok {
-		p.mu.Lock()
-		pl = p.byConsumer[c]
-		p.mu.Unlock()
+		consumer = c
+	} else {
+		p.stray(msg)
+		return false
 	}
+	// The pull is looked up and handed msg under the lock that end takes
+	// to close it: what reaches its channel before, end finds.
+	p.mu.Lock()
+	var pl *pull
+	if byToken {
+		pl = p.open[token]
+	} else {
+		pl = p.byConsumer[consumer]
+	}
+	sent := false
 	if pl != nil {
 		if pl == own {
+			p.mu.Unlock()
 			return true
 		}
 		select {
 		case pl.ch <- msg:
-			return false
+			sent = true
 		default:
 		}
 	}
-	p.stray(msg)
+	p.mu.Unlock()
+	if !sent {
+		p.stray(msg)
+	}
 	return false
 }
 

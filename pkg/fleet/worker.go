@@ -216,7 +216,7 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	return c, nil
 }
 
-// Worker pulls missions from JetStream and runs them: N slots, one Fetch per
+// Worker pulls missions from JetStream and runs them: N slots, one pull per
 // free slot (never Consume), in-progress heartbeats every AckWait/3, status
 // fenced by compare-and-set, the result stored exactly once and then acked.
 // Create it with NewWorker, then Start and Stop (or Run). All methods are
