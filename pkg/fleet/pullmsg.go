@@ -69,70 +69,80 @@ func (m *pulledMsg) Subject() string { return m.msg.Subject }
 func (m *pulledMsg) Reply() string { return m.msg.Reply }
 
 // Ack acknowledges the message.
-func (m *pulledMsg) Ack() error { return m.ack(nil, ackAck, nil) }
+func (m *pulledMsg) Ack() error { return m.ack(ackAck, nil) }
 
 // DoubleAck acknowledges the message and waits for the server to confirm
 // it, until ctx ends (at most doubleAckWait when ctx has no deadline).
-func (m *pulledMsg) DoubleAck(ctx context.Context) error { return m.ack(ctx, ackAck, nil) }
+func (m *pulledMsg) DoubleAck(ctx context.Context) error {
+	if err := m.checkAck(); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, doubleAckWait)
+		defer cancel()
+	}
+	if _, err := m.nc.RequestWithContext(ctx, m.msg.Reply, ackAck); err != nil {
+		return err
+	}
+	m.ackd.Store(true)
+	return nil
+}
 
 // Nak asks for the message to be redelivered.
-func (m *pulledMsg) Nak() error { return m.ack(nil, ackNak, nil) }
+func (m *pulledMsg) Nak() error { return m.ack(ackNak, nil) }
 
 // NakWithDelay asks for the message to be redelivered after delay.
 func (m *pulledMsg) NakWithDelay(delay time.Duration) error {
 	if delay <= 0 {
-		return m.ack(nil, ackNak, nil)
+		return m.ack(ackNak, nil)
 	}
 	var buf [48]byte
 	b := append(buf[:0], `-NAK {"delay": `...)
 	b = strconv.AppendInt(b, delay.Nanoseconds(), 10)
-	return m.ack(nil, ackNak, append(b, '}'))
+	return m.ack(ackNak, append(b, '}'))
 }
 
 // InProgress resets the message's redelivery timer; it may be sent any
 // number of times.
-func (m *pulledMsg) InProgress() error { return m.ack(nil, ackProgress, nil) }
+func (m *pulledMsg) InProgress() error { return m.ack(ackProgress, nil) }
 
 // Term tells the server never to deliver the message again.
-func (m *pulledMsg) Term() error { return m.ack(nil, ackTerm, nil) }
+func (m *pulledMsg) Term() error { return m.ack(ackTerm, nil) }
 
 // TermWithReason is Term with a reason the server puts in its advisory.
 func (m *pulledMsg) TermWithReason(reason string) error {
 	if reason == "" {
-		return m.ack(nil, ackTerm, nil)
+		return m.ack(ackTerm, nil)
 	}
-	return m.ack(nil, ackTerm, []byte(string(ackTerm)+" "+reason))
+	return m.ack(ackTerm, []byte(string(ackTerm)+" "+reason))
 }
 
-// ack publishes body (kind when nil) on the message's reply subject; with
-// a ctx, as a request whose answer it waits for. Every kind but
-// InProgress marks the message acknowledged.
-func (m *pulledMsg) ack(ctx context.Context, kind, body []byte) error {
+// ack publishes body (kind when nil) on the message's reply subject.
+// Every kind but InProgress marks the message acknowledged.
+func (m *pulledMsg) ack(kind, body []byte) error {
+	if err := m.checkAck(); err != nil {
+		return err
+	}
+	if body == nil {
+		body = kind
+	}
+	if err := m.nc.Publish(m.msg.Reply, body); err != nil {
+		return err
+	}
+	if !bytes.Equal(kind, ackProgress) {
+		m.ackd.Store(true)
+	}
+	return nil
+}
+
+// checkAck says why the message takes no acknowledgement, if it does not.
+func (m *pulledMsg) checkAck() error {
 	if err := m.checkReply(); err != nil {
 		return err
 	}
 	if m.ackd.Load() {
 		return jetstream.ErrMsgAlreadyAckd
-	}
-	if body == nil {
-		body = kind
-	}
-	var err error
-	if ctx != nil {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, doubleAckWait)
-			defer cancel()
-		}
-		_, err = m.nc.RequestWithContext(ctx, m.msg.Reply, body)
-	} else {
-		err = m.nc.Publish(m.msg.Reply, body)
-	}
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(kind, ackProgress) {
-		m.ackd.Store(true)
 	}
 	return nil
 }
