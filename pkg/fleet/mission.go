@@ -80,46 +80,53 @@ func (r *runningMission) settled() {
 	}
 }
 
-// waitToTake reports whether mission id, delivered in MISSIONS message
-// seq, may be taken: no run of it is in the worker. It returns with w.mu
-// held when it may (the caller registers the run), without it otherwise.
+// waitToTake reports whether mission id, delivered in msg (MISSIONS
+// sequence seq), may be taken: no run of it is in the worker. It returns
+// with w.mu held when it may (the caller registers the run), without it
+// otherwise.
 //
 // A run of the mission taken from another message that does not run (it
-// is being taken, parked or settled) is waited for, up to a heartbeat
-// period: a mission parked for its quota or an approval is queued again as
-// soon as it is parked, so its next copy may reach this worker while the
-// run that parked it still acks its message. Turned away, that copy would
-// come back only after AckWait, as a second delivery.
-func (w *Worker) waitToTake(id string, seq uint64) bool {
+// is being taken, parked or settled) is waited for, up to takeWaits
+// heartbeat periods, msg kept in progress between them: a mission parked
+// for its quota or an approval is queued again as soon as it is parked, so
+// its next copy may reach this worker while the run that parked it still
+// acks its message. Turned away, that copy would come back only after
+// AckWait, as a second delivery.
+func (w *Worker) waitToTake(msg jetstream.Msg, id string, seq uint64) bool {
 	w.mu.Lock()
-	r := w.running[id]
-	if r == nil {
-		return true
-	}
-	if r.seq == seq || r.runs {
+	for wait := 0; ; wait++ {
+		r := w.running[id]
+		if r == nil {
+			return true
+		}
+		if r.seq == seq || r.runs || wait == takeWaits {
+			w.mu.Unlock()
+			return false
+		}
+		if r.left == nil {
+			r.left = make(chan struct{})
+		}
+		left := r.left
 		w.mu.Unlock()
-		return false
+		if wait > 0 {
+			_ = msg.InProgress()
+		}
+		t := getTimer()
+		t.Reset(w.heartbeatPeriod())
+		select {
+		case <-left:
+		case <-t.C:
+		case <-w.stopping:
+			wait = takeWaits - 1
+		}
+		putTimer(t)
+		w.mu.Lock()
 	}
-	if r.left == nil {
-		r.left = make(chan struct{})
-	}
-	left := r.left
-	w.mu.Unlock()
-	t := getTimer()
-	t.Reset(w.heartbeatPeriod())
-	select {
-	case <-left:
-	case <-t.C:
-	case <-w.stopping:
-	}
-	putTimer(t)
-	w.mu.Lock()
-	if w.running[id] == nil {
-		return true
-	}
-	w.mu.Unlock()
-	return false
 }
+
+// takeWaits bounds the heartbeat periods a message waits for another
+// message's run of its mission to leave the worker (waitToTake).
+const takeWaits = 3
 
 // process runs one delivered mission message to its end. Its frame is
 // small: a run waits on its model under it, and what the goroutine's stack
@@ -273,7 +280,7 @@ func (p *missionRun) open(env *RunEnv) bool {
 
 	// Take the mission: register for cancels first, then compare-and-set
 	// the status to running by this worker.
-	if !w.waitToTake(m.ID, meta.Sequence.Stream) {
+	if !w.waitToTake(msg, m.ID, meta.Sequence.Stream) {
 		// Redelivered to us while we still run it (a late heartbeat), a
 		// copy of a mission we run, or another submitter's mission with
 		// the same id: the run in hand settles its own message, this one
