@@ -259,6 +259,12 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 		time.Sleep(300 * time.Millisecond)
 		return "done", nil
 	})
+	// the service's subscriptions are in before the discovery below: a
+	// discovery the service cannot hear yet finds no tool, and the call
+	// then fails at once as unavailable
+	if err := svcConn.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	id := messages.NewMissionID()
 	box, err := fleet.NewToolbox(callConn, fleet.ToolboxConfig{Tools: []string{"work"}, MissionID: id, Timeout: 20 * time.Second})
 	if err != nil {
