@@ -1121,18 +1121,36 @@ func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Appro
 // wokenDirect reports whether the client's decisions publish their wakes
 // into MISSIONS directly: the MISSIONS it bound holds
 // messages.WokenWildcard (a layout set up before it did sources every
-// wake from PARKED), and its NATS user may publish there (asked once, at
-// the first decision: a NATS configuration older than the layout lets
-// the approver publish wakes in PARKED only).
+// wake from PARKED), and its NATS user may publish there (asked at the
+// first decision, until an answer comes: a NATS configuration older
+// than the layout lets the approver publish wakes in PARKED only).
 func (c *Client) wokenDirect(ctx context.Context) bool {
 	if !missionsHoldWoken(c.st.Missions) {
 		return false
 	}
-	c.wokenOnce.Do(func() {
-		c.wokenOK = publishAllowed(ctx, c.nc, messages.WokenSubject(c.sub, messages.PriorityNormal, "probe"))
-	})
-	return c.wokenOK
+	switch c.wokenPublish.Load() {
+	case wokenAllowed:
+		return true
+	case wokenRefused:
+		return false
+	}
+	allowed, known := publishAllowed(ctx, c.nc, messages.WokenSubject(c.sub, messages.PriorityNormal, "probe"))
+	if known {
+		state := int32(wokenRefused)
+		if allowed {
+			state = wokenAllowed
+		}
+		c.wokenPublish.Store(state)
+	}
+	return allowed
 }
+
+// What a client knows of its user's right to publish decisions' wakes
+// into MISSIONS (Client.wokenPublish; 0: not asked yet).
+const (
+	wokenAllowed = 1
+	wokenRefused = 2
+)
 
 // missionsHoldWoken reports whether missions stream s stores the wakes
 // published on messages.WokenWildcard.
@@ -1144,18 +1162,19 @@ func missionsHoldWoken(s jetstream.Stream) bool {
 // subject some stream holds: it publishes there a message that expects
 // a stream no layout has (no stream stores it, and no answer is asked
 // for), then makes a round trip to the server, after which a refusal
-// has come back as the connection's last error. A round trip that fails
-// reports true: the publish that follows then says what is wrong.
-func publishAllowed(ctx context.Context, nc *nats.Conn, subject string) bool {
+// has come back as the connection's last error. known is false when
+// the round trip failed: allowed is then true, and the publish that
+// follows says what is wrong.
+func publishAllowed(ctx context.Context, nc *nats.Conn, subject string) (allowed, known bool) {
 	m := &nats.Msg{Subject: subject, Header: nats.Header{jetstream.ExpectedStreamHeader: {"ptc-permission-probe"}}}
 	if err := nc.PublishMsg(m); err != nil {
-		return true
+		return true, false
 	}
 	if err := flush(ctx, nc); err != nil {
-		return true
+		return true, false
 	}
 	err := nc.LastError()
-	return !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "Publish to \""+subject+"\"")
+	return !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), "Publish to \""+subject+"\""), true
 }
 
 // wakeRefused reports whether a wake published into MISSIONS directly

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -198,7 +199,9 @@ func TestSubmitOfAnIDAnotherSubmitterQueued(t *testing.T) {
 // retry or is done is reported a duplicate, and the copy the submission
 // queued (the client reads the status while it publishes) is dropped by
 // the worker that takes it: never run, the status left as it was. A parked
-// mission is resumed only by its copy from PARKED.
+// mission is resumed only by its copy from PARKED, or, awaiting approval,
+// by a decision's wake: a copy a submitter marks as one resumes no
+// mission waiting for its quota.
 func TestSubmissionOfATakenMissionIsDropped(t *testing.T) {
 	_, nc := runJetStream(t)
 	var runs atomic.Int64
@@ -237,6 +240,27 @@ func TestSubmissionOfATakenMissionIsDropped(t *testing.T) {
 			info, err := c.Stores().Missions.Info(ctx, jetstream.WithSubjectFilter(subject+".>"))
 			return err == nil && info.State.Msgs == 0
 		})
+		if s.state != messages.StateAwaitingApproval {
+			// a submitter's copy marked as a decision's wake (a header
+			// any publisher can set) resumes no mission but one awaiting
+			// approval: one waiting for its quota is resumed from PARKED
+			// alone
+			data, err := messages.MarshalMission(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forged := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+			forged.Header.Set(messages.HeaderMissionID, m.ID)
+			forged.Header.Set(messages.HeaderWoken, "1.d0.0")
+			js, _ := jetstream.New(nc)
+			if _, err := js.PublishMsg(ctx, forged); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, s.state+": the copy marked woken leaves the queue", func() bool {
+				info, err := c.Stores().Missions.Info(ctx, jetstream.WithSubjectFilter(subject+".>"))
+				return err == nil && info.State.Msgs == 0
+			})
+		}
 		e, err := c.Stores().Status.Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)

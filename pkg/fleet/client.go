@@ -66,10 +66,9 @@ type Client struct {
 	// replies receives the answers to the status reads of submissions,
 	// which are sent without waiting for them.
 	replies *replyMux
-	// wokenOnce asks, at the first decision, whether the client's user
-	// may publish decisions' wakes into MISSIONS (wokenOK).
-	wokenOnce sync.Once
-	wokenOK   bool
+	// wokenPublish is whether the client's user may publish decisions'
+	// wakes into MISSIONS (wokenAllowed, wokenRefused; 0: not asked yet).
+	wokenPublish atomic.Int32
 }
 
 // NewClient binds a client to nc. When the fleet's streams, consumers and
