@@ -81,7 +81,10 @@ func TestQuietWorkerGivesFreedMemoryBack(t *testing.T) {
 			t.Fatalf("a worker whose missions kept changing (at most %v apart) gave memory back %d times", gap, n)
 		}
 		if try == 5 {
-			t.Skipf("the machine stalled the test for %v or more in five tries", w.idleReturnAfter)
+			// this phase could not be checked on a machine this
+			// stalled; the phases after it still are
+			t.Logf("the machine stalled the test for %v or more in five tries: no check of missions that keep changing", w.idleReturnAfter)
+			break
 		}
 	}
 
