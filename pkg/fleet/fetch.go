@@ -445,7 +445,7 @@ func (w *Worker) sweep(next []int, startPoll func(int) bool) int {
 					}
 					continue
 				}
-				want := min(max(share*lw-l.turn, 1), free)
+				want := min(max(share*lw-l.turn, 1), free, maxPullBatch)
 				n, pending := w.fetch(l, want)
 				l.due = false
 				got += n

@@ -51,8 +51,14 @@ func pullSubject(c jetstream.Consumer) string {
 // pullAnswers is how many answers the pulls' subscription holds for the
 // goroutines that read them: nats.go drops one that finds it full (a slow
 // consumer), and the server redelivers its mission after AckWait. The
-// worker's pulls ask for at most its free slots.
+// worker's pulls ask for at most its free slots, and a no-wait pull for at
+// most maxPullBatch, so that the answers of a whole pull and of every
+// lane's long poll of one fit in it however many slots are free.
 const pullAnswers = 1024
+
+// maxPullBatch bounds the messages one no-wait pull asks for (a worker
+// with more free slots pulls again once it has them).
+const maxPullBatch = pullAnswers / 2
 
 // pulls sends a worker's pull requests and routes their answers, which
 // come on one subscription, to the pull they answer.

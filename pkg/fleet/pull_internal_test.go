@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -332,5 +333,85 @@ func TestStrayMissionsGoBackOrRun(t *testing.T) {
 	defer mu.Unlock()
 	if runs[stray.ID] != 1 || runs[blocker.ID] != 1 {
 		t.Errorf("runs %v, want one of each", runs)
+	}
+}
+
+// A worker with more free slots than its pulls' subscription holds
+// answers asks a backlog for at most maxPullBatch missions a pull: a pull
+// for them all would let nats.go drop the answers beyond what the
+// channel holds, and those missions would wait for AckWait and run on a
+// second delivery. Every mission of the backlog runs once, on its first
+// delivery.
+func TestBacklogPullsFitTheAnswers(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store := StoreConfig{AckWait: 30 * time.Second, MaxDeliver: 5, MaxAckPending: 4 * pullAnswers}
+	c, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := pullAnswers + pullAnswers/2
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range ids {
+		m := pullTestMission()
+		ids[i] = m.ID
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := c.Submit(ctx, m); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var runs atomic.Int64
+	var mu sync.Mutex
+	most := 0
+	w, err := NewWorker(nc, WorkerConfig{
+		Slots: 2 * n, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond, DrainGrace: 5 * time.Second,
+		Runner: RunnerFunc(func(context.Context, *messages.Mission, RunEnv) (*messages.Step, error) {
+			runs.Add(1)
+			return &messages.Step{Return: "ok"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pulls.publish = func(subject, reply string, req []byte) error {
+		var r struct{ Batch int }
+		if err := json.Unmarshal(req, &r); err != nil {
+			t.Errorf("pull request %s: %v", req, err)
+		}
+		mu.Lock()
+		most = max(most, r.Batch)
+		mu.Unlock()
+		return nc.PublishRequest(subject, reply, req)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	for _, id := range ids {
+		step, err := c.Await(ctx, id)
+		if err != nil || step.Return != "ok" {
+			t.Fatalf("mission %s: %+v, %v", id, step, err)
+		}
+		if step.Attempts != 1 {
+			t.Errorf("mission %s ran on delivery %d: an answer to its pull was dropped", id, step.Attempts)
+		}
+	}
+	if got := runs.Load(); got != int64(n) {
+		t.Errorf("%d runs of %d missions", got, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > maxPullBatch {
+		t.Errorf("a pull asked for %d missions, more than %d", most, maxPullBatch)
 	}
 }
