@@ -466,7 +466,11 @@ func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey,
 			over := &QuotaExceededError{Quota: l.Name(), MaxQueued: l.MaxQueued, Queued: n}
 			log.Warn().Err(over).Msg("mission refused: over its submitter's queued quota")
 			w.cfg.Metrics.quotaRefused(w.cfg.Tenant, k.sub)
-			w.finish(ctx, msg, k, em, failStep(ReasonQuotaExceeded, "%v when the mission was taken", over), entry, nil, nil, log)
+			// acknowledged and confirmed before the worker takes another
+			// mission: the server removes an acknowledged message from
+			// MISSIONS on a goroutine of its own, and the next mission's
+			// count would else include this one
+			w.finish(ctx, confirmedAck{msg, ctx}, k, em, failStep(ReasonQuotaExceeded, "%v when the mission was taken", over), entry, nil, nil, log)
 			return nil, true
 		}
 	}
@@ -493,6 +497,17 @@ func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey,
 	}
 	return lease, false
 }
+
+// confirmedAck is a message whose Ack waits for the server to confirm the
+// acknowledgement (DoubleAck), by which time a message of a work-queue
+// stream has left it.
+type confirmedAck struct {
+	jetstream.Msg
+	ctx context.Context
+}
+
+// Ack acknowledges the message and waits for the server's confirmation.
+func (m confirmedAck) Ack() error { return m.DoubleAck(m.ctx) }
 
 // quotaWait parks a mission whose submitter runs as many missions as its
 // running quota allows: its message is stored in PARKED with a schedule
