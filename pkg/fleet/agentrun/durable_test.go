@@ -340,12 +340,22 @@ func TestFinishedMissionIsNotRunAgain(t *testing.T) {
 	if err != nil || step.Return != "first" {
 		t.Errorf("result = %+v, %v", step, err)
 	}
-	info, _ := js.Stream(ctx, messages.StreamMissions)
-	if n := info.CachedInfo().State.Msgs; n != 0 {
-		// CachedInfo is from before the ack; read it again.
-		i, _ := info.Info(ctx)
-		if i.State.Msgs != 0 {
-			t.Errorf("the mission message was not acked: %d left", i.State.Msgs)
+	// the server removes an acknowledged message from MISSIONS on a
+	// goroutine of its own, after the final status the loop above saw
+	info, err := js.Stream(ctx, messages.StreamMissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		i, err := info.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the mission message was not acked: %d left", i.State.Msgs)
 		}
 	}
 }
