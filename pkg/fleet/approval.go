@@ -1202,17 +1202,8 @@ const errCodeStoreFailed = 10077
 // its claim knows it has a status, with Msg-Id msgID under MISSIONS'
 // duplicate window.
 func wakeWoken(ctx context.Context, nc *nats.Conn, k missionKey, a *messages.Approval, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
-	msg := &nats.Msg{Subject: messages.WokenSubject(k.sub, a.Priority, k.id), Data: data, Header: nats.Header{}}
-	for _, name := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
-		if v := hdr.Get(name); v != "" {
-			msg.Header.Set(name, v)
-		}
-	}
-	for name := range extra {
-		msg.Header.Set(name, extra.Get(name))
-	}
+	msg := wakeMsg(messages.WokenSubject(k.sub, a.Priority, k.id), data, hdr, msgID, extra)
 	msg.Header.Set(messages.HeaderWoken, a.Call)
-	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	if _, err := publishAcked(ctx, nc, msg); err != nil {
 		return fmt.Errorf("fleet: wake %s: %w", k.id, err)
 	}
@@ -1222,20 +1213,27 @@ func wakeWoken(ctx context.Context, nc *nats.Conn, k missionKey, a *messages.App
 // wake publishes a suspended mission's message on its wake subject,
 // with the headers of hdr that travel with a mission and those of extra.
 func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
-	id := k.id
-	msg := &nats.Msg{Subject: messages.WakeSubject(k.sub, priority, id), Data: data, Header: nats.Header{}}
-	for _, k := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
-		if v := hdr.Get(k); v != "" {
-			msg.Header.Set(k, v)
+	msg := wakeMsg(messages.WakeSubject(k.sub, priority, k.id), data, hdr, msgID, extra)
+	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)
+	if _, err := publishAcked(ctx, js.Conn(), msg); err != nil {
+		return fmt.Errorf("fleet: wake %s: %w", k.id, err)
+	}
+	return nil
+}
+
+// wakeMsg is a suspended mission's message (data) queued again on
+// subject: with the headers of hdr that travel with a mission, those of
+// extra, and Msg-Id msgID.
+func wakeMsg(subject string, data []byte, hdr nats.Header, msgID string, extra nats.Header) *nats.Msg {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+	for _, name := range []string{messages.HeaderMissionID, messages.HeaderContentType, messages.HeaderTraceParent, messages.HeaderTraceState} {
+		if v := hdr.Get(name); v != "" {
+			msg.Header.Set(name, v)
 		}
 	}
 	for name := range extra {
 		msg.Header.Set(name, extra.Get(name))
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, msgID)
-	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)
-	if _, err := publishAcked(ctx, js.Conn(), msg); err != nil {
-		return fmt.Errorf("fleet: wake %s: %w", id, err)
-	}
-	return nil
+	return msg
 }
