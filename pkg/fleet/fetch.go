@@ -523,7 +523,7 @@ func (w *Worker) poll(pl *pull, err error) (jetstream.Msg, uint64) {
 		w.pullEnded(err)
 	}
 	if got != nil && w.isStopping() {
-		_ = newPulledMsg(w.nc, got).NakWithDelay(0) // arrived after Stop: hand it back
+		w.nakPulled(got) // arrived after Stop
 		got = nil
 	}
 	if got == nil {
@@ -563,7 +563,7 @@ func (w *Worker) fetch(l *lane, n int) (int, uint64) {
 		got++
 		pending = ackPending(msg.Reply)
 		if w.isStopping() {
-			_ = newPulledMsg(w.nc, msg).NakWithDelay(0) // arrived after Stop: hand it back
+			w.nakPulled(msg) // arrived after Stop
 			continue
 		}
 		w.slots <- struct{}{}
@@ -607,24 +607,27 @@ func (w *Worker) strayPull(msg *nats.Msg) {
 		default:
 		}
 	}
-	_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+	w.nakPulled(msg)
 }
 
 // adoptStray runs a mission delivered to a pull that had ended, on a free
 // slot, or hands it back to its consumer at once when no slot is free or
 // the worker is stopping. Only the loop goroutine calls it.
 func (w *Worker) adoptStray(msg *nats.Msg) {
-	m := newPulledMsg(w.nc, msg)
 	if w.isStopping() || w.freeSlots() == 0 {
 		w.stats.straysBack.Add(1)
-		_ = m.NakWithDelay(0)
+		w.nakPulled(msg)
 		return
 	}
 	w.stats.straysRun.Add(1)
 	w.slots <- struct{}{}
 	w.inflight.Add(1)
-	w.start(m)
+	w.start(newPulledMsg(w.nc, msg))
 }
+
+// nakPulled gives a delivered mission the worker will not run back to its
+// consumer, for redelivery at once.
+func (w *Worker) nakPulled(msg *nats.Msg) { _ = newPulledMsg(w.nc, msg).NakWithDelay(0) }
 
 // handBackStrays hands the missions still waiting for the loop back to
 // their consumers, as the loop ends: the strays, and those the pulls'
@@ -633,10 +636,10 @@ func (w *Worker) handBackStrays() {
 	for {
 		select {
 		case msg := <-w.strays:
-			_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+			w.nakPulled(msg)
 		case msg := <-w.pulls.ch:
 			if status, _, _ := pullStatus(msg); !status && msg.Reply != "" {
-				_ = newPulledMsg(w.nc, msg).NakWithDelay(0)
+				w.nakPulled(msg)
 			}
 		default:
 			return
