@@ -165,17 +165,8 @@ func (p *pulls) take(msg *nats.Msg, own *pull) bool {
 // ackConsumer returns "<stream>.<consumer>" of a delivery's
 // acknowledgement subject (parseAckMetadata), a part of it.
 func ackConsumer(reply string) (string, bool) {
-	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
-	if !ok {
-		return "", false
-	}
-	switch n := strings.Count(reply, ".") + 1; {
-	case n == 9:
-	case n >= 11:
-		for range 2 { // the domain and the account hash
-			rest = rest[strings.IndexByte(rest, '.')+1:]
-		}
-	default:
+	rest, _, err := ackFields(reply)
+	if err != nil {
 		return "", false
 	}
 	i := strings.IndexByte(rest, '.')

@@ -170,24 +170,15 @@ var errAckSubject = errors.New("invalid format of ACK subject")
 // a number token that is not all decimal digits reads as 0.
 func parseAckMetadata(subject string) (jetstream.MsgMetadata, error) {
 	var md jetstream.MsgMetadata
-	n := strings.Count(subject, ".") + 1
-	if n < 9 || (n > 9 && n < 11) {
-		return md, fmt.Errorf("%w: %w", jetstream.ErrNotJSMessage, errAckSubject)
+	rest, domain, err := ackFields(subject)
+	if err != nil {
+		return md, err
 	}
-	rest, ok := strings.CutPrefix(subject, "$JS.ACK.")
-	if !ok {
-		return md, fmt.Errorf("%w: %w: subject should start with $JS.ACK", jetstream.ErrNotJSMessage, errAckSubject)
-	}
+	md.Domain = domain
 	next := func() string {
 		var t string
 		t, rest, _ = strings.Cut(rest, ".")
 		return t
-	}
-	if n > 9 {
-		if md.Domain = next(); md.Domain == "_" {
-			md.Domain = ""
-		}
-		next() // the account hash
 	}
 	md.Stream = next()
 	md.Consumer = next()
@@ -197,6 +188,28 @@ func parseAckMetadata(subject string) (jetstream.MsgMetadata, error) {
 	md.Timestamp = time.Unix(0, int64(parseAckNum(next())))
 	md.NumPending = parseAckNum(next())
 	return md, nil
+}
+
+// ackFields checks that subject is an acknowledgement subject of either
+// form (parseAckMetadata) and returns its tokens from the stream on, and
+// its domain ("" for none, or "_").
+func ackFields(subject string) (rest, domain string, err error) {
+	n := strings.Count(subject, ".") + 1
+	if n < 9 || (n > 9 && n < 11) {
+		return "", "", fmt.Errorf("%w: %w", jetstream.ErrNotJSMessage, errAckSubject)
+	}
+	rest, ok := strings.CutPrefix(subject, "$JS.ACK.")
+	if !ok {
+		return "", "", fmt.Errorf("%w: %w: subject should start with $JS.ACK", jetstream.ErrNotJSMessage, errAckSubject)
+	}
+	if n > 9 {
+		domain, rest, _ = strings.Cut(rest, ".")
+		if domain == "_" {
+			domain = ""
+		}
+		_, rest, _ = strings.Cut(rest, ".") // the account hash
+	}
+	return rest, domain, nil
 }
 
 // parseAckNum reads a number token of an acknowledgement subject as
