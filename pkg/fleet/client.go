@@ -642,14 +642,17 @@ func (c *Client) Status(ctx context.Context, id string) (*messages.Status, error
 	if err := checkID("status", id); err != nil {
 		return nil, err
 	}
+	return c.settled(ctx, id)
+}
+
+// settled is status, with a stored status settled by the mission's
+// stored result (settledStatus): what Status and List report.
+func (c *Client) settled(ctx context.Context, id string) (*messages.Status, error) {
 	st, stored, err := c.readStatus(ctx, id)
-	if err != nil {
-		return nil, err
+	if err != nil || !stored {
+		return st, err
 	}
-	if stored {
-		return c.settledStatus(ctx, st)
-	}
-	return st, nil
+	return c.settledStatus(ctx, st)
 }
 
 // status is the stored status of mission id, else its queued status, else

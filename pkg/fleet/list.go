@@ -111,10 +111,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]MissionInfo, err
 		if len(out) == limit {
 			break
 		}
-		st, stored, err := c.readStatus(ctx, k)
-		if err == nil && stored {
-			st, err = c.settledStatus(ctx, st)
-		}
+		st, err := c.settled(ctx, k)
 		if errors.Is(err, ErrNotFound) {
 			continue // finished and expired, or deleted, meanwhile
 		}
