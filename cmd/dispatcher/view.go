@@ -39,9 +39,20 @@ type missionView struct {
 // errMissionNotFound is returned for an id with neither status nor result.
 var errMissionNotFound = errors.New("no such mission")
 
+// viewSource is what loadView reads a mission from: a *fleet.Client.
+type viewSource interface {
+	Status(ctx context.Context, id string) (*messages.Status, error)
+	Result(ctx context.Context, id string) (*messages.Step, error)
+	Events(ctx context.Context, id string) ([]*messages.Event, error)
+	Approvals(ctx context.Context, id string) ([]*messages.Approval, error)
+}
+
 // loadView reads mission id's status, result and (without a result) its
-// events.
-func loadView(ctx context.Context, c *fleet.Client, id string) (*missionView, error) {
+// events. A result stored between the status read and the result read
+// finds a status that is not final yet: the status is read again, and
+// Client.Status reports the final state the stored result implies, so
+// the view never shows a result next to a running status.
+func loadView(ctx context.Context, c viewSource, id string) (*missionView, error) {
 	v := &missionView{ID: id}
 	st, err := c.Status(ctx, id)
 	switch {
@@ -59,6 +70,15 @@ func loadView(ctx context.Context, c *fleet.Client, id string) (*missionView, er
 		return nil, err
 	default:
 		v.Step = step
+	}
+	if v.Step != nil && (v.Status == nil || !messages.TerminalState(v.Status.State)) {
+		switch st, err := c.Status(ctx, id); {
+		case errors.Is(err, fleet.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			v.Status = st
+		}
 	}
 	if v.Status == nil && v.Step == nil {
 		return nil, fmt.Errorf("mission %s: %w", id, errMissionNotFound)
