@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
-	"runtime"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -52,11 +51,11 @@ func TestNewToolboxAllocations(t *testing.T) {
 // no tool, against 7 and 532 with the gate made with the Toolbox, the
 // reference stores apart and a closure each for calls and results.
 //
-// What a Toolbox holds is bounded by the bytes allocated to build it
-// (MemStats.TotalAlloc, which only grows): a difference of HeapAlloc
-// taken around collections would count the garbage of other goroutines
-// freed meanwhile, and can be negative. Another goroutine's allocations
-// can only add to the figure, so the least of a few rounds is taken.
+// The one allocation is the Toolbox itself (each call returns a new one),
+// so what it holds is its type's size, which sets the block it takes: a
+// struct of at most 288 bytes takes a block of at most 288. Sizing the
+// block from the type, rather than from the bytes the process allocated
+// around the calls, leaves nothing for other goroutines' garbage to add.
 func TestMissionToolboxHoldsLittleBeforeItsFirstCall(t *testing.T) {
 	p := &missionRun{w: &Worker{st: &Stores{}}, em: &emitter{sub: "alice"}, m: &messages.Mission{ID: messages.NewMissionID()},
 		attempt: 1, cancel: func(error) {}}
@@ -66,24 +65,13 @@ func TestMissionToolboxHoldsLittleBeforeItsFirstCall(t *testing.T) {
 	if box.gate.Load() != nil {
 		t.Fatal("a new Toolbox holds an approval gate")
 	}
-	const n = 100000
-	boxes := make([]*Toolbox, n)
-	per := uint64(math.MaxUint64)
-	for range 3 {
-		clear(boxes)
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for i := range boxes {
-			boxes[i] = p.toolbox(nil, owned)
-		}
-		runtime.ReadMemStats(&after)
-		per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
+	if again := p.toolbox(nil, owned); again == box {
+		t.Fatal("two missions' Toolboxes are one")
 	}
-	runtime.KeepAlive(boxes)
-	t.Logf("a mission's Toolbox: %.0f allocations, at most %d bytes held", allocs, per)
-	if allocs > 1 || per > 300 {
-		t.Errorf("a mission's Toolbox: %.0f allocations, at most %d bytes held; want 1 and at most 300", allocs, per)
+	size := reflect.TypeFor[Toolbox]().Size()
+	t.Logf("a mission's Toolbox: %.0f allocations, a Toolbox of %d bytes", allocs, size)
+	if allocs > 1 || size > 288 {
+		t.Errorf("a mission's Toolbox: %.0f allocations, a Toolbox of %d bytes; want 1 and at most 288 (a block of at most 300 bytes)", allocs, size)
 	}
 }
 
