@@ -61,8 +61,9 @@ func rss() uint64 {
 // of both, where the time of those at once goes and the CPU time of a
 // resumption. PTC_APPROVAL_MISSIONS and PTC_APPROVAL_DECISIONS size it
 // (default 300 and 100; docs/approvals.md has figures of 1,000 at once),
-// PTC_APPROVAL_CPUPROFILE names a file for a CPU profile of the
-// decisions. The worker's memory apart from the server's is measured by
+// PTC_APPROVAL_WORKERS and PTC_APPROVAL_SLOTS the fleet (default 2
+// workers of 32 slots), PTC_APPROVAL_CPUPROFILE names a file for a CPU
+// profile of the decisions. The worker's memory apart from the server's is measured by
 // TestWorkerProcessMemoryWhileMissionsAwaitApproval (pkg/fleet/agentrun).
 func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 300)
@@ -77,9 +78,9 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	shop := startShop(t, connect(t, srv), true)
 	c := newClient(t, nc)
 	var workers []*fleet.Worker
-	for range 2 {
+	for range envInt("PTC_APPROVAL_WORKERS", 2) {
 		workers = append(workers, startWorker(t, connect(t, srv), refundRunner(nil), func(cfg *fleet.WorkerConfig) {
-			cfg.Slots = 32
+			cfg.Slots = envInt("PTC_APPROVAL_SLOTS", 32)
 			cfg.Store.MaxAckPending = 2000
 			// many runs at once under -race on a loaded machine: a run's
 			// heartbeat may come late, and a redelivery is not what this
