@@ -394,9 +394,12 @@ type statusRead struct {
 	token   uint64
 	k       missionKey
 	subject string // the status's own subject
-	done    bool
-	cur     *statusEntry
-	err     error
+	// held, when set, is the status the reader last wrote: an answer at
+	// its revision is returned as held, not decoded (statusAtHeld)
+	held *statusEntry
+	done bool
+	cur  *statusEntry
+	err  error
 }
 
 // wait returns the status the read gets; it is called once.
@@ -414,7 +417,7 @@ func (r *statusRead) wait() (*statusEntry, error) {
 		putTimer(t)
 		data, rev, hdr, err := directAnswer(m, lastOn(r.subject))
 		if !errors.Is(err, nats.ErrNoResponders) {
-			return directStatus(k, data, rev, hdr, err)
+			return statusAtHeld(k, r.held, data, rev, hdr, err)
 		}
 	case <-ctx.Done():
 		r.replies.remove(r.token)
@@ -425,7 +428,7 @@ func (r *statusRead) wait() (*statusEntry, error) {
 		putTimer(t)
 	}
 	data, rev, hdr, _, err := leaderMsgWithin(ctx, r.nc, statusStream, lastOn(r.subject))
-	return directStatus(k, data, rev, hdr, err)
+	return statusAtHeld(k, r.held, data, rev, hdr, err)
 }
 
 // statusDirectGetPrefix is what the subject of a direct get of a status

@@ -1058,7 +1058,9 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 		return true
 	}
-	fenceCheck := func() bool { return fenceHolds(getStatus(ctx, w.st, k)) }
+	// The check reads the status; one still at the revision the worker
+	// holds (entry) is the worker's own, and is not decoded again.
+	fenceCheck := func() bool { return fenceHolds(getStatusAtHeld(ctx, w.st, k, entry)) }
 	var (
 		stored *messages.Step
 		mine   bool
@@ -1092,6 +1094,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			// than the check's answer (a replicated RESULTS batches them,
 			// above)
 			read := sendStatusRead(ctx, w.nc, w.st, w.replies, k)
+			read.held = entry
 			step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
 			if !fenceHolds(read.wait()) {
 				return false

@@ -519,6 +519,29 @@ func directStatus(k missionKey, data []byte, rev uint64, hdr nats.Header, err er
 	return decodeStatus(k, data, rev)
 }
 
+// statusAtHeld is directStatus for a reader that holds the status it last
+// wrote (held, at revision held.rev; nil: none): an answer at that
+// revision is that status, returned as held without decoding the
+// answer. A KV revision is the stream sequence of the key's one message,
+// so the answer is the very message held was written as; a
+// compare-and-set write at held.rev relies on the same identity.
+func statusAtHeld(k missionKey, held *statusEntry, data []byte, rev uint64, hdr nats.Header, err error) (*statusEntry, error) {
+	if held != nil && err == nil && rev == held.rev && !kvDeleted(hdr) {
+		return held, nil
+	}
+	return directStatus(k, data, rev, hdr, err)
+}
+
+// getStatusAtHeld is getStatus for a reader that holds the status it last
+// wrote (statusAtHeld).
+func getStatusAtHeld(ctx context.Context, st *Stores, k missionKey, held *statusEntry) (*statusEntry, error) {
+	if st.nc == nil {
+		return getStatus(ctx, st, k)
+	}
+	data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+	return statusAtHeld(k, held, data, rev, hdr, err)
+}
+
 // decodeStatus decodes mission k's status stored at revision rev, into
 // the entry it returns (not into a status of its own, then copied).
 func decodeStatus(k missionKey, data []byte, rev uint64) (*statusEntry, error) {
