@@ -29,10 +29,6 @@ var errNoDirectAnswer = errors.New("fleet: no replica answered the direct get")
 // messages matched and not sent.
 const headerNumPending = "Nats-Num-Pending"
 
-// directBatchWait bounds a batch direct get that has no deadline of its
-// own.
-const directBatchWait = 5 * time.Second
-
 // lastPerSubject returns the last message of every subject of stream that
 // matches filter (a wildcard subject), oldest first, with one batch
 // direct get (multi_last): one request whatever the number of subjects,
@@ -41,66 +37,81 @@ const directBatchWait = 5 * time.Second
 // answer may come from any replica of the stream, like every direct get.
 // It returns errBatchIncomplete when the server answered with fewer
 // messages than matched, and errNoDirectAnswer when no replica answered
-// (none subscribed, or none within patience).
+// (none subscribed, or none within patience: at most directPatience,
+// which also bounds a read whose ctx has no deadline). The wait is on a
+// pooled timer, and the answers are gathered by one batchGet.
 func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
 	req, err := multiLastRequest(filter)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, directBatchWait)
-		defer cancel()
-	}
-	type answer struct {
-		msgs []*nats.Msg
-		err  error
-	}
-	done := make(chan answer, 1)
-	var msgs []*nats.Msg
-	finish := func(a answer) {
-		select {
-		case done <- a:
-		default: // answered already
-		}
-	}
 	if err := replies.open(); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
-	reply, token := replies.add(replyFunc(func(msg *nats.Msg) {
-		status := msg.Header.Get("Status")
-		switch {
-		case status == "":
-			msgs = append(msgs, msg)
-		case status == "204": // the end of the batch
-			if np, _ := strconv.ParseUint(msg.Header.Get(headerNumPending), 10, 64); np > 0 {
-				finish(answer{err: errBatchIncomplete})
-				return
-			}
-			finish(answer{msgs: msgs})
-		case status == "404": // no subject matched
-			finish(answer{msgs: msgs})
-		case status == "413": // too many subjects matched
-			finish(answer{err: errBatchIncomplete})
-		case status == "503":
-			finish(answer{err: fmt.Errorf("fleet: direct get on %s: %w: %w", stream, errNoDirectAnswer, nats.ErrNoResponders)})
-		default:
-			finish(answer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", stream, status, msg.Header.Get("Description"))})
-		}
-	}))
+	b := &batchGet{stream: stream, done: make(chan batchAnswer, 1)}
+	reply, token := replies.add(b)
 	defer replies.remove(token)
 	if err := replies.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, reply, req); err != nil {
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, err)
 	}
-	slow := time.NewTimer(patience(ctx))
-	defer slow.Stop()
+	wait := patience(ctx)
+	slow := getTimer()
+	slow.Reset(wait)
+	defer putTimer(slow)
 	select {
-	case a := <-done:
+	case a := <-b.done:
 		return a.msgs, a.err
 	case <-slow.C:
-		return nil, fmt.Errorf("fleet: direct get on %s: %w within %v", stream, errNoDirectAnswer, patience(ctx))
+		return nil, fmt.Errorf("fleet: direct get on %s: %w within %v", stream, errNoDirectAnswer, wait)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("fleet: direct get on %s: %w", stream, context.Cause(ctx))
+	}
+}
+
+// batchGet gathers the answers to one batch direct get (lastPerSubject)
+// as the replyHandler of its reply subject: the messages up to the end of
+// the batch, then one batchAnswer on done.
+type batchGet struct {
+	stream string
+	msgs   []*nats.Msg
+	done   chan batchAnswer // one answer; a later one is dropped
+}
+
+// batchAnswer is what a batch direct get answered: its messages, or why
+// they are not all there.
+type batchAnswer struct {
+	msgs []*nats.Msg
+	err  error
+}
+
+// handle takes one answer to the batch direct get; the replyMux hands
+// them over one at a time.
+func (b *batchGet) handle(msg *nats.Msg) {
+	status := msg.Header.Get("Status")
+	switch {
+	case status == "":
+		b.msgs = append(b.msgs, msg)
+	case status == "204": // the end of the batch
+		if np, _ := strconv.ParseUint(msg.Header.Get(headerNumPending), 10, 64); np > 0 {
+			b.finish(batchAnswer{err: errBatchIncomplete})
+			return
+		}
+		b.finish(batchAnswer{msgs: b.msgs})
+	case status == "404": // no subject matched
+		b.finish(batchAnswer{msgs: b.msgs})
+	case status == "413": // too many subjects matched
+		b.finish(batchAnswer{err: errBatchIncomplete})
+	case status == "503":
+		b.finish(batchAnswer{err: fmt.Errorf("fleet: direct get on %s: %w: %w", b.stream, errNoDirectAnswer, nats.ErrNoResponders)})
+	default:
+		b.finish(batchAnswer{err: fmt.Errorf("fleet: direct get on %s: status %s %s", b.stream, status, msg.Header.Get("Description"))})
+	}
+}
+
+func (b *batchGet) finish(a batchAnswer) {
+	select {
+	case b.done <- a:
+	default: // answered already
 	}
 }
 
