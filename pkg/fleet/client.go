@@ -553,8 +553,10 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 	}()
 	var late <-chan time.Time
 	if queued {
-		t := time.NewTimer(awaitUnsure)
-		defer t.Stop()
+		// a pooled timer: every Run waits on one
+		t := getTimer()
+		t.Reset(awaitUnsure)
+		defer putTimer(t)
 		late = t.C
 	}
 	for read := !queued; ; read = true {
