@@ -267,6 +267,49 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
 		refused(t, fa.dispatcher, subj, nil)
 	}
+	// It may publish on its own submit subject with any header, the
+	// woken mark included: its awaiting mission is not resumed by such a
+	// message whose body is another mission (here one that lists the
+	// north's customers, which no rule holds, instead of the south's),
+	// and the approver's decision below still resumes it as suspended.
+	forged := *ap
+	forged.Context = map[string]any{"approve": false}
+	forgedBody, err := messages.MarshalMission(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitSubj := messages.SubmitSubject(fa.client.Submitter(), messages.PriorityNormal, ap.ID)
+	wakeMark := &nats.Msg{Subject: submitSubj, Data: forgedBody, Header: nats.Header{}}
+	wakeMark.Header.Set(messages.HeaderMissionID, ap.ID)
+	wakeMark.Header.Set(messages.HeaderWoken, as[0].Call)
+	djs, err := jetstream.New(fa.dispatcher.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := djs.PublishMsg(ctx, wakeMark); err != nil {
+		t.Fatalf("a submitter's publish on its own submit subject: %v", err)
+	}
+	ajs, err := jetstream.New(fa.admin.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missions, err := ajs.Stream(ctx, messages.StreamMissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := missions.Info(ctx, jetstream.WithSubjectFilter(submitSubj+".>"))
+		if err == nil && info.State.Msgs == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the forged wake never left the queue: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, err := fa.client.Status(ctx, ap.ID); err != nil || st.State != messages.StateAwaitingApproval || st.Suspensions != 1 {
+		t.Fatalf("after a submitter's forged wake: status %+v, %v; want awaiting_approval, suspended once", st, err)
+	}
 	// When no replica answers a direct get (a node restarting), a
 	// decision's reads and a run's read of its last event ask the
 	// stream's leader: the approver may make those message gets of the
@@ -308,6 +351,8 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	}
 	if step, err := fa.client.Await(ctx, ap.ID); err != nil || !step.Ok() {
 		t.Fatalf("approved mission: %+v, %v", step, err)
+	} else if r, _ := step.Return.(map[string]any); r["customers"] == nil || r["context"] != nil {
+		t.Fatalf("approved mission returned %v: want the south's customers its approved call listed", step.Return)
 	}
 	if v := fa.approver.violations(); len(v) > 0 {
 		t.Fatalf("the approver's traffic was refused: %v", v)

@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -713,6 +715,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
 	}
+	digest := missionDigest(msg.Data())
 	suspended := func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false
@@ -720,6 +723,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		s.State, s.Worker, s.StreamSeq = messages.StateAwaitingApproval, "", 0
 		s.Suspensions++
 		s.JournalSeq = journalSeq
+		s.MissionDigest = digest
 		return true
 	}
 	st := entry.st
@@ -745,6 +749,28 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
+}
+
+// missionDigest is the SHA-256, in lower-case hex, of a mission's
+// message body (messages.Status.MissionDigest).
+func missionDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// suspendedMission reports whether data is the body of the mission a
+// status awaiting approval was suspended with (digest, its
+// MissionDigest): the body its parked message holds and a decision's
+// wake carries. A status without a digest was written by a worker of
+// a release before it, and any body passes.
+func suspendedMission(data []byte, digest string) bool {
+	if digest == "" {
+		return true
+	}
+	sum := sha256.Sum256(data)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) == digest
 }
 
 // attachApprovals records, in step's trace, the approval of each tool

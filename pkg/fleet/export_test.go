@@ -49,3 +49,8 @@ func IdleCallers(s *ToolService) int { return int(s.idleCallers.Load()) }
 // CallerGrace has s's callers wait d for the next call; call it before
 // any call.
 func CallerGrace(s *ToolService, d time.Duration) { s.callerGrace = d }
+
+// WakesThroughParked has c's decisions publish their wakes in PARKED,
+// which MISSIONS sources, as a client whose user may not publish them
+// into MISSIONS does.
+func WakesThroughParked(c *Client) { c.wokenPublish.Store(wokenRefused) }

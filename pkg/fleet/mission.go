@@ -688,6 +688,18 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			_ = msg.Term()
 			return nil, false, false, true
 		}
+		// A mission awaiting approval resumes only with the body it was
+		// suspended with, which its parked message, a decision's wake and
+		// a redelivery of the suspended message all carry. Another body
+		// is a submission of the mission's id (a submitter may publish on
+		// its own submit subject with any header, Ptc-Woken included),
+		// not its wake: running it would resume the mission as changed.
+		if st.State == messages.StateAwaitingApproval && !suspendedMission(msg.Data(), st.MissionDigest) {
+			log.Warn().Uint64("stream_seq", meta.Sequence.Stream).Bool("woken", woken).Bool("sourced", sourced).
+				Msg("a message to resume the mission awaiting approval carries another mission than the one suspended; dropping it as a duplicate submission")
+			_ = msg.Term()
+			return nil, false, false, true
+		}
 		if st.Summary == nil { // the first claim
 			st.Summary = messages.Summarize(m)
 		}
@@ -702,7 +714,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if fromAwaiting {
 			journalUpTo = st.JournalSeq
 		}
-		st.State, st.Worker, st.Attempt, st.StreamSeq, st.JournalSeq = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream, 0
+		st.State, st.Worker, st.Attempt, st.StreamSeq, st.JournalSeq, st.MissionDigest = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream, 0, ""
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
 		}

@@ -71,6 +71,13 @@ type Status struct {
 	// before it takes the mission from this status, so the run that does
 	// reads the journal up to this message and asks for none after it.
 	JournalSeq uint64 `msgpack:"journal_seq,omitempty"`
+	// MissionDigest is, while the mission awaits approval, the SHA-256
+	// (lower-case hex) of the mission's message body as the suspending
+	// run took it: the body its parked message and a decision's wake
+	// carry. A message that would take the mission from this status
+	// with another body is not its wake, and no run takes it. Empty on
+	// a status written without the field.
+	MissionDigest string `msgpack:"mission_digest,omitempty"`
 	// QuotaWaits counts the times the mission waited for its submitter's
 	// running quota (StateQuotaWait).
 	QuotaWaits int `msgpack:"quota_waits,omitempty"`
