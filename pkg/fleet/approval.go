@@ -745,7 +745,7 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
 	if cur, _, err := getApproval(ctx, w.st.nc, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
-		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), m.ID+"/wake/"+a.Call+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
+		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), wakeMsgID(m.ID, "wake", cur)+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
@@ -1121,8 +1121,9 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 }
 
 // wakeParked queues a suspended mission again after a decision: its
-// parked message is published with Msg-Id "<id>/resume/<call>" (a
-// repeated decision queues it once) into MISSIONS directly, on its woken
+// parked message is published with Msg-Id "<id>/resume/<call>/<decided>"
+// (wakeMsgID: a repeated decision queues it once) into MISSIONS
+// directly, on its woken
 // subject (wakeWoken), where MISSIONS holds that subject and the
 // client's user may publish there; else, or when MISSIONS refuses it
 // (full: StoreConfig.MaxQueued), on its wake subject in PARKED, which
@@ -1134,7 +1135,7 @@ func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Appro
 	if parked == nil {
 		return nil
 	}
-	msgID := k.id + "/resume/" + a.Call
+	msgID := wakeMsgID(k.id, "resume", a)
 	if c.wokenDirect(ctx) {
 		err := wakeWoken(ctx, c.nc, k, a, parked.Data, parked.Header, msgID, woken)
 		if err == nil || !wakeRefused(err) {
@@ -1220,6 +1221,19 @@ func wakeRefused(err error) bool {
 // not store: over its MaxMsgs or MaxBytes with DiscardNew, or a store
 // failure.
 const errCodeStoreFailed = 10077
+
+// wakeMsgID is the Msg-Id of a wake of mission id after the decision
+// of call a, "<id>/<kind>/<call>/<decided>": the same for every wake of
+// that decision, so that MISSIONS' duplicate window (or PARKED's)
+// queues it once, and unknown before the decision is recorded, since
+// <decided> is its time to the nanosecond (base 36). A submitter may
+// publish on its own submit subject with any Msg-Id: one that named a
+// wake before its decision would have MISSIONS drop the wake (or its
+// copy sourced from PARKED) as a duplicate and leave the mission to its
+// deadline.
+func wakeMsgID(id, kind string, a *messages.Approval) string {
+	return id + "/" + kind + "/" + a.Call + "/" + strconv.FormatInt(a.DecidedAt.UnixNano(), 36)
+}
 
 // wakeWoken publishes a decided mission's message (data, with the
 // headers of hdr that travel with a mission, and those of extra) on its

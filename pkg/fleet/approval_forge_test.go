@@ -234,3 +234,54 @@ func TestAwaitingStatusWithoutDigestResumesFromItsWake(t *testing.T) {
 		t.Fatalf("refunds %v; want one", refunds)
 	}
 }
+
+// A submitter's message stored under the Msg-Id a decision's wake would
+// take if it could be known before the decision would have MISSIONS
+// drop the wake as its duplicate, and the mission wait for its deadline.
+// The wake's Msg-Id holds the decision's time: the message forged under
+// the id of the call alone (here with another body, which the worker
+// drops) holds nothing back, and the decision resumes the mission at
+// once.
+func TestForgedWakeMsgIDDoesNotHoldBackTheDecision(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc)
+	c := newClient(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	m := refundMission(500)
+	a := submitAwaiting(ctx, t, c, m)
+	changed := *m
+	changed.Context = map[string]any{"amount": int64(7)}
+	body, err := messages.MarshalMission(&changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := messages.SubmitSubject(c.Submitter(), messages.PriorityNormal, m.ID)
+	msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
+	msg.Header.Set(messages.HeaderMissionID, m.ID)
+	msg.Header.Set(messages.HeaderWoken, a.Call)
+	msg.Header.Set(jetstream.MsgIDHeader, m.ID+"/resume/"+a.Call)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := js.PublishMsg(ctx, msg); err != nil || ack.Duplicate {
+		t.Fatalf("the forged message: %+v, %v", ack, err)
+	}
+	eventually(t, 10*time.Second, "the forged wake leaves the queue", func() bool {
+		info, err := c.Stores().Missions.Info(ctx, jetstream.WithSubjectFilter(subject+".>"))
+		return err == nil && info.State.Msgs == 0
+	})
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil || fmt.Sprint(step.Return) != fmt.Sprint(map[string]any{"refunded": int64(500)}) {
+		t.Fatalf("step %+v, %v: want the decision to resume the mission as suspended", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds %v; want one", refunds)
+	}
+}
