@@ -368,14 +368,36 @@ func (c *Client) sendStatusRead(ctx context.Context, k missionKey) *statusRead {
 // and its call waiting on replies are one allocation, besides the call's
 // channel and its reply subject.
 func sendStatusRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey) *statusRead {
+	return sendFenceRead(ctx, nc, st, replies, k, nil)
+}
+
+// bareDirectGet is the body of a direct get that asks for the message
+// without its headers (the stored ones and the server's Nats-*): the
+// server writes none and nats.go parses none.
+var bareDirectGet = []byte(`{"no_hdr":true}`)
+
+// sendFenceRead is sendStatusRead for a worker's last fence check, held
+// the status the worker last wrote (nil: none). An answer at held's
+// revision is held, returned without decoding it (statusAtHeld). Where
+// held kept the bytes it stored (casStatusKept), the read asks for the
+// status without its headers, whose parsing would be most of its cost in
+// the process: an answer of those very bytes is held (the status decoded
+// from them would be held's), and any other answer (another writer's
+// status, a delete marker) is read again with its headers and decoded,
+// as sendStatusRead reads it.
+func sendFenceRead(ctx context.Context, nc *nats.Conn, st *Stores, replies *replyMux, k missionKey, held *statusEntry) *statusRead {
 	if st.nc != nc || replies == nil || replies.open() != nil {
-		cur, err := getStatus(ctx, st, k)
+		cur, err := getStatusAtHeld(ctx, st, k, held)
 		return &statusRead{done: true, cur: cur, err: err}
 	}
-	r := &statusRead{call: liveCall{reply: make(chan *nats.Msg, 1)}, ctx: ctx, nc: nc, replies: replies, k: k}
+	r := &statusRead{call: liveCall{reply: make(chan *nats.Msg, 1)}, ctx: ctx, nc: nc, st: st, replies: replies, k: k, held: held}
 	reply, token := replies.add(&r.call)
 	request, subject := statusDirectGet(k)
-	if err := nc.PublishRequest(request, reply, nil); err != nil {
+	var body []byte
+	if held != nil && held.data != nil {
+		body = bareDirectGet
+	}
+	if err := nc.PublishRequest(request, reply, body); err != nil {
 		replies.remove(token)
 		r.done, r.err = true, fmt.Errorf("fleet: status %s: %w", k.id, err)
 		return r
@@ -390,12 +412,14 @@ type statusRead struct {
 	call    liveCall // waits on replies for the direct get's answer
 	ctx     context.Context
 	nc      *nats.Conn
+	st      *Stores
 	replies *replyMux
 	token   uint64
 	k       missionKey
 	subject string // the status's own subject
 	// held, when set, is the status the reader last wrote: an answer at
-	// its revision is returned as held, not decoded (statusAtHeld)
+	// its revision, or of the bytes it kept, is returned as held, not
+	// decoded (sendFenceRead)
 	held *statusEntry
 	done bool
 	cur  *statusEntry
@@ -415,9 +439,23 @@ func (r *statusRead) wait() (*statusEntry, error) {
 	case m := <-r.call.reply:
 		r.replies.remove(r.token)
 		putTimer(t)
-		data, rev, hdr, err := directAnswer(m, lastOn(r.subject))
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return statusAtHeld(k, r.held, data, rev, hdr, err)
+		if r.held != nil && r.held.data != nil {
+			// asked without headers (sendFenceRead)
+			switch {
+			case len(m.Data) > 0 && bytes.Equal(m.Data, r.held.data):
+				return r.held, nil
+			case len(m.Data) == 0 && m.Header.Get("Status") == "404":
+				return nil, ErrNotFound
+			case len(m.Data) == 0 && m.Header.Get("Status") == "503":
+				// no replica answers: the leader is asked, below
+			default:
+				return getStatusAtHeld(ctx, r.st, k, r.held)
+			}
+		} else {
+			data, rev, hdr, err := directAnswer(m, lastOn(r.subject))
+			if !errors.Is(err, nats.ErrNoResponders) {
+				return statusAtHeld(k, r.held, data, rev, hdr, err)
+			}
 		}
 	case <-ctx.Done():
 		r.replies.remove(r.token)

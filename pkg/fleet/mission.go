@@ -624,9 +624,9 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
 				State: messages.StateRunning, Worker: w.cfg.ID, Attempt: attempt, StreamSeq: meta.Sequence.Stream}
-			rev, err := createFirstStatus(ctx, w.js, st)
+			rev, data, err := writeFirstStatus(ctx, w.js, st, true)
 			if err == nil {
-				return &statusEntry{st: st, rev: rev}, true, false, false
+				return &statusEntry{st: st, rev: rev, data: data}, true, false, false
 			}
 			if !isWrongLastSeq(err) {
 				log.Warn().Err(err).Msg("status not written; retrying later")
@@ -718,9 +718,9 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
 		}
-		newRev, err := casStatus(ctx, w.st, st, rev)
+		newRev, data, err := casStatusKept(ctx, w.st, st, rev)
 		if err == nil {
-			entry := &statusEntry{st: st, rev: newRev, journalUpTo: journalUpTo}
+			entry := &statusEntry{st: st, rev: newRev, data: data, journalUpTo: journalUpTo}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
 				return nil, false, false, true
 			}
@@ -999,9 +999,9 @@ func (w *Worker) beat(k missionKey, entry *atomic.Pointer[statusEntry], lease *q
 	defer c()
 	lease.renew(ctx)
 	e := entry.Load()
-	rev, err := casStatus(ctx, w.st, e.st, e.rev)
+	rev, data, err := casStatusKept(ctx, w.st, e.st, e.rev)
 	if err == nil {
-		entry.Store(&statusEntry{st: e.st, rev: rev})
+		entry.Store(&statusEntry{st: e.st, rev: rev, data: data})
 		return true, true
 	}
 	cur, gerr := getStatus(ctx, w.st, k)
@@ -1105,8 +1105,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			// and the record's write, which on one replica is no longer
 			// than the check's answer (a replicated RESULTS batches them,
 			// above)
-			read := sendStatusRead(ctx, w.nc, w.st, w.replies, k)
-			read.held = entry
+			read := sendFenceRead(ctx, w.nc, w.st, w.replies, k, entry)
 			step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
 			if !fenceHolds(read.wait()) {
 				return false

@@ -451,6 +451,11 @@ func kvDeleted(h nats.Header) bool {
 type statusEntry struct {
 	st  messages.Status
 	rev uint64
+	// data, on the entry of a worker's own write that kept them
+	// (casStatusKept), are the bytes stored at rev: the last fence check
+	// asks for the status without its headers and compares
+	// (sendFenceRead)
+	data []byte
 	// journalUpTo, on the entry a claim wrote, is the JournalSeq of the
 	// awaiting_approval status it took the mission from: the run reads
 	// the journal up to that message (openJournal).
@@ -562,20 +567,40 @@ func decodeStatus(k missionKey, data []byte, rev uint64) (*statusEntry, error) {
 // subject's last sequence), made with publishAcked, and refused as
 // Update refuses it.
 func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (uint64, error) {
+	rev, _, err := writeStatus(ctx, st, s, rev, false)
+	return rev, err
+}
+
+// casStatusKept is casStatus that also returns the bytes it stored (a
+// copy), which the entry of a worker's own status keeps for its last
+// fence check (sendFenceRead).
+func casStatusKept(ctx context.Context, st *Stores, s messages.Status, rev uint64) (uint64, []byte, error) {
+	return writeStatus(ctx, st, s, rev, true)
+}
+
+// writeStatus is casStatus, returning a copy of the bytes stored when
+// keep is set.
+func writeStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64, keep bool) (uint64, []byte, error) {
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
 	if err := encodeStatus(buf, s); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	data := buf.Bytes()
 	key := messages.StatusKey(s.Submitter, s.MissionID)
+	var err error
 	switch {
 	case rev == 0:
-		return st.Status.Create(ctx, key, data)
+		rev, err = st.Status.Create(ctx, key, data)
 	case st.nc == nil:
-		return st.Status.Update(ctx, key, data, rev)
+		rev, err = st.Status.Update(ctx, key, data, rev)
+	default:
+		rev, err = casPublish(ctx, st.nc, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
 	}
-	return casPublish(ctx, st.nc, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
+	if err != nil || !keep {
+		return rev, nil, err
+	}
+	return rev, bytes.Clone(data), nil
 }
 
 // createFirstStatus writes st as the first status of its mission id, in one
@@ -584,10 +609,17 @@ func casStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64) (
 // otherwise as a compare-and-set conflict (isWrongLastSeq). It returns the
 // status's revision.
 func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status) (uint64, error) {
+	rev, _, err := writeFirstStatus(ctx, js, st, false)
+	return rev, err
+}
+
+// writeFirstStatus is createFirstStatus, returning a copy of the bytes
+// stored when keep is set (casStatusKept).
+func writeFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status, keep bool) (uint64, []byte, error) {
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
 	if err := encodeStatus(buf, st); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	data := buf.Bytes()
 	hdr := newAckedHeader()
@@ -596,9 +628,12 @@ func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.
 	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: hdr.h})
 	hdr.release()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return ack.Sequence, nil
+	if !keep {
+		return ack.Sequence, nil, nil
+	}
+	return ack.Sequence, bytes.Clone(data), nil
 }
 
 // encodeStatus appends st's encoding as it is stored (the current
