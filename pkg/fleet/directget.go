@@ -255,6 +255,41 @@ func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]b
 	return directMsg(ctx, nc, stream, lastOn(subject))
 }
 
+// directLastData is directLast for a reader that wants only the
+// message's data: its direct get asks for no headers (bareDirectGet), so
+// the server writes none and nats.go parses none. Such an answer names
+// no subject to check as directAnswer checks it: it is the answer to the
+// request on its own reply subject. A direct get no replica answers is
+// read from the stream's leader, as directLast reads it.
+func directLastData(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+subject, bareDirectGet, patience(ctx))
+	if err == nil {
+		if len(r.Data) > 0 {
+			return r.Data, nil
+		}
+		switch status := r.Header.Get("Status"); status {
+		case "": // an empty message
+			return r.Data, nil
+		case "404":
+			return nil, jetstream.ErrMsgNotFound
+		case "503": // no replica answers: the leader is asked, below
+		default:
+			desc := r.Header.Get("Description")
+			if desc == "" {
+				desc = "unable to get message"
+			}
+			return nil, fmt.Errorf("nats: %s", desc)
+		}
+	} else if !unanswered(err) {
+		return nil, err
+	}
+	data, _, _, _, err := leaderMsgWithin(ctx, nc, stream, lastOn(subject))
+	return data, err
+}
+
 // directMsg reads the message of stream q names with one direct get (the
 // request jetstream's GetLastMsgForSubject or GetMsg makes on a stream
 // that allows direct gets), without the stream handle's request

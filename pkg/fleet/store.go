@@ -305,8 +305,9 @@ func readResult(ctx context.Context, st *Stores, k missionKey) (*messages.Step, 
 	var data []byte
 	var err error
 	if st.nc != nil {
-		// a direct get no replica answers is read from the leader
-		data, _, _, err = directLast(ctx, st.nc, messages.StreamResults, messages.ResultSubject(k.sub, id))
+		// the result's data alone, without its headers; a direct get no
+		// replica answers is read from the leader
+		data, err = directLastData(ctx, st.nc, messages.StreamResults, messages.ResultSubject(k.sub, id))
 	} else {
 		var raw *jetstream.RawStreamMsg
 		if raw, err = st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, id)); err == nil {
