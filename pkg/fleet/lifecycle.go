@@ -205,6 +205,9 @@ func (w *Worker) Stop() error {
 			}
 		}
 		w.runCancel(ErrWorkerShutdown)
+		// the finished missions' messages leave the queue before the
+		// worker's subscriptions end
+		w.acks.flush()
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()
 		}

@@ -1172,7 +1172,11 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
 	w.recordStored(ctx, final, stored)
-	if err := msg.Ack(); err != nil {
+	// the message leaves the queue with those of the missions that finish
+	// within ackDelay (heldAcks), or at once where that is needed
+	if w.holdsAck(ctx, msg, k.sub) {
+		w.acks.add(msg)
+	} else if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; a redelivery will find the stored result")
 	}
 	switch final {

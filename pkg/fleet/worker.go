@@ -280,6 +280,9 @@ type Worker struct {
 	// beatq runs the running missions' heartbeats as they come due, a
 	// bounded number at once (Worker.heartbeat)
 	beatq beatQueue
+	// acks holds the acknowledgements of finished missions a moment, to
+	// send them together (ackbatch.go)
+	acks heldAcks
 
 	slots    chan struct{} // one token per mission in hand or long poll waiting
 	reserved atomic.Int32  // slot tokens held by long polls, not missions
@@ -411,6 +414,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 	}
 	w.reg.report = w.reportDiscovery
 	w.pulls = &pulls{nc: nc, stray: w.strayPull}
+	w.acks.log = &w.log
 	w.priorityIndex = map[string]int{}
 	for i, p := range cfg.Priorities {
 		w.priorityIndex[p] = i
