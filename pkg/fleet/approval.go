@@ -1123,14 +1123,13 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 // wakeParked queues a suspended mission again after a decision: its
 // parked message is published with Msg-Id "<id>/resume/<call>/<decided>"
 // (wakeMsgID: a repeated decision queues it once) into MISSIONS
-// directly, on its woken
-// subject (wakeWoken), where MISSIONS holds that subject and the
-// client's user may publish there; else, or when MISSIONS refuses it
-// (full: StoreConfig.MaxQueued), on its wake subject in PARKED, which
-// MISSIONS sources once it has room. When the mission is not parked yet
-// (parked is nil: its worker is still suspending it), that worker finds
-// the decision and queues it itself. woken (nil: none) holds headers
-// the wake adds.
+// directly, on its woken subject (wakeWoken), where MISSIONS holds that
+// subject and the client's user may publish there; else, or when
+// MISSIONS refuses it (full: StoreConfig.MaxQueued), on its wake
+// subject in PARKED, which MISSIONS sources once it has room. When the
+// mission is not parked yet (parked is nil: its worker is still
+// suspending it), that worker finds the decision and queues it itself.
+// woken (nil: none) holds headers the wake adds.
 func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg, woken nats.Header) error {
 	if parked == nil {
 		return nil
