@@ -666,6 +666,9 @@ func (b *Budgets) update(ctx context.Context, key, period, op string, change fun
 
 // isWrongSequence reports a compare-and-set that lost to another writer.
 func isWrongSequence(err error) bool {
+	if err == nil {
+		return false // before apiErr, which errors.As keeps on the heap
+	}
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }

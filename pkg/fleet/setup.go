@@ -692,6 +692,9 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 // isWrongLastSeq reports a compare-and-set conflict on publish (10071, or
 // 10164 on replicated streams).
 func isWrongLastSeq(err error) bool {
+	if err == nil {
+		return false // before apiErr, which errors.As keeps on the heap
+	}
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) {
 		return false
@@ -703,6 +706,9 @@ func isWrongLastSeq(err error) bool {
 // inFlightConflict reports a compare-and-set conflict with a write the
 // stream has not stored yet (10164, replicated streams only).
 func inFlightConflict(err error) bool {
+	if err == nil {
+		return false // before apiErr, which errors.As keeps on the heap
+	}
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }

@@ -188,6 +188,9 @@ const errCodeBatchDuplicate jetstream.ErrorCode = 10201
 // isDuplicateInBatch reports a batch refused because one of its messages
 // is a duplicate (errCodeBatchDuplicate).
 func isDuplicateInBatch(err error) bool {
+	if err == nil {
+		return false // before apiErr, which errors.As keeps on the heap
+	}
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeBatchDuplicate
 }
