@@ -555,8 +555,7 @@ func requestedEvent(a *messages.Approval) *messages.Event {
 
 // decidedEvent is the approval_decided event of a.
 func decidedEvent(a *messages.Approval) *messages.Event {
-	d := withApproval(nil, a)["approval"].(map[string]any)
-	return &messages.Event{Kind: messages.EventApprovalDecided, Tool: a.Tool, Turn: a.Turn, CallID: a.Call, Data: d}
+	return &messages.Event{Kind: messages.EventApprovalDecided, Tool: a.Tool, Turn: a.Turn, CallID: a.Call, Data: approvalData(a)}
 }
 
 // parkTTLMargin is how long at least a suspended mission's approval
@@ -827,15 +826,36 @@ func attachApprovals(step *messages.Step, as []*messages.Approval) {
 // withApproval adds a call's approval to an event's data.
 func withApproval(data map[string]any, a *messages.Approval) map[string]any {
 	if data == nil {
-		data = map[string]any{}
+		return map[string]any{"approval": approvalData(a)}
 	}
-	d := map[string]any{"call": a.Call, "state": a.State, "decided_by": a.DecidedBy,
+	data["approval"] = approvalData(a)
+	return data
+}
+
+// approvalData is what an event says of a call's approval: the data of
+// its approval_decided event, and the "approval" of its tool_result
+// event's data.
+func approvalData(a *messages.Approval) map[string]any {
+	d := map[string]any{"call": a.Call, "state": approvalState(a.State), "decided_by": a.DecidedBy,
 		"decided_at": a.DecidedAt.Format(time.RFC3339Nano), "reason": a.Reason}
 	if a.EditedArgs != nil {
 		d["edited_args"] = a.EditedArgs
 	}
-	data["approval"] = d
-	return data
+	return d
+}
+
+// approvalState is an approval's state as an event's value: one of the
+// states, boxed without an allocation.
+func approvalState(s string) any {
+	switch s {
+	case messages.ApprovalApproved:
+		return messages.ApprovalApproved
+	case messages.ApprovalDenied:
+		return messages.ApprovalDenied
+	case messages.ApprovalPending:
+		return messages.ApprovalPending
+	}
+	return s
 }
 
 // Decision is a person's (or an approving agent's) answer to a tool call
