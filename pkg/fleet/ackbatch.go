@@ -33,11 +33,15 @@ const maxHeldAcks = 64
 // a worker that dies between its final status write and its
 // acknowledgement. Its zero value is ready.
 type heldAcks struct {
-	mu    sync.Mutex
-	msgs  []jetstream.Msg
-	spare []jetstream.Msg // the slice the last flush sent, reused
-	timer *time.Timer     // sends what is held, armed while msgs is not empty
-	log   *zerolog.Logger // where a failed acknowledgement is reported
+	// sending is held by a flush while it sends, so that a flush returns
+	// only once every acknowledgement held before it was sent (Stop's
+	// does not return while the timer's sends what it took)
+	sending sync.Mutex
+	mu      sync.Mutex
+	msgs    []jetstream.Msg
+	spare   []jetstream.Msg // the slice the last flush sent, reused
+	timer   *time.Timer     // sends what is held, armed while msgs is not empty
+	log     *zerolog.Logger // where a failed acknowledgement is reported
 	// delay replaces ackDelay when set (tests)
 	delay time.Duration
 }
@@ -82,8 +86,11 @@ func (h *heldAcks) add(msg jetstream.Msg) {
 	}
 }
 
-// flush sends every acknowledgement held now.
+// flush sends every acknowledgement held now, after those a flush in
+// progress took.
 func (h *heldAcks) flush() {
+	h.sending.Lock()
+	defer h.sending.Unlock()
 	h.mu.Lock()
 	msgs := h.msgs
 	if len(msgs) == 0 {

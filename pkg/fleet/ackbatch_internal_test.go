@@ -181,3 +181,38 @@ func TestAckOfAQueuedQuotaMissionNotHeld(t *testing.T) {
 		t.Fatalf("%d acknowledgements held, want none", n)
 	}
 }
+
+// blockedAck is a delivered message whose acknowledgement waits for
+// release, after telling started.
+type blockedAck struct {
+	jetstream.Msg
+	started, release chan struct{}
+}
+
+func (m blockedAck) Ack() error      { close(m.started); <-m.release; return nil }
+func (m blockedAck) Subject() string { return "mission.submit.s.normal.id" }
+
+// A flush returns only once the acknowledgements held before it are sent,
+// those another flush took included: Stop's flush does not return while
+// the timer's is still sending.
+func TestHeldAcksFlushWaitsForOneSending(t *testing.T) {
+	h := &heldAcks{delay: time.Hour}
+	first := blockedAck{started: make(chan struct{}), release: make(chan struct{})}
+	h.add(first)
+	go h.flush()
+	<-first.started
+	var acks atomic.Int32
+	h.add(countedAck{acks: &acks})
+	done := make(chan struct{})
+	go func() { h.flush(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("a flush returned while an acknowledgement held before it was still being sent")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(first.release)
+	<-done
+	if n := acks.Load(); n != 1 {
+		t.Fatalf("%d acknowledged by the second flush, want 1", n)
+	}
+}
