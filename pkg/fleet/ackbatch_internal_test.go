@@ -165,7 +165,7 @@ func TestAckOfAQueuedQuotaMissionNotHeld(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		n, err := queuedMissions(ctx, w.st.Missions, "counted")
+		_, n, err := queuedSubjects(ctx, w.st.Missions, "counted")
 		if err != nil {
 			t.Fatal(err)
 		}

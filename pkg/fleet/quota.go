@@ -245,21 +245,64 @@ func (e *QuotaExceededError) Error() string {
 
 func (e *QuotaExceededError) Unwrap() error { return ErrQuotaExceeded }
 
-// queuedMissions counts submitter sub's messages in MISSIONS: its
-// missions waiting or running (a message leaves the stream when its
-// mission ends; a mission parked in PARKED is not counted). It reads the
-// stream's subjects under the submitter's prefix, one per mission.
-func queuedMissions(ctx context.Context, missions jetstream.Stream, sub string) (int, error) {
+// queuedMissions counts submitter sub's missions in MISSIONS, waiting or
+// running (a message leaves the stream when its mission ends; a mission
+// parked in PARKED is not counted). It reads the stream's subjects under
+// the submitter's prefix, one per mission. A count that reaches bound is
+// checked against the stored results: a mission's message leaves MISSIONS
+// when the server has processed the worker's acknowledgement, which comes
+// after the result is stored (and has reached a client awaiting it), so a
+// mission just finished can still be counted; one whose result is stored
+// is not. At most maxFinishedChecks messages are checked, and none when
+// more of them would have to be finished than that: a count far over the
+// bound costs no reads.
+func queuedMissions(ctx context.Context, st *Stores, sub string, bound int) (int, error) {
+	subjects, n, err := queuedSubjects(ctx, st.Missions, sub)
+	if err != nil {
+		return 0, err
+	}
+	if n < bound || n-bound+1 > maxFinishedChecks || st.Results == nil {
+		return n, nil
+	}
+	checked := 0
+	for subject, c := range subjects {
+		if n < bound || checked == maxFinishedChecks {
+			break
+		}
+		s, _, id, ok := messages.ParseSubmitSubject(subject)
+		if !ok || s != sub {
+			continue
+		}
+		checked++
+		_, err := getMsg(ctx, st.nc, st.Results, lastOn(messages.ResultSubject(sub, id)))
+		switch {
+		case err == nil:
+			n -= int(c)
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
+			return 0, fmt.Errorf("%w: count the queued missions of %s: read the result of %s: %w", ErrRetryable, sub, id, err)
+		}
+	}
+	return n, nil
+}
+
+// queuedSubjects returns submitter sub's subjects in missions with the
+// messages each holds, and their sum.
+func queuedSubjects(ctx context.Context, missions jetstream.Stream, sub string) (map[string]uint64, int, error) {
 	info, err := missions.Info(ctx, jetstream.WithSubjectFilter(messages.SubjectSubmitPrefix+sub+".>"))
 	if err != nil {
-		return 0, fmt.Errorf("%w: count the queued missions of %s: %w", ErrRetryable, sub, err)
+		return nil, 0, fmt.Errorf("%w: count the queued missions of %s: %w", ErrRetryable, sub, err)
 	}
 	n := 0
 	for _, c := range info.State.Subjects {
 		n += int(c)
 	}
-	return n, nil
+	return info.State.Subjects, n, nil
 }
+
+// maxFinishedChecks bounds the stored results queuedMissions reads to
+// tell finished missions from queued ones: those finished whose
+// acknowledgement the server has not processed yet, a few at most.
+const maxFinishedChecks = 16
 
 // quotaLease is a running mission's lease, renewed and given back by the
 // worker running it.
@@ -462,7 +505,7 @@ func (w *Worker) takeQuota(ctx context.Context, msg jetstream.Msg, k missionKey,
 		// more queued than the quota allows was queued past it: a client
 		// that does not check (Client.Submit refuses it) published it.
 		var n int
-		if n, err = queuedMissions(ctx, w.st.Missions, k.sub); err == nil && n > l.MaxQueued {
+		if n, err = queuedMissions(ctx, w.st, k.sub, l.MaxQueued+1); err == nil && n > l.MaxQueued {
 			over := &QuotaExceededError{Quota: l.Name(), MaxQueued: l.MaxQueued, Queued: n}
 			log.Warn().Err(over).Msg("mission refused: over its submitter's queued quota")
 			w.cfg.Metrics.quotaRefused(w.cfg.Tenant, k.sub)
@@ -581,7 +624,7 @@ func (c *Client) checkQueued(ctx context.Context) error {
 	if err != nil || l.MaxQueued == 0 {
 		return err
 	}
-	n, err := queuedMissions(ctx, c.st.Missions, c.sub)
+	n, err := queuedMissions(ctx, c.st, c.sub, l.MaxQueued)
 	if err != nil {
 		return err
 	}

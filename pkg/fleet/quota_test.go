@@ -328,6 +328,62 @@ func TestQuotaQueuedRefusesTheSubmit(t *testing.T) {
 	submitN(t, b, "b", 5)
 }
 
+// A mission whose result is stored no longer counts against its
+// submitter's max_queued, though its message is still in MISSIONS: the
+// worker's acknowledgement, which removes it, comes after the result has
+// reached the client. With one such mission queued under a quota of 1,
+// the next submit is taken; a third, with the second waiting, is refused
+// with a count of 1.
+func TestQuotaQueuedCountsNoFinishedMission(t *testing.T) {
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxQueued: 1})
+	a := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	done := submitN(t, a, "a", 1)[0] // no worker: it stays queued
+	js, _ := jetstream.New(nc)
+	step, err := messages.Marshal(&messages.Step{Return: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the result a worker stores before it acknowledges the message
+	if _, err := js.Publish(ctx, messages.ResultSubject("a", done.ID), step); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Submit(ctx, newMission()); err != nil {
+		t.Fatalf("a submit after the queued mission's result is stored: %v", err)
+	}
+	_, err = a.Submit(ctx, newMission())
+	var qe *fleet.QuotaExceededError
+	if !errors.As(err, &qe) || qe.Queued != 1 {
+		t.Fatalf("a submit with one mission waiting under max_queued 1: %v, want refused with 1 queued", err)
+	}
+}
+
+// Missions run one after another, each submitted once the one before
+// returned its result, are never refused by a max_queued of 1, on the
+// client or on the worker: the one before has finished.
+func TestQuotaQueuedOfOneRunsMissionsInSequence(t *testing.T) {
+	s, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxQueued: 1})
+	var runs atomic.Int64
+	startWorker(t, connect(t, s), countingRunner(&runs, "ok"), func(cfg *fleet.WorkerConfig) { cfg.Slots = 1 })
+	a := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	const n = 100
+	for i := range n {
+		step, err := a.Run(ctx, newMission())
+		if err != nil {
+			t.Fatalf("mission %d: %v", i, err)
+		}
+		if !step.Ok() {
+			t.Fatalf("mission %d: %+v", i, step.Fail)
+		}
+	}
+	if runs.Load() != n {
+		t.Errorf("%d runs for %d missions", runs.Load(), n)
+	}
+}
+
 // A submitter that publishes on its subject directly, past Client.Submit's
 // check, is held to its max_queued by the workers: of 10 missions
 // published at once under a quota of 3, taken one at a time by one
