@@ -16,9 +16,10 @@ import (
 
 // deadLetter copies a mission message to the DEAD stream and, when its
 // submitter and id are known (k, from its subject), publishes a failure
-// Step so callers unblock; its final event continues em (nil: the events
-// stored so far).
-func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) {
+// Step so callers unblock (deadResult); its final event continues em
+// (nil: the events stored so far). It returns deadResult's error: the
+// failure Step is not stored.
+func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) error {
 	id := k.id
 	subjID := id
 	if !messages.ValidMissionID(id) {
@@ -46,16 +47,24 @@ func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data
 	}
 	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
 	if !messages.ValidMissionID(id) || !messages.ValidSubmitter(k.sub) {
-		return
+		return nil
 	}
 	failReason := ReasonMaxDeliveries
 	if deliveries == 0 {
 		failReason = ReasonInvalid
 	}
+	return w.deadResult(ctx, k, em, seq, failReason, reason)
+}
+
+// deadResult stores the failure Step of dead-lettered mission k (the
+// message at seq) and makes its status final: a result already stored is
+// kept. It returns the error of a failure Step not stored.
+func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq uint64, failReason, reason string) error {
+	id := k.id
 	stored, _, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason))
 	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
-		return
+		return err
 	}
 	final := stateOf(stored)
 	_, err = updateStatus(ctx, w.st, k, func(s *messages.Status) bool {
@@ -72,6 +81,7 @@ func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data
 		em = w.newEmitter(ctx, k, 0, 0, false)
 	}
 	em.Emit(&messages.Event{Kind: messages.EventFinal, Step: stored})
+	return nil
 }
 
 // poison terminates a message that does not decode or validate.
@@ -82,7 +92,7 @@ func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, meta *jetstream.
 		k = missionKey{sub: sub, id: id}
 	}
 	reason := "invalid mission: " + cause.Error()
-	w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
+	_ = w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
 		w.log.Warn().Err(err).Msg("term failed")
 	}
@@ -120,24 +130,54 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 	w.mu.Unlock()
 	go func() {
 		defer w.advisory.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		raw, err := getMsg(ctx, w.st.nc, w.st.Missions, atSeq(adv.StreamSeq, ""))
-		if err != nil {
-			return // already settled
-		}
-		var k missionKey
-		if sub, _, id, ok := messages.ParseSubmitSubject(raw.Subject); ok {
-			k = missionKey{sub: sub, id: id}
-		}
-		if cur, err := getStatus(ctx, w.st, k); err == nil && messages.TerminalState(cur.st.State) {
-			_ = w.st.Missions.DeleteMsg(ctx, adv.StreamSeq)
-			return
-		}
-		w.deadLetter(ctx, k, nil, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries),
-			fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries))
-		if err := w.st.Missions.DeleteMsg(ctx, adv.StreamSeq); err != nil {
-			w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("exhausted mission not removed")
-		}
+		w.settleExhausted(adv)
 	}()
+}
+
+// exhaustedRetryWait bounds the wait between a dead-lettered mission's
+// tries to store its failure Step (settleExhausted).
+const exhaustedRetryWait = 5 * time.Second
+
+// settleExhausted dead-letters the mission of the message adv names and
+// removes the message from MISSIONS. No consumer delivers that message
+// again and it is the mission's last copy: it is removed only once the
+// mission's failure Step is stored (or its status is final), tried again
+// until the worker stops. Removed before, it would leave the mission with
+// no result, no message and a status that is not final: lost.
+func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := getMsg(ctx, w.st.nc, w.st.Missions, atSeq(adv.StreamSeq, ""))
+	if err != nil {
+		return // already settled
+	}
+	var k missionKey
+	if sub, _, id, ok := messages.ParseSubmitSubject(raw.Subject); ok {
+		k = missionKey{sub: sub, id: id}
+	}
+	if cur, err := getStatus(ctx, w.st, k); err == nil && messages.TerminalState(cur.st.State) {
+		_ = w.st.Missions.DeleteMsg(ctx, adv.StreamSeq)
+		return
+	}
+	reason := fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries)
+	err = w.deadLetter(ctx, k, nil, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries), reason)
+	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, exhaustedRetryWait) {
+		t := time.NewTimer(wait)
+		select {
+		case <-w.stopping:
+			t.Stop()
+			w.log.Error().Err(err).Str("mission_id", k.id).Uint64("stream_seq", adv.StreamSeq).
+				Msg("exhausted mission left in MISSIONS: its failure is not stored")
+			return
+		case <-t.C:
+		}
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = w.deadResult(rctx, k, nil, adv.StreamSeq, ReasonMaxDeliveries, reason)
+		rcancel()
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	if err := w.st.Missions.DeleteMsg(dctx, adv.StreamSeq); err != nil {
+		w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("exhausted mission not removed")
+	}
 }

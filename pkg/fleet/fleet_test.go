@@ -549,6 +549,72 @@ func TestMaxDeliveriesAdvisoryDeadLetters(t *testing.T) {
 	}
 }
 
+// A mission whose last delivery is lost while its failure cannot be
+// stored (RESULTS does not take the write) stays in MISSIONS until the
+// failure is stored: the worker that took the max-deliveries advisory
+// tries again, and the caller gets the dead-lettered failure once RESULTS
+// is back, never a mission with no result, no message and a status that
+// is not final.
+func TestMaxDeliveriesAdvisoryKeepsTheMissionUntilItsFailureIsStored(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	store := fleet.StoreConfig{AckWait: 1500 * time.Millisecond, MaxDeliver: 1}
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := submitNew(ctx, t, c)
+	// Play a worker that takes the mission and dies.
+	msgs, err := c.Stores().Lanes[messages.PriorityNormal][messages.SubmitLane(c.Submitter())].Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range msgs.Messages() {
+	}
+	var runs atomic.Int64
+	startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
+	// RESULTS refuses every write (none fits its largest message) until
+	// its configuration is set back, after the advisory's dead letter
+	js, _ := jetstream.New(nc)
+	info, err := c.Stores().Results.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := info.Config
+	refusing.MaxMsgSize = 1
+	if _, err := js.UpdateStream(ctx, refusing); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "dead letter", func() bool {
+		_, err := c.Stores().Dead.GetLastMsgForSubject(ctx, messages.DeadSubject(m.ID))
+		return err == nil
+	})
+	time.Sleep(300 * time.Millisecond) // the failure's first tries fail
+	if minfo, err := c.Stores().Missions.Info(ctx); err != nil || minfo.State.Msgs != 1 {
+		t.Fatalf("MISSIONS holds %v messages (%v) while the failure is not stored; want the mission's one", minfo.State.Msgs, err)
+	}
+	if _, err := js.UpdateStream(ctx, info.Config); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil {
+		t.Fatalf("await: %v", err)
+	}
+	if step.Fail == nil || step.Fail.Reason != fleet.ReasonMaxDeliveries {
+		t.Fatalf("step = %+v", step)
+	}
+	waitState(t, c, m.ID, messages.StateDead)
+	eventually(t, 10*time.Second, "exhausted message removed", func() bool {
+		info, err := c.Stores().Missions.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
+	if runs.Load() != 0 {
+		t.Errorf("runs = %d", runs.Load())
+	}
+}
+
 func TestDrainFinishesInFlightMissions(t *testing.T) {
 	_, nc := runJetStream(t)
 	c := newClient(t, nc)

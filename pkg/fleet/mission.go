@@ -648,7 +648,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			// calls' idempotency keys and their results are the id's.
 			if owner != "" && owner != k.sub {
 				log.Warn().Str("owner", owner).Msg("mission id taken by another submitter; refusing the mission")
-				w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
+				_ = w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
 					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id))
 				_ = msg.Term()
 				return nil, false, false, true
@@ -1214,7 +1214,7 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, entry *statusE
 func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
 	em.Flush()
 	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
-		w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
+		_ = w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
 			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))
 		_ = msg.Term()
 		attemptFrom(ctx).setOutcome("dead_lettered")
