@@ -267,21 +267,12 @@ func directLastData(ctx context.Context, nc *nats.Conn, stream, subject string) 
 	}
 	r, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+subject, bareDirectGet, patience(ctx))
 	if err == nil {
-		if len(r.Data) > 0 {
-			return r.Data, nil
-		}
-		switch status := r.Header.Get("Status"); status {
-		case "": // an empty message
-			return r.Data, nil
-		case "404":
-			return nil, jetstream.ErrMsgNotFound
-		case "503": // no replica answers: the leader is asked, below
-		default:
-			desc := r.Header.Get("Description")
-			if desc == "" {
-				desc = "unable to get message"
+		// no replica answers (ErrNoResponders): the leader is asked, below
+		if err := answerErr(r); !errors.Is(err, nats.ErrNoResponders) {
+			if err != nil {
+				return nil, err
 			}
-			return nil, fmt.Errorf("nats: %s", desc)
+			return r.Data, nil
 		}
 	} else if !unanswered(err) {
 		return nil, err
@@ -472,23 +463,35 @@ func leaderMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([
 	return resp.Message.Data, resp.Message.Seq, hdr, nil
 }
 
+// answerErr is the error a direct get's answer r carries as its
+// status: nil for a message (one with data, or an empty one),
+// jetstream.ErrMsgNotFound for "no message", nats.ErrNoResponders when no
+// replica answers (503), else the answer's description.
+func answerErr(r *nats.Msg) error {
+	if len(r.Data) > 0 {
+		return nil
+	}
+	switch status := r.Header.Get("Status"); status {
+	case "":
+		return nil
+	case "404":
+		return jetstream.ErrMsgNotFound
+	case "503":
+		return nats.ErrNoResponders
+	default:
+		desc := r.Header.Get("Description")
+		if desc == "" {
+			desc = "unable to get message"
+		}
+		return fmt.Errorf("nats: %s", desc)
+	}
+}
+
 // directAnswer reads r, the answer to a direct get of the message q
 // names, as directMsg returns it.
 func directAnswer(r *nats.Msg, q msgQuery) ([]byte, uint64, nats.Header, error) {
-	if len(r.Data) == 0 {
-		switch status := r.Header.Get("Status"); status {
-		case "":
-		case "404":
-			return nil, 0, nil, jetstream.ErrMsgNotFound
-		case "503":
-			return nil, 0, nil, nats.ErrNoResponders
-		default:
-			desc := r.Header.Get("Description")
-			if desc == "" {
-				desc = "unable to get message"
-			}
-			return nil, 0, nil, fmt.Errorf("nats: %s", desc)
-		}
+	if err := answerErr(r); err != nil {
+		return nil, 0, nil, err
 	}
 	seqStr := r.Header.Get(jetstream.SequenceHeader)
 	if seqStr == "" {
