@@ -3,7 +3,9 @@ package agentrun_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,6 +57,13 @@ const oneCallProgram = "(count (tool/get_customer {:id 1}))"
 // (docs/performance.md: the target is ≤ 10), floor-pub/mission-rate the floor's
 // publishes per second over the missions per second. CPU is the whole
 // process's (server, workers, client, tools: fleettest.ProcessCPU).
+//
+// With PTC_BENCH_NATS=process the server runs as a process of its own
+// (a nats-server on a free port, reached over TCP): cpu-µs/mission and
+// the floors' CPU are then the two processes' together, server-cpu-µs/mission
+// is the server's part of it, and allocs/op and B/op are the fleet's
+// alone (workers, client and tool service, with their NATS clients), the
+// server's not counted.
 func BenchmarkMissionsAgainstFloor(b *testing.B) {
 	for _, kind := range []string{messages.KindAgent, messages.KindCompiled} {
 		for _, workers := range []int{1, 2} {
@@ -65,8 +74,76 @@ func BenchmarkMissionsAgainstFloor(b *testing.B) {
 	}
 }
 
+// benchServer is the NATS server a benchmark runs on: embedded in the
+// benchmark's process, or a process of its own (PTC_BENCH_NATS=process).
+type benchServer struct {
+	tb   testing.TB
+	emb  *fleettest.Server
+	node *natsNode
+}
+
+func startBenchServer(tb testing.TB) *benchServer {
+	if os.Getenv("PTC_BENCH_NATS") == "process" {
+		return &benchServer{tb: tb, node: startNATSProcess(tb)}
+	}
+	return &benchServer{tb: tb, emb: fleettest.Start(tb)}
+}
+
+// Conn opens a connection closed when the benchmark ends.
+func (s *benchServer) Conn() *nats.Conn {
+	s.tb.Helper()
+	if s.emb != nil {
+		return s.emb.Conn()
+	}
+	nc, err := nats.Connect(s.node.url, reconnecting()...)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.tb.Cleanup(nc.Close)
+	return nc
+}
+
+// cpu is the CPU time used so far by the benchmark's process and, when
+// the server is a process of its own, by the server (its part in server).
+func (s *benchServer) cpu() (total, server time.Duration, ok bool) {
+	own, ok := fleettest.ProcessCPU()
+	if s.node == nil || !ok {
+		return own, 0, ok
+	}
+	server, ok = childCPU(s.node.cmd.Process.Pid)
+	return own + server, server, ok
+}
+
+// childCPU is the CPU time process pid's threads used so far: the sum of
+// the first field of /proc/<pid>/task/*/schedstat, in nanoseconds (Linux;
+// ok false elsewhere). A thread that ended is not counted; the Go runtime
+// keeps its threads.
+func childCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, false
+	}
+	var total time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
+}
+
 func benchAgainstFloor(b *testing.B, kind string, workers, inflight int) {
-	srv := fleettest.Start(b)
+	srv := startBenchServer(b)
 	ctx := context.Background()
 	svc, err := fleet.NewToolService(srv.Conn(), fleet.ToolServiceConfig{Name: shop.ServiceName})
 	if err != nil {
@@ -134,19 +211,19 @@ func benchAgainstFloor(b *testing.B, kind string, workers, inflight int) {
 		b.Fatal(err)
 	}
 	pnc, rnc := srv.Conn(), srv.Conn()
-	pubRate, pubCPU := publishFloor(ctx, b, pnc, encoded, "before")
-	reqRate, reqCPU := requestFloor(b, rnc, cnc, inflight)
+	pubRate, pubCPU := publishFloor(ctx, b, srv, pnc, encoded, "before")
+	reqRate, reqCPU := requestFloor(b, srv, rnc, cnc, inflight)
 
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, cpuOK := fleettest.ProcessCPU()
+	cpu0, srv0, cpuOK := srv.cpu()
 	elapsed := run(b.N)
 	b.StopTimer()
-	cpu1, ok := fleettest.ProcessCPU()
+	cpu1, srv1, ok := srv.cpu()
 	// the floors again, after the missions: a load that changed during
 	// the run weighs on both sides of the ratio alike
-	pubRate2, pubCPU2 := publishFloor(ctx, b, pnc, encoded, "after")
-	reqRate2, reqCPU2 := requestFloor(b, rnc, cnc, inflight)
+	pubRate2, pubCPU2 := publishFloor(ctx, b, srv, pnc, encoded, "after")
+	reqRate2, reqCPU2 := requestFloor(b, srv, rnc, cnc, inflight)
 	pubRate, pubCPU = (pubRate+pubRate2)/2, (pubCPU+pubCPU2)/2
 	reqRate, reqCPU = (reqRate+reqRate2)/2, (reqCPU+reqCPU2)/2
 	rate := float64(b.N) / elapsed.Seconds()
@@ -160,6 +237,9 @@ func benchAgainstFloor(b *testing.B, kind string, workers, inflight int) {
 		b.ReportMetric(pubCPU, "floor-cpu-µs/pub")
 		b.ReportMetric(reqCPU, "floor-cpu-µs/req")
 		b.ReportMetric(perMission/pubCPU, "cpu/floor-pub")
+		if srv.node != nil {
+			b.ReportMetric(float64((srv1-srv0).Microseconds())/float64(b.N), "server-cpu-µs/mission")
+		}
 	}
 }
 
@@ -188,9 +268,9 @@ func checkOneCall(step *messages.Step, err error) error {
 // publishFloor publishes floorOps copies of body, each with its own
 // message id (idPrefix and a number), to a file-backed stream of its own
 // (created when missing), at most 256 awaiting
-// their acks, and returns the publishes per second and the process's CPU
-// per publish in µs.
-func publishFloor(ctx context.Context, b *testing.B, nc *nats.Conn, body []byte, idPrefix string) (perSec, cpuMicros float64) {
+// their acks, and returns the publishes per second and the CPU per
+// publish in µs (the server's included, srv.cpu).
+func publishFloor(ctx context.Context, b *testing.B, srv *benchServer, nc *nats.Conn, body []byte, idPrefix string) (perSec, cpuMicros float64) {
 	b.Helper()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
 	if err != nil {
@@ -201,7 +281,7 @@ func publishFloor(ctx context.Context, b *testing.B, nc *nats.Conn, body []byte,
 		b.Fatal(err)
 	}
 	acks := make([]jetstream.PubAckFuture, 0, floorOps)
-	cpu0, _ := fleettest.ProcessCPU()
+	cpu0, _, _ := srv.cpu()
 	start := time.Now()
 	for i := range floorOps {
 		f, err := js.PublishAsync("floor.pub.lane", body, jetstream.WithMsgID(idPrefix+"-"+strconv.Itoa(i)))
@@ -216,7 +296,7 @@ func publishFloor(ctx context.Context, b *testing.B, nc *nats.Conn, body []byte,
 		b.Fatal("floor publishes not acknowledged within a minute")
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := fleettest.ProcessCPU()
+	cpu1, _, _ := srv.cpu()
 	for i, f := range acks {
 		select {
 		case err := <-f.Err():
@@ -232,8 +312,9 @@ func publishFloor(ctx context.Context, b *testing.B, nc *nats.Conn, body []byte,
 
 // requestFloor sends floorOps requests of a tool call's size from
 // concurrency goroutines on nc to a responder on rnc echoing them, and
-// returns the requests per second and the process's CPU per request in µs.
-func requestFloor(b *testing.B, rnc, nc *nats.Conn, concurrency int) (perSec, cpuMicros float64) {
+// returns the requests per second and the CPU per request in µs (the
+// server's included, srv.cpu).
+func requestFloor(b *testing.B, srv *benchServer, rnc, nc *nats.Conn, concurrency int) (perSec, cpuMicros float64) {
 	b.Helper()
 	sub, err := rnc.Subscribe("floor.req", func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	if err != nil {
@@ -250,7 +331,7 @@ func requestFloor(b *testing.B, rnc, nc *nats.Conn, concurrency int) (perSec, cp
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
-	cpu0, _ := fleettest.ProcessCPU()
+	cpu0, _, _ := srv.cpu()
 	start := time.Now()
 	for range concurrency {
 		wg.Go(func() {
@@ -264,7 +345,7 @@ func requestFloor(b *testing.B, rnc, nc *nats.Conn, concurrency int) (perSec, cp
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := fleettest.ProcessCPU()
+	cpu1, _, _ := srv.cpu()
 	if err := failed.Load(); err != nil {
 		b.Fatalf("floor request: %v", *err)
 	}
