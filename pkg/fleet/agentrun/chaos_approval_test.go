@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,7 +171,8 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	model.advanceOn = denyReason
 	ms := httptest.NewServer(model)
 	t.Cleanup(ms.Close)
-	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3"}
+	logs := newWorkerLogs(t)
+	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3", logs.env()}
 	seq := 0
 	start := func(wait bool) *proc {
 		seq++
@@ -186,6 +188,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	add := startCountingTools(t, dial(t, url), 3)
 	pay := startPayTools(t, dial(t, url), 3)
+	tap := startJournalTap(t, dial(t, url))
 	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{SkipSetup: true})
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +391,12 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	// the results are read on contexts of their own: a run that used up
 	// ctx still says which missions have one
 	lost, wrong, waited, nApproved, nDenied, nTimedOut := 0, 0, 0, 0, 0, 0
+	var failed []string // the missions reported at the end
+	fail := func(id string) {
+		if !slices.Contains(failed, id) {
+			failed = append(failed, id)
+		}
+	}
 	for k, id := range ids {
 		actx, c := context.WithTimeout(context.Background(), 20*time.Second)
 		step, err := client.Await(actx, id)
@@ -398,11 +407,13 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 			st, serr := client.Status(sctx, id)
 			c()
 			t.Logf("mission %d lost: %v; status %+v %v", k, err, st, serr)
+			fail(id)
 			continue
 		}
 		if !step.Ok() || !reflect.DeepEqual(step.Return, approvalChaosWant(k)) {
 			wrong++
 			t.Logf("mission %d: %+v %+v", k, step.Return, step.Fail)
+			fail(id)
 		}
 		actx, c = context.WithTimeout(context.Background(), 5*time.Second)
 		as, err := client.Approvals(actx, id)
@@ -427,19 +438,27 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	perMission, perKey := pay.counts()
 	payRepeats, deniedRan, approvedNotRun := 0, 0, 0
-	for _, c := range perKey {
+	for key, c := range perKey {
 		payRepeats += c - 1
+		if c > 1 {
+			fail(missionOfKey(key))
+		}
 	}
 	for k, id := range ids {
 		switch {
 		case k%2 == 1 && perMission[id] != 0:
 			deniedRan++
+			fail(id)
 		case k%2 == 0 && perMission[id] != 1:
 			approvedNotRun++
 			t.Logf("approved mission %d: pay ran %d times", k, perMission[id])
+			fail(id)
 		}
 	}
 	addRepeats, _, _ := add.repeats()
+	for _, key := range add.repeatedKeys() {
+		fail(missionOfKey(key))
+	}
 	_, _, afterFinal := model.repeats()
 	decMu.Lock()
 	for e, c := range decideErrs {
@@ -459,6 +478,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		for _, w := range workers {
 			t.Logf("worker %s, the end of its stderr:\n%s", w.id, w.stderr.String())
 		}
+		// each failing mission: where it stands and what every worker
+		// (killed ones too) logged of it
+		reportMissions(t, client, logs, tap, failed)
 	}
 	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)

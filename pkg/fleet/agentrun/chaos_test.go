@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -125,6 +126,22 @@ type chaosFigures struct {
 	addRepeats, noteRepeats, toolCalls                  int
 	replayedModel, replayedTools, multiAttempt          int
 	elapsed                                             time.Duration
+	// failed holds the ids of the missions lost, wrong or whose
+	// deduplicating tool ran twice, for the report of a failed run
+	failed []string
+}
+
+// report logs, for a run that failed, each failing mission's report and
+// the lines of every worker log that name it.
+func (f *chaosFigures) report(t *testing.T, client *fleet.Client, tools *countingTools, logs *workerLogs, tap *journalTap) {
+	t.Helper()
+	ids := f.failed
+	for _, key := range tools.repeatedKeys() {
+		if id := missionOfKey(key); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	reportMissions(t, client, logs, tap, ids)
 }
 
 // submitChaosMissions submits chaosMission(i) for i below n and returns
@@ -165,9 +182,11 @@ func (f *chaosFigures) await(ctx context.Context, t *testing.T, client *fleet.Cl
 		switch {
 		case err != nil:
 			f.lost++
+			f.failed = append(f.failed, id)
 			continue
 		case !step.Ok() || !reflect.DeepEqual(step.Return, wantReturn(i)):
 			f.wrong++
+			f.failed = append(f.failed, id)
 			t.Logf("mission %d: %+v %+v", i, step.Return, step.Fail)
 			for _, turn := range step.Trace {
 				t.Logf("  turn %d: %s", turn.Number, turn.Error)
@@ -215,6 +234,8 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	url := srv.ClientURL()
 	nc := dial(t, url)
 	tools := startCountingTools(t, dial(t, url), 1)
+	tap := startJournalTap(t, dial(t, url))
+	logs := newWorkerLogs(t)
 	model := newFakeModel()
 	model.delay = 100 * time.Millisecond
 	ms := httptest.NewServer(model)
@@ -229,7 +250,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	checker := dial(t, url)
 	checkClient, _ := fleet.NewClient(ctx, checker, fleet.ClientConfig{SkipSetup: true})
 	model.finished = hasResult(checkClient, 200*time.Millisecond)
-	env := []string{envWorkerAckWait + "=2s", envWorkerDeliver + "=30"}
+	env := []string{envWorkerAckWait + "=2s", envWorkerDeliver + "=30", logs.env()}
 	var fig chaosFigures
 	fig.missions = chaosMissions()
 	seq := 0
@@ -309,6 +330,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	t.Log(fig)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
+		fig.report(t, client, tools, logs, tap)
 	}
 	if fig.kills == 0 {
 		t.Error("no worker was killed")
@@ -390,7 +412,8 @@ func TestClusterChaos(t *testing.T) {
 	model.delay = 100 * time.Millisecond
 	ms := httptest.NewServer(model)
 	t.Cleanup(ms.Close)
-	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3"}
+	logs := newWorkerLogs(t)
+	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3", logs.env()}
 	var fig chaosFigures
 	fig.missions = chaosMissions()
 	// Several workers at once on a cluster that is still forming.
@@ -410,6 +433,7 @@ func TestClusterChaos(t *testing.T) {
 	}
 	t.Logf("layout ready %v after the nodes started", time.Since(formed).Round(time.Millisecond))
 	tools := startCountingTools(t, dial(t, url), 3)
+	tap := startJournalTap(t, dial(t, url))
 	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{SkipSetup: true})
 	if err != nil {
 		t.Fatal(err)
@@ -476,6 +500,7 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("%v; %d node restarts", fig, nodeKills)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
+		fig.report(t, client, tools, logs, tap)
 	}
 	// On R3 a worker stores a mission's record and result in one atomic
 	// batch, falling back to two publishes when the batch is refused: the

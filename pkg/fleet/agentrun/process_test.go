@@ -53,6 +53,10 @@ const (
 	// a file the worker process writes its counters and its goroutines,
 	// grouped by stack, to on SIGUSR2 (proc.dump)
 	envWorkerDump = "PTC_TEST_WORKER_DUMP"
+	// a directory the worker process writes its whole log to, at debug
+	// level, in a file of its own named <worker id>-<pid>.log (its
+	// stderr keeps warnings and errors)
+	envWorkerLogs = "PTC_TEST_WORKER_LOGS"
 )
 
 func TestMain(m *testing.M) {
@@ -76,7 +80,12 @@ func runWorkerProcess() int {
 	if os.Getenv(envWorkerProfiles) != "" {
 		runtime.MemProfileRate = 4096
 	}
-	log := zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	log, closeLog, err := workerLogger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "log:", err)
+		return 2
+	}
+	defer closeLog()
 	nc, err := nats.Connect(os.Getenv(envWorkerNATS), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
 		nats.RetryOnFailedConnect(true), nats.Name(os.Getenv(envWorkerID)))
 	if err != nil {
@@ -152,6 +161,28 @@ func runWorkerProcess() int {
 			return 0
 		}
 	}
+}
+
+// workerLogger is a worker process's logger: warnings and errors on
+// stderr, and with envWorkerLogs every level from debug on in a file of
+// the process's own there too.
+func workerLogger() (zerolog.Logger, func(), error) {
+	dir := os.Getenv(envWorkerLogs)
+	if dir == "" {
+		return zerolog.New(os.Stderr).With().Timestamp().Logger().Level(zerolog.WarnLevel), func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.log", os.Getenv(envWorkerID), os.Getpid())))
+	if err != nil {
+		return zerolog.Logger{}, nil, err
+	}
+	w := zerolog.MultiLevelWriter(&zerolog.FilteredLevelWriter{Writer: zerolog.LevelWriterAdapter{Writer: os.Stderr}, Level: zerolog.WarnLevel}, f)
+	// each line's time in milliseconds, to order the lines of several
+	// workers' logs
+	at := zerolog.HookFunc(func(e *zerolog.Event, _ zerolog.Level, _ string) {
+		e.Str("at", time.Now().UTC().Format("15:04:05.000"))
+	})
+	log := zerolog.New(w).Hook(at).Level(zerolog.DebugLevel)
+	return log, func() { _ = f.Close() }, nil
 }
 
 // writeProfiles writes the process's heap and goroutine profiles to dir,
