@@ -14,11 +14,23 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
+// Headers of a dead letter: the MISSIONS sequence of the message it
+// copies and the deliveries after which it was dead-lettered (0: the
+// message is invalid).
+const (
+	headerDeadSeq        = "Ptc-Stream-Seq"
+	headerDeadDeliveries = "Ptc-Deliveries"
+)
+
 // deadLetter copies a mission message to the DEAD stream and, when its
 // submitter and id are known (k, from its subject), publishes a failure
 // Step so callers unblock (deadResult); its final event continues em
 // (nil: the events stored so far). It returns deadResult's error: the
-// failure Step is not stored.
+// failure Step is not stored, and the caller keeps the message, the
+// mission's last copy, in MISSIONS (Nak), so that a later delivery or the
+// max-deliveries advisory (settleExhausted) stores it. DEAD keeps one copy
+// of a message dead-lettered again that way (its Nats-Msg-Id names the
+// message's sequence, within DEAD's duplicate window).
 func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data []byte, hdr nats.Header, seq uint64, deliveries int, reason string) error {
 	id := k.id
 	subjID := id
@@ -33,27 +45,38 @@ func (w *Worker) deadLetter(ctx context.Context, k missionKey, em *emitter, data
 		dm.Header[k] = v
 	}
 	dm.Header.Set(messages.HeaderReason, reason)
-	dm.Header.Set("Ptc-Stream-Seq", strconv.FormatUint(seq, 10))
-	dm.Header.Set("Ptc-Deliveries", strconv.Itoa(deliveries))
-	if _, err := w.js.PublishMsg(ctx, dm); err != nil {
+	dm.Header.Set(headerDeadSeq, strconv.FormatUint(seq, 10))
+	dm.Header.Set(headerDeadDeliveries, strconv.Itoa(deliveries))
+	dm.Header.Set(nats.MsgIdHdr, deadLetterID(seq))
+	ack, err := w.js.PublishMsg(ctx, dm)
+	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter not stored")
 	}
-	w.stats.dead.Add(1)
-	if deliveries == 0 {
-		w.stats.invalid.Add(1)
-		w.cfg.Metrics.deadLetter(ReasonInvalid)
-	} else {
-		w.cfg.Metrics.deadLetter(ReasonMaxDeliveries)
+	if err != nil || !ack.Duplicate {
+		w.stats.dead.Add(1)
+		w.cfg.Metrics.deadLetter(deadFailReason(deliveries))
+		if deliveries == 0 {
+			w.stats.invalid.Add(1)
+		}
+		w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
 	}
-	w.log.Warn().Str("mission_id", id).Uint64("stream_seq", seq).Str("reason", reason).Msg("mission dead-lettered")
 	if !messages.ValidMissionID(id) || !messages.ValidSubmitter(k.sub) {
 		return nil
 	}
-	failReason := ReasonMaxDeliveries
+	return w.deadResult(ctx, k, em, seq, deadFailReason(deliveries), reason)
+}
+
+// deadLetterID is the Nats-Msg-Id of the dead letter of the MISSIONS
+// message at seq.
+func deadLetterID(seq uint64) string { return "missions-" + strconv.FormatUint(seq, 10) }
+
+// deadFailReason is the failure reason of a mission dead-lettered after
+// deliveries (0: its message is invalid).
+func deadFailReason(deliveries int) string {
 	if deliveries == 0 {
-		failReason = ReasonInvalid
+		return ReasonInvalid
 	}
-	return w.deadResult(ctx, k, em, seq, failReason, reason)
+	return ReasonMaxDeliveries
 }
 
 // deadResult stores the failure Step of dead-lettered mission k (the
@@ -85,16 +108,35 @@ func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq 
 }
 
 // poison terminates a message that does not decode or validate.
-// Its failure is stored for the submitter and id its subject names.
+// Its failure is stored for the submitter and id its subject names; while
+// it is not, the message goes back to the queue (Nak after NakDelay), the
+// mission's last copy (deadLetter). A message whose subject names no
+// submitter and id has no failure to store and is terminated at once.
 func (w *Worker) poison(ctx context.Context, msg jetstream.Msg, meta *jetstream.MsgMetadata, cause error) {
 	var k missionKey
 	if sub, _, id, ok := messages.ParseSubmitSubject(msg.Subject()); ok {
 		k = missionKey{sub: sub, id: id}
 	}
 	reason := "invalid mission: " + cause.Error()
-	_ = w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason)
+	if err := w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0, reason); err != nil {
+		w.keepDeadLettered(msg, k, meta, err)
+		return
+	}
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
 		w.log.Warn().Err(err).Msg("term failed")
+	}
+}
+
+// keepDeadLettered hands back the message of dead-lettered mission k
+// whose failure Step is not stored (err): it is the mission's last copy.
+// A later delivery dead-letters it again, or, past the consumer's
+// MaxDeliver, the max-deliveries advisory's settleExhausted stores the
+// failure the dead letter names.
+func (w *Worker) keepDeadLettered(msg jetstream.Msg, k missionKey, meta *jetstream.MsgMetadata, err error) {
+	w.log.Error().Err(err).Str("mission_id", k.id).Uint64("stream_seq", meta.Sequence.Stream).
+		Msg("dead-lettered mission kept in MISSIONS: its failure is not stored")
+	if err := msg.NakWithDelay(w.cfg.NakDelay); err != nil {
+		w.log.Warn().Err(err).Msg("nak failed; the mission returns after AckWait")
 	}
 }
 
@@ -144,6 +186,11 @@ const exhaustedRetryWait = 5 * time.Second
 // mission's failure Step is stored (or its status is final), tried again
 // until the worker stops. Removed before, it would leave the mission with
 // no result, no message and a status that is not final: lost.
+//
+// A message a delivery dead-lettered without storing its failure (the
+// delivery handed it back: keepDeadLettered) has its dead letter already:
+// the failure stored is the one it names (an invalid mission, or a
+// retryable failure's last attempt and its cause).
 func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -159,8 +206,13 @@ func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
 		_ = w.st.Missions.DeleteMsg(ctx, adv.StreamSeq)
 		return
 	}
-	reason := fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries)
-	err = w.deadLetter(ctx, k, nil, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries), reason)
+	failReason, reason := ReasonMaxDeliveries, fmt.Sprintf("no worker finished it in %d deliveries", adv.Deliveries)
+	if dl, ok := w.deadLettered(ctx, k.id, adv.StreamSeq); ok {
+		failReason, reason = deadFailReason(dl.deliveries), dl.reason
+		err = w.deadResult(ctx, k, nil, adv.StreamSeq, failReason, reason)
+	} else {
+		err = w.deadLetter(ctx, k, nil, raw.Data, raw.Header, adv.StreamSeq, int(adv.Deliveries), reason)
+	}
 	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, exhaustedRetryWait) {
 		t := time.NewTimer(wait)
 		select {
@@ -172,7 +224,7 @@ func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
 		case <-t.C:
 		}
 		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = w.deadResult(rctx, k, nil, adv.StreamSeq, ReasonMaxDeliveries, reason)
+		err = w.deadResult(rctx, k, nil, adv.StreamSeq, failReason, reason)
 		rcancel()
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -180,4 +232,27 @@ func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
 	if err := w.st.Missions.DeleteMsg(dctx, adv.StreamSeq); err != nil {
 		w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("exhausted mission not removed")
 	}
+}
+
+// deadLetterNote is what a dead letter says of its message.
+type deadLetterNote struct {
+	deliveries int
+	reason     string
+}
+
+// deadLettered returns what the dead letter of the MISSIONS message at
+// seq, of mission id, says, when it is DEAD's last message of the id.
+func (w *Worker) deadLettered(ctx context.Context, id string, seq uint64) (deadLetterNote, bool) {
+	if !messages.ValidMissionID(id) {
+		return deadLetterNote{}, false
+	}
+	dm, err := w.st.Dead.GetLastMsgForSubject(ctx, messages.DeadSubject(id))
+	if err != nil || dm.Header.Get(headerDeadSeq) != strconv.FormatUint(seq, 10) {
+		return deadLetterNote{}, false
+	}
+	n, err := strconv.Atoi(dm.Header.Get(headerDeadDeliveries))
+	if err != nil || n < 0 {
+		return deadLetterNote{}, false
+	}
+	return deadLetterNote{deliveries: n, reason: dm.Header.Get(messages.HeaderReason)}, true
 }

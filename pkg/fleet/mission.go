@@ -648,8 +648,11 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			// calls' idempotency keys and their results are the id's.
 			if owner != "" && owner != k.sub {
 				log.Warn().Str("owner", owner).Msg("mission id taken by another submitter; refusing the mission")
-				_ = w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
-					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id))
+				if err := w.deadLetter(ctx, k, nil, msg.Data(), msg.Headers(), meta.Sequence.Stream, 0,
+					fmt.Sprintf("invalid mission: mission id %s belongs to another submitter's mission", k.id)); err != nil {
+					w.keepDeadLettered(msg, k, meta, err)
+					return nil, false, false, true
+				}
 				_ = msg.Term()
 				return nil, false, false, true
 			}
@@ -1210,21 +1213,30 @@ func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, entry *statusE
 }
 
 // retryOrDead naks a retryable failure, or dead-letters it on the last
-// delivery.
+// delivery. A last delivery whose failure Step is not stored is handed
+// back as queued (keepDeadLettered): the server gives up on it after
+// NakDelay, and its max-deliveries advisory stores the failure.
 func (w *Worker) retryOrDead(ctx context.Context, msg jetstream.Msg, k missionKey, em *emitter, attempt int, meta *jetstream.MsgMetadata, entry *statusEntry, cause error, log *zerolog.Logger) {
 	em.Flush()
+	requeue := func() {
+		if entry != nil {
+			st := entry.st
+			st.State, st.Worker = messages.StateQueued, ""
+			_, _ = casStatus(ctx, w.st, st, entry.rev)
+		}
+	}
 	if w.maxDeliver > 0 && attempt >= w.maxDeliver {
-		_ = w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
-			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause))
-		_ = msg.Term()
 		attemptFrom(ctx).setOutcome("dead_lettered")
+		if err := w.deadLetter(ctx, k, em, msg.Data(), msg.Headers(), meta.Sequence.Stream, attempt,
+			fmt.Sprintf("gave up after %d attempts: %v", attempt, cause)); err != nil {
+			requeue()
+			w.keepDeadLettered(msg, k, meta, err)
+			return
+		}
+		_ = msg.Term()
 		return
 	}
-	if entry != nil {
-		st := entry.st
-		st.State, st.Worker = messages.StateQueued, ""
-		_, _ = casStatus(ctx, w.st, st, entry.rev)
-	}
+	requeue()
 	w.stats.retried.Add(1)
 	w.cfg.Metrics.retry()
 	attemptFrom(ctx).setOutcome("retried")

@@ -360,8 +360,11 @@ func workerPublish(services []string) []string {
 	l = append(l, workerConsumers("INFO")...)
 	l = append(l, workerConsumers("MSG.NEXT")...)
 	l = append(l, "$JS.ACK."+messages.StreamMissions+".>")
-	// Dead-lettering a mission whose worker died reads and removes it.
-	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.DELETE."+messages.StreamMissions)
+	// Dead-lettering a mission whose worker died reads and removes it,
+	// and reads its dead letter (the failure a delivery that could not
+	// store it named).
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamMissions, api+"STREAM.MSG.DELETE."+messages.StreamMissions,
+		api+"STREAM.MSG.GET."+messages.StreamDead)
 	// A cancel of a queued mission reads it from the queue; a run numbers
 	// its events after the last one stored, from the stream's leader when
 	// no replica answers (it reads every event already).
