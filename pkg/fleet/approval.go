@@ -731,7 +731,14 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		// changed under the run (a cancel flag): written again from what
 		// it is now, else a wake would find it running and be dropped
 		if _, err := updateStatus(ctx, w.st, k, suspended); err != nil {
+			// Not written (the store without a leader): while the
+			// status says running, a decision's wake and the deadline's
+			// are dropped as duplicate submissions, so the message is
+			// not acknowledged. It comes back, and its next run
+			// suspends again at the same call, or finds it decided.
 			log.Warn().Err(err).Msg("status not set to awaiting_approval")
+			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("suspension not recorded: %w (%w)", err, ErrRetryable), log)
+			return
 		}
 	}
 	em.Flush()

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -613,5 +615,91 @@ func TestApprovalDecisionWakesAMissionParkedByAnEarlierRelease(t *testing.T) {
 	}
 	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
 		t.Fatalf("refunds run: %v", refunds)
+	}
+}
+
+// logHook calls on, on the goroutine that logs, for each log line that
+// holds match: a test acts at the moment a worker logs something.
+type logHook struct {
+	match string
+	on    func()
+}
+
+func (h logHook) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), h.match) {
+		h.on()
+	}
+	return len(p), nil
+}
+
+// A run that suspends for an approval while the status store refuses
+// writes leaves its message unacknowledged: as long as the status says
+// running, a decision's wake (or the deadline's) is dropped as a
+// duplicate submission, so an acknowledged message would leave the
+// mission with no run for ever. The message comes back, the redelivered
+// run suspends again at the same call, and once approved the mission
+// resumes and its call runs once.
+func TestApprovalSuspendedWhileTheStatusStoreRefusesWrites(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the status bucket's stream refuses every write while its largest
+	// message is one byte
+	stream, err := js.Stream(ctx, "KV_"+c.Stores().Status.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	maxMsgSize := func(n int32) {
+		c := cfg
+		c.MaxMsgSize = n
+		if _, err := js.UpdateStream(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	}
+	var refused atomic.Int32
+	log := zerolog.New(logHook{match: "status not set to awaiting_approval", on: func() {
+		// the suspension's status writes failed: the store takes
+		// writes again before the worker goes on
+		if refused.Add(1) == 1 {
+			maxMsgSize(cfg.MaxMsgSize)
+		}
+	}}).Level(zerolog.WarnLevel)
+	inner := refundRunner(nil)
+	var first atomic.Bool
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if first.CompareAndSwap(false, true) {
+			maxMsgSize(1) // the first run's suspension cannot write the status
+		}
+		return inner(ctx, m, env)
+	}), func(c *fleet.WorkerConfig) { c.Logger = &log })
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	if refused.Load() == 0 {
+		t.Fatal("the suspension's status write was not refused")
+	}
+	st, err := c.Status(ctx, m.ID)
+	if err != nil || st.Attempt != 2 || st.Suspensions != 1 {
+		t.Fatalf("status %+v, %v; want the mission suspended once, by its second delivery", st, err)
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, Call: a.Call, By: "erin"}); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if _, refunds, keys := shop.counts(); len(refunds) != 1 || keys[0] != m.ID+"/approval/"+a.Call {
+		t.Fatalf("refunds %v with keys %v, want one with the approval's key", refunds, keys)
 	}
 }
