@@ -140,6 +140,13 @@ type approvalGate struct {
 	suspend   func(*messages.Approval)
 	emit      func(*messages.Event)
 	now       func() time.Time
+	// wait is how long a call tries the approval store again while it
+	// does not answer (its first failure on); unavailable, when set, is
+	// told once that wait is over: it ends the run, which comes back
+	// later (the worker's ToolUnavailableWait and its run's cancel). With
+	// wait 0 or unavailable nil the call fails with a tool error at once.
+	wait        time.Duration
+	unavailable func(error)
 
 	// list reads the mission's records with their revisions; nil: each
 	// call's record is read on its own.
@@ -206,6 +213,13 @@ func (g *approvalGate) callID(turn int, digest string) string {
 // approver edited), the approval it runs under (nil: none needed), or the
 // error it fails with: a *ToolError with code denied, or a
 // *suspendedError once the run has been told to suspend.
+//
+// An approval store that does not answer (a node restarting, its stream
+// electing a leader) is asked again, backing off from 25 ms to 500 ms,
+// for up to g.wait; then the run is ended (g.unavailable) and the
+// mission comes back later to ask again. The program is not told: a
+// call it cannot make for the fleet's own outage would cost a model turn
+// on every try, and the mission its turns.
 func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, args map[string]any, plain any) (map[string]any, *messages.Approval, error) {
 	rule := g.rule(info, name, args)
 	if rule == "" {
@@ -214,8 +228,34 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 	call := g.callID(TurnFrom(ctx), callDigest(name, plain))
 	site := callSiteFrom(ctx)
 	key := messages.ApprovalKey(g.missionID, call)
-	for i := range 8 {
-		a, rev, err := g.record(ctx, key, call, i == 0)
+	var down time.Time // when the store first did not answer this call
+	pause := approvalRetryMin
+	// unavailable waits before the next try (true), or, once the store
+	// has not answered for g.wait, ends the run and returns the call's
+	// error
+	unavailable := func(err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, context.Cause(ctx)
+		}
+		if down.IsZero() {
+			down = time.Now()
+		}
+		if g.unavailable == nil || time.Since(down) >= g.wait {
+			if g.unavailable != nil {
+				g.unavailable(err)
+			}
+			return false, approvalUnavailable(ctx, name, err)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+		pause = min(2*pause, approvalRetryMax)
+		return true, nil
+	}
+	for tries, conflicts := 0, 0; conflicts < 8; tries++ {
+		a, rev, err := g.record(ctx, key, call, tries == 0)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			now := g.now().UTC()
@@ -228,22 +268,30 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 				return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
 			}
 			if rev, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+				conflicts++
 				continue
 			} else if err != nil {
 				// the store may have written the record and lost only its
 				// reply: a record found as written is this request, and
 				// the run waits for it rather than leaving it pending
-				// with nobody waiting
+				// with nobody waiting (the next try finds any other
+				// pending record and waits for it too)
 				if cur, _, gerr := getApproval(ctx, g.nc, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
 					return nil, nil, g.stop(cur)
 				}
-				return nil, nil, approvalUnavailable(ctx, name, err)
+				if again, err := unavailable(err); !again {
+					return nil, nil, err
+				}
+				continue
 			} else {
 				g.keep(a, rev)
 			}
 			return nil, nil, g.stop(a)
 		case err != nil:
-			return nil, nil, approvalUnavailable(ctx, name, err)
+			if again, err := unavailable(err); !again {
+				return nil, nil, err
+			}
+			continue
 		}
 		switch a.State {
 		case messages.ApprovalApproved:
@@ -257,12 +305,16 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		a.State, a.DecidedBy, a.DecidedAt, a.Reason = messages.ApprovalDenied, "fleet", g.now().UTC(), messages.ReasonApprovalTimeout
 		data, err := messages.Marshal(a)
 		if err != nil {
-			return nil, nil, approvalUnavailable(ctx, name, err)
+			return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
 		}
 		if rev, err := g.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			conflicts++
 			continue // decided meanwhile
 		} else if err != nil {
-			return nil, nil, approvalUnavailable(ctx, name, err)
+			if again, err := unavailable(err); !again {
+				return nil, nil, err
+			}
+			continue
 		} else {
 			g.keep(a, rev)
 		}
@@ -360,6 +412,23 @@ func (g *approvalGate) stop(a *messages.Approval) error {
 	g.suspend(a)
 	return &suspendedError{approval: a}
 }
+
+// approvalRetryMin and approvalRetryMax bound the pause between tries of
+// an approval store that did not answer.
+const (
+	approvalRetryMin = 25 * time.Millisecond
+	approvalRetryMax = 500 * time.Millisecond
+)
+
+// approvalStoreError is the cause of a run ended at a call that needs
+// approval because the approval store did not answer for the gate's
+// wait: a retryable failure, whose mission comes back and asks again.
+type approvalStoreError struct{ err error }
+
+func (e *approvalStoreError) Error() string {
+	return "fleet: a tool call needs approval and the approval store did not answer: " + e.err.Error()
+}
+func (e *approvalStoreError) Unwrap() []error { return []error{e.err, ErrRetryable} }
 
 // approvalUnavailable is the error of a call whose approval could not be
 // read or recorded: the call is not sent.
@@ -652,7 +721,9 @@ const wakeTTL = "10m"
 // approvalGate returns the approval gate of the mission's run, which
 // suspends the run (its cancel) at the call that must wait.
 func (p *missionRun) approvalGate() *approvalGate {
-	return p.w.approvalGate(p.m, p.em, func(a *messages.Approval) { p.cancel(&suspendedError{approval: a}) })
+	g := p.w.approvalGate(p.m, p.em, func(a *messages.Approval) { p.cancel(&suspendedError{approval: a}) })
+	g.unavailable = func(err error) { p.cancel(&approvalStoreError{err: err}) }
+	return g
 }
 
 // approvalGate returns the gate of one run of m; suspend is called with
@@ -674,7 +745,7 @@ func (w *Worker) approvalGate(m *messages.Mission, em *emitter, suspend func(*me
 		prio = messages.PriorityNormal
 	}
 	return &approvalGate{kv: w.st.Approvals, nc: w.st.nc, missionID: m.ID, submitter: em.sub, priority: prio, timeout: timeout,
-		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now,
+		mission: rules, worker: w.cfg.ApprovalRules, suspend: suspend, emit: em.Emit, now: time.Now, wait: w.cfg.ToolUnavailableWait,
 		list: func(ctx context.Context) ([]*messages.Approval, map[string]uint64, error) {
 			return listApprovals(ctx, w.replies, w.js, m.ID)
 		}}

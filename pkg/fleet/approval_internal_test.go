@@ -280,3 +280,59 @@ func TestMissionMakesItsApprovalGateAtItsFirstToolCall(t *testing.T) {
 		t.Errorf("the gate's suspend left the run's cause %v; want it suspended", s.suspended)
 	}
 }
+
+// flakyKV fails the first fails Creates with a timeout, writing nothing.
+type flakyKV struct {
+	jetstream.KeyValue
+	fails *int
+}
+
+func (kv flakyKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if *kv.fails > 0 {
+		*kv.fails--
+		return 0, nats.ErrTimeout
+	}
+	return kv.KeyValue.Create(ctx, key, value, opts...)
+}
+
+// A call whose approval store does not answer asks it again for the
+// gate's wait: a store back within it records the call and the run
+// suspends on it, the program never told; a store still silent at the
+// end of it ends the run (unavailable, once) instead of failing the call
+// to the program on every try.
+func TestApprovalGateWaitsForTheStore(t *testing.T) {
+	ctx, _, st := testStores(t)
+	args := map[string]any{"amount": int64(500)}
+	gate := func(kv jetstream.KeyValue, wait time.Duration, suspended *[]*messages.Approval, ended *[]error) *approvalGate {
+		return &approvalGate{kv: kv, missionID: messages.NewMissionID(), priority: messages.PriorityNormal, timeout: time.Hour,
+			mission: []messages.ApprovalRule{{Tool: "refund"}},
+			suspend: func(a *messages.Approval) { *suspended = append(*suspended, a) },
+			emit:    func(*messages.Event) {}, now: time.Now, next: map[string]int{},
+			wait: wait, unavailable: func(err error) { *ended = append(*ended, err) }}
+	}
+
+	fails := 3
+	var suspended []*messages.Approval
+	var ended []error
+	g := gate(flakyKV{st.Approvals, &fails}, 10*time.Second, &suspended, &ended)
+	_, _, err := g.check(ctx, ToolInfo{Service: "shop"}, "refund", args, args)
+	var se *suspendedError
+	if !errors.As(err, &se) || len(suspended) != 1 || len(ended) != 0 || fails != 0 {
+		t.Fatalf("check = %v (suspended %d, ended %v, %d failures left); want the run suspended once the store answered", err, len(suspended), ended, fails)
+	}
+	if _, _, err := getApproval(ctx, st.nc, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call)); err != nil {
+		t.Fatalf("record not stored: %v", err)
+	}
+
+	suspended, ended = nil, nil
+	g = gate(refusingKV{st.Approvals}, 200*time.Millisecond, &suspended, &ended)
+	start := time.Now()
+	_, _, err = g.check(ctx, ToolInfo{Service: "shop"}, "refund", args, args)
+	took := time.Since(start)
+	if err == nil || len(suspended) != 0 || len(ended) != 1 || !errors.Is(ended[0], nats.ErrTimeout) {
+		t.Fatalf("check = %v (suspended %d, ended %v); want the run ended once, with the store's error", err, len(suspended), ended)
+	}
+	if took < 200*time.Millisecond {
+		t.Fatalf("the run ended after %v, before the gate's wait of 200ms", took)
+	}
+}

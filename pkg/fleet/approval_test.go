@@ -703,3 +703,89 @@ func TestApprovalSuspendedWhileTheStatusStoreRefusesWrites(t *testing.T) {
 		t.Fatalf("refunds %v with keys %v, want one with the approval's key", refunds, keys)
 	}
 }
+
+// A call that needs approval while the approval store refuses every write
+// for longer than the worker's ToolUnavailableWait ends its run as a
+// retryable failure, and the program never sees the store's error: told
+// "try again later", a model spends a turn on each try and a mission its
+// turns (max_turns_exceeded with its call never made). The mission comes
+// back, its next run asks the store again, suspends at the call, and once
+// approved the call runs once with the program's arguments.
+func TestApprovalStoreOutageEndsTheRunNotTheCall(t *testing.T) {
+	_, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the approvals bucket's stream refuses every write while its
+	// largest message is one byte
+	stream, err := js.Stream(ctx, "KV_"+c.Stores().Approvals.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	maxMsgSize := func(n int32) {
+		c := cfg
+		c.MaxMsgSize = n
+		if _, err := js.UpdateStream(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	}
+	var handedBack atomic.Int32
+	log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() {
+		// the run ended on the store's silence: the store takes writes
+		// again before the mission comes back
+		if handedBack.Add(1) == 1 {
+			maxMsgSize(cfg.MaxMsgSize)
+		}
+	}}).Level(zerolog.WarnLevel)
+	inner := refundRunner(nil)
+	var first atomic.Bool
+	var results sync.Map // what each attempt's program got from the refund
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		if first.CompareAndSwap(false, true) {
+			maxMsgSize(1)
+		}
+		step, err := inner(ctx, m, env)
+		if step != nil {
+			results.Store(env.Attempt, step.Return)
+		}
+		return step, err
+	}), func(c *fleet.WorkerConfig) {
+		c.Logger = &log
+		c.ToolUnavailableWait = 300 * time.Millisecond
+	})
+	m := refundMission(500)
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a := waitAwaiting(t, c, m.ID)
+	if handedBack.Load() == 0 {
+		t.Fatal("the run was not handed back")
+	}
+	results.Range(func(attempt, ret any) bool {
+		t.Errorf("attempt %v's program got %v from the refund before the decision", attempt, ret)
+		return true
+	})
+	if st, err := c.Status(ctx, m.ID); err != nil || st.Attempt != 2 {
+		t.Fatalf("status %+v, %v; want the mission suspended by its second delivery", st, err)
+	}
+	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, Call: a.Call, By: "erin"}); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	step, err := c.Await(actx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	if got, _ := step.Return.(map[string]any); got["refunded"] != int64(500) {
+		t.Fatalf("return %v, want the refund's answer", step.Return)
+	}
+	if _, refunds, keys := shop.counts(); len(refunds) != 1 || keys[0] != m.ID+"/approval/"+a.Call {
+		t.Fatalf("refunds %v with keys %v, want one with the approval's key", refunds, keys)
+	}
+}

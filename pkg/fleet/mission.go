@@ -484,6 +484,13 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
 		// matter: keep the answer.
+	case errors.As(cause, new(*approvalStoreError)):
+		// Stopped at a call whose approval store did not answer: the
+		// answers so far are journaled and the mission comes back to ask
+		// again, the program never told.
+		flush()
+		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, cause, log)
+		return
 	case errors.Is(cause, ErrWorkerShutdown):
 		flush()
 		em.Flush()
