@@ -480,7 +480,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		}
 		// each failing mission: where it stands and what every worker
 		// (killed ones too) logged of it
-		reportMissions(t, client, logs, tap, failed)
+		reportMissions(t, client, logs, tap, model, failed)
 	}
 	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)

@@ -133,7 +133,7 @@ type chaosFigures struct {
 
 // report logs, for a run that failed, each failing mission's report and
 // the lines of every worker log that name it.
-func (f *chaosFigures) report(t *testing.T, client *fleet.Client, tools *countingTools, logs *workerLogs, tap *journalTap) {
+func (f *chaosFigures) report(t *testing.T, client *fleet.Client, tools *countingTools, model *fakeModel, logs *workerLogs, tap *journalTap) {
 	t.Helper()
 	ids := f.failed
 	for _, key := range tools.repeatedKeys() {
@@ -141,7 +141,7 @@ func (f *chaosFigures) report(t *testing.T, client *fleet.Client, tools *countin
 			ids = append(ids, id)
 		}
 	}
-	reportMissions(t, client, logs, tap, ids)
+	reportMissions(t, client, logs, tap, model, ids)
 }
 
 // submitChaosMissions submits chaosMission(i) for i below n and returns
@@ -330,7 +330,7 @@ func TestChaosWorkersKilledAndNATSRestarted(t *testing.T) {
 	t.Log(fig)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
-		fig.report(t, client, tools, logs, tap)
+		fig.report(t, client, tools, model, logs, tap)
 	}
 	if fig.kills == 0 {
 		t.Error("no worker was killed")
@@ -500,7 +500,7 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("%v; %d node restarts", fig, nodeKills)
 	if fig.lost != 0 || fig.duplicated != 0 || fig.wrong != 0 || fig.addRepeats != 0 || fig.afterFinal != 0 || fig.selfExits != 0 {
 		t.Errorf("want 0 lost, 0 duplicated, 0 wrong, 0 repeated executions of the deduplicating tool, 0 finished missions run again, 0 self-exits: %v", fig)
-		fig.report(t, client, tools, logs, tap)
+		fig.report(t, client, tools, model, logs, tap)
 	}
 	// On R3 a worker stores a mission's record and result in one atomic
 	// batch, falling back to two publishes when the batch is refused: the

@@ -177,10 +177,11 @@ func clip(s string, n int) string {
 }
 
 // missionReport describes mission id for the log of a failed chaos run:
-// its status, approval records, events, result with its trace, and the
-// journal writes tap heard (nil: none), each read on a context of its
-// own so that a slow read does not hide the others.
-func missionReport(client *fleet.Client, id string, tap *journalTap) string {
+// its status, approval records, events, result with its trace, the
+// journal writes tap heard (nil: none) and the requests model got (nil:
+// none), each read on a context of its own so that a slow read does not
+// hide the others.
+func missionReport(client *fleet.Client, id string, tap *journalTap, model *fakeModel) string {
 	var b strings.Builder
 	read := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 5*time.Second)
@@ -243,12 +244,21 @@ func missionReport(client *fleet.Client, id string, tap *journalTap) string {
 	if tap != nil {
 		fmt.Fprintf(&b, "journal writes published:\n%s", tap.report(id))
 	}
+	if model != nil {
+		model.mu.Lock()
+		heard := slices.Clone(model.heard[id])
+		model.mu.Unlock()
+		b.WriteString("model requests (turn, step, the last message):\n")
+		for _, h := range heard {
+			fmt.Fprintf(&b, "  %s\n", h)
+		}
+	}
 	return b.String()
 }
 
 // reportMissions logs, for each mission of ids (at most 10), its report
-// and the lines of every worker log that name it.
-func reportMissions(t *testing.T, client *fleet.Client, logs *workerLogs, tap *journalTap, ids []string) {
+// (missionReport) and the lines of every worker log that name it.
+func reportMissions(t *testing.T, client *fleet.Client, logs *workerLogs, tap *journalTap, model *fakeModel, ids []string) {
 	t.Helper()
 	if len(ids) == 0 {
 		return
@@ -259,7 +269,7 @@ func reportMissions(t *testing.T, client *fleet.Client, logs *workerLogs, tap *j
 		ids = ids[:10]
 	}
 	for _, id := range ids {
-		t.Logf("mission %s:\n%sworker log lines naming it:\n%s", id, missionReport(client, id, tap), logs.linesNaming(id, 300))
+		t.Logf("mission %s:\n%sworker log lines naming it:\n%s", id, missionReport(client, id, tap, model), logs.linesNaming(id, 300))
 	}
 }
 

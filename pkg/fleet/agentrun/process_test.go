@@ -419,10 +419,13 @@ type fakeModel struct {
 	asked      map[string]int
 	answered   map[string]int
 	afterFinal int
+	// heard holds, per mission, each request's turn and its last message
+	// (the feedback of the turn before), for the report of a failed run
+	heard map[string][]string
 }
 
 func newFakeModel() *fakeModel {
-	return &fakeModel{asked: map[string]int{}, answered: map[string]int{}}
+	return &fakeModel{asked: map[string]int{}, answered: map[string]int{}, heard: map[string][]string{}}
 }
 
 var promptRE = regexp.MustCompile(`mission ([0-9A-Z]{26}) k=(\d+)`)
@@ -472,6 +475,14 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := id + "/" + strconv.Itoa(turn)
 	f.mu.Lock()
 	f.asked[key]++
+	if n := len(req.Messages); n > 0 {
+		last := string(req.Messages[n-1].Content)
+		var text string
+		if json.Unmarshal(req.Messages[n-1].Content, &text) == nil {
+			last = text
+		}
+		f.heard[id] = append(f.heard[id], fmt.Sprintf("%s turn %d step %d: %s", time.Now().UTC().Format("15:04:05.000"), turn, step, clip(last, 400)))
+	}
 	f.mu.Unlock()
 	if f.finished != nil && f.finished(id) {
 		f.mu.Lock()
