@@ -81,10 +81,13 @@ func deadFailReason(deliveries int) string {
 
 // deadResult stores the failure Step of dead-lettered mission k (the
 // message at seq) and makes its status final: a result already stored is
-// kept. It returns the error of a failure Step not stored.
+// kept. It returns the error of a failure Step not stored. The final
+// event is emitted by the call that stored the Step: workers settling the
+// same message at once (its advisory's and a starting one's,
+// settleGivenUp) store one result and emit one final event.
 func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq uint64, failReason, reason string) error {
 	id := k.id
-	stored, _, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason))
+	stored, fresh, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason))
 	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
 		return err
@@ -99,6 +102,9 @@ func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq 
 	})
 	if errors.Is(err, ErrNotFound) {
 		_, _ = casStatus(ctx, w.st, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
+	}
+	if !fresh {
+		return nil
 	}
 	if em == nil {
 		em = w.newEmitter(ctx, k, 0, 0, false)
@@ -163,6 +169,13 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 	if json.Unmarshal(msg.Data, &adv) != nil || adv.StreamSeq == 0 {
 		return
 	}
+	w.goSettleExhausted(adv)
+}
+
+// goSettleExhausted settles the message adv names (settleExhausted) on a
+// goroutine of its own, which Stop waits for; none once the worker is
+// closing.
+func (w *Worker) goSettleExhausted(adv maxDeliveriesAdvisory) {
 	w.mu.Lock()
 	if w.closing {
 		w.mu.Unlock()
@@ -176,6 +189,61 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 	}()
 }
 
+// settleGivenUp settles the messages MISSIONS holds that a consumer of
+// st had given up on (past MaxDeliver) when Start read it: no consumer
+// delivers them again, and their max-deliveries advisory came while no
+// worker listened, or reached a worker that stopped before it stored the
+// mission's failure (settleExhausted). Each is settled as its advisory
+// would have been. A message the consumer delivered that is still in the
+// work queue (which removes what is acked or terminated) was given up on
+// when no delivery is pending, or when it is at or below the consumer's
+// ack floor, which the next ack moves past it (givenUpTo). It reads what
+// Start read (the stream's and the consumers' info): a consumer with
+// nothing given up on below the stream's first message costs nothing,
+// any other one direct get of its first message from there, and one more
+// for each message it gave up on.
+func (w *Worker) settleGivenUp(st *Stores) {
+	si := st.Missions.CachedInfo()
+	if si == nil || si.State.Msgs == 0 {
+		return
+	}
+	first := si.State.FirstSeq
+	var cons []jetstream.Consumer
+	for _, p := range messages.Priorities() {
+		cons = append(cons, st.Consumers[p])
+		cons = append(cons, st.Lanes[p]...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range cons {
+		ci := c.CachedInfo()
+		if ci == nil || ci.Config.MaxDeliver <= 0 {
+			continue
+		}
+		upTo := givenUpTo(ci)
+		for seq := first; seq <= upTo; {
+			if w.isStopping() {
+				return
+			}
+			raw, err := getMsg(ctx, st.nc, st.Missions, atSeq(seq, ci.Config.FilterSubject))
+			if err != nil {
+				if !errors.Is(err, jetstream.ErrMsgNotFound) {
+					w.log.Warn().Err(err).Str("consumer", ci.Name).Msg("messages the consumer gave up on not read")
+				}
+				break
+			}
+			if raw.Sequence > upTo {
+				break
+			}
+			w.log.Warn().Str("consumer", ci.Name).Uint64("stream_seq", raw.Sequence).
+				Msg("MISSIONS holds a message its consumer gave up on; dead-lettering it")
+			w.goSettleExhausted(maxDeliveriesAdvisory{Stream: si.Config.Name, Consumer: ci.Name,
+				StreamSeq: raw.Sequence, Deliveries: uint64(ci.Config.MaxDeliver)})
+			seq = raw.Sequence + 1
+		}
+	}
+}
+
 // exhaustedRetryWait bounds the wait between a dead-lettered mission's
 // tries to store its failure Step (settleExhausted).
 const exhaustedRetryWait = 5 * time.Second
@@ -185,7 +253,9 @@ const exhaustedRetryWait = 5 * time.Second
 // again and it is the mission's last copy: it is removed only once the
 // mission's failure Step is stored (or its status is final), tried again
 // until the worker stops. Removed before, it would leave the mission with
-// no result, no message and a status that is not final: lost.
+// no result, no message and a status that is not final: lost. A message
+// left when the worker stops is settled by the next worker that starts
+// (settleGivenUp).
 //
 // A message a delivery dead-lettered without storing its failure (the
 // delivery handed it back: keepDeadLettered) has its dead letter already:
@@ -255,4 +325,14 @@ func (w *Worker) deadLettered(ctx context.Context, id string, seq uint64) (deadL
 		return deadLetterNote{}, false
 	}
 	return deadLetterNote{deliveries: n, reason: dm.Header.Get(messages.HeaderReason)}, true
+}
+
+// givenUpTo is the stream sequence up to which the messages consumer ci
+// delivered and the work queue still holds were given up on: all it
+// delivered when no delivery is pending, else its ack floor.
+func givenUpTo(ci *jetstream.ConsumerInfo) uint64 {
+	if ci.NumAckPending == 0 {
+		return max(ci.Delivered.Stream, ci.AckFloor.Stream)
+	}
+	return ci.AckFloor.Stream
 }

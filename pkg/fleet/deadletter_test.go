@@ -194,3 +194,43 @@ func TestRefusedMissionKeptUntilItsFailureIsStored(t *testing.T) {
 		t.Fatalf("alice's result: %v %+v", err, r)
 	}
 }
+
+// An exhausted mission whose worker stopped before its failure was stored
+// (RESULTS refused it) is settled by the next worker that starts: the
+// consumer delivers its message no more and its advisory is not sent
+// again.
+func TestExhaustedMissionSettledByTheNextWorker(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	store := fleet.StoreConfig{AckWait: 1500 * time.Millisecond, MaxDeliver: 1}
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := submitNew(ctx, t, c)
+	// Play a worker that takes the mission and dies.
+	msgs, err := c.Stores().Lanes[messages.PriorityNormal][messages.SubmitLane(c.Submitter())].Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range msgs.Messages() {
+	}
+	restore := refuseResults(t, nc, c)
+	var runs atomic.Int64
+	w := startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
+	assertKept(t, c, m.ID)
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	// nothing else settles it
+	time.Sleep(500 * time.Millisecond)
+	if _, err := c.Result(ctx, m.ID); !errors.Is(err, fleet.ErrNotFound) {
+		t.Fatalf("result with no worker running: %v", err)
+	}
+	startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) { cfg.Store = store })
+	assertSettled(t, c, m.ID, fleet.ReasonMaxDeliveries, "no worker finished it in 1 deliveries")
+	if runs.Load() != 0 {
+		t.Errorf("runs = %d", runs.Load())
+	}
+}

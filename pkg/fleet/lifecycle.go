@@ -89,6 +89,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.readWeights()
 	go w.watchWeights()
+	// after the advisories' subscription: a message given up on since is
+	// announced
+	w.advisory.Add(1)
+	go func() {
+		defer w.advisory.Done()
+		w.settleGivenUp(st)
+	}()
 	go w.loop()
 	w.cfg.Metrics.addSlots(w.cfg.Slots)
 	w.ready.Store(true)
