@@ -84,7 +84,22 @@ func Unmarshal(data []byte, v any) error { return unmarshal(data, v, false) }
 
 // unmarshal is Unmarshal; strict refuses map keys that name no field of
 // the target struct.
-func unmarshal(data []byte, v any, strict bool) (err error) {
+func unmarshal(data []byte, v any, strict bool) error {
+	if a, ok := v.(*Approval); ok && a != nil && !strict && approvalZero(a) {
+		// an approval record in the form Marshal writes is read without
+		// the decoder (approvaldec.go); any other form by it
+		if err := CheckBounds(data); err != nil {
+			return err
+		}
+		if decodeApproval(data, a) {
+			return nil
+		}
+	}
+	return unmarshalCodec(data, v, strict)
+}
+
+// unmarshalCodec is unmarshal by the msgpack decoder.
+func unmarshalCodec(data []byte, v any, strict bool) (err error) {
 	ds := decodeStates.Get().(*decodeState)
 	defer func() {
 		if p := recover(); p != nil {

@@ -26,6 +26,11 @@ func BenchmarkUnmarshal(b *testing.B) {
 			Agent: &AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}},
 			Tools: []string{"get_customer"}, Context: map[string]any{"n": int64(1)}}),
 			func(d []byte) error { var m Mission; return Unmarshal(d, &m) }},
+		{"Approval", mustMarshal(b, &Approval{Version: ApprovalVersion, MissionID: "01JB0000000000000000000000", Call: "1.3d6db6a8812d1fe0cb4050a3.0",
+			State: ApprovalApproved, Tool: "refund", Service: "shop", Args: map[string]any{"order": "A-1", "amount": int64(500), "_card": FirewallMask},
+			Turn: 1, Rule: "service shop: amount > 100", Priority: "normal", Submitter: "anonymous", RequestedAt: now, Deadline: now.Add(time.Hour),
+			DecidedBy: "ann", DecidedAt: now}),
+			func(d []byte) error { var a Approval; return Unmarshal(d, &a) }},
 		{"Step", func() []byte {
 			d, err := MarshalStep(step)
 			if err != nil {
