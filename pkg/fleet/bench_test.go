@@ -48,7 +48,7 @@ func BenchmarkToolCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			if live {
-				fleet.LiveCalls(box, 500*time.Millisecond)
+				fleet.LiveCalls(b, box, 500*time.Millisecond)
 			}
 			if _, err := box.Call(ctx, "search", args); err != nil { // warm the schema cache
 				b.Fatal(err)

@@ -206,12 +206,19 @@ func TestToolCallsCarryIdempotencyKeys(t *testing.T) {
 // live call, which takes an answer to any of its sends, could end with
 // it before the service saw the resend.)
 func TestToolRequestAcrossNATSRestart(t *testing.T) {
-	for _, live := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "live"}[live], func(t *testing.T) { toolRequestAcrossNATSRestart(t, live) })
+	for _, c := range []struct {
+		name         string
+		live, shared bool
+	}{{"plain", false, false}, {"plain, drops heard by one listener", false, true}, {"live", true, true}} {
+		t.Run(c.name, func(t *testing.T) { toolRequestAcrossNATSRestart(t, c.live, c.shared) })
 	}
 }
 
-func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
+// toolRequestAcrossNATSRestart is TestToolRequestAcrossNATSRestart of a
+// live call or a plain one, which hears of its connection's drop through
+// a listener of its own or the worker's one (shared), as a live call
+// always does.
+func toolRequestAcrossNATSRestart(t *testing.T, live, shared bool) {
 	dir := t.TempDir()
 	port := fleettest.FreePort(t)
 	srv, err := embedded.Start(embedded.Options{Dir: dir, Port: port})
@@ -271,7 +278,11 @@ func toolRequestAcrossNATSRestart(t *testing.T, live bool) {
 		t.Fatal(err)
 	}
 	if live {
-		fleet.LiveCalls(box, 100*time.Millisecond)
+		// progress asked for every 2 s: silent for 8 s, longer than the
+		// call may take, so the resend is the drop's, not the silence's
+		fleet.LiveCalls(t, box, 2*time.Second)
+	} else if shared {
+		fleet.SharedDrops(t, box)
 	}
 	// Discover while the server is up.
 	if _, err := box.Get(context.Background(), "work"); err != nil {

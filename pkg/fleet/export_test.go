@@ -6,8 +6,19 @@ import (
 )
 
 // LiveCalls makes b call tools that report progress the way a worker's
-// Toolbox does (sendLive), asking for progress every interval.
-func LiveCalls(b *Toolbox, every time.Duration) { b.replies, b.heartbeat = newReplyMux(b.nc), every }
+// Toolbox does (sendLive), asking for progress every interval, and hear
+// of its connection's drops as a worker's does (SharedDrops).
+func LiveCalls(tb testing.TB, b *Toolbox, every time.Duration) {
+	b.replies, b.heartbeat = newReplyMux(b.nc), every
+	SharedDrops(tb, b)
+}
+
+// SharedDrops makes b's calls hear of its connection's drops through one
+// listener, as a worker's Toolbox does, removed when tb ends.
+func SharedDrops(tb testing.TB, b *Toolbox) {
+	b.drops = newConnDrops(b.nc)
+	tb.Cleanup(b.drops.stop)
+}
 
 // CallDigest is callDigest: the content part of a tool call's journal key
 // and idempotency key.

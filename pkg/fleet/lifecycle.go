@@ -212,6 +212,7 @@ func (w *Worker) Stop() error {
 			}
 		}
 		w.runCancel(ErrWorkerShutdown)
+		w.drops.stop()
 		// the finished missions' messages leave the queue before the
 		// worker's subscriptions end
 		w.acks.flush()

@@ -228,8 +228,17 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 	every := progressInterval(b.heartbeat, time.Until(deadline)).Round(time.Millisecond)
 	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(every.Milliseconds(), 10))
 	silence := heartbeatSilence * every
-	status := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
-	defer b.nc.RemoveStatusListener(status)
+	// A drop of the connection: heard through the worker's one listener
+	// (dropped), or, in a Toolbox of no worker, through a listener of the
+	// call's own (status).
+	var dropped <-chan struct{}
+	var status chan nats.Status
+	if b.drops != nil {
+		dropped = b.drops.since()
+	} else {
+		status = b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+		defer b.nc.RemoveStatusListener(status)
+	}
 	var noResp time.Time // first of the current run of no-responders answers
 	backoff := 25 * time.Millisecond
 	timer := getTimer()
@@ -241,8 +250,11 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 	for retry := 0; ; retry++ {
 		if retry > 0 {
 			msg.Header.Set(messages.HeaderRetry, strconv.Itoa(retry))
+			if b.drops != nil {
+				dropped = b.drops.since()
+			}
 			// One disconnection reports several statuses: one resend.
-			for drained := false; !drained; {
+			for drained := status == nil; !drained; {
 				select {
 				case <-status:
 				default:
@@ -279,6 +291,9 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 				if !ok {
 					return nil, errConnLost
 				}
+				last = errConnLost
+				break waiting
+			case <-dropped:
 				last = errConnLost
 				break waiting
 			case <-timer.C:

@@ -1345,7 +1345,7 @@ func (w *Worker) toolbox(m *messages.Mission, em *emitter, hdr nats.Header, j *J
 	b := newToolbox(w.reg, w.nc, m.ID, m.Tools, w.cfg.ToolTimeout, w.cfg.ToolUnavailableWait, hdr)
 	b.journal, b.attempt = j, attempt
 	b.maxData = missionMaxData(m)
-	b.replies, b.heartbeat = w.replies, w.cfg.ToolHeartbeat
+	b.replies, b.heartbeat, b.drops = w.replies, w.cfg.ToolHeartbeat, w.drops
 	b.metrics, b.tracer = w.cfg.Metrics, w.tracer
 	b.events = em
 	return b

@@ -470,6 +470,9 @@ type Toolbox struct {
 	// messages live (sendLive); nil: every call is a plain request.
 	replies   *replyMux
 	heartbeat time.Duration
+	// drops tells calls of their connection's drops (the worker's; nil:
+	// each call listens for them itself).
+	drops *connDrops
 
 	// refs opens results sent out of band; maxData bounds their size
 	// (≤ 0: no bound).
@@ -1148,8 +1151,16 @@ func (b *Toolbox) send(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 // request is one request/reply that gives up with errConnLost as soon as
 // the connection drops.
 func (b *Toolbox) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
-	ch := b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
-	defer b.nc.RemoveStatusListener(ch)
+	// a drop heard through the worker's one listener, or (a Toolbox of
+	// no worker) through one of the request's own
+	var dropped <-chan struct{}
+	var ch chan nats.Status
+	if b.drops != nil {
+		dropped = b.drops.since()
+	} else {
+		ch = b.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+		defer b.nc.RemoveStatusListener(ch)
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -1158,6 +1169,8 @@ func (b *Toolbox) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error)
 			if ok {
 				cancel(errConnLost)
 			}
+		case <-dropped:
+			cancel(errConnLost)
 		case <-rctx.Done():
 		}
 	}()

@@ -266,6 +266,8 @@ type Worker struct {
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).
 	replies *replyMux
+	// drops tells tool calls of the connection's drops (conndrops.go).
+	drops *connDrops
 	// pulls sends the pull requests for missions and receives their
 	// answers (pull.go).
 	pulls *pulls
@@ -400,7 +402,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 		log = *cfg.Logger
 	}
 	w := &Worker{
-		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter, giveBack: debug.FreeOSMemory,
+		nc: nc, js: js, cfg: cfg, replies: newReplyMux(nc), drops: newConnDrops(nc), memory: newMemoryBudget(cfg.MemoryBudget), idleReturnAfter: idleReturnAfter, giveBack: debug.FreeOSMemory,
 		log: log.With().Str("worker", cfg.ID).Logger(),
 		reg: &toolRegistry{nc: nc, ttl: cfg.ToolCacheTTL, minRefresh: cfg.ToolMissRefresh, wait: cfg.DiscoveryWait,
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},

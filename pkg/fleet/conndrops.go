@@ -1,0 +1,73 @@
+package fleet
+
+import (
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// connDrops tells the tool calls of a worker whether its connection
+// dropped (DISCONNECTED or RECONNECTING) while they waited, with one
+// status listener on the connection for every call: a listener of each
+// call's own is registered and removed under the connection's lock, which
+// every publish on it takes too. The listener is registered at the first
+// call; stop removes it.
+type connDrops struct {
+	nc *nats.Conn
+
+	mu      sync.Mutex
+	status  chan nats.Status
+	next    chan struct{} // closed at the next drop
+	stopped bool
+	done    chan struct{} // closed once watch returned (nil: not started)
+}
+
+func newConnDrops(nc *nats.Conn) *connDrops { return &connDrops{nc: nc} }
+
+// since returns a channel closed once the connection drops after this
+// call (or a moment before it: the listener's goroutine may not have
+// passed on a drop yet), nil once stopped.
+func (d *connDrops) since() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil
+	}
+	if d.done == nil {
+		d.next, d.done = make(chan struct{}), make(chan struct{})
+		d.status = d.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
+		go d.watch(d.status)
+	}
+	return d.next
+}
+
+// watch closes the channel since gave out at each status the listener
+// hears, until stop removes it.
+func (d *connDrops) watch(status chan nats.Status) {
+	defer close(d.done)
+	for range status {
+		d.mu.Lock()
+		if !d.stopped {
+			close(d.next)
+			d.next = make(chan struct{})
+		}
+		d.mu.Unlock()
+	}
+}
+
+// stop removes the listener and waits for its goroutine; calls waiting
+// then hear of no further drop.
+func (d *connDrops) stop() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.stopped = true
+	done, status := d.done, d.status
+	d.mu.Unlock()
+	if done == nil {
+		return
+	}
+	d.nc.RemoveStatusListener(status)
+	<-done
+}
