@@ -162,10 +162,10 @@ func BenchmarkAwaitStored(b *testing.B) {
 	}
 }
 
-// Run reads the result only when it is signalled, and once at
-// awaitUnsure: a result stored before Run subscribed (an earlier copy of
-// the mission whose status its submission did not find) is returned
-// though no message on the result subject follows.
+// Run reads the result only when it is signalled, and at awaitUnread
+// (then awaitUnsure): a result stored before Run subscribed (an earlier
+// copy of the mission, whose status Run does not read) is returned though
+// no message on the result subject follows, and not before awaitUnread.
 func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
 	ctx, c := awaitClient(t)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "p"}}
@@ -177,8 +177,8 @@ func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
 	if err != nil || step.Return != "earlier" {
 		t.Fatalf("run: %v %+v", err, step)
 	}
-	if d := time.Since(start); d < awaitUnsure {
-		t.Fatalf("returned after %s: read before awaitUnsure with no signal", d)
+	if d := time.Since(start); d < awaitUnread || d >= awaitUnsure {
+		t.Fatalf("returned after %s: want a read at awaitUnread (%s) with no signal", d, awaitUnread)
 	}
 }
 

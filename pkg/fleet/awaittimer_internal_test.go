@@ -24,7 +24,7 @@ func TestAwaitOfAQueuedMissionAllocations(t *testing.T) {
 	ctx := context.Background()
 	await := func() {
 		w.msgs <- stored
-		step, err := c.awaitOn(ctx, id, w, 0, true)
+		step, err := c.awaitOn(ctx, id, w, 0, true, false)
 		if err != nil || step.Return != "done" {
 			t.Fatalf("await: %+v, %v", step, err)
 		}

@@ -273,3 +273,50 @@ func TestSubmissionOfATakenMissionIsDropped(t *testing.T) {
 		t.Fatalf("runs = %d, want 0", runs.Load())
 	}
 }
+
+// Run of a mission that ran before, submitted again past the stream's
+// duplicate window, returns the stored result: Run reads no status (a
+// mission run with an id of its own costs no status read of the
+// submitter's), the copy its submission queued is dropped unrun by the
+// worker that takes it, and the result, which no message signals, is read
+// at fleet.AwaitUnread.
+func TestRunOfAMissionThatRanReturnsItsResult(t *testing.T) {
+	srv, nc := runJetStream(t)
+	store := testStore
+	store.DuplicateWindow = 200 * time.Millisecond
+	var runs atomic.Int64
+	startWorker(t, nc, countingRunner(&runs, "ran"), func(c *fleet.WorkerConfig) { c.Store = store })
+	cnc := dialTCP(t, srv.ClientURL())
+	ctx := testCtx(t)
+	c, err := fleet.NewClient(ctx, cnc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMission()
+	if st, err := c.Run(ctx, m); err != nil || st.Return != "ran" {
+		t.Fatalf("first run: %+v, %v", st, err)
+	}
+	tap := startTap(t, srv.ClientURL())
+	time.Sleep(2 * store.DuplicateWindow) // the submission is no duplicate to the stream
+	start := time.Now()
+	st, err := c.Run(ctx, m)
+	took := time.Since(start)
+	if err != nil || st.Return != "ran" {
+		t.Fatalf("second run: %+v, %v", st, err)
+	}
+	if took < fleet.AwaitUnread || took > 5*time.Second {
+		t.Fatalf("second run returned after %s, want the result read at %s", took, fleet.AwaitUnread)
+	}
+	subject := messages.SubmitSubject(c.Submitter(), messages.PriorityNormal, m.ID)
+	eventually(t, 10*time.Second, "the copy leaves the queue", func() bool {
+		info, err := c.Stores().Missions.Info(ctx, jetstream.WithSubjectFilter(subject+".>"))
+		return err == nil && info.State.Msgs == 0
+	})
+	if runs.Load() != 1 {
+		t.Fatalf("runs = %d, want 1", runs.Load())
+	}
+	// the worker's claim of the copy reads the status; the client read none
+	if n := tap.perMission("status get", 1); n != 1 {
+		t.Fatalf("%v status reads, want the worker's claim's alone", n)
+	}
+}

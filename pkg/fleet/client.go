@@ -183,6 +183,9 @@ type Submission struct {
 	// Sequence is the MISSIONS stream sequence (0 for a duplicate detected
 	// by the status fence before publishing).
 	Sequence uint64
+	// unread: the mission's status was not read (Run's lazy submit), so a
+	// mission a worker took before is not known to be one
+	unread bool
 }
 
 // SubmitOptions are optional settings of one submission.
@@ -214,12 +217,17 @@ func (c *Client) Submit(ctx context.Context, m *messages.Mission, opts ...Submit
 	if fresh {
 		m.ID = messages.NewMissionID()
 	}
-	return c.submit(ctx, m, fresh, opts)
+	return c.submit(ctx, m, fresh, false, opts)
 }
 
 // submit is Submit of m, whose id is new when fresh: no worker can have
-// taken a mission of that id.
-func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, opts []SubmitOptions) (*Submission, error) {
+// taken a mission of that id. Unless fresh, it reads the mission's status
+// to tell a mission a worker took from a new one, but when lazy only where
+// something depends on it (a context to store aside, a submission that
+// failed): Run, whose wait finds the result of a taken mission by itself
+// (awaitOn). Only a submission whose status was read reports a taken
+// mission a duplicate; one whose was not says so (unread).
+func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh, lazy bool, opts []SubmitOptions) (*Submission, error) {
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
@@ -238,17 +246,24 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	// that the submission is a duplicate. What would change something
 	// stored, a context to store aside, waits for the read.
 	var taken func() (*Submission, error)
+	var statusRead *statusRead // sent (nil: not yet)
 	if !fresh {
-		read := c.sendStatusRead(ctx, missionKey{c.sub, m.ID})
+		if !lazy {
+			statusRead = c.sendStatusRead(ctx, missionKey{c.sub, m.ID})
+		}
 		var done bool
 		var cur *statusEntry
 		var readErr error
-		// taken waits for the read: the submission it answers when the
-		// mission has a status, else nil (and the read's error, if any)
+		// taken waits for the read, sending it first if it was not: the
+		// submission it answers when the mission has a status, else nil
+		// (and the read's error, if any)
 		taken = func() (*Submission, error) {
 			if !done {
 				done = true
-				cur, readErr = read.wait()
+				if statusRead == nil {
+					statusRead = c.sendStatusRead(ctx, missionKey{c.sub, m.ID})
+				}
+				cur, readErr = statusRead.wait()
 			}
 			if readErr == nil {
 				return &Submission{ID: m.ID, Duplicate: true, Sequence: cur.st.StreamSeq}, nil
@@ -317,7 +332,7 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	if err != nil {
 		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))
 	}
-	if taken != nil {
+	if statusRead != nil {
 		// The stream's answer says whether a copy was queued; a status
 		// says the mission was taken before, whatever the answer (a copy
 		// queued meanwhile is the worker's to drop). A status that cannot
@@ -328,6 +343,7 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh bool, op
 	}
 	sub.Duplicate = ack.Duplicate
 	sub.Sequence = ack.Sequence
+	sub.unread = !fresh && statusRead == nil
 	if ack.Duplicate && !fresh {
 		// The duplicate window is the stream's, not the submitter's: the
 		// copy the queue kept is either this submitter's (submitted
@@ -513,7 +529,7 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 		return nil, err
 	}
 	defer w.stop()
-	return c.awaitOn(ctx, id, w, awaitUnsure, false)
+	return c.awaitOn(ctx, id, w, awaitUnsure, false, false)
 }
 
 // Re-reading a result: after a signal (a message on the result subject, a
@@ -527,11 +543,15 @@ func (c *Client) Await(ctx context.Context, id string) (*messages.Step, error) {
 // before it submits: no result can precede its subscription). When Run
 // has queued a new copy of its mission, nothing is read before a signal
 // but once, at awaitUnsure (the stored result of an earlier copy whose
-// status its submission missed).
+// status its submission missed), and, when its submission did not read
+// the mission's status, once before that, at awaitUnread: the result of
+// a mission a worker took before, whose copy is dropped unrun (claim),
+// is read then, and a mission that ends sooner costs no read.
 const (
 	awaitRetryFirst = 5 * time.Millisecond
 	awaitRetryMax   = time.Second
 	awaitUnsure     = 5 * time.Second
+	awaitUnread     = 100 * time.Millisecond
 )
 
 // resultWait is one wait for a mission's result: a subscription to its
@@ -579,7 +599,7 @@ func (w *resultWait) stop() {
 	w.nc.RemoveStatusListener(w.connected)
 }
 
-func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure time.Duration, queued bool) (*messages.Step, error) {
+func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure time.Duration, queued, unread bool) (*messages.Step, error) {
 	backoff := awaitRetryFirst
 	unsureUntil := time.Now().Add(unsure)
 	published := false
@@ -590,12 +610,19 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 		}
 	}()
 	var late <-chan time.Time
+	var lateTimer *time.Timer
+	var lateAgain time.Duration // after the first late read, the wait for the second (0: none)
 	if queued {
 		// a pooled timer: every Run waits on one
-		t := getTimer()
-		t.Reset(awaitUnsure)
-		defer putTimer(t)
-		late = t.C
+		lateTimer = getTimer()
+		if unread {
+			lateTimer.Reset(awaitUnread)
+			lateAgain = awaitUnsure - awaitUnread
+		} else {
+			lateTimer.Reset(awaitUnsure)
+		}
+		defer putTimer(lateTimer)
+		late = lateTimer.C
 	}
 	for read := !queued; ; read = true {
 		if read {
@@ -619,7 +646,12 @@ func (c *Client) awaitOn(ctx context.Context, id string, w *resultWait, unsure t
 		}
 		select {
 		case <-late:
-			late = nil
+			if lateAgain > 0 {
+				lateTimer.Reset(lateAgain)
+				lateAgain = 0
+			} else {
+				late = nil
+			}
 		case m := <-w.msgs:
 			if c.republished {
 				// republished by the stream: the stored result itself
@@ -658,12 +690,12 @@ func (c *Client) Run(ctx context.Context, m *messages.Mission, opts ...SubmitOpt
 		return nil, err
 	}
 	defer w.stop()
-	sub, err := c.submit(ctx, m, fresh, opts)
+	sub, err := c.submit(ctx, m, fresh, true, opts)
 	if err != nil {
 		return nil, err
 	}
 	// A new copy queued after the subscription: its result is signalled.
-	return c.awaitOn(ctx, m.ID, w, 0, !sub.Duplicate)
+	return c.awaitOn(ctx, m.ID, w, 0, !sub.Duplicate, sub.unread)
 }
 
 // Result returns the stored result of mission id, or ErrNotFound when it

@@ -47,7 +47,7 @@ func criticalStep(subject, reply, sub, id string) string {
 // TestIdleMissionCriticalPath follows one mission at a time (one tool
 // call) through an idle fleet with a subscriber to every subject, and
 // checks what lies between Client.Run and the stored result reaching the
-// client, in order: the client's status read and submission, the notice,
+// client, in order: the client's submission (Run reads no status), the notice,
 // one pull and its delivery, the claim, the tool call, the last fence
 // check sent with the record (before the record's acknowledgement), the
 // result. It logs the median time from each to the next, as the
@@ -57,11 +57,11 @@ func criticalStep(subject, reply, sub, id string) string {
 // record with no reply and the result, whose answer is the batch's.
 func TestIdleMissionCriticalPath(t *testing.T) {
 	t.Run("one after the other", func(t *testing.T) {
-		testIdleMissionCriticalPath(t, []string{"status get", "submission", "notice", "pull", "delivery", "status write",
+		testIdleMissionCriticalPath(t, []string{"submission", "notice", "pull", "delivery", "status write",
 			"tool request", "fence check", "record", "record ack", "result", "stored result"})
 	})
 	t.Run("batch", func(t *testing.T) {
-		testIdleMissionCriticalPath(t, []string{"status get", "submission", "notice", "pull", "delivery", "status write",
+		testIdleMissionCriticalPath(t, []string{"submission", "notice", "pull", "delivery", "status write",
 			"tool request", "fence check", "record", "result", "stored result"}, fleet.BatchOnOneReplica)
 	})
 }

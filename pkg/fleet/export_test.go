@@ -46,6 +46,10 @@ func RunnerGrace(d time.Duration) func(*WorkerConfig) {
 // on a replicated one).
 func BatchOnOneReplica(c *WorkerConfig) { c.resultBatches = 1 }
 
+// AwaitUnread is how long Run waits for its result before it reads it,
+// when it read no status.
+const AwaitUnread = awaitUnread
+
 // NoResultBatches has a worker publish each mission's record and result
 // one after the other on a replicated results stream too.
 func NoResultBatches(c *WorkerConfig) { c.resultBatches = -1 }
