@@ -197,11 +197,12 @@ func (w *Worker) goSettleExhausted(adv maxDeliveriesAdvisory) {
 // would have been. A message the consumer delivered that is still in the
 // work queue (which removes what is acked or terminated) was given up on
 // when no delivery is pending, or when it is at or below the consumer's
-// ack floor, which the next ack moves past it (givenUpTo). It reads what
-// Start read (the stream's and the consumers' info): a consumer with
-// nothing given up on below the stream's first message costs nothing,
-// any other one direct get of its first message from there, and one more
-// for each message it gave up on.
+// ack floor, which passes it once no delivery is pending (givenUpTo). It
+// reads what Start read (the stream's and the consumers' info): a
+// consumer with nothing given up on below the stream's first message
+// costs nothing, any other one direct get of its first message from
+// there, and one more for each message it gave up on. A message given up
+// on later, or above the floor then, is found by settleOldest.
 func (w *Worker) settleGivenUp(st *Stores) {
 	si := st.Missions.CachedInfo()
 	if si == nil || si.State.Msgs == 0 {
@@ -262,6 +263,23 @@ const exhaustedRetryWait = 5 * time.Second
 // the failure stored is the one it names (an invalid mission, or a
 // retryable failure's last attempt and its cause).
 func (w *Worker) settleExhausted(adv maxDeliveriesAdvisory) {
+	// one settle of a message at a time: the checks of the oldest message
+	// find again one whose failure is still being stored
+	w.mu.Lock()
+	if _, ok := w.settling[adv.StreamSeq]; ok {
+		w.mu.Unlock()
+		return
+	}
+	if w.settling == nil {
+		w.settling = map[uint64]struct{}{}
+	}
+	w.settling[adv.StreamSeq] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.settling, adv.StreamSeq)
+		w.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	raw, err := getMsg(ctx, w.st.nc, w.st.Missions, atSeq(adv.StreamSeq, ""))
@@ -325,6 +343,61 @@ func (w *Worker) deadLettered(ctx context.Context, id string, seq uint64) (deadL
 		return deadLetterNote{}, false
 	}
 	return deadLetterNote{deliveries: n, reason: dm.Header.Get(messages.HeaderReason)}, true
+}
+
+// givenUpAfter is how long MISSIONS's oldest message stays the oldest
+// before a worker checks whether its consumer gave up on it
+// (settleOldest), and how often it checks again while it stays.
+const givenUpAfter = time.Minute
+
+// goSettleOldest runs settleOldest on a goroutine of its own, which Stop
+// waits for; none once the worker is closing.
+func (w *Worker) goSettleOldest(seq uint64) {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return
+	}
+	w.advisory.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.advisory.Done()
+		w.settleOldest(seq)
+	}()
+}
+
+// settleOldest settles the message at seq, MISSIONS's oldest, when its
+// consumer gave up on it (givenUpTo), as its advisory would have
+// (settleExhausted): a message left in MISSIONS while workers run (its
+// advisory's worker stopped before it stored the mission's failure, or
+// the consumer's ack floor was below it when they started:
+// settleGivenUp). It costs a read of the message and of its consumer's
+// info.
+func (w *Worker) settleOldest(seq uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := getMsg(ctx, w.st.nc, w.st.Missions, atSeq(seq, ""))
+	if err != nil {
+		return
+	}
+	var c jetstream.Consumer
+	for _, p := range messages.Priorities() {
+		for _, pc := range append([]jetstream.Consumer{w.st.Consumers[p]}, w.st.Lanes[p]...) {
+			if ci := pc.CachedInfo(); ci != nil && subjectMatches(ci.Config.FilterSubject, raw.Subject) {
+				c = pc
+			}
+		}
+	}
+	if c == nil {
+		return
+	}
+	ci, err := c.Info(ctx)
+	if err != nil || ci.Config.MaxDeliver <= 0 || seq > givenUpTo(ci) {
+		return
+	}
+	w.log.Warn().Str("consumer", ci.Name).Uint64("stream_seq", seq).
+		Msg("MISSIONS's oldest message is one its consumer gave up on; dead-lettering it")
+	w.settleExhausted(maxDeliveriesAdvisory{Stream: ci.Stream, Consumer: ci.Name, StreamSeq: seq, Deliveries: uint64(ci.Config.MaxDeliver)})
 }
 
 // givenUpTo is the stream sequence up to which the messages consumer ci

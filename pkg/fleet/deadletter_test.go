@@ -234,3 +234,94 @@ func TestExhaustedMissionSettledByTheNextWorker(t *testing.T) {
 		t.Errorf("runs = %d", runs.Load())
 	}
 }
+
+// An exhausted mission whose worker stopped before its failure was stored
+// is settled by a worker that runs on, which started before the consumer
+// gave up on it: the oldest message of MISSIONS, checked once it stayed
+// the oldest for a while.
+func TestExhaustedMissionSettledByARunningWorker(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	store := fleet.StoreConfig{AckWait: 1500 * time.Millisecond, MaxDeliver: 1}
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := submitNew(ctx, t, c)
+	// Play a worker that takes the mission and dies.
+	msgs, err := c.Stores().Lanes[messages.PriorityNormal][messages.SubmitLane(c.Submitter())].Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range msgs.Messages() {
+	}
+	restore := refuseResults(t, nc, c)
+	var runs atomic.Int64
+	edit := func(cfg *fleet.WorkerConfig) { cfg.Store = store; fleet.GivenUpAfter(500 * time.Millisecond)(cfg) }
+	ws := []*fleet.Worker{startWorker(t, nc, countingRunner(&runs, nil), edit), startWorker(t, nc, countingRunner(&runs, nil), edit)}
+	assertKept(t, c, m.ID)
+	// the worker that took the advisory stops
+	took := -1
+	for i, w := range ws {
+		if w.Stats().DeadLettered > 0 {
+			took = i
+		}
+	}
+	if took < 0 {
+		t.Fatal("no worker dead-lettered the mission")
+	}
+	if err := ws[took].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	assertSettled(t, c, m.ID, fleet.ReasonMaxDeliveries, "no worker finished it in 1 deliveries")
+	if n := ws[1-took].Stats().DeadLettered; n != 0 {
+		t.Errorf("the worker running on counted %d dead letters, want 0 (the mission's was copied once)", n)
+	}
+	if runs.Load() != 0 {
+		t.Errorf("runs = %d", runs.Load())
+	}
+}
+
+// A worker settles an exhausted message one way at a time: the checks of
+// the oldest message, which find it again while its failure is not
+// stored, do not start more tries alongside the advisory's.
+func TestExhaustedMissionSettledOnceAtATime(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	store := fleet.StoreConfig{AckWait: 500 * time.Millisecond, MaxDeliver: 1}
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := submitNew(ctx, t, c)
+	msgs, err := c.Stores().Lanes[messages.PriorityNormal][messages.SubmitLane(c.Submitter())].Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range msgs.Messages() {
+	}
+	restore := refuseResults(t, nc, c)
+	// every try publishes on the result subject, which core subscribers
+	// hear whether or not RESULTS takes it
+	var tries atomic.Int64
+	sub, err := nc.Subscribe(messages.ResultSubject(c.Submitter(), m.ID), func(*nats.Msg) { tries.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	var runs atomic.Int64
+	startWorker(t, nc, countingRunner(&runs, nil), func(cfg *fleet.WorkerConfig) {
+		cfg.Store = store
+		fleet.GivenUpAfter(10 * time.Millisecond)(cfg)
+	})
+	eventually(t, 10*time.Second, "dead letter", func() bool { return deadCopies(t, c, m.ID) > 0 })
+	time.Sleep(4 * time.Second)
+	// one settle tries at 0, 0.1, 0.3, 0.7, 1.5 and 3.1 s; one more each
+	// second would add about as many again
+	if n := tries.Load(); n > 8 {
+		t.Errorf("%d tries to store the failure in 4 s, want one settle's (at most 8)", n)
+	}
+	restore()
+	assertSettled(t, c, m.ID, fleet.ReasonMaxDeliveries, "no worker finished it in 1 deliveries")
+}

@@ -69,3 +69,9 @@ func CallerGrace(s *ToolService, d time.Duration) { s.callerGrace = d }
 // which MISSIONS sources, as a client whose user may not publish them
 // into MISSIONS does.
 func WakesThroughParked(c *Client) { c.wokenPublish.Store(wokenRefused) }
+
+// GivenUpAfter has a worker check MISSIONS's oldest message for one its
+// consumer gave up on once it has been the oldest for d.
+func GivenUpAfter(d time.Duration) func(*WorkerConfig) {
+	return func(c *WorkerConfig) { c.givenUpAfter = d }
+}

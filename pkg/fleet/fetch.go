@@ -308,6 +308,12 @@ func (w *Worker) freeSlots() int { return cap(w.slots) - len(w.slots) }
 type sweepCheck struct {
 	due     bool   // the lanes are due for the full sweep
 	lastSeq uint64 // the stream's last sequence when it was read
+	// firstSeq is the stream's first sequence when it was read, the
+	// oldest message; firstSince is when the checks first saw it there,
+	// and lookedAt when one last had it checked for a message its
+	// consumer gave up on (settleOldest)
+	firstSeq             uint64
+	firstSince, lookedAt time.Time
 }
 
 // unannounced checks whether MISSIONS may hold a mission no bell
@@ -324,6 +330,10 @@ type sweepCheck struct {
 // sweep looks), as does a failed read. A mission finishing as the stream
 // is read counts as held, so an unannounced one may wait for the next
 // check.
+//
+// An oldest message that stays the oldest for givenUpAfter is checked for
+// one its consumer gave up on (settleOldest), once per givenUpAfter while
+// it stays.
 func (w *Worker) unannounced(prev sweepCheck) sweepCheck {
 	ctx, cancel := context.WithTimeout(context.Background(), fullSweepEvery)
 	defer cancel()
@@ -336,13 +346,25 @@ func (w *Worker) unannounced(prev sweepCheck) sweepCheck {
 	}()
 	info, err := w.st.Missions.Info(ctx)
 	if err != nil {
-		return sweepCheck{due: true, lastSeq: prev.lastSeq}
+		prev.due = true
+		return prev
 	}
 	st := info.State
-	return sweepCheck{
-		due:     st.Msgs > uint64(w.Running()) && st.FirstSeq <= prev.lastSeq,
-		lastSeq: st.LastSeq,
+	now := time.Now()
+	c := sweepCheck{
+		due:      st.Msgs > uint64(w.Running()) && st.FirstSeq <= prev.lastSeq,
+		lastSeq:  st.LastSeq,
+		firstSeq: st.FirstSeq, firstSince: now,
 	}
+	if st.Msgs > 0 && st.FirstSeq == prev.firstSeq {
+		c.firstSince, c.lookedAt = prev.firstSince, prev.lookedAt
+		after := cmp.Or(w.cfg.givenUpAfter, givenUpAfter)
+		if now.Sub(c.firstSince) >= after && now.Sub(c.lookedAt) >= after {
+			c.lookedAt = now
+			w.goSettleOldest(st.FirstSeq)
+		}
+	}
+	return c
 }
 
 // markDue marks every lane for the full sweep.

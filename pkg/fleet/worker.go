@@ -152,6 +152,10 @@ type WorkerConfig struct {
 	// beyond keptRunners wait for the next mission (tests pin what a
 	// loaded machine's fetch takes).
 	runnerGrace time.Duration
+	// givenUpAfter, when not 0, replaces givenUpAfter: how long MISSIONS's
+	// oldest message stays before the worker checks whether its consumer
+	// gave up on it.
+	givenUpAfter time.Duration
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
@@ -324,7 +328,10 @@ type Worker struct {
 	mu          sync.Mutex
 	running     map[string]*runningMission
 	closing     bool // guarded by mu; no new advisory work once set
-	stats       workerCounters
+	// settling holds (under mu) the MISSIONS sequences of the exhausted
+	// messages this worker settles (settleExhausted): one at a time each
+	settling map[uint64]struct{}
+	stats    workerCounters
 
 	runCtx    context.Context
 	runCancel context.CancelCauseFunc
