@@ -92,16 +92,21 @@ func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq 
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
 		return err
 	}
-	final := stateOf(stored)
+	// the status follows the stored result, which may be one a run
+	// stored before this dead letter (a success, or another failure)
+	final, finalReason := stateOf(stored), ""
+	if stored.Fail != nil {
+		finalReason = stored.Fail.Reason
+	}
 	_, err = updateStatus(ctx, w.st, k, func(s *messages.Status) bool {
 		if messages.TerminalState(s.State) {
 			return false
 		}
-		s.State, s.Reason = final, failReason
+		s.State, s.Reason = final, finalReason
 		return true
 	})
 	if errors.Is(err, ErrNotFound) {
-		_, _ = casStatus(ctx, w.st, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: failReason, StreamSeq: seq}, 0)
+		_, _ = casStatus(ctx, w.st, messages.Status{MissionID: id, Submitter: k.sub, State: final, Reason: finalReason, StreamSeq: seq}, 0)
 	}
 	if !fresh {
 		return nil
