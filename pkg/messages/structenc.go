@@ -79,6 +79,7 @@ var wireRoots = []reflect.Type{
 
 var (
 	mapStringAnyType = reflect.TypeFor[map[string]any]()
+	anySliceType     = reflect.TypeFor[[]any]()
 	// codecSorted are the maps the encoder writes in key order itself
 	// (SetSortMapKeys); encodeSortedMap writes the others.
 	codecSorted = map[reflect.Type]bool{
@@ -235,7 +236,11 @@ func encodePlanned(enc *msgpack.Encoder, v reflect.Value) error {
 		if v.IsNil() {
 			return enc.EncodeNil()
 		}
-		return enc.EncodeMapSorted(v.Interface().(map[string]any))
+		return encodePlainMap(enc, v.Interface().(map[string]any))
+	case anySliceType:
+		if v.CanAddr() {
+			return encodePlainSlice(enc, *v.Addr().Interface().(*[]any))
+		}
 	case stringSliceType:
 		if v.CanAddr() {
 			return encodeStrings(enc, *v.Addr().Interface().(*[]string))
@@ -307,6 +312,73 @@ func encodeSortedMap(enc *msgpack.Encoder, v reflect.Value) error {
 		}
 	}
 	return nil
+}
+
+// Plain data (the arguments, results, contexts and returns the messages
+// carry: maps of string keys, slices and scalars) is written with the
+// bytes the encoder writes for it, without the encoder's detours: it
+// collects a map's keys in a new slice to sort them and writes a slice's
+// elements, and every map or slice inside them, through reflect.
+
+// plainKeys is how many keys of a map encodePlainMap sorts on its stack.
+const plainKeys = 16
+
+// encodePlainMap writes m as the encoder writes a map[string]any with
+// its keys sorted (SetSortMapKeys).
+func encodePlainMap(enc *msgpack.Encoder, m map[string]any) error {
+	if m == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeMapLen(len(m)); err != nil {
+		return err
+	}
+	var stack [plainKeys]string
+	keys := stack[:0]
+	if len(m) > plainKeys {
+		keys = make([]string, 0, len(m))
+	}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := enc.EncodeString(k); err != nil {
+			return err
+		}
+		if err := encodePlain(enc, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodePlainSlice writes s as the encoder writes a []any.
+func encodePlainSlice(enc *msgpack.Encoder, s []any) error {
+	if s == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeArrayLen(len(s)); err != nil {
+		return err
+	}
+	for _, e := range s {
+		if err := encodePlain(enc, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodePlain writes v as the encoder does: a map[string]any or []any
+// by the two functions above, anything else by the encoder (a scalar
+// with its method for the type, with the encoder's settings).
+func encodePlain(enc *msgpack.Encoder, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		return encodePlainMap(enc, x)
+	case []any:
+		return encodePlainSlice(enc, x)
+	}
+	return enc.Encode(v)
 }
 
 // encodeStrings writes ss as the encoder writes a []string.

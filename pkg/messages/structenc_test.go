@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,11 +232,18 @@ func TestWirePlansKnowWhichFieldsHaveIsZero(t *testing.T) {
 	}
 }
 
-// BenchmarkMarshal encodes a running status and a mission of a typical
-// agent submission.
+// BenchmarkMarshal encodes a running status, a mission of a typical
+// agent submission and a tool's answer of 200 orders (each a map holding
+// a slice of one map).
 func BenchmarkMarshal(b *testing.B) {
 	now := time.Now()
+	var orders []any
+	for i := range 200 {
+		orders = append(orders, map[string]any{"id": int64(i), "customer_id": int64(i % 37), "total": float64(i) * 1.25, "status": "paid",
+			"items": []any{map[string]any{"sku": "A-" + strconv.Itoa(i), "qty": int64(2)}}})
+	}
 	for _, v := range []any{
+		&ToolResponse{Result: map[string]any{"orders": orders, "next": nil}},
 		&Status{Version: 1, MissionID: "01JB0000000000000000000000", Submitter: "s", State: StateRunning, Worker: "w1", Attempt: 1, StreamSeq: 7, UpdatedAt: now},
 		&Mission{Version: MissionVersion, ID: "01JB0000000000000000000000", Kind: KindAgent, CreatedAt: now,
 			Agent: &AgentSpec{Prompt: "Mission {{n}}", Signature: "(n :int) -> {n :int}", Tools: []string{"get_customer"}},
@@ -293,5 +301,63 @@ func TestWirePlansKnowWhichFieldsAreScalars(t *testing.T) {
 		if want := codecMarshal(t, v); !bytes.Equal(buf.Bytes(), want) {
 			t.Errorf("%T %v: %x, the encoder %x", v, v, buf.Bytes(), want)
 		}
+	}
+}
+
+// Plain data in the messages' maps, slices and dynamic fields is written
+// with the encoder's bytes: maps of up to plainKeys keys and beyond,
+// slices of every kind of value, nested ones, nil ones, and values that
+// are not plain data (times, named types, typed nils), which the encoder
+// writes.
+func TestPlainDataWritesTheCodecsBytes(t *testing.T) {
+	type name string
+	keys := func(n int) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[strings.Repeat("k", i%5)+string(rune('z'-i%26))+strconv.Itoa(i)] = int64(i * 1000)
+		}
+		return m
+	}
+	values := []any{
+		map[string]any{}, keys(1), keys(plainKeys - 1), keys(plainKeys), keys(plainKeys + 1), keys(40),
+		[]any{}, []any(nil), map[string]any(nil),
+		[]any{nil, true, false, int64(-1), int64(-200), int64(70000), int64(1) << 40, uint64(1) << 63, 1.5, float32(2.5), "s",
+			strings.Repeat("x", 40), []byte("b"), []any{[]any{}}, map[string]any{"n": nil, "m": map[string]any{"x": []any{int64(3)}}},
+			[]any(nil), map[string]any(nil), time.Unix(1700000000, 5).UTC(), name("named"), 3, time.Second, (*Status)(nil),
+			[]string{"a"}, map[string]string{"b": "c", "a": "d"}},
+		map[string]any{"times": []any{time.Unix(0, 1).UTC()}, "": "empty key", "é": "non-ASCII key", "Z": 1, "a": int64(2)},
+	}
+	for i, v := range values {
+		for _, s := range []any{&Event{Kind: EventToolResult, Result: v, Data: map[string]any{"v": v}},
+			&Step{Return: v}, &Mission{Context: map[string]any{"v": v}}} {
+			got, err := Marshal(s)
+			if err != nil {
+				t.Fatalf("value %d in %T: %v", i, s, err)
+			}
+			if want := codecMarshal(t, s); !bytes.Equal(got, want) {
+				t.Fatalf("value %d in %T: Marshal wrote\n%x\nthe encoder\n%x", i, s, got, want)
+			}
+		}
+	}
+}
+
+// encodePlainMap sorts the keys of a small map on its stack: writing an
+// event's data of a few keys allocates nothing beyond the buffer.
+func TestPlainMapAllocations(t *testing.T) {
+	if raceBuild {
+		t.Skip("the race detector allocates")
+	}
+	ev := &Event{Version: EventVersion, MissionID: "01JB0000000000000000000000", Kind: EventToolResult, Time: time.Unix(1700000000, 0),
+		Tool: "refund", Result: map[string]any{"refunded": int64(500)},
+		Data: map[string]any{"approval": map[string]any{"call": "1.ab.0", "state": ApprovalApproved, "decided_by": "ann", "reason": ""}}}
+	var buf bytes.Buffer
+	n := testing.AllocsPerRun(100, func() {
+		buf.Reset()
+		if err := MarshalTo(&buf, ev); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("writing a tool result event: %.0f allocations, want 0", n)
 	}
 }
