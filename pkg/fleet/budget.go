@@ -191,6 +191,10 @@ type Budgets struct {
 
 	mu     sync.Mutex
 	cached map[string]cachedLimit
+	// subKeys holds each submitter's budget keys (submitterKeys), made
+	// once rather than at each model call; it grows as cached does, by
+	// submitter.
+	subKeys map[string][2]string
 	// closed is set when the worker stops: no settle starts in the
 	// background after it.
 	closed bool
@@ -350,26 +354,57 @@ func (mb *MissionBudget) Reserve(ctx context.Context, model string, amt BudgetAm
 	if mb == nil {
 		return r, nil
 	}
-	r.id = strconv.FormatUint(rand.Uint64(), 36)
 	now := mb.b.now()
-	for _, scope := range []string{BudgetAccount, BudgetSubmitterScope(mb.submitter)} {
-		for _, window := range []string{BudgetDay, BudgetMonth} {
-			l, err := mb.b.limit(ctx, scope+"."+window)
-			if err == nil && l != nil {
-				err = mb.hold(ctx, r, *l, budgetPeriod(window, now), priced)
-			}
-			if err != nil {
-				r.release(ctx)
-				return nil, err
-			}
+	sub := mb.b.submitterKeys(mb.submitter)
+	keys := [4]string{accountDayKey, accountMonthKey, sub[0], sub[1]}
+	for i, key := range keys {
+		window := BudgetDay
+		if i%2 == 1 {
+			window = BudgetMonth
+		}
+		l, err := mb.b.limit(ctx, key)
+		if err == nil && l != nil {
+			err = mb.hold(ctx, r, *l, budgetPeriod(window, now), priced)
+		}
+		if err != nil {
+			r.release(ctx)
+			return nil, err
 		}
 	}
 	return r, nil
 }
 
+// The account's budget keys, by window.
+const (
+	accountDayKey   = BudgetAccount + "." + BudgetDay
+	accountMonthKey = BudgetAccount + "." + BudgetMonth
+)
+
+// submitterKeys returns the keys of submitter's budgets, of the day and
+// of the month, made on the first call for submitter and kept.
+func (b *Budgets) submitterKeys(submitter string) [2]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if k, ok := b.subKeys[submitter]; ok {
+		return k
+	}
+	scope := BudgetSubmitterScope(submitter)
+	k := [2]string{scope + "." + BudgetDay, scope + "." + BudgetMonth}
+	if b.subKeys == nil {
+		b.subKeys = map[string][2]string{}
+	}
+	b.subKeys[submitter] = k
+	return k
+}
+
 // hold reserves r's amount on l's spend of period.
 func (mb *MissionBudget) hold(ctx context.Context, r *BudgetReservation, l BudgetLimit, period string, priced bool) error {
 	key := l.Key() + "." + period
+	if r.id == "" {
+		// made for the first budget held: a call no budget bounds
+		// needs none
+		r.id = strconv.FormatUint(rand.Uint64(), 36)
+	}
 	var refused error
 	var alert []int
 	wrote := false

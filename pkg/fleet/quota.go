@@ -160,6 +160,10 @@ type Quotas struct {
 
 	mu     sync.Mutex
 	cached map[string]cachedQuota
+	// scopes holds each submitter's quota scope (submitterScope), made
+	// once rather than at each mission; it grows as cached does, by
+	// submitter.
+	scopes map[string]string
 }
 
 type cachedQuota struct {
@@ -217,7 +221,7 @@ func readQuota(ctx context.Context, limits jetstream.KeyValue, key string) (*Quo
 // forSubmitter returns the quota submitter sub has: its own, else the
 // default, else none (a zero QuotaLimit).
 func (q *Quotas) forSubmitter(ctx context.Context, sub string) (QuotaLimit, error) {
-	for _, key := range []string{QuotaSubmitterScope(sub), QuotaDefault} {
+	for _, key := range [2]string{q.submitterScope(sub), QuotaDefault} {
 		l, err := q.limit(ctx, key)
 		if err != nil || l != nil {
 			if l == nil {
@@ -227,6 +231,22 @@ func (q *Quotas) forSubmitter(ctx context.Context, sub string) (QuotaLimit, erro
 		}
 	}
 	return QuotaLimit{}, nil
+}
+
+// submitterScope returns QuotaSubmitterScope(sub), made on the first
+// call for sub and kept.
+func (q *Quotas) submitterScope(sub string) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	scope, ok := q.scopes[sub]
+	if !ok {
+		scope = QuotaSubmitterScope(sub)
+		if q.scopes == nil {
+			q.scopes = map[string]string{}
+		}
+		q.scopes[sub] = scope
+	}
+	return scope
 }
 
 // QuotaExceededError says a submitter has as many missions queued as its
