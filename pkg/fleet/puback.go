@@ -25,7 +25,7 @@ import (
 // *jetstream.APIError, wrapped). The acknowledgements a stream gives a
 // stored or duplicate message are read without encoding/json (publishAck):
 // a mission makes several such publishes.
-func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (*jetstream.PubAck, error) {
+func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (jetstream.PubAck, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(publishWait)
@@ -40,7 +40,7 @@ func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (*jetstream.P
 // nats.go's pooled timers instead, and a deadline that passes is
 // context.DeadlineExceeded as the context's would be. The worker's
 // writes of a mission's status and result go this way.
-func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline time.Time) (*jetstream.PubAck, error) {
+func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline time.Time) (jetstream.PubAck, error) {
 	var request func() (*nats.Msg, error)
 	var wait <-chan struct{} // ends a retry's wait early; nil: the retry waits at most until deadline
 	if ctx.Done() == nil {
@@ -76,10 +76,10 @@ func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline ti
 		resp, err = request()
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, jetstream.ErrNoStreamResponse
+		return jetstream.PubAck{}, jetstream.ErrNoStreamResponse
 	}
 	if err != nil {
-		return nil, err
+		return jetstream.PubAck{}, err
 	}
 	return publishAck(resp.Data)
 }
@@ -210,7 +210,7 @@ const publishWait = 5 * time.Second
 // "duplicate" alone, are read here (scanPublishAck); any other (a refusal,
 // an answer with fields this does not know, escaped strings) is read by
 // encoding/json as nats.go reads it.
-func publishAck(data []byte) (*jetstream.PubAck, error) {
+func publishAck(data []byte) (jetstream.PubAck, error) {
 	if ack, ok := scanPublishAck(data); ok {
 		return ack, nil
 	}
@@ -219,15 +219,15 @@ func publishAck(data []byte) (*jetstream.PubAck, error) {
 		*jetstream.PubAck
 	}
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, jetstream.ErrInvalidJSAck
+		return jetstream.PubAck{}, jetstream.ErrInvalidJSAck
 	}
 	if resp.Error != nil {
-		return nil, fmt.Errorf("nats: %w", resp.Error)
+		return jetstream.PubAck{}, fmt.Errorf("nats: %w", resp.Error)
 	}
 	if resp.PubAck == nil || resp.Stream == "" {
-		return nil, jetstream.ErrInvalidJSAck
+		return jetstream.PubAck{}, jetstream.ErrInvalidJSAck
 	}
-	return resp.PubAck, nil
+	return *resp.PubAck, nil
 }
 
 // scanPublishAck reads data when it is a JSON object of the keys "stream"
@@ -236,7 +236,7 @@ func publishAck(data []byte) (*jetstream.PubAck, error) {
 // integer), which an atomic batch's commit is answered with and which are
 // not read, each at most once, with strings of ASCII that need no
 // unescaping; ok is false for anything else.
-func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
+func scanPublishAck(data []byte) (ack jetstream.PubAck, ok bool) {
 	var a jetstream.PubAck
 	var seen [6]bool // stream, seq, domain, duplicate, batch, count
 	s := jsonScan{data: data}
@@ -296,9 +296,9 @@ func scanPublishAck(data []byte) (ack *jetstream.PubAck, ok bool) {
 		return true
 	}
 	if !s.object(field) || !s.end() || a.Stream == "" || !seen[1] {
-		return nil, false
+		return jetstream.PubAck{}, false
 	}
-	return &a, true
+	return a, true
 }
 
 // ackStream returns the stream name b as a string: the name of a stream
