@@ -64,6 +64,18 @@ func (m *Map) Get(key Value) (Value, bool) {
 	return v, ok
 }
 
+// GetStr is Get of string key key: a small or wide map is searched
+// without boxing key, any other map as Get searches it.
+func (m *Map) GetStr(key string) (Value, bool) {
+	if m.Src == nil && m.Root == nil && m.Shape != nil {
+		if i := m.Shape.findStr(key); i >= 0 {
+			return m.Vals[i], true
+		}
+		return nil, false
+	}
+	return m.Get(key)
+}
+
 // LookupKey returns the stored key matching key (flex), if any.
 func (m *Map) LookupKey(key Value) (Value, bool) {
 	if m.Src != nil {

@@ -57,23 +57,27 @@ func findKey(keys []Value, key Value) int {
 		}
 		return flex
 	case string:
-		// the string keys first (length and first byte first: most keys
-		// differ there, and it saves the runtime's memequal call), then a
-		// keyword of that name
-		for i, ek := range keys {
-			if ek, ok := ek.(string); ok && len(ek) == len(k) && (len(k) == 0 || ek[0] == k[0]) && ek == k {
-				return i
-			}
-		}
-		for i, ek := range keys {
-			if ek, ok := ek.(*Keyword); ok && ek.Name == k {
-				return i
-			}
-		}
-		return -1
+		return findStrKey(keys, k)
 	}
 	for i, ek := range keys {
 		if Equal(ek, key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// findStrKey is findKey of string key k: the string keys first (length
+// and first byte first: most keys differ there, and it saves the
+// runtime's memequal call), then a keyword of that name.
+func findStrKey(keys []Value, k string) int {
+	for i, ek := range keys {
+		if ek, ok := ek.(string); ok && len(ek) == len(k) && (len(k) == 0 || ek[0] == k[0]) && ek == k {
+			return i
+		}
+	}
+	for i, ek := range keys {
+		if ek, ok := ek.(*Keyword); ok && ek.Name == k {
 			return i
 		}
 	}
@@ -137,6 +141,20 @@ func (sh *Shape) find(key Value) int {
 		return int(i)
 	}
 	if i, ok := flex[name]; ok {
+		return int(i)
+	}
+	return -1
+}
+
+// findStr is find of string key name, which it does not box.
+func (sh *Shape) findStr(name string) int {
+	if sh.Strs == nil && sh.kws == nil {
+		return findStrKey(sh.Keys, name)
+	}
+	if i, ok := sh.Strs[name]; ok {
+		return int(i)
+	}
+	if i, ok := sh.kws[name]; ok {
 		return int(i)
 	}
 	return -1

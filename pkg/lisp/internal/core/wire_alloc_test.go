@@ -138,3 +138,42 @@ func TestDecodeMsgpackRecordBytes(t *testing.T) {
 // TestDecodeMsgpackRecordBytes' record: 3,160 with a first slab of four
 // small maps (896 bytes) for its one map, 2,472 with a slab of one.
 const decodeRecordBytes = 2600
+
+// TestWireMapViewLookupAllocations: a signature's check of a decoded
+// record looks each field up without boxing its name, and finds what
+// Get finds.
+func TestWireMapViewLookupAllocations(t *testing.T) {
+	data, err := messages.Marshal(map[string]any{"id": int64(1), "name": "Ada Lovelace", "email": "ada@example.com",
+		"region": "eu", "tier": "gold", "_phone": "+44 20 7946 0000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := DecodeMsgpack(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := wireMapView{v.(*Map)}
+	fields := []string{"id", "name", "email", "region", "tier", "_phone", "missing"}
+	for _, f := range fields {
+		got, ok := view.Lookup(f)
+		want, wok := v.(*Map).Get(f)
+		if ok != wok || (ok && !Equal(got.(Value), want)) {
+			t.Errorf("Lookup(%q) = %v, %v; Get finds %v, %v", f, got, ok, want, wok)
+		}
+	}
+	// a keyword key is found by its name, as Get finds it
+	kw := NewMapBuilder(0)
+	kw.Set(NewKeyword("name"), "Grace")
+	km := kw.Build()
+	if got, ok := (wireMapView{km}).Lookup("name"); !ok || got != "Grace" {
+		t.Errorf("Lookup of a keyword's name: %v, %v", got, ok)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		for _, f := range fields {
+			_, _ = view.Lookup(f)
+		}
+	})
+	if n > raceAllocSlack {
+		t.Errorf("%v allocations looking up %d fields, want 0", n, len(fields))
+	}
+}

@@ -146,7 +146,7 @@ func (m wireMapView) Len() int { return m.m.Len() }
 // Lookup finds key exactly: a decoded map's keys are all strings, which
 // a string finds only as itself.
 func (m wireMapView) Lookup(key string) (any, bool) {
-	v, ok := m.m.Get(key)
+	v, ok := m.m.GetStr(key)
 	if !ok {
 		return nil, false
 	}
