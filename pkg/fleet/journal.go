@@ -457,10 +457,18 @@ func (j *Journal) holds() bool {
 // finished mission's journal costs one empty marker until the stream's
 // MaxAge. Entries published before it on the same connection reach the
 // stream first and are removed with the rest.
-func purgeJournal(nc *nats.Conn, id string) error {
-	msg := &nats.Msg{Subject: messages.JournalSubject(id), Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	return nc.PublishMsg(msg)
+func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
+	subject := messages.JournalSubject(id)
+	if j != nil {
+		subject = j.subject // the same, made when the journal was
+	}
+	// nats.go encodes the header before the publish returns and keeps
+	// nothing of it: a pooled one serves
+	hdr := newAckedHeader()
+	hdr.set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	err := nc.PublishMsg(&nats.Msg{Subject: subject, Header: hdr.h})
+	hdr.release()
+	return err
 }
 
 // Flush publishes the entries recorded and not yet published, as one

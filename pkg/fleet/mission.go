@@ -29,6 +29,10 @@ func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
 // deadline.
 var errMissionTimeout = errors.New("fleet: mission timed out")
 
+// errNoStatusInHand marks a finished mission whose worker holds no status
+// to write the final one over: it reads the status first.
+var errNoStatusInHand = errors.New("no status in hand")
+
 // onStop stops the run of a mission this worker holds when the worker
 // that carried out its cancel (onCancelRequest) says so: every worker
 // receives every stop, the one running that submitter's mission acts on it.
@@ -1152,7 +1156,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 	}
 	if journal.holds() || (journal == nil && !w.cfg.NoJournal && entry != nil && entry.st.Attempt > 1) {
-		if err := purgeJournal(w.nc, id); err != nil {
+		if err := purgeJournal(w.nc, journal, id); err != nil {
 			log.Warn().Err(err).Msg("journal not purged; it expires with the stream's MaxAge")
 		}
 	}
@@ -1167,7 +1171,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 		return true
 	}
-	err = errors.New("no status in hand")
+	err = errNoStatusInHand
 	if entry != nil {
 		st := entry.st
 		if setFinal(&st) {

@@ -65,7 +65,8 @@ func resultHeader(k missionKey) *ackedHeader {
 	hdr := newAckedHeader()
 	hdr.set(messages.HeaderMissionID, k.id)
 	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	hdr.set(jetstream.MsgIDHeader, messages.StatusKey(k.sub, k.id)+"/final")
+	// the status key and "/final", made in one concatenation
+	hdr.set(jetstream.MsgIDHeader, k.sub+"."+k.id+"/final")
 	return hdr
 }
 
@@ -591,13 +592,12 @@ func writeStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64,
 		return 0, nil, err
 	}
 	data := buf.Bytes()
-	key := messages.StatusKey(s.Submitter, s.MissionID)
 	var err error
 	switch {
 	case rev == 0:
-		rev, err = st.Status.Create(ctx, key, data)
+		rev, err = st.Status.Create(ctx, messages.StatusKey(s.Submitter, s.MissionID), data)
 	case st.nc == nil:
-		rev, err = st.Status.Update(ctx, key, data, rev)
+		rev, err = st.Status.Update(ctx, messages.StatusKey(s.Submitter, s.MissionID), data, rev)
 	default:
 		rev, err = casPublish(ctx, st.nc, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
 	}

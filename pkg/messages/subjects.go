@@ -380,7 +380,7 @@ func StoredResultTransform() string { return StoredResultSubject("{{wildcard(1)}
 // RecordSubject is the subject of mission id's MissionRecord in
 // StreamResults, next to its result: readable by what reads its
 // submitter's results.
-func RecordSubject(s, id string) string { return ResultSubject(s, id) + ".record" }
+func RecordSubject(s, id string) string { return SubjectResultPrefix + s + "." + id + ".record" }
 
 // EventSubject is the subject of the n-th progress event (from 1) of
 // mission id, of the given kind.

@@ -515,3 +515,16 @@ func TestStatusSubjectAllocations(t *testing.T) {
 		t.Errorf("StatusSubject = %q, want %q", got, want)
 	}
 }
+
+// TestRecordSubjectAllocations: a record's subject is one concatenation,
+// its mission's result subject and ".record".
+func TestRecordSubjectAllocations(t *testing.T) {
+	s, id := "analytics", testID
+	var got string
+	if n := testing.AllocsPerRun(100, func() { got = RecordSubject(s, id) }); n != 1 {
+		t.Errorf("RecordSubject: %v allocations, want 1", n)
+	}
+	if want := ResultSubject(s, id) + ".record"; got != want {
+		t.Errorf("RecordSubject = %q, want %q", got, want)
+	}
+}
