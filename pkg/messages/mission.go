@@ -542,6 +542,18 @@ func (m *Mission) UnallowedTools() []string {
 		return nil
 	}
 	var out []string
+	if a := m.Agent; len(a.SubAgents) == 0 && (a.SpawnAgent == nil || len(a.SpawnAgent.ToolSets) == 0) {
+		// the agent's own tools are all its remote tools: read in
+		// place, with no list made of them (a mission is checked this
+		// way several times on its way)
+		for i, n := range a.Tools {
+			if !slices.Contains(m.Tools, n) && !slices.Contains(a.Tools[:i], n) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	for _, n := range m.Agent.RemoteTools() {
 		if !slices.Contains(m.Tools, n) {
 			out = append(out, n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,35 @@ func TestRemoteToolsAllocations(t *testing.T) {
 		}
 	}); n > 1 {
 		t.Fatalf("%.0f allocations, want at most 1", n)
+	}
+}
+
+// TestUnallowedToolsOfAPlainAgent: an agent with no sub-agent and no
+// spawn_agent tool sets is checked against the mission's tools in place,
+// with the same answer as from its RemoteTools, and with no allocation
+// when every tool is allowed.
+func TestUnallowedToolsOfAPlainAgent(t *testing.T) {
+	for _, c := range []struct{ tools, allowed []string }{
+		{nil, nil},
+		{[]string{"get_customer"}, []string{"get_customer"}},
+		{[]string{"b", "a", "b", "c"}, []string{"c"}},
+		{[]string{"x", "y"}, nil},
+	} {
+		m := &Mission{Kind: KindAgent, Agent: &AgentSpec{Prompt: "p", Tools: c.tools}, Tools: c.allowed}
+		var want []string
+		for _, n := range m.Agent.RemoteTools() {
+			if !slices.Contains(m.Tools, n) {
+				want = append(want, n)
+			}
+		}
+		slices.Sort(want)
+		if got := m.UnallowedTools(); !reflect.DeepEqual(got, want) {
+			t.Errorf("tools %q allowed %q: UnallowedTools = %q, want %q", c.tools, c.allowed, got, want)
+		}
+	}
+	m := &Mission{Kind: KindAgent, Agent: &AgentSpec{Prompt: "p", Tools: []string{"get_customer", "list_orders"}},
+		Tools: []string{"list_orders", "get_customer"}}
+	if n := testing.AllocsPerRun(100, func() { _ = m.UnallowedTools() }); n != 0 {
+		t.Errorf("UnallowedTools: %v allocations, want 0", n)
 	}
 }
