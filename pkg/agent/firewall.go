@@ -58,6 +58,10 @@ type secrets struct {
 	// walked holds the collections already collected (by identity, with
 	// their "under" flag): memory is collected after every turn.
 	walked map[walkKey]struct{}
+	// hookFn is the method value redact, which hook returns: made once,
+	// not at each call (a run's printers ask for it several times).
+	hookOnce sync.Once
+	hookFn   func(string, bool) string
 }
 
 type walkKey struct {
@@ -325,7 +329,8 @@ func (s *secrets) hook() func(string, bool) string {
 	if s == nil {
 		return nil
 	}
-	return s.redact
+	s.hookOnce.Do(func() { s.hookFn = s.redact })
+	return s.hookFn
 }
 
 // quoted matches a double-quoted string literal in a message, keyword a
