@@ -718,6 +718,13 @@ const (
 // at once.
 const wakeTTL = "10m"
 
+// hasApprovalRules reports whether the mission or its worker sets rules
+// that may mark a call for approval (a tool's service may set its own);
+// a nil p has none.
+func (p *missionRun) hasApprovalRules() bool {
+	return p != nil && ((p.m.Approval != nil && len(p.m.Approval.Rules) > 0) || len(p.w.cfg.ApprovalRules) > 0)
+}
+
 // approvalGate returns the approval gate of the mission's run, which
 // suspends the run (its cancel) at the call that must wait.
 func (p *missionRun) approvalGate() *approvalGate {

@@ -606,6 +606,17 @@ func (b *Toolbox) reportResult(turn int, name, callID string, result any, err er
 	b.events.Emit(ev)
 }
 
+// approvalsFor is approvals for a call of the tool info describes: nil,
+// with no gate made, when no rule can mark the call (the mission, the
+// worker and the tool's service set none), which the gate's check would
+// let through as it is.
+func (b *Toolbox) approvalsFor(info ToolInfo) *approvalGate {
+	if info.Approval == nil && !b.run.hasApprovalRules() {
+		return nil
+	}
+	return b.approvals()
+}
+
 // approvals returns the Toolbox's approval gate, made at its first use;
 // nil when it has none.
 func (b *Toolbox) approvals() *approvalGate {
@@ -842,7 +853,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if m, ok := plain.(map[string]any); ok {
 		req.Args = m
 	}
-	if gate := b.approvals(); gate != nil {
+	if gate := b.approvalsFor(info); gate != nil {
 		// A call that needs approval goes only once approved (with the
 		// approver's arguments), fails when denied, or suspends the run.
 		if req.Args, approval, err = gate.check(ctx, info, name, req.Args, plain); err != nil {
