@@ -71,27 +71,43 @@ func newMemoryBudget(size int64) *memoryBudget {
 }
 
 // reservation is what a mission reserved: limit is the bound of the meter
-// that charges what it holds (≤ 0: none).
+// that charges what it holds (≤ 0: none); held, what it holds of its
+// budget's semaphore (sem), which release gives back.
 type reservation struct {
 	limit int64
 	raise string
+	sem   *semaphore.Weighted
+	held  int64
 }
 
-// reserve waits until the budget holds m's memory, or ctx ends. It
-// returns the reservation and the function that gives it back.
-func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reservation, func(), error) {
+// release gives the reservation back to its budget (a reservation of a
+// budget without a bound holds nothing).
+func (r reservation) release() {
+	if r.sem != nil {
+		r.sem.Release(r.held)
+	}
+}
+
+// release gives back held, what a reservation of b held.
+func (b *memoryBudget) release(held int64) {
+	reservation{sem: b.sem, held: held}.release()
+}
+
+// reserve waits until the budget holds m's memory, or ctx ends, and
+// returns the reservation, which its release gives back.
+func (b *memoryBudget) reserve(ctx context.Context, m *messages.Mission) (reservation, error) {
 	want := missionMemory(m)
 	if b.sem == nil {
-		return reservation{limit: max(want, 0), raise: b.raise}, func() {}, nil
+		return reservation{limit: max(want, 0), raise: b.raise}, nil
 	}
 	n := want
 	if n < 0 || n > b.size {
 		n = b.size
 	}
 	if err := b.sem.Acquire(ctx, n); err != nil {
-		return reservation{}, nil, err
+		return reservation{}, err
 	}
-	return reservation{limit: n, raise: b.raise}, func() { b.sem.Release(n) }, nil
+	return reservation{limit: n, raise: b.raise, sem: b.sem, held: n}, nil
 }
 
 // idleReturnAfter is how long a worker's missions stay unchanged (none

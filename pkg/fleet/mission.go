@@ -197,11 +197,14 @@ type missionRun struct {
 	busy           bool // counted in the busy slots
 	leased         bool // lease is held (nil: no quota)
 	settleJournal  bool
+	admitted       bool                    // the memory admit reserved is held
 	cancel         context.CancelCauseFunc // the run's, once registered as running
 	lease          *quotaLease
 	cancelTimeout  context.CancelFunc
 	cancelDeadline context.CancelFunc
-	releaseMemory  func() // the reservation admit made
+	// what admit reserved: the meter's bound and what it holds of the
+	// worker's memory budget (a reservation of them)
+	memLimit, memHeld int64
 }
 
 // close undoes what open and run took, in the reverse order.
@@ -209,8 +212,8 @@ func (p *missionRun) close() {
 	if p.settleJournal {
 		p.journal.settle()
 	}
-	if p.releaseMemory != nil {
-		p.releaseMemory()
+	if p.admitted {
+		p.w.releaseMemory(p.memLimit, p.memHeld)
 	}
 	if p.cancelDeadline != nil {
 		p.cancelDeadline()
@@ -411,12 +414,12 @@ func (p *missionRun) run(env *RunEnv) {
 	}
 	// the reservation is held until the result (which may hold the
 	// mission's tool results in its trace) is settled (close)
-	var err error
-	if p.releaseMemory, err = p.w.admit(p.runCtx, p.m, env, p.log); err != nil {
-		p.releaseMemory = nil
+	r, err := p.w.admit(p.runCtx, p.m, env, p.log)
+	if err != nil {
 		p.ran(nil, err)
 		return
 	}
+	p.memLimit, p.memHeld, p.admitted = r.limit, r.held, true
 	if r, ok := p.w.cfg.Runner.(AsyncRunner); ok {
 		p.w.stats.runs.Add(1)
 		p.startRun(r, env)
@@ -559,22 +562,26 @@ func flushJournal(ctx context.Context, j *Journal, log *zerolog.Logger) {
 // admit waits until the worker's memory budget holds the mission's
 // reservation, or runCtx ends (a cancel, the timeout or a shutdown, which
 // process handles as a run cut short), and sets env.Memory to it. It
-// returns the function that gives the reservation back.
-func (w *Worker) admit(runCtx context.Context, m *messages.Mission, env *RunEnv, log *zerolog.Logger) (func(), error) {
+// returns the reservation, which releaseMemory gives back.
+func (w *Worker) admit(runCtx context.Context, m *messages.Mission, env *RunEnv, log *zerolog.Logger) (reservation, error) {
 	start := time.Now()
-	r, release, err := w.memory.reserve(runCtx, m)
+	r, err := w.memory.reserve(runCtx, m)
 	if err != nil {
-		return nil, context.Cause(runCtx)
+		return reservation{}, context.Cause(runCtx)
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		log.Info().Dur("waited", d).Int64("reserved", r.limit).Msg("waited for the worker's memory budget")
 	}
 	env.Memory, env.MemoryRaise = r.limit, r.raise
 	w.cfg.Metrics.memoryReserved(r.limit)
-	return func() {
-		w.cfg.Metrics.memoryReserved(-r.limit)
-		release()
-	}, nil
+	return r, nil
+}
+
+// releaseMemory gives back a reservation admit made, of the meter's bound
+// limit holding held of the worker's memory budget.
+func (w *Worker) releaseMemory(limit, held int64) {
+	w.cfg.Metrics.memoryReserved(-limit)
+	w.memory.release(held)
 }
 
 // decodeMission decodes a submitted mission: msgpack, or JSON when the
