@@ -883,14 +883,20 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	msg := &nats.Msg{Subject: info.Subject, Data: data, Header: make(nats.Header, len(b.header)+toolCallHeaders)}
+	// the request's message, its header and the values the call sets are
+	// pooled: nats.go copies the message into its connection's buffer at
+	// each send and keeps nothing of it, and the call sends it only until
+	// it returns
+	cm := getToolCallMsg(info.Subject, data)
+	defer cm.release()
+	msg := &cm.msg
 	for k, v := range b.header {
 		msg.Header[k] = v
 	}
 	if span != nil {
 		InjectTrace(ctx, msg.Header)
 	}
-	hs := headerSetter{h: msg.Header, vals: make([]string, 0, toolCallHeaders)}
+	hs := headerSetter{h: msg.Header, vals: cm.vals[:0]}
 	if b.missionID != "" {
 		hs.set(messages.HeaderMissionID, b.missionID)
 		key := b.missionID + "/" + strconv.Itoa(turn) + "/" + digest + "/" + strconv.Itoa(occurrence)
@@ -969,6 +975,35 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 // toolCallHeaders is how many headers a tool call sets itself (besides
 // the worker's and the trace's).
 const toolCallHeaders = 6
+
+// toolCallMsg is a tool call's request message with its header and the
+// values of the headers the call sets (headerSetter), pooled
+// (toolCallMsgs): the map keeps its table between calls.
+type toolCallMsg struct {
+	msg  nats.Msg
+	vals [toolCallHeaders]string
+}
+
+// toolCallMsgs holds the toolCallMsgs released.
+var toolCallMsgs = sync.Pool{New: func() any { return &toolCallMsg{msg: nats.Msg{Header: nats.Header{}}} }}
+
+// getToolCallMsg returns a pooled message of data on subject, its header
+// empty.
+func getToolCallMsg(subject string, data []byte) *toolCallMsg {
+	m := toolCallMsgs.Get().(*toolCallMsg)
+	m.msg.Subject, m.msg.Data = subject, data
+	return m
+}
+
+// release clears m and gives it back to the pool: nothing may hold the
+// message, its header or their values any more.
+func (m *toolCallMsg) release() {
+	h := m.msg.Header
+	clear(h)
+	m.msg = nats.Msg{Header: h}
+	m.vals = [toolCallHeaders]string{}
+	toolCallMsgs.Put(m)
+}
 
 // headerSetter sets headers as nats.Header.Set does, their values in one
 // array (Set allocates a slice for each). Each value's slice is capped at
