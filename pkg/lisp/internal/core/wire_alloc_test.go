@@ -157,7 +157,7 @@ func TestWireMapViewLookupAllocations(t *testing.T) {
 	for _, f := range fields {
 		got, ok := view.Lookup(f)
 		want, wok := v.(*Map).Get(f)
-		if ok != wok || (ok && !Equal(got.(Value), want)) {
+		if ok != wok || (ok && !Equal(got, want)) {
 			t.Errorf("Lookup(%q) = %v, %v; Get finds %v, %v", f, got, ok, want, wok)
 		}
 	}
