@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -31,3 +32,40 @@ func TestMissionBodyStartsWithTheLastOnesRoom(t *testing.T) {
 		t.Errorf("%.0f allocations a mission body started with its room, %.0f grown: want at least 3 fewer", sized, grown)
 	}
 }
+
+// TestMissionBodyAllocations: a mission body's inventory and expected
+// output are written without fmt (whose arguments are boxed), and the
+// agent's cache key is made once, not for each model call.
+func TestMissionBodyAllocations(t *testing.T) {
+	a := mustNew(t, Spec{Prompt: "Add {{n}} to the base, for customer {{name}}.", Signature: "(n :int, name :string) -> :int",
+		Tools: map[string]Tool{"base": intTool(0), "other": intTool(5)}})
+	in, fail := resolveInput(RunOptions{Context: map[string]any{"n": int64(1), "name": "Ada"}})
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	sec := &secrets{}
+	body := a.missionBody(in, sec)
+	for _, want := range []string{"- ctx/n :int", "- ctx/name :string", "Return a value of type :int.\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if got := a.cacheKey(); got != "ptc:agent" {
+		t.Errorf("cache key %q", got)
+	}
+	if raceEnabled {
+		t.Skip("the race detector's own allocations vary between runs")
+	}
+	n := testing.AllocsPerRun(100, func() { a.missionBody(in, sec) })
+	t.Logf("%.0f allocations a mission body", n)
+	if n > missionBodyAllocs {
+		t.Errorf("%.0f allocations a mission body, want at most %d", n, missionBodyAllocs)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = a.cacheKey() }); n != 0 {
+		t.Errorf("cacheKey: %v allocations, want 0", n)
+	}
+}
+
+// missionBodyAllocs bounds TestMissionBodyAllocations' body: 15 on amd64,
+// 20 with its lines written by fmt.
+const missionBodyAllocs = 15

@@ -122,10 +122,12 @@ func (a *Agent) missionBody(in *runInput, sec *secrets) string {
 	b.WriteString("\n## Expected output\n")
 	out := outputType(a.sig.Output)
 	if a.singleTurn() {
-		fmt.Fprintf(&b, "The value of your program, of type %s.\n", out)
+		b.WriteString("The value of your program, of type ")
 	} else {
-		fmt.Fprintf(&b, "Return a value of type %s.\n", out)
+		b.WriteString("Return a value of type ")
 	}
+	b.WriteString(out)
+	b.WriteString(".\n")
 	writeFirewallNote(&b, a.sig.Output)
 	b.WriteString("\n## Mission\n")
 	b.WriteString(a.tmpl.render(in.data, sec.hook()))
@@ -190,7 +192,10 @@ func writeInventory(b *strings.Builder, a *Agent, in *runInput, sec *secrets) {
 		if ts == "" {
 			ts = ":any"
 		}
-		fmt.Fprintf(b, "- ctx/%s %s", k, ts)
+		b.WriteString("- ctx/")
+		b.WriteString(k)
+		b.WriteByte(' ')
+		b.WriteString(ts)
 		if signature.IsFirewalled(k) {
 			b.WriteString(" (firewalled: usable in programs, value hidden)\n")
 			continue

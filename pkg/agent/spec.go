@@ -176,9 +176,11 @@ type agentDef struct {
 	sig *signature.Signature
 	// sigText is sig as written (its String), rendered once for the
 	// Steps of every run
-	sigText  string
-	tmpl     *Template
-	toolKeys []string
+	sigText string
+	// cacheKeyText is cacheKey's, made once
+	cacheKeyText string
+	tmpl         *Template
+	toolKeys     []string
 	// catalog is spec.ToolCatalog sorted by name, signatures in their
 	// public form (parsed once, in New).
 	catalog []messages.ToolSchema
@@ -312,6 +314,7 @@ func New(spec Spec) (*Agent, error) {
 		}
 	}
 	a := &Agent{agentDef: &agentDef{spec: spec, lim: spec.Limits.WithDefaults(), sig: sig, sigText: sig.String(), tmpl: tmpl}, specTools: spec.Tools}
+	a.cacheKeyText = "ptc:" + a.Name()
 	a.spec.Tools = nil
 	if a.tools, err = bindTools(spec.Tools, spec.Validation, nil); err != nil {
 		return nil, err
@@ -368,15 +371,16 @@ func bindTools(tools map[string]Tool, mode signature.Mode, prev map[string]*boun
 // tool of that name an agent was built with, nil for none) when t's
 // Signature is prev's.
 func bindOne(name string, t Tool, mode signature.Mode, prev *boundTool) (*boundTool, error) {
-	field := "tools[" + name + "]"
+	// the spec's field, named only in an error
+	field := func() string { return "tools[" + name + "]" }
 	if err := checkToolName(name); err != nil {
-		return nil, specErr(field, err.Error(), nil)
+		return nil, specErr(field(), err.Error(), nil)
 	}
 	if t.initErr != nil {
-		return nil, specErr(field+".signature", t.initErr.Error(), t.initErr)
+		return nil, specErr(field()+".signature", t.initErr.Error(), t.initErr)
 	}
 	if t.fn == nil && t.sub == nil {
-		return nil, specErr(field, "tool has no function", nil)
+		return nil, specErr(field(), "tool has no function", nil)
 	}
 	var bt *boundTool
 	if prev != nil && prev.decl != nil && prev.tool.Signature == t.Signature {
@@ -385,14 +389,14 @@ func bindOne(name string, t Tool, mode signature.Mode, prev *boundTool) (*boundT
 	} else {
 		var err error
 		if bt, err = bindTool(name, t); err != nil {
-			return nil, specErr(field+".signature", err.Error(), err)
+			return nil, specErr(field()+".signature", err.Error(), err)
 		}
 		if bt.decl != nil {
 			bt.public = bt.decl.Public().String()
 		}
 	}
 	if bt.decl == nil && mode == signature.Strict {
-		return nil, specErr(field, "strict validation mode requires every tool to have a signature", nil)
+		return nil, specErr(field(), "strict validation mode requires every tool to have a signature", nil)
 	}
 	return bt, nil
 }
