@@ -61,6 +61,11 @@ type Journal struct {
 	// acknowledged
 	reuseHeaders bool
 
+	// replies, when set (acksOn), takes the acknowledgements of the
+	// journal's writes, published on its connection with a reply subject
+	// of its own (journalAck), instead of js's asynchronous publishes.
+	replies *replyMux
+
 	flushMu sync.Mutex // serializes Flush
 
 	mu       sync.Mutex
@@ -314,7 +319,42 @@ const journalAckWait = time.Second
 type pendingWrite struct {
 	msg *nats.Msg
 	fut jetstream.PubAckFuture // nil: the asynchronous publish was refused
+	ack *journalAck            // the acknowledgement, published with replies (nil: with js, or refused)
 	hdr *ackedHeader           // msg's header, released once the write is acknowledged
+}
+
+// journalAck takes the answer to one write a journal published on its
+// replyMux's connection (acksOn): the stream's acknowledgement, or a
+// no-responders status. It unregisters itself when the answer comes (a
+// stream answers a publish once), and the wait for it unregisters it when
+// it gives up.
+type journalAck struct {
+	answer  chan *nats.Msg
+	replies *replyMux
+	token   uint64
+}
+
+func (a *journalAck) handle(msg *nats.Msg) {
+	select {
+	case a.answer <- msg:
+	default:
+	}
+	a.replies.remove(a.token)
+}
+
+// acksOn makes j publish its writes on replies' connection (which must be
+// js's) and take their acknowledgements on replies: a write then costs
+// its reply subject and one answer channel, where js's asynchronous
+// publish made its future, its options, its reply subject and the
+// future's two channels. A write whose publish fails, or whose answer is
+// not an acknowledgement, is published again as before (await).
+func (j *Journal) acksOn(replies *replyMux) {
+	if j == nil || replies == nil || replies.open() != nil {
+		return
+	}
+	j.mu.Lock()
+	j.replies = replies
+	j.mu.Unlock()
 }
 
 // Record stores data as the answer to the next occurrence of base. It
@@ -417,7 +457,17 @@ func (j *Journal) publishLocked() {
 	if j.reuseHeaders {
 		w.hdr = hdr
 	}
-	if fut, err := j.js.PublishMsgAsync(msg); err == nil {
+	if j.replies != nil {
+		a := &journalAck{answer: make(chan *nats.Msg, 1), replies: j.replies}
+		msg.Reply, a.token = j.replies.add(a)
+		err := j.replies.nc.PublishMsg(msg)
+		msg.Reply = "" // a write published again gets an acknowledgement of its own
+		if err == nil {
+			w.ack = a
+		} else {
+			j.replies.remove(a.token)
+		}
+	} else if fut, err := j.js.PublishMsgAsync(msg); err == nil {
 		w.fut = fut
 	}
 	j.pending = append(j.pending, w)
@@ -530,7 +580,30 @@ func (j *Journal) Pending() int {
 // An ack that comes in time (the common case) costs no context: only a
 // write published again waits under a context with the deadline.
 func (j *Journal) await(ctx context.Context, deadline time.Time, w pendingWrite) error {
-	if w.fut != nil {
+	if w.ack != nil {
+		t := getTimer()
+		t.Reset(max(min(journalAckWait, time.Until(deadline)), 0))
+		select {
+		case msg := <-w.ack.answer:
+			putTimer(t)
+			if ack, err := publishAck(msg.Data); err == nil {
+				j.saw(ack.Sequence)
+				w.hdr.release()
+				return nil
+			}
+			// a refusal or no stream: published again below
+		case <-t.C:
+			putTimer(t)
+			w.ack.replies.remove(w.ack.token)
+		case <-ctx.Done():
+			putTimer(t)
+			w.ack.replies.remove(w.ack.token)
+			return context.Cause(ctx)
+		}
+		if !time.Now().Before(deadline) {
+			return context.DeadlineExceeded
+		}
+	} else if w.fut != nil {
 		t := getTimer()
 		t.Reset(max(min(journalAckWait, time.Until(deadline)), 0))
 		select {

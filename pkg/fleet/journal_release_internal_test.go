@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -111,5 +112,78 @@ func TestJournalReusesItsUnsentEntries(t *testing.T) {
 		if data, ok := r.Replay(base); !ok || string(data) != want {
 			t.Errorf("%s replayed %q, %v; want %q", base, data, ok, want)
 		}
+	}
+}
+
+// TestJournalAcksOnTheWorkersReplies: a journal whose acknowledgements
+// come on the worker's reply mux stores its writes as js's asynchronous
+// publishes did (a replay reads them back), leaves no handler behind,
+// and a write and its flush allocate fewer times.
+func TestJournalAcksOnTheWorkersReplies(t *testing.T) {
+	ctx, _, js, _ := embeddedStores(t)
+	replies := newReplyMux(js.Conn())
+	id := messages.NewMissionID()
+	j, err := openJournal(ctx, js, id, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.acksOn(replies)
+	for i, key := range []string{"m/x", "t/1/y"} {
+		if err := j.Record(ctx, key, []byte("answer "+key)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			j.Push() // published before the flush, as a model reply is
+		}
+		if err := j.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := openJournal(ctx, js, id, true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"m/x", "t/1/y"} {
+		if got, ok := r.Replay(key); !ok || string(got) != "answer "+key {
+			t.Errorf("replayed %s: %q, %v", key, got, ok)
+		}
+	}
+	replies.mu.Lock()
+	left := len(replies.handlers)
+	replies.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d reply handlers left after the acknowledgements", left)
+	}
+	if raceOn {
+		t.Skip("the race detector drops some of what pools keep")
+	}
+	write := func(j *Journal) func() {
+		i := 0
+		return func() {
+			i++
+			if err := j.Record(ctx, "t/1/"+strconv.Itoa(i), []byte("a tool's answer")); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	viaJS, err := openJournal(ctx, js, messages.NewMissionID(), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaReplies, err := openJournal(ctx, js, messages.NewMissionID(), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaReplies.acksOn(replies)
+	wj, wr := write(viaJS), write(viaReplies)
+	wj()
+	wr()
+	before, now := testing.AllocsPerRun(200, wj), testing.AllocsPerRun(200, wr)
+	t.Logf("a journal write and flush: %.0f allocations with js's asynchronous publish, %.0f with the replies", before, now)
+	if now > before-5 {
+		t.Errorf("a journal write and flush: %.0f allocations with the replies, want at least 5 fewer than js's %.0f", now, before)
 	}
 }

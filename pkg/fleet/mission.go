@@ -375,6 +375,9 @@ func (p *missionRun) open(env *RunEnv) bool {
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 			return false
 		}
+		if w.replies.nc == w.js.Conn() {
+			p.journal.acksOn(w.replies)
+		}
 		if n := p.journal.Entries(); n > 0 {
 			log.Info().Int("entries", n).Msg("replaying the journal of earlier attempts")
 		}
