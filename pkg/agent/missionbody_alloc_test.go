@@ -69,3 +69,30 @@ func TestMissionBodyAllocations(t *testing.T) {
 // missionBodyAllocs bounds TestMissionBodyAllocations' body: 15 on amd64,
 // 20 with its lines written by fmt.
 const missionBodyAllocs = 15
+
+// TestResolveInputAllocations: a run's context is the copy of the
+// mission's map, with no empty map made first that the copy replaces;
+// a run with no context gets an empty one.
+func TestResolveInputAllocations(t *testing.T) {
+	ctxMap := map[string]any{"n": int64(1), "name": "Ada"}
+	in, fail := resolveInput(RunOptions{Context: ctxMap})
+	if fail != nil || len(in.data) != 2 || in.data["name"] != "Ada" {
+		t.Fatalf("resolveInput: %+v, %v", in, fail)
+	}
+	in.data["n"] = int64(2)
+	if ctxMap["n"] != int64(1) {
+		t.Fatal("the run's context is the mission's map, not a copy")
+	}
+	for _, c := range []any{nil, map[string]any(nil)} {
+		if in, fail := resolveInput(RunOptions{Context: c}); fail != nil || in.data == nil || len(in.data) != 0 {
+			t.Errorf("context %#v: %+v, %v; want an empty map", c, in, fail)
+		}
+	}
+	if raceEnabled {
+		t.Skip("the race detector's own allocations vary between runs")
+	}
+	// the runInput and the copy's map and table
+	if n := testing.AllocsPerRun(100, func() { _, _ = resolveInput(RunOptions{Context: ctxMap}) }); n > 3 {
+		t.Errorf("resolveInput: %v allocations, want at most 3", n)
+	}
+}

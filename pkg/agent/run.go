@@ -144,7 +144,7 @@ type runInput struct {
 // resolveInput turns RunOptions.Context into ctx/ data and its type, or a
 // failure (chained_failure, invalid_context).
 func resolveInput(opts RunOptions) (*runInput, *messages.Fail) {
-	in := &runInput{data: map[string]any{}}
+	in := &runInput{}
 	var sigSrc string
 	switch c := opts.Context.(type) {
 	case nil:
@@ -191,6 +191,10 @@ func resolveInput(opts RunOptions) (*runInput, *messages.Fail) {
 		if m, ok := out.(signature.Map); ok {
 			in.ctxType = &m
 		}
+	}
+	if in.data == nil {
+		// made here, not before the context's own copy replaces it
+		in.data = map[string]any{}
 	}
 	return in, nil
 }
