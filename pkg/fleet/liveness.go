@@ -201,6 +201,23 @@ func (m *replyMux) remove(token uint64) {
 	m.mu.Unlock()
 }
 
+// beatMsText is a heartbeat interval in milliseconds and its decimal form.
+type beatMsText struct {
+	ms   int64
+	text string
+}
+
+// beatMsText returns ms in decimal: the Toolbox's last one when it is
+// the same, else made and kept as the last.
+func (b *Toolbox) beatMsText(ms int64) string {
+	if last := b.beatMs.Load(); last != nil && last.ms == ms {
+		return last.text
+	}
+	t := &beatMsText{ms: ms, text: strconv.FormatInt(ms, 10)}
+	b.beatMs.Store(t)
+	return t.text
+}
+
 // errSilent: a live call heard nothing for heartbeatSilence intervals.
 var errSilent = errors.New("no answer and no progress from the tool service")
 
@@ -217,7 +234,7 @@ var errSilent = errors.New("no answer and no progress from the tool service")
 // The call ends with context.DeadlineExceeded at deadline (as a context
 // with that deadline would end it), waited for on the timer that waits
 // for the silence, so that a call makes no context of its own.
-func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Msg) (*nats.Msg, error) {
+func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Msg, hs *headerSetter) (*nats.Msg, error) {
 	if err := b.replies.open(); err != nil {
 		return nil, err
 	}
@@ -226,7 +243,7 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 	defer b.replies.remove(token)
 	msg.Reply = reply
 	every := progressInterval(b.heartbeat, time.Until(deadline)).Round(time.Millisecond)
-	msg.Header.Set(messages.HeaderHeartbeatMs, strconv.FormatInt(every.Milliseconds(), 10))
+	hs.set(messages.HeaderHeartbeatMs, b.beatMsText(every.Milliseconds()))
 	silence := heartbeatSilence * every
 	// A drop of the connection: heard through the worker's one listener
 	// (dropped), or, in a Toolbox of no worker, through a listener of the
@@ -249,7 +266,7 @@ func (b *Toolbox) sendLive(ctx context.Context, deadline time.Time, msg *nats.Ms
 	var last error
 	for retry := 0; ; retry++ {
 		if retry > 0 {
-			msg.Header.Set(messages.HeaderRetry, strconv.Itoa(retry))
+			hs.set(messages.HeaderRetry, strconv.Itoa(retry))
 			if b.drops != nil {
 				dropped = b.drops.since()
 			}

@@ -434,6 +434,11 @@ func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) 
 // mission does not name are refused before any request is sent. It is safe
 // for concurrent use.
 type Toolbox struct {
+	// beatMs is the last heartbeat interval a live call asked for, in
+	// milliseconds as its header writes it (a mission's calls mostly ask
+	// for the same)
+	beatMs atomic.Pointer[beatMsText]
+
 	reg       *toolRegistry
 	nc        *nats.Conn
 	missionID string
@@ -929,7 +934,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	var resp *nats.Msg
 	if info.Heartbeat && b.replies != nil && b.heartbeat > 0 {
 		// a live call keeps its own deadline, on the timer it waits with
-		resp, err = b.sendLive(ctx, time.Now().Add(timeout), msg)
+		resp, err = b.sendLive(ctx, time.Now().Add(timeout), msg, &hs)
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		resp, err = b.send(cctx, msg)
@@ -980,8 +985,9 @@ const toolCallHeaders = 6
 // values of the headers the call sets (headerSetter), pooled
 // (toolCallMsgs): the map keeps its table between calls.
 type toolCallMsg struct {
-	msg  nats.Msg
-	vals [toolCallHeaders]string
+	msg nats.Msg
+	// room for a live call's heartbeat interval and a resend's count too
+	vals [toolCallHeaders + 2]string
 }
 
 // toolCallMsgs holds the toolCallMsgs released.
@@ -1001,7 +1007,7 @@ func (m *toolCallMsg) release() {
 	h := m.msg.Header
 	clear(h)
 	m.msg = nats.Msg{Header: h}
-	m.vals = [toolCallHeaders]string{}
+	clear(m.vals[:])
 	toolCallMsgs.Put(m)
 }
 
