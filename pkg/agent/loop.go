@@ -746,14 +746,15 @@ func (c *modelCall) answered(ctx, actx context.Context, cancel context.CancelFun
 // end is what callModel returns once the policy ended the call with err:
 // a budget that refused it ends the tree's calls.
 func (c *modelCall) end(err error) (*llm.Response, int, error) {
+	if err == nil {
+		// (errors.As's target would be made on the heap for nothing)
+		return c.resp, c.requests, nil
+	}
 	var be *llm.BudgetError
 	if errors.As(err, &be) {
 		c.rs.tree.exceeded.CompareAndSwap(nil, be)
 	}
-	if err != nil {
-		return nil, c.requests, err
-	}
-	return c.resp, c.requests, nil
+	return nil, c.requests, err
 }
 
 // emitLLMStart tells observers a model call of req starts.

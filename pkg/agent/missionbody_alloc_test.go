@@ -1,8 +1,12 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ptcfleet/ptc/pkg/agent/llm"
 )
 
 // A mission body starts with the room the agent's last body took: the
@@ -94,5 +98,22 @@ func TestResolveInputAllocations(t *testing.T) {
 	// the runInput and the copy's map and table
 	if n := testing.AllocsPerRun(100, func() { _, _ = resolveInput(RunOptions{Context: ctxMap}) }); n > 3 {
 		t.Errorf("resolveInput: %v allocations, want at most 3", n)
+	}
+}
+
+// TestModelCallEndAllocations: a model call that ended well allocates
+// nothing at its end (no errors.As target made for its error); one a
+// budget refused still ends the tree's calls.
+func TestModelCallEndAllocations(t *testing.T) {
+	c := &modelCall{rs: &runState{tree: &tree{}}, resp: &llm.Response{Content: "ok"}, requests: 1}
+	if r, n, err := c.end(nil); r != c.resp || n != 1 || err != nil {
+		t.Fatalf("end(nil): %v, %d, %v", r, n, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = c.end(nil) }); n != 0 {
+		t.Errorf("end(nil): %v allocations, want 0", n)
+	}
+	be := &llm.BudgetError{}
+	if r, _, err := c.end(fmt.Errorf("call: %w", be)); r != nil || !errors.Is(err, be) || c.rs.tree.exceeded.Load() != be {
+		t.Errorf("a refused call: %v, %v; exceeded %v", r, err, c.rs.tree.exceeded.Load())
 	}
 }
