@@ -137,7 +137,11 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	if names := m.UnallowedTools(); len(names) > 0 {
 		return nil, failStep(fleet.ReasonInvalid, fmt.Sprintf("the agent names tools the mission does not allow: %s", strings.Join(names, ", "))), nil
 	}
-	turns := &turnTracker{}
+	// the run's telemetry, its observer and its turn tracker, which the
+	// run keeps while it runs, are one allocation; the observer is
+	// handed over by pointer, so it is not copied into a box of its own
+	ro := &runObserver{}
+	turns := &ro.turns
 	a, err := buildAgent(ctx, m, env.Tools, turns, r.agents)
 	if err != nil {
 		return nil, failStep(agent.ReasonInvalidAgent, err.Error()), nil
@@ -165,10 +169,7 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	if !m.Deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
 	}
-	// the run's telemetry and its observer, which the run keeps while it
-	// runs, are one allocation; the observer is handed over by pointer,
-	// so it is not copied into a box of its own
-	ro := &runObserver{tel: telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}}
+	ro.tel = telemetry{metrics: env.Metrics, tracer: env.Tracer, subAgents: m.Agent.SubAgents}
 	ro.obs = observer{events: env.Events, subAgents: m.Agent.SubAgents, turns: turns, tel: &ro.tel}
 	ar := &agentRun{agent: a, runCtx: ro.tel.context(ctx), end: runEnd{ctx: ctx, cancel: cancel, journal: env.Journal},
 		opts: agent.RunOptions{
@@ -349,8 +350,9 @@ func failStep(reason, msg string) *messages.Step {
 // runObserver is a run's observer and the telemetry it reports to, made
 // together.
 type runObserver struct {
-	obs observer
-	tel telemetry
+	obs   observer
+	tel   telemetry
+	turns turnTracker
 }
 
 // observer turns agent events into fleet progress events. Remote tool calls
