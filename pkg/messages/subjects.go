@@ -353,14 +353,26 @@ func ParseSubmitSubject(subject string) (s, p, id string, ok bool) {
 	if !found {
 		return "", "", "", false
 	}
-	t := strings.Split(rest, ".")
-	if len(t) == 4 {
+	// the tokens read in place (a worker reads each mission's subject)
+	var t [5]string
+	n := 0
+	for n < len(t) {
+		tok, more, cut := strings.Cut(rest, ".")
+		t[n], rest, n = tok, more, n+1
+		if !cut {
+			break
+		}
+	}
+	if n == len(t) { // more than four tokens
+		return "", "", "", false
+	}
+	if n == 4 {
 		if l, err := strconv.Atoi(t[3]); err != nil || l < 0 || l >= MissionLanes || t[3] != strconv.Itoa(l) {
 			return "", "", "", false
 		}
-		t = t[:3]
+		n = 3
 	}
-	if len(t) != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
+	if n != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
 		return "", "", "", false
 	}
 	return t[0], t[1], t[2], true

@@ -528,3 +528,39 @@ func TestRecordSubjectAllocations(t *testing.T) {
 		t.Errorf("RecordSubject = %q, want %q", got, want)
 	}
 }
+
+// TestParseSubmitSubjectInPlace: a submit subject's tokens are read in
+// place, with no allocation, and read as strings.Split read them.
+func TestParseSubmitSubjectInPlace(t *testing.T) {
+	split := func(subject string) (s, p, id string, ok bool) {
+		rest, found := strings.CutPrefix(subject, SubjectSubmitPrefix)
+		if !found {
+			return "", "", "", false
+		}
+		t := strings.Split(rest, ".")
+		if len(t) == 4 {
+			if l, err := strconv.Atoi(t[3]); err != nil || l < 0 || l >= MissionLanes || t[3] != strconv.Itoa(l) {
+				return "", "", "", false
+			}
+			t = t[:3]
+		}
+		if len(t) != 3 || !ValidSubmitter(t[0]) || !ValidPriority(t[1]) || !ValidMissionID(t[2]) {
+			return "", "", "", false
+		}
+		return t[0], t[1], t[2], true
+	}
+	base := SubmitSubject("ops", PriorityLow, testID)
+	for _, subject := range []string{base, base + ".0", base + ".7", base + ".07", base + ".x", base + ".1.2", base + ".",
+		base + "..", SubjectSubmitPrefix, SubjectSubmitPrefix + ".", SubjectSubmitPrefix + "ops", SubjectSubmitPrefix + "ops.low",
+		SubjectSubmitPrefix + "ops.low." + testID + ".1.2.3", "other." + testID, "", SubjectSubmitPrefix + "ops..x"} {
+		s, p, id, ok := ParseSubmitSubject(subject)
+		ws, wp, wid, wok := split(subject)
+		if s != ws || p != wp || id != wid || ok != wok {
+			t.Errorf("%q: %q %q %q %v, want %q %q %q %v", subject, s, p, id, ok, ws, wp, wid, wok)
+		}
+	}
+	lane := base + ".3"
+	if n := testing.AllocsPerRun(100, func() { _, _, _, _ = ParseSubmitSubject(lane) }); n != 0 {
+		t.Errorf("ParseSubmitSubject: %v allocations, want 0", n)
+	}
+}
