@@ -76,7 +76,11 @@ type Journal struct {
 	wrote    bool              // an entry was published
 	pending  []pendingWrite    // published, not yet known acknowledged
 	recorded map[string][]byte // earlier attempts' entries by full key
-	next     map[string]int    // next occurrence per base key
+	// the next occurrence per base key: the first bases' in nextFew
+	// (a mission's run mostly records a model reply and a tool result),
+	// the others' in next
+	nextFew  [2]nextOccurrence
+	next     map[string]int
 	replayed messages.Replayed
 	lastSeq  uint64 // the highest JOURNAL sequence read or acknowledged
 }
@@ -282,7 +286,7 @@ func (j *Journal) Replay(base string) (data []byte, ok bool) {
 	if len(j.recorded) == 0 {
 		return nil, false // nothing to replay: no key to build
 	}
-	k := j.next[base]
+	k := j.nextOf(base)
 	data, ok = j.recorded[base+"#"+strconv.Itoa(k)]
 	if !ok {
 		return nil, false
@@ -296,9 +300,43 @@ func (j *Journal) Replay(base string) (data []byte, ok bool) {
 	return data, true
 }
 
-// countNext notes that occurrence k of base was replayed or recorded; the
-// map is made at the first, after the run's first answer.
+// nextOccurrence is the next occurrence of a base key (its base "": none).
+type nextOccurrence struct {
+	base string
+	k    int
+}
+
+// nextOf returns the next occurrence of base: 0 for one never replayed
+// or recorded.
+func (j *Journal) nextOf(base string) int {
+	for _, o := range j.nextFew {
+		if o.base == base && base != "" {
+			return o.k
+		}
+	}
+	return j.next[base]
+}
+
+// countNext notes that occurrence k of base was replayed or recorded: in
+// nextFew while it has room, else in the map, made then.
 func (j *Journal) countNext(base string, k int) {
+	if base != "" {
+		// the slots fill in order: an empty one ends those in use
+		for i := range j.nextFew {
+			o := &j.nextFew[i]
+			if o.base == base {
+				o.k = k + 1
+				return
+			}
+			if o.base == "" {
+				if _, inMap := j.next[base]; !inMap {
+					o.base, o.k = base, k+1
+					return
+				}
+				break
+			}
+		}
+	}
 	if j.next == nil {
 		j.next = map[string]int{}
 	}
@@ -371,7 +409,7 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	k := j.next[base]
+	k := j.nextOf(base)
 	j.countNext(base, k)
 	if j.broken.Load() {
 		return fmt.Errorf("fleet: journal %s: not written (an earlier write failed)", j.missionID)
@@ -672,7 +710,7 @@ func (j *Journal) Unreplayed(prefix string) [][]byte {
 		}
 		i := strings.LastIndexByte(key, '#')
 		k, err := strconv.Atoi(key[i+1:])
-		if err == nil && k >= j.next[key[:i]] {
+		if err == nil && k >= j.nextOf(key[:i]) {
 			out = append(out, data)
 		}
 	}

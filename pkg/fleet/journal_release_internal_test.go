@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -185,5 +188,51 @@ func TestJournalAcksOnTheWorkersReplies(t *testing.T) {
 	t.Logf("a journal write and flush: %.0f allocations with js's asynchronous publish, %.0f with the replies", before, now)
 	if now > before-5 {
 		t.Errorf("a journal write and flush: %.0f allocations with the replies, want at least 5 fewer than js's %.0f", now, before)
+	}
+}
+
+// TestJournalCountsOccurrencesWithoutAMap: the next occurrence of a run's
+// first two base keys is kept in the journal itself, of any more in a
+// map, and each counts on from where it was.
+func TestJournalCountsOccurrencesWithoutAMap(t *testing.T) {
+	j := NewJournal(nil, messages.NewMissionID())
+	j.linger = time.Hour // nothing published: the journal has no JetStream
+	ctx := context.Background()
+	bases := []string{"m/x", "t/1/y", "t/1/z", "", "m/x", "t/1/z", "t/1/y", ""}
+	want := map[string]int{}
+	for _, b := range bases {
+		if err := j.Record(ctx, b, []byte(b)); err != nil {
+			t.Fatal(err)
+		}
+		want[b]++
+		j.mu.Lock()
+		for base, n := range want {
+			if got := j.nextOf(base); got != n {
+				t.Errorf("after %q: next of %q is %d, want %d", b, base, got, n)
+			}
+		}
+		j.mu.Unlock()
+	}
+	j.mu.Lock()
+	keys := make([]string, 0, len(j.unsent))
+	for _, e := range j.unsent {
+		keys = append(keys, e.Key)
+	}
+	j.mu.Unlock()
+	wantKeys := []string{"m/x#0", "t/1/y#0", "t/1/z#0", "#0", "m/x#1", "t/1/z#1", "t/1/y#1", "#1"}
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("keys %q, want %q", keys, wantKeys)
+	}
+	j.settle()
+	// a run's first two bases make no map
+	if n := testing.AllocsPerRun(100, func() {
+		var fresh Journal
+		fresh.countNext("m/x", 0)
+		fresh.countNext("t/1/y", 0)
+		if fresh.nextOf("m/x") != 1 || fresh.nextOf("t/1/y") != 1 {
+			t.Fatal("a base's next occurrence was not counted")
+		}
+	}); n != 0 {
+		t.Errorf("counting a run's first two bases: %v allocations, want 0", n)
 	}
 }
