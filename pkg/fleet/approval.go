@@ -792,23 +792,24 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 		return
 	}
-	digest := missionDigest(msg.Data())
-	suspended := func(s *messages.Status) bool {
-		if messages.TerminalState(s.State) {
-			return false
-		}
-		s.State, s.Worker, s.StreamSeq = messages.StateAwaitingApproval, "", 0
-		s.Suspensions++
-		s.JournalSeq = journalSeq
-		s.MissionDigest = digest
-		return true
-	}
+	suspended, takenOver := suspendedStatus(w.cfg.ID, entry.st.Attempt, entry.st.Suspensions, journalSeq, missionDigest(msg.Data()))
 	st := entry.st
 	suspended(&st)
 	if _, err := casStatus(ctx, w.st, st, entry.rev); err != nil {
 		// changed under the run (a cancel flag): written again from what
 		// it is now, else a wake would find it running and be dropped
-		if _, err := updateStatus(ctx, w.st, k, suspended); err != nil {
+		_, err := updateStatus(ctx, w.st, k, suspended)
+		if err == nil && *takenOver {
+			// another worker's delivery holds the mission now: the
+			// message is its own to settle, and its run goes on (or
+			// suspends again at the same call)
+			log.Warn().Msg("mission taken over while it suspended; leaving it to its owner")
+			em.drop()
+			w.cfg.Metrics.fencedRun()
+			attemptFrom(ctx).setOutcome("fenced")
+			return
+		}
+		if err != nil {
 			// Not written (the store without a leader): while the
 			// status says running, a decision's wake and the deadline's
 			// are dropped as duplicate submissions, so the message is
@@ -833,6 +834,34 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
+}
+
+// suspendedStatus returns the edit that sets a status to awaiting
+// approval for the run of worker at attempt, which met a call needing
+// approval after suspensions suspensions (journalSeq, the journal's last
+// write; digest, the mission body's). It leaves a final status as it is,
+// and a status another delivery has claimed since (another worker, or a
+// later attempt: this run's heartbeats lapsed) or suspended since,
+// setting *takenOver: overwriting it would take the mission from the run
+// that holds it, or count one suspension twice.
+func suspendedStatus(worker string, attempt, suspensions int, journalSeq uint64, digest string) (edit func(*messages.Status) bool, takenOver *bool) {
+	takenOver = new(bool)
+	edit = func(s *messages.Status) bool {
+		*takenOver = false
+		if messages.TerminalState(s.State) {
+			return false
+		}
+		if s.Suspensions != suspensions || s.State == messages.StateRunning && (s.Worker != worker || s.Attempt != attempt) {
+			*takenOver = true
+			return false
+		}
+		s.State, s.Worker, s.StreamSeq = messages.StateAwaitingApproval, "", 0
+		s.Suspensions++
+		s.JournalSeq = journalSeq
+		s.MissionDigest = digest
+		return true
+	}
+	return edit, takenOver
 }
 
 // missionDigest is the SHA-256, in lower-case hex, of a mission's
