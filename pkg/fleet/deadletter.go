@@ -178,9 +178,14 @@ func (w *Worker) onMaxDeliveries(msg *nats.Msg) {
 }
 
 // goSettleExhausted settles the message adv names (settleExhausted) on a
-// goroutine of its own, which Stop waits for; none once the worker is
-// closing.
+// goroutine of its own (goSettle).
 func (w *Worker) goSettleExhausted(adv maxDeliveriesAdvisory) {
+	w.goSettle(func() { w.settleExhausted(adv) })
+}
+
+// goSettle runs settle on a goroutine of its own, which Stop waits for;
+// none once the worker is closing.
+func (w *Worker) goSettle(settle func()) {
 	w.mu.Lock()
 	if w.closing {
 		w.mu.Unlock()
@@ -190,7 +195,7 @@ func (w *Worker) goSettleExhausted(adv maxDeliveriesAdvisory) {
 	w.mu.Unlock()
 	go func() {
 		defer w.advisory.Done()
-		w.settleExhausted(adv)
+		settle()
 	}()
 }
 
@@ -355,20 +360,9 @@ func (w *Worker) deadLettered(ctx context.Context, id string, seq uint64) (deadL
 // (settleOldest), and how often it checks again while it stays.
 const givenUpAfter = time.Minute
 
-// goSettleOldest runs settleOldest on a goroutine of its own, which Stop
-// waits for; none once the worker is closing.
+// goSettleOldest runs settleOldest on a goroutine of its own (goSettle).
 func (w *Worker) goSettleOldest(seq uint64) {
-	w.mu.Lock()
-	if w.closing {
-		w.mu.Unlock()
-		return
-	}
-	w.advisory.Add(1)
-	w.mu.Unlock()
-	go func() {
-		defer w.advisory.Done()
-		w.settleOldest(seq)
-	}()
+	w.goSettle(func() { w.settleOldest(seq) })
 }
 
 // settleOldest settles the message at seq, MISSIONS's oldest, when its
