@@ -494,10 +494,11 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 	case step.Ok():
 		// Finished, even if a cancel, timeout or shutdown came too late to
 		// matter: keep the answer.
-	case errors.As(cause, new(*approvalStoreError)):
-		// Stopped at a call whose approval store did not answer: the
-		// answers so far are journaled and the mission comes back to ask
-		// again, the program never told.
+	case errors.As(cause, new(*approvalStoreError)), errors.As(cause, new(*toolDiscoveryError)):
+		// Stopped at a call whose approval store, or whose tool's
+		// discovery, NATS did not answer: the answers so far are
+		// journaled and the mission comes back to ask again, the program
+		// never told.
 		flush()
 		w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, cause, log)
 		return

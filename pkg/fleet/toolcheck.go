@@ -87,7 +87,8 @@ func CheckTools(ctx context.Context, nc *nats.Conn, names []string, wait time.Du
 func (b *Toolbox) CheckNames(ctx context.Context) error {
 	var missing []string
 	for _, n := range b.names {
-		if _, ok := b.reg.lookup(ctx, n); !ok && b.reg.conflict(n) == nil {
+		// a tool discovery heard no answer about is not known missing
+		if _, ok, unheard := b.reg.lookupHeard(ctx, n); !ok && unheard == nil && b.reg.conflict(n) == nil {
 			missing = append(missing, n)
 		}
 	}

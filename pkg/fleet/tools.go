@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,6 +124,21 @@ type DiscoverOptions struct {
 // two services is reported in Conflicts and left out, unless Pins names the
 // service to use.
 func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*Discovery, error) {
+	d, _, err := discoverTools(ctx, nc, opts)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// discoverTools is DiscoverTools, also telling whether NATS answered the
+// round at all: a service's info, or the server's no-responders status
+// (no service listens for $SRV.INFO). A round that heard nothing (the
+// connection reconnecting, its request lost or late) says nothing about
+// which tools are offered. heard is set even when err is (ctx ended the
+// round after an answer); err wraps nats.ErrNoResponders, with d empty,
+// when the server answered that no service listens.
+func discoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (d *Discovery, heard bool, err error) {
 	wait := opts.Wait
 	if wait <= 0 {
 		wait = 250 * time.Millisecond
@@ -130,16 +146,16 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 	inbox := nc.NewRespInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: discover: %w", err)
+		return nil, false, fmt.Errorf("fleet: discover: %w", err)
 	}
 	defer sub.Unsubscribe()
 	subj := micro.APIPrefix + "." + micro.InfoVerb.String()
 	if err := nc.PublishRequest(subj, inbox, nil); err != nil {
-		return nil, fmt.Errorf("fleet: discover: %w", err)
+		return nil, false, fmt.Errorf("fleet: discover: %w", err)
 	}
 	deadline := time.Now().Add(wait)
 	claims := map[string]map[string]ToolInfo{} // tool → service → info
-	d := &Discovery{}
+	d = &Discovery{}
 	rejected := map[RejectedEndpoint]bool{}
 	reject := func(r RejectedEndpoint) {
 		if !rejected[r] {
@@ -161,12 +177,17 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, got, ctx.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 				break
 			}
-			return nil, fmt.Errorf("fleet: discover: %w", err)
+			if errors.Is(err, nats.ErrNoResponders) {
+				// the server's answer that no service listens: none
+				// offers a tool (d is empty)
+				return d, true, fmt.Errorf("fleet: discover: %w", err)
+			}
+			return nil, got, fmt.Errorf("fleet: discover: %w", err)
 		}
 		got = true
 		var info micro.Info
@@ -224,7 +245,7 @@ func DiscoverTools(ctx context.Context, nc *nats.Conn, opts DiscoverOptions) (*D
 	}
 	sort.Slice(d.Tools, func(i, j int) bool { return d.Tools[i].Name < d.Tools[j].Name })
 	sort.Slice(d.Conflicts, func(i, j int) bool { return d.Conflicts[i].Tool < d.Conflicts[j].Tool })
-	return d, nil
+	return d, got, nil
 }
 
 // Discover is DiscoverTools with no pins, returning only the usable tools.
@@ -261,6 +282,28 @@ type toolRegistry struct {
 	fetched    time.Time
 	missed     map[string]time.Time     // tool → when a long wait last found it absent
 	waiting    map[string]chan struct{} // tool → closed when its long wait ends
+	// unheard is why the latest discovery round heard no answer from
+	// NATS (nil: it heard one): a tool it did not find may still be
+	// offered.
+	unheard error
+}
+
+// errDiscoveryUnheard is why a discovery round that ended with no answer
+// at all (no service's info, nor the server's no-responders status) did
+// not find a tool.
+var errDiscoveryUnheard = errors.New("tool discovery got no answer from NATS")
+
+// heard records whether a discovery round heard NATS answer, and why not
+// (err, or errDiscoveryUnheard).
+func (r *toolRegistry) heard(heard bool, err error) {
+	if heard {
+		err = nil
+	} else if err == nil {
+		err = errDiscoveryUnheard
+	}
+	r.mu.Lock()
+	r.unheard = err
+	r.mu.Unlock()
 }
 
 // toolMissWait is the default bound of the wait for a tool missing after a
@@ -279,9 +322,19 @@ func (r *toolRegistry) refresh(ctx context.Context, ifOlder time.Duration) {
 	if _, at := r.snapshot(); time.Since(at) < ifOlder {
 		return // someone refreshed while we waited
 	}
-	d, err := DiscoverTools(ctx, r.nc, DiscoverOptions{Wait: r.wait, Pins: r.pins})
-	if err != nil {
-		return // keep the old cache; lookups report unavailable
+	d, heard, err := discoverTools(ctx, r.nc, DiscoverOptions{Wait: r.wait, Pins: r.pins})
+	r.heard(heard, err)
+	if !heard && err == nil {
+		// a round that heard nothing says nothing of what is offered:
+		// the cache is kept, and counts as refreshed (a lookup missing a
+		// tool waits for it in await, which tells whether NATS answered)
+		r.mu.Lock()
+		r.fetched = time.Now()
+		r.mu.Unlock()
+		return
+	}
+	if err != nil && !errors.Is(err, nats.ErrNoResponders) {
+		return // keep the old cache (no responders: no service offers any tool)
 	}
 	if r.report != nil && (len(d.Conflicts) > 0 || len(d.Rejected) > 0) {
 		r.report(d)
@@ -321,8 +374,18 @@ func (r *toolRegistry) expire() {
 // toolRegistry. A stale cache that has the tool answers at once and is
 // refreshed in the background.
 func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool) {
+	t, ok, _ := r.lookupHeard(ctx, name)
+	return t, ok
+}
+
+// lookupHeard is lookup, also saying, when the tool is not found, whether
+// that is NATS's answer (nil: the latest discovery heard services answer,
+// or the server say none listens, and none offers the tool) or no answer
+// at all (the error: the connection reconnecting, the round's request or
+// its answers lost or late), after which the tool may still be offered.
+func (r *toolRegistry) lookupHeard(ctx context.Context, name string) (ToolInfo, bool, error) {
 	if t, ok := r.cached(name); ok {
-		return t, true
+		return t, true, nil
 	}
 	tools, at := r.snapshot()
 	if time.Since(at) > r.ttl {
@@ -330,14 +393,14 @@ func (r *toolRegistry) lookup(ctx context.Context, name string) (ToolInfo, bool)
 		tools, at = r.snapshot()
 	}
 	if t, ok := tools[name]; ok {
-		return t, true
+		return t, true, nil
 	}
 	if time.Since(at) > r.minRefresh {
 		r.refresh(ctx, r.minRefresh)
 		tools, _ = r.snapshot()
 	}
 	if t, ok := tools[name]; ok {
-		return t, true
+		return t, true, nil
 	}
 	return r.await(ctx, name)
 }
@@ -363,8 +426,10 @@ func (r *toolRegistry) cached(name string) (ToolInfo, bool) {
 // missWait and never past ctx's deadline: a loaded machine's services may
 // answer after the short rounds of refresh give up. A tool no service
 // offers costs that wait once per minRefresh; lookups meanwhile answer at
-// once, and concurrent lookups of the tool share one wait.
-func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) {
+// once, and concurrent lookups of the tool share one wait. A wait that
+// heard no answer from NATS is not counted as a miss, and returns why
+// (lookupHeard).
+func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool, error) {
 	r.mu.Lock()
 	if ch, ok := r.waiting[name]; ok {
 		r.mu.Unlock()
@@ -374,12 +439,17 @@ func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) 
 		}
 		r.mu.RLock()
 		defer r.mu.RUnlock()
-		t, ok := r.tools[name]
-		return t, ok
+		if t, ok := r.tools[name]; ok {
+			return t, true, nil
+		}
+		if _, ok := r.missed[name]; ok {
+			return ToolInfo{}, false, nil
+		}
+		return ToolInfo{}, false, r.unheard
 	}
 	if at, ok := r.missed[name]; ok && time.Since(at) < r.minRefresh {
 		r.mu.Unlock()
-		return ToolInfo{}, false
+		return ToolInfo{}, false, nil
 	}
 	if r.waiting == nil {
 		r.waiting = map[string]chan struct{}{}
@@ -402,23 +472,40 @@ func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) 
 	}
 	var t ToolInfo
 	found := false
+	var unheard error // why the wait heard no answer (nil: it did)
 	if wait > 0 {
-		if d, err := DiscoverTools(ctx, r.nc, DiscoverOptions{Wait: wait, Pins: r.pins, Want: name}); err == nil {
+		d, heard, err := discoverTools(ctx, r.nc, DiscoverOptions{Wait: wait, Pins: r.pins, Want: name})
+		r.heard(heard, err)
+		if !heard {
+			unheard = cmp.Or(err, errDiscoveryUnheard)
+		}
+		if err == nil {
 			for _, info := range d.Tools {
 				if info.Name == name {
 					t, found = info, true
 				}
 			}
 		}
+	} else {
+		// no time left to ask: what the latest round heard
+		r.mu.RLock()
+		unheard = r.unheard
+		r.mu.RUnlock()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !found && unheard != nil {
+		// not known absent: the next lookup asks again, and lookups that
+		// shared this wait are not answered from an older miss
+		delete(r.missed, name)
+		return ToolInfo{}, false, unheard
+	}
 	if !found {
 		if r.missed == nil {
 			r.missed = map[string]time.Time{}
 		}
 		r.missed[name] = time.Now()
-		return ToolInfo{}, false
+		return ToolInfo{}, false, nil
 	}
 	delete(r.missed, name)
 	tools := make(map[string]ToolInfo, len(r.tools)+1)
@@ -427,7 +514,7 @@ func (r *toolRegistry) await(ctx context.Context, name string) (ToolInfo, bool) 
 	}
 	tools[name] = t
 	r.tools = tools
-	return t, true
+	return t, true, nil
 }
 
 // Toolbox is the set of remote tools one mission may use. Tools that the
@@ -503,7 +590,9 @@ type ToolboxConfig struct {
 	ToolPins map[string]string
 	// UnavailableWait bounds how long a call keeps retrying, with backoff,
 	// a discovered tool whose service has no responders (a service
-	// restarting, or resubscribing after a NATS reconnect). Default 3s.
+	// restarting, or resubscribing after a NATS reconnect), and a tool
+	// whose discovery hears no answer from NATS, before the call reports
+	// it unavailable. Default 3s.
 	UnavailableWait time.Duration
 	// MaxData bounds the encoded size of one result sent out of band
 	// (docs/wire.md): a larger one is refused before it is read. Default
@@ -838,9 +927,9 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	// a tool the registry holds needs no wait (nor a deadline for one)
 	info, ok := b.reg.cached(name)
 	if !ok {
-		lctx, lcancel := context.WithTimeout(ctx, b.timeout)
-		info, ok = b.reg.lookup(lctx, name)
-		lcancel()
+		if info, ok, err = b.discover(ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
 		if svcs := b.reg.conflict(name); len(svcs) > 0 {
@@ -976,6 +1065,59 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 	}
 	return decode(ctx, name, body)
 }
+
+// discover looks up a tool the registry does not hold. While discovery
+// hears no answer from NATS (a node restarting, the connection
+// reconnecting, a discovery round lost), it asks again, backing off from
+// 25 ms to 500 ms, for up to retryWait and within the call's timeout;
+// then a worker's run is ended as a retryable failure
+// (toolDiscoveryError), whose mission comes back later and replays to the
+// call, and the call returns the run's cause: the program is not told, as
+// an error it answers with "try again later" would cost a model turn per
+// try. A Toolbox of no worker's run reports the tool unavailable then (ok
+// false, err nil), as it does at once when discovery heard that no
+// service offers it.
+func (b *Toolbox) discover(ctx context.Context, name string) (info ToolInfo, ok bool, err error) {
+	lctx, lcancel := context.WithTimeout(ctx, b.timeout)
+	defer lcancel()
+	start := time.Now()
+	pause := 25 * time.Millisecond
+	for {
+		info, ok, unheard := b.reg.lookupHeard(lctx, name)
+		if ctx.Err() != nil {
+			return ToolInfo{}, false, context.Cause(ctx)
+		}
+		if ok || unheard == nil {
+			return info, ok, nil
+		}
+		if lctx.Err() != nil || time.Since(start) >= b.retryWait {
+			if b.run == nil {
+				return ToolInfo{}, false, nil
+			}
+			b.run.cancel(&toolDiscoveryError{tool: name, err: unheard})
+			return ToolInfo{}, false, context.Cause(ctx)
+		}
+		select {
+		case <-time.After(pause):
+		case <-lctx.Done():
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}
+
+// toolDiscoveryError is the cause of a run ended at a call whose tool
+// discovery heard no answer from NATS for the worker's
+// ToolUnavailableWait: a retryable failure, whose mission comes back and
+// calls again.
+type toolDiscoveryError struct {
+	tool string
+	err  error
+}
+
+func (e *toolDiscoveryError) Error() string {
+	return "fleet: tool " + e.tool + " could not be discovered: " + e.err.Error()
+}
+func (e *toolDiscoveryError) Unwrap() []error { return []error{e.err, ErrRetryable} }
 
 // toolCallHeaders is how many headers a tool call sets itself (besides
 // the worker's and the trace's).

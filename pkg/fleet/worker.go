@@ -60,10 +60,12 @@ type WorkerConfig struct {
 	ToolTimeout time.Duration
 	// ToolUnavailableWait bounds how long a tool call keeps retrying a
 	// discovered tool whose service has no responders (restarting, or
-	// resubscribing after a NATS reconnect), within the call's timeout,
-	// and how long a call that needs approval asks an approval store that
-	// does not answer again before its run is handed back
-	// (docs/approvals.md). Default 3s.
+	// resubscribing after a NATS reconnect), within the call's timeout;
+	// how long a call whose tool discovery hears no answer from NATS
+	// looks the tool up again before its run is handed back
+	// (docs/fleet.md); and how long a call that needs approval asks an
+	// approval store that does not answer again before its run is handed
+	// back (docs/approvals.md). Default 3s.
 	ToolUnavailableWait time.Duration
 	// ToolHeartbeat is the interval at which tool services that offer
 	// progress messages (MetaHeartbeat) are asked to send one while they
