@@ -492,7 +492,7 @@ func getApproval(ctx context.Context, nc *nats.Conn, kv jetstream.KeyValue, key 
 	if nc != nil {
 		var hdr nats.Header
 		var err error
-		data, rev, hdr, err = directLast(ctx, nc, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+key)
+		data, rev, hdr, err = directLast(ctx, nc, nil, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+key)
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
 			return nil, 0, ErrNotFound
 		}
@@ -586,7 +586,7 @@ func listApprovalsByInfo(ctx context.Context, js jetstream.JetStream, id string)
 	var out []*messages.Approval
 	revs := map[string]uint64{}
 	for subj := range info.State.Subjects {
-		data, rev, hdr, err := directLast(ctx, js.Conn(), "KV_"+messages.BucketApprovals, subj)
+		data, rev, hdr, err := directLast(ctx, js.Conn(), nil, "KV_"+messages.BucketApprovals, subj)
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
 			continue
 		}
@@ -695,12 +695,13 @@ func parkedMessage(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, 
 // unpark removes a finished mission's parked message, the schedule that
 // would queue it again: it is replaced (rollup) by an empty marker that
 // expires at once. (A message an earlier release parked on
-// mission.parked.<id> expires with its TTL.)
-func unpark(ctx context.Context, js jetstream.JetStream, id string) error {
+// mission.parked.<id> expires with its TTL.) The publish's request goes
+// on replies when it is js's connection's reply mux (publishAckedOn).
+func unpark(ctx context.Context, js jetstream.JetStream, replies *replyMux, id string) error {
 	m := &nats.Msg{Subject: messages.ParkSubject(id), Header: nats.Header{}}
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	m.Header.Set(jetstream.MsgTTLHeader, "1s")
-	if _, err := publishAcked(ctx, js.Conn(), m); err != nil {
+	if _, err := publishAckedOn(ctx, js.Conn(), replies, m); err != nil {
 		return fmt.Errorf("fleet: unpark %s: %w", id, err)
 	}
 	return nil
@@ -1123,7 +1124,7 @@ func (c *Client) updateApproval(ctx context.Context, key string, data []byte, re
 	if c.st.nc == nil || !kvKeyValid(key) {
 		return c.st.Approvals.Update(ctx, key, data, rev)
 	}
-	return casPublish(ctx, c.st.nc, kvSubject(messages.BucketApprovals, key), data, rev)
+	return casPublish(ctx, c.st.nc, c.st.replies, kvSubject(messages.BucketApprovals, key), data, rev)
 }
 
 // requeueDecided queues again a mission that waits with no call pending:

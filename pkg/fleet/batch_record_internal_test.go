@@ -43,7 +43,7 @@ func TestPublishWithRecordStoresBoth(t *testing.T) {
 	if got.Return != "done" || got.Record == nil || *got.Record != *want {
 		t.Fatalf("stored result %+v (record %+v), want its return and record %+v", got, got.Record, want)
 	}
-	data, _, _, err := directLast(ctx, nc, messages.StreamResults, messages.RecordSubject(k.sub, k.id))
+	data, _, _, err := directLast(ctx, nc, nil, messages.StreamResults, messages.RecordSubject(k.sub, k.id))
 	if err != nil || !bytes.Equal(data, record) {
 		t.Fatalf("stored record %q, %v; want %q", data, err, record)
 	}

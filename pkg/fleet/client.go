@@ -64,7 +64,9 @@ type Client struct {
 	// StoredResultSubject, where a message is the result itself.
 	republished bool
 	// replies receives the answers to the status reads of submissions,
-	// which are sent without waiting for them.
+	// which are sent without waiting for them, and to the client's other
+	// requests of a mission (its submission's publish, its result's read,
+	// its approvals' writes: Stores.replies).
 	replies *replyMux
 	// wokenPublish is whether the client's user may publish decisions'
 	// wakes into MISSIONS (wokenAllowed, wokenRefused; 0: not asked yet).
@@ -111,8 +113,12 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
+	// the client's result reads and approval writes send their requests
+	// on its reply mux, as its status reads do
+	replies := newReplyMux(nc)
+	st.replies = replies
 	return &Client{nc: nc, js: js, st: st, cfg: cfg, sub: cfg.Submitter, readSub: readSub, republished: resultsRepublished(st.Results),
-		replies: newReplyMux(nc)}, nil
+		replies: replies}, nil
 }
 
 // Submitter is the submitter the client submits as.
@@ -327,7 +333,7 @@ func (c *Client) submit(ctx context.Context, m *messages.Mission, fresh, lazy bo
 	}
 	hdr.set(messages.HeaderMissionID, m.ID)
 	hdr.set(jetstream.MsgIDHeader, m.ID)
-	ack, err := publishAcked(ctx, c.nc, msg)
+	ack, err := publishAckedOn(ctx, c.nc, c.replies, msg)
 	hdr.release()
 	if err != nil {
 		return fail(fmt.Errorf("fleet: submit %s: %w", m.ID, err))

@@ -54,7 +54,7 @@ func (d *dedupStore) create(ctx context.Context, key string, rec []byte) (uint64
 	if d.prefix == "" || !kvKeyValid(key) {
 		return d.kv.Create(ctx, key, rec)
 	}
-	rev, err := casPublish(ctx, d.nc, d.prefix+key, rec, 0)
+	rev, err := casPublish(ctx, d.nc, nil, d.prefix+key, rec, 0)
 	if isWrongLastSeq(err) {
 		return d.kv.Create(ctx, key, rec)
 	}
@@ -67,7 +67,7 @@ func (d *dedupStore) update(ctx context.Context, key string, rec []byte, rev uin
 	if d.prefix == "" || !kvKeyValid(key) {
 		return d.kv.Update(ctx, key, rec, rev)
 	}
-	return casPublish(ctx, d.nc, d.prefix+key, rec, rev)
+	return casPublish(ctx, d.nc, nil, d.prefix+key, rec, rev)
 }
 
 func openDedup(nc *nats.Conn, service string, cfg DedupConfig) (*dedupStore, error) {

@@ -251,21 +251,22 @@ func (q msgQuery) answers(subject string, seq uint64) bool {
 
 // directLast reads the last message stored on subject in stream:
 // directMsg's lastOn(subject).
-func directLast(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, uint64, nats.Header, error) {
-	return directMsg(ctx, nc, stream, lastOn(subject))
+func directLast(ctx context.Context, nc *nats.Conn, replies *replyMux, stream, subject string) ([]byte, uint64, nats.Header, error) {
+	return directMsg(ctx, nc, replies, stream, lastOn(subject))
 }
 
 // directLastData is directLast for a reader that wants only the
 // message's data: its direct get asks for no headers (bareDirectGet), so
 // the server writes none and nats.go parses none. Such an answer names
 // no subject to check as directAnswer checks it: it is the answer to the
-// request on its own reply subject. A direct get no replica answers is
-// read from the stream's leader, as directLast reads it.
-func directLastData(ctx context.Context, nc *nats.Conn, stream, subject string) ([]byte, error) {
+// request on its own reply subject. The request goes on replies when it
+// is nc's reply mux (requestOn). A direct get no replica answers is read
+// from the stream's leader, as directLast reads it.
+func directLastData(ctx context.Context, nc *nats.Conn, replies *replyMux, stream, subject string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+subject, bareDirectGet, patience(ctx))
+	r, err := requestOn(ctx, nc, replies, "$JS.API.DIRECT.GET."+stream+"."+subject, bareDirectGet, patience(ctx))
 	if err == nil {
 		// no replica answers (ErrNoResponders): the leader is asked, below
 		if err := answerErr(r); !errors.Is(err, nats.ErrNoResponders) {
@@ -290,38 +291,41 @@ func directLastData(ctx context.Context, nc *nats.Conn, stream, subject string) 
 // stream holds no such message. A direct get no replica answers (no
 // responders, or no answer within patience) is read from the stream's
 // leader (leaderMsg) in the time left: an answered direct get costs
-// nothing more. A "not found" answer is taken as it is.
-func directMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, error) {
-	data, seq, hdr, _, err := directMsgVia(ctx, nc, stream, q)
+// nothing more. A "not found" answer is taken as it is. The direct get
+// goes on replies when it is nc's reply mux (requestOn), else through
+// nats.go's request path.
+func directMsg(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, q msgQuery) ([]byte, uint64, nats.Header, error) {
+	data, seq, hdr, _, err := directMsgVia(ctx, nc, replies, stream, q)
 	return data, seq, hdr, err
 }
 
 // directMsgVia is directMsg that also reports (its fourth result) whether
 // the message was read from the stream's leader: no replica answered, or
 // q asked the leader at once.
-func directMsgVia(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) ([]byte, uint64, nats.Header, bool, error) {
+func directMsgVia(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, q msgQuery) ([]byte, uint64, nats.Header, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, nil, false, err
 	}
 	if q.leader {
 		return leaderMsgWithin(ctx, nc, stream, q)
 	}
-	// the wait is on nats.go's pooled timer, not a context of its own: an
-	// answered direct get allocates no more than one without the fallback
-	// (a cancelled ctx is seen after at most patience)
+	// the wait is on a pooled timer, not a context of its own: an answered
+	// direct get allocates no more than one without the fallback (through
+	// nats.go's request path a cancelled ctx is seen after at most
+	// patience)
 	var r *nats.Msg
 	var err error
 	if q.seq == 0 {
 		if q.subject == "" {
 			return nil, 0, nil, false, errEmptyQuery
 		}
-		r, err = nc.Request("$JS.API.DIRECT.GET."+stream+"."+q.subject, nil, patience(ctx))
+		r, err = requestOn(ctx, nc, replies, "$JS.API.DIRECT.GET."+stream+"."+q.subject, nil, patience(ctx))
 	} else {
 		req, rerr := q.request()
 		if rerr != nil {
 			return nil, 0, nil, false, rerr
 		}
-		r, err = nc.Request("$JS.API.DIRECT.GET."+stream, req, patience(ctx))
+		r, err = requestOn(ctx, nc, replies, "$JS.API.DIRECT.GET."+stream, req, patience(ctx))
 	}
 	if err == nil {
 		data, seq, hdr, err := directAnswer(r, q)
@@ -356,7 +360,7 @@ const timeStampHeader = "Nats-Time-Stamp"
 // GetLastMsgForSubject and GetMsg return it: its subject, sequence,
 // headers, data and time; and whether the leader answered.
 func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
-	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, stream, q)
+	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, nil, stream, q)
 	if err != nil {
 		return nil, viaLeader, err
 	}

@@ -287,7 +287,7 @@ func TestMsgQueryAnswers(t *testing.T) {
 	if _, err := (msgQuery{}).request(); !errors.Is(err, errEmptyQuery) {
 		t.Errorf("request of an empty query: %v, want errEmptyQuery", err)
 	}
-	if _, _, _, err := directMsg(context.Background(), nil, "S", msgQuery{}); !errors.Is(err, errEmptyQuery) {
+	if _, _, _, err := directMsg(context.Background(), nil, nil, "S", msgQuery{}); !errors.Is(err, errEmptyQuery) {
 		t.Errorf("read of an empty query: %v, want errEmptyQuery", err)
 	}
 }

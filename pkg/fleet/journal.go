@@ -125,6 +125,12 @@ const journalGets = 4
 // stream's leader (JOURNAL allows no direct gets, which any replica may
 // answer), so it holds every entry whose write was acknowledged.
 func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay bool, upTo uint64) (*Journal, error) {
+	return openJournalOn(ctx, js, nil, id, replay, upTo)
+}
+
+// openJournalOn is openJournal reading the first messages with their
+// requests on replies when it is js's connection's reply mux (journalMsg).
+func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMux, id string, replay bool, upTo uint64) (*Journal, error) {
 	j := NewJournal(js, id)
 	j.reuseHeaders = true
 	if !replay {
@@ -134,7 +140,7 @@ func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay 
 	// mission's subject, until there is none.
 	seq := uint64(1)
 	for range journalGets {
-		hdr, data, got, err := journalMsg(ctx, js.Conn(), j.subject, seq)
+		hdr, data, got, err := journalMsg(ctx, js.Conn(), replies, j.subject, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return j, nil
 		}

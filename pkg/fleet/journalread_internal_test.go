@@ -32,7 +32,7 @@ func TestJournalMsgReadsAsGetMsg(t *testing.T) {
 	}
 	var seq uint64 = 1
 	for range 2 {
-		hdr, data, got, err := journalMsg(ctx, nc, subject, seq)
+		hdr, data, got, err := journalMsg(ctx, nc, nil, subject, seq)
 		want, werr := st.Journal.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if err != nil || werr != nil {
 			t.Fatalf("from %d: %v; GetMsg %v", seq, err, werr)
@@ -47,7 +47,7 @@ func TestJournalMsgReadsAsGetMsg(t *testing.T) {
 		}
 		seq = got + 1
 	}
-	if _, _, _, err := journalMsg(ctx, nc, subject, seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, _, _, err := journalMsg(ctx, nc, nil, subject, seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Fatalf("past the last message: %v, want ErrMsgNotFound", err)
 	}
 

@@ -38,6 +38,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	case w.cfg.resultBatches < 0:
 		st.batchResults = false
 	}
+	st.replies = w.replies
 	w.st = st
 	w.budgets = newBudgets(st, w.cfg.Tenant, w.cfg.Metrics)
 	ackPending := -1 // the lowest MaxAckPending of the consumers; negative: unlimited

@@ -370,7 +370,7 @@ func (p *missionRun) open(env *RunEnv) bool {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
 		var err error
-		if p.journal, err = openJournal(ctx, w.js, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo); err != nil {
+		if p.journal, err = openJournalOn(ctx, w.js, w.replies, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 			return false
@@ -646,7 +646,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
 				State: messages.StateRunning, Worker: w.cfg.ID, Attempt: attempt, StreamSeq: meta.Sequence.Stream}
-			rev, data, err := writeFirstStatus(ctx, w.js, st, true)
+			rev, data, err := writeFirstStatus(ctx, w.js, w.replies, st, true)
 			if err == nil {
 				return &statusEntry{st: st, rev: rev, data: data}, true, false, false
 			}
@@ -1162,7 +1162,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// or an earlier attempt's.
 	journal.settle()
 	if entry != nil && (entry.st.Suspensions > 0 || entry.st.QuotaWaits > 0) {
-		if err := unpark(ctx, w.js, id); err != nil {
+		if err := unpark(ctx, w.js, w.replies, id); err != nil {
 			log.Warn().Err(err).Msg("parked message not removed; it expires with its TTL")
 		}
 	}

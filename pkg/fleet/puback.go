@@ -26,24 +26,45 @@ import (
 // stored or duplicate message are read without encoding/json (publishAck):
 // a mission makes several such publishes.
 func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (jetstream.PubAck, error) {
+	return publishAckedOn(ctx, nc, nil, m)
+}
+
+// publishAckedOn is publishAcked with its requests sent on replies when
+// replies is nc's reply mux (requestOn): no reply subject, response map
+// entry or context of each request.
+func publishAckedOn(ctx context.Context, nc *nats.Conn, replies *replyMux, m *nats.Msg) (jetstream.PubAck, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(publishWait)
 	}
-	return publishAckedBy(ctx, nc, m, deadline)
+	return publishAckedBy(ctx, nc, replies, m, deadline)
 }
 
-// publishAckedBy is publishAcked waiting until deadline at the latest
-// (ctx's own deadline, when earlier, still holds). A ctx that can never
-// be done (no Done channel: context.Background and what only carries
-// values on it) makes no context for the deadline: its requests wait on
-// nats.go's pooled timers instead, and a deadline that passes is
-// context.DeadlineExceeded as the context's would be. The worker's
-// writes of a mission's status and result go this way.
-func publishAckedBy(ctx context.Context, nc *nats.Conn, m *nats.Msg, deadline time.Time) (jetstream.PubAck, error) {
+// publishAckedBy is publishAckedOn waiting until deadline at the latest
+// (ctx's own deadline, when earlier, still holds). Its requests wait on
+// pooled timers, with no context made for the deadline, when they go on
+// replies (nc's reply mux) or when ctx can never be done (no Done
+// channel: context.Background and what only carries values on it); a
+// deadline that passes is context.DeadlineExceeded as the context's
+// would be. The worker's writes of a mission's status and result go this
+// way.
+func publishAckedBy(ctx context.Context, nc *nats.Conn, replies *replyMux, m *nats.Msg, deadline time.Time) (jetstream.PubAck, error) {
 	var request func() (*nats.Msg, error)
 	var wait <-chan struct{} // ends a retry's wait early; nil: the retry waits at most until deadline
-	if ctx.Done() == nil {
+	if replies.on(nc) {
+		wait = ctx.Done()
+		request = func() (*nats.Msg, error) {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			resp, err := replies.requestMsg(ctx, m, left)
+			if errors.Is(err, nats.ErrTimeout) {
+				err = context.DeadlineExceeded
+			}
+			return resp, err
+		}
+	} else if ctx.Done() == nil {
 		request = func() (*nats.Msg, error) {
 			left := time.Until(deadline)
 			if left <= 0 {
@@ -160,14 +181,15 @@ func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 // casPublish is the write jetstream.KeyValue's Update makes (and Create's
 // first, with rev 0): data published on subject, a key's subject
 // (kvSubject), expecting rev as the subject's last sequence, made with
-// publishAcked, whose acknowledgement is read without encoding/json. A
+// publishAckedOn (on replies, when it is nc's reply mux), whose
+// acknowledgement is read without encoding/json. A
 // refusal for the sequence wraps jetstream.ErrKeyRevisionMismatch, as
 // Update's does (and matches jetstream.ErrKeyExists, as Update's does).
 // The caller checks the key (kvKeyValid).
-func casPublish(ctx context.Context, nc *nats.Conn, subject string, data []byte, rev uint64) (uint64, error) {
+func casPublish(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, data []byte, rev uint64) (uint64, error) {
 	hdr := newAckedHeader()
 	hdr.set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	ack, err := publishAcked(ctx, nc, &nats.Msg{Subject: subject, Data: data, Header: hdr.h})
+	ack, err := publishAckedOn(ctx, nc, replies, &nats.Msg{Subject: subject, Data: data, Header: hdr.h})
 	hdr.release()
 	if isWrongLastSeq(err) {
 		return 0, fmt.Errorf("%w: %w", err, jetstream.ErrKeyRevisionMismatch)

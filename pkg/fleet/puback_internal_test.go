@@ -294,13 +294,13 @@ func TestPublishAckedWithoutDone(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	start := time.Now()
-	if _, err := publishAckedBy(background, nc, &nats.Msg{Subject: "silent.a"}, start.Add(50*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := publishAckedBy(background, nc, nil, &nats.Msg{Subject: "silent.a"}, start.Add(50*time.Millisecond)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("unanswered: %v, want %v", err, context.DeadlineExceeded)
 	}
 	if waited := time.Since(start); waited < 50*time.Millisecond {
 		t.Fatalf("unanswered: returned after %v, before its deadline", waited)
 	}
-	if _, err := publishAckedBy(background, nc, msg, start); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := publishAckedBy(background, nc, nil, msg, start); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past its deadline: %v, want %v", err, context.DeadlineExceeded)
 	}
 

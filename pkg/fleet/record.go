@@ -111,7 +111,7 @@ const maxInlineRecord = maxOneChunk
 // RecordSubject, acknowledged, and returns its reference.
 func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, data []byte) (*messages.ObjectRef, error) {
 	subject := messages.RecordSubject(k.sub, k.id)
-	if _, err := publishAckedBy(ctx, js.Conn(), &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
+	if _, err := publishAckedBy(ctx, js.Conn(), nil, &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
 		return nil, err
 	}
 	return inlineRecordRef(subject, data), nil

@@ -32,7 +32,7 @@ func TestResultReadWithoutHeaders(t *testing.T) {
 		}
 	}
 	withHeaders := func() {
-		data, _, _, err := directLast(ctx, st.nc, messages.StreamResults, messages.ResultSubject(k.sub, k.id))
+		data, _, _, err := directLast(ctx, st.nc, nil, messages.StreamResults, messages.ResultSubject(k.sub, k.id))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -195,6 +195,11 @@ type Stores struct {
 	// a status on it (publishAcked) and getStatus reads one with a direct
 	// get (directLast); nil: through Status.
 	nc *nats.Conn
+	// replies, when set, is nc's reply mux of the worker or client that
+	// owns these Stores: the direct gets of a mission's status and
+	// result and the publishes of its status and result send their
+	// requests on it (requestOn); nil: through nats.go's request path.
+	replies *replyMux
 	// batchResults says a mission's record and result are published in
 	// one atomic batch (publishWithRecord): Results allows it and stages
 	// a batch in memory (batchesResults).

@@ -44,7 +44,7 @@ func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream,
 	if _, _, err := publishResult(ctx, js, st, f.k, &messages.Step{Return: f.big}); err != nil {
 		t.Fatal(err)
 	}
-	data, _, _, err := directLast(ctx, st.nc, messages.StreamResults, messages.ResultSubject(f.k.sub, f.k.id))
+	data, _, _, err := directLast(ctx, st.nc, nil, messages.StreamResults, messages.ResultSubject(f.k.sub, f.k.id))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestGetStatusDirectReadsAsTheBucket(t *testing.T) {
 	}
 
 	// a stream that is not there: an error, not a message
-	if _, _, _, err := directLast(ctx, nc, "NO_SUCH_STREAM", messages.StatusSubject(stored.sub, stored.id)); err == nil {
+	if _, _, _, err := directLast(ctx, nc, nil, "NO_SUCH_STREAM", messages.StatusSubject(stored.sub, stored.id)); err == nil {
 		t.Fatal("a direct get on a missing stream answered")
 	}
 }

@@ -37,7 +37,7 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 		return nil, false, err
 	}
 	hdr := resultHeader(k)
-	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: hdr.h})
+	ack, err := publishAckedOn(ctx, js.Conn(), st.replies, &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: hdr.h})
 	hdr.release()
 	if err == nil && !ack.Duplicate {
 		return step, true, nil
@@ -160,7 +160,7 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 	hdr.set(batchIDHeader, batch)
 	hdr.set(batchSeqHeader, "2")
 	hdr.set(batchCommitHeader, "1")
-	ack, err := publishAcked(ctx, nc, &nats.Msg{Subject: messages.ResultSubject(k.sub, k.id), Data: data, Header: hdr.h})
+	ack, err := publishAckedOn(ctx, nc, st.replies, &nats.Msg{Subject: messages.ResultSubject(k.sub, k.id), Data: data, Header: hdr.h})
 	hdr.release()
 	switch {
 	case err == nil && !ack.Duplicate:
@@ -311,7 +311,7 @@ func readResult(ctx context.Context, st *Stores, k missionKey) (*messages.Step, 
 	if st.nc != nil {
 		// the result's data alone, without its headers; a direct get no
 		// replica answers is read from the leader
-		data, err = directLastData(ctx, st.nc, messages.StreamResults, messages.ResultSubject(k.sub, id))
+		data, err = directLastData(ctx, st.nc, st.replies, messages.StreamResults, messages.ResultSubject(k.sub, id))
 	} else {
 		var raw *jetstream.RawStreamMsg
 		if raw, err = st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, id)); err == nil {
@@ -484,7 +484,7 @@ func getStatus(ctx context.Context, st *Stores, k missionKey) (*statusEntry, err
 		// is read at least twice per mission (the submission and the
 		// end of its run); one no replica answers is read from the
 		// stream's leader
-		data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+		data, rev, hdr, err := directLast(ctx, st.nc, st.replies, statusStream, messages.StatusSubject(k.sub, k.id))
 		return directStatus(k, data, rev, hdr, err)
 	}
 	var data []byte
@@ -548,7 +548,7 @@ func getStatusAtHeld(ctx context.Context, st *Stores, k missionKey, held *status
 	if st.nc == nil {
 		return getStatus(ctx, st, k)
 	}
-	data, rev, hdr, err := directLast(ctx, st.nc, statusStream, messages.StatusSubject(k.sub, k.id))
+	data, rev, hdr, err := directLast(ctx, st.nc, st.replies, statusStream, messages.StatusSubject(k.sub, k.id))
 	return statusAtHeld(k, held, data, rev, hdr, err)
 }
 
@@ -599,7 +599,7 @@ func writeStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64,
 	case st.nc == nil:
 		rev, err = st.Status.Update(ctx, messages.StatusKey(s.Submitter, s.MissionID), data, rev)
 	default:
-		rev, err = casPublish(ctx, st.nc, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
+		rev, err = casPublish(ctx, st.nc, st.replies, messages.StatusSubject(s.Submitter, s.MissionID), data, rev)
 	}
 	if err != nil || !keep {
 		return rev, nil, err
@@ -613,13 +613,14 @@ func writeStatus(ctx context.Context, st *Stores, s messages.Status, rev uint64,
 // otherwise as a compare-and-set conflict (isWrongLastSeq). It returns the
 // status's revision.
 func createFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status) (uint64, error) {
-	rev, _, err := writeFirstStatus(ctx, js, st, false)
+	rev, _, err := writeFirstStatus(ctx, js, nil, st, false)
 	return rev, err
 }
 
 // writeFirstStatus is createFirstStatus, returning a copy of the bytes
-// stored when keep is set (casStatusKept).
-func writeFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.Status, keep bool) (uint64, []byte, error) {
+// stored when keep is set (casStatusKept), with the publish's request on
+// replies when it is js's connection's reply mux (publishAckedOn).
+func writeFirstStatus(ctx context.Context, js jetstream.JetStream, replies *replyMux, st messages.Status, keep bool) (uint64, []byte, error) {
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
 	if err := encodeStatus(buf, st); err != nil {
@@ -629,7 +630,7 @@ func writeFirstStatus(ctx context.Context, js jetstream.JetStream, st messages.S
 	hdr := newAckedHeader()
 	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	hdr.set(jetstream.ExpectedLastSubjSeqSubjHeader, messages.StatusSubject(messages.AllSubmitters, st.MissionID))
-	ack, err := publishAcked(ctx, js.Conn(), &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: hdr.h})
+	ack, err := publishAckedOn(ctx, js.Conn(), replies, &nats.Msg{Subject: messages.StatusSubject(st.Submitter, st.MissionID), Data: data, Header: hdr.h})
 	hdr.release()
 	if err != nil {
 		return 0, nil, err

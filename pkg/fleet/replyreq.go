@@ -1,0 +1,87 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// replyWait is the replyHandler of one request sent on a replyMux: its
+// first answer, later copies dropped. Each request has a channel and a
+// token of its own, so an answer that comes after its request gave up
+// reaches no other request.
+type replyWait chan *nats.Msg
+
+func (c replyWait) handle(msg *nats.Msg) {
+	select {
+	case c <- msg:
+	default:
+	}
+}
+
+// request publishes data to subject with a reply subject of m's (m must
+// be open) and waits for its first answer: what nc.Request does, without
+// the lock of the connection its request path takes for its response
+// map. It waits at most timeout, on a pooled timer, and while ctx is not
+// done (a ctx with no Done channel costs nothing). Its errors are
+// nats.go's: nats.ErrNoResponders for the server's no-responders answer,
+// nats.ErrTimeout when timeout passed, and ctx's error when ctx ended
+// first.
+func (m *replyMux) request(ctx context.Context, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	return m.await(ctx, timeout, func(reply string) error { return m.nc.PublishRequest(subject, reply, data) })
+}
+
+// requestMsg is request for a message with headers: msg is published
+// with its Reply set to the request's reply subject, and left so.
+func (m *replyMux) requestMsg(ctx context.Context, msg *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
+	return m.await(ctx, timeout, func(reply string) error {
+		msg.Reply = reply
+		return m.nc.PublishMsg(msg)
+	})
+}
+
+// await sends a request with send on a new reply subject of m's and
+// waits for its answer as request does. The reply subject's token is
+// the request's own, and its channel too: an answer that comes after the
+// request gave up reaches no other request.
+func (m *replyMux) await(ctx context.Context, timeout time.Duration, send func(reply string) error) (*nats.Msg, error) {
+	if timeout <= 0 {
+		return nil, nats.ErrTimeout
+	}
+	wait := make(replyWait, 1)
+	reply, token := m.add(wait)
+	defer m.remove(token)
+	if err := send(reply); err != nil {
+		return nil, err
+	}
+	t := getTimer()
+	t.Reset(timeout)
+	defer putTimer(t)
+	select {
+	case r := <-wait:
+		if len(r.Data) == 0 && r.Header.Get("Status") == "503" {
+			return nil, nats.ErrNoResponders
+		}
+		return r, nil
+	case <-t.C:
+		return nil, nats.ErrTimeout
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// requestOn is replies.request when replies is nc's reply mux and can
+// subscribe, else nc.Request (which does not watch ctx).
+func requestOn(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	if replies.on(nc) {
+		return replies.request(ctx, subject, data, timeout)
+	}
+	return nc.Request(subject, data, timeout)
+}
+
+// on reports whether m is nc's reply mux and is open (it opens it): a
+// nil m is no connection's.
+func (m *replyMux) on(nc *nats.Conn) bool {
+	return m != nil && m.nc == nc && m.open() == nil
+}

@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A request on a reply mux takes its own answer: one that comes after an
+// earlier request gave up is not taken for a later request's, a subject
+// no one serves is nats.ErrNoResponders, a timeout nats.ErrTimeout and a
+// cancelled context its error.
+func TestReplyMuxRequestTakesItsOwnAnswer(t *testing.T) {
+	nc := embeddedConn(t)
+	m := newReplyMux(nc)
+	if err := m.open(); err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan string, 4) // the reply subjects of the requests
+	if _, err := nc.Subscribe("svc", func(msg *nats.Msg) { asked <- msg.Reply }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.request(ctx, "svc", []byte("1"), 50*time.Millisecond); !errors.Is(err, nats.ErrTimeout) {
+		t.Fatalf("an unanswered request: %v, want %v", err, nats.ErrTimeout)
+	}
+	first := <-asked
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	second := make(chan answer, 1)
+	go func() {
+		r, err := m.request(ctx, "svc", []byte("2"), 5*time.Second)
+		second <- answer{r, err}
+	}()
+	reply := <-asked
+	if reply == first {
+		t.Fatalf("two requests on the reply subject %s", reply)
+	}
+	// the first request's answer, late, then the second's
+	if err := nc.Publish(first, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(reply, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-second; a.err != nil || string(a.msg.Data) != "second" {
+		t.Fatalf("the second request: %v, %v; want its own answer", a.msg, a.err)
+	}
+	if _, err := m.request(ctx, "nobody.serves.this", nil, 5*time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("a request no one serves: %v, want %v", err, nats.ErrNoResponders)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { <-asked; cancel() }()
+	if _, err := m.request(cctx, "svc", nil, 5*time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request: %v, want %v", err, context.Canceled)
+	}
+	m.mu.Lock()
+	left := len(m.handlers)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d handlers left on the mux after the requests returned", left)
+	}
+}
+
+// The reads and writes a worker makes on a mission's path, with their
+// requests on the worker's reply mux (Stores.replies), wait on a pooled
+// timer under a context without a deadline, where through nats.go's
+// request path they make a context for the wait: a status write
+// (publish acknowledged) and a journal read (message get from the
+// stream's leader) cost fewer allocations, a status read (direct get,
+// which waits on a timer either way) no more.
+func TestRequestsOnReplyMuxAllocations(t *testing.T) {
+	if raceOn {
+		t.Skip("allocations counted without the race detector")
+	}
+	tctx, nc, js, st := embeddedStores(t)
+	// a context that can end but has no deadline, as a worker's run has
+	ctx, cancel := context.WithCancel(context.WithoutCancel(tctx))
+	defer cancel()
+	muxed := *st
+	muxed.replies = newReplyMux(nc)
+	plain := *st
+	plain.replies = nil
+	k := missionKey{sub: "alice", id: messages.NewMissionID()}
+	s := messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 1}
+	rev, err := casStatus(ctx, st, s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(st *Stores) func() {
+		return func() {
+			if _, err := getStatus(ctx, st, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write := func(st *Stores) func() {
+		return func() {
+			if rev, err = casStatus(ctx, st, s, rev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	journalSubject := messages.JournalSubject(k.id)
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: journalSubject, Header: nats.Header{messages.HeaderJournalKey: {"t/1/abc#0"}}, Data: []byte("a tool's answer")}); err != nil {
+		t.Fatal(err)
+	}
+	journal := func(replies *replyMux) func() {
+		return func() {
+			if _, _, _, err := journalMsg(ctx, nc, replies, journalSubject, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		mux, plain func()
+		fewer      float64
+	}{
+		{"status read", read(&muxed), read(&plain), 0},
+		{"status write", write(&muxed), write(&plain), 4},
+		{"journal read", journal(muxed.replies), journal(nil), 4},
+	} {
+		mux, plain := fewestAllocs(c.mux, c.plain)
+		t.Logf("%s: %.0f allocations on the reply mux, %.0f through nats.go's request path", c.name, mux, plain)
+		if mux > plain-c.fewer {
+			t.Errorf("%s: %.0f allocations on the reply mux, want at least %.0f fewer than through nats.go's request path (%.0f)", c.name, mux, c.fewer, plain)
+		}
+	}
+}
