@@ -148,6 +148,13 @@ func (m *replyMux) deliver(msg *nats.Msg) {
 	}
 	m.mu.Lock()
 	h := m.handlers[token]
+	if w, ok := h.(*replyWaiter); ok {
+		// handed over under the lock: a request's waiter serves the next
+		// request once remove returned (replyWaiter)
+		w.handle(msg)
+		m.mu.Unlock()
+		return
+	}
 	m.mu.Unlock()
 	if h != nil {
 		h.handle(msg)

@@ -2,22 +2,41 @@ package fleet
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 )
 
-// replyWait is the replyHandler of one request sent on a replyMux: its
-// first answer, later copies dropped. Each request has a channel and a
-// token of its own, so an answer that comes after its request gave up
-// reaches no other request.
-type replyWait chan *nats.Msg
+// replyWaiter is the replyHandler of one request sent on a replyMux
+// (await): its first answer, later copies dropped. The mux hands an
+// answer to a replyWaiter while it holds its lock (deliver), so once
+// remove returned no answer to the request reaches it any more, and the
+// waiter, its channel emptied, serves a later request (replyWaiters)
+// without an answer to the earlier one reaching that request.
+type replyWaiter struct {
+	answer chan *nats.Msg
+}
 
-func (c replyWait) handle(msg *nats.Msg) {
+func (w *replyWaiter) handle(msg *nats.Msg) {
 	select {
-	case c <- msg:
+	case w.answer <- msg:
 	default:
 	}
+}
+
+// replyWaiters holds the replyWaiters of requests that returned.
+var replyWaiters = sync.Pool{New: func() any { return &replyWaiter{answer: make(chan *nats.Msg, 1)} }}
+
+// done unregisters the waiter of the request token names from m, empties
+// its channel and gives it back to replyWaiters.
+func (w *replyWaiter) done(m *replyMux, token uint64) {
+	m.remove(token)
+	select {
+	case <-w.answer:
+	default:
+	}
+	replyWaiters.Put(w)
 }
 
 // request publishes data to subject with a reply subject of m's (m must
@@ -43,15 +62,15 @@ func (m *replyMux) requestMsg(ctx context.Context, msg *nats.Msg, timeout time.D
 
 // await sends a request with send on a new reply subject of m's and
 // waits for its answer as request does. The reply subject's token is
-// the request's own, and its channel too: an answer that comes after the
-// request gave up reaches no other request.
+// the request's own, and its waiter is its own until it returns: an
+// answer that comes after the request gave up reaches no other request.
 func (m *replyMux) await(ctx context.Context, timeout time.Duration, send func(reply string) error) (*nats.Msg, error) {
 	if timeout <= 0 {
 		return nil, nats.ErrTimeout
 	}
-	wait := make(replyWait, 1)
-	reply, token := m.add(wait)
-	defer m.remove(token)
+	w := replyWaiters.Get().(*replyWaiter)
+	reply, token := m.add(w)
+	defer w.done(m, token)
 	if err := send(reply); err != nil {
 		return nil, err
 	}
@@ -59,7 +78,7 @@ func (m *replyMux) await(ctx context.Context, timeout time.Duration, send func(r
 	t.Reset(timeout)
 	defer putTimer(t)
 	select {
-	case r := <-wait:
+	case r := <-w.answer:
 		if len(r.Data) == 0 && r.Header.Get("Status") == "503" {
 			return nil, nats.ErrNoResponders
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // A request on a reply mux takes its own answer: one that comes after an
-// earlier request gave up is not taken for a later request's, a subject
+// earlier request gave up is not taken for a later request's (which may
+// wait on the earlier one's pooled waiter), a subject
 // no one serves is nats.ErrNoResponders, a timeout nats.ErrTimeout and a
 // cancelled context its error.
 func TestReplyMuxRequestTakesItsOwnAnswer(t *testing.T) {
@@ -70,12 +72,13 @@ func TestReplyMuxRequestTakesItsOwnAnswer(t *testing.T) {
 }
 
 // The reads and writes a worker makes on a mission's path, with their
-// requests on the worker's reply mux (Stores.replies), wait on a pooled
-// timer under a context without a deadline, where through nats.go's
-// request path they make a context for the wait: a status write
+// requests on the worker's reply mux (Stores.replies), make the reply
+// subject alone (the waiter is pooled: no channel, no response map entry)
+// and wait on a pooled timer under a context without a deadline, where
+// through nats.go's request path they make a context for the wait: a
+// status read (direct get) costs 2 allocations fewer, a status write
 // (publish acknowledged) and a journal read (message get from the
-// stream's leader) cost fewer allocations, a status read (direct get,
-// which waits on a timer either way) no more.
+// stream's leader) 7 fewer.
 func TestRequestsOnReplyMuxAllocations(t *testing.T) {
 	if raceOn {
 		t.Skip("allocations counted without the race detector")
@@ -124,14 +127,45 @@ func TestRequestsOnReplyMuxAllocations(t *testing.T) {
 		mux, plain func()
 		fewer      float64
 	}{
-		{"status read", read(&muxed), read(&plain), 0},
-		{"status write", write(&muxed), write(&plain), 4},
-		{"journal read", journal(muxed.replies), journal(nil), 4},
+		{"status read", read(&muxed), read(&plain), 2},
+		{"status write", write(&muxed), write(&plain), 6},
+		{"journal read", journal(muxed.replies), journal(nil), 6},
 	} {
 		mux, plain := fewestAllocs(c.mux, c.plain)
 		t.Logf("%s: %.0f allocations on the reply mux, %.0f through nats.go's request path", c.name, mux, plain)
 		if mux > plain-c.fewer {
 			t.Errorf("%s: %.0f allocations on the reply mux, want at least %.0f fewer than through nats.go's request path (%.0f)", c.name, mux, c.fewer, plain)
+		}
+	}
+}
+
+// A request whose answer comes twice takes the first; the copy, which
+// may reach its waiter before the request returns, is not taken by the
+// next request that waits on the same pooled waiter.
+func TestReplyMuxRequestDropsACopiedAnswer(t *testing.T) {
+	nc := embeddedConn(t)
+	m := newReplyMux(nc)
+	if err := m.open(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Subscribe("twice", func(msg *nats.Msg) {
+		_ = msg.Respond([]byte("first"))
+		_ = msg.Respond([]byte("copy"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Subscribe("echo", func(msg *nats.Msg) { _ = msg.Respond(msg.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 200 {
+		r, err := m.request(ctx, "twice", nil, 5*time.Second)
+		if err != nil || string(r.Data) != "first" {
+			t.Fatalf("request %d: %v, %v; want the first answer", i, r, err)
+		}
+		want := strconv.Itoa(i)
+		if r, err = m.request(ctx, "echo", []byte(want), 5*time.Second); err != nil || string(r.Data) != want {
+			t.Fatalf("request %d after a copied answer: %v, %v; want %s", i, r, err, want)
 		}
 	}
 }
