@@ -30,8 +30,9 @@ func publishAcked(ctx context.Context, nc *nats.Conn, m *nats.Msg) (jetstream.Pu
 }
 
 // publishAckedOn is publishAcked with its requests sent on replies when
-// replies is nc's reply mux (requestOn): no reply subject, response map
-// entry or context of each request.
+// replies is nc's reply mux (requestOn): a reply subject of the mux's and
+// a pooled waiter, with no response map entry, channel or context made
+// for a request.
 func publishAckedOn(ctx context.Context, nc *nats.Conn, replies *replyMux, m *nats.Msg) (jetstream.PubAck, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {

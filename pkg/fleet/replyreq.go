@@ -52,11 +52,15 @@ func (m *replyMux) request(ctx context.Context, subject string, data []byte, tim
 }
 
 // requestMsg is request for a message with headers: msg is published
-// with its Reply set to the request's reply subject, and left so.
+// with the request's reply subject, its own Reply given back once nats.go
+// copied it into the connection's buffer.
 func (m *replyMux) requestMsg(ctx context.Context, msg *nats.Msg, timeout time.Duration) (*nats.Msg, error) {
 	return m.await(ctx, timeout, func(reply string) error {
+		own := msg.Reply
 		msg.Reply = reply
-		return m.nc.PublishMsg(msg)
+		err := m.nc.PublishMsg(msg)
+		msg.Reply = own
+		return err
 	})
 }
 

@@ -55,6 +55,12 @@ func TestReplyMuxRequestTakesItsOwnAnswer(t *testing.T) {
 	if a := <-second; a.err != nil || string(a.msg.Data) != "second" {
 		t.Fatalf("the second request: %v, %v; want its own answer", a.msg, a.err)
 	}
+	// a message with headers: answered, and left as it was given
+	msg := &nats.Msg{Subject: "svc", Header: nats.Header{"K": {"v"}}, Data: []byte("3")}
+	go func() { _ = nc.Publish(<-asked, []byte("third")) }()
+	if r, err := m.requestMsg(ctx, msg, 5*time.Second); err != nil || string(r.Data) != "third" || msg.Reply != "" {
+		t.Fatalf("a request of a message with headers: %v, %v; its reply subject left %q", r, err, msg.Reply)
+	}
 	if _, err := m.request(ctx, "nobody.serves.this", nil, 5*time.Second); !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("a request no one serves: %v, want %v", err, nats.ErrNoResponders)
 	}
