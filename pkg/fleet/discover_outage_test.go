@@ -18,15 +18,30 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// lookupRunner behaves as a program at turn 1: it calls the tool named
+// callArgs are the arguments callRunner calls its tool with: a refund
+// small enough to need no approval.
+func callArgs() map[string]any { return map[string]any{"order": "A-1", "amount": int64(50)} }
+
+// onceAtTurn1 checks that the shop's refund ran once, as the call the
+// program made at its first turn (its idempotency key: turn 1, first
+// occurrence).
+func onceAtTurn1(t *testing.T, shop *shopTools, id string) {
+	t.Helper()
+	want := id + "/1/" + fleet.CallDigest("refund", callArgs()) + "/1"
+	if _, refunds, keys := shop.counts(); len(refunds) != 1 || keys[0] != want {
+		t.Fatalf("refunds %v with keys %v, want one with the key %s", refunds, keys, want)
+	}
+}
+
+// callRunner behaves as a program at turn 1: it calls the tool named
 // by the mission's context once and returns its answer, or the code and
 // text of its tool error; each attempt's outcome of the call is kept in
 // calls.
-func lookupRunner(calls *sync.Map) fleet.RunnerFunc {
+func callRunner(calls *sync.Map) fleet.RunnerFunc {
 	return func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		ctx = fleet.WithTurn(ctx, 1)
 		tool, _ := m.Context["tool"].(string)
-		res, err := env.Tools.Call(ctx, tool, map[string]any{"order": "A-1"})
+		res, err := env.Tools.Call(ctx, tool, callArgs())
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
@@ -63,11 +78,12 @@ func TestToolDiscoveryOutageEndsTheRunNotTheCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handedBack atomic.Int32
+	var shop atomic.Pointer[shopTools]
 	log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() {
 		// the run ended on discovery's silence: the tool's service is up
 		// and discovery answers before the mission comes back
 		if handedBack.Add(1) == 1 {
-			startShop(t, nc)
+			shop.Store(startShop(t, nc))
 			if err := silent.Unsubscribe(); err != nil {
 				t.Error(err)
 			}
@@ -77,12 +93,12 @@ func TestToolDiscoveryOutageEndsTheRunNotTheCall(t *testing.T) {
 		}
 	}}).Level(zerolog.WarnLevel)
 	var calls sync.Map
-	startWorker(t, nc, lookupRunner(&calls), func(c *fleet.WorkerConfig) {
+	startWorker(t, nc, callRunner(&calls), func(c *fleet.WorkerConfig) {
 		c.Logger = &log
 		c.ToolUnavailableWait = 300 * time.Millisecond
 	})
-	m := newMission("lookup")
-	m.Context = map[string]any{"tool": "lookup"}
+	m := newMission("refund")
+	m.Context = map[string]any{"tool": "refund"}
 	if _, err := c.Submit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +109,10 @@ func TestToolDiscoveryOutageEndsTheRunNotTheCall(t *testing.T) {
 	if handedBack.Load() != 1 {
 		t.Fatalf("handed back %d times, want once", handedBack.Load())
 	}
-	if got, _ := step.Return.(map[string]any); got["total"] != int64(300) {
-		t.Fatalf("return %v, want the lookup's answer", step.Return)
+	if got, _ := step.Return.(map[string]any); got["refunded"] != int64(50) {
+		t.Fatalf("return %v, want the refund's answer", step.Return)
 	}
+	onceAtTurn1(t, shop.Load(), m.ID)
 	if step.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2", step.Attempts)
 	}
@@ -127,7 +144,7 @@ func TestToolNoServiceOffersIsAToolError(t *testing.T) {
 			var handedBack atomic.Int32
 			log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() { handedBack.Add(1) }}).Level(zerolog.WarnLevel)
 			var calls sync.Map
-			startWorker(t, nc, lookupRunner(&calls), func(c *fleet.WorkerConfig) {
+			startWorker(t, nc, callRunner(&calls), func(c *fleet.WorkerConfig) {
 				c.Logger = &log
 				c.ToolUnavailableWait = 300 * time.Millisecond
 			})
@@ -177,7 +194,7 @@ func TestToolDiscoveryAcrossNATSRestart(t *testing.T) {
 	handedBack := make(chan struct{}, 8)
 	log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() { handedBack <- struct{}{} }}).Level(zerolog.WarnLevel)
 	var calls sync.Map
-	inner := lookupRunner(&calls)
+	inner := callRunner(&calls)
 	startWorker(t, wnc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 		if env.Attempt == 1 {
 			// the program calls its tool once the server is down
@@ -189,8 +206,8 @@ func TestToolDiscoveryAcrossNATSRestart(t *testing.T) {
 		c.Logger = &log
 		c.ToolUnavailableWait = 300 * time.Millisecond
 	})
-	m := newMission("lookup")
-	m.Context = map[string]any{"tool": "lookup"}
+	m := newMission("refund")
+	m.Context = map[string]any{"tool": "refund"}
 	if _, err := c.Submit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +220,7 @@ func TestToolDiscoveryAcrossNATSRestart(t *testing.T) {
 	// the tool's service comes up with the server: its subscriptions
 	// wait in its connection for the reconnect, so the tool the run
 	// could not find before is offered once NATS is back
-	startShop(t, snc)
+	shop := startShop(t, snc)
 	close(down)
 	select {
 	case <-handedBack:
@@ -218,9 +235,10 @@ func TestToolDiscoveryAcrossNATSRestart(t *testing.T) {
 	if err != nil || !step.Ok() {
 		t.Fatalf("step %+v, %v", step, err)
 	}
-	if got, _ := step.Return.(map[string]any); got["total"] != int64(300) {
-		t.Fatalf("return %v, want the lookup's answer", step.Return)
+	if got, _ := step.Return.(map[string]any); got["refunded"] != int64(50) {
+		t.Fatalf("return %v, want the refund's answer", step.Return)
 	}
+	onceAtTurn1(t, shop, m.ID)
 	calls.Range(func(attempt, got any) bool {
 		if attempt == 1 {
 			t.Errorf("attempt 1's program got %v from the call made while NATS was down", got)
