@@ -333,7 +333,7 @@ func (r *toolRegistry) refresh(ctx context.Context, ifOlder time.Duration) {
 		r.mu.Unlock()
 		return
 	}
-	if err != nil && !errors.Is(err, nats.ErrNoResponders) {
+	if err != nil && (d == nil || !errors.Is(err, nats.ErrNoResponders)) {
 		return // keep the old cache (no responders: no service offers any tool)
 	}
 	if r.report != nil && (len(d.Conflicts) > 0 || len(d.Rejected) > 0) {
