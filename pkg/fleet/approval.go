@@ -276,7 +276,7 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 				// the run waits for it rather than leaving it pending
 				// with nobody waiting (the next try finds any other
 				// pending record and waits for it too)
-				if cur, _, gerr := getApproval(ctx, g.nc, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
+				if cur, _, gerr := getApproval(ctx, g.nc, nil, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
 					return nil, nil, g.stop(cur)
 				}
 				if again, err := unavailable(err); !again {
@@ -360,7 +360,7 @@ func (g *approvalGate) record(ctx context.Context, key, call string, first bool)
 			return nil, 0, ErrNotFound
 		}
 	}
-	a, rev, err := getApproval(ctx, g.nc, g.kv, key)
+	a, rev, err := getApproval(ctx, g.nc, nil, g.kv, key)
 	if err == nil {
 		g.keep(cloneApproval(a), rev)
 	}
@@ -486,13 +486,13 @@ func maskArgs(args map[string]any) map[string]any {
 // getApproval reads one approval record and its revision: on nc with
 // directLast (from the stream's leader when no replica answers), or,
 // with nc nil, through kv. A record deleted or purged is ErrNotFound.
-func getApproval(ctx context.Context, nc *nats.Conn, kv jetstream.KeyValue, key string) (*messages.Approval, uint64, error) {
+func getApproval(ctx context.Context, nc *nats.Conn, replies *replyMux, kv jetstream.KeyValue, key string) (*messages.Approval, uint64, error) {
 	var data []byte
 	var rev uint64
 	if nc != nil {
 		var hdr nats.Header
 		var err error
-		data, rev, hdr, err = directLast(ctx, nc, nil, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+key)
+		data, rev, hdr, err = directLast(ctx, nc, replies, "KV_"+messages.BucketApprovals, "$KV."+messages.BucketApprovals+"."+key)
 		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && kvDeleted(hdr) {
 			return nil, 0, ErrNotFound
 		}
@@ -674,14 +674,15 @@ func park(ctx context.Context, js jetstream.JetStream, k missionKey, priority st
 }
 
 // parkedMessage returns mission id's parked message from stream (PARKED,
-// read on nc: getMsg), or nil when it has none (not parked yet, woken by
+// read on nc, with its requests on replies when it is nc's reply mux:
+// getMsgOn), or nil when it has none (not parked yet, woken by
 // its schedule, or finished). A mission parked by a worker of an earlier
 // release has an empty schedule on mission.park.<id> that copies its
 // message from mission.parked.<id>, which is read then.
-func parkedMessage(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
-	raw, err := getMsg(ctx, nc, stream, lastOn(messages.ParkSubject(id)))
+func parkedMessage(ctx context.Context, nc *nats.Conn, replies *replyMux, stream jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
+	raw, err := getMsgOn(ctx, nc, replies, stream, lastOn(messages.ParkSubject(id)))
 	if err == nil && len(raw.Data) == 0 && raw.Header.Get(headerScheduleSource) == messages.ParkedSubject(id) {
-		raw, err = getMsg(ctx, nc, stream, lastOn(messages.ParkedSubject(id)))
+		raw, err = getMsgOn(ctx, nc, replies, stream, lastOn(messages.ParkedSubject(id)))
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && len(raw.Data) == 0) {
 		return nil, nil
@@ -830,8 +831,8 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	log.Info().Str("call", a.Call).Str("tool", a.Tool).Time("deadline", a.Deadline).Msg("mission suspended: a tool call waits for approval")
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
-	if cur, _, err := getApproval(ctx, w.st.nc, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
-		if err := wake(ctx, w.js, k, a.Priority, msg.Data(), msg.Headers(), wakeMsgID(m.ID, "wake", cur)+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
+	if cur, _, err := getApproval(ctx, w.st.nc, w.replies, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
+		if err := wake(ctx, w.js, w.replies, k, a.Priority, msg.Data(), msg.Headers(), wakeMsgID(m.ID, "wake", cur)+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
@@ -1239,7 +1240,7 @@ func parkedEventNumber(parked *jetstream.RawStreamMsg, as []*messages.Approval, 
 // (its worker is still suspending it, its deadline woke it, or it
 // finished).
 func (c *Client) parked(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	raw, err := parkedMessage(ctx, c.st.nc, c.st.Parked, id)
+	raw, err := parkedMessage(ctx, c.st.nc, c.replies, c.st.Parked, id)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: resume %s: %w", id, err)
 	}
@@ -1271,12 +1272,12 @@ func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Appro
 	}
 	msgID := wakeMsgID(k.id, "resume", a)
 	if c.wokenDirect(ctx) {
-		err := wakeWoken(ctx, c.nc, k, a, parked.Data, parked.Header, msgID, woken)
+		err := wakeWoken(ctx, c.nc, c.replies, k, a, parked.Data, parked.Header, msgID, woken)
 		if err == nil || !wakeRefused(err) {
 			return err
 		}
 	}
-	return wake(ctx, c.js, k, a.Priority, parked.Data, parked.Header, msgID, woken)
+	return wake(ctx, c.js, c.replies, k, a.Priority, parked.Data, parked.Header, msgID, woken)
 }
 
 // wokenDirect reports whether the client's decisions publish their wakes
@@ -1374,22 +1375,24 @@ func wakeMsgID(id, kind string, a *messages.Approval) string {
 // woken subject, which MISSIONS stores in the lane a submit of the
 // mission takes, marked messages.HeaderWoken (the decided call) so that
 // its claim knows it has a status, with Msg-Id msgID under MISSIONS'
-// duplicate window.
-func wakeWoken(ctx context.Context, nc *nats.Conn, k missionKey, a *messages.Approval, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
+// duplicate window. The publish's request goes on replies when it is
+// nc's reply mux (publishAckedOn).
+func wakeWoken(ctx context.Context, nc *nats.Conn, replies *replyMux, k missionKey, a *messages.Approval, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
 	msg := wakeMsg(messages.WokenSubject(k.sub, a.Priority, k.id), data, hdr, msgID, extra)
 	msg.Header.Set(messages.HeaderWoken, a.Call)
-	if _, err := publishAcked(ctx, nc, msg); err != nil {
+	if _, err := publishAckedOn(ctx, nc, replies, msg); err != nil {
 		return fmt.Errorf("fleet: wake %s: %w", k.id, err)
 	}
 	return nil
 }
 
 // wake publishes a suspended mission's message on its wake subject,
-// with the headers of hdr that travel with a mission and those of extra.
-func wake(ctx context.Context, js jetstream.JetStream, k missionKey, priority string, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
+// with the headers of hdr that travel with a mission and those of extra,
+// its request on replies when it is js's connection's reply mux.
+func wake(ctx context.Context, js jetstream.JetStream, replies *replyMux, k missionKey, priority string, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
 	msg := wakeMsg(messages.WakeSubject(k.sub, priority, k.id), data, hdr, msgID, extra)
 	msg.Header.Set(jetstream.MsgTTLHeader, wakeTTL)
-	if _, err := publishAcked(ctx, js.Conn(), msg); err != nil {
+	if _, err := publishAckedOn(ctx, js.Conn(), replies, msg); err != nil {
 		return fmt.Errorf("fleet: wake %s: %w", k.id, err)
 	}
 	return nil

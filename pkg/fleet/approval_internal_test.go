@@ -45,7 +45,7 @@ func TestApprovalRecordWrittenWithItsReplyLost(t *testing.T) {
 	if !errors.As(err, &se) || len(suspended) != 1 {
 		t.Fatalf("check = %v (suspended %d); want the run suspended on the written record", err, len(suspended))
 	}
-	stored, _, err := getApproval(ctx, st.nc, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call))
+	stored, _, err := getApproval(ctx, st.nc, nil, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call))
 	if err != nil || stored.State != messages.ApprovalPending || !stored.RequestedAt.Equal(suspended[0].RequestedAt) {
 		t.Fatalf("stored record = %+v, %v", stored, err)
 	}
@@ -320,7 +320,7 @@ func TestApprovalGateWaitsForTheStore(t *testing.T) {
 	if !errors.As(err, &se) || len(suspended) != 1 || len(ended) != 0 || fails != 0 {
 		t.Fatalf("check = %v (suspended %d, ended %v, %d failures left); want the run suspended once the store answered", err, len(suspended), ended, fails)
 	}
-	if _, _, err := getApproval(ctx, st.nc, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call)); err != nil {
+	if _, _, err := getApproval(ctx, st.nc, nil, st.Approvals, messages.ApprovalKey(g.missionID, suspended[0].Call)); err != nil {
 		t.Fatalf("record not stored: %v", err)
 	}
 

@@ -786,7 +786,7 @@ func (c *Client) settledStatus(ctx context.Context, st *messages.Status) (*messa
 	if sub == "" {
 		sub = c.key(st.MissionID).sub
 	}
-	raw, err := getMsg(ctx, c.st.nc, c.st.Results, lastOn(messages.ResultSubject(sub, st.MissionID)))
+	raw, err := getMsgOn(ctx, c.st.nc, c.replies, c.st.Results, lastOn(messages.ResultSubject(sub, st.MissionID)))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return st, nil

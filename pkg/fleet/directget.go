@@ -359,8 +359,8 @@ const timeStampHeader = "Nats-Time-Stamp"
 // the leader when no replica answers), as the stream handle's
 // GetLastMsgForSubject and GetMsg return it: its subject, sequence,
 // headers, data and time; and whether the leader answered.
-func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
-	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, nil, stream, q)
+func readMsg(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
+	data, seq, hdr, viaLeader, err := directMsgVia(ctx, nc, replies, stream, q)
 	if err != nil {
 		return nil, viaLeader, err
 	}
@@ -376,7 +376,13 @@ func readMsg(ctx context.Context, nc *nats.Conn, stream string, q msgQuery) (*je
 // Stores without their connection (nc nil), through the handle (one
 // direct get).
 func getMsg(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, error) {
-	m, _, err := getMsgVia(ctx, nc, stream, q)
+	return getMsgOn(ctx, nc, nil, stream, q)
+}
+
+// getMsgOn is getMsg with its direct get's request on replies when it is
+// nc's reply mux (directMsgVia).
+func getMsgOn(ctx context.Context, nc *nats.Conn, replies *replyMux, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, error) {
+	m, _, err := getMsgVia(ctx, nc, replies, stream, q)
 	return m, err
 }
 
@@ -384,14 +390,14 @@ func getMsg(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQu
 // answered (never through the handle), for a read of several messages
 // that asks the leader at once after one no replica answered
 // (msgQuery.leader).
-func getMsgVia(ctx context.Context, nc *nats.Conn, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
+func getMsgVia(ctx context.Context, nc *nats.Conn, replies *replyMux, stream jetstream.Stream, q msgQuery) (*jetstream.RawStreamMsg, bool, error) {
 	var m *jetstream.RawStreamMsg
 	var err error
 	switch {
 	case stream == nil:
 		return nil, false, fmt.Errorf("fleet: read %s: the stream is not bound", q)
 	case nc != nil && stream.CachedInfo() != nil:
-		return readMsg(ctx, nc, stream.CachedInfo().Config.Name, q)
+		return readMsg(ctx, nc, replies, stream.CachedInfo().Config.Name, q)
 	case q.seq == 0:
 		m, err = stream.GetLastMsgForSubject(ctx, q.subject)
 	case q.subject == "":

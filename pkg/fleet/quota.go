@@ -451,11 +451,11 @@ func (l *quotaLease) release() {
 // schedule, or the run it is in, takes care of it; a second copy queued
 // is dropped as a duplicate by the claim.
 func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error {
-	raw, err := parkedMessage(ctx, q.js.Conn(), q.parked, k.id)
+	raw, err := parkedMessage(ctx, q.js.Conn(), nil, q.parked, k.id)
 	if err != nil || raw == nil {
 		return err
 	}
-	return wake(ctx, q.js, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), nil)
+	return wake(ctx, q.js, nil, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), nil)
 }
 
 // casJSON changes the JSON value of key in kv with compare-and-set,

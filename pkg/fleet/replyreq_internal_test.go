@@ -82,7 +82,8 @@ func TestReplyMuxRequestTakesItsOwnAnswer(t *testing.T) {
 // subject alone (the waiter is pooled: no channel, no response map entry)
 // and wait on a pooled timer under a context without a deadline, where
 // through nats.go's request path they make a context for the wait: a
-// status read (direct get) costs 2 allocations fewer, a status write
+// status read and a message read (direct gets: a client's read of a
+// parked mission or a result) cost 2 allocations fewer, a status write
 // (publish acknowledged) and a journal read (message get from the
 // stream's leader) 7 fewer.
 func TestRequestsOnReplyMuxAllocations(t *testing.T) {
@@ -128,6 +129,17 @@ func TestRequestsOnReplyMuxAllocations(t *testing.T) {
 			}
 		}
 	}
+	resultSubject := messages.ResultSubject(k.sub, k.id)
+	if _, err := js.Publish(ctx, resultSubject, []byte("a result")); err != nil {
+		t.Fatal(err)
+	}
+	message := func(replies *replyMux) func() {
+		return func() {
+			if _, err := getMsgOn(ctx, nc, replies, st.Results, lastOn(resultSubject)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	for _, c := range []struct {
 		name       string
 		mux, plain func()
@@ -136,6 +148,7 @@ func TestRequestsOnReplyMuxAllocations(t *testing.T) {
 		{"status read", read(&muxed), read(&plain), 2},
 		{"status write", write(&muxed), write(&plain), 6},
 		{"journal read", journal(muxed.replies), journal(nil), 6},
+		{"message read", message(muxed.replies), message(nil), 2},
 	} {
 		mux, plain := fewestAllocs(c.mux, c.plain)
 		t.Logf("%s: %.0f allocations on the reply mux, %.0f through nats.go's request path", c.name, mux, plain)

@@ -128,7 +128,7 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 
 	// the parked message, read by a decision
 	rctx, cancel = read()
-	parked, err := parkedMessage(rctx, st.nc, st.Parked, f.k.id)
+	parked, err := parkedMessage(rctx, st.nc, nil, st.Parked, f.k.id)
 	cancel()
 	if err != nil || parked == nil {
 		t.Fatalf("parked message: %v %v", parked, err)
@@ -138,7 +138,7 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 		t.Fatalf("parked message on %s at %d (%v) with headers %v, want the one parked", parked.Subject, parked.Sequence, parked.Time, parked.Header)
 	}
 	rctx, cancel = read()
-	none, err := parkedMessage(rctx, st.nc, st.Parked, f.queued.id)
+	none, err := parkedMessage(rctx, st.nc, nil, st.Parked, f.queued.id)
 	cancel()
 	if none != nil || err != nil {
 		t.Fatalf("parked message of a mission not parked: %v %v, want none", none, err)
@@ -167,13 +167,13 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 
 	// one approval record (the worker's gate), and one not stored
 	rctx, cancel = read()
-	a, rev, err := getApproval(rctx, st.nc, st.Approvals, messages.ApprovalKey(f.k.id, f.call))
+	a, rev, err := getApproval(rctx, st.nc, nil, st.Approvals, messages.ApprovalKey(f.k.id, f.call))
 	cancel()
 	if err != nil || a.Call != f.call || a.State != messages.ApprovalPending || rev != f.callRev {
 		t.Fatalf("approval record: %+v at %d %v, want call %s pending at %d", a, rev, err, f.call, f.callRev)
 	}
 	rctx, cancel = read()
-	_, _, err = getApproval(rctx, st.nc, st.Approvals, messages.ApprovalKey(f.k.id, "2.d0.0"))
+	_, _, err = getApproval(rctx, st.nc, nil, st.Approvals, messages.ApprovalKey(f.k.id, "2.d0.0"))
 	cancel()
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("approval record not stored: %v, want ErrNotFound", err)
@@ -406,7 +406,7 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 		fillers = append(fillers, ack.Sequence)
 	}
 	// the queue is full: a woken mission published into it is refused
-	err = wakeWoken(ctx, nc, k, &messages.Approval{Call: "1.d0.0", Priority: messages.PriorityNormal}, mission, nil, "probe-full", nil)
+	err = wakeWoken(ctx, nc, nil, k, &messages.Approval{Call: "1.d0.0", Priority: messages.PriorityNormal}, mission, nil, "probe-full", nil)
 	if !wakeRefused(err) {
 		t.Fatalf("a wake into the full MISSIONS: %v, want it refused", err)
 	}

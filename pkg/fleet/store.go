@@ -386,7 +386,7 @@ func readObjectDirect(ctx context.Context, nc *nats.Conn, str jetstream.Stream, 
 	for seq := uint64(1); int64(len(data)) < ref.Size; {
 		q := atSeq(seq, chunks)
 		q.leader = viaLeader
-		m, leader, err := getMsgVia(ctx, nc, str, q)
+		m, leader, err := getMsgVia(ctx, nc, nil, str, q)
 		if err != nil {
 			return nil, fmt.Errorf("%s: chunk at %d: %w", ref, seq, err)
 		}
