@@ -329,3 +329,30 @@ func TestApprovalDecodeAllocations(t *testing.T) {
 		t.Errorf("decoding an approval record: %.0f allocations, want at most 11", n)
 	}
 }
+
+// FuzzApprovalDecoder: on any input within the bounds, Unmarshal into an
+// Approval (the hand-written reader, falling back to the decoder) and the
+// msgpack decoder alone agree: both fail, or both read the same record.
+// Neither panics.
+func FuzzApprovalDecoder(f *testing.F) {
+	for _, a := range testApprovals() {
+		data, err := Marshal(a)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if CheckBounds(data) != nil {
+			return // refused before either reads it
+		}
+		var got, want Approval
+		err, wantErr := Unmarshal(data, &got), unmarshalCodec(data, &want, false)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("% x: Unmarshal %v, the decoder %v", data, err, wantErr)
+		}
+		if err == nil && !sameApproval(&got, &want) {
+			t.Fatalf("% x:\n read  %#v\n codec %#v", data, got, want)
+		}
+	})
+}
