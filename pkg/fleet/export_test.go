@@ -41,6 +41,11 @@ func RunnerGrace(d time.Duration) func(*WorkerConfig) {
 	return func(c *WorkerConfig) { c.runnerGrace = d }
 }
 
+// RunnerIdle has the four runners kept wait d for the next mission.
+func RunnerIdle(d time.Duration) func(*WorkerConfig) {
+	return func(c *WorkerConfig) { c.runnerIdle = d }
+}
+
 // BatchOnOneReplica has a worker publish each mission's record and result
 // in one atomic batch on a results stream of one replica too (as it does
 // on a replicated one).

@@ -736,7 +736,7 @@ func (w *Worker) runner(j runJob) {
 			w.idleRunners.Add(-1)
 			return
 		}
-		wait := runnerIdle
+		wait := cmp.Or(w.cfg.runnerIdle, runnerIdle)
 		if n > keptRunners {
 			wait = cmp.Or(w.cfg.runnerGrace, runnerGrace)
 		}

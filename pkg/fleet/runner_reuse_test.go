@@ -99,7 +99,9 @@ func TestABurstOfSlotsMissionsKeepsItsRunners(t *testing.T) {
 			release := make(chan struct{})
 			edit := []func(*fleet.WorkerConfig){func(c *fleet.WorkerConfig) { c.Slots = slots }}
 			if tc.grace > 0 {
-				edit = append(edit, fleet.RunnerGrace(tc.grace))
+				// every runner waits out the second burst's arrival,
+				// however loaded the machine (a kept runner waits 1 s)
+				edit = append(edit, fleet.RunnerGrace(tc.grace), fleet.RunnerIdle(tc.grace))
 			}
 			w := startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
 				mu.Lock()

@@ -154,6 +154,9 @@ type WorkerConfig struct {
 	// beyond keptRunners wait for the next mission (tests pin what a
 	// loaded machine's fetch takes).
 	runnerGrace time.Duration
+	// runnerIdle, when not 0, replaces runnerIdle: how long the first
+	// keptRunners runners wait for the next mission (tests).
+	runnerIdle time.Duration
 	// givenUpAfter, when not 0, replaces givenUpAfter: how long MISSIONS's
 	// oldest message stays before the worker checks whether its consumer
 	// gave up on it.
