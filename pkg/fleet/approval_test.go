@@ -644,30 +644,15 @@ func TestApprovalSuspendedWhileTheStatusStoreRefusesWrites(t *testing.T) {
 	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// the status bucket's stream refuses every write while its largest
 	// message is one byte
-	stream, err := js.Stream(ctx, "KV_"+c.Stores().Status.Bucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := stream.CachedInfo().Config
-	maxMsgSize := func(n int32) {
-		c := cfg
-		c.MaxMsgSize = n
-		if _, err := js.UpdateStream(context.Background(), c); err != nil {
-			t.Error(err)
-		}
-	}
+	maxMsgSize, stored := streamMaxMsgSize(ctx, t, nc, "KV_"+c.Stores().Status.Bucket())
 	var refused atomic.Int32
 	log := zerolog.New(logHook{match: "status not set to awaiting_approval", on: func() {
 		// the suspension's status writes failed: the store takes
 		// writes again before the worker goes on
 		if refused.Add(1) == 1 {
-			maxMsgSize(cfg.MaxMsgSize)
+			maxMsgSize(stored)
 		}
 	}}).Level(zerolog.WarnLevel)
 	inner := refundRunner(nil)
@@ -716,30 +701,15 @@ func TestApprovalStoreOutageEndsTheRunNotTheCall(t *testing.T) {
 	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
 	ctx := testCtx(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// the approvals bucket's stream refuses every write while its
 	// largest message is one byte
-	stream, err := js.Stream(ctx, "KV_"+c.Stores().Approvals.Bucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := stream.CachedInfo().Config
-	maxMsgSize := func(n int32) {
-		c := cfg
-		c.MaxMsgSize = n
-		if _, err := js.UpdateStream(context.Background(), c); err != nil {
-			t.Error(err)
-		}
-	}
+	maxMsgSize, stored := streamMaxMsgSize(ctx, t, nc, "KV_"+c.Stores().Approvals.Bucket())
 	var handedBack atomic.Int32
 	log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() {
 		// the run ended on the store's silence: the store takes writes
 		// again before the mission comes back
 		if handedBack.Add(1) == 1 {
-			maxMsgSize(cfg.MaxMsgSize)
+			maxMsgSize(stored)
 		}
 	}}).Level(zerolog.WarnLevel)
 	inner := refundRunner(nil)
@@ -788,4 +758,27 @@ func TestApprovalStoreOutageEndsTheRunNotTheCall(t *testing.T) {
 	if _, refunds, keys := shop.counts(); len(refunds) != 1 || keys[0] != m.ID+"/approval/"+a.Call {
 		t.Fatalf("refunds %v with keys %v, want one with the approval's key", refunds, keys)
 	}
+}
+
+// streamMaxMsgSize returns a function that sets the largest message the
+// stream name takes (1 byte: it refuses every write), and the size it
+// had: set back, the stream takes writes again.
+func streamMaxMsgSize(ctx context.Context, t *testing.T, nc *nats.Conn, name string) (set func(int32), stored int32) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	return func(n int32) {
+		c := cfg
+		c.MaxMsgSize = n
+		if _, err := js.UpdateStream(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	}, cfg.MaxMsgSize
 }
