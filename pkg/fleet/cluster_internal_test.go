@@ -81,7 +81,7 @@ func BenchmarkRecordAndResultReplicated(b *testing.B) {
 				if batch {
 					_, mine, err = publishWithRecord(ctx, js, st, k, step, record)
 				} else {
-					if _, err = publishRecord(ctx, js, k, record); err == nil {
+					if _, err = publishRecord(ctx, js, nil, k, record); err == nil {
 						_, mine, err = publishResult(ctx, js, st, k, step)
 					}
 				}

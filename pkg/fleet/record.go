@@ -79,7 +79,7 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, rec *missionReco
 		data = buf.Bytes()
 	}
 	if err == nil && len(data) <= maxInlineRecord {
-		ref, perr := publishRecord(ctx, w.js, k, data)
+		ref, perr := publishRecord(ctx, w.js, w.replies, k, data)
 		if perr == nil {
 			return ref
 		}
@@ -108,10 +108,13 @@ func (w *Worker) storeRecord(ctx context.Context, k missionKey, rec *missionReco
 const maxInlineRecord = maxOneChunk
 
 // publishRecord stores the encoded record data of mission k on its
-// RecordSubject, acknowledged, and returns its reference.
-func publishRecord(ctx context.Context, js jetstream.JetStream, k missionKey, data []byte) (*messages.ObjectRef, error) {
+// RecordSubject, acknowledged, and returns its reference. The
+// acknowledgement is asked for on replies when it is js's connection's
+// reply mux (a worker's), where the fence check sent with the record is
+// answered too.
+func publishRecord(ctx context.Context, js jetstream.JetStream, replies *replyMux, k missionKey, data []byte) (*messages.ObjectRef, error) {
 	subject := messages.RecordSubject(k.sub, k.id)
-	if _, err := publishAckedBy(ctx, js.Conn(), nil, &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
+	if _, err := publishAckedBy(ctx, js.Conn(), replies, &nats.Msg{Subject: subject, Data: data}, time.Now().Add(recordWriteWait)); err != nil {
 		return nil, err
 	}
 	return inlineRecordRef(subject, data), nil
