@@ -20,8 +20,10 @@ import (
 // own connection, and reports what one mission costs: the messages each
 // party sends and receives (from the connections' statistics; the
 // workers' together), all messages sent, the submit → result latency
-// (p50, p99), the goroutines the whole process started per mission, and,
-// as allocs/op and B/op, the allocations of the whole process (server,
+// (p50, p99), the goroutines the whole process started per mission, the
+// collector's cycles per mission (a mission that runs while the collector
+// marks takes longer: the slowest 1% are mostly such missions), and, as
+// allocs/op and B/op, the allocations of the whole process (server,
 // workers, client, tools).
 func BenchmarkMissionCost(b *testing.B) {
 	for _, workers := range []int{1, 2} {
@@ -53,7 +55,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	run() // discovery, consumers and caches warm
 	time.Sleep(100 * time.Millisecond)
 	w0, c0, t0 := wstats(), cnc.Stats(), tnc.Stats()
-	g0 := goroutinesCreated()
+	g0, gc0 := goroutinesCreated(), gcCycles()
 	var lat []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,7 +63,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	}
 	time.Sleep(100 * time.Millisecond) // the last mission's trailing writes
 	w1, c1, t1 := wstats(), cnc.Stats(), tnc.Stats()
-	g1 := goroutinesCreated()
+	g1, gc1 := goroutinesCreated(), gcCycles()
 	n := float64(len(lat))
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs)/n, "worker-sent/mission")
 	b.ReportMetric(float64(w1.InMsgs-w0.InMsgs)/n, "worker-recv/mission")
@@ -69,6 +71,7 @@ func benchMissionCost(b *testing.B, workers int) {
 	b.ReportMetric(float64(c1.InMsgs-c0.InMsgs)/n, "client-recv/mission")
 	b.ReportMetric(float64(w1.OutMsgs-w0.OutMsgs+c1.OutMsgs-c0.OutMsgs+t1.OutMsgs-t0.OutMsgs)/n, "sent/mission")
 	b.ReportMetric(float64(g1-g0)/n, "goroutines-started/mission")
+	b.ReportMetric(float64(gc1-gc0)/n, "gc-cycles/mission")
 	reportLatency(b, lat)
 }
 
@@ -76,6 +79,16 @@ func benchMissionCost(b *testing.B, workers int) {
 // server's, the connections' and the parties' together.
 func goroutinesCreated() uint64 {
 	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// gcCycles is how many collections the process has completed.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
