@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/metrics"
+	"runtime/trace"
 	"slices"
 	"testing"
 	"time"
@@ -104,8 +105,16 @@ var searchOnce = fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission,
 })
 
 // timedSearch runs one mission of searchOnce through c and returns its
-// submit → result time.
+// submit → result time. While the process is traced (-test.trace) each
+// mission is a task of the trace ("mission"), so what ran during a slow
+// one can be read off it (docs/performance.md, "The slowest 1% of idle
+// missions").
 func timedSearch(ctx context.Context, b *testing.B, c *fleet.Client) time.Duration {
+	if trace.IsEnabled() {
+		var task *trace.Task
+		ctx, task = trace.NewTask(ctx, "mission")
+		defer task.End()
+	}
 	start := time.Now()
 	st, err := c.Run(ctx, newMission("search"))
 	if err != nil || st.Fail != nil {
