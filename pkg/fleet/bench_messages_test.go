@@ -3,9 +3,13 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/metrics"
 	"runtime/trace"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +56,13 @@ func benchMissionCost(b *testing.B, workers int) {
 	}
 	c := newClient(b, cnc)
 	ctx := context.Background()
-	run := func() time.Duration { return timedSearch(ctx, b, c) }
-	run() // discovery, consumers and caches warm
+	slow := newSlowTraces(b)
+	run := func() time.Duration {
+		d := timedSearch(ctx, b, c)
+		slow.took(b, d)
+		return d
+	}
+	timedSearch(ctx, b, c) // discovery, consumers and caches warm
 	time.Sleep(100 * time.Millisecond)
 	w0, c0, t0 := wstats(), cnc.Stats(), tnc.Stats()
 	g0, gc0 := goroutinesCreated(), gcCycles()
@@ -85,6 +94,66 @@ func goroutinesCreated() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64()
+}
+
+// slowTraces writes the runtime trace of the last moments of the process
+// when a mission was slower than PTC_BENCH_SLOW_US microseconds (2,000
+// unless set), for the first maxSlowTraces such missions, into the
+// directory PTC_BENCH_SLOW_TRACE: what ran while they waited, each
+// mission a task of the trace (timedSearch), read with go tool trace.
+// Nil, and nothing traced, unless the directory is set.
+type slowTraces struct {
+	fr   *trace.FlightRecorder
+	dir  string
+	over time.Duration
+	n    int
+}
+
+// maxSlowTraces is how many traces of slow missions a run writes at most.
+const maxSlowTraces = 5
+
+func newSlowTraces(b *testing.B) *slowTraces {
+	dir := os.Getenv("PTC_BENCH_SLOW_TRACE")
+	if dir == "" {
+		return nil
+	}
+	over := 2 * time.Millisecond
+	if v := os.Getenv("PTC_BENCH_SLOW_US"); v != "" {
+		us, err := strconv.Atoi(v)
+		if err != nil || us <= 0 {
+			b.Fatalf("PTC_BENCH_SLOW_US=%q: want a positive number of microseconds", v)
+		}
+		over = time.Duration(us) * time.Microsecond
+	}
+	// a mission's trace is written once it ended: the last 100 ms hold it
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 100 * time.Millisecond})
+	if err := fr.Start(); err != nil {
+		b.Fatalf("flight recorder: %v", err)
+	}
+	b.Cleanup(fr.Stop)
+	return &slowTraces{fr: fr, dir: dir, over: over}
+}
+
+// took writes a trace when d, a mission's submit → result time, is over
+// the bound, for the first maxSlowTraces such missions.
+func (s *slowTraces) took(b *testing.B, d time.Duration) {
+	if s == nil || d <= s.over || s.n >= maxSlowTraces {
+		return
+	}
+	s.n++
+	name := filepath.Join(s.dir, fmt.Sprintf("%s-slow%d-%dus.trace", strings.ReplaceAll(b.Name(), "/", "_"), s.n, d.Microseconds()))
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = s.fr.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.Fatalf("trace of a slow mission: %v", err)
+	}
+	b.Logf("a mission of %s: %s", d, name)
 }
 
 // gcCycles is how many collections the process has completed.
