@@ -363,6 +363,7 @@ func TestRecycleClearsRunState(t *testing.T) {
 		{`(let [m (reduce (fn [m i] (assoc m (keyword (str "f" i)) i)) {} (range 12))] (count (assoc m :x 1)))`, Options{}},
 		{`(fail "no")`, Options{}},
 		{`(count ctx/rs)`, Options{Context: ctxData}},
+		{`(+ m 1)`, Options{Memory: map[string]any{"m": int64(1)}}}, // memory read in place (th.MemShared)
 	}
 	setBefore := map[string]bool{}
 	for _, pr := range progs {

@@ -3,7 +3,6 @@ package lisp
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -250,7 +249,10 @@ type Result struct {
 	// (the :return entry when present).
 	Value core.Value
 	// Memory is the memory after the run (only committed on success; on
-	// failure it equals the initial memory).
+	// failure it equals the initial memory). When Options.Memory held
+	// interpreter values only (scalars, keywords, closures, collections)
+	// and the run wrote none, it may be Options.Memory itself: a caller
+	// copies it before changing it.
 	Memory map[string]core.Value
 	// Written lists memory names written by the run (sorted).
 	Written []string
@@ -522,7 +524,12 @@ func (p *Program) run(ctx context.Context, opts *Options, start time.Duration, r
 		h.Ctx = opts.Context
 	}
 	var mem map[string]core.Value // nil when empty: only read below
-	if len(opts.Memory) > 0 {
+	if len(opts.Memory) > 0 && !opts.MemoryContract && core.AllValues(opts.Memory) {
+		// interpreter values already (what FromGo gives for each): read
+		// in place; the run writes a copy (SetMem), and the contract,
+		// which writes what the run returns into memory, is not applied
+		mem = opts.Memory
+	} else if len(opts.Memory) > 0 {
 		mem = make(map[string]core.Value, len(opts.Memory))
 		for k, v := range opts.Memory {
 			mv, merr := core.FromGo(v)
@@ -562,7 +569,8 @@ func (p *Program) run(ctx context.Context, opts *Options, start time.Duration, r
 	}
 	th.NextCheck = core.CheckEvery
 	if len(mem) > 0 {
-		th.Mem = maps.Clone(mem)
+		// read in place: the run's first write (SetMem) copies it
+		th.Mem, th.MemShared = mem, true
 	}
 	th.MaxMem = maxMem
 	th.MaxSteps = lim.maxSteps
@@ -606,7 +614,7 @@ func (p *Program) run(ctx context.Context, opts *Options, start time.Duration, r
 	}
 	// commit memory
 	var written []string
-	if len(th.Mem) > 0 {
+	if len(th.Mem) > 0 && !th.MemShared {
 		for k, nv := range th.Mem {
 			if ov, ok := mem[k]; !ok || ov != nv {
 				written = append(written, k)

@@ -68,6 +68,7 @@ func (th *Thread) recycle() {
 	if th.Mem != nil {
 		th.Mem = nil
 	}
+	th.MemShared = false
 	if th.Prints != nil {
 		th.Prints = nil
 	}

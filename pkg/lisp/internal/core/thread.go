@@ -67,8 +67,11 @@ type Thread struct {
 
 	Host *Host
 	// Mem is this thread's working memory (committed only on success); nil
-	// while empty (SetMem makes it).
+	// while empty (SetMem makes it). With MemShared set it is the run's
+	// starting memory, read in place: the first write (SetMem) copies it.
 	Mem map[string]Value
+	// MemShared says that Mem is not the thread's own to write (SetMem).
+	MemShared bool
 	// child is true for pmap/pcalls branches: their defs and prints are dropped.
 	child bool
 	// Prints collects println lines.

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -184,6 +185,12 @@ func (th *Thread) holdToolMemory(op string, n int64, charge bool) {
 
 // SetMem writes memory (def, memory/put).
 func (th *Thread) SetMem(name string, v Value) {
+	if th.MemShared {
+		// the run's starting memory, shared with its caller: written
+		// in a copy of its own
+		th.Mem = maps.Clone(th.Mem)
+		th.MemShared = false
+	}
 	if th.Mem == nil {
 		th.Mem = map[string]Value{}
 	}

@@ -227,6 +227,13 @@ func FromGo(x any) (Value, error) {
 		return sliceView(v)
 	case *Kept:
 		return v.v, nil
+	case *WireResult:
+		return v.Decoded, nil
+	case *Keyword, *Vector, *Map, HostMap, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
+		// already an interpreter value (a memory entry, a decoded tool
+		// result's part): passed through as Converter.From passes it,
+		// with no shape cache made for it
+		return v, nil
 	case nil, bool, string, json.Number, int, int64, int32, int16, int8,
 		uint, uint64, uint32, uint16, uint8, float64, float32:
 		// a scalar: no shapes to share and no strings to intern, so no
@@ -237,6 +244,21 @@ func FromGo(x any) (Value, error) {
 	cv := Converter{Shapes: &ShapeCache{}}
 	cv.Intern = true
 	return cv.From(x)
+}
+
+// AllValues reports whether every value of m is one FromGo gives back as
+// it is (an interpreter value: nil, a bool, an int64, a float64, a
+// string, a keyword, a collection, a closure), so that m can be read in
+// place of its conversion.
+func AllValues(m map[string]any) bool {
+	for _, v := range m {
+		switch v.(type) {
+		case nil, bool, int64, float64, string, *Keyword, *Vector, *Map, HostMap, *Set, *Closure, *Builtin, *Regex, *Var, *LazySeq:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // lazyForm is form for a map without its own shape or trie: a view, a
