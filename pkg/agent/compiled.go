@@ -234,7 +234,9 @@ func lispDetail(err error) string {
 // for Agent.Run. Execute is safe for concurrent use.
 func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.Step, error) {
 	start := time.Now()
-	st := &messages.Step{Version: messages.StepVersion, Signature: c.Signature, Mode: messages.ModeLisp}
+	// the Step and its one turn's trace are one allocation
+	sa := &stepAlloc{st: messages.Step{Version: messages.StepVersion, Signature: c.Signature, Mode: messages.ModeLisp}}
+	st := &sa.st
 	finish := func(f *messages.Fail) (*messages.Step, error) {
 		st.Usage.Duration = time.Since(start)
 		if f == nil {
@@ -254,13 +256,18 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 			st.Warnings = append(st.Warnings, prefixLines("input ", verr.Error())...)
 		}
 	}
-	vals := make(map[string]any, len(args))
-	for k, v := range args {
-		lv, err := lisp.FromGo(v)
-		if err != nil {
-			return finish(&messages.Fail{Reason: "invalid_context", Message: fmt.Sprintf("argument %s: %v", k, err)})
+	// arguments that are scalars convert to themselves: the run reads
+	// them in place (it never writes its context)
+	vals := args
+	if !plainScalars(args) {
+		vals = make(map[string]any, len(args))
+		for k, v := range args {
+			lv, err := lisp.FromGo(v)
+			if err != nil {
+				return finish(&messages.Fail{Reason: "invalid_context", Message: fmt.Sprintf("argument %s: %v", k, err)})
+			}
+			vals[k] = lv
 		}
-		vals[k] = lv
 	}
 	argMap, err := lisp.FromGo(vals)
 	if err != nil {
@@ -274,8 +281,8 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 	mem[compiledArgsName] = argMap
 	var w *execWarnings
 	if len(c.ltools) > 0 && c.mode != signature.Disabled {
-		w = &execWarnings{}
-		ctx = context.WithValue(ctx, warnKey{}, w)
+		wc := &warnCtx{Context: ctx}
+		w, ctx = &wc.w, wc
 	}
 	res, xerr := c.call.Run(ctx, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
 		Limits: messages.Limits{MemoryLimit: -1}, FloatPrecision: FloatPrecision}, c.lim))
@@ -297,13 +304,15 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 		}
 		turn.Error = f.Message
 		turn.Duration = time.Since(start)
-		st.Trace = []messages.Turn{turn}
+		sa.trace[0] = turn
+		st.Trace = sa.trace[:]
 		return finish(f)
 	}
 	value := messages.RoundFloats(lisp.ToGo(res.Value), FloatPrecision)
 	turn.Result = value
 	turn.Duration = time.Since(start)
-	st.Trace = []messages.Turn{turn}
+	sa.trace[0] = turn
+	st.Trace = sa.trace[:]
 	if c.mode != signature.Disabled && c.sig.Output != nil {
 		if verr := c.sig.ValidateOutput(value, c.mode); verr != nil {
 			if c.mode.Fatal() {
@@ -316,6 +325,43 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 	}
 	st.Return = value
 	return finish(nil)
+}
+
+// stepAlloc is an execution's Step with the array its one-turn trace
+// is kept in.
+type stepAlloc struct {
+	st    messages.Step
+	trace [1]messages.Turn
+}
+
+// warnCtx is an execution's context with its warnings collector, made in
+// one allocation (context.WithValue would make a second): Value answers
+// warnKey with the collector.
+type warnCtx struct {
+	context.Context
+	w execWarnings
+}
+
+// Value returns the collector for warnKey and asks the parent for any
+// other key.
+func (c *warnCtx) Value(key any) any {
+	if key == (warnKey{}) {
+		return &c.w
+	}
+	return c.Context.Value(key)
+}
+
+// plainScalars reports whether every value of args is a scalar that
+// lisp.FromGo gives back as it is (nil, bool, int64, float64, string).
+func plainScalars(args map[string]any) bool {
+	for _, v := range args {
+		switch v.(type) {
+		case nil, bool, int64, float64, string:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // errorText renders an execution error for the model like the loop does
