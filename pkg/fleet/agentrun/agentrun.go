@@ -457,13 +457,24 @@ type compiledBox interface {
 // compiledCall is the mission whose execution calls a compiled program's
 // tools: its Toolbox and its turns. An execution's context carries it
 // (compiledCallKey), so one loaded program serves every mission that runs
-// it, each calling its own tools, with nothing bound per mission.
+// it, each calling its own tools, with nothing bound per mission. It is
+// that context itself, with its parent, made in one allocation.
 type compiledCall struct {
+	context.Context
 	box   compiledBox
 	turns turnTracker
 }
 
 type compiledCallKey struct{}
+
+// Value returns the compiledCall for compiledCallKey and asks the parent
+// for any other key.
+func (c *compiledCall) Value(key any) any {
+	if key == (compiledCallKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
 
 // compiledTool is tool name as a compiled program calls it: through the
 // Toolbox of the mission in the call's context, or errUnboundTool outside
@@ -592,21 +603,27 @@ const CompiledResultSignature = "[{value :any?, error {reason :string, message :
 // the program limits (program_timeout, max_steps, program_memory,
 // max_tool_calls) each execution.
 func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *fleet.RunEnv) (*messages.Step, error) {
+	return r.runCompiledWith(ctx, m, env, env.Tools)
+}
+
+// runCompiledWith is runCompiled calling the tools of box, the mission's
+// Toolbox.
+func (r *Runner) runCompiledWith(ctx context.Context, m *messages.Mission, env *fleet.RunEnv, box compiledBox) (*messages.Step, error) {
 	start := time.Now()
 	spec := m.Compiled
 	// Each input's execution is a turn of its own for the journal and
 	// the tool events.
-	call := &compiledCall{box: env.Tools}
-	turns := &call.turns
-	// the calls' positions refer to the source agent.Load compiles: the
-	// program without its surrounding space
-	prog := strings.TrimSpace(spec.Program)
-	turns.prog.Store(&prog)
-	c, err := r.loadCompiled(ctx, spec, m.Tools, env.Tools, m.Limits)
+	c, err := r.loadCompiled(ctx, spec, m.Tools, box, m.Limits)
 	if err != nil {
 		return failStep(agent.ReasonInvalidCompiled, err.Error()), nil
 	}
-	ctx = context.WithValue(ctx, compiledCallKey{}, call)
+	call := &compiledCall{Context: ctx, box: box}
+	turns := &call.turns
+	// the calls' positions refer to the source agent.Load compiles: the
+	// program without its surrounding space, which the loaded program
+	// keeps (Compiled.Source, never written)
+	turns.prog.Store(&c.Source)
+	ctx = call
 	if !m.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, m.Deadline)
@@ -621,8 +638,13 @@ func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *flee
 	if len(inputs) == 0 {
 		inputs = []map[string]any{nil}
 	}
-	st := &messages.Step{Version: messages.StepVersion, Signature: CompiledResultSignature, Mode: messages.ModeLisp}
-	results := make([]any, len(inputs))
+	// the Step and, for one input, its results are one allocation
+	sr := &compiledStep{st: messages.Step{Version: messages.StepVersion, Signature: CompiledResultSignature, Mode: messages.ModeLisp}}
+	st := &sr.st
+	results := sr.one[:]
+	if len(inputs) > 1 {
+		results = make([]any, len(inputs))
+	}
 	for i, in := range inputs {
 		if ctx.Err() != nil {
 			reason := agent.ReasonCanceled
@@ -633,9 +655,7 @@ func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *flee
 			continue
 		}
 		turns.n.Store(int64(i + 1))
-		args := make(map[string]any, len(m.Context)+len(in))
-		maps.Copy(args, m.Context)
-		maps.Copy(args, in)
+		args := mergedArgs(m.Context, in)
 		runStart := time.Now()
 		s, err := c.Execute(ctx, args)
 		outcome := "ok"
@@ -676,4 +696,27 @@ func (r *Runner) runCompiled(ctx context.Context, m *messages.Mission, env *flee
 		st.Fail = &messages.Fail{Reason: reason, Message: "the compiled mission ended before every input ran"}
 	}
 	return st, nil
+}
+
+// compiledStep is a compiled mission's Step with room for the result of
+// its one input.
+type compiledStep struct {
+	st  messages.Step
+	one [1]any
+}
+
+// mergedArgs is an input's arguments: in merged over shared, the input
+// winning. An execution only reads them (agent.Compiled.Execute), so when
+// either map is empty the other is used as it is, with no copy made.
+func mergedArgs(shared, in map[string]any) map[string]any {
+	switch {
+	case len(shared) == 0 && in != nil:
+		return in
+	case len(in) == 0 && shared != nil:
+		return shared
+	}
+	args := make(map[string]any, len(shared)+len(in))
+	maps.Copy(args, shared)
+	maps.Copy(args, in)
+	return args
 }
