@@ -335,6 +335,16 @@ func (c *ShapeCache) Get(es []MapEntry) *Shape {
 		}
 		size += binary.MaxVarintLen64 + len(s)
 	}
+	// the first shape is compared key by key: no key of it is made
+	if c.one == nil {
+		sh := (*ShapeCache)(nil).Get(es)
+		c.made += shapeBytes(len(es))
+		c.one = sh
+		return c.remember(sh)
+	}
+	if sameKeys(c.one.Keys, es) {
+		return c.remember(c.one)
+	}
 	if cap(c.buf) < size {
 		c.buf = make([]byte, 0, size) // at once, not grown key by key
 	}
@@ -345,18 +355,11 @@ func (c *ShapeCache) Get(es []MapEntry) *Shape {
 		c.buf = binary.AppendUvarint(c.buf, uint64(len(s)))
 		c.buf = append(c.buf, s...)
 	}
-	if c.one != nil && c.oneKey == string(c.buf) {
-		return c.remember(c.one)
-	}
 	if sh, ok := c.m[string(c.buf)]; ok {
 		return c.remember(sh)
 	}
 	sh := (*ShapeCache)(nil).Get(es)
 	c.made += shapeBytes(len(es))
-	if c.one == nil {
-		c.one, c.oneKey = sh, string(c.buf)
-		return c.remember(sh)
-	}
 	if c.m == nil {
 		c.m = map[string]*Shape{} // made for a second shape: most conversions have one
 	}
@@ -364,4 +367,35 @@ func (c *ShapeCache) Get(es []MapEntry) *Shape {
 		c.m[string(c.buf)] = sh
 	}
 	return c.remember(sh)
+}
+
+// sameKeys reports whether keys, a shape's, are the string keys of es in
+// their order.
+func sameKeys(keys []Value, es []MapEntry) bool {
+	if len(keys) != len(es) {
+		return false
+	}
+	for i, e := range es {
+		k, ok := keys[i].(string)
+		if !ok || k != e.Key.(string) {
+			return false
+		}
+	}
+	return true
+}
+
+// reset empties c for another conversion, keeping the capacity of its
+// buffers (its key buffer and its note of the keys' arrival order,
+// cleared) and nothing a converted value refers to: no shape and no
+// slab.
+func (c *ShapeCache) reset() {
+	buf, arrKeys, arrPerm := c.buf[:0], c.arrKeys[:0], c.arrPerm[:0]
+	clear(c.arrKeys[:cap(c.arrKeys)])
+	if cap(buf) > maxKeptScratch {
+		buf = nil
+	}
+	if cap(arrKeys) > maxKeptScratch/16 {
+		arrKeys, arrPerm = nil, nil
+	}
+	*c = ShapeCache{buf: buf, arrKeys: arrKeys, arrPerm: arrPerm}
 }

@@ -18,7 +18,16 @@ type boxer struct {
 	// to their box.
 	Intern   bool
 	interned map[string]Value
+	// few holds the first strings interned (boxed), looked up in turn:
+	// a small result (a record) interns a few, for which the map, made
+	// once they are more, would cost more than the scan
+	few  [internFew]Value
+	nFew int
 }
+
+// internFew is how many interned strings a boxer holds before it makes
+// its map.
+const internFew = 8
 
 // internMax bounds the strings a converter interns (count and length), so
 // data made of unique strings does not grow a large map.
@@ -47,17 +56,32 @@ func (b *boxer) internString(s string) (v Value, fresh bool) {
 	if !b.Intern || len(s) > internMaxLen {
 		return s, true
 	}
-	if v, ok := b.interned[s]; ok {
+	if v, ok := b.lookup(s); ok {
 		return v, false
 	}
 	return b.internNew(s)
+}
+
+// lookup returns the box of s when s is interned. Looking up string(p)
+// for a []byte p makes no string.
+func (b *boxer) lookup(s string) (Value, bool) {
+	if b.interned != nil {
+		v, ok := b.interned[s]
+		return v, ok
+	}
+	for _, v := range b.few[:b.nFew] {
+		if v.(string) == s {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // internBytes is internString of string(p), which it makes only when p
 // is not interned yet.
 func (b *boxer) internBytes(p []byte) (v Value, fresh bool) {
 	if b.Intern && len(p) <= internMaxLen {
-		if v, ok := b.interned[string(p)]; ok {
+		if v, ok := b.lookup(string(p)); ok {
 			return v, false
 		}
 		return b.internNew(string(p))
@@ -69,7 +93,17 @@ func (b *boxer) internBytes(p []byte) (v Value, fresh bool) {
 func (b *boxer) internNew(s string) (v Value, fresh bool) {
 	v = s
 	if b.interned == nil {
-		b.interned = map[string]Value{}
+		if b.nFew < internFew {
+			b.few[b.nFew] = v
+			b.nFew++
+			return v, true
+		}
+		b.interned = make(map[string]Value, 2*internFew)
+		for i, f := range b.few {
+			b.interned[f.(string)] = f
+			b.few[i] = nil
+		}
+		b.nFew = 0
 	}
 	if len(b.interned) < internMax {
 		b.interned[s] = v

@@ -82,6 +82,10 @@ func (th *Thread) recycle() {
 	if th.interned != nil {
 		th.interned = nil
 	}
+	for i := range th.few[:th.nFew] {
+		th.few[i] = nil
+	}
+	th.nFew = 0
 	if th.shapes != nil {
 		th.shapes = nil
 	}

@@ -253,10 +253,9 @@ type smallMapAlloc struct {
 // ShapeCache interns shapes while converting host data, so records with
 // the same keys share one shape. A nil cache interns nothing.
 type ShapeCache struct {
-	one    *Shape // the first shape (its keys in oneKey): most conversions have one
-	oneKey string
-	m      map[string]*Shape
-	buf    []byte
+	one *Shape // the first shape, compared key by key: most conversions have one
+	m   map[string]*Shape
+	buf []byte
 	// recent holds the last shapes handed out (records nest: a record, its
 	// user, the user's address), tried first by match
 	recent [4]*Shape

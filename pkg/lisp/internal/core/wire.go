@@ -177,6 +177,36 @@ type msgpackReader struct {
 	r    bytes.Reader
 	d    *msgpack.Decoder
 	keys keyTable
+	// the scratch space of a decode, which no decoded value refers to:
+	// its shape cache's buffers (reset: none of its shapes or slabs is
+	// kept), its map builders' entry buffers (emptied after each map)
+	// and its short-string buffer
+	shapes  ShapeCache
+	entries entryBuffers
+	buf     []byte
+}
+
+// maxKeptScratch bounds the bytes of a msgpackReader's scratch buffers and
+// the entries of its entry buffers kept between decodes.
+const maxKeptScratch = 4 << 10
+
+// keepScratch keeps w's scratch space for the reader's next decode, the
+// buffers no larger than maxKeptScratch, and the shape cache emptied of
+// everything a decoded value refers to.
+func (mr *msgpackReader) keepScratch(w *wireDecoder) {
+	mr.shapes.reset()
+	mr.buf = nil
+	if cap(w.buf) <= maxKeptScratch {
+		mr.buf = w.buf
+	}
+	mr.entries = nil
+	n := 0
+	for _, es := range w.entries {
+		n += cap(es)
+	}
+	if n <= maxKeptScratch/32 {
+		mr.entries = w.entries
+	}
 }
 
 // maxKeptKeys bounds the keys a msgpackReader keeps between decodes: a
@@ -210,6 +240,7 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 		mr.r.Reset(nil)
 		mr.d.Reset(nil)
 		mr.keep(w.keys)
+		mr.keepScratch(&w)
 		msgpackReaders.Put(mr)
 	}()
 	maps, err := messages.CheckBoundsMaps(data)
@@ -219,7 +250,8 @@ func decodeMsgpack(data []byte, c *charger) (v Value, err error) {
 	r := &mr.r
 	r.Reset(data)
 	mr.d.Reset(r) // clears every setting
-	w = wireDecoder{d: mr.d, cv: Converter{Shapes: &ShapeCache{maxSmalls: maps}}, ch: c, keys: w.keys}
+	mr.shapes.maxSmalls = maps
+	w = wireDecoder{d: mr.d, cv: Converter{Shapes: &mr.shapes}, ch: c, keys: w.keys, entries: mr.entries, buf: mr.buf}
 	w.d.UseLooseInterfaceDecoding(true)
 	w.d.SetMapDecoder(messages.DecodeMap) // maps inside map keys, as messages.Unmarshal reads them
 	w.cv.Intern = true

@@ -67,10 +67,24 @@ func NewWireResult(contentType string, data []byte) (*WireResult, error) {
 // reports as its own memory_limit; what it charged is released. Tools
 // that decode their results (remote tools, typed Go tools) use it.
 func DecodeWireResult(ctx context.Context, contentType string, data []byte) (*WireResult, error) {
-	return newWireResult(&charger{m: MeterFrom(ctx)}, contentType, data)
+	// the result and its charger are one allocation
+	wc := &chargedResult{c: charger{m: MeterFrom(ctx)}}
+	return wc.w.decode(&wc.c, contentType, data)
+}
+
+// chargedResult is a WireResult with the charger its decode counts in.
+type chargedResult struct {
+	w WireResult
+	c charger
 }
 
 func newWireResult(c *charger, contentType string, data []byte) (*WireResult, error) {
+	return new(WireResult).decode(c, contentType, data)
+}
+
+// decode decodes data into w, counting what it builds in c; it returns w,
+// or nil and the error.
+func (w *WireResult) decode(c *charger, contentType string, data []byte) (*WireResult, error) {
 	if err := messages.CheckContentType(contentType); err != nil {
 		return nil, err
 	}
@@ -88,7 +102,7 @@ func newWireResult(c *charger, contentType string, data []byte) (*WireResult, er
 		c.undo()
 		return nil, err
 	}
-	w := &WireResult{data: data, Decoded: v, size: c.total, meter: c.m}
+	*w = WireResult{data: data, Decoded: v, size: c.total, meter: c.m}
 	if json {
 		w.ContentType = messages.ContentTypeJSON
 	}
