@@ -508,6 +508,12 @@ type WireResult = core.WireResult
 // charge m (see Meter).
 func WithMeter(ctx context.Context, m *core.Meter) context.Context { return core.WithMeter(ctx, m) }
 
+// WithNewMeter is WithMeter(ctx, NewMeter(limit, raise)), returning the
+// meter too, with the context and the meter made in one allocation.
+func WithNewMeter(ctx context.Context, limit int64, raise string) (context.Context, *core.Meter) {
+	return core.WithNewMeter(ctx, limit, raise)
+}
+
 // BuiltinInfo describes one builtin for references and documentation.
 type BuiltinInfo = builtins.BuiltinInfo
 

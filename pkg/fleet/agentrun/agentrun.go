@@ -124,7 +124,7 @@ func (r *Runner) prepare(ctx context.Context, m *messages.Mission, env *fleet.Ru
 	if env.Memory > 0 {
 		// what the mission's programs hold from tools, across its turns
 		// and sub-agents, within what the worker reserved for it
-		ctx = lisp.WithMeter(ctx, lisp.NewMeter(env.Memory, env.MemoryRaise))
+		ctx, _ = lisp.WithNewMeter(ctx, env.Memory, env.MemoryRaise)
 	}
 	switch m.Kind {
 	case messages.KindAgent:

@@ -109,6 +109,27 @@ func WithMeter(ctx context.Context, m *Meter) context.Context {
 	return context.WithValue(ctx, meterKey{}, m)
 }
 
+// WithNewMeter returns ctx carrying a new meter (NewMeter(limit, raise))
+// and that meter, made in one allocation.
+func WithNewMeter(ctx context.Context, limit int64, raise string) (context.Context, *Meter) {
+	mc := &meterCtx{Context: ctx, m: Meter{limit: limit, raise: raise}}
+	return mc, &mc.m
+}
+
+// meterCtx is a context carrying its own meter: Value answers meterKey
+// with it and asks the parent for any other key.
+type meterCtx struct {
+	context.Context
+	m Meter
+}
+
+func (c *meterCtx) Value(key any) any {
+	if key == (meterKey{}) {
+		return &c.m
+	}
+	return c.Context.Value(key)
+}
+
 // MeterFrom returns the meter ctx carries, or nil.
 func MeterFrom(ctx context.Context) *Meter {
 	m, _ := ctx.Value(meterKey{}).(*Meter)

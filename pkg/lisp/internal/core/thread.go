@@ -212,8 +212,7 @@ func (th *Thread) DeadlineCtx() context.Context {
 	if th.toolCtx == nil {
 		ctx := th.Ctx
 		if h := th.Host; h != nil && h.OwnMeter && h.Meter == nil {
-			h.Meter = NewMeter(h.MeterLimit, "")
-			ctx = WithMeter(ctx, h.Meter)
+			ctx, h.Meter = WithNewMeter(ctx, h.MeterLimit, "")
 		}
 		if th.Deadline == 0 {
 			th.toolCtx = ctx
