@@ -62,8 +62,7 @@ func (b *boxer) internString(s string) (v Value, fresh bool) {
 	return b.internNew(s)
 }
 
-// lookup returns the box of s when s is interned. Looking up string(p)
-// for a []byte p makes no string.
+// lookup returns the box of s when s is interned.
 func (b *boxer) lookup(s string) (Value, bool) {
 	if b.interned != nil {
 		v, ok := b.interned[s]
@@ -77,11 +76,25 @@ func (b *boxer) lookup(s string) (Value, bool) {
 	return nil, false
 }
 
+// lookupBytes is lookup of string(p), which it does not make.
+func (b *boxer) lookupBytes(p []byte) (Value, bool) {
+	if b.interned != nil {
+		v, ok := b.interned[string(p)]
+		return v, ok
+	}
+	for _, v := range b.few[:b.nFew] {
+		if v.(string) == string(p) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
 // internBytes is internString of string(p), which it makes only when p
 // is not interned yet.
 func (b *boxer) internBytes(p []byte) (v Value, fresh bool) {
 	if b.Intern && len(p) <= internMaxLen {
-		if v, ok := b.lookup(string(p)); ok {
+		if v, ok := b.lookupBytes(p); ok {
 			return v, false
 		}
 		return b.internNew(string(p))

@@ -8,3 +8,6 @@ const raceAllocSlack = 0
 
 // raceKeptKeysSlack: see race_on_test.go.
 const raceKeptKeysSlack = 0
+
+// raceKeptScratchBytes: see race_on_test.go.
+const raceKeptScratchBytes = 0

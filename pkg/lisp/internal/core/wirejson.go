@@ -213,7 +213,7 @@ func unquoted(raw []byte) []byte {
 func (j *jsonDecoder) str(raw []byte) (Value, bool) {
 	s := unquoted(raw)
 	if len(s) <= internMaxLen {
-		if v, ok := j.cv.lookup(string(s)); ok {
+		if v, ok := j.cv.lookupBytes(s); ok {
 			return v, false
 		}
 	}
