@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,7 +260,8 @@ func RegisterTyped[In, Out any](s *ToolService, name string, spec ToolSpec, fn f
 
 // typedFunc is fn as a ToolFunc: its arguments decoded into In through
 // JSON (typedArgs), its result read into plain data as messages.FromJSON
-// reads it, by a plan made here when Out has one (newPlainPlan).
+// reads it; when Out has a plan (newPlainPlan), the result is kept typed
+// for the service to encode by the plan (planResult).
 func typedFunc[In, Out any](fn func(context.Context, In) (Out, error)) ToolFunc {
 	plan := newPlainPlan(reflect.TypeFor[Out]()) // nil: through JSON
 	return func(ctx context.Context, args map[string]any) (any, error) {
@@ -272,12 +274,42 @@ func typedFunc[In, Out any](fn func(context.Context, In) (Out, error)) ToolFunc 
 			return nil, err
 		}
 		if plan != nil {
-			if v, ok := plan.plain(reflect.ValueOf(&out).Elem()); ok {
-				return v, nil
-			}
+			// written to msgpack by the plan when the service encodes it
+			// (planResult), with no plain data made between
+			return &planResult[Out]{plan: plan, out: out}, nil
 		}
 		return messages.FromJSON(out)
 	}
+}
+
+// resultEncoder is a tool's result that writes its own msgpack encoding:
+// a typed tool's result that has a plan (planResult).
+type resultEncoder interface {
+	// encodeResult appends to buf what messages.MarshalTo appends for
+	// the result's plain data, and reports whether it did; buf is as it
+	// was when it did not.
+	encodeResult(buf *bytes.Buffer) (bool, error)
+	// plainResult returns the result's plain data.
+	plainResult() (any, error)
+}
+
+// planResult is a typed tool's result whose type has a plan: the service
+// encodes it field by field (ToolService.execute), as messages.MarshalTo
+// encodes the plain data the plan reads (plainPlan.plain).
+type planResult[Out any] struct {
+	plan *plainPlan
+	out  Out
+}
+
+func (r *planResult[Out]) encodeResult(buf *bytes.Buffer) (bool, error) {
+	return r.plan.encode(buf, reflect.ValueOf(&r.out).Elem())
+}
+
+func (r *planResult[Out]) plainResult() (any, error) {
+	if v, ok := r.plan.plain(reflect.ValueOf(&r.out).Elem()); ok {
+		return v, nil
+	}
+	return messages.FromJSON(r.out)
 }
 
 // typedArgs decodes a typed tool's arguments into an In through their
@@ -477,7 +509,22 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 		// The caller stops waiting now too; say so in its words.
 		err = &messages.ToolError{Code: messages.ToolErrTimeout, Message: fmt.Sprintf("no answer within %s", timeout.Round(time.Millisecond))}
 	}
-	if err == nil {
+	// the result's encoding lives until the response's is made, in a
+	// pooled buffer: the response's encoding copies it
+	encBuf := getPublishBuffer()
+	defer putPublishBuffer(encBuf)
+	encoded := false
+	if re, ok := result.(resultEncoder); ok && err == nil {
+		// a typed result writes itself, or gives its plain data when it
+		// cannot (a string encoding/json would change)
+		if encoded, err = re.encodeResult(encBuf); err == nil && !encoded {
+			result, err = re.plainResult()
+		}
+		if err != nil {
+			err = &messages.ToolError{Code: messages.ToolErrFailed, Message: "result: " + err.Error()}
+		}
+	}
+	if err == nil && !encoded {
 		result, err = messages.Normalize(result)
 		if err != nil {
 			err = &messages.ToolError{Code: messages.ToolErrFailed, Message: "result: " + err.Error()}
@@ -493,12 +540,10 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 		}
 		return errorOutcome(req.CallID, te.Code, te.Message)
 	}
-	// the result's encoding lives until the response's is made, in a
-	// pooled buffer: the response's encoding copies it
-	encBuf := getPublishBuffer()
-	defer putPublishBuffer(encBuf)
-	if err := messages.MarshalTo(encBuf, result); err != nil {
-		return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
+	if !encoded {
+		if err := messages.MarshalTo(encBuf, result); err != nil {
+			return errorOutcome(req.CallID, messages.ToolErrFailed, "result: "+err.Error())
+		}
 	}
 	enc := encBuf.Bytes()
 	resp := messages.ToolResponse{Version: messages.ToolCallVersion, CallID: req.CallID, Result: msgpack.RawMessage(enc)}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,5 +49,48 @@ func TestExecuteEncodesTheResultInAPooledBuffer(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() { s.execute("t", fn, req, CallInfo{Tool: "t", CallID: "c1"}, time.Second, &log) })
 	if !raceOn && n > 9 {
 		t.Errorf("%.0f allocations to execute a call, want at most 9", n)
+	}
+}
+
+// A typed tool's result is written to msgpack by its plan, with no plain
+// data made between: the response is the one a tool returning the plain
+// data gets, byte for byte, a string of invalid UTF-8 is read through
+// JSON as before, and executing the call allocates 10 times, not 16.
+func TestExecuteWritesATypedResultByItsPlan(t *testing.T) {
+	s, err := NewToolService(fleettest.Start(t).Conn(), ToolServiceConfig{Name: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	type customer struct {
+		ID     int    `json:"id"`
+		Name   string `json:"name"`
+		Email  string `json:"email"`
+		Region string `json:"region"`
+		Tier   string `json:"tier,omitempty"`
+		Phone  string `json:"_phone"`
+	}
+	var name string
+	typed := typedFunc(func(_ context.Context, in struct {
+		ID int `json:"id"`
+	}) (customer, error) {
+		return customer{ID: in.ID, Name: name, Email: "ada@example.com", Region: "west", Phone: "555"}, nil
+	})
+	plain := func(_ context.Context, _ map[string]any) (any, error) {
+		return messages.FromJSON(customer{ID: 7, Name: name, Email: "ada@example.com", Region: "west", Phone: "555"})
+	}
+	req := &messages.ToolRequest{Version: messages.ToolCallVersion, CallID: "c1", Tool: "t", Args: map[string]any{"id": int64(7)}}
+	log := zerolog.Nop()
+	for _, name = range []string{"Ada", "\xffAda"} {
+		got := s.execute("t", typed, req, CallInfo{Tool: "t", CallID: "c1"}, time.Second, &log)
+		want := s.execute("t", plain, req, CallInfo{Tool: "t", CallID: "c1"}, time.Second, &log)
+		if got.Code != "" || !bytes.Equal(got.Body, want.Body) {
+			t.Fatalf("name %q: typed outcome %+v, plain %+v", name, got, want)
+		}
+	}
+	name = "Ada"
+	n := testing.AllocsPerRun(100, func() { s.execute("t", typed, req, CallInfo{Tool: "t", CallID: "c1"}, time.Second, &log) })
+	if !raceOn && n > 10 {
+		t.Errorf("%.0f allocations to execute a typed tool's call, want at most 10", n)
 	}
 }

@@ -1,13 +1,17 @@
 package fleet
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // A typed tool (RegisterTyped) goes through encoding/json both ways: its
@@ -20,7 +24,9 @@ import (
 //   - a result that is a struct of string, bool and integer fields (or a
 //     pointer to or a slice of one) is read into plain data field by field
 //     by a plan made when the tool is registered (plainPlan): the values
-//     FromJSON would return, without the JSON between.
+//     FromJSON would return, without the JSON between; the tool service
+//     has the plan write the result's msgpack itself (plainPlan.encode),
+//     the bytes messages.MarshalTo writes for those values, without them.
 //
 // Anything else takes the JSON path as before.
 
@@ -133,6 +139,7 @@ type plainPlan struct {
 	ptr    bool // the result is a pointer to the struct
 	slice  bool // the result is a slice of the struct
 	fields []plainField
+	sorted []plainField // fields by name, the order msgpack writes a map's keys in
 }
 
 // plainField is one field of the struct that encoding/json writes.
@@ -199,6 +206,7 @@ func newPlainPlan(t reflect.Type) *plainPlan {
 		seen[name] = true
 		p.fields = append(p.fields, plainField{index: i, name: name, omitEmpty: opts != "", kind: sf.Type.Kind()})
 	}
+	p.sorted = slices.SortedFunc(slices.Values(p.fields), func(a, b plainField) int { return strings.Compare(a.name, b.name) })
 	return p
 }
 
@@ -291,4 +299,118 @@ func (p *plainPlan) record(v reflect.Value) (any, bool) {
 		m[f.name] = x
 	}
 	return m, true
+}
+
+// encode appends to buf what messages.MarshalTo appends for the plain data
+// plain returns for v, and reports whether it did: false, buf as it was,
+// when v holds a string that is not valid UTF-8 (plain's false). It writes
+// with the msgpack encoder's own methods, as MarshalTo's encoder writes a
+// map[string]any: keys sorted, integers in their shortest form.
+func (p *plainPlan) encode(buf *bytes.Buffer, v reflect.Value) (bool, error) {
+	start := buf.Len()
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	enc.UseCompactInts(true)
+	ok, err := p.encodeValue(enc, v)
+	if !ok || err != nil {
+		buf.Truncate(start)
+	}
+	return ok, err
+}
+
+func (p *plainPlan) encodeValue(enc *msgpack.Encoder, v reflect.Value) (bool, error) {
+	switch {
+	case p.ptr:
+		if v.IsNil() {
+			return true, enc.EncodeNil()
+		}
+		return p.encodeRecord(enc, v.Elem())
+	case p.slice:
+		if v.IsNil() {
+			return true, enc.EncodeNil()
+		}
+		if err := enc.EncodeArrayLen(v.Len()); err != nil {
+			return true, err
+		}
+		for i := range v.Len() {
+			if ok, err := p.encodeRecord(enc, v.Index(i)); !ok || err != nil {
+				return ok, err
+			}
+		}
+		return true, nil
+	}
+	return p.encodeRecord(enc, v)
+}
+
+// encodeRecord writes struct v as the map record returns for it.
+func (p *plainPlan) encodeRecord(enc *msgpack.Encoder, v reflect.Value) (bool, error) {
+	n := 0
+	for _, f := range p.sorted {
+		fv := v.Field(f.index)
+		switch f.kind {
+		case reflect.String:
+			s := fv.String()
+			if !utf8.ValidString(s) {
+				return false, nil
+			}
+			if f.omitEmpty && s == "" {
+				continue
+			}
+		case reflect.Bool:
+			if f.omitEmpty && !fv.Bool() {
+				continue
+			}
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+			if f.omitEmpty && fv.Uint() == 0 {
+				continue
+			}
+		default:
+			if f.omitEmpty && fv.Int() == 0 {
+				continue
+			}
+		}
+		n++
+	}
+	if err := enc.EncodeMapLen(n); err != nil {
+		return true, err
+	}
+	for _, f := range p.sorted {
+		fv := v.Field(f.index)
+		var err error
+		switch f.kind {
+		case reflect.String:
+			if f.omitEmpty && fv.Len() == 0 {
+				continue
+			}
+			if err = enc.EncodeString(f.name); err == nil {
+				err = enc.EncodeString(fv.String())
+			}
+		case reflect.Bool:
+			if f.omitEmpty && !fv.Bool() {
+				continue
+			}
+			if err = enc.EncodeString(f.name); err == nil {
+				err = enc.EncodeBool(fv.Bool())
+			}
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32:
+			if f.omitEmpty && fv.Uint() == 0 {
+				continue
+			}
+			if err = enc.EncodeString(f.name); err == nil {
+				err = enc.EncodeInt(int64(fv.Uint()))
+			}
+		default:
+			if f.omitEmpty && fv.Int() == 0 {
+				continue
+			}
+			if err = enc.EncodeString(f.name); err == nil {
+				err = enc.EncodeInt(fv.Int())
+			}
+		}
+		if err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
