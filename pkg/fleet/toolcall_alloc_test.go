@@ -16,9 +16,12 @@ import (
 // arguments reads their map in place, and it encodes the result in a
 // pooled buffer and holds the CallInfo in the call's context; the
 // request is encoded in a pooled buffer too, and its message, header and
-// header values are pooled (102 on amd64, held exactly: the count does
-// not vary between runs; 105 with the message made for each call).
-const toolCallAllocs = 102
+// header values are pooled; the service's context for the call makes
+// its timer only when the tool asks for Done (98 on amd64, held exactly:
+// the count does not vary between runs; 102 with a context.WithTimeout
+// for the call in the service, 105 with the message made for each call
+// too).
+const toolCallAllocs = 98
 
 func TestToolCallAllocations(t *testing.T) {
 	checkToolCallAllocs(t, "a tool call", false, toolCallAllocs)
@@ -32,14 +35,50 @@ func TestToolCallAllocations(t *testing.T) {
 // worker's one status listener, where a listener of its own cost a
 // channel and the connection's lock twice; its request's message, header
 // and header values pooled, its heartbeat interval's header set in them
-// and the interval's text kept from the call before (95 on amd64, held
-// exactly; 97 with that header set by nats.Header.Set and its text made
-// for each call, 100 with the message made for each call too, 101 with
-// its own listener too, 119 before the cuts above).
-const liveToolCallAllocs = 95
+// and the interval's text kept from the call before; the service's
+// context for the call as in toolCallAllocs (91 on amd64, held exactly;
+// 95 with a context.WithTimeout in the service, 97 with that header set
+// by nats.Header.Set and its text made for each call too, 100 with the
+// message made for each call too, 101 with its own listener too, 119
+// before the cuts above).
+const liveToolCallAllocs = 91
 
 func TestLiveToolCallAllocations(t *testing.T) {
 	checkToolCallAllocs(t, "a live tool call", true, liveToolCallAllocs)
+}
+
+// A call that finds no caller of the service waiting, as each call of a
+// service whose calls come one by one does, starts one, whose timer for
+// the next call is taken from a pool: the call allocates as one that a
+// waiting caller takes, and one more, the start of the caller's
+// goroutine (3 more with a timer made for each caller).
+func TestToolCallOnANewCallerAllocations(t *testing.T) {
+	if raceAllocSlack > 0 {
+		t.Skip("the race detector's pools drop some of their puts")
+	}
+	_, nc := runJetStream(t)
+	tools := startTools(t, nc)
+	fleet.CallerGrace(tools.svc, time.Microsecond)
+	box, err := fleet.NewToolbox(nc, fleet.ToolboxConfig{Tools: []string{"search"}, MissionID: messages.NewMissionID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	args := map[string]any{"query": "q"}
+	call := func() {
+		if _, err := box.Call(ctx, "search", args); err != nil {
+			t.Fatal(err)
+		}
+		// the caller's grace passes: it ends and gives its timer back
+		time.Sleep(2 * time.Millisecond)
+	}
+	call() // the registry learns the tool
+	want := toolCallAllocs + 1
+	if n := testing.AllocsPerRun(100, call); n > float64(want) {
+		t.Errorf("a tool call on a new caller allocates %.0f times, want at most %d", n, want)
+	} else {
+		t.Logf("a tool call on a new caller allocates %.0f times", n)
+	}
 }
 
 // checkToolCallAllocs fails when a call of a tool the registry holds (a
@@ -75,10 +114,11 @@ func checkToolCallAllocs(t *testing.T, what string, live bool, want int) {
 // allocates in the process: the call, and the service's claim of the
 // call's idempotency key and the outcome stored over it, two
 // compare-and-set writes whose acknowledgements are read without
-// encoding/json (publishAcked; 181 on amd64, held exactly in runs of
-// the test, 184 with the request's message made for each call, against
-// 221 through the KV's Create and Update).
-const dedupToolCallAllocs = 181
+// encoding/json (publishAcked; 177 on amd64, held exactly in runs of
+// the test, 181 with a context.WithTimeout for the call in the service,
+// 184 with the request's message made for each call too, against 221
+// through the KV's Create and Update).
+const dedupToolCallAllocs = 177
 
 func TestDedupToolCallAllocations(t *testing.T) {
 	if raceAllocSlack > 0 {

@@ -54,19 +54,107 @@ type CallInfo struct {
 
 type callInfoKey struct{}
 
-// callContext carries a call's CallInfo (its Value for callInfoKey) in
-// the one allocation that context.WithValue would make for the context
-// and a second for the CallInfo boxed.
+// callContext is the context a tool func runs under: its parent (the
+// service's context) with the call's deadline, and the call's CallInfo
+// (its Value for callInfoKey). It is one allocation, where
+// context.WithTimeout and context.WithValue made a timer, a context with
+// its cancellation and a CallInfo boxed: the deadline is compared with
+// the clock until someone asks for Done, which is when a context with the
+// deadline, and its timer, are made (most tool funcs never wait on their
+// context). Err, Done and Cause say what that context would say: the
+// parent's error, context.DeadlineExceeded once the deadline passed, and
+// context.Canceled once the call ended (end).
 type callContext struct {
-	context.Context
-	ci CallInfo
+	parent   context.Context
+	deadline time.Time
+	ci       CallInfo
+
+	mu     sync.Mutex
+	timed  context.Context    // made by Done
+	cancel context.CancelFunc // timed's
+	ended  bool
+	endErr error // Err once ended with no timed
+}
+
+// newCallContext returns the context of a call under parent that ends at
+// deadline, or at parent's deadline when that comes first.
+func newCallContext(parent context.Context, deadline time.Time, ci CallInfo) *callContext {
+	if d, ok := parent.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return &callContext{parent: parent, deadline: deadline, ci: ci}
+}
+
+// closedDone is the Done of a call that ended before anyone asked for it.
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (c *callContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *callContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timed == nil {
+		if c.ended {
+			return closedDone
+		}
+		c.timed, c.cancel = context.WithDeadline(c.parent, c.deadline)
+	}
+	return c.timed.Done()
+}
+
+func (c *callContext) Err() error {
+	c.mu.Lock()
+	timed, ended, endErr := c.timed, c.ended, c.endErr
+	c.mu.Unlock()
+	switch {
+	case timed != nil:
+		return timed.Err()
+	case ended:
+		return endErr
+	}
+	return c.errNow()
+}
+
+// errNow is Err while no timed context was made and the call runs.
+func (c *callContext) errNow() error {
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (c *callContext) Value(key any) any {
 	if _, ok := key.(callInfoKey); ok {
 		return &c.ci
 	}
-	return c.Context.Value(key)
+	c.mu.Lock()
+	timed := c.timed
+	c.mu.Unlock()
+	if timed != nil {
+		// what context.Cause and context.WithCancel look up: the
+		// cancellation of timed, whose Done this context's is
+		return timed.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// end ends the call: its context is canceled, as context.WithTimeout's
+// cancel does, and the timer Done made, if any, is stopped.
+func (c *callContext) end() {
+	err := c.errNow() // what ended it first, as a cancel finds it
+	if err == nil {
+		err = context.Canceled
+	}
+	c.mu.Lock()
+	c.ended, c.endErr = true, err
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // CallInfoFrom returns the CallInfo of a tool func's ctx.
@@ -395,11 +483,12 @@ func (s *ToolService) caller(c toolCall) {
 			return
 		}
 		if idle == nil {
-			idle = time.NewTimer(s.callerGrace)
-			defer idle.Stop()
-		} else {
-			idle.Reset(s.callerGrace)
+			// pooled: a caller of a service whose calls come one by one
+			// ends after each, and would make a timer for each
+			idle = getTimer()
+			defer putTimer(idle)
 		}
+		idle.Reset(s.callerGrace)
 		select {
 		case c = <-s.calls:
 			s.idleCallers.Add(-1)
@@ -501,9 +590,9 @@ func (s *ToolService) execute(name string, fn ToolFunc, req *messages.ToolReques
 	if ci.span != nil {
 		base = trace.ContextWithSpan(base, ci.span)
 	}
-	ctx, cancel := context.WithTimeout(base, timeout)
-	defer cancel()
-	ctx = &callContext{Context: ctx, ci: ci}
+	cc := newCallContext(base, time.Now().Add(timeout), ci)
+	defer cc.end()
+	ctx := context.Context(cc)
 	result, err := s.invoke(ctx, fn, req.Args, log)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// The caller stops waiting now too; say so in its words.
