@@ -378,15 +378,28 @@ func (s *ToolService) heartbeat(reply string, hdr micro.Headers) *toolBeat {
 	if reply == "" || err != nil || ms <= 0 {
 		return nil
 	}
-	b := &toolBeat{s: s, reply: reply, every: max(time.Duration(ms)*time.Millisecond, minHeartbeat)}
-	b.mu.Lock()
-	b.t = time.AfterFunc(b.every, b.beat)
-	b.mu.Unlock()
+	every := max(time.Duration(ms)*time.Millisecond, minHeartbeat)
+	b, _ := s.beats.Get().(*toolBeat)
+	if b == nil {
+		b = &toolBeat{s: s}
+	}
+	b.mu.Lock() // the first beat waits until b is set
+	defer b.mu.Unlock()
+	b.reply, b.every, b.stopped, b.sent = reply, every, false, 0
+	if b.t == nil {
+		b.t = time.AfterFunc(every, b.beat)
+	} else {
+		b.t.Reset(every)
+	}
 	return b
 }
 
-// toolBeat is the progress messages of one call (ToolService.heartbeat),
-// made in one allocation with its timer's.
+// toolBeat is the progress messages of one call (ToolService.heartbeat).
+// A beat whose stop stopped its timer before it fired (the usual call,
+// which is answered before its first progress message is due) is kept by
+// its service for another call, with its timer and the timer's func: as
+// the timer was pending when stopped, no firing of it is left to reach
+// the next call. One whose timer fired is not kept.
 type toolBeat struct {
 	s       *ToolService
 	reply   string
@@ -420,6 +433,10 @@ func (b *toolBeat) stop() {
 	}
 	b.mu.Lock()
 	b.stopped = true
-	b.t.Stop()
+	pending := b.t.Stop()
+	b.reply = ""
 	b.mu.Unlock()
+	if pending {
+		b.s.beats.Put(b)
+	}
 }

@@ -247,6 +247,7 @@ type ToolService struct {
 	dedup       *dedupStore
 	tracer      trace.Tracer // nil when tracing is off
 	results     *resultStore
+	beats       sync.Pool // *toolBeat whose timer is stopped (heartbeat)
 }
 
 // NewToolService starts a micro service with no tools on nc.
