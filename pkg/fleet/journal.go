@@ -70,7 +70,7 @@ type Journal struct {
 
 	mu       sync.Mutex
 	unsent   []journalEntry    // recorded, not yet published
-	timer    *time.Timer       // publishes unsent entries after linger
+	timer    *flushTimer       // publishes unsent entries after linger
 	armed    bool              // timer is running
 	settled  bool              // the result is stored: nothing more is written
 	wrote    bool              // an entry was published
@@ -431,9 +431,9 @@ func (j *Journal) Record(ctx context.Context, base string, data []byte) error {
 			linger = journalLinger
 		}
 		if j.timer == nil {
-			j.timer = time.AfterFunc(linger, j.lingered)
+			j.timer = startFlushTimer(j, linger)
 		} else {
-			j.timer.Reset(linger)
+			j.timer.reset(linger)
 		}
 	}
 	return nil
@@ -452,6 +452,8 @@ func (j *Journal) Push() {
 	defer j.mu.Unlock()
 	j.publishLocked()
 }
+
+func (j *Journal) timerFired() { j.lingered() }
 
 // lingered publishes the entries no Flush took within journalLinger.
 func (j *Journal) lingered() {
@@ -530,7 +532,8 @@ func (j *Journal) settle() {
 	j.unsent = nil
 	j.pending = nil
 	if j.timer != nil {
-		j.timer.Stop()
+		j.timer.release()
+		j.timer = nil
 	}
 }
 

@@ -169,7 +169,7 @@ type emitter struct {
 	buf   *bytes.Buffer
 	count int
 	kind  string
-	timer *time.Timer
+	timer *flushTimer
 }
 
 // maskedEvents holds the Events Emit masks an event into: each is
@@ -289,7 +289,7 @@ func (e *emitter) emit(ev *messages.Event) uint64 {
 	case out.Kind == messages.EventFinal:
 		e.publishLocked()
 	case e.timer == nil:
-		e.timer = time.AfterFunc(e.delay, e.Flush)
+		e.timer = startFlushTimer(e, e.delay)
 	}
 	return e.n
 }
@@ -343,10 +343,12 @@ func (e *emitter) drop() {
 
 func (e *emitter) stopLocked() {
 	if e.timer != nil {
-		e.timer.Stop()
+		e.timer.release()
 		e.timer = nil
 	}
 }
+
+func (e *emitter) timerFired() { e.Flush() }
 
 // releaseLocked forgets the events waiting and hands their buffer back.
 func (e *emitter) releaseLocked() {
