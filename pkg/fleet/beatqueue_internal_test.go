@@ -63,7 +63,7 @@ func TestBeatsDueTogetherHoldFewGoroutines(t *testing.T) {
 	}
 	base := runtime.NumGoroutine()
 	for _, b := range all {
-		b.t.Reset(0) // every beat due at once
+		b.t.reset(0) // every beat due at once
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for kv.inFlight.Load() < maxBeatsInFlight && time.Now().Before(deadline) {

@@ -849,19 +849,22 @@ func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointe
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
-	b.t = time.AfterFunc(max(first, 0), func() {
-		// The message's AckWait is extended as the beat comes due, not
-		// when the queue reaches it: however many beats wait their turn
-		// (a status stream without a leader a while answers none), no
-		// mission goes back to the queue while its run goes on.
-		// not under b.mu: a beat of owned may hold it for its requests'
-		// time, which the timer's goroutine need not wait
-		if !b.stopped.Load() {
-			_ = b.msg.InProgress()
-		}
-		w.beatq.add(b)
-	})
+	b.t = startFlushTimer(b, max(first, 0))
 	return b
+}
+
+// timerFired queues b's beat, its timer having fired.
+func (b *beats) timerFired() {
+	// The message's AckWait is extended as the beat comes due, not when
+	// the queue reaches it: however many beats wait their turn (a status
+	// stream without a leader a while answers none), no mission goes
+	// back to the queue while its run goes on.
+	// not under b.mu: a beat of owned may hold it for its requests' time,
+	// which the timer's goroutine need not wait
+	if !b.stopped.Load() {
+		_ = b.msg.InProgress()
+	}
+	b.w.beatq.add(b)
 }
 
 // maxBeatsInFlight bounds the heartbeats a worker sends at once. A beat
@@ -937,7 +940,9 @@ type beats struct {
 	confirmed atomic.Int64
 
 	mu sync.Mutex
-	t  *time.Timer
+	// t fires each beat; taken from the worker's missions before and
+	// given back at stop (flushTimer), nil after
+	t *flushTimer
 	// stopped: no beat starts any more (set with mu held, read with or
 	// without it)
 	stopped atomic.Bool
@@ -969,7 +974,7 @@ func (b *beats) beatDue() {
 	if alive, _ := b.beatLocked(); !alive {
 		return
 	}
-	b.t.Reset(b.w.heartbeatPeriod())
+	b.t.reset(b.w.heartbeatPeriod())
 }
 
 // stop ends the beats, waiting for one in progress.
@@ -977,7 +982,10 @@ func (b *beats) stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped.Store(true)
-	b.t.Stop()
+	if b.t != nil {
+		b.t.release()
+		b.t = nil
+	}
 }
 
 // owned returns nil when the run may send a request that costs or acts
