@@ -1202,6 +1202,10 @@ func splitToolResponse(name string, data []byte) (ctype string, result []byte, r
 	if isJSONBody(data) {
 		ctype = messages.ContentTypeJSON
 		result, err = splitJSONResponse(data, &r)
+	} else if v, _, res, ok := messages.ReadToolResult(data); ok {
+		// a tool service's result, read in place: the result's bytes
+		// are data's (which no one changes), the call id is not needed
+		r.Version, result = v, res
 	} else {
 		var w struct {
 			Version int                 `msgpack:"v"`
