@@ -72,7 +72,27 @@ func TestMissionRequestsAnsweredOnTheReplyMuxes(t *testing.T) {
 	for range 3 {
 		ids = append(ids, run())
 	}
-	time.Sleep(50 * time.Millisecond) // the final status writes, after the results
+	// the watcher sees each record, sent before its result, and each
+	// final status write, sent after it
+	records := func() (n, finals int) {
+		for _, r := range seen {
+			switch {
+			case strings.HasSuffix(r.subject, ".record"):
+				n++
+			case strings.HasPrefix(r.subject, "$KV."+messages.BucketStatus+"."):
+				finals++
+			}
+		}
+		return n, finals
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n, finals := records()
+		mu.Unlock()
+		if (n == len(ids) && finals == 2*len(ids)) || time.Now().After(deadline) {
+			break
+		}
+	}
 	muxes := []string{w.replies.prefix + ".", w.pulls.prefix + ".", client.replies.prefix + "."}
 	mu.Lock()
 	defer mu.Unlock()
@@ -98,13 +118,7 @@ func TestMissionRequestsAnsweredOnTheReplyMuxes(t *testing.T) {
 	if asked == 0 {
 		t.Fatalf("no request of the missions seen (%d messages with a reply)", len(seen))
 	}
-	var records int
-	for _, r := range seen {
-		if strings.HasSuffix(r.subject, ".record") {
-			records++
-		}
-	}
-	if records != len(ids) {
-		t.Errorf("%d records stored for %d missions; want one each", records, len(ids))
+	if n, finals := records(); n != len(ids) || finals != 2*len(ids) {
+		t.Errorf("%d records and %d status writes seen for %d missions; want one record and two writes (the claim, the final status) each", n, finals, len(ids))
 	}
 }
