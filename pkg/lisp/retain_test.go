@@ -51,7 +51,10 @@ func TestChurnIsNotHeld(t *testing.T) {
 		`(defn f [i] (count (vec (range 1000)))) (reduce + (map f (range 50000)))`,
 	}
 	for _, src := range progs {
-		res, err := Exec(context.Background(), src, Options{MaxMemory: 4 << 20, Timeout: time.Minute, MaxSteps: -1})
+		// the limit tested is memory's: the time limit only bounds a run
+		// that never ends, generously for a race build on a machine loaded
+		// many times over
+		res, err := Exec(context.Background(), src, Options{MaxMemory: 4 << 20, Timeout: 10 * time.Minute, MaxSteps: -1})
 		if err != nil {
 			t.Errorf("%s: %v", src, err)
 			continue
