@@ -172,9 +172,11 @@ func runChunk(t *testing.T, c chunk) {
 	opts.Memory = c.mem
 	opts.Tools = testTools()
 	if opts.Timeout == 0 {
-		// long, for slow -race runs; the step budget below ends runaway
+		// long, for slow -race runs of the 1,400 chunks in parallel on a
+		// loaded machine, where a chunk of well under a second may wait
+		// more than 10 s for the CPU; the step budget below ends runaway
 		// chunks quickly instead
-		opts.Timeout = 10 * time.Second
+		opts.Timeout = 2 * time.Minute
 	}
 	if opts.MaxSteps == 0 {
 		opts.MaxSteps = 20_000_000
