@@ -129,16 +129,18 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 	const n = 1_000_000
 	srv := fleettest.Start(t)
 	obs, other := resultBucket(t, srv, "mail")
-	// the size the tool's records encode to, set by the tool's goroutine
-	var size atomic.Int64
-	serveMail(t, srv, func(context.Context, map[string]any) (any, error) {
+	records := func() []any {
 		recs := make([]any, n)
 		for i := range recs {
 			recs[i] = map[string]any{"id": int64(i), "ok": i%2 == 0}
 		}
-		enc, err := messages.Marshal(recs)
-		size.Store(int64(len(enc)))
-		return recs, err
+		return recs
+	}
+	var took atomic.Int64 // how long the tool's function took
+	serveMail(t, srv, func(context.Context, map[string]any) (any, error) {
+		t0 := time.Now()
+		defer func() { took.Store(int64(time.Since(t0))) }()
+		return records(), nil
 	})
 	const maxData = 4 << 20
 	model := &script{turns: map[string][]string{
@@ -150,11 +152,14 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 	// building and encoding a million records takes long in a loaded race build
 	env := startFleetTimeout(t, srv, llm.Registry{"default": model}, 2*time.Minute)
 	m := &messages.Mission{ID: messages.NewMissionID(),
-		Agent:  &messages.AgentSpec{Prompt: "Count the mail.", Tools: []string{"search_mail"}},
-		Tools:  []string{"search_mail"},
-		Limits: messages.Limits{MaxData: maxData},
+		Agent: &messages.AgentSpec{Prompt: "Count the mail.", Tools: []string{"search_mail"}},
+		Tools: []string{"search_mail"},
+		// the tool call counts against the program's time limit
+		Limits: messages.Limits{MaxData: maxData, ProgramTimeout: 2 * time.Minute},
 	}
+	t0 := time.Now()
 	step := runMission(t, env, m)
+	t.Logf("mission %v, tool function %v", time.Since(t0), time.Duration(took.Load()))
 	if step.Fail != nil || step.Return != "refused" {
 		t.Fatalf("mission: return %v, fail %+v", step.Return, step.Fail)
 	}
@@ -166,8 +171,12 @@ func TestResultOverMaxDataRefusedFromReference(t *testing.T) {
 		t.Fatalf("%d traced calls, want 1", len(calls))
 	}
 	msg := calls[0].Error
-	if sz := size.Load(); sz <= maxData {
-		t.Fatalf("the result is %d bytes encoded, not over the %d limit (the call ended with %q)", sz, maxData, msg)
+	enc, err := messages.Marshal(records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc) <= maxData {
+		t.Fatalf("the result is %d bytes encoded, not over the %d limit (the call ended with %q)", len(enc), maxData, msg)
 	}
 	for _, want := range []string{"over the mission's data limit of 4194304 bytes", "raise limits.max_data", m.ID + ".search_mail."} {
 		if !strings.Contains(msg, want) {
