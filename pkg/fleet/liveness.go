@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,7 +92,20 @@ type replyMux struct {
 
 	mu       sync.Mutex
 	handlers map[uint64]replyHandler // by the token ending the subject
+	// subjects are the reply subjects of the replySubjectBlock tokens
+	// from subjectsFrom on, one after another in one string, each ending
+	// at its subjectEnds; add makes them together, when it reaches a
+	// token past them ("" until the first add)
+	subjects     string
+	subjectsFrom uint64
+	subjectEnds  [replySubjectBlock]int
 }
+
+// replySubjectBlock is how many reply subjects a replyMux makes at once:
+// one string for as many requests. A subject held keeps its block's
+// string (about 35 bytes a subject) reachable, and requests hold theirs
+// for as long as they wait for the answer.
+const replySubjectBlock = 16
 
 // replyHandler takes the messages to one reply subject of a replyMux.
 type replyHandler interface {
@@ -192,13 +206,36 @@ func parseReplyToken(s string) (uint64, bool) {
 // reach h one at a time, in the order they came. The subject is the one
 // string add makes.
 func (m *replyMux) add(h replyHandler) (string, uint64) {
-	token := m.next.Add(1)
 	m.mu.Lock()
+	token := m.next.Add(1) // under mu: the tokens of one block come in order
 	m.handlers[token] = h
+	subject := m.subjectLocked(token)
 	m.mu.Unlock()
-	var buf [128]byte
-	b := append(append(buf[:0], m.prefix...), '.')
-	return string(strconv.AppendUint(b, token, 36)), token
+	return subject, token
+}
+
+// subjectLocked returns the reply subject of token, the prefix and the
+// token in base 36, from the block of subjects that holds it, made when
+// none does. m.mu is held.
+func (m *replyMux) subjectLocked(token uint64) string {
+	i := token - m.subjectsFrom
+	if m.subjects == "" || i >= replySubjectBlock {
+		var b strings.Builder
+		b.Grow(replySubjectBlock * (len(m.prefix) + 1 + 13)) // 13: a uint64 in base 36
+		var digits [13]byte
+		for k := range uint64(replySubjectBlock) {
+			b.WriteString(m.prefix)
+			b.WriteByte('.')
+			b.Write(strconv.AppendUint(digits[:0], token+k, 36))
+			m.subjectEnds[k] = b.Len()
+		}
+		m.subjects, m.subjectsFrom, i = b.String(), token, 0
+	}
+	start := 0
+	if i > 0 {
+		start = m.subjectEnds[i-1]
+	}
+	return m.subjects[start:m.subjectEnds[i]]
 }
 
 // remove unregisters the handler add returned token for.

@@ -36,9 +36,10 @@ func TestReplyMuxDelivers(t *testing.T) {
 	}
 }
 
-// Registering a call's reply subject and removing it make the subject
-// only: no string for the token, no func to remove it, no method value
-// for the handler.
+// Registering a call's reply subject and removing it make no string for
+// the token, no func to remove it, no method value for the handler, and
+// the subject itself in a block of replySubjectBlock: one allocation for
+// as many subjects, where one a subject was made before.
 func TestReplyMuxAddAllocations(t *testing.T) {
 	if raceOn {
 		t.Skip("allocations counted without the race detector")
@@ -46,9 +47,28 @@ func TestReplyMuxAddAllocations(t *testing.T) {
 	m := &replyMux{prefix: "_INBOX.ABCDEFGHIJKLMNOPQRSTUV", handlers: map[uint64]replyHandler{}}
 	c := &liveCall{reply: make(chan *nats.Msg, 1)}
 	if n := testing.AllocsPerRun(100, func() {
-		_, token := m.add(c)
-		m.remove(token)
+		for range replySubjectBlock {
+			_, token := m.add(c)
+			m.remove(token)
+		}
 	}); n != 1 {
-		t.Errorf("%.0f allocations to add and remove a reply subject, want 1", n)
+		t.Errorf("%.0f allocations to add and remove %d reply subjects, want 1", n, replySubjectBlock)
+	}
+}
+
+// The subjects made in blocks are each the prefix and its token in base
+// 36, across blocks and from any first token.
+func TestReplyMuxSubjectsInBlocks(t *testing.T) {
+	for _, first := range []uint64{0, 34, 1<<40 - 5} {
+		m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}}
+		m.next.Store(first)
+		seen := map[string]bool{}
+		for range 3*replySubjectBlock + 5 {
+			subject, token := m.add(replyFunc(func(*nats.Msg) {}))
+			if want := "_INBOX.x." + strconv.FormatUint(token, 36); subject != want || seen[subject] {
+				t.Fatalf("token %d: subject %q, want %q once", token, subject, want)
+			}
+			seen[subject] = true
+		}
 	}
 }
