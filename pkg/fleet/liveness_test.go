@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -269,48 +270,88 @@ func TestNoRespondersWindowStartsAtFirstMiss(t *testing.T) {
 // A call that takes many silence windows is not sent again while its
 // service reports progress, and a request that asks for no progress
 // messages gets none.
+//
+// A process the machine stops for longer than the silence window hears
+// nothing in that time and rightly sends the request again: a call sent
+// again is tried anew (with a service of its own) when the progress
+// messages, as another subscriber of the connection heard them, came at
+// least half a window late; one sent again while they came on time fails.
 func TestSlowToolCallKeptAliveByProgress(t *testing.T) {
 	srv := fleettest.Start(t)
 	nc := srv.Conn()
-	svc, err := NewToolService(nc, ToolServiceConfig{Name: "slow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(context.Background())
-	var runs atomic.Int64
-	if err := svc.Register("crunch", ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
-		runs.Add(1)
-		select {
-		case <-time.After(1500 * time.Millisecond):
-		case <-ctx.Done():
-		}
-		return "done", nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var retries atomic.Int64
-	sub, err := nc.Subscribe(messages.ToolSubject("slow", "crunch"), func(m *nats.Msg) {
-		if m.Header.Get(messages.HeaderRetry) != "" {
-			retries.Add(1)
+	// Every progress message the connection hears, and when.
+	var mu sync.Mutex
+	var beats []time.Time
+	spy, err := nc.Subscribe("_INBOX.>", func(m *nats.Msg) {
+		if m.Header.Get(messages.HeaderHeartbeat) != "" {
+			mu.Lock()
+			beats = append(beats, time.Now())
+			mu.Unlock()
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Unsubscribe()
-	// Silence after 4 × 100ms: the call outlasts it more than three times.
-	box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{"crunch"}, MissionID: messages.NewMissionID(), Timeout: 3 * time.Second})
-	if r, err := box.Call(context.Background(), "crunch", nil); err != nil || r != "done" {
-		t.Fatalf("call = %v, %v", r, err)
+	defer spy.Unsubscribe()
+	svc, err := NewToolService(nc, ToolServiceConfig{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if runs.Load() != 1 || retries.Load() != 0 {
-		t.Fatalf("%d runs, %d requests sent again; want 1 and 0", runs.Load(), retries.Load())
+	defer svc.Stop(context.Background())
+	const every = 100 * time.Millisecond // heartbeatBox's interval
+	for try := 1; ; try++ {
+		tool := "crunch" + strconv.Itoa(try)
+		var runs atomic.Int64
+		if err := svc.Register(tool, ToolSpec{}, func(ctx context.Context, args map[string]any) (any, error) {
+			runs.Add(1)
+			select {
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return "done", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var retries atomic.Int64
+		sub, err := nc.Subscribe(messages.ToolSubject("slow", tool), func(m *nats.Msg) {
+			if m.Header.Get(messages.HeaderRetry) != "" {
+				retries.Add(1)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+		mu.Lock()
+		beats = beats[:0]
+		mu.Unlock()
+		// Silence after 4 × 100ms: the call outlasts it more than three times.
+		box := heartbeatBox(t, nc, ToolboxConfig{Tools: []string{tool}, MissionID: messages.NewMissionID(), Timeout: 3 * time.Second})
+		start := time.Now()
+		r, err := box.Call(context.Background(), tool, nil)
+		end := time.Now()
+		if err == nil && r == "done" && runs.Load() == 1 && retries.Load() == 0 {
+			break
+		}
+		mu.Lock()
+		late, prev := time.Duration(0), start
+		for _, at := range append(beats, end) {
+			late, prev = max(late, at.Sub(prev)-every), at
+		}
+		heard := len(beats)
+		mu.Unlock()
+		if late < heartbeatSilence*every/2 || try == 5 {
+			t.Fatalf("try %d: call = %v, %v; %d runs, %d requests sent again; want done, 1 and 0 (%d progress messages heard, at most %v late)",
+				try, r, err, runs.Load(), retries.Load(), heard, late)
+		}
+		t.Logf("try %d: call = %v, %v; %d runs, %d requests sent again, with progress messages %v late (the process stalled): trying again",
+			try, r, err, runs.Load(), retries.Load(), late)
 	}
 
 	// A plain request (no Ptc-Heartbeat-Ms) gets its answer as the first
 	// and only message.
-	msg := &nats.Msg{Subject: messages.ToolSubject("slow", "crunch"), Header: nats.Header{}}
-	msg.Data, _ = messages.Marshal(&messages.ToolRequest{Version: messages.ToolCallVersion, CallID: "1", Tool: "crunch"})
+	msg := &nats.Msg{Subject: messages.ToolSubject("slow", "crunch1"), Header: nats.Header{}}
+	msg.Data, _ = messages.Marshal(&messages.ToolRequest{Version: messages.ToolCallVersion, CallID: "1", Tool: "crunch1"})
 	resp, err := nc.RequestMsg(msg, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
