@@ -80,3 +80,9 @@ func WakesThroughParked(c *Client) { c.wokenPublish.Store(wokenRefused) }
 func GivenUpAfter(d time.Duration) func(*WorkerConfig) {
 	return func(c *WorkerConfig) { c.givenUpAfter = d }
 }
+
+// SweepEvery has a worker check for unannounced missions, and whether its
+// full sweep's backstop is due, every d.
+func SweepEvery(d time.Duration) func(*WorkerConfig) {
+	return func(c *WorkerConfig) { c.sweepEvery = d }
+}

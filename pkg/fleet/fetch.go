@@ -191,7 +191,8 @@ func (w *Worker) loop() {
 	w.markDue()
 	probe := 0 // the lane to look at next in the full sweep
 	probeFirst := false
-	fullTimer := time.NewTimer(fullSweepEvery)
+	sweepEvery := cmp.Or(w.cfg.sweepEvery, fullSweepEvery)
+	fullTimer := time.NewTimer(sweepEvery)
 	defer fullTimer.Stop()
 	// checked carries the answer of the check for unannounced missions
 	// in flight, if checking
@@ -199,7 +200,7 @@ func (w *Worker) loop() {
 	checking := false
 	var last sweepCheck // the last check's answer
 	tick := func() {
-		fullTimer.Reset(fullSweepEvery)
+		fullTimer.Reset(sweepEvery)
 		if time.Since(w.dueAt) >= fullSweepBackstop {
 			w.markDue()
 		}

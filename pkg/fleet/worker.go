@@ -161,6 +161,11 @@ type WorkerConfig struct {
 	// oldest message stays before the worker checks whether its consumer
 	// gave up on it.
 	givenUpAfter time.Duration
+	// sweepEvery, when not 0, replaces fullSweepEvery: how often the
+	// worker checks for unannounced missions and whether its full sweep's
+	// backstop is due (tests that follow a mission's messages keep the
+	// sweep off its path).
+	sweepEvery time.Duration
 }
 
 func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
