@@ -233,12 +233,9 @@ func TestWorkerVerifyOnlyWaitsForTheLayout(t *testing.T) {
 	started := make(chan error, 1)
 	go func() { started <- w.Start(ctx) }()
 	t.Cleanup(func() { _ = w.Stop() })
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, 10*time.Second, "a retry reported while waiting", func() bool { return retries.Load() > 0 })
 	if w.Ready() {
 		t.Fatal("ready before the layout exists")
-	}
-	if retries.Load() == 0 {
-		t.Error("no retry reported while waiting")
 	}
 	js, _ := jetstream.New(connect(t, s))
 	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{AckWait: testStore.AckWait}); err != nil {
