@@ -152,7 +152,7 @@ func TestApprovalSuspendsAndResumesWithEditedArgs(t *testing.T) {
 		t.Fatalf("rule = %q", a.Rule)
 	}
 	// waiting holds nothing on the worker
-	eventually(t, 2*time.Second, "slot released", func() bool { return w.Running() == 0 })
+	eventually(t, 10*time.Second, "slot released", func() bool { return w.Running() == 0 })
 	if st := w.Stats(); st.Suspended != 1 {
 		t.Fatalf("suspended = %d", st.Suspended)
 	}

@@ -632,7 +632,7 @@ func TestDrainFinishesInFlightMissions(t *testing.T) {
 	<-started
 	stopDone := make(chan struct{})
 	go func() { _ = w.Stop(); close(stopDone) }()
-	eventually(t, time.Second, "readiness to turn false", func() bool { return !w.Ready() })
+	eventually(t, 10*time.Second, "readiness to turn false", func() bool { return !w.Ready() })
 	<-stopDone
 	if err := w.Stop(); err != nil { // idempotent
 		t.Fatal(err)

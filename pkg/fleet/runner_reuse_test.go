@@ -58,7 +58,7 @@ func TestMissionsInTurnRunOnOneGoroutine(t *testing.T) {
 		t.Errorf("5 missions in turn ran on %d goroutines (%v), want 1", len(ids), ids)
 	}
 	mu.Unlock()
-	eventually(t, 3*time.Second, "the idle runner ends", func() bool { return runnerGoroutines() == 0 })
+	eventually(t, 10*time.Second, "the idle runner ends", func() bool { return runnerGoroutines() == 0 })
 
 	// a burst leaves at most 4 runners waiting, and Stop ends them
 	var wg sync.WaitGroup
@@ -78,7 +78,7 @@ func TestMissionsInTurnRunOnOneGoroutine(t *testing.T) {
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Second, "no runner after Stop", func() bool { return runnerGoroutines() == 0 })
+	eventually(t, 10*time.Second, "no runner after Stop", func() bool { return runnerGoroutines() == 0 })
 }
 
 // Missions that finish together while the next fetch is out leave up to
@@ -220,7 +220,7 @@ func TestToolCallsInTurnRunOnOneGoroutine(t *testing.T) {
 		if err := svc.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, time.Second, "no caller after Stop", func() bool { return callers() == 0 })
+		eventually(t, 10*time.Second, "no caller after Stop", func() bool { return callers() == 0 })
 	}
 }
 
