@@ -218,7 +218,10 @@ func TestRedeliveriesOfABurstAreFetchedTogether(t *testing.T) {
 		return &messages.Step{Return: "ok"}, nil
 	}), func(cfg *fleet.WorkerConfig) { cfg.Slots = 2 * n })
 	c := newClient(t, nc)
-	ctx := testCtx(t)
+	// the 80 attempts of a loaded machine's race build may take longer
+	// than testCtx's 30 s
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	ids := make([]string, n)
 	for i := range ids {
 		m := newMission()
@@ -235,9 +238,9 @@ func TestRedeliveriesOfABurstAreFetchedTogether(t *testing.T) {
 			t.Fatalf("mission %s: %v %+v", id, err, st)
 		}
 	}
-	// the first check after the hand-backs finds them (a second or two);
-	// one a check took n seconds
-	if d := time.Since(start); d > n*time.Second/4 {
+	// the first check after the hand-backs finds them (a second or two
+	// idle); one a check took n seconds
+	if d := time.Since(start); d > n*time.Second/2 {
 		t.Errorf("%d redeliveries settled in %v", n, d)
 	}
 	t.Logf("%d redeliveries settled in %v", n, time.Since(start).Round(time.Millisecond))
