@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -86,6 +87,12 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 			// heartbeat may come late, and a redelivery is not what this
 			// test is about
 			cfg.Store.AckWait, cfg.Store.MaxDeliver = 5*time.Second, 10
+			// and a tool call may take seconds there: the helper's 2 s
+			// is too tight, a lookup answered with a timeout ends its
+			// mission before it suspends (runner_error) and a refund's
+			// leaves an approved call unrun. A call answered with an
+			// error still fails the test below, named.
+			cfg.ToolTimeout = 30 * time.Second
 		}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -127,7 +134,21 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		}
 		return r
 	}
-	eventually(t, 8*time.Minute, "every mission suspended", func() bool { return suspended() >= int64(n) })
+	// a mission that ended before it suspended never will: no need to
+	// wait for the rest
+	ended := func() int64 {
+		var e int64
+		for _, w := range workers {
+			st := w.Stats()
+			e += st.Succeeded + st.Failed + st.Cancelled + st.DeadLettered + st.Invalid
+		}
+		return e
+	}
+	for deadline := time.Now().Add(8 * time.Minute); suspended() < int64(n); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) || ended() > 0 {
+			t.Fatal(describeUnsuspended(ctx, c, workers, ids))
+		}
+	}
 	waited := time.Since(start)
 	eventually(t, 30*time.Second, "no slot held while missions wait", func() bool { return running() == 0 })
 	// The goroutines a worker and a tool service keep waiting a fetch's
@@ -158,8 +179,12 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	// service: the resume latency of a decision that waits for nothing
 	// (missions beyond those decided at once, at most 10).
 	paced := min(10, n-decisions)
+	// each decided mission's Step and when its Await returned, by its
+	// index in ids: a refund that did not run is described from them
+	steps := make([]*messages.Step, decisions+paced)
+	finished := make([]time.Time, decisions+paced)
 	var pacedLat []time.Duration
-	for _, id := range ids[decisions : decisions+paced] {
+	for j, id := range ids[decisions : decisions+paced] {
 		at := time.Now()
 		if _, err := c.Decide(ctx, id, fleet.Decision{Approve: true, By: "one"}); err != nil {
 			t.Fatal(err)
@@ -167,9 +192,11 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		eventually(t, 30*time.Second, "the approved call reaches its service", func() bool { _, ok := shop.arrived(id); return ok })
 		arrived, _ := shop.arrived(id)
 		pacedLat = append(pacedLat, arrived.Sub(at))
-		if _, err := c.Await(ctx, id); err != nil {
+		step, err := c.Await(ctx, id)
+		if err != nil {
 			t.Fatal(err)
 		}
+		steps[decisions+j], finished[decisions+j] = step, time.Now()
 	}
 	if paced > 0 {
 		slices.Sort(pacedLat)
@@ -227,6 +254,7 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			step, err := c.Await(ctx, ids[i])
+			steps[i], finished[i] = step, time.Now()
 			if err != nil || !step.Ok() {
 				t.Errorf("mission %s: %+v %v", ids[i], step, err)
 			}
@@ -244,6 +272,34 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	t.Logf("%d resumptions in %s, CPU time of the process (server, workers, client) %s: %s a resumption; allocated %.1f KB in %d allocations a resumption, %d collections",
 		decisions, time.Since(resumeStart).Round(time.Millisecond), cpuUsed.Round(time.Millisecond), (cpuUsed / time.Duration(decisions)).Round(10*time.Microsecond),
 		float64(mem1.TotalAlloc-mem0.TotalAlloc)/1e3/float64(decisions), (mem1.Mallocs-mem0.Mallocs)/uint64(decisions), mem1.NumGC-mem0.NumGC)
+	// Each approved refund ran, and its answer is what the mission
+	// returned: a refund answered with a tool error (which the runner
+	// returns as the Step's value) or never run is described, with what
+	// its mission's records say happened to it.
+	var lost []int
+	for j, step := range steps {
+		_, ran := shop.arrived(ids[j])
+		var ret map[string]any
+		if step != nil {
+			ret, _ = step.Return.(map[string]any)
+		}
+		if !ran || ret["refunded"] != int64(500) {
+			lost = append(lost, j)
+		}
+	}
+	if len(lost) > 0 {
+		// a call that reached its service late runs moments later; one
+		// lost never does
+		for late := time.Now().Add(10 * time.Second); time.Now().Before(late); time.Sleep(50 * time.Millisecond) {
+			if !slices.ContainsFunc(lost, func(j int) bool { _, ran := shop.arrived(ids[j]); return !ran }) {
+				break
+			}
+		}
+		for _, j := range lost {
+			t.Error(describeRefund(ctx, c, shop, ids[j], steps[j], finished[j]))
+		}
+		t.FailNow()
+	}
 	_, refunds, keys := shop.counts()
 	if len(refunds) != decisions+paced {
 		t.Fatalf("%d refunds ran for %d approvals", len(refunds), decisions+paced)
@@ -263,7 +319,7 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	// the resumed run's start on a worker (the wake through PARKED and
 	// MISSIONS, the fetch), that start to the call (the run replaying its
 	// journal up to the call).
-	var decide, queue, replay []time.Duration
+	var decide, queue, replay, refundCall []time.Duration
 	for j := range decisions {
 		evs, err := c.Events(ctx, ids[j])
 		if err != nil {
@@ -271,8 +327,11 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		}
 		var started time.Time
 		for _, ev := range evs {
-			if ev.Kind == messages.EventStarted {
+			switch {
+			case ev.Kind == messages.EventStarted:
 				started = ev.Time
+			case ev.Kind == messages.EventToolResult && ev.Tool == "refund":
+				refundCall = append(refundCall, ev.Duration)
 			}
 		}
 		at, ok := shop.arrived(ids[j])
@@ -288,11 +347,98 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		return d[len(d)/2].Round(100 * time.Microsecond)
 	}
 	t.Logf("p50 of the parts: the decision %s, decided → run started %s, run started → call %s", med(decide), med(queue), med(replay))
+	if len(refundCall) > 0 {
+		slices.Sort(refundCall)
+		t.Logf("the refund call (sent → answered, the service's dedup claim and outcome writes included): p50 %s, max %s",
+			refundCall[len(refundCall)/2].Round(time.Millisecond), refundCall[len(refundCall)-1].Round(time.Millisecond))
+	}
 	t.Logf("%d decisions at once: all %d missions finished; resume latency (decision → tool call) p50 %s, p90 %s, p99 %s, max %s",
 		decisions, decisions, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond),
 		lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	afterHeap, afterG := heapAfterGC()
 	t.Logf("after: heap %.1f MB, goroutines %d", float64(afterHeap)/1e6, afterG)
+}
+
+// describeRefund says what happened to mission id's approved refund:
+// the Step its Await returned (at finished), whether and when the refund
+// reached the service (shop nil: not asked), and the mission's status,
+// approval records and events.
+func describeRefund(ctx context.Context, c *fleet.Client, shop *shopTools, id string, step *messages.Step, finished time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mission %s", id)
+	if shop != nil {
+		if at, ok := shop.arrived(id); ok {
+			fmt.Fprintf(&b, ": approved refund reached the service %s after the mission finished", at.Sub(finished).Round(time.Millisecond))
+		} else {
+			b.WriteString(": approved refund never reached the service")
+		}
+	}
+	if step != nil {
+		fmt.Fprintf(&b, "; step return %v, fail %+v, attempts %d", step.Return, step.Fail, step.Attempts)
+	}
+	if st, err := c.Status(ctx, id); err != nil {
+		fmt.Fprintf(&b, "; status: %v", err)
+	} else {
+		fmt.Fprintf(&b, "; status %s attempt %d worker %s suspensions %d reason %q", st.State, st.Attempt, st.Worker, st.Suspensions, st.Reason)
+	}
+	if as, err := c.Approvals(ctx, id); err != nil {
+		fmt.Fprintf(&b, "; approvals: %v", err)
+	} else {
+		for _, a := range as {
+			fmt.Fprintf(&b, "; approval %s %s by %s (%s) requested %s decided %s deadline %s",
+				a.Call, a.State, a.DecidedBy, a.Reason, a.RequestedAt.Format(time.StampMilli), a.DecidedAt.Format(time.StampMilli), a.Deadline.Format(time.StampMilli))
+		}
+	}
+	evs, err := c.Events(ctx, id)
+	if err != nil {
+		fmt.Fprintf(&b, "; events: %v", err)
+	}
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "\n  %s %s attempt %d worker %s", ev.Time.Format(time.StampMilli), ev.Kind, ev.Attempt, ev.Worker)
+		if ev.Tool != "" {
+			fmt.Fprintf(&b, " tool %s call %s", ev.Tool, ev.CallID)
+		}
+		if ev.Duration > 0 {
+			fmt.Fprintf(&b, " in %s", ev.Duration.Round(time.Millisecond))
+		}
+		if ev.Error != "" {
+			fmt.Fprintf(&b, " error %q", ev.Error)
+		}
+		if ev.Data != nil {
+			fmt.Fprintf(&b, " data %v", ev.Data)
+		}
+	}
+	return b.String()
+}
+
+// describeUnsuspended says why not every mission of ids suspended: the
+// workers' counts, the missions counted by state, and what happened to
+// the first few not awaiting approval.
+func describeUnsuspended(ctx context.Context, c *fleet.Client, workers []*fleet.Worker, ids []string) string {
+	var b strings.Builder
+	b.WriteString("not every mission suspended:")
+	for _, w := range workers {
+		fmt.Fprintf(&b, " worker %+v;", w.Stats())
+	}
+	states := map[string]int{}
+	var others []string
+	for _, id := range ids {
+		st, err := c.Status(ctx, id)
+		state := "no status"
+		if err == nil {
+			state = st.State
+		}
+		states[state]++
+		if state != messages.StateAwaitingApproval {
+			others = append(others, id)
+		}
+	}
+	fmt.Fprintf(&b, " missions by state %v", states)
+	for _, id := range others[:min(5, len(others))] {
+		b.WriteString("\n")
+		b.WriteString(describeRefund(ctx, c, nil, id, nil, time.Time{}))
+	}
+	return b.String()
 }
 
 // writeAllocs writes the allocs profile to the file named.
