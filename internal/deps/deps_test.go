@@ -34,9 +34,9 @@ const module = "github.com/ptcfleet/ptc/"
 const rules = `
 NONE < pkg/signature, pkg/messages, pkg/agent/llm, pkg/agent/llm/internal/sse,
        pkg/fleet/embedded, internal/syncbuf, internal/testnode, internal/webtest, internal/version,
-       deploy/k8s;
+       internal/ctxval, deploy/k8s;
 
-pkg/signature, pkg/messages < pkg/lisp/internal/core;
+pkg/signature, pkg/messages, internal/ctxval < pkg/lisp/internal/core;
 pkg/lisp/internal/core < pkg/lisp/internal/syntax, pkg/lisp/internal/builtins;
 pkg/lisp/internal/syntax, pkg/lisp/internal/builtins < pkg/lisp/internal/compile;
 pkg/lisp/internal/compile < pkg/lisp;

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ptcfleet/ptc/internal/ctxval"
 	"github.com/ptcfleet/ptc/pkg/lisp"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
@@ -281,8 +282,8 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 	mem[compiledArgsName] = argMap
 	var w *execWarnings
 	if len(c.ltools) > 0 && c.mode != signature.Disabled {
-		wc := &warnCtx{Context: ctx}
-		w, ctx = &wc.w, wc
+		wc := &ctxval.Ctx[warnKey, execWarnings]{Context: ctx}
+		w, ctx = &wc.V, wc
 	}
 	res, xerr := c.call.Run(ctx, programLimits(lisp.Options{Context: vals, Memory: mem, Tools: c.ltools,
 		Limits: messages.Limits{MemoryLimit: -1}, FloatPrecision: FloatPrecision}, c.lim))
@@ -332,23 +333,6 @@ func (c *Compiled) Execute(ctx context.Context, args map[string]any) (*messages.
 type stepAlloc struct {
 	st    messages.Step
 	trace [1]messages.Turn
-}
-
-// warnCtx is an execution's context with its warnings collector, made in
-// one allocation (context.WithValue would make a second): Value answers
-// warnKey with the collector.
-type warnCtx struct {
-	context.Context
-	w execWarnings
-}
-
-// Value returns the collector for warnKey and asks the parent for any
-// other key.
-func (c *warnCtx) Value(key any) any {
-	if key == (warnKey{}) {
-		return &c.w
-	}
-	return c.Context.Value(key)
 }
 
 // plainScalars reports whether every value of args is a scalar that

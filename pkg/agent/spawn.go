@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ptcfleet/ptc/internal/ctxval"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
@@ -29,24 +30,8 @@ type spawnKey struct{}
 // withSpawnCall returns ctx carrying a new spawnCall of tool for Spawn,
 // and that spawnCall.
 func withSpawnCall(ctx context.Context, tr *toolRunner, tt *turnTools, tool string) (context.Context, *spawnCall) {
-	c := &spawnCtx{Context: ctx, sc: spawnCall{tr: tr, tt: tt, tool: tool}}
-	return c, &c.sc
-}
-
-// spawnCtx is the context a tool's function is called with: its parent
-// and the call's spawnCall, in one allocation. Value answers spawnKey with
-// the spawnCall.
-type spawnCtx struct {
-	context.Context
-	sc spawnCall
-}
-
-// Value returns &c.sc for spawnKey and asks the parent for any other key.
-func (c *spawnCtx) Value(key any) any {
-	if key == (spawnKey{}) {
-		return &c.sc
-	}
-	return c.Context.Value(key)
+	c := &ctxval.Ctx[spawnKey, spawnCall]{Context: ctx, V: spawnCall{tr: tr, tt: tt, tool: tool}}
+	return c, &c.V
 }
 
 // spawnCall is what a tool call lends to Spawn: the run it belongs to and

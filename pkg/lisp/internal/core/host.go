@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ptcfleet/ptc/internal/ctxval"
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 )
@@ -52,25 +53,7 @@ func CallPos(ctx context.Context) (pos Pos, ok bool) {
 
 // withCallPos returns ctx carrying pos for CallPos.
 func withCallPos(ctx context.Context, pos Pos) context.Context {
-	return &callPosCtx{Context: ctx, pos: pos}
-}
-
-// callPosCtx is the context a Tool is called with: its parent and the
-// position of the call, held in one allocation (context.WithValue would
-// box the Pos in a second). Value answers callPosKey with a pointer to
-// the position, which does not allocate.
-type callPosCtx struct {
-	context.Context
-	pos Pos
-}
-
-// Value returns &c.pos for callPosKey and asks the parent for any other
-// key.
-func (c *callPosCtx) Value(key any) any {
-	if key == (callPosKey{}) {
-		return &c.pos
-	}
-	return c.Context.Value(key)
+	return &ctxval.Ctx[callPosKey, Pos]{Context: ctx, V: pos}
 }
 
 // Tools maps tool names to tools. A nil Tools has no tools.

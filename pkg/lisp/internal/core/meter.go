@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/ptcfleet/ptc/internal/ctxval"
 )
 
 // Meter charges the memory a mission holds from its tools against the
@@ -112,22 +114,8 @@ func WithMeter(ctx context.Context, m *Meter) context.Context {
 // WithNewMeter returns ctx carrying a new meter (NewMeter(limit, raise))
 // and that meter, made in one allocation.
 func WithNewMeter(ctx context.Context, limit int64, raise string) (context.Context, *Meter) {
-	mc := &meterCtx{Context: ctx, m: Meter{limit: limit, raise: raise}}
-	return mc, &mc.m
-}
-
-// meterCtx is a context carrying its own meter: Value answers meterKey
-// with it and asks the parent for any other key.
-type meterCtx struct {
-	context.Context
-	m Meter
-}
-
-func (c *meterCtx) Value(key any) any {
-	if key == (meterKey{}) {
-		return &c.m
-	}
-	return c.Context.Value(key)
+	mc := &ctxval.Ctx[meterKey, Meter]{Context: ctx, V: Meter{limit: limit, raise: raise}}
+	return mc, &mc.V
 }
 
 // MeterFrom returns the meter ctx carries, or nil.
