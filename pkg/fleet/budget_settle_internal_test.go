@@ -393,6 +393,15 @@ func TestBudgetSettleGivesUpWhenTheWorkerStops(t *testing.T) {
 // others' reservations are made.
 func TestBudgetBatchOutlivesItsWritersContext(t *testing.T) {
 	ctx, b, f := faultBudgets(t)
+	// The writes here are held by the gate while the test queues the
+	// others, which on a loaded machine under -race can take longer than
+	// faultBudgets' 200 ms tries: the writes get the worker's own bound.
+	// The clock stands still, so the limits read by the first Reserve stay
+	// cached and the cancelled call reads none of them with its ended
+	// context: only the write it makes is under test.
+	b.settleWait = budgetSettleWait
+	start := time.Now()
+	b.now = func() time.Time { return start }
 	mb := b.forMission("alice", nil, nil)
 	first, err := mb.Reserve(ctx, "m", BudgetAmount{CostUSD: 1, Tokens: 10}, true)
 	if err != nil {
