@@ -367,8 +367,10 @@ func describeRefund(ctx context.Context, c *fleet.Client, shop *shopTools, id st
 	var b strings.Builder
 	fmt.Fprintf(&b, "mission %s", id)
 	if shop != nil {
-		if at, ok := shop.arrived(id); ok {
+		if at, ok := shop.arrived(id); ok && at.After(finished) {
 			fmt.Fprintf(&b, ": approved refund reached the service %s after the mission finished", at.Sub(finished).Round(time.Millisecond))
+		} else if ok {
+			fmt.Fprintf(&b, ": approved refund reached the service %s before the mission finished", finished.Sub(at).Round(time.Millisecond))
 		} else {
 			b.WriteString(": approved refund never reached the service")
 		}
