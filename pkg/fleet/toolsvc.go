@@ -299,7 +299,9 @@ func NewToolService(nc *nats.Conn, cfg ToolServiceConfig) (*ToolService, error) 
 }
 
 // Register serves fn as the tool name. The signature, when given, must
-// parse.
+// parse. While the connection is up, Register returns once the server
+// holds the tool's endpoint, so a call from any connection made after it
+// returns reaches the tool.
 func (s *ToolService) Register(name string, spec ToolSpec, fn ToolFunc) error {
 	if fn == nil {
 		return fmt.Errorf("%w: tool %s: nil func", ErrInvalidConfig, name)
@@ -326,8 +328,22 @@ func (s *ToolService) Register(name string, spec ToolSpec, fn ToolFunc) error {
 	if err != nil {
 		return fmt.Errorf("fleet: tool %s: %w", name, err)
 	}
+	// The tool is reachable once Register returns: a caller told so (a
+	// process that reports ready, a test that calls at once) may call it
+	// from another connection, and the server would answer that call with
+	// no responders while the endpoint's subscription still sat in this
+	// connection's buffer. The flush's round trip makes the server hold
+	// it. A connection that is down sends it when it reconnects, so its
+	// flush failing leaves nothing undone.
+	if s.nc.IsConnected() {
+		_ = s.nc.FlushTimeout(registerFlushWait)
+	}
 	return nil
 }
+
+// registerFlushWait bounds Register's wait for the server to hold a new
+// endpoint's subscription.
+const registerFlushWait = 5 * time.Second
 
 // RegisterTyped serves a typed func as the tool name. Arguments are decoded
 // into In and the result encoded from Out through encoding/json, so json
