@@ -58,6 +58,34 @@ func callRunner(calls *sync.Map) fleet.RunnerFunc {
 	}
 }
 
+// startCallWorker starts a worker on nc running callRunner, whose runs
+// wait 300 ms for an unanswered discovery and call onHandBack each time
+// one is handed back.
+func startCallWorker(t *testing.T, nc *nats.Conn, calls *sync.Map, onHandBack func()) {
+	t.Helper()
+	log := zerolog.New(logHook{match: "retryable failure; handing back", on: onHandBack}).Level(zerolog.WarnLevel)
+	startWorker(t, nc, callRunner(calls), func(c *fleet.WorkerConfig) {
+		c.Logger = &log
+		c.ToolUnavailableWait = 300 * time.Millisecond
+	})
+}
+
+// runCall submits a mission whose program calls tool (callRunner) and
+// returns its Step and id, failing t unless it succeeded.
+func runCall(ctx context.Context, t *testing.T, c *fleet.Client, tool string) (*messages.Step, string) {
+	t.Helper()
+	m := newMission(tool)
+	m.Context = map[string]any{"tool": tool}
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	step, err := c.Await(ctx, m.ID)
+	if err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	return step, m.ID
+}
+
 // A call whose tool discovery hears no answer from NATS (here a listener
 // on $SRV.INFO that never answers, as a request lost while a node
 // restarts) is not answered "no tool service is running": after the
@@ -79,7 +107,8 @@ func TestToolDiscoveryOutageEndsTheRunNotTheCall(t *testing.T) {
 	}
 	var handedBack atomic.Int32
 	var shop atomic.Pointer[shopTools]
-	log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() {
+	var calls sync.Map
+	startCallWorker(t, nc, &calls, func() {
 		// the run ended on discovery's silence: the tool's service is up
 		// and discovery answers before the mission comes back
 		if handedBack.Add(1) == 1 {
@@ -91,28 +120,15 @@ func TestToolDiscoveryOutageEndsTheRunNotTheCall(t *testing.T) {
 				t.Error(err)
 			}
 		}
-	}}).Level(zerolog.WarnLevel)
-	var calls sync.Map
-	startWorker(t, nc, callRunner(&calls), func(c *fleet.WorkerConfig) {
-		c.Logger = &log
-		c.ToolUnavailableWait = 300 * time.Millisecond
 	})
-	m := newMission("refund")
-	m.Context = map[string]any{"tool": "refund"}
-	if _, err := c.Submit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	step, err := c.Await(ctx, m.ID)
-	if err != nil || !step.Ok() {
-		t.Fatalf("step %+v, %v", step, err)
-	}
+	step, id := runCall(ctx, t, c, "refund")
 	if handedBack.Load() != 1 {
 		t.Fatalf("handed back %d times, want once", handedBack.Load())
 	}
 	if got, _ := step.Return.(map[string]any); got["refunded"] != int64(50) {
 		t.Fatalf("return %v, want the refund's answer", step.Return)
 	}
-	onceAtTurn1(t, shop.Load(), m.ID)
+	onceAtTurn1(t, shop.Load(), id)
 	if step.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2", step.Attempts)
 	}
@@ -142,21 +158,9 @@ func TestToolNoServiceOffersIsAToolError(t *testing.T) {
 				startShop(t, nc)
 			}
 			var handedBack atomic.Int32
-			log := zerolog.New(logHook{match: "retryable failure; handing back", on: func() { handedBack.Add(1) }}).Level(zerolog.WarnLevel)
 			var calls sync.Map
-			startWorker(t, nc, callRunner(&calls), func(c *fleet.WorkerConfig) {
-				c.Logger = &log
-				c.ToolUnavailableWait = 300 * time.Millisecond
-			})
-			m := newMission("ghost")
-			m.Context = map[string]any{"tool": "ghost"}
-			if _, err := c.Submit(ctx, m); err != nil {
-				t.Fatal(err)
-			}
-			step, err := c.Await(ctx, m.ID)
-			if err != nil || !step.Ok() {
-				t.Fatalf("step %+v, %v", step, err)
-			}
+			startCallWorker(t, nc, &calls, func() { handedBack.Add(1) })
+			step, _ := runCall(ctx, t, c, "ghost")
 			got, _ := step.Return.(map[string]any)
 			if got["code"] != messages.ToolErrUnavailable || step.Attempts != 1 || handedBack.Load() != 0 {
 				t.Fatalf("return %v after %d attempts, handed back %d times; want the tool error unavailable at the first",
