@@ -23,8 +23,11 @@ import (
 // claim. The tool thus runs at most once per key: when the run holding a
 // claim never finishes (its process died), later requests are answered
 // with a tool_error saying the outcome is unknown, not run again, until
-// the claim expires with TTL. A request whose key names a different call
-// (the same key with other arguments) runs without deduplication.
+// the claim expires with TTL. A request that gives up before running the
+// tool (its claim's acknowledgement did not come back in time) deletes its
+// claim if it was written, so that a retry runs the tool. A request whose
+// key names a different call (the same key with other arguments) runs
+// without deduplication.
 type DedupConfig struct {
 	// Bucket is the KV bucket of claims and outcomes, created when
 	// missing. Default "tool_dedup".
@@ -45,12 +48,41 @@ type dedupStore struct {
 	// and the key, with casPublish; else through kv.
 	nc     *nats.Conn
 	prefix string
+	// writeHook, when set, makes create's and update's writes: it is
+	// given the operation ("create" or "update") and the write, and
+	// answers for it (tests lose a written claim's acknowledgement or
+	// fail an outcome's write).
+	writeHook func(ctx context.Context, op string, write func(context.Context) (uint64, error)) (uint64, error)
 }
 
 // create claims key with rec: kv.Create, its first write made with
 // casPublish. A refusal is left to kv.Create, which also claims a key
 // whose last entry is a delete marker.
 func (d *dedupStore) create(ctx context.Context, key string, rec []byte) (uint64, error) {
+	if d.writeHook != nil {
+		return d.writeHook(ctx, "create", func(ctx context.Context) (uint64, error) { return d.write(ctx, key, rec, 0) })
+	}
+	return d.write(ctx, key, rec, 0)
+}
+
+// update writes rec over revision rev of key: kv.Update, made with
+// casPublish.
+func (d *dedupStore) update(ctx context.Context, key string, rec []byte, rev uint64) (uint64, error) {
+	if d.writeHook != nil {
+		return d.writeHook(ctx, "update", func(ctx context.Context) (uint64, error) { return d.write(ctx, key, rec, rev) })
+	}
+	return d.write(ctx, key, rec, rev)
+}
+
+// write claims key with rec when rev is 0 (create), else writes rec over
+// revision rev (update).
+func (d *dedupStore) write(ctx context.Context, key string, rec []byte, rev uint64) (uint64, error) {
+	if rev != 0 {
+		if d.prefix == "" || !kvKeyValid(key) {
+			return d.kv.Update(ctx, key, rec, rev)
+		}
+		return casPublish(ctx, d.nc, nil, d.prefix+key, rec, rev)
+	}
 	if d.prefix == "" || !kvKeyValid(key) {
 		return d.kv.Create(ctx, key, rec)
 	}
@@ -59,15 +91,6 @@ func (d *dedupStore) create(ctx context.Context, key string, rec []byte) (uint64
 		return d.kv.Create(ctx, key, rec)
 	}
 	return rev, err
-}
-
-// update writes rec over revision rev of key: kv.Update, made with
-// casPublish.
-func (d *dedupStore) update(ctx context.Context, key string, rec []byte, rev uint64) (uint64, error) {
-	if d.prefix == "" || !kvKeyValid(key) {
-		return d.kv.Update(ctx, key, rec, rev)
-	}
-	return casPublish(ctx, d.nc, nil, d.prefix+key, rec, rev)
 }
 
 func openDedup(nc *nats.Conn, service string, cfg DedupConfig) (*dedupStore, error) {
@@ -175,6 +198,10 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 	// is refused (another request claimed it first, or holds the outcome)
 	// or its answer was lost.
 	claim := true
+	// written: a claim of this request may have been written though its
+	// create failed (the write landed, or may still land, and its
+	// acknowledgement was lost): not a refusal
+	written := false
 	for {
 		var err error
 		if claim {
@@ -184,6 +211,7 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 				return run(rev)
 			}
 			err = cerr
+			written = written || !errors.Is(cerr, jetstream.ErrKeyExists)
 		}
 		e, gerr := s.dedup.kv.Get(ctx, key)
 		switch {
@@ -222,11 +250,92 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 		}
 		select {
 		case <-ctx.Done():
+			if written {
+				// This request gives up without running the tool: a claim
+				// of its own that was written, now or a little later,
+				// would hold the key against every retry until its TTL.
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					s.dedup.releaseClaim(s.ctx.Done(), key, owner, log)
+				}()
+			}
 			return errorOutcome(req.CallID, messages.ToolErrTimeout,
 				fmt.Sprintf("no answer within %s (waiting for another attempt of the same call)", timeout.Round(time.Millisecond)))
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// claimReleaseWait bounds how long a request that gave up without running
+// the tool looks for its claim to release it (releaseClaim): a claim whose
+// acknowledgement was lost may land a little after the give-up (a slow
+// store, a leader moving, a NATS restart).
+const claimReleaseWait = 30 * time.Second
+
+// releaseClaim deletes key's claim when it is the unrun claim of owner, a
+// request that gave up without running the tool (once), so that a retry
+// of the call claims the key and runs it instead of waiting for an outcome
+// that never comes. It reads the key until it holds a record, the service
+// stops (stop closes) or claimReleaseWait has passed, and deletes only a
+// record that is owner's claim and not an outcome, with the revision it
+// read. Each race leaves the tool run at most once:
+//
+//   - the claim lands after a read found the key empty: the claim's write
+//     is conditional on the key being unclaimed (no revision, or a delete
+//     marker's), so it lands only while the key holds no other record,
+//     and a later read finds it;
+//   - a retry claims the key first: the retry's record is not owner's, so
+//     it is left, and owner's late write is refused (the key is claimed);
+//   - a retry reads owner's claim and waits: it claims the key once the
+//     claim is deleted and runs the tool, which owner never ran;
+//   - the key changes between the read and the delete (its TTL ended and
+//     another request claimed it): the delete names the revision read and
+//     is refused; the next read finds the other's record and leaves it.
+//
+// A claim of owner's is unrun because owner gives up only before running
+// the tool (a run stores its outcome over the claim, or keeps trying to,
+// storeOutcome, and is never released). A release that cannot tell (the
+// store does not answer, or the claim lands after claimReleaseWait)
+// leaves the claim, which then holds the key until its TTL.
+func (d *dedupStore) releaseClaim(stop <-chan struct{}, key, owner string, log *zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), claimReleaseWait)
+	defer cancel()
+	backoff := dedupPoll
+	// seen: owner's claim was read, so the key is left empty only by its
+	// deletion (a delete whose acknowledgement was lost) or its TTL
+	seen := false
+	for {
+		e, err := d.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			var rec dedupRecord
+			if messages.Unmarshal(e.Value(), &rec) != nil || rec.Owner != owner || rec.Done {
+				return // another request's record, or an outcome
+			}
+			seen = true
+			err = d.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+			if err == nil {
+				log.Debug().Str("key", key).Msg("claim of a call that gave up before running released")
+				return
+			}
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if seen {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if seen || err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				log.Warn().Err(err).Str("key", key).Msg("claim of a call that gave up before running not released; the key stays claimed until its TTL")
+			}
+			return
+		case <-stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
 	}
 }
 
