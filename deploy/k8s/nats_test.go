@@ -650,10 +650,12 @@ func TestNATSPermissionsRunTheFleet(t *testing.T) {
 	pub(dispatcher, messages.EventSubject(natsauth.RoleDispatcher, m.ID, 99, messages.EventFinal)) // nor forge progress
 	pub(dispatcher, messages.ResultSubject(natsauth.RoleDispatcher, m.ID))                         // nor results
 	pub(dispatcher, messages.StatusSubject(natsauth.RoleDispatcher, m.ID))                         // nor status
+	pub(dispatcher, messages.ClaimSubject(natsauth.RoleDispatcher, m.ID, "forged"))                // nor a claim, which would fence a run's result
 	pub(dispatcher, "$JS.API.STREAM.PURGE.MISSIONS")
 	sub(dispatcher, messages.CancelWildcard)
 	pub(tools, messages.SubmitSubject(natsauth.RoleDispatcher, "", m.ID)) // tool services only answer
 	pub(tools, messages.ResultSubject(natsauth.RoleDispatcher, m.ID))
+	pub(tools, messages.ClaimSubject(natsauth.RoleDispatcher, m.ID, "forged"))
 	sub(tools, "mission.>")
 }
 

@@ -116,7 +116,7 @@ func awaitBursts(ctx context.Context, tb testing.TB, c *Client, n int, wait time
 		}
 	}
 	publish := func(i int) {
-		if _, _, err := publishResult(ctx, c.js, c.st, c.key(ids[i]), &messages.Step{Return: int64(i)}); err != nil {
+		if _, _, err := publishResult(ctx, c.js, c.st, c.key(ids[i]), &messages.Step{Return: int64(i)}, claimFence{}); err != nil {
 			tb.Error(err)
 		}
 	}
@@ -151,7 +151,7 @@ func BenchmarkAwaitStored(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := messages.NewMissionID()
-	if _, _, err := publishResult(ctx, c.js, c.st, c.key(id), &messages.Step{Return: "ok"}); err != nil {
+	if _, _, err := publishResult(ctx, c.js, c.st, c.key(id), &messages.Step{Return: "ok"}, claimFence{}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -169,7 +169,7 @@ func BenchmarkAwaitStored(b *testing.B) {
 func TestRunReadsAnUnsignalledResultOnce(t *testing.T) {
 	ctx, c := awaitClient(t)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "p"}}
-	if _, _, err := publishResult(ctx, c.js, c.st, c.key(m.ID), &messages.Step{Return: "earlier"}); err != nil {
+	if _, _, err := publishResult(ctx, c.js, c.st, c.key(m.ID), &messages.Step{Return: "earlier"}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -208,7 +208,7 @@ func TestEventsWaitForTheFinalEventOfAFinishedMission(t *testing.T) {
 		t.Fatalf("events of a mission with no result = %d, %v after %s", len(evs), err, time.Since(began))
 	}
 
-	if _, _, err := publishResult(ctx, c.js, c.st, k, &messages.Step{Return: "ok"}); err != nil {
+	if _, _, err := publishResult(ctx, c.js, c.st, k, &messages.Step{Return: "ok"}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	published := make(chan error, 1)

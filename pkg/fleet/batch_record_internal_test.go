@@ -28,7 +28,7 @@ func TestPublishWithRecordStoresBoth(t *testing.T) {
 	ctx, nc, js, st := embeddedStores(t)
 	k := missionKey{sub: "s1", id: messages.NewMissionID()}
 	record := []byte("the record of the mission")
-	stored, mine, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "done"}, record)
+	stored, mine, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "done"}, record, claimFence{})
 	if err != nil || !mine {
 		t.Fatalf("publishWithRecord: mine %v, %v", mine, err)
 	}
@@ -59,7 +59,7 @@ func TestPublishWithRecordKeepsTheStoredResult(t *testing.T) {
 	for _, sameID := range []bool{true, false} {
 		k := missionKey{sub: "s1", id: messages.NewMissionID()}
 		if sameID {
-			if _, mine, err := publishResult(ctx, js, st, k, &messages.Step{Return: "first"}); err != nil || !mine {
+			if _, mine, err := publishResult(ctx, js, st, k, &messages.Step{Return: "first"}, claimFence{}); err != nil || !mine {
 				t.Fatalf("first result: mine %v, %v", mine, err)
 			}
 		} else {
@@ -74,7 +74,7 @@ func TestPublishWithRecordKeepsTheStoredResult(t *testing.T) {
 			}
 		}
 		second := &messages.Step{Return: "second"}
-		stored, mine, err := publishWithRecord(ctx, js, st, k, second, []byte("record"))
+		stored, mine, err := publishWithRecord(ctx, js, st, k, second, []byte("record"), claimFence{})
 		if err != nil || mine {
 			t.Fatalf("same id %v: second result: mine %v, %v", sameID, mine, err)
 		}
@@ -103,7 +103,7 @@ func TestPublishWithRecordRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	step := &messages.Step{Return: "done"}
-	if _, _, err := publishWithRecord(ctx, js, st, k, step, []byte("record")); !errors.Is(err, errBatchRefused) {
+	if _, _, err := publishWithRecord(ctx, js, st, k, step, []byte("record"), claimFence{}); !errors.Is(err, errBatchRefused) {
 		t.Fatalf("batch onto an earlier record: %v, want errBatchRefused", err)
 	}
 	if step.Record != nil {
@@ -119,7 +119,7 @@ func TestPublishWithRecordRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	k = missionKey{sub: "s1", id: messages.NewMissionID()}
-	if _, _, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "done"}, []byte("record")); !errors.Is(err, errBatchRefused) {
+	if _, _, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "done"}, []byte("record"), claimFence{}); !errors.Is(err, errBatchRefused) {
 		t.Fatalf("batch to a stream without atomic publishes: %v, want errBatchRefused", err)
 	}
 	for _, subject := range []string{messages.RecordSubject(k.sub, k.id), messages.ResultSubject(k.sub, k.id)} {

@@ -94,7 +94,7 @@ func TestLargeResultSealed(t *testing.T) {
 	ctx, js, st := testStores(t)
 	k := missionKey{sub: "ops", id: messages.NewMissionID()}
 	secret := strings.Repeat("the quarterly numbers ", 20_000) // 440 KB
-	if _, _, err := publishResult(ctx, js, st, k, &messages.Step{Return: secret}); err != nil {
+	if _, _, err := publishResult(ctx, js, st, k, &messages.Step{Return: secret}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := st.Results.GetLastMsgForSubject(ctx, messages.ResultSubject(k.sub, k.id))

@@ -103,7 +103,7 @@ func (w *Worker) carryOutCancel(ctx context.Context, msg *nats.Msg) (string, err
 			}
 		}
 		if wasQueued {
-			if _, _, err := publishResult(ctx, w.js, w.st, k, failStep(ReasonCancelled, "%s", reason)); err != nil {
+			if _, _, err := publishResult(ctx, w.js, w.st, k, failStep(ReasonCancelled, "%s", reason), claimFence{}); err != nil {
 				// the status is final: a worker fetching the mission
 				// stores its result (settleFinished)
 				return messages.ErrCodeFailed, err

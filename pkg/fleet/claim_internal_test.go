@@ -48,7 +48,7 @@ func TestResultStoredDuringClaimIsNotRunAgain(t *testing.T) {
 		if attempt != 2 || landed.Swap(true) {
 			return
 		}
-		if _, mine, err := publishResult(ctx, w.js, w.st, k, &messages.Step{Return: "stored by the owner"}); err != nil || !mine {
+		if _, mine, err := publishResult(ctx, w.js, w.st, k, &messages.Step{Return: "stored by the owner"}, claimFence{}); err != nil || !mine {
 			t.Errorf("the owner's result: mine %v, %v", mine, err)
 		}
 	}
@@ -199,5 +199,117 @@ func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
 	}
 	if !queued.Load() {
 		t.Fatal("the mission was queued only after its status read's answer")
+	}
+}
+
+// heldResultWorker starts a worker on nc whose runner returns "run <n>"
+// for its n-th run and whose resultHeld hook, on the first run's result,
+// is held (its publish delayed past what hold does): a publish its
+// connection holds while it reconnects, or its process while it stalls.
+func heldResultWorker(ctx context.Context, t *testing.T, nc *nats.Conn, store StoreConfig, hold func(w *Worker, k missionKey)) (*Worker, *atomic.Int32) {
+	t.Helper()
+	var runs atomic.Int32
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "held", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			return &messages.Step{Return: fmt.Sprintf("run %d", runs.Add(1))}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Bool
+	w.resultHeld = func(k missionKey) {
+		if !held.Swap(true) {
+			hold(w, k)
+		}
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	if !w.st.claimMarkers {
+		t.Fatal("the layout's results stream holds no claim markers")
+	}
+	return w, &runs
+}
+
+// A run whose result publish is held past its last fence check while
+// another worker claims the mission (its marker, then its status, as
+// claim writes them) and reads that no result is stored, stores nothing:
+// the stream refuses the result for the newer marker, and the run is
+// dropped as taken over. Without the fence the held result lands after
+// the new owner's read, and the mission runs twice with the first run's
+// result kept.
+func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := StoreConfig{AckWait: time.Second, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, runs := heldResultWorker(ctx, t, nc, store, func(w *Worker, k missionKey) {
+		cur, err := getStatus(ctx, w.st, k)
+		if err != nil {
+			t.Errorf("status: %v", err)
+			return
+		}
+		seq, err := markClaim(ctx, w.nc, w.st, k, "other")
+		if err != nil {
+			t.Errorf("the other claim's marker: %v", err)
+			return
+		}
+		st := cur.st
+		st.Worker, st.Attempt, st.ClaimSeq = "other", cur.st.Attempt+1, seq
+		if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+			t.Errorf("the other claim's status: %v", err)
+		}
+		if _, err := readResult(ctx, w.st, k); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the other claim's read: %v, want no result", err)
+		}
+	})
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other claim never runs (it stands for a worker that died): its
+	// redelivery runs the mission again, here.
+	if step.Return != "run 2" || runs.Load() != 2 {
+		t.Fatalf("result %v after %d runs; want the second run's (the first was taken over)", step.Return, runs.Load())
+	}
+}
+
+// A run whose result is refused for a newer claim marker while the
+// status is still its own (the claim that wrote the marker lost its
+// status write) sends the mission back to the queue, where the next
+// claim takes it.
+func TestResultRefusedForAMarkerAloneGoesBackToTheQueue(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// AckWait far longer than the test: only the nak brings it back
+	store := StoreConfig{AckWait: time.Minute, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, runs := heldResultWorker(ctx, t, nc, store, func(w *Worker, k missionKey) {
+		if _, err := markClaim(ctx, w.nc, w.st, k, "lost its status write"); err != nil {
+			t.Errorf("marker: %v", err)
+		}
+	})
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer rcancel()
+	step, err := client.Run(rctx, m)
+	if err != nil {
+		t.Fatalf("%v (runs %d)", err, runs.Load())
+	}
+	if step.Return != "run 2" {
+		t.Fatalf("result %v, want the second run's", step.Return)
 	}
 }

@@ -79,10 +79,10 @@ func BenchmarkRecordAndResultReplicated(b *testing.B) {
 				step := &messages.Step{Return: "ok"}
 				var mine bool
 				if batch {
-					_, mine, err = publishWithRecord(ctx, js, st, k, step, record)
+					_, mine, err = publishWithRecord(ctx, js, st, k, step, record, claimFence{})
 				} else {
 					if _, err = publishRecord(ctx, js, nil, k, record); err == nil {
-						_, mine, err = publishResult(ctx, js, st, k, step)
+						_, mine, err = publishResult(ctx, js, st, k, step, claimFence{})
 					}
 				}
 				if err != nil || !mine {

@@ -87,7 +87,7 @@ func deadFailReason(deliveries int) string {
 // settleGivenUp) store one result and emit one final event.
 func (w *Worker) deadResult(ctx context.Context, k missionKey, em *emitter, seq uint64, failReason, reason string) error {
 	id := k.id
-	stored, fresh, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason))
+	stored, fresh, err := publishResult(ctx, w.js, w.st, k, failStep(failReason, "%s", reason), claimFence{})
 	if err != nil {
 		w.log.Error().Err(err).Str("mission_id", id).Msg("dead letter result not stored")
 		return err

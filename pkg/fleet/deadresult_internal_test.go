@@ -30,7 +30,7 @@ func TestDeadResultFollowsTheStoredResult(t *testing.T) {
 			if _, err := casStatus(ctx, st, messages.Status{MissionID: k.id, Submitter: k.sub, State: messages.StateRunning, Worker: "w1", Attempt: 3, StreamSeq: 9}, 0); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := publishResult(ctx, js, st, k, c.stored); err != nil {
+			if _, _, err := publishResult(ctx, js, st, k, c.stored, claimFence{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.deadResult(ctx, k, nil, 9, ReasonMaxDeliveries, "no worker finished it in 3 deliveries"); err != nil {

@@ -86,7 +86,7 @@ func TestReadsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 			t.Fatal(err)
 		}
 		step := &messages.Step{Return: map[string]any{"n": int64(7)}}
-		if _, _, err := publishResult(ctx, js, st, missionKey{sub: "s", id: id}, step); err != nil {
+		if _, _, err := publishResult(ctx, js, st, missionKey{sub: "s", id: id}, step, claimFence{}); err != nil {
 			t.Fatal(err)
 		}
 		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: "1.d0.0",

@@ -14,7 +14,7 @@ import (
 // Msg-Id, the status key and "/final", one concatenation.
 func TestResultHeaderAllocations(t *testing.T) {
 	k := missionKey{sub: "analytics", id: messages.NewMissionID()}
-	hdr := resultHeader(k)
+	hdr := resultHeader(k, claimFence{})
 	if got, want := hdr.h.Get(jetstream.MsgIDHeader), messages.StatusKey(k.sub, k.id)+"/final"; got != want {
 		t.Errorf("Msg-Id %q, want %q", got, want)
 	}
@@ -25,7 +25,7 @@ func TestResultHeaderAllocations(t *testing.T) {
 	if raceOn {
 		t.Skip("the race detector drops some of what pools keep")
 	}
-	if n := testing.AllocsPerRun(100, func() { resultHeader(k).release() }); n != 1 {
+	if n := testing.AllocsPerRun(100, func() { resultHeader(k, claimFence{}).release() }); n != 1 {
 		t.Errorf("resultHeader: %v allocations, want 1 (the Msg-Id)", n)
 	}
 }

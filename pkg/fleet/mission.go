@@ -740,6 +740,21 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 			journalUpTo = st.JournalSeq
 		}
 		st.State, st.Worker, st.Attempt, st.StreamSeq, st.JournalSeq, st.MissionDigest = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream, 0, ""
+		// A run that may take the mission from another (mayBeStored)
+		// stores a claim marker before its status and its read of the
+		// result: the other run's result, published under its fence
+		// (finish), is then either stored before the marker, and read,
+		// or refused. A marker RESULTS does not take (an outage, where
+		// the other run's result cannot be stored either) leaves the
+		// claim with the status's last read alone, as on a layout
+		// without markers, rather than hold the mission back.
+		if mayBeStored && w.st.claimMarkers {
+			if seq, err := markClaim(ctx, w.nc, w.st, k, w.cfg.ID); err == nil {
+				st.ClaimSeq = seq
+			} else {
+				log.Warn().Err(err).Msg("claim marker not written; claiming without it")
+			}
+		}
 		if w.claimWrite != nil {
 			w.claimWrite(k, attempt)
 		}
@@ -815,7 +830,7 @@ func (w *Worker) settleFinished(ctx context.Context, msg jetstream.Msg, k missio
 		if reason == "" {
 			reason = ReasonRunnerError
 		}
-		_, _, _ = publishResult(ctx, w.js, w.st, k, failStep(reason, "the mission ended as %s", st.State))
+		_, _, _ = publishResult(ctx, w.js, w.st, k, failStep(reason, "the mission ended as %s", st.State), claimFence{})
 	}
 	log.Debug().Str("state", st.State).Msg("mission already finished; acking")
 	_ = msg.Ack()
@@ -1082,9 +1097,13 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	// A last fence check, just before the publish: a worker that lost the
 	// mission publishes nothing, and one that cannot tell tries again
-	// later. A new owner reads the result once its claim is written
-	// (storedAfterClaim), so between them the mission runs again only
-	// when this read and the publish straddle that claim and that read.
+	// later. The check is read ahead of the publish, and a publish can be
+	// held (a connection reconnecting, a stalled process) while a new
+	// owner claims and reads that no result is stored (storedAfterClaim):
+	// the stream decides. The new owner stores a claim marker before its
+	// read, and this run's result is published under its fence (the
+	// marker it knows, entry's ClaimSeq), so a result held past the
+	// marker is refused (errClaimedSince).
 	// fenceHolds reports, from the status the check read, whether the
 	// result may be published; fenceCheck reads it and says the same.
 	fenceHolds := func(cur *statusEntry, err error) bool {
@@ -1111,6 +1130,10 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		mine   bool
 		err    error
 	)
+	var fence claimFence
+	if w.st.claimMarkers && entry != nil {
+		fence = claimFence{set: true, seq: entry.st.ClaimSeq}
+	}
 	batched := false
 	var recData []byte // the record, encoded for the batch
 	if record != nil && w.st.batchResults && w.st.ResultObjects != nil {
@@ -1123,7 +1146,10 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			if !fenceCheck() {
 				return false
 			}
-			stored, mine, err = publishWithRecord(ctx, w.js, w.st, k, step, recData)
+			if w.resultHeld != nil {
+				w.resultHeld(k)
+			}
+			stored, mine, err = publishWithRecord(ctx, w.js, w.st, k, step, recData, fence)
 			batched = !errors.Is(err, errBatchRefused)
 			if !batched {
 				log.Debug().Err(err).Msg("record and result batch refused; publishing them one after the other")
@@ -1146,18 +1172,32 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		} else if !fenceCheck() {
 			return false
 		}
-		stored, mine, err = publishResult(ctx, w.js, w.st, k, step)
+		if w.resultHeld != nil {
+			w.resultHeld(k)
+		}
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, step, fence)
 	}
 	if errors.Is(err, errUnreadableResult) && len(step.Trace) > 0 {
 		// the trace (every tool result the programs read) is what a
 		// reader cannot take more often than the answer: the answer or
 		// failure is kept without it
 		log.Warn().Err(err).Msg("result refused with its trace: storing it without")
-		stored, mine, err = publishResult(ctx, w.js, w.st, k, withoutTrace(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, withoutTrace(step, err), fence)
 	}
 	if errors.Is(err, errUnreadableResult) {
 		log.Warn().Err(err).Msg("result refused: its readers could not decode it")
-		stored, mine, err = publishResult(ctx, w.js, w.st, k, unreadableStep(step, err))
+		stored, mine, err = publishResult(ctx, w.js, w.st, k, unreadableStep(step, err), fence)
+	}
+	if errors.Is(err, errClaimedSince) {
+		// A newer claim marker than this run's: the status names the
+		// run that wrote it (fenceCheck drops this run's work), or the
+		// claim that wrote it lost its status write, and the mission
+		// goes back to the queue to be claimed again.
+		if fenceCheck() {
+			log.Warn().Err(err).Msg("result refused for a newer claim, though the status is this run's; retrying later")
+			return notStored()
+		}
+		return false
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")

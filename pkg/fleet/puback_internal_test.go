@@ -379,7 +379,7 @@ func TestPublishResultEncodesInAPooledBuffer(t *testing.T) {
 		return missionKey{sub: messages.DefaultSubmitter, id: ids[next-1]}
 	}
 	write := func() {
-		if _, mine, err := publishResult(ctx, js, st, key(), step); err != nil || !mine {
+		if _, mine, err := publishResult(ctx, js, st, key(), step, claimFence{}); err != nil || !mine {
 			t.Fatalf("result not stored as this writer's: %v", err)
 		}
 	}

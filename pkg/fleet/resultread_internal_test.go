@@ -13,7 +13,7 @@ import (
 func TestResultReadWithoutHeaders(t *testing.T) {
 	ctx, js, st := testStores(t)
 	k := missionKey{sub: "s", id: messages.NewMissionID()}
-	if _, mine, err := publishResult(ctx, js, st, k, &messages.Step{Return: map[string]any{"n": int64(7)}}); err != nil || !mine {
+	if _, mine, err := publishResult(ctx, js, st, k, &messages.Step{Return: map[string]any{"n": int64(7)}}, claimFence{}); err != nil || !mine {
 		t.Fatalf("result: mine %v, %v", mine, err)
 	}
 	got, err := readResult(ctx, st, k)

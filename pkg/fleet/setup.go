@@ -6,6 +6,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,6 +205,12 @@ type Stores struct {
 	// one atomic batch (publishWithRecord): Results allows it and stages
 	// a batch in memory (batchesResults).
 	batchResults bool
+	// claimMarkers says Results holds claim markers
+	// (messages.ClaimSubject): a run that takes a mission from another
+	// stores one, and runs publish their results under a claimFence
+	// (resultsHoldClaims). A layout set up before it holds none: there
+	// the last fence check before a result is the status read alone.
+	claimMarkers bool
 	// Consumers by priority: the missions stored with no lane, queued
 	// before the layout had lanes.
 	Consumers map[string]jetstream.Consumer
@@ -243,6 +250,7 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 		*s.dst(st) = str
 	}
 	st.batchResults = batchesResults(st.Results)
+	st.claimMarkers = resultsHoldClaims(st.Results)
 	ackPending, keepHigher := cfg.ackPending()
 	consumer := func(name, filter string) (jetstream.Consumer, error) {
 		want := jetstream.ConsumerConfig{
@@ -423,7 +431,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			RePublish: missionRepublish(),
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Results }, jetstream.StreamConfig{
-			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*", messages.RecordSubject("*", "*")},
+			Name: messages.StreamResults, Subjects: []string{messages.SubjectResultPrefix + "*.*", messages.RecordSubject("*", "*"), messages.ClaimSubject("*", "*", "*")},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxMsgsPerSubject: 1, Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
 			MaxAge: cfg.ResultTTL, AllowDirect: true, Duplicates: 2 * time.Minute,
@@ -472,6 +480,15 @@ func missionsRepublished(s jetstream.Stream) bool {
 	}
 	r, want := s.CachedInfo().Config.RePublish, missionRepublish()
 	return r != nil && *r == *want
+}
+
+// resultsHoldClaims reports whether results stream s stores claim
+// markers (messages.ClaimSubject).
+func resultsHoldClaims(s jetstream.Stream) bool {
+	if s == nil || s.CachedInfo() == nil {
+		return false
+	}
+	return slices.Contains(s.CachedInfo().Config.Subjects, messages.ClaimSubject("*", "*", "*"))
 }
 
 // resultRepublish republishes each result StreamResults stores (not the

@@ -41,7 +41,7 @@ func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream,
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := publishResult(ctx, js, st, f.k, &messages.Step{Return: f.big}); err != nil {
+	if _, _, err := publishResult(ctx, js, st, f.k, &messages.Step{Return: f.big}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	data, _, _, err := directLast(ctx, st.nc, nil, messages.StreamResults, messages.ResultSubject(f.k.sub, f.k.id))

@@ -86,7 +86,7 @@ func TestStatusOfAStoredResultIsFinal(t *testing.T) {
 	done := running(messages.StateRunning)
 	before := time.Now().UTC()
 	replayed := &messages.Replayed{ModelCalls: 2, ToolCalls: 3}
-	if _, _, err := publishResult(ctx, js, st, done, &messages.Step{Return: "ok", Attempts: 2, Replayed: replayed}); err != nil {
+	if _, _, err := publishResult(ctx, js, st, done, &messages.Step{Return: "ok", Attempts: 2, Replayed: replayed}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	s := status(done)
@@ -97,14 +97,14 @@ func TestStatusOfAStoredResultIsFinal(t *testing.T) {
 
 	// a failure, a cancel: their states and reasons
 	failed := running(messages.StateRunning)
-	if _, _, err := publishResult(ctx, js, st, failed, failStep(ReasonTimeout, "too slow")); err != nil {
+	if _, _, err := publishResult(ctx, js, st, failed, failStep(ReasonTimeout, "too slow"), claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	if s := status(failed); s.State != messages.StateFailed || s.Reason != ReasonTimeout {
 		t.Errorf("a mission whose failure is stored: %+v", s)
 	}
 	cancelled := running(messages.StateQuotaWait)
-	if _, _, err := publishResult(ctx, js, st, cancelled, failStep(ReasonCancelled, "by caller")); err != nil {
+	if _, _, err := publishResult(ctx, js, st, cancelled, failStep(ReasonCancelled, "by caller"), claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	if s := status(cancelled); s.State != messages.StateCancelled || s.Reason != ReasonCancelled {
@@ -113,7 +113,7 @@ func TestStatusOfAStoredResultIsFinal(t *testing.T) {
 
 	// a result too large for one message: read from its object
 	big := running(messages.StateRunning)
-	if _, _, err := publishResult(ctx, js, st, big, &messages.Step{Return: strings.Repeat("large ", messages.LargeResultBytes/4)}); err != nil {
+	if _, _, err := publishResult(ctx, js, st, big, &messages.Step{Return: strings.Repeat("large ", messages.LargeResultBytes/4)}, claimFence{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := client.Status(ctx, big.id); err != nil || s.State != messages.StateSucceeded {

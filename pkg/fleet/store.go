@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,8 +28,10 @@ import (
 // large for one message (over messages.LargeResultBytes encoded) is put
 // in the mission_results object store first, under a name of its own
 // (a losing writer's object is left to the bucket's TTL), and the result
-// message carries its reference (Step.Stored).
-func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step) (*messages.Step, bool, error) {
+// message carries its reference (Step.Stored). A run publishes with its
+// fence set (claimFence): a later claim's marker makes the stream refuse
+// the result, and publishResult returns errClaimedSince.
+func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, fence claimFence) (*messages.Step, bool, error) {
 	id := k.id
 	buf := getPublishBuffer()
 	defer putPublishBuffer(buf)
@@ -36,38 +39,102 @@ func publishResult(ctx context.Context, js jetstream.JetStream, st *Stores, k mi
 	if err != nil {
 		return nil, false, err
 	}
-	hdr := resultHeader(k)
+	hdr := resultHeader(k, fence)
 	ack, err := publishAckedOn(ctx, js.Conn(), st.replies, &nats.Msg{Subject: messages.ResultSubject(k.sub, id), Data: data, Header: hdr.h})
 	hdr.release()
 	if err == nil && !ack.Duplicate {
 		return step, true, nil
 	}
-	if err != nil && !isWrongLastSeq(err) {
+	if err != nil && !resultRefused(err) {
 		return nil, false, fmt.Errorf("fleet: publish result %s: %w", id, err)
 	}
-	return storedInstead(ctx, st, k)
+	return storedInstead(ctx, st, k, fence)
 }
 
 // storedInstead returns the result stored for mission k when a publish of
-// its result was refused because one is stored (stored=false).
-func storedInstead(ctx context.Context, st *Stores, k missionKey) (*messages.Step, bool, error) {
+// its result was refused because one is stored (stored=false). Under a
+// fence, a refusal with no result stored is a later claim's marker:
+// errClaimedSince.
+func storedInstead(ctx context.Context, st *Stores, k missionKey, fence claimFence) (*messages.Step, bool, error) {
 	stored, err := readResult(ctx, st, k)
+	if fence.set && errors.Is(err, ErrNotFound) {
+		return nil, false, fmt.Errorf("fleet: result %s: %w", k.id, errClaimedSince)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: result %s exists but cannot be read: %w", k.id, err)
 	}
 	return stored, false, nil
 }
 
+// errClaimedSince is a run's result refused because a claim marker
+// newer than the run's own is stored: another worker has taken the
+// mission since, and read that no result was stored.
+var errClaimedSince = errors.New("the mission was claimed again since this run took it")
+
+// resultRefused reports a result publish the stream refused for what it
+// holds: a result on the subject (DiscardNewPerSubject, errCodeStoreFailed,
+// or the empty-subject check), or a fence's newer claim marker.
+func resultRefused(err error) bool {
+	if isWrongLastSeq(err) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStoreFailed
+}
+
+// claimFence makes a run's result conditional on its mission's claim
+// markers (messages.ClaimSubject): with set, the stream stores the result
+// only while the mission's last marker is at seq (0: none is stored).
+// The zero claimFence is no fence: the result is stored on an empty
+// subject, whoever publishes it (a cancel, a dead letter).
+type claimFence struct {
+	set bool
+	seq uint64
+}
+
 // resultHeader is the header of mission k's result message: the stream
-// stores it only on an empty subject, and a retried publish is known by
-// its id. The caller releases it once published.
-func resultHeader(k missionKey) *ackedHeader {
+// stores it only on an empty subject (MaxMsgsPerSubject 1 and
+// DiscardNewPerSubject make that hold under a fence too), and a retried
+// publish is known by its id. Under fence, the expected last sequence is
+// that of the mission's claim markers instead of the result's subject.
+// The caller releases it once published.
+func resultHeader(k missionKey, fence claimFence) *ackedHeader {
 	hdr := newAckedHeader()
 	hdr.set(messages.HeaderMissionID, k.id)
-	hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	if fence.set {
+		seq := "0"
+		if fence.seq != 0 {
+			seq = strconv.FormatUint(fence.seq, 10)
+		}
+		hdr.set(jetstream.ExpectedLastSubjSeqHeader, seq)
+		hdr.set(jetstream.ExpectedLastSubjSeqSubjHeader, messages.ClaimFilter(k.sub, k.id))
+	} else {
+		hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	}
 	// the status key and "/final", made in one concatenation
 	hdr.set(jetstream.MsgIDHeader, k.sub+"."+k.id+"/final")
 	return hdr
+}
+
+// claimMarkWait bounds the wait for a claim marker's acknowledgement: a
+// claim goes on without its marker after it (a RESULTS without a leader
+// stores no result either).
+const claimMarkWait = 2 * time.Second
+
+// markClaim publishes a claim marker of mission k (messages.ClaimSubject,
+// under a token of its own, carrying worker, the claiming worker's id)
+// and returns its StreamResults sequence. Its Msg-Id is its subject: a
+// retried publish whose first landed gets the first one's sequence.
+func markClaim(ctx context.Context, nc *nats.Conn, st *Stores, k missionKey, worker string) (uint64, error) {
+	subject := messages.ClaimSubject(k.sub, k.id, messages.NewMissionID())
+	hdr := newAckedHeader()
+	hdr.set(jetstream.MsgIDHeader, subject)
+	ack, err := publishAckedBy(ctx, nc, st.replies, &nats.Msg{Subject: subject, Data: []byte(worker), Header: hdr.h}, time.Now().Add(claimMarkWait))
+	hdr.release()
+	if err != nil {
+		return 0, fmt.Errorf("fleet: claim marker of mission %s: %w", k.id, err)
+	}
+	return ack.Sequence, nil
 }
 
 // encodeResult encodes step, mission k's result, into buf as its result
@@ -131,7 +198,7 @@ var errBatchRefused = errors.New("record and result batch refused")
 // cleared, and the caller stores the record and the result one after the
 // other. A batch whose answer was lost may be stored: the result's
 // publish is then refused as a duplicate, and the stored one is read.
-func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, record []byte) (*messages.Step, bool, error) {
+func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, k missionKey, step *messages.Step, record []byte, fence claimFence) (*messages.Step, bool, error) {
 	recordSubject := messages.RecordSubject(k.sub, k.id)
 	step.Record = inlineRecordRef(recordSubject, record)
 	buf := getPublishBuffer()
@@ -156,7 +223,7 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 		step.Record = nil
 		return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)
 	}
-	hdr := resultHeader(k)
+	hdr := resultHeader(k, fence)
 	hdr.set(batchIDHeader, batch)
 	hdr.set(batchSeqHeader, "2")
 	hdr.set(batchCommitHeader, "1")
@@ -167,7 +234,7 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 		return step, true, nil
 	case err == nil || isWrongLastSeq(err) || isDuplicateInBatch(err):
 		step.Record = nil
-		return storedInstead(ctx, st, k)
+		return storedInstead(ctx, st, k, fence)
 	}
 	step.Record = nil
 	return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)

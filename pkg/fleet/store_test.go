@@ -17,12 +17,12 @@ func TestPublishResultExactlyOnce(t *testing.T) {
 	ctx, js, st := testStores(t)
 	id := messages.NewMissionID()
 	first := &messages.Step{Return: "first"}
-	got, mine, err := publishResult(ctx, js, st, missionKey{messages.DefaultSubmitter, id}, first)
+	got, mine, err := publishResult(ctx, js, st, missionKey{messages.DefaultSubmitter, id}, first, claimFence{})
 	if err != nil || !mine || got.Return != "first" {
 		t.Fatalf("first publish = %v, %v, %v", got, mine, err)
 	}
 	for i := range 3 {
-		got, mine, err = publishResult(ctx, js, st, missionKey{messages.DefaultSubmitter, id}, &messages.Step{Return: "second"})
+		got, mine, err = publishResult(ctx, js, st, missionKey{messages.DefaultSubmitter, id}, &messages.Step{Return: "second"}, claimFence{})
 		if err != nil || mine || got.Return != "first" {
 			t.Fatalf("publish %d = %+v, %v, %v; want the stored first result", i+2, got, mine, err)
 		}

@@ -271,6 +271,12 @@ type Worker struct {
 	// written: where another worker's result can land unseen by any read
 	// made before the write.
 	claimWrite func(k missionKey, attempt int)
+	// resultHeld, when set (by tests of this package), is called in
+	// finish after the last fence check and before the result's publish:
+	// where a publish held by its connection (reconnecting) or its
+	// process lets another worker claim the mission and read that no
+	// result is stored.
+	resultHeld func(k missionKey)
 	// quotaParked, when set (by tests of this package), is called when a
 	// mission over its running quota is parked, before its status says
 	// so and its message is acked: where the mission may already be

@@ -78,6 +78,14 @@ type Status struct {
 	// with another body is not its wake, and no run takes it. Empty on
 	// a status written without the field.
 	MissionDigest string `msgpack:"mission_digest,omitempty"`
+	// ClaimSeq is the StreamResults sequence of the claim marker
+	// (ClaimSubject) of the run that wrote this status, 0 for a run that
+	// wrote none (the mission's first claim, or a layout whose results
+	// stream holds no markers). A run that takes the mission from a
+	// status without writing a marker (a resumption from
+	// awaiting_approval or quota_wait) publishes its result only while
+	// the mission's last marker is this one.
+	ClaimSeq uint64 `msgpack:"claim_seq,omitempty"`
 	// QuotaWaits counts the times the mission waited for its submitter's
 	// running quota (StateQuotaWait).
 	QuotaWaits int `msgpack:"quota_waits,omitempty"`

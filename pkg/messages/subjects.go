@@ -394,6 +394,21 @@ func StoredResultTransform() string { return StoredResultSubject("{{wildcard(1)}
 // submitter's results.
 func RecordSubject(s, id string) string { return SubjectResultPrefix + s + "." + id + ".record" }
 
+// ClaimSubject is the subject of one claim marker of mission id in
+// StreamResults: a worker that takes the mission from an earlier run
+// (a redelivery, or a status another run holds) publishes one, with a
+// token of its own (each marker is a subject's only message), before it
+// reads whether the mission's result is stored. A run's result is stored
+// only while the last marker of its mission is the one the run knows
+// (Status.ClaimSeq), so a run taken over publishes nothing once the new
+// run has looked.
+func ClaimSubject(s, id, token string) string {
+	return SubjectResultPrefix + s + "." + id + ".claim." + token
+}
+
+// ClaimFilter matches every claim marker of mission id (ClaimSubject).
+func ClaimFilter(s, id string) string { return ClaimSubject(s, id, "*") }
+
 // EventSubject is the subject of the n-th progress event (from 1) of
 // mission id, of the given kind.
 func EventSubject(s, id string, n uint64, kind string) string {

@@ -398,6 +398,9 @@ func workerPublish(services []string) []string {
 		messages.ResultSubject("*", "*"),
 		// a mission's record, next to its result
 		messages.RecordSubject("*", "*"),
+		// a claim of a mission taken from another run, which fences
+		// that run's result
+		messages.ClaimSubject("*", "*", "*"),
 		messages.SubjectEventPrefix+"*.*.*.*",
 		messages.SubjectDeadPrefix+"*",
 		messages.SubjectJournalPrefix+"*",
