@@ -202,12 +202,20 @@ func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
 	}
 }
 
-// heldResultWorker starts a worker on nc whose runner returns "run <n>"
-// for its n-th run and whose resultHeld hook, on the first run's result,
-// is held (its publish delayed past what hold does): a publish its
-// connection holds while it reconnects, or its process while it stalls.
-func heldResultWorker(ctx context.Context, t *testing.T, nc *nats.Conn, store StoreConfig, hold func(w *Worker, k missionKey)) (*Worker, *atomic.Int32) {
+// heldResultRun runs one mission on a worker of its own whose runner
+// returns "run <n>" for its n-th run and whose first run's result
+// publish is held while hold runs (a publish its connection holds while
+// it reconnects, or its process while it stalls), and returns the
+// mission's result and the number of runs.
+func heldResultRun(t *testing.T, store StoreConfig, hold func(ctx context.Context, w *Worker, k missionKey)) (*messages.Step, int32) {
 	t.Helper()
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var runs atomic.Int32
 	w, err := NewWorker(nc, WorkerConfig{
 		ID: "held", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
@@ -222,17 +230,22 @@ func heldResultWorker(ctx context.Context, t *testing.T, nc *nats.Conn, store St
 	var held atomic.Bool
 	w.resultHeld = func(k missionKey) {
 		if !held.Swap(true) {
-			hold(w, k)
+			hold(ctx, w, k)
 		}
 	}
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.Stop() })
+	defer func() { _ = w.Stop() }()
 	if !w.st.claimMarkers {
 		t.Fatal("the layout's results stream holds no claim markers")
 	}
-	return w, &runs
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatalf("%v (runs %d)", err, runs.Load())
+	}
+	return step, runs.Load()
 }
 
 // A run whose result publish is held past its last fence check while
@@ -243,15 +256,7 @@ func heldResultWorker(ctx context.Context, t *testing.T, nc *nats.Conn, store St
 // the new owner's read, and the mission runs twice with the first run's
 // result kept.
 func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	store := StoreConfig{AckWait: time.Second, MaxDeliver: 5}
-	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, runs := heldResultWorker(ctx, t, nc, store, func(w *Worker, k missionKey) {
+	step, runs := heldResultRun(t, StoreConfig{AckWait: time.Second, MaxDeliver: 5}, func(ctx context.Context, w *Worker, k missionKey) {
 		cur, err := getStatus(ctx, w.st, k)
 		if err != nil {
 			t.Errorf("status: %v", err)
@@ -271,15 +276,10 @@ func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
 			t.Errorf("the other claim's read: %v, want no result", err)
 		}
 	})
-	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
-	step, err := client.Run(ctx, m)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The other claim never runs (it stands for a worker that died): its
 	// redelivery runs the mission again, here.
-	if step.Return != "run 2" || runs.Load() != 2 {
-		t.Fatalf("result %v after %d runs; want the second run's (the first was taken over)", step.Return, runs.Load())
+	if step.Return != "run 2" || runs != 2 {
+		t.Fatalf("result %v after %d runs; want the second run's (the first was taken over)", step.Return, runs)
 	}
 }
 
@@ -288,28 +288,13 @@ func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
 // status write) sends the mission back to the queue, where the next
 // claim takes it.
 func TestResultRefusedForAMarkerAloneGoesBackToTheQueue(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	// AckWait far longer than the test: only the nak brings it back
-	store := StoreConfig{AckWait: time.Minute, MaxDeliver: 5}
-	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, runs := heldResultWorker(ctx, t, nc, store, func(w *Worker, k missionKey) {
+	step, runs := heldResultRun(t, StoreConfig{AckWait: time.Minute, MaxDeliver: 5}, func(ctx context.Context, w *Worker, k missionKey) {
 		if _, err := markClaim(ctx, w.nc, w.st, k, "lost its status write"); err != nil {
 			t.Errorf("marker: %v", err)
 		}
 	})
-	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
-	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
-	defer rcancel()
-	step, err := client.Run(rctx, m)
-	if err != nil {
-		t.Fatalf("%v (runs %d)", err, runs.Load())
-	}
-	if step.Return != "run 2" {
-		t.Fatalf("result %v, want the second run's", step.Return)
+	if step.Return != "run 2" || runs != 2 {
+		t.Fatalf("result %v after %d runs, want the second run's", step.Return, runs)
 	}
 }
