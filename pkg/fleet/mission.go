@@ -779,11 +779,10 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 // storedAfterClaim reports whether the claimed mission needs no run: its
 // result is stored (the message is then settled), or it cannot be told
 // whether it is (the message goes back to the queue). The stored result is
-// the truth, read once the claim is written: the previous owner checks
-// that it still holds the mission just before it publishes its result
-// (finish), so a result this read misses is one whose owner's check came
-// before this claim and its publish after this read, both inside one
-// round trip of that owner.
+// the truth, read once the claim's marker and status are written: the
+// previous owner publishes its result under its claim fence (finish), so
+// a result this read misses is one the stream refuses (where RESULTS
+// took the marker: Stores.claimMarkers).
 func (w *Worker) storedAfterClaim(ctx context.Context, msg jetstream.Msg, k missionKey, log *zerolog.Logger) bool {
 	stored, err := readResult(ctx, w.st, k)
 	switch {
