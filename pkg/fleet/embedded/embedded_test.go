@@ -124,3 +124,49 @@ func TestInProcessWritesSetNoDeadline(t *testing.T) {
 		t.Errorf("%.1f allocations a flush round trip by default, %.1f with a write deadline: the default sets one", without, with)
 	}
 }
+
+// The server keeps no shared cache of routed subjects: a mission's
+// subjects name it, so the cache would hold subjects routed once. A
+// publish to each of many subjects still reaches their subscriber.
+func TestServerCachesNoRoutedSubjects(t *testing.T) {
+	s, err := Start(Options{NoListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nc, err := s.Conn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const subjects = 2000
+	got := make(chan *nats.Msg, subjects)
+	if _, err := nc.ChanSubscribe("mission.result.*.*", got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range subjects {
+		if err := nc.Publish(fmt.Sprintf("mission.result.s.%d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range subjects {
+		select {
+		case m := <-got:
+			if want := fmt.Sprintf("mission.result.s.%d", i); m.Subject != want {
+				t.Fatalf("message %d on %s, want %s", i, m.Subject, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d messages delivered", i, subjects)
+		}
+	}
+	sz, err := s.ns.Subsz(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sz.NumCache != 0 {
+		t.Errorf("the server caches %d routed subjects after %d distinct ones, want none", sz.NumCache, subjects)
+	}
+}
