@@ -486,6 +486,10 @@ func (r *statusRead) wait() (*statusEntry, error) {
 	case <-t.C:
 		r.replies.remove(r.token)
 		putTimer(t)
+	case <-r.replies.closed:
+		// no answer comes: the leader's read below fails at once
+		r.replies.remove(r.token)
+		putTimer(t)
 	}
 	data, rev, hdr, _, err := leaderMsgWithin(ctx, r.nc, statusStream, lastOn(r.subject))
 	return statusAtHeld(k, r.held, data, rev, hdr, err)

@@ -642,6 +642,10 @@ func (j *Journal) await(ctx context.Context, deadline time.Time, w pendingWrite)
 		case <-t.C:
 			putTimer(t)
 			w.ack.replies.remove(w.ack.token)
+		case <-w.ack.replies.closed:
+			// no ack comes: published again below, which fails at once
+			putTimer(t)
+			w.ack.replies.remove(w.ack.token)
 		case <-ctx.Done():
 			putTimer(t)
 			w.ack.replies.remove(w.ack.token)

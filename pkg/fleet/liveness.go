@@ -99,6 +99,9 @@ type replyMux struct {
 	subjects     string
 	subjectsFrom uint64
 	subjectEnds  [replySubjectBlock]int
+	// closed is closed once the subscription is (its connection closed):
+	// no answer comes after it, and requests waiting for one return
+	closed chan struct{}
 }
 
 // replySubjectBlock is how many reply subjects a replyMux makes at once:
@@ -140,14 +143,18 @@ func (c *liveCall) handle(msg *nats.Msg) {
 }
 
 func newReplyMux(nc *nats.Conn) *replyMux {
-	return &replyMux{nc: nc, handlers: map[uint64]replyHandler{}}
+	return &replyMux{nc: nc, handlers: map[uint64]replyHandler{}, closed: make(chan struct{})}
 }
 
 // open subscribes once, on first use.
 func (m *replyMux) open() error {
 	m.once.Do(func() {
 		m.prefix = m.nc.NewInbox()
-		_, m.err = m.nc.Subscribe(m.prefix+".*", m.deliver)
+		var sub *nats.Subscription
+		if sub, m.err = m.nc.Subscribe(m.prefix+".*", m.deliver); m.err == nil {
+			// called once, when the subscription's delivery ends
+			sub.SetClosedHandler(func(string) { close(m.closed) })
+		}
 	})
 	return m.err
 }

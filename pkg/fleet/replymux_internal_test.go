@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -10,7 +13,7 @@ import (
 // A reply subject's handler is the one add registered for its token,
 // and only the token as add spelled it reaches it.
 func TestReplyMuxDelivers(t *testing.T) {
-	m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}}
+	m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}, closed: make(chan struct{})}
 	m.next.Store(34) // the next token is 35, "z"
 	var got []string
 	subject, token := m.add(replyFunc(func(msg *nats.Msg) { got = append(got, msg.Subject) }))
@@ -44,7 +47,7 @@ func TestReplyMuxAddAllocations(t *testing.T) {
 	if raceOn {
 		t.Skip("allocations counted without the race detector")
 	}
-	m := &replyMux{prefix: "_INBOX.ABCDEFGHIJKLMNOPQRSTUV", handlers: map[uint64]replyHandler{}}
+	m := &replyMux{prefix: "_INBOX.ABCDEFGHIJKLMNOPQRSTUV", handlers: map[uint64]replyHandler{}, closed: make(chan struct{})}
 	c := &liveCall{reply: make(chan *nats.Msg, 1)}
 	if n := testing.AllocsPerRun(100, func() {
 		for range replySubjectBlock {
@@ -60,7 +63,7 @@ func TestReplyMuxAddAllocations(t *testing.T) {
 // 36, across blocks and from any first token.
 func TestReplyMuxSubjectsInBlocks(t *testing.T) {
 	for _, first := range []uint64{0, 34, 1<<40 - 5} {
-		m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}}
+		m := &replyMux{prefix: "_INBOX.x", handlers: map[uint64]replyHandler{}, closed: make(chan struct{})}
 		m.next.Store(first)
 		seen := map[string]bool{}
 		for range 3*replySubjectBlock + 5 {
@@ -70,5 +73,35 @@ func TestReplyMuxSubjectsInBlocks(t *testing.T) {
 			}
 			seen[subject] = true
 		}
+	}
+}
+
+// A request waiting on a reply mux returns nats.ErrConnectionClosed when
+// its connection closes, not when its timeout passes: no answer can come.
+func TestReplyMuxRequestEndsWhenTheConnectionCloses(t *testing.T) {
+	nc := embeddedConn(t)
+	asked := make(chan struct{}, 1)
+	// a service that takes the request and never answers
+	if _, err := nc.Subscribe("silent", func(*nats.Msg) { asked <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	m := newReplyMux(nc)
+	if !m.on(nc) {
+		t.Fatal("the mux did not open")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.request(context.Background(), "silent", nil, time.Hour)
+		done <- err
+	}()
+	<-asked
+	nc.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, nats.ErrConnectionClosed) {
+			t.Fatalf("request: %v, want %v", err, nats.ErrConnectionClosed)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the request still waits a minute after its connection closed")
 	}
 }

@@ -45,8 +45,8 @@ func (w *replyWaiter) done(m *replyMux, token uint64) {
 // map. It waits at most timeout, on a pooled timer, and while ctx is not
 // done (a ctx with no Done channel costs nothing). Its errors are
 // nats.go's: nats.ErrNoResponders for the server's no-responders answer,
-// nats.ErrTimeout when timeout passed, and ctx's error when ctx ended
-// first.
+// nats.ErrTimeout when timeout passed, nats.ErrConnectionClosed when
+// m's connection closed first, and ctx's error when ctx ended first.
 func (m *replyMux) request(ctx context.Context, subject string, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	return m.await(ctx, timeout, func(reply string) error { return m.nc.PublishRequest(subject, reply, data) })
 }
@@ -91,6 +91,8 @@ func (m *replyMux) await(ctx context.Context, timeout time.Duration, send func(r
 		return nil, nats.ErrTimeout
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-m.closed:
+		return nil, nats.ErrConnectionClosed
 	}
 }
 
