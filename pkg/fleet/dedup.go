@@ -202,6 +202,8 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 	// create failed (the write landed, or may still land, and its
 	// acknowledgement was lost): not a refusal
 	written := false
+	// held: another request's claim was seen holding the key
+	held := false
 	for {
 		var err error
 		if claim {
@@ -244,6 +246,7 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 					"an earlier attempt of this call started but never finished; its outcome is unknown and the tool is not run twice")
 			}
 			// Another run holds the claim: wait for its outcome.
+			held = true
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 			log.Debug().Err(err).Msg("dedup store")
@@ -260,8 +263,7 @@ func (s *ToolService) once(name string, fn ToolFunc, req *messages.ToolRequest, 
 					s.dedup.releaseClaim(s.ctx.Done(), key, owner, log)
 				}()
 			}
-			return errorOutcome(req.CallID, messages.ToolErrTimeout,
-				fmt.Sprintf("no answer within %s (waiting for another attempt of the same call)", timeout.Round(time.Millisecond)))
+			return errorOutcome(req.CallID, messages.ToolErrTimeout, dedupTimeoutMessage(timeout, held))
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
@@ -337,6 +339,17 @@ func (d *dedupStore) releaseClaim(stop <-chan struct{}, key, owner string, log *
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// dedupTimeoutMessage is the error of a deduplicated call that got no
+// answer within timeout: held says it waited for another request's
+// run of the call, else its own claim was never confirmed.
+func dedupTimeoutMessage(timeout time.Duration, held bool) string {
+	why := "the idempotency store did not confirm this call's claim; the tool did not run"
+	if held {
+		why = "waiting for another attempt of the same call"
+	}
+	return fmt.Sprintf("no answer within %s (%s)", timeout.Round(time.Millisecond), why)
 }
 
 // outcomeStoreWait bounds the retries of storing an outcome.
