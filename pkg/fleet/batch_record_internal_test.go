@@ -53,10 +53,15 @@ func TestPublishWithRecordStoresBoth(t *testing.T) {
 // stored result is returned and kept, and the batch's record is not
 // stored. The stored result was published with the same message id (the
 // stream's duplicate window refuses the batch) or not (the result's
-// expected subject sequence does).
+// expected subject sequence does, or, under a run's claim fence, the
+// stream's one message per result subject).
 func TestPublishWithRecordKeepsTheStoredResult(t *testing.T) {
 	ctx, nc, js, st := embeddedStores(t)
-	for _, sameID := range []bool{true, false} {
+	for _, tc := range []struct {
+		sameID bool
+		fence  claimFence
+	}{{true, claimFence{}}, {false, claimFence{}}, {true, claimFence{set: true}}, {false, claimFence{set: true}}} {
+		sameID := tc.sameID
 		k := missionKey{sub: "s1", id: messages.NewMissionID()}
 		if sameID {
 			if _, mine, err := publishResult(ctx, js, st, k, &messages.Step{Return: "first"}, claimFence{}); err != nil || !mine {
@@ -74,9 +79,9 @@ func TestPublishWithRecordKeepsTheStoredResult(t *testing.T) {
 			}
 		}
 		second := &messages.Step{Return: "second"}
-		stored, mine, err := publishWithRecord(ctx, js, st, k, second, []byte("record"), claimFence{})
+		stored, mine, err := publishWithRecord(ctx, js, st, k, second, []byte("record"), tc.fence)
 		if err != nil || mine {
-			t.Fatalf("same id %v: second result: mine %v, %v", sameID, mine, err)
+			t.Fatalf("same id %v, fence %+v: second result: mine %v, %v", sameID, tc.fence, mine, err)
 		}
 		if stored.Return != "first" {
 			t.Fatalf("same id %v: second result returned %+v, want the first", sameID, stored)
@@ -102,12 +107,14 @@ func TestPublishWithRecordRefused(t *testing.T) {
 	if _, err := publishAcked(ctx, nc, &nats.Msg{Subject: messages.RecordSubject(k.sub, k.id), Data: []byte("earlier")}); err != nil {
 		t.Fatal(err)
 	}
-	step := &messages.Step{Return: "done"}
-	if _, _, err := publishWithRecord(ctx, js, st, k, step, []byte("record"), claimFence{}); !errors.Is(err, errBatchRefused) {
-		t.Fatalf("batch onto an earlier record: %v, want errBatchRefused", err)
-	}
-	if step.Record != nil {
-		t.Fatalf("the refused step keeps a record reference %+v", step.Record)
+	for _, fence := range []claimFence{{}, {set: true}} {
+		step := &messages.Step{Return: "done"}
+		if _, _, err := publishWithRecord(ctx, js, st, k, step, []byte("record"), fence); !errors.Is(err, errBatchRefused) {
+			t.Fatalf("fence %+v: batch onto an earlier record: %v, want errBatchRefused", fence, err)
+		}
+		if step.Record != nil {
+			t.Fatalf("fence %+v: the refused step keeps a record reference %+v", fence, step.Record)
+		}
 	}
 	if n := onSubject(ctx, t, st, messages.ResultSubject(k.sub, k.id)); n != 0 {
 		t.Fatalf("%d results stored by a refused batch, want 0", n)

@@ -188,8 +188,9 @@ var errBatchRefused = errors.New("record and result batch refused")
 // record first. step.Record is set to the record's reference.
 //
 // A batch refused because a result is stored (the result's expected
-// subject sequence, or its message id seen) returns the stored result and
-// stored=false, as publishResult does. A result that cannot be encoded or
+// subject sequence, its message id seen, or under a fence the result
+// subject's one message) returns the stored result and stored=false, as
+// publishResult does. A result that cannot be encoded or
 // stored, and any other refusal (the record's
 // subject holds an earlier attempt's record, the stream's limit of
 // batches in flight, a stream that does not allow atomic publishes, a
@@ -235,6 +236,16 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 	case err == nil || isWrongLastSeq(err) || isDuplicateInBatch(err):
 		step.Record = nil
 		return storedInstead(ctx, st, k, fence)
+	case resultRefused(err):
+		// One message per subject, the result's or the record's: under a
+		// fence the result's expected sequence is the claim markers', and
+		// a stored result refuses the batch this way. A stored result is
+		// kept; without one it was the record's subject (an earlier
+		// attempt's record), and the two are stored one after the other.
+		step.Record = nil
+		if stored, rerr := readResult(ctx, st, k); rerr == nil {
+			return stored, false, nil
+		}
 	}
 	step.Record = nil
 	return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)
