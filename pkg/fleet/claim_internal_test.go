@@ -207,7 +207,7 @@ func TestSubmissionDoesNotWaitForItsStatusRead(t *testing.T) {
 // publish is held while hold runs (a publish its connection holds while
 // it reconnects, or its process while it stalls), and returns the
 // mission's result and the number of runs.
-func heldResultRun(t *testing.T, store StoreConfig, hold func(ctx context.Context, w *Worker, k missionKey)) (*messages.Step, int32) {
+func heldResultRun(t *testing.T, store StoreConfig, hold func(ctx context.Context, w *Worker, k missionKey), opts ...func(*WorkerConfig)) (*messages.Step, int32) {
 	t.Helper()
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -217,13 +217,17 @@ func heldResultRun(t *testing.T, store StoreConfig, hold func(ctx context.Contex
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	w, err := NewWorker(nc, WorkerConfig{
+	cfg := WorkerConfig{
 		ID: "held", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
 		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
 		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
 			return &messages.Step{Return: fmt.Sprintf("run %d", runs.Add(1))}, nil
 		}),
-	})
+	}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	w, err := NewWorker(nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,16 +289,35 @@ func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
 
 // A run whose result is refused for a newer claim marker while the
 // status is still its own (the claim that wrote the marker lost its
-// status write) sends the mission back to the queue, where the next
-// claim takes it.
-func TestResultRefusedForAMarkerAloneGoesBackToTheQueue(t *testing.T) {
-	// AckWait far longer than the test: only the nak brings it back
-	step, runs := heldResultRun(t, StoreConfig{AckWait: time.Minute, MaxDeliver: 5}, func(ctx context.Context, w *Worker, k missionKey) {
-		if _, err := markClaim(ctx, w.nc, w.st, k, "lost its status write"); err != nil {
-			t.Errorf("marker: %v", err)
+// status write and dropped its copy of the message) fences its result
+// anew (refence) and stores it: the mission runs once. Sent back to the
+// queue instead, it runs again, and on its last delivery (MaxDeliver 1)
+// it is left dead. With the record and the result in one batch, the
+// refused batch's record is stored before the result published again.
+func TestResultRefusedForAMarkerAloneIsFencedAgain(t *testing.T) {
+	for _, maxDeliver := range []int{5, 1} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("max_deliver_%d/batch_%v", maxDeliver, batch), func(t *testing.T) {
+				opt := NoResultBatches
+				if batch {
+					opt = BatchOnOneReplica
+				}
+				// AckWait far longer than the test: no redelivery
+				step, runs := heldResultRun(t, StoreConfig{AckWait: time.Minute, MaxDeliver: maxDeliver}, func(ctx context.Context, w *Worker, k missionKey) {
+					if w.st.batchResults != batch {
+						t.Errorf("the worker batches results: %v, want %v", w.st.batchResults, batch)
+					}
+					if _, err := markClaim(ctx, w.nc, w.st, k, "lost its status write"); err != nil {
+						t.Errorf("marker: %v", err)
+					}
+				}, opt)
+				if step.Return != "run 1" || runs != 1 {
+					t.Fatalf("result %+v after %d runs, want the first run's", step, runs)
+				}
+				if step.Record == nil {
+					t.Fatal("the result names no record")
+				}
+			})
 		}
-	})
-	if step.Return != "run 2" || runs != 2 {
-		t.Fatalf("result %v after %d runs, want the second run's", step.Return, runs)
 	}
 }

@@ -776,6 +776,27 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	return nil, false, false, true
 }
 
+// refence fences anew the result of the run holding mission k's status
+// at held, whose result the stream refused for a claim marker newer than
+// the run's own while the status stayed the run's: it stores a claim
+// marker of the run's and writes the status with it (claim_seq) at
+// held's revision, and returns the entry written. A claim that took the
+// mission since changed the revision, and the write fails; one whose
+// status write is still to come fails its write, and reads the status
+// this one wrote before it claims again.
+func (w *Worker) refence(ctx context.Context, k missionKey, held *statusEntry) (*statusEntry, error) {
+	seq, err := markClaim(ctx, w.nc, w.st, k, w.cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	e := *held
+	e.st.ClaimSeq = seq
+	if e.rev, e.data, err = casStatusKept(ctx, w.st, e.st, held.rev); err != nil {
+		return nil, fmt.Errorf("fleet: status of mission %s with its new claim marker: %w", k.id, err)
+	}
+	return &e, nil
+}
+
 // storedAfterClaim reports whether the claimed mission needs no run: its
 // result is stored (the message is then settled), or it cannot be told
 // whether it is (the message goes back to the queue). The stored result is
@@ -1190,13 +1211,32 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	if errors.Is(err, errClaimedSince) {
 		// A newer claim marker than this run's: the status names the
 		// run that wrote it (fenceCheck drops this run's work), or the
-		// claim that wrote it lost its status write, and the mission
-		// goes back to the queue to be claimed again.
-		if fenceCheck() {
-			log.Warn().Err(err).Msg("result refused for a newer claim, though the status is this run's; retrying later")
-			return notStored()
+		// claim that wrote it lost its status write and dropped its
+		// copy of the message (a duplicate, a stale delivery), or this
+		// run's own marker landed after its claim stopped waiting for
+		// it. The status is still this run's: the run fences its result
+		// anew (refence) and publishes it again, rather than send the
+		// mission back to run again, which on its last delivery would
+		// leave it dead.
+		if !fenceCheck() {
+			return false
 		}
-		return false
+		again, rerr := w.refence(ctx, k, entry)
+		if rerr == nil {
+			entry, fence = again, claimFence{set: true, seq: again.st.ClaimSeq}
+			if record != nil && step.Record == nil {
+				// the refused batch's record
+				step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
+			}
+			stored, mine, err = publishResult(ctx, w.js, w.st, k, step, fence)
+		}
+		if rerr != nil || errors.Is(err, errClaimedSince) {
+			if fenceCheck() {
+				log.Warn().Err(err).AnErr("refence", rerr).Msg("result refused for a newer claim, though the status is this run's; retrying later")
+				return notStored()
+			}
+			return false
+		}
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("result not stored; retrying later")
