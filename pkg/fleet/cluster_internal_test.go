@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"testing"
@@ -90,5 +91,72 @@ func BenchmarkRecordAndResultReplicated(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// On a replicated RESULTS the record and result batch is fenced as a
+// single result publish is: stored under the mission's last claim
+// marker; refused whole for a newer marker (errClaimedSince, nothing
+// stored); and refused whole onto a stored result, which is returned
+// (not errBatchRefused, which would store the record next to it).
+func TestFencedBatchReplicated(t *testing.T) {
+	urls := runCluster(t)
+	nc, err := nats.Connect(urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := EnsureStores(ctx, js, StoreConfig{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.batchResults || !st.claimMarkers {
+		t.Fatalf("batches %v, claim markers %v; want both", st.batchResults, st.claimMarkers)
+	}
+	record := []byte("the record")
+	newKey := func() missionKey { return missionKey{sub: "s1", id: messages.NewMissionID()} }
+
+	k := newKey()
+	seq, err := markClaim(ctx, nc, st, k, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, mine, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "mine"}, record, claimFence{set: true, seq: seq}); err != nil || !mine {
+		t.Fatalf("under the last marker: mine %v, %v", mine, err)
+	}
+
+	k = newKey()
+	if _, err := markClaim(ctx, nc, st, k, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "taken"}, record, claimFence{set: true}); !errors.Is(err, errClaimedSince) {
+		t.Fatalf("under an older fence: %v, want errClaimedSince", err)
+	}
+	for _, subject := range []string{messages.RecordSubject(k.sub, k.id), messages.ResultSubject(k.sub, k.id)} {
+		if n := onSubject(ctx, t, st, subject); n != 0 {
+			t.Fatalf("%d messages on %s from a fenced batch, want 0", n, subject)
+		}
+	}
+
+	k = newKey()
+	data, err := messages.MarshalStep(&messages.Step{Return: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publishAcked(ctx, nc, &nats.Msg{Subject: messages.ResultSubject(k.sub, k.id), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	stored, mine, err := publishWithRecord(ctx, js, st, k, &messages.Step{Return: "second"}, record, claimFence{set: true})
+	if err != nil || mine || stored.Return != "first" {
+		t.Fatalf("onto a stored result: %+v, mine %v, %v; want the stored one", stored, mine, err)
+	}
+	if n := onSubject(ctx, t, st, messages.RecordSubject(k.sub, k.id)); n != 0 {
+		t.Fatalf("%d records stored by a refused batch, want 0", n)
 	}
 }
