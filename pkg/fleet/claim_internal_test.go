@@ -321,3 +321,37 @@ func TestResultRefusedForAMarkerAloneIsFencedAgain(t *testing.T) {
 		}
 	}
 }
+
+// A run whose claim marker is gone when it publishes (markers expire
+// with the results stream's MaxAge, which a mission awaiting approval
+// can outlast: its resumption publishes under the claim_seq of a marker
+// stored before its suspensions) is refused with no newer marker
+// stored, and fences its result anew: the mission does not run again,
+// nor end dead on its last delivery.
+func TestResultFencedByAGoneMarkerIsFencedAgain(t *testing.T) {
+	var runs atomic.Int32
+	retryOnce := func(c *WorkerConfig) {
+		c.Runner = RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			n := runs.Add(1)
+			if n == 1 {
+				return nil, fmt.Errorf("first run: %w", ErrRetryable)
+			}
+			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
+		})
+	}
+	// the first run is retried: the second claim stores a marker, which
+	// is deleted before its run's result is published
+	step, _ := heldResultRun(t, StoreConfig{AckWait: time.Minute, MaxDeliver: 2}, func(ctx context.Context, w *Worker, k missionKey) {
+		cur, err := getStatus(ctx, w.st, k)
+		if err != nil || cur.st.ClaimSeq == 0 {
+			t.Errorf("status %+v, %v; want the second claim's marker named", cur, err)
+			return
+		}
+		if err := w.st.Results.DeleteMsg(ctx, cur.st.ClaimSeq); err != nil {
+			t.Errorf("marker not deleted: %v", err)
+		}
+	}, retryOnce)
+	if step.Return != "run 2" || runs.Load() != 2 {
+		t.Fatalf("result %+v after %d runs, want the second run's", step, runs.Load())
+	}
+}

@@ -1214,7 +1214,9 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		// claim that wrote it lost its status write and dropped its
 		// copy of the message (a duplicate, a stale delivery), or this
 		// run's own marker landed after its claim stopped waiting for
-		// it. The status is still this run's: the run fences its result
+		// it; or the run's marker is gone (expired with the stream's
+		// MaxAge while the mission awaited approval), and none is newer.
+		// The status is still this run's: the run fences its result
 		// anew (refence) and publishes it again, rather than send the
 		// mission back to run again, which on its last delivery would
 		// leave it dead.
