@@ -71,7 +71,10 @@ func TestJournalLingerTimerKept(t *testing.T) {
 
 // A mission's events take their delay's timer from those of missions
 // before: an emitter that sends its events in one batch allocates 2
-// times, where a timer and its func made for each batch made 4.
+// times, where a timer and its func made for each batch made 4. The
+// count includes the embedded server's routing of the batch, which
+// keeps no cache of routed subjects (pkg/fleet/embedded) and so
+// allocates once for it: 3 in all.
 func TestEmitterDelayTimerKept(t *testing.T) {
 	if raceOn {
 		t.Skip("the race detector's pools drop some of their puts")
@@ -84,7 +87,7 @@ func TestEmitterDelayTimerKept(t *testing.T) {
 		em.Emit(ev)
 		em.Flush()
 	})
-	if n > 2 {
-		t.Errorf("an emitter's batch allocates %.0f times, want at most 2", n)
+	if n > 3 {
+		t.Errorf("an emitter's batch allocates %.0f times, want at most 3 (2, and the server's routing of it)", n)
 	}
 }
