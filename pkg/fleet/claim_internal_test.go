@@ -92,9 +92,10 @@ func (kv *failingStatusKV) Get(ctx context.Context, key string) (jetstream.KeyVa
 	return kv.KeyValue.Get(ctx, key)
 }
 
-// A run whose last fence check cannot read the mission's status publishes
-// nothing: the mission goes back to the queue, and the next attempt's
-// result is the one stored.
+// On a layout whose RESULTS holds no claim markers, a run whose last
+// fence check cannot read the mission's status publishes nothing: the
+// mission goes back to the queue, and the next attempt's result is the
+// one stored.
 func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -120,6 +121,9 @@ func TestStatusUnreadableBeforeTheResultSendsTheMissionBack(t *testing.T) {
 				kv.KeyValue = w.st.Status
 				kv.fails.Store(1)
 				w.st.Status, w.st.nc = kv, nil // status reads and writes through kv
+				// a layout set up before the markers: the status read is
+				// the result's only fence
+				w.st.claimMarkers = false
 			}
 			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
 		}),

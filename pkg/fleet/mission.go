@@ -1115,15 +1115,17 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		attemptFrom(ctx).setOutcome("result_not_stored")
 		return false
 	}
-	// A last fence check, just before the publish: a worker that lost the
-	// mission publishes nothing, and one that cannot tell tries again
-	// later. The check is read ahead of the publish, and a publish can be
-	// held (a connection reconnecting, a stalled process) while a new
-	// owner claims and reads that no result is stored (storedAfterClaim):
-	// the stream decides. The new owner stores a claim marker before its
-	// read, and this run's result is published under its fence (the
-	// marker it knows, entry's ClaimSeq), so a result held past the
-	// marker is refused (errClaimedSince).
+	// The stream fences the result: a new owner stores a claim marker
+	// before it reads whether a result is stored (storedAfterClaim), and
+	// this run's result is published under its fence (the marker it
+	// knows, entry's ClaimSeq), so a run that lost the mission stores
+	// nothing (errClaimedSince), however long its publish was held (a
+	// connection reconnecting, a stalled process). Only where RESULTS
+	// holds no markers (a layout set up before them, fence unset) is
+	// the status read for a last check just before the publish: a
+	// worker that lost the mission publishes nothing, and one that
+	// cannot tell tries again later; a publish held past a new owner's
+	// claim and read can then still land.
 	// fenceHolds reports, from the status the check read, whether the
 	// result may be published; fenceCheck reads it and says the same.
 	fenceHolds := func(cur *statusEntry, err error) bool {
@@ -1163,7 +1165,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			recData = buf.Bytes()
 		}
 		if recData != nil && len(recData) <= maxInlineRecord {
-			if !fenceCheck() {
+			if !fence.set && !fenceCheck() {
 				return false
 			}
 			if w.resultHeld != nil {
@@ -1177,7 +1179,12 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 	}
 	if !batched {
-		if record != nil {
+		switch {
+		case fence.set:
+			if record != nil {
+				step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
+			}
+		case record != nil:
 			// The fence check is sent first and answered while the record
 			// is written: one round trip fewer before the result, and the
 			// time between the check and the publish is one round trip
@@ -1189,7 +1196,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			if !fenceHolds(read.wait()) {
 				return false
 			}
-		} else if !fenceCheck() {
+		case !fenceCheck():
 			return false
 		}
 		if w.resultHeld != nil {
