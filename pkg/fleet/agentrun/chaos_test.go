@@ -141,6 +141,13 @@ func (f *chaosFigures) report(t *testing.T, client *fleet.Client, tools *countin
 			ids = append(ids, id)
 		}
 	}
+	model.mu.Lock()
+	for _, id := range model.afterFinalIDs {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	model.mu.Unlock()
 	reportMissions(t, client, logs, tap, model, ids)
 }
 

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -419,6 +420,9 @@ type fakeModel struct {
 	asked      map[string]int
 	answered   map[string]int
 	afterFinal int
+	// afterFinalIDs are the missions asked for after their result was
+	// stored, for the report of a failed run
+	afterFinalIDs []string
 	// heard holds, per mission, each request's turn and its last message
 	// (the feedback of the turn before), for the report of a failed run
 	heard map[string][]string
@@ -487,6 +491,9 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.finished != nil && f.finished(id) {
 		f.mu.Lock()
 		f.afterFinal++
+		if !slices.Contains(f.afterFinalIDs, id) {
+			f.afterFinalIDs = append(f.afterFinalIDs, id)
+		}
 		f.mu.Unlock()
 	}
 	if f.hold != nil && f.hold(id, turn) {
