@@ -26,8 +26,12 @@ func newConnDrops(nc *nats.Conn) *connDrops { return &connDrops{nc: nc} }
 
 // since returns a channel closed once the connection drops after this
 // call (or a moment before it: the listener's goroutine may not have
-// passed on a drop yet), nil once stopped.
+// passed on a drop yet), nil once stopped or when d is nil (no
+// connection watched).
 func (d *connDrops) since() <-chan struct{} {
+	if d == nil {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {

@@ -882,6 +882,7 @@ func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*ti
 // stop waits for a beat in progress and no beat starts after it.
 func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) *beats {
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
+	b.dropped.Store(&dropSignal{w.drops.since()})
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
 	b.t = startFlushTimer(b, max(first, 0))
@@ -973,6 +974,11 @@ type beats struct {
 	// confirmed is when (since start) a beat last found the mission this
 	// run's
 	confirmed atomic.Int64
+	// dropped is closed once the worker's connection drops after the
+	// last confirmation (or after start): a server that restarted may
+	// have given the message to another worker at once, whatever the
+	// beats said before
+	dropped atomic.Pointer[dropSignal]
 
 	mu sync.Mutex
 	// t fires each beat; taken from the worker's missions before and
@@ -983,14 +989,32 @@ type beats struct {
 	stopped atomic.Bool
 }
 
+// dropSignal holds a channel connDrops.since gave out: closed at the
+// connection's next drop (nil: the worker stopped listening, no drop).
+type dropSignal struct{ c <-chan struct{} }
+
+// fired reports whether the connection dropped since the signal was
+// taken.
+func (d *dropSignal) fired() bool {
+	select {
+	case <-d.c:
+		return true
+	default:
+		return false
+	}
+}
+
 // beatLocked beats once with b.mu held (the message's progress sent by
 // its caller); it reports whether the beats go on (false once the mission
 // is another's, the run cancelled) and whether this beat confirmed the
 // mission this run's.
 func (b *beats) beatLocked() (alive, confirmed bool) {
+	// taken before the beat's requests: a drop while they go closes it
+	drops := b.w.drops.since()
 	alive, confirmed = b.w.beat(b.k, b.entry, b.lease, b.cancel)
 	if confirmed {
 		b.confirmed.Store(int64(time.Since(b.start)))
+		b.dropped.Store(&dropSignal{drops})
 	}
 	if !alive {
 		b.stopped.Store(true)
@@ -1027,13 +1051,16 @@ func (b *beats) stop() {
 // (a model call, a tool call): while the beats confirm the mission this
 // run's, at no cost. Once no beat has confirmed it for two heartbeat
 // periods (NATS unreachable a while, so the message may have gone to
-// another worker), it beats at once, and again while the status cannot be
-// read, before the request leaves; it returns the run's cancel cause once
-// the mission is another's (ErrFenced) or ctx ends.
+// another worker), or the worker's connection dropped since the last
+// confirmation (a server that restarted redelivers the messages it had
+// given out, at once, to whichever worker asks first), it beats at once,
+// and again while the status cannot be read, before the request leaves;
+// it returns the run's cancel cause once the mission is another's
+// (ErrFenced) or ctx ends.
 func (b *beats) owned(ctx context.Context) error {
 	period := b.w.heartbeatPeriod()
 	for {
-		if time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period {
+		if time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period && !b.dropped.Load().fired() {
 			return nil
 		}
 		b.mu.Lock()

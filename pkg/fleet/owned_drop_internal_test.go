@@ -1,0 +1,84 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// A run whose worker's connection dropped since the last heartbeat
+// confirms that the mission is still its own before its next model or
+// tool request (RunEnv.Owned), however recent that heartbeat: a NATS
+// server that restarted gives the messages it had given out to whichever
+// worker asks first. A run whose mission was taken meanwhile sends
+// nothing more: Owned is ErrFenced.
+func TestOwnedConfirmsAfterAConnectionDrop(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// a heartbeat every 20 s: none falls within the run
+	store := StoreConfig{AckWait: time.Minute, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := make(chan error, 2)
+	var w *Worker
+	w, err = NewWorker(nc, WorkerConfig{
+		ID: "dropped", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			owned <- env.Owned(ctx)
+			// another worker takes the mission (as its claim writes the
+			// status) while this worker's connection drops and comes back
+			k := missionKey{sub: client.Submitter(), id: m.ID}
+			cur, err := getStatus(ctx, w.st, k)
+			if err != nil {
+				return nil, err
+			}
+			st := cur.st
+			st.Worker, st.Attempt = "other", cur.st.Attempt+1
+			if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+				return nil, err
+			}
+			back := nc.StatusChanged(nats.CONNECTED)
+			defer nc.RemoveStatusListener(back)
+			if err := nc.ForceReconnect(); err != nil {
+				return nil, err
+			}
+			select {
+			case <-back:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			owned <- env.Owned(ctx)
+			return &messages.Step{Return: "sent after the drop"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	if _, err := client.Submit(ctx, m, SubmitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrFenced} {
+		select {
+		case err := <-owned:
+			if !errors.Is(err, want) {
+				t.Fatalf("Owned %d: %v, want %v", i+1, err, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("Owned %d: not asked", i+1)
+		}
+	}
+}
