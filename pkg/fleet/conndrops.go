@@ -18,6 +18,7 @@ type connDrops struct {
 	mu      sync.Mutex
 	status  chan nats.Status
 	next    chan struct{} // closed at the next drop
+	sig     *dropSignal   // next, shared by every signal taken before it closes
 	stopped bool
 	done    chan struct{} // closed once watch returned (nil: not started)
 }
@@ -29,20 +30,47 @@ func newConnDrops(nc *nats.Conn) *connDrops { return &connDrops{nc: nc} }
 // passed on a drop yet), nil once stopped or when d is nil (no
 // connection watched).
 func (d *connDrops) since() <-chan struct{} {
+	return d.signal().c
+}
+
+// signal is since as a dropSignal, one for every caller until the next
+// drop: taking it allocates nothing. Stopped, or with no connection
+// watched (d nil), it never fires.
+func (d *connDrops) signal() *dropSignal {
 	if d == nil {
-		return nil
+		return &noDrops
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopped {
-		return nil
+		return &noDrops
 	}
 	if d.done == nil {
 		d.next, d.done = make(chan struct{}), make(chan struct{})
+		d.sig = &dropSignal{d.next}
 		d.status = d.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
 		go d.watch(d.status)
 	}
-	return d.next
+	return d.sig
+}
+
+// dropSignal holds a channel closed at a connection's next drop (nil:
+// none comes). It is never changed once made.
+type dropSignal struct{ c <-chan struct{} }
+
+// noDrops is the signal of no connection watched: its nil channel never
+// closes.
+var noDrops dropSignal
+
+// fired reports whether the connection dropped since the signal was
+// taken.
+func (d *dropSignal) fired() bool {
+	select {
+	case <-d.c:
+		return true
+	default:
+		return false
+	}
 }
 
 // watch closes the channel since gave out at each status the listener
@@ -54,6 +82,7 @@ func (d *connDrops) watch(status chan nats.Status) {
 		if !d.stopped {
 			close(d.next)
 			d.next = make(chan struct{})
+			d.sig = &dropSignal{d.next}
 		}
 		d.mu.Unlock()
 	}

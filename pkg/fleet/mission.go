@@ -882,7 +882,7 @@ func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*ti
 // stop waits for a beat in progress and no beat starts after it.
 func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) *beats {
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
-	b.dropped.Store(&dropSignal{w.drops.since()})
+	b.dropped.Store(w.drops.signal())
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
 	b.t = startFlushTimer(b, max(first, 0))
@@ -989,32 +989,17 @@ type beats struct {
 	stopped atomic.Bool
 }
 
-// dropSignal holds a channel connDrops.since gave out: closed at the
-// connection's next drop (nil: the worker stopped listening, no drop).
-type dropSignal struct{ c <-chan struct{} }
-
-// fired reports whether the connection dropped since the signal was
-// taken.
-func (d *dropSignal) fired() bool {
-	select {
-	case <-d.c:
-		return true
-	default:
-		return false
-	}
-}
-
 // beatLocked beats once with b.mu held (the message's progress sent by
 // its caller); it reports whether the beats go on (false once the mission
 // is another's, the run cancelled) and whether this beat confirmed the
 // mission this run's.
 func (b *beats) beatLocked() (alive, confirmed bool) {
 	// taken before the beat's requests: a drop while they go closes it
-	drops := b.w.drops.since()
+	drops := b.w.drops.signal()
 	alive, confirmed = b.w.beat(b.k, b.entry, b.lease, b.cancel)
 	if confirmed {
 		b.confirmed.Store(int64(time.Since(b.start)))
-		b.dropped.Store(&dropSignal{drops})
+		b.dropped.Store(drops)
 	}
 	if !alive {
 		b.stopped.Store(true)
