@@ -643,12 +643,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	woken := msg.Headers().Get(messages.HeaderWoken) != ""
 	fresh := attempt == 1 && !sourced && !woken
 	for try := range 8 {
+		// taken before this round's writes and reads of the status
+		drops := w.drops.signal()
 		if fresh {
 			st := messages.Status{MissionID: m.ID, Submitter: k.sub, Summary: messages.Summarize(m),
 				State: messages.StateRunning, Worker: w.cfg.ID, Attempt: attempt, StreamSeq: meta.Sequence.Stream}
 			rev, data, err := writeFirstStatus(ctx, w.js, w.replies, st, true)
 			if err == nil {
-				return &statusEntry{st: st, rev: rev, data: data}, true, false, false
+				return &statusEntry{st: st, rev: rev, data: data, drops: drops}, true, false, false
 			}
 			if !isWrongLastSeq(err) {
 				log.Warn().Err(err).Msg("status not written; retrying later")
@@ -760,7 +762,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		}
 		newRev, data, err := casStatusKept(ctx, w.st, st, rev)
 		if err == nil {
-			entry := &statusEntry{st: st, rev: newRev, data: data, journalUpTo: journalUpTo}
+			entry := &statusEntry{st: st, rev: newRev, data: data, journalUpTo: journalUpTo, drops: drops}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
 				return nil, false, false, true
 			}
@@ -1079,15 +1081,17 @@ func (w *Worker) beat(k missionKey, entry *atomic.Pointer[statusEntry], lease *q
 	defer c()
 	lease.renew(ctx)
 	e := entry.Load()
+	drops := w.drops.signal()
 	rev, data, err := casStatusKept(ctx, w.st, e.st, e.rev)
 	if err == nil {
-		entry.Store(&statusEntry{st: e.st, rev: rev, data: data})
+		entry.Store(&statusEntry{st: e.st, rev: rev, data: data, drops: drops})
 		return true, true
 	}
 	cur, gerr := getStatus(ctx, w.st, k)
 	if gerr != nil {
 		return true, false // transient; try again next beat
 	}
+	cur.drops = drops
 	switch {
 	case cur.st.Worker != w.cfg.ID || cur.st.Attempt != e.st.Attempt || cur.st.State != messages.StateRunning:
 		if cur.st.CancelRequested && cur.st.Worker == w.cfg.ID {
@@ -1133,11 +1137,13 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// knows, entry's ClaimSeq), so a run that lost the mission stores
 	// nothing (errClaimedSince), however long its publish was held (a
 	// connection reconnecting, a stalled process). Only where RESULTS
-	// holds no markers (a layout set up before them, fence unset) is
-	// the status read for a last check just before the publish: a
-	// worker that lost the mission publishes nothing, and one that
-	// cannot tell tries again later; a publish held past a new owner's
-	// claim and read can then still land.
+	// holds no markers (a layout set up before them, fence unset), or
+	// where the worker's connection dropped since the status in hand was
+	// confirmed (a new owner's marker may have found no RESULTS leader in
+	// time), is the status read for a last check just before the
+	// publish: a worker that lost the mission publishes nothing, and one
+	// that cannot tell tries again later; without markers a publish held
+	// past a new owner's claim and read can then still land.
 	// fenceHolds reports, from the status the check read, whether the
 	// result may be published; fenceCheck reads it and says the same.
 	fenceHolds := func(cur *statusEntry, err error) bool {
@@ -1168,6 +1174,11 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	if w.st.claimMarkers && entry != nil {
 		fence = claimFence{set: true, seq: entry.st.ClaimSeq}
 	}
+	// The status is read before the result where the stream does not
+	// fence it, and where the worker's connection dropped since the status
+	// in hand was confirmed: a claim that took the mission meanwhile and
+	// whose marker RESULTS did not take in time is seen there.
+	read := !fence.set || entry.drops == nil || entry.drops.fired()
 	batched := false
 	var recData []byte // the record, encoded for the batch
 	if record != nil && w.st.batchResults && w.st.ResultObjects != nil {
@@ -1177,7 +1188,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			recData = buf.Bytes()
 		}
 		if recData != nil && len(recData) <= maxInlineRecord {
-			if !fence.set && !fenceCheck() {
+			if read && !fenceCheck() {
 				return false
 			}
 			if w.resultHeld != nil {
@@ -1192,7 +1203,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	if !batched {
 		switch {
-		case fence.set:
+		case !read:
 			if record != nil {
 				step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
 			}

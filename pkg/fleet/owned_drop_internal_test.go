@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,5 +82,70 @@ func TestOwnedConfirmsAfterAConnectionDrop(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("Owned %d: not asked", i+1)
 		}
+	}
+}
+
+// A run whose worker's connection dropped since its status was last
+// confirmed reads the status before its result, though the stream fences
+// the result: another worker's claim whose marker RESULTS did not take in
+// time (the claim then goes on without one) is seen there, and the run
+// stores nothing. The mission's redelivery runs it again here (the other
+// claim stands for a worker that died).
+func TestResultAfterAConnectionDropReadsTheStatusFirst(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	store := StoreConfig{AckWait: time.Second, MaxDeliver: 5}
+	client, err := NewClient(ctx, nc, ClientConfig{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	var w *Worker
+	w, err = NewWorker(nc, WorkerConfig{
+		ID: "dropped", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			n := runs.Add(1)
+			if n == 1 {
+				// the other claim's status, with no marker of its own
+				k := missionKey{sub: client.Submitter(), id: m.ID}
+				cur, err := getStatus(ctx, w.st, k)
+				if err != nil {
+					return nil, err
+				}
+				st := cur.st
+				st.Worker, st.Attempt = "other", cur.st.Attempt+1
+				if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+					return nil, err
+				}
+				back := nc.StatusChanged(nats.CONNECTED)
+				defer nc.RemoveStatusListener(back)
+				if err := nc.ForceReconnect(); err != nil {
+					return nil, err
+				}
+				select {
+				case <-back:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Return != "run 2" || runs.Load() != 2 {
+		t.Fatalf("result %v after %d runs; want the second run's (the first lost the mission)", step.Return, runs.Load())
 	}
 }

@@ -543,6 +543,13 @@ type statusEntry struct {
 	// awaiting_approval status it took the mission from: the run reads
 	// the journal up to that message (openJournal).
 	journalUpTo uint64
+	// drops, on the entry of a worker's claim or heartbeat, is the
+	// worker's connection drop signal taken before the status was
+	// written or read as the run's. Fired, the status may have changed
+	// unseen since (a restarted server hands the message to another
+	// worker at once), and finish reads it before the result; nil: not
+	// known, read too.
+	drops *dropSignal
 }
 
 // missionKey names one mission of one submitter: where its status, result
