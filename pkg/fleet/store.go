@@ -243,12 +243,34 @@ func publishWithRecord(ctx context.Context, js jetstream.JetStream, st *Stores, 
 		// kept; without one it was the record's subject (an earlier
 		// attempt's record), and the two are stored one after the other.
 		step.Record = nil
-		if stored, rerr := readResult(ctx, st, k); rerr == nil {
+		if stored := resultAfterRefusal(ctx, st, k); stored != nil {
 			return stored, false, nil
 		}
 	}
 	step.Record = nil
 	return nil, false, fmt.Errorf("fleet: result %s: %w: %w", k.id, errBatchRefused, err)
+}
+
+// resultAfterRefusal reads mission k's result after a batch was refused
+// for a subject holding its one message, or returns nil when none is
+// stored. A replica that has not applied a result stored a moment ago
+// answers none: the read is made again twice, 20 and then 40 ms later,
+// before the refusal is taken for the record subject's.
+func resultAfterRefusal(ctx context.Context, st *Stores, k missionKey) *messages.Step {
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		stored, err := readResult(ctx, st, k)
+		if err == nil {
+			return stored
+		}
+		if !errors.Is(err, ErrNotFound) || wait > 40*time.Millisecond {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
 }
 
 // The headers of a message of an atomic batch publish (nats-server
