@@ -15,10 +15,11 @@ import (
 type connDrops struct {
 	nc *nats.Conn
 
-	mu      sync.Mutex
-	status  chan nats.Status
-	next    chan struct{} // closed at the next drop
-	sig     *dropSignal   // next, shared by every signal taken before it closes
+	mu     sync.Mutex
+	status chan nats.Status
+	// next's channel closes at the next drop; one signal is shared by
+	// every caller until then
+	next    *dropSignal
 	stopped bool
 	done    chan struct{} // closed once watch returned (nil: not started)
 }
@@ -46,25 +47,28 @@ func (d *connDrops) signal() *dropSignal {
 		return &noDrops
 	}
 	if d.done == nil {
-		d.next, d.done = make(chan struct{}), make(chan struct{})
-		d.sig = &dropSignal{d.next}
+		d.next, d.done = &dropSignal{make(chan struct{})}, make(chan struct{})
 		d.status = d.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING)
 		go d.watch(d.status)
 	}
-	return d.sig
+	return d.next
 }
 
 // dropSignal holds a channel closed at a connection's next drop (nil:
 // none comes). It is never changed once made.
-type dropSignal struct{ c <-chan struct{} }
+type dropSignal struct{ c chan struct{} }
 
 // noDrops is the signal of no connection watched: its nil channel never
 // closes.
 var noDrops dropSignal
 
 // fired reports whether the connection dropped since the signal was
-// taken.
+// taken; a nil signal (none taken) is taken for a drop, since one may
+// have come unseen.
 func (d *dropSignal) fired() bool {
+	if d == nil {
+		return true
+	}
 	select {
 	case <-d.c:
 		return true
@@ -80,9 +84,8 @@ func (d *connDrops) watch(status chan nats.Status) {
 	for range status {
 		d.mu.Lock()
 		if !d.stopped {
-			close(d.next)
-			d.next = make(chan struct{})
-			d.sig = &dropSignal{d.next}
+			close(d.next.c)
+			d.next = &dropSignal{make(chan struct{})}
 		}
 		d.mu.Unlock()
 	}

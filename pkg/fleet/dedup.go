@@ -59,19 +59,21 @@ type dedupStore struct {
 // casPublish. A refusal is left to kv.Create, which also claims a key
 // whose last entry is a delete marker.
 func (d *dedupStore) create(ctx context.Context, key string, rec []byte) (uint64, error) {
-	if d.writeHook != nil {
-		return d.writeHook(ctx, "create", func(ctx context.Context) (uint64, error) { return d.write(ctx, key, rec, 0) })
-	}
-	return d.write(ctx, key, rec, 0)
+	return d.hooked(ctx, "create", key, rec, 0)
 }
 
 // update writes rec over revision rev of key: kv.Update, made with
 // casPublish.
 func (d *dedupStore) update(ctx context.Context, key string, rec []byte, rev uint64) (uint64, error) {
-	if d.writeHook != nil {
-		return d.writeHook(ctx, "update", func(ctx context.Context) (uint64, error) { return d.write(ctx, key, rec, rev) })
+	return d.hooked(ctx, "update", key, rec, rev)
+}
+
+// hooked makes write, through writeHook (op naming it) when one is set.
+func (d *dedupStore) hooked(ctx context.Context, op, key string, rec []byte, rev uint64) (uint64, error) {
+	if d.writeHook == nil {
+		return d.write(ctx, key, rec, rev)
 	}
-	return d.write(ctx, key, rec, rev)
+	return d.writeHook(ctx, op, func(ctx context.Context) (uint64, error) { return d.write(ctx, key, rec, rev) })
 }
 
 // write claims key with rec when rev is 0 (create), else writes rec over

@@ -884,7 +884,6 @@ func (w *Worker) heartbeatPeriod() time.Duration { return max(w.ackWait/3, 10*ti
 // stop waits for a beat in progress and no beat starts after it.
 func (w *Worker) heartbeat(msg jetstream.Msg, k missionKey, entry *atomic.Pointer[statusEntry], lease *quotaLease, cancel context.CancelCauseFunc, first time.Duration) *beats {
 	b := &beats{w: w, msg: msg, k: k, entry: entry, lease: lease, cancel: cancel, start: time.Now()}
-	b.dropped.Store(w.drops.signal())
 	b.mu.Lock() // the first beat waits until t is set
 	defer b.mu.Unlock()
 	b.t = startFlushTimer(b, max(first, 0))
@@ -976,11 +975,6 @@ type beats struct {
 	// confirmed is when (since start) a beat last found the mission this
 	// run's
 	confirmed atomic.Int64
-	// dropped is closed once the worker's connection drops after the
-	// last confirmation (or after start): a server that restarted may
-	// have given the message to another worker at once, whatever the
-	// beats said before
-	dropped atomic.Pointer[dropSignal]
 
 	mu sync.Mutex
 	// t fires each beat; taken from the worker's missions before and
@@ -996,12 +990,9 @@ type beats struct {
 // is another's, the run cancelled) and whether this beat confirmed the
 // mission this run's.
 func (b *beats) beatLocked() (alive, confirmed bool) {
-	// taken before the beat's requests: a drop while they go closes it
-	drops := b.w.drops.signal()
 	alive, confirmed = b.w.beat(b.k, b.entry, b.lease, b.cancel)
 	if confirmed {
 		b.confirmed.Store(int64(time.Since(b.start)))
-		b.dropped.Store(drops)
 	}
 	if !alive {
 		b.stopped.Store(true)
@@ -1047,7 +1038,9 @@ func (b *beats) stop() {
 func (b *beats) owned(ctx context.Context) error {
 	period := b.w.heartbeatPeriod()
 	for {
-		if time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period && !b.dropped.Load().fired() {
+		// the status in hand is the last one confirmed, with the drop
+		// signal taken before it was (statusEntry.drops)
+		if time.Since(b.start)-time.Duration(b.confirmed.Load()) <= 2*period && !b.entry.Load().drops.fired() {
 			return nil
 		}
 		b.mu.Lock()
@@ -1178,7 +1171,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	// fence it, and where the worker's connection dropped since the status
 	// in hand was confirmed: a claim that took the mission meanwhile and
 	// whose marker RESULTS did not take in time is seen there.
-	read := !fence.set || entry.drops == nil || entry.drops.fired()
+	readStatus := !fence.set || entry.drops.fired()
 	batched := false
 	var recData []byte // the record, encoded for the batch
 	if record != nil && w.st.batchResults && w.st.ResultObjects != nil {
@@ -1188,7 +1181,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 			recData = buf.Bytes()
 		}
 		if recData != nil && len(recData) <= maxInlineRecord {
-			if read && !fenceCheck() {
+			if readStatus && !fenceCheck() {
 				return false
 			}
 			if w.resultHeld != nil {
@@ -1203,7 +1196,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 	}
 	if !batched {
 		switch {
-		case !read:
+		case !readStatus:
 			if record != nil {
 				step.Record = w.storeRecord(ctx, k, record, recData, nil, log)
 			}

@@ -56,7 +56,8 @@ func TestOwnedConfirmsAMissionWhoseBeatsLapsed(t *testing.T) {
 	}
 	k := missionKey{sub: "s", id: s.MissionID}
 	var entry atomic.Pointer[statusEntry]
-	entry.Store(&statusEntry{st: s, rev: rev})
+	// as a claim makes it: with the drop signal taken before its write
+	entry.Store(&statusEntry{st: s, rev: rev, drops: w.drops.signal()})
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	msg := &progressMsg{}

@@ -567,10 +567,10 @@ type statusEntry struct {
 	journalUpTo uint64
 	// drops, on the entry of a worker's claim or heartbeat, is the
 	// worker's connection drop signal taken before the status was
-	// written or read as the run's. Fired, the status may have changed
-	// unseen since (a restarted server hands the message to another
-	// worker at once), and finish reads it before the result; nil: not
-	// known, read too.
+	// written or read as the run's. Fired (or nil: not known), the status
+	// may have changed unseen since (a restarted server hands the message
+	// to another worker at once): the run confirms it before a model or
+	// tool request (beats.owned), and finish reads it before the result.
 	drops *dropSignal
 }
 
