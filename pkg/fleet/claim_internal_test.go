@@ -265,19 +265,12 @@ func heldResultRun(t *testing.T, store StoreConfig, hold func(ctx context.Contex
 // result kept.
 func TestResultHeldPastALaterClaimIsRefused(t *testing.T) {
 	step, runs := heldResultRun(t, StoreConfig{AckWait: time.Second, MaxDeliver: 5}, func(ctx context.Context, w *Worker, k missionKey) {
-		cur, err := getStatus(ctx, w.st, k)
-		if err != nil {
-			t.Errorf("status: %v", err)
-			return
-		}
 		seq, err := markClaim(ctx, w.nc, w.st, k, "other")
 		if err != nil {
 			t.Errorf("the other claim's marker: %v", err)
 			return
 		}
-		st := cur.st
-		st.Worker, st.Attempt, st.ClaimSeq = "other", cur.st.Attempt+1, seq
-		if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+		if err := takeOver(ctx, w, k, seq); err != nil {
 			t.Errorf("the other claim's status: %v", err)
 		}
 		if _, err := readResult(ctx, w.st, k); !errors.Is(err, ErrNotFound) {

@@ -30,45 +30,21 @@ func TestOwnedConfirmsAfterAConnectionDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	owned := make(chan error, 2)
-	var w *Worker
-	w, err = NewWorker(nc, WorkerConfig{
-		ID: "dropped", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
-		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
-		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+	dropWorker(ctx, t, nc, store, func(w *Worker) RunnerFunc {
+		return func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
 			owned <- env.Owned(ctx)
-			// another worker takes the mission (as its claim writes the
-			// status) while this worker's connection drops and comes back
-			k := missionKey{sub: client.Submitter(), id: m.ID}
-			cur, err := getStatus(ctx, w.st, k)
-			if err != nil {
+			// another worker takes the mission while this worker's
+			// connection drops and comes back
+			if err := takeOver(ctx, w, missionKey{sub: client.Submitter(), id: m.ID}, 0); err != nil {
 				return nil, err
 			}
-			st := cur.st
-			st.Worker, st.Attempt = "other", cur.st.Attempt+1
-			if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+			if err := dropConnection(ctx, nc); err != nil {
 				return nil, err
-			}
-			back := nc.StatusChanged(nats.CONNECTED)
-			defer nc.RemoveStatusListener(back)
-			if err := nc.ForceReconnect(); err != nil {
-				return nil, err
-			}
-			select {
-			case <-back:
-			case <-ctx.Done():
-				return nil, ctx.Err()
 			}
 			owned <- env.Owned(ctx)
 			return &messages.Step{Return: "sent after the drop"}, nil
-		}),
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
 	if _, err := client.Submit(ctx, m, SubmitOptions{}); err != nil {
 		t.Fatal(err)
@@ -101,36 +77,71 @@ func TestResultAfterAConnectionDropReadsTheStatusFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	var w *Worker
-	w, err = NewWorker(nc, WorkerConfig{
-		ID: "dropped", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
-		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
-		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+	dropWorker(ctx, t, nc, store, func(w *Worker) RunnerFunc {
+		return func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
 			n := runs.Add(1)
 			if n == 1 {
 				// the other claim's status, with no marker of its own
-				k := missionKey{sub: client.Submitter(), id: m.ID}
-				cur, err := getStatus(ctx, w.st, k)
-				if err != nil {
+				if err := takeOver(ctx, w, missionKey{sub: client.Submitter(), id: m.ID}, 0); err != nil {
 					return nil, err
 				}
-				st := cur.st
-				st.Worker, st.Attempt = "other", cur.st.Attempt+1
-				if _, err := casStatus(ctx, w.st, st, cur.rev); err != nil {
+				if err := dropConnection(ctx, nc); err != nil {
 					return nil, err
-				}
-				back := nc.StatusChanged(nats.CONNECTED)
-				defer nc.RemoveStatusListener(back)
-				if err := nc.ForceReconnect(); err != nil {
-					return nil, err
-				}
-				select {
-				case <-back:
-				case <-ctx.Done():
-					return nil, ctx.Err()
 				}
 			}
 			return &messages.Step{Return: fmt.Sprintf("run %d", n)}, nil
+		}
+	})
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
+	step, err := client.Run(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Return != "run 2" || runs.Load() != 2 {
+		t.Fatalf("result %v after %d runs; want the second run's (the first lost the mission)", step.Return, runs.Load())
+	}
+}
+
+// takeOver writes mission k's status as another worker's claim of it
+// writes it: worker "other", the next attempt, claimSeq its marker's
+// sequence (0: a claim that went on without one).
+func takeOver(ctx context.Context, w *Worker, k missionKey, claimSeq uint64) error {
+	cur, err := getStatus(ctx, w.st, k)
+	if err != nil {
+		return err
+	}
+	st := cur.st
+	st.Worker, st.Attempt, st.ClaimSeq = "other", cur.st.Attempt+1, claimSeq
+	_, err = casStatus(ctx, w.st, st, cur.rev)
+	return err
+}
+
+// dropConnection drops nc's connection to its server and returns once it
+// is back.
+func dropConnection(ctx context.Context, nc *nats.Conn) error {
+	back := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(back)
+	if err := nc.ForceReconnect(); err != nil {
+		return err
+	}
+	select {
+	case <-back:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dropWorker starts, on nc, a worker of one slot with store's settings
+// running runner.
+func dropWorker(ctx context.Context, t *testing.T, nc *nats.Conn, store StoreConfig, runner func(w *Worker) RunnerFunc) {
+	t.Helper()
+	var w *Worker
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "dropped", Slots: 1, Priorities: []string{messages.PriorityNormal}, Store: store,
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			return runner(w)(ctx, m, env)
 		}),
 	})
 	if err != nil {
@@ -140,12 +151,4 @@ func TestResultAfterAConnectionDropReadsTheStatusFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop() })
-	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "do it"}}
-	step, err := client.Run(ctx, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if step.Return != "run 2" || runs.Load() != 2 {
-		t.Fatalf("result %v after %d runs; want the second run's (the first lost the mission)", step.Return, runs.Load())
-	}
 }
