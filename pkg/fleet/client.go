@@ -801,6 +801,15 @@ func (c *Client) settledStatus(ctx context.Context, st *messages.Status) (*messa
 	if err != nil {
 		return nil, fmt.Errorf("fleet: status %s: its stored result: %w", st.MissionID, err)
 	}
+	// The status was read before the result: what was written to it
+	// before the result was stored (a cancel's request and reason, the
+	// final state) is read again after it.
+	if again, err := getStatus(ctx, c.st, missionKey{sub: sub, id: st.MissionID}); err == nil {
+		if messages.TerminalState(again.st.State) {
+			return &again.st, nil
+		}
+		st = &again.st
+	}
 	out := *st
 	out.State, out.Replayed, out.UpdatedAt = stateOf(step), step.Replayed, raw.Time.UTC()
 	if step.Fail != nil {
