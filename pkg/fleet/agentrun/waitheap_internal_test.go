@@ -90,8 +90,15 @@ func TestStartedMissionWaitingOnItsModelHoldsLittle(t *testing.T) {
 	// wrap), 3,900 against 4,021–4,036 with the callback holding all
 	// prepare built. Since the agent builds what only its programs need
 	// at its first program (pkg/agent), 3,436 bytes (2,835–3,434 under
-	// the race detector) against 3,763–3,772.
-	if per > 3600 {
-		t.Errorf("%.0f bytes of heap a mission started with Start while it waits on its model, want at most 3,600", per)
+	// the race detector) against 3,763–3,772. Since a model call awaits
+	// its answer on a goroutine of its own (llm.AsyncModel), the run's
+	// continuation (startModelCall's callback, the model call's state) and
+	// the metering wrapper's callback wait on the heap, about 280 bytes,
+	// where they waited in the run's stack frames: 3,684–3,700 bytes, for
+	// a stack of 4 KB instead of 8 KB
+	// (TestWorkerProcessMemoryWhileMissionsWaitOnModels bounds the two
+	// together).
+	if per > 3800 {
+		t.Errorf("%.0f bytes of heap a mission started with Start while it waits on its model, want at most 3,800", per)
 	}
 }
