@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -69,71 +69,19 @@ func rss() uint64 {
 func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 300)
 	decisions := min(envInt("PTC_APPROVAL_DECISIONS", 100), n)
-	// each party on a connection of its own, as in a fleet: one
-	// connection would carry every message through one read loop on each
-	// side, which leaves part of the process's CPU idle and lengthens the
-	// latencies measured here
-	srv, nc := runJetStream(t)
-	// the service deduplicates: each approved call runs exactly once, also
-	// when a loaded worker's mission is redelivered and sends it again
-	shop := startShop(t, connect(t, srv), true)
-	c := newClient(t, nc)
-	var workers []*fleet.Worker
-	for range envInt("PTC_APPROVAL_WORKERS", 2) {
-		workers = append(workers, startWorker(t, connect(t, srv), refundRunner(nil), func(cfg *fleet.WorkerConfig) {
-			cfg.Slots = envInt("PTC_APPROVAL_SLOTS", 32)
-			cfg.Store.MaxAckPending = 2000
-			// many runs at once under -race on a loaded machine: a run's
-			// heartbeat may come late, and a redelivery is not what this
-			// test is about
-			cfg.Store.AckWait, cfg.Store.MaxDeliver = 5*time.Second, 10
-			// and a tool call may take seconds there: the helper's 2 s
-			// is too tight, a lookup answered with a timeout ends its
-			// mission before it suspends (runner_error) and a refund's
-			// leaves an approved call unrun. A call answered with an
-			// error still fails the test below, named.
-			cfg.ToolTimeout = 30 * time.Second
-		}))
-	}
+	f := startApprovalFleet(t, envInt("PTC_APPROVAL_WORKERS", 2), envInt("PTC_APPROVAL_SLOTS", 32))
+	nc, shop, c, workers := f.nc, f.shop, f.c, f.workers
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	idleHeap, idleG := heapAfterGC()
 
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
 	start := time.Now()
-	for i := range ids {
-		m := refundMission(500)
-		ids[i] = m.ID
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := c.Submit(ctx, m); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	suspended := func() int64 {
-		var s int64
-		for _, w := range workers {
-			s += w.Stats().Suspended
-		}
-		return s
-	}
+	ids := f.submit(ctx, t, n)
+	suspended := f.suspended
 	// A run counts as suspended before its handler returns the slot, so
 	// the last runs may hold theirs a moment longer; a slot still held
 	// once every mission waits fails here.
-	running := func() int {
-		r := 0
-		for _, w := range workers {
-			r += w.Running()
-		}
-		return r
-	}
+	running := f.running
 	// a mission that ended before it suspended never will: no need to
 	// wait for the rest
 	ended := func() int64 {
@@ -229,24 +177,9 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	runtime.ReadMemStats(&mem0)
 	var cpu0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
-	decided := make([]time.Time, decisions)
-	decideDone := make([]time.Time, decisions)
-	var failed atomic.Int64
-	for i := range decisions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			decided[i] = time.Now()
-			if _, err := c.Decide(ctx, ids[i], fleet.Decision{Approve: true, By: "load"}); err != nil {
-				failed.Add(1)
-				t.Error(err)
-			}
-			decideDone[i] = time.Now()
-		}()
-	}
-	wg.Wait()
+	decided, decideDone := f.decide(ctx, t, ids[:decisions])
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
 	for i := range decisions {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -454,4 +387,187 @@ func writeAllocs(t *testing.T, name string) {
 	if err := pprof.Lookup("allocs").WriteTo(out, 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// approvalFleet is the fleet TestManyMissionsAwaitApprovalAtOnce and
+// BenchmarkApprovalsAtOnce run in one process: the embedded server, a
+// tool service "shop" that deduplicates (each approved call runs exactly
+// once, also when a loaded worker's mission is redelivered and sends it
+// again), a client and workers running refundRunner, each party on a
+// connection of its own, as in a fleet (one connection would carry every
+// message through one read loop on each side, which leaves part of the
+// process's CPU idle and lengthens the latencies measured).
+type approvalFleet struct {
+	nc      *nats.Conn
+	shop    *shopTools
+	c       *fleet.Client
+	workers []*fleet.Worker
+}
+
+func startApprovalFleet(tb testing.TB, workers, slots int) *approvalFleet {
+	srv, nc := runJetStream(tb)
+	f := &approvalFleet{nc: nc, shop: startShop(tb, connect(tb, srv), true), c: newClient(tb, nc)}
+	for range workers {
+		f.workers = append(f.workers, startWorker(tb, connect(tb, srv), refundRunner(nil), func(cfg *fleet.WorkerConfig) {
+			cfg.Slots = slots
+			cfg.Store.MaxAckPending = 2000
+			// many runs at once under -race on a loaded machine: a run's
+			// heartbeat may come late, and a redelivery is not what this
+			// fleet is measured for
+			cfg.Store.AckWait, cfg.Store.MaxDeliver = 5*time.Second, 10
+			// and a tool call may take seconds there: the helper's 2 s
+			// is too tight, a lookup answered with a timeout ends its
+			// mission before it suspends (runner_error) and a refund's
+			// leaves an approved call unrun. A call answered with an
+			// error still fails the test, named.
+			cfg.ToolTimeout = 30 * time.Second
+		}))
+	}
+	return f
+}
+
+// submit submits n refund missions of 500, each of which suspends at its
+// refund, 32 at a time, and returns their ids.
+func (f *approvalFleet) submit(ctx context.Context, tb testing.TB, n int) []string {
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range ids {
+		m := refundMission(500)
+		ids[i] = m.ID
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := f.c.Submit(ctx, m); err != nil {
+				tb.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
+}
+
+// suspended counts the suspensions of the fleet's workers so far.
+func (f *approvalFleet) suspended() int64 {
+	var s int64
+	for _, w := range f.workers {
+		s += w.Stats().Suspended
+	}
+	return s
+}
+
+// running counts the runs holding a slot of one of the fleet's workers.
+func (f *approvalFleet) running() int {
+	r := 0
+	for _, w := range f.workers {
+		r += w.Running()
+	}
+	return r
+}
+
+// decide approves the waiting call of each mission of ids at once, 32
+// deciders at a time, and returns when each decision was asked for and
+// when Client.Decide returned it, by index in ids.
+func (f *approvalFleet) decide(ctx context.Context, tb testing.TB, ids []string) (decided, decideDone []time.Time) {
+	decided, decideDone = make([]time.Time, len(ids)), make([]time.Time, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			decided[i] = time.Now()
+			if _, err := f.c.Decide(ctx, id, fleet.Decision{Approve: true, By: "load"}); err != nil {
+				tb.Error(err)
+			}
+			decideDone[i] = time.Now()
+		}()
+	}
+	wg.Wait()
+	return decided, decideDone
+}
+
+// BenchmarkApprovalsAtOnce gives 1,000 decisions at once (32 deciders),
+// each to a mission suspended at a call that needs approval, on 2 workers
+// of 32 slots, all in one process with the embedded server, after ten
+// decisions one at a time. An op is one such batch: its missions are submitted and suspended before the timer
+// starts, and it ends when every mission has finished. Over all the
+// resumptions of a run it reports the resume latency (the decision asked
+// for → its call reaching the tool service), p50-ms and p90-ms, and the
+// process's CPU time (server, workers, client), allocations and bytes a
+// resumption. Compare trees with -benchtime 1x -count 16 and benchstat.
+func BenchmarkApprovalsAtOnce(b *testing.B) {
+	const atOnce = 1000
+	f := startApprovalFleet(b, 2, 32)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// warm: ten decisions one at a time first, as the test makes them
+	// (the client's first decision asks whether it may publish wakes
+	// into MISSIONS; the workers' first resumptions set up what the rest
+	// reuse)
+	warm := f.submit(ctx, b, 10)
+	eventually(b, time.Minute, "the warm-up missions suspended", func() bool { return f.suspended() >= 10 })
+	for _, id := range warm {
+		if _, err := f.c.Decide(ctx, id, fleet.Decision{Approve: true, By: "one"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.c.Await(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	var cpu time.Duration
+	var mallocs, bytes uint64
+	b.StopTimer()
+	for range b.N {
+		before := f.suspended()
+		ids := f.submit(ctx, b, atOnce)
+		eventually(b, time.Minute, "every mission suspended", func() bool { return f.suspended() >= before+atOnce })
+		eventually(b, 30*time.Second, "no slot held while missions wait", func() bool { return f.running() == 0 })
+		runtime.GC()
+		var mem0, mem1 runtime.MemStats
+		var cpu0, cpu1 syscall.Rusage
+		runtime.ReadMemStats(&mem0)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
+		b.StartTimer()
+		decided, _ := f.decide(ctx, b, ids)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		for _, id := range ids {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if step, err := f.c.Await(ctx, id); err != nil || !step.Ok() {
+					b.Errorf("mission %s: %+v %v", id, step, err)
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+		runtime.ReadMemStats(&mem1)
+		cpu += time.Duration(cpu1.Utime.Nano() + cpu1.Stime.Nano() - cpu0.Utime.Nano() - cpu0.Stime.Nano())
+		mallocs += mem1.Mallocs - mem0.Mallocs
+		bytes += mem1.TotalAlloc - mem0.TotalAlloc
+		for j, id := range ids {
+			at, ok := f.shop.arrived(id)
+			if !ok {
+				b.Fatalf("mission %s finished and its approved refund never reached the service", id)
+			}
+			lat = append(lat, at.Sub(decided[j]))
+		}
+	}
+	slices.Sort(lat)
+	n := float64(b.N * atOnce)
+	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*9/10])/1e6, "p90-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/resumption")
+	b.ReportMetric(float64(mallocs)/n, "allocs/resumption")
+	b.ReportMetric(float64(bytes)/n, "B/resumption")
 }
