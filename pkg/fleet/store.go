@@ -101,15 +101,10 @@ type claimFence struct {
 func resultHeader(k missionKey, fence claimFence) *ackedHeader {
 	hdr := newAckedHeader()
 	hdr.set(messages.HeaderMissionID, k.id)
+	// the zero fence's seq is 0: the result's subject empty
+	hdr.set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(fence.seq, 10))
 	if fence.set {
-		seq := "0"
-		if fence.seq != 0 {
-			seq = strconv.FormatUint(fence.seq, 10)
-		}
-		hdr.set(jetstream.ExpectedLastSubjSeqHeader, seq)
 		hdr.set(jetstream.ExpectedLastSubjSeqSubjHeader, messages.ClaimFilter(k.sub, k.id))
-	} else {
-		hdr.set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	}
 	// the status key and "/final", made in one concatenation
 	hdr.set(jetstream.MsgIDHeader, k.sub+"."+k.id+"/final")
