@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -77,9 +76,6 @@ func ExampleClient_Decide() {
 			}
 		}
 		if len(pending) == 0 {
-			if err := ctx.Err(); err != nil {
-				log.Fatal(errors.New("no call awaits approval"))
-			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
