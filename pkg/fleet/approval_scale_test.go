@@ -10,13 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -175,33 +175,22 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 	resumeStart := time.Now()
 	var mem0, mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem0)
-	var cpu0 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
+	cpu0, _ := fleettest.ProcessCPU()
 	decided, decideDone := f.decide(ctx, t, ids[:decisions])
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range decisions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			step, err := c.Await(ctx, ids[i])
-			steps[i], finished[i] = step, time.Now()
-			if err != nil || !step.Ok() {
-				t.Errorf("mission %s: %+v %v", ids[i], step, err)
-			}
-		}()
-	}
-	wg.Wait()
-	var cpu1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+	each32(decisions, func(i int) {
+		step, err := c.Await(ctx, ids[i])
+		steps[i], finished[i] = step, time.Now()
+		if err != nil || !step.Ok() {
+			t.Errorf("mission %s: %+v %v", ids[i], step, err)
+		}
+	})
+	cpu1, _ := fleettest.ProcessCPU()
 	runtime.ReadMemStats(&mem1)
 	stopCPU()
 	if memProfile != "" {
 		writeAllocs(t, memProfile)
 	}
-	cpuUsed := time.Duration(cpu1.Utime.Nano() + cpu1.Stime.Nano() - cpu0.Utime.Nano() - cpu0.Stime.Nano())
+	cpuUsed := cpu1 - cpu0
 	t.Logf("%d resumptions in %s, CPU time of the process (server, workers, client) %s: %s a resumption; allocated %.1f KB in %d allocations a resumption, %d collections",
 		decisions, time.Since(resumeStart).Round(time.Millisecond), cpuUsed.Round(time.Millisecond), (cpuUsed / time.Duration(decisions)).Round(10*time.Microsecond),
 		float64(mem1.TotalAlloc-mem0.TotalAlloc)/1e3/float64(decisions), (mem1.Mallocs-mem0.Mallocs)/uint64(decisions), mem1.NumGC-mem0.NumGC)
@@ -430,22 +419,13 @@ func startApprovalFleet(tb testing.TB, workers, slots int) *approvalFleet {
 // refund, 32 at a time, and returns their ids.
 func (f *approvalFleet) submit(ctx context.Context, tb testing.TB, n int) []string {
 	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for i := range ids {
+	each32(n, func(i int) {
 		m := refundMission(500)
 		ids[i] = m.ID
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := f.c.Submit(ctx, m); err != nil {
-				tb.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+		if _, err := f.c.Submit(ctx, m); err != nil {
+			tb.Error(err)
+		}
+	})
 	return ids
 }
 
@@ -472,23 +452,29 @@ func (f *approvalFleet) running() int {
 // when Client.Decide returned it, by index in ids.
 func (f *approvalFleet) decide(ctx context.Context, tb testing.TB, ids []string) (decided, decideDone []time.Time) {
 	decided, decideDone = make([]time.Time, len(ids)), make([]time.Time, len(ids))
+	each32(len(ids), func(i int) {
+		decided[i] = time.Now()
+		if _, err := f.c.Decide(ctx, ids[i], fleet.Decision{Approve: true, By: "load"}); err != nil {
+			tb.Error(err)
+		}
+		decideDone[i] = time.Now()
+	})
+	return decided, decideDone
+}
+
+// each32 calls do(i) for each i below n, 32 calls at a time, each on a
+// goroutine of its own, and returns once all have returned.
+func each32(n int, do func(i int)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
-	for i, id := range ids {
-		wg.Add(1)
+	for i := range n {
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
-			decided[i] = time.Now()
-			if _, err := f.c.Decide(ctx, id, fleet.Decision{Approve: true, By: "load"}); err != nil {
-				tb.Error(err)
-			}
-			decideDone[i] = time.Now()
-		}()
+			do(i)
+		})
 	}
 	wg.Wait()
-	return decided, decideDone
 }
 
 // BenchmarkApprovalsAtOnce gives 1,000 decisions at once (32 deciders),
@@ -525,6 +511,7 @@ func BenchmarkApprovalsAtOnce(b *testing.B) {
 	var lat []time.Duration
 	var cpu time.Duration
 	var mallocs, bytes uint64
+	cpuOK := true
 	for range b.N {
 		before := f.suspended()
 		ids := f.submit(ctx, b, atOnce)
@@ -532,29 +519,20 @@ func BenchmarkApprovalsAtOnce(b *testing.B) {
 		eventually(b, 30*time.Second, "no slot held while missions wait", func() bool { return f.running() == 0 })
 		runtime.GC()
 		var mem0, mem1 runtime.MemStats
-		var cpu0, cpu1 syscall.Rusage
 		runtime.ReadMemStats(&mem0)
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu0)
+		cpu0, ok0 := fleettest.ProcessCPU()
 		b.StartTimer()
 		decided, _ := f.decide(ctx, b, ids)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 32)
-		for _, id := range ids {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if step, err := f.c.Await(ctx, id); err != nil || !step.Ok() {
-					b.Errorf("mission %s: %+v %v", id, step, err)
-				}
-			}()
-		}
-		wg.Wait()
+		each32(len(ids), func(i int) {
+			if step, err := f.c.Await(ctx, ids[i]); err != nil || !step.Ok() {
+				b.Errorf("mission %s: %+v %v", ids[i], step, err)
+			}
+		})
 		b.StopTimer()
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpu1)
+		cpu1, ok1 := fleettest.ProcessCPU()
 		runtime.ReadMemStats(&mem1)
-		cpu += time.Duration(cpu1.Utime.Nano() + cpu1.Stime.Nano() - cpu0.Utime.Nano() - cpu0.Stime.Nano())
+		cpu += cpu1 - cpu0
+		cpuOK = cpuOK && ok0 && ok1
 		mallocs += mem1.Mallocs - mem0.Mallocs
 		bytes += mem1.TotalAlloc - mem0.TotalAlloc
 		for j, id := range ids {
@@ -569,7 +547,9 @@ func BenchmarkApprovalsAtOnce(b *testing.B) {
 	n := float64(b.N * atOnce)
 	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*9/10])/1e6, "p90-ms")
-	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/resumption")
+	if cpuOK {
+		b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/resumption")
+	}
 	b.ReportMetric(float64(mallocs)/n, "allocs/resumption")
 	b.ReportMetric(float64(bytes)/n, "B/resumption")
 }
