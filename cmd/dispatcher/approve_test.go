@@ -344,3 +344,47 @@ func TestLocalExampleWaitsForApproval(t *testing.T) {
 		}
 	}
 }
+
+// dispatcher local on its embedded server prints a decide command that
+// runs as printed from another terminal: it names the server's URL, and
+// the approval it gives resumes the mission. Run on a server the user
+// named, the command names no URL (TestLocalExampleWaitsForApproval).
+func TestLocalPrintsADecideCommandThatRunsAsPrinted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errOut syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"local", "-workers", "1", "../../examples/missions/approve-lookup.yaml"}, testEnv(nil), &out, &errOut)
+	}()
+	var line string
+	for line == "" {
+		for l := range strings.Lines(out.String()) {
+			if _, cmd, ok := strings.Cut(l, ": dispatcher approve|deny "); ok {
+				line = strings.TrimSpace(cmd)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("local ended before the call waited for approval: %v\n%s\n%s", err, out.String(), errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	args := strings.Fields(line)
+	if len(args) != 4 || args[0] != "-nats-url" || !strings.HasPrefix(args[1], "nats://") {
+		t.Fatalf("printed decide command %q, want -nats-url URL MISSION CALL", line)
+	}
+	var decided, decideErr syncbuf.Buffer
+	if err := run(ctx, append([]string{"approve", "-by", "ann"}, args...), testEnv(nil), &decided, &decideErr); err != nil {
+		t.Fatalf("dispatcher approve %s: %v\n%s", line, err, decideErr.String())
+	}
+	if !strings.Contains(decided.String(), "approved by ann") {
+		t.Errorf("approve printed %q", decided.String())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("local: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	if got := out.String(); !strings.Contains(got, `"denied": false`) || !strings.Contains(got, "get_customer approved by ann") {
+		t.Errorf("the mission did not resume with the approval:\n%s", got)
+	}
+}

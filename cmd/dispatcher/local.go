@@ -127,7 +127,13 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 	if uiAddr != "" {
 		fmt.Fprintf(out, "mission viewer: http://%s/missions/%s\n", uiAddr, sub.ID)
 	}
-	err = follow(mctx, client, sub.ID, out)
+	p := progress{w: out}
+	if lf.embeddedURL != "" {
+		// the approve and deny commands the progress prints then run
+		// as printed in another terminal
+		p.natsFlag = "-nats-url " + lf.embeddedURL + " "
+	}
+	err = follow(mctx, client, sub.ID, p)
 	if cfg.ui != nil {
 		fmt.Fprintf(out, "the mission viewer keeps serving; stop with Ctrl-C\n")
 		<-ctx.Done()
@@ -174,21 +180,23 @@ func startLocalWorkers(ctx context.Context, cfg localConfig, connect func() (*na
 }
 
 // localNATS returns how to connect to the fleet's NATS server, a line
-// naming it, and how to close it: an embedded server when cfg names none.
-func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn, error), where string, closeServer func(), err error) {
+// naming it, the URL another terminal reaches it by when this process
+// started it (empty for a server the user named: they know how to reach
+// it), and how to close it: an embedded server when cfg names none.
+func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn, error), where, embeddedURL string, closeServer func(), err error) {
 	if cfg.nats.URL == "" {
 		srv, err := embedded.Start(embedded.Options{})
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("embedded nats: %w", err)
+			return nil, "", "", nil, fmt.Errorf("embedded nats: %w", err)
 		}
 		connect := func() (*nats.Conn, error) { return srv.Conn() }
-		return connect, "embedded NATS " + srv.ClientURL(), srv.Close, nil
+		return connect, "embedded NATS " + srv.ClientURL(), srv.ClientURL(), srv.Close, nil
 	}
 	nopts := cfg.nats
 	nopts.Name = "ptc-dispatcher-local"
 	opts, err := nopts.Options(log)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", "", nil, err
 	}
 	connect = func() (*nats.Conn, error) {
 		nc, err := nats.Connect(nopts.URL, opts...)
@@ -197,7 +205,7 @@ func localNATS(cfg localConfig, log zerolog.Logger) (connect func() (*nats.Conn,
 		}
 		return nc, nil
 	}
-	return connect, "NATS " + cli.RedactURL(nopts.URL), func() {}, nil
+	return connect, "NATS " + cli.RedactURL(nopts.URL), "", func() {}, nil
 }
 
 // servesExampleTools reports whether a local command serves the example
@@ -211,12 +219,15 @@ func (cfg localConfig) servesExampleTools() bool { return cfg.nats.URL == "" || 
 type localFleet struct {
 	connect func() (*nats.Conn, error) // opens a further connection
 	where   string                     // the server, for the user
-	nc      *nats.Conn
-	close   func() // stops the tools, closes nc, stops an embedded server
+	// embeddedURL is the URL of the embedded server this process runs
+	// (empty when it uses the user's), for commands in another terminal
+	embeddedURL string
+	nc          *nats.Conn
+	close       func() // stops the tools, closes nc, stops an embedded server
 }
 
 func openLocalFleet(cfg localConfig, log zerolog.Logger) (*localFleet, error) {
-	connect, where, closeServer, err := localNATS(cfg, log)
+	connect, where, embeddedURL, closeServer, err := localNATS(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +244,7 @@ func openLocalFleet(cfg localConfig, log zerolog.Logger) (*localFleet, error) {
 			return nil, err
 		}
 	}
-	return &localFleet{connect: connect, where: where, nc: nc, close: func() { stop(); nc.Close(); closeServer() }}, nil
+	return &localFleet{connect: connect, where: where, embeddedURL: embeddedURL, nc: nc, close: func() { stop(); nc.Close(); closeServer() }}, nil
 }
 
 // missionModels returns the models configured in the environment

@@ -425,7 +425,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			}
 			fmt.Fprintf(stdout, "%s %s%s\n", sub.ID, path, dup)
 			if wait {
-				if err := follow(ctx, client, sub.ID, stdout); err != nil {
+				if err := follow(ctx, client, sub.ID, progress{w: stdout}); err != nil {
 					return err
 				}
 			}
@@ -461,9 +461,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		return printTrace(stdout, v)
 	case "wait":
-		return follow(ctx, client, id, stdout)
+		return follow(ctx, client, id, progress{w: stdout})
 	case "watch":
-		return client.Watch(ctx, id, func(ev *messages.Event) error { progress{stdout}.event(ev); return nil })
+		return client.Watch(ctx, id, func(ev *messages.Event) error { progress{w: stdout}.event(ev); return nil })
 	case "status":
 		st, err := client.Status(ctx, id)
 		if err != nil {
@@ -519,8 +519,9 @@ func readMission(path string) (*messages.Mission, error) {
 
 // follow prints a mission's progress until its result arrives, then the
 // result. A failed mission is an error (exit status 1).
-func follow(ctx context.Context, client *fleet.Client, id string, w io.Writer) error {
-	finish := watching(ctx, client, id, func(ev *messages.Event) error { progress{w}.event(ev); return nil })
+func follow(ctx context.Context, client *fleet.Client, id string, p progress) error {
+	w := p.w
+	finish := watching(ctx, client, id, func(ev *messages.Event) error { p.event(ev); return nil })
 	step, err := client.Await(ctx, id)
 	finish()
 	if err != nil {

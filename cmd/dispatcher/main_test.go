@@ -191,12 +191,12 @@ func TestFlagsAfterArguments(t *testing.T) {
 // preview is cut on a character boundary; one scripted reply is "1 reply".
 func TestProgressLines(t *testing.T) {
 	var b strings.Builder
-	progress{&b}.event(&messages.Event{Kind: messages.EventToolCall, Turn: 1, Tool: "cities"})
+	progress{w: &b}.event(&messages.Event{Kind: messages.EventToolCall, Turn: 1, Tool: "cities"})
 	if !strings.HasSuffix(b.String(), "turn 1: → cities {}\n") {
 		t.Errorf("call without arguments: %q", b.String())
 	}
 	b.Reset()
-	progress{&b}.event(&messages.Event{Kind: messages.EventQuotaWait, Data: map[string]any{"quota": "submitter a's quota",
+	progress{w: &b}.event(&messages.Event{Kind: messages.EventQuotaWait, Data: map[string]any{"quota": "submitter a's quota",
 		"max_running": int64(2), "running": int64(2), "retry_at": "2026-11-28T14:00:02Z"}})
 	if !strings.Contains(b.String(), ": waiting for its quota: submitter a's quota allows 2 running, 2 run, queued again at ") {
 		t.Errorf("quota wait: %q", b.String())
@@ -215,7 +215,7 @@ func TestProgressShowsCutValues(t *testing.T) {
 	var b strings.Builder
 	ev := &messages.Event{Kind: messages.EventToolResult, Turn: 1, Tool: "list_orders",
 		Data: map[string]any{"cut": map[string]any{"result": map[string]any{"bytes": int64(26000), "preview": `[{"id":1,"total":9.5}`}}}}
-	progress{&b}.event(ev)
+	progress{w: &b}.event(ev)
 	if !strings.Contains(b.String(), `← list_orders [{"id":1,"total":9.5} (26000 bytes)`) {
 		t.Errorf("cut result: %q", b.String())
 	}
