@@ -110,6 +110,18 @@ func TestMessageReadRequestsAsEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+	for _, filters := range [][]string{nil, subjects, subjects[:2], {"a.*", "b.>", "c"}} {
+		got, err := multiLastRequest(filters...)
+		want, _ := json.Marshal(struct {
+			MultiLast []string `json:"multi_last"`
+		}{filters})
+		if filters == nil {
+			want = []byte(`{"multi_last":[]}`)
+		}
+		if err != nil || string(got) != string(want) {
+			t.Errorf("multi_last %q: %s %v, want %s", filters, got, err, want)
+		}
+	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = multiLastRequest("$KV.mission_approvals.01JB0000000000000000000000.>") }); n > 1 {
 		t.Errorf("a batch direct get's body costs %.0f allocations, want 1", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,14 @@ const headerNumPending = "Nats-Num-Pending"
 // which also bounds a read whose ctx has no deadline). The wait is on a
 // pooled timer, and the answers are gathered by one batchGet.
 func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
-	req, err := multiLastRequest(filter)
+	return lastPerSubjects(ctx, replies, stream, filter)
+}
+
+// lastPerSubjects is lastPerSubject for several subject filters (literal
+// subjects or wildcards), answered together: one request for the last
+// message of every subject any of them matches.
+func lastPerSubjects(ctx context.Context, replies *replyMux, stream string, filters ...string) ([]*nats.Msg, error) {
+	req, err := multiLastRequest(filters...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,17 +216,29 @@ func (q msgQuery) request() ([]byte, error) {
 }
 
 // multiLastRequest is the body of a batch direct get of the last message
-// of each subject filter matches: the bytes encoding/json writes for
-// {"multi_last": [filter]}, written without it.
-func multiLastRequest(filter string) ([]byte, error) {
-	if !utf8.ValidString(filter) {
-		return json.Marshal(struct {
-			MultiLast []string `json:"multi_last"`
-		}{[]string{filter}})
+// of each subject any of filters matches: the bytes encoding/json writes
+// for {"multi_last": filters}, written without it.
+func multiLastRequest(filters ...string) ([]byte, error) {
+	n := len(`{"multi_last":[]}`)
+	for _, f := range filters {
+		if !utf8.ValidString(f) {
+			// a copy, so that filters does not escape: a caller's
+			// variadic slice stays on its stack
+			return json.Marshal(struct {
+				MultiLast []string `json:"multi_last"`
+			}{slices.Clone(filters)})
+		}
+		// room for its quotes, comma and a wildcard's escape (> is
+		// written \u003e)
+		n += len(f) + 9
 	}
-	// room for a wildcard's escape (> is written \u003e)
-	b := make([]byte, 0, len(`{"multi_last":[""]}`)+len(filter)+16)
-	b = appendJSONString(append(b, `{"multi_last":[`...), filter)
+	b := append(make([]byte, 0, n), `{"multi_last":[`...)
+	for i, f := range filters {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, f)
+	}
 	return append(b, ']', '}'), nil
 }
 

@@ -1,0 +1,174 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// pendingBatch bounds the approval keys one batch direct get names when
+// the bucket holds more keys than one batch answers (the server answers
+// at most 1,024 subjects at once).
+const pendingBatch = 256
+
+// pendingStatusReads bounds the status reads PendingApprovals has in
+// flight at once.
+const pendingStatusReads = 16
+
+// PendingApprovals returns the tool calls that wait for a decision, the
+// longest waiting first: at most limit of them (50 when limit ≤ 0, at
+// most MaxList), and how many wait in all. A client made with
+// ClientConfig.AllSubmitters (an approver's, a viewer's) lists every
+// submitter's; another lists its own submitter's. A call waits when its
+// record is pending and its mission has not ended: a mission cancelled
+// while it waited, or one whose status expired, leaves its record
+// pending and is not listed.
+//
+// It reads the approval bucket with batch direct gets of the last record
+// of each key (one request when the bucket holds at most 1,024 keys), and
+// the status of each mission with a pending record with a direct get:
+// no consumer, so any role that reads a mission's approvals lists them.
+func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.Approval, int, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, MaxList)
+	records, err := c.approvalRecords(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
+	}
+	// the pending records, by mission, of the missions this client reads
+	byMission := map[string][]*messages.Approval{}
+	for _, a := range records {
+		if a.State != messages.ApprovalPending {
+			continue
+		}
+		if c.readSub != messages.AllSubmitters && a.Submitter != "" && a.Submitter != c.readSub {
+			continue
+		}
+		byMission[a.MissionID] = append(byMission[a.MissionID], a)
+	}
+	// each mission's status says whether it still waits
+	ids := slices.Sorted(maps.Keys(byMission))
+	ended := make([]bool, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(pendingStatusReads)
+	for i, id := range ids {
+		sub := byMission[id][0].Submitter
+		if sub == "" {
+			sub = c.readSub // a record written without its submitter
+		}
+		g.Go(func() error {
+			e, err := getStatus(gctx, c.st, missionKey{sub: sub, id: id})
+			switch {
+			case errors.Is(err, ErrNotFound):
+				ended[i] = true
+			case err != nil:
+				return fmt.Errorf("status of %s: %w", id, err)
+			default:
+				ended[i] = messages.TerminalState(e.st.State)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
+	}
+	var out []*messages.Approval
+	for i, id := range ids {
+		if !ended[i] {
+			out = append(out, byMission[id]...)
+		}
+	}
+	slices.SortFunc(out, func(a, b *messages.Approval) int {
+		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), strings.Compare(a.MissionID, b.MissionID), strings.Compare(a.Call, b.Call))
+	})
+	return out[:min(limit, len(out))], len(out), nil
+}
+
+// approvalRecords returns every approval record the bucket holds (the
+// last of each key; deleted keys left out), read with one batch direct
+// get when it answers for every key. A bucket with more keys than one
+// batch answers has its keys listed from its stream's info and read
+// pendingBatch at a time; one whose batch direct gets no replica answers
+// has each key read with directLast (from the leader).
+func (c *Client) approvalRecords(ctx context.Context) ([]*messages.Approval, error) {
+	const stream = "KV_" + messages.BucketApprovals
+	prefix := "$KV." + messages.BucketApprovals + "."
+	msgs, err := lastPerSubjects(ctx, c.replies, stream, prefix+">")
+	if errors.Is(err, errBatchIncomplete) || errors.Is(err, errNoDirectAnswer) {
+		msgs, err = c.approvalRecordsByInfo(ctx, stream, prefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*messages.Approval, 0, len(msgs))
+	for _, m := range msgs {
+		if kvDeleted(m.Header) {
+			continue
+		}
+		a, err := decodeApproval(strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), prefix), m.Data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// approvalRecordsByInfo lists the approval bucket's keys from its stream's
+// info and reads the last message of each, pendingBatch keys to a batch
+// direct get (each key read from the leader when no replica answers).
+// Each message's Nats-Subject header names its key's subject, as in a
+// batch direct get's answer.
+func (c *Client) approvalRecordsByInfo(ctx context.Context, stream, prefix string) ([]*nats.Msg, error) {
+	s, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	subjects := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		subjects = append(subjects, subj)
+	}
+	slices.Sort(subjects)
+	var out []*nats.Msg
+	for chunk := range slices.Chunk(subjects, pendingBatch) {
+		msgs, err := lastPerSubjects(ctx, c.replies, stream, chunk...)
+		if errors.Is(err, errNoDirectAnswer) {
+			msgs, err = nil, nil
+			for _, subj := range chunk {
+				data, _, hdr, err := directLast(ctx, c.nc, nil, stream, subj)
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					continue // deleted since the info listed it
+				}
+				if err != nil {
+					return nil, err
+				}
+				if hdr == nil {
+					hdr = nats.Header{}
+				}
+				hdr.Set(jetstream.SubjectHeader, subj)
+				msgs = append(msgs, &nats.Msg{Subject: subj, Header: hdr, Data: data})
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}

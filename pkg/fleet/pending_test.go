@@ -1,0 +1,205 @@
+package fleet_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ptcfleet/ptc/pkg/fleet"
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// PendingApprovals lists the calls that wait for a decision, the longest
+// waiting first: a decided call and a call of a mission cancelled while
+// it waited (whose record stays pending) are not listed; limit bounds the
+// list and the total counts them all; a client reading every submitter
+// lists every submitter's, one submitter's client its own.
+func TestPendingApprovalsListsTheCallsThatWait(t *testing.T) {
+	_, nc := runJetStream(t)
+	startShop(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	client := func(sub string, all bool) *fleet.Client {
+		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub, AllSubmitters: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice, bob, approver := client("alice", false), client("bob", false), client("approver", true)
+	if as, n, err := approver.PendingApprovals(ctx, 0); err != nil || n != 0 || len(as) != 0 {
+		t.Fatalf("no mission yet: %v, %d, %v", as, n, err)
+	}
+	var ids []string
+	for _, c := range []*fleet.Client{alice, bob, alice, bob} {
+		m := refundMission(250)
+		submitAwaiting(ctx, t, c, m)
+		ids = append(ids, m.ID)
+	}
+	a1, b1, a2, b2 := ids[0], ids[1], ids[2], ids[3]
+	if _, err := approver.Decide(ctx, a2, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := alice.Await(ctx, a2); err != nil || !step.Ok() {
+		t.Fatalf("the approved mission: %+v %v", step, err)
+	}
+	if err := bob.Cancel(ctx, b2, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, bob, b2, messages.StateCancelled)
+	if as, err := bob.Approvals(ctx, b2); err != nil || len(as) != 1 || as[0].State != messages.ApprovalPending {
+		t.Fatalf("the cancelled mission's record: %+v %v, want one pending (what the list leaves out)", as, err)
+	}
+
+	missions := func(as []*messages.Approval) []string {
+		var out []string
+		for _, a := range as {
+			if a.State != messages.ApprovalPending || a.Tool != "refund" || a.Args["_card"] != messages.FirewallMask {
+				t.Errorf("listed record %+v: want a pending refund with its card masked", a)
+			}
+			out = append(out, a.MissionID)
+		}
+		return out
+	}
+	as, n, err := approver.PendingApprovals(ctx, 0)
+	if err != nil || n != 2 || !slices.Equal(missions(as), []string{a1, b1}) {
+		t.Fatalf("every submitter's: %v of %d, %v; want [%s %s] of 2", missions(as), n, err, a1, b1)
+	}
+	if !as[0].RequestedAt.Before(as[1].RequestedAt) {
+		t.Errorf("requested at %v and %v: want the longest waiting first", as[0].RequestedAt, as[1].RequestedAt)
+	}
+	if as, n, err := approver.PendingApprovals(ctx, 1); err != nil || n != 2 || !slices.Equal(missions(as), []string{a1}) {
+		t.Errorf("limit 1: %v of %d, %v; want [%s] of 2", missions(as), n, err, a1)
+	}
+	if as, n, err := alice.PendingApprovals(ctx, 0); err != nil || n != 1 || !slices.Equal(missions(as), []string{a1}) {
+		t.Errorf("alice's: %v of %d, %v; want [%s]", missions(as), n, err, a1)
+	}
+	if as, n, err := bob.PendingApprovals(ctx, 0); err != nil || n != 1 || !slices.Equal(missions(as), []string{b1}) {
+		t.Errorf("bob's: %v of %d, %v; want [%s]", missions(as), n, err, b1)
+	}
+	// the listed call is decided with what the list gives
+	if _, err := approver.Decide(ctx, as[0].MissionID, fleet.Decision{Call: as[0].Call, Approve: false, Reason: "no", By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if as, n, err := approver.PendingApprovals(ctx, 0); err != nil || n != 1 || !slices.Equal(missions(as), []string{b1}) {
+		t.Errorf("after a1's denial: %v of %d, %v; want [%s]", missions(as), n, err, b1)
+	}
+}
+
+// A bucket with more keys than one batch direct get answers (1,024) is
+// read key by key in batches: of 1,200 missions, 1,100 with a pending
+// call (60 of them cancelled) and 100 with a decided one, the 1,040 that
+// wait are listed in the order they were asked for.
+func TestPendingApprovalsOverMoreKeysThanOneBatch(t *testing.T) {
+	_, nc := runJetStream(t)
+	c, err := fleet.NewClient(testCtx(t), nc, fleet.ClientConfig{Store: testStore, Submitter: "ops", AllSubmitters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	st := c.Stores()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var want []string
+	put := func(i int, approval, state string) {
+		id := messages.NewMissionID()
+		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("1.%024x.0", i), State: approval,
+			Tool: "refund", Args: map[string]any{"n": int64(i)}, Submitter: "s", RequestedAt: at.Add(time.Duration(i) * time.Second)}
+		data, err := messages.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
+			t.Fatal(err)
+		}
+		sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: state, UpdatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
+			t.Fatal(err)
+		}
+		if approval == messages.ApprovalPending && state == messages.StateAwaitingApproval {
+			want = append(want, id)
+		}
+	}
+	// written in an order other than their requests' (the listing sorts)
+	for i := 1199; i >= 0; i-- {
+		switch {
+		case i%20 == 0:
+			put(i, messages.ApprovalPending, messages.StateCancelled)
+		case i%12 == 1:
+			put(i, messages.ApprovalApproved, messages.StateSucceeded)
+		default:
+			put(i, messages.ApprovalPending, messages.StateAwaitingApproval)
+		}
+	}
+	slices.Reverse(want)
+	as, n, err := c.PendingApprovals(ctx, fleet.MaxList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(want) || len(as) != fleet.MaxList {
+		t.Fatalf("listed %d of %d, want %d of %d", len(as), n, fleet.MaxList, len(want))
+	}
+	for i, a := range as {
+		if a.MissionID != want[i] {
+			t.Fatalf("listed #%d: %s (requested %v), want %s", i, a.MissionID, a.RequestedAt, want[i])
+		}
+	}
+}
+
+// Where no replica answers direct gets (here: the bucket's stream allows
+// none), the records are listed from the stream's info and each read from
+// the stream's leader.
+func TestPendingApprovalsWhenNoReplicaAnswersDirectGets(t *testing.T) {
+	_, nc := runJetStream(t)
+	ctx := testCtx(t)
+	c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: "ops", AllSubmitters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stores()
+	var waiting []string
+	for i, state := range []string{messages.StateAwaitingApproval, messages.StateCancelled, messages.StateAwaitingApproval} {
+		id := messages.NewMissionID()
+		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("2.%024x.0", i), State: messages.ApprovalPending,
+			Tool: "refund", Submitter: "s", RequestedAt: time.Now().Add(time.Duration(i) * time.Second)}
+		data, err := messages.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
+			t.Fatal(err)
+		}
+		sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
+			t.Fatal(err)
+		}
+		if state == messages.StateAwaitingApproval {
+			waiting = append(waiting, id)
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "KV_"+messages.BucketApprovals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	as, n, err := c.PendingApprovals(ctx, 0)
+	if err != nil || n != 2 || len(as) != 2 || as[0].MissionID != waiting[0] || as[1].MissionID != waiting[1] {
+		t.Fatalf("listed %+v of %d, %v; want %v", as, n, err, waiting)
+	}
+}
