@@ -69,6 +69,7 @@ func decide(ctx context.Context, client *fleet.Client, id, call string, approve 
 
 // approvalItem is an approval as the JSON output shows it.
 type approvalItem struct {
+	MissionID   string         `json:"mission_id"`
 	Call        string         `json:"call"`
 	State       string         `json:"state"`
 	Tool        string         `json:"tool"`
@@ -89,7 +90,7 @@ type approvalItem struct {
 func approvalItems(as []*messages.Approval) []approvalItem {
 	out := make([]approvalItem, 0, len(as))
 	for _, a := range as {
-		it := approvalItem{Call: a.Call, State: a.State, Tool: a.Tool, Service: a.Service, Args: a.Args, Turn: a.Turn,
+		it := approvalItem{MissionID: a.MissionID, Call: a.Call, State: a.State, Tool: a.Tool, Service: a.Service, Args: a.Args, Turn: a.Turn,
 			Program: a.Program, Position: a.Position, Rule: a.Rule, RequestedAt: a.RequestedAt, Deadline: a.Deadline, DecidedBy: a.DecidedBy,
 			Reason: a.Reason, EditedArgs: a.EditedArgs}
 		if !a.DecidedAt.IsZero() {
@@ -99,6 +100,37 @@ func approvalItems(as []*messages.Approval) []approvalItem {
 		out = append(out, it)
 	}
 	return out
+}
+
+// pendingOut is the calls waiting for a decision across the fleet: the
+// listed ones, and how many wait in all.
+type pendingOut struct {
+	Waiting   int            `json:"waiting" jsonschema:"how many calls wait in all; approvals lists the longest waiting of them"`
+	Approvals []approvalItem `json:"approvals"`
+}
+
+// printPending prints the calls waiting for a decision across the fleet
+// (n of them in all), one block each, with the command that decides it.
+func printPending(w io.Writer, as []*messages.Approval, n int) {
+	if n == 0 {
+		fmt.Fprintln(w, "no tool call waits for a decision")
+		return
+	}
+	now := time.Now()
+	for _, a := range as {
+		fmt.Fprintf(w, "%s %s  %s %s  turn %d\n", a.MissionID, a.Call, a.Tool, maskedPreview(a.Args, 300), a.Turn)
+		fmt.Fprintf(w, "  rule: %s; waiting %s", a.Rule, fmtDuration(now.Sub(a.RequestedAt)))
+		if !a.Deadline.IsZero() {
+			fmt.Fprintf(w, ", denied as %s in %s", messages.ReasonApprovalTimeout, fmtDuration(a.Deadline.Sub(now)))
+		}
+		if a.Submitter != "" {
+			fmt.Fprintf(w, "; submitter %s", a.Submitter)
+		}
+		fmt.Fprintf(w, "\n  dispatcher approve|deny %s %s\n", a.MissionID, a.Call)
+	}
+	if len(as) < n {
+		fmt.Fprintf(w, "%d of %d waiting calls shown (-limit)\n", len(as), n)
+	}
 }
 
 // printApprovals prints a mission's approvals, one block each.

@@ -198,15 +198,27 @@ func TestMCPApproveCall(t *testing.T) {
 	f := startApprovalFleet(t, ctx)
 	cs, _ := serveMCPHTTP(ctx, t, f.nc)
 	id := f.submit(t, ctx, 900)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_approvals", Arguments: map[string]any{"mission_id": id}})
+	// an approving agent finds the waiting call without knowing the
+	// mission: every submitter's calls that wait are listed
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("pending_approvals: %v %+v", err, res)
+	}
+	pending := res.StructuredContent.(map[string]any)
+	waiting := pending["approvals"].([]any)
+	if pending["waiting"] != float64(1) || len(waiting) != 1 || waiting[0].(map[string]any)["mission_id"] != id || waiting[0].(map[string]any)["tool"] != "refund" {
+		t.Fatalf("pending_approvals = %v", pending)
+	}
+	call := waiting[0].(map[string]any)["call"].(string)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_approvals", Arguments: map[string]any{"mission_id": id}})
 	if err != nil || res.IsError {
 		t.Fatalf("list_approvals: %v %+v", err, res)
 	}
 	as := res.StructuredContent.(map[string]any)["approvals"].([]any)
-	if len(as) != 1 || as[0].(map[string]any)["state"] != "pending" {
+	if len(as) != 1 || as[0].(map[string]any)["state"] != "pending" || as[0].(map[string]any)["call"] != call {
 		t.Fatalf("approvals = %v", as)
 	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve_call", Arguments: map[string]any{"mission_id": id,
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve_call", Arguments: map[string]any{"mission_id": id, "call": call,
 		"args": map[string]any{"order": "A-1", "amount": 9007199254740993}, "by": "agent-7"}})
 	if err != nil || res.IsError {
 		t.Fatalf("approve_call: %v %+v", err, res)
@@ -222,6 +234,73 @@ func TestMCPApproveCall(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny_call", Arguments: map[string]any{"mission_id": id}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no such call waits for approval") {
 		t.Fatalf("deny_call of a decided mission: %v %+v", err, res)
+	}
+}
+
+// dispatcher approvals without a mission lists the calls that wait for a
+// decision across the fleet, every submitter's, the longest waiting
+// first, each with the command that decides it; the printed command
+// decides it, and the listing then leaves it out.
+func TestDispatcherListsPendingApprovals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	if out, err := f.run(t, ctx, "approvals"); err != nil || !strings.Contains(out, "no tool call waits for a decision") {
+		t.Fatalf("approvals with none waiting: %s %v", out, err)
+	}
+	first := f.submit(t, ctx, 900)
+	other, err := fleet.NewClient(ctx, f.nc, fleet.ClientConfig{Submitter: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client, other = other, f.client
+	second := f.submit(t, ctx, 50)
+	f.client = other
+
+	out, err := f.run(t, ctx, "approvals", "-json")
+	if err != nil {
+		t.Fatalf("approvals -json: %s %v", out, err)
+	}
+	var got pendingOut
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Waiting != 2 || len(got.Approvals) != 2 ||
+		got.Approvals[0].MissionID != first || got.Approvals[1].MissionID != second || got.Approvals[0].State != "pending" {
+		t.Fatalf("approvals -json: %s (%v), want %s then %s waiting", out, err, first, second)
+	}
+	out, err = f.run(t, ctx, "approvals")
+	if err != nil {
+		t.Fatalf("approvals: %s %v", out, err)
+	}
+	for _, want := range []string{first + " " + got.Approvals[0].Call + "  refund {\"amount\":900,\"order\":\"A-1\"}", "submitter other",
+		"dispatcher approve|deny " + second + " " + got.Approvals[1].Call} {
+		if !strings.Contains(out, want) {
+			t.Errorf("approvals lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(out, first), strings.Index(out, second); i < 0 || j < i {
+		t.Errorf("approvals: want %s, the longest waiting, first:\n%s", first, out)
+	}
+	out, err = f.run(t, ctx, "approvals", "-limit", "1")
+	if err != nil || strings.Contains(out, second) || !strings.Contains(out, "1 of 2 waiting calls shown") {
+		t.Errorf("approvals -limit 1: %s %v", out, err)
+	}
+	// the printed command decides the call
+	var line string
+	for l := range strings.Lines(out) {
+		if _, cmd, ok := strings.Cut(l, "dispatcher approve|deny "); ok {
+			line = strings.TrimSpace(cmd)
+		}
+	}
+	if out, err := f.run(t, ctx, append([]string{"approve"}, strings.Fields(line)...)...); err != nil {
+		t.Fatalf("approve %s: %s %v", line, out, err)
+	}
+	if _, err := f.client.Await(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = f.run(t, ctx, "approvals", "-json"); err != nil {
+		t.Fatalf("approvals -json: %s %v", out, err)
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Waiting != 1 || len(got.Approvals) != 1 || got.Approvals[0].MissionID != second {
+		t.Fatalf("approvals -json after the approval: %s (%v), want %s alone", out, err, second)
 	}
 }
 

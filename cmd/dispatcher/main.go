@@ -53,7 +53,9 @@ commands:
   wait ID           wait for a mission's result, with live progress
   status ID         print a mission's status
   cancel ID         cancel a queued, waiting or running mission
-  approvals ID      list a mission's tool calls that need approval, pending and decided; -json
+  approvals [ID]    list a mission's tool calls that need approval, pending and decided; without
+                    ID, the calls waiting for a decision across the fleet, longest waiting first
+                    (-limit); -json
   approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
                     needed when several wait); -args JSON replaces its arguments; -reason, -by
   deny ID [CALL]    deny a call that waits for approval; -reason (shown to the model), -by
@@ -184,7 +186,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			fs.StringVar(&editArgs, "args", "", "a JSON object replacing the call's arguments (\"<Firewalled>\" keeps a firewalled value)")
 		}
 	case "approvals":
-		fs.BoolVar(&asJSON, "json", false, "print JSON (one array) instead of text")
+		fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
+		fs.IntVar(&limit, "limit", 50, "without a mission id: how many waiting calls, the longest waiting first (at most 1000)")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -349,7 +352,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs})
+	// the calls waiting across the fleet are an approver's: every
+	// submitter's
+	pending := cmd == "approvals" && len(rest) == 0
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs || pending})
 	if err != nil {
 		return err
 	}
@@ -430,6 +436,22 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 				}
 			}
 		}
+		return nil
+	}
+	if pending {
+		as, n, err := client.PendingApprovals(ctx, limit)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			b, err := marshalJSON(pendingOut{Waiting: n, Approvals: approvalItems(as)}, "  ")
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		printPending(stdout, as, n)
 		return nil
 	}
 	if (cmd == "approve" || cmd == "deny") && len(rest) == 2 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,6 +92,10 @@ type decideArgs struct {
 	By        string         `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
 }
 
+type pendingArgs struct {
+	Limit int `json:"limit,omitempty" jsonschema:"how many calls at most (default 50, at most 1000)"`
+}
+
 type approvalsOut struct {
 	Approvals []approvalItem `json:"approvals"`
 }
@@ -128,6 +133,28 @@ type mcpFleet struct {
 	client *fleet.Client
 	nc     *nats.Conn
 	log    zerolog.Logger
+
+	// approverOnce makes approver: a client reading every submitter's
+	// missions, which pending_approvals lists (an approver's view,
+	// whatever the server's client reads)
+	approverOnce sync.Once
+	approver     *fleet.Client
+	approverErr  error
+}
+
+// approverClient returns a client reading every submitter's missions:
+// the server's own when it does, else one made on first use.
+func (f *mcpFleet) approverClient(ctx context.Context) (*fleet.Client, error) {
+	if f.client.ReadsAllSubmitters() {
+		return f.client, nil
+	}
+	f.approverOnce.Do(func() {
+		// made once for every later call: not bound to this call's end
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		f.approver, f.approverErr = fleet.NewClient(ctx, f.nc, fleet.ClientConfig{Submitter: f.client.Submitter(), AllSubmitters: true, SkipSetup: true})
+	})
+	return f.approver, f.approverErr
 }
 
 // newMCPServer returns the MCP server exposing the fleet.
@@ -146,6 +173,9 @@ func newMCPServer(client *fleet.Client, nc *nats.Conn, log zerolog.Logger) *mcp.
 	mcp.AddTool(s, &mcp.Tool{Name: "cancel_mission", Description: "Cancel a queued or running mission."}, f.cancelMission)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_approvals", Description: "The tool calls of a mission that need a person's approval, " +
 		"pending and decided: call id, tool, arguments (firewalled values masked), the program and turn that made the call, the rule, the deadline and any decision."}, f.listApprovals)
+	mcp.AddTool(s, &mcp.Tool{Name: "pending_approvals", Description: "The tool calls waiting for a decision across the fleet, the longest waiting first: " +
+		"mission id, call id, tool, arguments (firewalled values masked), the program and turn that made the call, the rule and the deadline; " +
+		"decide each with approve_call or deny_call."}, f.pendingApprovals)
 	mcp.AddTool(s, &mcp.Tool{Name: "approve_call", Description: "Approve a tool call that waits for approval; the mission resumes and the call runs once, " +
 		"with args in place of its arguments when given."}, f.approveCall)
 	mcp.AddTool(s, &mcp.Tool{Name: "deny_call", Description: "Deny a tool call that waits for approval; the mission resumes and the call fails " +
@@ -332,6 +362,18 @@ func (f *mcpFleet) listApprovals(ctx context.Context, _ *mcp.CallToolRequest, in
 		return nil, approvalsOut{}, err
 	}
 	return nil, approvalsOut{Approvals: approvalItems(as)}, nil
+}
+
+func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest, in pendingArgs) (*mcp.CallToolResult, pendingOut, error) {
+	c, err := f.approverClient(ctx)
+	if err != nil {
+		return nil, pendingOut{}, err
+	}
+	as, n, err := c.PendingApprovals(ctx, in.Limit)
+	if err != nil {
+		return nil, pendingOut{}, err
+	}
+	return nil, pendingOut{Waiting: n, Approvals: approvalItems(as)}, nil
 }
 
 func (f *mcpFleet) approveCall(ctx context.Context, req *mcp.CallToolRequest, in decideArgs) (*mcp.CallToolResult, approvalsOut, error) {

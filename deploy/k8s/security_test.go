@@ -242,6 +242,13 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatalf("approver client: %v", err)
 	}
+	// the approver finds the waiting call among every submitter's, the
+	// submitter among its own, each with the reads its role allows
+	for who, c := range map[string]*fleet.Client{"approver": approver, "submitter": fa.client} {
+		if as, n, err := c.PendingApprovals(ctx, 0); err != nil || n != 1 || as[0].MissionID != ap.ID {
+			t.Fatalf("the %s's pending approvals: %v of %d, %v; want %s's call", who, as, n, err, ap.ID)
+		}
+	}
 	for _, r := range []*role{fa.dispatcher, fa.worker, fa.tools, fa.approver} {
 		if v := r.violations(); len(v) > 0 {
 			t.Fatalf("the fleet's own traffic was refused: %v", v)

@@ -124,6 +124,10 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 // Submitter is the submitter the client submits as.
 func (c *Client) Submitter() string { return c.sub }
 
+// ReadsAllSubmitters reports whether the client reads every submitter's
+// missions (ClientConfig.AllSubmitters), not only its own submitter's.
+func (c *Client) ReadsAllSubmitters() bool { return c.readSub == messages.AllSubmitters }
+
 // key is where the client reads mission id: its own, or any submitter's.
 func (c *Client) key(id string) missionKey { return missionKey{sub: c.readSub, id: id} }
 

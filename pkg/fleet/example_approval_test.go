@@ -63,24 +63,19 @@ func ExampleClient_Decide() {
 		log.Fatal(err)
 	}
 
-	// The approver's side: the call waiting, then the decision.
+	// The approver's side: the calls waiting across the fleet, then the
+	// decision of one of them.
 	var pending []*messages.Approval
 	for len(pending) == 0 {
-		as, err := client.Approvals(ctx, m.ID)
-		if err != nil {
+		if pending, _, err = client.PendingApprovals(ctx, 10); err != nil {
 			log.Fatal(err)
-		}
-		for _, a := range as {
-			if a.State == messages.ApprovalPending {
-				pending = append(pending, a)
-			}
 		}
 		if len(pending) == 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	fmt.Println("waiting:", pending[0].Tool, pending[0].Args["amount"])
-	_, err = client.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "alice", Reason: "partial refund",
+	_, err = client.Decide(ctx, pending[0].MissionID, fleet.Decision{Call: pending[0].Call, Approve: true, By: "alice", Reason: "partial refund",
 		Args: map[string]any{"order": "A-1", "amount": int64(200)}})
 	if err != nil {
 		log.Fatal(err)
