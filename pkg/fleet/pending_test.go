@@ -203,3 +203,46 @@ func TestPendingApprovalsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 		t.Fatalf("listed %+v of %d, %v; want %v", as, n, err, waiting)
 	}
 }
+
+// BenchmarkPendingApprovals lists the calls waiting across a fleet where
+// n missions wait for a decision (their records and statuses written
+// directly), 1,000 of them at a time (fleet.MaxList): an op is one
+// listing, the approval bucket's batch direct gets and the n status reads.
+func BenchmarkPendingApprovals(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			_, nc := runJetStream(b)
+			ctx := testCtx(b)
+			c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: "ops", AllSubmitters: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := c.Stores()
+			at := time.Now()
+			for i := range n {
+				id := messages.NewMissionID()
+				a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("1.%024x.0", i), State: messages.ApprovalPending,
+					Tool: "refund", Args: map[string]any{"order": fmt.Sprintf("A-%d", i), "amount": int64(250)}, Submitter: "s", RequestedAt: at}
+				data, err := messages.Marshal(a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
+					b.Fatal(err)
+				}
+				sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: messages.StateAwaitingApproval})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if _, got, err := c.PendingApprovals(ctx, fleet.MaxList); err != nil || got != n {
+					b.Fatalf("listed %d waiting, %v; want %d", got, err, n)
+				}
+			}
+		})
+	}
+}
