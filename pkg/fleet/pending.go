@@ -43,16 +43,13 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 		limit = 50
 	}
 	limit = min(limit, MaxList)
-	records, err := c.approvalRecords(ctx)
+	records, err := c.pendingRecords(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
 	}
 	// the pending records, by mission, of the missions this client reads
 	byMission := map[string][]*messages.Approval{}
 	for _, a := range records {
-		if a.State != messages.ApprovalPending {
-			continue
-		}
 		if c.readSub != messages.AllSubmitters && a.Submitter != "" && a.Submitter != c.readSub {
 			continue
 		}
@@ -96,79 +93,88 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 	return out[:min(limit, len(out))], len(out), nil
 }
 
-// approvalRecords returns every approval record the bucket holds (the
-// last of each key; deleted keys left out), read with one batch direct
-// get when it answers for every key. A bucket with more keys than one
-// batch answers has its keys listed from its stream's info and read
+// pendingRecords returns the pending approval records of the bucket
+// (the last record of each key), decoding each message as it is read and
+// keeping only those: what it holds grows with the calls that wait, not
+// with the decided ones the bucket keeps. It reads them with one batch
+// direct get when that answers for every key. A bucket with more keys than
+// one batch answers has its keys listed from its stream's info and read
 // pendingBatch at a time; one whose batch direct gets no replica answers
 // has each key read with directLast (from the leader).
-func (c *Client) approvalRecords(ctx context.Context) ([]*messages.Approval, error) {
+func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, error) {
 	const stream = "KV_" + messages.BucketApprovals
 	prefix := "$KV." + messages.BucketApprovals + "."
+	var out []*messages.Approval
+	keep := func(subject string, hdr nats.Header, data []byte) error {
+		if kvDeleted(hdr) {
+			return nil
+		}
+		a, err := decodeApproval(strings.TrimPrefix(subject, prefix), data)
+		if err != nil {
+			return err
+		}
+		if a.State == messages.ApprovalPending {
+			out = append(out, a)
+		}
+		return nil
+	}
 	msgs, err := lastPerSubjects(ctx, c.replies, stream, prefix+">")
 	if errors.Is(err, errBatchIncomplete) || errors.Is(err, errNoDirectAnswer) {
-		msgs, err = c.approvalRecordsByInfo(ctx, stream, prefix)
+		if err := c.pendingRecordsByInfo(ctx, stream, prefix, keep); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*messages.Approval, 0, len(msgs))
 	for _, m := range msgs {
-		if kvDeleted(m.Header) {
-			continue
-		}
-		a, err := decodeApproval(strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), prefix), m.Data)
-		if err != nil {
+		if err := keep(m.Header.Get(jetstream.SubjectHeader), m.Header, m.Data); err != nil {
 			return nil, err
 		}
-		out = append(out, a)
 	}
 	return out, nil
 }
 
-// approvalRecordsByInfo lists the approval bucket's keys from its stream's
-// info and reads the last message of each, pendingBatch keys to a batch
-// direct get (each key read from the leader when no replica answers).
-// Each message's Nats-Subject header names its key's subject, as in a
-// batch direct get's answer.
-func (c *Client) approvalRecordsByInfo(ctx context.Context, stream, prefix string) ([]*nats.Msg, error) {
+// pendingRecordsByInfo lists the approval bucket's keys from its stream's
+// info and hands the last message of each to keep, read pendingBatch keys
+// to a batch direct get (each key read from the leader when no replica
+// answers).
+func (c *Client) pendingRecordsByInfo(ctx context.Context, stream, prefix string, keep func(subject string, hdr nats.Header, data []byte) error) error {
 	s, err := c.js.Stream(ctx, stream)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	subjects := make([]string, 0, len(info.State.Subjects))
-	for subj := range info.State.Subjects {
-		subjects = append(subjects, subj)
-	}
-	slices.Sort(subjects)
-	var out []*nats.Msg
+	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	for chunk := range slices.Chunk(subjects, pendingBatch) {
 		msgs, err := lastPerSubjects(ctx, c.replies, stream, chunk...)
 		if errors.Is(err, errNoDirectAnswer) {
-			msgs, err = nil, nil
 			for _, subj := range chunk {
 				data, _, hdr, err := directLast(ctx, c.nc, nil, stream, subj)
 				if errors.Is(err, jetstream.ErrMsgNotFound) {
 					continue // deleted since the info listed it
 				}
 				if err != nil {
-					return nil, err
+					return err
 				}
-				if hdr == nil {
-					hdr = nats.Header{}
+				if err := keep(subj, hdr, data); err != nil {
+					return err
 				}
-				hdr.Set(jetstream.SubjectHeader, subj)
-				msgs = append(msgs, &nats.Msg{Subject: subj, Header: hdr, Data: data})
 			}
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, msgs...)
+		for _, m := range msgs {
+			if err := keep(m.Header.Get(jetstream.SubjectHeader), m.Header, m.Data); err != nil {
+				return err
+			}
+		}
 	}
-	return out, nil
+	return nil
 }
