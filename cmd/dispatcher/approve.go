@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,6 +133,57 @@ func printPending(w io.Writer, as []*messages.Approval, n int) {
 	if len(as) < n {
 		fmt.Fprintf(w, "%d of %d waiting calls shown (-limit)\n", len(as), n)
 	}
+}
+
+// watchPending prints the calls waiting for a decision (list), then, looking
+// every interval until ctx ends, each call as it starts waiting, with the
+// command that decides it, and as it stops (decided, or its mission
+// ended). A listing that fails is reported and tried again at the next
+// look.
+func watchPending(ctx context.Context, list func(context.Context) ([]*messages.Approval, int, error), every time.Duration, w io.Writer) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var seen map[string]*messages.Approval // by mission and call
+	for {
+		as, n, err := list(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			fmt.Fprintf(w, "%s listing failed, trying again: %v\n", time.Now().Format("15:04:05"), err)
+		case seen == nil:
+			printPending(w, as, n)
+			seen = pendingByCall(as)
+		default:
+			now := pendingByCall(as)
+			at := time.Now().Format("15:04:05")
+			for _, a := range as {
+				if seen[a.MissionID+" "+a.Call] == nil {
+					fmt.Fprintf(w, "%s waiting: %s %s  %s %s\n  dispatcher approve|deny %s %s\n", at, a.MissionID, a.Call, a.Tool, maskedPreview(a.Args, 300), a.MissionID, a.Call)
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(seen)) {
+				if now[k] == nil {
+					fmt.Fprintf(w, "%s no longer waiting: %s %s\n", at, k, seen[k].Tool)
+				}
+			}
+			seen = now
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// pendingByCall indexes approval records by "<mission> <call>".
+func pendingByCall(as []*messages.Approval) map[string]*messages.Approval {
+	m := make(map[string]*messages.Approval, len(as))
+	for _, a := range as {
+		m[a.MissionID+" "+a.Call] = a
+	}
+	return m
 }
 
 // printApprovals prints a mission's approvals, one block each.

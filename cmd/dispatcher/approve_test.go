@@ -304,6 +304,47 @@ func TestDispatcherListsPendingApprovals(t *testing.T) {
 	}
 }
 
+// dispatcher approvals -watch prints what waits, then each call as it
+// starts waiting, with the command that decides it, and as it stops,
+// until interrupted.
+func TestDispatcherWatchesPendingApprovals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	first := f.submit(t, ctx, 900)
+	wctx, stop := context.WithCancel(ctx)
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(wctx, []string{"approvals", "-watch", "-every", "50ms"}, f.env, &out, &out) }()
+	await := func(what string) {
+		t.Helper()
+		for !strings.Contains(out.String(), what) {
+			if ctx.Err() != nil {
+				t.Fatalf("the watch never printed %q:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	await("dispatcher approve|deny " + first)
+	second := f.submit(t, ctx, 50)
+	await("waiting: " + second)
+	await("dispatcher approve|deny " + second)
+	if _, err := f.client.Decide(ctx, first, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	await("no longer waiting: " + first)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("approvals -watch: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "no longer waiting: "+second) {
+		t.Errorf("the watch says %s stopped waiting:\n%s", second, out.String())
+	}
+	if o, err := f.run(t, ctx, "approvals", first, "-watch"); err == nil || !strings.Contains(err.Error(), "give no mission id") {
+		t.Errorf("approvals ID -watch: %s %v", o, err)
+	}
+}
+
 // The viewer's Approve button, driven in headless Chromium: the page lists
 // the waiting call with its arguments, approves it with edited arguments
 // and a reason, and then shows the decision on the call in the trace.

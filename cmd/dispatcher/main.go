@@ -55,7 +55,7 @@ commands:
   cancel ID         cancel a queued, waiting or running mission
   approvals [ID]    list a mission's tool calls that need approval, pending and decided; without
                     ID, the calls waiting for a decision across the fleet, longest waiting first
-                    (-limit); -json
+                    (-limit; -watch keeps listing them as they come and go); -json
   approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
                     needed when several wait); -args JSON replaces its arguments; -reason, -by
   deny ID [CALL]    deny a call that waits for approval; -reason (shown to the model), -by
@@ -151,6 +151,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		by           string
 		editArgs     string
 		toolTimeout  time.Duration
+		watch        bool
+		every        time.Duration
 	)
 	switch cmd {
 	case "submit":
@@ -188,6 +190,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	case "approvals":
 		fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 		fs.IntVar(&limit, "limit", 50, "without a mission id: how many waiting calls, the longest waiting first (at most 1000)")
+		fs.BoolVar(&watch, "watch", false, "without a mission id: keep listing, printing each call as it starts and stops waiting, until interrupted")
+		fs.DurationVar(&every, "every", 2*time.Second, "with -watch: how often to look")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -378,6 +382,19 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		defer ln.Close()
 		fmt.Fprintf(stdout, "mission viewer: http://%s/\n", ln.Addr())
 		return serveUI(ctx, client, ln, log, defaultDecider(e))
+	}
+	if watch && !pending {
+		return errors.New("-watch follows the calls waiting across the fleet: give no mission id")
+	}
+	if pending && watch {
+		if every <= 0 {
+			return fmt.Errorf("-every %s: want a positive duration", every)
+		}
+		return watchPending(ctx, func(ctx context.Context) ([]*messages.Approval, int, error) {
+			ctx, cancel := context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+			return client.PendingApprovals(ctx, limit)
+		}, every, stdout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
