@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -104,23 +105,7 @@ func TestPendingApprovalsOverMoreKeysThanOneBatch(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	var want []string
 	put := func(i int, approval, state string) {
-		id := messages.NewMissionID()
-		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("1.%024x.0", i), State: approval,
-			Tool: "refund", Args: map[string]any{"n": int64(i)}, Submitter: "s", RequestedAt: at.Add(time.Duration(i) * time.Second)}
-		data, err := messages.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
-			t.Fatal(err)
-		}
-		sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: state, UpdatedAt: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
-			t.Fatal(err)
-		}
+		id := putCall(ctx, t, st, i, approval, state, at.Add(time.Duration(i)*time.Second))
 		if approval == messages.ApprovalPending && state == messages.StateAwaitingApproval {
 			want = append(want, id)
 		}
@@ -164,23 +149,7 @@ func TestPendingApprovalsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 	st := c.Stores()
 	var waiting []string
 	for i, state := range []string{messages.StateAwaitingApproval, messages.StateCancelled, messages.StateAwaitingApproval} {
-		id := messages.NewMissionID()
-		a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("2.%024x.0", i), State: messages.ApprovalPending,
-			Tool: "refund", Submitter: "s", RequestedAt: time.Now().Add(time.Duration(i) * time.Second)}
-		data, err := messages.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
-			t.Fatal(err)
-		}
-		sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: state})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
-			t.Fatal(err)
-		}
+		id := putCall(ctx, t, st, i, messages.ApprovalPending, state, time.Now().Add(time.Duration(i)*time.Second))
 		if state == messages.StateAwaitingApproval {
 			waiting = append(waiting, id)
 		}
@@ -220,23 +189,7 @@ func BenchmarkPendingApprovals(b *testing.B) {
 			st := c.Stores()
 			at := time.Now()
 			for i := range n {
-				id := messages.NewMissionID()
-				a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("1.%024x.0", i), State: messages.ApprovalPending,
-					Tool: "refund", Args: map[string]any{"order": fmt.Sprintf("A-%d", i), "amount": int64(250)}, Submitter: "s", RequestedAt: at}
-				data, err := messages.Marshal(a)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
-					b.Fatal(err)
-				}
-				sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: messages.StateAwaitingApproval})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
-					b.Fatal(err)
-				}
+				putCall(ctx, b, st, i, messages.ApprovalPending, messages.StateAwaitingApproval, at)
 			}
 			for b.Loop() {
 				if _, got, err := c.PendingApprovals(ctx, fleet.MaxList); err != nil || got != n {
@@ -245,4 +198,29 @@ func BenchmarkPendingApprovals(b *testing.B) {
 			}
 		})
 	}
+}
+
+// putCall writes what a worker leaves for a mission whose call i needed
+// approval: the call's record in approvalState, asked for at requested,
+// and the mission's status in state. It returns the mission's id.
+func putCall(ctx context.Context, tb testing.TB, st *fleet.Stores, i int, approvalState, state string, requested time.Time) string {
+	tb.Helper()
+	id := messages.NewMissionID()
+	a := &messages.Approval{Version: messages.ApprovalVersion, MissionID: id, Call: fmt.Sprintf("1.%024x.0", i), State: approvalState,
+		Tool: "refund", Args: map[string]any{"order": fmt.Sprintf("A-%d", i), "amount": int64(250)}, Submitter: "s", RequestedAt: requested}
+	data, err := messages.Marshal(a)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := st.Approvals.Put(ctx, messages.ApprovalKey(id, a.Call), data); err != nil {
+		tb.Fatal(err)
+	}
+	sdata, err := messages.Marshal(&messages.Status{MissionID: id, Submitter: "s", State: state, UpdatedAt: requested})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := st.Status.Put(ctx, messages.StatusKey("s", id), sdata); err != nil {
+		tb.Fatal(err)
+	}
+	return id
 }
