@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/lisp"
@@ -175,6 +178,17 @@ func watchPending(ctx context.Context, list func(context.Context) ([]*messages.A
 		case <-tick.C:
 		}
 	}
+}
+
+// refusedRead explains err, a listing that failed, when NATS refused nc's
+// user a read meanwhile: the waiting calls are listed from every
+// submitter's missions, which only the approver (or a user granted every
+// submitter's) may read.
+func refusedRead(nc *nats.Conn, err error) error {
+	if last := nc.LastError(); err != nil && errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w (NATS refused this user a read: %v; list the waiting calls as the approver user)", err, last)
+	}
+	return err
 }
 
 // pendingByCall indexes approval records by "<mission> <call>".

@@ -393,7 +393,8 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return watchPending(ctx, func(ctx context.Context) ([]*messages.Approval, int, error) {
 			ctx, cancel := context.WithTimeout(ctx, c.timeout)
 			defer cancel()
-			return client.PendingApprovals(ctx, limit)
+			as, n, err := client.PendingApprovals(ctx, limit)
+			return as, n, refusedRead(nc, err)
 		}, every, stdout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -458,7 +459,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	if pending {
 		as, n, err := client.PendingApprovals(ctx, limit)
 		if err != nil {
-			return err
+			return refusedRead(nc, err)
 		}
 		if asJSON {
 			b, err := marshalJSON(pendingOut{Waiting: n, Approvals: approvalItems(as)}, "  ")

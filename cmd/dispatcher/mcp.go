@@ -371,7 +371,7 @@ func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest,
 	}
 	as, n, err := c.PendingApprovals(ctx, in.Limit)
 	if err != nil {
-		return nil, pendingOut{}, err
+		return nil, pendingOut{}, refusedRead(f.nc, err)
 	}
 	return nil, pendingOut{Waiting: n, Approvals: approvalItems(as)}, nil
 }

@@ -1028,4 +1028,46 @@ func TestNATSSubmittersIsolated(t *testing.T) {
 	if v := viewerRole.violations(); len(v) > 0 {
 		t.Errorf("the viewer's reads were refused: %v", v)
 	}
+
+	// The calls waiting for a decision: the dispatcher's mission waits;
+	// ops' own listing holds none of it, the viewer's (every submitter's)
+	// holds it, and ops asking for every submitter's is refused the
+	// dispatcher's status, and fails within the listing's bound of a
+	// read rather than at its caller's deadline.
+	ap := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+		Agent: &messages.AgentSpec{Prompt: "south"}, Tools: []string{"list_customers"}, Context: map[string]any{"approve": true}}
+	if _, err := victim.Submit(ctx, ap); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := victim.Status(ctx, ap.ID)
+		if err == nil && st.State == messages.StateAwaitingApproval {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("mission never awaited approval: %+v, %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if as, n, err := attacker.PendingApprovals(ctx, 0); err != nil || n != 0 {
+		t.Errorf("ops' own waiting calls: %v of %d, %v; want none", as, n, err)
+	}
+	if as, n, err := viewer.PendingApprovals(ctx, 0); err != nil || n != 1 || as[0].MissionID != ap.ID {
+		t.Errorf("the viewer's waiting calls: %v of %d, %v; want %s's", as, n, err, ap.ID)
+	}
+	opsAll, err := fleet.NewClient(ctx, ops.nc, fleet.ClientConfig{SkipSetup: true, AllSubmitters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if as, n, err := opsAll.PendingApprovals(ctx, 0); err == nil {
+		t.Errorf("ops listed every submitter's waiting calls: %v of %d", as, n)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the refused listing took %s, want it to end at its reads' bound", took)
+	}
+	if last := ops.nc.LastError(); !errors.Is(last, nats.ErrPermissionViolation) {
+		t.Errorf("ops' connection's last error %v: want the refusal the listing's error is explained by", last)
+	}
+	ops.waitViolation(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketStatus+"."+messages.StatusSubject(d, ap.ID))
 }

@@ -66,7 +66,11 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 			sub = c.readSub // a record written without its submitter
 		}
 		g.Go(func() error {
-			e, err := getStatus(gctx, c.st, missionKey{sub: sub, id: id})
+			// a read NATS refuses this user gets no answer: it fails at
+			// this bound, not at the caller's deadline
+			sctx, cancel := context.WithTimeout(gctx, directGetWait)
+			defer cancel()
+			e, err := getStatus(sctx, c.st, missionKey{sub: sub, id: id})
 			switch {
 			case errors.Is(err, ErrNotFound):
 				ended[i] = true
