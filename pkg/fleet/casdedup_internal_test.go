@@ -126,3 +126,40 @@ func TestMessageReadRequestsAsEncodingJSON(t *testing.T) {
 		t.Errorf("a batch direct get's body costs %.0f allocations, want 1", n)
 	}
 }
+
+// FuzzMessageReadRequests: the bodies of message reads, written by hand,
+// are the bytes encoding/json writes for the same requests, for any
+// subjects (invalid UTF-8, escapes, wildcards) and sequence.
+func FuzzMessageReadRequests(f *testing.F) {
+	f.Add("$KV.mission_approvals.01J.>", "a.b", uint64(0))
+	f.Add("x<y>&z", "q\"\\\n\x01", uint64(7))
+	f.Add("é\u2028", "bad\xff", uint64(1<<60))
+	f.Fuzz(func(t *testing.T, a, b string, seq uint64) {
+		for _, filters := range [][]string{{a}, {a, b}} {
+			got, err := multiLastRequest(filters...)
+			want, _ := json.Marshal(struct {
+				MultiLast []string `json:"multi_last"`
+			}{filters})
+			if err != nil || string(got) != string(want) {
+				t.Fatalf("multi_last %q: %s %v, want %s", filters, got, err, want)
+			}
+		}
+		for _, q := range []msgQuery{lastOn(a), atSeq(seq, a), atSeq(seq, "")} {
+			got, err := q.request()
+			if q.seq == 0 && q.subject == "" {
+				if err == nil {
+					t.Fatalf("%v: an empty query made %s", q, got)
+				}
+				continue
+			}
+			want, _ := json.Marshal(struct {
+				Seq        uint64 `json:"seq,omitempty"`
+				LastBySubj string `json:"last_by_subj,omitempty"`
+				NextBySubj string `json:"next_by_subj,omitempty"`
+			}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+			if err != nil || string(got) != string(want) {
+				t.Fatalf("%v: %s %v, want %s", q, got, err, want)
+			}
+		}
+	})
+}
