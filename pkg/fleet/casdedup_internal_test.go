@@ -88,42 +88,54 @@ func TestDedupStoreWritesAsTheKV(t *testing.T) {
 func TestMessageReadRequestsAsEncodingJSON(t *testing.T) {
 	subjects := []string{"$KV.mission_approvals.01J.>", "a.b", "", "x<y>&z", "q\"\\\n\x01", "é\u2028", "bad\xff"}
 	for _, s := range subjects {
-		got, err := multiLastRequest(s)
-		want, _ := json.Marshal(struct {
-			MultiLast []string `json:"multi_last"`
-		}{[]string{s}})
-		if err != nil || string(got) != string(want) {
-			t.Errorf("multi_last %q: %s %v, want %s", s, got, err, want)
-		}
+		checkMultiLast(t, []string{s})
 		for _, q := range []msgQuery{lastOn(s), atSeq(7, s), atSeq(1<<60, s)} {
-			if q.seq == 0 && q.subject == "" {
-				continue
-			}
-			got, err := q.request()
-			want, _ := json.Marshal(struct {
-				Seq        uint64 `json:"seq,omitempty"`
-				LastBySubj string `json:"last_by_subj,omitempty"`
-				NextBySubj string `json:"next_by_subj,omitempty"`
-			}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
-			if err != nil || string(got) != string(want) {
-				t.Errorf("%v: %s %v, want %s", q, got, err, want)
-			}
+			checkMsgQuery(t, q)
 		}
 	}
 	for _, filters := range [][]string{nil, subjects, subjects[:2], {"a.*", "b.>", "c"}} {
-		got, err := multiLastRequest(filters...)
-		want, _ := json.Marshal(struct {
-			MultiLast []string `json:"multi_last"`
-		}{filters})
-		if filters == nil {
-			want = []byte(`{"multi_last":[]}`)
-		}
-		if err != nil || string(got) != string(want) {
-			t.Errorf("multi_last %q: %s %v, want %s", filters, got, err, want)
-		}
+		checkMultiLast(t, filters)
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = multiLastRequest("$KV.mission_approvals.01JB0000000000000000000000.>") }); n > 1 {
 		t.Errorf("a batch direct get's body costs %.0f allocations, want 1", n)
+	}
+}
+
+// checkMultiLast fails tb unless the body of the batch direct get of
+// filters is what encoding/json writes for it.
+func checkMultiLast(tb testing.TB, filters []string) {
+	tb.Helper()
+	got, err := multiLastRequest(filters...)
+	want, _ := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{filters})
+	if filters == nil {
+		want = []byte(`{"multi_last":[]}`)
+	}
+	if err != nil || string(got) != string(want) {
+		tb.Errorf("multi_last %q: %s %v, want %s", filters, got, err, want)
+	}
+}
+
+// checkMsgQuery fails tb unless q's request body is what encoding/json
+// writes for it, or, for a query naming neither subject nor sequence,
+// an error.
+func checkMsgQuery(tb testing.TB, q msgQuery) {
+	tb.Helper()
+	got, err := q.request()
+	if q.seq == 0 && q.subject == "" {
+		if err == nil {
+			tb.Errorf("%v: an empty query made %s", q, got)
+		}
+		return
+	}
+	want, _ := json.Marshal(struct {
+		Seq        uint64 `json:"seq,omitempty"`
+		LastBySubj string `json:"last_by_subj,omitempty"`
+		NextBySubj string `json:"next_by_subj,omitempty"`
+	}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
+	if err != nil || string(got) != string(want) {
+		tb.Errorf("%v: %s %v, want %s", q, got, err, want)
 	}
 }
 
@@ -135,31 +147,10 @@ func FuzzMessageReadRequests(f *testing.F) {
 	f.Add("x<y>&z", "q\"\\\n\x01", uint64(7))
 	f.Add("é\u2028", "bad\xff", uint64(1<<60))
 	f.Fuzz(func(t *testing.T, a, b string, seq uint64) {
-		for _, filters := range [][]string{{a}, {a, b}} {
-			got, err := multiLastRequest(filters...)
-			want, _ := json.Marshal(struct {
-				MultiLast []string `json:"multi_last"`
-			}{filters})
-			if err != nil || string(got) != string(want) {
-				t.Fatalf("multi_last %q: %s %v, want %s", filters, got, err, want)
-			}
-		}
+		checkMultiLast(t, []string{a})
+		checkMultiLast(t, []string{a, b})
 		for _, q := range []msgQuery{lastOn(a), atSeq(seq, a), atSeq(seq, "")} {
-			got, err := q.request()
-			if q.seq == 0 && q.subject == "" {
-				if err == nil {
-					t.Fatalf("%v: an empty query made %s", q, got)
-				}
-				continue
-			}
-			want, _ := json.Marshal(struct {
-				Seq        uint64 `json:"seq,omitempty"`
-				LastBySubj string `json:"last_by_subj,omitempty"`
-				NextBySubj string `json:"next_by_subj,omitempty"`
-			}{Seq: q.seq, LastBySubj: q.lastSubject(), NextBySubj: q.nextSubject()})
-			if err != nil || string(got) != string(want) {
-				t.Fatalf("%v: %s %v, want %s", q, got, err, want)
-			}
+			checkMsgQuery(t, q)
 		}
 	})
 }

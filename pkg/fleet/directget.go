@@ -31,7 +31,7 @@ var errNoDirectAnswer = errors.New("fleet: no replica answered the direct get")
 const headerNumPending = "Nats-Num-Pending"
 
 // lastPerSubject returns the last message of every subject of stream that
-// matches filter (a wildcard subject), oldest first, with one batch
+// any of filters matches (literal subjects or wildcards), oldest first, with one batch
 // direct get (multi_last): one request whatever the number of subjects,
 // and no stream info; its answers come on the subscription of replies.
 // Each message's Nats-Subject and Nats-Sequence headers name its subject and sequence (a KV entry's revision). The
@@ -41,14 +41,7 @@ const headerNumPending = "Nats-Num-Pending"
 // (none subscribed, or none within patience: at most directPatience,
 // which also bounds a read whose ctx has no deadline). The wait is on a
 // pooled timer, and the answers are gathered by one batchGet.
-func lastPerSubject(ctx context.Context, replies *replyMux, stream, filter string) ([]*nats.Msg, error) {
-	return lastPerSubjects(ctx, replies, stream, filter)
-}
-
-// lastPerSubjects is lastPerSubject for several subject filters (literal
-// subjects or wildcards), answered together: one request for the last
-// message of every subject any of them matches.
-func lastPerSubjects(ctx context.Context, replies *replyMux, stream string, filters ...string) ([]*nats.Msg, error) {
+func lastPerSubject(ctx context.Context, replies *replyMux, stream string, filters ...string) ([]*nats.Msg, error) {
 	req, err := multiLastRequest(filters...)
 	if err != nil {
 		return nil, err

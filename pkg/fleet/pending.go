@@ -122,7 +122,7 @@ func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, erro
 		}
 		return nil
 	}
-	msgs, err := lastPerSubjects(ctx, c.replies, stream, prefix+">")
+	msgs, err := lastPerSubject(ctx, c.replies, stream, prefix+">")
 	if errors.Is(err, errBatchIncomplete) || errors.Is(err, errNoDirectAnswer) {
 		if err := c.pendingRecordsByInfo(ctx, stream, prefix, keep); err != nil {
 			return nil, err
@@ -155,7 +155,7 @@ func (c *Client) pendingRecordsByInfo(ctx context.Context, stream, prefix string
 	}
 	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
 	for chunk := range slices.Chunk(subjects, pendingBatch) {
-		msgs, err := lastPerSubjects(ctx, c.replies, stream, chunk...)
+		msgs, err := lastPerSubject(ctx, c.replies, stream, chunk...)
 		if errors.Is(err, errNoDirectAnswer) {
 			for _, subj := range chunk {
 				data, _, hdr, err := directLast(ctx, c.nc, nil, stream, subj)
