@@ -131,7 +131,7 @@ func printPending(w io.Writer, as []*messages.Approval, n int) {
 		if a.Submitter != "" {
 			fmt.Fprintf(w, "; submitter %s", a.Submitter)
 		}
-		fmt.Fprintf(w, "\n  dispatcher approve|deny %s %s\n", a.MissionID, a.Call)
+		fmt.Fprintf(w, "\n  %s\n", decideCommand("", a.MissionID, a.Call))
 	}
 	if len(as) < n {
 		fmt.Fprintf(w, "%d of %d waiting calls shown (-limit)\n", len(as), n)
@@ -161,8 +161,8 @@ func watchPending(ctx context.Context, list func(context.Context) ([]*messages.A
 			now := pendingByCall(as)
 			at := time.Now().Format("15:04:05")
 			for _, a := range as {
-				if seen[a.MissionID+" "+a.Call] == nil {
-					fmt.Fprintf(w, "%s waiting: %s %s  %s %s\n  dispatcher approve|deny %s %s\n", at, a.MissionID, a.Call, a.Tool, maskedPreview(a.Args, 300), a.MissionID, a.Call)
+				if seen[callKey(a)] == nil {
+					fmt.Fprintf(w, "%s waiting: %s  %s %s\n  %s\n", at, callKey(a), a.Tool, maskedPreview(a.Args, 300), decideCommand("", a.MissionID, a.Call))
 				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(seen)) {
@@ -191,13 +191,24 @@ func refusedRead(nc *nats.Conn, err error) error {
 	return err
 }
 
-// pendingByCall indexes approval records by "<mission> <call>".
+// pendingByCall indexes approval records by callKey.
 func pendingByCall(as []*messages.Approval) map[string]*messages.Approval {
 	m := make(map[string]*messages.Approval, len(as))
 	for _, a := range as {
-		m[a.MissionID+" "+a.Call] = a
+		m[callKey(a)] = a
 	}
 	return m
+}
+
+// callKey names a call across the fleet: "<mission> <call>".
+func callKey(a *messages.Approval) string { return a.MissionID + " " + a.Call }
+
+// decideCommand is the command that decides call of mission id, as the
+// progress and the listings print it; natsFlag, when not empty, is the
+// flag (with its trailing space) that reaches the server from another
+// terminal.
+func decideCommand(natsFlag, id, call string) string {
+	return "dispatcher approve|deny " + natsFlag + id + " " + call
 }
 
 // printApprovals prints a mission's approvals, one block each.

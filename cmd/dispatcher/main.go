@@ -343,6 +343,15 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return runReplay(ctx, x, replay, e, nc, stdout)
 	}
 
+	// the calls waiting across the fleet are an approver's: every
+	// submitter's
+	pending := cmd == "approvals" && len(rest) == 0
+	if watch && !pending {
+		return errors.New("-watch follows the calls waiting across the fleet: give no mission id")
+	}
+	if watch && every <= 0 {
+		return fmt.Errorf("-every %s: want a positive duration", every)
+	}
 	if c.nats.URL == "" {
 		return errors.New("no NATS server: set -nats-url or PTC_NATS_URL (or run everything in one process with 'dispatcher local FILE')")
 	}
@@ -356,9 +365,6 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	defer nc.Close()
-	// the calls waiting across the fleet are an approver's: every
-	// submitter's
-	pending := cmd == "approvals" && len(rest) == 0
 	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs || pending})
 	if err != nil {
 		return err
@@ -383,13 +389,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "mission viewer: http://%s/\n", ln.Addr())
 		return serveUI(ctx, client, ln, log, defaultDecider(e))
 	}
-	if watch && !pending {
-		return errors.New("-watch follows the calls waiting across the fleet: give no mission id")
-	}
-	if pending && watch {
-		if every <= 0 {
-			return fmt.Errorf("-every %s: want a positive duration", every)
-		}
+	if watch {
 		return watchPending(ctx, func(ctx context.Context) ([]*messages.Approval, int, error) {
 			ctx, cancel := context.WithTimeout(ctx, c.timeout)
 			defer cancel()

@@ -59,8 +59,8 @@ func (p progress) event(ev *messages.Event) {
 		fmt.Fprintf(p.w, "%s: emit %s\n", prefix, eventValue(ev, "result", ev.Result, 500))
 	case messages.EventApprovalRequested:
 		deadline, _ := ev.Data["deadline"].(string)
-		fmt.Fprintf(p.w, "%s: waiting for approval of %s %s (call %s, until %s): dispatcher approve|deny %s%s %s\n",
-			prefix, ev.Tool, eventValue(ev, "args", ev.Args, 200), ev.CallID, deadline, p.natsFlag, ev.MissionID, ev.CallID)
+		fmt.Fprintf(p.w, "%s: waiting for approval of %s %s (call %s, until %s): %s\n",
+			prefix, ev.Tool, eventValue(ev, "args", ev.Args, 200), ev.CallID, deadline, decideCommand(p.natsFlag, ev.MissionID, ev.CallID))
 		if pos, _ := ev.Data["position"].(string); pos != "" {
 			fmt.Fprintf(p.w, "    at %s of the program%s\n", pos, strings.ReplaceAll(callSnippet(ev.Program, pos), "\n", "\n    "))
 		}
