@@ -803,12 +803,31 @@ func stateOf(step *messages.Step) string {
 }
 
 // flush flushes nc, bounding the wait by 10s when ctx has no deadline (nats
-// requires one).
+// requires one). A flush the connection drops while it waits (nats.go
+// answers it as nats.ErrConnectionClosed, though the connection is only
+// reconnecting: a NATS node restarting) is made again once reconnected,
+// until ctx ends: only a closed connection fails it.
 func flush(ctx context.Context, nc *nats.Conn) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	return nc.FlushWithContext(ctx)
+	for {
+		err := nc.FlushWithContext(ctx)
+		if !errors.Is(err, nats.ErrConnectionClosed) || nc.IsClosed() {
+			return err
+		}
+		t := time.NewTimer(flushRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (the connection dropped the flush and did not reconnect in time)", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
+
+// flushRetry is the pause before a flush the connection dropped is made
+// again (flush).
+const flushRetry = 20 * time.Millisecond
