@@ -1272,13 +1272,43 @@ func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Appro
 	}
 	msgID := wakeMsgID(k.id, "resume", a)
 	if c.wokenDirect(ctx) {
-		err := wakeWoken(ctx, c.nc, c.replies, k, a, parked.Data, parked.Header, msgID, woken)
-		if err == nil || !wakeRefused(err) {
-			return err
+		until := time.Now().Add(electionWait)
+		for {
+			err := wakeWoken(ctx, c.nc, c.replies, k, a, parked.Data, parked.Header, msgID, woken)
+			if err == nil || !wakeRefused(err) {
+				return err
+			}
+			// No stream answered: MISSIONS electing a leader (a node
+			// restarting), which takes seconds, is waited out here. The
+			// wake goes to PARKED only where MISSIONS refuses it or keeps
+			// silent past electionWait (a layout without the woken
+			// subjects): a wake there reaches MISSIONS only through
+			// MISSIONS' source of PARKED, which node restarts have been
+			// seen to stall while it reports no lag (docs/approvals.md,
+			// "Guarantees").
+			if !errors.Is(err, jetstream.ErrNoStreamResponse) || !time.Now().Before(until) {
+				break
+			}
+			t := time.NewTimer(electionRetry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("fleet: wake %s: %w (no stream answered: %w)", k.id, ctx.Err(), err)
+			case <-t.C:
+			}
 		}
 	}
 	return wake(ctx, c.js, c.replies, k, a.Priority, parked.Data, parked.Header, msgID, woken)
 }
+
+// electionWait bounds how long a decision's wake keeps being published
+// into MISSIONS while no stream answers, and electionRetry is the pause
+// between tries: a replicated stream whose leader's node went down elects
+// another within a few seconds.
+const (
+	electionWait  = 15 * time.Second
+	electionRetry = 250 * time.Millisecond
+)
 
 // wokenDirect reports whether the client's decisions publish their wakes
 // into MISSIONS directly: the MISSIONS it bound holds

@@ -435,3 +435,47 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A decision whose wake no stream answers (MISSIONS electing a leader
+// after its node went down; here MISSIONS deleted, then set up again a
+// second later) publishes it into MISSIONS again until MISSIONS answers,
+// rather than through PARKED, whose wakes reach MISSIONS only through a
+// source that node restarts can stall: the wake is stored once, woken,
+// and PARKED holds none.
+func TestDecisionWaitsOutAMissionsElection(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	mission := parkAwaiting(ctx, t, c, k)
+	if err := c.js.DeleteStream(ctx, messages.StreamMissions); err != nil {
+		t.Fatal(err)
+	}
+	decided := make(chan error, 1)
+	began := time.Now()
+	go func() {
+		_, err := c.Decide(ctx, k.id, Decision{Approve: true, By: "ann"})
+		decided <- err
+	}()
+	time.Sleep(time.Second)
+	if _, err := EnsureStores(ctx, c.js, StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-decided; err != nil {
+		t.Fatalf("a decision while MISSIONS did not answer for a second: %v", err)
+	}
+	if d := time.Since(began); d < time.Second {
+		t.Fatalf("the decision returned after %v, before MISSIONS was back", d)
+	}
+	data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamMissions, lastOn(messages.QueuedFilters(k.sub, k.id)[0]))
+	if err != nil || !bytes.Equal(data, mission) || hdr.Get(messages.HeaderWoken) == "" || hdr.Get(headerStreamSource) != "" {
+		t.Fatalf("the woken mission in MISSIONS: %d bytes, headers %v, %v; want it published there, woken", len(data), hdr, err)
+	}
+	if _, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k.sub, messages.PriorityNormal, k.id))); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("a wake in PARKED: %v, want none", err)
+	}
+}
