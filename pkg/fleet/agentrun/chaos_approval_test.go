@@ -129,6 +129,12 @@ func clusterState(js jetstream.JetStream) string {
 				fmt.Fprintf(&b, ", replica %s current %v offline %v lag %d", r.Name, r.Current, r.Offline, r.Lag)
 			}
 		}
+		for _, src := range info.Sources {
+			fmt.Fprintf(&b, ", source %s lag %d active %v", src.Name, src.Lag, src.Active)
+			if src.Error != nil {
+				fmt.Fprintf(&b, " error %v", src.Error)
+			}
+		}
 		b.WriteString("\n")
 	}
 	if err := names.Err(); err != nil {
@@ -276,10 +282,15 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 						unqueued[id] = true
 						decMu.Unlock()
 					} else if err != nil && !errors.Is(err, fleet.ErrNoPendingCall) {
+						// the decision may have been recorded with its
+						// answer lost (a deadline passed): decided again
+						// on the next round, as an approver tries again,
+						// which queues the mission when it was
 						decMu.Lock()
 						decideErrs[strings.ReplaceAll(err.Error(), id, "<id>")]++
+						unqueued[id] = true
 						decMu.Unlock()
-						continue // tried again on the next round
+						continue
 					}
 				}
 			}
@@ -481,8 +492,41 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		// each failing mission: where it stands and what every worker
 		// (killed ones too) logged of it
 		reportMissions(t, client, logs, tap, model, failed)
+		t.Log(parkedState(js, failed))
 	}
 	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
 		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
 	}
+}
+
+// parkedState describes what PARKED holds: its messages by subject, and
+// the parked message (the deadline's schedule) of each mission of ids.
+func parkedState(js jetstream.JetStream, ids []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	s, err := js.Stream(ctx, messages.StreamParked)
+	if err != nil {
+		return fmt.Sprintf("PARKED: %v", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
+	if err != nil {
+		return fmt.Sprintf("PARKED: %v", err)
+	}
+	subjects := slices.Sorted(maps.Keys(info.State.Subjects))
+	fmt.Fprintf(&b, "PARKED holds %d messages on %d subjects:\n", info.State.Msgs, len(subjects))
+	for _, subj := range subjects {
+		m, err := s.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %d, last: %v\n", subj, info.State.Subjects[subj], err)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %d, last seq %d at %s, %d bytes, headers %v\n", subj, info.State.Subjects[subj], m.Sequence, m.Time.Format("15:04:05.000"), len(m.Data), m.Header)
+	}
+	for _, id := range ids {
+		if _, ok := info.State.Subjects[messages.ParkSubject(id)]; !ok {
+			fmt.Fprintf(&b, "mission %s has no parked message\n", id)
+		}
+	}
+	return b.String()
 }
