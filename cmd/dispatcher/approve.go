@@ -125,8 +125,16 @@ func printPending(w io.Writer, as []*messages.Approval, n int) {
 	for _, a := range as {
 		fmt.Fprintf(w, "%s %s  %s %s  turn %d\n", a.MissionID, a.Call, a.Tool, maskedPreview(a.Args, 300), a.Turn)
 		fmt.Fprintf(w, "  rule: %s; waiting %s", a.Rule, fmtDuration(now.Sub(a.RequestedAt)))
-		if !a.Deadline.IsZero() {
-			fmt.Fprintf(w, ", denied as %s in %s", messages.ReasonApprovalTimeout, fmtDuration(a.Deadline.Sub(now)))
+		switch left := a.Deadline.Sub(now); {
+		case a.Deadline.IsZero():
+		case left > 0:
+			fmt.Fprintf(w, ", denied as %s in %s", messages.ReasonApprovalTimeout, fmtDuration(left))
+		default:
+			// the deadline's wake queues the mission, whose worker then
+			// denies the call; a wake held in PARKED leaves it waiting
+			// (docs/approvals.md, "Guarantees"), which deciding ends
+			fmt.Fprintf(w, ", deadline passed %s ago (denied as %s once a worker takes the mission; still listed, decide it)",
+				fmtDuration(-left), messages.ReasonApprovalTimeout)
 		}
 		if a.Submitter != "" {
 			fmt.Fprintf(w, "; submitter %s", a.Submitter)

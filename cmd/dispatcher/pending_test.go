@@ -103,3 +103,31 @@ func TestWatchPendingFollowsTheListings(t *testing.T) {
 		t.Errorf("a call still waiting was printed again:\n%s", got)
 	}
 }
+
+// The listing says how long each call has until its deadline, and for a
+// call whose deadline passed, how long ago and that deciding it ends the
+// wait; every call comes with the command that decides it.
+func TestPrintPendingNamesEachCallsDeadline(t *testing.T) {
+	now := time.Now()
+	as := []*messages.Approval{
+		{MissionID: "m1", Call: "2.a.0", Tool: "refund", Args: map[string]any{"amount": 120}, Turn: 2, Rule: "mission: every call",
+			RequestedAt: now.Add(-time.Minute), Deadline: now.Add(time.Hour), Submitter: "ann"},
+		{MissionID: "m2", Call: "3.b.0", Tool: "pay", Turn: 3, Rule: "mission: every call",
+			RequestedAt: now.Add(-10 * time.Minute), Deadline: now.Add(-2 * time.Minute)},
+	}
+	var b strings.Builder
+	printPending(&b, as, 3)
+	out := b.String()
+	for _, want := range []string{
+		"m1 2.a.0  refund", "denied as approval_timeout in 1h0m0s", "submitter ann", "dispatcher approve|deny m1 2.a.0",
+		"m2 3.b.0  pay", "deadline passed 2m0s ago (denied as approval_timeout once a worker takes the mission; still listed, decide it)",
+		"dispatcher approve|deny m2 3.b.0", "2 of 3 waiting calls shown (-limit)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("listing lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "in 0s") {
+		t.Errorf("a passed deadline shown as still to come:\n%s", out)
+	}
+}
