@@ -1260,9 +1260,11 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 // parked message is published with Msg-Id "<id>/resume/<call>/<decided>"
 // (wakeMsgID: a repeated decision queues it once) into MISSIONS
 // directly, on its woken subject (wakeWoken), where MISSIONS holds that
-// subject and the client's user may publish there; else, or when
-// MISSIONS refuses it (full: StoreConfig.MaxQueued), on its wake
-// subject in PARKED, which MISSIONS sources once it has room. When the
+// subject and the client's user may publish there (a publish no stream
+// answers, MISSIONS electing a leader, is made again for up to
+// electionWait); else, or when MISSIONS refuses it (full:
+// StoreConfig.MaxQueued), on its wake subject in PARKED, which MISSIONS
+// sources once it has room. When the
 // mission is not parked yet (parked is nil: its worker is still
 // suspending it), that worker finds the decision and queues it itself.
 // woken (nil: none) holds headers the wake adds.
