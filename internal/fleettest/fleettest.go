@@ -4,7 +4,10 @@
 package fleettest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -50,13 +53,49 @@ func (s *Server) For(tb testing.TB) *Server {
 }
 
 // FreePort returns a TCP port of the loopback interface that is free now,
-// for a server a test starts (and restarts) on a fixed port.
+// for a server a test starts (and restarts) on a fixed port. The port is
+// drawn at random below the kernel's ephemeral range: a port of that
+// range (the one a listen on port 0 gets) may be given to an outgoing
+// connection (a client reconnecting) while the server is down between a
+// kill and its restart, which then cannot listen there again; and a port
+// a listen on port 0 just returned is the next one handed to a
+// concurrent caller more often than a random one is.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
+	low, _ := ephemeralPorts()
+	for range 100 {
+		port := minFixedPort + rand.IntN(low-minFixedPort)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		_ = l.Close()
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// minFixedPort is the lowest port FreePort draws: above the ports
+// services commonly use.
+const minFixedPort = 20000
+
+// ephemeralPorts is the kernel's range of ports for outgoing connections
+// (Linux's net.ipv4.ip_local_port_range; where that cannot be read,
+// Linux's default, which starts below macOS's and Windows' 49152 too).
+func ephemeralPorts() (low, high int) {
+	low, high = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low, high
+	}
+	var l, h int
+	if n, err := fmt.Sscan(string(b), &l, &h); n == 2 && err == nil && l > minFixedPort+1000 && h >= l {
+		return l, h
+	}
+	return low, high
 }

@@ -82,12 +82,24 @@ func TestHeldJSAcknowledgesOnlyOnceReleased(t *testing.T) {
 	}
 }
 
-// TestFreePort: the port returned can be listened on.
+// TestFreePort: the port returned can be listened on, and lies below the
+// kernel's ephemeral range, where no outgoing connection takes it.
 func TestFreePort(t *testing.T) {
-	port := FreePort(t)
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatalf("port %d: %v", port, err)
+	low, _ := ephemeralPorts()
+	seen := map[int]bool{}
+	for range 20 {
+		port := FreePort(t)
+		if port < minFixedPort || port >= low {
+			t.Errorf("port %d: want one in [%d, %d)", port, minFixedPort, low)
+		}
+		seen[port] = true
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("port %d: %v", port, err)
+		}
+		l.Close()
 	}
-	l.Close()
+	if len(seen) < 10 {
+		t.Errorf("20 ports drawn, %d distinct: want them spread", len(seen))
+	}
 }
