@@ -1023,7 +1023,8 @@ func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval
 // a tool error naming the denial and d.Reason. It returns the decided
 // record. A call already decided is an error wrapping ErrNoPendingCall;
 // when the mission still waits with no call pending (a decision whose wake
-// was lost), Decide queues it again and the error says so.
+// was lost), Decide queues it again, whether it names the decided call or
+// none, and the error says so.
 func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.Approval, error) {
 	if err := checkID("decide", id); err != nil {
 		return nil, err
@@ -1077,7 +1078,15 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		}
 		key, rev := messages.ApprovalKey(id, a.Call), revs[a.Call]
 		if a.State != messages.ApprovalPending {
-			return nil, fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
+			// the call named was decided: deciding it again (the command
+			// the listing prints, run again after its error) queues the
+			// mission when it still waits, as when no call is named
+			decided := fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
+			s, serr := status()
+			if serr != nil || s.State != messages.StateAwaitingApproval || slices.ContainsFunc(as, func(r *messages.Approval) bool { return r.State == messages.ApprovalPending }) {
+				return nil, decided
+			}
+			return nil, c.requeueDecided(ctx, missionKey{sub: s.Submitter, id: id}, as, a.Call, decided)
 		}
 		k := missionKey{sub: a.Submitter, id: id}
 		if k.sub == "" {

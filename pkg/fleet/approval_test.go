@@ -343,9 +343,18 @@ func approveWithoutWake(ctx context.Context, t *testing.T, c *fleet.Client, id s
 }
 
 // A decision whose wake was lost leaves its mission waiting until the
-// deadline; deciding again (the command run again after its error)
-// queues it at once: the call runs once, with the recorded decision.
+// deadline; deciding again (the command run again after its error, with
+// the call the listing names or none) queues it at once: the call runs
+// once, with the recorded decision.
 func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
+	for _, named := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no call named", true: "the call named"}[named], func(t *testing.T) {
+			decidingAgainQueuesAMissionWhoseWakeWasLost(t, named)
+		})
+	}
+}
+
+func decidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T, named bool) {
 	_, nc := runJetStream(t)
 	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
@@ -354,7 +363,11 @@ func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
 	m := refundMission(500)
 	a := submitAwaiting(ctx, t, c, m) // the deadline: the worker's 24 h
 	approveWithoutWake(ctx, t, c, m.ID, a)
-	_, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "again"})
+	again := fleet.Decision{Approve: true, By: "again"}
+	if named {
+		again.Call = a.Call
+	}
+	_, err := c.Decide(ctx, m.ID, again)
 	if !errors.Is(err, fleet.ErrNoPendingCall) || !strings.Contains(err.Error(), "queued it again") {
 		t.Fatalf("deciding again: %v", err)
 	}
@@ -372,7 +385,7 @@ func TestApprovalDecidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T) {
 		t.Fatalf("approvals: %+v %v", as, err)
 	}
 	// a finished mission is not queued again
-	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true}); !errors.Is(err, fleet.ErrNoPendingCall) || strings.Contains(err.Error(), "queued") {
+	if _, err := c.Decide(ctx, m.ID, again); !errors.Is(err, fleet.ErrNoPendingCall) || strings.Contains(err.Error(), "queued") {
 		t.Fatalf("deciding a finished mission: %v", err)
 	}
 }
