@@ -1067,14 +1067,7 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 			if !errors.Is(err, ErrNoPendingCall) {
 				return nil, err
 			}
-			s, serr := status()
-			if serr != nil {
-				return nil, serr
-			}
-			if s.State == messages.StateAwaitingApproval {
-				return nil, c.requeueDecided(ctx, missionKey{sub: s.Submitter, id: id}, as, d.Call, err)
-			}
-			return nil, err
+			return nil, c.requeueDecided(ctx, id, status, as, d.Call, err)
 		}
 		key, rev := messages.ApprovalKey(id, a.Call), revs[a.Call]
 		if a.State != messages.ApprovalPending {
@@ -1082,11 +1075,10 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 			// the listing prints, run again after its error) queues the
 			// mission when it still waits, as when no call is named
 			decided := fmt.Errorf("%w: call %s of mission %s was %s by %s", ErrNoPendingCall, a.Call, id, a.State, a.DecidedBy)
-			s, serr := status()
-			if serr != nil || s.State != messages.StateAwaitingApproval || slices.ContainsFunc(as, func(r *messages.Approval) bool { return r.State == messages.ApprovalPending }) {
+			if slices.ContainsFunc(as, func(r *messages.Approval) bool { return r.State == messages.ApprovalPending }) {
 				return nil, decided
 			}
-			return nil, c.requeueDecided(ctx, missionKey{sub: s.Submitter, id: id}, as, a.Call, decided)
+			return nil, c.requeueDecided(ctx, id, status, as, a.Call, decided)
 		}
 		k := missionKey{sub: a.Submitter, id: id}
 		if k.sub == "" {
@@ -1137,13 +1129,23 @@ func (c *Client) updateApproval(ctx context.Context, key string, data []byte, re
 	return casPublish(ctx, c.st.nc, c.st.replies, kvSubject(messages.BucketApprovals, key), data, rev)
 }
 
-// requeueDecided queues again a mission that waits with no call pending:
-// a decision was recorded and its wake lost (the decider died, or its
-// publish failed), which would otherwise leave the mission to its
-// deadline. It queues the wake of the latest decided call that call
-// names (its prefix; "" any) and returns noPending, saying so. A mission
-// that resumed meanwhile gets a duplicate copy, which its worker drops.
-func (c *Client) requeueDecided(ctx context.Context, k missionKey, as []*messages.Approval, call string, noPending error) error {
+// requeueDecided queues mission id again when its status (read once by
+// status) still says awaiting_approval though the decision it waited for
+// was recorded: its wake was lost (the decider died, or its publish
+// failed), which would otherwise leave the mission to its deadline. It
+// queues the wake of the latest decided call of as that call names (its
+// prefix; "" any) and returns noPending, saying so; a mission no longer
+// waiting gets noPending as it is. A mission that resumed meanwhile gets
+// a duplicate copy, which its worker drops.
+func (c *Client) requeueDecided(ctx context.Context, id string, status func() (*messages.Status, error), as []*messages.Approval, call string, noPending error) error {
+	s, err := status()
+	if err != nil {
+		return err
+	}
+	if s.State != messages.StateAwaitingApproval {
+		return noPending
+	}
+	k := missionKey{sub: s.Submitter, id: id}
 	var last *messages.Approval
 	for _, a := range as {
 		if a.State != messages.ApprovalPending && strings.HasPrefix(a.Call, call) && (last == nil || !a.DecidedAt.Before(last.DecidedAt)) {
