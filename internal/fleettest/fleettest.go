@@ -57,9 +57,7 @@ func (s *Server) For(tb testing.TB) *Server {
 // drawn at random below the kernel's ephemeral range: a port of that
 // range (the one a listen on port 0 gets) may be given to an outgoing
 // connection (a client reconnecting) while the server is down between a
-// kill and its restart, which then cannot listen there again; and a port
-// a listen on port 0 just returned is the next one handed to a
-// concurrent caller more often than a random one is.
+// kill and its restart, which then cannot listen there again.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	low, _ := ephemeralPorts()

@@ -31,9 +31,10 @@ var errNoDirectAnswer = errors.New("fleet: no replica answered the direct get")
 const headerNumPending = "Nats-Num-Pending"
 
 // lastPerSubject returns the last message of every subject of stream that
-// any of filters matches (literal subjects or wildcards), oldest first, with one batch
-// direct get (multi_last): one request whatever the number of subjects,
-// and no stream info; its answers come on the subscription of replies.
+// any of filters matches (literal subjects or wildcards), oldest first,
+// with one batch direct get (multi_last): one request whatever the number
+// of subjects, and no stream info; its answers come on the subscription
+// of replies.
 // Each message's Nats-Subject and Nats-Sequence headers name its subject and sequence (a KV entry's revision). The
 // answer may come from any replica of the stream, like every direct get.
 // It returns errBatchIncomplete when the server answered with fewer
