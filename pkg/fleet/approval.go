@@ -716,9 +716,10 @@ const (
 	headerScheduleTTL    = "Nats-Schedule-TTL"
 )
 
-// wakeTTL is how long a wake message stays in PARKED: MISSIONS sources it
-// at once.
-const wakeTTL = "10m"
+// wakeTTL is how long a wake message stays in PARKED at most: a worker
+// moves it into MISSIONS and removes it at once (moveWake); a day covers
+// a fleet left with no worker for hours.
+const wakeTTL = "24h"
 
 // hasApprovalRules reports whether the mission or its worker sets rules
 // that may mark a call for approval (a tool's service may set its own);
@@ -1274,8 +1275,8 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 // subject and the client's user may publish there (a publish no stream
 // answers, MISSIONS electing a leader, is made again for up to
 // electionWait); else, or when MISSIONS refuses it (full:
-// StoreConfig.MaxQueued), on its wake subject in PARKED, which MISSIONS
-// sources once it has room. When the
+// StoreConfig.MaxQueued), on its wake subject in PARKED, from which a
+// worker moves it into MISSIONS once there is room (moveWake). When the
 // mission is not parked yet (parked is nil: its worker is still
 // suspending it), that worker finds the decision and queues it itself.
 // woken (nil: none) holds headers the wake adds.
@@ -1295,10 +1296,8 @@ func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Appro
 			// restarting), which takes seconds, is waited out here. The
 			// wake goes to PARKED only where MISSIONS refuses it or keeps
 			// silent past electionWait (a layout without the woken
-			// subjects): a wake there reaches MISSIONS only through
-			// MISSIONS' source of PARKED, which node restarts have been
-			// seen to stall while it reports no lag (docs/approvals.md,
-			// "Guarantees").
+			// subjects): a wake there waits for a worker to move it,
+			// one more hop.
 			if !errors.Is(err, jetstream.ErrNoStreamResponse) || !time.Now().Before(until) {
 				break
 			}
@@ -1325,7 +1324,7 @@ const (
 
 // wokenDirect reports whether the client's decisions publish their wakes
 // into MISSIONS directly: the MISSIONS it bound holds
-// messages.WokenWildcard (a layout set up before it did sources every
+// messages.WokenWildcard (a layout set up before it did takes every
 // wake from PARKED), and its NATS user may publish there (asked at the
 // first decision, until an answer comes: a NATS configuration older
 // than the layout lets the approver publish wakes in PARKED only).
@@ -1406,8 +1405,8 @@ const errCodeStoreFailed = 10077
 // queues it once, and unknown before the decision is recorded, since
 // <decided> is its time to the nanosecond (base 36). A submitter may
 // publish on its own submit subject with any Msg-Id: one that named a
-// wake before its decision would have MISSIONS drop the wake (or its
-// copy sourced from PARKED) as a duplicate and leave the mission to its
+// wake before its decision would have MISSIONS drop the wake (PARKED's
+// copy is moved under a Msg-Id of its own) as a duplicate and leave the mission to its
 // deadline.
 func wakeMsgID(id, kind string, a *messages.Approval) string {
 	return id + "/" + kind + "/" + a.Call + "/" + strconv.FormatInt(a.DecidedAt.UnixNano(), 36)

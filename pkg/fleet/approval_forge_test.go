@@ -189,6 +189,10 @@ func TestMissionSuspendedTwiceResumesFromEachWake(t *testing.T) {
 		t.Fatalf("approvals %v, %v", as, err)
 	}
 	fleet.WakesThroughParked(c)
+	wakes, err := nc.SubscribeSync(messages.WakeSubject(c.Submitter(), messages.PriorityNormal, m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Decide(ctx, m.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +200,8 @@ func TestMissionSuspendedTwiceResumesFromEachWake(t *testing.T) {
 	if err != nil || !step.Ok() {
 		t.Fatalf("step %+v, %v", step, err)
 	}
-	if _, err := c.Stores().Parked.GetLastMsgForSubject(ctx, messages.WakeSubject(c.Submitter(), messages.PriorityNormal, m.ID)); err != nil {
-		t.Fatalf("the second decision's wake in PARKED: %v", err)
+	if _, err := wakes.NextMsg(time.Second); err != nil {
+		t.Fatalf("the second decision's wake was not published in PARKED: %v", err)
 	}
 	if _, refunds, _ := shop.counts(); len(refunds) != 2 || runs.Load() != 3 {
 		t.Fatalf("refunds %v, runs %d; want two refunds, 3 runs", refunds, runs.Load())

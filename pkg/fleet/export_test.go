@@ -3,7 +3,21 @@ package fleet
 import (
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 )
+
+// MoveWakes moves st's wakes from PARKED into MISSIONS on nc, as a
+// worker does, until tb ends.
+func MoveWakes(tb testing.TB, nc *nats.Conn, st *Stores) {
+	tb.Helper()
+	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
+	if err := m.start(st.Wakes); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(m.stop)
+}
 
 // LiveCalls makes b call tools that report progress the way a worker's
 // Toolbox does (sendLive), asking for progress every interval, and hear

@@ -26,9 +26,9 @@ func submitterClient(t testing.TB, nc *nats.Conn, sub string) *fleet.Client {
 }
 
 // MISSIONS stores each mission in the lane messages.SubmitLane computes,
-// on its submit subject, whether it was submitted, woken from PARKED or
-// woken by a decision into MISSIONS, and the lane's consumer is the one
-// that delivers it.
+// on its submit subject, whether it was submitted, woken from PARKED (and
+// moved by a worker) or woken by a decision into MISSIONS, and the lane's
+// consumer is the one that delivers it.
 func TestLaneIsTheStreamsPartition(t *testing.T) {
 	_, nc := runJetStream(t)
 	js, _ := jetstream.New(nc)
@@ -37,6 +37,7 @@ func TestLaneIsTheStreamsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fleet.MoveWakes(t, nc, st)
 	lanes := map[int]bool{}
 	for i := range 40 {
 		sub := fmt.Sprintf("team-%d", i)
@@ -44,7 +45,7 @@ func TestLaneIsTheStreamsPartition(t *testing.T) {
 		prio := messages.Priorities()[i%3]
 		subject := messages.SubmitSubject(sub, prio, id)
 		switch i % 4 {
-		case 3: // woken from PARKED: sourced with the lane
+		case 3: // woken from PARKED: moved into MISSIONS
 			subject = messages.WakeSubject(sub, prio, id)
 		case 2: // a decision's wake, into MISSIONS directly
 			subject = messages.WokenSubject(sub, prio, id)
@@ -161,7 +162,8 @@ func TestFairShareServesANewcomerBeforeABacklog(t *testing.T) {
 }
 
 // A layout set up before lanes (MISSIONS storing missions as submitted,
-// one consumer per priority) is upgraded by the next setup: the missions
+// one consumer per priority, a source of PARKED) is upgraded by the next
+// setup, its source removed: the missions
 // it queued are still read while queued and run, and new ones go to the
 // lanes.
 func TestLayoutBeforeLanesUpgrades(t *testing.T) {
@@ -175,7 +177,7 @@ func TestLayoutBeforeLanesUpgrades(t *testing.T) {
 	// Take the layout back to before lanes.
 	cfg := st.Missions.CachedInfo().Config
 	cfg.SubjectTransform = nil
-	cfg.Sources[0].SubjectTransforms[0].Destination = messages.SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}"
+	cfg.Sources = earlierParkedSource(messages.SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}")
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +211,9 @@ func TestLayoutBeforeLanesUpgrades(t *testing.T) {
 	}))
 	if tr := mustStream(t, js, messages.StreamMissions).SubjectTransform; tr == nil || tr.Source != messages.QueueSource || tr.Destination != messages.QueueTransform() {
 		t.Fatalf("MISSIONS transform after the setup = %+v", tr)
+	}
+	if src := mustStream(t, js, messages.StreamMissions).Sources; len(src) != 0 {
+		t.Fatalf("MISSIONS sources after the setup = %+v, want none (workers move PARKED's wakes)", src)
 	}
 	for range 3 {
 		m := newMission()

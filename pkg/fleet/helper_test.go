@@ -21,6 +21,18 @@ import (
 // happens within a test.
 var testStore = fleet.StoreConfig{AckWait: time.Second, MaxDeliver: 3}
 
+// earlierLaneTransform is the transform destination that gave a mission
+// submitted on mission.submit.*.*.* its lane in an earlier layout, whose
+// MISSIONS held the submit subjects alone.
+const earlierLaneTransform = "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}"
+
+// earlierParkedSource is the source of PARKED's wakes an earlier
+// layout's MISSIONS had, storing each as destination makes it.
+func earlierParkedSource(destination string) []*jetstream.StreamSource {
+	return []*jetstream.StreamSource{{Name: messages.StreamParked,
+		SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: messages.WakeWildcard, Destination: destination}}}}
+}
+
 // runJetStream starts an embedded JetStream server in t.TempDir() and
 // returns it with an in-process connection; both are closed by t.Cleanup.
 func runJetStream(t testing.TB) (*embedded.Server, *nats.Conn) {

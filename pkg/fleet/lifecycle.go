@@ -88,6 +88,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		// mission rings every worker's, this one's too
 		w.quotas.ring = w.ring
 	}
+	if w.wakes, err = w.startWakeMover(); err != nil {
+		w.log.Error().Err(err).Msgf("not moving PARKED's wakes into MISSIONS (consumer %s): missions whose approval deadline passes or whose quota frees wait for another worker", WakeConsumerName)
+	}
 	w.readWeights()
 	go w.watchWeights()
 	// after the advisories' subscription: a message given up on since is
@@ -150,8 +153,8 @@ func (w *Worker) subscribe(ctx context.Context) error {
 		// A layout whose MISSIONS does not republish: submits as
 		// published (before the stream gives them their lane) ring
 		// their lane's bell, and so do wakes as published (a
-		// decision's, a quota's), which MISSIONS sources or stores into
-		// the lane of the mission's submitter.
+		// decision's, a quota's, one a worker moves from PARKED), which
+		// MISSIONS stores into the lane of the mission's submitter.
 		sub, err = w.nc.Subscribe(messages.SubmitWildcard, w.onSubmit)
 		if err != nil {
 			return fmt.Errorf("fleet: subscribe submits: %w", err)
@@ -199,6 +202,7 @@ func (w *Worker) Stop() error {
 		if w.started.Load() {
 			<-w.loopDone
 		}
+		w.wakes.stop()
 		done := make(chan struct{})
 		go func() { w.inflight.Wait(); close(done) }()
 		select {

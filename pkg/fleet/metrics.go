@@ -69,6 +69,8 @@ type Metrics struct {
 	quotaLeased  *prometheus.GaugeVec
 	quotaRefusal *prometheus.CounterVec
 
+	wakesMoved *prometheus.CounterVec
+
 	reasons, tools, models, codes, submitters labelSet
 }
 
@@ -195,12 +197,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Missions running under a per-submitter running quota (the leases the workers hold), by tenant."}, []string{"tenant"}),
 		quotaRefusal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_quota_refusals_total",
 			Help: "Missions a worker failed quota_exceeded because their submitter had more queued than its quota's max_queued (published past Client.Submit's check), by tenant and submitter."}, []string{"tenant", "submitter"}),
+
+		wakesMoved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_wakes_moved_total",
+			Help: "Wakes of parked missions (a deadline's, a quota's) a worker tried to move from PARKED into MISSIONS, by tenant and outcome (moved; failed: tried again after a second)."}, []string{"tenant", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
 		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.budgetCASLost, m.budgetPending, m.quotaWaits, m.quotaLeased, m.quotaRefusal,
+		m.wakesMoved,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -420,6 +426,19 @@ func (m *Metrics) quotaLeases(tenant string, d float64) {
 		return
 	}
 	m.quotaLeased.WithLabelValues(tenant).Add(d)
+}
+
+// wakeMove records a wake's move from PARKED into MISSIONS: moved, or
+// failed (tried again).
+func (m *Metrics) wakeMove(tenant string, moved bool) {
+	if m == nil {
+		return
+	}
+	outcome := "failed"
+	if moved {
+		outcome = "moved"
+	}
+	m.wakesMoved.WithLabelValues(tenant, outcome).Inc()
 }
 
 // quotaRefused records a mission failed quota_exceeded.

@@ -619,8 +619,9 @@ func (w *Worker) missionTimeout(m *messages.Mission) time.Duration {
 }
 
 // headerStreamSource marks a message a stream sourced from another: in
-// MISSIONS, a mission queued again from PARKED. The server sets it and
-// refuses a publish that carries it.
+// the MISSIONS of an earlier layout, which sourced PARKED, a mission
+// queued again from there. The server sets it and refuses a publish that
+// carries it.
 const headerStreamSource = "Nats-Stream-Source"
 
 // claim compare-and-sets the status to running by this worker. first is
@@ -634,14 +635,14 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 	// id (another submitter's, a cancel's, an earlier copy's) refuses it,
 	// and the claim reads and decides as for a later delivery. A conflict
 	// with a write still in flight (10164, replicated streams) tries again,
-	// since nothing may be stored to read yet. A mission queued again
-	// from PARKED (MISSIONS sources it: a deadline's, a quota's or a
-	// decision's wake) or a decision's wake published into MISSIONS
-	// (marked messages.HeaderWoken) has a status already and is read at
-	// once.
-	sourced := msg.Headers().Get(headerStreamSource) != ""
+	// since nothing may be stored to read yet. A wake from PARKED (a
+	// deadline's, a quota's or a refused decision's, moved by a worker:
+	// messages.HeaderWakeMoved; an earlier layout's MISSIONS sourced it:
+	// Nats-Stream-Source) or a decision's wake published into MISSIONS
+	// (messages.HeaderWoken) has a status already and is read at once.
+	fromParked := msg.Headers().Get(messages.HeaderWakeMoved) != "" || msg.Headers().Get(headerStreamSource) != ""
 	woken := msg.Headers().Get(messages.HeaderWoken) != ""
-	fresh := attempt == 1 && !sourced && !woken
+	fresh := attempt == 1 && !fromParked && !woken
 	for try := range 8 {
 		// taken before this round's writes and reads of the status
 		drops := w.drops.signal()
@@ -708,7 +709,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// before, as is one that finds another sequence named: the client
 		// queues such a copy while it reads the status (Submit).
 		parked := st.State == messages.StateAwaitingApproval || st.State == messages.StateQuotaWait
-		wakes := sourced || woken && st.State == messages.StateAwaitingApproval
+		wakes := fromParked || woken && st.State == messages.StateAwaitingApproval
 		if st.StreamSeq != meta.Sequence.Stream && (st.StreamSeq != 0 && st.State != messages.StateAwaitingApproval ||
 			st.StreamSeq == 0 && parked && rev != 0 && !wakes && attempt == 1) {
 			log.Info().Uint64("stream_seq", meta.Sequence.Stream).Uint64("status_seq", st.StreamSeq).Msg("duplicate submission; dropping")
@@ -722,7 +723,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// its own submit subject with any header, Ptc-Woken included),
 		// not its wake: running it would resume the mission as changed.
 		if st.State == messages.StateAwaitingApproval && !suspendedMission(msg.Data(), st.MissionDigest) {
-			log.Warn().Uint64("stream_seq", meta.Sequence.Stream).Bool("woken", woken).Bool("sourced", sourced).
+			log.Warn().Uint64("stream_seq", meta.Sequence.Stream).Bool("woken", woken).Bool("from_parked", fromParked).
 				Msg("a message to resume the mission awaiting approval carries another mission than the one suspended; dropping it as a duplicate submission")
 			_ = msg.Term()
 			return nil, false, false, true

@@ -42,9 +42,11 @@ func TestMissionsStreamAnnouncesStoredMissions(t *testing.T) {
 	if _, err := c.Submit(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fleet.EnsureStores(ctx, js, testStore); err != nil {
+	st, err = fleet.EnsureStores(ctx, js, testStore)
+	if err != nil {
 		t.Fatal(err)
 	}
+	fleet.MoveWakes(t, nc, st)
 	if r := mustStream(t, js, messages.StreamMissions).RePublish; r == nil || r.Destination != messages.QueuedTransform() {
 		t.Fatalf("MISSIONS republishes %+v after the setup", r)
 	}
@@ -89,7 +91,7 @@ func TestMissionsStreamAnnouncesStoredMissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("submitted", m.ID, messages.PriorityHigh)
-	// a mission queued again from PARKED, which MISSIONS sources
+	// a mission queued again from PARKED, which a worker moves
 	woken := newMission()
 	data, err := messages.Marshal(woken)
 	if err != nil {

@@ -513,11 +513,15 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 	eventually(t, 10*time.Second, "the first mission running", func() bool { _, ok := started.Load(first.ID); return ok })
 	next := submitN(t, c, "a", 1)[0]
 	waitState(t, c, next.ID, messages.StateQuotaWait)
+	wakes, err := nc.SubscribeSync(messages.WakeSubject("a", messages.PriorityNormal, next.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
 	close(release)
 	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
 		t.Fatalf("%+v, %v", st, err)
 	}
-	raw, err := c.Stores().Parked.GetLastMsgForSubject(ctx, messages.WakeSubject("a", messages.PriorityNormal, next.ID))
+	raw, err := wakes.NextMsg(time.Second)
 	if err != nil {
 		t.Fatalf("no wake of the waiting mission: %v", err)
 	}

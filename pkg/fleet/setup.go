@@ -165,6 +165,11 @@ func LaneConsumerName(priority string, l int) string {
 	return "workers-" + priority + "-" + strconv.Itoa(l)
 }
 
+// WakeConsumerName is the durable pull consumer of PARKED's wakes
+// (messages.WakeWildcard), from which workers move each wake into
+// MISSIONS (moveWake).
+const WakeConsumerName = "wake-movers"
+
 // Stores holds the handles EnsureStores created or updated.
 type Stores struct {
 	Missions jetstream.Stream
@@ -217,6 +222,9 @@ type Stores struct {
 	// Lanes holds each priority's lane consumers, by lane
 	// (messages.MissionLanes); nil in a client's bound layout.
 	Lanes map[string][]jetstream.Consumer
+	// Wakes is PARKED's consumer of wakes (WakeConsumerName); nil in a
+	// client's bound layout.
+	Wakes jetstream.Consumer
 }
 
 // EnsureStores makes the fleet layout (docs/fleet.md) exist as cfg says and
@@ -280,11 +288,27 @@ func EnsureStores(ctx context.Context, js jetstream.JetStream, cfg StoreConfig) 
 			st.Lanes[p] = append(st.Lanes[p], c)
 		}
 	}
+	// every wake is moved, however often its move fails (MISSIONS
+	// full, no leader): MaxDeliver unlimited
+	wakes := jetstream.ConsumerConfig{
+		Durable:       WakeConsumerName,
+		FilterSubject: messages.WakeWildcard,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: wakeAckPending,
+		MaxWaiting:    4096,
+	}
+	var err error
+	if st.Wakes, err = retrySetup(ctx, cfg, "consumer "+wakes.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+		return ensureConsumer(ctx, st.Parked, wakes, false, cfg.VerifyOnly)
+	}); err != nil {
+		return nil, err
+	}
 	kvCfg := jetstream.KeyValueConfig{
 		Bucket: messages.BucketStatus, History: 1, TTL: cfg.StatusTTL,
 		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 	}
-	var err error
 	st.Status, err = retrySetup(ctx, cfg, "kv "+kvCfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return ensureKV(ctx, js, kvCfg, cfg.VerifyOnly)
 	})
@@ -397,11 +421,11 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			// the schedule that publishes it on
 			// mission.wake.<submitter>.<priority>.<id> at its deadline
 			// (a quota's lease given back copies it there too), which
-			// MISSIONS sources (docs/approvals.md); a decision publishes
-			// its copy into MISSIONS directly (mission.woken.*.*.*),
-			// here only where MISSIONS does not hold that subject or
-			// refuses it; mission.parked.<id> holds those an earlier
-			// release parked
+			// workers move into MISSIONS (WakeConsumerName,
+			// docs/approvals.md); a decision publishes its copy into
+			// MISSIONS directly (mission.woken.*.*.*), here only where
+			// MISSIONS does not hold that subject or refuses it;
+			// mission.parked.<id> holds those an earlier release parked
 			Subjects: []string{messages.SubjectParkPrefix + "*", messages.SubjectParkedPrefix + "*",
 				messages.WakeWildcard},
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
@@ -410,8 +434,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 		}},
 		{func(s *Stores) *jetstream.Stream { return &s.Missions }, jetstream.StreamConfig{
 			Name: messages.StreamMissions,
-			// missions as submitted, and decisions' wakes published into
-			// it directly (docs/approvals.md)
+			// missions as submitted, and wakes published into it
+			// directly: decisions' and those workers move from PARKED
+			// (docs/approvals.md)
 			Subjects: []string{messages.SubmitWildcard, messages.WokenWildcard},
 			// each mission is stored in its submitter's lane (fair share),
 			// on its submit subject whether submitted or woken
@@ -422,10 +447,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			AllowDirect: true,
 			Duplicates:  cfg.DuplicateWindow, MaxMsgSize: cfg.MaxMissionBytes, MaxMsgs: cfg.MaxQueued,
 			Discard: jetstream.DiscardNew,
-			Sources: []*jetstream.StreamSource{{Name: messages.StreamParked,
-				SubjectTransforms: []jetstream.SubjectTransformConfig{{
-					Source:      messages.WakeWildcard,
-					Destination: messages.LaneTransform()}}}},
+			// no source: a stream's source of PARKED was seen to stall
+			// under node restarts while reporting no lag, and the
+			// setup removes one an earlier layout had (overlayStream)
 			// each mission stored (submitted or woken), to the workers:
 			// the lane to fetch from, once a fetch finds it
 			RePublish: missionRepublish(),
@@ -625,9 +649,9 @@ func overlayStream(dst *jetstream.StreamConfig, w jetstream.StreamConfig) {
 	if w.RePublish != nil {
 		dst.RePublish = w.RePublish
 	}
-	if w.Sources != nil {
-		dst.Sources = w.Sources
-	}
+	// the layout's streams source none: one an earlier layout had is
+	// removed
+	dst.Sources = w.Sources
 	if w.Duplicates != 0 {
 		dst.Duplicates = w.Duplicates
 	}

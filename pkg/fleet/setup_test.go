@@ -137,7 +137,7 @@ func TestEnsureStoresHoldsWokenMissionsOnAnEarlierMissions(t *testing.T) {
 	}
 	earlier := st.Missions.CachedInfo().Config
 	earlier.Subjects = []string{messages.SubmitWildcard}
-	earlier.SubjectTransform = &jetstream.SubjectTransformConfig{Source: messages.SubmitWildcard, Destination: messages.LaneTransform()}
+	earlier.SubjectTransform = &jetstream.SubjectTransformConfig{Source: messages.SubmitWildcard, Destination: earlierLaneTransform}
 	if _, err := js.UpdateStream(ctx, earlier); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -382,8 +383,8 @@ func parkAwaiting(ctx context.Context, t *testing.T, c *Client, k missionKey) []
 
 // A decision whose wake MISSIONS refuses (full: MaxQueued missions
 // queued, DiscardNew) is not an error: the wake is stored in PARKED
-// instead, which MISSIONS sources once it has room, as every wake was
-// before decisions published theirs into MISSIONS.
+// instead, from which a worker moves it into MISSIONS once it has room,
+// then removes it.
 func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -392,6 +393,19 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{MaxQueued: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mover := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
+	if err := mover.start(st.Wakes); err != nil {
+		t.Fatal(err)
+	}
+	defer mover.stop()
 	if !missionsHoldWoken(c.st.Missions) {
 		t.Fatalf("MISSIONS subjects %v: no %s", c.st.Missions.CachedInfo().Config.Subjects, messages.WokenWildcard)
 	}
@@ -413,9 +427,15 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	if _, err := c.Decide(ctx, k.id, Decision{Approve: true, By: "ann"}); err != nil {
 		t.Fatalf("a decision while MISSIONS is full: %v", err)
 	}
-	data, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k.sub, messages.PriorityNormal, k.id)))
+	wakeSubject := messages.WakeSubject(k.sub, messages.PriorityNormal, k.id)
+	data, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject))
 	if err != nil || !bytes.Equal(data, mission) {
 		t.Fatalf("the wake in PARKED: %d bytes, %v", len(data), err)
+	}
+	// the mover tries it every wakeRetryDelay meanwhile
+	time.Sleep(2 * wakeRetryDelay)
+	if _, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject)); err != nil {
+		t.Fatalf("the wake left PARKED while MISSIONS was full: %v", err)
 	}
 	if err := c.st.Missions.DeleteMsg(ctx, fillers[0]); err != nil {
 		t.Fatal(err)
@@ -424,13 +444,24 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	for {
 		data, _, hdr, err := leaderMsg(ctx, nc, messages.StreamMissions, lastOn(messages.QueuedFilters(k.sub, k.id)[0]))
 		if err == nil {
-			if !bytes.Equal(data, mission) || hdr.Get(headerStreamSource) == "" || hdr.Get(messages.HeaderWokenEvent) != "4" {
+			if !bytes.Equal(data, mission) || hdr.Get(messages.HeaderWakeMoved) == "" || hdr.Get(messages.HeaderWokenEvent) != "4" ||
+				hdr.Get(jetstream.MsgTTLHeader) != "" {
 				t.Fatalf("the woken mission in MISSIONS: %d bytes, headers %v", len(data), hdr)
 			}
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the wake never reached MISSIONS once it had room: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		_, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the moved wake still in PARKED: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

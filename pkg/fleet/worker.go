@@ -361,6 +361,9 @@ type Worker struct {
 	stopOnce   sync.Once
 	subs       []*nats.Subscription
 	tracer     trace.Tracer // nil when tracing is off
+	// wakes moves PARKED's wakes into MISSIONS; nil when it could not
+	// start
+	wakes *wakeMover
 }
 
 // WorkerStats counts what a worker did since it was created. All counts

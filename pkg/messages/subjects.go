@@ -64,13 +64,15 @@ const (
 	// SubjectWakePrefix prefixes mission.wake.<submitter>.<priority>.<id>
 	// in PARKED: a suspended mission's message queued again (by its
 	// schedule, a quota's lease given back, or a decision where MISSIONS
-	// holds no SubjectWokenPrefix subject); MISSIONS sources it as
-	// mission.submit.<submitter>.<priority>.<id>.<lane>.
+	// holds no SubjectWokenPrefix subject or refuses it); workers move it
+	// into MISSIONS on its SubjectWokenPrefix subject (HeaderWakeMoved).
 	SubjectWakePrefix = "mission.wake."
 	// SubjectWokenPrefix prefixes mission.woken.<submitter>.<priority>.<id>
-	// in MISSIONS: a decision's wake, stored in MISSIONS directly as
+	// in MISSIONS: a decision's wake, or a wake a worker moved from
+	// PARKED, stored in MISSIONS directly as
 	// mission.submit.<submitter>.<priority>.<id>.<lane> (the lane its
-	// submit would take). Only the approver role may publish there.
+	// submit would take). Only the approver and worker roles may publish
+	// there.
 	SubjectWokenPrefix = "mission.woken."
 	// SubjectQueuedPrefix prefixes
 	// mission.queued.<submitter>.<priority>.<id>.<lane>: MISSIONS
@@ -164,9 +166,16 @@ const (
 	// HeaderWoken marks a decision's wake published on WokenSubject, which
 	// MISSIONS stores on the subject a submit of the mission takes: its
 	// value is the decided call. The claim reads the mission's status at
-	// once, as for a wake sourced from PARKED (which the server marks
-	// Nats-Stream-Source), rather than trying to create it first.
+	// once, as for a wake moved from PARKED (HeaderWakeMoved), rather than
+	// trying to create it first.
 	HeaderWoken = "Ptc-Woken"
+	// HeaderWakeMoved marks a wake a worker moved from PARKED into
+	// MISSIONS on its WokenSubject (a deadline's, a quota's, or a
+	// decision's that MISSIONS refused): its value is the wake's
+	// sequence in PARKED. The claim takes a mission waiting for approval
+	// or for its quota from such a copy, as it did from one MISSIONS
+	// sourced from PARKED (marked Nats-Stream-Source by the server).
+	HeaderWakeMoved = "Ptc-Wake-Moved"
 	// HeaderError carries the error of a fleet request that failed (a
 	// cancel): a code (ErrCodeNotFound, ErrCodeFailed), ": " and a
 	// message.
@@ -279,13 +288,6 @@ func SubmitLane(s string) int {
 	return int(h % MissionLanes)
 }
 
-// LaneTransform is the destination of the transform that gives a
-// mission submitted on SubjectSubmitPrefix+"*.*.*" its lane.
-func LaneTransform() string {
-	return SubjectSubmitPrefix + "{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(" +
-		strconv.Itoa(MissionLanes) + ",1)}}"
-}
-
 // QueueSource matches what MISSIONS stores from its own subjects, the
 // submits (SubmitWildcard) and the decisions' wakes (WokenWildcard): the
 // source of the transform that gives each its lane (QueueTransform).
@@ -295,7 +297,7 @@ const QueueSource = "mission.*.*.*.*"
 // (source QueueSource): a mission submitted on
 // SubmitSubject(s, p, id) or woken on WokenSubject(s, p, id) is stored
 // as mission.submit.<s>.<p>.<id>.<lane>, the lane SubmitLane(s) (the
-// partition of the submitter's token alone, as LaneTransform's).
+// partition of the submitter's token alone).
 func QueueTransform() string {
 	return SubjectSubmitPrefix + "{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}.{{partition(" +
 		strconv.Itoa(MissionLanes) + ",2)}}"

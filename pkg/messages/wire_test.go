@@ -195,7 +195,6 @@ func TestSubjects(t *testing.T) {
 		{SubmitSubject("ops", PriorityHigh, testID), "mission.submit.ops.high." + testID},
 		{SubmitFilter(PriorityLow), "mission.submit.*.low.*"},
 		{LaneFilter(PriorityLow, 5), "mission.submit.*.low.*.5"},
-		{LaneTransform(), "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(8,1)}}"},
 		{QueueTransform(), "mission.submit.{{wildcard(2)}}.{{wildcard(3)}}.{{wildcard(4)}}.{{partition(8,2)}}"},
 		{WokenSubject("ops", "", testID), "mission.woken.ops.normal." + testID},
 		{QueuedSubject("ops", PriorityLow, testID, 5), "mission.queued.ops.low." + testID + ".5"},

@@ -1,0 +1,168 @@
+package fleet
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ptcfleet/ptc/pkg/messages"
+)
+
+// Workers move the wakes PARKED holds (a deadline's schedule fired, a
+// quota's lease given back, a decision MISSIONS refused) into MISSIONS
+// themselves, from one durable consumer they share (WakeConsumerName):
+// each wake is published on its woken subject, marked
+// messages.HeaderWakeMoved, then acknowledged and removed from PARKED. A
+// stream's source of PARKED would move them inside the server, but node
+// restarts were seen to stall one while it reported no lag
+// (docs/approvals.md, "Guarantees"): a wake a worker moves is
+// acknowledged only once MISSIONS stored it, and redelivered otherwise.
+
+// wakeMovers bounds the wakes one worker moves at once.
+const wakeMovers = 16
+
+// wakeAckPending bounds the wakes handed out and not yet moved, across
+// the fleet (the wake consumer's MaxAckPending).
+const wakeAckPending = 1024
+
+// wakeMoveWait bounds one move: the publish into MISSIONS and its ack.
+const wakeMoveWait = 10 * time.Second
+
+// wakeRetryDelay is how long a wake whose move failed (MISSIONS full,
+// electing a leader, or not answering) waits before it is tried again.
+const wakeRetryDelay = time.Second
+
+// wakeMover moves PARKED's wakes for one worker.
+type wakeMover struct {
+	nc      *nats.Conn
+	replies *replyMux // nc's reply mux, or nil
+	parked  jetstream.Stream
+	metrics *Metrics
+	tenant  string
+	log     zerolog.Logger
+
+	cc      jetstream.ConsumeContext
+	sem     chan struct{}
+	moves   sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped sync.Once
+}
+
+// startWakeMover starts moving the wakes of the worker's wake consumer.
+func (w *Worker) startWakeMover() (*wakeMover, error) {
+	m := &wakeMover{nc: w.nc, replies: w.replies, parked: w.st.Parked, metrics: w.cfg.Metrics, tenant: w.cfg.Tenant, log: w.log}
+	return m, m.start(w.st.Wakes)
+}
+
+// start starts taking the wakes of c, the wake consumer.
+func (m *wakeMover) start(c jetstream.Consumer) error {
+	m.sem = make(chan struct{}, wakeMovers)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	cc, err := c.Consume(m.take,
+		jetstream.PullMaxMessages(wakeMovers),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			m.log.Debug().Err(err).Msg("wake consumer")
+		}))
+	if err != nil {
+		m.cancel()
+		return err
+	}
+	m.cc = cc
+	return nil
+}
+
+// take hands wake msg to a move of its own, once fewer than wakeMovers
+// run.
+func (m *wakeMover) take(msg jetstream.Msg) {
+	select {
+	case m.sem <- struct{}{}:
+	case <-m.ctx.Done():
+		return // redelivered to another worker after its AckWait
+	}
+	m.moves.Add(1)
+	go func() {
+		defer func() { <-m.sem; m.moves.Done() }()
+		ctx, cancel := context.WithTimeout(m.ctx, wakeMoveWait)
+		defer cancel()
+		m.move(ctx, msg)
+	}()
+}
+
+// stop stops taking wakes and waits for the moves under way.
+func (m *wakeMover) stop() {
+	if m == nil || m.cc == nil {
+		return
+	}
+	m.stopped.Do(func() {
+		m.cc.Stop()
+		m.moves.Wait()
+		m.cancel()
+	})
+}
+
+// move publishes wake msg of PARKED into MISSIONS (movedWake) and
+// acknowledges it once MISSIONS stored it, then removes it from PARKED
+// (its TTL removes it where that fails). A move that fails is tried
+// again after wakeRetryDelay; a message that is no wake is dropped.
+func (m *wakeMover) move(ctx context.Context, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		m.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("wake without metadata; dropping it")
+		_ = msg.Term()
+		return
+	}
+	moved, ok := movedWake(msg.Subject(), meta.Sequence.Stream, msg.Data(), msg.Headers())
+	if !ok {
+		m.log.Warn().Str("subject", msg.Subject()).Msg("not a wake subject; dropping it")
+		_ = msg.Term()
+		return
+	}
+	log := m.log.With().Str("mission", moved.Header.Get(messages.HeaderMissionID)).Uint64("parked_seq", meta.Sequence.Stream).Logger()
+	if _, err := publishAckedOn(ctx, m.nc, m.replies, moved); err != nil {
+		log.Warn().Err(err).Msg("wake not moved into MISSIONS; trying again")
+		m.metrics.wakeMove(m.tenant, false)
+		_ = msg.NakWithDelay(wakeRetryDelay)
+		return
+	}
+	m.metrics.wakeMove(m.tenant, true)
+	if err := msg.DoubleAck(ctx); err != nil {
+		// redelivered: MISSIONS drops the move made again as a
+		// duplicate (its Msg-Id)
+		log.Debug().Err(err).Msg("moved wake not acknowledged")
+		return
+	}
+	if err := m.parked.DeleteMsg(ctx, meta.Sequence.Stream); err != nil {
+		log.Debug().Err(err).Msg("moved wake not removed from PARKED; its TTL removes it")
+	}
+	log.Debug().Msg("wake moved into MISSIONS")
+}
+
+// movedWake is the copy of the wake stored at seq in PARKED on subject
+// (messages.WakeSubject) that a worker publishes into MISSIONS: on the
+// mission's woken subject, with the wake's own headers (the server's,
+// Nats-*, left out), marked messages.HeaderWakeMoved with seq, under
+// Msg-Id "<id>/moved/<seq>" so that a redelivered move is stored once.
+// ok is false when subject is no wake subject.
+func movedWake(subject string, seq uint64, data []byte, hdr nats.Header) (*nats.Msg, bool) {
+	sub, prio, id, ok := messages.ParseWakeSubject(subject)
+	if !ok {
+		return nil, false
+	}
+	m := &nats.Msg{Subject: messages.WokenSubject(sub, prio, id), Data: data, Header: nats.Header{}}
+	for name, v := range hdr {
+		if !strings.HasPrefix(strings.ToLower(name), "nats-") {
+			m.Header[name] = v
+		}
+	}
+	s := strconv.FormatUint(seq, 10)
+	m.Header.Set(messages.HeaderWakeMoved, s)
+	m.Header.Set(jetstream.MsgIDHeader, id+"/moved/"+s)
+	return m, true
+}
