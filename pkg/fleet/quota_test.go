@@ -529,3 +529,70 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 		t.Errorf("the waiting mission was woken by %q, not by the lease given back", id)
 	}
 }
+
+// A submitter may publish on its own submit subject with any header,
+// Ptc-Wake-Moved included. A mission of its waiting for its running quota
+// so marked is taken as a wake, and the quota still holds it: its lease
+// is refused, it waits again, and it runs once, after the lease is given
+// back, never next to the mission holding it.
+func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
+	release := make(chan struct{})
+	var running, most atomic.Int64
+	var mu sync.Mutex
+	runs := map[string]int{}
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			if old := most.Load(); n <= old || most.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		mu.Lock()
+		runs[m.ID]++
+		mu.Unlock()
+		if m.Context["hold"] == true {
+			<-release
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	c := submitterClient(t, nc, "a")
+	ctx := testCtx(t)
+	first := newMission()
+	first.Context = map[string]any{"hold": true}
+	if _, err := c.Submit(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the first mission running", func() bool { return running.Load() == 1 })
+	next := submitN(t, c, "a", 1)[0]
+	waits := waitState(t, c, next.ID, messages.StateQuotaWait).QuotaWaits
+	body, err := messages.MarshalMission(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := &nats.Msg{Subject: messages.SubmitSubject("a", messages.PriorityNormal, next.ID), Data: body, Header: nats.Header{}}
+	forged.Header.Set(messages.HeaderMissionID, next.ID)
+	forged.Header.Set(messages.HeaderWakeMoved, "1")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the forged wake taken and the mission waiting again", func() bool {
+		st, err := c.Status(ctx, next.ID)
+		return err == nil && st.State == messages.StateQuotaWait && st.QuotaWaits > waits
+	})
+	close(release)
+	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most.Load() != 1 || runs[next.ID] != 1 || runs[first.ID] != 1 {
+		t.Fatalf("at most %d ran at once; runs %v: want 1 at a time, each once", most.Load(), runs)
+	}
+}

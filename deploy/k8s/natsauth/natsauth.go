@@ -299,8 +299,9 @@ func submitterPublish(user, reads string) []string {
 // approvals), and the decision: a compare-and-set of a call's approval
 // record, the approval_decided event, and queueing the suspended mission
 // again from its parked message. No submit, no cancel, no tool call.
-// Submitters may not publish on the woken subjects: a woken mission's
-// claim takes it as a wake, with its status read at once.
+// Submitters may not publish on the woken subjects (approvers and
+// workers may): a woken mission's claim takes it as a wake, with its
+// status read at once.
 func approverPublish() []string {
 	l := []string{api + "INFO"}
 	l = append(l, streamInfo(bindStreams()...)...)
@@ -375,6 +376,15 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(objStream)...)
 	l = append(l, directBatch(approvalsStream)...)
 	l = append(l, directGet(messages.StreamParked)...)
+	// PARKED's wakes (a deadline's, a quota's) are moved into MISSIONS
+	// by the workers: taken from their consumer, published on the woken
+	// subjects below, acknowledged and removed. A message delete names
+	// its sequence in its body, so a worker may remove any message of
+	// PARKED, which it may overwrite (roll up) anyway.
+	l = append(l, api+"CONSUMER.INFO."+messages.StreamParked+"."+fleet.WakeConsumerName,
+		api+"CONSUMER.MSG.NEXT."+messages.StreamParked+"."+fleet.WakeConsumerName,
+		"$JS.ACK."+messages.StreamParked+"."+fleet.WakeConsumerName+".>",
+		api+"STREAM.MSG.DELETE."+messages.StreamParked)
 	l = append(l, orderedRead(objStream)...)
 	// A resumed or redelivered run reads its journal's first messages
 	// one message get each (answered by the leader), a long journal's
@@ -414,6 +424,8 @@ func workerPublish(services []string) []string {
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
 		messages.WakeWildcard,
+		// PARKED's wakes, moved into MISSIONS
+		messages.WokenWildcard,
 		"$KV."+messages.BucketBudgetSpend+".>",
 		"$KV."+messages.BucketQuotaLeases+".>",
 		"$SRV.INFO",
