@@ -108,8 +108,8 @@ func caughtUp(ctx context.Context, js jetstream.JetStream) bool {
 	return names.Err() == nil
 }
 
-// clusterState describes each stream's leader and replicas, for the log
-// of a chaos run that lost missions.
+// clusterState describes each stream's leader and replicas (and what the
+// wake consumer holds), for the log of a chaos run that lost missions.
 func clusterState(js jetstream.JetStream) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -129,10 +129,11 @@ func clusterState(js jetstream.JetStream) string {
 				fmt.Fprintf(&b, ", replica %s current %v offline %v lag %d", r.Name, r.Current, r.Offline, r.Lag)
 			}
 		}
-		for _, src := range info.Sources {
-			fmt.Fprintf(&b, ", source %s lag %d active %v", src.Name, src.Lag, src.Active)
-			if src.Error != nil {
-				fmt.Fprintf(&b, " error %v", src.Error)
+		if name == messages.StreamParked {
+			if c, err := s.Consumer(ctx, fleet.WakeConsumerName); err != nil {
+				fmt.Fprintf(&b, ", wake consumer: %v", err)
+			} else if ci := c.CachedInfo(); ci != nil {
+				fmt.Fprintf(&b, ", wakes not moved %d, being moved %d, redelivered %d", ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
 			}
 		}
 		b.WriteString("\n")
