@@ -717,8 +717,8 @@ const (
 )
 
 // wakeTTL is how long a wake message stays in PARKED at most: a worker
-// moves it into MISSIONS and removes it at once (moveWake); a day covers
-// a fleet left with no worker for hours.
+// moves it into MISSIONS and removes it at once (wakeMover.move); a day
+// covers a fleet left with no worker for hours.
 const wakeTTL = "24h"
 
 // hasApprovalRules reports whether the mission or its worker sets rules
@@ -1276,8 +1276,8 @@ func (c *Client) resume(ctx context.Context, k missionKey, a *messages.Approval)
 // answers, MISSIONS electing a leader, is made again for up to
 // electionWait); else, or when MISSIONS refuses it (full:
 // StoreConfig.MaxQueued), on its wake subject in PARKED, from which a
-// worker moves it into MISSIONS once there is room (moveWake). When the
-// mission is not parked yet (parked is nil: its worker is still
+// worker moves it into MISSIONS once there is room (wakeMover.move).
+// When the mission is not parked yet (parked is nil: its worker is still
 // suspending it), that worker finds the decision and queues it itself.
 // woken (nil: none) holds headers the wake adds.
 func (c *Client) wakeParked(ctx context.Context, k missionKey, a *messages.Approval, parked *jetstream.RawStreamMsg, woken nats.Header) error {

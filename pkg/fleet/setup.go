@@ -167,7 +167,7 @@ func LaneConsumerName(priority string, l int) string {
 
 // WakeConsumerName is the durable pull consumer of PARKED's wakes
 // (messages.WakeWildcard), from which workers move each wake into
-// MISSIONS (moveWake).
+// MISSIONS (wakeMover.move).
 const WakeConsumerName = "wake-movers"
 
 // Stores holds the handles EnsureStores created or updated.
