@@ -50,6 +50,15 @@ func approvalChaosWant(k int) map[string]any {
 // when its feedback names it.
 const denyReason = "chaos-deny"
 
+// undecided reports whether mission k of the approval chaos run is left
+// to its deadline: one in eight, all of them missions whose call is to
+// be denied. Its deadline's schedule fires into PARKED while nodes
+// restart, and a worker moves the wake into MISSIONS.
+func undecided(k int) bool { return k%8 == 7 }
+
+// undecidedTimeout is the approval deadline of the undecided missions.
+const undecidedTimeout = 3 * time.Second
+
 // payTools serves pay, deduplicated by idempotency key, and counts its
 // executions per mission and per key.
 type payTools struct {
@@ -156,10 +165,13 @@ func approvalChaosMissions() int {
 // Chaos while missions wait for approval and resume, on a 3-node cluster
 // with R3 streams: worker processes are SIGKILLed at random and one NATS
 // node at a time is killed and restarted while missions are suspended,
-// being decided and resuming. Every mission finishes once with the right
-// result (0 lost, 0 duplicated), every approved call runs exactly once
-// (the tool service deduplicates by idempotency key: the guarantee of
-// docs/approvals.md), no denied call runs, and no worker exits.
+// being decided and resuming; one mission in eight is never decided and
+// is denied at its deadline (3 s: the schedule's wake, moved into
+// MISSIONS by a worker while nodes restart). Every mission finishes once
+// with the right result (0 lost, 0 duplicated), every approved call runs
+// exactly once (the tool service deduplicates by idempotency key: the
+// guarantee of docs/approvals.md), no denied call runs, and no worker
+// exits.
 //
 // Under the race detector the node processes are the race-instrumented
 // test binary too: on a loaded machine a node restart has left such a
@@ -175,7 +187,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	model := newFakeModel()
 	model.delay = 100 * time.Millisecond
 	model.program = approvalChaosProgram
-	model.advanceOn = denyReason
+	model.advanceOn = []string{denyReason, messages.ReasonApprovalTimeout}
 	ms := httptest.NewServer(model)
 	t.Cleanup(ms.Close)
 	logs := newWorkerLogs(t)
@@ -216,6 +228,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 			// is decided again, or at the deadline, when the schedule
 			// queues the mission again
 			Approval: &messages.ApprovalPolicy{Timeout: 20 * time.Second, Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
+		if undecided(k) {
+			m.Approval.Timeout = undecidedTimeout
+		}
 		ids[k], kOf[id] = id, k
 		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
 			t.Fatal(err)
@@ -241,7 +256,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 				decMu.Lock()
 				done, again := finished[id], unqueued[id]
 				decMu.Unlock()
-				if done {
+				if done || undecided(kOf[id]) {
 					continue
 				}
 				approve := kOf[id]%2 == 0
@@ -441,6 +456,17 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 				case a.State == messages.ApprovalDenied:
 					nDenied++
 				}
+				if undecided(k) && (a.State != messages.ApprovalDenied || a.Reason != messages.ReasonApprovalTimeout) {
+					// no one decides it: only its deadline can
+					wrong++
+					t.Logf("undecided mission %d: call %s %s (%s) by %s", k, a.Call, a.State, a.Reason, a.DecidedBy)
+					fail(id)
+				}
+			}
+			if undecided(k) && len(as) == 0 {
+				wrong++
+				t.Logf("undecided mission %d: no call waited for approval", k)
+				fail(id)
 			}
 		}
 	}

@@ -411,10 +411,10 @@ type fakeModel struct {
 	finished func(id string) bool
 	// program, when set, replaces programFor.
 	program func(k, step int) string
-	// advanceOn, when set, makes a step whose feedback holds it count as
-	// done although it reports an error: the model goes on (a denied call
-	// handled by the next program).
-	advanceOn string
+	// advanceOn makes a step whose feedback holds one of its strings
+	// count as done although it reports an error: the model goes on (a
+	// denied call handled by the next program).
+	advanceOn []string
 
 	mu         sync.Mutex
 	asked      map[string]int
@@ -467,7 +467,7 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.Role == "assistant" {
 			turn++
 			if i+1 < len(req.Messages) && (!strings.Contains(string(req.Messages[i+1].Content), "Error") ||
-				f.advanceOn != "" && strings.Contains(string(req.Messages[i+1].Content), f.advanceOn)) {
+				slices.ContainsFunc(f.advanceOn, func(s string) bool { return strings.Contains(string(req.Messages[i+1].Content), s) })) {
 				step++
 			}
 		}
