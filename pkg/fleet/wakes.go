@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,13 @@ func (m *wakeMover) start(c jetstream.Consumer) error {
 	cc, err := c.Consume(m.take,
 		jetstream.PullMaxMessages(wakeMovers),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				// the layout changed under the worker: set it up again
+				// (worker setup) and restart the workers
+				m.log.Error().Err(err).Msgf("the wake consumer %s is gone: this worker moves no more wakes from PARKED", WakeConsumerName)
+				return
+			}
+			// a missed heartbeat or a reconnect: the consume goes on
 			m.log.Debug().Err(err).Msg("wake consumer")
 		}))
 	if err != nil {
