@@ -432,7 +432,7 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	if err != nil || !bytes.Equal(data, mission) {
 		t.Fatalf("the wake in PARKED: %d bytes, %v", len(data), err)
 	}
-	// the mover tries it every wakeRetryDelay meanwhile
+	// the mover tries it again meanwhile (wakeRetryAfter)
 	time.Sleep(2 * wakeRetryDelay)
 	if _, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject)); err != nil {
 		t.Fatalf("the wake left PARKED while MISSIONS was full: %v", err)

@@ -36,8 +36,22 @@ const wakeAckPending = 1024
 const wakeMoveWait = 10 * time.Second
 
 // wakeRetryDelay is how long a wake whose move failed (MISSIONS full,
-// electing a leader, or not answering) waits before it is tried again.
-const wakeRetryDelay = time.Second
+// electing a leader, or not answering) waits before it is tried again
+// the first time; each failure after doubles it, up to wakeRetryMax.
+const (
+	wakeRetryDelay = time.Second
+	wakeRetryMax   = 30 * time.Second
+)
+
+// wakeRetryAfter is how long a wake waits after its delivery-th move
+// failed (delivery counts from 1).
+func wakeRetryAfter(delivery uint64) time.Duration {
+	d := wakeRetryDelay
+	for i := uint64(1); i < delivery && d < wakeRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, wakeRetryMax)
+}
 
 // wakeMover moves PARKED's wakes for one worker.
 type wakeMover struct {
@@ -118,7 +132,7 @@ func (m *wakeMover) stop() {
 // move publishes wake msg of PARKED into MISSIONS (movedWake) and
 // acknowledges it once MISSIONS stored it, then removes it from PARKED
 // (its TTL removes it where that fails). A move that fails is tried
-// again after wakeRetryDelay; a message that is no wake is dropped.
+// again after wakeRetryAfter; a message that is no wake is dropped.
 func (m *wakeMover) move(ctx context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -134,9 +148,15 @@ func (m *wakeMover) move(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := m.log.With().Str("mission", moved.Header.Get(messages.HeaderMissionID)).Uint64("parked_seq", meta.Sequence.Stream).Logger()
 	if _, err := publishAckedOn(ctx, m.nc, m.replies, moved); err != nil {
-		log.Warn().Err(err).Msg("wake not moved into MISSIONS; trying again")
+		retry := wakeRetryAfter(meta.NumDelivered)
+		ev := log.Debug()
+		if meta.NumDelivered == 1 || retry == wakeRetryMax && meta.NumDelivered%10 == 0 {
+			// said once, then every tenth try at the longest wait
+			ev = log.Warn()
+		}
+		ev.Err(err).Uint64("tries", meta.NumDelivered).Dur("retry_in", retry).Msg("wake not moved into MISSIONS; trying again")
 		m.metrics.wakeMove(m.tenant, false)
-		_ = msg.NakWithDelay(wakeRetryDelay)
+		_ = msg.NakWithDelay(retry)
 		return
 	}
 	m.metrics.wakeMove(m.tenant, true)
