@@ -531,10 +531,10 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 }
 
 // A submitter may publish on its own submit subject with any header,
-// Ptc-Wake-Moved included. A mission of its waiting for its running quota
-// so marked is taken as a wake, and the quota still holds it: its lease
-// is refused, it waits again, and it runs once, after the lease is given
-// back, never next to the mission holding it.
+// Ptc-Wake-Moved included. A copy of its mission waiting for its running
+// quota so marked, taken as a wake, does not run it past the quota: its
+// lease is refused and it waits again; it runs once, after the lease is
+// given back, never next to the mission holding it.
 func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
 	_, nc := runJetStream(t)
 	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
@@ -567,7 +567,7 @@ func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the first mission running", func() bool { return running.Load() == 1 })
 	next := submitN(t, c, "a", 1)[0]
-	waits := waitState(t, c, next.ID, messages.StateQuotaWait).QuotaWaits
+	waitState(t, c, next.ID, messages.StateQuotaWait)
 	body, err := messages.MarshalMission(next)
 	if err != nil {
 		t.Fatal(err)
@@ -582,9 +582,14 @@ func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, forged); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the forged wake taken and the mission waiting again", func() bool {
-		st, err := c.Status(ctx, next.ID)
-		return err == nil && st.State == messages.StateQuotaWait && st.QuotaWaits > waits
+	st, err := fleet.EnsureStores(ctx, js, testStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the forged copy taken from MISSIONS and the mission waiting again", func() bool {
+		_, qerr := st.Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("a", next.ID)[0])
+		s, err := c.Status(ctx, next.ID)
+		return errors.Is(qerr, jetstream.ErrMsgNotFound) && err == nil && s.State == messages.StateQuotaWait
 	})
 	close(release)
 	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
