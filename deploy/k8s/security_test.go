@@ -169,6 +169,14 @@ func refused(t *testing.T, r *role, subject string, body any) {
 	r.waitViolation(t, subject)
 }
 
+// refuseWakeMoves checks that r may neither take a wake from the
+// workers' wake consumer nor remove a message of PARKED.
+func refuseWakeMoves(t *testing.T, r *role) {
+	t.Helper()
+	refused(t, r, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamParked+"."+fleet.WakeConsumerName, map[string]any{"batch": 1, "expires": int64(time.Second)})
+	refused(t, r, "$JS.API.STREAM.MSG.DELETE."+messages.StreamParked, map[string]any{"seq": 1})
+}
+
 // TestNATSRolesLeastPrivilege loads the shipped NATS config into a real
 // server and, role by role, runs what the role needs (a mission with an
 // offloaded context and a tool call runs end to end, watched and
@@ -274,6 +282,12 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 		messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
 		refused(t, fa.dispatcher, subj, nil)
 	}
+	// Nor take PARKED's wakes from the workers' consumer, or remove one
+	// (a wake removed before a worker moved it would leave its mission
+	// waiting), nor may a tool service (nor an approver: below)
+	for _, r := range []*role{fa.dispatcher, fa.tools} {
+		refuseWakeMoves(t, r)
+	}
 	// It may publish on its own submit subject with any header, the
 	// woken mark included: its awaiting mission is not resumed by such a
 	// message whose body is another mission (here one that lists the
@@ -364,8 +378,9 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if v := fa.approver.violations(); len(v) > 0 {
 		t.Fatalf("the approver's traffic was refused: %v", v)
 	}
-	// the approver submits nothing
+	// the approver submits nothing, nor moves or removes PARKED's wakes
 	refused(t, fa.approver, messages.SubmitSubject(natsauth.RoleApprover, messages.PriorityNormal, ap.ID), nil)
+	refuseWakeMoves(t, fa.approver)
 	fa.dispatcher.mu.Lock()
 	fa.dispatcher.v = nil
 	fa.dispatcher.mu.Unlock()
