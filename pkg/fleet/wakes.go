@@ -68,6 +68,8 @@ type wakeMover struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	stopped sync.Once
+	mu      sync.Mutex
+	closed  bool // guarded by mu: stop began, no move starts
 }
 
 // startWakeMover starts moving the wakes of the worker's wake consumer.
@@ -108,7 +110,14 @@ func (m *wakeMover) take(msg jetstream.Msg) {
 	case <-m.ctx.Done():
 		return // redelivered to another worker after its AckWait
 	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		<-m.sem
+		return // as above
+	}
 	m.moves.Add(1)
+	m.mu.Unlock()
 	go func() {
 		defer func() { <-m.sem; m.moves.Done() }()
 		ctx, cancel := context.WithTimeout(m.ctx, wakeMoveWait)
@@ -124,6 +133,9 @@ func (m *wakeMover) stop() {
 	}
 	m.stopped.Do(func() {
 		m.cc.Stop()
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
 		m.moves.Wait()
 		m.cancel()
 	})

@@ -1,11 +1,13 @@
 package fleet
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
@@ -35,5 +37,53 @@ func TestMovedWakeSubject(t *testing.T) {
 		if _, ok := movedWake(bad, 1, nil, nil); ok {
 			t.Errorf("movedWake(%q) moved it", bad)
 		}
+	}
+}
+
+// A mover stopped while wakes wait for a free move starts none of them:
+// stop returns once the moves under way ended, and a wake handed over
+// after it is left to its redelivery.
+func TestWakeMoverStopsWithWakesWaiting(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := EnsureStores(ctx, js, StoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
+	if err := m.start(st.Wakes); err != nil {
+		t.Fatal(err)
+	}
+	// every move slot taken, as by moves under way
+	for range wakeMovers {
+		m.sem <- struct{}{}
+	}
+	handed := make(chan struct{})
+	go func() {
+		defer close(handed)
+		m.take(nil) // waits for a slot
+	}()
+	stopped := make(chan struct{})
+	go func() { m.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stop did not return")
+	}
+	// a slot freed after stop: the waiting wake is not moved
+	<-m.sem
+	select {
+	case <-handed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting take did not return after stop")
+	}
+	m.take(nil)
+	if len(m.sem) != wakeMovers-1 {
+		t.Fatalf("%d move slots held after stop, want %d", len(m.sem), wakeMovers-1)
 	}
 }
