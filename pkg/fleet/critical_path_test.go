@@ -192,7 +192,9 @@ func testIdleMissionCriticalPath(t *testing.T, want []string, edit ...func(*flee
 					delivery = s.reply
 				case delivery != "" && s.subject == delivery && s.ack == "+ACK":
 					acked = true
-				case acked && strings.HasPrefix(s.subject, "$JS.API.CONSUMER.MSG.NEXT."):
+				case acked && strings.HasPrefix(s.subject, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamMissions+"."):
+					// a pull for missions (the wake consumer's
+					// long-lived pull is answered by heartbeats only)
 					open[s.reply] = true
 				default:
 					delete(open, s.subject)
