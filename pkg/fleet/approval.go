@@ -1406,8 +1406,8 @@ const errCodeStoreFailed = 10077
 // <decided> is its time to the nanosecond (base 36). A submitter may
 // publish on its own submit subject with any Msg-Id: one that named a
 // wake before its decision would have MISSIONS drop the wake (PARKED's
-// copy is moved under a Msg-Id of its own) as a duplicate and leave the mission to its
-// deadline.
+// copy is moved under a Msg-Id of its own) as a duplicate and leave the
+// mission to its deadline.
 func wakeMsgID(id, kind string, a *messages.Approval) string {
 	return id + "/" + kind + "/" + a.Call + "/" + strconv.FormatInt(a.DecidedAt.UnixNano(), 36)
 }

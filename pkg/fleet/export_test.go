@@ -12,11 +12,19 @@ import (
 // worker does, until tb ends.
 func MoveWakes(tb testing.TB, nc *nats.Conn, st *Stores) {
 	tb.Helper()
-	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
+	startTestMover(tb, nc, st, nil)
+}
+
+// startTestMover starts a wake mover of st's wakes on nc, counting its
+// moves in metrics (nil: none), and stops it when tb ends.
+func startTestMover(tb testing.TB, nc *nats.Conn, st *Stores, metrics *Metrics) *wakeMover {
+	tb.Helper()
+	m := &wakeMover{nc: nc, parked: st.Parked, metrics: metrics, log: zerolog.Nop()}
 	if err := m.start(st.Wakes); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(m.stop)
+	return m
 }
 
 // LiveCalls makes b call tools that report progress the way a worker's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,12 @@ const earlierLaneTransform = "mission.submit.{{wildcard(1)}}.{{wildcard(2)}}.{{w
 func earlierParkedSource(destination string) []*jetstream.StreamSource {
 	return []*jetstream.StreamSource{{Name: messages.StreamParked,
 		SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: messages.WakeWildcard, Destination: destination}}}}
+}
+
+// storedSubject is the subject MISSIONS stores mission id of submitter
+// sub, of priority prio, on: its submit subject in the submitter's lane.
+func storedSubject(sub, prio, id string) string {
+	return messages.SubmitSubject(sub, prio, id) + "." + strconv.Itoa(messages.SubmitLane(sub))
 }
 
 // runJetStream starts an embedded JetStream server in t.TempDir() and

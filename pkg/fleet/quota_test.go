@@ -582,12 +582,8 @@ func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, forged); err != nil {
 		t.Fatal(err)
 	}
-	st, err := fleet.EnsureStores(ctx, js, testStore)
-	if err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 10*time.Second, "the forged copy taken from MISSIONS and the mission waiting again", func() bool {
-		_, qerr := st.Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("a", next.ID)[0])
+		_, qerr := c.Stores().Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("a", next.ID)[0])
 		s, err := c.Status(ctx, next.ID)
 		return errors.Is(qerr, jetstream.ErrMsgNotFound) && err == nil && s.State == messages.StateQuotaWait
 	})

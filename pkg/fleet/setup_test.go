@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,7 +170,7 @@ func TestEnsureStoresHoldsWokenMissionsOnAnEarlierMissions(t *testing.T) {
 			t.Fatalf("a woken mission after the setup: %v", err)
 		}
 		raw, err := st.Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters(sub, id)[0])
-		if want := messages.SubmitSubject(sub, messages.PriorityHigh, id) + "." + strconv.Itoa(messages.SubmitLane(sub)); err != nil || raw.Subject != want {
+		if want := storedSubject(sub, messages.PriorityHigh, id); err != nil || raw.Subject != want {
 			t.Fatalf("the woken mission stored as %v (%v), want on %s", raw, err, want)
 		}
 	}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
 	"github.com/ptcfleet/ptc/pkg/messages"
@@ -401,11 +402,18 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mover := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
-	if err := mover.start(st.Wakes); err != nil {
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer mover.stop()
+	startTestMover(t, nc, st, metrics)
+	moves := func(outcome string) float64 {
+		var d dto.Metric
+		if err := metrics.wakesMoved.WithLabelValues("", outcome).Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetCounter().GetValue()
+	}
 	if !missionsHoldWoken(c.st.Missions) {
 		t.Fatalf("MISSIONS subjects %v: no %s", c.st.Missions.CachedInfo().Config.Subjects, messages.WokenWildcard)
 	}
@@ -437,6 +445,9 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	if _, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject)); err != nil {
 		t.Fatalf("the wake left PARKED while MISSIONS was full: %v", err)
 	}
+	if n := moves("failed"); n < 1 || moves("moved") != 0 {
+		t.Fatalf("while MISSIONS was full: %v moves failed, %v moved; want the failures counted", n, moves("moved"))
+	}
 	if err := c.st.Missions.DeleteMsg(ctx, fillers[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -458,6 +469,9 @@ func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
 	for {
 		_, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(wakeSubject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			if n := moves("moved"); n != 1 {
+				t.Fatalf("%v moves counted, want 1", n)
+			}
 			return
 		}
 		if time.Now().After(deadline) {

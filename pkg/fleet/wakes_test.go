@@ -44,7 +44,7 @@ func TestWorkersMoveParkedWakesIntoMissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	laned := messages.SubmitSubject("ann", messages.PriorityHigh, id) + "." + strconv.Itoa(messages.SubmitLane("ann"))
+	laned := storedSubject("ann", messages.PriorityHigh, id)
 	var moved *jetstream.RawStreamMsg
 	eventually(t, 10*time.Second, "the wake in MISSIONS", func() bool {
 		moved, err = st.Missions.GetLastMsgForSubject(ctx, laned)
@@ -101,7 +101,7 @@ func TestWakeTakenByADeadWorkerIsMovedByAnother(t *testing.T) {
 	}
 	taken0 := time.Now()
 	fleet.MoveWakes(t, nc, st)
-	laned := messages.SubmitSubject("bo", messages.PriorityNormal, id) + "." + strconv.Itoa(messages.SubmitLane("bo"))
+	laned := storedSubject("bo", messages.PriorityNormal, id)
 	eventually(t, 10*time.Second, "the wake in MISSIONS", func() bool {
 		_, err := st.Missions.GetLastMsgForSubject(ctx, laned)
 		return err == nil
