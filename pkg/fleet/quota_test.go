@@ -487,45 +487,78 @@ func TestQuotaWeightsShareTheLanes(t *testing.T) {
 	}
 }
 
+// heldQuota is a fleet of one worker where submitter "a" has a running
+// quota of 1: first, a mission of a's, runs held until release is
+// closed; next, a's second, waits for the quota. runs counts the runs of
+// each mission, most the most that ran at once.
+type heldQuota struct {
+	nc          *nats.Conn
+	c           *fleet.Client
+	first, next *messages.Mission
+	release     chan struct{}
+
+	running, most atomic.Int64
+	mu            sync.Mutex
+	runs          map[string]int
+}
+
+func holdQuota(t *testing.T) *heldQuota {
+	t.Helper()
+	_, nc := runJetStream(t)
+	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
+	h := &heldQuota{nc: nc, release: make(chan struct{}), runs: map[string]int{}}
+	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		n := h.running.Add(1)
+		defer h.running.Add(-1)
+		for {
+			if old := h.most.Load(); n <= old || h.most.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		h.mu.Lock()
+		h.runs[m.ID]++
+		h.mu.Unlock()
+		if m.Context["hold"] == true {
+			<-h.release
+		}
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	h.c = submitterClient(t, nc, "a")
+	h.first = newMission()
+	h.first.Context = map[string]any{"hold": true}
+	if _, err := h.c.Submit(testCtx(t), h.first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the first mission running", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.runs[h.first.ID] == 1
+	})
+	h.next = submitN(t, h.c, "a", 1)[0]
+	waitState(t, h.c, h.next.ID, messages.StateQuotaWait)
+	return h
+}
+
 // A lease given back wakes the first mission waiting for the quota at
 // once: the mission is queued again by the worker that gave the lease
 // back (its wake carries the Msg-Id "<id>/quota/<seq>"), not by its
 // schedule, and runs.
 func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
-	_, nc := runJetStream(t)
-	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
-	release := make(chan struct{})
-	var started sync.Map
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		started.Store(m.ID, true)
-		if m.Context["hold"] == true {
-			<-release
-		}
-		return &messages.Step{Return: "ok"}, nil
-	}))
-	c := submitterClient(t, nc, "a")
+	h := holdQuota(t)
 	ctx := testCtx(t)
-	first := newMission()
-	first.Context = map[string]any{"hold": true}
-	if _, err := c.Submit(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the first mission running", func() bool { _, ok := started.Load(first.ID); return ok })
-	next := submitN(t, c, "a", 1)[0]
-	waitState(t, c, next.ID, messages.StateQuotaWait)
-	wakes, err := nc.SubscribeSync(messages.WakeSubject("a", messages.PriorityNormal, next.ID))
+	wakes, err := h.nc.SubscribeSync(messages.WakeSubject("a", messages.PriorityNormal, h.next.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	close(release)
-	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
+	close(h.release)
+	if st, err := h.c.Await(ctx, h.next.ID); err != nil || !st.Ok() {
 		t.Fatalf("%+v, %v", st, err)
 	}
 	raw, err := wakes.NextMsg(time.Second)
 	if err != nil {
 		t.Fatalf("no wake of the waiting mission: %v", err)
 	}
-	if id := raw.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, next.ID+"/quota/") {
+	if id := raw.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, h.next.ID+"/quota/") {
 		t.Errorf("the waiting mission was woken by %q, not by the lease given back", id)
 	}
 }
@@ -536,46 +569,16 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 // lease is refused and it waits again; it runs once, after the lease is
 // given back, never next to the mission holding it.
 func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
-	_, nc := runJetStream(t)
-	setQuota(t, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("a"), MaxRunning: 1})
-	release := make(chan struct{})
-	var running, most atomic.Int64
-	var mu sync.Mutex
-	runs := map[string]int{}
-	startWorker(t, nc, fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
-		n := running.Add(1)
-		defer running.Add(-1)
-		for {
-			if old := most.Load(); n <= old || most.CompareAndSwap(old, n) {
-				break
-			}
-		}
-		mu.Lock()
-		runs[m.ID]++
-		mu.Unlock()
-		if m.Context["hold"] == true {
-			<-release
-		}
-		return &messages.Step{Return: "ok"}, nil
-	}))
-	c := submitterClient(t, nc, "a")
+	h := holdQuota(t)
 	ctx := testCtx(t)
-	first := newMission()
-	first.Context = map[string]any{"hold": true}
-	if _, err := c.Submit(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the first mission running", func() bool { return running.Load() == 1 })
-	next := submitN(t, c, "a", 1)[0]
-	waitState(t, c, next.ID, messages.StateQuotaWait)
-	body, err := messages.MarshalMission(next)
+	body, err := messages.MarshalMission(h.next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := &nats.Msg{Subject: messages.SubmitSubject("a", messages.PriorityNormal, next.ID), Data: body, Header: nats.Header{}}
-	forged.Header.Set(messages.HeaderMissionID, next.ID)
+	forged := &nats.Msg{Subject: messages.SubmitSubject("a", messages.PriorityNormal, h.next.ID), Data: body, Header: nats.Header{}}
+	forged.Header.Set(messages.HeaderMissionID, h.next.ID)
 	forged.Header.Set(messages.HeaderWakeMoved, "1")
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(h.nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,17 +586,17 @@ func TestForgedMovedWakeDoesNotSkipTheQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the forged copy taken from MISSIONS and the mission waiting again", func() bool {
-		_, qerr := c.Stores().Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("a", next.ID)[0])
-		s, err := c.Status(ctx, next.ID)
+		_, qerr := h.c.Stores().Missions.GetLastMsgForSubject(ctx, messages.QueuedFilters("a", h.next.ID)[0])
+		s, err := h.c.Status(ctx, h.next.ID)
 		return errors.Is(qerr, jetstream.ErrMsgNotFound) && err == nil && s.State == messages.StateQuotaWait
 	})
-	close(release)
-	if st, err := c.Await(ctx, next.ID); err != nil || !st.Ok() {
+	close(h.release)
+	if st, err := h.c.Await(ctx, h.next.ID); err != nil || !st.Ok() {
 		t.Fatalf("%+v, %v", st, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if most.Load() != 1 || runs[next.ID] != 1 || runs[first.ID] != 1 {
-		t.Fatalf("at most %d ran at once; runs %v: want 1 at a time, each once", most.Load(), runs)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.most.Load() != 1 || h.runs[h.next.ID] != 1 || h.runs[h.first.ID] != 1 {
+		t.Fatalf("at most %d ran at once; runs %v: want 1 at a time, each once", h.most.Load(), h.runs)
 	}
 }
