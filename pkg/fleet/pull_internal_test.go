@@ -316,10 +316,19 @@ func TestStrayMissionsGoBackOrRun(t *testing.T) {
 	}
 	msg := pullStray() // handed back at once: delivered again
 	close(release)
-	// the slot free, and no poll holding it (the stray's bell's)
-	for deadline := time.Now().Add(10 * time.Second); len(w.slots) != 0; time.Sleep(10 * time.Millisecond) {
+	// As the slot frees, the stray's bell opens a poll on it, which finds
+	// nothing (the test holds the stray) and gives the slot back after
+	// IdleWait. The stray goes to the loop once that poll has ended: sent
+	// before, it would find no slot free, be handed back and reach the
+	// open poll instead.
+	for deadline := time.Now().Add(10 * time.Second); w.reserved.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the blocking mission did not end")
+			t.Fatal("no poll opened once the blocking mission ended")
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); w.reserved.Load() != 0 || len(w.slots) != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slot was not freed")
 		}
 	}
 	w.strays <- msg
