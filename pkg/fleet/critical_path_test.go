@@ -179,8 +179,11 @@ func testIdleMissionCriticalPath(t *testing.T, want []string, edit ...func(*flee
 		})
 		// The client has the result before the worker is done with the
 		// mission: the next starts once the worker has acknowledged the
-		// delivery and had the answer to each pull it sent since, so that
-		// each mission finds the fleet idle.
+		// delivery and had the answer to each pull it sent after the
+		// delivery, so that each mission finds the fleet idle. (A notice
+		// heard after its mission's delivery rings the lane's bell, whose
+		// long poll goes out while the mission runs: left open, it would
+		// take the next mission before that mission's notice.)
 		eventually(t, 30*time.Second, "the worker done with the mission", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -192,7 +195,7 @@ func testIdleMissionCriticalPath(t *testing.T, want []string, edit ...func(*flee
 					delivery = s.reply
 				case delivery != "" && s.subject == delivery && s.ack == "+ACK":
 					acked = true
-				case acked && strings.HasPrefix(s.subject, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamMissions+"."):
+				case delivery != "" && strings.HasPrefix(s.subject, "$JS.API.CONSUMER.MSG.NEXT."+messages.StreamMissions+"."):
 					// a pull for missions (the wake consumer's
 					// long-lived pull is answered by heartbeats only)
 					open[s.reply] = true
