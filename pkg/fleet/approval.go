@@ -998,6 +998,12 @@ type Decision struct {
 // waits for a decision, or Decision.Call names none that does.
 var ErrNoPendingCall = errors.New("fleet: no such call waits for approval")
 
+// ErrQueuedAgain is wrapped, with ErrNoPendingCall, by the error of a
+// Decide that found the mission still waiting with no call pending after
+// its decision (its wake lost) and queued it again: the mission resumes
+// with the decision recorded before.
+var ErrQueuedAgain = errors.New("queued it again")
+
 // Approvals returns the tool calls of mission id that needed approval,
 // pending or decided, oldest request first.
 func (c *Client) Approvals(ctx context.Context, id string) ([]*messages.Approval, error) {
@@ -1025,7 +1031,7 @@ func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval
 // record. A call already decided is an error wrapping ErrNoPendingCall;
 // when the mission still waits with no call pending (a decision whose wake
 // was lost), Decide queues it again, whether it names the decided call or
-// none, and the error says so.
+// none, and the error also wraps ErrQueuedAgain.
 func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.Approval, error) {
 	if err := checkID("decide", id); err != nil {
 		return nil, err
@@ -1159,7 +1165,7 @@ func (c *Client) requeueDecided(ctx context.Context, id string, status func() (*
 	if err := c.resume(ctx, k, last); err != nil {
 		return fmt.Errorf("%w; queueing the mission again failed: %w", noPending, err)
 	}
-	return fmt.Errorf("%w; the mission still waited after call %s was %s: queued it again", noPending, last.Call, last.State)
+	return fmt.Errorf("%w; the mission still waited after call %s was %s: %w", noPending, last.Call, last.State, ErrQueuedAgain)
 }
 
 // pickCall returns the pending call of as that call names: its whole id or

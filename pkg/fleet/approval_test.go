@@ -368,7 +368,7 @@ func decidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T, named bool) {
 		again.Call = a.Call
 	}
 	_, err := c.Decide(ctx, m.ID, again)
-	if !errors.Is(err, fleet.ErrNoPendingCall) || !strings.Contains(err.Error(), "queued it again") {
+	if !errors.Is(err, fleet.ErrNoPendingCall) || !errors.Is(err, fleet.ErrQueuedAgain) {
 		t.Fatalf("deciding again: %v", err)
 	}
 	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -385,7 +385,7 @@ func decidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T, named bool) {
 		t.Fatalf("approvals: %+v %v", as, err)
 	}
 	// a finished mission is not queued again
-	if _, err := c.Decide(ctx, m.ID, again); !errors.Is(err, fleet.ErrNoPendingCall) || strings.Contains(err.Error(), "queued") {
+	if _, err := c.Decide(ctx, m.ID, again); !errors.Is(err, fleet.ErrNoPendingCall) || errors.Is(err, fleet.ErrQueuedAgain) {
 		t.Fatalf("deciding a finished mission: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -97,15 +98,116 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 	return out[:min(limit, len(out))], len(out), nil
 }
 
-// pendingRecords returns the pending approval records of the bucket
-// (the last record of each key), decoding each message as it is read and
-// keeping only those: what it holds grows with the calls that wait, not
-// with the decided ones the bucket keeps. It reads them with one batch
-// direct get when that answers for every key. A bucket with more keys than
-// one batch answers has its keys listed from its stream's info and read
+// StalledApprovals returns the calls decided at least after ago whose
+// mission still waits for approval with none of its calls pending, each
+// mission's most recently decided call: a decision whose wake was lost,
+// its decider stopped between writing the record and queueing the
+// mission (docs/approvals.md, "Guarantees"). Such a mission resumes at
+// its approval deadline; Decide on it again queues it at once. A client
+// made with ClientConfig.AllSubmitters lists every submitter's; another
+// its own submitter's.
+//
+// It reads the approval bucket as PendingApprovals does, keeping the
+// decided records; PARKED's subjects from its stream's info (a waiting
+// mission keeps its parked message there, a finished one has none); and,
+// of each decided mission still parked, its status and its queued message
+// (a wake queued behind other missions is not lost).
+func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
+	decidedBy := time.Now().Add(-after)
+	var pending []string // the missions with a pending call
+	records, err := c.approvalRecords(ctx, func(a *messages.Approval) bool {
+		if c.readSub != messages.AllSubmitters && a.Submitter != "" && a.Submitter != c.readSub {
+			return false
+		}
+		if a.State == messages.ApprovalPending {
+			pending = append(pending, a.MissionID)
+			return false
+		}
+		return !a.DecidedAt.IsZero() && !a.DecidedAt.After(decidedBy)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
+	}
+	last := map[string]*messages.Approval{} // by mission, its last decided call
+	for _, a := range records {
+		if l := last[a.MissionID]; l == nil || a.DecidedAt.After(l.DecidedAt) {
+			last[a.MissionID] = a
+		}
+	}
+	for _, id := range pending {
+		delete(last, id) // deciding its pending call queues it
+	}
+	if len(last) == 0 {
+		return nil, nil
+	}
+	info, err := c.st.Parked.Info(ctx, jetstream.WithSubjectFilter(messages.SubjectParkPrefix+"*"))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: stalled approvals: parked missions: %w", err)
+	}
+	var ids []string
+	for id := range last {
+		if info.State.Subjects[messages.ParkSubject(id)] > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	stalled := make([]bool, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(pendingStatusReads)
+	for i, id := range ids {
+		sub := cmp.Or(last[id].Submitter, c.readSub)
+		g.Go(func() error {
+			sctx, cancel := context.WithTimeout(gctx, directGetWait)
+			defer cancel()
+			e, err := getStatus(sctx, c.st, missionKey{sub: sub, id: id})
+			switch {
+			case errors.Is(err, ErrNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("status of %s: %w", id, err)
+			case e.st.State != messages.StateAwaitingApproval:
+				return nil
+			}
+			_, err = queuedMsg(sctx, c.st.nc, c.st.Missions, sub, id)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				stalled[i] = true
+			case err != nil:
+				return fmt.Errorf("queued message of %s: %w", id, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
+	}
+	var out []*messages.Approval
+	for i, id := range ids {
+		if stalled[i] {
+			out = append(out, last[id])
+		}
+	}
+	slices.SortFunc(out, func(a, b *messages.Approval) int {
+		return cmp.Or(a.DecidedAt.Compare(b.DecidedAt), strings.Compare(a.MissionID, b.MissionID))
+	})
+	return out, nil
+}
+
+// pendingRecords returns the pending approval records of the bucket (the
+// last record of each key).
+func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, error) {
+	return c.approvalRecords(ctx, func(a *messages.Approval) bool { return a.State == messages.ApprovalPending })
+}
+
+// approvalRecords returns the records of the bucket (the last record of
+// each key) that want keeps, decoding each message as it is read and
+// keeping only those: what it holds grows with what want keeps, not with
+// every record the bucket holds. It reads them with one batch direct get
+// when that answers for every key. A bucket with more keys than one batch
+// answers has its keys listed from its stream's info and read
 // pendingBatch at a time; one whose batch direct gets no replica answers
 // has each key read with directLast (from the leader).
-func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, error) {
+func (c *Client) approvalRecords(ctx context.Context, want func(*messages.Approval) bool) ([]*messages.Approval, error) {
 	const stream = "KV_" + messages.BucketApprovals
 	prefix := "$KV." + messages.BucketApprovals + "."
 	var out []*messages.Approval
@@ -117,14 +219,14 @@ func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, erro
 		if err != nil {
 			return err
 		}
-		if a.State == messages.ApprovalPending {
+		if want(a) {
 			out = append(out, a)
 		}
 		return nil
 	}
 	msgs, err := lastPerSubject(ctx, c.replies, stream, prefix+">")
 	if errors.Is(err, errBatchIncomplete) || errors.Is(err, errNoDirectAnswer) {
-		if err := c.pendingRecordsByInfo(ctx, stream, prefix, keep); err != nil {
+		if err := c.approvalRecordsByInfo(ctx, stream, prefix, keep); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -140,11 +242,11 @@ func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, erro
 	return out, nil
 }
 
-// pendingRecordsByInfo lists the approval bucket's keys from its stream's
+// approvalRecordsByInfo lists the approval bucket's keys from its stream's
 // info and hands the last message of each to keep, read pendingBatch keys
 // to a batch direct get (each key read from the leader when no replica
 // answers).
-func (c *Client) pendingRecordsByInfo(ctx context.Context, stream, prefix string, keep func(subject string, hdr nats.Header, data []byte) error) error {
+func (c *Client) approvalRecordsByInfo(ctx context.Context, stream, prefix string, keep func(subject string, hdr nats.Header, data []byte) error) error {
 	s, err := c.js.Stream(ctx, stream)
 	if err != nil {
 		return err

@@ -224,3 +224,83 @@ func putCall(ctx context.Context, tb testing.TB, st *fleet.Stores, i int, approv
 	}
 	return id
 }
+
+// StalledApprovals lists a mission whose call was decided and whose wake
+// was lost (the record decided, the mission never queued): not a mission
+// whose call still waits, one decided and finished, one decided too
+// recently, one whose wake waits in the queue with no worker to take it,
+// nor another submitter's to a client of one submitter. Deciding the
+// stalled mission again queues it, and it is listed no more.
+func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
+	srv, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	w := startWorker(t, connect(t, srv), refundRunner(nil))
+	ctx := testCtx(t)
+	client := func(sub string, all bool) *fleet.Client {
+		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub, AllSubmitters: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice, bob, approver := client("alice", false), client("bob", false), client("approver", true)
+	lost, waiting, done := refundMission(150), refundMission(200), refundMission(300)
+	lostCall := submitAwaiting(ctx, t, alice, lost)
+	submitAwaiting(ctx, t, alice, waiting)
+	submitAwaiting(ctx, t, alice, done)
+	approveWithoutWake(ctx, t, alice, lost.ID, lostCall)
+	if _, err := approver.Decide(ctx, done.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := alice.Await(ctx, done.ID); err != nil || !step.Ok() {
+		t.Fatalf("the approved mission: %+v %v", step, err)
+	}
+	// with no worker, a decision's wake waits in the queue
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approver.Decide(ctx, waiting.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	stalled := func(c *fleet.Client, after time.Duration) []string {
+		t.Helper()
+		as, err := c.StalledApprovals(ctx, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range as {
+			out = append(out, a.MissionID+" "+a.Call+" "+a.State+" "+a.DecidedBy)
+		}
+		return out
+	}
+	want := []string{lost.ID + " " + lostCall.Call + " " + messages.ApprovalApproved + " lost-decider"}
+	for _, c := range []*fleet.Client{approver, alice} {
+		if got := stalled(c, 0); !slices.Equal(got, want) {
+			t.Fatalf("stalled: %q, want %q", got, want)
+		}
+	}
+	if got := stalled(bob, 0); len(got) != 0 {
+		t.Fatalf("another submitter's client lists %q", got)
+	}
+	if got := stalled(approver, time.Hour); len(got) != 0 {
+		t.Fatalf("decided under an hour ago, listed as stalled after an hour: %q", got)
+	}
+	// deciding it again queues it: it finishes, its call run once
+	startWorker(t, connect(t, srv), refundRunner(nil))
+	if step, err := alice.Await(ctx, waiting.ID); err != nil || !step.Ok() {
+		t.Fatalf("the mission decided while no worker ran: %+v %v", step, err)
+	}
+	if _, err := approver.Decide(ctx, lost.ID, fleet.Decision{Approve: true, By: "again"}); err == nil {
+		t.Fatal("deciding a decided call again: no error")
+	}
+	if step, err := alice.Await(ctx, lost.ID); err != nil || !step.Ok() {
+		t.Fatalf("the stalled mission queued again: %+v %v", step, err)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 3 {
+		t.Fatalf("refunds run: %v, want the three approved", refunds)
+	}
+	if got := stalled(approver, 0); len(got) != 0 {
+		t.Fatalf("stalled after it finished: %q", got)
+	}
+}

@@ -268,7 +268,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 					c()
 					decMu.Lock()
 					switch {
-					case err != nil && strings.Contains(err.Error(), "queued it again"):
+					case errors.Is(err, fleet.ErrQueuedAgain):
 						requeued++
 						delete(unqueued, id)
 					case err == nil || errors.Is(err, fleet.ErrNoPendingCall):
