@@ -65,6 +65,12 @@ func decide(ctx context.Context, client *fleet.Client, id, call string, approve 
 		return err
 	}
 	a, err := client.Decide(ctx, id, fleet.Decision{Approve: approve, Call: call, Args: edited, Reason: reason, By: by})
+	if errors.Is(err, fleet.ErrQueuedAgain) {
+		// a stalled mission (its wake lost) resumes with the decision
+		// recorded before: what the command was run for
+		fmt.Fprintf(w, "%s: %v\n", id, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -108,10 +114,45 @@ func approvalItems(as []*messages.Approval) []approvalItem {
 }
 
 // pendingOut is the calls waiting for a decision across the fleet: the
-// listed ones, and how many wait in all.
+// listed ones, and how many wait in all; and the missions stalled after
+// a decision.
 type pendingOut struct {
 	Waiting   int            `json:"waiting" jsonschema:"how many calls wait in all; approvals lists the longest waiting of them"`
 	Approvals []approvalItem `json:"approvals"`
+	Stalled   []approvalItem `json:"stalled,omitempty" jsonschema:"calls decided a minute ago or more whose mission still waits with no call pending (its wake was lost); approving or denying the mission again, with no call named, queues it with the recorded decision"`
+}
+
+// defaultStalledAfter is how long after its decision a call whose
+// mission still waits, with no call pending, is listed as stalled: a
+// wake takes milliseconds to queue its mission.
+const defaultStalledAfter = time.Minute
+
+// listPending reads the calls waiting for a decision (at most limit of
+// them, and how many wait in all) and the calls whose missions stalled
+// after their decision (decided at least stalledAfter ago).
+func listPending(ctx context.Context, c *fleet.Client, limit int, stalledAfter time.Duration) (out pendingOut, as, stalled []*messages.Approval, err error) {
+	as, n, err := c.PendingApprovals(ctx, limit)
+	if err != nil {
+		return out, nil, nil, err
+	}
+	if stalled, err = c.StalledApprovals(ctx, stalledAfter); err != nil {
+		return out, nil, nil, err
+	}
+	out = pendingOut{Waiting: n, Approvals: approvalItems(as)}
+	if len(stalled) > 0 {
+		out.Stalled = approvalItems(stalled)
+	}
+	return out, as, stalled, nil
+}
+
+// printStalled prints the calls whose missions stalled after their
+// decision, each with the command that queues its mission again.
+func printStalled(w io.Writer, stalled []*messages.Approval) {
+	now := time.Now()
+	for _, a := range stalled {
+		fmt.Fprintf(w, "%s %s  %s %s by %s %s ago; the mission still waits, its wake lost\n  queue it again (the decision stands): dispatcher approve %s\n",
+			a.MissionID, a.Call, a.Tool, a.State, a.DecidedBy, fmtDuration(now.Sub(a.DecidedAt)), a.MissionID)
+	}
 }
 
 // printPending prints the calls waiting for a decision across the fleet

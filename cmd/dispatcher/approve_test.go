@@ -304,6 +304,72 @@ func TestDispatcherListsPendingApprovals(t *testing.T) {
 	}
 }
 
+// dispatcher approvals lists, after the calls that wait, a mission whose
+// call was decided and whose wake was lost (the record decided, the
+// mission never queued), with the command that queues it again; that
+// command resumes it with the recorded decision, and the listing then
+// leaves it out.
+func TestDispatcherListsStalledDecisions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+	as, err := f.client.Approvals(ctx, id)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("approvals: %v %v", as, err)
+	}
+	// the decision's record written, its wake never sent
+	kv := f.client.Stores().Approvals
+	key := messages.ApprovalKey(id, as[0].Call)
+	e, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := as[0]
+	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "gone", time.Now().UTC()
+	data, err := messages.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := f.run(t, ctx, "approvals")
+	if err != nil || strings.Contains(out, id) {
+		t.Fatalf("approvals, decided under a minute ago: %s %v, want it not listed", out, err)
+	}
+	out, err = f.run(t, ctx, "approvals", "-stalled-after", "0s", "-json")
+	var got pendingOut
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Waiting != 0 || len(got.Stalled) != 1 ||
+		got.Stalled[0].MissionID != id || got.Stalled[0].State != messages.ApprovalApproved || got.Stalled[0].DecidedBy != "gone" {
+		t.Fatalf("approvals -stalled-after 0s -json: %s %v, want %s stalled", out, err, id)
+	}
+	out, err = f.run(t, ctx, "approvals", "-stalled-after", "0s")
+	if err != nil || !strings.Contains(out, id+" "+a.Call+"  refund approved by gone") || !strings.Contains(out, "its wake lost") {
+		t.Fatalf("approvals -stalled-after 0s: %s %v", out, err)
+	}
+	_, cmd, ok := strings.Cut(out, "(the decision stands): dispatcher ")
+	if !ok {
+		t.Fatalf("approvals -stalled-after 0s prints no command:\n%s", out)
+	}
+	if out, err := f.run(t, ctx, strings.Fields(cmd)...); err != nil || !strings.Contains(out, "queued it again") {
+		t.Fatalf("%s: %s %v", strings.TrimSpace(cmd), out, err)
+	}
+	if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() {
+		t.Fatalf("the stalled mission queued again: %+v %v", step, err)
+	}
+	f.mu.Lock()
+	ran := len(f.ran)
+	f.mu.Unlock()
+	if ran != 1 {
+		t.Fatalf("refunds run: %d, want 1", ran)
+	}
+	if out, err := f.run(t, ctx, "approvals", "-stalled-after", "0s"); err != nil || strings.Contains(out, id) {
+		t.Fatalf("approvals after it finished: %s %v", out, err)
+	}
+}
+
 // dispatcher approvals -watch prints what waits, then each call as it
 // starts waiting, with the command that decides it, and as it stops,
 // until interrupted.

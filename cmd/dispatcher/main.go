@@ -153,6 +153,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		toolTimeout  time.Duration
 		watch        bool
 		every        time.Duration
+		stalledAfter time.Duration
 	)
 	switch cmd {
 	case "submit":
@@ -192,6 +193,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.IntVar(&limit, "limit", 50, "without a mission id: how many waiting calls, the longest waiting first (at most 1000)")
 		fs.BoolVar(&watch, "watch", false, "without a mission id: keep listing, printing each call as it starts and stops waiting, until interrupted")
 		fs.DurationVar(&every, "every", 2*time.Second, "with -watch: how often to look")
+		fs.DurationVar(&stalledAfter, "stalled-after", defaultStalledAfter, "without a mission id: list, after the waiting calls, the calls decided this long ago whose mission still waits with no call pending (its wake lost)")
 	case "wait", "status", "watch":
 	case "list":
 		fs.StringVar(&states, "state", "", "only missions in these states, comma separated: "+strings.Join(viewerStates, ", "))
@@ -457,19 +459,20 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return nil
 	}
 	if pending {
-		as, n, err := client.PendingApprovals(ctx, limit)
+		out, as, stalled, err := listPending(ctx, client, limit, stalledAfter)
 		if err != nil {
 			return refusedRead(nc, err)
 		}
 		if asJSON {
-			b, err := marshalJSON(pendingOut{Waiting: n, Approvals: approvalItems(as)}, "  ")
+			b, err := marshalJSON(out, "  ")
 			if err != nil {
 				return err
 			}
 			_, err = stdout.Write(b)
 			return err
 		}
-		printPending(stdout, as, n)
+		printPending(stdout, as, out.Waiting)
+		printStalled(stdout, stalled)
 		return nil
 	}
 	if (cmd == "approve" || cmd == "deny") && len(rest) == 2 {

@@ -369,11 +369,11 @@ func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest,
 	if err != nil {
 		return nil, pendingOut{}, err
 	}
-	as, n, err := c.PendingApprovals(ctx, in.Limit)
+	out, _, _, err := listPending(ctx, c, in.Limit, defaultStalledAfter)
 	if err != nil {
 		return nil, pendingOut{}, refusedRead(f.nc, err)
 	}
-	return nil, pendingOut{Waiting: n, Approvals: approvalItems(as)}, nil
+	return nil, out, nil
 }
 
 func (f *mcpFleet) approveCall(ctx context.Context, req *mcp.CallToolRequest, in decideArgs) (*mcp.CallToolResult, approvalsOut, error) {
