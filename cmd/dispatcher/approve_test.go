@@ -304,21 +304,15 @@ func TestDispatcherListsPendingApprovals(t *testing.T) {
 	}
 }
 
-// dispatcher approvals lists, after the calls that wait, a mission whose
-// call was decided and whose wake was lost (the record decided, the
-// mission never queued), with the command that queues it again; that
-// command resumes it with the recorded decision, and the listing then
-// leaves it out.
-func TestDispatcherListsStalledDecisions(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	f := startApprovalFleet(t, ctx)
-	id := f.submit(t, ctx, 900)
+// stallMission writes the decision of mission id's waiting call as a
+// decider that stopped before its wake would: the record approved by
+// "gone" two minutes ago, the mission never queued. It returns the call.
+func stallMission(t *testing.T, ctx context.Context, f *approvalFleet, id string) string {
+	t.Helper()
 	as, err := f.client.Approvals(ctx, id)
 	if err != nil || len(as) != 1 {
 		t.Fatalf("approvals: %v %v", as, err)
 	}
-	// the decision's record written, its wake never sent
 	kv := f.client.Stores().Approvals
 	key := messages.ApprovalKey(id, as[0].Call)
 	e, err := kv.Get(ctx, key)
@@ -326,7 +320,7 @@ func TestDispatcherListsStalledDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := as[0]
-	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "gone", time.Now().UTC()
+	a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, "gone", time.Now().Add(-2*time.Minute).UTC()
 	data, err := messages.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
@@ -334,39 +328,77 @@ func TestDispatcherListsStalledDecisions(t *testing.T) {
 	if _, err := kv.Update(ctx, key, data, e.Revision()); err != nil {
 		t.Fatal(err)
 	}
+	return a.Call
+}
 
-	out, err := f.run(t, ctx, "approvals")
-	if err != nil || strings.Contains(out, id) {
-		t.Fatalf("approvals, decided under a minute ago: %s %v, want it not listed", out, err)
-	}
-	out, err = f.run(t, ctx, "approvals", "-stalled-after", "0s", "-json")
-	var got pendingOut
-	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Waiting != 0 || len(got.Stalled) != 1 ||
-		got.Stalled[0].MissionID != id || got.Stalled[0].State != messages.ApprovalApproved || got.Stalled[0].DecidedBy != "gone" {
-		t.Fatalf("approvals -stalled-after 0s -json: %s %v, want %s stalled", out, err, id)
-	}
-	out, err = f.run(t, ctx, "approvals", "-stalled-after", "0s")
-	if err != nil || !strings.Contains(out, id+" "+a.Call+"  refund approved by gone") || !strings.Contains(out, "its wake lost") {
-		t.Fatalf("approvals -stalled-after 0s: %s %v", out, err)
-	}
-	_, cmd, ok := strings.Cut(out, "(the decision stands): dispatcher ")
-	if !ok {
-		t.Fatalf("approvals -stalled-after 0s prints no command:\n%s", out)
-	}
-	if out, err := f.run(t, ctx, strings.Fields(cmd)...); err != nil || !strings.Contains(out, "queued it again") {
-		t.Fatalf("%s: %s %v", strings.TrimSpace(cmd), out, err)
-	}
-	if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() {
-		t.Fatalf("the stalled mission queued again: %+v %v", step, err)
-	}
-	f.mu.Lock()
-	ran := len(f.ran)
-	f.mu.Unlock()
-	if ran != 1 {
-		t.Fatalf("refunds run: %d, want 1", ran)
-	}
-	if out, err := f.run(t, ctx, "approvals", "-stalled-after", "0s"); err != nil || strings.Contains(out, id) {
-		t.Fatalf("approvals after it finished: %s %v", out, err)
+// dispatcher approvals lists, after the calls that wait, a mission whose
+// call was decided over a minute ago and whose wake was lost (the record
+// decided, the mission never queued), with the command that queues it
+// again; that command resumes it with the recorded decision and exits 0,
+// and the listing then leaves it out. MCP's pending_approvals returns it
+// as stalled, and approve_call with no call queues it again.
+func TestDispatcherListsStalledDecisions(t *testing.T) {
+	for _, via := range []string{"cli", "mcp"} {
+		t.Run(via, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			f := startApprovalFleet(t, ctx)
+			id := f.submit(t, ctx, 900)
+			call := stallMission(t, ctx, f, id)
+			if out, err := f.run(t, ctx, "approvals", "-stalled-after", "5m"); err != nil || strings.Contains(out, id) {
+				t.Fatalf("approvals -stalled-after 5m, decided 2m ago: %s %v, want it not listed", out, err)
+			}
+			switch via {
+			case "cli":
+				out, err := f.run(t, ctx, "approvals", "-json")
+				var got pendingOut
+				if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Waiting != 0 || len(got.Stalled) != 1 ||
+					got.Stalled[0].MissionID != id || got.Stalled[0].State != messages.ApprovalApproved || got.Stalled[0].DecidedBy != "gone" {
+					t.Fatalf("approvals -json: %s %v, want %s stalled", out, err, id)
+				}
+				out, err = f.run(t, ctx, "approvals")
+				if err != nil || !strings.Contains(out, id+" "+call+"  refund approved by gone 2m") || !strings.Contains(out, "its wake lost") {
+					t.Fatalf("approvals: %s %v", out, err)
+				}
+				_, cmd, ok := strings.Cut(out, "(the decision stands): dispatcher ")
+				if !ok {
+					t.Fatalf("approvals prints no command:\n%s", out)
+				}
+				if out, err := f.run(t, ctx, strings.Fields(cmd)...); err != nil || !strings.Contains(out, "queued it again") {
+					t.Fatalf("%s: %s %v", strings.TrimSpace(cmd), out, err)
+				}
+			case "mcp":
+				cs, _ := serveMCPHTTP(ctx, t, f.nc)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{}})
+				if err != nil || res.IsError {
+					t.Fatalf("pending_approvals: %v %+v", err, res)
+				}
+				stalled, _ := res.StructuredContent.(map[string]any)["stalled"].([]any)
+				if len(stalled) != 1 || stalled[0].(map[string]any)["mission_id"] != id || stalled[0].(map[string]any)["call"] != call {
+					t.Fatalf("pending_approvals: stalled %v, want %s", stalled, id)
+				}
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve_call", Arguments: map[string]any{"mission_id": id}})
+				if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "queued it again") {
+					t.Fatalf("approve_call of the stalled mission: %v %+v", err, res)
+				}
+				as := res.StructuredContent.(map[string]any)["approvals"].([]any)
+				if len(as) != 1 || as[0].(map[string]any)["decided_by"] != "gone" {
+					t.Fatalf("approve_call of the stalled mission: approvals %v, want the recorded decision", as)
+				}
+			}
+			if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() {
+				t.Fatalf("the stalled mission queued again: %+v %v", step, err)
+			}
+			f.mu.Lock()
+			ran := len(f.ran)
+			f.mu.Unlock()
+			if ran != 1 {
+				t.Fatalf("refunds run: %d, want 1", ran)
+			}
+			if out, err := f.run(t, ctx, "approvals", "-stalled-after", "0s"); err != nil || strings.Contains(out, id) {
+				t.Fatalf("approvals after it finished: %s %v", out, err)
+			}
+		})
 	}
 }
 

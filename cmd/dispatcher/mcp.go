@@ -175,7 +175,8 @@ func newMCPServer(client *fleet.Client, nc *nats.Conn, log zerolog.Logger) *mcp.
 		"pending and decided: call id, tool, arguments (firewalled values masked), the program and turn that made the call, the rule, the deadline and any decision."}, f.listApprovals)
 	mcp.AddTool(s, &mcp.Tool{Name: "pending_approvals", Description: "The tool calls waiting for a decision across the fleet, the longest waiting first: " +
 		"mission id, call id, tool, arguments (firewalled values masked), the program and turn that made the call, the rule and the deadline; " +
-		"decide each with approve_call or deny_call."}, f.pendingApprovals)
+		"decide each with approve_call or deny_call. Stalled lists the calls decided a minute ago or more whose mission still waits " +
+		"with no call pending (its wake lost): approve_call or deny_call of the mission, with no call named, queues it again with the recorded decision."}, f.pendingApprovals)
 	mcp.AddTool(s, &mcp.Tool{Name: "approve_call", Description: "Approve a tool call that waits for approval; the mission resumes and the call runs once, " +
 		"with args in place of its arguments when given."}, f.approveCall)
 	mcp.AddTool(s, &mcp.Tool{Name: "deny_call", Description: "Deny a tool call that waits for approval; the mission resumes and the call fails " +
@@ -406,6 +407,15 @@ func (f *mcpFleet) decide(ctx context.Context, req *mcp.CallToolRequest, in deci
 		d.Args = args
 	}
 	a, err := f.client.Decide(ctx, in.MissionID, d)
+	if errors.Is(err, fleet.ErrQueuedAgain) {
+		// a stalled mission (its wake lost) resumes with the decision
+		// recorded before: what the call was made for
+		as, aerr := f.client.Approvals(ctx, in.MissionID)
+		if aerr != nil {
+			return nil, approvalsOut{}, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, approvalsOut{Approvals: approvalItems(as)}, nil
+	}
 	if err != nil {
 		return nil, approvalsOut{}, err
 	}
