@@ -519,6 +519,61 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	}
 }
 
+// The viewer's Queue again button, driven in headless Chromium: a mission
+// whose decision's wake was lost (decided two minutes ago, still waiting)
+// shows the button on its decided call; clicking it resumes the mission
+// with the recorded decision, its call run once.
+func TestViewerQueuesAStalledMissionAgainInBrowser(t *testing.T) {
+	exe := chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+	fresh := f.submit(t, ctx, 800)
+	stallMission(t, ctx, f, id)
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.by = "viewer:tester"
+	srv := httptest.NewServer(v.Handler())
+	t.Cleanup(srv.Close)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.WindowSize(1400, 1100), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, a); err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+	// a call still pending gets Approve and Deny, not Queue again
+	step("open the waiting mission", chromedp.Navigate(srv.URL+"/missions/"+fresh))
+	step("its call shows", chromedp.WaitVisible(`#trace .approval.pending button.approve`))
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#trace button.requeue").length`)); err != nil || n != 0 {
+		t.Fatalf("a waiting call shows Queue again: %d %v", n, err)
+	}
+	step("open the stalled mission", chromedp.Navigate(srv.URL+"/missions/"+id))
+	step("its Queue again shows", chromedp.WaitVisible(`#trace .approval.stalled button.requeue`))
+	text, err := chromedp.Run(bctx, chromedp.Text(`#trace .approvals`))
+	if err != nil || !strings.Contains(text, "approved by gone") || !strings.Contains(text, "its wake was lost") {
+		t.Fatalf("the stalled call on the page: %q %v", text, err)
+	}
+	step("queue it again", chromedp.Click(`#trace .approval.stalled button.requeue`))
+	if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#trace`))
+		t.Fatalf("the stalled mission queued again: %+v %v\n%s", step, err, page)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(900) {
+		t.Fatalf("refunds run: %v", f.ran)
+	}
+}
+
 // The example mission examples/missions/approve-lookup.yaml run by
 // dispatcher local: its lookup waits for approval, the progress says how
 // to decide, and once approved the program's first turn returns the card.

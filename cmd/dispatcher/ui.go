@@ -196,11 +196,18 @@ type decideRequest struct {
 	Reason  string          `json:"reason,omitempty"`
 }
 
+// queuedAgain answers a decision that queued a stalled mission again.
+type queuedAgain struct {
+	QueuedAgain bool   `json:"queued_again"`
+	Message     string `json:"message"`
+}
+
 // maxDecideBody bounds a decision's body.
 const maxDecideBody = 64 << 10
 
 // serveDecide approves or denies a call (the page's Approve and Deny
-// buttons). It takes only a JSON body, which a page of another origin
+// buttons), or queues a stalled mission again (its Queue again button: a
+// decision naming no call). It takes only a JSON body, which a page of another origin
 // cannot send without the browser asking first, and decides with the
 // viewer's NATS rights: without the approver role the decision is refused
 // by the NATS server and the error is shown.
@@ -232,6 +239,11 @@ func (v *viewer) serveDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	a, err := v.client.Decide(r.Context(), id, d)
 	switch {
+	case errors.Is(err, fleet.ErrQueuedAgain):
+		// a stalled mission (its wake lost) resumes with the decision
+		// recorded before: what the page's Queue again asks for
+		writeJSON(w, queuedAgain{QueuedAgain: true, Message: err.Error()})
+		return
 	case errors.Is(err, fleet.ErrNoPendingCall):
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
