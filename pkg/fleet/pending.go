@@ -59,31 +59,19 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 	// each mission's status says whether it still waits
 	ids := slices.Sorted(maps.Keys(byMission))
 	ended := make([]bool, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(pendingStatusReads)
-	for i, id := range ids {
-		sub := byMission[id][0].Submitter
-		if sub == "" {
-			sub = c.readSub // a record written without its submitter
+	err = c.eachMission(ctx, ids, func(id string) string { return byMission[id][0].Submitter }, func(ctx context.Context, i int, k missionKey) error {
+		e, err := getStatus(ctx, c.st, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			ended[i] = true
+		case err != nil:
+			return fmt.Errorf("status of %s: %w", k.id, err)
+		default:
+			ended[i] = messages.TerminalState(e.st.State)
 		}
-		g.Go(func() error {
-			// a read NATS refuses this user gets no answer: it fails at
-			// this bound, not at the caller's deadline
-			sctx, cancel := context.WithTimeout(gctx, directGetWait)
-			defer cancel()
-			e, err := getStatus(sctx, c.st, missionKey{sub: sub, id: id})
-			switch {
-			case errors.Is(err, ErrNotFound):
-				ended[i] = true
-			case err != nil:
-				return fmt.Errorf("status of %s: %w", id, err)
-			default:
-				ended[i] = messages.TerminalState(e.st.State)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
 	}
 	var out []*messages.Approval
@@ -152,33 +140,26 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 	}
 	slices.Sort(ids)
 	stalled := make([]bool, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(pendingStatusReads)
-	for i, id := range ids {
-		sub := cmp.Or(last[id].Submitter, c.readSub)
-		g.Go(func() error {
-			sctx, cancel := context.WithTimeout(gctx, directGetWait)
-			defer cancel()
-			e, err := getStatus(sctx, c.st, missionKey{sub: sub, id: id})
-			switch {
-			case errors.Is(err, ErrNotFound):
-				return nil
-			case err != nil:
-				return fmt.Errorf("status of %s: %w", id, err)
-			case e.st.State != messages.StateAwaitingApproval:
-				return nil
-			}
-			_, err = queuedMsg(sctx, c.st.nc, c.st.Missions, sub, id)
-			switch {
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				stalled[i] = true
-			case err != nil:
-				return fmt.Errorf("queued message of %s: %w", id, err)
-			}
+	err = c.eachMission(ctx, ids, func(id string) string { return last[id].Submitter }, func(ctx context.Context, i int, k missionKey) error {
+		e, err := getStatus(ctx, c.st, k)
+		switch {
+		case errors.Is(err, ErrNotFound):
 			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+		case err != nil:
+			return fmt.Errorf("status of %s: %w", k.id, err)
+		case e.st.State != messages.StateAwaitingApproval:
+			return nil
+		}
+		_, err = queuedMsg(ctx, c.st.nc, c.st.Missions, k.sub, k.id)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			stalled[i] = true
+		case err != nil:
+			return fmt.Errorf("queued message of %s: %w", k.id, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
 	}
 	var out []*messages.Approval
@@ -191,6 +172,26 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 		return cmp.Or(a.DecidedAt.Compare(b.DecidedAt), strings.Compare(a.MissionID, b.MissionID))
 	})
 	return out, nil
+}
+
+// eachMission calls read for each mission of ids, the i-th with its key
+// (its submitter submitter(id), the client's where a record names none),
+// at most pendingStatusReads at once, each with directGetWait to be
+// answered in: a read NATS refuses this user gets no answer, and fails at
+// that bound rather than at the caller's deadline. It returns the first
+// error.
+func (c *Client) eachMission(ctx context.Context, ids []string, submitter func(id string) string, read func(ctx context.Context, i int, k missionKey) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(pendingStatusReads)
+	for i, id := range ids {
+		k := missionKey{sub: cmp.Or(submitter(id), c.readSub), id: id}
+		g.Go(func() error {
+			rctx, cancel := context.WithTimeout(gctx, directGetWait)
+			defer cancel()
+			return read(rctx, i, k)
+		})
+	}
+	return g.Wait()
 }
 
 // pendingRecords returns the pending approval records of the bucket (the

@@ -7,11 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
+
+// approverClient is a client on nc reading every submitter's missions,
+// as an approver's.
+func approverClient(t *testing.T, nc *nats.Conn) *fleet.Client {
+	t.Helper()
+	c, err := fleet.NewClient(testCtx(t), nc, fleet.ClientConfig{Store: testStore, Submitter: "approver", AllSubmitters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // PendingApprovals lists the calls that wait for a decision, the longest
 // waiting first: a decided call and a call of a mission cancelled while
@@ -23,14 +35,7 @@ func TestPendingApprovalsListsTheCallsThatWait(t *testing.T) {
 	startShop(t, nc)
 	startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
-	client := func(sub string, all bool) *fleet.Client {
-		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub, AllSubmitters: all})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	alice, bob, approver := client("alice", false), client("bob", false), client("approver", true)
+	alice, bob, approver := submitterClient(t, nc, "alice"), submitterClient(t, nc, "bob"), approverClient(t, nc)
 	if as, n, err := approver.PendingApprovals(ctx, 0); err != nil || n != 0 || len(as) != 0 {
 		t.Fatalf("no mission yet: %v, %d, %v", as, n, err)
 	}
@@ -236,14 +241,7 @@ func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
 	shop := startShop(t, nc, true)
 	w := startWorker(t, connect(t, srv), refundRunner(nil))
 	ctx := testCtx(t)
-	client := func(sub string, all bool) *fleet.Client {
-		c, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: testStore, Submitter: sub, AllSubmitters: all})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	alice, bob, approver := client("alice", false), client("bob", false), client("approver", true)
+	alice, bob, approver := submitterClient(t, nc, "alice"), submitterClient(t, nc, "bob"), approverClient(t, nc)
 	lost, waiting, done := refundMission(150), refundMission(200), refundMission(300)
 	lostCall := submitAwaiting(ctx, t, alice, lost)
 	submitAwaiting(ctx, t, alice, waiting)
