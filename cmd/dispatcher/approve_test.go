@@ -447,7 +447,6 @@ func TestDispatcherWatchesPendingApprovals(t *testing.T) {
 // the waiting call with its arguments, approves it with edited arguments
 // and a reason, and then shows the decision on the call in the trace.
 func TestViewerApproveInBrowser(t *testing.T) {
-	exe := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	f := startApprovalFleet(t, ctx)
@@ -470,18 +469,8 @@ func TestViewerApproveInBrowser(t *testing.T) {
 		t.Fatalf("form post: %d", resp.StatusCode)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1100), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	step := func(what string, a chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, a); err != nil {
-			t.Fatalf("browser: %s: %v", what, err)
-		}
-	}
+	bctx := openBrowser(t, ctx, chromedp.WindowSize(1400, 1100))
+	step := browserSteps(t, bctx)
 	step("open the mission", chromedp.Navigate(srv.URL+"/missions/"+id))
 	step("the waiting call shows", chromedp.WaitVisible(`#trace .approval.pending button.approve`))
 	pending, err := chromedp.Run(bctx, chromedp.Text(`#trace .approvals`))
@@ -524,7 +513,6 @@ func TestViewerApproveInBrowser(t *testing.T) {
 // shows the button on its decided call; clicking it resumes the mission
 // with the recorded decision, its call run once.
 func TestViewerQueuesAStalledMissionAgainInBrowser(t *testing.T) {
-	exe := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	f := startApprovalFleet(t, ctx)
@@ -538,18 +526,8 @@ func TestViewerQueuesAStalledMissionAgainInBrowser(t *testing.T) {
 	v.by = "viewer:tester"
 	srv := httptest.NewServer(v.Handler())
 	t.Cleanup(srv.Close)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 1100), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	step := func(what string, a chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, a); err != nil {
-			t.Fatalf("browser: %s: %v", what, err)
-		}
-	}
+	bctx := openBrowser(t, ctx, chromedp.WindowSize(1400, 1100))
+	step := browserSteps(t, bctx)
 	// a call still pending gets Approve and Deny, not Queue again
 	step("open the waiting mission", chromedp.Navigate(srv.URL+"/missions/"+fresh))
 	step("its call shows", chromedp.WaitVisible(`#trace .approval.pending button.approve`))

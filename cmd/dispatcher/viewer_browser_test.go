@@ -30,6 +30,33 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// openBrowser starts headless Chromium (chromium) for the test, with opts
+// added to chromedp's defaults, and returns its context, closed as ctx
+// ends or the test does.
+func openBrowser(t *testing.T, ctx context.Context, opts ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	all := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(all, opts...)...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	return bctx
+}
+
+// browserSteps returns a function that runs one action in the browser
+// bctx, failing the test with what the action was for.
+func browserSteps(t *testing.T, bctx context.Context) func(what string, a chromedp.Action[chromedp.Void]) {
+	return func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, a); err != nil {
+			t.Fatalf("browser: %s: %v", what, err)
+		}
+	}
+}
+
 // TestViewerInBrowser drives headless Chromium against the viewer serving
 // a real mission: the list shows it, a click shows its trace (turns,
 // programs, tool calls with sub-agent nested, the feedback, firewalled
@@ -37,26 +64,15 @@ func chromium(t *testing.T) string {
 // without a reload. The screenshot is saved in the test's temp dir
 // (PTC_VIEWER_SCREENSHOT=path copies it there too, e.g. docs/img/viewer.png).
 func TestViewerInBrowser(t *testing.T) {
-	exe := chromium(t)
 	f := startObservedFleet(t)
 	srv := f.serveViewer(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.WindowSize(1500, 1300), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := openBrowser(t, ctx, chromedp.WindowSize(1500, 1300))
 
 	row := `#missions tr[data-id="` + f.id + `"]`
-	step := func(what string, a chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, a); err != nil {
-			t.Fatalf("browser: %s: %v", what, err)
-		}
-	}
+	step := browserSteps(t, bctx)
 	text := func(sel string) string {
 		t.Helper()
 		s, err := chromedp.Run(bctx, chromedp.Text(sel))
@@ -152,7 +168,6 @@ func TestViewerInBrowser(t *testing.T) {
 // the page shows the preview of the return with its size and a link that
 // downloads the whole Step.
 func TestViewerInBrowserLargeStep(t *testing.T) {
-	exe := chromium(t)
 	client, id, _ := runLargeStepMission(t)
 	v, err := newViewer(client, zerolog.Nop())
 	if err != nil {
@@ -163,12 +178,7 @@ func TestViewerInBrowserLargeStep(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := openBrowser(t, ctx)
 
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL+"/missions/"+id)); err != nil {
 		t.Fatalf("browser: open the mission: %v", err)

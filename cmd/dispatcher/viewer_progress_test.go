@@ -23,7 +23,6 @@ import (
 // still thinking about turn 2: the page shows the plan's state and the
 // emitted value, its firewalled key masked.
 func TestViewerInBrowserShowsPlanAndEmits(t *testing.T) {
-	exe := chromium(t)
 	srv := fleettest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -60,12 +59,7 @@ func TestViewerInBrowserShowsPlanAndEmits(t *testing.T) {
 	web := httptest.NewServer(v.Handler())
 	t.Cleanup(web.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := openBrowser(t, ctx)
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(web.URL+"/missions/"+m.ID)); err != nil {
 		t.Fatalf("browser: open the mission: %v", err)
 	}
