@@ -84,6 +84,20 @@ func startApprovalFleet(t *testing.T, ctx context.Context) *approvalFleet {
 	return f
 }
 
+// serveViewer serves the viewer on the fleet's client, deciding as
+// viewer:tester.
+func (f *approvalFleet) serveViewer(t *testing.T) *httptest.Server {
+	t.Helper()
+	v, err := newViewer(f.client, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.by = "viewer:tester"
+	srv := httptest.NewServer(v.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func (f *approvalFleet) submit(t *testing.T, ctx context.Context, amount int64) string {
 	t.Helper()
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "refund"},
@@ -451,13 +465,7 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	defer cancel()
 	f := startApprovalFleet(t, ctx)
 	id := f.submit(t, ctx, 900)
-	v, err := newViewer(f.client, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.by = "viewer:tester"
-	srv := httptest.NewServer(v.Handler())
-	t.Cleanup(srv.Close)
+	srv := f.serveViewer(t)
 
 	// A decision is a JSON body: a form post from another page is refused.
 	resp, err := http.Post(srv.URL+"/api/missions/"+id+"/decide", "application/x-www-form-urlencoded", strings.NewReader("approve=true"))
@@ -519,13 +527,7 @@ func TestViewerQueuesAStalledMissionAgainInBrowser(t *testing.T) {
 	id := f.submit(t, ctx, 900)
 	fresh := f.submit(t, ctx, 800)
 	stallMission(t, ctx, f, id)
-	v, err := newViewer(f.client, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.by = "viewer:tester"
-	srv := httptest.NewServer(v.Handler())
-	t.Cleanup(srv.Close)
+	srv := f.serveViewer(t)
 	bctx := openBrowser(t, ctx, chromedp.WindowSize(1400, 1100))
 	step := browserSteps(t, bctx)
 	// a call still pending gets Approve and Deny, not Queue again
