@@ -830,10 +830,15 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	w.stats.suspended.Add(1)
 	attemptFrom(ctx).setOutcome("suspended")
 	log.Info().Str("call", a.Call).Str("tool", a.Tool).Time("deadline", a.Deadline).Msg("mission suspended: a tool call waits for approval")
+	if w.approvalParked != nil {
+		w.approvalParked(k)
+	}
 	// A decision made while the mission was parking found no parked
 	// message, or a status still running: queue it now.
 	if cur, _, err := getApproval(ctx, w.st.nc, w.replies, w.st.Approvals, messages.ApprovalKey(m.ID, a.Call)); err == nil && cur.State != messages.ApprovalPending {
-		if err := wake(ctx, w.js, w.replies, k, a.Priority, msg.Data(), msg.Headers(), wakeMsgID(m.ID, "wake", cur)+"/"+strconv.Itoa(st.Suspensions), nil); err != nil {
+		woken := nats.Header{}
+		woken.Set(messages.HeaderWoken, cur.Call)
+		if err := wakeNow(ctx, w.js, w.replies, k, a.Priority, msg.Data(), msg.Headers(), wakeMsgID(m.ID, "wake", cur)+"/"+strconv.Itoa(st.Suspensions), woken); err != nil {
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
@@ -1445,6 +1450,33 @@ func wake(ctx context.Context, js jetstream.JetStream, replies *replyMux, k miss
 	}
 	return nil
 }
+
+// wakeNow queues a parked mission's message (data, with the headers of
+// hdr that travel with a mission) again at once from a worker: a quota's
+// lease given back, a decision found after parking. It goes into
+// MISSIONS directly on its woken subject, with Msg-Id msgID and the
+// headers of extra, which make the claim take it as a wake (as a
+// decider's: wakeParked); where MISSIONS does not take it within
+// wakeNowWait (full, or electing a leader), on its wake subject in
+// PARKED, from which a worker moves it (one more hop). A copy stored in
+// both is dropped by the claim as a duplicate: the status names the
+// copy that resumed the mission.
+func wakeNow(ctx context.Context, js jetstream.JetStream, replies *replyMux, k missionKey, priority string, data []byte, hdr nats.Header, msgID string, extra nats.Header) error {
+	wctx, cancel := context.WithTimeout(ctx, wakeNowWait)
+	_, err := publishAckedOn(wctx, js.Conn(), replies, wakeMsg(messages.WokenSubject(k.sub, priority, k.id), data, hdr, msgID, extra))
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if perr := wake(ctx, js, replies, k, priority, data, hdr, msgID, nil); perr != nil {
+		return fmt.Errorf("fleet: wake %s: into MISSIONS: %w; into PARKED: %w", k.id, err, perr)
+	}
+	return nil
+}
+
+// wakeNowWait bounds wakeNow's publish into MISSIONS, so that its
+// fallback into PARKED has time left within the caller's.
+const wakeNowWait = 3 * time.Second
 
 // wakeMsg is a suspended mission's message (data) queued again on
 // subject: with the headers of hdr that travel with a mission, those of

@@ -390,6 +390,60 @@ func decidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T, named bool) {
 	}
 }
 
+// A decision recorded while its mission's worker parks the mission finds
+// no parked message to queue, and leaves the wake to that worker: once
+// parked, it reads the decision and queues the mission itself, straight
+// into MISSIONS (Ptc-Woken, Msg-Id "<id>/wake/..."), none through PARKED.
+// The mission resumes and its call runs once.
+func TestApprovalDecidedWhileParkingIsQueuedByItsWorker(t *testing.T) {
+	srv, nc := runJetStream(t)
+	shop := startShop(t, nc, true)
+	c := newClient(t, nc)
+	ctx := testCtx(t)
+	w, err := fleet.NewWorker(connect(t, srv), fleet.WorkerConfig{ID: "parker", Runner: refundRunner(nil), Slots: 2,
+		Priorities: []string{messages.PriorityNormal}, Store: testStore, IdleWait: 200 * time.Millisecond, ToolTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet.OnApprovalParked(w, func(id string) {
+		as, err := c.Approvals(ctx, id)
+		if err != nil || len(as) != 1 {
+			t.Errorf("approvals of the parked mission: %v %v", as, err)
+			return
+		}
+		approveWithoutWake(ctx, t, c, id, as[0])
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	m := refundMission(500)
+	woken, err := nc.SubscribeSync(messages.WokenSubject(c.Submitter(), messages.PriorityNormal, m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked, err := nc.SubscribeSync(messages.WakeSubject(c.Submitter(), messages.PriorityNormal, m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if step, err := c.Await(ctx, m.ID); err != nil || !step.Ok() {
+		t.Fatalf("step %+v, %v", step, err)
+	}
+	raw, err := woken.NextMsg(time.Second)
+	if err != nil || !strings.HasPrefix(raw.Header.Get(jetstream.MsgIDHeader), m.ID+"/wake/") || raw.Header.Get(messages.HeaderWoken) == "" {
+		t.Fatalf("the worker's wake into MISSIONS: %v %v", raw, err)
+	}
+	if raw, err := parked.NextMsg(100 * time.Millisecond); err == nil {
+		t.Errorf("a wake through PARKED too: %v", raw.Header)
+	}
+	if _, refunds, _ := shop.counts(); len(refunds) != 1 {
+		t.Fatalf("refunds run: %v", refunds)
+	}
+}
+
 func TestApprovalRulesOfMissionAndWorker(t *testing.T) {
 	_, nc := runJetStream(t)
 	startShop(t, nc)

@@ -15,6 +15,13 @@ func MoveWakes(tb testing.TB, nc *nats.Conn, st *Stores) {
 	startTestMover(tb, nc, st, nil)
 }
 
+// OnApprovalParked makes w call f with the id of each mission it parks
+// for approval, once parked and acknowledged, before it looks for a
+// decision made meanwhile. It is set before w starts.
+func OnApprovalParked(w *Worker, f func(id string)) {
+	w.approvalParked = func(k missionKey) { f(k.id) }
+}
+
 // startTestMover starts a wake mover of st's wakes on nc, counting its
 // moves in metrics (nil: none), and stops it when tb ends.
 func startTestMover(tb testing.TB, nc *nats.Conn, st *Stores, metrics *Metrics) *wakeMover {

@@ -199,7 +199,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Missions a worker failed quota_exceeded because their submitter had more queued than its quota's max_queued (published past Client.Submit's check), by tenant and submitter."}, []string{"tenant", "submitter"}),
 
 		wakesMoved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_wakes_moved_total",
-			Help: fmt.Sprintf("Wakes of parked missions (a deadline's, a quota's) a worker tried to move from PARKED into MISSIONS, by tenant and outcome (moved; failed: tried again, after %v and then up to every %v).", wakeRetryDelay, wakeRetryMax)}, []string{"tenant", "outcome"}),
+			Help: fmt.Sprintf("Wakes of parked missions (a deadline's; a decision's or a quota's MISSIONS did not take) a worker tried to move from PARKED into MISSIONS, by tenant and outcome (moved; failed: tried again, after %v and then up to every %v).", wakeRetryDelay, wakeRetryMax)}, []string{"tenant", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -446,16 +448,20 @@ func (l *quotaLease) release() {
 	})
 }
 
-// wake queues the parked mission k again at once. A mission no longer
-// parked (it was not parked yet, or it already woke) is left alone: its
-// schedule, or the run it is in, takes care of it; a second copy queued
-// is dropped as a duplicate by the claim.
+// wake queues the parked mission k again at once (wakeNow), its copy
+// marked messages.HeaderWakeMoved with its parked message's sequence: the
+// claim takes it as a wake from PARKED, and checks the quota again. A
+// mission no longer parked (it was not parked yet, or it already woke) is
+// left alone: its schedule, or the run it is in, takes care of it; a
+// second copy queued is dropped as a duplicate by the claim.
 func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error {
 	raw, err := parkedMessage(ctx, q.js.Conn(), nil, q.parked, k.id)
 	if err != nil || raw == nil {
 		return err
 	}
-	return wake(ctx, q.js, nil, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), nil)
+	moved := nats.Header{}
+	moved.Set(messages.HeaderWakeMoved, strconv.FormatUint(raw.Sequence, 10))
+	return wakeNow(ctx, q.js, nil, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), moved)
 }
 
 // casJSON changes the JSON value of key in kv with compare-and-set,

@@ -541,12 +541,18 @@ func holdQuota(t *testing.T) *heldQuota {
 
 // A lease given back wakes the first mission waiting for the quota at
 // once: the mission is queued again by the worker that gave the lease
-// back (its wake carries the Msg-Id "<id>/quota/<seq>"), not by its
-// schedule, and runs.
+// back (its wake carries the Msg-Id "<id>/quota/<seq>" and the
+// Ptc-Wake-Moved mark with its parked message's sequence), not by its
+// schedule, and runs. The wake goes into MISSIONS directly: none waits
+// in PARKED for a worker to move it.
 func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 	h := holdQuota(t)
 	ctx := testCtx(t)
-	wakes, err := h.nc.SubscribeSync(messages.WakeSubject("a", messages.PriorityNormal, h.next.ID))
+	woken, err := h.nc.SubscribeSync(messages.WokenSubject("a", messages.PriorityNormal, h.next.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked, err := h.nc.SubscribeSync(messages.WakeSubject("a", messages.PriorityNormal, h.next.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,12 +560,15 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 	if st, err := h.c.Await(ctx, h.next.ID); err != nil || !st.Ok() {
 		t.Fatalf("%+v, %v", st, err)
 	}
-	raw, err := wakes.NextMsg(time.Second)
+	raw, err := woken.NextMsg(time.Second)
 	if err != nil {
 		t.Fatalf("no wake of the waiting mission: %v", err)
 	}
-	if id := raw.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, h.next.ID+"/quota/") {
-		t.Errorf("the waiting mission was woken by %q, not by the lease given back", id)
+	if id := raw.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, h.next.ID+"/quota/") || raw.Header.Get(messages.HeaderWakeMoved) != strings.TrimPrefix(id, h.next.ID+"/quota/") {
+		t.Errorf("the waiting mission was woken by %q (headers %v), not by the lease given back", id, raw.Header)
+	}
+	if m, err := parked.NextMsg(100 * time.Millisecond); err == nil {
+		t.Errorf("a wake through PARKED too: %v", m.Header)
 	}
 }
 

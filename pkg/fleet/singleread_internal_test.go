@@ -382,6 +382,44 @@ func parkAwaiting(ctx context.Context, t *testing.T, c *Client, k missionKey) []
 	return mission
 }
 
+// A worker's wake (a quota's lease given back, a decision found after
+// parking: wakeNow) goes into MISSIONS with its marks; where MISSIONS
+// refuses it (full), into PARKED, for a worker to move.
+func TestWakeNowGoesThroughParkedWhenMissionsIsFull(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(ctx, nc, ClientConfig{Store: StoreConfig{MaxQueued: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := nats.Header{}
+	moved.Set(messages.HeaderWakeMoved, "7")
+	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	mission := parkAwaiting(ctx, t, c, k)
+	hdr := nats.Header{}
+	hdr.Set(messages.HeaderMissionID, k.id)
+	if err := wakeNow(ctx, c.js, nil, k, messages.PriorityNormal, mission, hdr, k.id+"/quota/7", moved); err != nil {
+		t.Fatal(err)
+	}
+	data, _, got, err := leaderMsg(ctx, nc, messages.StreamMissions, lastOn(messages.QueuedFilters(k.sub, k.id)[0]))
+	if err != nil || !bytes.Equal(data, mission) || got.Get(messages.HeaderWakeMoved) != "7" || got.Get(jetstream.MsgIDHeader) != k.id+"/quota/7" {
+		t.Fatalf("the wake in MISSIONS: %d bytes, headers %v, %v", len(data), got, err)
+	}
+	// another mission, with MISSIONS full (the wake above and a filler)
+	if _, err := c.js.Publish(ctx, messages.SubmitSubject(k.sub, messages.PriorityNormal, messages.NewMissionID()), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	k2 := missionKey{sub: c.sub, id: messages.NewMissionID()}
+	mission2 := parkAwaiting(ctx, t, c, k2)
+	if err := wakeNow(ctx, c.js, nil, k2, messages.PriorityNormal, mission2, hdr, k2.id+"/quota/8", moved); err != nil {
+		t.Fatalf("a wake while MISSIONS is full: %v", err)
+	}
+	if data, _, _, err := leaderMsg(ctx, nc, messages.StreamParked, lastOn(messages.WakeSubject(k2.sub, messages.PriorityNormal, k2.id))); err != nil || !bytes.Equal(data, mission2) {
+		t.Fatalf("the wake in PARKED: %d bytes, %v", len(data), err)
+	}
+}
+
 // A decision whose wake MISSIONS refuses (full: MaxQueued missions
 // queued, DiscardNew) is not an error: the wake is stored in PARKED
 // instead, from which a worker moves it into MISSIONS once it has room,

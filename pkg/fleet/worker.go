@@ -282,6 +282,10 @@ type Worker struct {
 	// so and its message is acked: where the mission may already be
 	// queued again.
 	quotaParked func(k missionKey)
+	// approvalParked, when set (by tests of this package), is called when
+	// a mission suspended for approval is parked and acknowledged, before
+	// its worker looks for a decision made while it parked it.
+	approvalParked func(k missionKey)
 
 	// replies receives the answers and progress messages of live tool
 	// calls (liveness.go).

@@ -63,7 +63,7 @@ const (
 	SubjectParkedPrefix = "mission.parked."
 	// SubjectWakePrefix prefixes mission.wake.<submitter>.<priority>.<id>
 	// in PARKED: a suspended mission's message queued again (by its
-	// schedule, a quota's lease given back, or a decision where MISSIONS
+	// schedule; by a decision or a quota's lease given back where MISSIONS
 	// holds no SubjectWokenPrefix subject or refuses it); workers move it
 	// into MISSIONS on its SubjectWokenPrefix subject (HeaderWakeMoved).
 	SubjectWakePrefix = "mission.wake."
@@ -163,16 +163,18 @@ const (
 	// HeaderWokenSuspension on a decision's wake is the suspension it
 	// ends (HeaderParkedSuspension of the parked message it copies).
 	HeaderWokenSuspension = "Ptc-Woken-Suspension"
-	// HeaderWoken marks a decision's wake published on WokenSubject, which
+	// HeaderWoken marks a decision's wake published on WokenSubject (by
+	// its decider, or by the worker that finds it after parking), which
 	// MISSIONS stores on the subject a submit of the mission takes: its
 	// value is the decided call. The claim reads the mission's status at
 	// once, as for a wake moved from PARKED (HeaderWakeMoved), rather than
 	// trying to create it first.
 	HeaderWoken = "Ptc-Woken"
 	// HeaderWakeMoved marks a wake a worker moved from PARKED into
-	// MISSIONS on its WokenSubject (a deadline's, a quota's, or a
-	// decision's that MISSIONS refused): its value is the wake's
-	// sequence in PARKED. The claim takes a mission waiting for approval
+	// MISSIONS on its WokenSubject (a deadline's; a decision's or a
+	// quota's that MISSIONS refused), or a mission waiting for its quota
+	// that a worker giving a lease back queued there itself: its value is
+	// the sequence in PARKED of the message it copies. The claim takes a mission waiting for approval
 	// or for its quota from such a copy, as it did from one MISSIONS
 	// sourced from PARKED (marked Nats-Stream-Source by the server).
 	HeaderWakeMoved = "Ptc-Wake-Moved"

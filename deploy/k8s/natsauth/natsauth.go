@@ -376,8 +376,10 @@ func workerPublish(services []string) []string {
 	l = append(l, directGet(objStream)...)
 	l = append(l, directBatch(approvalsStream)...)
 	l = append(l, directGet(messages.StreamParked)...)
-	// PARKED's wakes (a deadline's, a quota's) are moved into MISSIONS
-	// by the workers: taken from their consumer, published on the woken
+	// PARKED's wakes (a deadline's; a decision's or a quota's MISSIONS
+	// did not take) are moved into MISSIONS by the workers (who also
+	// publish a quota's and a decision's wakes there themselves, on the
+	// same subjects): taken from their consumer, published on the woken
 	// subjects below, acknowledged and removed. A message delete names
 	// its sequence in its body, so a worker may remove any message of
 	// PARKED, which it may overwrite (roll up) anyway.
