@@ -382,17 +382,27 @@ func parkAwaiting(ctx context.Context, t *testing.T, c *Client, k missionKey) []
 	return mission
 }
 
-// A worker's wake (a quota's lease given back, a decision found after
-// parking: wakeNow) goes into MISSIONS with its marks; where MISSIONS
-// refuses it (full), into PARKED, for a worker to move.
-func TestWakeNowGoesThroughParkedWhenMissionsIsFull(t *testing.T) {
+// queueOfTwo is a client on an embedded server whose MISSIONS holds at
+// most two missions (StoreConfig.MaxQueued).
+func queueOfTwo(t *testing.T) (*nats.Conn, *Client) {
+	t.Helper()
 	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := NewClient(ctx, nc, ClientConfig{Store: StoreConfig{MaxQueued: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nc, c
+}
+
+// A worker's wake (a quota's lease given back, a decision found after
+// parking: wakeNow) goes into MISSIONS with its marks; where MISSIONS
+// refuses it (full), into PARKED, for a worker to move.
+func TestWakeNowGoesThroughParkedWhenMissionsIsFull(t *testing.T) {
+	nc, c := queueOfTwo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	moved := nats.Header{}
 	moved.Set(messages.HeaderWakeMoved, "7")
 	k := missionKey{sub: c.sub, id: messages.NewMissionID()}
@@ -425,13 +435,9 @@ func TestWakeNowGoesThroughParkedWhenMissionsIsFull(t *testing.T) {
 // instead, from which a worker moves it into MISSIONS once it has room,
 // then removes it.
 func TestDecisionWakesAMissionIntoAFullQueue(t *testing.T) {
-	nc := embeddedConn(t)
+	nc, c := queueOfTwo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := NewClient(ctx, nc, ClientConfig{Store: StoreConfig{MaxQueued: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
