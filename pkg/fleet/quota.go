@@ -341,6 +341,9 @@ type QuotaWaitError struct {
 	Quota string
 	// MaxRunning is its bound, Running the missions holding it.
 	MaxRunning, Running int
+	// listed says the mission is on the waiting list (put there by the
+	// refusal, or before it), whose first a lease given back wakes.
+	listed bool
 }
 
 func (e *QuotaWaitError) Error() string {
@@ -364,8 +367,12 @@ func (q *Quotas) acquire(ctx context.Context, l QuotaLimit, sub, id, priority st
 		}
 		n := ls.live(now)
 		if _, mine := ls.Leases[id]; !mine && n >= l.MaxRunning {
-			refused = &QuotaWaitError{Quota: l.Name(), MaxRunning: l.MaxRunning, Running: n}
-			if len(ls.Waiting) >= maxQuotaWaiting || slices.ContainsFunc(ls.Waiting, func(w QuotaWaiter) bool { return w.ID == id }) {
+			refused = &QuotaWaitError{Quota: l.Name(), MaxRunning: l.MaxRunning, Running: n, listed: true}
+			if slices.ContainsFunc(ls.Waiting, func(w QuotaWaiter) bool { return w.ID == id }) {
+				return false
+			}
+			if len(ls.Waiting) >= maxQuotaWaiting {
+				refused.listed = false
 				return false
 			}
 			ls.Waiting = append(ls.Waiting, QuotaWaiter{ID: id, Priority: priority})
@@ -462,6 +469,22 @@ func (q *Quotas) wake(ctx context.Context, k missionKey, priority string) error 
 	moved := nats.Header{}
 	moved.Set(messages.HeaderWakeMoved, strconv.FormatUint(raw.Sequence, 10))
 	return wakeNow(ctx, q.js, nil, k, priority, raw.Data, raw.Header, fmt.Sprintf("%s/quota/%d", k.id, raw.Sequence), moved)
+}
+
+// waiting reports whether mission id is on submitter sub's waiting list.
+func (q *Quotas) waiting(ctx context.Context, sub, id string) (bool, error) {
+	e, err := q.leases.Get(ctx, sub)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var ls QuotaLeases
+	if err := json.Unmarshal(e.Value(), &ls); err != nil {
+		return false, fmt.Errorf("quota leases %s: stored value is not JSON: %w", sub, err)
+	}
+	return slices.ContainsFunc(ls.Waiting, func(w QuotaWaiter) bool { return w.ID == id }), nil
 }
 
 // casJSON changes the JSON value of key in kv with compare-and-set,
@@ -586,6 +609,9 @@ func (m confirmedAck) Ack() error { return m.DoubleAck(m.ctx) }
 // mission holds no slot while it waits). A mission that cannot be parked
 // is handed back like a retryable failure.
 func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey, priority string, em *emitter, meta *jetstream.MsgMetadata, attempt int, entry *statusEntry, wait *QuotaWaitError, log *zerolog.Logger) {
+	if w.quotaParking != nil {
+		w.quotaParking(k)
+	}
 	at := time.Now().Add(quotaWaitDelay + rand.N(quotaWaitDelay))
 	if err := park(ctx, w.js, k, priority, msg.Data(), msg.Headers(), at, parkMark{}); err != nil {
 		log.Warn().Err(err).Msg("mission not parked to wait for its quota")
@@ -619,6 +645,20 @@ func (w *Worker) quotaWait(ctx context.Context, msg jetstream.Msg, k missionKey,
 	em.Flush()
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission waits again")
+	}
+	// A lease given back between the refusal, which put the mission on
+	// the waiting list, and its parking found no parked message to wake
+	// (Quotas.wake) and took it off the list: it is woken now, not at its
+	// schedule. A wake that lease's worker did send has the same Msg-Id,
+	// and MISSIONS stores it once.
+	if wait.listed {
+		if listed, err := w.quotas.waiting(ctx, k.sub, k.id); err != nil {
+			log.Debug().Err(err).Msg("quota waiting list unread; the mission wakes at its scheduled time if no lease given back wakes it")
+		} else if !listed {
+			if err := w.quotas.wake(ctx, k, priority); err != nil {
+				log.Debug().Err(err).Msg("mission not woken after a lease given back while it parked; it wakes at its scheduled time")
+			}
+		}
 	}
 	w.cfg.Metrics.quotaWait(w.cfg.Tenant, k.sub)
 	attemptFrom(ctx).setOutcome("quota_wait")

@@ -60,7 +60,7 @@ func (r *quotaRunner) Run(ctx context.Context, m *messages.Mission, env fleet.Ru
 	return &messages.Step{Return: "ok"}, nil
 }
 
-func setQuota(t *testing.T, nc *nats.Conn, q fleet.QuotaLimit) {
+func setQuota(t testing.TB, nc *nats.Conn, q fleet.QuotaLimit) {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -76,7 +76,7 @@ func setQuota(t *testing.T, nc *nats.Conn, q fleet.QuotaLimit) {
 
 // submitN submits n missions of submitter sub (its context names it) and
 // returns them.
-func submitN(t *testing.T, c *fleet.Client, sub string, n int) []*messages.Mission {
+func submitN(t testing.TB, c *fleet.Client, sub string, n int) []*messages.Mission {
 	t.Helper()
 	var ms []*messages.Mission
 	for range n {
@@ -570,6 +570,35 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 	if m, err := parked.NextMsg(100 * time.Millisecond); err == nil {
 		t.Errorf("a wake through PARKED too: %v", m.Header)
 	}
+}
+
+// BenchmarkQuotaHandoff runs missions of one submitter whose running
+// quota is 1, twenty submitted at once: each after the first waits parked
+// for the quota and is woken by the lease the one before gives back. It
+// reports the time from the submissions to the last result per mission
+// (ms/mission): what a handoff of the quota costs.
+func BenchmarkQuotaHandoff(b *testing.B) {
+	_, nc := runJetStream(b)
+	setQuota(b, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("q"), MaxRunning: 1})
+	startWorker(b, nc, fleet.RunnerFunc(func(context.Context, *messages.Mission, fleet.RunEnv) (*messages.Step, error) {
+		return &messages.Step{Return: "ok"}, nil
+	}))
+	c := submitterClient(b, nc, "q")
+	ctx := testCtx(b)
+	const n = 20
+	var took time.Duration
+	batches := 0
+	for b.Loop() {
+		start := time.Now()
+		for _, m := range submitN(b, c, "q", n) {
+			if st, err := c.Await(ctx, m.ID); err != nil || !st.Ok() {
+				b.Fatalf("%+v, %v", st, err)
+			}
+		}
+		took += time.Since(start)
+		batches++
+	}
+	b.ReportMetric(float64(took.Microseconds())/1e3/float64(batches*n), "ms/mission")
 }
 
 // A submitter may publish on its own submit subject with any header,

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +111,91 @@ func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
 	}
 	if step, err := client.Await(ctx, holder.ID); err != nil || step.Attempts != 1 {
 		t.Errorf("the mission that held the quota: %+v, %v", step, err)
+	}
+}
+
+// A lease given back after a mission was refused its quota (and put on
+// the waiting list) but before it was parked finds no parked message to
+// wake, and takes the mission off the list: the worker parking it sees
+// that and wakes it at once (Msg-Id "<id>/quota/<seq>"), rather than
+// leave it to its schedule (whose wake a worker would move from PARKED).
+func TestQuotaLeaseGivenBackBeforeTheParkWakesTheMission(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetQuota(ctx, js, QuotaLimit{Scope: QuotaSubmitterScope("a"), MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewClient(ctx, nc, ClientConfig{Submitter: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	w, err := NewWorker(nc, WorkerConfig{
+		ID: "w", Slots: 2, Priorities: []string{messages.PriorityNormal},
+		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
+		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
+			if m.Context["hold"] == true {
+				<-release
+			}
+			return &messages.Step{Return: "ok"}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parking atomic.Int32
+	w.quotaParking = func(k missionKey) {
+		if parking.Add(1) != 1 {
+			return
+		}
+		// the mission holding the quota ends, and its lease is given
+		// back, before this one is parked
+		close(release)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if listed, err := w.quotas.waiting(ctx, k.sub, k.id); err == nil && !listed {
+				return
+			}
+		}
+		t.Error("the lease given back did not take the mission off the waiting list")
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop() })
+	holder := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "hold"},
+		Context: map[string]any{"hold": true}}
+	if _, err := client.Submit(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if st, err := client.Status(ctx, holder.ID); err == nil && st.State == messages.StateRunning {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the mission holding the quota did not start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "wait"}}
+	woken, err := nc.SubscribeSync(messages.WokenSubject("a", messages.PriorityNormal, m.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := client.Run(ctx, m)
+	if err != nil || !step.Ok() {
+		t.Fatalf("the mission that waited: %+v, %v", step, err)
+	}
+	first, err := woken.NextMsg(time.Second)
+	if err != nil || !strings.HasPrefix(first.Header.Get(jetstream.MsgIDHeader), m.ID+"/quota/") {
+		t.Fatalf("the mission was first woken by %v (%v), want the wake of the lease given back", first, err)
 	}
 }

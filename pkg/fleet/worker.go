@@ -282,6 +282,9 @@ type Worker struct {
 	// so and its message is acked: where the mission may already be
 	// queued again.
 	quotaParked func(k missionKey)
+	// quotaParking, when set (by tests of this package), is called when a
+	// mission refused its running quota is about to be parked.
+	quotaParking func(k missionKey)
 	// approvalParked, when set (by tests of this package), is called when
 	// a mission suspended for approval is parked and acknowledged, before
 	// its worker looks for a decision made while it parked it.
