@@ -176,6 +176,15 @@ func (v *missionView) MarshalJSON() ([]byte, error) {
 		if err := put("approvals", items); err != nil {
 			return nil, err
 		}
+		// the call whose decision the mission stalls on (its wake lost),
+		// which the page offers to queue again
+		if v.Status != nil {
+			if a := fleet.StalledDecision(v.Status.State, v.Approvals, defaultStalledAfter, time.Now()); a != nil {
+				if err := put("stalled_call", a.Call); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	if v.Events != nil {
 		evs := make([]json.RawMessage, 0, len(v.Events))

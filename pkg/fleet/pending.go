@@ -96,34 +96,28 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 // its own submitter's.
 //
 // It reads the approval bucket as PendingApprovals does, keeping the
-// decided records; PARKED's subjects from its stream's info (a waiting
+// records of the missions it lists (StalledDecision picks each one's);
+// PARKED's subjects from its stream's info (a waiting
 // mission keeps its parked message there, a finished one has none); and,
 // of each decided mission still parked, its status and its queued message
 // (a wake queued behind other missions is not lost).
 func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
-	decidedBy := time.Now().Add(-after)
-	var pending []string // the missions with a pending call
+	now := time.Now()
 	records, err := c.approvalRecords(ctx, func(a *messages.Approval) bool {
-		if c.readSub != messages.AllSubmitters && a.Submitter != "" && a.Submitter != c.readSub {
-			return false
-		}
-		if a.State == messages.ApprovalPending {
-			pending = append(pending, a.MissionID)
-			return false
-		}
-		return !a.DecidedAt.IsZero() && !a.DecidedAt.After(decidedBy)
+		return c.readSub == messages.AllSubmitters || a.Submitter == "" || a.Submitter == c.readSub
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
 	}
-	last := map[string]*messages.Approval{} // by mission, its last decided call
+	byMission := map[string][]*messages.Approval{}
 	for _, a := range records {
-		if l := last[a.MissionID]; l == nil || a.DecidedAt.After(l.DecidedAt) {
-			last[a.MissionID] = a
-		}
+		byMission[a.MissionID] = append(byMission[a.MissionID], a)
 	}
-	for _, id := range pending {
-		delete(last, id) // deciding its pending call queues it
+	last := map[string]*messages.Approval{} // by mission, the decision it would stall on
+	for id, as := range byMission {
+		if a := StalledDecision(messages.StateAwaitingApproval, as, after, now); a != nil {
+			last[id] = a
+		}
 	}
 	if len(last) == 0 {
 		return nil, nil
@@ -172,6 +166,30 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 		return cmp.Or(a.DecidedAt.Compare(b.DecidedAt), strings.Compare(a.MissionID, b.MissionID))
 	})
 	return out, nil
+}
+
+// StalledDecision returns, of as (one mission's approval records), the
+// decision the mission stalls on while it is in state: when it awaits
+// approval with no call of as pending, its most recent decision, made at
+// least after before now. It returns nil otherwise. A mission so stalled
+// whose wake is not queued either lost that wake (StalledApprovals).
+func StalledDecision(state string, as []*messages.Approval, after time.Duration, now time.Time) *messages.Approval {
+	if state != messages.StateAwaitingApproval {
+		return nil
+	}
+	var last *messages.Approval
+	for _, a := range as {
+		if a.State == messages.ApprovalPending {
+			return nil
+		}
+		if !a.DecidedAt.IsZero() && (last == nil || a.DecidedAt.After(last.DecidedAt)) {
+			last = a
+		}
+	}
+	if last == nil || now.Sub(last.DecidedAt) < after {
+		return nil
+	}
+	return last
 }
 
 // eachMission calls read for each mission of ids, the i-th with its key

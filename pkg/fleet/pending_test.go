@@ -302,3 +302,34 @@ func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
 		t.Fatalf("stalled after it finished: %q", got)
 	}
 }
+
+// StalledDecision picks a mission's most recent decision, when the
+// mission awaits approval with no call pending and that decision is old
+// enough; nothing otherwise.
+func TestStalledDecision(t *testing.T) {
+	now := time.Now()
+	decided := func(call string, ago time.Duration) *messages.Approval {
+		return &messages.Approval{Call: call, State: messages.ApprovalApproved, DecidedAt: now.Add(-ago)}
+	}
+	pending := &messages.Approval{Call: "p", State: messages.ApprovalPending}
+	for _, c := range []struct {
+		name  string
+		state string
+		as    []*messages.Approval
+		want  string
+	}{
+		{"the latest of two decisions", messages.StateAwaitingApproval, []*messages.Approval{decided("a", 5*time.Minute), decided("b", 2*time.Minute)}, "b"},
+		{"the latest decision too recent", messages.StateAwaitingApproval, []*messages.Approval{decided("a", 5*time.Minute), decided("b", 10*time.Second)}, ""},
+		{"a call pending", messages.StateAwaitingApproval, []*messages.Approval{decided("a", 5*time.Minute), pending}, ""},
+		{"not waiting", messages.StateRunning, []*messages.Approval{decided("a", 5*time.Minute)}, ""},
+		{"no decision", messages.StateAwaitingApproval, nil, ""},
+	} {
+		got := ""
+		if a := fleet.StalledDecision(c.state, c.as, time.Minute, now); a != nil {
+			got = a.Call
+		}
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -114,7 +114,7 @@ function renderTrace(v) {
     kids.push(el("p", { class: "what" }, "a large result (" + v.step_bytes + " bytes): values over 1 KiB show as {cut: {bytes, preview}} · ",
       el("a", { href: v.full, class: "full" }, "download the whole Step")));
   }
-  if (v.approvals && v.approvals.length) kids.push(renderApprovals(v.id, v.approvals, v.state));
+  if (v.approvals && v.approvals.length) kids.push(renderApprovals(v.id, v.approvals, v.stalled_call));
   if (step) {
     kids.push(renderStep(step));
   } else {
@@ -150,26 +150,14 @@ function programAt(program, position) {
   return pre;
 }
 
-// stalledAfterMs is how long after its decision a mission that still
-// waits with no call pending is shown as stalled (as dispatcher approvals
-// lists it): a wake takes milliseconds to queue its mission.
-const stalledAfterMs = 60 * 1000;
-
 // renderApprovals lists the mission's calls that need approval: a pending
 // one with its arguments (editable), a reason and Approve / Deny buttons;
-// a decided one with its decision. A mission still awaiting approval a
-// minute after its last decision, with no call pending, lost that
-// decision's wake: its last decided call gets a Queue again button, which
-// resumes it with the recorded decision.
-function renderApprovals(id, approvals, state) {
+// a decided one with its decision. stalledCall names the call whose
+// decision the mission stalls on, its wake lost (the server's
+// stalled_call): it gets a Queue again button, which resumes the mission
+// with the recorded decision.
+function renderApprovals(id, approvals, stalledCall) {
   const box = el("div", { class: "approvals" }, el("div", { class: "label" }, "tool calls that need approval"));
-  let lastDecided = null;
-  if (state === "awaiting_approval" && !approvals.some((a) => a.state === "pending")) {
-    for (const a of approvals) {
-      if (a.decided_at && (!lastDecided || Date.parse(a.decided_at) >= Date.parse(lastDecided.decided_at))) lastDecided = a;
-    }
-    if (lastDecided && Date.now() - Date.parse(lastDecided.decided_at) < stalledAfterMs) lastDecided = null;
-  }
   for (const a of approvals) {
     const row = el("div", { class: "approval " + a.state, "data-call": a.call },
       el("div", { class: "mono" }, a.tool + " " + preview(a.args), el("span", { class: "muted" }, " turn " + a.turn + " · call " + a.call + " · " + (a.rule || "") + (a.position ? " · at " + a.position : ""))));
@@ -200,7 +188,7 @@ function renderApprovals(id, approvals, state) {
       if (a.program) row.append(programAt(a.program, a.position));
     } else {
       row.append(el("div", { class: "decision" }, decision(a)));
-      if (a === lastDecided) {
+      if (a.call === stalledCall) {
         const msg = el("span", { class: "msg" });
         const again = el("button", { class: "requeue" }, "Queue again");
         again.addEventListener("click", async () => {
