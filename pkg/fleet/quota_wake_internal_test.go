@@ -7,23 +7,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// A mission over its submitter's running quota is queued again as soon as
-// it is parked and a lease is given back. When that copy reaches the
-// worker that parked it while the worker still settles the message it
-// parked, the copy waits for it and then takes the mission: waiting for
-// the quota uses up no delivery, and the mission finishes on its first
-// attempt.
-func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	store := StoreConfig{AckWait: time.Second, MaxDeliver: 3}
-	js, err := jetstream.New(nc)
+// quotaOfOne is submitter "a" with a running quota of 1 on an embedded
+// server, and a worker of two slots, not started (a test sets its hooks
+// first), whose run of a mission marked hold waits until release is
+// closed.
+type quotaOfOne struct {
+	nc      *nats.Conn
+	client  *Client
+	w       *Worker
+	release chan struct{}
+}
+
+func newQuotaOfOne(ctx context.Context, t *testing.T, store StoreConfig) *quotaOfOne {
+	t.Helper()
+	q := &quotaOfOne{nc: embeddedConn(t), release: make(chan struct{})}
+	js, err := jetstream.New(q.nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,17 +37,15 @@ func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
 	if err := SetQuota(ctx, js, QuotaLimit{Scope: QuotaSubmitterScope("a"), MaxRunning: 1}); err != nil {
 		t.Fatal(err)
 	}
-	client, err := NewClient(ctx, nc, ClientConfig{Store: store, Submitter: "a"})
-	if err != nil {
+	if q.client, err = NewClient(ctx, q.nc, ClientConfig{Store: store, Submitter: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	w, err := NewWorker(nc, WorkerConfig{
+	q.w, err = NewWorker(q.nc, WorkerConfig{
 		ID: "w", Slots: 2, Priorities: []string{messages.PriorityNormal}, Store: store,
 		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
 		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
 			if m.Context["hold"] == true {
-				<-release
+				<-q.release
 			}
 			return &messages.Step{Return: "ok"}, nil
 		}),
@@ -51,6 +53,45 @@ func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return q
+}
+
+// hold starts the worker and a mission that holds the quota until
+// release is closed, and returns that mission once it runs.
+func (q *quotaOfOne) hold(ctx context.Context, t *testing.T) *messages.Mission {
+	t.Helper()
+	if err := q.w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.w.Stop() })
+	holder := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "hold"},
+		Context: map[string]any{"hold": true}}
+	if _, err := q.client.Submit(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if st, err := q.client.Status(ctx, holder.ID); err == nil && st.State == messages.StateRunning {
+			return holder
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the mission holding the quota did not start")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// A mission over its submitter's running quota is queued again as soon as
+// it is parked and a lease is given back. When that copy reaches the
+// worker that parked it while the worker still settles the message it
+// parked, the copy waits for it and then takes the mission: waiting for
+// the quota uses up no delivery, and the mission finishes on its first
+// attempt.
+func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := newQuotaOfOne(ctx, t, StoreConfig{AckWait: time.Second, MaxDeliver: 3})
+	w, client := q.w, q.client
 	// delivered counts the messages the worker's consumers delivered.
 	delivered := func() uint64 {
 		var n uint64
@@ -72,32 +113,13 @@ func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
 		// queues the parked mission again at once, and the worker, its
 		// slot free, takes the copy (its third delivery) while it still
 		// settles the parked message
-		close(release)
+		close(q.release)
 		for deadline := time.Now().Add(10 * time.Second); delivered() < 3 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
-
-	holder := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "hold"},
-		Context: map[string]any{"hold": true}}
-	if _, err := client.Submit(ctx, holder); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if st, err := client.Status(ctx, holder.ID); err == nil && st.State == messages.StateRunning {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the mission holding the quota did not start")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	holder := q.hold(ctx, t)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "wait"}}
 	step, err := client.Run(ctx, m)
 	if err != nil || !step.Ok() {
@@ -120,37 +142,10 @@ func TestQuotaWakeWhileParkingUsesNoDelivery(t *testing.T) {
 // that and wakes it at once (Msg-Id "<id>/quota/<seq>"), rather than
 // leave it to its schedule (whose wake a worker would move from PARKED).
 func TestQuotaLeaseGivenBackBeforeTheParkWakesTheMission(t *testing.T) {
-	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := SetQuota(ctx, js, QuotaLimit{Scope: QuotaSubmitterScope("a"), MaxRunning: 1}); err != nil {
-		t.Fatal(err)
-	}
-	client, err := NewClient(ctx, nc, ClientConfig{Submitter: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	w, err := NewWorker(nc, WorkerConfig{
-		ID: "w", Slots: 2, Priorities: []string{messages.PriorityNormal},
-		IdleWait: 100 * time.Millisecond, NakDelay: 20 * time.Millisecond,
-		Runner: RunnerFunc(func(ctx context.Context, m *messages.Mission, env RunEnv) (*messages.Step, error) {
-			if m.Context["hold"] == true {
-				<-release
-			}
-			return &messages.Step{Return: "ok"}, nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := newQuotaOfOne(ctx, t, StoreConfig{})
+	w, client := q.w, q.client
 	var parking atomic.Int32
 	w.quotaParking = func(k missionKey) {
 		if parking.Add(1) != 1 {
@@ -158,7 +153,7 @@ func TestQuotaLeaseGivenBackBeforeTheParkWakesTheMission(t *testing.T) {
 		}
 		// the mission holding the quota ends, and its lease is given
 		// back, before this one is parked
-		close(release)
+		close(q.release)
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if listed, err := w.quotas.waiting(ctx, k.sub, k.id); err == nil && !listed {
 				return
@@ -166,27 +161,9 @@ func TestQuotaLeaseGivenBackBeforeTheParkWakesTheMission(t *testing.T) {
 		}
 		t.Error("the lease given back did not take the mission off the waiting list")
 	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Stop() })
-	holder := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "hold"},
-		Context: map[string]any{"hold": true}}
-	if _, err := client.Submit(ctx, holder); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if st, err := client.Status(ctx, holder.ID); err == nil && st.State == messages.StateRunning {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the mission holding the quota did not start")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	q.hold(ctx, t)
 	m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent, Agent: &messages.AgentSpec{Prompt: "wait"}}
-	woken, err := nc.SubscribeSync(messages.WokenSubject("a", messages.PriorityNormal, m.ID))
+	woken, err := q.nc.SubscribeSync(messages.WokenSubject("a", messages.PriorityNormal, m.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
