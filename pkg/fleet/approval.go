@@ -255,7 +255,13 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		return true, nil
 	}
 	for tries, conflicts := 0, 0; conflicts < 8; tries++ {
-		a, rev, err := g.record(ctx, key, call, tries == 0)
+		// each request to the store is bounded on its own: one left to
+		// the run's context (the program's time limit) would outlast the
+		// gate's wait, and a store silent that long would fail the call
+		// to the program instead of ending the run
+		tctx, cancel := context.WithTimeout(ctx, approvalTryWait)
+		a, rev, err := g.record(tctx, key, call, tries == 0)
+		cancel()
 		switch {
 		case errors.Is(err, ErrNotFound):
 			now := g.now().UTC()
@@ -267,7 +273,10 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 			if err != nil {
 				return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
 			}
-			if rev, err := g.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+			tctx, cancel := context.WithTimeout(ctx, approvalTryWait)
+			rev, err := g.kv.Create(tctx, key, data)
+			cancel()
+			if errors.Is(err, jetstream.ErrKeyExists) {
 				conflicts++
 				continue
 			} else if err != nil {
@@ -276,7 +285,10 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 				// the run waits for it rather than leaving it pending
 				// with nobody waiting (the next try finds any other
 				// pending record and waits for it too)
-				if cur, _, gerr := getApproval(ctx, g.nc, nil, g.kv, key); gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
+				tctx, cancel := context.WithTimeout(ctx, approvalTryWait)
+				cur, _, gerr := getApproval(tctx, g.nc, nil, g.kv, key)
+				cancel()
+				if gerr == nil && cur.State == messages.ApprovalPending && cur.RequestedAt.Equal(now) {
 					return nil, nil, g.stop(cur)
 				}
 				if again, err := unavailable(err); !again {
@@ -307,7 +319,10 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 		if err != nil {
 			return nil, nil, &ToolError{Tool: name, Code: messages.ToolErrInternal, Err: err, Message: "approval not recorded: " + err.Error()}
 		}
-		if rev, err := g.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		tctx, cancel = context.WithTimeout(ctx, approvalTryWait)
+		rev, err = g.kv.Update(tctx, key, data, rev)
+		cancel()
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			conflicts++
 			continue // decided meanwhile
 		} else if err != nil {
@@ -412,6 +427,11 @@ func (g *approvalGate) stop(a *messages.Approval) error {
 	g.suspend(a)
 	return &suspendedError{approval: a}
 }
+
+// approvalTryWait bounds each request of the approval gate to the store
+// (a read, a write): a healthy store answers in milliseconds, and one
+// silent that long counts toward the gate's wait.
+const approvalTryWait = 2 * time.Second
 
 // approvalRetryMin and approvalRetryMax bound the pause between tries of
 // an approval store that did not answer.

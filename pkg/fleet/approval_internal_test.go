@@ -295,6 +295,37 @@ func (kv flakyKV) Create(ctx context.Context, key string, value []byte, opts ...
 	return kv.KeyValue.Create(ctx, key, value, opts...)
 }
 
+// silentKV takes Creates and never answers them: each waits until its
+// context ends, writing nothing.
+type silentKV struct{ jetstream.KeyValue }
+
+func (kv silentKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// A store that takes a request and never answers it counts toward the
+// gate's wait like one that fails: each request is bounded on its own,
+// so the run is ended (unavailable) well within the run's context, which
+// the program's time limit sets, rather than the call failing to the
+// program once that context ends.
+func TestApprovalGateBoundsEachRequest(t *testing.T) {
+	_, _, st := testStores(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ended []error
+	g := &approvalGate{kv: silentKV{st.Approvals}, missionID: messages.NewMissionID(), priority: messages.PriorityNormal, timeout: time.Hour,
+		mission: []messages.ApprovalRule{{Tool: "refund"}},
+		suspend: func(*messages.Approval) { t.Error("suspended on a record never written") },
+		emit:    func(*messages.Event) {}, now: time.Now, next: map[string]int{},
+		wait: 200 * time.Millisecond, unavailable: func(err error) { ended = append(ended, err) }}
+	args := map[string]any{"amount": int64(500)}
+	_, _, err := g.check(ctx, ToolInfo{Service: "shop"}, "refund", args, args)
+	if err == nil || len(ended) != 1 || ctx.Err() != nil {
+		t.Fatalf("check = %v (ended %v, the run's context %v); want the run ended once, before its context ends", err, ended, ctx.Err())
+	}
+}
+
 // A call whose approval store does not answer asks it again for the
 // gate's wait: a store back within it records the call and the run
 // suspends on it, the program never told; a store still silent at the
