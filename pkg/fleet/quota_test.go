@@ -576,7 +576,7 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 // quota is 1, twenty submitted at once: each after the first waits parked
 // for the quota and is woken by the lease the one before gives back. It
 // reports the time from the submissions to the last result per mission
-// (ms/mission): what a handoff of the quota costs.
+// (ms/mission): a mission's run and the handoff of the quota to the next.
 func BenchmarkQuotaHandoff(b *testing.B) {
 	_, nc := runJetStream(b)
 	setQuota(b, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("q"), MaxRunning: 1})
