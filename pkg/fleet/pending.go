@@ -51,7 +51,7 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 	// the pending records, by mission, of the missions this client reads
 	byMission := map[string][]*messages.Approval{}
 	for _, a := range records {
-		if c.readSub != messages.AllSubmitters && a.Submitter != "" && a.Submitter != c.readSub {
+		if !c.readsApproval(a) {
 			continue
 		}
 		byMission[a.MissionID] = append(byMission[a.MissionID], a)
@@ -103,9 +103,7 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 // (a wake queued behind other missions is not lost).
 func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
 	now := time.Now()
-	records, err := c.approvalRecords(ctx, func(a *messages.Approval) bool {
-		return c.readSub == messages.AllSubmitters || a.Submitter == "" || a.Submitter == c.readSub
-	})
+	records, err := c.approvalRecords(ctx, c.readsApproval)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
 	}
@@ -190,6 +188,13 @@ func StalledDecision(state string, as []*messages.Approval, after time.Duration,
 		return nil
 	}
 	return last
+}
+
+// readsApproval reports whether the client lists record a: every
+// submitter's with ClientConfig.AllSubmitters, else its own submitter's
+// (and records written without their submitter).
+func (c *Client) readsApproval(a *messages.Approval) bool {
+	return c.readSub == messages.AllSubmitters || a.Submitter == "" || a.Submitter == c.readSub
 }
 
 // eachMission calls read for each mission of ids, the i-th with its key
