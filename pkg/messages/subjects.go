@@ -67,6 +67,17 @@ const (
 	// holds no SubjectWokenPrefix subject or refuses it); workers move it
 	// into MISSIONS on its SubjectWokenPrefix subject (HeaderWakeMoved).
 	SubjectWakePrefix = "mission.wake."
+	// SweepSubject is, in PARKED, the fleet's repeating schedule that
+	// publishes SweepTickSubject: each tick asks one worker to look for
+	// missions whose decision's wake was lost and queue them again
+	// (docs/approvals.md, "Guarantees"). It is no mission's park subject
+	// (a mission id is a ULID).
+	SweepSubject = SubjectParkPrefix + "sweep"
+	// SweepTickSubject is the subject of the sweep's ticks: one of
+	// PARKED's wake subjects, so the workers' wake consumer hands each
+	// tick to one worker, and a wake of no mission (its priority is
+	// none: ParseWakeSubject refuses it).
+	SweepTickSubject = SubjectWakePrefix + "fleet.sweep.stalled"
 	// SubjectWokenPrefix prefixes mission.woken.<submitter>.<priority>.<id>
 	// in MISSIONS: a decision's wake, or a wake a worker moved from
 	// PARKED, stored in MISSIONS directly as

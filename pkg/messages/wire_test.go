@@ -235,7 +235,7 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"mission.wake.ops.normal", "mission.wake.ops.urgent." + testID, "mission.wake.ops.normal." + testID + ".1",
-		"mission.submit.ops.normal." + testID, "mission.wake.o*.normal." + testID} {
+		"mission.submit.ops.normal." + testID, "mission.wake.o*.normal." + testID, SweepTickSubject} {
 		if _, _, _, ok := ParseWakeSubject(bad); ok {
 			t.Errorf("ParseWakeSubject(%q) ok", bad)
 		}
