@@ -88,6 +88,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		// mission rings every worker's, this one's too
 		w.quotas.ring = w.ring
 	}
+	if err := w.setSweep(ctx); err != nil {
+		w.log.Warn().Err(err).Msg("the fleet's sweep for stalled decisions not set in PARKED; a worker started later sets it")
+	}
 	if w.wakes, err = w.startWakeMover(); err != nil {
 		w.log.Error().Err(err).Msgf("not moving PARKED's wakes into MISSIONS (consumer %s): missions whose approval deadline passes or whose quota frees wait for another worker", WakeConsumerName)
 	}

@@ -70,6 +70,9 @@ type Metrics struct {
 	quotaRefusal *prometheus.CounterVec
 
 	wakesMoved *prometheus.CounterVec
+	// stalled counts missions the fleet's sweep queued again because
+	// their decision's wake was lost.
+	stalled *prometheus.CounterVec
 
 	reasons, tools, models, codes, submitters labelSet
 }
@@ -200,13 +203,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 		wakesMoved: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_wakes_moved_total",
 			Help: fmt.Sprintf("Wakes of parked missions (a deadline's; a decision's or a quota's MISSIONS did not take) a worker tried to move from PARKED into MISSIONS, by tenant and outcome (moved; failed: tried again, after %v and then up to every %v).", wakeRetryDelay, wakeRetryMax)}, []string{"tenant", "outcome"}),
+		stalled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ptc_stalled_decisions_requeued_total",
+			Help: "Missions waiting on a recorded decision with no wake queued (their decider stopped between the two) that a worker's sweep queued again, by tenant."}, []string{"tenant"}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.started, m.finished, m.duration, m.turns, m.slots, m.busy, m.memReserved, m.ackPending, m.fetchLag, m.redelivered,
 		m.retried, m.handedBack, m.dead, m.fenced, m.toolCalls, m.toolDuration, m.served, m.serveTime,
 		m.llmRequests, m.llmErrors, m.llmDuration, m.llmTokens, m.programs, m.programTime, m.limitHits,
 		m.budgetUSD, m.budgetTokens, m.budgetRefusals, m.budgetAlerts, m.budgetCASLost, m.budgetPending, m.quotaWaits, m.quotaLeased, m.quotaRefusal,
-		m.wakesMoved,
+		m.wakesMoved, m.stalled,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("fleet: register metrics: %w", err)
@@ -439,6 +444,15 @@ func (m *Metrics) wakeMove(tenant string, moved bool) {
 		outcome = "moved"
 	}
 	m.wakesMoved.WithLabelValues(tenant, outcome).Inc()
+}
+
+// stalledRequeued records a mission the sweep for stalled decisions
+// queued again.
+func (m *Metrics) stalledRequeued(tenant string) {
+	if m == nil {
+		return
+	}
+	m.stalled.WithLabelValues(tenant).Inc()
 }
 
 // quotaRefused records a mission failed quota_exceeded.

@@ -62,6 +62,13 @@ type wakeMover struct {
 	tenant  string
 	log     zerolog.Logger
 
+	// sweep handles the ticks of the fleet's sweep for stalled
+	// decisions (nil: they are dropped); sweepCtx bounds each sweep and
+	// ends when stop begins.
+	sweep       *stalledSweep
+	sweepCtx    context.Context
+	sweepCancel context.CancelFunc
+
 	cc      jetstream.ConsumeContext
 	sem     chan struct{}
 	moves   sync.WaitGroup
@@ -74,7 +81,8 @@ type wakeMover struct {
 
 // startWakeMover starts moving the wakes of the worker's wake consumer.
 func (w *Worker) startWakeMover() (*wakeMover, error) {
-	m := &wakeMover{nc: w.nc, replies: w.replies, parked: w.st.Parked, metrics: w.cfg.Metrics, tenant: w.cfg.Tenant, log: w.log}
+	m := &wakeMover{nc: w.nc, replies: w.replies, parked: w.st.Parked, metrics: w.cfg.Metrics, tenant: w.cfg.Tenant, log: w.log,
+		sweep: w.newStalledSweep()}
 	return m, m.start(w.st.Wakes)
 }
 
@@ -82,6 +90,7 @@ func (w *Worker) startWakeMover() (*wakeMover, error) {
 func (m *wakeMover) start(c jetstream.Consumer) error {
 	m.sem = make(chan struct{}, wakeMovers)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.sweepCtx, m.sweepCancel = context.WithCancel(m.ctx)
 	cc, err := c.Consume(m.take,
 		jetstream.PullMaxMessages(wakeMovers),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -95,6 +104,7 @@ func (m *wakeMover) start(c jetstream.Consumer) error {
 			m.log.Debug().Err(err).Msg("wake consumer")
 		}))
 	if err != nil {
+		m.sweepCancel()
 		m.cancel()
 		return err
 	}
@@ -120,6 +130,13 @@ func (m *wakeMover) take(msg jetstream.Msg) {
 	m.mu.Unlock()
 	go func() {
 		defer func() { <-m.sem; m.moves.Done() }()
+		if msg.Subject() == messages.SweepTickSubject && m.sweep != nil {
+			// a sweep takes up to a period, and ends as the mover stops
+			ctx, cancel := context.WithTimeout(m.sweepCtx, m.sweep.after)
+			defer cancel()
+			m.sweep.tick(ctx, m.parked, msg)
+			return
+		}
 		ctx, cancel := context.WithTimeout(m.ctx, wakeMoveWait)
 		defer cancel()
 		m.move(ctx, msg)
@@ -132,6 +149,7 @@ func (m *wakeMover) stop() {
 		return
 	}
 	m.stopped.Do(func() {
+		m.sweepCancel()
 		m.cc.Stop()
 		m.mu.Lock()
 		m.closed = true

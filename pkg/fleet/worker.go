@@ -86,6 +86,16 @@ type WorkerConfig struct {
 	// the store's ResultTTL less an hour (the wait must not outlive the
 	// mission's journal and approval records).
 	ApprovalTimeout time.Duration
+	// StalledAfter is how long after its decision a mission that still
+	// waits, with no call pending and no wake queued (its decider
+	// stopped between recording the decision and queueing the mission),
+	// counts as stalled; the fleet looks for such missions this often,
+	// one worker each time, and queues them again with their recorded
+	// decision (docs/approvals.md, "Guarantees"). The period is the
+	// fleet's: a worker sets it where none is set, and replaces one set
+	// with another. Default DefaultStalledAfter; at least
+	// MinStalledAfter.
+	StalledAfter time.Duration
 	// EventDelay is how long a progress event may wait to be published
 	// with the mission's later events, as one message on EVENTS carrying
 	// them all (docs/fleet.md, "Events"): it bounds how late a watcher
@@ -207,6 +217,10 @@ func (c WorkerConfig) withDefaults() (WorkerConfig, error) {
 	def(&c.ToolUnavailableWait, 3*time.Second)
 	def(&c.ToolHeartbeat, defaultToolHeartbeat)
 	def(&c.ApprovalTimeout, messages.DefaultApprovalTimeout)
+	def(&c.StalledAfter, DefaultStalledAfter)
+	if c.StalledAfter < MinStalledAfter {
+		return c, fmt.Errorf("%w: stalled-after %s is under %s, the shortest period of a schedule", ErrInvalidConfig, c.StalledAfter, MinStalledAfter)
+	}
 	if c.EventDelay == 0 {
 		c.EventDelay = DefaultEventDelay
 	}
