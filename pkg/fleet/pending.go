@@ -98,7 +98,8 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 // It reads the approval bucket as PendingApprovals does, keeping the
 // records of the missions it lists (StalledDecision picks each one's);
 // PARKED's subjects from its stream's info (a waiting
-// mission keeps its parked message there, a finished one has none); and,
+// mission keeps its parked message there, a finished one has none, and
+// one with a wake there is moved into MISSIONS by a worker); and,
 // of each decided mission still parked, its status and its queued message
 // (a wake queued behind other missions is not lost).
 func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
@@ -120,13 +121,21 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 	if len(last) == 0 {
 		return nil, nil
 	}
-	info, err := c.st.Parked.Info(ctx, jetstream.WithSubjectFilter(messages.SubjectParkPrefix+"*"))
+	info, err := c.st.Parked.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
 		return nil, fmt.Errorf("fleet: stalled approvals: parked missions: %w", err)
 	}
+	// a wake in PARKED (a deadline's; one MISSIONS refused) is moved
+	// into MISSIONS by a worker: not lost
+	woken := map[string]bool{}
+	for subj := range info.State.Subjects {
+		if _, _, id, ok := messages.ParseWakeSubject(subj); ok {
+			woken[id] = true
+		}
+	}
 	var ids []string
 	for id := range last {
-		if info.State.Subjects[messages.ParkSubject(id)] > 0 {
+		if info.State.Subjects[messages.ParkSubject(id)] > 0 && !woken[id] {
 			ids = append(ids, id)
 		}
 	}

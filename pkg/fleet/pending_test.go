@@ -284,6 +284,20 @@ func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
 	if got := stalled(approver, time.Hour); len(got) != 0 {
 		t.Fatalf("decided under an hour ago, listed as stalled after an hour: %q", got)
 	}
+	// a wake of it waiting in PARKED (a deadline's; one MISSIONS
+	// refused) is moved by a worker: not lost
+	parked := approver.Stores().Parked
+	js, _ := jetstream.New(nc)
+	wake, err := js.Publish(ctx, messages.WakeSubject("alice", messages.PriorityNormal, lost.ID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stalled(approver, 0); len(got) != 0 {
+		t.Fatalf("a mission with a wake in PARKED listed as stalled: %q", got)
+	}
+	if err := parked.DeleteMsg(ctx, wake.Sequence); err != nil {
+		t.Fatal(err)
+	}
 	// deciding it again queues it: it finishes, its call run once
 	startWorker(t, connect(t, srv), refundRunner(nil))
 	if step, err := alice.Await(ctx, waiting.ID); err != nil || !step.Ok() {
