@@ -124,8 +124,9 @@ type pendingOut struct {
 
 // defaultStalledAfter is how long after its decision a call whose
 // mission still waits, with no call pending, is listed as stalled: a
-// wake takes milliseconds to queue its mission.
-const defaultStalledAfter = time.Minute
+// wake takes milliseconds to queue its mission, and the workers' sweep
+// queues such a mission after this long by default.
+const defaultStalledAfter = fleet.DefaultStalledAfter
 
 // listPending reads the calls waiting for a decision (at most limit of
 // them, and how many wait in all) and the calls whose missions stalled

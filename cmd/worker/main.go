@@ -77,6 +77,7 @@ type config struct {
 	approvalJSON string
 	approvals    []messages.ApprovalRule
 	approvalWait time.Duration
+	stalledAfter time.Duration
 }
 
 func (c *config) register(fs *flag.FlagSet) {
@@ -114,6 +115,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.toolPins, "tool-pins", "", "comma-separated tool=service pairs: the one service that may serve a tool offered by several")
 	fs.StringVar(&c.approvalJSON, "approval-rules", "", `JSON list of approval rules: tool calls that wait for a person's approval on this worker, whatever the mission says, e.g. [{"tool":"refund","when":{"arg":"amount","op":">","value":100}},{"service":"payments"}] (docs/approvals.md)`)
 	fs.DurationVar(&c.approvalWait, "approval-timeout", messages.DefaultApprovalTimeout, "how long a tool call waits for a decision when its mission sets no approval.timeout; then it is denied (approval_timeout)")
+	fs.DurationVar(&c.stalledAfter, "stalled-after", fleet.DefaultStalledAfter, "how often the fleet looks for missions whose decision was recorded but whose wake was lost (its decider stopped), and how old such a decision must be; one worker queues each again (at least 1s; the fleet's period is the last one a worker started with set)")
 }
 
 // parseApprovalRules reads -approval-rules.
@@ -175,6 +177,9 @@ func (c *config) validate() error {
 	}
 	if c.toolTimeout > fleet.MaxToolTimeout {
 		errs = append(errs, fmt.Errorf("tool-timeout %s: at most %s (a tool service's NATS user may answer a request for no longer)", c.toolTimeout, fleet.MaxToolTimeout))
+	}
+	if c.stalledAfter < fleet.MinStalledAfter {
+		errs = append(errs, fmt.Errorf("stalled-after must be at least %s, got %s", fleet.MinStalledAfter, c.stalledAfter))
 	}
 	if c.maxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max-deliver must be at least 1, got %d", c.maxDeliver))
@@ -359,6 +364,7 @@ func run(ctx context.Context, args []string, lookup cli.Lookup, environ []string
 		ToolPins:        pins,
 		ApprovalRules:   c.approvals,
 		ApprovalTimeout: c.approvalWait,
+		StalledAfter:    c.stalledAfter,
 		Logger:          &log,
 		Metrics:         metrics,
 		TracerProvider:  tp,

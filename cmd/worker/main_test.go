@@ -158,6 +158,7 @@ func TestWorkerConfigErrors(t *testing.T) {
 		{map[string]string{"PTC_APPROVAL_RULES": `[{"tool":"refund","if":{}}]`}, nil, `approval-rules: json: unknown field "if"`},
 		{map[string]string{"PTC_TOOL_PINS": "lookup=a.b"}, nil, `tool pin "lookup"="a.b"`},
 		{map[string]string{"PTC_MAX_TURNS": "-1"}, nil, "ceilings must be ≥ 0"},
+		{map[string]string{"PTC_STALLED_AFTER": "500ms"}, nil, "stalled-after must be at least 1s, got 500ms"},
 		{map[string]string{"PTC_NATS_USER": "worker", "PTC_NATS_PASSWORD": "change-me-worker"}, nil, "placeholder"},
 	}
 	for _, c := range cases {

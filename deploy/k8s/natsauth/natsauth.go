@@ -421,7 +421,9 @@ func workerPublish(services []string) []string {
 		messages.StopWildcard,
 		"$KV."+messages.BucketStatus+".>",
 		// approvals: the record of a call reached, a deadline passed; a
-		// suspended mission parked, scheduled, woken and removed
+		// suspended mission parked, scheduled, woken and removed; the
+		// fleet's sweep for stalled decisions scheduled
+		// (messages.SweepSubject), its ticks taken as wakes are
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
