@@ -56,6 +56,17 @@ const denyReason = "chaos-deny"
 // restart, and a worker moves the wake into MISSIONS.
 func undecided(k int) bool { return k%8 == 7 }
 
+// deciderDies reports whether mission k's decider dies between
+// recording its decision (an approval: k is even) and queueing the
+// mission: the test writes the record alone, and only the workers'
+// sweep for stalled decisions can queue the mission before its deadline
+// (diedTimeout, past the test's end).
+func deciderDies(k int) bool { return k%8 == 2 }
+
+// diedTimeout is the approval deadline of the missions whose decider
+// dies: longer than the test runs.
+const diedTimeout = 10 * time.Minute
+
 // undecidedTimeout is the approval deadline of the undecided missions.
 const undecidedTimeout = 3 * time.Second
 
@@ -191,7 +202,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	ms := httptest.NewServer(model)
 	t.Cleanup(ms.Close)
 	logs := newWorkerLogs(t)
-	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3", logs.env()}
+	env := []string{envWorkerAckWait + "=3s", envWorkerDeliver + "=30", envWorkerReplica + "=3", envWorkerStalled + "=2s", logs.env()}
 	seq := 0
 	start := func(wait bool) *proc {
 		seq++
@@ -231,6 +242,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		if undecided(k) {
 			m.Approval.Timeout = undecidedTimeout
 		}
+		if deciderDies(k) {
+			m.Approval.Timeout = diedTimeout
+		}
 		ids[k], kOf[id] = id, k
 		if _, err := client.Submit(ctx, m, fleet.SubmitOptions{}); err != nil {
 			t.Fatal(err)
@@ -246,6 +260,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	unqueued := map[string]bool{}  // their missions, decided again
 	requeued := 0                  // missions queued by deciding again
 	finished := map[string]bool{}
+	died := map[string]bool{} // missions whose decision was recorded, no wake queued
 	decCtx, stopDecider := context.WithCancel(ctx)
 	deciderDone := make(chan struct{})
 	go func() {
@@ -257,6 +272,16 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 				done, again := finished[id], unqueued[id]
 				decMu.Unlock()
 				if done || undecided(kOf[id]) {
+					continue
+				}
+				if deciderDies(kOf[id]) {
+					// approved in its record, and never queued (a call
+					// it asks later, too)
+					if recordWithoutWake(decCtx, client, id) {
+						decMu.Lock()
+						died[id] = true
+						decMu.Unlock()
+					}
 					continue
 				}
 				approve := kOf[id]%2 == 0
@@ -462,6 +487,12 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 					t.Logf("undecided mission %d: call %s %s (%s) by %s", k, a.Call, a.State, a.Reason, a.DecidedBy)
 					fail(id)
 				}
+				if deciderDies(k) && (a.State != messages.ApprovalApproved || a.DecidedBy != diedDecider) {
+					// its decider's record, queued by the workers' sweep
+					wrong++
+					t.Logf("mission %d whose decider died: call %s %s (%s) by %s", k, a.Call, a.State, a.Reason, a.DecidedBy)
+					fail(id)
+				}
 			}
 			if undecided(k) && len(as) == 0 {
 				wrong++
@@ -504,10 +535,10 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	}
 	decMu.Unlock()
 	t.Logf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d node restarts, %d self-exits; "+
-		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed; deciding again queued %d missions); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
+		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed; deciding again queued %d missions; %d recorded by a decider that died, left to the workers' sweep); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
 		"add repeated %d; %d model requests for finished missions",
 		n, elapsed.Round(time.Millisecond), lost, duplicated, wrong, kills, nodeRestarts, selfExits,
-		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
+		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(died), len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
 		// where the fleet stands: each stream's leader and replicas, and
@@ -556,4 +587,44 @@ func parkedState(js jetstream.JetStream, ids []string) string {
 		}
 	}
 	return b.String()
+}
+
+// diedDecider is who the decider that dies records as the approver.
+const diedDecider = "dying-decider"
+
+// recordWithoutWake approves each call of mission id pending for 2 s or
+// more in its record alone, as a decider that dies before queueing the
+// mission leaves it. It reports whether a call of the mission is
+// recorded so (now, or by an earlier try whose answer was lost).
+func recordWithoutWake(ctx context.Context, c *fleet.Client, id string) bool {
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	as, err := c.Approvals(octx, id)
+	if err != nil {
+		return false
+	}
+	recorded := false
+	for _, a := range as {
+		if a.State == messages.ApprovalApproved && a.DecidedBy == diedDecider {
+			recorded = true
+		}
+		if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 2*time.Second {
+			continue
+		}
+		kv := c.Stores().Approvals
+		key := messages.ApprovalKey(id, a.Call)
+		e, err := kv.Get(octx, key)
+		if err != nil {
+			continue
+		}
+		a.State, a.DecidedBy, a.DecidedAt = messages.ApprovalApproved, diedDecider, time.Now().UTC()
+		data, err := messages.Marshal(a)
+		if err != nil {
+			continue
+		}
+		if _, err := kv.Update(octx, key, data, e.Revision()); err == nil {
+			recorded = true
+		}
+	}
+	return recorded
 }

@@ -45,6 +45,7 @@ const (
 	envWorkerDeliver = "PTC_TEST_WORKER_DELIVER"  // MaxDeliver
 	envWorkerSlots   = "PTC_TEST_WORKER_SLOTS"    // slots ("" = 4)
 	envWorkerBudget  = "PTC_TEST_WORKER_BUDGET"   // memory budget in bytes ("" = the default)
+	envWorkerStalled = "PTC_TEST_WORKER_STALLED"  // StalledAfter ("" = the default)
 	envNATSConfig    = "PTC_TEST_NATS_CONFIG"     // nats-server config file: run as a NATS node
 	// a directory the worker process writes its heap and goroutine
 	// profiles to each time it reports its memory (heap-<n>.pprof,
@@ -110,12 +111,13 @@ func runWorkerProcess() int {
 		slots = n
 	}
 	budget, _ := strconv.ParseInt(os.Getenv(envWorkerBudget), 10, 64)
+	stalled, _ := time.ParseDuration(os.Getenv(envWorkerStalled))
 	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{
 		ID:     os.Getenv(envWorkerID),
 		Runner: agentrun.New(agentrun.Config{Models: llm.Registry{"default": model}}),
 		Slots:  slots, Store: store, Priorities: []string{messages.PriorityNormal},
 		IdleWait: 100 * time.Millisecond, NakDelay: 200 * time.Millisecond,
-		DrainGrace: time.Second, Logger: &log, MemoryBudget: budget,
+		DrainGrace: time.Second, Logger: &log, MemoryBudget: budget, StalledAfter: stalled,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
