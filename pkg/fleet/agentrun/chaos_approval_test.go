@@ -67,6 +67,10 @@ func deciderDies(k int) bool { return k%8 == 2 }
 // dies: longer than the test runs.
 const diedTimeout = 10 * time.Minute
 
+// chaosQuota is the running quota of the test's submitter: fewer
+// missions at once than the four workers' 16 slots.
+const chaosQuota = 6
+
 // undecidedTimeout is the approval deadline of the undecided missions.
 const undecidedTimeout = 3 * time.Second
 
@@ -178,7 +182,11 @@ func approvalChaosMissions() int {
 // node at a time is killed and restarted while missions are suspended,
 // being decided and resuming; one mission in eight is never decided and
 // is denied at its deadline (3 s: the schedule's wake, moved into
-// MISSIONS by a worker while nodes restart). Every mission finishes once
+// MISSIONS by a worker while nodes restart); one in eight is approved by
+// a decider that dies before queueing it (the workers' sweep for stalled
+// decisions queues it); and the submitter runs under a running quota of
+// chaosQuota missions, so missions also wait in quota_wait and are woken
+// by leases given back or expired. Every mission finishes once
 // with the right result (0 lost, 0 duplicated), every approved call runs
 // exactly once (the tool service deduplicates by idempotency key: the
 // guarantee of docs/approvals.md), no denied call runs, and no worker
@@ -214,6 +222,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	nc := dial(t, url)
 	js, _ := jetstream.New(nc)
 	if _, err := fleet.EnsureStores(ctx, js, fleet.StoreConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 30, VerifyOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.SetQuota(ctx, js, fleet.QuotaLimit{Scope: fleet.QuotaDefault, MaxRunning: chaosQuota}); err != nil {
 		t.Fatal(err)
 	}
 	add := startCountingTools(t, dial(t, url), 3)
@@ -342,7 +353,7 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	// yet: a finished mission stays finished, so a read that fails (a
 	// direct get answered by no replica while a node catches up) delays
 	// the count, not forever. readErrs counts the failed reads.
-	readErrs, lastReadErr := 0, ""
+	readErrs, lastReadErr, quotaWaits := 0, "", 0
 	countFinished := func() (done, waiting int) {
 		for _, id := range ids {
 			decMu.Lock()
@@ -366,6 +377,8 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 				decMu.Unlock()
 			case st.State == messages.StateAwaitingApproval:
 				waiting++
+			case st.State == messages.StateQuotaWait:
+				quotaWaits++
 			}
 		}
 		return done, waiting
@@ -536,9 +549,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	decMu.Unlock()
 	t.Logf("%d missions in %v: %d lost, %d duplicated results, %d wrong; %d worker kills, %d node restarts, %d self-exits; "+
 		"%d calls waited for approval, calls approved %d, denied %d, denied at their deadline %d (%d decisions whose wake was not confirmed; deciding again queued %d missions; %d recorded by a decider that died, left to the workers' sweep); pay ran %d times for %d approved missions (%d repeated per key, %d not once), %d for denied missions; "+
-		"add repeated %d; %d model requests for finished missions",
+		"add repeated %d; %d model requests for finished missions; %d status reads saw a mission in quota_wait",
 		n, elapsed.Round(time.Millisecond), lost, duplicated, wrong, kills, nodeRestarts, selfExits,
-		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(died), len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal)
+		waited, nApproved, nDenied, nTimedOut, wakeLost, requeued, len(died), len(perKey), (n+1)/2, payRepeats, approvedNotRun, deniedRan, addRepeats, afterFinal, quotaWaits)
 	if lost != 0 || duplicated != 0 || wrong != 0 || payRepeats != 0 || approvedNotRun != 0 || deniedRan != 0 || addRepeats != 0 || afterFinal != 0 || selfExits != 0 {
 		t.Error("want 0 lost, 0 duplicated, 0 wrong, each approved call run exactly once, no denied call run, 0 repeated add, 0 finished missions run again, 0 self-exits")
 		// where the fleet stands: each stream's leader and replicas, and
@@ -552,8 +565,8 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 		reportMissions(t, client, logs, tap, model, failed)
 		t.Log(parkedState(js, failed))
 	}
-	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n {
-		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited", kills, nodeRestarts, waited)
+	if kills == 0 || (nodeRestarts == 0 && !fleettest.Race) || waited < n || quotaWaits == 0 {
+		t.Errorf("the chaos did not happen while missions waited: %d kills, %d node restarts, %d calls waited, %d status reads saw quota_wait", kills, nodeRestarts, waited, quotaWaits)
 	}
 }
 
