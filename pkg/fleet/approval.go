@@ -1164,7 +1164,8 @@ func (c *Client) updateApproval(ctx context.Context, key string, data []byte, re
 // requeueDecided queues mission id again when its status (read once by
 // status) still says awaiting_approval though the decision it waited for
 // was recorded: its wake was lost (the decider died, or its publish
-// failed), which would otherwise leave the mission to its deadline. It
+// failed), which would otherwise leave the mission to the workers' sweep
+// (WorkerConfig.StalledAfter) or its deadline. It
 // queues the wake of the latest decided call of as that call names (its
 // prefix; "" any) and returns noPending, saying so; a mission no longer
 // waiting gets noPending as it is. A mission that resumed meanwhile gets

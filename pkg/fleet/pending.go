@@ -90,8 +90,9 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 // mission still waits for approval with none of its calls pending, each
 // mission's most recently decided call: a decision whose wake was lost,
 // its decider stopped between writing the record and queueing the
-// mission (docs/approvals.md, "Guarantees"). Such a mission resumes at
-// its approval deadline; Decide on it again queues it at once. A client
+// mission (docs/approvals.md, "Guarantees"). The workers' sweep queues
+// such a mission again (WorkerConfig.StalledAfter); Decide on it again
+// queues it at once. A client
 // made with ClientConfig.AllSubmitters lists every submitter's; another
 // its own submitter's.
 //
