@@ -122,7 +122,11 @@ func (s *stalledSweep) tick(ctx context.Context, parked jetstream.Stream, msg je
 func (s *stalledSweep) sweep(ctx context.Context) {
 	stalled, err := s.c.StalledApprovals(ctx, s.after)
 	if err != nil {
-		s.log.Warn().Err(err).Msg("stalled decisions not looked for; the next tick looks again")
+		ev := s.log.Warn()
+		if ctx.Err() != nil {
+			ev = s.log.Debug() // the worker stopping, or the period up
+		}
+		ev.Err(err).Msg("stalled decisions not looked for; the next tick looks again")
 		return
 	}
 	for _, a := range stalled {
