@@ -81,6 +81,9 @@ type stalledSweep struct {
 	tenant  string
 	log     zerolog.Logger
 	running atomic.Bool
+	// swept, when set (by tests of this package), is called as each
+	// sweep begins.
+	swept func()
 }
 
 // newStalledSweep returns the worker's sweep: it reads and queues through
@@ -120,6 +123,9 @@ func (s *stalledSweep) tick(ctx context.Context, parked jetstream.Stream, msg je
 // wake, which its worker drops; a wake queued twice within MISSIONS'
 // duplicate window is stored once (its Msg-Id names the decision).
 func (s *stalledSweep) sweep(ctx context.Context) {
+	if s.swept != nil {
+		s.swept()
+	}
 	stalled, err := s.c.StalledApprovals(ctx, s.after)
 	if err != nil {
 		ev := s.log.Warn()
