@@ -123,6 +123,14 @@ func TestManyMissionsAwaitApprovalAtOnce(t *testing.T) {
 		t.Errorf("%d goroutines while missions wait, %d idle: waiting holds goroutines", waitG, idleG)
 	}
 
+	// What one tick of the workers' sweep for stalled decisions reads
+	// while they all wait: none is stalled (each call is pending).
+	sweepStart := time.Now()
+	if stalled, err := c.StalledApprovals(ctx, 0); err != nil || len(stalled) != 0 {
+		t.Fatalf("stalled while every call waits: %d %v", len(stalled), err)
+	}
+	t.Logf("a sweep for stalled decisions over %d waiting missions: %s", n, time.Since(sweepStart).Round(time.Millisecond))
+
 	// Decisions one at a time, each once the one before reached its tool
 	// service: the resume latency of a decision that waits for nothing
 	// (missions beyond those decided at once, at most 10).
