@@ -65,4 +65,3 @@ func TestSweepTickFreshSweepsStaleDropped(t *testing.T) {
 	waitFor(t, "the fresh tick removed", func() bool { return removed(fresh) })
 	waitFor(t, "a sweep", func() bool { return sweeps.Load() == 1 })
 }
-
