@@ -576,7 +576,8 @@ func TestQuotaLeaseGivenBackWakesTheNextMission(t *testing.T) {
 // quota is 1, twenty submitted at once: each after the first waits parked
 // for the quota and is woken by the lease the one before gives back. It
 // reports the time from the submissions to the last result per mission
-// (ms/mission): a mission's run and the handoff of the quota to the next.
+// (ms/mission): the time one mission runs plus the time the lease it
+// gives back takes to wake the mission waiting after it.
 func BenchmarkQuotaHandoff(b *testing.B) {
 	_, nc := runJetStream(b)
 	setQuota(b, nc, fleet.QuotaLimit{Scope: fleet.QuotaSubmitterScope("q"), MaxRunning: 1})

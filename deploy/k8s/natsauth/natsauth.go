@@ -423,7 +423,7 @@ func workerPublish(services []string) []string {
 		// approvals: the record of a call reached, a deadline passed; a
 		// suspended mission parked, scheduled, woken and removed; the
 		// fleet's sweep for stalled decisions scheduled
-		// (messages.SweepSubject), its ticks taken as wakes are
+		// (messages.SweepSubject; its ticks are taken as wakes)
 		"$KV."+messages.BucketApprovals+".>",
 		messages.SubjectParkPrefix+"*",
 		messages.SubjectParkedPrefix+"*",
