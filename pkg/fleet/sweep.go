@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -147,13 +146,12 @@ func (s *stalledSweep) sweep(ctx context.Context) {
 			}
 			k.sub = st.Submitter
 		}
-		err := s.c.resume(ctx, k, a)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err := s.c.resume(ctx, k, a); err != nil {
+			if ctx.Err() != nil {
+				return // the worker stopping, or the period up
+			}
 			log.Warn().Err(err).Msg("a mission whose decision's wake was lost not queued again; the next tick tries again")
 			continue
-		}
-		if err != nil {
-			return
 		}
 		s.metrics.stalledRequeued(s.tenant)
 		log.Warn().Msg("a mission's decision was recorded but its wake lost (its decider stopped): queued it again")
