@@ -56,11 +56,21 @@ func TestSweepTickFreshSweepsStaleDropped(t *testing.T) {
 	if err := m.start(w.st.Wakes); err != nil {
 		t.Fatal(err)
 	}
-	defer m.stop()
+	// (a tick the stopped mover's last pull took comes again after the
+	// consumer's AckWait)
 	waitFor(t, "the stale tick removed", func() bool { return removed(stale) })
+	m.stop()
 	if n := sweeps.Load(); n != 0 {
 		t.Fatalf("%d sweeps for a tick older than a period", n)
 	}
+	// a period long enough that a loaded machine's delivery keeps the
+	// next tick fresh
+	s.after = time.Minute
+	m = &wakeMover{nc: w.nc, replies: w.replies, parked: w.st.Parked, log: w.log, sweep: s}
+	if err := m.start(w.st.Wakes); err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
 	fresh := tick()
 	waitFor(t, "the fresh tick removed", func() bool { return removed(fresh) })
 	waitFor(t, "a sweep", func() bool { return sweeps.Load() == 1 })
