@@ -263,6 +263,13 @@ func (w *Worker) loop() {
 				break
 			}
 		}
+		// ended runs wait to store their ends while missions wait for
+		// slots (finishGate)
+		backlog := false
+		for _, l := range w.lanes {
+			backlog = backlog || l.pending > 0 || l.bell
+		}
+		w.finishes.setBacklog(backlog)
 		select {
 		case r := <-pollDone:
 			l := w.lanes[r.i]
@@ -353,7 +360,7 @@ func (w *Worker) unannounced(prev sweepCheck) sweepCheck {
 	st := info.State
 	now := time.Now()
 	c := sweepCheck{
-		due:      st.Msgs > uint64(w.Running()) && st.FirstSeq <= prev.lastSeq,
+		due:      st.Msgs > uint64(w.Running()+w.finishes.waitingNow()) && st.FirstSeq <= prev.lastSeq,
 		lastSeq:  st.LastSeq,
 		firstSeq: st.FirstSeq, firstSince: now,
 	}

@@ -166,7 +166,9 @@ func (p *missionRun) ran(step *messages.Step, runErr error) {
 func (p *missionRun) end() {
 	w := p.w
 	p.close()
-	w.releaseSlot()
+	if !p.slotFreed {
+		w.releaseSlot()
+	}
 	w.missionChanged() // after the slot is free
 	w.inflight.Done()
 }
@@ -193,6 +195,8 @@ type missionRun struct {
 	start    time.Duration // when the run started, after received
 	first    bool
 
+	slotFreed bool // the slot was given back while the run's end waited
+
 	// what close undoes, set as open and run take them
 	busy           bool // counted in the busy slots
 	leased         bool // lease is held (nil: no quota)
@@ -205,6 +209,61 @@ type missionRun struct {
 	// what admit reserved: the meter's bound and what it holds of the
 	// worker's memory budget (a reservation of them)
 	memLimit, memHeld int64
+}
+
+// endHeldFloor and endHeldPerByte bound what an ended run may hold from
+// its tools while its end waits (its Step's trace keeps their results
+// until the result is stored): endHeldFloor, plus endHeldPerByte bytes
+// for each byte of the results its calls got. A decoded result takes more
+// than its encoding (each value an interface, each map entry a key and a
+// slot); a map of one-letter keys and small values, the costliest shape,
+// takes under 32 times its bytes.
+const (
+	endHeldFloor   = 64 << 10
+	endHeldPerByte = 32
+)
+
+// endKeeps returns what of a reservation of limit bytes an ended run whose
+// tools' results took got bytes keeps while its end waits: at most limit.
+func endKeeps(limit, got int64) int64 {
+	if got >= (limit-endHeldFloor)/endHeldPerByte {
+		return limit
+	}
+	return endHeldFloor + got*endHeldPerByte
+}
+
+// freeForEnd gives back, while the ended run's end waits its turn
+// (finishGate), the slot and what of the memory reservation the run can
+// no longer hold: it keeps what its tools' results may take (endKeeps),
+// which close gives back once the end is stored. A run that would keep
+// more than half its reservation gives nothing back and reports false:
+// storing its end at once frees more of the budget than waiting would.
+func (p *missionRun) freeForEnd() bool {
+	w := p.w
+	if p.admitted && p.memLimit > 0 {
+		var got int64
+		if p.box != nil {
+			got = p.box.resultBytes.Load()
+		}
+		keep := endKeeps(p.memLimit, got)
+		if keep > p.memLimit/2 {
+			return false
+		}
+		w.cfg.Metrics.memoryReserved(keep - p.memLimit)
+		p.memLimit = keep
+		if held := min(p.memHeld, keep); held < p.memHeld {
+			w.memory.release(p.memHeld - held)
+			p.memHeld = held
+		}
+	}
+	if p.busy {
+		w.cfg.Metrics.slotBusy(-1)
+		p.busy = false
+	}
+	p.slotFreed = true
+	w.releaseSlot()
+	w.missionChanged()
+	return true
 }
 
 // close undoes what open and run took, in the reverse order.
@@ -526,6 +585,8 @@ func (p *missionRun) settle(step *messages.Step, runErr error) {
 		step = failStep(ReasonRunnerError, "the runner returned no step")
 	}
 	step.Attempts = attempt
+	// the end waits while missions wait to start (finishGate)
+	w.finishes.wait(w.stopping, p.freeForEnd)
 	if gate := box.gate.Load(); entry.st.Suspensions > 0 || gate.consulted() {
 		w.attachApprovals(ctx, m.ID, gate, step, log)
 	}

@@ -534,6 +534,10 @@ type Toolbox struct {
 	timeout   time.Duration
 	header    nats.Header
 	calls     atomic.Int64
+	// resultBytes counts the bytes of the tool results the mission's calls
+	// got (live, replayed, or sent out of band): what an ended run may
+	// still hold from its tools (missionRun.freeForEnd)
+	resultBytes atomic.Int64
 	// events reports each call and its result (tool_call, tool_result);
 	// nil: none are reported
 	events *emitter
@@ -826,6 +830,7 @@ func (b *Toolbox) decodeAs(decode ResultDecoder) func(ctx context.Context, name 
 		}
 		if ref != nil {
 			b.refs.note(ref)
+			b.resultBytes.Add(ref.Size)
 		}
 		if raw == nil && ref == nil {
 			ctype, raw = "", []byte{msgpcode.Nil}
@@ -921,6 +926,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 		jkey = toolKey(turn, digest)
 		if data, ok := b.journal.Replay(jkey); ok {
 			replayed = true
+			b.resultBytes.Add(int64(len(data)))
 			return decode(ctx, name, data)
 		}
 	}
@@ -1063,6 +1069,7 @@ func (b *Toolbox) call(ctx context.Context, name string, args map[string]any, de
 			zerolog.Ctx(ctx).Warn().Err(jerr).Str("tool", name).Msg("tool result not journaled")
 		}
 	}
+	b.resultBytes.Add(int64(len(body)))
 	return decode(ctx, name, body)
 }
 
@@ -1176,6 +1183,7 @@ func (b *Toolbox) decodePlain(ctx context.Context, name string, data []byte) (an
 	}
 	if ref != nil {
 		b.refs.note(ref)
+		b.resultBytes.Add(ref.Size)
 		if raw, err = b.readRef(ctx, ref); err != nil {
 			var le *DataLimitError
 			if errors.As(err, &le) {

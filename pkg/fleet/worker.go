@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -356,7 +357,10 @@ type Worker struct {
 	// of a process gives back all of its memory)
 	giveBack  func()
 	slotFreed chan struct{}
-	inflight  sync.WaitGroup // missions in hand; Add only from loop and its polls
+	// finishes lets missions waiting to start go before the ends of runs
+	// over
+	finishes *finishGate
+	inflight sync.WaitGroup // missions in hand; Add only from loop and its polls
 	// runners hands a mission or a long poll to a runner goroutine
 	// waiting for one (hand); idleRunners counts those waiting
 	runners     chan runJob
@@ -455,6 +459,7 @@ func NewWorker(nc *nats.Conn, cfg WorkerConfig) (*Worker, error) {
 			missWait: cfg.ToolMissWait, pins: cfg.ToolPins},
 		slots:     make(chan struct{}, cfg.Slots),
 		slotFreed: make(chan struct{}, 1),
+		finishes:  newFinishGate(cmp.Or(cfg.Store.AckWait, DefaultAckWait)),
 		runners:   make(chan runJob),
 		bells:     make(chan int, 1024),
 		strays:    make(chan *nats.Msg, 64),
