@@ -88,15 +88,16 @@ func TestEndKeeps(t *testing.T) {
 }
 
 // A worker of one slot whose run has ended while another mission waits
-// for that slot starts the waiting mission before it stores the first
-// one's end: the end gives back its slot, and the memory it no longer
-// needs goes back to the budget, which holds one mission's reservation
-// only.
+// for that slot gives the slot back, and the memory its end no longer
+// needs, before it stores its end: the waiting mission starts (on a
+// budget that holds one mission's reservation only) while the first
+// one's end is held.
 func TestRunEndWaitsForAMissionWaitingForASlot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	nc := embeddedConn(t)
 	release := make(chan struct{})
+	secondRan := make(chan struct{})
 	var mu sync.Mutex
 	started := map[string]time.Time{}
 	const programMemory = 16 << 20
@@ -108,11 +109,33 @@ func TestRunEndWaitsForAMissionWaitingForASlot(t *testing.T) {
 			mu.Unlock()
 			if m.Context["first"] == true {
 				<-release
+			} else {
+				close(secondRan)
 			}
 			return &messages.Step{Return: "ok"}, nil
 		})})
 	if err != nil {
 		t.Fatal(err)
+	}
+	newMission := func(first bool) *messages.Mission {
+		return &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+			Agent: &messages.AgentSpec{Prompt: "do it"}, Context: map[string]any{"first": first},
+			Limits: messages.Limits{ProgramMemory: programMemory}}
+	}
+	first, second := newMission(true), newMission(false)
+	var waited sync.Map
+	w.endWaiting = func(k missionKey) {
+		waited.Store(k.id, true)
+		if k.id != first.ID {
+			return
+		}
+		// the first mission's end is held until the second one runs:
+		// with the slot or the memory kept, it never would
+		select {
+		case <-secondRan:
+		case <-time.After(20 * time.Second):
+			t.Error("the second mission did not start while the first one's end waited")
+		}
 	}
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -136,12 +159,6 @@ func TestRunEndWaitsForAMissionWaitingForASlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	first := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
-		Agent: &messages.AgentSpec{Prompt: "do it"}, Context: map[string]any{"first": true},
-		Limits: messages.Limits{ProgramMemory: programMemory}}
-	second := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
-		Agent: &messages.AgentSpec{Prompt: "do it"}, Context: map[string]any{"first": false},
-		Limits: messages.Limits{ProgramMemory: programMemory}}
 	if _, err := client.Submit(ctx, first); err != nil {
 		t.Fatal(err)
 	}
@@ -161,20 +178,25 @@ func TestRunEndWaitsForAMissionWaitingForASlot(t *testing.T) {
 			t.Fatalf("mission %s: %+v %v", id, step, err)
 		}
 	}
-	mu.Lock()
-	secondStarted := started[second.ID]
-	mu.Unlock()
+	if _, ok := waited.Load(first.ID); !ok {
+		t.Fatal("the first mission's end did not wait with the second one queued")
+	}
+	if _, ok := waited.Load(second.ID); ok {
+		t.Error("the second mission's end waited with nothing queued behind it")
+	}
 	waitFor(t, "the first mission's result heard stored", func() bool {
 		storedMu.Lock()
 		defer storedMu.Unlock()
 		_, ok := stored[first.ID]
 		return ok
 	})
+	mu.Lock()
+	secondStarted := started[second.ID]
+	mu.Unlock()
 	storedMu.Lock()
 	firstStored := stored[first.ID]
 	storedMu.Unlock()
 	if !secondStarted.Before(firstStored) {
-		t.Fatalf("the second mission started %s after the first one's result was stored: the end did not wait for it",
-			secondStarted.Sub(firstStored))
+		t.Fatalf("the second mission started %s after the first one's result was stored", secondStarted.Sub(firstStored))
 	}
 }

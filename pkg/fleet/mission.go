@@ -263,6 +263,9 @@ func (p *missionRun) freeForEnd() bool {
 	p.slotFreed = true
 	w.releaseSlot()
 	w.missionChanged()
+	if w.endWaiting != nil {
+		w.endWaiting(p.k)
+	}
 	return true
 }
 

@@ -292,6 +292,10 @@ type Worker struct {
 	// process lets another worker claim the mission and read that no
 	// result is stored.
 	resultHeld func(k missionKey)
+	// endWaiting, when set (by tests of this package), is called when an
+	// ended run has given its slot back to wait for the missions queued
+	// behind it (finishGate), before it waits.
+	endWaiting func(k missionKey)
 	// quotaParked, when set (by tests of this package), is called when a
 	// mission over its running quota is parked, before its status says
 	// so and its message is acked: where the mission may already be
