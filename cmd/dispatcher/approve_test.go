@@ -383,7 +383,19 @@ func TestDispatcherListsStalledDecisions(t *testing.T) {
 				}
 			case "mcp":
 				cs, _ := serveMCPHTTP(ctx, t, f.nc)
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{}})
+				// the fleet's -stalled-after, given: decided 2m ago is not
+				// stalled for a fleet that waits 5m
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{"stalled_after_seconds": 300}})
+				if err != nil || res.IsError {
+					t.Fatalf("pending_approvals stalled_after_seconds 300: %v %+v", err, res)
+				}
+				if stalled, _ := res.StructuredContent.(map[string]any)["stalled"].([]any); len(stalled) != 0 {
+					t.Fatalf("pending_approvals stalled_after_seconds 300, decided 2m ago: stalled %v, want none", stalled)
+				}
+				if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{"stalled_after_seconds": -5}}); err == nil && !res.IsError {
+					t.Fatalf("pending_approvals stalled_after_seconds -5: %+v, want an error", res)
+				}
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "pending_approvals", Arguments: map[string]any{}})
 				if err != nil || res.IsError {
 					t.Fatalf("pending_approvals: %v %+v", err, res)
 				}
@@ -409,7 +421,7 @@ func TestDispatcherListsStalledDecisions(t *testing.T) {
 			if ran != 1 {
 				t.Fatalf("refunds run: %d, want 1", ran)
 			}
-			if out, err := f.run(t, ctx, "approvals", "-stalled-after", "0s"); err != nil || strings.Contains(out, id) {
+			if out, err := f.run(t, ctx, "approvals", "-stalled-after", "1s"); err != nil || strings.Contains(out, id) {
 				t.Fatalf("approvals after it finished: %s %v", out, err)
 			}
 		})
@@ -513,6 +525,47 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(300) {
 		t.Fatalf("refunds run: %v", f.ran)
+	}
+}
+
+// The viewer offers Queue again (stalled_call in a mission's JSON) by
+// the threshold it was started with (dispatcher ui -stalled-after, the
+// fleet's): a decision two minutes old is stalled at the default minute,
+// not at five; under a second is refused.
+func TestViewerStalledThresholdFollowsItsFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	id := f.submit(t, ctx, 900)
+	call := stallMission(t, ctx, f, id)
+	stalledCall := func(after time.Duration) any {
+		t.Helper()
+		v, err := newViewer(f.client, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.stalledAfter = after
+		srv := httptest.NewServer(v.Handler())
+		defer srv.Close()
+		resp, err := http.Get(srv.URL + "/api/missions/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got["stalled_call"]
+	}
+	if got := stalledCall(0); got != call {
+		t.Fatalf("the default viewer: stalled_call %v, want %s", got, call)
+	}
+	if got := stalledCall(5 * time.Minute); got != nil {
+		t.Fatalf("a viewer of -stalled-after 5m: stalled_call %v, want none", got)
+	}
+	if out, err := f.run(t, ctx, "ui", "-stalled-after", "500ms"); err == nil || !strings.Contains(err.Error(), "want at least 1s") {
+		t.Fatalf("ui -stalled-after 500ms: %s %v, want refused", out, err)
 	}
 }
 

@@ -112,7 +112,7 @@ func runLocal(ctx context.Context, cfg localConfig, e env, log zerolog.Logger, o
 		uiDone := make(chan error, 1)
 		uctx, stopUI := context.WithCancel(ctx)
 		defer func() { stopUI(); <-uiDone }()
-		go func() { uiDone <- serveUI(uctx, client, cfg.ui, log, defaultDecider(e)) }()
+		go func() { uiDone <- serveUI(uctx, client, cfg.ui, log, defaultDecider(e), 0) }()
 	}
 	mctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()

@@ -235,6 +235,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		fs.IntVar(&quota.Weight, "weight", 0, "quota set: the submitter's weight in the workers' round robin over the lanes (0: 1; at most 100)")
 	case "ui":
 		fs.StringVar(&uiAddr, "ui-addr", "127.0.0.1:8090", "address the mission viewer listens on; the default, when busy, gives way to a free port")
+		fs.DurationVar(&stalledAfter, "stalled-after", defaultStalledAfter, "offer Queue again on a mission whose last decision is this old and which still waits with no call pending (its wake lost); set it as the workers' -stalled-after")
 	case "mcp":
 		fs.StringVar(&mcpHTTP, "mcp-http", "", "serve MCP over Streamable HTTP on this address (path /mcp) instead of stdin/stdout")
 	case "-h", "-help", "--help", "help":
@@ -258,6 +259,9 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	lookup, formerModelVar := cli.WithFormerName(e.lookup, cli.EnvName(cli.FallbackModelFlag), cli.FallbackModelFormerEnv)
 	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
+	}
+	if fs.Lookup("stalled-after") != nil && stalledAfter < fleet.MinStalledAfter {
+		return fmt.Errorf("-stalled-after %s: want at least %s", stalledAfter, fleet.MinStalledAfter)
 	}
 	if err := c.nats.Validate(); err != nil {
 		return err
@@ -389,7 +393,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		defer ln.Close()
 		fmt.Fprintf(stdout, "mission viewer: http://%s/\n", ln.Addr())
-		return serveUI(ctx, client, ln, log, defaultDecider(e))
+		return serveUI(ctx, client, ln, log, defaultDecider(e), stalledAfter)
 	}
 	if watch {
 		return watchPending(ctx, func(ctx context.Context) ([]*messages.Approval, int, error) {

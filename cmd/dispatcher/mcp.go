@@ -94,6 +94,9 @@ type decideArgs struct {
 
 type pendingArgs struct {
 	Limit int `json:"limit,omitempty" jsonschema:"how many calls at most (default 50, at most 1000)"`
+	// StalledAfter follows the fleet's -stalled-after, as the CLI's flag
+	// of the same name does.
+	StalledAfter int `json:"stalled_after_seconds,omitempty" jsonschema:"list as stalled the calls decided at least this many seconds ago whose mission still waits with no call pending (default 60, the fleet's default -stalled-after; at least 1)"`
 }
 
 type approvalsOut struct {
@@ -370,7 +373,14 @@ func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest,
 	if err != nil {
 		return nil, pendingOut{}, err
 	}
-	out, _, _, err := listPending(ctx, c, in.Limit, defaultStalledAfter)
+	after := defaultStalledAfter
+	if in.StalledAfter != 0 {
+		if in.StalledAfter < 1 {
+			return nil, pendingOut{}, fmt.Errorf("stalled_after_seconds %d: want at least 1", in.StalledAfter)
+		}
+		after = time.Duration(in.StalledAfter) * time.Second
+	}
+	out, _, _, err := listPending(ctx, c, in.Limit, after)
 	if err != nil {
 		return nil, pendingOut{}, refusedRead(f.nc, err)
 	}

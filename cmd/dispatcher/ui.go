@@ -45,6 +45,9 @@ type viewer struct {
 	// by names who decides the approvals made on the page (the audit's
 	// decided_by).
 	by string
+	// stalledAfter is how long after its decision a waiting mission with
+	// no call pending is offered to be queued again (missionView).
+	stalledAfter time.Duration
 }
 
 func newViewer(client *fleet.Client, log zerolog.Logger) (*viewer, error) {
@@ -182,6 +185,7 @@ func (v *viewer) serveMission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mv.Preview = r.URL.Query().Get("full") != "1"
+	mv.StalledAfter = v.stalledAfter
 	if !mv.Preview {
 		w.Header().Set("Content-Disposition", `attachment; filename="`+id+`.json"`)
 	}
@@ -316,13 +320,15 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 }
 
 // serveUI serves the viewer on ln until ctx ends; by names who decides
-// the approvals made on its pages.
-func serveUI(ctx context.Context, client *fleet.Client, ln net.Listener, log zerolog.Logger, by string) error {
+// the approvals made on its pages, and stalledAfter how long after its
+// decision a waiting mission with no call pending is offered to be
+// queued again (the fleet's -stalled-after; 0: the default).
+func serveUI(ctx context.Context, client *fleet.Client, ln net.Listener, log zerolog.Logger, by string, stalledAfter time.Duration) error {
 	v, err := newViewer(client, log)
 	if err != nil {
 		return err
 	}
-	v.by = "viewer:" + by
+	v.by, v.stalledAfter = "viewer:"+by, stalledAfter
 	return cli.ServeListener(ctx, ln, v.Handler())
 }
 

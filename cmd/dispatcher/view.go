@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,11 @@ type missionView struct {
 	// Approvals are the mission's tool calls that needed approval, read
 	// for a mission that waits or waited for one.
 	Approvals []*messages.Approval `json:"-"`
+	// StalledAfter is how long after its decision a mission that still
+	// waits with no call pending counts as stalled (its wake lost), which
+	// the JSON form names (stalled_call) for the viewer's Queue again;
+	// 0: defaultStalledAfter.
+	StalledAfter time.Duration `json:"-"`
 }
 
 // errMissionNotFound is returned for an id with neither status nor result.
@@ -179,7 +185,7 @@ func (v *missionView) MarshalJSON() ([]byte, error) {
 		// the call whose decision the mission stalls on (its wake lost),
 		// which the page offers to queue again
 		if v.Status != nil {
-			if a := fleet.StalledDecision(v.Status.State, v.Approvals, defaultStalledAfter, time.Now()); a != nil {
+			if a := fleet.StalledDecision(v.Status.State, v.Approvals, cmp.Or(v.StalledAfter, defaultStalledAfter), time.Now()); a != nil {
 				if err := put("stalled_call", a.Call); err != nil {
 					return nil, err
 				}
