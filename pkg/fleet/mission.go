@@ -233,8 +233,8 @@ func endKeeps(limit, got int64) int64 {
 }
 
 // freeForEnd gives back, while the ended run's end waits its turn
-// (finishGate), the slot and what of the memory reservation the run can
-// no longer hold: it keeps what its tools' results may take (endKeeps),
+// (finishGate), the slot, its running quota's lease and what of the
+// memory reservation the run can no longer hold: it keeps what its tools' results may take (endKeeps),
 // which close gives back once the end is stored. A run that would keep
 // more than half its reservation gives nothing back and reports false:
 // storing its end at once frees more of the budget than waiting would.
@@ -259,6 +259,12 @@ func (p *missionRun) freeForEnd() bool {
 	if p.busy {
 		w.cfg.Metrics.slotBusy(-1)
 		p.busy = false
+	}
+	// the run no longer counts against its submitter's running quota:
+	// the next of its missions may run meanwhile
+	if p.leased {
+		p.lease.release()
+		p.leased = false
 	}
 	p.slotFreed = true
 	w.releaseSlot()
