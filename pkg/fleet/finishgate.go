@@ -25,9 +25,9 @@ const endsWaitingMax = 1024
 // storing the ends of those already run would take that half of the CPU
 // from the runs still to start, and each of them would wait longer for
 // its call. So while the worker's loop knows of missions waiting in its
-// lanes (the backlog), an ended run gives its slot and the memory it no
-// longer needs back and waits, until the backlog clears or the wait's
-// bound passes; then it stores its end. Where no backlog is known (a
+// lanes (the backlog), an ended run gives back its slot, its running
+// quota's lease and the memory it no longer needs, and waits until the
+// backlog clears or the wait's bound passes; then it stores its end. Where no backlog is known (a
 // fleet keeping up with its missions) an end is stored at once, as is one
 // past endsWaitingMax, or one that would keep most of its memory
 // reservation while it waits.

@@ -234,10 +234,11 @@ func endKeeps(limit, got int64) int64 {
 
 // freeForEnd gives back, while the ended run's end waits its turn
 // (finishGate), the slot, its running quota's lease and what of the
-// memory reservation the run can no longer hold: it keeps what its tools' results may take (endKeeps),
-// which close gives back once the end is stored. A run that would keep
-// more than half its reservation gives nothing back and reports false:
-// storing its end at once frees more of the budget than waiting would.
+// memory reservation the run can no longer hold: it keeps what its
+// tools' results may take (endKeeps), which close gives back once the end
+// is stored. A run that would keep more than half its reservation gives
+// nothing back and reports false: storing its end at once frees more of
+// the budget than waiting would.
 func (p *missionRun) freeForEnd() bool {
 	w := p.w
 	if p.admitted && p.memLimit > 0 {
