@@ -128,6 +128,15 @@ type pendingOut struct {
 // queues such a mission after this long by default.
 const defaultStalledAfter = fleet.DefaultStalledAfter
 
+// checkStalledAfter refuses a stalled-after threshold (named by what)
+// shorter than the fleet's least period, fleet.MinStalledAfter.
+func checkStalledAfter(what string, d time.Duration) error {
+	if d < fleet.MinStalledAfter {
+		return fmt.Errorf("%s %s: want at least %s", what, d, fleet.MinStalledAfter)
+	}
+	return nil
+}
+
 // listPending reads the calls waiting for a decision (at most limit of
 // them, and how many wait in all) and the calls whose missions stalled
 // after their decision (decided at least stalledAfter ago).

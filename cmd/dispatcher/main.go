@@ -260,8 +260,10 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	if err := cli.ApplyEnv(fs, lookup); err != nil {
 		return err
 	}
-	if fs.Lookup("stalled-after") != nil && stalledAfter < fleet.MinStalledAfter {
-		return fmt.Errorf("-stalled-after %s: want at least %s", stalledAfter, fleet.MinStalledAfter)
+	if fs.Lookup("stalled-after") != nil {
+		if err := checkStalledAfter("-stalled-after", stalledAfter); err != nil {
+			return err
+		}
 	}
 	if err := c.nats.Validate(); err != nil {
 		return err

@@ -375,10 +375,10 @@ func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest,
 	}
 	after := defaultStalledAfter
 	if in.StalledAfter != 0 {
-		if in.StalledAfter < 1 {
-			return nil, pendingOut{}, fmt.Errorf("stalled_after_seconds %d: want at least 1", in.StalledAfter)
-		}
 		after = time.Duration(in.StalledAfter) * time.Second
+		if err := checkStalledAfter("stalled_after_seconds", after); err != nil {
+			return nil, pendingOut{}, err
+		}
 	}
 	out, _, _, err := listPending(ctx, c, in.Limit, after)
 	if err != nil {
