@@ -72,9 +72,10 @@ func TestMissionsInTurnRunOnOneGoroutine(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := runnerGoroutines(); n > 4 {
-		t.Errorf("%d runners after the burst, want at most 4", n)
-	}
+	// a run whose end waited gave its slot back while its goroutine
+	// stored the end, so a fifth may still be storing one: it ends as it
+	// finds the slots' number of runners waiting
+	eventually(t, 5*time.Second, "at most 4 runners after the burst", func() bool { return runnerGoroutines() <= 4 })
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}
