@@ -100,7 +100,8 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 // records of the missions it lists (StalledDecision picks each one's);
 // PARKED's subjects from its stream's info (a waiting
 // mission keeps its parked message there, a finished one has none, and
-// one with a wake there is moved into MISSIONS by a worker); and,
+// one with a wake there stored after its parked message is moved into
+// MISSIONS by a worker: wakeWaits); and,
 // of each decided mission still parked, its status and its queued message
 // (a wake queued behind other missions is not lost).
 func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
@@ -127,22 +128,27 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 		return nil, fmt.Errorf("fleet: stalled approvals: parked missions: %w", err)
 	}
 	// a wake in PARKED (a deadline's; one MISSIONS refused) is moved
-	// into MISSIONS by a worker: not lost
-	woken := map[string]bool{}
+	// into MISSIONS by a worker: not lost (wakeWaits)
+	wakes := map[string][]string{}
 	for subj := range info.State.Subjects {
 		if _, _, id, ok := messages.ParseWakeSubject(subj); ok {
-			woken[id] = true
+			wakes[id] = append(wakes[id], subj)
 		}
 	}
 	var ids []string
 	for id := range last {
-		if info.State.Subjects[messages.ParkSubject(id)] > 0 && !woken[id] {
+		if info.State.Subjects[messages.ParkSubject(id)] > 0 {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
 	stalled := make([]bool, len(ids))
 	err = c.eachMission(ctx, ids, func(id string) string { return last[id].Submitter }, func(ctx context.Context, i int, k missionKey) error {
+		if subjects := wakes[k.id]; len(subjects) > 0 {
+			if waits, err := c.wakeWaits(ctx, k.id, subjects); err != nil || waits {
+				return err
+			}
+		}
 		e, err := getStatus(ctx, c.st, k)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -174,6 +180,36 @@ func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*
 		return cmp.Or(a.DecidedAt.Compare(b.DecidedAt), strings.Compare(a.MissionID, b.MissionID))
 	})
 	return out, nil
+}
+
+// wakeWaits reports whether one of the wakes PARKED holds for mission
+// id on subjects was stored after the mission's park message, and so is
+// still to be moved into MISSIONS. A wake stored before it is left from
+// an earlier wait of the mission (a quota's; a decision before the
+// mission ran and suspended again): it was moved and acknowledged, and
+// its mover stopped before removing it from PARKED, so it queues nothing
+// (its TTL removes it). A park message gone meanwhile counts as a wake
+// waiting: the mission left PARKED, and is not stalled.
+func (c *Client) wakeWaits(ctx context.Context, id string, subjects []string) (bool, error) {
+	park, err := getMsgOn(ctx, c.st.nc, c.replies, c.st.Parked, lastOn(messages.ParkSubject(id)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("parked message of %s: %w", id, err)
+	}
+	for _, subj := range subjects {
+		wake, err := getMsgOn(ctx, c.st.nc, c.replies, c.st.Parked, lastOn(subj))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			// moved meanwhile
+		case err != nil:
+			return false, fmt.Errorf("wake of %s: %w", id, err)
+		case wake.Sequence > park.Sequence:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // StalledDecision returns, of as (one mission's approval records), the

@@ -295,6 +295,27 @@ func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
 	if got := stalled(approver, 0); len(got) != 0 {
 		t.Fatalf("a mission with a wake in PARKED listed as stalled: %q", got)
 	}
+	// one stored before the mission's park message is left from an
+	// earlier wait (moved, and its mover stopped before removing it):
+	// the mission parked again after it (stored again here), and is lost
+	park, err := parked.GetLastMsgForSubject(ctx, messages.ParkSubject(lost.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := &nats.Msg{Subject: park.Subject, Data: park.Data, Header: nats.Header{}}
+	for name, v := range park.Header {
+		switch name {
+		case jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.SubjectHeader, jetstream.TimeStampHeaer:
+		default:
+			again.Header[name] = v
+		}
+	}
+	if _, err := js.PublishMsg(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got := stalled(approver, 0); !slices.Equal(got, want) {
+		t.Fatalf("with a wake in PARKED older than its park message: stalled %q, want %q", got, want)
+	}
 	if err := parked.DeleteMsg(ctx, wake.Sequence); err != nil {
 		t.Fatal(err)
 	}
