@@ -378,9 +378,16 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if v := fa.approver.violations(); len(v) > 0 {
 		t.Fatalf("the approver's traffic was refused: %v", v)
 	}
-	// the approver submits nothing, nor moves or removes PARKED's wakes
+	// the approver submits nothing, nor moves or removes PARKED's wakes,
+	// nor starts the workers' sweep for stalled decisions with a tick
 	refused(t, fa.approver, messages.SubmitSubject(natsauth.RoleApprover, messages.PriorityNormal, ap.ID), nil)
 	refuseWakeMoves(t, fa.approver)
+	refused(t, fa.approver, messages.SweepTickSubject, nil)
+	// it reads a wake waiting in PARKED (the listing of stalled decisions
+	// compares its sequence with the parked message's): none waits here
+	if resp, err := fa.approver.nc.Request("$JS.API.DIRECT.GET."+messages.StreamParked+"."+messages.WakeSubject(d, messages.PriorityNormal, ap.ID), nil, 5*time.Second); err != nil || resp.Header.Get("Status") != "404" {
+		t.Fatalf("the approver's direct get of a wake in PARKED: %v %v", resp, err)
+	}
 	fa.dispatcher.mu.Lock()
 	fa.dispatcher.v = nil
 	fa.dispatcher.mu.Unlock()

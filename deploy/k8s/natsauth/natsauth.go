@@ -166,6 +166,9 @@ func (a Account) Users() []User {
 		Responses: cancelResponses})
 	users = append(users, User{Name: name(RoleApprover), PasswordVar: pw(RoleApprover), Role: RoleApprover, Restricted: true,
 		PubAllow: approverPublish(),
+		// a wake subject, but the fleet's own: each tick starts a sweep
+		// of the whole approval bucket, which only PARKED's schedule asks for
+		PubDeny: []string{messages.SweepTickSubject},
 		SubAllow: []string{Inbox(RoleApprover) + ".>", messages.StoredResultSubject("*", "*"), messages.ResultSubject("*", "*"), messages.EventFilter("*", "*")}})
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
@@ -317,6 +320,10 @@ func approverPublish() []string {
 	// (mission.parked.<id>: as an earlier release parked it)
 	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkPrefix+"*",
 		api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectParkedPrefix+"*")
+	// a wake waiting in PARKED, which copies a parked message: the
+	// listing of stalled decisions tells one still to move from one left
+	// from an earlier wait by its sequence
+	l = append(l, api+"DIRECT.GET."+messages.StreamParked+"."+messages.SubjectWakePrefix+"*.*.*")
 	// the same reads from the streams' leaders, where a decision's reads
 	// go when no replica answers (a node restarting): a message get names
 	// its subject in its body, so it may read any message of the stream,
