@@ -168,7 +168,7 @@ func (a Account) Users() []User {
 		PubAllow: approverPublish(),
 		// a wake subject, but the fleet's own: each tick starts a sweep
 		// of the whole approval bucket, which only PARKED's schedule asks for
-		PubDeny: []string{messages.SweepTickSubject},
+		PubDeny:  []string{messages.SweepTickSubject},
 		SubAllow: []string{Inbox(RoleApprover) + ".>", messages.StoredResultSubject("*", "*"), messages.ResultSubject("*", "*"), messages.EventFilter("*", "*")}})
 	for _, svc := range a.ToolServices {
 		users = append(users, User{Name: name(svc + "tools"), PasswordVar: pw(svc + "tools"), Role: "tools:" + svc, Restricted: true,
