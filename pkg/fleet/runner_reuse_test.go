@@ -148,8 +148,15 @@ func TestABurstOfSlotsMissionsKeepsItsRunners(t *testing.T) {
 			burst()
 			mu.Lock()
 			defer mu.Unlock()
-			if len(ids) != slots {
-				t.Errorf("two bursts of %d missions ran on %d goroutines, want %d", slots, len(ids), slots)
+			// The first burst's runs may end while the worker believes a
+			// mission waits on their lane (its notice heard after the
+			// fetch that took it): their ends wait (finishGate), their slots given
+			// back while their goroutines store them, and the long poll
+			// the loop opens on that lane meanwhile goes to a goroutine
+			// of its own, which runs the mission it brings. One lane,
+			// one such poll: the second burst reuses the rest.
+			if len(ids) < slots || len(ids) > slots+1 {
+				t.Errorf("two bursts of %d missions ran on %d goroutines, want %d (%d with a poll opened while the first burst's ends waited)", slots, len(ids), slots, slots+1)
 			}
 		})
 	}
