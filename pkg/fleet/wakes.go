@@ -19,7 +19,7 @@ import (
 // quota's lease given back, a decision MISSIONS refused) into MISSIONS
 // themselves, from one durable consumer they share (WakeConsumerName):
 // each wake is published on its woken subject, marked
-// messages.HeaderWakeMoved, then acknowledged and removed from PARKED. A
+// messages.HeaderWakeMoved, then removed from PARKED and acknowledged. A
 // stream's source of PARKED would move them inside the server, but node
 // restarts were seen to stall one while it reported no lag
 // (docs/approvals.md, "Guarantees"): a wake a worker moves is
@@ -159,9 +159,9 @@ func (m *wakeMover) stop() {
 	})
 }
 
-// move publishes wake msg of PARKED into MISSIONS (movedWake) and
-// acknowledges it once MISSIONS stored it, then removes it from PARKED
-// (its TTL removes it where that fails). A move that fails is tried
+// move publishes wake msg of PARKED into MISSIONS (movedWake) and, once
+// MISSIONS stored it, removes it from PARKED (its TTL removes it where
+// that fails) and acknowledges it. A move that fails is tried
 // again after wakeRetryAfter; a message that is no wake is dropped.
 func (m *wakeMover) move(ctx context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
@@ -190,14 +190,18 @@ func (m *wakeMover) move(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	m.metrics.wakeMove(m.tenant, true)
-	if err := msg.DoubleAck(ctx); err != nil {
-		// redelivered: MISSIONS drops the move made again as a
-		// duplicate (its Msg-Id)
-		log.Debug().Err(err).Msg("moved wake not acknowledged")
-		return
-	}
+	// Removed before it is acknowledged: a worker that dies between the
+	// two leaves nothing in PARKED (the consumer has no message left to
+	// hand out again), where one that died after an ack would leave the
+	// moved wake there until its TTL.
 	if err := m.parked.DeleteMsg(ctx, meta.Sequence.Stream); err != nil {
 		log.Debug().Err(err).Msg("moved wake not removed from PARKED; its TTL removes it")
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		// redelivered, if still there: MISSIONS drops the move made
+		// again as a duplicate (its Msg-Id)
+		log.Debug().Err(err).Msg("moved wake not acknowledged")
+		return
 	}
 	log.Debug().Msg("wake moved into MISSIONS")
 }

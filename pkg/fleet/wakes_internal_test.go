@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -85,5 +86,61 @@ func TestWakeMoverStopsWithWakesWaiting(t *testing.T) {
 	m.take(nil)
 	if len(m.sem) != wakeMovers-1 {
 		t.Fatalf("%d move slots held after stop, want %d", len(m.sem), wakeMovers-1)
+	}
+}
+
+// ackLost is a wake whose acknowledgement never reaches the server, as
+// when its worker dies after removing it from PARKED.
+type ackLost struct{ jetstream.Msg }
+
+func (ackLost) DoubleAck(context.Context) error { return errors.New("the worker died") }
+
+// A moved wake is removed from PARKED before it is acknowledged: one
+// whose worker died between the two is neither left in PARKED nor
+// handed to another worker once its AckWait runs out.
+func TestWakeRemovedBeforeItsAckIsNotHandedOutAgain(t *testing.T) {
+	nc := embeddedConn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ackWait = 500 * time.Millisecond
+	st, err := EnsureStores(ctx, js, StoreConfig{AckWait: ackWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := messages.NewMissionID()
+	wake := messages.WakeSubject("bo", messages.PriorityNormal, id)
+	if _, err := js.Publish(ctx, wake, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := st.Wakes.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg jetstream.Msg
+	for m := range batch.Messages() {
+		msg = m
+	}
+	if msg == nil {
+		t.Fatalf("no wake handed out: %v", batch.Error())
+	}
+	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
+	m.move(ctx, ackLost{msg})
+	if _, err := st.Missions.GetLastMsgForSubject(ctx, messages.SubmitSubject("bo", messages.PriorityNormal, id)+".>"); err != nil {
+		t.Fatalf("the wake is not in MISSIONS: %v", err)
+	}
+	if _, err := st.Parked.GetLastMsgForSubject(ctx, wake); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("the moved wake is still in PARKED: %v", err)
+	}
+	// past its AckWait, nothing is handed out again
+	again, err := st.Wakes.Fetch(1, jetstream.FetchMaxWait(4*ackWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range again.Messages() {
+		t.Fatalf("handed out again: %s", m.Subject())
 	}
 }
