@@ -41,21 +41,29 @@ func TestMovedWakeSubject(t *testing.T) {
 	}
 }
 
-// A mover stopped while wakes wait for a free move starts none of them:
-// stop returns once the moves under way ended, and a wake handed over
-// after it is left to its redelivery.
-func TestWakeMoverStopsWithWakesWaiting(t *testing.T) {
+// wakeStores sets the fleet's stores up with cfg on an embedded server,
+// for a test of the wake mover, with a context bounding the test.
+func wakeStores(t *testing.T, cfg StoreConfig) (context.Context, *nats.Conn, jetstream.JetStream, *Stores) {
+	t.Helper()
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
+	st, err := EnsureStores(ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, nc, js, st
+}
+
+// A mover stopped while wakes wait for a free move starts none of them:
+// stop returns once the moves under way ended, and a wake handed over
+// after it is left to its redelivery.
+func TestWakeMoverStopsWithWakesWaiting(t *testing.T) {
+	_, nc, _, st := wakeStores(t, StoreConfig{})
 	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
 	if err := m.start(st.Wakes); err != nil {
 		t.Fatal(err)
@@ -99,18 +107,8 @@ func (ackLost) DoubleAck(context.Context) error { return errors.New("the worker 
 // whose worker died between the two is neither left in PARKED nor
 // handed to another worker once its AckWait runs out.
 func TestWakeRemovedBeforeItsAckIsNotHandedOutAgain(t *testing.T) {
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ackWait = 500 * time.Millisecond
-	st, err := EnsureStores(ctx, js, StoreConfig{AckWait: ackWait})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, st := wakeStores(t, StoreConfig{AckWait: ackWait})
 	id := messages.NewMissionID()
 	wake := messages.WakeSubject("bo", messages.PriorityNormal, id)
 	if _, err := js.Publish(ctx, wake, []byte("{}")); err != nil {
