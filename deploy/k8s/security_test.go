@@ -378,6 +378,29 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	if v := fa.approver.violations(); len(v) > 0 {
 		t.Fatalf("the approver's traffic was refused: %v", v)
 	}
+	// The worker removes by sequence the wakes it moved out of PARKED
+	// and a finished mission's journal messages its earlier runs wrote
+	// (a rollup of the subject scans the messages stored in between); a
+	// submitter and a tool service may do neither.
+	for _, stream := range []string{messages.StreamParked, messages.StreamJournal} {
+		resp, err := fa.worker.nc.Request("$JS.API.STREAM.MSG.DELETE."+stream, []byte(`{"seq":1000000000,"no_erase":true}`), 5*time.Second)
+		// answered by the stream: there is no message at that sequence
+		var got struct {
+			Type  string `json:"type"`
+			Error *struct {
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err != nil || json.Unmarshal(resp.Data, &got) != nil || got.Type != "io.nats.jetstream.api.v1.stream_msg_delete_response" || got.Error == nil {
+			t.Fatalf("the worker's delete of a message of %s: %v %v; want the stream's answer that no such message is there", stream, resp, err)
+		}
+		for _, r := range []*role{fa.dispatcher, fa.tools} {
+			refused(t, r, "$JS.API.STREAM.MSG.DELETE."+stream, map[string]any{"seq": 1})
+		}
+	}
+	if v := fa.worker.violations(); len(v) > 0 {
+		t.Fatalf("the worker's traffic was refused: %v", v)
+	}
 	// the approver submits nothing, nor moves or removes PARKED's wakes,
 	// nor starts the workers' sweep for stalled decisions with a tick
 	refused(t, fa.approver, messages.SubmitSubject(natsauth.RoleApprover, messages.PriorityNormal, ap.ID), nil)

@@ -148,6 +148,16 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 1 {
 			t.Errorf("the resumed run read its journal with %d message gets, want 1", n)
 		}
+		// once finished, the journal's message the suspended run wrote
+		// is removed by its sequence (a rollup of the subject would scan
+		// every message stored since it); a rollup removes only what
+		// the resumed run wrote, if it wrote
+		eventually(t, 5*time.Second, "the journal's earlier message removed", func() bool {
+			return spy.count(t, "$JS.API.STREAM.MSG.DELETE."+messages.StreamJournal) > 0
+		})
+		if n := spy.count(t, "$JS.API.STREAM.MSG.DELETE."+messages.StreamJournal); n != 1 {
+			t.Errorf("the resumed run removed %d journal messages by sequence, want 1 (the one it read)", n)
+		}
 		// the woken mission is known to have a status: its claim
 		// reads it, with no attempt to create it
 		if n := spy.count(t, "create $KV."+messages.BucketStatus+"."); n != 0 {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,16 @@ type Journal struct {
 	next     map[string]int
 	replayed messages.Replayed
 	lastSeq  uint64 // the highest JOURNAL sequence read or acknowledged
+	// read are the JOURNAL sequences of the messages earlier runs wrote
+	// that this run read, while there are at most maxJournalDeletes;
+	// readMore is set when there were more
+	read     []uint64
+	readMore bool
 }
+
+// maxJournalDeletes bounds the messages earlier runs wrote that a finished
+// mission's run removes one by one, by sequence (Worker.purgeJournal).
+const maxJournalDeletes = 8
 
 // journalEntry is one recorded answer under its full key.
 type journalEntry struct {
@@ -149,6 +159,7 @@ func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMu
 		}
 		j.load(hdr, data)
 		j.saw(got)
+		j.readSeq(got)
 		if upTo != 0 && got >= upTo {
 			return j, nil
 		}
@@ -189,6 +200,9 @@ func (j *Journal) readFrom(ctx context.Context, js jetstream.JetStream, seq uint
 			j.load(msg.Headers(), msg.Data())
 			if meta, err := msg.Metadata(); err == nil {
 				j.saw(meta.Sequence.Stream)
+				j.readSeq(meta.Sequence.Stream)
+			} else {
+				j.readSeq(0)
 			}
 		}
 		if n == 0 {
@@ -208,6 +222,40 @@ func (j *Journal) saw(seq uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.lastSeq = max(j.lastSeq, seq)
+}
+
+// readSeq notes seq, the JOURNAL sequence of a message earlier runs wrote
+// that this run read (0: one whose sequence is unknown).
+func (j *Journal) readSeq(seq uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if seq == 0 || len(j.read) == maxJournalDeletes {
+		j.readMore = true
+		return
+	}
+	j.read = append(j.read, seq)
+}
+
+// earlier returns the JOURNAL sequences of the messages earlier runs
+// wrote, as this run read them; false when it read more than
+// maxJournalDeletes or one of unknown sequence.
+func (j *Journal) earlier() ([]uint64, bool) {
+	if j == nil {
+		return nil, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.read), !j.readMore
+}
+
+// wroteAny reports whether this run published a journal write.
+func (j *Journal) wroteAny() bool {
+	if j == nil {
+		return false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.wrote
 }
 
 // lastWritten returns the JOURNAL sequence of the journal's last message
@@ -566,6 +614,36 @@ func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
 	err := nc.PublishMsg(&nats.Msg{Subject: subject, Header: hdr.h})
 	hdr.release()
 	return err
+}
+
+// purgeJournal removes mission id's journal once its result is stored. A
+// rollup (purgeJournal) makes the stream scan every message it stored
+// between the subject's first message and the marker, in the blocks that
+// hold both: for a mission resumed after others wrote much meanwhile (a
+// thousand resumed at once), most of a block for each. So the messages
+// earlier runs wrote, which this run read and knows the sequences of,
+// are removed by sequence first, a lookup each; a rollup then removes
+// what this run wrote (which may still be in flight: it is published
+// after them on the same connection), scanning this run's span only. A
+// run that wrote nothing needs no rollup, and leaves no marker. A journal
+// read in more than maxJournalDeletes messages, a delete that fails other
+// than for a message already gone, and no journal in hand are left to
+// the rollup alone.
+func (w *Worker) purgeJournal(ctx context.Context, j *Journal, id string) error {
+	read, ok := j.earlier()
+	if !ok {
+		return purgeJournal(w.nc, j, id)
+	}
+	for _, seq := range read {
+		if err := deleteMsgOn(ctx, w.nc, w.replies, messages.StreamJournal, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			w.log.Debug().Err(err).Str("mission_id", id).Msg("journal message not removed by its sequence; rolling the journal up")
+			return purgeJournal(w.nc, j, id)
+		}
+	}
+	if j.wroteAny() {
+		return purgeJournal(w.nc, j, id)
+	}
+	return nil
 }
 
 // Flush publishes the entries recorded and not yet published, as one

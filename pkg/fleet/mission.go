@@ -1351,7 +1351,7 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, k missionKey, em
 		}
 	}
 	if journal.holds() || (journal == nil && !w.cfg.NoJournal && entry != nil && entry.st.Attempt > 1) {
-		if err := purgeJournal(w.nc, journal, id); err != nil {
+		if err := w.purgeJournal(ctx, journal, id); err != nil {
 			log.Warn().Err(err).Msg("journal not purged; it expires with the stream's MaxAge")
 		}
 	}

@@ -400,6 +400,11 @@ func workerPublish(services []string) []string {
 	// rest with a consumer.
 	l = append(l, api+"STREAM.MSG.GET."+messages.StreamJournal)
 	l = append(l, orderedRead(messages.StreamJournal)...)
+	// A finished mission's journal is removed message by message, by
+	// sequence, where its run knows them all (a rollup of the subject,
+	// which a worker may publish anyway, scans the messages stored in
+	// between).
+	l = append(l, api+"STREAM.MSG.DELETE."+messages.StreamJournal)
 	// Each model call reserves against the budgets of its mission with
 	// compare-and-set on budget_spend (docs/fleet.md, "Budgets").
 	l = append(l, directGet(budgetLimitsStream)...)

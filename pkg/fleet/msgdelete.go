@@ -1,0 +1,74 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The JetStream API's answers to a delete of a message that is not there:
+// a sequence past the stream's last or removed already is the store's
+// error in a generic delete failure (its description says which), or a
+// sequence not found.
+const (
+	errCodeDeleteFailed     = 10057 // JSStreamMsgDeleteFailedF
+	errCodeSequenceNotFound = 10043 // JSSequenceNotFoundErrF
+)
+
+// deleteMsgOn removes the message at sequence seq from stream
+// ($JS.API.STREAM.MSG.DELETE, without erasing its bytes), with its
+// request on replies when it is nc's reply mux. A message already gone
+// (removed, expired, or fired as a schedule) or never stored is
+// jetstream.ErrMsgNotFound.
+// The stream finds the message by its sequence, whatever else it holds:
+// a rollup of the message's subject would scan every message stored
+// between the subject's first and last.
+func deleteMsgOn(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, seq uint64) error {
+	subject := "$JS.API.STREAM.MSG.DELETE." + stream
+	req := []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `,"no_erase":true}`)
+	var r *nats.Msg
+	var err error
+	if replies.on(nc) {
+		wait := directGetWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = time.Until(dl)
+		}
+		r, err = replies.request(ctx, subject, req, wait)
+		if errors.Is(err, nats.ErrTimeout) {
+			err = context.DeadlineExceeded
+		}
+	} else {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, directGetWait)
+			defer cancel()
+		}
+		r, err = nc.RequestWithContext(ctx, subject, req)
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: delete message %d of %s: %w", seq, stream, err)
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Success bool                `json:"success"`
+	}
+	if err := json.Unmarshal(r.Data, &resp); err != nil {
+		return fmt.Errorf("fleet: delete message %d of %s: %w", seq, stream, err)
+	}
+	switch {
+	case resp.Error != nil && (resp.Error.ErrorCode == errCodeNoMessage || resp.Error.ErrorCode == errCodeSequenceNotFound ||
+		resp.Error.ErrorCode == errCodeDeleteFailed && (resp.Error.Description == "no message found" || resp.Error.Description == "stream store EOF")):
+		return jetstream.ErrMsgNotFound
+	case resp.Error != nil:
+		return fmt.Errorf("fleet: delete message %d of %s: %w", seq, stream, resp.Error)
+	case !resp.Success:
+		return fmt.Errorf("fleet: delete message %d of %s: not removed", seq, stream)
+	}
+	return nil
+}
