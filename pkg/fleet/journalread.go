@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,34 +20,15 @@ import (
 // without encoding/json; an answer of another form (an error, escapes,
 // keys it does not know) is read with encoding/json. It returns the
 // message's headers, data and sequence, or jetstream.ErrMsgNotFound when
-// there is none. The request goes on replies when it is nc's reply mux,
-// waiting on a pooled timer until ctx's deadline (directGetWait when ctx
-// has none) with no context made for it.
+// there is none. The request goes on replies when it is nc's reply mux
+// (apiRequest).
 func journalMsg(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, seq uint64) (nats.Header, []byte, uint64, error) {
 	q := atSeq(seq, subject)
 	req, err := q.request()
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	const api = "$JS.API.STREAM.MSG.GET." + messages.StreamJournal
-	var r *nats.Msg
-	if replies.on(nc) {
-		wait := directGetWait
-		if dl, ok := ctx.Deadline(); ok {
-			wait = time.Until(dl)
-		}
-		r, err = replies.request(ctx, api, req, wait)
-		if errors.Is(err, nats.ErrTimeout) {
-			err = context.DeadlineExceeded
-		}
-	} else {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, directGetWait)
-			defer cancel()
-		}
-		r, err = nc.RequestWithContext(ctx, api, req)
-	}
+	r, err := apiRequest(ctx, nc, replies, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal, req)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -21,6 +21,32 @@ const (
 	errCodeSequenceNotFound = 10043 // JSSequenceNotFoundErrF
 )
 
+// apiRequest sends req to the JetStream API's subject and returns its
+// answer: on replies when it is nc's reply mux, waiting on a pooled timer
+// until ctx's deadline (directGetWait when ctx has none) with no context
+// made for it, a wait that runs out being context.DeadlineExceeded; else
+// with nc's request, under ctx (or directGetWait when it has no
+// deadline).
+func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, req []byte) (*nats.Msg, error) {
+	if replies.on(nc) {
+		wait := directGetWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = time.Until(dl)
+		}
+		r, err := replies.request(ctx, subject, req, wait)
+		if errors.Is(err, nats.ErrTimeout) {
+			err = context.DeadlineExceeded
+		}
+		return r, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, directGetWait)
+		defer cancel()
+	}
+	return nc.RequestWithContext(ctx, subject, req)
+}
+
 // deleteMsgOn removes the message at sequence seq from stream
 // ($JS.API.STREAM.MSG.DELETE, without erasing its bytes), with its
 // request on replies when it is nc's reply mux. A message already gone
@@ -32,25 +58,7 @@ const (
 func deleteMsgOn(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, seq uint64) error {
 	subject := "$JS.API.STREAM.MSG.DELETE." + stream
 	req := []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `,"no_erase":true}`)
-	var r *nats.Msg
-	var err error
-	if replies.on(nc) {
-		wait := directGetWait
-		if dl, ok := ctx.Deadline(); ok {
-			wait = time.Until(dl)
-		}
-		r, err = replies.request(ctx, subject, req, wait)
-		if errors.Is(err, nats.ErrTimeout) {
-			err = context.DeadlineExceeded
-		}
-	} else {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, directGetWait)
-			defer cancel()
-		}
-		r, err = nc.RequestWithContext(ctx, subject, req)
-	}
+	r, err := apiRequest(ctx, nc, replies, subject, req)
 	if err != nil {
 		return fmt.Errorf("fleet: delete message %d of %s: %w", seq, stream, err)
 	}
