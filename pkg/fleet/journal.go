@@ -629,14 +629,22 @@ func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
 // read in more than maxJournalDeletes messages, a delete that fails other
 // than for a message already gone, and no journal in hand are left to
 // the rollup alone.
+//
+// A worker whose NATS user may not make that delete (a configuration from
+// before the worker role held it) waits once for the refused request's
+// answer, logs it and rolls journals up from then on.
 func (w *Worker) purgeJournal(ctx context.Context, j *Journal, id string) error {
 	read, ok := j.earlier()
-	if !ok {
+	if !ok || w.journalDeletesRefused.Load() {
 		return purgeJournal(w.nc, j, id)
 	}
 	for _, seq := range read {
 		if err := deleteMsgOn(ctx, w.nc, w.replies, messages.StreamJournal, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			w.log.Debug().Err(err).Str("mission_id", id).Msg("journal message not removed by its sequence; rolling the journal up")
+			if publishRefused(w.nc, journalDeleteSubject) && !w.journalDeletesRefused.Swap(true) {
+				w.log.Warn().Err(w.nc.LastError()).Msg("this worker's NATS user may not remove journal messages by sequence (" + journalDeleteSubject + "): finished journals are rolled up only, which costs the server a scan of what other missions journaled meanwhile; give the worker role that right (the shipped NATS configuration does)")
+			} else {
+				w.log.Debug().Err(err).Str("mission_id", id).Msg("journal message not removed by its sequence; rolling the journal up")
+			}
 			return purgeJournal(w.nc, j, id)
 		}
 	}
@@ -644,6 +652,18 @@ func (w *Worker) purgeJournal(ctx context.Context, j *Journal, id string) error 
 		return purgeJournal(w.nc, j, id)
 	}
 	return nil
+}
+
+// journalDeleteSubject is the JetStream API subject a worker removes a
+// journal message by sequence on.
+const journalDeleteSubject = "$JS.API.STREAM.MSG.DELETE." + messages.StreamJournal
+
+// publishRefused reports whether nc's last error is the server's refusal of a
+// publish on subject as a permissions violation (which answers no
+// request: the request runs out of time).
+func publishRefused(nc *nats.Conn, subject string) bool {
+	err := nc.LastError()
+	return errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`)
 }
 
 // Flush publishes the entries recorded and not yet published, as one

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -113,5 +115,82 @@ func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A worker whose NATS user may not remove journal messages by sequence
+// (a configuration from before the worker role held that right) rolls
+// the journal up instead, finding out once: the refused request is
+// recognised as a permissions violation, and later journals are rolled
+// up without asking.
+func TestJournalRolledUpWhereItsDeleteIsRefused(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		Users: []*server.User{{Username: "worker", Password: "pw", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{journalDeleteSubject}},
+		}}}}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("worker", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, messages.StreamJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := newReplyMux(nc)
+	if err := replies.open(); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{nc: nc, replies: replies, log: zerolog.Nop()}
+	for i := range 2 {
+		id := messages.NewMissionID()
+		first, err := openJournal(ctx, js, id, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Record(ctx, "t/1/x", []byte("answer")); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		j, err := openJournalOn(ctx, js, replies, id, true, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.settle()
+		if err := w.purgeJournal(ctx, j, id); err != nil {
+			t.Fatal(err)
+		}
+		if !w.journalDeletesRefused.Load() {
+			t.Fatalf("journal %d: the refused delete was not recognised (last error %v)", i, nc.LastError())
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			last, err := stream.GetLastMsgForSubject(ctx, messages.JournalSubject(id))
+			if err == nil && len(last.Data) == 0 && last.Header.Get(jetstream.MsgRollup) == jetstream.MsgRollupSubject {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("journal %d not rolled up: last message %v, %v", i, last, err)
+			}
+		}
 	}
 }

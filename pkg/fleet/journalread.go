@@ -28,7 +28,7 @@ func journalMsg(ctx context.Context, nc *nats.Conn, replies *replyMux, subject s
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	r, err := apiRequest(ctx, nc, replies, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal, req)
+	r, err := apiRequest(ctx, nc, replies, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal, req, 0)
 	if err != nil {
 		return nil, nil, 0, err
 	}

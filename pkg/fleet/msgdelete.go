@@ -22,34 +22,43 @@ const (
 )
 
 // apiRequest sends req to the JetStream API's subject and returns its
-// answer: on replies when it is nc's reply mux, waiting on a pooled timer
-// until ctx's deadline (directGetWait when ctx has none) with no context
-// made for it, a wait that runs out being context.DeadlineExceeded; else
-// with nc's request, under ctx (or directGetWait when it has no
-// deadline).
-func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, req []byte) (*nats.Msg, error) {
+// answer, waiting until ctx's deadline, or for directGetWait when ctx has
+// none, and at most limit when limit is not 0. On replies, when it is
+// nc's reply mux, the wait is on a pooled timer with no context made for
+// it, and one that runs out is context.DeadlineExceeded; otherwise the
+// request is nc's.
+func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, req []byte, limit time.Duration) (*nats.Msg, error) {
+	wait := directGetWait
+	dl, ok := ctx.Deadline()
+	if ok {
+		wait = time.Until(dl)
+	}
+	if limit > 0 && limit < wait {
+		wait, ok = limit, false
+	}
 	if replies.on(nc) {
-		wait := directGetWait
-		if dl, ok := ctx.Deadline(); ok {
-			wait = time.Until(dl)
-		}
 		r, err := replies.request(ctx, subject, req, wait)
 		if errors.Is(err, nats.ErrTimeout) {
 			err = context.DeadlineExceeded
 		}
 		return r, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
+	if !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, directGetWait)
+		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
 	return nc.RequestWithContext(ctx, subject, req)
 }
 
+// deleteWait bounds the wait for the answer to a message delete: a
+// request the server refuses as a permissions violation gets none.
+const deleteWait = 2 * time.Second
+
 // deleteMsgOn removes the message at sequence seq from stream
 // ($JS.API.STREAM.MSG.DELETE, without erasing its bytes), with its
-// request on replies when it is nc's reply mux. A message already gone
+// request on replies when it is nc's reply mux, waiting at most
+// deleteWait. A message already gone
 // (removed, expired, or fired as a schedule) or never stored is
 // jetstream.ErrMsgNotFound.
 // The stream finds the message by its sequence, whatever else it holds:
@@ -58,7 +67,7 @@ func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject s
 func deleteMsgOn(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, seq uint64) error {
 	subject := "$JS.API.STREAM.MSG.DELETE." + stream
 	req := []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `,"no_erase":true}`)
-	r, err := apiRequest(ctx, nc, replies, subject, req)
+	r, err := apiRequest(ctx, nc, replies, subject, req, deleteWait)
 	if err != nil {
 		return fmt.Errorf("fleet: delete message %d of %s: %w", seq, stream, err)
 	}

@@ -259,6 +259,11 @@ type Worker struct {
 	log zerolog.Logger
 	reg *toolRegistry
 	st  *Stores
+	// journalDeletesRefused is set once the server refused this worker's
+	// removal of a journal message by sequence as a permissions
+	// violation (a NATS configuration from before the worker role held
+	// it): finished journals are then rolled up only (purgeJournal).
+	journalDeletesRefused atomic.Bool
 	// budgets enforces the fleet-wide budgets (set at Start).
 	budgets *Budgets
 	// quotas enforces the per-submitter quotas (set at Start).
