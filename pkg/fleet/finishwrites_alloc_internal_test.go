@@ -42,7 +42,7 @@ func TestPurgeJournalAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := NewJournal(nil, id)
-	if err := purgeJournal(nc, j, id); err != nil {
+	if err := rollUpJournal(nc, j, id); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(5 * time.Second)
@@ -52,7 +52,7 @@ func TestPurgeJournalAllocations(t *testing.T) {
 	if got := m.Header.Get(jetstream.MsgRollup); got != jetstream.MsgRollupSubject || len(m.Data) != 0 {
 		t.Errorf("marker: rollup %q, %d bytes", got, len(m.Data))
 	}
-	if err := purgeJournal(nc, nil, id); err != nil {
+	if err := rollUpJournal(nc, nil, id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.NextMsg(5 * time.Second); err != nil {
@@ -63,11 +63,11 @@ func TestPurgeJournalAllocations(t *testing.T) {
 		t.Skip("the race detector drops some of what pools keep")
 	}
 	n := testing.AllocsPerRun(100, func() {
-		if err := purgeJournal(nc, j, id); err != nil {
+		if err := rollUpJournal(nc, j, id); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if n > 3 {
-		t.Errorf("purgeJournal: %v allocations, want at most 3", n)
+		t.Errorf("rollUpJournal: %v allocations, want at most 3", n)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +157,6 @@ func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMu
 			return nil, fmt.Errorf("fleet: journal %s: %w", id, err)
 		}
 		j.load(hdr, data)
-		j.saw(got)
 		j.readSeq(got)
 		if upTo != 0 && got >= upTo {
 			return j, nil
@@ -199,7 +197,6 @@ func (j *Journal) readFrom(ctx context.Context, js jetstream.JetStream, seq uint
 			n++
 			j.load(msg.Headers(), msg.Data())
 			if meta, err := msg.Metadata(); err == nil {
-				j.saw(meta.Sequence.Stream)
 				j.readSeq(meta.Sequence.Stream)
 			} else {
 				j.readSeq(0)
@@ -225,10 +222,12 @@ func (j *Journal) saw(seq uint64) {
 }
 
 // readSeq notes seq, the JOURNAL sequence of a message earlier runs wrote
-// that this run read (0: one whose sequence is unknown).
+// that this run read (0: one whose sequence is unknown), as saw does and
+// among the messages a finished mission's run removes by sequence.
 func (j *Journal) readSeq(seq uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.lastSeq = max(j.lastSeq, seq)
 	if seq == 0 || len(j.read) == maxJournalDeletes {
 		j.readMore = true
 		return
@@ -237,15 +236,16 @@ func (j *Journal) readSeq(seq uint64) {
 }
 
 // earlier returns the JOURNAL sequences of the messages earlier runs
-// wrote, as this run read them; false when it read more than
-// maxJournalDeletes or one of unknown sequence.
+// wrote, as this run read them (the journal's own slice, complete once
+// it is open); false when it read more than maxJournalDeletes or one of
+// unknown sequence.
 func (j *Journal) earlier() ([]uint64, bool) {
 	if j == nil {
 		return nil, false
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return slices.Clone(j.read), !j.readMore
+	return j.read, !j.readMore
 }
 
 // wroteAny reports whether this run published a journal write.
@@ -596,13 +596,13 @@ func (j *Journal) holds() bool {
 	return j.wrote || len(j.recorded) > 0
 }
 
-// purgeJournal removes mission id's journal once its result is stored: a
+// rollUpJournal removes mission id's journal once its result is stored: a
 // marker message with Nats-Rollup: sub replaces every message on the
 // mission's journal subject (the JOURNAL stream allows rollups), so a
 // finished mission's journal costs one empty marker until the stream's
 // MaxAge. Entries published before it on the same connection reach the
 // stream first and are removed with the rest.
-func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
+func rollUpJournal(nc *nats.Conn, j *Journal, id string) error {
 	subject := messages.JournalSubject(id)
 	if j != nil {
 		subject = j.subject // the same, made when the journal was
@@ -617,7 +617,7 @@ func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
 }
 
 // purgeJournal removes mission id's journal once its result is stored. A
-// rollup (purgeJournal) makes the stream scan every message it stored
+// rollup (rollUpJournal) makes the stream scan every message it stored
 // between the subject's first message and the marker, in the blocks that
 // hold both: for a mission resumed after others wrote much meanwhile (a
 // thousand resumed at once), most of a block for each. So the messages
@@ -636,7 +636,7 @@ func purgeJournal(nc *nats.Conn, j *Journal, id string) error {
 func (w *Worker) purgeJournal(ctx context.Context, j *Journal, id string) error {
 	read, ok := j.earlier()
 	if !ok || w.journalDeletesRefused.Load() {
-		return purgeJournal(w.nc, j, id)
+		return rollUpJournal(w.nc, j, id)
 	}
 	for _, seq := range read {
 		if err := deleteMsgOn(ctx, w.nc, w.replies, messages.StreamJournal, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -645,18 +645,18 @@ func (w *Worker) purgeJournal(ctx context.Context, j *Journal, id string) error 
 			} else {
 				w.log.Debug().Err(err).Str("mission_id", id).Msg("journal message not removed by its sequence; rolling the journal up")
 			}
-			return purgeJournal(w.nc, j, id)
+			return rollUpJournal(w.nc, j, id)
 		}
 	}
 	if j.wroteAny() {
-		return purgeJournal(w.nc, j, id)
+		return rollUpJournal(w.nc, j, id)
 	}
 	return nil
 }
 
 // journalDeleteSubject is the JetStream API subject a worker removes a
 // journal message by sequence on.
-const journalDeleteSubject = "$JS.API.STREAM.MSG.DELETE." + messages.StreamJournal
+const journalDeleteSubject = msgDeleteAPI + messages.StreamJournal
 
 // publishRefused reports whether nc's last error is the server's refusal of a
 // publish on subject as a permissions violation (which answers no

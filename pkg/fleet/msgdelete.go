@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -21,35 +20,9 @@ const (
 	errCodeSequenceNotFound = 10043 // JSSequenceNotFoundErrF
 )
 
-// apiRequest sends req to the JetStream API's subject and returns its
-// answer, waiting until ctx's deadline, or for directGetWait when ctx has
-// none, and at most limit when limit is not 0. On replies, when it is
-// nc's reply mux, the wait is on a pooled timer with no context made for
-// it, and one that runs out is context.DeadlineExceeded; otherwise the
-// request is nc's.
-func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, req []byte, limit time.Duration) (*nats.Msg, error) {
-	wait := directGetWait
-	dl, ok := ctx.Deadline()
-	if ok {
-		wait = time.Until(dl)
-	}
-	if limit > 0 && limit < wait {
-		wait, ok = limit, false
-	}
-	if replies.on(nc) {
-		r, err := replies.request(ctx, subject, req, wait)
-		if errors.Is(err, nats.ErrTimeout) {
-			err = context.DeadlineExceeded
-		}
-		return r, err
-	}
-	if !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
-	}
-	return nc.RequestWithContext(ctx, subject, req)
-}
+// msgDeleteAPI is the JetStream API subject of a message delete, less the
+// stream's name.
+const msgDeleteAPI = "$JS.API.STREAM.MSG.DELETE."
 
 // deleteWait bounds the wait for the answer to a message delete: a
 // request the server refuses as a permissions violation gets none.
@@ -65,7 +38,7 @@ const deleteWait = 2 * time.Second
 // a rollup of the message's subject would scan every message stored
 // between the subject's first and last.
 func deleteMsgOn(ctx context.Context, nc *nats.Conn, replies *replyMux, stream string, seq uint64) error {
-	subject := "$JS.API.STREAM.MSG.DELETE." + stream
+	subject := msgDeleteAPI + stream
 	req := []byte(`{"seq":` + strconv.FormatUint(seq, 10) + `,"no_erase":true}`)
 	r, err := apiRequest(ctx, nc, replies, subject, req, deleteWait)
 	if err != nil {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -109,4 +110,33 @@ func requestOn(ctx context.Context, nc *nats.Conn, replies *replyMux, subject st
 // nil m is no connection's.
 func (m *replyMux) on(nc *nats.Conn) bool {
 	return m != nil && m.nc == nc && m.open() == nil
+}
+
+// apiRequest sends req to the JetStream API's subject and returns its
+// answer, waiting until ctx's deadline, or for directGetWait when ctx has
+// none, and at most limit when limit is not 0. On replies, when it is
+// nc's reply mux, the wait is on a pooled timer with no context made for
+// it, and one that runs out is context.DeadlineExceeded; otherwise the
+// request is nc's.
+func apiRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subject string, req []byte, limit time.Duration) (*nats.Msg, error) {
+	wait, ctxBounds := directGetWait, false
+	if dl, ok := ctx.Deadline(); ok {
+		wait, ctxBounds = time.Until(dl), true
+	}
+	if limit > 0 && limit < wait {
+		wait, ctxBounds = limit, false
+	}
+	if replies.on(nc) {
+		r, err := replies.request(ctx, subject, req, wait)
+		if errors.Is(err, nats.ErrTimeout) {
+			err = context.DeadlineExceeded
+		}
+		return r, err
+	}
+	if !ctxBounds {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	return nc.RequestWithContext(ctx, subject, req)
 }

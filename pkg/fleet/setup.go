@@ -484,7 +484,7 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
 			MaxAge: cfg.ResultTTL, Duplicates: 2 * time.Minute,
 			// a finished mission's journal is rolled up into one empty
-			// marker (purgeJournal)
+			// marker (Worker.purgeJournal)
 			AllowRollup: true,
 		}},
 	}

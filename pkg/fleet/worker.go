@@ -262,7 +262,7 @@ type Worker struct {
 	// journalDeletesRefused is set once the server refused this worker's
 	// removal of a journal message by sequence as a permissions
 	// violation (a NATS configuration from before the worker role held
-	// it): finished journals are then rolled up only (purgeJournal).
+	// it): finished journals are then rolled up only (Worker.purgeJournal).
 	journalDeletesRefused atomic.Bool
 	// budgets enforces the fleet-wide budgets (set at Start).
 	budgets *Budgets
