@@ -29,19 +29,8 @@ func runCluster(tb testing.TB) []string {
 	}
 	var urls []string
 	for i := range ports {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "ptc", Host: "127.0.0.1", Port: ports[i]}, Routes: routes,
-		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		go s.Start()
-		tb.Cleanup(s.Shutdown)
-		if !s.ReadyForConnections(10 * time.Second) {
-			tb.Fatal("cluster node not ready")
-		}
+		s := startServer(tb, server.Options{ServerName: fmt.Sprintf("n%d", i+1),
+			Cluster: server.ClusterOpts{Name: "ptc", Host: "127.0.0.1", Port: ports[i]}, Routes: routes})
 		urls = append(urls, s.ClientURL())
 	}
 	return urls

@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,6 +36,12 @@ func embeddedConn(t testing.TB) *nats.Conn {
 // the stores.
 func embeddedStores(t testing.TB) (context.Context, *nats.Conn, jetstream.JetStream, *Stores) {
 	t.Helper()
+	return embeddedStoresWith(t, StoreConfig{})
+}
+
+// embeddedStoresWith is embeddedStores with the layout of cfg.
+func embeddedStoresWith(t testing.TB, cfg StoreConfig) (context.Context, *nats.Conn, jetstream.JetStream, *Stores) {
+	t.Helper()
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -41,9 +49,36 @@ func embeddedStores(t testing.TB) (context.Context, *nats.Conn, jetstream.JetStr
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := EnsureStores(ctx, js, StoreConfig{})
+	st, err := EnsureStores(ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ctx, nc, js, st
+}
+
+// startServer starts a nats-server with JetStream from opts (listening
+// on a free port of 127.0.0.1, storing in tb.TempDir(), without logs or
+// signal handlers unless opts says otherwise), shut down by tb.Cleanup,
+// and returns it once it accepts connections: for a test that needs what
+// the embedded server does not set (users, a cluster) or a TCP client.
+func startServer(tb testing.TB, opts server.Options) *server.Server {
+	tb.Helper()
+	opts.JetStream, opts.NoLog, opts.NoSigs = true, true, true
+	opts.Host = cmp.Or(opts.Host, "127.0.0.1")
+	if opts.Port == 0 {
+		opts.Port = server.RANDOM_PORT
+	}
+	if opts.StoreDir == "" {
+		opts.StoreDir = tb.TempDir()
+	}
+	s, err := server.NewServer(&opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go s.Start()
+	tb.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		tb.Fatalf("nats-server %s not ready", opts.ServerName)
+	}
+	return s
 }

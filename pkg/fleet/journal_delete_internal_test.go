@@ -15,14 +15,18 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-// A finished mission's journal is removed without a scan of what other
-// missions wrote meanwhile: the messages earlier runs wrote, which the
-// finishing run read, are removed by their sequences; what the run wrote
-// itself is rolled up, so only a run that wrote leaves the empty marker.
-// A journal read in more messages than the run removes one by one is
-// rolled up whole.
-func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
-	ctx, nc, js, _ := embeddedStores(t)
+// journalPurge is what a test of Worker.purgeJournal needs: a worker
+// with nc and its reply mux, and the JOURNAL stream to look at.
+type journalPurge struct {
+	ctx     context.Context
+	js      jetstream.JetStream
+	w       *Worker
+	stream  jetstream.Stream
+	replies *replyMux
+}
+
+func newJournalPurge(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream) *journalPurge {
+	t.Helper()
 	stream, err := js.Stream(ctx, messages.StreamJournal)
 	if err != nil {
 		t.Fatal(err)
@@ -31,62 +35,92 @@ func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
 	if err := replies.open(); err != nil {
 		t.Fatal(err)
 	}
-	w := &Worker{nc: nc, replies: replies, log: zerolog.Nop()}
-	// earlier writes n messages as a run would, one flush each
-	earlier := func(t *testing.T, id string, n int) {
-		t.Helper()
-		j, err := openJournal(ctx, js, id, false, 0)
-		if err != nil {
+	return &journalPurge{ctx: ctx, js: js, w: &Worker{nc: nc, replies: replies, log: zerolog.Nop()}, stream: stream, replies: replies}
+}
+
+// write writes n messages of mission id's journal as an earlier run
+// would, one flush each.
+func (p *journalPurge) write(t *testing.T, id string, n int) {
+	t.Helper()
+	j, err := openJournal(p.ctx, p.js, id, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := j.Record(p.ctx, fmt.Sprintf("t/%d/x", i), []byte("answer")); err != nil {
 			t.Fatal(err)
 		}
-		for i := range n {
-			if err := j.Record(ctx, fmt.Sprintf("t/%d/x", i), []byte("answer")); err != nil {
-				t.Fatal(err)
-			}
-			if err := j.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+		if err := j.Flush(p.ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// left returns the messages on the journal's subject and whether the
-	// last is the rollup's marker
-	left := func(t *testing.T, id string) (uint64, bool) {
-		t.Helper()
-		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(messages.JournalSubject(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := info.State.Subjects[messages.JournalSubject(id)]
-		if n == 0 {
-			return 0, false
-		}
-		last, err := stream.GetLastMsgForSubject(ctx, messages.JournalSubject(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n, len(last.Data) == 0 && last.Header.Get(jetstream.MsgRollup) == jetstream.MsgRollupSubject
+}
+
+// reopen reads mission id's journal back as a resumed run does.
+func (p *journalPurge) reopen(t *testing.T, id string) *Journal {
+	t.Helper()
+	j, err := openJournalOn(p.ctx, p.js, p.replies, id, true, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return j
+}
+
+// awaitLeft waits until mission id's journal subject holds nothing, or
+// only the rollup's empty marker when marker is true (a rollup is
+// published without waiting for its ack).
+func (p *journalPurge) awaitLeft(t *testing.T, id string, marker bool) {
+	t.Helper()
+	subject := messages.JournalSubject(id)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info, err := p.stream.Info(p.ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, isMarker := info.State.Subjects[subject], false
+		if n > 0 {
+			last, err := p.stream.GetLastMsgForSubject(p.ctx, subject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			isMarker = len(last.Data) == 0 && last.Header.Get(jetstream.MsgRollup) == jetstream.MsgRollupSubject
+		}
+		if marker && n == 1 && isMarker || !marker && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages left on %s (the last the marker: %v); want the marker alone: %v", n, subject, isMarker, marker)
+		}
+	}
+}
+
+// A finished mission's journal is removed without a scan of what other
+// missions wrote meanwhile: the messages earlier runs wrote, which the
+// finishing run read, are removed by their sequences; what the run wrote
+// itself is rolled up, so only a run that wrote leaves the empty marker.
+// A journal read in more messages than the run removes one by one is
+// rolled up whole.
+func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
+	ctx, nc, js, _ := embeddedStores(t)
+	p := newJournalPurge(t, ctx, nc, js)
 	for _, c := range []struct {
-		name        string
-		earlier     int
-		writes      bool
-		wantDeletes bool
-		wantMarker  bool
+		name       string
+		earlier    int
+		writes     bool
+		readAll    bool // earlier() lists every message read
+		wantMarker bool
 	}{
 		{"read, nothing written", 2, false, true, false},
 		{"read and written", 2, true, true, true},
-		{"written only", 0, true, false, true},
+		{"written only", 0, true, true, true},
 		{"read in more messages than removed one by one", maxJournalDeletes + 1, false, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := messages.NewMissionID()
-			earlier(t, id, c.earlier)
-			j, err := openJournalOn(ctx, js, replies, id, true, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p.write(t, id, c.earlier)
+			j := p.reopen(t, id)
 			read, ok := j.earlier()
-			if ok != c.wantDeletes && c.earlier > 0 || ok && len(read) != c.earlier {
+			if ok != c.readAll || ok && len(read) != c.earlier {
 				t.Fatalf("earlier() = %v, %v after %d messages read", read, ok, c.earlier)
 			}
 			if c.writes {
@@ -96,24 +130,15 @@ func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
 				j.Push() // in flight when the result is stored
 			}
 			j.settle()
-			if err := w.purgeJournal(context.Background(), j, id); err != nil {
+			if err := p.w.purgeJournal(context.Background(), j, id); err != nil {
 				t.Fatal(err)
 			}
 			for _, seq := range read {
-				if _, err := stream.GetMsg(ctx, seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+				if _, err := p.stream.GetMsg(ctx, seq); !errors.Is(err, jetstream.ErrMsgNotFound) {
 					t.Errorf("message %d an earlier run wrote is still there: %v", seq, err)
 				}
 			}
-			// the rollup is published without waiting for its ack
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				n, marker := left(t, id)
-				if c.wantMarker && n == 1 && marker || !c.wantMarker && n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d messages left on the journal's subject (the last the marker: %v); want %d", n, marker, map[bool]int{true: 1}[c.wantMarker])
-				}
-			}
+			p.awaitLeft(t, id, c.wantMarker)
 		})
 	}
 }
@@ -124,19 +149,9 @@ func TestFinishedJournalRemovedBySequenceThenRolledUp(t *testing.T) {
 // recognised as a permissions violation, and later journals are rolled
 // up without asking.
 func TestJournalRolledUpWhereItsDeleteIsRefused(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		Users: []*server.User{{Username: "worker", Password: "pw", Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{journalDeleteSubject}},
-		}}}}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := startServer(t, server.Options{Users: []*server.User{{Username: "worker", Password: "pw", Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{journalDeleteSubject}},
+	}}}})
 	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("worker", "pw"))
 	if err != nil {
 		t.Fatal(err)
@@ -151,46 +166,18 @@ func TestJournalRolledUpWhereItsDeleteIsRefused(t *testing.T) {
 	if _, err := EnsureStores(ctx, js, StoreConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(ctx, messages.StreamJournal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replies := newReplyMux(nc)
-	if err := replies.open(); err != nil {
-		t.Fatal(err)
-	}
-	w := &Worker{nc: nc, replies: replies, log: zerolog.Nop()}
+	p := newJournalPurge(t, ctx, nc, js)
 	for i := range 2 {
 		id := messages.NewMissionID()
-		first, err := openJournal(ctx, js, id, false, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := first.Record(ctx, "t/1/x", []byte("answer")); err != nil {
-			t.Fatal(err)
-		}
-		if err := first.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		j, err := openJournalOn(ctx, js, replies, id, true, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p.write(t, id, 1)
+		j := p.reopen(t, id)
 		j.settle()
-		if err := w.purgeJournal(ctx, j, id); err != nil {
+		if err := p.w.purgeJournal(ctx, j, id); err != nil {
 			t.Fatal(err)
 		}
-		if !w.journalDeletesRefused.Load() {
+		if !p.w.journalDeletesRefused.Load() {
 			t.Fatalf("journal %d: the refused delete was not recognised (last error %v)", i, nc.LastError())
 		}
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			last, err := stream.GetLastMsgForSubject(ctx, messages.JournalSubject(id))
-			if err == nil && len(last.Data) == 0 && last.Header.Get(jetstream.MsgRollup) == jetstream.MsgRollupSubject {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("journal %d not rolled up: last message %v, %v", i, last, err)
-			}
-		}
+		p.awaitLeft(t, id, true)
 	}
 }

@@ -47,17 +47,7 @@ func pullTestMission() *messages.Mission {
 // running missions adds no subscription to the server's subject index,
 // where a Fetch subscribes and unsubscribes an inbox per pull.
 func TestWorkerPullsSubscribeNothingPerMission(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	srv := startServer(t, server.Options{})
 	dial := func() *nats.Conn {
 		nc, err := nats.Connect(srv.ClientURL())
 		if err != nil {

@@ -41,29 +41,11 @@ func TestMovedWakeSubject(t *testing.T) {
 	}
 }
 
-// wakeStores sets the fleet's stores up with cfg on an embedded server,
-// for a test of the wake mover, with a context bounding the test.
-func wakeStores(t *testing.T, cfg StoreConfig) (context.Context, *nats.Conn, jetstream.JetStream, *Stores) {
-	t.Helper()
-	nc := embeddedConn(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := EnsureStores(ctx, js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, nc, js, st
-}
-
 // A mover stopped while wakes wait for a free move starts none of them:
 // stop returns once the moves under way ended, and a wake handed over
 // after it is left to its redelivery.
 func TestWakeMoverStopsWithWakesWaiting(t *testing.T) {
-	_, nc, _, st := wakeStores(t, StoreConfig{})
+	_, nc, _, st := embeddedStoresWith(t, StoreConfig{})
 	m := &wakeMover{nc: nc, parked: st.Parked, log: zerolog.Nop()}
 	if err := m.start(st.Wakes); err != nil {
 		t.Fatal(err)
@@ -108,7 +90,7 @@ func (ackLost) DoubleAck(context.Context) error { return errors.New("the worker 
 // handed to another worker once its AckWait runs out.
 func TestWakeRemovedBeforeItsAckIsNotHandedOutAgain(t *testing.T) {
 	const ackWait = 500 * time.Millisecond
-	ctx, nc, js, st := wakeStores(t, StoreConfig{AckWait: ackWait})
+	ctx, nc, js, st := embeddedStoresWith(t, StoreConfig{AckWait: ackWait})
 	id := messages.NewMissionID()
 	wake := messages.WakeSubject("bo", messages.PriorityNormal, id)
 	if _, err := js.Publish(ctx, wake, []byte("{}")); err != nil {
