@@ -75,16 +75,18 @@ const chaosQuota = 6
 const undecidedTimeout = 3 * time.Second
 
 // payTools serves pay, deduplicated by idempotency key, and counts its
-// executions per mission and per key.
+// executions per mission and per key, noting when each mission's first
+// reached the handler (past the service's deduplicating claim).
 type payTools struct {
 	mu      sync.Mutex
 	mission map[string]int
 	key     map[string]int
+	first   map[string]time.Time
 }
 
 func startPayTools(t *testing.T, nc *nats.Conn, replicas int) *payTools {
 	t.Helper()
-	p := &payTools{mission: map[string]int{}, key: map[string]int{}}
+	p := &payTools{mission: map[string]int{}, key: map[string]int{}, first: map[string]time.Time{}}
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "bank", Dedup: &fleet.DedupConfig{Replicas: replicas}})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,9 @@ func startPayTools(t *testing.T, nc *nats.Conn, replicas int) *payTools {
 	_ = svc.Register("pay", fleet.ToolSpec{Signature: "(n :int) -> :int"}, func(ctx context.Context, args map[string]any) (any, error) {
 		ci, _ := fleet.CallInfoFrom(ctx)
 		p.mu.Lock()
+		if _, ok := p.first[ci.MissionID]; !ok {
+			p.first[ci.MissionID] = time.Now()
+		}
 		p.mission[ci.MissionID]++
 		p.key[ci.IdempotencyKey]++
 		p.mu.Unlock()
@@ -100,6 +105,14 @@ func startPayTools(t *testing.T, nc *nats.Conn, replicas int) *payTools {
 		return n + 1, nil
 	})
 	return p
+}
+
+// arrived returns when mission id's first pay reached the handler.
+func (p *payTools) arrived(id string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.first[id]
+	return at, ok
 }
 
 func (p *payTools) counts() (missions, keys map[string]int) {

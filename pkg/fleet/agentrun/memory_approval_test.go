@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,9 +83,13 @@ func (p *proc) mem(t *testing.T) workerMem {
 // The worker as its own process, the NATS server as another: while many
 // missions wait for approval the worker holds no slot, no goroutine and
 // no memory for them (its heap stays at its idle level), and nats-server's
-// memory and storage are reported apart; then every decision resumes its
-// mission, which finishes. PTC_APPROVAL_MISSIONS sizes it (default 200;
-// docs/approvals.md has the figures of 10,000).
+// memory and storage are reported apart; then every mission is approved
+// at once (32 deciders) and resumes, and the test reports the resume
+// latency (the decision asked for → the call reaching the tool's handler)
+// of this fleet of processes. PTC_APPROVAL_MISSIONS sizes it (default
+// 200) and PTC_APPROVAL_WORKERS gives the number of worker processes of
+// 32 slots (default 1); docs/approvals.md has the figures of 10,000
+// waiting and of 1,000 decided at once.
 func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 200)
 	node := startNATSProcess(t)
@@ -104,10 +110,18 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	pay := startPayTools(t, dial(t, node.url), 1)
-	w := startWorkerProc(t, node.url, ms.URL, "mem1", []string{envWorkerSlots + "=32"}, true)
-	time.Sleep(time.Second) // the worker's start settles
-	idle := w.mem(t)
-	idleRSS, srvIdleRSS := procRSS(t, w.cmd.Process.Pid), procRSS(t, node.cmd.Process.Pid)
+	ws := make([]*proc, envInt("PTC_APPROVAL_WORKERS", 1))
+	for i := range ws {
+		ws[i] = startWorkerProc(t, node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=32"}, true)
+	}
+	time.Sleep(time.Second) // the workers' start settles
+	idle := make([]workerMem, len(ws))
+	var idleRSS uint64
+	for i, w := range ws {
+		idle[i] = w.mem(t)
+		idleRSS += procRSS(t, w.cmd.Process.Pid)
+	}
+	srvIdleRSS := procRSS(t, node.cmd.Process.Pid)
 
 	began := time.Now()
 	ids := submitMissions(ctx, t, client, n, func(id string, k int) *messages.Mission {
@@ -115,48 +129,86 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k), Tools: []string{"pay"}, Limits: messages.Limits{MaxTurns: 3}},
 			Tools: []string{"pay"}, Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
 	})
-	var waiting workerMem
+	waiting := make([]workerMem, len(ws))
 	for {
-		waiting = w.mem(t)
-		if waiting.suspended >= n && waiting.running == 0 {
+		suspended, running := 0, 0
+		for i, w := range ws {
+			waiting[i] = w.mem(t)
+			suspended += waiting[i].suspended
+			running += waiting[i].running
+		}
+		if suspended >= n && running == 0 {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d missions suspended", waiting.suspended, n)
+			t.Fatalf("%d of %d missions suspended", suspended, n)
 		}
 		time.Sleep(time.Second)
 	}
 	suspendedIn := time.Since(began)
-	waitRSS, srvWaitRSS := procRSS(t, w.cmd.Process.Pid), procRSS(t, node.cmd.Process.Pid)
+	var waitRSS uint64
+	for _, w := range ws {
+		waitRSS += procRSS(t, w.cmd.Process.Pid)
+	}
+	srvWaitRSS := procRSS(t, node.cmd.Process.Pid)
 	js, _ := jetstream.New(nc)
 	acct, err := js.AccountInfo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d missions suspended in %s. Worker process: heap after GC %.1f MB idle, %.1f MB while they wait; goroutines %d idle, %d waiting; slots held %d; RSS %.1f MB idle, %.1f MB waiting. "+
-		"nats-server process: RSS %.1f MB idle, %.1f MB while they wait; JetStream storage %.1f MB",
-		n, suspendedIn.Round(time.Millisecond), float64(idle.heap)/1e6, float64(waiting.heap)/1e6, idle.goroutines, waiting.goroutines, waiting.running,
+	for i, w := range ws {
+		t.Logf("%d missions suspended in %s. Worker process %s: heap after GC %.1f MB idle, %.1f MB while they wait; goroutines %d idle, %d waiting; slots held %d",
+			n, suspendedIn.Round(time.Millisecond), w.id, float64(idle[i].heap)/1e6, float64(waiting[i].heap)/1e6, idle[i].goroutines, waiting[i].goroutines, waiting[i].running)
+		if waiting[i].goroutines > idle[i].goroutines+20 {
+			t.Errorf("worker %s: %d goroutines while missions wait, %d idle: waiting holds goroutines", w.id, waiting[i].goroutines, idle[i].goroutines)
+		}
+		// nothing per waiting mission: at most 4 MB over the idle heap
+		// (buffers and caches warmed by the work), whatever the number waiting
+		if waiting[i].heap > idle[i].heap+4<<20 {
+			t.Errorf("worker %s: heap %.1f MB while %d missions wait, %.1f MB idle: waiting holds memory", w.id, float64(waiting[i].heap)/1e6, n, float64(idle[i].heap)/1e6)
+		}
+	}
+	t.Logf("worker processes' RSS %.1f MB idle, %.1f MB waiting. nats-server process: RSS %.1f MB idle, %.1f MB while they wait; JetStream storage %.1f MB",
 		float64(idleRSS)/1e6, float64(waitRSS)/1e6, float64(srvIdleRSS)/1e6, float64(srvWaitRSS)/1e6, float64(acct.Store)/1e6)
-	if waiting.goroutines > idle.goroutines+20 {
-		t.Errorf("%d goroutines while missions wait, %d idle: waiting holds goroutines", waiting.goroutines, idle.goroutines)
-	}
-	// nothing per waiting mission: at most 4 MB over the idle heap
-	// (buffers and caches warmed by the work), whatever the number waiting
-	if waiting.heap > idle.heap+4<<20 {
-		t.Errorf("worker heap %.1f MB while %d missions wait, %.1f MB idle: waiting holds memory", float64(waiting.heap)/1e6, n, float64(idle.heap)/1e6)
-	}
 
+	cpu := func() (workers, server, self time.Duration) {
+		for _, w := range ws {
+			workers += procCPU(t, w.cmd.Process.Pid)
+		}
+		return workers, procCPU(t, node.cmd.Process.Pid), procCPU(t, os.Getpid())
+	}
+	// with envCPUProfiles, the server's profile and the test's own of
+	// the decisions and the resumptions (the workers' are cut at their
+	// memory reports)
+	profiles := os.Getenv(envCPUProfiles)
+	if profiles != "" {
+		if err := node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(profiles, "cpu-test.pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w0, s0, c0 := cpu()
+	decided, given := make([]time.Time, n), make([]time.Time, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
-	for _, id := range ids {
+	for k, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			decided[k] = time.Now()
 			if _, err := client.Decide(ctx, id, fleet.Decision{Approve: true, By: "mem"}); err != nil {
 				t.Error(err)
 			}
+			given[k] = time.Now()
 		}()
 	}
 	wg.Wait()
@@ -166,13 +218,46 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 			t.Fatalf("mission %d: %+v %v", k, step, err)
 		}
 	}
-	after := w.mem(t)
+	w1, s1, c1 := cpu()
+	if profiles != "" {
+		pprof.StopCPUProfile()
+		if err := node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	perMission, _ := pay.counts()
 	if len(perMission) != n {
 		t.Errorf("pay ran for %d of %d missions", len(perMission), n)
 	}
-	t.Logf("after every mission resumed and finished: worker heap %.1f MB, goroutines %d, RSS %.1f MB; nats-server RSS %.1f MB",
-		float64(after.heap)/1e6, after.goroutines, float64(procRSS(t, w.cmd.Process.Pid))/1e6, float64(procRSS(t, node.cmd.Process.Pid))/1e6)
+	lat, decision := make([]time.Duration, n), make([]time.Duration, n)
+	var lastCall time.Time
+	for k, id := range ids {
+		at, ok := pay.arrived(id)
+		if !ok {
+			t.Fatalf("mission %s finished and its approved pay never reached the handler", id)
+		}
+		lat[k], decision[k] = at.Sub(decided[k]), given[k].Sub(decided[k])
+		if at.After(lastCall) {
+			lastCall = at
+		}
+	}
+	slices.Sort(lat)
+	slices.Sort(decision)
+	first := slices.MinFunc(decided, time.Time.Compare)
+	t.Logf("%d decisions at once: given in %s (a decision p50 %s), the last call %s after the first decision was asked for",
+		n, slices.MaxFunc(given, time.Time.Compare).Sub(first).Round(time.Millisecond), decision[n/2].Round(100*time.Microsecond), lastCall.Sub(first).Round(time.Millisecond))
+	t.Logf("%d decisions at once: resume latency (decision → the call reaching its handler) p50 %s, p90 %s, p99 %s, max %s",
+		n, lat[n/2].Round(100*time.Microsecond), lat[n*9/10].Round(100*time.Microsecond), lat[n*99/100].Round(100*time.Microsecond), lat[n-1].Round(100*time.Microsecond))
+	per := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+	t.Logf("CPU time a resumption, to its mission's end: workers %s, nats-server %s, the test's process (deciders, awaiters, tool service, model) %s",
+		per(w1-w0), per(s1-s0), per(c1-c0))
+	var afterRSS uint64
+	for _, w := range ws {
+		after := w.mem(t)
+		afterRSS += procRSS(t, w.cmd.Process.Pid)
+		t.Logf("after every mission resumed and finished: worker %s heap %.1f MB, goroutines %d", w.id, float64(after.heap)/1e6, after.goroutines)
+	}
+	t.Logf("worker processes' RSS %.1f MB, nats-server RSS %.1f MB", float64(afterRSS)/1e6, float64(procRSS(t, node.cmd.Process.Pid))/1e6)
 }
 
 // envInt reads a positive integer from the environment, else def.

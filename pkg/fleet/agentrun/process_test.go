@@ -52,6 +52,12 @@ const (
 	// goroutine-<n>.pprof, for `go tool pprof`; goroutine-<n>.txt, every
 	// goroutine's stack as a panic prints it)
 	envWorkerProfiles = "PTC_TEST_WORKER_PROFILES"
+	// a directory the worker and nats-server processes write CPU profiles
+	// to: a worker each time it reports its memory, the profile since the
+	// report before (cpu-<worker id>-<n>.pprof; the first from the
+	// process's start), a node each time it gets SIGUSR1
+	// (cpu-nats-<server name>-<n>.pprof)
+	envCPUProfiles = "PTC_TEST_CPU_PROFILES"
 	// a file the worker process writes its counters and its goroutines,
 	// grouped by stack, to on SIGUSR2 (proc.dump)
 	envWorkerDump = "PTC_TEST_WORKER_DUMP"
@@ -140,6 +146,8 @@ func runWorkerProcess() int {
 	// names, then a line "dumped" (or "dump failed: <error>").
 	usr2 := make(chan os.Signal, 1)
 	signal.Notify(usr2, syscall.SIGUSR2)
+	reports := 0
+	cpuProfile(os.Getenv(envWorkerID), reports)
 	for {
 		select {
 		case <-usr2:
@@ -149,6 +157,8 @@ func runWorkerProcess() int {
 			}
 			fmt.Println("dumped")
 		case <-usr:
+			reports++
+			cpuProfile(os.Getenv(envWorkerID), reports)
 			runtime.GC()
 			runtime.GC()
 			var ms runtime.MemStats
@@ -186,6 +196,25 @@ func workerLogger() (zerolog.Logger, func(), error) {
 	})
 	log := zerolog.New(w).Hook(at).Level(zerolog.DebugLevel)
 	return log, func() { _ = f.Close() }, nil
+}
+
+// cpuProfile ends the process's CPU profile under way and starts the
+// next, written to envCPUProfiles' directory as cpu-<name>-<n>.pprof;
+// nothing without the directory.
+func cpuProfile(name string, n int) {
+	dir := os.Getenv(envCPUProfiles)
+	if dir == "" {
+		return
+	}
+	pprof.StopCPUProfile()
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pprof", name, n)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+	}
 }
 
 // writeProfiles writes the process's heap and goroutine profiles to dir,
@@ -247,9 +276,25 @@ func runNATSNode(configFile string) int {
 	s.Start()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	<-sig
-	s.Shutdown()
-	return 0
+	// SIGUSR1 (only with envCPUProfiles: without a handler it would end
+	// the process) ends the CPU profile under way and starts the next
+	usr := make(chan os.Signal, 1)
+	reports := 0
+	if os.Getenv(envCPUProfiles) != "" {
+		signal.Notify(usr, syscall.SIGUSR1)
+		cpuProfile("nats-"+opts.ServerName, reports)
+	}
+	for {
+		select {
+		case <-usr:
+			reports++
+			cpuProfile("nats-"+opts.ServerName, reports)
+		case <-sig:
+			pprof.StopCPUProfile()
+			s.Shutdown()
+			return 0
+		}
+	}
 }
 
 // proc is a worker process started by a test.
