@@ -139,14 +139,18 @@ func TestApprovedMissionResumesAtOnceWithFewRequests(t *testing.T) {
 		if d := arrived.Sub(at); d > 900*time.Millisecond {
 			t.Errorf("the approved call reached its service %s after the decision: the woken mission waited for a sweep", d)
 		}
-		// its journal, one message, is read with one message get and no
+		// its journal, one message, is read with one direct get and no
 		// consumer: the status it was suspended with names that message
-		// the last, so no get asks for one after it
+		// the last, so no get asks for one after it, and none goes
+		// through the JetStream API
 		if n := spy.count(t, "$JS.API.CONSUMER.CREATE."+messages.StreamJournal+"."); n != 0 {
 			t.Errorf("the resumed run created %d consumers on %s, want none", n, messages.StreamJournal)
 		}
-		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 1 {
-			t.Errorf("the resumed run read its journal with %d message gets, want 1", n)
+		if n := spy.count(t, "$JS.API.DIRECT.GET."+messages.StreamJournal); n != 1 {
+			t.Errorf("the resumed run read its journal with %d direct gets, want 1", n)
+		}
+		if n := spy.count(t, "$JS.API.STREAM.MSG.GET."+messages.StreamJournal); n != 0 {
+			t.Errorf("the resumed run read its journal with %d message gets of the JetStream API, want none", n)
 		}
 		// once finished, the journal's message the suspended run wrote
 		// is removed by its sequence (a rollup of the subject would scan

@@ -131,15 +131,23 @@ const journalGets = 4
 // sequence of the journal's last message (the status's JournalSeq of a
 // mission taken from awaiting_approval): the read stops there instead of
 // asking for a message after it. Every read is answered by the
-// stream's leader (JOURNAL allows no direct gets, which any replica may
-// answer), so it holds every entry whose write was acknowledged.
+// stream's leader, so it holds every entry whose write was acknowledged.
 func openJournal(ctx context.Context, js jetstream.JetStream, id string, replay bool, upTo uint64) (*Journal, error) {
-	return openJournalOn(ctx, js, nil, id, replay, upTo)
+	return openJournalOn(ctx, js, nil, id, replay, upTo, false)
 }
 
 // openJournalOn is openJournal reading the first messages with their
 // requests on replies when it is js's connection's reply mux (journalMsg).
-func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMux, id string, replay bool, upTo uint64) (*Journal, error) {
+// With direct (JOURNAL allows direct gets) and upTo, the messages up to
+// upTo are read with direct gets (a JetStream API message get costs the
+// server about two and a half times as much CPU): any replica may answer
+// one, and a replica behind the leader answers that there is no next
+// message where the status names one, so such an answer below upTo is
+// asked of the leader again. A replica applies the stream's messages in
+// order, so one that holds a message holds every message before it: an
+// answer with a message is the leader's. Without upTo (a redelivery,
+// whose journal's end nobody names) every read is the leader's.
+func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMux, id string, replay bool, upTo uint64, direct bool) (*Journal, error) {
 	j := NewJournal(js, id)
 	j.reuseHeaders = true
 	if !replay {
@@ -149,7 +157,16 @@ func openJournalOn(ctx context.Context, js jetstream.JetStream, replies *replyMu
 	// mission's subject, until there is none.
 	seq := uint64(1)
 	for range journalGets {
-		hdr, data, got, err := journalMsg(ctx, js.Conn(), replies, j.subject, seq)
+		var hdr nats.Header
+		var data []byte
+		var got uint64
+		var err error
+		if direct && upTo != 0 && seq <= upTo {
+			data, got, hdr, err = directMsg(ctx, js.Conn(), replies, messages.StreamJournal, atSeq(seq, j.subject))
+		}
+		if !direct || upTo == 0 || seq > upTo || errors.Is(err, jetstream.ErrMsgNotFound) {
+			hdr, data, got, err = journalMsg(ctx, js.Conn(), replies, j.subject, seq)
+		}
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return j, nil
 		}

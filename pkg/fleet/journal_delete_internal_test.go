@@ -59,7 +59,7 @@ func (p *journalPurge) write(t *testing.T, id string, n int) {
 // reopen reads mission id's journal back as a resumed run does.
 func (p *journalPurge) reopen(t *testing.T, id string) *Journal {
 	t.Helper()
-	j, err := openJournalOn(p.ctx, p.js, p.replies, id, true, 0)
+	j, err := openJournalOn(p.ctx, p.js, p.replies, id, true, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}

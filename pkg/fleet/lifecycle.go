@@ -75,6 +75,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.quotas = newQuotas(w.js, st, w.cfg.ID, w.cfg.Tenant, w.cfg.Metrics, w.ackWait)
 	w.notices = missionsRepublished(st.Missions)
+	w.journalDirect = st.Journal != nil && st.Journal.CachedInfo().Config.AllowDirect
 	if err := w.subscribe(ctx); err != nil {
 		for _, s := range w.subs {
 			_ = s.Unsubscribe()

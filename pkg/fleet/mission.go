@@ -439,7 +439,7 @@ func (p *missionRun) open(env *RunEnv) bool {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
 		var err error
-		if p.journal, err = openJournalOn(ctx, w.js, w.replies, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo); err != nil {
+		if p.journal, err = openJournalOn(ctx, w.js, w.replies, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo, w.journalDirect); err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 			return false

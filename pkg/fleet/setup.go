@@ -486,6 +486,9 @@ func layoutStreams(cfg StoreConfig) []layoutStream {
 			// a finished mission's journal is rolled up into one empty
 			// marker (Worker.purgeJournal)
 			AllowRollup: true,
+			// a resumed mission's run reads the messages its status
+			// names with direct gets (openJournalOn)
+			AllowDirect: true,
 		}},
 	}
 }

@@ -280,6 +280,10 @@ type Worker struct {
 	// bellLost is set when a bell found bells full: the loop then looks
 	// at every lane.
 	bellLost atomic.Bool
+	// journalDirect is set when JOURNAL allows direct gets (a layout set
+	// up before it did not): a resumed run reads its journal so
+	// (openJournalOn)
+	journalDirect bool
 	// notices is set when MISSIONS republishes what it stores
 	// (missionRepublish): the worker hears missions once stored, on
 	// messages.QueuedWildcard, rather than as submitted and woken.

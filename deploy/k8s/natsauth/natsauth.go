@@ -396,9 +396,10 @@ func workerPublish(services []string) []string {
 		api+"STREAM.MSG.DELETE."+messages.StreamParked)
 	l = append(l, orderedRead(objStream)...)
 	// A resumed or redelivered run reads its journal's first messages
-	// one message get each (answered by the leader), a long journal's
-	// rest with a consumer.
-	l = append(l, api+"STREAM.MSG.GET."+messages.StreamJournal)
+	// one get each (a resumed one's, which its status names the last of,
+	// with direct gets; a replica behind the leader sends it to the
+	// leader), a long journal's rest with a consumer.
+	l = append(l, api+"STREAM.MSG.GET."+messages.StreamJournal, api+"DIRECT.GET."+messages.StreamJournal)
 	l = append(l, orderedRead(messages.StreamJournal)...)
 	// A finished mission's journal is removed message by message, by
 	// sequence, where its run knows them all (a rollup of the subject,
