@@ -26,6 +26,7 @@ type singleReadsFixture struct {
 	queuedData []byte
 	parkedData []byte
 	journal    []byte
+	journalSeq uint64 // the journal's last message, as a suspended mission's status names it
 	call       string
 	callRev    uint64
 }
@@ -84,6 +85,10 @@ func storeSingleReads(ctx context.Context, t *testing.T, js jetstream.JetStream,
 	}
 	if err := j.Flush(ctx); err != nil {
 		t.Fatal(err)
+	}
+	var ok bool
+	if f.journalSeq, ok = j.lastWritten(); !ok {
+		t.Fatal("the journal's write has no sequence")
 	}
 	return f
 }
@@ -181,15 +186,19 @@ func (f singleReadsFixture) readAll(ctx context.Context, t *testing.T, js jetstr
 		t.Fatalf("approval record not stored: %v, want ErrNotFound", err)
 	}
 
-	// the journal of a resumed mission (JOURNAL: always its leader)
-	rctx, cancel = read()
-	j, err := openJournal(rctx, js, f.k.id, true, 0)
-	cancel()
-	if err != nil {
-		t.Fatalf("journal: %v", err)
-	}
-	if got, ok := j.Replay("model.1"); !ok || !bytes.Equal(got, f.journal) {
-		t.Fatalf("journal: %q %v, want %q", got, ok, f.journal)
+	// the journal of a resumed mission, whose status names its last
+	// message (direct gets), and of a redelivered one (the leader's
+	// message gets: its message and the get that finds none after it)
+	for _, upTo := range []uint64{f.journalSeq, 0} {
+		rctx, cancel = read()
+		j, err := openJournalOn(rctx, js, nil, f.k.id, true, upTo, true)
+		cancel()
+		if err != nil {
+			t.Fatalf("journal read up to %d: %v", upTo, err)
+		}
+		if got, ok := j.Replay("model.1"); !ok || !bytes.Equal(got, f.journal) {
+			t.Fatalf("journal read up to %d: %q %v, want %q", upTo, got, ok, f.journal)
+		}
 	}
 }
 
@@ -217,10 +226,17 @@ func TestAnsweredSingleMessageReadsAskNoLeader(t *testing.T) {
 	f := storeSingleReads(ctx, t, js, st)
 	asked := leaderReads(t, js.Conn())
 	f.readAll(ctx, t, js, st)
+	journal := 0
 	for _, subj := range asked() {
-		if subj != "$JS.API.STREAM.MSG.GET."+messages.StreamJournal {
-			t.Errorf("an answered direct get asked the leader too (%s)", subj)
+		if subj == "$JS.API.STREAM.MSG.GET."+messages.StreamJournal {
+			journal++
+			continue
 		}
+		t.Errorf("an answered direct get asked the leader too (%s)", subj)
+	}
+	// the redelivered mission's journal only
+	if journal != 2 {
+		t.Errorf("%d message gets of %s, want 2 (the redelivered mission's journal, whose last nobody names)", journal, messages.StreamJournal)
 	}
 }
 
