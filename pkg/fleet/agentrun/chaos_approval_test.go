@@ -84,7 +84,7 @@ type payTools struct {
 	first   map[string]time.Time
 }
 
-func startPayTools(t *testing.T, nc *nats.Conn, replicas int) *payTools {
+func startPayTools(t testing.TB, nc *nats.Conn, replicas int) *payTools {
 	t.Helper()
 	p := &payTools{mission: map[string]int{}, key: map[string]int{}, first: map[string]time.Time{}}
 	svc, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "bank", Dedup: &fleet.DedupConfig{Replicas: replicas}})

@@ -25,7 +25,7 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 )
 
-func dial(t *testing.T, url string) *nats.Conn {
+func dial(t testing.TB, url string) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(url, reconnecting()...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ptcfleet/ptc/internal/fleettest"
@@ -38,7 +39,7 @@ func startNATSProcess(t testing.TB) *natsNode {
 }
 
 // procRSS is the resident set of process pid in bytes (Linux).
-func procRSS(t *testing.T, pid int) uint64 {
+func procRSS(t testing.TB, pid int) uint64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -62,7 +63,7 @@ type workerMem struct {
 }
 
 // mem asks worker process p for its memory (SIGUSR1, runWorkerProcess).
-func (p *proc) mem(t *testing.T) workerMem {
+func (p *proc) mem(t testing.TB) workerMem {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
@@ -80,19 +81,24 @@ func (p *proc) mem(t *testing.T) workerMem {
 	return workerMem{}
 }
 
-// The worker as its own process, the NATS server as another: while many
-// missions wait for approval the worker holds no slot, no goroutine and
-// no memory for them (its heap stays at its idle level), and nats-server's
-// memory and storage are reported apart; then every mission is approved
-// at once (32 deciders) and resumes, and the test reports the resume
-// latency (the decision asked for → the call reaching the tool's handler)
-// of this fleet of processes. PTC_APPROVAL_MISSIONS sizes it (default
-// 200) and PTC_APPROVAL_WORKERS gives the number of worker processes of
-// 32 slots (default 1); docs/approvals.md has the figures of 10,000
-// waiting and of 1,000 decided at once.
-func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
-	n := envInt("PTC_APPROVAL_MISSIONS", 200)
-	node := startNATSProcess(t)
+// approvalProcFleet is a fleet of processes: nats-server and worker
+// processes of 32 slots, and in the test's process a client, the
+// deduplicating pay service and a scripted model (answering at once)
+// whose agent missions pay in their first turn, a call that waits for
+// approval, and return what pay answered in their second.
+type approvalProcFleet struct {
+	node   *natsNode
+	ws     []*proc
+	nc     *nats.Conn
+	client *fleet.Client
+	pay    *payTools
+}
+
+// startApprovalProcFleet starts a fleet of the given number of worker
+// processes whose client lets pending missions queue up to maxPending.
+func startApprovalProcFleet(ctx context.Context, tb testing.TB, workers, maxPending int) *approvalProcFleet {
+	tb.Helper()
+	f := &approvalProcFleet{node: startNATSProcess(tb)}
 	model := newFakeModel()
 	model.program = func(k, s int) string {
 		if s == 1 {
@@ -101,62 +107,152 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 		return "```clojure\n(return {:p p})\n```"
 	}
 	ms := httptest.NewServer(model)
-	t.Cleanup(ms.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	nc := dial(t, node.url)
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{Store: fleet.StoreConfig{MaxAckPending: 2 * n}})
-	if err != nil {
-		t.Fatal(err)
+	tb.Cleanup(ms.Close)
+	f.nc = dial(tb, f.node.url)
+	var err error
+	if f.client, err = fleet.NewClient(ctx, f.nc, fleet.ClientConfig{Store: fleet.StoreConfig{MaxAckPending: maxPending}}); err != nil {
+		tb.Fatal(err)
 	}
-	pay := startPayTools(t, dial(t, node.url), 1)
-	ws := make([]*proc, envInt("PTC_APPROVAL_WORKERS", 1))
-	for i := range ws {
-		ws[i] = startWorkerProc(t, node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=32"}, true)
+	f.pay = startPayTools(tb, dial(tb, f.node.url), 1)
+	f.ws = make([]*proc, workers)
+	for i := range f.ws {
+		f.ws[i] = startWorkerProc(tb, f.node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=32"}, true)
 	}
 	time.Sleep(time.Second) // the workers' start settles
-	idle := make([]workerMem, len(ws))
-	var idleRSS uint64
-	for i, w := range ws {
-		idle[i] = w.mem(t)
-		idleRSS += procRSS(t, w.cmd.Process.Pid)
-	}
-	srvIdleRSS := procRSS(t, node.cmd.Process.Pid)
+	return f
+}
 
-	began := time.Now()
-	ids := submitMissions(ctx, t, client, n, func(id string, k int) *messages.Mission {
+// submit submits n missions, numbered from 0, and returns their ids.
+func (f *approvalProcFleet) submit(ctx context.Context, tb testing.TB, n int) []string {
+	tb.Helper()
+	return submitMissions(ctx, tb, f.client, n, func(id string, k int) *messages.Mission {
 		return &messages.Mission{ID: id, Kind: messages.KindAgent,
 			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k), Tools: []string{"pay"}, Limits: messages.Limits{MaxTurns: 3}},
 			Tools: []string{"pay"}, Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
 	})
-	waiting := make([]workerMem, len(ws))
+}
+
+// awaitSuspended waits until the workers have suspended total missions
+// in all and run none, and returns what each reported of itself then.
+func (f *approvalProcFleet) awaitSuspended(ctx context.Context, tb testing.TB, total int) []workerMem {
+	tb.Helper()
+	mem := make([]workerMem, len(f.ws))
 	for {
 		suspended, running := 0, 0
-		for i, w := range ws {
-			waiting[i] = w.mem(t)
-			suspended += waiting[i].suspended
-			running += waiting[i].running
+		for i, w := range f.ws {
+			mem[i] = w.mem(tb)
+			suspended += mem[i].suspended
+			running += mem[i].running
 		}
-		if suspended >= n && running == 0 {
-			break
+		if suspended >= total && running == 0 {
+			return mem
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d missions suspended", suspended, n)
+			tb.Fatalf("%d of %d missions suspended", suspended, total)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// cpu is the CPU time the worker processes, the server and the test's
+// process have used.
+func (f *approvalProcFleet) cpu(tb testing.TB) (workers, server, self time.Duration) {
+	for _, w := range f.ws {
+		workers += procCPU(tb, w.cmd.Process.Pid)
+	}
+	return workers, procCPU(tb, f.node.cmd.Process.Pid), procCPU(tb, os.Getpid())
+}
+
+// approveAll approves the missions ids at once (32 deciders), awaits
+// each one's result (mission k returns what pay answered for k, k+1),
+// and returns when each decision was asked for and when it was given.
+func (f *approvalProcFleet) approveAll(ctx context.Context, tb testing.TB, ids []string) (decided, given []time.Time) {
+	tb.Helper()
+	decided, given = make([]time.Time, len(ids)), make([]time.Time, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for k, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			decided[k] = time.Now()
+			if _, err := f.client.Decide(ctx, id, fleet.Decision{Approve: true, By: "mem"}); err != nil {
+				tb.Error(err)
+			}
+			given[k] = time.Now()
+		}()
+	}
+	wg.Wait()
+	for k, id := range ids {
+		step, err := f.client.Await(ctx, id)
+		if err != nil || !step.Ok() || fmt.Sprint(step.Return) != fmt.Sprintf("map[p:%d]", k+1) {
+			tb.Fatalf("mission %d: %+v %v", k, step, err)
+		}
+	}
+	return decided, given
+}
+
+// latencies returns each mission's resume latency, its decision asked
+// for → its pay reaching the handler, sorted, and the last call's time.
+func (f *approvalProcFleet) latencies(tb testing.TB, ids []string, decided []time.Time) ([]time.Duration, time.Time) {
+	tb.Helper()
+	lat := make([]time.Duration, len(ids))
+	var last time.Time
+	for k, id := range ids {
+		at, ok := f.pay.arrived(id)
+		if !ok {
+			tb.Fatalf("mission %s finished and its approved pay never reached the handler", id)
+		}
+		lat[k] = at.Sub(decided[k])
+		if at.After(last) {
+			last = at
+		}
+	}
+	slices.Sort(lat)
+	return lat, last
+}
+
+// The worker as its own process, the NATS server as another: while many
+// missions wait for approval the worker holds no slot, no goroutine and
+// no memory for them (its heap stays at its idle level), and nats-server's
+// memory and storage are reported apart; then every mission is approved
+// at once (32 deciders) and resumes, and the test reports the resume
+// latency (the decision asked for → the call reaching the tool's handler)
+// of this fleet of processes (BenchmarkApprovalsAtOnceProcesses measures
+// it over runs). PTC_APPROVAL_MISSIONS sizes it (default 200) and
+// PTC_APPROVAL_WORKERS gives the number of worker processes of 32 slots
+// (default 1); docs/approvals.md has the figures of 10,000 waiting and of
+// 1,000 decided at once.
+func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
+	n := envInt("PTC_APPROVAL_MISSIONS", 200)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	f := startApprovalProcFleet(ctx, t, envInt("PTC_APPROVAL_WORKERS", 1), 2*n)
+	idle := make([]workerMem, len(f.ws))
+	var idleRSS uint64
+	for i, w := range f.ws {
+		idle[i] = w.mem(t)
+		idleRSS += procRSS(t, w.cmd.Process.Pid)
+	}
+	srvIdleRSS := procRSS(t, f.node.cmd.Process.Pid)
+
+	began := time.Now()
+	ids := f.submit(ctx, t, n)
+	waiting := f.awaitSuspended(ctx, t, n)
 	suspendedIn := time.Since(began)
 	var waitRSS uint64
-	for _, w := range ws {
+	for _, w := range f.ws {
 		waitRSS += procRSS(t, w.cmd.Process.Pid)
 	}
-	srvWaitRSS := procRSS(t, node.cmd.Process.Pid)
-	js, _ := jetstream.New(nc)
+	srvWaitRSS := procRSS(t, f.node.cmd.Process.Pid)
+	js, _ := jetstream.New(f.nc)
 	acct, err := js.AccountInfo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range ws {
+	for i, w := range f.ws {
 		t.Logf("%d missions suspended in %s. Worker process %s: heap after GC %.1f MB idle, %.1f MB while they wait; goroutines %d idle, %d waiting; slots held %d",
 			n, suspendedIn.Round(time.Millisecond), w.id, float64(idle[i].heap)/1e6, float64(waiting[i].heap)/1e6, idle[i].goroutines, waiting[i].goroutines, waiting[i].running)
 		if waiting[i].goroutines > idle[i].goroutines+20 {
@@ -171,77 +267,41 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	t.Logf("worker processes' RSS %.1f MB idle, %.1f MB waiting. nats-server process: RSS %.1f MB idle, %.1f MB while they wait; JetStream storage %.1f MB",
 		float64(idleRSS)/1e6, float64(waitRSS)/1e6, float64(srvIdleRSS)/1e6, float64(srvWaitRSS)/1e6, float64(acct.Store)/1e6)
 
-	cpu := func() (workers, server, self time.Duration) {
-		for _, w := range ws {
-			workers += procCPU(t, w.cmd.Process.Pid)
-		}
-		return workers, procCPU(t, node.cmd.Process.Pid), procCPU(t, os.Getpid())
-	}
 	// with envCPUProfiles, the server's profile and the test's own of
 	// the decisions and the resumptions (the workers' are cut at their
 	// memory reports)
 	profiles := os.Getenv(envCPUProfiles)
 	if profiles != "" {
-		if err := node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		if err := f.node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Create(filepath.Join(profiles, "cpu-test.pprof"))
+		pf, err := os.Create(filepath.Join(profiles, "cpu-test.pprof"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w0, s0, c0 := cpu()
-	decided, given := make([]time.Time, n), make([]time.Time, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	for k, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			decided[k] = time.Now()
-			if _, err := client.Decide(ctx, id, fleet.Decision{Approve: true, By: "mem"}); err != nil {
-				t.Error(err)
-			}
-			given[k] = time.Now()
-		}()
-	}
-	wg.Wait()
-	for k, id := range ids {
-		step, err := client.Await(ctx, id)
-		if err != nil || !step.Ok() || fmt.Sprint(step.Return) != fmt.Sprintf("map[p:%d]", k+1) {
-			t.Fatalf("mission %d: %+v %v", k, step, err)
-		}
-	}
-	w1, s1, c1 := cpu()
+	w0, s0, c0 := f.cpu(t)
+	decided, given := f.approveAll(ctx, t, ids)
+	w1, s1, c1 := f.cpu(t)
 	if profiles != "" {
 		pprof.StopCPUProfile()
-		if err := node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		if err := f.node.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	perMission, _ := pay.counts()
+	perMission, _ := f.pay.counts()
 	if len(perMission) != n {
 		t.Errorf("pay ran for %d of %d missions", len(perMission), n)
 	}
-	lat, decision := make([]time.Duration, n), make([]time.Duration, n)
-	var lastCall time.Time
-	for k, id := range ids {
-		at, ok := pay.arrived(id)
-		if !ok {
-			t.Fatalf("mission %s finished and its approved pay never reached the handler", id)
-		}
-		lat[k], decision[k] = at.Sub(decided[k]), given[k].Sub(decided[k])
-		if at.After(lastCall) {
-			lastCall = at
-		}
+	lat, lastCall := f.latencies(t, ids, decided)
+	decision := make([]time.Duration, n)
+	for k := range ids {
+		decision[k] = given[k].Sub(decided[k])
 	}
-	slices.Sort(lat)
 	slices.Sort(decision)
 	first := slices.MinFunc(decided, time.Time.Compare)
 	t.Logf("%d decisions at once: given in %s (a decision p50 %s), the last call %s after the first decision was asked for",
@@ -252,12 +312,74 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	t.Logf("CPU time a resumption, to its mission's end: workers %s, nats-server %s, the test's process (deciders, awaiters, tool service, model) %s",
 		per(w1-w0), per(s1-s0), per(c1-c0))
 	var afterRSS uint64
-	for _, w := range ws {
+	for _, w := range f.ws {
 		after := w.mem(t)
 		afterRSS += procRSS(t, w.cmd.Process.Pid)
 		t.Logf("after every mission resumed and finished: worker %s heap %.1f MB, goroutines %d", w.id, float64(after.heap)/1e6, after.goroutines)
 	}
-	t.Logf("worker processes' RSS %.1f MB, nats-server RSS %.1f MB", float64(afterRSS)/1e6, float64(procRSS(t, node.cmd.Process.Pid))/1e6)
+	t.Logf("worker processes' RSS %.1f MB, nats-server RSS %.1f MB", float64(afterRSS)/1e6, float64(procRSS(t, f.node.cmd.Process.Pid))/1e6)
+}
+
+// BenchmarkApprovalsAtOnceProcesses gives 1,000 approvals at once (32
+// deciders) on a fleet of processes (approvalProcFleet: nats-server and
+// PTC_APPROVAL_WORKERS worker processes of 32 slots, default 2; the
+// client, the pay service and the scripted model in this process) whose
+// agent missions each wait at a call that needs approval. An op is one
+// batch: its missions are submitted and suspended before the timer
+// starts, and it ends when every mission has finished. Over all the
+// resumptions of a run it reports the resume latency (the decision asked
+// for → its call reaching the pay handler), p50-ms and p90-ms;
+// decisions-ms, how long the 1,000 decisions took to be given; and the
+// CPU time of a resumption to its mission's end in each process
+// (workers-, server- and client-cpu-µs/resumption; the client's process
+// also holds the pay service and the model) and in all
+// (cpu-µs/resumption). Compare trees with -benchtime 1x -count 8 and
+// benchstat.
+func BenchmarkApprovalsAtOnceProcesses(b *testing.B) {
+	const atOnce = 1000
+	b.StopTimer()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	f := startApprovalProcFleet(ctx, b, envInt("PTC_APPROVAL_WORKERS", 2), 2*atOnce)
+	// warm: ten missions approved one batch first (the workers' first
+	// resumptions set up what the rest reuse)
+	f.approveAll(ctx, b, f.submitSuspended(ctx, b, 10))
+	var lat []time.Duration
+	var workers, server, client, decisions time.Duration
+	for range b.N {
+		ids := f.submitSuspended(ctx, b, atOnce)
+		w0, s0, c0 := f.cpu(b)
+		b.StartTimer()
+		decided, given := f.approveAll(ctx, b, ids)
+		b.StopTimer()
+		w1, s1, c1 := f.cpu(b)
+		workers, server, client = workers+w1-w0, server+s1-s0, client+c1-c0
+		decisions += slices.MaxFunc(given, time.Time.Compare).Sub(slices.MinFunc(decided, time.Time.Compare))
+		l, _ := f.latencies(b, ids, decided)
+		lat = append(lat, l...)
+	}
+	slices.Sort(lat)
+	n := float64(b.N * atOnce)
+	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*9/10])/1e6, "p90-ms")
+	b.ReportMetric(float64(decisions.Microseconds())/1e3/float64(b.N), "decisions-ms")
+	b.ReportMetric(float64((workers+server+client).Microseconds())/n, "cpu-µs/resumption")
+	b.ReportMetric(float64(workers.Microseconds())/n, "workers-cpu-µs/resumption")
+	b.ReportMetric(float64(server.Microseconds())/n, "server-cpu-µs/resumption")
+	b.ReportMetric(float64(client.Microseconds())/n, "client-cpu-µs/resumption")
+}
+
+// submitSuspended submits n missions and waits until the workers have
+// suspended them (and every mission before).
+func (f *approvalProcFleet) submitSuspended(ctx context.Context, tb testing.TB, n int) []string {
+	tb.Helper()
+	before := 0
+	for _, w := range f.ws {
+		before += w.mem(tb).suspended
+	}
+	ids := f.submit(ctx, tb, n)
+	f.awaitSuspended(ctx, tb, before+n)
+	return ids
 }
 
 // envInt reads a positive integer from the environment, else def.
@@ -270,7 +392,7 @@ func envInt(name string, def int) int {
 
 // submitMissions submits n missions, 32 at a time, made by mission from a
 // new id and the mission's number, and returns their ids in that order.
-func submitMissions(ctx context.Context, t *testing.T, client *fleet.Client, n int, mission func(id string, k int) *messages.Mission) []string {
+func submitMissions(ctx context.Context, t testing.TB, client *fleet.Client, n int, mission func(id string, k int) *messages.Mission) []string {
 	t.Helper()
 	ids := make([]string, n)
 	var wg sync.WaitGroup

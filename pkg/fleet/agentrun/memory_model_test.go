@@ -212,7 +212,7 @@ func TestWorkerProcessMemoryWhileMissionsWaitOnModels(t *testing.T) {
 
 // procCPU is the CPU time process pid has used, user and system
 // (/proc/pid/stat, in clock ticks of 10 ms).
-func procCPU(t *testing.T, pid int) time.Duration {
+func procCPU(t testing.TB, pid int) time.Duration {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

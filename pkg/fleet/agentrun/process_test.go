@@ -325,7 +325,7 @@ func (p *proc) isReady() bool {
 
 // startWorkerProc starts a worker process; wait says whether to wait for
 // it to be ready.
-func startWorkerProc(t *testing.T, natsURL, modelURL, id string, env []string, wait bool) *proc {
+func startWorkerProc(t testing.TB, natsURL, modelURL, id string, env []string, wait bool) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envWorkerNATS+"="+natsURL, envWorkerModel+"="+modelURL, envWorkerID+"="+id)
