@@ -641,10 +641,13 @@ func rollUpJournal(nc *nats.Conn, j *Journal, id string) error {
 // hold both: for a mission resumed after others wrote much meanwhile (a
 // thousand resumed at once), most of a block for each. So the messages
 // earlier runs wrote, which this run read and knows the sequences of,
-// are removed by sequence first, a lookup each; a rollup then removes
-// what this run wrote (which may still be in flight: it is published
-// after them on the same connection), scanning this run's span only. A
-// run that wrote nothing needs no rollup, and leaves no marker. A journal
+// are removed by sequence first, a lookup each, and a run that wrote
+// nothing needs no rollup and leaves no marker. A run that wrote is
+// rolled up still (its writes may be in flight: the marker is published
+// after them on the same connection); where its writes share a block
+// with the messages removed, the stream finds the subject's new first
+// message by scanning forward from the removed one, so that rollup still
+// scans what the fleet journaled meanwhile in that block. A journal
 // read in more than maxJournalDeletes messages, a delete that fails other
 // than for a message already gone, and no journal in hand are left to
 // the rollup alone.

@@ -16,15 +16,9 @@ import (
 // server's error for it.
 func TestDeleteMsgOnRemovesBySequence(t *testing.T) {
 	ctx, nc, js, _ := embeddedStores(t)
-	journal, err := js.Stream(ctx, messages.StreamJournal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	muxed := newReplyMux(nc)
-	if err := muxed.open(); err != nil {
-		t.Fatal(err)
-	}
-	for name, replies := range map[string]*replyMux{"on the reply mux": muxed, "plain request": nil} {
+	p := newJournalPurge(t, ctx, nc, js)
+	journal := p.stream
+	for name, replies := range map[string]*replyMux{"on the reply mux": p.replies, "plain request": nil} {
 		t.Run(name, func(t *testing.T) {
 			id := messages.NewMissionID()
 			var seqs []uint64

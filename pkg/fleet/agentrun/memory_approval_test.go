@@ -132,6 +132,19 @@ func (f *approvalProcFleet) submit(ctx context.Context, tb testing.TB, n int) []
 	})
 }
 
+// submitSuspended submits n missions and waits until the workers have
+// suspended them (and every mission before).
+func (f *approvalProcFleet) submitSuspended(ctx context.Context, tb testing.TB, n int) []string {
+	tb.Helper()
+	before := 0
+	for _, w := range f.ws {
+		before += w.mem(tb).suspended
+	}
+	ids := f.submit(ctx, tb, n)
+	f.awaitSuspended(ctx, tb, before+n)
+	return ids
+}
+
 // awaitSuspended waits until the workers have suspended total missions
 // in all and run none, and returns what each reported of itself then.
 func (f *approvalProcFleet) awaitSuspended(ctx context.Context, tb testing.TB, total int) []workerMem {
@@ -367,19 +380,6 @@ func BenchmarkApprovalsAtOnceProcesses(b *testing.B) {
 	b.ReportMetric(float64(workers.Microseconds())/n, "workers-cpu-µs/resumption")
 	b.ReportMetric(float64(server.Microseconds())/n, "server-cpu-µs/resumption")
 	b.ReportMetric(float64(client.Microseconds())/n, "client-cpu-µs/resumption")
-}
-
-// submitSuspended submits n missions and waits until the workers have
-// suspended them (and every mission before).
-func (f *approvalProcFleet) submitSuspended(ctx context.Context, tb testing.TB, n int) []string {
-	tb.Helper()
-	before := 0
-	for _, w := range f.ws {
-		before += w.mem(tb).suspended
-	}
-	ids := f.submit(ctx, tb, n)
-	f.awaitSuspended(ctx, tb, before+n)
-	return ids
 }
 
 // envInt reads a positive integer from the environment, else def.

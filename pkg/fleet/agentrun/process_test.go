@@ -56,7 +56,8 @@ const (
 	// to: a worker each time it reports its memory, the profile since the
 	// report before (cpu-<worker id>-<n>.pprof; the first from the
 	// process's start), a node each time it gets SIGUSR1
-	// (cpu-nats-<server name>-<n>.pprof)
+	// (cpu-nats-<server name>-<n>.pprof); the profile under way when the
+	// process is killed stays empty
 	envCPUProfiles = "PTC_TEST_CPU_PROFILES"
 	// a file the worker process writes its counters and its goroutines,
 	// grouped by stack, to on SIGUSR2 (proc.dump)
@@ -170,6 +171,7 @@ func runWorkerProcess() int {
 			}
 			fmt.Printf("mem %d %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended, ms.StackInuse)
 		case <-ctx.Done():
+			pprof.StopCPUProfile() // the last profile, when one is under way
 			_ = w.Stop()
 			return 0
 		}
