@@ -82,24 +82,50 @@ func (p *proc) mem(t testing.TB) workerMem {
 }
 
 // approvalProcFleet is a fleet of processes: nats-server and worker
-// processes of 32 slots, and in the test's process a client, the
-// deduplicating pay service and a scripted model (answering at once)
-// whose agent missions pay in their first turn, a call that waits for
-// approval, and return what pay answered in their second.
+// processes (sized as startApprovalProcFleet says), and in the test's
+// process a client, the deduplicating pay service and a scripted model
+// (answering at once unless PTC_APPROVAL_MODEL_DELAY, a duration, says
+// otherwise) whose agent missions pay in their first turn, a call that
+// waits for approval, and return what pay answered in their second.
 type approvalProcFleet struct {
-	node   *natsNode
-	ws     []*proc
+	node *natsNode
+	ws   []*proc
+	// slots is each worker's slots
+	slots int
+	// programMemory is each mission's limits.program_memory
+	programMemory int64
+	// pace, when set, is the time between two decisions of approveAll
+	pace   time.Duration
 	nc     *nats.Conn
 	client *fleet.Client
 	pay    *payTools
 }
 
+// Approval fleet sizing: PTC_APPROVAL_SLOTS slots per worker process,
+// default approvalSlots, and missions whose limits.program_memory is
+// PTC_APPROVAL_PROGRAM_MEMORY bytes, by default the worker's default
+// memory budget shared by its slots (4 MiB at 256), so that every slot
+// can run at once, as docs/approvals.md ("Sizing a fleet for approvals
+// at once") advises. At the default program_memory of 64 MiB a 1 GiB
+// budget runs 16 missions at once however many slots there are.
+const approvalSlots = 256
+
 // startApprovalProcFleet starts a fleet of the given number of worker
-// processes whose client lets pending missions queue up to maxPending.
+// processes whose client lets pending missions queue up to maxPending
+// (at least the fleet's slots, so that none stays idle).
 func startApprovalProcFleet(ctx context.Context, tb testing.TB, workers, maxPending int) *approvalProcFleet {
 	tb.Helper()
-	f := &approvalProcFleet{node: startNATSProcess(tb)}
+	slots := envInt("PTC_APPROVAL_SLOTS", approvalSlots)
+	maxPending = max(maxPending, workers*slots)
+	f := &approvalProcFleet{node: startNATSProcess(tb), slots: slots,
+		programMemory: int64(envInt("PTC_APPROVAL_PROGRAM_MEMORY", int(fleet.DefaultMemoryBudget/int64(slots))))}
+	if rate := envInt("PTC_APPROVAL_DECISION_RATE", 0); rate > 0 {
+		f.pace = time.Second / time.Duration(rate)
+	}
 	model := newFakeModel()
+	if d, err := time.ParseDuration(os.Getenv("PTC_APPROVAL_MODEL_DELAY")); err == nil && d > 0 {
+		model.delay = d
+	}
 	model.program = func(k, s int) string {
 		if s == 1 {
 			return fmt.Sprintf("```clojure\n(def p (tool/pay {:n %d}))\np\n```", k)
@@ -116,7 +142,7 @@ func startApprovalProcFleet(ctx context.Context, tb testing.TB, workers, maxPend
 	f.pay = startPayTools(tb, dial(tb, f.node.url), 1)
 	f.ws = make([]*proc, workers)
 	for i := range f.ws {
-		f.ws[i] = startWorkerProc(tb, f.node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=32"}, true)
+		f.ws[i] = startWorkerProc(tb, f.node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=" + strconv.Itoa(slots)}, true)
 	}
 	time.Sleep(time.Second) // the workers' start settles
 	return f
@@ -127,7 +153,7 @@ func (f *approvalProcFleet) submit(ctx context.Context, tb testing.TB, n int) []
 	tb.Helper()
 	return submitMissions(ctx, tb, f.client, n, func(id string, k int) *messages.Mission {
 		return &messages.Mission{ID: id, Kind: messages.KindAgent,
-			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k), Tools: []string{"pay"}, Limits: messages.Limits{MaxTurns: 3}},
+			Agent: &messages.AgentSpec{Prompt: fmt.Sprintf("mission %s k=%d: pay", id, k), Tools: []string{"pay"}, Limits: messages.Limits{MaxTurns: 3, ProgramMemory: f.programMemory}},
 			Tools: []string{"pay"}, Approval: &messages.ApprovalPolicy{Rules: []messages.ApprovalRule{{Tool: "pay"}}}}
 	})
 }
@@ -176,17 +202,28 @@ func (f *approvalProcFleet) cpu(tb testing.TB) (workers, server, self time.Durat
 	return workers, procCPU(tb, f.node.cmd.Process.Pid), procCPU(tb, os.Getpid())
 }
 
-// approveAll approves the missions ids at once (32 deciders), awaits
-// each one's result (mission k returns what pay answered for k, k+1),
-// and returns when each decision was asked for and when it was given.
+// approveAll approves the missions ids at once, awaits each one's result
+// (mission k returns what pay answered for k, k+1), and returns when each
+// decision was asked for and when it was given. The decisions are given
+// by 32 deciders, each asking for the next as soon as its last is given,
+// or, with PTC_APPROVAL_DECISION_RATE (decisions a second), each asked
+// for at its time at that rate whatever the others' progress.
 func (f *approvalProcFleet) approveAll(ctx context.Context, tb testing.TB, ids []string) (decided, given []time.Time) {
 	tb.Helper()
 	decided, given = make([]time.Time, len(ids)), make([]time.Time, len(ids))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
+	deciders := 32
+	if f.pace > 0 {
+		deciders = len(ids)
+	}
+	sem := make(chan struct{}, deciders)
+	start := time.Now()
 	for k, id := range ids {
 		wg.Add(1)
 		sem <- struct{}{}
+		if f.pace > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(k) * f.pace)))
+		}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -208,41 +245,51 @@ func (f *approvalProcFleet) approveAll(ctx context.Context, tb testing.TB, ids [
 }
 
 // latencies returns each mission's resume latency, its decision asked
-// for → its pay reaching the handler, sorted, and the last call's time.
-func (f *approvalProcFleet) latencies(tb testing.TB, ids []string, decided []time.Time) ([]time.Duration, time.Time) {
+// for → its pay reaching the handler, and each pay's time after the
+// first decision was asked for (the latency had every decision been
+// given at that instant), both sorted.
+func (f *approvalProcFleet) latencies(tb testing.TB, ids []string, decided []time.Time) (lat, burst []time.Duration) {
 	tb.Helper()
-	lat := make([]time.Duration, len(ids))
-	var last time.Time
+	lat, burst = make([]time.Duration, len(ids)), make([]time.Duration, len(ids))
+	first := slices.MinFunc(decided, time.Time.Compare)
 	for k, id := range ids {
 		at, ok := f.pay.arrived(id)
 		if !ok {
 			tb.Fatalf("mission %s finished and its approved pay never reached the handler", id)
 		}
-		lat[k] = at.Sub(decided[k])
-		if at.After(last) {
-			last = at
-		}
+		lat[k], burst[k] = at.Sub(decided[k]), at.Sub(first)
 	}
 	slices.Sort(lat)
-	return lat, last
+	slices.Sort(burst)
+	return lat, burst
 }
 
 // The worker as its own process, the NATS server as another: while many
 // missions wait for approval the worker holds no slot, no goroutine and
 // no memory for them (its heap stays at its idle level), and nats-server's
 // memory and storage are reported apart; then every mission is approved
-// at once (32 deciders) and resumes, and the test reports the resume
+// at once (approveAll) and resumes, and the test reports the resume
 // latency (the decision asked for → the call reaching the tool's handler)
 // of this fleet of processes (BenchmarkApprovalsAtOnceProcesses measures
-// it over runs). PTC_APPROVAL_MISSIONS sizes it (default 200) and
-// PTC_APPROVAL_WORKERS gives the number of worker processes of 32 slots
-// (default 1); docs/approvals.md has the figures of 10,000 waiting and of
-// 1,000 decided at once.
+// it over runs). PTC_APPROVAL_MISSIONS sizes it (default 200),
+// PTC_APPROVAL_WORKERS gives the number of worker processes (default 1)
+// and PTC_APPROVAL_SLOTS their slots (approvalSlots; the other knobs are
+// startApprovalProcFleet's and approveAll's); docs/approvals.md
+// has the figures of 10,000 waiting and of 1,000 decided at once.
 func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	n := envInt("PTC_APPROVAL_MISSIONS", 200)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	f := startApprovalProcFleet(ctx, t, envInt("PTC_APPROVAL_WORKERS", 1), 2*n)
+	cold := make([]workerMem, len(f.ws))
+	for i, w := range f.ws {
+		cold[i] = w.mem(t)
+	}
+	// the idle baseline is a worker's after it ran every slot at once:
+	// what a burst of that many runs warms (caches, pools, the heap's
+	// spans) stays, whatever waits later
+	warm := f.slots * len(f.ws)
+	f.approveAll(ctx, t, f.submitSuspended(ctx, t, warm))
 	idle := make([]workerMem, len(f.ws))
 	var idleRSS uint64
 	for i, w := range f.ws {
@@ -266,8 +313,8 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, w := range f.ws {
-		t.Logf("%d missions suspended in %s. Worker process %s: heap after GC %.1f MB idle, %.1f MB while they wait; goroutines %d idle, %d waiting; slots held %d",
-			n, suspendedIn.Round(time.Millisecond), w.id, float64(idle[i].heap)/1e6, float64(waiting[i].heap)/1e6, idle[i].goroutines, waiting[i].goroutines, waiting[i].running)
+		t.Logf("%d missions suspended in %s. Worker process %s: heap after GC %.1f MB idle (%.1f MB when it started), %.1f MB while they wait; goroutines %d idle, %d waiting; slots held %d",
+			n, suspendedIn.Round(time.Millisecond), w.id, float64(idle[i].heap)/1e6, float64(cold[i].heap)/1e6, float64(waiting[i].heap)/1e6, idle[i].goroutines, waiting[i].goroutines, waiting[i].running)
 		if waiting[i].goroutines > idle[i].goroutines+20 {
 			t.Errorf("worker %s: %d goroutines while missions wait, %d idle: waiting holds goroutines", w.id, waiting[i].goroutines, idle[i].goroutines)
 		}
@@ -307,18 +354,19 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 		}
 	}
 	perMission, _ := f.pay.counts()
-	if len(perMission) != n {
-		t.Errorf("pay ran for %d of %d missions", len(perMission), n)
+	if len(perMission) != warm+n {
+		t.Errorf("pay ran for %d of %d missions", len(perMission), warm+n)
 	}
-	lat, lastCall := f.latencies(t, ids, decided)
+	lat, burst := f.latencies(t, ids, decided)
 	decision := make([]time.Duration, n)
 	for k := range ids {
 		decision[k] = given[k].Sub(decided[k])
 	}
 	slices.Sort(decision)
 	first := slices.MinFunc(decided, time.Time.Compare)
-	t.Logf("%d decisions at once: given in %s (a decision p50 %s), the last call %s after the first decision was asked for",
-		n, slices.MaxFunc(given, time.Time.Compare).Sub(first).Round(time.Millisecond), decision[n/2].Round(100*time.Microsecond), lastCall.Sub(first).Round(time.Millisecond))
+	t.Logf("%d decisions at once: given in %s (a decision p50 %s); after the first decision was asked for, the call p50 %s, the last %s",
+		n, slices.MaxFunc(given, time.Time.Compare).Sub(first).Round(time.Millisecond), decision[n/2].Round(100*time.Microsecond),
+		burst[n/2].Round(time.Millisecond), burst[n-1].Round(time.Millisecond))
 	t.Logf("%d decisions at once: resume latency (decision → the call reaching its handler) p50 %s, p90 %s, p99 %s, max %s",
 		n, lat[n/2].Round(100*time.Microsecond), lat[n*9/10].Round(100*time.Microsecond), lat[n*99/100].Round(100*time.Microsecond), lat[n-1].Round(100*time.Microsecond))
 	per := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
@@ -333,15 +381,19 @@ func TestWorkerProcessMemoryWhileMissionsAwaitApproval(t *testing.T) {
 	t.Logf("worker processes' RSS %.1f MB, nats-server RSS %.1f MB", float64(afterRSS)/1e6, float64(procRSS(t, f.node.cmd.Process.Pid))/1e6)
 }
 
-// BenchmarkApprovalsAtOnceProcesses gives 1,000 approvals at once (32
-// deciders) on a fleet of processes (approvalProcFleet: nats-server and
-// PTC_APPROVAL_WORKERS worker processes of 32 slots, default 2; the
+// BenchmarkApprovalsAtOnceProcesses gives 1,000 approvals at once
+// (approveAll) on a fleet of processes (approvalProcFleet: nats-server and
+// PTC_APPROVAL_WORKERS worker processes, default 2, of PTC_APPROVAL_SLOTS
+// slots, default approvalSlots, sized as startApprovalProcFleet says; the
 // client, the pay service and the scripted model in this process) whose
 // agent missions each wait at a call that needs approval. An op is one
 // batch: its missions are submitted and suspended before the timer
 // starts, and it ends when every mission has finished. Over all the
 // resumptions of a run it reports the resume latency (the decision asked
-// for → its call reaching the pay handler), p50-ms and p90-ms;
+// for → its call reaching the pay handler), p50-ms and p90-ms; the
+// call's time after the batch's first decision was asked for, as though
+// every decision had been given at that instant, burst-p50-ms and
+// burst-max-ms (they do not depend on how fast the decisions came);
 // decisions-ms, how long the 1,000 decisions took to be given; and the
 // CPU time of a resumption to its mission's end in each process
 // (workers-, server- and client-cpu-µs/resumption; the client's process
@@ -357,7 +409,7 @@ func BenchmarkApprovalsAtOnceProcesses(b *testing.B) {
 	// warm: ten missions approved one batch first (the workers' first
 	// resumptions set up what the rest reuse)
 	f.approveAll(ctx, b, f.submitSuspended(ctx, b, 10))
-	var lat []time.Duration
+	var lat, burst []time.Duration
 	var workers, server, client, decisions time.Duration
 	for range b.N {
 		ids := f.submitSuspended(ctx, b, atOnce)
@@ -368,13 +420,16 @@ func BenchmarkApprovalsAtOnceProcesses(b *testing.B) {
 		w1, s1, c1 := f.cpu(b)
 		workers, server, client = workers+w1-w0, server+s1-s0, client+c1-c0
 		decisions += slices.MaxFunc(given, time.Time.Compare).Sub(slices.MinFunc(decided, time.Time.Compare))
-		l, _ := f.latencies(b, ids, decided)
-		lat = append(lat, l...)
+		l, bl := f.latencies(b, ids, decided)
+		lat, burst = append(lat, l...), append(burst, bl...)
 	}
 	slices.Sort(lat)
+	slices.Sort(burst)
 	n := float64(b.N * atOnce)
 	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*9/10])/1e6, "p90-ms")
+	b.ReportMetric(float64(burst[len(burst)/2])/1e6, "burst-p50-ms")
+	b.ReportMetric(float64(burst[len(burst)-1])/1e6, "burst-max-ms")
 	b.ReportMetric(float64(decisions.Microseconds())/1e3/float64(b.N), "decisions-ms")
 	b.ReportMetric(float64((workers+server+client).Microseconds())/n, "cpu-µs/resumption")
 	b.ReportMetric(float64(workers.Microseconds())/n, "workers-cpu-µs/resumption")
