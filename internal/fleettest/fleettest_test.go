@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,5 +102,24 @@ func TestFreePort(t *testing.T) {
 	}
 	if len(seen) < 10 {
 		t.Errorf("20 ports drawn, %d distinct: want them spread", len(seen))
+	}
+}
+
+// The resume latencies are reported by their ranks, whatever order they
+// came in.
+func TestReportResumeLatencies(t *testing.T) {
+	var lat, burst []time.Duration
+	for i := range 10 {
+		lat = append(lat, time.Duration(10-i)*time.Millisecond)
+		burst = append(burst, time.Duration(100+10*i)*time.Millisecond)
+	}
+	r := testing.Benchmark(func(b *testing.B) {
+		ReportResumeLatencies(b, slices.Clone(lat), slices.Clone(burst))
+	})
+	want := map[string]float64{"p50-ms": 6, "p90-ms": 10, "burst-p50-ms": 150, "burst-max-ms": 190}
+	for name, v := range want {
+		if r.Extra[name] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", name, r.Extra[name], v, r.Extra)
+		}
 	}
 }
