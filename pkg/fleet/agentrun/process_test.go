@@ -147,8 +147,8 @@ func runWorkerProcess() int {
 	// names, then a line "dumped" (or "dump failed: <error>").
 	usr2 := make(chan os.Signal, 1)
 	signal.Notify(usr2, syscall.SIGUSR2)
-	reports := 0
-	cpuProfile(os.Getenv(envWorkerID), reports)
+	profiles := &cpuProfiles{name: os.Getenv(envWorkerID)}
+	profiles.next()
 	for {
 		select {
 		case <-usr2:
@@ -158,8 +158,7 @@ func runWorkerProcess() int {
 			}
 			fmt.Println("dumped")
 		case <-usr:
-			reports++
-			cpuProfile(os.Getenv(envWorkerID), reports)
+			profiles.next()
 			runtime.GC()
 			runtime.GC()
 			var ms runtime.MemStats
@@ -171,7 +170,7 @@ func runWorkerProcess() int {
 			}
 			fmt.Printf("mem %d %d %d %d %d\n", ms.HeapInuse, runtime.NumGoroutine(), w.Running(), w.Stats().Suspended, ms.StackInuse)
 		case <-ctx.Done():
-			pprof.StopCPUProfile() // the last profile, when one is under way
+			profiles.stop() // the last profile, when one is under way
 			_ = w.Stop()
 			return 0
 		}
@@ -200,22 +199,42 @@ func workerLogger() (zerolog.Logger, func(), error) {
 	return log, func() { _ = f.Close() }, nil
 }
 
-// cpuProfile ends the process's CPU profile under way and starts the
-// next, written to envCPUProfiles' directory as cpu-<name>-<n>.pprof;
-// nothing without the directory.
-func cpuProfile(name string, n int) {
+// cpuProfiles writes a process's CPU profiles, one after another, to
+// envCPUProfiles' directory as cpu-<name>-<n>.pprof; nothing without the
+// directory.
+type cpuProfiles struct {
+	name string
+	n    int
+	f    *os.File
+}
+
+// next ends the profile under way and starts the next.
+func (p *cpuProfiles) next() {
 	dir := os.Getenv(envCPUProfiles)
 	if dir == "" {
 		return
 	}
-	pprof.StopCPUProfile()
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pprof", name, n)))
+	p.stop()
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s-%d.pprof", p.name, p.n)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
 		return
 	}
+	p.n++
 	if err := pprof.StartCPUProfile(f); err != nil {
 		fmt.Fprintln(os.Stderr, "profile:", err)
+		_ = f.Close()
+		return
+	}
+	p.f = f
+}
+
+// stop ends the profile under way, if any, and closes its file.
+func (p *cpuProfiles) stop() {
+	if p.f != nil {
+		pprof.StopCPUProfile()
+		_ = p.f.Close()
+		p.f = nil
 	}
 }
 
@@ -281,18 +300,17 @@ func runNATSNode(configFile string) int {
 	// SIGUSR1 (only with envCPUProfiles: without a handler it would end
 	// the process) ends the CPU profile under way and starts the next
 	usr := make(chan os.Signal, 1)
-	reports := 0
+	profiles := &cpuProfiles{name: "nats-" + opts.ServerName}
 	if os.Getenv(envCPUProfiles) != "" {
 		signal.Notify(usr, syscall.SIGUSR1)
-		cpuProfile("nats-"+opts.ServerName, reports)
+		profiles.next()
 	}
 	for {
 		select {
 		case <-usr:
-			reports++
-			cpuProfile("nats-"+opts.ServerName, reports)
+			profiles.next()
 		case <-sig:
-			pprof.StopCPUProfile()
+			profiles.stop()
 			s.Shutdown()
 			return 0
 		}
