@@ -586,6 +586,14 @@ func TestApprovalDecisionsOfOneSuspensionNumberTheirEventsOnce(t *testing.T) {
 	if _, err := c.Stores().Approvals.Create(ctx, messages.ApprovalKey(m.ID, b.Call), data); err != nil {
 		t.Fatal(err)
 	}
+	// the suspension's events are published on core NATS before its
+	// status is written, and EVENTS may store them after the status
+	// reads awaiting_approval: count them once approval_requested, the
+	// suspension's last, is stored
+	eventually(t, 5*time.Second, "the suspension's events stored", func() bool {
+		evs, err := c.Events(ctx, m.ID)
+		return err == nil && len(evs) > 0 && evs[len(evs)-1].Kind == messages.EventApprovalRequested
+	})
 	before := storedEventCount(t, c, m.ID)
 	spy := spyAPI(t, connect(t, s))
 	spy.watch(t, m.ID)
