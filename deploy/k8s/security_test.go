@@ -268,6 +268,17 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 	}
 	dcancel()
 	fa.dispatcher.waitViolation(t, "$KV."+messages.BucketApprovals+"."+messages.ApprovalKey(ap.ID, as[0].Call))
+	// nor a batch of the calls it lists (its own): the decision is
+	// refused, the call still waits
+	dctx, dcancel = context.WithTimeout(ctx, time.Second)
+	if out, err := fa.client.DecidePending(dctx, fleet.PendingFilter{}, fleet.Decision{Approve: true, By: "mallory"}); err != nil ||
+		len(out) != 1 || out[0].Call.MissionID != ap.ID || out[0].Err == nil || out[0].Decided != nil {
+		t.Fatalf("a submitter's batch decision: %+v, %v; want its one call listed and not decided", out, err)
+	}
+	dcancel()
+	if as, err := fa.client.Approvals(ctx, ap.ID); err != nil || len(as) != 1 || as[0].State != messages.ApprovalPending {
+		t.Fatalf("after a submitter's batch decision: %+v, %v; want the call still pending", as, err)
+	}
 	for _, subj := range []string{"$KV." + messages.BucketApprovals + "." + ap.ID + ".1.ab.0", messages.WakeSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID),
 		messages.WokenSubject(natsauth.RoleDispatcher, messages.PriorityNormal, ap.ID)} {
 		if err := fa.tools.nc.Publish(subj, []byte("x")); err != nil {
@@ -367,8 +378,10 @@ func TestNATSRolesLeastPrivilege(t *testing.T) {
 			t.Fatalf("the leader's message get of %s on %s: %s", r.subject, r.stream, resp.Data)
 		}
 	}
-	if _, err := approver.Decide(ctx, ap.ID, fleet.Decision{Approve: true, By: "alice"}); err != nil {
-		t.Fatalf("the approver's decision: %v", err)
+	// the approver decides the waiting calls of the tool as a batch
+	out, err := approver.DecidePending(ctx, fleet.PendingFilter{Tool: "list_customers"}, fleet.Decision{Approve: true, By: "alice"})
+	if err != nil || len(out) != 1 || out[0].Call.MissionID != ap.ID || out[0].Err != nil || out[0].Decided.State != messages.ApprovalApproved {
+		t.Fatalf("the approver's decision: %+v, %v", out, err)
 	}
 	if step, err := fa.client.Await(ctx, ap.ID); err != nil || !step.Ok() {
 		t.Fatalf("approved mission: %+v, %v", step, err)

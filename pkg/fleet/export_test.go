@@ -22,6 +22,10 @@ func OnApprovalParked(w *Worker, f func(id string)) {
 	w.approvalParked = func(k missionKey) { f(k.id) }
 }
 
+// OnDecidePendingListed makes c's DecidePending call f once it has
+// listed the calls it decides, before it decides any.
+func OnDecidePendingListed(c *Client, f func()) { c.decidePendingListed = f }
+
 // startTestMover starts a wake mover of st's wakes on nc, counting its
 // moves in metrics (nil: none), and stops it when tb ends.
 func startTestMover(tb testing.TB, nc *nats.Conn, st *Stores, metrics *Metrics) *wakeMover {

@@ -44,14 +44,25 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 		limit = 50
 	}
 	limit = min(limit, MaxList)
-	records, err := c.pendingRecords(ctx)
+	out, err := c.waitingCalls(ctx, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
+	}
+	return out[:min(limit, len(out))], len(out), nil
+}
+
+// waitingCalls returns the calls that wait for a decision, of the
+// missions this client reads, that keep keeps (nil: all), the longest
+// waiting first: pending records whose mission has not ended.
+func (c *Client) waitingCalls(ctx context.Context, keep func(*messages.Approval) bool) ([]*messages.Approval, error) {
+	records, err := c.pendingRecords(ctx)
+	if err != nil {
+		return nil, err
 	}
 	// the pending records, by mission, of the missions this client reads
 	byMission := map[string][]*messages.Approval{}
 	for _, a := range records {
-		if !c.readsApproval(a) {
+		if !c.readsApproval(a) || keep != nil && !keep(a) {
 			continue
 		}
 		byMission[a.MissionID] = append(byMission[a.MissionID], a)
@@ -72,7 +83,7 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
+		return nil, err
 	}
 	var out []*messages.Approval
 	for i, id := range ids {
@@ -83,7 +94,7 @@ func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.A
 	slices.SortFunc(out, func(a, b *messages.Approval) int {
 		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), strings.Compare(a.MissionID, b.MissionID), strings.Compare(a.Call, b.Call))
 	})
-	return out[:min(limit, len(out))], len(out), nil
+	return out, nil
 }
 
 // StalledApprovals returns the calls decided at least after ago whose

@@ -156,8 +156,20 @@ func (r *ApprovalRule) Matches(tool, service string, args map[string]any) bool {
 	return r.When.Meets(args)
 }
 
-// Meets reports whether args meet the condition (nil: always).
-func (c *ApprovalCond) Meets(args map[string]any) bool {
+// Meets reports whether args meet the condition (nil: always). A
+// missing argument, or one an ordering Op cannot compare with Value,
+// meets it: a rule errs on the side of asking.
+func (c *ApprovalCond) Meets(args map[string]any) bool { return c.test(args, true) }
+
+// Holds reports whether args meet the condition (nil: always), erring
+// the other way from Meets: a missing argument, or one an ordering Op
+// cannot compare with Value, does not hold it. A selection of calls to
+// decide at once uses it, so that a call it cannot judge is left to a
+// decision of its own.
+func (c *ApprovalCond) Holds(args map[string]any) bool { return c.test(args, false) }
+
+// test is Meets (unjudged true) or Holds (unjudged false).
+func (c *ApprovalCond) test(args map[string]any, unjudged bool) bool {
 	if c == nil {
 		return true
 	}
@@ -165,10 +177,10 @@ func (c *ApprovalCond) Meets(args map[string]any) bool {
 	for key := range strings.SplitSeq(c.Arg, ".") {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return true
+			return unjudged
 		}
 		if v, ok = m[key]; !ok {
-			return true
+			return unjudged
 		}
 	}
 	switch c.Op {
@@ -179,7 +191,7 @@ func (c *ApprovalCond) Meets(args map[string]any) bool {
 	}
 	cmp, ok := compareScalar(v, c.Value)
 	if !ok {
-		return true
+		return unjudged
 	}
 	switch c.Op {
 	case ">":
