@@ -54,6 +54,23 @@ func (f *PendingFilter) selects(a *messages.Approval) bool {
 		(f.Submitter == "" || a.Submitter == f.Submitter) && f.When.Holds(a.Args)
 }
 
+// SelectPending returns the calls waiting for a decision that f selects,
+// of the missions the client reads, the longest waiting first: what
+// DecidePending with f would decide now (a listing to check before).
+func (c *Client) SelectPending(ctx context.Context, f PendingFilter) ([]*messages.Approval, error) {
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("fleet: pending approvals: %w", err)
+	}
+	calls, err := c.waitingCalls(ctx, f.selects)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: pending approvals: %w", err)
+	}
+	if f.Max > 0 && len(calls) > f.Max {
+		calls = calls[:f.Max]
+	}
+	return calls, nil
+}
+
 // DecideOutcome is what DecidePending did with one call.
 type DecideOutcome struct {
 	// Call is the call as it waited.
@@ -95,15 +112,9 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 	if len(d.Reason) > messages.MaxApprovalReason || len(d.By) > messages.MaxApprovalReason {
 		return nil, fmt.Errorf("fleet: decide pending: reason or decider is over %d bytes", messages.MaxApprovalReason)
 	}
-	if err := f.validate(); err != nil {
-		return nil, fmt.Errorf("fleet: decide pending: %w", err)
-	}
-	calls, err := c.waitingCalls(ctx, f.selects)
+	calls, err := c.SelectPending(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: decide pending: %w", err)
-	}
-	if f.Max > 0 && len(calls) > f.Max {
-		calls = calls[:f.Max]
+		return nil, err
 	}
 	if c.decidePendingListed != nil {
 		c.decidePendingListed()

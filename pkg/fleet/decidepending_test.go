@@ -44,9 +44,14 @@ func TestDecidePendingDecidesTheSelectedCalls(t *testing.T) {
 		return s
 	}
 
-	// alice's refunds of at most 300: not bob's, not "lots"
-	out, err := approver.DecidePending(ctx, fleet.PendingFilter{Tool: "refund", Submitter: "alice",
-		When: &messages.ApprovalCond{Arg: "amount", Op: "<=", Value: int64(300)}}, fleet.Decision{Approve: true, By: "ann"})
+	// alice's refunds of at most 300: not bob's, not "lots"; listed
+	// first, as a person checks before deciding
+	small := fleet.PendingFilter{Tool: "refund", Submitter: "alice", When: &messages.ApprovalCond{Arg: "amount", Op: "<=", Value: int64(300)}}
+	listed, err := approver.SelectPending(ctx, small)
+	if err != nil || len(listed) != 2 || listed[0].MissionID != ids[0] || listed[1].MissionID != ids[2] {
+		t.Fatalf("selected %v, %v; want [%s %s]", listed, err, ids[0], ids[2])
+	}
+	out, err := approver.DecidePending(ctx, small, fleet.Decision{Approve: true, By: "ann"})
 	if err != nil || !slices.Equal(missions(out), []string{ids[0], ids[2]}) {
 		t.Fatalf("approved %v, %v; want [%s %s], the longest waiting first", missions(out), err, ids[0], ids[2])
 	}
