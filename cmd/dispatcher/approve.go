@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -74,8 +75,13 @@ func decide(ctx context.Context, client *fleet.Client, id, call string, approve 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s %s %s %s by %s; the mission resumes\n", id, a.Call, a.Tool, a.State, a.DecidedBy)
+	printDecided(w, a)
 	return nil
+}
+
+// printDecided prints a decided call: its mission resumes.
+func printDecided(w io.Writer, a *messages.Approval) {
+	fmt.Fprintf(w, "%s %s %s %s by %s; the mission resumes\n", a.MissionID, a.Call, a.Tool, a.State, a.DecidedBy)
 }
 
 // approvalItem is an approval as the JSON output shows it.
@@ -309,4 +315,117 @@ func decisionLine(a *messages.Approval) string {
 		s += "; arguments changed to " + maskedPreview(a.EditedArgs, 300)
 	}
 	return s
+}
+
+// pendingSelection is approve's and deny's -pending: the calls waiting
+// for a decision that its flags select, decided at once.
+type pendingSelection struct {
+	on                       bool
+	tool, service, submitter string
+	when                     string
+	max                      int
+	dryRun                   bool
+}
+
+// pendingFlags names the flags that select calls, which take -pending.
+var pendingFlags = []string{"tool", "service", "submitter", "when", "max", "dry-run"}
+
+func (p *pendingSelection) register(fs *flag.FlagSet, cmd string) {
+	fs.BoolVar(&p.on, "pending", false, "without a mission id: "+cmd+" every call waiting for a decision that the flags below select, the longest waiting first")
+	fs.StringVar(&p.tool, "tool", "", "with -pending: only calls of this tool")
+	fs.StringVar(&p.service, "service", "", "with -pending: only calls served by this tool service")
+	fs.StringVar(&p.submitter, "submitter", "", "with -pending: only calls of this submitter's missions")
+	fs.StringVar(&p.when, "when", "", `with -pending: only calls whose arguments meet this JSON condition, e.g. {"arg":"amount","op":"<=","value":100}; a call without the argument is left out`)
+	fs.IntVar(&p.max, "max", 0, "with -pending: at most this many calls, the longest waiting first (0: all selected)")
+	fs.BoolVar(&p.dryRun, "dry-run", false, "with -pending: list the calls selected, decide none")
+}
+
+// check refuses flags that select calls without -pending, and -pending
+// with what decides one call (a mission id, -args).
+func (p *pendingSelection) check(fs *flag.FlagSet, rest []string, editArgs string) error {
+	if !p.on {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if slices.Contains(pendingFlags, f.Name) {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return fmt.Errorf("%s select waiting calls to decide at once: add -pending", strings.Join(set, ", "))
+		}
+		return nil
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("-pending decides the calls its flags select: give no mission id (got %s)", strings.Join(rest, " "))
+	}
+	if editArgs != "" {
+		return errors.New("-args edits one call's arguments: decide that call on its own, not with -pending")
+	}
+	return nil
+}
+
+// filter is the selection as the fleet applies it.
+func (p *pendingSelection) filter() (fleet.PendingFilter, error) {
+	f := fleet.PendingFilter{Tool: p.tool, Service: p.service, Submitter: p.submitter, Max: p.max}
+	if strings.TrimSpace(p.when) != "" {
+		d := json.NewDecoder(strings.NewReader(p.when))
+		d.DisallowUnknownFields()
+		f.When = new(messages.ApprovalCond)
+		if err := d.Decode(f.When); err != nil {
+			return f, fmt.Errorf(`-when: not a JSON condition such as {"arg":"amount","op":"<=","value":100}: %w`, err)
+		}
+		if d.More() {
+			return f, errors.New("-when: more than one JSON value")
+		}
+	}
+	return f, nil
+}
+
+// decidePending approves or denies the calls waiting for a decision that
+// sel selects, printing a line for each and a summary, or, with
+// -dry-run, lists them. It fails when a selected call was not decided.
+func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelection, approve bool, reason, by string, w io.Writer) error {
+	f, err := sel.filter()
+	if err != nil {
+		return err
+	}
+	verb := "denied"
+	if approve {
+		verb = "approved"
+	}
+	if sel.dryRun {
+		as, err := client.SelectPending(ctx, f)
+		if err != nil {
+			return err
+		}
+		if len(as) == 0 {
+			fmt.Fprintln(w, "no waiting call is selected")
+			return nil
+		}
+		printPending(w, as, len(as))
+		fmt.Fprintf(w, "%d calls would be %s (-dry-run: none decided)\n", len(as), verb)
+		return nil
+	}
+	out, err := client.DecidePending(ctx, f, fleet.Decision{Approve: approve, Reason: reason, By: by})
+	if err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(w, "no waiting call is selected: none decided")
+		return nil
+	}
+	failed := 0
+	for _, o := range out {
+		if o.Err != nil {
+			failed++
+			fmt.Fprintf(w, "%s %s %s: not decided: %v\n", o.Call.MissionID, o.Call.Call, o.Call.Tool, o.Err)
+			continue
+		}
+		printDecided(w, o.Decided)
+	}
+	fmt.Fprintf(w, "%s %d of %d calls selected\n", verb, len(out)-failed, len(out))
+	if failed > 0 {
+		return fmt.Errorf("%d of %d calls selected not decided", failed, len(out))
+	}
+	return nil
 }

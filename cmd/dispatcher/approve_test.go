@@ -251,6 +251,66 @@ func TestMCPApproveCall(t *testing.T) {
 	}
 }
 
+// An approving agent decides at once the waiting calls a filter selects:
+// dry_run lists them, approve_pending approves them (each mission
+// resumes, its call runs once), deny_pending denies the rest; a filter
+// the fleet cannot apply is a tool error naming it.
+func TestMCPDecidesPendingCallsAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	cs, _ := serveMCPHTTP(ctx, t, f.nc)
+	small, mid, big := f.submit(t, ctx, 50), f.submit(t, ctx, 200), f.submit(t, ctx, 900)
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res.StructuredContent.(map[string]any)
+	}
+	missions := func(items any) []string {
+		var ids []string
+		for _, it := range items.([]any) {
+			ids = append(ids, it.(map[string]any)["mission_id"].(string))
+		}
+		return ids
+	}
+	upTo200 := map[string]any{"arg": "amount", "op": "<=", "value": 200}
+	out := call("approve_pending", map[string]any{"when": upTo200, "dry_run": true})
+	if got := missions(out["selected"]); strings.Join(got, " ") != small+" "+mid || len(out["decided"].([]any)) != 0 {
+		t.Fatalf("dry run: %v; want [%s %s] selected, none decided", out, small, mid)
+	}
+	out = call("approve_pending", map[string]any{"tool": "refund", "when": upTo200, "by": "agent-7"})
+	if got := missions(out["decided"]); strings.Join(got, " ") != small+" "+mid || out["not_decided"] != nil {
+		t.Fatalf("approve_pending: %v; want [%s %s] decided", out, small, mid)
+	}
+	for _, it := range out["decided"].([]any) {
+		if a := it.(map[string]any); a["state"] != messages.ApprovalApproved || a["decided_by"] != "agent-7" {
+			t.Fatalf("decided %v", a)
+		}
+	}
+	out = call("deny_pending", map[string]any{"reason": "over budget"})
+	if got := missions(out["decided"]); len(got) != 1 || got[0] != big {
+		t.Fatalf("deny_pending: %v; want [%s]", out, big)
+	}
+	for _, id := range []string{small, mid, big} {
+		if _, err := f.client.Await(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	ran := len(f.ran)
+	f.mu.Unlock()
+	if ran != 2 {
+		t.Fatalf("%d refunds ran, want the 2 approved", ran)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny_pending", Arguments: map[string]any{"when": map[string]any{"arg": "amount", "op": "~", "value": 1}}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "when.op") {
+		t.Fatalf("a condition with no such operator: %v %+v", err, res)
+	}
+}
+
 // dispatcher approvals without a mission lists the calls that wait for a
 // decision across the fleet, every submitter's, the longest waiting
 // first, each with the command that decides it; the printed command
@@ -692,5 +752,72 @@ func TestLocalPrintsADecideCommandThatRunsAsPrinted(t *testing.T) {
 	}
 	if got := out.String(); !strings.Contains(got, `"denied": false`) || !strings.Contains(got, "get_customer approved by ann") {
 		t.Errorf("the mission did not resume with the approval:\n%s", got)
+	}
+}
+
+// approve -pending and deny -pending decide at once the waiting calls
+// their flags select (-dry-run lists them first), each mission resuming;
+// flags that select without -pending, and -pending with what decides one
+// call, are refused with an error naming them.
+func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	small, mid, big := f.submit(t, ctx, 50), f.submit(t, ctx, 200), f.submit(t, ctx, 900)
+	upTo200 := `{"arg":"amount","op":"<=","value":200}`
+
+	out, err := f.run(t, ctx, "approve", "-pending", "-when", upTo200, "-dry-run")
+	if err != nil || !strings.Contains(out, small) || !strings.Contains(out, mid) || strings.Contains(out, big) ||
+		!strings.Contains(out, "2 calls would be approved (-dry-run: none decided)") {
+		t.Fatalf("dry run: %s %v", out, err)
+	}
+	if as, n, err := f.client.PendingApprovals(ctx, 0); err != nil || n != 3 {
+		t.Fatalf("after the dry run %d wait (%v), %v; want all 3", n, as, err)
+	}
+	out, err = f.run(t, ctx, "approve", "-pending", "-tool", "refund", "-when", upTo200, "-by", "dana")
+	if err != nil || strings.Count(out, "approved by dana; the mission resumes") != 2 || !strings.Contains(out, "approved 2 of 2 calls selected") ||
+		strings.Index(out, small) > strings.Index(out, mid) {
+		t.Fatalf("approve -pending: %s %v; want the two small refunds approved, the longest waiting first", out, err)
+	}
+	for _, id := range []string{small, mid} {
+		if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() || step.Return.(map[string]any)["error"] != "" {
+			t.Fatalf("approved mission %s: %+v %v", id, step, err)
+		}
+	}
+	out, err = f.run(t, ctx, "deny", "-pending", "-service", "payments", "-reason", "over budget")
+	if err != nil || !strings.Contains(out, big+" ") || !strings.Contains(out, "denied 1 of 1 calls selected") {
+		t.Fatalf("deny -pending: %s %v", out, err)
+	}
+	if step, err := f.client.Await(ctx, big); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "over budget") {
+		t.Fatalf("denied mission: %+v %v", step, err)
+	}
+	f.mu.Lock()
+	ran := len(f.ran)
+	f.mu.Unlock()
+	if ran != 2 {
+		t.Fatalf("%d refunds ran, want the 2 approved", ran)
+	}
+	out, err = f.run(t, ctx, "approve", "-pending")
+	if err != nil || !strings.Contains(out, "no waiting call is selected: none decided") {
+		t.Fatalf("nothing waiting: %s %v", out, err)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approve", "-tool", "refund"}, "-tool select waiting calls to decide at once: add -pending"},
+		{[]string{"deny", big, "-max", "3"}, "-max select waiting calls"},
+		{[]string{"approve", "-pending", big}, "-pending decides the calls its flags select: give no mission id"},
+		{[]string{"approve", "-pending", "-args", `{"amount":1}`}, "-args edits one call's arguments"},
+		{[]string{"approve", "-pending", "-when", "amount<5"}, "-when: not a JSON condition"},
+		{[]string{"approve", "-pending", "-when", `{"arg":"amount","op":"~","value":1}`}, "when.op"},
+		{[]string{"approve", "-pending", "-when", `{"arg":"amount","op":"<","value":1,"unit":"EUR"}`}, `unknown field "unit"`},
+		{[]string{"deny", "-pending", "-max", "-2"}, "max: -2 is negative"},
+		{[]string{"deny", "-pending", "-tool", "no such"}, `tool: "no such" is not a valid tool name`},
+	} {
+		if out, err := f.run(t, ctx, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %s %v; want an error saying %q", c.args, out, err, c.want)
+		}
 	}
 }

@@ -58,7 +58,10 @@ commands:
                     (-limit; -watch keeps listing them as they come and go); -json
   approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
                     needed when several wait); -args JSON replaces its arguments; -reason, -by
+  approve -pending  approve every waiting call that -tool, -service, -submitter, -when JSON
+                    and -max select, the longest waiting first; -dry-run lists them
   deny ID [CALL]    deny a call that waits for approval; -reason (shown to the model), -by
+  deny -pending     deny every waiting call selected, as approve -pending
   watch ID          print a mission's progress events as they happen
   list              list recent missions (state, duration, worker, agent, prompt, labels); -state, -label, -limit, -json
   trace ID          print a mission's trace: turns, programs, feedback, tool calls, sub-agents, usage; -json
@@ -154,6 +157,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		watch        bool
 		every        time.Duration
 		stalledAfter time.Duration
+		sel          pendingSelection
 	)
 	switch cmd {
 	case "submit":
@@ -188,6 +192,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		if cmd == "approve" {
 			fs.StringVar(&editArgs, "args", "", "a JSON object replacing the call's arguments (\"<Firewalled>\" keeps a firewalled value)")
 		}
+		sel.register(fs, cmd)
 	case "approvals":
 		fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 		fs.IntVar(&limit, "limit", 50, "without a mission id: how many waiting calls, the longest waiting first (at most 1000)")
@@ -354,6 +359,11 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 	// the calls waiting across the fleet are an approver's: every
 	// submitter's
 	pending := cmd == "approvals" && len(rest) == 0
+	if cmd == "approve" || cmd == "deny" {
+		if err := sel.check(fs, rest, editArgs); err != nil {
+			return err
+		}
+	}
 	if watch && !pending {
 		return errors.New("-watch follows the calls waiting across the fleet: give no mission id")
 	}
@@ -373,7 +383,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to nats: %w", err)
 	}
 	defer nc.Close()
-	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs || pending})
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{AllSubmitters: allSubs || pending || sel.on})
 	if err != nil {
 		return err
 	}
@@ -480,6 +490,13 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		printPending(stdout, as, out.Waiting)
 		printStalled(stdout, stalled)
 		return nil
+	}
+	if sel.on {
+		err := decidePending(ctx, client, sel, cmd == "approve", reason, by, stdout)
+		if last := nc.LastError(); err != nil && errors.Is(last, nats.ErrPermissionViolation) {
+			return fmt.Errorf("%w (NATS refused this user: %v; decide as the approver user)", err, last)
+		}
+		return err
 	}
 	if (cmd == "approve" || cmd == "deny") && len(rest) == 2 {
 		if !messages.ValidMissionID(rest[0]) {

@@ -92,6 +92,41 @@ type decideArgs struct {
 	By        string         `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
 }
 
+// decidePendingArgs selects the waiting calls approve_pending and
+// deny_pending decide (fleet.PendingFilter).
+type decidePendingArgs struct {
+	Tool      string    `json:"tool,omitempty" jsonschema:"only calls of this tool"`
+	Service   string    `json:"service,omitempty" jsonschema:"only calls served by this tool service"`
+	Submitter string    `json:"submitter,omitempty" jsonschema:"only calls of this submitter's missions"`
+	When      *condArgs `json:"when,omitempty" jsonschema:"only calls whose arguments meet this condition; a call without the argument, or whose argument cannot be compared, is left out"`
+	Max       int       `json:"max,omitempty" jsonschema:"at most this many calls, the longest waiting first (default: every call selected)"`
+	DryRun    bool      `json:"dry_run,omitempty" jsonschema:"list the calls selected in selected, decide none"`
+	Reason    string    `json:"reason,omitempty" jsonschema:"why; a denial's reason reaches each program"`
+	By        string    `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
+}
+
+// condArgs is a messages.ApprovalCond as an MCP client writes it.
+type condArgs struct {
+	Arg   string `json:"arg" jsonschema:"the argument: a key, or a path of keys joined by '.'"`
+	Op    string `json:"op" jsonschema:"one of > >= < <= = !="`
+	Value any    `json:"value" jsonschema:"a number, string, boolean or null"`
+}
+
+// decidedOut is what approve_pending and deny_pending did.
+type decidedOut struct {
+	Decided    []approvalItem   `json:"decided" jsonschema:"the calls decided, the longest waiting first, each as its record now reads"`
+	NotDecided []notDecidedItem `json:"not_decided,omitempty" jsonschema:"the calls selected but not decided, and why"`
+	Selected   []approvalItem   `json:"selected,omitempty" jsonschema:"with dry_run: the calls that would be decided"`
+}
+
+// notDecidedItem is a call selected but not decided.
+type notDecidedItem struct {
+	MissionID string `json:"mission_id"`
+	Call      string `json:"call"`
+	Tool      string `json:"tool"`
+	Error     string `json:"error"`
+}
+
 type pendingArgs struct {
 	Limit int `json:"limit,omitempty" jsonschema:"how many calls at most (default 50, at most 1000)"`
 	// StalledAfter follows the fleet's -stalled-after, as the CLI's flag
@@ -184,6 +219,11 @@ func newMCPServer(client *fleet.Client, nc *nats.Conn, log zerolog.Logger) *mcp.
 		"with args in place of its arguments when given."}, f.approveCall)
 	mcp.AddTool(s, &mcp.Tool{Name: "deny_call", Description: "Deny a tool call that waits for approval; the mission resumes and the call fails " +
 		"with a tool error naming the denial and the reason."}, f.denyCall)
+	mcp.AddTool(s, &mcp.Tool{Name: "approve_pending", Description: "Approve at once every tool call waiting for a decision that the filter selects " +
+		"(tool, service, submitter, a condition on an argument, at most max), the longest waiting first; each mission resumes and its call runs once. " +
+		"With dry_run, list the calls selected and decide none."}, f.approvePending)
+	mcp.AddTool(s, &mcp.Tool{Name: "deny_pending", Description: "Deny at once every tool call waiting for a decision that the filter selects, " +
+		"as approve_pending selects them; each call fails with a tool error naming the denial and the reason. With dry_run, list them and decide none."}, f.denyPending)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_tools", Description: "The tools the fleet can call: name, signature and description."}, f.listTools)
 	return s
 }
@@ -430,6 +470,54 @@ func (f *mcpFleet) decide(ctx context.Context, req *mcp.CallToolRequest, in deci
 		return nil, approvalsOut{}, err
 	}
 	return nil, approvalsOut{Approvals: approvalItems([]*messages.Approval{a})}, nil
+}
+
+func (f *mcpFleet) approvePending(ctx context.Context, _ *mcp.CallToolRequest, in decidePendingArgs) (*mcp.CallToolResult, decidedOut, error) {
+	return f.decidePending(ctx, in, true)
+}
+
+func (f *mcpFleet) denyPending(ctx context.Context, _ *mcp.CallToolRequest, in decidePendingArgs) (*mcp.CallToolResult, decidedOut, error) {
+	return f.decidePending(ctx, in, false)
+}
+
+// decidePending decides the waiting calls in selects, as an approver
+// (every submitter's), or with dry_run lists them.
+func (f *mcpFleet) decidePending(ctx context.Context, in decidePendingArgs, approve bool) (*mcp.CallToolResult, decidedOut, error) {
+	c, err := f.approverClient(ctx)
+	if err != nil {
+		return nil, decidedOut{}, err
+	}
+	filter := fleet.PendingFilter{Tool: in.Tool, Service: in.Service, Submitter: in.Submitter, Max: in.Max}
+	if in.When != nil {
+		filter.When = &messages.ApprovalCond{Arg: in.When.Arg, Op: in.When.Op, Value: in.When.Value}
+	}
+	out := decidedOut{Decided: []approvalItem{}}
+	if in.DryRun {
+		as, err := c.SelectPending(ctx, filter)
+		if err != nil {
+			return nil, decidedOut{}, refusedRead(f.nc, err)
+		}
+		out.Selected = approvalItems(as)
+		return nil, out, nil
+	}
+	d := fleet.Decision{Approve: approve, Reason: in.Reason, By: in.By}
+	if d.By == "" {
+		d.By = "mcp"
+	}
+	results, err := c.DecidePending(ctx, filter, d)
+	if err != nil {
+		return nil, decidedOut{}, refusedRead(f.nc, err)
+	}
+	var decided []*messages.Approval
+	for _, r := range results {
+		if r.Err != nil {
+			out.NotDecided = append(out.NotDecided, notDecidedItem{MissionID: r.Call.MissionID, Call: r.Call.Call, Tool: r.Call.Tool, Error: r.Err.Error()})
+			continue
+		}
+		decided = append(decided, r.Decided)
+	}
+	out.Decided = approvalItems(decided)
+	return nil, out, nil
 }
 
 func (f *mcpFleet) listTools(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, toolsOut, error) {

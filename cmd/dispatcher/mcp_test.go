@@ -74,7 +74,7 @@ func TestMCPServerWithTypeScriptSDK(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("client output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	if strings.Join(got.Tools, ",") != "approve_call,cancel_mission,deny_call,list_approvals,list_tools,mission_result,mission_status,pending_approvals,run_mission,submit_mission" {
+	if strings.Join(got.Tools, ",") != "approve_call,approve_pending,cancel_mission,deny_call,deny_pending,list_approvals,list_tools,mission_result,mission_status,pending_approvals,run_mission,submit_mission" {
 		t.Errorf("MCP tools = %v", got.Tools)
 	}
 	if !containsPrefix(got.FleetTools, "list_orders (customer_id :int?, status :string?) -> [{id :int, customer_id :int, total :float,") {
