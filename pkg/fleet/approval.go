@@ -1058,6 +1058,14 @@ func (c *Client) approvals(ctx context.Context, id string) ([]*messages.Approval
 // was lost), Decide queues it again, whether it names the decided call or
 // none, and the error also wraps ErrQueuedAgain.
 func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.Approval, error) {
+	return c.decide(ctx, id, d, nil, nil)
+}
+
+// decide is Decide. listed, when not nil, are mission id's records as
+// read already (its pending ones at least) and revs their revisions by
+// call: its first try decides with them instead of reading them, and a
+// try after a record changed reads them all.
+func (c *Client) decide(ctx context.Context, id string, d Decision, listed []*messages.Approval, listedRevs map[string]uint64) (*messages.Approval, error) {
 	if err := checkID("decide", id); err != nil {
 		return nil, err
 	}
@@ -1087,12 +1095,15 @@ func (c *Client) Decide(ctx context.Context, id string, d Decision) (*messages.A
 		st = s
 		return st, nil
 	}
-	for range 8 {
+	for try := range 8 {
 		// the records and their revisions: the decision is a
 		// compare-and-set on the revision read here
-		as, revs, err := c.approvals(ctx, id)
-		if err != nil {
-			return nil, err
+		as, revs := listed, listedRevs
+		if try > 0 || as == nil {
+			var err error
+			if as, revs, err = c.approvals(ctx, id); err != nil {
+				return nil, err
+			}
 		}
 		a, err := pickCall(id, as, d.Call)
 		if err != nil {

@@ -71,8 +71,9 @@ type Client struct {
 	// wokenPublish is whether the client's user may publish decisions'
 	// wakes into MISSIONS (wokenAllowed, wokenRefused; 0: not asked yet).
 	wokenPublish atomic.Int32
-	// decidePendingListed, when set, is called by DecidePending once it
-	// has listed the calls it decides (tests decide one meanwhile).
+	// decidePendingListed, when set, is called by DecidePending once,
+	// before its first decision, its calls listed (tests decide one
+	// meanwhile).
 	decidePendingListed func()
 }
 

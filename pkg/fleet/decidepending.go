@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -87,17 +89,18 @@ type DecideOutcome struct {
 // decide because a decision before it failed.
 var ErrNotReached = errors.New("fleet: not decided: a decision before it failed")
 
-// decideInFlight bounds the missions DecidePending decides at once.
+// decideInFlight bounds the missions DecidePending decides at once, and
+// the status reads it has ahead of them.
 const decideInFlight = 32
 
 // DecidePending decides with d every call waiting for a decision that f
 // selects, of the missions the client reads (every submitter's for a
 // client made with ClientConfig.AllSubmitters), and returns what it did
-// with each, the longest waiting first. Each call is decided as Decide
-// decides a call it names, so each mission resumes at once; d names no
-// call and edits no arguments (an edit is a decision about one call).
-// The calls of one mission are decided one after another, those of
-// different missions up to 32 at once.
+// with each, the longest waiting first: the calls SelectPending lists. Each
+// call is decided as Decide decides a call it names, so each mission
+// resumes at once; d names no call and edits no arguments (an edit is a
+// decision about one call). The calls of one mission are decided one
+// after another, those of different missions up to 32 at once.
 //
 // A call another decider decided meanwhile gets an outcome wrapping
 // ErrNoPendingCall, and the others go on. Any other failure (a write the
@@ -105,6 +108,13 @@ const decideInFlight = 32
 // decisions under way finish, and the calls not reached get outcomes
 // wrapping ErrNotReached. The error is for invalid input and the
 // listing; each call's fate is in its outcome.
+//
+// It reads the approval bucket once, as SelectPending does, and decides
+// each mission as soon as its status says it still waits: a mission with
+// one call waiting is decided with the record and revision the listing
+// read (a record changed since fails its compare-and-set and is read
+// again), so a decision costs the requests of Decide's but its read of
+// the mission's records.
 func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision) ([]DecideOutcome, error) {
 	if d.Call != "" || d.Args != nil {
 		return nil, errors.New("fleet: decide pending: a decision of many calls names no call and edits no arguments")
@@ -112,44 +122,150 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 	if len(d.Reason) > messages.MaxApprovalReason || len(d.By) > messages.MaxApprovalReason {
 		return nil, fmt.Errorf("fleet: decide pending: reason or decider is over %d bytes", messages.MaxApprovalReason)
 	}
-	calls, err := c.SelectPending(ctx, f)
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("fleet: decide pending: %w", err)
+	}
+	revs := map[*messages.Approval]uint64{}
+	records, err := c.approvalRecords(ctx, func(a *messages.Approval) bool {
+		return a.State == messages.ApprovalPending && c.readsApproval(a) && f.selects(a)
+	}, revs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fleet: decide pending: %w", err)
 	}
-	if c.decidePendingListed != nil {
-		c.decidePendingListed()
+	sortWaiting(records)
+	// the missions in the order their first call waited
+	type mission struct {
+		id, sub string
+		listed  int   // its calls listed
+		calls   []int // the outcomes of its calls decided
+		status  chan error
+		known   bool
+		waits   bool
+		err     error
 	}
-	out := make([]DecideOutcome, len(calls))
-	// each mission's calls, in the order they waited
-	byMission := map[string][]int{}
-	var missions []string
-	for i, a := range calls {
-		out[i].Call = a
-		if _, ok := byMission[a.MissionID]; !ok {
-			missions = append(missions, a.MissionID)
+	var missions []*mission
+	byID := map[string]*mission{}
+	for _, a := range records {
+		m := byID[a.MissionID]
+		if m == nil {
+			m = &mission{id: a.MissionID, sub: cmp.Or(a.Submitter, c.readSub), status: make(chan error, 1)}
+			byID[a.MissionID] = m
+			missions = append(missions, m)
 		}
-		byMission[a.MissionID] = append(byMission[a.MissionID], i)
+		m.listed++
 	}
+
+	// Each mission's status is read ahead, up to decideInFlight at once:
+	// errNotWaiting, nil (it waits) or the read's error on its channel.
+	rctx, stopReads := context.WithCancel(ctx)
+	defer stopReads()
+	go func() {
+		sem := make(chan struct{}, decideInFlight)
+		for _, m := range missions {
+			select {
+			case sem <- struct{}{}:
+			case <-rctx.Done():
+				m.status <- rctx.Err()
+				continue
+			}
+			go func() {
+				defer func() { <-sem }()
+				sctx, cancel := context.WithTimeout(rctx, directGetWait)
+				defer cancel()
+				e, err := getStatus(sctx, c.st, missionKey{sub: m.sub, id: m.id})
+				switch {
+				case errors.Is(err, ErrNotFound), err == nil && messages.TerminalState(e.st.State):
+					m.status <- errNotWaiting
+				case err != nil:
+					m.status <- fmt.Errorf("fleet: status of %s: %w", m.id, err)
+				default:
+					m.status <- nil
+				}
+			}()
+		}
+	}()
+
+	// The calls are taken in the order they waited, each once its
+	// mission's status is known: those of missions that still wait are
+	// decided, up to Max, a mission with one call at once, one with more
+	// once all of its calls are taken.
+	out := make([]DecideOutcome, len(records))
+	n := 0
 	var stopped atomic.Pointer[error]
+	var hook sync.Once
 	var g errgroup.Group
 	g.SetLimit(decideInFlight)
-	for _, id := range missions {
+	decideAll := func(m *mission) {
 		g.Go(func() error {
-			for _, i := range byMission[id] {
-				if first := stopped.Load(); first != nil {
-					out[i].Err = fmt.Errorf("%w: %w", ErrNotReached, *first)
+			for _, j := range m.calls {
+				if m.err != nil {
+					out[j].Err = m.err
+					continue
+				}
+				if e := stopped.Load(); e != nil {
+					out[j].Err = fmt.Errorf("%w: %w", ErrNotReached, *e)
 					continue
 				}
 				one := d
-				one.Call = out[i].Call.Call
-				out[i].Decided, out[i].Err = c.Decide(ctx, id, one)
-				if err := out[i].Err; err != nil && !errors.Is(err, ErrNoPendingCall) {
+				one.Call = out[j].Call.Call
+				var listed []*messages.Approval
+				var listedRevs map[string]uint64
+				if m.listed == 1 {
+					// the record as listed, copied (deciding it changes
+					// it): with one call waiting no other decision of
+					// the mission can have come since but this call's,
+					// which fails the compare-and-set
+					cp := *out[j].Call
+					listed, listedRevs = []*messages.Approval{&cp}, map[string]uint64{cp.Call: revs[out[j].Call]}
+				}
+				if c.decidePendingListed != nil {
+					hook.Do(c.decidePendingListed)
+				}
+				out[j].Decided, out[j].Err = c.decide(ctx, m.id, one, listed, listedRevs)
+				if err := out[j].Err; err != nil && !errors.Is(err, ErrNoPendingCall) {
 					stopped.CompareAndSwap(nil, &err)
 				}
 			}
 			return nil
 		})
 	}
+	for _, a := range records {
+		if f.Max > 0 && n == f.Max {
+			break
+		}
+		m := byID[a.MissionID]
+		if !m.known {
+			m.known = true
+			m.err = <-m.status
+			if errors.Is(m.err, errNotWaiting) {
+				m.err = nil
+			} else {
+				m.waits = true
+				if m.err != nil {
+					stopped.CompareAndSwap(nil, &m.err)
+				}
+			}
+		}
+		if !m.waits {
+			continue // ended while its record stayed pending
+		}
+		out[n] = DecideOutcome{Call: a}
+		m.calls = append(m.calls, n)
+		n++
+		if m.listed == 1 {
+			decideAll(m)
+		}
+	}
+	stopReads()
+	for _, m := range missions {
+		if m.listed > 1 && len(m.calls) > 0 {
+			decideAll(m)
+		}
+	}
 	_ = g.Wait()
-	return out, nil
+	return out[:n], nil
 }
+
+// errNotWaiting says that a mission with a pending record has ended (its
+// record stayed pending when it was cancelled, or its status expired).
+var errNotWaiting = errors.New("the mission no longer waits")

@@ -98,6 +98,19 @@ func TestDecidePendingDecidesTheSelectedCalls(t *testing.T) {
 	if _, refunds, _ := shop.counts(); len(refunds) != 3 {
 		t.Fatalf("refunds run: %v, want the 3 approved", refunds)
 	}
+	// a mission cancelled while it waited keeps its record pending: a
+	// batch leaves it out
+	if err := alice.Cancel(ctx, ids[4], "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, alice, ids[4], messages.StateCancelled)
+	out, err = approver.DecidePending(ctx, fleet.PendingFilter{}, fleet.Decision{Reason: "no", By: "ann"})
+	if err != nil || !slices.Equal(missions(out), []string{ids[3]}) || out[0].Err != nil {
+		t.Fatalf("after a cancel: %v (%+v), %v; want [%s] denied", missions(out), out, err, ids[3])
+	}
+	if as, err := alice.Approvals(ctx, ids[4]); err != nil || len(as) != 1 || as[0].State != messages.ApprovalPending {
+		t.Fatalf("the cancelled mission's record: %+v %v; want it left pending", as, err)
+	}
 }
 
 // DecidePending refuses, before it decides anything, a decision that
@@ -206,5 +219,51 @@ func TestDecidePendingOutcomesOfCallsItCouldNotDecide(t *testing.T) {
 	as, err := c.Approvals(ctx, second.MissionID)
 	if err != nil || len(as) != 3 || as[1].State != messages.ApprovalPending || as[2].State != messages.ApprovalPending {
 		t.Fatalf("%+v %v; want both calls still pending", as, err)
+	}
+}
+
+// A batch reads the approval bucket once: each mission with one call
+// waiting is decided with the record and revision the listing read, so a
+// decision reads the mission's status and makes Decide's writes, and
+// reads none of its records again.
+func TestDecidePendingReadsTheRecordsOnce(t *testing.T) {
+	s, nc := runJetStream(t)
+	startShop(t, nc)
+	w := startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	c := approverClient(t, nc)
+	const n = 5
+	var first string
+	for i := range n + 1 {
+		a := submitAwaiting(ctx, t, c, refundMission(250))
+		if i == 0 {
+			first = a.MissionID
+		}
+	}
+	// the resumed runs' reads are not the batch's
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// the decider's first decision asks whether it may publish wakes
+	// into MISSIONS: asked before the count
+	if _, err := c.Decide(ctx, first, fleet.Decision{Approve: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	spy := spyAPI(t, connect(t, s))
+	spy.watch(t, "no mission")
+	out, err := c.DecidePending(ctx, fleet.PendingFilter{}, fleet.Decision{Approve: true, By: "ann"})
+	if err != nil || len(out) != n {
+		t.Fatalf("%d outcomes, %v", len(out), err)
+	}
+	for _, o := range out {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	if got := spy.count(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketApprovals); got != 1 {
+		t.Errorf("the batch read the approval bucket %d times, want once", got)
+	}
+	if got := spy.count(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketStatus); got != n {
+		t.Errorf("the batch read %d statuses, want %d (one a mission)", got, n)
 	}
 }

@@ -22,8 +22,8 @@ func OnApprovalParked(w *Worker, f func(id string)) {
 	w.approvalParked = func(k missionKey) { f(k.id) }
 }
 
-// OnDecidePendingListed makes c's DecidePending call f once it has
-// listed the calls it decides, before it decides any.
+// OnDecidePendingListed makes c's DecidePending call f once, before its
+// first decision, the calls it decides listed.
 func OnDecidePendingListed(c *Client, f func()) { c.decidePendingListed = f }
 
 // startTestMover starts a wake mover of st's wakes on nc, counting its

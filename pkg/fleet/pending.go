@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,10 +92,16 @@ func (c *Client) waitingCalls(ctx context.Context, keep func(*messages.Approval)
 			out = append(out, byMission[id]...)
 		}
 	}
-	slices.SortFunc(out, func(a, b *messages.Approval) int {
+	sortWaiting(out)
+	return out, nil
+}
+
+// sortWaiting sorts calls waiting for a decision the longest waiting
+// first.
+func sortWaiting(as []*messages.Approval) {
+	slices.SortFunc(as, func(a, b *messages.Approval) int {
 		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), strings.Compare(a.MissionID, b.MissionID), strings.Compare(a.Call, b.Call))
 	})
-	return out, nil
 }
 
 // StalledApprovals returns the calls decided at least after ago whose
@@ -117,7 +124,7 @@ func (c *Client) waitingCalls(ctx context.Context, keep func(*messages.Approval)
 // (a wake queued behind other missions is not lost).
 func (c *Client) StalledApprovals(ctx context.Context, after time.Duration) ([]*messages.Approval, error) {
 	now := time.Now()
-	records, err := c.approvalRecords(ctx, c.readsApproval)
+	records, err := c.approvalRecords(ctx, c.readsApproval, nil)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: stalled approvals: %w", err)
 	}
@@ -277,7 +284,7 @@ func (c *Client) eachMission(ctx context.Context, ids []string, submitter func(i
 // pendingRecords returns the pending approval records of the bucket (the
 // last record of each key).
 func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, error) {
-	return c.approvalRecords(ctx, func(a *messages.Approval) bool { return a.State == messages.ApprovalPending })
+	return c.approvalRecords(ctx, func(a *messages.Approval) bool { return a.State == messages.ApprovalPending }, nil)
 }
 
 // approvalRecords returns the records of the bucket (the last record of
@@ -287,8 +294,9 @@ func (c *Client) pendingRecords(ctx context.Context) ([]*messages.Approval, erro
 // when that answers for every key. A bucket with more keys than one batch
 // answers has its keys listed from its stream's info and read
 // pendingBatch at a time; one whose batch direct gets no replica answers
-// has each key read with directLast (from the leader).
-func (c *Client) approvalRecords(ctx context.Context, want func(*messages.Approval) bool) ([]*messages.Approval, error) {
+// has each key read with directLast (from the leader). revs, when not
+// nil, gets the revision of each record kept, by its record.
+func (c *Client) approvalRecords(ctx context.Context, want func(*messages.Approval) bool, revs map[*messages.Approval]uint64) ([]*messages.Approval, error) {
 	const stream = "KV_" + messages.BucketApprovals
 	prefix := "$KV." + messages.BucketApprovals + "."
 	var out []*messages.Approval
@@ -300,9 +308,17 @@ func (c *Client) approvalRecords(ctx context.Context, want func(*messages.Approv
 		if err != nil {
 			return err
 		}
-		if want(a) {
-			out = append(out, a)
+		if !want(a) {
+			return nil
 		}
+		if revs != nil {
+			rev, err := strconv.ParseUint(hdr.Get(jetstream.SequenceHeader), 10, 64)
+			if err != nil {
+				return fmt.Errorf("fleet: approval %s: no revision in the direct get's answer", a.Call)
+			}
+			revs[a] = rev
+		}
+		out = append(out, a)
 		return nil
 	}
 	msgs, err := lastPerSubject(ctx, c.replies, stream, prefix+">")
