@@ -30,9 +30,20 @@ type PendingFilter struct {
 	// whose argument the operator cannot compare, is not selected, and is
 	// left to a decision of its own.
 	When *messages.ApprovalCond
+	// Calls, when set, selects these calls only, each named by its
+	// mission and call id (at most MaxList): the calls a person ticked
+	// in a listing. A call no longer waiting is not selected.
+	Calls []CallRef
 	// Max, when positive, bounds the calls decided: the longest waiting
 	// first. 0 decides every call selected.
 	Max int
+}
+
+// CallRef names a tool call that needed approval: its mission and its
+// call id (messages.Approval's MissionID and Call).
+type CallRef struct {
+	MissionID string
+	Call      string
 }
 
 // validate checks f; its errors name the field.
@@ -46,14 +57,34 @@ func (f *PendingFilter) validate() error {
 		return fmt.Errorf("submitter: %q is not a valid submitter name", f.Submitter)
 	case f.Max < 0:
 		return fmt.Errorf("max: %d is negative", f.Max)
+	case len(f.Calls) > MaxList:
+		return fmt.Errorf("calls: %d named, at most %d", len(f.Calls), MaxList)
+	}
+	for i, c := range f.Calls {
+		if !messages.ValidMissionID(c.MissionID) {
+			return fmt.Errorf("calls[%d]: %q is not a mission id (a ULID)", i, c.MissionID)
+		}
+		if c.Call == "" || !kvKeyValid(messages.ApprovalKey(c.MissionID, c.Call)) {
+			return fmt.Errorf("calls[%d]: %q is not a call id", i, c.Call)
+		}
 	}
 	return f.When.Validate("when")
 }
 
-// selects reports whether f selects the waiting call a.
-func (f *PendingFilter) selects(a *messages.Approval) bool {
-	return (f.Tool == "" || a.Tool == f.Tool) && (f.Service == "" || a.Service == f.Service) &&
-		(f.Submitter == "" || a.Submitter == f.Submitter) && f.When.Holds(a.Args)
+// selector returns the test of whether f selects a waiting call.
+func (f *PendingFilter) selector() func(*messages.Approval) bool {
+	var named map[CallRef]bool
+	if len(f.Calls) > 0 {
+		named = make(map[CallRef]bool, len(f.Calls))
+		for _, c := range f.Calls {
+			named[c] = true
+		}
+	}
+	return func(a *messages.Approval) bool {
+		return (f.Tool == "" || a.Tool == f.Tool) && (f.Service == "" || a.Service == f.Service) &&
+			(f.Submitter == "" || a.Submitter == f.Submitter) && f.When.Holds(a.Args) &&
+			(named == nil || named[CallRef{MissionID: a.MissionID, Call: a.Call}])
+	}
 }
 
 // SelectPending returns the calls waiting for a decision that f selects,
@@ -63,7 +94,7 @@ func (c *Client) SelectPending(ctx context.Context, f PendingFilter) ([]*message
 	if err := f.validate(); err != nil {
 		return nil, fmt.Errorf("fleet: pending approvals: %w", err)
 	}
-	calls, err := c.waitingCalls(ctx, f.selects)
+	calls, err := c.waitingCalls(ctx, f.selector())
 	if err != nil {
 		return nil, fmt.Errorf("fleet: pending approvals: %w", err)
 	}
@@ -126,8 +157,9 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 		return nil, fmt.Errorf("fleet: decide pending: %w", err)
 	}
 	revs := map[*messages.Approval]uint64{}
+	selects := f.selector()
 	records, err := c.approvalRecords(ctx, func(a *messages.Approval) bool {
-		return a.State == messages.ApprovalPending && c.readsApproval(a) && f.selects(a)
+		return a.State == messages.ApprovalPending && c.readsApproval(a) && selects(a)
 	}, revs)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: decide pending: %w", err)

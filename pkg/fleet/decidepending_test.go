@@ -137,6 +137,10 @@ func TestDecidePendingRefusesBadInput(t *testing.T) {
 		{fleet.PendingFilter{Max: -1}, fleet.Decision{}, "max: -1 is negative"},
 		{fleet.PendingFilter{When: &messages.ApprovalCond{Arg: "amount", Op: "~", Value: int64(1)}}, fleet.Decision{}, "when.op"},
 		{fleet.PendingFilter{When: &messages.ApprovalCond{Arg: "amount", Op: ">", Value: true}}, fleet.Decision{}, "when.value"},
+		{fleet.PendingFilter{Calls: []fleet.CallRef{{MissionID: "x", Call: "1.a.0"}}}, fleet.Decision{}, `calls[0]: "x" is not a mission id`},
+		{fleet.PendingFilter{Calls: []fleet.CallRef{{MissionID: id}}}, fleet.Decision{}, `calls[0]: "" is not a call id`},
+		{fleet.PendingFilter{Calls: []fleet.CallRef{{MissionID: id, Call: "1 a"}}}, fleet.Decision{}, `calls[0]: "1 a" is not a call id`},
+		{fleet.PendingFilter{Calls: make([]fleet.CallRef, fleet.MaxList+1)}, fleet.Decision{}, "calls: 1001 named, at most 1000"},
 	} {
 		out, err := c.DecidePending(ctx, tc.f, tc.d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || out != nil {
@@ -265,5 +269,30 @@ func TestDecidePendingReadsTheRecordsOnce(t *testing.T) {
 	}
 	if got := spy.count(t, "$JS.API.DIRECT.GET.KV_"+messages.BucketStatus); got != n {
 		t.Errorf("the batch read %d statuses, want %d (one a mission)", got, n)
+	}
+}
+
+// Calls selects the calls a person ticked in a listing: those named that
+// still wait, and no other.
+func TestDecidePendingNamedCalls(t *testing.T) {
+	_, nc := runJetStream(t)
+	startShop(t, nc)
+	startWorker(t, nc, refundRunner(nil))
+	ctx := testCtx(t)
+	c := approverClient(t, nc)
+	var as []*messages.Approval
+	for range 3 {
+		as = append(as, submitAwaiting(ctx, t, c, refundMission(250)))
+	}
+	named := []fleet.CallRef{{MissionID: as[2].MissionID, Call: as[2].Call}, {MissionID: as[0].MissionID, Call: as[0].Call},
+		{MissionID: as[1].MissionID, Call: "1.0000.9"}}
+	out, err := c.DecidePending(ctx, fleet.PendingFilter{Calls: named}, fleet.Decision{Approve: true, By: "ann"})
+	if err != nil || len(out) != 2 || out[0].Call.MissionID != as[0].MissionID || out[1].Call.MissionID != as[2].MissionID || out[0].Err != nil || out[1].Err != nil {
+		t.Fatalf("%+v %v; want the calls of missions 0 and 2 approved, the longest waiting first", out, err)
+	}
+	waitState(t, c, as[0].MissionID, messages.StateSucceeded)
+	waitState(t, c, as[2].MissionID, messages.StateSucceeded)
+	if st, err := c.Status(ctx, as[1].MissionID); err != nil || st.State != messages.StateAwaitingApproval {
+		t.Fatalf("the mission not named: %+v %v", st, err)
 	}
 }
