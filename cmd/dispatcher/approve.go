@@ -429,3 +429,34 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 	}
 	return nil
 }
+
+// decidedOut is what a decision of many calls did (MCP's approve_pending
+// and deny_pending, the viewer's Approve selected and Deny selected).
+type decidedOut struct {
+	Decided    []approvalItem   `json:"decided" jsonschema:"the calls decided, the longest waiting first, each as its record now reads"`
+	NotDecided []notDecidedItem `json:"not_decided,omitempty" jsonschema:"the calls selected but not decided, and why"`
+	Selected   []approvalItem   `json:"selected,omitempty" jsonschema:"with dry_run: the calls that would be decided"`
+}
+
+// notDecidedItem is a call selected but not decided.
+type notDecidedItem struct {
+	MissionID string `json:"mission_id"`
+	Call      string `json:"call"`
+	Tool      string `json:"tool"`
+	Error     string `json:"error"`
+}
+
+// decidedItems is what DecidePending did, as decidedOut shows it.
+func decidedItems(results []fleet.DecideOutcome) decidedOut {
+	out := decidedOut{Decided: []approvalItem{}}
+	var decided []*messages.Approval
+	for _, r := range results {
+		if r.Err != nil {
+			out.NotDecided = append(out.NotDecided, notDecidedItem{MissionID: r.Call.MissionID, Call: r.Call.Call, Tool: r.Call.Tool, Error: r.Err.Error()})
+			continue
+		}
+		decided = append(decided, r.Decided)
+	}
+	out.Decided = approvalItems(decided)
+	return out
+}

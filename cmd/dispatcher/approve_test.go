@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -585,6 +586,83 @@ func TestViewerApproveInBrowser(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(300) {
 		t.Fatalf("refunds run: %v", f.ran)
+	}
+}
+
+// The viewer lists the calls waiting across the fleet, each with a box
+// to tick: Approve selected decides the ticked ones at once (each mission
+// resumes, its call runs once), Deny selected the rest; the API takes
+// only a JSON body naming calls it can check.
+func TestViewerDecidesTickedCallsInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	small, mid, big := f.submit(t, ctx, 50), f.submit(t, ctx, 200), f.submit(t, ctx, 900)
+	srv := f.serveViewer(t)
+
+	for _, c := range []struct {
+		ctype, body string
+		status      int
+		want        string
+	}{
+		{"application/x-www-form-urlencoded", "approve=true", http.StatusUnsupportedMediaType, "JSON body"},
+		{"application/json", `{"approve":true,"calls":[]}`, http.StatusBadRequest, "no call named"},
+		{"application/json", `{"approve":true,"calls":[{"mission_id":"x","call":"1.a.0"}]}`, http.StatusBadRequest, `calls[0]: "x" is not a mission id`},
+		{"application/json", `{"approve":true,"calls":[{"mission_id":"` + small + `","call":"1.a.0"}],"by":"mallory"}`, http.StatusBadRequest, `unknown field "by"`},
+	} {
+		resp, err := http.Post(srv.URL+"/api/approvals/decide", c.ctype, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s %s: %d %s; want %d saying %q", c.ctype, c.body, resp.StatusCode, b, c.status, c.want)
+		}
+	}
+
+	bctx := openBrowser(t, ctx, chromedp.WindowSize(1400, 1100))
+	step := browserSteps(t, bctx)
+	step("open the viewer", chromedp.Navigate(srv.URL+"/"))
+	step("the waiting calls show", chromedp.WaitVisible(`#waiting input.tick[data-mission="`+big+`"]`))
+	listed, err := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+	if err != nil || !strings.Contains(listed, "3 tool calls wait for a decision") || !strings.Contains(listed, `refund {"amount":900,"order":"A-1"}`) {
+		t.Fatalf("the waiting calls on the page: %q %v", listed, err)
+	}
+	step("tick the small refund", chromedp.Click(`#waiting input.tick[data-mission="`+small+`"]`))
+	step("tick the big refund", chromedp.Click(`#waiting input.tick[data-mission="`+big+`"]`))
+	step("type a reason", chromedp.SendKeys(`#waiting input.reason`, "checked by hand"))
+	step("approve the ticked", chromedp.Click(`#waiting button.approve-ticked`))
+	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
+	defer wcancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("approved 2 of 2 ticked")`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+		t.Fatalf("the answer does not show: %v\n%s", err, page)
+	}
+	for _, id := range []string{small, big} {
+		if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() || step.Return.(map[string]any)["error"] != "" {
+			t.Fatalf("approved mission %s: %+v %v", id, step, err)
+		}
+	}
+	as, err := f.client.Approvals(ctx, small)
+	if err != nil || as[0].DecidedBy != "viewer:tester" || as[0].Reason != "checked by hand" {
+		t.Fatalf("the audit of a ticked call: %+v %v", as, err)
+	}
+	if st, err := f.client.Status(ctx, mid); err != nil || st.State != messages.StateAwaitingApproval {
+		t.Fatalf("the call not ticked: %+v %v", st, err)
+	}
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelectorAll("#waiting input.tick").length === 1`)); err != nil {
+		t.Fatalf("one call left on the page: %v", err)
+	}
+	step("tick every call shown", chromedp.Click(`#waiting input.tick-all`))
+	step("deny the ticked", chromedp.Click(`#waiting button.deny-ticked`))
+	if step, err := f.client.Await(ctx, mid); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "denied by viewer:tester") {
+		t.Fatalf("denied mission: %+v %v", step, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ran) != 2 {
+		t.Fatalf("refunds run: %v, want the 2 approved", f.ran)
 	}
 }
 

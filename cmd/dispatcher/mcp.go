@@ -112,21 +112,6 @@ type condArgs struct {
 	Value any    `json:"value" jsonschema:"a number, string, boolean or null"`
 }
 
-// decidedOut is what approve_pending and deny_pending did.
-type decidedOut struct {
-	Decided    []approvalItem   `json:"decided" jsonschema:"the calls decided, the longest waiting first, each as its record now reads"`
-	NotDecided []notDecidedItem `json:"not_decided,omitempty" jsonschema:"the calls selected but not decided, and why"`
-	Selected   []approvalItem   `json:"selected,omitempty" jsonschema:"with dry_run: the calls that would be decided"`
-}
-
-// notDecidedItem is a call selected but not decided.
-type notDecidedItem struct {
-	MissionID string `json:"mission_id"`
-	Call      string `json:"call"`
-	Tool      string `json:"tool"`
-	Error     string `json:"error"`
-}
-
 type pendingArgs struct {
 	Limit int `json:"limit,omitempty" jsonschema:"how many calls at most (default 50, at most 1000)"`
 	// StalledAfter follows the fleet's -stalled-after, as the CLI's flag
@@ -491,14 +476,12 @@ func (f *mcpFleet) decidePending(ctx context.Context, in decidePendingArgs, appr
 	if in.When != nil {
 		filter.When = &messages.ApprovalCond{Arg: in.When.Arg, Op: in.When.Op, Value: in.When.Value}
 	}
-	out := decidedOut{Decided: []approvalItem{}}
 	if in.DryRun {
 		as, err := c.SelectPending(ctx, filter)
 		if err != nil {
 			return nil, decidedOut{}, refusedRead(f.nc, err)
 		}
-		out.Selected = approvalItems(as)
-		return nil, out, nil
+		return nil, decidedOut{Decided: []approvalItem{}, Selected: approvalItems(as)}, nil
 	}
 	d := fleet.Decision{Approve: approve, Reason: in.Reason, By: in.By}
 	if d.By == "" {
@@ -508,16 +491,7 @@ func (f *mcpFleet) decidePending(ctx context.Context, in decidePendingArgs, appr
 	if err != nil {
 		return nil, decidedOut{}, refusedRead(f.nc, err)
 	}
-	var decided []*messages.Approval
-	for _, r := range results {
-		if r.Err != nil {
-			out.NotDecided = append(out.NotDecided, notDecidedItem{MissionID: r.Call.MissionID, Call: r.Call.Call, Tool: r.Call.Tool, Error: r.Err.Error()})
-			continue
-		}
-		decided = append(decided, r.Decided)
-	}
-	out.Decided = approvalItems(decided)
-	return nil, out, nil
+	return nil, decidedItems(results), nil
 }
 
 func (f *mcpFleet) listTools(ctx context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, toolsOut, error) {

@@ -92,7 +92,10 @@ func listItems(ms []fleet.MissionInfo) []listItem {
 // Handler returns the viewer's routes: GET / and /missions/{id} (the
 // page), /api/missions?state=&limit= (the list as JSON), /api/missions/{id}
 // (one mission's view as JSON, missionView.MarshalJSON; a large Step
-// cut to a preview unless ?full=1) and /static/;
+// cut to a preview unless ?full=1), /api/approvals (the calls waiting
+// for a decision across the fleet, pendingOut), POST
+// /api/missions/{id}/decide and /api/approvals/decide (decisions), and
+// /static/;
 // on a loopback address only for a loopback Host (cli.LoopbackHost).
 func (v *viewer) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -103,6 +106,8 @@ func (v *viewer) Handler() http.Handler {
 	mux.HandleFunc("GET /api/missions", v.serveList)
 	mux.HandleFunc("GET /api/missions/{id}", v.serveMission)
 	mux.HandleFunc("POST /api/missions/{id}/decide", v.serveDecide)
+	mux.HandleFunc("GET /api/approvals", v.servePending)
+	mux.HandleFunc("POST /api/approvals/decide", v.serveDecideMany)
 	return cli.LoopbackHost(mux)
 }
 
@@ -258,11 +263,75 @@ func (v *viewer) serveDecide(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, approvalItems([]*messages.Approval{a})[0])
 }
 
+// viewerPendingLimit bounds the waiting calls the page lists.
+const viewerPendingLimit = 100
+
+// servePending answers the calls waiting for a decision across the
+// fleet, the longest waiting first (at most viewerPendingLimit, and how
+// many wait in all), for the page's list with Approve selected and Deny
+// selected.
+func (v *viewer) servePending(w http.ResponseWriter, r *http.Request) {
+	as, n, err := v.client.PendingApprovals(r.Context(), viewerPendingLimit)
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	writeJSON(w, pendingOut{Waiting: n, Approvals: approvalItems(as)})
+}
+
+// decideManyRequest is the body of POST /api/approvals/decide: the calls
+// ticked, each by mission and call id, and the decision.
+type decideManyRequest struct {
+	Approve bool   `json:"approve"`
+	Reason  string `json:"reason,omitempty"`
+	Calls   []struct {
+		MissionID string `json:"mission_id"`
+		Call      string `json:"call"`
+	} `json:"calls"`
+}
+
+// maxDecideManyBody bounds a decision of many calls' body: fleet.MaxList
+// calls, each a mission and a call id.
+const maxDecideManyBody = maxDecideBody + fleet.MaxList*256
+
+// serveDecideMany approves or denies the calls named that still wait
+// (the page's Approve selected and Deny selected) and answers what it did
+// with each (decidedOut); a call named that no longer waits is neither.
+// As serveDecide, it takes only a JSON body and decides with the viewer's
+// NATS rights.
+func (v *viewer) serveDecideMany(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "a decision is a JSON body (Content-Type: application/json)", http.StatusUnsupportedMediaType)
+		return
+	}
+	var req decideManyRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDecideManyBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		http.Error(w, "decision: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(req.Calls) == 0 {
+		http.Error(w, "decision: no call named", http.StatusBadRequest)
+		return
+	}
+	f := fleet.PendingFilter{Calls: make([]fleet.CallRef, len(req.Calls))}
+	for i, c := range req.Calls {
+		f.Calls[i] = fleet.CallRef{MissionID: c.MissionID, Call: c.Call}
+	}
+	out, err := v.client.DecidePending(r.Context(), f, fleet.Decision{Approve: req.Approve, Reason: req.Reason, By: v.by})
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	writeJSON(w, decidedItems(out))
+}
+
 func (v *viewer) fail(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, errMissionNotFound):
 		http.Error(w, err.Error(), http.StatusNotFound)
-	case errors.Is(err, messages.ErrInvalid):
+	case errors.Is(err, messages.ErrInvalid), errors.Is(err, fleet.ErrInvalidSelection):
 		http.Error(w, err.Error(), http.StatusBadRequest)
 	default:
 		v.log.Warn().Err(err).Msg("viewer request failed")

@@ -46,29 +46,41 @@ type CallRef struct {
 	Call      string
 }
 
-// validate checks f; its errors name the field.
+// ErrInvalidSelection is wrapped by the error of SelectPending and
+// DecidePending for a PendingFilter or a Decision they cannot apply;
+// the error names the field.
+var ErrInvalidSelection = errors.New("invalid selection of waiting calls")
+
+// validate checks f; its errors wrap ErrInvalidSelection and name the
+// field.
 func (f *PendingFilter) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidSelection}, args...)...)
+	}
 	switch {
 	case f.Tool != "" && !messages.ValidName(f.Tool):
-		return fmt.Errorf("tool: %q is not a valid tool name", f.Tool)
+		return bad("tool: %q is not a valid tool name", f.Tool)
 	case f.Service != "" && !messages.ValidName(f.Service):
-		return fmt.Errorf("service: %q is not a valid service name", f.Service)
+		return bad("service: %q is not a valid service name", f.Service)
 	case f.Submitter != "" && !messages.ValidSubmitter(f.Submitter):
-		return fmt.Errorf("submitter: %q is not a valid submitter name", f.Submitter)
+		return bad("submitter: %q is not a valid submitter name", f.Submitter)
 	case f.Max < 0:
-		return fmt.Errorf("max: %d is negative", f.Max)
+		return bad("max: %d is negative", f.Max)
 	case len(f.Calls) > MaxList:
-		return fmt.Errorf("calls: %d named, at most %d", len(f.Calls), MaxList)
+		return bad("calls: %d named, at most %d", len(f.Calls), MaxList)
 	}
 	for i, c := range f.Calls {
 		if !messages.ValidMissionID(c.MissionID) {
-			return fmt.Errorf("calls[%d]: %q is not a mission id (a ULID)", i, c.MissionID)
+			return bad("calls[%d]: %q is not a mission id (a ULID)", i, c.MissionID)
 		}
 		if c.Call == "" || !kvKeyValid(messages.ApprovalKey(c.MissionID, c.Call)) {
-			return fmt.Errorf("calls[%d]: %q is not a call id", i, c.Call)
+			return bad("calls[%d]: %q is not a call id", i, c.Call)
 		}
 	}
-	return f.When.Validate("when")
+	if err := f.When.Validate("when"); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSelection, err)
+	}
+	return nil
 }
 
 // selector returns the test of whether f selects a waiting call.
@@ -148,10 +160,10 @@ const decideInFlight = 32
 // the mission's records.
 func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision) ([]DecideOutcome, error) {
 	if d.Call != "" || d.Args != nil {
-		return nil, errors.New("fleet: decide pending: a decision of many calls names no call and edits no arguments")
+		return nil, fmt.Errorf("fleet: decide pending: %w: a decision of many calls names no call and edits no arguments", ErrInvalidSelection)
 	}
 	if len(d.Reason) > messages.MaxApprovalReason || len(d.By) > messages.MaxApprovalReason {
-		return nil, fmt.Errorf("fleet: decide pending: reason or decider is over %d bytes", messages.MaxApprovalReason)
+		return nil, fmt.Errorf("fleet: decide pending: %w: reason or decider is over %d bytes", ErrInvalidSelection, messages.MaxApprovalReason)
 	}
 	if err := f.validate(); err != nil {
 		return nil, fmt.Errorf("fleet: decide pending: %w", err)

@@ -143,7 +143,7 @@ func TestDecidePendingRefusesBadInput(t *testing.T) {
 		{fleet.PendingFilter{Calls: make([]fleet.CallRef, fleet.MaxList+1)}, fleet.Decision{}, "calls: 1001 named, at most 1000"},
 	} {
 		out, err := c.DecidePending(ctx, tc.f, tc.d)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || out != nil {
+		if !errors.Is(err, fleet.ErrInvalidSelection) || !strings.Contains(err.Error(), tc.want) || out != nil {
 			t.Errorf("%+v %+v: %v (%d outcomes); want an error saying %q", tc.f, tc.d, err, len(out), tc.want)
 		}
 	}

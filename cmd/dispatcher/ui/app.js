@@ -276,6 +276,85 @@ function renderEvents(evs) {
   return box;
 }
 
+// The calls waiting for a decision across the fleet, each with a box to
+// tick, and Approve selected / Deny selected, which decide the ticked
+// calls at once. The ticks, the reason being typed and the last answer
+// survive the page's refresh.
+const ticked = new Set();
+let waitingMsg = "";
+const callKey = (c) => c.mission_id + " " + c.call;
+
+async function refreshWaiting() {
+  const box = $("#waiting");
+  const a = document.activeElement;
+  if (a && a.closest && a.closest("#waiting input.reason")) return;
+  let p;
+  try {
+    p = await getJSON("/api/approvals");
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "err" }, String(e)));
+    return;
+  }
+  const calls = p.approvals || [];
+  const shown = new Set(calls.map(callKey));
+  for (const k of [...ticked]) if (!shown.has(k)) ticked.delete(k);
+  if (calls.length === 0) {
+    box.replaceChildren(waitingMsg ? el("p", { class: "msg" }, waitingMsg) : "");
+    return;
+  }
+  const reason = el("input", { class: "reason", placeholder: "reason", size: 30 });
+  const old = $("#waiting input.reason");
+  if (old) reason.value = old.value;
+  const all = el("input", { type: "checkbox", class: "tick-all", title: "tick every call shown" });
+  all.checked = calls.every((c) => ticked.has(callKey(c)));
+  const tbl = el("table", { class: "waiting" },
+    el("tr", {}, el("th", {}, all), el("th", {}, "mission"), el("th", {}, "call"), el("th", {}, "waiting")));
+  const boxes = [];
+  for (const c of calls) {
+    const k = callKey(c);
+    const cb = el("input", { type: "checkbox", class: "tick", "data-mission": c.mission_id, "data-call": c.call });
+    cb.checked = ticked.has(k);
+    cb.addEventListener("change", () => { if (cb.checked) ticked.add(k); else ticked.delete(k); });
+    boxes.push(cb);
+    const id = el("td", { class: "id" }, c.mission_id);
+    id.addEventListener("click", () => select(c.mission_id));
+    tbl.append(el("tr", {}, el("td", {}, cb), id, el("td", { class: "mono" }, c.tool + " " + preview(c.args, 80)),
+      el("td", {}, dur((Date.now() - Date.parse(c.requested_at)) * 1e6))));
+  }
+  all.addEventListener("change", () => {
+    for (const cb of boxes) {
+      cb.checked = all.checked;
+      cb.dispatchEvent(new Event("change"));
+    }
+  });
+  const msg = el("span", { class: "msg" }, waitingMsg);
+  const send = async (approve) => {
+    const picked = [...ticked].map((k) => { const [m, c] = k.split(" "); return { mission_id: m, call: c }; });
+    if (picked.length === 0) { msg.textContent = "tick the calls to decide"; return; }
+    const r = await fetch("/api/approvals/decide", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ approve: approve, reason: reason.value, calls: picked }) });
+    if (!r.ok) { waitingMsg = await r.text(); msg.textContent = waitingMsg; return; }
+    const out = await r.json();
+    const notDecided = out.not_decided || [];
+    waitingMsg = (approve ? "approved " : "denied ") + out.decided.length + " of " + picked.length + " ticked" +
+      (notDecided.length ? "; not decided: " + notDecided.map((n) => n.mission_id + " " + n.call + ": " + n.error).join("; ") : "") +
+      (out.decided.length + notDecided.length < picked.length ? "; the others no longer waited" : "");
+    ticked.clear();
+    reason.value = "";
+    if (document.activeElement) document.activeElement.blur();
+    refreshWaiting();
+    refreshList();
+    refreshTrace();
+  };
+  const approve = el("button", { class: "approve-ticked" }, "Approve selected");
+  const deny = el("button", { class: "deny-ticked" }, "Deny selected");
+  approve.addEventListener("click", () => send(true));
+  deny.addEventListener("click", () => send(false));
+  box.replaceChildren(el("div", { class: "label" }, p.waiting + " tool calls wait for a decision" +
+    (p.waiting > calls.length ? " (the " + calls.length + " longest waiting shown)" : "")),
+    tbl, el("div", {}, reason, approve, deny, msg));
+}
+
 $("#missions").addEventListener("click", (ev) => {
   const tr = ev.target.closest("tr[data-id]");
   if (tr) select(tr.dataset.id);
@@ -286,4 +365,5 @@ $("#filter").addEventListener("submit", (ev) => { ev.preventDefault(); refreshLi
 
 refreshList();
 refreshTrace();
-setInterval(() => { refreshList(); refreshTrace(); }, 2000);
+refreshWaiting();
+setInterval(() => { refreshList(); refreshTrace(); refreshWaiting(); }, 2000);
