@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"slices"
 	"time"
 
 	"github.com/ptcfleet/ptc/pkg/fleet"
@@ -95,4 +96,93 @@ func ExampleClient_Decide() {
 	// waiting: refund 250
 	// result: refunded 200
 	// decided: approved by alice - partial refund
+}
+
+// Many calls waiting at once are decided with one DecidePending: here
+// the refunds of at most 300 are approved together, each mission resuming
+// at once, and the larger one is left for a decision of its own.
+func ExampleClient_DecidePending() {
+	nc, stop := exampleNATS()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	bank, err := fleet.NewToolService(nc, fleet.ToolServiceConfig{Name: "bank"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer bank.Stop(ctx)
+	spec := fleet.ToolSpec{Description: "refund an order", Approval: &fleet.ToolApproval{}}
+	err = bank.Register("refund", spec, func(ctx context.Context, args map[string]any) (any, error) {
+		return fmt.Sprintf("refunded %v", args["amount"]), nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runner := fleet.RunnerFunc(func(ctx context.Context, m *messages.Mission, env fleet.RunEnv) (*messages.Step, error) {
+		res, err := env.Tools.Call(fleet.WithTurn(ctx, 1), "refund", map[string]any{"amount": m.Context["amount"]})
+		if err != nil {
+			return nil, err
+		}
+		return &messages.Step{Return: res}, nil
+	})
+	w, err := fleet.NewWorker(nc, fleet.WorkerConfig{Runner: runner})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer w.Stop()
+	client, err := fleet.NewClient(ctx, nc, fleet.ClientConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var ids []string
+	for _, amount := range []int64{120, 900, 250} {
+		m := &messages.Mission{ID: messages.NewMissionID(), Kind: messages.KindAgent,
+			Agent: &messages.AgentSpec{Prompt: "refund"}, Tools: []string{"refund"}, Context: map[string]any{"amount": amount}}
+		if _, err := client.Submit(ctx, m); err != nil {
+			log.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	for n := 0; n < len(ids); time.Sleep(10 * time.Millisecond) {
+		if _, n, err = client.PendingApprovals(ctx, 10); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	small := fleet.PendingFilter{Tool: "refund", When: &messages.ApprovalCond{Arg: "amount", Op: "<=", Value: int64(300)}}
+	out, err := client.DecidePending(ctx, small, fleet.Decision{Approve: true, By: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var decided []string
+	for _, o := range out {
+		if o.Err != nil {
+			log.Fatal(o.Err)
+		}
+		decided = append(decided, fmt.Sprint(o.Call.Args["amount"], " ", o.Decided.State))
+	}
+	slices.Sort(decided) // the order they waited in is the workers'
+	fmt.Println("decided:", decided)
+	for _, id := range []string{ids[0], ids[2]} {
+		step, err := client.Await(ctx, id)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("result:", step.Return)
+	}
+	_, waiting, err := client.PendingApprovals(ctx, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("still waiting:", waiting)
+	// Output:
+	// decided: [120 approved 250 approved]
+	// result: refunded 120
+	// result: refunded 250
+	// still waiting: 1
 }
