@@ -414,18 +414,23 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 		fmt.Fprintln(w, "no waiting call is selected: none decided")
 		return nil
 	}
-	failed := 0
+	failed, unqueued := 0, 0
 	for _, o := range out {
-		if o.Err != nil {
+		switch {
+		case o.Err != nil && o.Decided != nil:
+			unqueued++
+			fmt.Fprintf(w, "%s %s %s %s by %s; its mission not queued: %v (it resumes at its deadline, at the workers' sweep, or when decided again)\n",
+				o.Call.MissionID, o.Call.Call, o.Call.Tool, o.Decided.State, o.Decided.DecidedBy, o.Err)
+		case o.Err != nil:
 			failed++
 			fmt.Fprintf(w, "%s %s %s: not decided: %v\n", o.Call.MissionID, o.Call.Call, o.Call.Tool, o.Err)
-			continue
+		default:
+			printDecided(w, o.Decided)
 		}
-		printDecided(w, o.Decided)
 	}
 	fmt.Fprintf(w, "%s %d of %d calls selected\n", verb, len(out)-failed, len(out))
-	if failed > 0 {
-		return fmt.Errorf("%d of %d calls selected not decided", failed, len(out))
+	if failed+unqueued > 0 {
+		return fmt.Errorf("%d of %d calls selected not decided, %d decided with their mission not queued", failed, len(out), unqueued)
 	}
 	return nil
 }
@@ -435,10 +440,12 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 type decidedOut struct {
 	Decided    []approvalItem   `json:"decided" jsonschema:"the calls decided, the longest waiting first, each as its record now reads"`
 	NotDecided []notDecidedItem `json:"not_decided,omitempty" jsonschema:"the calls selected but not decided, and why"`
+	NotQueued  []notDecidedItem `json:"not_queued,omitempty" jsonschema:"the calls decided (also in decided) whose mission was not queued again, and why: it resumes at its deadline, at the workers' sweep for stalled decisions, or when decided again"`
 	Selected   []approvalItem   `json:"selected,omitempty" jsonschema:"with dry_run: the calls that would be decided"`
 }
 
-// notDecidedItem is a call selected but not decided.
+// notDecidedItem is a call selected but not decided, or decided with
+// its mission not queued.
 type notDecidedItem struct {
 	MissionID string `json:"mission_id"`
 	Call      string `json:"call"`
@@ -451,11 +458,15 @@ func decidedItems(results []fleet.DecideOutcome) decidedOut {
 	out := decidedOut{Decided: []approvalItem{}}
 	var decided []*messages.Approval
 	for _, r := range results {
-		if r.Err != nil {
+		switch {
+		case r.Err != nil && r.Decided != nil:
+			out.NotQueued = append(out.NotQueued, notDecidedItem{MissionID: r.Call.MissionID, Call: r.Call.Call, Tool: r.Call.Tool, Error: r.Err.Error()})
+			decided = append(decided, r.Decided)
+		case r.Err != nil:
 			out.NotDecided = append(out.NotDecided, notDecidedItem{MissionID: r.Call.MissionID, Call: r.Call.Call, Tool: r.Call.Tool, Error: r.Err.Error()})
-			continue
+		default:
+			decided = append(decided, r.Decided)
 		}
-		decided = append(decided, r.Decided)
 	}
 	out.Decided = approvalItems(decided)
 	return out

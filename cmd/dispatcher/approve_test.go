@@ -899,3 +899,33 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// decidedItems sorts a batch's outcomes: decided; not decided, with why;
+// decided with its mission not queued, in both decided and not_queued.
+func TestDecidedItemsSortsOutcomes(t *testing.T) {
+	call := func(id string) *messages.Approval {
+		return &messages.Approval{MissionID: id, Call: "1.a.0", Tool: "refund", State: messages.ApprovalPending}
+	}
+	decided := func(id string) *messages.Approval {
+		a := call(id)
+		a.State, a.DecidedBy = messages.ApprovalApproved, "ann"
+		return a
+	}
+	out := decidedItems([]fleet.DecideOutcome{
+		{Call: call("m1"), Decided: decided("m1")},
+		{Call: call("m2"), Err: fleet.ErrNoPendingCall},
+		{Call: call("m3"), Decided: decided("m3"), Err: errors.New("wake: no responders")},
+	})
+	if len(out.Decided) != 2 || out.Decided[0].MissionID != "m1" || out.Decided[1].MissionID != "m3" || out.Decided[1].State != messages.ApprovalApproved {
+		t.Errorf("decided %+v", out.Decided)
+	}
+	if len(out.NotDecided) != 1 || out.NotDecided[0].MissionID != "m2" || !strings.Contains(out.NotDecided[0].Error, "no such call waits") {
+		t.Errorf("not decided %+v", out.NotDecided)
+	}
+	if len(out.NotQueued) != 1 || out.NotQueued[0].MissionID != "m3" || out.NotQueued[0].Error != "wake: no responders" {
+		t.Errorf("not queued %+v", out.NotQueued)
+	}
+	if got := decidedItems(nil); got.Decided == nil || len(got.Decided) != 0 {
+		t.Errorf("no outcome: %+v; want decided an empty list (JSON [])", got)
+	}
+}

@@ -120,11 +120,15 @@ func (c *Client) SelectPending(ctx context.Context, f PendingFilter) ([]*message
 type DecideOutcome struct {
 	// Call is the call as it waited.
 	Call *messages.Approval
-	// Decided is its record as decided; nil when Err is set.
+	// Decided is its record as decided; nil when the decision was not
+	// recorded.
 	Decided *messages.Approval
-	// Err says why the call was not decided: another decision came
-	// first (it wraps ErrNoPendingCall), a decision before it failed
-	// (ErrNotReached), or the decision's own failure.
+	// Err, with Decided nil, says why the call was not decided: another
+	// decision came first (it wraps ErrNoPendingCall), a decision before
+	// it failed (ErrNotReached), or the decision's own failure. With
+	// Decided set, the decision was recorded and queueing its mission
+	// failed, as Decide reports it: the mission resumes at its deadline,
+	// when the workers' sweep finds it, or when it is decided again.
 	Err error
 }
 

@@ -338,6 +338,8 @@ async function refreshWaiting() {
     const notDecided = out.not_decided || [];
     waitingMsg = (approve ? "approved " : "denied ") + out.decided.length + " of " + picked.length + " ticked" +
       (notDecided.length ? "; not decided: " + notDecided.map((n) => n.mission_id + " " + n.call + ": " + n.error).join("; ") : "") +
+      ((out.not_queued || []).length ? "; decided, mission not queued (it resumes at its deadline or the workers' sweep): " +
+        out.not_queued.map((n) => n.mission_id + " " + n.call + ": " + n.error).join("; ") : "") +
       (out.decided.length + notDecided.length < picked.length ? "; the others no longer waited" : "");
     ticked.clear();
     reason.value = "";

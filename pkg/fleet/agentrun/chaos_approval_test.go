@@ -193,7 +193,9 @@ func approvalChaosMissions() int {
 // Chaos while missions wait for approval and resume, on a 3-node cluster
 // with R3 streams: worker processes are SIGKILLed at random and one NATS
 // node at a time is killed and restarted while missions are suspended,
-// being decided and resuming; one mission in eight is never decided and
+// being decided and resuming (the decider gives each round's decisions
+// as a batch, a DecidePending of the calls it names, as the viewer's
+// Approve selected does); one mission in eight is never decided and
 // is denied at its deadline (3 s: the schedule's wake, moved into
 // MISSIONS by a worker while nodes restart); one in eight is approved by
 // a decider that dies before queueing it (the workers' sweep for stalled
@@ -289,6 +291,9 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 	deciderDone := make(chan struct{})
 	go func() {
 		defer close(deciderDone)
+		// the calls ready to be decided in a round, to approve (true) and
+		// to deny (false)
+		ready := map[bool][]fleet.CallRef{}
 		for decCtx.Err() == nil {
 			time.Sleep(100 * time.Millisecond)
 			for _, id := range ids {
@@ -333,12 +338,31 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 					continue
 				}
 				for _, a := range as {
-					if a.State != messages.ApprovalPending || time.Since(a.RequestedAt) < 2*time.Second {
-						continue
+					if a.State == messages.ApprovalPending && time.Since(a.RequestedAt) >= 2*time.Second {
+						ready[approve] = append(ready[approve], fleet.CallRef{MissionID: id, Call: a.Call})
 					}
-					octx, c := context.WithTimeout(decCtx, 3*time.Second)
-					rec, err := client.Decide(octx, id, fleet.Decision{Approve: approve, Call: a.Call, By: "chaos", Reason: denyReason})
-					c()
+				}
+			}
+			// the calls found ready, decided at once: approved, then
+			// denied, each a DecidePending of the calls named
+			for _, approve := range []bool{true, false} {
+				if len(ready[approve]) == 0 {
+					continue
+				}
+				octx, c := context.WithTimeout(decCtx, 10*time.Second)
+				out, err := client.DecidePending(octx, fleet.PendingFilter{Calls: ready[approve]}, fleet.Decision{Approve: approve, By: "chaos", Reason: denyReason})
+				c()
+				ready[approve] = ready[approve][:0]
+				if err != nil {
+					// not listed (no replica answered): found again on
+					// the next round
+					decMu.Lock()
+					decideErrs["list: "+err.Error()]++
+					decMu.Unlock()
+					continue
+				}
+				for _, o := range out {
+					id, rec, err := o.Call.MissionID, o.Decided, o.Err
 					if rec != nil && err != nil {
 						// decided, not queued: the deadline's schedule
 						// queues the mission
@@ -348,14 +372,14 @@ func TestClusterChaosWhileMissionsAwaitApproval(t *testing.T) {
 						decMu.Unlock()
 					} else if err != nil && !errors.Is(err, fleet.ErrNoPendingCall) {
 						// the decision may have been recorded with its
-						// answer lost (a deadline passed): decided again
+						// answer lost (a deadline passed), or not made
+						// (the batch stopped before it): decided again
 						// on the next round, as an approver tries again,
 						// which queues the mission when it was
 						decMu.Lock()
 						decideErrs[strings.ReplaceAll(err.Error(), id, "<id>")]++
 						unqueued[id] = true
 						decMu.Unlock()
-						continue
 					}
 				}
 			}
