@@ -325,10 +325,12 @@ type pendingSelection struct {
 	when                     string
 	max                      int
 	dryRun                   bool
+	asJSON                   bool
 }
 
-// pendingFlags names the flags that select calls, which take -pending.
-var pendingFlags = []string{"tool", "service", "submitter", "when", "max", "dry-run"}
+// pendingFlags names the flags that select calls or shape what -pending
+// prints, which go with it only.
+var pendingFlags = []string{"tool", "service", "submitter", "when", "max", "dry-run", "json"}
 
 func (p *pendingSelection) register(fs *flag.FlagSet, cmd string) {
 	fs.BoolVar(&p.on, "pending", false, "without a mission id: "+cmd+" every call waiting for a decision that the flags below select, the longest waiting first")
@@ -338,6 +340,7 @@ func (p *pendingSelection) register(fs *flag.FlagSet, cmd string) {
 	fs.StringVar(&p.when, "when", "", `with -pending: only calls whose arguments meet this JSON condition, e.g. {"arg":"amount","op":"<=","value":100}; a call without the argument is left out`)
 	fs.IntVar(&p.max, "max", 0, "with -pending: at most this many calls, the longest waiting first (0: all selected)")
 	fs.BoolVar(&p.dryRun, "dry-run", false, "with -pending: list the calls selected, decide none")
+	fs.BoolVar(&p.asJSON, "json", false, "with -pending: print what was decided as JSON ({decided, not_decided, not_queued, selected}, as MCP's approve_pending)")
 }
 
 // check refuses flags that select calls without -pending, and -pending
@@ -351,7 +354,7 @@ func (p *pendingSelection) check(fs *flag.FlagSet, rest []string, editArgs strin
 			}
 		})
 		if len(set) > 0 {
-			return fmt.Errorf("%s select waiting calls to decide at once: add -pending", strings.Join(set, ", "))
+			return fmt.Errorf("%s only go with -pending (deciding at once the waiting calls its flags select): add -pending, or decide one call by its mission id without them", strings.Join(set, ", "))
 		}
 		return nil
 	}
@@ -398,6 +401,9 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 		if err != nil {
 			return err
 		}
+		if sel.asJSON {
+			return writeJSONTo(w, decidedOut{Decided: []approvalItem{}, Selected: approvalItems(as)})
+		}
 		if len(as) == 0 {
 			fmt.Fprintln(w, "no waiting call is selected")
 			return nil
@@ -409,6 +415,16 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 	out, err := client.DecidePending(ctx, f, fleet.Decision{Approve: approve, Reason: reason, By: by})
 	if err != nil {
 		return err
+	}
+	if sel.asJSON {
+		items := decidedItems(out)
+		if err := writeJSONTo(w, items); err != nil {
+			return err
+		}
+		if n := len(items.NotDecided) + len(items.NotQueued); n > 0 {
+			return fmt.Errorf("%d of %d calls selected not decided or their mission not queued", n, len(out))
+		}
+		return nil
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(w, "no waiting call is selected: none decided")
@@ -470,4 +486,14 @@ func decidedItems(results []fleet.DecideOutcome) decidedOut {
 	}
 	out.Decided = approvalItems(decided)
 	return out
+}
+
+// writeJSONTo writes v as indented JSON to w.
+func writeJSONTo(w io.Writer, v any) error {
+	b, err := marshalJSON(v, "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }

@@ -849,6 +849,11 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 		!strings.Contains(out, "2 calls would be approved (-dry-run: none decided)") {
 		t.Fatalf("dry run: %s %v", out, err)
 	}
+	out, err = f.run(t, ctx, "approve", "-pending", "-when", upTo200, "-dry-run", "-json")
+	var dry decidedOut
+	if err != nil || json.Unmarshal([]byte(out), &dry) != nil || len(dry.Selected) != 2 || dry.Selected[0].MissionID != small || len(dry.Decided) != 0 {
+		t.Fatalf("dry run as JSON: %s %v", out, err)
+	}
 	if as, n, err := f.client.PendingApprovals(ctx, 0); err != nil || n != 3 {
 		t.Fatalf("after the dry run %d wait (%v), %v; want all 3", n, as, err)
 	}
@@ -862,9 +867,11 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 			t.Fatalf("approved mission %s: %+v %v", id, step, err)
 		}
 	}
-	out, err = f.run(t, ctx, "deny", "-pending", "-service", "payments", "-reason", "over budget")
-	if err != nil || !strings.Contains(out, big+" ") || !strings.Contains(out, "denied 1 of 1 calls selected") {
-		t.Fatalf("deny -pending: %s %v", out, err)
+	out, err = f.run(t, ctx, "deny", "-pending", "-service", "payments", "-reason", "over budget", "-json")
+	var denied decidedOut
+	if err != nil || json.Unmarshal([]byte(out), &denied) != nil || len(denied.Decided) != 1 || denied.Decided[0].MissionID != big ||
+		denied.Decided[0].State != messages.ApprovalDenied || len(denied.NotDecided) != 0 {
+		t.Fatalf("deny -pending -json: %s %v", out, err)
 	}
 	if step, err := f.client.Await(ctx, big); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "over budget") {
 		t.Fatalf("denied mission: %+v %v", step, err)
@@ -884,8 +891,9 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"approve", "-tool", "refund"}, "-tool select waiting calls to decide at once: add -pending"},
-		{[]string{"deny", big, "-max", "3"}, "-max select waiting calls"},
+		{[]string{"approve", "-tool", "refund"}, "-tool only go with -pending"},
+		{[]string{"deny", big, "-max", "3"}, "-max only go with -pending"},
+		{[]string{"approve", big, "-json"}, "-json only go with -pending"},
 		{[]string{"approve", "-pending", big}, "-pending decides the calls its flags select: give no mission id"},
 		{[]string{"approve", "-pending", "-args", `{"amount":1}`}, "-args edits one call's arguments"},
 		{[]string{"approve", "-pending", "-when", "amount<5"}, "-when: not a JSON condition"},

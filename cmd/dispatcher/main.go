@@ -59,7 +59,7 @@ commands:
   approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
                     needed when several wait); -args JSON replaces its arguments; -reason, -by
   approve -pending  approve every waiting call that -tool, -service, -submitter, -when JSON
-                    and -max select, the longest waiting first; -dry-run lists them
+                    and -max select, the longest waiting first; -dry-run lists them; -json
   deny ID [CALL]    deny a call that waits for approval; -reason (shown to the model), -by
   deny -pending     deny every waiting call selected, as approve -pending
   watch ID          print a mission's progress events as they happen
