@@ -110,6 +110,9 @@ type approvalProcFleet struct {
 // can run at once, as docs/approvals.md ("Sizing a fleet for approvals
 // at once") advises. At the default program_memory of 64 MiB a 1 GiB
 // budget runs 16 missions at once however many slots there are.
+// PTC_APPROVAL_WORKER_ENV adds variables (space-separated NAME=VALUE) to
+// the worker processes' environment only: GOGC=400 measures the workers'
+// garbage collection apart (docs/operations.md, "Memory").
 const approvalSlots = 256
 
 // startApprovalProcFleet starts a fleet of the given number of worker
@@ -145,7 +148,7 @@ func startApprovalProcFleet(ctx context.Context, tb testing.TB, workers, maxPend
 	f.pay = startPayTools(tb, dial(tb, f.node.url), 1)
 	f.ws = make([]*proc, workers)
 	for i := range f.ws {
-		f.ws[i] = startWorkerProc(tb, f.node.url, ms.URL, fmt.Sprintf("mem%d", i+1), []string{envWorkerSlots + "=" + strconv.Itoa(slots)}, true)
+		f.ws[i] = startWorkerProc(tb, f.node.url, ms.URL, fmt.Sprintf("mem%d", i+1), append([]string{envWorkerSlots + "=" + strconv.Itoa(slots)}, strings.Fields(os.Getenv("PTC_APPROVAL_WORKER_ENV"))...), true)
 	}
 	time.Sleep(time.Second) // the workers' start settles
 	return f
