@@ -226,15 +226,8 @@ func (v *viewer) serveDecide(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a mission id (a ULID)", http.StatusNotFound)
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, "a decision is a JSON body (Content-Type: application/json)", http.StatusUnsupportedMediaType)
-		return
-	}
 	var req decideRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDecideBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		http.Error(w, "decision: "+err.Error(), http.StatusBadRequest)
+	if !readDecision(w, r, maxDecideBody, &req) {
 		return
 	}
 	d := fleet.Decision{Approve: req.Approve, Call: req.Call, Reason: req.Reason, By: v.by}
@@ -261,6 +254,24 @@ func (v *viewer) serveDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, approvalItems([]*messages.Approval{a})[0])
+}
+
+// readDecision decodes a decision's body, at most limit bytes of JSON
+// with no unknown field, into req, or answers the request with why it
+// cannot and returns false. Only a JSON body is taken: a page of another
+// origin cannot send one without the browser asking first.
+func readDecision(w http.ResponseWriter, r *http.Request, limit int64, req any) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		http.Error(w, "a decision is a JSON body (Content-Type: application/json)", http.StatusUnsupportedMediaType)
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(req); err != nil {
+		http.Error(w, "decision: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 // viewerPendingLimit bounds the waiting calls the page lists.
@@ -300,15 +311,8 @@ const maxDecideManyBody = maxDecideBody + fleet.MaxList*256
 // As serveDecide, it takes only a JSON body and decides with the viewer's
 // NATS rights.
 func (v *viewer) serveDecideMany(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		http.Error(w, "a decision is a JSON body (Content-Type: application/json)", http.StatusUnsupportedMediaType)
-		return
-	}
 	var req decideManyRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDecideManyBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		http.Error(w, "decision: "+err.Error(), http.StatusBadRequest)
+	if !readDecision(w, r, maxDecideManyBody, &req) {
 		return
 	}
 	if len(req.Calls) == 0 {
