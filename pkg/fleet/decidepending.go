@@ -187,9 +187,8 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 		listed  int   // its calls listed
 		calls   []int // the outcomes of its calls decided
 		status  chan error
-		known   bool
-		waits   bool
-		err     error
+		known   bool  // status read from its channel into err
+		err     error // errNotWaiting, or why its status is unknown
 	}
 	var missions []*mission
 	byID := map[string]*mission{}
@@ -220,12 +219,12 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 				defer func() { <-sem }()
 				sctx, cancel := context.WithTimeout(rctx, directGetWait)
 				defer cancel()
-				e, err := getStatus(sctx, c.st, missionKey{sub: m.sub, id: m.id})
+				ended, err := c.missionEnded(sctx, missionKey{sub: m.sub, id: m.id})
 				switch {
-				case errors.Is(err, ErrNotFound), err == nil && messages.TerminalState(e.st.State):
-					m.status <- errNotWaiting
 				case err != nil:
-					m.status <- fmt.Errorf("fleet: status of %s: %w", m.id, err)
+					m.status <- fmt.Errorf("fleet: %w", err)
+				case ended:
+					m.status <- errNotWaiting
 				default:
 					m.status <- nil
 				}
@@ -285,16 +284,11 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 		if !m.known {
 			m.known = true
 			m.err = <-m.status
-			if errors.Is(m.err, errNotWaiting) {
-				m.err = nil
-			} else {
-				m.waits = true
-				if m.err != nil {
-					stopped.CompareAndSwap(nil, &m.err)
-				}
+			if m.err != nil && !errors.Is(m.err, errNotWaiting) {
+				stopped.CompareAndSwap(nil, &m.err)
 			}
 		}
-		if !m.waits {
+		if errors.Is(m.err, errNotWaiting) {
 			continue // ended while its record stayed pending
 		}
 		out[n] = DecideOutcome{Call: a}

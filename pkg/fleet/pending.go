@@ -72,16 +72,9 @@ func (c *Client) waitingCalls(ctx context.Context, keep func(*messages.Approval)
 	ids := slices.Sorted(maps.Keys(byMission))
 	ended := make([]bool, len(ids))
 	err = c.eachMission(ctx, ids, func(id string) string { return byMission[id][0].Submitter }, func(ctx context.Context, i int, k missionKey) error {
-		e, err := getStatus(ctx, c.st, k)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			ended[i] = true
-		case err != nil:
-			return fmt.Errorf("status of %s: %w", k.id, err)
-		default:
-			ended[i] = messages.TerminalState(e.st.State)
-		}
-		return nil
+		var err error
+		ended[i], err = c.missionEnded(ctx, k)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -94,6 +87,20 @@ func (c *Client) waitingCalls(ctx context.Context, keep func(*messages.Approval)
 	}
 	sortWaiting(out)
 	return out, nil
+}
+
+// missionEnded reports whether mission k has ended, its status final or
+// gone (expired): a pending record outlives a mission cancelled while it
+// waited, and such a call no longer waits.
+func (c *Client) missionEnded(ctx context.Context, k missionKey) (bool, error) {
+	e, err := getStatus(ctx, c.st, k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("status of %s: %w", k.id, err)
+	}
+	return messages.TerminalState(e.st.State), nil
 }
 
 // sortWaiting sorts calls waiting for a decision the longest waiting

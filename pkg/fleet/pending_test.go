@@ -176,6 +176,16 @@ func TestPendingApprovalsWhenNoReplicaAnswersDirectGets(t *testing.T) {
 	if err != nil || n != 2 || len(as) != 2 || as[0].MissionID != waiting[0] || as[1].MissionID != waiting[1] {
 		t.Fatalf("listed %+v of %d, %v; want %v", as, n, err, waiting)
 	}
+	// a batch decision lists them the same way and decides both
+	out, err := c.DecidePending(ctx, fleet.PendingFilter{}, fleet.Decision{Approve: true, By: "ann"})
+	if err != nil || len(out) != 2 || out[0].Call.MissionID != waiting[0] || out[1].Call.MissionID != waiting[1] {
+		t.Fatalf("decided %+v, %v; want %v", out, err, waiting)
+	}
+	for _, o := range out {
+		if o.Err != nil || o.Decided.State != messages.ApprovalApproved {
+			t.Fatalf("outcome %+v", o)
+		}
+	}
 }
 
 // BenchmarkPendingApprovals lists the calls waiting across a fleet where
