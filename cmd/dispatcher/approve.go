@@ -402,7 +402,7 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 			return err
 		}
 		if sel.asJSON {
-			return writeJSONTo(w, decidedOut{Decided: []approvalItem{}, Selected: approvalItems(as)})
+			return writeJSONTo(w, decidedOut{Decided: []approvalItem{}, Selected: approvalItems(as)}, "  ")
 		}
 		if len(as) == 0 {
 			fmt.Fprintln(w, "no waiting call is selected")
@@ -418,7 +418,7 @@ func decidePending(ctx context.Context, client *fleet.Client, sel pendingSelecti
 	}
 	if sel.asJSON {
 		items := decidedItems(out)
-		if err := writeJSONTo(w, items); err != nil {
+		if err := writeJSONTo(w, items, "  "); err != nil {
 			return err
 		}
 		if n := len(items.NotDecided) + len(items.NotQueued); n > 0 {
@@ -486,14 +486,4 @@ func decidedItems(results []fleet.DecideOutcome) decidedOut {
 	}
 	out.Decided = approvalItems(decided)
 	return out
-}
-
-// writeJSONTo writes v as indented JSON to w.
-func writeJSONTo(w io.Writer, v any) error {
-	b, err := marshalJSON(v, "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }

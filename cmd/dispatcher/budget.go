@@ -46,12 +46,7 @@ func runBudget(ctx context.Context, nc *nats.Conn, args []string, l fleet.Budget
 		if list == nil {
 			list = []fleet.BudgetStatus{}
 		}
-		b, err := marshalJSON(list, "  ")
-		if err != nil {
-			return err
-		}
-		_, err = stdout.Write(b)
-		return err
+		return writeJSONTo(stdout, list, "  ")
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "no budgets (dispatcher budget set -scope ... -window ... -max-cost-usd ...)")

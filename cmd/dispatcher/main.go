@@ -437,12 +437,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return err
 		}
 		if asJSON {
-			b, err := marshalJSON(listItems(ms), "  ")
-			if err != nil {
-				return err
-			}
-			_, err = stdout.Write(b)
-			return err
+			return writeJSONTo(stdout, listItems(ms), "  ")
 		}
 		return printList(stdout, ms)
 	case "submit":
@@ -480,12 +475,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return refusedRead(nc, err)
 		}
 		if asJSON {
-			b, err := marshalJSON(out, "  ")
-			if err != nil {
-				return err
-			}
-			_, err = stdout.Write(b)
-			return err
+			return writeJSONTo(stdout, out, "  ")
 		}
 		printPending(stdout, as, out.Waiting)
 		printStalled(stdout, stalled)
@@ -518,12 +508,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return err
 		}
 		if asJSON {
-			b, err := marshalJSON(v, "")
-			if err != nil {
-				return err
-			}
-			_, err = stdout.Write(b)
-			return err
+			return writeJSONTo(stdout, v, "")
 		}
 		return printTrace(stdout, v)
 	case "wait":
@@ -552,12 +537,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return err
 		}
 		if asJSON {
-			b, err := marshalJSON(approvalItems(as), "  ")
-			if err != nil {
-				return err
-			}
-			_, err = stdout.Write(b)
-			return err
+			return writeJSONTo(stdout, approvalItems(as), "  ")
 		}
 		printApprovals(stdout, as)
 		return nil

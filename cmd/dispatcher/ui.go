@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"maps"
 	"net"
@@ -377,6 +378,17 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
+}
+
+// writeJSONTo writes v as JSON to w, indented by indent ("": one line
+// per value).
+func writeJSONTo(w io.Writer, v any, indent string) error {
+	b, err := marshalJSON(v, indent)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // marshalJSON encodes v as JSON, indented by indent (none when empty),
