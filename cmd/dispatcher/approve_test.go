@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,13 @@ func (f *approvalFleet) submit(t *testing.T, ctx context.Context, amount int64) 
 	}
 }
 
+// refunds returns the arguments of each refund run so far.
+func (f *approvalFleet) refunds() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ran)
+}
+
 func (f *approvalFleet) run(t *testing.T, ctx context.Context, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -162,9 +170,7 @@ func TestDispatcherApproveWithEditedArgs(t *testing.T) {
 	if err != nil || !step.Ok() {
 		t.Fatalf("step %+v, %v", step, err)
 	}
-	f.mu.Lock()
-	ran := f.ran
-	f.mu.Unlock()
+	ran := f.refunds()
 	if len(ran) != 1 || ran[0]["amount"] != int64(750) {
 		t.Fatalf("refunds run: %v", ran)
 	}
@@ -198,10 +204,9 @@ func TestDispatcherDeny(t *testing.T) {
 	if got := step.Return.(map[string]any)["error"]; got != "tool refund: denied: denied by dana: not this customer" {
 		t.Fatalf("the program's tool error: %v", got)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ran) != 0 {
-		t.Fatalf("a denied refund ran: %v", f.ran)
+	ran := f.refunds()
+	if len(ran) != 0 {
+		t.Fatalf("a denied refund ran: %v", ran)
 	}
 }
 
@@ -241,10 +246,9 @@ func TestMCPApproveCall(t *testing.T) {
 	if _, err := f.client.Await(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(9007199254740993) {
-		t.Fatalf("refunds run: %v", f.ran)
+	ran := f.refunds()
+	if len(ran) != 1 || ran[0]["amount"] != int64(9007199254740993) {
+		t.Fatalf("refunds run: %v", ran)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny_call", Arguments: map[string]any{"mission_id": id}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no such call waits for approval") {
@@ -300,9 +304,7 @@ func TestMCPDecidesPendingCallsAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.mu.Lock()
-	ran := len(f.ran)
-	f.mu.Unlock()
+	ran := len(f.refunds())
 	if ran != 2 {
 		t.Fatalf("%d refunds ran, want the 2 approved", ran)
 	}
@@ -476,9 +478,7 @@ func TestDispatcherListsStalledDecisions(t *testing.T) {
 			if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() {
 				t.Fatalf("the stalled mission queued again: %+v %v", step, err)
 			}
-			f.mu.Lock()
-			ran := len(f.ran)
-			f.mu.Unlock()
+			ran := len(f.refunds())
 			if ran != 1 {
 				t.Fatalf("refunds run: %d, want 1", ran)
 			}
@@ -582,10 +582,9 @@ func TestViewerApproveInBrowser(t *testing.T) {
 			t.Errorf("the page lacks %q:\n%s", want, text)
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(300) {
-		t.Fatalf("refunds run: %v", f.ran)
+	ran := f.refunds()
+	if len(ran) != 1 || ran[0]["amount"] != int64(300) {
+		t.Fatalf("refunds run: %v", ran)
 	}
 }
 
@@ -659,10 +658,9 @@ func TestViewerDecidesTickedCallsInBrowser(t *testing.T) {
 	if step, err := f.client.Await(ctx, mid); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "denied by viewer:tester") {
 		t.Fatalf("denied mission: %+v %v", step, err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ran) != 2 {
-		t.Fatalf("refunds run: %v, want the 2 approved", f.ran)
+	ran := f.refunds()
+	if len(ran) != 2 {
+		t.Fatalf("refunds run: %v, want the 2 approved", ran)
 	}
 }
 
@@ -738,10 +736,9 @@ func TestViewerQueuesAStalledMissionAgainInBrowser(t *testing.T) {
 		page, _ := chromedp.Run(bctx, chromedp.Text(`#trace`))
 		t.Fatalf("the stalled mission queued again: %+v %v\n%s", step, err, page)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.ran) != 1 || f.ran[0]["amount"] != int64(900) {
-		t.Fatalf("refunds run: %v", f.ran)
+	ran := f.refunds()
+	if len(ran) != 1 || ran[0]["amount"] != int64(900) {
+		t.Fatalf("refunds run: %v", ran)
 	}
 }
 
@@ -876,9 +873,7 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 	if step, err := f.client.Await(ctx, big); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "over budget") {
 		t.Fatalf("denied mission: %+v %v", step, err)
 	}
-	f.mu.Lock()
-	ran := len(f.ran)
-	f.mu.Unlock()
+	ran := len(f.refunds())
 	if ran != 2 {
 		t.Fatalf("%d refunds ran, want the 2 approved", ran)
 	}
