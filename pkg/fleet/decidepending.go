@@ -242,7 +242,7 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 	var hook sync.Once
 	var g errgroup.Group
 	g.SetLimit(decideInFlight)
-	decideAll := func(m *mission) {
+	decideMission := func(m *mission) {
 		g.Go(func() error {
 			for _, j := range m.calls {
 				if m.err != nil {
@@ -295,13 +295,13 @@ func (c *Client) DecidePending(ctx context.Context, f PendingFilter, d Decision)
 		m.calls = append(m.calls, n)
 		n++
 		if m.listed == 1 {
-			decideAll(m)
+			decideMission(m)
 		}
 	}
 	stopReads()
 	for _, m := range missions {
 		if m.listed > 1 && len(m.calls) > 0 {
-			decideAll(m)
+			decideMission(m)
 		}
 	}
 	_ = g.Wait()
