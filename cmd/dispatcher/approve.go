@@ -370,18 +370,29 @@ func (p *pendingSelection) check(fs *flag.FlagSet, rest []string, editArgs strin
 // filter is the selection as the fleet applies it.
 func (p *pendingSelection) filter() (fleet.PendingFilter, error) {
 	f := fleet.PendingFilter{Tool: p.tool, Service: p.service, Submitter: p.submitter, Max: p.max}
-	if strings.TrimSpace(p.when) != "" {
-		d := json.NewDecoder(strings.NewReader(p.when))
-		d.DisallowUnknownFields()
-		f.When = new(messages.ApprovalCond)
-		if err := d.Decode(f.When); err != nil {
-			return f, fmt.Errorf(`-when: not a JSON condition such as {"arg":"amount","op":"<=","value":100}: %w`, err)
-		}
-		if d.More() {
-			return f, errors.New("-when: more than one JSON value")
-		}
+	var err error
+	if f.When, err = parseCond(p.when); err != nil {
+		return f, fmt.Errorf("-when: %w", err)
 	}
 	return f, nil
+}
+
+// parseCond parses a condition on a call's arguments written as JSON
+// (-when, the viewer's filter): nil for blank text.
+func parseCond(s string) (*messages.ApprovalCond, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	c := new(messages.ApprovalCond)
+	if err := d.Decode(c); err != nil {
+		return nil, fmt.Errorf(`not a JSON condition such as {"arg":"amount","op":"<=","value":100}: %w`, err)
+	}
+	if d.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return c, nil
 }
 
 // decidePending approves or denies the calls waiting for a decision that

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -660,6 +662,129 @@ func TestViewerDecidesTickedCallsInBrowser(t *testing.T) {
 	}
 	ran := f.refunds()
 	if len(ran) != 2 {
+		t.Fatalf("refunds run: %v, want the 2 approved", ran)
+	}
+}
+
+// The viewer's filter of the waiting calls, driven in headless Chromium:
+// a condition on the amount lists the two small refunds of three; Approve
+// all 2 matching approves those two, the big one still waits. The API
+// refuses a filter it cannot apply, a filter without the count the page
+// saw, and a filter given with named calls; a count bounds what the
+// filter decides.
+func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	f := startApprovalFleet(t, ctx)
+	// the big refund waits longest: a filter that lost its condition
+	// would take it first
+	big := f.submit(t, ctx, 900)
+	small, more, mid := f.submit(t, ctx, 50), f.submit(t, ctx, 300), f.submit(t, ctx, 200)
+	srv := f.serveViewer(t)
+
+	get := func(query string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/api/approvals?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		query  string
+		status int
+		want   string
+	}{
+		{"when=" + url.QueryEscape(`{"arg":"amount","op":"<=","value":250}`), http.StatusOK, `"waiting":2`},
+		{"tool=refund&submitter=nobody", http.StatusOK, `"waiting":0`},
+		{"when=" + url.QueryEscape(`{"arg":"amount","op":"~","value":1}`), http.StatusBadRequest, "op"},
+		{"when=" + url.QueryEscape(`{"arg":"amount","opp":"<"}`), http.StatusBadRequest, `when: not a JSON condition`},
+		{"tool=" + url.QueryEscape("re fund"), http.StatusBadRequest, `tool: "re fund" is not a valid tool name`},
+	} {
+		if status, body := get(c.query); status != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("GET /api/approvals?%s: %d %s; want %d with %q", c.query, status, body, c.status, c.want)
+		}
+	}
+	for _, c := range []struct {
+		body string
+		want string
+	}{
+		{`{"approve":true,"filter":{"tool":"refund"}}`, "filter.max"},
+		{`{"approve":true,"filter":{"tool":"refund","max":0}}`, "filter.max"},
+		{`{"approve":true,"filter":{"tool":"refund","max":1},"calls":[{"mission_id":"` + small + `","call":"1.a.0"}]}`, "calls and filter both given"},
+		{`{"approve":true,"filter":{"tool":"refund","max":1,"who":"x"}}`, `unknown field "who"`},
+		{`{"approve":true,"filter":{"when":{"arg":"amount","op":"~","value":1},"max":1}}`, "op"},
+	} {
+		resp, err := http.Post(srv.URL+"/api/approvals/decide", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), c.want) {
+			t.Errorf("POST %s: %d %s; want 400 saying %q", c.body, resp.StatusCode, b, c.want)
+		}
+	}
+	for _, id := range []string{small, mid, more, big} {
+		if st, err := f.client.Status(ctx, id); err != nil || st.State != messages.StateAwaitingApproval {
+			t.Fatalf("after the refused requests, mission %s: %+v %v", id, st, err)
+		}
+	}
+
+	bctx := openBrowser(t, ctx, chromedp.WindowSize(1400, 1100))
+	step := browserSteps(t, bctx)
+	step("open the viewer", chromedp.Navigate(srv.URL+"/"))
+	step("the waiting calls show", chromedp.WaitVisible(`#waiting input.tick[data-mission="`+big+`"]`))
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#waiting button.approve-matching").length`)); err != nil || n != 0 {
+		t.Fatalf("Approve all offered without a filter: %d %v", n, err)
+	}
+	step("filter on the amount", chromedp.SendKeys(`#waiting input.wf-when`, `{"arg":"amount","op":"<=","value":250}`+kb.Enter))
+	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
+	defer wcancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelectorAll("#waiting input.tick").length === 2 && !!document.querySelector("#waiting button.approve-matching")`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+		t.Fatalf("the filtered list does not show: %v\n%s", err, page)
+	}
+	listed, err := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+	if err != nil || !strings.Contains(listed, "2 waiting tool calls match the filter") || strings.Contains(listed, big) || strings.Contains(listed, more) {
+		t.Fatalf("the filtered list: %q %v", listed, err)
+	}
+	step("type a reason", chromedp.SendKeys(`#waiting input.reason`, "small refunds"))
+	step("approve all matching", chromedp.Click(`#waiting button.approve-matching`))
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("approved 2 of 2 matching")`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+		t.Fatalf("the answer does not show: %v\n%s", err, page)
+	}
+	for _, id := range []string{small, mid} {
+		if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() || step.Return.(map[string]any)["error"] != "" {
+			t.Fatalf("approved mission %s: %+v %v", id, step, err)
+		}
+		as, err := f.client.Approvals(ctx, id)
+		if err != nil || as[0].DecidedBy != "viewer:tester" || as[0].Reason != "small refunds" {
+			t.Fatalf("the audit of a filtered call: %+v %v", as, err)
+		}
+	}
+	// a count bounds what the filter decides, the longest waiting first
+	// (the big refund), whatever else matches
+	resp, err := http.Post(srv.URL+"/api/approvals/decide", "application/json", strings.NewReader(`{"approve":false,"reason":"r","filter":{"tool":"refund","max":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out decidedOut
+	if err := json.Unmarshal(b, &out); resp.StatusCode != http.StatusOK || err != nil || len(out.Decided) != 1 || out.Decided[0].MissionID != big {
+		t.Fatalf("deny one with the filter: %d %s %v; want %s denied", resp.StatusCode, b, err, big)
+	}
+	if step, err := f.client.Await(ctx, big); err != nil || !strings.Contains(step.Return.(map[string]any)["error"].(string), "denied by viewer:tester") {
+		t.Fatalf("denied mission: %+v %v", step, err)
+	}
+	if st, err := f.client.Status(ctx, more); err != nil || st.State != messages.StateAwaitingApproval {
+		t.Fatalf("the call neither the filter nor the count took: %+v %v", st, err)
+	}
+	if ran := f.refunds(); len(ran) != 2 {
 		t.Fatalf("refunds run: %v, want the 2 approved", ran)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,8 +94,8 @@ func listItems(ms []fleet.MissionInfo) []listItem {
 // Handler returns the viewer's routes: GET / and /missions/{id} (the
 // page), /api/missions?state=&limit= (the list as JSON), /api/missions/{id}
 // (one mission's view as JSON, missionView.MarshalJSON; a large Step
-// cut to a preview unless ?full=1), /api/approvals (the calls waiting
-// for a decision across the fleet, pendingOut), POST
+// cut to a preview unless ?full=1), /api/approvals?tool=&service=&submitter=&when=
+// (the calls waiting for a decision across the fleet, pendingOut), POST
 // /api/missions/{id}/decide and /api/approvals/decide (decisions), and
 // /static/;
 // on a loopback address only for a loopback Host (cli.LoopbackHost).
@@ -279,20 +280,42 @@ func readDecision(w http.ResponseWriter, r *http.Request, limit int64, req any) 
 const viewerPendingLimit = 100
 
 // servePending answers the calls waiting for a decision across the
-// fleet, the longest waiting first (at most viewerPendingLimit, and how
-// many wait in all), for the page's list with Approve selected and Deny
-// selected.
+// fleet that the query's filter selects (pendingQuery; none: every call),
+// the longest waiting first: at most viewerPendingLimit of them, and how
+// many it selects in all, for the page's list with Approve selected,
+// Deny selected and, for a filter, Approve all and Deny all of them.
 func (v *viewer) servePending(w http.ResponseWriter, r *http.Request) {
-	as, n, err := v.client.PendingApprovals(r.Context(), viewerPendingLimit)
+	f, err := pendingQuery(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	as, err := v.client.SelectPending(r.Context(), f)
 	if err != nil {
 		v.fail(w, err)
 		return
 	}
-	writeJSON(w, pendingOut{Waiting: n, Approvals: approvalItems(as)})
+	n := len(as)
+	writeJSON(w, pendingOut{Waiting: n, Approvals: approvalItems(as[:min(n, viewerPendingLimit)])})
 }
 
-// decideManyRequest is the body of POST /api/approvals/decide: the calls
-// ticked, each by mission and call id, and the decision.
+// pendingQuery reads the page's filter of the waiting calls from a query:
+// tool, service, submitter, and when, a condition on an argument as JSON
+// (parseCond).
+func pendingQuery(q url.Values) (fleet.PendingFilter, error) {
+	f := fleet.PendingFilter{Tool: q.Get("tool"), Service: q.Get("service"), Submitter: q.Get("submitter")}
+	var err error
+	if f.When, err = parseCond(q.Get("when")); err != nil {
+		return f, fmt.Errorf("when: %w", err)
+	}
+	return f, nil
+}
+
+// decideManyRequest is the body of POST /api/approvals/decide: the
+// decision, and either the calls ticked, each by mission and call id, or
+// the filter the page listed with (pendingQuery) and how many calls it
+// counted: the longest waiting of them that still wait are decided, at
+// most that many, never more than the person saw counted.
 type decideManyRequest struct {
 	Approve bool   `json:"approve"`
 	Reason  string `json:"reason,omitempty"`
@@ -300,6 +323,13 @@ type decideManyRequest struct {
 		MissionID string `json:"mission_id"`
 		Call      string `json:"call"`
 	} `json:"calls"`
+	Filter *struct {
+		Tool      string                 `json:"tool"`
+		Service   string                 `json:"service"`
+		Submitter string                 `json:"submitter"`
+		When      *messages.ApprovalCond `json:"when"`
+		Max       int                    `json:"max"`
+	} `json:"filter"`
 }
 
 // maxDecideManyBody bounds a decision of many calls' body: fleet.MaxList
@@ -307,22 +337,35 @@ type decideManyRequest struct {
 const maxDecideManyBody = maxDecideBody + fleet.MaxList*256
 
 // serveDecideMany approves or denies the calls named that still wait
-// (the page's Approve selected and Deny selected) and answers what it did
-// with each (decidedOut); a call named that no longer waits is neither.
-// As serveDecide, it takes only a JSON body and decides with the viewer's
-// NATS rights.
+// (the page's Approve selected and Deny selected), or those its filter
+// selects (Approve all and Deny all), and answers what it did with each
+// (decidedOut); a call that no longer waits is neither. As serveDecide,
+// it takes only a JSON body and decides with the viewer's NATS rights.
 func (v *viewer) serveDecideMany(w http.ResponseWriter, r *http.Request) {
 	var req decideManyRequest
 	if !readDecision(w, r, maxDecideManyBody, &req) {
 		return
 	}
-	if len(req.Calls) == 0 {
+	var f fleet.PendingFilter
+	switch {
+	case len(req.Calls) > 0 && req.Filter != nil:
+		http.Error(w, "decision: calls and filter both given: name the calls or give the filter", http.StatusBadRequest)
+		return
+	case req.Filter != nil:
+		if req.Filter.Max < 1 {
+			http.Error(w, "decision: filter.max: the number of calls the filter counted, at least 1 (it bounds what is decided)", http.StatusBadRequest)
+			return
+		}
+		f = fleet.PendingFilter{Tool: req.Filter.Tool, Service: req.Filter.Service, Submitter: req.Filter.Submitter,
+			When: req.Filter.When, Max: req.Filter.Max}
+	case len(req.Calls) == 0:
 		http.Error(w, "decision: no call named", http.StatusBadRequest)
 		return
-	}
-	f := fleet.PendingFilter{Calls: make([]fleet.CallRef, len(req.Calls))}
-	for i, c := range req.Calls {
-		f.Calls[i] = fleet.CallRef{MissionID: c.MissionID, Call: c.Call}
+	default:
+		f.Calls = make([]fleet.CallRef, len(req.Calls))
+		for i, c := range req.Calls {
+			f.Calls[i] = fleet.CallRef{MissionID: c.MissionID, Call: c.Call}
+		}
 	}
 	out, err := v.client.DecidePending(r.Context(), f, fleet.Decision{Approve: req.Approve, Reason: req.Reason, By: v.by})
 	if err != nil {

@@ -278,28 +278,47 @@ function renderEvents(evs) {
 
 // The calls waiting for a decision across the fleet, each with a box to
 // tick, and Approve selected / Deny selected, which decide the ticked
-// calls at once. The ticks, the reason being typed and the last answer
+// calls at once. A filter (tool, service, submitter, a condition on an
+// argument) narrows the list and offers Approve all / Deny all of the
+// calls it counts: the longest waiting of them, never more than counted.
+// The ticks, the filter, the reason being typed and the last answer
 // survive the page's refresh.
 const ticked = new Set();
 let waitingMsg = "";
+const waitFilter = { tool: "", service: "", submitter: "", when: "" };
 const callKey = (c) => c.mission_id + " " + c.call;
+const filtering = () => Object.values(waitFilter).some((v) => v !== "");
 
-async function refreshWaiting() {
+function filterRow() {
+  const row = el("div", { class: "wait-filter" }, "filter: ");
+  for (const [name, hint, size] of [["tool", "tool", 10], ["service", "service", 10], ["submitter", "submitter", 10],
+    ["when", '{"arg":"amount","op":"<=","value":100}', 36]]) {
+    const i = el("input", { class: "wf-" + name, placeholder: hint, size: size });
+    i.value = waitFilter[name];
+    i.addEventListener("change", () => { waitFilter[name] = i.value.trim(); ticked.clear(); waitingMsg = ""; refreshWaiting(true); });
+    row.append(i, " ");
+  }
+  return row;
+}
+
+async function refreshWaiting(force) {
   const box = $("#waiting");
   const a = document.activeElement;
-  if (a && a.closest && a.closest("#waiting input.reason")) return;
+  if (!force && a && a.closest && a.closest("#waiting input:not([type=checkbox])")) return;
+  const q = Object.entries(waitFilter).filter(([, v]) => v !== "").map(([k, v]) => k + "=" + encodeURIComponent(v)).join("&");
   let p;
   try {
-    p = await getJSON("/api/approvals");
+    p = await getJSON("/api/approvals" + (q ? "?" + q : ""));
   } catch (e) {
-    box.replaceChildren(el("p", { class: "err" }, String(e)));
+    box.replaceChildren(...(filtering() ? [filterRow()] : []), el("p", { class: "err" }, String(e)));
     return;
   }
   const calls = p.approvals || [];
   const shown = new Set(calls.map(callKey));
   for (const k of [...ticked]) if (!shown.has(k)) ticked.delete(k);
   if (calls.length === 0) {
-    box.replaceChildren(waitingMsg ? el("p", { class: "msg" }, waitingMsg) : "");
+    box.replaceChildren(...(filtering() ? [filterRow(), el("p", { class: "msg" }, "no waiting call matches the filter")] : []),
+      waitingMsg ? el("p", { class: "msg" }, waitingMsg) : "");
     return;
   }
   const reason = el("input", { class: "reason", placeholder: "reason", size: 30 });
@@ -328,19 +347,35 @@ async function refreshWaiting() {
     }
   });
   const msg = el("span", { class: "msg" }, waitingMsg);
-  const send = async (approve) => {
-    const picked = [...ticked].map((k) => { const [m, c] = k.split(" "); return { mission_id: m, call: c }; });
-    if (picked.length === 0) { msg.textContent = "tick the calls to decide"; return; }
+  // decide sends a decision of the calls ticked, or, with count, of the
+  // filter's calls, at most count of them.
+  const decide = async (approve, count) => {
+    let body, what;
+    if (count) {
+      let when = null;
+      if (waitFilter.when) {
+        try { when = JSON.parse(waitFilter.when); } catch (e) { msg.textContent = "when: " + e; return; }
+      }
+      body = { approve: approve, reason: reason.value, filter: { tool: waitFilter.tool, service: waitFilter.service,
+        submitter: waitFilter.submitter, when: when, max: count } };
+      what = count + " matching";
+    } else {
+      const picked = [...ticked].map((k) => { const [m, c] = k.split(" "); return { mission_id: m, call: c }; });
+      if (picked.length === 0) { msg.textContent = "tick the calls to decide"; return; }
+      body = { approve: approve, reason: reason.value, calls: picked };
+      what = picked.length + " ticked";
+      count = picked.length;
+    }
     const r = await fetch("/api/approvals/decide", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ approve: approve, reason: reason.value, calls: picked }) });
+      body: JSON.stringify(body) });
     if (!r.ok) { waitingMsg = await r.text(); msg.textContent = waitingMsg; return; }
     const out = await r.json();
     const notDecided = out.not_decided || [];
-    waitingMsg = (approve ? "approved " : "denied ") + out.decided.length + " of " + picked.length + " ticked" +
+    waitingMsg = (approve ? "approved " : "denied ") + out.decided.length + " of " + what +
       (notDecided.length ? "; not decided: " + notDecided.map((n) => n.mission_id + " " + n.call + ": " + n.error).join("; ") : "") +
       ((out.not_queued || []).length ? "; decided, mission not queued (it resumes at its deadline or the workers' sweep): " +
         out.not_queued.map((n) => n.mission_id + " " + n.call + ": " + n.error).join("; ") : "") +
-      (out.decided.length + notDecided.length < picked.length ? "; the others no longer waited" : "");
+      (out.decided.length + notDecided.length < count ? "; the others no longer waited" : "");
     ticked.clear();
     reason.value = "";
     if (document.activeElement) document.activeElement.blur();
@@ -348,13 +383,20 @@ async function refreshWaiting() {
     refreshList();
     refreshTrace();
   };
-  const approve = el("button", { class: "approve-ticked" }, "Approve selected");
-  const deny = el("button", { class: "deny-ticked" }, "Deny selected");
-  approve.addEventListener("click", () => send(true));
-  deny.addEventListener("click", () => send(false));
-  box.replaceChildren(el("div", { class: "label" }, p.waiting + " tool calls wait for a decision" +
+  const button = (cls, text, approve, count) => {
+    const b = el("button", { class: cls }, text);
+    b.addEventListener("click", () => decide(approve, count));
+    return b;
+  };
+  const row = el("div", {}, reason, button("approve-ticked", "Approve selected", true), button("deny-ticked", "Deny selected", false));
+  if (filtering()) {
+    row.append(button("approve-matching", "Approve all " + p.waiting + " matching", true, p.waiting),
+      button("deny-matching", "Deny all " + p.waiting + " matching", false, p.waiting));
+  }
+  row.append(msg);
+  box.replaceChildren(el("div", { class: "label" }, p.waiting + (filtering() ? " waiting tool calls match the filter" : " tool calls wait for a decision") +
     (p.waiting > calls.length ? " (the " + calls.length + " longest waiting shown)" : "")),
-    tbl, el("div", {}, reason, approve, deny, msg));
+  filterRow(), tbl, row);
 }
 
 $("#missions").addEventListener("click", (ev) => {
