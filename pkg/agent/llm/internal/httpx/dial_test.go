@@ -3,9 +3,11 @@ package httpx
 import (
 	"context"
 	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -199,5 +201,92 @@ func trustServer(r *protoRouter, ts *httptest.Server) {
 	for _, tr := range r.transports() {
 		tr.TLSClientConfig = ts.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 		tr.TLSClientConfig.RootCAs = roots
+	}
+}
+
+// Calls made at once to a host over HTTP/1.1 (a model server on the local
+// network), each holding a connection, give their connections back to
+// the client's pool when they end (net/http's default keeps 2 and closes
+// the rest), so the next burst of as many calls dials none.
+func TestCallsAtOnceToAnHTTP1HostKeepTheirConnections(t *testing.T) {
+	const n = 64
+	var arrived, conns atomic.Int64
+	release := make(chan struct{}, n)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-release
+		_, _ = w.Write([]byte("ok"))
+	}))
+	ts.Config.ConnState = func(_ net.Conn, cs http.ConnState) {
+		if cs == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	hc := NewHTTPClient()
+	defer hc.CloseIdleConnections()
+
+	var kept atomic.Int64
+	notKept := make(chan error, 2*n)
+	trace := &httptrace.ClientTrace{PutIdleConn: func(err error) {
+		if err != nil {
+			notKept <- err
+			return
+		}
+		kept.Add(1)
+	}}
+	burst := func(round int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", ts.URL, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+		// every call holds its connection at once, then all end
+		for deadline := time.Now().Add(30 * time.Second); arrived.Load() < int64(round*n); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d of %d calls arrived", round, arrived.Load()-int64((round-1)*n), n)
+			}
+		}
+		for range n {
+			release <- struct{}{}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		// a connection goes back to the pool once its body is read,
+		// on the transport's own goroutine
+		for deadline := time.Now().Add(30 * time.Second); kept.Load()+int64(len(notKept)) < int64(round*n); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d connections given back of %d", round, kept.Load()+int64(len(notKept)), round*n)
+			}
+		}
+		if len(notKept) > 0 {
+			t.Fatalf("round %d: %d of %d connections not kept for the next calls: %v", round, len(notKept), n, <-notKept)
+		}
+	}
+	burst(1)
+	burst(2)
+	if opened := conns.Load(); opened != n {
+		t.Fatalf("two bursts of %d calls opened %d connections, want %d (the second reusing the first's)", n, opened, n)
 	}
 }

@@ -67,12 +67,27 @@ const (
 	ResponseHeaderTimeout = 15 * time.Minute
 )
 
+// MaxIdleConnsPerHost is how many idle connections NewHTTPClient keeps to
+// one host for the next requests. Over HTTP/1.1 (a model server on the
+// local network: Ollama, vLLM, llama.cpp) every call in flight holds a
+// connection of its own, and a worker makes as many calls at once as it
+// runs missions; net/http's default keeps 2, so each burst of calls
+// dialed all but 2 of its connections anew and closed them after (about
+// 10% of a worker's CPU when 1,000 approved missions resumed, each
+// leaving a socket in TIME_WAIT). 256 covers the slots a worker is sized
+// with (docs/operations.md); an idle connection closes after the
+// transport's IdleConnTimeout.
+const MaxIdleConnsPerHost = 256
+
 // NewHTTPClient returns the HTTP client provider clients use when none is
-// given: the default transport's proxy and connection pool settings with
-// dial, TLS handshake and response header timeouts, dialing at most
+// given: the default transport's proxy settings and idle timeout, with
+// dial, TLS handshake and response header timeouts, keeping up to
+// MaxIdleConnsPerHost idle connections to a host, and dialing at most
 // MaxDialsPerHost connections at once to a host that speaks HTTP/2.
 func NewHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	// no bound over all hosts: a model client speaks to one host or few
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, MaxIdleConnsPerHost
 	t.DialContext = (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	t.TLSHandshakeTimeout = TLSHandshakeTimeout
 	t.ResponseHeaderTimeout = ResponseHeaderTimeout
