@@ -751,6 +751,26 @@ func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(listed, "2 waiting tool calls match the filter") || strings.Contains(listed, big) || strings.Contains(listed, more) {
 		t.Fatalf("the filtered list: %q %v", listed, err)
 	}
+	// a filter typed after the count and not applied yet decides nothing
+	step("edit the filter without applying it", chromedp.SendKeys(`#waiting input.wf-tool`, "lookup"))
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { document.querySelector("#waiting button.approve-matching").click(); return true })()`)); err != nil {
+		t.Fatalf("approve all matching: %v", err)
+	}
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("the filter was edited after its 2 calls were counted")`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+		t.Fatalf("an edited filter's count was used: %v\n%s", err, page)
+	}
+	for _, id := range []string{small, mid} {
+		if st, err := f.client.Status(ctx, id); err != nil || st.State != messages.StateAwaitingApproval {
+			t.Fatalf("mission %s decided with a filter edited after its count: %+v %v", id, st, err)
+		}
+	}
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { const i = document.querySelector("#waiting input.wf-tool"); i.value = ""; i.dispatchEvent(new Event("change")); return true })()`)); err != nil {
+		t.Fatalf("put the filter back: %v", err)
+	}
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.activeElement === document.body && document.querySelector("#waiting input.wf-tool").value === "" && document.querySelectorAll("#waiting input.tick").length === 2`)); err != nil {
+		t.Fatalf("the filter put back: %v", err)
+	}
 	step("type a reason", chromedp.SendKeys(`#waiting input.reason`, "small refunds"))
 	step("approve all matching", chromedp.Click(`#waiting button.approve-matching`))
 	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("approved 2 of 2 matching")`)); err != nil {

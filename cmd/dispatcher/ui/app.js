@@ -293,7 +293,7 @@ function filterRow() {
   const row = el("div", { class: "wait-filter" }, "filter: ");
   for (const [name, hint, size] of [["tool", "tool", 10], ["service", "service", 10], ["submitter", "submitter", 10],
     ["when", '{"arg":"amount","op":"<=","value":100}', 36]]) {
-    const i = el("input", { class: "wf-" + name, placeholder: hint, size: size });
+    const i = el("input", { class: "wf-" + name, "data-name": name, placeholder: hint, size: size });
     i.value = waitFilter[name];
     i.addEventListener("change", () => { waitFilter[name] = i.value.trim(); ticked.clear(); waitingMsg = ""; refreshWaiting(true); });
     row.append(i, " ");
@@ -347,17 +347,27 @@ async function refreshWaiting(force) {
     }
   });
   const msg = el("span", { class: "msg" }, waitingMsg);
+  // the filter the count below is of
+  const counted = { ...waitFilter };
   // decide sends a decision of the calls ticked, or, with count, of the
-  // filter's calls, at most count of them.
+  // filter's calls, at most count of them: only while the filter on the
+  // page is still the one counted.
   const decide = async (approve, count) => {
     let body, what;
     if (count) {
-      let when = null;
-      if (waitFilter.when) {
-        try { when = JSON.parse(waitFilter.when); } catch (e) { msg.textContent = "when: " + e; return; }
+      const edited = [...box.querySelectorAll(".wait-filter input")].some((i) => i.value.trim() !== counted[i.dataset.name]) ||
+        Object.keys(counted).some((k) => waitFilter[k] !== counted[k]);
+      if (edited) {
+        waitingMsg = "the filter was edited after its " + count + " calls were counted: press Enter to count again, then decide";
+        msg.textContent = waitingMsg;
+        return;
       }
-      body = { approve: approve, reason: reason.value, filter: { tool: waitFilter.tool, service: waitFilter.service,
-        submitter: waitFilter.submitter, when: when, max: count } };
+      let when = null;
+      if (counted.when) {
+        try { when = JSON.parse(counted.when); } catch (e) { msg.textContent = "when: " + e; return; }
+      }
+      body = { approve: approve, reason: reason.value, filter: { tool: counted.tool, service: counted.service,
+        submitter: counted.submitter, when: when, max: count } };
       what = count + " matching";
     } else {
       const picked = [...ticked].map((k) => { const [m, c] = k.split(" "); return { mission_id: m, call: c }; });
