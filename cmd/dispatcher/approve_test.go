@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -636,10 +637,7 @@ func TestViewerDecidesTickedCallsInBrowser(t *testing.T) {
 	step("approve the ticked", chromedp.Click(`#waiting button.approve-ticked`))
 	wctx, wcancel := context.WithTimeout(bctx, 20*time.Second)
 	defer wcancel()
-	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("approved 2 of 2 ticked")`)); err != nil {
-		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
-		t.Fatalf("the answer does not show: %v\n%s", err, page)
-	}
+	waitingSays(t, wctx, bctx, "approved 2 of 2 ticked", "the answer does not show")
 	for _, id := range []string{small, big} {
 		if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() || step.Return.(map[string]any)["error"] != "" {
 			t.Fatalf("approved mission %s: %+v %v", id, step, err)
@@ -756,10 +754,7 @@ func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => { document.querySelector("#waiting button.approve-matching").click(); return true })()`)); err != nil {
 		t.Fatalf("approve all matching: %v", err)
 	}
-	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("the filter was edited after its 2 calls were counted")`)); err != nil {
-		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
-		t.Fatalf("an edited filter's count was used: %v\n%s", err, page)
-	}
+	waitingSays(t, wctx, bctx, "the filter was edited after its 2 calls were counted", "an edited filter's count was used")
 	for _, id := range []string{small, mid} {
 		if st, err := f.client.Status(ctx, id); err != nil || st.State != messages.StateAwaitingApproval {
 			t.Fatalf("mission %s decided with a filter edited after its count: %+v %v", id, st, err)
@@ -773,10 +768,7 @@ func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
 	}
 	step("type a reason", chromedp.SendKeys(`#waiting input.reason`, "small refunds"))
 	step("approve all matching", chromedp.Click(`#waiting button.approve-matching`))
-	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes("approved 2 of 2 matching")`)); err != nil {
-		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
-		t.Fatalf("the answer does not show: %v\n%s", err, page)
-	}
+	waitingSays(t, wctx, bctx, "approved 2 of 2 matching", "the answer does not show")
 	for _, id := range []string{small, mid} {
 		if step, err := f.client.Await(ctx, id); err != nil || !step.Ok() || step.Return.(map[string]any)["error"] != "" {
 			t.Fatalf("approved mission %s: %+v %v", id, step, err)
@@ -806,6 +798,16 @@ func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
 	}
 	if ran := f.refunds(); len(ran) != 2 {
 		t.Fatalf("refunds run: %v, want the 2 approved", ran)
+	}
+}
+
+// waitingSays waits, within wctx, for the viewer's list of waiting calls
+// to show want, or fails the test with what, the error and the list.
+func waitingSays(t *testing.T, wctx, bctx context.Context, want, what string) {
+	t.Helper()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[bool](`document.querySelector("#waiting").textContent.includes(`+strconv.Quote(want)+`)`)); err != nil {
+		page, _ := chromedp.Run(bctx, chromedp.Text(`#waiting`))
+		t.Fatalf("%s: %v\n%s", what, err, page)
 	}
 }
 
