@@ -123,7 +123,7 @@ func approvalItems(as []*messages.Approval) []approvalItem {
 // listed ones, and how many wait in all; and the missions stalled after
 // a decision.
 type pendingOut struct {
-	Waiting   int            `json:"waiting" jsonschema:"how many calls wait in all; approvals lists the longest waiting of them"`
+	Waiting   int            `json:"waiting" jsonschema:"how many calls wait in all (of those the selection, if any, selects); approvals lists the longest waiting of them"`
 	Approvals []approvalItem `json:"approvals"`
 	Stalled   []approvalItem `json:"stalled,omitempty" jsonschema:"calls decided a minute ago or more whose mission still waits with no call pending (its wake was lost); approving or denying the mission again, with no call named, queues it with the recorded decision"`
 }
@@ -143,11 +143,12 @@ func checkStalledAfter(what string, d time.Duration) error {
 	return nil
 }
 
-// listPending reads the calls waiting for a decision (at most limit of
-// them, and how many wait in all) and the calls whose missions stalled
-// after their decision (decided at least stalledAfter ago).
-func listPending(ctx context.Context, c *fleet.Client, limit int, stalledAfter time.Duration) (out pendingOut, as, stalled []*messages.Approval, err error) {
-	as, n, err := c.PendingApprovals(ctx, limit)
+// listPending reads the calls waiting for a decision that f selects (at
+// most limit of them, and how many f selects in all) and the calls whose
+// missions stalled after their decision (decided at least stalledAfter
+// ago; all of them, whatever f selects).
+func listPending(ctx context.Context, c *fleet.Client, f fleet.PendingFilter, limit int, stalledAfter time.Duration) (out pendingOut, as, stalled []*messages.Approval, err error) {
+	as, n, err := c.ListPending(ctx, f, limit)
 	if err != nil {
 		return out, nil, nil, err
 	}
@@ -328,19 +329,29 @@ type pendingSelection struct {
 	asJSON                   bool
 }
 
+// filterFlags names the flags that select waiting calls
+// (registerFilter).
+var filterFlags = []string{"tool", "service", "submitter", "when"}
+
 // pendingFlags names the flags that select calls or shape what -pending
 // prints, which go with it only.
-var pendingFlags = []string{"tool", "service", "submitter", "when", "max", "dry-run", "json"}
+var pendingFlags = append(slices.Clone(filterFlags), "max", "dry-run", "json")
 
 func (p *pendingSelection) register(fs *flag.FlagSet, cmd string) {
 	fs.BoolVar(&p.on, "pending", false, "without a mission id: "+cmd+" every call waiting for a decision that the flags below select, the longest waiting first")
-	fs.StringVar(&p.tool, "tool", "", "with -pending: only calls of this tool")
-	fs.StringVar(&p.service, "service", "", "with -pending: only calls served by this tool service")
-	fs.StringVar(&p.submitter, "submitter", "", "with -pending: only calls of this submitter's missions")
-	fs.StringVar(&p.when, "when", "", `with -pending: only calls whose arguments meet this JSON condition, e.g. {"arg":"amount","op":"<=","value":100}; a call without the argument is left out`)
+	p.registerFilter(fs, "with -pending")
 	fs.IntVar(&p.max, "max", 0, "with -pending: at most this many calls, the longest waiting first (0: all selected)")
 	fs.BoolVar(&p.dryRun, "dry-run", false, "with -pending: list the calls selected, decide none")
 	fs.BoolVar(&p.asJSON, "json", false, "with -pending: print what was decided as JSON ({decided, not_decided, not_queued, selected}, as MCP's approve_pending)")
+}
+
+// registerFilter registers the flags that select waiting calls (tool,
+// service, submitter, when), each said to go with when.
+func (p *pendingSelection) registerFilter(fs *flag.FlagSet, when string) {
+	fs.StringVar(&p.tool, "tool", "", when+": only calls of this tool")
+	fs.StringVar(&p.service, "service", "", when+": only calls served by this tool service")
+	fs.StringVar(&p.submitter, "submitter", "", when+": only calls of this submitter's missions")
+	fs.StringVar(&p.when, "when", "", when+`: only calls whose arguments meet this JSON condition, e.g. {"arg":"amount","op":"<=","value":100}; a call without the argument is left out`)
 }
 
 // check refuses flags that select calls without -pending, and -pending
@@ -363,6 +374,30 @@ func (p *pendingSelection) check(fs *flag.FlagSet, rest []string, editArgs strin
 	}
 	if editArgs != "" {
 		return errors.New("-args edits one call's arguments: decide that call on its own, not with -pending")
+	}
+	return nil
+}
+
+// selects reports whether a flag of registerFilter selects calls.
+func (p *pendingSelection) selects() bool {
+	return p.tool != "" || p.service != "" || p.submitter != "" || strings.TrimSpace(p.when) != ""
+}
+
+// checkListing refuses, for approvals, flags that select waiting calls
+// with a mission id: they select among the calls waiting across the
+// fleet.
+func (p *pendingSelection) checkListing(fs *flag.FlagSet, rest []string) error {
+	if len(rest) == 0 {
+		return nil
+	}
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(filterFlags, f.Name) {
+			set = append(set, "-"+f.Name)
+		}
+	})
+	if len(set) > 0 {
+		return fmt.Errorf("%s select among the calls waiting across the fleet: give no mission id (got %s)", strings.Join(set, ", "), strings.Join(rest, " "))
 	}
 	return nil
 }

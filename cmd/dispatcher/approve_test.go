@@ -285,7 +285,16 @@ func TestMCPDecidesPendingCallsAtOnce(t *testing.T) {
 		return ids
 	}
 	upTo200 := map[string]any{"arg": "amount", "op": "<=", "value": 200}
-	out := call("approve_pending", map[string]any{"when": upTo200, "dry_run": true})
+	// pending_approvals lists what a selection selects, bounded, with
+	// its count
+	out := call("pending_approvals", map[string]any{"when": upTo200, "limit": 1})
+	if got := missions(out["approvals"]); strings.Join(got, " ") != small || out["waiting"] != 2.0 {
+		t.Fatalf("pending_approvals of the small refunds, one listed: %v; want [%s] of 2", out, small)
+	}
+	if out := call("pending_approvals", map[string]any{"submitter": "nobody"}); out["waiting"] != 0.0 {
+		t.Fatalf("pending_approvals of a submitter with no call: %v", out)
+	}
+	out = call("approve_pending", map[string]any{"when": upTo200, "dry_run": true})
 	if got := missions(out["selected"]); strings.Join(got, " ") != small+" "+mid || len(out["decided"].([]any)) != 0 {
 		t.Fatalf("dry run: %v; want [%s %s] selected, none decided", out, small, mid)
 	}
@@ -504,7 +513,13 @@ func TestDispatcherWatchesPendingApprovals(t *testing.T) {
 	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(wctx, []string{"approvals", "-watch", "-every", "50ms"}, f.env, &out, &out) }()
-	await := func(what string) {
+	// a second watch follows only the small refunds
+	var small syncbuf.Buffer
+	smallDone := make(chan error, 1)
+	go func() {
+		smallDone <- run(wctx, []string{"approvals", "-watch", "-every", "50ms", "-when", `{"arg":"amount","op":"<=","value":100}`}, f.env, &small, &small)
+	}()
+	awaitIn := func(out *syncbuf.Buffer, what string) {
 		t.Helper()
 		for !strings.Contains(out.String(), what) {
 			if ctx.Err() != nil {
@@ -513,10 +528,12 @@ func TestDispatcherWatchesPendingApprovals(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	await := func(what string) { t.Helper(); awaitIn(&out, what) }
 	await("dispatcher approve|deny " + first)
 	second := f.submit(t, ctx, 50)
 	await("waiting: " + second)
 	await("dispatcher approve|deny " + second)
+	awaitIn(&small, "dispatcher approve|deny "+second)
 	if _, err := f.client.Decide(ctx, first, fleet.Decision{Approve: true, By: "ann"}); err != nil {
 		t.Fatal(err)
 	}
@@ -524,6 +541,9 @@ func TestDispatcherWatchesPendingApprovals(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("approvals -watch: %v\n%s", err, out.String())
+	}
+	if err := <-smallDone; err != nil || strings.Contains(small.String(), first) {
+		t.Fatalf("approvals -watch -when: %v; want the big refund never listed:\n%s", err, small.String())
 	}
 	if strings.Contains(out.String(), "no longer waiting: "+second) {
 		t.Errorf("the watch says %s stopped waiting:\n%s", second, out.String())
@@ -1001,6 +1021,15 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 	if as, n, err := f.client.PendingApprovals(ctx, 0); err != nil || n != 3 {
 		t.Fatalf("after the dry run %d wait (%v), %v; want all 3", n, as, err)
 	}
+	// approvals lists what the same flags select, with the count
+	out, err = f.run(t, ctx, "approvals", "-when", upTo200, "-json")
+	var listed pendingOut
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || listed.Waiting != 2 || len(listed.Approvals) != 2 || listed.Approvals[0].MissionID != small {
+		t.Fatalf("approvals -when: %s %v; want the 2 small refunds", out, err)
+	}
+	if out, err = f.run(t, ctx, "approvals", "-tool", "refund", "-submitter", "nobody"); err != nil || strings.TrimSpace(out) != "no waiting call is selected" {
+		t.Fatalf("approvals of a submitter with no call: %s %v", out, err)
+	}
 	out, err = f.run(t, ctx, "approve", "-pending", "-tool", "refund", "-when", upTo200, "-by", "dana")
 	if err != nil || strings.Count(out, "approved by dana; the mission resumes") != 2 || !strings.Contains(out, "approved 2 of 2 calls selected") ||
 		strings.Index(out, small) > strings.Index(out, mid) {
@@ -1034,6 +1063,9 @@ func TestDispatcherDecidesPendingCallsAtOnce(t *testing.T) {
 		want string
 	}{
 		{[]string{"approve", "-tool", "refund"}, "-tool only go with -pending"},
+		{[]string{"approvals", big, "-tool", "refund", "-when", upTo200}, "-tool, -when select among the calls waiting across the fleet: give no mission id"},
+		{[]string{"approvals", "-when", "amount<5"}, "-when: not a JSON condition"},
+		{[]string{"approvals", "-submitter", "no body"}, `submitter: "no body" is not a valid submitter name`},
 		{[]string{"deny", big, "-max", "3"}, "-max only go with -pending"},
 		{[]string{"approve", big, "-json"}, "-json only go with -pending"},
 		{[]string{"approve", "-pending", big}, "-pending decides the calls its flags select: give no mission id"},

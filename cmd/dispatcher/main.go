@@ -194,6 +194,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		}
 		sel.register(fs, cmd)
 	case "approvals":
+		sel.registerFilter(fs, "without a mission id")
 		fs.BoolVar(&asJSON, "json", false, "print JSON instead of text")
 		fs.IntVar(&limit, "limit", 50, "without a mission id: how many waiting calls, the longest waiting first (at most 1000)")
 		fs.BoolVar(&watch, "watch", false, "without a mission id: keep listing, printing each call as it starts and stops waiting, until interrupted")
@@ -364,6 +365,15 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 			return err
 		}
 	}
+	var listed fleet.PendingFilter
+	if cmd == "approvals" {
+		if err := sel.checkListing(fs, rest); err != nil {
+			return err
+		}
+		if listed, err = sel.filter(); err != nil {
+			return err
+		}
+	}
 	if watch && !pending {
 		return errors.New("-watch follows the calls waiting across the fleet: give no mission id")
 	}
@@ -411,7 +421,7 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return watchPending(ctx, func(ctx context.Context) ([]*messages.Approval, int, error) {
 			ctx, cancel := context.WithTimeout(ctx, c.timeout)
 			defer cancel()
-			as, n, err := client.PendingApprovals(ctx, limit)
+			as, n, err := client.ListPending(ctx, listed, limit)
 			return as, n, refusedRead(nc, err)
 		}, every, stdout)
 	}
@@ -470,14 +480,18 @@ func run(ctx context.Context, args []string, e env, stdout, stderr io.Writer) er
 		return nil
 	}
 	if pending {
-		out, as, stalled, err := listPending(ctx, client, limit, stalledAfter)
+		out, as, stalled, err := listPending(ctx, client, listed, limit, stalledAfter)
 		if err != nil {
 			return refusedRead(nc, err)
 		}
 		if asJSON {
 			return writeJSONTo(stdout, out, "  ")
 		}
-		printPending(stdout, as, out.Waiting)
+		if out.Waiting == 0 && sel.selects() {
+			fmt.Fprintln(stdout, "no waiting call is selected")
+		} else {
+			printPending(stdout, as, out.Waiting)
+		}
 		printStalled(stdout, stalled)
 		return nil
 	}

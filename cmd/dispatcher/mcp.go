@@ -92,17 +92,32 @@ type decideArgs struct {
 	By        string         `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
 }
 
-// decidePendingArgs selects the waiting calls approve_pending and
-// deny_pending decide (fleet.PendingFilter).
-type decidePendingArgs struct {
+// selectArgs selects waiting calls (fleet.PendingFilter) in
+// pending_approvals, approve_pending and deny_pending.
+type selectArgs struct {
 	Tool      string    `json:"tool,omitempty" jsonschema:"only calls of this tool"`
 	Service   string    `json:"service,omitempty" jsonschema:"only calls served by this tool service"`
 	Submitter string    `json:"submitter,omitempty" jsonschema:"only calls of this submitter's missions"`
 	When      *condArgs `json:"when,omitempty" jsonschema:"only calls whose arguments meet this condition; a call without the argument, or whose argument cannot be compared, is left out"`
-	Max       int       `json:"max,omitempty" jsonschema:"at most this many calls, the longest waiting first (default: every call selected)"`
-	DryRun    bool      `json:"dry_run,omitempty" jsonschema:"list the calls selected in selected, decide none"`
-	Reason    string    `json:"reason,omitempty" jsonschema:"why; a denial's reason reaches each program"`
-	By        string    `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
+}
+
+// filter is the selection as the fleet applies it.
+func (a selectArgs) filter() fleet.PendingFilter {
+	f := fleet.PendingFilter{Tool: a.Tool, Service: a.Service, Submitter: a.Submitter}
+	if a.When != nil {
+		f.When = &messages.ApprovalCond{Arg: a.When.Arg, Op: a.When.Op, Value: a.When.Value}
+	}
+	return f
+}
+
+// decidePendingArgs selects the waiting calls approve_pending and
+// deny_pending decide (fleet.PendingFilter).
+type decidePendingArgs struct {
+	selectArgs
+	Max    int    `json:"max,omitempty" jsonschema:"at most this many calls, the longest waiting first (default: every call selected)"`
+	DryRun bool   `json:"dry_run,omitempty" jsonschema:"list the calls selected in selected, decide none"`
+	Reason string `json:"reason,omitempty" jsonschema:"why; a denial's reason reaches each program"`
+	By     string `json:"by,omitempty" jsonschema:"who decides, recorded in the audit (default: mcp)"`
 }
 
 // condArgs is a messages.ApprovalCond as an MCP client writes it.
@@ -113,6 +128,7 @@ type condArgs struct {
 }
 
 type pendingArgs struct {
+	selectArgs
 	Limit int `json:"limit,omitempty" jsonschema:"how many calls at most (default 50, at most 1000)"`
 	// StalledAfter follows the fleet's -stalled-after, as the CLI's flag
 	// of the same name does.
@@ -405,7 +421,7 @@ func (f *mcpFleet) pendingApprovals(ctx context.Context, _ *mcp.CallToolRequest,
 			return nil, pendingOut{}, err
 		}
 	}
-	out, _, _, err := listPending(ctx, c, in.Limit, after)
+	out, _, _, err := listPending(ctx, c, in.filter(), in.Limit, after)
 	if err != nil {
 		return nil, pendingOut{}, refusedRead(f.nc, err)
 	}
@@ -472,10 +488,8 @@ func (f *mcpFleet) decidePending(ctx context.Context, in decidePendingArgs, appr
 	if err != nil {
 		return nil, decidedOut{}, err
 	}
-	filter := fleet.PendingFilter{Tool: in.Tool, Service: in.Service, Submitter: in.Submitter, Max: in.Max}
-	if in.When != nil {
-		filter.When = &messages.ApprovalCond{Arg: in.When.Arg, Op: in.When.Op, Value: in.When.Value}
-	}
+	filter := in.filter()
+	filter.Max = in.Max
 	if in.DryRun {
 		as, err := c.SelectPending(ctx, filter)
 		if err != nil {

@@ -290,13 +290,12 @@ func (v *viewer) servePending(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	as, err := v.client.SelectPending(r.Context(), f)
+	as, n, err := v.client.ListPending(r.Context(), f, viewerPendingLimit)
 	if err != nil {
 		v.fail(w, err)
 		return
 	}
-	n := len(as)
-	writeJSON(w, pendingOut{Waiting: n, Approvals: approvalItems(as[:min(n, viewerPendingLimit)])})
+	writeJSON(w, pendingOut{Waiting: n, Approvals: approvalItems(as)})
 }
 
 // pendingQuery reads the page's filter of the waiting calls from a query:

@@ -51,6 +51,10 @@ func TestDecidePendingDecidesTheSelectedCalls(t *testing.T) {
 	if err != nil || len(listed) != 2 || listed[0].MissionID != ids[0] || listed[1].MissionID != ids[2] {
 		t.Fatalf("selected %v, %v; want [%s %s]", listed, err, ids[0], ids[2])
 	}
+	// a listing of them: the first, and how many
+	if first, n, err := approver.ListPending(ctx, small, 1); err != nil || n != 2 || len(first) != 1 || first[0].MissionID != ids[0] {
+		t.Fatalf("listed %v of %d, %v; want [%s] of 2", first, n, err, ids[0])
+	}
 	out, err := approver.DecidePending(ctx, small, fleet.Decision{Approve: true, By: "ann"})
 	if err != nil || !slices.Equal(missions(out), []string{ids[0], ids[2]}) {
 		t.Fatalf("approved %v, %v; want [%s %s], the longest waiting first", missions(out), err, ids[0], ids[2])

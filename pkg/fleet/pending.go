@@ -41,13 +41,22 @@ const pendingStatusReads = 16
 // the status of each mission with a pending record with a direct get:
 // no consumer, so any role that reads a mission's approvals lists them.
 func (c *Client) PendingApprovals(ctx context.Context, limit int) ([]*messages.Approval, int, error) {
+	return c.ListPending(ctx, PendingFilter{}, limit)
+}
+
+// ListPending is PendingApprovals of the calls f selects (as
+// SelectPending selects them): at most limit of them, the longest
+// waiting first, and how many f selects in all (f.Max bounds that
+// count). It reads the approval bucket as PendingApprovals does, and the
+// status of each mission with a pending record f selects.
+func (c *Client) ListPending(ctx context.Context, f PendingFilter, limit int) ([]*messages.Approval, int, error) {
 	if limit <= 0 {
 		limit = 50
 	}
 	limit = min(limit, MaxList)
-	out, err := c.waitingCalls(ctx, nil)
+	out, err := c.SelectPending(ctx, f)
 	if err != nil {
-		return nil, 0, fmt.Errorf("fleet: pending approvals: %w", err)
+		return nil, 0, err
 	}
 	return out[:min(limit, len(out))], len(out), nil
 }
