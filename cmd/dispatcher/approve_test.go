@@ -35,8 +35,11 @@ type approvalFleet struct {
 	env    env
 	nc     *nats.Conn
 	client *fleet.Client
-	mu     sync.Mutex
-	ran    []map[string]any
+	worker *fleet.Worker
+	// submitted counts the missions submit waited for
+	submitted int64
+	mu        sync.Mutex
+	ran       []map[string]any
 }
 
 // refundProgram is the program the approval fleet's runner says it makes
@@ -83,6 +86,7 @@ func startApprovalFleet(t *testing.T, ctx context.Context) *approvalFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop() })
+	f.worker = w
 	if f.client, err = fleet.NewClient(ctx, nc, fleet.ClientConfig{}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +114,12 @@ func (f *approvalFleet) submit(t *testing.T, ctx context.Context, amount int64) 
 	if _, err := f.client.Submit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
+	// waiting, and settled by its worker (fleet.WorkerStats.Suspended):
+	// a decision recorded from then on is found only by its wake or the
+	// deadline's
+	f.submitted++
 	for {
-		if st, err := f.client.Status(ctx, m.ID); err == nil && st.State == messages.StateAwaitingApproval {
+		if st, err := f.client.Status(ctx, m.ID); err == nil && st.State == messages.StateAwaitingApproval && f.worker.Stats().Suspended >= f.submitted {
 			return m.ID
 		}
 		if ctx.Err() != nil {

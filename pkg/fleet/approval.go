@@ -847,7 +847,6 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 	if err := msg.Ack(); err != nil {
 		log.Warn().Err(err).Msg("ack failed; the redelivered mission suspends again")
 	}
-	w.stats.suspended.Add(1)
 	attemptFrom(ctx).setOutcome("suspended")
 	log.Info().Str("call", a.Call).Str("tool", a.Tool).Time("deadline", a.Deadline).Msg("mission suspended: a tool call waits for approval")
 	if w.approvalParked != nil {
@@ -862,6 +861,9 @@ func (w *Worker) suspend(ctx context.Context, msg jetstream.Msg, k missionKey, e
 			log.Warn().Err(err).Msg("decided mission not queued; it resumes at its deadline")
 		}
 	}
+	// counted once settled: a decision recorded from now on finds the
+	// mission parked, and only its decider or its deadline queues it
+	w.stats.suspended.Add(1)
 }
 
 // suspendedStatus returns the edit that sets a status to awaiting

@@ -293,14 +293,14 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 	_, nc := runJetStream(t)
 	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
-	startWorker(t, nc, refundRunner(nil))
+	w := startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
 	// long enough that the decision is recorded before the deadline also
 	// on a loaded machine (a suspension can take a second or more there)
 	m.Approval = &messages.ApprovalPolicy{Timeout: 5 * time.Second}
 	a := submitAwaiting(ctx, t, c, m)
-	approveWithoutWake(ctx, t, c, m.ID, a)
+	approveParkedWithoutWake(ctx, t, c, w, 1, m.ID, a)
 	decided := time.Now()
 	if !decided.Before(a.Deadline) {
 		t.Fatalf("the decision was recorded at %s, after the deadline %s", decided, a.Deadline)
@@ -320,6 +320,17 @@ func TestApprovalDecidedButNotQueuedResumesAtTheDeadline(t *testing.T) {
 		t.Errorf("the call ran at %s, before the deadline %s: something else queued the mission", at, a.Deadline)
 	}
 	t.Logf("resumed by the deadline's schedule %s after the decision", at.Sub(decided).Round(time.Millisecond))
+}
+
+// approveParkedWithoutWake records a's call of mission id as approved
+// the way a decider whose wake was lost leaves it (approveWithoutWake),
+// once w, the mission's worker, has counted suspended missions of its
+// own: it looked for a decision after parking each, so no worker finds
+// this one on its own.
+func approveParkedWithoutWake(ctx context.Context, t *testing.T, c *fleet.Client, w *fleet.Worker, suspended int64, id string, a *messages.Approval) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the worker settled its suspensions", func() bool { return w.Stats().Suspended >= suspended })
+	approveWithoutWake(ctx, t, c, id, a)
 }
 
 // approveWithoutWake records a's call of mission id as approved the way a
@@ -358,11 +369,11 @@ func decidingAgainQueuesAMissionWhoseWakeWasLost(t *testing.T, named bool) {
 	_, nc := runJetStream(t)
 	shop := startShop(t, nc, true)
 	c := newClient(t, nc)
-	startWorker(t, nc, refundRunner(nil))
+	w := startWorker(t, nc, refundRunner(nil))
 	ctx := testCtx(t)
 	m := refundMission(500)
 	a := submitAwaiting(ctx, t, c, m) // the deadline: the worker's 24 h
-	approveWithoutWake(ctx, t, c, m.ID, a)
+	approveParkedWithoutWake(ctx, t, c, w, 1, m.ID, a)
 	again := fleet.Decision{Approve: true, By: "again"}
 	if named {
 		again.Call = a.Call

@@ -256,7 +256,7 @@ func TestStalledApprovalsListAMissionWhoseWakeWasLost(t *testing.T) {
 	lostCall := submitAwaiting(ctx, t, alice, lost)
 	submitAwaiting(ctx, t, alice, waiting)
 	submitAwaiting(ctx, t, alice, done)
-	approveWithoutWake(ctx, t, alice, lost.ID, lostCall)
+	approveParkedWithoutWake(ctx, t, alice, w, 3, lost.ID, lostCall)
 	if _, err := approver.Decide(ctx, done.ID, fleet.Decision{Approve: true, By: "ann"}); err != nil {
 		t.Fatal(err)
 	}

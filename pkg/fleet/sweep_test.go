@@ -23,13 +23,13 @@ func TestWorkersQueueAStalledDecisionAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, connect(t, srv), refundRunner(nil), func(c *fleet.WorkerConfig) { c.StalledAfter, c.Metrics = time.Second, metrics })
+	w := startWorker(t, connect(t, srv), refundRunner(nil), func(c *fleet.WorkerConfig) { c.StalledAfter, c.Metrics = time.Second, metrics })
 	ctx := testCtx(t)
 	alice := submitterClient(t, nc, "alice")
 	lost, waiting := refundMission(150), refundMission(200)
 	lostCall := submitAwaiting(ctx, t, alice, lost)
 	submitAwaiting(ctx, t, alice, waiting)
-	approveWithoutWake(ctx, t, alice, lost.ID, lostCall)
+	approveParkedWithoutWake(ctx, t, alice, w, 2, lost.ID, lostCall)
 	step, err := alice.Await(ctx, lost.ID)
 	if err != nil || !step.Ok() {
 		t.Fatalf("the stalled mission: %+v %v", step, err)

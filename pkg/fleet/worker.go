@@ -419,7 +419,9 @@ type WorkerStats struct {
 	// HandedBack counts missions handed back at shutdown.
 	HandedBack int64
 	// Suspended counts missions suspended at a tool call that waits for
-	// approval (docs/approvals.md).
+	// approval (docs/approvals.md), each once parked and once its worker
+	// has looked for a decision made while it parked it (and queued the
+	// mission if it found one).
 	Suspended int64
 	// DeadLettered counts messages moved to the DEAD stream (exhausted or
 	// invalid); Invalid counts the invalid ones among them.
