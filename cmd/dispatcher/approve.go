@@ -358,13 +358,7 @@ func (p *pendingSelection) registerFilter(fs *flag.FlagSet, when string) {
 // with what decides one call (a mission id, -args).
 func (p *pendingSelection) check(fs *flag.FlagSet, rest []string, editArgs string) error {
 	if !p.on {
-		var set []string
-		fs.Visit(func(f *flag.Flag) {
-			if slices.Contains(pendingFlags, f.Name) {
-				set = append(set, "-"+f.Name)
-			}
-		})
-		if len(set) > 0 {
+		if set := setFlags(fs, pendingFlags); len(set) > 0 {
 			return fmt.Errorf("%s only go with -pending (deciding at once the waiting calls its flags select): add -pending, or decide one call by its mission id without them", strings.Join(set, ", "))
 		}
 		return nil
@@ -390,16 +384,22 @@ func (p *pendingSelection) checkListing(fs *flag.FlagSet, rest []string) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	var set []string
-	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains(filterFlags, f.Name) {
-			set = append(set, "-"+f.Name)
-		}
-	})
-	if len(set) > 0 {
+	if set := setFlags(fs, filterFlags); len(set) > 0 {
 		return fmt.Errorf("%s select among the calls waiting across the fleet: give no mission id (got %s)", strings.Join(set, ", "), strings.Join(rest, " "))
 	}
 	return nil
+}
+
+// setFlags returns those of names that were set on fs's command line,
+// each as "-name".
+func setFlags(fs *flag.FlagSet, names []string) []string {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(names, f.Name) {
+			set = append(set, "-"+f.Name)
+		}
+	})
+	return set
 }
 
 // filter is the selection as the fleet applies it.

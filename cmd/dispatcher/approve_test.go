@@ -693,11 +693,12 @@ func TestViewerDecidesTickedCallsInBrowser(t *testing.T) {
 }
 
 // The viewer's filter of the waiting calls, driven in headless Chromium:
-// a condition on the amount lists the two small refunds of three; Approve
-// all 2 matching approves those two, the big one still waits. The API
-// refuses a filter it cannot apply, a filter without the count the page
-// saw, and a filter given with named calls; a count bounds what the
-// filter decides.
+// a condition on the amount lists the two small refunds of four; Approve
+// all 2 matching refuses while the filter was edited after its count,
+// then approves those two, and the others still wait. The API refuses a
+// filter it cannot apply, a filter without the count the page saw, and
+// a filter given with named calls; a count bounds what the filter
+// decides (the longest waiting call of those it selects, denied).
 func TestViewerDecidesFilteredCallsInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

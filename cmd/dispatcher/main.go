@@ -55,7 +55,8 @@ commands:
   cancel ID         cancel a queued, waiting or running mission
   approvals [ID]    list a mission's tool calls that need approval, pending and decided; without
                     ID, the calls waiting for a decision across the fleet, longest waiting first
-                    (-limit; -watch keeps listing them as they come and go); -json
+                    (-tool, -service, -submitter, -when JSON select among them; -limit; -watch
+                    keeps listing them as they come and go); -json
   approve ID [CALL] approve a call that waits for approval (CALL: its id or a unique prefix,
                     needed when several wait); -args JSON replaces its arguments; -reason, -by
   approve -pending  approve every waiting call that -tool, -service, -submitter, -when JSON
