@@ -57,6 +57,15 @@
 (Double/parseDouble "abc")
 ;;; "value_error: 1:1: Double/parseDouble: cannot parse string \"abc\" as a number"
 ---
+;; a regex literal reads with string escapes (a documented difference from
+;; Clojure): #"\d" and #"\\d" both mean a digit, #"\\\\" a backslash
+[(re-find #"\d" "a1") (re-find #"\\d" "a1") (re-find #"\\\\" "a\\b") (re-find #"\u00e9" "caf\u00e9")]
+;=> ["1" "1" "\\" "é"]
+---
+;; Java's \uXXXX escape in a pattern's text means its character
+(re-find (re-pattern "[\\u0041-\\u0043]+") "xxABCyy")
+;=> "ABC"
+---
 ;; re-pattern and regex literals; a pattern may also be a string
 [(regex? (re-pattern "\\d+")) (regex? #"x") (regex? "x") (re-find (re-pattern "\\d+") "ab12") (re-find "\\d+" "ab12")]
 ;=> [true true false "12" "12"]

@@ -13,12 +13,14 @@ const (
 )
 
 // CompileRegex compiles an RE2 pattern with the size cap; the error names
-// unsupported features (lookaround, backreferences).
+// unsupported features (lookaround, backreferences). Java's \uXXXX escape,
+// which RE2 lacks, means the same character as RE2's \x{XXXX}; the
+// Regex keeps src as written.
 func CompileRegex(src string) (*Regex, error) {
 	if len(src) > MaxRegexPattern {
 		return nil, fmt.Errorf("regex pattern too long: %d bytes (limit %d)", len(src), MaxRegexPattern)
 	}
-	re, err := regexp.Compile(src)
+	re, err := regexp.Compile(javaUnicodeEscapes(src))
 	if err != nil {
 		switch {
 		case strings.Contains(src, "(?=") || strings.Contains(src, "(?!") || strings.Contains(src, "(?<=") || strings.Contains(src, "(?<!"):
@@ -33,6 +35,41 @@ func CompileRegex(src string) (*Regex, error) {
 		return nil, fmt.Errorf("invalid regex %q: %s", src, strings.TrimPrefix(msg, "error parsing regexp: "))
 	}
 	return &Regex{Source: src, Compiled: re}, nil
+}
+
+// javaUnicodeEscapes rewrites each \uXXXX escape of pattern src (four hex
+// digits, its backslash not itself escaped) as \x{XXXX}.
+func javaUnicodeEscapes(src string) string {
+	if !strings.Contains(src, `\u`) {
+		return src
+	}
+	var b strings.Builder
+	for i := 0; i < len(src); i++ {
+		if src[i] != '\\' || i+1 >= len(src) {
+			b.WriteByte(src[i])
+			continue
+		}
+		if src[i+1] == 'u' && i+6 <= len(src) && isHex4(src[i+2:i+6]) {
+			b.WriteString(`\x{`)
+			b.WriteString(src[i+2 : i+6])
+			b.WriteByte('}')
+			i += 5
+			continue
+		}
+		b.WriteString(src[i : i+2])
+		i++
+	}
+	return b.String()
+}
+
+// isHex4 reports whether s is four hex digits.
+func isHex4(s string) bool {
+	for i := range len(s) {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[i])) {
+			return false
+		}
+	}
+	return len(s) == 4
 }
 
 // Regex compiles pattern, raising a regex error on failure.
