@@ -251,6 +251,10 @@
 (nthrest [1 2 3] 2)
 ;=> [3]
 ---
+;; as Clojure: nothing dropped is the collection itself; nil stays nil
+[(nthrest {:a 1} 0) (nthrest "ab" 0) (nthrest [1 2] -1) (nthrest nil 2) (nthrest [1] 3)]
+;=> [{:a 1} "ab" [1 2] nil []]
+---
 (nthnext [1 2 3] 3)
 ;=> nil
 ---

@@ -46,7 +46,13 @@ func registerAccess(r *registry) {
 		return dropN(th, "drop", a[1], takeCount(th, "drop", a[0], 1), 2)
 	}).doc("the items after the first n").ref(RefSeq).pure()
 	r.Add("nthrest", 2, 2, func(th *core.Thread, a []core.Value) core.Value {
-		return dropN(th, "nthrest", a[0], takeCount(th, "nthrest", a[1], 2), 1)
+		n := takeCount(th, "nthrest", a[1], 2)
+		if n == 0 || a[0] == nil {
+			// as Clojure: nothing dropped is the collection itself, and
+			// nil stays nil
+			return a[0]
+		}
+		return dropN(th, "nthrest", a[0], n, 1)
 	}).doc("the items after the first n (the collection itself for n <= 0)")
 	r.Add("nthnext", 2, 2, func(th *core.Thread, a []core.Value) core.Value {
 		return seqOrNil(th, dropN(th, "nthnext", a[0], takeCount(th, "nthnext", a[1], 2), 1))
@@ -489,4 +495,13 @@ func keywordName(k *core.Keyword) string {
 		return k.Name[i+1:]
 	}
 	return k.Name
+}
+
+// keywordNamespace returns the namespace of a keyword, the part of its
+// name before the slash keywordName cuts at, or "" when it has none.
+func keywordNamespace(k *core.Keyword) string {
+	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
+		return k.Name[:i]
+	}
+	return ""
 }

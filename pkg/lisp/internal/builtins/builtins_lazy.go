@@ -158,18 +158,35 @@ func biRange(th *core.Thread, a []core.Value) core.Value {
 			return buf
 		})
 	}
+	// As Clojure: the first item is start as given (an integer stays
+	// one), each next one the float sum of the item before and step.
+	item := func(x float64) core.Value {
+		if x == sf {
+			return start
+		}
+		return x
+	}
 	if count <= EagerRangeMax {
 		th.AllocSlots(count)
 		out := make([]core.Value, 0, count)
 		for x := sf; (stf > 0 && x < ef) || (stf < 0 && x > ef); x += stf {
-			out = append(out, x)
+			if x+stf == x {
+				// a step below x's float precision never moves it: the
+				// range would never end (and never fill its count)
+				th.Raise(core.KindValue, "range: step %s does not change %s (below its float precision): the range would never end", core.PrStr(stf), core.PrStr(x))
+			}
+			if len(out) == cap(out) {
+				// rounding gave an item past the count charged
+				th.AllocSlots(1)
+			}
+			out = append(out, item(x))
 		}
 		return &core.Vector{Slots: out}
 	}
 	x := sf
 	return core.NewPureSeq(func(buf []core.Value) []core.Value {
 		for ; len(buf) < cap(buf) && ((stf > 0 && x < ef) || (stf < 0 && x > ef)); x += stf {
-			buf = append(buf, x)
+			buf = append(buf, item(x))
 		}
 		return buf
 	})
