@@ -12,6 +12,13 @@
 [(string? "a") (string? :a) (map? {}) (map? []) (vector? []) (vector? {}) (boolean? false) (boolean? nil) (keyword? :a) (keyword? "a")]
 ;=> [true false true false true false true false true false]
 ---
+;; keywords are the only identifiers (no symbol values)
+[(ident? :a) (ident? :a/b) (ident? "a") (ident? nil) (simple-keyword? :a) (simple-keyword? :a/b) (simple-keyword? "a")]
+;=> [true true false false true false false]
+---
+[(qualified-keyword? :a/b) (qualified-keyword? :a) (qualified-keyword? "a/b") (simple-ident? :a) (simple-ident? :a/b) (qualified-ident? :a/b) (qualified-ident? 1)]
+;=> [true false false true false true false]
+---
 ;; a char is a 1-char string
 [(char? \a) (char? "a") (char? "é") (char? "ab") (char? "") (char? 97)]
 ;=> [true true true false false false]

@@ -43,6 +43,12 @@
 (abs nil)
 ;;; "type_error: 1:1: abs: expected number, got nil \\(arg 1\\)"
 ---
+[(num 3) (num -2.5) (num ##Inf)]
+;=> [3 -2.5 ##Inf]
+---
+(num "3")
+;;; "type_error: 1:1: num: expected number, got string \"3\" \\(arg 1\\)"
+---
 ;; max/min return the argument itself (its type kept); ties pick the later one
 [(max 1 2 3) (min 4 2 8) (max 1 2.0) (max 2 1.0) (min 1) (max -1.5 -2) (max 2 2.0) (min 2.0 2)]
 ;=> [3 2 2.0 2 1 -1.5 2.0 2]

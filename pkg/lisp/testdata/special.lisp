@@ -159,8 +159,22 @@
 (let [[a b] "xy"] [a b])
 ;=> ["x" "y"]
 ---
+;; with &, a map is read as its [key value] entries (first and next), as
+;; Clojure; without &, by index, which a map has not
+(let [[a b & more :as all] {:a 1 :b 2 :c 3}] [a b more all])
+;=> [[:a 1] [:b 2] [[:c 3]] {:a 1 :b 2 :c 3}]
+---
+(let [[_ & r] {:a 1}] r)
+;=> nil
+---
 (let [[a b] {:a 1}] a)
-;;; "destructure_error: 1:7: expected vector or nil, got map \\{:a 1\\}"
+;;; "destructure_error: 1:7: a map has no positions to destructure \\(nth\\): destructure \\(seq m\\) for its \\[key value\\] entries, got map \\{:a 1\\}"
+---
+(let [[[k v]] (seq {:only 1})] [k v])
+;=> [:only 1]
+---
+(let [[a b] 5] a)
+;;; "destructure_error: 1:7: expected a collection or nil, got 5"
 ---
 (let [{:keys [a b]} {:a 1 :b 2}] [a b])
 ;=> [1 2]
@@ -629,8 +643,13 @@ inner
 (range 5 0 -2)
 ;=> [5 3 1]
 ---
-(range 0 1 0.25)
-;=> [0.0 0.25 0.5 0.75]
+;; as Clojure: the first item is start as given, the others floats
+[(range 0 1 0.25) (range 3 5 0.5) (range 0.5 3) (range 0 -1 -0.5)]
+;=> [[0 0.25 0.5 0.75] [3 3.5 4.0 4.5] [0.5 1.5 2.5] [0 -0.5]]
+---
+;; a step below start's float precision would never end the range
+(range 1e16 10000000000000010.0 0.5)
+;;; "value_error: 2:1: range: step 0.5 does not change 1.0E16 \\(below its float precision\\): the range would never end"
 ---
 (range 0 5 0)
 ;=> []

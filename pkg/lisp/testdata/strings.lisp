@@ -132,6 +132,12 @@
 (name 1)
 ;;; "type_error: 1:1: name: expected a keyword or string, got 1 \\(arg 1\\)"
 ---
+[(namespace :a/b) (namespace :a) (namespace (keyword "ns" "n")) (namespace nil) (namespace :/)]
+;=> ["a" nil "ns" nil nil]
+---
+(namespace "a/b")
+;;; "type_error: 1:1: namespace: expected a keyword, got string \"a/b\" \\(arg 1\\)"
+---
 [(keyword "a") (keyword :a) (keyword nil) (keyword 1) (keyword "ns" "n") (keyword nil "n") (= (keyword "x") :x)]
 ;=> [:a :a nil nil :ns/n :n true]
 ---

@@ -41,6 +41,23 @@ func registerLogic(r *registry) {
 		doc("true for true and false").ref(refPred).pure()
 	r.Add("keyword?", 1, 1, func(th *core.Thread, a []core.Value) core.Value { _, ok := a[0].(*core.Keyword); return ok }).
 		doc("true for keywords").ref(refPred).pure()
+	// Keywords are the only identifiers (there are no symbol values), so
+	// the ident predicates are the keyword ones.
+	kwPred := func(qualified, simple bool) core.BuiltinFunc {
+		return func(th *core.Thread, a []core.Value) core.Value {
+			k, ok := a[0].(*core.Keyword)
+			if !ok {
+				return false
+			}
+			ns := keywordNamespace(k) != ""
+			return ns && qualified || !ns && simple
+		}
+	}
+	r.Add("ident?", 1, 1, kwPred(true, true)).doc("true for keywords (there are no symbol values)").pure()
+	r.Add("simple-keyword?", 1, 1, kwPred(false, true)).doc("true for a keyword without a namespace").pure()
+	r.Add("qualified-keyword?", 1, 1, kwPred(true, false)).doc("true for a keyword with a namespace").pure()
+	r.Add("simple-ident?", 1, 1, kwPred(false, true)).doc("true for a keyword without a namespace").pure()
+	r.Add("qualified-ident?", 1, 1, kwPred(true, false)).doc("true for a keyword with a namespace").pure()
 	r.Add("char?", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
 		s, ok := a[0].(string)
 		return ok && s != "" && utf8.RuneCountInString(s) == 1

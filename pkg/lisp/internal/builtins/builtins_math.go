@@ -15,6 +15,14 @@ func registerMath(r *registry) {
 		doc("remainder of truncating division: the sign of the dividend").ref(RefMath).pure().owns(2)
 	r.Add("quot", 2, 2, func(th *core.Thread, a []core.Value) core.Value { return divOp(th, "quot", a[0], a[1]) }).
 		doc("quotient of truncating division").ref(RefMath).pure().owns(2)
+	r.Add("num", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
+		switch a[0].(type) {
+		case int64, float64:
+			return a[0]
+		}
+		th.TypeError("num", "number", a[0], 1)
+		return nil
+	}).doc("its argument, which must be a number").pure()
 	r.Add("abs", 1, 1, func(th *core.Thread, a []core.Value) core.Value { return absNum(th, "abs", a[0]) }).
 		doc("absolute value").ref(RefMath).pure()
 	r.Add("max", 1, -1, func(th *core.Thread, a []core.Value) core.Value { return extremum(th, "max", a, 1) }).

@@ -155,6 +155,19 @@ func registerStrings(r *registry) {
 		th.TypeError("name", "a keyword or string", a[0], 1)
 		return nil
 	}).doc("the name of a keyword or symbol, or the string itself").ref(RefStrings).pure()
+	r.Add("namespace", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
+		switch x := a[0].(type) {
+		case nil:
+			return nil
+		case *core.Keyword:
+			if ns := keywordNamespace(x); ns != "" {
+				return ns
+			}
+			return nil
+		}
+		th.TypeError("namespace", "a keyword", a[0], 1)
+		return nil
+	}).doc("the namespace of a keyword (:a/b gives \"a\"), or nil").pure()
 	r.Add("keyword", 1, 2, func(th *core.Thread, a []core.Value) core.Value {
 		if len(a) == 2 {
 			name := strArg(th, "keyword", a[1], 2)

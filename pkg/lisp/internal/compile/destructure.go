@@ -78,8 +78,16 @@ func (c *Compiler) vectorPattern(p *syntax.Form) core.Binder {
 			}
 		case *core.Set, string:
 			seq = fr.Th.Seq(x, "destructure", 0)
+		case *core.Map, core.HostMap:
+			// As Clojure: a pattern with & reads the map as a sequence
+			// of [key value] entries (first and next); one without
+			// reads by index (nth), which a map has not.
+			if rest == nil {
+				panic(&core.Error{Kind: core.KindDestructure, Pos: pos, Msg: "a map has no positions to destructure (nth): destructure (seq m) for its [key value] entries, got " + core.ErrorPreview(v)})
+			}
+			seq = fr.Th.Seq(x, "destructure", 0)
 		default:
-			panic(&core.Error{Kind: core.KindDestructure, Pos: pos, Msg: "expected vector or nil, got " + core.ErrorPreview(v)})
+			panic(&core.Error{Kind: core.KindDestructure, Pos: pos, Msg: "expected a collection or nil, got " + core.ErrorPreview(v)})
 		}
 		for i, e := range elems {
 			if i < len(seq) {
