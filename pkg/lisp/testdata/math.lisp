@@ -157,6 +157,13 @@
 [(Math/sin 0) (Math/cos 0) (Math/tan 0) (Math/asin 1) (Math/acos 1) (Math/atan 0) (Math/atan2 0 1) (Math/toDegrees Math/PI) (Math/toRadians 180)]
 ;=> [0.0 1.0 0.0 1.5707963267948966 0.0 0.0 0.0 180.0 3.141592653589793]
 ---
+;; a static field in parentheses reads it, as Clojure's (Classname/field)
+[(Math/PI) (* 2 (Math/E)) (Integer/MAX_VALUE) (Long/MIN_VALUE)]
+;=> [3.141592653589793 5.43656365691809 2147483647 -9223372036854775808]
+---
+(Math/PI 2)
+;;; "not_callable: 1:1: Math/PI is a constant, not a function: write it without parentheses"
+---
 ;; float rem/mod follow Clojure's n - trunc(n/d)*d, not fmod
 [(rem 2 1e-3) (mod 1e10 1e-3) (rem -0.5 1e-3) (mod -9223372036854775808 2.5) (mod 7.5 -2)]
 ;=> [0.0 0.0 0.0 0.0 -0.5]

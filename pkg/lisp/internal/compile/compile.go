@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
@@ -168,6 +169,16 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 	}
 	if head.Kind == syntax.FSym && head.Ns == "tool" {
 		return c.compileToolCall(f)
+	}
+	if head.Kind == syntax.FSym && head.Ns != "" {
+		if v, ok := builtins.HostConstants[head.Ns+"/"+head.Name]; ok {
+			// (Math/PI) reads the static field, as Clojure's
+			// (Classname/field) does
+			if len(f.Items) > 1 {
+				c.fail(core.KindNotCallable, f.Pos, "", "%s/%s is a constant, not a function: write it without parentheses", head.Ns, head.Name)
+			}
+			return constNode(v)
+		}
 	}
 	if head.Kind == syntax.FSym && head.Ns == "" && strings.HasPrefix(head.Name, ".") && len(head.Name) > 1 {
 		if !c.isLocal(head) {
