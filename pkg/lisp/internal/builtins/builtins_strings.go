@@ -471,7 +471,7 @@ func dropTrailingEmpty(out []core.Value) []core.Value {
 // splitLiteral); a literal pattern takes the literal fast path. Only the
 // first MaxRegexInput bytes are scanned; the rest stays in the last part.
 func SplitRegex(th *core.Thread, s string, re *core.Regex, limit int) []core.Value {
-	if lit, complete := re.Compiled.LiteralPrefix(); complete {
+	if lit, ok := re.Literal(); ok {
 		return SplitLiteral(th, s, lit, limit)
 	}
 	in := cutRegexInput(s)
@@ -646,7 +646,7 @@ func RegexReplace(th *core.Thread, fn string, s string, re *core.Regex, repl cor
 	var tmpl string
 	switch x := repl.(type) {
 	case string:
-		if lit, complete := re.Compiled.LiteralPrefix(); complete && !strings.ContainsAny(x, `$\`) {
+		if lit, ok := re.Literal(); ok && !strings.ContainsAny(x, `$\`) {
 			return strings.Replace(s, lit, x, n)
 		}
 		tmpl = x

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 )
 
@@ -34,7 +35,45 @@ func CompileRegex(src string) (*Regex, error) {
 		}
 		return nil, fmt.Errorf("invalid regex %q: %s", src, strings.TrimPrefix(msg, "error parsing regexp: "))
 	}
-	return &Regex{Source: src, Compiled: re}, nil
+	r := &Regex{Source: src, Compiled: re, litSet: true}
+	r.lit, r.isLit = literalOf(re)
+	return r, nil
+}
+
+// Literal returns the text r matches when it matches exactly that text
+// wherever it occurs: no anchor, class, repetition or case folding. The
+// split and replace fast paths take it. regexp's LiteralPrefix alone is
+// not enough: it calls ^a$ the complete literal "a".
+func (r *Regex) Literal() (string, bool) {
+	if !r.litSet {
+		return literalOf(r.Compiled)
+	}
+	return r.lit, r.isLit
+}
+
+// literalOf is Literal for a compiled pattern: its literal prefix, when
+// complete and the parsed pattern is one literal (in capture groups or
+// not) or empty.
+func literalOf(re *regexp.Regexp) (string, bool) {
+	lit, complete := re.LiteralPrefix()
+	if !complete {
+		return "", false
+	}
+	p, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	p = p.Simplify()
+	for p.Op == syntax.OpCapture {
+		p = p.Sub[0]
+	}
+	switch {
+	case p.Op == syntax.OpEmptyMatch && lit == "":
+		return "", true
+	case p.Op == syntax.OpLiteral && p.Flags&syntax.FoldCase == 0 && string(p.Rune) == lit:
+		return lit, true
+	}
+	return "", false
 }
 
 // javaUnicodeEscapes rewrites each \uXXXX escape of pattern src (four hex
