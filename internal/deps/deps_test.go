@@ -56,6 +56,7 @@ pkg/messages, pkg/signature < internal/missionfile;
 pkg/fleet/embedded, pkg/messages < internal/fleettest;
 pkg/fleet, pkg/fleet/agentrun < internal/fleettest/agentworker;
 pkg/agent < internal/ctxbench;
+pkg/lisp < internal/clojurediff;
 
 pkg/fleet < examples/shop, examples/toolservice, deploy/k8s/natsauth;
 pkg/fleet, internal/version < internal/cli;
