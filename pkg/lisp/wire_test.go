@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -16,15 +17,22 @@ import (
 	"github.com/ptcfleet/ptc/pkg/messages"
 	"github.com/ptcfleet/ptc/pkg/signature"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // decodeBoth decodes data with DecodeMsgpack and with messages.Unmarshal +
-// FromGo; both must agree on the value or on failing.
+// FromGo; both must agree on the value or on failing. An extension value
+// (a timestamp, say) has no plain form wherever it stands, also where a
+// later duplicate key replaces it in Unmarshal's map, so a document
+// holding one must fail.
 func decodeBoth(t testing.TB, data []byte) {
 	t.Helper()
 	got, err := core.DecodeMsgpack(data)
 	var plain any
 	uerr := messages.Unmarshal(data, &plain)
+	if uerr == nil && holdsExtension(msgpack.NewDecoder(bytes.NewReader(data)), 0) {
+		uerr = errors.New("an extension value has no plain form")
+	}
 	if (err == nil) != (uerr == nil) {
 		t.Fatalf("DecodeMsgpack err %v, messages.Unmarshal err %v (% x)", err, uerr, data)
 	}
@@ -41,6 +49,38 @@ func decodeBoth(t testing.TB, data []byte) {
 	if c, ok := got.(*core.Vector); ok && !core.IsHostData(c) {
 		t.Fatal("decoded vector not host data")
 	}
+}
+
+// holdsExtension reports whether the value dec reads next holds an
+// extension value, at any depth (past 64 levels it answers false:
+// Unmarshal refuses such depth itself).
+func holdsExtension(dec *msgpack.Decoder, depth int) bool {
+	c, err := dec.PeekCode()
+	if err != nil || depth > 64 {
+		return false
+	}
+	switch {
+	case msgpcode.IsExt(c):
+		return true
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		n, err := dec.DecodeMapLen()
+		for i := 0; err == nil && i < 2*n; i++ {
+			if holdsExtension(dec, depth+1) {
+				return true
+			}
+		}
+		return false
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := dec.DecodeArrayLen()
+		for i := 0; err == nil && i < n; i++ {
+			if holdsExtension(dec, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	_ = dec.Skip() // a scalar; a read error ends the walk at the next peek
+	return false
 }
 
 func TestDecodeMsgpack(t *testing.T) {
@@ -63,6 +103,17 @@ func TestDecodeMsgpack(t *testing.T) {
 	}
 	data, _ := messages.Marshal(recs)
 	decodeBoth(t, data)
+	// a timestamp has no plain form, also where a later duplicate key
+	// would replace it
+	stamp, _ := msgpack.Marshal(map[string]any{"at": time.Unix(1, 0)})
+	dup := append([]byte{0x82, 0xa1, 'k'}, stamp[4:]...) // {"k" <timestamp>, ...: stamp is {"at" <timestamp>}
+	dup = append(dup, 0xa1, 'k', 0x01)                   // ... "k" 1}
+	for _, doc := range [][]byte{stamp, dup} {
+		if _, err := core.DecodeMsgpack(doc); err == nil || !strings.Contains(err.Error(), "no plain form") {
+			t.Errorf("% x: %v, want an error naming the value with no plain form", doc, err)
+		}
+		decodeBoth(t, doc)
+	}
 	// hostile input: errors, not panics or huge allocations
 	for _, bad := range [][]byte{{0xdd, 0xff, 0xff, 0xff, 0xff}, {0x91}, {0xc1}, {0x90, 0x90}, bytes.Repeat([]byte{0x91}, 100000)} {
 		if _, err := core.DecodeMsgpack(bad); err == nil {
