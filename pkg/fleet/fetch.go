@@ -637,6 +637,7 @@ func (w *Worker) strayPull(msg *nats.Msg) {
 		default:
 		}
 	}
+	w.stats.straysBack.Add(1)
 	w.nakPulled(msg)
 }
 

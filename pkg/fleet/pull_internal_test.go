@@ -340,7 +340,9 @@ func TestStrayMissionsGoBackOrRun(t *testing.T) {
 // for them all would let nats.go drop the answers beyond what the
 // channel holds, and those missions would wait for AckWait and run on a
 // second delivery. Every mission of the backlog runs once, on its first
-// delivery.
+// delivery, unless the worker handed it back itself: on a slow machine a
+// pull can end before its answers come, and a stray the loop has no room
+// for goes back to the consumer at once (counted in straysBack).
 func TestBacklogPullsFitTheAnswers(t *testing.T) {
 	nc := embeddedConn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -396,14 +398,20 @@ func TestBacklogPullsFitTheAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Stop() })
+	again := 0
 	for _, id := range ids {
 		step, err := c.Await(ctx, id)
 		if err != nil || step.Return != "ok" {
 			t.Fatalf("mission %s: %+v, %v", id, step, err)
 		}
 		if step.Attempts != 1 {
-			t.Errorf("mission %s ran on delivery %d: an answer to its pull was dropped", id, step.Attempts)
+			again++
 		}
+	}
+	if back := w.stats.straysBack.Load(); int64(again) > back {
+		t.Errorf("%d missions ran on a later delivery and the worker handed back %d: an answer to a pull was dropped", again, back)
+	} else if again > 0 {
+		t.Logf("%d missions ran on a later delivery, all handed back as strays", again)
 	}
 	if got := runs.Load(); got != int64(n) {
 		t.Errorf("%d runs of %d missions", got, n)

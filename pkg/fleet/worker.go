@@ -434,7 +434,8 @@ type workerCounters struct {
 	// missions (hand): none while a kept runner waits
 	runnersStarted atomic.Int64
 	// straysRun and straysBack count the missions that came for pulls
-	// that had ended, run or handed back (adoptStray)
+	// that had ended, run (adoptStray) or handed back to their consumer
+	// (adoptStray with no slot free, strayPull with the loop behind)
 	straysRun, straysBack atomic.Int64
 }
 
