@@ -491,17 +491,23 @@ func biSeq(th *core.Thread, a []core.Value) core.Value {
 
 // keywordName is a keyword's name without its namespace (name of :a/b is "b").
 func keywordName(k *core.Keyword) string {
-	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
-		return k.Name[i+1:]
-	}
-	return k.Name
+	_, name := splitKeyword(k)
+	return name
 }
 
-// keywordNamespace returns the namespace of a keyword, the part of its
-// name before the slash keywordName cuts at, or "" when it has none.
+// keywordNamespace is a keyword's namespace (of :a/b "a"), "" when it has
+// none.
 func keywordNamespace(k *core.Keyword) string {
+	ns, _ := splitKeyword(k)
+	return ns
+}
+
+// splitKeyword splits a keyword's name at its last slash into namespace
+// and name; a slash first or last splits nothing (:/ and :a/ have no
+// namespace).
+func splitKeyword(k *core.Keyword) (ns, name string) {
 	if i := strings.LastIndexByte(k.Name, '/'); i > 0 && i < len(k.Name)-1 {
-		return k.Name[:i]
+		return k.Name[:i], k.Name[i+1:]
 	}
-	return ""
+	return "", k.Name
 }

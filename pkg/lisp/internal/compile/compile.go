@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ptcfleet/ptc/pkg/lisp/internal/builtins"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/syntax"
 )
@@ -171,7 +170,7 @@ func (c *Compiler) compileList(f *syntax.Form, tail bool) core.Node {
 		return c.compileToolCall(f)
 	}
 	if head.Kind == syntax.FSym && head.Ns != "" {
-		if v, ok := builtins.HostConstants[head.Ns+"/"+head.Name]; ok {
+		if v, ok := hostConstant(head); ok {
 			// (Math/PI) reads the static field, as Clojure's
 			// (Classname/field) does
 			if len(f.Items) > 1 {

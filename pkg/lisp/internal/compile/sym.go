@@ -31,7 +31,7 @@ func (c *Compiler) compileSym(f *syntax.Form, inOr bool) core.Node {
 				return constNode(b)
 			}
 		}
-		if v, ok := builtins.HostConstants[f.Name]; ok { // a def of the name does not hide it
+		if v, ok := hostConstant(f); ok { // a def of the name does not hide it
 			return constNode(v)
 		}
 		name := f.Name
@@ -68,7 +68,7 @@ func (c *Compiler) compileSym(f *syntax.Form, inOr bool) core.Node {
 	if b, ok := c.LookupBuiltin(f.Ns, f.Name); ok {
 		return constNode(b)
 	}
-	if v, ok := builtins.HostConstants[f.Ns+"/"+f.Name]; ok {
+	if v, ok := hostConstant(f); ok {
 		return constNode(v)
 	}
 	if canon, ok := NsAliases[f.Ns]; ok {
@@ -76,4 +76,15 @@ func (c *Compiler) compileSym(f *syntax.Form, inOr bool) core.Node {
 	}
 	c.fail(core.KindUnbound, f.Pos, "", "unknown namespace %s/; use tool/ for tools, ctx/ for inputs", f.Ns)
 	return nil
+}
+
+// hostConstant returns the value of the host constant symbol f names
+// (Math/PI, NaN).
+func hostConstant(f *syntax.Form) (core.Value, bool) {
+	name := f.Name
+	if f.Ns != "" {
+		name = f.Ns + "/" + f.Name
+	}
+	v, ok := builtins.HostConstants[name]
+	return v, ok
 }

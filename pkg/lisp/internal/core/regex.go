@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"strconv"
 	"strings"
 )
 
@@ -35,7 +36,7 @@ func CompileRegex(src string) (*Regex, error) {
 		}
 		return nil, fmt.Errorf("invalid regex %q: %s", src, strings.TrimPrefix(msg, "error parsing regexp: "))
 	}
-	r := &Regex{Source: src, Compiled: re, litSet: true}
+	r := &Regex{Source: src, Compiled: re}
 	r.lit, r.isLit = literalOf(re)
 	return r, nil
 }
@@ -43,13 +44,10 @@ func CompileRegex(src string) (*Regex, error) {
 // Literal returns the text r matches when it matches exactly that text
 // wherever it occurs: no anchor, class, repetition or case folding. The
 // split and replace fast paths take it. regexp's LiteralPrefix alone is
-// not enough: it calls ^a$ the complete literal "a".
-func (r *Regex) Literal() (string, bool) {
-	if !r.litSet {
-		return literalOf(r.Compiled)
-	}
-	return r.lit, r.isLit
-}
+// not enough: it calls ^a$ the complete literal "a". A Regex not made by
+// CompileRegex answers false, which is never wrong: its callers then
+// match it as a regex.
+func (r *Regex) Literal() (string, bool) { return r.lit, r.isLit }
 
 // literalOf is Literal for a compiled pattern: its literal prefix, when
 // complete and the parsed pattern is one literal (in capture groups or
@@ -88,7 +86,7 @@ func javaUnicodeEscapes(src string) string {
 			b.WriteByte(src[i])
 			continue
 		}
-		if src[i+1] == 'u' && i+6 <= len(src) && isHex4(src[i+2:i+6]) {
+		if src[i+1] == 'u' && i+6 <= len(src) && hex4(src[i+2:i+6]) {
 			b.WriteString(`\x{`)
 			b.WriteString(src[i+2 : i+6])
 			b.WriteByte('}')
@@ -99,16 +97,6 @@ func javaUnicodeEscapes(src string) string {
 		i++
 	}
 	return b.String()
-}
-
-// isHex4 reports whether s is four hex digits.
-func isHex4(s string) bool {
-	for i := range len(s) {
-		if !strings.ContainsRune("0123456789abcdefABCDEF", rune(s[i])) {
-			return false
-		}
-	}
-	return len(s) == 4
 }
 
 // Regex compiles pattern, raising a regex error on failure.
@@ -133,3 +121,9 @@ func regexInput(s string) string {
 
 // RegexInput returns s cut to the scanned-input cap (32 KB).
 func RegexInput(s string) string { return regexInput(s) }
+
+// hex4 reports whether s is four hex digits, as the reader reads \uXXXX.
+func hex4(s string) bool {
+	_, err := strconv.ParseUint(s, 16, 16)
+	return err == nil && len(s) == 4
+}

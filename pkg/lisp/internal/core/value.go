@@ -54,9 +54,8 @@ func NewKeyword(name string) *Keyword { return &Keyword{Name: name, hash: hashSt
 type Regex struct {
 	Source   string
 	Compiled *regexp.Regexp
-	lit      string // Literal's answer, when litSet (set by CompileRegex)
+	lit      string // Literal's answer, set by CompileRegex
 	isLit    bool
-	litSet   bool
 }
 
 // Var is the result of (def name v); it prints as #'name.
