@@ -351,7 +351,12 @@ func subNum(th *core.Thread, a, b core.Value, argN int) core.Value {
 
 func biSub(th *core.Thread, a []core.Value) core.Value {
 	if len(a) == 1 {
-		return subNum(th, core.Int(0), num(th, "-", a[0], 1), 1)
+		// Negation, not 0 - x: (- 0.0) is -0.0 as in Clojure.
+		x := num(th, "-", a[0], 1)
+		if f, ok := x.(float64); ok {
+			return -f
+		}
+		return subNum(th, core.Int(0), x, 1)
 	}
 	acc := subNum(th, a[0], a[1], 1)
 	for i := 2; i < len(a); i++ {
