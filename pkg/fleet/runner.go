@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -455,14 +456,19 @@ func cutEvent(out *messages.Event) ([]byte, error) {
 // CutValue is the preview of a value too large to show whole: when v's
 // msgpack encoding is over 1 KiB (the size events cut values to), it
 // returns {"bytes": <encoded size>, "preview": <its JSON form cut to
-// 1 KiB>} and true; otherwise nil and false.
+// 1 KiB>} and true; otherwise nil and false. The preview is read by
+// people (progress, the viewer), so "<", ">" and "&" stay as they are
+// instead of JSON's HTML escapes: a masked value reads "<Firewalled>".
 func CutValue(v any) (map[string]any, bool) {
 	b, err := messages.Marshal(v)
 	if err == nil && len(b) <= eventPreviewBytes {
 		return nil, false
 	}
-	js, _ := json.Marshal(messages.JSONFloats(v))
-	return map[string]any{"bytes": int64(len(b)), "preview": previewText(string(js), eventPreviewBytes)}, true
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(messages.JSONFloats(v))
+	return map[string]any{"bytes": int64(len(b)), "preview": previewText(strings.TrimSuffix(js.String(), "\n"), eventPreviewBytes)}, true
 }
 
 // previewText is s cut to at most n bytes on a character boundary, with
