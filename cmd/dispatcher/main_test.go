@@ -222,6 +222,10 @@ func TestProgressShowsCutValues(t *testing.T) {
 	if got := eventValue(&messages.Event{Result: int64(7)}, "result", int64(7), 200); got != "7" {
 		t.Errorf("a value carried whole: %q", got)
 	}
+	ref := messages.RefValue(&messages.ObjectRef{Bucket: "tool_results_shop", Name: "m1.list_orders.c1", Size: 386155, Digest: "SHA-256=x"})
+	if got := eventValue(&messages.Event{Result: ref}, "result", ref, 200); got != "(386155 bytes, kept in object store tool_results_shop as m1.list_orders.c1)" {
+		t.Errorf("a result kept by reference: %q", got)
+	}
 }
 
 // dispatcher trace shows a finished mission's plan with its Step, and a
