@@ -34,7 +34,7 @@ func TestLocalRunsTheExampleMissions(t *testing.T) {
 		// Each input's run is a turn, in the progress lines and the summary.
 		{"apply-compiled.yaml", []string{"model: none (a compiled program applied to 4 inputs)", "turn 4: → list_orders", "turns 4 · llm requests 0"}},
 		// 5,000 emails (about 1 MB) sent out of band, kept with def across two turns.
-		{"all-emails.yaml", []string{`← search_emails {"$object":{"bucket":"tool_results_shop"`, "Memory: emails", `"count": 5000`, `"senders": 1830`, `"urgent": 503`, "tool calls 1"}},
+		{"all-emails.yaml", []string{`← search_emails (1083169 bytes, kept in object store tool_results_shop as `, "Memory: emails", `"count": 5000`, `"senders": 1830`, `"urgent": 503`, "tool calls 1"}},
 		// A plan marked step by step, a value emitted at once, a retry turn to fix the return.
 		// (the plan event at the run's start is not asserted: a live watcher
 		// that reads a later event first counts an earlier one as lost)
