@@ -229,6 +229,14 @@ y
 (println)
 ;; @prints ""
 ---
+;; the line println or prn would print, as a value
+[(print-str "a" 1 nil :k "b" [1 "x"]) (print-str ["a" "b"]) (print-str) (println-str "a" nil) (println-str) (prn-str "a" 1) (prn-str)]
+;=> ["a 1 nil :k b [1 \"x\"]" "ab" "" "a nil\n" "\n" "\"a\" 1\n" "\n"]
+---
+;; @ctx {"m": {"_secret": "s"}}
+(print-str ctx/m "s")
+;=> "{\"_secret\" <Firewalled>} s"
+---
 ;; printing
 (pr-str 1.0 100.0 1e7 1.5e-4 0.001 -0.0 ##-Inf ##NaN)
 ;=> "1.0 100.0 1.0E7 1.5E-4 0.001 -0.0 ##-Inf ##NaN"

@@ -167,8 +167,8 @@ Double/POSITIVE_INFINITY
 (bigint 6)
 ;;; "unbound_symbol: 2:2: bigint is not available(.|\n)*hint: math functions: "
 ---
-(list* 1 [2])
-;;; "list\\* is not available(.|\n)*hint: collection functions: .*first, second, last, nth"
+(vector-of :int 1 2)
+;;; "vector-of is not available(.|\n)*hint: collection functions: .*first, second, last, nth"
 ---
 if
 ;;; "if is a special form and cannot be used as a value(.|\n)*hint: write \\(if ...\\)"

@@ -424,6 +424,24 @@
 (cons 1 2)
 ;;; "type_error: .*cons: expected a collection, got 2 \\(arg 2\\)"
 ---
+[(list* 1 2 [3 4]) (list* [1]) (list* nil) (list* []) (list* 1 nil) (list* 1 "ab") (list* 1 2 {:a 1})]
+;=> [[1 2 3 4] [1] nil nil [1] [1 "a" "b"] [1 2 [:a 1]]]
+---
+(take 4 (list* :a :b (range)))
+;=> [:a :b 0 1]
+---
+(list* 1 2)
+;;; "type_error: .*list\\*: expected a collection, got 2 \\(arg 2\\)"
+---
+(run! println [1 "a"])
+;; @prints "1\na"
+---
+(run! inc nil)
+;=> nil
+---
+(run! inc 5)
+;;; "type_error: .*run!: expected a collection, got 5 \\(arg 2\\)"
+---
 (concat [1] nil [2 3] "ab" {:a 1})
 ;=> [1 2 3 "a" "b" [:a 1]]
 ---

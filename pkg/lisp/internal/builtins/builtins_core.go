@@ -155,6 +155,15 @@ func registerCore(r *registry) {
 		}
 		return th.MakeString(strings.Join(parts, " "))
 	}).doc("the readable printed form of the arguments, space-separated").ref(RefStrings)
+	r.Add("print-str", 0, -1, func(th *core.Thread, a []core.Value) core.Value {
+		return th.MakeString(printStr(th, a, true))
+	}).doc("the line println prints for the arguments, as a string without the newline")
+	r.Add("println-str", 0, -1, func(th *core.Thread, a []core.Value) core.Value {
+		return th.MakeString(printStr(th, a, true) + "\n")
+	}).doc("the line println prints for the arguments, as a string with the newline")
+	r.Add("prn-str", 0, -1, func(th *core.Thread, a []core.Value) core.Value {
+		return th.MakeString(printStr(th, a, false) + "\n")
+	}).doc("the readable printed form of the arguments (as pr-str) and a newline")
 	r.Add("memory/put", 2, 2, func(th *core.Thread, a []core.Value) core.Value {
 		th.SetMem(memName(th, "memory/put", a[0]), a[1])
 		return a[1]
@@ -246,32 +255,53 @@ func printArgs(a []core.Value, raw bool, scrub func(string, bool) string) string
 	parts := make([]string, len(a))
 	for i, v := range a {
 		if raw {
-			if vec, ok := v.(*core.Vector); ok && vec.Len() > 0 && allChars(vec.Items()) {
-				var b strings.Builder
-				for _, it := range vec.Items() {
-					b.WriteString(it.(string))
-				}
-				parts[i] = b.String()
-				if scrub != nil {
-					parts[i] = scrub(parts[i], false)
-				}
-				continue
-			}
-			if s, ok := v.(string); ok {
-				if scrub != nil {
+			if s, ok := printText(v); ok {
+				if scrub != nil && v != nil {
 					s = scrub(s, false)
 				}
 				parts[i] = s
-				continue
-			}
-			if v == nil {
-				parts[i] = "nil"
 				continue
 			}
 		}
 		parts[i] = core.Sprint(v, core.PrintOptions{MaxLen: 4000, Scrub: scrub})
 	}
 	return strings.Join(parts, " ")
+}
+
+// printStr is the line println (raw) or prn would print for a, as a
+// value (print-str, println-str, prn-str): not cut and not scrubbed,
+// as pr-str, and bounded by the program's memory.
+func printStr(th *core.Thread, a []core.Value, raw bool) string {
+	parts := make([]string, len(a))
+	for i, v := range a {
+		if s, ok := printText(v); ok && raw {
+			parts[i] = s
+		} else {
+			parts[i] = th.PrOf(v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// printText is the text println prints for v without pr-str: a string as
+// it is, a vector of one-character strings joined (the language
+// reference's rule for (take n s)), nil as "nil".
+func printText(v core.Value) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "nil", true
+	case string:
+		return x, true
+	case *core.Vector:
+		if x.Len() > 0 && allChars(x.Items()) {
+			var b strings.Builder
+			for _, it := range x.Items() {
+				b.WriteString(it.(string))
+			}
+			return b.String(), true
+		}
+	}
+	return "", false
 }
 
 func allChars(items []core.Value) bool {

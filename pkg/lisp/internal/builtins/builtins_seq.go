@@ -120,6 +120,15 @@ func registerSeq(r *registry) {
 		doc("adds items to a collection (vectors at the end, sets and maps by key)").ref(RefSeq).pure()
 	r.Add("cons", 2, 2, biCons).
 		doc("x followed by the items").ref(RefSeq)
+	r.Add("list*", 1, -1, biListStar).
+		doc("the leading arguments followed by the items of the last; nil when there are none")
+	r.Add("run!", 2, 2, func(th *core.Thread, a []core.Value) core.Value {
+		th.Each(a[1], "run!", 2, func(v core.Value) bool {
+			th.Call1(a[0], v)
+			return true
+		})
+		return nil
+	}).doc("calls f on each item for its effects (a tool call, println); nil")
 	r.Add("concat", 0, -1, biConcat).
 		doc("the items of the collections one after another").ref(RefSeq).pure()
 	r.Add("into", 0, 2, biInto).
@@ -1165,6 +1174,28 @@ func biCons(th *core.Thread, a []core.Value) core.Value {
 	out[0] = a[0]
 	copy(out[1:], items)
 	return &core.Vector{Slots: out}
+}
+
+// biListStar is list*: as cons of each leading argument in turn onto the
+// items of the last, a vector in place of Clojure's seq (lists are
+// vectors), and nil, as Clojure, when there is no item at all; a lazy
+// last argument gives a lazy sequence.
+func biListStar(th *core.Thread, a []core.Value) core.Value {
+	lead := a[:len(a)-1]
+	if s, ok := a[len(a)-1].(*core.LazySeq); ok {
+		// an unbounded tail stays lazy, as (cons x s) does
+		for i := len(lead) - 1; i >= 0; i-- {
+			s = consLazy(lead[i], s)
+		}
+		return s
+	}
+	items := th.Seq(a[len(a)-1], "list*", len(a))
+	if len(lead)+len(items) == 0 {
+		return nil
+	}
+	th.AllocSlots(len(lead) + len(items))
+	out := make([]core.Value, 0, len(lead)+len(items))
+	return &core.Vector{Slots: append(append(out, lead...), items...)}
 }
 
 func biConcat(th *core.Thread, a []core.Value) core.Value {

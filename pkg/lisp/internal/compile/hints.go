@@ -180,7 +180,7 @@ var clojureOnly = map[string]string{
 	"bigint": "math functions", "bigdec": "math functions", "log1p": "math functions", "expm1": "math functions",
 	"char-array": "string functions",
 	"subseq":     "collection functions", "rsubseq": "collection functions", "sorted-map-by": "collection functions",
-	"list*": "collection functions", "vector-of": "collection functions", "bounded-count": "collection functions",
+	"vector-of": "collection functions", "bounded-count": "collection functions",
 }
 
 // didYouMean suggests the closest known name (locals, memory, builtins,
