@@ -132,12 +132,12 @@ func (g *gen) f1() string {
 	return g.pick("inc", "dec", "str", "identity", "count", "even?", "odd?", "keyword", "name", ":a", ":id", ":n",
 		"#(* 2 %)", "first", "vector", "nil?", "some?", "pos?", "neg?", "zero?", "string?", "number?", "#(> % 2)",
 		"seq", "empty?", "vec", "#(if (even? %) nil %)", "(fnil inc 0)", "(partial + 1)", "(comp inc :n)",
-		"(juxt :id :n)", "abs", "boolean", "#(quot % 2)", "set")
+		"(juxt :id :n)", "abs", "boolean", "#(quot % 2)", "set", "prn-str")
 }
 
 func (g *gen) f2() string {
 	return g.pick("+", "-", "*", "max", "min", "conj", "str", "vector", "list", "merge", "concat", "cons",
-		"#(+ %1 (* 2 %2))", "into", "compare", "=")
+		"#(+ %1 (* 2 %2))", "into", "compare", "=", "list*")
 }
 
 func (g *gen) idx() string  { return g.pick("0", "1", "2", "3", "-1", "5") }
@@ -321,7 +321,7 @@ func (g *gen) templates() []func() string {
 		func() string {
 			return f("(%s %s)", g.pick("inc", "dec", "-", "abs", "Math/floor", "Math/ceil", "Math/sqrt", "Math/log",
 				"Math/exp", "Math/signum", "int", "long", "double", "str", "pr-str", "Math/abs", "num"),
-				g.pick("7", "-7", "2.5", "-2.5", "0", "0.1", "1e3", "100000000000"))
+				g.pick("7", "-7", "2.5", "-2.5", "0", "0.0", "0.1", "1e3", "100000000000"))
 		},
 		func() string {
 			return f("(format %s %s)", g.pick(`"%.1f"`, `"%5.2f"`, `"%d"`, `"%05d"`, `"%,d"`, `"%10s|"`, `"%-10s|"`,
