@@ -143,6 +143,15 @@ func TestViewerInBrowser(t *testing.T) {
 			t.Errorf("the trace on the page lacks %q", want)
 		}
 	}
+	// A tool result over 256 KiB is kept in the trace by reference; the
+	// page says what and where instead of the reference's JSON.
+	ref, err := chromedp.Run(bctx, chromedp.Evaluate[string](`preview({"$object": {"bucket": "tool_results_shop", "name": "m1.list_orders.c1", "size": 386155, "digest": "SHA-256=x"}})`))
+	if want := "(386155 bytes, kept in object store tool_results_shop as m1.list_orders.c1)"; err != nil || ref != want {
+		t.Errorf("a result kept by reference shows as %q (%v), want %q", ref, err, want)
+	}
+	if plain, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[preview({"$object": 1, "other": 2}), preview({"$object": 1})].join(" ")`)); err != nil || plain != `{"$object":1,"other":2} {"$object":1}` {
+		t.Errorf("a map that is no reference shows as %q (%v)", plain, err)
+	}
 	if strings.Contains(traceText, "+1-555-") || strings.Contains(listText, "+1-555-") {
 		t.Error("a firewalled value reached the page")
 	}

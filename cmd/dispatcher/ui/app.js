@@ -25,6 +25,9 @@ function dur(ns) {
 }
 
 function preview(v, max = 400) {
+  // a large tool result the trace keeps by reference: what and where
+  const ref = v && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 1 && v["$object"];
+  if (ref && typeof ref === "object" && ref.bucket && ref.name) return "(" + ref.size + " bytes, kept in object store " + ref.bucket + " as " + ref.name + ")";
   let s = v === undefined ? "nil" : JSON.stringify(v);
   if (s === undefined) s = String(v);
   return s.length > max ? s.slice(0, max) + "…" : s;
