@@ -327,6 +327,48 @@ func (g *gen) templates() []func() string {
 			return f("(format %s %s)", g.pick(`"%.1f"`, `"%5.2f"`, `"%d"`, `"%05d"`, `"%,d"`, `"%10s|"`, `"%-10s|"`,
 				`"%x"`, `"%o"`, `"%e"`, `"%.3e"`, `"%b"`, `"%%"`, `"%+d"`), g.pick("7", "-7", "2.5", "12345678", `"s"`, "true", "0"))
 		},
+		func() string {
+			return f("(cond-> %s (map? %s) (assoc :x 1) (vector? %s) (conj :v) true count)", g.val(0), g.pick("{}", "[]"), g.pick("[]", "{}"))
+		},
+		func() string {
+			return f("(some-> %s %s %s)", g.pick(g.rec(), g.mp(0), "nil"), g.kw(), g.pick("str", "inc", "count", "vector"))
+		},
+		func() string {
+			return f("(condp %s %s 1 :one 2 :two \"a\" :a :other)", g.pick("=", "<", ">"), g.pick(g.num(), g.str()))
+		},
+		func() string {
+			return f("(if-let [x (%s %s)] [:yes x] :no)", g.pick("first", "seq", ":id", "second"), g.coll())
+		},
+		func() string { return f("(for [x %s :let [y (%s x)] :while y] [x y])", g.coll(), g.f1()) },
+		func() string { return f("(%s :n %s)", g.pick("apply max-key", "apply min-key"), g.recs()) },
+		func() string { return f("(sort-by (juxt %s %s) %s)", g.kw(), g.kw(), g.recs()) },
+		func() string { return f("(into {} (map (juxt %s %s) %s))", g.kw(), g.kw(), g.recs()) },
+		func() string {
+			return f("(update-in %s [%s] %s %s)", g.pick(g.mp(0), g.rec(), "{}"), g.kw(), g.pick("+", "conj", "str", "(fnil + 0)"), g.num())
+		},
+		func() string {
+			return f("(assoc %s %s %s %s %s)", g.pick(g.mp(0), g.vec(0), "nil"), g.pick(g.idx(), g.kw()), g.val(0), g.kw(), g.val(0))
+		},
+		func() string { return f("(merge-with %s %s %s %s)", g.f2(), g.mp(0), g.mp(0), g.mp(0)) },
+		func() string { return f("(let [[[a b] c] %s] [a b c])", g.coll()) },
+		func() string {
+			return f("(let [{a :a {b :b} :c :as m} %s] [a b (count m)])", g.pick(g.mp(0), g.rec(), "nil"))
+		},
+		func() string {
+			return f("(str/%s %s %s %s)", g.pick("replace", "replace-first"), g.text(), g.pick(`"a"`, `","`, `" "`, g.regex()), g.pick(`"-"`, `""`, `"$1"`))
+		},
+		func() string {
+			return f("(mapv %s %s %s %s)", g.pick("vector", "+", "max", "str"), g.coll(), g.coll(), g.coll())
+		},
+		func() string {
+			return f("(%s %s %s)", g.pick("mod", "rem", "quot", "/"), g.pick("-7", "7.5", "-2.5", "0.0", "9"), g.pick("2", "-2", "2.5", "0.5", "-3"))
+		},
+		func() string {
+			return f("(%s %s)", g.pick("Math/round", "int", "long", "double", "Math/floor", "Math/ceil", "str", "pr-str"), g.pick("2.5", "-2.5", "0.5", "-0.5", "1e20", "1.0E-5", "123456789.123"))
+		},
+		func() string {
+			return f("(letfn [(f [x] (if (%s x) x (f (%s x))))] (f %s))", g.pick("pos?", "zero?", "#(> % 3)"), g.pick("inc", "#(+ % 2)"), g.pick("-3", "0", "1"))
+		},
 	}
 }
 
