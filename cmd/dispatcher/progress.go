@@ -145,12 +145,10 @@ func eventValue(ev *messages.Event, field string, v any, n int) string {
 }
 
 func preview(v any, n int) string {
-	if m, ok := v.(map[string]any); ok && len(m) == 1 {
-		if r, ok := m[messages.RefKey].(map[string]any); ok {
-			// A large tool result the trace keeps by reference: what
-			// and where, not the reference's JSON.
-			return cut(fmt.Sprintf("(%v bytes, kept in object store %v as %v)", r["size"], r["bucket"], r["name"]), n)
-		}
+	if r, ok := messages.RefOf(v); ok {
+		// A large tool result the trace keeps by reference: what and
+		// where, not the reference's JSON.
+		return cut(fmt.Sprintf("(%d bytes, kept in object store %s as %s)", r.Size, r.Bucket, r.Name), n)
 	}
 	if l, ok := v.([]any); ok && len(l) > 3 {
 		head, _ := marshalJSON(l[:2], "")

@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -86,4 +87,41 @@ func RefValue(r *ObjectRef) map[string]any {
 		m["content_type"] = r.ContentType
 	}
 	return map[string]any{RefKey: m}
+}
+
+// RefOf reads back what RefValue wrote, after it crossed the wire as
+// msgpack or JSON: the reference and true when v is a map whose one key
+// is RefKey holding a bucket and name and an integral size; otherwise nil
+// and false.
+func RefOf(v any) (*ObjectRef, bool) {
+	outer, ok := v.(map[string]any)
+	if !ok || len(outer) != 1 {
+		return nil, false
+	}
+	m, ok := outer[RefKey].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	r := &ObjectRef{}
+	r.Bucket, _ = m["bucket"].(string)
+	r.Name, _ = m["name"].(string)
+	r.Digest, _ = m["digest"].(string)
+	r.ContentType, _ = m["content_type"].(string)
+	switch n := m["size"].(type) {
+	case int64:
+		r.Size = n
+	case uint64:
+		r.Size = int64(min(n, math.MaxInt64))
+	case float64:
+		if n != math.Trunc(n) || n < 0 || n > math.MaxInt64 {
+			return nil, false
+		}
+		r.Size = int64(n)
+	default:
+		return nil, false
+	}
+	if r.Bucket == "" || r.Name == "" {
+		return nil, false
+	}
+	return r, true
 }

@@ -274,11 +274,13 @@ func printArgs(a []core.Value, raw bool, scrub func(string, bool) string) string
 func printStr(th *core.Thread, a []core.Value, raw bool) string {
 	parts := make([]string, len(a))
 	for i, v := range a {
-		if s, ok := printText(v); ok && raw {
-			parts[i] = s
-		} else {
-			parts[i] = th.PrOf(v)
+		if raw {
+			if s, ok := printText(v); ok {
+				parts[i] = s
+				continue
+			}
 		}
+		parts[i] = th.PrOf(v)
 	}
 	return strings.Join(parts, " ")
 }
