@@ -151,6 +151,10 @@ type approvalGate struct {
 	// list reads the mission's records with their revisions; nil: each
 	// call's record is read on its own.
 	list func(context.Context) ([]*messages.Approval, map[string]uint64, error)
+	// readAhead, when set, gives the records as read before the run's first
+	// look (resumeReads): that look takes them instead of listing, as a
+	// list not made for it, and a failed read is listed again.
+	readAhead func(context.Context) ([]*messages.Approval, map[string]uint64, error)
 
 	mu   sync.Mutex
 	next map[string]int // occurrences of a call per turn and digest
@@ -345,18 +349,31 @@ func (g *approvalGate) check(ctx context.Context, info ToolInfo, name string, ar
 // uses too; a call decided by then is answered from that list, since a
 // decision is final. A call pending or without a record when listed is
 // read again, unless the list was made for this look (first): it is as
-// fresh as a read.
+// fresh as a read. Records read ahead of the run (readAhead) are a list not
+// made for the look.
 func (g *approvalGate) record(ctx context.Context, key, call string, first bool) (*messages.Approval, uint64, error) {
 	if g.list != nil {
 		g.mu.Lock()
 		fresh := false
 		if !g.listed {
-			as, revs, err := g.list(ctx)
-			if err != nil {
-				g.mu.Unlock()
-				return nil, 0, err
+			var as []*messages.Approval
+			var revs map[string]uint64
+			ahead := false
+			if early := g.readAhead; early != nil {
+				g.readAhead = nil
+				var err error
+				as, revs, err = early(ctx)
+				ahead = err == nil
 			}
-			g.listed, fresh = true, true
+			if !ahead {
+				var err error
+				if as, revs, err = g.list(ctx); err != nil {
+					g.mu.Unlock()
+					return nil, 0, err
+				}
+				fresh = true
+			}
+			g.listed = true
 			if g.seen == nil {
 				g.seen = make(map[string]seenApproval, len(as))
 			}

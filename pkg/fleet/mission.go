@@ -439,13 +439,15 @@ func (p *missionRun) open(env *RunEnv) bool {
 		// a redelivered or resumed mission replays what its earlier runs
 		// journaled
 		var err error
-		if p.journal, err = openJournalOn(ctx, w.js, w.replies, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo, w.journalDirect); err != nil {
+		if entry.reads != nil && entry.reads.journal != nil {
+			p.journal, err = entry.reads.journal.wait(ctx)
+		} else {
+			p.journal, err = w.openJournal(ctx, m.ID, attempt > 1 || entry.st.Suspensions > 0, entry.journalUpTo)
+		}
+		if err != nil {
 			log.Warn().Err(err).Msg("journal not read")
 			w.retryOrDead(ctx, msg, k, em, attempt, meta, entry, fmt.Errorf("%w (%w)", err, ErrRetryable), log)
 			return false
-		}
-		if w.replies.nc == w.js.Conn() {
-			p.journal.acksOn(w.replies)
 		}
 		if n := p.journal.Entries(); n > 0 {
 			log.Info().Int("entries", n).Msg("replaying the journal of earlier attempts")
@@ -454,6 +456,9 @@ func (p *missionRun) open(env *RunEnv) bool {
 	em.Emit(&messages.Event{Kind: messages.EventStarted})
 	owned := p.beats.owned // one method value for the Toolbox and the runner
 	box := p.toolbox(msg.Headers(), owned)
+	if entry.reads != nil {
+		box.approvalsAhead = entry.reads.approvals
+	}
 	p.box = box
 	*env = RunEnv{
 		owned:    owned,
@@ -810,8 +815,10 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		// No run wrote the journal since the suspension that set this
 		// status: each takes the mission from it first.
 		var journalUpTo uint64
+		var reads *resumeReads
 		if fromAwaiting {
 			journalUpTo = st.JournalSeq
+			reads = w.startResumeReads(ctx, m.ID, journalUpTo, !w.cfg.NoJournal)
 		}
 		st.State, st.Worker, st.Attempt, st.StreamSeq, st.JournalSeq, st.MissionDigest = messages.StateRunning, w.cfg.ID, attempt, meta.Sequence.Stream, 0, ""
 		// A run that may take the mission from another (mayBeStored)
@@ -834,7 +841,7 @@ func (w *Worker) claim(ctx context.Context, msg jetstream.Msg, k missionKey, m *
 		}
 		newRev, data, err := casStatusKept(ctx, w.st, st, rev)
 		if err == nil {
-			entry := &statusEntry{st: st, rev: newRev, data: data, journalUpTo: journalUpTo, drops: drops}
+			entry := &statusEntry{st: st, rev: newRev, data: data, journalUpTo: journalUpTo, reads: reads, drops: drops}
 			if mayBeStored && w.storedAfterClaim(ctx, msg, k, log) {
 				return nil, false, false, true
 			}

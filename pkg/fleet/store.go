@@ -560,6 +560,10 @@ type statusEntry struct {
 	// awaiting_approval status it took the mission from: the run reads
 	// the journal up to that message (openJournal).
 	journalUpTo uint64
+	// reads, on the entry a claim wrote taking the mission from
+	// awaiting_approval, are the journal's and the approval records'
+	// reads the claim started before its write (resumeReads).
+	reads *resumeReads
 	// drops, on the entry of a worker's claim or heartbeat, is the
 	// worker's connection drop signal taken before the status was
 	// written or read as the run's. Fired (or nil: not known), the status

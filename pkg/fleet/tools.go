@@ -546,7 +546,11 @@ type Toolbox struct {
 	// the worker's mission run at the first call (approvals): a mission
 	// waiting on its model before it calls a tool holds none.
 	gate atomic.Pointer[approvalGate]
-	run  *missionRun // nil: the Toolbox of no worker's mission
+	// approvalsAhead, on the Toolbox of a run that took its mission from
+	// awaiting_approval, are the mission's records its claim read
+	// (resumeReads): the gate's first look takes them.
+	approvalsAhead *pending[approvalList]
+	run            *missionRun // nil: the Toolbox of no worker's mission
 	// owned, when set, is asked before a request leaves (RunEnv.Owned).
 	owned func(context.Context) error
 
@@ -721,7 +725,11 @@ func (b *Toolbox) approvals() *approvalGate {
 	if g := b.gate.Load(); g != nil || b.run == nil {
 		return g
 	}
-	b.gate.CompareAndSwap(nil, b.run.approvalGate())
+	g := b.run.approvalGate()
+	if ahead := b.approvalsAhead; ahead != nil {
+		g.readAhead = listedAhead(ahead)
+	}
+	b.gate.CompareAndSwap(nil, g)
 	return b.gate.Load()
 }
 
