@@ -123,6 +123,16 @@
 [(fn? inc) (fn? (fn [] 1)) (fn? #(do %)) (fn? :a) (fn? {}) (ifn? :a) (ifn? {}) (ifn? 1) (fn? (partial +))]
 ;=> [true true true false false true true false true]
 ---
+;; trampoline: mutual recursion deeper than the call stack allows; a
+;; keyword or map returned is a value
+(letfn [(ev? [n] (if (zero? n) true #(od? (dec n))))
+        (od? [n] (if (zero? n) false #(ev? (dec n))))]
+  [(trampoline ev? 100001) (trampoline + 1 2) (trampoline (fn [] (fn [] :k))) (trampoline (fn [] {:a 1}))])
+;=> [false 3 :k {:a 1}]
+---
+(trampoline 5)
+;;; "not_callable: 1:1: not callable: 5"
+---
 ;; errors inside returned fns name the function called
 ((partial inc 1) 2)
 ;;; "arity_error: 2:1: inc expects 1 arg, got 2"

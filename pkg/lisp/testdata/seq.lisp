@@ -430,6 +430,9 @@
 (take 4 (list* :a :b (range)))
 ;=> [:a :b 0 1]
 ---
+[(list* (filter odd? [2 4])) (list* (filter odd? [1 2])) (take 2 (list* (range)))]
+;=> [nil [1] [0 1]]
+---
 (list* 1 2)
 ;;; "type_error: .*list\\*: expected a collection, got 2 \\(arg 2\\)"
 ---

@@ -386,12 +386,16 @@ func registerHOF(r *registry) {
 	r.Add("false?", 1, 1, func(th *core.Thread, a []core.Value) core.Value { return a[0] == false }).
 		doc("true for false only").pure()
 	r.Add("fn?", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
-		switch a[0].(type) {
-		case *core.Closure, *core.Builtin:
-			return true
-		}
-		return false
+		return isFn(a[0])
 	}).doc("true for functions")
+	r.Add("trampoline", 1, -1, func(th *core.Thread, a []core.Value) core.Value {
+		v := th.Call(a[0], a[1:]...)
+		for isFn(v) {
+			th.Tick()
+			v = th.Call(v)
+		}
+		return v
+	}).doc("calls f with the arguments, then each function it returns with none, until it returns a value that is not a function (mutual recursion without growing the stack)")
 	r.Add("ifn?", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
 		switch a[0].(type) {
 		case *core.Closure, *core.Builtin, *core.Keyword, *core.Map, core.HostMap, *core.Set, *core.Vector:
@@ -508,4 +512,14 @@ func mergeWithInto(th *core.Thread, f, acc core.Value, maps []core.Value) core.V
 		}
 	}
 	return acc
+}
+
+// isFn reports whether v is a function (fn?): a closure or a builtin, not
+// a keyword, map or set that can be called.
+func isFn(v core.Value) bool {
+	switch v.(type) {
+	case *core.Closure, *core.Builtin:
+		return true
+	}
+	return false
 }

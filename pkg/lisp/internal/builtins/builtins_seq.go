@@ -1183,7 +1183,11 @@ func biCons(th *core.Thread, a []core.Value) core.Value {
 func biListStar(th *core.Thread, a []core.Value) core.Value {
 	lead := a[:len(a)-1]
 	if s, ok := a[len(a)-1].(*core.LazySeq); ok {
-		// an unbounded tail stays lazy, as (cons x s) does
+		// an unbounded tail stays lazy, as (cons x s) does; alone, it is
+		// (seq s): nil when it has no item
+		if len(lead) == 0 {
+			return biSeq(th, a[len(a)-1:])
+		}
 		for i := len(lead) - 1; i >= 0; i-- {
 			s = consLazy(lead[i], s)
 		}
