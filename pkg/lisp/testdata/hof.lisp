@@ -133,6 +133,25 @@
 (trampoline 5)
 ;;; "not_callable: 1:1: not callable: 5"
 ---
+;; memoize: f runs once for each distinct argument list, with no
+;; argument too, and a function among the arguments is part of the key
+(let [f (memoize (fn [x y] (println "called" x y) (+ x y)))
+      g (memoize (fn [] (println "g") :v))
+      fib (memoize (fn [fib n] (if (< n 2) n (+ (fib fib (- n 1)) (fib fib (- n 2))))))]
+  [(f 1 2) (f 1 2) (f 2 1) (f 1 2) (g) (g) ((memoize +)) (fib fib 80)])
+;=> [3 3 3 3 :v :v 0 23416728348467685]
+;; @prints "called 1 2"
+;; @prints "called 2 1"
+;; @prints "g"
+---
+(memoize)
+;;; "arity_error: .*memoize expects 1 arg, got 0"
+---
+;; pmap branches share one memoized function
+(let [f (memoize (fn [x] (* x 10)))]
+  [(pmap f [1 2 1 2 3 1]) (f 3)])
+;=> [[10 20 10 20 30 10] 30]
+---
 ;; errors inside returned fns name the function called
 ((partial inc 1) 2)
 ;;; "arity_error: 2:1: inc expects 1 arg, got 2"

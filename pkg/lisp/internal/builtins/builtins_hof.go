@@ -1,6 +1,8 @@
 package builtins
 
 import (
+	"sync"
+
 	"github.com/ptcfleet/ptc/pkg/lisp/internal/core"
 )
 
@@ -396,6 +398,10 @@ func registerHOF(r *registry) {
 		}
 		return v
 	}).doc("calls f with the arguments, then each function it returns with none, until it returns a value that is not a function (mutual recursion without growing the stack)")
+	r.Add("memoize", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
+		m := &memo{f: a[0]}
+		return &core.Builtin{Name: "memoize", MinArgs: 0, MaxArgs: -1, Fn: m.call}
+	}).doc("a function that calls f once for each distinct list of arguments (by =) and answers again from what it kept")
 	r.Add("ifn?", 1, 1, func(th *core.Thread, a []core.Value) core.Value {
 		switch a[0].(type) {
 		case *core.Closure, *core.Builtin, *core.Keyword, *core.Map, core.HostMap, *core.Set, *core.Vector:
@@ -522,4 +528,43 @@ func isFn(v core.Value) bool {
 		return true
 	}
 	return false
+}
+
+// memo is a memoized function's cache: the argument lists f was called
+// with (keys, as vectors) and what it returned for each (vals, by the
+// key's position). Branches of pmap may share it.
+type memo struct {
+	f    core.Value
+	mu   sync.Mutex
+	keys ValueSet
+	vals []core.Value
+}
+
+// call answers args from the cache, or calls f and keeps its result. f
+// runs outside the lock: two branches asking for the same new arguments
+// at once may both call it, and the first result kept is the one
+// returned to both afterwards (Clojure's memoize calls f as freely).
+func (m *memo) call(th *core.Thread, args []core.Value) core.Value {
+	key := &core.Vector{Slots: append([]core.Value(nil), args...)}
+	h := core.HashValue(key)
+	m.mu.Lock()
+	i := m.keys.Index(key, h)
+	var v core.Value
+	if i >= 0 {
+		v = m.vals[i]
+	}
+	m.mu.Unlock()
+	if i >= 0 {
+		th.Tick()
+		return v
+	}
+	v = th.Call(m.f, args...)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i, added := m.keys.find(key); !added {
+		return m.vals[i]
+	}
+	th.AllocSlots(len(args) + 2)
+	m.vals = append(m.vals, v)
+	return v
 }
